@@ -1,0 +1,180 @@
+/* ref.h: the float64 reference of every drafter op (SPEC.md), the oracle for every backend.
+ *
+ * Every function here takes and produces double arrays (index tensors keep their integer
+ * types), accumulates in double, and is written to be obviously right rather than fast: one
+ * loop nest per formula of SPEC.md. Arrays are dense and row-major, last index fastest; the
+ * comment after each pointer gives its shape. Outputs are fully overwritten (no accumulation
+ * into caller memory). The functions cannot fail: shapes and index ranges are validated by the
+ * op layer (kernels/op_*.c) before they are called, so they only assert on programming errors.
+ *
+ * Backward functions recompute whatever forward state they need from the inputs.
+ */
+#ifndef FLARETUNE_REF_H
+#define FLARETUNE_REF_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- fusion.dflare: adaptive layer fusion ------------------------------------------------ */
+
+void ft_ref_fusion_dflare_fwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
+                              const double *x, /* [N,T,H] */
+                              const double *w, /* [D,T]   */
+                              const double *g, /* [H]     */
+                              double *f);      /* [D,N,H] */
+
+void ft_ref_fusion_dflare_bwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
+                              const double *x,  /* [N,T,H] */
+                              const double *w,  /* [D,T]   */
+                              const double *g,  /* [H]     */
+                              const double *df, /* [D,N,H] */
+                              double *dx,       /* [N,T,H] */
+                              double *dw,       /* [D,T]   */
+                              double *dg);      /* [H]     */
+
+/* ---- fusion.dflash: FC fusion ----------------------------------------------------------- */
+
+void ft_ref_fusion_dflash_fwd(int64_t N, int64_t T, int64_t H, double eps,
+                              const double *x,    /* [N,T,H]   */
+                              const double *w_fc, /* [H,T*H]   */
+                              const double *g,    /* [H]       */
+                              double *f);         /* [N,H]     */
+
+void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps,
+                              const double *x,    /* [N,T,H]   */
+                              const double *w_fc, /* [H,T*H]   */
+                              const double *g,    /* [H]       */
+                              const double *df,   /* [N,H]     */
+                              double *dx,         /* [N,T,H]   */
+                              double *dw_fc,      /* [H,T*H]   */
+                              double *dg);        /* [H]       */
+
+/* ---- attention.kvproj: context K/V projection (Dc = 1 shared, or Dc = D per layer) ------- */
+
+void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
+                       double eps, double rope_theta,
+                       const double *c,    /* [Dc,N,H]       */
+                       const double *w_k,  /* [D,Hkv*dh,H]   */
+                       const double *w_v,  /* [D,Hkv*dh,H]   */
+                       const double *gk,   /* [D,dh]         */
+                       const int32_t *pos, /* [N]            */
+                       double *k,          /* [D,N,Hkv,dh]   */
+                       double *v);         /* [D,N,Hkv,dh]   */
+
+/* ---- attention.decode: block attention at inference -------------------------------------
+ * Request r's context rows start at sum_{r' < r} ctx_lens[r'] in k_ctx / v_ctx. */
+
+void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
+                            double scale,
+                            const double *q,         /* [R,B,Hq,dh]          */
+                            const int32_t *ctx_lens, /* [R]                  */
+                            const double *k_ctx,     /* [sum ctx_lens,Hkv,dh] */
+                            const double *v_ctx,     /* [sum ctx_lens,Hkv,dh] */
+                            const double *k_blk,     /* [R,B,Hkv,dh]         */
+                            const double *v_blk,     /* [R,B,Hkv,dh]         */
+                            double *o,               /* [R,B,Hq,dh]          */
+                            double *lse);            /* [R,B,Hq]             */
+
+/* ---- attention.train: block-sparse attention for drafter training ------------------------
+ * A query of block j of sequence s sees context positions p < anchors[s,j] and the B rows of
+ * its own block; keep[s,j] = 0 blocks see nothing (o = 0, lse = -INFINITY, zero gradients). */
+
+void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                           int64_t Hkv, int64_t dh, double scale,
+                           const double *q,        /* [nseq,NB,B,Hq,dh]  */
+                           const double *k_ctx,    /* [nseq,S,Hkv,dh]    */
+                           const double *v_ctx,    /* [nseq,S,Hkv,dh]    */
+                           const double *k_blk,    /* [nseq,NB,B,Hkv,dh] */
+                           const double *v_blk,    /* [nseq,NB,B,Hkv,dh] */
+                           const int32_t *anchors, /* [nseq,NB]          */
+                           const uint8_t *keep,    /* [nseq,NB]          */
+                           double *o,              /* [nseq,NB,B,Hq,dh]  */
+                           double *lse);           /* [nseq,NB,B,Hq]     */
+
+void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                           int64_t Hkv, int64_t dh, double scale,
+                           const double *q,        /* [nseq,NB,B,Hq,dh]  */
+                           const double *k_ctx,    /* [nseq,S,Hkv,dh]    */
+                           const double *v_ctx,    /* [nseq,S,Hkv,dh]    */
+                           const double *k_blk,    /* [nseq,NB,B,Hkv,dh] */
+                           const double *v_blk,    /* [nseq,NB,B,Hkv,dh] */
+                           const int32_t *anchors, /* [nseq,NB]          */
+                           const uint8_t *keep,    /* [nseq,NB]          */
+                           const double *dout,     /* [nseq,NB,B,Hq,dh]  (SPEC's `do`) */
+                           double *dq,             /* [nseq,NB,B,Hq,dh]  */
+                           double *dk_ctx,         /* [nseq,S,Hkv,dh]    */
+                           double *dv_ctx,         /* [nseq,S,Hkv,dh]    */
+                           double *dk_blk,         /* [nseq,NB,B,Hkv,dh] */
+                           double *dv_blk);        /* [nseq,NB,B,Hkv,dh] */
+
+/* ---- loss: LM head + weighted cross entropy, forward and backward in one pass ------------ */
+
+typedef enum ft_loss_scheme {
+    FT_SCHEME_UNIFORM = 0,
+    FT_SCHEME_DECAY,
+    FT_SCHEME_PROGRESSIVE,
+    FT_SCHEME_DPACE,
+    FT_SCHEME_DPACE_CUM,
+    FT_SCHEME_DPACE_CONT,
+    FT_SCHEME_COUNT
+} ft_loss_scheme;
+
+typedef enum ft_loss_norm {
+    FT_NORM_DEFAULT = 0, /* the scheme's own denominator (SPEC.md table) */
+    FT_NORM_WEIGHT_SUM,
+    FT_NORM_COUNT,
+    FT_NORM_NUM_SEQS,
+    FT_NORM_NONE,
+    FT_NORM_COUNT_ /* number of values */
+} ft_loss_norm;
+
+/* The loss op's attributes (SPEC.md "loss" and "Attribute defaults"). */
+typedef struct ft_loss_attrs {
+    int64_t B;             /* block size; M % B == 0; row m is position m % B of its block  */
+    ft_loss_scheme scheme; /* default decay                                                 */
+    double gamma;          /* decay: default 7                                              */
+    double gamma0;         /* progressive: gamma at step 0, default 1                       */
+    double gamma_max;      /* progressive: gamma after warm-up, default 7                   */
+    double step;           /* progressive: current step, default 0                          */
+    double warmup_steps;   /* progressive: default 0 (no warm-up: gamma = gamma_max)        */
+    double alpha;          /* dpace smoothing, default 0.5                                  */
+    double num_seqs;       /* dpace denominator, default 1                                  */
+    ft_loss_norm norm;     /* denominator override, default FT_NORM_DEFAULT                 */
+    int want_dw;           /* also compute dw_lm                                            */
+} ft_loss_attrs;
+
+/* The effective gamma of the decay / progressive schemes (progressive: gamma0 + (gamma_max -
+ * gamma0) * min(1, step / warmup_steps), with warmup_steps <= 0 meaning warm-up is over). */
+double ft_loss_gamma(const ft_loss_attrs *a);
+
+/* The per-row weights of one block (SPEC.md weight table), shared by every backend so the
+ * scheme is defined in one place. q[k] is the draft probability of row k's target token (only
+ * read where scored), scored[k] = mask[k] && k > 0. Writes w[0..B-1] (w[0] = 0). */
+void ft_loss_block_weights(const ft_loss_attrs *a, const double *q, const uint8_t *scored,
+                           double *w);
+
+/* The loss denominator for the whole batch given the weights and the scored flags. */
+double ft_loss_denominator(const ft_loss_attrs *a, int64_t M, const double *w,
+                           const uint8_t *scored);
+
+/* labels[m] must lie in [0, V) where row m is scored; unscored rows may hold anything (such as
+ * -100) and are never read. dw_lm may be NULL unless a->want_dw. */
+void ft_ref_loss(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a,
+                 const double *h,        /* [M,H]  */
+                 const double *w_lm,     /* [V,H]  */
+                 const int32_t *labels,  /* [M]    */
+                 const uint8_t *mask,    /* [M]    */
+                 double *loss,           /* scalar */
+                 double *ce,             /* [M]    */
+                 double *q,              /* [M]    */
+                 double *w,              /* [M]    weights before division by the denominator */
+                 double *dh,             /* [M,H]  */
+                 double *dw_lm);         /* [V,H]  or NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,58 @@
+/* status.h: error reporting for the flaretune library.
+ *
+ * The library never exits and never prints: a function that can fail returns an ft_status and,
+ * when given an ft_err, fills it with one human-readable line that says what went wrong and where
+ * (the tensor, the file, the attribute). Only the command-line front end prints and exits.
+ */
+#ifndef FLARETUNE_STATUS_H
+#define FLARETUNE_STATUS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ft_status {
+    FT_OK = 0,
+    FT_EINVAL,       /* bad argument: unknown op, attribute, preset, value out of range */
+    FT_ESHAPE,       /* tensor shapes disagree with each other or with the op */
+    FT_EFORMAT,      /* malformed file (.npy, profile, event log) */
+    FT_EIO,          /* file system error */
+    FT_ENOMEM,       /* allocation failed */
+    FT_EUNSUPPORTED, /* valid request this build or backend cannot do */
+    FT_ENODEV,       /* the backend's device is not present */
+    FT_EVERIFY,      /* a result disagrees with the reference */
+    FT_EINTERNAL,    /* a bug: an invariant did not hold */
+} ft_status;
+
+#define FT_ERR_MSG_LEN 512
+
+typedef struct ft_err {
+    ft_status status;
+    char msg[FT_ERR_MSG_LEN];
+} ft_err;
+
+/* Short stable name of a status ("EINVAL", ...). */
+const char *ft_status_name(ft_status s);
+
+/* Record an error in err (which may be NULL) and return s. printf-style message, no newline. */
+ft_status ft_err_set(ft_err *err, ft_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Prefix the message already in err with "prefix: " (used to add context on the way up). */
+ft_status ft_err_wrap(ft_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+void ft_err_clear(ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

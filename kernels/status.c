@@ -1,0 +1,61 @@
+/* status.c: error records (see include/flaretune/status.h). */
+#include "flaretune/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *ft_status_name(ft_status s) {
+    switch (s) {
+    case FT_OK: return "OK";
+    case FT_EINVAL: return "EINVAL";
+    case FT_ESHAPE: return "ESHAPE";
+    case FT_EFORMAT: return "EFORMAT";
+    case FT_EIO: return "EIO";
+    case FT_ENOMEM: return "ENOMEM";
+    case FT_EUNSUPPORTED: return "EUNSUPPORTED";
+    case FT_ENODEV: return "ENODEV";
+    case FT_EVERIFY: return "EVERIFY";
+    case FT_EINTERNAL: return "EINTERNAL";
+    }
+    return "E?";
+}
+
+ft_status ft_err_set(ft_err *err, ft_status s, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->status = s;
+    }
+    return s;
+}
+
+ft_status ft_err_wrap(ft_err *err, const char *fmt, ...) {
+    if (!err) return FT_EINTERNAL;
+    char prefix[FT_ERR_MSG_LEN], old[FT_ERR_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    /* Truncation is acceptable here: the message is for people and stays NUL-terminated. */
+    size_t n = strlen(prefix);
+    if (n > sizeof err->msg - 3) n = sizeof err->msg - 3;
+    memcpy(err->msg, prefix, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t room = sizeof err->msg - n - 3;
+    size_t m = strlen(old);
+    if (m > room) m = room;
+    memcpy(err->msg + n + 2, old, m);
+    err->msg[n + 2 + m] = '\0';
+    return err->status;
+}
+
+void ft_err_clear(ft_err *err) {
+    if (err) {
+        err->status = FT_OK;
+        err->msg[0] = '\0';
+    }
+}

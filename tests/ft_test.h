@@ -1,0 +1,80 @@
+/* ft_test.h: the tiny test harness every ctest program uses.
+ *
+ *   static void test_something(void) { FT_CHECK(x == 1, "x was %d", x); }
+ *   int main(void) { FT_RUN(test_something); return ft_test_finish(); }
+ *
+ * A failed check prints file:line and the message and marks the program failed; the test keeps
+ * going so one run shows every failure. ft_test_skip() exits with 77 (ctest SKIP_RETURN_CODE).
+ */
+#ifndef FT_TEST_H
+#define FT_TEST_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int ft_test_failures;
+static int ft_test_checks;
+static const char *ft_test_current = "";
+
+#define FT_CHECK(cond, ...)                                                                   \
+    do {                                                                                      \
+        ft_test_checks++;                                                                     \
+        if (!(cond)) {                                                                        \
+            ft_test_failures++;                                                               \
+            fprintf(stderr, "%s:%d: %s: check failed: %s: ", __FILE__, __LINE__,              \
+                    ft_test_current, #cond);                                                  \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+        }                                                                                     \
+    } while (0)
+
+/* |a - b| <= tol * max(1, |b|): relative for large values, absolute near zero. */
+#define FT_CHECK_NEAR(a, b, tol)                                                              \
+    do {                                                                                      \
+        double ft_a_ = (double)(a), ft_b_ = (double)(b);                                      \
+        double ft_s_ = fabs(ft_b_) > 1.0 ? fabs(ft_b_) : 1.0;                                 \
+        FT_CHECK(fabs(ft_a_ - ft_b_) <= (tol) * ft_s_, "%s = %.17g, expected %.17g (tol %g)", \
+                 #a, ft_a_, ft_b_, (double)(tol));                                            \
+    } while (0)
+
+#define FT_RUN(fn)                                                                            \
+    do {                                                                                      \
+        ft_test_current = #fn;                                                                \
+        int ft_before_ = ft_test_failures;                                                    \
+        fn();                                                                                 \
+        fprintf(stderr, "%-48s %s\n", #fn, ft_test_failures == ft_before_ ? "ok" : "FAILED"); \
+    } while (0)
+
+static inline int ft_test_finish(void) {
+    fprintf(stderr, "%d checks, %d failed\n", ft_test_checks, ft_test_failures);
+    return ft_test_failures ? 1 : 0;
+}
+
+static inline void ft_test_skip(const char *why) {
+    fprintf(stderr, "SKIP: %s\n", why);
+    exit(77);
+}
+
+/* ||a - b|| / ||b|| over n doubles (||b|| = 0: returns ||a - b||). */
+static inline double ft_test_rel_err(const double *a, const double *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static inline void *ft_test_alloc(size_t bytes) {
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory allocating %zu bytes\n", bytes);
+        exit(2);
+    }
+    return p;
+}
+
+#endif
