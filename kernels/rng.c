@@ -13,7 +13,8 @@ static uint64_t splitmix64(uint64_t *x) {
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 void ft_rng_seed(ft_rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
 }
 
 uint64_t ft_rng_next(ft_rng *r) {
@@ -35,7 +36,8 @@ uint64_t ft_rng_below(ft_rng *r, uint64_t n) {
     /* Rejection keeps the result unbiased for any n. */
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
-    do x = ft_rng_next(r);
+    do
+        x = ft_rng_next(r);
     while (x >= limit);
     return x % n;
 }

@@ -18,33 +18,33 @@ static int ft_test_failures;
 static int ft_test_checks;
 static const char *ft_test_current = "";
 
-#define FT_CHECK(cond, ...)                                                                   \
-    do {                                                                                      \
-        ft_test_checks++;                                                                     \
-        if (!(cond)) {                                                                        \
-            ft_test_failures++;                                                               \
-            fprintf(stderr, "%s:%d: %s: check failed: %s: ", __FILE__, __LINE__,              \
-                    ft_test_current, #cond);                                                  \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fputc('\n', stderr);                                                              \
-        }                                                                                     \
+#define FT_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        ft_test_checks++;                                                                          \
+        if (!(cond)) {                                                                             \
+            ft_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: %s: check failed: %s: ", __FILE__, __LINE__, ft_test_current,  \
+                    #cond);                                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 /* |a - b| <= tol * max(1, |b|): relative for large values, absolute near zero. */
-#define FT_CHECK_NEAR(a, b, tol)                                                              \
-    do {                                                                                      \
-        double ft_a_ = (double)(a), ft_b_ = (double)(b);                                      \
-        double ft_s_ = fabs(ft_b_) > 1.0 ? fabs(ft_b_) : 1.0;                                 \
-        FT_CHECK(fabs(ft_a_ - ft_b_) <= (tol) * ft_s_, "%s = %.17g, expected %.17g (tol %g)", \
-                 #a, ft_a_, ft_b_, (double)(tol));                                            \
+#define FT_CHECK_NEAR(a, b, tol)                                                                   \
+    do {                                                                                           \
+        double ft_a_ = (double)(a), ft_b_ = (double)(b);                                           \
+        double ft_s_ = fabs(ft_b_) > 1.0 ? fabs(ft_b_) : 1.0;                                      \
+        FT_CHECK(fabs(ft_a_ - ft_b_) <= (tol)*ft_s_, "%s = %.17g, expected %.17g (tol %g)", #a,    \
+                 ft_a_, ft_b_, (double)(tol));                                                     \
     } while (0)
 
-#define FT_RUN(fn)                                                                            \
-    do {                                                                                      \
-        ft_test_current = #fn;                                                                \
-        int ft_before_ = ft_test_failures;                                                    \
-        fn();                                                                                 \
-        fprintf(stderr, "%-48s %s\n", #fn, ft_test_failures == ft_before_ ? "ok" : "FAILED"); \
+#define FT_RUN(fn)                                                                                 \
+    do {                                                                                           \
+        ft_test_current = #fn;                                                                     \
+        int ft_before_ = ft_test_failures;                                                         \
+        fn();                                                                                      \
+        fprintf(stderr, "%-48s %s\n", #fn, ft_test_failures == ft_before_ ? "ok" : "FAILED");      \
     } while (0)
 
 static inline int ft_test_finish(void) {

@@ -1,0 +1,54 @@
+/* npy.h: NumPy .npy files, the interchange format of `flaretune exec`.
+ *
+ * Reads format versions 1.0, 2.0 and 3.0 in C order, little-endian. The dtypes an op uses are
+ * float32, int32 and uint8; for convenience float64 is kept as float64 (the reference backend then
+ * computes on the exact values), int64 is narrowed to int32 when every value fits, and bool is
+ * read as uint8. Anything else is refused with one clear message naming the file.
+ *
+ * Writes version 1.0 (2.0 only when the header needs it), header padded to 64 bytes as NumPy
+ * does, through a temporary file renamed into place so a failed write never leaves half a file.
+ */
+#ifndef FLARETUNE_NPY_H
+#define FLARETUNE_NPY_H
+
+#include <stdio.h>
+
+#include "flaretune/status.h"
+#include "flaretune/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ft_npy_header {
+    int major, minor;
+    char descr[16];
+    int fortran_order;
+    int rank;
+    int64_t shape[FT_MAX_RANK];
+    size_t data_offset; /* bytes from the start of the file to the data */
+} ft_npy_header;
+
+/* Parse the header of a .npy file held in buf (at least the whole header). `name` is used in
+ * messages. Fails with FT_EFORMAT and a message saying what is wrong. */
+ft_status ft_npy_parse_header(const unsigned char *buf, size_t len, const char *name,
+                              ft_npy_header *h, ft_err *err);
+
+ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err);
+
+/* Write t to path atomically (temporary file + rename). */
+ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err);
+
+/* Write t to a fresh temporary file beside path and return its name in tmp (size n); the caller
+ * renames it with ft_file_commit or removes it. Lets several files be written all-or-nothing. */
+ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_t n, ft_err *err);
+
+/* Atomic file helpers shared by every writer (profiles, emitted headers, outputs). */
+FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err);
+/* Flush, sync and close f, then rename tmp to path. On failure tmp is removed. */
+ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,390 @@
+/* npy.c: reading and writing NumPy .npy files (see include/flaretune/npy.h).
+ *
+ * The header is a Python dict literal such as
+ *     {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+ * parsed here by a small recursive-descent reader that accepts exactly the three keys NumPy
+ * writes, so a damaged header is reported rather than guessed at.
+ */
+#include "flaretune/npy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+/* ---- header parsing ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *p, *end;
+} cursor;
+
+static void skip_ws(cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+static int eat(cursor *c, char ch) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static int read_str(cursor *c, char *out, size_t n) {
+    skip_ws(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return 0;
+    char q = *c->p++;
+    size_t k = 0;
+    while (c->p < c->end && *c->p != q) {
+        if (k + 1 >= n) return 0;
+        out[k++] = *c->p++;
+    }
+    if (c->p >= c->end) return 0;
+    c->p++;
+    out[k] = '\0';
+    return 1;
+}
+
+static int read_word(cursor *c, const char *w) {
+    skip_ws(c);
+    size_t n = strlen(w);
+    if ((size_t)(c->end - c->p) >= n && memcmp(c->p, w, n) == 0) {
+        c->p += n;
+        return 1;
+    }
+    return 0;
+}
+
+static int read_shape(cursor *c, ft_npy_header *h) {
+    if (!eat(c, '(')) return 0;
+    h->rank = 0;
+    for (;;) {
+        if (eat(c, ')')) return 1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p < '0' || *c->p > '9') return 0;
+        long long v = 0;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+            if (v > (LLONG_MAX - 9) / 10) return 0;
+            v = v * 10 + (*c->p++ - '0');
+        }
+        if (c->p < c->end && *c->p == 'L') c->p++; /* Python 2 longs */
+        if (h->rank >= FT_MAX_RANK) return -1;
+        h->shape[h->rank++] = v;
+        if (!eat(c, ',')) return eat(c, ')');
+    }
+}
+
+ft_status ft_npy_parse_header(const unsigned char *buf, size_t len, const char *name,
+                              ft_npy_header *h, ft_err *err) {
+    memset(h, 0, sizeof *h);
+    if (len < 10 || memcmp(buf, npy_magic, 6) != 0)
+        return ft_err_set(err, FT_EFORMAT, "%s: not a .npy file (wrong magic string)", name);
+    h->major = buf[6];
+    h->minor = buf[7];
+    size_t hlen, pre;
+    if (h->major == 1) {
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+        pre = 10;
+    } else if (h->major == 2 || h->major == 3) {
+        if (len < 12) return ft_err_set(err, FT_EFORMAT, "%s: truncated .npy header", name);
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+        pre = 12;
+    } else {
+        return ft_err_set(err, FT_EFORMAT, "%s: unsupported .npy format version %d.%d", name,
+                          h->major, h->minor);
+    }
+    if (pre + hlen > len) return ft_err_set(err, FT_EFORMAT, "%s: truncated .npy header", name);
+    h->data_offset = pre + hlen;
+
+    cursor c = {(const char *)buf + pre, (const char *)buf + pre + hlen};
+    int have_descr = 0, have_fortran = 0, have_shape = 0;
+    if (!eat(&c, '{')) goto bad;
+    while (!eat(&c, '}')) {
+        char key[32];
+        if (!read_str(&c, key, sizeof key) || !eat(&c, ':')) goto bad;
+        if (strcmp(key, "descr") == 0) {
+            if (!read_str(&c, h->descr, sizeof h->descr)) goto bad;
+            have_descr = 1;
+        } else if (strcmp(key, "fortran_order") == 0) {
+            if (read_word(&c, "True"))
+                h->fortran_order = 1;
+            else if (read_word(&c, "False"))
+                h->fortran_order = 0;
+            else
+                goto bad;
+            have_fortran = 1;
+        } else if (strcmp(key, "shape") == 0) {
+            int r = read_shape(&c, h);
+            if (r < 0)
+                return ft_err_set(err, FT_EFORMAT, "%s: more than %d dimensions", name,
+                                  FT_MAX_RANK);
+            if (!r) goto bad;
+            have_shape = 1;
+        } else {
+            return ft_err_set(err, FT_EFORMAT, "%s: unexpected key '%s' in .npy header", name, key);
+        }
+        if (!eat(&c, ',')) {
+            if (!eat(&c, '}')) goto bad;
+            break;
+        }
+    }
+    if (!have_descr || !have_fortran || !have_shape)
+        return ft_err_set(err, FT_EFORMAT, "%s: .npy header lacks '%s'", name,
+                          !have_descr     ? "descr"
+                          : !have_fortran ? "fortran_order"
+                                          : "shape");
+    return FT_OK;
+bad:
+    return ft_err_set(err, FT_EFORMAT, "%s: malformed .npy header", name);
+}
+
+/* ---- loading ------------------------------------------------------------------------------- */
+
+typedef enum { SRC_F32, SRC_F64, SRC_I32, SRC_I64, SRC_U8, SRC_BOOL } src_type;
+
+static ft_status descr_type(const char *descr, const char *name, src_type *st, ft_err *err) {
+    static const struct {
+        const char *descr;
+        src_type st;
+    } known[] = {{"<f4", SRC_F32}, {"<f8", SRC_F64}, {"<i4", SRC_I32}, {"<i8", SRC_I64},
+                 {"|u1", SRC_U8},  {"<u1", SRC_U8},  {"|b1", SRC_BOOL}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(descr, known[i].descr) == 0) {
+            *st = known[i].st;
+            return FT_OK;
+        }
+    }
+    if (descr[0] == '>' && strlen(descr) > 1 && descr[1] != '1')
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: big-endian data ('%s') is not supported; save it little-endian "
+                          "(numpy: a.astype(a.dtype.newbyteorder('<')))",
+                          name, descr);
+    return ft_err_set(err, FT_EFORMAT,
+                      "%s: unsupported dtype '%s' (supported: float32, int32, uint8; float64, "
+                      "int64 and bool are converted)",
+                      name, descr);
+}
+
+static size_t src_size(src_type st) {
+    switch (st) {
+    case SRC_F32:
+    case SRC_I32: return 4;
+    case SRC_F64:
+    case SRC_I64: return 8;
+    case SRC_U8:
+    case SRC_BOOL: return 1;
+    }
+    return 0;
+}
+
+ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    ft_status s = FT_OK;
+    ft_tensor *t = NULL;
+    void *raw = NULL;
+
+    /* The header is at most 4 GiB in 2.0+ but NumPy keeps it small; 64 KiB + prefix covers
+     * every 1.0 header and any real 2.0 one. */
+    enum { HEAD_MAX = 65536 + 12 };
+    unsigned char *head = malloc(HEAD_MAX);
+    if (!head) {
+        fclose(f);
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    size_t got = fread(head, 1, HEAD_MAX, f);
+    ft_npy_header h;
+    s = ft_npy_parse_header(head, got, path, &h, err);
+    free(head);
+    if (s) goto done;
+    if (h.fortran_order) {
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: Fortran-order arrays are not supported; save a C-order array "
+                       "(numpy: np.ascontiguousarray(a))",
+                       path);
+        goto done;
+    }
+    src_type st;
+    if ((s = descr_type(h.descr, path, &st, err))) goto done;
+    ft_dtype dt = st == SRC_F32                      ? FT_F32
+                  : st == SRC_F64                    ? FT_F64
+                  : (st == SRC_I32 || st == SRC_I64) ? FT_I32
+                                                     : FT_U8;
+    if ((s = ft_tensor_new(dt, h.rank, h.shape, &t, err))) goto done;
+
+    int64_t n = ft_tensor_numel(t);
+    size_t esz = src_size(st);
+    size_t want = (size_t)n * esz;
+    void *dst = t->data;
+    if (esz != ft_dtype_size(dt)) {
+        raw = malloc(want ? want : 1);
+        if (!raw) {
+            s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        dst = raw;
+    }
+    if (fseeko(f, (off_t)h.data_offset, SEEK_SET) != 0) {
+        s = ft_err_set(err, FT_EIO, "%s: seek failed: %s", path, strerror(errno));
+        goto done;
+    }
+    size_t rd = want ? fread(dst, 1, want, f) : 0;
+    if (rd != want) {
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: truncated data: the header promises %lld elements (%zu bytes) but "
+                       "the file holds %zu",
+                       path, (long long)n, want, rd);
+        goto done;
+    }
+    if (fgetc(f) != EOF) {
+        s = ft_err_set(err, FT_EFORMAT, "%s: extra bytes after the %zu bytes of data", path, want);
+        goto done;
+    }
+    if (st == SRC_I64) {
+        const int64_t *src = raw;
+        int32_t *d = t->data;
+        for (int64_t i = 0; i < n; i++) {
+            if (src[i] < INT32_MIN || src[i] > INT32_MAX) {
+                s = ft_err_set(err, FT_EFORMAT,
+                               "%s: int64 value %lld at index %lld does not fit in int32", path,
+                               (long long)src[i], (long long)i);
+                goto done;
+            }
+            d[i] = (int32_t)src[i];
+        }
+    } else if (st == SRC_BOOL) {
+        const uint8_t *src = t->data;
+        uint8_t *d = t->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = src[i] != 0;
+    }
+done:
+    free(raw);
+    fclose(f);
+    if (s) {
+        ft_tensor_free(t);
+        return s;
+    }
+    *out = t;
+    return FT_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
+    int w = snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    if (w < 0 || (size_t)w >= n) {
+        ft_err_set(err, FT_EINVAL, "%s: path too long", path);
+        return NULL;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        ft_err_set(err, FT_EIO, "%s: cannot create a file there: %s", path, strerror(errno));
+        return NULL;
+    }
+    /* mkstemp makes the file 0600; give it the usual permissions of a new file. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        /* Not fatal: the file is still correct, only private. */
+    }
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        ft_err_set(err, FT_EIO, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+    }
+    return f;
+}
+
+ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err) {
+    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int saved = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    if (bad) {
+        unlink(tmp);
+        return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
+    }
+    if (rename(tmp, path) != 0) {
+        saved = errno;
+        unlink(tmp);
+        return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));
+    }
+    return FT_OK;
+}
+
+static const char *dtype_descr(ft_dtype dt) {
+    switch (dt) {
+    case FT_F32: return "<f4";
+    case FT_F64: return "<f8";
+    case FT_I32: return "<i4";
+    case FT_U8: return "|u1";
+    }
+    return "?";
+}
+
+static ft_status write_npy(FILE *f, const ft_tensor *t, const char *path, ft_err *err) {
+    char dict[512];
+    int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     dtype_descr(t->dtype));
+    for (int i = 0; i < t->rank; i++)
+        k += snprintf(dict + k, sizeof dict - (size_t)k, "%lld,%s", (long long)t->shape[i],
+                      i + 1 < t->rank ? " " : "");
+    k += snprintf(dict + k, sizeof dict - (size_t)k, "), }");
+    /* Pad with spaces and end with '\n' so the data starts on a 64-byte boundary. */
+    size_t pre = 10, total = pre + (size_t)k + 1;
+    size_t padded = (total + 63) / 64 * 64;
+    unsigned char prefix[10];
+    memcpy(prefix, npy_magic, 6);
+    prefix[6] = 1;
+    prefix[7] = 0;
+    size_t hlen = padded - pre;
+    prefix[8] = (unsigned char)(hlen & 0xff);
+    prefix[9] = (unsigned char)(hlen >> 8);
+    if (fwrite(prefix, 1, pre, f) != pre || fwrite(dict, 1, (size_t)k, f) != (size_t)k) goto bad;
+    for (size_t i = pre + (size_t)k; i + 1 < padded; i++)
+        if (fputc(' ', f) == EOF) goto bad;
+    if (fputc('\n', f) == EOF) goto bad;
+    size_t bytes = ft_tensor_nbytes(t);
+    if (bytes && fwrite(t->data, 1, bytes, f) != bytes) goto bad;
+    return FT_OK;
+bad:
+    return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(errno));
+}
+
+ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_t n, ft_err *err) {
+    FILE *f = ft_file_create_tmp(path, tmp, n, err);
+    if (!f) return err ? err->status : FT_EIO;
+    ft_status s = write_npy(f, t, path, err);
+    int bad = s || ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int saved = errno;
+    if (fclose(f) != 0) bad = 1;
+    if (bad) {
+        unlink(tmp);
+        if (!s) s = ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
+        return s;
+    }
+    return FT_OK;
+}
+
+ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err) {
+    char tmp[4096];
+    ft_status s = ft_npy_save_tmp(path, t, tmp, sizeof tmp, err);
+    if (s) return s;
+    if (rename(tmp, path) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));
+    }
+    return FT_OK;
+}

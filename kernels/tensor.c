@@ -1,0 +1,146 @@
+/* tensor.c: dense tensors (see include/flaretune/tensor.h). */
+#include "flaretune/tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t ft_dtype_size(ft_dtype dt) {
+    switch (dt) {
+    case FT_F32: return 4;
+    case FT_F64: return 8;
+    case FT_I32: return 4;
+    case FT_U8: return 1;
+    }
+    return 0;
+}
+
+const char *ft_dtype_name(ft_dtype dt) {
+    switch (dt) {
+    case FT_F32: return "float32";
+    case FT_F64: return "float64";
+    case FT_I32: return "int32";
+    case FT_U8: return "uint8";
+    }
+    return "?";
+}
+
+int ft_dtype_is_float(ft_dtype dt) { return dt == FT_F32 || dt == FT_F64; }
+
+void *ft_alloc(size_t bytes) {
+    /* aligned_alloc needs a size that is a multiple of the alignment. */
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded == 0) rounded = 64;
+    if (rounded < bytes) return NULL; /* overflow */
+    return aligned_alloc(64, rounded);
+}
+
+void ft_free(void *p) { free(p); }
+
+int64_t ft_tensor_numel(const ft_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+size_t ft_tensor_nbytes(const ft_tensor *t) {
+    return (size_t)ft_tensor_numel(t) * ft_dtype_size(t->dtype);
+}
+
+ft_status ft_tensor_new(ft_dtype dt, int rank, const int64_t *shape, ft_tensor **out, ft_err *err) {
+    *out = NULL;
+    if (rank < 0 || rank > FT_MAX_RANK)
+        return ft_err_set(err, FT_EINVAL, "tensor rank %d is outside 0..%d", rank, FT_MAX_RANK);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0) return ft_err_set(err, FT_EINVAL, "negative tensor dimension");
+        if (shape[i] && n > INT64_MAX / 16 / shape[i])
+            return ft_err_set(err, FT_ENOMEM, "tensor of this shape is too large to address");
+        n *= shape[i];
+    }
+    ft_tensor *t = calloc(1, sizeof *t);
+    if (!t) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    t->dtype = dt;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->shape[i] = shape[i];
+    size_t bytes = (size_t)n * ft_dtype_size(dt);
+    t->data = ft_alloc(bytes);
+    if (!t->data) {
+        free(t);
+        char s[128];
+        return ft_err_set(err, FT_ENOMEM, "out of memory allocating a %s %s tensor (%zu bytes)",
+                          ft_dtype_name(dt), ft_shape_str(rank, shape, s, sizeof s), bytes);
+    }
+    memset(t->data, 0, bytes);
+    t->owns_data = 1;
+    *out = t;
+    return FT_OK;
+}
+
+ft_tensor ft_tensor_wrap(ft_dtype dt, int rank, const int64_t *shape, void *data) {
+    ft_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.rank = rank;
+    for (int i = 0; i < rank && i < FT_MAX_RANK; i++)
+        t.shape[i] = shape[i];
+    t.data = data;
+    return t;
+}
+
+void ft_tensor_free(ft_tensor *t) {
+    if (!t) return;
+    if (t->owns_data) ft_free(t->data);
+    free(t);
+}
+
+double ft_tensor_get(const ft_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case FT_F32: return ((const float *)t->data)[i];
+    case FT_F64: return ((const double *)t->data)[i];
+    case FT_I32: return ((const int32_t *)t->data)[i];
+    case FT_U8: return ((const uint8_t *)t->data)[i];
+    }
+    return 0;
+}
+
+void ft_tensor_copy_values(ft_tensor *dst, const ft_tensor *src) {
+    int64_t n = ft_tensor_numel(src);
+    if (dst->dtype == src->dtype) {
+        memcpy(dst->data, src->data, ft_tensor_nbytes(src));
+    } else if (dst->dtype == FT_F64) {
+        double *d = dst->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = ft_tensor_get(src, i);
+    } else if (dst->dtype == FT_F32) {
+        float *d = dst->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)ft_tensor_get(src, i);
+    } else if (dst->dtype == FT_I32) {
+        int32_t *d = dst->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (int32_t)ft_tensor_get(src, i);
+    } else {
+        uint8_t *d = dst->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (uint8_t)ft_tensor_get(src, i);
+    }
+}
+
+ft_status ft_tensor_convert(const ft_tensor *src, ft_dtype dt, ft_tensor **out, ft_err *err) {
+    ft_status s = ft_tensor_new(dt, src->rank, src->shape, out, err);
+    if (s) return s;
+    ft_tensor_copy_values(*out, src);
+    return FT_OK;
+}
+
+char *ft_shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < rank && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}

@@ -1,0 +1,203 @@
+/* test_npy.c: .npy round trips, hand-made files of every supported version and dtype, and one
+ * clear error for every kind of bad file. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flaretune/npy.h"
+#include "flaretune/rng.h"
+#include "ft_test.h"
+
+static char dir[64];
+
+static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+/* Write a hand-made .npy: the given version, header dict and raw data bytes. */
+static void write_raw(const char *name, int major, const char *dict, const void *data,
+                      size_t bytes) {
+    char p[256];
+    path_of(p, sizeof p, name);
+    FILE *f = fopen(p, "wb");
+    FT_CHECK(f != NULL, "cannot create %s", p);
+    if (!f) return;
+    size_t dl = strlen(dict);
+    size_t pre = major == 1 ? 10 : 12;
+    size_t total = (pre + dl + 1 + 63) / 64 * 64, hlen = total - pre;
+    unsigned char head[12] = {0x93, 'N', 'U', 'M', 'P', 'Y', (unsigned char)major, 0};
+    for (size_t i = 0; i < pre - 8; i++)
+        head[8 + i] = (unsigned char)(hlen >> (8 * i));
+    fwrite(head, 1, pre, f);
+    fwrite(dict, 1, dl, f);
+    for (size_t i = pre + dl; i + 1 < total; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    if (bytes) fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+static ft_status load(const char *name, ft_tensor **t, ft_err *err) {
+    char p[256];
+    path_of(p, sizeof p, name);
+    return ft_npy_load(p, t, err);
+}
+
+static void expect_error(const char *name, const char *needle) {
+    ft_tensor *t = NULL;
+    ft_err err = {0};
+    ft_status s = load(name, &t, &err);
+    FT_CHECK(s != FT_OK, "%s should fail", name);
+    FT_CHECK(t == NULL, "%s: no tensor on failure", name);
+    FT_CHECK(strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", name, err.msg, needle);
+    FT_CHECK(strstr(err.msg, name) != NULL, "%s: message '%s' does not name the file", name,
+             err.msg);
+    ft_tensor_free(t);
+}
+
+static void test_round_trip(void) {
+    static const ft_dtype dts[] = {FT_F32, FT_F64, FT_I32, FT_U8};
+    static const int64_t shapes[][3] = {{0, 0, 0}, {7, 0, 0}, {3, 4, 5}};
+    static const int ranks[] = {0, 1, 3};
+    ft_rng rng;
+    ft_rng_seed(&rng, 42);
+    for (size_t d = 0; d < 4; d++) {
+        for (size_t k = 0; k < 3; k++) {
+            ft_tensor *a, *b = NULL;
+            ft_err err = {0};
+            FT_CHECK(ft_tensor_new(dts[d], ranks[k], shapes[k], &a, &err) == FT_OK, "%s", err.msg);
+            for (int64_t i = 0; i < ft_tensor_numel(a); i++) {
+                double v = ft_rng_normal(&rng) * 100;
+                if (dts[d] == FT_F32) ((float *)a->data)[i] = (float)v;
+                if (dts[d] == FT_F64) ((double *)a->data)[i] = v;
+                if (dts[d] == FT_I32) ((int32_t *)a->data)[i] = (int32_t)v;
+                if (dts[d] == FT_U8) ((uint8_t *)a->data)[i] = (uint8_t)ft_rng_below(&rng, 256);
+            }
+            char p[256];
+            path_of(p, sizeof p, "rt.npy");
+            FT_CHECK(ft_npy_save(p, a, &err) == FT_OK, "save: %s", err.msg);
+            FT_CHECK(ft_npy_load(p, &b, &err) == FT_OK, "load: %s", err.msg);
+            if (b) {
+                FT_CHECK(b->dtype == a->dtype && b->rank == a->rank, "dtype/rank %s rank %d",
+                         ft_dtype_name(b->dtype), b->rank);
+                for (int r = 0; r < a->rank; r++)
+                    FT_CHECK(b->shape[r] == a->shape[r], "shape");
+                FT_CHECK(memcmp(a->data, b->data, ft_tensor_nbytes(a)) == 0, "data differs");
+            }
+            /* NumPy's layout: the data starts on a 64-byte boundary. */
+            FILE *f = fopen(p, "rb");
+            unsigned char head[10] = {0};
+            FT_CHECK(f && fread(head, 1, 10, f) == 10, "reread header");
+            if (f) fclose(f);
+            FT_CHECK(head[6] == 1 && head[7] == 0, "version 1.0");
+            FT_CHECK((10 + (head[8] | head[9] << 8)) % 64 == 0, "header padded to 64 bytes");
+            ft_tensor_free(a);
+            ft_tensor_free(b);
+        }
+    }
+}
+
+static void test_versions_and_conversions(void) {
+    float f[6] = {1, -2, 3.5f, 4, 5, 6};
+    write_raw("v2.npy", 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f,
+              sizeof f);
+    write_raw("v3.npy", 3, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (6,)}", f,
+              sizeof f);
+    const char *names[] = {"v2.npy", "v3.npy"};
+    for (int i = 0; i < 2; i++) {
+        ft_tensor *t = NULL;
+        ft_err err = {0};
+        FT_CHECK(load(names[i], &t, &err) == FT_OK, "%s: %s", names[i], err.msg);
+        if (!t) continue;
+        FT_CHECK(t->dtype == FT_F32 && ft_tensor_numel(t) == 6, "%s dtype/numel", names[i]);
+        FT_CHECK(memcmp(t->data, f, sizeof f) == 0, "%s data", names[i]);
+        ft_tensor_free(t);
+    }
+    int64_t i64[3] = {0, -7, 2147483647};
+    write_raw("i64.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i64,
+              sizeof i64);
+    ft_tensor *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(load("i64.npy", &t, &err) == FT_OK, "i64: %s", err.msg);
+    if (t) {
+        const int32_t *d = t->data;
+        FT_CHECK(t->dtype == FT_I32 && d[0] == 0 && d[1] == -7 && d[2] == 2147483647,
+                 "int64 narrowed to int32");
+        ft_tensor_free(t);
+    }
+    uint8_t b[4] = {0, 1, 1, 0};
+    write_raw("bool.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }", b, 4);
+    t = NULL;
+    FT_CHECK(load("bool.npy", &t, &err) == FT_OK, "bool: %s", err.msg);
+    if (t) {
+        FT_CHECK(t->dtype == FT_U8 && memcmp(t->data, b, 4) == 0, "bool read as uint8");
+        ft_tensor_free(t);
+    }
+}
+
+static void test_bad_files(void) {
+    float f[4] = {1, 2, 3, 4};
+    char p[256];
+    path_of(p, sizeof p, "magic.npy");
+    FILE *fp = fopen(p, "wb");
+    if (fp) {
+        fputs("PK\x03\x04 this is a zip, not an npy file", fp);
+        fclose(fp);
+    }
+    expect_error("magic.npy", "wrong magic");
+    write_raw("f16.npy", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", f, 8);
+    expect_error("f16.npy", "unsupported dtype '<f2'");
+    write_raw("be.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", f, 16);
+    expect_error("be.npy", "big-endian");
+    write_raw("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", f,
+              16);
+    expect_error("fortran.npy", "Fortran");
+    write_raw("short.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", f, 16);
+    expect_error("short.npy", "truncated data");
+    write_raw("long.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", f, 16);
+    expect_error("long.npy", "extra bytes");
+    write_raw("noshape.npy", 1, "{'descr': '<f4', 'fortran_order': False, }", f, 16);
+    expect_error("noshape.npy", "lacks 'shape'");
+    write_raw("garbage.npy", 1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (4,), }", f, 16);
+    expect_error("garbage.npy", "malformed");
+    write_raw("v9.npy", 9, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", f, 16);
+    expect_error("v9.npy", "version 9.0");
+    int64_t big[1] = {1LL << 40};
+    write_raw("i64big.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", big, 8);
+    expect_error("i64big.npy", "does not fit in int32");
+    expect_error("does-not-exist.npy", "cannot open");
+}
+
+static void test_save_failure_leaves_nothing(void) {
+    int64_t shape[1] = {4};
+    ft_tensor *t;
+    ft_err err = {0};
+    FT_CHECK(ft_tensor_new(FT_F32, 1, shape, &t, &err) == FT_OK, "alloc");
+    char p[256];
+    path_of(p, sizeof p, "no-such-dir/x.npy");
+    FT_CHECK(ft_npy_save(p, t, &err) == FT_EIO, "saving into a missing directory fails");
+    FT_CHECK(strstr(err.msg, "no-such-dir") != NULL, "message names the path: %s", err.msg);
+    ft_tensor_free(t);
+    /* No temporary file may be left behind by any test above. */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        FT_CHECK(strstr(e->d_name, ".tmp.") == NULL, "left over temporary file %s", e->d_name);
+    if (d) closedir(d);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/ft_test_npy.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    FT_RUN(test_round_trip);
+    FT_RUN(test_versions_and_conversions);
+    FT_RUN(test_bad_files);
+    FT_RUN(test_save_failure_leaves_nothing);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return ft_test_finish();
+}
