@@ -55,20 +55,18 @@ void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps,
 /* ---- attention.kvproj: context K/V projection (Dc = 1 shared, or Dc = D per layer) ------- */
 
 void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
-                       double eps, double rope_theta,
-                       const double *c,    /* [Dc,N,H]       */
-                       const double *w_k,  /* [D,Hkv*dh,H]   */
-                       const double *w_v,  /* [D,Hkv*dh,H]   */
-                       const double *gk,   /* [D,dh]         */
-                       const int32_t *pos, /* [N]            */
-                       double *k,          /* [D,N,Hkv,dh]   */
-                       double *v);         /* [D,N,Hkv,dh]   */
+                       double eps, double rope_theta, const double *c, /* [Dc,N,H]       */
+                       const double *w_k,                              /* [D,Hkv*dh,H]   */
+                       const double *w_v,                              /* [D,Hkv*dh,H]   */
+                       const double *gk,                               /* [D,dh]         */
+                       const int32_t *pos,                             /* [N]            */
+                       double *k,                                      /* [D,N,Hkv,dh]   */
+                       double *v);                                     /* [D,N,Hkv,dh]   */
 
 /* ---- attention.decode: block attention at inference -------------------------------------
  * Request r's context rows start at sum_{r' < r} ctx_lens[r'] in k_ctx / v_ctx. */
 
-void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
-                            double scale,
+void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh, double scale,
                             const double *q,         /* [R,B,Hq,dh]          */
                             const int32_t *ctx_lens, /* [R]                  */
                             const double *k_ctx,     /* [sum ctx_lens,Hkv,dh] */
@@ -82,33 +80,31 @@ void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64
  * A query of block j of sequence s sees context positions p < anchors[s,j] and the B rows of
  * its own block; keep[s,j] = 0 blocks see nothing (o = 0, lse = -INFINITY, zero gradients). */
 
-void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
-                           int64_t Hkv, int64_t dh, double scale,
-                           const double *q,        /* [nseq,NB,B,Hq,dh]  */
-                           const double *k_ctx,    /* [nseq,S,Hkv,dh]    */
-                           const double *v_ctx,    /* [nseq,S,Hkv,dh]    */
-                           const double *k_blk,    /* [nseq,NB,B,Hkv,dh] */
-                           const double *v_blk,    /* [nseq,NB,B,Hkv,dh] */
-                           const int32_t *anchors, /* [nseq,NB]          */
-                           const uint8_t *keep,    /* [nseq,NB]          */
-                           double *o,              /* [nseq,NB,B,Hq,dh]  */
-                           double *lse);           /* [nseq,NB,B,Hq]     */
+void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq, int64_t Hkv,
+                           int64_t dh, double scale, const double *q, /* [nseq,NB,B,Hq,dh]  */
+                           const double *k_ctx,                       /* [nseq,S,Hkv,dh]    */
+                           const double *v_ctx,                       /* [nseq,S,Hkv,dh]    */
+                           const double *k_blk,                       /* [nseq,NB,B,Hkv,dh] */
+                           const double *v_blk,                       /* [nseq,NB,B,Hkv,dh] */
+                           const int32_t *anchors,                    /* [nseq,NB]          */
+                           const uint8_t *keep,                       /* [nseq,NB]          */
+                           double *o,                                 /* [nseq,NB,B,Hq,dh]  */
+                           double *lse);                              /* [nseq,NB,B,Hq]     */
 
-void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
-                           int64_t Hkv, int64_t dh, double scale,
-                           const double *q,        /* [nseq,NB,B,Hq,dh]  */
-                           const double *k_ctx,    /* [nseq,S,Hkv,dh]    */
-                           const double *v_ctx,    /* [nseq,S,Hkv,dh]    */
-                           const double *k_blk,    /* [nseq,NB,B,Hkv,dh] */
-                           const double *v_blk,    /* [nseq,NB,B,Hkv,dh] */
-                           const int32_t *anchors, /* [nseq,NB]          */
-                           const uint8_t *keep,    /* [nseq,NB]          */
-                           const double *dout,     /* [nseq,NB,B,Hq,dh]  (SPEC's `do`) */
-                           double *dq,             /* [nseq,NB,B,Hq,dh]  */
-                           double *dk_ctx,         /* [nseq,S,Hkv,dh]    */
-                           double *dv_ctx,         /* [nseq,S,Hkv,dh]    */
-                           double *dk_blk,         /* [nseq,NB,B,Hkv,dh] */
-                           double *dv_blk);        /* [nseq,NB,B,Hkv,dh] */
+void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq, int64_t Hkv,
+                           int64_t dh, double scale, const double *q, /* [nseq,NB,B,Hq,dh]  */
+                           const double *k_ctx,                       /* [nseq,S,Hkv,dh]    */
+                           const double *v_ctx,                       /* [nseq,S,Hkv,dh]    */
+                           const double *k_blk,                       /* [nseq,NB,B,Hkv,dh] */
+                           const double *v_blk,                       /* [nseq,NB,B,Hkv,dh] */
+                           const int32_t *anchors,                    /* [nseq,NB]          */
+                           const uint8_t *keep,                       /* [nseq,NB]          */
+                           const double *dout, /* [nseq,NB,B,Hq,dh]  (SPEC's `do`) */
+                           double *dq,         /* [nseq,NB,B,Hq,dh]  */
+                           double *dk_ctx,     /* [nseq,S,Hkv,dh]    */
+                           double *dv_ctx,     /* [nseq,S,Hkv,dh]    */
+                           double *dk_blk,     /* [nseq,NB,B,Hkv,dh] */
+                           double *dv_blk);    /* [nseq,NB,B,Hkv,dh] */
 
 /* ---- loss: LM head + weighted cross entropy, forward and backward in one pass ------------ */
 
@@ -163,16 +159,16 @@ double ft_loss_denominator(const ft_loss_attrs *a, int64_t M, const double *w,
 /* labels[m] must lie in [0, V) where row m is scored; unscored rows may hold anything (such as
  * -100) and are never read. dw_lm may be NULL unless a->want_dw. */
 void ft_ref_loss(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a,
-                 const double *h,        /* [M,H]  */
-                 const double *w_lm,     /* [V,H]  */
-                 const int32_t *labels,  /* [M]    */
-                 const uint8_t *mask,    /* [M]    */
-                 double *loss,           /* scalar */
-                 double *ce,             /* [M]    */
-                 double *q,              /* [M]    */
-                 double *w,              /* [M]    weights before division by the denominator */
-                 double *dh,             /* [M,H]  */
-                 double *dw_lm);         /* [V,H]  or NULL */
+                 const double *h,       /* [M,H]  */
+                 const double *w_lm,    /* [V,H]  */
+                 const int32_t *labels, /* [M]    */
+                 const uint8_t *mask,   /* [M]    */
+                 double *loss,          /* scalar */
+                 double *ce,            /* [M]    */
+                 double *q,             /* [M]    */
+                 double *w,             /* [M]    weights before division by the denominator */
+                 double *dh,            /* [M,H]  */
+                 double *dw_lm);        /* [V,H]  or NULL */
 
 #ifdef __cplusplus
 }
