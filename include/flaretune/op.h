@@ -1,0 +1,191 @@
+/* op.h: the op registry: what every drafter op reads, writes and accepts (SPEC.md).
+ *
+ * An op is described once, as data: its size symbols ("N", "T", "H", ...), its tensors with
+ * their dtype and shape written in those symbols, the attributes it accepts, and four small
+ * callbacks (derive and check the sizes, size it from a preset, fill realistic random inputs,
+ * run the float64 reference). Every front end (exec, bench, the tuner) and every backend works
+ * from this description, so an op's interface lives in exactly one place: kernels/op_<name>.c.
+ */
+#ifndef FLARETUNE_OP_H
+#define FLARETUNE_OP_H
+
+#include <stdint.h>
+
+#include "flaretune/ref.h"
+#include "flaretune/rng.h"
+#include "flaretune/status.h"
+#include "flaretune/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_MAX_TENSORS 16
+#define FT_MAX_SYMS    12
+
+/* ---- attributes ---------------------------------------------------------------------------- */
+
+/* Every attribute any op accepts, in one flat struct; each op lists the names it accepts. */
+typedef struct ft_attrs {
+    double eps;        /* RMSNorm epsilon, default 1e-6                              */
+    double rope_theta; /* RoPE base, default 1e6 (Qwen3)                             */
+    double scale;      /* attention scale; NAN (the default) means dh^-0.5           */
+    int backward;      /* fusion ops, attention.train: also run the backward         */
+    ft_loss_attrs loss;
+} ft_attrs;
+
+typedef enum { FT_ATTR_FLOAT, FT_ATTR_INT, FT_ATTR_BOOL, FT_ATTR_ENUM } ft_attr_kind;
+
+typedef struct ft_attr_desc {
+    const char *name;
+    ft_attr_kind kind;
+    const char *const *choices; /* FT_ATTR_ENUM: NULL-terminated value names */
+    const char *def;            /* default, as text */
+    const char *doc;
+} ft_attr_desc;
+
+/* All attributes, in the order `list` prints them; NULL name terminates. */
+extern const ft_attr_desc ft_attr_table[];
+extern const char *const ft_scheme_names[]; /* indexed by ft_loss_scheme, NULL-terminated */
+extern const char *const ft_norm_names[];   /* indexed by ft_loss_norm, NULL-terminated   */
+
+void ft_attrs_default(ft_attrs *a);
+const ft_attr_desc *ft_attr_find(const char *name);
+/* Set attribute `name` from text. Fails (FT_EINVAL, one clear line) on an unknown name, a name
+ * the op does not accept, or a bad value. */
+struct ft_op;
+ft_status ft_attrs_set(ft_attrs *a, const struct ft_op *op, const char *name, const char *value,
+                       ft_err *err);
+/* Current value of attribute `name` as text (for events, profiles and messages). */
+void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n);
+
+/* ---- presets ------------------------------------------------------------------------------- */
+
+/* A preset fixes every size any op needs: one target model, one drafter architecture, one
+ * phase. Field names are the names `--set NAME=VALUE` accepts. */
+typedef struct ft_preset {
+    char name[64];
+    const char *model, *arch, *phase;
+    int64_t H, Hq, Hkv, dh, V, layers; /* target model                                 */
+    int64_t D, T, B;                   /* drafter: draft layers, target layers, block   */
+    int64_t N;                         /* rows fused and projected per call             */
+    int64_t R, L;                      /* decode: requests, mean context length         */
+    int64_t ragged;                    /* decode: context lengths spread over [0, 2L]   */
+    int64_t nseq, S, NB;               /* train: sequences, context length, blocks/seq  */
+    int64_t blocks;                    /* loss: blocks of B rows (M = blocks * B)       */
+    unsigned user_set;                 /* FT_PRESET_SET_*: derived sizes fixed by --set */
+} ft_preset;
+
+enum { FT_PRESET_SET_N = 1, FT_PRESET_SET_BLOCKS = 2 };
+
+int ft_preset_count(void);
+const ft_preset *ft_preset_at(int i);
+const ft_preset *ft_preset_find(const char *name);
+/* The fields `--set` may change, NULL-terminated, and access by name. */
+extern const char *const ft_preset_fields[];
+int64_t *ft_preset_field(ft_preset *p, const char *name);
+/* Apply "NAME=VALUE" to a copy of a preset; checks the name and that the value is positive
+ * (ragged: 0 or 1). */
+ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err);
+/* Context length of request r in a decode preset (uniform L, or spread over [0, 2L]). */
+int64_t ft_preset_ctx_len(const ft_preset *p, int64_t r);
+
+/* ---- ops ----------------------------------------------------------------------------------- */
+
+typedef enum {
+    FT_ROLE_IN,       /* read by the forward                                   */
+    FT_ROLE_OUT,      /* written by the forward                                */
+    FT_ROLE_GRAD_IN,  /* upstream gradient, read only when the backward runs  */
+    FT_ROLE_GRAD_OUT, /* written only when the backward runs                  */
+} ft_role;
+
+enum {
+    FT_TS_WANT_DW = 1 << 0, /* loss: present only when want_dw = 1 */
+};
+
+typedef struct ft_tensor_spec {
+    const char *name;
+    ft_dtype dtype;   /* FT_F32 for every float tensor (the reference sees float64 copies) */
+    const char *dims; /* shape in the op's symbols, comma-separated; "" for a scalar */
+    ft_role role;
+    unsigned flags;
+    const char *doc;
+} ft_tensor_spec;
+
+typedef enum { FT_BWD_NONE, FT_BWD_OPTIONAL, FT_BWD_ALWAYS } ft_bwd_kind;
+
+typedef struct ft_call ft_call;
+
+typedef struct ft_op {
+    const char *name;
+    const char *summary;
+    const char *const *syms; /* size symbols, NULL-terminated */
+    const ft_tensor_spec *tensors;
+    int ntensors;
+    const char *const *attrs; /* accepted attribute names, NULL-terminated */
+    ft_bwd_kind backward;
+    /* Derive the sizes no tensor binds directly and check every relation and index value the
+     * op needs (called once the input shapes are bound, before anything is allocated). */
+    ft_status (*check)(ft_call *c, ft_err *err);
+    /* Set every size symbol and the attributes a preset fixes. */
+    ft_status (*from_preset)(ft_call *c, const ft_preset *p, ft_err *err);
+    /* Fill the inputs with realistic random data (valid indices, non-zero floats). */
+    void (*fill_inputs)(ft_call *c, const ft_preset *p, ft_rng *rng);
+    /* Run the float64 reference on a call whose float tensors are FT_F64. */
+    void (*reference)(const ft_call *c);
+} ft_op;
+
+/* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL
+ * where a tensor does not take part, e.g. gradients when the backward does not run). */
+struct ft_call {
+    const ft_op *op;
+    int64_t dim[FT_MAX_SYMS];
+    ft_attrs attrs;
+    int backward; /* resolved: does this call run the backward */
+    ft_tensor *t[FT_MAX_TENSORS];
+};
+
+int ft_op_count(void);
+const ft_op *ft_op_at(int i);
+/* Finds an op by name; on failure the error lists the known ops. */
+const ft_op *ft_op_find(const char *name, ft_err *err);
+int ft_op_sym(const ft_op *op, const char *sym);     /* index of a size symbol, -1 if none */
+int ft_op_tensor(const ft_op *op, const char *name); /* index of a tensor, -1 if none */
+int ft_op_accepts_attr(const ft_op *op, const char *name);
+
+/* Set c->backward from the op's kind and the `backward` attribute (done by ft_call_bind and
+ * ft_call_from_preset; call it directly before asking ft_call_uses which inputs to load). */
+void ft_call_resolve_backward(ft_call *c);
+/* Does tensor i take part in call c (role and flags against c->backward and want_dw)? */
+int ft_call_uses(const ft_call *c, int i);
+/* Shape of tensor i from the call's sizes. Returns the rank. */
+int ft_call_shape(const ft_call *c, int i, int64_t *shape);
+void ft_call_init(ft_call *c, const ft_op *op);
+/* Bind the sizes from the input tensors already placed in c->t, checking every shape and dtype
+ * against the op's description, then run op->check. */
+ft_status ft_call_bind(ft_call *c, ft_err *err);
+/* Allocate (zeroed) every tensor of the given roles that takes part and is still NULL. */
+ft_status ft_call_alloc(ft_call *c, int inputs, int outputs, ft_err *err);
+/* Size a call (made with ft_call_init, attributes set) at a preset, allocate its tensors and
+ * fill the inputs with realistic random data from `seed`. */
+ft_status ft_call_from_preset(ft_call *c, const ft_preset *p, uint64_t seed, ft_err *err);
+void ft_call_free(ft_call *c);
+/* Sizes as "N=24 T=4 H=64 D=3" (for messages, events and profile keys). */
+void ft_call_dims_str(const ft_call *c, char *buf, size_t n);
+
+/* Fill a float32 tensor with normal values N(mean, std^2) (random inputs for checks and timing). */
+void ft_fill_normal(ft_tensor *t, ft_rng *rng, double mean, double std);
+/* The attention scale of a call: the `scale` attribute, or dh^-0.5 when it is left at auto. */
+double ft_attn_scale(const ft_attrs *a, int64_t dh);
+
+/* Run the float64 reference: converts the float inputs to float64, runs op->reference and
+ * writes every output that takes part into c's output tensors (converting as needed). */
+ft_status ft_call_reference(ft_call *c, ft_err *err);
+/* A float64 copy of c (inputs converted, outputs allocated) with the reference run on it; the
+ * verifier compares a backend's outputs against it. Free with ft_call_free. */
+ft_status ft_call_reference_f64(const ft_call *c, ft_call *ref, ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,174 @@
+/* attrs.c: the attributes of every op, their defaults and their parsing (SPEC.md "Attribute
+ * defaults"). One table drives `list`, `exec --attr` and the attribute echo in events. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/op.h"
+
+const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive", "dpace",
+                                       "dpace_cum", "dpace_cont", NULL};
+const char *const ft_norm_names[] = {"default", "weight_sum", "count", "num_seqs", "none", NULL};
+
+const ft_attr_desc ft_attr_table[] = {
+    {"eps", FT_ATTR_FLOAT, NULL, "1e-6", "RMSNorm epsilon"},
+    {"rope_theta", FT_ATTR_FLOAT, NULL, "1e6", "RoPE base (inv_freq[m] = theta^(-2m/dh))"},
+    {"scale", FT_ATTR_FLOAT, NULL, "dh^-0.5", "attention score scale"},
+    {"backward", FT_ATTR_BOOL, NULL, "0", "also run the backward (reads df or do)"},
+    {"B", FT_ATTR_INT, NULL, "16", "block size: row m is position m % B of its block"},
+    {"scheme", FT_ATTR_ENUM, ft_scheme_names, "decay", "per-position loss weights"},
+    {"gamma", FT_ATTR_FLOAT, NULL, "7", "decay: w_k = exp(-(k-1)/gamma)"},
+    {"gamma0", FT_ATTR_FLOAT, NULL, "1", "progressive: gamma at step 0"},
+    {"gamma_max", FT_ATTR_FLOAT, NULL, "7", "progressive: gamma once warmed up"},
+    {"step", FT_ATTR_FLOAT, NULL, "0", "progressive: training step"},
+    {"warmup_steps", FT_ATTR_FLOAT, NULL, "0", "progressive: warm-up length (0: none)"},
+    {"alpha", FT_ATTR_FLOAT, NULL, "0.5", "dpace: smoothing s = (1-alpha) q + alpha"},
+    {"num_seqs", FT_ATTR_FLOAT, NULL, "1", "dpace: default denominator"},
+    {"norm", FT_ATTR_ENUM, ft_norm_names, "default", "denominator override"},
+    {"want_dw", FT_ATTR_BOOL, NULL, "0", "also compute dw_lm"},
+    {NULL, FT_ATTR_FLOAT, NULL, NULL, NULL},
+};
+
+void ft_attrs_default(ft_attrs *a) {
+    memset(a, 0, sizeof *a);
+    a->eps = 1e-6;
+    a->rope_theta = 1e6;
+    a->scale = NAN;
+    a->backward = 0;
+    a->loss.B = 16;
+    a->loss.scheme = FT_SCHEME_DECAY;
+    a->loss.gamma = 7;
+    a->loss.gamma0 = 1;
+    a->loss.gamma_max = 7;
+    a->loss.step = 0;
+    a->loss.warmup_steps = 0;
+    a->loss.alpha = 0.5;
+    a->loss.num_seqs = 1;
+    a->loss.norm = FT_NORM_DEFAULT;
+    a->loss.want_dw = 0;
+}
+
+const ft_attr_desc *ft_attr_find(const char *name) {
+    for (const ft_attr_desc *d = ft_attr_table; d->name; d++)
+        if (strcmp(d->name, name) == 0) return d;
+    return NULL;
+}
+
+/* Where each attribute lives in ft_attrs. */
+static double *float_slot(ft_attrs *a, const char *name) {
+    if (!strcmp(name, "eps")) return &a->eps;
+    if (!strcmp(name, "rope_theta")) return &a->rope_theta;
+    if (!strcmp(name, "scale")) return &a->scale;
+    if (!strcmp(name, "gamma")) return &a->loss.gamma;
+    if (!strcmp(name, "gamma0")) return &a->loss.gamma0;
+    if (!strcmp(name, "gamma_max")) return &a->loss.gamma_max;
+    if (!strcmp(name, "step")) return &a->loss.step;
+    if (!strcmp(name, "warmup_steps")) return &a->loss.warmup_steps;
+    if (!strcmp(name, "alpha")) return &a->loss.alpha;
+    if (!strcmp(name, "num_seqs")) return &a->loss.num_seqs;
+    return NULL;
+}
+
+static void list_choices(const char *const *choices, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; choices[i] && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", choices[i]);
+}
+
+static void list_op_attrs(const ft_op *op, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; op->attrs[i] && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", op->attrs[i]);
+    if (!op->attrs[0]) snprintf(buf, n, "none");
+}
+
+ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const char *value,
+                       ft_err *err) {
+    const ft_attr_desc *d = ft_attr_find(name);
+    if (!d || (op && !ft_op_accepts_attr(op, name))) {
+        char known[256];
+        if (!op) return ft_err_set(err, FT_EINVAL, "unknown attribute '%s'", name);
+        list_op_attrs(op, known, sizeof known);
+        return ft_err_set(err, FT_EINVAL, "%s has no attribute '%s' (attributes: %s)", op->name,
+                          name, known);
+    }
+    char *end;
+    errno = 0;
+    switch (d->kind) {
+    case FT_ATTR_FLOAT: {
+        double v = strtod(value, &end);
+        if (end == value || *end || errno || !isfinite(v))
+            return ft_err_set(err, FT_EINVAL, "attribute %s: '%s' is not a finite number", name,
+                              value);
+        if ((!strcmp(name, "eps") && v < 0) || (!strcmp(name, "gamma") && v <= 0) ||
+            (!strcmp(name, "gamma0") && v <= 0) || (!strcmp(name, "gamma_max") && v <= 0) ||
+            (!strcmp(name, "alpha") && (v < 0 || v > 1)) ||
+            (!strcmp(name, "rope_theta") && v <= 0) || (!strcmp(name, "num_seqs") && v <= 0))
+            return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range", name, value);
+        *float_slot(a, name) = v;
+        return FT_OK;
+    }
+    case FT_ATTR_INT:
+    case FT_ATTR_BOOL: {
+        long long v = strtoll(value, &end, 10);
+        if (end == value || *end || errno)
+            return ft_err_set(err, FT_EINVAL, "attribute %s: '%s' is not an integer", name, value);
+        if (d->kind == FT_ATTR_BOOL) {
+            if (v != 0 && v != 1)
+                return ft_err_set(err, FT_EINVAL, "attribute %s: expected 0 or 1, got '%s'", name,
+                                  value);
+            if (!strcmp(name, "backward"))
+                a->backward = (int)v;
+            else
+                a->loss.want_dw = (int)v;
+        } else {
+            if (v < 1 || v > 1 << 20)
+                return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range", name, value);
+            a->loss.B = v;
+        }
+        return FT_OK;
+    }
+    case FT_ATTR_ENUM:
+        for (int i = 0; d->choices[i]; i++) {
+            if (strcmp(d->choices[i], value) == 0) {
+                if (d->choices == ft_scheme_names)
+                    a->loss.scheme = (ft_loss_scheme)i;
+                else
+                    a->loss.norm = (ft_loss_norm)i;
+                return FT_OK;
+            }
+        }
+        char choices[256];
+        list_choices(d->choices, choices, sizeof choices);
+        return ft_err_set(err, FT_EINVAL, "attribute %s: unknown value '%s' (one of: %s)", name,
+                          value, choices);
+    }
+    return ft_err_set(err, FT_EINTERNAL, "attribute %s has no kind", name);
+}
+
+void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
+    ft_attrs *m = (ft_attrs *)a; /* float_slot only computes an address */
+    double *f = float_slot(m, name);
+    if (f) {
+        if (isnan(*f))
+            snprintf(buf, n, "auto");
+        else
+            snprintf(buf, n, "%.9g", *f);
+    } else if (!strcmp(name, "backward"))
+        snprintf(buf, n, "%d", a->backward);
+    else if (!strcmp(name, "want_dw"))
+        snprintf(buf, n, "%d", a->loss.want_dw);
+    else if (!strcmp(name, "B"))
+        snprintf(buf, n, "%lld", (long long)a->loss.B);
+    else if (!strcmp(name, "scheme"))
+        snprintf(buf, n, "%s", ft_scheme_names[a->loss.scheme]);
+    else if (!strcmp(name, "norm"))
+        snprintf(buf, n, "%s", ft_norm_names[a->loss.norm]);
+    else
+        snprintf(buf, n, "?");
+}

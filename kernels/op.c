@@ -1,0 +1,242 @@
+/* op.c: the op registry and the generic call machinery (see include/flaretune/op.h): binding
+ * sizes from tensor shapes with messages that name the tensor, allocation, presets, and the
+ * float64 reference run every backend is checked against. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/op.h"
+
+extern const ft_op ft_op_fusion_dflare, ft_op_fusion_dflash, ft_op_attn_kvproj, ft_op_attn_decode,
+    ft_op_attn_train, ft_op_loss;
+
+static const ft_op *const registry[] = {
+    &ft_op_fusion_dflare, &ft_op_fusion_dflash, &ft_op_attn_kvproj,
+    &ft_op_attn_decode,   &ft_op_attn_train,    &ft_op_loss,
+};
+enum { NOPS = sizeof registry / sizeof registry[0] };
+
+int ft_op_count(void) { return NOPS; }
+const ft_op *ft_op_at(int i) { return i >= 0 && i < NOPS ? registry[i] : NULL; }
+
+const ft_op *ft_op_find(const char *name, ft_err *err) {
+    for (int i = 0; i < NOPS; i++)
+        if (strcmp(registry[i]->name, name) == 0) return registry[i];
+    char known[256];
+    size_t k = 0;
+    for (int i = 0; i < NOPS; i++)
+        k +=
+            (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", registry[i]->name);
+    ft_err_set(err, FT_EINVAL, "unknown op '%s' (ops: %s)", name, known);
+    return NULL;
+}
+
+int ft_op_sym(const ft_op *op, const char *sym) {
+    for (int i = 0; op->syms[i]; i++)
+        if (strcmp(op->syms[i], sym) == 0) return i;
+    return -1;
+}
+
+int ft_op_tensor(const ft_op *op, const char *name) {
+    for (int i = 0; i < op->ntensors; i++)
+        if (strcmp(op->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+int ft_op_accepts_attr(const ft_op *op, const char *name) {
+    for (int i = 0; op->attrs[i]; i++)
+        if (strcmp(op->attrs[i], name) == 0) return 1;
+    return 0;
+}
+
+/* Symbol indices of a tensor's shape string ("N,T,H" -> {0,1,2}). Returns the rank. */
+static int spec_syms(const ft_op *op, const ft_tensor_spec *ts, int *idx) {
+    int rank = 0;
+    const char *p = ts->dims;
+    while (*p) {
+        char sym[16];
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof sym) n = sizeof sym - 1;
+        memcpy(sym, p, n);
+        sym[n] = '\0';
+        idx[rank++] = ft_op_sym(op, sym);
+        p += strcspn(p, ",");
+        if (*p == ',') p++;
+    }
+    return rank;
+}
+
+void ft_call_init(ft_call *c, const ft_op *op) {
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    ft_attrs_default(&c->attrs);
+    for (int i = 0; i < FT_MAX_SYMS; i++)
+        c->dim[i] = -1;
+}
+
+void ft_call_resolve_backward(ft_call *c) {
+    c->backward = c->op->backward == FT_BWD_ALWAYS     ? 1
+                  : c->op->backward == FT_BWD_OPTIONAL ? c->attrs.backward
+                                                       : 0;
+}
+
+int ft_call_uses(const ft_call *c, int i) {
+    const ft_tensor_spec *ts = &c->op->tensors[i];
+    if ((ts->flags & FT_TS_WANT_DW) && !c->attrs.loss.want_dw) return 0;
+    if (ts->role == FT_ROLE_GRAD_IN || ts->role == FT_ROLE_GRAD_OUT) return c->backward;
+    return 1;
+}
+
+int ft_call_shape(const ft_call *c, int i, int64_t *shape) {
+    int idx[FT_MAX_RANK];
+    int rank = spec_syms(c->op, &c->op->tensors[i], idx);
+    for (int k = 0; k < rank; k++)
+        shape[k] = c->dim[idx[k]];
+    return rank;
+}
+
+ft_status ft_call_bind(ft_call *c, ft_err *err) {
+    const ft_op *op = c->op;
+    int who[FT_MAX_SYMS];
+    for (int s = 0; s < FT_MAX_SYMS; s++) {
+        c->dim[s] = -1;
+        who[s] = -1;
+    }
+    ft_call_resolve_backward(c);
+    for (int i = 0; i < op->ntensors; i++) {
+        const ft_tensor_spec *ts = &op->tensors[i];
+        if (!ft_call_uses(c, i) || (ts->role != FT_ROLE_IN && ts->role != FT_ROLE_GRAD_IN))
+            continue;
+        const ft_tensor *t = c->t[i];
+        if (!t) return ft_err_set(err, FT_EINVAL, "%s: missing input '%s'", op->name, ts->name);
+        int ok_dtype = ts->dtype == FT_F32 ? ft_dtype_is_float(t->dtype) : t->dtype == ts->dtype;
+        if (!ok_dtype)
+            return ft_err_set(err, FT_EINVAL, "%s: input '%s' must be %s, got %s", op->name,
+                              ts->name, ft_dtype_name(ts->dtype), ft_dtype_name(t->dtype));
+        int idx[FT_MAX_RANK];
+        int rank = spec_syms(op, ts, idx);
+        char want[64], got[128];
+        snprintf(want, sizeof want, "[%s]", ts->dims);
+        ft_shape_str(t->rank, t->shape, got, sizeof got);
+        if (t->rank != rank)
+            return ft_err_set(err, FT_ESHAPE, "%s: input '%s' has shape %s, expected %d dims %s",
+                              op->name, ts->name, got, rank, want);
+        for (int k = 0; k < rank; k++) {
+            int s = idx[k];
+            if (c->dim[s] < 0) {
+                c->dim[s] = t->shape[k];
+                who[s] = i;
+            } else if (c->dim[s] != t->shape[k]) {
+                return ft_err_set(err, FT_ESHAPE,
+                                  "%s: input '%s' has shape %s, expected %s with %s = %lld "
+                                  "(from '%s')",
+                                  op->name, ts->name, got, want, op->syms[s], (long long)c->dim[s],
+                                  op->tensors[who[s]].name);
+            }
+        }
+    }
+    ft_status st = op->check(c, err);
+    if (st) return st;
+    for (int s = 0; op->syms[s]; s++)
+        if (c->dim[s] < 0)
+            return ft_err_set(err, FT_EINTERNAL, "%s: size %s was not derived", op->name,
+                              op->syms[s]);
+    return FT_OK;
+}
+
+ft_status ft_call_alloc(ft_call *c, int inputs, int outputs, ft_err *err) {
+    for (int i = 0; i < c->op->ntensors; i++) {
+        const ft_tensor_spec *ts = &c->op->tensors[i];
+        int is_in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;
+        if (c->t[i] || !ft_call_uses(c, i) || (is_in ? !inputs : !outputs)) continue;
+        int64_t shape[FT_MAX_RANK];
+        int rank = ft_call_shape(c, i, shape);
+        ft_status s = ft_tensor_new(ts->dtype, rank, shape, &c->t[i], err);
+        if (s) return ft_err_wrap(err, "%s: tensor '%s'", c->op->name, ts->name);
+    }
+    return FT_OK;
+}
+
+void ft_call_free(ft_call *c) {
+    for (int i = 0; i < FT_MAX_TENSORS; i++) {
+        ft_tensor_free(c->t[i]);
+        c->t[i] = NULL;
+    }
+}
+
+ft_status ft_call_from_preset(ft_call *c, const ft_preset *p, uint64_t seed, ft_err *err) {
+    for (int s = 0; s < FT_MAX_SYMS; s++)
+        c->dim[s] = -1;
+    ft_status st = c->op->from_preset(c, p, err);
+    if (st) return st;
+    ft_call_resolve_backward(c);
+    if ((st = ft_call_alloc(c, 1, 1, err))) return st;
+    ft_rng rng;
+    ft_rng_seed(&rng, seed);
+    c->op->fill_inputs(c, p, &rng);
+    /* The generated inputs must satisfy every check a user's inputs would. */
+    int64_t dims[FT_MAX_SYMS];
+    memcpy(dims, c->dim, sizeof dims);
+    if ((st = c->op->check(c, err))) return ft_err_wrap(err, "preset %s", p->name);
+    if (memcmp(dims, c->dim, sizeof dims) != 0)
+        return ft_err_set(err, FT_EINTERNAL, "%s: preset sizes disagree with the op's derivation",
+                          c->op->name);
+    return FT_OK;
+}
+
+void ft_call_dims_str(const ft_call *c, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int s = 0; c->op->syms[s] && k < n; s++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", s ? " " : "", c->op->syms[s],
+                              (long long)c->dim[s]);
+}
+
+ft_status ft_call_reference_f64(const ft_call *c, ft_call *ref, ft_err *err) {
+    *ref = *c;
+    memset(ref->t, 0, sizeof ref->t);
+    for (int i = 0; i < c->op->ntensors; i++) {
+        const ft_tensor_spec *ts = &c->op->tensors[i];
+        if (!ft_call_uses(c, i)) continue;
+        ft_dtype dt = ts->dtype == FT_F32 ? FT_F64 : ts->dtype;
+        ft_status s;
+        if (ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN) {
+            s = ft_tensor_convert(c->t[i], dt, &ref->t[i], err);
+        } else {
+            int64_t shape[FT_MAX_RANK];
+            int rank = ft_call_shape(c, i, shape);
+            s = ft_tensor_new(dt, rank, shape, &ref->t[i], err);
+        }
+        if (s) {
+            ft_call_free(ref);
+            return s;
+        }
+    }
+    c->op->reference(ref);
+    return FT_OK;
+}
+
+ft_status ft_call_reference(ft_call *c, ft_err *err) {
+    ft_call ref;
+    ft_status s = ft_call_reference_f64(c, &ref, err);
+    if (s) return s;
+    s = ft_call_alloc(c, 0, 1, err);
+    for (int i = 0; !s && i < c->op->ntensors; i++) {
+        const ft_tensor_spec *ts = &c->op->tensors[i];
+        if (ft_call_uses(c, i) && (ts->role == FT_ROLE_OUT || ts->role == FT_ROLE_GRAD_OUT))
+            ft_tensor_copy_values(c->t[i], ref.t[i]);
+    }
+    ft_call_free(&ref);
+    return s;
+}
+
+void ft_fill_normal(ft_tensor *t, ft_rng *rng, double mean, double std) {
+    float *x = t->data;
+    for (int64_t i = 0, n = ft_tensor_numel(t); i < n; i++)
+        x[i] = (float)(mean + std * ft_rng_normal(rng));
+}
+
+double ft_attn_scale(const ft_attrs *a, int64_t dh) {
+    return isnan(a->scale) ? 1.0 / sqrt((double)dh) : a->scale;
+}

@@ -1,0 +1,303 @@
+/* op_attention.c: the interface of the three attention ops (SPEC.md attention.kvproj,
+ * attention.decode, attention.train): tensors, attributes, size and index checks, preset sizes,
+ * realistic inputs, and the bridge to the float64 reference in kernels/cpu/ref_attention.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flaretune/op.h"
+
+static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, ft_err *err) {
+    if (Hkv < 1 || Hq < 1 || dh < 1)
+        return ft_err_set(err, FT_ESHAPE, "%s: Hq, Hkv and dh must be at least 1", op);
+    if (Hq % Hkv)
+        return ft_err_set(err, FT_ESHAPE,
+                          "%s: query heads Hq = %lld must be a multiple of kv heads Hkv = %lld", op,
+                          (long long)Hq, (long long)Hkv);
+    return FT_OK;
+}
+
+/* ---- attention.kvproj ---------------------------------------------------------------------- */
+
+enum { KP_DC, KP_D, KP_N, KP_H, KP_KVD, KP_HKV, KP_DH };
+enum { KP_C, KP_WK, KP_WV, KP_GK, KP_POS, KP_K, KP_V };
+static const char *const kvproj_syms[] = {"Dc", "D", "N", "H", "KVD", "Hkv", "dh", NULL};
+static const ft_tensor_spec kvproj_tensors[] = {
+    [KP_C] = {"c", FT_F32, "Dc,N,H", FT_ROLE_IN, 0,
+              "context features: Dc = D per layer (DFLARE) or 1 shared (DFlash)"},
+    [KP_WK] = {"w_k", FT_F32, "D,KVD,H", FT_ROLE_IN, 0, "K projection per layer, KVD = Hkv*dh"},
+    [KP_WV] = {"w_v", FT_F32, "D,KVD,H", FT_ROLE_IN, 0, "V projection per layer"},
+    [KP_GK] = {"gk", FT_F32, "D,dh", FT_ROLE_IN, 0, "k_norm gain per layer"},
+    [KP_POS] = {"pos", FT_I32, "N", FT_ROLE_IN, 0, "RoPE position of each context token"},
+    [KP_K] = {"k", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "normed, rotated context keys"},
+    [KP_V] = {"v", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "context values"},
+};
+static const char *const kvproj_attrs[] = {"eps", "rope_theta", NULL};
+
+static ft_status kvproj_check(ft_call *c, ft_err *err) {
+    int64_t *d = c->dim;
+    if (d[KP_DC] != 1 && d[KP_DC] != d[KP_D])
+        return ft_err_set(err, FT_ESHAPE,
+                          "attention.kvproj: c must have 1 (shared) or D = %lld (per layer) "
+                          "leading rows, got %lld",
+                          (long long)d[KP_D], (long long)d[KP_DC]);
+    if (d[KP_DH] < 2 || d[KP_DH] % 2)
+        return ft_err_set(err, FT_ESHAPE,
+                          "attention.kvproj: head dim dh = %lld must be even (rotate-half RoPE)",
+                          (long long)d[KP_DH]);
+    if (d[KP_KVD] < 1 || d[KP_KVD] % d[KP_DH])
+        return ft_err_set(err, FT_ESHAPE,
+                          "attention.kvproj: w_k rows %lld must be a multiple of dh = %lld",
+                          (long long)d[KP_KVD], (long long)d[KP_DH]);
+    d[KP_HKV] = d[KP_KVD] / d[KP_DH];
+    return FT_OK;
+}
+
+static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
+    (void)err;
+    int64_t *d = c->dim;
+    d[KP_D] = p->D;
+    d[KP_DC] = strcmp(p->arch, "dflare") == 0 ? p->D : 1; /* per layer; DFlash shares one */
+    d[KP_N] = p->N;
+    d[KP_H] = p->H;
+    d[KP_HKV] = p->Hkv;
+    d[KP_DH] = p->dh;
+    d[KP_KVD] = p->Hkv * p->dh;
+    return FT_OK;
+}
+
+static void kvproj_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
+    (void)p;
+    ft_fill_normal(c->t[KP_C], rng, 0.0, 1.0);
+    ft_fill_normal(c->t[KP_WK], rng, 0.0, 1.0 / sqrt((double)c->dim[KP_H]));
+    ft_fill_normal(c->t[KP_WV], rng, 0.0, 1.0 / sqrt((double)c->dim[KP_H]));
+    ft_fill_normal(c->t[KP_GK], rng, 1.0, 0.1);
+    int32_t *pos = c->t[KP_POS]->data;
+    int32_t start = (int32_t)ft_rng_below(rng, 4096);
+    for (int64_t n = 0; n < c->dim[KP_N]; n++)
+        pos[n] = start + (int32_t)n;
+}
+
+static void kvproj_reference(const ft_call *c) {
+    const int64_t *d = c->dim;
+    ft_ref_kvproj_fwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
+                      c->attrs.rope_theta, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
+                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
+}
+
+const ft_op ft_op_attn_kvproj = {
+    .name = "attention.kvproj",
+    .summary = "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer",
+    .syms = kvproj_syms,
+    .tensors = kvproj_tensors,
+    .ntensors = sizeof kvproj_tensors / sizeof kvproj_tensors[0],
+    .attrs = kvproj_attrs,
+    .backward = FT_BWD_NONE,
+    .check = kvproj_check,
+    .from_preset = kvproj_from_preset,
+    .fill_inputs = kvproj_fill,
+    .reference = kvproj_reference,
+};
+
+/* ---- attention.decode ---------------------------------------------------------------------- */
+
+enum { DC_R, DC_B, DC_HQ, DC_HKV, DC_DH, DC_LSUM };
+enum { DC_Q, DC_LENS, DC_KCTX, DC_VCTX, DC_KBLK, DC_VBLK, DC_O, DC_LSE };
+static const char *const decode_syms[] = {"R", "B", "Hq", "Hkv", "dh", "Lsum", NULL};
+static const ft_tensor_spec decode_tensors[] = {
+    [DC_Q] = {"q", FT_F32, "R,B,Hq,dh", FT_ROLE_IN, 0, "block queries (normed, rotated)"},
+    [DC_LENS] = {"ctx_lens", FT_I32, "R", FT_ROLE_IN, 0, "context length of each request"},
+    [DC_KCTX] = {"k_ctx", FT_F32, "Lsum,Hkv,dh", FT_ROLE_IN, 0,
+                 "context keys, requests back to back (Lsum = sum ctx_lens)"},
+    [DC_VCTX] = {"v_ctx", FT_F32, "Lsum,Hkv,dh", FT_ROLE_IN, 0, "context values"},
+    [DC_KBLK] = {"k_blk", FT_F32, "R,B,Hkv,dh", FT_ROLE_IN, 0, "the block's own keys"},
+    [DC_VBLK] = {"v_blk", FT_F32, "R,B,Hkv,dh", FT_ROLE_IN, 0, "the block's own values"},
+    [DC_O] = {"o", FT_F32, "R,B,Hq,dh", FT_ROLE_OUT, 0, "attention output"},
+    [DC_LSE] = {"lse", FT_F32, "R,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp of the scaled scores"},
+};
+static const char *const decode_attrs[] = {"scale", NULL};
+
+static ft_status decode_check(ft_call *c, ft_err *err) {
+    const int64_t *d = c->dim;
+    ft_status s = check_gqa("attention.decode", d[DC_HQ], d[DC_HKV], d[DC_DH], err);
+    if (s) return s;
+    const int32_t *lens = c->t[DC_LENS]->data;
+    int64_t sum = 0;
+    for (int64_t r = 0; r < d[DC_R]; r++) {
+        if (lens[r] < 0)
+            return ft_err_set(err, FT_EINVAL, "attention.decode: ctx_lens[%lld] = %d is negative",
+                              (long long)r, lens[r]);
+        sum += lens[r];
+    }
+    if (sum != d[DC_LSUM])
+        return ft_err_set(err, FT_ESHAPE,
+                          "attention.decode: ctx_lens sums to %lld but k_ctx and v_ctx hold %lld "
+                          "rows",
+                          (long long)sum, (long long)d[DC_LSUM]);
+    return FT_OK;
+}
+
+static ft_status decode_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
+    (void)err;
+    int64_t *d = c->dim;
+    d[DC_R] = p->R;
+    d[DC_B] = p->B;
+    d[DC_HQ] = p->Hq;
+    d[DC_HKV] = p->Hkv;
+    d[DC_DH] = p->dh;
+    d[DC_LSUM] = 0;
+    for (int64_t r = 0; r < p->R; r++)
+        d[DC_LSUM] += ft_preset_ctx_len(p, r);
+    return FT_OK;
+}
+
+static void decode_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
+    int32_t *lens = c->t[DC_LENS]->data;
+    for (int64_t r = 0; r < c->dim[DC_R]; r++)
+        lens[r] = (int32_t)ft_preset_ctx_len(p, r);
+    for (int i = DC_Q; i <= DC_VBLK; i++)
+        if (i != DC_LENS) ft_fill_normal(c->t[i], rng, 0.0, 1.0);
+}
+
+static void decode_reference(const ft_call *c) {
+    const int64_t *d = c->dim;
+    ft_ref_attn_decode_fwd(
+        d[DC_R], d[DC_B], d[DC_HQ], d[DC_HKV], d[DC_DH], ft_attn_scale(&c->attrs, d[DC_DH]),
+        c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
+        c->t[DC_KBLK]->data, c->t[DC_VBLK]->data, c->t[DC_O]->data, c->t[DC_LSE]->data);
+}
+
+const ft_op ft_op_attn_decode = {
+    .name = "attention.decode",
+    .summary = "inference block attention: B queries per request over its context cache plus "
+               "its own B keys, no mask, GQA",
+    .syms = decode_syms,
+    .tensors = decode_tensors,
+    .ntensors = sizeof decode_tensors / sizeof decode_tensors[0],
+    .attrs = decode_attrs,
+    .backward = FT_BWD_NONE,
+    .check = decode_check,
+    .from_preset = decode_from_preset,
+    .fill_inputs = decode_fill,
+    .reference = decode_reference,
+};
+
+/* ---- attention.train ----------------------------------------------------------------------- */
+
+enum { TR_NSEQ, TR_S, TR_NB, TR_B, TR_HQ, TR_HKV, TR_DH };
+enum {
+    TR_Q,
+    TR_KCTX,
+    TR_VCTX,
+    TR_KBLK,
+    TR_VBLK,
+    TR_ANCH,
+    TR_KEEP,
+    TR_O,
+    TR_LSE,
+    TR_DO,
+    TR_DQ,
+    TR_DKCTX,
+    TR_DVCTX,
+    TR_DKBLK,
+    TR_DVBLK
+};
+static const char *const train_syms[] = {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh", NULL};
+static const ft_tensor_spec train_tensors[] = {
+    [TR_Q] = {"q", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_IN, 0, "block queries"},
+    [TR_KCTX] = {"k_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_IN, 0, "context keys"},
+    [TR_VCTX] = {"v_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_IN, 0, "context values"},
+    [TR_KBLK] = {"k_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_IN, 0, "block keys"},
+    [TR_VBLK] = {"v_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_IN, 0, "block values"},
+    [TR_ANCH] = {"anchors", FT_I32, "nseq,NB", FT_ROLE_IN, 0,
+                 "block j sees context positions p < anchors[s,j], in [0, S]"},
+    [TR_KEEP] = {"keep", FT_U8, "nseq,NB", FT_ROLE_IN, 0, "0: the block sees nothing"},
+    [TR_O] = {"o", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_OUT, 0, "attention output (0 if not kept)"},
+    [TR_LSE] = {"lse", FT_F32, "nseq,NB,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp (-inf if not kept)"},
+    [TR_DO] = {"do", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of o"},
+    [TR_DQ] = {"dq", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_GRAD_OUT, 0, "gradient of q"},
+    [TR_DKCTX] = {"dk_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_ctx"},
+    [TR_DVCTX] = {"dv_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_ctx"},
+    [TR_DKBLK] = {"dk_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_blk"},
+    [TR_DVBLK] = {"dv_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_blk"},
+};
+static const char *const train_attrs[] = {"scale", "backward", NULL};
+
+static ft_status train_check(ft_call *c, ft_err *err) {
+    const int64_t *d = c->dim;
+    ft_status s = check_gqa("attention.train", d[TR_HQ], d[TR_HKV], d[TR_DH], err);
+    if (s) return s;
+    const int32_t *anchors = c->t[TR_ANCH]->data;
+    const uint8_t *keep = c->t[TR_KEEP]->data;
+    for (int64_t i = 0, n = d[TR_NSEQ] * d[TR_NB]; i < n; i++) {
+        if (anchors[i] < 0 || anchors[i] > d[TR_S])
+            return ft_err_set(err, FT_EINVAL,
+                              "attention.train: anchors[%lld][%lld] = %d is outside [0, S = %lld]",
+                              (long long)(i / d[TR_NB]), (long long)(i % d[TR_NB]), anchors[i],
+                              (long long)d[TR_S]);
+        if (keep[i] > 1)
+            return ft_err_set(err, FT_EINVAL,
+                              "attention.train: keep[%lld][%lld] = %d, expected 0 or 1",
+                              (long long)(i / d[TR_NB]), (long long)(i % d[TR_NB]), keep[i]);
+    }
+    return FT_OK;
+}
+
+static ft_status train_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
+    (void)err;
+    int64_t *d = c->dim;
+    d[TR_NSEQ] = p->nseq;
+    d[TR_S] = p->S;
+    d[TR_NB] = p->NB;
+    d[TR_B] = p->B;
+    d[TR_HQ] = p->Hq;
+    d[TR_HKV] = p->Hkv;
+    d[TR_DH] = p->dh;
+    return FT_OK;
+}
+
+static void train_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
+    (void)p;
+    for (int i = TR_Q; i <= TR_VBLK; i++)
+        ft_fill_normal(c->t[i], rng, 0.0, 1.0);
+    /* Anchors uniform over [0, S] (the trainers sample them from valid positions); about one
+     * block in sixteen dropped, as padding does. */
+    int32_t *anchors = c->t[TR_ANCH]->data;
+    uint8_t *keep = c->t[TR_KEEP]->data;
+    for (int64_t i = 0, n = c->dim[TR_NSEQ] * c->dim[TR_NB]; i < n; i++) {
+        anchors[i] = (int32_t)ft_rng_below(rng, (uint64_t)c->dim[TR_S] + 1);
+        keep[i] = ft_rng_below(rng, 16) != 0;
+    }
+    if (c->backward) ft_fill_normal(c->t[TR_DO], rng, 0.0, 1.0);
+}
+
+static void train_reference(const ft_call *c) {
+    const int64_t *d = c->dim;
+    double scale = ft_attn_scale(&c->attrs, d[TR_DH]);
+    ft_ref_attn_train_fwd(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV], d[TR_DH],
+                          scale, c->t[TR_Q]->data, c->t[TR_KCTX]->data, c->t[TR_VCTX]->data,
+                          c->t[TR_KBLK]->data, c->t[TR_VBLK]->data, c->t[TR_ANCH]->data,
+                          c->t[TR_KEEP]->data, c->t[TR_O]->data, c->t[TR_LSE]->data);
+    if (c->backward)
+        ft_ref_attn_train_bwd(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV], d[TR_DH],
+                              scale, c->t[TR_Q]->data, c->t[TR_KCTX]->data, c->t[TR_VCTX]->data,
+                              c->t[TR_KBLK]->data, c->t[TR_VBLK]->data, c->t[TR_ANCH]->data,
+                              c->t[TR_KEEP]->data, c->t[TR_DO]->data, c->t[TR_DQ]->data,
+                              c->t[TR_DKCTX]->data, c->t[TR_DVCTX]->data, c->t[TR_DKBLK]->data,
+                              c->t[TR_DVBLK]->data);
+}
+
+const ft_op ft_op_attn_train = {
+    .name = "attention.train",
+    .summary = "training block-sparse attention: each block sees the context before its anchor "
+               "plus itself (bidirectional)",
+    .syms = train_syms,
+    .tensors = train_tensors,
+    .ntensors = sizeof train_tensors / sizeof train_tensors[0],
+    .attrs = train_attrs,
+    .backward = FT_BWD_OPTIONAL,
+    .check = train_check,
+    .from_preset = train_from_preset,
+    .fill_inputs = train_fill,
+    .reference = train_reference,
+};

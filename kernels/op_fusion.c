@@ -1,0 +1,157 @@
+/* op_fusion.c: the interface of the two context-fusion ops (SPEC.md fusion.dflare and
+ * fusion.dflash): tensors, attributes, size checks, preset sizes, realistic inputs, and the
+ * bridge to the float64 reference in kernels/cpu/ref_fusion.c. */
+#include <math.h>
+
+#include "flaretune/op.h"
+
+/* ---- fusion.dflare ------------------------------------------------------------------------- */
+
+enum { DL_N, DL_T, DL_H, DL_D };
+enum { DL_X, DL_W, DL_G, DL_F, DL_DF, DL_DX, DL_DW, DL_DG };
+static const char *const dflare_syms[] = {"N", "T", "H", "D", NULL};
+static const ft_tensor_spec dflare_tensors[] = {
+    [DL_X] = {"x", FT_F32, "N,T,H", FT_ROLE_IN, 0, "the T target layers' states per token"},
+    [DL_W] = {"w", FT_F32, "D,T", FT_ROLE_IN, 0, "fusion logits, softmax over T per layer"},
+    [DL_G] = {"g", FT_F32, "H", FT_ROLE_IN, 0, "RMSNorm gain shared by every draft layer"},
+    [DL_F] = {"f", FT_F32, "D,N,H", FT_ROLE_OUT, 0, "fused context per draft layer"},
+    [DL_DF] = {"df", FT_F32, "D,N,H", FT_ROLE_GRAD_IN, 0, "upstream gradient of f"},
+    [DL_DX] = {"dx", FT_F32, "N,T,H", FT_ROLE_GRAD_OUT, 0, "gradient of x"},
+    [DL_DW] = {"dw", FT_F32, "D,T", FT_ROLE_GRAD_OUT, 0, "gradient of w"},
+    [DL_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
+};
+static const char *const fusion_attrs[] = {"eps", "backward", NULL};
+
+static ft_status dflare_check(ft_call *c, ft_err *err) {
+    if (c->dim[DL_T] < 1 || c->dim[DL_H] < 1 || c->dim[DL_D] < 1)
+        return ft_err_set(err, FT_ESHAPE, "fusion.dflare: T, H and D must be at least 1");
+    return FT_OK;
+}
+
+static ft_status dflare_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
+    (void)err;
+    c->dim[DL_N] = p->N;
+    c->dim[DL_T] = p->T;
+    c->dim[DL_H] = p->H;
+    c->dim[DL_D] = p->D;
+    return FT_OK;
+}
+
+/* Target hidden states grow in magnitude with depth; give each layer its own scale so the
+ * fusion weights matter and RMSNorm sees realistic spread. */
+static void fill_states(ft_tensor *x, int64_t T, int64_t H, ft_rng *rng) {
+    float *p = x->data;
+    int64_t rows = ft_tensor_numel(x) / (T * H);
+    for (int64_t n = 0; n < rows; n++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++)
+                p[(n * T + t) * H + h] = (float)((0.5 + 0.25 * (double)t) * ft_rng_normal(rng));
+}
+
+static void dflare_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
+    (void)p;
+    int64_t T = c->dim[DL_T], D = c->dim[DL_D];
+    fill_states(c->t[DL_X], T, c->dim[DL_H], rng);
+    /* SPEC.md's reference initialisation plus noise: layer i starts on target layer i*T/D. */
+    float *w = c->t[DL_W]->data;
+    for (int64_t i = 0; i < D; i++)
+        for (int64_t t = 0; t < T; t++) {
+            int64_t hot = (i * T) / D < T - 1 ? (i * T) / D : T - 1;
+            w[i * T + t] = (float)((t == hot ? 2.0 : 0.0) + 0.3 * ft_rng_normal(rng));
+        }
+    ft_fill_normal(c->t[DL_G], rng, 1.0, 0.1);
+    if (c->backward) ft_fill_normal(c->t[DL_DF], rng, 0.0, 1.0);
+}
+
+static void dflare_reference(const ft_call *c) {
+    const int64_t *d = c->dim;
+    ft_ref_fusion_dflare_fwd(d[DL_N], d[DL_T], d[DL_H], d[DL_D], c->attrs.eps, c->t[DL_X]->data,
+                             c->t[DL_W]->data, c->t[DL_G]->data, c->t[DL_F]->data);
+    if (c->backward)
+        ft_ref_fusion_dflare_bwd(d[DL_N], d[DL_T], d[DL_H], d[DL_D], c->attrs.eps, c->t[DL_X]->data,
+                                 c->t[DL_W]->data, c->t[DL_G]->data, c->t[DL_DF]->data,
+                                 c->t[DL_DX]->data, c->t[DL_DW]->data, c->t[DL_DG]->data);
+}
+
+const ft_op ft_op_fusion_dflare = {
+    .name = "fusion.dflare",
+    .summary = "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
+               "target states, RMSNorm'd",
+    .syms = dflare_syms,
+    .tensors = dflare_tensors,
+    .ntensors = sizeof dflare_tensors / sizeof dflare_tensors[0],
+    .attrs = fusion_attrs,
+    .backward = FT_BWD_OPTIONAL,
+    .check = dflare_check,
+    .from_preset = dflare_from_preset,
+    .fill_inputs = dflare_fill,
+    .reference = dflare_reference,
+};
+
+/* ---- fusion.dflash ------------------------------------------------------------------------- */
+
+enum { DH_N, DH_T, DH_H, DH_TH };
+enum { DH_X, DH_WFC, DH_G, DH_F, DH_DF, DH_DX, DH_DWFC, DH_DG };
+static const char *const dflash_syms[] = {"N", "T", "H", "TH", NULL};
+static const ft_tensor_spec dflash_tensors[] = {
+    [DH_X] = {"x", FT_F32, "N,T,H", FT_ROLE_IN, 0, "the T target layers' states per token"},
+    [DH_WFC] = {"w_fc", FT_F32, "H,TH", FT_ROLE_IN, 0, "FC weight (out x in), TH = T*H"},
+    [DH_G] = {"g", FT_F32, "H", FT_ROLE_IN, 0, "RMSNorm gain"},
+    [DH_F] = {"f", FT_F32, "N,H", FT_ROLE_OUT, 0, "fused context shared by every draft layer"},
+    [DH_DF] = {"df", FT_F32, "N,H", FT_ROLE_GRAD_IN, 0, "upstream gradient of f"},
+    [DH_DX] = {"dx", FT_F32, "N,T,H", FT_ROLE_GRAD_OUT, 0, "gradient of x"},
+    [DH_DWFC] = {"dw_fc", FT_F32, "H,TH", FT_ROLE_GRAD_OUT, 0, "gradient of w_fc"},
+    [DH_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
+};
+
+static ft_status dflash_check(ft_call *c, ft_err *err) {
+    if (c->dim[DH_T] < 1 || c->dim[DH_H] < 1)
+        return ft_err_set(err, FT_ESHAPE, "fusion.dflash: T and H must be at least 1");
+    if (c->dim[DH_TH] != c->dim[DH_T] * c->dim[DH_H])
+        return ft_err_set(err, FT_ESHAPE,
+                          "fusion.dflash: w_fc must be [H, T*H] = [%lld, %lld], got [%lld, %lld]",
+                          (long long)c->dim[DH_H], (long long)(c->dim[DH_T] * c->dim[DH_H]),
+                          (long long)c->dim[DH_H], (long long)c->dim[DH_TH]);
+    return FT_OK;
+}
+
+static ft_status dflash_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
+    (void)err;
+    c->dim[DH_N] = p->N;
+    c->dim[DH_T] = p->T;
+    c->dim[DH_H] = p->H;
+    c->dim[DH_TH] = p->T * p->H;
+    return FT_OK;
+}
+
+static void dflash_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
+    (void)p;
+    fill_states(c->t[DH_X], c->dim[DH_T], c->dim[DH_H], rng);
+    ft_fill_normal(c->t[DH_WFC], rng, 0.0, 1.0 / sqrt((double)c->dim[DH_TH]));
+    ft_fill_normal(c->t[DH_G], rng, 1.0, 0.1);
+    if (c->backward) ft_fill_normal(c->t[DH_DF], rng, 0.0, 1.0);
+}
+
+static void dflash_reference(const ft_call *c) {
+    const int64_t *d = c->dim;
+    ft_ref_fusion_dflash_fwd(d[DH_N], d[DH_T], d[DH_H], c->attrs.eps, c->t[DH_X]->data,
+                             c->t[DH_WFC]->data, c->t[DH_G]->data, c->t[DH_F]->data);
+    if (c->backward)
+        ft_ref_fusion_dflash_bwd(d[DH_N], d[DH_T], d[DH_H], c->attrs.eps, c->t[DH_X]->data,
+                                 c->t[DH_WFC]->data, c->t[DH_G]->data, c->t[DH_DF]->data,
+                                 c->t[DH_DX]->data, c->t[DH_DWFC]->data, c->t[DH_DG]->data);
+}
+
+const ft_op ft_op_fusion_dflash = {
+    .name = "fusion.dflash",
+    .summary = "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm",
+    .syms = dflash_syms,
+    .tensors = dflash_tensors,
+    .ntensors = sizeof dflash_tensors / sizeof dflash_tensors[0],
+    .attrs = fusion_attrs,
+    .backward = FT_BWD_OPTIONAL,
+    .check = dflash_check,
+    .from_preset = dflash_from_preset,
+    .fill_inputs = dflash_fill,
+    .reference = dflash_reference,
+};

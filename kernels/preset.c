@@ -1,0 +1,165 @@
+/* preset.c: problem presets: the target models of SPEC.md crossed with the two drafter
+ * architectures and the two phases, plus `tiny` presets small enough for the float64 reference
+ * and for CI. Names are MODEL.ARCH.PHASE, e.g. qwen3-8b.dflare.decode or tiny.dflash.train. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/op.h"
+
+typedef struct {
+    const char *name;
+    int64_t H, Hq, Hkv, dh, V, layers;
+} model_shape;
+
+static const model_shape models[] = {
+    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36},
+    {"qwen3-8b", 4096, 32, 8, 128, 151936, 36},
+    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24},
+    {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32},
+    {"tiny", 64, 4, 2, 16, 320, 8},
+};
+enum { NMODELS = sizeof models / sizeof models[0] };
+static const char *const archs[] = {"dflash", "dflare"};
+static const char *const phases[] = {"decode", "train"};
+enum { NPRESETS = NMODELS * 2 * 2 };
+
+static ft_preset table[NPRESETS];
+static int table_ready;
+
+static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
+    int tiny = strcmp(m->name, "tiny") == 0;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s.%s.%s", m->name, archs[arch], phases[phase]);
+    p->model = m->name;
+    p->arch = archs[arch];
+    p->phase = phases[phase];
+    p->H = m->H;
+    p->Hq = m->Hq;
+    p->Hkv = m->Hkv;
+    p->dh = m->dh;
+    p->V = m->V;
+    p->layers = m->layers;
+    /* Drafters (SPEC.md): dflash D 5 / T 5, dflare D 7 / T 9, block 16; gpt-oss drafters D 8,
+     * T 5, block 8. */
+    if (tiny) {
+        p->D = arch ? 3 : 2;
+        p->T = arch ? 4 : 3;
+        p->B = 4;
+    } else if (!strcmp(m->name, "gpt-oss-20b")) {
+        p->D = 8;
+        p->T = 5;
+        p->B = 8;
+    } else {
+        p->D = arch ? 7 : 5;
+        p->T = arch ? 9 : 5;
+        p->B = 16;
+    }
+    if (phase == 0) { /* decode: R requests, each a block over an L-token context */
+        p->R = tiny ? 3 : 16;
+        p->L = tiny ? 13 : 4096;
+        p->ragged = tiny;
+        p->N = p->R * p->B; /* the accepted tokens of one step are fused and projected */
+        p->blocks = p->R;
+        p->nseq = 1;
+        p->S = tiny ? 24 : 3072;
+        p->NB = tiny ? 5 : 512;
+    } else { /* train: nseq sequences of S context tokens with NB anchored blocks */
+        p->nseq = tiny ? 2 : 1;
+        p->S = tiny ? 24 : 3072;
+        p->NB = tiny ? 5 : 512;
+        p->N = p->nseq * p->S;
+        p->blocks = p->nseq * p->NB;
+        p->R = tiny ? 3 : 16;
+        p->L = tiny ? 13 : 4096;
+    }
+}
+
+static void build_table(void) {
+    if (table_ready) return;
+    int k = 0;
+    for (int m = 0; m < NMODELS; m++)
+        for (int a = 0; a < 2; a++)
+            for (int ph = 0; ph < 2; ph++)
+                make(&table[k++], &models[m], a, ph);
+    table_ready = 1;
+}
+
+int ft_preset_count(void) { return NPRESETS; }
+
+const ft_preset *ft_preset_at(int i) {
+    build_table();
+    return i >= 0 && i < NPRESETS ? &table[i] : NULL;
+}
+
+const ft_preset *ft_preset_find(const char *name) {
+    build_table();
+    for (int i = 0; i < NPRESETS; i++)
+        if (strcmp(table[i].name, name) == 0) return &table[i];
+    return NULL;
+}
+
+const char *const ft_preset_fields[] = {"H", "Hq", "Hkv",    "dh",   "V", "D",  "T",      "B", "N",
+                                        "R", "L",  "ragged", "nseq", "S", "NB", "blocks", NULL};
+
+int64_t *ft_preset_field(ft_preset *p, const char *name) {
+    static const struct {
+        const char *name;
+        size_t off;
+    } f[] = {
+        {"H", offsetof(ft_preset, H)},       {"Hq", offsetof(ft_preset, Hq)},
+        {"Hkv", offsetof(ft_preset, Hkv)},   {"dh", offsetof(ft_preset, dh)},
+        {"V", offsetof(ft_preset, V)},       {"D", offsetof(ft_preset, D)},
+        {"T", offsetof(ft_preset, T)},       {"B", offsetof(ft_preset, B)},
+        {"N", offsetof(ft_preset, N)},       {"R", offsetof(ft_preset, R)},
+        {"L", offsetof(ft_preset, L)},       {"ragged", offsetof(ft_preset, ragged)},
+        {"nseq", offsetof(ft_preset, nseq)}, {"S", offsetof(ft_preset, S)},
+        {"NB", offsetof(ft_preset, NB)},     {"blocks", offsetof(ft_preset, blocks)},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (strcmp(f[i].name, name) == 0) return (int64_t *)((char *)p + f[i].off);
+    return NULL;
+}
+
+ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
+    const char *eq = strchr(assignment, '=');
+    char name[32];
+    if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof name)
+        return ft_err_set(err, FT_EINVAL, "--set expects NAME=VALUE, got '%s'", assignment);
+    memcpy(name, assignment, (size_t)(eq - assignment));
+    name[eq - assignment] = '\0';
+    int64_t *slot = ft_preset_field(p, name);
+    if (!slot) {
+        char known[160];
+        size_t k = 0;
+        for (int i = 0; ft_preset_fields[i]; i++)
+            k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
+                                  ft_preset_fields[i]);
+        return ft_err_set(err, FT_EINVAL, "unknown size '%s' (sizes: %s)", name, known);
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 10);
+    int is_ragged = strcmp(name, "ragged") == 0;
+    if (end == eq + 1 || *end || errno || v < (is_ragged ? 0 : 1) || (is_ragged && v > 1) ||
+        v > (1LL << 31))
+        return ft_err_set(err, FT_EINVAL, "size %s: '%s' is not %s", name, eq + 1,
+                          is_ragged ? "0 or 1" : "a positive integer below 2^31");
+    *slot = v;
+    /* Keep the derived sizes (rows per call, loss blocks) consistent with the phase unless the
+     * user has fixed them explicitly. */
+    if (!strcmp(name, "N")) p->user_set |= FT_PRESET_SET_N;
+    if (!strcmp(name, "blocks")) p->user_set |= FT_PRESET_SET_BLOCKS;
+    int decode = !strcmp(p->phase, "decode");
+    if (!(p->user_set & FT_PRESET_SET_N)) p->N = decode ? p->R * p->B : p->nseq * p->S;
+    if (!(p->user_set & FT_PRESET_SET_BLOCKS)) p->blocks = decode ? p->R : p->nseq * p->NB;
+    snprintf(p->name + strlen(p->name), sizeof p->name - strlen(p->name), "+%s", assignment);
+    return FT_OK;
+}
+
+int64_t ft_preset_ctx_len(const ft_preset *p, int64_t r) {
+    if (!p->ragged || p->R < 2) return p->L;
+    /* Spread evenly over [0, 2L] so the mean stays L and one request has an empty context. */
+    return 2 * p->L * r / (p->R - 1);
+}

@@ -1,0 +1,306 @@
+/* test_op.c: the op registry: presets size every op consistently, binding recovers the sizes
+ * from the tensors, and every inconsistent input gets one clear message naming the tensor. */
+#include <math.h>
+#include <string.h>
+
+#include "flaretune/op.h"
+#include "ft_test.h"
+
+static const ft_op *op_named(const char *name) {
+    ft_err err = {0};
+    const ft_op *op = ft_op_find(name, &err);
+    FT_CHECK(op != NULL, "%s", err.msg);
+    return op;
+}
+
+/* A tiny-preset call with its inputs filled, backward on where the op has one. */
+static void make_call(ft_call *c, const char *op, const char *preset, int backward) {
+    ft_call_init(c, op_named(op));
+    c->attrs.backward = backward;
+    ft_err err = {0};
+    FT_CHECK(ft_call_from_preset(c, ft_preset_find(preset), 7, &err) == FT_OK, "%s at %s: %s", op,
+             preset, err.msg);
+}
+
+/* Rebind the inputs of c in a fresh call; returns the status and fills err. */
+static ft_status rebind(const ft_call *c, ft_call *fresh, ft_err *err) {
+    ft_call_init(fresh, c->op);
+    fresh->attrs = c->attrs;
+    for (int i = 0; i < c->op->ntensors; i++) {
+        ft_role r = c->op->tensors[i].role;
+        if (r == FT_ROLE_IN || r == FT_ROLE_GRAD_IN) fresh->t[i] = c->t[i];
+    }
+    return ft_call_bind(fresh, err);
+}
+
+static void expect_bind_error(const ft_call *c, const char *needle, const char *what) {
+    ft_call fresh;
+    ft_err err = {0};
+    FT_CHECK(rebind(c, &fresh, &err) != FT_OK, "%s: binding should fail", what);
+    FT_CHECK(strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, err.msg, needle);
+}
+
+static void test_registry(void) {
+    FT_CHECK(ft_op_count() == 6, "six ops");
+    ft_err err = {0};
+    FT_CHECK(ft_op_find("fusion.nope", &err) == NULL, "unknown op");
+    FT_CHECK(strstr(err.msg, "fusion.dflare") && strstr(err.msg, "loss"),
+             "message lists the ops: %s", err.msg);
+    for (int i = 0; i < ft_op_count(); i++) {
+        const ft_op *op = ft_op_at(i);
+        FT_CHECK(op->ntensors <= FT_MAX_TENSORS, "%s tensor count", op->name);
+        for (int t = 0; t < op->ntensors; t++) {
+            /* Every symbol in a shape is declared, and no name repeats. */
+            const char *p = op->tensors[t].dims;
+            while (*p) {
+                char sym[16];
+                size_t n = strcspn(p, ",");
+                snprintf(sym, sizeof sym, "%.*s", (int)n, p);
+                FT_CHECK(ft_op_sym(op, sym) >= 0, "%s.%s uses undeclared size %s", op->name,
+                         op->tensors[t].name, sym);
+                p += n + (p[n] == ',');
+            }
+            FT_CHECK(ft_op_tensor(op, op->tensors[t].name) == t, "%s: duplicate tensor %s",
+                     op->name, op->tensors[t].name);
+        }
+        for (int a = 0; op->attrs[a]; a++)
+            FT_CHECK(ft_attr_find(op->attrs[a]) != NULL, "%s: undeclared attribute %s", op->name,
+                     op->attrs[a]);
+    }
+}
+
+/* Property: for every op, tiny preset and backward setting, the sizes bound back from the
+ * generated tensors equal the preset's. */
+static void test_bind_recovers_preset_sizes(void) {
+    for (int i = 0; i < ft_op_count(); i++) {
+        for (int k = 0; k < ft_preset_count(); k++) {
+            const ft_preset *p = ft_preset_at(k);
+            if (strcmp(p->model, "tiny") != 0) continue;
+            for (int bwd = 0; bwd < 2; bwd++) {
+                ft_call c, fresh;
+                make_call(&c, ft_op_at(i)->name, p->name, bwd);
+                ft_err err = {0};
+                FT_CHECK(rebind(&c, &fresh, &err) == FT_OK, "%s: %s", p->name, err.msg);
+                for (int s = 0; c.op->syms[s]; s++)
+                    FT_CHECK(fresh.dim[s] == c.dim[s] && c.dim[s] >= 0, "%s %s: %s = %lld vs %lld",
+                             c.op->name, p->name, c.op->syms[s], (long long)fresh.dim[s],
+                             (long long)c.dim[s]);
+                ft_call_free(&c);
+            }
+        }
+    }
+}
+
+static void test_real_preset_sizes(void) {
+    /* Sizes only: no allocation at real scale. */
+    ft_preset p = *ft_preset_find("qwen3-8b.dflare.train");
+    ft_call c;
+    ft_err err = {0};
+    ft_call_init(&c, op_named("fusion.dflare"));
+    FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(c.dim[0] == 3072 && c.dim[1] == 9 && c.dim[2] == 4096 && c.dim[3] == 7,
+             "dflare train N T H D");
+    ft_call_init(&c, op_named("attention.kvproj"));
+    FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(c.dim[0] == 7, "dflare projects per layer: Dc = D");
+    ft_call_init(&c, op_named("loss"));
+    FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(c.dim[0] == 8192 && c.dim[2] == 151936 && c.attrs.loss.B == 16, "loss M V B");
+    p = *ft_preset_find("qwen3-4b.dflash.decode");
+    ft_call_init(&c, op_named("attention.kvproj"));
+    FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(c.dim[0] == 1, "dflash shares its context: Dc = 1");
+    ft_call_init(&c, op_named("attention.decode"));
+    FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(c.dim[5] == 16 * 4096, "decode Lsum = R * L, got %lld", (long long)c.dim[5]);
+    p = *ft_preset_find("gpt-oss-20b.dflare.decode");
+    FT_CHECK(p.B == 8 && p.D == 8 && p.T == 5 && p.Hq == 64 && p.dh == 64, "gpt-oss drafter");
+    /* Ragged tiny decode: one empty context, mean L. */
+    p = *ft_preset_find("tiny.dflare.decode");
+    int64_t sum = 0;
+    for (int64_t r = 0; r < p.R; r++)
+        sum += ft_preset_ctx_len(&p, r);
+    FT_CHECK(ft_preset_ctx_len(&p, 0) == 0 && sum == p.R * p.L, "ragged lengths, sum %lld",
+             (long long)sum);
+}
+
+static void test_preset_set(void) {
+    ft_preset p = *ft_preset_find("qwen3-8b.dflare.decode");
+    ft_err err = {0};
+    FT_CHECK(ft_preset_set(&p, "R=1", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(p.R == 1 && p.N == 16 && p.blocks == 1, "decode rows follow R");
+    FT_CHECK(ft_preset_set(&p, "N=2048", &err) == FT_OK && ft_preset_set(&p, "R=4", &err) == FT_OK,
+             "%s", err.msg);
+    FT_CHECK(p.N == 2048, "an explicit N stays fixed, got %lld", (long long)p.N);
+    FT_CHECK(ft_preset_set(&p, "Q=3", &err) == FT_EINVAL && strstr(err.msg, "unknown size 'Q'"),
+             "unknown size: %s", err.msg);
+    FT_CHECK(ft_preset_set(&p, "L=0", &err) == FT_EINVAL, "zero size refused");
+    FT_CHECK(ft_preset_set(&p, "L", &err) == FT_EINVAL, "missing value refused");
+    FT_CHECK(ft_preset_set(&p, "ragged=2", &err) == FT_EINVAL, "ragged is 0 or 1");
+}
+
+static void test_shape_errors(void) {
+    ft_call c;
+    make_call(&c, "fusion.dflare", "tiny.dflare.train", 1);
+    ft_tensor *g = c.t[2];
+    int64_t bad_shape[1] = {g->shape[0] + 1};
+    ft_tensor *g2;
+    FT_CHECK(ft_tensor_new(FT_F32, 1, bad_shape, &g2, NULL) == FT_OK, "alloc");
+    c.t[2] = g2;
+    expect_bind_error(&c, "input 'g' has shape [65], expected [H] with H = 64 (from 'x')",
+                      "g of length H+1");
+    c.t[2] = g;
+    ft_tensor_free(g2);
+    ft_tensor *df = c.t[4];
+    c.t[4] = NULL;
+    expect_bind_error(&c, "missing input 'df'", "backward without df");
+    c.t[4] = df;
+    ft_tensor *x = c.t[0];
+    int64_t flat[2] = {x->shape[0], x->shape[1] * x->shape[2]};
+    ft_tensor flat_x = ft_tensor_wrap(FT_F32, 2, flat, x->data);
+    c.t[0] = &flat_x;
+    expect_bind_error(&c, "expected 3 dims [N,T,H]", "x of rank 2");
+    c.t[0] = x;
+    ft_call_free(&c);
+
+    make_call(&c, "fusion.dflash", "tiny.dflash.train", 0);
+    ft_tensor *w = c.t[1];
+    int64_t wshape[2] = {w->shape[0], w->shape[1] - 1};
+    ft_tensor short_w = ft_tensor_wrap(FT_F32, 2, wshape, w->data);
+    c.t[1] = &short_w;
+    expect_bind_error(&c, "w_fc must be [H, T*H]", "w_fc columns");
+    c.t[1] = w;
+    ft_call_free(&c);
+
+    make_call(&c, "attention.kvproj", "tiny.dflare.decode", 0);
+    ft_tensor *cc = c.t[0];
+    int64_t two[3] = {2, cc->shape[1], cc->shape[2]};
+    ft_tensor c2 = ft_tensor_wrap(FT_F32, 3, two, cc->data);
+    c.t[0] = &c2;
+    expect_bind_error(&c, "must have 1 (shared) or D = 3", "kvproj Dc");
+    c.t[0] = cc;
+    ft_call_free(&c);
+}
+
+static void test_index_errors(void) {
+    ft_call c;
+    make_call(&c, "attention.decode", "tiny.dflare.decode", 0);
+    int32_t *lens = c.t[1]->data;
+    lens[1] += 1;
+    expect_bind_error(&c, "ctx_lens sums to", "ctx_lens sum");
+    lens[1] -= 1;
+    int32_t saved = lens[0];
+    lens[0] = -1;
+    lens[1] += 1 + saved;
+    expect_bind_error(&c, "ctx_lens[0] = -1 is negative", "negative length");
+    ft_call_free(&c);
+
+    make_call(&c, "attention.train", "tiny.dflare.train", 0);
+    int32_t *anchors = c.t[5]->data;
+    anchors[3] = (int32_t)c.dim[1] + 1;
+    expect_bind_error(&c, "anchors[0][3] = 25 is outside [0, S = 24]", "anchor past S");
+    anchors[3] = (int32_t)c.dim[1]; /* S itself is valid: the whole context */
+    ft_call fresh;
+    ft_err err = {0};
+    FT_CHECK(rebind(&c, &fresh, &err) == FT_OK, "anchor = S is valid: %s", err.msg);
+    ((uint8_t *)c.t[6]->data)[2] = 2;
+    expect_bind_error(&c, "keep[0][2] = 2", "keep not boolean");
+    ft_call_free(&c);
+
+    make_call(&c, "loss", "tiny.dflare.train", 0);
+    int32_t *labels = c.t[2]->data;
+    uint8_t *mask = c.t[3]->data;
+    mask[5] = 1;
+    labels[5] = 320;
+    expect_bind_error(&c, "labels[5] = 320 is outside [0, V) with V = 320", "label = V");
+    mask[5] = 0;
+    labels[5] = -100; /* unscored rows may hold an ignore index */
+    labels[4] = 99999;
+    mask[4] = 1; /* row 4 is an anchor (B = 4): never scored, label never read */
+    FT_CHECK(rebind(&c, &fresh, &err) == FT_OK, "unscored labels are not read: %s", err.msg);
+    c.attrs.loss.B = 3;
+    expect_bind_error(&c, "not a whole number of blocks of B = 3", "M % B");
+    c.attrs.loss.B = 4;
+    ft_tensor *lab = c.t[2];
+    ft_tensor *flab;
+    FT_CHECK(ft_tensor_convert(lab, FT_F32, &flab, NULL) == FT_OK, "convert");
+    c.t[2] = flab;
+    expect_bind_error(&c, "input 'labels' must be int32, got float32", "float labels");
+    c.t[2] = lab;
+    ft_tensor_free(flab);
+    ft_call_free(&c);
+}
+
+static void test_attrs(void) {
+    ft_attrs a;
+    ft_attrs_default(&a);
+    ft_err err = {0};
+    const ft_op *loss = op_named("loss"), *dflare = op_named("fusion.dflare");
+    FT_CHECK(a.eps == 1e-6 && a.rope_theta == 1e6 && isnan(a.scale) && a.loss.B == 16 &&
+                 a.loss.scheme == FT_SCHEME_DECAY && a.loss.gamma == 7 && a.loss.alpha == 0.5 &&
+                 a.loss.num_seqs == 1 && a.loss.want_dw == 0 && a.loss.norm == FT_NORM_DEFAULT,
+             "SPEC.md defaults");
+    FT_CHECK(ft_attrs_set(&a, loss, "scheme", "dpace_cont", &err) == FT_OK &&
+                 a.loss.scheme == FT_SCHEME_DPACE_CONT,
+             "scheme");
+    FT_CHECK(ft_attrs_set(&a, loss, "norm", "count", &err) == FT_OK && a.loss.norm == FT_NORM_COUNT,
+             "norm");
+    FT_CHECK(ft_attrs_set(&a, loss, "want_dw", "1", &err) == FT_OK && a.loss.want_dw == 1, "dw");
+    FT_CHECK(ft_attrs_set(&a, loss, "alpha", "0.25", &err) == FT_OK && a.loss.alpha == 0.25, "a");
+    FT_CHECK(ft_attrs_set(&a, dflare, "eps", "1e-5", &err) == FT_OK && a.eps == 1e-5, "eps");
+    FT_CHECK(ft_attrs_set(&a, dflare, "gamma", "3", &err) == FT_EINVAL &&
+                 strstr(err.msg, "fusion.dflare has no attribute 'gamma' (attributes: eps, "
+                                 "backward)"),
+             "attribute of another op: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, loss, "scheme", "bogus", &err) == FT_EINVAL &&
+                 strstr(err.msg, "one of: uniform, decay"),
+             "bad enum: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, loss, "alpha", "1.5", &err) == FT_EINVAL, "alpha out of range");
+    FT_CHECK(ft_attrs_set(&a, loss, "gamma", "abc", &err) == FT_EINVAL, "not a number");
+    FT_CHECK(ft_attrs_set(&a, loss, "gamma", "inf", &err) == FT_EINVAL, "not finite");
+    FT_CHECK(ft_attrs_set(&a, loss, "want_dw", "2", &err) == FT_EINVAL, "bool");
+    FT_CHECK(ft_attrs_set(&a, loss, "B", "0", &err) == FT_EINVAL, "B >= 1");
+    /* format then parse gives the same value for every attribute */
+    for (const ft_attr_desc *d = ft_attr_table; d->name; d++) {
+        ft_attrs x, y;
+        ft_attrs_default(&x);
+        ft_attrs_default(&y);
+        char buf[64];
+        ft_attrs_format(&x, d->name, buf, sizeof buf);
+        if (!strcmp(buf, "auto")) continue;
+        FT_CHECK(ft_attrs_set(&y, NULL, d->name, buf, &err) == FT_OK, "%s=%s: %s", d->name, buf,
+                 err.msg);
+        FT_CHECK(memcmp(&x, &y, sizeof x) == 0, "%s round trip", d->name);
+    }
+}
+
+static void test_reference_float32_outputs(void) {
+    /* The float32 outputs of ft_call_reference are the rounded float64 ones. */
+    ft_call c, ref;
+    make_call(&c, "loss", "tiny.dflash.decode", 0);
+    ft_err err = {0};
+    FT_CHECK(ft_call_reference(&c, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_call_reference_f64(&c, &ref, &err) == FT_OK, "%s", err.msg);
+    for (int i = 0; i < c.op->ntensors; i++) {
+        if (!ft_call_uses(&c, i) || c.op->tensors[i].role != FT_ROLE_OUT) continue;
+        for (int64_t k = 0; k < ft_tensor_numel(c.t[i]); k++)
+            FT_CHECK(ft_tensor_get(c.t[i], k) == (float)ft_tensor_get(ref.t[i], k), "%s[%lld]",
+                     c.op->tensors[i].name, (long long)k);
+    }
+    double loss = ft_tensor_get(ref.t[4], 0);
+    FT_CHECK(isfinite(loss) && loss > 0, "realistic inputs give a positive loss: %g", loss);
+    ft_call_free(&ref);
+    ft_call_free(&c);
+}
+
+int main(void) {
+    FT_RUN(test_registry);
+    FT_RUN(test_bind_recovers_preset_sizes);
+    FT_RUN(test_real_preset_sizes);
+    FT_RUN(test_preset_set);
+    FT_RUN(test_shape_errors);
+    FT_RUN(test_index_errors);
+    FT_RUN(test_attrs);
+    FT_RUN(test_reference_float32_outputs);
+    return ft_test_finish();
+}
