@@ -1,2 +1,87 @@
+/* main.c: the `flaretune` command: dispatch to a subcommand. */
+#include <stdarg.h>
 #include <stdio.h>
-int main(void) { return 0; }
+#include <string.h>
+
+#include "cli.h"
+
+static const ft_cmd *const commands[] = {&ft_cmd_list, &ft_cmd_exec, &ft_cmd_version};
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+int ft_cli_fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("flaretune: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+int ft_cli_exit_code(ft_status s) {
+    switch (s) {
+    case FT_OK: return FT_EXIT_OK;
+    case FT_EINVAL:
+    case FT_EUNSUPPORTED: return FT_EXIT_USAGE;
+    case FT_ENODEV: return FT_EXIT_NODEV;
+    case FT_EVERIFY: return FT_EXIT_VERIFY;
+    default: return FT_EXIT_FAIL;
+    }
+}
+
+int ft_cli_fail_err(const ft_err *err) {
+    return ft_cli_fail(ft_cli_exit_code(err->status), "%s", err->msg);
+}
+
+int ft_cli_wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: flaretune COMMAND [ARGS...]\n\n"
+               "Autotune and profile the kernels of block-diffusion drafters (DFlash, DFLARE,\n"
+               "D-PACE): fusion, attention and loss.\n\ncommands:\n");
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "  %-10s %s\n", "help", "show this text, or `help COMMAND` for one command");
+    fprintf(f, "\nEvery command takes --help. Exit codes: 0 ok, 1 failure, 2 invalid request,\n"
+               "3 backend device not present, 4 verification failed.\n");
+}
+
+static const ft_cmd *find(const char *name) {
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0) return commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return FT_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+        if (argc > 2) {
+            const ft_cmd *c = find(argv[2]);
+            if (!c)
+                return ft_cli_fail(FT_EXIT_USAGE, "unknown command '%s' (see `flaretune help`)",
+                                   argv[2]);
+            c->usage(stdout);
+            return FT_EXIT_OK;
+        }
+        usage(stdout);
+        return FT_EXIT_OK;
+    }
+    if (!strcmp(name, "--version")) name = "version";
+    const ft_cmd *c = find(name);
+    if (!c) return ft_cli_fail(FT_EXIT_USAGE, "unknown command '%s' (see `flaretune help`)", name);
+    if (ft_cli_wants_help(argc - 1, argv + 1)) {
+        c->usage(stdout);
+        return FT_EXIT_OK;
+    }
+    return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,52 @@
+/* backend.h: the backends that run ops (reference, CPU, CUDA, ...).
+ *
+ * A backend is a small table of function pointers, as nvtop keeps one per GPU vendor: whether it
+ * can run here, whether it implements an op, and how to run one call of it. The front ends never
+ * know which backend they talk to.
+ */
+#ifndef FLARETUNE_BACKEND_H
+#define FLARETUNE_BACKEND_H
+
+#include <stddef.h>
+
+#include "flaretune/op.h"
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_MAX_PARAMS 12
+
+/* One point of an op's parameter space on a backend: v[i] is the value of parameter i. */
+typedef struct ft_config {
+    int n;
+    int v[FT_MAX_PARAMS];
+} ft_config;
+
+typedef struct ft_backend {
+    const char *name;
+    const char *summary;
+    /* Built into this binary (a CUDA backend without the toolkit is not). */
+    int built;
+    /* 1 when it can run on this machine; otherwise 0 and one line saying why. */
+    int (*available)(char *why, size_t n);
+    /* 1 when the backend implements op. */
+    int (*supports)(const ft_op *op);
+    /* Run one call. cfg NULL means the backend's default configuration. Outputs that take part
+     * are allocated by the caller. */
+    ft_status (*run)(ft_call *c, const ft_config *cfg, ft_err *err);
+} ft_backend;
+
+int ft_backend_count(void);
+const ft_backend *ft_backend_at(int i);
+/* Find by name; "auto" picks the best available backend that implements op (op may be NULL).
+ * Fails with FT_EINVAL for an unknown name (listing the known ones), FT_ENODEV when the backend
+ * is built but cannot run here, FT_EUNSUPPORTED when it lacks the op. */
+ft_status ft_backend_resolve(const char *name, const ft_op *op, const ft_backend **out,
+                             ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

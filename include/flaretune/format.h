@@ -1,0 +1,27 @@
+/* format.h: number formatting shared by the command line and the dashboard.
+ *
+ * Pure functions, unit-tested: a time picks its unit (ns, µs, ms, s) so that three or four
+ * significant digits show; sizes use binary units.
+ */
+#ifndef FLARETUNE_FORMAT_H
+#define FLARETUNE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "812 ns", "12.3 µs", "1.234 ms", "4.56 s"; "-" for a negative or non-finite time. With
+ * ascii set, "us" replaces "µs" (for terminals and files that are not UTF-8). Returns buf. */
+char *ft_fmt_time(double seconds, int ascii, char *buf, size_t n);
+/* "512 B", "1.5 KiB", "64.0 MiB", "2.50 GiB". Returns buf. */
+char *ft_fmt_bytes(double bytes, char *buf, size_t n);
+/* A rate with an SI prefix: "245 GFLOP/s", "16.3 GB/s" (unit is "FLOP/s" or "B/s"). */
+char *ft_fmt_rate(double per_second, const char *unit, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
