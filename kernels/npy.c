@@ -211,7 +211,7 @@ ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
                        path);
         goto done;
     }
-    src_type st;
+    src_type st = SRC_F32;
     if ((s = descr_type(h.descr, path, &st, err))) goto done;
     ft_dtype dt = st == SRC_F32                      ? FT_F32
                   : st == SRC_F64                    ? FT_F64

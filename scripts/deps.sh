@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# deps.sh: make sure the Debian packages flaretune needs are installed.
+#
+#   scripts/deps.sh [build|test]
+#
+# As root it installs what is missing with apt-get; otherwise it prints the one apt-get line to
+# run and fails. The CUDA toolkit is optional and never installed here: when CMake finds it
+# (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too.
+set -euo pipefail
+
+want=(cmake make gcc pkg-config libjansson-dev libncurses-dev libopenblas-dev)
+if [[ "${1:-build}" == test ]]; then
+    want+=(python3 python3-numpy tmux)
+fi
+
+missing=()
+for p in "${want[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -eq 0 ]]; then
+    echo "deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    echo "deps: missing Debian packages; run:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
