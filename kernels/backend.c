@@ -14,6 +14,10 @@ static int ref_available(char *why, size_t n) {
 
 static int ref_supports(const ft_op *op) { return op != NULL; }
 
+static ft_space ref_space = {NULL, 0, NULL, NULL};
+
+static const ft_space *ref_space_of(const ft_op *op) { return op ? &ref_space : NULL; }
+
 static ft_status ref_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     if (cfg && cfg->n)
         return ft_err_set(err, FT_EINVAL, "the ref backend has no tunable parameters");
@@ -26,13 +30,17 @@ static const ft_backend ref_backend = {
     .built = 1,
     .available = ref_available,
     .supports = ref_supports,
+    .space = ref_space_of,
     .run = ref_run,
 };
 
 /* ---- registry ------------------------------------------------------------------------------ */
 
+extern const ft_backend ft_backend_cpu;
+
 /* In order of preference for "auto". */
 static const ft_backend *const backends[] = {
+    &ft_backend_cpu,
     &ref_backend,
 };
 enum { NBACKENDS = sizeof backends / sizeof backends[0] };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "flaretune/op.h"
+#include "op_ids.h"
 
 static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, ft_err *err) {
     if (Hkv < 1 || Hq < 1 || dh < 1)
@@ -19,8 +20,6 @@ static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, 
 
 /* ---- attention.kvproj ---------------------------------------------------------------------- */
 
-enum { KP_DC, KP_D, KP_N, KP_H, KP_KVD, KP_HKV, KP_DH };
-enum { KP_C, KP_WK, KP_WV, KP_GK, KP_POS, KP_K, KP_V };
 static const char *const kvproj_syms[] = {"Dc", "D", "N", "H", "KVD", "Hkv", "dh", NULL};
 static const ft_tensor_spec kvproj_tensors[] = {
     [KP_C] = {"c", FT_F32, "Dc,N,H", FT_ROLE_IN, 0,
@@ -101,8 +100,6 @@ const ft_op ft_op_attn_kvproj = {
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
 
-enum { DC_R, DC_B, DC_HQ, DC_HKV, DC_DH, DC_LSUM };
-enum { DC_Q, DC_LENS, DC_KCTX, DC_VCTX, DC_KBLK, DC_VBLK, DC_O, DC_LSE };
 static const char *const decode_syms[] = {"R", "B", "Hq", "Hkv", "dh", "Lsum", NULL};
 static const ft_tensor_spec decode_tensors[] = {
     [DC_Q] = {"q", FT_F32, "R,B,Hq,dh", FT_ROLE_IN, 0, "block queries (normed, rotated)"},
@@ -184,24 +181,6 @@ const ft_op ft_op_attn_decode = {
 
 /* ---- attention.train ----------------------------------------------------------------------- */
 
-enum { TR_NSEQ, TR_S, TR_NB, TR_B, TR_HQ, TR_HKV, TR_DH };
-enum {
-    TR_Q,
-    TR_KCTX,
-    TR_VCTX,
-    TR_KBLK,
-    TR_VBLK,
-    TR_ANCH,
-    TR_KEEP,
-    TR_O,
-    TR_LSE,
-    TR_DO,
-    TR_DQ,
-    TR_DKCTX,
-    TR_DVCTX,
-    TR_DKBLK,
-    TR_DVBLK
-};
 static const char *const train_syms[] = {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh", NULL};
 static const ft_tensor_spec train_tensors[] = {
     [TR_Q] = {"q", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_IN, 0, "block queries"},

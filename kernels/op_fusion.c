@@ -4,11 +4,10 @@
 #include <math.h>
 
 #include "flaretune/op.h"
+#include "op_ids.h"
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */
 
-enum { DL_N, DL_T, DL_H, DL_D };
-enum { DL_X, DL_W, DL_G, DL_F, DL_DF, DL_DX, DL_DW, DL_DG };
 static const char *const dflare_syms[] = {"N", "T", "H", "D", NULL};
 static const ft_tensor_spec dflare_tensors[] = {
     [DL_X] = {"x", FT_F32, "N,T,H", FT_ROLE_IN, 0, "the T target layers' states per token"},
@@ -90,8 +89,6 @@ const ft_op ft_op_fusion_dflare = {
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
 
-enum { DH_N, DH_T, DH_H, DH_TH };
-enum { DH_X, DH_WFC, DH_G, DH_F, DH_DF, DH_DX, DH_DWFC, DH_DG };
 static const char *const dflash_syms[] = {"N", "T", "H", "TH", NULL};
 static const ft_tensor_spec dflash_tensors[] = {
     [DH_X] = {"x", FT_F32, "N,T,H", FT_ROLE_IN, 0, "the T target layers' states per token"},

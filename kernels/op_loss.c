@@ -4,9 +4,8 @@
 #include <math.h>
 
 #include "flaretune/op.h"
+#include "op_ids.h"
 
-enum { LS_M, LS_H, LS_V };
-enum { LS_HID, LS_WLM, LS_LABELS, LS_MASK, LS_LOSS, LS_CE, LS_Q, LS_W, LS_DH, LS_DWLM };
 static const char *const loss_syms[] = {"M", "H", "V", NULL};
 static const ft_tensor_spec loss_tensors[] = {
     [LS_HID] = {"h", FT_F32, "M,H", FT_ROLE_IN, 0, "final drafter states, row = blk*B + k"},

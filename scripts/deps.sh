@@ -8,7 +8,7 @@
 # (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too.
 set -euo pipefail
 
-want=(cmake make gcc pkg-config libjansson-dev libncurses-dev libopenblas-dev)
+want=(cmake make gcc pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev)
 if [[ "${1:-build}" == test ]]; then
     want+=(python3 python3-numpy tmux)
 fi

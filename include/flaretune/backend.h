@@ -10,19 +10,12 @@
 #include <stddef.h>
 
 #include "flaretune/op.h"
+#include "flaretune/space.h"
 #include "flaretune/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FT_MAX_PARAMS 12
-
-/* One point of an op's parameter space on a backend: v[i] is the value of parameter i. */
-typedef struct ft_config {
-    int n;
-    int v[FT_MAX_PARAMS];
-} ft_config;
 
 typedef struct ft_backend {
     const char *name;
@@ -33,8 +26,11 @@ typedef struct ft_backend {
     int (*available)(char *why, size_t n);
     /* 1 when the backend implements op. */
     int (*supports)(const ft_op *op);
+    /* The tunable parameters of op on this backend (resolved for this machine); never NULL for
+     * a supported op (a space with no parameters has one configuration). */
+    const ft_space *(*space)(const ft_op *op);
     /* Run one call. cfg NULL means the backend's default configuration. Outputs that take part
-     * are allocated by the caller. */
+     * are allocated by the caller; scratch comes from c->ws (a temporary one when NULL). */
     ft_status (*run)(ft_call *c, const ft_config *cfg, ft_err *err);
 } ft_backend;
 

@@ -15,6 +15,7 @@
 #include "flaretune/rng.h"
 #include "flaretune/status.h"
 #include "flaretune/tensor.h"
+#include "flaretune/workspace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -143,6 +144,7 @@ struct ft_call {
     ft_attrs attrs;
     int backward; /* resolved: does this call run the backward */
     ft_tensor *t[FT_MAX_TENSORS];
+    ft_workspace *ws; /* kernel scratch, owned by the caller (NULL: the backend makes one) */
 };
 
 int ft_op_count(void);

@@ -1,0 +1,89 @@
+/* space.h: the tunable parameters of an op on a backend, and configurations in that space.
+ *
+ * Each kernel implementation declares its parameters in one place: a name, the candidate
+ * values, a default, a line saying why it matters, and a constraint function that rejects the
+ * combinations that cannot run or would duplicate another. The tuner, `flaretune space`, `exec
+ * --config` and the variant tests all read this declaration and nothing else.
+ *
+ * A parameter is numeric (values are the numbers themselves) or named (labels[i] names value i,
+ * values are 0..n-1), such as a strategy. Configurations are written "name=value,name=value"
+ * with labels for named parameters; unnamed parameters keep their default.
+ */
+#ifndef FLARETUNE_SPACE_H
+#define FLARETUNE_SPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_MAX_PARAMS 12
+#define FT_MAX_VALUES 16
+
+enum {
+    /* Candidate values filled in at run time from the machine: powers of two below the number
+     * of online CPUs, and that number itself (the default). */
+    FT_PARAM_THREADS = 1 << 0,
+};
+
+typedef struct ft_param {
+    const char *name;
+    const char *doc; /* why this parameter changes how the work is done */
+    int n;           /* number of candidate values */
+    int values[FT_MAX_VALUES];
+    const char *const *labels; /* NULL, or names of the values 0..n-1 */
+    int def;                   /* default value */
+    unsigned flags;
+} ft_param;
+
+/* One point of a space: v[i] is the value of parameter i. */
+typedef struct ft_config {
+    int n;
+    int v[FT_MAX_PARAMS];
+} ft_config;
+
+struct ft_call;
+
+typedef struct ft_space {
+    ft_param *params;
+    int nparams;
+    /* Human-readable constraints, NULL-terminated (printed by `flaretune space`). */
+    const char *const *constraints;
+    /* 1 when cfg can run this call; else 0 and one line saying why (NULL: all valid). The
+     * call's sizes and attributes are set; its tensors may not be allocated. */
+    int (*valid)(const struct ft_call *c, const ft_config *cfg, char *why, size_t n);
+} ft_space;
+
+/* Fill the machine-dependent candidate values (FT_PARAM_THREADS) of a space. Idempotent. */
+void ft_space_resolve(ft_space *s, int ncpu);
+
+void ft_config_default(const ft_space *s, ft_config *cfg);
+int ft_space_param(const ft_space *s, const char *name); /* index, -1 if none */
+/* Parse "name=value,..." on top of the defaults. Unknown names and values outside the
+ * candidates are errors that list what is allowed. */
+ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, ft_err *err);
+/* "name=value,..." with every parameter, labels for named ones. */
+void ft_config_format(const ft_space *s, const ft_config *cfg, char *buf, size_t n);
+/* Value of parameter i as text (label or number). */
+void ft_config_value_str(const ft_space *s, int i, int value, char *buf, size_t n);
+int ft_config_equal(const ft_config *a, const ft_config *b);
+
+/* Number of configurations before constraints (product of the candidate counts). */
+int64_t ft_space_size(const ft_space *s);
+/* The k-th configuration in mixed-radix order (the last parameter varies fastest), k in
+ * [0, ft_space_size). */
+void ft_space_config_at(const ft_space *s, int64_t k, ft_config *cfg);
+/* Inverse of ft_space_config_at; -1 if a value is not a candidate. */
+int64_t ft_space_index_of(const ft_space *s, const ft_config *cfg);
+/* Is cfg valid for the call (candidates, then the space's constraint)? */
+int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+                   size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

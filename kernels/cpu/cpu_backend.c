@@ -1,0 +1,81 @@
+/* cpu_backend.c: the `cpu` backend: tunable float32 kernels for every op, threaded with OpenMP,
+ * GEMMs through OpenBLAS. The op files hold the kernels; this file routes calls to them. */
+#include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+extern const ft_cpu_impl ft_cpu_fusion_dflare __attribute__((weak)),
+    ft_cpu_fusion_dflash __attribute__((weak)), ft_cpu_attn_kvproj __attribute__((weak)),
+    ft_cpu_attn_decode __attribute__((weak)), ft_cpu_attn_train __attribute__((weak)),
+    ft_cpu_loss __attribute__((weak));
+
+static const ft_cpu_impl *impls[6];
+static int nimpls;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init(void) {
+    const ft_cpu_impl *all[] = {&ft_cpu_fusion_dflare, &ft_cpu_fusion_dflash, &ft_cpu_attn_kvproj,
+                                &ft_cpu_attn_decode,   &ft_cpu_attn_train,    &ft_cpu_loss};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (!all[i]) continue;
+        ft_space_resolve(all[i]->space, ncpu > 0 ? (int)ncpu : 1);
+        impls[nimpls++] = all[i];
+    }
+}
+
+static const ft_cpu_impl *find(const ft_op *op) {
+    pthread_once(&once, init);
+    for (int i = 0; op && i < nimpls; i++)
+        if (strcmp(impls[i]->op, op->name) == 0) return impls[i];
+    return NULL;
+}
+
+void ft_cpu_blas_threads(int n) { openblas_set_num_threads(n); }
+
+static int cpu_available(char *why, size_t n) {
+    (void)why;
+    (void)n;
+    return 1;
+}
+
+static int cpu_supports(const ft_op *op) { return find(op) != NULL; }
+
+static const ft_space *cpu_space(const ft_op *op) {
+    const ft_cpu_impl *impl = find(op);
+    return impl ? impl->space : NULL;
+}
+
+static ft_status cpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    const ft_cpu_impl *impl = find(c->op);
+    if (!impl) return ft_err_set(err, FT_EUNSUPPORTED, "cpu backend does not implement %s", c->op->name);
+    ft_config def;
+    if (!cfg) {
+        ft_config_default(impl->space, &def);
+        cfg = &def;
+    }
+    char why[256];
+    if (!ft_space_valid(impl->space, c, cfg, why, sizeof why))
+        return ft_err_set(err, FT_EINVAL, "%s on cpu: config not valid here: %s", c->op->name, why);
+    ft_workspace local = {0};
+    ft_workspace *saved = c->ws;
+    if (!c->ws) c->ws = &local;
+    ft_status s = impl->run(c, cfg, err);
+    c->ws = saved;
+    ft_ws_free(&local);
+    return s;
+}
+
+const ft_backend ft_backend_cpu = {
+    .name = "cpu",
+    .summary = "float32 kernels tuned for this CPU: OpenMP threads, OpenBLAS GEMMs",
+    .built = 1,
+    .available = cpu_available,
+    .supports = cpu_supports,
+    .space = cpu_space,
+    .run = cpu_run,
+};

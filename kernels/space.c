@@ -1,0 +1,166 @@
+/* space.c: parameter spaces and configurations (see include/flaretune/space.h). */
+#include "flaretune/space.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ft_space_resolve(ft_space *s, int ncpu) {
+    if (ncpu < 1) ncpu = 1;
+    for (int i = 0; i < s->nparams; i++) {
+        ft_param *p = &s->params[i];
+        if (!(p->flags & FT_PARAM_THREADS)) continue;
+        p->n = 0;
+        for (int t = 1; t < ncpu && p->n < FT_MAX_VALUES - 1; t *= 2) p->values[p->n++] = t;
+        p->values[p->n++] = ncpu;
+        p->def = ncpu;
+    }
+}
+
+void ft_config_default(const ft_space *s, ft_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->n = s->nparams;
+    for (int i = 0; i < s->nparams; i++) cfg->v[i] = s->params[i].def;
+}
+
+int ft_space_param(const ft_space *s, const char *name) {
+    for (int i = 0; i < s->nparams; i++)
+        if (strcmp(s->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+void ft_config_value_str(const ft_space *s, int i, int value, char *buf, size_t n) {
+    const ft_param *p = &s->params[i];
+    if (p->labels && value >= 0 && value < p->n) snprintf(buf, n, "%s", p->labels[value]);
+    else snprintf(buf, n, "%d", value);
+}
+
+static int candidate_index(const ft_param *p, int value) {
+    for (int k = 0; k < p->n; k++)
+        if (p->values[k] == value) return k;
+    return -1;
+}
+
+static void candidates_str(const ft_space *s, int i, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int j = 0; j < s->params[i].n && k < n; j++) {
+        char v[48];
+        ft_config_value_str(s, i, s->params[i].values[j], v, sizeof v);
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? ", " : "", v);
+    }
+}
+
+ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, ft_err *err) {
+    ft_config_default(s, cfg);
+    const char *p = text;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char item[128];
+        if (len >= sizeof item) return ft_err_set(err, FT_EINVAL, "config item too long");
+        memcpy(item, p, len);
+        item[len] = '\0';
+        p += len + (p[len] == ',');
+        if (!item[0]) continue;
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item)
+            return ft_err_set(err, FT_EINVAL, "config: expected NAME=VALUE, got '%s'", item);
+        *eq = '\0';
+        const char *name = item, *val = eq + 1;
+        int i = ft_space_param(s, name);
+        if (i < 0) {
+            char known[256];
+            size_t k = 0;
+            known[0] = '\0';
+            for (int j = 0; j < s->nparams && k < sizeof known; j++)
+                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", j ? ", " : "",
+                                      s->params[j].name);
+            return ft_err_set(err, FT_EINVAL, "config: unknown parameter '%s' (parameters: %s)",
+                              name, s->nparams ? known : "none");
+        }
+        const ft_param *pp = &s->params[i];
+        int value = 0, found = 0;
+        if (pp->labels) {
+            for (int k = 0; k < pp->n; k++)
+                if (strcmp(pp->labels[k], val) == 0) {
+                    value = k;
+                    found = 1;
+                }
+        } else {
+            char *end;
+            errno = 0;
+            long v = strtol(val, &end, 10);
+            if (end != val && !*end && !errno && candidate_index(pp, (int)v) >= 0) {
+                value = (int)v;
+                found = 1;
+            }
+        }
+        if (!found) {
+            char cands[256];
+            candidates_str(s, i, cands, sizeof cands);
+            return ft_err_set(err, FT_EINVAL, "config: %s=%s is not a candidate (one of: %s)", name,
+                              val, cands);
+        }
+        cfg->v[i] = value;
+    }
+    return FT_OK;
+}
+
+void ft_config_format(const ft_space *s, const ft_config *cfg, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->nparams && k < n; i++) {
+        char v[48];
+        ft_config_value_str(s, i, cfg->v[i], v, sizeof v);
+        k += (size_t)snprintf(buf + k, n - k, "%s%s=%s", i ? "," : "", s->params[i].name, v);
+    }
+}
+
+int ft_config_equal(const ft_config *a, const ft_config *b) {
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i] != b->v[i]) return 0;
+    return 1;
+}
+
+int64_t ft_space_size(const ft_space *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->nparams; i++) n *= s->params[i].n;
+    return n;
+}
+
+void ft_space_config_at(const ft_space *s, int64_t k, ft_config *cfg) {
+    cfg->n = s->nparams;
+    for (int i = s->nparams - 1; i >= 0; i--) {
+        int n = s->params[i].n;
+        cfg->v[i] = s->params[i].values[k % n];
+        k /= n;
+    }
+}
+
+int64_t ft_space_index_of(const ft_space *s, const ft_config *cfg) {
+    int64_t k = 0;
+    for (int i = 0; i < s->nparams; i++) {
+        int j = candidate_index(&s->params[i], cfg->v[i]);
+        if (j < 0) return -1;
+        k = k * s->params[i].n + j;
+    }
+    return k;
+}
+
+int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+                   size_t n) {
+    if (why && n) why[0] = '\0';
+    if (cfg->n != s->nparams) {
+        if (why) snprintf(why, n, "config has %d values, the space %d parameters", cfg->n, s->nparams);
+        return 0;
+    }
+    for (int i = 0; i < s->nparams; i++)
+        if (candidate_index(&s->params[i], cfg->v[i]) < 0) {
+            if (why) snprintf(why, n, "%s=%d is not a candidate", s->params[i].name, cfg->v[i]);
+            return 0;
+        }
+    char local[8];
+    return s->valid ? s->valid(c, cfg, why ? why : local, why ? n : sizeof local) : 1;
+}

@@ -1,0 +1,144 @@
+/* test_cpu_variants.c: every configuration of every op's space on the cpu backend, at small
+ * shapes (the tiny presets, and odd sizes that leave remainders in every tile), against the
+ * float64 reference with SPEC.md's tolerances. Also: a fixed config and thread count gives
+ * bit-identical results run to run.
+ *
+ *   FT_TEST_OP=loss test_cpu_variants     limit to one op
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/verify.h"
+#include "ft_test.h"
+
+/* Shapes: each tiny preset as is, and with sizes chosen so tiles do not divide them. */
+static const char *const shapes[][4] = {
+    {"tiny.dflare.train", NULL},
+    {"tiny.dflash.train", NULL},
+    {"tiny.dflare.decode", NULL},
+    {"tiny.dflash.decode", NULL},
+    {"tiny.dflare.train", "N=37", "V=1031", "S=70"},
+    {"tiny.dflare.decode", "L=150", "H=72", NULL},
+};
+
+static int64_t configs_run;
+
+static void check_op_at(const ft_backend *be, const ft_op *op, const ft_preset *p, int backward,
+                        ft_attrs *attrs) {
+    ft_call c;
+    ft_call_init(&c, op);
+    if (attrs) c.attrs = *attrs;
+    c.attrs.backward = backward;
+    ft_err err = {0};
+    if (ft_call_from_preset(&c, p, 11, &err)) {
+        FT_CHECK(0, "%s at %s: %s", op->name, p->name, err.msg);
+        return;
+    }
+    ft_call ref;
+    FT_CHECK(ft_call_reference_f64(&c, &ref, &err) == FT_OK, "%s", err.msg);
+    const ft_space *s = be->space(op);
+    ft_workspace ws = {0};
+    c.ws = &ws;
+    int64_t total = ft_space_size(s), valid = 0;
+    for (int64_t k = 0; k < total; k++) {
+        ft_config cfg;
+        ft_space_config_at(s, k, &cfg);
+        if (!ft_space_valid(s, &c, &cfg, NULL, 0)) continue;
+        valid++;
+        char cs[256];
+        ft_config_format(s, &cfg, cs, sizeof cs);
+        /* Poison the outputs so an entry a kernel forgets to write shows up. */
+        for (int i = 0; i < op->ntensors; i++) {
+            ft_role r = op->tensors[i].role;
+            if (ft_call_uses(&c, i) && (r == FT_ROLE_OUT || r == FT_ROLE_GRAD_OUT)) {
+                float *d = c.t[i]->data;
+                for (int64_t e = 0; e < ft_tensor_numel(c.t[i]); e++) d[e] = NAN;
+            }
+        }
+        ft_status st = be->run(&c, &cfg, &err);
+        FT_CHECK(st == FT_OK, "%s %s bwd=%d [%s]: %s", op->name, p->name, backward, cs, err.msg);
+        if (st) continue;
+        ft_verify_result vr;
+        ft_verify_outputs(&c, &ref, &vr);
+        FT_CHECK(vr.ok, "%s %s bwd=%d [%s]: %s", op->name, p->name, backward, cs, vr.msg);
+        configs_run++;
+    }
+    FT_CHECK(valid > 0, "%s at %s: no valid config", op->name, p->name);
+    /* Determinism: the default config twice gives identical bits. */
+    ft_config def;
+    ft_config_default(s, &def);
+    if (ft_space_valid(s, &c, &def, NULL, 0)) {
+        ft_call again;
+        FT_CHECK(be->run(&c, &def, &err) == FT_OK, "%s", err.msg);
+        ft_call_init(&again, op);
+        again = c;
+        for (int i = 0; i < op->ntensors; i++) {
+            ft_role r = op->tensors[i].role;
+            again.t[i] = NULL;
+            if (ft_call_uses(&c, i) && (r == FT_ROLE_OUT || r == FT_ROLE_GRAD_OUT)) {
+                FT_CHECK(ft_tensor_convert(c.t[i], FT_F32, &again.t[i], &err) == FT_OK, "copy");
+            }
+        }
+        FT_CHECK(be->run(&c, &def, &err) == FT_OK, "%s", err.msg);
+        for (int i = 0; i < op->ntensors; i++)
+            if (again.t[i])
+                FT_CHECK(memcmp(again.t[i]->data, c.t[i]->data, ft_tensor_nbytes(c.t[i])) == 0,
+                         "%s %s: output %s differs between two runs of the default config",
+                         op->name, p->name, op->tensors[i].name);
+        ft_call_free(&again);
+    }
+    ft_ws_free(&ws);
+    ft_call_free(&ref);
+    ft_call_free(&c);
+}
+
+static void test_every_config(void) {
+    ft_err err = {0};
+    const ft_backend *be;
+    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
+    const char *only = getenv("FT_TEST_OP");
+    for (int i = 0; i < ft_op_count(); i++) {
+        const ft_op *op = ft_op_at(i);
+        if (only && strcmp(only, op->name) != 0) continue;
+        FT_CHECK(be->supports(op), "cpu backend lacks %s", op->name);
+        if (!be->supports(op)) continue;
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            ft_preset p = *ft_preset_find(shapes[k][0]);
+            for (int j = 1; j < 4 && shapes[k][j]; j++)
+                FT_CHECK(ft_preset_set(&p, shapes[k][j], &err) == FT_OK, "%s", err.msg);
+            for (int bwd = 0; bwd <= (op->backward == FT_BWD_OPTIONAL); bwd++)
+                check_op_at(be, op, &p, bwd, NULL);
+        }
+    }
+}
+
+/* The loss space again under every scheme and norm, and with dw_lm, at one shape. */
+static void test_loss_schemes(void) {
+    const char *only = getenv("FT_TEST_OP");
+    if (only && strcmp(only, "loss") != 0) return;
+    ft_err err = {0};
+    const ft_backend *be;
+    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
+    const ft_op *op = ft_op_find("loss", &err);
+    ft_preset p = *ft_preset_find("tiny.dflare.train");
+    for (int scheme = 0; scheme < FT_SCHEME_COUNT; scheme++) {
+        for (int norm = 0; norm < FT_NORM_COUNT_; norm += 2) {
+            ft_attrs a;
+            ft_attrs_default(&a);
+            a.loss.scheme = (ft_loss_scheme)scheme;
+            a.loss.norm = (ft_loss_norm)norm;
+            a.loss.want_dw = scheme % 2;
+            a.loss.step = 3;
+            a.loss.warmup_steps = 10;
+            check_op_at(be, op, &p, 0, &a);
+        }
+    }
+}
+
+int main(void) {
+    FT_RUN(test_every_config);
+    FT_RUN(test_loss_schemes);
+    fprintf(stderr, "%lld configurations verified\n", (long long)configs_run);
+    return ft_test_finish();
+}
