@@ -185,6 +185,20 @@ ft_status ft_call_from_preset(ft_call *c, const ft_preset *p, uint64_t seed, ft_
     return FT_OK;
 }
 
+double ft_call_io_bytes(const ft_call *c) {
+    double bytes = 0;
+    for (int i = 0; i < c->op->ntensors; i++) {
+        if (!ft_call_uses(c, i)) continue;
+        int64_t shape[FT_MAX_RANK];
+        int rank = ft_call_shape(c, i, shape);
+        double n = 1;
+        for (int k = 0; k < rank; k++)
+            n *= (double)shape[k];
+        bytes += n * (double)ft_dtype_size(c->op->tensors[i].dtype);
+    }
+    return bytes;
+}
+
 void ft_call_dims_str(const ft_call *c, char *buf, size_t n) {
     size_t k = 0;
     buf[0] = '\0';

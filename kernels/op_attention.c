@@ -1,6 +1,16 @@
 /* op_attention.c: the interface of the three attention ops (SPEC.md attention.kvproj,
  * attention.decode, attention.train): tensors, attributes, size and index checks, preset sizes,
- * realistic inputs, and the bridge to the float64 reference in kernels/cpu/ref_attention.c. */
+ * realistic inputs, the bridge to the float64 reference in kernels/cpu/ref_attention.c, and
+ * the napkin math.
+ *
+ * kvproj: two GEMMs per draft layer, 4*D*N*H*Hkv*dh FLOPs; compute-bound.
+ * decode: each (query row, query head, visible key) costs 2*dh for the score and 2*dh for the
+ * value sum, so 4*dh*B*Hq*(L_r + B) per request; K/V are read once per kv head when the GQA group
+ * is packed (2*L*Hkv*dh floats). At R = 1 the intensity is 2*G*B FLOP per K/V float (G =
+ * Hq/Hkv): compute-bound on CPUs, bandwidth-bound on GPUs.
+ * train: the same 4*dh per visible (row, head, key) forward, counting only visible keys
+ * (anchor + B per block, kept blocks only); the backward adds 8*dh (dV, dP, dQ, dK; the
+ * recomputation of the scores is not counted, being an implementation choice). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +94,11 @@ static void kvproj_reference(const ft_call *c) {
                       c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
 }
 
+static double kvproj_flops(const ft_call *c) {
+    const int64_t *d = c->dim;
+    return 4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
+}
+
 const ft_op ft_op_attn_kvproj = {
     .name = "attention.kvproj",
     .summary = "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer",
@@ -96,6 +111,7 @@ const ft_op ft_op_attn_kvproj = {
     .from_preset = kvproj_from_preset,
     .fill_inputs = kvproj_fill,
     .reference = kvproj_reference,
+    .flops = kvproj_flops,
 };
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
@@ -164,6 +180,12 @@ static void decode_reference(const ft_call *c) {
         c->t[DC_KBLK]->data, c->t[DC_VBLK]->data, c->t[DC_O]->data, c->t[DC_LSE]->data);
 }
 
+static double decode_flops(const ft_call *c) {
+    const int64_t *d = c->dim;
+    double keys = (double)d[DC_LSUM] + (double)d[DC_R] * (double)d[DC_B];
+    return 4.0 * (double)d[DC_DH] * (double)d[DC_B] * (double)d[DC_HQ] * keys;
+}
+
 const ft_op ft_op_attn_decode = {
     .name = "attention.decode",
     .summary = "inference block attention: B queries per request over its context cache plus "
@@ -177,6 +199,7 @@ const ft_op ft_op_attn_decode = {
     .from_preset = decode_from_preset,
     .fill_inputs = decode_fill,
     .reference = decode_reference,
+    .flops = decode_flops,
 };
 
 /* ---- attention.train ----------------------------------------------------------------------- */
@@ -266,6 +289,17 @@ static void train_reference(const ft_call *c) {
                               c->t[TR_DVBLK]->data);
 }
 
+static double train_flops(const ft_call *c) {
+    const int64_t *d = c->dim;
+    const int32_t *anchors = c->t[TR_ANCH]->data;
+    const uint8_t *keep = c->t[TR_KEEP]->data;
+    double keys = 0;
+    for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++)
+        if (keep[i]) keys += (double)anchors[i] + (double)d[TR_B];
+    double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * (double)d[TR_B] * keys;
+    return fwd * (c->backward ? 3.0 : 1.0);
+}
+
 const ft_op ft_op_attn_train = {
     .name = "attention.train",
     .summary = "training block-sparse attention: each block sees the context before its anchor "
@@ -279,4 +313,5 @@ const ft_op ft_op_attn_train = {
     .from_preset = train_from_preset,
     .fill_inputs = train_fill,
     .reference = train_reference,
+    .flops = train_flops,
 };

@@ -1,6 +1,12 @@
 /* op_fusion.c: the interface of the two context-fusion ops (SPEC.md fusion.dflare and
- * fusion.dflash): tensors, attributes, size checks, preset sizes, realistic inputs, and the
- * bridge to the float64 reference in kernels/cpu/ref_fusion.c. */
+ * fusion.dflash): tensors, attributes, size checks, preset sizes, realistic inputs, the bridge
+ * to the float64 reference in kernels/cpu/ref_fusion.c, and the napkin math.
+ *
+ * fusion.dflare: forward 2*D*T*N*H FLOPs (the weighted sums; the norm is O(D*N*H)) against
+ * N*T*H + D*N*H floats moved: memory-bound everywhere (0.25 FLOP/byte at fp32). The backward
+ * recomputes s (2*D*T*N*H), forms dx and da (4*D*T*N*H).
+ * fusion.dflash: the GEMM costs 2*N*H*(T*H) FLOPs forward and twice that backward (dx and dw_fc),
+ * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows. */
 #include <math.h>
 
 #include "flaretune/op.h"
@@ -72,6 +78,12 @@ static void dflare_reference(const ft_call *c) {
                                  c->t[DL_DX]->data, c->t[DL_DW]->data, c->t[DL_DG]->data);
 }
 
+static double dflare_flops(const ft_call *c) {
+    const int64_t *d = c->dim;
+    double fwd = 2.0 * (double)d[DL_D] * (double)d[DL_T] * (double)d[DL_N] * (double)d[DL_H];
+    return fwd * (c->backward ? 4.0 : 1.0);
+}
+
 const ft_op ft_op_fusion_dflare = {
     .name = "fusion.dflare",
     .summary = "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
@@ -85,6 +97,7 @@ const ft_op ft_op_fusion_dflare = {
     .from_preset = dflare_from_preset,
     .fill_inputs = dflare_fill,
     .reference = dflare_reference,
+    .flops = dflare_flops,
 };
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
@@ -139,6 +152,12 @@ static void dflash_reference(const ft_call *c) {
                                  c->t[DH_DX]->data, c->t[DH_DWFC]->data, c->t[DH_DG]->data);
 }
 
+static double dflash_flops(const ft_call *c) {
+    const int64_t *d = c->dim;
+    double fwd = 2.0 * (double)d[DH_N] * (double)d[DH_H] * (double)d[DH_TH];
+    return fwd * (c->backward ? 3.0 : 1.0);
+}
+
 const ft_op ft_op_fusion_dflash = {
     .name = "fusion.dflash",
     .summary = "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm",
@@ -151,4 +170,5 @@ const ft_op ft_op_fusion_dflash = {
     .from_preset = dflash_from_preset,
     .fill_inputs = dflash_fill,
     .reference = dflash_reference,
+    .flops = dflash_flops,
 };

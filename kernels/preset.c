@@ -14,11 +14,9 @@ typedef struct {
 } model_shape;
 
 static const model_shape models[] = {
-    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36},
-    {"qwen3-8b", 4096, 32, 8, 128, 151936, 36},
-    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24},
-    {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32},
-    {"tiny", 64, 4, 2, 16, 320, 8},
+    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36},   {"qwen3-8b", 4096, 32, 8, 128, 151936, 36},
+    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24}, {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32},
+    {"small", 1024, 16, 4, 64, 32768, 24},        {"tiny", 64, 4, 2, 16, 320, 8},
 };
 enum { NMODELS = sizeof models / sizeof models[0] };
 static const char *const archs[] = {"dflash", "dflare"};
@@ -29,7 +27,7 @@ static ft_preset table[NPRESETS];
 static int table_ready;
 
 static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
-    int tiny = strcmp(m->name, "tiny") == 0;
+    int tiny = strcmp(m->name, "tiny") == 0, small = strcmp(m->name, "small") == 0;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s.%s.%s", m->name, archs[arch], phases[phase]);
     p->model = m->name;
@@ -56,23 +54,21 @@ static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
         p->T = arch ? 9 : 5;
         p->B = 16;
     }
-    if (phase == 0) { /* decode: R requests, each a block over an L-token context */
-        p->R = tiny ? 3 : 16;
-        p->L = tiny ? 13 : 4096;
+    /* Decode: R requests, each a block over an L-token context. Train: nseq sequences of S
+     * context tokens with NB anchored blocks. `small` keeps real proportions at a size a
+     * laptop-class CPU tunes in minutes. */
+    p->R = tiny ? 3 : small ? 4 : 16;
+    p->L = tiny ? 13 : small ? 1024 : 4096;
+    p->nseq = tiny ? 2 : 1;
+    p->S = tiny ? 24 : small ? 512 : 3072;
+    p->NB = tiny ? 5 : small ? 32 : 512;
+    if (phase == 0) {
         p->ragged = tiny;
         p->N = p->R * p->B; /* the accepted tokens of one step are fused and projected */
         p->blocks = p->R;
-        p->nseq = 1;
-        p->S = tiny ? 24 : 3072;
-        p->NB = tiny ? 5 : 512;
-    } else { /* train: nseq sequences of S context tokens with NB anchored blocks */
-        p->nseq = tiny ? 2 : 1;
-        p->S = tiny ? 24 : 3072;
-        p->NB = tiny ? 5 : 512;
+    } else {
         p->N = p->nseq * p->S;
         p->blocks = p->nseq * p->NB;
-        p->R = tiny ? 3 : 16;
-        p->L = tiny ? 13 : 4096;
     }
 }
 

@@ -4,7 +4,9 @@
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "flaretune/version.h"
@@ -30,12 +32,17 @@ static void read_cpuinfo(ft_env *e) {
         while (*val == ' ')
             val++;
         val[strcspn(val, "\n")] = '\0';
+        if (strncmp(line, "vendor_id", 9) == 0) e->is_amd = strstr(val, "AMD") != NULL;
         if (!have_model && strncmp(line, "model name", 10) == 0) {
             snprintf(e->cpu_model, sizeof e->cpu_model, "%s", val);
             have_model = 1;
         } else if (!have_flags && strncmp(line, "flags", 5) == 0) {
             e->has_avx2 = has_flag(val, "avx2");
+            e->has_fma = has_flag(val, "fma");
             e->has_avx512f = has_flag(val, "avx512f");
+            e->has_avx512bw = has_flag(val, "avx512bw");
+            e->has_avx512vl = has_flag(val, "avx512vl");
+            e->has_avx512dq = has_flag(val, "avx512dq");
             have_flags = 1;
         }
     }
@@ -50,6 +57,8 @@ void ft_env_probe(ft_env *e) {
     e->omp_threads = omp_get_max_threads();
     snprintf(e->blas, sizeof e->blas, "%s", openblas_get_config());
     snprintf(e->blas_core, sizeof e->blas_core, "%s", openblas_get_corename());
+    const char *detected = getenv(FT_BLAS_REEXEC_ENV);
+    if (detected) snprintf(e->blas_core_detected, sizeof e->blas_core_detected, "%s", detected);
 #if defined(__clang__)
     snprintf(e->compiler, sizeof e->compiler, "clang %s", __clang_version__);
 #elif defined(__GNUC__)
@@ -59,4 +68,27 @@ void ft_env_probe(ft_env *e) {
 #endif
     snprintf(e->version, sizeof e->version, "%s (%s)", FT_VERSION, FT_GIT_DESCRIBE);
     e->cuda_built = FT_HAVE_CUDA;
+}
+
+/* Vector ISA level of an OpenBLAS core: 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512. */
+static int core_level(const char *core) {
+    static const char *const avx512[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    static const char *const avx2[] = {"haswell", "zen", "excavator"};
+    static const char *const avx[] = {"sandybridge", "bulldozer", "piledriver", "steamroller"};
+    for (size_t i = 0; i < sizeof avx512 / sizeof *avx512; i++)
+        if (!strcasecmp(core, avx512[i])) return 3;
+    for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; i++)
+        if (!strcasecmp(core, avx2[i])) return 2;
+    for (size_t i = 0; i < sizeof avx / sizeof *avx; i++)
+        if (!strcasecmp(core, avx[i])) return 1;
+    return 0;
+}
+
+const char *ft_blas_core_upgrade(const char *detected, const ft_env *e) {
+    int cpu = e->has_avx512f && e->has_avx512bw && e->has_avx512vl && e->has_avx512dq ? 3
+              : e->has_avx2 && e->has_fma                                             ? 2
+                                                                                      : 0;
+    if (core_level(detected) >= cpu) return NULL;
+    if (cpu == 3) return "SkylakeX";
+    return e->is_amd ? "Zen" : "Haswell";
 }

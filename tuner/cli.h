@@ -23,7 +23,7 @@ typedef struct ft_cmd {
     void (*usage)(FILE *f);
 } ft_cmd;
 
-extern const ft_cmd ft_cmd_list, ft_cmd_exec, ft_cmd_version;
+extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd_version;
 
 /* Print "flaretune: <message>" on stderr and return code. */
 int ft_cli_fail(int code, const char *fmt, ...)
@@ -39,3 +39,56 @@ int ft_cli_exit_code(ft_status s);
 int ft_cli_wants_help(int argc, char **argv);
 
 #endif
+
+/* ---- arguments shared by exec, bench and tune (cli_args.c) ---------------------------------- */
+
+#include "flaretune/backend.h"
+#include "flaretune/op.h"
+
+#define FT_CLI_MAX_LIST 64
+
+/* The problem options every running command accepts. */
+typedef struct ft_cli_problem {
+    const char *preset;                /* --preset                      */
+    const char *sets[FT_CLI_MAX_LIST]; /* --set NAME=VALUE          */
+    int nsets;
+    const char *attrs[FT_CLI_MAX_LIST]; /* --attr NAME=VALUE        */
+    int nattrs;
+    const char *backend;     /* --backend (default "auto")    */
+    const char *config;      /* --config NAME=VALUE,...       */
+    int threads;             /* --threads (0: not given)      */
+    unsigned long long seed; /* --seed (default 1)            */
+} ft_cli_problem;
+
+void ft_cli_problem_init(ft_cli_problem *p);
+/* Handle one getopt_long result if it is a problem option (FT_OPT_* below): returns 1 when
+ * handled, 0 when not a problem option, -1 (message printed) on a bad value. */
+int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd);
+enum {
+    FT_OPT_PRESET = 1000,
+    FT_OPT_SET,
+    FT_OPT_ATTR,
+    FT_OPT_BACKEND,
+    FT_OPT_CONFIG,
+    FT_OPT_THREADS,
+    FT_OPT_SEED
+};
+#define FT_CLI_PROBLEM_OPTIONS                                                                     \
+    {"preset", required_argument, NULL, FT_OPT_PRESET},                                            \
+        {"set", required_argument, NULL, FT_OPT_SET},                                              \
+        {"attr", required_argument, NULL, FT_OPT_ATTR},                                            \
+        {"backend", required_argument, NULL, FT_OPT_BACKEND},                                      \
+        {"config", required_argument, NULL, FT_OPT_CONFIG},                                        \
+        {"threads", required_argument, NULL, FT_OPT_THREADS}, {                                    \
+        "seed", required_argument, NULL, FT_OPT_SEED                                               \
+    }
+
+/* Apply the --attr list to c's attributes. Returns an exit code (0 on success). */
+int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c);
+/* The preset named by p (or `fallback` when none was given) with the --set changes. */
+int ft_cli_make_preset(const ft_cli_problem *p, const char *fallback, ft_preset *out);
+/* The configuration from --config and --threads on top of the backend's default for op. */
+int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_op *op,
+                       ft_config *cfg);
+/* The default preset of an op for quick runs (small, the phase the op belongs to). */
+const char *ft_cli_default_preset(const ft_op *op);

@@ -22,7 +22,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: flaretune exec OP --in DIR --out DIR [--attr NAME=VALUE]... [--backend B]\n"
             "       flaretune exec OP --preset P [--set NAME=VALUE]... [--seed N]\n"
-            "                         [--save-inputs DIR] [--out DIR] [--attr NAME=VALUE]...\n\n"
+            "                         [--save-inputs DIR] [--out DIR] [--attr NAME=VALUE]...\n"
+            "       (both forms also take --config NAME=VALUE,... and --threads N)\n\n"
             "Run one op and write every output as OUTDIR/NAME.npy (float32; `loss` as a 0-d\n"
             "array). Inputs are read from DIR/NAME.npy with the tensor names of `flaretune list\n"
             "ops` (float32; int32 for ctx_lens, anchors, labels, pos; uint8 for keep, mask), or\n"
@@ -38,6 +39,9 @@ static void usage(FILE *f) {
             "  --attr NAME=VALUE   set an attribute (see `flaretune list ops`)\n"
             "  --backend B         backend to run on (default auto; see `flaretune list "
             "backends`)\n"
+            "  --config C          the backend's parameters, NAME=VALUE,... (default config\n"
+            "                      otherwise; see `flaretune space OP`)\n"
+            "  --threads N         the config's thread count\n"
             "  --quiet             print nothing on success\n");
 }
 
@@ -110,11 +114,14 @@ static ft_status load_inputs(ft_call *c, const char *dir, ft_err *err) {
     return FT_OK;
 }
 
-static void print_summary(const ft_call *c, const char *backend, double seconds) {
-    char dims[256], t[32];
+static void print_summary(const ft_call *c, const ft_backend *be, const ft_config *cfg,
+                          double seconds) {
+    char dims[256], t[32], cs[512];
     ft_call_dims_str(c, dims, sizeof dims);
-    printf("%s on %s: %s  (%s)\n", c->op->name, backend, dims,
+    ft_config_format(be->space(c->op), cfg, cs, sizeof cs);
+    printf("%s on %s: %s  (%s, one cold call)\n", c->op->name, be->name, dims,
            ft_fmt_time(seconds, 0, t, sizeof t));
+    if (cs[0]) printf("  config %s\n", cs);
     printf("  %-8s %-22s %12s %12s %12s\n", "output", "shape", "rms", "min", "max");
     for (int i = 0; i < c->op->ntensors; i++) {
         const ft_tensor_spec *ts = &c->op->tensors[i];
@@ -158,49 +165,29 @@ static void print_replay(const ft_call *c, const char *dir) {
 }
 
 static int run(int argc, char **argv) {
-    enum { O_IN = 256, O_OUT, O_PRESET, O_SET, O_SEED, O_SAVE, O_ATTR, O_BACKEND, O_QUIET };
+    enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET };
     static const struct option opts[] = {
+        FT_CLI_PROBLEM_OPTIONS,
         {"in", required_argument, NULL, O_IN},
         {"out", required_argument, NULL, O_OUT},
-        {"preset", required_argument, NULL, O_PRESET},
-        {"set", required_argument, NULL, O_SET},
-        {"seed", required_argument, NULL, O_SEED},
         {"save-inputs", required_argument, NULL, O_SAVE},
-        {"attr", required_argument, NULL, O_ATTR},
-        {"backend", required_argument, NULL, O_BACKEND},
         {"quiet", no_argument, NULL, O_QUIET},
         {NULL, 0, NULL, 0},
     };
-    const char *in = NULL, *out = NULL, *preset_name = NULL, *save = NULL, *backend_name = "auto";
-    const char *attrs[64], *sets[32];
-    int nattrs = 0, nsets = 0, quiet = 0;
-    unsigned long long seed = 1;
-    int o;
+    ft_cli_problem prob;
+    ft_cli_problem_init(&prob);
+    const char *in = NULL, *out = NULL, *save = NULL;
+    int quiet = 0, o;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int h = ft_cli_problem_opt(&prob, o, optarg, "exec");
+        if (h < 0) return FT_EXIT_USAGE;
+        if (h) continue;
         switch (o) {
         case O_IN: in = optarg; break;
         case O_OUT: out = optarg; break;
-        case O_PRESET: preset_name = optarg; break;
-        case O_SET:
-            if (nsets == 32) return ft_cli_fail(FT_EXIT_USAGE, "exec: too many --set");
-            sets[nsets++] = optarg;
-            break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            seed = strtoull(optarg, &end, 10);
-            if (end == optarg || *end || errno)
-                return ft_cli_fail(FT_EXIT_USAGE, "exec: --seed expects a non-negative integer");
-            break;
-        }
         case O_SAVE: save = optarg; break;
-        case O_ATTR:
-            if (nattrs == 64) return ft_cli_fail(FT_EXIT_USAGE, "exec: too many --attr");
-            attrs[nattrs++] = optarg;
-            break;
-        case O_BACKEND: backend_name = optarg; break;
         case O_QUIET: quiet = 1; break;
         case ':':
             return ft_cli_fail(FT_EXIT_USAGE, "exec: option '%s' needs a value", argv[optind - 1]);
@@ -214,10 +201,10 @@ static int run(int argc, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE, "exec: which op? (see `flaretune list ops`)");
     if (optind + 1 < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "exec: unexpected argument '%s'", argv[optind + 1]);
-    if (!!in == !!preset_name)
+    if (!!in == !!prob.preset)
         return ft_cli_fail(FT_EXIT_USAGE, "exec: give exactly one of --in DIR or --preset P");
     if (in && !out) return ft_cli_fail(FT_EXIT_USAGE, "exec: --out DIR is required with --in");
-    if (in && (nsets || save))
+    if (in && (prob.nsets || save))
         return ft_cli_fail(FT_EXIT_USAGE, "exec: --set and --save-inputs go with --preset");
 
     ft_err err = {0};
@@ -225,19 +212,13 @@ static int run(int argc, char **argv) {
     if (!op) return ft_cli_fail_err(&err);
     ft_call c;
     ft_call_init(&c, op);
-    for (int i = 0; i < nattrs; i++) {
-        const char *eq = strchr(attrs[i], '=');
-        if (!eq || eq == attrs[i])
-            return ft_cli_fail(FT_EXIT_USAGE, "exec: --attr expects NAME=VALUE, got '%s'",
-                               attrs[i]);
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - attrs[i]), attrs[i]);
-        if (ft_attrs_set(&c.attrs, op, name, eq + 1, &err)) return ft_cli_fail_err(&err);
-    }
+    int code;
+    if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
     const ft_backend *be;
-    if (ft_backend_resolve(backend_name, op, &be, &err)) return ft_cli_fail_err(&err);
+    if (ft_backend_resolve(prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
+    ft_config cfg;
+    if ((code = ft_cli_make_config(&prob, be, op, &cfg))) return code;
 
-    int code = FT_EXIT_OK;
     ft_status s;
     if (in) {
         ft_call_resolve_backward(&c);
@@ -245,23 +226,17 @@ static int run(int argc, char **argv) {
         if (!s) s = ft_call_bind(&c, &err);
         if (!s) s = ft_call_alloc(&c, 0, 1, &err);
     } else {
-        const ft_preset *base = ft_preset_find(preset_name);
-        if (!base) {
+        ft_preset p;
+        if ((code = ft_cli_make_preset(&prob, NULL, &p))) {
             ft_call_free(&c);
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "exec: unknown preset '%s' (see `flaretune list presets`)",
-                               preset_name);
+            return code;
         }
-        ft_preset p = *base;
-        s = FT_OK;
-        for (int i = 0; i < nsets && !s; i++)
-            s = ft_preset_set(&p, sets[i], &err);
-        if (!s) s = ft_call_from_preset(&c, &p, seed, &err);
+        s = ft_call_from_preset(&c, &p, prob.seed, &err);
     }
     double t0 = 0, t1 = 0;
     if (!s) {
         t0 = ft_now_s();
-        s = be->run(&c, NULL, &err);
+        s = be->run(&c, &cfg, &err);
         t1 = ft_now_s();
     }
     if (!s && save) s = write_tensors(&c, 1, save, &err);
@@ -269,7 +244,7 @@ static int run(int argc, char **argv) {
     if (s)
         code = ft_cli_fail_err(&err);
     else if (!quiet) {
-        print_summary(&c, be->name, t1 - t0);
+        print_summary(&c, be, &cfg, t1 - t0);
         if (save) print_replay(&c, save);
     }
     ft_call_free(&c);

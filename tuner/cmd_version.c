@@ -21,7 +21,12 @@ static int run(int argc, char **argv) {
     printf("  compiler   %s\n", e.compiler);
     printf("  cuda       %s\n",
            e.cuda_built ? "built (NVRTC, CUPTI, NVTX, cuBLASLt)" : "not built");
-    printf("  blas       %s (core %s)\n", e.blas, e.blas_core);
+    printf("  blas       %s\n", e.blas);
+    if (e.blas_core_detected[0])
+        printf("  blas core  %s (OpenBLAS detected %s; restarted with OPENBLAS_CORETYPE=%s)\n",
+               e.blas_core, e.blas_core_detected, e.blas_core);
+    else
+        printf("  blas core  %s\n", e.blas_core);
     printf("  jansson    %s\n", JANSSON_VERSION);
     printf("  ncurses    %s\n", NCURSES_VERSION);
     printf("  openmp     %d threads by default\n", e.omp_threads);

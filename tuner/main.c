@@ -1,11 +1,16 @@
 /* main.c: the `flaretune` command: dispatch to a subcommand. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "flaretune/env.h"
 
-static const ft_cmd *const commands[] = {&ft_cmd_list, &ft_cmd_exec, &ft_cmd_version};
+static const ft_cmd *const commands[] = {&ft_cmd_list, &ft_cmd_space, &ft_cmd_exec, &ft_cmd_bench,
+                                         &ft_cmd_version};
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
 int ft_cli_fail(int code, const char *fmt, ...) {
@@ -58,7 +63,30 @@ static const ft_cmd *find(const char *name) {
     return NULL;
 }
 
+/* Restart once with OPENBLAS_CORETYPE set when OpenBLAS picked kernels older than this CPU
+ * (it reads the variable when it loads, before main). An explicit OPENBLAS_CORETYPE, or
+ * FLARETUNE_BLAS_CORE=keep, leaves the choice alone; FLARETUNE_BLAS_CORE=NAME forces a core. */
+static void fix_blas_core(char **argv) {
+    if (getenv("OPENBLAS_CORETYPE") || getenv(FT_BLAS_REEXEC_ENV)) return;
+    const char *policy = getenv("FLARETUNE_BLAS_CORE");
+    if (policy && strcmp(policy, "keep") == 0) return;
+    ft_env e;
+    ft_env_probe(&e);
+    const char *want = policy && *policy ? policy : ft_blas_core_upgrade(e.blas_core, &e);
+    if (!want || strcasecmp(want, e.blas_core) == 0) return;
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv(FT_BLAS_REEXEC_ENV, e.blas_core, 1);
+    execv("/proc/self/exe", argv);
+    /* Still here: the restart failed; run with what OpenBLAS picked and say so. */
+    fprintf(stderr,
+            "flaretune: warning: OpenBLAS runs %s kernels on a CPU that supports %s; set "
+            "OPENBLAS_CORETYPE=%s for full speed\n",
+            e.blas_core, want, want);
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 int main(int argc, char **argv) {
+    fix_blas_core(argv);
     if (argc < 2) {
         usage(stderr);
         return FT_EXIT_USAGE;

@@ -15,16 +15,29 @@ typedef struct ft_env {
     char cpu_model[128];
     int cpu_cores;   /* online logical CPUs                                   */
     int omp_threads; /* OpenMP's default team size                            */
-    int has_avx2, has_avx512f;
-    char blas[160];     /* BLAS library and build configuration                  */
-    char blas_core[64]; /* the kernel family the BLAS runs (OpenBLAS core name)  */
+    int has_avx2, has_fma, has_avx512f, has_avx512bw, has_avx512vl, has_avx512dq;
+    int is_amd;
+    char blas[160];              /* BLAS library and build configuration                  */
+    char blas_core[64];          /* the kernel family the BLAS runs (OpenBLAS core name)  */
+    char blas_core_detected[64]; /* what OpenBLAS had detected, when it was replaced */
     char compiler[96];
     char version[64]; /* flaretune version and git description                */
     int cuda_built;   /* the CUDA backend is compiled in                       */
 } ft_env;
 
-/* Fill e for this process (reads /proc/cpuinfo once; cheap afterwards). */
+/* Fill e for this process (reads /proc/cpuinfo). */
 void ft_env_probe(ft_env *e);
+
+/* OpenBLAS picks its kernels when it loads, from its own CPU detection, which on some virtual
+ * machines reports an AVX-512 Xeon as a generic core ("Prescott") and runs sgemm several times
+ * slower. Given the detected core name and this CPU's features, return the core OpenBLAS
+ * should use (its OPENBLAS_CORETYPE name), or NULL when the detected one already matches the
+ * CPU's vector instructions. */
+const char *ft_blas_core_upgrade(const char *detected, const ft_env *e);
+
+/* Environment variable that records the core OpenBLAS had detected before flaretune restarted
+ * itself with OPENBLAS_CORETYPE set (see tuner/main.c). */
+#define FT_BLAS_REEXEC_ENV "FLARETUNE_BLAS_DETECTED"
 
 #ifdef __cplusplus
 }

@@ -134,6 +134,10 @@ typedef struct ft_op {
     void (*fill_inputs)(ft_call *c, const ft_preset *p, ft_rng *rng);
     /* Run the float64 reference on a call whose float tensors are FT_F64. */
     void (*reference)(const ft_call *c);
+    /* The floating-point work the call must do (napkin math, stated in the op's header
+     * comment): the FLOPs of the minimal algorithm, forward plus backward when it runs.
+     * Index tensors must be filled (attention FLOPs depend on the visible keys). */
+    double (*flops)(const ft_call *c);
 } ft_op;
 
 /* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL
@@ -172,6 +176,9 @@ ft_status ft_call_alloc(ft_call *c, int inputs, int outputs, ft_err *err);
  * fill the inputs with realistic random data from `seed`. */
 ft_status ft_call_from_preset(ft_call *c, const ft_preset *p, uint64_t seed, ft_err *err);
 void ft_call_free(ft_call *c);
+/* Bytes the call must move at the least: every input that takes part read once, every output
+ * written once. With flops, this places the call on the machine's roofline. */
+double ft_call_io_bytes(const ft_call *c);
 /* Sizes as "N=24 T=4 H=64 D=3" (for messages, events and profile keys). */
 void ft_call_dims_str(const ft_call *c, char *buf, size_t n);
 

@@ -16,11 +16,11 @@ extern "C" {
 
 typedef struct ft_verify_result {
     int ok;
-    double worst;          /* largest error / tolerance ratio seen, for ranking        */
-    double worst_rel;      /* relative error of the worst output                       */
-    double tol;            /* its tolerance                                            */
-    char worst_name[32];   /* the output it belongs to                                 */
-    char msg[256];         /* one line: why it failed, or the worst error when it passed */
+    double worst;        /* largest error / tolerance ratio seen, for ranking        */
+    double worst_rel;    /* relative error of the worst output                       */
+    double tol;          /* its tolerance                                            */
+    char worst_name[32]; /* the output it belongs to                                 */
+    char msg[256];       /* one line: why it failed, or the worst error when it passed */
 } ft_verify_result;
 
 /* Tolerance of output tensor i of op for float32 inputs (SPEC.md "Tolerances"). */
