@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""test_cli.py: the command line's contract: help on every command, exit codes, one-line
+errors, JSON outputs that parse and carry the documented keys, bench on every op.
+
+usage: test_cli.py --flaretune PATH
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FT = None
+FAILURES = []
+COMMANDS = ["list", "space", "exec", "bench", "version"]
+OPS = ["fusion.dflare", "fusion.dflash", "attention.kvproj", "attention.decode",
+       "attention.train", "loss"]
+
+
+def run(*args, env=None, timeout=300):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def one_line_error(args, code, needle=None):
+    rc, out, err = run(*args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
+    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
+          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
+    if needle:
+        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
+
+
+def test_help():
+    rc, out, err = run()
+    check(rc == 2 and "usage: flaretune" in err, "no arguments: usage on stderr, exit 2")
+    rc, out, _ = run("help")
+    check(rc == 0 and all(c in out for c in COMMANDS), "help lists every command")
+    for c in COMMANDS:
+        for form in ([c, "--help"], ["help", c]):
+            rc, out, _ = run(*form)
+            check(rc == 0 and out.startswith(f"usage: flaretune {c}"), f"{form} prints usage")
+    one_line_error(["bogus"], 2, "unknown command 'bogus'")
+    one_line_error(["help", "bogus"], 2, "unknown command 'bogus'")
+    one_line_error(["version", "extra"], 2)
+
+
+def test_version_and_blas_core():
+    rc, out, _ = run("version")
+    check(rc == 0 and out.startswith("flaretune ") and "blas core" in out, "version")
+    detected = [l.split()[2] for l in out.splitlines() if l.strip().startswith("blas core")][0]
+    forced = "Haswell" if detected.lower() != "haswell" else "Prescott"
+    rc, out, _ = run("version", env={"FLARETUNE_BLAS_CORE": forced})
+    check(rc == 0 and f"blas core  {forced} (OpenBLAS detected {detected}" in out,
+          f"FLARETUNE_BLAS_CORE={forced} restarts with that core: {out!r}")
+    rc, out, _ = run("version", env={"OPENBLAS_CORETYPE": detected, "FLARETUNE_BLAS_CORE": forced})
+    check(rc == 0 and "detected" not in out, "an explicit OPENBLAS_CORETYPE is respected")
+
+
+def test_list():
+    rc, out, _ = run("list", "--json")
+    check(rc == 0, "list --json exit 0")
+    doc = json.loads(out)
+    check([o["name"] for o in doc["ops"]] == OPS, "list --json: the six ops in order")
+    check(len(doc["presets"]) == 24, f"24 presets, got {len(doc['presets'])}")
+    names = {b["name"]: b for b in doc["backends"]}
+    check("ref" in names and "cpu" in names, "ref and cpu backends listed")
+    check(names["cpu"]["available"] and set(names["cpu"]["ops"]) == set(OPS),
+          "cpu backend available with every op")
+    loss = [o for o in doc["ops"] if o["name"] == "loss"][0]
+    check({t["name"] for t in loss["tensors"]} >= {"h", "w_lm", "labels", "mask", "loss", "dh"},
+          "loss tensors")
+    for section in ("ops", "presets", "backends"):
+        rc, out, _ = run("list", section)
+        check(rc == 0 and out.startswith(section.upper()), f"list {section}")
+    one_line_error(["list", "bogus"], 2, "unknown section")
+
+
+def test_space():
+    for op in OPS:
+        rc, out, err = run("space", op, "--backend", "cpu", "--json")
+        check(rc == 0, f"space {op}: {err}")
+        if rc:
+            continue
+        d = json.loads(out)
+        check(d["valid"] >= 1 and d["size"] >= d["valid"], f"space {op}: sizes {d['size']}/{d['valid']}")
+        check(any(p["name"] == "threads" for p in d["params"]), f"space {op}: has threads")
+    one_line_error(["space", "nope"], 2, "unknown op")
+
+
+def test_exec_config_errors():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        base = ["exec", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu", "--out", out]
+        one_line_error(base + ["--config", "bogus=1"], 2, "unknown parameter 'bogus'")
+        one_line_error(base + ["--threads", "0"], 2, "--threads")
+        one_line_error(base + ["--config", "threads=1", "--threads", "2"], 2, "disagrees")
+        one_line_error(["exec", "loss", "--preset", "nope", "--out", out], 2, "unknown preset")
+        one_line_error(["exec", "loss", "--preset", "tiny.dflare.train", "--set", "Q=1",
+                        "--out", out], 2, "unknown size 'Q'")
+        one_line_error(["exec", "loss", "--preset", "tiny.dflare.train", "--backend", "nope",
+                        "--out", out], 2, "unknown backend")
+        check(not os.path.exists(out), "nothing written on errors")
+        rc, o, err = run(*base, "--threads", "1")
+        check(rc == 0 and "threads=1" in o, f"exec --threads 1 runs: {err}")
+        check(os.path.exists(os.path.join(out, "loss.npy")), "exec wrote loss.npy")
+
+
+BENCH_KEYS = ["op", "preset", "backend", "config", "median_s", "iqr_s", "samples", "bytes",
+              "flops", "gbps", "gflops", "roofline_s", "roofline_frac", "peak_extra_bytes"]
+
+
+def test_bench():
+    for op in OPS:
+        preset = "tiny.dflare.decode" if op == "attention.decode" else "tiny.dflare.train"
+        for extra in ([], ["--cold"]):
+            args = ["bench", op, "--preset", preset, "--backend", "cpu", "--json",
+                    "--max-time", "0.2", *extra]
+            rc, out, err = run(*args)
+            check(rc == 0, f"{args}: {err}")
+            if rc:
+                continue
+            d = json.loads(out)
+            missing = [k for k in BENCH_KEYS if k not in d]
+            check(not missing, f"bench {op}: missing keys {missing}")
+            check(d["op"] == op and d["backend"] == "cpu" and d["samples"] >= 1, f"bench {op} basics")
+            check(d["median_s"] > 0 and d["iqr_s"] >= 0 and d["bytes"] > 0 and d["flops"] > 0,
+                  f"bench {op}: positive numbers")
+            check(0 < d["roofline_frac"] < 2, f"bench {op}: roofline fraction {d['roofline_frac']}")
+            check(abs(d["gbps"] * 1e9 * d["median_s"] - d["bytes"]) < 1e-6 * d["bytes"] + 1,
+                  f"bench {op}: gbps consistent with bytes / median")
+            check(d["cold"] == bool(extra), f"bench {op}: cold flag")
+    rc, out, err = run("bench", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                       "--max-time", "0.2", "--attr", "scheme=dpace")
+    check(rc == 0 and "roofline" in out and "median" in out, f"bench human output: {err}")
+    one_line_error(["bench", "loss", "--backend", "cpu", "--max-time", "-1"], 2, "--max-time")
+    one_line_error(["bench", "loss", "--backend", "cpu", "--config", "threads=999"], 2, "threads=999")
+
+
+def main():
+    global FT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    FT = ap.parse_args().flaretune
+    for t in (test_help, test_version_and_blas_core, test_list, test_space,
+              test_exec_config_errors, test_bench):
+        n = len(FAILURES)
+        t()
+        print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)
+    print(f"{len(FAILURES)} failures", file=sys.stderr)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

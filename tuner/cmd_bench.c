@@ -1,0 +1,284 @@
+/* cmd_bench.c: `flaretune bench`: measure one configuration of one op honestly and place it on
+ * this machine's roofline (ceilings measured in the same run). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "flaretune/ceilings.h"
+#include "flaretune/clock.h"
+#include "flaretune/env.h"
+#include "flaretune/format.h"
+#include "flaretune/json.h"
+#include "flaretune/measure.h"
+
+static void usage(FILE *f) {
+    fprintf(
+        f, "usage: flaretune bench OP [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
+           "                          [--backend B] [--config NAME=VALUE,...] [--threads N]\n"
+           "                          [--cold] [--json] [--seed N] [--max-time S] [--noise X]\n\n"
+           "Time one configuration of OP (the backend's default unless --config) on fresh\n"
+           "random inputs: warm-up, then samples until the median's 95%% confidence interval is\n"
+           "within --noise of it (after 10 samples and 0.25 s) or --max-time passes. Prints the\n"
+           "median, IQR and sample count, the bytes and FLOPs the op must move and do, the rates,\n"
+           "and the fraction of this machine's roofline, whose ceilings (a streaming copy and a\n"
+           "large sgemm) are measured in the same run.\n\n"
+           "  --preset P       problem sizes (default small.dflare.train, or .decode for\n"
+           "                   attention.decode); --set NAME=VALUE changes one size\n"
+           "  --attr NAME=VAL  op attribute (e.g. --attr backward=1, --attr scheme=dpace)\n"
+           "  --backend B      default auto\n"
+           "  --config C       NAME=VALUE,... (see `flaretune space OP`)\n"
+           "  --threads N      the config's thread count\n"
+           "  --cold           rotate input sets larger than the last-level cache, so every\n"
+           "                   sample starts with cold caches\n"
+           "  --json           one JSON object on stdout\n"
+           "  --max-time S     time cap for the samples (default 3)\n"
+           "  --noise X        target relative CI half-width of the median (default 0.01)\n");
+}
+
+#define MAX_SETS 32
+
+typedef struct {
+    const ft_backend *be;
+    const ft_config *cfg;
+    ft_call *c;
+    ft_tensor *sets[MAX_SETS][FT_MAX_TENSORS]; /* input tensors of each rotation set */
+    int nsets;
+} bench_ctx;
+
+static ft_status bench_prep(void *p, int sample, ft_err *err) {
+    (void)err;
+    bench_ctx *b = p;
+    if (b->nsets <= 1) return FT_OK;
+    int k = sample < 0 ? 0 : sample % b->nsets;
+    for (int i = 0; i < b->c->op->ntensors; i++)
+        if (b->sets[k][i]) b->c->t[i] = b->sets[k][i];
+    return FT_OK;
+}
+
+static ft_status bench_run(void *p, int reps, double *secs, ft_err *err) {
+    bench_ctx *b = p;
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps; r++) {
+        ft_status s = b->be->run(b->c, b->cfg, err);
+        if (s) return s;
+    }
+    *secs = ft_now_s() - t0;
+    return FT_OK;
+}
+
+static int is_input(const ft_op *op, int i) {
+    return op->tensors[i].role == FT_ROLE_IN || op->tensors[i].role == FT_ROLE_GRAD_IN;
+}
+
+/* Extra input sets for cold runs: together larger than twice the last-level cache. */
+static ft_status make_cold_sets(bench_ctx *b, const ft_preset *p, uint64_t seed, ft_err *err) {
+    ft_call *c = b->c;
+    double in_bytes = 0;
+    for (int i = 0; i < c->op->ntensors; i++)
+        if (ft_call_uses(c, i) && is_input(c->op, i)) in_bytes += (double)ft_tensor_nbytes(c->t[i]);
+    double llc = (double)ft_llc_bytes();
+    int n = (int)ceil(2.0 * (llc > 0 ? llc : 64e6) / (in_bytes > 0 ? in_bytes : 1)) + 1;
+    if (n > MAX_SETS) n = MAX_SETS;
+    while (n > 2 && in_bytes * n > 4e9)
+        n--; /* keep the rotation under 4 GB */
+    for (int i = 0; i < c->op->ntensors; i++)
+        if (ft_call_uses(c, i) && is_input(c->op, i)) b->sets[0][i] = c->t[i];
+    for (int k = 1; k < n; k++) {
+        ft_call extra;
+        ft_call_init(&extra, c->op);
+        extra.attrs = c->attrs;
+        ft_status s = ft_call_from_preset(&extra, p, seed + 1000003ull * (uint64_t)k, err);
+        if (s) {
+            ft_call_free(&extra);
+            return s;
+        }
+        for (int i = 0; i < c->op->ntensors; i++) {
+            if (ft_call_uses(c, i) && is_input(c->op, i)) {
+                b->sets[k][i] = extra.t[i];
+                extra.t[i] = NULL;
+            }
+        }
+        ft_call_free(&extra);
+        b->nsets = k + 1;
+    }
+    return FT_OK;
+}
+
+static void free_cold_sets(bench_ctx *b) {
+    /* Set 0 belongs to the call itself. */
+    for (int k = 1; k < b->nsets; k++)
+        for (int i = 0; i < FT_MAX_TENSORS; i++)
+            ft_tensor_free(b->sets[k][i]);
+    for (int i = 0; i < b->c->op->ntensors; i++)
+        if (b->sets[0][i]) b->c->t[i] = b->sets[0][i];
+}
+
+static int run(int argc, char **argv) {
+    enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE };
+    static const struct option opts[] = {
+        FT_CLI_PROBLEM_OPTIONS,
+        {"cold", no_argument, NULL, O_COLD},
+        {"json", no_argument, NULL, O_JSON},
+        {"max-time", required_argument, NULL, O_MAXTIME},
+        {"noise", required_argument, NULL, O_NOISE},
+        {NULL, 0, NULL, 0},
+    };
+    ft_cli_problem prob;
+    ft_cli_problem_init(&prob);
+    ft_measure_opts mo;
+    ft_measure_defaults(&mo);
+    int cold = 0, json = 0, o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int h = ft_cli_problem_opt(&prob, o, optarg, "bench");
+        if (h < 0) return FT_EXIT_USAGE;
+        if (h) continue;
+        char *end;
+        switch (o) {
+        case O_COLD: cold = 1; break;
+        case O_JSON: json = 1; break;
+        case O_MAXTIME:
+            mo.max_time_s = strtod(optarg, &end);
+            if (*end || !(mo.max_time_s > 0))
+                return ft_cli_fail(FT_EXIT_USAGE, "bench: --max-time expects seconds > 0");
+            if (mo.min_time_s > mo.max_time_s) mo.min_time_s = mo.max_time_s;
+            break;
+        case O_NOISE:
+            mo.max_noise = strtod(optarg, &end);
+            if (*end || !(mo.max_noise > 0))
+                return ft_cli_fail(FT_EXIT_USAGE, "bench: --noise expects a fraction > 0");
+            break;
+        case ':':
+            return ft_cli_fail(FT_EXIT_USAGE, "bench: option '%s' needs a value", argv[optind - 1]);
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "bench: unknown option '%s' (see `flaretune bench --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "bench: which op? (see `flaretune list ops`)");
+    if (optind + 1 < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "bench: unexpected argument '%s'", argv[optind + 1]);
+
+    ft_err err = {0};
+    const ft_op *op = ft_op_find(argv[optind], &err);
+    if (!op) return ft_cli_fail_err(&err);
+    ft_call c;
+    ft_call_init(&c, op);
+    int code;
+    if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
+    const ft_backend *be;
+    if (ft_backend_resolve(prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
+    ft_preset p;
+    if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
+    ft_config cfg;
+    if ((code = ft_cli_make_config(&prob, be, op, &cfg))) return code;
+    const ft_space *space = be->space(op);
+
+    if (ft_call_from_preset(&c, &p, prob.seed, &err)) {
+        ft_call_free(&c);
+        return ft_cli_fail_err(&err);
+    }
+    char why[256];
+    if (!ft_space_valid(space, &c, &cfg, why, sizeof why)) {
+        ft_call_free(&c);
+        return ft_cli_fail(FT_EXIT_USAGE, "bench: config not valid for %s at %s: %s", op->name,
+                           p.name, why);
+    }
+    int ti = ft_space_param(space, "threads");
+    int threads = ti >= 0 ? cfg.v[ti] : 1;
+    if (!json)
+        fprintf(stderr, "bench: measuring this machine's ceilings with %d threads...\n", threads);
+    ft_ceilings ceil;
+    if (ft_ceilings_cpu(threads, &ceil, &err)) {
+        ft_call_free(&c);
+        return ft_cli_fail_err(&err);
+    }
+
+    ft_workspace ws = {0};
+    c.ws = &ws;
+    bench_ctx b = {be, &cfg, &c, {{0}}, 1};
+    ft_status s = FT_OK;
+    if (cold) s = make_cold_sets(&b, &p, prob.seed, &err);
+    ft_stats st = {0};
+    if (!s) {
+        ft_timed_fn fn = {bench_prep, bench_run, &b};
+        s = ft_measure(&fn, &mo, &st, &err);
+    }
+    free_cold_sets(&b);
+    if (s) {
+        ft_ws_free(&ws);
+        ft_call_free(&c);
+        return ft_cli_fail_err(&err);
+    }
+    double bytes = ft_call_io_bytes(&c), flops = op->flops(&c);
+    double floor_s = ft_roofline_s(&ceil, bytes, flops);
+    double frac = floor_s / st.median;
+    int compute_bound = flops / ceil.flops > bytes / ceil.bw;
+
+    if (json) {
+        ft_env env;
+        ft_env_probe(&env);
+        json_t *root = json_object();
+        json_object_set_new(root, "op", json_string(op->name));
+        json_object_set_new(root, "preset", json_string(p.name));
+        json_object_set_new(root, "backend", json_string(be->name));
+        json_object_set_new(root, "config", ft_config_to_json(space, &cfg));
+        json_object_set_new(root, "dims", ft_dims_to_json(&c));
+        json_object_set_new(root, "attrs", ft_attrs_to_json(&c));
+        json_object_set_new(root, "cold", json_boolean(cold));
+        json_object_set_new(root, "median_s", ft_json_number(st.median));
+        json_object_set_new(root, "iqr_s", ft_json_number(st.iqr));
+        json_object_set_new(root, "samples", json_integer(st.samples));
+        json_object_set_new(root, "stats", ft_stats_to_json(&st));
+        json_object_set_new(root, "bytes", ft_json_number(bytes));
+        json_object_set_new(root, "flops", ft_json_number(flops));
+        json_object_set_new(root, "gbps", ft_json_number(bytes / st.median / 1e9));
+        json_object_set_new(root, "gflops", ft_json_number(flops / st.median / 1e9));
+        json_object_set_new(root, "roofline_s", ft_json_number(floor_s));
+        json_object_set_new(root, "roofline_frac", ft_json_number(frac));
+        json_object_set_new(root, "bound", json_string(compute_bound ? "compute" : "memory"));
+        json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)ws.peak));
+        json_object_set_new(root, "ceilings", ft_ceilings_to_json(&ceil));
+        json_object_set_new(root, "env", ft_env_to_json(&env));
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        fputc('\n', stdout);
+        json_decref(root);
+    } else {
+        char dims[256], cs[512], a[32], b1[32], b2[32], b3[32];
+        ft_call_dims_str(&c, dims, sizeof dims);
+        ft_config_format(space, &cfg, cs, sizeof cs);
+        printf("bench %s on %s  (%s: %s)%s\n", op->name, be->name, p.name, dims,
+               c.backward ? " forward+backward" : "");
+        printf("  config     %s\n", cs[0] ? cs : "(none)");
+        printf("  ceilings   copy %s, sgemm %s  (%d threads, measured in %.1f s)\n",
+               ft_fmt_rate(ceil.bw, "B/s", a, sizeof a),
+               ft_fmt_rate(ceil.flops, "FLOP/s", b1, sizeof b1), ceil.threads, ceil.measured_s);
+        printf("  time       median %s  IQR %s  min %s  max %s\n",
+               ft_fmt_time(st.median, 0, a, sizeof a), ft_fmt_time(st.iqr, 0, b1, sizeof b1),
+               ft_fmt_time(st.min, 0, b2, sizeof b2), ft_fmt_time(st.max, 0, b3, sizeof b3));
+        printf("  samples    %d (%d call%s each, %s), median known to +-%.2g%%%s\n", st.samples,
+               st.batch, st.batch > 1 ? "s" : "", cold ? "cold: rotating inputs" : "warm",
+               100 * st.ci_rel, st.converged ? "" : " (time cap reached before the noise target)");
+        printf("  work       %s moved, %.3g GFLOP\n", ft_fmt_bytes(bytes, a, sizeof a),
+               flops / 1e9);
+        printf("  rate       %s, %s\n", ft_fmt_rate(bytes / st.median, "B/s", a, sizeof a),
+               ft_fmt_rate(flops / st.median, "FLOP/s", b1, sizeof b1));
+        printf("  roofline   floor %s (%s-bound): %.0f%% of roofline\n",
+               ft_fmt_time(floor_s, 0, a, sizeof a), compute_bound ? "compute" : "memory",
+               100 * frac);
+        printf("  memory     %s scratch beyond inputs and outputs\n",
+               ft_fmt_bytes((double)ws.peak, a, sizeof a));
+    }
+    ft_ws_free(&ws);
+    ft_call_free(&c);
+    return FT_EXIT_OK;
+}
+
+const ft_cmd ft_cmd_bench = {
+    "bench", "time one configuration of an op against this machine's roofline", run, usage};

@@ -1,0 +1,111 @@
+/* measure.c: warm-up, noise-based stopping and robust statistics (see
+ * include/flaretune/measure.h). */
+#include "flaretune/measure.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/clock.h"
+
+void ft_measure_defaults(ft_measure_opts *o) {
+    o->warmup_s = 0.05;
+    o->min_samples = 10;
+    o->min_time_s = 0.25;
+    o->max_time_s = 3.0;
+    o->max_samples = 2000;
+    o->max_noise = 0.01;
+    o->batch_min_s = 1e-4;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Quantile by linear interpolation between order statistics (type 7, as NumPy's default). */
+static double quantile(const double *sorted, int n, double q) {
+    if (n == 1) return sorted[0];
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos);
+    int hi = lo + 1 < n ? lo + 1 : lo;
+    return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+void ft_stats_compute(double *x, int n, ft_stats *st) {
+    st->samples = n;
+    if (n <= 0) {
+        st->median = st->q1 = st->q3 = st->iqr = st->min = st->max = st->mean = NAN;
+        st->stdev = NAN;
+        st->ci_rel = INFINITY;
+        return;
+    }
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    st->median = quantile(x, n, 0.5);
+    st->q1 = quantile(x, n, 0.25);
+    st->q3 = quantile(x, n, 0.75);
+    st->iqr = st->q3 - st->q1;
+    st->min = x[0];
+    st->max = x[n - 1];
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += x[i];
+    st->mean = sum / n;
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (x[i] - st->mean) * (x[i] - st->mean);
+    st->stdev = n > 1 ? sqrt(ss / (n - 1)) : 0;
+    st->ci_rel = st->median > 0 ? 1.57 * st->iqr / sqrt((double)n) / st->median : INFINITY;
+}
+
+ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err) {
+    memset(st, 0, sizeof *st);
+    double start = ft_now_s();
+    ft_status s;
+    /* Warm-up: caches, page faults, thread pools, frequency; also sizes the batch. */
+    double one = 0;
+    int warm = 0;
+    do {
+        if (fn->prep && (s = fn->prep(fn->ctx, -1, err))) return s;
+        if ((s = fn->run(fn->ctx, 1, &one, err))) return s;
+        warm++;
+    } while (ft_now_s() - start < o->warmup_s && warm < 1000);
+    int batch = 1;
+    if (one < o->batch_min_s) batch = (int)ceil(o->batch_min_s / (one > 1e-9 ? one : 1e-9));
+    if (batch > 10000) batch = 10000;
+
+    double *x = malloc(sizeof(double) * (size_t)o->max_samples);
+    double *tmp = malloc(sizeof(double) * (size_t)o->max_samples);
+    if (!x || !tmp) {
+        free(x);
+        free(tmp);
+        return ft_err_set(err, FT_ENOMEM, "out of memory for samples");
+    }
+    int n = 0;
+    double t0 = ft_now_s();
+    for (;;) {
+        double secs;
+        if (fn->prep && (s = fn->prep(fn->ctx, n, err))) break;
+        if ((s = fn->run(fn->ctx, batch, &secs, err))) break;
+        x[n++] = secs / batch;
+        double elapsed = ft_now_s() - t0;
+        if (n >= o->max_samples || elapsed >= o->max_time_s) break;
+        if (n >= o->min_samples && elapsed >= o->min_time_s) {
+            memcpy(tmp, x, sizeof(double) * (size_t)n);
+            ft_stats probe = {0};
+            ft_stats_compute(tmp, n, &probe);
+            if (probe.ci_rel < o->max_noise) {
+                st->converged = 1;
+                break;
+            }
+        }
+    }
+    if (!s) {
+        st->batch = batch;
+        st->total_s = ft_now_s() - start;
+        ft_stats_compute(x, n, st);
+    }
+    free(x);
+    free(tmp);
+    return s;
+}
