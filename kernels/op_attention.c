@@ -291,11 +291,16 @@ static void train_reference(const ft_call *c) {
 
 static double train_flops(const ft_call *c) {
     const int64_t *d = c->dim;
-    const int32_t *anchors = c->t[TR_ANCH]->data;
-    const uint8_t *keep = c->t[TR_KEEP]->data;
     double keys = 0;
-    for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++)
-        if (keep[i]) keys += (double)anchors[i] + (double)d[TR_B];
+    if (c->t[TR_ANCH] && c->t[TR_KEEP]) {
+        const int32_t *anchors = c->t[TR_ANCH]->data;
+        const uint8_t *keep = c->t[TR_KEEP]->data;
+        for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++)
+            if (keep[i]) keys += (double)anchors[i] + (double)d[TR_B];
+    } else {
+        /* Sizes only (planning): anchors average S/2. */
+        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * ((double)d[TR_S] / 2 + (double)d[TR_B]);
+    }
     double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * (double)d[TR_B] * keys;
     return fwd * (c->backward ? 3.0 : 1.0);
 }

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "flaretune/source_hash.h"
 #include "flaretune/version.h"
 
 /* Is `flag` one of the space-separated words of `flags`? */
@@ -68,6 +69,15 @@ void ft_env_probe(ft_env *e) {
 #endif
     snprintf(e->version, sizeof e->version, "%s (%s)", FT_VERSION, FT_GIT_DESCRIBE);
     e->cuda_built = FT_HAVE_CUDA;
+    snprintf(e->source_hash, sizeof e->source_hash, "%s", FT_SOURCE_HASH);
+}
+
+char *ft_env_device(const ft_env *e, const char *backend, char *buf, unsigned long n) {
+    /* The reference backend is single-threaded and BLAS-free, but keying it like the CPU keeps
+     * one rule for every host backend. */
+    (void)backend;
+    snprintf(buf, n, "cpu: %s x %d (%s)", e->cpu_model, e->cpu_cores, e->blas_core);
+    return buf;
 }
 
 /* Vector ISA level of an OpenBLAS core: 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512. */

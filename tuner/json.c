@@ -48,6 +48,7 @@ json_t *ft_env_to_json(const ft_env *e) {
                   e->compiler, "flaretune", e->version, "cuda_built", e->cuda_built);
     if (e->blas_core_detected[0])
         json_object_set_new(o, "blas_core_detected", json_string(e->blas_core_detected));
+    json_object_set_new(o, "source_hash", json_string(e->source_hash));
     return o;
 }
 

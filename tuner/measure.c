@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "flaretune/clock.h"
+#include "flaretune/eventlog.h"
 
 void ft_measure_defaults(ft_measure_opts *o) {
     o->warmup_s = 0.05;
@@ -16,6 +17,11 @@ void ft_measure_defaults(ft_measure_opts *o) {
     o->max_samples = 2000;
     o->max_noise = 0.01;
     o->batch_min_s = 1e-4;
+    o->screen_above = 0;
+    o->screen_after = 3;
+    o->sample_start = NULL;
+    o->sample_cap = 0;
+    o->stop = NULL;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -85,16 +91,26 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
     double t0 = ft_now_s();
     for (;;) {
         double secs;
+        if (o->stop && *o->stop) {
+            st->interrupted = 1;
+            break;
+        }
         if (fn->prep && (s = fn->prep(fn->ctx, n, err))) break;
+        if (o->sample_start && n < o->sample_cap) o->sample_start[n] = ft_wall_time();
         if ((s = fn->run(fn->ctx, batch, &secs, err))) break;
         x[n++] = secs / batch;
         double elapsed = ft_now_s() - t0;
         if (n >= o->max_samples || elapsed >= o->max_time_s) break;
-        if (n >= o->min_samples && elapsed >= o->min_time_s) {
+        int screen = o->screen_above > 0 && n >= o->screen_after;
+        if ((n >= o->min_samples && elapsed >= o->min_time_s) || screen) {
             memcpy(tmp, x, sizeof(double) * (size_t)n);
             ft_stats probe = {0};
             ft_stats_compute(tmp, n, &probe);
-            if (probe.ci_rel < o->max_noise) {
+            if (screen && probe.median > o->screen_above) {
+                st->screened = 1;
+                break;
+            }
+            if (n >= o->min_samples && elapsed >= o->min_time_s && probe.ci_rel < o->max_noise) {
                 st->converged = 1;
                 break;
             }

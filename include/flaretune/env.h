@@ -23,10 +23,15 @@ typedef struct ft_env {
     char compiler[96];
     char version[64]; /* flaretune version and git description                */
     int cuda_built;   /* the CUDA backend is compiled in                       */
+    char source_hash[24]; /* hash of the kernel sources this binary was built from */
 } ft_env;
 
 /* Fill e for this process (reads /proc/cpuinfo). */
 void ft_env_probe(ft_env *e);
+
+/* The device fingerprint a backend's results are keyed by: for CPUs
+ * "cpu: MODEL x CORES (BLAS core)". Returns buf. */
+char *ft_env_device(const ft_env *e, const char *backend, char *buf, unsigned long n);
 
 /* OpenBLAS picks its kernels when it loads, from its own CPU detection, which on some virtual
  * machines reports an AVX-512 Xeon as a generic core ("Prescott") and runs sgemm several times

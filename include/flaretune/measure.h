@@ -30,6 +30,16 @@ typedef struct ft_measure_opts {
     double max_noise;   /* stop when the median's 95% CI half-width / median < this;
                            default 0.01                                                */
     double batch_min_s; /* batch calls shorter than this into one sample; default 1e-4 */
+    /* Early-abort screening (as PyTorch's TunableOp does): after `screen_after` samples, stop
+     * when the median so far exceeds `screen_above` seconds per call. 0 disables. */
+    double screen_above;
+    int screen_after; /* default 3 */
+    /* Optional: where each sample started (wall time, seconds since the epoch), for traces. */
+    double *sample_start;
+    int sample_cap;
+    /* Optional: stop before the next sample once *stop becomes non-zero (Ctrl-C); the stats
+     * then cover the samples taken and are marked interrupted. */
+    volatile int *stop;
 } ft_measure_opts;
 
 typedef struct ft_stats {
@@ -37,9 +47,11 @@ typedef struct ft_stats {
     int batch;     /* calls per sample                                        */
     double median; /* seconds per call                                        */
     double q1, q3, iqr, min, max, mean, stdev;
-    double ci_rel;  /* 95% CI half-width of the median, relative to it          */
-    int converged;  /* the noise criterion held (else the time cap stopped it) */
-    double total_s; /* wall time spent measuring, warm-up included             */
+    double ci_rel;   /* 95% CI half-width of the median, relative to it          */
+    int converged;   /* the noise criterion held (else the time cap stopped it) */
+    int screened;    /* early-abort screening stopped it: clearly slower than the best */
+    int interrupted; /* *stop was raised                                        */
+    double total_s;  /* wall time spent measuring, warm-up included             */
 } ft_stats;
 
 /* Time one call (or `reps` back-to-back calls) and return the seconds it took in *secs. `prep`

@@ -136,7 +136,8 @@ typedef struct ft_op {
     void (*reference)(const ft_call *c);
     /* The floating-point work the call must do (napkin math, stated in the op's header
      * comment): the FLOPs of the minimal algorithm, forward plus backward when it runs.
-     * Index tensors must be filled (attention FLOPs depend on the visible keys). */
+     * Exact when the index tensors are filled (attention FLOPs depend on the visible keys),
+     * an estimate from the sizes alone when they are NULL. */
     double (*flops)(const ft_call *c);
 } ft_op;
 
