@@ -77,7 +77,8 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         warm++;
     } while (ft_now_s() - start < o->warmup_s && warm < 1000);
     int batch = 1;
-    if (one < o->batch_min_s) batch = (int)ceil(o->batch_min_s / (one > 1e-9 ? one : 1e-9));
+    if (one < o->batch_min_s) /* (the factor keeps an exact ratio from rounding up a whole call) */
+        batch = (int)ceil(o->batch_min_s / (one > 1e-9 ? one : 1e-9) * (1 - 1e-12));
     if (batch > 10000) batch = 10000;
 
     double *x = malloc(sizeof(double) * (size_t)o->max_samples);
