@@ -1,0 +1,144 @@
+/* profile.h: the profile store: tuned results as JSON files (docs/profiles.md).
+ *
+ * A profile holds one entry per key (op, backend, device, shape, attrs); adding or merging keeps,
+ * per key, the entry with the lowest stats.median_s. Loading validates entry by entry: an entry
+ * that lacks a field, has a field of the wrong type, names an unknown op or a parameter the
+ * backend's space does not have is skipped with a warning naming it, and the rest of the file is
+ * used. Skipped entries are not thrown away: they are written back unchanged when the profile is
+ * saved (a build with a different op registry or parameter space may still read them), until a
+ * valid entry for the same key replaces them.
+ *
+ * Saving writes a temporary file and renames it into place, so a crash never leaves a torn file;
+ * ft_profile_update and ft_profile_update_merge also hold an exclusive flock on PATH.lock from
+ * load to rename, so concurrent writers never lose each other's entries. (The lock file stays:
+ * removing it would race with a writer that has just opened it.)
+ *
+ * Entries are stored in a stable order (op in registry order, backend, device, attrs, shape), so
+ * the same results always give the same file.
+ */
+#ifndef FLARETUNE_PROFILE_H
+#define FLARETUNE_PROFILE_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "flaretune/op.h"
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The newest schema_version this build reads and the one it writes. */
+#define FT_PROFILE_SCHEMA_VERSION 1
+
+typedef struct ft_profile ft_profile;
+
+/* A valid entry, as the profile holds it. Pointers refer into the profile and stay valid until
+ * the profile is changed or freed. */
+typedef struct ft_profile_entry {
+    const ft_op *op;
+    const char *backend;
+    const char *device;
+    const json_t *shape;  /* {"M": 512, ...}: every size of the op      */
+    const json_t *attrs;  /* {"scheme": "dpace", ...}: strings          */
+    const json_t *config; /* the winning configuration                  */
+    double median_s;      /* stats.median_s                             */
+    const json_t *json;   /* the whole entry, as in the file            */
+} ft_profile_entry;
+
+/* What ft_profile_add did with an entry. */
+typedef enum {
+    FT_PROFILE_ADDED,    /* a key the profile did not have                             */
+    FT_PROFILE_REPLACED, /* faster than the entry it had for the key (or replaced a
+                            skipped one)                                               */
+    FT_PROFILE_KEPT,     /* not faster than the entry it had: the profile is unchanged */
+} ft_profile_outcome;
+
+ft_profile *ft_profile_new(void); /* empty; NULL when out of memory */
+void ft_profile_free(ft_profile *p);
+
+/* Read path into a new profile. A missing file (or one holding only white space) is an empty
+ * profile. Malformed JSON is FT_EFORMAT naming the file, line and column; a schema_version newer
+ * than FT_PROFILE_SCHEMA_VERSION is FT_EUNSUPPORTED. Invalid entries become warnings. */
+ft_status ft_profile_load(const char *path, ft_profile **out, ft_err *err);
+/* The same from a parsed document; `name` is used in messages and warnings. */
+ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile **out, ft_err *err);
+
+/* Check one entry against docs/profiles.md and this build's registry. FT_OK, or FT_EINVAL and
+ * one line saying what is wrong. */
+ft_status ft_profile_entry_check(const json_t *entry, ft_err *err);
+
+/* Add one entry (the profile keeps its own copy). An invalid entry is refused with
+ * FT_EINVAL. outcome may be NULL. */
+ft_status ft_profile_add(ft_profile *p, const json_t *entry, ft_profile_outcome *outcome,
+                         ft_err *err);
+/* Add every entry of src to dst, keeping the best per key; src's skipped entries and warnings
+ * are carried over too. */
+ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err);
+
+/* The profile as a document: {"schema_version", "generator", "entries"}; NULL when out of
+ * memory. The document shares the entries' objects with the profile: read it, do not change
+ * it. */
+json_t *ft_profile_to_json(const ft_profile *p);
+/* Write atomically (temporary file beside path, then rename). On failure the file that was
+ * there is untouched. */
+ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err);
+
+/* Under an exclusive lock on PATH.lock: load path, add entry, save. Safe against concurrent
+ * writers (other processes or threads doing the same). A file that does not load (malformed,
+ * too new) is left as it is and the error returned. */
+ft_status ft_profile_update(const char *path, const json_t *entry, ft_err *err);
+/* The same, adding every entry of src. */
+ft_status ft_profile_update_merge(const char *path, const ft_profile *src, ft_err *err);
+
+/* Valid entries, in the profile's order. */
+int ft_profile_count(const ft_profile *p);
+const ft_profile_entry *ft_profile_entry_at(const ft_profile *p, int i);
+/* Entries skipped at load and kept to be written back. */
+int ft_profile_skipped_count(const ft_profile *p);
+
+/* Warnings gathered by loading and merging, one line each ("FILE: entries[3] (loss on cpu,
+ * M=512 H=1024 V=32768) skipped: ..."). */
+int ft_profile_warning_count(const ft_profile *p);
+const char *ft_profile_warning_at(const ft_profile *p, int i);
+
+/* The entry of `op` with the nearest shape among those with the given backend, device and attrs
+ * (each NULL for any). Exact when the query gives every size of the entry with the same value;
+ * otherwise the entry with the smallest sum over sizes of |log(size / entry size)| (sizes the
+ * query does not give are left out; sizes below 1 count as 1). *exact (may be NULL) says which.
+ * NULL when no entry of the op matches. */
+const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, const char *backend,
+                                          const char *device, const json_t *attrs,
+                                          const json_t *shape, int *exact);
+/* The same for a call: its op, sizes and attributes. */
+const ft_profile_entry *ft_profile_lookup_call(const ft_profile *p, const ft_call *c,
+                                               const char *backend, const char *device, int *exact);
+/* The lookup metric: sum over the sizes of `entry` that `query` gives of |log(q / e)|. */
+double ft_profile_shape_distance(const json_t *query, const json_t *entry);
+
+/* ---- emitters (profiles/emit.c, docs/emit.md) -------------------------------------------- */
+
+typedef enum {
+    FT_EMIT_C_HEADER, /* a self-contained C/C++ header with the tables and a lookup */
+    FT_EMIT_JSON,     /* a flat array of records for other tools                 */
+} ft_emit_format;
+
+typedef struct ft_emit_opts {
+    ft_emit_format format;
+    const char *backend; /* only entries of this backend (NULL: all)                    */
+    const char *device;  /* only entries whose device contains this text (NULL: all)   */
+    const char *prefix;  /* C identifier prefix of the header (NULL: "ft_tuned")        */
+    const char *source;  /* named in the header's opening comment (NULL: not named)     */
+} ft_emit_opts;
+
+/* "c-header" or "json"; FT_EINVAL listing the formats otherwise. */
+ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *err);
+/* Write the selected entries of p to f. *nemitted (may be NULL) is how many. */
+ft_status ft_profile_emit(const ft_profile *p, const ft_emit_opts *opts, FILE *f, int *nemitted,
+                          ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,424 @@
+/* emit.c: a profile's tuned configurations for other builds (see docs/emit.md).
+ *
+ * c-header: a self-contained C/C++ header. Everything in it is `static` (tables) or
+ * `static inline` (functions), so any number of translation units may include it and nothing
+ * clashes at link time; unused tables and functions raise no warning. It needs only <stddef.h>
+ * and <string.h>: the lookup minimises the product of max(a, b) / min(a, b) over the sizes,
+ * which orders entries exactly as the sum of |log(a / b)| does, without libm.
+ *
+ * json: a flat array of records {op, backend, device, shape, attrs, params, median_s}.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/profile.h"
+#include "flaretune/version.h"
+
+ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *err) {
+    if (strcmp(name, "c-header") == 0)
+        *out = FT_EMIT_C_HEADER;
+    else if (strcmp(name, "json") == 0)
+        *out = FT_EMIT_JSON;
+    else
+        return ft_err_set(err, FT_EINVAL, "unknown format '%s' (formats: c-header, json)", name);
+    return FT_OK;
+}
+
+static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {
+    return (!o->backend || strcmp(e->backend, o->backend) == 0) &&
+           (!o->device || strstr(e->device, o->device) != NULL);
+}
+
+/* ---- json ----------------------------------------------------------------------------------- */
+
+static ft_status emit_json(const ft_profile *p, const ft_emit_opts *o, FILE *f, int *count,
+                           ft_err *err) {
+    json_t *arr = json_array();
+    if (!arr) return ft_err_set(err, FT_ENOMEM, "out of memory emitting JSON");
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (!selected(e, o)) continue;
+        json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:f}", "op", e->op->name, "backend",
+                                e->backend, "device", e->device, "shape", e->shape, "attrs",
+                                e->attrs, "params", e->config, "median_s", e->median_s);
+        if (!rec || json_array_append_new(arr, rec)) {
+            json_decref(arr);
+            return ft_err_set(err, FT_ENOMEM, "out of memory emitting JSON");
+        }
+        (*count)++;
+    }
+    int bad = json_dumpf(arr, f, JSON_INDENT(2)) != 0 || fputc('\n', f) == EOF;
+    json_decref(arr);
+    return bad ? ft_err_set(err, FT_EIO, "write failed: %s", strerror(errno)) : FT_OK;
+}
+
+/* ---- c-header ------------------------------------------------------------------------------- */
+
+/* A C string literal of s that means the same bytes in C99, C11 and C++: quotes and
+ * backslashes escaped, '?' escaped (no trigraphs), anything else outside printable ASCII as a
+ * three-digit octal escape (which, unlike \x, cannot swallow the next character). */
+static void put_cstr(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\' || *c == '?')
+            fprintf(f, "\\%c", *c);
+        else if (*c >= 0x20 && *c < 0x7f)
+            fputc(*c, f);
+        else
+            fprintf(f, "\\%03o", *c);
+    }
+    fputc('"', f);
+}
+
+/* Text safe inside a C comment: no '*', no '?' (trigraphs), printable ASCII only. */
+static void put_comment_text(FILE *f, const char *s) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        fputc(isalnum(*c) || strchr(" ._/+-:,()@=", *c) ? *c : '_', f);
+}
+
+static int is_identifier(const char *s) {
+    if (!s[0] || strlen(s) > 64 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+    for (const char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_') return 0;
+    return 1;
+}
+
+/* The index of a named parameter's label in the backend's space, or -1 when this build cannot
+ * tell (the backend is not built here, or the label is unknown). */
+static long long label_index(const ft_profile_entry *e, const char *param, const char *label) {
+    for (int b = 0; b < ft_backend_count(); b++) {
+        const ft_backend *be = ft_backend_at(b);
+        if (strcmp(be->name, e->backend) != 0) continue;
+        if (!be->built || !be->supports(e->op)) return -1;
+        const ft_space *s = be->space(e->op);
+        int i = s ? ft_space_param(s, param) : -1;
+        if (i < 0 || !s->params[i].labels) return -1;
+        for (int k = 0; k < s->params[i].n; k++)
+            if (strcmp(s->params[i].labels[k], label) == 0) return k;
+        return -1;
+    }
+    return -1;
+}
+
+/* The header's fixed part: types and functions, with P standing for the prefix. */
+static void put_types(FILE *f, const char *P) {
+    fprintf(f,
+            "typedef struct %1$s_size {\n"
+            "    const char *name;\n"
+            "    long long value;\n"
+            "} %1$s_size;\n\n"
+            "typedef struct %1$s_attr {\n"
+            "    const char *name;\n"
+            "    const char *value;\n"
+            "} %1$s_attr;\n\n"
+            "/* One tuned parameter: its label as flaretune writes it (the number as text for a\n"
+            " * numeric parameter), and its value: the number itself, or for a named parameter\n"
+            " * (is_label = 1) the label's index in the backend's space (-1 when the emitting\n"
+            " * flaretune could not resolve it). */\n"
+            "typedef struct %1$s_param {\n"
+            "    const char *name;\n"
+            "    const char *label;\n"
+            "    long long value;\n"
+            "    int is_label;\n"
+            "} %1$s_param;\n\n"
+            "typedef struct %1$s_entry {\n"
+            "    const char *op;\n"
+            "    const char *backend;\n"
+            "    const char *device;\n"
+            "    const %1$s_size *sizes; /* in the op's size order */\n"
+            "    int nsizes;\n"
+            "    const %1$s_attr *attrs;\n"
+            "    int nattrs;\n"
+            "    const %1$s_param *params;\n"
+            "    int nparams;\n"
+            "    double median_s; /* the tuned configuration's median time per call */\n"
+            "} %1$s_entry;\n\n",
+            P);
+}
+
+static void put_functions(FILE *f, const char *P, const char *U) {
+    fprintf(
+        f,
+        "/* Every \"name=value\" of q (comma-separated; NULL or \"\" for any) is an attribute"
+        " of e. */\n"
+        "static inline int %1$s_attrs_match_(const %1$s_entry *e, const char *q) {\n"
+        "    while (q && *q) {\n"
+        "        const char *end = strchr(q, ',');\n"
+        "        size_t len = end ? (size_t)(end - q) : strlen(q);\n"
+        "        if (len) {\n"
+        "            const char *eq = (const char *)memchr(q, '=', len);\n"
+        "            size_t nlen, vlen;\n"
+        "            int i, found = 0;\n"
+        "            if (!eq) return 0;\n"
+        "            nlen = (size_t)(eq - q);\n"
+        "            vlen = len - nlen - 1;\n"
+        "            for (i = 0; i < e->nattrs && !found; i++)\n"
+        "                found = strlen(e->attrs[i].name) == nlen &&\n"
+        "                        strncmp(e->attrs[i].name, q, nlen) == 0 &&\n"
+        "                        strlen(e->attrs[i].value) == vlen &&\n"
+        "                        strncmp(e->attrs[i].value, eq + 1, vlen) == 0;\n"
+        "            if (!found) return 0;\n"
+        "        }\n"
+        "        q += len + (end ? 1 : 0);\n"
+        "    }\n"
+        "    return 1;\n"
+        "}\n\n"
+        "/* max(a, b) / min(a, b), sizes below 1 counted as 1. */\n"
+        "static inline double %1$s_ratio_(long long a, long long b) {\n"
+        "    double x = a < 1 ? 1.0 : (double)a, y = b < 1 ? 1.0 : (double)b;\n"
+        "    return x > y ? x / y : y / x;\n"
+        "}\n\n"
+        "static inline int %1$s_candidate_(const %1$s_entry *e, const char *op,\n"
+        "        const char *backend, const char *device, const char *attrs) {\n"
+        "    return e->op && strcmp(e->op, op) == 0 &&\n"
+        "           (!backend || strcmp(e->backend, backend) == 0) &&\n"
+        "           (!device || strcmp(e->device, device) == 0) &&\n"
+        "           %1$s_attrs_match_(e, attrs);\n"
+        "}\n\n"
+        "/* The entry of op nearest to the sizes given as name/value pairs, among those of\n"
+        " * backend and device (NULL: any) whose attributes include every \"name=value\" of\n"
+        " * attrs (NULL: any). Exact (*exact = 1) when every size of the entry is given with\n"
+        " * the same value; otherwise the smallest sum over the sizes of |log(size / entry\n"
+        " * size)| (sizes not given are left out). NULL when the op has no entry. exact may be\n"
+        " * NULL. */\n"
+        "static inline const %1$s_entry *%1$s_lookup(\n"
+        "        const char *op, const char *backend, const char *device, const char *attrs,\n"
+        "        const %1$s_size *sizes, int nsizes, int *exact) {\n"
+        "    const %1$s_entry *best = NULL;\n"
+        "    double best_d = 0.0;\n"
+        "    int best_exact = 0, i, k, j;\n"
+        "    for (i = 0; op && i < %2$s_COUNT; i++) {\n"
+        "        const %1$s_entry *e = &%1$s_entries[i];\n"
+        "        double d = 1.0;\n"
+        "        int ex = 1;\n"
+        "        if (!%1$s_candidate_(e, op, backend, device, attrs)) continue;\n"
+        "        for (k = 0; k < e->nsizes; k++) {\n"
+        "            const %1$s_size *q = NULL;\n"
+        "            for (j = 0; sizes && j < nsizes && !q; j++)\n"
+        "                if (sizes[j].name && strcmp(sizes[j].name, e->sizes[k].name) == 0)\n"
+        "                    q = &sizes[j];\n"
+        "            if (!q) {\n"
+        "                ex = 0;\n"
+        "                continue;\n"
+        "            }\n"
+        "            if (q->value != e->sizes[k].value) ex = 0;\n"
+        "            d *= %1$s_ratio_(q->value, e->sizes[k].value);\n"
+        "        }\n"
+        "        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d)) {\n"
+        "            best = e;\n"
+        "            best_d = d;\n"
+        "            best_exact = ex;\n"
+        "        }\n"
+        "    }\n"
+        "    if (exact) *exact = best ? best_exact : 0;\n"
+        "    return best;\n"
+        "}\n\n"
+        "/* The same with the sizes as an array in the op's size order (listed at the top of\n"
+        " * this file); a shorter array leaves the last sizes out. */\n"
+        "static inline const %1$s_entry *%1$s_lookup_v(\n"
+        "        const char *op, const char *backend, const char *device, const char *attrs,\n"
+        "        const long long *sizes, int nsizes, int *exact) {\n"
+        "    const %1$s_entry *best = NULL;\n"
+        "    double best_d = 0.0;\n"
+        "    int best_exact = 0, i, k;\n"
+        "    for (i = 0; op && i < %2$s_COUNT; i++) {\n"
+        "        const %1$s_entry *e = &%1$s_entries[i];\n"
+        "        double d = 1.0;\n"
+        "        int ex = 1;\n"
+        "        if (!%1$s_candidate_(e, op, backend, device, attrs)) continue;\n"
+        "        for (k = 0; k < e->nsizes; k++) {\n"
+        "            if (!sizes || k >= nsizes) {\n"
+        "                ex = 0;\n"
+        "                continue;\n"
+        "            }\n"
+        "            if (sizes[k] != e->sizes[k].value) ex = 0;\n"
+        "            d *= %1$s_ratio_(sizes[k], e->sizes[k].value);\n"
+        "        }\n"
+        "        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d)) {\n"
+        "            best = e;\n"
+        "            best_d = d;\n"
+        "            best_exact = ex;\n"
+        "        }\n"
+        "    }\n"
+        "    if (exact) *exact = best ? best_exact : 0;\n"
+        "    return best;\n"
+        "}\n\n"
+        "/* The value of parameter name in e, or fallback when e is NULL, has no such\n"
+        " * parameter, or holds a label whose index was not resolved. */\n"
+        "static inline long long %1$s_param_int(const %1$s_entry *e, const char *name,\n"
+        "        long long fallback) {\n"
+        "    int i;\n"
+        "    for (i = 0; e && name && i < e->nparams; i++)\n"
+        "        if (strcmp(e->params[i].name, name) == 0)\n"
+        "            return e->params[i].is_label && e->params[i].value < 0 ? fallback\n"
+        "                                                                   : e->params[i].value;\n"
+        "    return fallback;\n"
+        "}\n\n"
+        "/* The label of parameter name in e (\"chunked\", or \"64\" for a numeric one), or\n"
+        " * fallback when e is NULL or has no such parameter. */\n"
+        "static inline const char *%1$s_param_label(const %1$s_entry *e, const char *name,\n"
+        "        const char *fallback) {\n"
+        "    int i;\n"
+        "    for (i = 0; e && name && i < e->nparams; i++)\n"
+        "        if (strcmp(e->params[i].name, name) == 0) return e->params[i].label;\n"
+        "    return fallback;\n"
+        "}\n\n",
+        P, U);
+}
+
+static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f, int *count,
+                             ft_err *err) {
+    const char *P = o->prefix ? o->prefix : "ft_tuned";
+    if (!is_identifier(P))
+        return ft_err_set(err, FT_EINVAL,
+                          "prefix '%s' is not a C identifier (letters, digits, '_'; at most 64)",
+                          P);
+    char U[80];
+    size_t k = 0;
+    for (; P[k]; k++)
+        U[k] = (char)toupper((unsigned char)P[k]);
+    U[k] = '\0';
+    int n = 0;
+    for (int i = 0; i < ft_profile_count(p); i++)
+        n += selected(ft_profile_entry_at(p, i), o);
+
+    fprintf(f, "/* %s.h: tuned kernel configurations emitted by `flaretune emit`", P);
+    if (o->source) {
+        fprintf(f, " from ");
+        put_comment_text(f, o->source);
+    }
+    fprintf(f, ".\n * Generated by flaretune %s (", FT_VERSION);
+    put_comment_text(f, FT_GIT_DESCRIBE);
+    fprintf(f,
+            "); do not edit.\n *\n"
+            " * Self-contained: C99, C11 or C++, no flaretune header or library needed. Every\n"
+            " * table is static and every function static inline, so any number of translation\n"
+            " * units may include it. See docs/emit.md.\n"
+            " *\n * %d entr%s. Ops and their size order (for %s_lookup_v):\n",
+            n, n == 1 ? "y" : "ies", P);
+    for (int i = 0; i < ft_op_count(); i++) {
+        const ft_op *op = ft_op_at(i);
+        int has = 0;
+        for (int j = 0; j < ft_profile_count(p); j++) {
+            const ft_profile_entry *e = ft_profile_entry_at(p, j);
+            has |= e->op == op && selected(e, o);
+        }
+        if (!has) continue;
+        fprintf(f, " *   %s:", op->name);
+        for (int s = 0; op->syms[s]; s++)
+            fprintf(f, "%s %s", s ? "," : "", op->syms[s]);
+        fprintf(f, "\n");
+    }
+    fprintf(f,
+            " *\n"
+            " *   static const %1$s_size want[] = {{\"M\", 512}, {\"H\", 1024}, {\"V\", 32768}};\n"
+            " *   int exact;\n"
+            " *   const %1$s_entry *e = %1$s_lookup(\"loss\", \"cpu\", NULL, NULL, want, 3, "
+            "&exact);\n"
+            " *   int threads = (int)%1$s_param_int(e, \"threads\", 1);\n"
+            " */\n"
+            "#ifndef %2$s_H\n#define %2$s_H\n\n#include <stddef.h>\n#include <string.h>\n\n"
+            "#define %2$s_COUNT %3$d /* entries in %1$s_entries */\n\n",
+            P, U, n);
+    put_types(f, P);
+
+    /* Flat tables of sizes, attributes and parameters; each entry points at its run. */
+    fprintf(f, "static const %s_size %s_sizes_[] = {\n", P, P);
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (!selected(e, o)) continue;
+        fprintf(f, "   ");
+        for (int s = 0; e->op->syms[s]; s++) {
+            fprintf(f, " {");
+            put_cstr(f, e->op->syms[s]);
+            fprintf(f, ", %lldLL},",
+                    (long long)json_integer_value(json_object_get(e->shape, e->op->syms[s])));
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "    {NULL, 0LL}};\n\n");
+
+    fprintf(f, "static const %s_attr %s_attrs_[] = {\n", P, P);
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (!selected(e, o) || !json_object_size(e->attrs)) continue;
+        fprintf(f, "   ");
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)e->attrs, key, v) {
+            fprintf(f, " {");
+            put_cstr(f, key);
+            fprintf(f, ", ");
+            put_cstr(f, json_string_value(v));
+            fprintf(f, "},");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "    {NULL, NULL}};\n\n");
+
+    fprintf(f, "static const %s_param %s_params_[] = {\n", P, P);
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (!selected(e, o) || !json_object_size(e->config)) continue;
+        fprintf(f, "   ");
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)e->config, key, v) {
+            fprintf(f, " {");
+            put_cstr(f, key);
+            fprintf(f, ", ");
+            if (json_is_string(v)) {
+                put_cstr(f, json_string_value(v));
+                fprintf(f, ", %lldLL, 1},", label_index(e, key, json_string_value(v)));
+            } else {
+                long long x = (long long)json_integer_value(v);
+                fprintf(f, "\"%lld\", %lldLL, 0},", x, x);
+            }
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "    {NULL, NULL, 0LL, 0}};\n\n");
+
+    fprintf(f, "static const %s_entry %s_entries[] = {\n", P, P);
+    size_t si = 0, ai = 0, pi = 0;
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (!selected(e, o)) continue;
+        size_t ns = 0, na = json_object_size(e->attrs), np = json_object_size(e->config);
+        while (e->op->syms[ns])
+            ns++;
+        fprintf(f, "    {");
+        put_cstr(f, e->op->name);
+        fprintf(f, ", ");
+        put_cstr(f, e->backend);
+        fprintf(f, ", ");
+        put_cstr(f, e->device);
+        fprintf(
+            f,
+            ",\n     &%s_sizes_[%zu], %zu, &%s_attrs_[%zu], %zu, &%s_params_[%zu], %zu, %.9g},\n",
+            P, si, ns, P, ai, na, P, pi, np, e->median_s);
+        si += ns;
+        ai += na;
+        pi += np;
+        (*count)++;
+    }
+    if (!n) fprintf(f, "    {NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0.0}\n");
+    fprintf(f, "};\n\n");
+    put_functions(f, P, U);
+    fprintf(f, "#endif /* %s_H */\n", U);
+    return ferror(f) ? ft_err_set(err, FT_EIO, "write failed: %s", strerror(errno)) : FT_OK;
+}
+
+ft_status ft_profile_emit(const ft_profile *p, const ft_emit_opts *opts, FILE *f, int *nemitted,
+                          ft_err *err) {
+    int count = 0;
+    ft_emit_opts def = {FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL};
+    const ft_emit_opts *o = opts ? opts : &def;
+    ft_status s = o->format == FT_EMIT_JSON ? emit_json(p, o, f, &count, err)
+                                            : emit_header(p, o, f, &count, err);
+    if (nemitted) *nemitted = count;
+    return s;
+}

@@ -1,0 +1,768 @@
+/* profile.c: the profile store (see include/flaretune/profile.h and docs/profiles.md).
+ *
+ * Valid entries live in a sorted array and point into their own JSON objects, which the profile
+ * never changes once added (merging shares them by reference). Skipped entries stay as JSON in
+ * a second list and are written back after the valid ones.
+ */
+#include "flaretune/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/json.h"
+#include "flaretune/npy.h"
+#include "flaretune/version.h"
+
+struct ft_profile {
+    ft_profile_entry *entries; /* sorted; each .json holds one reference */
+    int n, cap;
+    json_t *skipped; /* array of entries that did not validate, kept as they were */
+    char **warnings;
+    int nwarn, capwarn;
+};
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+/* Append printf-style text to buf (size n) at *k, never past the end. */
+static void appendf(char *buf, size_t n, size_t *k, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void appendf(char *buf, size_t n, size_t *k, const char *fmt, ...) {
+    if (*k >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *k, n - *k, fmt, ap);
+    va_end(ap);
+    if (w > 0) *k += (size_t)w;
+    if (*k >= n) *k = n - 1;
+}
+
+static const char *type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+static int op_index(const ft_op *op) {
+    for (int i = 0; i < ft_op_count(); i++)
+        if (ft_op_at(i) == op) return i;
+    return ft_op_count();
+}
+
+/* "M=512 H=1024 V=32768": the sizes in the op's order when op is known, else the object's. */
+static void shape_str(const ft_op *op, const json_t *shape, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    if (!json_is_object(shape)) return;
+    if (op) {
+        for (int s = 0; op->syms[s]; s++) {
+            json_t *v = json_object_get(shape, op->syms[s]);
+            if (json_is_integer(v))
+                appendf(buf, n, &k, "%s%s=%lld", k ? " " : "", op->syms[s],
+                        (long long)json_integer_value(v));
+        }
+        return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)shape, key, v) {
+        if (json_is_integer(v))
+            appendf(buf, n, &k, "%s%s=%lld", k ? " " : "", key, (long long)json_integer_value(v));
+    }
+}
+
+static const ft_backend *backend_named(const char *name) {
+    for (int i = 0; i < ft_backend_count(); i++)
+        if (strcmp(ft_backend_at(i)->name, name) == 0) return ft_backend_at(i);
+    return NULL;
+}
+
+/* ---- validation ----------------------------------------------------------------------------- */
+
+typedef enum {
+    NEED_STRING,
+    NEED_OBJECT,
+    NEED_OBJECT_OR_NULL,
+    NEED_ARRAY,
+    NEED_NUMBER,
+    NEED_NUMBER_OR_NULL,
+    NEED_INTEGER,
+    NEED_BOOL
+} need_kind;
+
+static const char *need_name(need_kind k) {
+    switch (k) {
+    case NEED_STRING: return "a string";
+    case NEED_OBJECT: return "an object";
+    case NEED_OBJECT_OR_NULL: return "an object or null";
+    case NEED_ARRAY: return "an array";
+    case NEED_NUMBER: return "a number";
+    case NEED_NUMBER_OR_NULL: return "a number or null";
+    case NEED_INTEGER: return "an integer";
+    case NEED_BOOL: return "a boolean";
+    }
+    return "?";
+}
+
+static int has_kind(const json_t *v, need_kind k) {
+    switch (k) {
+    case NEED_STRING: return json_is_string(v);
+    case NEED_OBJECT: return json_is_object(v);
+    case NEED_OBJECT_OR_NULL: return json_is_object(v) || json_is_null(v);
+    case NEED_ARRAY: return json_is_array(v);
+    case NEED_NUMBER: return json_is_number(v);
+    case NEED_NUMBER_OR_NULL: return json_is_number(v) || json_is_null(v);
+    case NEED_INTEGER: return json_is_integer(v);
+    case NEED_BOOL: return json_is_boolean(v);
+    }
+    return 0;
+}
+
+/* The field `name` of obj, of kind k; prefix names the enclosing object in messages. */
+static ft_status need(const json_t *obj, const char *prefix, const char *name, need_kind k,
+                      json_t **out, ft_err *err) {
+    json_t *v = json_object_get(obj, name);
+    if (out) *out = v;
+    if (!v) return ft_err_set(err, FT_EINVAL, "field '%s%s' is missing", prefix, name);
+    if (!has_kind(v, k))
+        return ft_err_set(err, FT_EINVAL, "field '%s%s' should be %s, not %s", prefix, name,
+                          need_name(k), type_name(v));
+    return FT_OK;
+}
+
+/* A stats object as ft_stats_to_json writes it. The winner's median must be a positive time;
+ * the default's may be null (not measured). */
+static ft_status check_stats(const json_t *st, const char *prefix, int median_required,
+                             ft_err *err) {
+    static const char *const times[] = {"q1_s",   "q3_s",    "iqr_s",  "min_s",   "max_s",
+                                        "mean_s", "stdev_s", "ci_rel", "total_s", NULL};
+    json_t *m;
+    ft_status s =
+        need(st, prefix, "median_s", median_required ? NEED_NUMBER : NEED_NUMBER_OR_NULL, &m, err);
+    if (s) return s;
+    if (json_is_number(m) && !(json_number_value(m) > 0 && isfinite(json_number_value(m))))
+        return ft_err_set(err, FT_EINVAL, "field '%smedian_s' should be a positive time, not %g",
+                          prefix, json_number_value(m));
+    for (int i = 0; times[i]; i++)
+        if ((s = need(st, prefix, times[i], NEED_NUMBER_OR_NULL, NULL, err))) return s;
+    if ((s = need(st, prefix, "samples", NEED_INTEGER, NULL, err)) ||
+        (s = need(st, prefix, "batch", NEED_INTEGER, NULL, err)) ||
+        (s = need(st, prefix, "converged", NEED_BOOL, NULL, err)))
+        return s;
+    return FT_OK;
+}
+
+/* A configuration against the backend's space, when this build has the backend and it
+ * implements the op; otherwise (a backend built elsewhere) only its form is checked. Thread
+ * counts are machine-dependent candidates, so any positive count is accepted: a profile tuned
+ * on a larger machine stays readable here. */
+static ft_status check_config(const ft_op *op, const char *backend, const json_t *cfg,
+                              const char *field, ft_err *err) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        if (!json_is_string(v) && !json_is_integer(v))
+            return ft_err_set(err, FT_EINVAL, "%s: value of '%s' should be a label or an integer",
+                              field, key);
+    }
+    const ft_backend *be = backend_named(backend);
+    if (!be || !be->built || !be->supports(op)) return FT_OK;
+    const ft_space *s = be->space(op);
+    if (!s) return FT_OK;
+    if (s->nparams > FT_MAX_PARAMS)
+        return ft_err_set(err, FT_EINTERNAL, "%s on %s: space has too many parameters", op->name,
+                          backend);
+    ft_param params[FT_MAX_PARAMS];
+    if (s->nparams) memcpy(params, s->params, (size_t)s->nparams * sizeof params[0]);
+    ft_space relaxed = *s;
+    relaxed.params = params;
+    for (int i = 0; i < s->nparams; i++) {
+        ft_param *p = &params[i];
+        json_t *t = json_object_get(cfg, p->name);
+        if (!(p->flags & FT_PARAM_THREADS) || !json_is_integer(t)) continue;
+        json_int_t want = json_integer_value(t);
+        if (want < 1 || want > INT_MAX) continue;
+        int found = 0;
+        for (int k = 0; k < p->n; k++)
+            found |= p->values[k] == (int)want;
+        if (!found) p->values[p->n < FT_MAX_VALUES ? p->n++ : p->n - 1] = (int)want;
+    }
+    ft_config c;
+    ft_err e2 = {0};
+    if (ft_config_from_json(&relaxed, cfg, &c, &e2)) {
+        const char *msg = e2.msg;
+        if (strncmp(msg, "config: ", 8) == 0) msg += 8;
+        return ft_err_set(err, FT_EINVAL, "%s: %s", field, msg);
+    }
+    return FT_OK;
+}
+
+/* Check entry j and fill out (pointers into j). */
+static ft_status check_entry(const json_t *j, ft_profile_entry *out, ft_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(j))
+        return ft_err_set(err, FT_EINVAL, "it is %s, not an object", type_name(j));
+    json_t *op_j, *be_j, *dev_j, *shape, *attrs, *config, *stats, *def, *ver, *v;
+    ft_status s;
+    if ((s = need(j, "", "op", NEED_STRING, &op_j, err))) return s;
+    ft_err e2 = {0};
+    const ft_op *op = ft_op_find(json_string_value(op_j), &e2);
+    if (!op) return ft_err_set(err, FT_EINVAL, "%s", e2.msg);
+    if ((s = need(j, "", "backend", NEED_STRING, &be_j, err)) ||
+        (s = need(j, "", "device", NEED_STRING, &dev_j, err)) ||
+        (s = need(j, "", "shape", NEED_OBJECT, &shape, err)) ||
+        (s = need(j, "", "attrs", NEED_OBJECT, &attrs, err)))
+        return s;
+    if (!json_string_value(be_j)[0]) return ft_err_set(err, FT_EINVAL, "field 'backend' is empty");
+    if (!json_string_value(dev_j)[0]) return ft_err_set(err, FT_EINVAL, "field 'device' is empty");
+    /* The shape names every size of the op, and nothing else. */
+    for (int k = 0; op->syms[k]; k++) {
+        json_t *d = json_object_get(shape, op->syms[k]);
+        if (!d)
+            return ft_err_set(err, FT_EINVAL, "shape lacks size '%s' of %s", op->syms[k], op->name);
+        if (!json_is_integer(d) || json_integer_value(d) < 0)
+            return ft_err_set(err, FT_EINVAL, "shape: size '%s' should be an integer >= 0",
+                              op->syms[k]);
+    }
+    const char *key;
+    json_object_foreach(shape, key, v) {
+        if (ft_op_sym(op, key) < 0)
+            return ft_err_set(err, FT_EINVAL, "shape: %s has no size '%s'", op->name, key);
+    }
+    json_object_foreach(attrs, key, v) {
+        if (!ft_op_accepts_attr(op, key))
+            return ft_err_set(err, FT_EINVAL, "attrs: %s has no attribute '%s'", op->name, key);
+        if (!json_is_string(v))
+            return ft_err_set(err, FT_EINVAL, "attrs: '%s' should be a string, not %s", key,
+                              type_name(v));
+    }
+    const char *backend = json_string_value(be_j);
+    if ((s = need(j, "", "config", NEED_OBJECT, &config, err)) ||
+        (s = check_config(op, backend, config, "config", err)))
+        return s;
+    if ((s = need(j, "", "stats", NEED_OBJECT, &stats, err)) ||
+        (s = check_stats(stats, "stats.", 1, err)))
+        return s;
+    /* default is null when the backend's default configuration cannot run this shape. */
+    if ((s = need(j, "", "default", NEED_OBJECT_OR_NULL, &def, err))) return s;
+    if (json_is_object(def) && ((s = need(def, "default.", "config", NEED_OBJECT, &v, err)) ||
+                                (s = check_config(op, backend, v, "default.config", err)) ||
+                                (s = need(def, "default.", "stats", NEED_OBJECT, &v, err)) ||
+                                (s = check_stats(v, "default.stats.", 0, err))))
+        return s;
+    if ((s = need(j, "", "speedup", NEED_NUMBER_OR_NULL, NULL, err)) ||
+        (s = need(j, "", "roofline_frac", NEED_NUMBER_OR_NULL, NULL, err)) ||
+        (s = need(j, "", "verification", NEED_OBJECT, &ver, err)) ||
+        (s = need(ver, "verification.", "max_rel_err", NEED_NUMBER_OR_NULL, NULL, err)) ||
+        (s = need(ver, "verification.", "tolerance", NEED_NUMBER, NULL, err)) ||
+        (s = need(ver, "verification.", "output", NEED_STRING, NULL, err)) ||
+        (s = need(ver, "verification.", "shape", NEED_OBJECT, NULL, err)) ||
+        (s = need(ver, "verification.", "reduced", NEED_BOOL, NULL, err)) ||
+        (s = need(j, "", "tie", NEED_ARRAY, &v, err)))
+        return s;
+    size_t i;
+    json_t *t;
+    json_array_foreach(v, i, t) {
+        if (!json_is_object(t))
+            return ft_err_set(err, FT_EINVAL, "tie[%zu] should be a configuration object", i);
+    }
+    if ((s = need(j, "", "environment", NEED_OBJECT, NULL, err)) ||
+        (s = need(j, "", "tuned_at", NEED_STRING, NULL, err)) ||
+        (s = need(j, "", "strategy", NEED_STRING, NULL, err)) ||
+        (s = need(j, "", "evaluations", NEED_NUMBER, NULL, err)) ||
+        (s = need(j, "", "space_valid", NEED_NUMBER, NULL, err)))
+        return s;
+    out->op = op;
+    out->backend = backend;
+    out->device = json_string_value(dev_j);
+    out->shape = shape;
+    out->attrs = attrs;
+    out->config = config;
+    out->median_s = json_number_value(json_object_get(stats, "median_s"));
+    out->json = j;
+    return FT_OK;
+}
+
+ft_status ft_profile_entry_check(const json_t *entry, ft_err *err) {
+    ft_profile_entry e;
+    return check_entry(entry, &e, err);
+}
+
+/* ---- keys and order ------------------------------------------------------------------------- */
+
+static int same_key(const ft_profile_entry *a, const ft_profile_entry *b) {
+    return a->op == b->op && strcmp(a->backend, b->backend) == 0 &&
+           strcmp(a->device, b->device) == 0 && json_equal(a->shape, b->shape) &&
+           json_equal(a->attrs, b->attrs);
+}
+
+/* Does a skipped entry carry the key of e (its key fields are readable and equal)? */
+static int skipped_has_key(const json_t *raw, const ft_profile_entry *e) {
+    const char *op = json_string_value(json_object_get(raw, "op"));
+    const char *be = json_string_value(json_object_get(raw, "backend"));
+    const char *dev = json_string_value(json_object_get(raw, "device"));
+    json_t *shape = json_object_get(raw, "shape"), *attrs = json_object_get(raw, "attrs");
+    return op && be && dev && shape && attrs && strcmp(op, e->op->name) == 0 &&
+           strcmp(be, e->backend) == 0 && strcmp(dev, e->device) == 0 &&
+           json_equal(shape, (json_t *)e->shape) && json_equal(attrs, (json_t *)e->attrs);
+}
+
+static int cmp_attrs(const json_t *a, const json_t *b) {
+    char *sa = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+    char *sb = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+    int r = sa && sb ? strcmp(sa, sb) : 0;
+    free(sa);
+    free(sb);
+    return r;
+}
+
+/* The profile's order: op (registry order), backend, device, attrs, then the sizes in the op's
+ * order, numerically. */
+static int cmp_entries(const ft_profile_entry *a, const ft_profile_entry *b) {
+    int r = op_index(a->op) - op_index(b->op);
+    if (r) return r;
+    if ((r = strcmp(a->backend, b->backend))) return r;
+    if ((r = strcmp(a->device, b->device))) return r;
+    if ((r = cmp_attrs(a->attrs, b->attrs))) return r;
+    for (int s = 0; a->op->syms[s]; s++) {
+        json_int_t x = json_integer_value(json_object_get(a->shape, a->op->syms[s]));
+        json_int_t y = json_integer_value(json_object_get(b->shape, a->op->syms[s]));
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+/* ---- the profile ---------------------------------------------------------------------------- */
+
+ft_profile *ft_profile_new(void) {
+    ft_profile *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->skipped = json_array();
+    if (!p->skipped) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void ft_profile_free(ft_profile *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n; i++)
+        json_decref((json_t *)p->entries[i].json);
+    free(p->entries);
+    json_decref(p->skipped);
+    for (int i = 0; i < p->nwarn; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
+    free(p);
+}
+
+int ft_profile_count(const ft_profile *p) { return p ? p->n : 0; }
+const ft_profile_entry *ft_profile_entry_at(const ft_profile *p, int i) {
+    return p && i >= 0 && i < p->n ? &p->entries[i] : NULL;
+}
+int ft_profile_skipped_count(const ft_profile *p) {
+    return p ? (int)json_array_size(p->skipped) : 0;
+}
+int ft_profile_warning_count(const ft_profile *p) { return p ? p->nwarn : 0; }
+const char *ft_profile_warning_at(const ft_profile *p, int i) {
+    return p && i >= 0 && i < p->nwarn ? p->warnings[i] : NULL;
+}
+
+static ft_status add_warning(ft_profile *p, const char *text, ft_err *err) {
+    if (p->nwarn == p->capwarn) {
+        int cap = p->capwarn ? 2 * p->capwarn : 8;
+        char **w = realloc(p->warnings, (size_t)cap * sizeof *w);
+        if (!w) return ft_err_set(err, FT_ENOMEM, "out of memory recording a profile warning");
+        p->warnings = w;
+        p->capwarn = cap;
+    }
+    char *copy = strdup(text);
+    if (!copy) return ft_err_set(err, FT_ENOMEM, "out of memory recording a profile warning");
+    p->warnings[p->nwarn++] = copy;
+    return FT_OK;
+}
+
+/* Insert a checked entry (j is a reference the profile takes over, e points into it). */
+static ft_status insert(ft_profile *p, json_t *j, ft_profile_entry *e, ft_profile_outcome *outcome,
+                        ft_err *err) {
+    for (int i = 0; i < p->n; i++) {
+        if (!same_key(&p->entries[i], e)) continue;
+        if (e->median_s < p->entries[i].median_s) {
+            json_decref((json_t *)p->entries[i].json);
+            p->entries[i] = *e;
+            if (outcome) *outcome = FT_PROFILE_REPLACED;
+        } else {
+            json_decref(j);
+            if (outcome) *outcome = FT_PROFILE_KEPT;
+        }
+        return FT_OK;
+    }
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        ft_profile_entry *ne = realloc(p->entries, (size_t)cap * sizeof *ne);
+        if (!ne) {
+            json_decref(j);
+            return ft_err_set(err, FT_ENOMEM, "out of memory adding a profile entry");
+        }
+        p->entries = ne;
+        p->cap = cap;
+    }
+    int at = p->n;
+    while (at > 0 && cmp_entries(&p->entries[at - 1], e) > 0)
+        at--;
+    memmove(&p->entries[at + 1], &p->entries[at], (size_t)(p->n - at) * sizeof *e);
+    p->entries[at] = *e;
+    p->n++;
+    /* A valid result for a key replaces the skipped (stale) entries of that key. */
+    int replaced = 0;
+    for (size_t k = json_array_size(p->skipped); k-- > 0;) {
+        if (skipped_has_key(json_array_get(p->skipped, k), e)) {
+            json_array_remove(p->skipped, k);
+            replaced = 1;
+        }
+    }
+    if (outcome) *outcome = replaced ? FT_PROFILE_REPLACED : FT_PROFILE_ADDED;
+    return FT_OK;
+}
+
+/* Keep a skipped entry to write back, unless a valid entry has its key or it is there already. */
+static ft_status keep_skipped(ft_profile *p, json_t *raw, ft_err *err) {
+    for (int i = 0; i < p->n; i++)
+        if (skipped_has_key(raw, &p->entries[i])) return FT_OK;
+    size_t k;
+    json_t *o;
+    json_array_foreach(p->skipped, k, o) {
+        if (json_equal(o, raw)) return FT_OK;
+    }
+    if (json_array_append(p->skipped, raw))
+        return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile entry");
+    return FT_OK;
+}
+
+ft_status ft_profile_add(ft_profile *p, const json_t *entry, ft_profile_outcome *outcome,
+                         ft_err *err) {
+    ft_profile_entry e;
+    ft_err e2 = {0};
+    if (check_entry(entry, &e, &e2)) {
+        char shape[256];
+        const char *op = json_string_value(json_object_get(entry, "op"));
+        shape_str(NULL, json_object_get(entry, "shape"), shape, sizeof shape);
+        return ft_err_set(err, FT_EINVAL, "profile entry (%s%s%s) is invalid: %s",
+                          op ? op : "no op", shape[0] ? ", " : "", shape, e2.msg);
+    }
+    /* A private copy: the caller may change or free its object afterwards. */
+    json_t *copy = json_deep_copy(entry);
+    if (!copy) return ft_err_set(err, FT_ENOMEM, "out of memory copying a profile entry");
+    if (check_entry(copy, &e, err)) {
+        json_decref(copy);
+        return FT_EINTERNAL;
+    }
+    return insert(p, copy, &e, outcome, err);
+}
+
+ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) {
+    ft_status s;
+    for (int i = 0; i < src->n; i++) {
+        ft_profile_entry e = src->entries[i];
+        json_incref((json_t *)e.json); /* shared: neither profile changes an entry */
+        if ((s = insert(dst, (json_t *)e.json, &e, NULL, err))) return s;
+    }
+    size_t k;
+    json_t *raw;
+    json_array_foreach(src->skipped, k, raw) {
+        if ((s = keep_skipped(dst, raw, err))) return s;
+    }
+    for (int i = 0; i < src->nwarn; i++)
+        if ((s = add_warning(dst, src->warnings[i], err))) return s;
+    return FT_OK;
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile **out,
+                               ft_err *err) {
+    *out = NULL;
+    if (!json_is_object(root))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: not a flaretune profile (expected an object with schema_version "
+                          "and entries, found %s)",
+                          name, type_name(root));
+    json_t *ver = json_object_get(root, "schema_version");
+    if (!json_is_integer(ver))
+        return ft_err_set(err, FT_EFORMAT, "%s: not a flaretune profile (%s)", name,
+                          ver ? "schema_version is not an integer" : "no schema_version");
+    json_int_t v = json_integer_value(ver);
+    if (v > FT_PROFILE_SCHEMA_VERSION)
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "%s: schema_version %lld is newer than this flaretune reads (%d): "
+                          "update flaretune to read it",
+                          name, (long long)v, FT_PROFILE_SCHEMA_VERSION);
+    if (v < 1)
+        return ft_err_set(err, FT_EFORMAT, "%s: schema_version %lld is not valid", name,
+                          (long long)v);
+    json_t *entries = json_object_get(root, "entries");
+    if (!json_is_array(entries))
+        return ft_err_set(err, FT_EFORMAT, "%s: 'entries' %s", name,
+                          entries ? "is not an array" : "is missing");
+    ft_profile *p = ft_profile_new();
+    if (!p) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+    size_t i;
+    json_t *j;
+    ft_status s = FT_OK;
+    json_array_foreach(entries, i, j) {
+        ft_profile_entry e;
+        ft_err why = {0};
+        if (check_entry(j, &e, &why) == FT_OK) {
+            json_incref(j);
+            if ((s = insert(p, j, &e, NULL, err))) break;
+            continue;
+        }
+        char warn[FT_ERR_MSG_LEN + 512], shape[200];
+        const char *op = json_string_value(json_object_get(j, "op"));
+        const char *be = json_string_value(json_object_get(j, "backend"));
+        const ft_op *known = op ? ft_op_find(op, NULL) : NULL;
+        shape_str(known, json_object_get(j, "shape"), shape, sizeof shape);
+        size_t k = 0;
+        appendf(warn, sizeof warn, &k, "%s: entries[%zu]", name, i);
+        if (op) {
+            appendf(warn, sizeof warn, &k, " (%s", op);
+            if (be) appendf(warn, sizeof warn, &k, " on %s", be);
+            if (shape[0]) appendf(warn, sizeof warn, &k, ", %s", shape);
+            appendf(warn, sizeof warn, &k, ")");
+        }
+        appendf(warn, sizeof warn, &k, " skipped: %s", why.msg);
+        if ((s = add_warning(p, warn, err)) || (s = keep_skipped(p, j, err))) break;
+    }
+    if (s) {
+        ft_profile_free(p);
+        return s;
+    }
+    *out = p;
+    return FT_OK;
+}
+
+static int only_space(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') return 0;
+    return 1;
+}
+
+ft_status ft_profile_load(const char *path, ft_profile **out, ft_err *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) {
+            *out = ft_profile_new();
+            return *out ? FT_OK : ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+        }
+        return ft_err_set(err, FT_EIO, "%s: cannot read: %s", path, strerror(errno));
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            size_t ncap = cap ? 2 * cap : 65536;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return ft_err_set(err, FT_ENOMEM, "%s: out of memory reading it", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return ft_err_set(err, FT_EIO, "%s: read failed: %s", path, strerror(saved));
+    }
+    if (only_space(buf, len)) {
+        free(buf);
+        *out = ft_profile_new();
+        return *out ? FT_OK : ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+    }
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    free(buf);
+    if (!root)
+        return ft_err_set(err, FT_EFORMAT, "%s:%d:%d: malformed JSON: %s", path, je.line, je.column,
+                          je.text);
+    ft_status s = ft_profile_from_json(root, path, out, err);
+    json_decref(root);
+    return s;
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+json_t *ft_profile_to_json(const ft_profile *p) {
+    json_t *entries = json_array();
+    if (!entries) return NULL;
+    for (int i = 0; i < p->n; i++)
+        if (json_array_append(entries, (json_t *)p->entries[i].json)) goto fail;
+    if (json_array_extend(entries, p->skipped)) goto fail;
+    json_t *root = json_object();
+    if (!root) goto fail;
+    if (json_object_set_new(root, "schema_version", json_integer(FT_PROFILE_SCHEMA_VERSION)) ||
+        json_object_set_new(root, "generator",
+                            json_string("flaretune " FT_VERSION " (" FT_GIT_DESCRIBE ")")) ||
+        json_object_set_new(root, "entries", entries)) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+fail:
+    json_decref(entries);
+    return NULL;
+}
+
+ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err) {
+    json_t *root = ft_profile_to_json(p);
+    if (!root) return ft_err_set(err, FT_ENOMEM, "%s: out of memory writing the profile", path);
+    char tmp[4096];
+    FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
+    if (!f) {
+        json_decref(root);
+        return err ? err->status : FT_EIO;
+    }
+    int bad = json_dumpf(root, f, JSON_INDENT(2)) != 0 || fputc('\n', f) == EOF;
+    json_decref(root);
+    if (bad) {
+        int saved = errno;
+        fclose(f);
+        unlink(tmp);
+        return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
+    }
+    return ft_file_commit(f, tmp, path, err);
+}
+
+/* Hold an exclusive flock on PATH.lock; returns its descriptor, or -1 with err set. */
+static int lock_path(const char *path, ft_err *err) {
+    char lock[4096];
+    int w = snprintf(lock, sizeof lock, "%s.lock", path);
+    if (w < 0 || (size_t)w >= sizeof lock) {
+        ft_err_set(err, FT_EINVAL, "%s: path too long", path);
+        return -1;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        ft_err_set(err, FT_EIO, "%s: cannot create the lock file: %s", lock, strerror(errno));
+        return -1;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno == EINTR) continue;
+        ft_err_set(err, FT_EIO, "%s: cannot lock: %s", lock, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Under the lock: load path, apply one entry or a whole profile, save. */
+static ft_status update(const char *path, const json_t *entry, const ft_profile *src, ft_err *err) {
+    int fd = lock_path(path, err);
+    if (fd < 0) return err ? err->status : FT_EIO;
+    ft_profile *p = NULL;
+    ft_status s = ft_profile_load(path, &p, err);
+    if (!s) s = entry ? ft_profile_add(p, entry, NULL, err) : ft_profile_merge(p, src, err);
+    if (!s) s = ft_profile_save(p, path, err);
+    ft_profile_free(p);
+    close(fd); /* releases the lock */
+    return s;
+}
+
+ft_status ft_profile_update(const char *path, const json_t *entry, ft_err *err) {
+    return update(path, entry, NULL, err);
+}
+
+ft_status ft_profile_update_merge(const char *path, const ft_profile *src, ft_err *err) {
+    return update(path, NULL, src, err);
+}
+
+/* ---- lookup --------------------------------------------------------------------------------- */
+
+double ft_profile_shape_distance(const json_t *query, const json_t *entry) {
+    double d = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)entry, key, v) {
+        json_t *q = json_object_get(query, key);
+        if (!json_is_integer(q) || !json_is_integer(v)) continue;
+        double a = (double)json_integer_value(q), b = (double)json_integer_value(v);
+        d += fabs(log((a < 1 ? 1 : a) / (b < 1 ? 1 : b)));
+    }
+    return d;
+}
+
+static int shape_exact(const json_t *query, const json_t *entry) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)entry, key, v) {
+        json_t *q = json_object_get(query, key);
+        if (!json_is_integer(q) || json_integer_value(q) != json_integer_value(v)) return 0;
+    }
+    return 1;
+}
+
+const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, const char *backend,
+                                          const char *device, const json_t *attrs,
+                                          const json_t *shape, int *exact) {
+    const ft_profile_entry *best = NULL;
+    double best_d = INFINITY;
+    int best_exact = 0;
+    for (int i = 0; p && op && i < p->n; i++) {
+        const ft_profile_entry *e = &p->entries[i];
+        if (strcmp(e->op->name, op) != 0 || (backend && strcmp(e->backend, backend) != 0) ||
+            (device && strcmp(e->device, device) != 0) ||
+            (attrs && !json_equal((json_t *)attrs, (json_t *)e->attrs)))
+            continue;
+        int ex = shape ? shape_exact(shape, e->shape) : 0;
+        double d = shape ? ft_profile_shape_distance(shape, e->shape) : 0;
+        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d)) {
+            best = e;
+            best_d = d;
+            best_exact = ex;
+        }
+    }
+    if (exact) *exact = best ? best_exact : 0;
+    return best;
+}
+
+const ft_profile_entry *ft_profile_lookup_call(const ft_profile *p, const ft_call *c,
+                                               const char *backend, const char *device,
+                                               int *exact) {
+    json_t *shape = ft_dims_to_json(c), *attrs = ft_attrs_to_json(c);
+    const ft_profile_entry *e =
+        shape && attrs ? ft_profile_lookup(p, c->op->name, backend, device, attrs, shape, exact)
+                       : NULL;
+    if (!e && exact) *exact = 0;
+    json_decref(shape);
+    json_decref(attrs);
+    return e;
+}

@@ -1,0 +1,552 @@
+/* test_profile.c: the profile store: round trip, merge, per-entry validation, malformed and
+ * too-new files, atomic saves, concurrent updates, nearest-shape lookup (docs/profiles.md). */
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "flaretune/json.h"
+#include "flaretune/profile.h"
+#include "ft_test.h"
+
+static char dir[256];
+
+static const char *path_in(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = ft_test_alloc((size_t)n + 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Files in dir whose name contains ".tmp." (left-over temporary files). */
+static int temp_files(void) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+static const char *DEVICE = "cpu: Test CPU x 16 (SkylakeX)";
+
+static json_t *stats(double median) {
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:b, s:f}",
+                     "median_s", median, "q1_s", median * 0.99, "q3_s", median * 1.01, "iqr_s",
+                     median * 0.02, "min_s", median * 0.98, "max_s", median * 1.1, "mean_s", median,
+                     "stdev_s", median * 0.01, "ci_rel", 0.005, "samples", 40, "batch", 1,
+                     "converged", 1, "total_s", median * 40);
+}
+
+/* A complete entry as the tuner writes it (docs/profiles.md). */
+static json_t *entry(const char *op, const char *backend, const char *device, json_t *shape,
+                     json_t *attrs, json_t *config, double median) {
+    json_t *e = json_pack(
+        "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:f, s:f, "
+        "s:{s:f, s:f, s:s, s:O, s:b}, s:[], s:{s:s, s:i, s:s, s:s, s:s, s:s, s:s}, s:s, s:s, "
+        "s:i, s:i}",
+        "op", op, "backend", backend, "device", device, "shape", shape, "attrs", attrs, "config",
+        json_deep_copy(config), "stats", stats(median), "default", "config", config, "stats",
+        stats(median * 2), "speedup", 2.0, "roofline_frac", 0.4, "verification", "max_rel_err",
+        3e-7, "tolerance", 1e-4, "output", "out", "shape", shape, "reduced", 0, "tie",
+        "environment", "cpu", "Test CPU", "cores", 16, "blas", "OpenBLAS", "blas_core", "SkylakeX",
+        "compiler", "cc", "flaretune", "0.1.0", "source_hash", "abc", "tuned_at",
+        "2025-01-01T00:00:00Z", "strategy", "exhaustive", "evaluations", 10, "space_valid", 10);
+    if (!e) {
+        fprintf(stderr, "json_pack failed building a test entry\n");
+        exit(2);
+    }
+    return e;
+}
+
+static json_t *loss_entry(const char *backend, long m, const char *scheme, double median) {
+    return entry("loss", backend, DEVICE,
+                 json_pack("{s:i, s:i, s:i}", "M", (int)m, "H", 1024, "V", 32768),
+                 json_pack("{s:s}", "scheme", scheme), json_object(), median);
+}
+
+static json_t *dflare_entry(long n, double median) {
+    return entry("fusion.dflare", "ref", DEVICE,
+                 json_pack("{s:i, s:i, s:i, s:i}", "N", (int)n, "T", 4, "H", 1024, "D", 3),
+                 json_object(), json_object(), median);
+}
+
+static json_t *doc_of(json_t *entries) {
+    return json_pack("{s:i, s:s, s:o}", "schema_version", 1, "generator", "test", "entries",
+                     entries);
+}
+
+static void save_doc(const char *path, json_t *doc) {
+    if (json_dump_file(doc, path, JSON_INDENT(2))) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(2);
+    }
+    json_decref(doc);
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_round_trip(void) {
+    ft_err err = {0};
+    ft_profile *p = ft_profile_new();
+    json_t *a = loss_entry("ref", 512, "dpace", 1e-3), *b = loss_entry("ref", 4096, "dpace", 5e-3),
+           *c = dflare_entry(2048, 2e-3);
+    ft_profile_outcome out = FT_PROFILE_KEPT;
+    FT_CHECK(ft_profile_add(p, b, &out, &err) == FT_OK, "add: %s", err.msg);
+    FT_CHECK(out == FT_PROFILE_ADDED, "outcome %d", out);
+    FT_CHECK(ft_profile_add(p, c, NULL, &err) == FT_OK, "add: %s", err.msg);
+    FT_CHECK(ft_profile_add(p, a, NULL, &err) == FT_OK, "add: %s", err.msg);
+    FT_CHECK(ft_profile_count(p) == 3, "count %d", ft_profile_count(p));
+    const char *path = path_in("round.json");
+    FT_CHECK(ft_profile_save(p, path, &err) == FT_OK, "save: %s", err.msg);
+    ft_profile *q = NULL;
+    FT_CHECK(ft_profile_load(path, &q, &err) == FT_OK, "load: %s", err.msg);
+    FT_CHECK(q && ft_profile_count(q) == 3 && ft_profile_warning_count(q) == 0,
+             "loaded %d entries, %d warnings", ft_profile_count(q), ft_profile_warning_count(q));
+    /* Every entry comes back unchanged, in the profile's order (registry order of ops: the
+     * fusion op before loss; then sizes ascending). */
+    json_t *want[3] = {c, a, b};
+    for (int i = 0; q && i < 3 && i < ft_profile_count(q); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(q, i);
+        FT_CHECK(json_equal((json_t *)e->json, want[i]), "entry %d differs after the round trip",
+                 i);
+    }
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    FT_CHECK(doc && json_integer_value(json_object_get(doc, "schema_version")) == 1,
+             "schema_version 1 written");
+    FT_CHECK(doc && json_is_string(json_object_get(doc, "generator")), "generator written");
+    json_decref(doc);
+    /* The same entries added in another order give the same bytes. */
+    ft_profile *r = ft_profile_new();
+    ft_profile_add(r, a, NULL, &err);
+    ft_profile_add(r, b, NULL, &err);
+    ft_profile_add(r, c, NULL, &err);
+    const char *path2 = path_in("round2.json");
+    FT_CHECK(ft_profile_save(r, path2, &err) == FT_OK, "save: %s", err.msg);
+    char *t1 = read_text(path), *t2 = read_text(path2);
+    FT_CHECK(t1 && t2 && strcmp(t1, t2) == 0, "order of adding changes the file");
+    free(t1);
+    free(t2);
+    FT_CHECK(temp_files() == 0, "temporary files left behind: %d", temp_files());
+    /* The profile keeps its own copy: changing the caller's object changes nothing. */
+    json_object_set_new(a, "op", json_string("changed"));
+    FT_CHECK(strcmp(ft_profile_entry_at(r, 1)->op->name, "loss") == 0 &&
+                 strcmp(json_string_value(json_object_get(ft_profile_entry_at(r, 1)->json, "op")),
+                        "loss") == 0,
+             "the profile shares the caller's object");
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    ft_profile_free(p);
+    ft_profile_free(q);
+    ft_profile_free(r);
+}
+
+static double median_of(const ft_profile *p, const char *op, long m) {
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        json_t *v = json_object_get(e->shape, strcmp(op, "loss") == 0 ? "M" : "N");
+        if (strcmp(e->op->name, op) == 0 && json_integer_value(v) == m) return e->median_s;
+    }
+    return -1;
+}
+
+static void test_merge_keeps_best(void) {
+    ft_err err = {0};
+    ft_profile *a = ft_profile_new(), *b = ft_profile_new();
+    json_t *slow = loss_entry("ref", 512, "dpace", 2e-3),
+           *fast = loss_entry("ref", 512, "dpace", 1e-3),
+           *other = loss_entry("ref", 512, "dflare", 3e-3),
+           *big = loss_entry("ref", 8192, "dpace", 9e-3);
+    ft_profile_outcome out;
+    ft_profile_add(a, slow, &out, &err);
+    ft_profile_add(a, big, &out, &err);
+    ft_profile_add(b, fast, &out, &err);
+    ft_profile_add(b, other, &out, &err);
+    FT_CHECK(ft_profile_merge(a, b, &err) == FT_OK, "merge: %s", err.msg);
+    FT_CHECK(ft_profile_count(a) == 3, "3 keys after merging, got %d", ft_profile_count(a));
+    const ft_profile_entry *e =
+        ft_profile_lookup(a, "loss", "ref", DEVICE, json_object_get(fast, "attrs"),
+                          json_object_get(fast, "shape"), NULL);
+    FT_CHECK(e && e->median_s == 1e-3, "the faster entry wins the key");
+    /* Merging the slower one back changes nothing. */
+    ft_profile *c = ft_profile_new();
+    ft_profile_add(c, slow, NULL, &err);
+    FT_CHECK(ft_profile_merge(b, c, &err) == FT_OK, "merge: %s", err.msg);
+    e = ft_profile_lookup(b, "loss", "ref", DEVICE, json_object_get(fast, "attrs"),
+                          json_object_get(fast, "shape"), NULL);
+    FT_CHECK(e && e->median_s == 1e-3, "slower entry replaced the faster one");
+    /* Outcomes of ft_profile_add. */
+    ft_profile_add(c, fast, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "faster entry: outcome %d", out);
+    ft_profile_add(c, slow, &out, &err);
+    FT_CHECK(out == FT_PROFILE_KEPT, "slower entry: outcome %d", out);
+    ft_profile_add(c, fast, &out, &err);
+    FT_CHECK(out == FT_PROFILE_KEPT, "equal median keeps the entry there: outcome %d", out);
+    /* Devices are part of the key. */
+    json_t *dev2 = json_deep_copy(fast);
+    json_object_set_new(dev2, "device", json_string("cpu: Other CPU x 8 (Haswell)"));
+    ft_profile_add(c, dev2, &out, &err);
+    FT_CHECK(out == FT_PROFILE_ADDED && ft_profile_count(c) == 2, "another device is another key");
+    /* Two entries of one key in one file: the file loads as its best. */
+    save_doc(path_in("dup.json"), doc_of(json_pack("[O, O]", slow, fast)));
+    ft_profile *d = NULL;
+    FT_CHECK(ft_profile_load(path_in("dup.json"), &d, &err) == FT_OK, "load: %s", err.msg);
+    FT_CHECK(d && ft_profile_count(d) == 1 && ft_profile_entry_at(d, 0)->median_s == 1e-3,
+             "duplicate key in one file");
+    json_decref(slow);
+    json_decref(fast);
+    json_decref(other);
+    json_decref(big);
+    json_decref(dev2);
+    ft_profile_free(a);
+    ft_profile_free(b);
+    ft_profile_free(c);
+    ft_profile_free(d);
+}
+
+static int warning_has(const ft_profile *p, const char *a, const char *b) {
+    for (int i = 0; i < ft_profile_warning_count(p); i++) {
+        const char *w = ft_profile_warning_at(p, i);
+        if (strstr(w, a) && strstr(w, b)) return 1;
+    }
+    return 0;
+}
+
+static void test_per_entry_validation(void) {
+    ft_err err = {0};
+    json_t *good1 = loss_entry("ref", 512, "dpace", 1e-3), *good2 = dflare_entry(2048, 2e-3);
+    json_t *no_stats = loss_entry("ref", 1024, "dpace", 1e-3);
+    json_object_del(no_stats, "stats");
+    json_t *bad_type = loss_entry("ref", 2048, "dpace", 1e-3);
+    json_object_set_new(bad_type, "speedup", json_string("fast"));
+    json_t *bad_op = loss_entry("ref", 4096, "dpace", 1e-3);
+    json_object_set_new(bad_op, "op", json_string("loss.v2"));
+    json_t *bad_param = loss_entry("ref", 8192, "dpace", 1e-3);
+    json_object_set_new(bad_param, "config", json_pack("{s:i}", "tile", 64));
+    json_t *bad_shape = loss_entry("ref", 16384, "dpace", 1e-3);
+    json_object_del(json_object_get(bad_shape, "shape"), "V");
+    json_t *bad_median = loss_entry("ref", 32768, "dpace", 1e-3);
+    json_object_set_new(json_object_get(bad_median, "stats"), "median_s", json_real(-1));
+    /* A thread count this machine does not offer is still a valid result of another. */
+    json_t *threads = loss_entry("cpu", 512, "dpace", 1e-3);
+    json_object_set_new(threads, "config", json_pack("{s:i}", "threads", 4096));
+    json_t *entries = json_pack("[O, O, O, O, O, O, i, O, O, O]", good1, no_stats, bad_type, bad_op,
+                                bad_param, bad_shape, 42, good2, bad_median, threads);
+    save_doc(path_in("mixed.json"), doc_of(entries));
+    ft_profile *p = NULL;
+    FT_CHECK(ft_profile_load(path_in("mixed.json"), &p, &err) == FT_OK, "load: %s", err.msg);
+    if (!p) return;
+    FT_CHECK(ft_profile_count(p) == 3, "3 good entries, got %d", ft_profile_count(p));
+    FT_CHECK(ft_profile_warning_count(p) == 7, "7 warnings, got %d", ft_profile_warning_count(p));
+    FT_CHECK(ft_profile_skipped_count(p) == 7, "7 kept aside, got %d", ft_profile_skipped_count(p));
+    for (int i = 0; i < ft_profile_warning_count(p); i++)
+        fprintf(stderr, "    warning: %s\n", ft_profile_warning_at(p, i));
+    FT_CHECK(warning_has(p, "entries[1] (loss on ref, M=1024", "'stats' is missing"), "no stats");
+    FT_CHECK(warning_has(p, "entries[2]", "'speedup' should be a number or null, not a string"),
+             "wrong type");
+    FT_CHECK(warning_has(p, "entries[3] (loss.v2", "unknown op"), "unknown op");
+    FT_CHECK(warning_has(p, "entries[4]", "unknown parameter 'tile'"), "unknown parameter");
+    FT_CHECK(warning_has(p, "entries[5]", "lacks size 'V'"), "missing size");
+    FT_CHECK(warning_has(p, "entries[6]", "not an object"), "not an object");
+    FT_CHECK(warning_has(p, "entries[8]", "positive time"), "negative median");
+    FT_CHECK(warning_has(p, "mixed.json", "skipped"), "warnings name the file");
+    /* Saving keeps the skipped entries, so no result is lost to this build's view of them. */
+    const char *out = path_in("mixed_out.json");
+    FT_CHECK(ft_profile_save(p, out, &err) == FT_OK, "save: %s", err.msg);
+    json_error_t je;
+    json_t *doc = json_load_file(out, 0, &je);
+    FT_CHECK(doc && json_array_size(json_object_get(doc, "entries")) == 10,
+             "10 entries written back, got %zu",
+             doc ? json_array_size(json_object_get(doc, "entries")) : 0);
+    json_decref(doc);
+    /* A valid result for the key of a stale entry replaces it. */
+    json_t *fixed = loss_entry("ref", 8192, "dpace", 5e-3);
+    ft_profile_outcome how;
+    FT_CHECK(ft_profile_add(p, fixed, &how, &err) == FT_OK, "add: %s", err.msg);
+    FT_CHECK(how == FT_PROFILE_REPLACED && ft_profile_skipped_count(p) == 6,
+             "stale entry replaced: outcome %d, %d skipped", how, ft_profile_skipped_count(p));
+    /* Adding an invalid entry is refused with the reason. */
+    FT_CHECK(ft_profile_add(p, bad_param, NULL, &err) == FT_EINVAL &&
+                 strstr(err.msg, "unknown parameter 'tile'"),
+             "invalid entry refused: %s", err.msg);
+    FT_CHECK(ft_profile_entry_check(good1, &err) == FT_OK, "check: %s", err.msg);
+    /* No default configuration that runs this shape: default and speedup are null. */
+    json_t *no_default = loss_entry("ref", 512, "dpace", 1e-3);
+    json_object_set_new(no_default, "default", json_null());
+    json_object_set_new(no_default, "speedup", json_null());
+    FT_CHECK(ft_profile_entry_check(no_default, &err) == FT_OK, "default null: %s", err.msg);
+    json_object_set_new(no_default, "default", json_integer(1));
+    FT_CHECK(ft_profile_entry_check(no_default, &err) == FT_EINVAL &&
+                 strstr(err.msg, "'default' should be an object or null"),
+             "default 1: %s", err.msg);
+    json_decref(no_default);
+    FT_CHECK(ft_profile_entry_check(bad_op, &err) == FT_EINVAL, "check refuses an unknown op");
+    json_t *list[] = {good1,     good2,     no_stats,   bad_type, bad_op,
+                      bad_param, bad_shape, bad_median, threads,  fixed};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        json_decref(list[i]);
+    ft_profile_free(p);
+}
+
+static void test_malformed(void) {
+    ft_err err = {0};
+    const char *path = path_in("broken.json");
+    const char *text = "{\n  \"schema_version\": 1,\n  \"entries\": [ {\"op\": \"loss\",, } ]\n}\n";
+    write_text(path, text);
+    ft_profile *p = NULL;
+    ft_status s = ft_profile_load(path, &p, &err);
+    FT_CHECK(s == FT_EFORMAT && !p, "malformed JSON: status %s", ft_status_name(s));
+    FT_CHECK(strstr(err.msg, path) && strstr(err.msg, ":3:") && strstr(err.msg, "malformed JSON"),
+             "message names the file, line and column: %s", err.msg);
+    FT_CHECK(!strchr(err.msg, '\n'), "one line");
+    /* An update of a file that does not load leaves it alone. */
+    json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
+    s = ft_profile_update(path, e, &err);
+    FT_CHECK(s == FT_EFORMAT, "update of a malformed file fails: %s", ft_status_name(s));
+    char *now = read_text(path);
+    FT_CHECK(now && strcmp(now, text) == 0, "the malformed file was overwritten");
+    free(now);
+    /* Not a profile at all. */
+    write_text(path_in("array.json"), "[1, 2]\n");
+    FT_CHECK(ft_profile_load(path_in("array.json"), &p, &err) == FT_EFORMAT &&
+                 strstr(err.msg, "not a flaretune profile"),
+             "root not an object: %s", err.msg);
+    write_text(path_in("noentries.json"), "{\"schema_version\": 1}\n");
+    FT_CHECK(ft_profile_load(path_in("noentries.json"), &p, &err) == FT_EFORMAT &&
+                 strstr(err.msg, "entries"),
+             "no entries: %s", err.msg);
+    /* Missing and empty files are empty profiles. */
+    FT_CHECK(ft_profile_load(path_in("absent.json"), &p, &err) == FT_OK && p &&
+                 ft_profile_count(p) == 0,
+             "missing file: %s", err.msg);
+    ft_profile_free(p);
+    write_text(path_in("blank.json"), " \n\n");
+    FT_CHECK(ft_profile_load(path_in("blank.json"), &p, &err) == FT_OK && p &&
+                 ft_profile_count(p) == 0,
+             "blank file: %s", err.msg);
+    ft_profile_free(p);
+    json_decref(e);
+    FT_CHECK(temp_files() == 0, "temporary files left behind");
+}
+
+/* A save that fails part-way (the file size limit stops the write) leaves the old file. */
+static void test_failed_save_keeps_file(void) {
+    ft_err err = {0};
+    const char *path = path_in("keep.json");
+    ft_profile *p = ft_profile_new();
+    json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
+    ft_profile_add(p, e, NULL, &err);
+    FT_CHECK(ft_profile_save(p, path, &err) == FT_OK, "save: %s", err.msg);
+    char *before = read_text(path);
+    for (int m = 1024; m < 1024 + 64; m++) {
+        json_t *x = loss_entry("ref", m, "dpace", 1e-3);
+        ft_profile_add(p, x, NULL, &err);
+        json_decref(x);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {4096, 4096};
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &rl);
+        ft_err e2 = {0};
+        ft_status s = ft_profile_save(p, path, &e2);
+        int ok = s == FT_EIO && strstr(e2.msg, "keep.json") != NULL;
+        if (!ok) fprintf(stderr, "save past the size limit: %s\n", e2.msg);
+        ft_profile_free(p);
+        json_decref(e);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    FT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "save past the size limit: FT_EIO");
+    char *after = read_text(path);
+    FT_CHECK(before && after && strcmp(before, after) == 0, "a failed save changed the file");
+    FT_CHECK(temp_files() == 0, "a failed save left its temporary file");
+    /* A save into a missing directory fails with one line naming the path. */
+    FT_CHECK(ft_profile_save(p, path_in("nodir/p.json"), &err) == FT_EIO &&
+                 strstr(err.msg, "nodir/p.json"),
+             "save into a missing directory: %s", err.msg);
+    free(before);
+    free(after);
+    json_decref(e);
+    ft_profile_free(p);
+}
+
+static void test_schema_too_new(void) {
+    ft_err err = {0};
+    const char *path = path_in("future.json");
+    const char *text = "{\"schema_version\": 2, \"entries\": []}\n";
+    write_text(path, text);
+    ft_profile *p = NULL;
+    ft_status s = ft_profile_load(path, &p, &err);
+    FT_CHECK(s == FT_EUNSUPPORTED && !p, "too new: status %s", ft_status_name(s));
+    FT_CHECK(strstr(err.msg, "schema_version 2 is newer") && strstr(err.msg, path), "message: %s",
+             err.msg);
+    json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
+    FT_CHECK(ft_profile_update(path, e, &err) == FT_EUNSUPPORTED, "update refuses a newer file");
+    char *now = read_text(path);
+    FT_CHECK(now && strcmp(now, text) == 0, "a newer file was overwritten");
+    free(now);
+    json_decref(e);
+}
+
+static void test_concurrent_update(void) {
+    const char *path = path_in("shared.json");
+    enum { NPROC = 2, NADD = 20 };
+    pid_t pids[NPROC];
+    fflush(NULL);
+    for (int c = 0; c < NPROC; c++) {
+        pids[c] = fork();
+        if (pids[c] == 0) {
+            int bad = 0;
+            for (int i = 0; i < NADD; i++) {
+                ft_err err = {0};
+                json_t *e = loss_entry("ref", 1000 * (c + 1) + i, "dpace", 1e-3 + i * 1e-6);
+                if (ft_profile_update(path, e, &err)) {
+                    fprintf(stderr, "child %d: %s\n", c, err.msg);
+                    bad = 1;
+                }
+                json_decref(e);
+            }
+            _exit(bad);
+        }
+    }
+    for (int c = 0; c < NPROC; c++) {
+        int status = 0;
+        waitpid(pids[c], &status, 0);
+        FT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d failed", c);
+    }
+    ft_err err = {0};
+    ft_profile *p = NULL;
+    FT_CHECK(ft_profile_load(path, &p, &err) == FT_OK, "load: %s", err.msg);
+    FT_CHECK(p && ft_profile_count(p) == NPROC * NADD && ft_profile_warning_count(p) == 0,
+             "%d entries (want %d), %d warnings", ft_profile_count(p), NPROC * NADD,
+             ft_profile_warning_count(p));
+    for (int c = 0; p && c < NPROC; c++)
+        for (int i = 0; i < NADD; i++)
+            FT_CHECK(median_of(p, "loss", 1000 * (c + 1) + i) > 0, "key of writer %d, add %d lost",
+                     c, i);
+    FT_CHECK(temp_files() == 0, "temporary files left behind");
+    struct stat st;
+    FT_CHECK(stat(path_in("shared.json.lock"), &st) == 0, "lock file beside the profile");
+    ft_profile_free(p);
+}
+
+static void test_lookup(void) {
+    ft_err err = {0};
+    ft_profile *p = ft_profile_new();
+    json_t *e[] = {loss_entry("ref", 512, "dpace", 1e-3), loss_entry("ref", 4096, "dpace", 8e-3),
+                   loss_entry("ref", 512, "dflare", 2e-3), dflare_entry(2048, 3e-3)};
+    for (int i = 0; i < 4; i++)
+        ft_profile_add(p, e[i], NULL, &err);
+    json_t *dpace = json_pack("{s:s}", "scheme", "dpace");
+    json_t *q = json_pack("{s:i, s:i, s:i}", "M", 512, "H", 1024, "V", 32768);
+    int exact = -1;
+    const ft_profile_entry *r = ft_profile_lookup(p, "loss", "ref", DEVICE, dpace, q, &exact);
+    FT_CHECK(r && exact == 1 && r->median_s == 1e-3, "exact match");
+    json_object_set_new(q, "M", json_integer(600));
+    r = ft_profile_lookup(p, "loss", "ref", DEVICE, dpace, q, &exact);
+    FT_CHECK(r && exact == 0 && r->median_s == 1e-3, "M=600 falls back to M=512");
+    json_object_set_new(q, "M", json_integer(3000));
+    r = ft_profile_lookup(p, "loss", NULL, NULL, dpace, q, &exact);
+    FT_CHECK(r && exact == 0 && r->median_s == 8e-3, "M=3000 falls back to M=4096");
+    json_t *dflare = json_pack("{s:s}", "scheme", "dflare");
+    r = ft_profile_lookup(p, "loss", "ref", DEVICE, dflare, q, &exact);
+    FT_CHECK(r && r->median_s == 2e-3, "attrs select the entry");
+    FT_CHECK(!ft_profile_lookup(p, "loss", "cuda", NULL, NULL, q, &exact) && exact == 0,
+             "no entry of another backend");
+    FT_CHECK(!ft_profile_lookup(p, "loss", NULL, "cpu: elsewhere", NULL, q, NULL),
+             "no entry on another device");
+    FT_CHECK(!ft_profile_lookup(p, "attention.decode", NULL, NULL, NULL, q, NULL), "no entry");
+    json_t *a = json_pack("{s:i}", "M", 1024), *b = json_pack("{s:i}", "M", 512);
+    FT_CHECK_NEAR(ft_profile_shape_distance(a, b), log(2.0), 1e-12);
+    json_decref(a);
+    json_decref(b);
+    /* A call: its sizes and attributes. */
+    const ft_op *op = ft_op_find("fusion.dflare", &err);
+    ft_call c;
+    ft_call_init(&c, op);
+    c.dim[ft_op_sym(op, "N")] = 2048;
+    c.dim[ft_op_sym(op, "T")] = 4;
+    c.dim[ft_op_sym(op, "H")] = 1024;
+    c.dim[ft_op_sym(op, "D")] = 3;
+    json_t *attrs = ft_attrs_to_json(&c), *shape = ft_dims_to_json(&c);
+    json_t *x = entry("fusion.dflare", "ref", "cpu: call", shape, attrs, json_object(), 4e-3);
+    ft_profile_add(p, x, NULL, &err);
+    r = ft_profile_lookup_call(p, &c, "ref", "cpu: call", &exact);
+    FT_CHECK(r && exact == 1 && r->median_s == 4e-3, "lookup by call, exact");
+    c.dim[ft_op_sym(op, "N")] = 1000;
+    r = ft_profile_lookup_call(p, &c, "ref", "cpu: call", &exact);
+    FT_CHECK(r && exact == 0 && r->median_s == 4e-3, "lookup by call, nearest");
+    json_decref(x);
+    for (int i = 0; i < 4; i++)
+        json_decref(e[i]);
+    json_decref(dpace);
+    json_decref(dflare);
+    json_decref(q);
+    ft_profile_free(p);
+}
+
+static void remove_dir(void) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+            continue;
+        unlink(path_in(e->d_name));
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/ft_test_profile.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    FT_RUN(test_round_trip);
+    FT_RUN(test_merge_keeps_best);
+    FT_RUN(test_per_entry_validation);
+    FT_RUN(test_malformed);
+    FT_RUN(test_failed_save_keeps_file);
+    FT_RUN(test_schema_too_new);
+    FT_RUN(test_concurrent_update);
+    FT_RUN(test_lookup);
+    remove_dir();
+    return ft_test_finish();
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""test_profile_cli.py: the command line of the profile store: `show`, `merge` and `emit`:
+help, exit codes, one-line errors (missing file, malformed file, too new, unknown format), the
+merged view, what merge writes, the JSON emitter's records (docs/profiles.md, docs/emit.md).
+
+usage: test_profile_cli.py --flaretune PATH
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FT = None
+FAILURES = []
+COMMANDS = ["show", "merge", "emit"]
+DEVICE = "cpu: Test CPU x 16 (SkylakeX)"
+
+
+def run(*args, timeout=120):
+    p = subprocess.run([FT, *args], capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def one_line_error(args, code, needle=None):
+    rc, out, err = run(*args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
+    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
+          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
+    if needle:
+        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
+    return out
+
+
+def stats(m):
+    return {"median_s": m, "q1_s": m * .99, "q3_s": m * 1.01, "iqr_s": m * .02, "min_s": m * .98,
+            "max_s": m * 1.1, "mean_s": m, "stdev_s": m * .01, "ci_rel": .005, "samples": 40,
+            "batch": 1, "converged": True, "total_s": m * 40}
+
+
+def entry(m_rows, median, scheme="dpace", backend="ref", device=DEVICE, config=None):
+    shape = {"M": m_rows, "H": 1024, "V": 32768}
+    return {"op": "loss", "backend": backend, "device": device, "shape": shape,
+            "attrs": {"scheme": scheme}, "config": config or {},
+            "stats": stats(median), "default": {"config": {}, "stats": stats(2 * median)},
+            "speedup": 2.0, "roofline_frac": 0.25,
+            "verification": {"max_rel_err": 2e-7, "tolerance": 1e-4, "output": "loss",
+                             "shape": shape, "reduced": False},
+            "tie": [], "environment": {"cpu": "Test CPU", "cores": 16},
+            "tuned_at": "2025-01-01T00:00:00Z", "strategy": "exhaustive",
+            "evaluations": 4, "space_valid": 4}
+
+
+def write_profile(path, entries, version=1):
+    with open(path, "w") as f:
+        json.dump({"schema_version": version, "generator": "test", "entries": entries}, f)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def medians(doc):
+    return {(e["shape"]["M"], e["attrs"]["scheme"]): e["stats"]["median_s"]
+            for e in doc["entries"]}
+
+
+def test_help():
+    rc, out, _ = run("help")
+    check(rc == 0 and all(f"  {c} " in out for c in COMMANDS), "help lists show, merge, emit")
+    for c in COMMANDS:
+        for form in ([c, "--help"], ["help", c]):
+            rc, out, _ = run(*form)
+            check(rc == 0 and out.startswith(f"usage: flaretune {c}"), f"{form} prints usage")
+
+
+def test_show(tmp):
+    a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
+    write_profile(a, [entry(512, 2e-3), entry(4096, 8e-3)])
+    bad = entry(1024, 1e-3)
+    del bad["stats"]
+    write_profile(b, [entry(512, 1e-3), entry(512, 3e-3, scheme="dflare"), bad])
+    rc, out, err = run("show", a)
+    check(rc == 0 and err == "", f"show: exit {rc}, stderr {err!r}")
+    rows = [l for l in out.splitlines() if l.startswith("loss")]
+    check(len(rows) == 2 and out.splitlines()[0].split()[:4] == ["op", "backend", "device", "shape"],
+          f"show: a header and 2 rows: {out!r}")
+    check("M=512 H=1024 V=32768" in out and "2.00x" in out and "25.0%" in out,
+          f"show: shape, speedup and roofline in the table: {out!r}")
+    # Several profiles: merged, best per key; skipped entries named on stderr, not fatal.
+    rc, out, err = run("show", a, b, "--json")
+    check(rc == 0, f"show --json: exit {rc} {err!r}")
+    doc = json.loads(out)
+    check(doc["schema_version"] == 1, "show --json: schema_version")
+    m = medians({"entries": [e for e in doc["entries"] if "stats" in e]})
+    check(m == {(512, "dpace"): 1e-3, (4096, "dpace"): 8e-3, (512, "dflare"): 3e-3},
+          f"show A B: best per key, got {m}")
+    warn = [l for l in err.splitlines() if l.strip()]
+    check(len(warn) == 1 and warn[0].startswith("flaretune: warning: ") and "entries[2]" in warn[0]
+          and "'stats' is missing" in warn[0], f"show: one warning naming the entry: {err!r}")
+    rc, out, _ = run("show", a, "--op", "fusion.dflare")
+    check(rc == 0 and "no entries" in out, f"show --op with no entries: {out!r}")
+    rc, out, _ = run("show", a, b, "--op", "loss", "--json")
+    check(rc == 0 and len(json.loads(out)["entries"]) == 4, "show --op loss --json")
+    # Errors: one line each.
+    one_line_error(["show"], 2, "which profile")
+    one_line_error(["show", os.path.join(tmp, "missing.json")], 1, "no such profile")
+    one_line_error(["show", a, "--op", "nope"], 2, "unknown op 'nope'")
+    one_line_error(["show", a, "--bogus"], 2, "unknown option")
+    broken = os.path.join(tmp, "broken.json")
+    with open(broken, "w") as f:
+        f.write('{"schema_version": 1,\n "entries": [}\n')
+    one_line_error(["show", broken], 1, f"{broken}:2:")
+    one_line_error(["show", broken], 1, "malformed JSON")
+    future = os.path.join(tmp, "future.json")
+    write_profile(future, [], version=7)
+    one_line_error(["show", future], 1, "schema_version 7 is newer")
+    one_line_error(["show", tmp], 1, "directory")
+
+
+def test_merge(tmp):
+    a, b, out = (os.path.join(tmp, n) for n in ("ma.json", "mb.json", "mout.json"))
+    write_profile(a, [entry(512, 2e-3), entry(4096, 8e-3)])
+    write_profile(b, [entry(512, 1e-3), entry(512, 3e-3, scheme="dflare")])
+    rc, o, err = run("merge", out, a, b)
+    check(rc == 0 and "3 entries" in o, f"merge: exit {rc}, {o!r} {err!r}")
+    doc = json.load(open(out))
+    check(medians(doc) == {(512, "dpace"): 1e-3, (4096, "dpace"): 8e-3, (512, "dflare"): 3e-3},
+          f"merge: best per key, got {medians(doc)}")
+    check(not [n for n in os.listdir(tmp) if ".tmp." in n], "merge left a temporary file")
+    # OUT's own entries take part: merging a slower result does not replace a faster one.
+    c = os.path.join(tmp, "mc.json")
+    write_profile(c, [entry(512, 5e-3), entry(8192, 9e-3)])
+    rc, o, err = run("merge", out, c)
+    doc = json.load(open(out))
+    check(rc == 0 and medians(doc)[(512, "dpace")] == 1e-3 and (8192, "dpace") in medians(doc),
+          f"merge into an existing OUT keeps its best: {medians(doc)}")
+    # Failures leave OUT as it was.
+    before = read(out)
+    broken = os.path.join(tmp, "mbroken.json")
+    with open(broken, "w") as f:
+        f.write("{not json")
+    one_line_error(["merge", out, a, broken], 1, "malformed JSON")
+    one_line_error(["merge", out, os.path.join(tmp, "missing.json")], 1, "no such profile")
+    check(read(out) == before, "a failed merge changed OUT")
+    one_line_error(["merge", broken, a], 1, "malformed JSON")
+    check(read(broken) == "{not json", "merge into a malformed OUT overwrote it")
+    future = os.path.join(tmp, "mfuture.json")
+    write_profile(future, [], version=2)
+    one_line_error(["merge", future, a], 1, "newer")
+    one_line_error(["merge"], 2, "which output")
+    one_line_error(["merge", out], 2, "which profiles")
+    one_line_error(["merge", "--bogus", out, a], 2, "unknown option")
+
+
+def test_emit(tmp):
+    p = os.path.join(tmp, "e.json")
+    write_profile(p, [entry(512, 1e-3), entry(4096, 8e-3),
+                      entry(512, 2e-4, backend="other", device="other: X1",
+                            config={"BM": 64, "layout": "row"})])
+    rc, out, err = run("emit", p, "--format", "json")
+    check(rc == 0, f"emit --format json: exit {rc} {err!r}")
+    recs = json.loads(out)
+    check(isinstance(recs, list) and len(recs) == 3, f"emit json: 3 records, got {out!r}")
+    for r in recs:
+        check(set(r) == {"op", "backend", "device", "shape", "attrs", "params", "median_s"},
+              f"emit json: record keys {sorted(r)}")
+    other = [r for r in recs if r["backend"] == "other"]
+    check(other and other[0]["params"] == {"BM": 64, "layout": "row"}
+          and other[0]["shape"] == {"M": 512, "H": 1024, "V": 32768}, f"emit json: {other}")
+    rc, out, _ = run("emit", p, "--format", "json", "--backend", "ref")
+    check(rc == 0 and len(json.loads(out)) == 2, "emit --backend ref: 2 records")
+    rc, out, _ = run("emit", p, "--format", "json", "--device", "X1")
+    check(rc == 0 and len(json.loads(out)) == 1, "emit --device X1: 1 record")
+    rc, out, err = run("emit", p, "--format", "json", "--device", "nowhere")
+    check(rc == 0 and json.loads(out) == [] and "warning" in err, "emit with no match: warning")
+    rc, out, _ = run("emit", p)
+    check(rc == 0 and "#ifndef FT_TUNED_H" in out and "ft_tuned_lookup(" in out,
+          "emit: a C header on stdout by default")
+    h = os.path.join(tmp, "tuned.h")
+    rc, _, err = run("emit", p, "-o", h, "--prefix", "my_cfg")
+    check(rc == 0 and "#ifndef MY_CFG_H" in read(h) and "my_cfg_lookup_v(" in read(h),
+          f"emit -o --prefix: {err!r}")
+    check(not [n for n in os.listdir(tmp) if ".tmp." in n], "emit left a temporary file")
+    before = read(h)
+    one_line_error(["emit", p, "--format", "yaml", "-o", h], 2, "unknown format 'yaml'")
+    one_line_error(["emit", p, "--prefix", "1bad-name", "-o", h], 2, "not a C identifier")
+    check(read(h) == before, "a failed emit changed its output file")
+    check(not [n for n in os.listdir(tmp) if ".tmp." in n], "a failed emit left a temporary file")
+    one_line_error(["emit"], 2, "which profile")
+    one_line_error(["emit", p, "--format"], 2, "needs a value")
+    one_line_error(["emit", os.path.join(tmp, "missing.json")], 1, "no such profile")
+    broken = os.path.join(tmp, "ebroken.json")
+    with open(broken, "w") as f:
+        f.write('{"schema_version": 1, "entries": [1, 2,]}')
+    one_line_error(["emit", broken], 1, "malformed JSON")
+    one_line_error(["emit", p, "-o", os.path.join(tmp, "no", "dir", "t.h")], 1, "t.h")
+
+
+def main():
+    global FT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    FT = ap.parse_args().flaretune
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in (test_help, test_show, test_merge, test_emit):
+            n = len(FAILURES)
+            t() if t is test_help else t(tmp)
+            print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)
+    print(f"{len(FAILURES)} failures", file=sys.stderr)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+/* cli_profile.c: reading the profiles named on the command line (see cli_profile.h). */
+#include "cli_profile.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+int ft_cli_load_profiles(const char *cmd, char **paths, int n, ft_profile **out) {
+    *out = NULL;
+    ft_profile *all = ft_profile_new();
+    if (!all) return ft_cli_fail(FT_EXIT_FAIL, "%s: out of memory", cmd);
+    ft_err err = {0};
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0) {
+            int e = errno;
+            ft_profile_free(all);
+            return ft_cli_fail(FT_EXIT_FAIL, "%s: %s: %s", cmd, paths[i],
+                               e == ENOENT ? "no such profile" : strerror(e));
+        }
+        if (S_ISDIR(st.st_mode)) {
+            ft_profile_free(all);
+            return ft_cli_fail(FT_EXIT_FAIL, "%s: %s: is a directory, not a profile", cmd,
+                               paths[i]);
+        }
+        ft_profile *p = NULL;
+        if (ft_profile_load(paths[i], &p, &err) || ft_profile_merge(all, p, &err)) {
+            ft_profile_free(p);
+            ft_profile_free(all);
+            return ft_cli_fail(FT_EXIT_FAIL, "%s: %s", cmd, err.msg);
+        }
+        ft_profile_free(p);
+    }
+    for (int i = 0; i < ft_profile_warning_count(all); i++)
+        fprintf(stderr, "flaretune: warning: %s\n", ft_profile_warning_at(all, i));
+    *out = all;
+    return FT_EXIT_OK;
+}

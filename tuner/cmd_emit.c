@@ -1,0 +1,106 @@
+/* cmd_emit.c: `flaretune emit`: a profile's tuned configurations as a self-contained C header
+ * or a flat JSON array, for builds that do not link flaretune (docs/emit.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_profile.h"
+#include "flaretune/npy.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: flaretune emit PROFILE... [-o FILE] [--format c-header|json]\n"
+               "                      [--backend B] [--device D] [--prefix NAME]\n\n"
+               "Write the tuned configurations of the profiles (merged, best per key) for other\n"
+               "builds: a self-contained C/C++ header with one row per entry and a nearest-shape\n"
+               "lookup, or a flat JSON array of {op, backend, device, shape, attrs, params,\n"
+               "median_s}. See docs/emit.md.\n\n"
+               "  -o FILE          write FILE atomically (default: stdout)\n"
+               "  --format F       c-header (default) or json\n"
+               "  --backend B      only the entries of backend B\n"
+               "  --device D       only the entries whose device contains D\n"
+               "  --prefix NAME    the header's identifier prefix (default ft_tuned)\n");
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int run(int argc, char **argv) {
+    enum { O_FORMAT = 1, O_BACKEND, O_DEVICE, O_PREFIX };
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"format", required_argument, NULL, O_FORMAT},
+                                         {"backend", required_argument, NULL, O_BACKEND},
+                                         {"device", required_argument, NULL, O_DEVICE},
+                                         {"prefix", required_argument, NULL, O_PREFIX},
+                                         {NULL, 0, NULL, 0}};
+    ft_emit_opts eo = {FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL};
+    const char *out = NULL, *format = "c-header";
+    int o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+        switch (o) {
+        case 'o': out = optarg; break;
+        case O_FORMAT: format = optarg; break;
+        case O_BACKEND: eo.backend = optarg; break;
+        case O_DEVICE: eo.device = optarg; break;
+        case O_PREFIX: eo.prefix = optarg; break;
+        default:
+            if (optopt == 'o' || (optopt >= O_FORMAT && optopt <= O_PREFIX))
+                return ft_cli_fail(FT_EXIT_USAGE, "emit: %s needs a value", argv[optind - 1]);
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "emit: unknown option '%s' (see `flaretune emit --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    ft_err err = {0};
+    if (ft_emit_format_parse(format, &eo.format, &err))
+        return ft_cli_fail(FT_EXIT_USAGE, "emit: %s", err.msg);
+    if (optind >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "emit: which profile? (see `flaretune emit --help`)");
+    ft_profile *p;
+    int code = ft_cli_load_profiles("emit", argv + optind, argc - optind, &p);
+    if (code) return code;
+    eo.source = base_name(argv[optind]);
+    int n = 0;
+    if (out) {
+        char tmp[4096];
+        FILE *f = ft_file_create_tmp(out, tmp, sizeof tmp, &err);
+        if (!f) {
+            ft_profile_free(p);
+            return ft_cli_fail(FT_EXIT_FAIL, "emit: %s", err.msg);
+        }
+        if (ft_profile_emit(p, &eo, f, &n, &err)) {
+            fclose(f);
+            unlink(tmp);
+            ft_profile_free(p);
+            return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s: %s", out, err.msg);
+        }
+        if (ft_file_commit(f, tmp, out, &err)) {
+            ft_profile_free(p);
+            return ft_cli_fail(FT_EXIT_FAIL, "emit: %s", err.msg);
+        }
+    } else {
+        if (ft_profile_emit(p, &eo, stdout, &n, &err)) {
+            ft_profile_free(p);
+            return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s", err.msg);
+        }
+        if (fflush(stdout) != 0) {
+            ft_profile_free(p);
+            return ft_cli_fail(FT_EXIT_FAIL, "emit: write failed");
+        }
+    }
+    if (!n)
+        fprintf(stderr, "flaretune: warning: emit: no entries%s%s%s%s%s (the output has none)\n",
+                eo.backend ? " of backend " : "", eo.backend ? eo.backend : "",
+                eo.device ? " on a device containing '" : "", eo.device ? eo.device : "",
+                eo.device ? "'" : "");
+    ft_profile_free(p);
+    return FT_EXIT_OK;
+}
+
+const ft_cmd ft_cmd_emit = {"emit", "write tuned configs as a self-contained C header or JSON", run,
+                            usage};

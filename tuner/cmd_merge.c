@@ -1,0 +1,50 @@
+/* cmd_merge.c: `flaretune merge`: fold profiles into one, keeping the fastest entry per key. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "cli_profile.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: flaretune merge OUT IN...\n\n"
+               "Merge the profiles IN... into OUT, keeping per key (op, backend, device, shape,\n"
+               "attrs) the entry with the lowest median. OUT's own entries take part when it\n"
+               "exists, so merging never drops a better result. OUT is written atomically under\n"
+               "its lock (OUT.lock), like `tune --profile`. Skipped (invalid or stale) entries\n"
+               "are named on stderr and carried over unchanged.\n");
+}
+
+static int run(int argc, char **argv) {
+    static const struct option opts[] = {{NULL, 0, NULL, 0}};
+    int o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "merge: unknown option '%s' (see `flaretune merge --help`)",
+                           argv[optind - 1]);
+    if (optind >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "merge: which output? (see `flaretune merge --help`)");
+    if (optind + 1 >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "merge: which profiles to merge into %s?", argv[optind]);
+    const char *out = argv[optind];
+    ft_profile *src;
+    int code = ft_cli_load_profiles("merge", argv + optind + 1, argc - optind - 1, &src);
+    if (code) return code;
+    ft_err err = {0};
+    if (ft_profile_update_merge(out, src, &err)) {
+        ft_profile_free(src);
+        return ft_cli_fail(FT_EXIT_FAIL, "merge: %s", err.msg);
+    }
+    /* Read back what was written: the count the file now holds. */
+    ft_profile *now = NULL;
+    if (ft_profile_load(out, &now, &err) == FT_OK)
+        printf("%s: %d entries (%d from %d input%s)\n", out, ft_profile_count(now),
+               ft_profile_count(src), argc - optind - 1, argc - optind - 1 == 1 ? "" : "s");
+    ft_profile_free(now);
+    ft_profile_free(src);
+    return FT_EXIT_OK;
+}
+
+const ft_cmd ft_cmd_merge = {"merge", "merge profiles into one, keeping the fastest entry per key",
+                             run, usage};
