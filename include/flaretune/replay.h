@@ -1,0 +1,75 @@
+/* replay.h: recorded landscapes, and search strategies run against them without a kernel.
+ *
+ * A landscape is the score of every valid candidate of one tuning problem, read back from an
+ * exhaustive run's event log (docs/events.md): the median of each measured candidate, INFINITY
+ * for each rejected one. Replaying a strategy against it costs no kernel run: every proposal is
+ * one evaluation, scored from the landscape, so the quality of a strategy on a real machine's
+ * landscape is measured in evaluations, deterministically for a seed.
+ */
+#ifndef FLARETUNE_REPLAY_H
+#define FLARETUNE_REPLAY_H
+
+#include <jansson.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/op.h"
+#include "flaretune/space.h"
+#include "flaretune/status.h"
+#include "flaretune/strategy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_REPLAY_TARGET 0.05 /* default: within 5% of the optimum */
+
+typedef struct ft_landscape {
+    const ft_op *op;
+    const ft_backend *backend;
+    char preset[64];
+    char run[64];     /* id of the log's last run                                        */
+    int nruns;        /* runs merged: the last one and earlier ones with its `key` (resume) */
+    ft_call call;     /* the recorded sizes and attributes (no tensors)                  */
+    ft_space space;   /* the backend's space, resolved for the machine that recorded it  */
+    ft_param *params; /* space.params (owned)                                            */
+    int ncands;       /* valid configurations, in space order                            */
+    ft_config *cands;
+    double *score; /* median seconds; INFINITY for a rejected candidate               */
+    int nrejected;
+    int best; /* index of the optimum (the lowest score)                         */
+} ft_landscape;
+
+/* Load the landscape of the last run of the event log at `path` (and of the earlier runs with
+ * the same compatibility key, which that run resumed). Fails with FT_EFORMAT, naming the
+ * candidate, when a valid candidate was neither measured nor rejected: a replay needs the
+ * exhaustive landscape. */
+ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err);
+/* The same from events already read (ft_eventlog_read); `name` names the source in messages. */
+ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
+                                   ft_err *err);
+void ft_landscape_free(ft_landscape *l);
+
+/* Is score s within `target` (0.05: 5%) of the landscape's optimum? */
+int ft_landscape_reaches(const ft_landscape *l, double s, double target);
+/* Number of candidates within target of the optimum. */
+int ft_landscape_count_within(const ft_landscape *l, double target);
+/* Evaluations exhaustive search in space order needs to first reach the target. */
+int ft_landscape_first_within(const ft_landscape *l, double target);
+
+typedef struct ft_replay_result {
+    int to_target;   /* evaluations until the best found was within target (-1: not reached) */
+    int evaluations; /* evaluations made (stops at the target or the budget)                 */
+    double best;     /* best score found                                                      */
+} ft_replay_result;
+
+/* Run strategy `kind` seeded with `seed` against l until the best score found is within
+ * `target` of the optimum, `budget` evaluations (0: none) or the strategy has nothing more to
+ * propose. Fails only on allocation failure or a strategy that breaks its contract (proposes
+ * a candidate twice or out of range: FT_EINTERNAL). */
+ft_status ft_replay_run(const ft_landscape *l, ft_strategy_kind kind, uint64_t seed, double target,
+                        int budget, ft_replay_result *r, ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,518 @@
+/* test_strategy.c: search strategies (proposals, determinism, resume, rejected candidates, search
+ * quality on synthetic landscapes) and the landscape replay (loading event logs). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/eventlog.h"
+#include "flaretune/json.h"
+#include "flaretune/replay.h"
+#include "flaretune/strategy.h"
+#include "ft_test.h"
+
+/* ---- a synthetic space --------------------------------------------------------------------- */
+
+/* Two tile sizes (numeric, powers of two), a named mode and a thread count; a*b <= 2048 cuts
+ * holes in the grid as the real constraints do: 58 (a, b) pairs x 3 x 5 = 870 candidates. */
+static const char *const mode_labels[] = {"plain", "packed", "fused"};
+static ft_param syn_params[] = {
+    {"a", "tile a", 8, {1, 2, 4, 8, 16, 32, 64, 128}, NULL, 8, 0},
+    {"b", "tile b", 8, {1, 2, 4, 8, 16, 32, 64, 128}, NULL, 8, 0},
+    {"mode", "mode", 3, {0, 1, 2}, mode_labels, 0, 0},
+    {"threads", "threads", 5, {1, 2, 4, 8, 16}, NULL, 16, 0},
+};
+
+static int syn_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    (void)c;
+    if (cfg->v[0] * cfg->v[1] > 2048) {
+        snprintf(why, n, "a*b > 2048");
+        return 0;
+    }
+    return 1;
+}
+
+static ft_space syn_space = {syn_params, 4, NULL, syn_valid};
+
+#define MAXC 1024
+static ft_config cands[MAXC];
+static int ncands;
+
+static void make_cands(void) {
+    ncands = 0;
+    for (int64_t k = 0; k < ft_space_size(&syn_space); k++) {
+        ft_config cfg;
+        ft_space_config_at(&syn_space, k, &cfg);
+        if (ft_space_valid(&syn_space, NULL, &cfg, NULL, 0)) cands[ncands++] = cfg;
+    }
+}
+
+static int ilog2(int v) {
+    int k = 0;
+    while (v > 1) {
+        v >>= 1;
+        k++;
+    }
+    return k;
+}
+
+typedef double (*landscape_fn)(const ft_config *cfg);
+
+/* Time scales with the thread count (with a serial part), as on a real machine. */
+static double threads_factor(int t) { return 0.15 + 0.85 / t; }
+
+/* A separable bowl: each parameter has its own best value. Optimum a=16, b=4, packed, 16. */
+static double bowl(const ft_config *c) {
+    static const double mode[] = {1.3, 1.0, 1.15};
+    int ia = ilog2(c->v[0]), ib = ilog2(c->v[1]);
+    return (1 + 0.08 * (ia - 4) * (ia - 4) + 0.05 * (ib - 2) * (ib - 2)) * mode[c->v[2]] *
+           threads_factor(c->v[3]);
+}
+
+/* A plateau with one good corner: a, b and mode change nothing except in the corner of large
+ * tiles with mode=fused (6 of the 174 (a, b, mode) points); its best point is a=128, b=16. */
+static double plateau(const ft_config *c) {
+    int ia = ilog2(c->v[0]), ib = ilog2(c->v[1]);
+    double t = 1.0;
+    if (ia >= 5 && ib >= 4 && c->v[2] == 2) t = 0.6 - 0.03 * (ia - 5) - 0.02 * (ib - 4);
+    return t * threads_factor(c->v[3]);
+}
+
+/* Interacting tile sizes: the best b depends on a (a ridge along ia + ib = S(mode)), the best
+ * point on the ridge is a = 32. Optimum a=32, b=4, packed, 16. */
+static double interact(const ft_config *c) {
+    static const int ridge[] = {8, 7, 9};
+    static const double mode[] = {1.1, 1.0, 1.05};
+    int ia = ilog2(c->v[0]), ib = ilog2(c->v[1]);
+    double off = ia + ib - ridge[c->v[2]];
+    return (1 + 0.15 * off * off + 0.03 * (ia - 5) * (ia - 5)) * mode[c->v[2]] *
+           threads_factor(c->v[3]);
+}
+
+/* The bowl with a third of the space rejected (fused needs at least 4 threads; a=128 fails). */
+static double bowl_rejects(const ft_config *c) {
+    if ((c->v[2] == 2 && c->v[3] < 4) || c->v[0] == 128) return INFINITY;
+    return bowl(c);
+}
+
+static int argmin(landscape_fn f) {
+    int best = 0;
+    for (int i = 1; i < ncands; i++)
+        if (f(&cands[i]) < f(&cands[best])) best = i;
+    return best;
+}
+
+/* Run kind to exhaustion (or `max` proposals) on f; the sequence in seq, its length returned.
+ * Checks every proposal is in range and new. */
+static int run_seq(ft_strategy_kind kind, uint64_t seed, landscape_fn f, int *seq, int max) {
+    ft_strategy *st = ft_strategy_new(kind, &syn_space, cands, ncands, seed);
+    FT_CHECK(st != NULL, "ft_strategy_new failed");
+    if (!st) return 0;
+    static unsigned char seen[MAXC];
+    memset(seen, 0, sizeof seen);
+    int n = 0, i;
+    while (n < max && (i = ft_strategy_next(st)) >= 0) {
+        FT_CHECK(i < ncands, "%s proposed %d of %d", ft_strategy_names[kind], i, ncands);
+        if (i >= ncands) break;
+        FT_CHECK(!seen[i], "%s (seed %llu) proposed %d twice", ft_strategy_names[kind],
+                 (unsigned long long)seed, i);
+        seen[i] = 1;
+        seq[n++] = i;
+        ft_strategy_report(st, i, f(&cands[i]));
+    }
+    ft_strategy_free(st);
+    return n;
+}
+
+/* Evaluations until the exact optimum is proposed. */
+static int evals_to_optimum(ft_strategy_kind kind, uint64_t seed, landscape_fn f) {
+    static int seq[MAXC];
+    int n = run_seq(kind, seed, f, seq, MAXC), opt = argmin(f);
+    for (int k = 0; k < n; k++)
+        if (seq[k] == opt) return k + 1;
+    return MAXC + 1;
+}
+
+/* ---- the strategies ------------------------------------------------------------------------ */
+
+static void test_names(void) {
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        FT_CHECK(ft_strategy_parse(ft_strategy_names[k]) == k, "%s", ft_strategy_names[k]);
+    FT_CHECK(ft_strategy_names[FT_STRAT_COUNT] == NULL, "names are NULL-terminated");
+    FT_CHECK(ft_strategy_parse("bogus") == -1 && ft_strategy_parse(NULL) == -1, "unknown -> -1");
+    FT_CHECK(ft_strategy_new(FT_STRAT_RANDOM, &syn_space, cands, 0, 1) == NULL, "no candidates");
+}
+
+static void test_space_setup(void) {
+    FT_CHECK(ncands == 870, "the synthetic space has %d valid candidates, want 870", ncands);
+}
+
+static void test_exhaustive_order(void) {
+    static int seq[MAXC];
+    int n = run_seq(FT_STRAT_EXHAUSTIVE, 5, bowl, seq, MAXC);
+    FT_CHECK(n == ncands, "exhaustive proposed %d of %d", n, ncands);
+    for (int k = 0; k < n; k++)
+        if (seq[k] != k) {
+            FT_CHECK(seq[k] == k, "exhaustive proposal %d is %d: not space order", k, seq[k]);
+            break;
+        }
+}
+
+/* Each candidate at most once, all of them when run to exhaustion, then -1 for good. */
+static void test_cover_once(void) {
+    static int seq[MAXC];
+    landscape_fn fs[] = {bowl, plateau, interact, bowl_rejects};
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        for (int f = 0; f < 4; f++)
+            for (uint64_t seed = 1; seed <= 3; seed++) {
+                int n = run_seq((ft_strategy_kind)k, seed, fs[f], seq, MAXC);
+                FT_CHECK(n == ncands, "%s on landscape %d seed %llu: %d proposals of %d",
+                         ft_strategy_names[k], f, (unsigned long long)seed, n, ncands);
+            }
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 1);
+        int i, n = 0;
+        while ((i = ft_strategy_next(st)) >= 0) {
+            ft_strategy_report(st, i, bowl(&cands[i]));
+            n++;
+        }
+        FT_CHECK(n == ncands && ft_strategy_next(st) == -1 && ft_strategy_next(st) == -1,
+                 "%s: -1 once everything is known", ft_strategy_names[k]);
+        ft_strategy_free(st);
+    }
+}
+
+/* Proposals whose score never comes (next() called again) are not proposed again either. */
+static void test_unreported(void) {
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 3);
+        static unsigned char seen[MAXC];
+        memset(seen, 0, sizeof seen);
+        int i, n = 0, dup = 0;
+        while ((i = ft_strategy_next(st)) >= 0) {
+            dup += seen[i];
+            seen[i] = 1;
+            if (n++ % 3 != 0) ft_strategy_report(st, i, interact(&cands[i]));
+        }
+        FT_CHECK(n == ncands && !dup, "%s: %d proposals, %d repeated", ft_strategy_names[k], n,
+                 dup);
+        ft_strategy_free(st);
+    }
+}
+
+static void test_determinism(void) {
+    static int a[MAXC], b[MAXC];
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        int na = run_seq((ft_strategy_kind)k, 42, interact, a, MAXC);
+        int nb = run_seq((ft_strategy_kind)k, 42, interact, b, MAXC);
+        FT_CHECK(na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0,
+                 "%s: same seed, same scores, different proposals", ft_strategy_names[k]);
+        if (k == FT_STRAT_EXHAUSTIVE) continue;
+        na = run_seq((ft_strategy_kind)k, 1, interact, a, 50);
+        nb = run_seq((ft_strategy_kind)k, 2, interact, b, 50);
+        FT_CHECK(memcmp(a, b, 50 * sizeof *a) != 0, "%s: seeds 1 and 2 propose the same",
+                 ft_strategy_names[k]);
+    }
+}
+
+/* A resumed run: known results reported up front are never proposed and count as knowledge
+ * (a guided strategy resumed next to the optimum finds it at once). */
+static void test_reported_first(void) {
+    int opt = argmin(bowl);
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 7);
+        static unsigned char known[MAXC];
+        memset(known, 0, sizeof known);
+        int nknown = 0;
+        for (int i = 0; i < ncands; i++)
+            if (i % 3 == 0 && i != opt) {
+                ft_strategy_report(st, i, bowl(&cands[i]));
+                known[i] = 1;
+                nknown++;
+            }
+        int i, n = 0, bad = 0, found = 0;
+        while ((i = ft_strategy_next(st)) >= 0) {
+            bad += known[i];
+            if (i == opt && !found) found = n + 1;
+            /* A result of a candidate not proposed yet arrives mid-run (another worker). */
+            if (n == 5) {
+                for (int j = ncands - 1; j >= 0; j--)
+                    if (!known[j] && j != i && j != opt) {
+                        ft_strategy_report(st, j, bowl(&cands[j]));
+                        known[j] = 1;
+                        nknown++;
+                        break;
+                    }
+            }
+            ft_strategy_report(st, i, bowl(&cands[i]));
+            n++;
+        }
+        FT_CHECK(bad == 0, "%s proposed %d candidates reported up front", ft_strategy_names[k],
+                 bad);
+        FT_CHECK(n == ncands - nknown, "%s: %d proposals, want %d", ft_strategy_names[k], n,
+                 ncands - nknown);
+        if (k == FT_STRAT_ANNEAL || k == FT_STRAT_EVOLVE)
+            FT_CHECK(found <= 40, "%s resumed with two thirds known found the optimum after %d",
+                     ft_strategy_names[k], found);
+        ft_strategy_free(st);
+    }
+}
+
+/* Rejected candidates (INFINITY) and scores that are not numbers. */
+static void test_rejected(void) {
+    /* Everything rejected but one candidate. */
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 9);
+        int i, n = 0, one = ncands / 2, at = 0;
+        while ((i = ft_strategy_next(st)) >= 0) {
+            n++;
+            if (i == one) at = n;
+            ft_strategy_report(st, i, i == one ? 1.0 : (n % 2 ? INFINITY : NAN));
+        }
+        FT_CHECK(n == ncands && at > 0, "%s with all but one rejected: %d proposals",
+                 ft_strategy_names[k], n);
+        ft_strategy_free(st);
+    }
+    /* A third rejected: the guided strategies still find the optimum (bound as below). */
+    for (int k = FT_STRAT_ANNEAL; k <= FT_STRAT_EVOLVE; k++) {
+        int worst = 0;
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+            int e = evals_to_optimum((ft_strategy_kind)k, seed, bowl_rejects);
+            if (e > worst) worst = e;
+        }
+        FT_CHECK(worst <= ncands / 4, "%s with a third rejected: optimum after %d (seeds 1-10)",
+                 ft_strategy_names[k], worst);
+    }
+}
+
+/* One candidate (a space without parameters) and a re-reported score. */
+static void test_small(void) {
+    ft_space empty = {NULL, 0, NULL, NULL};
+    ft_config one = {0};
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &empty, &one, 1, 1);
+        FT_CHECK(ft_strategy_next(st) == 0, "%s: the only candidate", ft_strategy_names[k]);
+        ft_strategy_report(st, 0, 1.0);
+        ft_strategy_report(st, 0, 2.0); /* measured again: the new score replaces the old */
+        FT_CHECK(ft_strategy_next(st) == -1, "%s: then nothing", ft_strategy_names[k]);
+        ft_strategy_report(st, 5, 1.0); /* out of range: ignored */
+        ft_strategy_free(st);
+    }
+}
+
+/* Search quality. Random search needs (n+1)/2 = 435 evaluations on average to propose a unique
+ * optimum among the 870 candidates, exhaustive 870 to know it has it. The guided strategies must
+ * do it in a median of at most n/8 = 108 evaluations over seeds 1-15 and never need more than
+ * n/3 = 290 (the values measured are printed; they are well below). Every run is deterministic
+ * for its seed, so the check cannot flake: it changes only when the strategy does. */
+static void test_quality(void) {
+    struct {
+        const char *name;
+        landscape_fn f;
+    } ls[] = {{"bowl", bowl}, {"plateau", plateau}, {"interact", interact}};
+    enum { SEEDS = 15 };
+    for (int k = FT_STRAT_ANNEAL; k <= FT_STRAT_EVOLVE; k++)
+        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++) {
+            int e[SEEDS];
+            for (int s = 0; s < SEEDS; s++)
+                e[s] = evals_to_optimum((ft_strategy_kind)k, (uint64_t)s + 1, ls[l].f);
+            for (int i = 1; i < SEEDS; i++) /* insertion sort */
+                for (int j = i; j > 0 && e[j] < e[j - 1]; j--) {
+                    int t = e[j];
+                    e[j] = e[j - 1];
+                    e[j - 1] = t;
+                }
+            fprintf(stderr, "  %-7s %-9s evaluations to the optimum: median %d, min %d, max %d\n",
+                    ft_strategy_names[k], ls[l].name, e[SEEDS / 2], e[0], e[SEEDS - 1]);
+            FT_CHECK(e[SEEDS / 2] <= ncands / 8, "%s on %s: median %d > %d", ft_strategy_names[k],
+                     ls[l].name, e[SEEDS / 2], ncands / 8);
+            FT_CHECK(e[SEEDS - 1] <= ncands / 3, "%s on %s: worst %d > %d", ft_strategy_names[k],
+                     ls[l].name, e[SEEDS - 1], ncands / 3);
+        }
+}
+
+/* ---- replay: landscapes from event logs ---------------------------------------------------- */
+
+/* A problem of a real op on the cpu backend, sized from a preset (no tensors). */
+typedef struct {
+    const ft_op *op;
+    const ft_backend *be;
+    ft_call call;
+    ft_space space; /* resolved for a 4-core machine, as the log says */
+    ft_param params[FT_MAX_PARAMS];
+    ft_config cands[512];
+    int n;
+    char preset[64];
+} problem;
+
+static int make_problem(problem *p, const char *opname, const char *preset) {
+    ft_err err = {0};
+    memset(p, 0, sizeof *p);
+    p->op = ft_op_find(opname, &err);
+    FT_CHECK(p->op != NULL, "%s", err.msg);
+    if (!p->op || ft_backend_resolve("cpu", p->op, &p->be, &err)) {
+        FT_CHECK(0, "cpu backend for %s: %s", opname, err.msg);
+        return 0;
+    }
+    snprintf(p->preset, sizeof p->preset, "%s", preset);
+    ft_call_init(&p->call, p->op);
+    if (p->op->from_preset(&p->call, ft_preset_find(preset), &err)) {
+        FT_CHECK(0, "%s", err.msg);
+        return 0;
+    }
+    ft_call_resolve_backward(&p->call);
+    p->space = *p->be->space(p->op);
+    memcpy(p->params, p->space.params, (size_t)p->space.nparams * sizeof *p->params);
+    p->space.params = p->params;
+    ft_space_resolve(&p->space, 4);
+    for (int64_t k = 0; k < ft_space_size(&p->space) && p->n < 512; k++) {
+        ft_config cfg;
+        ft_space_config_at(&p->space, k, &cfg);
+        if (ft_space_valid(&p->space, &p->call, &cfg, NULL, 0)) p->cands[p->n++] = cfg;
+    }
+    return p->n > 1;
+}
+
+static double fake_score(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
+
+/* Append one run of p to log `path`: every candidate but `skip` (-1: none) from `from` to
+ * `to`, candidate `reject` rejected. */
+static void write_run(const char *path, const problem *p, const char *run, const char *key,
+                      int from, int to, int skip, int reject) {
+    ft_err err = {0};
+    ft_eventlog *log;
+    FT_CHECK(ft_eventlog_open(path, run, &log, &err) == FT_OK, "%s", err.msg);
+    ft_config def;
+    ft_config_default(&p->space, &def);
+    json_t *ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s}", "event",
+                           "run_start", "format", 1, "op", p->op->name, "backend", p->be->name,
+                           "preset", p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
+                           ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
+                           ft_config_to_json(&p->space, &def), "key", key);
+    ft_eventlog_write(log, ev, &err);
+    for (int i = from; i < to; i++) {
+        if (i == skip) continue;
+        json_t *cfg = ft_config_to_json(&p->space, &p->cands[i]);
+        if (i == reject)
+            ev = json_pack("{s:s, s:o, s:i, s:s, s:s}", "event", "rejected", "config", cfg,
+                           "candidate", i, "reason", "verify", "message", "mismatch");
+        else
+            ev = json_pack("{s:s, s:o, s:i, s:{s:f, s:i}}", "event", "measured", "config", cfg,
+                           "candidate", i, "stats", "median_s", fake_score(i), "samples", 10);
+        ft_eventlog_write(log, ev, &err);
+        if (i == from) { /* a verified event before the measured one is ignored */
+            ev = json_pack("{s:s, s:o, s:i}", "event", "verified", "config",
+                           ft_config_to_json(&p->space, &p->cands[i]), "candidate", i);
+            ft_eventlog_write(log, ev, &err);
+        }
+    }
+    ev = json_pack("{s:s}", "event", "run_end");
+    ft_eventlog_write(log, ev, &err);
+    ft_eventlog_close(log);
+}
+
+static void temp_path(char *buf, size_t n) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, n, "%s/ft_strategy_XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(buf);
+    FT_CHECK(fd >= 0, "mkstemp %s", buf);
+    if (fd >= 0) close(fd);
+}
+
+static void check_landscape(const ft_landscape *l, const problem *p, int reject) {
+    FT_CHECK(l->ncands == p->n, "%d candidates, want %d", l->ncands, p->n);
+    FT_CHECK(l->op == p->op, "op %s", l->op ? l->op->name : "?");
+    FT_CHECK(l->nrejected == (reject >= 0), "%d rejected", l->nrejected);
+    int best = -1;
+    for (int i = 0; i < p->n && i < l->ncands; i++) {
+        FT_CHECK(ft_config_equal(&l->cands[i], &p->cands[i]), "candidate %d differs", i);
+        double want = i == reject ? INFINITY : fake_score(i);
+        FT_CHECK(l->score[i] == want, "score %d: %g, want %g", i, l->score[i], want);
+        if (i != reject && (best < 0 || fake_score(i) < fake_score(best))) best = i;
+    }
+    FT_CHECK(l->best == best, "optimum %d, want %d", l->best, best);
+}
+
+static void test_replay_load(void) {
+    problem p, q;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train") ||
+        !make_problem(&q, "loss", "small.dflare.train"))
+        return;
+    char path[512];
+    ft_err err = {0};
+    ft_landscape l;
+
+    /* An exhaustive run, with a torn last line as a crash leaves it. */
+    temp_path(path, sizeof path);
+    write_run(path, &p, "r1", "k1", 0, p.n, -1, 3);
+    FILE *f = fopen(path, "a");
+    fputs("{\"event\":\"measured\",\"conf", f);
+    fclose(f);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    check_landscape(&l, &p, 3);
+    FT_CHECK(l.nruns == 1 && strcmp(l.run, "r1") == 0, "run %s, %d runs", l.run, l.nruns);
+    int first = ft_landscape_first_within(&l, 0.05), within = ft_landscape_count_within(&l, 0.05);
+    FT_CHECK(first >= 1 && within >= 1, "first within %d, %d within", first, within);
+    ft_replay_result r;
+    FT_CHECK(ft_replay_run(&l, FT_STRAT_EXHAUSTIVE, 1, 0.05, 0, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(r.to_target == first, "exhaustive replay reached the target at %d, want %d",
+             r.to_target, first);
+    FT_CHECK(ft_replay_run(&l, FT_STRAT_RANDOM, 1, 0.0, 2, &r, &err) == FT_OK && r.evaluations <= 2,
+             "budget 2: %d evaluations", r.evaluations);
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        FT_CHECK(ft_replay_run(&l, (ft_strategy_kind)k, 3, 0.0, 0, &r, &err) == FT_OK, "%s",
+                 err.msg);
+        FT_CHECK(r.to_target >= 1 && r.best == l.score[l.best], "%s: target 0 reached at %d",
+                 ft_strategy_names[k], r.to_target);
+    }
+    ft_landscape_free(&l);
+
+    /* The last run is of another op: its landscape is the one loaded. */
+    unlink(path);
+    write_run(path, &p, "r1", "k1", 0, p.n, -1, 3);
+    write_run(path, &q, "r2", "k2", 0, q.n, -1, -1);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    check_landscape(&l, &q, -1);
+    ft_landscape_free(&l);
+
+    /* A missing candidate is a clear error. */
+    write_run(path, &p, "r3", "k3", 0, p.n, 5, -1);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_EFORMAT, "a missing candidate loads");
+    FT_CHECK(strstr(err.msg, "neither measured nor rejected") && strstr(err.msg, "candidate 5"),
+             "message: %s", err.msg);
+
+    /* A run resumed by another with the same key: both together are exhaustive. */
+    write_run(path, &p, "r4", "k4", 0, p.n / 2, -1, -1);
+    write_run(path, &p, "r5", "k4", p.n / 2, p.n, -1, -1);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "resumed: %s", err.msg);
+    check_landscape(&l, &p, -1);
+    FT_CHECK(l.nruns == 2 && strcmp(l.run, "r5") == 0, "run %s, %d runs", l.run, l.nruns);
+    ft_landscape_free(&l);
+
+    /* Not a tuning log. */
+    f = fopen(path, "w");
+    fputs("{\"event\":\"run_end\"}\n", f);
+    fclose(f);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_EFORMAT && strstr(err.msg, "run_start"),
+             "no run_start: %s", err.msg);
+    unlink(path);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_EIO, "missing file");
+}
+
+int main(void) {
+    make_cands();
+    FT_RUN(test_space_setup);
+    FT_RUN(test_names);
+    FT_RUN(test_exhaustive_order);
+    FT_RUN(test_cover_once);
+    FT_RUN(test_unreported);
+    FT_RUN(test_determinism);
+    FT_RUN(test_reported_first);
+    FT_RUN(test_rejected);
+    FT_RUN(test_small);
+    FT_RUN(test_quality);
+    FT_RUN(test_replay_load);
+    return ft_test_finish();
+}

@@ -1,0 +1,340 @@
+/* replay.c: recorded landscapes and strategy replays (see include/flaretune/replay.h).
+ *
+ * The problem is rebuilt from the last run_start of the log: the op, its sizes (`dims`) and
+ * attributes (`attrs`), the backend by name (built into this binary; it need not be able to
+ * run here) and its space. Thread-count candidates depend on the machine (ft_space_resolve), so
+ * the space is resolved again for the recording machine, whose core count is the default
+ * thread count of `default`. The candidates are then the valid configurations in space order,
+ * exactly as the tuner enumerated them.
+ */
+#include "flaretune/replay.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/eventlog.h"
+#include "flaretune/json.h"
+
+static const char *str_field(const json_t *o, const char *k) {
+    return json_string_value(json_object_get(o, k));
+}
+
+static int is_event(const json_t *ev, const char *name) {
+    const char *e = str_field(ev, "event");
+    return e && strcmp(e, name) == 0;
+}
+
+/* The backend named `name`, built into this binary, that implements op (it may be unable to
+ * run here: a replay runs no kernel). */
+static ft_status find_backend(const char *name, const ft_op *op, const ft_backend **out,
+                              ft_err *err) {
+    ft_status s = ft_backend_resolve(name, op, out, err);
+    if (s != FT_ENODEV) return s;
+    for (int i = 0; i < ft_backend_count(); i++) {
+        const ft_backend *b = ft_backend_at(i);
+        if (strcmp(b->name, name) == 0 && b->built && b->supports(op)) {
+            ft_err_clear(err);
+            *out = b;
+            return FT_OK;
+        }
+    }
+    return s;
+}
+
+/* Sizes and attributes of the recorded call. */
+static ft_status rebuild_call(const json_t *start, const char *name, ft_landscape *l, ft_err *err) {
+    const json_t *dims = json_object_get(start, "dims"), *attrs = json_object_get(start, "attrs");
+    if (!json_is_object(dims))
+        return ft_err_set(err, FT_EFORMAT, "%s: run_start has no \"dims\" object", name);
+    ft_call_init(&l->call, l->op);
+    for (int i = 0; l->op->syms[i]; i++) {
+        const json_t *d = json_object_get(dims, l->op->syms[i]);
+        if (!json_is_integer(d))
+            return ft_err_set(err, FT_EFORMAT, "%s: run_start dims lack the size %s of %s", name,
+                              l->op->syms[i], l->op->name);
+        l->call.dim[i] = (int64_t)json_integer_value(d);
+    }
+    if (attrs && !json_is_object(attrs))
+        return ft_err_set(err, FT_EFORMAT, "%s: run_start \"attrs\" is not an object", name);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)attrs, k, v) {
+        char text[64];
+        if (json_is_string(v))
+            snprintf(text, sizeof text, "%s", json_string_value(v));
+        else if (json_is_integer(v))
+            snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v))
+            snprintf(text, sizeof text, "%.17g", json_real_value(v));
+        else if (json_is_boolean(v))
+            snprintf(text, sizeof text, "%d", json_is_true(v));
+        else
+            return ft_err_set(err, FT_EFORMAT, "%s: attribute %s has no usable value", name, k);
+        /* What ft_attrs_format writes for a value left at its default (such as scale "auto")
+         * need not parse back: an attribute already at the recorded value stays as it is. */
+        char cur[64];
+        ft_attrs_format(&l->call.attrs, k, cur, sizeof cur);
+        if (strcmp(cur, text) == 0) continue;
+        if (ft_attrs_set(&l->call.attrs, l->op, k, text, err))
+            return ft_err_wrap(err, "%s: run_start attrs", name);
+    }
+    ft_call_resolve_backward(&l->call);
+    return FT_OK;
+}
+
+/* The backend's space, copied and resolved for the machine that recorded the run. */
+static ft_status copy_space(const json_t *start, const char *name, ft_landscape *l, ft_err *err) {
+    const ft_space *s = l->backend->space(l->op);
+    if (!s)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s: backend %s has no space for %s", name,
+                          l->backend->name, l->op->name);
+    l->space = *s;
+    l->params = calloc((size_t)(s->nparams ? s->nparams : 1), sizeof *l->params);
+    if (!l->params) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    memcpy(l->params, s->params, (size_t)s->nparams * sizeof *l->params);
+    l->space.params = l->params;
+    int ncpu = 0;
+    const json_t *def = json_object_get(start, "default");
+    for (int i = 0; i < s->nparams; i++) {
+        if (!(s->params[i].flags & FT_PARAM_THREADS)) continue;
+        const json_t *t = json_object_get(def, s->params[i].name);
+        if (json_is_integer(t)) ncpu = (int)json_integer_value(t);
+    }
+    if (ncpu <= 0) {
+        const json_t *cores = json_object_get(json_object_get(start, "env"), "cores");
+        if (json_is_integer(cores)) ncpu = (int)json_integer_value(cores);
+    }
+    if (ncpu > 0) ft_space_resolve(&l->space, ncpu);
+    return FT_OK;
+}
+
+static ft_status enumerate(ft_landscape *l, int64_t **keys, ft_err *err) {
+    int64_t total = ft_space_size(&l->space), n = 0;
+    for (int64_t k = 0; k < total; k++) {
+        ft_config cfg;
+        ft_space_config_at(&l->space, k, &cfg);
+        n += ft_space_valid(&l->space, &l->call, &cfg, NULL, 0);
+    }
+    if (n == 0) return ft_err_set(err, FT_EINVAL, "the recorded problem has no valid candidate");
+    if (n > 1 << 28) return ft_err_set(err, FT_EUNSUPPORTED, "too many candidates to replay");
+    l->cands = malloc((size_t)n * sizeof *l->cands);
+    l->score = malloc((size_t)n * sizeof *l->score);
+    *keys = malloc((size_t)n * sizeof **keys);
+    if (!l->cands || !l->score || !*keys) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (int64_t k = 0; k < total; k++) {
+        ft_config cfg;
+        ft_space_config_at(&l->space, k, &cfg);
+        if (!ft_space_valid(&l->space, &l->call, &cfg, NULL, 0)) continue;
+        (*keys)[l->ncands] = k;
+        l->score[l->ncands] = NAN;
+        l->cands[l->ncands++] = cfg;
+    }
+    return FT_OK;
+}
+
+static int find_key(const int64_t *keys, int n, int64_t k) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (keys[mid] == k) return mid;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Scores from the candidate events from `first` on: the runs of the chain (every run_start
+ * from there on has the last run's key). A candidate event counts for the run it follows. */
+static ft_status read_scores(const json_t *events, size_t first, const char *name,
+                             const int64_t *keys, ft_landscape *l, ft_err *err) {
+    const char *run = NULL; /* id of the run whose events follow ("" when it has none) */
+    for (size_t i = first; i < json_array_size(events); i++) {
+        const json_t *ev = json_array_get(events, i);
+        if (is_event(ev, "run_start")) {
+            run = str_field(ev, "run") ? str_field(ev, "run") : "";
+            continue;
+        }
+        if (!run) continue;
+        const char *evrun = str_field(ev, "run");
+        if (run[0] && evrun && strcmp(evrun, run) != 0) continue;
+        int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
+        if (!measured && !rejected) continue;
+        ft_config cfg;
+        if (ft_config_from_json(&l->space, json_object_get(ev, "config"), &cfg, err))
+            return ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1,
+                               measured ? "measured" : "rejected");
+        int c = find_key(keys, l->ncands, ft_space_index_of(&l->space, &cfg));
+        if (c < 0) continue; /* not a candidate at this shape (e.g. a baseline outside the space) */
+        if (rejected) {
+            l->score[c] = INFINITY;
+            continue;
+        }
+        const json_t *med = json_object_get(json_object_get(ev, "stats"), "median_s");
+        if (!json_is_number(med) || !(json_number_value(med) > 0)) {
+            char text[512];
+            ft_config_format(&l->space, &cfg, text, sizeof text);
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: event %zu: measured %s has no positive "
+                              "stats.median_s",
+                              name, i + 1, text);
+        }
+        l->score[c] = json_number_value(med);
+    }
+    return FT_OK;
+}
+
+ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
+                                   ft_err *err) {
+    memset(l, 0, sizeof *l);
+    l->best = -1;
+    if (!json_is_array(events)) return ft_err_set(err, FT_EINVAL, "%s: no events", name);
+    size_t n = json_array_size(events), last = n;
+    for (size_t i = n; i-- > 0;)
+        if (is_event(json_array_get(events, i), "run_start")) {
+            last = i;
+            break;
+        }
+    if (last == n)
+        return ft_err_set(err, FT_EFORMAT, "%s: no run_start event: not a tuning log", name);
+    const json_t *start = json_array_get(events, last);
+    const json_t *key = json_object_get(start, "key");
+    /* Walk back over the runs this one resumed: the contiguous earlier runs with its key. */
+    size_t first = last;
+    l->nruns = 1;
+    for (size_t i = last; key && i-- > 0;) {
+        const json_t *ev = json_array_get(events, i);
+        if (!is_event(ev, "run_start")) continue;
+        const json_t *k = json_object_get(ev, "key");
+        if (!k || !json_equal((json_t *)k, (json_t *)key)) break;
+        first = i;
+        l->nruns++;
+    }
+    const char *opname = str_field(start, "op"), *bename = str_field(start, "backend");
+    if (!opname || !bename)
+        return ft_err_set(err, FT_EFORMAT, "%s: the last run_start lacks \"op\" or \"backend\"",
+                          name);
+    snprintf(l->preset, sizeof l->preset, "%s",
+             str_field(start, "preset") ? str_field(start, "preset") : "");
+    snprintf(l->run, sizeof l->run, "%s", str_field(start, "run") ? str_field(start, "run") : "");
+    ft_status s;
+    if (!(l->op = ft_op_find(opname, err))) return ft_err_wrap(err, "%s", name);
+    if ((s = find_backend(bename, l->op, &l->backend, err))) return ft_err_wrap(err, "%s", name);
+    if ((s = rebuild_call(start, name, l, err)) || (s = copy_space(start, name, l, err))) {
+        ft_landscape_free(l);
+        return s;
+    }
+    int64_t *keys = NULL;
+    if ((s = enumerate(l, &keys, err)) || (s = read_scores(events, first, name, keys, l, err))) {
+        free(keys);
+        ft_landscape_free(l);
+        return s;
+    }
+    free(keys);
+    int missing = 0, first_missing = -1;
+    for (int c = 0; c < l->ncands; c++) {
+        if (isnan(l->score[c])) {
+            if (first_missing < 0) first_missing = c;
+            missing++;
+        } else if (!(l->score[c] < INFINITY)) {
+            l->nrejected++;
+        } else if (l->best < 0 || l->score[c] < l->score[l->best]) {
+            l->best = c;
+        }
+    }
+    if (missing) {
+        char text[512];
+        ft_config_format(&l->space, &l->cands[first_missing], text, sizeof text);
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: %d of %d valid candidates were neither measured nor rejected (the "
+                       "first: candidate %d, %s): a replay needs an exhaustive landscape "
+                       "(tune --strategy exhaustive without a budget)",
+                       name, missing, l->ncands, first_missing, text);
+        ft_landscape_free(l);
+        return s;
+    }
+    if (l->best < 0) {
+        ft_landscape_free(l);
+        return ft_err_set(err, FT_EFORMAT, "%s: every candidate was rejected: nothing to find",
+                          name);
+    }
+    return FT_OK;
+}
+
+ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err) {
+    json_t *events;
+    int torn;
+    memset(l, 0, sizeof *l);
+    l->best = -1;
+    ft_status s = ft_eventlog_read(path, &events, &torn, err);
+    if (s) return s;
+    s = ft_landscape_from_events(events, path, l, err);
+    json_decref(events);
+    return s;
+}
+
+void ft_landscape_free(ft_landscape *l) {
+    if (!l) return;
+    free(l->params);
+    free(l->cands);
+    free(l->score);
+    l->params = NULL;
+    l->cands = NULL;
+    l->score = NULL;
+    l->ncands = 0;
+    l->best = -1;
+}
+
+int ft_landscape_reaches(const ft_landscape *l, double s, double target) {
+    return l->best >= 0 && s <= l->score[l->best] * (1 + target);
+}
+
+int ft_landscape_count_within(const ft_landscape *l, double target) {
+    int n = 0;
+    for (int c = 0; c < l->ncands; c++)
+        n += ft_landscape_reaches(l, l->score[c], target);
+    return n;
+}
+
+int ft_landscape_first_within(const ft_landscape *l, double target) {
+    for (int c = 0; c < l->ncands; c++)
+        if (ft_landscape_reaches(l, l->score[c], target)) return c + 1;
+    return -1;
+}
+
+ft_status ft_replay_run(const ft_landscape *l, ft_strategy_kind kind, uint64_t seed, double target,
+                        int budget, ft_replay_result *r, ft_err *err) {
+    r->to_target = -1;
+    r->evaluations = 0;
+    r->best = INFINITY;
+    ft_strategy *st = ft_strategy_new(kind, &l->space, l->cands, l->ncands, seed);
+    unsigned char *seen = calloc((size_t)l->ncands, 1);
+    ft_status s = FT_OK;
+    if (!st || !seen) {
+        s = ft_err_set(err, FT_ENOMEM, "out of memory");
+        goto done;
+    }
+    while (budget <= 0 || r->evaluations < budget) {
+        int i = ft_strategy_next(st);
+        if (i < 0) break;
+        if (i >= l->ncands || seen[i]) {
+            s = ft_err_set(err, FT_EINTERNAL, "strategy %s proposed candidate %d %s",
+                           ft_strategy_names[kind], i, i >= l->ncands ? "out of range" : "twice");
+            goto done;
+        }
+        seen[i] = 1;
+        r->evaluations++;
+        ft_strategy_report(st, i, l->score[i]);
+        if (l->score[i] < r->best) r->best = l->score[i];
+        if (ft_landscape_reaches(l, r->best, target)) {
+            r->to_target = r->evaluations;
+            break;
+        }
+    }
+done:
+    free(seen);
+    ft_strategy_free(st);
+    return s;
+}
