@@ -101,6 +101,10 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
     errno = 0;
     switch (d->kind) {
     case FT_ATTR_FLOAT: {
+        if (!strcmp(name, "scale") && !strcmp(value, "auto")) {
+            a->scale = NAN; /* dh^-0.5, as ft_attrs_format writes it */
+            return FT_OK;
+        }
         double v = strtod(value, &end);
         if (end == value || *end || errno || !isfinite(v))
             return ft_err_set(err, FT_EINVAL, "attribute %s: '%s' is not a finite number", name,

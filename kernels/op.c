@@ -199,6 +199,36 @@ double ft_call_io_bytes(const ft_call *c) {
     return bytes;
 }
 
+ft_status ft_call_from_dims(ft_call *c, const char *const *names, const int64_t *values, int n,
+                            uint64_t seed, ft_err *err) {
+    for (int s = 0; s < FT_MAX_SYMS; s++) c->dim[s] = -1;
+    for (int i = 0; i < n; i++) {
+        int s = ft_op_sym(c->op, names[i]);
+        if (s < 0)
+            return ft_err_set(err, FT_EINVAL, "%s has no size '%s'", c->op->name, names[i]);
+        if (values[i] < 0)
+            return ft_err_set(err, FT_EINVAL, "%s: size %s = %lld is negative", c->op->name,
+                              names[i], (long long)values[i]);
+        c->dim[s] = values[i];
+    }
+    for (int s = 0; c->op->syms[s]; s++)
+        if (c->dim[s] < 0)
+            return ft_err_set(err, FT_EINVAL, "%s: size %s is missing", c->op->name, c->op->syms[s]);
+    ft_call_resolve_backward(c);
+    ft_status st = ft_call_alloc(c, 1, 1, err);
+    if (st) return st;
+    ft_rng rng;
+    ft_rng_seed(&rng, seed);
+    c->op->fill_inputs(c, NULL, &rng);
+    int64_t dims[FT_MAX_SYMS];
+    memcpy(dims, c->dim, sizeof dims);
+    if ((st = c->op->check(c, err))) return st;
+    if (memcmp(dims, c->dim, sizeof dims) != 0)
+        return ft_err_set(err, FT_ESHAPE, "%s: the sizes are inconsistent with each other",
+                          c->op->name);
+    return FT_OK;
+}
+
 void ft_call_dims_str(const ft_call *c, char *buf, size_t n) {
     size_t k = 0;
     buf[0] = '\0';

@@ -166,8 +166,11 @@ static ft_status decode_from_preset(ft_call *c, const ft_preset *p, ft_err *err)
 
 static void decode_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
     int32_t *lens = c->t[DC_LENS]->data;
-    for (int64_t r = 0; r < c->dim[DC_R]; r++)
-        lens[r] = (int32_t)ft_preset_ctx_len(p, r);
+    int64_t R = c->dim[DC_R], Lsum = c->dim[DC_LSUM];
+    for (int64_t r = 0; r < R; r++) {
+        if (p) lens[r] = (int32_t)ft_preset_ctx_len(p, r);
+        else lens[r] = (int32_t)(Lsum / R + (r < Lsum % R)); /* sizes only: spread evenly */
+    }
     for (int i = DC_Q; i <= DC_VBLK; i++)
         if (i != DC_LENS) ft_fill_normal(c->t[i], rng, 0.0, 1.0);
 }

@@ -49,7 +49,7 @@ ft_status ft_eventlog_write(ft_eventlog *log, json_t *ev, ft_err *err) {
     json_object_set_new(ev, "run", json_string(log->run));
     ft_status s = FT_OK;
     if (log->f) {
-        char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(9));
+        char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
         if (!line) {
             s = ft_err_set(err, FT_EINTERNAL, "an event could not be encoded as JSON");
         } else {

@@ -20,6 +20,7 @@ void ft_measure_defaults(ft_measure_opts *o) {
     o->screen_above = 0;
     o->screen_after = 3;
     o->sample_start = NULL;
+    o->sample_value = NULL;
     o->sample_cap = 0;
     o->stop = NULL;
 }
@@ -99,6 +100,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         if (fn->prep && (s = fn->prep(fn->ctx, n, err))) break;
         if (o->sample_start && n < o->sample_cap) o->sample_start[n] = ft_wall_time();
         if ((s = fn->run(fn->ctx, batch, &secs, err))) break;
+        if (o->sample_value && n < o->sample_cap) o->sample_value[n] = secs / batch;
         x[n++] = secs / batch;
         double elapsed = ft_now_s() - t0;
         if (n >= o->max_samples || elapsed >= o->max_time_s) break;

@@ -34,8 +34,10 @@ typedef struct ft_measure_opts {
      * when the median so far exceeds `screen_above` seconds per call. 0 disables. */
     double screen_above;
     int screen_after; /* default 3 */
-    /* Optional: where each sample started (wall time, seconds since the epoch), for traces. */
+    /* Optional: where each sample started (wall time, seconds since the epoch), for traces, and
+     * each sample's value (seconds per call), for distributions; both hold sample_cap. */
     double *sample_start;
+    double *sample_value;
     int sample_cap;
     /* Optional: stop before the next sample once *stop becomes non-zero (Ctrl-C); the stats
      * then cover the samples taken and are marked interrupted. */

@@ -130,7 +130,8 @@ typedef struct ft_op {
     ft_status (*check)(ft_call *c, ft_err *err);
     /* Set every size symbol and the attributes a preset fixes. */
     ft_status (*from_preset)(ft_call *c, const ft_preset *p, ft_err *err);
-    /* Fill the inputs with realistic random data (valid indices, non-zero floats). */
+    /* Fill the inputs with realistic random data (valid indices, non-zero floats). p may be
+     * NULL (a call sized by its dims alone, e.g. from a profile entry). */
     void (*fill_inputs)(ft_call *c, const ft_preset *p, ft_rng *rng);
     /* Run the float64 reference on a call whose float tensors are FT_F64. */
     void (*reference)(const ft_call *c);
@@ -176,6 +177,10 @@ ft_status ft_call_alloc(ft_call *c, int inputs, int outputs, ft_err *err);
 /* Size a call (made with ft_call_init, attributes set) at a preset, allocate its tensors and
  * fill the inputs with realistic random data from `seed`. */
 ft_status ft_call_from_preset(ft_call *c, const ft_preset *p, uint64_t seed, ft_err *err);
+/* Size a call (made with ft_call_init, attributes set) from a list of sizes by symbol name
+ * (every symbol of the op), allocate its tensors and fill the inputs at random from `seed`. */
+ft_status ft_call_from_dims(ft_call *c, const char *const *names, const int64_t *values, int n,
+                            uint64_t seed, ft_err *err);
 void ft_call_free(ft_call *c);
 /* Bytes the call must move at the least: every input that takes part read once, every output
  * written once. With flops, this places the call on the machine's roofline. */

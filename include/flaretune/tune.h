@@ -49,6 +49,7 @@ typedef struct ft_tune_opts {
     const char *log_path;       /* event log to append to (NULL: none)                       */
     const char *profile_path;   /* profile to update with the winner (NULL: none)             */
     volatile int *stop;         /* raised by Ctrl-C: finish the event in flight and stop      */
+    volatile int *pause;        /* while raised, wait between candidates (the dashboard's p)  */
     ft_event_listener listener; /* every event, as written (progress, the dashboard)        */
     void *listener_ctx;
 } ft_tune_opts;

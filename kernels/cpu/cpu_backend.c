@@ -8,10 +8,8 @@
 
 #include "cpu.h"
 
-extern const ft_cpu_impl ft_cpu_fusion_dflare __attribute__((weak)),
-    ft_cpu_fusion_dflash __attribute__((weak)), ft_cpu_attn_kvproj __attribute__((weak)),
-    ft_cpu_attn_decode __attribute__((weak)), ft_cpu_attn_train __attribute__((weak)),
-    ft_cpu_loss __attribute__((weak));
+extern const ft_cpu_impl ft_cpu_fusion_dflare, ft_cpu_fusion_dflash, ft_cpu_attn_kvproj,
+    ft_cpu_attn_decode, ft_cpu_attn_train, ft_cpu_loss;
 
 static const ft_cpu_impl *impls[6];
 static int nimpls;
@@ -22,7 +20,6 @@ static void init(void) {
                                 &ft_cpu_attn_decode,   &ft_cpu_attn_train,    &ft_cpu_loss};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (!all[i]) continue;
         ft_space_resolve(all[i]->space, ncpu > 0 ? (int)ncpu : 1);
         impls[nimpls++] = all[i];
     }

@@ -1,0 +1,147 @@
+/* trace_export.c: event log -> Chrome trace events (see include/flaretune/trace.h).
+ *
+ * Times are microseconds since the first event of the log, so the numbers stay small and exact
+ * in a double. Each run is a process (pid = 1, 2, ... in log order) named after its op, backend
+ * and sizes; its spans live on thread 1 and nest by time: run > candidate > sample batch.
+ */
+#include "flaretune/trace.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "flaretune/eventlog.h"
+#include "flaretune/npy.h"
+
+static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+static json_t *span(const char *name, const char *cat, double ts, double dur, int pid, json_t *args) {
+    json_t *e = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", name, "cat", cat, "ph", "X",
+                          "ts", ts, "dur", dur > 0 ? dur : 0, "pid", pid, "tid", 1);
+    if (args) json_object_set_new(e, "args", args);
+    return e;
+}
+
+static char *config_name(const json_t *cfg) {
+    /* "par=blas,chunk=all,threads=2": short enough for a span label. */
+    static char buf[256];
+    size_t k = 0;
+    const char *key;
+    json_t *v;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)cfg, key, v) {
+        char val[64];
+        if (json_is_string(v)) snprintf(val, sizeof val, "%s", json_string_value(v));
+        else snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s=%s", k ? "," : "", key, val);
+        if (k >= sizeof buf) break;
+    }
+    return buf[0] ? buf : "default";
+}
+
+json_t *ft_trace_from_events(const json_t *events) {
+    json_t *out = json_array();
+    double t0 = 0;
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) {
+        if (json_is_number(json_object_get(ev, "t"))) {
+            t0 = num(ev, "t");
+            break;
+        }
+    }
+#define US(t) (((t) - t0) * 1e6)
+    int pid = 0;
+    double run_start = 0, last_t = 0;
+    char run_name[256] = "";
+    json_t *run_args = NULL;
+    json_array_foreach(events, i, ev) {
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        double t = num(ev, "t");
+        last_t = t > last_t ? t : last_t;
+        if (!strcmp(kind, "run_start")) {
+            if (pid && run_args) /* a run without run_end (crashed): close it at its last event */
+                json_array_append_new(out, span(run_name, "run", US(run_start), US(last_t) - US(run_start), pid, run_args));
+            pid++;
+            run_start = t;
+            char *dims = json_dumps(json_object_get(ev, "dims"), JSON_COMPACT);
+            snprintf(run_name, sizeof run_name, "tune %s on %s %s",
+                     json_string_value(json_object_get(ev, "op")),
+                     json_string_value(json_object_get(ev, "backend")), dims ? dims : "");
+            free(dims);
+            json_array_append_new(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph",
+                                                 "M", "pid", pid, "tid", 1, "args", "name", run_name));
+            run_args = json_pack("{s:O, s:O, s:O}", "strategy", json_object_get(ev, "strategy"),
+                                 "space_valid", json_object_get(ev, "space_valid"), "device",
+                                 json_object_get(ev, "device"));
+            continue;
+        }
+        if (!pid) continue; /* events before any run_start carry no context */
+        if (!strcmp(kind, "run_end")) {
+            json_object_set(run_args, "winner", json_object_get(ev, "winner"));
+            json_object_set(run_args, "speedup", json_object_get(ev, "speedup"));
+            json_object_set(run_args, "interrupted", json_object_get(ev, "interrupted"));
+            json_array_append_new(out, span(run_name, "run", US(run_start), US(t) - US(run_start), pid, run_args));
+            run_args = NULL;
+            continue;
+        }
+        double started = json_is_number(json_object_get(ev, "started")) ? num(ev, "started") : t;
+        const json_t *cfg = json_object_get(ev, "config");
+        if (!strcmp(kind, "rejected")) {
+            json_t *args = json_pack("{s:O, s:O, s:O}", "config", cfg, "reason",
+                                     json_object_get(ev, "reason"), "message", json_object_get(ev, "message"));
+            json_t *e = span(config_name(cfg), "rejected", US(started), US(t) - US(started), pid, args);
+            json_object_set_new(e, "cname", json_string("terrible"));
+            json_array_append_new(out, e);
+        } else if (!strcmp(kind, "measured")) {
+            const json_t *st = json_object_get(ev, "stats");
+            json_t *args = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "config", cfg, "median_s",
+                                     json_object_get(st, "median_s"), "iqr_s", json_object_get(st, "iqr_s"),
+                                     "samples", json_object_get(st, "samples"), "screened",
+                                     json_object_get(ev, "screened"), "roofline_frac",
+                                     json_object_get(ev, "roofline_frac"));
+            json_array_append_new(out, span(config_name(cfg), "candidate", US(started), US(t) - US(started), pid, args));
+            size_t b;
+            json_t *bt;
+            json_array_foreach(json_object_get(ev, "batches"), b, bt) {
+                double bs = json_number_value(json_array_get(bt, 0)), bd = json_number_value(json_array_get(bt, 1));
+                json_int_t n = json_integer_value(json_array_get(bt, 2));
+                char name[48];
+                snprintf(name, sizeof name, "%lld samples", (long long)n);
+                json_array_append_new(out, span(name, "samples", US(bs), bd * 1e6, pid,
+                                                json_pack("{s:I}", "samples", n)));
+            }
+        } else if (!strcmp(kind, "confirm")) {
+            json_array_append_new(out, span("confirm (interleaved)", "confirm", US(started), US(t) - US(started), pid,
+                                            json_pack("{s:O}", "configs", json_object_get(ev, "configs"))));
+        }
+    }
+    if (pid && run_args)
+        json_array_append_new(out, span(run_name, "run", US(run_start), US(last_t) - US(run_start), pid, run_args));
+#undef US
+    return json_pack("{s:o, s:s, s:{s:f}}", "traceEvents", out, "displayTimeUnit", "ms", "otherData",
+                     "epoch_start_s", t0);
+}
+
+ft_status ft_trace_export(const char *in, const char *out, int *nspans, ft_err *err) {
+    json_t *events;
+    int torn;
+    ft_status s = ft_eventlog_read(in, &events, &torn, err);
+    if (s) return s;
+    json_t *trace = ft_trace_from_events(events);
+    json_decref(events);
+    *nspans = (int)json_array_size(json_object_get(trace, "traceEvents"));
+    char tmp[4096];
+    FILE *f = ft_file_create_tmp(out, tmp, sizeof tmp, err);
+    if (!f) {
+        json_decref(trace);
+        return err ? err->status : FT_EIO;
+    }
+    int bad = json_dumpf(trace, f, JSON_COMPACT) != 0;
+    json_decref(trace);
+    if (bad) {
+        fclose(f);
+        remove(tmp);
+        return ft_err_set(err, FT_EIO, "%s: write failed", out);
+    }
+    return ft_file_commit(f, tmp, out, err);
+}

@@ -1,0 +1,719 @@
+/* session.c: one tuning session (see include/flaretune/tune.h for the flow). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flaretune/ceilings.h"
+#include "flaretune/clock.h"
+#include "flaretune/env.h"
+#include "flaretune/json.h"
+#include "flaretune/profile.h"
+#include "flaretune/tune.h"
+#include "flaretune/verify.h"
+
+void ft_tune_defaults(ft_tune_opts *o) {
+    memset(o, 0, sizeof *o);
+    ft_attrs_default(&o->attrs);
+    o->strategy = FT_STRAT_EXHAUSTIVE;
+    o->seed = 1;
+    o->screen = 1;
+    o->screen_factor = 1.5;
+    o->confirm_top = 3;
+    ft_measure_defaults(&o->measure);
+    o->measure.max_time_s = 1.0;
+    o->measure.min_time_s = 0.1;
+    o->measure.max_noise = 0.02;
+    o->verify_flops_max = 1e9;
+}
+
+/* ---- the verification shape ---------------------------------------------------------------- */
+
+static double preset_flops(const ft_op *op, const ft_attrs *attrs, const ft_preset *p) {
+    ft_call c;
+    ft_call_init(&c, op);
+    c.attrs = *attrs;
+    if (op->from_preset(&c, p, NULL)) return INFINITY;
+    ft_call_resolve_backward(&c);
+    return op->flops(&c);
+}
+
+int ft_tune_verify_preset(const ft_op *op, const ft_attrs *attrs, const ft_preset *p,
+                          double flops_max, ft_preset *out) {
+    *out = *p;
+    if (preset_flops(op, attrs, out) <= flops_max) return 0;
+    /* Shrink the sizes that only repeat work first (rows, requests, context, vocabulary), the
+     * model's own widths last, so the kernels run the code paths of the real shape. Each step
+     * halves one size and keeps it odd where it can, so tiles still leave remainders. */
+    static const struct {
+        const char *name;
+        int64_t min;
+    } order[] = {{"N", 5},    {"blocks", 2}, {"NB", 2}, {"nseq", 1}, {"R", 2}, {"L", 33},
+                 {"S", 33},   {"V", 257},    {"H", 64}, {"T", 2},    {"D", 2}, {"Hq", 2}};
+    char set[64];
+    for (int guard = 0; guard < 200 && preset_flops(op, attrs, out) > flops_max; guard++) {
+        int changed = 0;
+        for (size_t k = 0; k < sizeof order / sizeof order[0] && !changed; k++) {
+            int64_t *v = ft_preset_field(out, order[k].name);
+            if (!v || *v <= order[k].min) continue;
+            int64_t nv = *v / 2 + 1;
+            if (nv < order[k].min) nv = order[k].min;
+            if (!strcmp(order[k].name, "Hq")) { /* keep the GQA ratio's divisibility */
+                nv = out->Hkv;
+                if (nv >= *v) continue;
+            }
+            if (!strcmp(order[k].name, "H") && nv % 2) nv++; /* kernels may vectorise by 2 */
+            snprintf(set, sizeof set, "%s=%lld", order[k].name, (long long)nv);
+            char keep[64];
+            memcpy(keep, out->name, sizeof keep);
+            if (ft_preset_set(out, set, NULL) == FT_OK) changed = 1;
+            memcpy(out->name, keep, sizeof keep);
+        }
+        if (!changed) break;
+    }
+    snprintf(out->name + strlen(out->name), sizeof out->name - strlen(out->name), "~verify");
+    return 1;
+}
+
+/* ---- session state ------------------------------------------------------------------------- */
+
+enum { C_UNKNOWN = 0, C_MEASURED, C_SCREENED, C_REJECTED };
+
+typedef struct {
+    int state;
+    double median;   /* score: median seconds (INFINITY when rejected) */
+    double verr;     /* worst relative error at verification           */
+    char verr_output[32]; /* the output it was in                       */
+    ft_stats stats;
+} cand_info;
+
+typedef struct {
+    const ft_tune_opts *o;
+    const ft_space *s;
+    ft_call c;   /* the tuning shape */
+    ft_call vc;  /* the verification shape (its own random inputs) */
+    ft_call ref; /* float64 reference outputs of vc */
+    int reduced;
+    ft_workspace ws;
+    ft_config *cands;
+    int ncands;
+    cand_info *info;
+    int def_idx;
+    ft_eventlog *log;
+    double cand_started; /* wall time the candidate in flight started (for traces) */
+    ft_ceilings ceil;
+    double bytes, flops;
+    double best;
+    int best_idx;
+    int evaluations, rejected, screened, resumed;
+    double t_start;
+} session;
+
+static json_t *cand_event(session *S, const char *kind, int i) {
+    return json_pack("{s:s, s:o, s:i, s:f}", "event", kind, "config",
+                     ft_config_to_json(S->s, &S->cands[i]), "candidate", i, "started",
+                     S->cand_started);
+}
+
+static ft_status emit(session *S, json_t *ev, ft_err *err) { return ft_eventlog_write(S->log, ev, err); }
+
+/* Run candidate i on the verification call and compare with the reference. Returns 1 when it
+ * passed; on rejection the `rejected` event is written. */
+static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
+    const ft_config *cfg = &S->cands[i];
+    char why[256];
+    *fatal = FT_OK;
+    json_t *ev;
+    if (!ft_space_valid(S->s, &S->vc, cfg, why, sizeof why)) {
+        ev = cand_event(S, "rejected", i);
+        json_object_set_new(ev, "reason", json_string("invalid"));
+        json_object_set_new(ev, "message", json_string(why));
+        *fatal = emit(S, ev, err);
+        return 0;
+    }
+    /* Poison the outputs so an entry the kernel forgets to write fails verification. */
+    for (int t = 0; t < S->vc.op->ntensors; t++) {
+        ft_role r = S->vc.op->tensors[t].role;
+        if (ft_call_uses(&S->vc, t) && (r == FT_ROLE_OUT || r == FT_ROLE_GRAD_OUT)) {
+            float *d = S->vc.t[t]->data;
+            for (int64_t e = 0; e < ft_tensor_numel(S->vc.t[t]); e++) d[e] = NAN;
+        }
+    }
+    ft_err run_err = {0};
+    S->vc.ws = &S->ws;
+    ft_status st = S->o->be->run(&S->vc, cfg, &run_err);
+    if (st) {
+        ev = cand_event(S, "rejected", i);
+        json_object_set_new(ev, "reason", json_string("error"));
+        json_object_set_new(ev, "message", json_string(run_err.msg));
+        *fatal = emit(S, ev, err);
+        return 0;
+    }
+    ft_verify_result vr;
+    ft_verify_outputs(&S->vc, &S->ref, &vr);
+    ev = cand_event(S, vr.ok ? "verified" : "rejected", i);
+    if (!vr.ok) {
+        json_object_set_new(ev, "reason", json_string("verify"));
+        json_object_set_new(ev, "message", json_string(vr.msg));
+    }
+    json_object_set_new(ev, "max_rel_err", ft_json_number(vr.worst_rel));
+    json_object_set_new(ev, "tolerance", json_real(vr.tol));
+    json_object_set_new(ev, "output", json_string(vr.worst_name));
+    json_object_set_new(ev, "reduced", json_boolean(S->reduced));
+    *fatal = emit(S, ev, err);
+    S->info[i].verr = vr.worst_rel;
+    snprintf(S->info[i].verr_output, sizeof S->info[i].verr_output, "%s", vr.worst_name);
+    return vr.ok;
+}
+
+typedef struct {
+    session *S;
+    const ft_config *cfg;
+} run_ctx;
+
+static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {
+    run_ctx *x = p;
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps; r++) {
+        ft_status s = x->S->o->be->run(&x->S->c, x->cfg, err);
+        if (s) return s;
+    }
+    *secs = ft_now_s() - t0;
+    return FT_OK;
+}
+
+#define MAX_TRACE 4096
+#define HIST_BINS 16
+
+/* The sample distribution as a small histogram between min and max, for the dashboard. */
+static json_t *hist_json(const double *v, int n, double lo, double hi) {
+    int counts[HIST_BINS] = {0};
+    for (int k = 0; k < n; k++) {
+        int b = hi > lo ? (int)((v[k] - lo) / (hi - lo) * HIST_BINS) : 0;
+        counts[b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b]++;
+    }
+    json_t *c = json_array();
+    for (int b = 0; b < HIST_BINS; b++) json_array_append_new(c, json_integer(counts[b]));
+    return json_pack("{s:f, s:f, s:o}", "lo", lo, "hi", hi, "counts", c);
+}
+
+/* Group the samples into at most 16 spans for the trace: [start, duration, samples]. */
+static json_t *batches_json(const double *start, int n, double end) {
+    json_t *arr = json_array();
+    int groups = n < 16 ? n : 16;
+    for (int g = 0; g < groups; g++) {
+        int a = g * n / groups, b = (g + 1) * n / groups;
+        double t_end = b < n ? start[b] : end;
+        json_array_append_new(arr, json_pack("[f, f, i]", start[a], t_end - start[a], b - a));
+    }
+    return arr;
+}
+
+/* Verify, then measure candidate i. *stopped is set when Ctrl-C interrupted the measurement
+ * (the candidate is then dropped, not recorded). */
+static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
+    *stopped = 0;
+    cand_info *ci = &S->info[i];
+    ft_status fatal;
+    S->cand_started = ft_wall_time();
+    if (!verify_candidate(S, i, &fatal, err)) {
+        if (fatal) return fatal;
+        ci->state = C_REJECTED;
+        ci->median = INFINITY;
+        S->rejected++;
+        return FT_OK;
+    }
+    if (fatal) return fatal;
+    ft_measure_opts mo = S->o->measure;
+    double *starts = malloc(sizeof(double) * 2 * MAX_TRACE);
+    if (!starts) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    double *values = starts + MAX_TRACE;
+    mo.sample_start = starts;
+    mo.sample_value = values;
+    mo.sample_cap = MAX_TRACE;
+    mo.stop = S->o->stop;
+    if (S->o->screen && isfinite(S->best) && i != S->def_idx)
+        mo.screen_above = S->best * S->o->screen_factor;
+    run_ctx rc = {S, &S->cands[i]};
+    ft_timed_fn fn = {NULL, timed_run, &rc};
+    ft_stats st;
+    S->c.ws = &S->ws;
+    S->ws.peak = 0;
+    ft_err run_err = {0};
+    ft_status s = ft_measure(&fn, &mo, &st, &run_err);
+    if (s) {
+        /* It verified but failed at the tuning shape: record it like any other failure. */
+        free(starts);
+        json_t *ev = cand_event(S, "rejected", i);
+        json_object_set_new(ev, "reason", json_string("error"));
+        json_object_set_new(ev, "message", json_string(run_err.msg));
+        ci->state = C_REJECTED;
+        ci->median = INFINITY;
+        S->rejected++;
+        return emit(S, ev, err);
+    }
+    if (st.interrupted) {
+        free(starts);
+        *stopped = 1;
+        return FT_OK;
+    }
+    S->evaluations++;
+    ci->state = st.screened ? C_SCREENED : C_MEASURED;
+    ci->median = st.median;
+    ci->stats = st;
+    if (st.screened) S->screened++;
+    json_t *ev = cand_event(S, "measured", i);
+    json_object_set_new(ev, "stats", ft_stats_to_json(&st));
+    json_object_set_new(ev, "screened", json_boolean(st.screened));
+    int ns = st.samples < MAX_TRACE ? st.samples : MAX_TRACE;
+    json_object_set_new(ev, "batches", batches_json(starts, ns, ft_wall_time()));
+    json_object_set_new(ev, "hist", hist_json(values, ns, st.min, st.max));
+    free(starts);
+    json_object_set_new(ev, "roofline_frac",
+                        ft_json_number(ft_roofline_s(&S->ceil, S->bytes, S->flops) / st.median));
+    json_object_set_new(ev, "peak_extra_bytes", json_integer((json_int_t)S->ws.peak));
+    json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
+    if (!st.screened && st.median < S->best) {
+        S->best = st.median;
+        S->best_idx = i;
+    }
+    return emit(S, ev, err);
+}
+
+/* ---- resume -------------------------------------------------------------------------------- */
+
+static int find_candidate(session *S, const json_t *cfg_json) {
+    ft_config cfg;
+    if (ft_config_from_json(S->s, cfg_json, &cfg, NULL)) return -1;
+    for (int i = 0; i < S->ncands; i++)
+        if (ft_config_equal(&cfg, &S->cands[i])) return i;
+    return -1;
+}
+
+/* Load what compatible earlier runs in the log already established. */
+static ft_status resume_from_log(session *S, const char *path, const char *key, ft_err *err) {
+    if (access(path, F_OK) != 0) return FT_OK;
+    json_t *events;
+    int torn;
+    ft_status s = ft_eventlog_read(path, &events, &torn, err);
+    if (s) return ft_err_wrap(err, "cannot resume");
+    const char *last_key = NULL;
+    const json_t *last_start = NULL;
+    size_t k;
+    json_t *ev;
+    json_array_foreach(events, k, ev) {
+        if (!strcmp(json_string_value(json_object_get(ev, "event")), "run_start")) {
+            last_key = json_string_value(json_object_get(ev, "key"));
+            last_start = ev;
+        }
+    }
+    if (last_key && strcmp(last_key, key) != 0) {
+        const char *op = json_string_value(json_object_get(last_start, "op"));
+        const char *be = json_string_value(json_object_get(last_start, "backend"));
+        char *dims = json_dumps(json_object_get(last_start, "dims"), JSON_COMPACT);
+        s = ft_err_set(err, FT_EINVAL,
+                       "%s holds a run of %s on %s at %s that this one cannot continue (other op, "
+                       "sizes, attributes, device or kernel sources); use another --log",
+                       path, op ? op : "?", be ? be : "?", dims ? dims : "?");
+        free(dims);
+        json_decref(events);
+        return s;
+    }
+    /* Results of every run in the log with this key count. */
+    int in_scope = 0;
+    json_array_foreach(events, k, ev) {
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        if (!strcmp(kind, "run_start")) {
+            const char *kk = json_string_value(json_object_get(ev, "key"));
+            in_scope = kk && !strcmp(kk, key);
+            continue;
+        }
+        if (!in_scope) continue;
+        int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
+        int verified = !strcmp(kind, "verified");
+        if (!measured && !rejected && !verified) continue;
+        int i = find_candidate(S, json_object_get(ev, "config"));
+        if (i < 0) continue;
+        cand_info *ci = &S->info[i];
+        if (verified) {
+            ci->verr = json_number_value(json_object_get(ev, "max_rel_err"));
+            const char *out = json_string_value(json_object_get(ev, "output"));
+            snprintf(ci->verr_output, sizeof ci->verr_output, "%s", out ? out : "");
+        } else if (rejected) {
+            if (ci->state == C_UNKNOWN) S->resumed++;
+            ci->state = C_REJECTED;
+            ci->median = INFINITY;
+        } else {
+            const json_t *st = json_object_get(ev, "stats");
+            if (ci->state == C_UNKNOWN) S->resumed++;
+            int screened = json_is_true(json_object_get(ev, "screened"));
+            ci->state = screened ? C_SCREENED : C_MEASURED;
+            ci->median = json_number_value(json_object_get(st, "median_s"));
+            ci->stats.median = ci->median;
+            ci->stats.iqr = json_number_value(json_object_get(st, "iqr_s"));
+            ci->stats.samples = (int)json_integer_value(json_object_get(st, "samples"));
+            ci->stats.batch = (int)json_integer_value(json_object_get(st, "batch"));
+            ci->stats.ci_rel = json_number_value(json_object_get(st, "ci_rel"));
+            if (!screened && ci->median < S->best) {
+                S->best = ci->median;
+                S->best_idx = i;
+            }
+        }
+    }
+    json_decref(events);
+    return FT_OK;
+}
+
+/* ---- confirmation -------------------------------------------------------------------------- */
+
+/* Order candidate indices by median (insertion sort: a few hundred at most, and stable). */
+static void sort_by_median(int *idx, int n, const cand_info *info) {
+    for (int i = 1; i < n; i++) {
+        int v = idx[i], j = i;
+        while (j > 0 && info[idx[j - 1]].median > info[v].median) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+}
+
+/* Measure the chosen candidates again, interleaved, and return their stats in out[]. */
+static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_err *err) {
+    double *x[16];
+    int cap = 400, rounds = 0, batch[16];
+    for (int j = 0; j < n; j++) {
+        x[j] = malloc(sizeof(double) * (size_t)cap);
+        batch[j] = S->info[idx[j]].stats.batch > 0 ? S->info[idx[j]].stats.batch : 1;
+    }
+    /* Enough rounds for a stable median, within the time one candidate may take (x2). */
+    double t0 = ft_now_s(), limit = 2 * S->o->measure.max_time_s;
+    ft_status s = FT_OK;
+    while (rounds < cap && !(S->o->stop && *S->o->stop)) {
+        for (int j = 0; j < n && !s; j++) {
+            run_ctx rc = {S, &S->cands[idx[j]]};
+            double secs = 0;
+            s = timed_run(&rc, batch[j], &secs, err);
+            x[j][rounds] = secs / batch[j];
+        }
+        if (s) break;
+        rounds++;
+        double el = ft_now_s() - t0;
+        if (rounds >= 10 && el >= limit) break;
+        if (rounds >= 30 && el >= S->o->measure.min_time_s * n) break;
+    }
+    for (int j = 0; j < n; j++) {
+        memset(&out[j], 0, sizeof out[j]);
+        out[j].batch = batch[j];
+        out[j].total_s = ft_now_s() - t0;
+        out[j].converged = 1;
+        ft_stats_compute(x[j], rounds, &out[j]);
+        free(x[j]);
+    }
+    return s;
+}
+
+/* ---- the profile entry --------------------------------------------------------------------- */
+
+static json_t *profile_entry(session *S, const ft_env *env, const char *device, int w,
+                             const ft_stats *ws, const ft_stats *ds, const json_t *tie) {
+    json_t *e = json_object();
+    json_object_set_new(e, "op", json_string(S->o->op->name));
+    json_object_set_new(e, "backend", json_string(S->o->be->name));
+    json_object_set_new(e, "device", json_string(device));
+    json_object_set_new(e, "shape", ft_dims_to_json(&S->c));
+    json_object_set_new(e, "attrs", ft_attrs_to_json(&S->c));
+    json_object_set_new(e, "config", ft_config_to_json(S->s, &S->cands[w]));
+    json_object_set_new(e, "stats", ft_stats_to_json(ws));
+    if (S->def_idx >= 0) {
+        json_object_set_new(e, "default",
+                            json_pack("{s:o, s:o}", "config",
+                                      ft_config_to_json(S->s, &S->cands[S->def_idx]), "stats",
+                                      ft_stats_to_json(ds)));
+        json_object_set_new(e, "speedup", ft_json_number(ds->median / ws->median));
+    } else {
+        json_object_set_new(e, "default", json_null());
+        json_object_set_new(e, "speedup", json_null());
+    }
+    json_object_set_new(e, "roofline_frac",
+                        ft_json_number(ft_roofline_s(&S->ceil, S->bytes, S->flops) / ws->median));
+    json_object_set_new(e, "verification",
+                        json_pack("{s:o, s:f, s:s, s:o, s:b}", "max_rel_err",
+                                  ft_json_number(S->info[w].verr), "tolerance",
+                                  ft_verify_tolerance(S->o->op, 0), "output",
+                                  S->info[w].verr_output, "shape", ft_dims_to_json(&S->vc),
+                                  "reduced", S->reduced));
+    json_object_set_new(e, "tie", json_deep_copy(tie));
+    json_t *envj = ft_env_to_json(env);
+    json_object_set_new(e, "environment", envj);
+    char when[32];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    json_object_set_new(e, "tuned_at", json_string(when));
+    json_object_set_new(e, "strategy", json_string(ft_strategy_names[S->o->strategy]));
+    json_object_set_new(e, "evaluations", json_integer(S->evaluations + S->resumed));
+    json_object_set_new(e, "space_valid", json_integer(S->ncands));
+    return e;
+}
+
+/* ---- the session --------------------------------------------------------------------------- */
+
+static void session_free(session *S) {
+    ft_call_free(&S->c);
+    ft_call_free(&S->vc);
+    ft_call_free(&S->ref);
+    ft_ws_free(&S->ws);
+    free(S->cands);
+    free(S->info);
+    ft_eventlog_close(S->log);
+}
+
+static void make_run_id(char *buf, size_t n) {
+    ft_rng r;
+    ft_rng_seed(&r, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
+    snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
+}
+
+static ft_status plan(session *S, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    S->s = o->be->space(o->op);
+    ft_call_init(&S->c, o->op);
+    S->c.attrs = o->attrs;
+    ft_status s = ft_call_from_preset(&S->c, &o->preset, o->seed, err);
+    if (s) return s;
+    int64_t total = ft_space_size(S->s);
+    S->cands = malloc(sizeof(ft_config) * (size_t)(total > 0 ? total : 1));
+    if (!S->cands) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (int64_t k = 0; k < total; k++) {
+        ft_space_config_at(S->s, k, &S->cands[S->ncands]);
+        if (ft_space_valid(S->s, &S->c, &S->cands[S->ncands], NULL, 0)) S->ncands++;
+    }
+    if (!S->ncands)
+        return ft_err_set(err, FT_EINVAL, "%s on %s: no configuration of the space is valid at %s",
+                          o->op->name, o->be->name, o->preset.name);
+    S->info = calloc((size_t)S->ncands, sizeof *S->info);
+    if (!S->info) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_config def;
+    ft_config_default(S->s, &def);
+    S->def_idx = -1;
+    for (int i = 0; i < S->ncands; i++) {
+        S->info[i].median = INFINITY;
+        if (ft_config_equal(&def, &S->cands[i])) S->def_idx = i;
+    }
+    /* The verification call: its own inputs (a different seed), at a reduced shape if needed. */
+    ft_preset vp;
+    S->reduced = ft_tune_verify_preset(o->op, &o->attrs, &o->preset, o->verify_flops_max, &vp);
+    ft_call_init(&S->vc, o->op);
+    S->vc.attrs = o->attrs;
+    if ((s = ft_call_from_preset(&S->vc, &vp, o->seed + 7919, err))) return s;
+    if ((s = ft_call_reference_f64(&S->vc, &S->ref, err))) return s;
+    S->bytes = ft_call_io_bytes(&S->c);
+    S->flops = o->op->flops(&S->c);
+    S->best = INFINITY;
+    S->best_idx = -1;
+    return FT_OK;
+}
+
+static json_t *run_key(session *S, const char *device, const char *source_hash) {
+    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s}", "op", S->o->op->name, "backend",
+                     S->o->be->name, "dims", ft_dims_to_json(&S->c), "attrs",
+                     ft_attrs_to_json(&S->c), "device", device, "source_hash", source_hash);
+}
+
+ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
+    memset(r, 0, sizeof *r);
+    session S;
+    memset(&S, 0, sizeof S);
+    S.o = o;
+    S.t_start = ft_now_s();
+    ft_env env;
+    ft_env_probe(&env);
+    char device[256], run_id[32];
+    ft_env_device(&env, o->be->name, device, sizeof device);
+    make_run_id(run_id, sizeof run_id);
+
+    ft_status s = plan(&S, err);
+    if (s) goto out;
+    ft_call_dims_str(&S.c, r->dims, sizeof r->dims);
+    r->valid = S.ncands;
+    json_t *keyj = run_key(&S, device, env.source_hash);
+    char *key = json_dumps(keyj, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(keyj);
+    if (o->log_path) s = resume_from_log(&S, o->log_path, key, err);
+    if (!s) s = ft_eventlog_open(o->log_path, run_id, &S.log, err);
+    if (s) {
+        free(key);
+        goto out;
+    }
+    if (o->listener) ft_eventlog_set_listener(S.log, o->listener, o->listener_ctx);
+
+    /* The machine's ceilings, with the default configuration's thread count. */
+    int ti = ft_space_param(S.s, "threads");
+    ft_config def;
+    ft_config_default(S.s, &def);
+    if ((s = ft_ceilings_cpu(ti >= 0 ? def.v[ti] : 1, &S.ceil, err))) {
+        free(key);
+        goto out;
+    }
+
+    json_t *start = json_object();
+    json_object_set_new(start, "event", json_string("run_start"));
+    json_object_set_new(start, "format", json_integer(FT_EVENTLOG_FORMAT));
+    json_object_set_new(start, "op", json_string(o->op->name));
+    json_object_set_new(start, "backend", json_string(o->be->name));
+    json_object_set_new(start, "preset", json_string(o->preset.name));
+    json_object_set_new(start, "dims", ft_dims_to_json(&S.c));
+    json_object_set_new(start, "attrs", ft_attrs_to_json(&S.c));
+    json_object_set_new(start, "strategy", json_string(ft_strategy_names[o->strategy]));
+    json_object_set_new(start, "seed", json_integer((json_int_t)o->seed));
+    json_object_set_new(start, "budget", json_integer(o->budget));
+    json_object_set_new(start, "time_budget_s", json_real(o->time_budget_s));
+    json_object_set_new(start, "screen", json_boolean(o->screen));
+    json_object_set_new(start, "space_size", json_integer(ft_space_size(S.s)));
+    json_object_set_new(start, "space_valid", json_integer(S.ncands));
+    json_object_set_new(start, "resumed", json_integer(S.resumed));
+    json_object_set_new(start, "default", ft_config_to_json(S.s, &def));
+    json_object_set_new(start, "verify_dims", ft_dims_to_json(&S.vc));
+    json_object_set_new(start, "verify_reduced", json_boolean(S.reduced));
+    json_object_set_new(start, "device", json_string(device));
+    json_object_set_new(start, "env", ft_env_to_json(&env));
+    json_object_set_new(start, "source_hash", json_string(env.source_hash));
+    json_object_set_new(start, "ceilings", ft_ceilings_to_json(&S.ceil));
+    json_object_set_new(start, "bytes", ft_json_number(S.bytes));
+    json_object_set_new(start, "flops", ft_json_number(S.flops));
+    json_object_set_new(start, "key", json_string(key));
+    free(key);
+    if ((s = emit(&S, start, err))) goto out;
+
+    /* Search: the default first (the baseline every speedup is against), then the strategy. */
+    ft_strategy *strat = ft_strategy_new(o->strategy, S.s, S.cands, S.ncands, o->seed);
+    if (!strat) {
+        s = ft_err_set(err, FT_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < S.ncands; i++)
+        if (S.info[i].state != C_UNKNOWN) ft_strategy_report(strat, i, S.info[i].median);
+    int stopped = 0;
+    if (S.def_idx >= 0 && S.info[S.def_idx].state == C_UNKNOWN) {
+        if ((s = evaluate(&S, S.def_idx, &stopped, err))) goto out_strat;
+        if (!stopped) ft_strategy_report(strat, S.def_idx, S.info[S.def_idx].median);
+    }
+    while (!stopped && !(o->stop && *o->stop)) {
+        while (o->pause && *o->pause && !(o->stop && *o->stop)) usleep(50000);
+        if (o->budget && S.evaluations >= o->budget) break;
+        if (o->time_budget_s > 0 && ft_now_s() - S.t_start >= o->time_budget_s) break;
+        int i = ft_strategy_next(strat);
+        if (i < 0) break;
+        if ((s = evaluate(&S, i, &stopped, err))) goto out_strat;
+        if (!stopped) ft_strategy_report(strat, i, S.info[i].median);
+    }
+    r->interrupted = stopped || (o->stop && *o->stop);
+
+    /* Confirm: the best few (fully measured) and the default, interleaved. */
+    int order[4096], n = 0;
+    for (int i = 0; i < S.ncands && n < 4096; i++)
+        if (S.info[i].state == C_MEASURED) order[n++] = i;
+    r->evaluations = S.evaluations;
+    r->rejected = S.rejected;
+    r->resumed = S.resumed;
+    r->screened = S.screened;
+    json_t *endev = json_pack("{s:s}", "event", "run_end");
+    json_t *tie = json_array();
+    if (n == 0) {
+        json_object_set_new(endev, "winner", json_null());
+    } else {
+        sort_by_median(order, n, S.info);
+        int pick[16], k = 0;
+        int top = o->confirm_top < 1 ? 1 : o->confirm_top > 8 ? 8 : o->confirm_top;
+        for (int j = 0; j < n && k < top; j++) pick[k++] = order[j];
+        int def_pos = -1;
+        for (int j = 0; j < k; j++)
+            if (pick[j] == S.def_idx) def_pos = j;
+        if (def_pos < 0 && S.def_idx >= 0 && S.info[S.def_idx].state == C_MEASURED) {
+            def_pos = k;
+            pick[k++] = S.def_idx;
+        }
+        ft_stats cs[16];
+        double confirm_started = ft_wall_time();
+        if (r->interrupted) {
+            /* No time for a confirmation round: report the search's own measurements. */
+            for (int j = 0; j < k; j++) cs[j] = S.info[pick[j]].stats;
+        } else if ((s = confirm(&S, pick, k, cs, err))) {
+            json_decref(endev);
+            json_decref(tie);
+            goto out_strat;
+        } else {
+            json_t *cev = json_pack("{s:s, s:[], s:[], s:f}", "event", "confirm", "configs", "stats",
+                                    "started", confirm_started);
+            for (int j = 0; j < k; j++) {
+                json_array_append_new(json_object_get(cev, "configs"),
+                                      ft_config_to_json(S.s, &S.cands[pick[j]]));
+                json_array_append_new(json_object_get(cev, "stats"), ft_stats_to_json(&cs[j]));
+            }
+            if ((s = emit(&S, cev, err))) {
+                json_decref(endev);
+                json_decref(tie);
+                goto out_strat;
+            }
+        }
+        int w = 0;
+        for (int j = 1; j < k; j++)
+            if (cs[j].median < cs[w].median) w = j;
+        /* A tie: the two medians' 95% confidence intervals overlap. */
+        for (int j = 0; j < k; j++) {
+            if (j == w) continue;
+            double hw = cs[w].median * (isfinite(cs[w].ci_rel) ? cs[w].ci_rel : 0);
+            double hj = cs[j].median * (isfinite(cs[j].ci_rel) ? cs[j].ci_rel : 0);
+            if (cs[j].median - hj <= cs[w].median + hw)
+                json_array_append_new(tie, ft_config_to_json(S.s, &S.cands[pick[j]]));
+        }
+        int wi = pick[w];
+        r->found = 1;
+        r->winner = S.cands[wi];
+        r->winner_stats = cs[w];
+        if (def_pos >= 0) {
+            r->def = S.cands[S.def_idx];
+            r->default_stats = cs[def_pos];
+            r->speedup = cs[def_pos].median / cs[w].median;
+        } else {
+            r->speedup = NAN;
+        }
+        r->ntie = (int)json_array_size(tie);
+        r->verify_err = S.info[wi].verr;
+        r->roofline_frac = ft_roofline_s(&S.ceil, S.bytes, S.flops) / cs[w].median;
+        json_object_set_new(endev, "winner", ft_config_to_json(S.s, &S.cands[wi]));
+        json_object_set_new(endev, "stats", ft_stats_to_json(&cs[w]));
+        json_object_set_new(endev, "default_stats",
+                            def_pos >= 0 ? ft_stats_to_json(&cs[def_pos]) : json_null());
+        json_object_set_new(endev, "speedup", ft_json_number(r->speedup));
+        json_object_set_new(endev, "roofline_frac", ft_json_number(r->roofline_frac));
+        if (o->profile_path) {
+            json_t *entry = profile_entry(&S, &env, device, wi, &cs[w],
+                                          def_pos >= 0 ? &cs[def_pos] : &cs[w], tie);
+            if (r->interrupted) json_object_set_new(entry, "interrupted", json_true());
+            s = ft_profile_update(o->profile_path, entry, err);
+            json_decref(entry);
+            if (s) {
+                json_decref(endev);
+                json_decref(tie);
+                goto out_strat;
+            }
+            json_object_set_new(endev, "profile", json_string(o->profile_path));
+        }
+    }
+    json_object_set_new(endev, "tie", tie);
+    json_object_set_new(endev, "evaluations", json_integer(S.evaluations));
+    json_object_set_new(endev, "rejected", json_integer(S.rejected));
+    json_object_set_new(endev, "screened", json_integer(S.screened));
+    json_object_set_new(endev, "resumed", json_integer(S.resumed));
+    json_object_set_new(endev, "interrupted", json_boolean(r->interrupted));
+    json_object_set_new(endev, "elapsed_s", json_real(ft_now_s() - S.t_start));
+    s = emit(&S, endev, err);
+out_strat:
+    ft_strategy_free(strat);
+out:
+    session_free(&S);
+    return s;
+}
