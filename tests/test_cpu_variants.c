@@ -123,7 +123,7 @@ static void test_loss_schemes(void) {
     const ft_op *op = ft_op_find("loss", &err);
     ft_preset p = *ft_preset_find("tiny.dflare.train");
     for (int scheme = 0; scheme < FT_SCHEME_COUNT; scheme++) {
-        for (int norm = 0; norm < FT_NORM_COUNT_; norm += 2) {
+        for (int norm = 0; norm < FT_NORM_COUNT_; norm++) {
             ft_attrs a;
             ft_attrs_default(&a);
             a.loss.scheme = (ft_loss_scheme)scheme;
