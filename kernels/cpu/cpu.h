@@ -7,10 +7,12 @@
  *   - c->ws is non-NULL; every byte of scratch comes from it (ft_ws_get once per call);
  *   - every output that takes part is allocated (and must be fully overwritten);
  *   - float tensors are FT_F32.
- * Threads: parallel regions use exactly the config's thread count (num_threads clause); BLAS
- * calls inside a parallel region run on the calling thread (OpenBLAS is the OpenMP build); BLAS
- * calls outside one use ft_cpu_blas_threads(threads) first. Results must be deterministic for a
- * fixed config and thread count: reductions combine partial sums in a fixed order.
+ * Threads: parallel regions use exactly the config's thread count (num_threads clause). BLAS
+ * calls outside a parallel region use ft_cpu_blas_threads(threads) first. For BLAS calls inside
+ * one, call ft_cpu_blas_threads(1) before the region: Debian's OpenBLAS 0.3.21 (OpenMP build)
+ * was measured to serialise concurrent calls from several threads otherwise. Results must be
+ * deterministic for a fixed config and thread count: reductions combine partial sums in a fixed
+ * order.
  */
 #ifndef FT_KERNELS_CPU_H
 #define FT_KERNELS_CPU_H
