@@ -17,7 +17,7 @@ build:
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	scripts/main-job.sh $(BUILD) out/run
+	scripts/main-job.sh $(BUILD)
 
 test:
 	@scripts/deps.sh test

@@ -39,6 +39,21 @@ static void test_bytes_and_rates(void) {
     EXPECT_FMT(ft_fmt_rate(-1, "B/s", b, sizeof b), "-");
 }
 
+static void test_durations(void) {
+    char b[64];
+    EXPECT_FMT(ft_fmt_duration(0, b, sizeof b), "0.0s");
+    EXPECT_FMT(ft_fmt_duration(4.23, b, sizeof b), "4.2s");
+    EXPECT_FMT(ft_fmt_duration(9.96, b, sizeof b), "10s"); /* no "10.0s" */
+    EXPECT_FMT(ft_fmt_duration(42.4, b, sizeof b), "42s");
+    EXPECT_FMT(ft_fmt_duration(59.6, b, sizeof b), "1m00s");
+    EXPECT_FMT(ft_fmt_duration(185, b, sizeof b), "3m05s");
+    EXPECT_FMT(ft_fmt_duration(3720, b, sizeof b), "1h02m");
+    EXPECT_FMT(ft_fmt_duration(2 * 86400 + 3 * 3600 + 59, b, sizeof b), "2d03h");
+    EXPECT_FMT(ft_fmt_duration(-1, b, sizeof b), "-");
+    EXPECT_FMT(ft_fmt_duration(NAN, b, sizeof b), "-");
+    EXPECT_FMT(ft_fmt_duration(INFINITY, b, sizeof b), "-");
+}
+
 static void test_small_buffers(void) {
     /* Truncation must keep the string terminated and never overrun. */
     char b[6];
@@ -51,6 +66,7 @@ static void test_small_buffers(void) {
 int main(void) {
     FT_RUN(test_time);
     FT_RUN(test_bytes_and_rates);
+    FT_RUN(test_durations);
     FT_RUN(test_small_buffers);
     return ft_test_finish();
 }

@@ -67,3 +67,24 @@ char *ft_fmt_rate(double r, const char *unit, char *buf, size_t n) {
     fixed_sig(r, 3, u, buf, n);
     return buf;
 }
+
+char *ft_fmt_duration(double s, char *buf, size_t n) {
+    if (!isfinite(s) || s < 0) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    if (s < 9.95) {
+        snprintf(buf, n, "%.1fs", s);
+        return buf;
+    }
+    long t = (long)floor(s + 0.5);
+    if (t < 60)
+        snprintf(buf, n, "%lds", t);
+    else if (t < 3600)
+        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else if (t < 86400)
+        snprintf(buf, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+    else
+        snprintf(buf, n, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
+    return buf;
+}

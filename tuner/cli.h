@@ -23,7 +23,10 @@ typedef struct ft_cmd {
     void (*usage)(FILE *f);
 } ft_cmd;
 
-extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd_version;
+extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd_tune, ft_cmd_version;
+extern const ft_cmd ft_cmd_replay, ft_cmd_trace;
+extern const ft_cmd ft_cmd_show, ft_cmd_merge, ft_cmd_emit;
+extern const ft_cmd ft_cmd_top, ft_cmd_watch;
 
 /* Print "flaretune: <message>" on stderr and return code. */
 int ft_cli_fail(int code, const char *fmt, ...)

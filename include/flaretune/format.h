@@ -18,6 +18,9 @@ extern "C" {
 char *ft_fmt_time(double seconds, int ascii, char *buf, size_t n);
 /* "512 B", "1.5 KiB", "64.0 MiB", "2.50 GiB". Returns buf. */
 char *ft_fmt_bytes(double bytes, char *buf, size_t n);
+/* A duration for clocks and ETAs: "4.2s", "42s", "3m05s", "1h02m", "2d03h"; "-" for a negative
+ * or non-finite one. Returns buf. */
+char *ft_fmt_duration(double seconds, char *buf, size_t n);
 /* A rate with an SI prefix: "245 GFLOP/s", "16.3 GB/s" (unit is "FLOP/s" or "B/s"). */
 char *ft_fmt_rate(double per_second, const char *unit, char *buf, size_t n);
 

@@ -1,0 +1,338 @@
+/* tui.h: the live dashboard (`tune --tui`, `top LOG`, `watch`), nvtop-style.
+ *
+ * Data collection, reduction and drawing are kept apart:
+ *
+ *   sources    a queue fed by an in-process listener (tune, watch: worker threads push events),
+ *              or a follower that tails an event log written by another process (top)
+ *   model      pure reduction of events (docs/events.md, plus the dashboard's own kinds listed
+ *              in docs/dashboard.md) into one row per run id: counts, best / last / default,
+ *              the five best configs, a ring buffer of history, rolling latency windows
+ *   layout     pure functions from the terminal size to the panes' rectangles and the table's
+ *              columns, and from values to plot rows and glyph levels
+ *   drawing    tui/dash.c: a thin ncurses layer over the above; one getch() timeout is the
+ *              loop's only wait
+ *
+ * Everything but the drawing is unit-tested (tests/test_tui_*.c) without a terminal.
+ */
+#ifndef FLARETUNE_TUI_H
+#define FLARETUNE_TUI_H
+
+#include <jansson.h>
+#include <pthread.h>
+
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_TUI_TOP       5    /* best configs kept per row (detail pane)              */
+#define FT_TUI_BINS      16   /* histogram bins (as in measured events' "hist")       */
+#define FT_TUI_HISTORY   512  /* plot points kept per row (ring buffer)               */
+#define FT_TUI_WINDOW    1024 /* latency samples of the rolling window (watch rows)   */
+#define FT_TUI_RATE_SPAN 5.0  /* seconds over which events per second are counted     */
+
+/* ---- ring buffers ------------------------------------------------------------------------ */
+
+enum { FT_PT_SCREENED = 1, FT_PT_REJECTED = 2 };
+
+/* One plot point: t seconds since the row started; v the trial (tune: a candidate's median;
+ * watch: an interval's slowest call); b the line (tune: best so far; watch: the interval's
+ * median). */
+typedef struct ft_tui_point {
+    double t, v, b;
+    unsigned flags;
+} ft_tui_point;
+
+typedef struct ft_tui_ring {
+    ft_tui_point *p;
+    int cap, n, head; /* head: where the next point goes; the oldest is at head - n */
+} ft_tui_ring;
+
+typedef struct ft_tui_vring {
+    double *v;
+    int cap, n, head;
+} ft_tui_vring;
+
+int ft_tui_ring_init(ft_tui_ring *r, int cap); /* 0 when out of memory */
+void ft_tui_ring_free(ft_tui_ring *r);
+void ft_tui_ring_push(ft_tui_ring *r, ft_tui_point p);           /* drops the oldest when full */
+const ft_tui_point *ft_tui_ring_at(const ft_tui_ring *r, int i); /* i = 0: the oldest */
+
+int ft_tui_vring_init(ft_tui_vring *r, int cap);
+void ft_tui_vring_free(ft_tui_vring *r);
+void ft_tui_vring_push(ft_tui_vring *r, double v);
+double ft_tui_vring_at(const ft_tui_vring *r, int i); /* i = 0: the oldest */
+
+/* ---- the model --------------------------------------------------------------------------- */
+
+typedef enum { FT_ROW_TUNE, FT_ROW_WATCH } ft_tui_row_kind;
+typedef enum {
+    FT_ROW_RUNNING,
+    FT_ROW_DONE,        /* run_end seen                                            */
+    FT_ROW_INTERRUPTED, /* run_end with interrupted, or Ctrl-C                      */
+    FT_ROW_LOST,        /* a later run started in the same feed without its run_end */
+    FT_ROW_FAILED,      /* the worker reported an error while it ran              */
+} ft_tui_row_state;
+
+/* A measured configuration, for the detail pane's top five. */
+typedef struct ft_tui_cand {
+    char cfg[160]; /* "par=blas chunk=32 threads=1", in the space's order */
+    char key[160]; /* the same with sorted keys: identity                 */
+    double median, q1, q3, iqr;
+    int samples;
+    int tie;               /* within the noise of the best (IQRs overlap, or run_end's tie list) */
+    int confirmed;         /* its stats come from the side-by-side confirmation round */
+    int hist[FT_TUI_BINS]; /* the measured event's sample distribution */
+    double hist_lo, hist_hi;
+    int has_hist;
+} ft_tui_cand;
+
+typedef struct ft_tui_row {
+    char run[40];
+    ft_tui_row_kind kind;
+    ft_tui_row_state state;
+    int seq; /* order of arrival */
+    char op[48], backend[24], preset[64], shape[96], device[128], strategy[24];
+    double t_start, t_last, t_end; /* event times (epoch seconds); t_end 0 while running */
+
+    /* tune rows */
+    int valid, resumed, budget;
+    double time_budget_s;
+    int done, measured, rejected, screened; /* in this run */
+    double last, best, def, speedup;        /* seconds per call; NAN when unknown */
+    int last_rejected;                      /* the latest candidate was rejected  */
+    char def_key[160];
+    ft_tui_cand top[FT_TUI_TOP]; /* by median; top[0] is the best (the winner once ended) */
+    int ntop;
+    int ties_final; /* the tie flags come from run_end */
+    ft_tui_ring history;
+
+    /* watch rows */
+    char config[160];
+    double profile_median;
+    long calls;
+    double p50, p95, max, jitter;
+    ft_tui_vring window;
+    int win_hist[FT_TUI_BINS];
+    double win_lo, win_hi;
+} ft_tui_row;
+
+typedef struct ft_tui_model {
+    ft_tui_row *rows;
+    int nrows, cap, next_seq;
+    long nevents, nbad; /* events applied; lines or events that could not be used */
+    double t_first, t_last;
+    double recent[1024]; /* event times, ring, for events per second */
+    int nrecent, recent_head;
+    int expected_runs; /* runs the source will start (tune all), 0: unknown */
+    int finished;      /* the source said it has no more events ("done")   */
+    char error[512];   /* the source failed ("error"); shown in the status */
+    char note[160];    /* the latest notice (log reopened, ...)           */
+    int changed;       /* set by every apply; the drawing layer clears it  */
+} ft_tui_model;
+
+void ft_tui_model_init(ft_tui_model *m);
+void ft_tui_model_free(ft_tui_model *m);
+/* Reduce one event into the model. Returns 1 when it was used, 0 when ignored (unknown kind,
+ * malformed: counted in nbad). Does not keep ev. */
+int ft_tui_model_apply(ft_tui_model *m, const json_t *ev);
+ft_tui_row *ft_tui_model_find(ft_tui_model *m, const char *run);
+
+/* Seconds left in a running tune row, from its elapsed time and the candidates remaining
+ * (capped by its time budget); NAN when unknown (nothing finished yet, or not running). */
+double ft_tui_row_eta(const ft_tui_row *r, double now);
+/* The whole source: running rows' ETAs plus, when more runs are expected, the mean duration of
+ * the finished ones for each run not started yet. When no run has finished to tell how long
+ * the others take, the known part only, and *partial (may be NULL) is set. NAN when nothing is
+ * known; 0 when nothing runs. */
+double ft_tui_model_eta(const ft_tui_model *m, double now, int *partial);
+/* Events per second over the last FT_TUI_RATE_SPAN seconds (to `now` while a row runs, else
+ * to the last event). */
+double ft_tui_model_rate(const ft_tui_model *m, double now);
+/* Seconds from the first event to now (while a row runs) or to the last event. */
+double ft_tui_model_elapsed(const ft_tui_model *m, double now);
+/* A row runs, or more runs are expected, and the source has neither finished nor failed. */
+int ft_tui_model_running(const ft_tui_model *m);
+
+/* Rolling statistics of latencies (watch rows): p50, p95 (linear interpolation between closest
+ * ranks), max and jitter (the mean absolute difference of consecutive samples). NAN for n=0. */
+void ft_tui_window_stats(const double *v, int n, double *p50, double *p95, double *max,
+                         double *jitter);
+/* Counts of v in FT_TUI_BINS equal bins between *lo = min and *hi = max. */
+void ft_tui_histogram(const double *v, int n, int *counts, double *lo, double *hi);
+
+typedef enum {
+    FT_SORT_ARRIVAL,
+    FT_SORT_OP,
+    FT_SORT_BEST, /* fastest first (watch rows: p50) */
+    FT_SORT_SPEEDUP,
+    FT_SORT_PROGRESS,
+    FT_SORT_COUNT
+} ft_tui_sort;
+extern const char *const ft_tui_sort_names[FT_SORT_COUNT];
+
+/* Indices of the rows to show, in order, whose op contains `filter` (NULL or "": all).
+ * Returns how many (at most cap). */
+int ft_tui_model_view(const ft_tui_model *m, ft_tui_sort sort, const char *filter, int *idx,
+                      int cap);
+
+/* ---- layout ------------------------------------------------------------------------------ */
+
+typedef struct ft_rect {
+    int y, x, h, w; /* h or w 0: the pane is not shown */
+} ft_rect;
+
+typedef struct ft_tui_layout {
+    ft_rect table, plot, detail, status;
+    ft_rect help; /* an overlay: drawn over the others when open */
+} ft_tui_layout;
+
+/* The panes for a rows x cols terminal showing `nitems` table rows. The status bar takes the
+ * last line; the table the top (its header plus a line per item, at least 3 lines when there
+ * is room); below it the plot, and the detail pane when open (beside the plot when the
+ * terminal is wide, in its place otherwise). Panes that would be too small to be useful are
+ * dropped (w = h = 0); no pane reaches outside the screen and none overlap. */
+void ft_tui_layout_compute(int rows, int cols, int nitems, int detail_open, int help_open,
+                           ft_tui_layout *out);
+
+/* Table columns. */
+typedef enum {
+    FT_COL_OP,
+    FT_COL_SHAPE,
+    FT_COL_BACKEND,
+    FT_COL_DONE,
+    FT_COL_LAST,
+    FT_COL_BEST,
+    FT_COL_DEFAULT,
+    FT_COL_SPEEDUP,
+    FT_COL_REJECTED,
+    FT_COL_CALLS,
+    FT_COL_P50,
+    FT_COL_P95,
+    FT_COL_MAX,
+    FT_COL_JITTER,
+    FT_COL_VSPROF,
+    FT_COL_TREND,
+    FT_COL_COUNT
+} ft_tui_col_id;
+
+typedef struct ft_tui_col {
+    ft_tui_col_id id;
+    int x, w;  /* x from the table's left edge, after the 2-column selection marker */
+    int right; /* right-aligned (numbers) */
+} ft_tui_col;
+
+#define FT_TUI_MARK 2 /* "> " before the selected row */
+
+/* The columns that fit `width` (tune columns, or watch columns), most important first kept,
+ * laid out in display order. Returns how many (at most FT_COL_COUNT). Every column lies within
+ * [FT_TUI_MARK, width). */
+int ft_tui_columns(int width, int watch, ft_tui_col *out);
+const char *ft_tui_col_title(ft_tui_col_id id);
+/* A cell's text (fits the column's width when the caller truncates it). */
+void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, size_t n);
+/* The row's recent trials (watch: intervals) as a sparkline of `width` cells, scaled between
+ * their min and max: UTF-8 blocks, or "_.:-=+*#" when ascii. */
+void ft_tui_trend(const ft_tui_row *r, int width, int ascii, char *buf, size_t n);
+
+/* ---- plot scaling ------------------------------------------------------------------------ */
+
+typedef struct ft_plot_scale {
+    double lo, hi; /* the value at the bottom and at the top row */
+    int log;       /* logarithmic (the values span more than 20x) */
+} ft_plot_scale;
+
+/* Bounds for the finite positive values among v (others ignored): a small margin, never an
+ * empty range; logarithmic when max/min > 20. */
+ft_plot_scale ft_plot_scale_make(const double *v, int n);
+/* The row (0 = top, height-1 = bottom) of value v; clamped into the plot; -1 when v is not
+ * finite or height < 1. */
+int ft_plot_row(const ft_plot_scale *s, double v, int height);
+/* The value at the middle of a row (tick labels). */
+double ft_plot_value(const ft_plot_scale *s, int row, int height);
+/* Rows to label: top and bottom, and the middle when there are 5 rows or more. Returns how
+ * many (at most 3). */
+int ft_plot_ticks(int height, int *rows);
+/* The column of time t in [t0, t1] across width; clamped; -1 when width < 1. */
+int ft_plot_col(double t, double t0, double t1, int width);
+
+/* What a plot cell holds. */
+enum { FT_GLYPH_NONE, FT_GLYPH_LINE, FT_GLYPH_POINT, FT_GLYPH_SCREENED, FT_GLYPH_REJECTED };
+/* Render the ring's points into grid[height][width] (FT_GLYPH_*), time from the first point
+ * to `t_now` across the width: the line (b) as a step drawn in every column, points (v) on
+ * top, rejected candidates on the bottom row. Returns the scale used. */
+ft_plot_scale ft_plot_render(const ft_tui_ring *r, double t_now, int width, int height,
+                             unsigned char *grid);
+
+/* Level 0..levels-1 of v within [lo, hi] (sparklines); -1 when v is not finite. */
+int ft_spark_level(double v, double lo, double hi, int levels);
+/* Bar heights of a histogram in units of 1/8 line, for `height` lines: the largest count
+ * fills the height, a non-empty bin shows at least 1/8. */
+void ft_hist_levels(const int *counts, int n, int height, int *eighths);
+
+/* ---- sources ----------------------------------------------------------------------------- */
+
+/* A queue of events between a worker thread (producer) and the dashboard (consumer). */
+typedef struct ft_tui_feed {
+    pthread_mutex_t mu;
+    json_t **q;
+    int n, cap, head;
+    long dropped; /* events lost when memory ran out */
+} ft_tui_feed;
+
+int ft_tui_feed_init(ft_tui_feed *f); /* 0 on failure */
+void ft_tui_feed_free(ft_tui_feed *f);
+/* Append a copy of ev (safe from any thread; ev stays the caller's). */
+void ft_tui_feed_push(ft_tui_feed *f, const json_t *ev);
+/* Append ev itself (takes ownership). */
+void ft_tui_feed_push_new(ft_tui_feed *f, json_t *ev);
+/* An ft_event_listener: ctx is the feed. */
+void ft_tui_feed_listener(void *ctx, const json_t *ev);
+/* Move up to max events into out (the caller decrefs them). Returns how many. */
+int ft_tui_feed_drain(ft_tui_feed *f, json_t **out, int max);
+
+/* Follows an event log as `tail -f` does: survives the file growing, a torn last line that
+ * is completed later, a file that does not exist yet, and a file truncated or replaced
+ * (reopened and read from the start; a {"event": "reopen", "reason": ...} event says so). */
+typedef struct ft_tui_follow ft_tui_follow;
+
+ft_tui_follow *ft_tui_follow_new(const char *path); /* NULL when out of memory */
+void ft_tui_follow_free(ft_tui_follow *f);
+/* Read what is new: up to max complete events into out (the caller decrefs them). Returns how
+ * many; more may be pending when it returns max. Lines that are not events are skipped and
+ * counted in *bad (may be NULL). */
+int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad);
+/* 1 while the file has not been opened (missing). */
+int ft_tui_follow_waiting(const ft_tui_follow *f);
+
+/* ---- the dashboard ----------------------------------------------------------------------- */
+
+typedef struct ft_tui_opts {
+    const char *title;       /* "tune fusion.dflash", "top run.jsonl", ...          */
+    ft_tui_feed *feed;       /* in-process events, or NULL                          */
+    const char *follow_path; /* an event log to follow, or NULL                     */
+    volatile int *pause;     /* the tuner's pause flag (p), or NULL: not in-process */
+    volatile int *stop;      /* raised by SIGINT/SIGTERM: leave at once            */
+    int expected_runs;       /* runs the source will start, 0: unknown              */
+    int frame_ms;            /* the getch() timeout; at least 100                  */
+} ft_tui_opts;
+
+typedef struct ft_tui_result {
+    int by_signal;   /* *stop was raised                    */
+    int source_done; /* the source had finished when it quit */
+    char error[512]; /* the source's error, if it failed    */
+} ft_tui_result;
+
+/* Run the dashboard on the terminal until q (or *stop). The terminal is restored before it
+ * returns, whatever happens. Fails (FT_EUNSUPPORTED) when stdin/stdout is not a terminal or
+ * the terminal type is unknown. */
+ft_status ft_tui_run(const ft_tui_opts *o, ft_tui_result *res, ft_err *err);
+
+/* Is the locale's character set UTF-8 (given nl_langinfo(CODESET))? */
+int ft_tui_codeset_is_utf8(const char *codeset);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""test_tui_e2e.py: the dashboard end to end, in a real pseudo-terminal (tmux), asserting on the
+screen: `top` follows a log the test appends to (rows appear as events arrive, a torn line is
+completed later, a second run adds a row), selection, detail, help, sort and filter work, resizes
+keep a valid layout, q restores the terminal (alternate screen off, the same stty modes, the shell
+prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
+resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `watch` on a profile
+made by `tune --profile`; NO_COLOR, vt100 and a C locale; mistakes on the command line.
+
+Every tmux server runs on a private socket (tmux -L), so a user's sessions are never touched.
+Exits 77 when tmux is missing.
+
+usage: test_tui_e2e.py --flaretune PATH
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+FT = None
+FAILURES = []
+FAST = ["--max-time", "0.05", "--noise", "0.2", "--confirm", "2"]
+# Candidates that take a while each (a run long enough to pause and stop).
+SLOW = ["--max-time", "0.3", "--noise", "0.001", "--no-screen", "--confirm", "2"]
+TIMEOUT = 60  # seconds to wait for a screen: the machine may be busy
+
+
+def check(cond, what, screen=None):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, file=sys.stderr)
+        if screen is not None:
+            print("---- screen ----\n" + screen + "\n----------------", file=sys.stderr)
+    return cond
+
+
+class Pane:
+    """A tmux server of its own with one shell in a pane of the given size."""
+
+    def __init__(self, name, width, height, env=None):
+        self.sock = "ft-tui-e2e-%d-%s" % (os.getpid(), name)
+        self.width, self.height = width, height
+        env_args = ["TERM=xterm-256color", "PS1=$ ", "LANG=C.UTF-8", "LC_ALL="]
+        env_args += ["%s=%s" % kv for kv in (env or {}).items()]
+        self.tmux("new-session", "-d", "-s", "main", "-x", str(width), "-y", str(height),
+                  "env", *env_args, "sh")
+        self.socket_path = self.tmux("display", "-p", "#{socket_path}").strip()
+        self.wait_for(r"\$ ?$", "the shell prompt")
+
+    def tmux(self, *args):
+        p = subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", *args],
+                           capture_output=True, text=True, timeout=30)
+        return p.stdout
+
+    def screen(self, escapes=False, joined=False):
+        opts = (["-e"] if escapes else []) + (["-J"] if joined else [])
+        return self.tmux("capture-pane", "-p", *opts, "-t", "main")
+
+    def lines(self):
+        return self.screen().split("\n")[: self.height]
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "main", *keys)
+
+    def type(self, text):
+        self.tmux("send-keys", "-t", "main", "-l", text)
+
+    def run(self, cmd):
+        self.type(cmd)
+        self.keys("Enter")
+
+    def alternate(self):
+        return self.tmux("display", "-p", "-t", "main", "#{alternate_on}").strip() == "1"
+
+    def resize(self, width, height):
+        self.width, self.height = width, height
+        self.tmux("resize-window", "-t", "main", "-x", str(width), "-y", str(height))
+
+    def wait_for(self, pattern, what, timeout=TIMEOUT, gone=False):
+        """Wait until the screen matches (or, with gone, no longer matches) a regex."""
+        deadline = time.time() + timeout
+        s = ""
+        while time.time() < deadline:
+            s = self.screen()
+            found = re.search(pattern, s, re.M) is not None
+            if found != gone:
+                return s
+            time.sleep(0.1)
+        check(False, "timed out waiting for %s (%r%s)" % (what, pattern, " to go" if gone else ""), s)
+        return None
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True)
+        if self.socket_path.endswith(self.sock) and os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)  # tmux leaves it behind
+
+
+def row_line(screen, op):
+    for line in screen.split("\n"):
+        if re.match(r"^[> ] %s\b" % re.escape(op), line):
+            return line
+    return None
+
+
+def assert_layout(p, what):
+    """Every line fits the pane; the status bar is the last line; the table header is on top."""
+    s = p.screen()
+    lines = s.split("\n")[: p.height]
+    ok = all(len(l) <= p.width for l in lines)
+    ok &= len(lines) == p.height
+    ok &= re.search(r"\bop\b", lines[0]) is not None
+    ok &= re.search(r"(running|ended|finished|PAUSED|waiting|error)", lines[-1]) is not None
+    check(ok, "%s: a valid layout at %dx%d" % (what, p.width, p.height), s)
+    return s
+
+
+def quit_and_check_restored(p, want_exit, what):
+    p.keys("q")
+    s = p.wait_for(r"^EXIT=\d+", what + ": the program exits")
+    if s is None:
+        return None
+    m = re.search(r"^EXIT=(\d+)", s, re.M)
+    check(m and int(m.group(1)) == want_exit, "%s: exit %s, want %d" % (what, m and m.group(1), want_exit), s)
+    check(not p.alternate(), what + ": the alternate screen is left")
+    p.run("stty -g | cmp -s - $STTY0 && echo TTY=same || echo TTY=changed")
+    s = p.wait_for(r"^TTY=\w+", what + ": stty")
+    check(s is not None and "TTY=same" in s, what + ": the terminal modes are restored", s)
+    return s
+
+
+def launch(p, cmd, tmp):
+    """Run cmd in the pane's shell, remembering the terminal's modes first."""
+    p.run("STTY0=%s/stty.$$; stty -g > $STTY0; clear" % tmp)
+    p.run("%s; echo EXIT=$?" % cmd)
+
+
+def prepare(tmp):
+    """Two real runs (their events feed `top`) and a profile of their winners (for `watch`)."""
+    logs, prof = {}, os.path.join(tmp, "prof.json")
+    for op, extra in (("fusion.dflash", []), ("loss", ["--budget", "4"])):
+        log = os.path.join(tmp, "src.%s.jsonl" % op)
+        p = subprocess.run([FT, "tune", op, "--preset", "tiny.dflare.train", "--backend", "cpu",
+                            "--log", log, "--profile", prof, "--quiet", *FAST, *extra],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            print("setup: tune %s failed: %s" % (op, p.stderr), file=sys.stderr)
+            sys.exit(1)
+        with open(log) as f:
+            logs[op] = f.readlines()
+    return logs, prof
+
+
+def append(path, text):
+    with open(path, "a") as f:
+        f.write(text)
+        f.flush()
+
+
+def test_top_follow(tmp, logs):
+    log = os.path.join(tmp, "follow.jsonl")
+    p = Pane("top", 80, 24)
+    try:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        p.wait_for(r"waiting for the log", "top waits for a log that does not exist yet")
+        check(p.alternate(), "the dashboard uses the alternate screen")
+        a = logs["fusion.dflash"]
+        n = json.loads(a[0])["space_valid"]
+        append(log, a[0])
+        s = p.wait_for(r"^> fusion\.dflash", "a row when run_start arrives")
+        line = row_line(s or "", "fusion.dflash")
+        check(line is not None and " 0/%d " % n in line, "nothing done yet: %r" % line, s)
+        # Candidates arrive one by one; the count follows.
+        cands = [i for i, l in enumerate(a) if '"event":"measured"' in l or '"event":"rejected"' in l]
+        append(log, "".join(a[1:cands[1] + 1]))
+        s = p.wait_for(r"^> fusion\.dflash .* 2/%d " % n, "two candidates done")
+        # A torn line: nothing moves until it is completed.
+        nxt = a[cands[1] + 1:cands[2] + 1]
+        text = "".join(nxt)
+        half = len(text) - 40
+        append(log, text[:half])
+        time.sleep(1.0)
+        s = p.screen()
+        check(" 2/%d " % n in (row_line(s, "fusion.dflash") or ""), "a torn line is not an event yet", s)
+        append(log, text[half:])
+        p.wait_for(r"^> fusion\.dflash .* 3/%d " % n, "the torn line completed")
+        append(log, "".join(a[cands[2] + 1:]))
+        s = p.wait_for(r"^> fusion\.dflash .* %d/%d " % (n, n), "the whole run")
+        s = p.wait_for(r"\bended\b", "the run ended")
+        check(re.search(r"latency fusion\.dflash", s or "") is not None, "the plot of the selected kernel", s)
+        check(re.search(r"[*+]", "\n".join((s or "").split("\n")[3:20])) is not None, "trials plotted", s)
+        # A second run in the same file: a new row.
+        append(log, "".join(logs["loss"]))
+        s = p.wait_for(r"^  loss .* 4/\d+ ", "a second run, a second row")
+        # Selection.
+        p.keys("j")
+        s = p.wait_for(r"^> loss", "j selects the next row")
+        check(re.search(r"latency loss", s or "") is not None, "the plot follows the selection", s)
+        p.keys("Up")
+        p.wait_for(r"^> fusion\.dflash", "up arrow selects back")
+        # Detail.
+        p.keys("Enter")
+        s = p.wait_for(r"top configs", "Enter opens the detail pane")
+        check(re.search(r"fusion\.dflash \(done\)", s or "") and re.search(r"best \d", s or ""),
+              "the detail names the kernel, its state and its best", s)
+        check(re.search(r"^  (par|chunk|threads)=", s or "", re.M) is not None, "the best config's parameters", s)
+        check(re.search(r"^1 ", s or "", re.M) is not None, "ranked configs", s)
+        p.keys("Enter")
+        p.wait_for(r"top configs", "Enter closes it", gone=True)
+        # Help.
+        p.keys("?")
+        s = p.wait_for(r"cycle the sort order", "? shows the help")
+        p.keys("x")
+        p.wait_for(r"cycle the sort order", "any key closes the help", gone=True)
+        # Sort: fastest first puts the faster kernel on top.
+        p.keys("s", "s")
+        s = p.wait_for(r"sort fastest", "s cycles the sort")
+        # Filter by op.
+        p.keys("/")
+        p.wait_for(r"filter by op:", "/ asks for a filter")
+        p.type("loss")
+        p.keys("Enter")
+        s = p.wait_for(r"filter 'loss'", "the filter applies")
+        check(s and row_line(s, "loss") and not row_line(s, "fusion.dflash"), "only matching rows", s)
+        p.keys("/", "BSpace", "BSpace", "BSpace", "BSpace", "Enter")
+        s = p.wait_for(r"^  fusion\.dflash|^> fusion\.dflash", "an empty filter shows every row")
+        # Resizes keep a valid layout.
+        assert_layout(p, "80x24")
+        p.resize(40, 10)
+        time.sleep(0.8)
+        s = assert_layout(p, "shrunk")
+        p.keys("Enter")
+        time.sleep(0.5)
+        assert_layout(p, "shrunk with the detail")
+        p.resize(120, 40)
+        s = p.wait_for(r"top configs", "the detail beside the plot at 120x40")
+        check(s and re.search(r"latency", s) and re.search(r"top configs", s),
+              "plot and detail side by side", s)
+        assert_layout(p, "grown")
+        p.keys("Enter")
+        p.resize(80, 24)
+        time.sleep(0.5)
+        assert_layout(p, "back to 80x24")
+        quit_and_check_restored(p, 0, "top")
+        p.run("echo alive")
+        p.wait_for(r"^alive", "the shell works after the dashboard")
+    finally:
+        p.close()
+
+
+def test_small_terminals(tmp, logs):
+    log = os.path.join(tmp, "finished.jsonl")
+    with open(log, "w") as f:
+        f.write("".join(logs["fusion.dflash"]) + "".join(logs["loss"]))
+    for w, h in ((40, 10), (24, 6)):
+        p = Pane("small%dx%d" % (w, h), w, h)
+        try:
+            launch(p, "%s top %s" % (FT, log), tmp)
+            s = p.wait_for(r"^[> ] loss", "%dx%d: the rows of a finished log" % (w, h))
+            if w >= 40:
+                assert_layout(p, "%dx%d" % (w, h))
+                check(re.search(r"^[> ] fusion\.dflash", s or "", re.M), "both runs shown", s)
+            for k in ("Enter", "?", "x", "j", "Enter", "s", "/"):
+                p.keys(k)
+                time.sleep(0.15)
+            p.keys("Escape")
+            time.sleep(0.5)
+            s = p.screen()
+            check(all(len(l) <= w for l in s.split("\n")), "%dx%d: nothing outside the screen" % (w, h), s)
+            quit_and_check_restored(p, 0, "top at %dx%d" % (w, h))
+        finally:
+            p.close()
+
+
+def count_candidates(path):
+    try:
+        with open(path) as f:
+            return sum(1 for l in f if '"event":"measured"' in l or '"event":"rejected"' in l)
+    except FileNotFoundError:
+        return 0
+
+
+def test_tune_tui(tmp):
+    log, prof = os.path.join(tmp, "tui.jsonl"), os.path.join(tmp, "tui.json")
+    p = Pane("tune", 80, 24)
+    try:
+        launch(p, "%s tune fusion.dflash --preset tiny.dflare.train --backend cpu --log %s "
+                  "--profile %s --tui %s" % (FT, log, prof, " ".join(FAST)), tmp)
+        s = p.wait_for(r"^> fusion\.dflash", "tune --tui: the row")
+        s = p.wait_for(r"\bfinished\b", "tune --tui: the run finishes", timeout=120)
+        line = row_line(s or "", "fusion.dflash")
+        with open(log) as f:
+            n = json.loads(f.readline())["space_valid"]
+        check(line and " %d/%d " % (n, n) in line and re.search(r"\d+\.\d+x", line),
+              "a finished row: %r" % line, s)
+        s = quit_and_check_restored(p, 0, "tune --tui")
+        s = p.screen(joined=True)
+        check(re.search(r"^fusion\.dflash .* yes \(", s, re.M) is not None,
+              "the summary table after the dashboard", s)
+        check(os.path.exists(prof), "the profile written")
+    finally:
+        p.close()
+
+
+def test_tune_pause_quit(tmp):
+    log = os.path.join(tmp, "pause.jsonl")
+    p = Pane("pause", 80, 24)
+    try:
+        launch(p, "%s tune fusion.dflare --preset tiny.dflare.train --backend cpu --log %s --tui "
+                  "%s" % (FT, log, " ".join(SLOW)), tmp)
+        p.wait_for(r"^> fusion\.dflare .* [3-9]/\d+ ", "tune --tui is under way", timeout=120)
+        p.keys("p")
+        p.wait_for(r"PAUSED", "p pauses")
+        time.sleep(2.0)  # the candidate in flight finishes
+        n1 = count_candidates(log)
+        time.sleep(2.5)
+        n2 = count_candidates(log)
+        check(n1 == n2, "nothing runs while paused (%d then %d)" % (n1, n2))
+        p.keys("p")
+        p.wait_for(r"\brunning\b", "p resumes")
+        deadline = time.time() + 60
+        while time.time() < deadline and count_candidates(log) <= n2:
+            time.sleep(0.2)
+        check(count_candidates(log) > n2, "the search goes on after resuming")
+        s = quit_and_check_restored(p, 130, "q before the end")
+        s = p.screen(joined=True)
+        check("stopping the tuner" in s and "interrupted" in s, "q stops the tuner as Ctrl-C does", s)
+    finally:
+        p.close()
+
+
+def test_tune_ctrl_c(tmp):
+    log = os.path.join(tmp, "ctrlc.jsonl")
+    p = Pane("ctrlc", 80, 24)
+    try:
+        launch(p, "%s tune fusion.dflare --preset tiny.dflare.train --backend cpu --log %s --tui "
+                  "%s" % (FT, log, " ".join(SLOW)), tmp)
+        p.wait_for(r"^> fusion\.dflare .* [2-9]/\d+ ", "tune --tui is under way", timeout=120)
+        p.keys("C-c")
+        s = p.wait_for(r"^EXIT=\d+", "Ctrl-C ends it")
+        check(s and re.search(r"^EXIT=130", s, re.M), "Ctrl-C: exit 130", s)
+        check(not p.alternate(), "Ctrl-C: the alternate screen is left")
+        p.run("stty -g | cmp -s - $STTY0 && echo TTY=same || echo TTY=changed")
+        s = p.wait_for(r"^TTY=\w+", "stty")
+        check(s and "TTY=same" in s, "Ctrl-C: the terminal modes are restored", s)
+        with open(log) as f:
+            last = f.readlines()[-1]
+        check('"event":"run_end"' in last and '"interrupted":true' in last,
+              "the run ends as interrupted in the log")
+    finally:
+        p.close()
+
+
+def test_tune_failure(tmp):
+    p = Pane("fail", 80, 24)
+    try:
+        launch(p, "%s tune fusion.dflash --preset tiny.dflare.train --backend cpu --log "
+                  "/nonexistent-dir/x.jsonl --tui %s" % (FT, " ".join(FAST)), tmp)
+        s = p.wait_for(r"error: .*cannot open the event log", "the tuner's error in the status bar")
+        check(p.alternate(), "the dashboard stays until q")
+        s = quit_and_check_restored(p, 1, "after a tuner failure")
+        s = p.screen(joined=True)
+        check(re.search(r"^flaretune: .*cannot open the event log", s, re.M) is not None,
+              "the error printed after the dashboard", s)
+    finally:
+        p.close()
+
+
+def test_watch(tmp, prof):
+    p = Pane("watch", 100, 30)
+    try:
+        launch(p, "%s watch --profile %s --backend cpu" % (FT, prof), tmp)
+        s = p.wait_for(r"^[> ] loss .*\d", "watch: a row per kernel")
+        check(re.search(r"^[> ] fusion\.dflash", s or "", re.M), "both kernels of the profile", s)
+        check(re.search(r"p50 +p95 +max +jitter", s or "") is not None, "the watch columns", s)
+
+        def calls(screen):
+            """The calls column of the fusion row (right-aligned under its title)."""
+            lines = screen.split("\n")
+            line = row_line(screen, "fusion.dflash") or ""
+            if "calls" not in lines[0]:
+                return -1
+            end = lines[0].index("calls") + len("calls")
+            cell = line[:end].split()
+            if not cell:
+                return -1
+            v = cell[-1]
+            try:
+                return int(float(v[:-1]) * 1000) if v.endswith("k") else int(v)
+            except ValueError:
+                return -1
+
+        c1 = calls(p.screen())
+        time.sleep(1.5)
+        c2 = calls(p.screen())
+        check(c2 > c1 >= 0, "calls go up while it runs (%d, %d)" % (c1, c2))
+        p.keys("p")
+        p.wait_for(r"PAUSED", "p pauses the loop")
+        time.sleep(1.0)
+        c3 = calls(p.screen())
+        time.sleep(1.5)
+        c4 = calls(p.screen())
+        check(c3 == c4, "no calls while paused (%d, %d)" % (c3, c4))
+        p.keys("p")
+        p.keys("Enter")
+        s = p.wait_for(r"distribution of the window", "the detail: the window's histogram")
+        check(re.search(r"p50 \d.*p95 \d.*max \d", s or "") and re.search(r"jitter \d", s or ""),
+              "rolling p50, p95, max and jitter", s)
+        check(re.search(r"config +\w+=", s or "") is not None, "the tuned config", s)
+        quit_and_check_restored(p, 0, "watch")
+        s = p.screen(joined=True)
+        check(re.search(r"^op +shape +p50 +p95 +max +jitter +calls", s, re.M) is not None,
+              "the summary after the dashboard", s)
+    finally:
+        p.close()
+
+
+def test_colors(tmp, logs):
+    log = os.path.join(tmp, "colors.jsonl")
+    with open(log, "w") as f:
+        f.write("".join(logs["fusion.dflash"]))
+    color_sgr = re.compile(r"\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;5;\d+|48;5;\d+)[;m]")
+    for env, want in (({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "vt100"}, False)):
+        p = Pane("color%d%s" % (want, env.get("TERM", "")), 80, 24, env)
+        try:
+            launch(p, "%s top %s" % (FT, log), tmp)
+            p.wait_for(r"\bended\b", "the log shown")
+            s = p.screen(escapes=True)
+            has = color_sgr.search(s) is not None
+            check(has == want, "colors %s with %s" % ("on" if want else "off", env or "defaults"),
+                  repr(s[:400]))
+            if not want:
+                check("\x1b[7m" in s, "monochrome: reverse video marks the header and selection")
+            quit_and_check_restored(p, 0, "colors")
+        finally:
+            p.close()
+    # A locale that is not UTF-8: ASCII only.
+    p = Pane("ascii", 80, 24, {"LANG": "C", "LC_ALL": "C"})
+    try:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        s = p.wait_for(r"\bended\b", "the log shown")
+        check(s and "\u00b5" not in s and re.search(r"\d us\b", s), "us, not the micro sign", s)
+        quit_and_check_restored(p, 0, "C locale")
+    finally:
+        p.close()
+
+
+def test_cli_errors(tmp, prof):
+    """Mistakes get one clear line and the documented exit code, before any screen is drawn."""
+    def run(*args):
+        p = subprocess.run([FT, *args], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+        return p.returncode, p.stderr
+
+    rc, err = run("top")
+    check(rc == 2 and "which event log" in err, "top without a log: %d %s" % (rc, err))
+    rc, err = run("top", "a", "b")
+    check(rc == 2 and "unexpected argument" in err, "top with two logs: %d %s" % (rc, err))
+    rc, err = run("top", os.path.join(tmp, "x.jsonl"))
+    check(rc == 2 and "needs a terminal" in err, "top without a terminal: %d %s" % (rc, err))
+    rc, err = run("tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu", "--tui")
+    check(rc == 2 and "--tui needs a terminal" in err, "tune --tui without a terminal: %d %s" % (rc, err))
+    rc, err = run("watch")
+    check(rc == 2 and "which profile" in err, "watch without a profile: %d %s" % (rc, err))
+    rc, err = run("watch", "--profile", os.path.join(tmp, "none.json"))
+    check(rc == 1 and "no such profile" in err, "watch on a missing profile: %d %s" % (rc, err))
+    rc, err = run("watch", "--profile", prof, "--op", "nosuchop")
+    check(rc == 2 and "nosuchop" in err, "watch --op of an unknown op: %d %s" % (rc, err))
+    rc, err = run("watch", "--profile", prof, "--op", "attention.decode")
+    check(rc == 1 and "has no entry" in err and "it has:" in err,
+          "watch with no entry for the op: %d %s" % (rc, err))
+    rc, err = run("watch", "--profile", prof, "--interval", "-1")
+    check(rc == 2 and "--interval" in err, "watch --interval -1: %d %s" % (rc, err))
+    rc, err = run("watch", "--profile", prof)
+    check(rc == 2 and "needs a terminal" in err, "watch without a terminal: %d %s" % (rc, err))
+
+
+def main():
+    global FT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    FT = os.path.abspath(args.flaretune)
+    if not shutil.which("tmux"):
+        print("SKIP: tmux is not installed (apt-get install tmux)")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="ft-tui-") as tmp:
+        logs, prof = prepare(tmp)
+        tests = [
+            ("top_follow", lambda: test_top_follow(tmp, logs)),
+            ("small_terminals", lambda: test_small_terminals(tmp, logs)),
+            ("colors", lambda: test_colors(tmp, logs)),
+            ("tune_tui", lambda: test_tune_tui(tmp)),
+            ("tune_pause_quit", lambda: test_tune_pause_quit(tmp)),
+            ("tune_ctrl_c", lambda: test_tune_ctrl_c(tmp)),
+            ("tune_failure", lambda: test_tune_failure(tmp)),
+            ("watch", lambda: test_watch(tmp, prof)),
+            ("cli_errors", lambda: test_cli_errors(tmp, prof)),
+        ]
+        for name, fn in tests:
+            if args.only and name not in args.only.split(","):
+                continue
+            before = len(FAILURES)
+            t0 = time.time()
+            fn()
+            print("%-20s %s (%.1fs)" % (name, "ok" if len(FAILURES) == before else "FAILED",
+                                       time.time() - t0), file=sys.stderr)
+    print("%d failures" % len(FAILURES), file=sys.stderr)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

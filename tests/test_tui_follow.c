@@ -1,0 +1,174 @@
+/* test_tui_follow.c: the dashboard's sources: the queue between a worker thread and the
+ * dashboard (every event arrives once, in order, as a copy), and the follower of an event log
+ * (tail -f: a file that appears later, grows, ends in a torn line completed later, holds a torn
+ * line followed by a whole one, is truncated, rewritten or replaced). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flaretune/tui.h"
+#include "ft_test.h"
+
+/* ---- the queue --------------------------------------------------------------------------- */
+
+enum { PRODUCERS = 4, PER_PRODUCER = 3000 };
+
+typedef struct {
+    ft_tui_feed *f;
+    int id;
+} producer_arg;
+
+static void *producer(void *p) {
+    producer_arg *a = p;
+    for (int i = 0; i < PER_PRODUCER; i++) {
+        json_t *ev = json_pack("{s:s, s:i, s:i}", "event", "measured", "who", a->id, "i", i);
+        ft_tui_feed_listener(a->f, ev);                 /* the listener copies */
+        json_object_set_new(ev, "i", json_integer(-1)); /* the producer reuses its event */
+        json_decref(ev);
+    }
+    return NULL;
+}
+
+static void test_feed(void) {
+    ft_tui_feed f;
+    FT_CHECK(ft_tui_feed_init(&f), "feed made");
+    pthread_t th[PRODUCERS];
+    producer_arg args[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++) {
+        args[i].f = &f;
+        args[i].id = i;
+        pthread_create(&th[i], NULL, producer, &args[i]);
+    }
+    int next[PRODUCERS] = {0}, total = 0, in_order = 1;
+    json_t *out[64];
+    while (total < PRODUCERS * PER_PRODUCER) {
+        int n = ft_tui_feed_drain(&f, out, 64);
+        for (int k = 0; k < n; k++) {
+            int who = (int)json_integer_value(json_object_get(out[k], "who"));
+            int i = (int)json_integer_value(json_object_get(out[k], "i"));
+            if (who < 0 || who >= PRODUCERS || i != next[who])
+                in_order = 0;
+            else
+                next[who]++;
+            json_decref(out[k]);
+        }
+        total += n;
+        if (!n) usleep(100);
+    }
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_join(th[i], NULL);
+    FT_CHECK(in_order, "every event once, in each producer's order, unchanged by its reuse");
+    FT_CHECK(ft_tui_feed_drain(&f, out, 64) == 0 && f.dropped == 0, "nothing left, none dropped");
+    /* Events left in the queue are freed with it. */
+    ft_tui_feed_push_new(&f, json_pack("{s:s}", "event", "done"));
+    ft_tui_feed_free(&f);
+}
+
+/* ---- the follower ------------------------------------------------------------------------ */
+
+static char path[256];
+
+static void append(const char *text) {
+    FILE *f = fopen(path, "a");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void overwrite(const char *text) {
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *kind(json_t *ev) { return json_string_value(json_object_get(ev, "event")); }
+
+/* Poll once; the events' kinds joined with spaces into out. Returns the count. */
+static int poll_kinds(ft_tui_follow *fw, char *out, size_t n, long *bad) {
+    json_t *evs[16];
+    int k = ft_tui_follow_poll(fw, evs, 16, bad);
+    out[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        size_t len = strlen(out);
+        const char *run = json_string_value(json_object_get(evs[i], "run"));
+        snprintf(out + len, n - len, "%s%s%s%s", i ? " " : "", kind(evs[i]), run ? ":" : "",
+                 run ? run : "");
+        json_decref(evs[i]);
+    }
+    return k;
+}
+
+#define LINE(kind, run) "{\"event\":\"" kind "\",\"run\":\"" run "\",\"t\":1}\n"
+
+static void test_follow(void) {
+    snprintf(path, sizeof path, "/tmp/ft_test_follow_%d.jsonl", (int)getpid());
+    unlink(path);
+    ft_tui_follow *fw = ft_tui_follow_new(path);
+    char got[1024];
+    long bad = 0;
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0 && ft_tui_follow_waiting(fw),
+             "no file yet: waiting");
+    append(LINE("run_start", "a") LINE("measured", "a"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "run_start:a measured:a") && !ft_tui_follow_waiting(fw),
+             "the file appears: %s", got);
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0, "nothing new");
+    append("{\"event\":\"measured\",\"run\":");
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0 && bad == 0, "a torn last line waits");
+    append("\"a\",\"t\":2}\n");
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "measured:a") && bad == 0, "completed later: %s", got);
+    append("not json at all\n" LINE("rejected", "a"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "rejected:a") && bad == 1, "a bad line skipped and counted: %s", got);
+    /* A writer killed mid-line, then another run appended to the same file. */
+    append("{\"event\":\"measured\",\"run\":\"a\",\"stats\":{\"med" LINE("run_start", "b"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "run_start:b") && bad == 2, "the whole line after a torn one: %s", got);
+    /* Truncated, then a new run written. */
+    overwrite(LINE("run_start", "c"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "reopen run_start:c"), "truncated: read again: %s", got);
+    /* Rewritten in place with more than was read: the first bytes differ. */
+    overwrite(LINE("run_start", "d") LINE("measured", "d") LINE("measured", "d"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "reopen run_start:d measured:d measured:d"), "rewritten: %s", got);
+    /* Replaced: another file renamed over the name. */
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    fputs(LINE("run_start", "e"), f);
+    fclose(f);
+    rename(tmp, path);
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "reopen run_start:e"), "replaced: %s", got);
+    append(LINE("run_end", "e"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "run_end:e"), "the new file is followed: %s", got);
+    /* Deleted: what was read stays, nothing breaks; created again: read from the start. */
+    unlink(path);
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0, "deleted: nothing");
+    append(LINE("run_start", "f"));
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "reopen run_start:f"), "created again: %s", got);
+    ft_tui_follow_free(fw);
+
+    /* More than one poll takes: the rest comes with the next ones, none lost. */
+    overwrite("");
+    for (int i = 0; i < 40; i++)
+        append(LINE("measured", "g"));
+    fw = ft_tui_follow_new(path);
+    int total = 0, k;
+    while ((k = poll_kinds(fw, got, sizeof got, &bad)) > 0) {
+        FT_CHECK(k <= 16, "at most max per poll");
+        total += k;
+    }
+    FT_CHECK(total == 40, "every event: %d", total);
+    ft_tui_follow_free(fw);
+    unlink(path);
+}
+
+int main(void) {
+    FT_RUN(test_feed);
+    FT_RUN(test_follow);
+    return ft_test_finish();
+}

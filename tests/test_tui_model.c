@@ -1,0 +1,365 @@
+/* test_tui_model.c: the dashboard's model: events reduced into rows (counts, best / last /
+ * default, the top five with ties, history, rolling windows), ETA, rates and the table's order. */
+#include <math.h>
+#include <string.h>
+
+#include "flaretune/tui.h"
+#include "ft_test.h"
+
+static json_t *ev(const char *text) {
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    if (!j) {
+        fprintf(stderr, "bad test JSON: %s: %s\n", e.text, text);
+        exit(2);
+    }
+    return j;
+}
+
+static int apply(ft_tui_model *m, const char *text) {
+    json_t *j = ev(text);
+    int r = ft_tui_model_apply(m, j);
+    json_decref(j);
+    return r;
+}
+
+#define START(run, t, valid, extra)                                                                \
+    "{\"event\":\"run_start\",\"run\":\"" run "\",\"t\":" #t ",\"op\":\"fusion.dflash\","          \
+    "\"backend\":\"cpu\",\"preset\":\"tiny\",\"dims\":{\"N\":48,\"H\":64},\"strategy\":"           \
+    "\"exhaustive\",\"space_valid\":" #valid ",\"resumed\":0,\"budget\":0,\"time_budget_s\":0,"    \
+    "\"device\":\"cpu: test\",\"default\":{\"par\":\"blas\",\"chunk\":\"all\"}" extra "}"
+
+static char buf[4096];
+
+static const char *measured(const char *run, double t, const char *cfg, double med, double q1,
+                            double q3, int screened) {
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"measured\",\"run\":\"%s\",\"t\":%.17g,\"config\":%s,\"stats\":"
+             "{\"median_s\":%.17g,\"q1_s\":%.17g,\"q3_s\":%.17g,\"iqr_s\":%.17g,\"samples\":50},"
+             "\"screened\":%s,\"hist\":{\"lo\":%.17g,\"hi\":%.17g,\"counts\":[1,2,3,4,5,6,7,8,9,"
+             "10,11,12,13,14,15,16]}}",
+             run, t, cfg, med, q1, q3, q3 - q1, screened ? "true" : "false", q1, q3);
+    return buf;
+}
+
+static void test_rings(void) {
+    ft_tui_ring r;
+    FT_CHECK(ft_tui_ring_init(&r, 4), "ring made");
+    for (int i = 0; i < 6; i++) {
+        ft_tui_point p = {i, 10.0 * i, 0, 0};
+        ft_tui_ring_push(&r, p);
+    }
+    FT_CHECK(r.n == 4, "keeps its capacity: %d", r.n);
+    FT_CHECK(ft_tui_ring_at(&r, 0)->t == 2 && ft_tui_ring_at(&r, 3)->t == 5, "oldest dropped");
+    FT_CHECK(ft_tui_ring_at(&r, 4) == NULL && ft_tui_ring_at(&r, -1) == NULL, "out of range");
+    ft_tui_ring_free(&r);
+
+    ft_tui_vring v;
+    FT_CHECK(ft_tui_vring_init(&v, 3), "vring made");
+    FT_CHECK(isnan(ft_tui_vring_at(&v, 0)), "empty");
+    for (int i = 1; i <= 5; i++)
+        ft_tui_vring_push(&v, i);
+    FT_CHECK(v.n == 3 && ft_tui_vring_at(&v, 0) == 3 && ft_tui_vring_at(&v, 2) == 5,
+             "the last three in order");
+    ft_tui_vring_free(&v);
+}
+
+static void test_window_stats(void) {
+    double p50, p95, mx, jit;
+    double a[] = {1, 3, 2, 5, 4};
+    ft_tui_window_stats(a, 5, &p50, &p95, &mx, &jit);
+    FT_CHECK_NEAR(p50, 3, 1e-12);
+    FT_CHECK_NEAR(p95, 4.8, 1e-12); /* 4 + 0.8 * (5 - 4) */
+    FT_CHECK_NEAR(mx, 5, 1e-12);
+    FT_CHECK_NEAR(jit, (2 + 1 + 3 + 1) / 4.0, 1e-12); /* in arrival order */
+    FT_CHECK(a[1] == 3, "the input is left alone");
+    ft_tui_window_stats(a, 0, &p50, &p95, &mx, &jit);
+    FT_CHECK(isnan(p50) && isnan(p95) && isnan(mx) && isnan(jit), "empty: NAN");
+    double one = 7;
+    ft_tui_window_stats(&one, 1, &p50, &p95, &mx, &jit);
+    FT_CHECK(p50 == 7 && p95 == 7 && mx == 7 && jit == 0, "one sample");
+
+    int c[FT_TUI_BINS];
+    double lo, hi;
+    double h[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    ft_tui_histogram(h, 17, c, &lo, &hi);
+    int sum = 0;
+    for (int i = 0; i < FT_TUI_BINS; i++)
+        sum += c[i];
+    FT_CHECK(sum == 17 && lo == 0 && hi == 16, "every value counted, bounds min and max");
+    FT_CHECK(c[0] == 1 && c[15] == 2, "the max falls in the last bin: %d %d", c[0], c[15]);
+    double same[] = {2, 2, 2};
+    ft_tui_histogram(same, 3, c, &lo, &hi);
+    FT_CHECK(c[0] == 3 && lo == 2 && hi == 2, "equal values: one bin");
+}
+
+static void test_tune_run(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    FT_CHECK(apply(&m, START("r1", 100, 5, "")), "run_start used");
+    FT_CHECK(m.nrows == 1, "a row");
+    ft_tui_row *r = ft_tui_model_find(&m, "r1");
+    FT_CHECK(r && r->kind == FT_ROW_TUNE && r->state == FT_ROW_RUNNING, "running tune row");
+    FT_CHECK(!strcmp(r->op, "fusion.dflash") && !strcmp(r->shape, "N=48 H=64"),
+             "op and shape: %s, %s", r->op, r->shape);
+    FT_CHECK(isnan(r->best) && isnan(r->def) && isnan(r->speedup), "nothing known yet");
+    /* The default, with its keys in another order. */
+    apply(&m, measured("r1", 101, "{\"chunk\":\"all\",\"par\":\"blas\"}", 10e-6, 9e-6, 11e-6, 0));
+    r = ft_tui_model_find(&m, "r1");
+    FT_CHECK(r->def == 10e-6, "the default recognised whatever its key order");
+    apply(&m, measured("r1", 102, "{\"par\":\"rows\",\"chunk\":\"32\"}", 5e-6, 4.5e-6, 5.5e-6, 0));
+    apply(&m, measured("r1", 103, "{\"par\":\"rows\",\"chunk\":\"all\"}", 40e-6, 39e-6, 41e-6, 1));
+    apply(&m, "{\"event\":\"verified\",\"run\":\"r1\",\"t\":103.5}");
+    apply(&m, "{\"event\":\"rejected\",\"run\":\"r1\",\"t\":104,\"reason\":\"verify\"}");
+    r = ft_tui_model_find(&m, "r1");
+    FT_CHECK(r->done == 4 && r->measured == 3 && r->rejected == 1 && r->screened == 1,
+             "counts: %d %d %d %d", r->done, r->measured, r->rejected, r->screened);
+    FT_CHECK(r->best == 5e-6, "best: %g", r->best);
+    FT_CHECK_NEAR(r->speedup, 2, 1e-12);
+    FT_CHECK(r->last_rejected, "the last one was rejected");
+    FT_CHECK(r->ntop == 2, "screened ones stay out of the top: %d", r->ntop);
+    FT_CHECK(r->top[0].median == 5e-6 && !strcmp(r->top[0].cfg, "par=rows chunk=32"),
+             "top[0] is the best, in the space's order: %s", r->top[0].cfg);
+    FT_CHECK(r->top[0].has_hist && r->top[0].hist[15] == 16, "its histogram kept");
+    FT_CHECK(!r->top[0].confirmed, "search stats are not confirmed ones");
+    FT_CHECK(!r->top[1].tie, "10 us [9, 11] does not tie 5 us [4.5, 5.5]");
+    FT_CHECK(r->history.n == 4, "history: every candidate: %d", r->history.n);
+    const ft_tui_point *p = ft_tui_ring_at(&r->history, 2);
+    FT_CHECK(p->flags & FT_PT_SCREENED, "screened point flagged");
+    FT_CHECK(p->t == 3 && p->b == 5e-6, "time since the start, best so far");
+    p = ft_tui_ring_at(&r->history, 3);
+    FT_CHECK((p->flags & FT_PT_REJECTED) && isnan(p->v), "rejected point");
+    /* A near tie before the end: IQRs overlap. */
+    apply(&m,
+          measured("r1", 105, "{\"par\":\"tiles\",\"chunk\":\"32\"}", 5.2e-6, 5.1e-6, 5.3e-6, 0));
+    r = ft_tui_model_find(&m, "r1");
+    FT_CHECK(r->ntop == 3 && r->top[1].median == 5.2e-6 && r->top[1].tie, "IQR overlap is a tie");
+    FT_CHECK(r->done == 5, "done");
+    FT_CHECK(ft_tui_model_running(&m), "running");
+
+    /* Confirmation re-measures side by side; run_end decides. */
+    apply(&m, "{\"event\":\"confirm\",\"run\":\"r1\",\"t\":106,\"configs\":[{\"par\":\"rows\","
+              "\"chunk\":\"32\"},{\"par\":\"tiles\",\"chunk\":\"32\"},{\"par\":\"blas\",\"chunk\":"
+              "\"all\"}],\"stats\":[{\"median_s\":6e-6,\"q1_s\":5.9e-6,\"q3_s\":6.1e-6},"
+              "{\"median_s\":5.5e-6,\"q1_s\":5.4e-6,\"q3_s\":5.6e-6},{\"median_s\":12e-6,"
+              "\"q1_s\":11e-6,\"q3_s\":13e-6}]}");
+    r = ft_tui_model_find(&m, "r1");
+    FT_CHECK(r->top[0].median == 5.5e-6 && !strcmp(r->top[0].key, "chunk=32 par=tiles"),
+             "confirm re-sorts: %s", r->top[0].key);
+    FT_CHECK(r->top[0].has_hist, "the histogram survives a stats update");
+    FT_CHECK(r->top[0].confirmed && r->top[1].confirmed, "confirmed stats marked");
+    FT_CHECK(r->def == 12e-6 && r->best == 5.5e-6, "default and best from the confirmation");
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"r1\",\"t\":107,\"winner\":{\"par\":\"tiles\","
+              "\"chunk\":\"32\"},\"stats\":{\"median_s\":5.5e-6,\"q1_s\":5.4e-6,\"q3_s\":5.6e-6},"
+              "\"default_stats\":{\"median_s\":12e-6},\"speedup\":2.1818,\"tie\":[{\"chunk\":"
+              "\"32\",\"par\":\"rows\"}],\"interrupted\":false}");
+    r = ft_tui_model_find(&m, "r1");
+    FT_CHECK(r->state == FT_ROW_DONE && r->t_end == 107, "ended");
+    FT_CHECK(r->speedup == 2.1818, "the run's own speedup");
+    FT_CHECK(!r->top[0].tie && r->top[1].tie && !strcmp(r->top[1].key, "chunk=32 par=rows"),
+             "ties from run_end");
+    for (int i = 2; i < r->ntop; i++)
+        FT_CHECK(!r->top[i].tie, "only the listed ones tie");
+    FT_CHECK(!ft_tui_model_running(&m), "nothing runs");
+    FT_CHECK(m.nevents == 9 && m.nbad == 0, "events %ld bad %ld", m.nevents, m.nbad);
+    ft_tui_model_free(&m);
+}
+
+static void test_top_five_and_runs(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("a", 10, 20, ""));
+    double meds[] = {8, 3, 5, 1, 7, 2, 6, 4};
+    for (int i = 0; i < 8; i++) {
+        char cfg[64];
+        snprintf(cfg, sizeof cfg, "{\"k\":%d}", i);
+        apply(&m,
+              measured("a", 11 + i, cfg, meds[i] * 1e-6, meds[i] * 0.99e-6, meds[i] * 1.01e-6, 0));
+    }
+    ft_tui_row *r = ft_tui_model_find(&m, "a");
+    FT_CHECK(r->ntop == FT_TUI_TOP, "five kept");
+    for (int i = 0; i < FT_TUI_TOP; i++)
+        FT_CHECK_NEAR(r->top[i].median, (i + 1) * 1e-6, 1e-12);
+    /* A second run in the same feed: the first, never ended, is lost. */
+    apply(&m, START("b", 30, 4, ""));
+    FT_CHECK(m.nrows == 2, "a row per run");
+    FT_CHECK(ft_tui_model_find(&m, "a")->state == FT_ROW_LOST, "a run left open is lost");
+    FT_CHECK(ft_tui_model_find(&m, "b")->state == FT_ROW_RUNNING, "the new one runs");
+    /* The same run read again (a replaced file): rebuilt, not counted twice. */
+    apply(&m, START("a", 10, 20, ""));
+    apply(&m, measured("a", 11, "{\"k\":0}", 8e-6, 7e-6, 9e-6, 0));
+    r = ft_tui_model_find(&m, "a");
+    FT_CHECK(m.nrows == 2 && r->done == 1 && r->ntop == 1, "rebuilt: %d rows, done %d", m.nrows,
+             r->done);
+    FT_CHECK(r->seq == 0, "keeps its place");
+    /* Events of a run never started (a log truncated mid-run): a row anyway. */
+    apply(&m, measured("c", 40, "{\"k\":1}", 1e-6, 1e-6, 1e-6, 0));
+    FT_CHECK(m.nrows == 3 && !strcmp(ft_tui_model_find(&m, "c")->op, "?"), "unknown op shown");
+    /* What is not an event. */
+    long bad = m.nbad;
+    FT_CHECK(!apply(&m, "[1,2]"), "not an object");
+    FT_CHECK(!apply(&m, "{\"event\":\"measured\",\"t\":1}"), "no run");
+    FT_CHECK(!apply(&m, "{\"event\":\"mystery\",\"run\":\"a\"}"), "unknown kind");
+    FT_CHECK(m.nbad == bad + 3, "three bad");
+    ft_tui_model_free(&m);
+}
+
+static void test_source_events(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("a", 10, 20, ""));
+    apply(&m, "{\"event\":\"reopen\",\"reason\":\"truncated\"}");
+    FT_CHECK(strstr(m.note, "truncated") != NULL, "note: %s", m.note);
+    apply(&m, "{\"event\":\"error\",\"t\":12,\"message\":\"disk full\"}");
+    FT_CHECK(!strcmp(m.error, "disk full"), "the error kept");
+    FT_CHECK(ft_tui_model_find(&m, "a")->state == FT_ROW_FAILED, "the running row failed");
+    FT_CHECK(!ft_tui_model_running(&m), "a failed source does not run");
+    apply(&m, "{\"event\":\"done\",\"message\":\"every run finished\"}");
+    FT_CHECK(m.finished && !strcmp(m.note, "every run finished"), "done");
+    ft_tui_model_free(&m);
+}
+
+static void test_eta_rate_elapsed(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    FT_CHECK(isnan(ft_tui_model_eta(&m, 0, NULL)) && isnan(ft_tui_model_rate(&m, 0)) &&
+                 isnan(ft_tui_model_elapsed(&m, 0)),
+             "nothing known");
+    apply(&m, START("a", 100, 10, ""));
+    ft_tui_row *r = ft_tui_model_find(&m, "a");
+    FT_CHECK(isnan(ft_tui_row_eta(r, 104)), "nothing done: unknown");
+    for (int i = 0; i < 4; i++) {
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "{\"k\":%d}", i);
+        apply(&m, measured("a", 101 + i, cfg, 1e-6, 1e-6, 1e-6, 0));
+    }
+    r = ft_tui_model_find(&m, "a");
+    FT_CHECK_NEAR(ft_tui_row_eta(r, 108), 12, 1e-9); /* 8 s for 4, 6 left */
+    r->budget = 5;
+    FT_CHECK_NEAR(ft_tui_row_eta(r, 108), 2, 1e-9); /* one left of the budget */
+    r->budget = 0;
+    r->time_budget_s = 10;
+    FT_CHECK_NEAR(ft_tui_row_eta(r, 108), 2, 1e-9); /* the time budget ends first */
+    r->time_budget_s = 0;
+    int partial = 0;
+    m.expected_runs = 3;
+    double eta = ft_tui_model_eta(&m, 108, &partial);
+    FT_CHECK_NEAR(eta, 12, 1e-9);
+    FT_CHECK(partial, "two runs of unknown length to come");
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"a\",\"t\":110,\"winner\":null,\"tie\":[]}");
+    apply(&m, START("b", 110, 10, ""));
+    for (int i = 0; i < 5; i++) {
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "{\"k\":%d}", i);
+        apply(&m, measured("b", 111 + i, cfg, 1e-6, 1e-6, 1e-6, 0));
+    }
+    /* b: 5 of 10 in 5 s -> 5 s left; one run of a's length (10 s) to come. */
+    eta = ft_tui_model_eta(&m, 115, &partial);
+    FT_CHECK_NEAR(eta, 15, 1e-9);
+    FT_CHECK(!partial, "complete");
+    /* Events per second over the last 5 s: t = 111..115 while running at 115. */
+    FT_CHECK_NEAR(ft_tui_model_rate(&m, 115), 5 / 5.0, 1e-9); /* 110 (start) is outside */
+    FT_CHECK_NEAR(ft_tui_model_rate(&m, 125), 0, 1e-9);       /* a stall shows */
+    FT_CHECK_NEAR(ft_tui_model_elapsed(&m, 125), 25, 1e-9);
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"b\",\"t\":116,\"winner\":null,\"tie\":[]}");
+    FT_CHECK(ft_tui_model_running(&m), "between runs, one more to come: still running");
+    FT_CHECK_NEAR(ft_tui_model_eta(&m, 116, NULL), 8, 1e-9); /* the mean of 10 s and 6 s */
+    apply(&m, "{\"event\":\"done\",\"t\":116}");
+    FT_CHECK(!ft_tui_model_running(&m), "the source is done");
+    /* Ended: figures at the last event, whatever the clock says. */
+    FT_CHECK_NEAR(ft_tui_model_elapsed(&m, 999), 16, 1e-9);
+    FT_CHECK_NEAR(ft_tui_model_rate(&m, 999), 5 / 5.0, 1e-9); /* 112..116 */
+    FT_CHECK(ft_tui_model_eta(&m, 999, NULL) == 0, "nothing left");
+    ft_tui_model_free(&m);
+}
+
+static void test_watch_rows(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, "{\"event\":\"watch_start\",\"run\":\"w0\",\"t\":50,\"op\":\"loss\",\"backend\":"
+              "\"cpu\",\"device\":\"cpu: test\",\"dims\":{\"M\":40,\"V\":320},\"config\":"
+              "{\"tile\":64,\"threads\":1},\"profile_median_s\":2e-6}");
+    ft_tui_row *r = ft_tui_model_find(&m, "w0");
+    FT_CHECK(r && r->kind == FT_ROW_WATCH, "a watch row");
+    FT_CHECK(!strcmp(r->config, "tile=64 threads=1"), "config: %s", r->config);
+    apply(&m, "{\"event\":\"sample\",\"run\":\"w0\",\"t\":50.1,\"values\":[1e-6,3e-6,2e-6,5e-6,"
+              "4e-6],\"calls\":9,\"max_s\":9e-6}");
+    r = ft_tui_model_find(&m, "w0");
+    FT_CHECK(r->calls == 9, "calls counted from the event: %ld", r->calls);
+    FT_CHECK_NEAR(r->p50, 3e-6, 1e-12);
+    FT_CHECK_NEAR(r->p95, 4.8e-6, 1e-12);
+    FT_CHECK_NEAR(r->max, 5e-6, 1e-12);
+    FT_CHECK_NEAR(r->speedup, 1.5, 1e-9); /* p50 against the profile's median */
+    const ft_tui_point *p = ft_tui_ring_at(&r->history, 0);
+    FT_CHECK(p && p->v == 9e-6 && p->b == 3e-6, "a point per interval: its max and median");
+    int sum = 0;
+    for (int i = 0; i < FT_TUI_BINS; i++)
+        sum += r->win_hist[i];
+    FT_CHECK(sum == 5 && r->win_lo == 1e-6 && r->win_hi == 5e-6, "the window's histogram");
+    /* The window rolls: only the last FT_TUI_WINDOW samples count. */
+    for (int k = 0; k < 3; k++) {
+        json_t *e = ev("{\"event\":\"sample\",\"run\":\"w0\",\"t\":51}");
+        json_t *vals = json_array();
+        for (int i = 0; i < 500; i++)
+            json_array_append_new(vals, json_real(100e-6));
+        json_object_set_new(e, "values", vals);
+        ft_tui_model_apply(&m, e);
+        json_decref(e);
+    }
+    r = ft_tui_model_find(&m, "w0");
+    FT_CHECK(r->window.n == FT_TUI_WINDOW, "window full");
+    FT_CHECK(r->p50 == 100e-6 && r->max == 100e-6 && r->jitter == 0, "old samples rolled out");
+    FT_CHECK(r->calls == 9 + 1500, "calls: %ld", r->calls);
+    FT_CHECK(ft_tui_model_running(&m), "a watch row runs");
+    ft_tui_model_free(&m);
+}
+
+static void test_view(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    const char *ops[] = {"loss", "attention.decode", "fusion.dflash", "attention.kvproj"};
+    double best[] = {5, NAN, 1, 3};
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof buf,
+                 "{\"event\":\"run_start\",\"run\":\"r%d\",\"t\":%d,\"op\":\"%s\",\"space_valid\":"
+                 "10,\"default\":{\"k\":0}}",
+                 i, i, ops[i]);
+        apply(&m, buf);
+        if (!isnan(best[i])) {
+            apply(&m, measured(m.rows[i].run, i + 0.5, "{\"k\":0}", 10e-6, 10e-6, 10e-6, 0));
+            char cfg[32];
+            snprintf(cfg, sizeof cfg, "{\"k\":%d}", i + 1);
+            apply(&m, measured(m.rows[i].run, i + 0.6, cfg, best[i] * 1e-6, best[i] * 1e-6,
+                               best[i] * 1e-6, 0));
+        }
+    }
+    int idx[8];
+    int n = ft_tui_model_view(&m, FT_SORT_ARRIVAL, NULL, idx, 8);
+    FT_CHECK(n == 4 && idx[0] == 0 && idx[3] == 3, "arrival order");
+    n = ft_tui_model_view(&m, FT_SORT_OP, "", idx, 8);
+    FT_CHECK(n == 4 && idx[0] == 1 && idx[1] == 3 && idx[2] == 2 && idx[3] == 0, "by op");
+    n = ft_tui_model_view(&m, FT_SORT_BEST, NULL, idx, 8);
+    FT_CHECK(idx[0] == 2 && idx[1] == 3 && idx[2] == 0 && idx[3] == 1,
+             "fastest first, unknown last");
+    n = ft_tui_model_view(&m, FT_SORT_SPEEDUP, NULL, idx, 8);
+    FT_CHECK(idx[0] == 2 && idx[1] == 3 && idx[2] == 0 && idx[3] == 1, "largest speedup first");
+    n = ft_tui_model_view(&m, FT_SORT_ARRIVAL, "ATTENTION", idx, 8);
+    FT_CHECK(n == 2 && idx[0] == 1 && idx[1] == 3, "filter, any case");
+    n = ft_tui_model_view(&m, FT_SORT_ARRIVAL, "nothing", idx, 8);
+    FT_CHECK(n == 0, "no match");
+    n = ft_tui_model_view(&m, FT_SORT_ARRIVAL, NULL, idx, 2);
+    FT_CHECK(n == 2, "capacity respected");
+    ft_tui_model_free(&m);
+}
+
+int main(void) {
+    FT_RUN(test_rings);
+    FT_RUN(test_window_stats);
+    FT_RUN(test_tune_run);
+    FT_RUN(test_top_five_and_runs);
+    FT_RUN(test_source_events);
+    FT_RUN(test_eta_rate_elapsed);
+    FT_RUN(test_watch_rows);
+    FT_RUN(test_view);
+    return ft_test_finish();
+}

@@ -1,0 +1,265 @@
+/* feed.c: where the dashboard's events come from: a queue filled by a worker thread in this
+ * process (tune --tui, watch), or an event log followed as `tail -f` follows a file (top). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flaretune/tui.h"
+
+/* ---- the in-process queue ---------------------------------------------------------------- */
+
+int ft_tui_feed_init(ft_tui_feed *f) {
+    memset(f, 0, sizeof *f);
+    if (pthread_mutex_init(&f->mu, NULL)) return 0;
+    f->q = malloc(sizeof *f->q * 256);
+    if (!f->q) {
+        pthread_mutex_destroy(&f->mu);
+        return 0;
+    }
+    f->cap = 256;
+    return 1;
+}
+
+void ft_tui_feed_free(ft_tui_feed *f) {
+    if (!f->q) return;
+    for (int i = 0; i < f->n; i++)
+        json_decref(f->q[(f->head + i) % f->cap]);
+    free(f->q);
+    pthread_mutex_destroy(&f->mu);
+    memset(f, 0, sizeof *f);
+}
+
+void ft_tui_feed_push_new(ft_tui_feed *f, json_t *ev) {
+    if (!ev) {
+        pthread_mutex_lock(&f->mu);
+        f->dropped++;
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    if (f->n == f->cap) {
+        json_t **q = malloc(sizeof *q * (size_t)f->cap * 2);
+        if (!q) {
+            f->dropped++;
+            pthread_mutex_unlock(&f->mu);
+            json_decref(ev);
+            return;
+        }
+        for (int i = 0; i < f->n; i++)
+            q[i] = f->q[(f->head + i) % f->cap];
+        free(f->q);
+        f->q = q;
+        f->head = 0;
+        f->cap *= 2;
+    }
+    f->q[(f->head + f->n) % f->cap] = ev;
+    f->n++;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void ft_tui_feed_push(ft_tui_feed *f, const json_t *ev) {
+    /* A deep copy: the producer frees (or reuses) its event as soon as the listener returns. */
+    ft_tui_feed_push_new(f, json_deep_copy(ev));
+}
+
+void ft_tui_feed_listener(void *ctx, const json_t *ev) { ft_tui_feed_push(ctx, ev); }
+
+int ft_tui_feed_drain(ft_tui_feed *f, json_t **out, int max) {
+    pthread_mutex_lock(&f->mu);
+    int k = 0;
+    while (k < max && f->n > 0) {
+        out[k++] = f->q[f->head];
+        f->head = (f->head + 1) % f->cap;
+        f->n--;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return k;
+}
+
+/* ---- following a log --------------------------------------------------------------------- */
+
+enum { HEAD_MAX = 4096, READ_CHUNK = 1 << 20 };
+
+struct ft_tui_follow {
+    char path[1024];
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    off_t off;           /* bytes consumed from the file                          */
+    char *buf;           /* bytes read but not yet a complete line                */
+    size_t len, cap, at; /* at: start of the unparsed part of buf                */
+    char head[HEAD_MAX]; /* the file's first bytes: a rewrite changes them       */
+    size_t headlen;
+    int pending_reopen; /* a reopen event to report: 1 truncated, 2 replaced     */
+};
+
+ft_tui_follow *ft_tui_follow_new(const char *path) {
+    ft_tui_follow *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    f->fd = -1;
+    return f;
+}
+
+void ft_tui_follow_free(ft_tui_follow *f) {
+    if (!f) return;
+    if (f->fd >= 0) close(f->fd);
+    free(f->buf);
+    free(f);
+}
+
+int ft_tui_follow_waiting(const ft_tui_follow *f) { return f->fd < 0; }
+
+static void restart(ft_tui_follow *f) {
+    f->off = 0;
+    f->len = f->at = 0;
+    f->headlen = 0;
+}
+
+static int try_open(ft_tui_follow *f) {
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    if (fstat(fd, &st)) {
+        close(fd);
+        return 0;
+    }
+    f->fd = fd;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    restart(f);
+    return 1;
+}
+
+/* Has the file under the same name been truncated or rewritten? */
+static int rewritten(ft_tui_follow *f) {
+    struct stat st;
+    if (fstat(f->fd, &st)) return 0;
+    if (st.st_size < f->off) return 1;
+    if (f->headlen) {
+        char now[HEAD_MAX];
+        ssize_t k = pread(f->fd, now, f->headlen, 0);
+        if (k != (ssize_t)f->headlen || memcmp(now, f->head, f->headlen)) return 1;
+    }
+    return 0;
+}
+
+/* Another file now has the name (renamed into place, or deleted and created again). */
+static int replaced(const ft_tui_follow *f) {
+    struct stat st;
+    if (stat(f->path, &st)) return 0; /* gone: keep reading what is open */
+    return st.st_dev != f->dev || st.st_ino != f->ino;
+}
+
+/* Read up to READ_CHUNK more bytes into buf. Returns the bytes read. */
+static ssize_t fill(ft_tui_follow *f) {
+    if (f->at > 0) {
+        memmove(f->buf, f->buf + f->at, f->len - f->at);
+        f->len -= f->at;
+        f->at = 0;
+    }
+    if (f->cap - f->len < 65536) {
+        size_t cap = f->cap ? f->cap * 2 : 65536 * 2;
+        char *b = realloc(f->buf, cap);
+        if (!b) return 0;
+        f->buf = b;
+        f->cap = cap;
+    }
+    size_t want = f->cap - f->len;
+    if (want > READ_CHUNK) want = READ_CHUNK;
+    ssize_t k;
+    do
+        k = pread(f->fd, f->buf + f->len, want, f->off + (off_t)f->len);
+    while (k < 0 && errno == EINTR);
+    if (k <= 0) return 0;
+    /* Remember the first bytes of the file to notice a rewrite later. */
+    if (f->headlen < HEAD_MAX && f->off == 0) {
+        size_t h = f->len + (size_t)k < HEAD_MAX ? f->len + (size_t)k : HEAD_MAX;
+        memcpy(f->head, f->buf, h);
+        f->headlen = h;
+    }
+    f->len += (size_t)k;
+    return k;
+}
+
+/* One line (without its newline) as an event; NULL when it is not one. A torn line followed by
+ * a whole one (a writer killed mid-line, then another appending) holds a valid event after the
+ * torn part: it is recovered. */
+static json_t *parse_line(const char *s, size_t n, long *bad) {
+    while (n && (s[n - 1] == '\r' || s[n - 1] == ' '))
+        n--;
+    if (!n) return NULL;
+    json_t *ev = json_loadb(s, n, 0, NULL);
+    if (json_is_object(ev) && json_is_string(json_object_get(ev, "event"))) return ev;
+    json_decref(ev);
+    if (bad) (*bad)++;
+    static const char mark[] = "{\"event\"";
+    for (size_t i = n; i-- > 1;) {
+        if (s[i] != '{' || n - i < sizeof mark - 1 || memcmp(s + i, mark, sizeof mark - 1))
+            continue;
+        ev = json_loadb(s + i, n - i, 0, NULL);
+        if (json_is_object(ev)) return ev;
+        json_decref(ev);
+        break;
+    }
+    return NULL;
+}
+
+static json_t *reopen_event(int why) {
+    return json_pack("{s:s, s:s}", "event", "reopen", "reason",
+                     why == 2 ? "replaced" : "truncated");
+}
+
+int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
+    int k = 0;
+    if (max < 1) return 0;
+    if (f->fd < 0 && !try_open(f)) return 0;
+    if (f->pending_reopen) {
+        out[k++] = reopen_event(f->pending_reopen);
+        f->pending_reopen = 0;
+    }
+    int rounds = 0;
+    while (k < max) {
+        /* Complete lines already read. */
+        char *nl;
+        while (k < max && f->buf && (nl = memchr(f->buf + f->at, '\n', f->len - f->at))) {
+            size_t n = (size_t)(nl - (f->buf + f->at));
+            json_t *ev = parse_line(f->buf + f->at, n, bad);
+            f->at += n + 1;
+            f->off += (off_t)(n + 1);
+            if (ev) out[k++] = ev;
+        }
+        if (k >= max) break;
+        /* Anything left in the file, or a new file under the name. */
+        if (rounds++ == 0 && (rewritten(f) || replaced(f))) {
+            int why = replaced(f) ? 2 : 1;
+            if (why == 2) {
+                int fd = f->fd;
+                f->fd = -1;
+                if (!try_open(f)) {
+                    f->fd = fd; /* it vanished again: keep what is open */
+                    continue;
+                }
+                close(fd);
+            } else {
+                restart(f);
+            }
+            if (k < max)
+                out[k++] = reopen_event(why);
+            else
+                f->pending_reopen = why;
+            continue;
+        }
+        if (f->len - f->at >= (size_t)READ_CHUNK * 64) {
+            /* A "line" of 64 MiB is no event: drop it. */
+            f->off += (off_t)(f->len - f->at);
+            f->len = f->at = 0;
+            if (bad) (*bad)++;
+        }
+        if (fill(f) <= 0) break;
+    }
+    return k;
+}

@@ -1,0 +1,379 @@
+/* layout.c: the dashboard's geometry, as pure functions: panes from the terminal size, table
+ * columns from the width, cells' text, plot scaling and glyph levels. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flaretune/format.h"
+#include "flaretune/tui.h"
+
+/* ---- panes ------------------------------------------------------------------------------- */
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static ft_rect rect(int y, int x, int h, int w) {
+    ft_rect r = {y, x, h, w};
+    if (h <= 0 || w <= 0) r.h = r.w = 0;
+    return r;
+}
+
+enum {
+    PLOT_MIN_H = 5,   /* title, 3 lines of plot, the time axis */
+    PLOT_MIN_W = 30,  /* tick labels and 20 columns            */
+    DETAIL_MIN_H = 4, /* title and a few lines                 */
+    WIDE = 100,       /* plot and detail side by side           */
+    TABLE_MIN_H = 3,  /* header and two rows                    */
+};
+
+void ft_tui_layout_compute(int rows, int cols, int nitems, int detail_open, int help_open,
+                           ft_tui_layout *L) {
+    memset(L, 0, sizeof *L);
+    if (rows < 1 || cols < 1) return;
+    L->status = rect(rows - 1, 0, 1, cols);
+    int body = rows - 1;
+    if (body < 1) return;
+    int need = 1 + (nitems > 1 ? nitems : 1); /* header + rows ("waiting" when none) */
+    int th = body;
+    if (detail_open && body >= DETAIL_MIN_H) {
+        if (cols >= WIDE && body >= 12) {
+            th = clampi(need, TABLE_MIN_H, body * 2 / 5);
+            int lower = body - th, pw = cols * 11 / 20;
+            if (pw >= PLOT_MIN_W && lower >= PLOT_MIN_H) {
+                L->plot = rect(th, 0, lower, pw);
+                L->detail = rect(th, pw, lower, cols - pw);
+            } else {
+                L->detail = rect(th, 0, lower, cols);
+            }
+        } else if (body >= 8) {
+            th = clampi(need, TABLE_MIN_H, body / 3);
+            L->detail = rect(th, 0, body - th, cols);
+        } else {
+            th = 0; /* too small for both: the detail replaces the table */
+            L->detail = rect(0, 0, body, cols);
+        }
+    } else if (body >= TABLE_MIN_H + PLOT_MIN_H + 1 && cols >= PLOT_MIN_W) {
+        /* The table takes what it needs, up to half the screen (it scrolls beyond). */
+        int cap = body / 2 > TABLE_MIN_H ? body / 2 : TABLE_MIN_H;
+        if (cap > body - PLOT_MIN_H) cap = body - PLOT_MIN_H;
+        th = clampi(need, TABLE_MIN_H, cap);
+        L->plot = rect(th, 0, body - th, cols);
+    }
+    L->table = rect(0, 0, th, cols);
+    if (help_open) {
+        int hh = body < 18 ? body : 18, hw = cols < 60 ? cols : 60;
+        L->help = rect((body - hh) / 2, (cols - hw) / 2, hh, hw);
+    }
+}
+
+/* ---- table columns ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *title;
+    int min, natural, right;
+} col_spec;
+
+static const col_spec specs[FT_COL_COUNT] = {
+    [FT_COL_OP] = {"op", 16, 17, 0},         [FT_COL_SHAPE] = {"shape", 10, 26, 0},
+    [FT_COL_BACKEND] = {"backend", 7, 7, 0}, [FT_COL_DONE] = {"done", 7, 7, 1},
+    [FT_COL_LAST] = {"last", 8, 8, 1},       [FT_COL_BEST] = {"best", 8, 8, 1},
+    [FT_COL_DEFAULT] = {"default", 8, 8, 1}, [FT_COL_SPEEDUP] = {"speedup", 7, 7, 1},
+    [FT_COL_REJECTED] = {"rej", 3, 3, 1},    [FT_COL_CALLS] = {"calls", 6, 6, 1},
+    [FT_COL_P50] = {"p50", 8, 8, 1},         [FT_COL_P95] = {"p95", 8, 8, 1},
+    [FT_COL_MAX] = {"max", 8, 8, 1},         [FT_COL_JITTER] = {"jitter", 8, 8, 1},
+    [FT_COL_VSPROF] = {"vs prof", 7, 7, 1},  [FT_COL_TREND] = {"trend", 8, 24, 0},
+};
+
+/* Most important first: a column at its least width, or (grow) a column already in taken to
+ * its natural width. Then the order they are shown in. */
+typedef struct {
+    ft_tui_col_id id;
+    int grow;
+} col_step;
+
+static const col_step tune_prio[] = {
+    {FT_COL_OP, 0},    {FT_COL_BEST, 0},    {FT_COL_DONE, 0},     {FT_COL_SPEEDUP, 0},
+    {FT_COL_LAST, 0},  {FT_COL_DEFAULT, 0}, {FT_COL_REJECTED, 0}, {FT_COL_OP, 1},
+    {FT_COL_SHAPE, 0}, {FT_COL_SHAPE, 1},   {FT_COL_TREND, 0},    {FT_COL_BACKEND, 0},
+    {FT_COL_TREND, 1},
+};
+static const col_step watch_prio[] = {
+    {FT_COL_OP, 0},     {FT_COL_P50, 0},   {FT_COL_P95, 0},    {FT_COL_MAX, 0},
+    {FT_COL_JITTER, 0}, {FT_COL_CALLS, 0}, {FT_COL_VSPROF, 0}, {FT_COL_OP, 1},
+    {FT_COL_SHAPE, 0},  {FT_COL_SHAPE, 1}, {FT_COL_TREND, 0},  {FT_COL_BACKEND, 0},
+    {FT_COL_TREND, 1},
+};
+enum { NSTEPS = sizeof tune_prio / sizeof tune_prio[0] };
+static const ft_tui_col_id tune_show[] = {
+    FT_COL_OP,   FT_COL_SHAPE,   FT_COL_BACKEND, FT_COL_DONE,     FT_COL_LAST,
+    FT_COL_BEST, FT_COL_DEFAULT, FT_COL_SPEEDUP, FT_COL_REJECTED, FT_COL_TREND};
+static const ft_tui_col_id watch_show[] = {
+    FT_COL_OP,  FT_COL_SHAPE, FT_COL_BACKEND, FT_COL_CALLS,  FT_COL_P50,
+    FT_COL_P95, FT_COL_MAX,   FT_COL_JITTER,  FT_COL_VSPROF, FT_COL_TREND};
+enum { NSHOW = sizeof tune_show / sizeof tune_show[0] };
+
+const char *ft_tui_col_title(ft_tui_col_id id) {
+    return id >= 0 && id < FT_COL_COUNT ? specs[id].title : "";
+}
+
+int ft_tui_columns(int width, int watch, ft_tui_col *out) {
+    const col_step *prio = watch ? watch_prio : tune_prio;
+    const ft_tui_col_id *show = watch ? watch_show : tune_show;
+    int avail = width - FT_TUI_MARK;
+    if (avail < 1) return 0;
+    int w[FT_COL_COUNT] = {0}, used = 0;
+    for (int i = 0; i < NSTEPS; i++) {
+        ft_tui_col_id id = prio[i].id;
+        if (prio[i].grow) {
+            if (!w[id]) continue;
+            int more = specs[id].natural - w[id];
+            if (more > avail - used) more = avail - used;
+            if (more > 0) {
+                w[id] += more;
+                used += more;
+            }
+            continue;
+        }
+        int sep = used ? 1 : 0;
+        if (i == 0 && avail < specs[id].min) { /* only the op, cut to what there is */
+            w[id] = avail;
+            used = avail;
+            break;
+        }
+        if (used + sep + specs[id].min > avail) continue;
+        w[id] = specs[id].min;
+        used += sep + specs[id].min;
+    }
+    int n = 0, x = FT_TUI_MARK;
+    for (int i = 0; i < NSHOW; i++) {
+        ft_tui_col_id id = show[i];
+        if (!w[id]) continue;
+        if (n) x++;
+        out[n].id = id;
+        out[n].x = x;
+        out[n].w = w[id];
+        out[n].right = specs[id].right;
+        x += w[id];
+        n++;
+    }
+    return n;
+}
+
+/* ---- cells ------------------------------------------------------------------------------- */
+
+static void count_str(long v, char *buf, size_t n) {
+    if (v < 100000)
+        snprintf(buf, n, "%ld", v);
+    else if (v < 10000000)
+        snprintf(buf, n, "%.0fk", v / 1e3);
+    else
+        snprintf(buf, n, "%.1fM", v / 1e6);
+}
+
+static void ratio_str(double v, char *buf, size_t n) {
+    if (!isfinite(v))
+        snprintf(buf, n, "-");
+    else if (v < 100)
+        snprintf(buf, n, "%.2fx", v);
+    else if (v < 10000)
+        snprintf(buf, n, "%.0fx", v);
+    else
+        snprintf(buf, n, ">9999x");
+}
+
+void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, size_t n) {
+    if (!n) return;
+    buf[0] = '\0';
+    switch (id) {
+    case FT_COL_OP: snprintf(buf, n, "%s", r->op); break;
+    case FT_COL_SHAPE: snprintf(buf, n, "%s", r->shape); break;
+    case FT_COL_BACKEND: snprintf(buf, n, "%s", r->backend); break;
+    case FT_COL_DONE: {
+        int total = r->valid;
+        if (r->budget > 0 && r->resumed + r->budget < total) total = r->resumed + r->budget;
+        snprintf(buf, n, "%d/%d", r->resumed + r->done, total);
+        break;
+    }
+    case FT_COL_LAST:
+        if (r->last_rejected)
+            snprintf(buf, n, "rejected");
+        else
+            ft_fmt_time(r->last, ascii, buf, n);
+        break;
+    case FT_COL_BEST: ft_fmt_time(r->best, ascii, buf, n); break;
+    case FT_COL_DEFAULT: ft_fmt_time(r->def, ascii, buf, n); break;
+    case FT_COL_SPEEDUP: ratio_str(r->speedup, buf, n); break;
+    case FT_COL_REJECTED: snprintf(buf, n, "%d", r->rejected); break;
+    case FT_COL_CALLS: count_str(r->calls, buf, n); break;
+    case FT_COL_P50: ft_fmt_time(r->p50, ascii, buf, n); break;
+    case FT_COL_P95: ft_fmt_time(r->p95, ascii, buf, n); break;
+    case FT_COL_MAX: ft_fmt_time(r->max, ascii, buf, n); break;
+    case FT_COL_JITTER: ft_fmt_time(r->jitter, ascii, buf, n); break;
+    case FT_COL_VSPROF: ratio_str(r->speedup, buf, n); break;
+    case FT_COL_TREND: ft_tui_trend(r, 16, ascii, buf, n); break;
+    default: break;
+    }
+}
+
+static const char *const spark_utf8[8] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83",
+                                          "\xe2\x96\x84", "\xe2\x96\x85", "\xe2\x96\x86",
+                                          "\xe2\x96\x87", "\xe2\x96\x88"};
+static const char spark_ascii[] = "_.:-=+*#";
+
+void ft_tui_trend(const ft_tui_row *r, int width, int ascii, char *buf, size_t n) {
+    if (!n) return;
+    buf[0] = '\0';
+    /* The last `width` finite trial values. */
+    double v[256];
+    int k = 0;
+    if (width > 256) width = 256;
+    for (int i = r->history.n - 1; i >= 0 && k < width; i--) {
+        const ft_tui_point *p = ft_tui_ring_at(&r->history, i);
+        if (isfinite(p->v) && p->v > 0) v[k++] = p->v;
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < k; i++) {
+        if (v[i] < lo) lo = v[i];
+        if (v[i] > hi) hi = v[i];
+    }
+    /* Log scale: trials of one run often span orders of magnitude. */
+    size_t len = 0;
+    for (int i = k - 1; i >= 0; i--) {
+        int lv = ft_spark_level(log(v[i]), log(lo), log(hi), 8);
+        if (lv < 0) lv = 0;
+        char one[2] = {spark_ascii[lv], '\0'};
+        const char *g = ascii ? one : spark_utf8[lv];
+        size_t gl = strlen(g);
+        if (len + gl + 1 > n) break;
+        memcpy(buf + len, g, gl);
+        len += gl;
+    }
+    buf[len] = '\0';
+}
+
+/* ---- plots ------------------------------------------------------------------------------- */
+
+ft_plot_scale ft_plot_scale_make(const double *v, int n) {
+    ft_plot_scale s = {0, 1, 0};
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]) && v[i] > 0) {
+            if (v[i] < lo) lo = v[i];
+            if (v[i] > hi) hi = v[i];
+        }
+    if (!isfinite(lo)) return s;
+    if (hi / lo > 20) {
+        s.log = 1;
+        s.lo = lo / 1.1;
+        s.hi = hi * 1.1;
+        return s;
+    }
+    if (hi == lo) {
+        s.lo = lo * 0.9;
+        s.hi = hi * 1.1;
+        return s;
+    }
+    double pad = (hi - lo) * 0.05;
+    s.lo = lo - pad > 0 ? lo - pad : lo / 2;
+    s.hi = hi + pad;
+    return s;
+}
+
+static double frac(const ft_plot_scale *s, double v) {
+    if (s->log) return (log(v) - log(s->lo)) / (log(s->hi) - log(s->lo));
+    return (v - s->lo) / (s->hi - s->lo);
+}
+
+int ft_plot_row(const ft_plot_scale *s, double v, int height) {
+    if (height < 1 || !isfinite(v) || (s->log && v <= 0)) return -1;
+    double f = frac(s, v);
+    if (!isfinite(f)) f = 0.5;
+    int row = height - 1 - (int)floor(f * height);
+    return clampi(row, 0, height - 1);
+}
+
+double ft_plot_value(const ft_plot_scale *s, int row, int height) {
+    if (height < 1) return NAN;
+    double f = (height - 1 - row + 0.5) / height;
+    if (s->log) return exp(log(s->lo) + f * (log(s->hi) - log(s->lo)));
+    return s->lo + f * (s->hi - s->lo);
+}
+
+int ft_plot_ticks(int height, int *rows) {
+    if (height < 1) return 0;
+    int n = 0;
+    rows[n++] = 0;
+    if (height >= 5) rows[n++] = height / 2;
+    if (height >= 2) rows[n++] = height - 1;
+    return n;
+}
+
+int ft_plot_col(double t, double t0, double t1, int width) {
+    if (width < 1) return -1;
+    if (!(t1 > t0) || !isfinite(t)) return width - 1;
+    int c = (int)floor((t - t0) / (t1 - t0) * (width - 1) + 0.5);
+    return clampi(c, 0, width - 1);
+}
+
+ft_plot_scale ft_plot_render(const ft_tui_ring *r, double t_now, int width, int height,
+                             unsigned char *grid) {
+    ft_plot_scale s = {0, 1, 0};
+    if (width < 1 || height < 1) return s;
+    memset(grid, FT_GLYPH_NONE, (size_t)width * (size_t)height);
+    if (!r->n) return s;
+    double vals[2 * FT_TUI_HISTORY];
+    int nv = 0;
+    for (int i = 0; i < r->n && nv + 2 <= 2 * FT_TUI_HISTORY; i++) {
+        const ft_tui_point *p = ft_tui_ring_at(r, i);
+        vals[nv++] = p->v;
+        vals[nv++] = p->b;
+    }
+    s = ft_plot_scale_make(vals, nv);
+    double t0 = ft_tui_ring_at(r, 0)->t, t1 = ft_tui_ring_at(r, r->n - 1)->t;
+    if (t_now > t1) t1 = t_now;
+    /* The line: a step through each point's b, carried forward to the right edge. */
+    int carry = -1, next = 0;
+    for (int c = 0; c < width; c++) {
+        while (next < r->n && ft_plot_col(ft_tui_ring_at(r, next)->t, t0, t1, width) <= c) {
+            int row = ft_plot_row(&s, ft_tui_ring_at(r, next)->b, height);
+            if (row >= 0) carry = row;
+            next++;
+        }
+        if (carry >= 0) grid[carry * width + c] = FT_GLYPH_LINE;
+    }
+    for (int i = 0; i < r->n; i++) {
+        const ft_tui_point *p = ft_tui_ring_at(r, i);
+        int c = ft_plot_col(p->t, t0, t1, width);
+        if (p->flags & FT_PT_REJECTED) {
+            unsigned char *g = &grid[(height - 1) * width + c];
+            if (*g == FT_GLYPH_NONE || *g == FT_GLYPH_LINE) *g = FT_GLYPH_REJECTED;
+            continue;
+        }
+        int row = ft_plot_row(&s, p->v, height);
+        if (row < 0) continue;
+        unsigned char *g = &grid[row * width + c];
+        unsigned char want = (p->flags & FT_PT_SCREENED) ? FT_GLYPH_SCREENED : FT_GLYPH_POINT;
+        if (*g != FT_GLYPH_POINT) *g = want; /* a full trial wins over a screened one */
+    }
+    return s;
+}
+
+int ft_spark_level(double v, double lo, double hi, int levels) {
+    if (!isfinite(v) || levels < 1) return -1;
+    if (!(hi > lo)) return levels / 2;
+    int l = (int)floor((v - lo) / (hi - lo) * levels);
+    return clampi(l, 0, levels - 1);
+}
+
+void ft_hist_levels(const int *counts, int n, int height, int *eighths) {
+    int mx = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > mx) mx = counts[i];
+    for (int i = 0; i < n; i++) {
+        if (!mx || counts[i] <= 0 || height < 1) {
+            eighths[i] = 0;
+            continue;
+        }
+        int e = (int)floor((double)counts[i] / mx * height * 8 + 0.5);
+        eighths[i] = clampi(e, 1, height * 8);
+    }
+}

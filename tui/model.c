@@ -1,0 +1,675 @@
+/* model.c: the dashboard's model: events (docs/events.md, docs/dashboard.md) reduced into one
+ * row per run id. Pure: no terminal, no clock (callers pass `now`), no threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/tui.h"
+
+/* ---- ring buffers ------------------------------------------------------------------------ */
+
+int ft_tui_ring_init(ft_tui_ring *r, int cap) {
+    memset(r, 0, sizeof *r);
+    r->p = malloc(sizeof *r->p * (size_t)(cap > 0 ? cap : 1));
+    if (!r->p) return 0;
+    r->cap = cap > 0 ? cap : 1;
+    return 1;
+}
+
+void ft_tui_ring_free(ft_tui_ring *r) {
+    free(r->p);
+    memset(r, 0, sizeof *r);
+}
+
+void ft_tui_ring_push(ft_tui_ring *r, ft_tui_point p) {
+    if (!r->cap) return;
+    r->p[r->head] = p;
+    r->head = (r->head + 1) % r->cap;
+    if (r->n < r->cap) r->n++;
+}
+
+const ft_tui_point *ft_tui_ring_at(const ft_tui_ring *r, int i) {
+    if (i < 0 || i >= r->n) return NULL;
+    return &r->p[(r->head - r->n + i + r->cap) % r->cap];
+}
+
+int ft_tui_vring_init(ft_tui_vring *r, int cap) {
+    memset(r, 0, sizeof *r);
+    r->v = malloc(sizeof *r->v * (size_t)(cap > 0 ? cap : 1));
+    if (!r->v) return 0;
+    r->cap = cap > 0 ? cap : 1;
+    return 1;
+}
+
+void ft_tui_vring_free(ft_tui_vring *r) {
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+void ft_tui_vring_push(ft_tui_vring *r, double v) {
+    if (!r->cap) return;
+    r->v[r->head] = v;
+    r->head = (r->head + 1) % r->cap;
+    if (r->n < r->cap) r->n++;
+}
+
+double ft_tui_vring_at(const ft_tui_vring *r, int i) {
+    if (i < 0 || i >= r->n) return NAN;
+    return r->v[(r->head - r->n + i + r->cap) % r->cap];
+}
+
+/* ---- statistics -------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Linear interpolation between closest ranks of sorted x. */
+static double quantile(const double *x, int n, double q) {
+    double pos = q * (n - 1);
+    int i = (int)floor(pos);
+    if (i >= n - 1) return x[n - 1];
+    return x[i] + (pos - i) * (x[i + 1] - x[i]);
+}
+
+void ft_tui_window_stats(const double *v, int n, double *p50, double *p95, double *max,
+                         double *jitter) {
+    *p50 = *p95 = *max = *jitter = NAN;
+    if (n <= 0) return;
+    double *s = malloc(sizeof *s * (size_t)n);
+    if (!s) return;
+    double jsum = 0;
+    for (int i = 0; i < n; i++) {
+        s[i] = v[i];
+        if (i) jsum += fabs(v[i] - v[i - 1]);
+    }
+    *jitter = n > 1 ? jsum / (n - 1) : 0;
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    *p50 = quantile(s, n, 0.5);
+    *p95 = quantile(s, n, 0.95);
+    *max = s[n - 1];
+    free(s);
+}
+
+void ft_tui_histogram(const double *v, int n, int *counts, double *lo, double *hi) {
+    memset(counts, 0, sizeof *counts * FT_TUI_BINS);
+    *lo = *hi = NAN;
+    if (n <= 0) return;
+    double a = v[0], b = v[0];
+    for (int i = 1; i < n; i++) {
+        if (v[i] < a) a = v[i];
+        if (v[i] > b) b = v[i];
+    }
+    *lo = a;
+    *hi = b;
+    for (int i = 0; i < n; i++) {
+        int k = b > a ? (int)((v[i] - a) / (b - a) * FT_TUI_BINS) : 0;
+        if (k >= FT_TUI_BINS) k = FT_TUI_BINS - 1;
+        if (k < 0) k = 0;
+        counts[k]++;
+    }
+}
+
+/* ---- JSON helpers ------------------------------------------------------------------------ */
+
+static const char *jstr(const json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static double jnum(const json_t *o, const char *k) {
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static int jint(const json_t *o, const char *k) {
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? (int)json_number_value(v) : 0;
+}
+
+static void value_str(const json_t *v, char *buf, size_t n) {
+    if (json_is_string(v))
+        snprintf(buf, n, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, n, "%g", json_real_value(v));
+    else if (json_is_true(v))
+        snprintf(buf, n, "true");
+    else if (json_is_false(v))
+        snprintf(buf, n, "false");
+    else
+        snprintf(buf, n, "?");
+}
+
+/* "k=v k=v" in the object's order, or with the keys sorted (identity of a config). */
+static void obj_text(const json_t *o, int sorted, const char *sep, char *buf, size_t n) {
+    buf[0] = '\0';
+    if (!json_is_object(o) || n == 0) return;
+    const char *keys[64];
+    int nk = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        if (nk < 64) keys[nk++] = k;
+    }
+    if (sorted)
+        for (int i = 1; i < nk; i++)
+            for (int j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+                const char *t = keys[j];
+                keys[j] = keys[j - 1];
+                keys[j - 1] = t;
+            }
+    size_t len = 0;
+    for (int i = 0; i < nk && len < n; i++) {
+        char val[64];
+        value_str(json_object_get(o, keys[i]), val, sizeof val);
+        int w = snprintf(buf + len, n - len, "%s%s=%s", i ? sep : "", keys[i], val);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+/* ---- rows -------------------------------------------------------------------------------- */
+
+static void row_release(ft_tui_row *r) {
+    ft_tui_ring_free(&r->history);
+    ft_tui_vring_free(&r->window);
+}
+
+static void row_reset(ft_tui_row *r, const char *run, int seq) {
+    row_release(r);
+    memset(r, 0, sizeof *r);
+    snprintf(r->run, sizeof r->run, "%s", run);
+    r->seq = seq;
+    r->state = FT_ROW_RUNNING;
+    r->last = r->best = r->def = r->speedup = NAN;
+    r->profile_median = r->p50 = r->p95 = r->max = r->jitter = NAN;
+    r->win_lo = r->win_hi = NAN;
+    snprintf(r->op, sizeof r->op, "?");
+    ft_tui_ring_init(&r->history, FT_TUI_HISTORY);
+}
+
+void ft_tui_model_init(ft_tui_model *m) {
+    memset(m, 0, sizeof *m);
+    m->t_first = m->t_last = NAN;
+}
+
+void ft_tui_model_free(ft_tui_model *m) {
+    for (int i = 0; i < m->nrows; i++)
+        row_release(&m->rows[i]);
+    free(m->rows);
+    ft_tui_model_init(m);
+}
+
+ft_tui_row *ft_tui_model_find(ft_tui_model *m, const char *run) {
+    for (int i = 0; i < m->nrows; i++)
+        if (!strcmp(m->rows[i].run, run)) return &m->rows[i];
+    return NULL;
+}
+
+static ft_tui_row *row_add(ft_tui_model *m, const char *run) {
+    if (m->nrows == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        ft_tui_row *rows = realloc(m->rows, sizeof *rows * (size_t)cap);
+        if (!rows) return NULL;
+        m->rows = rows;
+        m->cap = cap;
+    }
+    ft_tui_row *r = &m->rows[m->nrows++];
+    memset(r, 0, sizeof *r);
+    row_reset(r, run, m->next_seq++);
+    return r;
+}
+
+static void shape_text(const json_t *dims, char *buf, size_t n) { obj_text(dims, 0, " ", buf, n); }
+
+/* Ties before run_end: the IQR of a candidate overlaps the best's. */
+static void top_ties(ft_tui_row *r) {
+    if (r->ties_final) return;
+    for (int i = 0; i < r->ntop; i++)
+        r->top[i].tie = i > 0 && r->top[i].q1 <= r->top[0].q3 && isfinite(r->top[0].q3);
+}
+
+static void top_sort(ft_tui_row *r) {
+    for (int i = 1; i < r->ntop; i++)
+        for (int j = i; j > 0 && r->top[j].median < r->top[j - 1].median; j--) {
+            ft_tui_cand t = r->top[j];
+            r->top[j] = r->top[j - 1];
+            r->top[j - 1] = t;
+        }
+}
+
+static void cand_stats(ft_tui_cand *c, const json_t *st) {
+    c->median = jnum(st, "median_s");
+    c->q1 = jnum(st, "q1_s");
+    c->q3 = jnum(st, "q3_s");
+    c->iqr = jnum(st, "iqr_s");
+    c->samples = jint(st, "samples");
+}
+
+static void cand_hist(ft_tui_cand *c, const json_t *h) {
+    const json_t *counts = json_object_get(h, "counts");
+    if (!json_is_array(counts) || json_array_size(counts) != FT_TUI_BINS) return;
+    for (int i = 0; i < FT_TUI_BINS; i++)
+        c->hist[i] = (int)json_integer_value(json_array_get(counts, (size_t)i));
+    c->hist_lo = jnum(h, "lo");
+    c->hist_hi = jnum(h, "hi");
+    c->has_hist = 1;
+}
+
+/* Keep the FT_TUI_TOP fastest configurations; an update of a known one replaces its stats
+ * (confirmed: they come from the confirmation round). */
+static void top_offer(ft_tui_row *r, const json_t *config, const json_t *stats, const json_t *hist,
+                      int confirmed) {
+    ft_tui_cand c;
+    memset(&c, 0, sizeof c);
+    obj_text(config, 0, " ", c.cfg, sizeof c.cfg);
+    obj_text(config, 1, " ", c.key, sizeof c.key);
+    cand_stats(&c, stats);
+    c.confirmed = confirmed;
+    if (!isfinite(c.median)) return;
+    for (int i = 0; i < r->ntop; i++)
+        if (!strcmp(r->top[i].key, c.key)) {
+            if (!hist && r->top[i].has_hist) {
+                memcpy(c.hist, r->top[i].hist, sizeof c.hist);
+                c.hist_lo = r->top[i].hist_lo;
+                c.hist_hi = r->top[i].hist_hi;
+                c.has_hist = 1;
+            }
+            if (hist) cand_hist(&c, hist);
+            c.tie = r->top[i].tie;
+            r->top[i] = c;
+            top_sort(r);
+            top_ties(r);
+            return;
+        }
+    if (hist) cand_hist(&c, hist);
+    if (r->ntop == FT_TUI_TOP) {
+        if (c.median >= r->top[FT_TUI_TOP - 1].median) return;
+        r->ntop--;
+    }
+    r->top[r->ntop++] = c;
+    top_sort(r);
+    top_ties(r);
+}
+
+static void update_speedup(ft_tui_row *r) {
+    if (isfinite(r->def) && isfinite(r->best) && r->best > 0) r->speedup = r->def / r->best;
+}
+
+static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, double t) {
+    /* Runs of one feed follow each other: a run still open when another starts was lost
+     * (killed, or its run_end torn off). */
+    for (int i = 0; i < m->nrows; i++) {
+        ft_tui_row *o = &m->rows[i];
+        if (o != r && o->kind == FT_ROW_TUNE && o->state == FT_ROW_RUNNING) o->state = FT_ROW_LOST;
+    }
+    r->kind = FT_ROW_TUNE;
+    r->t_start = r->t_last = t;
+    snprintf(r->op, sizeof r->op, "%s", jstr(ev, "op"));
+    snprintf(r->backend, sizeof r->backend, "%s", jstr(ev, "backend"));
+    snprintf(r->preset, sizeof r->preset, "%s", jstr(ev, "preset"));
+    snprintf(r->device, sizeof r->device, "%s", jstr(ev, "device"));
+    snprintf(r->strategy, sizeof r->strategy, "%s", jstr(ev, "strategy"));
+    shape_text(json_object_get(ev, "dims"), r->shape, sizeof r->shape);
+    r->valid = jint(ev, "space_valid");
+    r->resumed = jint(ev, "resumed");
+    r->budget = jint(ev, "budget");
+    r->time_budget_s = jnum(ev, "time_budget_s");
+    obj_text(json_object_get(ev, "default"), 1, " ", r->def_key, sizeof r->def_key);
+}
+
+static void apply_measured(ft_tui_row *r, const json_t *ev, double t) {
+    const json_t *st = json_object_get(ev, "stats");
+    double med = jnum(st, "median_s");
+    int screened = json_is_true(json_object_get(ev, "screened"));
+    r->done++;
+    r->measured++;
+    r->screened += screened;
+    r->last = med;
+    r->last_rejected = 0;
+    char key[160];
+    obj_text(json_object_get(ev, "config"), 1, " ", key, sizeof key);
+    if (r->def_key[0] && !strcmp(key, r->def_key)) r->def = med;
+    if (!screened && isfinite(med)) {
+        top_offer(r, json_object_get(ev, "config"), st, json_object_get(ev, "hist"), 0);
+        if (!(med >= r->best)) r->best = med;
+    }
+    update_speedup(r);
+    ft_tui_point p = {t - r->t_start, med, r->best, screened ? FT_PT_SCREENED : 0u};
+    ft_tui_ring_push(&r->history, p);
+}
+
+static void apply_rejected(ft_tui_row *r, double t) {
+    r->done++;
+    r->rejected++;
+    r->last_rejected = 1;
+    ft_tui_point p = {t - r->t_start, NAN, r->best, FT_PT_REJECTED};
+    ft_tui_ring_push(&r->history, p);
+}
+
+static void apply_confirm(ft_tui_row *r, const json_t *ev) {
+    const json_t *cfgs = json_object_get(ev, "configs"), *stats = json_object_get(ev, "stats");
+    for (size_t i = 0; i < json_array_size(cfgs) && i < json_array_size(stats); i++) {
+        const json_t *c = json_array_get(cfgs, i), *st = json_array_get(stats, i);
+        char key[160];
+        obj_text(c, 1, " ", key, sizeof key);
+        if (r->def_key[0] && !strcmp(key, r->def_key)) r->def = jnum(st, "median_s");
+        top_offer(r, c, st, NULL, 1);
+    }
+    if (r->ntop) r->best = r->top[0].median;
+    update_speedup(r);
+}
+
+static void apply_run_end(ft_tui_row *r, const json_t *ev, double t) {
+    r->state = json_is_true(json_object_get(ev, "interrupted")) ? FT_ROW_INTERRUPTED : FT_ROW_DONE;
+    r->t_end = t;
+    const json_t *winner = json_object_get(ev, "winner");
+    if (json_is_object(winner)) {
+        top_offer(r, winner, json_object_get(ev, "stats"), NULL, 1);
+        char wkey[160];
+        obj_text(winner, 1, " ", wkey, sizeof wkey);
+        for (int i = 1; i < r->ntop; i++) /* the winner leads even within the noise */
+            if (!strcmp(r->top[i].key, wkey)) {
+                ft_tui_cand w = r->top[i];
+                memmove(&r->top[1], &r->top[0], sizeof w * (size_t)i);
+                r->top[0] = w;
+            }
+        double wmed = jnum(json_object_get(ev, "stats"), "median_s");
+        if (isfinite(wmed)) r->best = wmed;
+    }
+    double dmed = jnum(json_object_get(ev, "default_stats"), "median_s");
+    if (isfinite(dmed)) r->def = dmed;
+    double sp = jnum(ev, "speedup");
+    if (isfinite(sp))
+        r->speedup = sp;
+    else
+        update_speedup(r);
+    const json_t *tie = json_object_get(ev, "tie");
+    if (json_is_array(tie)) {
+        r->ties_final = 1;
+        for (int i = 0; i < r->ntop; i++) {
+            r->top[i].tie = 0;
+            for (size_t k = 0; k < json_array_size(tie) && i > 0; k++) {
+                char key[160];
+                obj_text(json_array_get(tie, k), 1, " ", key, sizeof key);
+                if (!strcmp(key, r->top[i].key)) r->top[i].tie = 1;
+            }
+        }
+    }
+}
+
+static void apply_watch_start(ft_tui_row *r, const json_t *ev, double t) {
+    r->kind = FT_ROW_WATCH;
+    r->t_start = r->t_last = t;
+    snprintf(r->op, sizeof r->op, "%s", jstr(ev, "op"));
+    snprintf(r->backend, sizeof r->backend, "%s", jstr(ev, "backend"));
+    snprintf(r->device, sizeof r->device, "%s", jstr(ev, "device"));
+    snprintf(r->preset, sizeof r->preset, "%s", jstr(ev, "profile"));
+    shape_text(json_object_get(ev, "dims"), r->shape, sizeof r->shape);
+    obj_text(json_object_get(ev, "config"), 0, " ", r->config, sizeof r->config);
+    r->profile_median = jnum(ev, "profile_median_s");
+    ft_tui_vring_init(&r->window, FT_TUI_WINDOW);
+}
+
+static void apply_sample(ft_tui_row *r, const json_t *ev, double t) {
+    const json_t *vals = json_object_get(ev, "values");
+    size_t n = json_array_size(vals);
+    if (!n) return;
+    if (!r->window.cap) ft_tui_vring_init(&r->window, FT_TUI_WINDOW);
+    r->kind = FT_ROW_WATCH;
+    double *iv = malloc(sizeof *iv * n);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = json_number_value(json_array_get(vals, i));
+        if (!(v >= 0) || !isfinite(v)) continue;
+        ft_tui_vring_push(&r->window, v);
+        if (iv) iv[k++] = v;
+        r->last = v;
+    }
+    int calls = jint(ev, "calls");
+    r->calls += calls > 0 ? calls : k;
+    double imed = NAN, ip95, imax = NAN, ijit;
+    if (iv) {
+        ft_tui_window_stats(iv, k, &imed, &ip95, &imax, &ijit);
+        free(iv);
+    }
+    double emax = jnum(ev, "max_s");
+    if (isfinite(emax) && !(emax <= imax)) imax = emax;
+    ft_tui_point p = {t - r->t_start, imax, imed, 0};
+    ft_tui_ring_push(&r->history, p);
+
+    int wn = r->window.n;
+    double *w = malloc(sizeof *w * (size_t)(wn ? wn : 1));
+    if (!w) return;
+    for (int i = 0; i < wn; i++)
+        w[i] = ft_tui_vring_at(&r->window, i);
+    ft_tui_window_stats(w, wn, &r->p50, &r->p95, &r->max, &r->jitter);
+    ft_tui_histogram(w, wn, r->win_hist, &r->win_lo, &r->win_hi);
+    free(w);
+    r->best = r->p50;
+    if (isfinite(r->profile_median) && r->profile_median > 0)
+        r->speedup = r->p50 / r->profile_median;
+}
+
+int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
+    const char *kind = json_string_value(json_object_get(ev, "event"));
+    if (!json_is_object(ev) || !kind) {
+        m->nbad++;
+        return 0;
+    }
+    double t = jnum(ev, "t");
+    m->changed = 1;
+
+    /* The source's own kinds (docs/dashboard.md). */
+    if (!strcmp(kind, "done")) {
+        m->finished = 1;
+        const char *msg = jstr(ev, "message");
+        if (*msg) snprintf(m->note, sizeof m->note, "%s", msg);
+        return 1;
+    }
+    if (!strcmp(kind, "error")) {
+        snprintf(m->error, sizeof m->error, "%s",
+                 *jstr(ev, "message") ? jstr(ev, "message") : "failed");
+        for (int i = 0; i < m->nrows; i++)
+            if (m->rows[i].state == FT_ROW_RUNNING) m->rows[i].state = FT_ROW_FAILED;
+        return 1;
+    }
+    if (!strcmp(kind, "reopen")) {
+        snprintf(m->note, sizeof m->note, "log %s: reading it from the start",
+                 *jstr(ev, "reason") ? jstr(ev, "reason") : "reopened");
+        return 1;
+    }
+
+    static const char *const row_kinds[] = {"run_start", "verified", "rejected",    "measured",
+                                            "confirm",   "run_end",  "watch_start", "sample"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof row_kinds / sizeof row_kinds[0]; i++)
+        known |= !strcmp(kind, row_kinds[i]);
+    const char *run = jstr(ev, "run");
+    if (!known || !*run) {
+        m->nbad++;
+        return 0;
+    }
+    /* Times and rates count the runs' events, not the source's notices above. */
+    if (isfinite(t)) {
+        if (!isfinite(m->t_first) || t < m->t_first) m->t_first = t;
+        if (!isfinite(m->t_last) || t > m->t_last) m->t_last = t;
+        m->recent[m->recent_head] = t;
+        m->recent_head = (m->recent_head + 1) % (int)(sizeof m->recent / sizeof m->recent[0]);
+        if (m->nrecent < (int)(sizeof m->recent / sizeof m->recent[0])) m->nrecent++;
+    }
+    m->nevents++;
+    if (!isfinite(t)) t = isfinite(m->t_last) ? m->t_last : 0;
+    int starts = !strcmp(kind, "run_start") || !strcmp(kind, "watch_start");
+    ft_tui_row *r = ft_tui_model_find(m, run);
+    if (r && starts) row_reset(r, run, r->seq); /* the same run read again: rebuild it */
+    if (!r) {
+        r = row_add(m, run);
+        if (!r) return 0;
+        r->t_start = t;
+    }
+    r->t_last = t;
+    if (!strcmp(kind, "run_start"))
+        apply_run_start(m, r, ev, t);
+    else if (!strcmp(kind, "watch_start"))
+        apply_watch_start(r, ev, t);
+    else if (!strcmp(kind, "measured"))
+        apply_measured(r, ev, t);
+    else if (!strcmp(kind, "rejected"))
+        apply_rejected(r, t);
+    else if (!strcmp(kind, "confirm"))
+        apply_confirm(r, ev);
+    else if (!strcmp(kind, "run_end"))
+        apply_run_end(r, ev, t);
+    else if (!strcmp(kind, "sample"))
+        apply_sample(r, ev, t);
+    return 1;
+}
+
+/* ---- derived figures --------------------------------------------------------------------- */
+
+int ft_tui_model_running(const ft_tui_model *m) {
+    if (m->finished || m->error[0]) return 0;
+    int ntune = 0;
+    for (int i = 0; i < m->nrows; i++) {
+        if (m->rows[i].state == FT_ROW_RUNNING) return 1;
+        ntune += m->rows[i].kind == FT_ROW_TUNE;
+    }
+    return m->expected_runs > ntune; /* between two runs of `tune all` */
+}
+
+double ft_tui_row_eta(const ft_tui_row *r, double now) {
+    if (r->kind != FT_ROW_TUNE || r->state != FT_ROW_RUNNING) return NAN;
+    int total = r->valid - r->resumed;
+    if (r->budget > 0 && r->budget < total) total = r->budget;
+    int remaining = total - r->done;
+    if (remaining < 0) remaining = 0;
+    double elapsed = now - r->t_start;
+    if (elapsed < 0) elapsed = 0;
+    double eta = NAN;
+    if (r->done > 0) eta = elapsed / r->done * remaining;
+    if (r->time_budget_s > 0) {
+        double left = r->time_budget_s - elapsed;
+        if (left < 0) left = 0;
+        if (!(eta <= left)) eta = left;
+    }
+    return eta;
+}
+
+double ft_tui_model_eta(const ft_tui_model *m, double now, int *partial) {
+    if (partial) *partial = 0;
+    if (!ft_tui_model_running(m)) return m->nrows ? 0 : NAN;
+    double eta = 0, dur = 0;
+    int nfinished = 0, ntune = 0;
+    for (int i = 0; i < m->nrows; i++) {
+        const ft_tui_row *r = &m->rows[i];
+        if (r->kind != FT_ROW_TUNE) continue;
+        ntune++;
+        if (r->state == FT_ROW_RUNNING)
+            eta += ft_tui_row_eta(r, now);
+        else if (r->t_end > r->t_start) {
+            dur += r->t_end - r->t_start;
+            nfinished++;
+        }
+    }
+    if (!ntune) return NAN;
+    int pending = m->expected_runs - ntune;
+    if (pending > 0) {
+        if (nfinished)
+            eta += pending * (dur / nfinished);
+        else if (partial)
+            *partial = 1;
+    }
+    return eta;
+}
+
+static double model_ref_time(const ft_tui_model *m, double now) {
+    return ft_tui_model_running(m) ? now : m->t_last;
+}
+
+double ft_tui_model_rate(const ft_tui_model *m, double now) {
+    if (!isfinite(m->t_first) || !m->nrecent) return NAN;
+    double tref = model_ref_time(m, now);
+    double span = tref - m->t_first;
+    if (span > FT_TUI_RATE_SPAN) span = FT_TUI_RATE_SPAN;
+    if (span < 0.5) span = 0.5;
+    int cap = (int)(sizeof m->recent / sizeof m->recent[0]), k = 0;
+    for (int i = 0; i < m->nrecent; i++) {
+        double t = m->recent[(m->recent_head - 1 - i + cap) % cap];
+        if (t > tref - span && t <= tref + 1e-9) k++;
+    }
+    return k / span;
+}
+
+double ft_tui_model_elapsed(const ft_tui_model *m, double now) {
+    if (!isfinite(m->t_first)) return NAN;
+    double e = model_ref_time(m, now) - m->t_first;
+    return e > 0 ? e : 0;
+}
+
+/* ---- the table's order ------------------------------------------------------------------- */
+
+const char *const ft_tui_sort_names[FT_SORT_COUNT] = {"arrival", "op", "fastest", "speedup",
+                                                      "progress"};
+
+static int contains_ci(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i]) {
+            char a = hay[i], b = needle[i];
+            if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+            if (b >= 'A' && b <= 'Z') b = (char)(b - 'A' + 'a');
+            if (a != b) break;
+            i++;
+        }
+        if (i == n) return 1;
+    }
+    return n == 0;
+}
+
+static double progress(const ft_tui_row *r) {
+    int total = r->valid;
+    if (r->budget > 0 && r->resumed + r->budget < total) total = r->resumed + r->budget;
+    return total > 0 ? (double)(r->resumed + r->done) / total : 0;
+}
+
+/* Negative when a goes before b. NAN keys go last. */
+static int cmp_key(double a, double b) {
+    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
+    return a < b ? -1 : a > b;
+}
+
+static int row_cmp(const ft_tui_row *a, const ft_tui_row *b, ft_tui_sort sort) {
+    int c = 0;
+    switch (sort) {
+    case FT_SORT_OP: c = strcmp(a->op, b->op); break;
+    case FT_SORT_BEST: c = cmp_key(a->best, b->best); break;
+    case FT_SORT_SPEEDUP:
+        c = cmp_key(isnan(a->speedup) ? NAN : -a->speedup, isnan(b->speedup) ? NAN : -b->speedup);
+        break;
+    case FT_SORT_PROGRESS:
+        c = (b->state == FT_ROW_RUNNING) - (a->state == FT_ROW_RUNNING);
+        if (!c) c = cmp_key(-progress(a), -progress(b));
+        break;
+    default: break;
+    }
+    return c ? c : (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+int ft_tui_model_view(const ft_tui_model *m, ft_tui_sort sort, const char *filter, int *idx,
+                      int cap) {
+    int n = 0;
+    for (int i = 0; i < m->nrows && n < cap; i++)
+        if (!filter || contains_ci(m->rows[i].op, filter)) idx[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort: stable, and tables are short */
+        for (int j = i; j > 0 && row_cmp(&m->rows[idx[j - 1]], &m->rows[idx[j]], sort) > 0; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    return n;
+}

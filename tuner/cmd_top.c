@@ -1,0 +1,56 @@
+/* cmd_top.c: `flaretune top LOG`: the dashboard over an event log that another process writes
+ * (or wrote): followed as `tail -f` follows a file. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "flaretune/tui.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: flaretune top LOG\n\n"
+            "Show the tuning runs of an event log (written by `flaretune tune ... --log LOG`)\n"
+            "live in the terminal: one row per run, the latency of every candidate over time,\n"
+            "the best configurations and their spread. The log is followed as `tail -f`\n"
+            "follows a file: it may not exist yet, grow, gain new runs, or be truncated or\n"
+            "replaced (it is then read again from the start). A finished log is shown as it\n"
+            "ends.\n\n"
+            "Keys: up/down or j/k select, Enter detail, s sort, / filter by op, ? help, q quit.\n"
+            "NO_COLOR=1 turns colors off. See docs/dashboard.md.\n");
+}
+
+static volatile int stop_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+static int run(int argc, char **argv) {
+    if (argc < 2) return ft_cli_fail(FT_EXIT_USAGE, "top: which event log? (flaretune top LOG)");
+    if (argc > 2) return ft_cli_fail(FT_EXIT_USAGE, "top: unexpected argument '%s'", argv[2]);
+    if (argv[1][0] == '-' && argv[1][1])
+        return ft_cli_fail(FT_EXIT_USAGE, "top: unknown option '%s' (see `flaretune top --help`)",
+                           argv[1]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    char title[1100];
+    snprintf(title, sizeof title, "top %s", argv[1]);
+    ft_tui_opts o;
+    memset(&o, 0, sizeof o);
+    o.title = title;
+    o.follow_path = argv[1];
+    o.stop = &stop_flag;
+    ft_tui_result res;
+    ft_err err = {0};
+    if (ft_tui_run(&o, &res, &err)) return ft_cli_fail_err(&err);
+    if (res.by_signal) return 130;
+    return FT_EXIT_OK;
+}
+
+const ft_cmd ft_cmd_top = {"top", "follow an event log live in a terminal dashboard", run, usage};

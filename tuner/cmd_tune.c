@@ -1,0 +1,507 @@
+/* cmd_tune.c: `flaretune tune`: search for the fastest verified configuration of one op or of
+ * every op, with progress on stderr, an event log, resume, and a profile. */
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "flaretune/clock.h"
+#include "flaretune/format.h"
+#include "flaretune/json.h"
+#include "flaretune/tui.h"
+#include "flaretune/tune.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: flaretune tune OP|all [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
+            "                      [--backend B] [--strategy S] [--budget N] [--time SEC]\n"
+            "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
+            "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
+            "                      [--noise X] [--quiet] [--tui]\n\n"
+            "Find the fastest configuration of OP (or of every op the backend implements) that\n"
+            "matches the float64 reference. Every candidate is verified once on fresh random\n"
+            "inputs (at a reduced shape when the reference would be too slow), then measured until\n"
+            "its median is known to --noise; candidates clearly slower than the best are dropped\n"
+            "after a few samples (screening). At the end the best few and the default are measured\n"
+            "again interleaved; a lead within the noise is reported as a tie.\n\n"
+            "  --preset P         sizes (default small.dflare.train; attention.decode uses the\n"
+            "                     .decode preset of the same model and drafter)\n"
+            "  --strategy S       exhaustive (default), random, anneal, evolve\n"
+            "  --budget N         measure at most N candidates per op\n"
+            "  --time SEC         stop searching an op after SEC seconds\n"
+            "  --sweep SIZE=a,b   tune at each value of one preset size (one profile entry each)\n"
+            "  --profile FILE     merge the winners into this profile (atomic, locked)\n"
+            "  --log FILE         append events to FILE; running the same command again resumes,\n"
+            "                     skipping every candidate already measured (with `all` or\n"
+            "                     --sweep, FILE gets a suffix per op and size)\n"
+            "  --no-screen        measure every candidate fully\n"
+            "  --confirm K        re-measure the best K interleaved (default 3)\n"
+            "  --max-time S       time cap per candidate (default 1)\n"
+            "  --noise X          target relative CI half-width of a median (default 0.02)\n"
+            "  --quiet            no progress\n"
+            "  --tui              show the run in a terminal dashboard (docs/dashboard.md); p\n"
+            "                     pauses and resumes the search, q stops it (as Ctrl-C)\n\n"
+            "Ctrl-C finishes the event in flight, saves the best so far, and exits with 130.\n");
+}
+
+static volatile int stop_flag, pause_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* ---- progress, rendered from the events ---------------------------------------------------- */
+
+typedef struct {
+    int tty, quiet;
+    int total, done, rejected;
+    double best, def, t0;
+    char op[64];
+} progress;
+
+static void progress_event(void *ctx, const json_t *ev) {
+    progress *p = ctx;
+    if (p->quiet) return;
+    const char *kind = json_string_value(json_object_get(ev, "event"));
+    char a[32], b[32];
+    if (!strcmp(kind, "run_start")) {
+        int valid = (int)json_integer_value(json_object_get(ev, "space_valid"));
+        int budget = (int)json_integer_value(json_object_get(ev, "budget"));
+        int resumed = (int)json_integer_value(json_object_get(ev, "resumed"));
+        p->total = valid - resumed;
+        if (budget && budget < p->total) p->total = budget;
+        p->done = p->rejected = 0;
+        p->best = p->def = INFINITY;
+        p->t0 = ft_now_s();
+        snprintf(p->op, sizeof p->op, "%s", json_string_value(json_object_get(ev, "op")));
+        char *dims = json_dumps(json_object_get(ev, "dims"), JSON_COMPACT);
+        fprintf(stderr, "tune %s on %s at %s %s: %lld configurations, %d valid%s%s, strategy %s\n",
+                p->op, json_string_value(json_object_get(ev, "backend")),
+                json_string_value(json_object_get(ev, "preset")), dims ? dims : "",
+                (long long)json_integer_value(json_object_get(ev, "space_size")), valid,
+                resumed ? ", resumed " : "", resumed ? "(skipping measured ones)" : "",
+                json_string_value(json_object_get(ev, "strategy")));
+        free(dims);
+        if (json_is_true(json_object_get(ev, "verify_reduced"))) {
+            char *vd = json_dumps(json_object_get(ev, "verify_dims"), JSON_COMPACT);
+            fprintf(stderr, "  verifying at a reduced shape %s (the reference would be too slow at the "
+                            "tuning shape)\n", vd ? vd : "");
+            free(vd);
+        }
+        return;
+    }
+    int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
+    if (!measured && !rejected) {
+        if (!strcmp(kind, "run_end") && p->tty) fputc('\n', stderr);
+        return;
+    }
+    p->done++;
+    double med = INFINITY;
+    if (rejected) p->rejected++;
+    else {
+        const json_t *st = json_object_get(ev, "stats");
+        med = json_number_value(json_object_get(st, "median_s"));
+        if (p->done == 1) p->def = med;
+        if (!json_is_true(json_object_get(ev, "screened")) && med < p->best) p->best = med;
+    }
+    double el = ft_now_s() - p->t0;
+    double eta = p->done ? el / p->done * (p->total - p->done) : 0;
+    if (p->tty) {
+        int width = 24, fill = p->total ? p->done * width / p->total : width;
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\r\033[K  [%s] %d/%d  best %s", bar, p->done, p->total,
+                ft_fmt_time(p->best, 0, a, sizeof a));
+        if (isfinite(p->def) && isfinite(p->best)) fprintf(stderr, " (x%.2f vs default)", p->def / p->best);
+        if (p->rejected) fprintf(stderr, "  %d rejected", p->rejected);
+        fprintf(stderr, "  ETA %.0fs", eta);
+        fflush(stderr);
+    } else {
+        char *cfg = json_dumps(json_object_get(ev, "config"), JSON_COMPACT);
+        if (rejected)
+            fprintf(stderr, "  %d/%d rejected (%s): %s  %s\n", p->done, p->total,
+                    json_string_value(json_object_get(ev, "reason")),
+                    json_string_value(json_object_get(ev, "message")), cfg ? cfg : "");
+        else
+            fprintf(stderr, "  %d/%d %s%s  %s  best %s\n", p->done, p->total,
+                    ft_fmt_time(med, 0, a, sizeof a),
+                    json_is_true(json_object_get(ev, "screened")) ? " (screened)" : "", cfg ? cfg : "",
+                    ft_fmt_time(p->best, 0, b, sizeof b));
+        free(cfg);
+    }
+}
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+typedef struct {
+    char op[48];
+    ft_tune_result r;
+    int ok;
+} row;
+
+/* One ft_tune_run: an op at one value of the sweep. Every job is planned (and its options
+ * checked) before the first runs. */
+typedef struct {
+    const ft_op *op;
+    const ft_backend *be;
+    ft_attrs attrs;
+    ft_preset preset;
+    char log[1024];
+} job;
+
+typedef struct {
+    ft_tune_opts to; /* the settings every job shares */
+    job *jobs;
+    int njobs;
+    row *rows;
+    int nrows, code;
+    ft_status status; /* a run that failed stops the jobs: its error */
+    ft_err err;
+    ft_tui_feed *feed; /* --tui: where the worker says it has finished */
+} tuning;
+
+static void run_jobs(tuning *T) {
+    for (int j = 0; j < T->njobs && !stop_flag; j++) {
+        const job *jb = &T->jobs[j];
+        ft_tune_opts to = T->to;
+        to.op = jb->op;
+        to.be = jb->be;
+        to.attrs = jb->attrs;
+        to.preset = jb->preset;
+        to.log_path = jb->log[0] ? jb->log : NULL;
+        row *rw = &T->rows[T->nrows++];
+        snprintf(rw->op, sizeof rw->op, "%s", jb->op->name);
+        ft_status s = ft_tune_run(&to, &rw->r, &T->err);
+        if (s) {
+            T->nrows--;
+            T->status = s;
+            return;
+        }
+        rw->ok = rw->r.found;
+        if (!rw->ok) T->code = FT_EXIT_VERIFY;
+    }
+}
+
+/* --tui: the tuner on this thread, the dashboard on the main one. */
+static void *tune_worker(void *arg) {
+    tuning *T = arg;
+    run_jobs(T);
+    json_t *ev = T->status ? json_pack("{s:s, s:f, s:s}", "event", "error", "t", ft_wall_time(),
+                                       "message", T->err.msg)
+                           : json_pack("{s:s, s:f, s:s}", "event", "done", "t", ft_wall_time(),
+                                       "message", stop_flag ? "stopped" : "every run finished");
+    ft_tui_feed_push_new(T->feed, ev);
+    return NULL;
+}
+
+static int run_dashboard(tuning *T, const char *target) {
+    ft_tui_feed feed;
+    if (!ft_tui_feed_init(&feed)) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
+    T->feed = &feed;
+    T->to.listener = ft_tui_feed_listener;
+    T->to.listener_ctx = &feed;
+    T->to.pause = &pause_flag;
+    /* While the dashboard runs, every Ctrl-C only raises the flag: the terminal must be
+     * restored before the process ends. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, tune_worker, T)) {
+        ft_tui_feed_free(&feed);
+        return ft_cli_fail(FT_EXIT_FAIL, "tune: cannot start the tuner thread");
+    }
+    char title[128];
+    snprintf(title, sizeof title, "tune %s", target);
+    ft_tui_opts o;
+    memset(&o, 0, sizeof o);
+    o.title = title;
+    o.feed = &feed;
+    o.pause = &pause_flag;
+    o.stop = &stop_flag;
+    o.expected_runs = T->njobs;
+    ft_tui_result res;
+    ft_err err = {0};
+    ft_status s = ft_tui_run(&o, &res, &err);
+    if (!res.source_done) stop_flag = 1; /* quit before the end: stop as Ctrl-C does */
+    pause_flag = 0;
+    /* The terminal is restored: a second Ctrl-C may end the process at once again. */
+    if (stop_flag) sa.sa_handler = SIG_DFL;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (!res.source_done && !s)
+        fprintf(stderr, "flaretune: stopping the tuner (it finishes the candidate in flight)\n");
+    pthread_join(th, NULL);
+    ft_tui_feed_free(&feed);
+    if (s) return ft_cli_fail_err(&err);
+    return 0;
+}
+
+static int parse_sweep(const char *arg, char *name, size_t n, long long *vals, int *nvals) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || (size_t)(eq - arg) >= n) return 0;
+    snprintf(name, n, "%.*s", (int)(eq - arg), arg);
+    *nvals = 0;
+    const char *p = eq + 1;
+    while (*p && *nvals < 32) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 1) return 0;
+        vals[(*nvals)++] = v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) return 0;
+    }
+    return *nvals > 0;
+}
+
+static int run(int argc, char **argv) {
+    enum { O_STRAT = 1, O_BUDGET, O_TIME, O_SWEEP, O_PROFILE, O_LOG, O_NOSCREEN, O_CONFIRM,
+           O_MAXTIME, O_NOISE, O_QUIET, O_TUI };
+    static const struct option opts[] = {
+        FT_CLI_PROBLEM_OPTIONS,
+        {"strategy", required_argument, NULL, O_STRAT},
+        {"budget", required_argument, NULL, O_BUDGET},
+        {"time", required_argument, NULL, O_TIME},
+        {"sweep", required_argument, NULL, O_SWEEP},
+        {"profile", required_argument, NULL, O_PROFILE},
+        {"log", required_argument, NULL, O_LOG},
+        {"no-screen", no_argument, NULL, O_NOSCREEN},
+        {"confirm", required_argument, NULL, O_CONFIRM},
+        {"max-time", required_argument, NULL, O_MAXTIME},
+        {"noise", required_argument, NULL, O_NOISE},
+        {"quiet", no_argument, NULL, O_QUIET},
+        {"tui", no_argument, NULL, O_TUI},
+        {NULL, 0, NULL, 0},
+    };
+    ft_cli_problem prob;
+    ft_cli_problem_init(&prob);
+    ft_tune_opts to;
+    ft_tune_defaults(&to);
+    const char *sweep = NULL, *log = NULL;
+    int quiet = 0, tui = 0, o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int h = ft_cli_problem_opt(&prob, o, optarg, "tune");
+        if (h < 0) return FT_EXIT_USAGE;
+        if (h) continue;
+        char *end;
+        switch (o) {
+        case O_STRAT: {
+            int k = ft_strategy_parse(optarg);
+            if (k < 0)
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "tune: unknown strategy '%s' (exhaustive, random, anneal, evolve)", optarg);
+            to.strategy = (ft_strategy_kind)k;
+            break;
+        }
+        case O_BUDGET:
+            to.budget = (int)strtol(optarg, &end, 10);
+            if (*end || to.budget < 1) return ft_cli_fail(FT_EXIT_USAGE, "tune: --budget expects a positive integer");
+            break;
+        case O_TIME:
+            to.time_budget_s = strtod(optarg, &end);
+            if (*end || !(to.time_budget_s > 0)) return ft_cli_fail(FT_EXIT_USAGE, "tune: --time expects seconds > 0");
+            break;
+        case O_SWEEP: sweep = optarg; break;
+        case O_PROFILE: to.profile_path = optarg; break;
+        case O_LOG: log = optarg; break;
+        case O_NOSCREEN: to.screen = 0; break;
+        case O_CONFIRM:
+            to.confirm_top = (int)strtol(optarg, &end, 10);
+            if (*end || to.confirm_top < 1 || to.confirm_top > 8)
+                return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8");
+            break;
+        case O_MAXTIME:
+            to.measure.max_time_s = strtod(optarg, &end);
+            if (*end || !(to.measure.max_time_s > 0)) return ft_cli_fail(FT_EXIT_USAGE, "tune: --max-time expects seconds > 0");
+            if (to.measure.min_time_s > to.measure.max_time_s) to.measure.min_time_s = to.measure.max_time_s;
+            break;
+        case O_NOISE:
+            to.measure.max_noise = strtod(optarg, &end);
+            if (*end || !(to.measure.max_noise > 0)) return ft_cli_fail(FT_EXIT_USAGE, "tune: --noise expects a fraction > 0");
+            break;
+        case O_QUIET: quiet = 1; break;
+        case O_TUI: tui = 1; break;
+        case ':': return ft_cli_fail(FT_EXIT_USAGE, "tune: option '%s' needs a value", argv[optind - 1]);
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown option '%s' (see `flaretune tune --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: which op? (an op name or `all`)");
+    if (optind + 1 < argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: unexpected argument '%s'", argv[optind + 1]);
+    if (prob.config) return ft_cli_fail(FT_EXIT_USAGE, "tune: --config fixes a configuration; tune searches them (use bench)");
+    to.seed = prob.seed;
+    to.stop = &stop_flag;
+    if (tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
+
+    /* Which ops, on which backend. */
+    const char *target = argv[optind];
+    ft_err err = {0};
+    const ft_op *ops[16];
+    int nops = 0;
+    if (!strcmp(target, "all")) {
+        for (int i = 0; i < ft_op_count(); i++) {
+            const ft_backend *b;
+            if (ft_backend_resolve(prob.backend, ft_op_at(i), &b, NULL) == FT_OK) ops[nops++] = ft_op_at(i);
+        }
+        if (!nops) {
+            if (ft_backend_resolve(prob.backend, NULL, &to.be, &err)) return ft_cli_fail_err(&err);
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: backend %s implements no op", prob.backend);
+        }
+    } else {
+        const ft_op *op = ft_op_find(target, &err);
+        if (!op) return ft_cli_fail_err(&err);
+        ops[nops++] = op;
+    }
+    char sweep_name[32] = "";
+    long long sweep_vals[32];
+    int nsweep = 1;
+    if (sweep && !parse_sweep(sweep, sweep_name, sizeof sweep_name, sweep_vals, &nsweep))
+        return ft_cli_fail(FT_EXIT_USAGE, "tune: --sweep expects SIZE=v1,v2,... with positive integers, got '%s'", sweep);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    progress pg;
+    memset(&pg, 0, sizeof pg);
+    pg.tty = isatty(STDERR_FILENO);
+    pg.quiet = quiet;
+    to.listener = progress_event;
+    to.listener_ctx = &pg;
+
+    /* Plan every run first, so a bad option shows before anything runs. */
+    static row rows[16 * 32];
+    tuning T;
+    memset(&T, 0, sizeof T);
+    T.jobs = calloc(16 * 32, sizeof *T.jobs);
+    if (!T.jobs) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
+    T.rows = rows;
+    int code = FT_EXIT_OK;
+    for (int k = 0; k < nops && !stop_flag; k++) {
+        const ft_op *op = ops[k];
+        const ft_backend *be;
+        if (ft_backend_resolve(prob.backend, op, &be, &err)) {
+            free(T.jobs);
+            return ft_cli_fail_err(&err);
+        }
+        char fallback[64];
+        const char *def_preset = ft_cli_default_preset(op);
+        if (prob.preset) {
+            /* With one preset for several ops, attention.decode takes its decode sibling. */
+            snprintf(fallback, sizeof fallback, "%s", prob.preset);
+            char *dot = strrchr(fallback, '.');
+            if (!strcmp(op->name, "attention.decode") && dot && !strcmp(dot, ".train")) strcpy(dot, ".decode");
+            def_preset = fallback;
+        }
+        ft_cli_problem pp = prob;
+        pp.preset = def_preset;
+        ft_call tmp;
+        ft_call_init(&tmp, op);
+        if ((code = ft_cli_apply_attrs(&pp, &tmp))) {
+            if (nops == 1) {
+                free(T.jobs);
+                return code;
+            }
+            code = FT_EXIT_OK; /* attributes of other ops do not apply to this one */
+            ft_attrs_default(&tmp.attrs);
+            for (int a = 0; a < pp.nattrs; a++) {
+                char name[64];
+                const char *eq = strchr(pp.attrs[a], '=');
+                snprintf(name, sizeof name, "%.*s", (int)(eq - pp.attrs[a]), pp.attrs[a]);
+                if (ft_op_accepts_attr(op, name)) ft_attrs_set(&tmp.attrs, op, name, eq + 1, NULL);
+            }
+        }
+        for (int v = 0; v < nsweep && !stop_flag; v++) {
+            job *jb = &T.jobs[T.njobs];
+            jb->op = op;
+            jb->be = be;
+            jb->attrs = tmp.attrs;
+            if ((code = ft_cli_make_preset(&pp, NULL, &jb->preset))) {
+                free(T.jobs);
+                return code;
+            }
+            if (sweep) {
+                char set[64];
+                snprintf(set, sizeof set, "%s=%lld", sweep_name, sweep_vals[v]);
+                if (ft_preset_set(&jb->preset, set, &err)) {
+                    free(T.jobs);
+                    return ft_cli_fail_err(&err);
+                }
+            }
+            jb->log[0] = '\0';
+            if (log) {
+                if (nops == 1 && !sweep) snprintf(jb->log, sizeof jb->log, "%s", log);
+                else if (sweep)
+                    snprintf(jb->log, sizeof jb->log, "%s.%s.%s%lld", log, op->name, sweep_name, sweep_vals[v]);
+                else snprintf(jb->log, sizeof jb->log, "%s.%s", log, op->name);
+            }
+            T.njobs++;
+        }
+    }
+    T.to = to;
+    if (tui) {
+        if ((code = run_dashboard(&T, target))) {
+            free(T.jobs);
+            return code;
+        }
+    } else {
+        run_jobs(&T);
+    }
+    free(T.jobs);
+    if (T.status) {
+        ft_cli_fail_err(&T.err);
+        return ft_cli_exit_code(T.status);
+    }
+    code = T.code;
+    int nrows = T.nrows;
+
+    /* Summary. */
+    printf("%-17s %-34s %10s %10s %8s %9s %6s %s\n", "op", "shape", "default", "best", "speedup",
+           "roofline", "tie", "verified (max rel err)");
+    for (int i = 0; i < nrows; i++) {
+        row *rw = &rows[i];
+        char a[32], b[32];
+        const char *shape = rw->r.dims;
+        if (!rw->ok) {
+            printf("%-17s %-34.34s %10s %10s %8s %9s %6s %s\n", rw->op, shape, "-", "-", "-", "-", "-",
+                   "no candidate verified");
+            continue;
+        }
+        /* The default configuration may be invalid at this shape: then there is no baseline. */
+        int has_def = rw->r.default_stats.samples > 0;
+        char sp[16] = "-";
+        if (has_def) snprintf(sp, sizeof sp, "%.2fx", rw->r.speedup);
+        printf("%-17s %-34.34s %10s %10s %8s %8.0f%% %6s yes (%.1e)%s\n", rw->op, shape,
+               has_def ? ft_fmt_time(rw->r.default_stats.median, 1, a, sizeof a) : "-",
+               ft_fmt_time(rw->r.winner_stats.median, 1, b, sizeof b), sp,
+               100 * rw->r.roofline_frac, rw->r.ntie ? "tie" : "-", rw->r.verify_err,
+               rw->r.interrupted ? "  (interrupted)" : "");
+    }
+    if (to.profile_path && nrows) printf("profile: %s\n", to.profile_path);
+    if (stop_flag) {
+        fprintf(stderr, "flaretune: interrupted; the best configurations so far are saved%s\n",
+                log ? " and the log resumes where this run stopped" : "");
+        return 130;
+    }
+    return code;
+}
+
+const ft_cmd ft_cmd_tune = {"tune", "search for the fastest verified configuration of an op", run, usage};
