@@ -295,7 +295,7 @@ def test_tune_tui(tmp):
         line = row_line(s or "", "fusion.dflash")
         with open(log) as f:
             n = json.loads(f.readline())["space_valid"]
-        check(line and " %d/%d " % (n, n) in line and re.search(r"\d+\.\d+x", line),
+        check(line and " %d/%d " % (n, n) in line and re.search(r"\d+(\.\d+)?x", line),
               "a finished row: %r" % line, s)
         s = quit_and_check_restored(p, 0, "tune --tui")
         s = p.screen(joined=True)
