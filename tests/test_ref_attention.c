@@ -9,6 +9,7 @@
  * train on equivalent inputs, exact gradient identities, and central-difference gradients of
  * sum(o * R) for a random R.
  */
+#include "ft_grad.h"
 #include "ft_test.h"
 
 #include "flaretune/ref.h"
@@ -19,27 +20,11 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static double *dalloc(int64_t n) { return ft_test_alloc((size_t)n * sizeof(double)); }
-
 static double *dclone(const double *a, int64_t n) {
     double *b = dalloc(n);
     memcpy(b, a, (size_t)n * sizeof(double));
     return b;
 }
-
-static void fill_normal(ft_rng *r, double *a, int64_t n, double sd) {
-    for (int64_t i = 0; i < n; i++)
-        a[i] = sd * ft_rng_normal(r);
-}
-
-static double sum_prod(const double *a, const double *b, int64_t n) {
-    double s = 0;
-    for (int64_t i = 0; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
-static double norm2(const double *a, int64_t n) { return sqrt(sum_prod(a, a, n)); }
 
 static double max_abs(const double *a, int64_t n) {
     double m = 0;
@@ -58,52 +43,6 @@ static int all_zero(const double *a, int64_t n) {
     do {                                                                                           \
         double e_ = ft_test_rel_err(a, b, n);                                                      \
         FT_CHECK(e_ < (tol), "%s: rel err %.3g", what, e_);                                        \
-    } while (0)
-
-/* ---- finite differences ------------------------------------------------------------------- */
-
-typedef double (*objective_fn)(void *ctx);
-
-static double fd_at(objective_fn obj, void *ctx, double *p, int64_t i) {
-    const double save = p[i];
-    const double h = 1e-5 * fmax(1.0, fabs(save));
-    p[i] = save + h;
-    const double up = p[i];
-    const double fp = obj(ctx);
-    p[i] = save - h;
-    const double dn = p[i];
-    const double fm = obj(ctx);
-    p[i] = save;
-    return (fp - fm) / (up - dn); /* the step actually taken, after rounding */
-}
-
-/* ||grad - fd|| / ||fd|| at every entry (count >= n) or at `count` random entries of p; the
- * norm of the finite-difference gradient goes to *fd_norm so the check cannot be vacuous. */
-static double fd_check(objective_fn obj, void *ctx, double *p, const double *grad, int64_t n,
-                       int64_t count, ft_rng *rng, double *fd_norm) {
-    const int64_t m = count >= n ? n : count;
-    double *an = dalloc(m), *fd = dalloc(m);
-    for (int64_t s = 0; s < m; s++) {
-        const int64_t i = count >= n ? s : (int64_t)ft_rng_below(rng, (uint64_t)n);
-        an[s] = grad[i];
-        fd[s] = fd_at(obj, ctx, p, i);
-    }
-    const double err = ft_test_rel_err(an, fd, m);
-    *fd_norm = norm2(fd, m);
-    free(an);
-    free(fd);
-    return err;
-}
-
-#define GRAD_TOL 1e-6
-
-#define CHECK_GRAD(name, obj, ctx, p, grad, n, count, rng)                                         \
-    do {                                                                                           \
-        double fdn_;                                                                               \
-        double err_ = fd_check(obj, ctx, p, grad, n, count, rng, &fdn_);                           \
-        FT_CHECK(err_ < GRAD_TOL, "%s: rel err vs finite differences %.3g", name, err_);           \
-        FT_CHECK(fdn_ > 1e-3, "%s: finite-difference gradient is ~0 (%.3g): trivial check", name,  \
-                 fdn_);                                                                            \
     } while (0)
 
 /* ---- a plain attention written here ------------------------------------------------------
