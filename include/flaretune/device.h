@@ -1,0 +1,96 @@
+/* device.h: the device the CUDA backend's host code drives.
+ *
+ * One interface, two implementations: the real GPU (CUDA driver API, kernels compiled at run time
+ * by NVRTC for the device's exact architecture) and the SIMT emulator (the same kernel sources
+ * compiled by the host C++ compiler against kernels/cuda/emu/, run on the CPU with device memory
+ * in host memory). The backend's op code (grid sizing, multi-kernel sequences, workspaces,
+ * config validation) is written once against this interface, so what the emulator checks on
+ * any machine is the code the GPU runs.
+ *
+ * Kernel sources live in kernels/cuda/<name>.cu, written in the dialect of kernels/cuda/ft_cuda.h;
+ * tunables are -D macros. A module is one source compiled with one set of macros; modules are
+ * cached on disk, keyed by a hash of the source (with its includes), the options, the target
+ * and the compiler's version, in $FLARETUNE_CACHE_DIR (default ~/.cache/flaretune), written
+ * atomically so concurrent processes can share the cache.
+ */
+#ifndef FLARETUNE_DEVICE_H
+#define FLARETUNE_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { FT_DEV_CUDA = 0, FT_DEV_EMU } ft_dev_kind;
+
+typedef struct ft_dev_props {
+    char name[128];
+    char arch[16];           /* compile target, e.g. "sm_90a"; "emu" for the emulator      */
+    int cc_major, cc_minor;  /* compute capability (the emulator reports the one it mimics) */
+    int sm_count;
+    int warp_size;           /* 32                                                          */
+    int max_threads_per_block, max_threads_per_sm;
+    int regs_per_sm, max_regs_per_thread;
+    size_t smem_per_block;   /* default static + dynamic limit                              */
+    size_t smem_per_block_optin; /* with the opt-in attribute                               */
+    size_t smem_per_sm;
+    size_t l2_bytes, mem_bytes;
+    int bus_width_bits, clock_khz, mem_clock_khz;
+    int driver_version, runtime_version;
+    int ecc;
+} ft_dev_props;
+
+typedef struct ft_dev ft_dev;
+typedef struct ft_dev_module ft_dev_module;
+
+typedef struct ft_dim3 {
+    unsigned x, y, z;
+} ft_dim3;
+
+typedef enum { FT_COPY_H2D, FT_COPY_D2H, FT_COPY_D2D } ft_copy_kind;
+
+/* Open device `ordinal` of `kind`. For FT_DEV_CUDA without a driver or a GPU this fails with
+ * FT_ENODEV and one line saying why. */
+ft_status ft_dev_open(ft_dev_kind kind, int ordinal, ft_dev **out, ft_err *err);
+void ft_dev_close(ft_dev *d);
+ft_dev_kind ft_dev_kind_of(const ft_dev *d);
+const ft_dev_props *ft_dev_props_of(const ft_dev *d);
+
+/* Device memory. The emulator fills fresh allocations with a NaN pattern (0xFF bytes) so a
+ * kernel that reads before it writes shows it in its results. */
+ft_status ft_dev_alloc(ft_dev *d, size_t bytes, void **ptr, ft_err *err);
+void ft_dev_free(ft_dev *d, void *ptr);
+ft_status ft_dev_copy(ft_dev *d, void *dst, const void *src, size_t bytes, ft_copy_kind kind,
+                      ft_err *err);
+ft_status ft_dev_memset(ft_dev *d, void *dst, int byte, size_t bytes, ft_err *err);
+ft_status ft_dev_sync(ft_dev *d, ft_err *err);
+
+/* Compile kernels/cuda/<source> (e.g. "fusion.cu") with `defines` ("NAME=VALUE" or "NAME").
+ * A compile error is FT_EINVAL with the compiler's first error line and the defines. The module
+ * stays valid until the device is closed (the device keeps an in-memory cache too). */
+ft_status ft_dev_compile(ft_dev *d, const char *source, const char *const *defines, int ndefines,
+                         ft_dev_module **out, ft_err *err);
+/* Resource usage of one kernel of a module (from ptxas on the GPU: -Xptxas=-v; the emulator
+ * reports static shared memory only and 0 registers). */
+typedef struct ft_kernel_info {
+    int regs, spill_stores, spill_loads;
+    size_t smem_static, stack_bytes, local_bytes;
+    int max_threads;
+} ft_kernel_info;
+ft_status ft_dev_kernel_info(ft_dev_module *m, const char *kernel, ft_kernel_info *info,
+                             ft_err *err);
+/* Launch `kernel` of module m. args[i] points at the i-th argument's value, as with
+ * cuLaunchKernel. smem is the dynamic shared memory in bytes. Launch errors (bad configuration,
+ * and under the emulator: a barrier or warp collective not reached by every required thread, an
+ * out-of-bounds shared access it detects) are returned with the kernel, block and thread named. */
+ft_status ft_dev_launch(ft_dev *d, ft_dev_module *m, const char *kernel, ft_dim3 grid,
+                        ft_dim3 block, size_t smem, void **args, ft_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,106 @@
+/* device.c: the device interface of include/flaretune/device.h, dispatched by kind.
+ *
+ * FT_DEV_EMU is the SIMT emulator (device_emu.c); FT_DEV_CUDA is the GPU, whose backend is not
+ * built yet (dev_cuda_open below is where it plugs in). Arguments are checked here once, so the
+ * backends can assume a device, a module of that device and non-NULL outputs.
+ */
+#include "device_impl.h"
+
+#include <stddef.h>
+
+/* ---- the CUDA backend (to be replaced by the real one) --------------------------------------- */
+
+/* Open GPU `ordinal` through the CUDA driver API. The backend (driver loaded at run time, NVRTC
+ * compilation for the device's exact architecture, the module cache shared with the emulator's
+ * conventions) is not written yet: until then every GPU open fails with FT_ENODEV, which callers
+ * treat like a machine without a GPU. */
+static ft_status dev_cuda_open(int ordinal, ft_dev **out, ft_err *err) {
+    (void)ordinal;
+    *out = NULL;
+    return ft_err_set(err, FT_ENODEV,
+                      "the CUDA device backend is not built yet (use the emulator, FT_DEV_EMU)");
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------- */
+
+ft_status ft_dev_open(ft_dev_kind kind, int ordinal, ft_dev **out, ft_err *err) {
+    if (!out) return ft_err_set(err, FT_EINVAL, "ft_dev_open: no place for the device");
+    *out = NULL;
+    switch (kind) {
+    case FT_DEV_CUDA: return dev_cuda_open(ordinal, out, err);
+    case FT_DEV_EMU: return ft_dev_emu_open(ordinal, out, err);
+    }
+    return ft_err_set(err, FT_EINVAL, "ft_dev_open: unknown device kind %d", (int)kind);
+}
+
+void ft_dev_close(ft_dev *d) {
+    if (d) d->ops->close(d);
+}
+
+ft_dev_kind ft_dev_kind_of(const ft_dev *d) { return d->kind; }
+
+const ft_dev_props *ft_dev_props_of(const ft_dev *d) { return &d->props; }
+
+ft_status ft_dev_alloc(ft_dev *d, size_t bytes, void **ptr, ft_err *err) {
+    if (!d || !ptr) return ft_err_set(err, FT_EINVAL, "ft_dev_alloc: no device or no pointer");
+    *ptr = NULL;
+    return d->ops->alloc(d, bytes, ptr, err);
+}
+
+void ft_dev_free(ft_dev *d, void *ptr) {
+    if (d && ptr) d->ops->free(d, ptr);
+}
+
+ft_status ft_dev_copy(ft_dev *d, void *dst, const void *src, size_t bytes, ft_copy_kind kind,
+                      ft_err *err) {
+    if (!d) return ft_err_set(err, FT_EINVAL, "ft_dev_copy: no device");
+    if (bytes == 0) return FT_OK;
+    if (!dst || !src) return ft_err_set(err, FT_EINVAL, "ft_dev_copy: NULL pointer");
+    if (kind != FT_COPY_H2D && kind != FT_COPY_D2H && kind != FT_COPY_D2D)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_copy: unknown copy kind %d", (int)kind);
+    return d->ops->copy(d, dst, src, bytes, kind, err);
+}
+
+ft_status ft_dev_memset(ft_dev *d, void *dst, int byte, size_t bytes, ft_err *err) {
+    if (!d) return ft_err_set(err, FT_EINVAL, "ft_dev_memset: no device");
+    if (bytes == 0) return FT_OK;
+    if (!dst) return ft_err_set(err, FT_EINVAL, "ft_dev_memset: NULL pointer");
+    return d->ops->memset(d, dst, byte, bytes, err);
+}
+
+ft_status ft_dev_sync(ft_dev *d, ft_err *err) {
+    if (!d) return ft_err_set(err, FT_EINVAL, "ft_dev_sync: no device");
+    return d->ops->sync(d, err);
+}
+
+ft_status ft_dev_compile(ft_dev *d, const char *source, const char *const *defines, int ndefines,
+                         ft_dev_module **out, ft_err *err) {
+    if (!out) return ft_err_set(err, FT_EINVAL, "ft_dev_compile: no place for the module");
+    *out = NULL;
+    if (!d || !source || !*source)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_compile: no device or no source");
+    if (ndefines < 0 || (ndefines > 0 && !defines))
+        return ft_err_set(err, FT_EINVAL, "ft_dev_compile: %d defines but no array", ndefines);
+    for (int i = 0; i < ndefines; i++)
+        if (!defines[i]) return ft_err_set(err, FT_EINVAL, "ft_dev_compile: define %d is NULL", i);
+    return d->ops->compile(d, source, defines, ndefines, out, err);
+}
+
+ft_status ft_dev_kernel_info(ft_dev_module *m, const char *kernel, ft_kernel_info *info,
+                             ft_err *err) {
+    if (!m || !kernel || !info)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_kernel_info: no module, kernel or output");
+    return m->dev->ops->kernel_info(m, kernel, info, err);
+}
+
+ft_status ft_dev_launch(ft_dev *d, ft_dev_module *m, const char *kernel, ft_dim3 grid,
+                        ft_dim3 block, size_t smem, void **args, ft_err *err) {
+    if (!d || !m || !kernel)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_launch: no device, module or kernel");
+    if (m->dev != d)
+        return ft_err_set(err, FT_EINVAL,
+                          "ft_dev_launch: the module of '%s' belongs to another "
+                          "device",
+                          kernel);
+    return d->ops->launch(d, m, kernel, grid, block, smem, args, err);
+}

@@ -1,0 +1,824 @@
+/* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of include/flaretune/device.h).
+ *
+ * Device memory is host memory (fresh allocations filled with 0xFF bytes, a NaN in every float
+ * format); copies are memcpy and launches are synchronous. A module is kernels/cuda/<source>
+ * compiled by the host C++ compiler with -DFT_EMU into a shared object and loaded with dlopen:
+ *
+ *   c++ -x c++ -std=c++17 -DFT_EMU -DFT_EMU_STACK_LOG2=n -I<kernels/cuda> -I<emu/include>
+ *       -I<source dir> -O2 -fPIC -shared -fvisibility=hidden -fno-strict-aliasing
+ *       -ffp-contract=off -D<defines> -o <cache>/emu/<key>.so <source>
+ *
+ * The key hashes the compiler's path and --version, the options, the source and every header it
+ * includes with quotes (recursively). The object is written under a temporary name and renamed
+ * into place, so processes sharing the cache never load a half-written file. Kernels are found
+ * by name in the module's registry (FT_KERNEL_EXPORT) and run by the scheduler of emu/emu.c.
+ */
+#define _GNU_SOURCE
+#include "device_emu.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device_impl.h"
+#include "emu/emu.h"
+
+#ifndef FT_EMU_CXX
+#define FT_EMU_CXX ""
+#endif
+#ifndef FT_EMU_KERNEL_DIR
+#define FT_EMU_KERNEL_DIR "kernels/cuda"
+#endif
+
+extern char **environ;
+
+#define PATH_CAP 1024
+
+typedef struct emu_module {
+    ft_dev_module base;
+    struct emu_module *next;
+    char key[33];
+    char source[256]; /* the source's file name, for messages */
+    void *handle;
+    int nkernels;
+    const ft_emu_kernel *kernels;
+    size_t tls_modid, tls_size;
+} emu_module;
+
+typedef struct emu_dev {
+    ft_dev base;
+    char cxx[PATH_CAP];
+    char kernel_dir[PATH_CAP];
+    char cache_dir[PATH_CAP];
+    char *cxx_version;
+    int debug, workers, ucontext;
+    unsigned long long seed;
+    emu_module *modules;
+    ft_emu_pool *pools[FT_EMU_MAX_WORKERS];
+    ft_dev_emu_stats stats;
+    pthread_mutex_t lock; /* compiles and launches of one device from several threads */
+} emu_dev;
+
+static emu_dev *emu_of(ft_dev *d) { return (emu_dev *)d; }
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+static ft_status emu_alloc(ft_dev *d, size_t bytes, void **ptr, ft_err *err) {
+    (void)d;
+    size_t n = bytes ? bytes : 1;
+    if (posix_memalign(ptr, 256, n) != 0) {
+        *ptr = NULL;
+        return ft_err_set(err, FT_ENOMEM, "emulator: cannot allocate %zu bytes of device memory",
+                          bytes);
+    }
+    memset(*ptr, 0xFF, n); /* read before written: NaN */
+    return FT_OK;
+}
+
+static void emu_free(ft_dev *d, void *ptr) {
+    (void)d;
+    free(ptr);
+}
+
+static ft_status emu_copy(ft_dev *d, void *dst, const void *src, size_t bytes, ft_copy_kind kind,
+                          ft_err *err) {
+    (void)d, (void)kind, (void)err;
+    memmove(dst, src, bytes);
+    return FT_OK;
+}
+
+static ft_status emu_memset(ft_dev *d, void *dst, int byte, size_t bytes, ft_err *err) {
+    (void)d, (void)err;
+    memset(dst, byte, bytes);
+    return FT_OK;
+}
+
+static ft_status emu_sync(ft_dev *d, ft_err *err) {
+    (void)d, (void)err;
+    return FT_OK; /* launches and copies are synchronous */
+}
+
+/* ---- hashing --------------------------------------------------------------------------------- */
+
+/* Two independent 64-bit FNV-1a streams (different offset bases and primes): a 128-bit key. */
+typedef struct emu_hash {
+    uint64_t a, b;
+} emu_hash;
+
+static void hash_init(emu_hash *h) {
+    h->a = 0xcbf29ce484222325ull;
+    h->b = 0x6c62272e07bb0142ull;
+}
+
+static void hash_bytes(emu_hash *h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h->a = (h->a ^ c[i]) * 0x100000001b3ull;
+        h->b = (h->b ^ c[i]) * 0x880355f21e6d1965ull;
+    }
+}
+
+static void hash_str(emu_hash *h, const char *s) { hash_bytes(h, s, strlen(s) + 1); }
+
+static int read_file(const char *path, char **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        char *nb = realloc(buf, 2 * cap + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f) || !buf;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static void dir_of(const char *path, char *dir, size_t n) {
+    const char *s = strrchr(path, '/');
+    if (!s)
+        snprintf(dir, n, ".");
+    else
+        snprintf(dir, n, "%.*s", (int)(s - path), path);
+}
+
+typedef struct emu_seen {
+    char paths[64][PATH_CAP];
+    int n;
+} emu_seen;
+
+/* Hash the files `text` includes with quotes (#include "x"), found next to `dir` or in the
+ * include directories, recursively. Conditional includes count too: a key that changes more
+ * often than strictly needed only costs a compilation. */
+static void hash_includes(emu_hash *h, const char *text, const char *dir, const char *const *incs,
+                          int nincs, emu_seen *seen, int depth) {
+    if (depth > 16) return;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *q = p;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q != '#') continue;
+        q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (strncmp(q, "include", 7) != 0) continue;
+        q += 7;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q != '"') continue;
+        const char *e = strchr(q + 1, '"');
+        const char *nl = strchr(q + 1, '\n');
+        if (!e || (nl && nl < e)) continue;
+        char name[PATH_CAP], path[PATH_CAP];
+        snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
+        hash_str(h, name);
+        char *body = NULL;
+        size_t len = 0;
+        int found = 0;
+        for (int i = -1; i < nincs && !found; i++) {
+            int w = snprintf(path, sizeof path, "%s/%s", i < 0 ? dir : incs[i], name);
+            found = w > 0 && (size_t)w < sizeof path && read_file(path, &body, &len) == 0;
+        }
+        if (!found) continue;
+        int dup = 0;
+        for (int i = 0; i < seen->n && !dup; i++)
+            dup = strcmp(seen->paths[i], path) == 0;
+        if (!dup && seen->n < 64) {
+            snprintf(seen->paths[seen->n++], PATH_CAP, "%s", path);
+            hash_str(h, path);
+            hash_bytes(h, body, len);
+            char sub[PATH_CAP];
+            dir_of(path, sub, sizeof sub);
+            hash_includes(h, body, sub, incs, nincs, seen, depth + 1);
+        }
+        free(body);
+    }
+}
+
+/* ---- running the compiler -------------------------------------------------------------------- */
+
+/* Run argv (stdout and stderr captured into out, NUL-terminated, truncated to cap - 1) with
+ * LC_ALL=C so messages are in English. Returns the exit status, or -1 with errno when the
+ * program could not be started. */
+static int run_capture(char *const argv[], char *out, size_t cap) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    size_t nenv = 0;
+    while (environ[nenv])
+        nenv++;
+    char **env = malloc((nenv + 2) * sizeof *env);
+    if (!env) {
+        close(fds[0]), close(fds[1]);
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++)
+        if (strncmp(environ[i], "LC_ALL=", 7) != 0) env[k++] = environ[i];
+    env[k++] = "LC_ALL=C";
+    env[k] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, NULL, argv, env)
+                                  : posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        errno = rc;
+        return -1;
+    }
+    size_t n = 0;
+    char sink[4096];
+    for (;;) {
+        char *dst = n + 1 < cap ? out + n : sink;
+        size_t room = n + 1 < cap ? cap - 1 - n : sizeof sink;
+        ssize_t r = read(fds[0], dst, room);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        if (dst != sink) n += (size_t)r;
+    }
+    close(fds[0]);
+    if (cap) out[n < cap ? n : cap - 1] = '\0';
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* The compiler's first error line, with directories stripped from its leading path. */
+static void first_error(const char *log, char *out, size_t n) {
+    const char *line = NULL, *last = NULL;
+    for (const char *p = log; *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len) last = p;
+        const char *hit = strstr(p, "error");
+        if (hit && (!e || hit < e)) {
+            line = p;
+            break;
+        }
+        if (!e) break;
+    }
+    if (!line) line = last;
+    if (!line) {
+        snprintf(out, n, "(the compiler printed nothing)");
+        return;
+    }
+    const char *e = strchr(line, '\n');
+    size_t len = e ? (size_t)(e - line) : strlen(line);
+    const char *colon = memchr(line, ':', len), *slash = NULL;
+    for (const char *s = line; colon && s < colon; s++)
+        if (*s == '/') slash = s;
+    if (slash) len -= (size_t)(slash + 1 - line), line = slash + 1;
+    snprintf(out, n, "%.*s", (int)len, line);
+}
+
+static int mkdir_p(const char *dir) {
+    char buf[PATH_CAP];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int valid_define(const char *d) {
+    if (!(isalpha((unsigned char)d[0]) || d[0] == '_')) return 0;
+    const char *p = d;
+    while (isalnum((unsigned char)*p) || *p == '_')
+        p++;
+    return *p == '\0' || *p == '=';
+}
+
+/* ---- modules --------------------------------------------------------------------------------- */
+
+typedef struct emu_tls_query {
+    size_t modid, size;
+} emu_tls_query;
+
+static int tls_phdr(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    emu_tls_query *q = arg;
+    if (info->dlpi_tls_modid != q->modid) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS) q->size = info->dlpi_phdr[i].p_memsz;
+    return 1;
+}
+
+/* dlopen path and read its registry into m. */
+static ft_status module_load(emu_module *m, const char *path, ft_err *err) {
+    m->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!m->handle)
+        return ft_err_set(err, FT_EIO, "emulator: cannot load the module of %s: %s", m->source,
+                          dlerror());
+    void *sym = dlsym(m->handle, FT_EMU_MODULE_SYMBOL);
+    ft_emu_module_fn fn;
+    memcpy(&fn, &sym, sizeof fn);
+    const ft_emu_module_info *info = sym ? fn() : NULL;
+    ft_status s = FT_OK;
+    if (!info)
+        s = ft_err_set(err, FT_EINVAL, "emulator: %s has no %s (does it include ft_cuda.h?)",
+                       m->source, FT_EMU_MODULE_SYMBOL);
+    else if (info->abi != FT_EMU_ABI_VERSION || info->stack_log2 != FT_EMU_STACK_LOG2)
+        s = ft_err_set(err, FT_EINTERNAL,
+                       "emulator: the module of %s was built for ABI %u / stacks 2^%u, not %u / "
+                       "2^%u",
+                       m->source, info->abi, info->stack_log2, FT_EMU_ABI_VERSION,
+                       FT_EMU_STACK_LOG2);
+    else if (info->nkernels < 0)
+        s = ft_err_set(err, FT_EINVAL, "emulator: %s exports more kernels than the emulator holds",
+                       m->source);
+    if (s != FT_OK) {
+        dlclose(m->handle);
+        m->handle = NULL;
+        return s;
+    }
+    m->nkernels = info->nkernels;
+    m->kernels = info->kernels;
+    m->tls_modid = 0;
+    m->tls_size = 0;
+    if (dlinfo(m->handle, RTLD_DI_TLS_MODID, &m->tls_modid) == 0 && m->tls_modid) {
+        emu_tls_query q = {m->tls_modid, 0};
+        dl_iterate_phdr(tls_phdr, &q);
+        m->tls_size = q.size;
+    }
+    return FT_OK;
+}
+
+static const char *cxx_version(emu_dev *d) {
+    if (!d->cxx_version) {
+        char out[4096];
+        char *argv[] = {d->cxx, "--version", NULL};
+        if (run_capture(argv, out, sizeof out) == 0) d->cxx_version = strdup(out);
+    }
+    return d->cxx_version ? d->cxx_version : "";
+}
+
+enum { MAX_ARGS = 64 };
+
+enum { ARG_LEN = PATH_CAP + 16 };
+
+/* Compile (or find) the module; `store` holds the command line's MAX_ARGS strings. */
+static ft_status compile_module(ft_dev *dev, const char *source, const char *const *defines,
+                                int ndefines, ft_dev_module **out, char (*store)[ARG_LEN],
+                                ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    if (!d->cxx[0])
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "emulator: no C++ compiler (none was found when flaretune was "
+                          "configured; set FLARETUNE_EMU_CXX)");
+    if (ndefines > MAX_ARGS - 24)
+        return ft_err_set(err, FT_EINVAL, "emulator: %d defines, at most %d", ndefines,
+                          MAX_ARGS - 24);
+    char path[PATH_CAP], dir[PATH_CAP];
+    int plen = source[0] == '/' ? snprintf(path, sizeof path, "%s", source)
+                                : snprintf(path, sizeof path, "%s/%s", d->kernel_dir, source);
+    if (plen < 0 || (size_t)plen >= sizeof path)
+        return ft_err_set(err, FT_EINVAL, "emulator: the path of %s is too long", source);
+    dir_of(path, dir, sizeof dir);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+    /* The defines, checked and as a readable list for messages. */
+    char dlist[256] = "no defines";
+    size_t dl = 0;
+    for (int i = 0; i < ndefines; i++) {
+        if (!valid_define(defines[i]) || strlen(defines[i]) > PATH_CAP)
+            return ft_err_set(err, FT_EINVAL,
+                              "emulator: compiling %s: define '%s' is not NAME or NAME=VALUE", name,
+                              defines[i]);
+        int w = snprintf(dlist + dl, sizeof dlist - dl, "%s-D%s", i ? " " : "", defines[i]);
+        if (w > 0) dl = dl + (size_t)w < sizeof dlist ? dl + (size_t)w : sizeof dlist - 1;
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    if (read_file(path, &text, &len) != 0)
+        return ft_err_set(err, FT_EIO, "emulator: cannot read kernel source %s: %s", path,
+                          strerror(errno));
+
+    /* The command line. */
+    char *argv[MAX_ARGS + 1];
+    int argc = 0;
+#define ARG(...) (snprintf(store[argc], ARG_LEN, __VA_ARGS__), argv[argc] = store[argc], argc++)
+    ARG("%s", d->cxx);
+    ARG("-std=c++17");
+    ARG("-DFT_EMU");
+    ARG("-DFT_EMU_STACK_LOG2=%d", FT_EMU_STACK_LOG2);
+    int inc = argc; /* the two include directories, searched by hash_includes too */
+    ARG("-I%s", d->kernel_dir);
+    ARG("-I%s/emu/include", d->kernel_dir);
+    ARG("-I%s", dir);
+    ARG("%s", d->debug ? "-O0" : "-O2");
+    if (d->debug) ARG("-g3"); /* macros too: gdb can print threadIdx */
+    if (d->debug) ARG("-DFT_EMU_DEBUG");
+    ARG("-fPIC");
+    ARG("-shared");
+    ARG("-fvisibility=hidden");
+    ARG("-fno-strict-aliasing"); /* CUDA code reinterprets pointers freely */
+    ARG("-ffp-contract=off");
+    ARG("-fdiagnostics-color=never");
+#if defined(__SANITIZE_ADDRESS__)
+    /* This library runs under AddressSanitizer (FT_SANITIZE): instrument the kernels too, so an
+     * out-of-bounds access to device memory is reported with the kernel's line. */
+    ARG("-fsanitize=address,undefined");
+    ARG("-fno-omit-frame-pointer");
+#endif
+    for (int i = 0; i < ndefines; i++)
+        ARG("-D%s", defines[i]);
+    int nhashed = argc;
+    ARG("-o");
+    int out_arg = argc;
+    ARG("(set below)");
+    ARG("-x");
+    ARG("c++");
+    ARG("%s", path);
+#undef ARG
+    argv[argc] = NULL;
+
+    emu_hash h;
+    hash_init(&h);
+    hash_str(&h, "flaretune emulator module");
+    char abi[32];
+    snprintf(abi, sizeof abi, "%d", FT_EMU_ABI_VERSION);
+    hash_str(&h, abi);
+    hash_str(&h, cxx_version(d));
+    for (int i = 0; i < nhashed; i++)
+        hash_str(&h, argv[i]);
+    hash_str(&h, path);
+    hash_bytes(&h, text, len);
+    const char *incs[2] = {store[inc] + 2, store[inc + 1] + 2};
+    emu_seen *seen = calloc(1, sizeof *seen);
+    if (!seen) {
+        free(text);
+        return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+    }
+    hash_includes(&h, text, dir, incs, 2, seen, 0);
+    free(seen);
+    free(text);
+    char key[33];
+    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+
+    for (emu_module *m = d->modules; m; m = m->next)
+        if (strcmp(m->key, key) == 0) {
+            d->stats.memory_hits++;
+            *out = &m->base;
+            return FT_OK;
+        }
+
+    emu_module *m = calloc(1, sizeof *m);
+    if (!m) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+    m->base.dev = dev;
+    snprintf(m->key, sizeof m->key, "%s", key);
+    if ((size_t)snprintf(m->source, sizeof m->source, "%s", name) >= sizeof m->source)
+        m->source[sizeof m->source - 1] = '\0'; /* a long name, cut for messages */
+    char so[PATH_CAP + 64];
+    if ((size_t)snprintf(so, sizeof so, "%s/%s.so", d->cache_dir, key) >= sizeof so) {
+        free(m);
+        return ft_err_set(err, FT_EINVAL, "emulator: the cache directory %s is too long",
+                          d->cache_dir);
+    }
+
+    ft_status s = FT_EIO;
+    if (access(so, R_OK) == 0) {
+        s = module_load(m, so, err);
+        if (s == FT_OK) d->stats.disk_hits++;
+    }
+    if (s != FT_OK) {
+        /* Compile into a private name, then rename into place. */
+        if (mkdir_p(d->cache_dir) != 0) {
+            free(m);
+            return ft_err_set(err, FT_EIO, "emulator: cannot create the cache directory %s: %s",
+                              d->cache_dir, strerror(errno));
+        }
+        static const char hexd[] = "0123456789abcdef";
+        char tmp[PATH_CAP + 96], rnd[17];
+        uint64_t r = (uint64_t)(uintptr_t)m ^ ((uint64_t)getpid() << 32) ^ h.b;
+        for (int i = 0; i < 16; i++)
+            rnd[i] = hexd[(r >> (4 * i)) & 15];
+        rnd[16] = '\0';
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%s", so, (long)getpid(), rnd) >=
+            sizeof tmp) {
+            free(m);
+            return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", so);
+        }
+        if ((size_t)snprintf(store[out_arg], ARG_LEN, "%s", tmp) >= ARG_LEN) {
+            free(m);
+            return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", tmp);
+        }
+        char *log = malloc(65536);
+        if (!log) {
+            free(m);
+            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+        }
+        int rc = run_capture(argv, log, 65536);
+        if (rc != 0) {
+            int spawn_errno = errno;
+            unlink(tmp);
+            if (rc < 0)
+                s = ft_err_set(err, FT_EUNSUPPORTED, "emulator: cannot run the C++ compiler %s: %s",
+                               d->cxx, strerror(spawn_errno));
+            else {
+                char line[400];
+                first_error(log, line, sizeof line);
+                s = ft_err_set(err, FT_EINVAL, "compiling %s with %s: %s", name, dlist, line);
+            }
+            free(log);
+            free(m);
+            return s;
+        }
+        free(log);
+        if (rename(tmp, so) != 0) {
+            int e = errno;
+            unlink(tmp);
+            free(m);
+            return ft_err_set(err, FT_EIO, "emulator: cannot move the module into %s: %s", so,
+                              strerror(e));
+        }
+        d->stats.compiled++;
+        s = module_load(m, so, err);
+        if (s != FT_OK) {
+            free(m);
+            return s;
+        }
+    }
+    m->next = d->modules;
+    d->modules = m;
+    *out = &m->base;
+    return FT_OK;
+}
+
+static ft_status emu_compile(ft_dev *dev, const char *source, const char *const *defines,
+                             int ndefines, ft_dev_module **out, ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    char(*store)[ARG_LEN] = malloc(MAX_ARGS * sizeof *store);
+    if (!store) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+    pthread_mutex_lock(&d->lock);
+    ft_status s = compile_module(dev, source, defines, ndefines, out, store, err);
+    pthread_mutex_unlock(&d->lock);
+    free(store);
+    return s;
+}
+
+static const ft_emu_kernel *find_kernel(const emu_module *m, const char *kernel, ft_err *err) {
+    for (int i = 0; i < m->nkernels; i++)
+        if (strcmp(m->kernels[i].name, kernel) == 0) return &m->kernels[i];
+    char names[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < m->nkernels && n + 1 < sizeof names; i++) {
+        int w = snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", m->kernels[i].name);
+        if (w > 0) n += (size_t)w;
+    }
+    ft_err_set(err, FT_EINVAL, "kernel '%s' is not in %s (it exports: %s)", kernel, m->source,
+               m->nkernels ? names : "nothing; FT_KERNEL_EXPORT(name) after each kernel");
+    return NULL;
+}
+
+static ft_status emu_kernel_info(ft_dev_module *mod, const char *kernel, ft_kernel_info *info,
+                                 ft_err *err) {
+    emu_module *m = (emu_module *)mod;
+    if (!find_kernel(m, kernel, err)) return FT_EINVAL;
+    memset(info, 0, sizeof *info);
+    info->smem_static = m->tls_size; /* every kernel of the module together */
+    info->max_threads = mod->dev->props.max_threads_per_block;
+    return FT_OK;
+}
+
+static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *kernel,
+                                   ft_dim3 grid, ft_dim3 block, size_t smem, void **args,
+                                   ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    emu_module *m = (emu_module *)mod;
+    const ft_emu_kernel *k = find_kernel(m, kernel, err);
+    if (!k) return FT_EINVAL;
+    const ft_dev_props *p = &dev->props;
+    unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+        return ft_err_set(err, FT_EINVAL,
+                          "launch of '%s': empty grid (%u,%u,%u) or block (%u,%u,%u)", kernel,
+                          grid.x, grid.y, grid.z, block.x, block.y, block.z);
+    if (block.x > 1024 || block.y > 1024 || block.z > 64 ||
+        threads > (unsigned long long)p->max_threads_per_block)
+        return ft_err_set(err, FT_EINVAL,
+                          "launch of '%s': block (%u,%u,%u) exceeds the limits (1024, 1024, 64; "
+                          "%d threads)",
+                          kernel, block.x, block.y, block.z, p->max_threads_per_block);
+    if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
+        return ft_err_set(
+            err, FT_EINVAL,
+            "launch of '%s': grid (%u,%u,%u) exceeds the limits (2^31-1, 65535, 65535)", kernel,
+            grid.x, grid.y, grid.z);
+    if (smem + m->tls_size > p->smem_per_block_optin)
+        return ft_err_set(err, FT_EINVAL,
+                          "launch of '%s': %zu bytes of dynamic and %zu of static shared memory "
+                          "exceed the %zu a block may have",
+                          kernel, smem, m->tls_size, p->smem_per_block_optin);
+    ft_emu_launch l;
+    memset(&l, 0, sizeof l);
+    l.kernel = kernel;
+    l.invoke = k->invoke;
+    l.args = args;
+    l.grid = (ft_emu_uint3){grid.x, grid.y, grid.z};
+    l.block = (ft_emu_uint3){block.x, block.y, block.z};
+    l.dyn_smem = smem;
+    l.tls_modid = m->tls_modid;
+    l.tls_size = m->tls_size;
+    l.seed = d->seed;
+    l.workers = d->workers;
+    l.ucontext = d->ucontext;
+    return ft_emu_run(d->pools, &l, err);
+}
+
+static ft_status emu_launch(ft_dev *dev, ft_dev_module *mod, const char *kernel, ft_dim3 grid,
+                            ft_dim3 block, size_t smem, void **args, ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    pthread_mutex_lock(&d->lock);
+    ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, err);
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+/* ---- the device ------------------------------------------------------------------------------ */
+
+static void emu_close(ft_dev *dev) {
+    emu_dev *d = emu_of(dev);
+    for (emu_module *m = d->modules, *next; m; m = next) {
+        next = m->next;
+        if (m->handle) dlclose(m->handle);
+        free(m);
+    }
+    for (int i = 0; i < FT_EMU_MAX_WORKERS; i++)
+        ft_emu_pool_free(d->pools[i]);
+    free(d->cxx_version);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static const ft_dev_ops emu_ops = {emu_close, emu_alloc,   emu_free,        emu_copy,  emu_memset,
+                                   emu_sync,  emu_compile, emu_kernel_info, emu_launch};
+
+static ft_status env_number(const char *var, unsigned long long lo, unsigned long long hi,
+                            unsigned long long *out, ft_err *err) {
+    const char *v = getenv(var);
+    if (!v || !*v) return FT_OK;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x < lo || x > hi || v[0] == '-')
+        return ft_err_set(err, FT_EINVAL, "%s=%s: expected a number from %llu to %llu", var, v, lo,
+                          hi);
+    *out = x;
+    return FT_OK;
+}
+
+static void fill_props(ft_dev_props *p) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "flaretune SIMT emulator (emulated H100-like, sm_90)");
+    snprintf(p->arch, sizeof p->arch, "emu");
+    p->cc_major = 9;
+    p->cc_minor = 0;
+    p->sm_count = 132;
+    p->warp_size = 32;
+    p->max_threads_per_block = 1024;
+    p->max_threads_per_sm = 2048;
+    p->regs_per_sm = 65536;
+    p->max_regs_per_thread = 255;
+    p->smem_per_block = 48 * 1024;
+    p->smem_per_block_optin = 227 * 1024;
+    p->smem_per_sm = 228 * 1024;
+    p->l2_bytes = 50u * 1024 * 1024;
+    /* Device memory is host memory: report what the host has, at most an H100's 80 GiB. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t host = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    size_t h100 = (size_t)80 << 30;
+    p->mem_bytes = host && host < h100 ? host : h100;
+    p->bus_width_bits = 5120;
+    p->clock_khz = 1980000;
+    p->mem_clock_khz = 2619000;
+    p->ecc = 0;
+}
+
+ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
+    if (ordinal != 0)
+        return ft_err_set(err, FT_ENODEV, "the emulator has one device (ordinal 0), not %d",
+                          ordinal);
+    emu_dev *d = calloc(1, sizeof *d);
+    if (!d) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+    d->base.kind = FT_DEV_EMU;
+    d->base.ops = &emu_ops;
+    pthread_mutex_init(&d->lock, NULL);
+    fill_props(&d->base.props);
+    const char *v = getenv("FLARETUNE_EMU_CXX");
+    snprintf(d->cxx, sizeof d->cxx, "%s", v && *v ? v : FT_EMU_CXX);
+    v = getenv("FLARETUNE_KERNEL_DIR");
+    snprintf(d->kernel_dir, sizeof d->kernel_dir, "%s", v && *v ? v : FT_EMU_KERNEL_DIR);
+    v = getenv("FLARETUNE_CACHE_DIR");
+    const char *home = getenv("HOME");
+    int w;
+    if (v && *v)
+        w = snprintf(d->cache_dir, sizeof d->cache_dir, "%s/emu", v);
+    else if (home && *home)
+        w = snprintf(d->cache_dir, sizeof d->cache_dir, "%s/.cache/flaretune/emu", home);
+    else
+        w = snprintf(d->cache_dir, sizeof d->cache_dir, "/tmp/flaretune-cache-%ld/emu",
+                     (long)getuid());
+    if (w < 0 || (size_t)w >= sizeof d->cache_dir) {
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return ft_err_set(err, FT_EINVAL, "emulator: the cache directory's path is too long");
+    }
+    unsigned long long seed = 0, workers = 1, debug = 0;
+    ft_status s = env_number("FLARETUNE_EMU_SEED", 0, ~0ull, &seed, err);
+    if (s == FT_OK) s = env_number("FLARETUNE_EMU_THREADS", 1, FT_EMU_MAX_WORKERS, &workers, err);
+    if (s == FT_OK) s = env_number("FLARETUNE_EMU_DEBUG", 0, 1, &debug, err);
+    v = getenv("FLARETUNE_EMU_FIBERS");
+    if (s == FT_OK && v && *v && strcmp(v, "ucontext") != 0 && strcmp(v, "fast") != 0)
+        s = ft_err_set(err, FT_EINVAL, "FLARETUNE_EMU_FIBERS=%s: expected ucontext or fast", v);
+    if (s != FT_OK) {
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return s;
+    }
+    d->seed = seed;
+    d->workers = (int)workers;
+    d->debug = (int)debug;
+    d->ucontext = v && strcmp(v, "ucontext") == 0;
+    *out = &d->base;
+    return FT_OK;
+}
+
+static emu_dev *emu_check(const ft_dev *d, ft_err *err) {
+    if (!d || d->kind != FT_DEV_EMU) {
+        ft_err_set(err, FT_EINVAL, "not an emulator device");
+        return NULL;
+    }
+    return (emu_dev *)d;
+}
+
+ft_status ft_dev_emu_set_seed(ft_dev *dev, unsigned long long seed, ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d) return FT_EINVAL;
+    d->seed = seed;
+    return FT_OK;
+}
+
+ft_status ft_dev_emu_set_workers(ft_dev *dev, int workers, ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d) return FT_EINVAL;
+    if (workers < 1 || workers > FT_EMU_MAX_WORKERS)
+        return ft_err_set(err, FT_EINVAL, "emulator: %d worker threads, expected 1 to %d", workers,
+                          FT_EMU_MAX_WORKERS);
+    d->workers = workers;
+    return FT_OK;
+}
+
+ft_status ft_dev_emu_set_ucontext(ft_dev *dev, int on, ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d) return FT_EINVAL;
+    d->ucontext = on != 0;
+    return FT_OK;
+}
+
+ft_status ft_dev_emu_stats_of(const ft_dev *dev, ft_dev_emu_stats *out, ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d || !out) return FT_EINVAL;
+    *out = d->stats;
+    return FT_OK;
+}

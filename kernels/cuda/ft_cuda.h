@@ -1,0 +1,256 @@
+/* ft_cuda.h: the one header every kernel source (kernels/cuda/<op>.cu) includes.
+ *
+ * Kernels are CUDA C compiled two ways from the same text:
+ *   - by NVRTC for the GPU (__CUDACC_RTC__): the wrappers below are the real instructions
+ *     (inline PTX) and bf16 comes from <cuda_bf16.h>;
+ *   - by the host C++ compiler for the SIMT emulator (FT_EMU): emu/ft_emu.h provides threads,
+ *     shared memory, barriers, warp collectives, atomics and exact emulations of the wrapped
+ *     instructions, and rejects at compile time what it cannot emulate.
+ * Only what differs between the two lives here; docs/kernel-dialect.md says what kernels may use.
+ *
+ *   FT_DYNAMIC_SMEM(type, name)   declares `type *name` pointing at the dynamic shared memory
+ *   FT_KERNEL_EXPORT(name)        after each extern "C" __global__ kernel (no semicolon): lets
+ *                                 the emulator launch it by name; nothing under NVRTC
+ *   FT_CUDA_ARCH                  the target's compute capability * 100 (900 under the emulator)
+ *   bf16:  __nv_bfloat16, __nv_bfloat162 with explicit conversions only (__float2bfloat16,
+ *          __bfloat162float, __floats2bfloat162_rn, ...); ft_pack_bf16x2 / ft_unpack_bf16x2
+ *   loads: ft_ld_float4, ft_st_float4, ft_ld_bf16x2, ft_ld_bf16x8, ft_st_bf16x8 (aligned)
+ *   warp:  ft_warp_sum, ft_warp_max (butterfly shuffles: every lane gets the result)
+ *   mma:   ft_mma_m16n8k16_bf16(d, a, b, c)      mma.sync.aligned.m16n8k16.row.col.f32.bf16...
+ *   ldmatrix: ft_ldmatrix_x{1,2,4}[_trans](r, row_address)    ldmatrix.sync.aligned.m8n8...b16
+ *   cp.async: ft_cp_async_ca{4,8,16}(dst, src[, src_bytes]), ft_cp_async_cg16(...),
+ *             ft_cp_async_commit(), ft_cp_async_wait<N>(), ft_cp_async_wait_all()
+ */
+#ifndef FT_CUDA_H
+#define FT_CUDA_H
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+/* ================================ the GPU (NVRTC) ============================================ */
+/* bf16 without implicit conversions or operators, so that code written against the emulator's
+ * minimal bf16 compiles here and the other way round. */
+#define __CUDA_NO_BFLOAT16_CONVERSIONS__ 1
+#define __CUDA_NO_BFLOAT16_OPERATORS__   1
+#define __CUDA_NO_BFLOAT162_OPERATORS__  1
+#include <cuda_bf16.h>
+
+#if !defined(__CUDACC_RTC__)
+#include <stdint.h>
+#elif !defined(FT_CUDA_HAVE_STDINT)
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+#endif
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+
+#define FT_CUDA_ARCH __CUDA_ARCH__
+#define FT_DYNAMIC_SMEM(type, name)                                                                \
+    extern __shared__ __align__(16) unsigned char ft_dynamic_smem_[];                              \
+    type *name = reinterpret_cast<type *>(ft_dynamic_smem_)
+#define FT_KERNEL_EXPORT(name)
+#define FT_ASSUME_ALIGNED_(p, n, what)
+
+__device__ __forceinline__ void ft_mma_m16n8k16_bf16(float *d, const uint32_t *a, const uint32_t *b,
+                                                     const float *c) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+__device__ __forceinline__ unsigned ft_smem_addr_(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void ft_ldmatrix_x1(uint32_t *r, const void *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+                 : "=r"(r[0])
+                 : "r"(ft_smem_addr_(row))
+                 : "memory");
+}
+__device__ __forceinline__ void ft_ldmatrix_x2(uint32_t *r, const void *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(ft_smem_addr_(row))
+                 : "memory");
+}
+__device__ __forceinline__ void ft_ldmatrix_x4(uint32_t *r, const void *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ft_smem_addr_(row))
+                 : "memory");
+}
+__device__ __forceinline__ void ft_ldmatrix_x1_trans(uint32_t *r, const void *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+                 : "=r"(r[0])
+                 : "r"(ft_smem_addr_(row))
+                 : "memory");
+}
+__device__ __forceinline__ void ft_ldmatrix_x2_trans(uint32_t *r, const void *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(ft_smem_addr_(row))
+                 : "memory");
+}
+__device__ __forceinline__ void ft_ldmatrix_x4_trans(uint32_t *r, const void *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ft_smem_addr_(row))
+                 : "memory");
+}
+
+__device__ __forceinline__ void ft_cp_async_ca4(void *dst, const void *src, int src_bytes = 4) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(ft_smem_addr_(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ft_cp_async_ca8(void *dst, const void *src, int src_bytes = 8) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(ft_smem_addr_(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ft_cp_async_ca16(void *dst, const void *src, int src_bytes = 16) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(ft_smem_addr_(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ft_cp_async_cg16(void *dst, const void *src, int src_bytes = 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(ft_smem_addr_(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ft_cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void ft_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void ft_cp_async_wait_all() {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+#elif defined(FT_EMU)
+/* ================================ the emulator =============================================== */
+#include "emu/ft_emu.h"
+
+#define FT_DYNAMIC_SMEM(type, name)                                                                \
+    type *name = reinterpret_cast<type *>(::ft_emu::self()->dyn_smem)
+#define FT_KERNEL_EXPORT(name)         FT_EMU_KERNEL_EXPORT(name)
+#define FT_ASSUME_ALIGNED_(p, n, what) ::ft_emu::check_align(p, n, what, ft_file_, ft_line_)
+#define FT_SITE_                       , FT_EMU_SITE
+
+static inline void ft_mma_m16n8k16_bf16(float *d, const uint32_t *a, const uint32_t *b,
+                                        const float *c, FT_EMU_SITE) {
+    ft_emu::mma_m16n8k16_bf16(d, a, b, c, ft_file_, ft_line_);
+}
+static inline void ft_ldmatrix_x1(uint32_t *r, const void *row, FT_EMU_SITE) {
+    ft_emu::ldmatrix<1, false>(r, row, ft_file_, ft_line_);
+}
+static inline void ft_ldmatrix_x2(uint32_t *r, const void *row, FT_EMU_SITE) {
+    ft_emu::ldmatrix<2, false>(r, row, ft_file_, ft_line_);
+}
+static inline void ft_ldmatrix_x4(uint32_t *r, const void *row, FT_EMU_SITE) {
+    ft_emu::ldmatrix<4, false>(r, row, ft_file_, ft_line_);
+}
+static inline void ft_ldmatrix_x1_trans(uint32_t *r, const void *row, FT_EMU_SITE) {
+    ft_emu::ldmatrix<1, true>(r, row, ft_file_, ft_line_);
+}
+static inline void ft_ldmatrix_x2_trans(uint32_t *r, const void *row, FT_EMU_SITE) {
+    ft_emu::ldmatrix<2, true>(r, row, ft_file_, ft_line_);
+}
+static inline void ft_ldmatrix_x4_trans(uint32_t *r, const void *row, FT_EMU_SITE) {
+    ft_emu::ldmatrix<4, true>(r, row, ft_file_, ft_line_);
+}
+static inline void ft_cp_async_ca4(void *dst, const void *src, int src_bytes = 4, FT_EMU_SITE) {
+    ft_emu::cp_async(dst, src, 4, src_bytes, ft_file_, ft_line_);
+}
+static inline void ft_cp_async_ca8(void *dst, const void *src, int src_bytes = 8, FT_EMU_SITE) {
+    ft_emu::cp_async(dst, src, 8, src_bytes, ft_file_, ft_line_);
+}
+static inline void ft_cp_async_ca16(void *dst, const void *src, int src_bytes = 16, FT_EMU_SITE) {
+    ft_emu::cp_async(dst, src, 16, src_bytes, ft_file_, ft_line_);
+}
+static inline void ft_cp_async_cg16(void *dst, const void *src, int src_bytes = 16, FT_EMU_SITE) {
+    ft_emu::cp_async(dst, src, 16, src_bytes, ft_file_, ft_line_);
+}
+static inline void ft_cp_async_commit() {}
+template <int N> static inline void ft_cp_async_wait() {}
+static inline void ft_cp_async_wait_all() {}
+
+#else
+#error "ft_cuda.h is compiled by NVRTC (the GPU) or with -DFT_EMU (the emulator)"
+#endif
+
+/* ================================ common to both ============================================= */
+#ifndef FT_SITE_
+#define FT_SITE_
+#endif
+
+/* Two floats as bf16x2 (lo in the low half, as mma fragments and ldmatrix registers hold them). */
+__device__ __forceinline__ uint32_t ft_pack_bf16x2(float lo, float hi) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16);
+}
+__device__ __forceinline__ void ft_unpack_bf16x2(uint32_t v, float *lo, float *hi) {
+    *lo = __bfloat162float(__ushort_as_bfloat16((unsigned short)(v & 0xffffu)));
+    *hi = __bfloat162float(__ushort_as_bfloat16((unsigned short)(v >> 16)));
+}
+
+/* Vector loads and stores: p must be aligned to the vector's size (the emulator checks). */
+__device__ __forceinline__ float4 ft_ld_float4(const float *p FT_SITE_) {
+    FT_ASSUME_ALIGNED_(p, 16, "a float4 load");
+    return *reinterpret_cast<const float4 *>(p);
+}
+__device__ __forceinline__ void ft_st_float4(float *p, float4 v FT_SITE_) {
+    FT_ASSUME_ALIGNED_(p, 16, "a float4 store");
+    *reinterpret_cast<float4 *>(p) = v;
+}
+__device__ __forceinline__ __nv_bfloat162 ft_ld_bf16x2(const __nv_bfloat16 *p FT_SITE_) {
+    FT_ASSUME_ALIGNED_(p, 4, "a bf16x2 load");
+    return *reinterpret_cast<const __nv_bfloat162 *>(p);
+}
+__device__ __forceinline__ void ft_st_bf16x2(__nv_bfloat16 *p, __nv_bfloat162 v FT_SITE_) {
+    FT_ASSUME_ALIGNED_(p, 4, "a bf16x2 store");
+    *reinterpret_cast<__nv_bfloat162 *>(p) = v;
+}
+/* Eight bf16 (one 16-byte load) widened to floats. */
+__device__ __forceinline__ void ft_ld_bf16x8(const __nv_bfloat16 *p, float *out FT_SITE_) {
+    FT_ASSUME_ALIGNED_(p, 16, "a bf16x8 load");
+    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    ft_unpack_bf16x2(v.x, &out[0], &out[1]);
+    ft_unpack_bf16x2(v.y, &out[2], &out[3]);
+    ft_unpack_bf16x2(v.z, &out[4], &out[5]);
+    ft_unpack_bf16x2(v.w, &out[6], &out[7]);
+}
+__device__ __forceinline__ void ft_st_bf16x8(__nv_bfloat16 *p, const float *in FT_SITE_) {
+    FT_ASSUME_ALIGNED_(p, 16, "a bf16x8 store");
+    uint4 v;
+    v.x = ft_pack_bf16x2(in[0], in[1]);
+    v.y = ft_pack_bf16x2(in[2], in[3]);
+    v.z = ft_pack_bf16x2(in[4], in[5]);
+    v.w = ft_pack_bf16x2(in[6], in[7]);
+    *reinterpret_cast<uint4 *>(p) = v;
+}
+
+/* Warp reductions by butterfly shuffles over all 32 lanes: every lane gets the result. */
+__device__ __forceinline__ float ft_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float ft_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+#endif

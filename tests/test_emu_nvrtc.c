@@ -1,0 +1,116 @@
+/* test_emu_nvrtc.c: every sample kernel of tests/cuda/ (and every kernels/cuda/<name>.cu) compiled
+ * for the GPU by NVRTC, for sm_80 and sm_90a, down to a CUBIN (so ptxas checks the inline PTX of
+ * ft_cuda.h too), without warnings. The emulator's tests prove the kernels right; this proves the
+ * same text is real CUDA. Needs the CUDA toolkit, not a GPU; skips (77) without the toolkit. */
+#include "ft_test.h"
+
+#if FT_HAVE_CUDA
+#include <dirent.h>
+#include <nvrtc.h>
+#include <string.h>
+
+#define SAMPLES FT_SOURCE_DIR "/tests/cuda/"
+#define KERNELS FT_SOURCE_DIR "/kernels/cuda"
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = ft_test_alloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Compile path with `def` (NULL: none) for arch; checks success, a CUBIN and a clean log. */
+static void nvrtc_compile(const char *path, const char *def, const char *arch) {
+    char *src = read_all(path);
+    FT_CHECK(src != NULL, "cannot read %s", path);
+    if (!src) return;
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, src, path, 0, NULL, NULL);
+    FT_CHECK(r == NVRTC_SUCCESS, "nvrtcCreateProgram(%s): %s", path, nvrtcGetErrorString(r));
+    if (r != NVRTC_SUCCESS) {
+        free(src);
+        return;
+    }
+    char opt_arch[64], opt_def[128];
+    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", arch);
+    snprintf(opt_def, sizeof opt_def, "-D%s", def ? def : "FT_NO_DEFINE");
+    const char *opts[] = {opt_arch, "-I" FT_CUDA_INCLUDE_DIR, "-I" KERNELS, "-std=c++17", opt_def};
+    r = nvrtcCompileProgram(prog, 5, opts);
+    size_t logn = 0;
+    nvrtcGetProgramLogSize(prog, &logn);
+    char *log = ft_test_alloc(logn + 1);
+    nvrtcGetProgramLog(prog, log);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    FT_CHECK(r == NVRTC_SUCCESS, "NVRTC %s %s (%s): %s\n%s", name, arch, def ? def : "-",
+             nvrtcGetErrorString(r), log);
+    FT_CHECK(r != NVRTC_SUCCESS || strstr(log, "warning") == NULL, "NVRTC %s %s warns:\n%s", name,
+             arch, log);
+    if (r == NVRTC_SUCCESS) {
+        size_t cubin = 0;
+        nvrtcGetCUBINSize(prog, &cubin);
+        FT_CHECK(cubin > 0, "NVRTC %s %s: no CUBIN", name, arch);
+    }
+    free(log);
+    nvrtcDestroyProgram(&prog);
+    free(src);
+}
+
+static const char *const archs[] = {"sm_80", "sm_90a"};
+
+static void test_samples(void) {
+    static const struct {
+        const char *file, *def;
+    } samples[] = {
+        {"emu_basic.cu", NULL},    {"emu_matmul.cu", NULL},   {"emu_matmul.cu", "TILE=8"},
+        {"emu_mma.cu", NULL},      {"emu_mma.cu", "B_NK=0"},  {"emu_errors.cu", NULL},
+        {"planted.cu", "PLANT=0"}, {"planted.cu", "PLANT=1"}, {"planted.cu", "PLANT=2"},
+        {"planted.cu", "PLANT=3"},
+    };
+    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s%s", SAMPLES, samples[i].file);
+        for (int a = 0; a < 2; a++)
+            nvrtc_compile(path, samples[i].def, archs[a]);
+    }
+}
+
+static void test_kernels(void) {
+    DIR *d = opendir(KERNELS);
+    FT_CHECK(d != NULL, "cannot list %s", KERNELS);
+    if (!d) return;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".cu") != 0) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", KERNELS, e->d_name);
+        for (int a = 0; a < 2; a++)
+            nvrtc_compile(path, NULL, archs[a]);
+        n++;
+    }
+    closedir(d);
+    fprintf(stderr, "  %d kernel sources in kernels/cuda\n", n);
+}
+
+int main(void) {
+    FT_RUN(test_samples);
+    FT_RUN(test_kernels);
+    return ft_test_finish();
+}
+
+#else
+static void test_skip(void) {
+    ft_test_skip("built without the CUDA toolkit (FT_HAVE_CUDA=0): NVRTC is not available");
+}
+
+int main(void) {
+    FT_RUN(test_skip);
+    return ft_test_finish();
+}
+#endif
