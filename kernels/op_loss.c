@@ -2,8 +2,9 @@
  * tensors, attributes, label checks, preset sizes, realistic inputs, the bridge to the float64
  * reference in kernels/cpu/ref_loss.c, and the napkin math.
  *
- * The minimal work is the logits GEMM (2*M*V*H) and the dh GEMM (2*M*V*H), plus dw_lm (2*M*V*H)
- * when wanted; softmax, CE and the weights are O(M*V) and O(M). Strategies that never hold a
+ * The minimal work is the logits GEMM (2*Ms*V*H) and the dh GEMM (2*Ms*V*H), plus dw_lm
+ * (2*Ms*V*H) when wanted, over the Ms scored rows (an unscored row has no loss and no
+ * gradient); softmax, CE and the weights are O(M*V) and O(M). Strategies that never hold a
  * logits row whole recompute the logits (one more 2*M*V*H), a cost the roofline fraction shows.
  * At M = 8192, V = 151936, H = 4096, fp32 logits would take 5 GB: chunks of whole blocks keep
  * the scratch bounded. */
@@ -98,7 +99,15 @@ static void loss_reference(const ft_call *c) {
 
 static double loss_flops(const ft_call *c) {
     const int64_t *d = c->dim;
-    double gemm = 2.0 * (double)d[LS_M] * (double)d[LS_V] * (double)d[LS_H];
+    /* Only scored rows need logits: an unscored row has ce = 0 and a zero gradient. */
+    double rows = (double)d[LS_M];
+    if (c->t[LS_MASK]) {
+        const uint8_t *mask = c->t[LS_MASK]->data;
+        int64_t B = c->attrs.loss.B > 0 ? c->attrs.loss.B : 1;
+        rows = 0;
+        for (int64_t m = 0; m < d[LS_M]; m++) rows += mask[m] && m % B;
+    }
+    double gemm = 2.0 * rows * (double)d[LS_V] * (double)d[LS_H];
     return gemm * (2.0 + (c->attrs.loss.want_dw ? 1.0 : 0.0));
 }
 
