@@ -12,6 +12,7 @@
 const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive", "dpace",
                                        "dpace_cum", "dpace_cont", NULL};
 const char *const ft_norm_names[] = {"default", "weight_sum", "count", "num_seqs", "none", NULL};
+const char *const ft_dtype_attr_names[] = {"f32", "bf16", NULL};
 
 const ft_attr_desc ft_attr_table[] = {
     {"eps", FT_ATTR_FLOAT, NULL, "1e-6", "RMSNorm epsilon"},
@@ -29,6 +30,8 @@ const ft_attr_desc ft_attr_table[] = {
     {"num_seqs", FT_ATTR_FLOAT, NULL, "1", "dpace: default denominator"},
     {"norm", FT_ATTR_ENUM, ft_norm_names, "default", "denominator override"},
     {"want_dw", FT_ATTR_BOOL, NULL, "0", "also compute dw_lm"},
+    {"dtype", FT_ATTR_ENUM, ft_dtype_attr_names, "f32",
+     "float storage on a device backend (bf16: inputs rounded, fp32 accumulation)"},
     {NULL, FT_ATTR_FLOAT, NULL, NULL, NULL},
 };
 
@@ -142,6 +145,8 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
             if (strcmp(d->choices[i], value) == 0) {
                 if (d->choices == ft_scheme_names)
                     a->loss.scheme = (ft_loss_scheme)i;
+                else if (d->choices == ft_dtype_attr_names)
+                    a->dtype = i;
                 else
                     a->loss.norm = (ft_loss_norm)i;
                 return FT_OK;
@@ -171,6 +176,8 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%lld", (long long)a->loss.B);
     else if (!strcmp(name, "scheme"))
         snprintf(buf, n, "%s", ft_scheme_names[a->loss.scheme]);
+    else if (!strcmp(name, "dtype"))
+        snprintf(buf, n, "%s", ft_dtype_attr_names[a->dtype ? 1 : 0]);
     else if (!strcmp(name, "norm"))
         snprintf(buf, n, "%s", ft_norm_names[a->loss.norm]);
     else

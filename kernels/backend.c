@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "flaretune/backend.h"
+#include "flaretune/clock.h"
 
 /* ---- ref: the float64 reference, the oracle every other backend is checked against -------- */
 
@@ -33,6 +34,22 @@ static const ft_backend ref_backend = {
     .space = ref_space_of,
     .run = ref_run,
 };
+
+/* ---- timing -------------------------------------------------------------------------------- */
+
+ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg, int reps,
+                          double *secs, ft_err *err) {
+    if (b->timed) return b->timed(c, cfg, reps, secs, err);
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps; r++) {
+        ft_status s = b->run(c, cfg, err);
+        if (s) return s;
+    }
+    *secs = ft_now_s() - t0;
+    return FT_OK;
+}
+
+const char *ft_backend_clock(const ft_backend *b) { return b->clock ? b->clock() : "host"; }
 
 /* ---- registry ------------------------------------------------------------------------------ */
 

@@ -158,7 +158,14 @@ ft_status ft_call_alloc(ft_call *c, int inputs, int outputs, ft_err *err) {
     return FT_OK;
 }
 
+void ft_call_touch(ft_call *c) {
+    if (c->dev_state && c->dev_state_free) c->dev_state_free(c->dev_state);
+    c->dev_state = NULL;
+    c->dev_state_free = NULL;
+}
+
 void ft_call_free(ft_call *c) {
+    ft_call_touch(c);
     for (int i = 0; i < FT_MAX_TENSORS; i++) {
         ft_tensor_free(c->t[i]);
         c->t[i] = NULL;

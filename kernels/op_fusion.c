@@ -25,7 +25,7 @@ static const ft_tensor_spec dflare_tensors[] = {
     [DL_DW] = {"dw", FT_F32, "D,T", FT_ROLE_GRAD_OUT, 0, "gradient of w"},
     [DL_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
 };
-static const char *const fusion_attrs[] = {"eps", "backward", NULL};
+static const char *const fusion_attrs[] = {"eps", "backward", "dtype", NULL};
 
 static ft_status dflare_check(ft_call *c, ft_err *err) {
     if (c->dim[DL_T] < 1 || c->dim[DL_H] < 1 || c->dim[DL_D] < 1)

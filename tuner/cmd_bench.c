@@ -60,13 +60,7 @@ static ft_status bench_prep(void *p, int sample, ft_err *err) {
 
 static ft_status bench_run(void *p, int reps, double *secs, ft_err *err) {
     bench_ctx *b = p;
-    double t0 = ft_now_s();
-    for (int r = 0; r < reps; r++) {
-        ft_status s = b->be->run(b->c, b->cfg, err);
-        if (s) return s;
-    }
-    *secs = ft_now_s() - t0;
-    return FT_OK;
+    return ft_backend_time(b->be, b->c, b->cfg, reps, secs, err);
 }
 
 static int is_input(const ft_op *op, int i) {

@@ -119,9 +119,8 @@ static void *worker(void *arg) {
         for (int i = 0; i < w->nk && !stop_flag; i++) {
             kernel *k = &w->k[i];
             ft_err err = {0};
-            double t0 = ft_now_s();
-            ft_status s = w->be->run(&k->c, &k->cfg, &err);
-            double dt = ft_now_s() - t0;
+            double dt = 0;
+            ft_status s = ft_backend_time(w->be, &k->c, &k->cfg, 1, &dt, &err);
             if (s) {
                 w->err = err;
                 ft_err_wrap(&w->err, "%s", k->e->op->name);

@@ -175,13 +175,7 @@ typedef struct {
 
 static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {
     run_ctx *x = p;
-    double t0 = ft_now_s();
-    for (int r = 0; r < reps; r++) {
-        ft_status s = x->S->o->be->run(&x->S->c, x->cfg, err);
-        if (s) return s;
-    }
-    *secs = ft_now_s() - t0;
-    return FT_OK;
+    return ft_backend_time(x->S->o->be, &x->S->c, x->cfg, reps, secs, err);
 }
 
 #define MAX_TRACE 4096

@@ -32,7 +32,23 @@ typedef struct ft_backend {
     /* Run one call. cfg NULL means the backend's default configuration. Outputs that take part
      * are allocated by the caller; scratch comes from c->ws (a temporary one when NULL). */
     ft_status (*run)(ft_call *c, const ft_config *cfg, ft_err *err);
+    /* Optional: run `reps` calls back to back and return in *secs the time they took on the
+     * backend's own clock (a GPU backend: the device time of the kernels, without the copies
+     * of run()); outputs may be left on the device. NULL: the host clock around run(). */
+    ft_status (*timed)(ft_call *c, const ft_config *cfg, int reps, double *secs, ft_err *err);
+    /* Optional: the clock that timed() reads ("cupti", "events", "emulated"); NULL: "host". */
+    const char *(*clock)(void);
+    /* Optional: the device fingerprint its results are keyed by (profiles, events); NULL: the
+     * CPU's (ft_env_device). */
+    const char *(*device)(void);
 } ft_backend;
+
+/* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock
+ * around run()). */
+ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg, int reps,
+                          double *secs, ft_err *err);
+/* The clock ft_backend_time reads: "host" unless the backend says otherwise. */
+const char *ft_backend_clock(const ft_backend *b);
 
 int ft_backend_count(void);
 const ft_backend *ft_backend_at(int i);

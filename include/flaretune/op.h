@@ -32,6 +32,7 @@ typedef struct ft_attrs {
     double rope_theta; /* RoPE base, default 1e6 (Qwen3)                             */
     double scale;      /* attention scale; NAN (the default) means dh^-0.5           */
     int backward;      /* fusion ops, attention.train: also run the backward         */
+    int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
     ft_loss_attrs loss;
 } ft_attrs;
 
@@ -49,6 +50,7 @@ typedef struct ft_attr_desc {
 extern const ft_attr_desc ft_attr_table[];
 extern const char *const ft_scheme_names[]; /* indexed by ft_loss_scheme, NULL-terminated */
 extern const char *const ft_norm_names[];   /* indexed by ft_loss_norm, NULL-terminated   */
+extern const char *const ft_dtype_attr_names[]; /* "f32", "bf16" (ft_attrs.dtype)      */
 
 void ft_attrs_default(ft_attrs *a);
 const ft_attr_desc *ft_attr_find(const char *name);
@@ -151,6 +153,11 @@ struct ft_call {
     int backward; /* resolved: does this call run the backward */
     ft_tensor *t[FT_MAX_TENSORS];
     ft_workspace *ws; /* kernel scratch, owned by the caller (NULL: the backend makes one) */
+    /* A device backend's copies of the call's tensors, made on the first run and kept while the
+     * tensors stay the same (freed by ft_call_free). Code that rewrites an input in place calls
+     * ft_call_touch so the next run copies it again. */
+    void *dev_state;
+    void (*dev_state_free)(void *state);
 };
 
 int ft_op_count(void);
@@ -182,6 +189,8 @@ ft_status ft_call_from_preset(ft_call *c, const ft_preset *p, uint64_t seed, ft_
 ft_status ft_call_from_dims(ft_call *c, const char *const *names, const int64_t *values, int n,
                             uint64_t seed, ft_err *err);
 void ft_call_free(ft_call *c);
+/* Drop a device backend's copies of the call's tensors (after rewriting an input in place). */
+void ft_call_touch(ft_call *c);
 /* Bytes the call must move at the least: every input that takes part read once, every output
  * written once. With flops, this places the call on the machine's roofline. */
 double ft_call_io_bytes(const ft_call *c);

@@ -1,0 +1,143 @@
+/* cuda_backend.h: the host side of the CUDA backend, shared by `cuda` (the GPU) and `cuda-emu`
+ * (the same host code with the kernels run by the SIMT emulator).
+ *
+ * The op code (kernels/cuda/op_*.c) is written once against this interface and ft_dev
+ * (include/flaretune/device.h): it sizes grids, picks modules by config, sequences kernels and
+ * GEMMs, and never knows which device runs them. What differs lives below it: the device
+ * (device_cuda.c / device_emu.c), the GEMM (cuBLASLt or a CPU GEMM, gemm.c), the clock (CUPTI,
+ * CUDA events, or the host clock under the emulator, timer.c).
+ *
+ * Data flow of one call: the float tensors of the call (host float32) are copied to the device
+ * in the call's storage type (the `dtype` attribute: f32, or bf16 rounded to nearest even), index
+ * tensors as they are; the op's kernels run on the device's stream; outputs come back and are
+ * widened to float32. Device copies of the inputs are kept with the call (ft_call.dev_state) and
+ * made again only when a tensor of the call is replaced, so timing loops measure the kernels,
+ * not the transfers.
+ */
+#ifndef FT_CUDA_BACKEND_H
+#define FT_CUDA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/device.h"
+#include "flaretune/op.h"
+
+/* ---- the context: one per backend, opened on first use -------------------------------------- */
+
+typedef struct ft_cuda_ctx ft_cuda_ctx;
+
+ft_dev *ft_cuda_dev(ft_cuda_ctx *x);
+/* 1 under the emulator. */
+int ft_cuda_emulated(const ft_cuda_ctx *x);
+
+/* ---- a call on the device -------------------------------------------------------------------- */
+
+/* Storage type of a call's float tensors on the device. */
+typedef enum { FT_DT_F32 = 0, FT_DT_BF16 = 1 } ft_dt;
+
+typedef struct ft_cuda_call {
+    const ft_call *c;
+    ft_dt dt;                /* every float tensor (inputs, outputs, gradients) */
+    void *d[FT_MAX_TENSORS]; /* device copy of each tensor that takes part, else NULL */
+} ft_cuda_call;
+
+size_t ft_dt_size(ft_dt dt);
+
+/* ---- modules --------------------------------------------------------------------------------- */
+
+#define FT_CUDA_MAX_DEFINES 16
+#define FT_CUDA_MAX_KERNELS 6
+
+/* One kernel module a configuration needs: a source of kernels/cuda/ and its -D macros, with
+ * the kernels of it that the config launches and how (for `flaretune compile`: registers, shared
+ * memory and occupancy per kernel, and pruning before timing). */
+typedef struct ft_cuda_module_spec {
+    const char *source; /* "fusion.cu" */
+    int ndefines;
+    char defines[FT_CUDA_MAX_DEFINES][48];
+    int nkernels;
+    struct {
+        const char *name;
+        int block_threads; /* threads per block of its launch           */
+        size_t dyn_smem;   /* dynamic shared memory per block, bytes    */
+    } kernels[FT_CUDA_MAX_KERNELS];
+} ft_cuda_module_spec;
+
+/* Append a define ("NAME=VALUE", printf-style) / a kernel to a spec. */
+void ft_cuda_spec_define(ft_cuda_module_spec *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_threads,
+                         size_t dyn_smem);
+
+/* Compile (or find in the caches) the module of a spec. */
+ft_status ft_cuda_module(ft_cuda_ctx *x, const ft_cuda_module_spec *s, ft_dev_module **out,
+                         ft_err *err);
+
+/* Launch a kernel on the context's device (grid, block, dynamic shared memory, argument
+ * pointers as cuLaunchKernel takes them). Errors name the kernel and the launch shape. */
+ft_status ft_cuda_launch(ft_cuda_ctx *x, ft_dev_module *m, const char *kernel, ft_dim3 grid,
+                         ft_dim3 block, size_t smem, void **args, ft_err *err);
+
+/* Device scratch: buffer `slot` (0..FT_CUDA_SCRATCH_SLOTS-1) of at least `bytes`, kept by the
+ * context and reused by later calls (contents undefined; NaN-poisoned under the emulator). The
+ * high-water mark of all slots is the op's peak extra device memory. */
+#define FT_CUDA_SCRATCH_SLOTS 4
+ft_status ft_cuda_scratch(ft_cuda_ctx *x, int slot, size_t bytes, void **p, ft_err *err);
+
+/* ---- GEMM (gemm.c): cuBLASLt on the GPU, a CPU GEMM under the emulator ----------------------- */
+
+/* C[M,N] = alpha * op(A) @ op(B) + beta * C, all row-major, batched with strides when
+ * batch > 1. op(A) is [M,K]: A is [M,K] (lda >= K), or [K,M] with trans_a (lda >= M); likewise
+ * op(B) is [K,N]: B is [K,N] (ldb >= N), or [N,K] with trans_b (ldb >= K). A and B are stored
+ * in ab, C in c; compute is float32. */
+typedef struct ft_gemm_desc {
+    int trans_a, trans_b;
+    int64_t M, N, K;
+    int64_t lda, ldb, ldc;
+    int64_t batch, stride_a, stride_b, stride_c; /* elements; batch 0 or 1: one GEMM */
+    ft_dt ab, c;
+    float alpha, beta;
+} ft_gemm_desc;
+
+/* `algo` is the rank of the algorithm among cuBLASLt's heuristic candidates for this GEMM (0 is
+ * its first choice); the emulator ignores it. An algo beyond the candidates is FT_EUNSUPPORTED
+ * with a line saying how many there are. */
+#define FT_GEMM_MAX_ALGOS 8
+ft_status ft_cuda_gemm(ft_cuda_ctx *x, const ft_gemm_desc *g, const void *A, const void *B,
+                       void *C, int algo, ft_err *err);
+
+/* ---- GPU internals shared by gemm.c and timer.c ---------------------------------------------- */
+
+/* The stream every launch, copy and GEMM of a FT_DEV_CUDA device goes to (a cudaStream_t);
+ * NULL for the emulator. */
+void *ft_dev_cuda_stream(ft_dev *d);
+
+/* gemm.c's state in a context (cuBLASLt handle, workspace, cached heuristics), made on first
+ * use and closed with the context. */
+typedef struct ft_gemm_state ft_gemm_state;
+ft_gemm_state **ft_cuda_gemm_slot(ft_cuda_ctx *x);
+void ft_gemm_state_close(ft_gemm_state *g);
+
+/* ---- ops ------------------------------------------------------------------------------------- */
+
+typedef struct ft_cuda_op {
+    const char *name; /* op name, as in the registry */
+    ft_space *space;  /* the tunables of this op on the CUDA backend */
+    /* The modules a configuration compiles, for static analysis; returns how many (<= max). */
+    int (*modules)(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
+                   int max);
+    /* Enqueue one call (forward, and the backward when c->backward) on the device. Every
+     * output must be fully written (device memory starts NaN-poisoned under the emulator). */
+    ft_status (*run)(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err);
+} ft_cuda_op;
+
+/* The CUDA ops, NULL-terminated (kernels/cuda/op_*.c each define one or more). */
+extern const ft_cuda_op *const ft_cuda_ops[];
+const ft_cuda_op *ft_cuda_op_find(const char *name);
+
+/* The device storage type a call asks for (its `dtype` attribute). */
+ft_dt ft_cuda_call_dt(const ft_call *c);
+
+#endif

@@ -1,0 +1,51 @@
+/* nvrtc.h: kernel sources compiled for a GPU architecture by NVRTC, without needing a GPU.
+ *
+ * One source of kernels/cuda/ with its -D macros becomes a CUBIN for an exact architecture
+ * ("sm_90a" on Hopper), compiled with ptxas's resource report on, so registers, spills, stack and
+ * static shared memory of every kernel are known before anything runs. CUBINs are cached on disk
+ * under $FLARETUNE_CACHE_DIR/nvrtc (default ~/.cache/flaretune/nvrtc), keyed by a hash of the
+ * source and the headers it includes, the options, the architecture and NVRTC's version; files
+ * are written under a private name and renamed into place, so concurrent processes share the
+ * cache safely. Built only with the CUDA toolkit (FT_HAVE_CUDA).
+ */
+#ifndef FT_NVRTC_H
+#define FT_NVRTC_H
+
+#include <stddef.h>
+
+#include "flaretune/device.h"
+#include "flaretune/status.h"
+
+#define FT_NVRTC_MAX_KERNELS 16
+
+typedef struct ft_nvrtc_kernel {
+    char name[96];
+    ft_kernel_info info; /* regs, spill_stores, spill_loads, smem_static, stack_bytes */
+} ft_nvrtc_kernel;
+
+typedef struct ft_nvrtc_result {
+    void *cubin; /* malloc'd; free with ft_nvrtc_result_free */
+    size_t cubin_size;
+    char *log; /* NVRTC's log with ptxas's report (malloc'd, may be empty) */
+    int cached; /* 1: read from the disk cache */
+    int nkernels;
+    ft_nvrtc_kernel kernels[FT_NVRTC_MAX_KERNELS];
+    char key[33];
+} ft_nvrtc_result;
+
+/* Compile kernels/cuda/<source> (an absolute path is taken as is) for `arch` ("sm_80",
+ * "sm_90a", ...). A compile error is FT_EINVAL with the first error line and the defines. */
+ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int ndefines,
+                           const char *arch, ft_nvrtc_result *out, ft_err *err);
+void ft_nvrtc_result_free(ft_nvrtc_result *r);
+/* Resource report of one kernel of a result; NULL when it has no such kernel. */
+const ft_nvrtc_kernel *ft_nvrtc_kernel_of(const ft_nvrtc_result *r, const char *name);
+/* Parse ptxas's -v report (the "Compiling entry function" / "Used N registers" lines) into
+ * kernels; returns how many were found. Exposed for tests. */
+int ft_nvrtc_parse_ptxas(const char *log, ft_nvrtc_kernel *out, int max);
+/* NVRTC's version as "13.0", for fingerprints. */
+const char *ft_nvrtc_version(void);
+/* Architectures NVRTC can target, e.g. for --arch validation: 1 when it accepts `arch`. */
+int ft_nvrtc_arch_supported(const char *arch);
+
+#endif
