@@ -17,6 +17,12 @@
 extern "C" {
 #endif
 
+/* One device kernel a timed call ran (from the backend's profiler), for traces. */
+typedef struct ft_kernel_span {
+    char name[96];
+    double start_s, end_s; /* seconds since the epoch (the device clock mapped to wall time) */
+} ft_kernel_span;
+
 typedef struct ft_backend {
     const char *name;
     const char *summary;
@@ -41,6 +47,9 @@ typedef struct ft_backend {
     /* Optional: the device fingerprint its results are keyed by (profiles, events); NULL: the
      * CPU's (ft_env_device). */
     const char *(*device)(void);
+    /* Optional: the device kernels the last timed() call ran; fills up to max, returns how
+     * many (0 when the clock records none). */
+    int (*last_kernels)(ft_kernel_span *out, int max);
 } ft_backend;
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

@@ -28,6 +28,11 @@
 
 typedef struct ft_cuda_ctx ft_cuda_ctx;
 
+/* The context of the `cuda` (emulated = 0) or `cuda-emu` (emulated = 1) backend, opened on first
+ * use and kept for the process (closed at exit). Fails with FT_ENODEV and one line when there is
+ * no GPU (or no toolkit in this build) for `cuda`. */
+ft_status ft_cuda_ctx_get(int emulated, ft_cuda_ctx **out, ft_err *err);
+
 ft_dev *ft_cuda_dev(ft_cuda_ctx *x);
 /* 1 under the emulator. */
 int ft_cuda_emulated(const ft_cuda_ctx *x);

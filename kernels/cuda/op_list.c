@@ -1,0 +1,14 @@
+/* op_list.c: the ops the CUDA backend implements (each defined in kernels/cuda/op_*.c). */
+#include <string.h>
+
+#include "cuda_backend.h"
+
+const ft_cuda_op *const ft_cuda_ops[] = {
+    NULL,
+};
+
+const ft_cuda_op *ft_cuda_op_find(const char *name) {
+    for (int i = 0; ft_cuda_ops[i]; i++)
+        if (strcmp(ft_cuda_ops[i]->name, name) == 0) return ft_cuda_ops[i];
+    return NULL;
+}
