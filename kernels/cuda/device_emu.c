@@ -33,6 +33,7 @@
 
 #include "device_impl.h"
 #include "emu/emu.h"
+#include "kcache.h"
 
 #ifndef FT_EMU_CXX
 #define FT_EMU_CXX ""
@@ -109,120 +110,6 @@ static ft_status emu_sync(ft_dev *d, ft_err *err) {
     return FT_OK; /* launches and copies are synchronous */
 }
 
-/* ---- hashing --------------------------------------------------------------------------------- */
-
-/* Two independent 64-bit FNV-1a streams (different offset bases and primes): a 128-bit key. */
-typedef struct emu_hash {
-    uint64_t a, b;
-} emu_hash;
-
-static void hash_init(emu_hash *h) {
-    h->a = 0xcbf29ce484222325ull;
-    h->b = 0x6c62272e07bb0142ull;
-}
-
-static void hash_bytes(emu_hash *h, const void *p, size_t n) {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) {
-        h->a = (h->a ^ c[i]) * 0x100000001b3ull;
-        h->b = (h->b ^ c[i]) * 0x880355f21e6d1965ull;
-    }
-}
-
-static void hash_str(emu_hash *h, const char *s) { hash_bytes(h, s, strlen(s) + 1); }
-
-static int read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f) || !buf;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        return -1;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-static void dir_of(const char *path, char *dir, size_t n) {
-    const char *s = strrchr(path, '/');
-    if (!s)
-        snprintf(dir, n, ".");
-    else
-        snprintf(dir, n, "%.*s", (int)(s - path), path);
-}
-
-typedef struct emu_seen {
-    char paths[64][PATH_CAP];
-    int n;
-} emu_seen;
-
-/* Hash the files `text` includes with quotes (#include "x"), found next to `dir` or in the
- * include directories, recursively. Conditional includes count too: a key that changes more
- * often than strictly needed only costs a compilation. */
-static void hash_includes(emu_hash *h, const char *text, const char *dir, const char *const *incs,
-                          int nincs, emu_seen *seen, int depth) {
-    if (depth > 16) return;
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-        const char *q = p;
-        while (*q == ' ' || *q == '\t')
-            q++;
-        if (*q != '#') continue;
-        q++;
-        while (*q == ' ' || *q == '\t')
-            q++;
-        if (strncmp(q, "include", 7) != 0) continue;
-        q += 7;
-        while (*q == ' ' || *q == '\t')
-            q++;
-        if (*q != '"') continue;
-        const char *e = strchr(q + 1, '"');
-        const char *nl = strchr(q + 1, '\n');
-        if (!e || (nl && nl < e)) continue;
-        char name[PATH_CAP], path[PATH_CAP];
-        snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
-        hash_str(h, name);
-        char *body = NULL;
-        size_t len = 0;
-        int found = 0;
-        for (int i = -1; i < nincs && !found; i++) {
-            int w = snprintf(path, sizeof path, "%s/%s", i < 0 ? dir : incs[i], name);
-            found = w > 0 && (size_t)w < sizeof path && read_file(path, &body, &len) == 0;
-        }
-        if (!found) continue;
-        int dup = 0;
-        for (int i = 0; i < seen->n && !dup; i++)
-            dup = strcmp(seen->paths[i], path) == 0;
-        if (!dup && seen->n < 64) {
-            snprintf(seen->paths[seen->n++], PATH_CAP, "%s", path);
-            hash_str(h, path);
-            hash_bytes(h, body, len);
-            char sub[PATH_CAP];
-            dir_of(path, sub, sizeof sub);
-            hash_includes(h, body, sub, incs, nincs, seen, depth + 1);
-        }
-        free(body);
-    }
-}
-
 /* ---- running the compiler -------------------------------------------------------------------- */
 
 /* Run argv (stdout and stderr captured into out, NUL-terminated, truncated to cap - 1) with
@@ -278,54 +165,6 @@ static int run_capture(char *const argv[], char *out, size_t cap) {
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
-
-/* The compiler's first error line, with directories stripped from its leading path. */
-static void first_error(const char *log, char *out, size_t n) {
-    const char *line = NULL, *last = NULL;
-    for (const char *p = log; *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len) last = p;
-        const char *hit = strstr(p, "error");
-        if (hit && (!e || hit < e)) {
-            line = p;
-            break;
-        }
-        if (!e) break;
-    }
-    if (!line) line = last;
-    if (!line) {
-        snprintf(out, n, "(the compiler printed nothing)");
-        return;
-    }
-    const char *e = strchr(line, '\n');
-    size_t len = e ? (size_t)(e - line) : strlen(line);
-    const char *colon = memchr(line, ':', len), *slash = NULL;
-    for (const char *s = line; colon && s < colon; s++)
-        if (*s == '/') slash = s;
-    if (slash) len -= (size_t)(slash + 1 - line), line = slash + 1;
-    snprintf(out, n, "%.*s", (int)len, line);
-}
-
-static int mkdir_p(const char *dir) {
-    char buf[PATH_CAP];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-static int valid_define(const char *d) {
-    if (!(isalpha((unsigned char)d[0]) || d[0] == '_')) return 0;
-    const char *p = d;
-    while (isalnum((unsigned char)*p) || *p == '_')
-        p++;
-    return *p == '\0' || *p == '=';
 }
 
 /* ---- modules --------------------------------------------------------------------------------- */
@@ -413,14 +252,14 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
                                 : snprintf(path, sizeof path, "%s/%s", d->kernel_dir, source);
     if (plen < 0 || (size_t)plen >= sizeof path)
         return ft_err_set(err, FT_EINVAL, "emulator: the path of %s is too long", source);
-    dir_of(path, dir, sizeof dir);
+    ft_kc_dir_of(path, dir, sizeof dir);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 
     /* The defines, checked and as a readable list for messages. */
     char dlist[256] = "no defines";
     size_t dl = 0;
     for (int i = 0; i < ndefines; i++) {
-        if (!valid_define(defines[i]) || strlen(defines[i]) > PATH_CAP)
+        if (!ft_kc_valid_define(defines[i]) || strlen(defines[i]) > PATH_CAP)
             return ft_err_set(err, FT_EINVAL,
                               "emulator: compiling %s: define '%s' is not NAME or NAME=VALUE", name,
                               defines[i]);
@@ -430,7 +269,7 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
 
     char *text = NULL;
     size_t len = 0;
-    if (read_file(path, &text, &len) != 0)
+    if (ft_kc_read_file(path, &text, &len) != 0)
         return ft_err_set(err, FT_EIO, "emulator: cannot read kernel source %s: %s", path,
                           strerror(errno));
 
@@ -442,7 +281,7 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
     ARG("-std=c++17");
     ARG("-DFT_EMU");
     ARG("-DFT_EMU_STACK_LOG2=%d", FT_EMU_STACK_LOG2);
-    int inc = argc; /* the two include directories, searched by hash_includes too */
+    int inc = argc; /* the two include directories, searched by ft_kc_hash_includes too */
     ARG("-I%s", d->kernel_dir);
     ARG("-I%s/emu/include", d->kernel_dir);
     ARG("-I%s", dir);
@@ -473,24 +312,24 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
 #undef ARG
     argv[argc] = NULL;
 
-    emu_hash h;
-    hash_init(&h);
-    hash_str(&h, "flaretune emulator module");
+    ft_kc_hash h;
+    ft_kc_hash_init(&h);
+    ft_kc_hash_str(&h, "flaretune emulator module");
     char abi[32];
     snprintf(abi, sizeof abi, "%d", FT_EMU_ABI_VERSION);
-    hash_str(&h, abi);
-    hash_str(&h, cxx_version(d));
+    ft_kc_hash_str(&h, abi);
+    ft_kc_hash_str(&h, cxx_version(d));
     for (int i = 0; i < nhashed; i++)
-        hash_str(&h, argv[i]);
-    hash_str(&h, path);
-    hash_bytes(&h, text, len);
+        ft_kc_hash_str(&h, argv[i]);
+    ft_kc_hash_str(&h, path);
+    ft_kc_hash_bytes(&h, text, len);
     const char *incs[2] = {store[inc] + 2, store[inc + 1] + 2};
-    emu_seen *seen = calloc(1, sizeof *seen);
+    ft_kc_seen *seen = calloc(1, sizeof *seen);
     if (!seen) {
         free(text);
         return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
     }
-    hash_includes(&h, text, dir, incs, 2, seen, 0);
+    ft_kc_hash_includes(&h, text, dir, incs, 2, seen, 0);
     free(seen);
     free(text);
     char key[33];
@@ -523,7 +362,7 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
     }
     if (s != FT_OK) {
         /* Compile into a private name, then rename into place. */
-        if (mkdir_p(d->cache_dir) != 0) {
+        if (ft_kc_mkdir_p(d->cache_dir) != 0) {
             free(m);
             return ft_err_set(err, FT_EIO, "emulator: cannot create the cache directory %s: %s",
                               d->cache_dir, strerror(errno));
@@ -557,7 +396,7 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
                                d->cxx, strerror(spawn_errno));
             else {
                 char line[400];
-                first_error(log, line, sizeof line);
+                ft_kc_first_error(log, line, sizeof line);
                 s = ft_err_set(err, FT_EINVAL, "compiling %s with %s: %s", name, dlist, line);
             }
             free(log);
@@ -749,16 +588,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     snprintf(d->cxx, sizeof d->cxx, "%s", v && *v ? v : FT_EMU_CXX);
     v = getenv("FLARETUNE_KERNEL_DIR");
     snprintf(d->kernel_dir, sizeof d->kernel_dir, "%s", v && *v ? v : FT_EMU_KERNEL_DIR);
-    v = getenv("FLARETUNE_CACHE_DIR");
-    const char *home = getenv("HOME");
-    int w;
-    if (v && *v)
-        w = snprintf(d->cache_dir, sizeof d->cache_dir, "%s/emu", v);
-    else if (home && *home)
-        w = snprintf(d->cache_dir, sizeof d->cache_dir, "%s/.cache/flaretune/emu", home);
-    else
-        w = snprintf(d->cache_dir, sizeof d->cache_dir, "/tmp/flaretune-cache-%ld/emu",
-                     (long)getuid());
+    int w = ft_kc_cache_dir("emu", d->cache_dir, sizeof d->cache_dir);
     if (w < 0 || (size_t)w >= sizeof d->cache_dir) {
         pthread_mutex_destroy(&d->lock);
         free(d);

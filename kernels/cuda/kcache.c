@@ -1,0 +1,211 @@
+/* kcache.c: the kernel compilers' shared cache key and file helpers (see kcache.h). */
+#define _GNU_SOURCE
+#include "kcache.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- hashing --------------------------------------------------------------------------------- */
+
+
+void ft_kc_hash_init(ft_kc_hash *h) {
+    h->a = 0xcbf29ce484222325ull;
+    h->b = 0x6c62272e07bb0142ull;
+}
+
+void ft_kc_hash_bytes(ft_kc_hash *h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h->a = (h->a ^ c[i]) * 0x100000001b3ull;
+        h->b = (h->b ^ c[i]) * 0x880355f21e6d1965ull;
+    }
+}
+
+void ft_kc_hash_str(ft_kc_hash *h, const char *s) { ft_kc_hash_bytes(h, s, strlen(s) + 1); }
+
+int ft_kc_read_file(const char *path, char **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        char *nb = realloc(buf, 2 * cap + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f) || !buf;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+void ft_kc_dir_of(const char *path, char *dir, size_t n) {
+    const char *s = strrchr(path, '/');
+    if (!s)
+        snprintf(dir, n, ".");
+    else
+        snprintf(dir, n, "%.*s", (int)(s - path), path);
+}
+
+
+/* Hash the files `text` includes with quotes (#include "x"), found next to `dir` or in the
+ * include directories, recursively. Conditional includes count too: a key that changes more
+ * often than strictly needed only costs a compilation. */
+void ft_kc_hash_includes(ft_kc_hash *h, const char *text, const char *dir, const char *const *incs,
+                          int nincs, ft_kc_seen *seen, int depth) {
+    if (depth > 16) return;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *q = p;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q != '#') continue;
+        q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (strncmp(q, "include", 7) != 0) continue;
+        q += 7;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q != '"') continue;
+        const char *e = strchr(q + 1, '"');
+        const char *nl = strchr(q + 1, '\n');
+        if (!e || (nl && nl < e)) continue;
+        char name[FT_KC_PATH_CAP], path[FT_KC_PATH_CAP];
+        snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
+        ft_kc_hash_str(h, name);
+        char *body = NULL;
+        size_t len = 0;
+        int found = 0;
+        for (int i = -1; i < nincs && !found; i++) {
+            int w = snprintf(path, sizeof path, "%s/%s", i < 0 ? dir : incs[i], name);
+            found = w > 0 && (size_t)w < sizeof path && ft_kc_read_file(path, &body, &len) == 0;
+        }
+        if (!found) continue;
+        int dup = 0;
+        for (int i = 0; i < seen->n && !dup; i++)
+            dup = strcmp(seen->paths[i], path) == 0;
+        if (!dup && seen->n < 64) {
+            snprintf(seen->paths[seen->n++], FT_KC_PATH_CAP, "%s", path);
+            ft_kc_hash_str(h, path);
+            ft_kc_hash_bytes(h, body, len);
+            char sub[FT_KC_PATH_CAP];
+            ft_kc_dir_of(path, sub, sizeof sub);
+            ft_kc_hash_includes(h, body, sub, incs, nincs, seen, depth + 1);
+        }
+        free(body);
+    }
+}
+
+/* The compiler's first error line, with directories stripped from its leading path. */
+void ft_kc_first_error(const char *log, char *out, size_t n) {
+    const char *line = NULL, *last = NULL;
+    for (const char *p = log; *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len) last = p;
+        const char *hit = strstr(p, "error");
+        if (hit && (!e || hit < e)) {
+            line = p;
+            break;
+        }
+        if (!e) break;
+    }
+    if (!line) line = last;
+    if (!line) {
+        snprintf(out, n, "(the compiler printed nothing)");
+        return;
+    }
+    const char *e = strchr(line, '\n');
+    size_t len = e ? (size_t)(e - line) : strlen(line);
+    const char *colon = memchr(line, ':', len), *slash = NULL;
+    for (const char *s = line; colon && s < colon; s++)
+        if (*s == '/') slash = s;
+    if (slash) len -= (size_t)(slash + 1 - line), line = slash + 1;
+    snprintf(out, n, "%.*s", (int)len, line);
+}
+
+int ft_kc_mkdir_p(const char *dir) {
+    char buf[FT_KC_PATH_CAP];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int ft_kc_valid_define(const char *d) {
+    if (!(isalpha((unsigned char)d[0]) || d[0] == '_')) return 0;
+    const char *p = d;
+    while (isalnum((unsigned char)*p) || *p == '_')
+        p++;
+    return *p == '\0' || *p == '=';
+}
+
+
+void ft_kc_hash_hex(const ft_kc_hash *h, char *out) {
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h->a, (unsigned long long)h->b);
+}
+
+int ft_kc_write_atomic(const char *path, const void *data, size_t n) {
+    char tmp[FT_KC_PATH_CAP + 64];
+    static unsigned counter;
+    unsigned k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), k) >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return -1;
+    const char *p = data;
+    size_t left = n;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = errno ? errno : EIO;
+            close(fd);
+            unlink(tmp);
+            errno = e;
+            return -1;
+        }
+        p += w, left -= (size_t)w;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int ft_kc_cache_dir(const char *sub, char *out, size_t n) {
+    const char *d = getenv("FLARETUNE_CACHE_DIR"), *home = getenv("HOME");
+    if (d && *d) return snprintf(out, n, "%s/%s", d, sub);
+    if (home && *home) return snprintf(out, n, "%s/.cache/flaretune/%s", home, sub);
+    return snprintf(out, n, "/tmp/flaretune-cache-%ld/%s", (long)getuid(), sub);
+}

@@ -1,0 +1,47 @@
+/* kcache.h: what the two kernel compilers share (the emulator's C++ modules and NVRTC's CUBINs):
+ * the cache key (a 128-bit hash of the source, every header it includes with quotes, the options
+ * and the compiler), the cache folder, and small file helpers.
+ */
+#ifndef FT_KCACHE_H
+#define FT_KCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FT_KC_PATH_CAP 1024
+
+/* Two independent 64-bit FNV-1a streams (different offset bases and primes): a 128-bit key. */
+typedef struct ft_kc_hash {
+    uint64_t a, b;
+} ft_kc_hash;
+
+void ft_kc_hash_init(ft_kc_hash *h);
+void ft_kc_hash_bytes(ft_kc_hash *h, const void *p, size_t n);
+void ft_kc_hash_str(ft_kc_hash *h, const char *s);
+/* The key as 32 hex digits (out holds 33 bytes). */
+void ft_kc_hash_hex(const ft_kc_hash *h, char *out);
+
+typedef struct ft_kc_seen {
+    char paths[64][FT_KC_PATH_CAP];
+    int n;
+} ft_kc_seen;
+/* Hash the files `text` includes with quotes, found next to `dir` or in incs, recursively. */
+void ft_kc_hash_includes(ft_kc_hash *h, const char *text, const char *dir, const char *const *incs,
+                         int nincs, ft_kc_seen *seen, int depth);
+
+/* Read a whole file (NUL-terminated); 0, or -1 with errno. */
+int ft_kc_read_file(const char *path, char **out, size_t *len);
+void ft_kc_dir_of(const char *path, char *dir, size_t n);
+int ft_kc_mkdir_p(const char *dir);
+/* Write bytes to path atomically: a private temporary name in the same folder, then rename.
+ * 0, or -1 with errno. */
+int ft_kc_write_atomic(const char *path, const void *data, size_t n);
+/* NAME or NAME=VALUE with NAME an identifier. */
+int ft_kc_valid_define(const char *d);
+/* A compiler's first error line, with directories stripped from its leading path. */
+void ft_kc_first_error(const char *log, char *out, size_t n);
+/* The cache folder: $FLARETUNE_CACHE_DIR, else ~/.cache/flaretune, else
+ * /tmp/flaretune-cache-UID; with `sub` appended ("emu", "nvrtc"). Returns snprintf's count. */
+int ft_kc_cache_dir(const char *sub, char *out, size_t n);
+
+#endif
