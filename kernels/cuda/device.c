@@ -1,25 +1,35 @@
 /* device.c: the device interface of include/flaretune/device.h, dispatched by kind.
  *
- * FT_DEV_EMU is the SIMT emulator (device_emu.c); FT_DEV_CUDA is the GPU, whose backend is not
- * built yet (dev_cuda_open below is where it plugs in). Arguments are checked here once, so the
+ * FT_DEV_EMU is the SIMT emulator (device_emu.c); FT_DEV_CUDA is the GPU (device_cuda.c, built
+ * with the CUDA toolkit). Arguments are checked here once, so the
  * backends can assume a device, a module of that device and non-NULL outputs.
  */
 #include "device_impl.h"
 
 #include <stddef.h>
 
-/* ---- the CUDA backend (to be replaced by the real one) --------------------------------------- */
+#include "cuda_backend.h"
 
-/* Open GPU `ordinal` through the CUDA driver API. The backend (driver loaded at run time, NVRTC
- * compilation for the device's exact architecture, the module cache shared with the emulator's
- * conventions) is not written yet: until then every GPU open fails with FT_ENODEV, which callers
- * treat like a machine without a GPU. */
+/* ---- the GPU ---------------------------------------------------------------------------------- */
+
+#if FT_HAVE_CUDA
+ft_status ft_dev_cuda_open(int ordinal, ft_dev **out, ft_err *err); /* device_cuda.c */
+static ft_status dev_cuda_open(int ordinal, ft_dev **out, ft_err *err) {
+    return ft_dev_cuda_open(ordinal, out, err);
+}
+#else
+/* Built without the CUDA toolkit: no GPU device, which callers treat like a machine without a
+ * GPU. */
 static ft_status dev_cuda_open(int ordinal, ft_dev **out, ft_err *err) {
     (void)ordinal;
     *out = NULL;
-    return ft_err_set(err, FT_ENODEV,
-                      "the CUDA device backend is not built yet (use the emulator, FT_DEV_EMU)");
+    return ft_err_set(err, FT_ENODEV, "flaretune was built without the CUDA toolkit");
 }
+void *ft_dev_cuda_stream(ft_dev *d) {
+    (void)d;
+    return NULL;
+}
+#endif
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
