@@ -1,5 +1,6 @@
 /* backend.c: the backend registry and the float64 reference backend. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flaretune/backend.h"
@@ -49,16 +50,37 @@ ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg,
     return FT_OK;
 }
 
+static const char *timer_pref;
+
+ft_status ft_backend_prefer_timer(const char *name, ft_err *err) {
+    static const char *const names[] = {"auto", "cupti", "events"};
+    for (int i = 0; i < 3; i++)
+        if (name && strcmp(name, names[i]) == 0) {
+            timer_pref = names[i];
+            return FT_OK;
+        }
+    return ft_err_set(err, FT_EINVAL, "unknown timer '%s' (auto, cupti or events)",
+                      name ? name : "");
+}
+
+const char *ft_backend_timer_preference(void) {
+    if (timer_pref) return timer_pref;
+    const char *v = getenv("FLARETUNE_TIMER");
+    return v && *v ? v : "auto";
+}
+
 const char *ft_backend_clock(const ft_backend *b) { return b->clock ? b->clock() : "host"; }
 
 /* ---- registry ------------------------------------------------------------------------------ */
 
-extern const ft_backend ft_backend_cpu;
+extern const ft_backend ft_backend_cpu, ft_backend_cuda, ft_backend_cuda_emu;
 
 /* In order of preference for "auto". */
 static const ft_backend *const backends[] = {
+    &ft_backend_cuda,
     &ft_backend_cpu,
     &ref_backend,
+    &ft_backend_cuda_emu, /* never chosen by "auto": the cpu backend runs every op */
 };
 enum { NBACKENDS = sizeof backends / sizeof backends[0] };
 

@@ -74,7 +74,8 @@ enum {
     FT_OPT_BACKEND,
     FT_OPT_CONFIG,
     FT_OPT_THREADS,
-    FT_OPT_SEED
+    FT_OPT_SEED,
+    FT_OPT_TIMER
 };
 #define FT_CLI_PROBLEM_OPTIONS                                                                     \
     {"preset", required_argument, NULL, FT_OPT_PRESET},                                            \
@@ -82,7 +83,8 @@ enum {
         {"attr", required_argument, NULL, FT_OPT_ATTR},                                            \
         {"backend", required_argument, NULL, FT_OPT_BACKEND},                                      \
         {"config", required_argument, NULL, FT_OPT_CONFIG},                                        \
-        {"threads", required_argument, NULL, FT_OPT_THREADS}, {                                    \
+        {"threads", required_argument, NULL, FT_OPT_THREADS},                                      \
+        {"timer", required_argument, NULL, FT_OPT_TIMER}, {                                        \
         "seed", required_argument, NULL, FT_OPT_SEED                                               \
     }
 

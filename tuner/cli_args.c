@@ -26,6 +26,14 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
         return 1;
     case FT_OPT_BACKEND: p->backend = arg; return 1;
     case FT_OPT_CONFIG: p->config = arg; return 1;
+    case FT_OPT_TIMER: {
+        ft_err err = {0};
+        if (ft_backend_prefer_timer(arg, &err)) {
+            ft_cli_fail(FT_EXIT_USAGE, "%s: --timer: %s", cmd, err.msg);
+            return -1;
+        }
+        return 1;
+    }
     case FT_OPT_THREADS: {
         errno = 0;
         long v = strtol(arg, &end, 10);

@@ -56,6 +56,12 @@ typedef struct ft_backend {
  * around run()). */
 ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg, int reps,
                           double *secs, ft_err *err);
+/* The device clock a GPU backend times with: "auto" (CUPTI, falling back to CUDA events with a
+ * warning when CUPTI cannot start), "cupti" (no fallback) or "events". Set before the backend's
+ * first use (`--timer`, or FLARETUNE_TIMER); FT_EINVAL for another name. */
+ft_status ft_backend_prefer_timer(const char *name, ft_err *err);
+const char *ft_backend_timer_preference(void);
+
 /* The clock ft_backend_time reads: "host" unless the backend says otherwise. */
 const char *ft_backend_clock(const ft_backend *b);
 

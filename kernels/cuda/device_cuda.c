@@ -243,6 +243,10 @@ ft_status ft_dev_cuda_open(int ordinal, ft_dev **out, ft_err *err);
 ft_status ft_dev_cuda_open(int ordinal, ft_dev **out, ft_err *err) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
+        return ft_err_set(err, FT_ENODEV, "no NVIDIA GPU here (%s)",
+                          e == cudaErrorNoDevice ? "no device" : "no driver, or one older than "
+                                                                 "this CUDA runtime");
     if (e != cudaSuccess)
         return ft_err_set(err, FT_ENODEV, "no usable NVIDIA GPU: %s", cudaGetErrorString(e));
     if (count <= 0) return ft_err_set(err, FT_ENODEV, "no NVIDIA GPU found");

@@ -1,0 +1,505 @@
+/* cuda_backend.c: the `cuda` and `cuda-emu` backends (see cuda_backend.h).
+ *
+ * Both run the same host code: the op's run() from kernels/cuda/op_*.c, the module and launch
+ * helpers and the device copies of a call's tensors below. `cuda` opens the GPU, compiles with
+ * NVRTC and times with CUPTI (or CUDA events); `cuda-emu` opens the SIMT emulator and times with
+ * the host clock (emulation timings, labelled so: its device fingerprint never matches a GPU's,
+ * so profiles never mix the two).
+ */
+#include "cuda_backend.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/clock.h"
+#include "flaretune/eventlog.h"
+#include "flaretune/space.h"
+
+#if FT_HAVE_CUDA
+#include <cupti.h>
+
+#include "timer.h"
+#endif
+
+/* TEMP-WEAK: until gemm.c and timer.c land. */
+#pragma weak ft_gemm_state_close
+#if FT_HAVE_CUDA
+#pragma weak ft_timer_open
+#pragma weak ft_timer_close
+#pragma weak ft_timer_kind_of
+#pragma weak ft_timer_name
+#pragma weak ft_timer_begin
+#pragma weak ft_timer_end
+#pragma weak ft_timer_last_records
+#endif
+
+struct ft_cuda_ctx {
+    int emulated;
+    ft_dev *dev;
+    char fingerprint[256];
+    struct {
+        void *p;
+        size_t bytes;
+    } scratch[FT_CUDA_SCRATCH_SLOTS];
+    ft_gemm_state *gemm;
+#if FT_HAVE_CUDA
+    ft_timer *timer;
+    /* CUPTI's clock against the wall clock, for kernel spans in traces. */
+    double wall_minus_cupti_s;
+#endif
+    char clock[16];
+};
+
+ft_dev *ft_cuda_dev(ft_cuda_ctx *x) { return x->dev; }
+int ft_cuda_emulated(const ft_cuda_ctx *x) { return x->emulated; }
+ft_gemm_state **ft_cuda_gemm_slot(ft_cuda_ctx *x) { return &x->gemm; }
+
+size_t ft_dt_size(ft_dt dt) { return dt == FT_DT_BF16 ? 2 : 4; }
+
+ft_dt ft_cuda_call_dt(const ft_call *c) { return c->attrs.dtype ? FT_DT_BF16 : FT_DT_F32; }
+
+/* ---- contexts ----------------------------------------------------------------------------- */
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static ft_cuda_ctx *ctxs[2];
+static ft_err ctx_errs[2]; /* why a context could not open (asked once per process) */
+static int ctx_tried[2];
+
+static void ctx_close(ft_cuda_ctx *x) {
+    if (!x) return;
+    if (x->dev) ft_dev_sync(x->dev, NULL);
+    if (x->gemm && ft_gemm_state_close) ft_gemm_state_close(x->gemm);
+    for (int i = 0; i < FT_CUDA_SCRATCH_SLOTS; i++)
+        ft_dev_free(x->dev, x->scratch[i].p);
+#if FT_HAVE_CUDA
+    if (x->timer) ft_timer_close(x->timer);
+#endif
+    ft_dev_close(x->dev);
+    free(x);
+}
+
+static void close_all(void) {
+    pthread_mutex_lock(&ctx_lock);
+    for (int i = 0; i < 2; i++) {
+        ctx_close(ctxs[i]);
+        ctxs[i] = NULL;
+    }
+    pthread_mutex_unlock(&ctx_lock);
+}
+
+#if FT_HAVE_CUDA
+static ft_status open_timer(ft_cuda_ctx *x, ft_err *err) {
+    if (!ft_timer_open) return ft_err_set(err, FT_EUNSUPPORTED, "no timer in this build");
+    const char *pref = ft_backend_timer_preference();
+    ft_err terr = {0};
+    ft_status s = FT_EUNSUPPORTED;
+    if (strcmp(pref, "events") != 0) {
+        s = ft_timer_open(x->dev, FT_TIMER_CUPTI, &x->timer, &terr);
+        if (s && strcmp(pref, "cupti") == 0)
+            return ft_err_set(err, s, "--timer cupti: %s", terr.msg);
+        if (s) fprintf(stderr, "flaretune: warning: CUPTI cannot time kernels here (%s); "
+                               "timing with CUDA events instead\n", terr.msg);
+    }
+    if (s) s = ft_timer_open(x->dev, FT_TIMER_EVENTS, &x->timer, err);
+    if (s) return s;
+    snprintf(x->clock, sizeof x->clock, "%s", ft_timer_name(ft_timer_kind_of(x->timer)));
+    uint64_t ts = 0;
+    if (ft_timer_kind_of(x->timer) == FT_TIMER_CUPTI && cuptiGetTimestamp(&ts) == CUPTI_SUCCESS)
+        x->wall_minus_cupti_s = ft_wall_time() - (double)ts * 1e-9;
+    return FT_OK;
+}
+#endif
+
+static ft_status ctx_open(int emulated, ft_cuda_ctx **out, ft_err *err) {
+    ft_cuda_ctx *x = calloc(1, sizeof *x);
+    if (!x) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    x->emulated = emulated;
+    const char *ord = getenv("FLARETUNE_GPU");
+    ft_status s = ft_dev_open(emulated ? FT_DEV_EMU : FT_DEV_CUDA, ord ? atoi(ord) : 0, &x->dev, err);
+    if (s) {
+        free(x);
+        return s;
+    }
+    const ft_dev_props *p = ft_dev_props_of(x->dev);
+    if (emulated) {
+        snprintf(x->fingerprint, sizeof x->fingerprint,
+                 "cuda-emu: SIMT emulator of %s on the CPU (emulation timings)", p->arch);
+        snprintf(x->clock, sizeof x->clock, "emulated");
+    } else {
+#if FT_HAVE_CUDA
+        snprintf(x->fingerprint, sizeof x->fingerprint,
+                 "cuda: %s (%s, %d SMs, %.0f MiB L2, %.0f GiB, driver %d.%d, runtime %d.%d)",
+                 p->name, p->arch, p->sm_count, (double)p->l2_bytes / 1048576.0,
+                 (double)p->mem_bytes / 1073741824.0, p->driver_version / 1000,
+                 p->driver_version % 1000 / 10, p->runtime_version / 1000,
+                 p->runtime_version % 1000 / 10);
+        if ((s = open_timer(x, err))) {
+            ctx_close(x);
+            return s;
+        }
+#endif
+    }
+    *out = x;
+    return FT_OK;
+}
+
+ft_status ft_cuda_ctx_get(int emulated, ft_cuda_ctx **out, ft_err *err) {
+    int k = emulated ? 1 : 0;
+    pthread_mutex_lock(&ctx_lock);
+    ft_status s = FT_OK;
+    if (!ctxs[k]) {
+        if (ctx_tried[k]) {
+            s = ctx_errs[k].status ? ctx_errs[k].status : FT_ENODEV;
+            if (err) *err = ctx_errs[k];
+        } else {
+            static int registered;
+            ctx_tried[k] = 1;
+            s = ctx_open(emulated, &ctxs[k], &ctx_errs[k]);
+            if (s) {
+                ctx_errs[k].status = s;
+                if (err) *err = ctx_errs[k];
+            } else if (!registered) {
+                registered = 1;
+                atexit(close_all); /* after the runtime's own: runs before its teardown */
+            }
+        }
+    }
+    *out = ctxs[k];
+    pthread_mutex_unlock(&ctx_lock);
+    return s;
+}
+
+/* ---- modules, launches, scratch ------------------------------------------------------------ */
+
+void ft_cuda_spec_define(ft_cuda_module_spec *s, const char *fmt, ...) {
+    if (s->ndefines >= FT_CUDA_MAX_DEFINES) return; /* ft_cuda_module reports it */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->defines[s->ndefines++], sizeof s->defines[0], fmt, ap);
+    va_end(ap);
+}
+
+void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_threads,
+                         size_t dyn_smem) {
+    if (s->nkernels >= FT_CUDA_MAX_KERNELS) return;
+    s->kernels[s->nkernels].name = name;
+    s->kernels[s->nkernels].block_threads = block_threads;
+    s->kernels[s->nkernels].dyn_smem = dyn_smem;
+    s->nkernels++;
+}
+
+ft_status ft_cuda_module(ft_cuda_ctx *x, const ft_cuda_module_spec *s, ft_dev_module **out,
+                         ft_err *err) {
+    if (s->ndefines > FT_CUDA_MAX_DEFINES)
+        return ft_err_set(err, FT_EINTERNAL, "%s: too many defines", s->source);
+    const char *defs[FT_CUDA_MAX_DEFINES];
+    for (int i = 0; i < s->ndefines; i++)
+        defs[i] = s->defines[i];
+    return ft_dev_compile(x->dev, s->source, defs, s->ndefines, out, err);
+}
+
+ft_status ft_cuda_launch(ft_cuda_ctx *x, ft_dev_module *m, const char *kernel, ft_dim3 grid,
+                         ft_dim3 block, size_t smem, void **args, ft_err *err) {
+    return ft_dev_launch(x->dev, m, kernel, grid, block, smem, args, err);
+}
+
+ft_status ft_cuda_scratch(ft_cuda_ctx *x, int slot, size_t bytes, void **p, ft_err *err) {
+    if (slot < 0 || slot >= FT_CUDA_SCRATCH_SLOTS)
+        return ft_err_set(err, FT_EINTERNAL, "scratch slot %d out of range", slot);
+    if (x->scratch[slot].bytes < bytes || !x->scratch[slot].p) {
+        ft_dev_free(x->dev, x->scratch[slot].p);
+        x->scratch[slot].p = NULL;
+        x->scratch[slot].bytes = 0;
+        size_t want = bytes + bytes / 8; /* a little room, so slowly growing calls reuse it */
+        ft_status s = ft_dev_alloc(x->dev, want ? want : 256, &x->scratch[slot].p, err);
+        if (s) return ft_err_wrap(err, "device scratch of %.1f MiB", (double)bytes / 1048576.0);
+        x->scratch[slot].bytes = want;
+    }
+    *p = x->scratch[slot].p;
+    return FT_OK;
+}
+
+/* ---- a call's tensors on the device -------------------------------------------------------- */
+
+typedef struct dev_call {
+    ft_cuda_ctx *x;
+    ft_dt dt;
+    struct {
+        const ft_tensor *t;
+        const void *data;
+        void *d;
+        size_t bytes;
+        int uploaded;
+    } s[FT_MAX_TENSORS];
+} dev_call;
+
+static void dev_call_free(void *p) {
+    dev_call *dc = p;
+    for (int i = 0; i < FT_MAX_TENSORS; i++)
+        ft_dev_free(dc->x->dev, dc->s[i].d);
+    free(dc);
+}
+
+static uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);                                        /* nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static int is_input(const ft_op *op, int i) {
+    return op->tensors[i].role == FT_ROLE_IN || op->tensors[i].role == FT_ROLE_GRAD_IN;
+}
+
+static ft_status upload(ft_cuda_ctx *x, dev_call *dc, int i, const ft_tensor *t, ft_err *err) {
+    if (t->dtype != FT_F32 || dc->dt == FT_DT_F32)
+        return ft_dev_copy(x->dev, dc->s[i].d, t->data, ft_tensor_nbytes(t), FT_COPY_H2D, err);
+    int64_t n = ft_tensor_numel(t);
+    uint16_t *h = malloc((size_t)n * 2 + 2);
+    if (!h) return ft_err_set(err, FT_ENOMEM, "out of memory converting to bf16");
+    const float *f = t->data;
+    for (int64_t k = 0; k < n; k++)
+        h[k] = f32_to_bf16(f[k]);
+    ft_status s = ft_dev_copy(x->dev, dc->s[i].d, h, (size_t)n * 2, FT_COPY_H2D, err);
+    free(h);
+    return s;
+}
+
+/* Make the device copies of c (inputs uploaded, outputs allocated) for context x. */
+static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *err) {
+    ft_dt dt = ft_cuda_call_dt(c);
+    dev_call *dc = c->dev_state;
+    if (dc && (c->dev_state_free != dev_call_free || dc->x != x || dc->dt != dt)) {
+        ft_call_touch(c);
+        dc = NULL;
+    }
+    if (!dc) {
+        dc = calloc(1, sizeof *dc);
+        if (!dc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+        dc->x = x;
+        dc->dt = dt;
+        c->dev_state = dc;
+        c->dev_state_free = dev_call_free;
+    }
+    memset(out, 0, sizeof *out);
+    out->c = c;
+    out->dt = dt;
+    for (int i = 0; i < c->op->ntensors; i++) {
+        const ft_tensor *t = c->t[i];
+        if (!ft_call_uses(c, i) || !t) continue;
+        size_t bytes = t->dtype == FT_F32 ? (size_t)ft_tensor_numel(t) * ft_dt_size(dt)
+                                          : ft_tensor_nbytes(t);
+        if (t->dtype == FT_F64)
+            return ft_err_set(err, FT_EINVAL, "%s: tensor '%s' is float64 (device backends take "
+                              "float32)", c->op->name, c->op->tensors[i].name);
+        if (dc->s[i].t != t || dc->s[i].data != t->data || dc->s[i].bytes != bytes) {
+            ft_dev_free(x->dev, dc->s[i].d);
+            memset(&dc->s[i], 0, sizeof dc->s[i]);
+            ft_status s = ft_dev_alloc(x->dev, bytes, &dc->s[i].d, err);
+            if (s)
+                return ft_err_wrap(err, "%s: device copy of '%s'", c->op->name,
+                                   c->op->tensors[i].name);
+            dc->s[i].t = t;
+            dc->s[i].data = t->data;
+            dc->s[i].bytes = bytes;
+        }
+        if (is_input(c->op, i) && !dc->s[i].uploaded) {
+            ft_status s = upload(x, dc, i, t, err);
+            if (s) return ft_err_wrap(err, "%s: copying '%s' to the device", c->op->name,
+                                      c->op->tensors[i].name);
+            dc->s[i].uploaded = 1;
+        }
+        out->d[i] = dc->s[i].d;
+    }
+    return FT_OK;
+}
+
+static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft_err *err) {
+    for (int i = 0; i < c->op->ntensors; i++) {
+        ft_tensor *t = c->t[i];
+        if (!dc->d[i] || is_input(c->op, i)) continue;
+        if (t->dtype != FT_F32 || dc->dt == FT_DT_F32) {
+            ft_status s = ft_dev_copy(x->dev, t->data, dc->d[i], ft_tensor_nbytes(t), FT_COPY_D2H, err);
+            if (s) return s;
+            continue;
+        }
+        int64_t n = ft_tensor_numel(t);
+        uint16_t *h = malloc((size_t)n * 2 + 2);
+        if (!h) return ft_err_set(err, FT_ENOMEM, "out of memory converting from bf16");
+        ft_status s = ft_dev_copy(x->dev, h, dc->d[i], (size_t)n * 2, FT_COPY_D2H, err);
+        float *f = t->data;
+        for (int64_t k = 0; s == FT_OK && k < n; k++)
+            f[k] = bf16_to_f32(h[k]);
+        free(h);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+/* ---- the backends -------------------------------------------------------------------------- */
+
+/* The op, its configuration (default when cfg is NULL) and the check that it can run c. */
+static ft_status resolve(const ft_call *c, const ft_config **cfg, ft_config *def,
+                         const ft_cuda_op **op, const char *bname, ft_err *err) {
+    *op = ft_cuda_op_find(c->op->name);
+    if (!*op) return ft_err_set(err, FT_EUNSUPPORTED, "%s does not implement %s", bname, c->op->name);
+    if (!*cfg) {
+        ft_config_default((*op)->space, def);
+        *cfg = def;
+    }
+    char why[256];
+    if (!ft_space_valid((*op)->space, c, *cfg, why, sizeof why))
+        return ft_err_set(err, FT_EINVAL, "%s on %s: config not valid here: %s", c->op->name, bname,
+                          why);
+    return FT_OK;
+}
+
+static ft_status run_on(int emulated, ft_call *c, const ft_config *cfg, int reps, double *secs,
+                        ft_err *err) {
+    const char *bname = emulated ? "cuda-emu" : "cuda";
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(emulated, &x, err);
+    if (s) return s;
+    ft_config def;
+    const ft_cuda_op *op;
+    if ((s = resolve(c, &cfg, &def, &op, bname, err))) return s;
+    ft_cuda_call dc;
+    if ((s = prepare(x, c, &dc, err))) return s;
+    if (!secs) {
+        if ((s = op->run(x, &dc, cfg, err))) return s;
+        if ((s = ft_dev_sync(x->dev, err))) return ft_err_wrap(err, "%s on %s", c->op->name, bname);
+        return download(x, c, &dc, err);
+    }
+#if FT_HAVE_CUDA
+    if (!emulated) {
+        if ((s = ft_timer_begin(x->timer, err))) return s;
+        for (int r = 0; r < reps && !s; r++)
+            s = op->run(x, &dc, cfg, err);
+        double t = 0;
+        int nk = 0;
+        ft_err e2 = {0};
+        ft_status s2 = ft_timer_end(x->timer, &t, &nk, &e2);
+        if (s) return s;
+        if (s2) {
+            if (err) *err = e2;
+            return ft_err_wrap(err, "%s on %s", c->op->name, bname);
+        }
+        *secs = t;
+        return FT_OK;
+    }
+#endif
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps && !s; r++)
+        s = op->run(x, &dc, cfg, err);
+    if (!s) s = ft_dev_sync(x->dev, err);
+    *secs = ft_now_s() - t0;
+    return s;
+}
+
+static int supports(const ft_op *op) { return op && ft_cuda_op_find(op->name) != NULL; }
+
+static const ft_space *space_of(const ft_op *op) {
+    const ft_cuda_op *o = op ? ft_cuda_op_find(op->name) : NULL;
+    return o ? o->space : NULL;
+}
+
+static int emu_available(char *why, size_t n) {
+    ft_cuda_ctx *x;
+    ft_err err = {0};
+    if (ft_cuda_ctx_get(1, &x, &err) == FT_OK) return 1;
+    snprintf(why, n, "%s", err.msg);
+    return 0;
+}
+static ft_status emu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    return run_on(1, c, cfg, 1, NULL, err);
+}
+static ft_status emu_timed(ft_call *c, const ft_config *cfg, int reps, double *secs, ft_err *err) {
+    return run_on(1, c, cfg, reps, secs, err);
+}
+static const char *emu_clock(void) { return "emulated"; }
+static const char *emu_device(void) {
+    ft_cuda_ctx *x;
+    return ft_cuda_ctx_get(1, &x, NULL) == FT_OK ? x->fingerprint : "cuda-emu: unavailable";
+}
+
+const ft_backend ft_backend_cuda_emu = {
+    .name = "cuda-emu",
+    .summary = "the CUDA backend's kernels and host code on the SIMT emulator (CPU; checks, "
+               "not speed)",
+    .built = 1,
+    .available = emu_available,
+    .supports = supports,
+    .space = space_of,
+    .run = emu_run,
+    .timed = emu_timed,
+    .clock = emu_clock,
+    .device = emu_device,
+};
+
+static int gpu_available(char *why, size_t n) {
+    ft_cuda_ctx *x;
+    ft_err err = {0};
+    if (ft_cuda_ctx_get(0, &x, &err) == FT_OK) return 1;
+    snprintf(why, n, "%s", err.msg);
+    return 0;
+}
+static ft_status gpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    return run_on(0, c, cfg, 1, NULL, err);
+}
+static ft_status gpu_timed(ft_call *c, const ft_config *cfg, int reps, double *secs, ft_err *err) {
+    return run_on(0, c, cfg, reps, secs, err);
+}
+static const char *gpu_clock(void) {
+    ft_cuda_ctx *x;
+    return ft_cuda_ctx_get(0, &x, NULL) == FT_OK ? x->clock : "none";
+}
+static const char *gpu_device(void) {
+    ft_cuda_ctx *x;
+    return ft_cuda_ctx_get(0, &x, NULL) == FT_OK ? x->fingerprint : "cuda: unavailable";
+}
+
+static int gpu_last_kernels(ft_kernel_span *out, int max) {
+#if FT_HAVE_CUDA
+    ft_cuda_ctx *x;
+    if (ft_cuda_ctx_get(0, &x, NULL) != FT_OK || !x->timer || max <= 0) return 0;
+    ft_kernel_record rec[64];
+    int n = ft_timer_last_records(x->timer, rec, max < 64 ? max : 64);
+    for (int i = 0; i < n; i++) {
+        snprintf(out[i].name, sizeof out[i].name, "%.95s", rec[i].name);
+        out[i].start_s = x->wall_minus_cupti_s + (double)rec[i].start_ns * 1e-9;
+        out[i].end_s = x->wall_minus_cupti_s + (double)rec[i].end_ns * 1e-9;
+    }
+    return n;
+#else
+    (void)out;
+    (void)max;
+    return 0;
+#endif
+}
+
+const ft_backend ft_backend_cuda = {
+    .name = "cuda",
+    .summary = "NVIDIA GPUs: kernels compiled at run time by NVRTC, GEMMs by cuBLASLt, timed "
+               "with CUPTI",
+    .built = FT_HAVE_CUDA,
+    .available = gpu_available,
+    .supports = supports,
+    .space = space_of,
+    .run = gpu_run,
+    .timed = gpu_timed,
+    .clock = gpu_clock,
+    .device = gpu_device,
+    .last_kernels = gpu_last_kernels,
+};
