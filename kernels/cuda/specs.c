@@ -1,0 +1,397 @@
+/* specs.c: the device table and the occupancy calculator (see specs.h).
+ *
+ * Numbers come from NVIDIA's documents, cited per entry: the product datasheets (SMs, memory,
+ * bandwidth, tensor throughput), the architecture whitepapers, and the per-architecture tuning
+ * guides (shared memory per SM and per block). Tensor throughput is dense (the datasheets print
+ * the 2:4-sparse figure, twice the dense one, with an asterisk) and with fp32 accumulation,
+ * since that is what every GEMM of this project computes.
+ */
+#include "specs.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define KIB ((size_t)1024)
+#define MIB (KIB * 1024)
+
+/* Facts of every architecture in the table (sm_80 and later). */
+#define FT_SM80_PLUS                                                                               \
+    .warp_size = 32, .max_threads_per_block = 1024, .regs_per_sm = 65536, .regs_per_block = 65536, \
+    .max_regs_per_thread = 255, .reg_alloc_unit = 256, .sub_partitions = 4,                        \
+    .smem_per_block = 48 * KIB, .smem_alloc_unit = 128, .smem_reserved_per_block = 1 * KIB
+
+static const ft_gpu_spec specs[] = {
+    /* A100 SXM4 80GB. NVIDIA A100 datasheet: 80 GB HBM2e, 2,039 GB/s, BF16 Tensor Core
+     * 312 TFLOPS (624 with sparsity). A100 whitepaper: 108 SMs, 40 MB L2. Ampere tuning guide:
+     * up to 164 KB shared memory per SM, 163 KB per block, 32 blocks and 2048 threads per SM. */
+    {.name = "a100",
+     .aliases = "a100-sxm a100-80gb a100-sxm4",
+     .model = "NVIDIA A100-SXM4-80GB",
+     .arch = "sm_80",
+     .cc_major = 8,
+     .cc_minor = 0,
+     .sm_count = 108,
+     .max_threads_per_sm = 2048,
+     .max_blocks_per_sm = 32,
+     .smem_per_sm = 164 * KIB,
+     .smem_per_block_optin = 163 * KIB,
+     .l2_bytes = 40 * MIB,
+     .mem_bytes = (size_t)80e9,
+     .mem_bw = 2039e9,
+     .bf16_flops = 312e12,
+     FT_SM80_PLUS},
+    /* H100 SXM5 80GB. NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, BF16 Tensor Core
+     * 1,979 TFLOPS with sparsity (989.5 dense). H100 whitepaper: 132 SMs in the SXM5 part,
+     * 50 MB L2. Hopper tuning guide: 228 KB shared memory per SM, 227 KB per block, 32 blocks
+     * and 2048 threads per SM. */
+    {.name = "h100",
+     .aliases = "h100-sxm h100-sxm5 h100-80gb",
+     .model = "NVIDIA H100 80GB HBM3",
+     .arch = "sm_90a",
+     .cc_major = 9,
+     .cc_minor = 0,
+     .sm_count = 132,
+     .max_threads_per_sm = 2048,
+     .max_blocks_per_sm = 32,
+     .smem_per_sm = 228 * KIB,
+     .smem_per_block_optin = 227 * KIB,
+     .l2_bytes = 50 * MIB,
+     .mem_bytes = (size_t)80e9,
+     .mem_bw = 3.35e12,
+     .bf16_flops = 989.5e12,
+     FT_SM80_PLUS},
+    /* H200 SXM 141GB. NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, BF16 Tensor Core
+     * 1,979 TFLOPS with sparsity (989.5 dense). The same GH100 SMs as the H100 SXM5: 132 SMs,
+     * 50 MB L2, the Hopper tuning guide's shared memory limits. */
+    {.name = "h200",
+     .aliases = "h200-sxm h200-141gb",
+     .model = "NVIDIA H200",
+     .arch = "sm_90a",
+     .cc_major = 9,
+     .cc_minor = 0,
+     .sm_count = 132,
+     .max_threads_per_sm = 2048,
+     .max_blocks_per_sm = 32,
+     .smem_per_sm = 228 * KIB,
+     .smem_per_block_optin = 227 * KIB,
+     .l2_bytes = 50 * MIB,
+     .mem_bytes = (size_t)141e9,
+     .mem_bw = 4.8e12,
+     .bf16_flops = 989.5e12,
+     FT_SM80_PLUS},
+    /* L40S. NVIDIA L40S datasheet: 18,176 CUDA cores (142 SMs of 128), 48 GB GDDR6, 864 GB/s,
+     * BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 96 MB L2. Ada tuning guide: 100 KB
+     * shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM. */
+    {.name = "l40s",
+     .aliases = "l40-s",
+     .model = "NVIDIA L40S",
+     .arch = "sm_89",
+     .cc_major = 8,
+     .cc_minor = 9,
+     .sm_count = 142,
+     .max_threads_per_sm = 1536,
+     .max_blocks_per_sm = 24,
+     .smem_per_sm = 100 * KIB,
+     .smem_per_block_optin = 99 * KIB,
+     .l2_bytes = 96 * MIB,
+     .mem_bytes = (size_t)48e9,
+     .mem_bw = 864e9,
+     .bf16_flops = 362.05e12,
+     FT_SM80_PLUS},
+    /* GeForce RTX 4090. Ada Lovelace whitepaper (appendix, RTX 4090 column): 128 SMs, 72 MB L2,
+     * 24 GB GDDR6X at 21 Gbps on 384 bits (1,008 GB/s), peak BF16 tensor with FP32 accumulate
+     * 165.2 TFLOPS dense (330.4 with sparsity; GeForce parts run fp32 accumulation at half the
+     * fp16-accumulate rate). Ada tuning guide: as the L40S per SM. */
+    {.name = "rtx4090",
+     .aliases = "4090 rtx-4090 geforce-rtx-4090",
+     .model = "NVIDIA GeForce RTX 4090",
+     .arch = "sm_89",
+     .cc_major = 8,
+     .cc_minor = 9,
+     .sm_count = 128,
+     .max_threads_per_sm = 1536,
+     .max_blocks_per_sm = 24,
+     .smem_per_sm = 100 * KIB,
+     .smem_per_block_optin = 99 * KIB,
+     .l2_bytes = 72 * MIB,
+     .mem_bytes = (size_t)24e9,
+     .mem_bw = 1008e9,
+     .bf16_flops = 165.2e12,
+     FT_SM80_PLUS},
+    /* B200 (HGX B200, 180 GB). NVIDIA HGX B200 datasheet, per GPU: 180 GB HBM3e, 8 TB/s,
+     * FP16/BF16 Tensor Core 4.5 PFLOPS with sparsity (2.25 dense). Blackwell tuning guide:
+     * 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. The SM
+     * count (148) and L2 (126 MB) are what the CUDA runtime reports for a B200; the datasheet
+     * does not print them. */
+    {.name = "b200",
+     .aliases = "b200-sxm hgx-b200",
+     .model = "NVIDIA B200",
+     .arch = "sm_100a",
+     .cc_major = 10,
+     .cc_minor = 0,
+     .sm_count = 148,
+     .max_threads_per_sm = 2048,
+     .max_blocks_per_sm = 32,
+     .smem_per_sm = 228 * KIB,
+     .smem_per_block_optin = 227 * KIB,
+     .l2_bytes = 126 * MIB,
+     .mem_bytes = (size_t)180e9,
+     .mem_bw = 8e12,
+     .bf16_flops = 2.25e15,
+     FT_SM80_PLUS},
+};
+enum { NSPECS = sizeof specs / sizeof specs[0] };
+
+int ft_gpu_spec_count(void) { return NSPECS; }
+
+const ft_gpu_spec *ft_gpu_spec_at(int i) { return i >= 0 && i < NSPECS ? &specs[i] : NULL; }
+
+/* Is `name` one of the space-separated words of `list` (case-insensitively)? */
+static int in_words(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (w == n && w > 0 && strncasecmp(p, name, n) == 0) return 1;
+        p += w;
+    }
+    return 0;
+}
+
+const ft_gpu_spec *ft_gpu_spec_find(const char *name) {
+    if (!name || !*name) return NULL;
+    for (int i = 0; i < NSPECS; i++)
+        if (strcasecmp(specs[i].name, name) == 0 || in_words(specs[i].aliases, name))
+            return &specs[i];
+    return NULL;
+}
+
+/* "sm_90a" -> 90 and 'a'; 0 when the text is not an architecture. */
+static int parse_arch(const char *arch, char *suffix) {
+    int v = 0, digits = 0;
+    if (!arch || strncasecmp(arch, "sm_", 3) != 0) return 0;
+    const char *p = arch + 3;
+    for (; *p >= '0' && *p <= '9'; p++, digits++)
+        if ((v = v * 10 + (*p - '0')) > 10000) return 0;
+    if (digits < 2) return 0;
+    *suffix = 0;
+    if (*p == 'a' || *p == 'f') *suffix = *p++;
+    return *p ? 0 : v;
+}
+
+const ft_gpu_spec *ft_gpu_spec_for_arch(const char *arch) {
+    char sx = 0, sy = 0;
+    int v = parse_arch(arch, &sx);
+    if (!v) return NULL;
+    for (int i = 0; i < NSPECS; i++)
+        if (parse_arch(specs[i].arch, &sy) == v) return &specs[i];
+    return NULL;
+}
+
+const char *ft_gpu_spec_names(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t k = 0;
+        for (int i = 0; i < NSPECS && k < sizeof buf; i++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i ? ", " : "", specs[i].name);
+    }
+    return buf;
+}
+
+ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err *err) {
+    if (!p || !out) return ft_err_set(err, FT_EINVAL, "ft_gpu_spec_from_props: NULL argument");
+    if (p->cc_major < 8)
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "%s has compute capability %d.%d; flaretune's occupancy model starts at "
+                          "8.0",
+                          p->name, p->cc_major, p->cc_minor);
+    /* Per-SM block slots by compute capability (CUDA programming guide, "Technical
+     * Specifications per Compute Capability"). */
+    int blocks = 32;
+    if (p->cc_major == 8 && p->cc_minor == 9) blocks = 24;
+    else if (p->cc_major == 8 && p->cc_minor != 0) blocks = 16;
+    else if (p->cc_major == 10 && p->cc_minor == 1) blocks = 24;
+    else if (p->cc_major == 11 || p->cc_major >= 12) blocks = 24;
+    memset(out, 0, sizeof *out);
+    out->name = p->name;
+    out->aliases = "";
+    out->model = p->name;
+    out->arch = p->arch;
+    out->cc_major = p->cc_major;
+    out->cc_minor = p->cc_minor;
+    out->sm_count = p->sm_count;
+    out->warp_size = p->warp_size > 0 ? p->warp_size : 32;
+    out->max_threads_per_block = p->max_threads_per_block;
+    out->max_threads_per_sm = p->max_threads_per_sm;
+    out->max_blocks_per_sm = blocks;
+    out->regs_per_sm = p->regs_per_sm;
+    out->regs_per_block = p->regs_per_sm < 65536 ? p->regs_per_sm : 65536;
+    out->max_regs_per_thread = p->max_regs_per_thread;
+    out->reg_alloc_unit = 256;
+    out->sub_partitions = 4;
+    out->smem_per_sm = p->smem_per_sm;
+    out->smem_per_block = p->smem_per_block;
+    out->smem_per_block_optin = p->smem_per_block_optin;
+    out->smem_alloc_unit = 128;
+    out->smem_reserved_per_block = 1 * KIB;
+    out->l2_bytes = p->l2_bytes;
+    out->mem_bytes = p->mem_bytes;
+    return FT_OK;
+}
+
+/* ---- occupancy -------------------------------------------------------------------------------- */
+
+static int div_up(int a, int b) { return (a + b - 1) / b; }
+static size_t round_up(size_t a, size_t b) { return b ? (a + b - 1) / b * b : a; }
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+ft_status ft_cuda_occupancy(const ft_gpu_spec *s, int threads_per_block, int regs_per_thread,
+                            size_t smem_per_block, ft_occupancy *o, ft_err *err) {
+    if (!s || !o) return ft_err_set(err, FT_EINVAL, "ft_cuda_occupancy: NULL argument");
+    memset(o, 0, sizeof *o);
+    if (threads_per_block <= 0)
+        return ft_err_set(err, FT_EINVAL, "occupancy: %d threads per block (must be positive)",
+                          threads_per_block);
+    if (regs_per_thread < 0)
+        return ft_err_set(err, FT_EINVAL, "occupancy: %d registers per thread (must be >= 0)",
+                          regs_per_thread);
+    if (smem_per_block > ((size_t)1 << 40))
+        return ft_err_set(err, FT_EINVAL, "occupancy: %zu bytes of shared memory per block",
+                          smem_per_block);
+    const int ws = s->warp_size;
+    const int max_warps = s->max_threads_per_sm / ws;
+    /* Registers and warps below stay far from overflow: threads are capped first. */
+    const int threads = threads_per_block > s->max_threads_per_block ? s->max_threads_per_block + 1
+                                                                      : threads_per_block;
+    const int warps = div_up(threads, ws);
+
+    /* Warp slots. */
+    o->by_warps = threads_per_block > s->max_threads_per_block ? 0 : max_warps / warps;
+    /* Block slots. */
+    o->by_blocks = s->max_blocks_per_sm;
+    /* Registers: allocated per warp in units; each sub-partition holds its share of the file
+     * and whole warps; the hardware also checks a block against the per-block limit as if its
+     * warps were spread evenly over the sub-partitions. */
+    int regs = regs_per_thread > 1024 ? 1024 : regs_per_thread;
+    int regs_warp = (int)round_up((size_t)regs * (size_t)ws, (size_t)s->reg_alloc_unit);
+    o->regs_per_block = regs_warp * warps;
+    int assumed = regs_warp * (int)round_up((size_t)warps, (size_t)s->sub_partitions);
+    if (regs_per_thread > s->max_regs_per_thread || o->regs_per_block > s->regs_per_block ||
+        assumed > s->regs_per_block)
+        o->by_regs = 0;
+    else if (regs_warp == 0)
+        o->by_regs = INT_MAX;
+    else
+        o->by_regs = (s->regs_per_sm / s->sub_partitions / regs_warp) * s->sub_partitions / warps;
+    /* Shared memory: the block's bytes plus the driver's reserve, in allocation units, against
+     * the opt-in per-block limit (the launcher opts in when a kernel needs more than the
+     * default) and the SM at its largest carveout. */
+    o->smem_per_block = round_up(smem_per_block + s->smem_reserved_per_block, s->smem_alloc_unit);
+    if (o->smem_per_block > s->smem_per_block_optin + s->smem_reserved_per_block)
+        o->by_smem = 0;
+    else if (o->smem_per_block == 0)
+        o->by_smem = INT_MAX;
+    else {
+        size_t b = s->smem_per_sm / o->smem_per_block;
+        o->by_smem = b > INT_MAX ? INT_MAX : (int)b;
+    }
+
+    int blocks = min_int(min_int(o->by_warps, o->by_regs), min_int(o->by_smem, o->by_blocks));
+    o->blocks_per_sm = blocks;
+    o->limits = (blocks == o->by_warps ? FT_OCC_WARPS : 0u) | (blocks == o->by_regs ? FT_OCC_REGS : 0u) |
+                (blocks == o->by_smem ? FT_OCC_SMEM : 0u) |
+                (blocks == o->by_blocks ? FT_OCC_BLOCKS : 0u);
+    o->warps_per_sm = blocks * warps;
+    o->fraction = max_warps > 0 ? (double)o->warps_per_sm / max_warps : 0.0;
+    return FT_OK;
+}
+
+const char *ft_occ_limit_name(unsigned limits) {
+    if (limits & FT_OCC_WARPS) return "warps";
+    if (limits & FT_OCC_REGS) return "registers";
+    if (limits & FT_OCC_SMEM) return "shared memory";
+    if (limits & FT_OCC_BLOCKS) return "blocks";
+    return "none";
+}
+
+/* ---- pruning before timing ------------------------------------------------------------------ */
+
+void ft_fmt_bytes_kib(size_t bytes, char *buf, size_t n) {
+    if (bytes < KIB)
+        snprintf(buf, n, "%zu B", bytes);
+    else if (bytes % KIB == 0)
+        snprintf(buf, n, "%zu KiB", bytes / KIB);
+    else
+        snprintf(buf, n, "%.1f KiB", (double)bytes / (double)KIB);
+}
+
+/* Write one line into why and return 0 (not fit). */
+static int reject(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int reject(char *why, size_t n, const char *fmt, ...) {
+    if (why && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+int ft_cuda_check_kernel(const ft_gpu_spec *s, const ft_kernel_info *k, int block_threads,
+                         size_t dyn_smem, char *why, size_t n) {
+    if (why && n) why[0] = '\0';
+    if (!s || !k) return reject(why, n, "no device spec or no kernel resources");
+    if (block_threads <= 0 || block_threads > s->max_threads_per_block)
+        return reject(why, n, "launches %d threads per block, the device allows 1 to %d",
+                      block_threads, s->max_threads_per_block);
+    if (k->max_threads > 0 && block_threads > k->max_threads)
+        return reject(why, n, "launches %d threads per block, the kernel allows %d",
+                      block_threads, k->max_threads);
+    if (k->spill_stores > 0 || k->spill_loads > 0) {
+        if (k->spill_stores == k->spill_loads)
+            return reject(why, n, "spills %d bytes", k->spill_stores);
+        return reject(why, n, "spills %d bytes (%d bytes stored, %d loaded)",
+                      k->spill_stores > k->spill_loads ? k->spill_stores : k->spill_loads,
+                      k->spill_stores, k->spill_loads);
+    }
+    if (k->regs > s->max_regs_per_thread)
+        return reject(why, n, "uses %d registers per thread, the device allows %d", k->regs,
+                      s->max_regs_per_thread);
+    size_t smem = k->smem_static + dyn_smem;
+    if (smem > s->smem_per_block_optin) {
+        char need[32], have[32];
+        ft_fmt_bytes_kib(smem, need, sizeof need);
+        ft_fmt_bytes_kib(s->smem_per_block_optin, have, sizeof have);
+        return reject(why, n, "needs %s of shared memory, the device allows %s per block", need,
+                      have);
+    }
+    ft_occupancy o;
+    if (ft_cuda_occupancy(s, block_threads, k->regs, smem, &o, NULL))
+        return reject(why, n, "invalid launch: %d threads, %d registers", block_threads, k->regs);
+    if (o.blocks_per_sm == 0) {
+        if (o.by_regs == 0)
+            return reject(why, n,
+                          "0 blocks fit per SM: %d threads x %d registers take %d registers, "
+                          "a block may have %d",
+                          block_threads, k->regs, o.regs_per_block, s->regs_per_block);
+        return reject(why, n, "0 blocks fit per SM (limited by %s)", ft_occ_limit_name(o.limits));
+    }
+    return 1;
+}
+
+int ft_cuda_check_module(const ft_gpu_spec *s, const ft_cuda_module_spec *m,
+                         const ft_kernel_info *info, char *why, size_t n) {
+    if (why && n) why[0] = '\0';
+    if (!s || !m || !info) return reject(why, n, "no device spec, module or kernel resources");
+    for (int i = 0; i < m->nkernels; i++) {
+        char r[256];
+        if (!ft_cuda_check_kernel(s, &info[i], m->kernels[i].block_threads, m->kernels[i].dyn_smem,
+                                  r, sizeof r))
+            return reject(why, n, "%s: %s", m->kernels[i].name ? m->kernels[i].name : "?", r);
+    }
+    return 1;
+}

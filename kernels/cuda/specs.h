@@ -1,0 +1,114 @@
+/* specs.h: GPUs described by their datasheets, and the theoretical occupancy of a kernel on one.
+ *
+ * Static analysis needs no GPU: NVRTC and ptxas say how many registers, how much shared memory
+ * and stack a kernel uses for an architecture (nvrtc.h); this table says what a named device has
+ * (SMs, register file, shared memory, allocation units, the per-SM limits), so `flaretune
+ * compile` can print the occupancy of every config on an H100 from a laptop, and the tuner can
+ * prune the configs that spill or cannot launch before it spends time measuring them.
+ *
+ * Occupancy is computed as the CUDA occupancy calculator does (cuda_occupancy.h's
+ * cudaOccMaxActiveBlocksPerMultiprocessor with the default carveout and opt-in shared memory):
+ * the blocks per SM allowed by warp slots, by registers (allocated per warp in units of 256,
+ * per SM sub-partition), by shared memory (a reserved 1 KiB per block on sm_80 and later,
+ * rounded to the allocation unit) and by the block slots; the least of them wins.
+ *
+ * Pure C with no CUDA dependency: it builds and is tested in the CPU-only build too.
+ */
+#ifndef FT_CUDA_SPECS_H
+#define FT_CUDA_SPECS_H
+
+#include <stddef.h>
+
+#include "cuda_backend.h"
+#include "flaretune/device.h"
+#include "flaretune/status.h"
+
+typedef struct ft_gpu_spec {
+    const char *name;    /* short name for --device: "h100" (matched case-insensitively)   */
+    const char *aliases; /* other accepted names, space-separated                          */
+    const char *model;   /* "NVIDIA H100 SXM5 80GB"                                         */
+    const char *arch;    /* NVRTC target: "sm_90a"                                           */
+    int cc_major, cc_minor;
+    int sm_count;
+    int warp_size;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int max_blocks_per_sm;
+    int regs_per_sm;
+    int regs_per_block;      /* register-file limit of one block                           */
+    int max_regs_per_thread; /* 255                                                         */
+    int reg_alloc_unit;      /* registers are given to a warp in units of this many (256)   */
+    int sub_partitions;      /* SM sub-partitions; each holds 1/n of the register file      */
+    size_t smem_per_sm;          /* shared memory per SM at the largest carveout, bytes      */
+    size_t smem_per_block;       /* per block without the opt-in attribute (48 KiB)          */
+    size_t smem_per_block_optin; /* per block with it (static + dynamic)                     */
+    size_t smem_alloc_unit;      /* a block's shared memory is rounded up to this            */
+    size_t smem_reserved_per_block; /* taken by the driver per resident block (sm_80+: 1 KiB) */
+    size_t l2_bytes;
+    size_t mem_bytes;
+    double mem_bw;     /* peak DRAM bandwidth, bytes/s                                       */
+    double bf16_flops; /* dense bf16 tensor throughput with fp32 accumulation, FLOP/s        */
+} ft_gpu_spec;
+
+/* The table: A100, H100, H200, L40S, RTX 4090, B200 (in that order). */
+int ft_gpu_spec_count(void);
+const ft_gpu_spec *ft_gpu_spec_at(int i);
+/* By name or alias, case-insensitively ("h200", "H100", "rtx4090"); NULL when unknown. */
+const ft_gpu_spec *ft_gpu_spec_find(const char *name);
+/* The first device of the table whose architecture is `arch` ("sm_90a"; "sm_90" matches the
+ * same devices); NULL when none. */
+const ft_gpu_spec *ft_gpu_spec_for_arch(const char *arch);
+/* The known names, comma-separated, for error messages. */
+const char *ft_gpu_spec_names(void);
+/* A spec for a device that is present: its own properties (SMs, register file, shared memory,
+ * L2, memory) with the architecture's allocation units and per-SM block limit. FT_EUNSUPPORTED
+ * for compute capabilities before 8.0. Bandwidth and FLOP/s are 0 (unknown). */
+ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err *err);
+
+/* ---- occupancy -------------------------------------------------------------------------------- */
+
+/* What bounds the blocks per SM; a bit set of every resource at the minimum. */
+enum {
+    FT_OCC_WARPS = 1 << 0,  /* warp slots (threads per SM)        */
+    FT_OCC_REGS = 1 << 1,   /* the register file                  */
+    FT_OCC_SMEM = 1 << 2,   /* shared memory                      */
+    FT_OCC_BLOCKS = 1 << 3, /* the per-SM block slots             */
+};
+
+typedef struct ft_occupancy {
+    int blocks_per_sm; /* active blocks per SM (0: the block cannot launch)          */
+    int warps_per_sm;  /* active warps per SM                                         */
+    double fraction;   /* active warps / the SM's warp slots                          */
+    unsigned limits;   /* FT_OCC_* bits of the resources at the minimum               */
+    /* Blocks per SM each resource allows on its own (INT_MAX: no limit). */
+    int by_warps, by_regs, by_smem, by_blocks;
+    int regs_per_block;    /* registers allocated to one block                   */
+    size_t smem_per_block; /* shared memory allocated to one block, with the reserve */
+} ft_occupancy;
+
+/* Theoretical occupancy of blocks of `threads_per_block` threads using `regs_per_thread`
+ * registers and `smem_per_block` bytes of shared memory (static + dynamic, without the driver's
+ * reserve, which is added here). FT_EINVAL for non-positive threads or negative registers. */
+ft_status ft_cuda_occupancy(const ft_gpu_spec *s, int threads_per_block, int regs_per_thread,
+                            size_t smem_per_block, ft_occupancy *out, ft_err *err);
+/* The single most telling limit of o->limits, as a word: "warps", "registers",
+ * "shared memory", "blocks" (ties are named in that order); "none" when empty. */
+const char *ft_occ_limit_name(unsigned limits);
+
+/* ---- pruning before timing ------------------------------------------------------------------ */
+
+/* 1 when a kernel with resources `k` launched with `block_threads` threads and `dyn_smem`
+ * bytes of dynamic shared memory can run on device `s` without spilling; otherwise 0 and one
+ * line in why, e.g. "spills 24 bytes", "needs 240 KiB of shared memory, the device allows
+ * 227 KiB per block", "0 blocks fit per SM: ...". */
+int ft_cuda_check_kernel(const ft_gpu_spec *s, const ft_kernel_info *k, int block_threads,
+                         size_t dyn_smem, char *why, size_t n);
+/* The same for every kernel of a module spec; info[i] is the resources of m->kernels[i]. The
+ * reason is prefixed with the kernel's name. */
+int ft_cuda_check_module(const ft_gpu_spec *s, const ft_cuda_module_spec *m,
+                         const ft_kernel_info *info, char *why, size_t n);
+
+/* "227 KiB", "1.5 KiB", "512 B": a byte count for people (for the reasons above and tables). */
+void ft_fmt_bytes_kib(size_t bytes, char *buf, size_t n);
+
+#endif
