@@ -1,6 +1,7 @@
 /* ceilings.c: measured bandwidth and FLOP-rate ceilings of this CPU (see
  * include/flaretune/ceilings.h). */
 #include "flaretune/ceilings.h"
+#include "flaretune/backend.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -133,6 +134,7 @@ ft_status ft_ceilings_cpu(int threads, ft_ceilings *c, ft_err *err) {
     ft_free(x.c);
     if (s) return s;
     c->gemm_n = n;
+    c->gemm = "sgemm";
     c->flops = 2.0 * n * (double)n * n / st.median;
     c->measured_s = ft_now_s() - start;
     return FT_OK;
@@ -141,4 +143,9 @@ ft_status ft_ceilings_cpu(int threads, ft_ceilings *c, ft_err *err) {
 double ft_roofline_s(const ft_ceilings *c, double bytes, double flops) {
     double tb = c->bw > 0 ? bytes / c->bw : 0, tf = c->flops > 0 ? flops / c->flops : 0;
     return tb > tf ? tb : tf;
+}
+
+ft_status ft_ceilings_of(const ft_backend *be, int threads, ft_ceilings *c, ft_err *err) {
+    if (be && be->ceilings) return be->ceilings(c, err);
+    return ft_ceilings_cpu(threads, c, err);
 }

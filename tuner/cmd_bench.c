@@ -189,7 +189,7 @@ static int run(int argc, char **argv) {
     if (!json)
         fprintf(stderr, "bench: measuring this machine's ceilings with %d threads...\n", threads);
     ft_ceilings ceil;
-    if (ft_ceilings_cpu(threads, &ceil, &err)) {
+    if (ft_ceilings_of(be, threads, &ceil, &err)) {
         ft_call_free(&c);
         return ft_cli_fail_err(&err);
     }
@@ -250,8 +250,8 @@ static int run(int argc, char **argv) {
         printf("bench %s on %s  (%s: %s)%s\n", op->name, be->name, p.name, dims,
                c.backward ? " forward+backward" : "");
         printf("  config     %s\n", cs[0] ? cs : "(none)");
-        printf("  ceilings   copy %s, sgemm %s  (%d threads, measured in %.1f s)\n",
-               ft_fmt_rate(ceil.bw, "B/s", a, sizeof a),
+        printf("  ceilings   copy %s, %s %s  (%d threads, measured in %.1f s)\n",
+               ft_fmt_rate(ceil.bw, "B/s", a, sizeof a), ceil.gemm ? ceil.gemm : "sgemm",
                ft_fmt_rate(ceil.flops, "FLOP/s", b1, sizeof b1), ceil.threads, ceil.measured_s);
         printf("  time       median %s  IQR %s  min %s  max %s\n",
                ft_fmt_time(st.median, 0, a, sizeof a), ft_fmt_time(st.iqr, 0, b1, sizeof b1),

@@ -96,5 +96,6 @@ json_t *ft_ceilings_to_json(const ft_ceilings *c) {
     json_object_set_new(o, "copy_buffer_bytes", ft_json_number(c->copy_bytes));
     json_object_set_new(o, "gemm_n", json_integer(c->gemm_n));
     json_object_set_new(o, "threads", json_integer(c->threads));
+    json_object_set_new(o, "gemm", json_string(c->gemm ? c->gemm : "sgemm"));
     return o;
 }

@@ -17,6 +17,8 @@
 extern "C" {
 #endif
 
+struct ft_ceilings;
+
 /* One device kernel a timed call ran (from the backend's profiler), for traces. */
 typedef struct ft_kernel_span {
     char name[96];
@@ -50,6 +52,9 @@ typedef struct ft_backend {
     /* Optional: the device kernels the last timed() call ran; fills up to max, returns how
      * many (0 when the clock records none). */
     int (*last_kernels)(ft_kernel_span *out, int max);
+    /* Optional: measure the ceilings of the device it runs on (struct ft_ceilings,
+     * flaretune/ceilings.h); NULL: the CPU's. */
+    ft_status (*ceilings)(struct ft_ceilings *c, ft_err *err);
 } ft_backend;
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

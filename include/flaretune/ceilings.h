@@ -21,7 +21,13 @@ typedef struct ft_ceilings {
     int gemm_n;        /* the GEMM was gemm_n^3                              */
     int threads;       /* threads used for both                             */
     double measured_s; /* time the measurement took                         */
+    const char *gemm;  /* what the FLOP ceiling measured ("sgemm", "cuBLASLt bf16") */
 } ft_ceilings;
+
+struct ft_backend;
+/* The ceilings of the machine a backend runs on: its own measurement when it has one (a GPU:
+ * device-to-device copy and a cuBLASLt bf16 GEMM), else the CPU's with `threads` threads. */
+ft_status ft_ceilings_of(const struct ft_backend *be, int threads, ft_ceilings *c, ft_err *err);
 
 /* Measure both ceilings with `threads` threads (about a second). */
 ft_status ft_ceilings_cpu(int threads, ft_ceilings *c, ft_err *err);

@@ -16,10 +16,13 @@
 #include <string.h>
 
 #include "flaretune/clock.h"
+#include "flaretune/ceilings.h"
 #include "flaretune/eventlog.h"
+#include "flaretune/measure.h"
 #include "flaretune/space.h"
 
 #if FT_HAVE_CUDA
+#include <cuda_runtime.h>
 #include <cupti.h>
 
 #include "timer.h"
@@ -27,6 +30,7 @@
 
 /* TEMP-WEAK: until gemm.c and timer.c land. */
 #pragma weak ft_gemm_state_close
+#pragma weak ft_cuda_gemm
 #if FT_HAVE_CUDA
 #pragma weak ft_timer_open
 #pragma weak ft_timer_close
@@ -470,6 +474,75 @@ static const char *gpu_device(void) {
     return ft_cuda_ctx_get(0, &x, NULL) == FT_OK ? x->fingerprint : "cuda: unavailable";
 }
 
+/* The GPU's own ceilings, measured now: a device-to-device copy of 1 GiB (bytes read + written,
+ * as STREAM counts) and a bf16 cuBLASLt GEMM of 8192^3, each the median of 10 after a warm-up,
+ * timed with CUDA events. */
+static ft_status gpu_ceilings(ft_ceilings *out, ft_err *err) {
+#if FT_HAVE_CUDA
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(0, &x, err);
+    if (s) return s;
+    double t_start = ft_now_s();
+    memset(out, 0, sizeof *out);
+    const size_t bytes = (size_t)1 << 30;
+    const int n = 8192;
+    void *a = NULL, *b = NULL, *cbuf = NULL;
+    if ((s = ft_dev_alloc(x->dev, bytes, &a, err)) || (s = ft_dev_alloc(x->dev, bytes, &b, err)))
+        goto done;
+    if ((s = ft_dev_memset(x->dev, a, 0x3c, bytes, err))) goto done; /* bf16 1.0-ish, not zero */
+    cudaStream_t st = ft_dev_cuda_stream(x->dev);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float ms[10];
+    for (int k = -2; k < 10 && !s; k++) {
+        cudaEventRecord(e0, st);
+        s = ft_dev_copy(x->dev, b, a, bytes, FT_COPY_D2D, err);
+        cudaEventRecord(e1, st);
+        cudaEventSynchronize(e1);
+        if (k >= 0) cudaEventElapsedTime(&ms[k], e0, e1);
+    }
+    double t[10];
+    for (int k = 0; k < 10; k++)
+        t[k] = ms[k] * 1e-3;
+    ft_stats sc;
+    if (!s) {
+        ft_stats_compute(t, 10, &sc);
+        out->bw = 2.0 * (double)bytes / sc.median;
+        out->copy_bytes = (double)bytes;
+    }
+    /* The GEMM reuses the copy buffers: A and B bf16 8192^2 (128 MiB each), C fp32 (256 MiB). */
+    ft_gemm_desc g = {0, 1, n, n, n, n, n, n, 1, 0, 0, 0, FT_DT_BF16, FT_DT_F32, 1.0f, 0.0f};
+    cbuf = (char *)b + (size_t)n * n * 2;
+    for (int k = -2; k < 10 && !s; k++) {
+        cudaEventRecord(e0, st);
+        s = ft_cuda_gemm(x, &g, a, b, cbuf, 0, err);
+        cudaEventRecord(e1, st);
+        cudaEventSynchronize(e1);
+        if (k >= 0) cudaEventElapsedTime(&ms[k], e0, e1);
+    }
+    if (!s) {
+        for (int k = 0; k < 10; k++)
+            t[k] = ms[k] * 1e-3;
+        ft_stats_compute(t, 10, &sc);
+        out->flops = 2.0 * n * (double)n * n / sc.median;
+        out->gemm_n = n;
+        out->gemm = "cuBLASLt bf16";
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+done:
+    ft_dev_free(x->dev, a);
+    ft_dev_free(x->dev, b);
+    out->threads = 1;
+    out->measured_s = ft_now_s() - t_start;
+    return s ? ft_err_wrap(err, "measuring the GPU's ceilings") : FT_OK;
+#else
+    (void)out;
+    return ft_err_set(err, FT_ENODEV, "flaretune was built without the CUDA toolkit");
+#endif
+}
+
 static int gpu_last_kernels(ft_kernel_span *out, int max) {
 #if FT_HAVE_CUDA
     ft_cuda_ctx *x;
@@ -502,4 +575,5 @@ const ft_backend ft_backend_cuda = {
     .clock = gpu_clock,
     .device = gpu_device,
     .last_kernels = gpu_last_kernels,
+    .ceilings = gpu_ceilings,
 };
