@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# gpu-check.sh: everything flaretune checks on an NVIDIA GPU machine, in one command.
+#
+#   scripts/gpu-check.sh [OUT_DIR]        (default: $OUT when set, else ./gpu-check-out)
+#
+# In order, each step timed: build (Release, all cores); the device (flaretune list, nvidia-smi);
+# every CUDA variant of every op verified on the GPU against the float64 reference (the same
+# matrix of configs, shapes and dtypes CI runs on the emulator); the CUPTI timer's own test; a
+# short tuning session per CUDA op at a real preset (CUPTI timing, profiles and event logs
+# written to OUT_DIR); the winners benchmarked with CUPTI and with CUDA events, side by side,
+# against the ceilings (device-to-device copy bandwidth, cuBLASLt bf16 GEMM rate) measured in the
+# same run; and last, a short table: op, best config, time, % of the ceiling, verified.
+#
+# Machines without package access: put the Debian .deb files of the build dependencies in a
+# folder (FT_DEPS_DEBS, default .deps; see scripts/deps.sh for the list) and they are unpacked
+# into a private prefix when the system lacks them. Without a GPU the script says so and exits 3.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-gpu-check-out}}
+mkdir -p "$out"
+t0=$(date +%s)
+step() { printf '\n== %s  (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
+fail=0
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q 'GPU '; then
+  echo "gpu-check: no NVIDIA GPU on this machine (nvidia-smi lists none); nothing to check" >&2
+  exit 3
+fi
+
+# ---- build ------------------------------------------------------------------------------------
+step "build"
+arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+have_deps() {
+  pkg-config --exists jansson 2>/dev/null &&
+    [ -e "/usr/include/$arch/openblas-openmp/cblas.h" ] &&
+    { [ -e /usr/include/ncursesw/curses.h ] || [ -e /usr/include/curses.h ]; }
+}
+if ! have_deps; then
+  debs=${FT_DEPS_DEBS:-.deps}
+  if ! ls "$debs"/*.deb >/dev/null 2>&1; then
+    echo "gpu-check: the build needs jansson, OpenBLAS (OpenMP) and ncurses: install them" \
+      "(scripts/deps.sh) or put their .deb files in $debs" >&2
+    exit 2
+  fi
+  pfx=/tmp/flaretune-deps
+  echo "unpacking $(ls "$debs"/*.deb | wc -l) packages from $debs into $pfx"
+  for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$pfx"; done
+  lib=$pfx/usr/lib/$arch
+  # Absolute symlinks in -dev packages point into /usr: point them into the prefix instead.
+  find "$pfx" -type l | while read -r l; do
+    t=$(readlink "$l")
+    case $t in /*) ln -sfn "$pfx$t" "$l" ;; esac
+  done
+  export LD_LIBRARY_PATH=$lib:$lib/openblas-openmp:$pfx/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PKG_CONFIG_PATH=$lib/pkgconfig:$pfx/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$pfx
+  pc=$(command -v pkg-config || echo "$pfx/usr/bin/pkgconf")
+  cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$pc" -DCMAKE_PREFIX_PATH="$pfx/usr"
+    -DCMAKE_LIBRARY_PATH="$lib;$pfx/lib/$arch"
+    -DFT_OPENBLAS_LIB="$lib/openblas-openmp/libopenblas.so"
+    -DFT_OPENBLAS_INCLUDE="$pfx/usr/include/$arch/openblas-openmp"
+    -DCURSES_INCLUDE_PATH="$pfx/usr/include")
+fi
+build=build-gpu
+if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$out/configure.log" 2>&1 ||
+  ! cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
+  tail -25 "$out/configure.log" "$out/build.log"
+  echo "gpu-check: the build failed (logs in $out)" >&2
+  exit 1
+fi
+ft=$build/flaretune
+export FLARETUNE_CACHE_DIR=$PWD/$build/kernel-cache
+
+# ---- the device -------------------------------------------------------------------------------
+step "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,ecc.mode.current \
+  --format=csv 2>&1 | tee "$out/nvidia-smi.csv"
+"$ft" list backends 2>&1 | tee "$out/list.txt"
+if ! grep -q '^  cuda  *available' "$out/list.txt"; then
+  echo "gpu-check: flaretune cannot use the GPU (see above)" >&2
+  exit 1
+fi
+
+# ---- every CUDA variant against the reference ------------------------------------------------
+step "verify every CUDA variant on the GPU"
+if FLARETUNE_TEST_BACKEND=cuda timeout 240 "$build/tests/test_cuda_variants" >"$out/verify.log" 2>&1; then
+  verified=yes
+  tail -3 "$out/verify.log"
+else
+  verified=NO
+  fail=1
+  tail -30 "$out/verify.log"
+fi
+if [ -x "$build/tests/test_cuda_timer" ]; then
+  timeout 60 "$build/tests/test_cuda_timer" >"$out/timer.log" 2>&1 || { fail=1; tail -20 "$out/timer.log"; }
+  tail -2 "$out/timer.log"
+fi
+
+# ---- tune, then bench the winners with both clocks -------------------------------------------
+# name | op | preset and sizes | tune time (s)
+runs=(
+  "fusion.dflare fwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16|30"
+  "fusion.dflare fwd+bwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16 --attr backward=1|30"
+  "fusion.dflare fwd f32|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192|20"
+  "fusion.dflash fwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16|25"
+  "fusion.dflash fwd+bwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16 --attr backward=1|25"
+)
+i=0
+for r in "${runs[@]}"; do
+  IFS='|' read -r name op args secs <<<"$r"
+  step "tune $name"
+  # shellcheck disable=SC2086
+  timeout $((secs + 90)) "$ft" tune "$op" $args --backend cuda --timer cupti --time "$secs" \
+    --max-time 0.5 --profile "$out/profile.json" --log "$out/tune-$i.jsonl" --quiet \
+    >"$out/tune-$i.txt" 2>&1 || { fail=1; tail -5 "$out/tune-$i.txt"; }
+  tail -4 "$out/tune-$i.txt"
+  best=$(python3 - "$out/tune-$i.jsonl" <<'PY'
+import json, sys
+best = None
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "run_end" and e.get("winner"):
+        best = e["winner"]
+if best:
+    print(",".join(f"{k}={v}" for k, v in best.items()))
+PY
+)
+  for timer in cupti events; do
+    # shellcheck disable=SC2086
+    timeout 120 "$ft" bench "$op" $args --backend cuda --timer "$timer" ${best:+--config "$best"} \
+      --json --max-time 2 >"$out/bench-$i-$timer.json" 2>"$out/bench-$i-$timer.err" ||
+      { fail=1; tail -3 "$out/bench-$i-$timer.err"; }
+  done
+  printf '%s\n%s\n' "$name" "$verified" >"$out/bench-$i.meta"
+  i=$((i + 1))
+done
+
+# ---- the table --------------------------------------------------------------------------------
+step "summary"
+python3 - "$out" "$i" <<'PY' | tee "$out/table.md"
+import json, os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+def t(s):
+    return f"{s*1e6:.1f} µs" if s < 1e-3 else f"{s*1e3:.3g} ms"
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception:
+        return None
+c = None
+for k in range(n):
+    c = c or (load(f"{d}/bench-{k}-cupti.json") or {}).get("ceilings")
+if c:
+    print(f"ceilings: copy {c['copy_bytes_per_s']/1e12:.2f} TB/s, {c.get('gemm','gemm')} "
+          f"{c['sgemm_flops_per_s']/1e12:.0f} TFLOP/s (measured in this run)\n")
+print("| op | best config | CUPTI median (IQR, n) | events median | % of ceiling | verified |")
+print("|---|---|---|---|---|---|")
+for k in range(n):
+    name, ver = open(f"{d}/bench-{k}.meta").read().splitlines()
+    a, b = load(f"{d}/bench-{k}-cupti.json"), load(f"{d}/bench-{k}-events.json")
+    if not a:
+        print(f"| {name} | (failed) | | | | {ver} |")
+        continue
+    cfg = ",".join(f"{x}={y}" for x, y in a["config"].items())
+    ev = t(b["median_s"]) if b else "(failed)"
+    frac = f'{100*a["roofline_frac"]:.0f}% ({a["bound"]})'
+    print(f'| {name} | `{cfg}` | {t(a["median_s"])} ({t(a["iqr_s"])}, {a["samples"]}) | {ev} | {frac} | {ver} |')
+PY
+step "done"
+echo "results in $out"
+exit $fail
