@@ -21,6 +21,8 @@
 #include "flaretune/measure.h"
 #include "flaretune/space.h"
 
+#include "specs.h"
+
 #if FT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -419,6 +421,63 @@ static const ft_space *space_of(const ft_op *op) {
     return o ? o->space : NULL;
 }
 
+/* ---- static analysis before timing (the GPU) ----------------------------------------------- */
+
+/* A config is pruned on the GPU when one of its kernels spills, needs more shared memory than
+ * the device allows, or cannot fit one block per SM: ptxas's report of the modules compiled for
+ * this device (they are compiled anyway before they run) against the device's own limits. */
+static int gpu_static_ok(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    ft_cuda_ctx *x;
+    const ft_cuda_op *op = ft_cuda_op_find(c->op->name);
+    if (!op || !op->modules || ft_cuda_ctx_get(0, &x, NULL) != FT_OK) return 1;
+    ft_gpu_spec spec;
+    if (ft_gpu_spec_from_props(ft_dev_props_of(x->dev), &spec, NULL) != FT_OK) return 1;
+    ft_cuda_module_spec ms[8];
+    memset(ms, 0, sizeof ms);
+    int nm = op->modules(c, ft_cuda_call_dt(c), cfg, ms, 8);
+    for (int i = 0; i < nm; i++) {
+        ft_dev_module *m;
+        ft_err err = {0};
+        if (ft_cuda_module(x, &ms[i], &m, &err) != FT_OK) {
+            snprintf(why, n, "does not compile: %s", err.msg);
+            return 0;
+        }
+        ft_kernel_info info[FT_CUDA_MAX_KERNELS];
+        memset(info, 0, sizeof info);
+        for (int k = 0; k < ms[i].nkernels; k++)
+            if (ft_dev_kernel_info(m, ms[i].kernels[k].name, &info[k], &err) != FT_OK) {
+                snprintf(why, n, "%s", err.msg);
+                return 0;
+            }
+        if (!ft_cuda_check_module(&spec, &ms[i], info, why, n)) return 0;
+    }
+    return 1;
+}
+
+static ft_space gpu_spaces[16];
+
+static int gpu_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    const ft_cuda_op *op = ft_cuda_op_find(c->op->name);
+    if (!op) return 0;
+    if (op->space->valid && !op->space->valid(c, cfg, why, n)) return 0;
+    return gpu_static_ok(c, cfg, why, n);
+}
+
+static const ft_space *gpu_space_of(const ft_op *op) {
+    if (!op) return NULL;
+    for (int i = 0; ft_cuda_ops[i] && i < 16; i++) {
+        if (strcmp(ft_cuda_ops[i]->name, op->name) != 0) continue;
+        pthread_mutex_lock(&ctx_lock);
+        if (!gpu_spaces[i].params) {
+            gpu_spaces[i] = *ft_cuda_ops[i]->space;
+            gpu_spaces[i].valid = gpu_valid;
+        }
+        pthread_mutex_unlock(&ctx_lock);
+        return &gpu_spaces[i];
+    }
+    return NULL;
+}
+
 static int emu_available(char *why, size_t n) {
     ft_cuda_ctx *x;
     ft_err err = {0};
@@ -569,7 +628,7 @@ const ft_backend ft_backend_cuda = {
     .built = FT_HAVE_CUDA,
     .available = gpu_available,
     .supports = supports,
-    .space = space_of,
+    .space = gpu_space_of,
     .run = gpu_run,
     .timed = gpu_timed,
     .clock = gpu_clock,
