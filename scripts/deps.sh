@@ -5,10 +5,11 @@
 #
 # As root it installs what is missing with apt-get; otherwise it prints the one apt-get line to
 # run and fails. The CUDA toolkit is optional and never installed here: when CMake finds it
-# (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too.
+# (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too. g++ compiles the CUDA
+# kernels for the SIMT emulator (the cuda-emu backend), which needs no toolkit.
 set -euo pipefail
 
-want=(cmake make gcc pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev)
+want=(cmake make gcc g++ pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev)
 if [[ "${1:-build}" == test ]]; then
     want+=(python3 python3-numpy tmux)
 fi
