@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""test_compile.py: the contract of `flaretune compile` (static analysis of CUDA kernels).
+
+Usage errors and listings in every build. With the CUDA toolkit (--cuda 1), a probe source
+written here (a small kernel, one that spills under its launch bounds, one whose shared memory
+is beyond a block's limit, one that does not compile under a macro) goes through NVRTC, ptxas's
+report, the occupancy calculator and the pruning verdicts, as text and JSON; and every CUDA op's
+default configuration compiles. Without the toolkit (--cuda 0) the command says so in one line
+and exits 3. Python standard library only; needs no GPU.
+
+usage: test_compile.py --flaretune PATH --cuda 0|1
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FT = None
+FAILURES = []
+
+PROBE = r"""
+extern "C" __global__ void small(float *y, const float *x) { y[threadIdx.x] = 2.0f * x[threadIdx.x]; }
+
+/* 2 blocks of 1024 threads: at most 32 registers, far fewer than 96 live values. */
+extern "C" __global__ void __launch_bounds__(1024, 2) spilly(float *y, const float *x, int n) {
+    float acc[96];
+#pragma unroll
+    for (int i = 0; i < 96; i++) acc[i] = x[threadIdx.x + i * n];
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+#pragma unroll
+        for (int i = 0; i < 96; i++) acc[i] = acc[i] * acc[(i * 7 + k) % 96] + 1.0f;
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 96; i++) s += acc[i] * (float)i;
+    y[threadIdx.x] = s;
+}
+
+extern "C" __global__ void bigsmem(float *y) {
+    __shared__ float buf[12 * 1024]; /* 48 KiB static */
+    buf[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    y[threadIdx.x] = buf[(threadIdx.x + 1) % 128];
+}
+#ifdef BREAK
+this is not C++;
+#endif
+"""
+
+
+def run(*args, env=None, timeout=600):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def one_line_error(args, code, needle=None):
+    rc, out, err = run(*args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
+    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
+          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
+    if needle:
+        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
+    return out
+
+
+def cuda_ops():
+    rc, out, err = run("compile", "--list-ops")
+    check(rc == 0 and not err, f"--list-ops: exit {rc}, stderr {err!r}")
+    ops = [l for l in out.splitlines() if l.strip()]
+    rc, out, _ = run("compile", "--list-ops", "--json")
+    check(rc == 0 and json.loads(out) == ops, "--list-ops --json lists the same ops")
+    return ops
+
+
+def test_usage(ops):
+    rc, out, _ = run("compile", "--help")
+    check(rc == 0 and out.startswith("usage: flaretune compile"), "compile --help")
+    rc, out, _ = run("help")
+    check(rc == 0 and "compile" in out, "help lists compile")
+    one_line_error(["compile"], 2, "which op?")
+    one_line_error(["compile", "no.such.op"], 2)
+    one_line_error(["compile", "loss", "extra"], 2, "unexpected argument")
+    one_line_error(["compile", "loss", "--bogus"], 2, "unknown option")
+    one_line_error(["compile", "loss", "--device", "nosuch"], 2, "unknown device 'nosuch'")
+    one_line_error(["compile", "loss", "--device", "h100", "--arch", "sm_80"], 2, "not both")
+    one_line_error(["compile", "loss", "--arch", "sm80"], 2, "not a GPU architecture")
+    one_line_error(["compile", "loss", "--arch", "compute_90"], 2, "not a GPU architecture")
+    one_line_error(["compile", "loss", "--all-configs", "--config", "x=1"], 2, "not both")
+    one_line_error(["compile", "loss", "--jobs", "0"], 2, "--jobs")
+    one_line_error(["compile", "loss", "--backend", "cpu"], 2, "unknown option '--backend'")
+    one_line_error(["compile", "--source", "x.cu", "loss"], 2, "takes no op")
+    one_line_error(["compile", "loss", "--kernel", "k:32"], 2, "--source")
+    one_line_error(["compile", "--source", "x.cu", "--all-configs"], 2, "--source")
+    one_line_error(["compile", "--list-ops", "loss"], 2)
+    one_line_error(["compile", "--list-ops", "--list-devices"], 2, "not both")
+    # An op without CUDA kernels is a usage error that lists the CUDA ops.
+    rc, out, _ = run("list", "ops", "--json")
+    if rc == 0:
+        names = [o["name"] for o in json.loads(out).get("ops", [])]
+        others = [n for n in names if n not in ops]
+        if others:
+            one_line_error(["compile", others[0]], 2, "has no CUDA kernels")
+
+
+def test_devices():
+    rc, out, err = run("compile", "--list-devices")
+    check(rc == 0 and not err, f"--list-devices: exit {rc}")
+    for name in ("a100", "h100", "h200", "l40s", "rtx4090", "b200"):
+        check(name in out, f"--list-devices lists {name}")
+    rc, out, _ = run("compile", "--list-devices", "--json")
+    devs = json.loads(out) if rc == 0 else []
+    check(len(devs) == 6, f"--list-devices --json: {len(devs)} devices")
+    by = {d["name"]: d for d in devs}
+    check(by.get("h200", {}).get("arch") == "sm_90a", "h200 is sm_90a")
+    check(by.get("a100", {}).get("arch") == "sm_80", "a100 is sm_80")
+    check(by.get("h100", {}).get("smem_per_block_optin") == 227 * 1024, "h100 smem per block")
+
+
+def test_no_toolkit(ops):
+    args = ["compile", "--source", "probe.cu", "--kernel", "small:32"]
+    one_line_error(args, 3, "without the CUDA toolkit")
+    for op in ops:
+        one_line_error(["compile", op], 3, "without the CUDA toolkit")
+
+
+def kernels_of(doc):
+    return {k["kernel"]: k for r in doc["results"] for k in r["kernels"]}
+
+
+def test_probe(tmp):
+    src = os.path.join(tmp, "probe.cu")
+    with open(src, "w") as f:
+        f.write(PROBE)
+    env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
+    base = ["compile", "--source", src, "--kernel", "small:256", "--kernel", "spilly:1024",
+            "--kernel", "bigsmem:128:200000"]
+
+    rc, out, err = run(*base, "--json", env=env)
+    check(rc == 0, f"probe: exit {rc} ({err.strip()})")
+    doc = json.loads(out) if rc == 0 else {"results": []}
+    check(doc.get("arch") == "sm_90a" and doc.get("device") == "h200", "default device h200")
+    check(doc.get("cached") == 0, "first compile is not from the cache")
+    ks = kernels_of(doc)
+    small = ks.get("small", {})
+    check(small.get("verdict") == "ok" and small.get("blocks_per_sm") == 8
+          and small.get("occupancy") == 1.0, f"small: {small}")
+    check(0 < small.get("regs", 0) <= 32, f"small registers {small.get('regs')}")
+    spilly = ks.get("spilly", {})
+    check(spilly.get("verdict") == "pruned" and spilly.get("reason", "").startswith("spills ")
+          and spilly.get("spill_stores", 0) > 0 and spilly.get("regs", 99) <= 32,
+          f"spilly: {spilly}")
+    big = ks.get("bigsmem", {})
+    check(big.get("smem_static") == 48 * 1024 and big.get("smem_dynamic") == 200000, f"{big}")
+    check(big.get("verdict") == "pruned" and "227 KiB per block" in big.get("reason", ""),
+          f"bigsmem: {big}")
+
+    # Text: a table with the verdicts, from the cache this time.
+    rc, out, err = run(*base, env=env)
+    check(rc == 0 and "pruned: spills" in out and "ok (warps-limited)" in out
+          and "(1 from the cache)" in out, f"probe text:\n{out}{err}")
+    # Another device: its own limits and architecture.
+    rc, out, _ = run("compile", "--source", src, "--device", "l40s", "--kernel",
+                     "bigsmem:128:60000", "--json", env=env)
+    doc = json.loads(out) if rc == 0 else {"results": []}
+    check(doc.get("arch") == "sm_89", "l40s compiles for sm_89")
+    big = kernels_of(doc).get("bigsmem", {})
+    check(big.get("verdict") == "pruned" and "99 KiB per block" in big.get("reason", ""),
+          f"bigsmem on l40s: {big}")
+    # sm_80 picks the A100; an architecture outside the table has no occupancy.
+    rc, out, _ = run("compile", "--source", src, "--arch", "sm_80", "--kernel", "small:128",
+                     "--json", env=env)
+    check(rc == 0 and json.loads(out)["device"] == "a100", "sm_80: occupancy on the A100")
+    rc, out, _ = run("compile", "--source", src, "--arch", "sm_86", env=env)
+    check(rc == 0 and "no occupancy" in out and "spilly" in out, f"sm_86:\n{out}")
+    # A kernel the module lacks, and a compile error: exit 1, one line each, named.
+    out = one_line_error(["compile", "--source", src, "--kernel", "missing:32"], 1,
+                         "no kernel 'missing' in probe.cu")
+    rc, out, err = run("compile", "--source", src, "--define", "BREAK", "--kernel", "small:32",
+                       env=env)
+    check(rc == 1 and "error" in err and "probe.cu" in err and "-DBREAK" in err,
+          f"compile error: exit {rc}, stderr {err!r}")
+
+
+def test_ops(ops, tmp):
+    """Each CUDA op's default configuration compiles (CI's compile_all runs every one)."""
+    env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
+    for op in ops:
+        rc, out, err = run("compile", op, "--json", env=env)
+        check(rc == 0, f"compile {op}: exit {rc}: {err.strip()}")
+        if rc == 0:
+            doc = json.loads(out)
+            check(doc["op"] == op and doc["configs"] == 1, f"compile {op}: one configuration")
+        one_line_error(["compile", op, "--config", "no_such_param=1"], 2)
+
+
+def main():
+    global FT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    ap.add_argument("--cuda", type=int, required=True)
+    a = ap.parse_args()
+    FT = a.flaretune
+    ops = cuda_ops()
+    test_usage(ops)
+    test_devices()
+    if a.cuda:
+        with tempfile.TemporaryDirectory() as tmp:
+            test_probe(tmp)
+            test_ops(ops, tmp)
+    else:
+        test_no_toolkit(ops)
+    if FAILURES:
+        print(f"{len(FAILURES)} failures", file=sys.stderr)
+        return 1
+    print("test_compile: ok", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,686 @@
+/* cmd_compile.c: `flaretune compile`: static analysis of an op's CUDA kernels without a GPU.
+ *
+ * Every configuration of the op's CUDA space (or one, or the default) names the kernel modules
+ * it needs (ft_cuda_op.modules); each distinct module is compiled once by NVRTC for the target
+ * architecture, in parallel, through the disk cache (nvrtc.h), and ptxas's report gives each
+ * kernel's registers, spills, stack and static shared memory. With the launch shape from the
+ * module spec and a device from the spec table (specs.h) it prints the theoretical occupancy and
+ * the verdict the tuner would reach before timing: ok, or pruned and why. CI runs it on every
+ * config of every CUDA op (`--list-ops`) for sm_80 and sm_90a, so no config ships that does
+ * not compile. `--source FILE --kernel NAME:THREADS` analyses any kernel source the same way.
+ *
+ * Exit codes: 0 everything compiled (pruned configs are answers, not failures), 1 a compile
+ * failed or a module lacks a kernel its spec launches, 2 a usage error, 3 this flaretune was
+ * built without the CUDA toolkit.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../kernels/cuda/cuda_backend.h"
+#include "../kernels/cuda/nvrtc.h"
+#include "../kernels/cuda/specs.h"
+#include "cli.h"
+#include "flaretune/json.h"
+
+#define MAX_MODULES 8 /* per configuration */
+#define MAX_KERNEL_ARGS 16
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: flaretune compile OP [--arch ARCH | --device NAME] [--all-configs | --config CFG]\n"
+            "                           [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
+            "                           [--jobs N] [--json]\n"
+            "       flaretune compile --source FILE [--define NAME[=VALUE]]...\n"
+            "                           [--kernel NAME:THREADS[:DYN_SMEM]]... [--arch|--device ...]\n"
+            "       flaretune compile --list-ops | --list-devices\n\n"
+            "Compile OP's CUDA kernels with NVRTC for a GPU architecture (no GPU needed) and print,\n"
+            "per configuration and kernel: registers, spill stores/loads, stack, static + dynamic\n"
+            "shared memory, block size, the theoretical occupancy on a device, and the verdict the\n"
+            "tuner reaches before timing (ok, or pruned and why).\n\n"
+            "  --device NAME   occupancy on this device and compile for its architecture\n"
+            "                  (default h200; see --list-devices)\n"
+            "  --arch ARCH     compile for ARCH (sm_80, sm_89, sm_90a, sm_100a, ...); occupancy on\n"
+            "                  the first device of the table with that architecture\n"
+            "  --all-configs   every configuration the op's space allows at the preset's sizes\n"
+            "  --config CFG    one configuration (NAME=VALUE,...); default: the space's default\n"
+            "  --preset P, --set NAME=VALUE, --attr NAME=VALUE\n"
+            "                  the problem the configurations are checked against (--attr\n"
+            "                  dtype=bf16 compiles the bf16 kernels)\n"
+            "  --jobs N        compile N modules at a time (default: the CPUs, at most 16)\n"
+            "  --json          one JSON document instead of the tables\n"
+            "  --list-ops      the ops with CUDA kernels, one per line\n"
+            "  --list-devices  the device table\n\n"
+            "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc. Exit codes: 0 compiled,\n"
+            "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n");
+}
+
+/* The compiling and reporting need NVRTC: built with the toolkit only. */
+#if FT_HAVE_CUDA
+
+/* ---- modules: each distinct (source, defines) compiled once ------------------------------------ */
+
+typedef struct job {
+    char source[256];
+    int ndefines;
+    char defines[FT_CUDA_MAX_DEFINES][48];
+    ft_nvrtc_result res;
+    ft_status status;
+    char msg[FT_ERR_MSG_LEN];
+} job;
+
+typedef struct jobs {
+    job *v;
+    int n, cap;
+    const char *arch;
+    int next; /* the next job a worker takes */
+    pthread_mutex_t lock;
+} jobs;
+
+/* The job of a module, added when new; -1 when out of memory. */
+static int job_of(jobs *js, const ft_cuda_module_spec *m) {
+    for (int i = 0; i < js->n; i++) {
+        const job *j = &js->v[i];
+        if (j->ndefines != m->ndefines || strcmp(j->source, m->source) != 0) continue;
+        int same = 1;
+        for (int d = 0; d < m->ndefines && same; d++)
+            same = strcmp(j->defines[d], m->defines[d]) == 0;
+        if (same) return i;
+    }
+    if (js->n == js->cap) {
+        int cap = js->cap ? 2 * js->cap : 16;
+        job *v = realloc(js->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        js->v = v, js->cap = cap;
+    }
+    job *j = &js->v[js->n];
+    memset(j, 0, sizeof *j);
+    snprintf(j->source, sizeof j->source, "%s", m->source);
+    j->ndefines = m->ndefines < FT_CUDA_MAX_DEFINES ? m->ndefines : FT_CUDA_MAX_DEFINES;
+    for (int d = 0; d < j->ndefines; d++)
+        memcpy(j->defines[d], m->defines[d], sizeof j->defines[d]);
+    return js->n++;
+}
+
+static void *worker(void *arg) {
+    jobs *js = arg;
+    for (;;) {
+        pthread_mutex_lock(&js->lock);
+        int i = js->next < js->n ? js->next++ : -1;
+        pthread_mutex_unlock(&js->lock);
+        if (i < 0) return NULL;
+        job *j = &js->v[i];
+        const char *defs[FT_CUDA_MAX_DEFINES];
+        for (int d = 0; d < j->ndefines; d++)
+            defs[d] = j->defines[d];
+        ft_err err = {0};
+        j->status = ft_nvrtc_compile(j->source, defs, j->ndefines, js->arch, &j->res, &err);
+        if (j->status) snprintf(j->msg, sizeof j->msg, "%s", err.msg);
+        free(j->res.cubin); /* only the report is needed */
+        j->res.cubin = NULL;
+    }
+}
+
+static void compile_all(jobs *js, int njobs) {
+    pthread_t t[16];
+    int nt = njobs < js->n ? njobs : js->n, started = 0;
+    for (int i = 0; i < nt && i < 16; i++)
+        if (pthread_create(&t[i], NULL, worker, js) == 0) started++;
+    if (!started) worker(js);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void jobs_free(jobs *js) {
+    for (int i = 0; i < js->n; i++)
+        ft_nvrtc_result_free(&js->v[i].res);
+    free(js->v);
+}
+
+/* ---- configurations ---------------------------------------------------------------------------- */
+
+typedef struct entry {
+    char text[256]; /* the configuration, NAME=VALUE,... */
+    int nmods;
+    ft_cuda_module_spec mods[MAX_MODULES];
+    int job[MAX_MODULES];
+} entry;
+
+/* One kernel's row: resources, occupancy and verdict. */
+typedef struct row {
+    const char *kernel, *source;
+    int found; /* the module has it */
+    int block;
+    size_t dyn;
+    ft_kernel_info info;
+    int have_occ;
+    ft_occupancy occ;
+    int ok;
+    char why[400];
+} row;
+
+static void make_row(const ft_gpu_spec *dev, const job *j, const char *kernel, int block,
+                     size_t dyn, row *r) {
+    memset(r, 0, sizeof *r);
+    r->kernel = kernel;
+    r->source = j->source;
+    r->block = block;
+    r->dyn = dyn;
+    const ft_nvrtc_kernel *k = j->status ? NULL : ft_nvrtc_kernel_of(&j->res, kernel);
+    if (k) r->found = 1, r->info = k->info;
+    if (!r->found) {
+        const char *base = strrchr(j->source, '/') ? strrchr(j->source, '/') + 1 : j->source;
+        int w = snprintf(r->why, sizeof r->why, "no kernel '%.100s' in %.100s (it has:", kernel,
+                         base);
+        for (int i = 0; i < j->res.nkernels && w > 0 && (size_t)w < sizeof r->why; i++)
+            w += snprintf(r->why + w, sizeof r->why - (size_t)w, "%s %s", i ? "," : "",
+                          j->res.kernels[i].name);
+        if (w > 0 && (size_t)w < sizeof r->why - 1) snprintf(r->why + w, sizeof r->why - (size_t)w, ")");
+        return;
+    }
+    if (dev && block > 0) {
+        r->ok = ft_cuda_check_kernel(dev, &r->info, block, dyn, r->why, sizeof r->why);
+        r->have_occ = ft_cuda_occupancy(dev, block, r->info.regs, r->info.smem_static + dyn,
+                                        &r->occ, NULL) == FT_OK;
+    } else if (r->info.spill_stores || r->info.spill_loads) {
+        snprintf(r->why, sizeof r->why, "spills %d bytes",
+                 r->info.spill_stores > r->info.spill_loads ? r->info.spill_stores
+                                                            : r->info.spill_loads);
+    } else {
+        r->ok = 1;
+    }
+}
+
+static void print_header(void) {
+    printf("  %-30s %4s %11s %6s %19s %5s %6s %6s  %s\n", "kernel", "regs", "spill st/ld",
+           "stack", "smem static+dyn", "block", "blk/SM", "occ", "verdict");
+}
+
+static void print_row(const row *r) {
+    char st[32], dy[32], smem[72], occ[16] = "-", blk[16] = "-", bpsm[16] = "-";
+    if (!r->found) {
+        printf("  %-30s error: %s\n", r->kernel, r->why);
+        return;
+    }
+    ft_fmt_bytes_kib(r->info.smem_static, st, sizeof st);
+    ft_fmt_bytes_kib(r->dyn, dy, sizeof dy);
+    snprintf(smem, sizeof smem, "%s+%s", st, dy);
+    if (r->block > 0) snprintf(blk, sizeof blk, "%d", r->block);
+    if (r->have_occ) {
+        snprintf(bpsm, sizeof bpsm, "%d", r->occ.blocks_per_sm);
+        snprintf(occ, sizeof occ, "%.0f%%", 100.0 * r->occ.fraction);
+    }
+    char spills[32];
+    snprintf(spills, sizeof spills, "%d/%d", r->info.spill_stores, r->info.spill_loads);
+    char verdict[440];
+    if (r->ok && r->have_occ)
+        snprintf(verdict, sizeof verdict, "ok (%s-limited)", ft_occ_limit_name(r->occ.limits));
+    else if (r->ok)
+        snprintf(verdict, sizeof verdict, "ok");
+    else
+        snprintf(verdict, sizeof verdict, "pruned: %s", r->why);
+    printf("  %-30s %4d %11s %6zu %19s %5s %6s %6s  %s\n", r->kernel, r->info.regs, spills,
+           r->info.stack_bytes, smem, blk, bpsm, occ, verdict);
+}
+
+static json_t *row_json(const row *r) {
+    json_t *o = json_pack("{s:s, s:s, s:b}", "kernel", r->kernel, "source", r->source, "found",
+                          r->found);
+    if (!r->found) {
+        json_object_set_new(o, "error", json_string(r->why));
+        return o;
+    }
+    json_object_set_new(o, "regs", json_integer(r->info.regs));
+    json_object_set_new(o, "spill_stores", json_integer(r->info.spill_stores));
+    json_object_set_new(o, "spill_loads", json_integer(r->info.spill_loads));
+    json_object_set_new(o, "stack_bytes", json_integer((json_int_t)r->info.stack_bytes));
+    json_object_set_new(o, "smem_static", json_integer((json_int_t)r->info.smem_static));
+    json_object_set_new(o, "smem_dynamic", json_integer((json_int_t)r->dyn));
+    json_object_set_new(o, "block_threads", r->block > 0 ? json_integer(r->block) : json_null());
+    if (r->have_occ) {
+        json_object_set_new(o, "blocks_per_sm", json_integer(r->occ.blocks_per_sm));
+        json_object_set_new(o, "warps_per_sm", json_integer(r->occ.warps_per_sm));
+        json_object_set_new(o, "occupancy", json_real(r->occ.fraction));
+        json_object_set_new(o, "limited_by", json_string(ft_occ_limit_name(r->occ.limits)));
+    }
+    json_object_set_new(o, "verdict", json_string(r->ok ? "ok" : "pruned"));
+    if (!r->ok) json_object_set_new(o, "reason", json_string(r->why));
+    return o;
+}
+
+/* A failure on stderr: which op and config (none for --source: the message names the file). */
+static void fail_line(const ft_op *op, const char *cfg, const char *msg) {
+    if (op)
+        fprintf(stderr, "flaretune: compile: %s config %s: %s\n", op->name, cfg, msg);
+    else
+        fprintf(stderr, "flaretune: compile: %s\n", msg);
+}
+
+#endif /* FT_HAVE_CUDA */
+
+/* ---- the listings ------------------------------------------------------------------------------- */
+
+static int list_ops(int json) {
+    if (json) {
+        json_t *a = json_array();
+        for (int i = 0; ft_cuda_ops[i]; i++)
+            json_array_append_new(a, json_string(ft_cuda_ops[i]->name));
+        json_dumpf(a, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(a);
+        return FT_EXIT_OK;
+    }
+    for (int i = 0; ft_cuda_ops[i]; i++)
+        printf("%s\n", ft_cuda_ops[i]->name);
+    return FT_EXIT_OK;
+}
+
+static int list_devices(int json) {
+    json_t *a = json ? json_array() : NULL;
+    if (!json)
+        printf("%-8s %-24s %-8s %4s %8s %9s %8s %9s %10s\n", "name", "model", "arch", "SMs",
+               "smem/SM", "smem/blk", "L2", "DRAM", "bf16 dense");
+    for (int i = 0; i < ft_gpu_spec_count(); i++) {
+        const ft_gpu_spec *s = ft_gpu_spec_at(i);
+        if (json) {
+            json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f}",
+                                  "name", s->name, "model", s->model, "arch", s->arch, "sm_count",
+                                  s->sm_count, "max_threads_per_sm", s->max_threads_per_sm,
+                                  "max_blocks_per_sm", s->max_blocks_per_sm, "smem_per_sm",
+                                  (json_int_t)s->smem_per_sm, "smem_per_block_optin",
+                                  (json_int_t)s->smem_per_block_optin, "l2_bytes",
+                                  (json_int_t)s->l2_bytes, "mem_bw", s->mem_bw, "bf16_flops",
+                                  s->bf16_flops);
+            json_array_append_new(a, o);
+            continue;
+        }
+        char smsm[16], smb[16];
+        ft_fmt_bytes_kib(s->smem_per_sm, smsm, sizeof smsm);
+        ft_fmt_bytes_kib(s->smem_per_block_optin, smb, sizeof smb);
+        printf("%-8s %-24s %-8s %4d %8s %9s %5.0f MiB %5.2f TB/s %6.0f TFLOP/s\n", s->name,
+               s->model, s->arch, s->sm_count, smsm, smb, (double)s->l2_bytes / 1048576.0,
+               s->mem_bw / 1e12, s->bf16_flops / 1e12);
+    }
+    if (json) {
+        json_dumpf(a, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(a);
+    }
+    return FT_EXIT_OK;
+}
+
+/* "sm_" digits, then an optional 'a' or 'f'. */
+static int arch_well_formed(const char *a) {
+    if (strncmp(a, "sm_", 3) != 0) return 0;
+    const char *p = a + 3;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9')
+        p++, digits++;
+    if (*p == 'a' || *p == 'f') p++;
+    return digits >= 2 && digits <= 3 && *p == '\0';
+}
+
+/* ---- the command -------------------------------------------------------------------------------- */
+
+static int run(int argc, char **argv) {
+    enum {
+        O_JSON = 1,
+        O_ARCH,
+        O_DEVICE,
+        O_ALL,
+        O_LIST_OPS,
+        O_LIST_DEVICES,
+        O_JOBS,
+        O_SOURCE,
+        O_DEFINE,
+        O_KERNEL,
+    };
+    static const struct option opts[] = {
+        {"preset", required_argument, NULL, FT_OPT_PRESET},
+        {"set", required_argument, NULL, FT_OPT_SET},
+        {"attr", required_argument, NULL, FT_OPT_ATTR},
+        {"config", required_argument, NULL, FT_OPT_CONFIG},
+        {"json", no_argument, NULL, O_JSON},
+        {"arch", required_argument, NULL, O_ARCH},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"all-configs", no_argument, NULL, O_ALL},
+        {"list-ops", no_argument, NULL, O_LIST_OPS},
+        {"list-devices", no_argument, NULL, O_LIST_DEVICES},
+        {"jobs", required_argument, NULL, O_JOBS},
+        {"source", required_argument, NULL, O_SOURCE},
+        {"define", required_argument, NULL, O_DEFINE},
+        {"kernel", required_argument, NULL, O_KERNEL},
+        {NULL, 0, NULL, 0}};
+    ft_cli_problem prob;
+    ft_cli_problem_init(&prob);
+    int json = 0, all = 0, lops = 0, ldevs = 0, o;
+    long njobs = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *arch = NULL, *devname = NULL, *source = NULL;
+    const char *defines[FT_CUDA_MAX_DEFINES], *kargs[MAX_KERNEL_ARGS];
+    int ndefines = 0, nkargs = 0;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int h = ft_cli_problem_opt(&prob, o, optarg, "compile");
+        if (h < 0) return FT_EXIT_USAGE;
+        if (h) continue;
+        switch (o) {
+        case O_JSON: json = 1; break;
+        case O_ARCH: arch = optarg; break;
+        case O_DEVICE: devname = optarg; break;
+        case O_ALL: all = 1; break;
+        case O_LIST_OPS: lops = 1; break;
+        case O_LIST_DEVICES: ldevs = 1; break;
+        case O_JOBS: {
+            char *end;
+            njobs = strtol(optarg, &end, 10);
+            if (end == optarg || *end || njobs < 1 || njobs > 16)
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: --jobs expects 1 to 16, got '%s'",
+                                   optarg);
+            break;
+        }
+        case O_SOURCE: source = optarg; break;
+        case O_DEFINE:
+            if (ndefines == FT_CUDA_MAX_DEFINES)
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --define",
+                                   FT_CUDA_MAX_DEFINES);
+            if (strlen(optarg) >= sizeof ((ft_cuda_module_spec *)0)->defines[0])
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: --define '%s' is too long", optarg);
+            defines[ndefines++] = optarg;
+            break;
+        case O_KERNEL:
+            if (nkargs == MAX_KERNEL_ARGS || nkargs == FT_CUDA_MAX_KERNELS)
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --kernel",
+                                   FT_CUDA_MAX_KERNELS);
+            kargs[nkargs++] = optarg;
+            break;
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "compile: unknown option '%s' (see `flaretune compile --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (njobs < 1) njobs = 1;
+    if (njobs > 16) njobs = 16;
+    if (lops || ldevs) {
+        if (optind < argc)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --list-ops and --list-devices take no op");
+        if (lops && ldevs)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --list-ops or --list-devices, not both");
+        return lops ? list_ops(json) : list_devices(json);
+    }
+    if (!source && optind >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "compile: which op? (see `flaretune compile --list-ops`)");
+    if (source && optind < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: --source takes no op, got '%s'", argv[optind]);
+    if (optind + 1 < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: unexpected argument '%s'", argv[optind + 1]);
+    if (!source && (ndefines || nkargs))
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: --define and --kernel go with --source");
+    if (source && (all || prob.config || prob.preset || prob.nsets || prob.nattrs))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "compile: --source compiles one module: no configurations or problem");
+    if (all && prob.config)
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: --all-configs or --config, not both");
+
+    /* The device and the architecture. */
+    if (arch && devname)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "compile: --arch or --device, not both (a device implies its "
+                           "architecture)");
+    const ft_gpu_spec *dev = NULL;
+    if (arch) {
+        if (!arch_well_formed(arch))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "compile: --arch '%s' is not a GPU architecture (e.g. sm_80, "
+                               "sm_90a)",
+                               arch);
+        dev = ft_gpu_spec_for_arch(arch);
+    } else {
+        dev = ft_gpu_spec_find(devname ? devname : "h200");
+        if (!dev)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown device '%s' (known: %s)", devname,
+                               ft_gpu_spec_names());
+        arch = dev->arch;
+    }
+
+    /* The op, the problem and the configurations; or the one --source module. */
+    const ft_op *op = NULL;
+    const ft_cuda_op *cop = NULL;
+    ft_call c;
+    ft_preset p;
+    memset(&p, 0, sizeof p);
+    ft_dt dt = FT_DT_F32;
+    int code;
+    if (!source) {
+        ft_err err = {0};
+        const char *name = argv[optind];
+        op = ft_op_find(name, &err);
+        if (!op) return ft_cli_fail_err(&err);
+        cop = ft_cuda_op_find(name);
+        if (!cop) {
+            char known[512] = "";
+            size_t k = 0;
+            for (int i = 0; ft_cuda_ops[i] && k < sizeof known; i++)
+                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
+                                      ft_cuda_ops[i]->name);
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: %s has no CUDA kernels (CUDA ops: %s)",
+                               name, k ? known : "none yet");
+        }
+        ft_call_init(&c, op);
+        if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
+        if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
+        if (op->from_preset(&c, &p, &err)) return ft_cli_fail_err(&err);
+        ft_call_resolve_backward(&c);
+        dt = ft_cuda_call_dt(&c);
+    }
+#if !FT_HAVE_CUDA
+    (void)njobs, (void)dt, (void)defines, (void)kargs;
+    return ft_cli_fail(FT_EXIT_NODEV,
+                       "compile: this flaretune was built without the CUDA toolkit, so it cannot "
+                       "compile CUDA kernels (install the toolkit and configure again)");
+#else
+    if (!ft_nvrtc_arch_supported(arch))
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: NVRTC %s cannot compile for %s",
+                           ft_nvrtc_version(), arch);
+
+    entry *es = NULL;
+    int nes = 0, skipped = 0;
+    jobs js;
+    memset(&js, 0, sizeof js);
+    js.arch = arch;
+    pthread_mutex_init(&js.lock, NULL);
+    int status = FT_EXIT_OK;
+
+    if (source) {
+        /* One module: the kernels asked for, or every kernel ptxas reports. */
+        es = calloc(1, sizeof *es);
+        if (!es) return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
+        nes = 1;
+        ft_cuda_module_spec *m = &es->mods[0];
+        es->nmods = 1;
+        snprintf(es->text, sizeof es->text, "%s", source);
+        m->source = source;
+        for (int i = 0; i < ndefines; i++)
+            snprintf(m->defines[m->ndefines++], sizeof m->defines[0], "%s", defines[i]);
+        for (int i = 0; i < nkargs; i++) {
+            char *a = (char *)kargs[i], *c1 = strchr(a, ':'), *end = NULL;
+            long th = 0, dyn = 0;
+            if (c1) {
+                *c1 = '\0';
+                th = strtol(c1 + 1, &end, 10);
+                if (*end == ':') dyn = strtol(end + 1, &end, 10);
+            }
+            if (!c1 || !*a || *end || th < 1 || th > 4096 || dyn < 0) {
+                free(es);
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "compile: --kernel expects NAME:THREADS[:DYN_SMEM], got '%s'",
+                                   kargs[i]);
+            }
+            m->kernels[m->nkernels].name = a;
+            m->kernels[m->nkernels].block_threads = (int)th;
+            m->kernels[m->nkernels].dyn_smem = (size_t)dyn;
+            m->nkernels++;
+        }
+        es->job[0] = job_of(&js, m);
+    } else {
+        const ft_space *s = cop->space;
+        ft_config one;
+        int64_t total = 1;
+        if (all) {
+            total = ft_space_size(s);
+        } else {
+            ft_err err = {0};
+            if (ft_config_parse(s, prob.config ? prob.config : "", &one, &err))
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: %s on cuda: %s", op->name, err.msg);
+            char why[256] = "";
+            if (!ft_space_valid(s, &c, &one, why, sizeof why))
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: %s: configuration not valid at %s: %s",
+                                   op->name, p.name, why);
+        }
+        es = calloc((size_t)(total > 0 ? total : 1), sizeof *es);
+        if (!es) return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory for %lld configurations",
+                                    (long long)total);
+        for (int64_t k = 0; k < total; k++) {
+            ft_config cfg = one;
+            if (all) {
+                ft_space_config_at(s, k, &cfg);
+                if (!ft_space_valid(s, &c, &cfg, NULL, 0)) {
+                    skipped++;
+                    continue;
+                }
+            }
+            entry *e = &es[nes++];
+            ft_config_format(s, &cfg, e->text, sizeof e->text);
+            e->nmods = cop->modules(&c, dt, &cfg, e->mods, MAX_MODULES);
+            if (e->nmods < 0 || e->nmods > MAX_MODULES) {
+                status = ft_cli_fail(FT_EXIT_FAIL,
+                                     "compile: %s: config %s: the op names %d modules (0 to %d)",
+                                     op->name, e->text, e->nmods, MAX_MODULES);
+                e->nmods = 0;
+            }
+            for (int i = 0; i < e->nmods; i++)
+                if ((e->job[i] = job_of(&js, &e->mods[i])) < 0) {
+                    jobs_free(&js);
+                    free(es);
+                    return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
+                }
+        }
+    }
+
+    compile_all(&js, (int)njobs);
+
+    /* Report. */
+    char dims[256] = "";
+    if (op) ft_call_dims_str(&c, dims, sizeof dims);
+    int nkernels = 0, nok = 0, npruned = 0, nfailed = 0, ncached = 0, cfg_pruned = 0;
+    for (int i = 0; i < js.n; i++)
+        ncached += !js.v[i].status && js.v[i].res.cached;
+    json_t *jcfgs = json ? json_array() : NULL;
+    if (!json) {
+        if (op && all)
+            printf("%s: %d valid configuration%s of %d at %s (%s, dtype %s), compiled for %s",
+                   op->name, nes, nes == 1 ? "" : "s", nes + skipped, p.name, dims,
+                   dt == FT_DT_BF16 ? "bf16" : "f32", arch);
+        else if (op)
+            printf("%s: the %s configuration at %s (%s, dtype %s), compiled for %s", op->name,
+                   prob.config ? "given" : "default", p.name, dims,
+                   dt == FT_DT_BF16 ? "bf16" : "f32", arch);
+        else
+            printf("%s, compiled for %s", source, arch);
+        if (dev)
+            printf("; occupancy on %s (%s, %d SMs)\n", dev->name, dev->model, dev->sm_count);
+        else
+            printf("; no device of the table has %s: no occupancy\n", arch);
+    }
+    for (int ci = 0; ci < nes; ci++) {
+        entry *e = &es[ci];
+        json_t *jk = json ? json_array() : NULL, *jerr = json ? json_array() : NULL;
+        int cfg_ok = 1;
+        if (!json) {
+            printf("\n%s%s\n", op ? "config " : "module ", e->text);
+            if (e->nmods == 0) printf("  no kernel modules (cuBLASLt only)\n");
+        }
+        int header = 0;
+        for (int mi = 0; mi < e->nmods; mi++) {
+            const ft_cuda_module_spec *m = &e->mods[mi];
+            const job *j = &js.v[e->job[mi]];
+            if (j->status) {
+                nfailed++;
+                cfg_ok = 0;
+                status = FT_EXIT_FAIL;
+                fail_line(op, e->text, j->msg);
+                if (json) json_array_append_new(jerr, json_string(j->msg));
+                else printf("  %s: compile error: %s\n", m->source, j->msg);
+                continue;
+            }
+            /* The kernels the spec launches; with --source and no --kernel, all of them. */
+            int n = m->nkernels ? m->nkernels : j->res.nkernels;
+            for (int ki = 0; ki < n; ki++) {
+                row r;
+                if (m->nkernels)
+                    make_row(dev, j, m->kernels[ki].name, m->kernels[ki].block_threads,
+                             m->kernels[ki].dyn_smem, &r);
+                else
+                    make_row(dev, j, j->res.kernels[ki].name, 0, 0, &r);
+                nkernels++;
+                if (!r.found) {
+                    nfailed++;
+                    status = FT_EXIT_FAIL;
+                    fail_line(op, e->text, r.why);
+                } else if (r.ok) {
+                    nok++;
+                } else {
+                    npruned++;
+                    cfg_ok = 0;
+                }
+                if (json) {
+                    json_array_append_new(jk, row_json(&r));
+                } else {
+                    if (!header++) print_header();
+                    print_row(&r);
+                }
+            }
+        }
+        cfg_pruned += !cfg_ok;
+        if (json) {
+            json_t *jc = json_pack("{s:s, s:o, s:o, s:s}", "config", e->text, "kernels", jk,
+                                   "errors", jerr, "verdict", cfg_ok ? "ok" : "pruned");
+            json_array_append_new(jcfgs, jc);
+        }
+    }
+    if (json) {
+        json_t *root = json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s?, s:i, s:i, s:i, s:i, s:o}",
+                                 "op", op ? op->name : NULL, "source", source, "preset",
+                                 op ? p.name : NULL, "dtype", dt == FT_DT_BF16 ? "bf16" : "f32",
+                                 "arch", arch, "device", dev ? dev->name : NULL, "configs", nes,
+                                 "skipped", skipped, "modules", js.n, "cached", ncached,
+                                 "results", jcfgs);
+        json_dumpf(root, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(root);
+    } else {
+        printf("\n%d configuration%s", nes, nes == 1 ? "" : "s");
+        if (skipped) printf(" (%d more ruled out by the space's constraints)", skipped);
+        printf(", %d module%s (%d from the cache), %d kernel%s: %d ok, %d pruned, %d failed", js.n,
+               js.n == 1 ? "" : "s", ncached, nkernels, nkernels == 1 ? "" : "s", nok, npruned,
+               nfailed);
+        if (op) printf("; %d of %d configurations would be timed", nes - cfg_pruned, nes);
+        printf("\n");
+    }
+    jobs_free(&js);
+    pthread_mutex_destroy(&js.lock);
+    free(es);
+    if (op) ft_call_free(&c);
+    return status;
+#endif
+}
+
+const ft_cmd ft_cmd_compile = {"compile",
+                               "compile an op's CUDA kernels (no GPU needed): registers, spills, "
+                               "occupancy",
+                               run, usage};
