@@ -13,6 +13,7 @@
 #include "flaretune/clock.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
+#include "flaretune/nvtx.h"
 #include "flaretune/tui.h"
 #include "flaretune/tune.h"
 
@@ -167,7 +168,7 @@ typedef struct {
     ft_tui_feed *feed; /* --tui: where the worker says it has finished */
 } tuning;
 
-static void run_jobs(tuning *T) {
+static void run_jobs_in_range(tuning *T) {
     for (int j = 0; j < T->njobs && !stop_flag; j++) {
         const job *jb = &T->jobs[j];
         ft_tune_opts to = T->to;
@@ -187,6 +188,15 @@ static void run_jobs(tuning *T) {
         rw->ok = rw->r.found;
         if (!rw->ok) T->code = FT_EXIT_VERIFY;
     }
+}
+
+/* The whole run as one NVTX range on the thread that tunes, colored by its op ("all" when the
+ * jobs span several ops). */
+static void run_jobs(tuning *T) {
+    int one_op = T->njobs > 0 && T->jobs[0].op == T->jobs[T->njobs - 1].op;
+    ft_nvtx_push("tune", one_op ? T->jobs[0].op->name : "all", 0);
+    run_jobs_in_range(T);
+    ft_nvtx_pop();
 }
 
 /* --tui: the tuner on this thread, the dashboard on the main one. */

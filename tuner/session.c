@@ -10,6 +10,7 @@
 #include "flaretune/clock.h"
 #include "flaretune/env.h"
 #include "flaretune/json.h"
+#include "flaretune/nvtx.h"
 #include "flaretune/profile.h"
 #include "flaretune/tune.h"
 #include "flaretune/verify.h"
@@ -175,7 +176,10 @@ typedef struct {
 
 static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {
     run_ctx *x = p;
-    return ft_backend_time(x->S->o->be, &x->S->c, x->cfg, reps, secs, err);
+    ft_nvtx_push("samples", x->S->o->op->name, (uint64_t)(x->cfg - x->S->cands));
+    ft_status s = ft_backend_time(x->S->o->be, &x->S->c, x->cfg, reps, secs, err);
+    ft_nvtx_pop();
+    return s;
 }
 
 #define MAX_TRACE 4096
@@ -207,7 +211,7 @@ static json_t *batches_json(const double *start, int n, double end) {
 
 /* Verify, then measure candidate i. *stopped is set when Ctrl-C interrupted the measurement
  * (the candidate is then dropped, not recorded). */
-static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
+static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     *stopped = 0;
     cand_info *ci = &S->info[i];
     ft_status fatal;
@@ -274,6 +278,16 @@ static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
         S->best_idx = i;
     }
     return emit(S, ev, err);
+}
+
+/* evaluate_one inside an NVTX range (the candidate id as payload). */
+static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
+    char name[48];
+    snprintf(name, sizeof name, "candidate %d", i);
+    ft_nvtx_push(name, S->o->op->name, (uint64_t)i);
+    ft_status s = evaluate_one(S, i, stopped, err);
+    ft_nvtx_pop();
+    return s;
 }
 
 /* ---- resume -------------------------------------------------------------------------------- */
