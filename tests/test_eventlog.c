@@ -1,11 +1,14 @@
 /* test_eventlog.c: the event log writes whole lines, reads them back in order, skips a torn
- * last line (what kill -9 mid-write leaves) and reports a damaged line in the middle. */
+ * last line (what kill -9 mid-write leaves) and reports a damaged line in the middle; the trace
+ * export puts a candidate's device kernels (the `kernels` field of `measured`) on a GPU track. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "flaretune/eventlog.h"
+#include "flaretune/trace.h"
 #include "ft_test.h"
 
 static char path[64];
@@ -66,10 +69,83 @@ static void test_torn_and_damaged(void) {
     FT_CHECK(ft_eventlog_read("/nonexistent/log", &evs, &torn, &err) == FT_EIO, "missing file");
 }
 
+/* A synthetic run with one measured candidate whose last batch ran two kernels. */
+static void test_trace_kernels(void) {
+    const double t0 = 1.7e9;
+    json_t *evs = json_pack(
+        "[{s:s, s:f, s:s, s:s, s:s, s:{s:i}, s:s, s:i, s:s},"
+        " {s:s, s:f, s:f, s:{s:i}, s:i, s:{s:f, s:i}, s:b,"
+        "  s:[[f, f, i]],"
+        "  s:[{s:s, s:f, s:f}, {s:s, s:f, s:f}]},"
+        " {s:s, s:f, s:n}]",
+        "event", "run_start", "t", t0, "op", "fusion.dflash", "backend", "cuda", "preset", "tiny",
+        "dims", "N", 8, "strategy", "exhaustive", "space_valid", 1, "device", "gpu0",
+        "event", "measured", "t", t0 + 0.5, "started", t0 + 0.1, "config", "tile", 64,
+        "candidate", 0, "stats", "median_s", 1e-4, "samples", 10, "screened", 0,
+        "batches", t0 + 0.2, 0.25, 10,
+        "kernels", "name", "fusion_fwd", "start", t0 + 0.4, "end", t0 + 0.4001, "name",
+        "gemm_bf16", "start", t0 + 0.4002, "end", t0 + 0.4005,
+        "event", "run_end", "t", t0 + 1.0, "winner");
+    FT_CHECK(evs != NULL, "synthetic events");
+    if (!evs) return;
+    json_t *tr = ft_trace_from_events(evs);
+    json_t *te = json_object_get(tr, "traceEvents");
+    int nkern = 0, gpu_named = 0, host_spans = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(te, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        json_t *args = json_object_get(e, "args");
+        if (!strcmp(ph, "M") && !strcmp(name, "thread_name") && tid == 2)
+            gpu_named = !strcmp(json_string_value(json_object_get(args, "name")), "GPU kernels");
+        if (strcmp(ph, "X")) continue;
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (strcmp(cat, "kernel")) {
+            host_spans++;
+            FT_CHECK(tid == 1, "%s span on the host track, tid %lld", cat, (long long)tid);
+            continue;
+        }
+        nkern++;
+        FT_CHECK(tid == 2, "kernel on the GPU track, tid %lld", (long long)tid);
+        FT_CHECK(json_integer_value(json_object_get(e, "pid")) == 1, "kernel in the run's process");
+        double ts = json_number_value(json_object_get(e, "ts"));
+        double dur = json_number_value(json_object_get(e, "dur"));
+        if (!strcmp(name, "fusion_fwd")) {
+            FT_CHECK(fabs(ts - 0.4e6) < 1, "fusion_fwd at 400000 us: %f", ts);
+            FT_CHECK(fabs(dur - 100) < 1, "fusion_fwd lasts 100 us: %f", dur);
+        } else {
+            FT_CHECK(!strcmp(name, "gemm_bf16"), "kernel name %s", name);
+            FT_CHECK(fabs(ts - 400.2e3) < 1 && fabs(dur - 300) < 1, "gemm_bf16 at %f for %f", ts,
+                     dur);
+        }
+        json_t *cfg = json_object_get(args, "config");
+        FT_CHECK(json_integer_value(json_object_get(args, "candidate")) == 0 &&
+                     json_integer_value(json_object_get(cfg, "tile")) == 64,
+                 "kernel args name the candidate and its config");
+    }
+    FT_CHECK(nkern == 2, "two kernel spans, got %d", nkern);
+    FT_CHECK(gpu_named, "the GPU track is named");
+    FT_CHECK(host_spans == 3, "run, candidate and batch spans stay on the host track: %d",
+             host_spans);
+    json_decref(tr);
+    /* Without kernels the trace has no GPU track at all. */
+    json_object_del(json_array_get(evs, 1), "kernels");
+    tr = ft_trace_from_events(evs);
+    int any_gpu = 0;
+    json_array_foreach(json_object_get(tr, "traceEvents"), i, e)
+        any_gpu |= json_integer_value(json_object_get(e, "tid")) == 2;
+    FT_CHECK(!any_gpu, "no GPU track without kernels");
+    json_decref(tr);
+    json_decref(evs);
+}
+
 int main(void) {
     snprintf(path, sizeof path, "/tmp/ft_test_eventlog.%d.jsonl", (int)getpid());
     FT_RUN(test_write_read);
     FT_RUN(test_torn_and_damaged);
+    FT_RUN(test_trace_kernels);
     unlink(path);
     return ft_test_finish();
 }

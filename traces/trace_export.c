@@ -2,7 +2,10 @@
  *
  * Times are microseconds since the first event of the log, so the numbers stay small and exact
  * in a double. Each run is a process (pid = 1, 2, ... in log order) named after its op, backend
- * and sizes; its spans live on thread 1 and nest by time: run > candidate > sample batch.
+ * and sizes; its spans live on thread 1 and nest by time: run > candidate > sample batch. When
+ * the backend's clock recorded the device kernels of a candidate (the `kernels` field of its
+ * `measured` event: CUPTI), they are spans on a second thread of the run, the GPU track (tid 2),
+ * next to the sample batch that ran them.
  */
 #include "flaretune/trace.h"
 
@@ -14,11 +17,24 @@
 
 static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
-static json_t *span(const char *name, const char *cat, double ts, double dur, int pid, json_t *args) {
+#define TID_HOST 1
+#define TID_GPU 2
+
+static json_t *span_on(int tid, const char *name, const char *cat, double ts, double dur, int pid,
+                       json_t *args) {
     json_t *e = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", name, "cat", cat, "ph", "X",
-                          "ts", ts, "dur", dur > 0 ? dur : 0, "pid", pid, "tid", 1);
+                          "ts", ts, "dur", dur > 0 ? dur : 0, "pid", pid, "tid", tid);
     if (args) json_object_set_new(e, "args", args);
     return e;
+}
+
+static json_t *span(const char *name, const char *cat, double ts, double dur, int pid, json_t *args) {
+    return span_on(TID_HOST, name, cat, ts, dur, pid, args);
+}
+
+static json_t *thread_name(int pid, int tid, const char *name) {
+    return json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M", "pid", pid,
+                     "tid", tid, "args", "name", name);
 }
 
 static char *config_name(const json_t *cfg) {
@@ -50,7 +66,7 @@ json_t *ft_trace_from_events(const json_t *events) {
         }
     }
 #define US(t) (((t) - t0) * 1e6)
-    int pid = 0;
+    int pid = 0, gpu_named = 0;
     double run_start = 0, last_t = 0;
     char run_name[256] = "";
     json_t *run_args = NULL;
@@ -62,6 +78,7 @@ json_t *ft_trace_from_events(const json_t *events) {
             if (pid && run_args) /* a run without run_end (crashed): close it at its last event */
                 json_array_append_new(out, span(run_name, "run", US(run_start), US(last_t) - US(run_start), pid, run_args));
             pid++;
+            gpu_named = 0;
             run_start = t;
             char *dims = json_dumps(json_object_get(ev, "dims"), JSON_COMPACT);
             snprintf(run_name, sizeof run_name, "tune %s on %s %s",
@@ -109,6 +126,20 @@ json_t *ft_trace_from_events(const json_t *events) {
                 snprintf(name, sizeof name, "%lld samples", (long long)n);
                 json_array_append_new(out, span(name, "samples", US(bs), bd * 1e6, pid,
                                                 json_pack("{s:I}", "samples", n)));
+            }
+            json_t *kr;
+            json_array_foreach(json_object_get(ev, "kernels"), b, kr) {
+                const char *kname = json_string_value(json_object_get(kr, "name"));
+                double ks = num(kr, "start"), ke = num(kr, "end");
+                if (!gpu_named) {
+                    json_array_append_new(out, thread_name(pid, TID_HOST, "tuner"));
+                    json_array_append_new(out, thread_name(pid, TID_GPU, "GPU kernels"));
+                    gpu_named = 1;
+                }
+                json_t *kargs = json_pack("{s:O, s:O}", "config", cfg, "candidate",
+                                          json_object_get(ev, "candidate"));
+                json_array_append_new(out, span_on(TID_GPU, kname ? kname : "?", "kernel", US(ks),
+                                                   US(ke) - US(ks), pid, kargs));
             }
         } else if (!strcmp(kind, "confirm")) {
             json_array_append_new(out, span("confirm (interleaved)", "confirm", US(started), US(t) - US(started), pid,

@@ -209,6 +209,22 @@ static json_t *batches_json(const double *start, int n, double end) {
     return arr;
 }
 
+#define MAX_KERNEL_SPANS 64
+
+/* The device kernels of the candidate's last sample batch, when the backend's clock records
+ * them, as the `kernels` field of its `measured` event (the GPU track of traces). */
+static void add_kernels(session *S, json_t *ev) {
+    if (!S->o->be->last_kernels) return;
+    ft_kernel_span spans[MAX_KERNEL_SPANS];
+    int n = S->o->be->last_kernels(spans, MAX_KERNEL_SPANS);
+    if (n <= 0) return;
+    json_t *arr = json_array();
+    for (int k = 0; k < n && k < MAX_KERNEL_SPANS; k++)
+        json_array_append_new(arr, json_pack("{s:s, s:f, s:f}", "name", spans[k].name, "start",
+                                             spans[k].start_s, "end", spans[k].end_s));
+    json_object_set_new(ev, "kernels", arr);
+}
+
 /* Verify, then measure candidate i. *stopped is set when Ctrl-C interrupted the measurement
  * (the candidate is then dropped, not recorded). */
 static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
@@ -277,6 +293,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
         S->best = st.median;
         S->best_idx = i;
     }
+    add_kernels(S, ev);
     return emit(S, ev, err);
 }
 
