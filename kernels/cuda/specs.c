@@ -64,8 +64,9 @@ static const ft_gpu_spec specs[] = {
      .bf16_flops = 989.5e12,
      FT_SM80_PLUS},
     /* H200 SXM 141GB. NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, BF16 Tensor Core
-     * 1,979 TFLOPS with sparsity (989.5 dense). The same GH100 SMs as the H100 SXM5: 132 SMs,
-     * 50 MB L2, the Hopper tuning guide's shared memory limits. */
+     * 1,979 TFLOPS with sparsity (989.5 dense). The same GH100 SMs as the H100 SXM5 (132 SMs,
+     * the Hopper tuning guide's shared memory limits) but 60 MiB of L2, as the CUDA runtime
+     * reports on an H200 (checked by test_cuda_occupancy). */
     {.name = "h200",
      .aliases = "h200-sxm h200-141gb",
      .model = "NVIDIA H200",
@@ -77,7 +78,7 @@ static const ft_gpu_spec specs[] = {
      .max_blocks_per_sm = 32,
      .smem_per_sm = 228 * KIB,
      .smem_per_block_optin = 227 * KIB,
-     .l2_bytes = 50 * MIB,
+     .l2_bytes = 60 * MIB,
      .mem_bytes = (size_t)141e9,
      .mem_bw = 4.8e12,
      .bf16_flops = 989.5e12,
