@@ -169,5 +169,12 @@ int main(void) {
 }
 
 #else
-int main(void) { ft_test_skip("built without the CUDA toolkit"); }
+static void test_skip(void) {
+    ft_test_skip("built without the CUDA toolkit (FT_HAVE_CUDA=0): no NVRTC, no GPU runtime");
+}
+
+int main(void) {
+    FT_RUN(test_skip);
+    return ft_test_finish();
+}
 #endif
