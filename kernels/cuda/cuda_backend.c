@@ -30,19 +30,6 @@
 #include "timer.h"
 #endif
 
-/* TEMP-WEAK: until gemm.c and timer.c land. */
-#pragma weak ft_gemm_state_close
-#pragma weak ft_cuda_gemm
-#if FT_HAVE_CUDA
-#pragma weak ft_timer_open
-#pragma weak ft_timer_close
-#pragma weak ft_timer_kind_of
-#pragma weak ft_timer_name
-#pragma weak ft_timer_begin
-#pragma weak ft_timer_end
-#pragma weak ft_timer_last_records
-#endif
-
 struct ft_cuda_ctx {
     int emulated;
     ft_dev *dev;
@@ -78,7 +65,7 @@ static int ctx_tried[2];
 static void ctx_close(ft_cuda_ctx *x) {
     if (!x) return;
     if (x->dev) ft_dev_sync(x->dev, NULL);
-    if (x->gemm && ft_gemm_state_close) ft_gemm_state_close(x->gemm);
+    if (x->gemm) ft_gemm_state_close(x->gemm);
     for (int i = 0; i < FT_CUDA_SCRATCH_SLOTS; i++)
         ft_dev_free(x->dev, x->scratch[i].p);
 #if FT_HAVE_CUDA
@@ -99,7 +86,6 @@ static void close_all(void) {
 
 #if FT_HAVE_CUDA
 static ft_status open_timer(ft_cuda_ctx *x, ft_err *err) {
-    if (!ft_timer_open) return ft_err_set(err, FT_EUNSUPPORTED, "no timer in this build");
     const char *pref = ft_backend_timer_preference();
     ft_err terr = {0};
     ft_status s = FT_EUNSUPPORTED;
