@@ -578,7 +578,7 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     int ti = ft_space_param(S.s, "threads");
     ft_config def;
     ft_config_default(S.s, &def);
-    if ((s = ft_ceilings_cpu(ti >= 0 ? def.v[ti] : 1, &S.ceil, err))) {
+    if ((s = ft_ceilings_of(S.o->be, ti >= 0 ? def.v[ti] : 1, &S.ceil, err))) {
         free(key);
         goto out;
     }
