@@ -11,9 +11,13 @@
 # against the ceilings (device-to-device copy bandwidth, cuBLASLt bf16 GEMM rate) measured in the
 # same run; and last, a short table: op, best config, time, % of the ceiling, verified.
 #
+# QUICK=1 shortens every step (about 3 minutes on an H200 instead of about 8): shorter tuning,
+# shorter benchmarks, the f32 and dflash backward runs left out.
+#
 # Machines without package access: put the Debian .deb files of the build dependencies in a
 # folder (FT_DEPS_DEBS, default .deps; see scripts/deps.sh for the list) and they are unpacked
-# into a private prefix when the system lacks them. Without a GPU the script says so and exits 3.
+# into a private prefix when the system lacks them (FT_DEPS_FORCE=1: even when it has them).
+# Without a GPU the script says so and exits 3.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -36,7 +40,7 @@ have_deps() {
     [ -e "/usr/include/$arch/openblas-openmp/cblas.h" ] &&
     { [ -e /usr/include/ncursesw/curses.h ] || [ -e /usr/include/curses.h ]; }
 }
-if ! have_deps; then
+if [ -n "${FT_DEPS_FORCE:-}" ] || ! have_deps; then
   debs=${FT_DEPS_DEBS:-.deps}
   if ! ls "$debs"/*.deb >/dev/null 2>&1; then
     echo "gpu-check: the build needs jansson, OpenBLAS (OpenMP) and ncurses: install them" \
@@ -52,6 +56,15 @@ if ! have_deps; then
     t=$(readlink "$l")
     case $t in /*) ln -sfn "$pfx$t" "$l" ;; esac
   done
+  # The system's own ncurses runtime, when it has one, must win over the unpacked one (the two
+  # libraries of a pair must come from the same build): link and run against the system's.
+  sysw=$(ls /lib/"$arch"/libncursesw.so.6 /usr/lib/"$arch"/libncursesw.so.6 2>/dev/null | head -1)
+  syst=$(ls /lib/"$arch"/libtinfo.so.6 /usr/lib/"$arch"/libtinfo.so.6 2>/dev/null | head -1)
+  if [ -n "$sysw" ] && [ -n "$syst" ]; then
+    rm -f "$lib"/libncursesw.so.6* "$lib"/libncurses.so.6* "$lib"/libtinfo.so.6* \
+      "$pfx"/lib/"$arch"/libncursesw.so.6* "$pfx"/lib/"$arch"/libncurses.so.6* "$pfx"/lib/"$arch"/libtinfo.so.6*
+    echo "INPUT($sysw $syst)" >"$lib/libncursesw.so"
+  fi
   export LD_LIBRARY_PATH=$lib:$lib/openblas-openmp:$pfx/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PKG_CONFIG_PATH=$lib/pkgconfig:$pfx/usr/share/pkgconfig
   export PKG_CONFIG_SYSROOT_DIR=$pfx
@@ -64,8 +77,9 @@ if ! have_deps; then
 fi
 build=build-gpu
 if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$out/configure.log" 2>&1 ||
-  ! cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
-  tail -25 "$out/configure.log" "$out/build.log"
+  ! cmake --build "$build" -j"$(nproc)" --target flaretune test_cuda_variants test_cuda_timer \
+    >"$out/build.log" 2>&1; then
+  tail -n 25 "$out/configure.log" "$out/build.log"
   echo "gpu-check: the build failed (logs in $out)" >&2
   exit 1
 fi
@@ -84,7 +98,8 @@ fi
 
 # ---- every CUDA variant against the reference ------------------------------------------------
 step "verify every CUDA variant on the GPU"
-if FLARETUNE_TEST_BACKEND=cuda timeout 240 "$build/tests/test_cuda_variants" >"$out/verify.log" 2>&1; then
+quick=${QUICK:-0}
+if FLARETUNE_TEST_BACKEND=cuda timeout $((quick ? 45 : 240)) "$build/tests/test_cuda_variants" >"$out/verify.log" 2>&1; then
   verified=yes
   tail -3 "$out/verify.log"
 else
@@ -106,9 +121,11 @@ runs=(
   "fusion.dflash fwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16|25"
   "fusion.dflash fwd+bwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16 --attr backward=1|25"
 )
+if [ "$quick" = 1 ]; then runs=("${runs[0]}" "${runs[1]}" "${runs[3]}"); fi
 i=0
 for r in "${runs[@]}"; do
   IFS='|' read -r name op args secs <<<"$r"
+  [ "$quick" = 1 ] && secs=6
   step "tune $name"
   # shellcheck disable=SC2086
   timeout $((secs + 90)) "$ft" tune "$op" $args --backend cuda --timer cupti --time "$secs" \
@@ -129,7 +146,7 @@ PY
   for timer in cupti events; do
     # shellcheck disable=SC2086
     timeout 120 "$ft" bench "$op" $args --backend cuda --timer "$timer" ${best:+--config "$best"} \
-      --json --max-time 2 >"$out/bench-$i-$timer.json" 2>"$out/bench-$i-$timer.err" ||
+      --json --max-time $((quick ? 1 : 2)) >"$out/bench-$i-$timer.json" 2>"$out/bench-$i-$timer.err" ||
       { fail=1; tail -3 "$out/bench-$i-$timer.err"; }
   done
   printf '%s\n%s\n' "$name" "$verified" >"$out/bench-$i.meta"
