@@ -5,6 +5,7 @@
 
 #include "flaretune/backend.h"
 #include "flaretune/clock.h"
+#include "flaretune/env.h"
 
 /* ---- ref: the float64 reference, the oracle every other backend is checked against -------- */
 
@@ -48,6 +49,14 @@ ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg,
     }
     *secs = ft_now_s() - t0;
     return FT_OK;
+}
+
+char *ft_backend_device(const ft_backend *b, const ft_env *env, char *buf, size_t n) {
+    if (b && b->device) {
+        snprintf(buf, n, "%s", b->device());
+        return buf;
+    }
+    return ft_env_device(env, b ? b->name : "cpu", buf, n);
 }
 
 static const char *timer_pref;

@@ -201,7 +201,9 @@ double ft_call_io_bytes(const ft_call *c) {
         double n = 1;
         for (int k = 0; k < rank; k++)
             n *= (double)shape[k];
-        bytes += n * (double)ft_dtype_size(c->op->tensors[i].dtype);
+        ft_dtype dt = c->op->tensors[i].dtype;
+        /* dtype=bf16: a device backend stores every float tensor in two bytes. */
+        bytes += n * (c->attrs.dtype && ft_dtype_is_float(dt) ? 2.0 : (double)ft_dtype_size(dt));
     }
     return bytes;
 }

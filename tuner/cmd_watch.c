@@ -282,7 +282,7 @@ static int run(int argc, char **argv) {
     ft_env env;
     ft_env_probe(&env);
     char device[256];
-    ft_env_device(&env, w.be->name, device, sizeof device);
+    ft_backend_device(w.be, &env, device, sizeof device);
 
     int n = ft_profile_count(prof);
     w.k = calloc((size_t)(n ? n : 1), sizeof *w.k);

@@ -467,7 +467,8 @@ static json_t *profile_entry(session *S, const ft_env *env, const char *device, 
     json_object_set_new(e, "verification",
                         json_pack("{s:o, s:f, s:s, s:o, s:b}", "max_rel_err",
                                   ft_json_number(S->info[w].verr), "tolerance",
-                                  ft_verify_tolerance(S->o->op, 0), "output",
+                                  S->c.attrs.dtype ? 1e-2 : ft_verify_tolerance(S->o->op, 0),
+                                  "output",
                                   S->info[w].verr_output, "shape", ft_dims_to_json(&S->vc),
                                   "reduced", S->reduced));
     json_object_set_new(e, "tie", json_deep_copy(tie));
@@ -556,7 +557,7 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     ft_env env;
     ft_env_probe(&env);
     char device[256], run_id[32];
-    ft_env_device(&env, o->be->name, device, sizeof device);
+    ft_backend_device(o->be, &env, device, sizeof device);
     make_run_id(run_id, sizeof run_id);
 
     ft_status s = plan(&S, err);

@@ -67,6 +67,11 @@ ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg,
 ft_status ft_backend_prefer_timer(const char *name, ft_err *err);
 const char *ft_backend_timer_preference(void);
 
+/* The device fingerprint results of backend b are keyed by: its own (a GPU's) when it has one,
+ * else the CPU's (ft_env_device). Returns buf. */
+struct ft_env;
+char *ft_backend_device(const ft_backend *b, const struct ft_env *env, char *buf, size_t n);
+
 /* The clock ft_backend_time reads: "host" unless the backend says otherwise. */
 const char *ft_backend_clock(const ft_backend *b);
 
