@@ -100,6 +100,13 @@ static void test_real_preset_sizes(void) {
     FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
     FT_CHECK(c.dim[0] == 3072 && c.dim[1] == 9 && c.dim[2] == 4096 && c.dim[3] == 7,
              "dflare train N T H D");
+    /* Bytes it must move: x [N,T,H] and w [D,T], g [H] in, f [D,N,H] out; half with bf16. */
+    ft_call_resolve_backward(&c);
+    double want = 4.0 * (3072.0 * 9 * 4096 + 7 * 9 + 4096 + 7 * 3072.0 * 4096);
+    FT_CHECK(ft_call_io_bytes(&c) == want, "dflare bytes %g, want %g", ft_call_io_bytes(&c), want);
+    c.attrs.dtype = 1;
+    FT_CHECK(ft_call_io_bytes(&c) == want / 2, "bf16 bytes %g, want %g", ft_call_io_bytes(&c),
+             want / 2);
     ft_call_init(&c, op_named("attention.kvproj"));
     FT_CHECK(c.op->from_preset(&c, &p, &err) == FT_OK, "%s", err.msg);
     FT_CHECK(c.dim[0] == 7, "dflare projects per layer: Dc = D");
@@ -250,8 +257,16 @@ static void test_attrs(void) {
     FT_CHECK(ft_attrs_set(&a, dflare, "eps", "1e-5", &err) == FT_OK && a.eps == 1e-5, "eps");
     FT_CHECK(ft_attrs_set(&a, dflare, "gamma", "3", &err) == FT_EINVAL &&
                  strstr(err.msg, "fusion.dflare has no attribute 'gamma' (attributes: eps, "
-                                 "backward)"),
+                                 "backward, dtype)"),
              "attribute of another op: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, dflare, "dtype", "bf16", &err) == FT_OK && a.dtype == 1, "bf16");
+    char txt[16];
+    ft_attrs_format(&a, "dtype", txt, sizeof txt);
+    FT_CHECK(strcmp(txt, "bf16") == 0, "dtype formats as %s", txt);
+    FT_CHECK(ft_attrs_set(&a, dflare, "dtype", "fp8", &err) == FT_EINVAL &&
+                 strstr(err.msg, "one of: f32, bf16"),
+             "bad dtype: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, loss, "dtype", "bf16", &err) == FT_EINVAL, "loss has no dtype yet");
     FT_CHECK(ft_attrs_set(&a, loss, "scheme", "bogus", &err) == FT_EINVAL &&
                  strstr(err.msg, "one of: uniform, decay"),
              "bad enum: %s", err.msg);
