@@ -210,6 +210,7 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
     OPT("-lineinfo");
     OPT("-I%s", inc);
     OPT("-I%s", dir);
+    if (strcmp(dir, kernel_dir()) != 0) OPT("-I%s", kernel_dir()); /* ft_cuda.h for any source */
     for (int i = 0; i < ndefines; i++)
         OPT("-D%s", defines[i]);
 #undef OPT
@@ -222,13 +223,13 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
         ft_kc_hash_str(&h, opts[i]);
     ft_kc_hash_str(&h, name);
     ft_kc_hash_bytes(&h, text, len);
-    const char *incs[1] = {dir};
+    const char *incs[2] = {dir, kernel_dir()};
     ft_kc_seen *seen = calloc(1, sizeof *seen);
     if (!seen) {
         free(text);
         return ft_err_set(err, FT_ENOMEM, "NVRTC: out of memory");
     }
-    ft_kc_hash_includes(&h, text, dir, incs, 1, seen, 0);
+    ft_kc_hash_includes(&h, text, dir, incs, 2, seen, 0);
     free(seen);
     ft_kc_hash_hex(&h, out->key);
 
