@@ -3,7 +3,11 @@
 
 #include "cuda_backend.h"
 
+extern const ft_cuda_op ft_cuda_op_fusion_dflare, ft_cuda_op_fusion_dflash;
+
 const ft_cuda_op *const ft_cuda_ops[] = {
+    &ft_cuda_op_fusion_dflare,
+    &ft_cuda_op_fusion_dflash,
     NULL,
 };
 
