@@ -41,7 +41,7 @@ static const ft_tensor_spec kvproj_tensors[] = {
     [KP_K] = {"k", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "normed, rotated context keys"},
     [KP_V] = {"v", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "context values"},
 };
-static const char *const kvproj_attrs[] = {"eps", "rope_theta", NULL};
+static const char *const kvproj_attrs[] = {"eps", "rope_theta", "dtype", NULL};
 
 static ft_status kvproj_check(ft_call *c, ft_err *err) {
     int64_t *d = c->dim;
@@ -128,7 +128,7 @@ static const ft_tensor_spec decode_tensors[] = {
     [DC_O] = {"o", FT_F32, "R,B,Hq,dh", FT_ROLE_OUT, 0, "attention output"},
     [DC_LSE] = {"lse", FT_F32, "R,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp of the scaled scores"},
 };
-static const char *const decode_attrs[] = {"scale", NULL};
+static const char *const decode_attrs[] = {"scale", "dtype", NULL};
 
 static ft_status decode_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -226,7 +226,7 @@ static const ft_tensor_spec train_tensors[] = {
     [TR_DKBLK] = {"dk_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_blk"},
     [TR_DVBLK] = {"dv_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_blk"},
 };
-static const char *const train_attrs[] = {"scale", "backward", NULL};
+static const char *const train_attrs[] = {"scale", "backward", "dtype", NULL};
 
 static ft_status train_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;

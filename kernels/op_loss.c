@@ -30,7 +30,7 @@ static const ft_tensor_spec loss_tensors[] = {
 };
 static const char *const loss_attrs[] = {"B",         "scheme", "gamma",        "gamma0",
                                          "gamma_max", "step",   "warmup_steps", "alpha",
-                                         "num_seqs",  "norm",   "want_dw",      NULL};
+                                         "num_seqs",  "norm",   "want_dw",      "dtype", NULL};
 
 static ft_status loss_check(ft_call *c, ft_err *err) {
     int64_t M = c->dim[LS_M], V = c->dim[LS_V], B = c->attrs.loss.B;

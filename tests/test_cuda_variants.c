@@ -45,6 +45,12 @@ static const struct {
      {{"tiny.dflash.decode", 0, {NULL}, {0}},
       {NULL, 4, {"N", "T", "H", "TH"}, {5, 2, 37, 74}},
       {NULL, 4, {"N", "T", "H", "TH"}, {300, 1, 36, 36}}}},
+    {"attention.kvproj",
+     {{"tiny.dflare.train", 0, {NULL}, {0}}, {"tiny.dflash.train", 0, {NULL}, {0}}}},
+    {"attention.decode",
+     {{"tiny.dflare.decode", 0, {NULL}, {0}}, {"tiny.dflash.decode", 0, {NULL}, {0}}}},
+    {"attention.train", {{"tiny.dflare.train", 0, {NULL}, {0}}}},
+    {"loss", {{"tiny.dflare.train", 0, {NULL}, {0}}}},
 };
 
 static const shape fallback_shapes[] = {
