@@ -101,6 +101,11 @@ static void print_backends(void) {
                                                             : "unavailable";
         printf("  %-9s %-12s %s\n", b->name, state, b->summary);
         if (why[0]) printf("  %-9s %-12s (%s)\n", "", "", why);
+        if (b->built && !why[0] && b->device) {
+            printf("  %-9s %-12s device: %s\n", "", "", b->device());
+            if (b->device_details && b->device_details()[0])
+                printf("  %-9s %-12s %s\n", "", "", b->device_details());
+        }
     }
 }
 
@@ -154,9 +159,13 @@ static json_t *backends_json(void) {
         for (int k = 0; k < ft_op_count(); k++)
             if (b->built && b->supports(ft_op_at(k)))
                 json_array_append_new(ops, json_string(ft_op_at(k)->name));
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:b, s:b, s:s, s:o}", "name", b->name,
-                                             "summary", b->summary, "built", b->built, "available",
-                                             avail, "why", why, "ops", ops));
+        json_t *o = json_pack("{s:s, s:s, s:b, s:b, s:s, s:o}", "name", b->name, "summary",
+                              b->summary, "built", b->built, "available", avail, "why", why, "ops",
+                              ops);
+        if (avail && b->device) json_object_set_new(o, "device", json_string(b->device()));
+        if (avail && b->device_details)
+            json_object_set_new(o, "device_details", json_string(b->device_details()));
+        json_array_append_new(arr, o);
     }
     return arr;
 }

@@ -473,6 +473,8 @@ static json_t *profile_entry(session *S, const ft_env *env, const char *device, 
                                   "reduced", S->reduced));
     json_object_set_new(e, "tie", json_deep_copy(tie));
     json_t *envj = ft_env_to_json(env);
+    if (S->o->be->device_details)
+        json_object_set_new(envj, "device_details", json_string(S->o->be->device_details()));
     json_object_set_new(e, "environment", envj);
     char when[32];
     time_t now = time(NULL);
@@ -604,7 +606,10 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     json_object_set_new(start, "verify_dims", ft_dims_to_json(&S.vc));
     json_object_set_new(start, "verify_reduced", json_boolean(S.reduced));
     json_object_set_new(start, "device", json_string(device));
-    json_object_set_new(start, "env", ft_env_to_json(&env));
+    json_t *envj = ft_env_to_json(&env);
+    if (o->be->device_details)
+        json_object_set_new(envj, "device_details", json_string(o->be->device_details()));
+    json_object_set_new(start, "env", envj);
     json_object_set_new(start, "source_hash", json_string(env.source_hash));
     json_object_set_new(start, "ceilings", ft_ceilings_to_json(&S.ceil));
     json_object_set_new(start, "bytes", ft_json_number(S.bytes));

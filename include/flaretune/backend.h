@@ -49,6 +49,9 @@ typedef struct ft_backend {
     /* Optional: the device fingerprint its results are keyed by (profiles, events); NULL: the
      * CPU's (ft_env_device). */
     const char *(*device)(void);
+    /* Optional: everything else known about that device, one line (compute capability, clocks,
+     * memory bus, ECC, driver and runtime versions), for `list` and the profile's environment. */
+    const char *(*device_details)(void);
     /* Optional: the device kernels the last timed() call ran; fills up to max, returns how
      * many (0 when the clock records none). */
     int (*last_kernels)(ft_kernel_span *out, int max);

@@ -34,6 +34,7 @@ struct ft_cuda_ctx {
     int emulated;
     ft_dev *dev;
     char fingerprint[256];
+    char details[256];
     struct {
         void *p;
         size_t bytes;
@@ -119,7 +120,9 @@ static ft_status ctx_open(int emulated, ft_cuda_ctx **out, ft_err *err) {
     const ft_dev_props *p = ft_dev_props_of(x->dev);
     if (emulated) {
         snprintf(x->fingerprint, sizeof x->fingerprint,
-                 "cuda-emu: SIMT emulator of %s on the CPU (emulation timings)", p->arch);
+                 "cuda-emu: SIMT emulator of compute capability %d.%d on the CPU (emulation "
+                 "timings)",
+                 p->cc_major, p->cc_minor);
         snprintf(x->clock, sizeof x->clock, "emulated");
     } else {
 #if FT_HAVE_CUDA
@@ -129,6 +132,14 @@ static ft_status ctx_open(int emulated, ft_cuda_ctx **out, ft_err *err) {
                  (double)p->mem_bytes / 1073741824.0, p->driver_version / 1000,
                  p->driver_version % 1000 / 10, p->runtime_version / 1000,
                  p->runtime_version % 1000 / 10);
+        snprintf(x->details, sizeof x->details,
+                 "compute capability %d.%d, %d SMs at %d MHz, %.0f MiB L2, %.1f GiB at %d MHz on "
+                 "a %d-bit bus, ECC %s, driver %d.%d, runtime %d.%d",
+                 p->cc_major, p->cc_minor, p->sm_count, p->clock_khz / 1000,
+                 (double)p->l2_bytes / 1048576.0, (double)p->mem_bytes / 1073741824.0,
+                 p->mem_clock_khz / 1000, p->bus_width_bits, p->ecc ? "on" : "off",
+                 p->driver_version / 1000, p->driver_version % 1000 / 10,
+                 p->runtime_version / 1000, p->runtime_version % 1000 / 10);
         if ((s = open_timer(x, err))) {
             ctx_close(x);
             return s;
@@ -588,6 +599,11 @@ done:
 #endif
 }
 
+static const char *gpu_device_details(void) {
+    ft_cuda_ctx *x;
+    return ft_cuda_ctx_get(0, &x, NULL) == FT_OK ? x->details : "";
+}
+
 static int gpu_last_kernels(ft_kernel_span *out, int max) {
 #if FT_HAVE_CUDA
     ft_cuda_ctx *x;
@@ -619,6 +635,7 @@ const ft_backend ft_backend_cuda = {
     .timed = gpu_timed,
     .clock = gpu_clock,
     .device = gpu_device,
+    .device_details = gpu_device_details,
     .last_kernels = gpu_last_kernels,
     .ceilings = gpu_ceilings,
 };
