@@ -31,6 +31,7 @@ static const ft_backend ref_backend = {
     .name = "ref",
     .summary = "float64 reference, single-threaded: the oracle every backend is verified against",
     .built = 1,
+    .dtypes = 3, /* the oracle: computes in float64 whatever the storage */
     .available = ref_available,
     .supports = ref_supports,
     .space = ref_space_of,
@@ -57,6 +58,16 @@ char *ft_backend_device(const ft_backend *b, const ft_env *env, char *buf, size_
         return buf;
     }
     return ft_env_device(env, b ? b->name : "cpu", buf, n);
+}
+
+ft_status ft_backend_check_attrs(const ft_backend *b, const ft_attrs *a, ft_err *err) {
+    unsigned have = b->dtypes ? b->dtypes : 1u;
+    if (a->dtype < 0 || a->dtype > 1 || !(have >> a->dtype & 1u))
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "the %s backend does not store dtype=%s (a CUDA backend does; "
+                          "cuda-emu runs its code on the CPU)",
+                          b->name, ft_dtype_attr_names[a->dtype == 1 ? 1 : 0]);
+    return FT_OK;
 }
 
 static const char *timer_pref;

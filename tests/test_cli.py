@@ -148,13 +148,57 @@ def test_bench():
     one_line_error(["bench", "loss", "--backend", "cpu", "--config", "threads=999"], 2, "threads=999")
 
 
+def gpu_present():
+    rc, out, _ = run("list", "--json")
+    return any(b["name"] == "cuda" and b["available"] for b in json.loads(out)["backends"])
+
+
+def test_device_backends():
+    """cuda without a GPU: one line, exit 3; cuda-emu runs the CUDA code and keys its results
+    by the emulator, never a GPU; --timer and dtype are checked."""
+    gpu = gpu_present()
+    rc, out, err = run("list", "--json")
+    be = {b["name"]: b for b in json.loads(out)["backends"]}
+    check("cuda-emu" in be and be["cuda-emu"]["available"], "cuda-emu is listed as available")
+    check("fusion.dflare" in be["cuda-emu"]["ops"], "cuda-emu implements fusion.dflare")
+    check(be["cuda-emu"]["device"].startswith("cuda-emu: "), f"emu device {be['cuda-emu']}")
+    if not gpu:
+        check(not be["cuda"]["available"] and be["cuda"]["why"], "cuda unavailable, with a why")
+        one_line_error(["exec", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                        "cuda"], 3, "cannot run here")
+        one_line_error(["bench", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                        "cuda"], 3, "cannot run here")
+    one_line_error(["bench", "fusion.dflare", "--backend", "cpu", "--timer", "sundial"], 2,
+                   "unknown timer")
+    one_line_error(["bench", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                    "--attr", "dtype=bf16", "--max-time", "0.1"], 2, "does not store dtype=bf16")
+    one_line_error(["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                    "--attr", "dtype=bf16"], 2, "does not store dtype=bf16")
+    env = {"FLARETUNE_CACHE_DIR": os.environ.get("FLARETUNE_CACHE_DIR", "")}
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "p.json")
+        for dt in ("f32", "bf16"):
+            rc, out, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train",
+                               "--backend", "cuda-emu", "--attr", f"dtype={dt}", "--budget", "3",
+                               "--max-time", "0.1", "--quiet", "--profile", prof, env=env)
+            check(rc == 0, f"tune on cuda-emu ({dt}): {err}")
+        if os.path.exists(prof):
+            entries = json.load(open(prof))["entries"]
+            check(len(entries) == 2, f"one entry per dtype, got {len(entries)}")
+            for e in entries:
+                check(e["backend"] == "cuda-emu" and e["device"].startswith("cuda-emu: "),
+                      f"emulated entry keyed by the emulator: {e['backend']} {e['device']}")
+                tol = 1e-2 if e["attrs"]["dtype"] == "bf16" else 1e-5
+                check(e["verification"]["tolerance"] == tol, f"tolerance {e['verification']}")
+
+
 def main():
     global FT
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     FT = ap.parse_args().flaretune
     for t in (test_help, test_version_and_blas_core, test_list, test_space,
-              test_exec_config_errors, test_bench):
+              test_exec_config_errors, test_bench, test_device_backends):
         n = len(FAILURES)
         t()
         print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)

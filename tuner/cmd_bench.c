@@ -168,6 +168,7 @@ static int run(int argc, char **argv) {
     if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
     const ft_backend *be;
     if (ft_backend_resolve(prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
+    if (ft_backend_check_attrs(be, &c.attrs, &err)) return ft_cli_fail_err(&err);
     ft_preset p;
     if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
     ft_config cfg;

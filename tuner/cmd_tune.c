@@ -439,6 +439,10 @@ static int run(int argc, char **argv) {
                 if (ft_op_accepts_attr(op, name)) ft_attrs_set(&tmp.attrs, op, name, eq + 1, NULL);
             }
         }
+        if (ft_backend_check_attrs(be, &tmp.attrs, &err)) {
+            free(T.jobs);
+            return ft_cli_fail_err(&err);
+        }
         for (int v = 0; v < nsweep && !stop_flag; v++) {
             job *jb = &T.jobs[T.njobs];
             jb->op = op;

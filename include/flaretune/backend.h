@@ -30,6 +30,9 @@ typedef struct ft_backend {
     const char *summary;
     /* Built into this binary (a CUDA backend without the toolkit is not). */
     int built;
+    /* Storage types it runs (the `dtype` attribute): bit 0 float32, bit 1 bfloat16; 0 means
+     * float32 only. */
+    unsigned dtypes;
     /* 1 when it can run on this machine; otherwise 0 and one line saying why. */
     int (*available)(char *why, size_t n);
     /* 1 when the backend implements op. */
@@ -69,6 +72,10 @@ ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg,
  * first use (`--timer`, or FLARETUNE_TIMER); FT_EINVAL for another name. */
 ft_status ft_backend_prefer_timer(const char *name, ft_err *err);
 const char *ft_backend_timer_preference(void);
+
+/* FT_EUNSUPPORTED with one line when backend b cannot run a call with attributes a (a dtype
+ * it does not store). */
+ft_status ft_backend_check_attrs(const ft_backend *b, const ft_attrs *a, ft_err *err);
 
 /* The device fingerprint results of backend b are keyed by: its own (a GPU's) when it has one,
  * else the CPU's (ft_env_device). Returns buf. */

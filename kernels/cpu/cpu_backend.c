@@ -47,12 +47,12 @@ static const ft_space *cpu_space(const ft_op *op) {
     return impl ? impl->space : NULL;
 }
 
+extern const ft_backend ft_backend_cpu;
+
 static ft_status cpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const ft_cpu_impl *impl = find(c->op);
     if (!impl) return ft_err_set(err, FT_EUNSUPPORTED, "cpu backend does not implement %s", c->op->name);
-    if (c->attrs.dtype)
-        return ft_err_set(err, FT_EUNSUPPORTED,
-                          "the cpu backend computes in float32: dtype=bf16 needs a CUDA backend");
+    if (ft_backend_check_attrs(&ft_backend_cpu, &c->attrs, err)) return FT_EUNSUPPORTED;
     ft_config def;
     if (!cfg) {
         ft_config_default(impl->space, &def);

@@ -499,6 +499,7 @@ const ft_backend ft_backend_cuda_emu = {
     .summary = "the CUDA backend's kernels and host code on the SIMT emulator (CPU; checks, "
                "not speed)",
     .built = 1,
+    .dtypes = 3,
     .available = emu_available,
     .supports = supports,
     .space = space_of,
@@ -628,6 +629,7 @@ const ft_backend ft_backend_cuda = {
     .summary = "NVIDIA GPUs: kernels compiled at run time by NVRTC, GEMMs by cuBLASLt, timed "
                "with CUPTI",
     .built = FT_HAVE_CUDA,
+    .dtypes = 3,
     .available = gpu_available,
     .supports = supports,
     .space = gpu_space_of,
