@@ -31,8 +31,9 @@ static void usage(FILE *f) {
            "  --backend B      default auto\n"
            "  --config C       NAME=VALUE,... (see `flaretune space OP`)\n"
            "  --threads N      the config's thread count\n"
-           "  --cold           rotate input sets larger than the last-level cache, so every\n"
-           "                   sample starts with cold caches\n"
+           "  --cold           every sample starts with cold caches: input sets larger than the\n"
+           "                   last-level cache rotate (CPU), or the GPU's L2 is overwritten\n"
+           "                   before each call, outside the timed window\n"
            "  --json           one JSON object on stdout\n"
            "  --max-time S     time cap for the samples (default 3)\n"
            "  --noise X        target relative CI half-width of the median (default 0.01)\n");
@@ -199,7 +200,10 @@ static int run(int argc, char **argv) {
     c.ws = &ws;
     bench_ctx b = {be, &cfg, &c, {{0}}, 1};
     ft_status s = FT_OK;
-    if (cold) s = make_cold_sets(&b, &p, prob.seed, &err);
+    if (cold && be->set_cold)
+        be->set_cold(1); /* the device flushes its own caches before each call */
+    else if (cold)
+        s = make_cold_sets(&b, &p, prob.seed, &err);
     ft_stats st = {0};
     if (!s) {
         ft_timed_fn fn = {bench_prep, bench_run, &b};

@@ -58,6 +58,9 @@ typedef struct ft_backend {
     /* Optional: the device kernels the last timed() call ran; fills up to max, returns how
      * many (0 when the clock records none). */
     int (*last_kernels)(ft_kernel_span *out, int max);
+    /* Optional: cold timing: when on, every timed call starts with the device's caches
+     * flushed (outside the timed window); NULL: cold runs rotate input sets on the host. */
+    void (*set_cold)(int on);
     /* Optional: measure the ceilings of the device it runs on (struct ft_ceilings,
      * flaretune/ceilings.h); NULL: the CPU's. */
     ft_status (*ceilings)(struct ft_ceilings *c, ft_err *err);
