@@ -141,6 +141,7 @@ def test_bench():
             check(abs(d["gbps"] * 1e9 * d["median_s"] - d["bytes"]) < 1e-6 * d["bytes"] + 1,
                   f"bench {op}: gbps consistent with bytes / median")
             check(d["cold"] == bool(extra), f"bench {op}: cold flag")
+            check(d["clock"] == "host", f"bench {op}: the CPU is timed by the host clock")
     rc, out, err = run("bench", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
                        "--max-time", "0.2", "--attr", "scheme=dpace")
     check(rc == 0 and "roofline" in out and "median" in out, f"bench human output: {err}")
@@ -175,6 +176,13 @@ def test_device_backends():
     one_line_error(["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
                     "--attr", "dtype=bf16"], 2, "does not store dtype=bf16")
     env = {"FLARETUNE_CACHE_DIR": os.environ.get("FLARETUNE_CACHE_DIR", "")}
+    rc, out, err = run("bench", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                       "cuda-emu", "--json", "--max-time", "0.2", env=env)
+    check(rc == 0, f"bench on cuda-emu: {err}")
+    if rc == 0:
+        d = json.loads(out)
+        check(d["clock"] == "emulated" and d["backend"] == "cuda-emu",
+              f"emulation timings are labelled: {d['clock']}")
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "p.json")
         for dt in ("f32", "bf16"):

@@ -231,6 +231,7 @@ static int run(int argc, char **argv) {
         json_object_set_new(root, "dims", ft_dims_to_json(&c));
         json_object_set_new(root, "attrs", ft_attrs_to_json(&c));
         json_object_set_new(root, "cold", json_boolean(cold));
+        json_object_set_new(root, "clock", json_string(ft_backend_clock(be)));
         json_object_set_new(root, "median_s", ft_json_number(st.median));
         json_object_set_new(root, "iqr_s", ft_json_number(st.iqr));
         json_object_set_new(root, "samples", json_integer(st.samples));
@@ -258,6 +259,7 @@ static int run(int argc, char **argv) {
         printf("  ceilings   copy %s, %s %s  (%d threads, measured in %.1f s)\n",
                ft_fmt_rate(ceil.bw, "B/s", a, sizeof a), ceil.gemm ? ceil.gemm : "sgemm",
                ft_fmt_rate(ceil.flops, "FLOP/s", b1, sizeof b1), ceil.threads, ceil.measured_s);
+        printf("  clock      %s\n", ft_backend_clock(be));
         printf("  time       median %s  IQR %s  min %s  max %s\n",
                ft_fmt_time(st.median, 0, a, sizeof a), ft_fmt_time(st.iqr, 0, b1, sizeof b1),
                ft_fmt_time(st.min, 0, b2, sizeof b2), ft_fmt_time(st.max, 0, b3, sizeof b3));
