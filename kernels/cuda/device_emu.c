@@ -257,15 +257,11 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
 
     /* The defines, checked and as a readable list for messages. */
     char dlist[256] = "no defines";
-    size_t dl = 0;
-    for (int i = 0; i < ndefines; i++) {
-        if (!ft_kc_valid_define(defines[i]) || strlen(defines[i]) > PATH_CAP)
-            return ft_err_set(err, FT_EINVAL,
-                              "emulator: compiling %s: define '%s' is not NAME or NAME=VALUE", name,
-                              defines[i]);
-        int w = snprintf(dlist + dl, sizeof dlist - dl, "%s-D%s", i ? " " : "", defines[i]);
-        if (w > 0) dl = dl + (size_t)w < sizeof dlist ? dl + (size_t)w : sizeof dlist - 1;
-    }
+    int bad = ft_kc_define_list(defines, ndefines, PATH_CAP, dlist, sizeof dlist);
+    if (bad >= 0)
+        return ft_err_set(err, FT_EINVAL,
+                          "emulator: compiling %s: define '%s' is not NAME or NAME=VALUE", name,
+                          defines[bad]);
 
     char *text = NULL;
     size_t len = 0;

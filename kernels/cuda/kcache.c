@@ -166,6 +166,18 @@ int ft_kc_valid_define(const char *d) {
 }
 
 
+int ft_kc_define_list(const char *const *defines, int n, size_t max_len, char *out, size_t cap) {
+    snprintf(out, cap, "no defines");
+    size_t dl = 0;
+    for (int i = 0; i < n; i++) {
+        if (!defines[i] || !ft_kc_valid_define(defines[i]) || strlen(defines[i]) > max_len)
+            return i;
+        int w = snprintf(out + dl, cap - dl, "%s-D%s", i ? " " : "", defines[i]);
+        if (w > 0) dl = dl + (size_t)w < cap ? dl + (size_t)w : cap - 1;
+    }
+    return -1;
+}
+
 void ft_kc_hash_hex(const ft_kc_hash *h, char *out) {
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h->a, (unsigned long long)h->b);
 }

@@ -38,6 +38,9 @@ int ft_kc_mkdir_p(const char *dir);
 int ft_kc_write_atomic(const char *path, const void *data, size_t n);
 /* NAME or NAME=VALUE with NAME an identifier. */
 int ft_kc_valid_define(const char *d);
+/* Check every define (valid, at most max_len characters) and write them as "-DA -DB=1" (or "no
+ * defines") into out for messages. Returns -1, or the index of the first bad one. */
+int ft_kc_define_list(const char *const *defines, int n, size_t max_len, char *out, size_t cap);
 /* A compiler's first error line, with directories stripped from its leading path. */
 void ft_kc_first_error(const char *log, char *out, size_t n);
 /* The cache folder: $FLARETUNE_CACHE_DIR, else ~/.cache/flaretune, else

@@ -183,15 +183,12 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
     cuda_include(inc, sizeof inc);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 
-    char dlist[512] = "no defines";
-    size_t dl = 0;
-    for (int i = 0; i < ndefines; i++) {
-        if (!defines[i] || !ft_kc_valid_define(defines[i]))
-            return ft_err_set(err, FT_EINVAL, "NVRTC: compiling %s: define '%s' is not NAME or NAME=VALUE",
-                              name, defines[i] ? defines[i] : "(null)");
-        int w = snprintf(dlist + dl, sizeof dlist - dl, "%s-D%s", i ? " " : "", defines[i]);
-        if (w > 0) dl = dl + (size_t)w < sizeof dlist ? dl + (size_t)w : sizeof dlist - 1;
-    }
+    char dlist[512];
+    int bad = ft_kc_define_list(defines, ndefines, 512, dlist, sizeof dlist);
+    if (bad >= 0)
+        return ft_err_set(err, FT_EINVAL,
+                          "NVRTC: compiling %s: define '%s' is not NAME or NAME=VALUE", name,
+                          defines[bad] ? defines[bad] : "(null)");
 
     char *text = NULL;
     size_t len = 0;
