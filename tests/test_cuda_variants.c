@@ -50,7 +50,10 @@ static const struct {
     {"attention.decode",
      {{"tiny.dflare.decode", 0, {NULL}, {0}}, {"tiny.dflash.decode", 0, {NULL}, {0}}}},
     {"attention.train", {{"tiny.dflare.train", 0, {NULL}, {0}}}},
-    {"loss", {{"tiny.dflare.train", 0, {NULL}, {0}}}},
+    {"loss",
+     {{"tiny.dflare.train", 0, {NULL}, {0}},
+      {NULL, 3, {"M", "H", "V"}, {48, 37, 70}},
+      {NULL, 3, {"M", "H", "V"}, {32, 40, 20}}}},
 };
 
 static const shape fallback_shapes[] = {
@@ -305,6 +308,102 @@ static void test_dflare_mma(void) {
     FT_CHECK(ran >= 8, "only %lld stage=mma configs ran", (long long)ran);
 }
 
+/* ---- loss: every scheme, every norm override and want_dw --------------------------------------
+ * The generic loop runs the loss at its default attributes (scheme decay). Here the other schemes,
+ * the norm overrides (including the late denominator: D-PACE weights under norm=weight_sum),
+ * want_dw = 1 and a batch with nothing scored, at tiny.dflare.train in f32 and bf16: every valid
+ * config for want_dw = 1 (the dw_lm kernels of every tile), else a quarter of the configs (a
+ * different quarter per set) plus each strategy's first config. */
+static void test_loss_attrs(void) {
+    const char *only = getenv("FT_TEST_OP");
+    if (only && strcmp(only, "loss") != 0) return;
+    ft_err err = {0};
+    const ft_op *op = ft_op_find("loss", &err);
+    const ft_cuda_op *cop = ft_cuda_op_find("loss");
+    if (!op || !cop) return;
+    const ft_space *sp = be->space(op);
+    static const struct {
+        const char *attrs[6][2];
+        int all, unscored;
+    } sets[] = {
+        {{{"scheme", "uniform"}}, 0, 0},
+        {{{"scheme", "progressive"}, {"step", "3"}, {"warmup_steps", "10"}, {"gamma0", "2"}}, 0, 0},
+        {{{"scheme", "dpace"}}, 0, 0},
+        {{{"scheme", "dpace_cum"}, {"alpha", "0.3"}}, 0, 0},
+        {{{"scheme", "dpace_cont"}}, 0, 0},
+        {{{"scheme", "dpace"}, {"norm", "weight_sum"}}, 0, 0},
+        {{{"scheme", "dpace_cont"}, {"norm", "count"}}, 0, 0},
+        {{{"scheme", "decay"}, {"norm", "num_seqs"}, {"num_seqs", "3"}}, 0, 0},
+        {{{"scheme", "uniform"}, {"norm", "none"}}, 0, 0},
+        {{{"want_dw", "1"}}, 1, 0},
+        {{{"want_dw", "1"}, {"scheme", "dpace"}, {"norm", "weight_sum"}, {"alpha", "0.7"}}, 0, 0},
+        {{{"want_dw", "1"}, {"scheme", "dpace_cum"}}, 0, 1},
+        {{{"scheme", "dpace"}, {"norm", "weight_sum"}}, 0, 1},
+    };
+    int mask_t = -1;
+    for (int i = 0; i < op->ntensors; i++)
+        if (strcmp(op->tensors[i].name, "mask") == 0) mask_t = i;
+    const ft_preset *p = ft_preset_find("tiny.dflare.train");
+    FT_CHECK(p && mask_t >= 0, "loss: no tiny.dflare.train preset or no mask tensor");
+    if (!p || mask_t < 0) return;
+    int64_t ran = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
+        for (int dtype = 0; dtype <= 1; dtype++) {
+            ft_call c, ref;
+            ft_call_init(&c, op);
+            c.attrs.dtype = dtype;
+            char label[160] = "";
+            for (int a = 0; a < 6 && sets[k].attrs[a][0]; a++) {
+                FT_CHECK(ft_attrs_set(&c.attrs, op, sets[k].attrs[a][0], sets[k].attrs[a][1],
+                                      &err) == FT_OK,
+                         "loss: %s", err.msg);
+                size_t l = strlen(label);
+                snprintf(label + l, sizeof label - l, "%s%s=%s", l ? " " : "",
+                         sets[k].attrs[a][0], sets[k].attrs[a][1]);
+            }
+            if (ft_call_from_preset(&c, p, DATA_SEED, &err) != FT_OK) {
+                FT_CHECK(0, "loss %s: %s", label, err.msg);
+                ft_call_free(&c);
+                continue;
+            }
+            if (sets[k].unscored) {
+                memset(c.t[mask_t]->data, 0, ft_tensor_nbytes(c.t[mask_t]));
+                strncat(label, " (nothing scored)", sizeof label - strlen(label) - 1);
+            }
+            if (ft_call_reference_f64(&c, &ref, &err) != FT_OK) {
+                FT_CHECK(0, "loss %s: reference: %s", label, err.msg);
+                ft_call_free(&c);
+                continue;
+            }
+            int seen[2] = {0, 0};
+            int64_t valid = 0;
+            for (int64_t i = 0; i < ft_space_size(sp); i++) {
+                ft_config cfg;
+                ft_space_config_at(sp, i, &cfg);
+                if (!ft_space_valid(sp, &c, &cfg, NULL, 0)) continue;
+                const int strat = cfg.v[0] != 0;
+                const int pick = sets[k].all || valid % 4 == (int64_t)(k % 4) || !seen[strat];
+                valid++;
+                if (!pick) continue;
+                seen[strat] = 1;
+                char cs[256], what[512];
+                ft_config_format(sp, &cfg, cs, sizeof cs);
+                snprintf(what, sizeof what, "loss %s %s [%s]", label, dt_name(dtype), cs);
+                check_modules(cop, &c, &cfg, what);
+                if (ran % 7 == 3) set_seed(4099ull * (unsigned long long)(ran + 1));
+                if (run_and_verify(&c, &ref, &cfg, what)) configs_run++;
+                set_seed(0);
+                ran++;
+            }
+            FT_CHECK(seen[0] && seen[1], "loss %s %s: a strategy had no valid config", label,
+                     dt_name(dtype));
+            ft_call_free(&ref);
+            ft_call_free(&c);
+        }
+    fprintf(stderr, "  loss: %lld runs over every scheme, norm override and want_dw\n",
+            (long long)ran);
+}
+
 /* Each op's default config runs at its tiny preset (what `exec --backend cuda-emu` does). */
 static void test_defaults_valid(void) {
     for (int i = 0; ft_cuda_ops[i]; i++) {
@@ -321,7 +420,7 @@ static void test_defaults_valid(void) {
                 c.attrs.dtype = dtype;
                 c.attrs.backward = v >> 1;
                 ft_call_resolve_backward(&c);
-                if (op->from_preset(&c, p, &err) == FT_OK && op->check(&c, &err) == FT_OK) {
+                if (ft_call_from_preset(&c, p, 1, &err) == FT_OK) {
                     ft_config def;
                     char why[256] = "";
                     ft_config_default(ft_cuda_ops[i]->space, &def);
@@ -351,6 +450,7 @@ int main(void) {
     FT_RUN(test_defaults_valid);
     FT_RUN(test_every_config);
     FT_RUN(test_dflare_mma);
+    FT_RUN(test_loss_attrs);
     ft_dev_emu_stats st = {0};
     if (!on_gpu) ft_dev_emu_stats_of(ft_cuda_dev(ctx), &st, &err);
     fprintf(stderr,
