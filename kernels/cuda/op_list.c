@@ -4,11 +4,14 @@
 #include "cuda_backend.h"
 
 extern const ft_cuda_op ft_cuda_op_fusion_dflare, ft_cuda_op_fusion_dflash;
+extern const ft_cuda_op ft_cuda_op_attention_decode, ft_cuda_op_attention_kvproj;
 extern const ft_cuda_op ft_cuda_op_loss;
 
 const ft_cuda_op *const ft_cuda_ops[] = {
     &ft_cuda_op_fusion_dflare,
     &ft_cuda_op_fusion_dflash,
+    &ft_cuda_op_attention_decode,
+    &ft_cuda_op_attention_kvproj,
     &ft_cuda_op_loss,
     NULL,
 };

@@ -1,0 +1,128 @@
+/* kvproj.cu: the k_norm + RoPE epilogue of the context K/V projection on CUDA (SPEC.md
+ * attention.kvproj); the GEMMs (cuBLASLt, a CPU GEMM under the emulator) and their sequence are
+ * in kernels/cuda/op_attention_cuda.c.
+ *
+ *   u = c[i or 0] w_k[i]^T viewed [N, Hkv, dh];  k = rope(u / sqrt(mean_d u^2 + eps) * gk[i], pos)
+ *   v = c[i or 0] w_v[i]^T                         (rotate-half, inv_freq[m] = theta^(-2m/dh))
+ *
+ * Napkin math at qwen3-8b dflare train (D 7, N 3072, H 4096, KVD = Hkv*dh = 1024), bf16: the
+ * GEMMs are 4 * D * N * H * KVD = 361 GFLOP (~0.4 ms at ~1 PFLOP/s dense bf16); the epilogue
+ * touches D * N * KVD = 22 M elements of k: one extra pass (read + write, bf16) is ~90 MB, ~20 us
+ * at ~4.8 TB/s, one through fp32 scratch ~180 MB and two passes ~360 MB. Small next to the GEMMs
+ * at training sizes, not at decode sizes (N = R * B = 256), where launches and passes dominate.
+ *
+ * Kernels: one warp per head row (i, n, j) of dh elements; each lane takes the rotate-half pairs
+ * (m, m + dh/2) for m = lane, lane + 32, ...; the row's sum of squares is a warp sum. Positions'
+ * angles are formed in double (pos up to tens of thousands of radians: a float angle would be off
+ * by ~1e-4) and their sin/cos rounded to float. Rows of the source are in the per-layer layout
+ * [D, N, Hkv, dh] or, after the wide GEMM, [N, D, Hkv, dh] (`src_wide`).
+ *   kv_norm          fp32 u -> fp32 u * r * gk in place           (epilogue=split, pass 1)
+ *   kv_rope          fp32 -> k (storage type), RoPE only          (epilogue=split, pass 2)
+ *   kv_normrope      fp32 u -> k, norm + RoPE in one pass          (epilogue=fused)
+ *   kv_normrope_ip   k (storage type, the GEMM's output) in place  (epilogue=inplace)
+ *   kv_vcopy         wide: V scratch [N, D, KVD] -> v [D, N, KVD]
+ *
+ * Defines: FT_BF16 (1: k, v, gk are __nv_bfloat16 on the device, else float; math is fp32, the
+ * angles fp64). Everything else is an argument.
+ */
+#include "ft_cuda.h"
+
+#ifndef FT_BF16
+#define FT_BF16 0
+#endif
+
+#if FT_BF16
+typedef __nv_bfloat16 st_t;
+#else
+typedef float st_t;
+#endif
+
+__device__ __forceinline__ float ldf(const float *p) { return *p; }
+__device__ __forceinline__ float ldf(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void stf(float *p, float v) { *p = v; }
+__device__ __forceinline__ void stf(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
+
+template <typename S, typename T, bool NORM, bool ROPE>
+__device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, const int *pos,
+                                         int D, int N, int Hkv, int dh, int src_wide,
+                                         int dst_wide, float eps, float theta) {
+    const int warps = (int)(blockDim.x >> 5), lane = threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * warps + (threadIdx.x >> 5);
+    if (row >= (long long)D * N * Hkv) return; /* whole warps */
+    const int j = (int)(row % Hkv), n = (int)((row / Hkv) % N), i = (int)(row / ((long long)Hkv * N));
+    const long long KVD = (long long)Hkv * dh;
+    const long long so = (src_wide ? ((long long)n * D + i) : ((long long)i * N + n)) * KVD + j * dh;
+    const long long do_ = (dst_wide ? ((long long)n * D + i) : ((long long)i * N + n)) * KVD + j * dh;
+    const S *s = src + so;
+    T *d = dst + do_;
+    const int half = dh / 2;
+    float r = 1.0f;
+    if (NORM) {
+        float ss = 0.0f;
+        for (int e = lane; e < dh; e += 32) {
+            const float x = ldf(s + e);
+            ss = fmaf(x, x, ss);
+        }
+        ss = ft_warp_sum(ss);
+        r = 1.0f / sqrtf(ss / (float)dh + eps);
+    }
+    const st_t *g = gk + (long long)i * dh;
+    const double lt = ROPE ? log((double)theta) : 0.0, p = ROPE ? (double)pos[n] : 0.0;
+    for (int m = lane; m < half; m += 32) {
+        float a = ldf(s + m), b = ldf(s + m + half);
+        if (NORM) {
+            a = a * r * ldf(g + m);
+            b = b * r * ldf(g + m + half);
+        }
+        if (ROPE) {
+            const double ang = p * exp(-2.0 * (double)m / (double)dh * lt);
+            const float cs = (float)cos(ang), sn = (float)sin(ang);
+            const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+            a = ra;
+            b = rb;
+        }
+        stf(d + m, a);
+        stf(d + m + half, b);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    kv_norm(float *u, const st_t *__restrict__ gk, const int *__restrict__ pos, int D, int N,
+            int Hkv, int dh, int src_wide, float eps, float theta) {
+    normrope<float, float, true, false>(u, u, gk, pos, D, N, Hkv, dh, src_wide, src_wide, eps,
+                                        theta);
+}
+FT_KERNEL_EXPORT(kv_norm)
+
+extern "C" __global__ void __launch_bounds__(256)
+    kv_rope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
+            const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,
+            float theta) {
+    normrope<float, st_t, false, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, theta);
+}
+FT_KERNEL_EXPORT(kv_rope)
+
+extern "C" __global__ void __launch_bounds__(256)
+    kv_normrope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
+                const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide,
+                float eps, float theta) {
+    normrope<float, st_t, true, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, theta);
+}
+FT_KERNEL_EXPORT(kv_normrope)
+
+extern "C" __global__ void __launch_bounds__(256)
+    kv_normrope_ip(st_t *k, const st_t *__restrict__ gk, const int *__restrict__ pos, int D, int N,
+                   int Hkv, int dh, float eps, float theta) {
+    normrope<st_t, st_t, true, true>(k, k, gk, pos, D, N, Hkv, dh, 0, 0, eps, theta);
+}
+FT_KERNEL_EXPORT(kv_normrope_ip)
+
+/* v[i, n, :] = w[n, i, :] (KVD elements per row), one thread per element. */
+extern "C" __global__ void __launch_bounds__(256)
+    kv_vcopy(const st_t *__restrict__ w, st_t *__restrict__ v, int D, int N, int KVD) {
+    const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (long long)D * N * KVD) return;
+    const long long c = e % KVD, n = (e / KVD) % N, i = e / ((long long)KVD * N);
+    v[e] = w[(n * D + i) * KVD + c];
+}
+FT_KERNEL_EXPORT(kv_vcopy)
