@@ -7,39 +7,16 @@ usage: test_cli.py --flaretune PATH
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-FT = None
-FAILURES = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import check, one_line_error, run  # noqa: E402
+
 COMMANDS = ["list", "space", "exec", "bench", "version"]
 OPS = ["fusion.dflare", "fusion.dflash", "attention.kvproj", "attention.decode",
        "attention.train", "loss"]
-
-
-def run(*args, env=None, timeout=300):
-    e = dict(os.environ)
-    if env:
-        e.update(env)
-    p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def one_line_error(args, code, needle=None):
-    rc, out, err = run(*args)
-    lines = [l for l in err.splitlines() if l.strip()]
-    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
-    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
-          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
-    if needle:
-        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
 
 
 def test_help():
@@ -201,17 +178,11 @@ def test_device_backends():
 
 
 def main():
-    global FT
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
-    FT = ap.parse_args().flaretune
-    for t in (test_help, test_version_and_blas_core, test_list, test_space,
-              test_exec_config_errors, test_bench, test_device_backends):
-        n = len(FAILURES)
-        t()
-        print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)
-    print(f"{len(FAILURES)} failures", file=sys.stderr)
-    return 1 if FAILURES else 0
+    return clitest.main(ap.parse_args().flaretune,
+                        (test_help, test_version_and_blas_core, test_list, test_space,
+                         test_exec_config_errors, test_bench, test_device_backends))
 
 
 if __name__ == "__main__":

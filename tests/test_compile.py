@@ -13,12 +13,13 @@ usage: test_compile.py --flaretune PATH --cuda 0|1
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-FT = None
-FAILURES = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import FAILURES, check, one_line_error, run  # noqa: E402
+
 
 PROBE = r"""
 extern "C" __global__ void small(float *y, const float *x) { y[threadIdx.x] = 2.0f * x[threadIdx.x]; }
@@ -48,31 +49,6 @@ extern "C" __global__ void bigsmem(float *y) {
 this is not C++;
 #endif
 """
-
-
-def run(*args, env=None, timeout=600):
-    e = dict(os.environ)
-    if env:
-        e.update(env)
-    p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def one_line_error(args, code, needle=None):
-    rc, out, err = run(*args)
-    lines = [l for l in err.splitlines() if l.strip()]
-    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
-    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
-          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
-    if needle:
-        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
-    return out
 
 
 def cuda_ops():
@@ -206,12 +182,11 @@ def test_ops(ops, tmp):
 
 
 def main():
-    global FT
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     ap.add_argument("--cuda", type=int, required=True)
     a = ap.parse_args()
-    FT = a.flaretune
+    clitest.FT = a.flaretune
     ops = cuda_ops()
     test_usage(ops)
     test_devices()

@@ -8,36 +8,15 @@ usage: test_profile_cli.py --flaretune PATH
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-FT = None
-FAILURES = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import FAILURES, check, one_line_error, run  # noqa: E402
+
 COMMANDS = ["show", "merge", "emit"]
 DEVICE = "cpu: Test CPU x 16 (SkylakeX)"
-
-
-def run(*args, timeout=120):
-    p = subprocess.run([FT, *args], capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def one_line_error(args, code, needle=None):
-    rc, out, err = run(*args)
-    lines = [l for l in err.splitlines() if l.strip()]
-    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
-    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
-          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
-    if needle:
-        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
-    return out
 
 
 def stats(m):
@@ -207,10 +186,9 @@ def test_emit(tmp):
 
 
 def main():
-    global FT
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
-    FT = ap.parse_args().flaretune
+    clitest.FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
         for t in (test_help, test_show, test_merge, test_emit):
             n = len(FAILURES)

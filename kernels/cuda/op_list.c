@@ -6,6 +6,7 @@
 extern const ft_cuda_op ft_cuda_op_fusion_dflare, ft_cuda_op_fusion_dflash;
 extern const ft_cuda_op ft_cuda_op_attention_decode, ft_cuda_op_attention_kvproj;
 extern const ft_cuda_op ft_cuda_op_loss;
+extern const ft_cuda_op ft_cuda_op_attention_train;
 
 const ft_cuda_op *const ft_cuda_ops[] = {
     &ft_cuda_op_fusion_dflare,
@@ -13,6 +14,7 @@ const ft_cuda_op *const ft_cuda_ops[] = {
     &ft_cuda_op_attention_decode,
     &ft_cuda_op_attention_kvproj,
     &ft_cuda_op_loss,
+    &ft_cuda_op_attention_train,
     NULL,
 };
 

@@ -1,0 +1,424 @@
+/* attention_train.cu: the kernels of attention.train on CUDA (SPEC.md attention.train); the host
+ * side that sizes and sequences them is kernels/cuda/op_train_cuda.c.
+ *
+ *   block j of sequence s sees context positions p < anchors[s,j] and its own B keys; keep = 0:
+ *   o = 0, lse = -inf, no gradient.  s_t = scale q.k_t, o = softmax(s) V, lse = log sum exp(s).
+ *
+ * Napkin math at qwen3-8b train (S 3072, NB 512, B 16, Hq 32, Hkv 8, dh 128), bf16: the anchors
+ * average S/2, so a block's queries see ~1550 keys; 4 dh B Hq per visible key is ~2.6e11 FLOP
+ * forward, ~3x that backward. K/V of one sequence (3072 x 8 x 128 x 2 B x 2 = 12.6 MB) stay in
+ * L2 (60 MiB on an H200), so re-reading the context prefix once per block costs L2 bandwidth,
+ * not HBM: the work is compute, and the query tile decides how often each K/V tile is reused.
+ *
+ * The query tile follows the DFlash block structure: one CTA takes one block (blockIdx.x = s *
+ * NB + j) and, with the GQA group packed (npk = G = Hq/Hkv heads), the B x G query rows that share
+ * kv head blockIdx.y, so each K/V tile loaded into shared memory serves B*G rows (64 at qwen3);
+ * unpacked (npk = 1) one head's B rows per CTA: G times the CTAs and G times the K/V traffic.
+ * Rows are b-major (row r = b * npk + g), so a CTA's rows of q are npk*dh contiguous elements per
+ * b. The CTA walks only its visible keys, the context prefix [0, anchor) then the B block keys, as
+ * one virtual sequence cut into tiles of KT keys (a tile may straddle the two buffers); a dropped
+ * block (keep = 0) writes its zeros and leaves at once.
+ *
+ * Forward (attn_fwd): per tile, each warp takes rows r = warp, warp + W, ...: lane t computes the
+ * score of key t (q row broadcast from shared memory, K rows padded to dh + 1 floats: no bank
+ * conflicts), then the online softmax (running max m, sum l) and o = alpha o + p V with lanes over
+ * dh. o, m, l live in shared memory (a warp owns its rows: no barrier between rows), so nothing
+ * in registers scales with dh, the tile or the rows. With a backward the log-sum-exp is also
+ * written in float32 to scratch (the recomputation needs it exactly; bf16 would shift every p).
+ *
+ * Backward, the usual recomputation (FlashAttention-2): D_r = do_r . o_r, p_t = exp(s_t - lse),
+ * ds_t = p_t (do . v_t - D_r), dq = scale sum_t ds_t k_t, dk_t += scale ds_t q, dv_t += p_t do.
+ *   attn_bwd_q   query-major, the forward's CTAs: dq owned (accumulated in shared memory), the
+ *                block keys' dk/dv owned when the group is packed (the only CTA that sees them),
+ *                else added with atomics. P and dS of a tile go to shared memory and the tile's
+ *                dk/dv are a B*G-deep sum per (key, dim) element.
+ *   Context dk/dv are summed over every block that sees the position, two ways (tunable `dkv`):
+ *     keymajor   attn_bwd_kv owns a tile of KT context keys of one kv head (grid nseq*ceil(S/KT)
+ *                x Hkv) and walks the blocks of its sequence whose anchor passes the tile, in
+ *                order, recomputing their P and dS against its keys from q, do, lse and D (D
+ *                saved by attn_bwd_q): deterministic, no atomics, no scratch beyond lse and D;
+ *                costs a second recomputation of the context scores (the q pass skips its
+ *                dk/dv sum for context tiles).
+ *     atomic     attn_bwd_q adds each context tile's dk/dv with float atomics into float32
+ *                accumulators (the outputs themselves with f32 storage, zeroed; float32 scratch
+ *                and attn_cvt with bf16): one pass, order-dependent rounding, and contention on
+ *                the early positions every block sees.
+ *   (Per-block partials with a deterministic reduction are not offered: nseq*NB*S*Hkv*dh floats,
+ *   6.4 GB at qwen3-8b.)
+ *
+ * Defines: FT_BF16 (storage: 1 bf16, else float; arithmetic float32), FT_DH (head dim: the
+ * unrolled dot products). The tile length, warps per CTA, packing and the dkv strategy are run-time
+ * arguments (the shared memory is dynamic), so one module serves every config of a (dtype, dh).
+ */
+#include "ft_cuda.h"
+
+#ifndef FT_BF16
+#define FT_BF16 0
+#endif
+#ifndef FT_DH
+#define FT_DH 128
+#endif
+#define DH  FT_DH
+#define DHP (FT_DH + 1) /* padded K/V rows in shared memory */
+
+static_assert(FT_DH >= 1 && FT_DH <= 512, "FT_DH: 1 to 512");
+
+#if FT_BF16
+typedef __nv_bfloat16 st_t;
+#else
+typedef float st_t;
+#endif
+
+__device__ __forceinline__ float ld1(const float *p) { return *p; }
+__device__ __forceinline__ float ld1(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void st1(float *p, float v) { *p = v; }
+__device__ __forceinline__ void st1(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
+
+/* Dot product of a broadcast row a with a padded shared row b. */
+__device__ __forceinline__ float dotdh(const float *a, const float *b) {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int d = 0; d < DH; d++)
+        acc = fmaf(a[d], b[d], acc);
+    return acc;
+}
+
+/* The geometry of one (block, kv head or head) CTA. */
+struct cta {
+    int s, blk, a, n, R, npk, G, h0, kvh;
+};
+
+__device__ __forceinline__ cta cta_of(const int *anchors, int NB, int B, int Hq, int Hkv, int npk) {
+    cta c;
+    c.blk = blockIdx.x;
+    c.s = c.blk / NB;
+    c.a = anchors[c.blk];
+    c.n = c.a + B;
+    c.npk = npk;
+    c.R = B * npk;
+    c.G = Hq / Hkv;
+    c.h0 = blockIdx.y * npk;
+    c.kvh = c.h0 / c.G;
+    return c;
+}
+
+/* Global row index (blk*B + b)*Hq + h of CTA row r. */
+__device__ __forceinline__ long long grow(const cta &c, int r, int B, int Hq) {
+    return ((long long)c.blk * B + r / c.npk) * Hq + c.h0 + r % c.npk;
+}
+
+/* Load keys [t0, t0 + KT) of the virtual sequence (context [0, a), then the block's B keys) of
+ * kv head kvh into padded shared rows; keys past n are zero. */
+__device__ __forceinline__ void load_kv(float *ks, float *vs, const st_t *k_ctx, const st_t *v_ctx,
+                                        const st_t *k_blk, const st_t *v_blk, const cta &c, int t0,
+                                        int KT, int S, int B, int Hkv) {
+    const int nt = blockDim.x;
+    for (int i = threadIdx.x; i < KT * DH; i += nt) {
+        int t = i / DH, d = i % DH, tg = t0 + t;
+        float kv = 0.f, vv = 0.f;
+        if (tg < c.a) {
+            long long off = (((long long)c.s * S + tg) * Hkv + c.kvh) * DH + d;
+            kv = ld1(k_ctx + off);
+            vv = ld1(v_ctx + off);
+        } else if (tg < c.n) {
+            long long off = (((long long)c.blk * B + (tg - c.a)) * Hkv + c.kvh) * DH + d;
+            kv = ld1(k_blk + off);
+            vv = ld1(v_blk + off);
+        }
+        ks[t * DHP + d] = kv;
+        vs[t * DHP + d] = vv;
+    }
+}
+
+/* ==== forward ================================================================================
+ * Shared memory (floats): qs R*DH (q * scale), os R*DH, ks KT*DHP, vs KT*DHP, ps W*KT, ms R, ls R.
+ */
+extern "C" __global__ void __launch_bounds__(256)
+    attn_fwd(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
+             const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
+             const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
+             const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
+             float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
+             float scale) {
+    FT_DYNAMIC_SMEM(float, sm);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int nt = blockDim.x;
+    if (!keep[c.blk]) {
+        for (int i = threadIdx.x; i < R * DH; i += nt)
+            st1(o + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
+        for (int r = threadIdx.x; r < R; r += nt) {
+            st1(lse + grow(c, r, B, Hq), -INFINITY);
+            if (lse32) lse32[grow(c, r, B, Hq)] = -INFINITY;
+        }
+        return;
+    }
+    float *qs = sm, *os = qs + R * DH, *ks = os + R * DH, *vs = ks + KT * DHP, *ps = vs + KT * DHP;
+    float *ms = ps + W * KT, *ls = ms + R;
+    for (int i = threadIdx.x; i < R * DH; i += nt) {
+        qs[i] = ld1(q + grow(c, i / DH, B, Hq) * DH + i % DH) * scale;
+        os[i] = 0.f;
+    }
+    for (int r = threadIdx.x; r < R; r += nt) {
+        ms[r] = -INFINITY;
+        ls[r] = 0.f;
+    }
+    float *pw = ps + warp * KT;
+    for (int t0 = 0; t0 < c.n; t0 += KT) {
+        __syncthreads(); /* the previous tile is consumed; the prologue is written */
+        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
+        __syncthreads();
+        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        for (int r = warp; r < R; r += W) {
+            const float *qr = qs + r * DH;
+            float mx = -INFINITY;
+            for (int t = lane; t < nk; t += 32) {
+                float sc = dotdh(qr, ks + t * DHP);
+                pw[t] = sc;
+                mx = fmaxf(mx, sc);
+            }
+            mx = ft_warp_max(mx);
+            const float m_old = ms[r], m_new = fmaxf(m_old, mx), alpha = expf(m_old - m_new);
+            float sum = 0.f;
+            for (int t = lane; t < nk; t += 32) {
+                float p = expf(pw[t] - m_new);
+                pw[t] = p;
+                sum += p;
+            }
+            sum = ft_warp_sum(sum);
+            __syncwarp();
+            float *orow = os + r * DH;
+            for (int d = lane; d < DH; d += 32) {
+                float acc = orow[d] * alpha;
+                for (int t = 0; t < nk; t++)
+                    acc = fmaf(pw[t], vs[t * DHP + d], acc);
+                orow[d] = acc;
+            }
+            __syncwarp();
+            if (lane == 0) {
+                ms[r] = m_new;
+                ls[r] = ls[r] * alpha + sum;
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < R * DH; i += nt) {
+        int r = i / DH;
+        st1(o + grow(c, r, B, Hq) * DH + i % DH, os[i] / ls[r]);
+    }
+    for (int r = threadIdx.x; r < R; r += nt) {
+        float v = ms[r] + logf(ls[r]);
+        st1(lse + grow(c, r, B, Hq), v);
+        if (lse32) lse32[grow(c, r, B, Hq)] = v;
+    }
+}
+FT_KERNEL_EXPORT(attn_fwd)
+
+/* ==== backward, query-major ==================================================================
+ * Shared memory (floats): qs, dos, dqs R*DH each, ks, vs KT*DHP, P, dS R*KT, Ds, lses R.
+ * mode bits: 1 context dk/dv added into acc_kc/acc_vc with atomics (else left to attn_bwd_kv,
+ * which reads D from Dbuf); 2 block dk/dv added into acc_kb/acc_vb with atomics (npk < G), else
+ * written to dk_blk/dv_blk. */
+enum { BQ_CTX_ATOMIC = 1, BQ_BLK_ATOMIC = 2 };
+
+extern "C" __global__ void __launch_bounds__(256)
+    attn_bwd_q(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
+               const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
+               const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
+               const uint8_t *__restrict__ keep, const st_t *__restrict__ o,
+               const float *__restrict__ lse32, const st_t *__restrict__ dout,
+               st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
+               float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *__restrict__ Dbuf,
+               int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode) {
+    FT_DYNAMIC_SMEM(float, sm);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int nt = blockDim.x;
+    if (!keep[c.blk]) {
+        for (int i = threadIdx.x; i < R * DH; i += nt)
+            st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
+        if (!(mode & BQ_BLK_ATOMIC))
+            for (int i = threadIdx.x; i < B * DH; i += nt) {
+                long long off = (((long long)c.blk * B + i / DH) * Hkv + c.kvh) * DH + i % DH;
+                st1(dk_blk + off, 0.f);
+                st1(dv_blk + off, 0.f);
+            }
+        return;
+    }
+    float *qs = sm, *dos = qs + R * DH, *dqs = dos + R * DH, *ks = dqs + R * DH;
+    float *vs = ks + KT * DHP, *P = vs + KT * DHP, *dS = P + R * KT, *Ds = dS + R * KT;
+    float *lses = Ds + R;
+    for (int i = threadIdx.x; i < R * DH; i += nt) {
+        long long off = grow(c, i / DH, B, Hq) * DH + i % DH;
+        qs[i] = ld1(q + off);
+        dos[i] = ld1(dout + off);
+        dqs[i] = 0.f;
+    }
+    /* D_r = do_r . o_r, a warp per row. */
+    for (int r = warp; r < R; r += W) {
+        const long long g = grow(c, r, B, Hq);
+        float acc = 0.f;
+        for (int d = lane; d < DH; d += 32)
+            acc = fmaf(ld1(dout + g * DH + d), ld1(o + g * DH + d), acc);
+        acc = ft_warp_sum(acc);
+        if (lane == 0) {
+            Ds[r] = acc;
+            lses[r] = lse32[g];
+            if (Dbuf) Dbuf[g] = acc;
+        }
+    }
+    for (int t0 = 0; t0 < c.n; t0 += KT) {
+        __syncthreads();
+        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
+        __syncthreads();
+        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        /* The tile's dk/dv are needed here for its block keys, and for all with atomics. */
+        const int want_kv = (mode & BQ_CTX_ATOMIC) || t0 + nk > c.a;
+        for (int r = warp; r < R; r += W) {
+            const float *qr = qs + r * DH, *dor = dos + r * DH;
+            const float lr = lses[r], Dr = Ds[r];
+            for (int t = lane; t < KT; t += 32) {
+                float p = 0.f, ds = 0.f;
+                if (t < nk) {
+                    p = expf(scale * dotdh(qr, ks + t * DHP) - lr);
+                    ds = p * (dotdh(dor, vs + t * DHP) - Dr);
+                }
+                P[r * KT + t] = p;
+                dS[r * KT + t] = ds;
+            }
+            __syncwarp();
+            float *dqr = dqs + r * DH;
+            for (int d = lane; d < DH; d += 32) {
+                float acc = 0.f;
+                for (int t = 0; t < nk; t++)
+                    acc = fmaf(dS[r * KT + t], ks[t * DHP + d], acc);
+                dqr[d] += scale * acc;
+            }
+            __syncwarp();
+        }
+        if (!want_kv) continue;
+        __syncthreads();
+        for (int i = threadIdx.x; i < nk * DH; i += nt) {
+            const int t = i / DH, d = i % DH, tg = t0 + t;
+            if (tg < c.a && !(mode & BQ_CTX_ATOMIC)) continue;
+            float dk = 0.f, dv = 0.f;
+            for (int r = 0; r < R; r++) {
+                dk = fmaf(dS[r * KT + t], qs[r * DH + d], dk);
+                dv = fmaf(P[r * KT + t], dos[r * DH + d], dv);
+            }
+            dk *= scale;
+            if (tg < c.a) {
+                long long off = (((long long)c.s * S + tg) * Hkv + c.kvh) * DH + d;
+                atomicAdd(acc_kc + off, dk);
+                atomicAdd(acc_vc + off, dv);
+            } else {
+                long long off = (((long long)c.blk * B + (tg - c.a)) * Hkv + c.kvh) * DH + d;
+                if (mode & BQ_BLK_ATOMIC) {
+                    atomicAdd(acc_kb + off, dk);
+                    atomicAdd(acc_vb + off, dv);
+                } else {
+                    st1(dk_blk + off, dk);
+                    st1(dv_blk + off, dv);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < R * DH; i += nt)
+        st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, dqs[i]);
+}
+FT_KERNEL_EXPORT(attn_bwd_q)
+
+/* ==== backward, key-major (dkv = keymajor) ====================================================
+ * One CTA per (sequence, tile of KT context positions) x kv head; walks the kept blocks of its
+ * sequence whose anchor passes the tile's first position, all G heads of the group at once.
+ * Shared memory (floats): ks, vs KT*DHP, dks, dvs KT*DH, qs, dos R*DH, P, dS R*KT, lses, Ds R;
+ * R = B*G. */
+extern "C" __global__ void __launch_bounds__(256)
+    attn_bwd_kv(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
+                const st_t *__restrict__ v_ctx, const int *__restrict__ anchors,
+                const uint8_t *__restrict__ keep, const float *__restrict__ lse32,
+                const float *__restrict__ Dbuf, const st_t *__restrict__ dout,
+                st_t *__restrict__ dk_ctx, st_t *__restrict__ dv_ctx, int S, int NB, int B, int Hq,
+                int Hkv, int KT, float scale) {
+    FT_DYNAMIC_SMEM(float, sm);
+    const int ntile = (S + KT - 1) / KT, s = blockIdx.x / ntile, p0 = (blockIdx.x % ntile) * KT;
+    const int kvh = blockIdx.y, G = Hq / Hkv, R = B * G, nk = S - p0 < KT ? S - p0 : KT;
+    const int W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int nt = blockDim.x;
+    float *ks = sm, *vs = ks + KT * DHP, *dks = vs + KT * DHP, *dvs = dks + KT * DH;
+    float *qs = dvs + KT * DH, *dos = qs + R * DH, *P = dos + R * DH, *dS = P + R * KT;
+    float *lses = dS + R * KT, *Ds = lses + R;
+    for (int i = threadIdx.x; i < KT * DH; i += nt) {
+        int t = i / DH, d = i % DH;
+        float kv = 0.f, vv = 0.f;
+        if (t < nk) {
+            long long off = (((long long)s * S + p0 + t) * Hkv + kvh) * DH + d;
+            kv = ld1(k_ctx + off);
+            vv = ld1(v_ctx + off);
+        }
+        ks[t * DHP + d] = kv;
+        vs[t * DHP + d] = vv;
+        dks[i] = 0.f;
+        dvs[i] = 0.f;
+    }
+    for (int j = 0; j < NB; j++) {
+        const int blk = s * NB + j, a = anchors[blk];
+        if (!keep[blk] || a <= p0) continue;
+        const int nv = a - p0 < nk ? a - p0 : nk; /* keys of the tile this block sees */
+        __syncthreads();                          /* the previous block's rows are consumed */
+        for (int i = threadIdx.x; i < R * DH; i += nt) {
+            long long off =
+                (((long long)blk * B + i / DH / G) * Hq + kvh * G + (i / DH) % G) * DH + i % DH;
+            qs[i] = ld1(q + off);
+            dos[i] = ld1(dout + off);
+        }
+        for (int r = threadIdx.x; r < R; r += nt) {
+            long long g = ((long long)blk * B + r / G) * Hq + kvh * G + r % G;
+            lses[r] = lse32[g];
+            Ds[r] = Dbuf[g];
+        }
+        __syncthreads();
+        for (int r = warp; r < R; r += W) {
+            const float *qr = qs + r * DH, *dor = dos + r * DH;
+            const float lr = lses[r], Dr = Ds[r];
+            for (int t = lane; t < KT; t += 32) {
+                float p = 0.f, ds = 0.f;
+                if (t < nv) {
+                    p = expf(scale * dotdh(qr, ks + t * DHP) - lr);
+                    ds = p * (dotdh(dor, vs + t * DHP) - Dr);
+                }
+                P[r * KT + t] = p;
+                dS[r * KT + t] = ds;
+            }
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < nv * DH; i += nt) {
+            const int t = i / DH, d = i % DH;
+            float dk = 0.f, dv = 0.f;
+            for (int r = 0; r < R; r++) {
+                dk = fmaf(dS[r * KT + t], qs[r * DH + d], dk);
+                dv = fmaf(P[r * KT + t], dos[r * DH + d], dv);
+            }
+            dks[i] += scale * dk;
+            dvs[i] += dv;
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < nk * DH; i += nt) {
+        long long off = (((long long)s * S + p0 + i / DH) * Hkv + kvh) * DH + i % DH;
+        st1(dk_ctx + off, dks[i]);
+        st1(dv_ctx + off, dvs[i]);
+    }
+}
+FT_KERNEL_EXPORT(attn_bwd_kv)
+
+/* float32 accumulators to the storage type (dkv = atomic with bf16 storage). */
+extern "C" __global__ void attn_cvt(const float *__restrict__ src, st_t *__restrict__ dst,
+                                    long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        st1(dst + i, src[i]);
+}
+FT_KERNEL_EXPORT(attn_cvt)

@@ -1,0 +1,327 @@
+/* op_train_cuda.c: attention.train on the CUDA backend (SPEC.md attention.train): its tunable
+ * space, the kernel modules a configuration compiles, and the launch sequences. The kernels, and
+ * the napkin math that shaped them, are in attention_train.cu.
+ *
+ * ---- exposed parameters, and why ----
+ *   kt      keys per K/V tile in shared memory (16, 32, 64). Longer tiles: fewer barriers and
+ *           online-softmax rescales per visible key and more keys per lane-parallel score step
+ *           (a warp scores 32 keys at once: kt=16 leaves half its lanes idle, kt=64 gives each
+ *           lane two), against more shared memory (2 kt (dh+1) floats of K/V, and kt per row of
+ *           P and dS backward: occupancy) and more padding in a prefix's last tile. The same tile
+ *           length cuts the key-major backward's context positions.
+ *   pack    query rows of a CTA. group: the whole GQA group (B x G rows, 64 at qwen3) shares each
+ *           K/V tile loaded: K/V cross into shared memory once per block and kv head. head: one
+ *           query head per CTA (B rows): G times the CTAs (parallelism when nseq x NB x Hkv is
+ *           small) but G times the K/V loads, and backward the block keys' dk/dv are shared by
+ *           G CTAs (atomics).
+ *   warps   warps per CTA (2, 4, 8): a warp owns rows (r = warp, warp + W, ...), so more warps,
+ *           fewer rows per warp in turn and more latency hidden, against more CTA-wide barriers
+ *           per tile and fewer resident CTAs.
+ *   dkv     backward: how the context keys' dk/dv, summed over every block that sees them, are
+ *           accumulated. keymajor: a second kernel owns a tile of context positions per kv head
+ *           and walks the blocks that see it, recomputing their P and dS (deterministic, no
+ *           atomics, no scratch; a second pass over the context scores). atomic: the query-major
+ *           pass adds them with float atomics into float32 accumulators (the outputs with f32
+ *           storage, float32 scratch and a convert pass with bf16): one pass, order-dependent
+ *           rounding, contention on the early positions. Per-block partials with a
+ *           deterministic reduction would take nseq*NB*S*Hkv*dh floats (6.4 GB at qwen3-8b) and
+ *           are not offered.
+ * Not exposed (yet): the tensor-core inner products (mma.sync m16n8k16 bf16): the kernels are
+ * CUDA-core only; see attention_train.cu.
+ * Compile time: the storage type (the `dtype` attribute) and dh (the unrolled dot products); one
+ * module per (dtype, dh), every tunable above is a run-time argument (dynamic shared memory).
+ * Scratch: lse in float32 (slot 0, rows), D = do.o (slot 1, rows, keymajor), the float32 dk/dv
+ * accumulators (slot 2, atomic with bf16: context, and block keys with pack=head).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "op_ids.h"
+
+#define TR_SRC      "attention_train.cu"
+#define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
+#define TR_CVT_T    256          /* threads per block of attn_cvt */
+
+enum { TRP_KT, TRP_PACK, TRP_WARPS, TRP_DKV };
+enum { TR_PACK_GROUP, TR_PACK_HEAD };
+enum { TR_DKV_KEYMAJOR, TR_DKV_ATOMIC };
+
+static const char *const tr_pack_labels[] = {"group", "head"};
+static const char *const tr_dkv_labels[] = {"keymajor", "atomic"};
+
+enum { TR_DEF_KT = 32, TR_DEF_WARPS = 4, TR_DEF_DKV = TR_DKV_KEYMAJOR };
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+typedef struct tr_geom {
+    int64_t nseq, S, NB, B, Hq, Hkv, dh, G;
+    int kt, npk, warps, atomic, R;
+} tr_geom;
+
+static void tr_geom_of(const ft_call *c, const ft_config *cfg, tr_geom *g) {
+    const int64_t *d = c->dim;
+    g->nseq = d[TR_NSEQ];
+    g->S = d[TR_S];
+    g->NB = d[TR_NB];
+    g->B = d[TR_B];
+    g->Hq = d[TR_HQ];
+    g->Hkv = d[TR_HKV];
+    g->dh = d[TR_DH];
+    g->G = g->Hkv > 0 ? g->Hq / g->Hkv : 1;
+    g->kt = cfg->v[TRP_KT];
+    g->npk = cfg->v[TRP_PACK] == TR_PACK_HEAD ? 1 : (int)g->G;
+    g->warps = cfg->v[TRP_WARPS];
+    g->atomic = cfg->v[TRP_DKV] == TR_DKV_ATOMIC;
+    g->R = (int)(g->B * g->npk);
+}
+
+/* Dynamic shared memory of each kernel (attention_train.cu lists the layouts). */
+static size_t tr_fwd_smem(const tr_geom *g) {
+    int64_t kp = g->dh + 1;
+    return (size_t)(2 * g->R * g->dh + 2 * g->kt * kp + g->warps * g->kt + 2 * g->R) *
+           sizeof(float);
+}
+static size_t tr_bwdq_smem(const tr_geom *g) {
+    int64_t kp = g->dh + 1;
+    return (size_t)(3 * g->R * g->dh + 2 * g->kt * kp + 2 * g->R * g->kt + 2 * g->R) *
+           sizeof(float);
+}
+static size_t tr_bwdkv_smem(const tr_geom *g) {
+    int64_t kp = g->dh + 1, R = g->B * g->G;
+    return (size_t)(2 * g->kt * kp + 2 * g->kt * g->dh + 2 * R * g->dh + 2 * R * g->kt + 2 * R) *
+           sizeof(float);
+}
+
+static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    tr_geom g;
+    tr_geom_of(c, cfg, &g);
+    const int bwd = c->backward;
+    if (g.dh > 512) {
+        if (why) snprintf(why, n, "dh=%lld: the kernels take at most 512", (long long)g.dh);
+        return 0;
+    }
+    if (g.kt > 16 && g.kt / 2 >= g.S + g.B) {
+        if (why)
+            snprintf(why, n, "kt=%d: at most S+B=%lld keys, one tile already at kt=%d", g.kt,
+                     (long long)(g.S + g.B), g.kt / 2);
+        return 0;
+    }
+    if (cfg->v[TRP_PACK] == TR_PACK_HEAD && g.G == 1) {
+        if (why) snprintf(why, n, "pack=head is pack=group when Hq = Hkv");
+        return 0;
+    }
+    if (g.warps > g.R) {
+        if (why)
+            snprintf(why, n, "warps=%d: more warps than the %d query rows of a CTA", g.warps, g.R);
+        return 0;
+    }
+    if (!bwd && cfg->v[TRP_DKV] != TR_DEF_DKV) {
+        if (why)
+            snprintf(why, n, "dkv applies to the backward only (leave it at %s)",
+                     tr_dkv_labels[TR_DEF_DKV]);
+        return 0;
+    }
+    if (bwd && cfg->v[TRP_PACK] == TR_PACK_HEAD && !g.atomic) {
+        if (why)
+            snprintf(why, n,
+                     "pack=head backward shares each block key among G CTAs: it needs dkv=atomic");
+        return 0;
+    }
+    size_t smem = tr_fwd_smem(&g);
+    const char *k = "attn_fwd";
+    if (bwd && tr_bwdq_smem(&g) > smem) smem = tr_bwdq_smem(&g), k = "attn_bwd_q";
+    if (bwd && !g.atomic && tr_bwdkv_smem(&g) > smem) smem = tr_bwdkv_smem(&g), k = "attn_bwd_kv";
+    if (smem > TR_MAX_SMEM) {
+        if (why)
+            snprintf(why, n, "%s needs %zu bytes of shared memory per block (at most %d)", k, smem,
+                     TR_MAX_SMEM);
+        return 0;
+    }
+    return 1;
+}
+
+static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module_spec *s) {
+    memset(s, 0, sizeof *s);
+    s->source = TR_SRC;
+    ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
+    ft_cuda_spec_define(s, "FT_DH=%lld", (long long)g->dh);
+    int threads = 32 * g->warps;
+    ft_cuda_spec_kernel(s, "attn_fwd", threads, tr_fwd_smem(g));
+    if (c->backward) {
+        ft_cuda_spec_kernel(s, "attn_bwd_q", threads, tr_bwdq_smem(g));
+        if (!g->atomic)
+            ft_cuda_spec_kernel(s, "attn_bwd_kv", threads, tr_bwdkv_smem(g));
+        else if (dt == FT_DT_BF16)
+            ft_cuda_spec_kernel(s, "attn_cvt", TR_CVT_T, 0);
+    }
+}
+
+static int tr_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
+                      int max) {
+    if (max < 1) return 0;
+    tr_geom g;
+    tr_geom_of(c, cfg, &g);
+    tr_spec(c, dt, &g, &out[0]);
+    return 1;
+}
+
+static ft_status tr_cvt(ft_cuda_ctx *x, ft_dev_module *m, const float *src, void *dst, long long n,
+                        ft_err *err) {
+    if (n == 0) return FT_OK;
+    int64_t nb = cdiv(n, TR_CVT_T);
+    if (nb > 4096) nb = 4096;
+    void *args[] = {&src, &dst, &n};
+    return ft_cuda_launch(x, m, "attn_cvt", (ft_dim3){(unsigned)nb, 1, 1},
+                          (ft_dim3){TR_CVT_T, 1, 1}, 0, args, err);
+}
+
+static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err) {
+    const ft_call *c = dc->c;
+    char why[200];
+    if (!tr_valid(c, cfg, why, sizeof why))
+        return ft_err_set(err, FT_EINVAL, "attention.train on cuda: %s", why);
+    tr_geom g;
+    tr_geom_of(c, cfg, &g);
+    ft_cuda_module_spec spec;
+    tr_spec(c, dc->dt, &g, &spec);
+    ft_dev_module *m;
+    ft_status s = ft_cuda_module(x, &spec, &m, err);
+    if (s) return s;
+    ft_dev *dev = ft_cuda_dev(x);
+
+    int S = (int)g.S, NB = (int)g.NB, B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv;
+    int npk = g.npk, KT = g.kt;
+    float scale = (float)ft_attn_scale(&c->attrs, g.dh);
+    const int64_t nblk = g.nseq * g.NB, rows = nblk * g.B * g.Hq;
+    const size_t ctx_el = (size_t)(g.nseq * g.S * g.Hkv * g.dh);
+    const size_t blk_el = (size_t)(nblk * g.B * g.Hkv * g.dh);
+    void *qd = dc->d[TR_Q], *kcd = dc->d[TR_KCTX], *vcd = dc->d[TR_VCTX], *kbd = dc->d[TR_KBLK];
+    void *vbd = dc->d[TR_VBLK], *ad = dc->d[TR_ANCH], *keepd = dc->d[TR_KEEP];
+    void *od = dc->d[TR_O], *lsed = dc->d[TR_LSE];
+    ft_dim3 grid = {(unsigned)nblk, (unsigned)(g.Hq / npk), 1};
+    ft_dim3 block = {(unsigned)(32 * g.warps), 1, 1};
+
+    void *lse32 = NULL;
+    if (c->backward &&
+        (s = ft_cuda_scratch(x, 0, (size_t)(rows > 0 ? rows : 1) * sizeof(float), &lse32, err)))
+        return s;
+    if (nblk > 0) {
+        void *args[] = {&qd,    &kcd, &vcd, &kbd, &vbd, &ad,  &keepd, &od, &lsed,
+                        &lse32, &S,   &NB,  &B,   &Hq,  &Hkv, &npk,   &KT, &scale};
+        if ((s = ft_cuda_launch(x, m, "attn_fwd", grid, block, tr_fwd_smem(&g), args, err)))
+            return s;
+    }
+    if (!c->backward) return FT_OK;
+
+    void *dod = dc->d[TR_DO], *dqd = dc->d[TR_DQ], *dkcd = dc->d[TR_DKCTX], *dvcd = dc->d[TR_DVCTX],
+         *dkbd = dc->d[TR_DKBLK], *dvbd = dc->d[TR_DVBLK];
+    const int bf16 = dc->dt == FT_DT_BF16, blk_atomic = npk < g.G;
+    void *acc_kc = NULL, *acc_vc = NULL, *acc_kb = NULL, *acc_vb = NULL, *Dbuf = NULL;
+    if (g.atomic) {
+        /* float32 accumulators, zeroed: the outputs themselves with f32 storage. */
+        if (bf16) {
+            size_t nel = 2 * ctx_el + (blk_atomic ? 2 * blk_el : 0);
+            void *sc;
+            if ((s = ft_cuda_scratch(x, 2, (nel ? nel : 1) * sizeof(float), &sc, err))) return s;
+            acc_kc = sc;
+            acc_vc = (float *)sc + ctx_el;
+            if (blk_atomic) {
+                acc_kb = (float *)sc + 2 * ctx_el;
+                acc_vb = (float *)sc + 2 * ctx_el + blk_el;
+            }
+            if (nel && (s = ft_dev_memset(dev, sc, 0, nel * sizeof(float), err))) return s;
+        } else {
+            acc_kc = dkcd;
+            acc_vc = dvcd;
+            if (blk_atomic) acc_kb = dkbd, acc_vb = dvbd;
+            if (ctx_el && ((s = ft_dev_memset(dev, dkcd, 0, ctx_el * sizeof(float), err)) ||
+                           (s = ft_dev_memset(dev, dvcd, 0, ctx_el * sizeof(float), err))))
+                return s;
+            if (blk_atomic && blk_el &&
+                ((s = ft_dev_memset(dev, dkbd, 0, blk_el * sizeof(float), err)) ||
+                 (s = ft_dev_memset(dev, dvbd, 0, blk_el * sizeof(float), err))))
+                return s;
+        }
+    } else if ((s = ft_cuda_scratch(x, 1, (size_t)(rows > 0 ? rows : 1) * sizeof(float), &Dbuf,
+                                    err))) {
+        return s;
+    }
+    int mode = (g.atomic ? 1 : 0) | (blk_atomic ? 2 : 0);
+    if (nblk > 0) {
+        void *args[] = {&qd,  &kcd, &vcd,  &kbd,  &vbd,    &ad,     &keepd,  &od,     &lse32,
+                        &dod, &dqd, &dkbd, &dvbd, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf,
+                        &S,   &NB,  &B,    &Hq,   &Hkv,    &npk,    &KT,     &scale,  &mode};
+        if ((s = ft_cuda_launch(x, m, "attn_bwd_q", grid, block, tr_bwdq_smem(&g), args, err)))
+            return s;
+    }
+    if (!g.atomic) {
+        int64_t ntile = cdiv(g.S, g.kt);
+        if (g.nseq * ntile > 0) {
+            void *args[] = {&qd,   &kcd, &vcd, &ad, &keepd, &lse32, &Dbuf, &dod,  &dkcd,
+                            &dvcd, &S,   &NB,  &B,  &Hq,    &Hkv,   &KT,   &scale};
+            if ((s = ft_cuda_launch(x, m, "attn_bwd_kv",
+                                    (ft_dim3){(unsigned)(g.nseq * ntile), (unsigned)Hkv, 1}, block,
+                                    tr_bwdkv_smem(&g), args, err)))
+                return s;
+        }
+    } else if (bf16) {
+        if ((s = tr_cvt(x, m, acc_kc, dkcd, (long long)ctx_el, err)) ||
+            (s = tr_cvt(x, m, acc_vc, dvcd, (long long)ctx_el, err)))
+            return s;
+        if (blk_atomic && ((s = tr_cvt(x, m, acc_kb, dkbd, (long long)blk_el, err)) ||
+                           (s = tr_cvt(x, m, acc_vb, dvbd, (long long)blk_el, err))))
+            return s;
+    }
+    return FT_OK;
+}
+
+static ft_param tr_params[] = {
+    [TRP_KT] = {"kt",
+                "keys per K/V tile in shared memory: fewer barriers and softmax rescales per key "
+                "and fuller warps (32 keys scored at once) against shared memory and tail padding",
+                3,
+                {16, 32, 64},
+                NULL,
+                TR_DEF_KT,
+                0},
+    [TRP_PACK] = {"pack",
+                  "query rows of a CTA: the whole GQA group of a block (each K/V tile serves B*G "
+                  "rows) or one head (G times the CTAs and the K/V loads)",
+                  2,
+                  {TR_PACK_GROUP, TR_PACK_HEAD},
+                  tr_pack_labels,
+                  TR_PACK_GROUP,
+                  0},
+    [TRP_WARPS] = {"warps",
+                   "warps per CTA, each owning query rows in turn: latency hiding against "
+                   "barriers and resident CTAs",
+                   3,
+                   {2, 4, 8},
+                   NULL,
+                   TR_DEF_WARPS,
+                   0},
+    [TRP_DKV] = {"dkv",
+                 "backward sum over blocks of the context keys' dk/dv: a key-major pass that owns "
+                 "its keys (deterministic) or float atomics from the query-major pass",
+                 2,
+                 {TR_DKV_KEYMAJOR, TR_DKV_ATOMIC},
+                 tr_dkv_labels,
+                 TR_DEF_DKV,
+                 0},
+};
+
+static const char *const tr_constraints[] = {
+    "dh <= 512",
+    "kt > 16 needs kt/2 < S+B (else the smaller tile already holds every key)",
+    "pack=head needs Hq > Hkv (else it is pack=group)",
+    "warps <= query rows of a CTA (B*G with pack=group, B with pack=head)",
+    "dkv: backward only (else the default); pack=head backward needs dkv=atomic",
+    "shared memory per block <= 227 KiB for each kernel the config launches",
+    NULL,
+};
+
+static ft_space tr_space = {tr_params, sizeof tr_params / sizeof tr_params[0], tr_constraints,
+                            tr_valid};
+
+const ft_cuda_op ft_cuda_op_attention_train = {"attention.train", &tr_space, tr_modules, tr_run};

@@ -1,0 +1,46 @@
+"""clitest.py: what the command-line tests share: running flaretune, recording failures, the
+one-line error contract of every command (exit code, one `flaretune: ...` line on stderr), and
+running a list of test functions with a summary. Python standard library only."""
+import os
+import subprocess
+import sys
+
+FT = None  # the flaretune binary, set by main()
+FAILURES = []
+
+
+def run(*args, env=None, timeout=600):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def one_line_error(args, code, needle=None):
+    rc, out, err = run(*args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc == code, f"{args}: exit {rc}, want {code} (stderr: {err.strip()!r})")
+    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
+          f"{args}: want one 'flaretune: ...' line on stderr, got {err!r}")
+    if needle:
+        check(needle in err, f"{args}: stderr {err.strip()!r} lacks {needle!r}")
+    return out
+
+
+def main(flaretune, tests):
+    """Run each test function, print one line per test and the failure count; the exit code."""
+    global FT
+    FT = flaretune
+    for t in tests:
+        n = len(FAILURES)
+        t()
+        print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)
+    print(f"{len(FAILURES)} failures", file=sys.stderr)
+    return 1 if FAILURES else 0
