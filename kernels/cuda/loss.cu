@@ -17,24 +17,24 @@
  *                GEMMs (the Liger-Kernel shape).
  *   online       vocab tiles that never hold a logits row: loss_online_fwd computes [BM, BN]
  *                logit tiles (h and w_lm staged in shared memory BK columns at a time, by
- *                cp.async with one or two stages) and keeps a running max and sum per row over
- *                its vocab split, writing one (max, sum) partial per split and row; loss_weights
- *                combines the partials in split order; loss_online_dh recomputes the tiles of
- *                its row tile over the whole vocabulary and accumulates dz w_lm, loss_online_dw
- *                those of its vocab tile over every row and accumulates dz^T h (the Cut Cross-
- *                Entropy shape). Each output tile belongs to one block, so the accumulation is
- *                a plain read-modify-write: no atomics, the same bits in every run.
- *   loss_finish  the loss (and, when the denominator depends on the D-PACE weights, the
- *                denominator) by one block in a fixed order; loss_scale applies 1/denom to the
- *                gradients when it was not folded into dz, and narrows float32 accumulators to
- *                the storage type.
+ *                cp.async with one or two stages; bf16 on the tensor cores, mma.m16n8k16 with
+ *                ldmatrix fragments, f32 on the CUDA cores) and keeps a running max and sum per row
+ * over its vocab split, writing one (max, sum) partial per split and row; loss_weights combines the
+ * partials in split order; loss_online_dh recomputes the tiles of its row tile over the whole
+ * vocabulary and accumulates dz w_lm, loss_online_dw those of its vocab tile over every row and
+ * accumulates dz^T h (the Cut Cross- Entropy shape). Each output tile belongs to one block, so the
+ * accumulation is a plain read-modify-write: no atomics, the same bits in every run. loss_finish
+ * the loss (and, when the denominator depends on the D-PACE weights, the denominator) by one block
+ * in a fixed order; loss_scale applies 1/denom to the gradients when it was not folded into dz, and
+ * narrows float32 accumulators to the storage type.
  *
  * Defines (compile-time: they size registers and shared memory):
  *   FT_BF16   1: every float tensor of the call is __nv_bfloat16 on the device, else float
  *   LS_BM     online: rows of a logit tile (16 or 32)
  *   LS_BN     online: vocab columns of a logit tile (32 or 64)
- * Threads per block (warps) and stages are kernel arguments: a thread owns the tile elements
- * tid + i * threads, i < LS_BM * LS_BN / 64 (the count at the fewest threads, two warps), so
+ * Threads per block (warps) and stages are kernel arguments: a thread (f32) owns the tile
+ * elements tid + i * threads, i < LS_BM * LS_BN / 64, and a warp (bf16) the mma tiles
+ * warp + i * warps, i < LS_BM * LS_BN / 256 (the counts at the fewest threads, two warps), so
  * the accumulators are registers whatever the warps.
  */
 #include "ft_cuda.h"
@@ -329,15 +329,12 @@ __device__ __forceinline__ void lt_load(st_t *buf, const st_t *__restrict__ h,
     ft_cp_async_commit();
 }
 
-/* acc[i] = z[r0 + e / LS_BN][v0 + e % LS_BN] for e = tid + i * threads (rows or columns past
- * the ends: 0). Every thread of the block calls it (barriers inside). */
-__device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *__restrict__ w,
-                                        int M, int V, int H, int r0, int v0, int stages, st_t *buf,
-                                        float (&acc)[LS_CAP]) {
-    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-#pragma unroll
-    for (int i = 0; i < LS_CAP; i++)
-        acc[i] = 0.0f;
+/* The K loop of one logit tile: stage K slices of h and w_lm (one or two buffers), and hand each
+ * staged slice to `f`. Every thread of the block calls it (barriers inside). */
+template <typename F>
+__device__ __forceinline__ void lt_kloop(const st_t *__restrict__ h, const st_t *__restrict__ w,
+                                         int M, int V, int H, int r0, int v0, int stages, st_t *buf,
+                                         F f) {
     const int nk = (H + LS_BK - 1) / LS_BK;
     const int sz = (LS_BM + LS_BN) * LS_BK;
     if (stages > 1) lt_load(buf, h, w, M, V, H, r0, v0, 0);
@@ -355,7 +352,72 @@ __device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *
             ft_cp_async_wait_all();
         }
         __syncthreads();
-        const st_t *hs = cur, *ws = cur + LS_BM * LS_BK;
+        f(cur, cur + LS_BM * LS_BK);
+        __syncthreads();
+    }
+}
+
+#if FT_BF16
+/* The tile on the tensor cores: (LS_BM / 16) x (LS_BN / 8) mma.m16n8k16 tiles dealt round-robin
+ * to the warps (at most LS_MT each, the count at two warps). h rows are the A operand (row
+ * major: K contiguous) and w_lm rows the B operand (column major: K contiguous per vocab
+ * column), both by ldmatrix (not transposed) from the staged slices; fp32 accumulation. */
+#define LS_NMT (LS_BM / 16 * (LS_BN / 8))
+#define LS_MT  (LS_NMT / 2)
+__device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *__restrict__ w,
+                                        int M, int V, int H, int r0, int v0, int stages, st_t *buf,
+                                        float *zs) {
+    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+    const int nw = (int)blockDim.x >> 5;
+    float d[LS_MT][4];
+#pragma unroll
+    for (int i = 0; i < LS_MT; i++)
+        d[i][0] = d[i][1] = d[i][2] = d[i][3] = 0.0f;
+    lt_kloop(h, w, M, V, H, r0, v0, stages, buf, [&](const st_t *hs, const st_t *ws) {
+#pragma unroll
+        for (int k0 = 0; k0 < LS_BK; k0 += 16) {
+#pragma unroll
+            for (int i = 0; i < LS_MT; i++) {
+                const int j = warp + i * nw;
+                if (j < LS_NMT) {
+                    const int m0 = (j / (LS_BN / 8)) * 16, n0 = (j % (LS_BN / 8)) * 8;
+                    const int mi = lane >> 3;
+                    uint32_t a[4], b[2];
+                    ft_ldmatrix_x4(a, hs + (m0 + (mi & 1) * 8 + (lane & 7)) * LS_BK + k0 +
+                                          (mi >> 1) * 8);
+                    ft_ldmatrix_x2(b, ws + (n0 + (lane & 7)) * LS_BK + k0 + (mi & 1) * 8);
+                    ft_mma_m16n8k16_bf16(d[i], a, b, d[i]);
+                }
+            }
+        }
+    });
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < LS_MT; i++) {
+        const int j = warp + i * nw;
+        if (j < LS_NMT) {
+            const int m0 = (j / (LS_BN / 8)) * 16, n0 = (j % (LS_BN / 8)) * 8;
+            float *z0 = zs + (m0 + g) * (LS_BN + 1) + n0 + 2 * t;
+            float *z1 = z0 + 8 * (LS_BN + 1);
+            z0[0] = d[i][0];
+            z0[1] = d[i][1];
+            z1[0] = d[i][2];
+            z1[1] = d[i][3];
+        }
+    }
+    __syncthreads();
+}
+#else
+/* The tile on the CUDA cores: a thread owns tile elements e = tid + i * threads (i < LS_CAP). */
+__device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *__restrict__ w,
+                                        int M, int V, int H, int r0, int v0, int stages, st_t *buf,
+                                        float *zs) {
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    float acc[LS_CAP];
+#pragma unroll
+    for (int i = 0; i < LS_CAP; i++)
+        acc[i] = 0.0f;
+    lt_kloop(h, w, M, V, H, r0, v0, stages, buf, [&](const st_t *hs, const st_t *ws) {
 #pragma unroll
         for (int i = 0; i < LS_CAP; i++) {
             const int e = tid + i * nt;
@@ -368,9 +430,15 @@ __device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *
                 acc[i] = s;
             }
         }
-        __syncthreads();
+    });
+#pragma unroll
+    for (int i = 0; i < LS_CAP; i++) {
+        const int e = tid + i * nt;
+        if (e < LS_BM * LS_BN) zs[(e / LS_BN) * (LS_BN + 1) + e % LS_BN] = acc[i];
     }
+    __syncthreads();
 }
+#endif
 
 /* Pass 1. Grid (row tiles, vocab splits); split s takes vocab tiles [s*tps, (s+1)*tps). Per row:
  * the running max and sum of exp over the split (pmx, psum [ns][M]) and, in the split holding
@@ -391,16 +459,9 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT)
         rm[tid] = -INFINITY;
         rs[tid] = 0.0f;
     }
-    float acc[LS_CAP];
     for (int t = t0; t < t1; t++) {
         const int v0 = t * LS_BN;
-        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, acc);
-#pragma unroll
-        for (int i = 0; i < LS_CAP; i++) {
-            const int e = tid + i * nt;
-            if (e < LS_BM * LS_BN) sm.zs[(e / LS_BN) * (LS_BN + 1) + e % LS_BN] = acc[i];
-        }
-        __syncthreads();
+        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, sm.zs);
         const int ncol = min(LS_BN, V - v0);
         for (int r = warp; r < LS_BM; r += nw) {
             const float *zr = sm.zs + r * (LS_BN + 1);
@@ -434,26 +495,24 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT)
 }
 FT_KERNEL_EXPORT(loss_online_fwd)
 
-/* dz of the tile in acc into zs: sc[row] (exp(z - lse[row]) - onehot); rows past M or with
- * sc = 0 give 0. */
-__device__ __forceinline__ void lt_dz(const float (&acc)[LS_CAP], float *zs,
-                                      const int *__restrict__ labels, const float *__restrict__ lse,
-                                      const float *__restrict__ sc, int M, int V, int r0, int v0) {
-    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-#pragma unroll
-    for (int i = 0; i < LS_CAP; i++) {
-        const int e = tid + i * nt;
-        if (e < LS_BM * LS_BN) {
-            const int r = e / LS_BN, c = e - r * LS_BN;
-            const int row = r0 + r, v = v0 + c;
-            float g = 0.0f;
-            if (row < M && v < V) {
-                const float s = sc[row];
-                if (s != 0.0f) g = s * (expf(acc[i] - lse[row]) - (v == labels[row] ? 1.0f : 0.0f));
-            }
-            zs[r * (LS_BN + 1) + c] = g;
+/* The tile's logits in zs turned into dz in place: sc[row] (exp(z - lse[row]) - onehot); rows
+ * past M or with sc = 0 give 0. Ends with a barrier. */
+__device__ __forceinline__ void lt_dz(float *zs, const int *__restrict__ labels,
+                                      const float *__restrict__ lse, const float *__restrict__ sc,
+                                      int M, int V, int r0, int v0) {
+    for (int e = (int)threadIdx.x; e < LS_BM * LS_BN; e += (int)blockDim.x) {
+        const int r = e / LS_BN, c = e - r * LS_BN;
+        const int row = r0 + r, v = v0 + c;
+        float g = 0.0f;
+        if (row < M && v < V) {
+            const float s = sc[row];
+            if (s != 0.0f)
+                g = s *
+                    (expf(zs[r * (LS_BN + 1) + c] - lse[row]) - (v == labels[row] ? 1.0f : 0.0f));
         }
+        zs[r * (LS_BN + 1) + c] = g;
     }
+    __syncthreads();
 }
 
 /* Pass 2, dh. Grid (row tiles): the block recomputes its rows' tiles over the whole vocabulary
@@ -470,12 +529,10 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT)
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     const int ntiles = (V + LS_BN - 1) / LS_BN;
     const int nrow = min(LS_BM, M - r0);
-    float acc[LS_CAP];
     for (int t = 0; t < ntiles; t++) {
         const int v0 = t * LS_BN, ncol = min(LS_BN, V - v0);
-        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, acc);
-        lt_dz(acc, sm.zs, labels, lse, sc, M, V, r0, v0);
-        __syncthreads();
+        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, sm.zs);
+        lt_dz(sm.zs, labels, lse, sc, M, V, r0, v0);
         for (int e = tid; e < nrow * H; e += nt) {
             const int r = e / H, k = e - r * H;
             const float *zr = sm.zs + r * (LS_BN + 1);
@@ -502,12 +559,10 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT)
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     const int nrt = (M + LS_BM - 1) / LS_BM;
     const int ncol = min(LS_BN, V - v0);
-    float acc[LS_CAP];
     for (int t = 0; t < nrt; t++) {
         const int r0 = t * LS_BM, nrow = min(LS_BM, M - r0);
-        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, acc);
-        lt_dz(acc, sm.zs, labels, lse, sc, M, V, r0, v0);
-        __syncthreads();
+        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, sm.zs);
+        lt_dz(sm.zs, labels, lse, sc, M, V, r0, v0);
         for (int e = tid; e < ncol * H; e += nt) {
             const int c = e / H, k = e - c * H;
             float s = t ? dwacc[(long long)(v0 + c) * H + k] : 0.0f;

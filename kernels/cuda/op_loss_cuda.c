@@ -16,8 +16,9 @@
  *             that never hold a logits row: pass 1 the per-row log-sum-exp and target logit
  *             (running max and sum per vocab split), the weights, pass 2 recomputing the tiles
  *             for dh (and once more for dw_lm) (the Cut-Cross-Entropy shape): one more logits
- *             GEMM's worth of FLOPs (two with dw_lm), on the CUDA cores here, for scratch that
- *             does not grow with V x M.
+ *             GEMM's worth of FLOPs (two with dw_lm), the logit tiles on the tensor cores with
+ *             bf16 storage (mma.sync m16n8k16) and on the CUDA cores with f32, the dh / dw_lm
+ *             products on the CUDA cores, for scratch that does not grow with V x M.
  *   chunk     materialize: blocks per chunk (whole blocks: the D-PACE weights of a block need q
  *             of all its rows). The GEMMs' M dimension (flops per byte of w_lm streamed), the
  *             passes over w_lm and dw_lm, and the logits scratch (chunk*B*V*4 bytes).
