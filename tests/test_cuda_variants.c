@@ -29,8 +29,8 @@
 typedef struct shape {
     const char *preset;
     int n;
-    const char *names[6];
-    int64_t values[6];
+    const char *names[7];
+    int64_t values[7];
 } shape;
 
 static const struct {
@@ -48,8 +48,13 @@ static const struct {
     {"attention.kvproj",
      {{"tiny.dflare.train", 0, {NULL}, {0}}, {"tiny.dflash.train", 0, {NULL}, {0}}}},
     {"attention.decode",
-     {{"tiny.dflare.decode", 0, {NULL}, {0}}, {"tiny.dflash.decode", 0, {NULL}, {0}}}},
-    {"attention.train", {{"tiny.dflare.train", 0, {NULL}, {0}}}},
+     {{"tiny.dflare.decode", 0, {NULL}, {0}},
+      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 8, 2, 16, 150}},
+      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {3, 2, 3, 1, 17, 2}}}},
+    {"attention.train",
+     {{"tiny.dflare.train", 0, {NULL}, {0}},
+      /* dropped blocks (one at anchor 0), anchors at 0 and S, G = 3, dh 8 (at DATA_SEED) */
+      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {2, 7, 14, 3, 6, 2, 8}}}},
     {"loss",
      {{"tiny.dflare.train", 0, {NULL}, {0}},
       {NULL, 3, {"M", "H", "V"}, {48, 37, 70}},
