@@ -215,6 +215,170 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 FT_KERNEL_EXPORT(attn_fwd)
 
+/* ==== forward on the tensor cores (core = mma; bf16 storage, dh a multiple of 16) =============
+ * Each warp owns one 16-row tile of the CTA's rows (rows past R are zero: R padded to Rp, a
+ * multiple of 16), its q fragments held in registers for the whole walk. Per 16 keys of a K/V
+ * tile: S = Q K^T as 2 n-tiles of 8 keys x dh/16 k-steps of mma.sync m16n8k16 (bf16 in, float32
+ * accumulate; the staged floats are exact bf16 values, so packing them loses nothing), the online
+ * softmax on the accumulator fragments (a row is spread over the 4 lanes of a quad: two
+ * shuffles), then O += P V with P's accumulators repacked in place as the A fragment (rounded to
+ * bf16, as FlashAttention-2 does) and V from shared memory as B: dh/8 n-tiles of 4 floats per
+ * lane (64 registers at dh 128). Fragments are packed from the float tiles in shared memory
+ * (K/V staged once for both kernels) rather than loaded by ldmatrix, which needs bf16 tiles.
+ * Shared memory (floats): qs Rp*DH, ks, vs KT*DHP. */
+#if FT_BF16 && FT_DH % 16 == 0
+#define NKS (DH / 16) /* k-steps of S = Q K^T */
+#define NDT (DH / 8)  /* n-tiles of O */
+
+extern "C" __global__ void __launch_bounds__(256)
+    attn_fwd_mma(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
+                 const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
+                 const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
+                 const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
+                 float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
+                 float scale) {
+    FT_DYNAMIC_SMEM(float, sm);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const int R = c.R, warp = threadIdx.x / 32, lane = threadIdx.x % 32, nt = blockDim.x;
+    if (!keep[c.blk]) {
+        for (int i = threadIdx.x; i < R * DH; i += nt)
+            st1(o + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
+        for (int r = threadIdx.x; r < R; r += nt) {
+            st1(lse + grow(c, r, B, Hq), -INFINITY);
+            if (lse32) lse32[grow(c, r, B, Hq)] = -INFINITY;
+        }
+        return;
+    }
+    const int Rp = (R + 15) & ~15;
+    float *qs = sm, *ks = qs + Rp * DH, *vs = ks + KT * DHP;
+    for (int i = threadIdx.x; i < Rp * DH; i += nt) {
+        const int r = i / DH;
+        qs[i] = r < R ? ld1(q + grow(c, r, B, Hq) * DH + i % DH) : 0.f;
+    }
+    __syncthreads();
+    const int g = lane >> 2, tq = lane & 3, row0 = warp * 16;
+    const bool active = row0 < Rp; /* uniform over the warp */
+    uint32_t qf[NKS][4];
+    float oacc[NDT][4];
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    if (active) {
+        const float *r0 = qs + (row0 + g) * DH + tq * 2, *r1 = r0 + 8 * DH;
+#pragma unroll
+        for (int k = 0; k < NKS; k++) {
+            qf[k][0] = ft_pack_bf16x2(r0[k * 16], r0[k * 16 + 1]);
+            qf[k][1] = ft_pack_bf16x2(r1[k * 16], r1[k * 16 + 1]);
+            qf[k][2] = ft_pack_bf16x2(r0[k * 16 + 8], r0[k * 16 + 9]);
+            qf[k][3] = ft_pack_bf16x2(r1[k * 16 + 8], r1[k * 16 + 9]);
+        }
+#pragma unroll
+        for (int j = 0; j < NDT; j++)
+            oacc[j][0] = oacc[j][1] = oacc[j][2] = oacc[j][3] = 0.f;
+    }
+    for (int t0 = 0; t0 < c.n; t0 += KT) {
+        __syncthreads();
+        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
+        __syncthreads();
+        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        if (!active) continue;
+        for (int c0 = 0; c0 < nk; c0 += 16) {
+            float sacc[2][4];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                sacc[h][0] = sacc[h][1] = sacc[h][2] = sacc[h][3] = 0.f;
+                const float *kr = ks + (c0 + h * 8 + g) * DHP + tq * 2;
+#pragma unroll
+                for (int k = 0; k < NKS; k++) {
+                    uint32_t b[2] = {ft_pack_bf16x2(kr[k * 16], kr[k * 16 + 1]),
+                                     ft_pack_bf16x2(kr[k * 16 + 8], kr[k * 16 + 9])};
+                    ft_mma_m16n8k16_bf16(sacc[h], qf[k], b, sacc[h]);
+                }
+            }
+            /* Scale and mask (keys past nk), the rows' maxima over the quad. */
+            float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const bool ok = c0 + h * 8 + tq * 2 + e < nk;
+                    sacc[h][e] = ok ? sacc[h][e] * scale : -INFINITY;
+                    sacc[h][2 + e] = ok ? sacc[h][2 + e] * scale : -INFINITY;
+                    mx0 = fmaxf(mx0, sacc[h][e]);
+                    mx1 = fmaxf(mx1, sacc[h][2 + e]);
+                }
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+            const float a0 = expf(m0 - mn0), a1 = expf(m1 - mn1);
+            float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    sacc[h][e] = expf(sacc[h][e] - mn0);
+                    sacc[h][2 + e] = expf(sacc[h][2 + e] - mn1);
+                    s0 += sacc[h][e];
+                    s1 += sacc[h][2 + e];
+                }
+            l0 = l0 * a0 + s0;
+            l1 = l1 * a1 + s1;
+            m0 = mn0;
+            m1 = mn1;
+            /* P as the A fragment of a 16 x 16 (keys) operand. */
+            const uint32_t pa[4] = {
+                ft_pack_bf16x2(sacc[0][0], sacc[0][1]), ft_pack_bf16x2(sacc[0][2], sacc[0][3]),
+                ft_pack_bf16x2(sacc[1][0], sacc[1][1]), ft_pack_bf16x2(sacc[1][2], sacc[1][3])};
+            const float *v0 = vs + (c0 + tq * 2) * DHP + g;
+#pragma unroll
+            for (int j = 0; j < NDT; j++) {
+                oacc[j][0] *= a0;
+                oacc[j][1] *= a0;
+                oacc[j][2] *= a1;
+                oacc[j][3] *= a1;
+                const float *vj = v0 + j * 8;
+                uint32_t b[2] = {ft_pack_bf16x2(vj[0], vj[DHP]),
+                                 ft_pack_bf16x2(vj[8 * DHP], vj[9 * DHP])};
+                ft_mma_m16n8k16_bf16(oacc[j], pa, b, oacc[j]);
+            }
+        }
+    }
+    if (!active) return;
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const int r0 = row0 + g, r1 = r0 + 8;
+#pragma unroll
+    for (int j = 0; j < NDT; j++) {
+        const int col = j * 8 + tq * 2;
+        if (r0 < R) {
+            st_t *p = o + grow(c, r0, B, Hq) * DH + col;
+            st1(p, oacc[j][0] / l0);
+            st1(p + 1, oacc[j][1] / l0);
+        }
+        if (r1 < R) {
+            st_t *p = o + grow(c, r1, B, Hq) * DH + col;
+            st1(p, oacc[j][2] / l1);
+            st1(p + 1, oacc[j][3] / l1);
+        }
+    }
+    if (tq == 0) {
+        if (r0 < R) {
+            const float v = m0 + logf(l0);
+            st1(lse + grow(c, r0, B, Hq), v);
+            if (lse32) lse32[grow(c, r0, B, Hq)] = v;
+        }
+        if (r1 < R) {
+            const float v = m1 + logf(l1);
+            st1(lse + grow(c, r1, B, Hq), v);
+            if (lse32) lse32[grow(c, r1, B, Hq)] = v;
+        }
+    }
+}
+FT_KERNEL_EXPORT(attn_fwd_mma)
+#endif
+
 /* ==== backward, query-major ==================================================================
  * Shared memory (floats): qs, dos, dqs R*DH each, ks, vs KT*DHP, P, dS R*KT, Ds, lses R.
  * mode bits: 1 context dk/dv added into acc_kc/acc_vc with atomics (else left to attn_bwd_kv,
@@ -335,7 +499,8 @@ FT_KERNEL_EXPORT(attn_bwd_q)
  * sequence whose anchor passes the tile's first position, all G heads of the group at once.
  * Shared memory (floats): ks, vs KT*DHP, dks, dvs KT*DH, qs, dos R*DH, P, dS R*KT, lses, Ds R;
  * R = B*G. */
-extern "C" __global__ void __launch_bounds__(256)
+/* (256, 1): with (256) alone ptxas held it to 32 registers and spilled on sm_80 (bf16). */
+extern "C" __global__ void __launch_bounds__(256, 1)
     attn_bwd_kv(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
                 const st_t *__restrict__ v_ctx, const int *__restrict__ anchors,
                 const uint8_t *__restrict__ keep, const float *__restrict__ lse32,

@@ -43,12 +43,14 @@
 #define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define TR_CVT_T    256          /* threads per block of attn_cvt */
 
-enum { TRP_KT, TRP_PACK, TRP_WARPS, TRP_DKV };
+enum { TRP_KT, TRP_PACK, TRP_WARPS, TRP_DKV, TRP_CORE };
 enum { TR_PACK_GROUP, TR_PACK_HEAD };
 enum { TR_DKV_KEYMAJOR, TR_DKV_ATOMIC };
+enum { TR_CORE_CUDA, TR_CORE_MMA };
 
 static const char *const tr_pack_labels[] = {"group", "head"};
 static const char *const tr_dkv_labels[] = {"keymajor", "atomic"};
+static const char *const tr_core_labels[] = {"cuda", "mma"};
 
 enum { TR_DEF_KT = 32, TR_DEF_WARPS = 4, TR_DEF_DKV = TR_DKV_KEYMAJOR };
 
@@ -56,7 +58,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct tr_geom {
     int64_t nseq, S, NB, B, Hq, Hkv, dh, G;
-    int kt, npk, warps, atomic, R;
+    int kt, npk, warps, atomic, mma, R;
 } tr_geom;
 
 static void tr_geom_of(const ft_call *c, const ft_config *cfg, tr_geom *g) {
@@ -73,12 +75,14 @@ static void tr_geom_of(const ft_call *c, const ft_config *cfg, tr_geom *g) {
     g->npk = cfg->v[TRP_PACK] == TR_PACK_HEAD ? 1 : (int)g->G;
     g->warps = cfg->v[TRP_WARPS];
     g->atomic = cfg->v[TRP_DKV] == TR_DKV_ATOMIC;
+    g->mma = cfg->v[TRP_CORE] == TR_CORE_MMA;
     g->R = (int)(g->B * g->npk);
 }
 
 /* Dynamic shared memory of each kernel (attention_train.cu lists the layouts). */
 static size_t tr_fwd_smem(const tr_geom *g) {
     int64_t kp = g->dh + 1;
+    if (g->mma) return (size_t)(cdiv(g->R, 16) * 16 * g->dh + 2 * g->kt * kp) * sizeof(float);
     return (size_t)(2 * g->R * g->dh + 2 * g->kt * kp + g->warps * g->kt + 2 * g->R) *
            sizeof(float);
 }
@@ -128,8 +132,24 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
                      "pack=head backward shares each block key among G CTAs: it needs dkv=atomic");
         return 0;
     }
+    if (g.mma) {
+        const int64_t tiles = cdiv(g.R, 16);
+        const char *no = ft_cuda_call_dt(c) != FT_DT_BF16 ? "needs bf16 storage"
+                         : g.dh % 16                      ? "needs dh a multiple of 16"
+                         : tiles > g.warps                ? "needs a warp per 16-row tile"
+                         : g.warps > 2 && g.warps / 2 >= tiles
+                             ? "with half the warps idle (the fewest warps that cover the tiles "
+                               "are kept)"
+                             : NULL;
+        if (no) {
+            if (why)
+                snprintf(why, n, "core=mma %s (%d rows, warps=%d, dh=%lld)", no, g.R, g.warps,
+                         (long long)g.dh);
+            return 0;
+        }
+    }
     size_t smem = tr_fwd_smem(&g);
-    const char *k = "attn_fwd";
+    const char *k = g.mma ? "attn_fwd_mma" : "attn_fwd";
     if (bwd && tr_bwdq_smem(&g) > smem) smem = tr_bwdq_smem(&g), k = "attn_bwd_q";
     if (bwd && !g.atomic && tr_bwdkv_smem(&g) > smem) smem = tr_bwdkv_smem(&g), k = "attn_bwd_kv";
     if (smem > TR_MAX_SMEM) {
@@ -147,7 +167,7 @@ static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module
     ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
     ft_cuda_spec_define(s, "FT_DH=%lld", (long long)g->dh);
     int threads = 32 * g->warps;
-    ft_cuda_spec_kernel(s, "attn_fwd", threads, tr_fwd_smem(g));
+    ft_cuda_spec_kernel(s, g->mma ? "attn_fwd_mma" : "attn_fwd", threads, tr_fwd_smem(g));
     if (c->backward) {
         ft_cuda_spec_kernel(s, "attn_bwd_q", threads, tr_bwdq_smem(g));
         if (!g->atomic)
@@ -209,7 +229,8 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     if (nblk > 0) {
         void *args[] = {&qd,    &kcd, &vcd, &kbd, &vbd, &ad,  &keepd, &od, &lsed,
                         &lse32, &S,   &NB,  &B,   &Hq,  &Hkv, &npk,   &KT, &scale};
-        if ((s = ft_cuda_launch(x, m, "attn_fwd", grid, block, tr_fwd_smem(&g), args, err)))
+        if ((s = ft_cuda_launch(x, m, g.mma ? "attn_fwd_mma" : "attn_fwd", grid, block,
+                                tr_fwd_smem(&g), args, err)))
             return s;
     }
     if (!c->backward) return FT_OK;
@@ -309,6 +330,14 @@ static ft_param tr_params[] = {
                  tr_dkv_labels,
                  TR_DEF_DKV,
                  0},
+    [TRP_CORE] = {"core",
+                  "forward inner products: CUDA-core FMAs (a lane per key, then per dh column) or "
+                  "the tensor cores (mma.sync m16n8k16, bf16, a warp per 16-row tile)",
+                  2,
+                  {TR_CORE_CUDA, TR_CORE_MMA},
+                  tr_core_labels,
+                  TR_CORE_CUDA,
+                  0},
 };
 
 static const char *const tr_constraints[] = {
@@ -317,6 +346,8 @@ static const char *const tr_constraints[] = {
     "pack=head needs Hq > Hkv (else it is pack=group)",
     "warps <= query rows of a CTA (B*G with pack=group, B with pack=head)",
     "dkv: backward only (else the default); pack=head backward needs dkv=atomic",
+    "core=mma: bf16 storage, dh a multiple of 16, warps >= 16-row tiles (ceil(rows/16)), and "
+    "warps=2 or warps/2 < tiles (no warps idle by half)",
     "shared memory per block <= 227 KiB for each kernel the config launches",
     NULL,
 };
