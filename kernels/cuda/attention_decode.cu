@@ -7,10 +7,11 @@
  * Napkin math at qwen3-8b decode (R = 16, L = 4096, B = 16, Hq 32, Hkv 8, dh 128), bf16: K/V of
  * the contexts are 2 * 16 * 4096 * 8 * 128 * 2 B = 268 MB, read once when the G = 4 query heads of
  * a kv head are packed with the B = 16 queries into one tile of M = B * G = 64 rows (every K/V
- * row staged in shared memory serves 64 query rows); 4 * dh * B * Hq * (L + B) * R = 69 GFLOP.
- * That is 256 FLOP per K/V element (128 FLOP/byte): under the H200's ~4.8 TB/s the floor is
- * ~56 us for the memory and ~70 us for the FLOPs at ~1 PFLOP/s dense bf16 on the tensor cores;
- * on the CUDA cores (~60 TFLOP/s fp32) the same math is over 1 ms. Hence the tensor-core path,
+ * row staged in shared memory serves 64 query rows); 4 * dh * B * Hq * (L + B) * R = 17 GFLOP.
+ * That is 128 FLOP per K/V element (64 FLOP/byte): under the H200's ~4.8 TB/s the floor is
+ * ~56 us for the memory against ~17 us for the FLOPs at ~1 PFLOP/s dense bf16 on the tensor
+ * cores (memory-bound); on the CUDA cores (~60 TFLOP/s fp32, less with the shuffles and bf16
+ * conversions) the same math takes ~0.3 ms or more: compute-bound. Hence the tensor-core path,
  * with the CUDA-core one beside it (fp32 inputs, head dims that are not a multiple of 16, and a
  * baseline). One CTA takes one (request r, kv head j, split s): R * Hkv = 128 CTAs alone do not
  * fill 132 SMs twice, so the keys of a request are split across CTAs (split-KV), each CTA
@@ -31,7 +32,10 @@
  *   decode_simt (FT_MMA 0): CUDA cores, f32 or bf16 storage. The CTA's threads are row slots of
  *     `tpr` threads (a power of two, an argument); slot m holds query row m = b * G + g of the
  *     tile, its threads each hold FT_DPT consecutive dims of q and of the accumulator o (every
- *     slot reads the same staged row: broadcasts). A score is a partial dot product
+ *     slot reads the same staged row: broadcasts; the tpr threads of a slot read words FT_DPT
+ *     apart, a tpr-way bank conflict at FT_DPT >= 32 that the interleaved layout would avoid,
+ *     but that one took 246 registers and 26 s of NVRTC at dh = 128, against 192 and 5 s).
+ *     A score is a partial dot product
  *     reduced over the slot's threads by log2(TPR) shuffles; p then scales the thread's own dims
  *     of the V row. Slots past M compute on zeros and store nothing.
  *   decode_mma (FT_MMA 1, bf16, dh = FT_DH a multiple of 16): tensor cores through the dialect's
