@@ -46,7 +46,10 @@ static const struct {
       {NULL, 4, {"N", "T", "H", "TH"}, {5, 2, 37, 74}},
       {NULL, 4, {"N", "T", "H", "TH"}, {300, 1, 36, 36}}}},
     {"attention.kvproj",
-     {{"tiny.dflare.train", 0, {NULL}, {0}}, {"tiny.dflash.train", 0, {NULL}, {0}}}},
+     {{"tiny.dflare.train", 0, {NULL}, {0}},
+      {"tiny.dflash.train", 0, {NULL}, {0}},
+      /* shared context, dh 6 (three rotate-half pairs), N and H odd */
+      {NULL, 7, {"Dc", "D", "N", "H", "KVD", "Hkv", "dh"}, {1, 3, 5, 21, 18, 3, 6}}}},
     {"attention.decode",
      {{"tiny.dflare.decode", 0, {NULL}, {0}},
       {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 8, 2, 16, 150}},
