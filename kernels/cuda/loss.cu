@@ -418,16 +418,15 @@ __device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *
     for (int i = 0; i < LS_CAP; i++)
         acc[i] = 0.0f;
     lt_kloop(h, w, M, V, H, r0, v0, stages, buf, [&](const st_t *hs, const st_t *ws) {
+#pragma unroll 1
+        for (int k = 0; k < LS_BK; k++) {
 #pragma unroll
-        for (int i = 0; i < LS_CAP; i++) {
-            const int e = tid + i * nt;
-            if (e < LS_BM * LS_BN) {
-                const int r = e / LS_BN, c = e - r * LS_BN;
-                float s = acc[i];
-#pragma unroll 8
-                for (int k = 0; k < LS_BK; k++)
-                    s = fmaf(ld1(hs + r * LS_BK + k), ld1(ws + c * LS_BK + k), s);
-                acc[i] = s;
+            for (int i = 0; i < LS_CAP; i++) {
+                const int e = tid + i * nt;
+                if (e < LS_BM * LS_BN) {
+                    const int r = e / LS_BN, c = e - r * LS_BN;
+                    acc[i] = fmaf(ld1(hs + r * LS_BK + k), ld1(ws + c * LS_BK + k), acc[i]);
+                }
             }
         }
     });
@@ -443,7 +442,7 @@ __device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *
 /* Pass 1. Grid (row tiles, vocab splits); split s takes vocab tiles [s*tps, (s+1)*tps). Per row:
  * the running max and sum of exp over the split (pmx, psum [ns][M]) and, in the split holding
  * the label, the target logit (zt [M]). */
-extern "C" __global__ void __launch_bounds__(LS_MAXT)
+extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     loss_online_fwd(const st_t *__restrict__ h, const st_t *__restrict__ w,
                     const int *__restrict__ labels, int M, int H, int V, int tps, int stages,
                     float *__restrict__ pmx, float *__restrict__ psum, float *__restrict__ zt) {
@@ -518,7 +517,7 @@ __device__ __forceinline__ void lt_dz(float *zs, const int *__restrict__ labels,
 /* Pass 2, dh. Grid (row tiles): the block recomputes its rows' tiles over the whole vocabulary
  * and accumulates dacc[rows, :] (float32, [M, H]) += dz_tile w_lm[tile, :] (the first tile
  * stores). */
-extern "C" __global__ void __launch_bounds__(LS_MAXT)
+extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     loss_online_dh(const st_t *__restrict__ h, const st_t *__restrict__ w,
                    const int *__restrict__ labels, const float *__restrict__ lse,
                    const float *__restrict__ sc, int M, int H, int V, int stages,
@@ -536,10 +535,13 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT)
         for (int e = tid; e < nrow * H; e += nt) {
             const int r = e / H, k = e - r * H;
             const float *zr = sm.zs + r * (LS_BN + 1);
-            float s = t ? dacc[(long long)(r0 + r) * H + k] : 0.0f;
-            for (int c = 0; c < ncol; c++)
-                s = fmaf(zr[c], ld1(w + (long long)(v0 + c) * H + k), s);
-            dacc[(long long)(r0 + r) * H + k] = s;
+            float *d = dacc + (long long)(r0 + r) * H + k;
+            const st_t *wp = w + (long long)v0 * H + k;
+            float s = t ? *d : 0.0f;
+#pragma unroll 2
+            for (int c = 0; c < ncol; c++, wp += H)
+                s = fmaf(zr[c], ld1(wp), s);
+            *d = s;
         }
         __syncthreads();
     }
@@ -548,7 +550,7 @@ FT_KERNEL_EXPORT(loss_online_dh)
 
 /* Pass 2, dw_lm. Grid (vocab tiles): the block recomputes its vocab tile's logits for every row
  * tile and accumulates dwacc[tile, :] (float32, [V, H]) += dz_tile^T h[rows, :]. */
-extern "C" __global__ void __launch_bounds__(LS_MAXT)
+extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     loss_online_dw(const st_t *__restrict__ h, const st_t *__restrict__ w,
                    const int *__restrict__ labels, const float *__restrict__ lse,
                    const float *__restrict__ sc, int M, int H, int V, int stages,
@@ -565,10 +567,14 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT)
         lt_dz(sm.zs, labels, lse, sc, M, V, r0, v0);
         for (int e = tid; e < ncol * H; e += nt) {
             const int c = e / H, k = e - c * H;
-            float s = t ? dwacc[(long long)(v0 + c) * H + k] : 0.0f;
-            for (int r = 0; r < nrow; r++)
-                s = fmaf(sm.zs[r * (LS_BN + 1) + c], ld1(h + (long long)(r0 + r) * H + k), s);
-            dwacc[(long long)(v0 + c) * H + k] = s;
+            float *d = dwacc + (long long)(v0 + c) * H + k;
+            const st_t *hp = h + (long long)r0 * H + k;
+            const float *zc = sm.zs + c;
+            float s = t ? *d : 0.0f;
+#pragma unroll 2
+            for (int r = 0; r < nrow; r++, hp += H)
+                s = fmaf(zc[r * (LS_BN + 1)], ld1(hp), s);
+            *d = s;
         }
         __syncthreads();
     }
