@@ -57,7 +57,9 @@ static const struct {
     {"attention.train",
      {{"tiny.dflare.train", 0, {NULL}, {0}},
       /* dropped blocks (one at anchor 0), anchors at 0 and S, G = 3, dh 8 (at DATA_SEED) */
-      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {2, 7, 14, 3, 6, 2, 8}}}},
+      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {2, 7, 14, 3, 6, 2, 8}},
+      /* G = 6: 18 rows, two 16-row tiles for core=mma (the second mostly padding) */
+      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {1, 21, 3, 3, 12, 2, 16}}}},
     {"loss",
      {{"tiny.dflare.train", 0, {NULL}, {0}},
       {NULL, 3, {"M", "H", "V"}, {48, 37, 70}},

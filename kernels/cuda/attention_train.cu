@@ -47,8 +47,10 @@
  *   6.4 GB at qwen3-8b.)
  *
  * Defines: FT_BF16 (storage: 1 bf16, else float; arithmetic float32), FT_DH (head dim: the
- * unrolled dot products). The tile length, warps per CTA, packing and the dkv strategy are run-time
- * arguments (the shared memory is dynamic), so one module serves every config of a (dtype, dh).
+ * unrolled dot products, and with bf16 and dh % 16 == 0 the tensor-core kernels attn_fwd_mma and
+ * attn_bwd_q_mma). The tile length, warps per CTA, packing, the dkv strategy and the core are
+ * run-time choices (arguments, dynamic shared memory, or which kernel is launched), so one module
+ * serves every config of a (dtype, dh).
  */
 #include "ft_cuda.h"
 
@@ -386,6 +388,40 @@ FT_KERNEL_EXPORT(attn_fwd_mma)
  * written to dk_blk/dv_blk. */
 enum { BQ_CTX_ATOMIC = 1, BQ_BLK_ATOMIC = 2 };
 
+/* A tile's dk/dv from its P and dS (R x KT in shared memory), summed over the CTA's rows: context
+ * keys added with atomics (BQ_CTX_ATOMIC; else skipped: attn_bwd_kv makes them), block keys
+ * written (the CTA owns them) or added (BQ_BLK_ATOMIC). */
+__device__ __forceinline__ void tile_kv(const cta &c, const float *qs, const float *dos,
+                                        const float *P, const float *dS, int t0, int nk, int R,
+                                        int KT, int S, int B, int Hkv, float scale, int mode,
+                                        st_t *dk_blk, st_t *dv_blk, float *acc_kc, float *acc_vc,
+                                        float *acc_kb, float *acc_vb) {
+    for (int i = threadIdx.x; i < nk * DH; i += blockDim.x) {
+        const int t = i / DH, d = i % DH, tg = t0 + t;
+        if (tg < c.a && !(mode & BQ_CTX_ATOMIC)) continue;
+        float dk = 0.f, dv = 0.f;
+        for (int r = 0; r < R; r++) {
+            dk = fmaf(dS[r * KT + t], qs[r * DH + d], dk);
+            dv = fmaf(P[r * KT + t], dos[r * DH + d], dv);
+        }
+        dk *= scale;
+        if (tg < c.a) {
+            long long off = (((long long)c.s * S + tg) * Hkv + c.kvh) * DH + d;
+            atomicAdd(acc_kc + off, dk);
+            atomicAdd(acc_vc + off, dv);
+        } else {
+            long long off = (((long long)c.blk * B + (tg - c.a)) * Hkv + c.kvh) * DH + d;
+            if (mode & BQ_BLK_ATOMIC) {
+                atomicAdd(acc_kb + off, dk);
+                atomicAdd(acc_vb + off, dv);
+            } else {
+                st1(dk_blk + off, dk);
+                st1(dv_blk + off, dv);
+            }
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     attn_bwd_q(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
                const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
@@ -463,36 +499,183 @@ extern "C" __global__ void __launch_bounds__(256)
         }
         if (!want_kv) continue;
         __syncthreads();
-        for (int i = threadIdx.x; i < nk * DH; i += nt) {
-            const int t = i / DH, d = i % DH, tg = t0 + t;
-            if (tg < c.a && !(mode & BQ_CTX_ATOMIC)) continue;
-            float dk = 0.f, dv = 0.f;
-            for (int r = 0; r < R; r++) {
-                dk = fmaf(dS[r * KT + t], qs[r * DH + d], dk);
-                dv = fmaf(P[r * KT + t], dos[r * DH + d], dv);
-            }
-            dk *= scale;
-            if (tg < c.a) {
-                long long off = (((long long)c.s * S + tg) * Hkv + c.kvh) * DH + d;
-                atomicAdd(acc_kc + off, dk);
-                atomicAdd(acc_vc + off, dv);
-            } else {
-                long long off = (((long long)c.blk * B + (tg - c.a)) * Hkv + c.kvh) * DH + d;
-                if (mode & BQ_BLK_ATOMIC) {
-                    atomicAdd(acc_kb + off, dk);
-                    atomicAdd(acc_vb + off, dv);
-                } else {
-                    st1(dk_blk + off, dk);
-                    st1(dv_blk + off, dv);
-                }
-            }
-        }
+        tile_kv(c, qs, dos, P, dS, t0, nk, R, KT, S, B, Hkv, scale, mode, dk_blk, dv_blk, acc_kc,
+                acc_vc, acc_kb, acc_vb);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < R * DH; i += nt)
         st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, dqs[i]);
 }
 FT_KERNEL_EXPORT(attn_bwd_q)
+
+/* ==== backward, query-major, on the tensor cores (core = mma) ================================
+ * As attn_bwd_q, a warp per 16-row tile with its q and do fragments in registers: per 16 keys,
+ * S = Q K^T and dP = dO V^T (V rows as the B operand, like K), P = exp(scale S - lse) and
+ * dS = P (dP - D) on the accumulator fragments, dQ += dS K (dS repacked as the A fragment, K as
+ * B, transposed by the packing: dh/8 n-tiles of 4 floats). P and dS also go to shared memory,
+ * where tile_kv sums the tile's dk/dv over the rows on the CUDA cores (the sum runs across the
+ * warps' row tiles). Padded rows have q = do = 0 and lse = +inf: P = dS = 0.
+ * Shared memory (floats): qs, dos Rp*DH, ks, vs KT*DHP, P, dS Rp*KT, Ds, lses Rp. */
+#if FT_BF16 && FT_DH % 16 == 0
+__device__ __forceinline__ void frag_a(uint32_t (*f)[4], const float *base, int row0, int g,
+                                       int tq) {
+    const float *r0 = base + (row0 + g) * DH + tq * 2, *r1 = r0 + 8 * DH;
+#pragma unroll
+    for (int k = 0; k < NKS; k++) {
+        f[k][0] = ft_pack_bf16x2(r0[k * 16], r0[k * 16 + 1]);
+        f[k][1] = ft_pack_bf16x2(r1[k * 16], r1[k * 16 + 1]);
+        f[k][2] = ft_pack_bf16x2(r0[k * 16 + 8], r0[k * 16 + 9]);
+        f[k][3] = ft_pack_bf16x2(r1[k * 16 + 8], r1[k * 16 + 9]);
+    }
+}
+
+/* acc[h] (16 rows x 8 keys, h = 0, 1) = A (16 x dh fragments) x rows c0 + 8h .. of t (padded). */
+__device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4], const float *t,
+                                         int c0, int g, int tq) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.f;
+        const float *kr = t + (c0 + h * 8 + g) * DHP + tq * 2;
+#pragma unroll
+        for (int k = 0; k < NKS; k++) {
+            uint32_t b[2] = {ft_pack_bf16x2(kr[k * 16], kr[k * 16 + 1]),
+                             ft_pack_bf16x2(kr[k * 16 + 8], kr[k * 16 + 9])};
+            ft_mma_m16n8k16_bf16(acc[h], a[k], b, acc[h]);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    attn_bwd_q_mma(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
+                   const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
+                   const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
+                   const uint8_t *__restrict__ keep, const st_t *__restrict__ o,
+                   const float *__restrict__ lse32, const st_t *__restrict__ dout,
+                   st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
+                   float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb,
+                   float *__restrict__ Dbuf, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
+                   float scale, int mode) {
+    FT_DYNAMIC_SMEM(float, sm);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int nt = blockDim.x;
+    if (!keep[c.blk]) {
+        for (int i = threadIdx.x; i < R * DH; i += nt)
+            st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
+        if (!(mode & BQ_BLK_ATOMIC))
+            for (int i = threadIdx.x; i < B * DH; i += nt) {
+                long long off = (((long long)c.blk * B + i / DH) * Hkv + c.kvh) * DH + i % DH;
+                st1(dk_blk + off, 0.f);
+                st1(dv_blk + off, 0.f);
+            }
+        return;
+    }
+    const int Rp = (R + 15) & ~15;
+    float *qs = sm, *dos = qs + Rp * DH, *ks = dos + Rp * DH, *vs = ks + KT * DHP;
+    float *P = vs + KT * DHP, *dS = P + Rp * KT, *Ds = dS + Rp * KT, *lses = Ds + Rp;
+    for (int i = threadIdx.x; i < Rp * DH; i += nt) {
+        const int r = i / DH;
+        const long long off = r < R ? grow(c, r, B, Hq) * DH + i % DH : 0;
+        qs[i] = r < R ? ld1(q + off) : 0.f;
+        dos[i] = r < R ? ld1(dout + off) : 0.f;
+    }
+    for (int r = R + threadIdx.x; r < Rp; r += nt) {
+        Ds[r] = 0.f;
+        lses[r] = INFINITY;
+    }
+    for (int r = warp; r < R; r += W) {
+        const long long gr = grow(c, r, B, Hq);
+        float acc = 0.f;
+        for (int d = lane; d < DH; d += 32)
+            acc = fmaf(ld1(dout + gr * DH + d), ld1(o + gr * DH + d), acc);
+        acc = ft_warp_sum(acc);
+        if (lane == 0) {
+            Ds[r] = acc;
+            lses[r] = lse32[gr];
+            if (Dbuf) Dbuf[gr] = acc;
+        }
+    }
+    __syncthreads();
+    const int g = lane >> 2, tq = lane & 3, row0 = warp * 16;
+    const bool active = row0 < Rp; /* uniform over the warp */
+    uint32_t qf[NKS][4], df[NKS][4];
+    float dqacc[NDT][4];
+    float lr0 = 0.f, lr1 = 0.f, D0 = 0.f, D1 = 0.f;
+    if (active) {
+        frag_a(qf, qs, row0, g, tq);
+        frag_a(df, dos, row0, g, tq);
+#pragma unroll
+        for (int j = 0; j < NDT; j++)
+            dqacc[j][0] = dqacc[j][1] = dqacc[j][2] = dqacc[j][3] = 0.f;
+        lr0 = lses[row0 + g];
+        lr1 = lses[row0 + g + 8];
+        D0 = Ds[row0 + g];
+        D1 = Ds[row0 + g + 8];
+    }
+    for (int t0 = 0; t0 < c.n; t0 += KT) {
+        __syncthreads();
+        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
+        __syncthreads();
+        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        const int want_kv = (mode & BQ_CTX_ATOMIC) || t0 + nk > c.a;
+        if (active) {
+            for (int c0 = 0; c0 < nk; c0 += 16) {
+                float sacc[2][4], pacc[2][4];
+                mma_rows(sacc, qf, ks, c0, g, tq);
+                mma_rows(pacc, df, vs, c0, g, tq);
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int t = c0 + h * 8 + tq * 2 + e;
+                        const bool ok = t < nk;
+                        const float p0 = ok ? expf(sacc[h][e] * scale - lr0) : 0.f;
+                        const float p1 = ok ? expf(sacc[h][2 + e] * scale - lr1) : 0.f;
+                        const float ds0 = p0 * (pacc[h][e] - D0), ds1 = p1 * (pacc[h][2 + e] - D1);
+                        P[(row0 + g) * KT + t] = p0;
+                        P[(row0 + g + 8) * KT + t] = p1;
+                        dS[(row0 + g) * KT + t] = ds0;
+                        dS[(row0 + g + 8) * KT + t] = ds1;
+                        sacc[h][e] = ds0;
+                        sacc[h][2 + e] = ds1;
+                    }
+                const uint32_t da[4] = {
+                    ft_pack_bf16x2(sacc[0][0], sacc[0][1]), ft_pack_bf16x2(sacc[0][2], sacc[0][3]),
+                    ft_pack_bf16x2(sacc[1][0], sacc[1][1]), ft_pack_bf16x2(sacc[1][2], sacc[1][3])};
+                const float *k0 = ks + (c0 + tq * 2) * DHP + g;
+#pragma unroll
+                for (int j = 0; j < NDT; j++) {
+                    const float *kj = k0 + j * 8;
+                    uint32_t b[2] = {ft_pack_bf16x2(kj[0], kj[DHP]),
+                                     ft_pack_bf16x2(kj[8 * DHP], kj[9 * DHP])};
+                    ft_mma_m16n8k16_bf16(dqacc[j], da, b, dqacc[j]);
+                }
+            }
+        }
+        if (!want_kv) continue;
+        __syncthreads();
+        tile_kv(c, qs, dos, P, dS, t0, nk, R, KT, S, B, Hkv, scale, mode, dk_blk, dv_blk, acc_kc,
+                acc_vc, acc_kb, acc_vb);
+    }
+    if (!active) return;
+    const int r0 = row0 + g, r1 = r0 + 8;
+#pragma unroll
+    for (int j = 0; j < NDT; j++) {
+        const int col = j * 8 + tq * 2;
+        if (r0 < R) {
+            st_t *p = dq + grow(c, r0, B, Hq) * DH + col;
+            st1(p, dqacc[j][0] * scale);
+            st1(p + 1, dqacc[j][1] * scale);
+        }
+        if (r1 < R) {
+            st_t *p = dq + grow(c, r1, B, Hq) * DH + col;
+            st1(p, dqacc[j][2] * scale);
+            st1(p + 1, dqacc[j][3] * scale);
+        }
+    }
+}
+FT_KERNEL_EXPORT(attn_bwd_q_mma)
+#endif
 
 /* ==== backward, key-major (dkv = keymajor) ====================================================
  * One CTA per (sequence, tile of KT context positions) x kv head; walks the kept blocks of its

@@ -26,8 +26,14 @@
  *           rounding, contention on the early positions. Per-block partials with a
  *           deterministic reduction would take nseq*NB*S*Hkv*dh floats (6.4 GB at qwen3-8b) and
  *           are not offered.
- * Not exposed (yet): the tensor-core inner products (mma.sync m16n8k16 bf16): the kernels are
- * CUDA-core only; see attention_train.cu.
+ *   core    inner products of the forward and of the query-major backward. cuda: FMAs on the CUDA
+ *           cores, a lane per key for the scores, then a lane per dh column for o / dq (any dtype,
+ *           any dh). mma (bf16, dh a multiple of 16): mma.sync m16n8k16 through the dialect's
+ *           wrapper, a warp per 16-row tile (q, and backward do, as A fragments in registers):
+ *           S = Q K^T and O += P V forward, S, dP = dO V^T and dQ += dS K backward; the online
+ *           softmax and P, dS on the accumulator fragments. The tile's dk/dv (a sum over rows
+ *           that crosses the warps' tiles) and the key-major pass stay on the CUDA cores. Needs a
+ *           warp per row tile: warps >= ceil(rows/16), and no more than twice that (or 2).
  * Compile time: the storage type (the `dtype` attribute) and dh (the unrolled dot products); one
  * module per (dtype, dh), every tunable above is a run-time argument (dynamic shared memory).
  * Scratch: lse in float32 (slot 0, rows), D = do.o (slot 1, rows, keymajor), the float32 dk/dv
@@ -88,6 +94,10 @@ static size_t tr_fwd_smem(const tr_geom *g) {
 }
 static size_t tr_bwdq_smem(const tr_geom *g) {
     int64_t kp = g->dh + 1;
+    if (g->mma) {
+        int64_t Rp = cdiv(g->R, 16) * 16;
+        return (size_t)(2 * Rp * g->dh + 2 * g->kt * kp + 2 * Rp * g->kt + 2 * Rp) * sizeof(float);
+    }
     return (size_t)(3 * g->R * g->dh + 2 * g->kt * kp + 2 * g->R * g->kt + 2 * g->R) *
            sizeof(float);
 }
@@ -150,7 +160,8 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     }
     size_t smem = tr_fwd_smem(&g);
     const char *k = g.mma ? "attn_fwd_mma" : "attn_fwd";
-    if (bwd && tr_bwdq_smem(&g) > smem) smem = tr_bwdq_smem(&g), k = "attn_bwd_q";
+    if (bwd && tr_bwdq_smem(&g) > smem)
+        smem = tr_bwdq_smem(&g), k = g.mma ? "attn_bwd_q_mma" : "attn_bwd_q";
     if (bwd && !g.atomic && tr_bwdkv_smem(&g) > smem) smem = tr_bwdkv_smem(&g), k = "attn_bwd_kv";
     if (smem > TR_MAX_SMEM) {
         if (why)
@@ -169,7 +180,7 @@ static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module
     int threads = 32 * g->warps;
     ft_cuda_spec_kernel(s, g->mma ? "attn_fwd_mma" : "attn_fwd", threads, tr_fwd_smem(g));
     if (c->backward) {
-        ft_cuda_spec_kernel(s, "attn_bwd_q", threads, tr_bwdq_smem(g));
+        ft_cuda_spec_kernel(s, g->mma ? "attn_bwd_q_mma" : "attn_bwd_q", threads, tr_bwdq_smem(g));
         if (!g->atomic)
             ft_cuda_spec_kernel(s, "attn_bwd_kv", threads, tr_bwdkv_smem(g));
         else if (dt == FT_DT_BF16)
@@ -273,7 +284,8 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
         void *args[] = {&qd,  &kcd, &vcd,  &kbd,  &vbd,    &ad,     &keepd,  &od,     &lse32,
                         &dod, &dqd, &dkbd, &dvbd, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf,
                         &S,   &NB,  &B,    &Hq,   &Hkv,    &npk,    &KT,     &scale,  &mode};
-        if ((s = ft_cuda_launch(x, m, "attn_bwd_q", grid, block, tr_bwdq_smem(&g), args, err)))
+        if ((s = ft_cuda_launch(x, m, g.mma ? "attn_bwd_q_mma" : "attn_bwd_q", grid, block,
+                                tr_bwdq_smem(&g), args, err)))
             return s;
     }
     if (!g.atomic) {
@@ -331,8 +343,9 @@ static ft_param tr_params[] = {
                  TR_DEF_DKV,
                  0},
     [TRP_CORE] = {"core",
-                  "forward inner products: CUDA-core FMAs (a lane per key, then per dh column) or "
-                  "the tensor cores (mma.sync m16n8k16, bf16, a warp per 16-row tile)",
+                  "inner products of the forward and the query-major backward: CUDA-core FMAs (a "
+                  "lane per key, then per dh column) or the tensor cores (mma.sync m16n8k16, bf16, "
+                  "a warp per 16-row tile)",
                   2,
                   {TR_CORE_CUDA, TR_CORE_MMA},
                   tr_core_labels,
