@@ -20,12 +20,12 @@
  *   dkv     backward: how the context keys' dk/dv, summed over every block that sees them, are
  *           accumulated. keymajor: a second kernel owns a tile of context positions per kv head
  *           and walks the blocks that see it, recomputing their P and dS (deterministic, no
- *           atomics, no scratch; a second pass over the context scores). atomic: the query-major
- *           pass adds them with float atomics into float32 accumulators (the outputs with f32
- *           storage, float32 scratch and a convert pass with bf16): one pass, order-dependent
- *           rounding, contention on the early positions. Per-block partials with a
- *           deterministic reduction would take nseq*NB*S*Hkv*dh floats (6.4 GB at qwen3-8b) and
- *           are not offered.
+ *           atomics, no scratch but D per row; a second pass over the context scores).
+ *           atomic: the query-major pass adds them with float atomics into float32 accumulators
+ *           (the outputs with f32 storage, float32 scratch and a convert pass with bf16): one
+ *           pass, order-dependent rounding, contention on the early positions. Per-block partials
+ *           with a deterministic reduction would take nseq*NB*S*Hkv*dh floats (6.4 GB at
+ *           qwen3-8b) and are not offered.
  *   core    inner products of the forward and of the query-major backward. cuda: FMAs on the CUDA
  *           cores, a lane per key for the scores, then a lane per dh column for o / dq (any dtype,
  *           any dh). mma (bf16, dh a multiple of 16): mma.sync m16n8k16 through the dialect's
