@@ -61,6 +61,7 @@
 #define LSC_ROW_T      256                /* threads of the per-row and finishing kernels */
 #define LSC_WT_T       64                 /* threads of loss_weights (one per block of B rows) */
 #define LSC_BK         32                 /* loss.cu LS_BK */
+#define LSC_MAX_B      1024               /* rows per block (the host's weight buffers) */
 
 enum { LCP_STRATEGY, LCP_CHUNK, LCP_ALGO, LCP_BM, LCP_BN, LCP_WARPS, LCP_STAGES, LCP_COUNT };
 enum { LC_MATERIALIZE, LC_ONLINE };
@@ -127,6 +128,7 @@ static const char *const lc_constraints[] = {
     "default does not cover it",
     "materialize: chunk*B*V*4 bytes of logits at most 2 GiB",
     "online with bf16 storage: H even (4-byte cp.async of bf16 pairs)",
+    "B <= 1024",
     "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on the GPU)",
     NULL,
 };
@@ -139,6 +141,10 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     const int64_t nblk = B > 0 ? M / B : 0;
     static const int online_only[] = {LCP_BM, LCP_BN, LCP_WARPS, LCP_STAGES};
     static const int mat_only[] = {LCP_CHUNK, LCP_ALGO};
+    if (B > LSC_MAX_B) {
+        if (why) snprintf(why, n, "B=%lld: blocks of at most %d rows", (long long)B, LSC_MAX_B);
+        return 0;
+    }
     if (strategy == LC_MATERIALIZE) {
         for (size_t i = 0; i < sizeof online_only / sizeof online_only[0]; i++)
             if (cfg->v[online_only[i]] != lc_params[online_only[i]].def) {
@@ -270,8 +276,8 @@ static double lc_denominator(const ft_call *c, int *late) {
     double sum = 0;
     if (norm != FT_NORM_WEIGHT_SUM) return ft_loss_denominator(a, M, NULL, mask);
     /* weight_sum with q-independent weights: one block's weights at a time, q = 1. */
-    double qb[1024], wb[1024];
-    for (int64_t k = 0; k < B && k < 1024; k++)
+    double qb[LSC_MAX_B], wb[LSC_MAX_B];
+    for (int64_t k = 0; k < B && k < LSC_MAX_B; k++)
         qb[k] = 1.0;
     for (int64_t b = 0; b < M; b += B) {
         ft_loss_block_weights(a, qb, mask + b, wb);
@@ -285,9 +291,6 @@ static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     const ft_call *c = dc->c;
     const ft_loss_attrs *a = &c->attrs.loss;
     const ft_dt dt = dc->dt;
-    if (a->B > 1024)
-        return ft_err_set(err, FT_EUNSUPPORTED, "loss on cuda: B=%lld (at most 1024)",
-                          (long long)a->B);
     lc_geom g;
     lc_geom_of(c, dt, cfg, ft_dev_props_of(ft_cuda_dev(x))->sm_count, &g);
     ft_cuda_module_spec spec;
