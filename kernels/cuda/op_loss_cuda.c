@@ -44,10 +44,17 @@
  *   materialize  rows: 8*M + 4 (row statistics, ce, q, w, scale); logits: min(chunk*B, M) * V;
  *                plus cuBLASLt's workspace on the GPU (gemm.c: 32 MiB from Hopper on).
  *   online       rows: (2*S + 6)*M + 4, S the vocab splits of pass 1 (S <= ceil(2*SMs / row
- *                tiles) and <= vocab tiles, so S*M <= max(M, 2*SMs*bm)); with bf16 storage the
+ *                tiles) and <= vocab tiles, so S*M <= M + 2*SMs*bm); with bf16 storage the
  *                float32 accumulators of dh (M*H) and, with want_dw, of dw_lm (V*H). Never
  *                V x M.
  * Slots: 0 rows, 1 logits / dh accumulator, 2 dw_lm accumulator.
+ *
+ * Cost and precision notes. online's pass 2 is written for correctness first: a block reads
+ * and writes its float accumulator slab (bm x H for dh, bn x H for dw_lm) once per tile of the
+ * other dimension and takes the dh / dw_lm products on the CUDA cores, so at qwen3-8b it moves
+ * on the order of a terabyte and materialize is the fast strategy there. materialize with bf16
+ * storage accumulates dw_lm over chunks in bf16 (beta = 1 GEMMs): one rounding per chunk.
+ * Determinism: no atomics anywhere; every sum has a fixed order for a fixed config and device.
  */
 #include <stdio.h>
 #include <string.h>
