@@ -9,6 +9,8 @@
 #include <nvrtc.h>
 #include <string.h>
 
+#include "cuda/nvrtc.h"
+
 #define SAMPLES FT_SOURCE_DIR "/tests/cuda/"
 #define KERNELS FT_SOURCE_DIR "/kernels/cuda"
 
@@ -98,7 +100,40 @@ static void test_kernels(void) {
     fprintf(stderr, "  %d kernel sources in kernels/cuda\n", n);
 }
 
+/* ptxas's -v report: numbers land on the kernel they belong to, a device function's are not a
+ * kernel's, and a spill is credited to the kernel that spills. */
+static void test_ptxas_report(void) {
+    static const char log[] =
+        "ptxas info    : 0 bytes gmem\n"
+        "ptxas info    : Compiling entry function 'first' for 'sm_90a'\n"
+        "ptxas info    : Function properties for first\n"
+        "ptxas         .     16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Function properties for helper\n"
+        "ptxas         .     96 bytes stack frame, 40 bytes spill stores, 40 bytes spill loads\n"
+        "ptxas info    : Used 92 registers, used 1 barriers, 2048 bytes smem, 416 bytes cmem[0]\n"
+        "ptxas info    : Compiling entry function 'second' for 'sm_90a'\n"
+        "ptxas info    : Function properties for second\n"
+        "ptxas         .     24 bytes stack frame, 24 bytes spill stores, 8 bytes spill loads\n"
+        "ptxas info    : Used 255 registers, used 0 barriers, 384 bytes cmem[0]\n";
+    ft_nvrtc_kernel k[4];
+    int n = ft_nvrtc_parse_ptxas(log, k, 4);
+    FT_CHECK(n == 2, "two kernels, got %d", n);
+    if (n != 2) return;
+    FT_CHECK(!strcmp(k[0].name, "first") && k[0].info.regs == 92 &&
+                 k[0].info.smem_static == 2048 && k[0].info.stack_bytes == 16 &&
+                 k[0].info.spill_stores == 0,
+             "first: %d regs, %zu smem, %zu stack, %d spilled", k[0].info.regs,
+             k[0].info.smem_static, k[0].info.stack_bytes, k[0].info.spill_stores);
+    FT_CHECK(!strcmp(k[1].name, "second") && k[1].info.regs == 255 && k[1].info.smem_static == 0 &&
+                 k[1].info.spill_stores == 24 && k[1].info.spill_loads == 8,
+             "second: %d regs, %d/%d spilled", k[1].info.regs, k[1].info.spill_stores,
+             k[1].info.spill_loads);
+    FT_CHECK(ft_nvrtc_parse_ptxas("", k, 4) == 0, "an empty log has no kernels");
+    FT_CHECK(ft_nvrtc_parse_ptxas(log, k, 1) == 1, "at most max kernels");
+}
+
 int main(void) {
+    FT_RUN(test_ptxas_report);
     FT_RUN(test_samples);
     FT_RUN(test_kernels);
     return ft_test_finish();

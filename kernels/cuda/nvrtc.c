@@ -91,7 +91,10 @@ static long num_before(const char *line, const char *end, const char *what) {
 
 int ft_nvrtc_parse_ptxas(const char *log, ft_nvrtc_kernel *out, int max) {
     int n = 0;
-    ft_nvrtc_kernel *cur = NULL;
+    /* "Compiling entry function 'K'" opens kernel K: its "Used N registers" line follows.
+     * "Function properties for F" is followed by F's stack and spill line; F may be a kernel or
+     * a device function that was not inlined (whose numbers are not a kernel's). */
+    ft_nvrtc_kernel *entry = NULL, *props = NULL;
     for (const char *p = log; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
         const char *e = strchr(p, '\n');
         if (!e) e = p + strlen(p);
@@ -99,24 +102,35 @@ int ft_nvrtc_parse_ptxas(const char *log, ft_nvrtc_kernel *out, int max) {
         if (f && f < e) {
             f += strlen("Compiling entry function '");
             const char *q = memchr(f, '\'', (size_t)(e - f));
-            if (!q || n >= max) {
-                cur = NULL;
-                continue;
-            }
-            cur = &out[n++];
-            memset(cur, 0, sizeof *cur);
-            snprintf(cur->name, sizeof cur->name, "%.*s", (int)(q - f), f);
+            entry = props = NULL;
+            if (!q || n >= max) continue;
+            entry = &out[n++];
+            memset(entry, 0, sizeof *entry);
+            snprintf(entry->name, sizeof entry->name, "%.*s", (int)(q - f), f);
             continue;
         }
-        if (!cur) continue;
+        const char *fp = strstr(p, "Function properties for ");
+        if (fp && fp < e) {
+            fp += strlen("Function properties for ");
+            size_t len = (size_t)(e - fp);
+            while (len && (fp[len - 1] == ' ' || fp[len - 1] == '\r'))
+                len--;
+            props = NULL;
+            for (int k = 0; k < n; k++)
+                if (strlen(out[k].name) == len && strncmp(out[k].name, fp, len) == 0)
+                    props = &out[k];
+            continue;
+        }
         long v;
-        if ((v = num_before(p, e, "bytes stack frame")) >= 0) cur->info.stack_bytes = (size_t)v;
-        if ((v = num_before(p, e, "bytes spill stores")) >= 0) cur->info.spill_stores = (int)v;
-        if ((v = num_before(p, e, "bytes spill loads")) >= 0) cur->info.spill_loads = (int)v;
+        if (props) {
+            if ((v = num_before(p, e, "bytes stack frame")) >= 0) props->info.stack_bytes = (size_t)v;
+            if ((v = num_before(p, e, "bytes spill stores")) >= 0) props->info.spill_stores = (int)v;
+            if ((v = num_before(p, e, "bytes spill loads")) >= 0) props->info.spill_loads = (int)v;
+        }
         const char *u = strstr(p, "Used ");
-        if (u && u < e) {
-            cur->info.regs = atoi(u + 5);
-            if ((v = num_before(p, e, "bytes smem")) >= 0) cur->info.smem_static = (size_t)v;
+        if (entry && u && u < e) {
+            entry->info.regs = atoi(u + 5);
+            if ((v = num_before(p, e, "bytes smem")) >= 0) entry->info.smem_static = (size_t)v;
         }
     }
     return n;
