@@ -57,9 +57,6 @@
  */
 #include "ft_cuda.h"
 
-#ifndef FT_BF16
-#define FT_BF16 0
-#endif
 #ifndef FT_MMA
 #define FT_MMA 0
 #endif
@@ -73,11 +70,6 @@
 #define FT_DH 16
 #endif
 
-#if FT_BF16
-typedef __nv_bfloat16 st_t;
-#else
-typedef float st_t;
-#endif
 
 #define MAXT     256 /* threads per CTA, at most (__launch_bounds__) */
 #define KSTEP    16 /* keys per online-softmax step of decode_mma, and the split granularity */
@@ -92,10 +84,6 @@ static_assert(FT_MMA == 0 || FT_BF16, "FT_MMA needs bf16 storage");
 static_assert(FT_DH % 16 == 0 && FT_DH <= 256, "FT_DH: a multiple of 16, at most 256");
 static_assert(FT_TPW == 1 || FT_TPW == 2, "FT_TPW: 1 or 2 tiles per warp");
 
-__device__ __forceinline__ float ldf(const float *p) { return *p; }
-__device__ __forceinline__ float ldf(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void stf(float *p, float v) { *p = v; }
-__device__ __forceinline__ void stf(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
 
 /* The first context row of request r and its context length. */
 __device__ __forceinline__ int ctx_start(const int *lens, int r, int *L) {
@@ -122,9 +110,9 @@ __device__ __forceinline__ void stage_tile(st_t *ks, st_t *vs, int ld, const st_
             if (t < t1) {
                 const st_t *src = t < L ? (kv ? vc : kc) + ((size_t)(off + t) * Hkv + j) * dh
                                         : (kv ? vb : kb) + ((size_t)(r * B + t - L) * Hkv + j) * dh;
-                v = ldf(src + d);
+                v = ft_ldf(src + d);
             }
-            stf((kv ? vs : ks) + row * ld + d, v);
+            ft_stf((kv ? vs : ks) + row * ld + d, v);
         }
         return;
     }
@@ -214,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
 #pragma unroll
     for (int i = 0; i < FT_DPT; i++) {
         const int d = sub * FT_DPT + i;
-        qr[i] = active && d < dh ? ldf(qrow + d) * qs : 0.0f;
+        qr[i] = active && d < dh ? ft_ldf(qrow + d) * qs : 0.0f;
         acc[i] = 0.0f;
     }
     float mrow = -INFINITY, lrow = 0.0f;
@@ -228,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
             float dot = 0.0f;                                                                      \
             _Pragma("unroll") for (int i = 0; i < FT_DPT; i++) {                                   \
                 const int d = sub * FT_DPT + i;                                                    \
-                dot = fmaf(qr[i], ldf(kr + (d < dh ? d : 0)), dot);                                \
+                dot = fmaf(qr[i], ft_ldf(kr + (d < dh ? d : 0)), dot);                                \
             }                                                                                      \
             for (int w = tpr >> 1; w > 0; w >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, w);   \
             sc[kk] = c0 + kk < (NVALID) ? dot : -INFINITY;                                         \
@@ -244,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
             const st_t *vr = (VS) + (c0 + kk) * ld;                                                \
             _Pragma("unroll") for (int i = 0; i < FT_DPT; i++) {                                   \
                 const int d = sub * FT_DPT + i;                                                    \
-                acc[i] = fmaf(p, ldf(vr + (d < dh ? d : 0)), acc[i]);                              \
+                acc[i] = fmaf(p, ft_ldf(vr + (d < dh ? d : 0)), acc[i]);                              \
             }                                                                                      \
         }                                                                                          \
     }
@@ -261,9 +249,9 @@ extern "C" __global__ void __launch_bounds__(MAXT)
 #pragma unroll
         for (int i = 0; i < FT_DPT; i++) {
             const int d = sub * FT_DPT + i;
-            if (d < dh) stf(orow + d, acc[i] * inv);
+            if (d < dh) ft_stf(orow + d, acc[i] * inv);
         }
-        if (sub == 0) stf(lse + (size_t)(r * B + b) * Hq + j * G + g, l2);
+        if (sub == 0) ft_stf(lse + (size_t)(r * B + b) * Hq + j * G + g, l2);
     } else {
         const size_t prow = ((size_t)(r * splits + s) * Hkv + j) * M + slot;
 #pragma unroll
@@ -421,7 +409,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
                     ft_st_bf16x2(orow + n * 8 + 2 * cq,
                                  __floats2bfloat162_rn(acc[u][n][2 * h] * inv,
                                                        acc[u][n][2 * h + 1] * inv));
-                if (cq == 0) stf(lse + (size_t)(r * B + b) * Hq + j * G + g, l2);
+                if (cq == 0) ft_stf(lse + (size_t)(r * B + b) * Hq + j * G + g, l2);
             } else {
                 const size_t prow = ((size_t)(r * splits + s) * Hkv + j) * M + m;
 #pragma unroll
@@ -460,8 +448,8 @@ extern "C" __global__ void __launch_bounds__(128)
             const float w = expf(plse[pr] - tot);
             if (w > 0.0f) a = fmaf(w, po[pr * dh + d], a);
         }
-        stf(o + (size_t)row * dh + d, a);
+        ft_stf(o + (size_t)row * dh + d, a);
     }
-    if (lane == 0) stf(lse + row, tot);
+    if (lane == 0) ft_stf(lse + row, tot);
 }
 FT_KERNEL_EXPORT(decode_merge)

@@ -54,9 +54,6 @@
  */
 #include "ft_cuda.h"
 
-#ifndef FT_BF16
-#define FT_BF16 0
-#endif
 #ifndef FT_DH
 #define FT_DH 128
 #endif
@@ -65,11 +62,6 @@
 
 static_assert(FT_DH >= 1 && FT_DH <= 512, "FT_DH: 1 to 512");
 
-#if FT_BF16
-typedef __nv_bfloat16 st_t;
-#else
-typedef float st_t;
-#endif
 
 __device__ __forceinline__ float ld1(const float *p) { return *p; }
 __device__ __forceinline__ float ld1(const __nv_bfloat16 *p) { return __bfloat162float(*p); }

@@ -14,6 +14,7 @@
  *   FT_CUDA_ARCH                  the target's compute capability * 100 (900 under the emulator)
  *   bf16:  __nv_bfloat16, __nv_bfloat162 with explicit conversions only (__float2bfloat16,
  *          __bfloat162float, __floats2bfloat162_rn, ...); ft_pack_bf16x2 / ft_unpack_bf16x2
+ *   st_t:  the storage type of the module's float tensors (FT_BF16); ft_ldf / ft_stf
  *   loads: ft_ld_float4, ft_st_float4, ft_ld_bf16x2, ft_ld_bf16x8, ft_st_bf16x8 (aligned)
  *   warp:  ft_warp_sum, ft_warp_max (butterfly shuffles: every lane gets the result)
  *   mma:   ft_mma_m16n8k16_bf16(d, a, b, c)      mma.sync.aligned.m16n8k16.row.col.f32.bf16...
@@ -194,6 +195,22 @@ static inline void ft_cp_async_wait_all() {}
 #ifndef FT_SITE_
 #define FT_SITE_
 #endif
+
+/* The storage type of a module's float tensors: FT_BF16=1 when the call stores them in bfloat16
+ * (its `dtype` attribute), else float. Arithmetic is float32 either way: ft_ldf / ft_stf read
+ * and write one element of either type as a float (rounding to nearest even on the way out). */
+#ifndef FT_BF16
+#define FT_BF16 0
+#endif
+#if FT_BF16
+typedef __nv_bfloat16 st_t;
+#else
+typedef float st_t;
+#endif
+__device__ __forceinline__ float ft_ldf(const float *p) { return *p; }
+__device__ __forceinline__ float ft_ldf(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void ft_stf(float *p, float v) { *p = v; }
+__device__ __forceinline__ void ft_stf(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
 
 /* Two floats as bf16x2 (lo in the low half, as mma fragments and ldmatrix registers hold them). */
 __device__ __forceinline__ uint32_t ft_pack_bf16x2(float lo, float hi) {

@@ -57,9 +57,6 @@
 #ifndef FT_FUSION
 #define FT_FUSION 3
 #endif
-#ifndef FT_BF16
-#define FT_BF16 0
-#endif
 #ifndef FT_T
 #define FT_T 9
 #endif
@@ -70,11 +67,6 @@
 #define FT_CPT 1
 #endif
 
-#if FT_BF16
-typedef __nv_bfloat16 st_t;
-#else
-typedef float st_t;
-#endif
 
 static_assert(FT_VEC == 1 || FT_VEC == 2 || FT_VEC == 4 || FT_VEC == 8, "FT_VEC: 1, 2, 4 or 8");
 static_assert(FT_VEC * sizeof(st_t) <= 16, "FT_VEC: a vector access is at most 16 bytes");

@@ -27,20 +27,8 @@
  */
 #include "ft_cuda.h"
 
-#ifndef FT_BF16
-#define FT_BF16 0
-#endif
 
-#if FT_BF16
-typedef __nv_bfloat16 st_t;
-#else
-typedef float st_t;
-#endif
 
-__device__ __forceinline__ float ldf(const float *p) { return *p; }
-__device__ __forceinline__ float ldf(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void stf(float *p, float v) { *p = v; }
-__device__ __forceinline__ void stf(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
 
 template <typename S, typename T, bool NORM, bool ROPE>
 __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, const int *pos,
@@ -60,7 +48,7 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
     if (NORM) {
         float ss = 0.0f;
         for (int e = lane; e < dh; e += 32) {
-            const float x = ldf(s + e);
+            const float x = ft_ldf(s + e);
             ss = fmaf(x, x, ss);
         }
         ss = ft_warp_sum(ss);
@@ -69,10 +57,10 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
     const st_t *g = gk + (long long)i * dh;
     const double lt = ROPE ? log((double)theta) : 0.0, p = ROPE ? (double)pos[n] : 0.0;
     for (int m = lane; m < half; m += 32) {
-        float a = ldf(s + m), b = ldf(s + m + half);
+        float a = ft_ldf(s + m), b = ft_ldf(s + m + half);
         if (NORM) {
-            a = a * r * ldf(g + m);
-            b = b * r * ldf(g + m + half);
+            a = a * r * ft_ldf(g + m);
+            b = b * r * ft_ldf(g + m + half);
         }
         if (ROPE) {
             const double ang = p * exp(-2.0 * (double)m / (double)dh * lt);
@@ -81,8 +69,8 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
             a = ra;
             b = rb;
         }
-        stf(d + m, a);
-        stf(d + m + half, b);
+        ft_stf(d + m, a);
+        ft_stf(d + m + half, b);
     }
 }
 

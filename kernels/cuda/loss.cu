@@ -39,9 +39,6 @@
  */
 #include "ft_cuda.h"
 
-#ifndef FT_BF16
-#define FT_BF16 0
-#endif
 #ifndef LS_BM
 #define LS_BM 16
 #endif
@@ -56,10 +53,8 @@ static_assert(LS_BM == 16 || LS_BM == 32 || LS_BM == 64, "LS_BM: 16, 32 or 64");
 static_assert(LS_BN == 32 || LS_BN == 64 || LS_BN == 128, "LS_BN: 32, 64 or 128");
 
 #if FT_BF16
-typedef __nv_bfloat16 st_t;
 #define LS_EPU 2 /* elements per 4-byte cp.async */
 #else
-typedef float st_t;
 #define LS_EPU 1
 #endif
 
