@@ -141,11 +141,14 @@ def test_device_backends():
     check("fusion.dflare" in be["cuda-emu"]["ops"], "cuda-emu implements fusion.dflare")
     check(be["cuda-emu"]["device"].startswith("cuda-emu: "), f"emu device {be['cuda-emu']}")
     if not gpu:
-        check(not be["cuda"]["available"] and be["cuda"]["why"], "cuda unavailable, with a why")
-        one_line_error(["exec", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
-                        "cuda"], 3, "cannot run here")
-        one_line_error(["bench", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
-                        "cuda"], 3, "cannot run here")
+        # Built with the toolkit: no device is exit 3 with the reason; without it, exit 2.
+        built = be["cuda"]["built"]
+        check(not be["cuda"]["available"] and (be["cuda"]["why"] or not built),
+              "cuda unavailable, with a why")
+        code, needle = (3, "cannot run here") if built else (2, "not built into this binary")
+        for cmd in ("exec", "bench"):
+            one_line_error([cmd, "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                            "cuda"], code, needle)
     one_line_error(["bench", "fusion.dflare", "--backend", "cpu", "--timer", "sundial"], 2,
                    "unknown timer")
     one_line_error(["bench", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
