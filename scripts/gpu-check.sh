@@ -11,8 +11,9 @@
 # against the ceilings (device-to-device copy bandwidth, cuBLASLt bf16 GEMM rate) measured in the
 # same run; and last, a short table: op, best config, time, % of the ceiling, verified.
 #
-# QUICK=1 shortens every step (about 3 minutes on an H200 instead of about 8): shorter tuning,
-# shorter benchmarks, the f32 and dflash backward runs left out.
+# QUICK=1 shortens every step: shorter tuning and benchmarks, one run per op (the full run
+# covers the issue's benchmark shapes: decode at R=16 and R=1 with L=4096 and 32768, training
+# attention at S=3072, NB=512, the loss at H=4096, V=151936, 512 blocks with dpace and decay).
 #
 # Machines without package access: put the Debian .deb files of the build dependencies in a
 # folder (FT_DEPS_DEBS, default .deps; see scripts/deps.sh for the list) and they are unpacked
@@ -113,18 +114,29 @@ if [ -x "$build/tests/test_cuda_timer" ]; then
 fi
 
 # ---- tune, then bench the winners with both clocks -------------------------------------------
-# name | op | preset and sizes | tune time (s)
+# name | op | preset and sizes | tune time (s) | in QUICK mode
 runs=(
-  "fusion.dflare fwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16|30"
-  "fusion.dflare fwd+bwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16 --attr backward=1|30"
-  "fusion.dflare fwd f32|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192|20"
-  "fusion.dflash fwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16|25"
-  "fusion.dflash fwd+bwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16 --attr backward=1|25"
+  "fusion.dflare fwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16|25|q"
+  "fusion.dflare fwd+bwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16 --attr backward=1|20|q"
+  "fusion.dflash fwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16|15|q"
+  "fusion.dflash fwd+bwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16 --attr backward=1|15|"
+  "attention.kvproj dflare bf16|attention.kvproj|--preset qwen3-8b.dflare.train --attr dtype=bf16|15|"
+  "attention.decode R=16 L=4096 bf16|attention.decode|--preset qwen3-8b.dflare.decode --attr dtype=bf16|20|q"
+  "attention.decode R=16 L=32768 bf16|attention.decode|--preset qwen3-8b.dflare.decode --set L=32768 --attr dtype=bf16|15|"
+  "attention.decode R=1 L=32768 bf16|attention.decode|--preset qwen3-8b.dflare.decode --set R=1 --set L=32768 --attr dtype=bf16|15|"
+  "attention.decode R=1 L=4096 bf16|attention.decode|--preset qwen3-8b.dflare.decode --set R=1 --attr dtype=bf16|10|"
+  "attention.train fwd+bwd S=3072 NB=512 bf16|attention.train|--preset qwen3-8b.dflare.train --attr dtype=bf16 --attr backward=1|20|q"
+  "loss dpace bf16, 512 blocks|loss|--preset qwen3-8b.dflare.train --set blocks=512 --attr scheme=dpace --attr dtype=bf16|20|q"
+  "loss decay bf16, 512 blocks|loss|--preset qwen3-8b.dflare.train --set blocks=512 --attr scheme=decay --attr dtype=bf16|15|"
 )
-if [ "$quick" = 1 ]; then runs=("${runs[0]}" "${runs[1]}" "${runs[3]}"); fi
+if [ "$quick" = 1 ]; then
+  q=()
+  for r in "${runs[@]}"; do [ "${r##*|}" = q ] && q+=("$r"); done
+  runs=("${q[@]}")
+fi
 i=0
 for r in "${runs[@]}"; do
-  IFS='|' read -r name op args secs <<<"$r"
+  IFS='|' read -r name op args secs _ <<<"$r"
   [ "$quick" = 1 ] && secs=6
   step "tune $name"
   # shellcheck disable=SC2086
