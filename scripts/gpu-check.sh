@@ -9,7 +9,9 @@
 # short tuning session per CUDA op at a real preset (CUPTI timing, profiles and event logs
 # written to OUT_DIR); the winners benchmarked with CUPTI and with CUDA events, side by side,
 # against the ceilings (device-to-device copy bandwidth, cuBLASLt bf16 GEMM rate) measured in the
-# same run; and last, a short table: op, best config, time, % of the ceiling, verified.
+# same run; PyTorch's versions of the attention and loss ops on the same shapes
+# (scripts/torch-baseline.py, where PyTorch sees the GPU); and last, a short table: op, best
+# config, time, % of the ceiling, verified, then PyTorch's times and peak memory.
 #
 # QUICK=1 shortens every step: shorter tuning and benchmarks, one run per op (the full run
 # covers the issue's benchmark shapes: decode at R=16 and R=1 with L=4096 and 32768, training
@@ -165,6 +167,29 @@ PY
   i=$((i + 1))
 done
 
+# ---- PyTorch on the same shapes (issues' comparisons) -----------------------------------------
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  step "PyTorch on the same shapes"
+  tb=(
+    "decode --R 16 --L 4096"
+    "decode --R 16 --L 32768"
+    "decode --R 1 --L 32768"
+    "train --S 3072 --NB 512 --backward"
+    "loss --M 8192 --scheme dpace"
+    "loss --M 8192 --scheme decay"
+  )
+  [ "$quick" = 1 ] && tb=("${tb[0]}" "${tb[3]}" "${tb[4]}")
+  k=0
+  for t in "${tb[@]}"; do
+    # shellcheck disable=SC2086
+    timeout 240 python3 scripts/torch-baseline.py $t --reps $((quick ? 5 : 20)) \
+      --json "$out/torch-$k.json" 2>"$out/torch-$k.err" || { tail -3 "$out/torch-$k.err"; }
+    k=$((k + 1))
+  done
+else
+  echo "(no PyTorch with CUDA here: the PyTorch comparison is left out)"
+fi
+
 # ---- the table --------------------------------------------------------------------------------
 step "summary"
 python3 - "$out" "$i" <<'PY' | tee "$out/table.md"
@@ -195,6 +220,21 @@ for k in range(n):
     ev = t(b["median_s"]) if b else "(failed)"
     frac = f'{100*a["roofline_frac"]:.0f}% ({a["bound"]})'
     print(f'| {name} | `{cfg}` | {t(a["median_s"])} ({t(a["iqr_s"])}, {a["samples"]}) | {ev} | {frac} | {ver} |')
+tor = [load(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.startswith("torch-") and f.endswith(".json")]
+tor = [x for x in tor if x]
+if tor:
+    print("\n| PyTorch | shape | variant | median (IQR, n) | peak extra memory |")
+    print("|---|---|---|---|---|")
+    for x in tor:
+        a = x["args"]
+        shape = {"decode": f'R={a["R"]} L={a["L"]}', "train": f'S={a["S"]} NB={a["NB"]}' +
+                 (" fwd+bwd" if a["backward"] else ""), "loss": f'M={a["M"]} V={a["V"]} {a["scheme"]}'}[x["op"]]
+        for r in x["variants"]:
+            if "error" in r:
+                print(f'| {x["op"]} | {shape} | {r["variant"]} | failed: {r["error"][:60]} | |')
+            else:
+                pk = f'{r["peak_extra_bytes"]/2**20:.0f} MiB' if "peak_extra_bytes" in r else ""
+                print(f'| {x["op"]} | {shape} | {r["variant"]} | {t(r["median_s"])} ({t(r["iqr_s"])}, {r["samples"]}) | {pk} |')
 PY
 step "done"
 echo "results in $out"
