@@ -372,6 +372,29 @@ static ft_status resolve(const ft_call *c, const ft_config **cfg, ft_config *def
     return FT_OK;
 }
 
+#if FT_HAVE_CUDA
+/* `reps` calls of op in one region of the device timer: their device time in *secs. */
+static ft_status device_region(ft_cuda_ctx *x, const ft_cuda_op *op, const ft_cuda_call *dc,
+                               const ft_config *cfg, int reps, double *secs, const char *bname,
+                               ft_err *err) {
+    ft_status s = ft_timer_begin(x->timer, err);
+    if (s) return s;
+    for (int r = 0; r < reps && !s; r++)
+        s = op->run(x, dc, cfg, err);
+    double t = 0;
+    int nk = 0;
+    ft_err e2 = {0};
+    ft_status s2 = ft_timer_end(x->timer, &t, &nk, &e2);
+    if (s) return s;
+    if (s2) {
+        if (err) *err = e2;
+        return ft_err_wrap(err, "%s on %s", dc->c->op->name, bname);
+    }
+    *secs = t;
+    return FT_OK;
+}
+#endif
+
 static ft_status run_on(int emulated, ft_call *c, const ft_config *cfg, int reps, double *secs,
                         ft_err *err) {
     const char *bname = emulated ? "cuda-emu" : "cuda";
@@ -389,44 +412,20 @@ static ft_status run_on(int emulated, ft_call *c, const ft_config *cfg, int reps
         return download(x, c, &dc, err);
     }
 #if FT_HAVE_CUDA
-    if (!emulated && x->cold) {
+    if (!emulated) {
+        if (!x->cold) return device_region(x, op, &dc, cfg, reps, secs, bname, err);
         /* Each call alone, after a memset of twice the L2 outside its timed window. */
         size_t l2 = 2 * ft_dev_props_of(x->dev)->l2_bytes;
         if (!x->l2_flush && (s = ft_dev_alloc(x->dev, l2, &x->l2_flush, err))) return s;
         double sum = 0;
         for (int r = 0; r < reps; r++) {
             double t = 0;
-            int nk = 0;
             if ((s = ft_dev_memset(x->dev, x->l2_flush, r & 0xff, l2, err)) ||
-                (s = ft_timer_begin(x->timer, err)))
+                (s = device_region(x, op, &dc, cfg, 1, &t, bname, err)))
                 return s;
-            s = op->run(x, &dc, cfg, err);
-            ft_err e2 = {0};
-            ft_status s2 = ft_timer_end(x->timer, &t, &nk, &e2);
-            if (s) return s;
-            if (s2) {
-                if (err) *err = e2;
-                return s2;
-            }
             sum += t;
         }
         *secs = sum;
-        return FT_OK;
-    }
-    if (!emulated) {
-        if ((s = ft_timer_begin(x->timer, err))) return s;
-        for (int r = 0; r < reps && !s; r++)
-            s = op->run(x, &dc, cfg, err);
-        double t = 0;
-        int nk = 0;
-        ft_err e2 = {0};
-        ft_status s2 = ft_timer_end(x->timer, &t, &nk, &e2);
-        if (s) return s;
-        if (s2) {
-            if (err) *err = e2;
-            return ft_err_wrap(err, "%s on %s", c->op->name, bname);
-        }
-        *secs = t;
         return FT_OK;
     }
 #endif
