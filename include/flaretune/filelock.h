@@ -1,0 +1,27 @@
+/* filelock.h: an exclusive advisory lock beside a file, for read-modify-write updates that
+ * several processes may make at once (profiles, the ceilings cache).
+ *
+ * The lock is a flock on PATH.lock, not on PATH itself: updates replace PATH by renaming a
+ * temporary file over it, and a lock held on the old inode would not exclude a writer that
+ * opened the new one.
+ */
+#ifndef FLARETUNE_FILELOCK_H
+#define FLARETUNE_FILELOCK_H
+
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Take the lock of `path` (waiting for it); returns a descriptor to pass to ft_file_unlock, or
+ * -1 with err set (FT_EIO naming the lock file). */
+int ft_file_lock(const char *path, ft_err *err);
+/* Take it only if it is free now: -1 with FT_EBUSY in err when another process holds it. */
+int ft_file_trylock(const char *path, ft_err *err);
+void ft_file_unlock(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,45 @@
+/* filelock.c: exclusive locks beside files (see include/flaretune/filelock.h). */
+#include "flaretune/filelock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static int lock_as(const char *path, int how, ft_err *err) {
+    char lock[4096];
+    int w = snprintf(lock, sizeof lock, "%s.lock", path);
+    if (w < 0 || (size_t)w >= sizeof lock) {
+        ft_err_set(err, FT_EINVAL, "%.200s...: path too long for its lock file", path);
+        return -1;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        ft_err_set(err, FT_EIO, "%s: cannot create the lock file: %s", lock, strerror(errno));
+        return -1;
+    }
+    while (flock(fd, how) != 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            ft_err_set(err, FT_EBUSY, "%s is in use by another process (its lock %s is held)",
+                       path, lock);
+        else
+            ft_err_set(err, FT_EIO, "%s: cannot lock: %s", lock, strerror(e));
+        return -1;
+    }
+    return fd;
+}
+
+int ft_file_lock(const char *path, ft_err *err) { return lock_as(path, LOCK_EX, err); }
+
+int ft_file_trylock(const char *path, ft_err *err) {
+    return lock_as(path, LOCK_EX | LOCK_NB, err);
+}
+
+void ft_file_unlock(int fd) {
+    if (fd >= 0) close(fd); /* closing the descriptor releases the flock */
+}
