@@ -183,6 +183,19 @@ static size_t src_size(src_type st) {
     return 0;
 }
 
+/* Elements of a shape, or -1 when the count (or its bytes at 16 per element, the widest any
+ * conversion makes) does not fit in an int64. */
+static int64_t shape_numel(const ft_npy_header *h) {
+    for (int i = 0; i < h->rank; i++)
+        if (h->shape[i] == 0) return 0;
+    int64_t n = 1;
+    for (int i = 0; i < h->rank; i++) {
+        if (n > INT64_MAX / 16 / h->shape[i]) return -1;
+        n *= h->shape[i];
+    }
+    return n;
+}
+
 ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
@@ -190,6 +203,17 @@ ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
     ft_status s = FT_OK;
     ft_tensor *t = NULL;
     void *raw = NULL;
+    /* fopen opens a directory too; reading it would only say "wrong magic string". */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        s = ft_err_set(err, FT_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        fclose(f);
+        return s;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        return ft_err_set(err, FT_EIO, "%s: is a directory, not a .npy file", path);
+    }
 
     /* The header is at most 4 GiB in 2.0+ but NumPy keeps it small; 64 KiB + prefix covers
      * every 1.0 header and any real 2.0 one. */
@@ -217,11 +241,38 @@ ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
                   : st == SRC_F64                    ? FT_F64
                   : (st == SRC_I32 || st == SRC_I64) ? FT_I32
                                                      : FT_U8;
-    if ((s = ft_tensor_new(dt, h.rank, h.shape, &t, err))) goto done;
-
-    int64_t n = ft_tensor_numel(t);
+    char shape_s[128];
+    int64_t n = shape_numel(&h);
+    if (n < 0) {
+        s = ft_err_set(err, FT_EFORMAT, "%s: shape %s is too large to address", path,
+                       ft_shape_str(h.rank, h.shape, shape_s, sizeof shape_s));
+        goto done;
+    }
     size_t esz = src_size(st);
     size_t want = (size_t)n * esz;
+    /* A header may claim any size: compare it with the file's before allocating anything, so
+     * a 128-byte file claiming 4 GiB is refused at once. (A pipe has no size; its reads are
+     * checked below.) */
+    if (S_ISREG(sb.st_mode)) {
+        uint64_t held =
+            (uint64_t)sb.st_size > h.data_offset ? (uint64_t)sb.st_size - h.data_offset : 0;
+        if (held < (uint64_t)want) {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: truncated data: the header promises %lld elements (%zu bytes) "
+                           "but the file holds %llu",
+                           path, (long long)n, want, (unsigned long long)held);
+            goto done;
+        }
+        if (held > (uint64_t)want) {
+            s = ft_err_set(err, FT_EFORMAT, "%s: extra bytes after the %zu bytes of data", path,
+                           want);
+            goto done;
+        }
+    }
+    if ((s = ft_tensor_new(dt, h.rank, h.shape, &t, err))) {
+        ft_err_wrap(err, "%s", path);
+        goto done;
+    }
     void *dst = t->data;
     if (esz != ft_dtype_size(dt)) {
         raw = malloc(want ? want : 1);
@@ -289,10 +340,18 @@ FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
         ft_err_set(err, FT_EIO, "%s: cannot create a file there: %s", path, strerror(errno));
         return NULL;
     }
-    /* mkstemp makes the file 0600; give it the usual permissions of a new file. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
+    /* mkstemp makes the file 0600; give it the permissions of the file it replaces (through a
+     * symbolic link: of the link's target), or the usual ones of a new file. */
+    struct stat old;
+    mode_t mode;
+    if (stat(path, &old) == 0 && S_ISREG(old.st_mode)) {
+        mode = old.st_mode & 07777;
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    if (fchmod(fd, mode) != 0) {
         /* Not fatal: the file is still correct, only private. */
     }
     FILE *f = fdopen(fd, "wb");
@@ -321,6 +380,73 @@ ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err
         return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));
     }
     return FT_OK;
+}
+
+ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *path, ft_err *err) {
+    ft_status s = FT_OK;
+    int done = 0;
+    /* Each replaced file is kept under a second name (a hard link) until every new file is in
+     * place: 0 no old file, 1 linked, 2 moved aside (a file system without hard links). */
+    enum { OLD_NONE, OLD_LINKED, OLD_MOVED };
+    char(*old)[4096 + 8] = n > 0 ? calloc((size_t)n, sizeof *old) : NULL;
+    int *kept = n > 0 ? calloc((size_t)n, sizeof *kept) : NULL;
+    if (n > 0 && (!old || !kept)) {
+        s = ft_err_set(err, FT_ENOMEM, "out of memory committing %d files", n);
+        goto undo;
+    }
+    /* Every target first: what rename cannot replace fails here, before anything changed. */
+    for (int k = 0; k < n; k++) {
+        struct stat st;
+        if (lstat(path[k], &st) == 0 && S_ISDIR(st.st_mode)) {
+            s = ft_err_set(err, FT_EIO, "%s: is a directory; no output was written", path[k]);
+            goto undo;
+        }
+        if (snprintf(old[k], sizeof old[k], "%s.old", tmp[k]) >= (int)sizeof old[k]) {
+            s = ft_err_set(err, FT_EINVAL, "%s: path too long", path[k]);
+            goto undo;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        struct stat st;
+        if (lstat(path[k], &st) == 0) {
+            if (link(path[k], old[k]) == 0) {
+                kept[k] = OLD_LINKED;
+            } else if (rename(path[k], old[k]) == 0) {
+                kept[k] = OLD_MOVED;
+            } else {
+                s = ft_err_set(err, FT_EIO, "%s: cannot keep the old file while replacing it: %s",
+                               path[k], strerror(errno));
+                goto undo;
+            }
+        }
+        if (rename(tmp[k], path[k]) != 0) {
+            s = ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path[k],
+                           strerror(errno));
+            if (kept[k] == OLD_MOVED) rename(old[k], path[k]);
+            if (kept[k] == OLD_LINKED) unlink(old[k]);
+            kept[k] = OLD_NONE;
+            goto undo;
+        }
+        done = k + 1;
+    }
+    for (int k = 0; k < n; k++)
+        if (kept[k]) unlink(old[k]);
+    free(old);
+    free(kept);
+    return FT_OK;
+undo:
+    /* Put back what was replaced, newest first, and remove what was new. */
+    for (int k = done - 1; k >= 0; k--) {
+        if (kept[k])
+            rename(old[k], path[k]);
+        else
+            unlink(path[k]);
+    }
+    for (int k = done; k < n; k++)
+        unlink(tmp[k]);
+    free(old);
+    free(kept);
+    return s;
 }
 
 static const char *dtype_descr(ft_dtype dt) {

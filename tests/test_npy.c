@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "flaretune/npy.h"
@@ -168,6 +171,152 @@ static void test_bad_files(void) {
     expect_error("does-not-exist.npy", "cannot open");
 }
 
+/* AddressSanitizer's shadow memory does not fit under an address-space limit. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_TEST_ASAN 1
+#endif
+#endif
+
+/* A header that claims more data than the file holds is refused from the file's size, before
+ * anything is allocated, and a shape too large to address names the file. */
+static void test_lying_headers(void) {
+    write_raw("huge.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824, 1), }",
+              NULL, 0);
+    char p[256];
+    path_of(p, sizeof p, "huge.npy");
+    struct stat st;
+    FT_CHECK(stat(p, &st) == 0 && st.st_size == 128, "the lying file is 128 bytes");
+    expect_error("huge.npy", "truncated data");
+    expect_error("huge.npy", "4294967296 bytes");
+#ifndef FT_TEST_ASAN
+    /* Under a 1 GiB address-space limit the 4 GiB the header claims cannot even be reserved:
+     * the message must still be the file's, not "out of memory". */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {1UL << 30, 1UL << 30};
+        setrlimit(RLIMIT_AS, &rl);
+        ft_tensor *t = NULL;
+        ft_err err = {0};
+        ft_status s = ft_npy_load(p, &t, &err);
+        int ok = s == FT_EFORMAT && strstr(err.msg, "truncated data") && strstr(err.msg, p);
+        if (!ok) fprintf(stderr, "under a 1 GiB limit: %s\n", err.msg);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    FT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+             "the claimed size is checked before allocating");
+#endif
+    float f[2] = {1, 2};
+    write_raw("overflow.npy", 1,
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }",
+              f, sizeof f);
+    expect_error("overflow.npy", "too large");
+    write_raw("overflow2.npy", 1,
+              "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }", f,
+              sizeof f);
+    expect_error("overflow2.npy", "too large");
+    /* A directory where a file should be. */
+    path_of(p, sizeof p, "adir.npy");
+    FT_CHECK(mkdir(p, 0755) == 0, "mkdir %s", p);
+    expect_error("adir.npy", "is a directory");
+    ft_tensor *t = NULL;
+    ft_err err = {0};
+    ft_npy_load(p, &t, &err);
+    FT_CHECK(strstr(err.msg, "magic") == NULL, "a directory is not a wrong magic string: %s",
+             err.msg);
+    rmdir(p);
+}
+
+static void write_text_file(const char *p, const char *text) {
+    FILE *f = fopen(p, "wb");
+    FT_CHECK(f != NULL, "cannot create %s", p);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static int file_is(const char *p, const char *text) {
+    FILE *f = fopen(p, "rb");
+    if (!f) return 0;
+    char buf[256];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strcmp(buf, text) == 0;
+}
+
+/* Several files committed all together or not at all. */
+static void test_commit_all(void) {
+    char pa[256], pb[256], pc[256], ta[4096], tb[4096], tc[4096];
+    path_of(pa, sizeof pa, "all_a.txt");
+    path_of(pb, sizeof pb, "all_b.txt");
+    path_of(pc, sizeof pc, "all_c.txt");
+    write_text_file(pa, "old a");
+    /* b is a (non-empty) directory: nothing may change, a's old content included. */
+    FT_CHECK(mkdir(pb, 0755) == 0, "mkdir %s", pb);
+    char inside[300];
+    snprintf(inside, sizeof inside, "%s/x", pb);
+    write_text_file(inside, "x");
+    ft_err err = {0};
+    const char *paths[3] = {pa, pb, pc};
+    char *tmps[3] = {ta, tb, tc};
+    const char *texts[3] = {"new a", "new b", "new c"};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = ft_file_create_tmp(paths[i], tmps[i], 4096, &err);
+        FT_CHECK(f != NULL, "tmp: %s", err.msg);
+        if (f) {
+            fputs(texts[i], f);
+            fclose(f);
+        }
+    }
+    const char *const ctmps[3] = {ta, tb, tc};
+    ft_status s = ft_file_commit_all(3, ctmps, paths, &err);
+    FT_CHECK(s == FT_EIO && strstr(err.msg, "all_b.txt") && strstr(err.msg, "is a directory"),
+             "a directory in the way: %s", err.msg);
+    FT_CHECK(file_is(pa, "old a"), "a was replaced although b failed");
+    FT_CHECK(access(pc, F_OK) != 0, "c appeared although b failed");
+    for (int i = 0; i < 3; i++)
+        FT_CHECK(access(tmps[i], F_OK) != 0, "temporary file %s left behind", tmps[i]);
+    unlink(inside);
+    rmdir(pb);
+    /* With the way clear, every file appears, replacing the old a. */
+    for (int i = 0; i < 3; i++) {
+        FILE *f = ft_file_create_tmp(paths[i], tmps[i], 4096, &err);
+        if (f) {
+            fputs(texts[i], f);
+            fclose(f);
+        }
+    }
+    FT_CHECK(ft_file_commit_all(3, ctmps, paths, &err) == FT_OK, "commit: %s", err.msg);
+    for (int i = 0; i < 3; i++)
+        FT_CHECK(file_is(paths[i], texts[i]), "%s not committed", paths[i]);
+    for (int i = 0; i < 3; i++)
+        unlink(paths[i]);
+}
+
+/* A file that is replaced keeps its permissions. */
+static void test_save_keeps_mode(void) {
+    int64_t shape[1] = {2};
+    ft_tensor *t;
+    ft_err err = {0};
+    FT_CHECK(ft_tensor_new(FT_F32, 1, shape, &t, &err) == FT_OK, "alloc");
+    char p[256];
+    path_of(p, sizeof p, "mode.npy");
+    FT_CHECK(ft_npy_save(p, t, &err) == FT_OK, "save: %s", err.msg);
+    FT_CHECK(chmod(p, 0640) == 0, "chmod");
+    FT_CHECK(ft_npy_save(p, t, &err) == FT_OK, "save again: %s", err.msg);
+    struct stat st;
+    FT_CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0640, "mode %o after a save, want 640",
+             (unsigned)(st.st_mode & 07777));
+    unlink(p);
+    ft_tensor_free(t);
+}
+
 static void test_save_failure_leaves_nothing(void) {
     int64_t shape[1] = {4};
     ft_tensor *t;
@@ -195,6 +344,9 @@ int main(void) {
     FT_RUN(test_round_trip);
     FT_RUN(test_versions_and_conversions);
     FT_RUN(test_bad_files);
+    FT_RUN(test_lying_headers);
+    FT_RUN(test_commit_all);
+    FT_RUN(test_save_keeps_mode);
     FT_RUN(test_save_failure_leaves_nothing);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -67,39 +67,67 @@ static ft_status make_dirs(const char *dir, ft_err *err) {
     return FT_OK;
 }
 
-/* Write the tensors of c with the given roles into dir, all or nothing. */
-static ft_status write_tensors(const ft_call *c, int inputs, const char *dir, ft_err *err) {
+/* The files of one exec: the generated inputs (--save-inputs) and the outputs, written to
+ * temporary files first and committed together, so they all appear or none change. */
+typedef struct {
+    char tmp[FT_MAX_TENSORS * 2][4096], path[FT_MAX_TENSORS * 2][4096];
+    int n;
+} pending_files;
+
+/* Write the tensors of c with the given roles (inputs or outputs) into dir as temporary files. */
+static ft_status stage_tensors(const ft_call *c, int inputs, const char *dir, pending_files *pf,
+                               ft_err *err) {
     ft_status s = make_dirs(dir, err);
-    if (s) return s;
-    char tmp[FT_MAX_TENSORS][4096], path[FT_MAX_TENSORS][4096];
-    int n = 0;
     for (int i = 0; i < c->op->ntensors && !s; i++) {
         const ft_tensor_spec *ts = &c->op->tensors[i];
         int is_in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;
         if (!ft_call_uses(c, i) || is_in != inputs) continue;
-        snprintf(path[n], sizeof path[n], "%s/%s.npy", dir, ts->name);
-        s = ft_npy_save_tmp(path[n], c->t[i], tmp[n], sizeof tmp[n], err);
-        if (!s) n++;
+        if (snprintf(pf->path[pf->n], sizeof pf->path[pf->n], "%s/%s.npy", dir, ts->name) >=
+            (int)sizeof pf->path[pf->n])
+            return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
+        s = ft_npy_save_tmp(pf->path[pf->n], c->t[i], pf->tmp[pf->n], sizeof pf->tmp[pf->n], err);
+        if (!s) pf->n++;
     }
-    for (int k = 0; k < n && !s; k++)
-        if (rename(tmp[k], path[k]) != 0)
-            s = ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path[k],
-                           strerror(errno));
-    if (s)
-        for (int k = 0; k < n; k++)
-            unlink(tmp[k]);
+    return s;
+}
+
+static ft_status write_files(const ft_call *c, const char *save, const char *out, ft_err *err) {
+    pending_files *pf = calloc(1, sizeof *pf);
+    if (!pf) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_status s = FT_OK;
+    if (save) s = stage_tensors(c, 1, save, pf, err);
+    if (!s && out) s = stage_tensors(c, 0, out, pf, err);
+    const char *tmp[FT_MAX_TENSORS * 2], *path[FT_MAX_TENSORS * 2];
+    for (int k = 0; k < pf->n; k++) {
+        tmp[k] = pf->tmp[k];
+        path[k] = pf->path[k];
+    }
+    if (!s)
+        s = ft_file_commit_all(pf->n, tmp, path, err);
+    else
+        for (int k = 0; k < pf->n; k++)
+            unlink(pf->tmp[k]);
+    free(pf);
     return s;
 }
 
 static ft_status load_inputs(ft_call *c, const char *dir, ft_err *err) {
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return ft_err_set(err, FT_EIO, "%s: input directory %s: %s", c->op->name, dir,
+                          strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return ft_err_set(err, FT_EIO, "%s: input directory %s is not a directory", c->op->name,
+                          dir);
     for (int i = 0; i < c->op->ntensors; i++) {
         const ft_tensor_spec *ts = &c->op->tensors[i];
         if (!ft_call_uses(c, i) || (ts->role != FT_ROLE_IN && ts->role != FT_ROLE_GRAD_IN))
             continue;
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s.npy", dir, ts->name);
+        if (snprintf(path, sizeof path, "%s/%s.npy", dir, ts->name) >= (int)sizeof path)
+            return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
         if (access(path, F_OK) != 0)
-            return ft_err_set(err, FT_EINVAL, "%s: missing input %s%s", c->op->name, path,
+            return ft_err_set(err, FT_EIO, "%s: missing input %s%s", c->op->name, path,
                               ts->role == FT_ROLE_GRAD_IN ? " (read because backward=1)" : "");
         ft_status s = ft_npy_load(path, &c->t[i], err);
         if (s) return s;
@@ -185,9 +213,19 @@ static int run(int argc, char **argv) {
         if (h < 0) return FT_EXIT_USAGE;
         if (h) continue;
         switch (o) {
-        case O_IN: in = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_SAVE: save = optarg; break;
+        case O_IN:
+        case O_OUT:
+        case O_SAVE: {
+            const char *name = o == O_IN ? "--in" : o == O_OUT ? "--out" : "--save-inputs";
+            /* An empty DIR would put the files at the root ("/q.npy"). */
+            if (!optarg[0])
+                return ft_cli_fail(FT_EXIT_USAGE, "exec: %s expects a directory, got ''", name);
+            if (strlen(optarg) > 3000)
+                return ft_cli_fail(FT_EXIT_USAGE, "exec: %s: the directory's path is too long",
+                                   name);
+            *(o == O_IN ? &in : o == O_OUT ? &out : &save) = optarg;
+            break;
+        }
         case O_QUIET: quiet = 1; break;
         case ':':
             return ft_cli_fail(FT_EXIT_USAGE, "exec: option '%s' needs a value", argv[optind - 1]);
@@ -222,10 +260,18 @@ static int run(int argc, char **argv) {
 
     ft_status s;
     if (in) {
+        /* Everything that goes wrong from here to the run is about the input files (missing,
+         * malformed, of the wrong dtype or shape, values out of range, sizes that disagree),
+         * not the command line, whatever status the library gives it: exit 1 (README). */
         ft_call_resolve_backward(&c);
         s = load_inputs(&c, in, &err);
         if (!s) s = ft_call_bind(&c, &err);
-        if (!s) s = ft_call_alloc(&c, 0, 1, &err);
+        if (s) {
+            code = ft_cli_fail(FT_EXIT_FAIL, "%s", err.msg);
+            ft_call_free(&c);
+            return code;
+        }
+        s = ft_call_alloc(&c, 0, 1, &err);
     } else {
         ft_preset p;
         if ((code = ft_cli_make_preset(&prob, NULL, &p))) {
@@ -240,8 +286,7 @@ static int run(int argc, char **argv) {
         s = be->run(&c, &cfg, &err);
         t1 = ft_now_s();
     }
-    if (!s && save) s = write_tensors(&c, 1, save, &err);
-    if (!s && out) s = write_tensors(&c, 0, out, &err);
+    if (!s && (save || out)) s = write_files(&c, save, out, &err);
     if (s)
         code = ft_cli_fail_err(&err);
     else if (!quiet) {

@@ -34,6 +34,9 @@ typedef struct ft_npy_header {
 ft_status ft_npy_parse_header(const unsigned char *buf, size_t len, const char *name,
                               ft_npy_header *h, ft_err *err);
 
+/* Read path into a new tensor. Every failure is one line naming the file: a directory, a
+ * malformed header, a shape too large to address, data shorter or longer than the header says
+ * (checked against the file's size before anything is allocated), an int64 that does not fit. */
 ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err);
 
 /* Write t to path atomically (temporary file + rename). */
@@ -43,10 +46,17 @@ ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err);
  * renames it with ft_file_commit or removes it. Lets several files be written all-or-nothing. */
 ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_t n, ft_err *err);
 
-/* Atomic file helpers shared by every writer (profiles, emitted headers, outputs). */
+/* Atomic file helpers shared by every writer (profiles, emitted headers, outputs). The
+ * temporary file is created beside path with the permissions of the file it will replace (of a
+ * symbolic link's target), or those of a new file under the umask. */
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err);
 /* Flush, sync and close f, then rename tmp to path. On failure tmp is removed. */
 ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err);
+/* Rename each closed tmp[k] to path[k], all or nothing: every target is checked before the
+ * first rename (a directory in the way fails then), each replaced file is kept until all are in
+ * place, and a rename that still fails puts the old files back. On failure every tmp[k] is
+ * removed and the message names the path that failed. */
+ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *path, ft_err *err);
 
 #ifdef __cplusplus
 }
