@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "flaretune/backend.h"
+#include "flaretune/filelock.h"
 #include "flaretune/json.h"
 #include "flaretune/npy.h"
 #include "flaretune/version.h"
@@ -533,6 +533,14 @@ ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile 
     json_array_foreach(entries, i, j) {
         ft_profile_entry e;
         ft_err why = {0};
+        if (!json_is_object(j)) {
+            /* Not an entry of any build (1, "x", null): dropped, not kept to be written back. */
+            char warn[FT_ERR_MSG_LEN];
+            snprintf(warn, sizeof warn, "%s: entries[%zu] dropped: it is %s, not an object", name,
+                     i, type_name(j));
+            if ((s = add_warning(p, warn, err))) break;
+            continue;
+        }
         if (check_entry(j, &e, &why) == FT_OK) {
             json_incref(j);
             if ((s = insert(p, j, &e, NULL, err))) break;
@@ -642,11 +650,155 @@ fail:
     return NULL;
 }
 
+/* ---- where a profile is written ------------------------------------------------------------ */
+
+/* The path for a message: a very long one cut to its start and its length. */
+static const char *short_path(const char *path, char *buf, size_t n) {
+    size_t len = strlen(path);
+    if (len <= 200) return path;
+    snprintf(buf, n, "%.60s... (%zu characters)", path, len);
+    return buf;
+}
+
+/* The room a profile's name needs beside it: its temporary file (".tmp.XXXXXX") and its lock. */
+#define NAME_ROOM 11
+
+/* ENAMETOOLONG, saying whether a name in the path or the whole path is too long. */
+static ft_status name_too_long(const char *path, ft_err *err) {
+    char sp[128];
+    size_t longest = 0;
+    for (const char *p = path; *p;) {
+        size_t k = strcspn(p, "/");
+        longest = k > longest ? k : longest;
+        p += k;
+        p += *p == '/';
+    }
+    if (longest > NAME_MAX - NAME_ROOM)
+        return ft_err_set(err, FT_EINVAL, "%s: %s (a name may have %d characters at most)",
+                          short_path(path, sp, sizeof sp), strerror(ENAMETOOLONG),
+                          NAME_MAX - NAME_ROOM);
+    return ft_err_set(err, FT_EINVAL, "%s: %s (a path may have %d characters at most)",
+                      short_path(path, sp, sizeof sp), strerror(ENAMETOOLONG),
+                      PATH_MAX - NAME_ROOM - 1);
+}
+
+/* The file a profile path names, where its temporary file and its lock go: symbolic links are
+ * followed to their target (realpath), and for a file that does not exist yet (a dangling
+ * link's target included) the real path of its directory and its name. So a link stays a link,
+ * and two paths to one profile take one lock. */
+static ft_status resolve_target(const char *path, char *real, size_t n, ft_err *err) {
+    char sp[128];
+    if (!path || !path[0]) return ft_err_set(err, FT_EINVAL, "the profile path is empty");
+    if (strlen(path) >= PATH_MAX - NAME_ROOM) return name_too_long(path, err);
+    char cur[PATH_MAX], buf[PATH_MAX];
+    snprintf(cur, sizeof cur, "%s", path);
+    int found = 0;
+    for (int hops = 0;; hops++) {
+        if (realpath(cur, buf)) {
+            found = 1;
+            break;
+        }
+        int e = errno;
+        if (e == ENAMETOOLONG) return name_too_long(path, err);
+        if (e == ENOTDIR)
+            return ft_err_set(err, FT_EIO, "%s: a component of the path is not a directory",
+                              short_path(path, sp, sizeof sp));
+        if (e != ENOENT)
+            return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp), strerror(e));
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break; /* a file to create */
+        /* A dangling link: follow it by hand to the file it will create. */
+        if (hops >= 40)
+            return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp),
+                              strerror(ELOOP));
+        char to[PATH_MAX];
+        ssize_t k = readlink(cur, to, sizeof to - 1);
+        if (k < 0)
+            return ft_err_set(err, FT_EIO, "%s: cannot read the link: %s",
+                              short_path(path, sp, sizeof sp), strerror(errno));
+        to[k] = '\0';
+        const char *slash = strrchr(cur, '/');
+        int w = to[0] == '/' || !slash
+                    ? snprintf(buf, sizeof buf, "%s", to)
+                    : snprintf(buf, sizeof buf, "%.*s/%s", (int)(slash - cur), cur, to);
+        if (w < 0 || (size_t)w >= sizeof cur - NAME_ROOM) return name_too_long(path, err);
+        memcpy(cur, buf, (size_t)w + 1);
+    }
+    if (!found) {
+        /* Not there yet: the real path of its directory, then its name. */
+        const char *slash = strrchr(cur, '/');
+        const char *base = slash ? slash + 1 : cur;
+        char dir[PATH_MAX];
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == cur)
+            snprintf(dir, sizeof dir, "/");
+        else
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - cur), cur);
+        if (!base[0])
+            return ft_err_set(err, FT_EIO, "%s: names a directory, not a profile file",
+                              short_path(path, sp, sizeof sp));
+        char rdir[PATH_MAX];
+        if (!realpath(dir, rdir)) {
+            int e = errno;
+            if (e == ENOENT)
+                return ft_err_set(err, FT_EIO, "%s: directory %s does not exist",
+                                  short_path(path, sp, sizeof sp), dir);
+            if (e == ENOTDIR)
+                return ft_err_set(err, FT_EIO, "%s: %s is not a directory",
+                                  short_path(path, sp, sizeof sp), dir);
+            if (e == ENAMETOOLONG) return name_too_long(path, err);
+            return ft_err_set(err, FT_EIO, "%s: directory %s: %s", short_path(path, sp, sizeof sp),
+                              dir, strerror(e));
+        }
+        int w = snprintf(buf, sizeof buf, "%s/%s", strcmp(rdir, "/") ? rdir : "", base);
+        if (w < 0 || (size_t)w >= sizeof buf) return name_too_long(path, err);
+    }
+    const char *slash = strrchr(buf, '/');
+    if (strlen(slash ? slash + 1 : buf) > NAME_MAX - NAME_ROOM ||
+        strlen(buf) >= PATH_MAX - NAME_ROOM || strlen(buf) >= n)
+        return name_too_long(path, err);
+    memcpy(real, buf, strlen(buf) + 1);
+    return FT_OK;
+}
+
+/* The target as it is now: absent, or a regular file flaretune may replace. A profile its
+ * owner made read-only is refused rather than replaced (rename would replace it whatever its
+ * mode; docs/profiles.md). */
+static ft_status check_target(const char *path, const char *real, int *exists, ft_err *err) {
+    char sp[128];
+    struct stat st;
+    *exists = 0;
+    if (stat(real, &st) != 0) {
+        if (errno == ENOENT) return FT_OK;
+        return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp), strerror(errno));
+    }
+    *exists = 1;
+    if (S_ISDIR(st.st_mode))
+        return ft_err_set(err, FT_EIO, "%s: is a directory, not a profile",
+                          short_path(path, sp, sizeof sp));
+    if (!S_ISREG(st.st_mode))
+        return ft_err_set(err, FT_EIO, "%s: is not a regular file",
+                          short_path(path, sp, sizeof sp));
+    if ((st.st_mode & 0222) == 0 || access(real, W_OK) != 0)
+        return ft_err_set(err, FT_EIO,
+                          "%s: the profile is read-only (mode %04o): not replacing it (chmod u+w "
+                          "to let flaretune update it)",
+                          short_path(path, sp, sizeof sp), (unsigned)(st.st_mode & 07777));
+    return FT_OK;
+}
+
 ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err) {
+    char real[PATH_MAX];
+    int exists;
+    ft_status s = resolve_target(path, real, sizeof real, err);
+    if (!s) s = check_target(path, real, &exists, err);
+    if (s) return s;
     json_t *root = ft_profile_to_json(p);
     if (!root) return ft_err_set(err, FT_ENOMEM, "%s: out of memory writing the profile", path);
-    char tmp[4096];
-    FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
+    /* The temporary file takes the mode of the file it replaces (ft_file_create_tmp). */
+    char tmp[PATH_MAX + 16];
+    FILE *f = ft_file_create_tmp(real, tmp, sizeof tmp, err);
     if (!f) {
         json_decref(root);
         return err ? err->status : FT_EIO;
@@ -659,41 +811,24 @@ ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err) {
         unlink(tmp);
         return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
     }
-    return ft_file_commit(f, tmp, path, err);
+    return ft_file_commit(f, tmp, real, err);
 }
 
-/* Hold an exclusive flock on PATH.lock; returns its descriptor, or -1 with err set. */
-static int lock_path(const char *path, ft_err *err) {
-    char lock[4096];
-    int w = snprintf(lock, sizeof lock, "%s.lock", path);
-    if (w < 0 || (size_t)w >= sizeof lock) {
-        ft_err_set(err, FT_EINVAL, "%s: path too long", path);
-        return -1;
-    }
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        ft_err_set(err, FT_EIO, "%s: cannot create the lock file: %s", lock, strerror(errno));
-        return -1;
-    }
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno == EINTR) continue;
-        ft_err_set(err, FT_EIO, "%s: cannot lock: %s", lock, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Under the lock: load path, apply one entry or a whole profile, save. */
+/* Under the lock of the target: load it, apply one entry or a whole profile, save. */
 static ft_status update(const char *path, const json_t *entry, const ft_profile *src, ft_err *err) {
-    int fd = lock_path(path, err);
+    char real[PATH_MAX];
+    ft_status s = resolve_target(path, real, sizeof real, err);
+    if (s) return s;
+    int fd = ft_file_lock(real, err);
     if (fd < 0) return err ? err->status : FT_EIO;
     ft_profile *p = NULL;
-    ft_status s = ft_profile_load(path, &p, err);
+    int exists;
+    s = check_target(path, real, &exists, err);
+    if (!s) s = ft_profile_load(real, &p, err);
     if (!s) s = entry ? ft_profile_add(p, entry, NULL, err) : ft_profile_merge(p, src, err);
-    if (!s) s = ft_profile_save(p, path, err);
+    if (!s) s = ft_profile_save(p, real, err);
     ft_profile_free(p);
-    close(fd); /* releases the lock */
+    ft_file_unlock(fd);
     return s;
 }
 
@@ -703,6 +838,39 @@ ft_status ft_profile_update(const char *path, const json_t *entry, ft_err *err) 
 
 ft_status ft_profile_update_merge(const char *path, const ft_profile *src, ft_err *err) {
     return update(path, NULL, src, err);
+}
+
+ft_status ft_profile_check_writable(const char *path, ft_err *err) {
+    char real[PATH_MAX], sp[128];
+    int exists;
+    ft_status s = resolve_target(path, real, sizeof real, err);
+    if (!s) s = check_target(path, real, &exists, err);
+    if (s) return s;
+    if (exists) {
+        /* A file that does not load would be refused after the search, losing it. */
+        ft_profile *p = NULL;
+        s = ft_profile_load(real, &p, err);
+        ft_profile_free(p);
+        if (s) return s;
+    }
+    /* The lock: an existing one must open; a new one is created beside the profile, which the
+     * temporary file below proves possible (the lock file is never removed, so it is not
+     * created here). */
+    char lock[PATH_MAX + 16];
+    snprintf(lock, sizeof lock, "%s.lock", real);
+    if (access(lock, F_OK) == 0) {
+        int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            return ft_err_set(err, FT_EIO, "%s: cannot open its lock file %s: %s",
+                              short_path(path, sp, sizeof sp), lock, strerror(errno));
+        close(fd);
+    }
+    char tmp[PATH_MAX + 16];
+    FILE *f = ft_file_create_tmp(real, tmp, sizeof tmp, err);
+    if (!f) return err ? err->status : FT_EIO;
+    fclose(f);
+    unlink(tmp);
+    return FT_OK;
 }
 
 /* ---- lookup --------------------------------------------------------------------------------- */

@@ -141,6 +141,37 @@ def test_merge(tmp):
     one_line_error(["merge", "--bogus", out, a], 2, "unknown option")
 
 
+def test_merge_non_objects(tmp):
+    """Entries that are not objects (1, "x", null) are dropped with one warning each, naming the
+    file and the index; the valid entries are kept and nothing else is carried over."""
+    src, out = os.path.join(tmp, "junk.json"), os.path.join(tmp, "junk-out.json")
+    write_profile(src, [1, entry(512, 1e-3), "x", None, entry(4096, 2e-3)])
+    rc, o, err = run("merge", out, src)
+    check(rc == 0 and "2 entries" in o, f"merge with junk entries: exit {rc}, {o!r} {err!r}")
+    warn = [l for l in err.splitlines() if l.strip()]
+    check(len(warn) == 3 and all(l.startswith("flaretune: warning: ") and src in l and
+                                 "dropped" in l for l in warn),
+          f"one warning per non-object entry, naming the file: {err!r}")
+    for i, what in ((0, "an integer"), (2, "a string"), (3, "null")):
+        check(any(f"entries[{i}]" in l and what in l for l in warn),
+              f"warning for entries[{i}] ({what}): {err!r}")
+    doc = json.load(open(out))
+    kinds = [type(e).__name__ for e in doc["entries"]]
+    check(kinds == ["dict", "dict"], f"merge carried non-object entries into OUT: {kinds}")
+    # An OUT that already holds such entries (an older flaretune kept them) sheds them, saying so.
+    write_profile(out, [entry(8192, 3e-3), 7, [1, 2]])
+    src2 = os.path.join(tmp, "clean.json")
+    write_profile(src2, [entry(512, 1e-3)])
+    rc, o, err = run("merge", out, src2)
+    doc = json.load(open(out))
+    kinds = [type(e).__name__ for e in doc["entries"]]
+    check(rc == 0 and kinds == ["dict", "dict"], f"merge into an OUT with junk: {kinds}")
+    warn = [l for l in err.splitlines() if l.strip()]
+    check(len(warn) == 2 and all(out in l and "dropped" in l for l in warn)
+          and "entries[1]" in warn[0] and "entries[2]" in warn[1],
+          f"OUT's dropped entries named: {err!r}")
+
+
 def test_emit(tmp):
     p = os.path.join(tmp, "e.json")
     write_profile(p, [entry(512, 1e-3), entry(4096, 8e-3),
@@ -190,7 +221,7 @@ def main():
     ap.add_argument("--flaretune", required=True)
     clitest.FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (test_help, test_show, test_merge, test_emit):
+        for t in (test_help, test_show, test_merge, test_merge_non_objects, test_emit):
             n = len(FAILURES)
             t() if t is test_help else t(tmp)
             print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)

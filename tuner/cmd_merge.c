@@ -10,8 +10,10 @@ static void usage(FILE *f) {
                "Merge the profiles IN... into OUT, keeping per key (op, backend, device, shape,\n"
                "attrs) the entry with the lowest median. OUT's own entries take part when it\n"
                "exists, so merging never drops a better result. OUT is written atomically under\n"
-               "its lock (OUT.lock), like `tune --profile`. Skipped (invalid or stale) entries\n"
-               "are named on stderr and carried over unchanged.\n");
+               "its lock (OUT.lock), like `tune --profile`; when OUT is a symbolic link, its\n"
+               "target is written and locked, and a read-only OUT is refused. Skipped (invalid\n"
+               "or stale) entries are named on stderr and carried over unchanged; entries that\n"
+               "are not objects are named and dropped.\n");
 }
 
 static int run(int argc, char **argv) {
@@ -32,6 +34,14 @@ static int run(int argc, char **argv) {
     int code = ft_cli_load_profiles("merge", argv + optind + 1, argc - optind - 1, &src);
     if (code) return code;
     ft_err err = {0};
+    /* OUT's own entries take part too: name the ones it skips or drops (entries that are not
+     * objects, which an older flaretune kept) like those of the inputs. A file that does not
+     * load is reported by the update below. */
+    ft_profile *old = NULL;
+    if (ft_profile_load(out, &old, &err) == FT_OK)
+        for (int i = 0; i < ft_profile_warning_count(old); i++)
+            fprintf(stderr, "flaretune: warning: %s\n", ft_profile_warning_at(old, i));
+    ft_profile_free(old);
     if (ft_profile_update_merge(out, src, &err)) {
         ft_profile_free(src);
         return ft_cli_fail(FT_EXIT_FAIL, "merge: %s", err.msg);

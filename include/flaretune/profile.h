@@ -11,7 +11,10 @@
  * Saving writes a temporary file and renames it into place, so a crash never leaves a torn file;
  * ft_profile_update and ft_profile_update_merge also hold an exclusive flock on PATH.lock from
  * load to rename, so concurrent writers never lose each other's entries. (The lock file stays:
- * removing it would race with a writer that has just opened it.)
+ * removing it would race with a writer that has just opened it.) PATH is first resolved to its
+ * real path: a symbolic link is written through (it stays a link) and locked as its target. The
+ * new file keeps the mode of the one it replaces, and a read-only profile is refused (FT_EIO),
+ * never replaced. An element of `entries` that is not an object is dropped with a warning.
  *
  * Entries are stored in a stable order (op in registry order, backend, device, attrs, shape), so
  * the same results always give the same file.
@@ -81,8 +84,8 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err);
  * memory. The document shares the entries' objects with the profile: read it, do not change
  * it. */
 json_t *ft_profile_to_json(const ft_profile *p);
-/* Write atomically (temporary file beside path, then rename). On failure the file that was
- * there is untouched. */
+/* Write atomically (temporary file beside the real path, then rename). On failure the file that
+ * was there is untouched. */
 ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err);
 
 /* Under an exclusive lock on PATH.lock: load path, add entry, save. Safe against concurrent
@@ -91,6 +94,14 @@ ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err);
 ft_status ft_profile_update(const char *path, const json_t *entry, ft_err *err);
 /* The same, adding every entry of src. */
 ft_status ft_profile_update_merge(const char *path, const ft_profile *src, ft_err *err);
+
+/* Whether ft_profile_update could write path, checked before a long search so a run does not
+ * find out at its end: FT_OK, or one line saying why not. FT_EINVAL for an empty path or a name
+ * or path too long; FT_EIO for a directory that does not exist, a path that is a directory, a
+ * read-only profile, or a directory where no file can be created (a temporary file is created
+ * and removed to find out); the status of ft_profile_load for an existing file that is not a
+ * valid profile. Leaves no file behind. */
+ft_status ft_profile_check_writable(const char *path, ft_err *err);
 
 /* Valid entries, in the profile's order. */
 int ft_profile_count(const ft_profile *p);
