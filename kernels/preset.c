@@ -126,6 +126,22 @@ ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     memcpy(name, assignment, (size_t)(eq - assignment));
     name[eq - assignment] = '\0';
     int64_t *slot = ft_preset_field(p, name);
+    if (!slot && strcmp(name, "M") == 0) {
+        /* `list presets` shows M, the loss's rows, but a preset keeps blocks of B rows: say what
+         * to set instead of calling M unknown. */
+        char *end;
+        errno = 0;
+        long long m = strtoll(eq + 1, &end, 10);
+        if (end != eq + 1 && !*end && !errno && m > 0 && m % p->B == 0)
+            return ft_err_set(err, FT_EINVAL,
+                              "size M is derived: M = blocks * B (the loss's rows, B = %lld "
+                              "here); for M = %lld set blocks=%lld instead",
+                              (long long)p->B, m, m / p->B);
+        return ft_err_set(err, FT_EINVAL,
+                          "size M is derived: M = blocks * B (the loss's rows, B = %lld here); "
+                          "set blocks=... (and B=...) instead",
+                          (long long)p->B);
+    }
     if (!slot) {
         char known[160];
         size_t k = 0;
@@ -139,7 +155,7 @@ ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     long long v = strtoll(eq + 1, &end, 10);
     int is_ragged = strcmp(name, "ragged") == 0;
     if (end == eq + 1 || *end || errno || v < (is_ragged ? 0 : 1) || (is_ragged && v > 1) ||
-        v > (1LL << 31))
+        v >= (1LL << 31))
         return ft_err_set(err, FT_EINVAL, "size %s: '%s' is not %s", name, eq + 1,
                           is_ragged ? "0 or 1" : "a positive integer below 2^31");
     *slot = v;

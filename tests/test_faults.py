@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""test_faults.py: the command line under hostile input: the exit-code rule (2: an invalid request
+on the command line; 1: input data that is missing, malformed or inconsistent) for every fault of
+`exec`'s input files, outputs written all together or not at all, .npy files that lie about their
+size, one true line for each error, `--set` sizes and their bound, and profiles reached through
+symbolic links or kept read-only (docs/profiles.md).
+
+usage: test_faults.py --flaretune PATH [--sanitized 0|1]
+"""
+import argparse
+import ast
+import json
+import os
+import resource
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import check, one_line_error, run  # noqa: E402
+
+SANITIZED = False
+TMP = None
+
+# ---- .npy files without NumPy -------------------------------------------------------------------
+
+SIZES = {"<f4": 4, "<f8": 8, "<i4": 4, "<i8": 8, "|u1": 1, "|b1": 1}
+FORMATS = {"<f4": "f", "<f8": "d", "<i4": "i", "<i8": "q", "|u1": "B", "|b1": "B"}
+
+
+def write_npy(path, descr, shape, data=None, raw=None):
+    """A version 1.0 file; data: a flat list of values (raw: the data bytes as they are)."""
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    head = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+    total = (10 + len(head) + 1 + 63) // 64 * 64
+    head = head + " " * (total - 10 - len(head) - 1) + "\n"
+    if raw is None:
+        raw = struct.pack("<%d%s" % (len(data), FORMATS[descr]), *data)
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + raw)
+
+
+def read_npy(path):
+    """(descr, shape, values) of a version 1.0 file as flaretune writes it."""
+    with open(path, "rb") as f:
+        b = f.read()
+    hlen = struct.unpack("<H", b[8:10])[0]
+    d = ast.literal_eval(b[10:10 + hlen].decode())
+    n = 1
+    for s in d["shape"]:
+        n *= s
+    vals = list(struct.unpack("<%d%s" % (n, FORMATS[d["descr"]]), b[10 + hlen:]))
+    return d["descr"], tuple(d["shape"]), vals
+
+
+def saved_inputs(op, preset, name):
+    """The inputs of op at preset, saved once by `exec --save-inputs`; a fresh copy each call."""
+    base = os.path.join(TMP, "inputs." + name)
+    if not os.path.isdir(base):
+        rc, _, err = run("exec", op, "--preset", preset, "--backend", "cpu", "--save-inputs",
+                         base, "--out", os.path.join(TMP, "unused." + name), "--quiet")
+        check(rc == 0, f"exec {op} --save-inputs: {err}")
+    copy = tempfile.mkdtemp(dir=TMP, prefix=name + ".")
+    for f in os.listdir(base):
+        shutil.copy(os.path.join(base, f), copy)
+    return copy
+
+
+def exec_fault(op, indir, code, needle, attrs=()):
+    """exec on indir: exit `code` with one line containing `needle`, and nothing written."""
+    out = os.path.join(TMP, "never")
+    args = ["exec", op, "--backend", "cpu", "--in", indir, "--out", out]
+    for a in attrs:
+        args += ["--attr", a]
+    one_line_error(args, code, needle)
+    check(not os.path.exists(out), f"{args}: wrote {out} on an error")
+
+
+def no_temp_files(d):
+    left = [n for n in os.listdir(d) if ".tmp." in n]
+    check(not left, f"{d}: temporary files left behind: {left}")
+
+
+# ---- the exit-code rule --------------------------------------------------------------------------
+
+
+def test_exit_code_rule():
+    """Exit 1 for every fault of the input data, exit 2 for every invalid request."""
+    # loss at tiny.dflare.train: h [40,64], w_lm [320,64], labels [40], mask [40], B = 4.
+    d = saved_inputs("loss", "tiny.dflare.train", "loss")
+    rc, _, err = run("exec", "loss", "--backend", "cpu", "--in", d, "--out",
+                     os.path.join(TMP, "loss.ok"), "--attr", "B=4", "--quiet")
+    check(rc == 0, f"the saved loss inputs run: {err}")
+
+    def variant(name, mutate, code, needle, op="loss", src=d, attrs=("B=4",)):
+        v = tempfile.mkdtemp(dir=TMP, prefix="fault.")
+        for f in os.listdir(src):
+            shutil.copy(os.path.join(src, f), v)
+        mutate(v)
+        n = len(clitest.FAILURES)
+        exec_fault(op, v, code, needle, attrs)
+        if len(clitest.FAILURES) != n:
+            print(f"  (case: {name})", file=sys.stderr)
+
+    def rm(f):
+        return lambda v: os.remove(os.path.join(v, f))
+
+    def as_dtype(f, descr):
+        def m(v):
+            _, shape, vals = read_npy(os.path.join(v, f))
+            write_npy(os.path.join(v, f), descr, shape, [float(x) for x in vals]
+                      if descr.startswith("<f") else vals)
+        return m
+
+    def set_value(f, i, value, also=None):
+        def m(v):
+            descr, shape, vals = read_npy(os.path.join(v, f))
+            vals[i] = value
+            write_npy(os.path.join(v, f), descr, shape, vals)
+            if also:
+                also(v)
+        return m
+
+    def truncate(f, nbytes):
+        def m(v):
+            p = os.path.join(v, f)
+            with open(p, "rb") as fh:
+                b = fh.read()
+            with open(p, "wb") as fh:
+                fh.write(b[:-nbytes])
+        return m
+
+    def reshape(f, extra):
+        def m(v):
+            descr, shape, vals = read_npy(os.path.join(v, f))
+            write_npy(os.path.join(v, f), descr, (shape[0] + extra,) + shape[1:],
+                      vals + vals[:extra * (len(vals) // shape[0])])
+        return m
+
+    # Input data: exit 1.
+    variant("missing input", rm("labels.npy"), 1, "missing input")
+    variant("wrong dtype", as_dtype("labels.npy", "<f4"), 1, "'labels' must be int32")
+    variant("wrong mask dtype", as_dtype("mask.npy", "<f4"), 1, "'mask' must be uint8")
+    variant("wrong shape", reshape("labels.npy", 1), 1, "input 'labels' has shape [41]")
+    # (the row is scored: labels of unscored rows are never read)
+    variant("label out of range", set_value("labels.npy", 1, 320, set_value("mask.npy", 1, 1)),
+            1, "labels[1] = 320")
+    variant("negative label", set_value("labels.npy", 2, -7, set_value("mask.npy", 2, 1)), 1,
+            "labels[2] = -7")
+    variant("mask out of range", set_value("mask.npy", 1, 2), 1, "mask[1] = 2")
+    variant("truncated file", truncate("h.npy", 4), 1, "truncated data")
+    variant("rows not whole blocks", lambda v: None, 1, "whole number of blocks",
+            attrs=("B=16",))
+
+    t = saved_inputs("attention.train", "tiny.dflare.train", "train")
+    variant("anchor out of range", set_value("anchors.npy", 0, 25), 1, "anchors[0][0] = 25",
+            op="attention.train", src=t, attrs=())
+    variant("negative anchor", set_value("anchors.npy", 3, -1), 1, "anchors[0][3] = -1",
+            op="attention.train", src=t, attrs=())
+    variant("keep out of range", set_value("keep.npy", 0, 3), 1, "keep[0][0] = 3",
+            op="attention.train", src=t, attrs=())
+    variant("missing backward input", lambda v: None, 1, "do.npy",
+            op="attention.train", src=t, attrs=("backward=1",))
+
+    dc = saved_inputs("attention.decode", "tiny.dflare.decode", "decode")
+    _, _, lens = read_npy(os.path.join(dc, "ctx_lens.npy"))
+    variant("negative ctx_lens", set_value("ctx_lens.npy", 0, -1), 1, "ctx_lens[0] = -1",
+            op="attention.decode", src=dc, attrs=())
+    variant("ctx_lens sum mismatch", set_value("ctx_lens.npy", 1, lens[1] + 1), 1, "sums to",
+            op="attention.decode", src=dc, attrs=())
+    variant("ctx_lens wrong dtype", as_dtype("ctx_lens.npy", "<f8"), 1,
+            "'ctx_lens' must be int32", op="attention.decode", src=dc, attrs=())
+    exec_fault("loss", os.path.join(TMP, "no-such-dir"), 1, "no-such-dir")
+
+    # The command line: exit 2, and no input is read.
+    out = os.path.join(TMP, "never")
+    base = ["exec", "loss", "--backend", "cpu", "--in", d, "--out", out, "--attr", "B=4"]
+    one_line_error(["exec", "loss.v2", "--in", d, "--out", out], 2, "unknown op 'loss.v2'")
+    one_line_error(base + ["--attr", "nope=1"], 2, "nope")
+    one_line_error(base + ["--attr", "scheme=bogus"], 2, "bogus")
+    one_line_error(base + ["--attr", "B"], 2, "NAME=VALUE")
+    one_line_error(base + ["--bogus"], 2, "unknown option")
+    one_line_error(["exec", "loss", "--preset", "tiny.nope.train", "--out", out], 2,
+                   "unknown preset")
+    one_line_error(["exec", "loss", "--preset", "tiny.dflare.train", "--set", "V=zero",
+                    "--out", out], 2, "size V")
+    one_line_error(["exec", "loss", "--backend", "cpu", "--in", "", "--out", out], 2, "--in")
+    one_line_error(["exec", "loss", "--backend", "cpu", "--in", d, "--out", "", "--attr", "B=4"],
+                   2, "--out")
+    one_line_error(["exec", "loss", "--preset", "tiny.dflare.train", "--save-inputs", "",
+                    "--out", out], 2, "--save-inputs")
+    check(not os.path.exists(out), "a refused request wrote its output")
+
+
+# ---- outputs: all or nothing ---------------------------------------------------------------------
+
+
+def test_exec_all_or_nothing():
+    d = saved_inputs("attention.decode", "tiny.dflare.decode", "decode")
+    out = os.path.join(TMP, "aon")
+    os.makedirs(out)
+    with open(os.path.join(out, "o.npy"), "wb") as f:
+        f.write(b"old o")
+    os.makedirs(os.path.join(out, "lse.npy", "inside"))
+    one_line_error(["exec", "attention.decode", "--backend", "cpu", "--in", d, "--out", out], 1,
+                   "lse.npy")
+    with open(os.path.join(out, "o.npy"), "rb") as f:
+        check(f.read() == b"old o", "exec replaced o.npy although lse.npy could not be written")
+    check(sorted(os.listdir(out)) == ["lse.npy", "o.npy"], f"exec left {os.listdir(out)}")
+    rc, _, err = run("exec", "attention.decode", "--backend", "cpu", "--in", d, "--out", out)
+    check(rc == 1 and "is a directory" in err, f"the message says why: {err!r}")
+    # Once the way is clear, both appear.
+    shutil.rmtree(os.path.join(out, "lse.npy"))
+    rc, _, err = run("exec", "attention.decode", "--backend", "cpu", "--in", d, "--out", out,
+                     "--quiet")
+    check(rc == 0, f"exec after clearing the way: {err}")
+    check(read_npy(os.path.join(out, "o.npy"))[1] == (3, 4, 4, 16)
+          and read_npy(os.path.join(out, "lse.npy"))[1] == (3, 4, 4), "both outputs written")
+    no_temp_files(out)
+    # --save-inputs and --out commit together too.
+    save, out2 = os.path.join(TMP, "aon-save"), os.path.join(TMP, "aon-out")
+    os.makedirs(os.path.join(out2, "loss.npy", "inside"))
+    one_line_error(["exec", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                    "--save-inputs", save, "--out", out2], 1, "loss.npy")
+    check(not os.path.exists(save) or not os.listdir(save),
+          f"inputs saved although the outputs failed: {os.listdir(save)}")
+
+
+# ---- .npy files that lie ------------------------------------------------------------------------
+
+
+def limited_address_space():
+    # 3 GiB is plenty for flaretune at the tiny preset and less than the 4 GiB the header claims.
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def test_npy_lies():
+    d = saved_inputs("loss", "tiny.dflare.train", "loss")
+    h = os.path.join(d, "h.npy")
+    # 128 bytes claiming 4 GiB of float32: refused from the file size, before any allocation
+    # (under a 3 GiB address-space limit it still says "truncated", not "out of memory").
+    write_npy(h, "<f4", (1073741824, 1), raw=b"")
+    check(os.path.getsize(h) == 128, "the lying file is 128 bytes")
+    args = ["exec", "loss", "--backend", "cpu", "--in", d, "--out", os.path.join(TMP, "never"),
+            "--attr", "B=4"]
+    one_line_error(args, 1, "truncated data")
+    one_line_error(args, 1, h)
+    if not SANITIZED:  # the sanitizers' shadow memory does not fit under an RLIMIT_AS
+        p = subprocess.run([clitest.FT, *args], capture_output=True, text=True,
+                           preexec_fn=limited_address_space, timeout=300)
+        check(p.returncode == 1 and "truncated data" in p.stderr and h in p.stderr
+              and "out of memory" not in p.stderr,
+              f"under a 3 GiB limit: exit {p.returncode}, {p.stderr.strip()!r}")
+    # A shape whose element count does not fit in memory's address range: names the file.
+    write_npy(h, "<f4", (1 << 40, 1 << 40), raw=b"")
+    one_line_error(args, 1, h)
+    # A directory where a .npy should be.
+    os.remove(h)
+    os.mkdir(h)
+    rc, _, err = run(*args)
+    check(rc == 1 and "is a directory" in err and "magic" not in err and h in err,
+          f"a directory as input: exit {rc}, {err.strip()!r}")
+    one_line_error(args, 1, "is a directory")
+
+
+# ---- one true line -------------------------------------------------------------------------------
+
+
+def test_trace_of_a_directory():
+    d = tempfile.mkdtemp(dir=TMP, prefix="logdir.")
+    out = os.path.join(TMP, "dir.trace.json")
+    one_line_error(["trace", d, "-o", out], 1, "is a directory")
+    check(not os.path.exists(out), "trace of a directory wrote a trace")
+    one_line_error(["trace", os.path.join(TMP, "no-such.jsonl"), "-o", out], 1, "no-such.jsonl")
+    check(not os.path.exists(out), "trace of a missing log wrote a trace")
+
+
+def test_set_sizes():
+    space = ["space", "fusion.dflare", "--backend", "cpu", "--preset", "tiny.dflare.train"]
+    # M is the loss's rows, derived as blocks * B: the message says what to set instead.
+    one_line_error(["space", "loss", "--backend", "cpu", "--preset", "tiny.dflare.train",
+                    "--set", "M=64"], 2, "M = blocks * B")
+    _, _, err = run("space", "loss", "--backend", "cpu", "--preset", "tiny.dflare.train",
+                    "--set", "M=64")
+    check("blocks=16" in err, f"--set M=64 at B = 4 suggests blocks=16: {err.strip()!r}")
+    check("unknown size" not in err, f"M is not unknown: {err.strip()!r}")
+    # Sizes are below 2^31: 2^31 - 1 is a size, 2^31 is refused.
+    rc, out, err = run(*space, "--set", "N=2147483647")
+    check(rc == 0 and "N=2147483647" in out, f"--set N=2^31-1: exit {rc}, {err.strip()!r}")
+    one_line_error(space + ["--set", "N=2147483648"], 2, "below 2^31")
+    one_line_error(space + ["--set", "N=99999999999999999999"], 2, "below 2^31")
+    one_line_error(space + ["--set", "N=0"], 2, "size N")
+
+
+# ---- profiles through links, and their modes ---------------------------------------------------
+
+
+def stats(m):
+    return {"median_s": m, "q1_s": m * .99, "q3_s": m * 1.01, "iqr_s": m * .02, "min_s": m * .98,
+            "max_s": m * 1.1, "mean_s": m, "stdev_s": m * .01, "ci_rel": .005, "samples": 40,
+            "batch": 1, "converged": True, "total_s": m * 40}
+
+
+def entry(m_rows, median):
+    shape = {"M": m_rows, "H": 1024, "V": 32768}
+    return {"op": "loss", "backend": "ref", "device": "cpu: Test CPU x 16 (SkylakeX)",
+            "shape": shape, "attrs": {"scheme": "dpace"}, "config": {},
+            "stats": stats(median), "default": {"config": {}, "stats": stats(2 * median)},
+            "speedup": 2.0, "roofline_frac": 0.25,
+            "verification": {"max_rel_err": 2e-7, "tolerance": 1e-4, "output": "loss",
+                             "shape": shape, "reduced": False},
+            "tie": [], "environment": {"cpu": "Test CPU", "cores": 16},
+            "tuned_at": "2025-01-01T00:00:00Z", "strategy": "exhaustive",
+            "evaluations": 4, "space_valid": 4}
+
+
+def write_profile(path, entries):
+    with open(path, "w") as f:
+        json.dump({"schema_version": 1, "generator": "test", "entries": entries}, f)
+
+
+def rows(path):
+    with open(path) as f:
+        return sorted(e["shape"]["M"] for e in json.load(f)["entries"])
+
+
+def test_profile_links():
+    d = tempfile.mkdtemp(dir=TMP, prefix="links.")
+    src = os.path.join(d, "in.json")
+    write_profile(src, [entry(512, 1e-3)])
+    target, link = os.path.join(d, "real.json"), os.path.join(d, "link.json")
+    write_profile(target, [entry(4096, 2e-3)])
+    os.symlink("real.json", link)
+    rc, _, err = run("merge", link, src)
+    check(rc == 0, f"merge into a link: {err}")
+    check(os.path.islink(link) and os.readlink(link) == "real.json",
+          "merge replaced the link by a file")
+    check(rows(target) == [512, 4096], f"merge wrote through to the target: {rows(target)}")
+    check(os.path.exists(target + ".lock") and not os.path.exists(link + ".lock"),
+          f"the lock is the target's: {sorted(os.listdir(d))}")
+    # A link in another directory, relative, to a profile that does not exist yet.
+    sub = os.path.join(d, "sub")
+    os.mkdir(sub)
+    dangling = os.path.join(sub, "p.json")
+    os.symlink("../new.json", dangling)
+    rc, _, err = run("merge", dangling, src)
+    check(rc == 0 and os.path.islink(dangling) and rows(os.path.join(d, "new.json")) == [512],
+          f"merge through a dangling link creates its target: {err}")
+    check(os.path.exists(os.path.join(d, "new.json.lock")),
+          "the lock of a new target is beside the target")
+    check(sorted(os.listdir(sub)) == ["p.json"], f"nothing beside the link: {os.listdir(sub)}")
+    no_temp_files(d)
+
+
+def test_profile_modes():
+    d = tempfile.mkdtemp(dir=TMP, prefix="modes.")
+    src = os.path.join(d, "in.json")
+    write_profile(src, [entry(512, 1e-3)])
+    for mode in (0o640, 0o600, 0o664):
+        p = os.path.join(d, "p%o.json" % mode)
+        write_profile(p, [entry(4096, 2e-3)])
+        os.chmod(p, mode)
+        rc, _, err = run("merge", p, src)
+        got = stat.S_IMODE(os.stat(p).st_mode)
+        check(rc == 0 and got == mode and rows(p) == [512, 4096],
+              f"merge kept mode {mode:o}: exit {rc}, mode {got:o}, {err.strip()!r}")
+    # A read-only profile is not replaced behind its owner's back.
+    ro = os.path.join(d, "ro.json")
+    write_profile(ro, [entry(4096, 2e-3)])
+    os.chmod(ro, 0o440)
+    with open(ro) as f:
+        before = f.read()
+    one_line_error(["merge", ro, src], 1, "read-only")
+    with open(ro) as f:
+        check(f.read() == before, "merge changed a read-only profile")
+    check(stat.S_IMODE(os.stat(ro).st_mode) == 0o440, "merge changed a read-only profile's mode")
+    # tune writes through the same store: mode and link are kept.
+    real, link = os.path.join(d, "tuned.json"), os.path.join(d, "tuned-link.json")
+    write_profile(real, [entry(4096, 2e-3)])
+    os.chmod(real, 0o640)
+    os.symlink(real, link)
+    rc, _, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                     "--budget", "2", "--max-time", "0.05", "--confirm", "2", "--quiet",
+                     "--profile", link)
+    check(rc == 0, f"tune --profile LINK: {err}")
+    check(os.path.islink(link) and stat.S_IMODE(os.stat(real).st_mode) == 0o640,
+          f"tune kept the link and the mode: {oct(stat.S_IMODE(os.stat(real).st_mode))}")
+    with open(real) as f:
+        ops = sorted(e["op"] for e in json.load(f)["entries"])
+    check(ops == ["fusion.dflare", "loss"], f"tune wrote through the link: {ops}")
+    no_temp_files(d)
+
+
+def main():
+    global SANITIZED, TMP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    ap.add_argument("--sanitized", type=int, default=0)
+    a = ap.parse_args()
+    SANITIZED = bool(a.sanitized)
+    with tempfile.TemporaryDirectory() as tmp:
+        TMP = tmp
+        code = clitest.main(a.flaretune,
+                            (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
+                             test_trace_of_a_directory, test_set_sizes, test_profile_links,
+                             test_profile_modes))
+        # Modes are restored so the directory can be removed whoever runs the test.
+        for root, dirs, files in os.walk(tmp):
+            for n in files:
+                p = os.path.join(root, n)
+                if not os.path.islink(p):
+                    os.chmod(p, 0o644)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
