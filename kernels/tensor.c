@@ -152,3 +152,31 @@ char *ft_shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
     if (used < n) snprintf(buf + used, n - used, "]");
     return buf;
 }
+
+uint16_t ft_bf16_from_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);                                        /* nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+float ft_f32_from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float ft_bf16_round(float f) { return ft_f32_from_bf16(ft_bf16_from_f32(f)); }
+
+void ft_tensor_round_bf16(ft_tensor *t) {
+    int64_t n = ft_tensor_numel(t);
+    if (t->dtype == FT_F32) {
+        float *x = t->data;
+        for (int64_t i = 0; i < n; i++) x[i] = ft_bf16_round(x[i]);
+    } else if (t->dtype == FT_F64) {
+        double *x = t->data;
+        for (int64_t i = 0; i < n; i++) x[i] = (double)ft_bf16_round((float)x[i]);
+    }
+}

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/device_emu.h"
@@ -31,6 +32,8 @@ typedef struct shape {
     int n;
     const char *names[7];
     int64_t values[7];
+    unsigned long long seed; /* 0: the run's random data seed; else this one, for shapes whose
+                                structure (anchors, dropped blocks) the seed picks */
 } shape;
 
 static const struct {
@@ -38,47 +41,46 @@ static const struct {
     shape shapes[4];
 } op_shapes[] = {
     {"fusion.dflare",
-     {{"tiny.dflare.decode", 0, {NULL}, {0}},
-      {NULL, 4, {"N", "T", "H", "D"}, {5, 4, 37, 2}},
-      {NULL, 4, {"N", "T", "H", "D"}, {300, 1, 36, 1}}}},
+     {{"tiny.dflare.decode", 0, {NULL}, {0}, 0},
+      {NULL, 4, {"N", "T", "H", "D"}, {5, 4, 37, 2}, 0},
+      {NULL, 4, {"N", "T", "H", "D"}, {300, 1, 36, 1}, 0}}},
     {"fusion.dflash",
-     {{"tiny.dflash.decode", 0, {NULL}, {0}},
-      {NULL, 4, {"N", "T", "H", "TH"}, {5, 2, 37, 74}},
-      {NULL, 4, {"N", "T", "H", "TH"}, {300, 1, 36, 36}}}},
+     {{"tiny.dflash.decode", 0, {NULL}, {0}, 0},
+      {NULL, 4, {"N", "T", "H", "TH"}, {5, 2, 37, 74}, 0},
+      {NULL, 4, {"N", "T", "H", "TH"}, {300, 1, 36, 36}, 0}}},
     {"attention.kvproj",
-     {{"tiny.dflare.train", 0, {NULL}, {0}},
-      {"tiny.dflash.train", 0, {NULL}, {0}},
+     {{"tiny.dflare.train", 0, {NULL}, {0}, 0},
+      {"tiny.dflash.train", 0, {NULL}, {0}, 0},
       /* shared context, dh 6 (three rotate-half pairs), N and H odd */
-      {NULL, 7, {"Dc", "D", "N", "H", "KVD", "Hkv", "dh"}, {1, 3, 5, 21, 18, 3, 6}}}},
+      {NULL, 7, {"Dc", "D", "N", "H", "KVD", "Hkv", "dh"}, {1, 3, 5, 21, 18, 3, 6}, 0}}},
     {"attention.decode",
-     {{"tiny.dflare.decode", 0, {NULL}, {0}},
-      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 8, 2, 16, 150}},
-      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {3, 2, 3, 1, 17, 2}}}},
+     {{"tiny.dflare.decode", 0, {NULL}, {0}, 0},
+      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 8, 2, 16, 150}, 0},
+      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {3, 2, 3, 1, 17, 2}, 0}}},
     {"attention.train",
-     {{"tiny.dflare.train", 0, {NULL}, {0}},
-      /* dropped blocks (one at anchor 0), anchors at 0 and S, G = 3, dh 8 (at DATA_SEED) */
-      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {2, 7, 14, 3, 6, 2, 8}},
+     {{"tiny.dflare.train", 0, {NULL}, {0}, 0},
+      /* dropped blocks (one at anchor 0), anchors at 0 and S, G = 3, dh 8 (at seed 7) */
+      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {2, 7, 14, 3, 6, 2, 8}, 7},
       /* G = 6: 18 rows, two 16-row tiles for core=mma (the second mostly padding) */
-      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {1, 21, 3, 3, 12, 2, 16}}}},
+      {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"}, {1, 21, 3, 3, 12, 2, 16}, 0}}},
     {"loss",
-     {{"tiny.dflare.train", 0, {NULL}, {0}},
-      {NULL, 3, {"M", "H", "V"}, {48, 37, 70}},
-      {NULL, 3, {"M", "H", "V"}, {32, 40, 20}}}},
+     {{"tiny.dflare.train", 0, {NULL}, {0}, 0},
+      {NULL, 3, {"M", "H", "V"}, {48, 37, 70}, 0},
+      {NULL, 3, {"M", "H", "V"}, {32, 40, 20}, 0}}},
 };
 
 static const shape fallback_shapes[] = {
-    {"tiny.dflare.decode", 0, {NULL}, {0}},
-    {"tiny.dflash.decode", 0, {NULL}, {0}},
-    {"tiny.dflare.train", 0, {NULL}, {0}},
+    {"tiny.dflare.decode", 0, {NULL}, {0}, 0},
+    {"tiny.dflash.decode", 0, {NULL}, {0}, 0},
+    {"tiny.dflare.train", 0, {NULL}, {0}, 0},
 };
 
 #define SCRATCH_POISON ((size_t)1 << 20) /* bytes of each scratch slot poisoned before a run */
 
-/* The inputs' seed. With bf16 storage the inputs themselves are rounded (w by up to 0.4% at the
- * reference initialisation's 2.0), and dw = a (da - a.da) carries that whole: against the float64
- * reference of the unrounded inputs dw can land near SPEC's 1e-2 by itself (1.04% at N=5, H=37,
- * D=2 with seed 11, where every config is within 0.24% of the reference of the rounded inputs). */
-#define DATA_SEED 7
+/* The inputs' seed: random for every run (printed; FT_TEST_SEED=N repeats one), so the checks
+ * hold for data, not for one draw. With bf16 storage the reference sees the inputs rounded as
+ * the kernels do (SPEC.md "Tolerances"), so no seed is special. */
+static unsigned long long data_seed;
 
 static const ft_backend *be;
 static ft_cuda_ctx *ctx;
@@ -94,9 +96,9 @@ static ft_status make_call(ft_call *c, const ft_op *op, const shape *s, int dtyp
     if (s->preset) {
         const ft_preset *p = ft_preset_find(s->preset);
         if (!p) return ft_err_set(err, FT_EINVAL, "no preset %s", s->preset);
-        return ft_call_from_preset(c, p, DATA_SEED, err);
+        return ft_call_from_preset(c, p, s->seed ? s->seed : data_seed, err);
     }
-    return ft_call_from_dims(c, s->names, s->values, s->n, DATA_SEED, err);
+    return ft_call_from_dims(c, s->names, s->values, s->n, s->seed ? s->seed : data_seed, err);
 }
 
 /* NaN in every output on the host and in the backend's scratch; fresh (poisoned) device copies. */
@@ -286,8 +288,8 @@ static void test_dflare_mma(void) {
     if (!sp) return;
     int ps = ft_space_param(sp, "stage");
     FT_CHECK(ps >= 0, "fusion.dflare has no stage parameter");
-    const shape shapes[] = {{NULL, 4, {"N", "T", "H", "D"}, {3, 4, 328, 10}},
-                            {NULL, 4, {"N", "T", "H", "D"}, {2, 4, 320, 3}}};
+    const shape shapes[] = {{NULL, 4, {"N", "T", "H", "D"}, {3, 4, 328, 10}, 0},
+                            {NULL, 4, {"N", "T", "H", "D"}, {2, 4, 320, 3}, 0}};
     int64_t ran = 0;
     for (size_t k = 0; ps >= 0 && k < sizeof shapes / sizeof shapes[0]; k++) {
         ft_call c, ref;
@@ -371,7 +373,7 @@ static void test_loss_attrs(void) {
                 snprintf(label + l, sizeof label - l, "%s%s=%s", l ? " " : "",
                          sets[k].attrs[a][0], sets[k].attrs[a][1]);
             }
-            if (ft_call_from_preset(&c, p, DATA_SEED, &err) != FT_OK) {
+            if (ft_call_from_preset(&c, p, data_seed, &err) != FT_OK) {
                 FT_CHECK(0, "loss %s: %s", label, err.msg);
                 ft_call_free(&c);
                 continue;
@@ -447,8 +449,50 @@ static void test_defaults_valid(void) {
     }
 }
 
+/* The draw that once put fusion.dflare's bf16 dw at 1.04% of SPEC's 1e-2 bound from rounding
+ * the inputs alone (N=5, T=4, H=37, D=2, seed 11): against the reference of the rounded inputs
+ * every valid config is well inside it. */
+static void test_bf16_reference_sees_rounded_inputs(void) {
+    ft_err err = {0};
+    const ft_op *op = ft_op_find("fusion.dflare", &err);
+    if (!op || !be->supports(op)) return;
+    const shape s = {NULL, 4, {"N", "T", "H", "D"}, {5, 4, 37, 2}, 11};
+    ft_call c, ref;
+    FT_CHECK(make_call(&c, op, &s, 1, 1, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_call_reference_f64(&c, &ref, &err) == FT_OK, "%s", err.msg);
+    const ft_space *sp = be->space(op);
+    double worst = 0;
+    int ran = 0;
+    for (int64_t k = 0; k < ft_space_size(sp); k++) {
+        ft_config cfg;
+        ft_space_config_at(sp, k, &cfg);
+        if (!ft_space_valid(sp, &c, &cfg, NULL, 0)) continue;
+        poison(&c);
+        FT_CHECK(be->run(&c, &cfg, &err) == FT_OK, "%s", err.msg);
+        ft_verify_result vr;
+        ft_verify_outputs(&c, &ref, &vr);
+        char cs[256];
+        ft_config_format(sp, &cfg, cs, sizeof cs);
+        FT_CHECK(vr.ok && vr.worst_rel < 5e-3,
+                 "fusion.dflare bf16 at seed 11 [%s]: worst %s %.3g (want < 0.5%%: the reference "
+                 "of the rounded inputs)",
+                 cs, vr.worst_name, vr.worst_rel);
+        if (vr.worst_rel > worst) worst = vr.worst_rel;
+        ran++;
+    }
+    FT_CHECK(ran > 0, "no valid config at H=37");
+    fprintf(stderr, "  bf16 at seed 11: %d configs, worst relative error %.3g\n", ran, worst);
+    ft_call_free(&ref);
+    ft_call_free(&c);
+}
+
 int main(void) {
     ft_err err = {0};
+    const char *seed = getenv("FT_TEST_SEED");
+    data_seed = seed && *seed ? strtoull(seed, NULL, 10)
+                              : ((unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20));
+    if (!data_seed) data_seed = 1;
+    fprintf(stderr, "data seed %llu (FT_TEST_SEED=%llu repeats this run)\n", data_seed, data_seed);
     const char *smp = getenv("FT_TEST_SAMPLE");
     if (smp && atoi(smp) > 1) sample = atoi(smp);
     const char *bname = getenv("FLARETUNE_TEST_BACKEND");
@@ -461,6 +505,7 @@ int main(void) {
     FT_CHECK(ft_cuda_ctx_get(!on_gpu, &ctx, &err) == FT_OK, "%s", err.msg);
     if (!ctx) return ft_test_finish();
     FT_RUN(test_defaults_valid);
+    FT_RUN(test_bf16_reference_sees_rounded_inputs);
     FT_RUN(test_every_config);
     FT_RUN(test_dflare_mma);
     FT_RUN(test_loss_attrs);

@@ -206,7 +206,9 @@ double ft_attn_scale(const ft_attrs *a, int64_t dh);
  * writes every output that takes part into c's output tensors (converting as needed). */
 ft_status ft_call_reference(ft_call *c, ft_err *err);
 /* A float64 copy of c (inputs converted, outputs allocated) with the reference run on it; the
- * verifier compares a backend's outputs against it. Free with ft_call_free. */
+ * verifier compares a backend's outputs against it. With dtype=bf16 the float inputs are
+ * rounded to bf16 first and the outputs after, as a device backend stores them (SPEC.md
+ * "Tolerances"). Free with ft_call_free. */
 ft_status ft_call_reference_f64(const ft_call *c, ft_call *ref, ft_err *err);
 
 #ifdef __cplusplus

@@ -53,6 +53,16 @@ ft_status ft_tensor_convert(const ft_tensor *src, ft_dtype dt, ft_tensor **out, 
 /* Copy values of src into dst (same numel; float conversions allowed). */
 void ft_tensor_copy_values(ft_tensor *dst, const ft_tensor *src);
 
+/* bfloat16, the storage of dtype=bf16: the upper half of a float32, rounded to nearest even
+ * (NaN stays NaN), as the device's __float2bfloat16 rounds. */
+uint16_t ft_bf16_from_f32(float f);
+float ft_f32_from_bf16(uint16_t h);
+/* The float32 a value becomes when stored in bf16 and read back. */
+float ft_bf16_round(float f);
+/* Round every element of a float tensor (f32 or f64) to bf16 in place, as a device backend
+ * stores it with dtype=bf16; other dtypes are left alone. */
+void ft_tensor_round_bf16(ft_tensor *t);
+
 /* "[3, 4, 5]" into buf (for messages). Returns buf. */
 char *ft_shape_str(int rank, const int64_t *shape, char *buf, size_t n);
 

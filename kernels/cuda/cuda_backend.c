@@ -250,21 +250,6 @@ static void dev_call_free(void *p) {
     free(dc);
 }
 
-static uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);                                        /* nearest even */
-    return (uint16_t)(u >> 16);
-}
-
-static float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static int is_input(const ft_op *op, int i) {
     return op->tensors[i].role == FT_ROLE_IN || op->tensors[i].role == FT_ROLE_GRAD_IN;
 }
@@ -277,7 +262,7 @@ static ft_status upload(ft_cuda_ctx *x, dev_call *dc, int i, const ft_tensor *t,
     if (!h) return ft_err_set(err, FT_ENOMEM, "out of memory converting to bf16");
     const float *f = t->data;
     for (int64_t k = 0; k < n; k++)
-        h[k] = f32_to_bf16(f[k]);
+        h[k] = ft_bf16_from_f32(f[k]);
     ft_status s = ft_dev_copy(x->dev, dc->s[i].d, h, (size_t)n * 2, FT_COPY_H2D, err);
     free(h);
     return s;
@@ -347,7 +332,7 @@ static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft
         ft_status s = ft_dev_copy(x->dev, h, dc->d[i], (size_t)n * 2, FT_COPY_D2H, err);
         float *f = t->data;
         for (int64_t k = 0; s == FT_OK && k < n; k++)
-            f[k] = bf16_to_f32(h[k]);
+            f[k] = ft_f32_from_bf16(h[k]);
         free(h);
         if (s) return s;
     }
