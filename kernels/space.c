@@ -149,18 +149,30 @@ int64_t ft_space_index_of(const ft_space *s, const ft_config *cfg) {
     return k;
 }
 
-int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
                    size_t n) {
     if (why && n) why[0] = '\0';
     if (cfg->n != s->nparams) {
         if (why) snprintf(why, n, "config has %d values, the space %d parameters", cfg->n, s->nparams);
-        return 0;
+        return FT_CONFIG_INVALID;
     }
     for (int i = 0; i < s->nparams; i++)
         if (candidate_index(&s->params[i], cfg->v[i]) < 0) {
             if (why) snprintf(why, n, "%s=%d is not a candidate", s->params[i].name, cfg->v[i]);
-            return 0;
+            return FT_CONFIG_INVALID;
         }
     char local[8];
-    return s->valid ? s->valid(c, cfg, why ? why : local, why ? n : sizeof local) : 1;
+    if (!s->valid) return FT_CONFIG_VALID;
+    int v = s->valid(c, cfg, why ? why : local, why ? n : sizeof local);
+    return v == FT_CONFIG_VALID || v == FT_CONFIG_DUPLICATE ? v : FT_CONFIG_INVALID;
+}
+
+int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+                   size_t n) {
+    return ft_space_check(s, c, cfg, why, n) == FT_CONFIG_VALID;
+}
+
+int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg,
+                      char *why, size_t n) {
+    return ft_space_check(s, c, cfg, why, n) != FT_CONFIG_INVALID;
 }

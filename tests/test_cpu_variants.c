@@ -1,7 +1,9 @@
 /* test_cpu_variants.c: every configuration of every op's space on the cpu backend, at small
  * shapes (the tiny presets, and odd sizes that leave remainders in every tile), against the
- * float64 reference with SPEC.md's tolerances. Also: a fixed config and thread count gives
- * bit-identical results run to run.
+ * float64 reference with SPEC.md's tolerances: the valid ones, and the duplicates too (a tile or
+ * chunk covering a whole dimension, which the tuner runs when it verifies at a shape smaller
+ * than the one it times). Also: a fixed config and thread count gives bit-identical results run
+ * to run.
  *
  *   FT_TEST_OP=loss test_cpu_variants     limit to one op
  */
@@ -22,7 +24,7 @@ static const char *const shapes[][4] = {
     {"tiny.dflare.decode", "L=150", "H=72", NULL},
 };
 
-static int64_t configs_run;
+static int64_t configs_run, duplicates_run;
 
 static void check_op_at(const ft_backend *be, const ft_op *op, const ft_preset *p, int backward,
                         ft_attrs *attrs) {
@@ -44,8 +46,10 @@ static void check_op_at(const ft_backend *be, const ft_op *op, const ft_preset *
     for (int64_t k = 0; k < total; k++) {
         ft_config cfg;
         ft_space_config_at(s, k, &cfg);
-        if (!ft_space_valid(s, &c, &cfg, NULL, 0)) continue;
-        valid++;
+        int verdict = ft_space_check(s, &c, &cfg, NULL, 0);
+        if (verdict == FT_CONFIG_INVALID) continue;
+        if (verdict == FT_CONFIG_VALID) valid++;
+        else duplicates_run++;
         char cs[256];
         ft_config_format(s, &cfg, cs, sizeof cs);
         /* Poison the outputs so an entry a kernel forgets to write shows up. */
@@ -139,6 +143,8 @@ static void test_loss_schemes(void) {
 int main(void) {
     FT_RUN(test_every_config);
     FT_RUN(test_loss_schemes);
-    fprintf(stderr, "%lld configurations verified\n", (long long)configs_run);
+    fprintf(stderr, "%lld configurations verified, %lld of them duplicates at their shape\n",
+            (long long)configs_run, (long long)duplicates_run);
+    FT_CHECK(duplicates_run > 0, "no duplicate config ran: the shapes cover no covering tile");
     return ft_test_finish();
 }

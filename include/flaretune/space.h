@@ -53,10 +53,18 @@ typedef struct ft_space {
     int nparams;
     /* Human-readable constraints, NULL-terminated (printed by `flaretune space`). */
     const char *const *constraints;
-    /* 1 when cfg can run this call; else 0 and one line saying why (NULL: all valid). The
-     * call's sizes and attributes are set; its tensors may not be allocated. */
+    /* What cfg is at this call's sizes (NULL: every config is valid): FT_CONFIG_VALID, or
+     * FT_CONFIG_INVALID (it cannot run) or FT_CONFIG_DUPLICATE (it runs, but at these sizes it
+     * does the same work as another config that is kept: a tile or chunk covering a whole
+     * dimension), the last two with one line saying why. The call's sizes and attributes are
+     * set; its tensors may not be allocated. */
     int (*valid)(const struct ft_call *c, const ft_config *cfg, char *why, size_t n);
 } ft_space;
+
+/* The verdicts of ft_space.valid. A tuner enumerates the valid configs of the shape it times;
+ * a backend runs valid and duplicate ones (a config distinct at the timing shape may duplicate
+ * another at the smaller shape it is verified at). */
+enum { FT_CONFIG_INVALID = 0, FT_CONFIG_VALID = 1, FT_CONFIG_DUPLICATE = 2 };
 
 /* Fill the machine-dependent candidate values (FT_PARAM_THREADS) of a space. Idempotent. */
 void ft_space_resolve(ft_space *s, int ncpu);
@@ -79,9 +87,17 @@ int64_t ft_space_size(const ft_space *s);
 void ft_space_config_at(const ft_space *s, int64_t k, ft_config *cfg);
 /* Inverse of ft_space_config_at; -1 if a value is not a candidate. */
 int64_t ft_space_index_of(const ft_space *s, const ft_config *cfg);
-/* Is cfg valid for the call (candidates, then the space's constraint)? */
+/* Is cfg valid for the call (candidates, then the space's constraint), and distinct from every
+ * other valid config? */
 int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
                    size_t n);
+/* The space's verdict on cfg: FT_CONFIG_VALID, _DUPLICATE or _INVALID (a value that is not a
+ * candidate is invalid). */
+int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+                   size_t n);
+/* Can cfg run this call (valid or a duplicate)? What a backend checks before it runs. */
+int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg,
+                      char *why, size_t n);
 
 #ifdef __cplusplus
 }

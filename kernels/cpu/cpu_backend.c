@@ -59,7 +59,7 @@ static ft_status cpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
         cfg = &def;
     }
     char why[256];
-    if (!ft_space_valid(impl->space, c, cfg, why, sizeof why))
+    if (!ft_space_runnable(impl->space, c, cfg, why, sizeof why))
         return ft_err_set(err, FT_EINVAL, "%s on cpu: config not valid here: %s", c->op->name, why);
     ft_workspace local = {0};
     ft_workspace *saved = c->ws;

@@ -144,6 +144,7 @@ static int dp_kept(int i, int64_t bound, int value, int *kept) {
 }
 
 static int dp_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     /* ctx_lens may not be allocated yet: bound the longest key run by Lsum + B. */
     const int64_t keys = c->dim[DC_LSUM] + c->dim[DC_B], Hkv = c->dim[DC_HKV];
     int kept;
@@ -151,15 +152,15 @@ static int dp_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         if (why)
             snprintf(why, n, "tile = %d >= Lsum + B = %lld is the same run as tile = %d",
                      cfg->v[DP_TILE], (long long)keys, kept);
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     if (!dp_kept(DP_SPAN, Hkv, cfg->v[DP_SPAN], &kept)) {
         if (why)
             snprintf(why, n, "span = %d >= Hkv = %lld is the same run as span = %d",
                      cfg->v[DP_SPAN], (long long)Hkv, kept);
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_space dp_space = {dp_params, DP_NPARAMS, dp_constraints, dp_valid};

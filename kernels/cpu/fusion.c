@@ -470,6 +470,7 @@ static void dl_task(const dl_ctx *c, dl_scratch *sc, int64_t n0, int64_t rows, i
 }
 
 static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     int strategy = cfg->v[DLP_STRATEGY], k = cfg->v[DLP_K];
     if (strategy != DL_K_LAYERS && k != 2) {
         if (why) snprintf(why, n, "k only applies to strategy=k_layers (leave it at 2)");
@@ -477,7 +478,7 @@ static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     }
     if (strategy == DL_K_LAYERS && k >= c->dim[DL_D]) {
         if (why) snprintf(why, n, "k_layers needs k < D (k >= D is all_layers)");
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
 #ifndef __AVX__
     if (cfg->v[DLP_STREAM]) {
@@ -485,7 +486,7 @@ static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         return 0;
     }
 #endif
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
@@ -745,6 +746,7 @@ static int64_t dh_chunk(const ft_call *c, const ft_config *cfg) {
 }
 
 static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     if (cfg->v[DHP_PAR] == DH_PAR_ROWS && cfg->v[DHP_THREADS] < 2) {
         if (why) snprintf(why, n, "par=rows needs threads >= 2 (with one thread it is par=blas)");
         return 0;
@@ -752,9 +754,9 @@ static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     int64_t rows = dh_chunk_rows[cfg->v[DHP_CHUNK]];
     if (rows && rows >= c->dim[DH_N]) {
         if (why) snprintf(why, n, "chunk=%lld >= N rows is the same as chunk=all", (long long)rows);
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {

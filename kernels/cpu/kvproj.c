@@ -104,6 +104,7 @@ static const char *const kv_constraints[] = {
 };
 
 static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     const int gemm = cfg->v[KV_GEMM], epi = cfg->v[KV_EPI], chunk = cfg->v[KV_CHUNK];
     const int64_t N = c->dim[KP_N];
     if ((gemm == GEMM_WIDE || gemm == GEMM_WIDE_PACKED) && c->dim[KP_DC] != 1) {
@@ -131,9 +132,9 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         if (why)
             snprintf(why, n, "chunk = %d >= N = %lld is the same run as chunk = %d", chunk,
                      (long long)N, kept);
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_space kv_space = {kv_params, KV_NPARAMS, kv_constraints, kv_valid};

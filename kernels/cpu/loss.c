@@ -128,6 +128,7 @@ static const char *const loss_constraints[] = {
 static int param_default_index_ok(int i, int value) { return value == loss_params[i].def; }
 
 static int loss_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     const int strategy = cfg->v[P_STRATEGY], chunk = cfg->v[P_CHUNK];
     const int64_t B = c->attrs.loss.B, M = c->dim[LS_M], V = c->dim[LS_V];
     const int64_t nblk = B > 0 ? M / B : 0;
@@ -151,7 +152,7 @@ static int loss_valid(const ft_call *c, const ft_config *cfg, char *why, size_t 
             if (p->def >= nblk || chunk != smallest) {
                 snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)", chunk,
                          (long long)nblk, p->def >= nblk ? p->def : smallest);
-                return 0;
+                dup = 1; /* a duplicate, if nothing rules it out below */
             }
         }
         if (strategy == LSS_MATERIALIZE &&
@@ -168,7 +169,7 @@ static int loss_valid(const ft_call *c, const ft_config *cfg, char *why, size_t 
         snprintf(why, n, "parallel=blas with one thread is parallel=vocab");
         return 0;
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_space loss_space = {loss_params, P_COUNT, loss_constraints, loss_valid};

@@ -156,17 +156,18 @@ static const char *const tr_constraints[] = {
 };
 
 static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     const int64_t *d = c->dim;
     const int kt = cfg->v[P_KV_TILE];
     if (kt > 0 && kt >= d[TR_S] + d[TR_B]) {
         if (why)
             snprintf(why, n, "kv_tile = %d >= S + B = %lld duplicates kv_tile = 0", kt,
                      (long long)(d[TR_S] + d[TR_B]));
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     if (cfg->v[P_GQA] == GQA_HEAD && d[TR_HQ] == d[TR_HKV]) {
         if (why) snprintf(why, n, "gqa = head with Hq = Hkv duplicates gqa = pack");
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     if (!c->backward && cfg->v[P_DKV] != DKV_OWNER) {
         if (why) snprintf(why, n, "dkv only steers the backward (forward-only call)");
@@ -176,7 +177,7 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         if (why) snprintf(why, n, "dkv = private needs a fixed task assignment (not dynamic)");
         return 0;
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_space tr_space = {tr_params, P_COUNT, tr_constraints, tr_valid};

@@ -351,7 +351,7 @@ static ft_status resolve(const ft_call *c, const ft_config **cfg, ft_config *def
         *cfg = def;
     }
     char why[256];
-    if (!ft_space_valid((*op)->space, c, *cfg, why, sizeof why))
+    if (!ft_space_runnable((*op)->space, c, *cfg, why, sizeof why))
         return ft_err_set(err, FT_EINVAL, "%s on %s: config not valid here: %s", c->op->name, bname,
                           why);
     return FT_OK;
@@ -467,8 +467,16 @@ static ft_space gpu_spaces[16];
 static int gpu_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     const ft_cuda_op *op = ft_cuda_op_find(c->op->name);
     if (!op) return 0;
-    if (op->space->valid && !op->space->valid(c, cfg, why, n)) return 0;
-    return gpu_static_ok(c, cfg, why, n);
+    int v = op->space->valid ? op->space->valid(c, cfg, why, n) : FT_CONFIG_VALID;
+    if (v == FT_CONFIG_INVALID) return FT_CONFIG_INVALID;
+    /* A duplicate keeps its verdict (and its reason) once the device can run it. */
+    char local[256];
+    if (!gpu_static_ok(c, cfg, v == FT_CONFIG_DUPLICATE ? local : why,
+                       v == FT_CONFIG_DUPLICATE ? sizeof local : n)) {
+        if (v == FT_CONFIG_DUPLICATE) snprintf(why, n, "%s", local);
+        return FT_CONFIG_INVALID;
+    }
+    return v;
 }
 
 static const ft_space *gpu_space_of(const ft_op *op) {

@@ -153,6 +153,7 @@ static int dec_splits(const dec_geom *g, int sm_count) {
 }
 
 static int dec_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     dec_geom g;
     dec_geom_of(c, cfg, &g);
     int bf16 = ft_cuda_call_dt(c) == FT_DT_BF16;
@@ -182,15 +183,18 @@ static int dec_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n
                "spills (and takes NVRTC minutes)",
                g.dpt, (long long)g.dh, g.tpr);
     }
-    if (g.kt > 32 && g.kt / 2 >= g.maxkeys)
-        NO("kt=%d: the longest request has %lld keys (kt=%d holds them)", g.kt,
-           (long long)g.maxkeys, g.kt / 2);
+    if (g.kt > 32 && g.kt / 2 >= g.maxkeys) {
+        if (why)
+            snprintf(why, n, "kt=%d: the longest request has %lld keys (kt=%d holds them)", g.kt,
+                     (long long)g.maxkeys, g.kt / 2);
+        dup = 1; /* a duplicate, if nothing rules it out below */
+    }
     if (g.splits > 1 && (int64_t)g.splits * DEC_KSTEP > g.maxkeys)
         NO("splits=%d: the longest request has %lld keys (fewer than %d per split)", g.splits,
            (long long)g.maxkeys, DEC_KSTEP);
     if (g.smem > MAX_SMEM)
         NO("needs %zu bytes of shared memory per block (at most %d)", g.smem, MAX_SMEM);
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 #undef NO
 }
 
@@ -361,6 +365,7 @@ static void kv_geom_of(const ft_call *c, const ft_config *cfg, kv_geom *g) {
 }
 
 static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     kv_geom g;
     kv_geom_of(c, cfg, &g);
     if (g.gemm == KG_WIDE && g.Dc != 1) {
@@ -377,9 +382,9 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     }
     if (g.gemm == KG_BATCHED && g.D < 2) {
         if (why) snprintf(why, n, "gemm=batched with one layer is gemm=per_layer");
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static void kv_spec(ft_dt dt, const kv_geom *g, ft_cuda_module_spec *s) {

@@ -169,6 +169,7 @@ static size_t dl_bwd_smem(const dl_geom *g) {
 }
 
 static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     const int64_t T = c->dim[DL_T], H = c->dim[DL_H], D = c->dim[DL_D];
     const int strategy = cfg->v[DLP_STRATEGY], k = cfg->v[DLP_K], bwd = c->backward;
     if (strategy != DL_K_LAYERS && k != 2) {
@@ -177,11 +178,11 @@ static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     }
     if (strategy == DL_K_LAYERS && k >= D) {
         if (why) snprintf(why, n, "k_layers needs k < D=%lld (k >= D is all_layers)", (long long)D);
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     if (strategy == DL_PER_LAYER && D == 1) {
         if (why) snprintf(why, n, "with D=1, per_layer is all_layers");
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     int el = fus_elems(c, H, cfg->v[DLP_VEC], why, n);
     if (!el) return 0;
@@ -280,7 +281,7 @@ static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
                      FUS_MAX_SMEM);
         return 0;
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static const char *const dl_fwd_kernels[] = {"dflare_fwd", "dflare_fwd_smem", "dflare_fwd_mma"};

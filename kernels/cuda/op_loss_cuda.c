@@ -143,6 +143,7 @@ static const char *const lc_constraints[] = {
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     const int strategy = cfg->v[LCP_STRATEGY], chunk = cfg->v[LCP_CHUNK];
     const int64_t B = c->attrs.loss.B, M = c->dim[LS_M], V = c->dim[LS_V], H = c->dim[LS_H];
     const int64_t nblk = B > 0 ? M / B : 0;
@@ -169,7 +170,7 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
                 if (why)
                     snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)",
                              chunk, (long long)nblk, p->def >= nblk ? p->def : smallest);
-                return 0;
+                dup = 1; /* a duplicate, if nothing rules it out below */
             }
         }
         if ((int64_t)chunk * B * V * (int64_t)sizeof(float) > LSC_MAX_LOGITS) {
@@ -190,7 +191,7 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
             return 0;
         }
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static ft_space lc_space = {lc_params, LCP_COUNT, lc_constraints, lc_valid};

@@ -108,6 +108,7 @@ static size_t tr_bwdkv_smem(const tr_geom *g) {
 }
 
 static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    int dup = 0;
     tr_geom g;
     tr_geom_of(c, cfg, &g);
     const int bwd = c->backward;
@@ -119,11 +120,11 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         if (why)
             snprintf(why, n, "kt=%d: at most S+B=%lld keys, one tile already at kt=%d", g.kt,
                      (long long)(g.S + g.B), g.kt / 2);
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     if (cfg->v[TRP_PACK] == TR_PACK_HEAD && g.G == 1) {
         if (why) snprintf(why, n, "pack=head is pack=group when Hq = Hkv");
-        return 0;
+        dup = 1; /* a duplicate, if nothing rules it out below */
     }
     if (g.warps > g.R) {
         if (why)
@@ -169,7 +170,7 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
                      TR_MAX_SMEM);
         return 0;
     }
-    return 1;
+    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
 static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module_spec *s) {
