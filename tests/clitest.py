@@ -10,9 +10,13 @@ FAILURES = []
 
 
 def run(*args, env=None, timeout=600):
+    """Run flaretune; env adds variables to this environment (a value of None removes one)."""
     e = dict(os.environ)
-    if env:
-        e.update(env)
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
     p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 

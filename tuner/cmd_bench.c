@@ -12,6 +12,7 @@
 #include "flaretune/env.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
+#include "flaretune/load.h"
 #include "flaretune/measure.h"
 
 static void usage(FILE *f) {
@@ -23,8 +24,11 @@ static void usage(FILE *f) {
            "random inputs: warm-up, then samples until the median's 95%% confidence interval is\n"
            "within --noise of it (after 10 samples and 0.25 s) or --max-time passes. Prints the\n"
            "median, IQR and sample count, the bytes and FLOPs the op must move and do, the rates,\n"
-           "and the fraction of this machine's roofline, whose ceilings (a streaming copy and a\n"
-           "large sgemm) are measured in the same run.\n\n"
+           "and the fraction of this machine's cache-aware roofline: the bandwidth of the cache\n"
+           "level the working set fits in (memory with --cold) and the compute peak, measured in\n"
+           "the same run and never below the best this machine has shown (docs/measurement.md). A\n"
+           "fraction above 100%% is measured again and, if it holds, reported as suspect. A\n"
+           "machine busy with other processes is detected and said.\n\n"
            "  --preset P       problem sizes (default small.dflare.train, or .decode for\n"
            "                   attention.decode); --set NAME=VALUE changes one size\n"
            "  --attr NAME=VAL  op attribute (e.g. --attr backward=1, --attr scheme=dpace)\n"
@@ -205,9 +209,31 @@ static int run(int argc, char **argv) {
     else if (cold)
         s = make_cold_sets(&b, &p, prob.seed, &err);
     ft_stats st = {0};
-    if (!s) {
-        ft_timed_fn fn = {bench_prep, bench_run, &b};
+    ft_load load = {0};
+    double bytes = ft_call_io_bytes(&c), flops = op->flops(&c);
+    ft_roofline roof = {0};
+    int remeasured = 0;
+    ft_timed_fn fn = {bench_prep, bench_run, &b};
+    /* A fraction above 1 is a measurement error: measure the ceilings and the call again once,
+     * and if it holds, report it as suspect rather than as a result. */
+    for (int attempt = 0; attempt < 2 && !s; attempt++) {
+        if (attempt) {
+            if (!json)
+                fprintf(stderr, "bench: %.0f%% of the roofline cannot be: measuring the ceilings "
+                                "and the call again\n",
+                        100 * roof.floor_s / st.median);
+            if ((s = ft_ceilings_refine(be, &ceil, &err))) break;
+            remeasured = 1;
+        }
+        ft_load_mark m0, m1;
+        ft_load_mark_take(&m0);
+        ws.peak = 0;
         s = ft_measure(&fn, &mo, &st, &err);
+        ft_load_mark_take(&m1);
+        if (s) break;
+        ft_load_between(&m0, &m1, &load);
+        roof = ft_roofline_of(&ceil, bytes, flops, bytes + (double)ws.peak, cold);
+        if (roof.floor_s / st.median <= FT_ROOFLINE_MAX_FRAC) break;
     }
     free_cold_sets(&b);
     if (s) {
@@ -215,10 +241,21 @@ static int run(int argc, char **argv) {
         ft_call_free(&c);
         return ft_cli_fail_err(&err);
     }
-    double bytes = ft_call_io_bytes(&c), flops = op->flops(&c);
-    double floor_s = ft_roofline_s(&ceil, bytes, flops);
+    double floor_s = roof.floor_s;
     double frac = floor_s / st.median;
-    int compute_bound = flops / ceil.flops > bytes / ceil.bw;
+    int compute_bound = roof.compute_bound, suspect = frac > FT_ROOFLINE_MAX_FRAC;
+    char loadmsg[160];
+    ft_load_describe(&load, loadmsg, sizeof loadmsg);
+    if (load.busy)
+        fprintf(stderr, "flaretune: warning: the machine was busy while measuring (%s); the "
+                        "timing is not what a quiet machine gives\n",
+                loadmsg);
+    if (suspect)
+        fprintf(stderr,
+                "flaretune: warning: bench %s: %.0f%% of the roofline is above the roof after "
+                "measuring again: the ceiling (%s at %.3g GB/s, %.3g GFLOP/s) or the op's count "
+                "of bytes and FLOPs is wrong; treat this result as a measurement error\n",
+                op->name, 100 * frac, roof.level_name, roof.bw / 1e9, ceil.flops / 1e9);
 
     if (json) {
         ft_env env;
@@ -242,7 +279,12 @@ static int run(int argc, char **argv) {
         json_object_set_new(root, "gflops", ft_json_number(flops / st.median / 1e9));
         json_object_set_new(root, "roofline_s", ft_json_number(floor_s));
         json_object_set_new(root, "roofline_frac", ft_json_number(frac));
+        json_object_set_new(root, "roofline_level", json_string(roof.level_name));
+        json_object_set_new(root, "roofline_suspect", json_boolean(suspect));
+        json_object_set_new(root, "roofline", ft_roofline_to_json(&roof, st.median));
+        json_object_set_new(root, "remeasured", json_boolean(remeasured));
         json_object_set_new(root, "bound", json_string(compute_bound ? "compute" : "memory"));
+        json_object_set_new(root, "load", ft_load_to_json(&load));
         json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)ws.peak));
         json_object_set_new(root, "ceilings", ft_ceilings_to_json(&ceil));
         json_object_set_new(root, "env", ft_env_to_json(&env));
@@ -256,9 +298,15 @@ static int run(int argc, char **argv) {
         printf("bench %s on %s  (%s: %s)%s\n", op->name, be->name, p.name, dims,
                c.backward ? " forward+backward" : "");
         printf("  config     %s\n", cs[0] ? cs : "(none)");
-        printf("  ceilings   copy %s, %s %s  (%d threads, measured in %.1f s)\n",
-               ft_fmt_rate(ceil.bw, "B/s", a, sizeof a), ceil.gemm ? ceil.gemm : "sgemm",
-               ft_fmt_rate(ceil.flops, "FLOP/s", b1, sizeof b1), ceil.threads, ceil.measured_s);
+        printf("  ceilings   ");
+        for (int i = 0; i < ceil.nlevels; i++)
+            printf("%s%s %s", i ? ", " : "", ceil.level[i].name,
+                   ft_fmt_rate(ceil.level[i].bw, "B/s", a, sizeof a));
+        printf("; %s (%s %s)\n", ft_fmt_rate(ceil.flops, "FLOP/s", b1, sizeof b1),
+               ceil.gemm ? ceil.gemm : "sgemm", ft_fmt_rate(ceil.gemm_flops, "FLOP/s", b2, sizeof b2));
+        printf("             %d threads, %d round%s in %.1f s%s\n", ceil.threads, ceil.rounds,
+               ceil.rounds > 1 ? "s" : "", ceil.measured_s,
+               ceil.from_cache ? "; raised to the best this machine has shown (cache)" : "");
         printf("  clock      %s\n", ft_backend_clock(be));
         printf("  time       median %s  IQR %s  min %s  max %s\n",
                ft_fmt_time(st.median, 0, a, sizeof a), ft_fmt_time(st.iqr, 0, b1, sizeof b1),
@@ -270,9 +318,13 @@ static int run(int argc, char **argv) {
                flops / 1e9);
         printf("  rate       %s, %s\n", ft_fmt_rate(bytes / st.median, "B/s", a, sizeof a),
                ft_fmt_rate(flops / st.median, "FLOP/s", b1, sizeof b1));
-        printf("  roofline   floor %s (%s-bound): %.0f%% of roofline\n",
+        printf("  roofline   floor %s (%s-bound; working set %s from %s at %s): %.0f%% of "
+               "roofline%s\n",
                ft_fmt_time(floor_s, 0, a, sizeof a), compute_bound ? "compute" : "memory",
-               100 * frac);
+               ft_fmt_bytes(roof.working_set, b1, sizeof b1), roof.level_name,
+               ft_fmt_rate(roof.bw, "B/s", b2, sizeof b2), 100 * frac,
+               suspect ? "  SUSPECT: above the roof" : "");
+        printf("  load       %s%s\n", loadmsg, load.busy ? "  BUSY" : "");
         printf("  memory     %s scratch beyond inputs and outputs\n",
                ft_fmt_bytes((double)ws.peak, a, sizeof a));
     }

@@ -1,9 +1,19 @@
-/* ceilings.h: this machine's own ceilings, measured in the same run as the kernels they judge.
+/* ceilings.h: this machine's own ceilings, cache-aware, measured in the same run as the kernels
+ * they judge, and never lowered by a busy moment.
  *
- * A roofline fraction is only honest against what this machine does right now, not a
- * datasheet: the streaming-copy bandwidth (bytes read + bytes written per second, as STREAM
- * counts them) over buffers far larger than the last-level cache, and the FLOP rate of a large
- * single-precision GEMM from the BLAS the kernels use.
+ * A roofline fraction is only honest against what this machine can do, not a datasheet, and
+ * against the right roof: a working set that fits in a cache is served at that cache's
+ * bandwidth, not at the memory's (Intel Advisor's cache-aware roofline, Nsight Compute's
+ * hierarchical one). So the ceilings are a hierarchy of levels, each with the bandwidth a
+ * working set of its size streams at (the best of reads, writes and copies, bytes read + bytes
+ * written per second as STREAM counts them), and a compute roof (the best of a register-only
+ * FMA peak probe and a large GEMM from the BLAS the kernels use; on a GPU, cuBLASLt's GEMM).
+ *
+ * A busy moment can only lower a measurement, so every figure is the best of several rounds,
+ * a long run measures again (ft_ceilings_refine), and the best figure ever seen on this machine
+ * (keyed by its fingerprint, with the date) is kept in a small cache file and used when it is
+ * higher: a loaded run cannot depress the roof and inflate its fractions. A fraction above 1 is
+ * then a measurement error, which the callers re-measure and report, never print silently.
  */
 #ifndef FLARETUNE_CEILINGS_H
 #define FLARETUNE_CEILINGS_H
@@ -14,26 +24,84 @@
 extern "C" {
 #endif
 
+#define FT_CEIL_MAX_LEVELS 5
+
+typedef struct ft_ceil_level {
+    char name[8];       /* "L1", "L2", "L3", "DRAM" on a CPU; "L2", "HBM" on a GPU        */
+    double capacity;    /* bytes of working set the level holds for the threads measured
+                           (private caches add up over the cores used); 0: the last level */
+    double bw;          /* bytes per second: the best of this process and of the cache     */
+    double bw_now;      /* the best this process measured                                 */
+    double probe_bytes; /* the working set the probe streamed                             */
+    char seen[24];      /* when bw was measured (UTC, ISO 8601)                           */
+} ft_ceil_level;
+
 typedef struct ft_ceilings {
-    double bw;         /* bytes per second, streaming copy                  */
-    double flops;      /* FLOP per second, sgemm                            */
-    double copy_bytes; /* size of each copy buffer                          */
-    int gemm_n;        /* the GEMM was gemm_n^3                              */
-    int threads;       /* threads used for both                             */
-    double measured_s; /* time the measurement took                         */
-    const char *gemm;  /* what the FLOP ceiling measured ("sgemm", "cuBLASLt bf16") */
+    int nlevels;
+    ft_ceil_level level[FT_CEIL_MAX_LEVELS]; /* smallest (fastest) first; the last is memory */
+    double bw;          /* the memory level's bandwidth, level[nlevels - 1].bw              */
+    double copy_bytes;  /* the memory probe's working set                                   */
+    double flops;       /* the compute roof: max(peak_flops, gemm_flops)                    */
+    double flops_now;   /* the same from this process's measurements alone                 */
+    char flops_seen[24];
+    double peak_flops;  /* register-only FMA probe (0 where there is none: a GPU)          */
+    double gemm_flops;  /* the GEMM's rate, best seen                                       */
+    int gemm_n;         /* the GEMM was gemm_n^3                                            */
+    const char *gemm;   /* what the GEMM ran ("sgemm", "cuBLASLt bf16")                     */
+    int threads;        /* threads every probe ran with                                     */
+    int rounds;         /* measurement rounds taken by this process                         */
+    double measured_s;  /* time they took, all rounds                                       */
+    double measured_at; /* wall time of the last round (seconds since the epoch)            */
+    int from_cache;     /* some figure is the cache's, higher than this process measured    */
+    char key[256];      /* the machine fingerprint the cache keys these figures by          */
+    char cache_path[512]; /* the cache file ("" when none is kept)                          */
+    char cache_note[256]; /* why the cache was not read or written ("" when it was)         */
 } ft_ceilings;
 
 struct ft_backend;
 /* The ceilings of the machine a backend runs on: its own measurement when it has one (a GPU:
- * device-to-device copy and a cuBLASLt bf16 GEMM), else the CPU's with `threads` threads. */
+ * its L2 and HBM, and a cuBLASLt GEMM), else the CPU's with `threads` threads; raised to the
+ * best the cache has seen for the same fingerprint, and the cache raised to these. */
 ft_status ft_ceilings_of(const struct ft_backend *be, int threads, ft_ceilings *c, ft_err *err);
+/* Measure again (after a long run, or when a fraction came out above 1) and keep, figure by
+ * figure, the best of all rounds and the cache. */
+ft_status ft_ceilings_refine(const struct ft_backend *be, ft_ceilings *c, ft_err *err);
 
-/* Measure both ceilings with `threads` threads (about a second). */
+/* One round of the CPU probes with `threads` threads (about a second), no cache. */
 ft_status ft_ceilings_cpu(int threads, ft_ceilings *c, ft_err *err);
 
-/* The roofline floor of a call moving `bytes` and doing `flops`: max(bytes/bw, flops/rate). */
-double ft_roofline_s(const ft_ceilings *c, double bytes, double flops);
+/* Where a call sits under the roof. */
+typedef struct ft_roofline {
+    double floor_s;      /* max(bytes / bw of the level, flops / compute roof)                */
+    int level;           /* the level whose bandwidth bounds it                               */
+    const char *level_name;
+    double bw;           /* that level's bandwidth                                            */
+    double working_set;  /* bytes the call touches                                            */
+    int compute_bound;   /* the FLOP term is the larger                                       */
+} ft_roofline;
+
+/* The roof over a call that moves `bytes`, does `flops` and touches `working_set` bytes
+ * (inputs, outputs and scratch). Warm calls are judged against the fastest level that can hold
+ * at least half the working set (a set up to twice a level's size is still partly served from
+ * it, so its bandwidth is the honest upper bound); cold calls (caches flushed or inputs rotated)
+ * against memory. */
+ft_roofline ft_roofline_of(const ft_ceilings *c, double bytes, double flops, double working_set,
+                           int cold);
+/* Shorthand: the floor in seconds. */
+double ft_roofline_s(const ft_ceilings *c, double bytes, double flops, double working_set, int cold);
+
+/* A fraction of the roofline above this is a measurement error: the floor cannot be beaten
+ * (the margin absorbs the rounding of ticks and counters). */
+#define FT_ROOFLINE_MAX_FRAC 1.0
+
+/* Merge c with the cache file at path (created if missing) under its lock: each figure becomes
+ * the best of both, dated; the file is rewritten atomically when c improved on it. A missing,
+ * torn or foreign file is not an error: c is kept and the file rebuilt, with a note in
+ * c->cache_note. Returns FT_OK unless c itself is malformed. */
+ft_status ft_ceilings_cache_merge(ft_ceilings *c, const char *path, ft_err *err);
+/* The cache file to use: $FLARETUNE_CEILINGS_CACHE, else $FLARETUNE_CACHE_DIR/ceilings.json,
+ * else ~/.cache/flaretune/ceilings.json; "off" (or empty) keeps none. Returns buf, "" for none. */
+char *ft_ceilings_cache_path(char *buf, unsigned long n);
 
 /* Last-level cache size in bytes (0 if unknown). */
 long ft_llc_bytes(void);

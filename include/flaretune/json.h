@@ -7,6 +7,7 @@
 
 #include "flaretune/ceilings.h"
 #include "flaretune/env.h"
+#include "flaretune/load.h"
 #include "flaretune/measure.h"
 #include "flaretune/op.h"
 #include "flaretune/space.h"
@@ -28,6 +29,11 @@ json_t *ft_stats_to_json(const ft_stats *st);
 /* A real, or null when v is not finite (JSON has no Inf or NaN). */
 json_t *ft_json_number(double v);
 json_t *ft_ceilings_to_json(const ft_ceilings *c);
+/* {"floor_s", "frac", "level", "bytes_per_s", "working_set_bytes", "bound", "suspect"}: where a
+ * call of median `median_s` sits under the roof (suspect: above it, a measurement error). */
+json_t *ft_roofline_to_json(const ft_roofline *r, double median_s);
+/* {"known", "busy", "other_cpus", "steal_frac", "loadavg1", "cpus", "span_s"} */
+json_t *ft_load_to_json(const ft_load *l);
 
 #ifdef __cplusplus
 }

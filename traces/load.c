@@ -1,0 +1,92 @@
+/* load.c: how busy the rest of the machine is (see include/flaretune/load.h). */
+#include "flaretune/load.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "flaretune/clock.h"
+
+void ft_load_mark_take(ft_load_mark *m) {
+    memset(m, 0, sizeof *m);
+    m->wall_s = ft_now_s();
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        m->self_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                    (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0) hz = 100;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "cpu", 3) != 0) break;
+        if (line[3] != ' ') {
+            m->ncpu++;
+            continue;
+        }
+        /* user nice system idle iowait irq softirq steal (guest time is inside user) */
+        unsigned long long v[8] = {0};
+        int got = sscanf(line + 3, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                         &v[3], &v[4], &v[5], &v[6], &v[7]);
+        if (got < 4) break;
+        m->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
+        m->steal_s = (double)v[7] / (double)hz;
+        m->ok = 1;
+    }
+    fclose(f);
+    if (m->ncpu < 1) m->ok = 0;
+}
+
+static double loadavg1(void) {
+    double la = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &la) != 1) la = 0;
+        fclose(f);
+    }
+    return la;
+}
+
+void ft_load_between(const ft_load_mark *a, const ft_load_mark *b, ft_load *out) {
+    memset(out, 0, sizeof *out);
+    out->span_s = b->wall_s - a->wall_s;
+    out->ncpu = b->ncpu;
+    out->loadavg1 = loadavg1();
+    if (!a->ok || !b->ok || out->span_s < FT_LOAD_MIN_SPAN_S) return;
+    double others = (b->busy_s - a->busy_s) - (b->self_s - a->self_s);
+    out->other_cpus = others > 0 ? others / out->span_s : 0;
+    if (out->other_cpus > out->ncpu) out->other_cpus = out->ncpu;
+    double steal = b->steal_s - a->steal_s;
+    out->steal_frac = steal > 0 ? steal / (out->span_s * out->ncpu) : 0;
+    out->known = 1;
+    out->busy = out->other_cpus >= FT_LOAD_BUSY_CPUS || out->steal_frac >= FT_LOAD_BUSY_STEAL;
+}
+
+void ft_load_add(ft_load *acc, const ft_load *more) {
+    if (!more->known) {
+        if (!acc->known) acc->loadavg1 = more->loadavg1;
+        return;
+    }
+    if (!acc->known) {
+        *acc = *more;
+        return;
+    }
+    double t = acc->span_s + more->span_s;
+    acc->other_cpus = (acc->other_cpus * acc->span_s + more->other_cpus * more->span_s) / t;
+    acc->steal_frac = (acc->steal_frac * acc->span_s + more->steal_frac * more->span_s) / t;
+    acc->span_s = t;
+    acc->loadavg1 = more->loadavg1;
+    acc->ncpu = more->ncpu;
+    acc->busy = acc->other_cpus >= FT_LOAD_BUSY_CPUS || acc->steal_frac >= FT_LOAD_BUSY_STEAL;
+}
+
+char *ft_load_describe(const ft_load *l, char *buf, unsigned long n) {
+    if (!l->known)
+        snprintf(buf, n, "load not known (span %.2f s, load average %.2f)", l->span_s, l->loadavg1);
+    else
+        snprintf(buf, n, "other processes used %.2f of %d CPUs, the host stole %.0f%%, load average %.2f",
+                 l->other_cpus, l->ncpu, 100 * l->steal_frac, l->loadavg1);
+    return buf;
+}
