@@ -252,6 +252,34 @@ def test_top_follow(tmp, logs):
         p.close()
 
 
+def test_top_follows_tune_all(tmp):
+    """`top LOG` while `tune all --log LOG` writes LOG.OP, one log per op: a row for every op."""
+    log = os.path.join(tmp, "all.jsonl")
+    p = Pane("topall", 100, 30)
+    tuner = None
+    try:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        p.wait_for(r"waiting for the log", "top waits before the first op's log exists")
+        tuner = subprocess.Popen([FT, "tune", "all", "--preset", "tiny.dflare.train", "--backend",
+                                  "cpu", "--log", log, "--budget", "2", "--quiet", *FAST],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        s = p.wait_for(r"^[> ] fusion\.dflare", "the first op's log is followed")
+        s = p.wait_for(r"^[> ] loss .* 2/2 ", "the last op's log too, as it appears", timeout=180)
+        for op in ("fusion.dflash", "attention.kvproj", "attention.decode", "attention.train"):
+            check(re.search(r"^[> ] %s " % re.escape(op), s or "", re.M) is not None,
+                  "a row for %s" % op, s)
+        err = tuner.communicate(timeout=120)[1]
+        check(tuner.returncode == 0, "tune all: exit %s: %s" % (tuner.returncode, err))
+        tuner = None
+        p.wait_for(r"\bended\b", "every run ended")
+        p.keys("q")
+        p.wait_for(r"EXIT=0", "top quits with 0")
+    finally:
+        if tuner:
+            tuner.kill()
+        p.close()
+
+
 def test_small_terminals(tmp, logs):
     log = os.path.join(tmp, "finished.jsonl")
     with open(log, "w") as f:
@@ -493,6 +521,7 @@ def main():
         logs, prof = prepare(tmp)
         tests = [
             ("top_follow", lambda: test_top_follow(tmp, logs)),
+            ("top_follows_tune_all", lambda: test_top_follows_tune_all(tmp)),
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
             ("colors", lambda: test_colors(tmp, logs)),
             ("tune_tui", lambda: test_tune_tui(tmp)),

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "flaretune/eventlog.h"
 #include "flaretune/tui.h"
 #include "ft_test.h"
 
@@ -167,8 +168,66 @@ static void test_follow(void) {
     unlink(path);
 }
 
+static void write_file(const char *name, const char *text) {
+    FILE *f = fopen(name, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* `tune all --log L` writes L.OP (and L.OP.SIZEv with --sweep): `top L` follows all of them,
+ * each as it appears, and nothing else (locks, temporary files, other logs). */
+static void test_follow_family(void) {
+    char base[256], a[300], b[300], c[300], lock[300], tmp[300], other[300];
+    snprintf(base, sizeof base, "/tmp/ft_test_family_%d.jsonl", (int)getpid());
+    snprintf(a, sizeof a, "%s.fusion.dflare", base);
+    snprintf(b, sizeof b, "%s.loss.M512", base);
+    snprintf(c, sizeof c, "%s.loss", base);
+    snprintf(lock, sizeof lock, "%s.fusion.dflare.lock", base);
+    snprintf(tmp, sizeof tmp, "%s.loss.tmp.Ab12Cd", base);
+    snprintf(other, sizeof other, "/tmp/ft_test_family_%d.jsonlx.loss", (int)getpid());
+    write_file(a, LINE("run_start", "a") LINE("measured", "a"));
+    write_file(b, LINE("run_start", "b"));
+    write_file(lock, "");
+    write_file(tmp, LINE("run_start", "t"));
+    write_file(other, LINE("run_start", "o"));
+    char found[8][FT_EVENTLOG_PATH_MAX];
+    int n = ft_eventlog_family(base, found, 8);
+    FT_CHECK(n == 2 && !strcmp(found[0], a) && !strcmp(found[1], b),
+             "the family: %d logs (%s, ...)", n, n ? found[0] : "");
+    ft_tui_follow *fw = ft_tui_follow_new(base);
+    char got[1024] = "", all[4096] = "";
+    long bad = 0;
+    for (int k = 0; k < 4; k++) {
+        poll_kinds(fw, got, sizeof got, &bad);
+        if (*got) snprintf(all + strlen(all), sizeof all - strlen(all), "%s ", got);
+    }
+    FT_CHECK(strstr(all, "run_start:a") && strstr(all, "measured:a") && strstr(all, "run_start:b") &&
+                 !strstr(all, ":t") && !strstr(all, ":o"),
+             "both ops' logs followed, not the lock, temp or other file: %s", all);
+    FT_CHECK(ft_tui_follow_count(fw) == 2 && !ft_tui_follow_waiting(fw), "two logs open");
+    /* The next op's log appears while top runs (found at the next scan, twice a second). */
+    write_file(c, LINE("run_start", "c") LINE("run_end", "c"));
+    all[0] = '\0';
+    for (int k = 0; k < 40 && !strstr(all, "run_end:c"); k++) {
+        poll_kinds(fw, got, sizeof got, &bad);
+        if (*got) snprintf(all + strlen(all), sizeof all - strlen(all), "%s ", got);
+        usleep(50000);
+    }
+    FT_CHECK(strstr(all, "run_start:c run_end:c") != NULL, "a log that appears later: %s", all);
+    FT_CHECK(ft_tui_follow_count(fw) == 3, "three logs open");
+    ft_tui_follow_free(fw);
+    /* With no LOG itself and none of its family yet, top waits. */
+    char none[300];
+    snprintf(none, sizeof none, "%s.none", base);
+    fw = ft_tui_follow_new(none);
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0 && ft_tui_follow_waiting(fw), "waiting");
+    ft_tui_follow_free(fw);
+    unlink(a), unlink(b), unlink(c), unlink(lock), unlink(tmp), unlink(other);
+}
+
 int main(void) {
     FT_RUN(test_feed);
     FT_RUN(test_follow);
+    FT_RUN(test_follow_family);
     return ft_test_finish();
 }

@@ -1,9 +1,11 @@
 /* eventlog.c: the JSONL event log (see include/flaretune/eventlog.h and docs/events.md). */
 #include "flaretune/eventlog.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@ struct ft_eventlog {
     char run[64];
     ft_event_listener listener;
     void *listener_ctx;
+    int tail_checked; /* the file's end was made a line boundary before the first append */
 };
 
 double ft_wall_time(void) {
@@ -28,7 +31,7 @@ ft_status ft_eventlog_open(const char *path, const char *run, ft_eventlog **out,
     snprintf(log->run, sizeof log->run, "%s", run);
     if (path) {
         snprintf(log->path, sizeof log->path, "%s", path);
-        log->f = fopen(path, "a");
+        log->f = fopen(path, "a+"); /* "+": the torn-line check reads its end */
         if (!log->f) {
             int e = errno;
             free(log);
@@ -36,6 +39,47 @@ ft_status ft_eventlog_open(const char *path, const char *run, ft_eventlog **out,
         }
     }
     *out = log;
+    return FT_OK;
+}
+
+/* A crash mid-write (kill -9, a full disk) leaves the last line without its newline. Appending
+ * after it would glue the next event onto the fragment and make a line that does not parse in
+ * the middle of the log, which every later reader refuses. So before the first append: a last
+ * line that is a whole event only lacking its newline gets it; a torn one is cut away (it is the
+ * event that was in flight, and readers skip it anyway). */
+static ft_status end_last_line(ft_eventlog *log, ft_err *err) {
+    int fd = fileno(log->f);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || sb.st_size == 0) return FT_OK;
+    char c;
+    if (pread(fd, &c, 1, sb.st_size - 1) != 1) return FT_OK;
+    if (c == '\n') return FT_OK;
+    /* Find the start of the last line, reading back in blocks. */
+    off_t start = 0;
+    char buf[4096];
+    for (off_t end = sb.st_size; end > 0 && !start;) {
+        off_t from = end > (off_t)sizeof buf ? end - (off_t)sizeof buf : 0;
+        ssize_t got = pread(fd, buf, (size_t)(end - from), from);
+        if (got <= 0) break;
+        for (ssize_t i = got - 1; i >= 0; i--)
+            if (buf[i] == '\n') {
+                start = from + i + 1;
+                break;
+            }
+        end = from;
+    }
+    size_t len = (size_t)(sb.st_size - start);
+    char *tail = malloc(len + 1);
+    int whole = 0;
+    if (tail && pread(fd, tail, len, start) == (ssize_t)len) {
+        json_t *ev = json_loadb(tail, len, 0, NULL);
+        whole = ev && json_is_object(ev) && json_is_string(json_object_get(ev, "event"));
+        json_decref(ev);
+    }
+    free(tail);
+    if (whole ? fputc('\n', log->f) == EOF || fflush(log->f) != 0 : ftruncate(fd, start) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot end its torn last line: %s", log->path,
+                          strerror(errno));
     return FT_OK;
 }
 
@@ -48,7 +92,11 @@ ft_status ft_eventlog_write(ft_eventlog *log, json_t *ev, ft_err *err) {
     json_object_set_new(ev, "t", json_real(ft_wall_time()));
     json_object_set_new(ev, "run", json_string(log->run));
     ft_status s = FT_OK;
-    if (log->f) {
+    if (log->f && !log->tail_checked) {
+        s = end_last_line(log, err);
+        log->tail_checked = 1;
+    }
+    if (log->f && !s) {
         char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
         if (!line) {
             s = ft_err_set(err, FT_EINTERNAL, "an event could not be encoded as JSON");
@@ -116,4 +164,58 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
     }
     *events = arr;
     return FT_OK;
+}
+
+/* Does the file start a run (its first line a run_start event)? */
+static int starts_a_run(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char head[32] = "";
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    static const char mark[] = "{\"event\":\"run_start\"";
+    return strncmp(head, mark, sizeof mark - 1) == 0;
+}
+
+static int is_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(a, b); }
+
+int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int max) {
+    int n = 0;
+    if (is_file(path)) {
+        if (n < max) snprintf(out[n], FT_EVENTLOG_PATH_MAX, "%s", path);
+        n++;
+    }
+    char dir[FT_EVENTLOG_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base) return n;
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
+    else snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d) return n;
+    size_t blen = strlen(base);
+    int first = n < max ? n : max;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        if (len <= blen + 1 || strncmp(name, base, blen) != 0 || name[blen] != '.') continue;
+        if ((len > 5 && !strcmp(name + len - 5, ".lock")) || strstr(name + blen, ".tmp.")) continue;
+        char full[FT_EVENTLOG_PATH_MAX];
+        int w = slash ? snprintf(full, sizeof full, "%.*s/%s", (int)(slash - path), path, name)
+                      : snprintf(full, sizeof full, "%s", name);
+        if (w < 0 || (size_t)w >= sizeof full || !is_file(full) || !starts_a_run(full)) continue;
+        if (n < max) memcpy(out[n], full, (size_t)w + 1);
+        n++;
+    }
+    closedir(d);
+    int stored = n < max ? n : max;
+    if (stored > first) qsort(out[first], (size_t)(stored - first), sizeof out[0], cmp_names);
+    return n;
 }

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "flaretune/eventlog.h"
 #include "flaretune/npy.h"
@@ -154,10 +155,37 @@ json_t *ft_trace_from_events(const json_t *events) {
 }
 
 ft_status ft_trace_export(const char *in, const char *out, int *nspans, ft_err *err) {
+    *nspans = 0;
+    /* A directory opens like a file and reads as no events: an empty trace would hide the
+     * mistake. */
+    struct stat st;
+    if (stat(in, &st) == 0 && S_ISDIR(st.st_mode))
+        return ft_err_set(err, FT_EIO, "%s: is a directory, not an event log", in);
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+        return ft_err_set(err, FT_EIO, "%s: is a directory; -o names the trace file to write", out);
     json_t *events;
     int torn;
-    ft_status s = ft_eventlog_read(in, &events, &torn, err);
-    if (s) return s;
+    ft_status s;
+    if (stat(in, &st) != 0) {
+        /* The --log of `tune all` or a sweep: its logs (IN.OP, ...) in one trace. */
+        static char logs[64][FT_EVENTLOG_PATH_MAX];
+        int n = ft_eventlog_family(in, logs, 64);
+        if (n == 0)
+            return ft_err_set(err, FT_EIO, "%s: no such event log, nor logs of a `tune all` or "
+                                           "sweep with that --log (%s.OP)", in, in);
+        events = json_array();
+        for (int i = 0; i < n && i < 64; i++) {
+            json_t *one;
+            if ((s = ft_eventlog_read(logs[i], &one, &torn, err))) {
+                json_decref(events);
+                return s;
+            }
+            json_array_extend(events, one);
+            json_decref(one);
+        }
+    } else if ((s = ft_eventlog_read(in, &events, &torn, err))) {
+        return s;
+    }
     json_t *trace = ft_trace_from_events(events);
     json_decref(events);
     *nspans = (int)json_array_size(json_object_get(trace, "traceEvents"));

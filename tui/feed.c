@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flaretune/clock.h"
+#include "flaretune/eventlog.h"
 #include "flaretune/tui.h"
 
 /* ---- the in-process queue ---------------------------------------------------------------- */
@@ -83,7 +85,7 @@ int ft_tui_feed_drain(ft_tui_feed *f, json_t **out, int max) {
 
 enum { HEAD_MAX = 4096, READ_CHUNK = 1 << 20 };
 
-struct ft_tui_follow {
+typedef struct one_log {
     char path[1024];
     int fd;
     dev_t dev;
@@ -94,32 +96,31 @@ struct ft_tui_follow {
     char head[HEAD_MAX]; /* the file's first bytes: a rewrite changes them       */
     size_t headlen;
     int pending_reopen; /* a reopen event to report: 1 truncated, 2 replaced     */
-};
+} one_log;
 
-ft_tui_follow *ft_tui_follow_new(const char *path) {
-    ft_tui_follow *f = calloc(1, sizeof *f);
+static one_log *log_new(const char *path) {
+    one_log *f = calloc(1, sizeof *f);
     if (!f) return NULL;
-    snprintf(f->path, sizeof f->path, "%s", path);
+    snprintf(f->path, sizeof f->path, "%.1023s", path);
     f->fd = -1;
     return f;
 }
 
-void ft_tui_follow_free(ft_tui_follow *f) {
+static void log_free(one_log *f) {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
     free(f->buf);
     free(f);
 }
 
-int ft_tui_follow_waiting(const ft_tui_follow *f) { return f->fd < 0; }
 
-static void restart(ft_tui_follow *f) {
+static void restart(one_log *f) {
     f->off = 0;
     f->len = f->at = 0;
     f->headlen = 0;
 }
 
-static int try_open(ft_tui_follow *f) {
+static int try_open(one_log *f) {
     int fd = open(f->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     struct stat st;
@@ -135,7 +136,7 @@ static int try_open(ft_tui_follow *f) {
 }
 
 /* Has the file under the same name been truncated or rewritten? */
-static int rewritten(ft_tui_follow *f) {
+static int rewritten(one_log *f) {
     struct stat st;
     if (fstat(f->fd, &st)) return 0;
     if (st.st_size < f->off) return 1;
@@ -148,14 +149,14 @@ static int rewritten(ft_tui_follow *f) {
 }
 
 /* Another file now has the name (renamed into place, or deleted and created again). */
-static int replaced(const ft_tui_follow *f) {
+static int replaced(const one_log *f) {
     struct stat st;
     if (stat(f->path, &st)) return 0; /* gone: keep reading what is open */
     return st.st_dev != f->dev || st.st_ino != f->ino;
 }
 
 /* Read up to READ_CHUNK more bytes into buf. Returns the bytes read. */
-static ssize_t fill(ft_tui_follow *f) {
+static ssize_t fill(one_log *f) {
     if (f->at > 0) {
         memmove(f->buf, f->buf + f->at, f->len - f->at);
         f->len -= f->at;
@@ -213,7 +214,7 @@ static json_t *reopen_event(int why) {
                      why == 2 ? "replaced" : "truncated");
 }
 
-int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
+static int log_poll(one_log *f, json_t **out, int max, long *bad) {
     int k = 0;
     if (max < 1) return 0;
     if (f->fd < 0 && !try_open(f)) return 0;
@@ -261,5 +262,75 @@ int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
         }
         if (fill(f) <= 0) break;
     }
+    return k;
+}
+
+/* ---- following the logs of one --log -------------------------------------------------------- */
+
+/* `tune all --log LOG` writes LOG.fusion.dflare, LOG.loss, ...: the follower watches LOG and every
+ * such sibling (ft_eventlog_family), finding new ones as they appear. */
+enum { MAX_LOGS = 64 };
+
+struct ft_tui_follow {
+    char path[1024];
+    one_log *logs[MAX_LOGS];
+    int n;
+    int next;        /* the log polled first next time, so none starves the others */
+    int64_t scan_ns; /* when the directory was last looked at */
+};
+
+ft_tui_follow *ft_tui_follow_new(const char *path) {
+    ft_tui_follow *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    snprintf(f->path, sizeof f->path, "%.1023s", path);
+    /* The name itself is followed even before it exists (a plain `tune OP --log LOG`). */
+    if (!(f->logs[0] = log_new(path))) {
+        free(f);
+        return NULL;
+    }
+    f->n = 1;
+    f->scan_ns = -1;
+    return f;
+}
+
+void ft_tui_follow_free(ft_tui_follow *f) {
+    if (!f) return;
+    for (int i = 0; i < f->n; i++) log_free(f->logs[i]);
+    free(f);
+}
+
+int ft_tui_follow_waiting(const ft_tui_follow *f) {
+    for (int i = 0; i < f->n; i++)
+        if (f->logs[i]->fd >= 0) return 0;
+    return 1;
+}
+
+int ft_tui_follow_count(const ft_tui_follow *f) {
+    int n = 0;
+    for (int i = 0; i < f->n; i++) n += f->logs[i]->fd >= 0;
+    return n;
+}
+
+static void scan(ft_tui_follow *f) {
+    int64_t now = ft_now_ns();
+    if (f->scan_ns >= 0 && now - f->scan_ns < 500000000) return; /* twice a second */
+    f->scan_ns = now;
+    static char found[MAX_LOGS][FT_EVENTLOG_PATH_MAX];
+    int k = ft_eventlog_family(f->path, found, MAX_LOGS);
+    for (int i = 0; i < k && i < MAX_LOGS && f->n < MAX_LOGS; i++) {
+        int have = 0;
+        for (int j = 0; j < f->n && !have; j++) have = !strcmp(f->logs[j]->path, found[i]);
+        if (!have && (f->logs[f->n] = log_new(found[i]))) f->n++;
+    }
+}
+
+int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
+    scan(f);
+    int k = 0;
+    for (int r = 0; r < f->n && k < max; r++) {
+        int i = (f->next + r) % f->n;
+        k += log_poll(f->logs[i], out + k, max - k, bad);
+    }
+    f->next = f->n ? (f->next + 1) % f->n : 0;
     return k;
 }

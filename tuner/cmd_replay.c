@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "flaretune/format.h"
+#include "flaretune/eventlog.h"
 #include "flaretune/json.h"
 #include "flaretune/replay.h"
 
@@ -89,53 +91,15 @@ static int parse_target(const char *arg, double *out) {
     return 0;
 }
 
-static int run(int argc, char **argv) {
-    enum { O_STRATEGY = 1, O_SEEDS, O_TARGET, O_BUDGET, O_JSON };
-    static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
-                                         {"seeds", required_argument, NULL, O_SEEDS},
-                                         {"target", required_argument, NULL, O_TARGET},
-                                         {"budget", required_argument, NULL, O_BUDGET},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {NULL, 0, NULL, 0}};
-    int json = 0, nseeds = 10, budget = 0, only = -1, o;
-    double target = FT_REPLAY_TARGET;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (o) {
-        case O_STRATEGY:
-            if (strcmp(optarg, "all") == 0) {
-                only = -1;
-            } else if ((only = ft_strategy_parse(optarg)) < 0) {
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "replay: unknown strategy '%s' (exhaustive, random, anneal, "
-                                   "evolve or all)",
-                                   optarg);
-            }
-            break;
-        case O_SEEDS:
-            if (parse_int(optarg, "--seeds", 1, MAX_SEEDS, &nseeds)) return FT_EXIT_USAGE;
-            break;
-        case O_TARGET:
-            if (parse_target(optarg, &target)) return FT_EXIT_USAGE;
-            break;
-        case O_BUDGET:
-            if (parse_int(optarg, "--budget", 0, 1 << 30, &budget)) return FT_EXIT_USAGE;
-            break;
-        case O_JSON: json = 1; break;
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "replay: unknown option '%s' (see `flaretune replay --help`)",
-                               argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "replay: which event log? (see `flaretune replay --help`)");
-    if (optind + 1 < argc)
-        return ft_cli_fail(FT_EXIT_USAGE, "replay: unexpected argument '%s'", argv[optind + 1]);
-    const char *path = argv[optind];
+typedef struct {
+    int json, nseeds, budget, only;
+    double target;
+} replay_opts;
 
+/* Replay the strategies on one log: its table on stdout, or its JSON object in *out. */
+static int replay_one(const char *path, const replay_opts *ro, json_t **out) {
+    const int json = ro->json, nseeds = ro->nseeds, budget = ro->budget, only = ro->only;
+    const double target = ro->target;
     ft_err err = {0};
     ft_landscape l;
     if (ft_landscape_load(path, &l, &err)) return ft_cli_fail_err(&err);
@@ -199,9 +163,7 @@ static int run(int argc, char **argv) {
             bestrow < 0 ? json_null() : json_string(ft_strategy_names[rows[bestrow].kind]),
             "strategies", strategies);
         json_object_set_new(root, "budget", json_integer(budget));
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        *out = root;
         ft_landscape_free(&l);
         return FT_EXIT_OK;
     }
@@ -236,6 +198,92 @@ static int run(int argc, char **argv) {
                ft_strategy_names[rows[bestrow].kind], rows[bestrow].median,
                100 * rows[bestrow].median / nvalid, nvalid);
     ft_landscape_free(&l);
+    return FT_EXIT_OK;
+}
+
+#define MAX_FAMILY 64
+
+static int run(int argc, char **argv) {
+    enum { O_STRATEGY = 1, O_SEEDS, O_TARGET, O_BUDGET, O_JSON };
+    static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
+                                         {"seeds", required_argument, NULL, O_SEEDS},
+                                         {"target", required_argument, NULL, O_TARGET},
+                                         {"budget", required_argument, NULL, O_BUDGET},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {NULL, 0, NULL, 0}};
+    int json = 0, nseeds = 10, budget = 0, only = -1, o;
+    double target = FT_REPLAY_TARGET;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case O_STRATEGY:
+            if (strcmp(optarg, "all") == 0) {
+                only = -1;
+            } else if ((only = ft_strategy_parse(optarg)) < 0) {
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "replay: unknown strategy '%s' (exhaustive, random, anneal, "
+                                   "evolve or all)",
+                                   optarg);
+            }
+            break;
+        case O_SEEDS:
+            if (parse_int(optarg, "--seeds", 1, MAX_SEEDS, &nseeds)) return FT_EXIT_USAGE;
+            break;
+        case O_TARGET:
+            if (parse_target(optarg, &target)) return FT_EXIT_USAGE;
+            break;
+        case O_BUDGET:
+            if (parse_int(optarg, "--budget", 0, 1 << 30, &budget)) return FT_EXIT_USAGE;
+            break;
+        case O_JSON: json = 1; break;
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: unknown option '%s' (see `flaretune replay --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: which event log? (see `flaretune replay --help`)");
+    if (optind + 1 < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "replay: unexpected argument '%s'", argv[optind + 1]);
+    const char *path = argv[optind];
+    replay_opts ro = {json, nseeds, budget, only, target};
+    /* The --log of `tune all` or a sweep names a family of logs (LOG.OP, ...): each is replayed. */
+    static char logs[MAX_FAMILY][FT_EVENTLOG_PATH_MAX];
+    int nlogs = ft_eventlog_family(path, logs, MAX_FAMILY);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) nlogs = 1; /* the file itself, as named */
+    if (nlogs > MAX_FAMILY) nlogs = MAX_FAMILY;
+    if (nlogs == 0) {
+        if (stat(path, &sb) == 0)
+            return ft_cli_fail(FT_EXIT_FAIL, "replay: %s is not an event log (a directory?)", path);
+        return ft_cli_fail(FT_EXIT_FAIL, "replay: %s: no such event log, nor logs of a `tune all` "
+                                         "or sweep with that --log (%s.OP)", path, path);
+    }
+    json_t *many = nlogs > 1 ? json_array() : NULL;
+    for (int i = 0; i < nlogs; i++) {
+        json_t *one = NULL;
+        if (!json && nlogs > 1) printf("%s== %s\n", i ? "\n" : "", logs[i]);
+        int code = replay_one(logs[i], &ro, &one);
+        if (code) {
+            json_decref(many);
+            return code;
+        }
+        if (one && many) json_array_append_new(many, one);
+        else if (one) {
+            json_dumpf(one, stdout, JSON_INDENT(2));
+            fputc('\n', stdout);
+            json_decref(one);
+        }
+    }
+    if (many) {
+        json_t *root = json_pack("{s:s, s:o}", "log", path, "logs", many);
+        json_dumpf(root, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(root);
+    }
     return FT_EXIT_OK;
 }
 

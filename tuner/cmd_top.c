@@ -15,7 +15,8 @@ static void usage(FILE *f) {
             "the best configurations and their spread. The log is followed as `tail -f`\n"
             "follows a file: it may not exist yet, grow, gain new runs, or be truncated or\n"
             "replaced (it is then read again from the start). A finished log is shown as it\n"
-            "ends.\n\n"
+            "ends. LOG may be the --log of `tune all` or of a sweep: every log such a run\n"
+            "writes (LOG.OP, LOG.OP.SIZE...) is followed, each as it appears.\n\n"
             "Keys: up/down or j/k select, Enter detail, s sort, / filter by op, ? help, q quit.\n"
             "NO_COLOR=1 turns colors off. See docs/dashboard.md.\n");
 }

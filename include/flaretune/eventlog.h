@@ -2,7 +2,10 @@
  *
  * The writer appends one whole line per event and flushes it to the kernel before returning, so
  * readers following the file see complete events and a crash loses at most the line being
- * written. The reader skips a torn last line.
+ * written. The reader skips a torn last line; the writer, before its first append, ends a
+ * last line that lacks its newline (or cuts it away when it is torn), so the file stays valid
+ * JSONL across crashes and resumes. One process appends at a time: the tuner holds LOG.lock
+ * (flaretune/filelock.h) for the run.
  */
 #ifndef FLARETUNE_EVENTLOG_H
 #define FLARETUNE_EVENTLOG_H
@@ -34,6 +37,13 @@ void ft_eventlog_set_listener(ft_eventlog *log, ft_event_listener fn, void *ctx)
  * decrefs). *torn is set to 1 when the last line was incomplete (and skipped). A line in the
  * middle that does not parse is an error naming the line. */
 ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err *err);
+
+/* The logs one `--log LOG` wrote: LOG itself when it is a file, then (sorted by name) every
+ * LOG.SUFFIX that `tune all` or `--sweep` writes, one per op and size (LOG.fusion.dflare,
+ * LOG.loss.M512, ...): a regular file whose first line starts a run, never a lock or temporary
+ * file. Fills up to max paths of FT_EVENTLOG_PATH_MAX bytes; returns how many there are. */
+#define FT_EVENTLOG_PATH_MAX 1024
+int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int max);
 
 /* Seconds since the epoch as a double (the events' "t"). */
 double ft_wall_time(void);

@@ -17,7 +17,9 @@ extern "C" {
  * {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}. */
 json_t *ft_trace_from_events(const json_t *events);
 
-/* Read the log at `in` and write the trace to `out` atomically. */
+/* Read the log at `in` and write the trace to `out` atomically. When no file has that name,
+ * the logs a `tune all` or a sweep wrote with `--log IN` (ft_eventlog_family) go into one
+ * trace, a process per run. */
 ft_status ft_trace_export(const char *in, const char *out, int *nspans, ft_err *err);
 
 #ifdef __cplusplus

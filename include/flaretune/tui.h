@@ -294,7 +294,9 @@ int ft_tui_feed_drain(ft_tui_feed *f, json_t **out, int max);
 
 /* Follows an event log as `tail -f` does: survives the file growing, a torn last line that
  * is completed later, a file that does not exist yet, and a file truncated or replaced
- * (reopened and read from the start; a {"event": "reopen", "reason": ...} event says so). */
+ * (reopened and read from the start; a {"event": "reopen", "reason": ...} event says so).
+ * Given the --log of a `tune all` or a sweep, it follows every log that run writes (LOG.OP,
+ * LOG.OP.SIZE..., ft_eventlog_family), found as they appear. */
 typedef struct ft_tui_follow ft_tui_follow;
 
 ft_tui_follow *ft_tui_follow_new(const char *path); /* NULL when out of memory */
@@ -303,8 +305,10 @@ void ft_tui_follow_free(ft_tui_follow *f);
  * many; more may be pending when it returns max. Lines that are not events are skipped and
  * counted in *bad (may be NULL). */
 int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad);
-/* 1 while the file has not been opened (missing). */
+/* 1 while no log has been opened (none exists yet). */
 int ft_tui_follow_waiting(const ft_tui_follow *f);
+/* How many logs are open. */
+int ft_tui_follow_count(const ft_tui_follow *f);
 
 /* ---- the dashboard ----------------------------------------------------------------------- */
 
