@@ -386,13 +386,19 @@ def test_tune_ctrl_c(tmp):
 def test_tune_failure(tmp):
     p = Pane("fail", 80, 24)
     try:
+        # A log of another run: found by the tuner once the dashboard is up (an unusable path
+        # is refused before it starts).
+        log = os.path.join(tmp, "other.jsonl")
+        with open(log, "w") as f:
+            f.write('{"event":"run_start","run":"x","t":1,"op":"loss","backend":"cpu",'
+                    '"key":"another run"}\n')
         launch(p, "%s tune fusion.dflash --preset tiny.dflare.train --backend cpu --log "
-                  "/nonexistent-dir/x.jsonl --tui %s" % (FT, " ".join(FAST)), tmp)
-        s = p.wait_for(r"error: .*cannot open the event log", "the tuner's error in the status bar")
+                  "%s --tui %s" % (FT, log, " ".join(FAST)), tmp)
+        s = p.wait_for(r"error: .*holds a run of", "the tuner's error in the status bar")
         check(p.alternate(), "the dashboard stays until q")
-        s = quit_and_check_restored(p, 1, "after a tuner failure")
+        s = quit_and_check_restored(p, 2, "after a tuner failure")
         s = p.screen(joined=True)
-        check(re.search(r"^flaretune: .*cannot open the event log", s, re.M) is not None,
+        check(re.search(r"^flaretune: .*cannot continue", s, re.M) is not None,
               "the error printed after the dashboard", s)
     finally:
         p.close()

@@ -132,7 +132,7 @@ static void test_cells(void) {
     memset(&r, 0, sizeof r);
     r.valid = 60;
     r.resumed = 10;
-    r.done = 5;
+    r.done = r.measured = 5;
     r.last = 12.5e-6;
     r.best = 1.5e-3;
     r.def = NAN;
@@ -143,6 +143,23 @@ static void test_cells(void) {
     r.budget = 20;
     ft_tui_cell(&r, FT_COL_DONE, 1, b, sizeof b);
     FT_CHECK(!strcmp(b, "15/30"), "a budget caps the total: %s", b);
+    /* Rejected candidates are counted apart, never past the budget (it was "56/24"). */
+    ft_tui_row q;
+    memset(&q, 0, sizeof q);
+    q.valid = 100;
+    q.budget = 24;
+    q.measured = 24;
+    q.rejected = 32;
+    q.done = 56;
+    q.resumed = 3;
+    q.resumed_rejected = 3;
+    ft_tui_cell(&q, FT_COL_DONE, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "24/24"), "measured out of the budget: %s", b);
+    ft_tui_cell(&q, FT_COL_REJECTED, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "35"), "rejected apart, resumed ones too: %s", b);
+    q.budget = 0;
+    ft_tui_cell(&q, FT_COL_DONE, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "24/65"), "no budget: every valid one not rejected: %s", b);
     ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
     FT_CHECK(!strcmp(b, "12.50 us"), "ASCII micro: %s", b);
     ft_tui_cell(&r, FT_COL_LAST, 0, b, sizeof b);

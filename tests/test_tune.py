@@ -183,16 +183,218 @@ def test_sweep_and_all(tmp):
     check(len({e["op"] for e in doc["entries"]}) == 6, "profile has every op")
 
 
+def lines_parse(path):
+    """Every line of the file is one JSON object and the file ends with a newline."""
+    text = open(path).read()
+    if text and not text.endswith("\n"):
+        return False
+    try:
+        return all(isinstance(json.loads(l), dict) for l in text.splitlines() if l.strip())
+    except ValueError:
+        return False
+
+
+def test_torn_log(tmp):
+    """A log cut mid-line (kill -9, a full disk) stays valid JSONL across resumes."""
+    base = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu", *FAST]
+    log = os.path.join(tmp, "torn.jsonl")
+    rc, out, err = run(*base, "--log", log, "--budget", "2")
+    check(rc == 0, f"first run: {err}")
+    with open(log, "a") as f:
+        f.write('{"event":"measured","run":"x","config":{"par":')  # torn: no end, no newline
+    for attempt in range(2):
+        rc, out, err = run(*base, "--log", log, "--budget", "2")
+        check(rc == 0, f"resume {attempt} of a torn log: {rc} {err}")
+        check(lines_parse(log), f"after resume {attempt} every line of the log parses")
+    rc, out, err = run("trace", log, "-o", os.path.join(tmp, "torn.trace.json"))
+    check(rc == 0, f"trace of the resumed log: {err}")
+    rc, out, err = run("replay", log, "--seeds", "2")
+    check(rc != 0 or "landscape" in out, f"replay reads the resumed log: {err}")
+    check("not an event" not in err, f"replay finds no broken line: {err}")
+    # A whole event that only lacks its newline is kept, not cut.
+    ev = events(log)
+    with open(log, "rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        f.truncate()  # the last run_end loses its newline
+    rc, out, err = run(*base, "--log", log, "--budget", "2")
+    check(rc == 0 and lines_parse(log), f"a last event without its newline: {rc} {err}")
+    check(events(log)[:len(ev)] == ev, "the event that lacked its newline is kept whole")
+
+
+def test_log_lock(tmp):
+    """Two tuners on one --log: the second fails at once with one line; nothing is measured twice."""
+    log = os.path.join(tmp, "lock.jsonl")
+    slow = [FT, "tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+            "--log", log, "--no-screen", "--max-time", "0.3", "--noise", "0.0001", "--quiet"]
+    a = subprocess.Popen(slow, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (os.path.exists(log) and os.path.getsize(log) > 0):
+            time.sleep(0.1)
+        for other in (["fusion.dflare"], ["loss"]):
+            t0 = time.time()
+            rc, out, err = run("tune", *other, "--preset", "tiny.dflare.train", "--backend", "cpu",
+                               "--log", log, *FAST)
+            lines = err.strip().splitlines()
+            check(rc == 1 and len(lines) == 1 and "in use by another process" in err,
+                  f"a second tuner ({other[0]}) on the same log: {rc} {err!r}")
+        # tune all takes every op's log before it starts: one held one refuses the whole run.
+        fam = os.path.join(tmp, "famlock.jsonl")
+        b = subprocess.Popen([*slow[:8], fam + ".loss", *slow[9:]], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline and not os.path.exists(fam + ".loss.lock"):
+                time.sleep(0.1)
+            time.sleep(0.5)
+            rc, out, err = run("tune", "all", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                               "--log", fam, "--budget", "1", *FAST)
+            check(rc == 1 and "in use" in err and not os.path.exists(fam + ".fusion.dflare"),
+                  f"tune all refused before its first op: {rc} {err!r}")
+        finally:
+            b.kill()
+            b.wait()
+    finally:
+        a.kill()
+        a.wait()
+    measured = [key(e["config"]) for e in events(log) if e["event"] == "measured"]
+    check(len(measured) == len(set(measured)), "no config measured twice in the shared log")
+
+
+def test_resume_untrusted(tmp):
+    """A measured event without stats is not a result: resume measures that candidate again."""
+    log = os.path.join(tmp, "untrusted.jsonl")
+    base = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu", *FAST]
+    rc, out, err = run(*base, "--log", log, "--budget", "1", "--strategy", "exhaustive")
+    check(rc == 0, f"first run: {err}")
+    ev = events(log)
+    start = [e for e in ev if e["event"] == "run_start"][-1]
+    done = {key(e["config"]) for e in ev if e["event"] == "measured"}
+    # A valid config this log has not measured (from an exhaustive run in another log), claimed
+    # measured with no stats: trusted, its median would count as 0 and win.
+    probe = os.path.join(tmp, "probe.jsonl")
+    rc, out, err = run(*base, "--log", probe, "--strategy", "exhaustive", "--budget", "3")
+    fake = next((e["config"] for e in events(probe)
+                 if e["event"] == "measured" and key(e["config"]) not in done), None)
+    check(fake is not None, "a second candidate to fake")
+    with open(log, "a") as f:
+        f.write(json.dumps({"event": "measured", "run": start["run"], "t": 1, "config": fake,
+                            "candidate": 1}) + "\n")
+    rc, out, err = run(*base, "--log", log, "--budget", "3", "--strategy", "exhaustive")
+    check(rc == 0, f"resume: {err}")
+    check("not trusted" in err, f"resume says it ignored the event: {err!r}")
+    second = events(log)[len(ev) + 1:]
+    again = [e for e in second if e["event"] == "measured" and key(e["config"]) == key(fake)]
+    check(len(again) == 1 and again[0]["stats"]["median_s"] > 0,
+          "the untrusted candidate is measured again")
+    end = [e for e in second if e["event"] == "run_end"][-1]
+    check(end["stats"]["median_s"] > 0, "the winner has a real median")
+
+
+def test_fail_fast(tmp):
+    """What cannot work is found before the search, in one line, with nothing measured."""
+    log = os.path.join(tmp, "ff.jsonl")
+    base = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu", *FAST]
+    for prof, code in (("/nonexistent-dir/p.json", 1), ("", 2), (tmp, 1), ("x" * 5000, 2)):
+        rc, out, err = run(*base, "--profile", prof, "--log", log)
+        lines = err.strip().splitlines()
+        check(rc == code and len(lines) == 1 and lines[0].startswith("flaretune: "),
+              f"--profile {prof[:30]!r}: exit {rc} (want {code}), {err!r}")
+        check(not os.path.exists(log) or not any(e["event"] == "measured" for e in events(log)),
+              f"--profile {prof[:30]!r}: nothing measured")
+        check(": cannot rename into place" not in err, f"a true message for {prof[:30]!r}: {err!r}")
+    rc, out, err = run(*base, "--log", "")
+    check(rc == 2 and "--log" in err and len(err.strip().splitlines()) == 1,
+          f"--log '' is refused: {rc} {err!r}")
+    # Ctrl-C before the first candidate is measured: nothing is saved, and it says so.
+    prof = os.path.join(tmp, "ff.json")
+    p = subprocess.Popen([FT, *base, "--profile", prof], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # measuring the ceilings
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    check(p.returncode == 130, f"Ctrl-C: exit {p.returncode}: {err}")
+    if not os.path.exists(prof):
+        check("nothing was saved" in err and "saved" not in err.replace("nothing was saved", ""),
+              f"says nothing was saved: {err!r}")
+    else:
+        check("are saved" in err, f"a profile written means it says so: {err!r}")
+
+
+def test_progress_counts(tmp):
+    """Progress counts measured candidates out of the budget (rejected ones apart), never past
+    it (tests/test_session.c checks that the verification shape rejects none of them)."""
+    rc, out, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                       "--strategy", "random", "--budget", "4", *FAST)
+    check(rc == 0, f"tune: {err}")
+    counts = [l.split()[0] for l in err.splitlines() if l.startswith("  ") and "/" in l.split()[0]]
+    check(len(counts) == 4 and all(c == f"{k + 1}/4" for k, c in enumerate(counts)),
+          f"progress: measured out of the budget: {counts}")
+
+
+def test_replay_family(tmp):
+    """The --log of `tune all` or a sweep names one log per op and size: replay takes it too."""
+    fam = os.path.join(tmp, "fam.jsonl")
+    rc, out, err = run("tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                       "--strategy", "exhaustive", "--sweep", "N=24,48", "--log", fam, *FAST)
+    check(rc == 0, f"tune --sweep: {err}")
+    logs = [f"{fam}.fusion.dflash.N24", f"{fam}.fusion.dflash.N48"]
+    rc, out, err = run("replay", fam, "--seeds", "2", "--strategy", "random")
+    check(rc == 0 and all(f"== {l}" in out for l in logs), f"replay of the family: {rc} {err}")
+    rc, out, err = run("replay", fam, "--seeds", "2", "--strategy", "random", "--json")
+    doc = json.loads(out) if rc == 0 else {}
+    check([d["log"] for d in doc.get("logs", [])] == logs, f"replay --json of the family: {rc} {err}")
+    rc, out, err = run("replay", logs[0], "--seeds", "2", "--json")
+    check(rc == 0 and json.loads(out)["log"] == logs[0], "one log by its own name, as before")
+    rc, out, err = run("trace", fam, "-o", os.path.join(tmp, "fam.trace.json"))
+    tr = json.load(open(os.path.join(tmp, "fam.trace.json")))["traceEvents"] if rc == 0 else []
+    check(len([t for t in tr if t.get("cat") == "run"]) == 2, f"trace of the family: two runs: {err}")
+    rc, out, err = run("replay", os.path.join(tmp, "nothing.jsonl"))
+    check(rc == 1 and len(err.strip().splitlines()) == 1 and "no such event log" in err,
+          f"replay of a name with no log: {rc} {err!r}")
+
+
+def test_busy_machine(tmp):
+    """Other processes keeping the CPUs busy are seen and said: in the output, run_start, run_end
+    and the profile entry. (Two spinning processes, whatever else the machine is doing.)"""
+    log, prof = os.path.join(tmp, "busy.jsonl"), os.path.join(tmp, "busy.json")
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        time.sleep(0.3)
+        rc, out, err = run("tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                           "--log", log, "--profile", prof, "--budget", "3", *FAST)
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    check(rc == 0, f"tune while busy: {err}")
+    ev = events(log)
+    start, end = ev[0], ev[-1]
+    check(start["load"]["known"] and start["load"]["busy"] and start["load"]["other_cpus"] >= 0.5,
+          f"run_start: the load while the ceilings were measured: {start['load']}")
+    check(end["contention"]["busy"], f"run_end: contention: {end['contention']}")
+    check(all("load" in e for e in ev if e["event"] == "measured"), "every measured event has its load")
+    entry = json.load(open(prof))["entries"][0]
+    check(entry["contention"]["busy"], "the profile entry says the machine was busy")
+    check("machine is busy" in err and "was busy during" in err, f"said in the output: {err!r}")
+    check("(busy machine)" in out, f"marked in the summary: {out!r}")
+
+
 def main():
     global FT
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (test_run_log_profile, test_kill_and_resume, test_ctrl_c, test_refusals, test_sweep_and_all):
+        for t in (test_run_log_profile, test_kill_and_resume, test_ctrl_c, test_refusals,
+                  test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
+                  test_fail_fast, test_progress_counts, test_replay_family,
+                  test_busy_machine):
             n = len(FAILURES)
+            t0 = time.time()
             t(tmp)
-            print(f"{t.__name__:32s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)
+            print(f"{t.__name__:32s} {'ok' if len(FAILURES) == n else 'FAILED'} "
+                  f"({time.time() - t0:.1f}s)", file=sys.stderr)
     print(f"{len(FAILURES)} failures", file=sys.stderr)
     return 1 if FAILURES else 0
 

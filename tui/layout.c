@@ -188,9 +188,9 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
     case FT_COL_SHAPE: snprintf(buf, n, "%s", r->shape); break;
     case FT_COL_BACKEND: snprintf(buf, n, "%s", r->backend); break;
     case FT_COL_DONE: {
-        int total = r->valid;
-        if (r->budget > 0 && r->resumed + r->budget < total) total = r->resumed + r->budget;
-        snprintf(buf, n, "%d/%d", r->resumed + r->done, total);
+        int measured, target;
+        ft_tui_row_progress(r, &measured, &target);
+        snprintf(buf, n, "%d/%d", measured, target);
         break;
     }
     case FT_COL_LAST:
@@ -202,7 +202,7 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
     case FT_COL_BEST: ft_fmt_time(r->best, ascii, buf, n); break;
     case FT_COL_DEFAULT: ft_fmt_time(r->def, ascii, buf, n); break;
     case FT_COL_SPEEDUP: ratio_str(r->speedup, buf, n); break;
-    case FT_COL_REJECTED: snprintf(buf, n, "%d", r->rejected); break;
+    case FT_COL_REJECTED: snprintf(buf, n, "%d", r->resumed_rejected + r->rejected); break;
     case FT_COL_CALLS: count_str(r->calls, buf, n); break;
     case FT_COL_P50: ft_fmt_time(r->p50, ascii, buf, n); break;
     case FT_COL_P95: ft_fmt_time(r->p95, ascii, buf, n); break;

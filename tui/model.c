@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "flaretune/tui.h"
+#include "flaretune/tune.h"
 
 /* ---- ring buffers ------------------------------------------------------------------------ */
 
@@ -316,6 +317,7 @@ static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, do
     shape_text(json_object_get(ev, "dims"), r->shape, sizeof r->shape);
     r->valid = jint(ev, "space_valid");
     r->resumed = jint(ev, "resumed");
+    r->resumed_rejected = jint(ev, "resumed_rejected");
     r->budget = jint(ev, "budget");
     r->time_budget_s = jnum(ev, "time_budget_s");
     obj_text(json_object_get(ev, "default"), 1, " ", r->def_key, sizeof r->def_key);
@@ -543,14 +545,15 @@ int ft_tui_model_running(const ft_tui_model *m) {
 
 double ft_tui_row_eta(const ft_tui_row *r, double now) {
     if (r->kind != FT_ROW_TUNE || r->state != FT_ROW_RUNNING) return NAN;
-    int total = r->valid - r->resumed;
-    if (r->budget > 0 && r->budget < total) total = r->budget;
-    int remaining = total - r->done;
+    int measured, target;
+    ft_tui_row_progress(r, &measured, &target);
+    int remaining = target - measured;
     if (remaining < 0) remaining = 0;
     double elapsed = now - r->t_start;
     if (elapsed < 0) elapsed = 0;
     double eta = NAN;
-    if (r->done > 0) eta = elapsed / r->done * remaining;
+    /* Each measured candidate has cost its share of the time, its rejected ones included. */
+    if (r->measured > 0) eta = elapsed / r->measured * remaining;
     if (r->time_budget_s > 0) {
         double left = r->time_budget_s - elapsed;
         if (left < 0) left = 0;
@@ -631,10 +634,17 @@ static int contains_ci(const char *hay, const char *needle) {
     return n == 0;
 }
 
+void ft_tui_row_progress(const ft_tui_row *r, int *measured, int *target) {
+    int resumed_measured = r->resumed - r->resumed_rejected;
+    *measured = resumed_measured + r->measured;
+    *target = ft_tune_progress_target(r->valid, r->budget, resumed_measured,
+                                      r->resumed_rejected + r->rejected);
+}
+
 static double progress(const ft_tui_row *r) {
-    int total = r->valid;
-    if (r->budget > 0 && r->resumed + r->budget < total) total = r->resumed + r->budget;
-    return total > 0 ? (double)(r->resumed + r->done) / total : 0;
+    int measured, target;
+    ft_tui_row_progress(r, &measured, &target);
+    return target > 0 ? (double)measured / target : 0;
 }
 
 /* Negative when a goes before b. NAN keys go last. */

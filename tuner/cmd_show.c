@@ -16,9 +16,11 @@ static void usage(FILE *f) {
             "Print the tuned entries of the profiles, merged (per key the fastest entry):\n"
             "op, backend, device, shape, the winning config, its median time with the IQR,\n"
             "the default config's median, the speedup over it, the fraction of this machine's\n"
-            "roofline, the worst relative error against the float64 reference, and whether\n"
-            "other configs tie with the winner. Skipped (invalid or stale) entries are named on\n"
-            "stderr.\n\n"
+            "roofline and the cache level that bounds it (! when above 1: suspect), the worst\n"
+            "relative error against the float64 reference, and notes: other configs tie with\n"
+            "the winner (tie), the machine was busy while it was tuned (busy), a confirmation\n"
+            "disagreed with the search (unstable). Skipped (invalid or stale) entries are named\n"
+            "on stderr.\n\n"
             "  --op OP   only the entries of op OP\n"
             "  --json    the merged profile as JSON (the format of docs/profiles.md)\n");
 }
@@ -26,7 +28,7 @@ static void usage(FILE *f) {
 enum { NCOLS = 12 };
 static const char *const headings[NCOLS] = {"op",      "backend",  "device",  "shape",
                                             "attrs",   "config",   "median",  "default",
-                                            "speedup", "roofline", "max err", "tie"};
+                                            "speedup", "roofline", "max err", "notes"};
 /* Columns of numbers, right-aligned. */
 enum { FIRST_NUMBER = 6, LAST_NUMBER = 10 };
 
@@ -108,8 +110,11 @@ static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
     else
         snprintf(cell[8], 512, "-");
     double rf = num(json_object_get(j, "roofline_frac"));
+    const json_t *roof = json_object_get(j, "roofline");
+    const char *level = json_string_value(json_object_get(roof, "level"));
     if (rf >= 0)
-        snprintf(cell[9], 512, "%.1f%%", 100 * rf);
+        snprintf(cell[9], 512, "%.1f%%%s%s%s", 100 * rf, level ? " " : "", level ? level : "",
+                 json_is_true(json_object_get(roof, "suspect")) ? "!" : "");
     else
         snprintf(cell[9], 512, "-");
     double err = num(json_object_get(json_object_get(j, "verification"), "max_rel_err"));
@@ -117,11 +122,15 @@ static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
         snprintf(cell[10], 512, "%.2g", err);
     else
         snprintf(cell[10], 512, "-");
+    /* The last column: what to know before trusting the row. */
     size_t ties = json_array_size(json_object_get(j, "tie"));
-    if (ties)
-        snprintf(cell[11], 512, "tie(%zu)", ties);
-    else
-        snprintf(cell[11], 512, "-");
+    int busy = json_is_true(json_object_get(json_object_get(j, "contention"), "busy"));
+    int unstable = json_array_size(json_object_get(j, "unstable")) > 0;
+    snprintf(cell[11], 512, "-");
+    size_t k = 0;
+    if (ties) k += (size_t)snprintf(cell[11] + k, 512 - k, "tie(%zu)", ties);
+    if (busy) k += (size_t)snprintf(cell[11] + k, 512 - k, "%sbusy", k ? " " : "");
+    if (unstable) k += (size_t)snprintf(cell[11] + k, 512 - k, "%sunstable", k ? " " : "");
 }
 
 static int print_table(const ft_profile *p, const ft_op *only) {

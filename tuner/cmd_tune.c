@@ -11,9 +11,11 @@
 
 #include "cli.h"
 #include "flaretune/clock.h"
+#include "flaretune/filelock.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
 #include "flaretune/nvtx.h"
+#include "flaretune/profile.h"
 #include "flaretune/tui.h"
 #include "flaretune/tune.h"
 
@@ -33,7 +35,8 @@ static void usage(FILE *f) {
             "  --preset P         sizes (default small.dflare.train; attention.decode uses the\n"
             "                     .decode preset of the same model and drafter)\n"
             "  --strategy S       exhaustive (default), random, anneal, evolve\n"
-            "  --budget N         measure at most N candidates per op\n"
+            "  --budget N         measure at most N candidates per op (screened ones count,\n"
+            "                     rejected ones do not; progress shows measured/budget)\n"
             "  --time SEC         stop searching an op after SEC seconds\n"
             "  --sweep SIZE=a,b   tune at each value of one preset size (one profile entry each)\n"
             "  --profile FILE     merge the winners into this profile (atomic, locked)\n"
@@ -47,6 +50,10 @@ static void usage(FILE *f) {
             "  --quiet            no progress\n"
             "  --tui              show the run in a terminal dashboard (docs/dashboard.md); p\n"
             "                     pauses and resumes the search, q stops it (as Ctrl-C)\n\n"
+            "The profile and the logs are checked before the search: an unusable --profile or\n"
+            "a --log another tuner is writing fails at once. Roofline fractions are against this\n"
+            "machine's cache-aware ceilings; a busy machine is detected and said\n"
+            "(docs/measurement.md).\n\n"
             "Ctrl-C finishes the event in flight, saves the best so far, and exits with 130.\n");
 }
 
@@ -61,10 +68,55 @@ static void on_signal(int sig) {
 
 typedef struct {
     int tty, quiet;
-    int total, done, rejected;
+    int valid, budget, resumed_measured, resumed_rejected;
+    int measured, rejected;
     double best, def, t0;
     char op[64];
 } progress;
+
+/* Measured out of what the run will measure (ft_tune_progress_target); rejected apart. */
+static int progress_target(const progress *p) {
+    return ft_tune_progress_target(p->valid, p->budget, p->resumed_measured,
+                                   p->resumed_rejected + p->rejected);
+}
+
+static void progress_start(progress *p, const json_t *ev) {
+    p->valid = (int)json_integer_value(json_object_get(ev, "space_valid"));
+    p->budget = (int)json_integer_value(json_object_get(ev, "budget"));
+    int resumed = (int)json_integer_value(json_object_get(ev, "resumed"));
+    p->resumed_rejected = (int)json_integer_value(json_object_get(ev, "resumed_rejected"));
+    p->resumed_measured = resumed - p->resumed_rejected;
+    p->measured = p->rejected = 0;
+    p->best = p->def = INFINITY;
+    p->t0 = ft_now_s();
+    snprintf(p->op, sizeof p->op, "%s", json_string_value(json_object_get(ev, "op")));
+    char *dims = json_dumps(json_object_get(ev, "dims"), JSON_COMPACT);
+    fprintf(stderr, "tune %s on %s at %s %s: %lld configurations, %d valid%s%s, strategy %s\n",
+            p->op, json_string_value(json_object_get(ev, "backend")),
+            json_string_value(json_object_get(ev, "preset")), dims ? dims : "",
+            (long long)json_integer_value(json_object_get(ev, "space_size")), p->valid,
+            resumed ? ", resumed " : "", resumed ? "(skipping measured ones)" : "",
+            json_string_value(json_object_get(ev, "strategy")));
+    free(dims);
+    if (json_is_true(json_object_get(ev, "verify_reduced"))) {
+        char *vd = json_dumps(json_object_get(ev, "verify_dims"), JSON_COMPACT);
+        fprintf(stderr, "  verifying at a reduced shape %s (the reference would be too slow at the "
+                        "tuning shape)\n", vd ? vd : "");
+        free(vd);
+    }
+    const json_t *ign = json_object_get(ev, "resume_ignored");
+    for (size_t i = 0; i < json_array_size(ign); i++)
+        fprintf(stderr, "  resume: event %lld of the log not trusted (%s): measured again\n",
+                (long long)json_integer_value(json_object_get(json_array_get(ign, i), "event")),
+                json_string_value(json_object_get(json_array_get(ign, i), "why")));
+    const json_t *load = json_object_get(ev, "load");
+    if (json_is_true(json_object_get(load, "busy")))
+        fprintf(stderr, "  warning: the machine is busy: other processes use %.2f of %lld CPUs "
+                        "(steal %.0f%%); timings will show it\n",
+                json_number_value(json_object_get(load, "other_cpus")),
+                (long long)json_integer_value(json_object_get(load, "cpus")),
+                100 * json_number_value(json_object_get(load, "steal_frac")));
+}
 
 static void progress_event(void *ctx, const json_t *ev) {
     progress *p = ctx;
@@ -72,29 +124,7 @@ static void progress_event(void *ctx, const json_t *ev) {
     const char *kind = json_string_value(json_object_get(ev, "event"));
     char a[32], b[32];
     if (!strcmp(kind, "run_start")) {
-        int valid = (int)json_integer_value(json_object_get(ev, "space_valid"));
-        int budget = (int)json_integer_value(json_object_get(ev, "budget"));
-        int resumed = (int)json_integer_value(json_object_get(ev, "resumed"));
-        p->total = valid - resumed;
-        if (budget && budget < p->total) p->total = budget;
-        p->done = p->rejected = 0;
-        p->best = p->def = INFINITY;
-        p->t0 = ft_now_s();
-        snprintf(p->op, sizeof p->op, "%s", json_string_value(json_object_get(ev, "op")));
-        char *dims = json_dumps(json_object_get(ev, "dims"), JSON_COMPACT);
-        fprintf(stderr, "tune %s on %s at %s %s: %lld configurations, %d valid%s%s, strategy %s\n",
-                p->op, json_string_value(json_object_get(ev, "backend")),
-                json_string_value(json_object_get(ev, "preset")), dims ? dims : "",
-                (long long)json_integer_value(json_object_get(ev, "space_size")), valid,
-                resumed ? ", resumed " : "", resumed ? "(skipping measured ones)" : "",
-                json_string_value(json_object_get(ev, "strategy")));
-        free(dims);
-        if (json_is_true(json_object_get(ev, "verify_reduced"))) {
-            char *vd = json_dumps(json_object_get(ev, "verify_dims"), JSON_COMPACT);
-            fprintf(stderr, "  verifying at a reduced shape %s (the reference would be too slow at the "
-                            "tuning shape)\n", vd ? vd : "");
-            free(vd);
-        }
+        progress_start(p, ev);
         return;
     }
     int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
@@ -102,23 +132,26 @@ static void progress_event(void *ctx, const json_t *ev) {
         if (!strcmp(kind, "run_end") && p->tty) fputc('\n', stderr);
         return;
     }
-    p->done++;
     double med = INFINITY;
-    if (rejected) p->rejected++;
-    else {
+    if (rejected) {
+        p->rejected++;
+    } else {
+        p->measured++;
         const json_t *st = json_object_get(ev, "stats");
         med = json_number_value(json_object_get(st, "median_s"));
-        if (p->done == 1) p->def = med;
+        if (p->measured == 1) p->def = med;
         if (!json_is_true(json_object_get(ev, "screened")) && med < p->best) p->best = med;
     }
+    int done = p->resumed_measured + p->measured, total = progress_target(p);
     double el = ft_now_s() - p->t0;
-    double eta = p->done ? el / p->done * (p->total - p->done) : 0;
+    double eta = p->measured ? el / p->measured * (total - done) : 0;
+    if (eta < 0) eta = 0;
     if (p->tty) {
-        int width = 24, fill = p->total ? p->done * width / p->total : width;
+        int width = 24, fill = total ? done * width / total : width;
         char bar[32];
         for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
         bar[width] = '\0';
-        fprintf(stderr, "\r\033[K  [%s] %d/%d  best %s", bar, p->done, p->total,
+        fprintf(stderr, "\r\033[K  [%s] %d/%d measured  best %s", bar, done, total,
                 ft_fmt_time(p->best, 0, a, sizeof a));
         if (isfinite(p->def) && isfinite(p->best)) fprintf(stderr, " (x%.2f vs default)", p->def / p->best);
         if (p->rejected) fprintf(stderr, "  %d rejected", p->rejected);
@@ -127,12 +160,10 @@ static void progress_event(void *ctx, const json_t *ev) {
     } else {
         char *cfg = json_dumps(json_object_get(ev, "config"), JSON_COMPACT);
         if (rejected)
-            fprintf(stderr, "  %d/%d rejected (%s): %s  %s\n", p->done, p->total,
-                    json_string_value(json_object_get(ev, "reason")),
+            fprintf(stderr, "  rejected (%s): %s  %s\n", json_string_value(json_object_get(ev, "reason")),
                     json_string_value(json_object_get(ev, "message")), cfg ? cfg : "");
         else
-            fprintf(stderr, "  %d/%d %s%s  %s  best %s\n", p->done, p->total,
-                    ft_fmt_time(med, 0, a, sizeof a),
+            fprintf(stderr, "  %d/%d %s%s  %s  best %s\n", done, total, ft_fmt_time(med, 0, a, sizeof a),
                     json_is_true(json_object_get(ev, "screened")) ? " (screened)" : "", cfg ? cfg : "",
                     ft_fmt_time(p->best, 0, b, sizeof b));
         free(cfg);
@@ -298,6 +329,7 @@ static int run(int argc, char **argv) {
     ft_cli_problem_init(&prob);
     ft_tune_opts to;
     ft_tune_defaults(&to);
+    ft_err err = {0};
     const char *sweep = NULL, *log = NULL;
     int quiet = 0, tui = 0, o;
     optind = 0;
@@ -326,7 +358,10 @@ static int run(int argc, char **argv) {
             break;
         case O_SWEEP: sweep = optarg; break;
         case O_PROFILE: to.profile_path = optarg; break;
-        case O_LOG: log = optarg; break;
+        case O_LOG:
+            if (!*optarg) return ft_cli_fail(FT_EXIT_USAGE, "tune: --log needs a file name (leave --log out for no log)");
+            log = optarg;
+            break;
         case O_NOSCREEN: to.screen = 0; break;
         case O_CONFIRM:
             to.confirm_top = (int)strtol(optarg, &end, 10);
@@ -355,12 +390,13 @@ static int run(int argc, char **argv) {
     if (prob.config) return ft_cli_fail(FT_EXIT_USAGE, "tune: --config fixes a configuration; tune searches them (use bench)");
     to.seed = prob.seed;
     to.stop = &stop_flag;
+    /* A profile that cannot be written is found now, not after the search. */
+    if (to.profile_path && ft_profile_check_writable(to.profile_path, &err)) return ft_cli_fail_err(&err);
     if (tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
 
     /* Which ops, on which backend. */
     const char *target = argv[optind];
-    ft_err err = {0};
     const ft_op *ops[16];
     int nops = 0;
     if (!strcmp(target, "all")) {
@@ -470,6 +506,20 @@ static int run(int argc, char **argv) {
             T.njobs++;
         }
     }
+    /* Every log of the run is ours before the first job starts: a second tuner on one of them
+     * fails now with one line, and never measures what this one does. */
+    static int locks[16 * 32];
+    int nlocks = 0;
+    for (int j = 0; j < T.njobs; j++) {
+        if (!T.jobs[j].log[0]) continue;
+        if ((locks[nlocks] = ft_file_trylock(T.jobs[j].log, &err)) < 0) {
+            while (nlocks > 0) ft_file_unlock(locks[--nlocks]);
+            free(T.jobs);
+            return ft_cli_fail_err(&err);
+        }
+        nlocks++;
+    }
+    to.log_locked = 1;
     T.to = to;
     if (tui) {
         if ((code = run_dashboard(&T, target))) {
@@ -480,6 +530,7 @@ static int run(int argc, char **argv) {
         run_jobs(&T);
     }
     free(T.jobs);
+    while (nlocks > 0) ft_file_unlock(locks[--nlocks]);
     if (T.status) {
         ft_cli_fail_err(&T.err);
         return ft_cli_exit_code(T.status);
@@ -488,31 +539,61 @@ static int run(int argc, char **argv) {
     int nrows = T.nrows;
 
     /* Summary. */
-    printf("%-17s %-34s %10s %10s %8s %9s %6s %s\n", "op", "shape", "default", "best", "speedup",
+    printf("%-17s %-34s %10s %10s %8s %13s %6s %s\n", "op", "shape", "default", "best", "speedup",
            "roofline", "tie", "verified (max rel err)");
+    int saved = 0, busy = 0, unstable = 0, suspect = 0;
     for (int i = 0; i < nrows; i++) {
         row *rw = &rows[i];
         char a[32], b[32];
         const char *shape = rw->r.dims;
+        busy += rw->r.busy;
         if (!rw->ok) {
-            printf("%-17s %-34.34s %10s %10s %8s %9s %6s %s\n", rw->op, shape, "-", "-", "-", "-", "-",
+            printf("%-17s %-34.34s %10s %10s %8s %13s %6s %s\n", rw->op, shape, "-", "-", "-", "-", "-",
                    "no candidate verified");
             continue;
         }
+        saved += rw->r.saved;
+        unstable += rw->r.nunstable > 0;
+        suspect += rw->r.roofline_suspect;
         /* The default configuration may be invalid at this shape: then there is no baseline. */
         int has_def = rw->r.default_stats.samples > 0;
-        char sp[16] = "-";
-        if (has_def) snprintf(sp, sizeof sp, "%.2fx", rw->r.speedup);
-        printf("%-17s %-34.34s %10s %10s %8s %8.0f%% %6s yes (%.1e)%s\n", rw->op, shape,
+        char sp[16] = "-", roof[32];
+        if (has_def) snprintf(sp, sizeof sp, "%.2fx%s", rw->r.speedup, rw->r.nunstable ? "?" : "");
+        snprintf(roof, sizeof roof, "%.0f%% %s%s", 100 * rw->r.roofline_frac, rw->r.roofline_level,
+                 rw->r.roofline_suspect ? "!" : "");
+        printf("%-17s %-34.34s %10s %10s %8s %13s %6s yes (%.1e)%s%s\n", rw->op, shape,
                has_def ? ft_fmt_time(rw->r.default_stats.median, 1, a, sizeof a) : "-",
-               ft_fmt_time(rw->r.winner_stats.median, 1, b, sizeof b), sp,
-               100 * rw->r.roofline_frac, rw->r.ntie ? "tie" : "-", rw->r.verify_err,
-               rw->r.interrupted ? "  (interrupted)" : "");
+               ft_fmt_time(rw->r.winner_stats.median, 1, b, sizeof b), sp, roof,
+               rw->r.ntie ? "tie" : "-", rw->r.verify_err, rw->r.interrupted ? "  (interrupted)" : "",
+               rw->r.busy ? "  (busy machine)" : "");
     }
-    if (to.profile_path && nrows) printf("profile: %s\n", to.profile_path);
+    if (to.profile_path && saved) printf("profile: %s\n", to.profile_path);
+    if (busy) {
+        char lm[160];
+        fprintf(stderr,
+                "flaretune: warning: the machine was busy during %d of %d runs (last: %s); "
+                "multi-threaded timings and speedups are not what a quiet machine gives: run "
+                "again quiet (docs/measurement.md)\n",
+                busy, nrows, ft_load_describe(&rows[nrows - 1].r.load, lm, sizeof lm));
+    }
+    if (unstable)
+        fprintf(stderr, "flaretune: warning: in %d run%s a config's confirmation disagreed with its "
+                        "search measurement beyond the noise (marked ?): the machine changed "
+                        "during the run\n",
+                unstable, unstable > 1 ? "s" : "");
+    if (suspect)
+        fprintf(stderr, "flaretune: warning: %d winner%s above the roofline after measuring the "
+                        "ceilings again (marked !): a measurement error, see the log\n",
+                suspect, suspect > 1 ? "s" : "");
     if (stop_flag) {
-        fprintf(stderr, "flaretune: interrupted; the best configurations so far are saved%s\n",
-                log ? " and the log resumes where this run stopped" : "");
+        if (saved || (!to.profile_path && nrows && rows[0].ok))
+            fprintf(stderr, "flaretune: interrupted; the best configurations so far are %s%s\n",
+                    to.profile_path ? "saved" : "shown above",
+                    log ? " and the log resumes where this run stopped" : "");
+        else
+            fprintf(stderr, "flaretune: interrupted before a candidate was measured; nothing was "
+                            "saved%s\n",
+                    log ? " (the log resumes where this run stopped)" : "");
         return 130;
     }
     return code;

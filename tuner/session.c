@@ -1,4 +1,6 @@
-/* session.c: one tuning session (see include/flaretune/tune.h for the flow). */
+/* session.c: one tuning session (see include/flaretune/tune.h for the flow), in phases:
+ * start (plan, resume, ceilings, run_start), search (the default, then the strategy), confirm
+ * (the best few and the default again, interleaved) and finish (run_end, the profile entry). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,9 @@
 #include "flaretune/ceilings.h"
 #include "flaretune/clock.h"
 #include "flaretune/env.h"
+#include "flaretune/filelock.h"
 #include "flaretune/json.h"
+#include "flaretune/load.h"
 #include "flaretune/nvtx.h"
 #include "flaretune/profile.h"
 #include "flaretune/tune.h"
@@ -24,10 +28,19 @@ void ft_tune_defaults(ft_tune_opts *o) {
     o->screen_factor = 1.5;
     o->confirm_top = 3;
     ft_measure_defaults(&o->measure);
+    /* A tuner measures dozens of candidates, so each gets less time than one bench; the
+     * confirmation round then re-measures the contenders side by side. */
     o->measure.max_time_s = 1.0;
     o->measure.min_time_s = 0.1;
     o->measure.max_noise = 0.02;
     o->verify_flops_max = 1e9;
+    o->ceilings_every_s = 120;
+}
+
+int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected) {
+    int target = valid - rejected;
+    if (budget > 0 && resumed_measured + budget < target) target = resumed_measured + budget;
+    return target > 0 ? target : 0;
 }
 
 /* ---- the verification shape ---------------------------------------------------------------- */
@@ -84,9 +97,9 @@ enum { C_UNKNOWN = 0, C_MEASURED, C_SCREENED, C_REJECTED };
 
 typedef struct {
     int state;
-    double median;   /* score: median seconds (INFINITY when rejected) */
-    double verr;     /* worst relative error at verification           */
-    char verr_output[32]; /* the output it was in                       */
+    double median;        /* score: median seconds (INFINITY when rejected) */
+    double verr;          /* worst relative error at verification           */
+    char verr_output[32]; /* the output it was in                           */
     ft_stats stats;
 } cand_info;
 
@@ -103,13 +116,22 @@ typedef struct {
     cand_info *info;
     int def_idx;
     ft_eventlog *log;
+    int log_lock;        /* descriptor of the log's lock (-1: none held here) */
     double cand_started; /* wall time the candidate in flight started (for traces) */
     ft_ceilings ceil;
+    double ceil_at;     /* when the ceilings were last measured (monotonic seconds) */
+    ft_load load_start; /* the rest of the machine while the ceilings were measured */
+    ft_load load_run;   /* ... while the candidates and the confirmation were measured */
+    int busy_candidates;
     double bytes, flops;
     double best;
     int best_idx;
-    int evaluations, rejected, screened, resumed;
+    int evaluations, rejected, screened, resumed, resumed_rejected;
+    json_t *resume_notes; /* events of the log that resume did not trust */
     double t_start;
+    ft_env env;
+    char device[256], run_id[32];
+    ft_strategy *strat;
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
@@ -120,18 +142,32 @@ static json_t *cand_event(session *S, const char *kind, int i) {
 
 static ft_status emit(session *S, json_t *ev, ft_err *err) { return ft_eventlog_write(S->log, ev, err); }
 
+static ft_status reject(session *S, int i, const char *reason, const char *message, ft_err *err) {
+    json_t *ev = cand_event(S, "rejected", i);
+    json_object_set_new(ev, "reason", json_string(reason));
+    json_object_set_new(ev, "message", json_string(message));
+    S->info[i].state = C_REJECTED;
+    S->info[i].median = INFINITY;
+    S->rejected++;
+    return emit(S, ev, err);
+}
+
+/* ---- verification -------------------------------------------------------------------------- */
+
 /* Run candidate i on the verification call and compare with the reference. Returns 1 when it
- * passed; on rejection the `rejected` event is written. */
+ * passed; on rejection the `rejected` event is written. Candidates are valid at the timing
+ * shape; at the smaller verification shape one may duplicate another (a chunk that covers the
+ * whole batch there): it is still run and verified there. One that cannot run there at all is
+ * rejected as unverifiable, never measured unverified. */
 static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     const ft_config *cfg = &S->cands[i];
     char why[256];
     *fatal = FT_OK;
-    json_t *ev;
-    if (!ft_space_valid(S->s, &S->vc, cfg, why, sizeof why)) {
-        ev = cand_event(S, "rejected", i);
-        json_object_set_new(ev, "reason", json_string("invalid"));
-        json_object_set_new(ev, "message", json_string(why));
-        *fatal = emit(S, ev, err);
+    int verdict = ft_space_check(S->s, &S->vc, cfg, why, sizeof why);
+    if (verdict == FT_CONFIG_INVALID) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot run at the verification shape: %s", why);
+        *fatal = reject(S, i, "unverifiable", msg, err);
         return 0;
     }
     /* Poison the outputs so an entry the kernel forgets to write fails verification. */
@@ -146,28 +182,31 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     S->vc.ws = &S->ws;
     ft_status st = S->o->be->run(&S->vc, cfg, &run_err);
     if (st) {
-        ev = cand_event(S, "rejected", i);
-        json_object_set_new(ev, "reason", json_string("error"));
-        json_object_set_new(ev, "message", json_string(run_err.msg));
-        *fatal = emit(S, ev, err);
+        *fatal = reject(S, i, "error", run_err.msg, err);
         return 0;
     }
     ft_verify_result vr;
     ft_verify_outputs(&S->vc, &S->ref, &vr);
-    ev = cand_event(S, vr.ok ? "verified" : "rejected", i);
+    json_t *ev = cand_event(S, vr.ok ? "verified" : "rejected", i);
     if (!vr.ok) {
         json_object_set_new(ev, "reason", json_string("verify"));
         json_object_set_new(ev, "message", json_string(vr.msg));
+        S->info[i].state = C_REJECTED;
+        S->info[i].median = INFINITY;
+        S->rejected++;
     }
     json_object_set_new(ev, "max_rel_err", ft_json_number(vr.worst_rel));
     json_object_set_new(ev, "tolerance", json_real(vr.tol));
     json_object_set_new(ev, "output", json_string(vr.worst_name));
     json_object_set_new(ev, "reduced", json_boolean(S->reduced));
+    if (verdict == FT_CONFIG_DUPLICATE) json_object_set_new(ev, "duplicate_at_verify", json_string(why));
     *fatal = emit(S, ev, err);
     S->info[i].verr = vr.worst_rel;
     snprintf(S->info[i].verr_output, sizeof S->info[i].verr_output, "%s", vr.worst_name);
     return vr.ok;
 }
+
+/* ---- measurement --------------------------------------------------------------------------- */
 
 typedef struct {
     session *S;
@@ -225,6 +264,30 @@ static void add_kernels(session *S, json_t *ev) {
     json_object_set_new(ev, "kernels", arr);
 }
 
+/* The roof over the call with a candidate's scratch (it decides which cache level holds the
+ * working set). */
+static ft_roofline roof_of(const session *S, size_t scratch) {
+    return ft_roofline_of(&S->ceil, S->bytes, S->flops, S->bytes + (double)scratch, 0);
+}
+
+/* The `measured` event of candidate i. */
+static json_t *measured_event(session *S, int i, const ft_stats *st, const double *starts,
+                              const double *values, const ft_load *load) {
+    json_t *ev = cand_event(S, "measured", i);
+    json_object_set_new(ev, "stats", ft_stats_to_json(st));
+    json_object_set_new(ev, "screened", json_boolean(st->screened));
+    int ns = st->samples < MAX_TRACE ? st->samples : MAX_TRACE;
+    json_object_set_new(ev, "batches", batches_json(starts, ns, ft_wall_time()));
+    json_object_set_new(ev, "hist", hist_json(values, ns, st->min, st->max));
+    ft_roofline roof = roof_of(S, S->ws.peak);
+    json_object_set_new(ev, "roofline_frac", ft_json_number(roof.floor_s / st->median));
+    json_object_set_new(ev, "roofline", ft_roofline_to_json(&roof, st->median));
+    json_object_set_new(ev, "peak_extra_bytes", json_integer((json_int_t)S->ws.peak));
+    json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
+    json_object_set_new(ev, "load", ft_load_to_json(load));
+    return ev;
+}
+
 /* Verify, then measure candidate i. *stopped is set when Ctrl-C interrupted the measurement
  * (the candidate is then dropped, not recorded). */
 static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
@@ -232,13 +295,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     cand_info *ci = &S->info[i];
     ft_status fatal;
     S->cand_started = ft_wall_time();
-    if (!verify_candidate(S, i, &fatal, err)) {
-        if (fatal) return fatal;
-        ci->state = C_REJECTED;
-        ci->median = INFINITY;
-        S->rejected++;
-        return FT_OK;
-    }
+    if (!verify_candidate(S, i, &fatal, err)) return fatal;
     if (fatal) return fatal;
     ft_measure_opts mo = S->o->measure;
     double *starts = malloc(sizeof(double) * 2 * MAX_TRACE);
@@ -256,39 +313,31 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     S->c.ws = &S->ws;
     S->ws.peak = 0;
     ft_err run_err = {0};
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
     ft_status s = ft_measure(&fn, &mo, &st, &run_err);
+    ft_load_mark_take(&m1);
     if (s) {
         /* It verified but failed at the tuning shape: record it like any other failure. */
         free(starts);
-        json_t *ev = cand_event(S, "rejected", i);
-        json_object_set_new(ev, "reason", json_string("error"));
-        json_object_set_new(ev, "message", json_string(run_err.msg));
-        ci->state = C_REJECTED;
-        ci->median = INFINITY;
-        S->rejected++;
-        return emit(S, ev, err);
+        return reject(S, i, "error", run_err.msg, err);
     }
     if (st.interrupted) {
         free(starts);
         *stopped = 1;
         return FT_OK;
     }
+    ft_load load;
+    ft_load_between(&m0, &m1, &load);
+    ft_load_add(&S->load_run, &load);
+    if (load.busy) S->busy_candidates++;
     S->evaluations++;
     ci->state = st.screened ? C_SCREENED : C_MEASURED;
     ci->median = st.median;
     ci->stats = st;
     if (st.screened) S->screened++;
-    json_t *ev = cand_event(S, "measured", i);
-    json_object_set_new(ev, "stats", ft_stats_to_json(&st));
-    json_object_set_new(ev, "screened", json_boolean(st.screened));
-    int ns = st.samples < MAX_TRACE ? st.samples : MAX_TRACE;
-    json_object_set_new(ev, "batches", batches_json(starts, ns, ft_wall_time()));
-    json_object_set_new(ev, "hist", hist_json(values, ns, st.min, st.max));
+    json_t *ev = measured_event(S, i, &st, starts, values, &load);
     free(starts);
-    json_object_set_new(ev, "roofline_frac",
-                        ft_json_number(ft_roofline_s(&S->ceil, S->bytes, S->flops) / st.median));
-    json_object_set_new(ev, "peak_extra_bytes", json_integer((json_int_t)S->ws.peak));
-    json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
     if (!st.screened && st.median < S->best) {
         S->best = st.median;
         S->best_idx = i;
@@ -315,6 +364,58 @@ static int find_candidate(session *S, const json_t *cfg_json) {
     for (int i = 0; i < S->ncands; i++)
         if (ft_config_equal(&cfg, &S->cands[i])) return i;
     return -1;
+}
+
+/* Is a `measured` event one a result can be taken from (as replay checks a landscape)? */
+static int measured_ok(const json_t *ev, char *why, size_t n) {
+    const json_t *st = json_object_get(ev, "stats");
+    const json_t *med = json_object_get(st, "median_s");
+    if (!json_is_object(st)) return snprintf(why, n, "a measured event without stats"), 0;
+    if (!json_is_number(med) || !(json_number_value(med) > 0) || !isfinite(json_number_value(med)))
+        return snprintf(why, n, "a measured event without a positive stats.median_s"), 0;
+    const json_t *ns = json_object_get(st, "samples");
+    if (!json_is_integer(ns) || json_integer_value(ns) < 1)
+        return snprintf(why, n, "a measured event without a sample count"), 0;
+    return 1;
+}
+
+/* The record of one candidate event of a resumed run. */
+static void resume_event(session *S, const json_t *ev, const char *kind, size_t line) {
+    int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
+    int verified = !strcmp(kind, "verified");
+    if (!measured && !rejected && !verified) return;
+    int i = find_candidate(S, json_object_get(ev, "config"));
+    if (i < 0) return;
+    cand_info *ci = &S->info[i];
+    char why[128];
+    if (verified) {
+        ci->verr = json_number_value(json_object_get(ev, "max_rel_err"));
+        const char *out = json_string_value(json_object_get(ev, "output"));
+        snprintf(ci->verr_output, sizeof ci->verr_output, "%s", out ? out : "");
+    } else if (rejected) {
+        if (ci->state == C_UNKNOWN) S->resumed++, S->resumed_rejected++;
+        ci->state = C_REJECTED;
+        ci->median = INFINITY;
+    } else if (!measured_ok(ev, why, sizeof why)) {
+        /* Not trusted: the candidate is measured again. */
+        json_array_append_new(S->resume_notes,
+                              json_pack("{s:I, s:s}", "event", (json_int_t)line, "why", why));
+    } else {
+        const json_t *st = json_object_get(ev, "stats");
+        if (ci->state == C_UNKNOWN) S->resumed++;
+        int screened = json_is_true(json_object_get(ev, "screened"));
+        ci->state = screened ? C_SCREENED : C_MEASURED;
+        ci->median = json_number_value(json_object_get(st, "median_s"));
+        ci->stats.median = ci->median;
+        ci->stats.iqr = json_number_value(json_object_get(st, "iqr_s"));
+        ci->stats.samples = (int)json_integer_value(json_object_get(st, "samples"));
+        ci->stats.batch = (int)json_integer_value(json_object_get(st, "batch"));
+        ci->stats.ci_rel = json_number_value(json_object_get(st, "ci_rel"));
+        if (!screened && ci->median < S->best) {
+            S->best = ci->median;
+            S->best_idx = i;
+        }
+    }
 }
 
 /* Load what compatible earlier runs in the log already established. */
@@ -353,38 +454,8 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
         if (!strcmp(kind, "run_start")) {
             const char *kk = json_string_value(json_object_get(ev, "key"));
             in_scope = kk && !strcmp(kk, key);
-            continue;
-        }
-        if (!in_scope) continue;
-        int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
-        int verified = !strcmp(kind, "verified");
-        if (!measured && !rejected && !verified) continue;
-        int i = find_candidate(S, json_object_get(ev, "config"));
-        if (i < 0) continue;
-        cand_info *ci = &S->info[i];
-        if (verified) {
-            ci->verr = json_number_value(json_object_get(ev, "max_rel_err"));
-            const char *out = json_string_value(json_object_get(ev, "output"));
-            snprintf(ci->verr_output, sizeof ci->verr_output, "%s", out ? out : "");
-        } else if (rejected) {
-            if (ci->state == C_UNKNOWN) S->resumed++;
-            ci->state = C_REJECTED;
-            ci->median = INFINITY;
-        } else {
-            const json_t *st = json_object_get(ev, "stats");
-            if (ci->state == C_UNKNOWN) S->resumed++;
-            int screened = json_is_true(json_object_get(ev, "screened"));
-            ci->state = screened ? C_SCREENED : C_MEASURED;
-            ci->median = json_number_value(json_object_get(st, "median_s"));
-            ci->stats.median = ci->median;
-            ci->stats.iqr = json_number_value(json_object_get(st, "iqr_s"));
-            ci->stats.samples = (int)json_integer_value(json_object_get(st, "samples"));
-            ci->stats.batch = (int)json_integer_value(json_object_get(st, "batch"));
-            ci->stats.ci_rel = json_number_value(json_object_get(st, "ci_rel"));
-            if (!screened && ci->median < S->best) {
-                S->best = ci->median;
-                S->best_idx = i;
-            }
+        } else if (in_scope) {
+            resume_event(S, ev, kind, k + 1);
         }
     }
     json_decref(events);
@@ -405,30 +476,51 @@ static void sort_by_median(int *idx, int n, const cand_info *info) {
     }
 }
 
-/* Measure the chosen candidates again, interleaved, and return their stats in out[]. */
+/* Measure the chosen candidates again, interleaved, and return their stats in out[]. Each is
+ * warmed the same way first (as long as one measurement's warm-up, run for run), and the first
+ * interleaved round is not counted: every candidate starts its timed rounds warm. */
 static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_err *err) {
     double *x[16];
     int cap = 400, rounds = 0, batch[16];
     for (int j = 0; j < n; j++) {
         x[j] = malloc(sizeof(double) * (size_t)cap);
         batch[j] = S->info[idx[j]].stats.batch > 0 ? S->info[idx[j]].stats.batch : 1;
+        if (!x[j]) {
+            for (int k = 0; k < j; k++) free(x[k]);
+            return ft_err_set(err, FT_ENOMEM, "out of memory");
+        }
     }
+    ft_status s = FT_OK;
+    for (int j = 0; j < n && !s; j++) {
+        run_ctx rc = {S, &S->cands[idx[j]]};
+        double t0 = ft_now_s(), secs;
+        int calls = 0;
+        do {
+            s = timed_run(&rc, batch[j], &secs, err);
+            calls++;
+        } while (!s && (ft_now_s() - t0 < S->o->measure.warmup_s || calls < 2) && calls < 1000);
+    }
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
     /* Enough rounds for a stable median, within the time one candidate may take (x2). */
     double t0 = ft_now_s(), limit = 2 * S->o->measure.max_time_s;
-    ft_status s = FT_OK;
-    while (rounds < cap && !(S->o->stop && *S->o->stop)) {
+    for (int warm = 1; !s && rounds < cap && !(S->o->stop && *S->o->stop); warm = 0) {
         for (int j = 0; j < n && !s; j++) {
             run_ctx rc = {S, &S->cands[idx[j]]};
             double secs = 0;
             s = timed_run(&rc, batch[j], &secs, err);
-            x[j][rounds] = secs / batch[j];
+            if (!warm) x[j][rounds] = secs / batch[j];
         }
-        if (s) break;
+        if (s || warm) continue;
         rounds++;
         double el = ft_now_s() - t0;
         if (rounds >= 10 && el >= limit) break;
         if (rounds >= 30 && el >= S->o->measure.min_time_s * n) break;
     }
+    ft_load_mark_take(&m1);
+    ft_load load;
+    ft_load_between(&m0, &m1, &load);
+    ft_load_add(&S->load_run, &load);
     for (int j = 0; j < n; j++) {
         memset(&out[j], 0, sizeof out[j]);
         out[j].batch = batch[j];
@@ -437,42 +529,77 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
         ft_stats_compute(x[j], rounds, &out[j]);
         free(x[j]);
     }
+    if (!s && rounds == 0) out[0].samples = 0; /* stopped before the first counted round */
     return s;
+}
+
+/* Two measurements of one config disagree beyond their noise: their 95% intervals are apart
+ * and the medians differ by more than a quarter. The machine changed under the run (load, clock)
+ * and the comparison is in doubt. */
+static int disagree(const ft_stats *a, const ft_stats *b) {
+    if (!(a->median > 0) || !(b->median > 0)) return 0;
+    double ha = a->median * (isfinite(a->ci_rel) ? a->ci_rel : 0);
+    double hb = b->median * (isfinite(b->ci_rel) ? b->ci_rel : 0);
+    double lo = a->median < b->median ? a->median : b->median;
+    double hi = a->median < b->median ? b->median : a->median;
+    double hlo = a->median < b->median ? ha : hb, hhi = a->median < b->median ? hb : ha;
+    return hi > 1.25 * lo && hi - hhi > lo + hlo;
 }
 
 /* ---- the profile entry --------------------------------------------------------------------- */
 
-static json_t *profile_entry(session *S, const ft_env *env, const char *device, int w,
-                             const ft_stats *ws, const ft_stats *ds, const json_t *tie) {
+typedef struct {
+    int found, winner, def_pos, interrupted;
+    ft_stats ws, ds;       /* the winner's and the default's confirmed stats */
+    json_t *tie;           /* configs within the noise of the winner         */
+    json_t *unstable;      /* configs whose confirmation disagreed with their search */
+    ft_roofline roof;      /* the winner's                                   */
+    int roof_suspect;      /* above the roof after measuring the ceilings again */
+} outcome;
+
+static json_t *contention_json(const session *S) {
+    json_t *o = json_object();
+    json_object_set_new(o, "at_start", ft_load_to_json(&S->load_start));
+    json_object_set_new(o, "during", ft_load_to_json(&S->load_run));
+    json_object_set_new(o, "busy_candidates", json_integer(S->busy_candidates));
+    json_object_set_new(o, "busy", json_boolean(S->load_start.busy || S->load_run.busy ||
+                                                S->busy_candidates > 0));
+    return o;
+}
+
+static json_t *profile_entry(session *S, const outcome *oc) {
+    int w = oc->winner;
     json_t *e = json_object();
     json_object_set_new(e, "op", json_string(S->o->op->name));
     json_object_set_new(e, "backend", json_string(S->o->be->name));
-    json_object_set_new(e, "device", json_string(device));
+    json_object_set_new(e, "device", json_string(S->device));
     json_object_set_new(e, "shape", ft_dims_to_json(&S->c));
     json_object_set_new(e, "attrs", ft_attrs_to_json(&S->c));
     json_object_set_new(e, "config", ft_config_to_json(S->s, &S->cands[w]));
-    json_object_set_new(e, "stats", ft_stats_to_json(ws));
-    if (S->def_idx >= 0) {
+    json_object_set_new(e, "stats", ft_stats_to_json(&oc->ws));
+    if (oc->def_pos >= 0) {
         json_object_set_new(e, "default",
                             json_pack("{s:o, s:o}", "config",
                                       ft_config_to_json(S->s, &S->cands[S->def_idx]), "stats",
-                                      ft_stats_to_json(ds)));
-        json_object_set_new(e, "speedup", ft_json_number(ds->median / ws->median));
+                                      ft_stats_to_json(&oc->ds)));
+        json_object_set_new(e, "speedup", ft_json_number(oc->ds.median / oc->ws.median));
     } else {
         json_object_set_new(e, "default", json_null());
         json_object_set_new(e, "speedup", json_null());
     }
-    json_object_set_new(e, "roofline_frac",
-                        ft_json_number(ft_roofline_s(&S->ceil, S->bytes, S->flops) / ws->median));
+    json_object_set_new(e, "roofline_frac", ft_json_number(oc->roof.floor_s / oc->ws.median));
+    json_object_set_new(e, "roofline", ft_roofline_to_json(&oc->roof, oc->ws.median));
     json_object_set_new(e, "verification",
                         json_pack("{s:o, s:f, s:s, s:o, s:b}", "max_rel_err",
                                   ft_json_number(S->info[w].verr), "tolerance",
                                   S->c.attrs.dtype ? 1e-2 : ft_verify_tolerance(S->o->op, 0),
-                                  "output",
-                                  S->info[w].verr_output, "shape", ft_dims_to_json(&S->vc),
-                                  "reduced", S->reduced));
-    json_object_set_new(e, "tie", json_deep_copy(tie));
-    json_t *envj = ft_env_to_json(env);
+                                  "output", S->info[w].verr_output, "shape",
+                                  ft_dims_to_json(&S->vc), "reduced", S->reduced));
+    json_object_set_new(e, "tie", json_deep_copy(oc->tie));
+    if (json_array_size(oc->unstable))
+        json_object_set_new(e, "unstable", json_deep_copy(oc->unstable));
+    json_object_set_new(e, "contention", contention_json(S));
+    json_t *envj = ft_env_to_json(&S->env);
     if (S->o->be->device_details)
         json_object_set_new(envj, "device_details", json_string(S->o->be->device_details()));
     json_object_set_new(e, "environment", envj);
@@ -483,19 +610,23 @@ static json_t *profile_entry(session *S, const ft_env *env, const char *device, 
     json_object_set_new(e, "strategy", json_string(ft_strategy_names[S->o->strategy]));
     json_object_set_new(e, "evaluations", json_integer(S->evaluations + S->resumed));
     json_object_set_new(e, "space_valid", json_integer(S->ncands));
+    if (oc->interrupted) json_object_set_new(e, "interrupted", json_true());
     return e;
 }
 
-/* ---- the session --------------------------------------------------------------------------- */
+/* ---- start --------------------------------------------------------------------------------- */
 
 static void session_free(session *S) {
+    ft_strategy_free(S->strat);
     ft_call_free(&S->c);
     ft_call_free(&S->vc);
     ft_call_free(&S->ref);
     ft_ws_free(&S->ws);
     free(S->cands);
     free(S->info);
+    json_decref(S->resume_notes);
     ft_eventlog_close(S->log);
+    ft_file_unlock(S->log_lock);
 }
 
 static void make_run_id(char *buf, size_t n) {
@@ -514,6 +645,7 @@ static ft_status plan(session *S, ft_err *err) {
     int64_t total = ft_space_size(S->s);
     S->cands = malloc(sizeof(ft_config) * (size_t)(total > 0 ? total : 1));
     if (!S->cands) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    /* Validity is judged at the timing shape, the one the winner is for. */
     for (int64_t k = 0; k < total; k++) {
         ft_space_config_at(S->s, k, &S->cands[S->ncands]);
         if (ft_space_valid(S->s, &S->c, &S->cands[S->ncands], NULL, 0)) S->ncands++;
@@ -544,10 +676,277 @@ static ft_status plan(session *S, ft_err *err) {
     return FT_OK;
 }
 
-static json_t *run_key(session *S, const char *device, const char *source_hash) {
+static json_t *run_key(session *S) {
     return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s}", "op", S->o->op->name, "backend",
                      S->o->be->name, "dims", ft_dims_to_json(&S->c), "attrs",
-                     ft_attrs_to_json(&S->c), "device", device, "source_hash", source_hash);
+                     ft_attrs_to_json(&S->c), "device", S->device, "source_hash",
+                     S->env.source_hash);
+}
+
+/* The largest thread count any candidate uses: the ceilings bound every one of them. */
+static int max_threads(const session *S) {
+    int ti = ft_space_param(S->s, "threads"), t = 1;
+    for (int i = 0; ti >= 0 && i < S->ncands; i++)
+        if (S->cands[i].v[ti] > t) t = S->cands[i].v[ti];
+    return t;
+}
+
+static ft_status measure_ceilings(session *S, ft_err *err) {
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
+    ft_status s = ft_ceilings_of(S->o->be, max_threads(S), &S->ceil, err);
+    ft_load_mark_take(&m1);
+    ft_load_between(&m0, &m1, &S->load_start);
+    S->ceil_at = ft_now_s();
+    return s;
+}
+
+static ft_status write_run_start(session *S, const char *key, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    ft_config def;
+    ft_config_default(S->s, &def);
+    json_t *start = json_object();
+    json_object_set_new(start, "event", json_string("run_start"));
+    json_object_set_new(start, "format", json_integer(FT_EVENTLOG_FORMAT));
+    json_object_set_new(start, "op", json_string(o->op->name));
+    json_object_set_new(start, "backend", json_string(o->be->name));
+    json_object_set_new(start, "preset", json_string(o->preset.name));
+    json_object_set_new(start, "dims", ft_dims_to_json(&S->c));
+    json_object_set_new(start, "attrs", ft_attrs_to_json(&S->c));
+    json_object_set_new(start, "strategy", json_string(ft_strategy_names[o->strategy]));
+    json_object_set_new(start, "seed", json_integer((json_int_t)o->seed));
+    json_object_set_new(start, "budget", json_integer(o->budget));
+    json_object_set_new(start, "time_budget_s", json_real(o->time_budget_s));
+    json_object_set_new(start, "screen", json_boolean(o->screen));
+    json_object_set_new(start, "space_size", json_integer(ft_space_size(S->s)));
+    json_object_set_new(start, "space_valid", json_integer(S->ncands));
+    json_object_set_new(start, "resumed", json_integer(S->resumed));
+    json_object_set_new(start, "resumed_rejected", json_integer(S->resumed_rejected));
+    if (json_array_size(S->resume_notes))
+        json_object_set_new(start, "resume_ignored", json_deep_copy(S->resume_notes));
+    json_object_set_new(start, "default", ft_config_to_json(S->s, &def));
+    json_object_set_new(start, "verify_dims", ft_dims_to_json(&S->vc));
+    json_object_set_new(start, "verify_reduced", json_boolean(S->reduced));
+    json_object_set_new(start, "device", json_string(S->device));
+    json_t *envj = ft_env_to_json(&S->env);
+    if (o->be->device_details)
+        json_object_set_new(envj, "device_details", json_string(o->be->device_details()));
+    json_object_set_new(start, "env", envj);
+    json_object_set_new(start, "source_hash", json_string(S->env.source_hash));
+    json_object_set_new(start, "ceilings", ft_ceilings_to_json(&S->ceil));
+    json_object_set_new(start, "load", ft_load_to_json(&S->load_start));
+    json_object_set_new(start, "bytes", ft_json_number(S->bytes));
+    json_object_set_new(start, "flops", ft_json_number(S->flops));
+    json_object_set_new(start, "key", json_string(key));
+    return emit(S, start, err);
+}
+
+/* Plan, check the profile, lock and resume the log, measure the ceilings, write run_start. */
+static ft_status start(session *S, ft_tune_result *r, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    ft_env_probe(&S->env);
+    ft_backend_device(o->be, &S->env, S->device, sizeof S->device);
+    make_run_id(S->run_id, sizeof S->run_id);
+    S->resume_notes = json_array();
+    ft_status s = plan(S, err);
+    if (s) return s;
+    ft_call_dims_str(&S->c, r->dims, sizeof r->dims);
+    r->valid = S->ncands;
+    /* Everything that can fail fails now, before the long work. */
+    if (o->profile_path && (s = ft_profile_check_writable(o->profile_path, err))) return s;
+    if (o->log_path && !o->log_locked && (S->log_lock = ft_file_trylock(o->log_path, err)) < 0)
+        return ft_err_wrap(err, "tune %s", o->op->name);
+    json_t *keyj = run_key(S);
+    char *key = json_dumps(keyj, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(keyj);
+    if (o->log_path) s = resume_from_log(S, o->log_path, key, err);
+    if (!s) s = ft_eventlog_open(o->log_path, S->run_id, &S->log, err);
+    if (!s && o->listener) ft_eventlog_set_listener(S->log, o->listener, o->listener_ctx);
+    if (!s) s = measure_ceilings(S, err);
+    if (!s) s = write_run_start(S, key, err);
+    free(key);
+    return s;
+}
+
+/* ---- search -------------------------------------------------------------------------------- */
+
+/* Measure the ceilings again when the run has gone on long enough for the machine to change. */
+static ft_status maybe_refine_ceilings(session *S, ft_err *err) {
+    if (S->o->ceilings_every_s <= 0 || ft_now_s() - S->ceil_at < S->o->ceilings_every_s)
+        return FT_OK;
+    ft_status s = ft_ceilings_refine(S->o->be, &S->ceil, err);
+    S->ceil_at = ft_now_s();
+    if (s) return s;
+    json_t *ev = json_pack("{s:s, s:o}", "event", "ceilings", "ceilings",
+                           ft_ceilings_to_json(&S->ceil));
+    return emit(S, ev, err);
+}
+
+/* The default first (the baseline every speedup is against), then the strategy's picks until
+ * the space, the budget or the time runs out, or Ctrl-C. *stopped: interrupted mid-candidate. */
+static ft_status search(session *S, int *stopped, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    S->strat = ft_strategy_new(o->strategy, S->s, S->cands, S->ncands, o->seed);
+    if (!S->strat) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (int i = 0; i < S->ncands; i++)
+        if (S->info[i].state != C_UNKNOWN) ft_strategy_report(S->strat, i, S->info[i].median);
+    ft_status s;
+    *stopped = 0;
+    if (S->def_idx >= 0 && S->info[S->def_idx].state == C_UNKNOWN) {
+        if ((s = evaluate(S, S->def_idx, stopped, err))) return s;
+        if (!*stopped) ft_strategy_report(S->strat, S->def_idx, S->info[S->def_idx].median);
+    }
+    while (!*stopped && !(o->stop && *o->stop)) {
+        while (o->pause && *o->pause && !(o->stop && *o->stop)) usleep(50000);
+        if (o->budget && S->evaluations >= o->budget) break;
+        if (o->time_budget_s > 0 && ft_now_s() - S->t_start >= o->time_budget_s) break;
+        int i = ft_strategy_next(S->strat);
+        if (i < 0) break;
+        if ((s = maybe_refine_ceilings(S, err))) return s;
+        if ((s = evaluate(S, i, stopped, err))) return s;
+        if (!*stopped) ft_strategy_report(S->strat, i, S->info[i].median);
+    }
+    return FT_OK;
+}
+
+/* ---- confirm ------------------------------------------------------------------------------- */
+
+/* A tie: the medians' 95% confidence intervals overlap. */
+static void find_ties(session *S, const int *pick, int k, const ft_stats *cs, outcome *oc) {
+    int w = oc->winner;
+    for (int j = 0; j < k; j++) {
+        if (pick[j] == pick[w]) continue;
+        double hw = cs[w].median * (isfinite(cs[w].ci_rel) ? cs[w].ci_rel : 0);
+        double hj = cs[j].median * (isfinite(cs[j].ci_rel) ? cs[j].ci_rel : 0);
+        if (cs[j].median - hj <= cs[w].median + hw)
+            json_array_append_new(oc->tie, ft_config_to_json(S->s, &S->cands[pick[j]]));
+    }
+}
+
+/* The best few (fully measured) and the default again, interleaved; the winner, its ties, and
+ * whether its roofline fraction is possible. */
+static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    int order[4096], n = 0;
+    for (int i = 0; i < S->ncands && n < 4096; i++)
+        if (S->info[i].state == C_MEASURED) order[n++] = i;
+    if (n == 0) return FT_OK;
+    sort_by_median(order, n, S->info);
+    int pick[16], k = 0;
+    int top = o->confirm_top < 1 ? 1 : o->confirm_top > 8 ? 8 : o->confirm_top;
+    for (int j = 0; j < n && k < top; j++) pick[k++] = order[j];
+    oc->def_pos = -1;
+    for (int j = 0; j < k; j++)
+        if (pick[j] == S->def_idx) oc->def_pos = j;
+    if (oc->def_pos < 0 && S->def_idx >= 0 && S->info[S->def_idx].state == C_MEASURED) {
+        oc->def_pos = k;
+        pick[k++] = S->def_idx;
+    }
+    ft_stats cs[16];
+    double confirm_started = ft_wall_time();
+    ft_status s = FT_OK;
+    if (!oc->interrupted) s = confirm(S, pick, k, cs, err);
+    if (s) return s;
+    if (oc->interrupted || cs[0].samples == 0) {
+        /* No time for a confirmation round: report the search's own measurements. */
+        for (int j = 0; j < k; j++) cs[j] = S->info[pick[j]].stats;
+    } else {
+        json_t *cev = json_pack("{s:s, s:[], s:[], s:[], s:f}", "event", "confirm", "configs",
+                                "stats", "search_medians_s", "started", confirm_started);
+        for (int j = 0; j < k; j++) {
+            json_array_append_new(json_object_get(cev, "configs"),
+                                  ft_config_to_json(S->s, &S->cands[pick[j]]));
+            json_array_append_new(json_object_get(cev, "stats"), ft_stats_to_json(&cs[j]));
+            json_array_append_new(json_object_get(cev, "search_medians_s"),
+                                  ft_json_number(S->info[pick[j]].stats.median));
+            if (disagree(&cs[j], &S->info[pick[j]].stats))
+                json_array_append_new(oc->unstable, ft_config_to_json(S->s, &S->cands[pick[j]]));
+        }
+        if ((s = emit(S, cev, err))) return s;
+    }
+    oc->winner = 0;
+    for (int j = 1; j < k; j++)
+        if (cs[j].median < cs[oc->winner].median) oc->winner = j;
+    find_ties(S, pick, k, cs, oc);
+    oc->ws = cs[oc->winner];
+    oc->ds = oc->def_pos >= 0 ? cs[oc->def_pos] : cs[oc->winner];
+    oc->winner = pick[oc->winner];
+    oc->found = 1;
+    /* A fraction above 1 cannot be: measure the ceilings again; if it holds, say so. */
+    oc->roof = roof_of(S, 0);
+    if (oc->roof.floor_s / oc->ws.median > FT_ROOFLINE_MAX_FRAC && !oc->interrupted) {
+        if ((s = ft_ceilings_refine(o->be, &S->ceil, err))) return s;
+        oc->roof = roof_of(S, 0);
+    }
+    oc->roof_suspect = oc->roof.floor_s / oc->ws.median > FT_ROOFLINE_MAX_FRAC;
+    return FT_OK;
+}
+
+/* ---- finish -------------------------------------------------------------------------------- */
+
+static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) {
+    r->evaluations = S->evaluations;
+    r->rejected = S->rejected;
+    r->resumed = S->resumed;
+    r->screened = S->screened;
+    r->busy = S->load_start.busy || S->load_run.busy || S->busy_candidates > 0;
+    r->load = S->load_run.known ? S->load_run : S->load_start;
+    r->busy_candidates = S->busy_candidates;
+    if (!oc->found) return;
+    r->found = 1;
+    r->winner = S->cands[oc->winner];
+    r->winner_stats = oc->ws;
+    if (oc->def_pos >= 0) {
+        r->def = S->cands[S->def_idx];
+        r->default_stats = oc->ds;
+        r->speedup = oc->ds.median / oc->ws.median;
+    } else {
+        r->speedup = NAN;
+    }
+    r->ntie = (int)json_array_size(oc->tie);
+    r->nunstable = (int)json_array_size(oc->unstable);
+    r->verify_err = S->info[oc->winner].verr;
+    r->roofline_frac = oc->roof.floor_s / oc->ws.median;
+    r->roofline_suspect = oc->roof_suspect;
+    snprintf(r->roofline_level, sizeof r->roofline_level, "%s", oc->roof.level_name);
+}
+
+static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err *err) {
+    fill_result(S, oc, r);
+    json_t *endev = json_pack("{s:s}", "event", "run_end");
+    if (!oc->found) {
+        json_object_set_new(endev, "winner", json_null());
+    } else {
+        json_object_set_new(endev, "winner", ft_config_to_json(S->s, &S->cands[oc->winner]));
+        json_object_set_new(endev, "stats", ft_stats_to_json(&oc->ws));
+        json_object_set_new(endev, "default_stats",
+                            oc->def_pos >= 0 ? ft_stats_to_json(&oc->ds) : json_null());
+        json_object_set_new(endev, "speedup", ft_json_number(r->speedup));
+        json_object_set_new(endev, "roofline_frac", ft_json_number(r->roofline_frac));
+        json_object_set_new(endev, "roofline", ft_roofline_to_json(&oc->roof, oc->ws.median));
+        json_object_set_new(endev, "unstable", json_deep_copy(oc->unstable));
+        if (S->o->profile_path) {
+            json_t *entry = profile_entry(S, oc);
+            ft_status s = ft_profile_update(S->o->profile_path, entry, err);
+            json_decref(entry);
+            if (s) {
+                json_decref(endev);
+                return s;
+            }
+            json_object_set_new(endev, "profile", json_string(S->o->profile_path));
+            r->saved = 1;
+        }
+    }
+    json_object_set_new(endev, "tie", json_deep_copy(oc->tie));
+    json_object_set_new(endev, "evaluations", json_integer(S->evaluations));
+    json_object_set_new(endev, "rejected", json_integer(S->rejected));
+    json_object_set_new(endev, "screened", json_integer(S->screened));
+    json_object_set_new(endev, "resumed", json_integer(S->resumed));
+    json_object_set_new(endev, "interrupted", json_boolean(r->interrupted));
+    json_object_set_new(endev, "contention", contention_json(S));
+    json_object_set_new(endev, "ceilings", ft_ceilings_to_json(&S->ceil));
+    json_object_set_new(endev, "elapsed_s", json_real(ft_now_s() - S->t_start));
+    return emit(S, endev, err);
 }
 
 ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
@@ -555,196 +954,22 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     session S;
     memset(&S, 0, sizeof S);
     S.o = o;
+    S.log_lock = -1;
     S.t_start = ft_now_s();
-    ft_env env;
-    ft_env_probe(&env);
-    char device[256], run_id[32];
-    ft_backend_device(o->be, &env, device, sizeof device);
-    make_run_id(run_id, sizeof run_id);
-
-    ft_status s = plan(&S, err);
-    if (s) goto out;
-    ft_call_dims_str(&S.c, r->dims, sizeof r->dims);
-    r->valid = S.ncands;
-    json_t *keyj = run_key(&S, device, env.source_hash);
-    char *key = json_dumps(keyj, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(keyj);
-    if (o->log_path) s = resume_from_log(&S, o->log_path, key, err);
-    if (!s) s = ft_eventlog_open(o->log_path, run_id, &S.log, err);
-    if (s) {
-        free(key);
-        goto out;
-    }
-    if (o->listener) ft_eventlog_set_listener(S.log, o->listener, o->listener_ctx);
-
-    /* The machine's ceilings, with the default configuration's thread count. */
-    int ti = ft_space_param(S.s, "threads");
-    ft_config def;
-    ft_config_default(S.s, &def);
-    if ((s = ft_ceilings_of(S.o->be, ti >= 0 ? def.v[ti] : 1, &S.ceil, err))) {
-        free(key);
-        goto out;
-    }
-
-    json_t *start = json_object();
-    json_object_set_new(start, "event", json_string("run_start"));
-    json_object_set_new(start, "format", json_integer(FT_EVENTLOG_FORMAT));
-    json_object_set_new(start, "op", json_string(o->op->name));
-    json_object_set_new(start, "backend", json_string(o->be->name));
-    json_object_set_new(start, "preset", json_string(o->preset.name));
-    json_object_set_new(start, "dims", ft_dims_to_json(&S.c));
-    json_object_set_new(start, "attrs", ft_attrs_to_json(&S.c));
-    json_object_set_new(start, "strategy", json_string(ft_strategy_names[o->strategy]));
-    json_object_set_new(start, "seed", json_integer((json_int_t)o->seed));
-    json_object_set_new(start, "budget", json_integer(o->budget));
-    json_object_set_new(start, "time_budget_s", json_real(o->time_budget_s));
-    json_object_set_new(start, "screen", json_boolean(o->screen));
-    json_object_set_new(start, "space_size", json_integer(ft_space_size(S.s)));
-    json_object_set_new(start, "space_valid", json_integer(S.ncands));
-    json_object_set_new(start, "resumed", json_integer(S.resumed));
-    json_object_set_new(start, "default", ft_config_to_json(S.s, &def));
-    json_object_set_new(start, "verify_dims", ft_dims_to_json(&S.vc));
-    json_object_set_new(start, "verify_reduced", json_boolean(S.reduced));
-    json_object_set_new(start, "device", json_string(device));
-    json_t *envj = ft_env_to_json(&env);
-    if (o->be->device_details)
-        json_object_set_new(envj, "device_details", json_string(o->be->device_details()));
-    json_object_set_new(start, "env", envj);
-    json_object_set_new(start, "source_hash", json_string(env.source_hash));
-    json_object_set_new(start, "ceilings", ft_ceilings_to_json(&S.ceil));
-    json_object_set_new(start, "bytes", ft_json_number(S.bytes));
-    json_object_set_new(start, "flops", ft_json_number(S.flops));
-    json_object_set_new(start, "key", json_string(key));
-    free(key);
-    if ((s = emit(&S, start, err))) goto out;
-
-    /* Search: the default first (the baseline every speedup is against), then the strategy. */
-    ft_strategy *strat = ft_strategy_new(o->strategy, S.s, S.cands, S.ncands, o->seed);
-    if (!strat) {
-        s = ft_err_set(err, FT_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < S.ncands; i++)
-        if (S.info[i].state != C_UNKNOWN) ft_strategy_report(strat, i, S.info[i].median);
+    outcome oc;
+    memset(&oc, 0, sizeof oc);
+    oc.tie = json_array();
+    oc.unstable = json_array();
     int stopped = 0;
-    if (S.def_idx >= 0 && S.info[S.def_idx].state == C_UNKNOWN) {
-        if ((s = evaluate(&S, S.def_idx, &stopped, err))) goto out_strat;
-        if (!stopped) ft_strategy_report(strat, S.def_idx, S.info[S.def_idx].median);
+    ft_status s = start(&S, r, err);
+    if (!s) s = search(&S, &stopped, err);
+    if (!s) {
+        r->interrupted = oc.interrupted = stopped || (o->stop && *o->stop);
+        s = confirm_phase(&S, &oc, err);
     }
-    while (!stopped && !(o->stop && *o->stop)) {
-        while (o->pause && *o->pause && !(o->stop && *o->stop)) usleep(50000);
-        if (o->budget && S.evaluations >= o->budget) break;
-        if (o->time_budget_s > 0 && ft_now_s() - S.t_start >= o->time_budget_s) break;
-        int i = ft_strategy_next(strat);
-        if (i < 0) break;
-        if ((s = evaluate(&S, i, &stopped, err))) goto out_strat;
-        if (!stopped) ft_strategy_report(strat, i, S.info[i].median);
-    }
-    r->interrupted = stopped || (o->stop && *o->stop);
-
-    /* Confirm: the best few (fully measured) and the default, interleaved. */
-    int order[4096], n = 0;
-    for (int i = 0; i < S.ncands && n < 4096; i++)
-        if (S.info[i].state == C_MEASURED) order[n++] = i;
-    r->evaluations = S.evaluations;
-    r->rejected = S.rejected;
-    r->resumed = S.resumed;
-    r->screened = S.screened;
-    json_t *endev = json_pack("{s:s}", "event", "run_end");
-    json_t *tie = json_array();
-    if (n == 0) {
-        json_object_set_new(endev, "winner", json_null());
-    } else {
-        sort_by_median(order, n, S.info);
-        int pick[16], k = 0;
-        int top = o->confirm_top < 1 ? 1 : o->confirm_top > 8 ? 8 : o->confirm_top;
-        for (int j = 0; j < n && k < top; j++) pick[k++] = order[j];
-        int def_pos = -1;
-        for (int j = 0; j < k; j++)
-            if (pick[j] == S.def_idx) def_pos = j;
-        if (def_pos < 0 && S.def_idx >= 0 && S.info[S.def_idx].state == C_MEASURED) {
-            def_pos = k;
-            pick[k++] = S.def_idx;
-        }
-        ft_stats cs[16];
-        double confirm_started = ft_wall_time();
-        if (r->interrupted) {
-            /* No time for a confirmation round: report the search's own measurements. */
-            for (int j = 0; j < k; j++) cs[j] = S.info[pick[j]].stats;
-        } else if ((s = confirm(&S, pick, k, cs, err))) {
-            json_decref(endev);
-            json_decref(tie);
-            goto out_strat;
-        } else {
-            json_t *cev = json_pack("{s:s, s:[], s:[], s:f}", "event", "confirm", "configs", "stats",
-                                    "started", confirm_started);
-            for (int j = 0; j < k; j++) {
-                json_array_append_new(json_object_get(cev, "configs"),
-                                      ft_config_to_json(S.s, &S.cands[pick[j]]));
-                json_array_append_new(json_object_get(cev, "stats"), ft_stats_to_json(&cs[j]));
-            }
-            if ((s = emit(&S, cev, err))) {
-                json_decref(endev);
-                json_decref(tie);
-                goto out_strat;
-            }
-        }
-        int w = 0;
-        for (int j = 1; j < k; j++)
-            if (cs[j].median < cs[w].median) w = j;
-        /* A tie: the two medians' 95% confidence intervals overlap. */
-        for (int j = 0; j < k; j++) {
-            if (j == w) continue;
-            double hw = cs[w].median * (isfinite(cs[w].ci_rel) ? cs[w].ci_rel : 0);
-            double hj = cs[j].median * (isfinite(cs[j].ci_rel) ? cs[j].ci_rel : 0);
-            if (cs[j].median - hj <= cs[w].median + hw)
-                json_array_append_new(tie, ft_config_to_json(S.s, &S.cands[pick[j]]));
-        }
-        int wi = pick[w];
-        r->found = 1;
-        r->winner = S.cands[wi];
-        r->winner_stats = cs[w];
-        if (def_pos >= 0) {
-            r->def = S.cands[S.def_idx];
-            r->default_stats = cs[def_pos];
-            r->speedup = cs[def_pos].median / cs[w].median;
-        } else {
-            r->speedup = NAN;
-        }
-        r->ntie = (int)json_array_size(tie);
-        r->verify_err = S.info[wi].verr;
-        r->roofline_frac = ft_roofline_s(&S.ceil, S.bytes, S.flops) / cs[w].median;
-        json_object_set_new(endev, "winner", ft_config_to_json(S.s, &S.cands[wi]));
-        json_object_set_new(endev, "stats", ft_stats_to_json(&cs[w]));
-        json_object_set_new(endev, "default_stats",
-                            def_pos >= 0 ? ft_stats_to_json(&cs[def_pos]) : json_null());
-        json_object_set_new(endev, "speedup", ft_json_number(r->speedup));
-        json_object_set_new(endev, "roofline_frac", ft_json_number(r->roofline_frac));
-        if (o->profile_path) {
-            json_t *entry = profile_entry(&S, &env, device, wi, &cs[w],
-                                          def_pos >= 0 ? &cs[def_pos] : &cs[w], tie);
-            if (r->interrupted) json_object_set_new(entry, "interrupted", json_true());
-            s = ft_profile_update(o->profile_path, entry, err);
-            json_decref(entry);
-            if (s) {
-                json_decref(endev);
-                json_decref(tie);
-                goto out_strat;
-            }
-            json_object_set_new(endev, "profile", json_string(o->profile_path));
-        }
-    }
-    json_object_set_new(endev, "tie", tie);
-    json_object_set_new(endev, "evaluations", json_integer(S.evaluations));
-    json_object_set_new(endev, "rejected", json_integer(S.rejected));
-    json_object_set_new(endev, "screened", json_integer(S.screened));
-    json_object_set_new(endev, "resumed", json_integer(S.resumed));
-    json_object_set_new(endev, "interrupted", json_boolean(r->interrupted));
-    json_object_set_new(endev, "elapsed_s", json_real(ft_now_s() - S.t_start));
-    s = emit(&S, endev, err);
-out_strat:
-    ft_strategy_free(strat);
-out:
+    if (!s) s = finish(&S, &oc, r, err);
+    json_decref(oc.tie);
+    json_decref(oc.unstable);
     session_free(&S);
     return s;
 }

@@ -97,7 +97,7 @@ typedef struct ft_tui_row {
     double t_start, t_last, t_end; /* event times (epoch seconds); t_end 0 while running */
 
     /* tune rows */
-    int valid, resumed, budget;
+    int valid, resumed, resumed_rejected, budget;
     double time_budget_s;
     int done, measured, rejected, screened; /* in this run */
     double last, best, def, speedup;        /* seconds per call; NAN when unknown */
@@ -142,6 +142,9 @@ ft_tui_row *ft_tui_model_find(ft_tui_model *m, const char *run);
 /* Seconds left in a running tune row, from its elapsed time and the candidates remaining
  * (capped by its time budget); NAN when unknown (nothing finished yet, or not running). */
 double ft_tui_row_eta(const ft_tui_row *r, double now);
+/* The `done` column: candidates measured (resumed ones included) out of what the run will
+ * measure (ft_tune_progress_target); rejected ones are the `rej` column. */
+void ft_tui_row_progress(const ft_tui_row *r, int *measured, int *target);
 /* The whole source: running rows' ETAs plus, when more runs are expected, the mean duration of
  * the finished ones for each run not started yet. When no run has finished to tell how long
  * the others take, the known part only, and *partial (may be NULL) is set. NAN when nothing is

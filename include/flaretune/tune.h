@@ -16,14 +16,23 @@
  *            entry (docs/profiles.md)
  *
  * Resume: with a log, candidates already measured or rejected by a run with the same key (op,
- * backend, sizes, attributes, device, kernel sources) are not run again; a log whose last run has
- * another key is refused.
+ * backend, sizes, attributes, device, kernel sources) are not run again (a measured event without
+ * a positive median is not trusted: that candidate runs again); a log whose last run has another
+ * key is refused. One run writes a log at a time: it holds the log's lock (LOG.lock) and a second
+ * run on the same log fails at once with FT_EBUSY.
+ *
+ * Validity is judged at the timing shape; a candidate that is a duplicate only at the smaller
+ * verification shape is still verified there. The ceilings bound the largest thread count of
+ * the space, are measured again every ceilings_every_s, and once more when the winner's
+ * fraction comes out above 1 (then reported as suspect if it holds). The load the rest of the
+ * machine put on it is measured around the ceilings, each candidate and the confirmation.
  */
 #ifndef FLARETUNE_TUNE_H
 #define FLARETUNE_TUNE_H
 
 #include "flaretune/backend.h"
 #include "flaretune/eventlog.h"
+#include "flaretune/load.h"
 #include "flaretune/measure.h"
 #include "flaretune/op.h"
 #include "flaretune/strategy.h"
@@ -46,7 +55,10 @@ typedef struct ft_tune_opts {
     int confirm_top;      /* re-measure this many of the best, interleaved; default 3       */
     ft_measure_opts measure;
     double verify_flops_max;    /* largest reference run (FLOPs) before reducing the shape; 1e9 */
+    double ceilings_every_s;    /* measure the ceilings again after this long; 120 (0: never) */
     const char *log_path;       /* event log to append to (NULL: none)                       */
+    int log_locked;             /* the caller holds the log's lock (ft_file_trylock): a run
+                                   takes it itself otherwise, and a held one is FT_EBUSY      */
     const char *profile_path;   /* profile to update with the winner (NULL: none)             */
     volatile int *stop;         /* raised by Ctrl-C: finish the event in flight and stop      */
     volatile int *pause;        /* while raised, wait between candidates (the dashboard's p)  */
@@ -60,12 +72,25 @@ typedef struct ft_tune_result {
     ft_stats winner_stats, default_stats;
     double speedup;       /* default median / winner median                       */
     double roofline_frac; /* the winner's fraction of this machine's roofline     */
+    int roofline_suspect; /* above 1 after measuring the ceilings again: an error */
+    char roofline_level[8]; /* the level whose bandwidth bounds it               */
     double verify_err;    /* the winner's worst relative error vs the reference   */
     int ntie;             /* configurations tied with the winner                 */
+    int nunstable;        /* confirmed configs whose search median disagreed      */
+    int busy;             /* other processes (or the host) took CPU during the run */
+    int busy_candidates;  /* candidates measured while the machine was busy       */
+    ft_load load;         /* the rest of the machine during the measurements      */
+    int saved;            /* the winner went into the profile                     */
     int valid, evaluations, rejected, resumed, screened;
     int interrupted;
     char dims[256];
 } ft_tune_result;
+
+/* Progress, one rule for every front end: candidates measured (screened ones count, rejected
+ * ones do not) out of what the run will measure: every valid configuration not rejected, or,
+ * with a budget, the budget on top of those an earlier run measured. Rejected candidates are
+ * counted apart. */
+int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected);
 
 void ft_tune_defaults(ft_tune_opts *o);
 ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err);

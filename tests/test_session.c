@@ -1,0 +1,215 @@
+/* test_session.c: the tuning session through its library entry (ft_tune_run), on the cpu
+ * backend and on a simulated one whose clock is virtual (every figure exact):
+ *   - validity is judged at the timing shape: configs that duplicate another only at the
+ *     smaller verification shape are verified there, never rejected;
+ *   - a confirmation that disagrees with the search (the machine changed) is reported;
+ *   - what cannot work fails before the search: a profile path that cannot be written, a log
+ *     another run holds.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "flaretune/ceilings.h"
+#include "flaretune/eventlog.h"
+#include "flaretune/filelock.h"
+#include "flaretune/tune.h"
+#include "ft_test.h"
+
+static char dir[128];
+
+static json_t *read_log(const char *path) {
+    json_t *ev = NULL;
+    int torn = 0;
+    ft_err err = {0};
+    FT_CHECK(ft_eventlog_read(path, &ev, &torn, &err) == FT_OK, "%s", err.msg);
+    return ev;
+}
+
+static int count_events(const json_t *evs, const char *kind, const char *field) {
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(evs, i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "event")), kind)) continue;
+        n += !field || json_object_get(e, field) != NULL;
+    }
+    return n;
+}
+
+static void quick_opts(ft_tune_opts *o) {
+    ft_tune_defaults(o);
+    o->measure.max_time_s = o->measure.min_time_s = 0.02;
+    o->measure.max_noise = 0.2;
+    o->measure.warmup_s = 0.005;
+    o->confirm_top = 2;
+}
+
+/* loss at tiny.dflare.train with a verification limit so low that the reference runs at the
+ * smallest shape of the family (2 blocks): there chunk=2..32 all cover the batch. */
+static void test_validity_at_timing_shape(void) {
+    ft_err err = {0};
+    ft_tune_opts o;
+    quick_opts(&o);
+    o.op = ft_op_find("loss", &err);
+    FT_CHECK(ft_backend_resolve("cpu", o.op, &o.be, &err) == FT_OK, "%s", err.msg);
+    o.preset = *ft_preset_find("tiny.dflare.train");
+    o.verify_flops_max = 1;
+    o.strategy = FT_STRAT_EXHAUSTIVE;
+    char log[256];
+    snprintf(log, sizeof log, "%s/validity.jsonl", dir);
+    o.log_path = log;
+    ft_tune_result r;
+    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    json_t *evs = read_log(log);
+    const json_t *start = json_array_get(evs, 0);
+    FT_CHECK(json_is_true(json_object_get(start, "verify_reduced")), "verified at a reduced shape");
+    size_t i;
+    json_t *e;
+    int bad = 0;
+    json_array_foreach(evs, i, e) {
+        const char *reason = json_string_value(json_object_get(e, "reason"));
+        if (reason && (!strcmp(reason, "invalid") || !strcmp(reason, "unverifiable"))) bad++;
+    }
+    FT_CHECK(bad == 0, "%d candidates of the timing shape rejected at the verification shape", bad);
+    int dups = count_events(evs, "verified", "duplicate_at_verify");
+    FT_CHECK(dups > 0, "duplicates at the verification shape were verified (%d)", dups);
+    FT_CHECK(r.evaluations == r.valid && r.rejected == 0,
+             "every valid config measured: %d of %d (%d rejected)", r.evaluations, r.valid,
+             r.rejected);
+    json_decref(evs);
+}
+
+/* ---- a simulated backend: fusion.dflash with three speeds, a virtual clock ---------------- */
+
+static const char *const speed_labels[] = {"slow", "mid", "fast"};
+static ft_param sim_params[] = {
+    {"speed", "how fast the simulated kernel is", 3, {0, 1, 2}, speed_labels, 0, 0},
+};
+static ft_space sim_space = {sim_params, 1, NULL, NULL};
+static const double sim_base[] = {30e-6, 20e-6, 10e-6};
+static int sim_last = -1, sim_switches;
+
+static int sim_available(char *why, size_t n) {
+    (void)why;
+    (void)n;
+    return 1;
+}
+static int sim_supports(const ft_op *op) { return op && !strcmp(op->name, "fusion.dflash"); }
+static const ft_space *sim_space_of(const ft_op *op) { return sim_supports(op) ? &sim_space : NULL; }
+static ft_status sim_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    (void)cfg;
+    return ft_call_reference(c, err); /* the outputs are right: only the clock is simulated */
+}
+/* The default ("slow") turns four times slower once configs alternate quickly, as a busy spell
+ * that starts when the confirmation round does. */
+static ft_status sim_timed(ft_call *c, const ft_config *cfg, int reps, double *secs, ft_err *err) {
+    (void)c;
+    (void)err;
+    int k = cfg ? cfg->v[0] : 0;
+    if (k != sim_last) sim_switches++;
+    sim_last = k;
+    double t = sim_base[k] * (k == 0 && sim_switches > 6 ? 4 : 1);
+    *secs = t * reps;
+    return FT_OK;
+}
+static ft_status sim_ceilings(ft_ceilings *c, ft_err *err) {
+    (void)err;
+    memset(c, 0, sizeof *c);
+    c->nlevels = 1;
+    snprintf(c->level[0].name, sizeof c->level[0].name, "DRAM");
+    c->level[0].bw = 1e12;
+    c->flops = c->gemm_flops = 1e14;
+    c->threads = 1;
+    return FT_OK;
+}
+static const ft_backend sim_backend = {
+    .name = "sim",
+    .summary = "simulated: the reference's outputs on a virtual clock",
+    .built = 1,
+    .available = sim_available,
+    .supports = sim_supports,
+    .space = sim_space_of,
+    .run = sim_run,
+    .timed = sim_timed,
+    .ceilings = sim_ceilings,
+};
+
+static void test_confirmation_disagrees(void) {
+    ft_err err = {0};
+    ft_tune_opts o;
+    quick_opts(&o);
+    o.op = ft_op_find("fusion.dflash", &err);
+    o.be = &sim_backend;
+    o.preset = *ft_preset_find("tiny.dflare.train");
+    o.confirm_top = 3;
+    o.screen = 0;
+    char log[256];
+    snprintf(log, sizeof log, "%s/sim.jsonl", dir);
+    o.log_path = log;
+    ft_tune_result r;
+    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(r.found && r.winner.v[0] == 2, "the fast one wins");
+    FT_CHECK(r.winner_stats.median == 10e-6, "its confirmed median, exact: %g", r.winner_stats.median);
+    FT_CHECK(r.default_stats.median == 120e-6 && r.speedup == 12,
+             "the default's confirmed median (%g) and the speedup from the same round (%g)",
+             r.default_stats.median, r.speedup);
+    FT_CHECK(r.nunstable == 1, "the default's confirmation disagrees with its search: %d",
+             r.nunstable);
+    json_t *evs = read_log(log);
+    const json_t *end = json_array_get(evs, json_array_size(evs) - 1);
+    const json_t *un = json_object_get(end, "unstable");
+    FT_CHECK(json_array_size(un) == 1 &&
+                 !strcmp(json_string_value(json_object_get(json_array_get(un, 0), "speed")), "slow"),
+             "run_end names it");
+    json_decref(evs);
+}
+
+/* ---- what fails before the search --------------------------------------------------------- */
+
+static void test_fails_before_the_search(void) {
+    ft_err err = {0};
+    ft_tune_opts o;
+    quick_opts(&o);
+    o.op = ft_op_find("fusion.dflash", &err);
+    o.be = &sim_backend;
+    o.preset = *ft_preset_find("tiny.dflare.train");
+    char log[256];
+    snprintf(log, sizeof log, "%s/early.jsonl", dir);
+    o.log_path = log;
+    o.profile_path = "/nonexistent-dir/p.json";
+    ft_tune_result r;
+    sim_switches = 0;
+    FT_CHECK(ft_tune_run(&o, &r, &err) != FT_OK && strstr(err.msg, "nonexistent-dir"),
+             "an unwritable profile: %s", err.msg);
+    FT_CHECK(access(log, F_OK) != 0 && sim_switches == 0, "nothing ran, no log written");
+    /* A log another run holds: FT_EBUSY at once. */
+    o.profile_path = NULL;
+    int held = ft_file_trylock(log, &err);
+    FT_CHECK(held >= 0, "%s", err.msg);
+    ft_err e2 = {0};
+    FT_CHECK(ft_tune_run(&o, &r, &e2) == FT_EBUSY && strstr(e2.msg, "in use"), "busy log: %s",
+             e2.msg);
+    FT_CHECK(access(log, F_OK) != 0 && sim_switches == 0, "nothing ran");
+    ft_file_unlock(held);
+    /* Free again: the same run goes through. */
+    FT_CHECK(ft_tune_run(&o, &r, &e2) == FT_OK && r.found, "%s", e2.msg);
+}
+
+int main(void) {
+    setenv("FLARETUNE_CEILINGS_CACHE", "off", 1);
+    snprintf(dir, sizeof dir, "/tmp/ft_test_session_%d", (int)getpid());
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
+    if (system(cmd) != 0) ft_test_skip("cannot make a scratch directory");
+    FT_RUN(test_validity_at_timing_shape);
+    FT_RUN(test_confirmation_disagrees);
+    FT_RUN(test_fails_before_the_search);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return ft_test_finish();
+}
