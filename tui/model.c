@@ -124,9 +124,12 @@ static double jnum(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* A count from an event; a log may be damaged or hostile, so a number outside +-1e9 (no real
+ * count, and far from int overflow in the sums made of counts) reads as 0. */
 static int jint(const json_t *o, const char *k) {
     const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? (int)json_number_value(v) : 0;
+    double d = json_is_number(v) ? json_number_value(v) : 0;
+    return d > -1e9 && d < 1e9 ? (int)d : 0;
 }
 
 static void value_str(const json_t *v, char *buf, size_t n) {

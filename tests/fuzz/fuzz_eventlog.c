@@ -1,0 +1,174 @@
+/* fuzz_eventlog.c: the event-log reader (traces/eventlog.c) on arbitrary bytes, then what
+ * replay, trace export and the dashboard make of the events it returns.
+ *
+ * Exercises ft_eventlog_read on the input as a file (JSON lines, blank lines, a torn last line,
+ * a damaged line in the middle, lines that are not events), then on a log that read:
+ * ft_landscape_from_events (tuner/replay.c: the last run_start's op, backend, dims, attrs and
+ * default, the resumed runs' key chain, every candidate event's config and stats) and, on a
+ * landscape that loaded, a short replay of every strategy; ft_trace_from_events
+ * (traces/trace_export.c); and the dashboard's model (tui/: ft_tui_model_apply on every event,
+ * the view and every cell of every row, as `flaretune top LOG` shows them).
+ *
+ * A finding, besides a sanitizer report, a leak or a timeout: a failure without its status and
+ * message in ft_err; a read that returns something other than one object with a string "event"
+ * per complete non-blank line (plus the last line when it parses), or says "torn" of a log
+ * whose last line is complete; a landscape whose optimum, scores or counts are inconsistent; a
+ * strategy that breaks its contract (FT_EINTERNAL) or reports a best the landscape lacks; a
+ * trace that is not a {"traceEvents": [...]} object or does not encode.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flaretune/eventlog.h"
+#include "flaretune/replay.h"
+#include "flaretune/strategy.h"
+#include "flaretune/trace.h"
+#include "flaretune/tui.h"
+#include "fuzz.h"
+
+/* Complete lines other than "\n", and whether a last line lacks its '\n'. */
+static size_t count_lines(const uint8_t *data, size_t size, int *incomplete) {
+    size_t n = 0, start = 0;
+    *incomplete = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (data[i] != '\n') continue;
+        n += i > start; /* a line holding more than its '\n' */
+        start = i + 1;
+    }
+    *incomplete = start < size;
+    return n;
+}
+
+static void check_read(const json_t *events, int torn, const uint8_t *data, size_t size) {
+    FUZZ_CHECK(json_is_array(events), "ft_eventlog_read succeeded without an array");
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) {
+        FUZZ_CHECK(json_is_object(ev) && json_is_string(json_object_get(ev, "event")),
+                   "event %zu is not an object with a string \"event\"", i);
+    }
+    int incomplete;
+    size_t lines = count_lines(data, size, &incomplete);
+    FUZZ_CHECK(!torn || incomplete, "a log whose last line is complete read as torn");
+    size_t want = lines + (size_t)(incomplete && !torn);
+    FUZZ_CHECK(json_array_size(events) == want, "%zu events read from %zu lines%s%s",
+               json_array_size(events), lines, incomplete ? " and an incomplete last one" : "",
+               torn ? " (torn)" : "");
+}
+
+static void check_landscape(const ft_landscape *l) {
+    FUZZ_CHECK(l->op && l->backend && l->nruns >= 1, "landscape without op, backend or run");
+    FUZZ_CHECK(l->ncands > 0 && l->cands && l->score, "landscape without candidates");
+    FUZZ_CHECK(l->best >= 0 && l->best < l->ncands, "optimum %d of %d candidates", l->best,
+               l->ncands);
+    double opt = l->score[l->best];
+    FUZZ_CHECK(opt > 0 && isfinite(opt), "optimum score %g", opt);
+    int rejected = 0;
+    for (int c = 0; c < l->ncands; c++) {
+        double s = l->score[c];
+        FUZZ_CHECK(s > 0 && !isnan(s), "candidate %d scored %g", c, s);
+        FUZZ_CHECK(s >= opt, "candidate %d (%g) beats the optimum (%g)", c, s, opt);
+        rejected += isinf(s);
+    }
+    FUZZ_CHECK(rejected == l->nrejected && rejected < l->ncands, "%d rejected, counted %d",
+               rejected, l->nrejected);
+    int within = ft_landscape_count_within(l, FT_REPLAY_TARGET);
+    int first = ft_landscape_first_within(l, FT_REPLAY_TARGET);
+    FUZZ_CHECK(within >= 1 && within <= l->ncands && first >= 1 && first <= l->best + 1,
+               "%d candidates within target, first at %d, optimum at %d", within, first, l->best);
+}
+
+static void check_replays(const ft_landscape *l) {
+    enum { BUDGET = 48 };
+    for (int kind = 0; kind < FT_STRAT_COUNT; kind++) {
+        ft_replay_result r;
+        ft_err err = {0};
+        ft_status s =
+            ft_replay_run(l, (ft_strategy_kind)kind, 7, FT_REPLAY_TARGET, BUDGET, &r, &err);
+        fuzz_check_err(s, &err, "ft_replay_run");
+        FUZZ_CHECK(s == FT_OK, "replaying %s: %s", ft_strategy_names[kind], err.msg);
+        FUZZ_CHECK(r.evaluations >= 0 && r.evaluations <= BUDGET && r.evaluations <= l->ncands,
+                   "%s made %d evaluations (budget %d, %d candidates)", ft_strategy_names[kind],
+                   r.evaluations, BUDGET, l->ncands);
+        FUZZ_CHECK(r.evaluations == 0 || r.best >= l->score[l->best],
+                   "%s found %g below the optimum %g", ft_strategy_names[kind], r.best,
+                   l->score[l->best]);
+        FUZZ_CHECK(r.to_target < 0 || (r.to_target == r.evaluations &&
+                                       ft_landscape_reaches(l, r.best, FT_REPLAY_TARGET)),
+                   "%s claims the target at %d of %d evaluations (best %g)",
+                   ft_strategy_names[kind], r.to_target, r.evaluations, r.best);
+    }
+}
+
+static void check_trace(const json_t *events) {
+    json_t *trace = ft_trace_from_events(events);
+    FUZZ_CHECK(json_is_object(trace) && json_is_array(json_object_get(trace, "traceEvents")),
+               "the trace is not an object with a traceEvents array");
+    char *text = json_dumps(trace, JSON_COMPACT);
+    FUZZ_CHECK(text != NULL, "the trace does not encode");
+    free(text);
+    json_decref(trace);
+}
+
+/* The dashboard following the log: every event applied, then every cell drawn. */
+static void check_dashboard(const json_t *events) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) ft_tui_model_apply(&m, ev);
+    double now = m.t_last;
+    int partial = 0;
+    (void)ft_tui_model_eta(&m, now, &partial);
+    (void)ft_tui_model_rate(&m, now);
+    (void)ft_tui_model_elapsed(&m, now);
+    (void)ft_tui_model_running(&m);
+    int idx[64];
+    for (int sort = 0; sort < FT_SORT_COUNT; sort++) {
+        int n = ft_tui_model_view(&m, (ft_tui_sort)sort, NULL, idx, 64);
+        FUZZ_CHECK(n >= 0 && n <= 64 && n <= m.nrows, "view of %d rows: %d", m.nrows, n);
+        for (int k = 0; k < n; k++)
+            FUZZ_CHECK(idx[k] >= 0 && idx[k] < m.nrows, "view row %d: index %d of %d", k, idx[k],
+                       m.nrows);
+    }
+    for (int r = 0; r < m.nrows && r < 16; r++) {
+        char buf[256];
+        for (int c = 0; c < FT_COL_COUNT; c++) {
+            ft_tui_cell(&m.rows[r], (ft_tui_col_id)c, 0, buf, sizeof buf);
+            FUZZ_CHECK(memchr(buf, '\0', sizeof buf) != NULL, "cell not terminated");
+            ft_tui_cell(&m.rows[r], (ft_tui_col_id)c, 1, buf, sizeof buf);
+        }
+        ft_tui_trend(&m.rows[r], 24, 0, buf, sizeof buf);
+        ft_tui_trend(&m.rows[r], 24, 1, buf, sizeof buf);
+        (void)ft_tui_row_eta(&m.rows[r], now);
+    }
+    ft_tui_model_free(&m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    json_t *events = NULL;
+    int torn = -1;
+    ft_err err = {0};
+    ft_status s = ft_eventlog_read(fuzz_input_path(data, size), &events, &torn, &err);
+    fuzz_check_err(s, &err, "ft_eventlog_read");
+    if (s) {
+        FUZZ_CHECK(events == NULL, "ft_eventlog_read failed (%s) but returned events", err.msg);
+        return 0;
+    }
+    check_read(events, torn, data, size);
+
+    ft_landscape l;
+    ft_err lerr = {0};
+    s = ft_landscape_from_events(events, "input.jsonl", &l, &lerr);
+    fuzz_check_err(s, &lerr, "ft_landscape_from_events");
+    if (s == FT_OK) {
+        check_landscape(&l);
+        check_replays(&l);
+        ft_landscape_free(&l);
+    }
+    check_trace(events);
+    check_dashboard(events);
+    json_decref(events);
+    return 0;
+}
