@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-cpu.sh: the CPU backend's benchmark targets, measured with `flaretune bench` (median,
-# IQR, samples, and the fraction of this machine's roofline with ceilings measured in the same
-# run), printed as the Markdown table README.md shows.
+# IQR, samples, and the fraction of this machine's cache-aware roofline: the bandwidth of the
+# level the working set fits in, or the compute peak, docs/measurement.md), printed as the
+# Markdown table README.md shows.
 #
 #   scripts/bench-cpu.sh [BUILD_DIR] [--config-from PROFILE]
 #
@@ -45,8 +46,13 @@ for k in range(n):
     cfg = ",".join(f"{a}={v}" for a, v in b["config"].items())
     bound = b["bound"]
     rate = f'{b["gbps"]:.1f} GB/s' if bound == "memory" else f'{b["gflops"]:.0f} GFLOP/s'
-    c = b["ceilings"]
-    ceil = f'{c["copy_bytes_per_s"]/1e9:.1f} GB/s' if bound == "memory" else f'{c["sgemm_flops_per_s"]/1e9:.0f} GFLOP/s'
+    c, r = b["ceilings"], b["roofline"]
+    if bound == "memory":
+        ceil = f'{r["level"]} {r["bytes_per_s"]/1e9:.1f} GB/s'
+    else:
+        ceil = f'peak {c["flops_per_s"]/1e9:.0f} GFLOP/s, sgemm {c["gemm_flops_per_s"]/1e9:.0f}'
+    if r["suspect"]:
+        ceil += ", SUSPECT"
     print(f'| {name} | `{cfg}` | {t(b["median_s"])} ({t(b["iqr_s"])}, {b["samples"]}) | '
           f'{b["bytes"]/1e6:.0f} MB / {b["flops"]/1e9:.2f} GFLOP | {rate} | {t(b["roofline_s"])} ({bound}, {ceil}) | '
           f'**{100*b["roofline_frac"]:.0f}%** | {target} | {b["peak_extra_bytes"]/2**20:.1f} MiB |')
