@@ -477,8 +477,9 @@ static void sort_by_median(int *idx, int n, const cand_info *info) {
 }
 
 /* Measure the chosen candidates again, interleaved, and return their stats in out[]. Each is
- * warmed the same way first (as long as one measurement's warm-up, run for run), and the first
- * interleaved round is not counted: every candidate starts its timed rounds warm. */
+ * warmed the same way first (as long as one measurement's warm-up, run for run), the first
+ * interleaved round is not counted, and every timed batch follows one untimed call of its own
+ * config: each sample is taken warm, as a measurement of that config alone would take it. */
 static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_err *err) {
     double *x[16];
     int cap = 400, rounds = 0, batch[16];
@@ -508,7 +509,11 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
         for (int j = 0; j < n && !s; j++) {
             run_ctx rc = {S, &S->cands[idx[j]]};
             double secs = 0;
-            s = timed_run(&rc, batch[j], &secs, err);
+            /* One untimed call after the switch from the previous candidate: its thread pool
+             * (another team size, OpenMP's or the BLAS's) and caches are its own again, as in
+             * a measurement of it alone; the busy spells still hit every candidate alike. */
+            s = timed_run(&rc, 1, &secs, err);
+            if (!s) s = timed_run(&rc, batch[j], &secs, err);
             if (!warm) x[j][rounds] = secs / batch[j];
         }
         if (s || warm) continue;
