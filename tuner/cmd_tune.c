@@ -570,11 +570,13 @@ static int run(int argc, char **argv) {
     if (to.profile_path && saved) printf("profile: %s\n", to.profile_path);
     if (busy) {
         char lm[160];
+        int first = 0;
+        while (first < nrows - 1 && !rows[first].r.busy) first++;
         fprintf(stderr,
-                "flaretune: warning: the machine was busy during %d of %d runs (last: %s); "
+                "flaretune: warning: the machine was busy during %d of %d runs (%s: %s); "
                 "multi-threaded timings and speedups are not what a quiet machine gives: run "
                 "again quiet (docs/measurement.md)\n",
-                busy, nrows, ft_load_describe(&rows[nrows - 1].r.load, lm, sizeof lm));
+                busy, nrows, rows[first].op, ft_load_describe(&rows[first].r.load, lm, sizeof lm));
     }
     if (unstable)
         fprintf(stderr, "flaretune: warning: in %d run%s a config's confirmation disagreed with its "

@@ -18,8 +18,9 @@ extern "C" {
 /* Others using a quarter of a CPU, or the host stealing 5% of the time, is contention. */
 #define FT_LOAD_BUSY_CPUS 0.25
 #define FT_LOAD_BUSY_STEAL 0.05
-/* Marks closer together than this are too short for the 10 ms ticks of /proc/stat to judge. */
-#define FT_LOAD_MIN_SPAN_S 0.2
+/* Marks closer together than this are too short for the 10 ms ticks of /proc/stat to judge
+ * (two ticks of error over half a second is 0.04 CPUs). */
+#define FT_LOAD_MIN_SPAN_S 0.5
 
 typedef struct ft_load_mark {
     double wall_s;  /* monotonic seconds                                  */
