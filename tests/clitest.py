@@ -48,3 +48,29 @@ def main(flaretune, tests):
         print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)
     print(f"{len(FAILURES)} failures", file=sys.stderr)
     return 1 if FAILURES else 0
+
+
+# ---- profile entries for the profile tests -------------------------------------------------
+
+DEVICE = "cpu: Test CPU x 16 (SkylakeX)"
+
+
+def stats(m):
+    """A stats object of median m, as a measured event or a profile entry has it."""
+    return {"median_s": m, "q1_s": m * .99, "q3_s": m * 1.01, "iqr_s": m * .02, "min_s": m * .98,
+            "max_s": m * 1.1, "mean_s": m, "stdev_s": m * .01, "ci_rel": .005, "samples": 40,
+            "batch": 1, "converged": True, "total_s": m * 40}
+
+
+def entry(m_rows, median, scheme="dpace", backend="ref", device=DEVICE, config=None):
+    """A valid loss entry of a profile (docs/profiles.md)."""
+    shape = {"M": m_rows, "H": 1024, "V": 32768}
+    return {"op": "loss", "backend": backend, "device": device, "shape": shape,
+            "attrs": {"scheme": scheme}, "config": config or {},
+            "stats": stats(median), "default": {"config": {}, "stats": stats(2 * median)},
+            "speedup": 2.0, "roofline_frac": 0.25,
+            "verification": {"max_rel_err": 2e-7, "tolerance": 1e-4, "output": "loss",
+                             "shape": shape, "reduced": False},
+            "tie": [], "environment": {"cpu": "Test CPU", "cores": 16},
+            "tuned_at": "2025-01-01T00:00:00Z", "strategy": "exhaustive",
+            "evaluations": 4, "space_valid": 4}

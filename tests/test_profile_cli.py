@@ -13,31 +13,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clitest  # noqa: E402
-from clitest import FAILURES, check, one_line_error, run  # noqa: E402
+from clitest import DEVICE, FAILURES, check, entry, one_line_error, run, stats  # noqa: E402
 
 COMMANDS = ["show", "merge", "emit"]
-DEVICE = "cpu: Test CPU x 16 (SkylakeX)"
-
-
-def stats(m):
-    return {"median_s": m, "q1_s": m * .99, "q3_s": m * 1.01, "iqr_s": m * .02, "min_s": m * .98,
-            "max_s": m * 1.1, "mean_s": m, "stdev_s": m * .01, "ci_rel": .005, "samples": 40,
-            "batch": 1, "converged": True, "total_s": m * 40}
-
-
-def entry(m_rows, median, scheme="dpace", backend="ref", device=DEVICE, config=None):
-    shape = {"M": m_rows, "H": 1024, "V": 32768}
-    return {"op": "loss", "backend": backend, "device": device, "shape": shape,
-            "attrs": {"scheme": scheme}, "config": config or {},
-            "stats": stats(median), "default": {"config": {}, "stats": stats(2 * median)},
-            "speedup": 2.0, "roofline_frac": 0.25,
-            "verification": {"max_rel_err": 2e-7, "tolerance": 1e-4, "output": "loss",
-                             "shape": shape, "reduced": False},
-            "tie": [], "environment": {"cpu": "Test CPU", "cores": 16},
-            "tuned_at": "2025-01-01T00:00:00Z", "strategy": "exhaustive",
-            "evaluations": 4, "space_valid": 4}
-
-
 def write_profile(path, entries, version=1):
     with open(path, "w") as f:
         json.dump({"schema_version": version, "generator": "test", "entries": entries}, f)

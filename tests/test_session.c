@@ -139,18 +139,23 @@ static const ft_backend sim_backend = {
     .ceilings = sim_ceilings,
 };
 
+/* A run of fusion.dflash at tiny.dflare.train on the simulated backend, logged to dir/NAME. */
+static void sim_opts(ft_tune_opts *o, char *log, size_t n, const char *name) {
+    quick_opts(o);
+    o->op = ft_op_find("fusion.dflash", NULL);
+    o->be = &sim_backend;
+    o->preset = *ft_preset_find("tiny.dflare.train");
+    snprintf(log, n, "%s/%s", dir, name);
+    o->log_path = log;
+}
+
 static void test_confirmation_disagrees(void) {
     ft_err err = {0};
     ft_tune_opts o;
-    quick_opts(&o);
-    o.op = ft_op_find("fusion.dflash", &err);
-    o.be = &sim_backend;
-    o.preset = *ft_preset_find("tiny.dflare.train");
+    char log[256];
+    sim_opts(&o, log, sizeof log, "sim.jsonl");
     o.confirm_top = 3;
     o.screen = 0;
-    char log[256];
-    snprintf(log, sizeof log, "%s/sim.jsonl", dir);
-    o.log_path = log;
     ft_tune_result r;
     FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
     FT_CHECK(r.found && r.winner.v[0] == 2, "the fast one wins");
@@ -174,13 +179,8 @@ static void test_confirmation_disagrees(void) {
 static void test_fails_before_the_search(void) {
     ft_err err = {0};
     ft_tune_opts o;
-    quick_opts(&o);
-    o.op = ft_op_find("fusion.dflash", &err);
-    o.be = &sim_backend;
-    o.preset = *ft_preset_find("tiny.dflare.train");
     char log[256];
-    snprintf(log, sizeof log, "%s/early.jsonl", dir);
-    o.log_path = log;
+    sim_opts(&o, log, sizeof log, "early.jsonl");
     o.profile_path = "/nonexistent-dir/p.json";
     ft_tune_result r;
     sim_switches = 0;
