@@ -1,4 +1,4 @@
-/* test_cuda_variants.c: every configuration of every CUDA op's space (kernels/cuda/op_*.c), run
+/* test_cuda_variants.c: every configuration of every CUDA op's space (kernels/FAMILY/OP_cuda.c), run
  * through the `cuda-emu` backend (the backend's own host code, the kernels on the SIMT emulator)
  * against the float64 reference with SPEC.md's tolerances (bf16's 1e-2 for dtype=bf16), at tiny
  * shapes and at odd ones (H not a multiple of any vector width, N odd, T = 1, D = 1, more row

@@ -12,7 +12,8 @@
 #include "cuda/nvrtc.h"
 
 #define SAMPLES FT_SOURCE_DIR "/tests/cuda/"
-#define KERNELS FT_SOURCE_DIR "/kernels/cuda"
+#define DIALECT FT_SOURCE_DIR "/kernels/cuda" /* ft_cuda.h */
+#define KERNELS FT_SOURCE_DIR "/kernels"      /* the op families' folders of .cu sources */
 
 static char *read_all(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -42,7 +43,7 @@ static void nvrtc_compile(const char *path, const char *def, const char *arch) {
     char opt_arch[64], opt_def[128];
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", arch);
     snprintf(opt_def, sizeof opt_def, "-D%s", def ? def : "FT_NO_DEFINE");
-    const char *opts[] = {opt_arch, "-I" FT_CUDA_INCLUDE_DIR, "-I" KERNELS, "-std=c++17", opt_def};
+    const char *opts[] = {opt_arch, "-I" FT_CUDA_INCLUDE_DIR, "-I" DIALECT, "-std=c++17", opt_def};
     r = nvrtcCompileProgram(prog, 5, opts);
     size_t logn = 0;
     nvrtcGetProgramLogSize(prog, &logn);
@@ -82,22 +83,32 @@ static void test_samples(void) {
     }
 }
 
+/* Every kernel source of every op family: the .cu files of each folder of kernels/. */
 static void test_kernels(void) {
-    DIR *d = opendir(KERNELS);
-    FT_CHECK(d != NULL, "cannot list %s", KERNELS);
-    if (!d) return;
+    DIR *top = opendir(KERNELS);
+    FT_CHECK(top != NULL, "cannot list %s", KERNELS);
+    if (!top) return;
     int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 3, ".cu") != 0) continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", KERNELS, e->d_name);
-        for (int a = 0; a < 2; a++)
-            nvrtc_compile(path, NULL, archs[a]);
-        n++;
+    for (struct dirent *f; (f = readdir(top));) {
+        if (f->d_name[0] == '.' || !strcmp(f->d_name, "cuda")) continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", KERNELS, f->d_name);
+        DIR *d = opendir(sub);
+        if (!d) continue;
+        for (struct dirent *e; (e = readdir(d));) {
+            size_t len = strlen(e->d_name);
+            if (len < 4 || strcmp(e->d_name + len - 3, ".cu") != 0) continue;
+            char path[2048];
+            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            for (int a = 0; a < 2; a++)
+                nvrtc_compile(path, NULL, archs[a]);
+            n++;
+        }
+        closedir(d);
     }
-    closedir(d);
-    fprintf(stderr, "  %d kernel sources in kernels/cuda\n", n);
+    closedir(top);
+    FT_CHECK(n >= 5, "only %d kernel sources found under %s", n, KERNELS);
+    fprintf(stderr, "  %d kernel sources in the op families\n", n);
 }
 
 /* ptxas's -v report: numbers land on the kernel they belong to, a device function's are not a

@@ -41,7 +41,7 @@ char *ft_env_device(const ft_env *e, const char *backend, char *buf, unsigned lo
 const char *ft_blas_core_upgrade(const char *detected, const ft_env *e);
 
 /* Environment variable that records the core OpenBLAS had detected before flaretune restarted
- * itself with OPENBLAS_CORETYPE set (see tuner/main.c). */
+ * itself with OPENBLAS_CORETYPE set (see tuner/cli/main.c). */
 #define FT_BLAS_REEXEC_ENV "FLARETUNE_BLAS_DETECTED"
 
 #ifdef __cplusplus

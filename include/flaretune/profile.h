@@ -128,7 +128,7 @@ const ft_profile_entry *ft_profile_lookup_call(const ft_profile *p, const ft_cal
 /* The lookup metric: sum over the sizes of `entry` that `query` gives of |log(q / e)|. */
 double ft_profile_shape_distance(const json_t *query, const json_t *entry);
 
-/* ---- emitters (profiles/emit.c, docs/emit.md) -------------------------------------------- */
+/* ---- emitters (profiles/src/emit.c, docs/emit.md) -------------------------------------------- */
 
 typedef enum {
     FT_EMIT_C_HEADER, /* a self-contained C/C++ header with the tables and a lookup */

@@ -1,6 +1,6 @@
 /* cuda_backend.c: the `cuda` and `cuda-emu` backends (see cuda_backend.h).
  *
- * Both run the same host code: the op's run() from kernels/cuda/op_*.c, the module and launch
+ * Both run the same host code: the op's run() from kernels/FAMILY/OP_cuda.c, the module and launch
  * helpers and the device copies of a call's tensors below. `cuda` opens the GPU, compiles with
  * NVRTC and times with CUPTI (or CUDA events); `cuda-emu` opens the SIMT emulator and times with
  * the host clock (emulation timings, labelled so: its device fingerprint never matches a GPU's,

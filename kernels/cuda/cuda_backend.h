@@ -1,7 +1,7 @@
 /* cuda_backend.h: the host side of the CUDA backend, shared by `cuda` (the GPU) and `cuda-emu`
  * (the same host code with the kernels run by the SIMT emulator).
  *
- * The op code (kernels/cuda/op_*.c) is written once against this interface and ft_dev
+ * The op code (kernels/FAMILY/OP_cuda.c) is written once against this interface and ft_dev
  * (include/flaretune/device.h): it sizes grids, picks modules by config, sequences kernels and
  * GEMMs, and never knows which device runs them. What differs lives below it: the device
  * (device_cuda.c / device_emu.c), the GEMM (cuBLASLt or a CPU GEMM, gemm.c), the clock (CUPTI,
@@ -138,7 +138,7 @@ typedef struct ft_cuda_op {
     ft_status (*run)(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err);
 } ft_cuda_op;
 
-/* The CUDA ops, NULL-terminated (kernels/cuda/op_*.c each define one or more). */
+/* The CUDA ops, NULL-terminated (kernels/FAMILY/OP_cuda.c each define one or more). */
 extern const ft_cuda_op *const ft_cuda_ops[];
 const ft_cuda_op *ft_cuda_op_find(const char *name);
 

@@ -39,7 +39,7 @@
 #define FT_EMU_CXX ""
 #endif
 #ifndef FT_EMU_KERNEL_DIR
-#define FT_EMU_KERNEL_DIR "kernels/cuda"
+#define FT_EMU_KERNEL_DIR "kernels"
 #endif
 
 extern char **environ;
@@ -233,7 +233,7 @@ static const char *cxx_version(emu_dev *d) {
 
 enum { MAX_ARGS = 64 };
 
-enum { ARG_LEN = PATH_CAP + 16 };
+enum { ARG_LEN = PATH_CAP + 32 }; /* a path and the option or subfolder around it */
 
 /* Compile (or find) the module; `store` holds the command line's MAX_ARGS strings. */
 static ft_status compile_module(ft_dev *dev, const char *source, const char *const *defines,
@@ -278,8 +278,8 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
     ARG("-DFT_EMU");
     ARG("-DFT_EMU_STACK_LOG2=%d", FT_EMU_STACK_LOG2);
     int inc = argc; /* the two include directories, searched by ft_kc_hash_includes too */
-    ARG("-I%s", d->kernel_dir);
-    ARG("-I%s/emu/include", d->kernel_dir);
+    ARG("-I%s/cuda", d->kernel_dir);             /* ft_cuda.h, the dialect */
+    ARG("-I%s/cuda/emu/include", d->kernel_dir); /* the emulator's CUDA headers */
     ARG("-I%s", dir);
     ARG("%s", d->debug ? "-O0" : "-O2");
     if (d->debug) ARG("-g3"); /* macros too: gdb can print threadIdx */

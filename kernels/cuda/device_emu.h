@@ -9,7 +9,7 @@
  *   FLARETUNE_EMU_FIBERS=ucontext   switch fibers with ucontext instead of the x86-64 switch
  *   FLARETUNE_EMU_DEBUG=1     compile kernels with -O0 -g (for gdb); default -O2
  *   FLARETUNE_EMU_CXX=PATH    the C++ compiler (default: the one CMake found)
- *   FLARETUNE_KERNEL_DIR=DIR  where kernel sources live (default: the source tree's kernels/cuda)
+ *   FLARETUNE_KERNEL_DIR=DIR  the kernels/ folder sources are named from ("fusion/fusion.cu"; default: the source tree's)
  *   FLARETUNE_CACHE_DIR=DIR   the module cache (default ~/.cache/flaretune); modules go in DIR/emu
  */
 #ifndef FT_DEVICE_EMU_H

@@ -21,7 +21,7 @@
 #include "kcache.h"
 
 #ifndef FT_EMU_KERNEL_DIR
-#define FT_EMU_KERNEL_DIR "kernels/cuda"
+#define FT_EMU_KERNEL_DIR "kernels"
 #endif
 #ifndef FT_CUDA_INCLUDE_DIR
 #define FT_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -188,13 +188,14 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
     if (ndefines < 0 || ndefines > FT_NVRTC_MAX_DEFINES)
         return ft_err_set(err, FT_EINVAL, "NVRTC: %d defines, at most %d", ndefines,
                           FT_NVRTC_MAX_DEFINES);
-    char path[FT_KC_PATH_CAP], dir[FT_KC_PATH_CAP], inc[FT_KC_PATH_CAP];
+    char path[FT_KC_PATH_CAP], dir[FT_KC_PATH_CAP], inc[FT_KC_PATH_CAP], dialect[FT_KC_PATH_CAP];
     if ((size_t)(source[0] == '/' ? snprintf(path, sizeof path, "%s", source)
                                   : snprintf(path, sizeof path, "%s/%s", kernel_dir(), source)) >=
         sizeof path)
         return ft_err_set(err, FT_EINVAL, "NVRTC: the path of %s is too long", source);
     ft_kc_dir_of(path, dir, sizeof dir);
     cuda_include(inc, sizeof inc);
+    snprintf(dialect, sizeof dialect, "%.*s/cuda", (int)sizeof dialect - 8, kernel_dir());
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 
     char dlist[512];
@@ -221,7 +222,7 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
     OPT("-lineinfo");
     OPT("-I%s", inc);
     OPT("-I%s", dir);
-    if (strcmp(dir, kernel_dir()) != 0) OPT("-I%s", kernel_dir()); /* ft_cuda.h for any source */
+    if (strcmp(dir, dialect) != 0) OPT("-I%s", dialect); /* ft_cuda.h for any source */
     for (int i = 0; i < ndefines; i++)
         OPT("-D%s", defines[i]);
 #undef OPT
@@ -234,7 +235,7 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
         ft_kc_hash_str(&h, opts[i]);
     ft_kc_hash_str(&h, name);
     ft_kc_hash_bytes(&h, text, len);
-    const char *incs[2] = {dir, kernel_dir()};
+    const char *incs[2] = {dir, dialect};
     ft_kc_seen *seen = calloc(1, sizeof *seen);
     if (!seen) {
         free(text);

@@ -1,4 +1,4 @@
-/* op_list.c: the ops the CUDA backend implements (each defined in kernels/cuda/op_*.c). */
+/* op_list.c: the ops the CUDA backend implements (each defined in kernels/FAMILY/OP_cuda.c). */
 #include <string.h>
 
 #include "cuda_backend.h"

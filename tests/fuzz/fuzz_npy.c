@@ -1,4 +1,4 @@
-/* fuzz_npy.c: the .npy reader (kernels/npy.c) on arbitrary bytes.
+/* fuzz_npy.c: the .npy reader (core/npy.c) on arbitrary bytes.
  *
  * Exercises ft_npy_parse_header on the input as a buffer and ft_npy_load on it as a file: the
  * magic string, the three format versions' length prefixes, the header's dict literal, dtypes,

@@ -1,11 +1,11 @@
-/* fuzz_profile.c: the profile loader (profiles/profile.c) on arbitrary bytes, then what the
+/* fuzz_profile.c: the profile loader (profiles/src/profile.c) on arbitrary bytes, then what the
  * commands do with a loaded profile.
  *
  * Exercises ft_profile_load on the input as a file (white space only, malformed JSON, duplicate
  * keys, schema_version, per-entry validation against this build's op registry and parameter
  * spaces, skipped entries, warnings), then on a profile that loaded: the document it would
  * save, read back; a merge into an empty profile; an exact lookup of every entry; and both
- * emitters (profiles/emit.c).
+ * emitters (profiles/src/emit.c).
  *
  * A finding, besides a sanitizer report, a leak or a timeout: a failure without its status and
  * message in ft_err; a loaded entry that ft_profile_entry_check refuses; a profile whose saved

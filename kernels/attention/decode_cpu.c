@@ -1,4 +1,4 @@
-/* decode.c: block attention at inference (SPEC.md attention.decode) on the CPU.
+/* decode_cpu.c: block attention at inference (SPEC.md attention.decode) on the CPU.
  *
  *   keys(r) = [k_ctx rows of r ; k_blk[r]],  vals(r) = [v_ctx rows of r ; v_blk[r]]
  *   o[r,b,h,:] = softmax(scale * q[r,b,h,:] . keys^T) @ vals,  lse[r,b,h] = log sum exp(...)
@@ -58,7 +58,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu.h"
+#include "cpu/cpu.h"
 #include "op_ids.h"
 
 /* The loops kernels are written with AVX2 + FMA intrinsics; elsewhere they fall back to plain C

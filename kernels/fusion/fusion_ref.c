@@ -1,4 +1,4 @@
-/* ref_fusion.c: float64 reference of the two context-fusion ops (SPEC.md fusion.dflare and
+/* fusion_ref.c: float64 reference of the two context-fusion ops (SPEC.md fusion.dflare and
  * fusion.dflash), the oracle every fast fusion backend is checked against.
  *
  *   fusion.dflare:  a[i,:]   = softmax(w[i,:])

@@ -1,4 +1,4 @@
-/* loss.c: the LM head and weighted cross entropy on the CPU, forward and backward in one call.
+/* loss_cpu.c: the LM head and weighted cross entropy on the CPU, forward and backward in one call.
  *
  *   z[m,:] = h[m,:] @ w_lm^T,  ce[m] = logsumexp(z[m,:]) - z[m,labels[m]],  q[m] = exp(-ce[m])
  *   w = per-block weights (loss_weights.c),  loss = sum_m w[m] ce[m] / denom
@@ -62,7 +62,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu.h"
+#include "cpu/cpu.h"
 #include "op_ids.h"
 
 /* ---- parameter space ---------------------------------------------------------------------- */

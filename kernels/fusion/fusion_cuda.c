@@ -1,4 +1,4 @@
-/* op_fusion_cuda.c: the two context-fusion ops on the CUDA backend (SPEC.md fusion.dflare,
+/* fusion_cuda.c: the two context-fusion ops on the CUDA backend (SPEC.md fusion.dflare,
  * fusion.dflash): their tunable spaces, the kernel modules a configuration compiles, and the
  * launch sequences. The kernels, and the napkin math that shaped them, are in fusion.cu.
  *
@@ -63,10 +63,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "cuda/cuda_backend.h"
 #include "op_ids.h"
 
-#define FUS_SRC        "fusion.cu"
+#define FUS_SRC        "fusion/fusion.cu"
 #define FUS_MAX_SMEM   (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define FUS_TILE_MAX   256          /* floats of x a thread may hold (T * cpt * elements) */
 #define FUS_RED_THREAD 256          /* threads per block of the reduce kernels */

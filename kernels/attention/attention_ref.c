@@ -1,4 +1,4 @@
-/* ref_attention.c: float64 reference of the drafter's attention ops (SPEC.md attention.kvproj,
+/* attention_ref.c: float64 reference of the drafter's attention ops (SPEC.md attention.kvproj,
  * attention.decode, attention.train), the oracle every fast attention backend is checked against.
  *
  *   kvproj:  u = c[i or 0,n,:] @ w_k[i]^T  viewed as [Hkv, dh]

@@ -1,6 +1,6 @@
-/* op_attention.c: the interface of the three attention ops (SPEC.md attention.kvproj,
+/* attention_op.c: the interface of the three attention ops (SPEC.md attention.kvproj,
  * attention.decode, attention.train): tensors, attributes, size and index checks, preset sizes,
- * realistic inputs, the bridge to the float64 reference in kernels/cpu/ref_attention.c, and
+ * realistic inputs, the bridge to the float64 reference in kernels/attention/attention_ref.c, and
  * the napkin math.
  *
  * kvproj: two GEMMs per draft layer, 4*D*N*H*Hkv*dh FLOPs; compute-bound.

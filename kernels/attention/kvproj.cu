@@ -1,6 +1,6 @@
 /* kvproj.cu: the k_norm + RoPE epilogue of the context K/V projection on CUDA (SPEC.md
  * attention.kvproj); the GEMMs (cuBLASLt, a CPU GEMM under the emulator) and their sequence are
- * in kernels/cuda/op_attention_cuda.c.
+ * in kernels/attention/attention_cuda.c.
  *
  *   u = c[i or 0] w_k[i]^T viewed [N, Hkv, dh];  k = rope(u / sqrt(mean_d u^2 + eps) * gk[i], pos)
  *   v = c[i or 0] w_v[i]^T                         (rotate-half, inv_freq[m] = theta^(-2m/dh))

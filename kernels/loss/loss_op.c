@@ -1,6 +1,6 @@
-/* op_loss.c: the interface of the fused LM head + weighted cross-entropy op (SPEC.md loss):
+/* loss_op.c: the interface of the fused LM head + weighted cross-entropy op (SPEC.md loss):
  * tensors, attributes, label checks, preset sizes, realistic inputs, the bridge to the float64
- * reference in kernels/cpu/ref_loss.c, and the napkin math.
+ * reference in kernels/loss/loss_ref.c, and the napkin math.
  *
  * The minimal work is the logits GEMM (2*Ms*V*H) and the dh GEMM (2*Ms*V*H), plus dw_lm
  * (2*Ms*V*H) when wanted, over the Ms scored rows (an unscored row has no loss and no

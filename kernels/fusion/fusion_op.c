@@ -1,6 +1,6 @@
-/* op_fusion.c: the interface of the two context-fusion ops (SPEC.md fusion.dflare and
+/* fusion_op.c: the interface of the two context-fusion ops (SPEC.md fusion.dflare and
  * fusion.dflash): tensors, attributes, size checks, preset sizes, realistic inputs, the bridge
- * to the float64 reference in kernels/cpu/ref_fusion.c, and the napkin math.
+ * to the float64 reference in kernels/fusion/fusion_ref.c, and the napkin math.
  *
  * fusion.dflare: forward 2*D*T*N*H FLOPs (the weighted sums; the norm is O(D*N*H)) against
  * N*T*H + D*N*H floats moved: memory-bound everywhere (0.25 FLOP/byte at fp32). The backward

@@ -1,4 +1,4 @@
-/* train.c: block-sparse attention for drafter training (SPEC.md attention.train) on the CPU,
+/* train_cpu.c: block-sparse attention for drafter training (SPEC.md attention.train) on the CPU,
  * forward and backward.
  *
  *   block j of sequence s sees context keys p < anchors[s,j] and its own B keys (bidirectional);
@@ -71,7 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
+#include "cpu/cpu.h"
 #include "op_ids.h"
 
 #if defined(__AVX2__) && defined(__FMA__)

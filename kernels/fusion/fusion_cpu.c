@@ -1,4 +1,4 @@
-/* fusion.c: the two context-fusion ops on the CPU, forward and backward (SPEC.md fusion.dflare,
+/* fusion_cpu.c: the two context-fusion ops on the CPU, forward and backward (SPEC.md fusion.dflare,
  * fusion.dflash).
  *
  * ---- fusion.dflare (adaptive layer fusion) ----
@@ -69,7 +69,7 @@
 #include <immintrin.h>
 #endif
 
-#include "cpu.h"
+#include "cpu/cpu.h"
 #include "op_ids.h"
 
 /* ---- shared helpers ------------------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-/* op_attention_cuda.c: the context K/V projection and the inference block attention on the CUDA
+/* attention_cuda.c: the context K/V projection and the inference block attention on the CUDA
  * backend (SPEC.md attention.kvproj, attention.decode): their tunable spaces, the kernel modules
  * a configuration compiles, and the launch sequences. The kernels, and the napkin math that
  * shaped them, are in kvproj.cu and attention_decode.cu.
@@ -60,7 +60,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "cuda/cuda_backend.h"
 #include "op_ids.h"
 
 #define MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
@@ -77,7 +77,7 @@ static const char *const dpath_labels[] = {"simt", "mma"};
 /* Labels are looked up by value (0: auto); values past the table print as numbers. */
 static const char *const dsplit_labels[] = {"auto", "1", "2", "3", "4"};
 
-#define DEC_SRC   "attention_decode.cu"
+#define DEC_SRC   "attention/attention_decode.cu"
 #define DEC_KSTEP 16  /* keys per online-softmax step (KSTEP in the kernel) */
 #define DEC_MAXT  256 /* threads per CTA, at most (MAXT in the kernel) */
 
@@ -342,7 +342,7 @@ enum { KE_SPLIT, KE_FUSED, KE_INPLACE };
 static const char *const kg_labels[] = {"per_layer", "batched", "wide"};
 static const char *const ke_labels[] = {"split", "fused", "inplace"};
 
-#define KV_SRC "kvproj.cu"
+#define KV_SRC "attention/kvproj.cu"
 
 typedef struct kv_geom {
     int64_t Dc, D, N, H, Hkv, dh, KVD;

@@ -20,9 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../kernels/cuda/cuda_backend.h"
-#include "../kernels/cuda/nvrtc.h"
-#include "../kernels/cuda/specs.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/nvrtc.h"
+#include "cuda/specs.h"
 #include "cli.h"
 #include "flaretune/json.h"
 

@@ -1,9 +1,9 @@
 /* loss.cu: the kernels of the loss op on CUDA (SPEC.md loss: LM head + weighted cross entropy,
  * forward and backward in one call); the host side that sizes and sequences them, and the
- * tunables, are in kernels/cuda/op_loss_cuda.c.
+ * tunables, are in kernels/loss/loss_cuda.c.
  *
  *   z[m,:] = h[m,:] @ w_lm^T,  ce[m] = lse(z[m,:]) - z[m,labels[m]],  q[m] = exp(-ce[m])
- *   w = per-block weights (the formulas of kernels/loss_weights.c),  loss = sum w ce / denom
+ *   w = per-block weights (the formulas of kernels/loss/loss_weights.c),  loss = sum w ce / denom
  *   dz[m,:] = (w[m]/denom) (softmax(z[m,:]) - onehot(labels[m])),  dh = dz w_lm,  dw_lm = dz^T h
  *
  * Two strategies share the per-row statistics, the weights and the finishing kernels:
@@ -154,7 +154,7 @@ FT_KERNEL_EXPORT(loss_grad_ip)
 /* ---- the weights: one thread per block of B rows ------------------------------------------ */
 
 /* Blocks [b0, b0 + nb) of the batch. Combines each scored row's ns (max, sum) partials in split
- * order into lse, ce and q; then the block's weights (kernels/loss_weights.c, in double). Writes
+ * order into lse, ce and q; then the block's weights (kernels/loss/loss_weights.c, in double). Writes
  * the outputs ce, q, w and, in float32, lse, ce, w and sc = w * gscale. */
 extern "C" __global__ void __launch_bounds__(256)
     loss_weights(const int *__restrict__ labels, const uint8_t *__restrict__ mask,

@@ -1,4 +1,4 @@
-/* kvproj.c: context K/V projection (SPEC.md attention.kvproj) on the CPU.
+/* kvproj_cpu.c: context K/V projection (SPEC.md attention.kvproj) on the CPU.
  *
  *   u = c[i or 0,n,:] @ w_k[i]^T   viewed as [Hkv, dh]
  *   k[i,n,j,:] = rope(u[j,:] / sqrt(mean_d u[j,d]^2 + eps) * gk[i,:], pos[n])   (rotate-half)
@@ -46,7 +46,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu.h"
+#include "cpu/cpu.h"
 #include "op_ids.h"
 
 /* ---- parameter space ------------------------------------------------------------------------ */

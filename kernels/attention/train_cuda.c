@@ -1,4 +1,4 @@
-/* op_train_cuda.c: attention.train on the CUDA backend (SPEC.md attention.train): its tunable
+/* train_cuda.c: attention.train on the CUDA backend (SPEC.md attention.train): its tunable
  * space, the kernel modules a configuration compiles, and the launch sequences. The kernels, and
  * the napkin math that shaped them, are in attention_train.cu.
  *
@@ -42,10 +42,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "cuda/cuda_backend.h"
 #include "op_ids.h"
 
-#define TR_SRC      "attention_train.cu"
+#define TR_SRC      "attention/attention_train.cu"
 #define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define TR_CVT_T    256          /* threads per block of attn_cvt */
 

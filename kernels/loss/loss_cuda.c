@@ -1,4 +1,4 @@
-/* op_loss_cuda.c: the loss op on the CUDA backend (SPEC.md loss: LM head + weighted cross
+/* loss_cuda.c: the loss op on the CUDA backend (SPEC.md loss: LM head + weighted cross
  * entropy, forward and backward in one call): its tunable space, the kernel modules a
  * configuration compiles, and the launch sequences. The kernels are in loss.cu.
  *
@@ -36,7 +36,7 @@
  *             2 issues the next slice's cp.async before computing the current one.
  *
  * The denominator: for every scheme but D-PACE's, and for the count / num_seqs / none norms, it
- * does not depend on q, so the host computes it (kernels/loss_weights.c) and w[m]/denom is
+ * does not depend on q, so the host computes it (kernels/loss/loss_weights.c) and w[m]/denom is
  * folded into dz. D-PACE weights under norm = weight_sum need every row's q first: dz carries
  * w[m] alone, loss_finish sums the weights on the device and loss_scale divides dh, dw_lm after.
  *
@@ -59,11 +59,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "cuda/cuda_backend.h"
 #include "flaretune/ref.h"
 #include "op_ids.h"
 
-#define LSC_SRC        "loss.cu"
+#define LSC_SRC        "loss/loss.cu"
 #define LSC_MAX_LOGITS ((int64_t)1 << 31) /* bytes of one chunk's float logits */
 #define LSC_ROW_T      256                /* threads of the per-row and finishing kernels */
 #define LSC_WT_T       64                 /* threads of loss_weights (one per block of B rows) */

@@ -1,5 +1,5 @@
 /* fusion.cu: the kernels of the two context-fusion ops on CUDA (SPEC.md fusion.dflare,
- * fusion.dflash); the host side that sizes and sequences them is kernels/cuda/op_fusion_cuda.c.
+ * fusion.dflash); the host side that sizes and sequences them is kernels/fusion/fusion_cuda.c.
  *
  * ---- fusion.dflare ----
  *   a[i,:] = softmax(w[i,:]);  s[i,n,:] = sum_t a[i,t] x[n,t,:];  f[i,n,:] = rmsnorm(s) * g

@@ -1,5 +1,5 @@
 /* attention_decode.cu: block attention at inference on CUDA (SPEC.md attention.decode); the host
- * side that sizes, splits and sequences it is kernels/cuda/op_attention_cuda.c.
+ * side that sizes, splits and sequences it is kernels/attention/attention_cuda.c.
  *
  *   keys(r) = [k_ctx rows of r ; k_blk[r]],  o[r,b,h,:] = softmax(scale q . keys^T) @ vals,
  *   lse[r,b,h] = log sum exp(scale q . keys^T)          (no mask; GQA: head h reads h / G)

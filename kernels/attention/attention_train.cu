@@ -1,5 +1,5 @@
 /* attention_train.cu: the kernels of attention.train on CUDA (SPEC.md attention.train); the host
- * side that sizes and sequences them is kernels/cuda/op_train_cuda.c.
+ * side that sizes and sequences them is kernels/attention/train_cuda.c.
  *
  *   block j of sequence s sees context positions p < anchors[s,j] and its own B keys; keep = 0:
  *   o = 0, lse = -inf, no gradient.  s_t = scale q.k_t, o = softmax(s) V, lse = log sum exp(s).

@@ -1,4 +1,4 @@
-/* ref_loss.c: the float64 reference of the loss op, LM head + weighted cross entropy.
+/* loss_ref.c: the float64 reference of the loss op, LM head + weighted cross entropy.
  *
  *   z[m,:]  = h[m,:] @ w_lm^T
  *   ce[m]   = logsumexp(z[m,:]) - z[m,labels[m]]   on scored rows (mask && m % B > 0), else 0
