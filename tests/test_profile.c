@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/profile.h"
 #include "ft_test.h"
 

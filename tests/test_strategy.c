@@ -9,6 +9,7 @@
 #include "flaretune/backend.h"
 #include "flaretune/eventlog.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/replay.h"
 #include "flaretune/strategy.h"
 #include "ft_test.h"

@@ -13,6 +13,7 @@
  * them and the hardware at once; a level is also never slower than the one below it.
  */
 #include "flaretune/ceilings.h"
+#include "flaretune/json.h"
 #include "flaretune/backend.h"
 
 #include <cblas.h>
@@ -711,4 +712,49 @@ ft_roofline ft_roofline_of(const ft_ceilings *c, double bytes, double flops, dou
 double ft_roofline_s(const ft_ceilings *c, double bytes, double flops, double working_set,
                      int cold) {
     return ft_roofline_of(c, bytes, flops, working_set, cold).floor_s;
+}
+
+/* ---- JSON forms ------------------------------------------------------------------------ */
+
+json_t *ft_ceilings_to_json(const ft_ceilings *c) {
+    json_t *o = json_object();
+    json_t *levels = json_array();
+    for (int i = 0; i < c->nlevels; i++) {
+        const ft_ceil_level *l = &c->level[i];
+        json_array_append_new(
+            levels, json_pack("{s:s, s:o, s:o, s:o, s:o, s:s}", "name", l->name, "capacity_bytes",
+                              l->capacity > 0 ? ft_json_number(l->capacity) : json_null(),
+                              "bytes_per_s", ft_json_number(l->bw), "measured_bytes_per_s",
+                              ft_json_number(l->bw_now), "probe_bytes",
+                              ft_json_number(l->probe_bytes), "seen", l->seen));
+    }
+    json_object_set_new(o, "levels", levels);
+    json_object_set_new(o, "flops_per_s", ft_json_number(c->flops));
+    json_object_set_new(o, "measured_flops_per_s", ft_json_number(c->flops_now));
+    json_object_set_new(o, "flops_seen", json_string(c->flops_seen));
+    json_object_set_new(o, "peak_flops_per_s", ft_json_number(c->peak_flops));
+    json_object_set_new(o, "gemm_flops_per_s", ft_json_number(c->gemm_flops));
+    /* The memory level and the GEMM under their first names, for readers of older logs. */
+    json_object_set_new(o, "copy_bytes_per_s", ft_json_number(c->bw));
+    json_object_set_new(o, "sgemm_flops_per_s", ft_json_number(c->gemm_flops));
+    json_object_set_new(o, "copy_buffer_bytes", ft_json_number(c->copy_bytes));
+    json_object_set_new(o, "gemm_n", json_integer(c->gemm_n));
+    json_object_set_new(o, "threads", json_integer(c->threads));
+    json_object_set_new(o, "gemm", json_string(c->gemm ? c->gemm : "sgemm"));
+    json_object_set_new(o, "rounds", json_integer(c->rounds));
+    json_object_set_new(o, "from_cache", json_boolean(c->from_cache));
+    json_object_set_new(o, "cache", json_string(c->cache_path));
+    if (c->cache_note[0]) json_object_set_new(o, "cache_note", json_string(c->cache_note));
+    return o;
+}
+
+json_t *ft_roofline_to_json(const ft_roofline *r, double median_s) {
+    double frac = r->floor_s / median_s;
+    json_t *o = json_pack("{s:o, s:o, s:s, s:o, s:o, s:s, s:b}", "floor_s",
+                          ft_json_number(r->floor_s), "frac", ft_json_number(frac), "level",
+                          r->level_name, "bytes_per_s", ft_json_number(r->bw), "working_set_bytes",
+                          ft_json_number(r->working_set), "bound",
+                          r->compute_bound ? "compute" : "memory", "suspect",
+                          frac > FT_ROOFLINE_MAX_FRAC);
+    return o;
 }

@@ -15,6 +15,7 @@
 
 #include "flaretune/eventlog.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 
 static const char *str_field(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));

@@ -13,6 +13,7 @@
 #include "flaretune/env.h"
 #include "flaretune/filelock.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/load.h"
 #include "flaretune/nvtx.h"
 #include "flaretune/profile.h"

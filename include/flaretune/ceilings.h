@@ -94,6 +94,13 @@ double ft_roofline_s(const ft_ceilings *c, double bytes, double flops, double wo
  * (the margin absorbs the rounding of ticks and counters). */
 #define FT_ROOFLINE_MAX_FRAC 1.0
 
+/* JSON forms: the ceilings ({"levels": [...], "flops_per_s", ...}, docs/events.md), and where a
+ * call of median `median_s` sits under the roof ({"floor_s", "frac", "level", "bytes_per_s",
+ * "working_set_bytes", "bound", "suspect"}: suspect when above it, a measurement error). */
+struct json_t;
+struct json_t *ft_ceilings_to_json(const ft_ceilings *c);
+struct json_t *ft_roofline_to_json(const ft_roofline *r, double median_s);
+
 /* Merge c with the cache file at path (created if missing) under its lock: each figure becomes
  * the best of both, dated; the file is rewritten atomically when c improved on it. A missing,
  * torn or foreign file is not an error: c is kept and the file rebuilt, with a note in

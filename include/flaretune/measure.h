@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "flaretune/stats.h"
 #include "flaretune/status.h"
 
 #ifdef __cplusplus
@@ -44,17 +45,6 @@ typedef struct ft_measure_opts {
     volatile int *stop;
 } ft_measure_opts;
 
-typedef struct ft_stats {
-    int samples;   /* number of samples                                       */
-    int batch;     /* calls per sample                                        */
-    double median; /* seconds per call                                        */
-    double q1, q3, iqr, min, max, mean, stdev;
-    double ci_rel;   /* 95% CI half-width of the median, relative to it          */
-    int converged;   /* the noise criterion held (else the time cap stopped it) */
-    int screened;    /* early-abort screening stopped it: clearly slower than the best */
-    int interrupted; /* *stop was raised                                        */
-    double total_s;  /* wall time spent measuring, warm-up included             */
-} ft_stats;
 
 /* Time one call (or `reps` back-to-back calls) and return the seconds it took in *secs. `prep`
  * runs before each timed window with the sample index; both get `ctx`. */
@@ -67,9 +57,6 @@ typedef struct ft_timed_fn {
 void ft_measure_defaults(ft_measure_opts *o);
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err);
 
-/* The statistical fields of st (samples, median, quartiles, ...) from n samples in seconds per
- * call; sorts `x` in place and leaves batch, converged and total_s alone. */
-void ft_stats_compute(double *x, int n, ft_stats *st);
 
 #ifdef __cplusplus
 }

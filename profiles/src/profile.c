@@ -20,6 +20,7 @@
 #include "flaretune/backend.h"
 #include "flaretune/filelock.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/npy.h"
 #include "flaretune/version.h"
 

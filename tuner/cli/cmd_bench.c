@@ -12,6 +12,7 @@
 #include "flaretune/env.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/load.h"
 #include "flaretune/measure.h"
 

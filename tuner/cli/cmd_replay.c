@@ -13,6 +13,7 @@
 #include "flaretune/format.h"
 #include "flaretune/eventlog.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/replay.h"
 
 #define MAX_SEEDS 1000

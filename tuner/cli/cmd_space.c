@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune space OP [--backend B] [--preset P] [--set NAME=VALUE]...\n"

@@ -20,6 +20,7 @@
 #include "flaretune/eventlog.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/profile.h"
 #include "flaretune/rng.h"
 #include "flaretune/tui.h"

@@ -1,0 +1,47 @@
+/* json.c: the JSON forms of the core's records: numbers that may not be finite, statistics,
+ * the environment and the machine's load (see include/flaretune/json.h). */
+#include "flaretune/json.h"
+
+#include <math.h>
+#include <string.h>
+
+json_t *ft_env_to_json(const ft_env *e) {
+    json_t *o =
+        json_pack("{s:s, s:i, s:i, s:b, s:b, s:s, s:s, s:s, s:s, s:b}", "cpu", e->cpu_model,
+                  "cores", e->cpu_cores, "omp_threads", e->omp_threads, "avx2", e->has_avx2,
+                  "avx512f", e->has_avx512f, "blas", e->blas, "blas_core", e->blas_core, "compiler",
+                  e->compiler, "flaretune", e->version, "cuda_built", e->cuda_built);
+    if (e->blas_core_detected[0])
+        json_object_set_new(o, "blas_core_detected", json_string(e->blas_core_detected));
+    json_object_set_new(o, "source_hash", json_string(e->source_hash));
+    return o;
+}
+
+json_t *ft_json_number(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *ft_stats_to_json(const ft_stats *st) {
+    json_t *o = json_object();
+    json_object_set_new(o, "median_s", ft_json_number(st->median));
+    json_object_set_new(o, "q1_s", ft_json_number(st->q1));
+    json_object_set_new(o, "q3_s", ft_json_number(st->q3));
+    json_object_set_new(o, "iqr_s", ft_json_number(st->iqr));
+    json_object_set_new(o, "min_s", ft_json_number(st->min));
+    json_object_set_new(o, "max_s", ft_json_number(st->max));
+    json_object_set_new(o, "mean_s", ft_json_number(st->mean));
+    json_object_set_new(o, "stdev_s", ft_json_number(st->stdev));
+    json_object_set_new(o, "ci_rel", ft_json_number(st->ci_rel));
+    json_object_set_new(o, "samples", json_integer(st->samples));
+    json_object_set_new(o, "batch", json_integer(st->batch));
+    json_object_set_new(o, "converged", json_boolean(st->converged));
+    json_object_set_new(o, "total_s", ft_json_number(st->total_s));
+    return o;
+}
+
+json_t *ft_load_to_json(const ft_load *l) {
+    if (!l->known)
+        return json_pack("{s:b, s:f, s:f}", "known", 0, "span_s", l->span_s, "loadavg1",
+                         l->loadavg1);
+    return json_pack("{s:b, s:b, s:f, s:f, s:f, s:i, s:f}", "known", 1, "busy", l->busy,
+                     "other_cpus", l->other_cpus, "steal_frac", l->steal_frac, "loadavg1",
+                     l->loadavg1, "cpus", l->ncpu, "span_s", l->span_s);
+}

@@ -1,0 +1,28 @@
+/* op_json.h: JSON forms of an op's records: configurations, sizes and attributes, written one
+ * way in events, profiles and bench's output. */
+#ifndef FLARETUNE_OP_JSON_H
+#define FLARETUNE_OP_JSON_H
+
+#include <jansson.h>
+
+#include "flaretune/json.h"
+#include "flaretune/op.h"
+#include "flaretune/space.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* {"name": value, ...}: labels for named parameters, numbers otherwise. */
+json_t *ft_config_to_json(const ft_space *s, const ft_config *cfg);
+/* The inverse; fails on unknown names or values outside the candidates. */
+ft_status ft_config_from_json(const ft_space *s, const json_t *obj, ft_config *cfg, ft_err *err);
+/* {"N": 24, ...} */
+json_t *ft_dims_to_json(const ft_call *c);
+/* The op's attributes with their values: {"eps": "1e-06", ...} */
+json_t *ft_attrs_to_json(const ft_call *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+/* stats.h: robust statistics of a measurement's samples: median, quartiles, spread and the
+ * confidence interval of the median (see measure.h for how the samples are taken). */
+#ifndef FLARETUNE_STATS_H
+#define FLARETUNE_STATS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ft_stats {
+    int samples;   /* number of samples                                       */
+    int batch;     /* calls per sample                                        */
+    double median; /* seconds per call                                        */
+    double q1, q3, iqr, min, max, mean, stdev;
+    double ci_rel;   /* 95% CI half-width of the median, relative to it          */
+    int converged;   /* the noise criterion held (else the time cap stopped it) */
+    int screened;    /* early-abort screening stopped it: clearly slower than the best */
+    int interrupted; /* *stop was raised                                        */
+    double total_s;  /* wall time spent measuring, warm-up included             */
+} ft_stats;
+
+/* The statistical fields of st (samples, median, quartiles, ...) from n samples in seconds per
+ * call; sorts `x` in place and leaves batch, converged and total_s alone. */
+void ft_stats_compute(double *x, int n, ft_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

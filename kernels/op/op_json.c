@@ -1,0 +1,58 @@
+/* op_json.c: the JSON forms of configurations, sizes and attributes (see
+ * include/flaretune/op_json.h). */
+#include "flaretune/op_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+json_t *ft_config_to_json(const ft_space *s, const ft_config *cfg) {
+    json_t *o = json_object();
+    for (int i = 0; i < s->nparams; i++) {
+        const ft_param *p = &s->params[i];
+        if (p->labels && cfg->v[i] >= 0 && cfg->v[i] < p->n)
+            json_object_set_new(o, p->name, json_string(p->labels[cfg->v[i]]));
+        else
+            json_object_set_new(o, p->name, json_integer(cfg->v[i]));
+    }
+    return o;
+}
+
+ft_status ft_config_from_json(const ft_space *s, const json_t *obj, ft_config *cfg, ft_err *err) {
+    if (!json_is_object(obj)) return ft_err_set(err, FT_EFORMAT, "config is not a JSON object");
+    /* Reuse the text parser so both forms accept exactly the same things. */
+    char text[1024];
+    size_t k = 0;
+    const char *key;
+    json_t *val;
+    text[0] = '\0';
+    json_object_foreach((json_t *)obj, key, val) {
+        char v[64];
+        if (json_is_string(val))
+            snprintf(v, sizeof v, "%s", json_string_value(val));
+        else if (json_is_integer(val))
+            snprintf(v, sizeof v, "%lld", (long long)json_integer_value(val));
+        else
+            return ft_err_set(err, FT_EFORMAT,
+                              "config value of '%s' is neither a string nor an integer", key);
+        k += (size_t)snprintf(text + k, sizeof text - k, "%s%s=%s", k ? "," : "", key, v);
+        if (k >= sizeof text) return ft_err_set(err, FT_EFORMAT, "config object too long");
+    }
+    return ft_config_parse(s, text, cfg, err);
+}
+
+json_t *ft_dims_to_json(const ft_call *c) {
+    json_t *o = json_object();
+    for (int s = 0; c->op->syms[s]; s++)
+        json_object_set_new(o, c->op->syms[s], json_integer(c->dim[s]));
+    return o;
+}
+
+json_t *ft_attrs_to_json(const ft_call *c) {
+    json_t *o = json_object();
+    for (int a = 0; c->op->attrs[a]; a++) {
+        char v[64];
+        ft_attrs_format(&c->attrs, c->op->attrs[a], v, sizeof v);
+        json_object_set_new(o, c->op->attrs[a], json_string(v));
+    }
+    return o;
+}
