@@ -251,13 +251,12 @@ static void check_at(const ft_op *op, const ft_cuda_op *cop, const shape *s, int
 
 static void test_every_config(void) {
     const char *only = getenv("FT_TEST_OP");
-    for (int i = 0; ft_cuda_ops[i]; i++) {
-        const ft_cuda_op *cop = ft_cuda_ops[i];
-        if (only && strcmp(only, cop->name) != 0) continue;
-        ft_err err = {0};
-        const ft_op *op = ft_op_find(cop->name, &err);
-        FT_CHECK(op != NULL, "CUDA op %s is not in the registry: %s", cop->name, err.msg);
-        if (!op) continue;
+    int ncuda = 0;
+    for (int i = 0; i < ft_op_count(); i++) {
+        const ft_op *op = ft_op_at(i);
+        const ft_cuda_op *cop = ft_cuda_op_of(op);
+        if (!cop || (only && strcmp(only, op->name) != 0)) continue;
+        ncuda++;
         FT_CHECK(be->supports(op), "cuda-emu does not support %s", op->name);
         const shape *shapes = fallback_shapes;
         int nshapes = (int)(sizeof fallback_shapes / sizeof fallback_shapes[0]);
@@ -276,6 +275,7 @@ static void test_every_config(void) {
         fprintf(stderr, "  %-16s %6lld configurations verified (%.1f s CPU)\n", op->name,
                 (long long)(configs_run - before), (double)clock() / CLOCKS_PER_SEC - t0);
     }
+    FT_CHECK(ncuda > 0, "no CUDA op%s%s", only ? " named " : "", only ? only : "");
 }
 
 /* fusion.dflare's tensor-core forward (stage=mma: bf16 only, so the shapes above give it few
@@ -333,7 +333,7 @@ static void test_loss_attrs(void) {
     if (only && strcmp(only, "loss") != 0) return;
     ft_err err = {0};
     const ft_op *op = ft_op_find("loss", &err);
-    const ft_cuda_op *cop = ft_cuda_op_find("loss");
+    const ft_cuda_op *cop = ft_cuda_op_of(op);
     if (!op || !cop) return;
     const ft_space *sp = be->space(op);
     static const struct {
@@ -423,10 +423,11 @@ static void test_loss_attrs(void) {
 
 /* Each op's default config runs at its tiny preset (what `exec --backend cuda-emu` does). */
 static void test_defaults_valid(void) {
-    for (int i = 0; ft_cuda_ops[i]; i++) {
+    for (int i = 0; i < ft_op_count(); i++) {
         ft_err err = {0};
-        const ft_op *op = ft_op_find(ft_cuda_ops[i]->name, &err);
-        if (!op) continue;
+        const ft_op *op = ft_op_at(i);
+        const ft_cuda_op *cop = ft_cuda_op_of(op);
+        if (!cop) continue;
         for (int k = 0; k < ft_preset_count(); k++) {
             const ft_preset *p = ft_preset_at(k);
             if (strncmp(p->name, "tiny.", 5) != 0) continue;
@@ -440,8 +441,8 @@ static void test_defaults_valid(void) {
                 if (ft_call_from_preset(&c, p, 1, &err) == FT_OK) {
                     ft_config def;
                     char why[256] = "";
-                    ft_config_default(ft_cuda_ops[i]->space, &def);
-                    FT_CHECK(ft_space_valid(ft_cuda_ops[i]->space, &c, &def, why, sizeof why),
+                    ft_config_default(cop->space, &def);
+                    FT_CHECK(ft_space_valid(cop->space, &c, &def, why, sizeof why),
                              "%s at %s (%s, bwd=%d): the default config is not valid: %s", op->name,
                              p->name, dt_name(dtype), c.backward, why);
                 }

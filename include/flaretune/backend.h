@@ -88,6 +88,10 @@ char *ft_backend_device(const ft_backend *b, const struct ft_env *env, char *buf
 /* The clock ft_backend_time reads: "host" unless the backend says otherwise. */
 const char *ft_backend_clock(const ft_backend *b);
 
+/* The backends (kernels/op/backend.c: ref; kernels/cpu: cpu; kernels/cuda: cuda, cuda-emu). */
+extern const ft_backend ft_backend_ref, ft_backend_cpu, ft_backend_cuda, ft_backend_cuda_emu;
+
+/* The registry (kernels/registry.c): every backend, in order of preference for "auto". */
 int ft_backend_count(void);
 const ft_backend *ft_backend_at(int i);
 /* Find by name; "auto" picks the best available backend that implements op (op may be NULL).

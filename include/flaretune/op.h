@@ -142,6 +142,10 @@ typedef struct ft_op {
      * Exact when the index tensors are filled (attention FLOPs depend on the visible keys),
      * an estimate from the sizes alone when they are NULL. */
     double (*flops)(const ft_call *c);
+    /* Its implementations (NULL where a backend has none): what kernels/cpu and kernels/cuda
+     * run. Opaque here; the op's family sets them beside its description. */
+    const struct ft_cpu_impl *cpu;
+    const struct ft_cuda_op *cuda;
 } ft_op;
 
 /* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL

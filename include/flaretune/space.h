@@ -66,7 +66,8 @@ typedef struct ft_space {
  * another at the smaller shape it is verified at). */
 enum { FT_CONFIG_INVALID = 0, FT_CONFIG_VALID = 1, FT_CONFIG_DUPLICATE = 2 };
 
-/* Fill the machine-dependent candidate values (FT_PARAM_THREADS) of a space. Idempotent. */
+/* Fill the machine-dependent candidate values (FT_PARAM_THREADS) of a space. Idempotent and
+ * thread-safe; a backend resolves its spaces before it hands them out. */
 void ft_space_resolve(ft_space *s, int ncpu);
 
 void ft_config_default(const ft_space *s, ft_config *cfg);

@@ -61,7 +61,7 @@
 #include <string.h>
 
 #include "cuda/cuda_backend.h"
-#include "op_ids.h"
+#include "attention/attention.h"
 
 #define MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 
@@ -330,7 +330,7 @@ static const char *const dec_constraints[] = {
 static ft_space dec_space = {dec_params, sizeof dec_params / sizeof dec_params[0],
                              dec_constraints, dec_valid};
 
-const ft_cuda_op ft_cuda_op_attention_decode = {"attention.decode", &dec_space, dec_modules,
+const ft_cuda_op ft_cuda_attention_decode = {&dec_space, dec_modules,
                                                 dec_run};
 
 /* ==== attention.kvproj ====================================================================== */
@@ -554,5 +554,5 @@ static const char *const kv_constraints[] = {
 static ft_space kv_space = {kv_params, sizeof kv_params / sizeof kv_params[0], kv_constraints,
                             kv_valid};
 
-const ft_cuda_op ft_cuda_op_attention_kvproj = {"attention.kvproj", &kv_space, kv_modules,
+const ft_cuda_op ft_cuda_attention_kvproj = {&kv_space, kv_modules,
                                                 kv_run};

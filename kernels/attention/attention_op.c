@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "flaretune/op.h"
-#include "op_ids.h"
+#include "attention/attention.h"
 
 static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, ft_err *err) {
     if (Hkv < 1 || Hq < 1 || dh < 1)
@@ -99,7 +99,7 @@ static double kvproj_flops(const ft_call *c) {
     return 4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
 }
 
-const ft_op ft_op_attn_kvproj = {
+const ft_op ft_op_attention_kvproj = {
     .name = "attention.kvproj",
     .summary = "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer",
     .syms = kvproj_syms,
@@ -112,6 +112,8 @@ const ft_op ft_op_attn_kvproj = {
     .fill_inputs = kvproj_fill,
     .reference = kvproj_reference,
     .flops = kvproj_flops,
+    .cpu = &ft_cpu_attention_kvproj,
+    .cuda = &ft_cuda_attention_kvproj,
 };
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
@@ -189,7 +191,7 @@ static double decode_flops(const ft_call *c) {
     return 4.0 * (double)d[DC_DH] * (double)d[DC_B] * (double)d[DC_HQ] * keys;
 }
 
-const ft_op ft_op_attn_decode = {
+const ft_op ft_op_attention_decode = {
     .name = "attention.decode",
     .summary = "inference block attention: B queries per request over its context cache plus "
                "its own B keys, no mask, GQA",
@@ -203,6 +205,8 @@ const ft_op ft_op_attn_decode = {
     .fill_inputs = decode_fill,
     .reference = decode_reference,
     .flops = decode_flops,
+    .cpu = &ft_cpu_attention_decode,
+    .cuda = &ft_cuda_attention_decode,
 };
 
 /* ---- attention.train ----------------------------------------------------------------------- */
@@ -308,7 +312,7 @@ static double train_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_attn_train = {
+const ft_op ft_op_attention_train = {
     .name = "attention.train",
     .summary = "training block-sparse attention: each block sees the context before its anchor "
                "plus itself (bidirectional)",
@@ -322,4 +326,6 @@ const ft_op ft_op_attn_train = {
     .fill_inputs = train_fill,
     .reference = train_reference,
     .flops = train_flops,
+    .cpu = &ft_cpu_attention_train,
+    .cuda = &ft_cuda_attention_train,
 };

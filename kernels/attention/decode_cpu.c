@@ -59,7 +59,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
-#include "op_ids.h"
+#include "attention/attention.h"
 
 /* The loops kernels are written with AVX2 + FMA intrinsics; elsewhere they fall back to plain C
  * (correct, several times slower), and the default product is BLAS. */
@@ -701,4 +701,4 @@ static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attn_decode = {"attention.decode", &dp_space, dp_run};
+const ft_cpu_impl ft_cpu_attention_decode = {&dp_space, dp_run};

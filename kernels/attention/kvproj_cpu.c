@@ -47,7 +47,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
-#include "op_ids.h"
+#include "attention/attention.h"
 
 /* ---- parameter space ------------------------------------------------------------------------ */
 
@@ -354,4 +354,4 @@ static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attn_kvproj = {"attention.kvproj", &kv_space, kv_run};
+const ft_cpu_impl ft_cpu_attention_kvproj = {&kv_space, kv_run};

@@ -72,7 +72,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
-#include "op_ids.h"
+#include "attention/attention.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -901,4 +901,4 @@ static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attn_train = {"attention.train", &tr_space, tr_run};
+const ft_cpu_impl ft_cpu_attention_train = {&tr_space, tr_run};

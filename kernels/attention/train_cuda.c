@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "cuda/cuda_backend.h"
-#include "op_ids.h"
+#include "attention/attention.h"
 
 #define TR_SRC      "attention/attention_train.cu"
 #define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
@@ -369,4 +369,4 @@ static const char *const tr_constraints[] = {
 static ft_space tr_space = {tr_params, sizeof tr_params / sizeof tr_params[0], tr_constraints,
                             tr_valid};
 
-const ft_cuda_op ft_cuda_op_attention_train = {"attention.train", &tr_space, tr_modules, tr_run};
+const ft_cuda_op ft_cuda_attention_train = {&tr_space, tr_modules, tr_run};

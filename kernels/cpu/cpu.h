@@ -22,8 +22,8 @@
 #include "flaretune/space.h"
 #include "flaretune/workspace.h"
 
+/* An op's CPU implementation, carried by its description (ft_op.cpu). */
 typedef struct ft_cpu_impl {
-    const char *op; /* op name, as in the registry */
     ft_space *space;
     ft_status (*run)(ft_call *c, const ft_config *cfg, ft_err *err);
 } ft_cpu_impl;

@@ -8,28 +8,15 @@
 
 #include "cpu.h"
 
-extern const ft_cpu_impl ft_cpu_fusion_dflare, ft_cpu_fusion_dflash, ft_cpu_attn_kvproj,
-    ft_cpu_attn_decode, ft_cpu_attn_train, ft_cpu_loss;
-
-static const ft_cpu_impl *impls[6];
-static int nimpls;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void init(void) {
-    const ft_cpu_impl *all[] = {&ft_cpu_fusion_dflare, &ft_cpu_fusion_dflash, &ft_cpu_attn_kvproj,
-                                &ft_cpu_attn_decode,   &ft_cpu_attn_train,    &ft_cpu_loss};
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        ft_space_resolve(all[i]->space, ncpu > 0 ? (int)ncpu : 1);
-        impls[nimpls++] = all[i];
-    }
-}
-
+/* The op's CPU implementation, its thread counts resolved for this machine (once, whatever
+ * thread asks first: ft_space_resolve is idempotent and serialised). */
 static const ft_cpu_impl *find(const ft_op *op) {
-    pthread_once(&once, init);
-    for (int i = 0; op && i < nimpls; i++)
-        if (strcmp(impls[i]->op, op->name) == 0) return impls[i];
-    return NULL;
+    const ft_cpu_impl *impl = op ? op->cpu : NULL;
+    if (impl) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        ft_space_resolve(impl->space, ncpu > 0 ? (int)ncpu : 1);
+    }
+    return impl;
 }
 
 void ft_cpu_blas_threads(int n) { openblas_set_num_threads(n); }
@@ -46,8 +33,6 @@ static const ft_space *cpu_space(const ft_op *op) {
     const ft_cpu_impl *impl = find(op);
     return impl ? impl->space : NULL;
 }
-
-extern const ft_backend ft_backend_cpu;
 
 static ft_status cpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const ft_cpu_impl *impl = find(c->op);

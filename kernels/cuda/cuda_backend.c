@@ -30,33 +30,7 @@
 #include "timer.h"
 #endif
 
-struct ft_cuda_ctx {
-    int emulated;
-    ft_dev *dev;
-    char fingerprint[256];
-    char details[256];
-    struct {
-        void *p;
-        size_t bytes;
-    } scratch[FT_CUDA_SCRATCH_SLOTS];
-    ft_gemm_state *gemm;
-#if FT_HAVE_CUDA
-    ft_timer *timer;
-    /* CUPTI's clock against the wall clock, for kernel spans in traces. */
-    double wall_minus_cupti_s;
-#endif
-    char clock[16];
-    int cold;       /* flush L2 before every timed call */
-    void *l2_flush; /* 2 x L2 bytes, written to evict it */
-};
-
-ft_dev *ft_cuda_dev(ft_cuda_ctx *x) { return x->dev; }
-int ft_cuda_emulated(const ft_cuda_ctx *x) { return x->emulated; }
-ft_gemm_state **ft_cuda_gemm_slot(ft_cuda_ctx *x) { return &x->gemm; }
-
-size_t ft_dt_size(ft_dt dt) { return dt == FT_DT_BF16 ? 2 : 4; }
-
-ft_dt ft_cuda_call_dt(const ft_call *c) { return c->attrs.dtype ? FT_DT_BF16 : FT_DT_F32; }
+#include "context.h"
 
 /* ---- contexts ----------------------------------------------------------------------------- */
 
@@ -344,7 +318,7 @@ static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft
 /* The op, its configuration (default when cfg is NULL) and the check that it can run c. */
 static ft_status resolve(const ft_call *c, const ft_config **cfg, ft_config *def,
                          const ft_cuda_op **op, const char *bname, ft_err *err) {
-    *op = ft_cuda_op_find(c->op->name);
+    *op = ft_cuda_op_of(c->op);
     if (!*op) return ft_err_set(err, FT_EUNSUPPORTED, "%s does not implement %s", bname, c->op->name);
     if (!*cfg) {
         ft_config_default((*op)->space, def);
@@ -422,10 +396,10 @@ static ft_status run_on(int emulated, ft_call *c, const ft_config *cfg, int reps
     return s;
 }
 
-static int supports(const ft_op *op) { return op && ft_cuda_op_find(op->name) != NULL; }
+static int supports(const ft_op *op) { return op && ft_cuda_op_of(op) != NULL; }
 
 static const ft_space *space_of(const ft_op *op) {
-    const ft_cuda_op *o = op ? ft_cuda_op_find(op->name) : NULL;
+    const ft_cuda_op *o = op ? ft_cuda_op_of(op) : NULL;
     return o ? o->space : NULL;
 }
 
@@ -436,7 +410,7 @@ static const ft_space *space_of(const ft_op *op) {
  * this device (they are compiled anyway before they run) against the device's own limits. */
 static int gpu_static_ok(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     ft_cuda_ctx *x;
-    const ft_cuda_op *op = ft_cuda_op_find(c->op->name);
+    const ft_cuda_op *op = ft_cuda_op_of(c->op);
     if (!op || !op->modules || ft_cuda_ctx_get(0, &x, NULL) != FT_OK) return 1;
     ft_gpu_spec spec;
     if (ft_gpu_spec_from_props(ft_dev_props_of(x->dev), &spec, NULL) != FT_OK) return 1;
@@ -462,10 +436,15 @@ static int gpu_static_ok(const ft_call *c, const ft_config *cfg, char *why, size
     return 1;
 }
 
-static ft_space gpu_spaces[16];
+/* The GPU's view of each op's space: the same parameters, validity that adds the device's own
+ * limits. One per CUDA op, made on first use. */
+static struct {
+    const ft_cuda_op *op;
+    ft_space space;
+} gpu_spaces[16];
 
 static int gpu_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
-    const ft_cuda_op *op = ft_cuda_op_find(c->op->name);
+    const ft_cuda_op *op = ft_cuda_op_of(c->op);
     if (!op) return 0;
     int v = op->space->valid ? op->space->valid(c, cfg, why, n) : FT_CONFIG_VALID;
     if (v == FT_CONFIG_INVALID) return FT_CONFIG_INVALID;
@@ -480,18 +459,21 @@ static int gpu_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n
 }
 
 static const ft_space *gpu_space_of(const ft_op *op) {
-    if (!op) return NULL;
-    for (int i = 0; ft_cuda_ops[i] && i < 16; i++) {
-        if (strcmp(ft_cuda_ops[i]->name, op->name) != 0) continue;
-        pthread_mutex_lock(&ctx_lock);
-        if (!gpu_spaces[i].params) {
-            gpu_spaces[i] = *ft_cuda_ops[i]->space;
-            gpu_spaces[i].valid = gpu_valid;
+    const ft_cuda_op *cop = ft_cuda_op_of(op);
+    if (!cop) return NULL;
+    const ft_space *out = NULL;
+    pthread_mutex_lock(&ctx_lock);
+    for (int i = 0; i < 16 && !out; i++) {
+        if (gpu_spaces[i].op && gpu_spaces[i].op != cop) continue;
+        if (!gpu_spaces[i].op) {
+            gpu_spaces[i].op = cop;
+            gpu_spaces[i].space = *cop->space;
+            gpu_spaces[i].space.valid = gpu_valid;
         }
-        pthread_mutex_unlock(&ctx_lock);
-        return &gpu_spaces[i];
+        out = &gpu_spaces[i].space;
     }
-    return NULL;
+    pthread_mutex_unlock(&ctx_lock);
+    return out;
 }
 
 static int emu_available(char *why, size_t n) {

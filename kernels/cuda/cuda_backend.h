@@ -127,8 +127,8 @@ void ft_gemm_state_close(ft_gemm_state *g);
 
 /* ---- ops ------------------------------------------------------------------------------------- */
 
+/* An op's CUDA implementation, carried by its description (ft_op.cuda). */
 typedef struct ft_cuda_op {
-    const char *name; /* op name, as in the registry */
     ft_space *space;  /* the tunables of this op on the CUDA backend */
     /* The modules a configuration compiles, for static analysis; returns how many (<= max). */
     int (*modules)(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
@@ -138,9 +138,8 @@ typedef struct ft_cuda_op {
     ft_status (*run)(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err);
 } ft_cuda_op;
 
-/* The CUDA ops, NULL-terminated (kernels/FAMILY/OP_cuda.c each define one or more). */
-extern const ft_cuda_op *const ft_cuda_ops[];
-const ft_cuda_op *ft_cuda_op_find(const char *name);
+/* The CUDA implementation an op carries (NULL: the op has none). */
+const ft_cuda_op *ft_cuda_op_of(const ft_op *op);
 
 /* The device storage type a call asks for (its `dtype` attribute). */
 ft_dt ft_cuda_call_dt(const ft_call *c);

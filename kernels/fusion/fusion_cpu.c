@@ -70,7 +70,7 @@
 #endif
 
 #include "cpu/cpu.h"
-#include "op_ids.h"
+#include "fusion/fusion.h"
 
 /* ---- shared helpers ------------------------------------------------------------------------ */
 
@@ -646,7 +646,7 @@ static const char *const dl_constraints[] = {
 static ft_space dl_space = {dl_params, sizeof dl_params / sizeof dl_params[0], dl_constraints,
                             dl_valid};
 
-const ft_cpu_impl ft_cpu_fusion_dflare = {"fusion.dflare", &dl_space, dl_run};
+const ft_cpu_impl ft_cpu_fusion_dflare = {&dl_space, dl_run};
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
 
@@ -872,4 +872,4 @@ static const char *const dh_constraints[] = {
 static ft_space dh_space = {dh_params, sizeof dh_params / sizeof dh_params[0], dh_constraints,
                             dh_valid};
 
-const ft_cpu_impl ft_cpu_fusion_dflash = {"fusion.dflash", &dh_space, dh_run};
+const ft_cpu_impl ft_cpu_fusion_dflash = {&dh_space, dh_run};

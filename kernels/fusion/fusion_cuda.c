@@ -64,7 +64,7 @@
 #include <string.h>
 
 #include "cuda/cuda_backend.h"
-#include "op_ids.h"
+#include "fusion/fusion.h"
 
 #define FUS_SRC        "fusion/fusion.cu"
 #define FUS_MAX_SMEM   (227 * 1024) /* the most dynamic shared memory a block may ask for */
@@ -463,7 +463,7 @@ static const char *const dl_constraints[] = {
 static ft_space dl_space = {dl_params, sizeof dl_params / sizeof dl_params[0], dl_constraints,
                             dl_valid};
 
-const ft_cuda_op ft_cuda_op_fusion_dflare = {"fusion.dflare", &dl_space, dl_modules, dl_run};
+const ft_cuda_op ft_cuda_fusion_dflare = {&dl_space, dl_modules, dl_run};
 
 /* ==== fusion.dflash ========================================================================= */
 
@@ -691,4 +691,4 @@ static const char *const dh_constraints[] = {
 static ft_space dh_space = {dh_params, sizeof dh_params / sizeof dh_params[0], dh_constraints,
                             dh_valid};
 
-const ft_cuda_op ft_cuda_op_fusion_dflash = {"fusion.dflash", &dh_space, dh_modules, dh_run};
+const ft_cuda_op ft_cuda_fusion_dflash = {&dh_space, dh_modules, dh_run};

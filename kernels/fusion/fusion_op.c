@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "flaretune/op.h"
-#include "op_ids.h"
+#include "fusion/fusion.h"
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */
 
@@ -98,6 +98,8 @@ const ft_op ft_op_fusion_dflare = {
     .fill_inputs = dflare_fill,
     .reference = dflare_reference,
     .flops = dflare_flops,
+    .cpu = &ft_cpu_fusion_dflare,
+    .cuda = &ft_cuda_fusion_dflare,
 };
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
@@ -171,4 +173,6 @@ const ft_op ft_op_fusion_dflash = {
     .fill_inputs = dflash_fill,
     .reference = dflash_reference,
     .flops = dflash_flops,
+    .cpu = &ft_cpu_fusion_dflash,
+    .cuda = &ft_cuda_fusion_dflash,
 };

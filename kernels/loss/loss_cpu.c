@@ -63,7 +63,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
-#include "op_ids.h"
+#include "loss/loss.h"
 
 /* ---- parameter space ---------------------------------------------------------------------- */
 
@@ -591,4 +591,4 @@ static ft_status loss_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     return FT_OK;
 }
 
-const ft_cpu_impl ft_cpu_loss = {"loss", &loss_space, loss_run};
+const ft_cpu_impl ft_cpu_loss = {&loss_space, loss_run};

@@ -61,7 +61,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "flaretune/ref.h"
-#include "op_ids.h"
+#include "loss/loss.h"
 
 #define LSC_SRC        "loss/loss.cu"
 #define LSC_MAX_LOGITS ((int64_t)1 << 31) /* bytes of one chunk's float logits */
@@ -470,4 +470,4 @@ static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     return FT_OK;
 }
 
-const ft_cuda_op ft_cuda_op_loss = {"loss", &lc_space, lc_modules, lc_run};
+const ft_cuda_op ft_cuda_loss = {&lc_space, lc_modules, lc_run};

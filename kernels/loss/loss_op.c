@@ -11,7 +11,7 @@
 #include <math.h>
 
 #include "flaretune/op.h"
-#include "op_ids.h"
+#include "loss/loss.h"
 
 static const char *const loss_syms[] = {"M", "H", "V", NULL};
 static const ft_tensor_spec loss_tensors[] = {
@@ -125,4 +125,6 @@ const ft_op ft_op_loss = {
     .fill_inputs = loss_fill,
     .reference = loss_reference,
     .flops = loss_flops,
+    .cpu = &ft_cpu_loss,
+    .cuda = &ft_cuda_loss,
 };

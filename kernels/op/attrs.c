@@ -35,6 +35,12 @@ const ft_attr_desc ft_attr_table[] = {
     {NULL, FT_ATTR_FLOAT, NULL, NULL, NULL},
 };
 
+int ft_op_accepts_attr(const ft_op *op, const char *name) {
+    for (int i = 0; op->attrs[i]; i++)
+        if (strcmp(op->attrs[i], name) == 0) return 1;
+    return 0;
+}
+
 void ft_attrs_default(ft_attrs *a) {
     memset(a, 0, sizeof *a);
     a->eps = 1e-6;

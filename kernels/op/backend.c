@@ -1,4 +1,6 @@
-/* backend.c: the backend registry and the float64 reference backend. */
+/* backend.c: what every backend shares (timing with the backend's clock, the device it keys its
+ * results by, its dtypes and timer preference) and the float64 reference backend. The list of
+ * backends is kernels/registry.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@ static ft_status ref_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     return ft_call_reference(c, err);
 }
 
-static const ft_backend ref_backend = {
+const ft_backend ft_backend_ref = {
     .name = "ref",
     .summary = "float64 reference, single-threaded: the oracle every backend is verified against",
     .built = 1,
@@ -90,57 +92,3 @@ const char *ft_backend_timer_preference(void) {
 }
 
 const char *ft_backend_clock(const ft_backend *b) { return b->clock ? b->clock() : "host"; }
-
-/* ---- registry ------------------------------------------------------------------------------ */
-
-extern const ft_backend ft_backend_cpu, ft_backend_cuda, ft_backend_cuda_emu;
-
-/* In order of preference for "auto". */
-static const ft_backend *const backends[] = {
-    &ft_backend_cuda,
-    &ft_backend_cpu,
-    &ref_backend,
-    &ft_backend_cuda_emu, /* never chosen by "auto": the cpu backend runs every op */
-};
-enum { NBACKENDS = sizeof backends / sizeof backends[0] };
-
-int ft_backend_count(void) { return NBACKENDS; }
-const ft_backend *ft_backend_at(int i) { return i >= 0 && i < NBACKENDS ? backends[i] : NULL; }
-
-ft_status ft_backend_resolve(const char *name, const ft_op *op, const ft_backend **out,
-                             ft_err *err) {
-    *out = NULL;
-    char why[256];
-    if (!name || strcmp(name, "auto") == 0) {
-        for (int i = 0; i < NBACKENDS; i++) {
-            const ft_backend *b = backends[i];
-            if (b->built && b->available(why, sizeof why) && (!op || b->supports(op))) {
-                *out = b;
-                return FT_OK;
-            }
-        }
-        return ft_err_set(err, FT_EUNSUPPORTED, "no available backend implements %s",
-                          op ? op->name : "this op");
-    }
-    for (int i = 0; i < NBACKENDS; i++) {
-        const ft_backend *b = backends[i];
-        if (strcmp(b->name, name) != 0) continue;
-        if (!b->built)
-            return ft_err_set(err, FT_EUNSUPPORTED,
-                              "backend '%s' is not built into this binary (see `flaretune list`)",
-                              name);
-        if (!b->available(why, sizeof why))
-            return ft_err_set(err, FT_ENODEV, "backend '%s' cannot run here: %s", name, why);
-        if (op && !b->supports(op))
-            return ft_err_set(err, FT_EUNSUPPORTED, "backend '%s' does not implement %s", name,
-                              op->name);
-        *out = b;
-        return FT_OK;
-    }
-    char known[256];
-    size_t k = 0;
-    for (int i = 0; i < NBACKENDS; i++)
-        k += (size_t)snprintf(known + k, sizeof known - k, "%s, ", backends[i]->name);
-    snprintf(known + k, sizeof known - k, "auto");
-    return ft_err_set(err, FT_EINVAL, "unknown backend '%s' (backends: %s)", name, known);
-}

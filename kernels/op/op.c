@@ -1,4 +1,4 @@
-/* op.c: the op registry and the generic call machinery (see include/flaretune/op.h): binding
+/* op.c: the generic call machinery (see include/flaretune/op.h): binding
  * sizes from tensor shapes with messages that name the tensor, allocation, presets, and the
  * float64 reference run every backend is checked against. */
 #include <math.h>
@@ -7,30 +7,6 @@
 #include <string.h>
 
 #include "flaretune/op.h"
-
-extern const ft_op ft_op_fusion_dflare, ft_op_fusion_dflash, ft_op_attn_kvproj, ft_op_attn_decode,
-    ft_op_attn_train, ft_op_loss;
-
-static const ft_op *const registry[] = {
-    &ft_op_fusion_dflare, &ft_op_fusion_dflash, &ft_op_attn_kvproj,
-    &ft_op_attn_decode,   &ft_op_attn_train,    &ft_op_loss,
-};
-enum { NOPS = sizeof registry / sizeof registry[0] };
-
-int ft_op_count(void) { return NOPS; }
-const ft_op *ft_op_at(int i) { return i >= 0 && i < NOPS ? registry[i] : NULL; }
-
-const ft_op *ft_op_find(const char *name, ft_err *err) {
-    for (int i = 0; i < NOPS; i++)
-        if (strcmp(registry[i]->name, name) == 0) return registry[i];
-    char known[256];
-    size_t k = 0;
-    for (int i = 0; i < NOPS; i++)
-        k +=
-            (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", registry[i]->name);
-    ft_err_set(err, FT_EINVAL, "unknown op '%s' (ops: %s)", name, known);
-    return NULL;
-}
 
 int ft_op_sym(const ft_op *op, const char *sym) {
     for (int i = 0; op->syms[i]; i++)
@@ -42,12 +18,6 @@ int ft_op_tensor(const ft_op *op, const char *name) {
     for (int i = 0; i < op->ntensors; i++)
         if (strcmp(op->tensors[i].name, name) == 0) return i;
     return -1;
-}
-
-int ft_op_accepts_attr(const ft_op *op, const char *name) {
-    for (int i = 0; op->attrs[i]; i++)
-        if (strcmp(op->attrs[i], name) == 0) return 1;
-    return 0;
 }
 
 /* Symbol indices of a tensor's shape string ("N,T,H" -> {0,1,2}). Returns the rank. */

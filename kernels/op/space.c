@@ -4,18 +4,29 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
+
+/* A space's thread counts are filled in once per process, before the space is first handed
+ * out; the lock keeps two first callers (the tuner and the dashboard's thread) from writing at
+ * once, and a resolved parameter is never written again, so readers never see it change. */
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ft_space_resolve(ft_space *s, int ncpu) {
     if (ncpu < 1) ncpu = 1;
+    pthread_mutex_lock(&resolve_lock);
     for (int i = 0; i < s->nparams; i++) {
         ft_param *p = &s->params[i];
         if (!(p->flags & FT_PARAM_THREADS)) continue;
-        p->n = 0;
-        for (int t = 1; t < ncpu && p->n < FT_MAX_VALUES - 1; t *= 2) p->values[p->n++] = t;
-        p->values[p->n++] = ncpu;
+        if (p->n > 0 && p->values[p->n - 1] == ncpu && p->def == ncpu) continue; /* resolved */
+        int values[FT_MAX_VALUES], n = 0;
+        for (int t = 1; t < ncpu && n < FT_MAX_VALUES - 1; t *= 2) values[n++] = t;
+        values[n++] = ncpu;
+        memcpy(p->values, values, sizeof values);
+        p->n = n;
         p->def = ncpu;
     }
+    pthread_mutex_unlock(&resolve_lock);
 }
 
 void ft_config_default(const ft_space *s, ft_config *cfg) {

@@ -266,15 +266,15 @@ static void fail_line(const ft_op *op, const char *cfg, const char *msg) {
 static int list_ops(int json) {
     if (json) {
         json_t *a = json_array();
-        for (int i = 0; ft_cuda_ops[i]; i++)
-            json_array_append_new(a, json_string(ft_cuda_ops[i]->name));
+        for (int i = 0; i < ft_op_count(); i++)
+            if (ft_op_at(i)->cuda) json_array_append_new(a, json_string(ft_op_at(i)->name));
         json_dumpf(a, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(a);
         return FT_EXIT_OK;
     }
-    for (int i = 0; ft_cuda_ops[i]; i++)
-        printf("%s\n", ft_cuda_ops[i]->name);
+    for (int i = 0; i < ft_op_count(); i++)
+        if (ft_op_at(i)->cuda) printf("%s\n", ft_op_at(i)->name);
     return FT_EXIT_OK;
 }
 
@@ -461,13 +461,14 @@ static int run(int argc, char **argv) {
         const char *name = argv[optind];
         op = ft_op_find(name, &err);
         if (!op) return ft_cli_fail_err(&err);
-        cop = ft_cuda_op_find(name);
+        cop = ft_cuda_op_of(op);
         if (!cop) {
             char known[512] = "";
             size_t k = 0;
-            for (int i = 0; ft_cuda_ops[i] && k < sizeof known; i++)
-                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
-                                      ft_cuda_ops[i]->name);
+            for (int i = 0; i < ft_op_count() && k < sizeof known; i++)
+                if (ft_op_at(i)->cuda)
+                    k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "",
+                                          ft_op_at(i)->name);
             return ft_cli_fail(FT_EXIT_USAGE, "compile: %s has no CUDA kernels (CUDA ops: %s)",
                                name, k ? known : "none yet");
         }

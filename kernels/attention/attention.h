@@ -1,0 +1,38 @@
+/* attention.h: the attention family's ops, in one place: their size-symbol and tensor indices (the
+ * order of each op's description in attention_op.c, the one place an op's interface is declared) and
+ * the implementations its description carries (CPU in kvproj_cpu.c, decode_cpu.c and train_cpu.c, CUDA in attention_cuda.c and train_cuda.c (kernels: kvproj.cu, attention_decode.cu, attention_train.cu)).
+ */
+#ifndef FT_KERNELS_ATTENTION_H
+#define FT_KERNELS_ATTENTION_H
+
+#include "flaretune/op.h"
+
+/* attention.kvproj (KP_*), attention.decode (DC_*), attention.train (TR_*) */
+enum { KP_DC, KP_D, KP_N, KP_H, KP_KVD, KP_HKV, KP_DH };
+enum { KP_C, KP_WK, KP_WV, KP_GK, KP_POS, KP_K, KP_V };
+enum { DC_R, DC_B, DC_HQ, DC_HKV, DC_DH, DC_LSUM };
+enum { DC_Q, DC_LENS, DC_KCTX, DC_VCTX, DC_KBLK, DC_VBLK, DC_O, DC_LSE };
+enum { TR_NSEQ, TR_S, TR_NB, TR_B, TR_HQ, TR_HKV, TR_DH };
+enum {
+    TR_Q,
+    TR_KCTX,
+    TR_VCTX,
+    TR_KBLK,
+    TR_VBLK,
+    TR_ANCH,
+    TR_KEEP,
+    TR_O,
+    TR_LSE,
+    TR_DO,
+    TR_DQ,
+    TR_DKCTX,
+    TR_DVCTX,
+    TR_DKBLK,
+    TR_DVBLK
+};
+
+extern const ft_op ft_op_attention_kvproj, ft_op_attention_decode, ft_op_attention_train;
+extern const struct ft_cpu_impl ft_cpu_attention_kvproj, ft_cpu_attention_decode, ft_cpu_attention_train;
+extern const struct ft_cuda_op ft_cuda_attention_kvproj, ft_cuda_attention_decode, ft_cuda_attention_train;
+
+#endif
