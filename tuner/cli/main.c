@@ -1,5 +1,4 @@
 /* main.c: the `flaretune` command: dispatch to a subcommand. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,39 +13,6 @@ static const ft_cmd *const commands[] = {&ft_cmd_list, &ft_cmd_space, &ft_cmd_co
                                          &ft_cmd_emit,   &ft_cmd_trace, &ft_cmd_top,
                                          &ft_cmd_watch,  &ft_cmd_version};
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
-
-int ft_cli_fail(int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("flaretune: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return code;
-}
-
-int ft_cli_exit_code(ft_status s) {
-    switch (s) {
-    case FT_OK: return FT_EXIT_OK;
-    case FT_EINVAL:
-    case FT_EUNSUPPORTED: return FT_EXIT_USAGE;
-    case FT_ENODEV: return FT_EXIT_NODEV;
-    case FT_EVERIFY: return FT_EXIT_VERIFY;
-    default: return FT_EXIT_FAIL;
-    }
-}
-
-int ft_cli_fail_err(const ft_err *err) {
-    return ft_cli_fail(ft_cli_exit_code(err->status), "%s", err->msg);
-}
-
-int ft_cli_wants_help(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) break;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
-    }
-    return 0;
-}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune COMMAND [ARGS...]\n\n"

@@ -1,0 +1,41 @@
+/* cli_fail.c: how the command line fails: one line on stderr and the exit code for the status
+ * (the codes are in cli.h and README.md). Every command's file calls these; main.c only
+ * dispatches to the commands. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int ft_cli_fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("flaretune: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+int ft_cli_exit_code(ft_status s) {
+    switch (s) {
+    case FT_OK: return FT_EXIT_OK;
+    case FT_EINVAL:
+    case FT_EUNSUPPORTED: return FT_EXIT_USAGE;
+    case FT_ENODEV: return FT_EXIT_NODEV;
+    case FT_EVERIFY: return FT_EXIT_VERIFY;
+    default: return FT_EXIT_FAIL;
+    }
+}
+
+int ft_cli_fail_err(const ft_err *err) {
+    return ft_cli_fail(ft_cli_exit_code(err->status), "%s", err->msg);
+}
+
+int ft_cli_wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+    }
+    return 0;
+}
