@@ -694,6 +694,53 @@ static void test_check_writable(void) {
     FT_CHECK(temp_files() == 0, "temporary files left behind");
 }
 
+/* Renamed tunables: a former name is read from records (and renamed there), refused with the
+ * new name when typed, and never taken for a name the space still has. */
+static void test_renamed_tunables(void) {
+    static ft_param params[] = {
+        {"vecs_per_thread", "", 3, {1, 2, 4}, NULL, 1, 0},
+        {"rows_per_block", "", 2, {1, 2}, NULL, 1, 0},
+        {"vec", "", 2, {8, 16}, NULL, 16, 0}, /* still its own name here: not vec_bytes */
+    };
+    ft_space s = {params, 3, NULL, NULL};
+    FT_CHECK(ft_space_renamed(&s, "cpt") && !strcmp(ft_space_renamed(&s, "cpt"), "vecs_per_thread"),
+             "cpt not read as vecs_per_thread");
+    FT_CHECK(!ft_space_renamed(&s, "vecs_per_thread"), "a current name taken for a former one");
+    FT_CHECK(!ft_space_renamed(&s, "vec"), "vec renamed in a space that still has it");
+    FT_CHECK(!ft_space_renamed(&s, "kt"), "kt renamed in a space without keys_per_tile");
+    FT_CHECK(!ft_space_renamed(&s, "nonsense"), "an unknown name renamed");
+
+    ft_config cfg;
+    ft_err err = {0};
+    FT_CHECK(ft_config_parse(&s, "cpt=2", &cfg, &err) == FT_EINVAL &&
+                 strstr(err.msg, "'cpt' is now called 'vecs_per_thread'"),
+             "typed former name: %s", err.msg);
+    FT_CHECK(ft_config_parse(&s, "vecs_per_thread=4,rows_per_block=2", &cfg, &err) == FT_OK &&
+                 cfg.v[0] == 4 && cfg.v[1] == 2,
+             "current names not parsed");
+
+    json_t *rec = json_pack("{s:i, s:i, s:i}", "cpt", 2, "rpc", 2, "vec", 8);
+    FT_CHECK(ft_config_from_json(&s, rec, &cfg, &err) == FT_OK && cfg.v[0] == 2 &&
+                 cfg.v[1] == 2 && cfg.v[2] == 8,
+             "a record with former names not read: %s", err.msg);
+    char note[128];
+    FT_CHECK(ft_config_json_rename(&s, rec, note, sizeof note) == 2, "two renames expected");
+    FT_CHECK(!strcmp(note, "cpt -> vecs_per_thread, rpc -> rows_per_block"), "note: %s", note);
+    FT_CHECK(json_integer_value(json_object_get(rec, "vecs_per_thread")) == 2 &&
+                 json_integer_value(json_object_get(rec, "rows_per_block")) == 2 &&
+                 !json_object_get(rec, "cpt") && !json_object_get(rec, "rpc") &&
+                 json_integer_value(json_object_get(rec, "vec")) == 8 && json_object_size(rec) == 3,
+             "record after the rename: %s", json_dumps(rec, JSON_COMPACT));
+    FT_CHECK(ft_config_json_rename(&s, rec, note, sizeof note) == 0 && !note[0],
+             "renaming twice changed something");
+    json_decref(rec);
+    /* Both names present: the current one is kept, the former left for the check to refuse. */
+    rec = json_pack("{s:i, s:i}", "cpt", 2, "vecs_per_thread", 4);
+    FT_CHECK(ft_config_json_rename(&s, rec, note, sizeof note) == 0, "renamed over a current key");
+    FT_CHECK(ft_config_from_json(&s, rec, &cfg, &err) == FT_EINVAL, "both names read");
+    json_decref(rec);
+}
+
 static void remove_dir(void) {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -723,6 +770,7 @@ int main(void) {
     FT_RUN(test_links);
     FT_RUN(test_modes);
     FT_RUN(test_check_writable);
+    FT_RUN(test_renamed_tunables);
     remove_dir();
     return ft_test_finish();
 }

@@ -113,6 +113,10 @@ int ft_profile_skipped_count(const ft_profile *p);
  * M=512 H=1024 V=32768) skipped: ..."). */
 int ft_profile_warning_count(const ft_profile *p);
 const char *ft_profile_warning_at(const ft_profile *p, int i);
+/* Notes on what loading read differently from how it will be written: an entry whose config
+ * names tunables by their former names (ft_space_renamed) is kept under the new names. */
+int ft_profile_note_count(const ft_profile *p);
+const char *ft_profile_note_at(const ft_profile *p, int i);
 
 /* The entry of `op` with the nearest shape among those with the given backend, device and attrs
  * (each NULL for any). Exact when the query gives every size of the entry with the same value;

@@ -72,8 +72,14 @@ void ft_space_resolve(ft_space *s, int ncpu);
 
 void ft_config_default(const ft_space *s, ft_config *cfg);
 int ft_space_param(const ft_space *s, const char *name); /* index, -1 if none */
+/* Tunables renamed so their names say what they are (cpt -> vecs_per_thread, ...): the current
+ * name of a former one in s, or NULL when `name` is not a former name of a parameter of s (a
+ * name s still has is never read as a former one). Records written before a rename (profiles,
+ * event logs) are read with it; what a user types gets the new name in its error. */
+const char *ft_space_renamed(const ft_space *s, const char *name);
 /* Parse "name=value,..." on top of the defaults. Unknown names and values outside the
- * candidates are errors that list what is allowed. */
+ * candidates are errors that list what is allowed; a former name is an error naming the
+ * current one. */
 ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, ft_err *err);
 /* "name=value,..." with every parameter, labels for named ones. */
 void ft_config_format(const ft_space *s, const ft_config *cfg, char *buf, size_t n);

@@ -34,10 +34,37 @@ ft_status ft_config_from_json(const ft_space *s, const json_t *obj, ft_config *c
         else
             return ft_err_set(err, FT_EFORMAT,
                               "config value of '%s' is neither a string nor an integer", key);
-        k += (size_t)snprintf(text + k, sizeof text - k, "%s%s=%s", k ? "," : "", key, v);
+        const char *now = ft_space_renamed(s, key);
+        if (now && json_object_get(obj, now)) now = NULL; /* both: refused by the parser */
+        k += (size_t)snprintf(text + k, sizeof text - k, "%s%s=%s", k ? "," : "", now ? now : key,
+                              v);
         if (k >= sizeof text) return ft_err_set(err, FT_EFORMAT, "config object too long");
     }
     return ft_config_parse(s, text, cfg, err);
+}
+
+int ft_config_json_rename(const ft_space *s, json_t *obj, char *note, size_t n) {
+    /* The keys first, then the changes: an object is not changed while it is walked. */
+    const char *former[FT_MAX_PARAMS], *now[FT_MAX_PARAMS];
+    int count = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(obj, key, val) {
+        const char *name = ft_space_renamed(s, key);
+        if (name && !json_object_get(obj, name) && count < FT_MAX_PARAMS) {
+            former[count] = key;
+            now[count++] = name;
+        }
+    }
+    size_t k = 0;
+    if (n) note[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        if (k < n)
+            k += (size_t)snprintf(note + k, n - k, "%s%s -> %s", i ? ", " : "", former[i], now[i]);
+        json_object_set(obj, now[i], json_object_get(obj, former[i]));
+        json_object_del(obj, former[i]); /* last: former[i] points into the object's key */
+    }
+    return count;
 }
 
 json_t *ft_dims_to_json(const ft_call *c) {

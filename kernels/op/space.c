@@ -2,9 +2,9 @@
 #include "flaretune/space.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <pthread.h>
 #include <string.h>
 
 /* A space's thread counts are filled in once per process, before the space is first handed
@@ -20,7 +20,8 @@ void ft_space_resolve(ft_space *s, int ncpu) {
         if (!(p->flags & FT_PARAM_THREADS)) continue;
         if (p->n > 0 && p->values[p->n - 1] == ncpu && p->def == ncpu) continue; /* resolved */
         int values[FT_MAX_VALUES], n = 0;
-        for (int t = 1; t < ncpu && n < FT_MAX_VALUES - 1; t *= 2) values[n++] = t;
+        for (int t = 1; t < ncpu && n < FT_MAX_VALUES - 1; t *= 2)
+            values[n++] = t;
         values[n++] = ncpu;
         memcpy(p->values, values, sizeof values);
         p->n = n;
@@ -32,7 +33,8 @@ void ft_space_resolve(ft_space *s, int ncpu) {
 void ft_config_default(const ft_space *s, ft_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->n = s->nparams;
-    for (int i = 0; i < s->nparams; i++) cfg->v[i] = s->params[i].def;
+    for (int i = 0; i < s->nparams; i++)
+        cfg->v[i] = s->params[i].def;
 }
 
 int ft_space_param(const ft_space *s, const char *name) {
@@ -41,10 +43,36 @@ int ft_space_param(const ft_space *s, const char *name) {
     return -1;
 }
 
+/* Every rename of a tunable, for as long as records written with the former name may be read:
+ * the former name, what it is called now. A rename applies to every space that has the new
+ * name and not the former one. */
+static const struct {
+    const char *former, *name;
+} renames[] = {
+    {"vec", "vec_bytes"},       /* bytes, where the kernels count elements (FT_VEC_ELEMS) */
+    {"cpt", "vecs_per_thread"}, /* vectors per thread per row                           */
+    {"rpc", "rows_per_block"},  /* rows per block                                       */
+    {"ctas", "blocks_per_sm"},  /* blocks per SM of a persistent grid                   */
+    {"kt", "keys_per_tile"},    /* keys per K/V tile in shared memory                   */
+    {"tpw", "tiles_per_warp"},  /* 16-row tiles per warp                                */
+    {"bm", "tile_rows"},        /* rows of a logit tile                                 */
+    {"bn", "tile_cols"},        /* vocab columns of a logit tile                        */
+};
+
+const char *ft_space_renamed(const ft_space *s, const char *name) {
+    if (ft_space_param(s, name) >= 0) return NULL;
+    for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++)
+        if (strcmp(renames[i].former, name) == 0 && ft_space_param(s, renames[i].name) >= 0)
+            return renames[i].name;
+    return NULL;
+}
+
 void ft_config_value_str(const ft_space *s, int i, int value, char *buf, size_t n) {
     const ft_param *p = &s->params[i];
-    if (p->labels && value >= 0 && value < p->n) snprintf(buf, n, "%s", p->labels[value]);
-    else snprintf(buf, n, "%d", value);
+    if (p->labels && value >= 0 && value < p->n)
+        snprintf(buf, n, "%s", p->labels[value]);
+    else
+        snprintf(buf, n, "%d", value);
 }
 
 static int candidate_index(const ft_param *p, int value) {
@@ -80,6 +108,10 @@ ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, f
         *eq = '\0';
         const char *name = item, *val = eq + 1;
         int i = ft_space_param(s, name);
+        const char *now = i < 0 ? ft_space_renamed(s, name) : NULL;
+        if (now)
+            return ft_err_set(err, FT_EINVAL, "config: parameter '%s' is now called '%s'", name,
+                              now);
         if (i < 0) {
             char known[256];
             size_t k = 0;
@@ -137,7 +169,8 @@ int ft_config_equal(const ft_config *a, const ft_config *b) {
 
 int64_t ft_space_size(const ft_space *s) {
     int64_t n = 1;
-    for (int i = 0; i < s->nparams; i++) n *= s->params[i].n;
+    for (int i = 0; i < s->nparams; i++)
+        n *= s->params[i].n;
     return n;
 }
 
@@ -164,7 +197,8 @@ int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *
                    size_t n) {
     if (why && n) why[0] = '\0';
     if (cfg->n != s->nparams) {
-        if (why) snprintf(why, n, "config has %d values, the space %d parameters", cfg->n, s->nparams);
+        if (why)
+            snprintf(why, n, "config has %d values, the space %d parameters", cfg->n, s->nparams);
         return FT_CONFIG_INVALID;
     }
     for (int i = 0; i < s->nparams; i++)
@@ -183,7 +217,7 @@ int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *
     return ft_space_check(s, c, cfg, why, n) == FT_CONFIG_VALID;
 }
 
-int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg,
-                      char *why, size_t n) {
+int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+                      size_t n) {
     return ft_space_check(s, c, cfg, why, n) != FT_CONFIG_INVALID;
 }

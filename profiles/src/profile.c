@@ -24,12 +24,17 @@
 #include "flaretune/npy.h"
 #include "flaretune/version.h"
 
+typedef struct ft_profile_lines {
+    char **v;
+    int n, cap;
+} ft_profile_lines;
+
 struct ft_profile {
     ft_profile_entry *entries; /* sorted; each .json holds one reference */
     int n, cap;
     json_t *skipped; /* array of entries that did not validate, kept as they were */
-    char **warnings;
-    int nwarn, capwarn;
+    ft_profile_lines warnings; /* what was skipped or dropped, and why */
+    ft_profile_lines notes;    /* what was read differently from how it is written */
 };
 
 /* ---- small helpers -------------------------------------------------------------------------- */
@@ -372,9 +377,12 @@ void ft_profile_free(ft_profile *p) {
         json_decref((json_t *)p->entries[i].json);
     free(p->entries);
     json_decref(p->skipped);
-    for (int i = 0; i < p->nwarn; i++)
-        free(p->warnings[i]);
-    free(p->warnings);
+    for (int i = 0; i < p->warnings.n; i++)
+        free(p->warnings.v[i]);
+    free(p->warnings.v);
+    for (int i = 0; i < p->notes.n; i++)
+        free(p->notes.v[i]);
+    free(p->notes.v);
     free(p);
 }
 
@@ -385,23 +393,31 @@ const ft_profile_entry *ft_profile_entry_at(const ft_profile *p, int i) {
 int ft_profile_skipped_count(const ft_profile *p) {
     return p ? (int)json_array_size(p->skipped) : 0;
 }
-int ft_profile_warning_count(const ft_profile *p) { return p ? p->nwarn : 0; }
+int ft_profile_warning_count(const ft_profile *p) { return p ? p->warnings.n : 0; }
 const char *ft_profile_warning_at(const ft_profile *p, int i) {
-    return p && i >= 0 && i < p->nwarn ? p->warnings[i] : NULL;
+    return p && i >= 0 && i < p->warnings.n ? p->warnings.v[i] : NULL;
+}
+int ft_profile_note_count(const ft_profile *p) { return p ? p->notes.n : 0; }
+const char *ft_profile_note_at(const ft_profile *p, int i) {
+    return p && i >= 0 && i < p->notes.n ? p->notes.v[i] : NULL;
 }
 
-static ft_status add_warning(ft_profile *p, const char *text, ft_err *err) {
-    if (p->nwarn == p->capwarn) {
-        int cap = p->capwarn ? 2 * p->capwarn : 8;
-        char **w = realloc(p->warnings, (size_t)cap * sizeof *w);
+static ft_status add_line(ft_profile_lines *l, const char *text, ft_err *err) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        char **w = realloc(l->v, (size_t)cap * sizeof *w);
         if (!w) return ft_err_set(err, FT_ENOMEM, "out of memory recording a profile warning");
-        p->warnings = w;
-        p->capwarn = cap;
+        l->v = w;
+        l->cap = cap;
     }
     char *copy = strdup(text);
     if (!copy) return ft_err_set(err, FT_ENOMEM, "out of memory recording a profile warning");
-    p->warnings[p->nwarn++] = copy;
+    l->v[l->n++] = copy;
     return FT_OK;
+}
+
+static ft_status add_warning(ft_profile *p, const char *text, ft_err *err) {
+    return add_line(&p->warnings, text, err);
 }
 
 /* Insert a checked entry (j is a reference the profile takes over, e points into it). */
@@ -494,12 +510,51 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) 
     json_array_foreach(src->skipped, k, raw) {
         if ((s = keep_skipped(dst, raw, err))) return s;
     }
-    for (int i = 0; i < src->nwarn; i++)
-        if ((s = add_warning(dst, src->warnings[i], err))) return s;
+    for (int i = 0; i < src->warnings.n; i++)
+        if ((s = add_warning(dst, src->warnings.v[i], err))) return s;
+    for (int i = 0; i < src->notes.n; i++)
+        if ((s = add_line(&dst->notes, src->notes.v[i], err))) return s;
     return FT_OK;
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
+
+/* The entry to keep for j (checked into e): j itself, or a copy with the former names of its
+ * config's tunables renamed (ft_space_renamed), with a note saying so. *keep is a reference. */
+static ft_status renamed_entry(ft_profile *p, const char *name, size_t i, json_t *j,
+                               ft_profile_entry *e, json_t **keep, ft_err *err) {
+    const ft_backend *be = backend_named(e->backend);
+    const ft_space *sp = be && be->built && be->supports(e->op) ? be->space(e->op) : NULL;
+    char renames[256];
+    json_t *config = json_object_get(j, "config");
+    json_t *probe = sp ? json_copy(config) : NULL;
+    int n = probe ? ft_config_json_rename(sp, probe, renames, sizeof renames) : 0;
+    json_decref(probe);
+    if (n == 0) {
+        *keep = json_incref(j);
+        return FT_OK;
+    }
+    json_t *copy = json_deep_copy(j);
+    ft_err e2 = {0};
+    if (!copy) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+    ft_config_json_rename(sp, json_object_get(copy, "config"), renames, sizeof renames);
+    if (check_entry(copy, e, &e2) != FT_OK) {
+        json_decref(copy);
+        return ft_err_set(err, FT_EINTERNAL, "%s: entries[%zu] renamed: %s", name, i, e2.msg);
+    }
+    char note[512];
+    snprintf(note, sizeof note,
+             "%s: entries[%zu] (%s on %s) names tunables by their former names: read as %s "
+             "(saved under the new names)",
+             name, i, e->op->name, e->backend, renames);
+    ft_status s = add_line(&p->notes, note, err);
+    if (s) {
+        json_decref(copy);
+        return s;
+    }
+    *keep = copy;
+    return FT_OK;
+}
 
 ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile **out,
                                ft_err *err) {
@@ -543,8 +598,9 @@ ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile 
             continue;
         }
         if (check_entry(j, &e, &why) == FT_OK) {
-            json_incref(j);
-            if ((s = insert(p, j, &e, NULL, err))) break;
+            json_t *keep = NULL;
+            if ((s = renamed_entry(p, name, i, j, &e, &keep, err))) break;
+            if ((s = insert(p, keep, &e, NULL, err))) break;
             continue;
         }
         char warn[FT_ERR_MSG_LEN + 512], shape[200];
