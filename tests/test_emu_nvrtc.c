@@ -1,4 +1,4 @@
-/* test_emu_nvrtc.c: every sample kernel of tests/cuda/ (and every kernels/cuda/<name>.cu) compiled
+/* test_emu_nvrtc.c: every sample kernel of tests/cuda/ (and every kernels/FAMILY/<name>.cu) compiled
  * for the GPU by NVRTC, for sm_80 and sm_90a, down to a CUBIN (so ptxas checks the inline PTX of
  * ft_cuda.h too), without warnings. The emulator's tests prove the kernels right; this proves the
  * same text is real CUDA. Needs the CUDA toolkit, not a GPU; skips (77) without the toolkit. */

@@ -274,7 +274,7 @@ def eventlog_seeds():
                 hist={"lo": med * 0.9, "hi": med * 1.2, "counts": [4, 8, 4, 2, 1, 1]},
                 kernels=[{"name": "k", "start": t + i, "end": t + i + 1e-5}]))
 
-    # The dashboard's own kinds (tuner/cmd_watch.c, docs/dashboard.md).
+    # The dashboard's own kinds (tuner/cli/cmd_watch.c, docs/dashboard.md).
     watch = [ev("watch_start", "w1", t, op="loss", backend="cpu", device="cpu", profile="p.json",
                 dims={"M": 40, "H": 64, "V": 320}, attrs={}, config={"chunk": 2},
                 profile_median_s=1e-4),
