@@ -8,13 +8,13 @@
  * N x KVD x H per layer = 2*2*D*N*H*KVD = 150 GFLOP, against c (D*N*H*4 = 147 MB), the weights
  * (2*D*KVD*H*4 = 147 MB) and k, v (2*D*N*KVD*4 = 117 MB): 0.4 GB for 150 GFLOP, about 370
  * FLOP per byte, so compute-bound; floor = FLOPs / sgemm rate (about 1.1 s at the ~135 GFLOP/s
- * of a 2048^3 sgemm on the 2 Zen 3 cores here). The RMSNorm + RoPE epilogue is D*N*KVD = 15 M
- * elements (a few ms), and the cos/sin table is N*dh/2 pairs computed once per call (positions
- * are shared by every layer).
+ * of a 2048^3 sgemm on a 2-core AMD EPYC (Zen 3) VM, 2026-11). The RMSNorm + RoPE epilogue is
+ * D*N*KVD = 15 M elements (a few ms), and the cos/sin table is N*dh/2 pairs computed once per call
+ * (positions are shared by every layer).
  *
- * Measured here (2 threads): the default takes 1.12 s at qwen3-4b dflare (~98% of the sgemm
- * floor) and 0.75 s at dflash (Dc = 1, 107 GFLOP); the gemm forms and par differ by under 10%,
- * while chunks of 64 rows or fewer run 2-5x slower (BLAS re-packs the weights for every call).
+ * Measured on that VM (2 threads, 2026-11): the default takes 1.12 s at qwen3-4b dflare (~98% of
+ * the sgemm floor) and 0.75 s at dflash (Dc = 1, 107 GFLOP); the gemm forms and par differ by under
+ * 10%, while chunks of 64 rows or fewer run 2-5x slower (BLAS re-packs the weights for every call).
  *
  * Parameters (why each changes how the work is done):
  *   gemm      per_layer: one GEMM for K and one for V per layer, written straight into k and v.

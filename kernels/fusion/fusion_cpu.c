@@ -5,10 +5,10 @@
  *   a[i,:] = softmax(w[i,:]);  s[i,n,:] = sum_t a[i,t] x[n,t,:];  f[i,n,:] = rmsnorm(s) * g
  * Napkin math at qwen3-4b dflare train (N = 2048, T = 9, H = 2560, D = 7), fp32: x is read once
  * (N*T*H*4 = 189 MB), f written once (D*N*H*4 = 147 MB), 2*D*T*N*H = 0.66 GFLOP (0.25 FLOP/byte).
- * Memory-bound: floor = 336 MB / copy bandwidth; on the 2 cores here a copy moves 17-19 GB/s
- * (read + write) with plain stores and 20-25 GB/s with streaming stores, so 14-20 ms. The
- * backward (same call, same pass over the rows) adds df (147 MB) in and dx (189 MB) out: 672 MB
- * in all, ~3 GFLOP, floor 27-40 ms.
+ * Memory-bound: floor = 336 MB / copy bandwidth; a 2-core AMD EPYC (Zen 3) VM measured a copy
+ * (2026-11) at 17-19 GB/s (read + write) with plain stores and 20-25 GB/s with streaming stores, so
+ * 14-20 ms there. The backward (same call, same pass over the rows) adds df (147 MB) in and dx (189
+ * MB) out: 672 MB in all, ~3 GFLOP, floor 27-40 ms.
  *   Per row n: pass 1 mixes s in h-blocks of 64 (the T x 64 block of x sits in L1 and serves
  * every layer of the pass) into a D x H scratch row (72 KB, L2) and sums s^2 (and g*df*s for the
  * backward); pass 2 writes f = s*r*g and, backward, block by block,
@@ -41,9 +41,9 @@
  *
  * ---- fusion.dflash (FC fusion) ----
  *   c[n,:] = x[n,:] @ w_fc^T   (K = T*H inputs);  f[n,:] = rmsnorm(c) * g
- * Napkin math at qwen3-4b dflash train (N = 2048, T = 5, H = 2560): 2*N*H*T*H = 134 GFLOP
- * forward; w_fc is 131 MB, x 105 MB, f 21 MB: GEMM-bound, floor = FLOPs / sgemm rate (OpenBLAS
- * core Zen runs this shape at 130-145 GFLOP/s on the 2 cores here, so ~1 s). Backward: dc by the
+ * Napkin math at qwen3-4b dflash train (N = 2048, T = 5, H = 2560): 2*N*H*T*H = 134 GFLOP forward;
+ * w_fc is 131 MB, x 105 MB, f 21 MB: GEMM-bound, floor = FLOPs / sgemm rate (OpenBLAS core Zen ran
+ * this shape at 130-145 GFLOP/s on a 2-core EPYC VM in 2026-11, so ~1 s). Backward: dc by the
  * RMSNorm backward, dx = dc @ w_fc and dw_fc = dc^T @ x, two more GEMMs of the same size.
  *
  * Parameters (fusion.dflash):

@@ -7,9 +7,10 @@
  *
  * Napkin math at the benchmark shape (qwen3-4b, H = 2560, V = 32768, 32 blocks of 16: M = 512):
  * each GEMM is 2*M*V*H = 86 GFLOP; the minimal work is the logits and dh GEMMs, 172 GFLOP (258
- * with dw_lm). This machine (2 Zen 3 cores) runs a 2048^3 sgemm at about 145 GFLOP/s and a
- * 2-thread streaming copy at about 17 GB/s, so the floor is 1.19 s (1.78 s with dw_lm). w_lm and
- * dw_lm are 335 MB each, the logits 64 MB. A chunk of R rows streams w_lm twice (logits, dh) for
+ * with dw_lm). A 2-core AMD EPYC (Zen 3) VM ran (2026-11) a 2048^3 sgemm at about 145
+ * GFLOP/s and a 2-thread streaming copy at about 17 GB/s, so its floor is 1.19 s (1.78 s with
+ * dw_lm). w_lm and dw_lm are 335 MB each, the logits 64 MB. A chunk of R rows streams w_lm
+ * twice (logits, dh) for
  * 4*R*V*H FLOPs, R/2 flops per byte: one block (R ~ 14 scored rows) sits at the bandwidth ridge
  * (145/17 = 8.5 flops per byte) and OpenBLAS runs such skinny GEMMs far below either ceiling;
  * from R ~ 100 the GEMMs are compute-bound. dw_lm += dz^T @ h reads and writes all of dw_lm once
