@@ -2,6 +2,7 @@
  * architectures and the two phases, plus `tiny` presets small enough for the float64 reference
  * and for CI. Names are MODEL.ARCH.PHASE, e.g. qwen3-8b.dflare.decode or tiny.dflash.train. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,10 @@ static const char *const archs[] = {"dflash", "dflare"};
 static const char *const phases[] = {"decode", "train"};
 enum { NPRESETS = NMODELS * 2 * 2 };
 
+/* Built once, on first use, from whichever thread comes first (the dashboard's and the tuner's
+ * may both be the first): pthread_once makes the others wait for the finished table. */
 static ft_preset table[NPRESETS];
-static int table_ready;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
     int tiny = strcmp(m->name, "tiny") == 0, small = strcmp(m->name, "small") == 0;
@@ -73,24 +76,22 @@ static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
 }
 
 static void build_table(void) {
-    if (table_ready) return;
     int k = 0;
     for (int m = 0; m < NMODELS; m++)
         for (int a = 0; a < 2; a++)
             for (int ph = 0; ph < 2; ph++)
                 make(&table[k++], &models[m], a, ph);
-    table_ready = 1;
 }
 
 int ft_preset_count(void) { return NPRESETS; }
 
 const ft_preset *ft_preset_at(int i) {
-    build_table();
+    pthread_once(&table_once, build_table);
     return i >= 0 && i < NPRESETS ? &table[i] : NULL;
 }
 
 const ft_preset *ft_preset_find(const char *name) {
-    build_table();
+    pthread_once(&table_once, build_table);
     for (int i = 0; i < NPRESETS; i++)
         if (strcmp(table[i].name, name) == 0) return &table[i];
     return NULL;

@@ -1,0 +1,74 @@
+/* test_preset.c: the preset table is built on first use, and the first use may come from several
+ * threads at once (the dashboard's and the tuner's). This program looks presets up from many
+ * threads released together before anything else touches the table, so the first build itself
+ * is raced; a lookup that saw a half-built table returns NULL or another preset. */
+#include <pthread.h>
+#include <string.h>
+
+#include "flaretune/op.h"
+#include "ft_test.h"
+
+enum { NTHREADS = 8, MAXPRESETS = 64 };
+
+/* Names known without a lookup, so the first call of every thread is a lookup by name. */
+static const char *const names[] = {"tiny.dflare.train", "qwen3-8b.dflash.decode",
+                                    "small.dflare.decode", "gpt-oss-20b.dflash.train"};
+enum { NNAMES = sizeof names / sizeof names[0] };
+
+typedef struct {
+    const ft_preset *by_name[NNAMES];
+    const ft_preset *by_index[MAXPRESETS];
+    int mismatches; /* presets whose own name finds another preset (or none) */
+} seen;
+
+static pthread_barrier_t start;
+static seen results[NTHREADS];
+
+static void *look_up(void *arg) {
+    seen *r = arg;
+    pthread_barrier_wait(&start);
+    for (int i = 0; i < NNAMES; i++)
+        r->by_name[i] = ft_preset_find(names[i]);
+    int n = ft_preset_count();
+    for (int i = 0; i < n && i < MAXPRESETS; i++) {
+        r->by_index[i] = ft_preset_at(i);
+        if (!r->by_index[i] || ft_preset_find(r->by_index[i]->name) != r->by_index[i])
+            r->mismatches++;
+    }
+    return NULL;
+}
+
+static void test_first_lookups_from_many_threads(void) {
+    pthread_t t[NTHREADS];
+    FT_CHECK(pthread_barrier_init(&start, NULL, NTHREADS) == 0, "barrier");
+    for (int k = 0; k < NTHREADS; k++)
+        FT_CHECK(pthread_create(&t[k], NULL, look_up, &results[k]) == 0, "thread %d", k);
+    for (int k = 0; k < NTHREADS; k++)
+        pthread_join(t[k], NULL);
+    pthread_barrier_destroy(&start);
+
+    int n = ft_preset_count();
+    FT_CHECK(n > 0 && n <= MAXPRESETS, "%d presets", n);
+    for (int k = 0; k < NTHREADS; k++) {
+        FT_CHECK(results[k].mismatches == 0, "thread %d: %d presets not found by their name", k,
+                 results[k].mismatches);
+        for (int i = 0; i < NNAMES; i++) {
+            const ft_preset *p = results[k].by_name[i];
+            FT_CHECK(p && strcmp(p->name, names[i]) == 0, "thread %d: %s found as %s", k, names[i],
+                     p ? p->name : "nothing");
+            FT_CHECK(p == results[0].by_name[i], "thread %d: %s at another address", k, names[i]);
+        }
+        for (int i = 0; i < n && i < MAXPRESETS; i++)
+            FT_CHECK(results[k].by_index[i] == ft_preset_at(i), "thread %d: preset %d differs", k,
+                     i);
+    }
+    /* The table the threads built is the table a single thread sees: full sizes, not zeroes. */
+    const ft_preset *p = ft_preset_find("tiny.dflare.train");
+    FT_CHECK(p && p->H == 64 && p->D == 3 && p->T == 4 && p->N == p->nseq * p->S,
+             "tiny.dflare.train has its sizes");
+}
+
+int main(void) {
+    FT_RUN(test_first_lookups_from_many_threads); /* first: the table must not be built yet */
+    return ft_test_finish();
+}
