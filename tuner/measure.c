@@ -9,21 +9,59 @@
 #include "flaretune/clock.h"
 #include "flaretune/eventlog.h"
 
-void ft_measure_defaults(ft_measure_opts *o) {
-    o->warmup_s = 0.05;
-    o->min_samples = 10;
-    o->min_time_s = 0.25;
-    o->max_time_s = 3.0;
-    o->max_samples = 2000;
-    o->max_noise = 0.01;
-    o->batch_min_s = 1e-4;
-    o->screen_above = 0;
-    o->screen_after = 3;
-    o->sample_start = NULL;
-    o->sample_value = NULL;
-    o->sample_cap = 0;
-    o->stop = NULL;
-}
+/* The defaults of every use, the one place they are set (docs/measurement.md lists them). The
+ * unnamed fields (sample buffers, stop flag) are a caller's own and start empty. */
+static const ft_measure_opts defaults[] = {
+    [FT_MEASURE_BENCH] =
+        {
+            /* Thread pools, page faults of the scratch, library set-up and the clock frequency
+             * settle before the first timed sample; 50 ms is spent again on every candidate. */
+            .warmup_s = 0.05,
+            /* Fewer samples give quartiles, and so an interval, that mean nothing. */
+            .min_samples = 10,
+            /* The samples span a quarter of a second, so one quiet spell of a few milliseconds
+             * cannot pass for the machine. */
+            .min_time_s = 0.25,
+            /* One bench is waited for by a person: a noisy machine gets 3 s to reach the noise
+             * target, then the result says it was not reached. */
+            .max_time_s = 3.0,
+            /* 2,000 samples narrow the interval (1 / sqrt(n)) past any noise target; the cap
+             * bounds the sample buffers when calls are short. */
+            .max_samples = 2000,
+            /* A bench's median is the number a person compares across runs and against the
+             * roofline: known to 1%. */
+            .max_noise = 0.01,
+            /* Calls under 100 µs are timed in batches: far above the clock's resolution and
+             * the cost of reading it, so the clock adds under 0.1% to a sample. */
+            .batch_min_s = 1e-4,
+            /* Screening is the tuner's, set per candidate from the best so far. */
+            .screen_above = 0,
+            /* A median of three already ignores one outlier. */
+            .screen_after = 3,
+        },
+    [FT_MEASURE_TUNE] =
+        {
+            .warmup_s = 0.05,  /* as bench, for the same reasons */
+            .min_samples = 10, /* as bench */
+            /* A tuner measures dozens of candidates, so each gets less time than one bench; the
+             * confirmation round then re-measures the contenders side by side (after 30 rounds it
+             * stops once min_time_s per contender has passed, after 10 at twice max_time_s). */
+            .min_time_s = 0.1,
+            .max_time_s = 1.0,
+            .max_samples = 2000, /* as bench */
+            /* 2% tells candidates apart during the search; the winner is decided by the
+             * interleaved confirmation, not by these medians. */
+            .max_noise = 0.02,
+            .batch_min_s = 1e-4, /* as bench */
+            /* Set per candidate from the best so far and tune's screen_factor. */
+            .screen_above = 0,
+            .screen_after = 3, /* as bench */
+        },
+};
+
+void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o) { *o = defaults[use]; }
+
+void ft_measure_defaults(ft_measure_opts *o) { ft_measure_defaults_for(FT_MEASURE_BENCH, o); }
 
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err) {
     memset(st, 0, sizeof *st);

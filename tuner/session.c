@@ -28,12 +28,7 @@ void ft_tune_defaults(ft_tune_opts *o) {
     o->screen = 1;
     o->screen_factor = 1.5;
     o->confirm_top = 3;
-    ft_measure_defaults(&o->measure);
-    /* A tuner measures dozens of candidates, so each gets less time than one bench; the
-     * confirmation round then re-measures the contenders side by side. */
-    o->measure.max_time_s = 1.0;
-    o->measure.min_time_s = 0.1;
-    o->measure.max_noise = 0.02;
+    ft_measure_defaults_for(FT_MEASURE_TUNE, &o->measure);
     o->verify_flops_max = 1e9;
     o->ceilings_every_s = 120;
 }

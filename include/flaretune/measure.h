@@ -23,18 +23,17 @@ extern "C" {
 #endif
 
 typedef struct ft_measure_opts {
-    double warmup_s;    /* run (untimed) for at least this long first; default 0.05   */
-    int min_samples;    /* default 10                                                  */
-    double min_time_s;  /* default 0.25                                                */
-    double max_time_s;  /* time cap; default 3                                         */
-    int max_samples;    /* default 2000                                                */
-    double max_noise;   /* stop when the median's 95% CI half-width / median < this;
-                           default 0.01                                                */
-    double batch_min_s; /* batch calls shorter than this into one sample; default 1e-4 */
+    double warmup_s;    /* run (untimed) for at least this long first                   */
+    int min_samples;    /* take at least this many samples                              */
+    double min_time_s;  /* and sample for at least this long                            */
+    double max_time_s;  /* time cap                                                     */
+    int max_samples;    /* sample cap                                                   */
+    double max_noise;   /* stop when the median's 95% CI half-width / median < this     */
+    double batch_min_s; /* batch calls shorter than this into one sample                */
     /* Early-abort screening (as PyTorch's TunableOp does): after `screen_after` samples, stop
      * when the median so far exceeds `screen_above` seconds per call. 0 disables. */
     double screen_above;
-    int screen_after; /* default 3 */
+    int screen_after;
     /* Optional: where each sample started (wall time, seconds since the epoch), for traces, and
      * each sample's value (seconds per call), for distributions; both hold sample_cap. */
     double *sample_start;
@@ -45,7 +44,6 @@ typedef struct ft_measure_opts {
     volatile int *stop;
 } ft_measure_opts;
 
-
 /* Time one call (or `reps` back-to-back calls) and return the seconds it took in *secs. `prep`
  * runs before each timed window with the sample index; both get `ctx`. */
 typedef struct ft_timed_fn {
@@ -54,9 +52,18 @@ typedef struct ft_timed_fn {
     void *ctx;
 } ft_timed_fn;
 
+/* What a measurement is for; each use has its own defaults, with the reason for every value, in
+ * one table (tuner/measure.c, docs/measurement.md). */
+typedef enum ft_measure_use {
+    FT_MEASURE_BENCH, /* `bench`: one config, timed once, as precisely as a person will wait for */
+    FT_MEASURE_TUNE,  /* `tune`'s search: dozens of candidates, each given less time           */
+} ft_measure_use;
+
+/* The defaults of `use`; no samples recorded, no stop flag. */
+void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o);
+/* The defaults of FT_MEASURE_BENCH. */
 void ft_measure_defaults(ft_measure_opts *o);
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err);
-
 
 #ifdef __cplusplus
 }

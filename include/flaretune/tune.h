@@ -53,6 +53,7 @@ typedef struct ft_tune_opts {
     int screen;           /* early-abort screening on                                       */
     double screen_factor; /* drop a candidate whose first samples exceed factor x best; 1.5 */
     int confirm_top;      /* re-measure this many of the best, interleaved; default 3       */
+    /* Each candidate's measurement; the defaults are FT_MEASURE_TUNE's (measure.h). */
     ft_measure_opts measure;
     double verify_flops_max;    /* largest reference run (FLOPs) before reducing the shape; 1e9 */
     double ceilings_every_s;    /* measure the ceilings again after this long; 120 (0: never) */
