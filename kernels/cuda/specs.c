@@ -17,133 +17,83 @@
 #define KIB ((size_t)1024)
 #define MIB (KIB * 1024)
 
-/* Facts of every architecture in the table (sm_80 and later). */
+/* How every architecture of the table (sm_80 and later) allocates registers and shared memory
+ * (CUDA programming guide, "Technical Specifications per Compute Capability"; the occupancy
+ * calculator): also what a present device of these architectures is given. */
+#define FT_SM80_UNITS                                                                              \
+    .reg_alloc_unit = 256, .sub_partitions = 4, .smem_alloc_unit = 128,                            \
+    .smem_reserved_per_block = 1 * KIB
+
+/* Limits every architecture of the table shares (the same guide). */
 #define FT_SM80_PLUS                                                                               \
     .warp_size = 32, .max_threads_per_block = 1024, .regs_per_sm = 65536, .regs_per_block = 65536, \
-    .max_regs_per_thread = 255, .reg_alloc_unit = 256, .sub_partitions = 4,                        \
-    .smem_per_block = 48 * KIB, .smem_alloc_unit = 128, .smem_reserved_per_block = 1 * KIB
+    .max_regs_per_thread = 255, .smem_per_block = 48 * KIB, FT_SM80_UNITS
 
+/* Each architecture's per-SM limits, from its tuning guide. Ampere: up to 164 KB shared memory
+ * per SM, 163 KB per block, 32 blocks and 2048 threads per SM. */
+#define FT_ARCH_SM80                                                                               \
+    .arch = "sm_80", .cc_major = 8, .cc_minor = 0, .max_threads_per_sm = 2048,                     \
+    .max_blocks_per_sm = 32, .smem_per_sm = 164 * KIB, .smem_per_block_optin = 163 * KIB,          \
+    FT_SM80_PLUS
+/* Ada: 100 KB shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM. */
+#define FT_ARCH_SM89                                                                               \
+    .arch = "sm_89", .cc_major = 8, .cc_minor = 9, .max_threads_per_sm = 1536,                     \
+    .max_blocks_per_sm = 24, .smem_per_sm = 100 * KIB, .smem_per_block_optin = 99 * KIB,           \
+    FT_SM80_PLUS
+/* Hopper: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. */
+#define FT_ARCH_SM90A                                                                              \
+    .arch = "sm_90a", .cc_major = 9, .cc_minor = 0, .max_threads_per_sm = 2048,                    \
+    .max_blocks_per_sm = 32, .smem_per_sm = 228 * KIB, .smem_per_block_optin = 227 * KIB,          \
+    FT_SM80_PLUS
+/* Blackwell: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. */
+#define FT_ARCH_SM100A                                                                             \
+    .arch = "sm_100a", .cc_major = 10, .cc_minor = 0, .max_threads_per_sm = 2048,                  \
+    .max_blocks_per_sm = 32, .smem_per_sm = 228 * KIB, .smem_per_block_optin = 227 * KIB,          \
+    FT_SM80_PLUS
+
+/* One row a device: its names, its architecture, and its datasheet's numbers. (Laid out by
+ * hand: a row a device reads as a table; the formatter would give each field its own line.) */
+/* clang-format off */
 static const ft_gpu_spec specs[] = {
     /* A100 SXM4 80GB. NVIDIA A100 datasheet: 80 GB HBM2e, 2,039 GB/s, BF16 Tensor Core
-     * 312 TFLOPS (624 with sparsity). A100 whitepaper: 108 SMs, 40 MB L2. Ampere tuning guide:
-     * up to 164 KB shared memory per SM, 163 KB per block, 32 blocks and 2048 threads per SM. */
-    {.name = "a100",
-     .aliases = "a100-sxm a100-80gb a100-sxm4",
-     .model = "NVIDIA A100-SXM4-80GB",
-     .arch = "sm_80",
-     .cc_major = 8,
-     .cc_minor = 0,
-     .sm_count = 108,
-     .max_threads_per_sm = 2048,
-     .max_blocks_per_sm = 32,
-     .smem_per_sm = 164 * KIB,
-     .smem_per_block_optin = 163 * KIB,
-     .l2_bytes = 40 * MIB,
-     .mem_bytes = (size_t)80e9,
-     .mem_bw = 2039e9,
-     .bf16_flops = 312e12,
-     FT_SM80_PLUS},
+     * 312 TFLOPS (624 with sparsity). A100 whitepaper: 108 SMs, 40 MB L2. */
+    {.name = "a100", .aliases = "a100-sxm a100-80gb a100-sxm4",
+     .model = "NVIDIA A100-SXM4-80GB", FT_ARCH_SM80, .sm_count = 108,
+     .l2_bytes = 40 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 2039e9, .bf16_flops = 312e12},
     /* H100 SXM5 80GB. NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, BF16 Tensor Core
      * 1,979 TFLOPS with sparsity (989.5 dense). H100 whitepaper: 132 SMs in the SXM5 part,
-     * 50 MB L2. Hopper tuning guide: 228 KB shared memory per SM, 227 KB per block, 32 blocks
-     * and 2048 threads per SM. */
-    {.name = "h100",
-     .aliases = "h100-sxm h100-sxm5 h100-80gb",
-     .model = "NVIDIA H100 80GB HBM3",
-     .arch = "sm_90a",
-     .cc_major = 9,
-     .cc_minor = 0,
-     .sm_count = 132,
-     .max_threads_per_sm = 2048,
-     .max_blocks_per_sm = 32,
-     .smem_per_sm = 228 * KIB,
-     .smem_per_block_optin = 227 * KIB,
-     .l2_bytes = 50 * MIB,
-     .mem_bytes = (size_t)80e9,
-     .mem_bw = 3.35e12,
-     .bf16_flops = 989.5e12,
-     FT_SM80_PLUS},
+     * 50 MB L2. */
+    {.name = "h100", .aliases = "h100-sxm h100-sxm5 h100-80gb",
+     .model = "NVIDIA H100 80GB HBM3", FT_ARCH_SM90A, .sm_count = 132,
+     .l2_bytes = 50 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 3.35e12, .bf16_flops = 989.5e12},
     /* H200 SXM 141GB. NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, BF16 Tensor Core
-     * 1,979 TFLOPS with sparsity (989.5 dense). The same GH100 SMs as the H100 SXM5 (132 SMs,
-     * the Hopper tuning guide's shared memory limits) but 60 MiB of L2, as the CUDA runtime
-     * reports on an H200 (checked by test_cuda_occupancy). */
-    {.name = "h200",
-     .aliases = "h200-sxm h200-141gb",
-     .model = "NVIDIA H200",
-     .arch = "sm_90a",
-     .cc_major = 9,
-     .cc_minor = 0,
-     .sm_count = 132,
-     .max_threads_per_sm = 2048,
-     .max_blocks_per_sm = 32,
-     .smem_per_sm = 228 * KIB,
-     .smem_per_block_optin = 227 * KIB,
-     .l2_bytes = 60 * MIB,
-     .mem_bytes = (size_t)141e9,
-     .mem_bw = 4.8e12,
-     .bf16_flops = 989.5e12,
-     FT_SM80_PLUS},
+     * 1,979 TFLOPS with sparsity (989.5 dense). The same GH100 SMs as the H100 SXM5 (132 SMs)
+     * but 60 MiB of L2, as the CUDA runtime reports on an H200 (checked by
+     * test_cuda_occupancy). */
+    {.name = "h200", .aliases = "h200-sxm h200-141gb",
+     .model = "NVIDIA H200", FT_ARCH_SM90A, .sm_count = 132,
+     .l2_bytes = 60 * MIB, .mem_bytes = (size_t)141e9, .mem_bw = 4.8e12, .bf16_flops = 989.5e12},
     /* L40S. NVIDIA L40S datasheet: 18,176 CUDA cores (142 SMs of 128), 48 GB GDDR6, 864 GB/s,
-     * BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 96 MB L2. Ada tuning guide: 100 KB
-     * shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM. */
-    {.name = "l40s",
-     .aliases = "l40-s",
-     .model = "NVIDIA L40S",
-     .arch = "sm_89",
-     .cc_major = 8,
-     .cc_minor = 9,
-     .sm_count = 142,
-     .max_threads_per_sm = 1536,
-     .max_blocks_per_sm = 24,
-     .smem_per_sm = 100 * KIB,
-     .smem_per_block_optin = 99 * KIB,
-     .l2_bytes = 96 * MIB,
-     .mem_bytes = (size_t)48e9,
-     .mem_bw = 864e9,
-     .bf16_flops = 362.05e12,
-     FT_SM80_PLUS},
+     * BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 96 MB L2. */
+    {.name = "l40s", .aliases = "l40-s",
+     .model = "NVIDIA L40S", FT_ARCH_SM89, .sm_count = 142,
+     .l2_bytes = 96 * MIB, .mem_bytes = (size_t)48e9, .mem_bw = 864e9, .bf16_flops = 362.05e12},
     /* GeForce RTX 4090. Ada Lovelace whitepaper (appendix, RTX 4090 column): 128 SMs, 72 MB L2,
      * 24 GB GDDR6X at 21 Gbps on 384 bits (1,008 GB/s), peak BF16 tensor with FP32 accumulate
      * 165.2 TFLOPS dense (330.4 with sparsity; GeForce parts run fp32 accumulation at half the
-     * fp16-accumulate rate). Ada tuning guide: as the L40S per SM. */
-    {.name = "rtx4090",
-     .aliases = "4090 rtx-4090 geforce-rtx-4090",
-     .model = "NVIDIA GeForce RTX 4090",
-     .arch = "sm_89",
-     .cc_major = 8,
-     .cc_minor = 9,
-     .sm_count = 128,
-     .max_threads_per_sm = 1536,
-     .max_blocks_per_sm = 24,
-     .smem_per_sm = 100 * KIB,
-     .smem_per_block_optin = 99 * KIB,
-     .l2_bytes = 72 * MIB,
-     .mem_bytes = (size_t)24e9,
-     .mem_bw = 1008e9,
-     .bf16_flops = 165.2e12,
-     FT_SM80_PLUS},
+     * fp16-accumulate rate). */
+    {.name = "rtx4090", .aliases = "4090 rtx-4090 geforce-rtx-4090",
+     .model = "NVIDIA GeForce RTX 4090", FT_ARCH_SM89, .sm_count = 128,
+     .l2_bytes = 72 * MIB, .mem_bytes = (size_t)24e9, .mem_bw = 1008e9, .bf16_flops = 165.2e12},
     /* B200 (HGX B200, 180 GB). NVIDIA HGX B200 datasheet, per GPU: 180 GB HBM3e, 8 TB/s,
-     * FP16/BF16 Tensor Core 4.5 PFLOPS with sparsity (2.25 dense). Blackwell tuning guide:
-     * 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. The SM
-     * count (148) and L2 (126 MB) are what the CUDA runtime reports for a B200; the datasheet
-     * does not print them. */
-    {.name = "b200",
-     .aliases = "b200-sxm hgx-b200",
-     .model = "NVIDIA B200",
-     .arch = "sm_100a",
-     .cc_major = 10,
-     .cc_minor = 0,
-     .sm_count = 148,
-     .max_threads_per_sm = 2048,
-     .max_blocks_per_sm = 32,
-     .smem_per_sm = 228 * KIB,
-     .smem_per_block_optin = 227 * KIB,
-     .l2_bytes = 126 * MIB,
-     .mem_bytes = (size_t)180e9,
-     .mem_bw = 8e12,
-     .bf16_flops = 2.25e15,
-     FT_SM80_PLUS},
+     * FP16/BF16 Tensor Core 4.5 PFLOPS with sparsity (2.25 dense). The SM count (148) and L2
+     * (126 MB) are what the CUDA runtime reports for a B200; the datasheet does not print
+     * them. */
+    {.name = "b200", .aliases = "b200-sxm hgx-b200",
+     .model = "NVIDIA B200", FT_ARCH_SM100A, .sm_count = 148,
+     .l2_bytes = 126 * MIB, .mem_bytes = (size_t)180e9, .mem_bw = 8e12, .bf16_flops = 2.25e15},
 };
+/* clang-format on */
 enum { NSPECS = sizeof specs / sizeof specs[0] };
 
 int ft_gpu_spec_count(void) { return NSPECS; }
@@ -213,38 +163,41 @@ ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err
     /* Per-SM block slots by compute capability (CUDA programming guide, "Technical
      * Specifications per Compute Capability"). */
     int blocks = 32;
-    if (p->cc_major == 8 && p->cc_minor == 9) blocks = 24;
-    else if (p->cc_major == 8 && p->cc_minor != 0) blocks = 16;
-    else if (p->cc_major == 10 && p->cc_minor == 1) blocks = 24;
-    else if (p->cc_major == 11 || p->cc_major >= 12) blocks = 24;
-    memset(out, 0, sizeof *out);
-    out->name = p->name;
-    out->aliases = "";
-    out->model = p->name;
-    out->arch = p->arch;
-    out->cc_major = p->cc_major;
-    out->cc_minor = p->cc_minor;
-    out->sm_count = p->sm_count;
-    out->warp_size = p->warp_size > 0 ? p->warp_size : 32;
-    out->max_threads_per_block = p->max_threads_per_block;
-    out->max_threads_per_sm = p->max_threads_per_sm;
-    out->max_blocks_per_sm = blocks;
-    out->regs_per_sm = p->regs_per_sm;
-    out->regs_per_block = p->regs_per_sm < 65536 ? p->regs_per_sm : 65536;
-    out->max_regs_per_thread = p->max_regs_per_thread;
-    out->reg_alloc_unit = 256;
-    out->sub_partitions = 4;
-    out->smem_per_sm = p->smem_per_sm;
-    out->smem_per_block = p->smem_per_block;
-    out->smem_per_block_optin = p->smem_per_block_optin;
-    out->smem_alloc_unit = 128;
-    out->smem_reserved_per_block = 1 * KIB;
-    out->l2_bytes = p->l2_bytes;
-    out->mem_bytes = p->mem_bytes;
+    if (p->cc_major == 8 && p->cc_minor == 9)
+        blocks = 24;
+    else if (p->cc_major == 8 && p->cc_minor != 0)
+        blocks = 16;
+    else if (p->cc_major == 10 && p->cc_minor == 1)
+        blocks = 24;
+    else if (p->cc_major == 11 || p->cc_major >= 12)
+        blocks = 24;
+    *out = (ft_gpu_spec){
+        .name = p->name,
+        .aliases = "",
+        .model = p->name,
+        .arch = p->arch,
+        .cc_major = p->cc_major,
+        .cc_minor = p->cc_minor,
+        .sm_count = p->sm_count,
+        .warp_size = p->warp_size > 0 ? p->warp_size : 32,
+        .max_threads_per_block = p->max_threads_per_block,
+        .max_threads_per_sm = p->max_threads_per_sm,
+        .max_blocks_per_sm = blocks,
+        .regs_per_sm = p->regs_per_sm,
+        .regs_per_block = p->regs_per_sm < 65536 ? p->regs_per_sm : 65536,
+        .max_regs_per_thread = p->max_regs_per_thread,
+        .smem_per_sm = p->smem_per_sm,
+        .smem_per_block = p->smem_per_block,
+        .smem_per_block_optin = p->smem_per_block_optin,
+        .l2_bytes = p->l2_bytes,
+        .mem_bytes = p->mem_bytes,
+        FT_SM80_UNITS,
+    };
     return FT_OK;
 }
 
-/* ---- occupancy -------------------------------------------------------------------------------- */
+/* ---- occupancy --------------------------------------------------------------------------------
+ */
 
 static int div_up(int a, int b) { return (a + b - 1) / b; }
 static size_t round_up(size_t a, size_t b) { return b ? (a + b - 1) / b * b : a; }
@@ -267,7 +220,7 @@ ft_status ft_cuda_occupancy(const ft_gpu_spec *s, int threads_per_block, int reg
     const int max_warps = s->max_threads_per_sm / ws;
     /* Registers and warps below stay far from overflow: threads are capped first. */
     const int threads = threads_per_block > s->max_threads_per_block ? s->max_threads_per_block + 1
-                                                                      : threads_per_block;
+                                                                     : threads_per_block;
     const int warps = div_up(threads, ws);
 
     /* Warp slots. */
@@ -303,9 +256,9 @@ ft_status ft_cuda_occupancy(const ft_gpu_spec *s, int threads_per_block, int reg
 
     int blocks = min_int(min_int(o->by_warps, o->by_regs), min_int(o->by_smem, o->by_blocks));
     o->blocks_per_sm = blocks;
-    o->limits = (blocks == o->by_warps ? FT_OCC_WARPS : 0u) | (blocks == o->by_regs ? FT_OCC_REGS : 0u) |
-                (blocks == o->by_smem ? FT_OCC_SMEM : 0u) |
-                (blocks == o->by_blocks ? FT_OCC_BLOCKS : 0u);
+    o->limits =
+        (blocks == o->by_warps ? FT_OCC_WARPS : 0u) | (blocks == o->by_regs ? FT_OCC_REGS : 0u) |
+        (blocks == o->by_smem ? FT_OCC_SMEM : 0u) | (blocks == o->by_blocks ? FT_OCC_BLOCKS : 0u);
     o->warps_per_sm = blocks * warps;
     o->fraction = max_warps > 0 ? (double)o->warps_per_sm / max_warps : 0.0;
     return FT_OK;
@@ -350,8 +303,8 @@ int ft_cuda_check_kernel(const ft_gpu_spec *s, const ft_kernel_info *k, int bloc
         return reject(why, n, "launches %d threads per block, the device allows 1 to %d",
                       block_threads, s->max_threads_per_block);
     if (k->max_threads > 0 && block_threads > k->max_threads)
-        return reject(why, n, "launches %d threads per block, the kernel allows %d",
-                      block_threads, k->max_threads);
+        return reject(why, n, "launches %d threads per block, the kernel allows %d", block_threads,
+                      k->max_threads);
     if (k->spill_stores > 0 || k->spill_loads > 0) {
         if (k->spill_stores == k->spill_loads)
             return reject(why, n, "spills %d bytes", k->spill_stores);
