@@ -1,5 +1,6 @@
-/* test_strategy.c: search strategies (proposals, determinism, resume, rejected candidates, search
- * quality on synthetic landscapes) and the landscape replay (loading event logs). */
+/* test_strategy.c: search strategies (proposals, determinism, their pinned digests, resume,
+ * rejected candidates, search quality on synthetic landscapes) and the landscape replay (loading
+ * event logs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,60 @@ static void test_small(void) {
     }
 }
 
+/* ---- the proposals themselves -------------------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, int v) {
+    for (int b = 0; b < 4; b++)
+        h = (h ^ (uint64_t)(((unsigned)v >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+/* One run of kind folded into h: the proposals, then -2 and what next() says at the end. mode 0
+ * reports every score, 1 withholds every third, 2 reports a third of the candidates up front
+ * (a resumed run), 3 measures some again (every 7th proposal at half its score, and at every
+ * 11th candidate i - 1 at twice the score of i). */
+static uint64_t digest_run(uint64_t h, ft_strategy_kind kind, uint64_t seed, landscape_fn f,
+                           int mode) {
+    ft_strategy *st = ft_strategy_new(kind, &syn_space, cands, ncands, seed);
+    FT_CHECK(st != NULL, "ft_strategy_new failed");
+    if (!st) return h;
+    if (mode == 2)
+        for (int i = 0; i < ncands; i += 3)
+            ft_strategy_report(st, i, f(&cands[i]));
+    int i, n = 0;
+    while ((i = ft_strategy_next(st)) >= 0) {
+        h = fnv1a(h, i);
+        n++;
+        if (mode == 1 && n % 3 == 0) continue;
+        ft_strategy_report(st, i, f(&cands[i]));
+        if (mode == 3 && n % 7 == 0) ft_strategy_report(st, i, 0.5 * f(&cands[i]));
+        if (mode == 3 && n % 11 == 0 && i > 0) ft_strategy_report(st, i - 1, 2 * f(&cands[i]));
+    }
+    h = fnv1a(fnv1a(h, -2), ft_strategy_next(st));
+    ft_strategy_free(st);
+    return h;
+}
+
+/* What each strategy proposes for given seeds and scores is pinned: replays (`flaretune replay`,
+ * scripts/search-quality.sh) and resumed runs rely on it, and rewriting a strategy must not
+ * change it. A deliberate change to what a strategy does changes its digest; the test prints
+ * the new one. */
+static void test_pinned(void) {
+    static const uint64_t want[FT_STRAT_COUNT] = {0x04876c30a3fd959bull, 0xf7e344da7290286bull,
+                                                  0xe3adeb2efa618b4dull, 0x98161bc375870f45ull};
+    landscape_fn fs[] = {bowl, plateau, interact, bowl_rejects};
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (int f = 0; f < 4; f++)
+            for (uint64_t seed = 1; seed <= 3; seed++)
+                h = digest_run(h, (ft_strategy_kind)k, seed, fs[f], 0);
+        for (int mode = 1; mode <= 3; mode++)
+            h = digest_run(h, (ft_strategy_kind)k, 40 + (uint64_t)mode, fs[mode], mode);
+        FT_CHECK(h == want[k], "%s proposes differently: digest 0x%016llxull, want 0x%016llxull",
+                 ft_strategy_names[k], (unsigned long long)h, (unsigned long long)want[k]);
+    }
+}
+
 /* Search quality. Random search needs (n+1)/2 = 435 evaluations on average to propose a unique
  * optimum among the 870 candidates, exhaustive 870 to know it has it. The guided strategies must
  * do it in a median of at most n/8 = 108 evaluations over seeds 1-15 and never need more than
@@ -513,6 +568,7 @@ int main(void) {
     FT_RUN(test_reported_first);
     FT_RUN(test_rejected);
     FT_RUN(test_small);
+    FT_RUN(test_pinned);
     FT_RUN(test_quality);
     FT_RUN(test_replay_load);
     return ft_test_finish();
