@@ -1,0 +1,69 @@
+/* model.c: the score model the guided strategies (anneal, evolve) screen their draws with
+ * (see strategy_impl.h).
+ *
+ * log(score) as a sum of one effect per parameter value, fitted to the finite scores known. It
+ * never decides alone; it screens: of the few candidates a strategy drew, the one predicted
+ * fastest is evaluated. The main effects are what a few dozen results can estimate, and they
+ * carry most of the variance of a kernel landscape; the interactions are left to the
+ * strategies' own moves.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "strategy_impl.h"
+
+#define MODEL_MIN    2   /* it speaks once it has MIN * nparams finite scores                */
+#define MODEL_RIDGE  1.0 /* shrinks the effect of a value seen few times toward 0            */
+#define MODEL_SWEEPS 3   /* backfitting sweeps                                               */
+
+static double log_score(double s) { return log(s > 1e-300 ? s : 1e-300); }
+
+int ft_model_ready(const ft_strategy *st) {
+    return st->nfin >= MODEL_MIN * st->np && st->nfin >= 3;
+}
+
+/* Backfitting (ridge regression on one parameter at a time, MODEL_SWEEPS rounds) to the finite
+ * scores known; refitted lazily when a new score has arrived and the model is asked. */
+static void model_fit(ft_strategy *st) {
+    if (st->model_n == st->nfin || !ft_model_ready(st)) return;
+    st->model_n = st->nfin;
+    double sum = 0;
+    for (int k = 0; k < st->nfin; k++)
+        sum += log_score(st->score[st->fin[k]]);
+    st->mu = sum / st->nfin;
+    memset(st->eff, 0, sizeof st->eff);
+    double acc[FT_MAX_VALUES];
+    int cnt[FT_MAX_VALUES];
+    for (int sweep = 0; sweep < MODEL_SWEEPS; sweep++)
+        for (int p = 0; p < st->np; p++) {
+            memset(acc, 0, sizeof acc);
+            memset(cnt, 0, sizeof cnt);
+            for (int k = 0; k < st->nfin; k++) {
+                const signed char *pc = st->pos + (size_t)st->fin[k] * st->np;
+                double r = log_score(st->score[st->fin[k]]) - st->mu;
+                for (int q = 0; q < st->np; q++)
+                    if (q != p && pc[q] >= 0) r -= st->eff[q][pc[q]];
+                if (pc[p] >= 0) {
+                    acc[pc[p]] += r;
+                    cnt[pc[p]]++;
+                }
+            }
+            for (int v = 0; v < st->pn[p]; v++)
+                st->eff[p][v] = acc[v] / (cnt[v] + MODEL_RIDGE);
+        }
+}
+
+static double model_predict(const ft_strategy *st, int c) {
+    const signed char *pc = st->pos + (size_t)c * st->np;
+    double y = st->mu;
+    for (int p = 0; p < st->np; p++)
+        if (pc[p] >= 0) y += st->eff[p][pc[p]];
+    return y;
+}
+
+int ft_model_pick(ft_strategy *st, int a, int b) {
+    if (b < 0 || !ft_model_ready(st)) return a;
+    if (a < 0) return b;
+    model_fit(st);
+    return model_predict(st, b) < model_predict(st, a) ? b : a;
+}
