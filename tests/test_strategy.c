@@ -1,6 +1,6 @@
-/* test_strategy.c: search strategies (proposals, determinism, their pinned digests, resume,
- * rejected candidates, search quality on synthetic landscapes) and the landscape replay (loading
- * event logs). */
+/* test_strategy.c: search strategies (proposals, determinism, their pinned digests, options,
+ * resume, rejected candidates, search quality on synthetic landscapes) and the landscape replay
+ * (loading event logs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,10 +106,12 @@ static int argmin(landscape_fn f) {
     return best;
 }
 
-/* Run kind to exhaustion (or `max` proposals) on f; the sequence in seq, its length returned.
- * Checks every proposal is in range and new. */
-static int run_seq(ft_strategy_kind kind, uint64_t seed, landscape_fn f, int *seq, int max) {
-    ft_strategy *st = ft_strategy_new(kind, &syn_space, cands, ncands, seed);
+/* Run kind (with opts, NULL: ft_strategy_new's defaults) to exhaustion (or `max` proposals) on
+ * f; the sequence in seq, its length returned. Checks every proposal is in range and new. */
+static int run_seq_opts(ft_strategy_kind kind, uint64_t seed, landscape_fn f, int *seq, int max,
+                        const ft_strategy_opts *opts) {
+    ft_strategy *st = opts ? ft_strategy_new_opts(kind, &syn_space, cands, ncands, seed, opts)
+                           : ft_strategy_new(kind, &syn_space, cands, ncands, seed);
     FT_CHECK(st != NULL, "ft_strategy_new failed");
     if (!st) return 0;
     static unsigned char seen[MAXC];
@@ -126,6 +128,10 @@ static int run_seq(ft_strategy_kind kind, uint64_t seed, landscape_fn f, int *se
     }
     ft_strategy_free(st);
     return n;
+}
+
+static int run_seq(ft_strategy_kind kind, uint64_t seed, landscape_fn f, int *seq, int max) {
+    return run_seq_opts(kind, seed, f, seq, max, NULL);
 }
 
 /* Evaluations until the exact optimum is proposed. */
@@ -358,6 +364,78 @@ static void test_pinned(void) {
     }
 }
 
+/* The options: their documented defaults are what ft_strategy_new uses, another value changes
+ * the proposals (still each candidate once), a value out of range is refused. */
+static void test_options(void) {
+    ft_strategy_opts o;
+    ft_strategy_opts_default(&o);
+    const ft_anneal_opts *a = &o.anneal;
+    const ft_evolve_opts *e = &o.evolve;
+    FT_CHECK(a->t0 == 0.10 && a->t1 == 0.005 && a->horizon == 0.25 && a->stale == 2 &&
+                 a->free_steps == 2 && a->screen == 2 && a->top == 8 && a->restart_draws == 4,
+             "anneal's defaults are not the documented ones");
+    FT_CHECK(e->pop_min == 4 && e->pop_max == 8 && e->init == 0.5 && e->tournament == 3 &&
+                 e->mut == 1.0 && e->step_p == 0.75 && e->screen == 4 && e->tries == 16,
+             "evolve's defaults are not the documented ones");
+    for (int k = 0; k < 2; k++) {
+        const ft_model_opts *m = k ? &e->model : &a->model;
+        FT_CHECK(m->min == 2 && m->ridge == 1.0 && m->sweeps == 3,
+                 "the model's defaults in %s are not the documented ones", k ? "evolve" : "anneal");
+    }
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        FT_CHECK(ft_strategy_summary((ft_strategy_kind)k) != NULL, "%s has no summary",
+                 ft_strategy_names[k]);
+    FT_CHECK(ft_strategy_summary(FT_STRAT_COUNT) == NULL, "a summary for an unknown kind");
+
+    static int x[MAXC], y[MAXC];
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        int nx = run_seq((ft_strategy_kind)k, 42, interact, x, MAXC);
+        int ny = run_seq_opts((ft_strategy_kind)k, 42, interact, y, MAXC, &o);
+        FT_CHECK(nx == ny && memcmp(x, y, (size_t)nx * sizeof *x) == 0,
+                 "%s: the default options propose differently from ft_strategy_new",
+                 ft_strategy_names[k]);
+    }
+
+    ft_strategy_opts other = o;
+    other.anneal.screen = 1;
+    other.anneal.top = 0;
+    other.evolve.screen = 1;
+    other.evolve.pop_max = 16;
+    for (int k = FT_STRAT_ANNEAL; k <= FT_STRAT_EVOLVE; k++) {
+        int nx = run_seq((ft_strategy_kind)k, 42, interact, x, 100);
+        int ny = run_seq_opts((ft_strategy_kind)k, 42, interact, y, MAXC, &other);
+        FT_CHECK(ny == ncands, "%s with other options: %d proposals of %d", ft_strategy_names[k],
+                 ny, ncands);
+        FT_CHECK(nx == 100 && memcmp(x, y, 100 * sizeof *x) != 0,
+                 "%s: other options, the same proposals", ft_strategy_names[k]);
+    }
+
+    ft_strategy_opts bad[10];
+    for (int k = 0; k < 10; k++)
+        bad[k] = o;
+    bad[0].anneal.t0 = 0;
+    bad[1].anneal.horizon = 2;
+    bad[2].anneal.screen = 0;
+    bad[3].anneal.top = -1;
+    bad[4].anneal.model.ridge = 0;
+    bad[5].evolve.pop_min = 9;
+    bad[6].evolve.tries = 0;
+    bad[7].evolve.step_p = 1.5;
+    bad[8].evolve.mut = NAN;
+    bad[9].evolve.model.min = -1;
+    for (int k = 0; k < 10; k++) {
+        ft_strategy_kind kind = k < 5 ? FT_STRAT_ANNEAL : FT_STRAT_EVOLVE;
+        ft_strategy *st = ft_strategy_new_opts(kind, &syn_space, cands, ncands, 1, &bad[k]);
+        FT_CHECK(st == NULL, "%s accepted out-of-range options (case %d)", ft_strategy_names[kind],
+                 k);
+        ft_strategy_free(st);
+        /* The other strategies read none of them. */
+        st = ft_strategy_new_opts(FT_STRAT_RANDOM, &syn_space, cands, ncands, 1, &bad[k]);
+        FT_CHECK(st != NULL, "random refused options it has none of (case %d)", k);
+        ft_strategy_free(st);
+    }
+}
+
 /* Search quality. Random search needs (n+1)/2 = 435 evaluations on average to propose a unique
  * optimum among the 870 candidates, exhaustive 870 to know it has it. The guided strategies must
  * do it in a median of at most n/8 = 108 evaluations over seeds 1-15 and never need more than
@@ -569,6 +647,7 @@ int main(void) {
     FT_RUN(test_rejected);
     FT_RUN(test_small);
     FT_RUN(test_pinned);
+    FT_RUN(test_options);
     FT_RUN(test_quality);
     FT_RUN(test_replay_load);
     return ft_test_finish();

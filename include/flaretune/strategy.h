@@ -32,12 +32,67 @@ extern const char *const ft_strategy_names[]; /* indexed by kind, NULL-terminate
 /* Kind from name; -1 when unknown. */
 int ft_strategy_parse(const char *name);
 
+/* One line on how the strategy searches; NULL when kind is unknown. */
+const char *ft_strategy_summary(ft_strategy_kind kind);
+
+/* ---- options --------------------------------------------------------------------------------
+ * The guided strategies have options, each with a default; exhaustive and random have none.
+ * The defaults are what ft_strategy_new uses; they were chosen by replaying recorded landscapes,
+ * and why each has its value is said where it is set: in the strategy's file
+ * (tuner/strategies/anneal.c, evolve.c), the model's in tuner/strategies/strategy_impl.h. Other
+ * values change the proposals, not their determinism. In range: counts >= 0 and those that draw
+ * or select >= 1 (screen, restart_draws, tournament, tries, pop_min), probabilities and
+ * fractions in [0, 1], t0, t1 and ridge > 0, mut >= 0, pop_min <= pop_max. */
+
+/* The score model both guided strategies screen their draws with. */
+typedef struct {
+    int min; /* it speaks once it has min * nparams finite scores (and 3 at least); default 2 */
+    double ridge; /* > 0: shrinks the effect of a value seen few times toward 0; default 1.0 */
+    int sweeps;   /* backfitting sweeps; default 3 */
+} ft_model_opts;
+
+typedef struct {
+    double t0;         /* start temperature (relative difference); default 0.10 */
+    double t1;         /* end temperature; default 0.005 */
+    double horizon;    /* cooling horizon after a (re)start, a fraction of the candidates; 0.25 */
+    int stale;         /* restart after stale * nparams evaluations without a new best; 2 */
+    int free_steps;    /* restart after free_steps * nparams free steps in a row; 2 */
+    int screen;        /* unknown neighbours drawn per evaluation, the model picks one; 2 */
+    int top;           /* a restart resumes next to one of the top best known; 8 */
+    int restart_draws; /* random candidates a restart from scratch chooses among; 4 */
+    ft_model_opts model;
+} ft_anneal_opts;
+
+typedef struct {
+    int pop_min, pop_max; /* population: sqrt(candidates) within [pop_min, pop_max]; 4 and 8 */
+    double init;          /* stratified first generation, a fraction of the population; 0.5 */
+    int tournament;       /* tournament size; 3 */
+    double mut;           /* expected mutated parameters per child; 1.0 */
+    double step_p;        /* numeric mutation: one step with this probability, else any; 0.75 */
+    int screen;           /* distinct new children drawn per evaluation, the model picks; 4 */
+    int tries;            /* draws before taking the unknown candidate nearest a child; 16 */
+    ft_model_opts model;
+} ft_evolve_opts;
+
+/* The options of every strategy; a strategy reads its own. */
+typedef struct {
+    ft_anneal_opts anneal;
+    ft_evolve_opts evolve;
+} ft_strategy_opts;
+
+/* Every option at its default. */
+void ft_strategy_opts_default(ft_strategy_opts *o);
+
 typedef struct ft_strategy ft_strategy;
 
 /* cands: the valid configurations of s (ncands >= 1), in space order; the strategy keeps its own
- * copy. NULL on allocation failure. */
+ * copy. NULL on allocation failure. Its options at their defaults. */
 ft_strategy *ft_strategy_new(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,
                              int ncands, uint64_t seed);
+/* As ft_strategy_new, with kind's options from opts (NULL: the defaults); NULL also when one of
+ * them is out of range. */
+ft_strategy *ft_strategy_new_opts(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,
+                                  int ncands, uint64_t seed, const ft_strategy_opts *opts);
 /* Index of the next candidate to evaluate, or -1 when there is nothing more to propose. */
 int ft_strategy_next(ft_strategy *st);
 /* The score of candidate i (proposed or not). */

@@ -2,46 +2,87 @@
  *
  * The walk moves by one-parameter steps with a Metropolis rule on relative differences (a
  * candidate s is accepted from the current c with probability exp(-(s - c) / c / T)), the
- * temperature decaying geometrically from ANNEAL_T0 to ANNEAL_T1 over a horizon proportional
- * to the space. Steps onto known candidates are free (no evaluation), so on a plateau the walk
- * crosses what it already knows and only pays for new ground; a step onto new ground takes the
- * score model's pick of ANNEAL_SCREEN unknown neighbours. It restarts when stuck (a run of free
- * steps, or ANNEAL_STALE evaluations per parameter without a new best): next to the best of the
- * ANNEAL_TOP best known candidates that still has unknown neighbours, since the optimum most
- * often lies next to one of the best few (on the replayed landscapes, restarting only next to
- * the single best took a fifth more evaluations, half more on the decode one); when all their
- * neighbourhoods are known, at the model's pick of a few random candidates.
+ * temperature decaying geometrically from t0 to t1 over a horizon proportional to the space.
+ * Steps onto known candidates are free (no evaluation), so on a plateau the walk crosses what it
+ * already knows and only pays for new ground; a step onto new ground takes the score model's
+ * pick of `screen` unknown neighbours. It restarts when stuck (a run of free steps, or `stale`
+ * evaluations per parameter without a new best): next to the best of the `top` best known
+ * candidates that still has unknown neighbours, since the optimum most often lies next to one
+ * of the best few; when all their neighbourhoods are known, at the model's pick of a few random
+ * candidates. The options and why each default has its value: anneal_defaults below.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "strategy_impl.h"
 
-#define ANNEAL_T0      0.10  /* start temperature: 10% worse is accepted with p = 1/e          */
-#define ANNEAL_T1      0.005 /* end temperature                                                */
-#define ANNEAL_HORIZON 0.25  /* cooling horizon after a (re)start, a fraction of the candidates */
-#define ANNEAL_STALE   2     /* restart after STALE * nparams evaluations without a new best    */
-#define ANNEAL_FREE    2     /* restart after FREE * nparams free steps in a row               */
-#define ANNEAL_SCREEN  2     /* unknown neighbours drawn per evaluation; the model picks one    */
-#define ANNEAL_TOP     8     /* a restart resumes next to one of the TOP best known             */
-#define RESTART_DRAWS  4     /* random candidates a restart from scratch chooses among          */
+/* The defaults, chosen on the replayed landscapes (see strategy.c); what each is for: */
+static const ft_anneal_opts anneal_defaults = {
+    /* 10% worse is accepted with p = 1/e at the start: tile sizes move the time by tens of
+     * percent, so an early walk crosses a tile ridge, while a step that costs an integer
+     * factor (a thread count, a fusion strategy) is all but never taken (2x: p = e^-10). */
+    .t0 = 0.10,
+    /* At the end 1% worse (within the noise) still passes one time in seven and 5% worse
+     * (a real difference) almost never: the walk ends as a descent that does not take noise
+     * for a wall. */
+    .t1 = 0.005,
+    /* A quarter of the candidates: the guided strategies come within 5% of the optimum in a
+     * median of 5% to 23% of them, so a walk has cooled by the time it should have arrived
+     * (at least 4 * nparams evaluations, so that a small space still cools gradually). */
+    .horizon = 0.25,
+    /* Two evaluations per parameter without a new best: about one try of each direction of
+     * every parameter from where the walk stands, after which its basin is spent. */
+    .stale = 2,
+    /* Two free steps per parameter in a row: the walk is crossing a plateau it already knows
+     * and more steps would only cross it again. */
+    .free_steps = 2,
+    /* Two unknown neighbours for the model to choose between: it turns down clear losers,
+     * while the walk's own draw still decides among close ones (the model has no
+     * interactions; following them is the walk's job). */
+    .screen = 2,
+    /* The best few hold the optimum's basin, and noise can make any one of them look worse
+     * than it is: restarting only next to the single best took a fifth more evaluations on
+     * the replayed landscapes, half more on the decode one. */
+    .top = 8,
+    /* Enough draws for the model (before it speaks, the distance from everything known) to
+     * steer a fresh start away from poor or known ground, few enough that it still explores. */
+    .restart_draws = 4,
+    .model = FT_MODEL_DEFAULTS,
+};
 
 typedef struct {
-    int cur;                 /* where the walk stands, -1 before it starts          */
-    int pending;             /* the proposal whose score decides the next move, -1   */
+    ft_anneal_opts o;
+    int cur;                 /* where the walk stands, -1 before it starts           */
+    int pending;             /* the proposal whose score decides the next move, -1    */
     int pending_start;       /* 1: pending is a fresh start, taken whatever its score */
-    int evals_since_restart; /* how far the cooling has gone                        */
-    int stale;               /* evaluations without a new best                      */
-    int horizon;             /* evaluations over which the temperature decays       */
+    int evals_since_restart; /* how far the cooling has gone                         */
+    int stale;               /* evaluations without a new best                       */
+    int horizon;             /* evaluations over which the temperature decays        */
+    int top[];               /* o.top: the best known, for restart_point             */
 } anneal_state;
 
-static int anneal_init(ft_strategy *st) {
-    anneal_state *a = calloc(1, sizeof *a);
+/* 0 when every option is in range. The upper bounds keep horizon * candidates and the products
+ * with nparams within an int, and the array top sizes small. */
+static int anneal_check(const ft_anneal_opts *o) {
+    int ok = o->t0 > 0 && o->t0 < INFINITY && o->t1 > 0 && o->t1 < INFINITY && o->horizon >= 0 &&
+             o->horizon <= 1 && o->stale >= 0 && o->stale <= 1 << 20 && o->free_steps >= 0 &&
+             o->free_steps <= 1 << 20 && o->screen >= 1 && o->screen <= 1 << 20 && o->top >= 0 &&
+             o->top <= 1 << 16 && o->restart_draws >= 1 && o->restart_draws <= 1 << 20;
+    return ok ? ft_model_opts_check(&o->model) : -1;
+}
+
+static int anneal_init(ft_strategy *st, const void *opts) {
+    const ft_anneal_opts *o = opts;
+    if (anneal_check(o)) return -1;
+    anneal_state *a = calloc(1, sizeof *a + (size_t)o->top * sizeof a->top[0]);
     if (!a) return -1;
     st->state = a;
+    st->model = o->model;
+    a->o = *o;
     a->cur = -1;
     a->pending = -1;
-    a->horizon = (int)(ANNEAL_HORIZON * st->nc);
+    a->horizon = (int)(o->horizon * st->nc);
     if (a->horizon < 4 * st->np) a->horizon = 4 * st->np;
     if (a->horizon < 1) a->horizon = 1;
     return 0;
@@ -50,7 +91,7 @@ static int anneal_init(ft_strategy *st) {
 static double anneal_temp(const anneal_state *a) {
     double f = (double)a->evals_since_restart / a->horizon;
     if (f > 1) f = 1;
-    return ANNEAL_T0 * pow(ANNEAL_T1 / ANNEAL_T0, f);
+    return a->o.t0 * pow(a->o.t1 / a->o.t0, f);
 }
 
 /* Metropolis on the relative difference; rejected candidates (INFINITY) are never moved to
@@ -69,16 +110,18 @@ static int has_untaken_neighbour(const ft_strategy *st, int c) {
     return 0;
 }
 
-/* Where a restart resumes the walk: the best of the ANNEAL_TOP best known candidates that
+/* Where a restart resumes the walk: the best of the `top` best known candidates that
  * still has unknown neighbours (-1: none has). On kernel landscapes the optimum is most often
  * next to one of the best few (its basin holds them), and noise can make any single one of
  * them look worse than it is. */
 static int restart_point(ft_strategy *st) {
-    int top[ANNEAL_TOP], n = 0;
+    anneal_state *a = st->state;
+    int *top = a->top, ntop = a->o.top, n = 0;
+    if (ntop == 0) return -1;
     for (int k = 0; k < st->nfin; k++) {
         int c = st->fin[k];
-        if (n == ANNEAL_TOP && !(st->score[c] < st->score[top[n - 1]])) continue;
-        int j = n < ANNEAL_TOP ? n++ : n - 1;
+        if (n == ntop && !(st->score[c] < st->score[top[n - 1]])) continue;
+        int j = n < ntop ? n++ : n - 1;
         for (; j > 0 && st->score[c] < st->score[top[j - 1]]; j--)
             top[j] = top[j - 1];
         top[j] = c;
@@ -91,13 +134,14 @@ static int restart_point(ft_strategy *st) {
 /* Where a walk starts afresh: the model's pick of a few random untaken candidates, or before
  * the model speaks, the one of them farthest from everything known. */
 static int fresh_point(ft_strategy *st) {
+    const anneal_state *a = st->state;
     int best = -1, bestd = -1;
     if (ft_model_ready(st)) {
-        for (int draw = 0; draw < RESTART_DRAWS; draw++)
+        for (int draw = 0; draw < a->o.restart_draws; draw++)
             best = ft_model_pick(st, best, ft_grid_random_untaken(st));
         return best;
     }
-    for (int draw = 0; draw < RESTART_DRAWS; draw++) {
+    for (int draw = 0; draw < a->o.restart_draws; draw++) {
         int c = ft_grid_random_untaken(st);
         if (c < 0) return -1;
         int d = st->np * 64;
@@ -127,10 +171,10 @@ static int anneal_next(ft_strategy *st) {
                 a->cur = p;
         }
     }
-    int free_steps = 0, restart = a->cur < 0 || a->stale >= ANNEAL_STALE * st->np;
+    int free_steps = 0, restart = a->cur < 0 || a->stale >= a->o.stale * st->np;
     for (int guard = 0; st->ntaken < st->nc; guard++) {
         if (guard > 64 * (st->np + 1)) return ft_grid_propose(st, ft_grid_random_untaken(st));
-        if (restart || free_steps > ANNEAL_FREE * st->np) {
+        if (restart || free_steps > a->o.free_steps * st->np) {
             restart = 0;
             free_steps = 0;
             a->stale = 0;
@@ -160,7 +204,7 @@ static int anneal_next(ft_strategy *st) {
             int u = 0;
             for (int k = 0; k < m; k++)
                 if (!st->taken[st->scratch[k]]) st->scratch[u++] = st->scratch[k];
-            for (int d = 1; d < ANNEAL_SCREEN && u > 1; d++)
+            for (int d = 1; d < a->o.screen && u > 1; d++)
                 j = ft_model_pick(st, j, st->scratch[ft_rng_below(&st->rng, (uint64_t)u)]);
             a->pending = j;
             a->pending_start = 0;
@@ -186,6 +230,9 @@ static void anneal_report(ft_strategy *st, int i, int again) {
 const ft_strategy_type ft_strategy_anneal = {
     .name = "anneal",
     .summary = "simulated annealing over one-parameter-step neighbours",
+    .defaults = &anneal_defaults,
+    .opts_size = sizeof(ft_anneal_opts),
+    .opts_offset = offsetof(ft_strategy_opts, anneal),
     .init = anneal_init,
     .next = anneal_next,
     .report = anneal_report,

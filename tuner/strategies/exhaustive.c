@@ -11,7 +11,8 @@ typedef struct {
     int scan; /* next candidate in space order */
 } exhaustive_state;
 
-static int exhaustive_init(ft_strategy *st) {
+static int exhaustive_init(ft_strategy *st, const void *opts) {
+    (void)opts; /* none */
     st->state = calloc(1, sizeof(exhaustive_state));
     return st->state ? 0 : -1;
 }

@@ -12,17 +12,22 @@
 
 #include "strategy_impl.h"
 
-#define MODEL_MIN    2   /* it speaks once it has MIN * nparams finite scores                */
-#define MODEL_RIDGE  1.0 /* shrinks the effect of a value seen few times toward 0            */
-#define MODEL_SWEEPS 3   /* backfitting sweeps                                               */
+/* The bounds keep the products below (min * nparams) within an int; a ridge of 0 would divide
+ * 0 by 0 for a value never seen. */
+int ft_model_opts_check(const ft_model_opts *o) {
+    return o->min >= 0 && o->min <= 1 << 20 && o->ridge > 0 && o->ridge < INFINITY &&
+                   o->sweeps >= 0 && o->sweeps <= 1 << 10
+               ? 0
+               : -1;
+}
 
 static double log_score(double s) { return log(s > 1e-300 ? s : 1e-300); }
 
 int ft_model_ready(const ft_strategy *st) {
-    return st->nfin >= MODEL_MIN * st->np && st->nfin >= 3;
+    return st->nfin >= st->model.min * st->np && st->nfin >= 3;
 }
 
-/* Backfitting (ridge regression on one parameter at a time, MODEL_SWEEPS rounds) to the finite
+/* Backfitting (ridge regression on one parameter at a time, model.sweeps rounds) to the finite
  * scores known; refitted lazily when a new score has arrived and the model is asked. */
 static void model_fit(ft_strategy *st) {
     if (st->model_n == st->nfin || !ft_model_ready(st)) return;
@@ -34,7 +39,7 @@ static void model_fit(ft_strategy *st) {
     memset(st->eff, 0, sizeof st->eff);
     double acc[FT_MAX_VALUES];
     int cnt[FT_MAX_VALUES];
-    for (int sweep = 0; sweep < MODEL_SWEEPS; sweep++)
+    for (int sweep = 0; sweep < st->model.sweeps; sweep++)
         for (int p = 0; p < st->np; p++) {
             memset(acc, 0, sizeof acc);
             memset(cnt, 0, sizeof cnt);
@@ -49,7 +54,7 @@ static void model_fit(ft_strategy *st) {
                 }
             }
             for (int v = 0; v < st->pn[p]; v++)
-                st->eff[p][v] = acc[v] / (cnt[v] + MODEL_RIDGE);
+                st->eff[p][v] = acc[v] / (cnt[v] + st->model.ridge);
         }
 }
 

@@ -13,7 +13,8 @@ typedef struct {
     int perm[]; /* the candidates in the order they are proposed */
 } random_state;
 
-static int random_init(ft_strategy *st) {
+static int random_init(ft_strategy *st, const void *opts) {
+    (void)opts; /* none */
     random_state *x = malloc(sizeof *x + (size_t)st->nc * sizeof x->perm[0]);
     if (!x) return -1;
     st->state = x;

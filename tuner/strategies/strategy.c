@@ -15,12 +15,13 @@
  * strategies are built for that shape: anneal walks one-parameter steps and restarts next to
  * the best few known; evolve breeds the best known and snaps children to valid candidates.
  *
- * Their constants were chosen by replaying recorded exhaustive landscapes of the cpu backend
- * (`flaretune replay`: decode, train attention, K/V projection, fusion and loss, recorded on a
- * shared 2-core machine) and checked on synthetic ones (tests/test_strategy.c and generated
- * kernel-like landscapes of 50 to 20000 candidates), median evaluations to within 5% of the
- * optimum over 100 seeds: anneal 19% of the candidates on the recorded ones and 5% on the
- * synthetic ones, evolve 23% and 5%, random 35% and 24%.
+ * The defaults of their options (each set and explained in the strategy's file) were chosen by
+ * replaying recorded exhaustive landscapes of the cpu backend (`flaretune replay`: decode, train
+ * attention, K/V projection, fusion and loss, recorded on a shared 2-core machine) and checked
+ * on synthetic ones (tests/test_strategy.c and generated kernel-like landscapes of 50 to 20000
+ * candidates), median evaluations to within 5% of the optimum over 100 seeds: anneal 19% of the
+ * candidates on the recorded ones and 5% on the synthetic ones, evolve 23% and 5%, random 35%
+ * and 24%.
  */
 #include "flaretune/strategy.h"
 
@@ -46,23 +47,42 @@ int ft_strategy_parse(const char *name) {
     return -1;
 }
 
-ft_strategy *ft_strategy_new(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,
-                             int ncands, uint64_t seed) {
+const char *ft_strategy_summary(ft_strategy_kind kind) {
+    return (int)kind >= 0 && kind < FT_STRAT_COUNT ? types[kind]->summary : NULL;
+}
+
+void ft_strategy_opts_default(ft_strategy_opts *o) {
+    memset(o, 0, sizeof *o);
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        if (types[k]->defaults)
+            memcpy((char *)o + types[k]->opts_offset, types[k]->defaults, types[k]->opts_size);
+}
+
+ft_strategy *ft_strategy_new_opts(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,
+                                  int ncands, uint64_t seed, const ft_strategy_opts *opts) {
     if (ncands < 1 || (int)kind < 0 || kind >= FT_STRAT_COUNT) return NULL;
+    const ft_strategy_type *type = types[kind];
     ft_strategy *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    st->type = types[kind];
+    st->type = type;
     if (ft_grid_build(st, s, cands, ncands)) {
         ft_strategy_free(st);
         return NULL;
     }
     ft_rng_seed(&st->rng, seed);
     st->best = -1;
-    if (st->type->init(st)) {
+    const void *o =
+        opts && type->defaults ? (const char *)opts + type->opts_offset : type->defaults;
+    if (type->init(st, o)) {
         ft_strategy_free(st);
         return NULL;
     }
     return st;
+}
+
+ft_strategy *ft_strategy_new(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,
+                             int ncands, uint64_t seed) {
+    return ft_strategy_new_opts(kind, s, cands, ncands, seed, NULL);
 }
 
 int ft_strategy_next(ft_strategy *st) {

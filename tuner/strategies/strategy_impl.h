@@ -9,6 +9,7 @@
 #ifndef FLARETUNE_STRATEGY_IMPL_H
 #define FLARETUNE_STRATEGY_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "flaretune/rng.h"
@@ -17,9 +18,14 @@
 typedef struct ft_strategy_type {
     const char *name;    /* as in ft_strategy_names */
     const char *summary; /* one line: how it searches */
-    /* Sets up st->state, one allocation (strategy.c frees it), once the grid is built and the
-     * generator seeded; nothing has been drawn from it yet. 0, or -1 when out of memory. */
-    int (*init)(ft_strategy *st);
+    /* Its options: their defaults, their size and where they sit in ft_strategy_opts; defaults
+     * is NULL when it has none. */
+    const void *defaults;
+    size_t opts_size, opts_offset;
+    /* Sets up st->state, one allocation (strategy.c frees it), from the options (the defaults or
+     * the caller's), once the grid is built and the generator seeded; nothing has been drawn
+     * from it yet. 0, or -1 when an option is out of range or memory is short. */
+    int (*init)(ft_strategy *st, const void *opts);
     /* The next candidate to propose (through ft_grid_propose), -1 when none; called only while
      * some candidate is neither known nor proposed. */
     int (*next)(ft_strategy *st);
@@ -56,7 +62,8 @@ struct ft_strategy {
     ft_rng rng;
 
     /* the score model (model.c): log(score) ~ mu + sum_p eff[p][value position] */
-    int model_n; /* nfin when last fitted; -1: refit */
+    ft_model_opts model; /* set by the strategy that uses it */
+    int model_n;         /* nfin when last fitted; -1: refit */
     double mu, eff[FT_MAX_PARAMS][FT_MAX_VALUES];
 };
 
@@ -82,6 +89,19 @@ int ft_grid_random_untaken(ft_strategy *st);
 int ft_grid_propose(ft_strategy *st, int c);
 
 /* ---- the score model (model.c) ------------------------------------------------------------- */
+
+/* Its defaults, in the options of the strategies that use it (chosen with theirs, on replayed
+ * landscapes). min = 2: two results per parameter before the model screens anything; with
+ * fewer, most value effects rest on one result and a single noisy one would steer the screens.
+ * ridge = 1.0: the weight of one result, so a value seen once gets half its mean residual and
+ * one seen n times n / (n + 1); an effect needs repeated evidence to count in full. sweeps = 3:
+ * a few backfitting sweeps settle the main effects of a grid that is nearly balanced, and each
+ * costs nfin * nparams^2 on every refit (one per new score the strategy asks about). */
+#define FT_MODEL_DEFAULTS                                                                          \
+    { .min = 2, .ridge = 1.0, .sweeps = 3 }
+
+/* 0 when every option is in range, -1 otherwise. */
+int ft_model_opts_check(const ft_model_opts *o);
 
 int ft_model_ready(const ft_strategy *st);
 /* Of candidates a and b, the one the model prefers (a without a model; either may be -1). */
