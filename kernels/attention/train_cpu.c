@@ -720,7 +720,8 @@ static void run_owner(const tr_ctx *x, tr_work *w, int64_t id) {
         run_block(x, w, seq * x->NB + jb, j, x->dkc, x->dvc);
 }
 
-static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+/* The call's sizes, tensors and the parameters that shape a block's arithmetic. */
+static tr_ctx ctx_init(const ft_call *c, const ft_config *cfg) {
     const int64_t *d = c->dim;
     tr_ctx x = {0};
     x.nseq = d[TR_NSEQ];
@@ -753,27 +754,42 @@ static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     }
     x.loops = cfg->v[P_GEMM] == GEMM_LOOPS;
     x.ng = cfg->v[P_GQA] == GQA_PACK ? x.G : 1;
-    const int kt = cfg->v[P_KV_TILE], bal = cfg->v[P_BALANCE], threads = cfg->v[P_THREADS];
-    const int priv = x.bwd && cfg->v[P_DKV] == DKV_PRIVATE, owner = x.bwd && !priv;
+    const int kt = cfg->v[P_KV_TILE];
     x.T = kt > 0 && kt < x.S + x.B ? kt : x.S + x.B;
     x.lds = x.T;
+    return x;
+}
 
-    /* Workspace: per-thread tiles, the task list, and under dkv = private one copy of dk_ctx and
-     * dv_ctx per thread beyond the first (thread 0 sums straight into the outputs). */
-    const int64_t M = x.B * x.ng, ntask = owner ? x.nseq * x.Hkv : x.nseq * x.NB * x.Hkv;
-    const int64_t csz = x.nseq * x.S * x.E;
-    const size_t f = sizeof(float), rows_b = (size_t)(M * x.dh) * f, vec_b = (size_t)M * f;
-    const size_t tile_b = (size_t)(M * x.lds) * f;
+/* How the call's tasks run over the threads, and where their scratch lives. */
+typedef struct tr_plan {
+    int threads, bal;
+    int priv, owner;      /* dkv = private / owner (both 0 forward only) */
+    int64_t ntask, npack; /* tasks; context strips to pack first (gemm = loops) */
+    int64_t csz;          /* floats of dk_ctx (and of dv_ctx) */
+    tr_work *works;       /* one per thread */
+    tr_task *order;       /* the tasks in the order they are handed out */
+    int *assign;          /* task i runs on thread assign[i] (dkv = private, balance = lpt) */
+    float *privbuf;       /* threads 1.. under dkv = private: their dk_ctx then dv_ctx copies */
+} tr_plan;
+
+/* Workspace: per-thread tiles, the task list, and under dkv = private one copy of dk_ctx and
+ * dv_ctx per thread beyond the first (thread 0 sums straight into the outputs). */
+static ft_status plan_workspace(tr_ctx *x, tr_plan *p, ft_call *c, ft_err *err) {
+    const int threads = p->threads, priv = p->priv, owner = p->owner;
+    const int64_t M = x->B * x->ng, ntask = owner ? x->nseq * x->Hkv : x->nseq * x->NB * x->Hkv;
+    const int64_t csz = x->nseq * x->S * x->E;
+    const size_t f = sizeof(float), rows_b = (size_t)(M * x->dh) * f, vec_b = (size_t)M * f;
+    const size_t tile_b = (size_t)(M * x->lds) * f;
     /* loops: a block's own K or V rows packed either way; every context packed once */
-    const int64_t pk_cols = strips(x.B) * NR * x.dh, pk_rows = x.B * strips(x.dh) * NR;
-    const size_t pk_b = x.loops ? (size_t)(pk_cols > pk_rows ? pk_cols : pk_rows) * f : 0;
-    const int64_t ps_cols = strips(x.S) * NR * x.dh, ps_rows = x.S * strips(x.dh) * NR;
-    x.psz = ps_cols > ps_rows ? ps_cols : ps_rows;
-    const int64_t npack = x.loops ? x.nseq * x.Hkv * (x.bwd ? 4 : 2) : 0;
-    const size_t pre_b = (size_t)(npack * x.psz) * f;
-    const size_t pq_b = x.loops && x.bwd ? (size_t)(M * strips(x.dh) * NR) * f : 0;
-    const size_t per_thread = ft_ws_size(rows_b) * (x.bwd ? 4 : 2) + ft_ws_size(vec_b) * 3 +
-                              ft_ws_size(tile_b) * (x.bwd ? 2 : 1) + ft_ws_size(pk_b) +
+    const int64_t pk_cols = strips(x->B) * NR * x->dh, pk_rows = x->B * strips(x->dh) * NR;
+    const size_t pk_b = x->loops ? (size_t)(pk_cols > pk_rows ? pk_cols : pk_rows) * f : 0;
+    const int64_t ps_cols = strips(x->S) * NR * x->dh, ps_rows = x->S * strips(x->dh) * NR;
+    x->psz = ps_cols > ps_rows ? ps_cols : ps_rows;
+    const int64_t npack = x->loops ? x->nseq * x->Hkv * (x->bwd ? 4 : 2) : 0;
+    const size_t pre_b = (size_t)(npack * x->psz) * f;
+    const size_t pq_b = x->loops && x->bwd ? (size_t)(M * strips(x->dh) * NR) * f : 0;
+    const size_t per_thread = ft_ws_size(rows_b) * (x->bwd ? 4 : 2) + ft_ws_size(vec_b) * 3 +
+                              ft_ws_size(tile_b) * (x->bwd ? 2 : 1) + ft_ws_size(pk_b) +
                               ft_ws_size(pq_b) * 2;
     const size_t task_b = (size_t)ntask * sizeof(tr_task), own_b = (size_t)ntask * sizeof(int);
     const size_t priv_b = priv ? (size_t)((threads - 1) * 2 * csz) * f : 0;
@@ -783,20 +799,23 @@ static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
                              ft_ws_size(own_b) + ft_ws_size(priv_b) + ft_ws_size(pre_b),
                          err);
     if (!ws) return err ? err->status : FT_ENOMEM;
-    tr_work *works = ft_ws_carve(&ws, work_b);
-    tr_task *order = ft_ws_carve(&ws, task_b);
-    int *assign = ft_ws_carve(&ws, own_b);
-    float *privbuf = ft_ws_carve(&ws, priv_b);
+    p->ntask = ntask;
+    p->npack = npack;
+    p->csz = csz;
+    p->works = ft_ws_carve(&ws, work_b);
+    p->order = ft_ws_carve(&ws, task_b);
+    p->assign = ft_ws_carve(&ws, own_b);
+    p->privbuf = ft_ws_carve(&ws, priv_b);
     float *pre = ft_ws_carve(&ws, pre_b);
-    if (x.loops) {
-        const int64_t pairs = x.nseq * x.Hkv * x.psz;
-        x.pkT = pre;
-        x.pvR = pre + pairs;
-        x.pkR = x.bwd ? pre + 2 * pairs : NULL;
-        x.pvT = x.bwd ? pre + 3 * pairs : NULL;
+    if (x->loops) {
+        const int64_t pairs = x->nseq * x->Hkv * x->psz;
+        x->pkT = pre;
+        x->pvR = pre + pairs;
+        x->pkR = x->bwd ? pre + 2 * pairs : NULL;
+        x->pvT = x->bwd ? pre + 3 * pairs : NULL;
     }
     for (int t = 0; t < threads; t++) {
-        tr_work *w = &works[t];
+        tr_work *w = &p->works[t];
         memset(w, 0, sizeof *w);
         w->q = ft_ws_carve(&ws, rows_b);
         w->o = ft_ws_carve(&ws, rows_b);
@@ -807,95 +826,121 @@ static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
         w->pk = ft_ws_carve(&ws, pk_b);
         w->pq = ft_ws_carve(&ws, pq_b);
         w->pdo = ft_ws_carve(&ws, pq_b);
-        if (x.bwd) {
+        if (x->bwd) {
             w->dout = ft_ws_carve(&ws, rows_b);
             w->dq = ft_ws_carve(&ws, rows_b);
             w->dp = ft_ws_carve(&ws, tile_b);
         }
     }
+    return FT_OK;
+}
 
-    /* Tasks: (sequence, kv head) under owner, else (block, kv head); lpt sorts by work. */
-    for (int64_t i = 0; i < ntask; i++) {
+/* Tasks: (sequence, kv head) under owner, else (block, kv head); lpt sorts by work. */
+static void plan_order(const tr_ctx *x, const tr_plan *p) {
+    tr_task *order = p->order;
+    for (int64_t i = 0; i < p->ntask; i++) {
         order[i].id = i;
         order[i].work = 0;
-        if (bal != BAL_LPT) continue;
-        if (owner)
-            for (int64_t jb = 0; jb < x.NB; jb++)
-                order[i].work += block_work(&x, i / x.Hkv * x.NB + jb);
+        if (p->bal != BAL_LPT) continue;
+        if (p->owner)
+            for (int64_t jb = 0; jb < x->NB; jb++)
+                order[i].work += block_work(x, i / x->Hkv * x->NB + jb);
         else
-            order[i].work = block_work(&x, task_block(&x, i));
+            order[i].work = block_work(x, task_block(x, i));
     }
-    if (bal == BAL_LPT) qsort(order, (size_t)ntask, sizeof *order, task_cmp);
+    if (p->bal == BAL_LPT) qsort(order, (size_t)p->ntask, sizeof *order, task_cmp);
+}
 
-    ft_cpu_blas_threads(threads);
-#pragma omp parallel num_threads(threads)
-    {
-        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        tr_work *w = &works[tid];
-        if (npack) {
+/* Greedy longest-processing-time assignment: each task to the least loaded thread (lowest id on
+ * ties), computed once so the private sums are reproducible. Up to 64 threads take tasks; any
+ * beyond only join the final sum. */
+static void plan_assign(const tr_plan *p, int nth) {
+    int64_t load[64] = {0};
+    const int nt = nth < 64 ? nth : 64;
+    for (int64_t i = 0; i < p->ntask; i++) {
+        int best = 0;
+        for (int t = 1; t < nt; t++)
+            if (load[t] < load[best]) best = t;
+        p->assign[i] = best;
+        load[best] += p->order[i].work;
+    }
+}
+
+/* One thread's share of the call, inside the parallel region: the context packing, its tasks,
+ * and under dkv = private its part of the sum of the copies. */
+static void run_thread(const tr_ctx *x, const tr_plan *p) {
+    const int64_t ntask = p->ntask, csz = p->csz;
+    const tr_task *order = p->order;
+    float *privbuf = p->privbuf;
+    const int priv = p->priv, owner = p->owner, bal = p->bal;
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    tr_work *w = &p->works[tid];
+    if (p->npack) {
 #pragma omp for schedule(static)
-            for (int64_t i = 0; i < npack; i++)
-                prepack(&x, i);
-        }
-        float *dk = x.dkc, *dv = x.dvc;
-        if (priv && tid > 0) {
-            dk = privbuf + (size_t)(tid - 1) * 2 * (size_t)csz;
-            dv = dk + csz;
-        }
-        if (priv) {
-            memset(dk, 0, (size_t)csz * f);
-            memset(dv, 0, (size_t)csz * f);
-        }
-        if (priv && bal == BAL_LPT) {
-            /* Greedy longest-processing-time assignment: each task to the least loaded thread
-             * (lowest id on ties), computed once so the private sums are reproducible. Up to 64
-             * threads take tasks; any beyond only join the final sum. */
+        for (int64_t i = 0; i < p->npack; i++)
+            prepack(x, i);
+    }
+    float *dk = x->dkc, *dv = x->dvc;
+    if (priv && tid > 0) {
+        dk = privbuf + (size_t)(tid - 1) * 2 * (size_t)csz;
+        dv = dk + csz;
+    }
+    if (priv) {
+        memset(dk, 0, (size_t)csz * sizeof(float));
+        memset(dv, 0, (size_t)csz * sizeof(float));
+    }
+    if (priv && bal == BAL_LPT) {
 #pragma omp single
-            {
-                int64_t load[64] = {0};
-                const int nt = nth < 64 ? nth : 64;
-                for (int64_t i = 0; i < ntask; i++) {
-                    int best = 0;
-                    for (int t = 1; t < nt; t++)
-                        if (load[t] < load[best]) best = t;
-                    assign[i] = best;
-                    load[best] += order[i].work;
-                }
-            }
-            for (int64_t i = 0; i < ntask; i++)
-                if (assign[i] == tid) run_task(&x, w, order[i].id, dk, dv);
+        plan_assign(p, nth);
+        for (int64_t i = 0; i < ntask; i++)
+            if (p->assign[i] == tid) run_task(x, w, order[i].id, dk, dv);
 #pragma omp barrier
-        } else if (bal == BAL_STATIC) {
+    } else if (bal == BAL_STATIC) {
 #pragma omp for schedule(static)
-            for (int64_t i = 0; i < ntask; i++) {
-                if (owner)
-                    run_owner(&x, w, order[i].id);
-                else
-                    run_task(&x, w, order[i].id, dk, dv);
-            }
-        } else {
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t i = 0; i < ntask; i++) {
-                if (owner)
-                    run_owner(&x, w, order[i].id);
-                else
-                    run_task(&x, w, order[i].id, dk, dv);
-            }
+        for (int64_t i = 0; i < ntask; i++) {
+            if (owner)
+                run_owner(x, w, order[i].id);
+            else
+                run_task(x, w, order[i].id, dk, dv);
         }
-        if (priv && nth > 1) {
-            /* Sum the copies into the outputs in thread order. */
-#pragma omp for schedule(static)
-            for (int64_t e = 0; e < csz; e++) {
-                float sk = x.dkc[e], sv = x.dvc[e];
-                for (int t = 1; t < nth; t++) {
-                    sk += privbuf[(size_t)(t - 1) * 2 * (size_t)csz + (size_t)e];
-                    sv += privbuf[(size_t)(t - 1) * 2 * (size_t)csz + (size_t)(csz + e)];
-                }
-                x.dkc[e] = sk;
-                x.dvc[e] = sv;
-            }
+    } else {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i = 0; i < ntask; i++) {
+            if (owner)
+                run_owner(x, w, order[i].id);
+            else
+                run_task(x, w, order[i].id, dk, dv);
         }
     }
+    if (priv && nth > 1) {
+        /* Sum the copies into the outputs in thread order. */
+#pragma omp for schedule(static)
+        for (int64_t e = 0; e < csz; e++) {
+            float sk = x->dkc[e], sv = x->dvc[e];
+            for (int t = 1; t < nth; t++) {
+                sk += privbuf[(size_t)(t - 1) * 2 * (size_t)csz + (size_t)e];
+                sv += privbuf[(size_t)(t - 1) * 2 * (size_t)csz + (size_t)(csz + e)];
+            }
+            x->dkc[e] = sk;
+            x->dvc[e] = sv;
+        }
+    }
+}
+
+static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    tr_ctx x = ctx_init(c, cfg);
+    tr_plan p = {0};
+    p.threads = cfg->v[P_THREADS];
+    p.bal = cfg->v[P_BALANCE];
+    p.priv = x.bwd && cfg->v[P_DKV] == DKV_PRIVATE;
+    p.owner = x.bwd && !p.priv;
+    ft_status s = plan_workspace(&x, &p, c, err);
+    if (s) return s;
+    plan_order(&x, &p);
+
+    ft_cpu_blas_threads(p.threads);
+#pragma omp parallel num_threads(p.threads)
+    run_thread(&x, &p);
     return FT_OK;
 }
 
