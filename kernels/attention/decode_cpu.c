@@ -538,7 +538,25 @@ static void attend_run(const dp_ctx *x, const dp_scratch *w, const dp_set *sets,
 
 /* ---- launcher ------------------------------------------------------------------------------- */
 
-static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+/* The call as its tasks see it: the kernels' view (x), the sizes, the task grid, the tensors and
+ * where each thread's and each task's scratch lies. */
+typedef struct dp_plan {
+    dp_ctx x;
+    int64_t R, B, Hq, Hkv, dh, G;
+    int threads, parts;
+    int64_t span, groups, spk, nsmax, rows, rpad, ntasks;
+    float scale2;
+    const float *q, *kctx, *vctx, *kblk, *vblk;
+    const int32_t *lens;
+    float *o, *lse;
+    size_t q_b, m_b, l_b, acc_b, s_b, kp_b, vp_b, sets_b, per_thread, slot_b;
+    int64_t *off;    /* first context row of each request */
+    char *thread_ws; /* per_thread bytes a thread */
+    char *part_ws;   /* parts > 1: slot_b bytes a task */
+} dp_plan;
+
+/* The call's sizes, tensors and task grid. */
+static dp_plan plan_init(ft_call *c, const ft_config *cfg) {
     const int64_t R = c->dim[DC_R], B = c->dim[DC_B], Hq = c->dim[DC_HQ], Hkv = c->dim[DC_HKV];
     const int64_t dh = c->dim[DC_DH], G = Hq / Hkv;
     const int threads = cfg->v[DP_THREADS], parts = cfg->v[DP_PARTS];
@@ -558,144 +576,223 @@ static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const float *kblk = c->t[DC_KBLK]->data, *vblk = c->t[DC_VBLK]->data;
     const int32_t *lens = c->t[DC_LENS]->data;
     float *o = c->t[DC_O]->data, *lse = c->t[DC_LSE]->data;
-    if (R == 0) return FT_OK;
-    /* Every BLAS call below runs inside the parallel region on its own thread; a team of one
-     * thread is not a parallel region to OpenBLAS, which would otherwise fan out. */
-    ft_cpu_blas_threads(1);
+    return (dp_plan){.x = x,
+                     .R = R,
+                     .B = B,
+                     .Hq = Hq,
+                     .Hkv = Hkv,
+                     .dh = dh,
+                     .G = G,
+                     .threads = threads,
+                     .parts = parts,
+                     .span = span,
+                     .groups = groups,
+                     .spk = spk,
+                     .nsmax = nsmax,
+                     .rows = rows,
+                     .rpad = rpad,
+                     .ntasks = ntasks,
+                     .scale2 = scale2,
+                     .q = q,
+                     .kctx = kctx,
+                     .vctx = vctx,
+                     .kblk = kblk,
+                     .vblk = vblk,
+                     .lens = lens,
+                     .o = o,
+                     .lse = lse};
+}
 
-    /* Workspace: request offsets; per thread the shared tile scratch and the sets' queries,
-     * accumulators, maxima and sums; with parts > 1 the accumulators, maxima and sums live in a
-     * slot per task instead, for the merge. */
+/* Workspace: request offsets; per thread the shared tile scratch and the sets' queries,
+ * accumulators, maxima and sums; with parts > 1 the accumulators, maxima and sums live in a
+ * slot per task instead, for the merge. */
+static ft_status plan_workspace(dp_plan *plan, ft_call *c, ft_err *err) {
+    const dp_ctx *x = &plan->x;
+    const int64_t R = plan->R, dh = plan->dh, rpad = plan->rpad, nsmax = plan->nsmax;
+    const int threads = plan->threads, parts = plan->parts;
     const size_t off_b = (size_t)R * sizeof(int64_t);
     const size_t q_b = (size_t)(rpad * dh) * sizeof(float);
-    const size_t s_b = (size_t)(rpad * x.ldt) * sizeof(float);
-    const size_t kp_b = x.mm == MM_LOOPS ? (size_t)(dh * x.ldt) * sizeof(float) : 0;
-    const size_t vp_b = x.mm == MM_LOOPS ? (size_t)(dh * x.tile) * sizeof(float) : 0;
+    const size_t s_b = (size_t)(rpad * x->ldt) * sizeof(float);
+    const size_t kp_b = x->mm == MM_LOOPS ? (size_t)(dh * x->ldt) * sizeof(float) : 0;
+    const size_t vp_b = x->mm == MM_LOOPS ? (size_t)(dh * x->tile) * sizeof(float) : 0;
     const size_t m_b = (size_t)rpad * sizeof(float), l_b = (size_t)rpad * sizeof(double);
     const size_t acc_b = ft_ws_size(q_b) + ft_ws_size(m_b) + ft_ws_size(l_b); /* o, m, l */
     const size_t sets_b = (size_t)nsmax * sizeof(dp_set);
     const size_t per_thread = ft_ws_size(sets_b) + ft_ws_size(s_b) + ft_ws_size(kp_b) +
                               ft_ws_size(vp_b) + (size_t)nsmax * (ft_ws_size(q_b) + acc_b);
     const size_t slot_b = (size_t)nsmax * acc_b;
-    const size_t part_b = parts > 1 ? (size_t)ntasks * slot_b : 0;
+    const size_t part_b = parts > 1 ? (size_t)plan->ntasks * slot_b : 0;
     char *ws = ft_ws_get(c->ws, ft_ws_size(off_b) + (size_t)threads * per_thread + part_b, err);
     if (!ws) return err ? err->status : FT_ENOMEM;
-    int64_t *off = ft_ws_carve(&ws, off_b);
-    char *thread_ws = ft_ws_carve(&ws, (size_t)threads * per_thread);
-    char *part_ws = ft_ws_carve(&ws, part_b);
+    plan->off = ft_ws_carve(&ws, off_b);
+    plan->thread_ws = ft_ws_carve(&ws, (size_t)threads * per_thread);
+    plan->part_ws = ft_ws_carve(&ws, part_b);
     for (int64_t r = 0, acc = 0; r < R; r++) {
-        off[r] = acc;
-        acc += lens[r];
+        plan->off[r] = acc;
+        acc += plan->lens[r];
     }
+    plan->q_b = q_b;
+    plan->m_b = m_b;
+    plan->l_b = l_b;
+    plan->acc_b = acc_b;
+    plan->s_b = s_b;
+    plan->kp_b = kp_b;
+    plan->vp_b = vp_b;
+    plan->sets_b = sets_b;
+    plan->per_thread = per_thread;
+    plan->slot_b = slot_b;
+    return FT_OK;
+}
 
-#pragma omp parallel num_threads(threads)
-    {
-        char *mine = thread_ws + (size_t)omp_get_thread_num() * per_thread;
-        dp_set *sets = ft_ws_carve(&mine, sets_b);
-        dp_scratch w;
-        w.s = ft_ws_carve(&mine, s_b);
-        w.kp = ft_ws_carve(&mine, kp_b);
-        w.vp = ft_ws_carve(&mine, vp_b);
-        for (int64_t s = 0; s < nsmax; s++) {
-            sets[s].q = ft_ws_carve(&mine, q_b);
-            sets[s].o = ft_ws_carve(&mine, q_b);
-            sets[s].m = ft_ws_carve(&mine, m_b);
-            sets[s].l = ft_ws_carve(&mine, l_b);
-            /* Padding rows of the queries stay zero: the loops kernels compute and drop them. */
-            memset(sets[s].q, 0, q_b);
+/* The query sets of the task for request r, kv heads from j0 (nsets of them, accumulating into
+ * slot when parts > 1). */
+static void task_sets(const dp_plan *plan, dp_set *sets, int64_t nsets, int64_t r, int64_t j0,
+                      char *slot) {
+    const dp_ctx *x = &plan->x;
+    const int64_t B = plan->B, Hq = plan->Hq, dh = plan->dh, G = plan->G;
+    const float *q = plan->q, scale2 = plan->scale2;
+    const size_t q_b = plan->q_b, m_b = plan->m_b, l_b = plan->l_b;
+    for (int64_t s = 0; s < nsets; s++) {
+        const int64_t h0 = j0 * G + s * x->ng; /* first query head of the set */
+        sets[s].j = h0 / G;
+        if (plan->parts > 1) { /* accumulate into this task's partial slot */
+            sets[s].o = ft_ws_carve(&slot, q_b);
+            sets[s].m = ft_ws_carve(&slot, m_b);
+            sets[s].l = ft_ws_carve(&slot, l_b);
         }
+        /* Query rows: row b*ng + e is query b of head h0 + e, times scale * log2 e;
+         * blas takes them as rows, loops as blocks of RB rows stored d-major. */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t e = 0; e < x->ng; e++) {
+                const int64_t row = b * x->ng + e;
+                const float *src = q + ((r * B + b) * Hq + h0 + e) * dh;
+                if (x->mm == MM_BLAS) {
+                    float *dst = sets[s].q + row * dh;
+#pragma omp simd
+                    for (int64_t d = 0; d < dh; d++)
+                        dst[d] = src[d] * scale2;
+                } else {
+                    float *dst = sets[s].q + (row / RB) * dh * RB + row % RB;
+                    for (int64_t d = 0; d < dh; d++)
+                        dst[d * RB] = src[d] * scale2;
+                }
+            }
+    }
+}
+
+/* One task: part p of request r for kv head group g; with one part it writes o and lse. */
+static void run_task(const dp_plan *plan, const dp_scratch *w, dp_set *sets, int64_t task) {
+    const dp_ctx *x = &plan->x;
+    const int64_t B = plan->B, Hq = plan->Hq, Hkv = plan->Hkv, dh = plan->dh, G = plan->G;
+    const int64_t span = plan->span, groups = plan->groups, spk = plan->spk, rows = plan->rows;
+    const int parts = plan->parts;
+    float *o = plan->o, *lse = plan->lse;
+    const int64_t p = task % parts, g = task / parts % groups, r = task / parts / groups;
+    const int64_t j0 = g * span, j1 = j0 + span < Hkv ? j0 + span : Hkv;
+    const int64_t nsets = (j1 - j0) * spk, L = plan->lens[r];
+    task_sets(plan, sets, nsets, r, j0, plan->part_ws + (size_t)task * plan->slot_b);
+    /* Part p covers context tiles [p*nt/parts, (p+1)*nt/parts); the last part also
+     * takes the block. */
+    const int64_t nt = (L + x->tile - 1) / x->tile;
+    const int64_t c0 = p * nt / parts * x->tile;
+    const int64_t e1 = (p + 1) * nt / parts * x->tile, c1 = e1 < L ? e1 : L;
+    const int last = p == parts - 1;
+    const int64_t off = plan->off[r];
+    attend_run(x, w, sets, nsets, rows, plan->kctx + off * Hkv * dh, plan->vctx + off * Hkv * dh,
+               c0, c1, last ? plan->kblk + r * B * Hkv * dh : NULL,
+               last ? plan->vblk + r * B * Hkv * dh : NULL);
+    for (int64_t s = 0; parts == 1 && s < nsets; s++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t e = 0; e < x->ng; e++) {
+                const int64_t row = b * x->ng + e;
+                const int64_t out = (r * B + b) * Hq + j0 * G + s * x->ng + e;
+                const float inv = (float)(1.0 / sets[s].l[row]);
+#pragma omp simd
+                for (int64_t d = 0; d < dh; d++)
+                    o[out * dh + d] = sets[s].o[row * dh + d] * inv;
+                lse[out] = (float)((sets[s].m[row] + log2(sets[s].l[row])) * LN2);
+            }
+}
+
+/* Merge the parts of (request, kv head group) u in part order. */
+static void merge_parts(const dp_plan *plan, int64_t u) {
+    const dp_ctx *x = &plan->x;
+    const int64_t B = plan->B, Hq = plan->Hq, Hkv = plan->Hkv, dh = plan->dh, G = plan->G;
+    const int64_t span = plan->span, groups = plan->groups, spk = plan->spk, rows = plan->rows;
+    const int parts = plan->parts;
+    const size_t q_b = plan->q_b, m_b = plan->m_b, l_b = plan->l_b, acc_b = plan->acc_b;
+    float *o = plan->o, *lse = plan->lse;
+    const int64_t r = u / groups, j0 = u % groups * span;
+    const int64_t j1 = j0 + span < Hkv ? j0 + span : Hkv, nsets = (j1 - j0) * spk;
+    for (int64_t s = 0; s < nsets; s++)
+        for (int64_t row = 0; row < rows; row++) {
+            const int64_t b = row / x->ng, e = row % x->ng;
+            const int64_t out = (r * B + b) * Hq + j0 * G + s * x->ng + e;
+            float *po[MAX_PARTS], pm[MAX_PARTS], f[MAX_PARTS];
+            double pl[MAX_PARTS];
+            float mmax = -INFINITY;
+            for (int p = 0; p < parts; p++) {
+                char *at = plan->part_ws + (size_t)(u * parts + p) * plan->slot_b + s * acc_b;
+                po[p] = (float *)ft_ws_carve(&at, q_b) + row * dh;
+                pm[p] = ((float *)ft_ws_carve(&at, m_b))[row];
+                pl[p] = ((double *)ft_ws_carve(&at, l_b))[row];
+                mmax = pm[p] > mmax ? pm[p] : mmax;
+            }
+            double l = 0.0;
+            for (int p = 0; p < parts; p++) {
+                f[p] = exp2f(pm[p] - mmax); /* 0 for an empty part */
+                l += pl[p] * f[p];
+            }
+            float *dst = o + out * dh;
+            for (int64_t d = 0; d < dh; d++) {
+                float acc = 0.0f;
+                for (int p = 0; p < parts; p++)
+                    acc += po[p][d] * f[p];
+                dst[d] = (float)(acc / l);
+            }
+            lse[out] = (float)((mmax + log2(l)) * LN2);
+        }
+}
+
+/* One thread's share, inside the parallel region: its scratch, its tasks, then its merges. */
+static void run_thread(const dp_plan *plan) {
+    char *mine = plan->thread_ws + (size_t)omp_get_thread_num() * plan->per_thread;
+    dp_set *sets = ft_ws_carve(&mine, plan->sets_b);
+    dp_scratch w;
+    w.s = ft_ws_carve(&mine, plan->s_b);
+    w.kp = ft_ws_carve(&mine, plan->kp_b);
+    w.vp = ft_ws_carve(&mine, plan->vp_b);
+    for (int64_t s = 0; s < plan->nsmax; s++) {
+        sets[s].q = ft_ws_carve(&mine, plan->q_b);
+        sets[s].o = ft_ws_carve(&mine, plan->q_b);
+        sets[s].m = ft_ws_carve(&mine, plan->m_b);
+        sets[s].l = ft_ws_carve(&mine, plan->l_b);
+        /* Padding rows of the queries stay zero: the loops kernels compute and drop them. */
+        memset(sets[s].q, 0, plan->q_b);
+    }
 
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < ntasks; task++) {
-            const int64_t p = task % parts, g = task / parts % groups, r = task / parts / groups;
-            const int64_t j0 = g * span, j1 = j0 + span < Hkv ? j0 + span : Hkv;
-            const int64_t nsets = (j1 - j0) * spk, L = lens[r];
-            char *slot = part_ws + (size_t)task * slot_b;
-            for (int64_t s = 0; s < nsets; s++) {
-                const int64_t h0 = j0 * G + s * x.ng; /* first query head of the set */
-                sets[s].j = h0 / G;
-                if (parts > 1) { /* accumulate into this task's partial slot */
-                    sets[s].o = ft_ws_carve(&slot, q_b);
-                    sets[s].m = ft_ws_carve(&slot, m_b);
-                    sets[s].l = ft_ws_carve(&slot, l_b);
-                }
-                /* Query rows: row b*ng + e is query b of head h0 + e, times scale * log2 e;
-                 * blas takes them as rows, loops as blocks of RB rows stored d-major. */
-                for (int64_t b = 0; b < B; b++)
-                    for (int64_t e = 0; e < x.ng; e++) {
-                        const int64_t row = b * x.ng + e;
-                        const float *src = q + ((r * B + b) * Hq + h0 + e) * dh;
-                        if (x.mm == MM_BLAS) {
-                            float *dst = sets[s].q + row * dh;
-#pragma omp simd
-                            for (int64_t d = 0; d < dh; d++)
-                                dst[d] = src[d] * scale2;
-                        } else {
-                            float *dst = sets[s].q + (row / RB) * dh * RB + row % RB;
-                            for (int64_t d = 0; d < dh; d++)
-                                dst[d * RB] = src[d] * scale2;
-                        }
-                    }
-            }
-            /* Part p covers context tiles [p*nt/parts, (p+1)*nt/parts); the last part also
-             * takes the block. */
-            const int64_t nt = (L + x.tile - 1) / x.tile;
-            const int64_t c0 = p * nt / parts * x.tile;
-            const int64_t e1 = (p + 1) * nt / parts * x.tile, c1 = e1 < L ? e1 : L;
-            const int last = p == parts - 1;
-            attend_run(&x, &w, sets, nsets, rows, kctx + off[r] * Hkv * dh,
-                       vctx + off[r] * Hkv * dh, c0, c1, last ? kblk + r * B * Hkv * dh : NULL,
-                       last ? vblk + r * B * Hkv * dh : NULL);
-            for (int64_t s = 0; parts == 1 && s < nsets; s++)
-                for (int64_t b = 0; b < B; b++)
-                    for (int64_t e = 0; e < x.ng; e++) {
-                        const int64_t row = b * x.ng + e;
-                        const int64_t out = (r * B + b) * Hq + j0 * G + s * x.ng + e;
-                        const float inv = (float)(1.0 / sets[s].l[row]);
-#pragma omp simd
-                        for (int64_t d = 0; d < dh; d++)
-                            o[out * dh + d] = sets[s].o[row * dh + d] * inv;
-                        lse[out] = (float)((sets[s].m[row] + log2(sets[s].l[row])) * LN2);
-                    }
-        }
+    for (int64_t task = 0; task < plan->ntasks; task++)
+        run_task(plan, &w, sets, task);
 
-        /* Merge the parts of every (request, kv head group) in part order. */
-        if (parts > 1) {
+    if (plan->parts > 1) {
 #pragma omp for schedule(static)
-            for (int64_t u = 0; u < R * groups; u++) {
-                const int64_t r = u / groups, j0 = u % groups * span;
-                const int64_t j1 = j0 + span < Hkv ? j0 + span : Hkv, nsets = (j1 - j0) * spk;
-                for (int64_t s = 0; s < nsets; s++)
-                    for (int64_t row = 0; row < rows; row++) {
-                        const int64_t b = row / x.ng, e = row % x.ng;
-                        const int64_t out = (r * B + b) * Hq + j0 * G + s * x.ng + e;
-                        float *po[MAX_PARTS], pm[MAX_PARTS], f[MAX_PARTS];
-                        double pl[MAX_PARTS];
-                        float mmax = -INFINITY;
-                        for (int p = 0; p < parts; p++) {
-                            char *at = part_ws + (size_t)(u * parts + p) * slot_b + s * acc_b;
-                            po[p] = (float *)ft_ws_carve(&at, q_b) + row * dh;
-                            pm[p] = ((float *)ft_ws_carve(&at, m_b))[row];
-                            pl[p] = ((double *)ft_ws_carve(&at, l_b))[row];
-                            mmax = pm[p] > mmax ? pm[p] : mmax;
-                        }
-                        double l = 0.0;
-                        for (int p = 0; p < parts; p++) {
-                            f[p] = exp2f(pm[p] - mmax); /* 0 for an empty part */
-                            l += pl[p] * f[p];
-                        }
-                        float *dst = o + out * dh;
-                        for (int64_t d = 0; d < dh; d++) {
-                            float acc = 0.0f;
-                            for (int p = 0; p < parts; p++)
-                                acc += po[p][d] * f[p];
-                            dst[d] = (float)(acc / l);
-                        }
-                        lse[out] = (float)((mmax + log2(l)) * LN2);
-                    }
-            }
-        }
+        for (int64_t u = 0; u < plan->R * plan->groups; u++)
+            merge_parts(plan, u);
     }
+}
+
+static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    dp_plan plan = plan_init(c, cfg);
+    if (plan.R == 0) return FT_OK;
+    /* Every BLAS call below runs inside the parallel region on its own thread; a team of one
+     * thread is not a parallel region to OpenBLAS, which would otherwise fan out. */
+    ft_cpu_blas_threads(1);
+    ft_status s = plan_workspace(&plan, c, err);
+    if (s) return s;
+
+#pragma omp parallel num_threads(plan.threads)
+    run_thread(&plan);
     return FT_OK;
 }
 
