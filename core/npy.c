@@ -196,93 +196,70 @@ static int64_t shape_numel(const ft_npy_header *h) {
     return n;
 }
 
-ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
-    ft_status s = FT_OK;
-    ft_tensor *t = NULL;
-    void *raw = NULL;
-    /* fopen opens a directory too; reading it would only say "wrong magic string". */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        s = ft_err_set(err, FT_EIO, "%s: cannot stat: %s", path, strerror(errno));
-        fclose(f);
-        return s;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        fclose(f);
-        return ft_err_set(err, FT_EIO, "%s: is a directory, not a .npy file", path);
-    }
-
-    /* The header is at most 4 GiB in 2.0+ but NumPy keeps it small; 64 KiB + prefix covers
-     * every 1.0 header and any real 2.0 one. */
+/* The header at the start of f. The header is at most 4 GiB in 2.0+ but NumPy keeps it small;
+ * 64 KiB + prefix covers every 1.0 header and any real 2.0 one. */
+static ft_status read_header(FILE *f, const char *path, ft_npy_header *h, ft_err *err) {
     enum { HEAD_MAX = 65536 + 12 };
     unsigned char *head = malloc(HEAD_MAX);
-    if (!head) {
-        fclose(f);
-        return ft_err_set(err, FT_ENOMEM, "out of memory");
-    }
+    if (!head) return ft_err_set(err, FT_ENOMEM, "out of memory");
     size_t got = fread(head, 1, HEAD_MAX, f);
-    ft_npy_header h;
-    s = ft_npy_parse_header(head, got, path, &h, err);
+    ft_status s = ft_npy_parse_header(head, got, path, h, err);
     free(head);
-    if (s) goto done;
-    if (h.fortran_order) {
-        s = ft_err_set(err, FT_EFORMAT,
-                       "%s: Fortran-order arrays are not supported; save a C-order array "
-                       "(numpy: np.ascontiguousarray(a))",
-                       path);
-        goto done;
-    }
-    src_type st = SRC_F32;
-    if ((s = descr_type(h.descr, path, &st, err))) goto done;
-    ft_dtype dt = st == SRC_F32                      ? FT_F32
-                  : st == SRC_F64                    ? FT_F64
-                  : (st == SRC_I32 || st == SRC_I64) ? FT_I32
-                                                     : FT_U8;
+    return s;
+}
+
+/* What the header asks for, checked before anything is allocated: C order, a known dtype, a
+ * shape that can be addressed and, for a regular file, exactly as many data bytes as it holds.
+ * Sets the source type and the element count. */
+static ft_status check_header(const ft_npy_header *h, const struct stat *sb, const char *path,
+                              src_type *st, int64_t *numel, ft_err *err) {
+    ft_status s;
+    if (h->fortran_order)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: Fortran-order arrays are not supported; save a C-order array "
+                          "(numpy: np.ascontiguousarray(a))",
+                          path);
+    if ((s = descr_type(h->descr, path, st, err))) return s;
     char shape_s[128];
-    int64_t n = shape_numel(&h);
-    if (n < 0) {
-        s = ft_err_set(err, FT_EFORMAT, "%s: shape %s is too large to address", path,
-                       ft_shape_str(h.rank, h.shape, shape_s, sizeof shape_s));
-        goto done;
-    }
-    size_t esz = src_size(st);
-    size_t want = (size_t)n * esz;
+    int64_t n = shape_numel(h);
+    if (n < 0)
+        return ft_err_set(err, FT_EFORMAT, "%s: shape %s is too large to address", path,
+                          ft_shape_str(h->rank, h->shape, shape_s, sizeof shape_s));
+    size_t want = (size_t)n * src_size(*st);
     /* A header may claim any size: compare it with the file's before allocating anything, so
      * a 128-byte file claiming 4 GiB is refused at once. (A pipe has no size; its reads are
      * checked below.) */
-    if (S_ISREG(sb.st_mode)) {
+    if (S_ISREG(sb->st_mode)) {
         uint64_t held =
-            (uint64_t)sb.st_size > h.data_offset ? (uint64_t)sb.st_size - h.data_offset : 0;
-        if (held < (uint64_t)want) {
-            s = ft_err_set(err, FT_EFORMAT,
-                           "%s: truncated data: the header promises %lld elements (%zu bytes) "
-                           "but the file holds %llu",
-                           path, (long long)n, want, (unsigned long long)held);
-            goto done;
-        }
-        if (held > (uint64_t)want) {
-            s = ft_err_set(err, FT_EFORMAT, "%s: extra bytes after the %zu bytes of data", path,
-                           want);
-            goto done;
-        }
+            (uint64_t)sb->st_size > h->data_offset ? (uint64_t)sb->st_size - h->data_offset : 0;
+        if (held < (uint64_t)want)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: truncated data: the header promises %lld elements (%zu bytes) "
+                              "but the file holds %llu",
+                              path, (long long)n, want, (unsigned long long)held);
+        if (held > (uint64_t)want)
+            return ft_err_set(err, FT_EFORMAT, "%s: extra bytes after the %zu bytes of data", path,
+                              want);
     }
-    if ((s = ft_tensor_new(dt, h.rank, h.shape, &t, err))) {
-        ft_err_wrap(err, "%s", path);
-        goto done;
-    }
+    *numel = n;
+    return FT_OK;
+}
+
+/* The n elements of type st at the header's data offset into t, converted to t's dtype (int64
+ * narrowed to int32 when every value fits, bool to 0/1). */
+static ft_status read_data(FILE *f, const ft_npy_header *h, src_type st, int64_t n, ft_tensor *t,
+                           const char *path, ft_err *err) {
+    ft_status s = FT_OK;
+    void *raw = NULL;
+    size_t esz = src_size(st);
+    size_t want = (size_t)n * esz;
     void *dst = t->data;
-    if (esz != ft_dtype_size(dt)) {
+    if (esz != ft_dtype_size(t->dtype)) {
         raw = malloc(want ? want : 1);
-        if (!raw) {
-            s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
-            goto done;
-        }
+        if (!raw) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
         dst = raw;
     }
-    if (fseeko(f, (off_t)h.data_offset, SEEK_SET) != 0) {
+    if (fseeko(f, (off_t)h->data_offset, SEEK_SET) != 0) {
         s = ft_err_set(err, FT_EIO, "%s: seek failed: %s", path, strerror(errno));
         goto done;
     }
@@ -318,6 +295,42 @@ ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
     }
 done:
     free(raw);
+    return s;
+}
+
+ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    ft_status s = FT_OK;
+    ft_tensor *t = NULL;
+    /* fopen opens a directory too; reading it would only say "wrong magic string". */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        s = ft_err_set(err, FT_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        fclose(f);
+        return s;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        return ft_err_set(err, FT_EIO, "%s: is a directory, not a .npy file", path);
+    }
+
+    ft_npy_header h;
+    src_type st = SRC_F32;
+    int64_t n = 0;
+    if ((s = read_header(f, path, &h, err))) goto done;
+    if ((s = check_header(&h, &sb, path, &st, &n, err))) goto done;
+    ft_dtype dt = st == SRC_F32                      ? FT_F32
+                  : st == SRC_F64                    ? FT_F64
+                  : (st == SRC_I32 || st == SRC_I64) ? FT_I32
+                                                     : FT_U8;
+    if ((s = ft_tensor_new(dt, h.rank, h.shape, &t, err))) {
+        ft_err_wrap(err, "%s", path);
+        goto done;
+    }
+    s = read_data(f, &h, st, n, t, path, err);
+done:
     fclose(f);
     if (s) {
         ft_tensor_free(t);
