@@ -139,45 +139,52 @@ static void put_types(FILE *f, const char *P) {
             P);
 }
 
-static void put_functions(FILE *f, const char *P, const char *U) {
+/* The header's helpers that tell whether an entry answers a query. */
+static void put_match_functions(FILE *f, const char *P) {
+    fprintf(f,
+            "/* Every \"name=value\" of q (comma-separated; NULL or \"\" for any) is an attribute"
+            " of e. */\n"
+            "static inline int %1$s_attrs_match_(const %1$s_entry *e, const char *q) {\n"
+            "    while (q && *q) {\n"
+            "        const char *end = strchr(q, ',');\n"
+            "        size_t len = end ? (size_t)(end - q) : strlen(q);\n"
+            "        if (len) {\n"
+            "            const char *eq = (const char *)memchr(q, '=', len);\n"
+            "            size_t nlen, vlen;\n"
+            "            int i, found = 0;\n"
+            "            if (!eq) return 0;\n"
+            "            nlen = (size_t)(eq - q);\n"
+            "            vlen = len - nlen - 1;\n"
+            "            for (i = 0; i < e->nattrs && !found; i++)\n"
+            "                found = strlen(e->attrs[i].name) == nlen &&\n"
+            "                        strncmp(e->attrs[i].name, q, nlen) == 0 &&\n"
+            "                        strlen(e->attrs[i].value) == vlen &&\n"
+            "                        strncmp(e->attrs[i].value, eq + 1, vlen) == 0;\n"
+            "            if (!found) return 0;\n"
+            "        }\n"
+            "        q += len + (end ? 1 : 0);\n"
+            "    }\n"
+            "    return 1;\n"
+            "}\n\n"
+            "/* max(a, b) / min(a, b), sizes below 1 counted as 1. */\n"
+            "static inline double %1$s_ratio_(long long a, long long b) {\n"
+            "    double x = a < 1 ? 1.0 : (double)a, y = b < 1 ? 1.0 : (double)b;\n"
+            "    return x > y ? x / y : y / x;\n"
+            "}\n\n"
+            "static inline int %1$s_candidate_(const %1$s_entry *e, const char *op,\n"
+            "        const char *backend, const char *device, const char *attrs) {\n"
+            "    return e->op && strcmp(e->op, op) == 0 &&\n"
+            "           (!backend || strcmp(e->backend, backend) == 0) &&\n"
+            "           (!device || strcmp(e->device, device) == 0) &&\n"
+            "           %1$s_attrs_match_(e, attrs);\n"
+            "}\n\n",
+            P);
+}
+
+/* The lookups by sizes (U is the prefix in upper case, for the entry count). */
+static void put_lookup_functions(FILE *f, const char *P, const char *U) {
     fprintf(
         f,
-        "/* Every \"name=value\" of q (comma-separated; NULL or \"\" for any) is an attribute"
-        " of e. */\n"
-        "static inline int %1$s_attrs_match_(const %1$s_entry *e, const char *q) {\n"
-        "    while (q && *q) {\n"
-        "        const char *end = strchr(q, ',');\n"
-        "        size_t len = end ? (size_t)(end - q) : strlen(q);\n"
-        "        if (len) {\n"
-        "            const char *eq = (const char *)memchr(q, '=', len);\n"
-        "            size_t nlen, vlen;\n"
-        "            int i, found = 0;\n"
-        "            if (!eq) return 0;\n"
-        "            nlen = (size_t)(eq - q);\n"
-        "            vlen = len - nlen - 1;\n"
-        "            for (i = 0; i < e->nattrs && !found; i++)\n"
-        "                found = strlen(e->attrs[i].name) == nlen &&\n"
-        "                        strncmp(e->attrs[i].name, q, nlen) == 0 &&\n"
-        "                        strlen(e->attrs[i].value) == vlen &&\n"
-        "                        strncmp(e->attrs[i].value, eq + 1, vlen) == 0;\n"
-        "            if (!found) return 0;\n"
-        "        }\n"
-        "        q += len + (end ? 1 : 0);\n"
-        "    }\n"
-        "    return 1;\n"
-        "}\n\n"
-        "/* max(a, b) / min(a, b), sizes below 1 counted as 1. */\n"
-        "static inline double %1$s_ratio_(long long a, long long b) {\n"
-        "    double x = a < 1 ? 1.0 : (double)a, y = b < 1 ? 1.0 : (double)b;\n"
-        "    return x > y ? x / y : y / x;\n"
-        "}\n\n"
-        "static inline int %1$s_candidate_(const %1$s_entry *e, const char *op,\n"
-        "        const char *backend, const char *device, const char *attrs) {\n"
-        "    return e->op && strcmp(e->op, op) == 0 &&\n"
-        "           (!backend || strcmp(e->backend, backend) == 0) &&\n"
-        "           (!device || strcmp(e->device, device) == 0) &&\n"
-        "           %1$s_attrs_match_(e, attrs);\n"
-        "}\n\n"
         "/* The entry of op nearest to the sizes given as name/value pairs, among those of\n"
         " * backend and device (NULL: any) whose attributes include every \"name=value\" of\n"
         " * attrs (NULL: any). Exact (*exact = 1) when every size of the entry is given with\n"
@@ -245,7 +252,14 @@ static void put_functions(FILE *f, const char *P, const char *U) {
         "    }\n"
         "    if (exact) *exact = best ? best_exact : 0;\n"
         "    return best;\n"
-        "}\n\n"
+        "}\n\n",
+        P, U);
+}
+
+/* The accessors of a found entry's parameters. */
+static void put_param_functions(FILE *f, const char *P) {
+    fprintf(
+        f,
         "/* The value of parameter name in e, or fallback when e is NULL, has no such\n"
         " * parameter, or holds a label whose index was not resolved. */\n"
         "static inline long long %1$s_param_int(const %1$s_entry *e, const char *name,\n"
@@ -266,7 +280,84 @@ static void put_functions(FILE *f, const char *P, const char *U) {
         "        if (strcmp(e->params[i].name, name) == 0) return e->params[i].label;\n"
         "    return fallback;\n"
         "}\n\n",
-        P, U);
+        P);
+}
+
+/* The header's functions, after the tables they search. */
+static void put_functions(FILE *f, const char *P, const char *U) {
+    put_match_functions(f, P);
+    put_lookup_functions(f, P, U);
+    put_param_functions(f, P);
+}
+
+/* Writes what follows an item's name in a table row, up to and including the item's end. */
+typedef void put_value_fn(FILE *f, const ft_profile_entry *e, const char *key, json_t *v);
+
+static void put_size_value(FILE *f, const ft_profile_entry *e, const char *key, json_t *v) {
+    (void)e;
+    (void)key;
+    fprintf(f, "%lldLL},", (long long)json_integer_value(v));
+}
+
+static void put_attr_value(FILE *f, const ft_profile_entry *e, const char *key, json_t *v) {
+    (void)e;
+    (void)key;
+    put_cstr(f, json_string_value(v));
+    fprintf(f, "},");
+}
+
+/* A named parameter carries its label's index too (is_label = 1); a numeric one its number as
+ * the label. */
+static void put_param_value(FILE *f, const ft_profile_entry *e, const char *key, json_t *v) {
+    if (json_is_string(v)) {
+        put_cstr(f, json_string_value(v));
+        fprintf(f, ", %lldLL, 1},", label_index(e, key, json_string_value(v)));
+    } else {
+        long long x = (long long)json_integer_value(v);
+        fprintf(f, "\"%lld\", %lldLL, 0},", x, x);
+    }
+}
+
+static void put_item(FILE *f, const ft_profile_entry *e, const char *key, json_t *v,
+                     put_value_fn *put_value) {
+    fprintf(f, " {");
+    put_cstr(f, key);
+    fprintf(f, ", ");
+    put_value(f, e, key, v);
+}
+
+enum { TABLE_SIZES, TABLE_ATTRS, TABLE_PARAMS };
+
+/* One flat table, P_sizes_, P_attrs_ or P_params_: a row per selected entry with its items
+ * (sizes in the op's order; an entry without attributes or parameters has no row there), then
+ * the terminating element. */
+static void put_table(FILE *f, const ft_profile *p, const ft_emit_opts *o, const char *P,
+                      int table) {
+    static const struct {
+        const char *type, *last;
+        put_value_fn *put_value;
+    } tables[] = {[TABLE_SIZES] = {"size", "{NULL, 0LL}", put_size_value},
+                  [TABLE_ATTRS] = {"attr", "{NULL, NULL}", put_attr_value},
+                  [TABLE_PARAMS] = {"param", "{NULL, NULL, 0LL, 0}", put_param_value}};
+    fprintf(f, "static const %s_%s %s_%ss_[] = {\n", P, tables[table].type, P, tables[table].type);
+    for (int i = 0; i < ft_profile_count(p); i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        const json_t *items = table == TABLE_ATTRS ? e->attrs : e->config;
+        if (!selected(e, o) || (table != TABLE_SIZES && !json_object_size(items))) continue;
+        fprintf(f, "   ");
+        if (table == TABLE_SIZES) {
+            for (int s = 0; e->op->syms[s]; s++)
+                put_item(f, e, e->op->syms[s], json_object_get(e->shape, e->op->syms[s]),
+                         put_size_value);
+        } else {
+            const char *key;
+            json_t *v;
+            json_object_foreach((json_t *)items, key, v)
+                put_item(f, e, key, v, tables[table].put_value);
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "    %s};\n\n", tables[table].last);
 }
 
 static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f, int *count,
@@ -326,61 +417,9 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     put_types(f, P);
 
     /* Flat tables of sizes, attributes and parameters; each entry points at its run. */
-    fprintf(f, "static const %s_size %s_sizes_[] = {\n", P, P);
-    for (int i = 0; i < ft_profile_count(p); i++) {
-        const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        if (!selected(e, o)) continue;
-        fprintf(f, "   ");
-        for (int s = 0; e->op->syms[s]; s++) {
-            fprintf(f, " {");
-            put_cstr(f, e->op->syms[s]);
-            fprintf(f, ", %lldLL},",
-                    (long long)json_integer_value(json_object_get(e->shape, e->op->syms[s])));
-        }
-        fprintf(f, "\n");
-    }
-    fprintf(f, "    {NULL, 0LL}};\n\n");
-
-    fprintf(f, "static const %s_attr %s_attrs_[] = {\n", P, P);
-    for (int i = 0; i < ft_profile_count(p); i++) {
-        const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        if (!selected(e, o) || !json_object_size(e->attrs)) continue;
-        fprintf(f, "   ");
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)e->attrs, key, v) {
-            fprintf(f, " {");
-            put_cstr(f, key);
-            fprintf(f, ", ");
-            put_cstr(f, json_string_value(v));
-            fprintf(f, "},");
-        }
-        fprintf(f, "\n");
-    }
-    fprintf(f, "    {NULL, NULL}};\n\n");
-
-    fprintf(f, "static const %s_param %s_params_[] = {\n", P, P);
-    for (int i = 0; i < ft_profile_count(p); i++) {
-        const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        if (!selected(e, o) || !json_object_size(e->config)) continue;
-        fprintf(f, "   ");
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)e->config, key, v) {
-            fprintf(f, " {");
-            put_cstr(f, key);
-            fprintf(f, ", ");
-            if (json_is_string(v)) {
-                put_cstr(f, json_string_value(v));
-                fprintf(f, ", %lldLL, 1},", label_index(e, key, json_string_value(v)));
-            } else {
-                long long x = (long long)json_integer_value(v);
-                fprintf(f, "\"%lld\", %lldLL, 0},", x, x);
-            }
-        }
-        fprintf(f, "\n");
-    }
-    fprintf(f, "    {NULL, NULL, 0LL, 0}};\n\n");
+    put_table(f, p, o, P, TABLE_SIZES);
+    put_table(f, p, o, P, TABLE_ATTRS);
+    put_table(f, p, o, P, TABLE_PARAMS);
 
     fprintf(f, "static const %s_entry %s_entries[] = {\n", P, P);
     size_t si = 0, ai = 0, pi = 0;
