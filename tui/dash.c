@@ -61,6 +61,8 @@ typedef struct dash {
     int detail_open, help_open;
     char flash[160]; /* a one-off message in the status bar */
     double flash_until;
+    SCREEN *scr;
+    char *old_ctype; /* LC_CTYPE before the dashboard, put back at the end */
 } dash;
 
 static attr_t role(const dash *d, int r) {
@@ -740,48 +742,37 @@ static int pull(dash *d) {
     return more;
 }
 
-ft_status ft_tui_run(const ft_tui_opts *o, ft_tui_result *res, ft_err *err) {
-    memset(res, 0, sizeof *res);
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-        return ft_err_set(err, FT_EUNSUPPORTED,
-                          "the dashboard needs a terminal (stdin and stdout are not both one)");
-    dash *d = calloc(1, sizeof *d);
-    if (!d) return ft_err_set(err, FT_ENOMEM, "out of memory");
-    d->o = o;
-    ft_tui_model_init(&d->m);
-    d->m.expected_runs = o->expected_runs;
-    if (o->follow_path && !(d->follow = ft_tui_follow_new(o->follow_path))) {
-        free(d);
-        return ft_err_set(err, FT_ENOMEM, "out of memory");
-    }
+/* Put back the character set the process had before the dashboard. */
+static void ctype_restore(dash *d) {
+    if (d->old_ctype) setlocale(LC_CTYPE, d->old_ctype);
+    free(d->old_ctype);
+    d->old_ctype = NULL;
+}
 
-    /* The character set from the environment (LC_CTYPE only: numbers keep their '.'). */
+/* The terminal in curses mode, cleared once, with the character set from the environment
+ * (LC_CTYPE only: numbers keep their '.'). A terminal that cannot show a dashboard is an error,
+ * with the locale put back. */
+static ft_status screen_open(dash *d, ft_err *err) {
     char *old_ctype = setlocale(LC_CTYPE, NULL);
-    old_ctype = old_ctype ? strdup(old_ctype) : NULL;
+    d->old_ctype = old_ctype ? strdup(old_ctype) : NULL;
     setlocale(LC_CTYPE, "");
     int utf8 = ft_tui_codeset_is_utf8(nl_langinfo(CODESET));
 
-    SCREEN *scr = newterm(NULL, stdout, stdin);
-    if (!scr) {
+    d->scr = newterm(NULL, stdout, stdin);
+    if (!d->scr) {
         const char *term = getenv("TERM");
-        if (old_ctype) setlocale(LC_CTYPE, old_ctype);
-        free(old_ctype);
-        ft_tui_follow_free(d->follow);
-        free(d);
+        ctype_restore(d);
         return ft_err_set(err, FT_EUNSUPPORTED, "cannot drive the terminal (TERM=%s)",
                           term ? term : "unset");
     }
-    set_term(scr);
+    set_term(d->scr);
     /* A terminal that cannot move the cursor (TERM=dumb) cannot show a dashboard. */
     char *cup = tigetstr("cup");
     if (!cup || cup == (char *)-1) {
         const char *term = getenv("TERM");
         endwin();
-        delscreen(scr);
-        if (old_ctype) setlocale(LC_CTYPE, old_ctype);
-        free(old_ctype);
-        ft_tui_follow_free(d->follow);
-        free(d);
+        delscreen(d->scr);
+        ctype_restore(d);
         return ft_err_set(err, FT_EUNSUPPORTED, "the terminal (TERM=%s) cannot move the cursor",
                           term ? term : "unset");
     }
@@ -808,9 +799,21 @@ ft_status ft_tui_run(const ft_tui_opts *o, ft_tui_result *res, ft_err *err) {
     }
     d->ascii = !utf8;
     d->g = utf8 ? &glyphs_utf8 : &glyphs_ascii;
-    int frame_ms = o->frame_ms >= 100 ? o->frame_ms : 100;
     refresh(); /* clears the screen once; stdscr is not drawn on after this */
+    return FT_OK;
+}
 
+static void screen_close(dash *d) {
+    windows_free(d);
+    endwin();
+    delscreen(d->scr);
+    ctype_restore(d);
+}
+
+/* Keys, sources and frames until a quit key or the stop flag. */
+static void dash_loop(dash *d, ft_tui_result *res) {
+    const ft_tui_opts *o = d->o;
+    int frame_ms = o->frame_ms >= 100 ? o->frame_ms : 100;
     double last_frame = -1;
     int dirty = 1, quit = 0, fast = 0;
     while (!quit) {
@@ -848,12 +851,32 @@ ft_status ft_tui_run(const ft_tui_opts *o, ft_tui_result *res, ft_err *err) {
             dirty = 0;
         }
     }
+}
 
-    windows_free(d);
-    endwin();
-    delscreen(scr);
-    if (old_ctype) setlocale(LC_CTYPE, old_ctype);
-    free(old_ctype);
+ft_status ft_tui_run(const ft_tui_opts *o, ft_tui_result *res, ft_err *err) {
+    memset(res, 0, sizeof *res);
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "the dashboard needs a terminal (stdin and stdout are not both one)");
+    dash *d = calloc(1, sizeof *d);
+    if (!d) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    d->o = o;
+    ft_tui_model_init(&d->m);
+    d->m.expected_runs = o->expected_runs;
+    if (o->follow_path && !(d->follow = ft_tui_follow_new(o->follow_path))) {
+        free(d);
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    ft_status s = screen_open(d, err);
+    if (s) {
+        ft_tui_follow_free(d->follow);
+        free(d);
+        return s;
+    }
+
+    dash_loop(d, res);
+
+    screen_close(d);
     res->source_done = d->m.finished;
     snprintf(res->error, sizeof res->error, "%s", d->m.error);
     ft_tui_follow_free(d->follow);
