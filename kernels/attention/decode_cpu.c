@@ -9,12 +9,12 @@
  * is rescaled by exp(m_old - m_new) and P V is added. Scores are kept in base 2 (the scale is
  * folded into the queries together with log2 e) so the exponentials are exp2.
  *
- * Napkin math at qwen3-8b, R = 1, L = 4096, B = 16 (Hq 32, Hkv 8, dh 128), fp32: the context
- * K/V is 2*L*Hkv*dh*4 = 33.5 MB (2.1 ms at the 16 GB/s of a 2-thread copy here; one thread
- * reads only about 6 GB/s), q/o 0.5 MB; FLOPs 4*dh*(L+B)*B*Hq = 1.08 GFLOP (8 ms at the ~136
- * GFLOP/s of a large sgemm on the 2 Zen 3 cores), so the FLOP term binds, and only if every K/V
- * tile is used by many query rows at once (pack, below) and the reading of K/V overlaps the
- * arithmetic (prefetch, below).
+ * Napkin math at qwen3-8b, R = 1, L = 4096, B = 16 (Hq 32, Hkv 8, dh 128), fp32: the context K/V is
+ * 2*L*Hkv*dh*4 = 33.5 MB (2.1 ms at the 16 GB/s of a 2-thread copy; one thread reads only about 6
+ * GB/s), q/o 0.5 MB; FLOPs 4*dh*(L+B)*B*Hq = 1.08 GFLOP (8 ms at the ~136 GFLOP/s of a large sgemm:
+ * a 2-core AMD EPYC (Zen 3) VM, 2026-11), so the FLOP term binds, and only if every K/V tile is
+ * used by many query rows at once (pack, below) and the reading of K/V overlaps the arithmetic
+ * (prefetch, below).
  *
  * Parameters (why each changes how the work is done):
  *   tile     keys per online-softmax step: long tiles make the two products larger (better BLAS
@@ -46,10 +46,10 @@
  * Tasks are independent and write their own output rows or partial slot, and merges run in
  * part order, so results are deterministic for any scheduling.
  *
- * Measured here (qwen3-8b, R = 1, L = 4096, 2 threads): the default takes 11.6-12 ms, about 65%
- * of the FLOP floor; BLAS products 13.5 ms (span 8) and 17.8 ms (one kv head per task, no
- * split); pack = head 16.7 ms. With 4 KB pages about a tenth of the time still stalls on TLB
- * misses for the K/V rows (with the K/V cache in huge pages that stall mostly disappears).
+ * Measured on that VM (qwen3-8b, R = 1, L = 4096, 2 threads, 2026-11): the default takes 11.6-12
+ * ms, about 65% of the FLOP floor; BLAS products 13.5 ms (span 8) and 17.8 ms (one kv head per
+ * task, no split); pack = head 16.7 ms. With 4 KB pages about a tenth of the time still stalls on
+ * TLB misses for the K/V rows (with the K/V cache in huge pages that stall mostly disappears).
  */
 #include <cblas.h>
 #include <math.h>

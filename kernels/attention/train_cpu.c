@@ -13,10 +13,11 @@
  * scores = 8.3 GFLOP; the backward adds twice that (dV, dP, dQ, dK; recomputing S is not
  * counted), 25 GFLOP for a forward + backward call. Bytes: q, o, k/v ctx, k/v blk once = 48 MB
  * (about 100 MB with the gradients): 170 FLOP per byte, compute-bound. Floor = FLOPs / sgemm rate
- * = 8.3 GFLOP / 137 GFLOP/s (sgemm 2048^3, 2 threads, on the 2 Zen 3 cores here; 73 GFLOP/s on
- * one) = 61 ms forward, 182 ms forward + backward; bytes / bandwidth (16 GB/s) is 3 and 6 ms.
+ * = 8.3 GFLOP / 137 GFLOP/s (sgemm 2048^3, 2 threads, on a 2-core AMD EPYC (Zen 3) VM in
+ * 2026-11; 73 GFLOP/s on one) = 61 ms forward, 182 ms forward + backward; bytes / bandwidth
+ * (16 GB/s) is 3 and 6 ms.
  * Besides the GEMMs: one exp per visible score (8.6 M forward, 8-wide below) and row passes over
- * the score tile (max, sum, rescale, dS): a few percent. Measured (shared machine, medians of
+ * the score tile (max, sum, rescale, dS): a few percent. Measured there (shared, medians of
  * interleaved runs, min in brackets): default forward 90 ms (78) = 67% of the roofline, forward +
  * backward 286 ms (263) = 64%. One thread: 177 ms forward, 533 ms forward + backward, both 47
  * GFLOP/s, 64% of one core's sgemm rate.
