@@ -83,7 +83,7 @@ static int anneal_init(ft_strategy *st, const void *opts) {
     a->cur = -1;
     a->pending = -1;
     a->horizon = (int)(o->horizon * st->nc);
-    if (a->horizon < 4 * st->np) a->horizon = 4 * st->np;
+    if (a->horizon < 4 * st->nparams) a->horizon = 4 * st->nparams;
     if (a->horizon < 1) a->horizon = 1;
     return 0;
 }
@@ -144,11 +144,11 @@ static int fresh_point(ft_strategy *st) {
     for (int draw = 0; draw < a->o.restart_draws; draw++) {
         int c = ft_grid_random_untaken(st);
         if (c < 0) return -1;
-        int d = st->np * 64;
+        int d = st->nparams * 64;
         for (int k = 0; k < st->nc; k++)
             if (st->known[k]) {
-                int e = ft_grid_distance(st, st->pos + (size_t)c * st->np,
-                                         st->pos + (size_t)k * st->np);
+                int e = ft_grid_distance(st, st->pos + (size_t)c * st->nparams,
+                                         st->pos + (size_t)k * st->nparams);
                 if (e < d) d = e;
             }
         if (d > bestd) {
@@ -171,10 +171,10 @@ static int anneal_next(ft_strategy *st) {
                 a->cur = p;
         }
     }
-    int free_steps = 0, restart = a->cur < 0 || a->stale >= a->o.stale * st->np;
+    int free_steps = 0, restart = a->cur < 0 || a->stale >= a->o.stale * st->nparams;
     for (int guard = 0; st->ntaken < st->nc; guard++) {
-        if (guard > 64 * (st->np + 1)) return ft_grid_propose(st, ft_grid_random_untaken(st));
-        if (restart || free_steps > a->o.free_steps * st->np) {
+        if (guard > 64 * (st->nparams + 1)) return ft_grid_propose(st, ft_grid_random_untaken(st));
+        if (restart || free_steps > a->o.free_steps * st->nparams) {
             restart = 0;
             free_steps = 0;
             a->stale = 0;

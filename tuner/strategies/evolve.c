@@ -74,7 +74,7 @@ static int evolve_init(ft_strategy *st, const void *opts) {
     e->o = *o;
     e->popsize = pop;
     e->init_left = (int)(o->init * e->popsize);
-    for (int p = 0; p < st->np; p++)
+    for (int p = 0; p < st->nparams; p++)
         for (int k = 0; k < st->pn[p]; k++)
             e->deck[p][k] = k;
     return 0;
@@ -121,7 +121,7 @@ static int tournament(ft_strategy *st) {
 static int stratified(ft_strategy *st) {
     evolve_state *e = st->state;
     signed char target[FT_MAX_PARAMS];
-    for (int p = 0; p < st->np; p++) {
+    for (int p = 0; p < st->nparams; p++) {
         if (e->deck_at[p] == 0)
             for (int k = st->pn[p] - 1; k > 0; k--) {
                 int j = (int)ft_rng_below(&st->rng, (uint64_t)k + 1), t = e->deck[p][k];
@@ -136,8 +136,8 @@ static int stratified(ft_strategy *st) {
 
 static void mutate(ft_strategy *st, signed char *x, double rate) {
     const evolve_state *e = st->state;
-    for (int p = 0; p < st->np; p++) {
-        if (st->pn[p] < 2 || ft_rng_uniform(&st->rng) >= rate / st->np) continue;
+    for (int p = 0; p < st->nparams; p++) {
+        if (st->pn[p] < 2 || ft_rng_uniform(&st->rng) >= rate / st->nparams) continue;
         if (!st->named[p] && ft_rng_uniform(&st->rng) < e->o.step_p) {
             int d = ft_rng_below(&st->rng, 2) ? 1 : -1;
             if (x[p] + d < 0 || x[p] + d >= st->pn[p]) d = -d;
@@ -159,8 +159,8 @@ static int evolve_next(ft_strategy *st) {
     int pick = -1, drawn = 0;
     for (int attempt = 0; attempt < e->o.tries && drawn < e->o.screen; attempt++) {
         int a = tournament(st), b = tournament(st);
-        const signed char *pa = st->pos + (size_t)a * st->np, *pb = st->pos + (size_t)b * st->np;
-        for (int p = 0; p < st->np; p++)
+        const signed char *pa = st->pos + (size_t)a * st->nparams, *pb = st->pos + (size_t)b * st->nparams;
+        for (int p = 0; p < st->nparams; p++)
             child[p] = ft_rng_below(&st->rng, 2) ? pa[p] : pb[p];
         /* Later draws mutate more: the neighbourhood of the population is filling up. */
         mutate(st, child, e->o.mut * (1 + attempt / 4));

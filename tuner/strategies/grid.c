@@ -22,7 +22,7 @@ static int value_pos(const ft_space *s, int p, int value) {
 
 int64_t ft_grid_key(const ft_strategy *st, const signed char *pos) {
     int64_t k = 0;
-    for (int p = 0; p < st->np; p++) {
+    for (int p = 0; p < st->nparams; p++) {
         if (pos[p] < 0) return -1;
         k += pos[p] * st->stride[p];
     }
@@ -52,11 +52,11 @@ static void sort_by_key(ft_strategy *st) {
 }
 
 int ft_grid_build(ft_strategy *st, const ft_space *s, const ft_config *cands, int ncands) {
-    st->np = s->nparams;
+    st->nparams = s->nparams;
     st->nc = ncands;
     size_t nc = (size_t)ncands;
     st->cands = malloc(nc * sizeof *st->cands);
-    st->pos = malloc(nc * (size_t)(st->np ? st->np : 1));
+    st->pos = malloc(nc * (size_t)(st->nparams ? st->nparams : 1));
     st->key = malloc(nc * sizeof *st->key);
     st->sorted = malloc(nc * sizeof *st->sorted);
     st->score = malloc(nc * sizeof *st->score);
@@ -70,15 +70,15 @@ int ft_grid_build(ft_strategy *st, const ft_space *s, const ft_config *cands, in
         return -1;
     memcpy(st->cands, cands, nc * sizeof *cands);
     int64_t stride = 1;
-    for (int p = st->np - 1; p >= 0; p--) {
+    for (int p = st->nparams - 1; p >= 0; p--) {
         st->pn[p] = s->params[p].n;
         st->named[p] = s->params[p].labels != NULL;
         st->stride[p] = stride;
         stride *= s->params[p].n;
     }
     for (int c = 0; c < ncands; c++) {
-        signed char *pc = st->pos + (size_t)c * st->np;
-        for (int p = 0; p < st->np; p++)
+        signed char *pc = st->pos + (size_t)c * st->nparams;
+        for (int p = 0; p < st->nparams; p++)
             pc[p] = (signed char)value_pos(s, p, cands[c].v[p]);
         st->key[c] = ft_grid_key(st, pc);
         st->sorted[c] = c;
@@ -118,11 +118,11 @@ int ft_grid_lookup(const ft_strategy *st, int64_t k) {
 /* One step: another value of one parameter (the next or previous one for numeric parameters,
  * any other for named ones). */
 int ft_grid_neighbours(const ft_strategy *st, int c, int *out) {
-    const signed char *pc = st->pos + (size_t)c * st->np;
+    const signed char *pc = st->pos + (size_t)c * st->nparams;
     int64_t kc = st->key[c];
     int n = 0;
     if (kc < 0) return 0;
-    for (int p = 0; p < st->np; p++) {
+    for (int p = 0; p < st->nparams; p++) {
         for (int q = 0; q < st->pn[p]; q++) {
             if (q == pc[p]) continue;
             if (!st->named[p] && abs(q - pc[p]) != 1) continue;
@@ -135,7 +135,7 @@ int ft_grid_neighbours(const ft_strategy *st, int c, int *out) {
 
 int ft_grid_distance(const ft_strategy *st, const signed char *a, const signed char *b) {
     int d = 0;
-    for (int p = 0; p < st->np; p++)
+    for (int p = 0; p < st->nparams; p++)
         d += st->named[p] ? a[p] != b[p] : abs(a[p] - b[p]);
     return d;
 }
@@ -146,7 +146,7 @@ int ft_grid_nearest(ft_strategy *st, const signed char *target, int untaken_only
     int best = -1, bestd = 0, ties = 0;
     for (int c = 0; c < st->nc; c++) {
         if (untaken_only && st->taken[c]) continue;
-        int d = ft_grid_distance(st, st->pos + (size_t)c * st->np, target);
+        int d = ft_grid_distance(st, st->pos + (size_t)c * st->nparams, target);
         if (best < 0 || d < bestd) {
             best = c;
             bestd = d;

@@ -24,7 +24,7 @@ int ft_model_opts_check(const ft_model_opts *o) {
 static double log_score(double s) { return log(s > 1e-300 ? s : 1e-300); }
 
 int ft_model_ready(const ft_strategy *st) {
-    return st->nfin >= st->model.min * st->np && st->nfin >= 3;
+    return st->nfin >= st->model.min * st->nparams && st->nfin >= 3;
 }
 
 /* Backfitting (ridge regression on one parameter at a time, model.sweeps rounds) to the finite
@@ -40,13 +40,13 @@ static void model_fit(ft_strategy *st) {
     double acc[FT_MAX_VALUES];
     int cnt[FT_MAX_VALUES];
     for (int sweep = 0; sweep < st->model.sweeps; sweep++)
-        for (int p = 0; p < st->np; p++) {
+        for (int p = 0; p < st->nparams; p++) {
             memset(acc, 0, sizeof acc);
             memset(cnt, 0, sizeof cnt);
             for (int k = 0; k < st->nfin; k++) {
-                const signed char *pc = st->pos + (size_t)st->fin[k] * st->np;
+                const signed char *pc = st->pos + (size_t)st->fin[k] * st->nparams;
                 double r = log_score(st->score[st->fin[k]]) - st->mu;
-                for (int q = 0; q < st->np; q++)
+                for (int q = 0; q < st->nparams; q++)
                     if (q != p && pc[q] >= 0) r -= st->eff[q][pc[q]];
                 if (pc[p] >= 0) {
                     acc[pc[p]] += r;
@@ -59,9 +59,9 @@ static void model_fit(ft_strategy *st) {
 }
 
 static double model_predict(const ft_strategy *st, int c) {
-    const signed char *pc = st->pos + (size_t)c * st->np;
+    const signed char *pc = st->pos + (size_t)c * st->nparams;
     double y = st->mu;
-    for (int p = 0; p < st->np; p++)
+    for (int p = 0; p < st->nparams; p++)
         if (pc[p] >= 0) y += st->eff[p][pc[p]];
     return y;
 }

@@ -42,12 +42,12 @@ struct ft_strategy {
     void *state;
 
     /* the candidate grid (grid.c) */
-    int np, nc;
+    int nparams, nc;
     int pn[FT_MAX_PARAMS];    /* candidate values of each parameter                    */
     int named[FT_MAX_PARAMS]; /* 1: unordered labels                                   */
     int64_t stride[FT_MAX_PARAMS];
     ft_config *cands;
-    signed char *pos; /* nc * np coordinates; -1 where a value is not a candidate */
+    signed char *pos; /* nc * nparams coordinates; -1 where a value is not a candidate */
     int64_t *key;     /* space-order index of each candidate                         */
     int *sorted;      /* candidates by key                                            */
     int *scratch;     /* nc ints, at least FT_MAX_PARAMS * FT_MAX_VALUES              */
@@ -77,7 +77,7 @@ void ft_grid_free(ft_strategy *st);
 int64_t ft_grid_key(const ft_strategy *st, const signed char *pos);
 /* Candidate with space-order index k, or -1 (not valid). */
 int ft_grid_lookup(const ft_strategy *st, int64_t k);
-/* Valid candidates one step from c into out (at most np * FT_MAX_VALUES); their count. */
+/* Valid candidates one step from c into out (at most nparams * FT_MAX_VALUES); their count. */
 int ft_grid_neighbours(const ft_strategy *st, int c, int *out);
 int ft_grid_distance(const ft_strategy *st, const signed char *a, const signed char *b);
 /* The candidate nearest to the grid point target (ties broken at random), among the untaken
