@@ -23,7 +23,8 @@ typedef struct ft_cmd {
     void (*usage)(FILE *f);
 } ft_cmd;
 
-extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd_tune, ft_cmd_version;
+extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd_tune,
+    ft_cmd_version;
 extern const ft_cmd ft_cmd_replay, ft_cmd_trace;
 extern const ft_cmd ft_cmd_show, ft_cmd_merge, ft_cmd_emit;
 extern const ft_cmd ft_cmd_top, ft_cmd_watch;
@@ -42,11 +43,10 @@ int ft_cli_exit_code(ft_status s);
 /* "--help" anywhere among the arguments. */
 int ft_cli_wants_help(int argc, char **argv);
 
-#endif
-
 /* ---- arguments shared by exec, bench and tune (cli_args.c) ---------------------------------- */
 
 #include "flaretune/backend.h"
+#include "flaretune/measure.h"
 #include "flaretune/op.h"
 
 #define FT_CLI_MAX_LIST 64
@@ -96,5 +96,39 @@ int ft_cli_make_preset(const ft_cli_problem *p, const char *fallback, ft_preset 
 /* The configuration from --config and --threads on top of the backend's default for op. */
 int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_op *op,
                        ft_config *cfg);
+/* --max-time SECONDS and --noise FRACTION, the measurement options of bench and tune, into mo.
+ * Returns an exit code (0 when the value is good). */
+int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd);
+int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd);
+
 /* The default preset of an op for quick runs (small, the phase the op belongs to). */
 const char *ft_cli_default_preset(const ft_op *op);
+
+/* The failure for a getopt_long result no command option claims: a missing value or an
+ * unknown option (the one before optind), pointing at `flaretune CMD --help`. */
+int ft_cli_bad_option(const char *cmd, int opt, char **argv);
+/* The command's one operand after the options, at optind: a usage failure when it is missing
+ * ("CMD: which op? (HINT)") or followed by another. Returns an exit code (0 when exactly one). */
+int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv);
+
+/* One op made ready to run from the problem options: what exec and bench both set up. */
+typedef struct ft_cli_setup {
+    const ft_op *op;
+    const ft_backend *be;
+    ft_call c;        /* the op's call with the --attr attributes; inputs once made */
+    ft_preset preset; /* valid when has_preset */
+    int has_preset;
+    ft_config cfg; /* --config and --threads on top of the backend's default */
+} ft_cli_setup;
+
+/* Find op_name, apply --attr, resolve --backend and check the attributes on it, make the preset
+ * when with_preset (--preset and --set, or the op's default), then the configuration: the order
+ * in which a bad request is reported. Returns an exit code (message printed); nothing is held
+ * on failure, and on success s->c holds no tensors yet. */
+int ft_cli_setup_problem(const ft_cli_problem *p, const char *op_name, int with_preset,
+                         ft_cli_setup *s);
+/* Random inputs for s's call at its preset, seeded by --seed; the preset is made first when
+ * ft_cli_setup_problem did not. On failure s->c is freed and the exit code returned. */
+int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s);
+
+#endif

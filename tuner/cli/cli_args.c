@@ -1,4 +1,5 @@
-/* cli_args.c: the problem options shared by exec, bench and tune (see cli.h). */
+/* cli_args.c: the problem options shared by exec, bench and tune, and the set-up of one op from
+ * them, so every command reads, checks and reports them alike (see cli.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -73,6 +74,23 @@ int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c) {
     return FT_EXIT_OK;
 }
 
+int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
+    char *end;
+    mo->max_time_s = strtod(arg, &end);
+    if (*end || !(mo->max_time_s > 0))
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: --max-time expects seconds > 0", cmd);
+    if (mo->min_time_s > mo->max_time_s) mo->min_time_s = mo->max_time_s;
+    return FT_EXIT_OK;
+}
+
+int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd) {
+    char *end;
+    mo->max_noise = strtod(arg, &end);
+    if (*end || !(mo->max_noise > 0))
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: --noise expects a fraction > 0", cmd);
+    return FT_EXIT_OK;
+}
+
 const char *ft_cli_default_preset(const ft_op *op) {
     return strcmp(op->name, "attention.decode") == 0 ? "small.dflare.decode" : "small.dflare.train";
 }
@@ -111,6 +129,55 @@ int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_o
         if (ft_config_parse(s, text, &one, &err))
             return ft_cli_fail(FT_EXIT_USAGE, "--threads: %s", err.msg);
         cfg->v[i] = p->threads;
+    }
+    return FT_EXIT_OK;
+}
+
+int ft_cli_bad_option(const char *cmd, int opt, char **argv) {
+    if (opt == ':')
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
+    return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
+                       argv[optind - 1], cmd);
+}
+
+int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv) {
+    if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "%s: which op? (%s)", cmd, hint);
+    if (optind + 1 < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: unexpected argument '%s'", cmd, argv[optind + 1]);
+    return FT_EXIT_OK;
+}
+
+int ft_cli_setup_problem(const ft_cli_problem *p, const char *op_name, int with_preset,
+                         ft_cli_setup *s) {
+    memset(s, 0, sizeof *s);
+    ft_err err = {0};
+    s->op = ft_op_find(op_name, &err);
+    if (!s->op) return ft_cli_fail_err(&err);
+    ft_call_init(&s->c, s->op);
+    int code;
+    if ((code = ft_cli_apply_attrs(p, &s->c))) return code;
+    if (ft_backend_resolve(p->backend, s->op, &s->be, &err)) return ft_cli_fail_err(&err);
+    if (ft_backend_check_attrs(s->be, &s->c.attrs, &err)) return ft_cli_fail_err(&err);
+    if (with_preset) {
+        if ((code = ft_cli_make_preset(p, ft_cli_default_preset(s->op), &s->preset))) return code;
+        s->has_preset = 1;
+    }
+    return ft_cli_make_config(p, s->be, s->op, &s->cfg);
+}
+
+int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
+    int code;
+    if (!s->has_preset) {
+        if ((code = ft_cli_make_preset(p, ft_cli_default_preset(s->op), &s->preset))) {
+            ft_call_free(&s->c);
+            return code;
+        }
+        s->has_preset = 1;
+    }
+    ft_err err = {0};
+    if (ft_call_from_preset(&s->c, &s->preset, p->seed, &err)) {
+        ft_call_free(&s->c);
+        return ft_cli_fail_err(&err);
     }
     return FT_EXIT_OK;
 }

@@ -192,7 +192,14 @@ static void print_replay(const ft_call *c, const char *dir) {
     printf("\n");
 }
 
-static int run(int argc, char **argv) {
+/* The command line of one exec. */
+typedef struct {
+    ft_cli_problem prob;
+    const char *op, *in, *out, *save;
+    int quiet;
+} exec_args;
+
+static int exec_parse(int argc, char **argv, exec_args *a) {
     enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
@@ -202,14 +209,13 @@ static int run(int argc, char **argv) {
         {"quiet", no_argument, NULL, O_QUIET},
         {NULL, 0, NULL, 0},
     };
-    ft_cli_problem prob;
-    ft_cli_problem_init(&prob);
-    const char *in = NULL, *out = NULL, *save = NULL;
-    int quiet = 0, o;
+    memset(a, 0, sizeof *a);
+    ft_cli_problem_init(&a->prob);
+    int o;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&prob, o, optarg, "exec");
+        int h = ft_cli_problem_opt(&a->prob, o, optarg, "exec");
         if (h < 0) return FT_EXIT_USAGE;
         if (h) continue;
         switch (o) {
@@ -223,77 +229,67 @@ static int run(int argc, char **argv) {
             if (strlen(optarg) > 3000)
                 return ft_cli_fail(FT_EXIT_USAGE, "exec: %s: the directory's path is too long",
                                    name);
-            *(o == O_IN ? &in : o == O_OUT ? &out : &save) = optarg;
+            *(o == O_IN ? &a->in : o == O_OUT ? &a->out : &a->save) = optarg;
             break;
         }
-        case O_QUIET: quiet = 1; break;
-        case ':':
-            return ft_cli_fail(FT_EXIT_USAGE, "exec: option '%s' needs a value", argv[optind - 1]);
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "exec: unknown option '%s' (see `flaretune exec --help`)",
-                               argv[optind - 1]);
+        case O_QUIET: a->quiet = 1; break;
+        default: return ft_cli_bad_option("exec", o, argv);
         }
     }
-    if (optind >= argc)
-        return ft_cli_fail(FT_EXIT_USAGE, "exec: which op? (see `flaretune list ops`)");
-    if (optind + 1 < argc)
-        return ft_cli_fail(FT_EXIT_USAGE, "exec: unexpected argument '%s'", argv[optind + 1]);
-    if (!!in == !!prob.preset)
+    int code = ft_cli_one_operand("exec", "see `flaretune list ops`", argc, argv);
+    if (code) return code;
+    a->op = argv[optind];
+    if (!!a->in == !!a->prob.preset)
         return ft_cli_fail(FT_EXIT_USAGE, "exec: give exactly one of --in DIR or --preset P");
-    if (in && !out) return ft_cli_fail(FT_EXIT_USAGE, "exec: --out DIR is required with --in");
-    if (in && (prob.nsets || save))
+    if (a->in && !a->out)
+        return ft_cli_fail(FT_EXIT_USAGE, "exec: --out DIR is required with --in");
+    if (a->in && (a->prob.nsets || a->save))
         return ft_cli_fail(FT_EXIT_USAGE, "exec: --set and --save-inputs go with --preset");
+    return FT_EXIT_OK;
+}
+
+/* The inputs from --in. Everything that goes wrong reading them (missing, malformed, of the
+ * wrong dtype or shape, values out of range, sizes that disagree) is about the input files, not
+ * the command line, whatever status the library gives it: exit 1 (README). On failure the call
+ * is freed. */
+static int exec_read_inputs(ft_call *c, const char *dir) {
+    ft_err err = {0};
+    ft_call_resolve_backward(c);
+    ft_status s = load_inputs(c, dir, &err);
+    if (!s) s = ft_call_bind(c, &err);
+    int code = FT_EXIT_OK;
+    if (s)
+        code = ft_cli_fail(FT_EXIT_FAIL, "%s", err.msg);
+    else if (ft_call_alloc(c, 0, 1, &err))
+        code = ft_cli_fail_err(&err);
+    if (code) ft_call_free(c);
+    return code;
+}
+
+static int run(int argc, char **argv) {
+    exec_args a;
+    ft_cli_setup su;
+    int code = exec_parse(argc, argv, &a);
+    if (code) return code;
+    if ((code = ft_cli_setup_problem(&a.prob, a.op, 0, &su))) return code;
+    if (a.in)
+        code = exec_read_inputs(&su.c, a.in);
+    else
+        code = ft_cli_setup_inputs(&a.prob, &su);
+    if (code) return code;
 
     ft_err err = {0};
-    const ft_op *op = ft_op_find(argv[optind], &err);
-    if (!op) return ft_cli_fail_err(&err);
-    ft_call c;
-    ft_call_init(&c, op);
-    int code;
-    if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
-    const ft_backend *be;
-    if (ft_backend_resolve(prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
-    if (ft_backend_check_attrs(be, &c.attrs, &err)) return ft_cli_fail_err(&err);
-    ft_config cfg;
-    if ((code = ft_cli_make_config(&prob, be, op, &cfg))) return code;
-
-    ft_status s;
-    if (in) {
-        /* Everything that goes wrong from here to the run is about the input files (missing,
-         * malformed, of the wrong dtype or shape, values out of range, sizes that disagree),
-         * not the command line, whatever status the library gives it: exit 1 (README). */
-        ft_call_resolve_backward(&c);
-        s = load_inputs(&c, in, &err);
-        if (!s) s = ft_call_bind(&c, &err);
-        if (s) {
-            code = ft_cli_fail(FT_EXIT_FAIL, "%s", err.msg);
-            ft_call_free(&c);
-            return code;
-        }
-        s = ft_call_alloc(&c, 0, 1, &err);
-    } else {
-        ft_preset p;
-        if ((code = ft_cli_make_preset(&prob, NULL, &p))) {
-            ft_call_free(&c);
-            return code;
-        }
-        s = ft_call_from_preset(&c, &p, prob.seed, &err);
-    }
-    double t0 = 0, t1 = 0;
-    if (!s) {
-        t0 = ft_now_s();
-        s = be->run(&c, &cfg, &err);
-        t1 = ft_now_s();
-    }
-    if (!s && (save || out)) s = write_files(&c, save, out, &err);
+    double t0 = ft_now_s();
+    ft_status s = su.be->run(&su.c, &su.cfg, &err);
+    double t1 = ft_now_s();
+    if (!s && (a.save || a.out)) s = write_files(&su.c, a.save, a.out, &err);
     if (s)
         code = ft_cli_fail_err(&err);
-    else if (!quiet) {
-        print_summary(&c, be, &cfg, t1 - t0);
-        if (save) print_replay(&c, save);
+    else if (!a.quiet) {
+        print_summary(&su.c, su.be, &su.cfg, t1 - t0);
+        if (a.save) print_replay(&su.c, a.save);
     }
-    ft_call_free(&c);
+    ft_call_free(&su.c);
     return code;
 }
 
