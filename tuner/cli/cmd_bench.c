@@ -12,9 +12,9 @@
 #include "flaretune/env.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
-#include "flaretune/op_json.h"
 #include "flaretune/load.h"
 #include "flaretune/measure.h"
+#include "flaretune/op_json.h"
 
 static void usage(FILE *f) {
     fprintf(
@@ -116,7 +116,15 @@ static void free_cold_sets(bench_ctx *b) {
         if (b->sets[0][i]) b->c->t[i] = b->sets[0][i];
 }
 
-static int run(int argc, char **argv) {
+/* The command line of one bench. */
+typedef struct {
+    ft_cli_problem prob;
+    ft_measure_opts mo;
+    const char *op;
+    int cold, json;
+} bench_args;
+
+static int bench_parse(int argc, char **argv, bench_args *a) {
     enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
@@ -126,212 +134,225 @@ static int run(int argc, char **argv) {
         {"noise", required_argument, NULL, O_NOISE},
         {NULL, 0, NULL, 0},
     };
-    ft_cli_problem prob;
-    ft_cli_problem_init(&prob);
-    ft_measure_opts mo;
-    ft_measure_defaults(&mo);
-    int cold = 0, json = 0, o;
+    memset(a, 0, sizeof *a);
+    ft_cli_problem_init(&a->prob);
+    ft_measure_defaults(&a->mo);
+    int o, code = FT_EXIT_OK;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&prob, o, optarg, "bench");
+        int h = ft_cli_problem_opt(&a->prob, o, optarg, "bench");
         if (h < 0) return FT_EXIT_USAGE;
         if (h) continue;
-        char *end;
         switch (o) {
-        case O_COLD: cold = 1; break;
-        case O_JSON: json = 1; break;
-        case O_MAXTIME:
-            mo.max_time_s = strtod(optarg, &end);
-            if (*end || !(mo.max_time_s > 0))
-                return ft_cli_fail(FT_EXIT_USAGE, "bench: --max-time expects seconds > 0");
-            if (mo.min_time_s > mo.max_time_s) mo.min_time_s = mo.max_time_s;
-            break;
-        case O_NOISE:
-            mo.max_noise = strtod(optarg, &end);
-            if (*end || !(mo.max_noise > 0))
-                return ft_cli_fail(FT_EXIT_USAGE, "bench: --noise expects a fraction > 0");
-            break;
-        case ':':
-            return ft_cli_fail(FT_EXIT_USAGE, "bench: option '%s' needs a value", argv[optind - 1]);
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "bench: unknown option '%s' (see `flaretune bench --help`)",
-                               argv[optind - 1]);
+        case O_COLD: a->cold = 1; break;
+        case O_JSON: a->json = 1; break;
+        case O_MAXTIME: code = ft_cli_max_time(&a->mo, optarg, "bench"); break;
+        case O_NOISE: code = ft_cli_noise(&a->mo, optarg, "bench"); break;
+        default: return ft_cli_bad_option("bench", o, argv);
         }
+        if (code) return code;
     }
-    if (optind >= argc)
-        return ft_cli_fail(FT_EXIT_USAGE, "bench: which op? (see `flaretune list ops`)");
-    if (optind + 1 < argc)
-        return ft_cli_fail(FT_EXIT_USAGE, "bench: unexpected argument '%s'", argv[optind + 1]);
+    code = ft_cli_one_operand("bench", "see `flaretune list ops`", argc, argv);
+    if (!code) a->op = argv[optind];
+    return code;
+}
 
-    ft_err err = {0};
-    const ft_op *op = ft_op_find(argv[optind], &err);
-    if (!op) return ft_cli_fail_err(&err);
-    ft_call c;
-    ft_call_init(&c, op);
+/* What one bench measured, and what it is measured against. */
+typedef struct {
+    ft_ceilings ceil;
+    ft_workspace ws;
+    ft_stats st;
+    ft_load load;
+    ft_roofline roof;
+    double bytes, flops;
+    int remeasured;
+} bench_result;
+
+/* The inputs, the configuration's validity at them, and this machine's ceilings: everything
+ * that can fail before the timing. On failure nothing is held. */
+static int bench_prepare(const bench_args *a, ft_cli_setup *su, bench_result *r) {
     int code;
-    if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
-    const ft_backend *be;
-    if (ft_backend_resolve(prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
-    if (ft_backend_check_attrs(be, &c.attrs, &err)) return ft_cli_fail_err(&err);
-    ft_preset p;
-    if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
-    ft_config cfg;
-    if ((code = ft_cli_make_config(&prob, be, op, &cfg))) return code;
-    const ft_space *space = be->space(op);
-
-    if (ft_call_from_preset(&c, &p, prob.seed, &err)) {
-        ft_call_free(&c);
-        return ft_cli_fail_err(&err);
-    }
+    if ((code = ft_cli_setup_problem(&a->prob, a->op, 1, su))) return code;
+    if ((code = ft_cli_setup_inputs(&a->prob, su))) return code;
+    const ft_space *space = su->be->space(su->op);
     char why[256];
-    if (!ft_space_valid(space, &c, &cfg, why, sizeof why)) {
-        ft_call_free(&c);
-        return ft_cli_fail(FT_EXIT_USAGE, "bench: config not valid for %s at %s: %s", op->name,
-                           p.name, why);
+    if (!ft_space_valid(space, &su->c, &su->cfg, why, sizeof why)) {
+        ft_call_free(&su->c);
+        return ft_cli_fail(FT_EXIT_USAGE, "bench: config not valid for %s at %s: %s", su->op->name,
+                           su->preset.name, why);
     }
     int ti = ft_space_param(space, "threads");
-    int threads = ti >= 0 ? cfg.v[ti] : 1;
-    if (!json)
+    int threads = ti >= 0 ? su->cfg.v[ti] : 1;
+    if (!a->json)
         fprintf(stderr, "bench: measuring this machine's ceilings with %d threads...\n", threads);
-    ft_ceilings ceil;
-    if (ft_ceilings_of(be, threads, &ceil, &err)) {
-        ft_call_free(&c);
+    ft_err err = {0};
+    if (ft_ceilings_of(su->be, threads, &r->ceil, &err)) {
+        ft_call_free(&su->c);
         return ft_cli_fail_err(&err);
     }
+    return FT_EXIT_OK;
+}
 
-    ft_workspace ws = {0};
-    c.ws = &ws;
-    bench_ctx b = {be, &cfg, &c, {{0}}, 1};
+/* Time the call. A fraction above 1 is a measurement error: measure the ceilings and the call
+ * again once, and if it holds, report it as suspect rather than as a result. */
+static ft_status bench_measure(const bench_args *a, ft_cli_setup *su, bench_result *r,
+                               ft_err *err) {
+    su->c.ws = &r->ws;
+    bench_ctx b = {su->be, &su->cfg, &su->c, {{0}}, 1};
     ft_status s = FT_OK;
-    if (cold && be->set_cold)
-        be->set_cold(1); /* the device flushes its own caches before each call */
-    else if (cold)
-        s = make_cold_sets(&b, &p, prob.seed, &err);
-    ft_stats st = {0};
-    ft_load load = {0};
-    double bytes = ft_call_io_bytes(&c), flops = op->flops(&c);
-    ft_roofline roof = {0};
-    int remeasured = 0;
+    if (a->cold && su->be->set_cold)
+        su->be->set_cold(1); /* the device flushes its own caches before each call */
+    else if (a->cold)
+        s = make_cold_sets(&b, &su->preset, a->prob.seed, err);
+    r->bytes = ft_call_io_bytes(&su->c);
+    r->flops = su->op->flops(&su->c);
     ft_timed_fn fn = {bench_prep, bench_run, &b};
-    /* A fraction above 1 is a measurement error: measure the ceilings and the call again once,
-     * and if it holds, report it as suspect rather than as a result. */
     for (int attempt = 0; attempt < 2 && !s; attempt++) {
         if (attempt) {
-            if (!json)
-                fprintf(stderr, "bench: %.0f%% of the roofline cannot be: measuring the ceilings "
-                                "and the call again\n",
-                        100 * roof.floor_s / st.median);
-            if ((s = ft_ceilings_refine(be, &ceil, &err))) break;
-            remeasured = 1;
+            if (!a->json)
+                fprintf(stderr,
+                        "bench: %.0f%% of the roofline cannot be: measuring the ceilings "
+                        "and the call again\n",
+                        100 * r->roof.floor_s / r->st.median);
+            if ((s = ft_ceilings_refine(su->be, &r->ceil, err))) break;
+            r->remeasured = 1;
         }
         ft_load_mark m0, m1;
         ft_load_mark_take(&m0);
-        ws.peak = 0;
-        s = ft_measure(&fn, &mo, &st, &err);
+        r->ws.peak = 0;
+        s = ft_measure(&fn, &a->mo, &r->st, err);
         ft_load_mark_take(&m1);
         if (s) break;
-        ft_load_between(&m0, &m1, &load);
-        roof = ft_roofline_of(&ceil, bytes, flops, bytes + (double)ws.peak, cold);
-        if (roof.floor_s / st.median <= FT_ROOFLINE_MAX_FRAC) break;
+        ft_load_between(&m0, &m1, &r->load);
+        r->roof =
+            ft_roofline_of(&r->ceil, r->bytes, r->flops, r->bytes + (double)r->ws.peak, a->cold);
+        if (r->roof.floor_s / r->st.median <= FT_ROOFLINE_MAX_FRAC) break;
     }
     free_cold_sets(&b);
-    if (s) {
-        ft_ws_free(&ws);
-        ft_call_free(&c);
-        return ft_cli_fail_err(&err);
-    }
-    double floor_s = roof.floor_s;
-    double frac = floor_s / st.median;
-    int compute_bound = roof.compute_bound, suspect = frac > FT_ROOFLINE_MAX_FRAC;
+    return s;
+}
+
+static void bench_print_json(const bench_args *a, const ft_cli_setup *su, const bench_result *r) {
+    const ft_stats *st = &r->st;
+    double frac = r->roof.floor_s / st->median;
+    ft_env env;
+    ft_env_probe(&env);
+    json_t *root = json_object();
+    json_object_set_new(root, "op", json_string(su->op->name));
+    json_object_set_new(root, "preset", json_string(su->preset.name));
+    json_object_set_new(root, "backend", json_string(su->be->name));
+    json_object_set_new(root, "config", ft_config_to_json(su->be->space(su->op), &su->cfg));
+    json_object_set_new(root, "dims", ft_dims_to_json(&su->c));
+    json_object_set_new(root, "attrs", ft_attrs_to_json(&su->c));
+    json_object_set_new(root, "cold", json_boolean(a->cold));
+    json_object_set_new(root, "clock", json_string(ft_backend_clock(su->be)));
+    json_object_set_new(root, "median_s", ft_json_number(st->median));
+    json_object_set_new(root, "iqr_s", ft_json_number(st->iqr));
+    json_object_set_new(root, "samples", json_integer(st->samples));
+    json_object_set_new(root, "stats", ft_stats_to_json(st));
+    json_object_set_new(root, "bytes", ft_json_number(r->bytes));
+    json_object_set_new(root, "flops", ft_json_number(r->flops));
+    json_object_set_new(root, "gbps", ft_json_number(r->bytes / st->median / 1e9));
+    json_object_set_new(root, "gflops", ft_json_number(r->flops / st->median / 1e9));
+    json_object_set_new(root, "roofline_s", ft_json_number(r->roof.floor_s));
+    json_object_set_new(root, "roofline_frac", ft_json_number(frac));
+    json_object_set_new(root, "roofline_level", json_string(r->roof.level_name));
+    json_object_set_new(root, "roofline_suspect", json_boolean(frac > FT_ROOFLINE_MAX_FRAC));
+    json_object_set_new(root, "roofline", ft_roofline_to_json(&r->roof, st->median));
+    json_object_set_new(root, "remeasured", json_boolean(r->remeasured));
+    json_object_set_new(root, "bound", json_string(r->roof.compute_bound ? "compute" : "memory"));
+    json_object_set_new(root, "load", ft_load_to_json(&r->load));
+    json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)r->ws.peak));
+    json_object_set_new(root, "ceilings", ft_ceilings_to_json(&r->ceil));
+    json_object_set_new(root, "env", ft_env_to_json(&env));
+    json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    fputc('\n', stdout);
+    json_decref(root);
+}
+
+static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const bench_result *r,
+                             const char *loadmsg) {
+    const ft_stats *st = &r->st;
+    const ft_ceilings *ceil = &r->ceil;
+    const ft_roofline *roof = &r->roof;
+    double frac = roof->floor_s / st->median;
+    char dims[256], cs[512], a1[32], b1[32], b2[32], b3[32];
+    ft_call_dims_str(&su->c, dims, sizeof dims);
+    ft_config_format(su->be->space(su->op), &su->cfg, cs, sizeof cs);
+    printf("bench %s on %s  (%s: %s)%s\n", su->op->name, su->be->name, su->preset.name, dims,
+           su->c.backward ? " forward+backward" : "");
+    printf("  config     %s\n", cs[0] ? cs : "(none)");
+    printf("  ceilings   ");
+    for (int i = 0; i < ceil->nlevels; i++)
+        printf("%s%s %s", i ? ", " : "", ceil->level[i].name,
+               ft_fmt_rate(ceil->level[i].bw, "B/s", a1, sizeof a1));
+    printf("; %s (%s %s)\n", ft_fmt_rate(ceil->flops, "FLOP/s", b1, sizeof b1),
+           ceil->gemm ? ceil->gemm : "sgemm",
+           ft_fmt_rate(ceil->gemm_flops, "FLOP/s", b2, sizeof b2));
+    printf("             %d threads, %d round%s in %.1f s%s\n", ceil->threads, ceil->rounds,
+           ceil->rounds > 1 ? "s" : "", ceil->measured_s,
+           ceil->from_cache ? "; raised to the best this machine has shown (cache)" : "");
+    printf("  clock      %s\n", ft_backend_clock(su->be));
+    printf("  time       median %s  IQR %s  min %s  max %s\n",
+           ft_fmt_time(st->median, 0, a1, sizeof a1), ft_fmt_time(st->iqr, 0, b1, sizeof b1),
+           ft_fmt_time(st->min, 0, b2, sizeof b2), ft_fmt_time(st->max, 0, b3, sizeof b3));
+    printf("  samples    %d (%d call%s each, %s), median known to +-%.2g%%%s\n", st->samples,
+           st->batch, st->batch > 1 ? "s" : "", a->cold ? "cold: rotating inputs" : "warm",
+           100 * st->ci_rel, st->converged ? "" : " (time cap reached before the noise target)");
+    printf("  work       %s moved, %.3g GFLOP\n", ft_fmt_bytes(r->bytes, a1, sizeof a1),
+           r->flops / 1e9);
+    printf("  rate       %s, %s\n", ft_fmt_rate(r->bytes / st->median, "B/s", a1, sizeof a1),
+           ft_fmt_rate(r->flops / st->median, "FLOP/s", b1, sizeof b1));
+    printf("  roofline   floor %s (%s-bound; working set %s from %s at %s): %.0f%% of "
+           "roofline%s\n",
+           ft_fmt_time(roof->floor_s, 0, a1, sizeof a1), roof->compute_bound ? "compute" : "memory",
+           ft_fmt_bytes(roof->working_set, b1, sizeof b1), roof->level_name,
+           ft_fmt_rate(roof->bw, "B/s", b2, sizeof b2), 100 * frac,
+           frac > FT_ROOFLINE_MAX_FRAC ? "  SUSPECT: above the roof" : "");
+    printf("  load       %s%s\n", loadmsg, r->load.busy ? "  BUSY" : "");
+    printf("  memory     %s scratch beyond inputs and outputs\n",
+           ft_fmt_bytes((double)r->ws.peak, a1, sizeof a1));
+}
+
+/* The warnings that qualify the result (stderr), then the result (stdout). */
+static void bench_report(const bench_args *a, const ft_cli_setup *su, const bench_result *r) {
+    double frac = r->roof.floor_s / r->st.median;
     char loadmsg[160];
-    ft_load_describe(&load, loadmsg, sizeof loadmsg);
-    if (load.busy)
-        fprintf(stderr, "flaretune: warning: the machine was busy while measuring (%s); the "
-                        "timing is not what a quiet machine gives\n",
+    ft_load_describe(&r->load, loadmsg, sizeof loadmsg);
+    if (r->load.busy)
+        fprintf(stderr,
+                "flaretune: warning: the machine was busy while measuring (%s); the "
+                "timing is not what a quiet machine gives\n",
                 loadmsg);
-    if (suspect)
+    if (frac > FT_ROOFLINE_MAX_FRAC)
         fprintf(stderr,
                 "flaretune: warning: bench %s: %.0f%% of the roofline is above the roof after "
                 "measuring again: the ceiling (%s at %.3g GB/s, %.3g GFLOP/s) or the op's count "
                 "of bytes and FLOPs is wrong; treat this result as a measurement error\n",
-                op->name, 100 * frac, roof.level_name, roof.bw / 1e9, ceil.flops / 1e9);
+                su->op->name, 100 * frac, r->roof.level_name, r->roof.bw / 1e9,
+                r->ceil.flops / 1e9);
+    if (a->json)
+        bench_print_json(a, su, r);
+    else
+        bench_print_text(a, su, r, loadmsg);
+}
 
-    if (json) {
-        ft_env env;
-        ft_env_probe(&env);
-        json_t *root = json_object();
-        json_object_set_new(root, "op", json_string(op->name));
-        json_object_set_new(root, "preset", json_string(p.name));
-        json_object_set_new(root, "backend", json_string(be->name));
-        json_object_set_new(root, "config", ft_config_to_json(space, &cfg));
-        json_object_set_new(root, "dims", ft_dims_to_json(&c));
-        json_object_set_new(root, "attrs", ft_attrs_to_json(&c));
-        json_object_set_new(root, "cold", json_boolean(cold));
-        json_object_set_new(root, "clock", json_string(ft_backend_clock(be)));
-        json_object_set_new(root, "median_s", ft_json_number(st.median));
-        json_object_set_new(root, "iqr_s", ft_json_number(st.iqr));
-        json_object_set_new(root, "samples", json_integer(st.samples));
-        json_object_set_new(root, "stats", ft_stats_to_json(&st));
-        json_object_set_new(root, "bytes", ft_json_number(bytes));
-        json_object_set_new(root, "flops", ft_json_number(flops));
-        json_object_set_new(root, "gbps", ft_json_number(bytes / st.median / 1e9));
-        json_object_set_new(root, "gflops", ft_json_number(flops / st.median / 1e9));
-        json_object_set_new(root, "roofline_s", ft_json_number(floor_s));
-        json_object_set_new(root, "roofline_frac", ft_json_number(frac));
-        json_object_set_new(root, "roofline_level", json_string(roof.level_name));
-        json_object_set_new(root, "roofline_suspect", json_boolean(suspect));
-        json_object_set_new(root, "roofline", ft_roofline_to_json(&roof, st.median));
-        json_object_set_new(root, "remeasured", json_boolean(remeasured));
-        json_object_set_new(root, "bound", json_string(compute_bound ? "compute" : "memory"));
-        json_object_set_new(root, "load", ft_load_to_json(&load));
-        json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)ws.peak));
-        json_object_set_new(root, "ceilings", ft_ceilings_to_json(&ceil));
-        json_object_set_new(root, "env", ft_env_to_json(&env));
-        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        fputc('\n', stdout);
-        json_decref(root);
-    } else {
-        char dims[256], cs[512], a[32], b1[32], b2[32], b3[32];
-        ft_call_dims_str(&c, dims, sizeof dims);
-        ft_config_format(space, &cfg, cs, sizeof cs);
-        printf("bench %s on %s  (%s: %s)%s\n", op->name, be->name, p.name, dims,
-               c.backward ? " forward+backward" : "");
-        printf("  config     %s\n", cs[0] ? cs : "(none)");
-        printf("  ceilings   ");
-        for (int i = 0; i < ceil.nlevels; i++)
-            printf("%s%s %s", i ? ", " : "", ceil.level[i].name,
-                   ft_fmt_rate(ceil.level[i].bw, "B/s", a, sizeof a));
-        printf("; %s (%s %s)\n", ft_fmt_rate(ceil.flops, "FLOP/s", b1, sizeof b1),
-               ceil.gemm ? ceil.gemm : "sgemm", ft_fmt_rate(ceil.gemm_flops, "FLOP/s", b2, sizeof b2));
-        printf("             %d threads, %d round%s in %.1f s%s\n", ceil.threads, ceil.rounds,
-               ceil.rounds > 1 ? "s" : "", ceil.measured_s,
-               ceil.from_cache ? "; raised to the best this machine has shown (cache)" : "");
-        printf("  clock      %s\n", ft_backend_clock(be));
-        printf("  time       median %s  IQR %s  min %s  max %s\n",
-               ft_fmt_time(st.median, 0, a, sizeof a), ft_fmt_time(st.iqr, 0, b1, sizeof b1),
-               ft_fmt_time(st.min, 0, b2, sizeof b2), ft_fmt_time(st.max, 0, b3, sizeof b3));
-        printf("  samples    %d (%d call%s each, %s), median known to +-%.2g%%%s\n", st.samples,
-               st.batch, st.batch > 1 ? "s" : "", cold ? "cold: rotating inputs" : "warm",
-               100 * st.ci_rel, st.converged ? "" : " (time cap reached before the noise target)");
-        printf("  work       %s moved, %.3g GFLOP\n", ft_fmt_bytes(bytes, a, sizeof a),
-               flops / 1e9);
-        printf("  rate       %s, %s\n", ft_fmt_rate(bytes / st.median, "B/s", a, sizeof a),
-               ft_fmt_rate(flops / st.median, "FLOP/s", b1, sizeof b1));
-        printf("  roofline   floor %s (%s-bound; working set %s from %s at %s): %.0f%% of "
-               "roofline%s\n",
-               ft_fmt_time(floor_s, 0, a, sizeof a), compute_bound ? "compute" : "memory",
-               ft_fmt_bytes(roof.working_set, b1, sizeof b1), roof.level_name,
-               ft_fmt_rate(roof.bw, "B/s", b2, sizeof b2), 100 * frac,
-               suspect ? "  SUSPECT: above the roof" : "");
-        printf("  load       %s%s\n", loadmsg, load.busy ? "  BUSY" : "");
-        printf("  memory     %s scratch beyond inputs and outputs\n",
-               ft_fmt_bytes((double)ws.peak, a, sizeof a));
-    }
-    ft_ws_free(&ws);
-    ft_call_free(&c);
-    return FT_EXIT_OK;
+static int run(int argc, char **argv) {
+    bench_args a;
+    ft_cli_setup su;
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    int code = bench_parse(argc, argv, &a);
+    if (code || (code = bench_prepare(&a, &su, &r))) return code;
+    ft_err err = {0};
+    if (bench_measure(&a, &su, &r, &err))
+        code = ft_cli_fail_err(&err);
+    else
+        bench_report(&a, &su, &r);
+    ft_ws_free(&r.ws);
+    ft_call_free(&su.c);
+    return code;
 }
 
 const ft_cmd ft_cmd_bench = {
