@@ -20,41 +20,42 @@
 #include "flaretune/tune.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: flaretune tune OP|all [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
-            "                      [--backend B] [--strategy S] [--budget N] [--time SEC]\n"
-            "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
-            "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
-            "                      [--noise X] [--quiet] [--tui]\n\n"
-            "Find the fastest configuration of OP (or of every op the backend implements) that\n"
-            "matches the float64 reference. Every candidate is verified once on fresh random\n"
-            "inputs (at a reduced shape when the reference would be too slow), then measured until\n"
-            "its median is known to --noise; candidates clearly slower than the best are dropped\n"
-            "after a few samples (screening). At the end the best few and the default are measured\n"
-            "again interleaved; a lead within the noise is reported as a tie.\n\n"
-            "  --preset P         sizes (default small.dflare.train; attention.decode uses the\n"
-            "                     .decode preset of the same model and drafter)\n"
-            "  --strategy S       exhaustive (default), random, anneal, evolve\n"
-            "  --budget N         measure at most N candidates per op (screened ones count,\n"
-            "                     rejected ones do not; progress shows measured/budget)\n"
-            "  --time SEC         stop searching an op after SEC seconds\n"
-            "  --sweep SIZE=a,b   tune at each value of one preset size (one profile entry each)\n"
-            "  --profile FILE     merge the winners into this profile (atomic, locked)\n"
-            "  --log FILE         append events to FILE; running the same command again resumes,\n"
-            "                     skipping every candidate already measured (with `all` or\n"
-            "                     --sweep, FILE gets a suffix per op and size)\n"
-            "  --no-screen        measure every candidate fully\n"
-            "  --confirm K        re-measure the best K interleaved (default 3)\n"
-            "  --max-time S       time cap per candidate (default 1)\n"
-            "  --noise X          target relative CI half-width of a median (default 0.02)\n"
-            "  --quiet            no progress\n"
-            "  --tui              show the run in a terminal dashboard (docs/dashboard.md); p\n"
-            "                     pauses and resumes the search, q stops it (as Ctrl-C)\n\n"
-            "The profile and the logs are checked before the search: an unusable --profile or\n"
-            "a --log another tuner is writing fails at once. Roofline fractions are against this\n"
-            "machine's cache-aware ceilings; a busy machine is detected and said\n"
-            "(docs/measurement.md).\n\n"
-            "Ctrl-C finishes the event in flight, saves the best so far, and exits with 130.\n");
+    fprintf(
+        f,
+        "usage: flaretune tune OP|all [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
+        "                      [--backend B] [--strategy S] [--budget N] [--time SEC]\n"
+        "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
+        "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
+        "                      [--noise X] [--quiet] [--tui]\n\n"
+        "Find the fastest configuration of OP (or of every op the backend implements) that\n"
+        "matches the float64 reference. Every candidate is verified once on fresh random\n"
+        "inputs (at a reduced shape when the reference would be too slow), then measured until\n"
+        "its median is known to --noise; candidates clearly slower than the best are dropped\n"
+        "after a few samples (screening). At the end the best few and the default are measured\n"
+        "again interleaved; a lead within the noise is reported as a tie.\n\n"
+        "  --preset P         sizes (default small.dflare.train; attention.decode uses the\n"
+        "                     .decode preset of the same model and drafter)\n"
+        "  --strategy S       exhaustive (default), random, anneal, evolve\n"
+        "  --budget N         measure at most N candidates per op (screened ones count,\n"
+        "                     rejected ones do not; progress shows measured/budget)\n"
+        "  --time SEC         stop searching an op after SEC seconds\n"
+        "  --sweep SIZE=a,b   tune at each value of one preset size (one profile entry each)\n"
+        "  --profile FILE     merge the winners into this profile (atomic, locked)\n"
+        "  --log FILE         append events to FILE; running the same command again resumes,\n"
+        "                     skipping every candidate already measured (with `all` or\n"
+        "                     --sweep, FILE gets a suffix per op and size)\n"
+        "  --no-screen        measure every candidate fully\n"
+        "  --confirm K        re-measure the best K interleaved (default 3)\n"
+        "  --max-time S       time cap per candidate (default 1)\n"
+        "  --noise X          target relative CI half-width of a median (default 0.02)\n"
+        "  --quiet            no progress\n"
+        "  --tui              show the run in a terminal dashboard (docs/dashboard.md); p\n"
+        "                     pauses and resumes the search, q stops it (as Ctrl-C)\n\n"
+        "The profile and the logs are checked before the search: an unusable --profile or\n"
+        "a --log another tuner is writing fails at once. Roofline fractions are against this\n"
+        "machine's cache-aware ceilings; a busy machine is detected and said\n"
+        "(docs/measurement.md).\n\n"
+        "Ctrl-C finishes the event in flight, saves the best so far, and exits with 130.\n");
 }
 
 static volatile int stop_flag, pause_flag;
@@ -100,8 +101,10 @@ static void progress_start(progress *p, const json_t *ev) {
     free(dims);
     if (json_is_true(json_object_get(ev, "verify_reduced"))) {
         char *vd = json_dumps(json_object_get(ev, "verify_dims"), JSON_COMPACT);
-        fprintf(stderr, "  verifying at a reduced shape %s (the reference would be too slow at the "
-                        "tuning shape)\n", vd ? vd : "");
+        fprintf(stderr,
+                "  verifying at a reduced shape %s (the reference would be too slow at the "
+                "tuning shape)\n",
+                vd ? vd : "");
         free(vd);
     }
     const json_t *ign = json_object_get(ev, "resume_ignored");
@@ -111,8 +114,9 @@ static void progress_start(progress *p, const json_t *ev) {
                 json_string_value(json_object_get(json_array_get(ign, i), "why")));
     const json_t *load = json_object_get(ev, "load");
     if (json_is_true(json_object_get(load, "busy")))
-        fprintf(stderr, "  warning: the machine is busy: other processes use %.2f of %lld CPUs "
-                        "(steal %.0f%%); timings will show it\n",
+        fprintf(stderr,
+                "  warning: the machine is busy: other processes use %.2f of %lld CPUs "
+                "(steal %.0f%%); timings will show it\n",
                 json_number_value(json_object_get(load, "other_cpus")),
                 (long long)json_integer_value(json_object_get(load, "cpus")),
                 100 * json_number_value(json_object_get(load, "steal_frac")));
@@ -149,23 +153,27 @@ static void progress_event(void *ctx, const json_t *ev) {
     if (p->tty) {
         int width = 24, fill = total ? done * width / total : width;
         char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        for (int i = 0; i < width; i++)
+            bar[i] = i < fill ? '#' : '.';
         bar[width] = '\0';
         fprintf(stderr, "\r\033[K  [%s] %d/%d measured  best %s", bar, done, total,
                 ft_fmt_time(p->best, 0, a, sizeof a));
-        if (isfinite(p->def) && isfinite(p->best)) fprintf(stderr, " (x%.2f vs default)", p->def / p->best);
+        if (isfinite(p->def) && isfinite(p->best))
+            fprintf(stderr, " (x%.2f vs default)", p->def / p->best);
         if (p->rejected) fprintf(stderr, "  %d rejected", p->rejected);
         fprintf(stderr, "  ETA %.0fs", eta);
         fflush(stderr);
     } else {
         char *cfg = json_dumps(json_object_get(ev, "config"), JSON_COMPACT);
         if (rejected)
-            fprintf(stderr, "  rejected (%s): %s  %s\n", json_string_value(json_object_get(ev, "reason")),
+            fprintf(stderr, "  rejected (%s): %s  %s\n",
+                    json_string_value(json_object_get(ev, "reason")),
                     json_string_value(json_object_get(ev, "message")), cfg ? cfg : "");
         else
-            fprintf(stderr, "  %d/%d %s%s  %s  best %s\n", done, total, ft_fmt_time(med, 0, a, sizeof a),
-                    json_is_true(json_object_get(ev, "screened")) ? " (screened)" : "", cfg ? cfg : "",
-                    ft_fmt_time(p->best, 0, b, sizeof b));
+            fprintf(stderr, "  %d/%d %s%s  %s  best %s\n", done, total,
+                    ft_fmt_time(med, 0, a, sizeof a),
+                    json_is_true(json_object_get(ev, "screened")) ? " (screened)" : "",
+                    cfg ? cfg : "", ft_fmt_time(p->best, 0, b, sizeof b));
         free(cfg);
     }
 }
@@ -300,15 +308,90 @@ static int parse_sweep(const char *arg, char *name, size_t n, long long *vals, i
         if (end == p || v < 1) return 0;
         vals[(*nvals)++] = v;
         p = end;
-        if (*p == ',') p++;
-        else if (*p) return 0;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return 0;
     }
     return *nvals > 0;
 }
 
-static int run(int argc, char **argv) {
-    enum { O_STRAT = 1, O_BUDGET, O_TIME, O_SWEEP, O_PROFILE, O_LOG, O_NOSCREEN, O_CONFIRM,
-           O_MAXTIME, O_NOISE, O_QUIET, O_TUI };
+/* The command line of one tune, and what it names: the ops and the values of the sweep. */
+typedef struct {
+    ft_cli_problem prob;
+    ft_tune_opts to;
+    const char *target, *sweep, *log;
+    int quiet, tui;
+    const ft_op *ops[16];
+    int nops;
+    char sweep_name[32];
+    long long sweep_vals[32];
+    int nsweep;
+} tune_args;
+
+enum {
+    O_STRAT = 1,
+    O_BUDGET,
+    O_TIME,
+    O_SWEEP,
+    O_PROFILE,
+    O_LOG,
+    O_NOSCREEN,
+    O_CONFIRM,
+    O_MAXTIME,
+    O_NOISE,
+    O_QUIET,
+    O_TUI
+};
+
+/* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
+static int tune_opt(tune_args *a, int o, char **argv) {
+    ft_tune_opts *to = &a->to;
+    char *end;
+    switch (o) {
+    case O_STRAT: {
+        int k = ft_strategy_parse(optarg);
+        if (k < 0)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: unknown strategy '%s' (exhaustive, random, anneal, evolve)",
+                               optarg);
+        to->strategy = (ft_strategy_kind)k;
+        break;
+    }
+    case O_BUDGET:
+        to->budget = (int)strtol(optarg, &end, 10);
+        if (*end || to->budget < 1)
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --budget expects a positive integer");
+        break;
+    case O_TIME:
+        to->time_budget_s = strtod(optarg, &end);
+        if (*end || !(to->time_budget_s > 0))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --time expects seconds > 0");
+        break;
+    case O_SWEEP: a->sweep = optarg; break;
+    case O_PROFILE: to->profile_path = optarg; break;
+    case O_LOG:
+        if (!*optarg)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: --log needs a file name (leave --log out for no log)");
+        a->log = optarg;
+        break;
+    case O_NOSCREEN: to->screen = 0; break;
+    case O_CONFIRM:
+        to->confirm_top = (int)strtol(optarg, &end, 10);
+        if (*end || to->confirm_top < 1 || to->confirm_top > 8)
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8");
+        break;
+    case O_MAXTIME: return ft_cli_max_time(&to->measure, optarg, "tune");
+    case O_NOISE: return ft_cli_noise(&to->measure, optarg, "tune");
+    case O_QUIET: a->quiet = 1; break;
+    case O_TUI: a->tui = 1; break;
+    default: return ft_cli_bad_option("tune", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
+static int tune_parse(int argc, char **argv, tune_args *a) {
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
         {"strategy", required_argument, NULL, O_STRAT},
@@ -325,236 +408,176 @@ static int run(int argc, char **argv) {
         {"tui", no_argument, NULL, O_TUI},
         {NULL, 0, NULL, 0},
     };
-    ft_cli_problem prob;
-    ft_cli_problem_init(&prob);
-    ft_tune_opts to;
-    ft_tune_defaults(&to);
-    ft_err err = {0};
-    const char *sweep = NULL, *log = NULL;
-    int quiet = 0, tui = 0, o;
+    memset(a, 0, sizeof *a);
+    ft_cli_problem_init(&a->prob);
+    ft_tune_defaults(&a->to);
+    int o, code;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&prob, o, optarg, "tune");
+        int h = ft_cli_problem_opt(&a->prob, o, optarg, "tune");
         if (h < 0) return FT_EXIT_USAGE;
-        if (h) continue;
-        char *end;
-        switch (o) {
-        case O_STRAT: {
-            int k = ft_strategy_parse(optarg);
-            if (k < 0)
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "tune: unknown strategy '%s' (exhaustive, random, anneal, evolve)", optarg);
-            to.strategy = (ft_strategy_kind)k;
-            break;
-        }
-        case O_BUDGET:
-            to.budget = (int)strtol(optarg, &end, 10);
-            if (*end || to.budget < 1) return ft_cli_fail(FT_EXIT_USAGE, "tune: --budget expects a positive integer");
-            break;
-        case O_TIME:
-            to.time_budget_s = strtod(optarg, &end);
-            if (*end || !(to.time_budget_s > 0)) return ft_cli_fail(FT_EXIT_USAGE, "tune: --time expects seconds > 0");
-            break;
-        case O_SWEEP: sweep = optarg; break;
-        case O_PROFILE: to.profile_path = optarg; break;
-        case O_LOG:
-            if (!*optarg) return ft_cli_fail(FT_EXIT_USAGE, "tune: --log needs a file name (leave --log out for no log)");
-            log = optarg;
-            break;
-        case O_NOSCREEN: to.screen = 0; break;
-        case O_CONFIRM:
-            to.confirm_top = (int)strtol(optarg, &end, 10);
-            if (*end || to.confirm_top < 1 || to.confirm_top > 8)
-                return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8");
-            break;
-        case O_MAXTIME:
-            to.measure.max_time_s = strtod(optarg, &end);
-            if (*end || !(to.measure.max_time_s > 0)) return ft_cli_fail(FT_EXIT_USAGE, "tune: --max-time expects seconds > 0");
-            if (to.measure.min_time_s > to.measure.max_time_s) to.measure.min_time_s = to.measure.max_time_s;
-            break;
-        case O_NOISE:
-            to.measure.max_noise = strtod(optarg, &end);
-            if (*end || !(to.measure.max_noise > 0)) return ft_cli_fail(FT_EXIT_USAGE, "tune: --noise expects a fraction > 0");
-            break;
-        case O_QUIET: quiet = 1; break;
-        case O_TUI: tui = 1; break;
-        case ':': return ft_cli_fail(FT_EXIT_USAGE, "tune: option '%s' needs a value", argv[optind - 1]);
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown option '%s' (see `flaretune tune --help`)",
-                               argv[optind - 1]);
-        }
+        if (!h && (code = tune_opt(a, o, argv))) return code;
     }
-    if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: which op? (an op name or `all`)");
-    if (optind + 1 < argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: unexpected argument '%s'", argv[optind + 1]);
-    if (prob.config) return ft_cli_fail(FT_EXIT_USAGE, "tune: --config fixes a configuration; tune searches them (use bench)");
-    to.seed = prob.seed;
-    to.stop = &stop_flag;
-    /* A profile that cannot be written is found now, not after the search. */
-    if (to.profile_path && ft_profile_check_writable(to.profile_path, &err)) return ft_cli_fail_err(&err);
-    if (tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
-        return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
+    if ((code = ft_cli_one_operand("tune", "an op name or `all`", argc, argv))) return code;
+    if (a->prob.config)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --config fixes a configuration; tune searches them (use bench)");
+    a->target = argv[optind];
+    return FT_EXIT_OK;
+}
 
-    /* Which ops, on which backend. */
-    const char *target = argv[optind];
-    const ft_op *ops[16];
-    int nops = 0;
-    if (!strcmp(target, "all")) {
+/* What can be checked before the search: the profile can be written (found now, not after the
+ * search), the dashboard has a terminal, the ops exist on the backend, the sweep is well formed. */
+static int tune_check(tune_args *a) {
+    ft_err err = {0};
+    a->to.seed = a->prob.seed;
+    a->to.stop = &stop_flag;
+    if (a->to.profile_path && ft_profile_check_writable(a->to.profile_path, &err))
+        return ft_cli_fail_err(&err);
+    if (a->tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
+    if (!strcmp(a->target, "all")) {
         for (int i = 0; i < ft_op_count(); i++) {
             const ft_backend *b;
-            if (ft_backend_resolve(prob.backend, ft_op_at(i), &b, NULL) == FT_OK) ops[nops++] = ft_op_at(i);
+            if (ft_backend_resolve(a->prob.backend, ft_op_at(i), &b, NULL) == FT_OK)
+                a->ops[a->nops++] = ft_op_at(i);
         }
-        if (!nops) {
-            if (ft_backend_resolve(prob.backend, NULL, &to.be, &err)) return ft_cli_fail_err(&err);
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: backend %s implements no op", prob.backend);
+        if (!a->nops) {
+            if (ft_backend_resolve(a->prob.backend, NULL, &a->to.be, &err))
+                return ft_cli_fail_err(&err);
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: backend %s implements no op", a->prob.backend);
         }
     } else {
-        const ft_op *op = ft_op_find(target, &err);
+        const ft_op *op = ft_op_find(a->target, &err);
         if (!op) return ft_cli_fail_err(&err);
-        ops[nops++] = op;
+        a->ops[a->nops++] = op;
     }
-    char sweep_name[32] = "";
-    long long sweep_vals[32];
-    int nsweep = 1;
-    if (sweep && !parse_sweep(sweep, sweep_name, sizeof sweep_name, sweep_vals, &nsweep))
-        return ft_cli_fail(FT_EXIT_USAGE, "tune: --sweep expects SIZE=v1,v2,... with positive integers, got '%s'", sweep);
+    a->nsweep = 1;
+    if (a->sweep &&
+        !parse_sweep(a->sweep, a->sweep_name, sizeof a->sweep_name, a->sweep_vals, &a->nsweep))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --sweep expects SIZE=v1,v2,... with positive integers, got '%s'",
+                           a->sweep);
+    return FT_EXIT_OK;
+}
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+/* The attributes of op from --attr. With several ops, attributes of other ops do not apply to
+ * this one: it takes those it accepts. Returns an exit code. */
+static int tune_op_attrs(const tune_args *a, const ft_cli_problem *pp, const ft_op *op,
+                         ft_call *tmp) {
+    ft_call_init(tmp, op);
+    int code = ft_cli_apply_attrs(pp, tmp);
+    if (!code) return FT_EXIT_OK;
+    if (a->nops == 1) return code;
+    ft_attrs_default(&tmp->attrs);
+    for (int i = 0; i < pp->nattrs; i++) {
+        char name[64];
+        const char *eq = strchr(pp->attrs[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - pp->attrs[i]), pp->attrs[i]);
+        if (ft_op_accepts_attr(op, name)) ft_attrs_set(&tmp->attrs, op, name, eq + 1, NULL);
+    }
+    return FT_EXIT_OK;
+}
 
-    progress pg;
-    memset(&pg, 0, sizeof pg);
-    pg.tty = isatty(STDERR_FILENO);
-    pg.quiet = quiet;
-    to.listener = progress_event;
-    to.listener_ctx = &pg;
-
-    /* Plan every run first, so a bad option shows before anything runs. */
-    static row rows[16 * 32];
-    tuning T;
-    memset(&T, 0, sizeof T);
-    T.jobs = calloc(16 * 32, sizeof *T.jobs);
-    if (!T.jobs) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
-    T.rows = rows;
-    int code = FT_EXIT_OK;
-    for (int k = 0; k < nops && !stop_flag; k++) {
-        const ft_op *op = ops[k];
-        const ft_backend *be;
-        if (ft_backend_resolve(prob.backend, op, &be, &err)) {
-            free(T.jobs);
-            return ft_cli_fail_err(&err);
+/* One job per value of the sweep for op, each with its preset and its log. */
+static int tune_plan_sweep(const tune_args *a, const ft_cli_problem *pp, const ft_op *op,
+                           const ft_backend *be, const ft_attrs *attrs, tuning *T) {
+    ft_err err = {0};
+    int code;
+    for (int v = 0; v < a->nsweep && !stop_flag; v++) {
+        job *jb = &T->jobs[T->njobs];
+        jb->op = op;
+        jb->be = be;
+        jb->attrs = *attrs;
+        if ((code = ft_cli_make_preset(pp, NULL, &jb->preset))) return code;
+        if (a->sweep) {
+            char set[64];
+            snprintf(set, sizeof set, "%s=%lld", a->sweep_name, a->sweep_vals[v]);
+            if (ft_preset_set(&jb->preset, set, &err)) return ft_cli_fail_err(&err);
         }
+        jb->log[0] = '\0';
+        if (a->log) {
+            if (a->nops == 1 && !a->sweep)
+                snprintf(jb->log, sizeof jb->log, "%s", a->log);
+            else if (a->sweep)
+                snprintf(jb->log, sizeof jb->log, "%s.%s.%s%lld", a->log, op->name, a->sweep_name,
+                         a->sweep_vals[v]);
+            else
+                snprintf(jb->log, sizeof jb->log, "%s.%s", a->log, op->name);
+        }
+        T->njobs++;
+    }
+    return FT_EXIT_OK;
+}
+
+/* Plan every run first, so a bad option shows before anything runs. */
+static int tune_plan(const tune_args *a, tuning *T) {
+    ft_err err = {0};
+    int code;
+    for (int k = 0; k < a->nops && !stop_flag; k++) {
+        const ft_op *op = a->ops[k];
+        const ft_backend *be;
+        if (ft_backend_resolve(a->prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
         char fallback[64];
         const char *def_preset = ft_cli_default_preset(op);
-        if (prob.preset) {
+        if (a->prob.preset) {
             /* With one preset for several ops, attention.decode takes its decode sibling. */
-            snprintf(fallback, sizeof fallback, "%s", prob.preset);
+            snprintf(fallback, sizeof fallback, "%s", a->prob.preset);
             char *dot = strrchr(fallback, '.');
-            if (!strcmp(op->name, "attention.decode") && dot && !strcmp(dot, ".train")) strcpy(dot, ".decode");
+            if (!strcmp(op->name, "attention.decode") && dot && !strcmp(dot, ".train"))
+                strcpy(dot, ".decode");
             def_preset = fallback;
         }
-        ft_cli_problem pp = prob;
+        ft_cli_problem pp = a->prob;
         pp.preset = def_preset;
         ft_call tmp;
-        ft_call_init(&tmp, op);
-        if ((code = ft_cli_apply_attrs(&pp, &tmp))) {
-            if (nops == 1) {
-                free(T.jobs);
-                return code;
-            }
-            code = FT_EXIT_OK; /* attributes of other ops do not apply to this one */
-            ft_attrs_default(&tmp.attrs);
-            for (int a = 0; a < pp.nattrs; a++) {
-                char name[64];
-                const char *eq = strchr(pp.attrs[a], '=');
-                snprintf(name, sizeof name, "%.*s", (int)(eq - pp.attrs[a]), pp.attrs[a]);
-                if (ft_op_accepts_attr(op, name)) ft_attrs_set(&tmp.attrs, op, name, eq + 1, NULL);
-            }
-        }
-        if (ft_backend_check_attrs(be, &tmp.attrs, &err)) {
-            free(T.jobs);
-            return ft_cli_fail_err(&err);
-        }
-        for (int v = 0; v < nsweep && !stop_flag; v++) {
-            job *jb = &T.jobs[T.njobs];
-            jb->op = op;
-            jb->be = be;
-            jb->attrs = tmp.attrs;
-            if ((code = ft_cli_make_preset(&pp, NULL, &jb->preset))) {
-                free(T.jobs);
-                return code;
-            }
-            if (sweep) {
-                char set[64];
-                snprintf(set, sizeof set, "%s=%lld", sweep_name, sweep_vals[v]);
-                if (ft_preset_set(&jb->preset, set, &err)) {
-                    free(T.jobs);
-                    return ft_cli_fail_err(&err);
-                }
-            }
-            jb->log[0] = '\0';
-            if (log) {
-                if (nops == 1 && !sweep) snprintf(jb->log, sizeof jb->log, "%s", log);
-                else if (sweep)
-                    snprintf(jb->log, sizeof jb->log, "%s.%s.%s%lld", log, op->name, sweep_name, sweep_vals[v]);
-                else snprintf(jb->log, sizeof jb->log, "%s.%s", log, op->name);
-            }
-            T.njobs++;
-        }
+        if ((code = tune_op_attrs(a, &pp, op, &tmp))) return code;
+        if (ft_backend_check_attrs(be, &tmp.attrs, &err)) return ft_cli_fail_err(&err);
+        if ((code = tune_plan_sweep(a, &pp, op, be, &tmp.attrs, T))) return code;
     }
-    /* Every log of the run is ours before the first job starts: a second tuner on one of them
-     * fails now with one line, and never measures what this one does. */
-    static int locks[16 * 32];
-    int nlocks = 0;
-    for (int j = 0; j < T.njobs; j++) {
-        if (!T.jobs[j].log[0]) continue;
-        if ((locks[nlocks] = ft_file_trylock(T.jobs[j].log, &err)) < 0) {
-            while (nlocks > 0) ft_file_unlock(locks[--nlocks]);
-            free(T.jobs);
-            return ft_cli_fail_err(&err);
-        }
-        nlocks++;
-    }
-    to.log_locked = 1;
-    T.to = to;
-    if (tui) {
-        if ((code = run_dashboard(&T, target))) {
-            free(T.jobs);
-            return code;
-        }
-    } else {
-        run_jobs(&T);
-    }
-    free(T.jobs);
-    while (nlocks > 0) ft_file_unlock(locks[--nlocks]);
-    if (T.status) {
-        ft_cli_fail_err(&T.err);
-        return ft_cli_exit_code(T.status);
-    }
-    code = T.code;
-    int nrows = T.nrows;
+    return FT_EXIT_OK;
+}
 
-    /* Summary. */
+/* Every log of the run is ours before the first job starts: a second tuner on one of them
+ * fails now with one line, and never measures what this one does. */
+static int tune_lock_logs(const tuning *T, int *locks, int *nlocks) {
+    ft_err err = {0};
+    *nlocks = 0;
+    for (int j = 0; j < T->njobs; j++) {
+        if (!T->jobs[j].log[0]) continue;
+        if ((locks[*nlocks] = ft_file_trylock(T->jobs[j].log, &err)) < 0) {
+            while (*nlocks > 0)
+                ft_file_unlock(locks[--*nlocks]);
+            return ft_cli_fail_err(&err);
+        }
+        (*nlocks)++;
+    }
+    return FT_EXIT_OK;
+}
+
+/* What the summary's rows add up to, for the warnings after the table. */
+typedef struct {
+    int saved, busy, unstable, suspect;
+} tally;
+
+static tally tune_print_table(const row *rows, int nrows) {
+    tally t = {0, 0, 0, 0};
     printf("%-17s %-34s %10s %10s %8s %13s %6s %s\n", "op", "shape", "default", "best", "speedup",
            "roofline", "tie", "verified (max rel err)");
-    int saved = 0, busy = 0, unstable = 0, suspect = 0;
     for (int i = 0; i < nrows; i++) {
-        row *rw = &rows[i];
+        const row *rw = &rows[i];
         char a[32], b[32];
         const char *shape = rw->r.dims;
-        busy += rw->r.busy;
+        t.busy += rw->r.busy;
         if (!rw->ok) {
-            printf("%-17s %-34.34s %10s %10s %8s %13s %6s %s\n", rw->op, shape, "-", "-", "-", "-", "-",
-                   "no candidate verified");
+            printf("%-17s %-34.34s %10s %10s %8s %13s %6s %s\n", rw->op, shape, "-", "-", "-", "-",
+                   "-", "no candidate verified");
             continue;
         }
-        saved += rw->r.saved;
-        unstable += rw->r.nunstable > 0;
-        suspect += rw->r.roofline_suspect;
+        t.saved += rw->r.saved;
+        t.unstable += rw->r.nunstable > 0;
+        t.suspect += rw->r.roofline_suspect;
         /* The default configuration may be invalid at this shape: then there is no baseline. */
         int has_def = rw->r.default_stats.samples > 0;
         char sp[16] = "-", roof[32];
@@ -564,41 +587,110 @@ static int run(int argc, char **argv) {
         printf("%-17s %-34.34s %10s %10s %8s %13s %6s yes (%.1e)%s%s\n", rw->op, shape,
                has_def ? ft_fmt_time(rw->r.default_stats.median, 1, a, sizeof a) : "-",
                ft_fmt_time(rw->r.winner_stats.median, 1, b, sizeof b), sp, roof,
-               rw->r.ntie ? "tie" : "-", rw->r.verify_err, rw->r.interrupted ? "  (interrupted)" : "",
-               rw->r.busy ? "  (busy machine)" : "");
+               rw->r.ntie ? "tie" : "-", rw->r.verify_err,
+               rw->r.interrupted ? "  (interrupted)" : "", rw->r.busy ? "  (busy machine)" : "");
     }
-    if (to.profile_path && saved) printf("profile: %s\n", to.profile_path);
-    if (busy) {
+    return t;
+}
+
+static void tune_print_warnings(const row *rows, int nrows, const tally *t) {
+    if (t->busy) {
         char lm[160];
         int first = 0;
-        while (first < nrows - 1 && !rows[first].r.busy) first++;
+        while (first < nrows - 1 && !rows[first].r.busy)
+            first++;
         fprintf(stderr,
                 "flaretune: warning: the machine was busy during %d of %d runs (%s: %s); "
                 "multi-threaded timings and speedups are not what a quiet machine gives: run "
                 "again quiet (docs/measurement.md)\n",
-                busy, nrows, rows[first].op, ft_load_describe(&rows[first].r.load, lm, sizeof lm));
+                t->busy, nrows, rows[first].op,
+                ft_load_describe(&rows[first].r.load, lm, sizeof lm));
     }
-    if (unstable)
-        fprintf(stderr, "flaretune: warning: in %d run%s a config's confirmation disagreed with its "
-                        "search measurement beyond the noise (marked ?): the machine changed "
-                        "during the run\n",
-                unstable, unstable > 1 ? "s" : "");
-    if (suspect)
-        fprintf(stderr, "flaretune: warning: %d winner%s above the roofline after measuring the "
-                        "ceilings again (marked !): a measurement error, see the log\n",
-                suspect, suspect > 1 ? "s" : "");
-    if (stop_flag) {
-        if (saved || (!to.profile_path && nrows && rows[0].ok))
-            fprintf(stderr, "flaretune: interrupted; the best configurations so far are %s%s\n",
-                    to.profile_path ? "saved" : "shown above",
-                    log ? " and the log resumes where this run stopped" : "");
-        else
-            fprintf(stderr, "flaretune: interrupted before a candidate was measured; nothing was "
-                            "saved%s\n",
-                    log ? " (the log resumes where this run stopped)" : "");
-        return 130;
-    }
-    return code;
+    if (t->unstable)
+        fprintf(stderr,
+                "flaretune: warning: in %d run%s a config's confirmation disagreed with its "
+                "search measurement beyond the noise (marked ?): the machine changed "
+                "during the run\n",
+                t->unstable, t->unstable > 1 ? "s" : "");
+    if (t->suspect)
+        fprintf(stderr,
+                "flaretune: warning: %d winner%s above the roofline after measuring the "
+                "ceilings again (marked !): a measurement error, see the log\n",
+                t->suspect, t->suspect > 1 ? "s" : "");
 }
 
-const ft_cmd ft_cmd_tune = {"tune", "search for the fastest verified configuration of an op", run, usage};
+/* The summary on stdout, its warnings on stderr, and the exit code: 130 when interrupted. */
+static int tune_report(const tune_args *a, const tuning *T) {
+    const row *rows = T->rows;
+    int nrows = T->nrows;
+    tally t = tune_print_table(rows, nrows);
+    if (a->to.profile_path && t.saved) printf("profile: %s\n", a->to.profile_path);
+    tune_print_warnings(rows, nrows, &t);
+    if (stop_flag) {
+        if (t.saved || (!a->to.profile_path && nrows && rows[0].ok))
+            fprintf(stderr, "flaretune: interrupted; the best configurations so far are %s%s\n",
+                    a->to.profile_path ? "saved" : "shown above",
+                    a->log ? " and the log resumes where this run stopped" : "");
+        else
+            fprintf(stderr,
+                    "flaretune: interrupted before a candidate was measured; nothing was "
+                    "saved%s\n",
+                    a->log ? " (the log resumes where this run stopped)" : "");
+        return 130;
+    }
+    return T->code;
+}
+
+/* Plan, lock the logs, and run the jobs (under the dashboard with --tui). Returns an exit code;
+ * T->status says whether a run failed. */
+static int tune_run(tune_args *a, progress *pg, tuning *T) {
+    static int locks[16 * 32];
+    int nlocks = 0, code;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    memset(pg, 0, sizeof *pg);
+    pg->tty = isatty(STDERR_FILENO);
+    pg->quiet = a->quiet;
+    a->to.listener = progress_event;
+    a->to.listener_ctx = pg;
+
+    if ((code = tune_plan(a, T)) || (code = tune_lock_logs(T, locks, &nlocks))) return code;
+    a->to.log_locked = 1;
+    T->to = a->to;
+    if (a->tui) {
+        if ((code = run_dashboard(T, a->target))) return code;
+    } else {
+        run_jobs(T);
+    }
+    while (nlocks > 0)
+        ft_file_unlock(locks[--nlocks]);
+    return FT_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+    tune_args a;
+    static row rows[16 * 32];
+    int code = tune_parse(argc, argv, &a);
+    if (code || (code = tune_check(&a))) return code;
+    progress pg;
+    tuning T;
+    memset(&T, 0, sizeof T);
+    T.jobs = calloc(16 * 32, sizeof *T.jobs);
+    if (!T.jobs) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
+    T.rows = rows;
+    code = tune_run(&a, &pg, &T);
+    free(T.jobs);
+    if (code) return code;
+    if (T.status) {
+        ft_cli_fail_err(&T.err);
+        return ft_cli_exit_code(T.status);
+    }
+    return tune_report(&a, &T);
+}
+const ft_cmd ft_cmd_tune = {"tune", "search for the fastest verified configuration of an op", run,
+                            usage};
