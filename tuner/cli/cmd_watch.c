@@ -222,7 +222,16 @@ static void summary(const watch *w) {
     }
 }
 
-static int run(int argc, char **argv) {
+/* The command line of one watch. */
+typedef struct {
+    const char *path, *backend;
+    const char *ops[32];
+    int nops;
+    double interval;
+    unsigned long long seed;
+} watch_args;
+
+static int watch_parse(int argc, char **argv, watch_args *a) {
     enum { O_PROFILE = 1, O_BACKEND, O_OP, O_INTERVAL, O_SEED };
     static const struct option opts[] = {
         {"profile", required_argument, NULL, O_PROFILE},
@@ -232,106 +241,107 @@ static int run(int argc, char **argv) {
         {"seed", required_argument, NULL, O_SEED},
         {NULL, 0, NULL, 0},
     };
-    const char *path = NULL, *backend = "auto";
-    const char *ops[32];
-    int nops = 0, o;
-    watch w;
-    memset(&w, 0, sizeof w);
-    unsigned long long seed = 1;
+    memset(a, 0, sizeof *a);
+    a->backend = "auto";
+    a->seed = 1;
+    int o;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end;
         switch (o) {
-        case O_PROFILE: path = optarg; break;
-        case O_BACKEND: backend = optarg; break;
+        case O_PROFILE: a->path = optarg; break;
+        case O_BACKEND: a->backend = optarg; break;
         case O_OP:
-            if (nops == 32) return ft_cli_fail(FT_EXIT_USAGE, "watch: too many --op");
-            ops[nops++] = optarg;
+            if (a->nops == 32) return ft_cli_fail(FT_EXIT_USAGE, "watch: too many --op");
+            a->ops[a->nops++] = optarg;
             break;
         case O_INTERVAL:
-            w.interval = strtod(optarg, &end);
-            if (*end || !(w.interval >= 0) || w.interval > 60)
+            a->interval = strtod(optarg, &end);
+            if (*end || !(a->interval >= 0) || a->interval > 60)
                 return ft_cli_fail(FT_EXIT_USAGE, "watch: --interval expects seconds in [0, 60]");
             break;
         case O_SEED:
-            seed = strtoull(optarg, &end, 10);
+            a->seed = strtoull(optarg, &end, 10);
             if (*end || !*optarg)
                 return ft_cli_fail(FT_EXIT_USAGE, "watch: --seed expects a non-negative integer");
             break;
-        case ':':
-            return ft_cli_fail(FT_EXIT_USAGE, "watch: option '%s' needs a value", argv[optind - 1]);
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "watch: unknown option '%s' (see `flaretune watch --help`)",
-                               argv[optind - 1]);
+        default: return ft_cli_bad_option("watch", o, argv);
         }
     }
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "watch: unexpected argument '%s'", argv[optind]);
-    if (!path) return ft_cli_fail(FT_EXIT_USAGE, "watch: which profile? (--profile FILE)");
-    for (int i = 0; i < nops; i++) {
+    if (!a->path) return ft_cli_fail(FT_EXIT_USAGE, "watch: which profile? (--profile FILE)");
+    for (int i = 0; i < a->nops; i++) {
         ft_err e = {0};
-        if (!ft_op_find(ops[i], &e)) return ft_cli_fail_err(&e);
+        if (!ft_op_find(a->ops[i], &e)) return ft_cli_fail_err(&e);
     }
+    return FT_EXIT_OK;
+}
+
+/* The backend, the profile and this device's name (what the profile's entries are keyed by). */
+static int watch_open(const watch_args *a, watch *w, ft_profile **prof, char *device, size_t n) {
     ft_err err = {0};
-    if (ft_backend_resolve(backend, NULL, &w.be, &err)) return ft_cli_fail_err(&err);
-    ft_profile *prof;
-    if (access(path, F_OK) != 0)
-        return ft_cli_fail(FT_EXIT_FAIL, "watch: %s: no such profile", path);
-    if (ft_profile_load(path, &prof, &err)) return ft_cli_fail_err(&err);
+    w->interval = a->interval;
+    if (ft_backend_resolve(a->backend, NULL, &w->be, &err)) return ft_cli_fail_err(&err);
+    if (access(a->path, F_OK) != 0)
+        return ft_cli_fail(FT_EXIT_FAIL, "watch: %s: no such profile", a->path);
+    if (ft_profile_load(a->path, prof, &err)) return ft_cli_fail_err(&err);
     ft_env env;
     ft_env_probe(&env);
-    char device[256];
-    ft_backend_device(w.be, &env, device, sizeof device);
+    ft_backend_device(w->be, &env, device, n);
+    return FT_EXIT_OK;
+}
 
+/* The profile's entries that run here: this backend and device, the ops asked for. */
+static int watch_select(const watch_args *a, watch *w, const ft_profile *prof, const char *device) {
     int n = ft_profile_count(prof);
-    w.k = calloc((size_t)(n ? n : 1), sizeof *w.k);
-    if (!w.k) {
-        ft_profile_free(prof);
-        return ft_cli_fail(FT_EXIT_FAIL, "watch: out of memory");
-    }
+    w->k = calloc((size_t)(n ? n : 1), sizeof *w->k);
+    if (!w->k) return ft_cli_fail(FT_EXIT_FAIL, "watch: out of memory");
     for (int i = 0; i < n; i++) {
         const ft_profile_entry *e = ft_profile_entry_at(prof, i);
-        if (strcmp(e->backend, w.be->name) || strcmp(e->device, device)) continue;
-        if (!wanted(e->op->name, ops, nops) || !w.be->supports(e->op)) continue;
-        w.k[w.nk++].e = e;
+        if (strcmp(e->backend, w->be->name) || strcmp(e->device, device)) continue;
+        if (!wanted(e->op->name, a->ops, a->nops) || !w->be->supports(e->op)) continue;
+        w->k[w->nk++].e = e;
     }
-    int code = FT_EXIT_OK;
-    if (!w.nk) {
-        fprintf(stderr, "flaretune: watch: %s has no entry%s for backend %s on this device (%s)\n",
-                path, nops ? " of those ops" : "", w.be->name, device);
-        for (int i = 0; i < n && i < 8; i++) {
-            const ft_profile_entry *e = ft_profile_entry_at(prof, i);
-            fprintf(stderr, "  it has: %s on %s, %s\n", e->op->name, e->backend, e->device);
-        }
-        code = FT_EXIT_FAIL;
-        goto out;
+    if (w->nk) return FT_EXIT_OK;
+    fprintf(stderr, "flaretune: watch: %s has no entry%s for backend %s on this device (%s)\n",
+            a->path, a->nops ? " of those ops" : "", w->be->name, device);
+    for (int i = 0; i < n && i < 8; i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(prof, i);
+        fprintf(stderr, "  it has: %s on %s, %s\n", e->op->name, e->backend, e->device);
     }
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        code =
-            ft_cli_fail(FT_EXIT_USAGE, "watch: the dashboard needs a terminal (stdin and stdout)");
-        goto out;
+    return FT_EXIT_FAIL;
+}
+
+/* Every kernel ready and run once, and the dashboard's feed opened with one watch_start each:
+ * all that can fail before the dashboard takes the terminal. */
+static int watch_prepare(const watch_args *a, watch *w, const char *device) {
+    int code;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "watch: the dashboard needs a terminal (stdin and stdout)");
+    for (int i = 0; i < w->nk; i++) {
+        snprintf(w->k[i].run, sizeof w->k[i].run, "w%d", i);
+        if ((code = kernel_prepare(w, &w->k[i], a->seed + (uint64_t)i))) return code;
     }
-    for (int i = 0; i < w.nk; i++) {
-        snprintf(w.k[i].run, sizeof w.k[i].run, "w%d", i);
-        if ((code = kernel_prepare(&w, &w.k[i], seed + (uint64_t)i))) goto out;
-    }
-    if (!ft_tui_feed_init(&w.feed)) {
-        code = ft_cli_fail(FT_EXIT_FAIL, "watch: out of memory");
-        goto out;
-    }
-    ft_rng_seed(&w.rng, seed ^ 0x9e3779b97f4a7c15ull);
-    for (int i = 0; i < w.nk; i++) {
-        const kernel *k = &w.k[i];
+    if (!ft_tui_feed_init(&w->feed)) return ft_cli_fail(FT_EXIT_FAIL, "watch: out of memory");
+    ft_rng_seed(&w->rng, a->seed ^ 0x9e3779b97f4a7c15ull);
+    for (int i = 0; i < w->nk; i++) {
+        const kernel *k = &w->k[i];
         json_t *ev = json_pack("{s:s, s:f, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:f}", "event",
                                "watch_start", "t", ft_wall_time(), "run", k->run, "op",
-                               k->e->op->name, "backend", w.be->name, "device", device, "profile",
-                               path, "dims", k->e->shape, "attrs", k->e->attrs, "config",
+                               k->e->op->name, "backend", w->be->name, "device", device, "profile",
+                               a->path, "dims", k->e->shape, "attrs", k->e->attrs, "config",
                                k->e->config, "profile_median_s", k->e->median_s);
-        ft_tui_feed_push_new(&w.feed, ev);
+        ft_tui_feed_push_new(&w->feed, ev);
     }
+    return FT_EXIT_OK;
+}
 
+/* The worker runs the kernels while the dashboard shows them, until q or Ctrl-C; then the
+ * summary. Closes the feed. Returns the exit code: 130 when a signal ended it. */
+static int watch_live(const watch_args *a, watch *w) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -339,43 +349,55 @@ static int run(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     pthread_t th;
-    if (pthread_create(&th, NULL, worker, &w)) {
-        code = ft_cli_fail(FT_EXIT_FAIL, "watch: cannot start the worker thread");
-        ft_tui_feed_free(&w.feed);
-        goto out;
+    if (pthread_create(&th, NULL, worker, w)) {
+        int code = ft_cli_fail(FT_EXIT_FAIL, "watch: cannot start the worker thread");
+        ft_tui_feed_free(&w->feed);
+        return code;
     }
     char title[1100];
-    snprintf(title, sizeof title, "watch %s", path);
+    snprintf(title, sizeof title, "watch %s", a->path);
     ft_tui_opts to;
     memset(&to, 0, sizeof to);
     to.title = title;
-    to.feed = &w.feed;
+    to.feed = &w->feed;
     to.pause = &pause_flag;
     to.stop = &stop_flag;
     ft_tui_result res;
+    ft_err err = {0};
     ft_status s = ft_tui_run(&to, &res, &err);
     int by_signal = stop_flag;
     stop_flag = 1;
     pause_flag = 0;
     pthread_join(th, NULL);
-    ft_tui_feed_free(&w.feed);
-    if (s)
-        code = ft_cli_fail_err(&err);
-    else if (w.failed)
-        code = ft_cli_fail(ft_cli_exit_code(w.err.status), "watch: %s", w.err.msg);
-    else {
-        summary(&w);
-        code = by_signal && res.by_signal ? 130 : FT_EXIT_OK;
+    ft_tui_feed_free(&w->feed);
+    if (s) return ft_cli_fail_err(&err);
+    if (w->failed) return ft_cli_fail(ft_cli_exit_code(w->err.status), "watch: %s", w->err.msg);
+    summary(w);
+    return by_signal && res.by_signal ? 130 : FT_EXIT_OK;
+}
+
+static void watch_free(watch *w, ft_profile *prof) {
+    for (int i = 0; i < w->nk; i++) {
+        w->k[i].c.ws = NULL;
+        ft_call_free(&w->k[i].c);
+        ft_ws_free(&w->k[i].ws);
+        ft_tui_vring_free(&w->k[i].last);
     }
-out:
-    for (int i = 0; i < w.nk; i++) {
-        w.k[i].c.ws = NULL;
-        ft_call_free(&w.k[i].c);
-        ft_ws_free(&w.k[i].ws);
-        ft_tui_vring_free(&w.k[i].last);
-    }
-    free(w.k);
+    free(w->k);
     ft_profile_free(prof);
+}
+
+static int run(int argc, char **argv) {
+    watch_args a;
+    watch w;
+    memset(&w, 0, sizeof w);
+    ft_profile *prof = NULL;
+    char device[256];
+    int code = watch_parse(argc, argv, &a);
+    if (code || (code = watch_open(&a, &w, &prof, device, sizeof device))) return code;
+    if (!(code = watch_select(&a, &w, prof, device)) && !(code = watch_prepare(&a, &w, device)))
+        code = watch_live(&a, &w);
+    watch_free(&w, prof);
     return code;
 }
 
