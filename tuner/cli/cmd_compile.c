@@ -20,48 +20,50 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/nvrtc.h"
 #include "cuda/specs.h"
-#include "cli.h"
 #include "flaretune/json.h"
 
-#define MAX_MODULES 8 /* per configuration */
+#define MAX_MODULES     8 /* per configuration */
 #define MAX_KERNEL_ARGS 16
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: flaretune compile OP [--arch ARCH | --device NAME] [--all-configs | --config CFG]\n"
-            "                           [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
-            "                           [--jobs N] [--json]\n"
-            "       flaretune compile --source FILE [--define NAME[=VALUE]]...\n"
-            "                           [--kernel NAME:THREADS[:DYN_SMEM]]... [--arch|--device ...]\n"
-            "       flaretune compile --list-ops | --list-devices\n\n"
-            "Compile OP's CUDA kernels with NVRTC for a GPU architecture (no GPU needed) and print,\n"
-            "per configuration and kernel: registers, spill stores/loads, stack, static + dynamic\n"
-            "shared memory, block size, the theoretical occupancy on a device, and the verdict the\n"
-            "tuner reaches before timing (ok, or pruned and why).\n\n"
-            "  --device NAME   occupancy on this device and compile for its architecture\n"
-            "                  (default h200; see --list-devices)\n"
-            "  --arch ARCH     compile for ARCH (sm_80, sm_89, sm_90a, sm_100a, ...); occupancy on\n"
-            "                  the first device of the table with that architecture\n"
-            "  --all-configs   every configuration the op's space allows at the preset's sizes\n"
-            "  --config CFG    one configuration (NAME=VALUE,...); default: the space's default\n"
-            "  --preset P, --set NAME=VALUE, --attr NAME=VALUE\n"
-            "                  the problem the configurations are checked against (--attr\n"
-            "                  dtype=bf16 compiles the bf16 kernels)\n"
-            "  --jobs N        compile N modules at a time (default: the CPUs, at most 16)\n"
-            "  --json          one JSON document instead of the tables\n"
-            "  --list-ops      the ops with CUDA kernels, one per line\n"
-            "  --list-devices  the device table\n\n"
-            "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc. Exit codes: 0 compiled,\n"
-            "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n");
+    fprintf(
+        f,
+        "usage: flaretune compile OP [--arch ARCH | --device NAME] [--all-configs | --config CFG]\n"
+        "                           [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
+        "                           [--jobs N] [--json]\n"
+        "       flaretune compile --source FILE [--define NAME[=VALUE]]...\n"
+        "                           [--kernel NAME:THREADS[:DYN_SMEM]]... [--arch|--device ...]\n"
+        "       flaretune compile --list-ops | --list-devices\n\n"
+        "Compile OP's CUDA kernels with NVRTC for a GPU architecture (no GPU needed) and print,\n"
+        "per configuration and kernel: registers, spill stores/loads, stack, static + dynamic\n"
+        "shared memory, block size, the theoretical occupancy on a device, and the verdict the\n"
+        "tuner reaches before timing (ok, or pruned and why).\n\n"
+        "  --device NAME   occupancy on this device and compile for its architecture\n"
+        "                  (default h200; see --list-devices)\n"
+        "  --arch ARCH     compile for ARCH (sm_80, sm_89, sm_90a, sm_100a, ...); occupancy on\n"
+        "                  the first device of the table with that architecture\n"
+        "  --all-configs   every configuration the op's space allows at the preset's sizes\n"
+        "  --config CFG    one configuration (NAME=VALUE,...); default: the space's default\n"
+        "  --preset P, --set NAME=VALUE, --attr NAME=VALUE\n"
+        "                  the problem the configurations are checked against (--attr\n"
+        "                  dtype=bf16 compiles the bf16 kernels)\n"
+        "  --jobs N        compile N modules at a time (default: the CPUs, at most 16)\n"
+        "  --json          one JSON document instead of the tables\n"
+        "  --list-ops      the ops with CUDA kernels, one per line\n"
+        "  --list-devices  the device table\n\n"
+        "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc. Exit codes: 0 compiled,\n"
+        "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n");
 }
 
 /* The compiling and reporting need NVRTC: built with the toolkit only. */
 #if FT_HAVE_CUDA
 
-/* ---- modules: each distinct (source, defines) compiled once ------------------------------------ */
+/* ---- modules: each distinct (source, defines) compiled once ------------------------------------
+ */
 
 typedef struct job {
     char source[256];
@@ -140,7 +142,8 @@ static void jobs_free(jobs *js) {
     free(js->v);
 }
 
-/* ---- configurations ---------------------------------------------------------------------------- */
+/* ---- configurations ----------------------------------------------------------------------------
+ */
 
 typedef struct entry {
     char text[256]; /* the configuration, NAME=VALUE,... */
@@ -173,12 +176,13 @@ static void make_row(const ft_gpu_spec *dev, const job *j, const char *kernel, i
     if (k) r->found = 1, r->info = k->info;
     if (!r->found) {
         const char *base = strrchr(j->source, '/') ? strrchr(j->source, '/') + 1 : j->source;
-        int w = snprintf(r->why, sizeof r->why, "no kernel '%.100s' in %.100s (it has:", kernel,
-                         base);
+        int w =
+            snprintf(r->why, sizeof r->why, "no kernel '%.100s' in %.100s (it has:", kernel, base);
         for (int i = 0; i < j->res.nkernels && w > 0 && (size_t)w < sizeof r->why; i++)
             w += snprintf(r->why + w, sizeof r->why - (size_t)w, "%s %s", i ? "," : "",
                           j->res.kernels[i].name);
-        if (w > 0 && (size_t)w < sizeof r->why - 1) snprintf(r->why + w, sizeof r->why - (size_t)w, ")");
+        if (w > 0 && (size_t)w < sizeof r->why - 1)
+            snprintf(r->why + w, sizeof r->why - (size_t)w, ")");
         return;
     }
     if (dev && block > 0) {
@@ -195,8 +199,8 @@ static void make_row(const ft_gpu_spec *dev, const job *j, const char *kernel, i
 }
 
 static void print_header(void) {
-    printf("  %-30s %4s %11s %6s %19s %5s %6s %6s  %s\n", "kernel", "regs", "spill st/ld",
-           "stack", "smem static+dyn", "block", "blk/SM", "occ", "verdict");
+    printf("  %-30s %4s %11s %6s %19s %5s %6s %6s  %s\n", "kernel", "regs", "spill st/ld", "stack",
+           "smem static+dyn", "block", "blk/SM", "occ", "verdict");
 }
 
 static void print_row(const row *r) {
@@ -227,8 +231,8 @@ static void print_row(const row *r) {
 }
 
 static json_t *row_json(const row *r) {
-    json_t *o = json_pack("{s:s, s:s, s:b}", "kernel", r->kernel, "source", r->source, "found",
-                          r->found);
+    json_t *o =
+        json_pack("{s:s, s:s, s:b}", "kernel", r->kernel, "source", r->source, "found", r->found);
     if (!r->found) {
         json_object_set_new(o, "error", json_string(r->why));
         return o;
@@ -261,7 +265,8 @@ static void fail_line(const ft_op *op, const char *cfg, const char *msg) {
 
 #endif /* FT_HAVE_CUDA */
 
-/* ---- the listings ------------------------------------------------------------------------------- */
+/* ---- the listings -------------------------------------------------------------------------------
+ */
 
 static int list_ops(int json) {
     if (json) {
@@ -286,14 +291,13 @@ static int list_devices(int json) {
     for (int i = 0; i < ft_gpu_spec_count(); i++) {
         const ft_gpu_spec *s = ft_gpu_spec_at(i);
         if (json) {
-            json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f}",
-                                  "name", s->name, "model", s->model, "arch", s->arch, "sm_count",
-                                  s->sm_count, "max_threads_per_sm", s->max_threads_per_sm,
-                                  "max_blocks_per_sm", s->max_blocks_per_sm, "smem_per_sm",
-                                  (json_int_t)s->smem_per_sm, "smem_per_block_optin",
-                                  (json_int_t)s->smem_per_block_optin, "l2_bytes",
-                                  (json_int_t)s->l2_bytes, "mem_bw", s->mem_bw, "bf16_flops",
-                                  s->bf16_flops);
+            json_t *o = json_pack(
+                "{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f}", "name", s->name, "model",
+                s->model, "arch", s->arch, "sm_count", s->sm_count, "max_threads_per_sm",
+                s->max_threads_per_sm, "max_blocks_per_sm", s->max_blocks_per_sm, "smem_per_sm",
+                (json_int_t)s->smem_per_sm, "smem_per_block_optin",
+                (json_int_t)s->smem_per_block_optin, "l2_bytes", (json_int_t)s->l2_bytes, "mem_bw",
+                s->mem_bw, "bf16_flops", s->bf16_flops);
             json_array_append_new(a, o);
             continue;
         }
@@ -323,361 +327,425 @@ static int arch_well_formed(const char *a) {
     return digits >= 2 && digits <= 3 && *p == '\0';
 }
 
-/* ---- the command -------------------------------------------------------------------------------- */
+/* ---- the command --------------------------------------------------------------------------------
+ */
 
-static int run(int argc, char **argv) {
-    enum {
-        O_JSON = 1,
-        O_ARCH,
-        O_DEVICE,
-        O_ALL,
-        O_LIST_OPS,
-        O_LIST_DEVICES,
-        O_JOBS,
-        O_SOURCE,
-        O_DEFINE,
-        O_KERNEL,
-    };
-    static const struct option opts[] = {
-        {"preset", required_argument, NULL, FT_OPT_PRESET},
-        {"set", required_argument, NULL, FT_OPT_SET},
-        {"attr", required_argument, NULL, FT_OPT_ATTR},
-        {"config", required_argument, NULL, FT_OPT_CONFIG},
-        {"json", no_argument, NULL, O_JSON},
-        {"arch", required_argument, NULL, O_ARCH},
-        {"device", required_argument, NULL, O_DEVICE},
-        {"all-configs", no_argument, NULL, O_ALL},
-        {"list-ops", no_argument, NULL, O_LIST_OPS},
-        {"list-devices", no_argument, NULL, O_LIST_DEVICES},
-        {"jobs", required_argument, NULL, O_JOBS},
-        {"source", required_argument, NULL, O_SOURCE},
-        {"define", required_argument, NULL, O_DEFINE},
-        {"kernel", required_argument, NULL, O_KERNEL},
-        {NULL, 0, NULL, 0}};
+enum {
+    O_JSON = 1,
+    O_ARCH,
+    O_DEVICE,
+    O_ALL,
+    O_LIST_OPS,
+    O_LIST_DEVICES,
+    O_JOBS,
+    O_SOURCE,
+    O_DEFINE,
+    O_KERNEL,
+};
+
+/* The command line of one compile. */
+typedef struct {
     ft_cli_problem prob;
-    ft_cli_problem_init(&prob);
-    int json = 0, all = 0, lops = 0, ldevs = 0, o;
-    long njobs = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *arch = NULL, *devname = NULL, *source = NULL;
+    int json, all, lops, ldevs;
+    long njobs;
+    const char *arch, *devname, *source;
     const char *defines[FT_CUDA_MAX_DEFINES], *kargs[MAX_KERNEL_ARGS];
-    int ndefines = 0, nkargs = 0;
+    int ndefines, nkargs;
+} compile_args;
+
+/* One option of compile's own (not a problem option). Returns an exit code, 0 when taken. */
+static int compile_opt(compile_args *a, int o, char **argv) {
+    switch (o) {
+    case O_JSON: a->json = 1; break;
+    case O_ARCH: a->arch = optarg; break;
+    case O_DEVICE: a->devname = optarg; break;
+    case O_ALL: a->all = 1; break;
+    case O_LIST_OPS: a->lops = 1; break;
+    case O_LIST_DEVICES: a->ldevs = 1; break;
+    case O_JOBS: {
+        char *end;
+        a->njobs = strtol(optarg, &end, 10);
+        if (end == optarg || *end || a->njobs < 1 || a->njobs > 16)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --jobs expects 1 to 16, got '%s'", optarg);
+        break;
+    }
+    case O_SOURCE: a->source = optarg; break;
+    case O_DEFINE:
+        if (a->ndefines == FT_CUDA_MAX_DEFINES)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --define", FT_CUDA_MAX_DEFINES);
+        if (strlen(optarg) >= sizeof((ft_cuda_module_spec *)0)->defines[0])
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --define '%s' is too long", optarg);
+        a->defines[a->ndefines++] = optarg;
+        break;
+    case O_KERNEL:
+        if (a->nkargs == MAX_KERNEL_ARGS || a->nkargs == FT_CUDA_MAX_KERNELS)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --kernel", FT_CUDA_MAX_KERNELS);
+        a->kargs[a->nkargs++] = optarg;
+        break;
+    default: return ft_cli_bad_option("compile", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
+static int compile_parse(int argc, char **argv, compile_args *a) {
+    static const struct option opts[] = {{"preset", required_argument, NULL, FT_OPT_PRESET},
+                                         {"set", required_argument, NULL, FT_OPT_SET},
+                                         {"attr", required_argument, NULL, FT_OPT_ATTR},
+                                         {"config", required_argument, NULL, FT_OPT_CONFIG},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"arch", required_argument, NULL, O_ARCH},
+                                         {"device", required_argument, NULL, O_DEVICE},
+                                         {"all-configs", no_argument, NULL, O_ALL},
+                                         {"list-ops", no_argument, NULL, O_LIST_OPS},
+                                         {"list-devices", no_argument, NULL, O_LIST_DEVICES},
+                                         {"jobs", required_argument, NULL, O_JOBS},
+                                         {"source", required_argument, NULL, O_SOURCE},
+                                         {"define", required_argument, NULL, O_DEFINE},
+                                         {"kernel", required_argument, NULL, O_KERNEL},
+                                         {NULL, 0, NULL, 0}};
+    memset(a, 0, sizeof *a);
+    ft_cli_problem_init(&a->prob);
+    a->njobs = sysconf(_SC_NPROCESSORS_ONLN);
+    int o, code;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&prob, o, optarg, "compile");
+        int h = ft_cli_problem_opt(&a->prob, o, optarg, "compile");
         if (h < 0) return FT_EXIT_USAGE;
-        if (h) continue;
-        switch (o) {
-        case O_JSON: json = 1; break;
-        case O_ARCH: arch = optarg; break;
-        case O_DEVICE: devname = optarg; break;
-        case O_ALL: all = 1; break;
-        case O_LIST_OPS: lops = 1; break;
-        case O_LIST_DEVICES: ldevs = 1; break;
-        case O_JOBS: {
-            char *end;
-            njobs = strtol(optarg, &end, 10);
-            if (end == optarg || *end || njobs < 1 || njobs > 16)
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: --jobs expects 1 to 16, got '%s'",
-                                   optarg);
-            break;
-        }
-        case O_SOURCE: source = optarg; break;
-        case O_DEFINE:
-            if (ndefines == FT_CUDA_MAX_DEFINES)
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --define",
-                                   FT_CUDA_MAX_DEFINES);
-            if (strlen(optarg) >= sizeof ((ft_cuda_module_spec *)0)->defines[0])
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: --define '%s' is too long", optarg);
-            defines[ndefines++] = optarg;
-            break;
-        case O_KERNEL:
-            if (nkargs == MAX_KERNEL_ARGS || nkargs == FT_CUDA_MAX_KERNELS)
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --kernel",
-                                   FT_CUDA_MAX_KERNELS);
-            kargs[nkargs++] = optarg;
-            break;
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "compile: unknown option '%s' (see `flaretune compile --help`)",
-                               argv[optind - 1]);
-        }
+        if (!h && (code = compile_opt(a, o, argv))) return code;
     }
-    if (njobs < 1) njobs = 1;
-    if (njobs > 16) njobs = 16;
-    if (lops || ldevs) {
-        if (optind < argc)
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: --list-ops and --list-devices take no op");
-        if (lops && ldevs)
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: --list-ops or --list-devices, not both");
-        return lops ? list_ops(json) : list_devices(json);
-    }
-    if (!source && optind >= argc)
+    if (a->njobs < 1) a->njobs = 1;
+    if (a->njobs > 16) a->njobs = 16;
+    return FT_EXIT_OK;
+}
+
+/* The operands and options that go together, then the device and the architecture. */
+static int compile_check(compile_args *a, int argc, char **argv, const ft_gpu_spec **dev) {
+    if (!a->source && optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "compile: which op? (see `flaretune compile --list-ops`)");
-    if (source && optind < argc)
+    if (a->source && optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "compile: --source takes no op, got '%s'", argv[optind]);
     if (optind + 1 < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "compile: unexpected argument '%s'", argv[optind + 1]);
-    if (!source && (ndefines || nkargs))
+    if (!a->source && (a->ndefines || a->nkargs))
         return ft_cli_fail(FT_EXIT_USAGE, "compile: --define and --kernel go with --source");
-    if (source && (all || prob.config || prob.preset || prob.nsets || prob.nattrs))
+    const ft_cli_problem *p = &a->prob;
+    if (a->source && (a->all || p->config || p->preset || p->nsets || p->nattrs))
         return ft_cli_fail(FT_EXIT_USAGE,
                            "compile: --source compiles one module: no configurations or problem");
-    if (all && prob.config)
+    if (a->all && p->config)
         return ft_cli_fail(FT_EXIT_USAGE, "compile: --all-configs or --config, not both");
-
-    /* The device and the architecture. */
-    if (arch && devname)
+    if (a->arch && a->devname)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "compile: --arch or --device, not both (a device implies its "
                            "architecture)");
-    const ft_gpu_spec *dev = NULL;
-    if (arch) {
-        if (!arch_well_formed(arch))
+    if (a->arch) {
+        if (!arch_well_formed(a->arch))
             return ft_cli_fail(FT_EXIT_USAGE,
                                "compile: --arch '%s' is not a GPU architecture (e.g. sm_80, "
                                "sm_90a)",
-                               arch);
-        dev = ft_gpu_spec_for_arch(arch);
+                               a->arch);
+        *dev = ft_gpu_spec_for_arch(a->arch);
     } else {
-        dev = ft_gpu_spec_find(devname ? devname : "h200");
-        if (!dev)
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown device '%s' (known: %s)", devname,
-                               ft_gpu_spec_names());
-        arch = dev->arch;
+        *dev = ft_gpu_spec_find(a->devname ? a->devname : "h200");
+        if (!*dev)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown device '%s' (known: %s)",
+                               a->devname, ft_gpu_spec_names());
+        a->arch = (*dev)->arch;
     }
+    return FT_EXIT_OK;
+}
 
-    /* The op, the problem and the configurations; or the one --source module. */
-    const ft_op *op = NULL;
-    const ft_cuda_op *cop = NULL;
-    ft_call c;
+/* The op and the problem its configurations are checked against (none with --source). */
+typedef struct {
+    const ft_op *op;
+    const ft_cuda_op *cop;
+    ft_call c; /* initialised when op is set */
     ft_preset p;
-    memset(&p, 0, sizeof p);
-    ft_dt dt = FT_DT_F32;
+    ft_dt dt;
+} compile_problem;
+
+static int compile_problem_make(const compile_args *a, const char *name, compile_problem *pr) {
+    memset(pr, 0, sizeof *pr);
+    pr->dt = FT_DT_F32;
+    if (a->source) return FT_EXIT_OK;
+    ft_err err = {0};
     int code;
-    if (!source) {
-        ft_err err = {0};
-        const char *name = argv[optind];
-        op = ft_op_find(name, &err);
-        if (!op) return ft_cli_fail_err(&err);
-        cop = ft_cuda_op_of(op);
-        if (!cop) {
-            char known[512] = "";
-            size_t k = 0;
-            for (int i = 0; i < ft_op_count() && k < sizeof known; i++)
-                if (ft_op_at(i)->cuda)
-                    k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "",
-                                          ft_op_at(i)->name);
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: %s has no CUDA kernels (CUDA ops: %s)",
-                               name, k ? known : "none yet");
-        }
-        ft_call_init(&c, op);
-        if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
-        if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
-        if (op->from_preset(&c, &p, &err)) return ft_cli_fail_err(&err);
-        ft_call_resolve_backward(&c);
-        dt = ft_cuda_call_dt(&c);
+    pr->op = ft_op_find(name, &err);
+    if (!pr->op) return ft_cli_fail_err(&err);
+    pr->cop = ft_cuda_op_of(pr->op);
+    if (!pr->cop) {
+        char known[512] = "";
+        size_t k = 0;
+        for (int i = 0; i < ft_op_count() && k < sizeof known; i++)
+            if (ft_op_at(i)->cuda)
+                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "",
+                                      ft_op_at(i)->name);
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: %s has no CUDA kernels (CUDA ops: %s)", name,
+                           k ? known : "none yet");
     }
-#if !FT_HAVE_CUDA
-    (void)njobs, (void)dt, (void)defines, (void)kargs;
-    return ft_cli_fail(FT_EXIT_NODEV,
-                       "compile: this flaretune was built without the CUDA toolkit, so it cannot "
-                       "compile CUDA kernels (install the toolkit and configure again)");
-#else
-    if (!ft_nvrtc_arch_supported(arch))
-        return ft_cli_fail(FT_EXIT_USAGE, "compile: NVRTC %s cannot compile for %s",
-                           ft_nvrtc_version(), arch);
+    ft_call_init(&pr->c, pr->op);
+    if ((code = ft_cli_apply_attrs(&a->prob, &pr->c))) return code;
+    if ((code = ft_cli_make_preset(&a->prob, ft_cli_default_preset(pr->op), &pr->p))) return code;
+    if (pr->op->from_preset(&pr->c, &pr->p, &err)) return ft_cli_fail_err(&err);
+    ft_call_resolve_backward(&pr->c);
+    pr->dt = ft_cuda_call_dt(&pr->c);
+    return FT_EXIT_OK;
+}
 
-    entry *es = NULL;
-    int nes = 0, skipped = 0;
+#if FT_HAVE_CUDA
+/* The configurations to report and the distinct modules they need. */
+typedef struct {
     jobs js;
-    memset(&js, 0, sizeof js);
-    js.arch = arch;
-    pthread_mutex_init(&js.lock, NULL);
-    int status = FT_EXIT_OK;
+    entry *es;
+    int nes, skipped;
+    int status; /* the exit code so far: a failure does not stop the others */
+} compile_work;
 
-    if (source) {
-        /* One module: the kernels asked for, or every kernel ptxas reports. */
-        es = calloc(1, sizeof *es);
-        if (!es) return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
-        nes = 1;
-        ft_cuda_module_spec *m = &es->mods[0];
-        es->nmods = 1;
-        snprintf(es->text, sizeof es->text, "%s", source);
-        m->source = source;
-        for (int i = 0; i < ndefines; i++)
-            snprintf(m->defines[m->ndefines++], sizeof m->defines[0], "%s", defines[i]);
-        for (int i = 0; i < nkargs; i++) {
-            char *a = (char *)kargs[i], *c1 = strchr(a, ':'), *end = NULL;
-            long th = 0, dyn = 0;
-            if (c1) {
-                *c1 = '\0';
-                th = strtol(c1 + 1, &end, 10);
-                if (*end == ':') dyn = strtol(end + 1, &end, 10);
-            }
-            if (!c1 || !*a || *end || th < 1 || th > 4096 || dyn < 0) {
-                free(es);
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "compile: --kernel expects NAME:THREADS[:DYN_SMEM], got '%s'",
-                                   kargs[i]);
-            }
-            m->kernels[m->nkernels].name = a;
-            m->kernels[m->nkernels].block_threads = (int)th;
-            m->kernels[m->nkernels].dyn_smem = (size_t)dyn;
-            m->nkernels++;
+/* One module: the kernels asked for, or every kernel ptxas reports. */
+static int plan_source(const compile_args *a, compile_work *W) {
+    W->es = calloc(1, sizeof *W->es);
+    if (!W->es) return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
+    W->nes = 1;
+    entry *es = W->es;
+    ft_cuda_module_spec *m = &es->mods[0];
+    es->nmods = 1;
+    snprintf(es->text, sizeof es->text, "%s", a->source);
+    m->source = a->source;
+    for (int i = 0; i < a->ndefines; i++)
+        snprintf(m->defines[m->ndefines++], sizeof m->defines[0], "%s", a->defines[i]);
+    for (int i = 0; i < a->nkargs; i++) {
+        char *k = (char *)a->kargs[i], *c1 = strchr(k, ':'), *end = NULL;
+        long th = 0, dyn = 0;
+        if (c1) {
+            *c1 = '\0';
+            th = strtol(c1 + 1, &end, 10);
+            if (*end == ':') dyn = strtol(end + 1, &end, 10);
         }
-        es->job[0] = job_of(&js, m);
+        if (!c1 || !*k || *end || th < 1 || th > 4096 || dyn < 0)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "compile: --kernel expects NAME:THREADS[:DYN_SMEM], got '%s'",
+                               a->kargs[i]);
+        m->kernels[m->nkernels].name = k;
+        m->kernels[m->nkernels].block_threads = (int)th;
+        m->kernels[m->nkernels].dyn_smem = (size_t)dyn;
+        m->nkernels++;
+    }
+    es->job[0] = job_of(&W->js, m);
+    return FT_EXIT_OK;
+}
+
+/* Every valid configuration of the op's space (--all-configs), or the one given or default. */
+static int plan_space(const compile_args *a, compile_problem *pr, compile_work *W) {
+    const ft_space *s = pr->cop->space;
+    const ft_op *op = pr->op;
+    ft_config one;
+    int64_t total = 1;
+    if (a->all) {
+        total = ft_space_size(s);
     } else {
-        const ft_space *s = cop->space;
-        ft_config one;
-        int64_t total = 1;
-        if (all) {
-            total = ft_space_size(s);
-        } else {
-            ft_err err = {0};
-            if (ft_config_parse(s, prob.config ? prob.config : "", &one, &err))
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: %s on cuda: %s", op->name, err.msg);
-            char why[256] = "";
-            if (!ft_space_valid(s, &c, &one, why, sizeof why))
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: %s: configuration not valid at %s: %s",
-                                   op->name, p.name, why);
-        }
-        es = calloc((size_t)(total > 0 ? total : 1), sizeof *es);
-        if (!es) return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory for %lld configurations",
-                                    (long long)total);
-        for (int64_t k = 0; k < total; k++) {
-            ft_config cfg = one;
-            if (all) {
-                ft_space_config_at(s, k, &cfg);
-                if (!ft_space_valid(s, &c, &cfg, NULL, 0)) {
-                    skipped++;
-                    continue;
-                }
-            }
-            entry *e = &es[nes++];
-            ft_config_format(s, &cfg, e->text, sizeof e->text);
-            e->nmods = cop->modules(&c, dt, &cfg, e->mods, MAX_MODULES);
-            if (e->nmods < 0 || e->nmods > MAX_MODULES) {
-                status = ft_cli_fail(FT_EXIT_FAIL,
-                                     "compile: %s: config %s: the op names %d modules (0 to %d)",
-                                     op->name, e->text, e->nmods, MAX_MODULES);
-                e->nmods = 0;
-            }
-            for (int i = 0; i < e->nmods; i++)
-                if ((e->job[i] = job_of(&js, &e->mods[i])) < 0) {
-                    jobs_free(&js);
-                    free(es);
-                    return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
-                }
-        }
+        ft_err err = {0};
+        if (ft_config_parse(s, a->prob.config ? a->prob.config : "", &one, &err))
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: %s on cuda: %s", op->name, err.msg);
+        char why[256] = "";
+        if (!ft_space_valid(s, &pr->c, &one, why, sizeof why))
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: %s: configuration not valid at %s: %s",
+                               op->name, pr->p.name, why);
     }
-
-    compile_all(&js, (int)njobs);
-
-    /* Report. */
-    char dims[256] = "";
-    if (op) ft_call_dims_str(&c, dims, sizeof dims);
-    int nkernels = 0, nok = 0, npruned = 0, nfailed = 0, ncached = 0, cfg_pruned = 0;
-    for (int i = 0; i < js.n; i++)
-        ncached += !js.v[i].status && js.v[i].res.cached;
-    json_t *jcfgs = json ? json_array() : NULL;
-    if (!json) {
-        if (op && all)
-            printf("%s: %d valid configuration%s of %d at %s (%s, dtype %s), compiled for %s",
-                   op->name, nes, nes == 1 ? "" : "s", nes + skipped, p.name, dims,
-                   dt == FT_DT_BF16 ? "bf16" : "f32", arch);
-        else if (op)
-            printf("%s: the %s configuration at %s (%s, dtype %s), compiled for %s", op->name,
-                   prob.config ? "given" : "default", p.name, dims,
-                   dt == FT_DT_BF16 ? "bf16" : "f32", arch);
-        else
-            printf("%s, compiled for %s", source, arch);
-        if (dev)
-            printf("; occupancy on %s (%s, %d SMs)\n", dev->name, dev->model, dev->sm_count);
-        else
-            printf("; no device of the table has %s: no occupancy\n", arch);
-    }
-    for (int ci = 0; ci < nes; ci++) {
-        entry *e = &es[ci];
-        json_t *jk = json ? json_array() : NULL, *jerr = json ? json_array() : NULL;
-        int cfg_ok = 1;
-        if (!json) {
-            printf("\n%s%s\n", op ? "config " : "module ", e->text);
-            if (e->nmods == 0) printf("  no kernel modules (cuBLASLt only)\n");
-        }
-        int header = 0;
-        for (int mi = 0; mi < e->nmods; mi++) {
-            const ft_cuda_module_spec *m = &e->mods[mi];
-            const job *j = &js.v[e->job[mi]];
-            if (j->status) {
-                nfailed++;
-                cfg_ok = 0;
-                status = FT_EXIT_FAIL;
-                fail_line(op, e->text, j->msg);
-                if (json) json_array_append_new(jerr, json_string(j->msg));
-                else printf("  %s: compile error: %s\n", m->source, j->msg);
+    W->es = calloc((size_t)(total > 0 ? total : 1), sizeof *W->es);
+    if (!W->es)
+        return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory for %lld configurations",
+                           (long long)total);
+    for (int64_t k = 0; k < total; k++) {
+        ft_config cfg = one;
+        if (a->all) {
+            ft_space_config_at(s, k, &cfg);
+            if (!ft_space_valid(s, &pr->c, &cfg, NULL, 0)) {
+                W->skipped++;
                 continue;
             }
-            /* The kernels the spec launches; with --source and no --kernel, all of them. */
-            int n = m->nkernels ? m->nkernels : j->res.nkernels;
-            for (int ki = 0; ki < n; ki++) {
-                row r;
-                if (m->nkernels)
-                    make_row(dev, j, m->kernels[ki].name, m->kernels[ki].block_threads,
-                             m->kernels[ki].dyn_smem, &r);
-                else
-                    make_row(dev, j, j->res.kernels[ki].name, 0, 0, &r);
-                nkernels++;
-                if (!r.found) {
-                    nfailed++;
-                    status = FT_EXIT_FAIL;
-                    fail_line(op, e->text, r.why);
-                } else if (r.ok) {
-                    nok++;
-                } else {
-                    npruned++;
-                    cfg_ok = 0;
-                }
-                if (json) {
-                    json_array_append_new(jk, row_json(&r));
-                } else {
-                    if (!header++) print_header();
-                    print_row(&r);
-                }
+        }
+        entry *e = &W->es[W->nes++];
+        ft_config_format(s, &cfg, e->text, sizeof e->text);
+        e->nmods = pr->cop->modules(&pr->c, pr->dt, &cfg, e->mods, MAX_MODULES);
+        if (e->nmods < 0 || e->nmods > MAX_MODULES) {
+            W->status = ft_cli_fail(FT_EXIT_FAIL,
+                                    "compile: %s: config %s: the op names %d modules (0 to %d)",
+                                    op->name, e->text, e->nmods, MAX_MODULES);
+            e->nmods = 0;
+        }
+        for (int i = 0; i < e->nmods; i++)
+            if ((e->job[i] = job_of(&W->js, &e->mods[i])) < 0)
+                return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
+    }
+    return FT_EXIT_OK;
+}
+
+/* The counts the report ends with. */
+typedef struct {
+    int nkernels, nok, npruned, nfailed, ncached, cfg_pruned;
+} tallies;
+
+/* One configuration's kernels: a table, or its JSON object appended to jcfgs. */
+static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const compile_problem *pr,
+                         compile_work *W, const entry *e, tallies *t, json_t *jcfgs) {
+    int json = a->json;
+    json_t *jk = json ? json_array() : NULL, *jerr = json ? json_array() : NULL;
+    int cfg_ok = 1;
+    if (!json) {
+        printf("\n%s%s\n", pr->op ? "config " : "module ", e->text);
+        if (e->nmods == 0) printf("  no kernel modules (cuBLASLt only)\n");
+    }
+    int header = 0;
+    for (int mi = 0; mi < e->nmods; mi++) {
+        const ft_cuda_module_spec *m = &e->mods[mi];
+        const job *j = &W->js.v[e->job[mi]];
+        if (j->status) {
+            t->nfailed++;
+            cfg_ok = 0;
+            W->status = FT_EXIT_FAIL;
+            fail_line(pr->op, e->text, j->msg);
+            if (json)
+                json_array_append_new(jerr, json_string(j->msg));
+            else
+                printf("  %s: compile error: %s\n", m->source, j->msg);
+            continue;
+        }
+        /* The kernels the spec launches; with --source and no --kernel, all of them. */
+        int n = m->nkernels ? m->nkernels : j->res.nkernels;
+        for (int ki = 0; ki < n; ki++) {
+            row r;
+            if (m->nkernels)
+                make_row(dev, j, m->kernels[ki].name, m->kernels[ki].block_threads,
+                         m->kernels[ki].dyn_smem, &r);
+            else
+                make_row(dev, j, j->res.kernels[ki].name, 0, 0, &r);
+            t->nkernels++;
+            if (!r.found) {
+                t->nfailed++;
+                W->status = FT_EXIT_FAIL;
+                fail_line(pr->op, e->text, r.why);
+            } else if (r.ok) {
+                t->nok++;
+            } else {
+                t->npruned++;
+                cfg_ok = 0;
+            }
+            if (json) {
+                json_array_append_new(jk, row_json(&r));
+            } else {
+                if (!header++) print_header();
+                print_row(&r);
             }
         }
-        cfg_pruned += !cfg_ok;
-        if (json) {
-            json_t *jc = json_pack("{s:s, s:o, s:o, s:s}", "config", e->text, "kernels", jk,
-                                   "errors", jerr, "verdict", cfg_ok ? "ok" : "pruned");
-            json_array_append_new(jcfgs, jc);
-        }
     }
+    t->cfg_pruned += !cfg_ok;
     if (json) {
-        json_t *root = json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s?, s:i, s:i, s:i, s:i, s:o}",
-                                 "op", op ? op->name : NULL, "source", source, "preset",
-                                 op ? p.name : NULL, "dtype", dt == FT_DT_BF16 ? "bf16" : "f32",
-                                 "arch", arch, "device", dev ? dev->name : NULL, "configs", nes,
-                                 "skipped", skipped, "modules", js.n, "cached", ncached,
-                                 "results", jcfgs);
+        json_t *jc = json_pack("{s:s, s:o, s:o, s:s}", "config", e->text, "kernels", jk, "errors",
+                               jerr, "verdict", cfg_ok ? "ok" : "pruned");
+        json_array_append_new(jcfgs, jc);
+    }
+}
+
+/* What was compiled, for what, and where its occupancy is computed (text only). */
+static void report_title(const compile_args *a, const ft_gpu_spec *dev, const compile_problem *pr,
+                         const compile_work *W) {
+    char dims[256] = "";
+    const char *dt = pr->dt == FT_DT_BF16 ? "bf16" : "f32";
+    if (pr->op) ft_call_dims_str(&pr->c, dims, sizeof dims);
+    if (pr->op && a->all)
+        printf("%s: %d valid configuration%s of %d at %s (%s, dtype %s), compiled for %s",
+               pr->op->name, W->nes, W->nes == 1 ? "" : "s", W->nes + W->skipped, pr->p.name, dims,
+               dt, a->arch);
+    else if (pr->op)
+        printf("%s: the %s configuration at %s (%s, dtype %s), compiled for %s", pr->op->name,
+               a->prob.config ? "given" : "default", pr->p.name, dims, dt, a->arch);
+    else
+        printf("%s, compiled for %s", a->source, a->arch);
+    if (dev)
+        printf("; occupancy on %s (%s, %d SMs)\n", dev->name, dev->model, dev->sm_count);
+    else
+        printf("; no device of the table has %s: no occupancy\n", a->arch);
+}
+
+static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_problem *pr,
+                   compile_work *W) {
+    tallies t = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < W->js.n; i++)
+        t.ncached += !W->js.v[i].status && W->js.v[i].res.cached;
+    json_t *jcfgs = a->json ? json_array() : NULL;
+    if (!a->json) report_title(a, dev, pr, W);
+    for (int ci = 0; ci < W->nes; ci++)
+        report_entry(a, dev, pr, W, &W->es[ci], &t, jcfgs);
+    int nes = W->nes, nmods = W->js.n;
+    if (a->json) {
+        json_t *root =
+            json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s?, s:i, s:i, s:i, s:i, s:o}", "op",
+                      pr->op ? pr->op->name : NULL, "source", a->source, "preset",
+                      pr->op ? pr->p.name : NULL, "dtype", pr->dt == FT_DT_BF16 ? "bf16" : "f32",
+                      "arch", a->arch, "device", dev ? dev->name : NULL, "configs", nes, "skipped",
+                      W->skipped, "modules", nmods, "cached", t.ncached, "results", jcfgs);
         json_dumpf(root, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(root);
     } else {
         printf("\n%d configuration%s", nes, nes == 1 ? "" : "s");
-        if (skipped) printf(" (%d more ruled out by the space's constraints)", skipped);
-        printf(", %d module%s (%d from the cache), %d kernel%s: %d ok, %d pruned, %d failed", js.n,
-               js.n == 1 ? "" : "s", ncached, nkernels, nkernels == 1 ? "" : "s", nok, npruned,
-               nfailed);
-        if (op) printf("; %d of %d configurations would be timed", nes - cfg_pruned, nes);
+        if (W->skipped) printf(" (%d more ruled out by the space's constraints)", W->skipped);
+        printf(", %d module%s (%d from the cache), %d kernel%s: %d ok, %d pruned, %d failed", nmods,
+               nmods == 1 ? "" : "s", t.ncached, t.nkernels, t.nkernels == 1 ? "" : "s", t.nok,
+               t.npruned, t.nfailed);
+        if (pr->op) printf("; %d of %d configurations would be timed", nes - t.cfg_pruned, nes);
         printf("\n");
     }
-    jobs_free(&js);
-    pthread_mutex_destroy(&js.lock);
-    free(es);
-    if (op) ft_call_free(&c);
-    return status;
+}
+
+/* Plan the modules, compile each once, report. Returns the exit code. */
+static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compile_problem *pr) {
+    if (!ft_nvrtc_arch_supported(a->arch))
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: NVRTC %s cannot compile for %s",
+                           ft_nvrtc_version(), a->arch);
+    compile_work W;
+    memset(&W, 0, sizeof W);
+    W.js.arch = a->arch;
+    pthread_mutex_init(&W.js.lock, NULL);
+    int code = a->source ? plan_source(a, &W) : plan_space(a, pr, &W);
+    if (!code) {
+        compile_all(&W.js, (int)a->njobs);
+        report(a, dev, pr, &W);
+        code = W.status;
+    }
+    jobs_free(&W.js);
+    pthread_mutex_destroy(&W.js.lock);
+    free(W.es);
+    return code;
+}
+#endif
+
+static int run(int argc, char **argv) {
+    compile_args a;
+    compile_problem pr;
+    const ft_gpu_spec *dev = NULL;
+    int code = compile_parse(argc, argv, &a);
+    if (code) return code;
+    if (a.lops || a.ldevs) {
+        if (optind < argc)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --list-ops and --list-devices take no op");
+        if (a.lops && a.ldevs)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --list-ops or --list-devices, not both");
+        return a.lops ? list_ops(a.json) : list_devices(a.json);
+    }
+    if ((code = compile_check(&a, argc, argv, &dev))) return code;
+    if ((code = compile_problem_make(&a, argv[optind], &pr))) return code;
+#if !FT_HAVE_CUDA
+    (void)dev;
+    return ft_cli_fail(FT_EXIT_NODEV,
+                       "compile: this flaretune was built without the CUDA toolkit, so it cannot "
+                       "compile CUDA kernels (install the toolkit and configure again)");
+#else
+    code = compile_modules(&a, dev, &pr);
+    if (pr.op) ft_call_free(&pr.c);
+    return code;
 #endif
 }
 
