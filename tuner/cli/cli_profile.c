@@ -35,6 +35,8 @@ int ft_cli_load_profiles(const char *cmd, char **paths, int n, ft_profile **out)
     }
     for (int i = 0; i < ft_profile_warning_count(all); i++)
         fprintf(stderr, "flaretune: warning: %s\n", ft_profile_warning_at(all, i));
+    for (int i = 0; i < ft_profile_note_count(all); i++)
+        fprintf(stderr, "flaretune: note: %s\n", ft_profile_note_at(all, i));
     *out = all;
     return FT_EXIT_OK;
 }
