@@ -163,6 +163,23 @@ void ft_cuda_spec_define(ft_cuda_module_spec *s, const char *fmt, ...) {
     va_end(ap);
 }
 
+void ft_cuda_spec_params(ft_cuda_module_spec *s, const char *const *macros, int n,
+                         const ft_config *cfg) {
+    for (int i = 0; i < n; i++)
+        if (macros[i]) ft_cuda_spec_define(s, "%s=%d", macros[i], cfg->v[i]);
+}
+
+int ft_cuda_rules_check(const ft_cuda_check *checks, size_t nchecks, const void *ctx, char *why,
+                        size_t n) {
+    int verdict = FT_CONFIG_VALID;
+    for (size_t i = 0; i < nchecks; i++) {
+        int r = checks[i] ? checks[i](ctx, why, n) : FT_CONFIG_VALID;
+        if (r == FT_CONFIG_INVALID) return r;
+        if (r == FT_CONFIG_DUPLICATE) verdict = r;
+    }
+    return verdict;
+}
+
 void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_threads,
                          size_t dyn_smem) {
     if (s->nkernels >= FT_CUDA_MAX_KERNELS) return;

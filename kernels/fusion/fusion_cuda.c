@@ -59,6 +59,15 @@
  * One module per storage type: the norm kernels take the vector width at run time.
  * Scratch: dflare backward: dg partials (G x rpc x H floats, or H) and da partials (G x D x T,
  * or D x T). dflash: c (N x H floats, c = scratch), dc (N x H, backward) and dg partials.
+ *
+ * ---- adding a tunable: three places ----
+ *   1. a row of the op's parameter table (DL_PARAMS / DH_PARAMS): its index, name, the -D macro
+ *      it is compiled in with (every module spec defines it; NULL when only the host reads it),
+ *      labels, default, help and values;
+ *   2. its validity rule: a check function and its row in DL_RULES / DH_RULES with the line
+ *      `flaretune space` shows, side by side (a parameter some calls do not use keeps its
+ *      default there);
+ *   3. its use: `#if` on the macro in fusion.cu (or cfg->v[index] in the host code).
  */
 #include <stdio.h>
 #include <string.h>
@@ -110,18 +119,84 @@ static void spec_init(ft_cuda_module_spec *s, int part, ft_dt dt) {
 
 /* ==== fusion.dflare ========================================================================= */
 
-enum { DLP_STRATEGY, DLP_K, DLP_VEC, DLP_CPT, DLP_RPC, DLP_STAGE, DLP_GROUP, DLP_CTAS, DLP_REDUCE };
-enum { DL_PER_LAYER, DL_K_LAYERS, DL_ALL_LAYERS };
-enum { DL_PARTIALS, DL_ATOMIC };
-enum { DL_REG, DL_SMEM, DL_MMA };
+/* The launchers of fusion.cu's dflare kernels (FUS_DL_* below: values of this op's parameters;
+ * DL_* in fusion.h: its sizes and tensors). */
+FT_CUDA_KERNEL(dflare_fwd,
+               (const void *xs, const void *w, const void *g, void *f, int N, int H, int D,
+                int per_pass, int group, float eps),
+               (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &group, &eps))
+FT_CUDA_KERNEL(dflare_fwd_smem,
+               (const void *xs, const void *w, const void *g, void *f, int N, int H, int D,
+                int per_pass, int group, float eps),
+               (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &group, &eps))
+FT_CUDA_KERNEL(dflare_fwd_mma,
+               (const void *xs, const void *w, const void *g, void *f, int N, int H, int D,
+                int per_pass, float eps),
+               (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &eps))
+FT_CUDA_KERNEL(dflare_bwd,
+               (const void *xs, const void *w, const void *g, const void *df, void *f, void *dx,
+                float *dgp, float *dap, int N, int H, int D, int l0, int nl, int accum, int atomic,
+                float eps),
+               (&xs, &w, &g, &df, &f, &dx, &dgp, &dap, &N, &H, &D, &l0, &nl, &accum, &atomic, &eps))
+FT_CUDA_KERNEL(dflare_bwd_smem,
+               (const void *xs, const void *w, const void *g, const void *df, void *f, void *dx,
+                float *dgp, float *dap, int N, int H, int D, int l0, int nl, int accum, int atomic,
+                float eps),
+               (&xs, &w, &g, &df, &f, &dx, &dgp, &dap, &N, &H, &D, &l0, &nl, &accum, &atomic, &eps))
+FT_CUDA_KERNEL(dflare_bwd_reduce,
+               (const float *dgp, int P, const float *dap, int Q, const void *w, void *dg, void *dw,
+                int H, int D),
+               (&dgp, &P, &dap, &Q, &w, &dg, &dw, &H, &D))
+
+enum { FUS_DL_PER_LAYER, FUS_DL_K_LAYERS, FUS_DL_ALL_LAYERS };
+enum { FUS_DL_STAGE_REG, FUS_DL_STAGE_SMEM, FUS_DL_STAGE_MMA };
+enum { FUS_DL_REDUCE_PARTIALS, FUS_DL_REDUCE_ATOMIC };
 
 static const char *const dl_strategy_labels[] = {"per_layer", "k_layers", "all_layers"};
 static const char *const dl_stage_labels[] = {"reg", "smem", "mma"};
 static const char *const dl_reduce_labels[] = {"partials", "atomic"};
 
 /* Defaults of the parameters some calls do not use (they must keep them there). */
-enum { DL_DEF_GROUP = 4, DL_DEF_CTAS = 2, DL_DEF_REDUCE = DL_PARTIALS };
+enum { FUS_DL_DEF_GROUP = 4, FUS_DL_DEF_CTAS = 2, FUS_DL_DEF_REDUCE = FUS_DL_REDUCE_PARTIALS };
 static const int dl_groups[] = {1, 2, 4}; /* the candidates of group, ascending */
+
+/* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). */
+#define DL_PARAMS(X)                                                                               \
+    X(FUS_DL_P_STRATEGY, "strategy", NULL, dl_strategy_labels, FUS_DL_ALL_LAYERS,                  \
+      "passes over x: per_layer (D), k_layers (ceil(D/k)), all_layers (1); x is the big tensor "   \
+      "and never fits L2",                                                                         \
+      FUS_DL_PER_LAYER, FUS_DL_K_LAYERS, FUS_DL_ALL_LAYERS)                                        \
+    X(FUS_DL_P_K, "k", NULL, NULL, 2, "draft layers per pass with strategy=k_layers", 2, 3, 4)     \
+    X(FUS_DL_P_VEC, "vec", NULL, NULL, 16,                                                         \
+      "bytes per vector load/store (16: one 128-bit access); H must be a multiple of its "         \
+      "elements",                                                                                  \
+      2, 4, 8, 16)                                                                                 \
+    X(FUS_DL_P_CPT, "cpt", "FT_CPT", NULL, 1,                                                      \
+      "vectors per thread per target row (x tile in registers with stage=reg and backward): "      \
+      "threads per row = H/(elements*cpt), rounded up to a warp",                                  \
+      1, 2, 4)                                                                                     \
+    X(FUS_DL_P_RPC, "rpc", NULL, NULL, 1, "rows per block (small H: a row is a warp or two)", 1,   \
+      2, 4)                                                                                        \
+    X(FUS_DL_P_STAGE, "stage", NULL, dl_stage_labels, FUS_DL_STAGE_SMEM,                           \
+      "reg: x (backward: dx) held in registers; smem: x staged in shared memory by cp.async "      \
+      "(backward: dx accumulated there); mma: staged x mixed on the tensor cores (bf16 forward)",  \
+      FUS_DL_STAGE_REG, FUS_DL_STAGE_SMEM, FUS_DL_STAGE_MMA)                                       \
+    X(FUS_DL_P_GROUP, "group", NULL, NULL, FUS_DL_DEF_GROUP,                                       \
+      "staged forward: layers per reduction round (one barrier per round; more layers, more "      \
+      "registers)",                                                                                \
+      1, 2, 4)                                                                                     \
+    X(FUS_DL_P_CTAS, "ctas", NULL, NULL, FUS_DL_DEF_CTAS,                                          \
+      "backward: blocks per SM of its persistent grid: latency hiding against dg partials to "     \
+      "reduce",                                                                                    \
+      1, 2, 4)                                                                                     \
+    X(FUS_DL_P_REDUCE, "reduce", NULL, dl_reduce_labels, FUS_DL_DEF_REDUCE,                        \
+      "backward sums over N of dg and da: per-block partials reduced in order (deterministic) or " \
+      "float atomics",                                                                             \
+      FUS_DL_REDUCE_PARTIALS, FUS_DL_REDUCE_ATOMIC)
+
+enum { DL_PARAMS(FT_CUDA_PARAM_INDEX) FUS_DL_NPARAMS };
+static ft_param dl_params[] = {DL_PARAMS(FT_CUDA_PARAM_ENTRY)};
+static const char *const dl_macros[] = {DL_PARAMS(FT_CUDA_PARAM_MACRO)};
 
 #define DL_BWD_SMEM_MAXT 512 /* __launch_bounds__ of dflare_bwd_smem */
 
@@ -138,17 +213,17 @@ static void dl_geom_of(const ft_call *c, const ft_config *cfg, int el, dl_geom *
     g->H = c->dim[DL_H];
     g->D = c->dim[DL_D];
     g->el = el;
-    g->cpt = cfg->v[DLP_CPT];
+    g->cpt = cfg->v[FUS_DL_P_CPT];
     g->nch = el ? g->H / el : 0;
     g->tpr = (int)fus_tpr(g->nch, g->cpt);
-    g->rpc = cfg->v[DLP_RPC];
-    int s = cfg->v[DLP_STRATEGY];
-    g->per_pass = s == DL_PER_LAYER ? 1 : s == DL_K_LAYERS ? cfg->v[DLP_K] : (int)g->D;
+    g->rpc = cfg->v[FUS_DL_P_RPC];
+    int s = cfg->v[FUS_DL_P_STRATEGY];
+    g->per_pass = s == FUS_DL_PER_LAYER ? 1 : s == FUS_DL_K_LAYERS ? cfg->v[FUS_DL_P_K] : (int)g->D;
     g->npass = (int)cdiv(g->D, g->per_pass);
-    g->stage = cfg->v[DLP_STAGE];
-    g->group = cfg->v[DLP_GROUP];
-    g->ctas = cfg->v[DLP_CTAS];
-    g->atomic = cfg->v[DLP_REDUCE] == DL_ATOMIC;
+    g->stage = cfg->v[FUS_DL_P_STAGE];
+    g->group = cfg->v[FUS_DL_P_GROUP];
+    g->ctas = cfg->v[FUS_DL_P_CTAS];
+    g->atomic = cfg->v[FUS_DL_P_REDUCE] == FUS_DL_REDUCE_ATOMIC;
     g->nrb = cdiv(g->N, g->rpc);
 }
 
@@ -164,150 +239,248 @@ static size_t dl_fwd_smem(const dl_geom *g, ft_dt dt) {
 static size_t dl_bwd_smem(const dl_geom *g) {
     int64_t warps = (int64_t)g->tpr * g->rpc / 32;
     return (size_t)(g->per_pass * g->T * (1 + warps)) * sizeof(float) +
-           (g->stage == DL_SMEM ? (size_t)(g->rpc * g->T * g->tpr * g->cpt * g->el) * sizeof(float)
-                                : 0);
+           (g->stage == FUS_DL_STAGE_SMEM
+                ? (size_t)(g->rpc * g->T * g->tpr * g->cpt * g->el) * sizeof(float)
+                : 0);
 }
 
-static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
-    int dup = 0;
-    const int64_t T = c->dim[DL_T], H = c->dim[DL_H], D = c->dim[DL_D];
-    const int strategy = cfg->v[DLP_STRATEGY], k = cfg->v[DLP_K], bwd = c->backward;
-    if (strategy != DL_K_LAYERS && k != 2) {
-        if (why) snprintf(why, n, "k only applies to strategy=k_layers (leave it at 2)");
-        return 0;
-    }
-    if (strategy == DL_K_LAYERS && k >= D) {
-        if (why) snprintf(why, n, "k_layers needs k < D=%lld (k >= D is all_layers)", (long long)D);
-        dup = 1; /* a duplicate, if nothing rules it out below */
-    }
-    if (strategy == DL_PER_LAYER && D == 1) {
-        if (why) snprintf(why, n, "with D=1, per_layer is all_layers");
-        dup = 1; /* a duplicate, if nothing rules it out below */
-    }
-    int el = fus_elems(c, H, cfg->v[DLP_VEC], why, n);
-    if (!el) return 0;
+/* ---- validity: one check per rule, then the rules in order with their lines ---- */
+
+/* What the checks read: the call, the config, and the geometry they make. */
+typedef struct dl_check {
+    const ft_call *c;
+    const ft_config *cfg;
+    int bwd;
     dl_geom g;
-    dl_geom_of(c, cfg, el, &g);
-    if (g.tpr > 1024) {
+} dl_check;
+
+static int dl_check_k(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    const int strategy = v->cfg->v[FUS_DL_P_STRATEGY], k = v->cfg->v[FUS_DL_P_K];
+    if (strategy != FUS_DL_K_LAYERS && k != 2) {
+        if (why) snprintf(why, n, "k only applies to strategy=k_layers (leave it at 2)");
+        return FT_CONFIG_INVALID;
+    }
+    if (strategy == FUS_DL_K_LAYERS && k >= v->g.D) {
+        if (why)
+            snprintf(why, n, "k_layers needs k < D=%lld (k >= D is all_layers)", (long long)v->g.D);
+        return FT_CONFIG_DUPLICATE;
+    }
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_per_layer(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    if (v->cfg->v[FUS_DL_P_STRATEGY] == FUS_DL_PER_LAYER && v->g.D == 1) {
+        if (why) snprintf(why, n, "with D=1, per_layer is all_layers");
+        return FT_CONFIG_DUPLICATE;
+    }
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_vec(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    return fus_elems(v->c, v->g.H, v->cfg->v[FUS_DL_P_VEC], why, n) ? FT_CONFIG_VALID
+                                                                    : FT_CONFIG_INVALID;
+}
+
+static int dl_check_threads(const void *ctx, char *why, size_t n) {
+    const dl_geom *g = &((const dl_check *)ctx)->g;
+    if (g->tpr > 1024) {
         if (why)
             snprintf(why, n, "a row of %lld vectors needs %d threads at cpt=%d (at most 1024)",
-                     (long long)g.nch, g.tpr, g.cpt);
-        return 0;
+                     (long long)g->nch, g->tpr, g->cpt);
+        return FT_CONFIG_INVALID;
     }
-    if (g.cpt > 1 && fus_tpr(g.nch, g.cpt / 2) == g.tpr) {
+    if (g->cpt > 1 && fus_tpr(g->nch, g->cpt / 2) == g->tpr) {
         if (why)
-            snprintf(why, n, "cpt=%d gives the same %d threads per row as cpt=%d", g.cpt, g.tpr,
-                     g.cpt / 2);
-        return 0;
+            snprintf(why, n, "cpt=%d gives the same %d threads per row as cpt=%d", g->cpt, g->tpr,
+                     g->cpt / 2);
+        return FT_CONFIG_INVALID;
     }
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_tile(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    const int64_t T = v->g.T;
     if (T > 64) {
         if (why)
             snprintf(why, n, "T=%lld: the kernels take at most 64 target layers", (long long)T);
-        return 0;
+        return FT_CONFIG_INVALID;
     }
-    if ((bwd || g.stage == DL_REG) && T * g.cpt * el > FUS_TILE_MAX) {
+    if ((v->bwd || v->g.stage == FUS_DL_STAGE_REG) && T * v->g.cpt * v->g.el > FUS_TILE_MAX) {
         if (why)
             snprintf(why, n,
                      "a register tile of T*cpt*elements = %lld floats per thread "
                      "(at most %d)",
-                     (long long)(T * g.cpt * el), FUS_TILE_MAX);
-        return 0;
+                     (long long)(T * v->g.cpt * v->g.el), FUS_TILE_MAX);
+        return FT_CONFIG_INVALID;
     }
-    if (g.tpr * g.rpc > 1024) {
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_block(const void *ctx, char *why, size_t n) {
+    const dl_geom *g = &((const dl_check *)ctx)->g;
+    if (g->tpr * g->rpc > 1024) {
         if (why)
-            snprintf(why, n, "%d threads per row x rpc=%d rows is more than 1024 threads", g.tpr,
-                     g.rpc);
-        return 0;
+            snprintf(why, n, "%d threads per row x rpc=%d rows is more than 1024 threads", g->tpr,
+                     g->rpc);
+        return FT_CONFIG_INVALID;
     }
-    /* Parameters a call does not use keep their default (so no two configs run the same). */
-    if ((bwd || g.stage != DL_SMEM) && g.group != DL_DEF_GROUP) {
+    return FT_CONFIG_VALID;
+}
+
+/* Parameters a call does not use keep their default (so no two configs run the same). */
+static int dl_check_group(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    const dl_geom *g = &v->g;
+    if ((v->bwd || g->stage != FUS_DL_STAGE_SMEM) && g->group != FUS_DL_DEF_GROUP) {
         if (why)
             snprintf(why, n, "group applies to the forward with stage=smem (leave it at %d)",
-                     DL_DEF_GROUP);
-        return 0;
+                     FUS_DL_DEF_GROUP);
+        return FT_CONFIG_INVALID;
     }
-    if (!bwd && g.stage == DL_SMEM) {
-        /* Groups of at least the pass's layers are one round: keep one of them (the default when
-         * it is one, else the smallest). */
-        int eff = g.group < g.per_pass ? g.group : g.per_pass, keep = 0;
-        if ((DL_DEF_GROUP < g.per_pass ? DL_DEF_GROUP : g.per_pass) == eff) keep = DL_DEF_GROUP;
-        for (size_t q = 0; !keep && q < sizeof dl_groups / sizeof dl_groups[0]; q++)
-            if ((dl_groups[q] < g.per_pass ? dl_groups[q] : g.per_pass) == eff) keep = dl_groups[q];
-        if (g.group != keep) {
-            if (why)
-                snprintf(why, n,
-                         "group=%d makes the same rounds as group=%d with %d layers "
-                         "per pass",
-                         g.group, keep, g.per_pass);
-            return 0;
-        }
-    }
-    if (!bwd && g.ctas != DL_DEF_CTAS) {
+    if (v->bwd || g->stage != FUS_DL_STAGE_SMEM) return FT_CONFIG_VALID;
+    /* Groups of at least the pass's layers are one round: keep one of them (the default when it
+     * is one, else the smallest). */
+    int eff = g->group < g->per_pass ? g->group : g->per_pass, keep = 0;
+    if ((FUS_DL_DEF_GROUP < g->per_pass ? FUS_DL_DEF_GROUP : g->per_pass) == eff)
+        keep = FUS_DL_DEF_GROUP;
+    for (size_t q = 0; !keep && q < sizeof dl_groups / sizeof dl_groups[0]; q++)
+        if ((dl_groups[q] < g->per_pass ? dl_groups[q] : g->per_pass) == eff) keep = dl_groups[q];
+    if (g->group != keep) {
         if (why)
-            snprintf(why, n, "ctas applies to the backward only (leave it at %d)", DL_DEF_CTAS);
-        return 0;
+            snprintf(why, n, "group=%d makes the same rounds as group=%d with %d layers per pass",
+                     g->group, keep, g->per_pass);
+        return FT_CONFIG_INVALID;
     }
-    if (!bwd && cfg->v[DLP_REDUCE] != DL_DEF_REDUCE) {
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_backward(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    if (!v->bwd && v->g.ctas != FUS_DL_DEF_CTAS) {
+        if (why)
+            snprintf(why, n, "ctas applies to the backward only (leave it at %d)", FUS_DL_DEF_CTAS);
+        return FT_CONFIG_INVALID;
+    }
+    if (!v->bwd && v->cfg->v[FUS_DL_P_REDUCE] != FUS_DL_DEF_REDUCE) {
         if (why)
             snprintf(why, n, "reduce applies to the backward only (leave it at %s)",
-                     dl_reduce_labels[DL_DEF_REDUCE]);
-        return 0;
+                     dl_reduce_labels[FUS_DL_DEF_REDUCE]);
+        return FT_CONFIG_INVALID;
     }
-    if (g.stage == DL_MMA) {
-        const char *no = bwd                                ? "the backward has no mma stage"
-                         : ft_cuda_call_dt(c) != FT_DT_BF16 ? "needs bf16 storage"
-                         : el != 8                          ? "needs vec=16"
-                         : T > 16 || g.per_pass > 16
-                             ? "needs T <= 16 and at most 16 layers per pass"
-                         : g.rpc != 1 ? "runs one row per block (rpc=1)"
-                                      : NULL;
-        if (no) {
-            if (why) snprintf(why, n, "stage=mma %s", no);
-            return 0;
-        }
-    }
-    if (bwd && g.stage == DL_SMEM && g.tpr * g.rpc > DL_BWD_SMEM_MAXT) {
+    if (v->bwd && v->g.stage == FUS_DL_STAGE_SMEM && v->g.tpr * v->g.rpc > DL_BWD_SMEM_MAXT) {
         if (why)
             snprintf(why, n,
                      "the backward with stage=smem runs at most %d threads per block "
                      "(%d here)",
-                     DL_BWD_SMEM_MAXT, g.tpr * g.rpc);
-        return 0;
+                     DL_BWD_SMEM_MAXT, v->g.tpr * v->g.rpc);
+        return FT_CONFIG_INVALID;
     }
-    size_t smem = bwd ? dl_bwd_smem(&g) : dl_fwd_smem(&g, ft_cuda_call_dt(c));
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_mma(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    if (v->g.stage != FUS_DL_STAGE_MMA) return FT_CONFIG_VALID;
+    const char *no = v->bwd                                ? "the backward has no mma stage"
+                     : ft_cuda_call_dt(v->c) != FT_DT_BF16 ? "needs bf16 storage"
+                     : v->g.el != 8                        ? "needs vec=16"
+                     : v->g.T > 16 || v->g.per_pass > 16
+                         ? "needs T <= 16 and at most 16 layers per pass"
+                     : v->g.rpc != 1 ? "runs one row per block (rpc=1)"
+                                     : NULL;
+    if (no) {
+        if (why) snprintf(why, n, "stage=mma %s", no);
+        return FT_CONFIG_INVALID;
+    }
+    return FT_CONFIG_VALID;
+}
+
+static int dl_check_smem(const void *ctx, char *why, size_t n) {
+    const dl_check *v = ctx;
+    size_t smem = v->bwd ? dl_bwd_smem(&v->g) : dl_fwd_smem(&v->g, ft_cuda_call_dt(v->c));
     if (smem > FUS_MAX_SMEM) {
         if (why)
             snprintf(why, n, "needs %zu bytes of shared memory per block (at most %d)", smem,
                      FUS_MAX_SMEM);
-        return 0;
+        return FT_CONFIG_INVALID;
     }
-    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
+    return FT_CONFIG_VALID;
 }
 
-static const char *const dl_fwd_kernels[] = {"dflare_fwd", "dflare_fwd_smem", "dflare_fwd_mma"};
+/* The rules, in the order they are checked: X(check, the line `flaretune space` shows). */
+#define DL_RULES(X)                                                                                \
+    X(dl_check_k,                                                                                  \
+      "k applies only to strategy=k_layers (other strategies keep k=2); k_layers needs k < D")     \
+    X(dl_check_per_layer, "per_layer needs D > 1 (with one layer it is all_layers)")               \
+    X(dl_check_vec, "vec is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of "   \
+                    "them")                                                                        \
+    X(dl_check_threads, "threads per row = H/(elements*cpt) rounded up to a warp, at most 1024; "  \
+                        "cpt > 1 must give fewer threads per row than cpt/2")                      \
+    X(dl_check_tile, "T <= 64; where x is held in registers (stage=reg, and the backward) T * "    \
+                     "cpt * elements <= 256 floats per thread")                                    \
+    X(dl_check_block, "threads per row * rpc <= 1024")                                             \
+    X(dl_check_group, "group: forward with stage=smem only (else the default); groups of at "      \
+                      "least the layers of a pass are the same (the default or the smallest is "   \
+                      "kept)")                                                                     \
+    X(dl_check_backward, "ctas, reduce: backward only (else the default); backward with "          \
+                         "stage=smem: at most 512 threads per block")                              \
+    X(dl_check_mma,                                                                                \
+      "stage=mma: forward, bf16, vec=16, T <= 16, at most 16 layers per pass, rpc=1")              \
+    X(dl_check_smem, "shared memory per block <= 227 KiB (stage=smem: rpc*T*H elements of x "      \
+                     "forward, floats of dx backward)")
 
-static void dl_spec(const ft_call *c, ft_dt dt, const dl_geom *g, ft_cuda_module_spec *s) {
+static const char *const dl_constraints[] = {DL_RULES(FT_CUDA_RULE_TEXT) NULL};
+static const ft_cuda_check dl_checks[] = {DL_RULES(FT_CUDA_RULE_CHECK)};
+
+static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    dl_check v = {.c = c, .cfg = cfg, .bwd = c->backward};
+    dl_geom_of(c, cfg, fus_elems(c, c->dim[DL_H], cfg->v[FUS_DL_P_VEC], NULL, 0), &v.g);
+    return ft_cuda_rules_check(dl_checks, sizeof dl_checks / sizeof dl_checks[0], &v, why, n);
+}
+
+/* ---- modules and launches ---- */
+
+static void dl_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const dl_geom *g,
+                    ft_cuda_module_spec *s) {
     spec_init(s, 1, dt);
+    /* Derived from the call and the config: T, and the elements per vector access. */
     ft_cuda_spec_define(s, "FT_T=%lld", (long long)g->T);
     ft_cuda_spec_define(s, "FT_VEC=%d", g->el);
-    ft_cuda_spec_define(s, "FT_CPT=%d", g->cpt);
+    ft_cuda_spec_params(s, dl_macros, FUS_DL_NPARAMS, cfg);
+    int threads = g->tpr * g->rpc;
     if (!c->backward) {
-        ft_cuda_spec_kernel(s, dl_fwd_kernels[g->stage], g->tpr * g->rpc, dl_fwd_smem(g, dt));
+        const char *fwd = g->stage == FUS_DL_STAGE_MMA    ? FT_CUDA_KERNEL_NAME(dflare_fwd_mma)
+                          : g->stage == FUS_DL_STAGE_SMEM ? FT_CUDA_KERNEL_NAME(dflare_fwd_smem)
+                                                          : FT_CUDA_KERNEL_NAME(dflare_fwd);
+        ft_cuda_spec_kernel(s, fwd, threads, dl_fwd_smem(g, dt));
     } else {
-        ft_cuda_spec_kernel(s, g->stage == DL_SMEM ? "dflare_bwd_smem" : "dflare_bwd",
-                            g->tpr * g->rpc, dl_bwd_smem(g));
-        ft_cuda_spec_kernel(s, "dflare_bwd_reduce", FUS_RED_THREAD, 0);
+        ft_cuda_spec_kernel(s,
+                            g->stage == FUS_DL_STAGE_SMEM ? FT_CUDA_KERNEL_NAME(dflare_bwd_smem)
+                                                          : FT_CUDA_KERNEL_NAME(dflare_bwd),
+                            threads, dl_bwd_smem(g));
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(dflare_bwd_reduce), FUS_RED_THREAD, 0);
     }
+}
+
+/* The geometry and module spec of a config, or 0 with why (NULL: not said) when its vector
+ * access does not fit the call. */
+static int dl_prepare(const ft_call *c, ft_dt dt, const ft_config *cfg, dl_geom *g,
+                      ft_cuda_module_spec *s, char *why, size_t n) {
+    int el = fus_elems(c, c->dim[DL_H], cfg->v[FUS_DL_P_VEC], why, n);
+    if (!el) return 0;
+    dl_geom_of(c, cfg, el, g);
+    dl_spec(c, dt, cfg, g, s);
+    return 1;
 }
 
 static int dl_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
                       int max) {
-    int el = fus_elems(c, c->dim[DL_H], cfg->v[DLP_VEC], NULL, 0);
-    if (max < 1 || !el) return 0;
     dl_geom g;
-    dl_geom_of(c, cfg, el, &g);
-    dl_spec(c, dt, &g, &out[0]);
-    return 1;
+    return max >= 1 && dl_prepare(c, dt, cfg, &g, &out[0], NULL, 0);
 }
 
 /* The persistent grid: ctas blocks per SM, no more than there are row groups. */
@@ -316,161 +489,118 @@ static int64_t persistent_grid(ft_cuda_ctx *x, int64_t nrb, int ctas) {
     return nrb < G ? nrb : G;
 }
 
-static ft_status dl_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err) {
-    const ft_call *c = dc->c;
+/* Backward: one launch per pass, then the reduction. */
+static ft_status dl_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_call *call,
+                             const dl_geom *g, ft_err *err) {
+    int N = (int)g->N, H = (int)g->H, D = (int)g->D;
+    float eps = (float)call->c->attrs.eps;
+    int64_t G = persistent_grid(x, g->nrb, g->ctas);
+    int P = g->atomic ? 1 : (int)(G * g->rpc), Q = g->atomic ? 1 : (int)G;
+    size_t dg_bytes = (size_t)P * (size_t)H * sizeof(float);
+    size_t da_bytes = (size_t)Q * (size_t)(D * g->T) * sizeof(float);
+    void *dgp, *dap;
+    ft_status s;
+    if ((s = ft_cuda_scratch(x, 0, dg_bytes, &dgp, err)) ||
+        (s = ft_cuda_scratch(x, 1, da_bytes, &dap, err)))
+        return s;
+    if (g->atomic || N == 0) {
+        if ((s = ft_dev_memset(ft_cuda_dev(x), dgp, 0, dg_bytes, err)) ||
+            (s = ft_dev_memset(ft_cuda_dev(x), dap, 0, da_bytes, err)))
+            return s;
+    }
+    void *const *d = call->d;
+    __typeof__(launch_dflare_bwd) *bwd =
+        g->stage == FUS_DL_STAGE_SMEM ? launch_dflare_bwd_smem : launch_dflare_bwd;
+    ft_dim3 block = {(unsigned)g->tpr, (unsigned)g->rpc, 1};
+    for (int l0 = 0; N > 0 && l0 < D; l0 += g->per_pass) {
+        int nl = D - l0 < g->per_pass ? D - l0 : g->per_pass;
+        if ((s = bwd(x, m, (ft_dim3){(unsigned)G, 1, 1}, block, dl_bwd_smem(g), d[DL_X], d[DL_W],
+                     d[DL_G], d[DL_DF], d[DL_F], d[DL_DX], dgp, dap, N, H, D, l0, nl, l0 > 0,
+                     g->atomic, eps, err)))
+            return s;
+    }
+    return launch_dflare_bwd_reduce(x, m, (ft_dim3){(unsigned)cdiv(H, FUS_RED_THREAD), 1, 1},
+                                    (ft_dim3){FUS_RED_THREAD, 1, 1}, 0, dgp, P, dap, Q, d[DL_W],
+                                    d[DL_DG], d[DL_DW], H, D, err);
+}
+
+static ft_status dl_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
+                        ft_err *err) {
+    const ft_call *c = call->c;
     char why[160];
-    int el = fus_elems(c, c->dim[DL_H], cfg->v[DLP_VEC], why, sizeof why);
-    if (!el) return ft_err_set(err, FT_EINVAL, "fusion.dflare on cuda: %s", why);
     dl_geom g;
-    dl_geom_of(c, cfg, el, &g);
     ft_cuda_module_spec spec;
-    dl_spec(c, dc->dt, &g, &spec);
+    if (!dl_prepare(c, call->dt, cfg, &g, &spec, why, sizeof why))
+        return ft_err_set(err, FT_EINVAL, "fusion.dflare on cuda: %s", why);
     ft_dev_module *m;
     ft_status s = ft_cuda_module(x, &spec, &m, err);
     if (s) return s;
+    if (c->backward) return dl_backward(x, m, call, &g, err);
 
-    int N = (int)g.N, H = (int)g.H, D = (int)g.D, per_pass = g.per_pass;
+    int N = (int)g.N, H = (int)g.H, D = (int)g.D;
     float eps = (float)c->attrs.eps;
-    void *xd = dc->d[DL_X], *wd = dc->d[DL_W], *gd = dc->d[DL_G], *fd = dc->d[DL_F];
-    ft_dim3 block = {(unsigned)g.tpr, (unsigned)g.rpc, 1};
-
-    if (!c->backward) {
-        if (N == 0) return FT_OK;
-        ft_dim3 grid = {(unsigned)g.nrb, (unsigned)g.npass, 1};
-        if (g.stage == DL_MMA) {
-            void *args[] = {&xd, &wd, &gd, &fd, &N, &H, &D, &per_pass, &eps};
-            return ft_cuda_launch(x, m, "dflare_fwd_mma", grid, block, dl_fwd_smem(&g, dc->dt),
-                                  args, err);
-        }
-        int group = g.stage == DL_SMEM ? g.group : 1;
-        void *args[] = {&xd, &wd, &gd, &fd, &N, &H, &D, &per_pass, &group, &eps};
-        return ft_cuda_launch(x, m, dl_fwd_kernels[g.stage], grid, block, dl_fwd_smem(&g, dc->dt),
-                              args, err);
-    }
-
-    /* Backward: one launch per pass, then the reduction. */
-    int64_t G = persistent_grid(x, g.nrb, g.ctas);
-    int P = g.atomic ? 1 : (int)(G * g.rpc), Q = g.atomic ? 1 : (int)G;
-    void *dgp, *dap;
-    if ((s = ft_cuda_scratch(x, 0, (size_t)P * (size_t)H * sizeof(float), &dgp, err)) ||
-        (s = ft_cuda_scratch(x, 1, (size_t)Q * (size_t)(D * g.T) * sizeof(float), &dap, err)))
-        return s;
-    if (g.atomic || N == 0) {
-        if ((s = ft_dev_memset(ft_cuda_dev(x), dgp, 0, (size_t)P * (size_t)H * sizeof(float),
-                               err)) ||
-            (s = ft_dev_memset(ft_cuda_dev(x), dap, 0,
-                               (size_t)Q * (size_t)(D * g.T) * sizeof(float), err)))
-            return s;
-    }
-    void *dfd = dc->d[DL_DF], *dxd = dc->d[DL_DX], *dgd = dc->d[DL_DG], *dwd = dc->d[DL_DW];
-    int atomic = g.atomic;
-    for (int l0 = 0; N > 0 && l0 < D; l0 += per_pass) {
-        int nl = D - l0 < per_pass ? D - l0 : per_pass, accum = l0 > 0;
-        void *args[] = {&xd, &wd, &gd, &dfd, &fd, &dxd,   &dgp,    &dap,
-                        &N,  &H,  &D,  &l0,  &nl, &accum, &atomic, &eps};
-        if ((s = ft_cuda_launch(x, m, g.stage == DL_SMEM ? "dflare_bwd_smem" : "dflare_bwd",
-                                (ft_dim3){(unsigned)G, 1, 1}, block, dl_bwd_smem(&g), args, err)))
-            return s;
-    }
-    void *rargs[] = {&dgp, &P, &dap, &Q, &wd, &dgd, &dwd, &H, &D};
-    return ft_cuda_launch(x, m, "dflare_bwd_reduce",
-                          (ft_dim3){(unsigned)cdiv(H, FUS_RED_THREAD), 1, 1},
-                          (ft_dim3){FUS_RED_THREAD, 1, 1}, 0, rargs, err);
+    void *const *d = call->d;
+    if (N == 0) return FT_OK;
+    ft_dim3 grid = {(unsigned)g.nrb, (unsigned)g.npass, 1},
+            block = {(unsigned)g.tpr, (unsigned)g.rpc, 1};
+    size_t smem = dl_fwd_smem(&g, call->dt);
+    if (g.stage == FUS_DL_STAGE_MMA)
+        return launch_dflare_fwd_mma(x, m, grid, block, smem, d[DL_X], d[DL_W], d[DL_G], d[DL_F], N,
+                                     H, D, g.per_pass, eps, err);
+    if (g.stage == FUS_DL_STAGE_SMEM)
+        return launch_dflare_fwd_smem(x, m, grid, block, smem, d[DL_X], d[DL_W], d[DL_G], d[DL_F],
+                                      N, H, D, g.per_pass, g.group, eps, err);
+    return launch_dflare_fwd(x, m, grid, block, smem, d[DL_X], d[DL_W], d[DL_G], d[DL_F], N, H, D,
+                             g.per_pass, 1, eps, err);
 }
 
-static ft_param dl_params[] = {
-    [DLP_STRATEGY] = {"strategy",
-                      "passes over x: per_layer (D), k_layers (ceil(D/k)), all_layers (1); x is "
-                      "the big tensor and never fits L2",
-                      3,
-                      {DL_PER_LAYER, DL_K_LAYERS, DL_ALL_LAYERS},
-                      dl_strategy_labels,
-                      DL_ALL_LAYERS,
-                      0},
-    [DLP_K] = {"k", "draft layers per pass with strategy=k_layers", 3, {2, 3, 4}, NULL, 2, 0},
-    [DLP_VEC] = {"vec",
-                 "bytes per vector load/store (16: one 128-bit access); H must be a multiple of "
-                 "its elements",
-                 4,
-                 {2, 4, 8, 16},
-                 NULL,
-                 16,
-                 0},
-    [DLP_CPT] = {"cpt",
-                 "vectors per thread per target row (x tile in registers with stage=reg and "
-                 "backward): threads per row = H/(elements*cpt), rounded up to a warp",
-                 3,
-                 {1, 2, 4},
-                 NULL,
-                 1,
-                 0},
-    [DLP_RPC] =
-        {"rpc", "rows per block (small H: a row is a warp or two)", 3, {1, 2, 4}, NULL, 1, 0},
-    [DLP_STAGE] = {"stage",
-                   "reg: x (backward: dx) held in registers; smem: x staged in shared memory by "
-                   "cp.async (backward: dx accumulated there); mma: staged x mixed on the tensor "
-                   "cores (bf16 forward)",
-                   3,
-                   {DL_REG, DL_SMEM, DL_MMA},
-                   dl_stage_labels,
-                   DL_SMEM,
-                   0},
-    [DLP_GROUP] = {"group",
-                   "staged forward: layers per reduction round (one barrier per round; more "
-                   "layers, more registers)",
-                   3,
-                   {1, 2, 4},
-                   NULL,
-                   DL_DEF_GROUP,
-                   0},
-    [DLP_CTAS] = {"ctas",
-                  "backward: blocks per SM of its persistent grid: latency hiding against dg "
-                  "partials to reduce",
-                  3,
-                  {1, 2, 4},
-                  NULL,
-                  DL_DEF_CTAS,
-                  0},
-    [DLP_REDUCE] = {"reduce",
-                    "backward sums over N of dg and da: per-block partials reduced in order "
-                    "(deterministic) or float atomics",
-                    2,
-                    {DL_PARTIALS, DL_ATOMIC},
-                    dl_reduce_labels,
-                    DL_DEF_REDUCE,
-                    0},
-};
-
-static const char *const dl_constraints[] = {
-    "k applies only to strategy=k_layers (other strategies keep k=2); k_layers needs k < D",
-    "per_layer needs D > 1 (with one layer it is all_layers)",
-    "vec is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of them",
-    "threads per row = H/(elements*cpt) rounded up to a warp, at most 1024; cpt > 1 must give "
-    "fewer threads per row than cpt/2",
-    "T <= 64; where x is held in registers (stage=reg, and the backward) T * cpt * elements <= "
-    "256 floats per thread",
-    "threads per row * rpc <= 1024",
-    "group: forward with stage=smem only (else the default); groups of at least the layers of "
-    "a pass are the same (the default or the smallest is kept)",
-    "ctas, reduce: backward only (else the default); backward with stage=smem: at most 512 "
-    "threads per block",
-    "stage=mma: forward, bf16, vec=16, T <= 16, at most 16 layers per pass, rpc=1",
-    "shared memory per block <= 227 KiB (stage=smem: rpc*T*H elements of x forward, floats of "
-    "dx backward)",
-    NULL,
-};
-
-static ft_space dl_space = {dl_params, sizeof dl_params / sizeof dl_params[0], dl_constraints,
-                            dl_valid};
+static ft_space dl_space = {dl_params, FUS_DL_NPARAMS, dl_constraints, dl_valid};
 
 const ft_cuda_op ft_cuda_fusion_dflare = {&dl_space, dl_modules, dl_run};
 
 /* ==== fusion.dflash ========================================================================= */
 
-enum { DHP_ALGO, DHP_C, DHP_VEC, DHP_CPT, DHP_RPC };
-enum { DH_C_SCRATCH, DH_C_INPLACE };
+/* The launchers of fusion.cu's dflash kernels. */
+FT_CUDA_KERNEL(dflash_norm,
+               (const float *cs, const void *g, void *f, int N, int H, int vec, float eps),
+               (&cs, &g, &f, &N, &H, &vec, &eps))
+FT_CUDA_KERNEL(dflash_norm_ip, (void *f, const void *g, int N, int H, int vec, float eps),
+               (&f, &g, &N, &H, &vec, &eps))
+FT_CUDA_KERNEL(dflash_norm_bwd,
+               (const float *cs, const void *g, const void *df, void *f, void *dc, float *dgp,
+                int N, int H, int vec, float eps),
+               (&cs, &g, &df, &f, &dc, &dgp, &N, &H, &vec, &eps))
+FT_CUDA_KERNEL(dflash_norm_bwd_ip,
+               (void *f, const void *g, const void *df, void *dc, float *dgp, int N, int H, int vec,
+                float eps),
+               (&f, &g, &df, &dc, &dgp, &N, &H, &vec, &eps))
+FT_CUDA_KERNEL(dflash_dg, (const float *dgp, int P, void *dg, int H), (&dgp, &P, &dg, &H))
+
+enum { FUS_DH_C_SCRATCH, FUS_DH_C_INPLACE };
 
 static const char *const dh_c_labels[] = {"scratch", "inplace"};
+
+/* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). */
+#define DH_PARAMS(X)                                                                               \
+    X(FUS_DH_P_ALGO, "algo", NULL, NULL, 0,                                                        \
+      "cuBLASLt algorithm of every GEMM of the call, by rank among its heuristic's candidates "    \
+      "(0: its first choice)",                                                                     \
+      0, 1, 2, 3)                                                                                  \
+    X(FUS_DH_P_C, "c", NULL, dh_c_labels, FUS_DH_C_SCRATCH,                                        \
+      "where c lives: float32 scratch, or in f (storage type) normalised in place: no N x H "      \
+      "float32 round trip",                                                                        \
+      FUS_DH_C_SCRATCH, FUS_DH_C_INPLACE)                                                          \
+    X(FUS_DH_P_VEC, "vec", NULL, NULL, 16,                                                         \
+      "bytes per vector access of the norm kernels (16: one 128-bit access)", 2, 4, 8, 16)         \
+    X(FUS_DH_P_CPT, "cpt", NULL, NULL, 1,                                                          \
+      "norm kernels: vectors per thread per pass over the row; threads per row = "                 \
+      "H/(elements*cpt), rounded up to a warp, at most 1024",                                      \
+      1, 2, 4, 8)                                                                                  \
+    X(FUS_DH_P_RPC, "rpc", NULL, NULL, 1, "rows per block of the norm kernels", 1, 2, 4)
+
+enum { DH_PARAMS(FT_CUDA_PARAM_INDEX) FUS_DH_NPARAMS };
+static ft_param dh_params[] = {DH_PARAMS(FT_CUDA_PARAM_ENTRY)};
+static const char *const dh_macros[] = {DH_PARAMS(FT_CUDA_PARAM_MACRO)};
 
 #define DH_BWD_CTAS 2 /* blocks per SM of the backward norm's persistent grid */
 
@@ -480,215 +610,207 @@ typedef struct dh_geom {
     int64_t nrb;
 } dh_geom;
 
+static int64_t dh_tpr(int64_t H, int el, int cpt) {
+    int64_t tpr = el ? fus_tpr(H / el, cpt) : 32;
+    return tpr > 1024 ? 1024 : tpr;
+}
+
 static void dh_geom_of(const ft_call *c, const ft_config *cfg, int el, dh_geom *g) {
     g->N = c->dim[DH_N];
     g->H = c->dim[DH_H];
     g->K = c->dim[DH_TH];
     g->el = el;
-    int64_t tpr = el ? fus_tpr(g->H / el, cfg->v[DHP_CPT]) : 32;
-    g->tpr = (int)(tpr > 1024 ? 1024 : tpr);
-    g->rpc = cfg->v[DHP_RPC];
-    g->inplace = cfg->v[DHP_C] == DH_C_INPLACE;
-    g->algo = cfg->v[DHP_ALGO];
+    g->tpr = (int)dh_tpr(g->H, el, cfg->v[FUS_DH_P_CPT]);
+    g->rpc = cfg->v[FUS_DH_P_RPC];
+    g->inplace = cfg->v[FUS_DH_P_C] == FUS_DH_C_INPLACE;
+    g->algo = cfg->v[FUS_DH_P_ALGO];
     g->nrb = cdiv(g->N, g->rpc);
 }
 
-static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
-    const int64_t H = c->dim[DH_H];
-    int el = fus_elems(c, H, cfg->v[DHP_VEC], why, n);
-    if (!el) return 0;
+/* ---- validity: one check per rule, then the rules in order with their lines ---- */
+
+typedef struct dh_check {
+    const ft_call *c;
+    const ft_config *cfg;
     dh_geom g;
-    dh_geom_of(c, cfg, el, &g);
-    int cpt = cfg->v[DHP_CPT];
-    if (cpt > 1) {
-        int64_t half = fus_tpr(H / el, cpt / 2);
-        if ((half > 1024 ? 1024 : half) == g.tpr) {
-            if (why)
-                snprintf(why, n, "cpt=%d gives the same %d threads per row as cpt=%d", cpt, g.tpr,
-                         cpt / 2);
-            return 0;
-        }
-    }
-    if (g.tpr * g.rpc > 1024) {
-        if (why)
-            snprintf(why, n, "%d threads per row x rpc=%d rows is more than 1024 threads", g.tpr,
-                     g.rpc);
-        return 0;
-    }
-    return 1;
+} dh_check;
+
+static int dh_check_vec(const void *ctx, char *why, size_t n) {
+    const dh_check *v = ctx;
+    return fus_elems(v->c, v->g.H, v->cfg->v[FUS_DH_P_VEC], why, n) ? FT_CONFIG_VALID
+                                                                    : FT_CONFIG_INVALID;
 }
 
-static void dh_spec(const ft_call *c, ft_dt dt, const dh_geom *g, ft_cuda_module_spec *s) {
+static int dh_check_cpt(const void *ctx, char *why, size_t n) {
+    const dh_check *v = ctx;
+    int cpt = v->cfg->v[FUS_DH_P_CPT];
+    if (cpt > 1 && dh_tpr(v->g.H, v->g.el, cpt / 2) == v->g.tpr) {
+        if (why)
+            snprintf(why, n, "cpt=%d gives the same %d threads per row as cpt=%d", cpt, v->g.tpr,
+                     cpt / 2);
+        return FT_CONFIG_INVALID;
+    }
+    return FT_CONFIG_VALID;
+}
+
+static int dh_check_block(const void *ctx, char *why, size_t n) {
+    const dh_geom *g = &((const dh_check *)ctx)->g;
+    if (g->tpr * g->rpc > 1024) {
+        if (why)
+            snprintf(why, n, "%d threads per row x rpc=%d rows is more than 1024 threads", g->tpr,
+                     g->rpc);
+        return FT_CONFIG_INVALID;
+    }
+    return FT_CONFIG_VALID;
+}
+
+/* The rules, in the order they are checked: X(check or NULL, the line `flaretune space`
+ * shows). */
+#define DH_RULES(X)                                                                                \
+    X(dh_check_vec, "vec is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of "   \
+                    "them")                                                                        \
+    X(dh_check_cpt, "cpt > 1 must give fewer threads per row than cpt/2")                          \
+    X(dh_check_block, "threads per row * rpc <= 1024")                                             \
+    X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
+            "the GPU)")
+
+static const char *const dh_constraints[] = {DH_RULES(FT_CUDA_RULE_TEXT) NULL};
+static const ft_cuda_check dh_checks[] = {DH_RULES(FT_CUDA_RULE_CHECK)};
+
+static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    dh_check v = {.c = c, .cfg = cfg};
+    dh_geom_of(c, cfg, fus_elems(c, c->dim[DH_H], cfg->v[FUS_DH_P_VEC], NULL, 0), &v.g);
+    return ft_cuda_rules_check(dh_checks, sizeof dh_checks / sizeof dh_checks[0], &v, why, n);
+}
+
+/* ---- modules and launches ---- */
+
+static void dh_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const dh_geom *g,
+                    ft_cuda_module_spec *s) {
     spec_init(s, 2, dt);
+    ft_cuda_spec_params(s, dh_macros, FUS_DH_NPARAMS, cfg);
     int threads = g->tpr * g->rpc;
     if (!c->backward) {
-        ft_cuda_spec_kernel(s, g->inplace ? "dflash_norm_ip" : "dflash_norm", threads, 0);
+        ft_cuda_spec_kernel(
+            s, g->inplace ? FT_CUDA_KERNEL_NAME(dflash_norm_ip) : FT_CUDA_KERNEL_NAME(dflash_norm),
+            threads, 0);
     } else {
-        ft_cuda_spec_kernel(s, g->inplace ? "dflash_norm_bwd_ip" : "dflash_norm_bwd", threads, 0);
-        ft_cuda_spec_kernel(s, "dflash_dg", FUS_RED_THREAD, 0);
+        ft_cuda_spec_kernel(s,
+                            g->inplace ? FT_CUDA_KERNEL_NAME(dflash_norm_bwd_ip)
+                                       : FT_CUDA_KERNEL_NAME(dflash_norm_bwd),
+                            threads, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(dflash_dg), FUS_RED_THREAD, 0);
     }
+}
+
+/* The geometry and module spec of a config, or 0 with why (NULL: not said) when its vector
+ * access does not fit the call. */
+static int dh_prepare(const ft_call *c, ft_dt dt, const ft_config *cfg, dh_geom *g,
+                      ft_cuda_module_spec *s, char *why, size_t n) {
+    int el = fus_elems(c, c->dim[DH_H], cfg->v[FUS_DH_P_VEC], why, n);
+    if (!el) return 0;
+    dh_geom_of(c, cfg, el, g);
+    dh_spec(c, dt, cfg, g, s);
+    return 1;
 }
 
 static int dh_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
                       int max) {
-    int el = fus_elems(c, c->dim[DH_H], cfg->v[DHP_VEC], NULL, 0);
-    if (max < 1 || !el) return 0;
     dh_geom g;
-    dh_geom_of(c, cfg, el, &g);
-    dh_spec(c, dt, &g, &out[0]);
-    return 1;
+    return max >= 1 && dh_prepare(c, dt, cfg, &g, &out[0], NULL, 0);
 }
 
-static ft_status dh_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err) {
-    const ft_call *c = dc->c;
-    char why[160];
-    int el = fus_elems(c, c->dim[DH_H], cfg->v[DHP_VEC], why, sizeof why);
-    if (!el) return ft_err_set(err, FT_EINVAL, "fusion.dflash on cuda: %s", why);
-    dh_geom g;
-    dh_geom_of(c, cfg, el, &g);
-    ft_cuda_module_spec spec;
-    dh_spec(c, dc->dt, &g, &spec);
-    ft_dev_module *m;
-    ft_status s = ft_cuda_module(x, &spec, &m, err);
-    if (s) return s;
+/* A row-major GEMM of the call's storage type, one batch, alpha 1, beta 0: C[M,N] = op(A) op(B)
+ * with leading dimensions lda, ldb and N. */
+static ft_gemm_desc dh_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int64_t lda,
+                            int64_t ldb, ft_dt ab, ft_dt cdt) {
+    return (ft_gemm_desc){.trans_a = trans_a,
+                          .trans_b = trans_b,
+                          .M = M,
+                          .N = N,
+                          .K = K,
+                          .lda = lda,
+                          .ldb = ldb,
+                          .ldc = N,
+                          .batch = 1,
+                          .ab = ab,
+                          .c = cdt,
+                          .alpha = 1.0f,
+                          .beta = 0.0f};
+}
 
-    const ft_dt dt = dc->dt;
-    int N = (int)g.N, H = (int)g.H, vec = g.el;
-    float eps = (float)c->attrs.eps;
-    void *xd = dc->d[DH_X], *wd = dc->d[DH_WFC], *gd = dc->d[DH_G], *fd = dc->d[DH_F];
-    ft_dim3 block = {(unsigned)g.tpr, (unsigned)g.rpc, 1};
-
-    /* c = x.reshape(N, T*H) @ w_fc^T, into float32 scratch or into f. */
-    void *cbuf = fd;
-    if (!g.inplace &&
-        (s = ft_cuda_scratch(x, 0, (size_t)g.N * (size_t)H * sizeof(float), &cbuf, err)))
-        return s;
-    ft_gemm_desc gc = {.trans_a = 0,
-                       .trans_b = 1,
-                       .M = g.N,
-                       .N = g.H,
-                       .K = g.K,
-                       .lda = g.K,
-                       .ldb = g.K,
-                       .ldc = g.H,
-                       .batch = 1,
-                       .ab = dt,
-                       .c = g.inplace ? dt : FT_DT_F32,
-                       .alpha = 1.0f,
-                       .beta = 0.0f};
-    if ((s = ft_cuda_gemm(x, &gc, xd, wd, cbuf, g.algo, err)))
-        return ft_err_wrap(err, "fusion.dflash: c = x w_fc^T");
-
-    if (!c->backward) {
-        if (N == 0) return FT_OK;
-        ft_dim3 grid = {(unsigned)g.nrb, 1, 1};
-        if (g.inplace) {
-            void *args[] = {&fd, &gd, &N, &H, &vec, &eps};
-            return ft_cuda_launch(x, m, "dflash_norm_ip", grid, block, 0, args, err);
-        }
-        void *args[] = {&cbuf, &gd, &fd, &N, &H, &vec, &eps};
-        return ft_cuda_launch(x, m, "dflash_norm", grid, block, 0, args, err);
-    }
-
-    /* Backward: the norm's backward into dc (+ dg partials), dg, then the two GEMMs. */
-    int64_t G = persistent_grid(x, g.nrb, DH_BWD_CTAS);
-    int P = (int)(G * g.rpc);
+/* Backward: the norm's backward into dc (+ dg partials), dg, then the two GEMMs. */
+static ft_status dh_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_call *call,
+                             const dh_geom *g, void *cbuf, ft_err *err) {
+    const ft_dt dt = call->dt;
+    int N = (int)g->N, H = (int)g->H;
+    float eps = (float)call->c->attrs.eps;
+    void *const *d = call->d;
+    int64_t G = persistent_grid(x, g->nrb, DH_BWD_CTAS);
+    int P = (int)(G * g->rpc);
     void *dcd, *dgp;
-    if ((s = ft_cuda_scratch(x, 1, (size_t)g.N * (size_t)H * ft_dt_size(dt), &dcd, err)) ||
+    ft_status s;
+    if ((s = ft_cuda_scratch(x, 1, (size_t)g->N * (size_t)H * ft_dt_size(dt), &dcd, err)) ||
         (s = ft_cuda_scratch(x, 2, (size_t)P * (size_t)H * sizeof(float), &dgp, err)))
         return s;
-    void *dfd = dc->d[DH_DF], *dxd = dc->d[DH_DX], *dwd = dc->d[DH_DWFC], *dgd = dc->d[DH_DG];
     if (N > 0) {
-        ft_dim3 grid = {(unsigned)G, 1, 1};
-        if (g.inplace) {
-            void *args[] = {&fd, &gd, &dfd, &dcd, &dgp, &N, &H, &vec, &eps};
-            s = ft_cuda_launch(x, m, "dflash_norm_bwd_ip", grid, block, 0, args, err);
-        } else {
-            void *args[] = {&cbuf, &gd, &dfd, &fd, &dcd, &dgp, &N, &H, &vec, &eps};
-            s = ft_cuda_launch(x, m, "dflash_norm_bwd", grid, block, 0, args, err);
-        }
+        ft_dim3 grid = {(unsigned)G, 1, 1}, block = {(unsigned)g->tpr, (unsigned)g->rpc, 1};
+        if (g->inplace)
+            s = launch_dflash_norm_bwd_ip(x, m, grid, block, 0, d[DH_F], d[DH_G], d[DH_DF], dcd,
+                                          dgp, N, H, g->el, eps, err);
+        else
+            s = launch_dflash_norm_bwd(x, m, grid, block, 0, cbuf, d[DH_G], d[DH_DF], d[DH_F], dcd,
+                                       dgp, N, H, g->el, eps, err);
         if (s) return s;
     }
-    void *rargs[] = {&dgp, &P, &dgd, &H};
-    if ((s = ft_cuda_launch(x, m, "dflash_dg", (ft_dim3){(unsigned)cdiv(H, FUS_RED_THREAD), 1, 1},
-                            (ft_dim3){FUS_RED_THREAD, 1, 1}, 0, rargs, err)))
+    if ((s = launch_dflash_dg(x, m, (ft_dim3){(unsigned)cdiv(H, FUS_RED_THREAD), 1, 1},
+                              (ft_dim3){FUS_RED_THREAD, 1, 1}, 0, dgp, P, d[DH_DG], H, err)))
         return s;
     /* dx = dc @ w_fc  ([N,H] x [H,T*H]) */
-    ft_gemm_desc gx = {.M = g.N,
-                       .N = g.K,
-                       .K = g.H,
-                       .lda = g.H,
-                       .ldb = g.K,
-                       .ldc = g.K,
-                       .batch = 1,
-                       .ab = dt,
-                       .c = dt,
-                       .alpha = 1.0f,
-                       .beta = 0.0f};
-    if ((s = ft_cuda_gemm(x, &gx, dcd, wd, dxd, g.algo, err)))
+    ft_gemm_desc gx = dh_gemm(0, 0, g->N, g->K, g->H, g->H, g->K, dt, dt);
+    if ((s = ft_cuda_gemm(x, &gx, dcd, d[DH_WFC], d[DH_DX], g->algo, err)))
         return ft_err_wrap(err, "fusion.dflash: dx = dc w_fc");
     /* dw_fc = dc^T @ x  ([H,N] x [N,T*H]) */
-    ft_gemm_desc gw = {.trans_a = 1,
-                       .M = g.H,
-                       .N = g.K,
-                       .K = g.N,
-                       .lda = g.H,
-                       .ldb = g.K,
-                       .ldc = g.K,
-                       .batch = 1,
-                       .ab = dt,
-                       .c = dt,
-                       .alpha = 1.0f,
-                       .beta = 0.0f};
-    if ((s = ft_cuda_gemm(x, &gw, dcd, xd, dwd, g.algo, err)))
+    ft_gemm_desc gw = dh_gemm(1, 0, g->H, g->K, g->N, g->H, g->K, dt, dt);
+    if ((s = ft_cuda_gemm(x, &gw, dcd, d[DH_X], d[DH_DWFC], g->algo, err)))
         return ft_err_wrap(err, "fusion.dflash: dw_fc = dc^T x");
     return FT_OK;
 }
 
-static ft_param dh_params[] = {
-    [DHP_ALGO] = {"algo",
-                  "cuBLASLt algorithm of every GEMM of the call, by rank among its heuristic's "
-                  "candidates (0: its first choice)",
-                  4,
-                  {0, 1, 2, 3},
-                  NULL,
-                  0,
-                  0},
-    [DHP_C] = {"c",
-               "where c lives: float32 scratch, or in f (storage type) normalised in place: no "
-               "N x H float32 round trip",
-               2,
-               {DH_C_SCRATCH, DH_C_INPLACE},
-               dh_c_labels,
-               DH_C_SCRATCH,
-               0},
-    [DHP_VEC] = {"vec",
-                 "bytes per vector access of the norm kernels (16: one 128-bit access)",
-                 4,
-                 {2, 4, 8, 16},
-                 NULL,
-                 16,
-                 0},
-    [DHP_CPT] = {"cpt",
-                 "norm kernels: vectors per thread per pass over the row; threads per row = "
-                 "H/(elements*cpt), rounded up to a warp, at most 1024",
-                 4,
-                 {1, 2, 4, 8},
-                 NULL,
-                 1,
-                 0},
-    [DHP_RPC] = {"rpc", "rows per block of the norm kernels", 3, {1, 2, 4}, NULL, 1, 0},
-};
+static ft_status dh_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
+                        ft_err *err) {
+    const ft_call *c = call->c;
+    char why[160];
+    dh_geom g;
+    ft_cuda_module_spec spec;
+    if (!dh_prepare(c, call->dt, cfg, &g, &spec, why, sizeof why))
+        return ft_err_set(err, FT_EINVAL, "fusion.dflash on cuda: %s", why);
+    ft_dev_module *m;
+    ft_status s = ft_cuda_module(x, &spec, &m, err);
+    if (s) return s;
 
-static const char *const dh_constraints[] = {
-    "vec is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of them",
-    "cpt > 1 must give fewer threads per row than cpt/2",
-    "threads per row * rpc <= 1024",
-    "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on the GPU)",
-    NULL,
-};
+    const ft_dt dt = call->dt;
+    int N = (int)g.N, H = (int)g.H;
+    void *const *d = call->d;
 
-static ft_space dh_space = {dh_params, sizeof dh_params / sizeof dh_params[0], dh_constraints,
-                            dh_valid};
+    /* c = x.reshape(N, T*H) @ w_fc^T, into float32 scratch or into f. */
+    void *cbuf = d[DH_F];
+    if (!g.inplace &&
+        (s = ft_cuda_scratch(x, 0, (size_t)g.N * (size_t)H * sizeof(float), &cbuf, err)))
+        return s;
+    ft_gemm_desc gc = dh_gemm(0, 1, g.N, g.H, g.K, g.K, g.K, dt, g.inplace ? dt : FT_DT_F32);
+    if ((s = ft_cuda_gemm(x, &gc, d[DH_X], d[DH_WFC], cbuf, g.algo, err)))
+        return ft_err_wrap(err, "fusion.dflash: c = x w_fc^T");
+    if (c->backward) return dh_backward(x, m, call, &g, cbuf, err);
+
+    if (N == 0) return FT_OK;
+    float eps = (float)c->attrs.eps;
+    ft_dim3 grid = {(unsigned)g.nrb, 1, 1}, block = {(unsigned)g.tpr, (unsigned)g.rpc, 1};
+    if (g.inplace)
+        return launch_dflash_norm_ip(x, m, grid, block, 0, d[DH_F], d[DH_G], N, H, g.el, eps, err);
+    return launch_dflash_norm(x, m, grid, block, 0, cbuf, d[DH_G], d[DH_F], N, H, g.el, eps, err);
+}
+
+static ft_space dh_space = {dh_params, FUS_DH_NPARAMS, dh_constraints, dh_valid};
 
 const ft_cuda_op ft_cuda_fusion_dflash = {&dh_space, dh_modules, dh_run};
