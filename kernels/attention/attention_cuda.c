@@ -56,12 +56,20 @@
  *   warps     warps per block of the norm/RoPE kernels (one warp per head row of dh).
  * One module per storage type. Scratch: u (D * N * KVD floats) unless epilogue=inplace, and for
  * wide the V block (N * D * KVD in the storage type).
+ *
+ * ---- adding a tunable: three places ----
+ *   1. a row of the op's parameter table (DEC_PARAMS / KV_PARAMS): index, name, the -D macro it is
+ *      compiled in with (NULL here: these modules' macros follow from several parameters, in
+ *      dec_spec / kv_spec), labels, default, help and values;
+ *   2. its validity rule: a check function and its row in DEC_RULES / KV_RULES with the line
+ *      `flaretune space` shows, side by side;
+ *   3. its use: in the kernel (attention_decode.cu, kvproj.cu) or cfg->v[index] on the host.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda/cuda_backend.h"
 #include "attention/attention.h"
+#include "cuda/cuda_backend.h"
 
 #define MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 
@@ -69,13 +77,37 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ==== attention.decode ====================================================================== */
 
-enum { DP_PATH, DP_KT, DP_SPLITS, DP_WARPS, DP_TPW, DP_STAGES };
-enum { DPATH_SIMT, DPATH_MMA };
-enum { DD_WARPS = 4, DD_TPW = 1 }; /* defaults of what a path does not use */
+enum { DEC_PATH_SIMT, DEC_PATH_MMA };
+enum { DEC_DEF_WARPS = 4, DEC_DEF_TPW = 1 }; /* defaults of what a path does not use */
 
-static const char *const dpath_labels[] = {"simt", "mma"};
+static const char *const dec_path_labels[] = {"simt", "mma"};
 /* Labels are looked up by value (0: auto); values past the table print as numbers. */
-static const char *const dsplit_labels[] = {"auto", "1", "2", "3", "4"};
+static const char *const dec_split_labels[] = {"auto", "1", "2", "3", "4"};
+
+/* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). The
+ * module's macros follow from the path (dec_spec), so none is passed as it is. */
+#define DEC_PARAMS(X)                                                                              \
+    X(DEC_P_PATH, "path", NULL, dec_path_labels, DEC_PATH_SIMT,                                    \
+      "simt: CUDA cores (f32/bf16, any dh); mma: tensor cores, mma.sync m16n8k16 (bf16, dh a "     \
+      "multiple of 16)",                                                                           \
+      DEC_PATH_SIMT, DEC_PATH_MMA)                                                                 \
+    X(DEC_P_KT, "kt", NULL, NULL, 32,                                                              \
+      "keys per K/V tile staged in shared memory (one copy batch, two barriers)", 32, 64, 128)     \
+    X(DEC_P_SPLITS, "splits", NULL, dec_split_labels, 0,                                           \
+      "CTAs per (request, kv head) along the keys, merged by log-sum-exp; auto: two CTAs per SM, " \
+      "at most one split per two tiles",                                                           \
+      0, 1, 2, 4, 8)                                                                               \
+    X(DEC_P_WARPS, "warps", NULL, NULL, DEC_DEF_WARPS,                                             \
+      "simt: warps per CTA over the M = B*G packed query rows (more warps: fewer dims per "        \
+      "thread, more shuffles per score)",                                                          \
+      2, 4, 8)                                                                                     \
+    X(DEC_P_TPW, "tpw", NULL, NULL, DEC_DEF_TPW,                                                   \
+      "mma: 16-row tiles per warp (two share each K/V fragment; dh <= 64)", 1, 2)                  \
+    X(DEC_P_STAGES, "stages", NULL, NULL, 2,                                                       \
+      "K/V tiles in the cp.async ring (1: load then compute; 2, 3: prefetch)", 1, 2, 3)
+
+enum { DEC_PARAMS(FT_CUDA_PARAM_INDEX) DEC_NPARAMS };
+static ft_param dec_params[] = {DEC_PARAMS(FT_CUDA_PARAM_ENTRY)};
 
 #define DEC_SRC   "attention/attention_decode.cu"
 #define DEC_KSTEP 16  /* keys per online-softmax step (KSTEP in the kernel) */
@@ -84,7 +116,7 @@ static const char *const dsplit_labels[] = {"auto", "1", "2", "3", "4"};
 typedef struct dec_geom {
     int64_t R, B, Hq, Hkv, dh, G, M, Lsum, maxkeys;
     int path, kt, splits, warps, tpw, stages;
-    int tpr, dpt;       /* simt */
+    int tpr, dpt;        /* simt */
     int ld, gran, esize; /* staged row stride (elements), copy unit (bytes) */
     size_t smem;
 } dec_geom;
@@ -115,16 +147,16 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
             if (lens[r] > mx) mx = lens[r];
         g->maxkeys = mx + g->B;
     }
-    g->path = cfg->v[DP_PATH];
-    g->kt = cfg->v[DP_KT];
-    g->splits = cfg->v[DP_SPLITS];
-    g->warps = cfg->v[DP_WARPS];
-    g->tpw = cfg->v[DP_TPW];
-    g->stages = cfg->v[DP_STAGES];
+    g->path = cfg->v[DEC_P_PATH];
+    g->kt = cfg->v[DEC_P_KT];
+    g->splits = cfg->v[DEC_P_SPLITS];
+    g->warps = cfg->v[DEC_P_WARPS];
+    g->tpw = cfg->v[DEC_P_TPW];
+    g->stages = cfg->v[DEC_P_STAGES];
     g->esize = (int)ft_dt_size(ft_cuda_call_dt(c));
     int64_t rowb = g->dh * g->esize;
     g->gran = rowb % 16 == 0 ? 16 : rowb % 8 == 0 ? 8 : rowb % 4 == 0 ? 4 : 0;
-    if (g->path == DPATH_MMA) {
+    if (g->path == DEC_PATH_MMA) {
         g->warps = (int)cdiv(cdiv(g->M, 16), g->tpw);
         g->ld = (int)g->dh + 8; /* 16 bytes of padding: conflict-free ldmatrix rows */
         g->tpr = 1;
@@ -139,7 +171,7 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
         g->dpt = pow2_at_least(cdiv(g->dh, tpr));
     }
     g->smem = (size_t)2 * g->stages * g->kt * g->ld * g->esize;
-    if (g->path == DPATH_MMA) g->smem += (size_t)g->warps * g->tpw * 16 * g->ld * 2;
+    if (g->path == DEC_PATH_MMA) g->smem += (size_t)g->warps * g->tpw * 16 * g->ld * 2;
 }
 
 /* The splits a config runs with (auto resolved against the device's SMs). */
@@ -152,69 +184,149 @@ static int dec_splits(const dec_geom *g, int sm_count) {
     return s < 1 ? 1 : (int)s;
 }
 
-static int dec_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
-    int dup = 0;
+/* ---- validity: one check per rule, then the rules in order with their lines ---- */
+
+typedef struct dec_check {
+    const ft_call *c;
+    const ft_config *cfg;
     dec_geom g;
-    dec_geom_of(c, cfg, &g);
-    int bf16 = ft_cuda_call_dt(c) == FT_DT_BF16;
-#define NO(...)                                                                                    \
+} dec_check;
+
+/* Say why (printf-style) and rule the config out. */
+#define DEC_NO(...)                                                                                \
     do {                                                                                           \
         if (why) snprintf(why, n, __VA_ARGS__);                                                    \
-        return 0;                                                                                  \
+        return FT_CONFIG_INVALID;                                                                  \
     } while (0)
-    if (g.path == DPATH_MMA) {
-        if (!bf16) NO("path=mma needs bf16 storage (the tensor cores take bf16 operands)");
-        if (g.dh % 16 || g.dh > 256) NO("path=mma needs dh a multiple of 16, at most 256");
-        if (cfg->v[DP_WARPS] != DD_WARPS) NO("warps: simt only (mma: warps follow from tpw)");
-        if (g.tpw == 2 && g.dh > 64)
-            NO("tpw=2 needs dh <= 64 (two tiles' accumulators at dh=%lld would spill)",
-               (long long)g.dh);
-        if (g.tpw == 2 && cdiv(g.M, 16) < 2) NO("tpw=2 needs at least two 16-row tiles");
-        if ((int64_t)g.warps * 32 > DEC_MAXT)
-            NO("%d warps (M=%lld rows, tpw=%d) is more than %d threads", g.warps,
-               (long long)g.M, g.tpw, DEC_MAXT);
-    } else {
-        if (g.tpw != DD_TPW) NO("tpw: mma only");
-        if ((int64_t)g.warps * 32 < g.M)
-            NO("warps=%d gives %d row slots for M=%lld rows", g.warps, g.warps * 32,
-               (long long)g.M);
-        if (g.dpt > 32)
-            NO("%d dims of q and o per thread (dh=%lld over %d threads per row): over 32 "
-               "spills (and takes NVRTC minutes)",
-               g.dpt, (long long)g.dh, g.tpr);
-    }
-    if (g.kt > 32 && g.kt / 2 >= g.maxkeys) {
-        if (why)
-            snprintf(why, n, "kt=%d: the longest request has %lld keys (kt=%d holds them)", g.kt,
-                     (long long)g.maxkeys, g.kt / 2);
-        dup = 1; /* a duplicate, if nothing rules it out below */
-    }
-    if (g.splits > 1 && (int64_t)g.splits * DEC_KSTEP > g.maxkeys)
-        NO("splits=%d: the longest request has %lld keys (fewer than %d per split)", g.splits,
-           (long long)g.maxkeys, DEC_KSTEP);
-    if (g.smem > MAX_SMEM)
-        NO("needs %zu bytes of shared memory per block (at most %d)", g.smem, MAX_SMEM);
-    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
-#undef NO
+
+static int dec_check_mma(const void *ctx, char *why, size_t n) {
+    const dec_check *v = ctx;
+    if (v->g.path != DEC_PATH_MMA) return FT_CONFIG_VALID;
+    if (ft_cuda_call_dt(v->c) != FT_DT_BF16)
+        DEC_NO("path=mma needs bf16 storage (the tensor cores take bf16 operands)");
+    if (v->g.dh % 16 || v->g.dh > 256) DEC_NO("path=mma needs dh a multiple of 16, at most 256");
+    if (v->cfg->v[DEC_P_WARPS] != DEC_DEF_WARPS)
+        DEC_NO("warps: simt only (mma: warps follow from tpw)");
+    return FT_CONFIG_VALID;
 }
 
+/* With path=mma the warps follow from tpw: their bound is checked after tpw's own. */
+static int dec_check_tpw(const void *ctx, char *why, size_t n) {
+    const dec_geom *g = &((const dec_check *)ctx)->g;
+    if (g->path != DEC_PATH_MMA) {
+        if (g->tpw != DEC_DEF_TPW) DEC_NO("tpw: mma only");
+        return FT_CONFIG_VALID;
+    }
+    if (g->tpw == 2 && g->dh > 64)
+        DEC_NO("tpw=2 needs dh <= 64 (two tiles' accumulators at dh=%lld would spill)",
+               (long long)g->dh);
+    if (g->tpw == 2 && cdiv(g->M, 16) < 2) DEC_NO("tpw=2 needs at least two 16-row tiles");
+    if ((int64_t)g->warps * 32 > DEC_MAXT)
+        DEC_NO("%d warps (M=%lld rows, tpw=%d) is more than %d threads", g->warps, (long long)g->M,
+               g->tpw, DEC_MAXT);
+    return FT_CONFIG_VALID;
+}
+
+static int dec_check_simt(const void *ctx, char *why, size_t n) {
+    const dec_geom *g = &((const dec_check *)ctx)->g;
+    if (g->path == DEC_PATH_MMA) return FT_CONFIG_VALID;
+    if ((int64_t)g->warps * 32 < g->M)
+        DEC_NO("warps=%d gives %d row slots for M=%lld rows", g->warps, g->warps * 32,
+               (long long)g->M);
+    if (g->dpt > 32)
+        DEC_NO("%d dims of q and o per thread (dh=%lld over %d threads per row): over 32 "
+               "spills (and takes NVRTC minutes)",
+               g->dpt, (long long)g->dh, g->tpr);
+    return FT_CONFIG_VALID;
+}
+
+static int dec_check_kt(const void *ctx, char *why, size_t n) {
+    const dec_geom *g = &((const dec_check *)ctx)->g;
+    if (g->kt > 32 && g->kt / 2 >= g->maxkeys) {
+        if (why)
+            snprintf(why, n, "kt=%d: the longest request has %lld keys (kt=%d holds them)", g->kt,
+                     (long long)g->maxkeys, g->kt / 2);
+        return FT_CONFIG_DUPLICATE;
+    }
+    return FT_CONFIG_VALID;
+}
+
+static int dec_check_splits(const void *ctx, char *why, size_t n) {
+    const dec_geom *g = &((const dec_check *)ctx)->g;
+    if (g->splits > 1 && (int64_t)g->splits * DEC_KSTEP > g->maxkeys)
+        DEC_NO("splits=%d: the longest request has %lld keys (fewer than %d per split)", g->splits,
+               (long long)g->maxkeys, DEC_KSTEP);
+    return FT_CONFIG_VALID;
+}
+
+static int dec_check_smem(const void *ctx, char *why, size_t n) {
+    const dec_geom *g = &((const dec_check *)ctx)->g;
+    if (g->smem > MAX_SMEM)
+        DEC_NO("needs %zu bytes of shared memory per block (at most %d)", g->smem, MAX_SMEM);
+    return FT_CONFIG_VALID;
+}
+#undef DEC_NO
+
+/* The rules, in the order they are checked: X(check, the line `flaretune space` shows). */
+#define DEC_RULES(X)                                                                               \
+    X(dec_check_mma, "path=mma: bf16 storage, dh a multiple of 16 (at most 256), warps at its "    \
+                     "default (the mma path has ceil(M/16/tpw) warps, at most 8)")                 \
+    X(dec_check_tpw, "tpw: mma only (simt keeps 1); tpw=2 needs dh <= 64 and at least two "        \
+                     "16-row tiles")                                                               \
+    X(dec_check_simt, "simt: warps*32 >= M = B*(Hq/Hkv) row slots; dims per thread (dh over the "  \
+                      "threads per row, rounded up to a power of two) <= 32")                      \
+    X(dec_check_kt, "kt > 32 only when kt/2 is shorter than the longest request's keys (L_r + B)") \
+    X(dec_check_splits, "splits > 1 only when the longest request has at least 16 keys per split") \
+    X(dec_check_smem, "shared memory per block <= 227 KiB (2*stages*kt rows of K/V, mma: + the Q " \
+                      "tile)")
+
+static const char *const dec_constraints[] = {DEC_RULES(FT_CUDA_RULE_TEXT) NULL};
+static const ft_cuda_check dec_checks[] = {DEC_RULES(FT_CUDA_RULE_CHECK)};
+
+static int dec_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    dec_check v = {.c = c, .cfg = cfg};
+    dec_geom_of(c, cfg, &v.g);
+    return ft_cuda_rules_check(dec_checks, sizeof dec_checks / sizeof dec_checks[0], &v, why, n);
+}
+
+/* The launchers of attention_decode.cu's kernels. */
+FT_CUDA_KERNEL(decode_simt,
+               (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
+                const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
+                int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
+                float scale),
+               (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
+                &KT, &stages, &ld, &gran, &tpr, &scale))
+FT_CUDA_KERNEL(decode_mma,
+               (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
+                const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
+                int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
+                float scale),
+               (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
+                &KT, &stages, &ld, &gran, &tpr, &scale))
+FT_CUDA_KERNEL(decode_merge,
+               (const float *po, const float *plse, void *o, void *lse, int R, int B, int Hq,
+                int Hkv, int dh, int splits),
+               (&po, &plse, &o, &lse, &R, &B, &Hq, &Hkv, &dh, &splits))
+
 static const char *dec_kernel(const dec_geom *g) {
-    return g->path == DPATH_MMA ? "decode_mma" : "decode_simt";
+    return g->path == DEC_PATH_MMA ? FT_CUDA_KERNEL_NAME(decode_mma)
+                                   : FT_CUDA_KERNEL_NAME(decode_simt);
 }
 
 static void dec_spec(ft_dt dt, const dec_geom *g, ft_cuda_module_spec *s) {
     memset(s, 0, sizeof *s);
     s->source = DEC_SRC;
     ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
-    ft_cuda_spec_define(s, "FT_MMA=%d", g->path == DPATH_MMA);
-    if (g->path == DPATH_MMA) {
+    ft_cuda_spec_define(s, "FT_MMA=%d", g->path == DEC_PATH_MMA);
+    if (g->path == DEC_PATH_MMA) {
         ft_cuda_spec_define(s, "FT_DH=%lld", (long long)g->dh);
         ft_cuda_spec_define(s, "FT_TPW=%d", g->tpw);
     } else {
         ft_cuda_spec_define(s, "FT_DPT=%d", g->dpt);
     }
     ft_cuda_spec_kernel(s, dec_kernel(g), g->warps * 32, g->smem);
-    if (g->splits != 1) ft_cuda_spec_kernel(s, "decode_merge", 128, 0);
+    if (g->splits != 1) ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(decode_merge), 128, 0);
 }
 
 static int dec_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
@@ -226,9 +338,9 @@ static int dec_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda
     return 1;
 }
 
-static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg,
+static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                          ft_err *err) {
-    const ft_call *c = dc->c;
+    const ft_call *c = call->c;
     char why[200];
     if (!dec_valid(c, cfg, why, sizeof why))
         return ft_err_set(err, FT_EINVAL, "attention.decode on cuda: %s", why);
@@ -236,7 +348,7 @@ static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config
     dec_geom_of(c, cfg, &g);
     if (g.R == 0 || g.B == 0 || g.Hq == 0) return FT_OK;
     ft_cuda_module_spec spec;
-    dec_spec(dc->dt, &g, &spec);
+    dec_spec(call->dt, &g, &spec);
     ft_dev_module *m;
     ft_status s = ft_cuda_module(x, &spec, &m, err);
     if (s) return s;
@@ -249,98 +361,54 @@ static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config
             (s = ft_cuda_scratch(x, 1, rows * sizeof(float), &plse, err)))
             return s;
     }
-    void *qd = dc->d[DC_Q], *lens = dc->d[DC_LENS], *kc = dc->d[DC_KCTX], *vc = dc->d[DC_VCTX],
-         *kb = dc->d[DC_KBLK], *vb = dc->d[DC_VBLK], *od = dc->d[DC_O], *ld_ = dc->d[DC_LSE];
-    int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh, KT = g.kt,
-        stages = g.stages, ld = g.ld, gran = g.gran, tpr = g.tpr, R = (int)g.R;
+    void *const *d = call->d;
+    int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh;
     float scale = (float)ft_attn_scale(&c->attrs, g.dh);
-    void *args[] = {&qd, &lens, &kc, &vc,   &kb,  &vb,     &od,    &ld_,  &po,
-                    &plse, &B, &Hq, &Hkv, &dh, &KT, &stages, &ld, &gran, &tpr, &scale};
+    __typeof__(launch_decode_simt) *decode =
+        g.path == DEC_PATH_MMA ? launch_decode_mma : launch_decode_simt;
     ft_dim3 grid = {(unsigned)splits, (unsigned)g.Hkv, (unsigned)g.R};
-    if ((s = ft_cuda_launch(x, m, dec_kernel(&g), grid, (ft_dim3){(unsigned)g.warps * 32, 1, 1},
-                            g.smem, args, err)))
+    if ((s = decode(x, m, grid, (ft_dim3){(unsigned)g.warps * 32, 1, 1}, g.smem, d[DC_Q],
+                    d[DC_LENS], d[DC_KCTX], d[DC_VCTX], d[DC_KBLK], d[DC_VBLK], d[DC_O], d[DC_LSE],
+                    po, plse, B, Hq, Hkv, dh, g.kt, g.stages, g.ld, g.gran, g.tpr, scale, err)))
         return s;
     if (splits == 1) return FT_OK;
-    void *margs[] = {&po, &plse, &od, &ld_, &R, &B, &Hq, &Hkv, &dh, &splits};
-    return ft_cuda_launch(x, m, "decode_merge",
-                          (ft_dim3){(unsigned)cdiv(g.R * g.B * g.Hq, 4), 1, 1},
-                          (ft_dim3){128, 1, 1}, 0, margs, err);
+    return launch_decode_merge(x, m, (ft_dim3){(unsigned)cdiv(g.R * g.B * g.Hq, 4), 1, 1},
+                               (ft_dim3){128, 1, 1}, 0, po, plse, d[DC_O], d[DC_LSE], (int)g.R, B,
+                               Hq, Hkv, dh, splits, err);
 }
 
-static ft_param dec_params[] = {
-    [DP_PATH] = {"path",
-                 "simt: CUDA cores (f32/bf16, any dh); mma: tensor cores, mma.sync m16n8k16 "
-                 "(bf16, dh a multiple of 16)",
-                 2,
-                 {DPATH_SIMT, DPATH_MMA},
-                 dpath_labels,
-                 DPATH_SIMT,
-                 0},
-    [DP_KT] = {"kt",
-               "keys per K/V tile staged in shared memory (one copy batch, two barriers)",
-               3,
-               {32, 64, 128},
-               NULL,
-               32,
-               0},
-    [DP_SPLITS] = {"splits",
-                   "CTAs per (request, kv head) along the keys, merged by log-sum-exp; auto: "
-                   "two CTAs per SM, at most one split per two tiles",
-                   5,
-                   {0, 1, 2, 4, 8},
-                   dsplit_labels,
-                   0,
-                   0},
-    [DP_WARPS] = {"warps",
-                  "simt: warps per CTA over the M = B*G packed query rows (more warps: fewer "
-                  "dims per thread, more shuffles per score)",
-                  3,
-                  {2, 4, 8},
-                  NULL,
-                  DD_WARPS,
-                  0},
-    [DP_TPW] = {"tpw",
-                "mma: 16-row tiles per warp (two share each K/V fragment; dh <= 64)",
-                2,
-                {1, 2},
-                NULL,
-                DD_TPW,
-                0},
-    [DP_STAGES] = {"stages",
-                   "K/V tiles in the cp.async ring (1: load then compute; 2, 3: prefetch)",
-                   3,
-                   {1, 2, 3},
-                   NULL,
-                   2,
-                   0},
-};
+static ft_space dec_space = {dec_params, DEC_NPARAMS, dec_constraints, dec_valid};
 
-static const char *const dec_constraints[] = {
-    "path=mma: bf16 storage, dh a multiple of 16 (at most 256), warps at its default (the "
-    "mma path has ceil(M/16/tpw) warps, at most 8)",
-    "tpw: mma only (simt keeps 1); tpw=2 needs dh <= 64 and at least two 16-row tiles",
-    "simt: warps*32 >= M = B*(Hq/Hkv) row slots; dims per thread (dh over the threads per row, "
-    "rounded up to a power of two) <= 32",
-    "kt > 32 only when kt/2 is shorter than the longest request's keys (L_r + B)",
-    "splits > 1 only when the longest request has at least 16 keys per split",
-    "shared memory per block <= 227 KiB (2*stages*kt rows of K/V, mma: + the Q tile)",
-    NULL,
-};
-
-static ft_space dec_space = {dec_params, sizeof dec_params / sizeof dec_params[0],
-                             dec_constraints, dec_valid};
-
-const ft_cuda_op ft_cuda_attention_decode = {&dec_space, dec_modules,
-                                                dec_run};
+const ft_cuda_op ft_cuda_attention_decode = {&dec_space, dec_modules, dec_run};
 
 /* ==== attention.kvproj ====================================================================== */
 
-enum { KP_P_GEMM, KP_P_EPI, KP_P_ALGO, KP_P_WARPS };
-enum { KG_PER_LAYER, KG_BATCHED, KG_WIDE };
-enum { KE_SPLIT, KE_FUSED, KE_INPLACE };
+/* Values of the parameters (KV_*; KP_* in attention.h: the op's sizes and tensors). */
+enum { KV_GEMM_PER_LAYER, KV_GEMM_BATCHED, KV_GEMM_WIDE };
+enum { KV_EPI_SPLIT, KV_EPI_FUSED, KV_EPI_INPLACE };
 
-static const char *const kg_labels[] = {"per_layer", "batched", "wide"};
-static const char *const ke_labels[] = {"split", "fused", "inplace"};
+static const char *const kv_gemm_labels[] = {"per_layer", "batched", "wide"};
+static const char *const kv_epi_labels[] = {"split", "fused", "inplace"};
+
+/* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). */
+#define KV_PARAMS(X)                                                                               \
+    X(KV_P_GEMM, "gemm", NULL, kv_gemm_labels, KV_GEMM_PER_LAYER,                                  \
+      "per_layer: 2*D GEMMs into k and v; batched: one strided-batched GEMM each for K and V; "    \
+      "wide (Dc = 1): one GEMM of D*KVD columns each, through scratch",                            \
+      KV_GEMM_PER_LAYER, KV_GEMM_BATCHED, KV_GEMM_WIDE)                                            \
+    X(KV_P_EPI, "epilogue", NULL, kv_epi_labels, KV_EPI_FUSED,                                     \
+      "k_norm + RoPE (cuBLASLt has no such epilogue): split: fp32 u, a norm pass and a RoPE "      \
+      "pass; fused: fp32 u, one pass; inplace: u written into k by the GEMM, one pass in place",   \
+      KV_EPI_SPLIT, KV_EPI_FUSED, KV_EPI_INPLACE)                                                  \
+    X(KV_P_ALGO, "algo", NULL, NULL, 0,                                                            \
+      "cuBLASLt algorithm of every GEMM of the call, by rank among its heuristic's candidates "    \
+      "(0: its first choice)",                                                                     \
+      0, 1, 2, 3)                                                                                  \
+    X(KV_P_WARPS, "warps", NULL, NULL, 4,                                                          \
+      "warps per block of the epilogue kernels (one warp per head row)", 2, 4, 8)
+
+enum { KV_PARAMS(FT_CUDA_PARAM_INDEX) KV_NPARAMS };
+static ft_param kv_params[] = {KV_PARAMS(FT_CUDA_PARAM_ENTRY)};
 
 #define KV_SRC "attention/kvproj.cu"
 
@@ -358,47 +426,92 @@ static void kv_geom_of(const ft_call *c, const ft_config *cfg, kv_geom *g) {
     g->Hkv = d[KP_HKV];
     g->dh = d[KP_DH];
     g->KVD = d[KP_KVD];
-    g->gemm = cfg->v[KP_P_GEMM];
-    g->epi = cfg->v[KP_P_EPI];
-    g->algo = cfg->v[KP_P_ALGO];
-    g->warps = cfg->v[KP_P_WARPS];
+    g->gemm = cfg->v[KV_P_GEMM];
+    g->epi = cfg->v[KV_P_EPI];
+    g->algo = cfg->v[KV_P_ALGO];
+    g->warps = cfg->v[KV_P_WARPS];
 }
 
-static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
-    int dup = 0;
-    kv_geom g;
-    kv_geom_of(c, cfg, &g);
-    if (g.gemm == KG_WIDE && g.Dc != 1) {
+/* ---- validity: one check per rule, then the rules in order with their lines ---- */
+
+static int kv_check_wide(const void *ctx, char *why, size_t n) {
+    const kv_geom *g = ctx;
+    if (g->gemm == KV_GEMM_WIDE && g->Dc != 1) {
         if (why)
             snprintf(why, n, "gemm=wide needs one shared context (Dc = 1, DFlash); Dc = %lld",
-                     (long long)g.Dc);
-        return 0;
+                     (long long)g->Dc);
+        return FT_CONFIG_INVALID;
     }
-    if (g.gemm == KG_WIDE && g.epi == KE_INPLACE) {
+    if (g->gemm == KV_GEMM_WIDE && g->epi == KV_EPI_INPLACE) {
         if (why)
             snprintf(why, n,
                      "gemm=wide writes [N, D, KVD] scratch, not k's layout: no in-place epilogue");
-        return 0;
+        return FT_CONFIG_INVALID;
     }
-    if (g.gemm == KG_BATCHED && g.D < 2) {
-        if (why) snprintf(why, n, "gemm=batched with one layer is gemm=per_layer");
-        dup = 1; /* a duplicate, if nothing rules it out below */
-    }
-    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
+    return FT_CONFIG_VALID;
 }
+
+static int kv_check_batched(const void *ctx, char *why, size_t n) {
+    const kv_geom *g = ctx;
+    if (g->gemm == KV_GEMM_BATCHED && g->D < 2) {
+        if (why) snprintf(why, n, "gemm=batched with one layer is gemm=per_layer");
+        return FT_CONFIG_DUPLICATE;
+    }
+    return FT_CONFIG_VALID;
+}
+
+/* The rules, in the order they are checked: X(check or NULL, the line `flaretune space`
+ * shows). */
+#define KV_RULES(X)                                                                                \
+    X(kv_check_wide, "gemm=wide: Dc = 1 (a shared context), and not with epilogue=inplace (its "   \
+                     "output is not in k's layout)")                                               \
+    X(kv_check_batched, "gemm=batched: D > 1")                                                     \
+    X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
+            "the GPU)")
+
+static const char *const kv_constraints[] = {KV_RULES(FT_CUDA_RULE_TEXT) NULL};
+static const ft_cuda_check kv_checks[] = {KV_RULES(FT_CUDA_RULE_CHECK)};
+
+static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    kv_geom g;
+    kv_geom_of(c, cfg, &g);
+    return ft_cuda_rules_check(kv_checks, sizeof kv_checks / sizeof kv_checks[0], &g, why, n);
+}
+
+/* The launchers of kvproj.cu's kernels. */
+FT_CUDA_KERNEL(kv_norm,
+               (float *u, const void *gk, const int *pos, int D, int N, int Hkv, int dh,
+                int src_wide, float eps, float theta),
+               (&u, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &theta))
+FT_CUDA_KERNEL(kv_rope,
+               (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv,
+                int dh, int src_wide, float eps, float theta),
+               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &theta))
+FT_CUDA_KERNEL(kv_normrope,
+               (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv,
+                int dh, int src_wide, float eps, float theta),
+               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &theta))
+FT_CUDA_KERNEL(kv_normrope_ip,
+               (void *k, const void *gk, const int *pos, int D, int N, int Hkv, int dh, float eps,
+                float theta),
+               (&k, &gk, &pos, &D, &N, &Hkv, &dh, &eps, &theta))
+FT_CUDA_KERNEL(kv_vcopy, (const void *w, void *v, int D, int N, int KVD), (&w, &v, &D, &N, &KVD))
 
 static void kv_spec(ft_dt dt, const kv_geom *g, ft_cuda_module_spec *s) {
     memset(s, 0, sizeof *s);
     s->source = KV_SRC;
     ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
     int t = g->warps * 32;
-    if (g->epi == KE_SPLIT) {
-        ft_cuda_spec_kernel(s, "kv_norm", t, 0);
-        ft_cuda_spec_kernel(s, "kv_rope", t, 0);
+    if (g->epi == KV_EPI_SPLIT) {
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(kv_norm), t, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(kv_rope), t, 0);
     } else {
-        ft_cuda_spec_kernel(s, g->epi == KE_FUSED ? "kv_normrope" : "kv_normrope_ip", t, 0);
+        ft_cuda_spec_kernel(s,
+                            g->epi == KV_EPI_FUSED ? FT_CUDA_KERNEL_NAME(kv_normrope)
+                                                   : FT_CUDA_KERNEL_NAME(kv_normrope_ip),
+                            t, 0);
     }
-    if (g->gemm == KG_WIDE) ft_cuda_spec_kernel(s, "kv_vcopy", 256, 0);
+    if (g->gemm == KV_GEMM_WIDE) ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(kv_vcopy), 256, 0);
 }
 
 static int kv_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
@@ -412,8 +525,8 @@ static int kv_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_
 
 /* One projection (K or V): per-layer GEMMs, one batched GEMM, or one wide GEMM into C with
  * row stride ldc (and per-layer stride sc); ct is C's type. */
-static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *cd,
-                         const void *w, void *C, ft_dt ct, ft_err *err) {
+static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *cd, const void *w,
+                         void *C, ft_dt ct, ft_err *err) {
     const size_t ab = ft_dt_size(dt), cs = ft_dt_size(ct);
     ft_gemm_desc d = {.trans_a = 0,
                       .trans_b = 1,
@@ -428,13 +541,13 @@ static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void 
                       .c = ct,
                       .alpha = 1.0f,
                       .beta = 0.0f};
-    if (g->gemm == KG_WIDE) {
+    if (g->gemm == KV_GEMM_WIDE) {
         d.N = g->D * g->KVD;
         d.ldc = g->D * g->KVD;
         return ft_cuda_gemm(x, &d, cd, w, C, g->algo, err);
     }
     const int64_t sa = g->Dc > 1 ? g->N * g->H : 0, sb = g->KVD * g->H, sc = g->N * g->KVD;
-    if (g->gemm == KG_BATCHED) {
+    if (g->gemm == KV_GEMM_BATCHED) {
         d.batch = g->D;
         d.stride_a = sa;
         d.stride_b = sb;
@@ -450,9 +563,9 @@ static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void 
     return FT_OK;
 }
 
-static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg,
+static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                         ft_err *err) {
-    const ft_call *c = dc->c;
+    const ft_call *c = call->c;
     char why[200];
     if (!kv_valid(c, cfg, why, sizeof why))
         return ft_err_set(err, FT_EINVAL, "attention.kvproj on cuda: %s", why);
@@ -460,26 +573,25 @@ static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     kv_geom_of(c, cfg, &g);
     if (g.N == 0 || g.D == 0) return FT_OK;
     ft_cuda_module_spec spec;
-    kv_spec(dc->dt, &g, &spec);
+    kv_spec(call->dt, &g, &spec);
     ft_dev_module *m;
     ft_status s = ft_cuda_module(x, &spec, &m, err);
     if (s) return s;
 
-    const ft_dt dt = dc->dt;
-    void *cd = dc->d[KP_C], *wk = dc->d[KP_WK], *wv = dc->d[KP_WV], *gk = dc->d[KP_GK],
-         *pos = dc->d[KP_POS], *kd = dc->d[KP_K], *vd = dc->d[KP_V];
+    const ft_dt dt = call->dt;
+    void *cd = call->d[KP_C], *wk = call->d[KP_WK], *wv = call->d[KP_WV], *gk = call->d[KP_GK],
+         *pos = call->d[KP_POS], *kd = call->d[KP_K], *vd = call->d[KP_V];
     const size_t elems = (size_t)(g.D * g.N * g.KVD);
 
     /* V: straight into v, or (wide) into scratch and moved. */
-    if (g.gemm == KG_WIDE) {
+    if (g.gemm == KV_GEMM_WIDE) {
         void *vw;
         if ((s = ft_cuda_scratch(x, 1, elems * ft_dt_size(dt), &vw, err))) return s;
         if ((s = kv_gemm(x, &g, dt, cd, wv, vw, dt, err)))
             return ft_err_wrap(err, "attention.kvproj: v = c w_v^T");
-        int D = (int)g.D, N = (int)g.N, KVD = (int)g.KVD;
-        void *args[] = {&vw, &vd, &D, &N, &KVD};
-        if ((s = ft_cuda_launch(x, m, "kv_vcopy", (ft_dim3){(unsigned)cdiv((int64_t)elems, 256), 1, 1},
-                                (ft_dim3){256, 1, 1}, 0, args, err)))
+        if ((s = launch_kv_vcopy(x, m, (ft_dim3){(unsigned)cdiv((int64_t)elems, 256), 1, 1},
+                                 (ft_dim3){256, 1, 1}, 0, vw, vd, (int)g.D, (int)g.N, (int)g.KVD,
+                                 err)))
             return s;
     } else if ((s = kv_gemm(x, &g, dt, cd, wv, vd, dt, err))) {
         return ft_err_wrap(err, "attention.kvproj: v = c w_v^T");
@@ -487,72 +599,24 @@ static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
 
     /* K: u = c w_k^T into fp32 scratch or (inplace) into k, then the epilogue. */
     void *u = kd;
-    if (g.epi != KE_INPLACE && (s = ft_cuda_scratch(x, 0, elems * sizeof(float), &u, err)))
+    if (g.epi != KV_EPI_INPLACE && (s = ft_cuda_scratch(x, 0, elems * sizeof(float), &u, err)))
         return s;
-    if ((s = kv_gemm(x, &g, dt, cd, wk, u, g.epi == KE_INPLACE ? dt : FT_DT_F32, err)))
+    if ((s = kv_gemm(x, &g, dt, cd, wk, u, g.epi == KV_EPI_INPLACE ? dt : FT_DT_F32, err)))
         return ft_err_wrap(err, "attention.kvproj: u = c w_k^T");
-    int D = (int)g.D, N = (int)g.N, Hkv = (int)g.Hkv, dh = (int)g.dh, wide = g.gemm == KG_WIDE;
+    int D = (int)g.D, N = (int)g.N, Hkv = (int)g.Hkv, dh = (int)g.dh, wide = g.gemm == KV_GEMM_WIDE;
     float eps = (float)c->attrs.eps, theta = (float)c->attrs.rope_theta;
     ft_dim3 grid = {(unsigned)cdiv(g.D * g.N * g.Hkv, g.warps), 1, 1},
             block = {(unsigned)g.warps * 32, 1, 1};
-    if (g.epi == KE_INPLACE) {
-        void *args[] = {&kd, &gk, &pos, &D, &N, &Hkv, &dh, &eps, &theta};
-        return ft_cuda_launch(x, m, "kv_normrope_ip", grid, block, 0, args, err);
-    }
-    if (g.epi == KE_SPLIT) {
-        void *args[] = {&u, &gk, &pos, &D, &N, &Hkv, &dh, &wide, &eps, &theta};
-        if ((s = ft_cuda_launch(x, m, "kv_norm", grid, block, 0, args, err))) return s;
-    }
-    void *args[] = {&u, &kd, &gk, &pos, &D, &N, &Hkv, &dh, &wide, &eps, &theta};
-    return ft_cuda_launch(x, m, g.epi == KE_SPLIT ? "kv_rope" : "kv_normrope", grid, block, 0,
-                          args, err);
+    if (g.epi == KV_EPI_INPLACE)
+        return launch_kv_normrope_ip(x, m, grid, block, 0, kd, gk, pos, D, N, Hkv, dh, eps, theta,
+                                     err);
+    if (g.epi == KV_EPI_SPLIT && (s = launch_kv_norm(x, m, grid, block, 0, u, gk, pos, D, N, Hkv,
+                                                     dh, wide, eps, theta, err)))
+        return s;
+    __typeof__(launch_kv_rope) *rope = g.epi == KV_EPI_SPLIT ? launch_kv_rope : launch_kv_normrope;
+    return rope(x, m, grid, block, 0, u, kd, gk, pos, D, N, Hkv, dh, wide, eps, theta, err);
 }
 
-static ft_param kv_params[] = {
-    [KP_P_GEMM] = {"gemm",
-                   "per_layer: 2*D GEMMs into k and v; batched: one strided-batched GEMM each "
-                   "for K and V; wide (Dc = 1): one GEMM of D*KVD columns each, through scratch",
-                   3,
-                   {KG_PER_LAYER, KG_BATCHED, KG_WIDE},
-                   kg_labels,
-                   KG_PER_LAYER,
-                   0},
-    [KP_P_EPI] = {"epilogue",
-                  "k_norm + RoPE (cuBLASLt has no such epilogue): split: fp32 u, a norm pass "
-                  "and a RoPE pass; fused: fp32 u, one pass; inplace: u written into k by the "
-                  "GEMM, one pass in place",
-                  3,
-                  {KE_SPLIT, KE_FUSED, KE_INPLACE},
-                  ke_labels,
-                  KE_FUSED,
-                  0},
-    [KP_P_ALGO] = {"algo",
-                   "cuBLASLt algorithm of every GEMM of the call, by rank among its heuristic's "
-                   "candidates (0: its first choice)",
-                   4,
-                   {0, 1, 2, 3},
-                   NULL,
-                   0,
-                   0},
-    [KP_P_WARPS] = {"warps",
-                    "warps per block of the epilogue kernels (one warp per head row)",
-                    3,
-                    {2, 4, 8},
-                    NULL,
-                    4,
-                    0},
-};
+static ft_space kv_space = {kv_params, KV_NPARAMS, kv_constraints, kv_valid};
 
-static const char *const kv_constraints[] = {
-    "gemm=wide: Dc = 1 (a shared context), and not with epilogue=inplace (its output is not "
-    "in k's layout)",
-    "gemm=batched: D > 1",
-    "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on the GPU)",
-    NULL,
-};
-
-static ft_space kv_space = {kv_params, sizeof kv_params / sizeof kv_params[0], kv_constraints,
-                            kv_valid};
-
-const ft_cuda_op ft_cuda_attention_kvproj = {&kv_space, kv_modules,
-                                                kv_run};
+const ft_cuda_op ft_cuda_attention_kvproj = {&kv_space, kv_modules, kv_run};

@@ -38,18 +38,66 @@
  * module per (dtype, dh), every tunable above is a run-time argument (dynamic shared memory).
  * Scratch: lse in float32 (slot 0, rows), D = do.o (slot 1, rows, keymajor), the float32 dk/dv
  * accumulators (slot 2, atomic with bf16: context, and block keys with pack=head).
+ *
+ * ---- adding a tunable: three places ----
+ *   1. a row of TR_PARAMS: index, name, the -D macro it is compiled in with (NULL: the host
+ *      alone reads it), labels, default, help and values;
+ *   2. its validity rule: a check function and its row in TR_RULES with the line `flaretune
+ *      space` shows, side by side (a parameter some calls do not use keeps its default there);
+ *   3. its use: in attention_train.cu, or cfg->v[index] on the host.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda/cuda_backend.h"
 #include "attention/attention.h"
+#include "cuda/cuda_backend.h"
 
 #define TR_SRC      "attention/attention_train.cu"
 #define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define TR_CVT_T    256          /* threads per block of attn_cvt */
 
-enum { TRP_KT, TRP_PACK, TRP_WARPS, TRP_DKV, TRP_CORE };
+/* The launchers of attention_train.cu's kernels. */
+FT_CUDA_KERNEL(attn_fwd,
+               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
+                const void *v_blk, const int *anchors, const uint8_t *keep, void *o, void *lse,
+                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale),
+               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B,
+                &Hq, &Hkv, &npk, &KT, &scale))
+FT_CUDA_KERNEL(attn_fwd_mma,
+               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
+                const void *v_blk, const int *anchors, const uint8_t *keep, void *o, void *lse,
+                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale),
+               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B,
+                &Hq, &Hkv, &npk, &KT, &scale))
+FT_CUDA_KERNEL(attn_bwd_q,
+               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
+                const void *v_blk, const int *anchors, const uint8_t *keep, const void *o,
+                const float *lse32, const void *dout, void *dq, void *dk_blk, void *dv_blk,
+                float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *Dbuf, int S,
+                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode),
+               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq,
+                &dk_blk, &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv,
+                &npk, &KT, &scale, &mode))
+FT_CUDA_KERNEL(attn_bwd_q_mma,
+               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
+                const void *v_blk, const int *anchors, const uint8_t *keep, const void *o,
+                const float *lse32, const void *dout, void *dq, void *dk_blk, void *dv_blk,
+                float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *Dbuf, int S,
+                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode),
+               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq,
+                &dk_blk, &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv,
+                &npk, &KT, &scale, &mode))
+FT_CUDA_KERNEL(attn_bwd_kv,
+               (const void *q, const void *k_ctx, const void *v_ctx, const int *anchors,
+                const uint8_t *keep, const float *lse32, const float *Dbuf, const void *dout,
+                void *dk_ctx, void *dv_ctx, int S, int NB, int B, int Hq, int Hkv, int KT,
+                float scale),
+               (&q, &k_ctx, &v_ctx, &anchors, &keep, &lse32, &Dbuf, &dout, &dk_ctx, &dv_ctx, &S,
+                &NB, &B, &Hq, &Hkv, &KT, &scale))
+FT_CUDA_KERNEL(attn_cvt, (const float *src, void *dst, long long n), (&src, &dst, &n))
+
+/* Values of the parameters (TR_PACK_*, ...; TR_* in attention.h alone: the op's sizes and
+ * tensors). */
 enum { TR_PACK_GROUP, TR_PACK_HEAD };
 enum { TR_DKV_KEYMAJOR, TR_DKV_ATOMIC };
 enum { TR_CORE_CUDA, TR_CORE_MMA };
@@ -59,6 +107,33 @@ static const char *const tr_dkv_labels[] = {"keymajor", "atomic"};
 static const char *const tr_core_labels[] = {"cuda", "mma"};
 
 enum { TR_DEF_KT = 32, TR_DEF_WARPS = 4, TR_DEF_DKV = TR_DKV_KEYMAJOR };
+
+/* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). */
+#define TR_PARAMS(X)                                                                               \
+    X(TR_P_KT, "kt", NULL, NULL, TR_DEF_KT,                                                        \
+      "keys per K/V tile in shared memory: fewer barriers and softmax rescales per key and "       \
+      "fuller warps (32 keys scored at once) against shared memory and tail padding",              \
+      16, 32, 64)                                                                                  \
+    X(TR_P_PACK, "pack", NULL, tr_pack_labels, TR_PACK_GROUP,                                      \
+      "query rows of a CTA: the whole GQA group of a block (each K/V tile serves B*G rows) or "    \
+      "one head (G times the CTAs and the K/V loads)",                                             \
+      TR_PACK_GROUP, TR_PACK_HEAD)                                                                 \
+    X(TR_P_WARPS, "warps", NULL, NULL, TR_DEF_WARPS,                                               \
+      "warps per CTA, each owning query rows in turn: latency hiding against barriers and "        \
+      "resident CTAs",                                                                             \
+      2, 4, 8)                                                                                     \
+    X(TR_P_DKV, "dkv", NULL, tr_dkv_labels, TR_DEF_DKV,                                            \
+      "backward sum over blocks of the context keys' dk/dv: a key-major pass that owns its keys "  \
+      "(deterministic) or float atomics from the query-major pass",                                \
+      TR_DKV_KEYMAJOR, TR_DKV_ATOMIC)                                                              \
+    X(TR_P_CORE, "core", NULL, tr_core_labels, TR_CORE_CUDA,                                       \
+      "inner products of the forward and the query-major backward: CUDA-core FMAs (a lane per "    \
+      "key, then per dh column) or the tensor cores (mma.sync m16n8k16, bf16, a warp per 16-row "  \
+      "tile)",                                                                                     \
+      TR_CORE_CUDA, TR_CORE_MMA)
+
+enum { TR_PARAMS(FT_CUDA_PARAM_INDEX) TR_NPARAMS };
+static ft_param tr_params[] = {TR_PARAMS(FT_CUDA_PARAM_ENTRY)};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -77,11 +152,11 @@ static void tr_geom_of(const ft_call *c, const ft_config *cfg, tr_geom *g) {
     g->Hkv = d[TR_HKV];
     g->dh = d[TR_DH];
     g->G = g->Hkv > 0 ? g->Hq / g->Hkv : 1;
-    g->kt = cfg->v[TRP_KT];
-    g->npk = cfg->v[TRP_PACK] == TR_PACK_HEAD ? 1 : (int)g->G;
-    g->warps = cfg->v[TRP_WARPS];
-    g->atomic = cfg->v[TRP_DKV] == TR_DKV_ATOMIC;
-    g->mma = cfg->v[TRP_CORE] == TR_CORE_MMA;
+    g->kt = cfg->v[TR_P_KT];
+    g->npk = cfg->v[TR_P_PACK] == TR_PACK_HEAD ? 1 : (int)g->G;
+    g->warps = cfg->v[TR_P_WARPS];
+    g->atomic = cfg->v[TR_P_DKV] == TR_DKV_ATOMIC;
+    g->mma = cfg->v[TR_P_CORE] == TR_CORE_MMA;
     g->R = (int)(g->B * g->npk);
 }
 
@@ -107,70 +182,130 @@ static size_t tr_bwdkv_smem(const tr_geom *g) {
            sizeof(float);
 }
 
-static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
-    int dup = 0;
+/* ---- validity: one check per rule, then the rules in order with their lines ---- */
+
+typedef struct tr_check {
+    const ft_call *c;
+    const ft_config *cfg;
+    int bwd;
     tr_geom g;
-    tr_geom_of(c, cfg, &g);
-    const int bwd = c->backward;
-    if (g.dh > 512) {
-        if (why) snprintf(why, n, "dh=%lld: the kernels take at most 512", (long long)g.dh);
-        return 0;
+} tr_check;
+
+static int tr_check_dh(const void *ctx, char *why, size_t n) {
+    const tr_geom *g = &((const tr_check *)ctx)->g;
+    if (g->dh > 512) {
+        if (why) snprintf(why, n, "dh=%lld: the kernels take at most 512", (long long)g->dh);
+        return FT_CONFIG_INVALID;
     }
-    if (g.kt > 16 && g.kt / 2 >= g.S + g.B) {
+    return FT_CONFIG_VALID;
+}
+
+static int tr_check_kt(const void *ctx, char *why, size_t n) {
+    const tr_geom *g = &((const tr_check *)ctx)->g;
+    if (g->kt > 16 && g->kt / 2 >= g->S + g->B) {
         if (why)
-            snprintf(why, n, "kt=%d: at most S+B=%lld keys, one tile already at kt=%d", g.kt,
-                     (long long)(g.S + g.B), g.kt / 2);
-        dup = 1; /* a duplicate, if nothing rules it out below */
+            snprintf(why, n, "kt=%d: at most S+B=%lld keys, one tile already at kt=%d", g->kt,
+                     (long long)(g->S + g->B), g->kt / 2);
+        return FT_CONFIG_DUPLICATE;
     }
-    if (cfg->v[TRP_PACK] == TR_PACK_HEAD && g.G == 1) {
+    return FT_CONFIG_VALID;
+}
+
+static int tr_check_pack(const void *ctx, char *why, size_t n) {
+    const tr_check *v = ctx;
+    if (v->cfg->v[TR_P_PACK] == TR_PACK_HEAD && v->g.G == 1) {
         if (why) snprintf(why, n, "pack=head is pack=group when Hq = Hkv");
-        dup = 1; /* a duplicate, if nothing rules it out below */
+        return FT_CONFIG_DUPLICATE;
     }
-    if (g.warps > g.R) {
+    return FT_CONFIG_VALID;
+}
+
+static int tr_check_warps(const void *ctx, char *why, size_t n) {
+    const tr_geom *g = &((const tr_check *)ctx)->g;
+    if (g->warps > g->R) {
         if (why)
-            snprintf(why, n, "warps=%d: more warps than the %d query rows of a CTA", g.warps, g.R);
-        return 0;
+            snprintf(why, n, "warps=%d: more warps than the %d query rows of a CTA", g->warps,
+                     g->R);
+        return FT_CONFIG_INVALID;
     }
-    if (!bwd && cfg->v[TRP_DKV] != TR_DEF_DKV) {
+    return FT_CONFIG_VALID;
+}
+
+static int tr_check_dkv(const void *ctx, char *why, size_t n) {
+    const tr_check *v = ctx;
+    if (!v->bwd && v->cfg->v[TR_P_DKV] != TR_DEF_DKV) {
         if (why)
             snprintf(why, n, "dkv applies to the backward only (leave it at %s)",
                      tr_dkv_labels[TR_DEF_DKV]);
-        return 0;
+        return FT_CONFIG_INVALID;
     }
-    if (bwd && cfg->v[TRP_PACK] == TR_PACK_HEAD && !g.atomic) {
+    if (v->bwd && v->cfg->v[TR_P_PACK] == TR_PACK_HEAD && !v->g.atomic) {
         if (why)
             snprintf(why, n,
                      "pack=head backward shares each block key among G CTAs: it needs dkv=atomic");
-        return 0;
+        return FT_CONFIG_INVALID;
     }
-    if (g.mma) {
-        const int64_t tiles = cdiv(g.R, 16);
-        const char *no = ft_cuda_call_dt(c) != FT_DT_BF16 ? "needs bf16 storage"
-                         : g.dh % 16                      ? "needs dh a multiple of 16"
-                         : tiles > g.warps                ? "needs a warp per 16-row tile"
-                         : g.warps > 2 && g.warps / 2 >= tiles
-                             ? "with half the warps idle (the fewest warps that cover the tiles "
-                               "are kept)"
-                             : NULL;
-        if (no) {
-            if (why)
-                snprintf(why, n, "core=mma %s (%d rows, warps=%d, dh=%lld)", no, g.R, g.warps,
-                         (long long)g.dh);
-            return 0;
-        }
+    return FT_CONFIG_VALID;
+}
+
+static int tr_check_mma(const void *ctx, char *why, size_t n) {
+    const tr_check *v = ctx;
+    const tr_geom *g = &v->g;
+    if (!g->mma) return FT_CONFIG_VALID;
+    const int64_t tiles = cdiv(g->R, 16);
+    const char *no = ft_cuda_call_dt(v->c) != FT_DT_BF16 ? "needs bf16 storage"
+                     : g->dh % 16                        ? "needs dh a multiple of 16"
+                     : tiles > g->warps                  ? "needs a warp per 16-row tile"
+                     : g->warps > 2 && g->warps / 2 >= tiles
+                         ? "with half the warps idle (the fewest warps that cover the tiles are "
+                           "kept)"
+                         : NULL;
+    if (no) {
+        if (why)
+            snprintf(why, n, "core=mma %s (%d rows, warps=%d, dh=%lld)", no, g->R, g->warps,
+                     (long long)g->dh);
+        return FT_CONFIG_INVALID;
     }
-    size_t smem = tr_fwd_smem(&g);
-    const char *k = g.mma ? "attn_fwd_mma" : "attn_fwd";
-    if (bwd && tr_bwdq_smem(&g) > smem)
-        smem = tr_bwdq_smem(&g), k = g.mma ? "attn_bwd_q_mma" : "attn_bwd_q";
-    if (bwd && !g.atomic && tr_bwdkv_smem(&g) > smem) smem = tr_bwdkv_smem(&g), k = "attn_bwd_kv";
+    return FT_CONFIG_VALID;
+}
+
+static int tr_check_smem(const void *ctx, char *why, size_t n) {
+    const tr_check *v = ctx;
+    const tr_geom *g = &v->g;
+    size_t smem = tr_fwd_smem(g);
+    const char *k = g->mma ? FT_CUDA_KERNEL_NAME(attn_fwd_mma) : FT_CUDA_KERNEL_NAME(attn_fwd);
+    if (v->bwd && tr_bwdq_smem(g) > smem)
+        smem = tr_bwdq_smem(g),
+        k = g->mma ? FT_CUDA_KERNEL_NAME(attn_bwd_q_mma) : FT_CUDA_KERNEL_NAME(attn_bwd_q);
+    if (v->bwd && !g->atomic && tr_bwdkv_smem(g) > smem)
+        smem = tr_bwdkv_smem(g), k = FT_CUDA_KERNEL_NAME(attn_bwd_kv);
     if (smem > TR_MAX_SMEM) {
         if (why)
             snprintf(why, n, "%s needs %zu bytes of shared memory per block (at most %d)", k, smem,
                      TR_MAX_SMEM);
-        return 0;
+        return FT_CONFIG_INVALID;
     }
-    return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
+    return FT_CONFIG_VALID;
+}
+
+/* The rules, in the order they are checked: X(check, the line `flaretune space` shows). */
+#define TR_RULES(X)                                                                                \
+    X(tr_check_dh, "dh <= 512")                                                                    \
+    X(tr_check_kt, "kt > 16 needs kt/2 < S+B (else the smaller tile already holds every key)")     \
+    X(tr_check_pack, "pack=head needs Hq > Hkv (else it is pack=group)")                           \
+    X(tr_check_warps, "warps <= query rows of a CTA (B*G with pack=group, B with pack=head)")      \
+    X(tr_check_dkv, "dkv: backward only (else the default); pack=head backward needs dkv=atomic")  \
+    X(tr_check_mma, "core=mma: bf16 storage, dh a multiple of 16, warps >= 16-row tiles "          \
+                    "(ceil(rows/16)), and warps=2 or warps/2 < tiles (no warps idle by half)")     \
+    X(tr_check_smem, "shared memory per block <= 227 KiB for each kernel the config launches")
+
+static const char *const tr_constraints[] = {TR_RULES(FT_CUDA_RULE_TEXT) NULL};
+static const ft_cuda_check tr_checks[] = {TR_RULES(FT_CUDA_RULE_CHECK)};
+
+static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
+    tr_check v = {.c = c, .cfg = cfg, .bwd = c->backward};
+    tr_geom_of(c, cfg, &v.g);
+    return ft_cuda_rules_check(tr_checks, sizeof tr_checks / sizeof tr_checks[0], &v, why, n);
 }
 
 static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module_spec *s) {
@@ -179,13 +314,17 @@ static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module
     ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
     ft_cuda_spec_define(s, "FT_DH=%lld", (long long)g->dh);
     int threads = 32 * g->warps;
-    ft_cuda_spec_kernel(s, g->mma ? "attn_fwd_mma" : "attn_fwd", threads, tr_fwd_smem(g));
+    ft_cuda_spec_kernel(s,
+                        g->mma ? FT_CUDA_KERNEL_NAME(attn_fwd_mma) : FT_CUDA_KERNEL_NAME(attn_fwd),
+                        threads, tr_fwd_smem(g));
     if (c->backward) {
-        ft_cuda_spec_kernel(s, g->mma ? "attn_bwd_q_mma" : "attn_bwd_q", threads, tr_bwdq_smem(g));
+        ft_cuda_spec_kernel(
+            s, g->mma ? FT_CUDA_KERNEL_NAME(attn_bwd_q_mma) : FT_CUDA_KERNEL_NAME(attn_bwd_q),
+            threads, tr_bwdq_smem(g));
         if (!g->atomic)
-            ft_cuda_spec_kernel(s, "attn_bwd_kv", threads, tr_bwdkv_smem(g));
+            ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(attn_bwd_kv), threads, tr_bwdkv_smem(g));
         else if (dt == FT_DT_BF16)
-            ft_cuda_spec_kernel(s, "attn_cvt", TR_CVT_T, 0);
+            ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(attn_cvt), TR_CVT_T, 0);
     }
 }
 
@@ -203,20 +342,20 @@ static ft_status tr_cvt(ft_cuda_ctx *x, ft_dev_module *m, const float *src, void
     if (n == 0) return FT_OK;
     int64_t nb = cdiv(n, TR_CVT_T);
     if (nb > 4096) nb = 4096;
-    void *args[] = {&src, &dst, &n};
-    return ft_cuda_launch(x, m, "attn_cvt", (ft_dim3){(unsigned)nb, 1, 1},
-                          (ft_dim3){TR_CVT_T, 1, 1}, 0, args, err);
+    return launch_attn_cvt(x, m, (ft_dim3){(unsigned)nb, 1, 1}, (ft_dim3){TR_CVT_T, 1, 1}, 0, src,
+                           dst, n, err);
 }
 
-static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err) {
-    const ft_call *c = dc->c;
+static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
+                        ft_err *err) {
+    const ft_call *c = call->c;
     char why[200];
     if (!tr_valid(c, cfg, why, sizeof why))
         return ft_err_set(err, FT_EINVAL, "attention.train on cuda: %s", why);
     tr_geom g;
     tr_geom_of(c, cfg, &g);
     ft_cuda_module_spec spec;
-    tr_spec(c, dc->dt, &g, &spec);
+    tr_spec(c, call->dt, &g, &spec);
     ft_dev_module *m;
     ft_status s = ft_cuda_module(x, &spec, &m, err);
     if (s) return s;
@@ -228,9 +367,10 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     const int64_t nblk = g.nseq * g.NB, rows = nblk * g.B * g.Hq;
     const size_t ctx_el = (size_t)(g.nseq * g.S * g.Hkv * g.dh);
     const size_t blk_el = (size_t)(nblk * g.B * g.Hkv * g.dh);
-    void *qd = dc->d[TR_Q], *kcd = dc->d[TR_KCTX], *vcd = dc->d[TR_VCTX], *kbd = dc->d[TR_KBLK];
-    void *vbd = dc->d[TR_VBLK], *ad = dc->d[TR_ANCH], *keepd = dc->d[TR_KEEP];
-    void *od = dc->d[TR_O], *lsed = dc->d[TR_LSE];
+    void *qd = call->d[TR_Q], *kcd = call->d[TR_KCTX], *vcd = call->d[TR_VCTX],
+         *kbd = call->d[TR_KBLK];
+    void *vbd = call->d[TR_VBLK], *ad = call->d[TR_ANCH], *keepd = call->d[TR_KEEP];
+    void *od = call->d[TR_O], *lsed = call->d[TR_LSE];
     ft_dim3 grid = {(unsigned)nblk, (unsigned)(g.Hq / npk), 1};
     ft_dim3 block = {(unsigned)(32 * g.warps), 1, 1};
 
@@ -239,17 +379,16 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
         (s = ft_cuda_scratch(x, 0, (size_t)(rows > 0 ? rows : 1) * sizeof(float), &lse32, err)))
         return s;
     if (nblk > 0) {
-        void *args[] = {&qd,    &kcd, &vcd, &kbd, &vbd, &ad,  &keepd, &od, &lsed,
-                        &lse32, &S,   &NB,  &B,   &Hq,  &Hkv, &npk,   &KT, &scale};
-        if ((s = ft_cuda_launch(x, m, g.mma ? "attn_fwd_mma" : "attn_fwd", grid, block,
-                                tr_fwd_smem(&g), args, err)))
+        __typeof__(launch_attn_fwd) *fwd = g.mma ? launch_attn_fwd_mma : launch_attn_fwd;
+        if ((s = fwd(x, m, grid, block, tr_fwd_smem(&g), qd, kcd, vcd, kbd, vbd, ad, keepd, od,
+                     lsed, lse32, S, NB, B, Hq, Hkv, npk, KT, scale, err)))
             return s;
     }
     if (!c->backward) return FT_OK;
 
-    void *dod = dc->d[TR_DO], *dqd = dc->d[TR_DQ], *dkcd = dc->d[TR_DKCTX], *dvcd = dc->d[TR_DVCTX],
-         *dkbd = dc->d[TR_DKBLK], *dvbd = dc->d[TR_DVBLK];
-    const int bf16 = dc->dt == FT_DT_BF16, blk_atomic = npk < g.G;
+    void *dod = call->d[TR_DO], *dqd = call->d[TR_DQ], *dkcd = call->d[TR_DKCTX],
+         *dvcd = call->d[TR_DVCTX], *dkbd = call->d[TR_DKBLK], *dvbd = call->d[TR_DVBLK];
+    const int bf16 = call->dt == FT_DT_BF16, blk_atomic = npk < g.G;
     void *acc_kc = NULL, *acc_vc = NULL, *acc_kb = NULL, *acc_vb = NULL, *Dbuf = NULL;
     if (g.atomic) {
         /* float32 accumulators, zeroed: the outputs themselves with f32 storage. */
@@ -282,21 +421,19 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     }
     int mode = (g.atomic ? 1 : 0) | (blk_atomic ? 2 : 0);
     if (nblk > 0) {
-        void *args[] = {&qd,  &kcd, &vcd,  &kbd,  &vbd,    &ad,     &keepd,  &od,     &lse32,
-                        &dod, &dqd, &dkbd, &dvbd, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf,
-                        &S,   &NB,  &B,    &Hq,   &Hkv,    &npk,    &KT,     &scale,  &mode};
-        if ((s = ft_cuda_launch(x, m, g.mma ? "attn_bwd_q_mma" : "attn_bwd_q", grid, block,
-                                tr_bwdq_smem(&g), args, err)))
+        __typeof__(launch_attn_bwd_q) *bwd_q = g.mma ? launch_attn_bwd_q_mma : launch_attn_bwd_q;
+        if ((s = bwd_q(x, m, grid, block, tr_bwdq_smem(&g), qd, kcd, vcd, kbd, vbd, ad, keepd, od,
+                       lse32, dod, dqd, dkbd, dvbd, acc_kc, acc_vc, acc_kb, acc_vb, Dbuf, S, NB, B,
+                       Hq, Hkv, npk, KT, scale, mode, err)))
             return s;
     }
     if (!g.atomic) {
         int64_t ntile = cdiv(g.S, g.kt);
         if (g.nseq * ntile > 0) {
-            void *args[] = {&qd,   &kcd, &vcd, &ad, &keepd, &lse32, &Dbuf, &dod,  &dkcd,
-                            &dvcd, &S,   &NB,  &B,  &Hq,    &Hkv,   &KT,   &scale};
-            if ((s = ft_cuda_launch(x, m, "attn_bwd_kv",
-                                    (ft_dim3){(unsigned)(g.nseq * ntile), (unsigned)Hkv, 1}, block,
-                                    tr_bwdkv_smem(&g), args, err)))
+            if ((s = launch_attn_bwd_kv(x, m,
+                                        (ft_dim3){(unsigned)(g.nseq * ntile), (unsigned)Hkv, 1},
+                                        block, tr_bwdkv_smem(&g), qd, kcd, vcd, ad, keepd, lse32,
+                                        Dbuf, dod, dkcd, dvcd, S, NB, B, Hq, Hkv, KT, scale, err)))
                 return s;
         }
     } else if (bf16) {
@@ -310,63 +447,6 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config 
     return FT_OK;
 }
 
-static ft_param tr_params[] = {
-    [TRP_KT] = {"kt",
-                "keys per K/V tile in shared memory: fewer barriers and softmax rescales per key "
-                "and fuller warps (32 keys scored at once) against shared memory and tail padding",
-                3,
-                {16, 32, 64},
-                NULL,
-                TR_DEF_KT,
-                0},
-    [TRP_PACK] = {"pack",
-                  "query rows of a CTA: the whole GQA group of a block (each K/V tile serves B*G "
-                  "rows) or one head (G times the CTAs and the K/V loads)",
-                  2,
-                  {TR_PACK_GROUP, TR_PACK_HEAD},
-                  tr_pack_labels,
-                  TR_PACK_GROUP,
-                  0},
-    [TRP_WARPS] = {"warps",
-                   "warps per CTA, each owning query rows in turn: latency hiding against "
-                   "barriers and resident CTAs",
-                   3,
-                   {2, 4, 8},
-                   NULL,
-                   TR_DEF_WARPS,
-                   0},
-    [TRP_DKV] = {"dkv",
-                 "backward sum over blocks of the context keys' dk/dv: a key-major pass that owns "
-                 "its keys (deterministic) or float atomics from the query-major pass",
-                 2,
-                 {TR_DKV_KEYMAJOR, TR_DKV_ATOMIC},
-                 tr_dkv_labels,
-                 TR_DEF_DKV,
-                 0},
-    [TRP_CORE] = {"core",
-                  "inner products of the forward and the query-major backward: CUDA-core FMAs (a "
-                  "lane per key, then per dh column) or the tensor cores (mma.sync m16n8k16, bf16, "
-                  "a warp per 16-row tile)",
-                  2,
-                  {TR_CORE_CUDA, TR_CORE_MMA},
-                  tr_core_labels,
-                  TR_CORE_CUDA,
-                  0},
-};
-
-static const char *const tr_constraints[] = {
-    "dh <= 512",
-    "kt > 16 needs kt/2 < S+B (else the smaller tile already holds every key)",
-    "pack=head needs Hq > Hkv (else it is pack=group)",
-    "warps <= query rows of a CTA (B*G with pack=group, B with pack=head)",
-    "dkv: backward only (else the default); pack=head backward needs dkv=atomic",
-    "core=mma: bf16 storage, dh a multiple of 16, warps >= 16-row tiles (ceil(rows/16)), and "
-    "warps=2 or warps/2 < tiles (no warps idle by half)",
-    "shared memory per block <= 227 KiB for each kernel the config launches",
-    NULL,
-};
-
-static ft_space tr_space = {tr_params, sizeof tr_params / sizeof tr_params[0], tr_constraints,
-                            tr_valid};
+static ft_space tr_space = {tr_params, TR_NPARAMS, tr_constraints, tr_valid};
 
 const ft_cuda_op ft_cuda_attention_train = {&tr_space, tr_modules, tr_run};
