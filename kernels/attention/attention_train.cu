@@ -124,6 +124,18 @@ __device__ __forceinline__ void load_kv(float *ks, float *vs, const st_t *k_ctx,
     }
 }
 
+/* A dropped block's forward: o zero, lse (and lse32 when asked) -inf. */
+__device__ __forceinline__ void fwd_dropped(const cta &c, st_t *o, st_t *lse, float *lse32, int B,
+                                            int Hq) {
+    const int nt = blockDim.x;
+    for (int i = threadIdx.x; i < c.R * DH; i += nt)
+        st1(o + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
+    for (int r = threadIdx.x; r < c.R; r += nt) {
+        st1(lse + grow(c, r, B, Hq), -INFINITY);
+        if (lse32) lse32[grow(c, r, B, Hq)] = -INFINITY;
+    }
+}
+
 /* ==== forward ================================================================================
  * Shared memory (floats): qs R*DH (q * scale), os R*DH, ks KT*DHP, vs KT*DHP, ps W*KT, ms R, ls R.
  */
@@ -138,15 +150,7 @@ extern "C" __global__ void __launch_bounds__(256)
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
-    if (!keep[c.blk]) {
-        for (int i = threadIdx.x; i < R * DH; i += nt)
-            st1(o + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
-        for (int r = threadIdx.x; r < R; r += nt) {
-            st1(lse + grow(c, r, B, Hq), -INFINITY);
-            if (lse32) lse32[grow(c, r, B, Hq)] = -INFINITY;
-        }
-        return;
-    }
+    if (!keep[c.blk]) return fwd_dropped(c, o, lse, lse32, B, Hq);
     float *qs = sm, *os = qs + R * DH, *ks = os + R * DH, *vs = ks + KT * DHP, *ps = vs + KT * DHP;
     float *ms = ps + W * KT, *ls = ms + R;
     for (int i = threadIdx.x; i < R * DH; i += nt) {
@@ -234,15 +238,7 @@ extern "C" __global__ void __launch_bounds__(256)
     FT_DYNAMIC_SMEM(float, sm);
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
     const int R = c.R, warp = threadIdx.x / 32, lane = threadIdx.x % 32, nt = blockDim.x;
-    if (!keep[c.blk]) {
-        for (int i = threadIdx.x; i < R * DH; i += nt)
-            st1(o + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
-        for (int r = threadIdx.x; r < R; r += nt) {
-            st1(lse + grow(c, r, B, Hq), -INFINITY);
-            if (lse32) lse32[grow(c, r, B, Hq)] = -INFINITY;
-        }
-        return;
-    }
+    if (!keep[c.blk]) return fwd_dropped(c, o, lse, lse32, B, Hq);
     const int Rp = (R + 15) & ~15;
     float *qs = sm, *ks = qs + Rp * DH, *vs = ks + KT * DHP;
     for (int i = threadIdx.x; i < Rp * DH; i += nt) {
@@ -380,6 +376,21 @@ FT_KERNEL_EXPORT(attn_fwd_mma)
  * written to dk_blk/dv_blk. */
 enum { BQ_CTX_ATOMIC = 1, BQ_BLK_ATOMIC = 2 };
 
+/* A dropped block's query-major backward: dq zero, and the block's dk/dv zero where this CTA
+ * writes them (not added with atomics). */
+__device__ __forceinline__ void bwd_q_dropped(const cta &c, st_t *dq, st_t *dk_blk, st_t *dv_blk,
+                                              int B, int Hq, int Hkv, int mode) {
+    const int nt = blockDim.x;
+    for (int i = threadIdx.x; i < c.R * DH; i += nt)
+        st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
+    if (mode & BQ_BLK_ATOMIC) return;
+    for (int i = threadIdx.x; i < B * DH; i += nt) {
+        long long off = (((long long)c.blk * B + i / DH) * Hkv + c.kvh) * DH + i % DH;
+        st1(dk_blk + off, 0.f);
+        st1(dv_blk + off, 0.f);
+    }
+}
+
 /* A tile's dk/dv from its P and dS (R x KT in shared memory), summed over the CTA's rows: context
  * keys added with atomics (BQ_CTX_ATOMIC; else skipped: attn_bwd_kv makes them), block keys
  * written (the CTA owns them) or added (BQ_BLK_ATOMIC). */
@@ -427,17 +438,7 @@ extern "C" __global__ void __launch_bounds__(256)
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
-    if (!keep[c.blk]) {
-        for (int i = threadIdx.x; i < R * DH; i += nt)
-            st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
-        if (!(mode & BQ_BLK_ATOMIC))
-            for (int i = threadIdx.x; i < B * DH; i += nt) {
-                long long off = (((long long)c.blk * B + i / DH) * Hkv + c.kvh) * DH + i % DH;
-                st1(dk_blk + off, 0.f);
-                st1(dv_blk + off, 0.f);
-            }
-        return;
-    }
+    if (!keep[c.blk]) return bwd_q_dropped(c, dq, dk_blk, dv_blk, B, Hq, Hkv, mode);
     float *qs = sm, *dos = qs + R * DH, *dqs = dos + R * DH, *ks = dqs + R * DH;
     float *vs = ks + KT * DHP, *P = vs + KT * DHP, *dS = P + R * KT, *Ds = dS + R * KT;
     float *lses = Ds + R;
@@ -551,17 +552,7 @@ extern "C" __global__ void __launch_bounds__(256)
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
-    if (!keep[c.blk]) {
-        for (int i = threadIdx.x; i < R * DH; i += nt)
-            st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, 0.f);
-        if (!(mode & BQ_BLK_ATOMIC))
-            for (int i = threadIdx.x; i < B * DH; i += nt) {
-                long long off = (((long long)c.blk * B + i / DH) * Hkv + c.kvh) * DH + i % DH;
-                st1(dk_blk + off, 0.f);
-                st1(dv_blk + off, 0.f);
-            }
-        return;
-    }
+    if (!keep[c.blk]) return bwd_q_dropped(c, dq, dk_blk, dv_blk, B, Hq, Hkv, mode);
     const int Rp = (R + 15) & ~15;
     float *qs = sm, *dos = qs + Rp * DH, *ks = dos + Rp * DH, *vs = ks + KT * DHP;
     float *P = vs + KT * DHP, *dS = P + Rp * KT, *Ds = dS + Rp * KT, *lses = Ds + Rp;
