@@ -174,6 +174,25 @@ typedef struct ft_gemm_desc {
     float alpha, beta;
 } ft_gemm_desc;
 
+/* One GEMM (no batch) with alpha 1 and C's leading dimension its width N: the shape most op
+ * code asks for. */
+static inline ft_gemm_desc ft_gemm_one(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                                       int64_t lda, int64_t ldb, ft_dt ab, ft_dt c, float beta) {
+    return (ft_gemm_desc){.trans_a = trans_a,
+                          .trans_b = trans_b,
+                          .M = M,
+                          .N = N,
+                          .K = K,
+                          .lda = lda,
+                          .ldb = ldb,
+                          .ldc = N,
+                          .batch = 1,
+                          .ab = ab,
+                          .c = c,
+                          .alpha = 1.0f,
+                          .beta = beta};
+}
+
 /* `algo` is the rank of the algorithm among cuBLASLt's heuristic candidates for this GEMM (0 is
  * its first choice); the emulator ignores it. An algo beyond the candidates is FT_EUNSUPPORTED
  * with a line saying how many there are. */
@@ -203,7 +222,7 @@ typedef struct ft_cuda_op {
                    int max);
     /* Enqueue one call (forward, and the backward when c->backward) on the device. Every
      * output must be fully written (device memory starts NaN-poisoned under the emulator). */
-    ft_status (*run)(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err);
+    ft_status (*run)(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg, ft_err *err);
 } ft_cuda_op;
 
 /* The CUDA implementation an op carries (NULL: the op has none). */

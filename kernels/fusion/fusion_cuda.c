@@ -720,25 +720,6 @@ static int dh_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_
     return max >= 1 && dh_prepare(c, dt, cfg, &g, &out[0], NULL, 0);
 }
 
-/* A row-major GEMM of the call's storage type, one batch, alpha 1, beta 0: C[M,N] = op(A) op(B)
- * with leading dimensions lda, ldb and N. */
-static ft_gemm_desc dh_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int64_t lda,
-                            int64_t ldb, ft_dt ab, ft_dt cdt) {
-    return (ft_gemm_desc){.trans_a = trans_a,
-                          .trans_b = trans_b,
-                          .M = M,
-                          .N = N,
-                          .K = K,
-                          .lda = lda,
-                          .ldb = ldb,
-                          .ldc = N,
-                          .batch = 1,
-                          .ab = ab,
-                          .c = cdt,
-                          .alpha = 1.0f,
-                          .beta = 0.0f};
-}
-
 /* Backward: the norm's backward into dc (+ dg partials), dg, then the two GEMMs. */
 static ft_status dh_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_call *call,
                              const dh_geom *g, void *cbuf, ft_err *err) {
@@ -767,11 +748,11 @@ static ft_status dh_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_cal
                               (ft_dim3){FUS_RED_THREAD, 1, 1}, 0, dgp, P, d[DH_DG], H, err)))
         return s;
     /* dx = dc @ w_fc  ([N,H] x [H,T*H]) */
-    ft_gemm_desc gx = dh_gemm(0, 0, g->N, g->K, g->H, g->H, g->K, dt, dt);
+    ft_gemm_desc gx = ft_gemm_one(0, 0, g->N, g->K, g->H, g->H, g->K, dt, dt, 0.0f);
     if ((s = ft_cuda_gemm(x, &gx, dcd, d[DH_WFC], d[DH_DX], g->algo, err)))
         return ft_err_wrap(err, "fusion.dflash: dx = dc w_fc");
     /* dw_fc = dc^T @ x  ([H,N] x [N,T*H]) */
-    ft_gemm_desc gw = dh_gemm(1, 0, g->H, g->K, g->N, g->H, g->K, dt, dt);
+    ft_gemm_desc gw = ft_gemm_one(1, 0, g->H, g->K, g->N, g->H, g->K, dt, dt, 0.0f);
     if ((s = ft_cuda_gemm(x, &gw, dcd, d[DH_X], d[DH_DWFC], g->algo, err)))
         return ft_err_wrap(err, "fusion.dflash: dw_fc = dc^T x");
     return FT_OK;
@@ -798,7 +779,8 @@ static ft_status dh_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     if (!g.inplace &&
         (s = ft_cuda_scratch(x, 0, (size_t)g.N * (size_t)H * sizeof(float), &cbuf, err)))
         return s;
-    ft_gemm_desc gc = dh_gemm(0, 1, g.N, g.H, g.K, g.K, g.K, dt, g.inplace ? dt : FT_DT_F32);
+    ft_gemm_desc gc =
+        ft_gemm_one(0, 1, g.N, g.H, g.K, g.K, g.K, dt, g.inplace ? dt : FT_DT_F32, 0.0f);
     if ((s = ft_cuda_gemm(x, &gc, d[DH_X], d[DH_WFC], cbuf, g.algo, err)))
         return ft_err_wrap(err, "fusion.dflash: c = x w_fc^T");
     if (c->backward) return dh_backward(x, m, call, &g, cbuf, err);
