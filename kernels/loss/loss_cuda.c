@@ -55,6 +55,14 @@
  * on the order of a terabyte and materialize is the fast strategy there. materialize with bf16
  * storage accumulates dw_lm over chunks in bf16 (beta = 1 GEMMs): one rounding per chunk.
  * Determinism: no atomics anywhere; every sum has a fixed order for a fixed config and device.
+ *
+ * ---- adding a tunable: three places ----
+ *   1. a row of LC_PARAMS: index, name, the -D macro it is compiled in with (every module spec
+ *      defines it, as LS_BM and LS_BN; NULL: the host alone reads it), labels, default, help and
+ *      values;
+ *   2. its validity rule: the check in lc_valid and its line in lc_constraints (lc_valid checks
+ *      B first, the line it shows fifth, so checks and lines are not one list here);
+ *   3. its use: `#if` on the macro in loss.cu, or cfg->v[index] on the host.
  */
 #include <stdio.h>
 #include <string.h>
@@ -70,63 +78,41 @@
 #define LSC_BK         32                 /* loss.cu LS_BK */
 #define LSC_MAX_B      1024               /* rows per block (the host's weight buffers) */
 
-enum { LCP_STRATEGY, LCP_CHUNK, LCP_ALGO, LCP_BM, LCP_BN, LCP_WARPS, LCP_STAGES, LCP_COUNT };
 enum { LC_MATERIALIZE, LC_ONLINE };
 
 static const char *const lc_strategy_labels[] = {"materialize", "online"};
 
-static ft_param lc_params[LCP_COUNT] = {
-    [LCP_STRATEGY] = {"strategy",
-                      "materialize: chunk logits in scratch, cuBLASLt GEMMs, dz in place; "
-                      "online: vocab tiles with a running logsumexp, logits recomputed, scratch "
-                      "independent of V x M",
-                      2,
-                      {LC_MATERIALIZE, LC_ONLINE},
-                      lc_strategy_labels,
-                      LC_MATERIALIZE,
-                      0},
-    [LCP_CHUNK] = {"chunk",
-                   "materialize: blocks per chunk: the GEMMs' rows (flops per byte of w_lm), "
-                   "passes over w_lm and dw_lm, logits scratch chunk*B*V*4 bytes",
-                   6,
-                   {1, 2, 4, 8, 16, 32},
-                   NULL,
-                   16,
-                   0},
-    [LCP_ALGO] = {"algo",
-                  "materialize: cuBLASLt algorithm of its GEMMs, by rank among the heuristic's "
-                  "candidates (0: its first choice)",
-                  4,
-                  {0, 1, 2, 3},
-                  NULL,
-                  0,
-                  0},
-    [LCP_BM] = {"bm",
-                "online: rows of a logit tile (compile time): reuse of each staged w_lm element "
-                "against registers",
-                2,
-                {16, 32},
-                NULL,
-                16,
-                0},
-    [LCP_BN] = {"bn",
-                "online: vocab columns of a logit tile (compile time): reuse of each staged h "
-                "element, passes of the dh accumulator",
-                2,
-                {32, 64},
-                NULL,
-                64,
-                0},
-    [LCP_WARPS] = {"warps", "online: warps per block", 2, {2, 4}, NULL, 4, 0},
-    [LCP_STAGES] = {"stages",
-                    "online: shared-memory stages of the K loop (2: the next slice's cp.async "
-                    "overlaps the current slice's FMAs)",
-                    2,
-                    {1, 2},
-                    NULL,
-                    2,
-                    0},
-};
+/* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). */
+#define LC_PARAMS(X)                                                                               \
+    X(LC_P_STRATEGY, "strategy", NULL, lc_strategy_labels, LC_MATERIALIZE,                         \
+      "materialize: chunk logits in scratch, cuBLASLt GEMMs, dz in place; online: vocab tiles "    \
+      "with a running logsumexp, logits recomputed, scratch independent of V x M",                 \
+      LC_MATERIALIZE, LC_ONLINE)                                                                   \
+    X(LC_P_CHUNK, "chunk", NULL, NULL, 16,                                                         \
+      "materialize: blocks per chunk: the GEMMs' rows (flops per byte of w_lm), passes over w_lm " \
+      "and dw_lm, logits scratch chunk*B*V*4 bytes",                                               \
+      1, 2, 4, 8, 16, 32)                                                                          \
+    X(LC_P_ALGO, "algo", NULL, NULL, 0,                                                            \
+      "materialize: cuBLASLt algorithm of its GEMMs, by rank among the heuristic's candidates "    \
+      "(0: its first choice)",                                                                     \
+      0, 1, 2, 3)                                                                                  \
+    X(LC_P_BM, "bm", "LS_BM", NULL, 16,                                                            \
+      "online: rows of a logit tile (compile time): reuse of each staged w_lm element against "    \
+      "registers",                                                                                 \
+      16, 32)                                                                                      \
+    X(LC_P_BN, "bn", "LS_BN", NULL, 64,                                                            \
+      "online: vocab columns of a logit tile (compile time): reuse of each staged h element, "     \
+      "passes of the dh accumulator",                                                              \
+      32, 64)                                                                                      \
+    X(LC_P_WARPS, "warps", NULL, NULL, 4, "online: warps per block", 2, 4)                         \
+    X(LC_P_STAGES, "stages", NULL, NULL, 2,                                                        \
+      "online: shared-memory stages of the K loop (2: the next slice's cp.async overlaps the "     \
+      "current slice's FMAs)",                                                                     \
+      1, 2)
+
+enum { LC_PARAMS(FT_CUDA_PARAM_INDEX) LC_NPARAMS };
+static ft_param lc_params[] = {LC_PARAMS(FT_CUDA_PARAM_ENTRY)};
+static const char *const lc_macros[] = {LC_PARAMS(FT_CUDA_PARAM_MACRO)};
 
 static const char *const lc_constraints[] = {
     "chunk, algo: materialize only; bm, bn, warps, stages: online only (the others keep their "
@@ -144,11 +130,11 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     int dup = 0;
-    const int strategy = cfg->v[LCP_STRATEGY], chunk = cfg->v[LCP_CHUNK];
+    const int strategy = cfg->v[LC_P_STRATEGY], chunk = cfg->v[LC_P_CHUNK];
     const int64_t B = c->attrs.loss.B, M = c->dim[LS_M], V = c->dim[LS_V], H = c->dim[LS_H];
     const int64_t nblk = B > 0 ? M / B : 0;
-    static const int online_only[] = {LCP_BM, LCP_BN, LCP_WARPS, LCP_STAGES};
-    static const int mat_only[] = {LCP_CHUNK, LCP_ALGO};
+    static const int online_only[] = {LC_P_BM, LC_P_BN, LC_P_WARPS, LC_P_STAGES};
+    static const int mat_only[] = {LC_P_CHUNK, LC_P_ALGO};
     if (B > LSC_MAX_B) {
         if (why) snprintf(why, n, "B=%lld: blocks of at most %d rows", (long long)B, LSC_MAX_B);
         return 0;
@@ -161,7 +147,7 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
                              lc_params[online_only[i]].name, lc_params[online_only[i]].def);
                 return 0;
             }
-        const ft_param *p = &lc_params[LCP_CHUNK];
+        const ft_param *p = &lc_params[LC_P_CHUNK];
         if (chunk >= nblk && chunk != p->def) {
             int smallest = chunk;
             for (int k = 0; k < p->n; k++)
@@ -194,7 +180,7 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space lc_space = {lc_params, LCP_COUNT, lc_constraints, lc_valid};
+static ft_space lc_space = {lc_params, LC_NPARAMS, lc_constraints, lc_valid};
 
 /* ---- geometry ------------------------------------------------------------------------------ */
 
@@ -212,13 +198,13 @@ static void lc_geom_of(const ft_call *c, ft_dt dt, const ft_config *cfg, int sm_
     g->H = c->dim[LS_H];
     g->V = c->dim[LS_V];
     g->B = c->attrs.loss.B > 0 ? c->attrs.loss.B : 1;
-    g->strategy = cfg->v[LCP_STRATEGY];
-    g->bm = cfg->v[LCP_BM];
-    g->bn = cfg->v[LCP_BN];
-    g->threads = 32 * cfg->v[LCP_WARPS];
-    g->stages = cfg->v[LCP_STAGES];
-    g->algo = cfg->v[LCP_ALGO];
-    g->rows = (int64_t)cfg->v[LCP_CHUNK] * g->B;
+    g->strategy = cfg->v[LC_P_STRATEGY];
+    g->bm = cfg->v[LC_P_BM];
+    g->bn = cfg->v[LC_P_BN];
+    g->threads = 32 * cfg->v[LC_P_WARPS];
+    g->stages = cfg->v[LC_P_STAGES];
+    g->algo = cfg->v[LC_P_ALGO];
+    g->rows = (int64_t)cfg->v[LC_P_CHUNK] * g->B;
     if (g->rows > g->M) g->rows = g->M;
     g->rt = cdiv(g->M, g->bm);
     g->nt = cdiv(g->V, g->bn);
@@ -231,24 +217,60 @@ static void lc_geom_of(const ft_call *c, ft_dt dt, const ft_config *cfg, int sm_
     g->smem = ((buf + 15) & ~(size_t)15) + (size_t)g->bm * (size_t)(g->bn + 1) * sizeof(float);
 }
 
-static void lc_spec(const ft_call *c, ft_dt dt, const lc_geom *g, ft_cuda_module_spec *s) {
+/* The launchers of loss.cu's kernels. */
+FT_CUDA_KERNEL(loss_rows,
+               (const float *Z, long long ldz, const int *labels, int r0, int V, float *pmx,
+                float *psum, float *zt),
+               (&Z, &ldz, &labels, &r0, &V, &pmx, &psum, &zt))
+FT_CUDA_KERNEL(loss_grad_ip,
+               (float *Z, long long ldz, const int *labels, int r0, int V, const float *lse,
+                const float *sc),
+               (&Z, &ldz, &labels, &r0, &V, &lse, &sc))
+FT_CUDA_KERNEL(loss_weights,
+               (const int *labels, const uint8_t *mask, const float *pmx, const float *psum,
+                const float *zt, int ns, int M, int B, int b0, int nb, int scheme, float gamma,
+                float alpha, float gscale, void *ce_out, void *q_out, void *w_out, float *lse_f,
+                float *ce_f, float *q_f, float *w_f, float *sc_f),
+               (&labels, &mask, &pmx, &psum, &zt, &ns, &M, &B, &b0, &nb, &scheme, &gamma, &alpha,
+                &gscale, &ce_out, &q_out, &w_out, &lse_f, &ce_f, &q_f, &w_f, &sc_f))
+FT_CUDA_KERNEL(loss_finish,
+               (const float *w_f, const float *ce_f, int M, int late, float denom, float *red,
+                void *loss_out),
+               (&w_f, &ce_f, &M, &late, &denom, &red, &loss_out))
+FT_CUDA_KERNEL(loss_scale, (void *out, const float *acc, long long n, const float *red),
+               (&out, &acc, &n, &red))
+FT_CUDA_KERNEL(loss_online_fwd,
+               (const void *h, const void *w, const int *labels, int M, int H, int V, int tps,
+                int stages, float *pmx, float *psum, float *zt),
+               (&h, &w, &labels, &M, &H, &V, &tps, &stages, &pmx, &psum, &zt))
+FT_CUDA_KERNEL(loss_online_dh,
+               (const void *h, const void *w, const int *labels, const float *lse, const float *sc,
+                int M, int H, int V, int stages, float *dacc),
+               (&h, &w, &labels, &lse, &sc, &M, &H, &V, &stages, &dacc))
+FT_CUDA_KERNEL(loss_online_dw,
+               (const void *h, const void *w, const int *labels, const float *lse, const float *sc,
+                int M, int H, int V, int stages, float *dwacc),
+               (&h, &w, &labels, &lse, &sc, &M, &H, &V, &stages, &dwacc))
+
+static void lc_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const lc_geom *g,
+                    ft_cuda_module_spec *s) {
     memset(s, 0, sizeof *s);
     s->source = LSC_SRC;
     ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
-    ft_cuda_spec_define(s, "LS_BM=%d", g->bm);
-    ft_cuda_spec_define(s, "LS_BN=%d", g->bn);
+    ft_cuda_spec_params(s, lc_macros, LC_NPARAMS, cfg);
     if (g->strategy == LC_MATERIALIZE) {
-        ft_cuda_spec_kernel(s, "loss_rows", LSC_ROW_T, 0);
-        ft_cuda_spec_kernel(s, "loss_weights", LSC_WT_T, 0);
-        ft_cuda_spec_kernel(s, "loss_grad_ip", LSC_ROW_T, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_rows), LSC_ROW_T, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_weights), LSC_WT_T, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_grad_ip), LSC_ROW_T, 0);
     } else {
-        ft_cuda_spec_kernel(s, "loss_online_fwd", g->threads, g->smem);
-        ft_cuda_spec_kernel(s, "loss_weights", LSC_WT_T, 0);
-        ft_cuda_spec_kernel(s, "loss_online_dh", g->threads, g->smem);
-        if (c->attrs.loss.want_dw) ft_cuda_spec_kernel(s, "loss_online_dw", g->threads, g->smem);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_online_fwd), g->threads, g->smem);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_weights), LSC_WT_T, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_online_dh), g->threads, g->smem);
+        if (c->attrs.loss.want_dw)
+            ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_online_dw), g->threads, g->smem);
     }
-    ft_cuda_spec_kernel(s, "loss_finish", LSC_ROW_T, 0);
-    ft_cuda_spec_kernel(s, "loss_scale", LSC_ROW_T, 0);
+    ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_finish), LSC_ROW_T, 0);
+    ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_scale), LSC_ROW_T, 0);
 }
 
 /* The SM count the online split uses for static analysis (the H100/H200 count; run() uses the
@@ -260,7 +282,7 @@ static int lc_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_
     if (max < 1) return 0;
     lc_geom g;
     lc_geom_of(c, dt, cfg, LSC_SPEC_SMS, &g);
-    lc_spec(c, dt, &g, &out[0]);
+    lc_spec(c, dt, cfg, &g, &out[0]);
     return 1;
 }
 
@@ -295,179 +317,187 @@ static double lc_denominator(const ft_call *c, int *late) {
     return sum;
 }
 
-static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *dc, const ft_config *cfg, ft_err *err) {
-    const ft_call *c = dc->c;
-    const ft_loss_attrs *a = &c->attrs.loss;
-    const ft_dt dt = dc->dt;
-    lc_geom g;
-    lc_geom_of(c, dt, cfg, ft_dev_props_of(ft_cuda_dev(x))->sm_count, &g);
-    ft_cuda_module_spec spec;
-    lc_spec(c, dt, &g, &spec);
+/* What the phases of a call share: the module, the geometry, the scalars of the loss and the
+ * row scratch. */
+typedef struct lc_state {
+    ft_cuda_ctx *x;
     ft_dev_module *m;
-    ft_status s = ft_cuda_module(x, &spec, &m, err);
-    if (s) return s;
-    ft_dev *dev = ft_cuda_dev(x);
+    const ft_cuda_call *call;
+    const lc_geom *g;
+    int want_dw, late, backward, scheme;
+    float gscale, denom, gamma, alpha;
+    int64_t ns;
+    float *pmx, *psum, *zt, *lse, *cef, *qf, *wf, *scf, *red;
+} lc_state;
 
-    const int want_dw = a->want_dw != 0, online = g.strategy == LC_ONLINE;
-    int late;
-    const double denom_h = lc_denominator(c, &late);
-    const int backward = late || denom_h != 0;
-    float gscale = late || denom_h == 0 ? 1.0f : (float)(1.0 / denom_h);
-    float denom_f = (float)denom_h;
-    const int64_t M = g.M, H = g.H, V = g.V, B = g.B;
-    const int64_t ns = online ? g.ns : 1;
-    int Mi = (int)M, Hi = (int)H, Vi = (int)V, Bi = (int)B, nsi = (int)ns;
+/* The weights, ce, q and w of blocks [b0, b0 + nb) (B rows each). */
+static ft_status lc_weights(const lc_state *st, int b0, int nb, ft_err *err) {
+    void *const *d = st->call->d;
+    return launch_loss_weights(st->x, st->m, (ft_dim3){(unsigned)cdiv(nb, LSC_WT_T), 1, 1},
+                               (ft_dim3){LSC_WT_T, 1, 1}, 0, d[LS_LABELS], d[LS_MASK], st->pmx,
+                               st->psum, st->zt, (int)st->ns, (int)st->g->M, (int)st->g->B, b0, nb,
+                               st->scheme, st->gamma, st->alpha, st->gscale, d[LS_CE], d[LS_Q],
+                               d[LS_W], st->lse, st->cef, st->qf, st->wf, st->scf, err);
+}
 
-    void *hd = dc->d[LS_HID], *wd = dc->d[LS_WLM], *lab = dc->d[LS_LABELS], *mk = dc->d[LS_MASK];
-    void *lossd = dc->d[LS_LOSS], *ced = dc->d[LS_CE], *qd = dc->d[LS_Q], *wod = dc->d[LS_W];
-    void *dhd = dc->d[LS_DH], *dwd = want_dw ? dc->d[LS_DWLM] : NULL;
-
-    /* Row scratch: pmx, psum [ns][M], zt, lse, ce, q, w, sc [M], red [4]. */
-    float *rows;
-    size_t nrows = (size_t)(2 * ns + 6) * (size_t)M + 4;
-    if ((s = ft_cuda_scratch(x, 0, nrows * sizeof(float), (void **)&rows, err))) return s;
-    float *pmx = rows, *psum = pmx + ns * M, *zt = psum + ns * M, *lse = zt + M, *cef = lse + M,
-          *qf = cef + M, *wf = qf + M, *scf = wf + M, *red = scf + M;
-
-    int scheme = (int)a->scheme;
-    float gamma = (float)ft_loss_gamma(a), alpha = (float)a->alpha;
-    const ft_dim3 rowblk = {LSC_ROW_T, 1, 1}, wtblk = {LSC_WT_T, 1, 1};
-
-    if (!online) {
-        const int64_t R = g.rows > 0 ? g.rows : 1;
-        const int64_t ldz = dt == FT_DT_BF16 ? 2 * V : V; /* dz's leading dim, elements */
-        float *Z;
-        if ((s = ft_cuda_scratch(x, 1, (size_t)R * (size_t)V * sizeof(float), (void **)&Z, err)))
+/* strategy=materialize: chunks of rows, each with its logits GEMM, the row statistics and
+ * weights, and (backward) dz in place of the logits, then dh and dw_lm by GEMM. */
+static ft_status lc_materialize(const lc_state *st, ft_err *err) {
+    ft_cuda_ctx *x = st->x;
+    const lc_geom *g = st->g;
+    const ft_dt dt = st->call->dt;
+    void *const *d = st->call->d;
+    const int64_t M = g->M, H = g->H, V = g->V, B = g->B;
+    const int64_t R = g->rows > 0 ? g->rows : 1;
+    const int64_t ldz = dt == FT_DT_BF16 ? 2 * V : V; /* dz's leading dim, elements */
+    const size_t es = ft_dt_size(dt);
+    const ft_dim3 rowblk = {LSC_ROW_T, 1, 1};
+    float *Z;
+    ft_status s;
+    if ((s = ft_cuda_scratch(x, 1, (size_t)R * (size_t)V * sizeof(float), (void **)&Z, err)))
+        return s;
+    for (int64_t r0 = 0; r0 < M; r0 += R) {
+        const int64_t nr = M - r0 < R ? M - r0 : R;
+        const void *hc = (const char *)d[LS_HID] + (size_t)(r0 * H) * es;
+        ft_gemm_desc gz = ft_gemm_one(0, 1, nr, V, H, H, H, dt, FT_DT_F32, 0.0f);
+        if ((s = ft_cuda_gemm(x, &gz, hc, d[LS_WLM], Z, g->algo, err)))
+            return ft_err_wrap(err, "loss: logits = h w_lm^T");
+        if ((s = launch_loss_rows(x, st->m, (ft_dim3){(unsigned)nr, 1, 1}, rowblk, 0, Z,
+                                  (long long)V, d[LS_LABELS], (int)r0, (int)V, st->pmx, st->psum,
+                                  st->zt, err)) ||
+            (s = lc_weights(st, (int)(r0 / B), (int)(nr / B), err)))
             return s;
-        long long ldzf = (long long)V;
-        for (int64_t r0 = 0; r0 < M; r0 += R) {
-            const int64_t nr = M - r0 < R ? M - r0 : R;
-            const size_t es = ft_dt_size(dt);
-            const void *hc = (const char *)hd + (size_t)(r0 * H) * es;
-            ft_gemm_desc gz = {.trans_b = 1,
-                               .M = nr,
-                               .N = V,
-                               .K = H,
-                               .lda = H,
-                               .ldb = H,
-                               .ldc = V,
-                               .batch = 1,
-                               .ab = dt,
-                               .c = FT_DT_F32,
-                               .alpha = 1.0f};
-            if ((s = ft_cuda_gemm(x, &gz, hc, wd, Z, g.algo, err)))
-                return ft_err_wrap(err, "loss: logits = h w_lm^T");
-            int r0i = (int)r0;
-            void *ra[] = {&Z, &ldzf, &lab, &r0i, &Vi, &pmx, &psum, &zt};
-            if ((s = ft_cuda_launch(x, m, "loss_rows", (ft_dim3){(unsigned)nr, 1, 1}, rowblk, 0, ra,
-                                    err)))
-                return s;
-            int b0 = (int)(r0 / B), nb = (int)(nr / B);
-            void *wa[] = {&lab,   &mk,    &pmx,    &psum, &zt, &nsi, &Mi,  &Bi,  &b0, &nb, &scheme,
-                          &gamma, &alpha, &gscale, &ced,  &qd, &wod, &lse, &cef, &qf, &wf, &scf};
-            if ((s = ft_cuda_launch(x, m, "loss_weights",
-                                    (ft_dim3){(unsigned)cdiv(nb, LSC_WT_T), 1, 1}, wtblk, 0, wa,
-                                    err)))
-                return s;
-            if (!backward) continue;
-            void *ga[] = {&Z, &ldzf, &lab, &r0i, &Vi, &lse, &scf};
-            if ((s = ft_cuda_launch(x, m, "loss_grad_ip", (ft_dim3){(unsigned)nr, 1, 1}, rowblk, 0,
-                                    ga, err)))
-                return s;
-            void *dhc = (char *)dhd + (size_t)(r0 * H) * es;
-            ft_gemm_desc gh = {.M = nr,
-                               .N = H,
-                               .K = V,
-                               .lda = ldz,
-                               .ldb = H,
-                               .ldc = H,
-                               .batch = 1,
-                               .ab = dt,
-                               .c = dt,
-                               .alpha = 1.0f};
-            if ((s = ft_cuda_gemm(x, &gh, Z, wd, dhc, g.algo, err)))
-                return ft_err_wrap(err, "loss: dh = dz w_lm");
-            if (want_dw) {
-                ft_gemm_desc gw = {.trans_a = 1,
-                                   .M = V,
-                                   .N = H,
-                                   .K = nr,
-                                   .lda = ldz,
-                                   .ldb = H,
-                                   .ldc = H,
-                                   .batch = 1,
-                                   .ab = dt,
-                                   .c = dt,
-                                   .alpha = 1.0f,
-                                   .beta = r0 > 0 ? 1.0f : 0.0f};
-                if ((s = ft_cuda_gemm(x, &gw, Z, hc, dwd, g.algo, err)))
-                    return ft_err_wrap(err, "loss: dw_lm += dz^T h");
-            }
-        }
-    } else {
-        int tps = (int)g.tps, stages = g.stages;
-        if (M > 0) {
-            void *fa[] = {&hd, &wd, &lab, &Mi, &Hi, &Vi, &tps, &stages, &pmx, &psum, &zt};
-            if ((s = ft_cuda_launch(x, m, "loss_online_fwd",
-                                    (ft_dim3){(unsigned)g.rt, (unsigned)g.ns, 1},
-                                    (ft_dim3){(unsigned)g.threads, 1, 1}, g.smem, fa, err)))
-                return s;
-            int b0 = 0, nb = (int)(M / B);
-            void *wa[] = {&lab,   &mk,    &pmx,    &psum, &zt, &nsi, &Mi,  &Bi,  &b0, &nb, &scheme,
-                          &gamma, &alpha, &gscale, &ced,  &qd, &wod, &lse, &cef, &qf, &wf, &scf};
-            if ((s = ft_cuda_launch(x, m, "loss_weights",
-                                    (ft_dim3){(unsigned)cdiv(nb, LSC_WT_T), 1, 1}, wtblk, 0, wa,
-                                    err)))
-                return s;
-        }
-        if (backward && M > 0) {
-            float *dacc = dhd;
-            if (dt == FT_DT_BF16 &&
-                (s = ft_cuda_scratch(x, 1, (size_t)(M * H) * sizeof(float), (void **)&dacc, err)))
-                return s;
-            void *da[] = {&hd, &wd, &lab, &lse, &scf, &Mi, &Hi, &Vi, &stages, &dacc};
-            if ((s = ft_cuda_launch(x, m, "loss_online_dh", (ft_dim3){(unsigned)g.rt, 1, 1},
-                                    (ft_dim3){(unsigned)g.threads, 1, 1}, g.smem, da, err)))
-                return s;
-            float *dwacc = dwd;
-            if (want_dw) {
-                if (dt == FT_DT_BF16 && (s = ft_cuda_scratch(x, 2, (size_t)(V * H) * sizeof(float),
-                                                             (void **)&dwacc, err)))
-                    return s;
-                void *wa2[] = {&hd, &wd, &lab, &lse, &scf, &Mi, &Hi, &Vi, &stages, &dwacc};
-                if ((s = ft_cuda_launch(x, m, "loss_online_dw", (ft_dim3){(unsigned)g.nt, 1, 1},
-                                        (ft_dim3){(unsigned)g.threads, 1, 1}, g.smem, wa2, err)))
-                    return s;
-            }
-        }
+        if (!st->backward) continue;
+        if ((s = launch_loss_grad_ip(x, st->m, (ft_dim3){(unsigned)nr, 1, 1}, rowblk, 0, Z,
+                                     (long long)V, d[LS_LABELS], (int)r0, (int)V, st->lse, st->scf,
+                                     err)))
+            return s;
+        void *dhc = (char *)d[LS_DH] + (size_t)(r0 * H) * es;
+        ft_gemm_desc gh = ft_gemm_one(0, 0, nr, H, V, ldz, H, dt, dt, 0.0f);
+        if ((s = ft_cuda_gemm(x, &gh, Z, d[LS_WLM], dhc, g->algo, err)))
+            return ft_err_wrap(err, "loss: dh = dz w_lm");
+        if (!st->want_dw) continue;
+        ft_gemm_desc gw = ft_gemm_one(1, 0, V, H, nr, ldz, H, dt, dt, r0 > 0 ? 1.0f : 0.0f);
+        if ((s = ft_cuda_gemm(x, &gw, Z, hc, d[LS_DWLM], g->algo, err)))
+            return ft_err_wrap(err, "loss: dw_lm += dz^T h");
     }
+    return FT_OK;
+}
 
-    /* The loss, the late denominator, then the gradients' last factor. */
-    void *fa[] = {&wf, &cef, &Mi, &late, &denom_f, &red, &lossd};
-    if ((s = ft_cuda_launch(x, m, "loss_finish", (ft_dim3){1, 1, 1}, rowblk, 0, fa, err))) return s;
-    if (!backward || M == 0) {
-        if ((s = ft_dev_memset(dev, dhd, 0, (size_t)(M * H) * ft_dt_size(dt), err))) return s;
-        if (want_dw && (s = ft_dev_memset(dev, dwd, 0, (size_t)(V * H) * ft_dt_size(dt), err)))
+/* strategy=online: the logits made tile by tile and never stored; backward, dh and dw_lm
+ * accumulated in float32 (the outputs themselves with f32 storage). */
+static ft_status lc_online(const lc_state *st, ft_err *err) {
+    ft_cuda_ctx *x = st->x;
+    const lc_geom *g = st->g;
+    const ft_dt dt = st->call->dt;
+    void *const *d = st->call->d;
+    const int M = (int)g->M, H = (int)g->H, V = (int)g->V;
+    const ft_dim3 tblk = {(unsigned)g->threads, 1, 1};
+    ft_status s;
+    if (M == 0) return FT_OK;
+    if ((s = launch_loss_online_fwd(x, st->m, (ft_dim3){(unsigned)g->rt, (unsigned)g->ns, 1}, tblk,
+                                    g->smem, d[LS_HID], d[LS_WLM], d[LS_LABELS], M, H, V,
+                                    (int)g->tps, g->stages, st->pmx, st->psum, st->zt, err)) ||
+        (s = lc_weights(st, 0, (int)(g->M / g->B), err)))
+        return s;
+    if (!st->backward) return FT_OK;
+    float *dacc = d[LS_DH];
+    if (dt == FT_DT_BF16 &&
+        (s = ft_cuda_scratch(x, 1, (size_t)(g->M * g->H) * sizeof(float), (void **)&dacc, err)))
+        return s;
+    if ((s = launch_loss_online_dh(x, st->m, (ft_dim3){(unsigned)g->rt, 1, 1}, tblk, g->smem,
+                                   d[LS_HID], d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
+                                   g->stages, dacc, err)))
+        return s;
+    if (!st->want_dw) return FT_OK;
+    float *dwacc = d[LS_DWLM];
+    if (dt == FT_DT_BF16 &&
+        (s = ft_cuda_scratch(x, 2, (size_t)(g->V * g->H) * sizeof(float), (void **)&dwacc, err)))
+        return s;
+    return launch_loss_online_dw(x, st->m, (ft_dim3){(unsigned)g->nt, 1, 1}, tblk, g->smem,
+                                 d[LS_HID], d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
+                                 g->stages, dwacc, err);
+}
+
+/* The loss, the late denominator, then the gradients' last factor. */
+static ft_status lc_finish(const lc_state *st, ft_err *err) {
+    ft_cuda_ctx *x = st->x;
+    const lc_geom *g = st->g;
+    const ft_dt dt = st->call->dt;
+    void *const *d = st->call->d;
+    const int64_t M = g->M, H = g->H, V = g->V;
+    const ft_dim3 rowblk = {LSC_ROW_T, 1, 1};
+    ft_dev *dev = ft_cuda_dev(x);
+    ft_status s;
+    if ((s = launch_loss_finish(x, st->m, (ft_dim3){1, 1, 1}, rowblk, 0, st->wf, st->cef, (int)M,
+                                st->late, st->denom, st->red, d[LS_LOSS], err)))
+        return s;
+    if (!st->backward || M == 0) {
+        if ((s = ft_dev_memset(dev, d[LS_DH], 0, (size_t)(M * H) * ft_dt_size(dt), err))) return s;
+        if (st->want_dw &&
+            (s = ft_dev_memset(dev, d[LS_DWLM], 0, (size_t)(V * H) * ft_dt_size(dt), err)))
             return s;
         return FT_OK;
     }
-    const int bf16acc = online && dt == FT_DT_BF16;
-    if (late || bf16acc) {
-        for (int k = 0; k < 1 + want_dw; k++) {
-            void *out = k ? dwd : dhd;
-            long long n = (long long)(k ? V * H : M * H);
-            void *acc = NULL;
-            if (bf16acc &&
-                (s = ft_cuda_scratch(x, k ? 2 : 1, (size_t)n * sizeof(float), &acc, err)))
-                return s;
-            unsigned grid = (unsigned)cdiv(n, LSC_ROW_T);
-            if (grid > 4096) grid = 4096;
-            void *sa[] = {&out, &acc, &n, &red};
-            if ((s = ft_cuda_launch(x, m, "loss_scale", (ft_dim3){grid, 1, 1}, rowblk, 0, sa, err)))
-                return s;
-        }
+    const int bf16acc = g->strategy == LC_ONLINE && dt == FT_DT_BF16;
+    if (!st->late && !bf16acc) return FT_OK;
+    for (int k = 0; k < 1 + st->want_dw; k++) {
+        long long n = (long long)(k ? V * H : M * H);
+        void *acc = NULL;
+        if (bf16acc && (s = ft_cuda_scratch(x, k ? 2 : 1, (size_t)n * sizeof(float), &acc, err)))
+            return s;
+        unsigned grid = (unsigned)cdiv(n, LSC_ROW_T);
+        if (grid > 4096) grid = 4096;
+        if ((s = launch_loss_scale(x, st->m, (ft_dim3){grid, 1, 1}, rowblk, 0,
+                                   k ? d[LS_DWLM] : d[LS_DH], acc, n, st->red, err)))
+            return s;
     }
     return FT_OK;
+}
+
+static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
+                        ft_err *err) {
+    const ft_call *c = call->c;
+    const ft_loss_attrs *a = &c->attrs.loss;
+    lc_geom g;
+    lc_geom_of(c, call->dt, cfg, ft_dev_props_of(ft_cuda_dev(x))->sm_count, &g);
+    ft_cuda_module_spec spec;
+    lc_spec(c, call->dt, cfg, &g, &spec);
+    ft_dev_module *m;
+    ft_status s = ft_cuda_module(x, &spec, &m, err);
+    if (s) return s;
+
+    lc_state st = {.x = x,
+                   .m = m,
+                   .call = call,
+                   .g = &g,
+                   .want_dw = a->want_dw != 0,
+                   .scheme = (int)a->scheme,
+                   .gamma = (float)ft_loss_gamma(a),
+                   .alpha = (float)a->alpha,
+                   .ns = g.strategy == LC_ONLINE ? g.ns : 1};
+    const double denom = lc_denominator(c, &st.late);
+    st.backward = st.late || denom != 0;
+    st.gscale = st.late || denom == 0 ? 1.0f : (float)(1.0 / denom);
+    st.denom = (float)denom;
+
+    /* Row scratch: pmx, psum [ns][M], zt, lse, ce, q, w, sc [M], red [4]. */
+    const int64_t M = g.M;
+    float *rows;
+    size_t nrows = (size_t)(2 * st.ns + 6) * (size_t)M + 4;
+    if ((s = ft_cuda_scratch(x, 0, nrows * sizeof(float), (void **)&rows, err))) return s;
+    st.pmx = rows;
+    st.psum = st.pmx + st.ns * M;
+    st.zt = st.psum + st.ns * M;
+    st.lse = st.zt + M;
+    st.cef = st.lse + M;
+    st.qf = st.cef + M;
+    st.wf = st.qf + M;
+    st.scf = st.wf + M;
+    st.red = st.scf + M;
+
+    if ((s = g.strategy == LC_ONLINE ? lc_online(&st, err) : lc_materialize(&st, err))) return s;
+    return lc_finish(&st, err);
 }
 
 const ft_cuda_op ft_cuda_loss = {&lc_space, lc_modules, lc_run};
