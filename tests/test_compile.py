@@ -13,6 +13,7 @@ usage: test_compile.py --flaretune PATH --cuda 0|1
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -181,12 +182,80 @@ def test_ops(ops, tmp):
         one_line_error(["compile", op, "--config", "no_such_param=1"], 2)
 
 
+# ---- the kernels' launchers against their signatures (source text only) ----------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?'
+                       r'(?:void\s+)?(\w+)\s*\(([^)]*)\)')
+LAUNCHER_RE = re.compile(r'FT_CUDA_KERNEL\(\s*(\w+)\s*,\s*\(([^)]*)\)\s*,\s*\(([^)]*)\)\s*\)')
+
+
+def split_params(text):
+    """[(type, name)] of a C parameter list, types with white space folded and __restrict__
+    dropped, a storage-type pointer (st_t *) written as the host writes it (void *)."""
+    out = []
+    for p in text.replace("__restrict__", " ").split(","):
+        p = " ".join(p.replace("*", " * ").split())
+        if not p:
+            continue
+        typ, name = p.rsplit(" ", 1)
+        out.append((typ.replace("st_t", "void").replace("* ", "*"), name))
+    return out
+
+
+def sources(ext):
+    for d, _, files in os.walk(os.path.join(ROOT, "kernels")):
+        if os.path.basename(d) == "cuda":
+            continue  # the platform, not an op family
+        for f in sorted(files):
+            if f.endswith(ext):
+                path = os.path.join(d, f)
+                with open(path) as fh:
+                    yield os.path.relpath(path, ROOT), fh.read()
+
+
+def test_launchers():
+    """Every kernel of kernels/**/*.cu has one launcher (FT_CUDA_KERNEL) whose parameters are the
+    kernel's, in number, order and type, and whose argument list takes each of them in turn; the
+    op code names kernels through the launchers only."""
+    kernels = {}
+    for path, text in sources(".cu"):
+        for name, params in KERNEL_RE.findall(text):
+            check(name not in kernels, f"{path}: kernel {name} defined twice")
+            kernels[name] = (path, split_params(params))
+    check(len(kernels) > 10, f"found {len(kernels)} kernels in kernels/**/*.cu")
+    launchers = {}
+    for path, text in sources("_cuda.c"):
+        check("ft_cuda_launch(" not in text, f"{path}: launches a kernel by name, not by launcher")
+        check(not re.search(r'ft_cuda_spec_kernel\(\s*\w+\s*,\s*"', text),
+              f"{path}: names a kernel by a string, not FT_CUDA_KERNEL_NAME")
+        for name, params, addrs in LAUNCHER_RE.findall(text):
+            check(name not in launchers, f"{path}: two launchers of {name}")
+            launchers[name] = path
+            if name not in kernels:
+                check(False, f"{path}: launcher of {name}, which no .cu file defines")
+                continue
+            host = split_params(params)
+            kpath, kparams = kernels[name]
+            check(len(host) == len(kparams),
+                  f"{path}: {name} takes {len(host)} parameters, {kpath} has {len(kparams)}")
+            for i, ((ht, hn), (kt, kn)) in enumerate(zip(host, kparams)):
+                check(ht == kt, f"{path}: {name} parameter {i} ({hn}) is {ht!r}, {kpath} has "
+                                f"{kt!r} ({kn})")
+            want = ["&" + n for _, n in host]
+            got = [a.strip() for a in addrs.split(",") if a.strip()]
+            check(got == want, f"{path}: {name} passes {got}, want {want}")
+    for name, (kpath, _) in kernels.items():
+        check(name in launchers, f"{kpath}: kernel {name} has no launcher (FT_CUDA_KERNEL)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     ap.add_argument("--cuda", type=int, required=True)
     a = ap.parse_args()
     clitest.FT = a.flaretune
+    test_launchers()
     ops = cuda_ops()
     test_usage(ops)
     test_devices()
