@@ -194,12 +194,45 @@ def test_emit(tmp):
     one_line_error(["emit", p, "-o", os.path.join(tmp, "no", "dir", "t.h")], 1, "t.h")
 
 
+def test_renamed_tunables(tmp):
+    """profiles/h200.json was measured before fusion.dflare's CUDA tunables were renamed: it is
+    read under the new names, with a note, and written back under them; typed, a former name is
+    refused with the new one."""
+    shipped = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "profiles", "h200.json")
+    old = json.load(open(shipped))["entries"][0]["config"]
+    check("cpt" in old and "vecs_per_thread" not in old, f"the shipped profile has the old names: {old}")
+    rc, out, err = run("show", shipped)
+    notes = [l for l in err.splitlines() if l.startswith("flaretune: note: ")]
+    check(rc == 0 and len(notes) == 2 and len(err.splitlines()) == 2, f"show: a note per entry: {err!r}")
+    check(all("cpt -> vecs_per_thread" in n and "ctas -> blocks_per_sm" in n for n in notes),
+          f"the notes name the renames: {notes}")
+    check("vecs_per_thread=1" in out and "blocks_per_sm=2" in out and "cpt=" not in out,
+          f"show: the new names in the table: {out!r}")
+    rc, out, err = run("show", shipped, "--json")
+    new = json.loads(out)["entries"][0]["config"]
+    want = ["vec_bytes" if k == "vec" else {"cpt": "vecs_per_thread", "rpc": "rows_per_block",
+                                            "ctas": "blocks_per_sm"}.get(k, k) for k in old]
+    check(list(new) == want and [new[k] for k in want] == list(old.values()),
+          f"show --json: same values, new names, same order: {new}")
+    out_path = os.path.join(tmp, "renamed.json")
+    rc, o, err = run("merge", out_path, shipped)
+    doc = json.load(open(out_path))
+    check(rc == 0 and all("vecs_per_thread" in e["config"] and "cpt" not in e["config"]
+                          for e in doc["entries"]), f"merge writes the new names: {rc} {err!r}")
+    rc, o, err = run("show", out_path)
+    check(rc == 0 and err == "", f"a profile written under the new names has no note: {err!r}")
+    one_line_error(["exec", "fusion.dflare", "--backend", "cuda-emu", "--preset", "tiny.dflare.train",
+                    "--config", "cpt=2"], 2, "'cpt' is now called 'vecs_per_thread'")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     clitest.FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (test_help, test_show, test_merge, test_merge_non_objects, test_emit):
+        for t in (test_help, test_show, test_merge, test_merge_non_objects, test_emit,
+                  test_renamed_tunables):
             n = len(FAILURES)
             t() if t is test_help else t(tmp)
             print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)

@@ -9,7 +9,8 @@
  *             multiple of 16). At qwen3-8b decode the math is ~17 GFLOP against ~270 MB of K/V:
  *             only the tensor cores bring the FLOPs under the memory time (~56 us); the
  *             CUDA-core path is the baseline, the fp32 check and the fallback for odd head dims.
- *   kt        keys per K/V tile staged in shared memory (one cp.async batch and two barriers per
+ *   keys_per_tile
+ *             keys per K/V tile staged in shared memory (one cp.async batch and two barriers per
  *             tile): larger tiles, fewer barriers and longer copies in flight, more shared memory
  *             (fewer CTAs per SM). The online softmax steps 16 keys at a time inside a tile.
  *   splits    CTAs per (request, kv head) along the keys (split-KV), merged by a log-sum-exp
@@ -21,16 +22,18 @@
  *             with the block's queries, so each staged K/V row serves all of them) are spread
  *             over its threads, TPR threads per row (the largest power of two that still gives
  *             every row a slot): more warps, fewer dims of q and o per thread (registers) but more
- *             shuffles per score. (The mma path's warps follow from tpw: ceil(M / 16 / tpw).)
- *   tpw       mma: 16-row tiles per warp. Two tiles per warp share every K/V fragment loaded
+ *             shuffles per score. (The mma path's warps follow from tiles_per_warp:
+ *             ceil(M / 16 / tiles_per_warp).)
+ *   tiles_per_warp
+ *             mma: 16-row tiles per warp. Two tiles per warp share every K/V fragment loaded
  *             from shared memory (half the ldmatrix traffic) at twice the accumulator registers
  *             (dh <= 64 only: at dh = 128 two tiles would need ~190 registers and spill).
  *   stages    K/V tiles in the cp.async ring: 1 loads then computes; 2 and 3 keep the next
  *             tiles' copies in flight while one is used (more shared memory).
  * Compile-time: the storage type, and simt: dims per thread (rounded up to a power of two, so a
- * few modules serve every shape); mma: the head dim and tpw. Everything else is an argument:
- * one module per (dtype, dims per thread) or (dh, tpw).
- * Scratch (splits > 1): the partial o (R * splits * Hkv * M * dh floats) and lse.
+ * few modules serve every shape); mma: the head dim and tiles_per_warp. Everything else is an
+ * argument: one module per (dtype, dims per thread) or (dh, tiles_per_warp). Scratch (splits > 1):
+ * the partial o (R * splits * Hkv * M * dh floats) and lse.
  *
  * ---- attention.kvproj: exposed parameters, and why ----
  *   gemm      how the 2 * D projections run as cuBLASLt GEMMs (CPU GEMMs under the emulator).
@@ -91,7 +94,7 @@ static const char *const dec_split_labels[] = {"auto", "1", "2", "3", "4"};
       "simt: CUDA cores (f32/bf16, any dh); mma: tensor cores, mma.sync m16n8k16 (bf16, dh a "     \
       "multiple of 16)",                                                                           \
       DEC_PATH_SIMT, DEC_PATH_MMA)                                                                 \
-    X(DEC_P_KT, "kt", NULL, NULL, 32,                                                              \
+    X(DEC_P_KT, "keys_per_tile", NULL, NULL, 32,                                                   \
       "keys per K/V tile staged in shared memory (one copy batch, two barriers)", 32, 64, 128)     \
     X(DEC_P_SPLITS, "splits", NULL, dec_split_labels, 0,                                           \
       "CTAs per (request, kv head) along the keys, merged by log-sum-exp; auto: two CTAs per SM, " \
@@ -101,7 +104,7 @@ static const char *const dec_split_labels[] = {"auto", "1", "2", "3", "4"};
       "simt: warps per CTA over the M = B*G packed query rows (more warps: fewer dims per "        \
       "thread, more shuffles per score)",                                                          \
       2, 4, 8)                                                                                     \
-    X(DEC_P_TPW, "tpw", NULL, NULL, DEC_DEF_TPW,                                                   \
+    X(DEC_P_TPW, "tiles_per_warp", NULL, NULL, DEC_DEF_TPW,                                        \
       "mma: 16-row tiles per warp (two share each K/V fragment; dh <= 64)", 1, 2)                  \
     X(DEC_P_STAGES, "stages", NULL, NULL, 2,                                                       \
       "K/V tiles in the cp.async ring (1: load then compute; 2, 3: prefetch)", 1, 2, 3)
@@ -206,7 +209,7 @@ static int dec_check_mma(const void *ctx, char *why, size_t n) {
         DEC_NO("path=mma needs bf16 storage (the tensor cores take bf16 operands)");
     if (v->g.dh % 16 || v->g.dh > 256) DEC_NO("path=mma needs dh a multiple of 16, at most 256");
     if (v->cfg->v[DEC_P_WARPS] != DEC_DEF_WARPS)
-        DEC_NO("warps: simt only (mma: warps follow from tpw)");
+        DEC_NO("warps: simt only (mma: warps follow from tiles_per_warp)");
     return FT_CONFIG_VALID;
 }
 
@@ -214,16 +217,17 @@ static int dec_check_mma(const void *ctx, char *why, size_t n) {
 static int dec_check_tpw(const void *ctx, char *why, size_t n) {
     const dec_geom *g = &((const dec_check *)ctx)->g;
     if (g->path != DEC_PATH_MMA) {
-        if (g->tpw != DEC_DEF_TPW) DEC_NO("tpw: mma only");
+        if (g->tpw != DEC_DEF_TPW) DEC_NO("tiles_per_warp: mma only");
         return FT_CONFIG_VALID;
     }
     if (g->tpw == 2 && g->dh > 64)
-        DEC_NO("tpw=2 needs dh <= 64 (two tiles' accumulators at dh=%lld would spill)",
+        DEC_NO("tiles_per_warp=2 needs dh <= 64 (two tiles' accumulators at dh=%lld would spill)",
                (long long)g->dh);
-    if (g->tpw == 2 && cdiv(g->M, 16) < 2) DEC_NO("tpw=2 needs at least two 16-row tiles");
+    if (g->tpw == 2 && cdiv(g->M, 16) < 2)
+        DEC_NO("tiles_per_warp=2 needs at least two 16-row tiles");
     if ((int64_t)g->warps * 32 > DEC_MAXT)
-        DEC_NO("%d warps (M=%lld rows, tpw=%d) is more than %d threads", g->warps, (long long)g->M,
-               g->tpw, DEC_MAXT);
+        DEC_NO("%d warps (M=%lld rows, tiles_per_warp=%d) is more than %d threads", g->warps,
+               (long long)g->M, g->tpw, DEC_MAXT);
     return FT_CONFIG_VALID;
 }
 
@@ -244,8 +248,10 @@ static int dec_check_kt(const void *ctx, char *why, size_t n) {
     const dec_geom *g = &((const dec_check *)ctx)->g;
     if (g->kt > 32 && g->kt / 2 >= g->maxkeys) {
         if (why)
-            snprintf(why, n, "kt=%d: the longest request has %lld keys (kt=%d holds them)", g->kt,
-                     (long long)g->maxkeys, g->kt / 2);
+            snprintf(
+                why, n,
+                "keys_per_tile=%d: the longest request has %lld keys (keys_per_tile=%d holds them)",
+                g->kt, (long long)g->maxkeys, g->kt / 2);
         return FT_CONFIG_DUPLICATE;
     }
     return FT_CONFIG_VALID;
@@ -270,15 +276,18 @@ static int dec_check_smem(const void *ctx, char *why, size_t n) {
 /* The rules, in the order they are checked: X(check, the line `flaretune space` shows). */
 #define DEC_RULES(X)                                                                               \
     X(dec_check_mma, "path=mma: bf16 storage, dh a multiple of 16 (at most 256), warps at its "    \
-                     "default (the mma path has ceil(M/16/tpw) warps, at most 8)")                 \
-    X(dec_check_tpw, "tpw: mma only (simt keeps 1); tpw=2 needs dh <= 64 and at least two "        \
-                     "16-row tiles")                                                               \
+                     "default (the mma path has ceil(M/16/tiles_per_warp) warps, at most 8)")      \
+    X(dec_check_tpw,                                                                               \
+      "tiles_per_warp: mma only (simt keeps 1); tiles_per_warp=2 needs dh <= 64 and at least two " \
+      "16-row tiles")                                                                              \
     X(dec_check_simt, "simt: warps*32 >= M = B*(Hq/Hkv) row slots; dims per thread (dh over the "  \
                       "threads per row, rounded up to a power of two) <= 32")                      \
-    X(dec_check_kt, "kt > 32 only when kt/2 is shorter than the longest request's keys (L_r + B)") \
+    X(dec_check_kt, "keys_per_tile > 32 only when keys_per_tile/2 is shorter than the longest "    \
+                    "request's keys (L_r + B)")                                                    \
     X(dec_check_splits, "splits > 1 only when the longest request has at least 16 keys per split") \
-    X(dec_check_smem, "shared memory per block <= 227 KiB (2*stages*kt rows of K/V, mma: + the Q " \
-                      "tile)")
+    X(dec_check_smem,                                                                              \
+      "shared memory per block <= 227 KiB (2*stages*keys_per_tile rows of K/V, mma: + the Q "      \
+      "tile)")
 
 static const char *const dec_constraints[] = {DEC_RULES(FT_CUDA_RULE_TEXT) NULL};
 static const ft_cuda_check dec_checks[] = {DEC_RULES(FT_CUDA_RULE_CHECK)};

@@ -3,12 +3,14 @@
  * the napkin math that shaped them, are in attention_train.cu.
  *
  * ---- exposed parameters, and why ----
- *   kt      keys per K/V tile in shared memory (16, 32, 64). Longer tiles: fewer barriers and
+ *   keys_per_tile
+ *           keys per K/V tile in shared memory (16, 32, 64). Longer tiles: fewer barriers and
  *           online-softmax rescales per visible key and more keys per lane-parallel score step
- *           (a warp scores 32 keys at once: kt=16 leaves half its lanes idle, kt=64 gives each
- *           lane two), against more shared memory (2 kt (dh+1) floats of K/V, and kt per row of
- *           P and dS backward: occupancy) and more padding in a prefix's last tile. The same tile
- *           length cuts the key-major backward's context positions.
+ *           (a warp scores 32 keys at once: keys_per_tile=16 leaves half its lanes idle,
+ *           keys_per_tile=64 gives each lane two), against more shared memory (2 keys_per_tile
+ *           (dh+1) floats of K/V, and keys_per_tile per row of P and dS backward: occupancy) and
+ *           more padding in a prefix's last tile. The same tile length cuts the key-major
+ *           backward's context positions.
  *   pack    query rows of a CTA. group: the whole GQA group (B x G rows, 64 at qwen3) shares each
  *           K/V tile loaded: K/V cross into shared memory once per block and kv head. head: one
  *           query head per CTA (B rows): G times the CTAs (parallelism when nseq x NB x Hkv is
@@ -110,7 +112,7 @@ enum { TR_DEF_KT = 32, TR_DEF_WARPS = 4, TR_DEF_DKV = TR_DKV_KEYMAJOR };
 
 /* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). */
 #define TR_PARAMS(X)                                                                               \
-    X(TR_P_KT, "kt", NULL, NULL, TR_DEF_KT,                                                        \
+    X(TR_P_KT, "keys_per_tile", NULL, NULL, TR_DEF_KT,                                             \
       "keys per K/V tile in shared memory: fewer barriers and softmax rescales per key and "       \
       "fuller warps (32 keys scored at once) against shared memory and tail padding",              \
       16, 32, 64)                                                                                  \
@@ -204,8 +206,10 @@ static int tr_check_kt(const void *ctx, char *why, size_t n) {
     const tr_geom *g = &((const tr_check *)ctx)->g;
     if (g->kt > 16 && g->kt / 2 >= g->S + g->B) {
         if (why)
-            snprintf(why, n, "kt=%d: at most S+B=%lld keys, one tile already at kt=%d", g->kt,
-                     (long long)(g->S + g->B), g->kt / 2);
+            snprintf(
+                why, n,
+                "keys_per_tile=%d: at most S+B=%lld keys, one tile already at keys_per_tile=%d",
+                g->kt, (long long)(g->S + g->B), g->kt / 2);
         return FT_CONFIG_DUPLICATE;
     }
     return FT_CONFIG_VALID;
@@ -291,7 +295,8 @@ static int tr_check_smem(const void *ctx, char *why, size_t n) {
 /* The rules, in the order they are checked: X(check, the line `flaretune space` shows). */
 #define TR_RULES(X)                                                                                \
     X(tr_check_dh, "dh <= 512")                                                                    \
-    X(tr_check_kt, "kt > 16 needs kt/2 < S+B (else the smaller tile already holds every key)")     \
+    X(tr_check_kt, "keys_per_tile > 16 needs keys_per_tile/2 < S+B (else the smaller tile "        \
+                   "already holds every key)")                                                     \
     X(tr_check_pack, "pack=head needs Hq > Hkv (else it is pack=group)")                           \
     X(tr_check_warps, "warps <= query rows of a CTA (B*G with pack=group, B with pack=head)")      \
     X(tr_check_dkv, "dkv: backward only (else the default); pack=head backward needs dkv=atomic")  \

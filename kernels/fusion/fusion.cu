@@ -9,8 +9,8 @@
  * one row group (blockDim.y rows of blockDim.x threads); blockIdx.y is the pass, `per_pass`
  * layers (all D: x crosses the bus once; 1: once per layer; k: ceil(D/k) times). The softmax of
  * w (D*T numbers) is computed by every block into shared memory. A thread takes its FT_CPT
- * vectors of FT_VEC elements of each of the T rows x[n,t,:] (16-byte accesses at FT_VEC*sizeof =
- * 16: a warp reads 512 contiguous bytes), then per layer: s = sum_t a[i,t] x_t, the row's sum of
+ * vectors of FT_VEC_ELEMS elements of each of the T rows x[n,t,:] (16-byte accesses at
+ * FT_VEC_ELEMS*sizeof = 16: a warp reads 512 contiguous bytes), then per layer: s = sum_t a[i,t] x_t, the row's sum of
  * squares (shuffles, then one round through shared memory when a row spans several warps),
  * f = s * r * g stored as vectors. Three ways to hold the row:
  *   dflare_fwd       x in registers (the x tile, T * CPT * VEC floats), one layer per round;
@@ -45,11 +45,13 @@
  *
  * Defines (tunables that shape registers, and the storage type):
  *   FT_FUSION  1: the dflare kernels, 2: the dflash kernels, 3 (default): both
- *   FT_BF16    1: every float tensor of the call is __nv_bfloat16 on the device, else float;
- *              arithmetic is float32 either way
- *   FT_T       dflare: target layers T (the x tile is T x FT_CPT x FT_VEC floats)
- *   FT_VEC     dflare: elements per vector access (1, 2, 4, 8; at most 16 bytes)
- *   FT_CPT     dflare: vectors per thread per target row (threads per row = H / (VEC * CPT))
+ *   FT_BF16       1: every float tensor of the call is __nv_bfloat16 on the device, else float;
+ *                 arithmetic is float32 either way
+ *   FT_T          dflare: target layers T (the x tile is T x FT_CPT x FT_VEC_ELEMS floats)
+ *   FT_VEC_ELEMS  dflare: elements per vector access (1, 2, 4, 8; at most 16 bytes: the
+ *                 tunable vec_bytes / the element size)
+ *   FT_CPT        dflare: vectors per thread per target row, the tunable vecs_per_thread
+ *                 (threads per row = H / (FT_VEC_ELEMS * FT_CPT))
  * Everything else (N, H, D, layers per pass, rows per block, eps) is a kernel argument.
  */
 #include "ft_cuda.h"
@@ -60,16 +62,18 @@
 #ifndef FT_T
 #define FT_T 9
 #endif
-#ifndef FT_VEC
-#define FT_VEC 4
+#ifndef FT_VEC_ELEMS
+#define FT_VEC_ELEMS 4
 #endif
 #ifndef FT_CPT
 #define FT_CPT 1
 #endif
 
 
-static_assert(FT_VEC == 1 || FT_VEC == 2 || FT_VEC == 4 || FT_VEC == 8, "FT_VEC: 1, 2, 4 or 8");
-static_assert(FT_VEC * sizeof(st_t) <= 16, "FT_VEC: a vector access is at most 16 bytes");
+static_assert(FT_VEC_ELEMS == 1 || FT_VEC_ELEMS == 2 || FT_VEC_ELEMS == 4 || FT_VEC_ELEMS == 8,
+              "FT_VEC_ELEMS: 1, 2, 4 or 8");
+static_assert(FT_VEC_ELEMS * sizeof(st_t) <= 16,
+              "FT_VEC_ELEMS: a vector access is at most 16 bytes");
 static_assert(FT_CPT >= 1 && FT_CPT <= 8, "FT_CPT: 1 to 8 vectors per thread");
 static_assert(FT_T >= 1 && FT_T <= 64, "FT_T: 1 to 64 target layers");
 
@@ -237,8 +241,8 @@ __device__ __forceinline__ void dl_softmax(const st_t *__restrict__ w, int nl, f
 /* The register tile of x: T x FT_CPT vectors per thread, as loaded. bf16 stays packed two to a
  * register (half the registers, which decides how many blocks an SM holds) and is widened where
  * it is used (a shift or a mask); float, and bf16 one element at a time, are floats. */
-#if FT_BF16 && FT_VEC >= 2
-#define XW (FT_VEC / 2)
+#if FT_BF16 && FT_VEC_ELEMS >= 2
+#define XW (FT_VEC_ELEMS / 2)
 typedef uint32_t xw_t;
 __device__ __forceinline__ float xget(const xw_t (&r)[XW], int v) {
     return (v & 1) ? __uint_as_float(r[v >> 1] & 0xffff0000u) : __uint_as_float(r[v >> 1] << 16);
@@ -259,10 +263,10 @@ __device__ __forceinline__ void xload(const st_t *p, xw_t (&r)[XW]) {
     }
 }
 #else
-#define XW FT_VEC
+#define XW FT_VEC_ELEMS
 typedef float xw_t;
 __device__ __forceinline__ float xget(const xw_t (&r)[XW], int v) { return r[v]; }
-__device__ __forceinline__ void xload(const st_t *p, xw_t (&r)[XW]) { ldv<FT_VEC>(p, r); }
+__device__ __forceinline__ void xload(const st_t *p, xw_t (&r)[XW]) { ldv<FT_VEC_ELEMS>(p, r); }
 #endif
 typedef xw_t xtile_t[T_][FT_CPT][XW];
 
@@ -277,7 +281,7 @@ __device__ __forceinline__ void dl_load_x(const st_t *__restrict__ x, long long 
 #pragma unroll
         for (int t = 0; t < T_; t++) {
             if (ok) {
-                xload(x + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC, xr[t][j]);
+                xload(x + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC_ELEMS, xr[t][j]);
             } else {
 #pragma unroll
                 for (int v = 0; v < XW; v++)
@@ -288,15 +292,15 @@ __device__ __forceinline__ void dl_load_x(const st_t *__restrict__ x, long long 
 }
 
 __device__ __forceinline__ void dl_load_vec(const st_t *__restrict__ p, bool live, int nch,
-                                            float (&r)[FT_CPT][FT_VEC]) {
+                                            float (&r)[FT_CPT][FT_VEC_ELEMS]) {
 #pragma unroll
     for (int j = 0; j < FT_CPT; j++) {
         const int ch = (int)threadIdx.x + j * (int)blockDim.x;
         if (live && ch < nch) {
-            ldv<FT_VEC>(p + (long long)ch * FT_VEC, r[j]);
+            ldv<FT_VEC_ELEMS>(p + (long long)ch * FT_VEC_ELEMS, r[j]);
         } else {
 #pragma unroll
-            for (int v = 0; v < FT_VEC; v++)
+            for (int v = 0; v < FT_VEC_ELEMS; v++)
                 r[j][v] = 0.0f;
         }
     }
@@ -304,12 +308,12 @@ __device__ __forceinline__ void dl_load_vec(const st_t *__restrict__ p, bool liv
 
 /* s = sum_t a[t] x_t over the thread's slice; returns sum s^2. */
 __device__ __forceinline__ float dl_mix(const xtile_t &xr, const float *__restrict__ a,
-                                        float (&s)[FT_CPT][FT_VEC]) {
+                                        float (&s)[FT_CPT][FT_VEC_ELEMS]) {
     float ss = 0.0f;
 #pragma unroll
     for (int j = 0; j < FT_CPT; j++)
 #pragma unroll
-        for (int v = 0; v < FT_VEC; v++) {
+        for (int v = 0; v < FT_VEC_ELEMS; v++) {
             float acc = a[0] * xget(xr[0][j], v);
 #pragma unroll
             for (int t = 1; t < T_; t++)
@@ -332,13 +336,13 @@ __device__ __forceinline__ void dl_stage_x(const st_t *__restrict__ x, st_t *buf
         if (ch >= nch) continue;
 #pragma unroll
         for (int t = 0; t < T_; t++) {
-            const st_t *src = x + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC;
-            st_t *dst = buf + ((long long)threadIdx.y * T_ + t) * H + (long long)ch * FT_VEC;
-            if constexpr (FT_VEC * sizeof(st_t) == 16)
+            const st_t *src = x + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC_ELEMS;
+            st_t *dst = buf + ((long long)threadIdx.y * T_ + t) * H + (long long)ch * FT_VEC_ELEMS;
+            if constexpr (FT_VEC_ELEMS * sizeof(st_t) == 16)
                 ft_cp_async_cg16(dst, src);
-            else if constexpr (FT_VEC * sizeof(st_t) == 8)
+            else if constexpr (FT_VEC_ELEMS * sizeof(st_t) == 8)
                 ft_cp_async_ca8(dst, src);
-            else if constexpr (FT_VEC * sizeof(st_t) == 4)
+            else if constexpr (FT_VEC_ELEMS * sizeof(st_t) == 4)
                 ft_cp_async_ca4(dst, src);
             else
                 *dst = *src; /* 2 bytes: below cp.async's smallest copy */
@@ -369,10 +373,10 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
     const int tid = (int)(threadIdx.y * blockDim.x + threadIdx.x);
     dl_softmax(w + l0 * T_, nl, a_s, tid, (int)(blockDim.x * blockDim.y));
 
-    const int nch = H / FT_VEC;
+    const int nch = H / FT_VEC_ELEMS;
     const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
     const bool live = row < N;
-    float gr[FT_CPT][FT_VEC];
+    float gr[FT_CPT][FT_VEC_ELEMS];
     dl_load_vec(g, true, nch, gr);
     xtile_t xr;
     if constexpr (stage)
@@ -385,13 +389,13 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
     int it = 0; /* reduction rounds so far: alternates the slots of red */
     for (int i0 = 0; i0 < nl; i0 += group) {
         const int ng = min(group, nl - i0);
-        float s[GM][FT_CPT][FT_VEC];
+        float s[GM][FT_CPT][FT_VEC_ELEMS];
 #pragma unroll
         for (int q = 0; q < GM; q++)
 #pragma unroll
             for (int j = 0; j < FT_CPT; j++)
 #pragma unroll
-                for (int v = 0; v < FT_VEC; v++)
+                for (int v = 0; v < FT_VEC_ELEMS; v++)
                     s[q][j][v] = 0.0f;
 #pragma unroll
         for (int j = 0; j < FT_CPT; j++) {
@@ -399,18 +403,19 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
             const bool ok = live && ch < nch;
 #pragma unroll
             for (int t = 0; t < T_; t++) {
-                float xv[FT_VEC];
+                float xv[FT_VEC_ELEMS];
                 if constexpr (!stage) {
 #pragma unroll
-                    for (int v = 0; v < FT_VEC; v++)
+                    for (int v = 0; v < FT_VEC_ELEMS; v++)
                         xv[v] = xget(xr[t][j], v);
                 } else if (ok) {
                     (void)xr;
-                    ldv<FT_VEC>(xs + ((long long)threadIdx.y * T_ + t) * H + (long long)ch * FT_VEC,
-                                xv);
+                    ldv<FT_VEC_ELEMS>(xs + ((long long)threadIdx.y * T_ + t) * H +
+                                          (long long)ch * FT_VEC_ELEMS,
+                                      xv);
                 } else {
 #pragma unroll
-                    for (int v = 0; v < FT_VEC; v++)
+                    for (int v = 0; v < FT_VEC_ELEMS; v++)
                         xv[v] = 0.0f;
                 }
 #pragma unroll
@@ -418,7 +423,7 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
                     if (q >= ng) continue;
                     const float aq = a_s[(i0 + q) * T_ + t];
 #pragma unroll
-                    for (int v = 0; v < FT_VEC; v++)
+                    for (int v = 0; v < FT_VEC_ELEMS; v++)
                         s[q][j][v] = fmaf(aq, xv[v], s[q][j][v]);
                 }
             }
@@ -431,7 +436,7 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
 #pragma unroll
             for (int j = 0; j < FT_CPT; j++)
 #pragma unroll
-                for (int v = 0; v < FT_VEC; v++)
+                for (int v = 0; v < FT_VEC_ELEMS; v++)
                     ss[q] = fmaf(s[q][j][v], s[q][j][v], ss[q]);
         }
         row_sumN(ss, ng, red[it++ & 1]);
@@ -445,11 +450,11 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
             for (int j = 0; j < FT_CPT; j++) {
                 const int ch = (int)threadIdx.x + j * (int)blockDim.x;
                 if (ch >= nch) continue;
-                float o[FT_VEC];
+                float o[FT_VEC_ELEMS];
 #pragma unroll
-                for (int v = 0; v < FT_VEC; v++)
+                for (int v = 0; v < FT_VEC_ELEMS; v++)
                     o[v] = s[q][j][v] * r * gr[j][v];
-                stv<FT_VEC>(fr + (long long)ch * FT_VEC, o);
+                stv<FT_VEC_ELEMS>(fr + (long long)ch * FT_VEC_ELEMS, o);
             }
         }
     }
@@ -614,7 +619,7 @@ FT_KERNEL_EXPORT(dflare_fwd_mma)
  * [v * blockDim.x]. The buffer is [rows][T][CPT][VEC][threads per row]: a thread's own slots,
  * interleaved with its neighbours' so a warp's accesses fall in distinct banks. */
 __device__ __forceinline__ float *dl_dxs(float *dxs, int t, int j) {
-    return dxs + (((long long)threadIdx.y * T_ + t) * FT_CPT + j) * FT_VEC * blockDim.x +
+    return dxs + (((long long)threadIdx.y * T_ + t) * FT_CPT + j) * FT_VEC_ELEMS * blockDim.x +
            threadIdx.x;
 }
 
@@ -633,13 +638,13 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
     for (int k = tid; k < nwarps * nl * T_; k += nthr)
         daw[k] = 0.0f;
 
-    const int nch = H / FT_VEC;
-    float gr[FT_CPT][FT_VEC], dga[FT_CPT][FT_VEC];
+    const int nch = H / FT_VEC_ELEMS;
+    float gr[FT_CPT][FT_VEC_ELEMS], dga[FT_CPT][FT_VEC_ELEMS];
     dl_load_vec(g, true, nch, gr);
 #pragma unroll
     for (int j = 0; j < FT_CPT; j++)
 #pragma unroll
-        for (int v = 0; v < FT_VEC; v++)
+        for (int v = 0; v < FT_VEC_ELEMS; v++)
             dga[j][v] = 0.0f;
     __syncthreads();
 
@@ -650,7 +655,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
         const long long row = (long long)rb * rpc + threadIdx.y;
         const bool live = row < N;
         xtile_t xr;
-        float dxa[stage ? 1 : T_][FT_CPT][FT_VEC];
+        float dxa[stage ? 1 : T_][FT_CPT][FT_VEC_ELEMS];
         dl_load_x(x, row, live, H, nch, xr);
         if constexpr (!stage) {
 #pragma unroll
@@ -658,20 +663,20 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
 #pragma unroll
                 for (int j = 0; j < FT_CPT; j++)
 #pragma unroll
-                    for (int v = 0; v < FT_VEC; v++)
+                    for (int v = 0; v < FT_VEC_ELEMS; v++)
                         dxa[t][j][v] = 0.0f;
         }
 
         for (int i = 0; i < nl; i++) {
             const float *a = a_s + i * T_;
             const long long off = ((long long)(l0 + i) * N + row) * H;
-            float dfr[FT_CPT][FT_VEC], s[FT_CPT][FT_VEC];
+            float dfr[FT_CPT][FT_VEC_ELEMS], s[FT_CPT][FT_VEC_ELEMS];
             dl_load_vec(df + (live ? off : 0), live, nch, dfr);
             float ss = dl_mix(xr, a, s), gd = 0.0f;
 #pragma unroll
             for (int j = 0; j < FT_CPT; j++)
 #pragma unroll
-                for (int v = 0; v < FT_VEC; v++)
+                for (int v = 0; v < FT_VEC_ELEMS; v++)
                     gd = fmaf(gr[j][v] * dfr[j][v], s[j][v], gd);
             row_sum2(&ss, &gd, red[it++ & 1]);
             const float r = rsqrtf(ss * inv_h + eps);
@@ -680,16 +685,16 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
             /* f, ds (into s), dg and dx shares. */
 #pragma unroll
             for (int j = 0; j < FT_CPT; j++) {
-                float o[FT_VEC];
+                float o[FT_VEC_ELEMS];
 #pragma unroll
-                for (int v = 0; v < FT_VEC; v++) {
+                for (int v = 0; v < FT_VEC_ELEMS; v++) {
                     const float sv = s[j][v];
                     o[v] = sv * r * gr[j][v];
                     dga[j][v] = fmaf(dfr[j][v] * sv, r, dga[j][v]);
                     s[j][v] = r * gr[j][v] * dfr[j][v] - sv * cc;
                 }
                 const int ch = (int)threadIdx.x + j * (int)blockDim.x;
-                if (live && ch < nch) stv<FT_VEC>(f + off + (long long)ch * FT_VEC, o);
+                if (live && ch < nch) stv<FT_VEC_ELEMS>(f + off + (long long)ch * FT_VEC_ELEMS, o);
             }
 #pragma unroll
             for (int t = 0; t < T_; t++) {
@@ -699,7 +704,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
                     float *acc = stage ? dl_dxs(dxs, t, j) : dxa[stage ? 0 : t][j];
                     const int st = stage ? (int)blockDim.x : 1;
 #pragma unroll
-                    for (int v = 0; v < FT_VEC; v++) {
+                    for (int v = 0; v < FT_VEC_ELEMS; v++) {
                         const float prev = stage && i == 0 ? 0.0f : acc[v * st];
                         acc[v * st] = fmaf(a[t], s[j][v], prev);
                         p = fmaf(s[j][v], xget(xr[t][j], v), p);
@@ -717,15 +722,15 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
             if (ch >= nch) continue;
 #pragma unroll
             for (int t = 0; t < T_; t++) {
-                st_t *p = dx + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC;
+                st_t *p = dx + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC_ELEMS;
                 const float *acc = stage ? dl_dxs(dxs, t, j) : dxa[stage ? 0 : t][j];
                 const int st = stage ? (int)blockDim.x : 1;
-                float o[FT_VEC];
-                if (accum) ldv<FT_VEC>(p, o);
+                float o[FT_VEC_ELEMS];
+                if (accum) ldv<FT_VEC_ELEMS>(p, o);
 #pragma unroll
-                for (int v = 0; v < FT_VEC; v++)
+                for (int v = 0; v < FT_VEC_ELEMS; v++)
                     o[v] = accum ? o[v] + acc[v * st] : acc[v * st];
-                stv<FT_VEC>(p, o);
+                stv<FT_VEC_ELEMS>(p, o);
             }
         }
     }
@@ -737,13 +742,13 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
         if (ch >= nch) continue;
         if (atomic) {
 #pragma unroll
-            for (int v = 0; v < FT_VEC; v++)
-                atomicAdd(dgp + (long long)ch * FT_VEC + v, dga[j][v]);
+            for (int v = 0; v < FT_VEC_ELEMS; v++)
+                atomicAdd(dgp + (long long)ch * FT_VEC_ELEMS + v, dga[j][v]);
             continue;
         }
-        float *p = dgp + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * H + ch * FT_VEC;
+        float *p = dgp + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * H + ch * FT_VEC_ELEMS;
 #pragma unroll
-        for (int v = 0; v < FT_VEC; v++)
+        for (int v = 0; v < FT_VEC_ELEMS; v++)
             p[v] = accum ? p[v] + dga[j][v] : dga[j][v];
     }
     __syncthreads();

@@ -8,41 +8,45 @@
  *             qwen3-8b bf16, far more than L2) crosses the memory bus; more passes hold fewer
  *             softmax rows and, backward, re-read and re-write dx once per pass.
  *   k         layers per pass for k_layers (k < D).
- *   vec       bytes per vector access (2, 4, 8, 16; a whole number of elements): 16 is one 128-bit
+ *   vec_bytes
+ *             bytes per vector access (2, 4, 8, 16; a whole number of elements): 16 is one 128-bit
  *             load per row segment, the widest a thread can issue. Narrower accesses let rows
  *             whose length is not a multiple of 8 bf16 / 4 floats run at all (H must be a
  *             multiple of the elements per access, or rows would be misaligned).
- *   cpt       vectors per thread per target row: each thread takes cpt vectors of each of the
- *             T rows (x is read exactly once), so threads per row = H / (elements x cpt) rounded
- *             up to a warp (stage=mma: warps of 8-column tiles). The trade between threads per
- *             row (parallelism, and the cost of the row's sum-of-squares reduction across warps)
- *             and registers per thread (stage=reg and the backward hold T * cpt * elements
- *             floats of x: occupancy).
- *   rpc       rows per block (threadIdx.y): more rows per block for small H, where one row is a
+ *   vecs_per_thread
+ *             vectors per thread per target row: each thread takes vecs_per_thread vectors of each
+ *             of the T rows (x is read exactly once), so threads per row = H / (elements x
+ *             vecs_per_thread) rounded up to a warp (stage=mma: warps of 8-column tiles). The trade
+ *             between threads per row (parallelism, and the cost of the row's sum-of-squares
+ *             reduction across warps) and registers per thread (stage=reg and the backward hold T *
+ *             vecs_per_thread * elements floats of x: occupancy).
+ *   rows_per_block
+ *             rows per block (threadIdx.y): more rows per block for small H, where one row is a
  *             warp or two and a block per row would leave the SM's block slots as the limit.
  *   stage     where a thread's slice of the row lives while its layers are made. reg: forward,
- *             the x tile in registers (T * cpt * elements floats: one block of a wide row, T = 9
- *             and H = 4096, fills an SM's registers and then cannot overlap its loads with its
- *             math); smem: forward, x copied once into shared memory by cp.async and re-read
- *             from there per group of layers, in at most 64 registers, so two blocks of 512
+ *             the x tile in registers (T * vecs_per_thread * elements floats: one block of a wide
+ *             row, T = 9 and H = 4096, fills an SM's registers and then cannot overlap its loads
+ *             with its math); smem: forward, x copied once into shared memory by cp.async and
+ *             re-read from there per group of layers, in at most 64 registers, so two blocks of 512
  *             threads share an SM and one's loads overlap the other's math. Backward: the dx
- *             accumulators (another T * cpt * elements floats) in registers or in shared memory
- *             (at most 512 threads per block then: the x tile keeps up to 128 registers).
- *             mma (bf16 forward, T <= 16): the staged row mixed on the tensor cores, the
- *             softmax rows as the A operand (split into bf16 hi + lo) and x as B through
+ *             accumulators (another T * vecs_per_thread * elements floats) in registers or in
+ *             shared memory (at most 512 threads per block then: the x tile keeps up to 128
+ *             registers). mma (bf16 forward, T <= 16): the staged row mixed on the tensor cores,
+ *             the softmax rows as the A operand (split into bf16 hi + lo) and x as B through
  *             ldmatrix.trans; one barrier per pass and a fraction of the CUDA-core instructions,
  *             which at T = 9, D = 7 (63 FMAs per output element) decide the staged kernel's speed.
  *   group     staged forward: layers per round, their mixes held together and their sums of
  *             squares reduced with one barrier (a row spans many warps: a barrier per layer
  *             left the SM idle); more layers per round, more registers.
- *   ctas      backward: blocks per SM of its persistent grid: more blocks hide more latency,
+ *   blocks_per_sm
+ *             backward: blocks per SM of its persistent grid: more blocks hide more latency,
  *             but each writes dg partial rows (one per row group) that must be reduced.
  *   reduce    backward: the sums over N of dg and da. partials: per-block partials in scratch
  *             summed in a fixed order by a small kernel (deterministic); atomic: float atomics
  *             into one accumulator (less scratch, no reduce pass over partials, order-dependent
  *             rounding).
  * The storage type (the call's `dtype` attribute) and T are compile-time too (the register tile
- * is T x cpt x vector floats); one module per (dtype, T, elements, cpt).
+ * is T x vecs_per_thread x vector floats); one module per (dtype, T, elements, vecs_per_thread).
  *
  * ---- fusion.dflash: exposed parameters, and why ----
  *   algo      the cuBLASLt algorithm (rank among its heuristic's candidates) of every GEMM of the
@@ -53,12 +57,13 @@
  *             GEMM writes c into f in the storage type and the norm rescales it there: no N x H
  *             float32 round trip and no scratch; with bf16, c is rounded once more before the
  *             norm). cuBLASLt has no row-norm epilogue, so this is as far as the norm fuses.
- *   vec, cpt, rpc  the norm kernels' shape: bytes per access, vectors per thread per pass over
- *             the row (threads per row = H / (elements x cpt), rounded up to a warp, at most
- *             1024; these kernels loop, so nothing is held in registers), rows per block.
+ *   vec_bytes, vecs_per_thread, rows_per_block
+ *             the norm kernels' shape: bytes per access, vectors per thread per pass over
+ *             the row (threads per row = H / (elements x vecs_per_thread), rounded up to a warp, at
+ *             most 1024; these kernels loop, so nothing is held in registers), rows per block.
  * One module per storage type: the norm kernels take the vector width at run time.
- * Scratch: dflare backward: dg partials (G x rpc x H floats, or H) and da partials (G x D x T,
- * or D x T). dflash: c (N x H floats, c = scratch), dc (N x H, backward) and dg partials.
+ * Scratch: dflare backward: dg partials (G x rows_per_block x H floats, or H) and da partials (G x
+ * D x T, or D x T). dflash: c (N x H floats, c = scratch), dc (N x H, backward) and dg partials.
  *
  * ---- adding a tunable: three places ----
  *   1. a row of the op's parameter table (DL_PARAMS / DH_PARAMS): its index, name, the -D macro
@@ -94,15 +99,15 @@ static int fus_elems(const ft_call *c, int64_t H, int vec, char *why, size_t n) 
     int esize = (int)ft_dt_size(ft_cuda_call_dt(c));
     if (vec % esize) {
         if (why)
-            snprintf(why, n, "vec=%d B is not a whole number of %d-byte %s elements", vec, esize,
-                     esize == 2 ? "bf16" : "f32");
+            snprintf(why, n, "vec_bytes=%d B is not a whole number of %d-byte %s elements", vec,
+                     esize, esize == 2 ? "bf16" : "f32");
         return 0;
     }
     int el = vec / esize;
     if (H % el) {
         if (why)
             snprintf(why, n,
-                     "H=%lld is not a multiple of %d elements (vec=%d B): rows would not "
+                     "H=%lld is not a multiple of %d elements (vec_bytes=%d B): rows would not "
                      "be %d-byte aligned",
                      (long long)H, el, vec, vec);
         return 0;
@@ -167,16 +172,16 @@ static const int dl_groups[] = {1, 2, 4}; /* the candidates of group, ascending 
       "and never fits L2",                                                                         \
       FUS_DL_PER_LAYER, FUS_DL_K_LAYERS, FUS_DL_ALL_LAYERS)                                        \
     X(FUS_DL_P_K, "k", NULL, NULL, 2, "draft layers per pass with strategy=k_layers", 2, 3, 4)     \
-    X(FUS_DL_P_VEC, "vec", NULL, NULL, 16,                                                         \
+    X(FUS_DL_P_VEC, "vec_bytes", NULL, NULL, 16,                                                   \
       "bytes per vector load/store (16: one 128-bit access); H must be a multiple of its "         \
       "elements",                                                                                  \
       2, 4, 8, 16)                                                                                 \
-    X(FUS_DL_P_CPT, "cpt", "FT_CPT", NULL, 1,                                                      \
+    X(FUS_DL_P_CPT, "vecs_per_thread", "FT_CPT", NULL, 1,                                          \
       "vectors per thread per target row (x tile in registers with stage=reg and backward): "      \
-      "threads per row = H/(elements*cpt), rounded up to a warp",                                  \
+      "threads per row = H/(elements*vecs_per_thread), rounded up to a warp",                      \
       1, 2, 4)                                                                                     \
-    X(FUS_DL_P_RPC, "rpc", NULL, NULL, 1, "rows per block (small H: a row is a warp or two)", 1,   \
-      2, 4)                                                                                        \
+    X(FUS_DL_P_RPC, "rows_per_block", NULL, NULL, 1,                                               \
+      "rows per block (small H: a row is a warp or two)", 1, 2, 4)                                 \
     X(FUS_DL_P_STAGE, "stage", NULL, dl_stage_labels, FUS_DL_STAGE_SMEM,                           \
       "reg: x (backward: dx) held in registers; smem: x staged in shared memory by cp.async "      \
       "(backward: dx accumulated there); mma: staged x mixed on the tensor cores (bf16 forward)",  \
@@ -185,7 +190,7 @@ static const int dl_groups[] = {1, 2, 4}; /* the candidates of group, ascending 
       "staged forward: layers per reduction round (one barrier per round; more layers, more "      \
       "registers)",                                                                                \
       1, 2, 4)                                                                                     \
-    X(FUS_DL_P_CTAS, "ctas", NULL, NULL, FUS_DL_DEF_CTAS,                                          \
+    X(FUS_DL_P_CTAS, "blocks_per_sm", NULL, NULL, FUS_DL_DEF_CTAS,                                 \
       "backward: blocks per SM of its persistent grid: latency hiding against dg partials to "     \
       "reduce",                                                                                    \
       1, 2, 4)                                                                                     \
@@ -288,14 +293,16 @@ static int dl_check_threads(const void *ctx, char *why, size_t n) {
     const dl_geom *g = &((const dl_check *)ctx)->g;
     if (g->tpr > 1024) {
         if (why)
-            snprintf(why, n, "a row of %lld vectors needs %d threads at cpt=%d (at most 1024)",
+            snprintf(why, n,
+                     "a row of %lld vectors needs %d threads at vecs_per_thread=%d (at most 1024)",
                      (long long)g->nch, g->tpr, g->cpt);
         return FT_CONFIG_INVALID;
     }
     if (g->cpt > 1 && fus_tpr(g->nch, g->cpt / 2) == g->tpr) {
         if (why)
-            snprintf(why, n, "cpt=%d gives the same %d threads per row as cpt=%d", g->cpt, g->tpr,
-                     g->cpt / 2);
+            snprintf(why, n,
+                     "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d",
+                     g->cpt, g->tpr, g->cpt / 2);
         return FT_CONFIG_INVALID;
     }
     return FT_CONFIG_VALID;
@@ -312,7 +319,7 @@ static int dl_check_tile(const void *ctx, char *why, size_t n) {
     if ((v->bwd || v->g.stage == FUS_DL_STAGE_REG) && T * v->g.cpt * v->g.el > FUS_TILE_MAX) {
         if (why)
             snprintf(why, n,
-                     "a register tile of T*cpt*elements = %lld floats per thread "
+                     "a register tile of T*vecs_per_thread*elements = %lld floats per thread "
                      "(at most %d)",
                      (long long)(T * v->g.cpt * v->g.el), FUS_TILE_MAX);
         return FT_CONFIG_INVALID;
@@ -324,8 +331,9 @@ static int dl_check_block(const void *ctx, char *why, size_t n) {
     const dl_geom *g = &((const dl_check *)ctx)->g;
     if (g->tpr * g->rpc > 1024) {
         if (why)
-            snprintf(why, n, "%d threads per row x rpc=%d rows is more than 1024 threads", g->tpr,
-                     g->rpc);
+            snprintf(why, n,
+                     "%d threads per row x rows_per_block=%d rows is more than 1024 threads",
+                     g->tpr, g->rpc);
         return FT_CONFIG_INVALID;
     }
     return FT_CONFIG_VALID;
@@ -362,7 +370,8 @@ static int dl_check_backward(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
     if (!v->bwd && v->g.ctas != FUS_DL_DEF_CTAS) {
         if (why)
-            snprintf(why, n, "ctas applies to the backward only (leave it at %d)", FUS_DL_DEF_CTAS);
+            snprintf(why, n, "blocks_per_sm applies to the backward only (leave it at %d)",
+                     FUS_DL_DEF_CTAS);
         return FT_CONFIG_INVALID;
     }
     if (!v->bwd && v->cfg->v[FUS_DL_P_REDUCE] != FUS_DL_DEF_REDUCE) {
@@ -387,10 +396,10 @@ static int dl_check_mma(const void *ctx, char *why, size_t n) {
     if (v->g.stage != FUS_DL_STAGE_MMA) return FT_CONFIG_VALID;
     const char *no = v->bwd                                ? "the backward has no mma stage"
                      : ft_cuda_call_dt(v->c) != FT_DT_BF16 ? "needs bf16 storage"
-                     : v->g.el != 8                        ? "needs vec=16"
+                     : v->g.el != 8                        ? "needs vec_bytes=16"
                      : v->g.T > 16 || v->g.per_pass > 16
                          ? "needs T <= 16 and at most 16 layers per pass"
-                     : v->g.rpc != 1 ? "runs one row per block (rpc=1)"
+                     : v->g.rpc != 1 ? "runs one row per block (rows_per_block=1)"
                                      : NULL;
     if (no) {
         if (why) snprintf(why, n, "stage=mma %s", no);
@@ -416,22 +425,25 @@ static int dl_check_smem(const void *ctx, char *why, size_t n) {
     X(dl_check_k,                                                                                  \
       "k applies only to strategy=k_layers (other strategies keep k=2); k_layers needs k < D")     \
     X(dl_check_per_layer, "per_layer needs D > 1 (with one layer it is all_layers)")               \
-    X(dl_check_vec, "vec is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of "   \
-                    "them")                                                                        \
-    X(dl_check_threads, "threads per row = H/(elements*cpt) rounded up to a warp, at most 1024; "  \
-                        "cpt > 1 must give fewer threads per row than cpt/2")                      \
+    X(dl_check_vec,                                                                                \
+      "vec_bytes is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of "           \
+      "them")                                                                                      \
+    X(dl_check_threads,                                                                            \
+      "threads per row = H/(elements*vecs_per_thread) rounded up to a warp, at most 1024; "        \
+      "vecs_per_thread > 1 must give fewer threads per row than vecs_per_thread/2")                \
     X(dl_check_tile, "T <= 64; where x is held in registers (stage=reg, and the backward) T * "    \
-                     "cpt * elements <= 256 floats per thread")                                    \
-    X(dl_check_block, "threads per row * rpc <= 1024")                                             \
+                     "vecs_per_thread * elements <= 256 floats per thread")                        \
+    X(dl_check_block, "threads per row * rows_per_block <= 1024")                                  \
     X(dl_check_group, "group: forward with stage=smem only (else the default); groups of at "      \
                       "least the layers of a pass are the same (the default or the smallest is "   \
                       "kept)")                                                                     \
-    X(dl_check_backward, "ctas, reduce: backward only (else the default); backward with "          \
+    X(dl_check_backward, "blocks_per_sm, reduce: backward only (else the default); backward with " \
                          "stage=smem: at most 512 threads per block")                              \
-    X(dl_check_mma,                                                                                \
-      "stage=mma: forward, bf16, vec=16, T <= 16, at most 16 layers per pass, rpc=1")              \
-    X(dl_check_smem, "shared memory per block <= 227 KiB (stage=smem: rpc*T*H elements of x "      \
-                     "forward, floats of dx backward)")
+    X(dl_check_mma, "stage=mma: forward, bf16, vec_bytes=16, T <= 16, at most 16 layers per "      \
+                    "pass, rows_per_block=1")                                                      \
+    X(dl_check_smem,                                                                               \
+      "shared memory per block <= 227 KiB (stage=smem: rows_per_block*T*H elements of x "          \
+      "forward, floats of dx backward)")
 
 static const char *const dl_constraints[] = {DL_RULES(FT_CUDA_RULE_TEXT) NULL};
 static const ft_cuda_check dl_checks[] = {DL_RULES(FT_CUDA_RULE_CHECK)};
@@ -449,7 +461,7 @@ static void dl_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const dl_g
     spec_init(s, 1, dt);
     /* Derived from the call and the config: T, and the elements per vector access. */
     ft_cuda_spec_define(s, "FT_T=%lld", (long long)g->T);
-    ft_cuda_spec_define(s, "FT_VEC=%d", g->el);
+    ft_cuda_spec_define(s, "FT_VEC_ELEMS=%d", g->el);
     ft_cuda_spec_params(s, dl_macros, FUS_DL_NPARAMS, cfg);
     int threads = g->tpr * g->rpc;
     if (!c->backward) {
@@ -590,13 +602,13 @@ static const char *const dh_c_labels[] = {"scratch", "inplace"};
       "where c lives: float32 scratch, or in f (storage type) normalised in place: no N x H "      \
       "float32 round trip",                                                                        \
       FUS_DH_C_SCRATCH, FUS_DH_C_INPLACE)                                                          \
-    X(FUS_DH_P_VEC, "vec", NULL, NULL, 16,                                                         \
+    X(FUS_DH_P_VEC, "vec_bytes", NULL, NULL, 16,                                                   \
       "bytes per vector access of the norm kernels (16: one 128-bit access)", 2, 4, 8, 16)         \
-    X(FUS_DH_P_CPT, "cpt", NULL, NULL, 1,                                                          \
+    X(FUS_DH_P_CPT, "vecs_per_thread", NULL, NULL, 1,                                              \
       "norm kernels: vectors per thread per pass over the row; threads per row = "                 \
-      "H/(elements*cpt), rounded up to a warp, at most 1024",                                      \
+      "H/(elements*vecs_per_thread), rounded up to a warp, at most 1024",                          \
       1, 2, 4, 8)                                                                                  \
-    X(FUS_DH_P_RPC, "rpc", NULL, NULL, 1, "rows per block of the norm kernels", 1, 2, 4)
+    X(FUS_DH_P_RPC, "rows_per_block", NULL, NULL, 1, "rows per block of the norm kernels", 1, 2, 4)
 
 enum { DH_PARAMS(FT_CUDA_PARAM_INDEX) FUS_DH_NPARAMS };
 static ft_param dh_params[] = {DH_PARAMS(FT_CUDA_PARAM_ENTRY)};
@@ -646,8 +658,9 @@ static int dh_check_cpt(const void *ctx, char *why, size_t n) {
     int cpt = v->cfg->v[FUS_DH_P_CPT];
     if (cpt > 1 && dh_tpr(v->g.H, v->g.el, cpt / 2) == v->g.tpr) {
         if (why)
-            snprintf(why, n, "cpt=%d gives the same %d threads per row as cpt=%d", cpt, v->g.tpr,
-                     cpt / 2);
+            snprintf(why, n,
+                     "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d",
+                     cpt, v->g.tpr, cpt / 2);
         return FT_CONFIG_INVALID;
     }
     return FT_CONFIG_VALID;
@@ -657,8 +670,9 @@ static int dh_check_block(const void *ctx, char *why, size_t n) {
     const dh_geom *g = &((const dh_check *)ctx)->g;
     if (g->tpr * g->rpc > 1024) {
         if (why)
-            snprintf(why, n, "%d threads per row x rpc=%d rows is more than 1024 threads", g->tpr,
-                     g->rpc);
+            snprintf(why, n,
+                     "%d threads per row x rows_per_block=%d rows is more than 1024 threads",
+                     g->tpr, g->rpc);
         return FT_CONFIG_INVALID;
     }
     return FT_CONFIG_VALID;
@@ -667,10 +681,11 @@ static int dh_check_block(const void *ctx, char *why, size_t n) {
 /* The rules, in the order they are checked: X(check or NULL, the line `flaretune space`
  * shows). */
 #define DH_RULES(X)                                                                                \
-    X(dh_check_vec, "vec is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of "   \
-                    "them")                                                                        \
-    X(dh_check_cpt, "cpt > 1 must give fewer threads per row than cpt/2")                          \
-    X(dh_check_block, "threads per row * rpc <= 1024")                                             \
+    X(dh_check_vec,                                                                                \
+      "vec_bytes is a whole number of elements (bf16 2 B, f32 4 B) and H a multiple of "           \
+      "them")                                                                                      \
+    X(dh_check_cpt, "vecs_per_thread > 1 must give fewer threads per row than vecs_per_thread/2")  \
+    X(dh_check_block, "threads per row * rows_per_block <= 1024")                                  \
     X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
             "the GPU)")
 

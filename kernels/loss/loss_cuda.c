@@ -25,11 +25,12 @@
  *   algo      materialize: the cuBLASLt algorithm of its GEMMs, by rank among the heuristic's
  *             candidates (skinny chunks and the long-K dw_lm GEMM are where its first choice
  *             is least often the best).
- *   bm, bn    online: the logit tile, rows x vocab columns (LS_BM, LS_BN at compile time: a
- *             thread holds bm*bn/64 accumulators). Larger tiles reuse each staged h and w_lm
- *             element more often (bm and bn FMAs per element loaded) against registers, and
- *             the dh (dw_lm) pass reads and writes its float accumulator rows once per vocab
- *             (row) tile: larger bn (bm) means fewer such passes.
+ *   tile_rows, tile_cols
+ *             online: the logit tile, rows x vocab columns (LS_BM, LS_BN at compile time: a
+ *             thread holds tile_rows*tile_cols/64 accumulators). Larger tiles reuse each staged h
+ *             and w_lm element more often (tile_rows and tile_cols FMAs per element loaded) against
+ *             registers, and the dh (dw_lm) pass reads and writes its float accumulator rows once
+ *             per vocab (row) tile: larger tile_cols (tile_rows) means fewer such passes.
  *   warps     online: threads per block / 32 (kernel argument): parallelism per tile against
  *             the number of blocks per SM.
  *   stages    online: shared-memory buffers of the K loop: 1 loads a K slice and waits for it,
@@ -44,16 +45,16 @@
  *   materialize  rows: 8*M + 4 (row statistics, ce, q, w, scale); logits: min(chunk*B, M) * V;
  *                plus cuBLASLt's workspace on the GPU (gemm.c: 32 MiB from Hopper on).
  *   online       rows: (2*S + 6)*M + 4, S the vocab splits of pass 1 (S <= ceil(2*SMs / row
- *                tiles) and <= vocab tiles, so S*M <= M + 2*SMs*bm); with bf16 storage the
+ *                tiles) and <= vocab tiles, so S*M <= M + 2*SMs*tile_rows); with bf16 storage the
  *                float32 accumulators of dh (M*H) and, with want_dw, of dw_lm (V*H). Never
  *                V x M.
  * Slots: 0 rows, 1 logits / dh accumulator, 2 dw_lm accumulator.
  *
  * Cost and precision notes. online's pass 2 is written for correctness first: a block reads
- * and writes its float accumulator slab (bm x H for dh, bn x H for dw_lm) once per tile of the
- * other dimension and takes the dh / dw_lm products on the CUDA cores, so at qwen3-8b it moves
- * on the order of a terabyte and materialize is the fast strategy there. materialize with bf16
- * storage accumulates dw_lm over chunks in bf16 (beta = 1 GEMMs): one rounding per chunk.
+ * and writes its float accumulator slab (tile_rows x H for dh, tile_cols x H for dw_lm) once per
+ * tile of the other dimension and takes the dh / dw_lm products on the CUDA cores, so at qwen3-8b
+ * it moves on the order of a terabyte and materialize is the fast strategy there. materialize with
+ * bf16 storage accumulates dw_lm over chunks in bf16 (beta = 1 GEMMs): one rounding per chunk.
  * Determinism: no atomics anywhere; every sum has a fixed order for a fixed config and device.
  *
  * ---- adding a tunable: three places ----
@@ -96,11 +97,11 @@ static const char *const lc_strategy_labels[] = {"materialize", "online"};
       "materialize: cuBLASLt algorithm of its GEMMs, by rank among the heuristic's candidates "    \
       "(0: its first choice)",                                                                     \
       0, 1, 2, 3)                                                                                  \
-    X(LC_P_BM, "bm", "LS_BM", NULL, 16,                                                            \
+    X(LC_P_BM, "tile_rows", "LS_BM", NULL, 16,                                                     \
       "online: rows of a logit tile (compile time): reuse of each staged w_lm element against "    \
       "registers",                                                                                 \
       16, 32)                                                                                      \
-    X(LC_P_BN, "bn", "LS_BN", NULL, 64,                                                            \
+    X(LC_P_BN, "tile_cols", "LS_BN", NULL, 64,                                                     \
       "online: vocab columns of a logit tile (compile time): reuse of each staged h element, "     \
       "passes of the dh accumulator",                                                              \
       32, 64)                                                                                      \
@@ -115,7 +116,8 @@ static ft_param lc_params[] = {LC_PARAMS(FT_CUDA_PARAM_ENTRY)};
 static const char *const lc_macros[] = {LC_PARAMS(FT_CUDA_PARAM_MACRO)};
 
 static const char *const lc_constraints[] = {
-    "chunk, algo: materialize only; bm, bn, warps, stages: online only (the others keep their "
+    "chunk, algo: materialize only; tile_rows, tile_cols, warps, stages: online only (the others "
+    "keep their "
     "defaults)",
     "chunk: of the candidates covering the whole batch only the default, or the smallest if the "
     "default does not cover it",

@@ -44,26 +44,28 @@ ft_status ft_config_from_json(const ft_space *s, const json_t *obj, ft_config *c
 }
 
 int ft_config_json_rename(const ft_space *s, json_t *obj, char *note, size_t n) {
-    /* The keys first, then the changes: an object is not changed while it is walked. */
-    const char *former[FT_MAX_PARAMS], *now[FT_MAX_PARAMS];
     int count = 0;
+    size_t k = 0;
+    if (n) note[0] = '\0';
+    /* Rebuilt in the same order, each former name replaced where it stands. */
+    json_t *out = json_object();
     const char *key;
     json_t *val;
     json_object_foreach(obj, key, val) {
-        const char *name = ft_space_renamed(s, key);
-        if (name && !json_object_get(obj, name) && count < FT_MAX_PARAMS) {
-            former[count] = key;
-            now[count++] = name;
+        const char *now = ft_space_renamed(s, key);
+        if (now && json_object_get(obj, now)) now = NULL; /* both: left for the check to refuse */
+        if (now) {
+            if (k < n)
+                k += (size_t)snprintf(note + k, n - k, "%s%s -> %s", count ? ", " : "", key, now);
+            count++;
         }
+        json_object_set(out, now ? now : key, val);
     }
-    size_t k = 0;
-    if (n) note[0] = '\0';
-    for (int i = 0; i < count; i++) {
-        if (k < n)
-            k += (size_t)snprintf(note + k, n - k, "%s%s -> %s", i ? ", " : "", former[i], now[i]);
-        json_object_set(obj, now[i], json_object_get(obj, former[i]));
-        json_object_del(obj, former[i]); /* last: former[i] points into the object's key */
+    if (count) {
+        json_object_clear(obj);
+        json_object_update(obj, out);
     }
+    json_decref(out);
     return count;
 }
 
