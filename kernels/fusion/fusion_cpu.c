@@ -140,8 +140,15 @@ static inline void fus_fence(int stream) {
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */
 
-enum { DLP_STRATEGY, DLP_K, DLP_ROWS, DLP_STREAM, DLP_PREFETCH, DLP_THREADS };
-enum { DL_PER_LAYER, DL_K_LAYERS, DL_ALL_LAYERS };
+enum {
+    FUS_DL_P_STRATEGY,
+    FUS_DL_P_K,
+    FUS_DL_P_ROWS,
+    FUS_DL_P_STREAM,
+    FUS_DL_P_PREFETCH,
+    FUS_DL_P_THREADS
+};
+enum { FUS_DL_PER_LAYER, FUS_DL_K_LAYERS, FUS_DL_ALL_LAYERS };
 
 static const char *const dl_strategy_labels[] = {"per_layer", "k_layers", "all_layers"};
 
@@ -471,17 +478,17 @@ static void dl_task(const dl_ctx *c, dl_scratch *sc, int64_t n0, int64_t rows, i
 
 static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     int dup = 0;
-    int strategy = cfg->v[DLP_STRATEGY], k = cfg->v[DLP_K];
-    if (strategy != DL_K_LAYERS && k != 2) {
+    int strategy = cfg->v[FUS_DL_P_STRATEGY], k = cfg->v[FUS_DL_P_K];
+    if (strategy != FUS_DL_K_LAYERS && k != 2) {
         if (why) snprintf(why, n, "k only applies to strategy=k_layers (leave it at 2)");
         return 0;
     }
-    if (strategy == DL_K_LAYERS && k >= c->dim[DL_D]) {
+    if (strategy == FUS_DL_K_LAYERS && k >= c->dim[DL_D]) {
         if (why) snprintf(why, n, "k_layers needs k < D (k >= D is all_layers)");
         dup = 1; /* a duplicate, if nothing rules it out below */
     }
 #ifndef __AVX__
-    if (cfg->v[DLP_STREAM]) {
+    if (cfg->v[FUS_DL_P_STREAM]) {
         if (why) snprintf(why, n, "streaming stores need an AVX build");
         return 0;
     }
@@ -492,11 +499,11 @@ static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
 static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
     const int64_t N = call->dim[DL_N], T = call->dim[DL_T], H = call->dim[DL_H],
                   D = call->dim[DL_D];
-    const int threads = cfg->v[DLP_THREADS];
-    const int64_t rows = cfg->v[DLP_ROWS];
-    const int strategy = cfg->v[DLP_STRATEGY];
-    const int64_t per_pass = strategy == DL_PER_LAYER  ? 1
-                             : strategy == DL_K_LAYERS ? cfg->v[DLP_K]
+    const int threads = cfg->v[FUS_DL_P_THREADS];
+    const int64_t rows = cfg->v[FUS_DL_P_ROWS];
+    const int strategy = cfg->v[FUS_DL_P_STRATEGY];
+    const int64_t per_pass = strategy == FUS_DL_PER_LAYER  ? 1
+                             : strategy == FUS_DL_K_LAYERS ? cfg->v[FUS_DL_P_K]
                                                        : D;
     const int bwd = call->backward;
 
@@ -532,8 +539,8 @@ static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
         .f = call->t[DL_F]->data,
         .dx = bwd ? call->t[DL_DX]->data : NULL,
         .a = a,
-        .stream = cfg->v[DLP_STREAM],
-        .prefetch = cfg->v[DLP_PREFETCH],
+        .stream = cfg->v[FUS_DL_P_STREAM],
+        .prefetch = cfg->v[FUS_DL_P_PREFETCH],
         .bwd = bwd,
     };
     const int64_t ntasks = (N + rows - 1) / rows;
@@ -600,16 +607,16 @@ static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
 }
 
 static ft_param dl_params[] = {
-    [DLP_STRATEGY] = {"strategy",
+    [FUS_DL_P_STRATEGY] = {"strategy",
                       "passes over x per row task: per_layer (D), k_layers (ceil(D/k)), "
                       "all_layers (1)",
                       3,
-                      {DL_PER_LAYER, DL_K_LAYERS, DL_ALL_LAYERS},
+                      {FUS_DL_PER_LAYER, FUS_DL_K_LAYERS, FUS_DL_ALL_LAYERS},
                       dl_strategy_labels,
-                      DL_ALL_LAYERS,
+                      FUS_DL_ALL_LAYERS,
                       0},
-    [DLP_K] = {"k", "draft layers per pass with strategy=k_layers", 3, {2, 3, 4}, NULL, 2, 0},
-    [DLP_ROWS] = {"rows",
+    [FUS_DL_P_K] = {"k", "draft layers per pass with strategy=k_layers", 3, {2, 3, 4}, NULL, 2, 0},
+    [FUS_DL_P_ROWS] = {"rows",
                   "rows per task: OpenMP chunk and the cache block x is re-read from between "
                   "passes",
                   4,
@@ -617,7 +624,7 @@ static ft_param dl_params[] = {
                   NULL,
                   4,
                   0},
-    [DLP_STREAM] = {"stream",
+    [FUS_DL_P_STREAM] = {"stream",
                     "non-temporal stores for f and dx: no read for ownership of lines written "
                     "once",
                     2,
@@ -625,7 +632,7 @@ static ft_param dl_params[] = {
                     NULL,
                     1,
                     0},
-    [DLP_PREFETCH] = {"prefetch",
+    [FUS_DL_P_PREFETCH] = {"prefetch",
                       "software prefetch distance in 64-float h-blocks for x and df (0: leave "
                       "it to the hardware prefetchers)",
                       2,
@@ -633,7 +640,8 @@ static ft_param dl_params[] = {
                       NULL,
                       0,
                       0},
-    [DLP_THREADS] = {"threads", "OpenMP threads over row tasks", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [FUS_DL_P_THREADS] = {"threads", "OpenMP threads over row tasks", 1, {1}, NULL, 1,
+                          FT_PARAM_THREADS},
 };
 
 static const char *const dl_constraints[] = {
@@ -650,8 +658,8 @@ const ft_cpu_impl ft_cpu_fusion_dflare = {&dl_space, dl_run};
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
 
-enum { DHP_PAR, DHP_CHUNK, DHP_THREADS };
-enum { DH_PAR_BLAS, DH_PAR_ROWS };
+enum { FUS_DH_P_PAR, FUS_DH_P_CHUNK, FUS_DH_P_THREADS };
+enum { FUS_DH_PAR_BLAS, FUS_DH_PAR_ROWS };
 
 static const char *const dh_par_labels[] = {"blas", "rows"};
 static const char *const dh_chunk_labels[] = {"32", "128", "512", "all"};
@@ -736,10 +744,10 @@ static void dh_norm_row(const dh_ctx *c, int64_t n, double *restrict dg) {
 }
 
 static int64_t dh_chunk(const ft_call *c, const ft_config *cfg) {
-    int64_t N = c->dim[DH_N], rows = dh_chunk_rows[cfg->v[DHP_CHUNK]];
+    int64_t N = c->dim[DH_N], rows = dh_chunk_rows[cfg->v[FUS_DH_P_CHUNK]];
     if (rows) return rows;
-    if (cfg->v[DHP_PAR] == DH_PAR_ROWS) {
-        int64_t th = cfg->v[DHP_THREADS];
+    if (cfg->v[FUS_DH_P_PAR] == FUS_DH_PAR_ROWS) {
+        int64_t th = cfg->v[FUS_DH_P_THREADS];
         return N > 0 ? (N + th - 1) / th : 1;
     }
     return N > 0 ? N : 1;
@@ -747,11 +755,11 @@ static int64_t dh_chunk(const ft_call *c, const ft_config *cfg) {
 
 static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     int dup = 0;
-    if (cfg->v[DHP_PAR] == DH_PAR_ROWS && cfg->v[DHP_THREADS] < 2) {
+    if (cfg->v[FUS_DH_P_PAR] == FUS_DH_PAR_ROWS && cfg->v[FUS_DH_P_THREADS] < 2) {
         if (why) snprintf(why, n, "par=rows needs threads >= 2 (with one thread it is par=blas)");
         return 0;
     }
-    int64_t rows = dh_chunk_rows[cfg->v[DHP_CHUNK]];
+    int64_t rows = dh_chunk_rows[cfg->v[FUS_DH_P_CHUNK]];
     if (rows && rows >= c->dim[DH_N]) {
         if (why) snprintf(why, n, "chunk=%lld >= N rows is the same as chunk=all", (long long)rows);
         dup = 1; /* a duplicate, if nothing rules it out below */
@@ -761,7 +769,7 @@ static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
 
 static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
     const int64_t N = call->dim[DH_N], H = call->dim[DH_H], K = call->dim[DH_TH];
-    const int threads = cfg->v[DHP_THREADS];
+    const int threads = cfg->v[FUS_DH_P_THREADS];
     const int bwd = call->backward;
     const int64_t chunk = dh_chunk(call, cfg);
     const int64_t ntasks = (N + chunk - 1) / chunk;
@@ -788,7 +796,7 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
     if (bwd) memset(dg_parts, 0, (size_t)threads * dg_slice);
     float *dw = bwd ? call->t[DH_DWFC]->data : NULL;
 
-    if (cfg->v[DHP_PAR] == DH_PAR_BLAS) {
+    if (cfg->v[FUS_DH_P_PAR] == FUS_DH_PAR_BLAS) {
         ft_cpu_blas_threads(threads);
         for (int64_t task = 0; task < ntasks; task++) {
             int64_t n0 = task * chunk, n1 = n0 + chunk < N ? n0 + chunk : N;
@@ -844,15 +852,15 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
 }
 
 static ft_param dh_params[] = {
-    [DHP_PAR] = {"par",
+    [FUS_DH_P_PAR] = {"par",
                  "blas: OpenBLAS threads each GEMM, the norm is its own loop; rows: each thread "
                  "runs single-threaded GEMMs on its row chunks and normalises them in cache",
                  2,
-                 {DH_PAR_BLAS, DH_PAR_ROWS},
+                 {FUS_DH_PAR_BLAS, FUS_DH_PAR_ROWS},
                  dh_par_labels,
-                 DH_PAR_BLAS,
+                 FUS_DH_PAR_BLAS,
                  0},
-    [DHP_CHUNK] = {"chunk",
+    [FUS_DH_P_CHUNK] = {"chunk",
                    "rows per GEMM call: small keeps c and dc in cache for the norm and dx, "
                    "but w_fc is repacked per call",
                    4,
@@ -860,7 +868,8 @@ static ft_param dh_params[] = {
                    dh_chunk_labels,
                    3,
                    0},
-    [DHP_THREADS] = {"threads", "OpenMP / OpenBLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [FUS_DH_P_THREADS] = {"threads", "OpenMP / OpenBLAS threads", 1, {1}, NULL, 1,
+                          FT_PARAM_THREADS},
 };
 
 static const char *const dh_constraints[] = {
