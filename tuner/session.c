@@ -476,9 +476,20 @@ static void sort_by_median(int *idx, int n, const cand_info *info) {
  * warmed the same way first (as long as one measurement's warm-up, run for run), the first
  * interleaved round is not counted, and every timed batch follows one untimed call of its own
  * config: each sample is taken warm, as a measurement of that config alone would take it. */
+/* When the interleaved confirmation stops, beside the measurement defaults it builds on
+ * (tuner/measure.c, docs/measurement.md). Each round times every contender once. */
+static const struct {
+    int max_rounds;     /* the sample buffers' size; the median has long stopped moving there  */
+    int quick_rounds;   /* a median of ten rounds already shrugs off two outliers per config   */
+    double quick_limit; /* ...so after them stop once this many times max_time_s has passed:
+                         * the contenders together get twice what one search candidate may   */
+    int full_rounds;    /* thirty rounds halve the median's interval against ten: stop there
+                         * once each contender has had its min_time_s                         */
+} confirm_rules = {.max_rounds = 400, .quick_rounds = 10, .quick_limit = 2.0, .full_rounds = 30};
+
 static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_err *err) {
     double *x[16];
-    int cap = 400, rounds = 0, batch[16];
+    int cap = confirm_rules.max_rounds, rounds = 0, batch[16];
     for (int j = 0; j < n; j++) {
         x[j] = malloc(sizeof(double) * (size_t)cap);
         batch[j] = S->info[idx[j]].stats.batch > 0 ? S->info[idx[j]].stats.batch : 1;
@@ -500,7 +511,7 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
     ft_load_mark m0, m1;
     ft_load_mark_take(&m0);
     /* Enough rounds for a stable median, within the time one candidate may take (x2). */
-    double t0 = ft_now_s(), limit = 2 * S->o->measure.max_time_s;
+    double t0 = ft_now_s(), limit = confirm_rules.quick_limit * S->o->measure.max_time_s;
     for (int warm = 1; !s && rounds < cap && !(S->o->stop && *S->o->stop); warm = 0) {
         for (int j = 0; j < n && !s; j++) {
             run_ctx rc = {S, &S->cands[idx[j]]};
@@ -515,8 +526,8 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
         if (s || warm) continue;
         rounds++;
         double el = ft_now_s() - t0;
-        if (rounds >= 10 && el >= limit) break;
-        if (rounds >= 30 && el >= S->o->measure.min_time_s * n) break;
+        if (rounds >= confirm_rules.quick_rounds && el >= limit) break;
+        if (rounds >= confirm_rules.full_rounds && el >= S->o->measure.min_time_s * n) break;
     }
     ft_load_mark_take(&m1);
     ft_load load;
