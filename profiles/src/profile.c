@@ -523,8 +523,10 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) 
  * config's tunables renamed (ft_space_renamed), with a note saying so. *keep is a reference. */
 static ft_status renamed_entry(ft_profile *p, const char *name, size_t i, json_t *j,
                                ft_profile_entry *e, json_t **keep, ft_err *err) {
+    /* The names are the space's declaration, the same in a build that cannot run the backend
+     * (the CUDA spaces are there in a CPU-only build). */
     const ft_backend *be = backend_named(e->backend);
-    const ft_space *sp = be && be->built && be->supports(e->op) ? be->space(e->op) : NULL;
+    const ft_space *sp = be && be->supports(e->op) ? be->space(e->op) : NULL;
     char renames[256];
     json_t *config = json_object_get(j, "config");
     json_t *probe = sp ? json_copy(config) : NULL;
