@@ -222,6 +222,20 @@ def test_renamed_tunables(tmp):
                           for e in doc["entries"]), f"merge writes the new names: {rc} {err!r}")
     rc, o, err = run("show", out_path)
     check(rc == 0 and err == "", f"a profile written under the new names has no note: {err!r}")
+    # Every configuration an entry holds is renamed: the default's and the ties' too.
+    doc = json.load(open(shipped))
+    e = doc["entries"][0]
+    e["config"] = {k: v for k, v in json.load(open(out_path))["entries"][0]["config"].items()}
+    e["default"] = {"config": dict(old), "stats": e["stats"]}
+    e["tie"] = [dict(old, cpt=2)]
+    mixed = os.path.join(tmp, "mixed.json")
+    write_profile(mixed, [e])
+    rc, out, err = run("show", mixed, "--json")
+    got = json.loads(out)["entries"][0] if rc == 0 else {}
+    check(rc == 0 and "read as vec -> vec_bytes" in err and
+          got.get("default", {}).get("config", {}).get("vecs_per_thread") == 1 and
+          got.get("tie", [{}])[0].get("vecs_per_thread") == 2 and "cpt" not in json.dumps(got),
+          f"default and ties renamed too: {rc} {err!r} {got.get('tie')}")
     one_line_error(["exec", "fusion.dflare", "--backend", "cuda-emu", "--preset", "tiny.dflare.train",
                     "--config", "cpt=2"], 2, "'cpt' is now called 'vecs_per_thread'")
 

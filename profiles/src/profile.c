@@ -20,8 +20,8 @@
 #include "flaretune/backend.h"
 #include "flaretune/filelock.h"
 #include "flaretune/json.h"
-#include "flaretune/op_json.h"
 #include "flaretune/npy.h"
+#include "flaretune/op_json.h"
 #include "flaretune/version.h"
 
 typedef struct ft_profile_lines {
@@ -32,7 +32,7 @@ typedef struct ft_profile_lines {
 struct ft_profile {
     ft_profile_entry *entries; /* sorted; each .json holds one reference */
     int n, cap;
-    json_t *skipped; /* array of entries that did not validate, kept as they were */
+    json_t *skipped;           /* array of entries that did not validate, kept as they were */
     ft_profile_lines warnings; /* what was skipped or dropped, and why */
     ft_profile_lines notes;    /* what was read differently from how it is written */
 };
@@ -519,8 +519,33 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) 
 
 /* ---- reading -------------------------------------------------------------------------------- */
 
+/* Rename the former names of every configuration entry j holds: its config, the default's, and
+ * those of `tie` and `unstable`. Returns how many keys; `note` describes the winner's. */
+static int rename_configs(const ft_space *sp, json_t *j, char *note, size_t n) {
+    char other[256];
+    int count = ft_config_json_rename(sp, json_object_get(j, "config"), note, n), more;
+    json_t *def = json_object_get(j, "default");
+    if (json_is_object(json_object_get(def, "config"))) {
+        more = ft_config_json_rename(sp, json_object_get(def, "config"), other, sizeof other);
+        if (more && !count) snprintf(note, n, "%s", other);
+        count += more;
+    }
+    const char *lists[] = {"tie", "unstable"};
+    for (int l = 0; l < 2; l++) {
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(j, lists[l]), k, c) {
+            more = json_is_object(c) ? ft_config_json_rename(sp, c, other, sizeof other) : 0;
+            if (more && !count) snprintf(note, n, "%s", other);
+            count += more;
+        }
+    }
+    return count;
+}
+
 /* The entry to keep for j (checked into e): j itself, or a copy with the former names of its
- * config's tunables renamed (ft_space_renamed), with a note saying so. *keep is a reference. */
+ * configurations' tunables renamed (ft_space_renamed), with a note saying so. *keep is a
+ * reference. */
 static ft_status renamed_entry(ft_profile *p, const char *name, size_t i, json_t *j,
                                ft_profile_entry *e, json_t **keep, ft_err *err) {
     /* The names are the space's declaration, the same in a build that cannot run the backend
@@ -528,9 +553,8 @@ static ft_status renamed_entry(ft_profile *p, const char *name, size_t i, json_t
     const ft_backend *be = backend_named(e->backend);
     const ft_space *sp = be && be->supports(e->op) ? be->space(e->op) : NULL;
     char renames[256];
-    json_t *config = json_object_get(j, "config");
-    json_t *probe = sp ? json_copy(config) : NULL;
-    int n = probe ? ft_config_json_rename(sp, probe, renames, sizeof renames) : 0;
+    json_t *probe = sp ? json_deep_copy(j) : NULL;
+    int n = probe ? rename_configs(sp, probe, renames, sizeof renames) : 0;
     json_decref(probe);
     if (n == 0) {
         *keep = json_incref(j);
@@ -539,7 +563,7 @@ static ft_status renamed_entry(ft_profile *p, const char *name, size_t i, json_t
     json_t *copy = json_deep_copy(j);
     ft_err e2 = {0};
     if (!copy) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
-    ft_config_json_rename(sp, json_object_get(copy, "config"), renames, sizeof renames);
+    rename_configs(sp, copy, renames, sizeof renames);
     if (check_entry(copy, e, &e2) != FT_OK) {
         json_decref(copy);
         return ft_err_set(err, FT_EINTERNAL, "%s: entries[%zu] renamed: %s", name, i, e2.msg);

@@ -148,6 +148,13 @@ def profile_seeds():
     s = {
         "valid": dumps(profile([entry(default=default, speedup=1.89)]), indent=1),
         "valid-cuda-nodefault": dumps(profile([cuda])),
+        # Tunables under their former names (read renamed, with a note), and an entry with both
+        # a former and its current name (skipped).
+        "renamed-tunables": dumps(profile([
+            dict(cuda, config={"strategy": "all_layers", "vec": 16, "cpt": 1, "rpc": 1,
+                               "ctas": 2}),
+            dict(cuda, attrs={"eps": "1e-06", "backward": "1", "dtype": "bf16"},
+                 config={"cpt": 1, "vecs_per_thread": 2})])),
         "valid-two-keys": dumps(profile([entry(), entry(shape={"N": 8, "T": 3, "H": 64,
                                                                 "TH": 192})])),
         "every-op": dumps(profile(
