@@ -552,18 +552,19 @@ static ft_status renamed_entry(ft_profile *p, const char *name, size_t i, json_t
      * (the CUDA spaces are there in a CPU-only build). */
     const ft_backend *be = backend_named(e->backend);
     const ft_space *sp = be && be->supports(e->op) ? be->space(e->op) : NULL;
-    char renames[256];
-    json_t *probe = sp ? json_deep_copy(j) : NULL;
-    int n = probe ? rename_configs(sp, probe, renames, sizeof renames) : 0;
-    json_decref(probe);
-    if (n == 0) {
+    if (!sp) {
         *keep = json_incref(j);
         return FT_OK;
     }
+    char renames[256];
     json_t *copy = json_deep_copy(j);
-    ft_err e2 = {0};
     if (!copy) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
-    rename_configs(sp, copy, renames, sizeof renames);
+    if (rename_configs(sp, copy, renames, sizeof renames) == 0) {
+        json_decref(copy);
+        *keep = json_incref(j);
+        return FT_OK;
+    }
+    ft_err e2 = {0};
     if (check_entry(copy, e, &e2) != FT_OK) {
         json_decref(copy);
         return ft_err_set(err, FT_EINTERNAL, "%s: entries[%zu] renamed: %s", name, i, e2.msg);
