@@ -177,6 +177,7 @@ __device__ __forceinline__ void split_range(int nkeys, int splits, int s, int *k
 #if !FT_MMA
 /* ==== CUDA cores ============================================================================== */
 
+#if FT_KEEP(decode_simt)
 extern "C" __global__ void __launch_bounds__(MAXT)
     decode_simt(const st_t *__restrict__ q, const int *__restrict__ lens,
                 const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,
@@ -263,6 +264,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
     }
 }
 FT_KERNEL_EXPORT(decode_simt)
+#endif
 
 #else
 /* ==== tensor cores ============================================================================ */
@@ -270,6 +272,7 @@ FT_KERNEL_EXPORT(decode_simt)
 #define NKS (FT_DH / 16) /* k-steps of S = Q K^T */
 #define NDT (FT_DH / 8)  /* n8 tiles of O */
 
+#if FT_KEEP(decode_mma)
 extern "C" __global__ void __launch_bounds__(MAXT)
     decode_mma(const st_t *__restrict__ q, const int *__restrict__ lens,
                const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,
@@ -423,9 +426,11 @@ extern "C" __global__ void __launch_bounds__(MAXT)
 }
 FT_KERNEL_EXPORT(decode_mma)
 #endif
+#endif
 
 /* ==== the split-KV merge ====================================================================== */
 
+#if FT_KEEP(decode_merge)
 extern "C" __global__ void __launch_bounds__(128)
     decode_merge(const float *__restrict__ po, const float *__restrict__ plse,
                  st_t *__restrict__ o, st_t *__restrict__ lse, int R, int B, int Hq, int Hkv,
@@ -453,3 +458,4 @@ extern "C" __global__ void __launch_bounds__(128)
     if (lane == 0) ft_stf(lse + row, tot);
 }
 FT_KERNEL_EXPORT(decode_merge)
+#endif

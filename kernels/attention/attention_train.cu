@@ -139,6 +139,7 @@ __device__ __forceinline__ void fwd_dropped(const cta &c, st_t *o, st_t *lse, fl
 /* ==== forward ================================================================================
  * Shared memory (floats): qs R*DH (q * scale), os R*DH, ks KT*DHP, vs KT*DHP, ps W*KT, ms R, ls R.
  */
+#if FT_KEEP(attn_fwd)
 extern "C" __global__ void __launch_bounds__(256)
     attn_fwd(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
              const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
@@ -212,6 +213,7 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 FT_KERNEL_EXPORT(attn_fwd)
+#endif
 
 /* ==== forward on the tensor cores (core = mma; bf16 storage, dh a multiple of 16) =============
  * Each warp owns one 16-row tile of the CTA's rows (rows past R are zero: R padded to Rp, a
@@ -228,6 +230,7 @@ FT_KERNEL_EXPORT(attn_fwd)
 #define NKS (DH / 16) /* k-steps of S = Q K^T */
 #define NDT (DH / 8)  /* n-tiles of O */
 
+#if FT_KEEP(attn_fwd_mma)
 extern "C" __global__ void __launch_bounds__(256)
     attn_fwd_mma(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
                  const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
@@ -368,6 +371,7 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 FT_KERNEL_EXPORT(attn_fwd_mma)
 #endif
+#endif
 
 /* ==== backward, query-major ==================================================================
  * Shared memory (floats): qs, dos, dqs R*DH each, ks, vs KT*DHP, P, dS R*KT, Ds, lses R.
@@ -425,6 +429,7 @@ __device__ __forceinline__ void tile_kv(const cta &c, const float *qs, const flo
     }
 }
 
+#if FT_KEEP(attn_bwd_q)
 extern "C" __global__ void __launch_bounds__(256)
     attn_bwd_q(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
                const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
@@ -500,6 +505,7 @@ extern "C" __global__ void __launch_bounds__(256)
         st1(dq + grow(c, i / DH, B, Hq) * DH + i % DH, dqs[i]);
 }
 FT_KERNEL_EXPORT(attn_bwd_q)
+#endif
 
 /* ==== backward, query-major, on the tensor cores (core = mma) ================================
  * As attn_bwd_q, a warp per 16-row tile with its q and do fragments in registers: per 16 keys,
@@ -538,6 +544,7 @@ __device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4]
     }
 }
 
+#if FT_KEEP(attn_bwd_q_mma)
 extern "C" __global__ void __launch_bounds__(256)
     attn_bwd_q_mma(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
                    const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
@@ -659,6 +666,7 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 FT_KERNEL_EXPORT(attn_bwd_q_mma)
 #endif
+#endif
 
 /* ==== backward, key-major (dkv = keymajor) ====================================================
  * One CTA per (sequence, tile of KT context positions) x kv head; walks the kept blocks of its
@@ -666,6 +674,7 @@ FT_KERNEL_EXPORT(attn_bwd_q_mma)
  * Shared memory (floats): ks, vs KT*DHP, dks, dvs KT*DH, qs, dos R*DH, P, dS R*KT, lses, Ds R;
  * R = B*G. */
 /* (256, 1): with (256) alone ptxas held it to 32 registers and spilled on sm_80 (bf16). */
+#if FT_KEEP(attn_bwd_kv)
 extern "C" __global__ void __launch_bounds__(256, 1)
     attn_bwd_kv(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
                 const st_t *__restrict__ v_ctx, const int *__restrict__ anchors,
@@ -744,8 +753,10 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     }
 }
 FT_KERNEL_EXPORT(attn_bwd_kv)
+#endif
 
 /* float32 accumulators to the storage type (dkv = atomic with bf16 storage). */
+#if FT_KEEP(attn_cvt)
 extern "C" __global__ void attn_cvt(const float *__restrict__ src, st_t *__restrict__ dst,
                                     long long n) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -753,3 +764,4 @@ extern "C" __global__ void attn_cvt(const float *__restrict__ src, st_t *__restr
         st1(dst + i, src[i]);
 }
 FT_KERNEL_EXPORT(attn_cvt)
+#endif

@@ -74,6 +74,7 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
     }
 }
 
+#if FT_KEEP(kv_norm)
 extern "C" __global__ void __launch_bounds__(256)
     kv_norm(float *u, const st_t *__restrict__ gk, const int *__restrict__ pos, int D, int N,
             int Hkv, int dh, int src_wide, float eps, float theta) {
@@ -81,7 +82,9 @@ extern "C" __global__ void __launch_bounds__(256)
                                         theta);
 }
 FT_KERNEL_EXPORT(kv_norm)
+#endif
 
+#if FT_KEEP(kv_rope)
 extern "C" __global__ void __launch_bounds__(256)
     kv_rope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
             const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,
@@ -89,7 +92,9 @@ extern "C" __global__ void __launch_bounds__(256)
     normrope<float, st_t, false, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, theta);
 }
 FT_KERNEL_EXPORT(kv_rope)
+#endif
 
+#if FT_KEEP(kv_normrope)
 extern "C" __global__ void __launch_bounds__(256)
     kv_normrope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
                 const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide,
@@ -97,15 +102,19 @@ extern "C" __global__ void __launch_bounds__(256)
     normrope<float, st_t, true, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, theta);
 }
 FT_KERNEL_EXPORT(kv_normrope)
+#endif
 
+#if FT_KEEP(kv_normrope_ip)
 extern "C" __global__ void __launch_bounds__(256)
     kv_normrope_ip(st_t *k, const st_t *__restrict__ gk, const int *__restrict__ pos, int D, int N,
                    int Hkv, int dh, float eps, float theta) {
     normrope<st_t, st_t, true, true>(k, k, gk, pos, D, N, Hkv, dh, 0, 0, eps, theta);
 }
 FT_KERNEL_EXPORT(kv_normrope_ip)
+#endif
 
 /* v[i, n, :] = w[n, i, :] (KVD elements per row), one thread per element. */
+#if FT_KEEP(kv_vcopy)
 extern "C" __global__ void __launch_bounds__(256)
     kv_vcopy(const st_t *__restrict__ w, st_t *__restrict__ v, int D, int N, int KVD) {
     const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -114,3 +123,4 @@ extern "C" __global__ void __launch_bounds__(256)
     v[e] = w[(n * D + i) * KVD + c];
 }
 FT_KERNEL_EXPORT(kv_vcopy)
+#endif

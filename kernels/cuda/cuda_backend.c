@@ -156,11 +156,15 @@ ft_status ft_cuda_ctx_get(int emulated, ft_cuda_ctx **out, ft_err *err) {
 /* ---- modules, launches, scratch ------------------------------------------------------------ */
 
 void ft_cuda_spec_define(ft_cuda_module_spec *s, const char *fmt, ...) {
-    if (s->ndefines >= FT_CUDA_MAX_DEFINES) return; /* ft_cuda_module reports it */
+    if (s->ndefines >= FT_CUDA_MAX_DEFINES) {
+        s->overflow = 1; /* ft_cuda_module reports it */
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->defines[s->ndefines++], sizeof s->defines[0], fmt, ap);
+    int w = vsnprintf(s->defines[s->ndefines++], sizeof s->defines[0], fmt, ap);
     va_end(ap);
+    if (w < 0 || (size_t)w >= sizeof s->defines[0]) s->overflow = 1;
 }
 
 void ft_cuda_spec_params(ft_cuda_module_spec *s, const char *const *macros, int n,
@@ -180,9 +184,16 @@ int ft_cuda_rules_check(const ft_cuda_check *checks, size_t nchecks, const void 
     return verdict;
 }
 
+/* A kernel the config launches. The module keeps only the kernels named so (FT_KEEP in
+ * ft_cuda.h): -DFT_KEEP_SOME=1 once, -DFT_KEEP_<name>=1 per kernel. */
 void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_threads,
                          size_t dyn_smem) {
     if (s->nkernels >= FT_CUDA_MAX_KERNELS) return;
+    int seen = 0;
+    for (int k = 0; k < s->nkernels && !seen; k++)
+        seen = strcmp(s->kernels[k].name, name) == 0;
+    if (!s->nkernels) ft_cuda_spec_define(s, "FT_KEEP_SOME=1");
+    if (!seen) ft_cuda_spec_define(s, "FT_KEEP_%s=1", name);
     s->kernels[s->nkernels].name = name;
     s->kernels[s->nkernels].block_threads = block_threads;
     s->kernels[s->nkernels].dyn_smem = dyn_smem;
@@ -191,8 +202,9 @@ void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_thr
 
 ft_status ft_cuda_module(ft_cuda_ctx *x, const ft_cuda_module_spec *s, ft_dev_module **out,
                          ft_err *err) {
-    if (s->ndefines > FT_CUDA_MAX_DEFINES)
-        return ft_err_set(err, FT_EINTERNAL, "%s: too many defines", s->source);
+    if (s->overflow || s->ndefines > FT_CUDA_MAX_DEFINES)
+        return ft_err_set(err, FT_EINTERNAL, "%s: a define did not fit the module spec (at most %d, of %d characters)",
+                          s->source, FT_CUDA_MAX_DEFINES, (int)sizeof s->defines[0] - 1);
     const char *defs[FT_CUDA_MAX_DEFINES];
     for (int i = 0; i < s->ndefines; i++)
         defs[i] = s->defines[i];

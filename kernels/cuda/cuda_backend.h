@@ -52,7 +52,7 @@ size_t ft_dt_size(ft_dt dt);
 
 /* ---- modules --------------------------------------------------------------------------------- */
 
-#define FT_CUDA_MAX_DEFINES 16
+#define FT_CUDA_MAX_DEFINES 24
 #define FT_CUDA_MAX_KERNELS 6
 
 /* One kernel module a configuration needs: a source of kernels/cuda/ and its -D macros, with
@@ -62,6 +62,7 @@ typedef struct ft_cuda_module_spec {
     const char *source; /* "fusion.cu" */
     int ndefines;
     char defines[FT_CUDA_MAX_DEFINES][48];
+    int overflow; /* a define did not fit (too many, or too long): the module is refused */
     int nkernels;
     struct {
         const char *name;

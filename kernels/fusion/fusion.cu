@@ -464,13 +464,16 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
  * kernel makes one layer per round (group = 1): more would add their mixes to a full tile. The
  * staged one keeps to 64 registers (two blocks of 512 threads per SM; no spill at T = 9 with
  * 16-byte vectors and up to GMAX layers per round). */
+#if FT_KEEP(dflare_fwd)
 extern "C" __global__ void dflare_fwd(const st_t *__restrict__ x, const st_t *__restrict__ w,
                                       const st_t *__restrict__ g, st_t *__restrict__ f, int N,
                                       int H, int D, int per_pass, int group, float eps) {
     dl_fwd<0, 1>(x, w, g, f, N, H, D, per_pass, group, eps);
 }
 FT_KERNEL_EXPORT(dflare_fwd)
+#endif
 
+#if FT_KEEP(dflare_fwd_smem)
 extern "C" __global__ void __launch_bounds__(1024)
     dflare_fwd_smem(const st_t *__restrict__ x, const st_t *__restrict__ w,
                     const st_t *__restrict__ g, st_t *__restrict__ f, int N, int H, int D,
@@ -478,6 +481,7 @@ extern "C" __global__ void __launch_bounds__(1024)
     dl_fwd<1, GMAX>(x, w, g, f, N, H, D, per_pass, group, eps);
 }
 FT_KERNEL_EXPORT(dflare_fwd_smem)
+#endif
 
 #if FT_BF16 && FT_T <= 16
 /* Forward on the tensor cores (bf16, T <= 16, up to 16 layers per pass, one row per block).
@@ -597,6 +601,7 @@ __device__ __forceinline__ void dl_fwd_mma(const st_t *__restrict__ x, const st_
     }
 }
 
+#if FT_KEEP(dflare_fwd_mma)
 extern "C" __global__ void __launch_bounds__(1024)
     dflare_fwd_mma(const st_t *__restrict__ x, const st_t *__restrict__ w,
                    const st_t *__restrict__ g, st_t *__restrict__ f, int N, int H, int D,
@@ -604,6 +609,7 @@ extern "C" __global__ void __launch_bounds__(1024)
     dl_fwd_mma<0>(x, w, g, f, N, H, D, per_pass, eps);
 }
 FT_KERNEL_EXPORT(dflare_fwd_mma)
+#endif
 #endif
 
 /* Backward of layers [l0, l0 + nl) (one pass), writing f of those layers too. Grid: G blocks
@@ -763,6 +769,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
     }
 }
 
+#if FT_KEEP(dflare_bwd)
 extern "C" __global__ void dflare_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w,
                                       const st_t *__restrict__ g, const st_t *__restrict__ df,
                                       st_t *__restrict__ f, st_t *__restrict__ dx,
@@ -772,9 +779,11 @@ extern "C" __global__ void dflare_bwd(const st_t *__restrict__ x, const st_t *__
     dl_bwd<0>(x, w, g, df, f, dx, dgp, dap, N, H, D, l0, nl, accum, atomic, eps);
 }
 FT_KERNEL_EXPORT(dflare_bwd)
+#endif
 
 /* At most 512 threads per block (the host keeps to it): up to 128 registers, room for the x
  * tile of a wide row once dx has moved to shared memory. */
+#if FT_KEEP(dflare_bwd_smem)
 extern "C" __global__ void __launch_bounds__(512)
     dflare_bwd_smem(const st_t *__restrict__ x, const st_t *__restrict__ w,
                     const st_t *__restrict__ g, const st_t *__restrict__ df, st_t *__restrict__ f,
@@ -783,9 +792,11 @@ extern "C" __global__ void __launch_bounds__(512)
     dl_bwd<1>(x, w, g, df, f, dx, dgp, dap, N, H, D, l0, nl, accum, atomic, eps);
 }
 FT_KERNEL_EXPORT(dflare_bwd_smem)
+#endif
 
 /* dg[h] = sum_p dgp[p][h] (P rows), and in block 0: da[i,t] = sum_q dap[q][i][t] (Q blocks),
  * dw[i,:] = a_i * (da_i - a_i . da_i). Grid ceil(H / blockDim.x). */
+#if FT_KEEP(dflare_bwd_reduce)
 extern "C" __global__ void dflare_bwd_reduce(const float *__restrict__ dgp, int P,
                                              const float *__restrict__ dap, int Q,
                                              const st_t *__restrict__ w, st_t *__restrict__ dg,
@@ -819,6 +830,7 @@ extern "C" __global__ void dflare_bwd_reduce(const float *__restrict__ dgp, int 
     }
 }
 FT_KERNEL_EXPORT(dflare_bwd_reduce)
+#endif
 
 #undef T_
 #endif /* FT_FUSION & 1 */
@@ -927,42 +939,55 @@ dh_norm_bwd(const CT *c, const st_t *__restrict__ g, const st_t *__restrict__ df
     }
 
 /* Grid ceil(N / blockDim.y), block (threads per row, rows). vec: 1, 2, 4 or 8. */
+#if FT_KEEP(dflash_norm)
 extern "C" __global__ void dflash_norm(const float *__restrict__ c, const st_t *__restrict__ g,
-                                       st_t *__restrict__ f, int N, int H, int vec, float eps){
+                                       st_t *__restrict__ f, int N, int H, int vec, float eps) {
 #define DH_CALL(V) dh_norm<float, V>(c, g, f, N, H, eps)
     DH_SWITCH(vec, DH_CALL)
 #undef DH_CALL
-} FT_KERNEL_EXPORT(dflash_norm)
+}
+FT_KERNEL_EXPORT(dflash_norm)
+#endif
 
-    extern "C" __global__
-    void dflash_norm_ip(st_t *f, const st_t *__restrict__ g, int N, int H, int vec, float eps){
+#if FT_KEEP(dflash_norm_ip)
+extern "C" __global__ void dflash_norm_ip(st_t *f, const st_t *__restrict__ g, int N, int H,
+                                          int vec, float eps) {
 #define DH_CALL(V) dh_norm<st_t, V>(f, g, f, N, H, eps)
-        DH_SWITCH(vec, DH_CALL)
+    DH_SWITCH(vec, DH_CALL)
 #undef DH_CALL
-    } FT_KERNEL_EXPORT(dflash_norm_ip)
+}
+FT_KERNEL_EXPORT(dflash_norm_ip)
+#endif
 
-    /* Grid G <= ceil(N / blockDim.y) blocks looping over row groups; dgp: G * blockDim.y rows. */
-    extern "C" __global__
-    void dflash_norm_bwd(const float *__restrict__ c, const st_t *__restrict__ g,
-                         const st_t *__restrict__ df, st_t *__restrict__ f, st_t *__restrict__ dc,
-                         float *__restrict__ dgp, int N, int H, int vec, float eps){
+/* Grid G <= ceil(N / blockDim.y) blocks looping over row groups; dgp: G * blockDim.y rows. */
+#if FT_KEEP(dflash_norm_bwd)
+extern "C" __global__ void dflash_norm_bwd(const float *__restrict__ c, const st_t *__restrict__ g,
+                                           const st_t *__restrict__ df, st_t *__restrict__ f,
+                                           st_t *__restrict__ dc, float *__restrict__ dgp, int N,
+                                           int H, int vec, float eps) {
 #define DH_CALL(V) dh_norm_bwd<float, V>(c, g, df, f, dc, dgp, N, H, eps)
-        DH_SWITCH(vec, DH_CALL)
+    DH_SWITCH(vec, DH_CALL)
 #undef DH_CALL
-    } FT_KERNEL_EXPORT(dflash_norm_bwd)
+}
+FT_KERNEL_EXPORT(dflash_norm_bwd)
+#endif
 
-        extern "C" __global__
-    void dflash_norm_bwd_ip(st_t *f, const st_t *__restrict__ g, const st_t *__restrict__ df,
-                            st_t *__restrict__ dc, float *__restrict__ dgp, int N, int H, int vec,
-                            float eps){
+#if FT_KEEP(dflash_norm_bwd_ip)
+extern "C" __global__ void dflash_norm_bwd_ip(st_t *f, const st_t *__restrict__ g,
+                                              const st_t *__restrict__ df, st_t *__restrict__ dc,
+                                              float *__restrict__ dgp, int N, int H, int vec,
+                                              float eps) {
 #define DH_CALL(V) dh_norm_bwd<st_t, V>(f, g, df, f, dc, dgp, N, H, eps)
-        DH_SWITCH(vec, DH_CALL)
+    DH_SWITCH(vec, DH_CALL)
 #undef DH_CALL
-    } FT_KERNEL_EXPORT(dflash_norm_bwd_ip)
+}
+FT_KERNEL_EXPORT(dflash_norm_bwd_ip)
+#endif
 
-    /* dg[h] = sum_p dgp[p][h] over P partial rows, in order. Grid ceil(H / blockDim.x). */
-    extern "C" __global__
-    void dflash_dg(const float *__restrict__ dgp, int P, st_t *__restrict__ dg, int H) {
+/* dg[h] = sum_p dgp[p][h] over P partial rows, in order. Grid ceil(H / blockDim.x). */
+#if FT_KEEP(dflash_dg)
+extern "C" __global__ void dflash_dg(const float *__restrict__ dgp, int P, st_t *__restrict__ dg,
+                                     int H) {
     const int h = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (h >= H) return;
     float sum = 0.0f;
@@ -971,6 +996,7 @@ extern "C" __global__ void dflash_norm(const float *__restrict__ c, const st_t *
     st1(dg + h, sum);
 }
 FT_KERNEL_EXPORT(dflash_dg)
+#endif
 
 #undef DH_SWITCH
 #endif /* FT_FUSION & 2 */

@@ -101,6 +101,7 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
 
 /* One block per row of the chunk (rows r0 + blockIdx.x): the row's max, sum of exp(z - max) and
  * target logit, as the single split's partial (pmx, psum, zt indexed by the global row). */
+#if FT_KEEP(loss_rows)
 extern "C" __global__ void __launch_bounds__(1024)
     loss_rows(const float *__restrict__ Z, long long ldz, const int *__restrict__ labels, int r0,
               int V, float *__restrict__ pmx, float *__restrict__ psum, float *__restrict__ zt) {
@@ -123,11 +124,13 @@ extern "C" __global__ void __launch_bounds__(1024)
     }
 }
 FT_KERNEL_EXPORT(loss_rows)
+#endif
 
 /* One block per row: dz = sc (exp(z - lse) - onehot(label)) written over the row's logits, in
  * the storage type (bf16: into the first half of the row's own bytes; a tile of blockDim.x
  * columns is read, then written behind a barrier, so no column is overwritten before it is
  * read). sc = 0 (unscored rows) writes zeros. */
+#if FT_KEEP(loss_grad_ip)
 extern "C" __global__ void __launch_bounds__(1024)
     loss_grad_ip(float *__restrict__ Z, long long ldz, const int *__restrict__ labels, int r0,
                  int V, const float *__restrict__ lse, const float *__restrict__ sc) {
@@ -150,12 +153,14 @@ extern "C" __global__ void __launch_bounds__(1024)
     }
 }
 FT_KERNEL_EXPORT(loss_grad_ip)
+#endif
 
 /* ---- the weights: one thread per block of B rows ------------------------------------------ */
 
 /* Blocks [b0, b0 + nb) of the batch. Combines each scored row's ns (max, sum) partials in split
  * order into lse, ce and q; then the block's weights (kernels/loss/loss_weights.c, in double). Writes
  * the outputs ce, q, w and, in float32, lse, ce, w and sc = w * gscale. */
+#if FT_KEEP(loss_weights)
 extern "C" __global__ void __launch_bounds__(256)
     loss_weights(const int *__restrict__ labels, const uint8_t *__restrict__ mask,
                  const float *__restrict__ pmx, const float *__restrict__ psum,
@@ -236,6 +241,7 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 FT_KERNEL_EXPORT(loss_weights)
+#endif
 
 /* ---- finishing ----------------------------------------------------------------------------- */
 
@@ -243,6 +249,7 @@ FT_KERNEL_EXPORT(loss_weights)
  * norm = weight_sum) or the host's `denom`. red[0] = the factor still to apply to the gradients
  * (1/denom when late, else 1; 0 when the denominator is 0). Per-thread partials in a fixed
  * order, then a fixed tree: the same bits under any thread order. */
+#if FT_KEEP(loss_finish)
 extern "C" __global__ void __launch_bounds__(256)
     loss_finish(const float *__restrict__ w_f, const float *__restrict__ ce_f, int M, int late,
                 float denom, float *__restrict__ red, st_t *__restrict__ loss_out) {
@@ -270,8 +277,10 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 FT_KERNEL_EXPORT(loss_finish)
+#endif
 
 /* out[i] = (acc ? acc[i] : out[i]) * red[0], over n elements (grid-stride). */
+#if FT_KEEP(loss_scale)
 extern "C" __global__ void __launch_bounds__(256)
     loss_scale(st_t *__restrict__ out, const float *__restrict__ acc, long long n,
                const float *__restrict__ red) {
@@ -283,6 +292,7 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 FT_KERNEL_EXPORT(loss_scale)
+#endif
 
 /* ---- online: logit tiles on the CUDA cores ------------------------------------------------- */
 
@@ -437,6 +447,7 @@ __device__ __forceinline__ void lt_tile(const st_t *__restrict__ h, const st_t *
 /* Pass 1. Grid (row tiles, vocab splits); split s takes vocab tiles [s*tps, (s+1)*tps). Per row:
  * the running max and sum of exp over the split (pmx, psum [ns][M]) and, in the split holding
  * the label, the target logit (zt [M]). */
+#if FT_KEEP(loss_online_fwd)
 extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     loss_online_fwd(const st_t *__restrict__ h, const st_t *__restrict__ w,
                     const int *__restrict__ labels, int M, int H, int V, int tps, int stages,
@@ -488,6 +499,7 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     }
 }
 FT_KERNEL_EXPORT(loss_online_fwd)
+#endif
 
 /* The tile's logits in zs turned into dz in place: sc[row] (exp(z - lse[row]) - onehot); rows
  * past M or with sc = 0 give 0. Ends with a barrier. */
@@ -512,6 +524,7 @@ __device__ __forceinline__ void lt_dz(float *zs, const int *__restrict__ labels,
 /* Pass 2, dh. Grid (row tiles): the block recomputes its rows' tiles over the whole vocabulary
  * and accumulates dacc[rows, :] (float32, [M, H]) += dz_tile w_lm[tile, :] (the first tile
  * stores). */
+#if FT_KEEP(loss_online_dh)
 extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     loss_online_dh(const st_t *__restrict__ h, const st_t *__restrict__ w,
                    const int *__restrict__ labels, const float *__restrict__ lse,
@@ -542,9 +555,11 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     }
 }
 FT_KERNEL_EXPORT(loss_online_dh)
+#endif
 
 /* Pass 2, dw_lm. Grid (vocab tiles): the block recomputes its vocab tile's logits for every row
  * tile and accumulates dwacc[tile, :] (float32, [V, H]) += dz_tile^T h[rows, :]. */
+#if FT_KEEP(loss_online_dw)
 extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     loss_online_dw(const st_t *__restrict__ h, const st_t *__restrict__ w,
                    const int *__restrict__ labels, const float *__restrict__ lse,
@@ -575,3 +590,4 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
     }
 }
 FT_KERNEL_EXPORT(loss_online_dw)
+#endif

@@ -576,6 +576,11 @@ static int plan_space(const compile_args *a, compile_problem *pr, compile_work *
             e->nmods = 0;
         }
         for (int i = 0; i < e->nmods; i++)
+            if (e->mods[i].overflow)
+                return ft_cli_fail(FT_EXIT_FAIL,
+                                   "compile: %s: config %s: a define did not fit the module spec",
+                                   op->name, e->text);
+        for (int i = 0; i < e->nmods; i++)
             if ((e->job[i] = job_of(&W->js, &e->mods[i])) < 0)
                 return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
     }
