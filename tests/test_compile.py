@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -182,6 +183,71 @@ def test_ops(ops, tmp):
         one_line_error(["compile", op, "--config", "no_such_param=1"], 2)
 
 
+def copy_kernels(dst):
+    """The kernel sources and headers of kernels/ (the layout FLARETUNE_KERNEL_DIR names)."""
+    for d, _, files in os.walk(os.path.join(ROOT, "kernels")):
+        for n in files:
+            if n.endswith((".cu", ".h", ".cuh")):
+                rel = os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "kernels"))
+                os.makedirs(os.path.join(dst, os.path.dirname(rel)), exist_ok=True)
+                shutil.copyfile(os.path.join(d, n), os.path.join(dst, rel))
+
+
+def test_relocated_cache(tmp):
+    """The NVRTC cache key does not depend on where the sources or the toolkit's headers are: a
+    cache built from one checkout serves another (a device kit's cache on a GPU machine), and
+    the content of an included header still counts."""
+    cache = os.path.join(tmp, "moved-cache")
+    a, b = os.path.join(tmp, "a", "kernels"), os.path.join(tmp, "b", "kernels")
+    copy_kernels(a)
+    copy_kernels(b)
+    inc = os.path.join(tmp, "cuda-include")
+    homes = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]
+    real_inc = next((os.path.join(h, "include") for h in homes
+                     if h and os.path.exists(os.path.join(h, "include", "cuda_bf16.h"))), None)
+    args = ["compile", "fusion.dflare", "--all-configs", "--preset", "small.dflare.train",
+            "--json"]
+
+    def compile_from(kdir, inc_dir):
+        env = {"FLARETUNE_CACHE_DIR": cache, "FLARETUNE_KERNEL_DIR": kdir}
+        if inc_dir:
+            env["FLARETUNE_CUDA_INCLUDE"] = inc_dir
+        rc, out, err = run(*args, env=env)
+        check(rc == 0, f"compile from {kdir}: exit {rc}: {err.strip()}")
+        return json.loads(out) if rc == 0 else {"modules": -1, "cached": -2}
+
+    first = compile_from(a, None)
+    check(first["modules"] > 1 and first["cached"] == 0, f"first compile: {first['modules']} "
+          f"modules, {first['cached']} cached")
+    if real_inc:
+        os.symlink(real_inc, inc)
+    second = compile_from(b, inc if real_inc else None)
+    check(second["modules"] == first["modules"] and second["cached"] == second["modules"],
+          f"another checkout: {second['cached']} of {second['modules']} modules from the cache")
+    with open(os.path.join(b, "cuda", "ft_cuda.h"), "a") as f:
+        f.write("\n/* changed */\n")
+    third = compile_from(b, None)
+    check(third["cached"] == 0, f"a changed header: {third['cached']} modules from the cache")
+
+
+def test_keep(tmp):
+    """A module keeps only the kernels its configuration launches (FT_KEEP in ft_cuda.h): the
+    spec's kernels are the only ones ptxas reports; without FT_KEEP_SOME, every kernel."""
+    env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
+    src = os.path.join(ROOT, "kernels", "fusion", "fusion.cu")
+    base = ["compile", "--source", src, "--define", "FT_FUSION=1", "--define", "FT_T=5",
+            "--json"]
+    rc, out, err = run(*base, env=env)
+    check(rc == 0, f"fusion.cu, every kernel: exit {rc}: {err.strip()}")
+    every = set(kernels_of(json.loads(out))) if rc == 0 else set()
+    check({"dflare_fwd", "dflare_fwd_smem", "dflare_bwd", "dflare_bwd_reduce"} <= every,
+          f"every kernel: {sorted(every)}")
+    rc, out, err = run(*base, "--define", "FT_KEEP_SOME=1", "--define", "FT_KEEP_dflare_bwd=1",
+                       "--define", "FT_KEEP_dflare_bwd_reduce=1", env=env)
+    kept = set(kernels_of(json.loads(out))) if rc == 0 else set()
+    check(kept == {"dflare_bwd", "dflare_bwd_reduce"}, f"kept: {sorted(kept)} ({err.strip()})")
+
+
 # ---- the kernels' launchers against their signatures (source text only) ----------------------
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -263,6 +329,8 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             test_probe(tmp)
             test_ops(ops, tmp)
+            test_keep(tmp)
+            test_relocated_cache(tmp)
     else:
         test_no_toolkit(ops)
     if FAILURES:

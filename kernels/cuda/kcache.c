@@ -107,8 +107,7 @@ void ft_kc_hash_includes(ft_kc_hash *h, const char *text, const char *dir, const
             dup = strcmp(seen->paths[i], path) == 0;
         if (!dup && seen->n < 64) {
             snprintf(seen->paths[seen->n++], FT_KC_PATH_CAP, "%s", path);
-            ft_kc_hash_str(h, path);
-            ft_kc_hash_bytes(h, body, len);
+            ft_kc_hash_bytes(h, body, len); /* its name and content; not where it is */
             char sub[FT_KC_PATH_CAP];
             ft_kc_dir_of(path, sub, sizeof sub);
             ft_kc_hash_includes(h, body, sub, incs, nincs, seen, depth + 1);

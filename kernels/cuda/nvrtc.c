@@ -227,12 +227,15 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
         OPT("-D%s", defines[i]);
 #undef OPT
 
+    /* The key is the same wherever the sources and the toolkit are installed (a cache built
+     * on one machine serves another with the same NVRTC): the include folders count by their
+     * role and by the content of the files included from them, not by their paths. */
     ft_kc_hash h;
     ft_kc_hash_init(&h);
-    ft_kc_hash_str(&h, "flaretune nvrtc cubin 1");
+    ft_kc_hash_str(&h, "flaretune nvrtc cubin 2");
     ft_kc_hash_str(&h, ft_nvrtc_version());
     for (int i = 0; i < nopt; i++)
-        ft_kc_hash_str(&h, opts[i]);
+        ft_kc_hash_str(&h, strncmp(opts[i], "-I", 2) == 0 ? "-I(folder)" : opts[i]);
     ft_kc_hash_str(&h, name);
     ft_kc_hash_bytes(&h, text, len);
     const char *incs[2] = {dir, dialect};
