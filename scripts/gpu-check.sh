@@ -1,41 +1,136 @@
 #!/usr/bin/env bash
-# gpu-check.sh: everything flaretune checks on an NVIDIA GPU machine, in one command.
+# gpu-check.sh: everything flaretune checks on an NVIDIA GPU machine, in one command, within a
+# time budget, always leaving a summary.
 #
 #   scripts/gpu-check.sh [OUT_DIR]        (default: $OUT when set, else ./gpu-check-out)
 #
-# In order, each step timed: build (Release, all cores); the device (flaretune list, nvidia-smi);
-# every CUDA variant of every op verified on the GPU against the float64 reference (the same
-# matrix of configs, shapes and dtypes CI runs on the emulator); the CUPTI timer's own test; a
-# short tuning session per CUDA op at a real preset (CUPTI timing, profiles and event logs
-# written to OUT_DIR); the winners benchmarked with CUPTI and with CUDA events, side by side,
-# against the ceilings (device-to-device copy bandwidth, cuBLASLt bf16 GEMM rate) measured in the
-# same run; PyTorch's versions of the attention and loss ops on the same shapes
-# (scripts/torch-baseline.py, where PyTorch sees the GPU); and last, a short table: op, best
-# config, time, % of the ceiling, verified, then PyTorch's times and peak memory.
+# Steps, in order: build (Release, all cores); the device (nvidia-smi, flaretune list); every
+# CUDA variant of every op verified against the float64 reference (tests/test_cuda_variants);
+# the CUPTI timer's self-test; per run of scripts/gpu-runs.txt a tuning session (CUPTI clock,
+# profile and event log) and its winner benchmarked with CUPTI and with CUDA events, against the
+# ceilings measured in the same run; PyTorch's versions of the attention and loss ops on the same
+# shapes (scripts/torch-baseline.py) where PyTorch sees the GPU.
 #
-# QUICK=1 shortens every step: shorter tuning and benchmarks, one run per op (the full run
-# covers the issue's benchmark shapes: decode at R=16 and R=1 with L=4096 and 32768, training
-# attention at S=3072, NB=512, the loss at H=4096, V=151936, 512 blocks with dpace and decay).
+# BUDGET=SECONDS (default 480) bounds the whole run, the build included: each step gets a share
+# of what is left, in proportion to its weight; a step that no longer fits its minimum is skipped
+# and said so; a step that overruns its share is stopped (a tuning session keeps its best so far).
+# After every step OUT/summary.md and OUT/summary.json are rewritten and the raw logs packed again
+# into OUT/raw.tar.gz, so a run stopped at any moment leaves a table. OUT holds at most five files
+# (summary.md, summary.json, profile.json, raw.tar.gz, gpu-check.log), none over 16 MiB, no
+# folders: what a lent GPU machine can send back. The raw logs are written under a work folder
+# outside OUT (GPU_CHECK_WORK, default a fresh one under $TMPDIR).
 #
-# Machines without package access: put the Debian .deb files of the build dependencies in a
-# folder (FT_DEPS_DEBS, default .deps; see scripts/deps.sh for the list) and they are unpacked
-# into a private prefix when the system lacks them (FT_DEPS_FORCE=1: even when it has them).
-# Without a GPU the script says so and exits 3.
+# GPU_CHECK_BACKEND=cuda-emu rehearses the same steps on the SIMT emulator at tiny shapes (no GPU
+# needed; CI runs it), so the script is tested end to end; only the backend and the shapes differ.
+# QUICK=1 keeps the runs marked `q` in gpu-runs.txt. BUILD=DIR builds there (default build-gpu).
+#
+# The device kit (scripts/device-kit.sh, default folder .device-kit, or FT_KIT): its debs/ are
+# unpacked into a private prefix when the machine lacks the build's packages (FT_DEPS_FORCE=1:
+# even when it has them), and its kernel-cache/ is the NVRTC cache, so nothing it covers is
+# compiled here; the summary counts the kernel modules compiled and found in the cache.
+#
+# Exit: 0 every step passed or was skipped for time, 1 a step failed, 2 a usage error, 3 no GPU
+# (with GPU_CHECK_BACKEND=cuda).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-${OUT:-gpu-check-out}}
-mkdir -p "$out"
-t0=$(date +%s)
-step() { printf '\n== %s  (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
-fail=0
-
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q 'GPU '; then
-  echo "gpu-check: no NVIDIA GPU on this machine (nvidia-smi lists none); nothing to check" >&2
+root=$PWD
+backend=${GPU_CHECK_BACKEND:-cuda}
+budget=${BUDGET:-480}
+quick=${QUICK:-0}
+kit=${FT_KIT:-.device-kit}
+build=${BUILD:-build-gpu}
+case $backend in cuda | cuda-emu) ;; *)
+  echo "gpu-check: GPU_CHECK_BACKEND must be cuda or cuda-emu, not '$backend'" >&2
+  exit 2
+  ;;
+esac
+if ! [[ $budget =~ ^[0-9]+$ ]] || [ "$budget" -lt 60 ]; then
+  echo "gpu-check: BUDGET must be a whole number of seconds, at least 60 (got '$budget')" >&2
+  exit 2
+fi
+if [ "$backend" = cuda ] && { ! command -v nvidia-smi >/dev/null 2>&1 ||
+  ! nvidia-smi -L 2>/dev/null | grep -q 'GPU '; }; then
+  echo "gpu-check: no NVIDIA GPU on this machine (nvidia-smi lists none); nothing to check" \
+    "(GPU_CHECK_BACKEND=cuda-emu rehearses the run on the emulator)" >&2
   exit 3
 fi
 
+out=${1:-${OUT:-gpu-check-out}}
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+rm -f "$out"/summary.md "$out"/summary.json "$out"/profile.json "$out"/raw.tar.gz "$out"/gpu-check.log
+work=${GPU_CHECK_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")}
+mkdir -p "$work/logs" || exit 2
+exec > >(tee "$out/gpu-check.log") 2>&1
+
+t0=$(date +%s)
+reserve=15 # seconds kept for the last summary and packing
+elapsed() { echo $(($(date +%s) - t0)); }
+emu=0
+[ "$backend" = cuda-emu ] && emu=1
+sizes_col=2 # the field of gpu-runs.txt with the sizes: the GPU's, or the emulator's
+[ "$emu" = 1 ] && sizes_col=3
+
+# ---- the steps and their weights --------------------------------------------------------------
+# A step: "kind|index|name|weight|minimum seconds". Runs come from gpu-runs.txt.
+steps=("verify||verify every CUDA variant|40|20" "timer||timer self-test|5|5")
+runs=()
+while IFS= read -r line; do
+  case $line in '#'* | '') continue ;; esac
+  IFS='|' read -r -a f <<<"$line"
+  [ "${#f[@]}" -ge 5 ] || continue
+  q=$(echo "${f[5]:-}" | xargs)
+  [ "$quick" = 1 ] && [ "$q" != q ] && continue
+  runs+=("$line")
+done <scripts/gpu-runs.txt
+for i in "${!runs[@]}"; do
+  IFS='|' read -r -a f <<<"${runs[$i]}"
+  steps+=("tune|$i|tune $(echo "${f[0]}" | xargs)|$(echo "${f[4]}" | xargs)|12")
+done
+torch_cases=("decode --R 16 --L 4096" "decode --R 16 --L 32768" "decode --R 1 --L 32768"
+  "train --S 3072 --NB 512 --backward" "loss --M 8192 --scheme dpace" "loss --M 8192 --scheme decay")
+[ "$quick" = 1 ] && torch_cases=("${torch_cases[0]}" "${torch_cases[3]}" "${torch_cases[4]}")
+# PyTorch's baselines take part in the budget only where PyTorch sees a GPU.
+have_torch=0
+[ "$emu" = 0 ] && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+  2>/dev/null && have_torch=1
+if [ "$have_torch" = 1 ]; then
+  for i in "${!torch_cases[@]}"; do
+    steps+=("torch|$i|PyTorch ${torch_cases[$i]}|8|15")
+  done
+fi
+
+weight_left=0
+for s in "${steps[@]}"; do
+  IFS='|' read -r _ _ _ w _ <<<"$s"
+  weight_left=$((weight_left + w))
+done
+
+# ---- recording --------------------------------------------------------------------------------
+cache_count() {
+  local d=${FLARETUNE_CACHE_DIR:-}
+  [ -n "$d" ] || { echo 0; return; }
+  if [ "$emu" = 1 ]; then ls "$d"/emu/*.so 2>/dev/null | wc -l; else ls "$d"/nvrtc/*.cubin 2>/dev/null | wc -l; fi
+}
+# record NAME STATUS SECONDS SHARE NOTE [KIND INDEX]: one line of steps.jsonl
+record() {
+  python3 - "$work/steps.jsonl" "$@" <<'PY'
+import json, sys
+path, name, status, secs, share, note = sys.argv[1:7]
+rec = {"step": name, "status": status, "seconds": int(secs), "share_s": int(share), "note": note}
+if len(sys.argv) > 8:
+    rec["kind"], rec["index"] = sys.argv[7], int(sys.argv[8])
+with open(path, "a") as f:
+    f.write(json.dumps(rec) + "\n")
+PY
+}
+summarize() {
+  python3 scripts/gpu-summary.py "$work" "$out" --backend "$backend" --budget "$budget" \
+    --elapsed "$(elapsed)" ${1:+--final} || echo "gpu-check: the summary failed (see above)"
+}
+
 # ---- build ------------------------------------------------------------------------------------
-step "build"
+printf '== build (%s, %s s budget)\n' "$backend" "$budget"
 arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
 have_deps() {
@@ -43,11 +138,12 @@ have_deps() {
     [ -e "/usr/include/$arch/openblas-openmp/cblas.h" ] &&
     { [ -e /usr/include/ncursesw/curses.h ] || [ -e /usr/include/curses.h ]; }
 }
+debs=${FT_DEPS_DEBS:-}
+[ -z "$debs" ] && { if [ -d "$kit/debs" ]; then debs=$kit/debs; else debs=.deps; fi; }
 if [ -n "${FT_DEPS_FORCE:-}" ] || ! have_deps; then
-  debs=${FT_DEPS_DEBS:-.deps}
   if ! ls "$debs"/*.deb >/dev/null 2>&1; then
     echo "gpu-check: the build needs jansson, OpenBLAS (OpenMP) and ncurses: install them" \
-      "(scripts/deps.sh) or put their .deb files in $debs" >&2
+      "(scripts/deps.sh) or build the device kit (scripts/device-kit.sh) on a machine with apt" >&2
     exit 2
   fi
   pfx=/tmp/flaretune-deps
@@ -78,164 +174,172 @@ if [ -n "${FT_DEPS_FORCE:-}" ] || ! have_deps; then
     -DFT_OPENBLAS_INCLUDE="$pfx/usr/include/$arch/openblas-openmp"
     -DCURSES_INCLUDE_PATH="$pfx/usr/include")
 fi
-build=build-gpu
-if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$out/configure.log" 2>&1 ||
+bs=$(date +%s)
+if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$work/logs/configure.log" 2>&1 ||
   ! cmake --build "$build" -j"$(nproc)" --target flaretune test_cuda_variants test_cuda_timer \
-    >"$out/build.log" 2>&1; then
-  tail -n 25 "$out/configure.log" "$out/build.log"
-  echo "gpu-check: the build failed (logs in $out)" >&2
+    >"$work/logs/build.log" 2>&1; then
+  tail -n 25 "$work/logs/configure.log" "$work/logs/build.log"
+  record build failed $(($(date +%s) - bs)) 0 "the build failed (raw.tar.gz: logs/build.log)"
+  summarize final
   exit 1
 fi
-ft=$build/flaretune
-export FLARETUNE_CACHE_DIR=$PWD/$build/kernel-cache
+record build ok $(($(date +%s) - bs)) 0 "$build"
+ft=$root/$build/flaretune
+if [ -z "${FLARETUNE_CACHE_DIR:-}" ]; then
+  if [ "$emu" = 0 ] && [ -d "$kit/kernel-cache" ]; then
+    export FLARETUNE_CACHE_DIR=$root/$kit/kernel-cache
+  else
+    export FLARETUNE_CACHE_DIR=$root/$build/kernel-cache
+  fi
+fi
+echo "kernel cache: $FLARETUNE_CACHE_DIR ($(cache_count) modules)"
+cache_count >"$work/cache-before"
 
 # ---- the device -------------------------------------------------------------------------------
-step "device"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,ecc.mode.current \
-  --format=csv 2>&1 | tee "$out/nvidia-smi.csv"
-"$ft" list backends 2>&1 | tee "$out/list.txt"
-if ! grep -q '^  cuda  *available' "$out/list.txt"; then
-  echo "gpu-check: flaretune cannot use the GPU (see above)" >&2
+echo "== device"
+if [ "$emu" = 0 ]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,ecc.mode.current \
+    --format=csv 2>&1 | tee "$work/logs/nvidia-smi.csv"
+fi
+"$ft" list backends 2>&1 | tee "$work/logs/list.txt"
+if ! grep -q "^  $backend  *available" "$work/logs/list.txt"; then
+  echo "gpu-check: flaretune cannot use the $backend backend (see above)" >&2
+  record device failed 0 0 "the $backend backend is not available"
+  summarize final
   exit 1
 fi
+record device ok 0 0 "$(grep "^  $backend " "$work/logs/list.txt" | head -1 | tr -s ' ' | cut -c2-200)"
+[ "$have_torch" = 1 ] || record "PyTorch baselines" skipped 0 0 \
+  "$([ "$emu" = 1 ] && echo "a GPU run's step" || echo "no PyTorch with CUDA here")" torch 0
+summarize
 
-# ---- every CUDA variant against the reference ------------------------------------------------
-step "verify every CUDA variant on the GPU"
-quick=${QUICK:-0}
-if FLARETUNE_TEST_BACKEND=cuda timeout $((quick ? 45 : 240)) "$build/tests/test_cuda_variants" >"$out/verify.log" 2>&1; then
-  verified=yes
-  tail -3 "$out/verify.log"
-else
-  verified=NO
-  fail=1
-  tail -30 "$out/verify.log"
-fi
-if [ -x "$build/tests/test_cuda_timer" ]; then
-  timeout 60 "$build/tests/test_cuda_timer" >"$out/timer.log" 2>&1 || { fail=1; tail -20 "$out/timer.log"; }
-  tail -2 "$out/timer.log"
-fi
-
-# ---- tune, then bench the winners with both clocks -------------------------------------------
-# name | op | preset and sizes | tune time (s) | in QUICK mode
-runs=(
-  "fusion.dflare fwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16|25|q"
-  "fusion.dflare fwd+bwd bf16|fusion.dflare|--preset qwen3-8b.dflare.train --set N=8192 --attr dtype=bf16 --attr backward=1|20|q"
-  "fusion.dflash fwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16|15|q"
-  "fusion.dflash fwd+bwd bf16|fusion.dflash|--preset qwen3-8b.dflash.train --set N=8192 --attr dtype=bf16 --attr backward=1|15|"
-  "attention.kvproj dflare bf16|attention.kvproj|--preset qwen3-8b.dflare.train --attr dtype=bf16|15|"
-  "attention.decode R=16 L=4096 bf16|attention.decode|--preset qwen3-8b.dflare.decode --attr dtype=bf16|20|q"
-  "attention.decode R=16 L=32768 bf16|attention.decode|--preset qwen3-8b.dflare.decode --set L=32768 --attr dtype=bf16|15|"
-  "attention.decode R=1 L=32768 bf16|attention.decode|--preset qwen3-8b.dflare.decode --set R=1 --set L=32768 --attr dtype=bf16|15|"
-  "attention.decode R=1 L=4096 bf16|attention.decode|--preset qwen3-8b.dflare.decode --set R=1 --attr dtype=bf16|10|"
-  "attention.train fwd+bwd S=3072 NB=512 bf16|attention.train|--preset qwen3-8b.dflare.train --attr dtype=bf16 --attr backward=1|20|q"
-  "loss dpace bf16, 512 blocks|loss|--preset qwen3-8b.dflare.train --set blocks=512 --attr scheme=dpace --attr dtype=bf16|20|q"
-  "loss decay bf16, 512 blocks|loss|--preset qwen3-8b.dflare.train --set blocks=512 --attr scheme=decay --attr dtype=bf16|15|"
-)
-if [ "$quick" = 1 ]; then
-  q=()
-  for r in "${runs[@]}"; do [ "${r##*|}" = q ] && q+=("$r"); done
-  runs=("${q[@]}")
-fi
-i=0
-for r in "${runs[@]}"; do
-  IFS='|' read -r name op args secs _ <<<"$r"
-  [ "$quick" = 1 ] && secs=6
-  step "tune $name"
+# ---- one step ---------------------------------------------------------------------------------
+fail=0
+# step_verify SHARE, step_timer SHARE, step_tune I SHARE, step_torch I SHARE: 0 ok, 77 skipped,
+# 124 stopped at the share, else failed. Each writes its note to $work/note.
+step_verify() {
+  local env=(FLARETUNE_TEST_BACKEND="$backend")
+  # The emulator runs every config at tiny shapes in the test suite already: a sample here.
+  [ "$emu" = 1 ] && env+=(FT_TEST_SAMPLE="${FT_TEST_SAMPLE:-200}")
+  env "${env[@]}" timeout -k 10 "$1" "$build/tests/test_cuda_variants" >"$work/logs/verify.log" 2>&1
+  local rc=$?
+  tail -n 3 "$work/logs/verify.log"
+  echo "$(tail -n 1 "$work/logs/verify.log" | cut -c1-160)" >"$work/note"
+  return $rc
+}
+step_timer() {
+  timeout -k 10 "$1" "$build/tests/test_cuda_timer" >"$work/logs/timer.log" 2>&1
+  local rc=$?
+  tail -n 2 "$work/logs/timer.log"
+  if [ $rc = 77 ]; then echo "no GPU: the CUPTI timer is not testable here" >"$work/note"
+  else tail -n 1 "$work/logs/timer.log" | cut -c1-160 >"$work/note"; fi
+  return $rc
+}
+step_tune() {
+  local i=$1 share=$2 f name op args
+  IFS='|' read -r -a f <<<"${runs[$i]}"
+  name=$(echo "${f[0]}" | xargs)
+  op=$(echo "${f[1]}" | xargs)
+  args=$(echo "${f[$sizes_col]}" | xargs)
+  # Of the share: 60% searching (the tuner stops itself), the rest for its plan and the two
+  # benchmarks; every command is also stopped hard at its part.
+  local search=$((share * 60 / 100)) bench=$((share * 15 / 100)) timers=(cupti events)
+  [ "$emu" = 1 ] && timers=(emulated)
+  [ $search -lt 4 ] && search=4
+  local clock=(--timer cupti)
+  [ "$emu" = 1 ] && clock=()
   # shellcheck disable=SC2086
-  timeout $((secs + 90)) "$ft" tune "$op" $args --backend cuda --timer cupti --time "$secs" \
-    --max-time 0.5 --profile "$out/profile.json" --log "$out/tune-$i.jsonl" --quiet \
-    >"$out/tune-$i.txt" 2>&1 || { fail=1; tail -5 "$out/tune-$i.txt"; }
-  tail -4 "$out/tune-$i.txt"
-  best=$(python3 - "$out/tune-$i.jsonl" <<'PY'
+  timeout -k 10 $((share * 70 / 100)) "$ft" tune "$op" $args --backend "$backend" "${clock[@]}" \
+    --time "$search" --max-time 0.5 --jobs "$(nproc)" --profile "$out/profile.json" \
+    --log "$work/logs/tune-$i.jsonl" --quiet >"$work/logs/tune-$i.txt" 2>&1
+  local rc=$?
+  tail -n 4 "$work/logs/tune-$i.txt"
+  local best
+  best=$(python3 - "$work/logs/tune-$i.jsonl" <<'PY'
 import json, sys
 best = None
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "run_end" and e.get("winner"):
-        best = e["winner"]
+try:
+    for line in open(sys.argv[1]):
+        e = json.loads(line)
+        if e.get("event") == "run_end" and e.get("winner"):
+            best = e["winner"]
+except (OSError, ValueError):
+    pass
 if best:
     print(",".join(f"{k}={v}" for k, v in best.items()))
 PY
 )
-  for timer in cupti events; do
+  echo "${best:-no winner}" >"$work/note"
+  [ -n "$best" ] || { [ $rc = 0 ] && rc=1; }
+  local t brc=0
+  for t in "${timers[@]}"; do
+    local tflag=(--timer "$t")
+    [ "$t" = emulated ] && tflag=()
     # shellcheck disable=SC2086
-    timeout 120 "$ft" bench "$op" $args --backend cuda --timer "$timer" ${best:+--config "$best"} \
-      --json --max-time $((quick ? 1 : 2)) >"$out/bench-$i-$timer.json" 2>"$out/bench-$i-$timer.err" ||
-      { fail=1; tail -3 "$out/bench-$i-$timer.err"; }
+    timeout -k 5 $((bench + 10)) "$ft" bench "$op" $args --backend "$backend" "${tflag[@]}" \
+      ${best:+--config "$best"} --json --max-time "$bench" \
+      >"$work/logs/bench-$i-$t.json" 2>"$work/logs/bench-$i-$t.err" || {
+      brc=1
+      tail -n 3 "$work/logs/bench-$i-$t.err"
+    }
   done
-  printf '%s\n%s\n' "$name" "$verified" >"$out/bench-$i.meta"
-  i=$((i + 1))
+  printf '{"name": "%s", "op": "%s", "args": "%s"}\n' "$name" "$op" "$args" >"$work/logs/run-$i.json"
+  [ $rc = 0 ] && rc=$brc
+  # A tuning session stopped at its share keeps its best: the benchmarks still ran.
+  [ $rc = 130 ] || [ $rc = 143 ] && rc=124
+  return $rc
+}
+step_torch() {
+  local i=$1 share=$2
+  # shellcheck disable=SC2086
+  timeout -k 10 "$share" python3 scripts/torch-baseline.py ${torch_cases[$i]} \
+    --reps $((quick ? 5 : 20)) --json "$work/logs/torch-$i.json" 2>"$work/logs/torch-$i.err"
+  local rc=$?
+  tail -n 3 "$work/logs/torch-$i.err"
+  echo "${torch_cases[$i]}" >"$work/note"
+  return $rc
+}
+
+# ---- the steps, each within its share of what is left ------------------------------------------
+for s in "${steps[@]}"; do
+  IFS='|' read -r kind idx name w min <<<"$s"
+  left=$((budget - $(elapsed) - reserve))
+  share=$((left * w / weight_left))
+  weight_left=$((weight_left - w))
+  if [ "$share" -lt "$min" ]; then
+    echo "== $name: skipped (${left} s of the budget left, this step's share ${share} s < ${min} s)"
+    record "$name" skipped 0 "$share" "no time left: share ${share} s of ${left} s, needs ${min} s" "$kind" "${idx:-0}"
+    summarize
+    continue
+  fi
+  printf '== %s  (share %s s, %s s elapsed)\n' "$name" "$share" "$(elapsed)"
+  : >"$work/note"
+  before=$(cache_count)
+  ss=$(date +%s)
+  case $kind in
+    verify) step_verify "$share" ;;
+    timer) step_timer "$share" ;;
+    tune) step_tune "$idx" "$share" ;;
+    torch) step_torch "$idx" "$share" ;;
+  esac
+  rc=$?
+  took=$(($(date +%s) - ss))
+  compiled=$(($(cache_count) - before))
+  note="$(head -c 300 "$work/note" | tr '\n' ' ')"
+  [ "$compiled" -gt 0 ] && note="$note [compiled $compiled kernel modules]"
+  case $rc in
+    0) status=ok ;;
+    77) status=skipped ;;
+    124 | 137) status=cut; note="stopped at its share of ${share} s; $note" ;;
+    *) status=failed; fail=1 ;;
+  esac
+  [ "$kind" = verify ] && [ $rc = 124 ] && fail=1 # verification cut short is not a pass
+  record "$name" "$status" "$took" "$share" "$note" "$kind" "${idx:-0}"
+  summarize
 done
 
-# ---- PyTorch on the same shapes (issues' comparisons) -----------------------------------------
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  step "PyTorch on the same shapes"
-  tb=(
-    "decode --R 16 --L 4096"
-    "decode --R 16 --L 32768"
-    "decode --R 1 --L 32768"
-    "train --S 3072 --NB 512 --backward"
-    "loss --M 8192 --scheme dpace"
-    "loss --M 8192 --scheme decay"
-  )
-  [ "$quick" = 1 ] && tb=("${tb[0]}" "${tb[3]}" "${tb[4]}")
-  k=0
-  for t in "${tb[@]}"; do
-    # shellcheck disable=SC2086
-    timeout 240 python3 scripts/torch-baseline.py $t --reps $((quick ? 5 : 20)) \
-      --json "$out/torch-$k.json" 2>"$out/torch-$k.err" || { tail -3 "$out/torch-$k.err"; }
-    k=$((k + 1))
-  done
-else
-  echo "(no PyTorch with CUDA here: the PyTorch comparison is left out)"
-fi
-
-# ---- the table --------------------------------------------------------------------------------
-step "summary"
-python3 - "$out" "$i" <<'PY' | tee "$out/table.md"
-import json, os, sys
-d, n = sys.argv[1], int(sys.argv[2])
-def t(s):
-    return f"{s*1e6:.1f} µs" if s < 1e-3 else f"{s*1e3:.3g} ms"
-def load(p):
-    try:
-        return json.load(open(p))
-    except Exception:
-        return None
-c = None
-for k in range(n):
-    c = c or (load(f"{d}/bench-{k}-cupti.json") or {}).get("ceilings")
-if c:
-    print(f"ceilings: copy {c['copy_bytes_per_s']/1e12:.2f} TB/s, {c.get('gemm','gemm')} "
-          f"{c['sgemm_flops_per_s']/1e12:.0f} TFLOP/s (measured in this run)\n")
-print("| op | best config | CUPTI median (IQR, n) | events median | % of ceiling | verified |")
-print("|---|---|---|---|---|---|")
-for k in range(n):
-    name, ver = open(f"{d}/bench-{k}.meta").read().splitlines()
-    a, b = load(f"{d}/bench-{k}-cupti.json"), load(f"{d}/bench-{k}-events.json")
-    if not a:
-        print(f"| {name} | (failed) | | | | {ver} |")
-        continue
-    cfg = ",".join(f"{x}={y}" for x, y in a["config"].items())
-    ev = t(b["median_s"]) if b else "(failed)"
-    frac = f'{100*a["roofline_frac"]:.0f}% ({a["bound"]})'
-    print(f'| {name} | `{cfg}` | {t(a["median_s"])} ({t(a["iqr_s"])}, {a["samples"]}) | {ev} | {frac} | {ver} |')
-tor = [load(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.startswith("torch-") and f.endswith(".json")]
-tor = [x for x in tor if x]
-if tor:
-    print("\n| PyTorch | shape | variant | median (IQR, n) | peak extra memory |")
-    print("|---|---|---|---|---|")
-    for x in tor:
-        a = x["args"]
-        shape = {"decode": f'R={a["R"]} L={a["L"]}', "train": f'S={a["S"]} NB={a["NB"]}' +
-                 (" fwd+bwd" if a["backward"] else ""), "loss": f'M={a["M"]} V={a["V"]} {a["scheme"]}'}[x["op"]]
-        for r in x["variants"]:
-            if "error" in r:
-                print(f'| {x["op"]} | {shape} | {r["variant"]} | failed: {r["error"][:60]} | |')
-            else:
-                pk = f'{r["peak_extra_bytes"]/2**20:.0f} MiB' if "peak_extra_bytes" in r else ""
-                print(f'| {x["op"]} | {shape} | {r["variant"]} | {t(r["median_s"])} ({t(r["iqr_s"])}, {r["samples"]}) | {pk} |')
-PY
-step "done"
+echo "== summary ($(elapsed) s of $budget)"
+summarize final || fail=1
+cat "$out/summary.md"
 echo "results in $out"
 exit $fail
