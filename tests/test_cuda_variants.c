@@ -22,6 +22,9 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/device_emu.h"
+#if FT_HAVE_CUDA
+#include "cuda/nvrtc.h"
+#endif
 #include "flaretune/backend.h"
 #include "flaretune/verify.h"
 #include "ft_test.h"
@@ -123,6 +126,11 @@ static void poison(ft_call *c) {
 }
 
 static int on_gpu; /* FLARETUNE_TEST_BACKEND=cuda: the same checks on the GPU */
+/* FT_TEST_COMPILE_ARCH=sm_90a: compile with NVRTC, for that architecture, the modules of every
+ * config the test would run, instead of running it: the device kit's cache for a run of this
+ * test on a GPU (scripts/device-kit.sh). Runs nothing on any device. */
+static const char *compile_arch;
+static int modules_compiled, modules_cached;
 /* FT_TEST_SAMPLE=n: every n-th valid config only (the sanitizer and CPU-only CI stages, where the
  * full matrix already ran in the main build); the default config always runs. */
 static int sample = 1;
@@ -133,8 +141,36 @@ static void set_seed(unsigned long long seed) {
     FT_CHECK(ft_dev_emu_set_seed(ft_cuda_dev(ctx), seed, &err) == FT_OK, "%s", err.msg);
 }
 
+/* The modules of cfg on c compiled for compile_arch (into $FLARETUNE_CACHE_DIR). */
+static int compile_only(const ft_call *c, const ft_config *cfg, const char *what) {
+#if FT_HAVE_CUDA
+    const ft_cuda_op *cop = ft_cuda_op_of(c->op);
+    ft_cuda_module_spec ms[8];
+    memset(ms, 0, sizeof ms);
+    int nm = cop ? cop->modules(c, ft_cuda_call_dt(c), cfg, ms, 8) : 0;
+    for (int i = 0; i < nm && i < 8; i++) {
+        const char *defs[FT_CUDA_MAX_DEFINES];
+        for (int d = 0; d < ms[i].ndefines; d++)
+            defs[d] = ms[i].defines[d];
+        ft_nvrtc_result res;
+        ft_err err = {0};
+        ft_status st = ft_nvrtc_compile(ms[i].source, defs, ms[i].ndefines, compile_arch, &res, &err);
+        FT_CHECK(st == FT_OK, "%s: module %d for %s: %s", what, i, compile_arch, err.msg);
+        if (st) continue;
+        modules_compiled += !res.cached;
+        modules_cached += res.cached;
+        ft_nvrtc_result_free(&res);
+    }
+    return nm > 0;
+#else
+    (void)c, (void)cfg, (void)what;
+    return 0;
+#endif
+}
+
 /* Run cfg on c (poisoned first) and verify against ref; returns 1 when it ran and passed. */
 static int run_and_verify(ft_call *c, const ft_call *ref, const ft_config *cfg, const char *what) {
+    if (compile_arch) return compile_only(c, cfg, what);
     ft_err err = {0};
     poison(c);
     ft_status st = be->run(c, cfg, &err);
@@ -152,6 +188,7 @@ static int run_and_verify(ft_call *c, const ft_call *ref, const ft_config *cfg, 
 /* The module specs of cfg name kernels that its modules have, with sane launch shapes. */
 static void check_modules(const ft_cuda_op *cop, const ft_call *c, const ft_config *cfg,
                           const char *what) {
+    if (compile_arch) return;
     ft_cuda_module_spec ms[8];
     memset(ms, 0, sizeof ms);
     int nm = cop->modules(c, ft_cuda_call_dt(c), cfg, ms, 8);
@@ -221,7 +258,7 @@ static void check_at(const ft_op *op, const ft_cuda_op *cop, const shape *s, int
     /* The default config's reductions: the same bits under two thread orders. */
     ft_config def;
     ft_config_default(sp, &def);
-    if (bwd && ft_space_valid(sp, &c, &def, NULL, 0)) {
+    if (bwd && !compile_arch && ft_space_valid(sp, &c, &def, NULL, 0)) {
         ft_tensor *first[FT_MAX_TENSORS] = {0};
         for (int pass = 0; pass < 2; pass++) {
             set_seed(pass ? 77 : 5);
@@ -458,7 +495,7 @@ static void test_defaults_valid(void) {
 static void test_bf16_reference_sees_rounded_inputs(void) {
     ft_err err = {0};
     const ft_op *op = ft_op_find("fusion.dflare", &err);
-    if (!op || !be->supports(op)) return;
+    if (!op || !be->supports(op) || compile_arch) return; /* its shape is one of every_config's */
     const shape s = {NULL, 4, {"N", "T", "H", "D"}, {5, 4, 37, 2}, 11};
     ft_call c, ref;
     FT_CHECK(make_call(&c, op, &s, 1, 1, &err) == FT_OK, "%s", err.msg);
@@ -501,6 +538,16 @@ int main(void) {
     const char *bname = getenv("FLARETUNE_TEST_BACKEND");
     if (!bname || !*bname) bname = "cuda-emu";
     on_gpu = strcmp(bname, "cuda") == 0;
+    compile_arch = getenv("FT_TEST_COMPILE_ARCH");
+    if (compile_arch && !*compile_arch) compile_arch = NULL;
+#if !FT_HAVE_CUDA
+    if (compile_arch) ft_test_skip("FT_TEST_COMPILE_ARCH: built without the CUDA toolkit");
+#endif
+    if (compile_arch && on_gpu) {
+        FT_CHECK(0, "FT_TEST_COMPILE_ARCH compiles for the emulator's run matrix: leave "
+                    "FLARETUNE_TEST_BACKEND unset");
+        return ft_test_finish();
+    }
     ft_status s = ft_backend_resolve(bname, NULL, &be, &err);
     if (s == FT_ENODEV) ft_test_skip(err.msg);
     FT_CHECK(s == FT_OK, "%s: %s", bname, err.msg);
@@ -512,6 +559,11 @@ int main(void) {
     FT_RUN(test_every_config);
     FT_RUN(test_dflare_mma);
     FT_RUN(test_loss_attrs);
+    if (compile_arch) {
+        fprintf(stderr, "%s: %d modules compiled, %d already in the cache\n", compile_arch,
+                modules_compiled, modules_cached);
+        return ft_test_finish();
+    }
     ft_dev_emu_stats st = {0};
     if (!on_gpu) ft_dev_emu_stats_of(ft_cuda_dev(ctx), &st, &err);
     fprintf(stderr,

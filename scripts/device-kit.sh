@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# device-kit.sh: everything a GPU run of scripts/gpu-check.sh needs that a GPU machine without
+# package access cannot get for itself, built ahead on a machine without a GPU.
+#
+#   scripts/device-kit.sh [DIR]           (default .device-kit, git-ignored)
+#
+#   DIR/debs/           the .deb files of the build's Debian dependencies (apt-get download);
+#                       gpu-check unpacks them into a private prefix when the machine lacks them
+#   DIR/kernel-cache/   the NVRTC cache (the layout FLARETUNE_CACHE_DIR reads) holding every
+#                       kernel module gpu-check loads: each config of every run of
+#                       scripts/gpu-runs.txt at its GPU shapes, and each config the variant test
+#                       runs, for sm_90a (H100, H200), and for sm_80 (A100) when the kit stays
+#                       under its limit; gpu-check points FLARETUNE_CACHE_DIR at it
+#   DIR/kit.json        what is in it: date, NVRTC version, architectures, packages, sizes
+#
+# The cache key is the content of the kernel sources and NVRTC's version (docs/cuda.md), so the
+# kit serves any checkout of the same sources on a machine with the same NVRTC major.minor; a
+# changed kernel is compiled there again. The kit must stay under KIT_LIMIT_MIB (default 40): the
+# whole working tree that travels to a lent GPU machine is limited to 64 MiB. Needs apt-get (for
+# the download), the CUDA toolkit (NVRTC) and a build of flaretune (BUILD, default build; made
+# when missing). Running it again keeps what is already there and adds what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+kit=${1:-.device-kit}
+build=${BUILD:-build}
+limit_mib=${KIT_LIMIT_MIB:-40}
+jobs=$(nproc 2>/dev/null || echo 2)
+die() {
+  echo "device-kit: $*" >&2
+  exit 1
+}
+# The build's packages and the libraries they need that a CUDA image does not have (the C
+# library, the compiler's runtimes and OpenMP come with the toolkit's compiler and stay the
+# machine's own: newer ones must not be shadowed by these).
+packages=(libjansson-dev libjansson4 libncurses-dev libncurses6 libncursesw6 libtinfo6
+  libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0 pkgconf pkgconf-bin
+  libpkgconf3)
+
+command -v apt-get >/dev/null || die "apt-get is needed to download the packages"
+mkdir -p "$kit/debs" "$kit/kernel-cache"
+kit=$(cd "$kit" && pwd)
+
+# ---- 1. the packages ----------------------------------------------------------------------
+echo "== packages: ${#packages[@]} into $kit/debs"
+(
+  cd "$kit/debs"
+  missing=()
+  for p in "${packages[@]}"; do
+    ls "${p}"_*.deb >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get download "${missing[@]}" >/dev/null 2>"$kit/apt.log" ||
+      { apt-get update -qq >/dev/null 2>&1 || true; apt-get download "${missing[@]}" >/dev/null 2>"$kit/apt.log"; } ||
+      die "apt-get download failed: $(tail -n 1 "$kit/apt.log")"
+  fi
+) || exit 1
+rm -f "$kit/apt.log"
+
+# ---- 2. flaretune, with the toolkit -----------------------------------------------------------
+if [ ! -x "$build/flaretune" ] || [ ! -x "$build/tests/test_cuda_variants" ]; then
+  echo "== building flaretune in $build"
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j"$jobs" --target flaretune test_cuda_variants >/dev/null
+fi
+ft=$root/$build/flaretune
+"$ft" version | grep -q 'cuda  *built' || die "$build/flaretune was built without the CUDA toolkit: NVRTC is needed"
+
+# ---- 3. the kernel modules ------------------------------------------------------------------
+# compile_into CACHE ARCH: every module gpu-check loads, for ARCH, into CACHE.
+compile_into() {
+  local cache=$1 arch=$2 line f op args n=0
+  FLARETUNE_CACHE_DIR=$cache FT_TEST_COMPILE_ARCH=$arch "$build/tests/test_cuda_variants" \
+    >"$cache.log" 2>&1 || { tail -n 5 "$cache.log"; die "compiling the variant test's modules for $arch failed"; }
+  grep "modules compiled" "$cache.log" | sed 's/^/  variants: /'
+  while IFS= read -r line; do
+    case $line in '#'* | '') continue ;; esac
+    IFS='|' read -r -a f <<<"$line"
+    op=$(echo "${f[1]}" | xargs)
+    args=$(echo "${f[2]}" | xargs)
+    # shellcheck disable=SC2086
+    FLARETUNE_CACHE_DIR=$cache "$ft" compile "$op" --arch "$arch" --all-configs $args \
+      --jobs "$jobs" >"$cache.log" 2>&1 || { tail -n 3 "$cache.log"; die "compile $op $args for $arch failed"; }
+    n=$((n + 1))
+  done <scripts/gpu-runs.txt
+  echo "  runs: $n of scripts/gpu-runs.txt, every configuration"
+  rm -f "$cache.log"
+}
+mib() { du -sm "$1" | cut -f1; }
+
+archs=(sm_90a)
+echo "== kernel modules for sm_90a into $kit/kernel-cache"
+compile_into "$kit/kernel-cache" sm_90a
+# sm_80 into a staging cache first: kept only if the kit stays under its limit with it.
+stage=$(mktemp -d "${TMPDIR:-/tmp}/device-kit.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+echo "== kernel modules for sm_80 (kept if the kit stays under $limit_mib MiB)"
+cp -r "$kit/kernel-cache/." "$stage/"
+compile_into "$stage" sm_80
+with=$(($(mib "$kit") - $(mib "$kit/kernel-cache") + $(mib "$stage")))
+if [ "$with" -le "$limit_mib" ]; then
+  cp -r "$stage/." "$kit/kernel-cache/"
+  archs+=(sm_80)
+else
+  echo "  sm_80 left out: with it the kit would be $with MiB"
+fi
+
+# ---- 4. what it holds, and its size -----------------------------------------------------------
+size=$(mib "$kit")
+python3 - "$kit" "$size" "${archs[*]}" <<'PY'
+import datetime, json, os, subprocess, sys
+kit, size, archs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+debs = sorted(os.listdir(os.path.join(kit, "debs")))
+mods = [n for n in os.listdir(os.path.join(kit, "kernel-cache", "nvrtc")) if n.endswith(".cubin")]
+try:
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.split("release ")[1].split(",")[0]
+except Exception:
+    nvcc = "unknown"
+doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+       "cuda": nvcc, "archs": archs, "debs": debs, "kernel_modules": len(mods), "size_mib": size}
+tmp = os.path.join(kit, "kit.json.tmp")
+with open(tmp, "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+os.replace(tmp, os.path.join(kit, "kit.json"))
+PY
+echo "== kit: $kit: $(ls "$kit/debs" | wc -l) packages ($(mib "$kit/debs") MiB)," \
+  "$(ls "$kit/kernel-cache/nvrtc" | grep -c '\.cubin$') kernel modules for ${archs[*]}" \
+  "($(mib "$kit/kernel-cache") MiB); $size MiB in all (limit $limit_mib MiB)"
+[ "$size" -le "$limit_mib" ] || die "the kit is $size MiB, over its $limit_mib MiB limit"
