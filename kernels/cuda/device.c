@@ -93,7 +93,33 @@ ft_status ft_dev_compile(ft_dev *d, const char *source, const char *const *defin
         return ft_err_set(err, FT_EINVAL, "ft_dev_compile: %d defines but no array", ndefines);
     for (int i = 0; i < ndefines; i++)
         if (!defines[i]) return ft_err_set(err, FT_EINVAL, "ft_dev_compile: define %d is NULL", i);
+    /* A module a pool holds is compiled there (or being): wait for it rather than compile it a
+     * second time; the compile below then finds it in the disk cache. */
+    if (d->settle) {
+        ft_status s = d->settle(d->pool, source, defines, ndefines, err);
+        if (s) return s;
+    }
     return d->ops->compile(d, source, defines, ndefines, out, err);
+}
+
+ft_status ft_dev_prepare(ft_dev *d, const char *source, const char *const *defines, int ndefines,
+                         int *cached, ft_err *err) {
+    int dummy;
+    if (!cached) cached = &dummy;
+    *cached = 0;
+    if (!d || !source || !*source)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_prepare: no device or no source");
+    if (ndefines < 0 || (ndefines > 0 && !defines))
+        return ft_err_set(err, FT_EINVAL, "ft_dev_prepare: %d defines but no array", ndefines);
+    for (int i = 0; i < ndefines; i++)
+        if (!defines[i]) return ft_err_set(err, FT_EINVAL, "ft_dev_prepare: define %d is NULL", i);
+    return d->ops->prepare(d, source, defines, ndefines, cached, err);
+}
+
+void ft_dev_attach_pool(ft_dev *d, ft_dev_settle_fn settle, void *pool) {
+    if (!d) return;
+    d->settle = settle;
+    d->pool = settle ? pool : NULL;
 }
 
 ft_status ft_dev_kernel_info(ft_dev_module *m, const char *kernel, ft_kernel_info *info,

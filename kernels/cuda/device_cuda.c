@@ -136,6 +136,18 @@ static ft_status cu_compile(ft_dev *dev, const char *source, const char *const *
     return FT_OK;
 }
 
+/* Into NVRTC's disk cache only: the CUBIN is read back by cu_compile when the module is needed.
+ * NVRTC runs on the calling thread, without the device's lock. */
+static ft_status cu_prepare(ft_dev *dev, const char *source, const char *const *defines,
+                            int ndefines, int *cached, ft_err *err) {
+    ft_nvrtc_result res;
+    ft_status s = ft_nvrtc_compile(source, defines, ndefines, dev->props.arch, &res, err);
+    if (s) return s;
+    *cached = res.cached;
+    ft_nvrtc_result_free(&res);
+    return FT_OK;
+}
+
 static ft_status find_kernel(cuda_module *m, const char *name, cuda_kernel **out, ft_err *err) {
     for (cuda_kernel *k = m->kernels; k; k = k->next)
         if (strcmp(k->name, name) == 0) {
@@ -224,8 +236,16 @@ static void cu_close(ft_dev *dev) {
     free(d);
 }
 
-static const ft_dev_ops cuda_ops = {cu_close,   cu_alloc, cu_free,        cu_copy,  cu_memset,
-                                    cu_sync,    cu_compile, cu_kernel_info, cu_launch};
+static const ft_dev_ops cuda_ops = {.close = cu_close,
+                                    .alloc = cu_alloc,
+                                    .free = cu_free,
+                                    .copy = cu_copy,
+                                    .memset = cu_memset,
+                                    .sync = cu_sync,
+                                    .compile = cu_compile,
+                                    .prepare = cu_prepare,
+                                    .kernel_info = cu_kernel_info,
+                                    .launch = cu_launch};
 
 /* The NVRTC target for a compute capability: the architecture-specific variant ('a') on the
  * chips that have one, so kernels may use their features. */

@@ -12,6 +12,8 @@
  * includes with quotes (recursively). The object is written under a temporary name and renamed
  * into place, so processes sharing the cache never load a half-written file. Kernels are found
  * by name in the module's registry (FT_KERNEL_EXPORT) and run by the scheduler of emu/emu.c.
+ * The compiler runs without the device's lock, so a compile pool (prefetch.h) builds modules
+ * on several threads (ft_dev_prepare) while kernels run; loads and the module list take it.
  */
 #define _GNU_SOURCE
 #include "device_emu.h"
@@ -23,6 +25,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,12 +66,16 @@ typedef struct emu_dev {
     char kernel_dir[PATH_CAP];
     char cache_dir[PATH_CAP];
     char *cxx_version;
+    int version_asked;
+    pthread_mutex_t version_lock; /* the first compile asks the compiler its version */
     int debug, workers, ucontext;
     unsigned long long seed;
     emu_module *modules;
     ft_emu_pool *pools[FT_EMU_MAX_WORKERS];
-    ft_dev_emu_stats stats;
-    pthread_mutex_t lock; /* compiles and launches of one device from several threads */
+    /* ft_dev_emu_stats, counted by any thread (a pool's builds hold no lock) */
+    atomic_int compiled, disk_hits, memory_hits;
+    atomic_uint tmp_seq; /* makes the temporary names of builds in flight distinct */
+    pthread_mutex_t lock; /* the module list, loads and launches (not the compiler's runs) */
 } emu_dev;
 
 static emu_dev *emu_of(ft_dev *d) { return (emu_dev *)d; }
@@ -222,12 +229,17 @@ static ft_status module_load(emu_module *m, const char *path, ft_err *err) {
     return FT_OK;
 }
 
+/* The compiler's --version, part of every key: asked once per device, by the first thread that
+ * needs it (a compile pool prepares modules on several threads at once). */
 static const char *cxx_version(emu_dev *d) {
-    if (!d->cxx_version) {
+    pthread_mutex_lock(&d->version_lock);
+    if (!d->version_asked) {
+        d->version_asked = 1;
         char out[4096];
         char *argv[] = {d->cxx, "--version", NULL};
         if (run_capture(argv, out, sizeof out) == 0) d->cxx_version = strdup(out);
     }
+    pthread_mutex_unlock(&d->version_lock);
     return d->cxx_version ? d->cxx_version : "";
 }
 
@@ -235,11 +247,29 @@ enum { MAX_ARGS = 64 };
 
 enum { ARG_LEN = PATH_CAP + 32 }; /* a path and the option or subfolder around it */
 
-/* Compile (or find) the module; `store` holds the command line's MAX_ARGS strings. */
-static ft_status compile_module(ft_dev *dev, const char *source, const char *const *defines,
-                                int ndefines, ft_dev_module **out, char (*store)[ARG_LEN],
-                                ft_err *err) {
-    emu_dev *d = emu_of(dev);
+/* One module to build: its source, its command line and its key in the cache. Worked out
+ * without the device's lock (it reads the source and the headers it includes). */
+typedef struct emu_build {
+    char path[PATH_CAP];
+    const char *name;         /* the source's file name, within path, for messages */
+    char dlist[256];          /* the defines as a readable list, for messages */
+    char *argv[MAX_ARGS + 1]; /* the compiler's command line ... */
+    char (*store)[ARG_LEN];   /* ... and its strings (malloc'd: they are large) */
+    int out_arg;              /* the output file's place in argv */
+    uint64_t salt;            /* from the key, for temporary names */
+    char key[33];
+    char so[PATH_CAP + 64]; /* the module in the cache */
+} emu_build;
+
+static void build_free(emu_build *b) {
+    free(b->store);
+    b->store = NULL;
+}
+
+/* The command line and the key of a module (b is freed with build_free, also on failure). */
+static ft_status build_plan(emu_dev *d, const char *source, const char *const *defines,
+                            int ndefines, emu_build *b, ft_err *err) {
+    memset(b, 0, sizeof *b);
     if (!d->cxx[0])
         return ft_err_set(err, FT_EUNSUPPORTED,
                           "emulator: no C++ compiler (none was found when flaretune was "
@@ -247,30 +277,33 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
     if (ndefines > MAX_ARGS - 24)
         return ft_err_set(err, FT_EINVAL, "emulator: %d defines, at most %d", ndefines,
                           MAX_ARGS - 24);
-    char path[PATH_CAP], dir[PATH_CAP];
-    int plen = source[0] == '/' ? snprintf(path, sizeof path, "%s", source)
-                                : snprintf(path, sizeof path, "%s/%s", d->kernel_dir, source);
-    if (plen < 0 || (size_t)plen >= sizeof path)
+    char dir[PATH_CAP];
+    int plen = source[0] == '/' ? snprintf(b->path, sizeof b->path, "%s", source)
+                                : snprintf(b->path, sizeof b->path, "%s/%s", d->kernel_dir, source);
+    if (plen < 0 || (size_t)plen >= sizeof b->path)
         return ft_err_set(err, FT_EINVAL, "emulator: the path of %s is too long", source);
-    ft_kc_dir_of(path, dir, sizeof dir);
-    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    ft_kc_dir_of(b->path, dir, sizeof dir);
+    b->name = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
 
     /* The defines, checked and as a readable list for messages. */
-    char dlist[256] = "no defines";
-    int bad = ft_kc_define_list(defines, ndefines, PATH_CAP, dlist, sizeof dlist);
+    snprintf(b->dlist, sizeof b->dlist, "no defines");
+    int bad = ft_kc_define_list(defines, ndefines, PATH_CAP, b->dlist, sizeof b->dlist);
     if (bad >= 0)
         return ft_err_set(err, FT_EINVAL,
-                          "emulator: compiling %s: define '%s' is not NAME or NAME=VALUE", name,
+                          "emulator: compiling %s: define '%s' is not NAME or NAME=VALUE", b->name,
                           defines[bad]);
 
+    b->store = malloc(MAX_ARGS * sizeof *b->store);
+    if (!b->store) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
     char *text = NULL;
     size_t len = 0;
-    if (ft_kc_read_file(path, &text, &len) != 0)
-        return ft_err_set(err, FT_EIO, "emulator: cannot read kernel source %s: %s", path,
+    if (ft_kc_read_file(b->path, &text, &len) != 0)
+        return ft_err_set(err, FT_EIO, "emulator: cannot read kernel source %s: %s", b->path,
                           strerror(errno));
 
     /* The command line. */
-    char *argv[MAX_ARGS + 1];
+    char(*store)[ARG_LEN] = b->store;
+    char **argv = b->argv;
     int argc = 0;
 #define ARG(...) (snprintf(store[argc], ARG_LEN, __VA_ARGS__), argv[argc] = store[argc], argc++)
     ARG("%s", d->cxx);
@@ -300,11 +333,11 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
         ARG("-D%s", defines[i]);
     int nhashed = argc;
     ARG("-o");
-    int out_arg = argc;
+    b->out_arg = argc;
     ARG("(set below)");
     ARG("-x");
     ARG("c++");
-    ARG("%s", path);
+    ARG("%s", b->path);
 #undef ARG
     argv[argc] = NULL;
 
@@ -317,7 +350,7 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
     ft_kc_hash_str(&h, cxx_version(d));
     for (int i = 0; i < nhashed; i++)
         ft_kc_hash_str(&h, argv[i]);
-    ft_kc_hash_str(&h, path);
+    ft_kc_hash_str(&h, b->path);
     ft_kc_hash_bytes(&h, text, len);
     const char *incs[2] = {store[inc] + 2, store[inc + 1] + 2};
     ft_kc_seen *seen = calloc(1, sizeof *seen);
@@ -328,107 +361,143 @@ static ft_status compile_module(ft_dev *dev, const char *source, const char *con
     ft_kc_hash_includes(&h, text, dir, incs, 2, seen, 0);
     free(seen);
     free(text);
-    char key[33];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
-
-    for (emu_module *m = d->modules; m; m = m->next)
-        if (strcmp(m->key, key) == 0) {
-            d->stats.memory_hits++;
-            *out = &m->base;
-            return FT_OK;
-        }
-
-    emu_module *m = calloc(1, sizeof *m);
-    if (!m) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
-    m->base.dev = dev;
-    snprintf(m->key, sizeof m->key, "%s", key);
-    if ((size_t)snprintf(m->source, sizeof m->source, "%s", name) >= sizeof m->source)
-        m->source[sizeof m->source - 1] = '\0'; /* a long name, cut for messages */
-    char so[PATH_CAP + 64];
-    if ((size_t)snprintf(so, sizeof so, "%s/%s.so", d->cache_dir, key) >= sizeof so) {
-        free(m);
+    snprintf(b->key, sizeof b->key, "%016llx%016llx", (unsigned long long)h.a,
+             (unsigned long long)h.b);
+    b->salt = h.b;
+    if ((size_t)snprintf(b->so, sizeof b->so, "%s/%s.so", d->cache_dir, b->key) >= sizeof b->so)
         return ft_err_set(err, FT_EINVAL, "emulator: the cache directory %s is too long",
                           d->cache_dir);
-    }
+    return FT_OK;
+}
 
-    ft_status s = FT_EIO;
-    if (access(so, R_OK) == 0) {
-        s = module_load(m, so, err);
-        if (s == FT_OK) d->stats.disk_hits++;
-    }
-    if (s != FT_OK) {
-        /* Compile into a private name, then rename into place. */
-        if (ft_kc_mkdir_p(d->cache_dir) != 0) {
-            free(m);
-            return ft_err_set(err, FT_EIO, "emulator: cannot create the cache directory %s: %s",
-                              d->cache_dir, strerror(errno));
-        }
-        static const char hexd[] = "0123456789abcdef";
-        char tmp[PATH_CAP + 96], rnd[17];
-        uint64_t r = (uint64_t)(uintptr_t)m ^ ((uint64_t)getpid() << 32) ^ h.b;
-        for (int i = 0; i < 16; i++)
-            rnd[i] = hexd[(r >> (4 * i)) & 15];
-        rnd[16] = '\0';
-        if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%s", so, (long)getpid(), rnd) >=
-            sizeof tmp) {
-            free(m);
-            return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", so);
-        }
-        if ((size_t)snprintf(store[out_arg], ARG_LEN, "%s", tmp) >= ARG_LEN) {
-            free(m);
-            return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", tmp);
-        }
-        char *log = malloc(65536);
-        if (!log) {
-            free(m);
-            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
-        }
-        int rc = run_capture(argv, log, 65536);
-        if (rc != 0) {
-            int spawn_errno = errno;
-            unlink(tmp);
-            if (rc < 0)
-                s = ft_err_set(err, FT_EUNSUPPORTED, "emulator: cannot run the C++ compiler %s: %s",
-                               d->cxx, strerror(spawn_errno));
-            else {
-                char line[400];
-                ft_kc_first_error(log, line, sizeof line);
-                s = ft_err_set(err, FT_EINVAL, "compiling %s with %s: %s", name, dlist, line);
-            }
-            free(log);
-            free(m);
-            return s;
+/* Build b's module into the cache unless it is there already (force: build it again, over a
+ * file that would not load). The compiler writes a private name that is then renamed into
+ * place, so threads and processes building the same module at once never see half a file.
+ * Runs without the device's lock; *built is 1 when the compiler ran. */
+static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_err *err) {
+    *built = 0;
+    if (!force && access(b->so, R_OK) == 0) return FT_OK;
+    if (ft_kc_mkdir_p(d->cache_dir) != 0)
+        return ft_err_set(err, FT_EIO, "emulator: cannot create the cache directory %s: %s",
+                          d->cache_dir, strerror(errno));
+    static const char hexd[] = "0123456789abcdef";
+    char tmp[PATH_CAP + 96], rnd[17];
+    uint64_t r = (uint64_t)(uintptr_t)b ^ ((uint64_t)getpid() << 32) ^ b->salt ^
+                 ((uint64_t)atomic_fetch_add(&d->tmp_seq, 1) << 48);
+    for (int i = 0; i < 16; i++)
+        rnd[i] = hexd[(r >> (4 * i)) & 15];
+    rnd[16] = '\0';
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%s", b->so, (long)getpid(), rnd) >=
+            sizeof tmp ||
+        (size_t)snprintf(b->store[b->out_arg], ARG_LEN, "%s", tmp) >= ARG_LEN)
+        return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", b->so);
+    char *log = malloc(65536);
+    if (!log) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+    int rc = run_capture(b->argv, log, 65536);
+    if (rc != 0) {
+        int spawn_errno = errno;
+        unlink(tmp);
+        ft_status s;
+        if (rc < 0) {
+            s = ft_err_set(err, FT_EUNSUPPORTED, "emulator: cannot run the C++ compiler %s: %s",
+                           d->cxx, strerror(spawn_errno));
+        } else {
+            char line[400];
+            ft_kc_first_error(log, line, sizeof line);
+            s = ft_err_set(err, FT_EINVAL, "compiling %s with %s: %s", b->name, b->dlist, line);
         }
         free(log);
-        if (rename(tmp, so) != 0) {
-            int e = errno;
-            unlink(tmp);
-            free(m);
-            return ft_err_set(err, FT_EIO, "emulator: cannot move the module into %s: %s", so,
-                              strerror(e));
-        }
-        d->stats.compiled++;
-        s = module_load(m, so, err);
-        if (s != FT_OK) {
-            free(m);
-            return s;
-        }
+        return s;
     }
-    m->next = d->modules;
-    d->modules = m;
-    *out = &m->base;
+    free(log);
+    if (rename(tmp, b->so) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return ft_err_set(err, FT_EIO, "emulator: cannot move the module into %s: %s", b->so,
+                          strerror(e));
+    }
+    atomic_fetch_add(&d->compiled, 1);
+    *built = 1;
     return FT_OK;
+}
+
+/* The loaded module of a key (the caller holds the device's lock). */
+static emu_module *find_loaded(emu_dev *d, const char *key) {
+    for (emu_module *m = d->modules; m; m = m->next)
+        if (strcmp(m->key, key) == 0) return m;
+    return NULL;
+}
+
+/* Load b's module from the cache, building it first when it is not there (or when the file
+ * there does not load: another ABI, a damaged file). The compiler runs without the device's
+ * lock; the load and the device's module list take it. */
+static ft_status load_built(ft_dev *dev, emu_build *b, emu_module **out, ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    int built = 0;
+    ft_status s = build_run(d, b, 0, &built, err);
+    for (int rebuilt = 0; s == FT_OK; rebuilt = 1) {
+        pthread_mutex_lock(&d->lock);
+        emu_module *m = find_loaded(d, b->key); /* another thread loaded it meanwhile */
+        if (m) {
+            atomic_fetch_add(&d->memory_hits, 1);
+            pthread_mutex_unlock(&d->lock);
+            *out = m;
+            return FT_OK;
+        }
+        m = calloc(1, sizeof *m);
+        if (!m) {
+            pthread_mutex_unlock(&d->lock);
+            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+        }
+        m->base.dev = dev;
+        snprintf(m->key, sizeof m->key, "%s", b->key);
+        if ((size_t)snprintf(m->source, sizeof m->source, "%s", b->name) >= sizeof m->source)
+            m->source[sizeof m->source - 1] = '\0'; /* a long name, cut for messages */
+        s = module_load(m, b->so, err);
+        if (s == FT_OK) {
+            if (!built) atomic_fetch_add(&d->disk_hits, 1);
+            m->next = d->modules;
+            d->modules = m;
+            pthread_mutex_unlock(&d->lock);
+            *out = m;
+            return FT_OK;
+        }
+        pthread_mutex_unlock(&d->lock);
+        free(m);
+        if (built || rebuilt) return s; /* a fresh build that does not load: that error */
+        s = build_run(d, b, 1, &built, err);
+    }
+    return s;
 }
 
 static ft_status emu_compile(ft_dev *dev, const char *source, const char *const *defines,
                              int ndefines, ft_dev_module **out, ft_err *err) {
     emu_dev *d = emu_of(dev);
-    char(*store)[ARG_LEN] = malloc(MAX_ARGS * sizeof *store);
-    if (!store) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
-    pthread_mutex_lock(&d->lock);
-    ft_status s = compile_module(dev, source, defines, ndefines, out, store, err);
-    pthread_mutex_unlock(&d->lock);
-    free(store);
+    emu_build b;
+    ft_status s = build_plan(d, source, defines, ndefines, &b, err);
+    emu_module *m = NULL;
+    if (s == FT_OK) {
+        pthread_mutex_lock(&d->lock);
+        m = find_loaded(d, b.key);
+        if (m) atomic_fetch_add(&d->memory_hits, 1);
+        pthread_mutex_unlock(&d->lock);
+        if (!m) s = load_built(dev, &b, &m, err);
+    }
+    build_free(&b);
+    if (s == FT_OK) *out = &m->base;
+    return s;
+}
+
+/* Into the disk cache only (a compile pool's job): no load, and the device's lock not taken. */
+static ft_status emu_prepare(ft_dev *dev, const char *source, const char *const *defines,
+                             int ndefines, int *cached, ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    emu_build b;
+    int built = 0;
+    ft_status s = build_plan(d, source, defines, ndefines, &b, err);
+    if (s == FT_OK) s = build_run(d, &b, 0, &built, err);
+    build_free(&b);
+    if (s == FT_OK) *cached = !built;
     return s;
 }
 
@@ -522,12 +591,21 @@ static void emu_close(ft_dev *dev) {
     for (int i = 0; i < FT_EMU_MAX_WORKERS; i++)
         ft_emu_pool_free(d->pools[i]);
     free(d->cxx_version);
+    pthread_mutex_destroy(&d->version_lock);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
 
-static const ft_dev_ops emu_ops = {emu_close, emu_alloc,   emu_free,        emu_copy,  emu_memset,
-                                   emu_sync,  emu_compile, emu_kernel_info, emu_launch};
+static const ft_dev_ops emu_ops = {.close = emu_close,
+                                   .alloc = emu_alloc,
+                                   .free = emu_free,
+                                   .copy = emu_copy,
+                                   .memset = emu_memset,
+                                   .sync = emu_sync,
+                                   .compile = emu_compile,
+                                   .prepare = emu_prepare,
+                                   .kernel_info = emu_kernel_info,
+                                   .launch = emu_launch};
 
 static ft_status env_number(const char *var, unsigned long long lo, unsigned long long hi,
                             unsigned long long *out, ft_err *err) {
@@ -579,6 +657,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     d->base.kind = FT_DEV_EMU;
     d->base.ops = &emu_ops;
     pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->version_lock, NULL);
     fill_props(&d->base.props);
     const char *v = getenv("FLARETUNE_EMU_CXX");
     snprintf(d->cxx, sizeof d->cxx, "%s", v && *v ? v : FT_EMU_CXX);
@@ -586,6 +665,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     snprintf(d->kernel_dir, sizeof d->kernel_dir, "%s", v && *v ? v : FT_EMU_KERNEL_DIR);
     int w = ft_kc_cache_dir("emu", d->cache_dir, sizeof d->cache_dir);
     if (w < 0 || (size_t)w >= sizeof d->cache_dir) {
+        pthread_mutex_destroy(&d->version_lock);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return ft_err_set(err, FT_EINVAL, "emulator: the cache directory's path is too long");
@@ -598,6 +678,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     if (s == FT_OK && v && *v && strcmp(v, "ucontext") != 0 && strcmp(v, "fast") != 0)
         s = ft_err_set(err, FT_EINVAL, "FLARETUNE_EMU_FIBERS=%s: expected ucontext or fast", v);
     if (s != FT_OK) {
+        pthread_mutex_destroy(&d->version_lock);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return s;
@@ -645,6 +726,8 @@ ft_status ft_dev_emu_set_ucontext(ft_dev *dev, int on, ft_err *err) {
 ft_status ft_dev_emu_stats_of(const ft_dev *dev, ft_dev_emu_stats *out, ft_err *err) {
     emu_dev *d = emu_check(dev, err);
     if (!d || !out) return FT_EINVAL;
-    *out = d->stats;
+    out->compiled = atomic_load(&d->compiled);
+    out->disk_hits = atomic_load(&d->disk_hits);
+    out->memory_hits = atomic_load(&d->memory_hits);
     return FT_OK;
 }

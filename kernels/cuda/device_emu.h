@@ -21,8 +21,9 @@ ft_status ft_dev_emu_set_seed(ft_dev *d, unsigned long long seed, ft_err *err);
 ft_status ft_dev_emu_set_workers(ft_dev *d, int workers, ft_err *err);
 ft_status ft_dev_emu_set_ucontext(ft_dev *d, int on, ft_err *err);
 
-/* What ft_dev_compile did so far: modules built by the compiler, loaded from the disk cache,
- * found in the device's memory. */
+/* What the device did so far: modules built by the compiler (for ft_dev_compile or
+ * ft_dev_prepare), and those ft_dev_compile loaded from the disk cache or found in the device's
+ * memory. */
 typedef struct ft_dev_emu_stats {
     int compiled, disk_hits, memory_hits;
 } ft_dev_emu_stats;
