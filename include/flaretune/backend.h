@@ -64,6 +64,14 @@ typedef struct ft_backend {
     /* Optional: measure the ceilings of the device it runs on (struct ft_ceilings,
      * flaretune/ceilings.h); NULL: the CPU's. */
     ft_status (*ceilings)(struct ft_ceilings *c, ft_err *err);
+    /* Optional, for a backend that compiles kernels: start compiling, on `jobs` background
+     * threads, what these configs need to run c, in this order, so that running them later
+     * waits for the compiler as little as it must. A later call replaces what an earlier one
+     * queued and no thread has started yet (n = 0: nothing more is needed). */
+    void (*prefetch)(const ft_call *c, const ft_config *cfgs, int n, int jobs);
+    /* 1 when its space's validity check compiles every config anyway (the GPU's static check
+     * before timing): the tuner then compiles ahead without being asked. */
+    int valid_compiles;
 } ft_backend;
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

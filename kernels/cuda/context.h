@@ -29,6 +29,10 @@ struct ft_cuda_ctx {
     char clock[16];
     int cold;       /* flush L2 before every timed call */
     void *l2_flush; /* 2 x L2 bytes, written to evict it */
+    /* The threads compiling ahead for this device (prefetch.h), made by the backend's
+     * prefetch with pool_jobs threads; freed before the device closes. */
+    struct ft_cuda_pool *pool;
+    int pool_jobs;
 };
 
 #endif

@@ -21,6 +21,7 @@
 #include "flaretune/measure.h"
 #include "flaretune/space.h"
 
+#include "prefetch.h"
 #include "specs.h"
 
 #if FT_HAVE_CUDA
@@ -41,6 +42,7 @@ static int ctx_tried[2];
 
 static void ctx_close(ft_cuda_ctx *x) {
     if (!x) return;
+    ft_cuda_pool_free(x->pool); /* its threads compile for the device: before it closes */
     if (x->dev) ft_dev_sync(x->dev, NULL);
     if (x->gemm) ft_gemm_state_close(x->gemm);
     for (int i = 0; i < FT_CUDA_SCRATCH_SLOTS; i++)
@@ -505,6 +507,50 @@ static const ft_space *gpu_space_of(const ft_op *op) {
     return out;
 }
 
+/* ---- compiling ahead ------------------------------------------------------------------------ */
+
+/* Queue on the context's pool (made with `jobs` threads, made again when the count changes) the
+ * modules of each config the op's own rules allow (cheap: nothing compiles to judge them), in
+ * order. What an earlier call queued and no thread has started is dropped first: it was for
+ * an earlier plan. The GPU's validity compiles the duplicates too (for the reason it gives
+ * them); the emulator's tuner never runs them, so it leaves them out. */
+static void prefetch_on(int emulated, const ft_call *c, const ft_config *cfgs, int n, int jobs) {
+    const ft_cuda_op *op = ft_cuda_op_of(c->op);
+    ft_cuda_ctx *x;
+    if (!op || !op->modules || jobs < 1 || ft_cuda_ctx_get(emulated, &x, NULL) != FT_OK) return;
+    if (x->pool && (n > 0 && x->pool_jobs != jobs)) {
+        ft_cuda_pool_free(x->pool);
+        x->pool = NULL;
+    }
+    if (n <= 0) {
+        ft_cuda_pool_drop_queued(x->pool);
+        return;
+    }
+    if (!x->pool) {
+        if (ft_cuda_pool_for_device(x->dev, jobs, &x->pool, NULL) != FT_OK) return;
+        x->pool_jobs = jobs;
+    }
+    ft_cuda_pool_drop_queued(x->pool);
+    ft_dt dt = ft_cuda_call_dt(c);
+    for (int i = 0; i < n; i++) {
+        int v = ft_space_check(op->space, c, &cfgs[i], NULL, 0);
+        if (v == FT_CONFIG_INVALID || (emulated && v == FT_CONFIG_DUPLICATE)) continue;
+        ft_cuda_module_spec ms[8];
+        memset(ms, 0, sizeof ms);
+        int nm = op->modules(c, dt, &cfgs[i], ms, 8);
+        for (int k = 0; k < nm && k < 8; k++)
+            ft_cuda_pool_add(x->pool, &ms[k]);
+    }
+}
+
+static void emu_prefetch(const ft_call *c, const ft_config *cfgs, int n, int jobs) {
+    prefetch_on(1, c, cfgs, n, jobs);
+}
+
+static void gpu_prefetch(const ft_call *c, const ft_config *cfgs, int n, int jobs) {
+    prefetch_on(0, c, cfgs, n, jobs);
+}
+
 static int emu_available(char *why, size_t n) {
     ft_cuda_ctx *x;
     ft_err err = {0};
@@ -537,6 +583,7 @@ const ft_backend ft_backend_cuda_emu = {
     .timed = emu_timed,
     .clock = emu_clock,
     .device = emu_device,
+    .prefetch = emu_prefetch,
 };
 
 static int gpu_available(char *why, size_t n) {
@@ -707,4 +754,6 @@ const ft_backend ft_backend_cuda = {
     .set_cold = gpu_set_cold,
     .last_kernels = gpu_last_kernels,
     .ceilings = gpu_ceilings,
+    .prefetch = gpu_prefetch,
+    .valid_compiles = 1,
 };
