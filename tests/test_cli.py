@@ -209,12 +209,44 @@ def test_device_backends():
                 check(e["verification"]["tolerance"] == tol, f"tolerance {e['verification']}")
 
 
+def test_tune_jobs():
+    """tune --jobs N compiles the candidates' kernels ahead on N threads (on cuda-emu only when
+    asked): a run with --jobs 2 on an empty module cache (the pool compiles every module while
+    the search waits for the ones it needs) verifies the same candidates with the same errors
+    and ends with the same winner as a run without it. Budget 2: the default and the next
+    candidate, which the emulator runs twice as fast, so the winner is not a matter of noise.
+    --jobs outside 1..64 is a usage error."""
+    for bad in ("0", "x", "65", ""):
+        one_line_error(["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                        "cuda-emu", "--jobs", bad], 2, "--jobs expects 1 to 64")
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
+        for jobs in (["--jobs", "2"], []):
+            log = os.path.join(tmp, f"t{len(runs)}.jsonl")
+            rc, out, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train",
+                               "--backend", "cuda-emu", "--budget", "2", "--max-time", "0.1",
+                               "--quiet", "--log", log, *jobs, env=env)
+            check(rc == 0, f"tune on cuda-emu {jobs}: exit {rc}: {err}")
+            if rc != 0:
+                return
+            ev = [json.loads(line) for line in open(log)]
+            verdicts = [(e["event"], json.dumps(e["config"], sort_keys=True), e.get("max_rel_err"))
+                        for e in ev if e["event"] in ("verified", "rejected")]
+            runs.append((verdicts, ev[-1]["winner"]))
+    (v_jobs, w_jobs), (v_plain, w_plain) = runs
+    check(len(v_plain) == 2 and v_jobs == v_plain,
+          f"the same candidates verified with the same errors: {v_jobs} vs {v_plain}")
+    check(w_jobs is not None and w_jobs == w_plain, f"the same winner: {w_jobs} vs {w_plain}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     return clitest.main(ap.parse_args().flaretune,
                         (test_help, test_version_and_blas_core, test_list, test_space,
-                         test_exec_config_errors, test_bench, test_device_backends))
+                         test_exec_config_errors, test_bench, test_device_backends,
+                         test_tune_jobs))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
  * start (plan, resume, ceilings, run_start), search (the default, then the strategy), confirm
  * (the best few and the default again, interleaved) and finish (run_end, the profile entry). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,7 @@ typedef struct {
     ft_env env;
     char device[256], run_id[32];
     ft_strategy *strat;
+    int ahead_jobs; /* threads compiling the candidates' kernels ahead (0: none asked) */
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
@@ -648,6 +650,40 @@ static void make_run_id(char *buf, size_t n) {
     snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
 }
 
+/* Start compiling the candidates' kernels on background threads (the backend's prefetch): the
+ * default first, then the space in order. Always on a backend whose validity check compiles
+ * every candidate anyway (the GPU: the loop below then waits only for what is not compiled
+ * yet), elsewhere only when asked (--jobs), so that a budget that reaches a few candidates
+ * does not pay for compiling all of them. */
+static void compile_ahead(session *S, int64_t total) {
+    const ft_tune_opts *o = S->o;
+    int jobs = o->jobs;
+    if (!o->be->prefetch || total <= 0 || total >= INT32_MAX) return;
+    if (jobs <= 0) {
+        if (!o->be->valid_compiles) return;
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = cores < 1 ? 1 : cores > FT_TUNE_MAX_JOBS ? FT_TUNE_MAX_JOBS : (int)cores;
+    }
+    ft_config *cfgs = malloc(sizeof *cfgs * (size_t)(total + 1));
+    if (!cfgs) return; /* only time is lost: the search compiles as it goes */
+    int n = 0;
+    ft_config_default(S->s, &cfgs[n++]);
+    for (int64_t k = 0; k < total; k++) {
+        ft_space_config_at(S->s, k, &cfgs[n]);
+        if (!ft_config_equal(&cfgs[n], &cfgs[0])) n++;
+    }
+    o->be->prefetch(&S->c, cfgs, n, jobs);
+    S->ahead_jobs = jobs;
+    free(cfgs);
+}
+
+/* The search is over: what is still queued is not needed (the confirmation measures
+ * candidates that ran), and would compete with it for the CPU. */
+static void compile_ahead_stop(session *S) {
+    if (S->ahead_jobs) S->o->be->prefetch(&S->c, NULL, 0, S->ahead_jobs);
+    S->ahead_jobs = 0;
+}
+
 static ft_status plan(session *S, ft_err *err) {
     const ft_tune_opts *o = S->o;
     S->s = o->be->space(o->op);
@@ -658,6 +694,7 @@ static ft_status plan(session *S, ft_err *err) {
     int64_t total = ft_space_size(S->s);
     S->cands = malloc(sizeof(ft_config) * (size_t)(total > 0 ? total : 1));
     if (!S->cands) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    compile_ahead(S, total);
     /* Validity is judged at the timing shape, the one the winner is for. */
     for (int64_t k = 0; k < total; k++) {
         ft_space_config_at(S->s, k, &S->cands[S->ncands]);
@@ -979,6 +1016,7 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     int stopped = 0;
     ft_status s = start(&S, r, err);
     if (!s) s = search(&S, &stopped, err);
+    compile_ahead_stop(&S);
     if (!s) {
         r->interrupted = oc.interrupted = stopped || (o->stop && *o->stop);
         s = confirm_phase(&S, &oc, err);

@@ -2,7 +2,9 @@
  * that matches the reference, with honest measurement, an event log, resume and a profile.
  *
  *   plan     the candidates are the valid configurations of the backend's space at the
- *            problem's sizes; the default configuration is measured first, as the baseline
+ *            problem's sizes; the default configuration is measured first, as the baseline;
+ *            a backend that compiles kernels starts compiling theirs on background threads
+ *            (jobs below)
  *   verify   every candidate runs once on fresh random inputs and is compared with the float64
  *            reference (at a reduced shape of the same family when the reference would take too
  *            long at the tuning shape); a mismatch is recorded and never selected
@@ -65,7 +67,13 @@ typedef struct ft_tune_opts {
     volatile int *pause;        /* while raised, wait between candidates (the dashboard's p)  */
     ft_event_listener listener; /* every event, as written (progress, the dashboard)        */
     void *listener_ctx;
+    /* Threads compiling the candidates' kernels ahead of the search (backend.h, prefetch), 1
+     * to FT_TUNE_MAX_JOBS. 0 (the default): every core on a backend whose validity check
+     * compiles every candidate anyway (the GPU), no compiling ahead on the others. */
+    int jobs;
 } ft_tune_opts;
+
+#define FT_TUNE_MAX_JOBS 64
 
 typedef struct ft_tune_result {
     int found; /* a verified, measured winner exists */

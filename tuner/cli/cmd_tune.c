@@ -1,5 +1,6 @@
 /* cmd_tune.c: `flaretune tune`: search for the fastest verified configuration of one op or of
  * every op, with progress on stderr, an event log, resume, and a profile. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -26,7 +27,7 @@ static void usage(FILE *f) {
         "                      [--backend B] [--strategy S] [--budget N] [--time SEC]\n"
         "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
         "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
-        "                      [--noise X] [--quiet] [--tui]\n\n"
+        "                      [--noise X] [--jobs N] [--quiet] [--tui]\n\n"
         "Find the fastest configuration of OP (or of every op the backend implements) that\n"
         "matches the float64 reference. Every candidate is verified once on fresh random\n"
         "inputs (at a reduced shape when the reference would be too slow), then measured until\n"
@@ -48,6 +49,9 @@ static void usage(FILE *f) {
         "  --confirm K        re-measure the best K interleaved (default 3)\n"
         "  --max-time S       time cap per candidate (default 1)\n"
         "  --noise X          target relative CI half-width of a median (default 0.02)\n"
+        "  --jobs N           threads compiling the candidates' kernels ahead of the search,\n"
+        "                     1 to 64 (default: every core; on cuda always, since checking\n"
+        "                     a candidate compiles it; on cuda-emu only when --jobs is given)\n"
         "  --quiet            no progress\n"
         "  --tui              show the run in a terminal dashboard (docs/dashboard.md); p\n"
         "                     pauses and resumes the search, q stops it (as Ctrl-C)\n\n"
@@ -341,7 +345,8 @@ enum {
     O_MAXTIME,
     O_NOISE,
     O_QUIET,
-    O_TUI
+    O_TUI,
+    O_JOBS
 };
 
 /* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
@@ -386,6 +391,15 @@ static int tune_opt(tune_args *a, int o, char **argv) {
     case O_NOISE: return ft_cli_noise(&to->measure, optarg, "tune");
     case O_QUIET: a->quiet = 1; break;
     case O_TUI: a->tui = 1; break;
+    case O_JOBS: {
+        errno = 0;
+        long n = strtol(optarg, &end, 10);
+        if (end == optarg || *end || errno || n < 1 || n > FT_TUNE_MAX_JOBS)
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --jobs expects 1 to %d threads, got '%s'",
+                               FT_TUNE_MAX_JOBS, optarg);
+        to->jobs = (int)n;
+        break;
+    }
     default: return ft_cli_bad_option("tune", o, argv);
     }
     return FT_EXIT_OK;
@@ -406,6 +420,7 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         {"noise", required_argument, NULL, O_NOISE},
         {"quiet", no_argument, NULL, O_QUIET},
         {"tui", no_argument, NULL, O_TUI},
+        {"jobs", required_argument, NULL, O_JOBS},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
