@@ -130,6 +130,13 @@ def test_probe(tmp):
     doc = json.loads(out) if rc == 0 else {"results": []}
     check(doc.get("arch") == "sm_90a" and doc.get("device") == "h200", "default device h200")
     check(doc.get("cached") == 0, "first compile is not from the cache")
+    check(doc.get("compiled") == 1 and doc.get("failed") == 0 and doc.get("seconds", 0) > 0
+          and doc.get("configs_per_s", 0) is None and doc.get("compile_seconds", 0) > 0,
+          f"the compile's tallies and seconds: {doc.get('compiled')} {doc.get('seconds')}")
+    comp = doc.get("compiles", [{}])
+    check(len(comp) == 1 and comp[0].get("source") == src and not comp[0].get("cached")
+          and comp[0].get("seconds", 0) > 0 and comp[0].get("error") is None,
+          f"one module compiled: {comp}")
     ks = kernels_of(doc)
     small = ks.get("small", {})
     check(small.get("verdict") == "ok" and small.get("blocks_per_sm") == 8
@@ -148,6 +155,8 @@ def test_probe(tmp):
     rc, out, err = run(*base, env=env)
     check(rc == 0 and "pruned: spills" in out and "ok (warps-limited)" in out
           and "(1 from the cache)" in out, f"probe text:\n{out}{err}")
+    check("compiling took " in out and ": 0 compiled, 1 from the cache, 0 failed;" in out
+          and "configurations/s" not in out, f"probe text, the compiling:\n{out}")
     # Another device: its own limits and architecture.
     rc, out, _ = run("compile", "--source", src, "--device", "l40s", "--kernel",
                      "bigsmem:128:60000", "--json", env=env)
@@ -180,6 +189,10 @@ def test_ops(ops, tmp):
         if rc == 0:
             doc = json.loads(out)
             check(doc["op"] == op and doc["configs"] == 1, f"compile {op}: one configuration")
+            check(doc["compiled"] + doc["cached"] == doc["modules"] == len(doc["compiles"])
+                  and doc["configs_per_s"] > 0 and doc["seconds"] > 0,
+                  f"compile {op}: {doc['modules']} modules, {doc['compiled']} compiled, "
+                  f"{doc['cached']} cached, {doc['configs_per_s']} configurations/s")
         one_line_error(["compile", op, "--config", "no_such_param=1"], 2)
 
 

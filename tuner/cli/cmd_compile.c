@@ -2,10 +2,11 @@
  *
  * Every configuration of the op's CUDA space (or one, or the default) names the kernel modules
  * it needs (ft_cuda_op.modules); each distinct module is compiled once by NVRTC for the target
- * architecture, in parallel, through the disk cache (nvrtc.h), and ptxas's report gives each
- * kernel's registers, spills, stack and static shared memory. With the launch shape from the
- * module spec and a device from the spec table (specs.h) it prints the theoretical occupancy and
- * the verdict the tuner would reach before timing: ok, or pruned and why. CI runs it on every
+ * architecture, on --jobs threads of the compile pool the tuner uses too (prefetch.h), through
+ * the disk cache (nvrtc.h), and ptxas's report gives each kernel's registers, spills, stack and
+ * static shared memory. With the launch shape from the module spec and a device from the spec
+ * table (specs.h) it prints the theoretical occupancy and the verdict the tuner would reach
+ * before timing: ok, or pruned and why; then how long the compiling took. CI runs it on every
  * config of every CUDA op (`--list-ops`) for sm_80 and sm_90a, so no config ships that does
  * not compile. `--source FILE --kernel NAME:THREADS` analyses any kernel source the same way.
  *
@@ -14,7 +15,6 @@
  * built without the CUDA toolkit.
  */
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,9 @@
 #include "cli.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/nvrtc.h"
+#include "cuda/prefetch.h"
 #include "cuda/specs.h"
+#include "flaretune/clock.h"
 #include "flaretune/json.h"
 
 #define MAX_MODULES     8 /* per configuration */
@@ -51,7 +53,8 @@ static void usage(FILE *f) {
         "  --preset P, --set NAME=VALUE, --attr NAME=VALUE\n"
         "                  the problem the configurations are checked against (--attr\n"
         "                  dtype=bf16 compiles the bf16 kernels)\n"
-        "  --jobs N        compile N modules at a time (default: the CPUs, at most 16)\n"
+        "  --jobs N        compile N modules at a time (default: the CPUs, at most 16); the\n"
+        "                  report ends with the wall time, configurations/s and compiler time\n"
         "  --json          one JSON document instead of the tables\n"
         "  --list-ops      the ops with CUDA kernels, one per line\n"
         "  --list-devices  the device table\n\n"
@@ -61,86 +64,6 @@ static void usage(FILE *f) {
 
 /* The compiling and reporting need NVRTC: built with the toolkit only. */
 #if FT_HAVE_CUDA
-
-/* ---- modules: each distinct (source, defines) compiled once ------------------------------------
- */
-
-typedef struct job {
-    char source[256];
-    int ndefines;
-    char defines[FT_CUDA_MAX_DEFINES][48];
-    ft_nvrtc_result res;
-    ft_status status;
-    char msg[FT_ERR_MSG_LEN];
-} job;
-
-typedef struct jobs {
-    job *v;
-    int n, cap;
-    const char *arch;
-    int next; /* the next job a worker takes */
-    pthread_mutex_t lock;
-} jobs;
-
-/* The job of a module, added when new; -1 when out of memory. */
-static int job_of(jobs *js, const ft_cuda_module_spec *m) {
-    for (int i = 0; i < js->n; i++) {
-        const job *j = &js->v[i];
-        if (j->ndefines != m->ndefines || strcmp(j->source, m->source) != 0) continue;
-        int same = 1;
-        for (int d = 0; d < m->ndefines && same; d++)
-            same = strcmp(j->defines[d], m->defines[d]) == 0;
-        if (same) return i;
-    }
-    if (js->n == js->cap) {
-        int cap = js->cap ? 2 * js->cap : 16;
-        job *v = realloc(js->v, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        js->v = v, js->cap = cap;
-    }
-    job *j = &js->v[js->n];
-    memset(j, 0, sizeof *j);
-    snprintf(j->source, sizeof j->source, "%s", m->source);
-    j->ndefines = m->ndefines < FT_CUDA_MAX_DEFINES ? m->ndefines : FT_CUDA_MAX_DEFINES;
-    for (int d = 0; d < j->ndefines; d++)
-        memcpy(j->defines[d], m->defines[d], sizeof j->defines[d]);
-    return js->n++;
-}
-
-static void *worker(void *arg) {
-    jobs *js = arg;
-    for (;;) {
-        pthread_mutex_lock(&js->lock);
-        int i = js->next < js->n ? js->next++ : -1;
-        pthread_mutex_unlock(&js->lock);
-        if (i < 0) return NULL;
-        job *j = &js->v[i];
-        const char *defs[FT_CUDA_MAX_DEFINES];
-        for (int d = 0; d < j->ndefines; d++)
-            defs[d] = j->defines[d];
-        ft_err err = {0};
-        j->status = ft_nvrtc_compile(j->source, defs, j->ndefines, js->arch, &j->res, &err);
-        if (j->status) snprintf(j->msg, sizeof j->msg, "%s", err.msg);
-        free(j->res.cubin); /* only the report is needed */
-        j->res.cubin = NULL;
-    }
-}
-
-static void compile_all(jobs *js, int njobs) {
-    pthread_t t[16];
-    int nt = njobs < js->n ? njobs : js->n, started = 0;
-    for (int i = 0; i < nt && i < 16; i++)
-        if (pthread_create(&t[i], NULL, worker, js) == 0) started++;
-    if (!started) worker(js);
-    for (int i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-}
-
-static void jobs_free(jobs *js) {
-    for (int i = 0; i < js->n; i++)
-        ft_nvrtc_result_free(&js->v[i].res);
-    free(js->v);
-}
 
 /* ---- configurations ----------------------------------------------------------------------------
  */
@@ -165,8 +88,8 @@ typedef struct row {
     char why[400];
 } row;
 
-static void make_row(const ft_gpu_spec *dev, const job *j, const char *kernel, int block,
-                     size_t dyn, row *r) {
+static void make_row(const ft_gpu_spec *dev, const ft_cuda_pool_job *j, const char *kernel,
+                     int block, size_t dyn, row *r) {
     memset(r, 0, sizeof *r);
     r->kernel = kernel;
     r->source = j->source;
@@ -497,7 +420,8 @@ static int compile_problem_make(const compile_args *a, const char *name, compile
 #if FT_HAVE_CUDA
 /* The configurations to report and the distinct modules they need. */
 typedef struct {
-    jobs js;
+    ft_cuda_pool *pool; /* the distinct modules, compiled on --jobs threads */
+    double t0, seconds; /* when the first was queued; the wall time until the last was done */
     entry *es;
     int nes, skipped;
     int status; /* the exit code so far: a failure does not stop the others */
@@ -532,7 +456,8 @@ static int plan_source(const compile_args *a, compile_work *W) {
         m->kernels[m->nkernels].dyn_smem = (size_t)dyn;
         m->nkernels++;
     }
-    es->job[0] = job_of(&W->js, m);
+    if ((es->job[0] = ft_cuda_pool_add(W->pool, m)) < 0)
+        return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
     return FT_EXIT_OK;
 }
 
@@ -581,7 +506,7 @@ static int plan_space(const compile_args *a, compile_problem *pr, compile_work *
                                    "compile: %s: config %s: a define did not fit the module spec",
                                    op->name, e->text);
         for (int i = 0; i < e->nmods; i++)
-            if ((e->job[i] = job_of(&W->js, &e->mods[i])) < 0)
+            if ((e->job[i] = ft_cuda_pool_add(W->pool, &e->mods[i])) < 0)
                 return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
     }
     return FT_EXIT_OK;
@@ -605,7 +530,7 @@ static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const co
     int header = 0;
     for (int mi = 0; mi < e->nmods; mi++) {
         const ft_cuda_module_spec *m = &e->mods[mi];
-        const job *j = &W->js.v[e->job[mi]];
+        const ft_cuda_pool_job *j = ft_cuda_pool_job_at(W->pool, e->job[mi]);
         if (j->status) {
             t->nfailed++;
             cfg_ok = 0;
@@ -674,16 +599,48 @@ static void report_title(const compile_args *a, const ft_gpu_spec *dev, const co
         printf("; no device of the table has %s: no occupancy\n", a->arch);
 }
 
+/* Each distinct module's compile: where it came from and how long it took (JSON). */
+static json_t *compiles_json(compile_work *W) {
+    json_t *a = json_array();
+    for (int i = 0; i < ft_cuda_pool_size(W->pool); i++) {
+        const ft_cuda_pool_job *j = ft_cuda_pool_job_at(W->pool, i);
+        json_t *defs = json_array();
+        for (int d = 0; d < j->ndefines; d++)
+            json_array_append_new(defs, json_string(j->defines[d]));
+        json_array_append_new(a, json_pack("{s:s, s:o, s:b, s:f, s:s?}", "source", j->source,
+                                           "defines", defs, "cached", j->cached, "seconds",
+                                           j->seconds, "error", j->status ? j->msg : NULL));
+    }
+    return a;
+}
+
+/* How the compiling went: wall time, throughput, where the modules came from (text). */
+static void report_compiles(const compile_problem *pr, compile_work *W,
+                            const ft_cuda_pool_stats *st) {
+    double longest = 0;
+    for (int i = 0; i < ft_cuda_pool_size(W->pool); i++) {
+        const ft_cuda_pool_job *j = ft_cuda_pool_job_at(W->pool, i);
+        if (j->seconds > longest) longest = j->seconds;
+    }
+    int th = ft_cuda_pool_threads(W->pool);
+    printf("compiling took %.1f s on %d thread%s", W->seconds, th, th == 1 ? "" : "s");
+    if (pr->op && W->seconds > 0) printf(" (%.1f configurations/s)", W->nes / W->seconds);
+    printf(": %d compiled, %d from the cache, %d failed; %.1f s of compiler time, the longest "
+           "module %.1f s\n",
+           st->compiled, st->cached, st->failed, st->seconds, longest);
+}
+
 static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_problem *pr,
                    compile_work *W) {
     tallies t = {0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < W->js.n; i++)
-        t.ncached += !W->js.v[i].status && W->js.v[i].res.cached;
+    ft_cuda_pool_stats st;
+    ft_cuda_pool_stats_of(W->pool, &st);
+    t.ncached = st.cached;
     json_t *jcfgs = a->json ? json_array() : NULL;
     if (!a->json) report_title(a, dev, pr, W);
     for (int ci = 0; ci < W->nes; ci++)
         report_entry(a, dev, pr, W, &W->es[ci], &t, jcfgs);
-    int nes = W->nes, nmods = W->js.n;
+    int nes = W->nes, nmods = st.jobs;
     if (a->json) {
         json_t *root =
             json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s?, s:i, s:i, s:i, s:i, s:o}", "op",
@@ -691,6 +648,15 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
                       pr->op ? pr->p.name : NULL, "dtype", pr->dt == FT_DT_BF16 ? "bf16" : "f32",
                       "arch", a->arch, "device", dev ? dev->name : NULL, "configs", nes, "skipped",
                       W->skipped, "modules", nmods, "cached", t.ncached, "results", jcfgs);
+        json_object_set_new(root, "compiled", json_integer(st.compiled));
+        json_object_set_new(root, "failed", json_integer(st.failed));
+        json_object_set_new(root, "threads", json_integer(ft_cuda_pool_threads(W->pool)));
+        json_object_set_new(root, "seconds", json_real(W->seconds));
+        json_object_set_new(root, "configs_per_s", pr->op && W->seconds > 0
+                                                       ? json_real(nes / W->seconds)
+                                                       : json_null());
+        json_object_set_new(root, "compile_seconds", json_real(st.seconds));
+        json_object_set_new(root, "compiles", compiles_json(W));
         json_dumpf(root, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(root);
@@ -702,26 +668,30 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
                t.npruned, t.nfailed);
         if (pr->op) printf("; %d of %d configurations would be timed", nes - t.cfg_pruned, nes);
         printf("\n");
+        report_compiles(pr, W, &st);
     }
 }
 
-/* Plan the modules, compile each once, report. Returns the exit code. */
+/* Plan the modules (the pool starts on each as it is queued), wait for them, report. Returns
+ * the exit code. */
 static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compile_problem *pr) {
     if (!ft_nvrtc_arch_supported(a->arch))
         return ft_cli_fail(FT_EXIT_USAGE, "compile: NVRTC %s cannot compile for %s",
                            ft_nvrtc_version(), a->arch);
     compile_work W;
     memset(&W, 0, sizeof W);
-    W.js.arch = a->arch;
-    pthread_mutex_init(&W.js.lock, NULL);
+    ft_err err = {0};
+    if (ft_cuda_pool_for_arch(a->arch, (int)a->njobs, &W.pool, &err))
+        return ft_cli_fail_err(&err);
+    W.t0 = ft_now_s();
     int code = a->source ? plan_source(a, &W) : plan_space(a, pr, &W);
     if (!code) {
-        compile_all(&W.js, (int)a->njobs);
+        ft_cuda_pool_wait_all(W.pool);
+        W.seconds = ft_now_s() - W.t0;
         report(a, dev, pr, &W);
         code = W.status;
     }
-    jobs_free(&W.js);
-    pthread_mutex_destroy(&W.js.lock);
+    ft_cuda_pool_free(W.pool);
     free(W.es);
     return code;
 }
