@@ -224,9 +224,9 @@ static int reserve(ft_cuda_pool *p) {
 }
 
 int ft_cuda_pool_add(ft_cuda_pool *p, const ft_cuda_module_spec *s) {
-    if (!p || !s || !s->source || s->ndefines < 0 || s->ndefines > FT_CUDA_MAX_DEFINES ||
-        strlen(s->source) >= sizeof p->jobs[0]->source)
-        return -1;
+    if (!p || !s || !s->source || s->overflow || s->ndefines < 0 ||
+        s->ndefines > FT_CUDA_MAX_DEFINES || strlen(s->source) >= sizeof p->jobs[0]->source)
+        return -1; /* not a module the pool can hold: whoever needs it gets its error */
     const char *defs[FT_CUDA_MAX_DEFINES];
     for (int i = 0; i < s->ndefines; i++)
         defs[i] = s->defines[i];

@@ -72,7 +72,8 @@ ft_status ft_cuda_pool_for_arch(const char *arch, int threads, ft_cuda_pool **ou
 int ft_cuda_pool_threads(const ft_cuda_pool *p);
 
 /* Queue the module of a spec behind those already queued; a module the pool already holds is
- * not queued again (one dropped earlier is). Returns its job's index, -1 when out of memory. */
+ * not queued again (one dropped earlier is). Returns its job's index; -1 when out of memory or
+ * for a spec that overflowed (left to the caller that compiles it, which reports it). */
 int ft_cuda_pool_add(ft_cuda_pool *p, const ft_cuda_module_spec *s);
 
 /* Before compiling a module: wait for it in the pool as said above. FT_OK, or the error its
