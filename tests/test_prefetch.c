@@ -35,7 +35,8 @@
 static ft_dev *dev;
 static char dir[256], gate[320], compiles_log[320], started_log[320];
 
-/* ---- the gate and the log ---------------------------------------------------------------------- */
+/* ---- the gate and the log ----------------------------------------------------------------------
+ */
 
 static void gate_close(void) { unlink(gate); }
 
@@ -95,7 +96,8 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
-/* ---- helpers ----------------------------------------------------------------------------------- */
+/* ---- helpers -----------------------------------------------------------------------------------
+ */
 
 static ft_cuda_module_spec spec(const char *source, const char *define) {
     ft_cuda_module_spec s;
@@ -132,7 +134,8 @@ static void *open_later(void *arg) {
     return NULL;
 }
 
-/* ---- the tests --------------------------------------------------------------------------------- */
+/* ---- the tests ---------------------------------------------------------------------------------
+ */
 
 /* Three modules and a failing one on two threads: each compiled once; the one asked for while
  * queued runs before the one queued ahead of it; the failure reaches its caller. */
@@ -247,7 +250,8 @@ int main(void) {
         ft_test_skip("no C++ compiler for the emulator's modules");
     unsetenv("FLARETUNE_EMU_DEBUG");
     unsetenv("FLARETUNE_EMU_THREADS");
-    snprintf(dir, sizeof dir, "%s/ft-prefetch-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(dir, sizeof dir, "%s/ft-prefetch-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return 1;

@@ -74,7 +74,7 @@ typedef struct emu_dev {
     ft_emu_pool *pools[FT_EMU_MAX_WORKERS];
     /* ft_dev_emu_stats, counted by any thread (a pool's builds hold no lock) */
     atomic_int compiled, disk_hits, memory_hits;
-    atomic_uint tmp_seq; /* makes the temporary names of builds in flight distinct */
+    atomic_uint tmp_seq;  /* makes the temporary names of builds in flight distinct */
     pthread_mutex_t lock; /* the module list, loads and launches (not the compiler's runs) */
 } emu_dev;
 

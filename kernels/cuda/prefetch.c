@@ -195,7 +195,7 @@ ft_status ft_cuda_pool_for_arch(const char *arch, int threads, ft_cuda_pool **ou
                           arch ? arch : "");
     ft_status s = pool_new(threads, out, err);
     if (s) return s;
-    snprintf((*out)->arch, sizeof (*out)->arch, "%s", arch);
+    snprintf((*out)->arch, sizeof(*out)->arch, "%s", arch);
     return FT_OK;
 #else
     (void)arch, (void)threads;

@@ -43,7 +43,7 @@ typedef struct ft_cuda_pool_job {
     int ndefines;
     char defines[FT_CUDA_MAX_DEFINES][48];
     ft_cuda_pool_state state;
-    int order;     /* 1 for the first job a thread took, 2 for the next, ...; 0 never started */
+    int order; /* 1 for the first job a thread took, 2 for the next, ...; 0 never started */
     ft_status status;
     char msg[FT_ERR_MSG_LEN]; /* the compile error when status is not FT_OK */
     int cached;               /* it was in the disk cache */
@@ -52,12 +52,12 @@ typedef struct ft_cuda_pool_job {
 } ft_cuda_pool_job;
 
 typedef struct ft_cuda_pool_stats {
-    int jobs;      /* distinct modules added */
-    int compiled;  /* compiled by this pool (not from the cache) */
-    int cached;    /* found in the disk cache */
-    int failed;    /* compiles that failed */
-    int dropped;   /* taken off the queue before they ran */
-    int promoted;  /* moved to the front because a caller needed them */
+    int jobs;       /* distinct modules added */
+    int compiled;   /* compiled by this pool (not from the cache) */
+    int cached;     /* found in the disk cache */
+    int failed;     /* compiles that failed */
+    int dropped;    /* taken off the queue before they ran */
+    int promoted;   /* moved to the front because a caller needed them */
     double seconds; /* spent compiling, summed over the jobs (threads at once add up) */
 } ft_cuda_pool_stats;
 

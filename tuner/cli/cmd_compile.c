@@ -652,9 +652,8 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
         json_object_set_new(root, "failed", json_integer(st.failed));
         json_object_set_new(root, "threads", json_integer(ft_cuda_pool_threads(W->pool)));
         json_object_set_new(root, "seconds", json_real(W->seconds));
-        json_object_set_new(root, "configs_per_s", pr->op && W->seconds > 0
-                                                       ? json_real(nes / W->seconds)
-                                                       : json_null());
+        json_object_set_new(root, "configs_per_s",
+                            pr->op && W->seconds > 0 ? json_real(nes / W->seconds) : json_null());
         json_object_set_new(root, "compile_seconds", json_real(st.seconds));
         json_object_set_new(root, "compiles", compiles_json(W));
         json_dumpf(root, stdout, JSON_INDENT(2));
@@ -681,8 +680,7 @@ static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compil
     compile_work W;
     memset(&W, 0, sizeof W);
     ft_err err = {0};
-    if (ft_cuda_pool_for_arch(a->arch, (int)a->njobs, &W.pool, &err))
-        return ft_cli_fail_err(&err);
+    if (ft_cuda_pool_for_arch(a->arch, (int)a->njobs, &W.pool, &err)) return ft_cli_fail_err(&err);
     W.t0 = ft_now_s();
     int code = a->source ? plan_source(a, &W) : plan_space(a, pr, &W);
     if (!code) {
