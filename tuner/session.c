@@ -130,6 +130,7 @@ typedef struct {
     char device[256], run_id[32];
     ft_strategy *strat;
     int ahead_jobs; /* threads compiling the candidates' kernels ahead (0: none asked) */
+    int modules0[2]; /* the backend's kernel modules (compiled, cached) when the run began */
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
@@ -686,6 +687,7 @@ static void compile_ahead_stop(session *S) {
 
 static ft_status plan(session *S, ft_err *err) {
     const ft_tune_opts *o = S->o;
+    if (o->be->kernel_modules) o->be->kernel_modules(&S->modules0[0], &S->modules0[1]);
     S->s = o->be->space(o->op);
     ft_call_init(&S->c, o->op);
     S->c.attrs = o->attrs;
@@ -967,6 +969,13 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
 static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err *err) {
     fill_result(S, oc, r);
     json_t *endev = json_pack("{s:s}", "event", "run_end");
+    if (S->o->be->kernel_modules) { /* this run's share: compiled, or found in the disk cache */
+        int m[2];
+        S->o->be->kernel_modules(&m[0], &m[1]);
+        json_object_set_new(endev, "kernel_modules",
+                            json_pack("{s:i, s:i}", "compiled", m[0] - S->modules0[0], "cached",
+                                      m[1] - S->modules0[1]));
+    }
     if (!oc->found) {
         json_object_set_new(endev, "winner", json_null());
     } else {

@@ -72,6 +72,9 @@ typedef struct ft_backend {
     /* 1 when its space's validity check compiles every config anyway (the GPU's static check
      * before timing): the tuner then compiles ahead without being asked. */
     int valid_compiles;
+    /* Optional, for a backend that compiles kernels: the distinct kernel modules this process
+     * has needed so far, compiled here or found in the disk cache (each counted once). */
+    void (*kernel_modules)(int *compiled, int *cached);
 } ft_backend;
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

@@ -7,6 +7,7 @@
  * so profiles never mix the two).
  */
 #include "cuda_backend.h"
+#include "kcache.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -584,6 +585,7 @@ const ft_backend ft_backend_cuda_emu = {
     .clock = emu_clock,
     .device = emu_device,
     .prefetch = emu_prefetch,
+    .kernel_modules = ft_kc_counts,
 };
 
 static int gpu_available(char *why, size_t n) {
@@ -756,4 +758,5 @@ const ft_backend ft_backend_cuda = {
     .ceilings = gpu_ceilings,
     .prefetch = gpu_prefetch,
     .valid_compiles = 1,
+    .kernel_modules = ft_kc_counts,
 };

@@ -376,7 +376,10 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
  * Runs without the device's lock; *built is 1 when the compiler ran. */
 static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_err *err) {
     *built = 0;
-    if (!force && access(b->so, R_OK) == 0) return FT_OK;
+    if (!force && access(b->so, R_OK) == 0) {
+        ft_kc_note(b->key, 1);
+        return FT_OK;
+    }
     if (ft_kc_mkdir_p(d->cache_dir) != 0)
         return ft_err_set(err, FT_EIO, "emulator: cannot create the cache directory %s: %s",
                           d->cache_dir, strerror(errno));
@@ -417,6 +420,7 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
                           strerror(e));
     }
     atomic_fetch_add(&d->compiled, 1);
+    ft_kc_note(b->key, 0);
     *built = 1;
     return FT_OK;
 }

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,4 +220,59 @@ int ft_kc_cache_dir(const char *sub, char *out, size_t n) {
     if (d && *d) return snprintf(out, n, "%s/%s", d, sub);
     if (home && *home) return snprintf(out, n, "%s/.cache/flaretune/%s", home, sub);
     return snprintf(out, n, "/tmp/flaretune-cache-%ld/%s", (long)getuid(), sub);
+}
+
+/* ---- the process's tally of modules ---------------------------------------------------------- */
+
+/* An open-addressing set of the keys seen (32 hex digits), grown as needed. */
+static struct {
+    pthread_mutex_t lock;
+    char (*keys)[33];
+    size_t cap, n;
+    int compiled, cached;
+} tally = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0};
+
+static size_t key_slot(char (*keys)[33], size_t cap, const char *key) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    size_t i = (size_t)h & (cap - 1);
+    while (keys[i][0] && strcmp(keys[i], key) != 0)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+void ft_kc_note(const char *key, int cached) {
+    if (!key || !*key || strlen(key) > 32) return;
+    pthread_mutex_lock(&tally.lock);
+    if (2 * (tally.n + 1) > tally.cap) { /* keep it at most half full */
+        size_t cap = tally.cap ? 2 * tally.cap : 256;
+        char(*keys)[33] = calloc(cap, sizeof *keys);
+        if (!keys) {
+            pthread_mutex_unlock(&tally.lock); /* uncounted: only a report is short */
+            return;
+        }
+        for (size_t i = 0; i < tally.cap; i++)
+            if (tally.keys[i][0]) memcpy(keys[key_slot(keys, cap, tally.keys[i])], tally.keys[i], 33);
+        free(tally.keys);
+        tally.keys = keys;
+        tally.cap = cap;
+    }
+    size_t i = key_slot(tally.keys, tally.cap, key);
+    if (!tally.keys[i][0]) {
+        snprintf(tally.keys[i], 33, "%s", key);
+        tally.n++;
+        if (cached)
+            tally.cached++;
+        else
+            tally.compiled++;
+    }
+    pthread_mutex_unlock(&tally.lock);
+}
+
+void ft_kc_counts(int *compiled, int *cached) {
+    pthread_mutex_lock(&tally.lock);
+    if (compiled) *compiled = tally.compiled;
+    if (cached) *cached = tally.cached;
+    pthread_mutex_unlock(&tally.lock);
 }

@@ -43,6 +43,12 @@ int ft_kc_valid_define(const char *d);
 int ft_kc_define_list(const char *const *defines, int n, size_t max_len, char *out, size_t cap);
 /* A compiler's first error line, with directories stripped from its leading path. */
 void ft_kc_first_error(const char *log, char *out, size_t n);
+/* The distinct kernel modules this process has needed, each counted once, when first seen:
+ * compiled here, or found in the disk cache (a kit's, an earlier run's). The compilers note
+ * every module by its key; a key seen again is not counted again (thread-safe). */
+void ft_kc_note(const char *key, int cached);
+void ft_kc_counts(int *compiled, int *cached);
+
 /* The cache folder: $FLARETUNE_CACHE_DIR, else ~/.cache/flaretune, else
  * /tmp/flaretune-cache-UID; with `sub` appended ("emu", "nvrtc"). Returns snprintf's count. */
 int ft_kc_cache_dir(const char *sub, char *out, size_t n);

@@ -254,6 +254,7 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
                    (size_t)snprintf(base, sizeof base, "%s/%s", cdir, out->key) < sizeof base;
     if (cache_ok && load_cached(base, out)) {
         free(text);
+        ft_kc_note(out->key, 1);
         out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
         return FT_OK;
     }
@@ -294,6 +295,7 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
                           nvrtcGetErrorString(r));
     }
     out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
+    ft_kc_note(out->key, 0);
     /* Cache it (a failure to write only costs a later compile). */
     if (cache_ok && ft_kc_mkdir_p(cdir) == 0) {
         char p2[FT_KC_PATH_CAP + 96];

@@ -247,6 +247,12 @@ static void bench_print_json(const bench_args *a, const ft_cli_setup *su, const 
     json_object_set_new(root, "attrs", ft_attrs_to_json(&su->c));
     json_object_set_new(root, "cold", json_boolean(a->cold));
     json_object_set_new(root, "clock", json_string(ft_backend_clock(su->be)));
+    if (su->be->kernel_modules) {
+        int compiled = 0, cached = 0;
+        su->be->kernel_modules(&compiled, &cached);
+        json_object_set_new(root, "kernel_modules",
+                            json_pack("{s:i, s:i}", "compiled", compiled, "cached", cached));
+    }
     json_object_set_new(root, "median_s", ft_json_number(st->median));
     json_object_set_new(root, "iqr_s", ft_json_number(st->iqr));
     json_object_set_new(root, "samples", json_integer(st->samples));
