@@ -72,7 +72,7 @@ compile_into() {
   local cache=$1 arch=$2 line f op args n=0
   FLARETUNE_CACHE_DIR=$cache FT_TEST_COMPILE_ARCH=$arch "$build/tests/test_cuda_variants" \
     >"$cache.log" 2>&1 || { tail -n 5 "$cache.log"; die "compiling the variant test's modules for $arch failed"; }
-  grep "modules compiled" "$cache.log" | sed 's/^/  variants: /'
+  grep "kernel modules compiled" "$cache.log" | sed 's/^/  variants: /'
   while IFS= read -r line; do
     case $line in '#'* | '') continue ;; esac
     IFS='|' read -r -a f <<<"$line"
@@ -105,7 +105,22 @@ else
   echo "  sm_80 left out: with it the kit would be $with MiB"
 fi
 
-# ---- 4. what it holds, and its size -----------------------------------------------------------
+# ---- 4. the check: with the kit's cache, gpu-check's runs compile nothing -----------------------
+missing=0
+while IFS= read -r line; do
+  case $line in '#'* | '') continue ;; esac
+  IFS='|' read -r -a f <<<"$line"
+  op=$(echo "${f[1]}" | xargs)
+  args=$(echo "${f[2]}" | xargs)
+  # shellcheck disable=SC2086
+  n=$(FLARETUNE_CACHE_DIR=$kit/kernel-cache "$ft" compile "$op" --arch sm_90a --all-configs $args \
+    --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["compiled"])')
+  missing=$((missing + n))
+done <scripts/gpu-runs.txt
+echo "== check: every run of gpu-runs.txt with the kit's cache: $missing modules to compile"
+[ "$missing" = 0 ] || die "$missing modules of gpu-check's runs are not in the kit"
+
+# ---- 5. what it holds, and its size -----------------------------------------------------------
 size=$(mib "$kit")
 python3 - "$kit" "$size" "${archs[*]}" <<'PY'
 import datetime, json, os, subprocess, sys

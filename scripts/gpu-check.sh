@@ -68,6 +68,8 @@ reserve=15 # seconds kept for the last summary and packing
 elapsed() { echo $(($(date +%s) - t0)); }
 emu=0
 [ "$backend" = cuda-emu ] && emu=1
+jobs=$(nproc)
+[ "$jobs" -gt 64 ] && jobs=64 # NVRTC threads of a tuning run (tune --jobs: 1 to 64)
 sizes_col=2 # the field of gpu-runs.txt with the sizes: the GPU's, or the emulator's
 [ "$emu" = 1 ] && sizes_col=3
 
@@ -249,8 +251,8 @@ step_tune() {
   local clock=(--timer cupti)
   [ "$emu" = 1 ] && clock=()
   # shellcheck disable=SC2086
-  timeout -k 10 $((share * 70 / 100)) "$ft" tune "$op" $args --backend "$backend" "${clock[@]}" \
-    --time "$search" --max-time 0.5 --jobs "$(nproc)" --profile "$out/profile.json" \
+  timeout -k 20 $((share * 70 / 100)) "$ft" tune "$op" $args --backend "$backend" "${clock[@]}" \
+    --time "$search" --max-time 0.5 --jobs "$jobs" --profile "$out/profile.json" \
     --log "$work/logs/tune-$i.jsonl" --quiet >"$work/logs/tune-$i.txt" 2>&1
   local rc=$?
   tail -n 4 "$work/logs/tune-$i.txt"
@@ -269,7 +271,7 @@ if best:
     print(",".join(f"{k}={v}" for k, v in best.items()))
 PY
 )
-  echo "${best:-no winner}" >"$work/note"
+  echo "${best:-no winner: the default configuration benchmarked}" >"$work/note"
   [ -n "$best" ] || { [ $rc = 0 ] && rc=1; }
   local t brc=0
   for t in "${timers[@]}"; do
@@ -300,6 +302,43 @@ step_torch() {
   return $rc
 }
 
+# The kernel modules a step needed, as flaretune reports them (the variant test's last line, the
+# tuning run's run_end event, each benchmark's JSON): " [kernel modules: N compiled, M from the
+# cache]", or nothing when it needed none.
+step_modules() {
+  python3 - "$work/logs" "$1" "$2" <<'PY'
+import json, os, re, sys
+logs, kind, i = sys.argv[1], sys.argv[2], sys.argv[3]
+c = h = 0
+def add(km):
+    global c, h
+    if isinstance(km, dict):
+        c += km.get("compiled", 0)
+        h += km.get("cached", 0)
+try:
+    if kind == "verify":
+        m = re.findall(r"kernel modules: (\d+) compiled, (\d+) from the disk cache",
+                       open(os.path.join(logs, "verify.log")).read())
+        if m:
+            c, h = int(m[-1][0]), int(m[-1][1])
+    elif kind == "tune":
+        for line in open(os.path.join(logs, f"tune-{i}.jsonl")):
+            e = json.loads(line)
+            if e.get("event") == "run_end":
+                add(e.get("kernel_modules"))
+        for n in os.listdir(logs):
+            if n.startswith(f"bench-{i}-") and n.endswith(".json"):
+                try:
+                    add(json.load(open(os.path.join(logs, n))).get("kernel_modules"))
+                except ValueError:
+                    pass
+except OSError:
+    pass
+if c or h:
+    print(f" [kernel modules: {c} compiled, {h} from the cache]")
+PY
+}
+
 # ---- the steps, each within its share of what is left ------------------------------------------
 for s in "${steps[@]}"; do
   IFS='|' read -r kind idx name w min <<<"$s"
@@ -314,7 +353,6 @@ for s in "${steps[@]}"; do
   fi
   printf '== %s  (share %s s, %s s elapsed)\n' "$name" "$share" "$(elapsed)"
   : >"$work/note"
-  before=$(cache_count)
   ss=$(date +%s)
   case $kind in
     verify) step_verify "$share" ;;
@@ -324,9 +362,7 @@ for s in "${steps[@]}"; do
   esac
   rc=$?
   took=$(($(date +%s) - ss))
-  compiled=$(($(cache_count) - before))
-  note="$(head -c 300 "$work/note" | tr '\n' ' ')"
-  [ "$compiled" -gt 0 ] && note="$note [compiled $compiled kernel modules]"
+  note="$(head -c 300 "$work/note" | tr '\n' ' ')$(step_modules "$kind" "${idx:-0}")"
   case $rc in
     0) status=ok ;;
     77) status=skipped ;;

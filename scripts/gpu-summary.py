@@ -162,8 +162,8 @@ def markdown(doc):
     L.append(f"# gpu-check on {doc['device']} ({doc['backend']})\n")
     L.append(f"{doc['date']}; budget {doc['budget_s']} s, {doc['elapsed_s']} s elapsed, {fin}.")
     k = doc["kernel_cache"]
-    L.append(f"Kernel modules: {k['compiled']} compiled in this run, {k['at_start']} in the cache "
-             f"at the start.")
+    L.append(f"Kernel modules: {k['compiled']} compiled in this run, {k['hits']} found in the "
+             f"cache ({k['at_start']} there at the start), summed over the steps.")
     c = next((r.get("ceilings") for r in doc["runs"] if r.get("ceilings")), None)
     if c and c.get("copy_bytes_per_s"):
         L.append(f"Ceilings measured in this run: copy {c['copy_bytes_per_s'] / 1e12:.2f} TB/s, "
@@ -234,7 +234,7 @@ def verified_of(work, i):
     except (OSError, ValueError):
         return ""
     if winner is None:
-        return ""
+        return "no winner (default benchmarked)"
     err = errs.get(winner)
     return f"yes (max rel err {err:.1e})" if isinstance(err, (int, float)) else "yes"
 
@@ -249,10 +249,11 @@ def summarize(a):
         at_start = int(open(os.path.join(a.work, "cache-before")).read().strip() or 0)
     except (OSError, ValueError):
         at_start = 0
-    compiled = 0
+    compiled = hits = 0
     for s in steps:
-        m = re.search(r"\[compiled (\d+) kernel modules\]", s.get("note", ""))
+        m = re.search(r"\[kernel modules: (\d+) compiled, (\d+) from the cache\]", s.get("note", ""))
         compiled += int(m.group(1)) if m else 0
+        hits += int(m.group(2)) if m else 0
     doc = {
         "backend": a.backend,
         "device": device_of(a.work, a.backend),
@@ -260,7 +261,7 @@ def summarize(a):
         "budget_s": a.budget,
         "elapsed_s": a.elapsed,
         "finished": bool(a.final),
-        "kernel_cache": {"at_start": at_start, "compiled": compiled},
+        "kernel_cache": {"at_start": at_start, "compiled": compiled, "hits": hits},
         "steps": steps,
         "runs": runs,
         "torch": torch_of(a.work),

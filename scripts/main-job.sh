@@ -26,7 +26,9 @@ if grep -q '^  cuda  *available' out/backends.txt; then
   preset=${PRESET:-qwen3-8b.dflare.train}
   secs=${TIME:-45}
   echo "GPU: tuning every op at $preset (N=8192, bf16), at most $secs s of search per op"
-  args=(--preset "$preset" --set N=8192 --attr dtype=bf16 --time "$secs" --jobs "$(nproc)")
+  jobs=$(nproc)
+  [ "$jobs" -gt 64 ] && jobs=64
+  args=(--preset "$preset" --set N=8192 --attr dtype=bf16 --time "$secs" --jobs "$jobs")
   [ -n "${BUDGET:-}" ] && args+=(--budget "$BUDGET")
 else
   preset=${PRESET:-small.dflare.train}
