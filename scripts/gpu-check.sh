@@ -252,7 +252,7 @@ step_tune() {
   [ "$emu" = 1 ] && clock=()
   # shellcheck disable=SC2086
   timeout -k 20 $((share * 70 / 100)) "$ft" tune "$op" $args --backend "$backend" "${clock[@]}" \
-    --time "$search" --max-time 0.5 --jobs "$jobs" --profile "$out/profile.json" \
+    --time "$search" --max-time 0.5 --jobs "$jobs" --profile "$work/profile.json" \
     --log "$work/logs/tune-$i.jsonl" --quiet >"$work/logs/tune-$i.txt" 2>&1
   local rc=$?
   tail -n 4 "$work/logs/tune-$i.txt"

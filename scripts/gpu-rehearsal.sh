@@ -29,6 +29,9 @@ GPU_CHECK_BACKEND=cuda-emu BUDGET=$budget BUILD=$build GPU_CHECK_WORK=$tmp/work1
   scripts/gpu-check.sh "$tmp/out1" >"$tmp/run1.log" 2>&1 || { tail -n 40 "$tmp/run1.log"; fail "the rehearsal failed"; }
 took=$(($(date +%s) - start))
 python3 scripts/gpu-summary.py --check "$tmp/out1" || fail "the output folder breaks the return limits"
+files=$(cd "$tmp/out1" && ls | tr '\n' ' ')
+[ "$files" = "gpu-check.log profile.json raw.tar.gz summary.json summary.md " ] ||
+  fail "the output folder holds: $files"
 python3 - "$tmp/out1/summary.json" "$budget" "$took" <<'PY' || fail "the summary is wrong (above)"
 import json, sys
 d = json.load(open(sys.argv[1]))

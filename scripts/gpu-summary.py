@@ -4,7 +4,8 @@
     gpu-summary.py WORK OUT [--backend B] [--budget S] [--elapsed S] [--final]
     gpu-summary.py --check OUT
 
-From gpu-check's work folder (steps.jsonl, logs/) it writes OUT/summary.json (every step, every
+From gpu-check's work folder (steps.jsonl, logs/, profile.json) it copies the profile to
+OUT/profile.json and writes OUT/summary.json (every step, every
 run's benchmark, PyTorch's times: what scripts/gpu-import.sh reads) and OUT/summary.md (the same
 as tables), each to a temporary name renamed into place, and packs WORK into OUT/raw.tar.gz. The
 archive is kept under 16 MiB: when the logs do not fit, the event logs are left out first, and
@@ -267,6 +268,11 @@ def summarize(a):
         "torch": torch_of(a.work),
     }
     doc["raw_left_out"] = pack(a.work, a.out)
+    # The profile the tuning runs merge into (in WORK, beside its lock), copied whole.
+    prof = os.path.join(a.work, "profile.json")
+    if os.path.exists(prof):
+        with open(prof) as f:
+            write_atomic(os.path.join(a.out, "profile.json"), f.read())
     write_atomic(os.path.join(a.out, "summary.json"), json.dumps(doc, indent=1) + "\n")
     write_atomic(os.path.join(a.out, "summary.md"), markdown(doc))
     if a.final:
