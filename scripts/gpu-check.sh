@@ -233,7 +233,7 @@ fail=0
 step_verify() {
   local env=(FLARETUNE_TEST_BACKEND="$backend")
   # The emulator runs every config at tiny shapes in the test suite already: a sample here.
-  [ "$emu" = 1 ] && env+=(FT_TEST_SAMPLE="${FT_TEST_SAMPLE:-200}")
+  [ "$emu" = 1 ] && env+=(FT_TEST_SAMPLE="${FT_TEST_SAMPLE:-400}")
   env "${env[@]}" timeout -k 10 "$1" "$build/tests/test_cuda_variants" >"$work/logs/verify.log" 2>&1
   local rc=$?
   tail -n 3 "$work/logs/verify.log"

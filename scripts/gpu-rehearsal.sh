@@ -3,9 +3,12 @@
 #
 #   scripts/gpu-rehearsal.sh [BUILD]      (default build: an existing build with the toolkit)
 #
-# 1. A whole run (GPU_CHECK_BACKEND=cuda-emu, BUDGET=${BUDGET:-200}): it must exit 0, verify the
-#    variants, tune and benchmark at least one run per op family, keep every step within the
-#    budget, and leave an output folder a lent GPU machine can send back (gpu-summary.py --check).
+# 0. Every run of scripts/gpu-runs.txt, at its GPU sizes and at its emulator sizes, is a problem
+#    flaretune accepts with at least one valid configuration (flaretune space).
+# 1. A whole run (GPU_CHECK_BACKEND=cuda-emu, the runs QUICK=1 keeps, BUDGET=${BUDGET:-200}): it
+#    must exit 0, verify the variants, tune and benchmark a verified winner of every op family,
+#    keep every step within the budget, and leave an output folder a lent GPU machine can send
+#    back (gpu-summary.py --check). QUICK=0 rehearses every run (it needs a larger BUDGET).
 # 2. The same run killed with SIGKILL once its first tuning step has started: the summary it
 #    leaves must be readable, name the steps done so far, and respect the same limits.
 # 3. scripts/gpu-import.sh of the first run into a throwaway clone (--rehearsal): the profile,
@@ -23,9 +26,28 @@ fail() {
   exit 1
 }
 
-echo "== 1. a whole rehearsal (budget $budget s)"
+echo "== 0. every run's sizes, on the GPU and on the emulator"
+n=0
+while IFS= read -r line; do
+  case $line in '#'* | '') continue ;; esac
+  IFS='|' read -r -a f <<<"$line"
+  op=$(echo "${f[1]}" | xargs)
+  for col in 2 3; do
+    args=$(echo "${f[$col]}" | xargs)
+    # shellcheck disable=SC2086
+    valid=$("$build/flaretune" space "$op" --backend cuda-emu $args --json 2>"$tmp/space.err" |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["valid"])' 2>/dev/null) ||
+      fail "gpu-runs.txt: $op $args: $(cat "$tmp/space.err")"
+    [ "$valid" -ge 1 ] || fail "gpu-runs.txt: $op $args: no valid configuration"
+    n=$((n + 1))
+  done
+done <scripts/gpu-runs.txt
+echo "  $n problems, each with valid configurations"
+
+quick=${QUICK:-1}
+echo "== 1. a whole rehearsal (budget $budget s, QUICK=$quick)"
 start=$(date +%s)
-GPU_CHECK_BACKEND=cuda-emu BUDGET=$budget BUILD=$build GPU_CHECK_WORK=$tmp/work1 \
+QUICK=$quick GPU_CHECK_BACKEND=cuda-emu BUDGET=$budget BUILD=$build GPU_CHECK_WORK=$tmp/work1 \
   scripts/gpu-check.sh "$tmp/out1" >"$tmp/run1.log" 2>&1 || { tail -n 40 "$tmp/run1.log"; fail "the rehearsal failed"; }
 took=$(($(date +%s) - start))
 python3 scripts/gpu-summary.py --check "$tmp/out1" || fail "the output folder breaks the return limits"
@@ -62,7 +84,7 @@ sys.exit(1 if bad else 0)
 PY
 
 echo "== 2. killed (SIGKILL) during its first tuning step"
-GPU_CHECK_BACKEND=cuda-emu BUDGET=$budget BUILD=$build GPU_CHECK_WORK=$tmp/work2 \
+QUICK=$quick GPU_CHECK_BACKEND=cuda-emu BUDGET=$budget BUILD=$build GPU_CHECK_WORK=$tmp/work2 \
   setsid scripts/gpu-check.sh "$tmp/out2" >"$tmp/run2.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
