@@ -29,8 +29,10 @@
 # even when it has them), and its kernel-cache/ is the NVRTC cache, so nothing it covers is
 # compiled here; the summary counts the kernel modules compiled and found in the cache.
 #
-# Exit: 0 every step passed or was skipped for time, 1 a step failed, 2 a usage error, 3 no GPU
-# (with GPU_CHECK_BACKEND=cuda).
+# OUT must not hold an earlier result (GPU_CHECK_OVERWRITE=1 replaces it).
+#
+# Exit: 0 every step passed or was skipped for time, 1 a step failed, 2 a usage error (or OUT
+# holds a result), 3 no GPU (with GPU_CHECK_BACKEND=cuda).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -58,7 +60,14 @@ fi
 out=${1:-${OUT:-gpu-check-out}}
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
-rm -f "$out"/summary.md "$out"/summary.json "$out"/profile.json "$out"/raw.tar.gz "$out"/gpu-check.log
+for f in summary.md summary.json profile.json raw.tar.gz gpu-check.log; do
+  if [ -e "$out/$f" ] && [ -z "${GPU_CHECK_OVERWRITE:-}" ]; then
+    echo "gpu-check: $out already holds a result ($f): name another folder, or set" \
+      "GPU_CHECK_OVERWRITE=1 to replace it" >&2
+    exit 2
+  fi
+  rm -f "$out/$f"
+done
 work=${GPU_CHECK_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")}
 mkdir -p "$work/logs" || exit 2
 exec > >(tee "$out/gpu-check.log") 2>&1
