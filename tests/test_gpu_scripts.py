@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""test_gpu_scripts.py: the pieces of the GPU run's scripts that a rehearsal does not reach.
+
+  - gpu-summary.py's return-limit check refuses each way a folder can break what a lent GPU
+    machine sends back (too many files, a file over 16 MiB, a file three folders down, a name
+    with other characters, a link) and passes a folder within them;
+  - its packing leaves the event logs out when the logs would not fit, and says so;
+  - its tables show a skipped run, a run without a winner and a cut step as such;
+  - gpu-import.sh refuses a folder that is no result, a rehearsal without --rehearsal, and a
+    README without its markers, each before writing anything.
+
+    test_gpu_scripts.py FLARETUNE
+"""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAILURES = []
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def load_summary():
+    spec = importlib.util.spec_from_file_location("gpu_summary",
+                                                  os.path.join(ROOT, "scripts", "gpu-summary.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def write(path, data=b"x"):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def test_limits(gs, tmp):
+    good = os.path.join(tmp, "good")
+    for n in ("summary.md", "summary.json", "profile.json", "raw.tar.gz", "gpu-check.log"):
+        write(os.path.join(good, n))
+    write(os.path.join(good, "a", "b", "ok.txt"))  # two folders down comes back
+    check(gs.check_out(good) == [], f"a good folder: {gs.check_out(good)}")
+
+    many = os.path.join(tmp, "many")
+    for i in range(9):
+        write(os.path.join(many, f"f{i}"))
+    check(any("9 files" in p for p in gs.check_out(many)), "nine files are refused")
+
+    big = os.path.join(tmp, "big")
+    os.makedirs(big)
+    with open(os.path.join(big, "raw.tar.gz"), "wb") as f:
+        f.truncate(16 * 2**20 + 1)
+    check(any("over 16 MiB" in p for p in gs.check_out(big)), "a file over 16 MiB is refused")
+    with open(os.path.join(big, "raw.tar.gz"), "wb") as f:
+        f.truncate(16 * 2**20)
+    check(gs.check_out(big) == [], "a file of exactly 16 MiB comes back")
+
+    deep = os.path.join(tmp, "deep")
+    write(os.path.join(deep, "a", "b", "c", "f"))
+    check(any("deeper than 2" in p for p in gs.check_out(deep)), "three folders down is refused")
+
+    odd = os.path.join(tmp, "odd")
+    write(os.path.join(odd, "a file"))
+    check(any("other characters" in p for p in gs.check_out(odd)), "a name with a space is refused")
+
+    link = os.path.join(tmp, "link")
+    write(os.path.join(link, "f"))
+    os.symlink("f", os.path.join(link, "g"))
+    check(any("not a plain file" in p for p in gs.check_out(link)), "a link is refused")
+
+    # The command line: exit 1 with the problem named, 0 when within.
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gpu-summary.py"), "--check",
+                        deep], capture_output=True, text=True)
+    check(r.returncode == 1 and "deeper" in r.stderr, f"--check on a bad folder: {r.returncode}")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gpu-summary.py"), "--check",
+                        good], capture_output=True, text=True)
+    check(r.returncode == 0, f"--check on a good folder: {r.returncode} {r.stderr}")
+
+
+def test_pack(gs, tmp):
+    work, out = os.path.join(tmp, "pwork"), os.path.join(tmp, "pout")
+    os.makedirs(out)
+    write(os.path.join(work, "steps.jsonl"), b"{}\n")
+    write(os.path.join(work, "logs", "build.log"), b"built\n")
+    write(os.path.join(work, "logs", "tune-0.jsonl"), os.urandom(300_000))  # does not compress
+    left = gs.pack(work, out)
+    check(left == [], f"logs that fit: nothing left out ({left})")
+    gs.RAW_LIMIT = 100_000
+    left = gs.pack(work, out)
+    check(left == ["tune-0.jsonl"], f"the event log left out when it does not fit: {left}")
+    import tarfile
+    with tarfile.open(os.path.join(out, "raw.tar.gz")) as t:
+        names = sorted(t.getnames())
+    check(names == ["logs/build.log", "steps.jsonl"], f"what the archive kept: {names}")
+    check([n for n in os.listdir(out) if ".tmp." in n] == [], "no temporary file left behind")
+
+
+def test_tables(gs):
+    doc = {"backend": "cuda", "device": "NVIDIA H200", "date": "2026-12-02T00:00:00Z",
+           "budget_s": 480, "elapsed_s": 100, "finished": False,
+           "kernel_cache": {"at_start": 182, "compiled": 0, "hits": 40},
+           "raw_left_out": ["tune-3.jsonl"],
+           "steps": [{"step": "tune a", "status": "cut", "seconds": 30, "share_s": 29,
+                      "note": "stopped at its share of 29 s; x=1"},
+                     {"step": "tune b", "status": "skipped", "seconds": 0, "share_s": 5,
+                      "note": "no time left"}],
+           "runs": [{"name": "a", "status": "cut", "config": {"x": 1}, "verified": "yes",
+                     "cupti": {"median_s": 418.3e-6, "iqr_s": 1e-6, "samples": 197,
+                               "roofline_frac": 0.62, "bound": "memory"},
+                     "events": {"median_s": 679e-6}},
+                    {"name": "b", "status": "skipped"},
+                    {"name": "c", "status": "ok", "verified": "no winner (default benchmarked)"}],
+           "torch": []}
+    md = gs.markdown(doc)
+    check("in progress (or stopped before its end)" in md, "an unfinished run says so")
+    check("| a | `x=1` | 418.3 µs (1.0 µs, 197) | 679.0 µs | 62% (memory) | yes |" in md,
+          f"a benchmarked run's row:\n{md}")
+    check("| b | (skipped) |" in md, "a skipped run's row")
+    check("| c | (no benchmark) |" in md and "no winner" in md, "a run without a benchmark")
+    check("0 compiled in this run, 40 found in the cache (182 there at the start)" in md,
+          "the kernel modules' line")
+    check("tune-3.jsonl" in md, "what the archive left out is said")
+
+
+def test_import(ft, tmp):
+    repo = os.path.join(tmp, "repo")
+    os.makedirs(os.path.join(repo, "scripts"))
+    shutil.copy(os.path.join(ROOT, "scripts", "gpu-import.sh"), os.path.join(repo, "scripts"))
+    readme = "# x\n<!-- gpu-check:begin -->\nold\n<!-- gpu-check:end -->\n"
+    write(os.path.join(repo, "README.md"), readme.encode())
+    imp = os.path.join(repo, "scripts", "gpu-import.sh")
+    env = dict(os.environ, FT=ft)
+
+    def run(*args):
+        return subprocess.run(["bash", imp, *args], capture_output=True, text=True, env=env)
+
+    def untouched(what):
+        with open(os.path.join(repo, "README.md")) as f:
+            check(f.read() == readme, f"{what}: README changed")
+        check(not os.path.exists(os.path.join(repo, "profiles")), f"{what}: profiles written")
+
+    r = run(os.path.join(tmp, "no-such"))
+    check(r.returncode == 1 and "not a folder" in r.stderr, f"a missing folder: {r.stderr}")
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(empty)
+    r = run(empty)
+    check(r.returncode == 1 and "no summary.json" in r.stderr, f"not a result: {r.stderr}")
+    untouched("not a result")
+
+    res = os.path.join(tmp, "res")
+    write(os.path.join(res, "summary.json"),
+          json.dumps({"backend": "cuda-emu", "device": "SIMT emulator",
+                      "date": "2026-12-02T00:00:00Z"}).encode())
+    write(os.path.join(res, "summary.md"), b"# gpu-check on SIMT emulator (cuda-emu)\n\n| t |\n")
+    r = run(res)
+    check(r.returncode == 1 and "rehearsal" in r.stderr, f"a rehearsal refused: {r.stderr}")
+    untouched("a rehearsal")
+
+    write(os.path.join(repo, "README.md"), b"# no markers\n")
+    r = run(res, "--rehearsal")
+    check(r.returncode == 1 and "markers" in r.stderr, f"no markers: {r.stderr}")
+    check(not os.path.exists(os.path.join(repo, "profiles")), "no markers: profiles written")
+
+    write(os.path.join(repo, "README.md"), readme.encode())
+    r = run(res, "--rehearsal")
+    check(r.returncode == 0, f"an import without a profile: {r.returncode} {r.stderr}")
+    with open(os.path.join(repo, "README.md")) as f:
+        text = f.read()
+    check("old" not in text and "| t |" in text and
+          "profiles/runs/simt-emulator-2026-12-02" in text, f"README's section:\n{text}")
+    r = run(res, "--rehearsal")
+    check(r.returncode == 0 and os.path.isdir(os.path.join(repo, "profiles", "runs",
+                                                           "simt-emulator-2026-12-02-2")),
+          "a second import the same day gets its own folder")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ft = os.path.abspath(sys.argv[1])
+    gs = load_summary()
+    with tempfile.TemporaryDirectory() as tmp:
+        test_limits(gs, tmp)
+        test_pack(gs, tmp)
+        test_tables(gs)
+        test_import(ft, tmp)
+    if FAILURES:
+        print(f"{len(FAILURES)} failures", file=sys.stderr)
+        return 1
+    print("test_gpu_scripts: ok", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
