@@ -83,16 +83,24 @@ ft_status ft_dev_sync(ft_dev *d, ft_err *err) {
     return d->ops->sync(d, err);
 }
 
+/* The arguments of a module's compile (`what`: the caller's name, for the message). */
+static ft_status module_args(const char *what, const ft_dev *d, const char *source,
+                             const char *const *defines, int ndefines, ft_err *err) {
+    if (!d || !source || !*source)
+        return ft_err_set(err, FT_EINVAL, "%s: no device or no source", what);
+    if (ndefines < 0 || (ndefines > 0 && !defines))
+        return ft_err_set(err, FT_EINVAL, "%s: %d defines but no array", what, ndefines);
+    for (int i = 0; i < ndefines; i++)
+        if (!defines[i]) return ft_err_set(err, FT_EINVAL, "%s: define %d is NULL", what, i);
+    return FT_OK;
+}
+
 ft_status ft_dev_compile(ft_dev *d, const char *source, const char *const *defines, int ndefines,
                          ft_dev_module **out, ft_err *err) {
     if (!out) return ft_err_set(err, FT_EINVAL, "ft_dev_compile: no place for the module");
     *out = NULL;
-    if (!d || !source || !*source)
-        return ft_err_set(err, FT_EINVAL, "ft_dev_compile: no device or no source");
-    if (ndefines < 0 || (ndefines > 0 && !defines))
-        return ft_err_set(err, FT_EINVAL, "ft_dev_compile: %d defines but no array", ndefines);
-    for (int i = 0; i < ndefines; i++)
-        if (!defines[i]) return ft_err_set(err, FT_EINVAL, "ft_dev_compile: define %d is NULL", i);
+    ft_status st = module_args("ft_dev_compile", d, source, defines, ndefines, err);
+    if (st) return st;
     /* A module a pool holds is compiled there (or being): wait for it rather than compile it a
      * second time; the compile below then finds it in the disk cache. */
     if (d->settle) {
@@ -107,12 +115,8 @@ ft_status ft_dev_prepare(ft_dev *d, const char *source, const char *const *defin
     int dummy;
     if (!cached) cached = &dummy;
     *cached = 0;
-    if (!d || !source || !*source)
-        return ft_err_set(err, FT_EINVAL, "ft_dev_prepare: no device or no source");
-    if (ndefines < 0 || (ndefines > 0 && !defines))
-        return ft_err_set(err, FT_EINVAL, "ft_dev_prepare: %d defines but no array", ndefines);
-    for (int i = 0; i < ndefines; i++)
-        if (!defines[i]) return ft_err_set(err, FT_EINVAL, "ft_dev_prepare: define %d is NULL", i);
+    ft_status st = module_args("ft_dev_prepare", d, source, defines, ndefines, err);
+    if (st) return st;
     return d->ops->prepare(d, source, defines, ndefines, cached, err);
 }
 
