@@ -233,10 +233,10 @@ static struct {
 } tally = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0};
 
 static size_t key_slot(char (*keys)[33], size_t cap, const char *key) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = key; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    size_t i = (size_t)h & (cap - 1);
+    ft_kc_hash h;
+    ft_kc_hash_init(&h);
+    ft_kc_hash_str(&h, key);
+    size_t i = (size_t)h.a & (cap - 1);
     while (keys[i][0] && strcmp(keys[i], key) != 0)
         i = (i + 1) & (cap - 1);
     return i;
