@@ -17,16 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import check  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAILURES = []
-
-
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
 
 
 def load_summary():
@@ -37,13 +35,21 @@ def load_summary():
     return mod
 
 
+gs = load_summary()
+
+
 def write(path, data=b"x"):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(data)
 
 
-def test_limits(gs, tmp):
+def test_limits():
+    with tempfile.TemporaryDirectory() as tmp:
+        limits(tmp)
+
+
+def limits(tmp):
     good = os.path.join(tmp, "good")
     for n in ("summary.md", "summary.json", "profile.json", "raw.tar.gz", "gpu-check.log"):
         write(os.path.join(good, n))
@@ -86,7 +92,12 @@ def test_limits(gs, tmp):
     check(r.returncode == 0, f"--check on a good folder: {r.returncode} {r.stderr}")
 
 
-def test_pack(gs, tmp):
+def test_pack():
+    with tempfile.TemporaryDirectory() as tmp:
+        pack(tmp)
+
+
+def pack(tmp):
     work, out = os.path.join(tmp, "pwork"), os.path.join(tmp, "pout")
     os.makedirs(out)
     write(os.path.join(work, "steps.jsonl"), b"{}\n")
@@ -94,17 +105,17 @@ def test_pack(gs, tmp):
     write(os.path.join(work, "logs", "tune-0.jsonl"), os.urandom(300_000))  # does not compress
     left = gs.pack(work, out)
     check(left == [], f"logs that fit: nothing left out ({left})")
-    gs.RAW_LIMIT = 100_000
+    limit, gs.RAW_LIMIT = gs.RAW_LIMIT, 100_000
     left = gs.pack(work, out)
+    gs.RAW_LIMIT = limit
     check(left == ["tune-0.jsonl"], f"the event log left out when it does not fit: {left}")
-    import tarfile
     with tarfile.open(os.path.join(out, "raw.tar.gz")) as t:
         names = sorted(t.getnames())
     check(names == ["logs/build.log", "steps.jsonl"], f"what the archive kept: {names}")
     check([n for n in os.listdir(out) if ".tmp." in n] == [], "no temporary file left behind")
 
 
-def test_tables(gs):
+def test_tables():
     doc = {"backend": "cuda", "device": "NVIDIA H200", "date": "2026-12-02T00:00:00Z",
            "budget_s": 480, "elapsed_s": 100, "finished": False,
            "kernel_cache": {"at_start": 182, "compiled": 0, "hits": 40},
@@ -131,14 +142,19 @@ def test_tables(gs):
     check("tune-3.jsonl" in md, "what the archive left out is said")
 
 
-def test_import(ft, tmp):
+def test_import():
+    with tempfile.TemporaryDirectory() as tmp:
+        import_into(tmp)
+
+
+def import_into(tmp):
     repo = os.path.join(tmp, "repo")
     os.makedirs(os.path.join(repo, "scripts"))
     shutil.copy(os.path.join(ROOT, "scripts", "gpu-import.sh"), os.path.join(repo, "scripts"))
     readme = "# x\n<!-- gpu-check:begin -->\nold\n<!-- gpu-check:end -->\n"
     write(os.path.join(repo, "README.md"), readme.encode())
     imp = os.path.join(repo, "scripts", "gpu-import.sh")
-    env = dict(os.environ, FT=ft)
+    env = dict(os.environ, FT=os.path.abspath(clitest.FT))
 
     def run(*args):
         return subprocess.run(["bash", imp, *args], capture_output=True, text=True, env=env)
@@ -187,18 +203,7 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    ft = os.path.abspath(sys.argv[1])
-    gs = load_summary()
-    with tempfile.TemporaryDirectory() as tmp:
-        test_limits(gs, tmp)
-        test_pack(gs, tmp)
-        test_tables(gs)
-        test_import(ft, tmp)
-    if FAILURES:
-        print(f"{len(FAILURES)} failures", file=sys.stderr)
-        return 1
-    print("test_gpu_scripts: ok", file=sys.stderr)
-    return 0
+    return clitest.main(sys.argv[1], (test_limits, test_pack, test_tables, test_import))
 
 
 if __name__ == "__main__":
