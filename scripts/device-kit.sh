@@ -21,6 +21,7 @@
 # when missing). Running it again keeps what is already there and adds what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-runs.sh
 root=$PWD
 kit=${1:-.device-kit}
 build=${BUILD:-build}
@@ -69,20 +70,16 @@ ft=$root/$build/flaretune
 # ---- 3. the kernel modules ------------------------------------------------------------------
 # compile_into CACHE ARCH: every module gpu-check loads, for ARCH, into CACHE.
 compile_into() {
-  local cache=$1 arch=$2 line f op args n=0
+  local cache=$1 arch=$2 op args n=0
   FLARETUNE_CACHE_DIR=$cache FT_TEST_COMPILE_ARCH=$arch "$build/tests/test_cuda_variants" \
     >"$cache.log" 2>&1 || { tail -n 5 "$cache.log"; die "compiling the variant test's modules for $arch failed"; }
   grep "kernel modules compiled" "$cache.log" | sed 's/^/  variants: /'
-  while IFS= read -r line; do
-    case $line in '#'* | '') continue ;; esac
-    IFS='|' read -r -a f <<<"$line"
-    op=$(echo "${f[1]}" | xargs)
-    args=$(echo "${f[2]}" | xargs)
+  while IFS=$'\t' read -r _ op args _; do
     # shellcheck disable=SC2086
     FLARETUNE_CACHE_DIR=$cache "$ft" compile "$op" --arch "$arch" --all-configs $args \
       --jobs "$jobs" >"$cache.log" 2>&1 || { tail -n 3 "$cache.log"; die "compile $op $args for $arch failed"; }
     n=$((n + 1))
-  done <scripts/gpu-runs.txt
+  done < <(gpu_runs)
   echo "  runs: $n of scripts/gpu-runs.txt, every configuration"
   rm -f "$cache.log"
 }
@@ -107,16 +104,12 @@ fi
 
 # ---- 4. the check: with the kit's cache, gpu-check's runs compile nothing -----------------------
 missing=0
-while IFS= read -r line; do
-  case $line in '#'* | '') continue ;; esac
-  IFS='|' read -r -a f <<<"$line"
-  op=$(echo "${f[1]}" | xargs)
-  args=$(echo "${f[2]}" | xargs)
+while IFS=$'\t' read -r _ op args _; do
   # shellcheck disable=SC2086
   n=$(FLARETUNE_CACHE_DIR=$kit/kernel-cache "$ft" compile "$op" --arch sm_90a --all-configs $args \
     --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["compiled"])')
   missing=$((missing + n))
-done <scripts/gpu-runs.txt
+done < <(gpu_runs)
 echo "== check: every run of gpu-runs.txt with the kit's cache: $missing modules to compile"
 [ "$missing" = 0 ] || die "$missing modules of gpu-check's runs are not in the kit"
 

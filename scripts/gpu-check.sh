@@ -35,6 +35,7 @@
 # holds a result), 3 no GPU (with GPU_CHECK_BACKEND=cuda).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-runs.sh
 root=$PWD
 backend=${GPU_CHECK_BACKEND:-cuda}
 budget=${BUDGET:-480}
@@ -79,25 +80,17 @@ emu=0
 [ "$backend" = cuda-emu ] && emu=1
 jobs=$(nproc)
 [ "$jobs" -gt 64 ] && jobs=64 # NVRTC threads of a tuning run (tune --jobs: 1 to 64)
-sizes_col=2 # the field of gpu-runs.txt with the sizes: the GPU's, or the emulator's
-[ "$emu" = 1 ] && sizes_col=3
 
 # ---- the steps and their weights --------------------------------------------------------------
 # A step: "kind|index|name|weight|minimum seconds". Runs come from gpu-runs.txt.
 steps=("verify||verify every CUDA variant|40|20" "timer||timer self-test|5|5")
-runs=()
+runs=() # the runs of gpu-runs.txt (QUICK=1: those marked q), tab-separated (gpu-runs.sh)
 while IFS= read -r line; do
-  case $line in '#'* | '') continue ;; esac
-  IFS='|' read -r -a f <<<"$line"
-  [ "${#f[@]}" -ge 5 ] || continue
-  q=$(echo "${f[5]:-}" | xargs)
+  IFS=$'\t' read -r name _ _ _ weight q <<<"$line"
   [ "$quick" = 1 ] && [ "$q" != q ] && continue
+  steps+=("tune|${#runs[@]}|tune $name|$weight|12")
   runs+=("$line")
-done <scripts/gpu-runs.txt
-for i in "${!runs[@]}"; do
-  IFS='|' read -r -a f <<<"${runs[$i]}"
-  steps+=("tune|$i|tune $(echo "${f[0]}" | xargs)|$(echo "${f[4]}" | xargs)|12")
-done
+done < <(gpu_runs)
 torch_cases=("decode --R 16 --L 4096" "decode --R 16 --L 32768" "decode --R 1 --L 32768"
   "train --S 3072 --NB 512 --backward" "loss --M 8192 --scheme dpace" "loss --M 8192 --scheme decay")
 [ "$quick" = 1 ] && torch_cases=("${torch_cases[0]}" "${torch_cases[3]}" "${torch_cases[4]}")
@@ -258,11 +251,10 @@ step_timer() {
   return $rc
 }
 step_tune() {
-  local i=$1 share=$2 f name op args
-  IFS='|' read -r -a f <<<"${runs[$i]}"
-  name=$(echo "${f[0]}" | xargs)
-  op=$(echo "${f[1]}" | xargs)
-  args=$(echo "${f[$sizes_col]}" | xargs)
+  local i=$1 share=$2 name op gpu_sizes emu_sizes args
+  IFS=$'\t' read -r name op gpu_sizes emu_sizes _ <<<"${runs[$i]}"
+  args=$gpu_sizes
+  [ "$emu" = 1 ] && args=$emu_sizes
   # Of the share: 60% searching (the tuner stops itself), the rest for its plan and the two
   # benchmarks; every command is also stopped hard at its part.
   local search=$((share * 60 / 100)) bench=$((share * 15 / 100)) timers=(cupti events)

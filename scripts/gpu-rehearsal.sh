@@ -15,6 +15,7 @@
 #    the dated run folder and the README's section appear, and nothing else changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-runs.sh
 root=$PWD
 build=${1:-build}
 budget=${BUDGET:-200}
@@ -28,12 +29,8 @@ fail() {
 
 echo "== 0. every run's sizes, on the GPU and on the emulator"
 n=0
-while IFS= read -r line; do
-  case $line in '#'* | '') continue ;; esac
-  IFS='|' read -r -a f <<<"$line"
-  op=$(echo "${f[1]}" | xargs)
-  for col in 2 3; do
-    args=$(echo "${f[$col]}" | xargs)
+while IFS=$'\t' read -r _ op gpu emu _; do
+  for args in "$gpu" "$emu"; do
     # shellcheck disable=SC2086
     valid=$("$build/flaretune" space "$op" --backend cuda-emu $args --json 2>"$tmp/space.err" |
       python3 -c 'import json, sys; print(json.load(sys.stdin)["valid"])' 2>/dev/null) ||
@@ -41,7 +38,7 @@ while IFS= read -r line; do
     [ "$valid" -ge 1 ] || fail "gpu-runs.txt: $op $args: no valid configuration"
     n=$((n + 1))
   done
-done <scripts/gpu-runs.txt
+done < <(gpu_runs)
 echo "  $n problems, each with valid configurations"
 
 quick=${QUICK:-1}
