@@ -58,6 +58,9 @@ typedef struct emu_module {
     int nkernels;
     const ft_emu_kernel *kernels;
     size_t tls_modid, tls_size;
+    int *live;           /* a profile module's switch for its access hooks; NULL otherwise */
+    uintptr_t load_addr; /* where it is loaded (its sites are reported relative to it) */
+    char so[PATH_CAP + 64];
 } emu_module;
 
 typedef struct emu_dev {
@@ -69,6 +72,10 @@ typedef struct emu_dev {
     int version_asked;
     pthread_mutex_t version_lock; /* the first compile asks the compiler its version */
     int debug, workers, ucontext;
+    int profile; /* compile profile modules and record every launch (ft_dev_emu_set_profile) */
+    ft_emu_prof *prof;
+    ft_dev_emu_launch_record *records;
+    int nrecords, caprecords;
     unsigned long long seed;
     emu_module *modules;
     ft_emu_pool *pools[FT_EMU_MAX_WORKERS];
@@ -219,6 +226,10 @@ static ft_status module_load(emu_module *m, const char *path, ft_err *err) {
     }
     m->nkernels = info->nkernels;
     m->kernels = info->kernels;
+    m->live = dlsym(m->handle, "ft_emu_profile_live");
+    struct link_map *lm = NULL;
+    m->load_addr = dlinfo(m->handle, RTLD_DI_LINKMAP, &lm) == 0 && lm ? (uintptr_t)lm->l_addr : 0;
+    snprintf(m->so, sizeof m->so, "%s", path);
     m->tls_modid = 0;
     m->tls_size = 0;
     if (dlinfo(m->handle, RTLD_DI_TLS_MODID, &m->tls_modid) == 0 && m->tls_modid) {
@@ -243,7 +254,7 @@ static const char *cxx_version(emu_dev *d) {
     return d->cxx_version ? d->cxx_version : "";
 }
 
-enum { MAX_ARGS = 64 };
+enum { MAX_ARGS = 80 };
 
 enum { ARG_LEN = PATH_CAP + 32 }; /* a path and the option or subfolder around it */
 
@@ -323,11 +334,27 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
     ARG("-fno-strict-aliasing"); /* CUDA code reinterprets pointers freely */
     ARG("-ffp-contract=off");
     ARG("-fdiagnostics-color=never");
+    if (d->profile) {
+        /* A profile module: ThreadSanitizer's instrumentation calls ft_emu.h's hooks at every
+         * access (its runtime is not linked: -nodefaultlibs, the libraries named below);
+         * accesses stay as the source writes them (no vectorizing, no merged stores), and
+         * -g names their lines. */
+        ARG("-DFT_EMU_PROFILE");
+        ARG("-fsanitize=thread");
+        ARG("--param=tsan-instrument-func-entry-exit=0");
+        ARG("-fno-tree-vectorize");
+        ARG("-fno-store-merging");
+        ARG("-g");
+        ARG("-nodefaultlibs");
+    }
 #if defined(__SANITIZE_ADDRESS__)
     /* This library runs under AddressSanitizer (FT_SANITIZE): instrument the kernels too, so an
-     * out-of-bounds access to device memory is reported with the kernel's line. */
-    ARG("-fsanitize=address,undefined");
-    ARG("-fno-omit-frame-pointer");
+     * out-of-bounds access to device memory is reported with the kernel's line (a profile
+     * module is ThreadSanitizer's instead). */
+    if (!d->profile) {
+        ARG("-fsanitize=address,undefined");
+        ARG("-fno-omit-frame-pointer");
+    }
 #endif
     for (int i = 0; i < ndefines; i++)
         ARG("-D%s", defines[i]);
@@ -338,6 +365,13 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
     ARG("-x");
     ARG("c++");
     ARG("%s", b->path);
+    if (d->profile) {
+        ARG("-lstdc++");
+        ARG("-lm");
+        ARG("-lc");
+        ARG("-lgcc_s");
+        ARG("-lgcc");
+    }
 #undef ARG
     argv[argc] = NULL;
 
@@ -529,6 +563,29 @@ static ft_status emu_kernel_info(ft_dev_module *mod, const char *kernel, ft_kern
     return FT_OK;
 }
 
+/* src into dst[n], cut to fit (names for messages and reports). */
+static void copy_cut(char *dst, size_t n, const char *src) {
+    size_t len = strnlen(src, n - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+/* Keep a launch's record, its sites made relative to the module (the caller holds the lock). */
+static int record_add(emu_dev *d, const emu_module *m, ft_dev_emu_launch_record *r) {
+    if (d->nrecords == d->caprecords) {
+        int cap = d->caprecords ? 2 * d->caprecords : 16;
+        ft_dev_emu_launch_record *v = realloc(d->records, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        d->records = v, d->caprecords = cap;
+    }
+    for (int i = 0; i < r->p.nsites; i++)
+        r->p.sites[i].pc -= m->load_addr;
+    copy_cut(r->source, sizeof r->source, m->source);
+    snprintf(r->module, sizeof r->module, "%s", m->so);
+    d->records[d->nrecords++] = *r;
+    return 0;
+}
+
 static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *kernel,
                                    ft_dim3 grid, ft_dim3 block, size_t smem, void **args,
                                    ft_err *err) {
@@ -560,6 +617,14 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
                           kernel, smem, m->tls_size, p->smem_per_block_optin);
     ft_emu_launch l;
     memset(&l, 0, sizeof l);
+    if (d->profile && m->live) {
+        if (!d->prof && !(d->prof = ft_emu_prof_new()))
+            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+        l.prof = d->prof;
+        l.live = m->live;
+        ft_emu_prof_begin(d->prof, kernel, (ft_emu_uint3){grid.x, grid.y, grid.z},
+                          (ft_emu_uint3){block.x, block.y, block.z});
+    }
     l.kernel = kernel;
     l.invoke = k->invoke;
     l.args = args;
@@ -571,7 +636,18 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
     l.seed = d->seed;
     l.workers = d->workers;
     l.ucontext = d->ucontext;
-    return ft_emu_run(d->pools, &l, err);
+    ft_status s = ft_emu_run(d->pools, &l, err);
+    if (l.prof) {
+        ft_dev_emu_launch_record r;
+        memset(&r, 0, sizeof r);
+        r.incomplete = ft_emu_prof_end(l.prof, &r.p) != 0;
+        if (s == FT_OK && record_add(d, m, &r) != 0) {
+            ft_emu_launch_prof_free(&r.p);
+            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the profile");
+        }
+        if (s != FT_OK) ft_emu_launch_prof_free(&r.p);
+    }
+    return s;
 }
 
 static ft_status emu_launch(ft_dev *dev, ft_dev_module *mod, const char *kernel, ft_dim3 grid,
@@ -594,6 +670,8 @@ static void emu_close(ft_dev *dev) {
     }
     for (int i = 0; i < FT_EMU_MAX_WORKERS; i++)
         ft_emu_pool_free(d->pools[i]);
+    ft_dev_emu_records_free(d->records, d->nrecords);
+    ft_emu_prof_free(d->prof);
     free(d->cxx_version);
     pthread_mutex_destroy(&d->version_lock);
     pthread_mutex_destroy(&d->lock);
@@ -674,8 +752,9 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
         free(d);
         return ft_err_set(err, FT_EINVAL, "emulator: the cache directory's path is too long");
     }
-    unsigned long long seed = 0, workers = 1, debug = 0;
+    unsigned long long seed = 0, workers = 1, debug = 0, profile = 0;
     ft_status s = env_number("FLARETUNE_EMU_SEED", 0, ~0ull, &seed, err);
+    if (s == FT_OK) s = env_number("FLARETUNE_EMU_PROFILE", 0, 1, &profile, err);
     if (s == FT_OK) s = env_number("FLARETUNE_EMU_THREADS", 1, FT_EMU_MAX_WORKERS, &workers, err);
     if (s == FT_OK) s = env_number("FLARETUNE_EMU_DEBUG", 0, 1, &debug, err);
     v = getenv("FLARETUNE_EMU_FIBERS");
@@ -690,6 +769,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     d->seed = seed;
     d->workers = (int)workers;
     d->debug = (int)debug;
+    d->profile = (int)profile;
     d->ucontext = v && strcmp(v, "ucontext") == 0;
     *out = &d->base;
     return FT_OK;
@@ -733,5 +813,95 @@ ft_status ft_dev_emu_stats_of(const ft_dev *dev, ft_dev_emu_stats *out, ft_err *
     out->compiled = atomic_load(&d->compiled);
     out->disk_hits = atomic_load(&d->disk_hits);
     out->memory_hits = atomic_load(&d->memory_hits);
+    return FT_OK;
+}
+
+ft_status ft_dev_emu_set_profile(ft_dev *dev, int on, ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d) return FT_EINVAL;
+    pthread_mutex_lock(&d->lock);
+    d->profile = on != 0;
+    pthread_mutex_unlock(&d->lock);
+    return FT_OK;
+}
+
+void ft_dev_emu_records_free(ft_dev_emu_launch_record *r, int n) {
+    for (int i = 0; r && i < n; i++)
+        ft_emu_launch_prof_free(&r[i].p);
+    free(r);
+}
+
+/* "fusion/fusion.cu:123 (dflare_fwd)" from addr2line's two lines (function, file:line). */
+static void name_site(const emu_dev *d, ft_emu_site *s, const char *fn, const char *loc) {
+    char file[PATH_CAP];
+    snprintf(file, sizeof file, "%s", loc);
+    char *disc = strstr(file, " (discriminator");
+    if (disc) *disc = '\0';
+    const char *shown = file;
+    size_t kl = strlen(d->kernel_dir);
+    if (strncmp(file, d->kernel_dir, kl) == 0 && file[kl] == '/') shown = file + kl + 1;
+    char fnc[48];
+    snprintf(fnc, sizeof fnc, "%s", fn);
+    char *paren = strchr(fnc, '(');
+    if (paren) *paren = '\0';
+    if (strchr(file, ':') == NULL || strncmp(file, "??", 2) == 0)
+        snprintf(s->where, sizeof s->where, "?");
+    else {
+        char where[PATH_CAP + 64];
+        snprintf(where, sizeof where, "%s (%s)", shown, fnc);
+        copy_cut(s->where, sizeof s->where, where);
+    }
+}
+
+/* Name the sites of one record with addr2line (binutils); left "" when it cannot run. */
+static void symbolize(const emu_dev *d, ft_dev_emu_launch_record *r) {
+    int n = r->p.nsites;
+    if (n == 0) return;
+    char(*store)[32] = malloc((size_t)n * sizeof *store);
+    char **argv = malloc((size_t)(n + 6) * sizeof *argv);
+    size_t cap = (size_t)n * 2 * (PATH_CAP / 4) + 4096;
+    char *out = malloc(cap);
+    if (!store || !argv || !out) goto done;
+    int a = 0;
+    argv[a++] = "addr2line";
+    argv[a++] = "-f";
+    argv[a++] = "-C";
+    argv[a++] = "-e";
+    argv[a++] = r->module;
+    for (int i = 0; i < n; i++) {
+        snprintf(store[i], sizeof store[i], "0x%llx", (unsigned long long)r->p.sites[i].pc);
+        argv[a++] = store[i];
+    }
+    argv[a] = NULL;
+    if (run_capture(argv, out, cap) != 0) goto done;
+    char *line = out;
+    for (int i = 0; i < n && line && *line; i++) {
+        char *fn = line, *nl = strchr(fn, '\n');
+        if (!nl) break;
+        *nl = '\0';
+        char *loc = nl + 1;
+        nl = strchr(loc, '\n');
+        if (nl) *nl = '\0';
+        name_site(d, &r->p.sites[i], fn, loc);
+        line = nl ? nl + 1 : NULL;
+    }
+done:
+    free(store);
+    free(argv);
+    free(out);
+}
+
+ft_status ft_dev_emu_profile_take(ft_dev *dev, ft_dev_emu_launch_record **out, int *n,
+                                  ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d || !out || !n) return FT_EINVAL;
+    pthread_mutex_lock(&d->lock);
+    *out = d->records;
+    *n = d->nrecords;
+    d->records = NULL;
+    d->nrecords = d->caprecords = 0;
+    pthread_mutex_unlock(&d->lock);
+    for (int i = 0; i < *n; i++)
+        symbolize(d, &(*out)[i]);
     return FT_OK;
 }

@@ -9,13 +9,17 @@
  *   FLARETUNE_EMU_FIBERS=ucontext   switch fibers with ucontext instead of the x86-64 switch
  *   FLARETUNE_EMU_DEBUG=1     compile kernels with -O0 -g (for gdb); default -O2
  *   FLARETUNE_EMU_CXX=PATH    the C++ compiler (default: the one CMake found)
- *   FLARETUNE_KERNEL_DIR=DIR  the kernels/ folder sources are named from ("fusion/fusion.cu"; default: the source tree's)
- *   FLARETUNE_CACHE_DIR=DIR   the module cache (default ~/.cache/flaretune); modules go in DIR/emu
+ *   FLARETUNE_KERNEL_DIR=DIR  the kernels/ folder sources are named from ("fusion/fusion.cu";
+ * default: the source tree's) FLARETUNE_CACHE_DIR=DIR   the module cache (default
+ * ~/.cache/flaretune); modules go in DIR/emu FLARETUNE_EMU_PROFILE=1   profile every launch
+ * (ft_dev_emu_set_profile)
  */
 #ifndef FT_DEVICE_EMU_H
 #define FT_DEVICE_EMU_H
 
 #include "flaretune/device.h"
+
+#include "emu/prof.h"
 
 ft_status ft_dev_emu_set_seed(ft_dev *d, unsigned long long seed, ft_err *err);
 ft_status ft_dev_emu_set_workers(ft_dev *d, int workers, ft_err *err);
@@ -28,5 +32,24 @@ typedef struct ft_dev_emu_stats {
     int compiled, disk_hits, memory_hits;
 } ft_dev_emu_stats;
 ft_status ft_dev_emu_stats_of(const ft_dev *d, ft_dev_emu_stats *out, ft_err *err);
+
+/* The profile (emu/prof.h): when on, modules compiled from then on are profile modules (their
+ * own build: ThreadSanitizer's instrumentation with ft_emu.h's hooks, -g, other cache keys),
+ * and every launch of one is recorded: its warps' requests, sectors, wavefronts, unique bytes,
+ * barriers and collectives, per launch and per source line. Blocks then run on one thread in
+ * linear order. Off, nothing of it runs: the modules and launches are the usual ones. */
+ft_status ft_dev_emu_set_profile(ft_dev *d, int on, ft_err *err);
+
+typedef struct ft_dev_emu_launch_record {
+    ft_emu_launch_prof p; /* sites' pc relative to the module, `where` filled when it can be */
+    char source[64];      /* the module's source, "fusion.cu"                               */
+    char module[1100];    /* the module file in the cache (its debug info names the lines)   */
+    int incomplete;       /* memory ran out while collecting: the figures are a lower bound */
+} ft_dev_emu_launch_record;
+
+/* The launches recorded since profiling began or the last take, in order; the caller frees them
+ * with ft_dev_emu_records_free. Source lines are looked up (addr2line) here. */
+ft_status ft_dev_emu_profile_take(ft_dev *d, ft_dev_emu_launch_record **out, int *n, ft_err *err);
+void ft_dev_emu_records_free(ft_dev_emu_launch_record *r, int n);
 
 #endif

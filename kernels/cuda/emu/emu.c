@@ -360,6 +360,7 @@ static int api_barrier(ft_emu_thread *t, int op, int pred, const char *file, int
     b->bar_or |= pred != 0;
     f->state = ST_BARRIER, f->file = file, f->line = line, f->bar_op = op;
     if (b->bar_arrived == b->n && !b->bar_mismatch) {
+        if (b->l->prof) ft_emu_prof_sync(b->l->prof, 1);
         int r = op == FT_EMU_BAR_COUNT ? b->bar_count
                 : op == FT_EMU_BAR_AND ? b->bar_and
                 : op == FT_EMU_BAR_OR  ? b->bar_or
@@ -411,6 +412,7 @@ static void api_collective(ft_emu_thread *t, unsigned mask, const ft_emu_coll *c
         }
         if (agree) {
             c->combine(lanes, need);
+            if (b->l->prof) ft_emu_prof_collective(b->l->prof, c->name);
             for (unsigned l = 0; l < 32; l++)
                 if (need >> l & 1u) {
                     fiber_at(b, w * 32 + l)->state = ST_RUNNABLE;
@@ -441,8 +443,30 @@ static int api_is_shared(ft_emu_thread *t, const void *p, size_t bytes) {
 
 static unsigned api_active_mask(ft_emu_thread *t) { return fiber_of(t)->blk->alive[t->warp]; }
 
-static const ft_emu_api emu_api = {FT_EMU_ABI_VERSION, api_barrier,   api_collective, api_yield,
-                                   api_fail,           api_is_shared, api_active_mask};
+/* A profile module's access: the thread's own stack (its descriptor, registers spilled by the
+ * host compiler, local arrays) is not memory a GPU kernel would request; the rest is shared or
+ * global memory by address. */
+static const ft_emu_api emu_api;
+
+static void api_access(ft_emu_thread *t, const void *pc, const void *addr, unsigned size,
+                       unsigned flags) {
+    emu_fiber *f = fiber_of(t);
+    emu_block *b = f->blk;
+    ft_emu_prof *p = b->l->prof;
+    uintptr_t a = (uintptr_t)addr;
+    if (!p || (a & ~(uintptr_t)(FT_EMU_STACK_BYTES - 1)) == (uintptr_t)f) return;
+    /* Nor is the dialect's reading of this table, to call the runtime. */
+    if (a >= (uintptr_t)&emu_api && a < (uintptr_t)(&emu_api + 1)) return;
+    int shared = api_is_shared(t, addr, size ? size : 1);
+    ft_emu_acc kind = shared ? ((flags & FT_EMU_ACCESS_WRITE) ? FT_EMU_SST : FT_EMU_SLD)
+                      : (flags & FT_EMU_ACCESS_ATOMIC) ? FT_EMU_GATOM
+                      : (flags & FT_EMU_ACCESS_WRITE)  ? FT_EMU_GST
+                                                       : FT_EMU_GLD;
+    ft_emu_prof_access(p, t->warp, t->lane, (uintptr_t)pc, a, size, kind, flags);
+}
+
+static const ft_emu_api emu_api = {FT_EMU_ABI_VERSION, api_barrier,   api_collective,  api_yield,
+                                   api_fail,           api_is_shared, api_active_mask, api_access};
 
 /* ---- running a block ------------------------------------------------------------------------- */
 
@@ -541,7 +565,7 @@ static void run_block(emu_block *b, unsigned long long index) {
     b->bar_arrived = 0;
     b->failed = 0;
     b->msg[0] = '\0';
-    b->shuffle = l->seed != 0;
+    b->shuffle = l->seed != 0 && !l->prof; /* a profile runs threads in linear order */
     b->rng = l->seed ^ (index * 0xd1342543de82ef95ull);
     memset(b->waiting, 0, sizeof b->waiting);
     memset(b->exist, 0, sizeof b->exist);
@@ -581,12 +605,14 @@ static void run_block(emu_block *b, unsigned long long index) {
     }
     memcpy(b->alive, b->exist, sizeof b->alive);
     p->dirty = 0;
+    if (l->prof) ft_emu_prof_block(l->prof, b->exist, b->nwarps);
     emu_fiber *first = runq_pop(b);
     ctx_switch(&b->host, &first->ctx, 0);
     /* Back here: every thread exited, or none can run, or one failed. */
     if (!b->failed && b->nexited != b->n) explain_stuck(b);
     if (!b->failed) check_canaries(b);
     if (b->failed) p->dirty = 1; /* fibers abandoned mid-call */
+    if (l->prof) ft_emu_prof_sync(l->prof, 0);
 }
 
 /* Unmap fiber stacks. AddressSanitizer keeps the poison of the frames abandoned on them; clear
@@ -728,7 +754,7 @@ ft_status ft_emu_run(ft_emu_pool **pools, const ft_emu_launch *l, ft_err *err) {
     atomic_init(&g.next, 0);
     atomic_init(&g.stop, 0);
     pthread_mutex_init(&g.lock, NULL);
-    int workers = l->workers < 1                    ? 1
+    int workers = l->prof || l->workers < 1         ? 1
                   : l->workers > FT_EMU_MAX_WORKERS ? FT_EMU_MAX_WORKERS
                                                     : l->workers;
     if ((unsigned long long)workers > g.nblocks) workers = (int)g.nblocks;
@@ -747,7 +773,9 @@ ft_status ft_emu_run(ft_emu_pool **pools, const ft_emu_launch *l, ft_err *err) {
     for (int i = 1; i < workers; i++) {
         w[i].started = pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0;
     }
+    if (l->live) *l->live = 1;
     worker_main(&w[0]); /* the calling thread works too (and alone when workers == 1) */
+    if (l->live) *l->live = 0;
     for (int i = 1; i < workers; i++)
         if (w[i].started) pthread_join(w[i].thread, NULL);
     pthread_mutex_destroy(&g.lock);

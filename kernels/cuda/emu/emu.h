@@ -20,6 +20,7 @@
 #include "flaretune/status.h"
 
 #include "ft_emu_abi.h"
+#include "prof.h"
 
 #define FT_EMU_MAX_WORKERS 64
 
@@ -36,6 +37,11 @@ typedef struct ft_emu_launch {
     unsigned long long seed; /* 0: threads in linear order; else a seeded random order */
     int workers;             /* OS threads (1: blocks run on the calling thread) */
     int ucontext;            /* 1: switch fibers with ucontext even where the fast switch exists */
+    /* The profile (NULL: none): a profile module's accesses are collected into it, and `live`,
+     * the module's switch for its access hooks, is 1 while its threads run. Blocks then run on
+     * the calling thread, one after another, threads in linear order. */
+    ft_emu_prof *prof;
+    int *live;
 } ft_emu_launch;
 
 /* Run a launch. pools[0..FT_EMU_MAX_WORKERS) hold the workers' pools (created as needed, kept for

@@ -112,6 +112,31 @@ static inline void check_align(const void *p, size_t align, const char *what, co
     }
 }
 
+/* ---- the profile (FT_EMU_PROFILE) ---------------------------------------------------------------
+ * A profile module is compiled with GCC's -fsanitize=thread, which calls __tsan_readN /
+ * __tsan_writeN / __tsan_atomicN_* before each load, store and atomic of the kernel code; the
+ * definitions at the end of this file hand each one to the runtime (ft_emu_api.access), which
+ * rebuilds the warps' requests (emu/prof.h). ft_emu_profile_live is 1 only while the runtime
+ * runs this module's threads, so code run at load time (static constructors) reports nothing.
+ * The emulator's own helpers that touch memory on behalf of a warp (ldmatrix's combine,
+ * cp.async) are not instrumented and report their accesses as the instruction would make them. */
+#if defined(FT_EMU_PROFILE)
+#define FT_EMU_UNPROFILED_ __attribute__((no_sanitize_thread))
+extern "C" __attribute__((visibility("default"), used)) int ft_emu_profile_live;
+FT_EMU_UNPROFILED_ static inline void prof_note(const void *pc, const volatile void *addr,
+                                                unsigned size, unsigned flags) {
+    if (!ft_emu_profile_live) return;
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    ft_emu_thread *t = reinterpret_cast<ft_emu_thread *>(fp & ~(uintptr_t)(FT_EMU_STACK_BYTES - 1));
+    t->api->access(t, pc, (const void *)addr, size, flags);
+}
+#define FT_EMU_PROF_NOTE_(addr, size, flags)                                                       \
+    ::ft_emu::prof_note(__builtin_return_address(0), (addr), (size), (flags))
+#else
+#define FT_EMU_UNPROFILED_
+#define FT_EMU_PROF_NOTE_(addr, size, flags) ((void)0)
+#endif
+
 template <typename T> static inline uint64_t to_bits(T v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
                   "warp shuffles move values of at most 8 bytes");
@@ -798,7 +823,7 @@ static inline void mma_m16n8k16_bf16(float *d, const uint32_t *a, const uint32_t
  * (row l/4, columns 2(l%4) and 2(l%4)+1) of matrix i, or with .trans (rows 2(l%4) and 2(l%4)+1,
  * column l/4), the first element in the low half. Lane operands: in.ptr[0] = its row address. */
 template <int NUM, bool TRANS>
-static void combine_ldmatrix(ft_emu_thread *const lanes[32], unsigned) {
+FT_EMU_UNPROFILED_ static void combine_ldmatrix(ft_emu_thread *const lanes[32], unsigned) {
     for (int l = 0; l < 32; l++) {
         int g = l >> 2, t = l & 3;
         for (int i = 0; i < NUM; i++) {
@@ -824,12 +849,14 @@ const ft_emu_coll ldmatrix_coll<NUM, TRANS>::coll = {
     combine_ldmatrix<NUM, TRANS>, 1, 1};
 
 template <int NUM, bool TRANS>
-static inline void ldmatrix(uint32_t *r, const void *row, const char *file, int line) {
+FT_EMU_UNPROFILED_ static inline void ldmatrix(uint32_t *r, const void *row, const char *file,
+                                               int line) {
     ft_emu_thread *t = self();
     if (t->lane < 8u * NUM) {
         check_align(row, 16, "an ldmatrix row address", file, line);
         if (!t->api->is_shared(t, row, 16))
             fail(file, line, "an ldmatrix row address is not in this block's shared memory");
+        FT_EMU_PROF_NOTE_(row, 16, FT_EMU_ACCESS_MATRIX);
     }
     t->in.ptr[0] = row;
     t->api->collective(t, 0xffffffffu, &ldmatrix_coll<NUM, TRANS>::coll, file, line);
@@ -839,14 +866,16 @@ static inline void ldmatrix(uint32_t *r, const void *row, const char *file, int 
 
 /* cp.async.{ca,cg}.shared.global: copied at once (commit and wait are no-ops); src_bytes < bytes
  * zero-fills the rest and reads only src_bytes (0 reads nothing), as the src-size operand does. */
-static inline void cp_async(void *dst, const void *src, int bytes, int src_bytes, const char *file,
-                            int line) {
+FT_EMU_UNPROFILED_ static inline void cp_async(void *dst, const void *src, int bytes, int src_bytes,
+                                               const char *file, int line) {
     ft_emu_thread *t = self();
     check_align(dst, (size_t)bytes, "a cp.async destination", file, line);
     if (src_bytes > 0) check_align(src, (size_t)bytes, "a cp.async source", file, line);
     if (src_bytes < 0 || src_bytes > bytes) fail(file, line, "cp.async src-size out of range");
     if (!t->api->is_shared(t, dst, (size_t)bytes))
         fail(file, line, "a cp.async destination is not in this block's shared memory");
+    if (src_bytes > 0) FT_EMU_PROF_NOTE_(src, (unsigned)src_bytes, FT_EMU_ACCESS_ASYNC);
+    FT_EMU_PROF_NOTE_(dst, (unsigned)bytes, FT_EMU_ACCESS_ASYNC | FT_EMU_ACCESS_WRITE);
     if (src_bytes > 0) memcpy(dst, src, (size_t)src_bytes);
     memset((unsigned char *)dst + src_bytes, 0, (size_t)(bytes - src_bytes));
 }
@@ -857,8 +886,9 @@ static inline void cp_async(void *dst, const void *src, int bytes, int src_bytes
 template <typename F> struct signature;
 template <typename... A> struct signature<void (*)(A...)> {
     static constexpr size_t arity = sizeof...(A);
+    /* Not profiled: reading the launch's arguments is no access of the kernel's. */
     template <void (*K)(A...), size_t... I>
-    static void call(void **args, std::index_sequence<I...>) {
+    FT_EMU_UNPROFILED_ static void call(void **args, std::index_sequence<I...>) {
         (void)args;
         K(*static_cast<A *>(args[I])...);
     }
@@ -892,6 +922,79 @@ ft_emu_module(void) {
     info.kernels = ft_emu::kernels;
     return &info;
 }
+
+#if defined(FT_EMU_PROFILE)
+/* ThreadSanitizer's entry points, as GCC's -fsanitize=thread calls them: each reports the access
+ * (the instruction is the hook's return address) and, for atomics, does the operation. */
+extern "C" {
+__attribute__((visibility("default"), used)) int ft_emu_profile_live = 0;
+#define FT_EMU_HOOK_ __attribute__((no_sanitize_thread, visibility("hidden"), used))
+FT_EMU_HOOK_ void __tsan_init(void) {}
+FT_EMU_HOOK_ void __tsan_func_entry(void *) {}
+FT_EMU_HOOK_ void __tsan_func_exit(void) {}
+#define FT_EMU_HOOK_RW_(n)                                                                         \
+    FT_EMU_HOOK_ void __tsan_read##n(void *a) { FT_EMU_PROF_NOTE_(a, n, 0); }                      \
+    FT_EMU_HOOK_ void __tsan_write##n(void *a) { FT_EMU_PROF_NOTE_(a, n, FT_EMU_ACCESS_WRITE); }   \
+    FT_EMU_HOOK_ void __tsan_unaligned_read##n(void *a) { FT_EMU_PROF_NOTE_(a, n, 0); }            \
+    FT_EMU_HOOK_ void __tsan_unaligned_write##n(void *a) {                                         \
+        FT_EMU_PROF_NOTE_(a, n, FT_EMU_ACCESS_WRITE);                                              \
+    }
+FT_EMU_HOOK_RW_(1)
+FT_EMU_HOOK_RW_(2)
+FT_EMU_HOOK_RW_(4)
+FT_EMU_HOOK_RW_(8)
+FT_EMU_HOOK_RW_(16)
+FT_EMU_HOOK_ void __tsan_read_range(void *a, unsigned long n) {
+    FT_EMU_PROF_NOTE_(a, (unsigned)n, 0);
+}
+FT_EMU_HOOK_ void __tsan_write_range(void *a, unsigned long n) {
+    FT_EMU_PROF_NOTE_(a, (unsigned)n, FT_EMU_ACCESS_WRITE);
+}
+#define FT_EMU_RMW_ (FT_EMU_ACCESS_ATOMIC | FT_EMU_ACCESS_WRITE)
+#define FT_EMU_HOOK_FETCH_(n, T, op, builtin)                                                      \
+    FT_EMU_HOOK_ T __tsan_atomic##n##_##op(volatile T *a, T v, int) {                              \
+        FT_EMU_PROF_NOTE_(a, sizeof(T), FT_EMU_RMW_);                                              \
+        return builtin(a, v, __ATOMIC_SEQ_CST);                                                    \
+    }
+#define FT_EMU_HOOK_ATOMIC_(n, T)                                                                  \
+    FT_EMU_HOOK_ T __tsan_atomic##n##_load(const volatile T *a, int) {                             \
+        FT_EMU_PROF_NOTE_(a, sizeof(T), FT_EMU_ACCESS_ATOMIC);                                     \
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                               \
+    }                                                                                              \
+    FT_EMU_HOOK_ void __tsan_atomic##n##_store(volatile T *a, T v, int) {                          \
+        FT_EMU_PROF_NOTE_(a, sizeof(T), FT_EMU_RMW_);                                              \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                  \
+    }                                                                                              \
+    FT_EMU_HOOK_FETCH_(n, T, exchange, __atomic_exchange_n)                                        \
+    FT_EMU_HOOK_FETCH_(n, T, fetch_add, __atomic_fetch_add)                                        \
+    FT_EMU_HOOK_FETCH_(n, T, fetch_sub, __atomic_fetch_sub)                                        \
+    FT_EMU_HOOK_FETCH_(n, T, fetch_and, __atomic_fetch_and)                                        \
+    FT_EMU_HOOK_FETCH_(n, T, fetch_or, __atomic_fetch_or)                                          \
+    FT_EMU_HOOK_FETCH_(n, T, fetch_xor, __atomic_fetch_xor)                                        \
+    FT_EMU_HOOK_FETCH_(n, T, fetch_nand, __atomic_fetch_nand)                                      \
+    FT_EMU_HOOK_ int __tsan_atomic##n##_compare_exchange_strong(volatile T *a, T *c, T v, int,     \
+                                                                int) {                             \
+        FT_EMU_PROF_NOTE_(a, sizeof(T), FT_EMU_RMW_);                                              \
+        return __atomic_compare_exchange_n(a, c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
+    }                                                                                              \
+    FT_EMU_HOOK_ int __tsan_atomic##n##_compare_exchange_weak(volatile T *a, T *c, T v, int,       \
+                                                              int) {                               \
+        FT_EMU_PROF_NOTE_(a, sizeof(T), FT_EMU_RMW_);                                              \
+        return __atomic_compare_exchange_n(a, c, v, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
+    }                                                                                              \
+    FT_EMU_HOOK_ T __tsan_atomic##n##_compare_exchange_val(volatile T *a, T c, T v, int, int) {    \
+        FT_EMU_PROF_NOTE_(a, sizeof(T), FT_EMU_RMW_);                                              \
+        __atomic_compare_exchange_n(a, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);              \
+        return c;                                                                                  \
+    }
+FT_EMU_HOOK_ATOMIC_(8, char)
+FT_EMU_HOOK_ATOMIC_(16, short)
+FT_EMU_HOOK_ATOMIC_(32, int)
+FT_EMU_HOOK_ATOMIC_(64, long long)
+FT_EMU_HOOK_ void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+FT_EMU_HOOK_ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+}
+#endif
 
 /* Inline PTX cannot run here: only the instructions ft_cuda.h wraps are emulated. Defined last so
  * the system headers above still compile. */

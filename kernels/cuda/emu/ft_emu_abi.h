@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a structure below changes: a module built against another version is refused
  * (and recompiled, since the version is part of the cache key). */
-#define FT_EMU_ABI_VERSION 1
+#define FT_EMU_ABI_VERSION 2
 
 /* log2 of a fiber's stack region (descriptor page + guard page + stack). The runtime passes its
  * own value to every module it compiles (-DFT_EMU_STACK_LOG2=...), so both sides agree. */
@@ -61,6 +61,14 @@ typedef struct ft_emu_coll {
 
 enum { FT_EMU_BAR_SYNC = 0, FT_EMU_BAR_COUNT, FT_EMU_BAR_AND, FT_EMU_BAR_OR };
 
+/* What a profile module's access is (ft_emu_api.access): flags. */
+enum {
+    FT_EMU_ACCESS_WRITE = 1u << 0,  /* a store (with ATOMIC: a read-modify-write) */
+    FT_EMU_ACCESS_ATOMIC = 1u << 1, /* an atomic                                  */
+    FT_EMU_ACCESS_ASYNC = 1u << 2,  /* cp.async (its global read, its shared write) */
+    FT_EMU_ACCESS_MATRIX = 1u << 3, /* ldmatrix (a lane's row of 16 bytes)       */
+};
+
 typedef struct ft_emu_api {
     unsigned abi;
     /* __syncthreads and its _count/_and/_or forms; returns the reduction (0 for SYNC). */
@@ -76,6 +84,10 @@ typedef struct ft_emu_api {
     int (*is_shared)(struct ft_emu_thread *t, const void *p, size_t bytes);
     /* Lanes of t's warp that exist and have not exited. */
     unsigned (*active_mask)(struct ft_emu_thread *t);
+    /* A profile module's load or store (FT_EMU_PROFILE: see emu/prof.h): the instruction at pc
+     * touched [addr, addr + size). Modules built without the profile never call it. */
+    void (*access)(struct ft_emu_thread *t, const void *pc, const void *addr, unsigned size,
+                   unsigned flags);
 } ft_emu_api;
 
 typedef union ft_emu_io {

@@ -1,0 +1,229 @@
+/* test_emu_profile.c: the emulator's memory profile (kernels/cuda/emu/prof.h) on the planted
+ * kernels of tests/cuda/emu_profile.cu, each figure asserted exactly: sectors per request
+ * (coalesced 4, strided 32), bank-conflict wavefronts (32 and, padded, 1), a re-read (twice the
+ * sectors of the distinct bytes), a divergent branch (16 active lanes, a partial request),
+ * float4 accesses, barriers per launch, source lines; the request arithmetic on its own; and
+ * that the results of the kernels are still right with the profile on.
+ *
+ * Modules are cached in $FLARETUNE_CACHE_DIR (ctest points it at the build directory). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/device_emu.h"
+#include "cuda/emu/prof.h"
+#include "flaretune/device.h"
+#include "ft_test.h"
+
+#define SAMPLE FT_SOURCE_DIR "/tests/cuda/emu_profile.cu"
+
+static ft_dev *dev;
+static ft_dev_module *mod;
+static float *dx, *dy; /* device buffers: 2048 floats each */
+enum { NX = 2048 };
+
+/* Launch `kernel` and return its one record (the caller frees it). */
+static ft_dev_emu_launch_record *run(const char *kernel, unsigned blocks, unsigned threads) {
+    ft_err err = {0};
+    void *args[2] = {&dx, &dy};
+    ft_status s = ft_dev_launch(dev, mod, kernel, (ft_dim3){blocks, 1, 1}, (ft_dim3){threads, 1, 1},
+                                0, args, &err);
+    FT_CHECK(s == FT_OK, "launch %s: %s", kernel, err.msg);
+    ft_dev_emu_launch_record *r = NULL;
+    int n = 0;
+    s = ft_dev_emu_profile_take(dev, &r, &n, &err);
+    FT_CHECK(s == FT_OK && n == 1, "%s: %d records (%s)", kernel, n, err.msg);
+    if (n != 1) exit(1);
+    FT_CHECK(strcmp(r->p.kernel, kernel) == 0, "record of %s names %s", kernel, r->p.kernel);
+    FT_CHECK(!r->incomplete, "%s: incomplete record", kernel);
+    return r;
+}
+
+/* On a failed check, the record's sites say what the kernel did instead. */
+static void dump_on_failure(const ft_dev_emu_launch_record *r, int failures_before) {
+    if (ft_test_failures == failures_before) return;
+    for (int i = 0; i < r->p.nsites; i++) {
+        const ft_emu_site *s = &r->p.sites[i];
+        fprintf(stderr,
+                "  %s: %-13s %2u B  %llu requests, %llu lanes, %llu units (ideal %llu) %s\n",
+                r->p.kernel, ft_emu_acc_name(s->kind), s->size, (unsigned long long)s->t.requests,
+                (unsigned long long)s->t.lanes, (unsigned long long)s->t.units,
+                (unsigned long long)s->t.ideal, s->where);
+    }
+}
+
+static void check_traffic(const char *what, const ft_emu_traffic *t, uint64_t requests,
+                          uint64_t lanes, uint64_t units, uint64_t ideal, uint64_t partial) {
+    FT_CHECK(t->requests == requests, "%s: %llu requests, want %llu", what,
+             (unsigned long long)t->requests, (unsigned long long)requests);
+    FT_CHECK(t->lanes == lanes, "%s: %llu lanes, want %llu", what, (unsigned long long)t->lanes,
+             (unsigned long long)lanes);
+    FT_CHECK(t->units == units, "%s: %llu units, want %llu", what, (unsigned long long)t->units,
+             (unsigned long long)units);
+    FT_CHECK(t->ideal == ideal, "%s: ideal %llu, want %llu", what, (unsigned long long)t->ideal,
+             (unsigned long long)ideal);
+    FT_CHECK(t->partial == partial, "%s: %llu partial, want %llu", what,
+             (unsigned long long)t->partial, (unsigned long long)partial);
+}
+
+/* The site of kind k whose source line contains `text`, or NULL. */
+static const ft_emu_site *site_of(const ft_dev_emu_launch_record *r, ft_emu_acc k) {
+    for (int i = 0; i < r->p.nsites; i++)
+        if (r->p.sites[i].kind == k) return &r->p.sites[i];
+    return NULL;
+}
+
+static void test_coalesced_and_strided(void) {
+    int before = ft_test_failures;
+    ft_dev_emu_launch_record *r = run("coalesced", 1, 32);
+    check_traffic("coalesced load", &r->p.t[FT_EMU_GLD], 1, 32, 4, 4, 0);
+    check_traffic("coalesced store", &r->p.t[FT_EMU_GST], 1, 32, 4, 4, 0);
+    FT_CHECK(r->p.unique_read_bytes == 128 && r->p.unique_write_bytes == 128,
+             "coalesced: %llu bytes read, %llu written", (unsigned long long)r->p.unique_read_bytes,
+             (unsigned long long)r->p.unique_write_bytes);
+    const ft_emu_site *s = site_of(r, FT_EMU_GLD);
+    FT_CHECK(s && strstr(s->where, "emu_profile.cu:10"), "the load's line: '%s'",
+             s ? s->where : "(no site)");
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+
+    before = ft_test_failures;
+    r = run("strided", 1, 32);
+    check_traffic("strided load", &r->p.t[FT_EMU_GLD], 1, 32, 32, 4, 0);
+    check_traffic("strided store", &r->p.t[FT_EMU_GST], 1, 32, 4, 4, 0);
+    FT_CHECK(r->p.unique_read_bytes == 32 * 32, "strided: %llu bytes read",
+             (unsigned long long)r->p.unique_read_bytes);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+}
+
+static void test_banks(void) {
+    int before = ft_test_failures;
+    ft_dev_emu_launch_record *r = run("bank_conflict", 1, 32);
+    check_traffic("conflict store", &r->p.t[FT_EMU_SST], 1, 32, 32, 1, 0);
+    check_traffic("conflict load", &r->p.t[FT_EMU_SLD], 1, 32, 32, 1, 0);
+    FT_CHECK(r->p.barriers == 1, "bank_conflict: %llu barriers", (unsigned long long)r->p.barriers);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+    before = ft_test_failures;
+    r = run("bank_padded", 1, 32);
+    check_traffic("padded store", &r->p.t[FT_EMU_SST], 1, 32, 1, 1, 0);
+    check_traffic("padded load", &r->p.t[FT_EMU_SLD], 1, 32, 1, 1, 0);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+}
+
+static void test_reread_divergent_vec4(void) {
+    int before = ft_test_failures;
+    ft_dev_emu_launch_record *r = run("reread", 1, 32);
+    check_traffic("re-read loads", &r->p.t[FT_EMU_GLD], 2, 64, 8, 8, 0);
+    FT_CHECK(r->p.unique_read_bytes == 128, "reread: %llu distinct bytes read",
+             (unsigned long long)r->p.unique_read_bytes);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+
+    before = ft_test_failures;
+    r = run("divergent", 1, 32);
+    check_traffic("divergent load", &r->p.t[FT_EMU_GLD], 1, 16, 4, 2, 1);
+    check_traffic("divergent store", &r->p.t[FT_EMU_GST], 1, 16, 4, 2, 1);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+
+    before = ft_test_failures;
+    r = run("vec4", 1, 32);
+    check_traffic("float4 load", &r->p.t[FT_EMU_GLD], 1, 32, 16, 16, 0);
+    check_traffic("float4 store", &r->p.t[FT_EMU_GST], 1, 32, 16, 16, 0);
+    check_traffic("float4 shared store", &r->p.t[FT_EMU_SST], 1, 32, 4, 4, 0);
+    check_traffic("float4 shared load", &r->p.t[FT_EMU_SLD], 1, 32, 4, 4, 0);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+}
+
+static void test_barriers_and_results(void) {
+    float *h = malloc(NX * sizeof *h), *out = malloc(NX * sizeof *out);
+    for (int i = 0; i < NX; i++)
+        h[i] = 0.5f + (float)i;
+    ft_err err = {0};
+    FT_CHECK(ft_dev_copy(dev, dx, h, NX * sizeof *h, FT_COPY_H2D, &err) == FT_OK, "%s", err.msg);
+    int before = ft_test_failures;
+    ft_dev_emu_launch_record *r = run("barriers", 3, 64);
+    FT_CHECK(r->p.barriers == 9, "barriers: %llu, want 3 blocks x 3",
+             (unsigned long long)r->p.barriers);
+    FT_CHECK(r->p.blocks == 3 && r->p.warps == 6, "%llu blocks, %llu warps",
+             (unsigned long long)r->p.blocks, (unsigned long long)r->p.warps);
+    check_traffic("barriers load", &r->p.t[FT_EMU_GLD], 6, 192, 24, 24, 0);
+    dump_on_failure(r, before);
+    ft_dev_emu_records_free(r, 1);
+    FT_CHECK(ft_dev_copy(dev, out, dy, NX * sizeof *out, FT_COPY_D2H, &err) == FT_OK, "%s",
+             err.msg);
+    int bad = 0;
+    for (int b = 0; b < 3; b++)
+        for (int t = 0; t < 64; t++)
+            bad += out[b * 64 + t] != h[b * 64 + 63 - t];
+    FT_CHECK(bad == 0, "barriers: %d wrong results with the profile on", bad);
+    free(h);
+    free(out);
+}
+
+/* The request arithmetic alone. */
+static void test_arithmetic(void) {
+    uintptr_t a[32];
+    unsigned lane[32];
+    uint64_t u, ideal;
+    for (int i = 0; i < 32; i++)
+        a[i] = 4096 + 2 * (uintptr_t)i, lane[i] = (unsigned)i; /* bf16, consecutive */
+    ft_emu_sectors(a, 32, 2, &u, &ideal);
+    FT_CHECK(u == 2 && ideal == 2, "bf16 row: %llu sectors, ideal %llu", (unsigned long long)u,
+             (unsigned long long)ideal);
+    for (int i = 0; i < 32; i++)
+        a[i] = 4096 + 4 + 4 * (uintptr_t)i; /* misaligned by one float */
+    ft_emu_sectors(a, 32, 4, &u, &ideal);
+    FT_CHECK(u == 5 && ideal == 4, "misaligned: %llu sectors, ideal %llu", (unsigned long long)u,
+             (unsigned long long)ideal);
+    for (int i = 0; i < 32; i++)
+        a[i] = 4096; /* a broadcast */
+    ft_emu_sectors(a, 32, 4, &u, &ideal);
+    FT_CHECK(u == 1 && ideal == 1, "broadcast: %llu sectors", (unsigned long long)u);
+    ft_emu_wavefronts(a, lane, 32, 4, &u, &ideal);
+    FT_CHECK(u == 1 && ideal == 1, "shared broadcast: %llu wavefronts", (unsigned long long)u);
+    for (int i = 0; i < 32; i++)
+        a[i] = 8 * (uintptr_t)i; /* stride 2 words: 2-way conflict */
+    ft_emu_wavefronts(a, lane, 32, 4, &u, &ideal);
+    FT_CHECK(u == 2 && ideal == 1, "stride 2: %llu wavefronts", (unsigned long long)u);
+    for (int i = 0; i < 32; i++)
+        a[i] = 8 * (uintptr_t)i; /* float2, consecutive: 2 half-warp phases, no conflict */
+    ft_emu_wavefronts(a, lane, 32, 8, &u, &ideal);
+    FT_CHECK(u == 2 && ideal == 2, "float2: %llu wavefronts", (unsigned long long)u);
+    for (int i = 0; i < 16; i++)
+        a[i] = 4 * (uintptr_t)i, lane[i] = 2 * (unsigned)i; /* even lanes only */
+    ft_emu_wavefronts(a, lane, 16, 4, &u, &ideal);
+    FT_CHECK(u == 1 && ideal == 1, "16 lanes: %llu wavefronts", (unsigned long long)u);
+}
+
+int main(void) {
+    ft_err err = {0};
+    test_arithmetic();
+    ft_status s = ft_dev_open(FT_DEV_EMU, 0, &dev, &err);
+    FT_CHECK(s == FT_OK, "open: %s", err.msg);
+    if (s != FT_OK) return ft_test_finish();
+    FT_CHECK(ft_dev_emu_set_profile(dev, 1, &err) == FT_OK, "%s", err.msg);
+    s = ft_dev_compile(dev, SAMPLE, NULL, 0, &mod, &err);
+    FT_CHECK(s == FT_OK, "compiling the profile module: %s", err.msg);
+    if (s != FT_OK) return ft_test_finish();
+    FT_CHECK(ft_dev_alloc(dev, NX * sizeof(float), (void **)&dx, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_dev_alloc(dev, NX * sizeof(float), (void **)&dy, &err) == FT_OK, "%s", err.msg);
+    float h[NX];
+    for (int i = 0; i < NX; i++)
+        h[i] = 1.0f + (float)i / 7.0f;
+    FT_CHECK(ft_dev_copy(dev, dx, h, sizeof h, FT_COPY_H2D, &err) == FT_OK, "%s", err.msg);
+    test_coalesced_and_strided();
+    test_banks();
+    test_reread_divergent_vec4();
+    test_barriers_and_results();
+    ft_dev_free(dev, dx);
+    ft_dev_free(dev, dy);
+    ft_dev_close(dev);
+    return ft_test_finish();
+}
