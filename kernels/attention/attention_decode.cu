@@ -417,8 +417,8 @@ extern "C" __global__ void __launch_bounds__(MAXT)
                 const size_t prow = ((size_t)(r * splits + s) * Hkv + j) * M + m;
 #pragma unroll
                 for (int n = 0; n < NDT; n++)
-                    *reinterpret_cast<float2 *>(po + prow * FT_DH + n * 8 + 2 * cq) =
-                        make_float2(acc[u][n][2 * h] * inv, acc[u][n][2 * h + 1] * inv);
+                    ft_vst(po + prow * FT_DH + n * 8 + 2 * cq,
+                           make_float2(acc[u][n][2 * h] * inv, acc[u][n][2 * h + 1] * inv));
                 if (cq == 0) plse[prow] = l2;
             }
         }

@@ -230,27 +230,48 @@ __device__ __forceinline__ void ft_unpack_bf16x2(uint32_t v, float *lo, float *h
     *hi = __bfloat162float(__ushort_as_bfloat16((unsigned short)(v >> 16)));
 }
 
+/* One access of a whole vector (T: float2, float4, uint2, uint4, ...; p aligned to sizeof(T)):
+ * LDG/STG.E.64 or .128 on the GPU. The emulator copies it whole too, so its memory profile sees
+ * the one access the GPU makes (the host compiler may split an assignment of a vector built
+ * from scalars into one store per field). */
+template <typename T> __device__ __forceinline__ T ft_vld(const void *p) {
+#if defined(FT_EMU)
+    T v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#else
+    return *reinterpret_cast<const T *>(p);
+#endif
+}
+template <typename T> __device__ __forceinline__ void ft_vst(void *p, const T &v) {
+#if defined(FT_EMU)
+    memcpy(p, &v, sizeof v);
+#else
+    *reinterpret_cast<T *>(p) = v;
+#endif
+}
+
 /* Vector loads and stores: p must be aligned to the vector's size (the emulator checks). */
 __device__ __forceinline__ float4 ft_ld_float4(const float *p FT_SITE_) {
     FT_ASSUME_ALIGNED_(p, 16, "a float4 load");
-    return *reinterpret_cast<const float4 *>(p);
+    return ft_vld<float4>(p);
 }
 __device__ __forceinline__ void ft_st_float4(float *p, float4 v FT_SITE_) {
     FT_ASSUME_ALIGNED_(p, 16, "a float4 store");
-    *reinterpret_cast<float4 *>(p) = v;
+    ft_vst(p, v);
 }
 __device__ __forceinline__ __nv_bfloat162 ft_ld_bf16x2(const __nv_bfloat16 *p FT_SITE_) {
     FT_ASSUME_ALIGNED_(p, 4, "a bf16x2 load");
-    return *reinterpret_cast<const __nv_bfloat162 *>(p);
+    return ft_vld<__nv_bfloat162>(p);
 }
 __device__ __forceinline__ void ft_st_bf16x2(__nv_bfloat16 *p, __nv_bfloat162 v FT_SITE_) {
     FT_ASSUME_ALIGNED_(p, 4, "a bf16x2 store");
-    *reinterpret_cast<__nv_bfloat162 *>(p) = v;
+    ft_vst(p, v);
 }
 /* Eight bf16 (one 16-byte load) widened to floats. */
 __device__ __forceinline__ void ft_ld_bf16x8(const __nv_bfloat16 *p, float *out FT_SITE_) {
     FT_ASSUME_ALIGNED_(p, 16, "a bf16x8 load");
-    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    uint4 v = ft_vld<uint4>(p);
     ft_unpack_bf16x2(v.x, &out[0], &out[1]);
     ft_unpack_bf16x2(v.y, &out[2], &out[3]);
     ft_unpack_bf16x2(v.z, &out[4], &out[5]);
@@ -263,7 +284,7 @@ __device__ __forceinline__ void ft_st_bf16x8(__nv_bfloat16 *p, const float *in F
     v.y = ft_pack_bf16x2(in[2], in[3]);
     v.z = ft_pack_bf16x2(in[4], in[5]);
     v.w = ft_pack_bf16x2(in[6], in[7]);
-    *reinterpret_cast<uint4 *>(p) = v;
+    ft_vst(p, v);
 }
 
 /* Warp reductions by butterfly shuffles over all 32 lanes: every lane gets the result. */

@@ -88,7 +88,7 @@ template <int V> __device__ __forceinline__ void ldv(const float *p, float *o) {
     if constexpr (V == 1) {
         o[0] = p[0];
     } else if constexpr (V == 2) {
-        float2 v = *reinterpret_cast<const float2 *>(p);
+        float2 v = ft_vld<float2>(p);
         o[0] = v.x;
         o[1] = v.y;
     } else {
@@ -111,7 +111,7 @@ template <int V> __device__ __forceinline__ void ldv(const __nv_bfloat16 *p, flo
         o[0] = __low2float(v);
         o[1] = __high2float(v);
     } else if constexpr (V == 4) {
-        uint2 v = *reinterpret_cast<const uint2 *>(p);
+        uint2 v = ft_vld<uint2>(p);
         ft_unpack_bf16x2(v.x, &o[0], &o[1]);
         ft_unpack_bf16x2(v.y, &o[2], &o[3]);
     } else {
@@ -123,7 +123,7 @@ template <int V> __device__ __forceinline__ void stv(float *p, const float *v) {
     if constexpr (V == 1) {
         p[0] = v[0];
     } else if constexpr (V == 2) {
-        *reinterpret_cast<float2 *>(p) = make_float2(v[0], v[1]);
+        ft_vst(p, make_float2(v[0], v[1]));
     } else {
 #pragma unroll
         for (int k = 0; k < V; k += 4)
@@ -137,8 +137,7 @@ template <int V> __device__ __forceinline__ void stv(__nv_bfloat16 *p, const flo
     } else if constexpr (V == 2) {
         ft_st_bf16x2(p, __floats2bfloat162_rn(v[0], v[1]));
     } else if constexpr (V == 4) {
-        *reinterpret_cast<uint2 *>(p) =
-            make_uint2(ft_pack_bf16x2(v[0], v[1]), ft_pack_bf16x2(v[2], v[3]));
+        ft_vst(p, make_uint2(ft_pack_bf16x2(v[0], v[1]), ft_pack_bf16x2(v[2], v[3])));
     } else {
         ft_st_bf16x8(p, v);
     }
@@ -251,11 +250,11 @@ __device__ __forceinline__ void xload(const st_t *p, xw_t (&r)[XW]) {
     if constexpr (XW == 1) {
         r[0] = *reinterpret_cast<const uint32_t *>(p);
     } else if constexpr (XW == 2) {
-        uint2 v = *reinterpret_cast<const uint2 *>(p);
+        uint2 v = ft_vld<uint2>(p);
         r[0] = v.x;
         r[1] = v.y;
     } else {
-        uint4 v = *reinterpret_cast<const uint4 *>(p);
+        uint4 v = ft_vld<uint4>(p);
         r[0] = v.x;
         r[1] = v.y;
         r[2] = v.z;
