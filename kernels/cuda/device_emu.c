@@ -853,17 +853,27 @@ static void name_site(const emu_dev *d, ft_emu_site *s, const char *fn, const ch
     }
 }
 
-/* Name the sites of one record with addr2line (binutils); left "" when it cannot run. */
+/* Is this location in the dialect's or the emulator's headers (a helper inlined into a kernel)? */
+static int in_dialect(const char *loc) {
+    return strstr(loc, "/cuda/ft_cuda.h:") || strstr(loc, "/cuda/emu/");
+}
+
+/* Name the sites of one record with addr2line (binutils): per address (-a) its chain of inlined
+ * frames (-i), innermost first; the site is named by the innermost frame outside the dialect's
+ * headers (the kernel's line that called ft_ld_float4, not the helper's). Left "" when addr2line
+ * cannot run. */
 static void symbolize(const emu_dev *d, ft_dev_emu_launch_record *r) {
     int n = r->p.nsites;
     if (n == 0) return;
     char(*store)[32] = malloc((size_t)n * sizeof *store);
-    char **argv = malloc((size_t)(n + 6) * sizeof *argv);
-    size_t cap = (size_t)n * 2 * (PATH_CAP / 4) + 4096;
+    char **argv = malloc((size_t)(n + 8) * sizeof *argv);
+    size_t cap = (size_t)n * 8 * (PATH_CAP / 4) + 4096;
     char *out = malloc(cap);
     if (!store || !argv || !out) goto done;
     int a = 0;
     argv[a++] = "addr2line";
+    argv[a++] = "-a";
+    argv[a++] = "-i";
     argv[a++] = "-f";
     argv[a++] = "-C";
     argv[a++] = "-e";
@@ -874,17 +884,22 @@ static void symbolize(const emu_dev *d, ft_dev_emu_launch_record *r) {
     }
     argv[a] = NULL;
     if (run_capture(argv, out, cap) != 0) goto done;
-    char *line = out;
-    for (int i = 0; i < n && line && *line; i++) {
-        char *fn = line, *nl = strchr(fn, '\n');
-        if (!nl) break;
-        *nl = '\0';
-        char *loc = nl + 1;
-        nl = strchr(loc, '\n');
-        if (nl) *nl = '\0';
-        name_site(d, &r->p.sites[i], fn, loc);
-        line = nl ? nl + 1 : NULL;
+    int i = -1;
+    const char *fn = NULL, *pick_fn = NULL, *pick_loc = NULL;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "0x", 2) == 0) { /* the next address */
+            if (i >= 0 && i < n && pick_loc) name_site(d, &r->p.sites[i], pick_fn, pick_loc);
+            i++;
+            fn = pick_fn = pick_loc = NULL;
+        } else if (!fn) {
+            fn = line;
+        } else { /* fn's location */
+            if (!pick_loc || (in_dialect(pick_loc) && !in_dialect(line)))
+                pick_fn = fn, pick_loc = line;
+            fn = NULL;
+        }
     }
+    if (i >= 0 && i < n && pick_loc) name_site(d, &r->p.sites[i], pick_fn, pick_loc);
 done:
     free(store);
     free(argv);

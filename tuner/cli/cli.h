@@ -28,7 +28,7 @@ extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd
 extern const ft_cmd ft_cmd_replay, ft_cmd_trace;
 extern const ft_cmd ft_cmd_show, ft_cmd_merge, ft_cmd_emit;
 extern const ft_cmd ft_cmd_top, ft_cmd_watch;
-extern const ft_cmd ft_cmd_compile;
+extern const ft_cmd ft_cmd_compile, ft_cmd_inspect;
 
 /* Print "flaretune: <message>" on stderr and return code. */
 int ft_cli_fail(int code, const char *fmt, ...)

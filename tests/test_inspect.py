@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""test_inspect.py: `flaretune inspect`, the emulator's memory profile of an op's CUDA kernels.
+
+fusion.dflare's default configuration moves, by the emulator's count of distinct sectors,
+within 5% of the op's napkin bytes (it reads its inputs and writes its outputs once); its
+stores are whole sectors (sectors per request at the ideal); every busy site is named by a line
+of fusion.cu; the JSON carries the documented keys and the tables the same figures; bad
+requests are one-line usage errors.
+
+usage: test_inspect.py --flaretune PATH
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import check, one_line_error, run  # noqa: E402
+
+KERNEL_KEYS = {"kernel", "source", "launches", "incomplete", "grid", "block", "blocks", "warps",
+               "traffic", "unique_read_bytes", "unique_write_bytes", "sector_bytes", "barriers",
+               "cp_async", "collectives", "sites"}
+TRAFFIC_KEYS = {"global_load", "global_store", "global_atomic", "shared_load", "shared_store"}
+
+
+ENV = {}
+
+
+def inspect(*args):
+    rc, out, err = run("inspect", "fusion.dflare", *args, env=ENV)
+    check(rc == 0, f"inspect {args}: exit {rc}: {err}")
+    return out if rc == 0 else None
+
+
+def test_dflare_default():
+    """At the op's default (small) preset: distinct bytes within 5% of napkin bytes."""
+    out = inspect("--json")
+    if out is None:
+        return
+    d = json.loads(out)
+    check(d["op"] == "fusion.dflare" and d["backend"] == "cuda-emu", f"header {d['op']}")
+    napkin, uniq = d["napkin_bytes"], d["unique_bytes"]
+    check(napkin > 0 and abs(uniq - napkin) <= 0.05 * napkin,
+          f"distinct bytes {uniq} within 5% of napkin {napkin}")
+    check(d["sector_bytes"] >= uniq, f"requested sectors {d['sector_bytes']} >= distinct {uniq}")
+    for k in d["kernels"]:
+        check(KERNEL_KEYS <= set(k), f"kernel keys: {sorted(KERNEL_KEYS - set(k))} missing")
+        check(set(k["traffic"]) == TRAFFIC_KEYS, f"traffic keys {sorted(k['traffic'])}")
+        st = k["traffic"]["global_store"]
+        check(st["requests"] > 0 and st["units"] == st["ideal"],
+              f"{k['kernel']}: stores at the ideal sectors: {st}")
+        for kind, t in k["traffic"].items():
+            check(t["units"] >= t["ideal"] and t["lanes"] <= 32 * t["requests"],
+                  f"{k['kernel']} {kind}: units >= ideal, lanes <= 32 per request: {t}")
+        check(k["sites"] and all("fusion/fusion.cu:" in s["where"] for s in k["sites"]),
+              f"{k['kernel']}: sites named by fusion.cu lines: {[s['where'] for s in k['sites']]}")
+
+
+def test_tables_and_errors():
+    out = inspect("--preset", "tiny.dflare.train", "--sites", "1")
+    if out is not None:
+        check(out.startswith("fusion.dflare on cuda-emu (memory profile), config "),
+              f"the tables' header: {out.splitlines()[:1]}")
+        check("napkin bytes" in out and "sectors/req (ideal" in out, "tables show the ideal")
+    one_line_error(["inspect", "fusion.dflare", "--backend", "cpu"], 2, "on the emulator")
+    one_line_error(["inspect", "fusion.dflare", "--sites", "-1"], 2, "--sites")
+    one_line_error(["inspect", "no.such.op"], 2)
+    one_line_error(["inspect"], 2, "which op?")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ENV["FLARETUNE_CACHE_DIR"] = os.environ.get("FLARETUNE_CACHE_DIR") or tmp
+        return clitest.main(args.flaretune, (test_dflare_default, test_tables_and_errors))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

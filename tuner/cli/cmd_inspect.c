@@ -1,0 +1,377 @@
+/* cmd_inspect.c: `flaretune inspect`: what Nsight Compute would say of an op's CUDA kernels,
+ * without a GPU.
+ *
+ * The op runs once on the SIMT emulator (cuda-emu) with its profile on (kernels/cuda/emu/prof.h):
+ * every launch's warp-level requests, 32-byte sectors and shared-memory wavefronts, with the
+ * ideal beside each, the distinct bytes it reads and writes against the op's napkin bytes,
+ * barriers and warp collectives, and its busiest source lines. Launches of one kernel are added
+ * up. `--json` prints the same as one document for tools.
+ *
+ * Exit codes: 0 done, 1 the run failed, 2 a usage error.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/device_emu.h"
+#include "flaretune/format.h"
+#include "flaretune/json.h"
+
+#define MAX_KERNELS 32
+
+static void usage(FILE *f) {
+    fprintf(
+        f, "usage: flaretune inspect OP [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
+           "                            [--config CFG] [--seed N] [--sites N] [--json]\n\n"
+           "Run OP's CUDA kernels once on the emulator (cuda-emu) with the memory profile on\n"
+           "and print, per kernel: warp-level requests and 32-byte sectors per request of its\n"
+           "global loads and stores (coalescing), shared-memory wavefronts per request (bank\n"
+           "conflicts), active lanes per request (divergence), the distinct bytes it reads and\n"
+           "writes against the op's napkin bytes (re-reads, redundant traffic), barriers and\n"
+           "warp collectives (mma, ldmatrix, shuffles), each with its ideal, and the source\n"
+           "lines that move the most. No GPU is needed; GEMMs the host runs are not kernels.\n\n"
+           "  --preset P, --set NAME=VALUE, --attr NAME=VALUE, --seed N\n"
+           "                  the problem (default: the op's small preset)\n"
+           "  --config CFG    the configuration (NAME=VALUE,...; default: the space's default)\n"
+           "  --sites N       source lines shown per kernel (default 4; 0: none)\n"
+           "  --json          one JSON document instead of the tables\n");
+}
+
+typedef struct kernel_sum {
+    char name[96];
+    char source[64];
+    int launches, incomplete;
+    ft_emu_uint3 grid, block; /* of its first launch */
+    ft_emu_launch_prof p;     /* added up; sites merged by address */
+    int capsites;
+} kernel_sum;
+
+typedef struct inspect_args {
+    ft_cli_problem prob;
+    const char *op;
+    int json, sites;
+} inspect_args;
+
+static int parse(int argc, char **argv, inspect_args *a) {
+    enum { O_JSON = 1, O_SITES };
+    static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"sites", required_argument, NULL, O_SITES},
+                                         {0, 0, 0, 0}};
+    memset(a, 0, sizeof *a);
+    ft_cli_problem_init(&a->prob);
+    a->prob.backend = "cuda-emu";
+    a->sites = 4;
+    optind = 1;
+    opterr = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int h = ft_cli_problem_opt(&a->prob, o, optarg, "inspect");
+        if (h < 0) return FT_EXIT_USAGE;
+        if (h) continue;
+        if (o == O_JSON) {
+            a->json = 1;
+        } else if (o == O_SITES) {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 1000)
+                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --sites %s: expected 0 to 1000",
+                                   optarg);
+            a->sites = (int)v;
+        } else {
+            return ft_cli_bad_option("inspect", o, argv);
+        }
+    }
+    if (strcmp(a->prob.backend, "cuda-emu") != 0)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "inspect: --backend %s: the profile runs the kernels on the emulator; "
+                           "leave --backend out (or say cuda-emu)",
+                           a->prob.backend);
+    int code = ft_cli_one_operand("inspect", "see `flaretune compile --list-ops`", argc, argv);
+    if (code) return code;
+    a->op = argv[optind];
+    return 0;
+}
+
+/* ---- adding launches up ------------------------------------------------------------------- */
+
+static void add_traffic(ft_emu_traffic *to, const ft_emu_traffic *t) {
+    to->requests += t->requests, to->lanes += t->lanes, to->partial += t->partial;
+    to->units += t->units, to->ideal += t->ideal, to->bytes += t->bytes;
+}
+
+static int add_site(kernel_sum *k, const ft_emu_site *s) {
+    for (int i = 0; i < k->p.nsites; i++) {
+        ft_emu_site *t = &k->p.sites[i];
+        if (t->pc == s->pc && t->kind == s->kind) {
+            add_traffic(&t->t, &s->t);
+            return 0;
+        }
+    }
+    if (k->p.nsites == k->capsites) {
+        int cap = k->capsites ? 2 * k->capsites : 16;
+        ft_emu_site *v = realloc(k->p.sites, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        k->p.sites = v, k->capsites = cap;
+    }
+    k->p.sites[k->p.nsites++] = *s;
+    return 0;
+}
+
+static int add_launch(kernel_sum *ks, int *nk, const ft_dev_emu_launch_record *r) {
+    kernel_sum *k = NULL;
+    for (int i = 0; i < *nk && !k; i++)
+        if (strcmp(ks[i].name, r->p.kernel) == 0) k = &ks[i];
+    if (!k) {
+        if (*nk == MAX_KERNELS) return -1;
+        k = &ks[(*nk)++];
+        memset(k, 0, sizeof *k);
+        snprintf(k->name, sizeof k->name, "%s", r->p.kernel);
+        snprintf(k->source, sizeof k->source, "%s", r->source);
+        k->grid = r->p.grid, k->block = r->p.block;
+    }
+    k->launches++;
+    k->incomplete |= r->incomplete;
+    for (int i = 0; i < FT_EMU_NACC; i++)
+        add_traffic(&k->p.t[i], &r->p.t[i]);
+    k->p.blocks += r->p.blocks, k->p.warps += r->p.warps;
+    k->p.unique_read_bytes += r->p.unique_read_bytes;
+    k->p.unique_write_bytes += r->p.unique_write_bytes;
+    k->p.cp_async += r->p.cp_async, k->p.barriers += r->p.barriers;
+    for (int i = 0; i < FT_EMU_NCOLL; i++)
+        k->p.coll[i] += r->p.coll[i];
+    for (int i = 0; i < r->p.nsites; i++)
+        if (add_site(k, &r->p.sites[i]) != 0) return -1;
+    return 0;
+}
+
+static int cmp_units(const void *a, const void *b) {
+    const ft_emu_site *x = a, *y = b;
+    return x->t.units < y->t.units ? 1 : x->t.units > y->t.units ? -1 : 0;
+}
+
+/* ---- figures --------------------------------------------------------------------------------- */
+
+static double per(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
+
+static uint64_t global_sectors(const ft_emu_launch_prof *p) {
+    return p->t[FT_EMU_GLD].units + p->t[FT_EMU_GST].units + p->t[FT_EMU_GATOM].units;
+}
+
+static uint64_t unique_bytes(const ft_emu_launch_prof *p) {
+    return p->unique_read_bytes + p->unique_write_bytes;
+}
+
+/* ---- the tables ------------------------------------------------------------------------------ */
+
+static void print_traffic(const char *what, const ft_emu_traffic *t, const char *unit) {
+    if (!t->requests) return;
+    char bytes[32];
+    ft_fmt_bytes((double)t->bytes, bytes, sizeof bytes);
+    printf("    %-14s %10llu req  %6.2f %s/req (ideal %5.2f)  %5.1f lanes/req  %5.1f%% partial"
+           "  %9s\n",
+           what, (unsigned long long)t->requests, per(t->units, t->requests), unit,
+           per(t->ideal, t->requests), per(t->lanes, t->requests),
+           100.0 * per(t->partial, t->requests), bytes);
+}
+
+static void print_kernel(const kernel_sum *k, double napkin, int nsites) {
+    const ft_emu_launch_prof *p = &k->p;
+    printf("\n  %s  (%s)  %d launch%s, grid (%u,%u,%u) x block (%u,%u,%u)%s\n", k->name, k->source,
+           k->launches, k->launches == 1 ? "" : "es", k->grid.x, k->grid.y, k->grid.z, k->block.x,
+           k->block.y, k->block.z,
+           k->incomplete ? "  [incomplete: memory ran out while profiling]" : "");
+    print_traffic("global load", &p->t[FT_EMU_GLD], "sectors");
+    print_traffic("global store", &p->t[FT_EMU_GST], "sectors");
+    print_traffic("global atomic", &p->t[FT_EMU_GATOM], "sectors");
+    print_traffic("shared load", &p->t[FT_EMU_SLD], "wavefr.");
+    print_traffic("shared store", &p->t[FT_EMU_SST], "wavefr.");
+    char u[32], l2[32], nb[32];
+    ft_fmt_bytes((double)unique_bytes(p), u, sizeof u);
+    ft_fmt_bytes((double)global_sectors(p) * 32, l2, sizeof l2);
+    ft_fmt_bytes(napkin, nb, sizeof nb);
+    printf("    distinct bytes %s (read %.3g MB, written %.3g MB); sectors requested %s: "
+           "%.2fx the distinct\n",
+           u, p->unique_read_bytes / 1e6, p->unique_write_bytes / 1e6, l2,
+           per(global_sectors(p) * 32, unique_bytes(p)));
+    printf("    barriers %.1f per block; warp collectives per warp: mma %.1f, ldmatrix %.1f, "
+           "shuffle %.1f, vote %.1f; cp.async requests %llu\n",
+           per(p->barriers, p->blocks), per(p->coll[FT_EMU_COLL_MMA], p->warps),
+           per(p->coll[FT_EMU_COLL_LDMATRIX], p->warps),
+           per(p->coll[FT_EMU_COLL_SHUFFLE], p->warps), per(p->coll[FT_EMU_COLL_VOTE], p->warps),
+           (unsigned long long)p->cp_async);
+    (void)napkin, (void)nb;
+    for (int i = 0; i < nsites && i < p->nsites; i++) {
+        const ft_emu_site *s = &p->sites[i];
+        printf("      %-40.40s %-13s %2u B  %6.2f %s/req (ideal %.2f)  %5.1f lanes\n",
+               s->where[0] ? s->where : "?", ft_emu_acc_name(s->kind), s->size,
+               per(s->t.units, s->t.requests),
+               s->kind == FT_EMU_SLD || s->kind == FT_EMU_SST ? "wavefr." : "sectors",
+               per(s->t.ideal, s->t.requests), per(s->t.lanes, s->t.requests));
+    }
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+static json_t *traffic_json(const ft_emu_traffic *t) {
+    json_t *o = json_object();
+    json_object_set_new(o, "requests", json_integer((json_int_t)t->requests));
+    json_object_set_new(o, "lanes", json_integer((json_int_t)t->lanes));
+    json_object_set_new(o, "partial", json_integer((json_int_t)t->partial));
+    json_object_set_new(o, "units", json_integer((json_int_t)t->units));
+    json_object_set_new(o, "ideal", json_integer((json_int_t)t->ideal));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)t->bytes));
+    return o;
+}
+
+static const char *const acc_keys[FT_EMU_NACC] = {"global_load", "global_store", "global_atomic",
+                                                  "shared_load", "shared_store"};
+
+static json_t *kernel_json(const kernel_sum *k, int nsites) {
+    const ft_emu_launch_prof *p = &k->p;
+    json_t *o = json_object(), *tr = json_object(), *co = json_object(), *si = json_array();
+    json_object_set_new(o, "kernel", json_string(k->name));
+    json_object_set_new(o, "source", json_string(k->source));
+    json_object_set_new(o, "launches", json_integer(k->launches));
+    json_object_set_new(o, "incomplete", json_boolean(k->incomplete));
+    json_object_set_new(
+        o, "grid",
+        json_pack("[III]", (json_int_t)k->grid.x, (json_int_t)k->grid.y, (json_int_t)k->grid.z));
+    json_object_set_new(
+        o, "block",
+        json_pack("[III]", (json_int_t)k->block.x, (json_int_t)k->block.y, (json_int_t)k->block.z));
+    json_object_set_new(o, "blocks", json_integer((json_int_t)p->blocks));
+    json_object_set_new(o, "warps", json_integer((json_int_t)p->warps));
+    for (int i = 0; i < FT_EMU_NACC; i++)
+        json_object_set_new(tr, acc_keys[i], traffic_json(&p->t[i]));
+    json_object_set_new(o, "traffic", tr);
+    json_object_set_new(o, "unique_read_bytes", json_integer((json_int_t)p->unique_read_bytes));
+    json_object_set_new(o, "unique_write_bytes", json_integer((json_int_t)p->unique_write_bytes));
+    json_object_set_new(o, "sector_bytes", json_integer((json_int_t)global_sectors(p) * 32));
+    json_object_set_new(o, "barriers", json_integer((json_int_t)p->barriers));
+    json_object_set_new(o, "cp_async", json_integer((json_int_t)p->cp_async));
+    for (int i = 0; i < FT_EMU_NCOLL; i++)
+        json_object_set_new(co, ft_emu_coll_class_name(i), json_integer((json_int_t)p->coll[i]));
+    json_object_set_new(o, "collectives", co);
+    for (int i = 0; i < nsites && i < p->nsites; i++) {
+        const ft_emu_site *s = &p->sites[i];
+        json_t *j = traffic_json(&s->t);
+        json_object_set_new(j, "where", json_string(s->where));
+        json_object_set_new(j, "kind", json_string(acc_keys[s->kind]));
+        json_object_set_new(j, "bytes_per_lane", json_integer(s->size));
+        json_array_append_new(si, j);
+    }
+    json_object_set_new(o, "sites", si);
+    return o;
+}
+
+/* ---- the command ----------------------------------------------------------------------------- */
+
+static ft_status profile_run(ft_cli_setup *su, ft_dev_emu_launch_record **recs, int *n,
+                             ft_err *err) {
+    ft_cuda_ctx *x = NULL;
+    ft_status s = ft_cuda_ctx_get(1, &x, err);
+    if (s == FT_OK) s = ft_dev_emu_set_profile(ft_cuda_dev(x), 1, err);
+    if (s == FT_OK) s = su->be->run(&su->c, &su->cfg, err);
+    ft_dev_emu_launch_record *r = NULL;
+    int nr = 0;
+    if (x) {
+        ft_err e2 = {0};
+        ft_dev_emu_set_profile(ft_cuda_dev(x), 0, &e2);
+        ft_dev_emu_profile_take(ft_cuda_dev(x), &r, &nr, &e2);
+    }
+    if (s != FT_OK) {
+        ft_dev_emu_records_free(r, nr);
+        return s;
+    }
+    *recs = r, *n = nr;
+    return FT_OK;
+}
+
+static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks, int nk) {
+    double napkin = ft_call_io_bytes(&su->c);
+    char cfg[512];
+    ft_config_format(su->be->space(su->op), &su->cfg, cfg, sizeof cfg);
+    uint64_t uniq = 0, sect = 0;
+    for (int i = 0; i < nk; i++) {
+        uniq += unique_bytes(&ks[i].p), sect += global_sectors(&ks[i].p) * 32;
+        qsort(ks[i].p.sites, (size_t)ks[i].p.nsites, sizeof *ks[i].p.sites, cmp_units);
+    }
+    if (a->json) {
+        json_t *root = json_object(), *arr = json_array();
+        json_object_set_new(root, "op", json_string(su->op->name));
+        json_object_set_new(root, "backend", json_string("cuda-emu"));
+        json_object_set_new(root, "config", json_string(cfg));
+        json_object_set_new(root, "napkin_bytes", json_real(napkin));
+        json_object_set_new(root, "unique_bytes", json_integer((json_int_t)uniq));
+        json_object_set_new(root, "sector_bytes", json_integer((json_int_t)sect));
+        for (int i = 0; i < nk; i++)
+            json_array_append_new(arr, kernel_json(&ks[i], a->sites));
+        json_object_set_new(root, "kernels", arr);
+        char *text = json_dumps(root, JSON_INDENT(2));
+        json_decref(root);
+        if (!text) return ft_cli_fail(FT_EXIT_FAIL, "inspect: out of memory");
+        printf("%s\n", text);
+        free(text);
+        return 0;
+    }
+    char nb[32], ub[32], sb[32];
+    ft_fmt_bytes(napkin, nb, sizeof nb);
+    ft_fmt_bytes((double)uniq, ub, sizeof ub);
+    ft_fmt_bytes((double)sect, sb, sizeof sb);
+    printf("%s on cuda-emu (memory profile), config %s\n", su->op->name, cfg);
+    printf("  napkin bytes %s; distinct bytes the kernels read and write %s (%.1f%% of napkin); "
+           "sectors requested %s (%.2fx)\n",
+           nb, ub, 100.0 * (napkin > 0 ? (double)uniq / napkin : 0), sb, per(sect, uniq));
+    for (int i = 0; i < nk; i++)
+        print_kernel(&ks[i], napkin, a->sites);
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    if (ft_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    inspect_args a;
+    int code = parse(argc, argv, &a);
+    if (code) return code;
+    ft_cli_setup su;
+    if ((code = ft_cli_setup_problem(&a.prob, a.op, 1, &su))) return code;
+    if (!su.op->cuda) {
+        ft_call_free(&su.c);
+        return ft_cli_fail(FT_EXIT_USAGE, "inspect: %s has no CUDA kernels", su.op->name);
+    }
+    if ((code = ft_cli_setup_inputs(&a.prob, &su))) return code;
+    ft_err err = {0};
+    ft_dev_emu_launch_record *recs = NULL;
+    int nrec = 0;
+    ft_status s = profile_run(&su, &recs, &nrec, &err);
+    if (s != FT_OK) {
+        ft_call_free(&su.c);
+        return ft_cli_fail_err(&err);
+    }
+    kernel_sum *ks = calloc(MAX_KERNELS, sizeof *ks);
+    int nk = 0;
+    for (int i = 0; ks && i < nrec; i++)
+        if (add_launch(ks, &nk, &recs[i]) != 0) {
+            code = ft_cli_fail(FT_EXIT_FAIL, "inspect: too many kernels, or out of memory");
+            break;
+        }
+    if (!ks) code = ft_cli_fail(FT_EXIT_FAIL, "inspect: out of memory");
+    if (!code) code = report(&a, &su, ks, nk);
+    for (int i = 0; ks && i < nk; i++)
+        free(ks[i].p.sites);
+    free(ks);
+    ft_dev_emu_records_free(recs, nrec);
+    ft_call_free(&su.c);
+    return code;
+}
+
+const ft_cmd ft_cmd_inspect = {"inspect",
+                               "what the GPU profiler would say of an op's CUDA kernels, on the "
+                               "emulator",
+                               run, usage};
