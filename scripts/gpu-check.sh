@@ -91,6 +91,13 @@ while IFS= read -r line; do
   steps+=("tune|${#runs[@]}|tune $name|$weight|12")
   runs+=("$line")
 done < <(gpu_runs)
+# Nsight Compute on each quick run's default and best configs: the memory and instruction figures
+# `flaretune inspect` derives on the emulator, measured (scripts/ncu-compare.py sets them side by
+# side). A GPU run's step, where ncu is installed; one step, a minute or two.
+ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ "$emu" = 0 ] && [ -n "$ncu_bin" ]; then
+  steps+=("ncu||Nsight Compute on the default and best configs|12|30")
+fi
 torch_cases=("decode --R 16 --L 4096" "decode --R 16 --L 32768" "decode --R 1 --L 32768"
   "train --S 3072 --NB 512 --backward" "loss --M 8192 --scheme dpace" "loss --M 8192 --scheme decay")
 [ "$quick" = 1 ] && torch_cases=("${torch_cases[0]}" "${torch_cases[3]}" "${torch_cases[4]}")
@@ -225,6 +232,7 @@ if [ "$emu" = 0 ]; then
   else
     record "FlashInfer baselines" skipped 0 0 "no flashinfer package on this machine" torch 0
   fi
+  [ -n "$ncu_bin" ] || record "Nsight Compute" skipped 0 0 "no ncu on this machine" ncu 0
 fi
 summarize
 
@@ -284,6 +292,7 @@ if best:
 PY
 )
   echo "${best:-no winner: the default configuration benchmarked}" >"$work/note"
+  echo "$best" >"$work/logs/best-$i.txt"
   [ -n "$best" ] || { [ $rc = 0 ] && rc=1; }
   local t brc=0
   for t in "${timers[@]}"; do
@@ -302,6 +311,45 @@ PY
   # A tuning session stopped at its share keeps its best: the benchmarks still ran.
   [ $rc = 130 ] || [ $rc = 143 ] && rc=124
   return $rc
+}
+# The metrics of `flaretune inspect`'s figures (docs/cuda.md, "Checking the emulator with Nsight
+# Compute"): time, DRAM bytes, global requests and sectors, shared wavefronts and bank
+# conflicts, instructions (warp and thread: active lanes), achieved occupancy.
+ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,\
+l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,\
+l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,\
+smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,\
+l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,\
+l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,\
+smsp__inst_executed.sum,smsp__thread_inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,\
+launch__grid_size,launch__block_size,launch__registers_per_thread
+step_ncu() {
+  local share=$1 i name op gpu_sizes cases=() c
+  for i in "${!runs[@]}"; do
+    IFS=$'\t' read -r name op gpu_sizes _ _ q <<<"${runs[$i]}"
+    [ "$q" = q ] || continue
+    cases+=("$i|default|")
+    [ -s "$work/logs/best-$i.txt" ] && cases+=("$i|best|$(cat "$work/logs/best-$i.txt")")
+  done
+  [ ${#cases[@]} -gt 0 ] || { echo "no tuning run to profile" >"$work/note"; return 77; }
+  local each=$((share / ${#cases[@]})) done=0 failed=0
+  for c in "${cases[@]}"; do
+    IFS='|' read -r i which cfg <<<"$c"
+    IFS=$'\t' read -r name op gpu_sizes _ <<<"${runs[$i]}"
+    # One call of the op (exec), its first 12 kernel launches profiled.
+    # shellcheck disable=SC2086
+    timeout -k 5 "$each" "$ncu_bin" --csv --page raw --launch-count 12 --metrics "$ncu_metrics" \
+      "$ft" exec "$op" $gpu_sizes --backend cuda ${cfg:+--config "$cfg"} --quiet \
+      >"$work/logs/ncu-$i-$which.csv" 2>"$work/logs/ncu-$i-$which.err"
+    if [ $? = 0 ]; then done=$((done + 1)); else failed=$((failed + 1)); tail -n 2 "$work/logs/ncu-$i-$which.err"; fi
+    printf '{"name": "%s", "op": "%s", "args": "%s", "which": "%s", "config": "%s"}\n' \
+      "$name" "$op" "$gpu_sizes" "$which" "$cfg" >"$work/logs/ncu-$i-$which.json"
+  done
+  local why=""
+  [ "$failed" -gt 0 ] && why=", $failed failed (raw.tar.gz: logs/ncu-*.err)"
+  echo "$done of ${#cases[@]} configs profiled by $(basename "$ncu_bin")$why" >"$work/note"
+  [ "$done" -gt 0 ] || return 1
+  return 0
 }
 step_torch() {
   local i=$1 share=$2
@@ -371,6 +419,7 @@ for s in "${steps[@]}"; do
     timer) step_timer "$share" ;;
     tune) step_tune "$idx" "$share" ;;
     torch) step_torch "$idx" "$share" ;;
+    ncu) step_ncu "$share" ;;
   esac
   rc=$?
   took=$(($(date +%s) - ss))

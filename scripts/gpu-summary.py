@@ -135,6 +135,143 @@ def runs_of(work, steps):
     return runs
 
 
+def ranks(xs):
+    """1-based ranks, ties sharing their mean rank."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(xs, ys):
+    """Spearman's rank correlation (Pearson's of the ranks); None under 3 pairs or no spread."""
+    if len(xs) < 3:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    return sxy / (sxx * syy) ** 0.5 if sxx > 0 and syy > 0 else None
+
+
+def prediction_of(work, i):
+    """The model against the tuning run: each measured candidate's median beside the time it
+    was predicted (predicted_s on its events), and their rank correlation."""
+    pred, meas = {}, {}
+    try:
+        for line in open(os.path.join(work, "logs", f"tune-{i}.jsonl")):
+            e = json.loads(line)
+            key = json.dumps(e.get("config"), sort_keys=True)
+            if isinstance(e.get("predicted_s"), (int, float)) and e["predicted_s"] > 0:
+                pred[key] = e["predicted_s"]
+            st = e.get("stats") or {}
+            if e.get("event") == "measured" and not e.get("screened") and st.get("median_s"):
+                meas[key] = st["median_s"]
+    except (OSError, ValueError):
+        return None
+    both = [k for k in meas if k in pred]
+    if not both:
+        return None
+    rho = spearman([pred[k] for k in both], [meas[k] for k in both])
+    return {"n": len(both), "rank_corr": rho,
+            "pairs": [[json.loads(k), pred[k], meas[k]] for k in both]}
+
+
+# Nsight Compute's raw CSV (--csv --page raw): a header of metric names, a row of units, then a
+# row per profiled launch. The figures are summed over the launches of one call.
+NCU_SUMS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+            "smsp__inst_executed.sum", "smsp__thread_inst_executed.sum")
+NCU_SCALE = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "nsecond": 1e-9,
+             "usecond": 1e-6, "msecond": 1e-3, "second": 1}
+
+
+def ncu_parse(text):
+    """{kernels: [name...], sums: {metric: value}} of one ncu CSV; None when it holds no row."""
+    import csv
+    import io
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    head = next((k for k, r in enumerate(rows) if "Kernel Name" in r), None)
+    if head is None or len(rows) < head + 3:
+        return None
+    names, units = rows[head], rows[head + 1]
+    sums, kernels = {}, []
+    for r in rows[head + 2:]:
+        if len(r) != len(names):
+            continue
+        kernels.append(r[names.index("Kernel Name")])
+        for m in NCU_SUMS:
+            if m in names:
+                k = names.index(m)
+                try:
+                    v = float(r[k].replace(",", ""))
+                except ValueError:
+                    continue
+                sums[m] = sums.get(m, 0.0) + v * NCU_SCALE.get(units[k].strip().lower(), 1)
+    return {"kernels": kernels, "sums": sums} if kernels else None
+
+
+def ncu_of(work):
+    """Each profiled config: its ncu sums and the figures `flaretune inspect` shows."""
+    out = []
+    logs = os.path.join(work, "logs")
+    for n in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+        if not (n.startswith("ncu-") and n.endswith(".json")):
+            continue
+        meta = load(os.path.join(logs, n)) or {}
+        try:
+            parsed = ncu_parse(open(os.path.join(logs, n[:-5] + ".csv")).read())
+        except OSError:
+            parsed = None
+        rec = dict(meta)
+        if not parsed:
+            rec["error"] = "no profiled launch (see logs/" + n[:-5] + ".err)"
+            out.append(rec)
+            continue
+        m = parsed["sums"]
+        div = lambda a, b: m.get(a, 0) / m[b] if m.get(b) else None  # noqa: E731
+        rec.update({
+            "launches": len(parsed["kernels"]),
+            "kernels": sorted(set(parsed["kernels"])),
+            "time_s": m.get("gpu__time_duration.sum"),
+            "dram_bytes": m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0),
+            "ld_sectors_per_request": div("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                                          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+            "st_sectors_per_request": div("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+                                          "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+            "shared_ld_wavefronts_per_request": div(
+                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                "smsp__inst_executed_op_shared_ld.sum"),
+            "shared_st_wavefronts_per_request": div(
+                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                "smsp__inst_executed_op_shared_st.sum"),
+            "bank_conflicts": m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0)
+            + m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0),
+            "warp_instructions": m.get("smsp__inst_executed.sum"),
+            "lanes_per_instruction": div("smsp__thread_inst_executed.sum",
+                                         "smsp__inst_executed.sum"),
+            "metrics": m,
+        })
+        out.append(rec)
+    return out
+
+
 def torch_of(work):
     out = []
     logs = os.path.join(work, "logs")
@@ -202,6 +339,32 @@ def markdown(doc):
             else:
                 ev = r.get("events") or {}
                 L.append(f"| {r['name']} | `{cfg}` | {med} | {t(ev.get('median_s'))} | {frac} | {ver} |")
+    preds = [r for r in doc["runs"] if r.get("prediction")]
+    if preds:
+        L.append("")
+        L.append("| run | predicted vs measured: rank correlation | candidates |")
+        L.append("|---|---|---|")
+        for r in preds:
+            p = r["prediction"]
+            rho = f"{p['rank_corr']:.2f}" if p.get("rank_corr") is not None else "(no spread)"
+            L.append(f"| {r['name']} | {rho} | {p['n']} |")
+    if doc.get("ncu"):
+        f = lambda x, d=2: "" if x is None else f"{x:.{d}f}"  # noqa: E731
+        L.append("")
+        L.append("| Nsight Compute | config | time | DRAM bytes | ld / st sectors per request | "
+                 "shared ld / st wavefronts per request | bank conflicts | warp instructions | "
+                 "lanes per instruction |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
+        for x in doc["ncu"]:
+            if "error" in x:
+                L.append(f"| {x.get('name')} | {x.get('which')} | {x['error']} |||||||")
+                continue
+            L.append(f"| {x.get('name')} | {x.get('which')} `{x.get('config') or 'default'}` | "
+                     f"{t(x.get('time_s'))} | {x['dram_bytes'] / 1e6:.1f} MB | "
+                     f"{f(x['ld_sectors_per_request'])} / {f(x['st_sectors_per_request'])} | "
+                     f"{f(x['shared_ld_wavefronts_per_request'])} / "
+                     f"{f(x['shared_st_wavefronts_per_request'])} | {x['bank_conflicts']:.0f} | "
+                     f"{x['warp_instructions'] or 0:.3g} | {f(x['lanes_per_instruction'], 1)} |")
     if doc["torch"]:
         L.append("")
         L.append("| PyTorch | shape | variant | median (IQR, n) | peak extra memory |")
@@ -246,6 +409,9 @@ def summarize(a):
     runs = runs_of(a.work, steps)
     for s, r in zip([s for s in steps if s.get("kind") == "tune"], runs):
         r["verified"] = verified_of(a.work, s["index"])
+        pred = prediction_of(a.work, s["index"])
+        if pred:
+            r["prediction"] = pred
     try:
         at_start = int(open(os.path.join(a.work, "cache-before")).read().strip() or 0)
     except (OSError, ValueError):
@@ -266,6 +432,7 @@ def summarize(a):
         "steps": steps,
         "runs": runs,
         "torch": torch_of(a.work),
+        "ncu": ncu_of(a.work),
     }
     doc["raw_left_out"] = pack(a.work, a.out)
     # The profile the tuning runs merge into (in WORK, beside its lock), copied whole.

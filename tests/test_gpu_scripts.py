@@ -6,6 +6,8 @@
     with other characters, a link) and passes a folder within them;
   - its packing leaves the event logs out when the logs would not fit, and says so;
   - its tables show a skipped run, a run without a winner and a cut step as such;
+  - its model check: Spearman's rank correlation of predicted and measured times (ties, no
+    spread), and Nsight Compute's raw CSV summed over launches into the figures of `inspect`;
   - gpu-import.sh refuses a folder that is no result, a rehearsal without --rehearsal, and a
     README without its markers, each before writing anything.
 
@@ -142,6 +144,68 @@ def test_tables():
     check("tune-3.jsonl" in md, "what the archive left out is said")
 
 
+NCU_CSV = """==PROF== Connected to process 123
+"ID","Process ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum",\
+"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum","l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",\
+"smsp__inst_executed.sum","smsp__thread_inst_executed.sum"
+"","","","usecond","Mbyte","","","inst","inst"
+"0","123","dflare_fwd_smem","10.5","2.0","1,000","4,000","500","16000"
+"1","123","dflare_fwd_smem","9.5","1.0","1000","12000","500","0"
+"""
+
+
+def test_model_and_ncu():
+    check(gs.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0, "same order: 1")
+    check(gs.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0, "reversed: -1")
+    check(gs.spearman([1, 2], [1, 2]) is None, "under 3 pairs: none")
+    check(gs.spearman([5, 5, 5], [1, 2, 3]) is None, "no spread: none")
+    check(gs.ranks([3, 1, 3, 2]) == [3.5, 1.0, 3.5, 2.0], "ties share their mean rank")
+    n = gs.ncu_parse(NCU_CSV.replace("\\\n", ""))
+    check(n is not None and n["kernels"] == ["dflare_fwd_smem"] * 2, f"two launches: {n}")
+    if n:
+        m = n["sums"]
+        check(abs(m["gpu__time_duration.sum"] - 20e-6) < 1e-12, f"time summed in seconds: {m}")
+        check(m["dram__bytes_read.sum"] == 3e6, "Mbyte scaled to bytes")
+        check(m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == 16000 and
+              m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 2000,
+              "thousands separators read")
+    check(gs.ncu_parse("==PROF== no kernels were profiled\n") is None, "no launch: none")
+    with tempfile.TemporaryDirectory() as tmp:
+        write(os.path.join(tmp, "logs", "ncu-0-best.csv"), NCU_CSV.replace("\\\n", "").encode())
+        write(os.path.join(tmp, "logs", "ncu-0-best.json"),
+              json.dumps({"name": "a", "which": "best", "config": "x=1"}).encode())
+        write(os.path.join(tmp, "logs", "ncu-1-default.json"),
+              json.dumps({"name": "b", "which": "default", "config": ""}).encode())
+        ev = [{"event": "verified", "config": {"x": i}, "predicted_s": p}
+              for i, p in enumerate((1e-5, 2e-5, 3e-5))]
+        ev += [{"event": "measured", "config": {"x": i}, "stats": {"median_s": m}}
+               for i, m in enumerate((3e-5, 1e-5, 2e-5))]
+        write(os.path.join(tmp, "logs", "tune-0.jsonl"),
+              "".join(json.dumps(e) + "\n" for e in ev).encode())
+        pred = gs.prediction_of(tmp, 0)
+        check(pred is not None and pred["n"] == 3 and abs(pred["rank_corr"] + 0.5) < 1e-12,
+              f"predicted 1,2,3 against measured 3,1,2: rho -0.5: {pred}")
+        x = gs.ncu_of(tmp)
+        check(len(x) == 2 and x[0]["ld_sectors_per_request"] == 8.0 and
+              x[0]["lanes_per_instruction"] == 16.0 and x[0]["launches"] == 2,
+              f"sectors per request 16000 / 2000, lanes 16000 / 1000: {x[:1]}")
+        check("error" in x[1], f"a config without its CSV is an error row: {x[1:]}")
+        # ncu-compare.py sets the figures beside the emulator's for the same op, sizes, config.
+        os.remove(os.path.join(tmp, "logs", "ncu-1-default.json"))
+        write(os.path.join(tmp, "logs", "ncu-0-best.json"),
+              json.dumps({"name": "a", "which": "default", "op": "fusion.dflare",
+                          "args": "--preset tiny.dflare.train", "config": ""}).encode())
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ncu-compare.py"), tmp,
+                            "--flaretune", clitest.FT, "--json"], capture_output=True, text=True)
+        rows = json.loads(r.stdout) if r.returncode == 0 else []
+        emu = rows[0]["emulator"] if len(rows) == 1 else {}
+        check(len(rows) == 1 and rows[0]["ncu"]["ld_sectors_per_request"] == 8.0 and
+              emu.get("st_sectors_per_request", 0) > 0 and
+              abs(emu["unique_bytes"] - emu["napkin_bytes"]) <= 0.05 * emu["napkin_bytes"],
+              f"ncu-compare: ncu's 8 sectors per load request beside the emulator's figures "
+              f"for the same config: {rows} {r.stderr}")
+
+
 def test_import():
     with tempfile.TemporaryDirectory() as tmp:
         import_into(tmp)
@@ -203,7 +267,8 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    return clitest.main(sys.argv[1], (test_limits, test_pack, test_tables, test_import))
+    return clitest.main(sys.argv[1], (test_limits, test_pack, test_tables, test_model_and_ncu,
+                                         test_import))
 
 
 if __name__ == "__main__":
