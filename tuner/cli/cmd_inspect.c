@@ -106,8 +106,12 @@ static void add_traffic(ft_emu_traffic *to, const ft_emu_traffic *t) {
 static int add_site(kernel_sum *k, const ft_emu_site *s) {
     for (int i = 0; i < k->p.nsites; i++) {
         ft_emu_site *t = &k->p.sites[i];
-        if (t->pc == s->pc && t->kind == s->kind) {
+        /* One source line may be several instructions (unrolled, inlined twice): one row. */
+        int same_line = s->where[0] && s->where[0] != '?' && strcmp(t->where, s->where) == 0;
+        if ((t->pc == s->pc || same_line) && t->kind == s->kind) {
             add_traffic(&t->t, &s->t);
+            t->flags |= s->flags;
+            if (s->size > t->size) t->size = s->size;
             return 0;
         }
     }

@@ -443,9 +443,9 @@ static int api_is_shared(ft_emu_thread *t, const void *p, size_t bytes) {
 
 static unsigned api_active_mask(ft_emu_thread *t) { return fiber_of(t)->blk->alive[t->warp]; }
 
-/* A profile module's access: the thread's own stack (its descriptor, registers spilled by the
- * host compiler, local arrays) is not memory a GPU kernel would request; the rest is shared or
- * global memory by address. */
+/* A profile module's access: the threads' stacks (their descriptors, which warp collectives
+ * read and write, registers spilled by the host compiler, local arrays) are not memory a GPU
+ * kernel would request; the rest is shared or global memory by address. */
 static const ft_emu_api emu_api;
 
 static void api_access(ft_emu_thread *t, const void *pc, const void *addr, unsigned size,
@@ -454,7 +454,8 @@ static void api_access(ft_emu_thread *t, const void *pc, const void *addr, unsig
     emu_block *b = f->blk;
     ft_emu_prof *p = b->l->prof;
     uintptr_t a = (uintptr_t)addr;
-    if (!p || (a & ~(uintptr_t)(FT_EMU_STACK_BYTES - 1)) == (uintptr_t)f) return;
+    uintptr_t stacks = (uintptr_t)b->pool->region;
+    if (!p || (a >= stacks && a - stacks < (uintptr_t)b->n * FT_EMU_STACK_BYTES)) return;
     /* Nor is the dialect's reading of this table, to call the runtime. */
     if (a >= (uintptr_t)&emu_api && a < (uintptr_t)(&emu_api + 1)) return;
     int shared = api_is_shared(t, addr, size ? size : 1);
