@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -816,6 +817,26 @@ ft_status ft_dev_emu_stats_of(const ft_dev *dev, ft_dev_emu_stats *out, ft_err *
     return FT_OK;
 }
 
+void ft_dev_emu_profile_gemm(ft_dev *dev, const char *what, double flops, double bytes, int bf16) {
+    if (!dev || dev->kind != FT_DEV_EMU) return;
+    emu_dev *d = emu_of(dev);
+    pthread_mutex_lock(&d->lock);
+    if (d->profile && d->nrecords < INT_MAX / 2) {
+        ft_dev_emu_launch_record r;
+        memset(&r, 0, sizeof r);
+        copy_cut(r.p.kernel, sizeof r.p.kernel, what);
+        copy_cut(r.source, sizeof r.source, "cuBLASLt");
+        r.gemm_flops = flops, r.gemm_bytes = bytes, r.gemm_bf16 = bf16 != 0;
+        if (d->nrecords == d->caprecords) {
+            int cap = d->caprecords ? 2 * d->caprecords : 16;
+            ft_dev_emu_launch_record *v = realloc(d->records, (size_t)cap * sizeof *v);
+            if (v) d->records = v, d->caprecords = cap;
+        }
+        if (d->nrecords < d->caprecords) d->records[d->nrecords++] = r;
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
 ft_status ft_dev_emu_set_profile(ft_dev *dev, int on, ft_err *err) {
     emu_dev *d = emu_check(dev, err);
     if (!d) return FT_EINVAL;
@@ -917,6 +938,6 @@ ft_status ft_dev_emu_profile_take(ft_dev *dev, ft_dev_emu_launch_record **out, i
     d->nrecords = d->caprecords = 0;
     pthread_mutex_unlock(&d->lock);
     for (int i = 0; i < *n; i++)
-        symbolize(d, &(*out)[i]);
+        if ((*out)[i].module[0]) symbolize(d, &(*out)[i]);
     return FT_OK;
 }

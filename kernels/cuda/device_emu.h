@@ -45,11 +45,18 @@ typedef struct ft_dev_emu_launch_record {
     char source[64];      /* the module's source, "fusion.cu"                               */
     char module[1100];    /* the module file in the cache (its debug info names the lines)   */
     int incomplete;       /* memory ran out while collecting: the figures are a lower bound */
+    /* A GEMM the op asked of cuBLASLt (the emulator computes it on the host: no kernel of ours,
+     * no accesses recorded): its FLOPs, the bytes of its operands, and its operands' type
+     * (1: bf16 on the tensor cores; 0: f32, fp32 compute on the CUDA cores). 0 FLOPs: a kernel. */
+    double gemm_flops, gemm_bytes;
+    int gemm_bf16;
 } ft_dev_emu_launch_record;
 
 /* The launches recorded since profiling began or the last take, in order; the caller frees them
  * with ft_dev_emu_records_free. Source lines are looked up (addr2line) here. */
 ft_status ft_dev_emu_profile_take(ft_dev *d, ft_dev_emu_launch_record **out, int *n, ft_err *err);
 void ft_dev_emu_records_free(ft_dev_emu_launch_record *r, int n);
+/* While profiling: record a GEMM (p.kernel = what) in launch order; nothing when not profiling. */
+void ft_dev_emu_profile_gemm(ft_dev *d, const char *what, double flops, double bytes, int bf16);
 
 #endif

@@ -18,6 +18,7 @@
  * too; as in BLAS, C is not read when beta is 0 (the emulator's poisoned memory would show it).
  */
 #include "cuda_backend.h"
+#include "device_emu.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -32,7 +33,8 @@
 #include <pthread.h>
 #endif
 
-/* ---- arguments --------------------------------------------------------------------------------- */
+/* ---- arguments ---------------------------------------------------------------------------------
+ */
 
 static const char *dt_name(ft_dt d) { return d == FT_DT_BF16 ? "bf16" : "f32"; }
 
@@ -45,8 +47,8 @@ static void describe(const ft_gemm_desc *g, char *buf, size_t n) {
              g->trans_b ? "^T" : "", dt_name(g->ab), dt_name(g->c), batch);
 }
 
-static ft_status check(const ft_gemm_desc *g, const void *A, const void *B, const void *C,
-                       int algo, ft_err *err) {
+static ft_status check(const ft_gemm_desc *g, const void *A, const void *B, const void *C, int algo,
+                       ft_err *err) {
     if (!g) return ft_err_set(err, FT_EINVAL, "ft_cuda_gemm: no GEMM descriptor");
     char d[160];
     describe(g, d, sizeof d);
@@ -104,7 +106,8 @@ static ft_status check(const ft_gemm_desc *g, const void *A, const void *B, cons
     return FT_OK;
 }
 
-/* ---- bf16 -------------------------------------------------------------------------------------- */
+/* ---- bf16 --------------------------------------------------------------------------------------
+ */
 
 static float bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
@@ -130,7 +133,8 @@ static void widen(const uint16_t *src, int64_t ld, int64_t rows, int64_t cols, f
             dst[i * cols + j] = bf16_to_f32(src[i * ld + j]);
 }
 
-/* ---- the CPU path (the emulator) -------------------------------------------------------------- */
+/* ---- the CPU path (the emulator) --------------------------------------------------------------
+ */
 
 /* C = beta * C over M x N (beta 0: zeros, C not read), for K = 0 or alpha = 0. */
 static void scale_c(const ft_gemm_desc *g, void *C) {
@@ -207,7 +211,8 @@ static ft_status gemm_host(const ft_gemm_desc *g, const void *A, const void *B, 
     return FT_OK;
 }
 
-/* ---- the GPU path: cuBLASLt ------------------------------------------------------------------- */
+/* ---- the GPU path: cuBLASLt -------------------------------------------------------------------
+ */
 
 #if FT_HAVE_CUDA
 
@@ -322,7 +327,8 @@ static cudaDataType_t cuda_type(ft_dt d) { return d == FT_DT_BF16 ? CUDA_R_16BF 
 
 static ft_status layout(cublasLtMatrixLayout_t *l, ft_dt dt, int64_t rows, int64_t cols, int64_t ld,
                         int64_t batch, int64_t stride, const char **what, cublasStatus_t *stp) {
-    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, cuda_type(dt), (uint64_t)rows, (uint64_t)cols, ld);
+    cublasStatus_t st =
+        cublasLtMatrixLayoutCreate(l, cuda_type(dt), (uint64_t)rows, (uint64_t)cols, ld);
     if (st != CUBLAS_STATUS_SUCCESS) {
         *l = NULL;
         *what = "cublasLtMatrixLayoutCreate";
@@ -430,15 +436,15 @@ static ft_status gemm_gpu_k0(ft_gemm_state *s, const ft_gemm_desc *g, void *C, f
     char d[160];
     describe(g, d, sizeof d);
     if (g->beta != 0.0f)
-        return ft_err_set(err, FT_EUNSUPPORTED, "%s: K = 0 with beta %g is not supported on the GPU",
-                          d, (double)g->beta);
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "%s: K = 0 with beta %g is not supported on the GPU", d, (double)g->beta);
     const size_t es = ft_dt_size(g->c);
     cudaStream_t stream = (cudaStream_t)ft_dev_cuda_stream(s->dev);
     const int64_t nb = g->batch > 1 ? g->batch : 1;
     for (int64_t b = 0; b < nb; b++) {
-        cudaError_t e = cudaMemset2DAsync((char *)C + (size_t)(b * g->stride_c) * es,
-                                          (size_t)g->ldc * es, 0, (size_t)g->N * es,
-                                          (size_t)g->M, stream);
+        cudaError_t e =
+            cudaMemset2DAsync((char *)C + (size_t)(b * g->stride_c) * es, (size_t)g->ldc * es, 0,
+                              (size_t)g->N * es, (size_t)g->M, stream);
         if (e != cudaSuccess)
             return ft_err_set(err, FT_EINTERNAL, "%s: cudaMemset2DAsync: %s", d,
                               cudaGetErrorString(e));
@@ -491,8 +497,8 @@ static ft_status gemm_gpu(ft_cuda_ctx *x, const ft_gemm_desc *g, const void *A, 
                           d, algo, n, n == 1 ? "" : "s", n - 1);
     }
     const float alpha = g->alpha, beta = g->beta;
-    cublasStatus_t st = cublasLtMatmul(s->lt, p->op, &alpha, B, p->la, A, p->lb, &beta, C, p->lc,
-                                       C, p->lc, &p->algos[algo].algo, s->ws, s->ws_bytes,
+    cublasStatus_t st = cublasLtMatmul(s->lt, p->op, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C,
+                                       p->lc, &p->algos[algo].algo, s->ws, s->ws_bytes,
                                        (cudaStream_t)ft_dev_cuda_stream(s->dev));
     pthread_mutex_unlock(&s->lock);
     return st == CUBLAS_STATUS_SUCCESS ? FT_OK : lt_fail(err, st, "cublasLtMatmul", g);
@@ -510,16 +516,29 @@ void ft_gemm_state_close(ft_gemm_state *s) { free(s); }
 
 /* ---- the entry point ------------------------------------------------------------------------- */
 
-ft_status ft_cuda_gemm(ft_cuda_ctx *x, const ft_gemm_desc *g, const void *A, const void *B,
-                       void *C, int algo, ft_err *err) {
+ft_status ft_cuda_gemm(ft_cuda_ctx *x, const ft_gemm_desc *g, const void *A, const void *B, void *C,
+                       int algo, ft_err *err) {
     if (!x) return ft_err_set(err, FT_EINVAL, "ft_cuda_gemm: no CUDA context");
     ft_status s = check(g, A, B, C, algo, err);
     if (s) return s;
     if (g->M == 0 || g->N == 0) return FT_OK;
-    if (ft_cuda_emulated(x)) return gemm_host(g, A, B, C, err);
+    if (ft_cuda_emulated(x)) {
+        /* The emulator's profile counts what cuBLASLt would do on the GPU. */
+        double nb = g->batch > 1 ? (double)g->batch : 1.0, ab = (double)ft_dt_size(g->ab);
+        double flops = 2.0 * (double)g->M * (double)g->N * (double)g->K * nb;
+        double bytes =
+            nb * (ab * (double)(g->M * g->K + g->K * g->N) +
+                  (double)ft_dt_size(g->c) * (double)(g->M * g->N) * (g->beta != 0 ? 2 : 1));
+        char what[96];
+        snprintf(what, sizeof what, "gemm %lldx%lldx%lld%s", (long long)g->M, (long long)g->N,
+                 (long long)g->K, g->batch > 1 ? " (batched)" : "");
+        ft_dev_emu_profile_gemm(ft_cuda_dev(x), what, flops, bytes, g->ab == FT_DT_BF16);
+        return gemm_host(g, A, B, C, err);
+    }
 #if FT_HAVE_CUDA
     return gemm_gpu(x, g, A, B, C, algo, err);
 #else
-    return ft_err_set(err, FT_ENODEV, "GEMM on the GPU: flaretune was built without the CUDA toolkit");
+    return ft_err_set(err, FT_ENODEV,
+                      "GEMM on the GPU: flaretune was built without the CUDA toolkit");
 #endif
 }

@@ -47,6 +47,8 @@ typedef struct kernel_sum {
     ft_emu_uint3 grid, block; /* of its first launch */
     ft_emu_launch_prof p;     /* added up; sites merged by address */
     int capsites;
+    double gemm_flops, gemm_bytes; /* a GEMM of cuBLASLt's (no kernel of ours): 0 for a kernel */
+    int gemm_bf16;
 } kernel_sum;
 
 typedef struct inspect_args {
@@ -139,6 +141,8 @@ static int add_launch(kernel_sum *ks, int *nk, const ft_dev_emu_launch_record *r
     }
     k->launches++;
     k->incomplete |= r->incomplete;
+    k->gemm_flops += r->gemm_flops, k->gemm_bytes += r->gemm_bytes;
+    k->gemm_bf16 = r->gemm_bf16;
     for (int i = 0; i < FT_EMU_NACC; i++)
         add_traffic(&k->p.t[i], &r->p.t[i]);
     k->p.blocks += r->p.blocks, k->p.warps += r->p.warps;
@@ -182,8 +186,21 @@ static void print_traffic(const char *what, const ft_emu_traffic *t, const char 
            100.0 * per(t->partial, t->requests), bytes);
 }
 
+static void print_gemm(const kernel_sum *k) {
+    char b[32];
+    ft_fmt_bytes(k->gemm_bytes, b, sizeof b);
+    printf("\n  %s  (cuBLASLt on a GPU; the host computes it here)  %d call%s, %.3g GFLOP, %s "
+           "of operands, %s\n",
+           k->name, k->launches, k->launches == 1 ? "" : "s", k->gemm_flops / 1e9, b,
+           k->gemm_bf16 ? "bf16: tensor cores" : "f32 with fp32 compute: CUDA cores");
+}
+
 static void print_kernel(const kernel_sum *k, double napkin, int nsites) {
     const ft_emu_launch_prof *p = &k->p;
+    if (k->gemm_flops > 0) {
+        print_gemm(k);
+        return;
+    }
     printf("\n  %s  (%s)  %d launch%s, grid (%u,%u,%u) x block (%u,%u,%u)%s\n", k->name, k->source,
            k->launches, k->launches == 1 ? "" : "es", k->grid.x, k->grid.y, k->grid.z, k->block.x,
            k->block.y, k->block.z,
@@ -241,6 +258,12 @@ static json_t *kernel_json(const kernel_sum *k, int nsites) {
     json_object_set_new(o, "source", json_string(k->source));
     json_object_set_new(o, "launches", json_integer(k->launches));
     json_object_set_new(o, "incomplete", json_boolean(k->incomplete));
+    if (k->gemm_flops > 0) {
+        json_object_set_new(o, "gemm",
+                            json_pack("{s:f,s:f,s:b}", "flops", k->gemm_flops, "bytes",
+                                      k->gemm_bytes, "bf16", k->gemm_bf16));
+        return o;
+    }
     json_object_set_new(
         o, "grid",
         json_pack("[III]", (json_int_t)k->grid.x, (json_int_t)k->grid.y, (json_int_t)k->grid.z));
@@ -301,7 +324,8 @@ static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks,
     ft_config_format(su->be->space(su->op), &su->cfg, cfg, sizeof cfg);
     uint64_t uniq = 0, sect = 0;
     for (int i = 0; i < nk; i++) {
-        uniq += unique_bytes(&ks[i].p), sect += global_sectors(&ks[i].p) * 32;
+        uniq += unique_bytes(&ks[i].p) + (uint64_t)ks[i].gemm_bytes;
+        sect += global_sectors(&ks[i].p) * 32 + (uint64_t)ks[i].gemm_bytes;
         qsort(ks[i].p.sites, (size_t)ks[i].p.nsites, sizeof *ks[i].p.sites, cmp_units);
     }
     if (a->json) {
@@ -327,8 +351,8 @@ static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks,
     ft_fmt_bytes((double)uniq, ub, sizeof ub);
     ft_fmt_bytes((double)sect, sb, sizeof sb);
     printf("%s on cuda-emu (memory profile), config %s\n", su->op->name, cfg);
-    printf("  napkin bytes %s; distinct bytes the kernels read and write %s (%.1f%% of napkin); "
-           "sectors requested %s (%.2fx)\n",
+    printf("  napkin bytes %s; distinct bytes the kernels read and write (a GEMM: its operands) %s "
+           "(%.1f%% of napkin); sectors requested %s (%.2fx)\n",
            nb, ub, 100.0 * (napkin > 0 ? (double)uniq / napkin : 0), sb, per(sect, uniq));
     for (int i = 0; i < nk; i++)
         print_kernel(&ks[i], napkin, a->sites);
