@@ -13,6 +13,7 @@
 
 #if FT_HAVE_CUDA
 #include <cuda_runtime.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -127,6 +128,10 @@ static void test_table_entry(void) {
     FT_CHECK(t->l2_bytes == props.l2_bytes, "L2: table %zu, device %zu", t->l2_bytes,
              props.l2_bytes);
     FT_CHECK(t->max_blocks_per_sm == spec.max_blocks_per_sm, "blocks per SM");
+    /* The boost clock the time model takes is the one the runtime reports (within 2%). */
+    FT_CHECK(props.clock_khz > 0 && fabs(props.clock_khz * 1e3 / t->sm_clock_hz - 1) < 0.02,
+             "SM clock: table %.0f MHz, device %d MHz", t->sm_clock_hz / 1e6,
+             props.clock_khz / 1000);
     int v = 0;
     if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxBlocksPerMultiprocessor, 0) == cudaSuccess)
         FT_CHECK(v == t->max_blocks_per_sm, "blocks per SM: table %d, device %d",

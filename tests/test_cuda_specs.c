@@ -7,6 +7,7 @@
  * CUDA occupancy calculator shows up here. Needs no toolkit and no GPU.
  */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "cuda/specs.h"
@@ -194,11 +195,39 @@ static void test_table_consistency(void) {
         FT_CHECK(s->sm_count > 0 && s->l2_bytes > 0 && s->mem_bytes > 0, "%s sizes", s->name);
         FT_CHECK(s->mem_bw > 1e11 && s->bf16_flops > 1e14, "%s rates", s->name);
         FT_CHECK(s->regs_per_sm == 65536 && s->max_regs_per_thread == 255, "%s regs", s->name);
+        /* The time model's figures: a boost clock of 1.4 to 2.6 GHz, four schedulers, an L2
+         * faster than DRAM, 128 bytes of shared memory a clock, the launch cost. */
+        FT_CHECK(s->sm_clock_hz >= 1.4e9 && s->sm_clock_hz <= 2.6e9, "%s clock %g", s->name,
+                 s->sm_clock_hz);
+        FT_CHECK(s->schedulers_per_sm == 4 && s->smem_bytes_per_clock == 128, "%s issue", s->name);
+        FT_CHECK(s->l2_bw > s->mem_bw && s->l2_bw == FT_L2_BYTES_PER_CLOCK * s->sm_clock_hz,
+                 "%s L2 %g", s->name, s->l2_bw);
+        FT_CHECK(s->launch_s == FT_GPU_LAUNCH_S && s->launch_s > 1e-6 && s->launch_s < 5e-6,
+                 "%s launch %g", s->name, s->launch_s);
         /* Every device runs a 1024-thread block of 32-register threads. */
         ft_occupancy o;
         FT_CHECK(ft_cuda_occupancy(s, 1024, 32, 0, &o, NULL) == FT_OK && o.blocks_per_sm >= 1,
                  "%s 1024 threads", s->name);
     }
+}
+
+/* The clocks reproduce each datasheet's FP32 figure (SMs x FP32 lanes x 2 x clock) and the
+ * L2 rule its A100 figure (5120 bytes a clock at 1410 MHz). */
+static void test_clocks(void) {
+    const struct {
+        const char *dev;
+        int lanes;
+        double fp32;
+    } rows[] = {{"a100", 64, 19.5e12},  {"h100", 128, 67e12},      {"h200", 128, 67e12},
+                {"l40s", 128, 91.6e12}, {"rtx4090", 128, 82.6e12}, {"b200", 128, 75e12}};
+    for (int i = 0; i < 6; i++) {
+        const ft_gpu_spec *s = ft_gpu_spec_find(rows[i].dev);
+        double fp32 = s->sm_count * rows[i].lanes * 2.0 * s->sm_clock_hz;
+        FT_CHECK(fabs(fp32 / rows[i].fp32 - 1) < 0.002, "%s: FP32 %g, datasheet %g", s->name, fp32,
+                 rows[i].fp32);
+    }
+    FT_CHECK_NEAR(ft_gpu_spec_find("a100")->l2_bw, 7.2192e12, 1e6);
+    FT_CHECK_NEAR(ft_gpu_spec_find("h200")->sm_clock_hz, 1.98e9, 1e6);
 }
 
 static void test_from_props(void) {
@@ -217,9 +246,13 @@ static void test_from_props(void) {
     p.smem_per_block = 48 * 1024;
     p.smem_per_block_optin = 227 * 1024;
     p.smem_per_sm = 228 * 1024;
+    p.clock_khz = 1980000;
     ft_gpu_spec s;
     ft_err err = {0};
     FT_CHECK(ft_gpu_spec_from_props(&p, &s, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(s.sm_clock_hz == 1.98e9 && s.schedulers_per_sm == 4 && s.l2_bw == 5120 * 1.98e9 &&
+                 s.launch_s == FT_GPU_LAUNCH_S && s.mem_bw == 0,
+             "present device's figures: clock %g, L2 %g", s.sm_clock_hz, s.l2_bw);
     const int cases[][3] = {{256, 32, 0}, {256, 128, 0}, {128, 32, 100 * 1024}, {32, 16, 0}};
     for (int i = 0; i < 4; i++) {
         ft_occupancy a, b;
@@ -324,6 +357,7 @@ int main(void) {
     FT_RUN(test_bad_inputs);
     FT_RUN(test_lookup);
     FT_RUN(test_table_consistency);
+    FT_RUN(test_clocks);
     FT_RUN(test_from_props);
     FT_RUN(test_check);
     FT_RUN(test_fmt);

@@ -24,10 +24,24 @@
     .reg_alloc_unit = 256, .sub_partitions = 4, .smem_alloc_unit = 128,                            \
     .smem_reserved_per_block = 1 * KIB
 
+/* What the time model (predict.h) takes the same on every architecture of the table: four
+ * warp schedulers per SM, one per sub-partition, each issuing one warp instruction a clock (the
+ * A100, H100 and Ada whitepapers' SM diagrams), the shared memory's wavefront a clock, the
+ * launch cost (specs.h). */
+#define FT_SM80_ISSUE                                                                              \
+    .schedulers_per_sm = 4, .smem_bytes_per_clock = FT_SMEM_BYTES_PER_CLOCK,                       \
+    .launch_s = FT_GPU_LAUNCH_S
+
 /* Limits every architecture of the table shares (the same guide). */
 #define FT_SM80_PLUS                                                                               \
     .warp_size = 32, .max_threads_per_block = 1024, .regs_per_sm = 65536, .regs_per_block = 65536, \
-    .max_regs_per_thread = 255, .smem_per_block = 48 * KIB, FT_SM80_UNITS
+    .max_regs_per_thread = 255, .smem_per_block = 48 * KIB, FT_SM80_UNITS, FT_SM80_ISSUE
+
+/* A device's boost SM clock, and its L2 bandwidth by the rule of specs.h at that clock. Where a
+ * datasheet prints no clock, it is the one its FP32 figure implies, to 10 MHz: FP32 FLOP/s = SMs
+ * x 128 lanes (64 on the A100) x 2 (an FMA) x clock (test_cuda_specs checks each against its
+ * datasheet's FP32 figure). */
+#define FT_CLOCK(hz) .sm_clock_hz = (hz), .l2_bw = FT_L2_BYTES_PER_CLOCK * (hz)
 
 /* Each architecture's per-SM limits, from its tuning guide. Ampere: up to 164 KB shared memory
  * per SM, 163 KB per block, 32 blocks and 2048 threads per SM. */
@@ -56,42 +70,52 @@
 /* clang-format off */
 static const ft_gpu_spec specs[] = {
     /* A100 SXM4 80GB. NVIDIA A100 datasheet: 80 GB HBM2e, 2,039 GB/s, BF16 Tensor Core
-     * 312 TFLOPS (624 with sparsity). A100 whitepaper: 108 SMs, 40 MB L2. */
+     * 312 TFLOPS (624 with sparsity). A100 whitepaper: 108 SMs, 40 MB L2, boost clock
+     * 1410 MHz (FP32 19.5 TFLOPS = 108 x 64 x 2 x 1.41 GHz). */
     {.name = "a100", .aliases = "a100-sxm a100-80gb a100-sxm4",
      .model = "NVIDIA A100-SXM4-80GB", FT_ARCH_SM80, .sm_count = 108,
-     .l2_bytes = 40 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 2039e9, .bf16_flops = 312e12},
+     .l2_bytes = 40 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 2039e9, .bf16_flops = 312e12,
+     FT_CLOCK(1410e6)},
     /* H100 SXM5 80GB. NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, BF16 Tensor Core
-     * 1,979 TFLOPS with sparsity (989.5 dense). H100 whitepaper: 132 SMs in the SXM5 part,
-     * 50 MB L2. */
+     * 1,979 TFLOPS with sparsity (989.5 dense), FP32 67 TFLOPS: a 1.98 GHz boost clock.
+     * H100 whitepaper: 132 SMs in the SXM5 part, 50 MB L2. */
     {.name = "h100", .aliases = "h100-sxm h100-sxm5 h100-80gb",
      .model = "NVIDIA H100 80GB HBM3", FT_ARCH_SM90A, .sm_count = 132,
-     .l2_bytes = 50 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 3.35e12, .bf16_flops = 989.5e12},
+     .l2_bytes = 50 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 3.35e12, .bf16_flops = 989.5e12,
+     FT_CLOCK(1980e6)},
     /* H200 SXM 141GB. NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, BF16 Tensor Core
-     * 1,979 TFLOPS with sparsity (989.5 dense). The same GH100 SMs as the H100 SXM5 (132 SMs)
+     * 1,979 TFLOPS with sparsity (989.5 dense), FP32 67 TFLOPS (1.98 GHz, as the H100's).
+     * The same GH100 SMs as the H100 SXM5 (132 SMs)
      * but 60 MiB of L2, as the CUDA runtime reports on an H200 (checked by
      * test_cuda_occupancy). */
     {.name = "h200", .aliases = "h200-sxm h200-141gb",
      .model = "NVIDIA H200", FT_ARCH_SM90A, .sm_count = 132,
-     .l2_bytes = 60 * MIB, .mem_bytes = (size_t)141e9, .mem_bw = 4.8e12, .bf16_flops = 989.5e12},
+     .l2_bytes = 60 * MIB, .mem_bytes = (size_t)141e9, .mem_bw = 4.8e12, .bf16_flops = 989.5e12,
+     FT_CLOCK(1980e6)},
     /* L40S. NVIDIA L40S datasheet: 18,176 CUDA cores (142 SMs of 128), 48 GB GDDR6, 864 GB/s,
-     * BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 96 MB L2. */
+     * BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 96 MB L2, FP32 91.6 TFLOPS (a
+     * 2.52 GHz boost clock). */
     {.name = "l40s", .aliases = "l40-s",
      .model = "NVIDIA L40S", FT_ARCH_SM89, .sm_count = 142,
-     .l2_bytes = 96 * MIB, .mem_bytes = (size_t)48e9, .mem_bw = 864e9, .bf16_flops = 362.05e12},
+     .l2_bytes = 96 * MIB, .mem_bytes = (size_t)48e9, .mem_bw = 864e9, .bf16_flops = 362.05e12,
+     FT_CLOCK(2520e6)},
     /* GeForce RTX 4090. Ada Lovelace whitepaper (appendix, RTX 4090 column): 128 SMs, 72 MB L2,
      * 24 GB GDDR6X at 21 Gbps on 384 bits (1,008 GB/s), peak BF16 tensor with FP32 accumulate
      * 165.2 TFLOPS dense (330.4 with sparsity; GeForce parts run fp32 accumulation at half the
-     * fp16-accumulate rate). */
+     * fp16-accumulate rate), boost clock 2520 MHz. */
     {.name = "rtx4090", .aliases = "4090 rtx-4090 geforce-rtx-4090",
      .model = "NVIDIA GeForce RTX 4090", FT_ARCH_SM89, .sm_count = 128,
-     .l2_bytes = 72 * MIB, .mem_bytes = (size_t)24e9, .mem_bw = 1008e9, .bf16_flops = 165.2e12},
+     .l2_bytes = 72 * MIB, .mem_bytes = (size_t)24e9, .mem_bw = 1008e9, .bf16_flops = 165.2e12,
+     FT_CLOCK(2520e6)},
     /* B200 (HGX B200, 180 GB). NVIDIA HGX B200 datasheet, per GPU: 180 GB HBM3e, 8 TB/s,
-     * FP16/BF16 Tensor Core 4.5 PFLOPS with sparsity (2.25 dense). The SM count (148) and L2
+     * FP16/BF16 Tensor Core 4.5 PFLOPS with sparsity (2.25 dense), FP32 75 TFLOPS (a
+     * 1.98 GHz boost clock at 148 SMs). The SM count (148) and L2
      * (126 MB) are what the CUDA runtime reports for a B200; the datasheet does not print
      * them. */
     {.name = "b200", .aliases = "b200-sxm hgx-b200",
      .model = "NVIDIA B200", FT_ARCH_SM100A, .sm_count = 148,
-     .l2_bytes = 126 * MIB, .mem_bytes = (size_t)180e9, .mem_bw = 8e12, .bf16_flops = 2.25e15},
+     .l2_bytes = 126 * MIB, .mem_bytes = (size_t)180e9, .mem_bw = 8e12, .bf16_flops = 2.25e15,
+     FT_CLOCK(1980e6)},
 };
 /* clang-format on */
 enum { NSPECS = sizeof specs / sizeof specs[0] };
@@ -192,6 +216,8 @@ ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err
         .l2_bytes = p->l2_bytes,
         .mem_bytes = p->mem_bytes,
         FT_SM80_UNITS,
+        FT_SM80_ISSUE,
+        FT_CLOCK(p->clock_khz * 1e3),
     };
     return FT_OK;
 }

@@ -48,7 +48,30 @@ typedef struct ft_gpu_spec {
     size_t mem_bytes;
     double mem_bw;     /* peak DRAM bandwidth, bytes/s                                       */
     double bf16_flops; /* dense bf16 tensor throughput with fp32 accumulation, FLOP/s        */
+    /* For the time model (predict.h); a rate of 0 is unknown. */
+    double sm_clock_hz;          /* boost SM clock                                          */
+    int schedulers_per_sm;       /* warp schedulers, each issuing one warp instruction a clock */
+    double l2_bw;                /* L2 bandwidth to the SMs, bytes/s                        */
+    double smem_bytes_per_clock; /* shared-memory bandwidth of one SM (one wavefront a clock) */
+    double launch_s;             /* the fixed cost of one kernel launch (FT_GPU_LAUNCH_S)   */
 } ft_gpu_spec;
+
+/* What one kernel launch costs however little it does: the front end's processing of the
+ * launch, the grid's start on the SMs and its drain at the end. Kernels that do almost nothing
+ * take 2-3 us from one launch to the next on a stream on the datacenter GPUs of the table
+ * (CUDA events around back-to-back empty kernels; CUPTI's records of such kernels are 1-2 us
+ * shorter, the rest being the gap between them); 2.5 us is the middle of that range: a floor
+ * under every prediction, not a fitted figure. */
+#define FT_GPU_LAUNCH_S 2.5e-6
+/* The L2's bandwidth per clock: the A100 whitepaper's L2 read bandwidth, 5120 bytes per clock
+ * (2.3x the V100's 2048 at their clocks). NVIDIA prints no per-clock figure for Hopper, Ada or
+ * Blackwell: the table applies this one at each device's boost clock, a rule (an upper bound
+ * microbenchmarks do not reach), not a measurement; on a GPU the tuner measures its L2. */
+#define FT_L2_BYTES_PER_CLOCK 5120.0
+/* Shared memory: 32 banks of 4 bytes, one wavefront (128 bytes) per clock per SM on every
+ * architecture of the table (CUDA programming guide, "Shared Memory", compute capability 5.x
+ * and later). */
+#define FT_SMEM_BYTES_PER_CLOCK 128.0
 
 /* The table: A100, H100, H200, L40S, RTX 4090, B200 (in that order). */
 int ft_gpu_spec_count(void);
@@ -61,8 +84,9 @@ const ft_gpu_spec *ft_gpu_spec_for_arch(const char *arch);
 /* The known names, comma-separated, for error messages. */
 const char *ft_gpu_spec_names(void);
 /* A spec for a device that is present: its own properties (SMs, register file, shared memory,
- * L2, memory) with the architecture's allocation units and per-SM block limit. FT_EUNSUPPORTED
- * for compute capabilities before 8.0. Bandwidth and FLOP/s are 0 (unknown). */
+ * L2, memory, clock) with the architecture's allocation units, per-SM block limit and schedulers,
+ * the L2 rule at its clock and the launch cost. FT_EUNSUPPORTED for compute capabilities before
+ * 8.0. DRAM bandwidth and FLOP/s are 0 (unknown). */
 ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err *err);
 
 /* ---- occupancy -------------------------------------------------------------------------------- */
