@@ -1,0 +1,79 @@
+/* predict.h: how long a kernel would take on a named GPU, from figures known without one.
+ *
+ * A launch is described by what it moves and issues: the bytes it brings from DRAM, the bytes
+ * its requests move between the SMs and L2 (whole 32-byte sectors), shared-memory wavefronts,
+ * warp instructions issued, and tensor-core FLOPs; with its geometry and occupancy on the device
+ * (specs.h). Those figures come from the emulator's profile (emu/emu.h: sectors, unique bytes,
+ * requests), the SASS instruction mix (sass.h: instructions per memory instruction), ptxas's
+ * resources (occupancy), or the op's napkin math where nothing better is known.
+ *
+ * The time is the largest of the limits, each a closed form over the device's datasheet
+ * figures (specs.h):
+ *
+ *   dram    = dram_bytes / mem_bw
+ *   l2      = l2_bytes / l2_bw
+ *   shared  = wavefronts / (SMs used x 1 per clock x clock)
+ *   issue   = warp instructions / (SMs used x schedulers x clock x latency hiding)
+ *   tensor  = mma FLOPs / (bf16_flops x SMs used / SMs)
+ *   launch  = a fixed cost per launch
+ *
+ * where "SMs used" is min(SMs, blocks) (a grid smaller than the device leaves SMs idle) and the
+ * latency hiding is the fraction of a scheduler's issue slots that its resident warps can fill
+ * (min(1, warps per scheduler / FT_PREDICT_WARPS_TO_HIDE)). The bound is the limit that gave
+ * the time (a tie goes to the launch, then to the limit listed first). Pure C; built everywhere.
+ *
+ * Resident warps per SM are the kernel's occupancy (warps_per_sm), or fewer when the grid has
+ * fewer blocks than that per SM: ceil(blocks / SMs used) x the warps of a block (block_threads
+ * given). Unknown inputs: blocks <= 0 is a grid that fills the device, warps_per_sm <= 0 full
+ * occupancy, a device rate of 0 (specs.h: unknown) leaves its limit at 0; negative or NaN
+ * figures count as 0, so every result is finite.
+ */
+#ifndef FT_CUDA_PREDICT_H
+#define FT_CUDA_PREDICT_H
+
+#include "specs.h"
+
+/* Warps a scheduler needs to issue every clock: the dependent-issue latency of an FFMA is 4
+ * clocks from Volta on (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+ * Microbenchmarking", 2018; the same on Ampere and Hopper), so four warps with no
+ * instruction-level parallelism keep a scheduler busy; fewer leave issue slots empty in
+ * proportion. (Memory latency needs more warps or more bytes in flight per warp: the dram and
+ * l2 limits assume the kernel has them.) */
+#define FT_PREDICT_WARPS_TO_HIDE 4
+
+typedef enum ft_bound {
+    FT_BOUND_DRAM,
+    FT_BOUND_L2,
+    FT_BOUND_SHARED,
+    FT_BOUND_ISSUE,
+    FT_BOUND_TENSOR,
+    FT_BOUND_LAUNCH,
+    FT_BOUND_N
+} ft_bound;
+
+/* "dram", "l2", "shared", "issue", "tensor", "launch". */
+const char *ft_bound_name(ft_bound b);
+
+typedef struct ft_predict_in {
+    double dram_bytes;        /* bytes read from and written to DRAM (unique sectors x 32)  */
+    double l2_bytes;          /* bytes of sectors requested by the SMs (0: dram_bytes)       */
+    double shared_wavefronts; /* shared-memory wavefronts, all warps                         */
+    double warp_instructions; /* warp instructions issued, all warps                         */
+    double mma_flops;         /* tensor-core FLOPs                                           */
+    double blocks;            /* blocks in the grid                                          */
+    int block_threads;
+    int warps_per_sm; /* resident warps per SM at the kernel's occupancy (specs.h)   */
+} ft_predict_in;
+
+typedef struct ft_prediction {
+    double seconds;           /* the largest limit                  */
+    double limit[FT_BOUND_N]; /* each limit in seconds               */
+    ft_bound bound;           /* which one gave `seconds`            */
+} ft_prediction;
+
+ft_prediction ft_predict(const ft_gpu_spec *g, const ft_predict_in *in);
+
+/* A sequence of launches: the sum of their times, bound by the launch that took longest. */
+ft_prediction ft_predict_sum(const ft_prediction *p, int n);
+
+#endif
