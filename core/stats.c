@@ -43,3 +43,68 @@ void ft_stats_compute(double *x, int n, ft_stats *st) {
     st->stdev = n > 1 ? sqrt(ss / (n - 1)) : 0;
     st->ci_rel = st->median > 0 ? 1.57 * st->iqr / sqrt((double)n) / st->median : INFINITY;
 }
+
+typedef struct {
+    double v;
+    int i;
+} indexed;
+
+/* By value, NaN after every number; ties by index. */
+static int cmp_indexed(const void *a, const void *b) {
+    const indexed *x = a, *y = b;
+    int nx = isnan(x->v), ny = isnan(y->v);
+    if (nx != ny) return nx - ny;
+    if (!nx && x->v != y->v) return (x->v > y->v) - (x->v < y->v);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+int ft_argsort(const double *v, int n, int *order) {
+    indexed *tmp = malloc(sizeof *tmp * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) {
+        order[i] = i;
+        if (tmp) tmp[i] = (indexed){v[i], i};
+    }
+    if (!tmp) return 0;
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_indexed);
+    for (int i = 0; i < n; i++)
+        order[i] = tmp[i].i;
+    free(tmp);
+    return 1;
+}
+
+/* The ranks (1-based; ties share their mean) of v[0..n) into r; 0 when out of memory. */
+static int ranks_of(const double *v, int n, int *order, double *r) {
+    if (!ft_argsort(v, n, order)) return 0;
+    for (int a = 0; a < n;) {
+        int b = a;
+        while (b + 1 < n && v[order[b + 1]] == v[order[a]])
+            b++;
+        double mean = 0.5 * (a + b) + 1;
+        for (int k = a; k <= b; k++)
+            r[order[k]] = mean;
+        a = b + 1;
+    }
+    return 1;
+}
+
+double ft_rank_correlation(const double *x, const double *y, int n) {
+    if (n < 2) return NAN;
+    int *order = malloc(sizeof *order * (size_t)n);
+    double *rx = malloc(sizeof *rx * (size_t)n * 2);
+    double *ry = rx ? rx + n : NULL;
+    if (!order || !rx || !ranks_of(x, n, order, rx) || !ranks_of(y, n, order, ry)) {
+        free(order);
+        free(rx);
+        return NAN;
+    }
+    double mean = 0.5 * (n + 1), sxy = 0, sxx = 0, syy = 0;
+    for (int i = 0; i < n; i++) {
+        double dx = rx[i] - mean, dy = ry[i] - mean;
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    free(order);
+    free(rx);
+    return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
+}

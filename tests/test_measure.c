@@ -48,6 +48,27 @@ static ft_status fake_prep(void *p, int sample, ft_err *err) {
     return FT_OK;
 }
 
+/* Spearman's rank correlation: orders agreeing, reversed, one swap, ties (mean ranks:
+ * x = 1, 2.5, 2.5, 4 against 1..4 gives 4.5 / sqrt(4.5 x 5) = 3 / sqrt(10)), and no answer
+ * for fewer than two pairs or a constant side. */
+static void test_rank_correlation(void) {
+    double x[] = {1, 2, 3, 4, 5}, sq[] = {1, 4, 9, 16, 25}, rev[] = {9, 7, 5, 3, 1};
+    double swap[] = {1, 3, 2, 5, 4}, flat[] = {2, 2, 2, 2, 2};
+    FT_CHECK(ft_rank_correlation(x, sq, 5) == 1, "monotone: %g", ft_rank_correlation(x, sq, 5));
+    FT_CHECK(ft_rank_correlation(x, rev, 5) == -1, "reversed");
+    FT_CHECK_NEAR(ft_rank_correlation(x, swap, 5), 0.8, 1e-12);
+    double tx[] = {1, 2, 2, 3}, ty[] = {10, 20, 30, 40};
+    FT_CHECK_NEAR(ft_rank_correlation(tx, ty, 4), 3 / sqrt(10), 1e-12);
+    FT_CHECK(isnan(ft_rank_correlation(x, sq, 1)) && isnan(ft_rank_correlation(x, flat, 5)),
+             "undefined cases");
+    /* The order under the ranks: by value, ties by index, NaN last. */
+    double v[] = {3, NAN, 1, 3, -2, NAN};
+    int order[6], want[6] = {4, 2, 0, 3, 1, 5};
+    FT_CHECK(ft_argsort(v, 6, order) && memcmp(order, want, sizeof want) == 0,
+             "argsort %d %d %d %d %d %d", order[0], order[1], order[2], order[3], order[4],
+             order[5]);
+}
+
 static void test_converges_on_quiet_samples(void) {
     fake f = {.base = 1e-3, .noise = 0.001};
     ft_rng_seed(&f.rng, 1);
@@ -130,6 +151,7 @@ static void test_stop_flag(void) {
 
 int main(void) {
     FT_RUN(test_quantiles);
+    FT_RUN(test_rank_correlation);
     FT_RUN(test_converges_on_quiet_samples);
     FT_RUN(test_noisy_samples_hit_the_cap);
     FT_RUN(test_batches_short_calls);

@@ -23,6 +23,15 @@ typedef struct ft_stats {
  * call; sorts `x` in place and leaves batch, converged and total_s alone. */
 void ft_stats_compute(double *x, int n, ft_stats *st);
 
+/* order[0..n) = the indices of v by increasing value, ties in index order, NaNs last. Returns 0
+ * (order then 0..n-1) when out of memory. */
+int ft_argsort(const double *v, int n, int *order);
+
+/* Spearman's rank correlation of n pairs (x[i], y[i]): the Pearson correlation of their ranks,
+ * tied values sharing the mean of their ranks. 1: y orders the pairs as x does, -1: the
+ * reverse. NaN when n < 2, when either side is constant, or out of memory. */
+double ft_rank_correlation(const double *x, const double *y, int n);
+
 #ifdef __cplusplus
 }
 #endif
