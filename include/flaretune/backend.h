@@ -25,6 +25,18 @@ typedef struct ft_kernel_span {
     double start_s, end_s; /* seconds since the epoch (the device clock mapped to wall time) */
 } ft_kernel_span;
 
+/* A call's time on a GPU as a backend predicts it before anything runs (the time model of
+ * kernels/cuda/predict.h): the largest of its limits, each named. */
+#define FT_PREDICTION_MAX_LIMITS 8
+typedef struct ft_backend_prediction {
+    double seconds;    /* the predicted time of one call                                 */
+    const char *bound; /* the name of the limit that gave it ("dram", "tensor", ...)     */
+    int nlimits;
+    const char *limit_name[FT_PREDICTION_MAX_LIMITS];
+    double limit_s[FT_PREDICTION_MAX_LIMITS]; /* each limit, seconds                     */
+    char device[32];                          /* the device predicted for ("h200")       */
+} ft_backend_prediction;
+
 typedef struct ft_backend {
     const char *name;
     const char *summary;
@@ -75,6 +87,12 @@ typedef struct ft_backend {
     /* Optional, for a backend that compiles kernels: the distinct kernel modules this process
      * has needed so far, compiled here or found in the disk cache (each counted once). */
     void (*kernel_modules)(int *compiled, int *cached);
+    /* Optional, for a GPU backend: predict one call of c with cfg (NULL: the default) on the
+     * GPU named `device` ("h200"; NULL: the one the backend runs on) from what is known without
+     * running it. FT_EINVAL for a device it does not know, FT_EUNSUPPORTED when cfg cannot run
+     * there or the device's figures are unknown, each with one line. */
+    ft_status (*predict)(ft_call *c, const ft_config *cfg, const char *device,
+                         ft_backend_prediction *out, ft_err *err);
 } ft_backend;
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

@@ -22,6 +22,7 @@
 #include "flaretune/measure.h"
 #include "flaretune/space.h"
 
+#include "predict.h"
 #include "prefetch.h"
 #include "specs.h"
 
@@ -29,6 +30,7 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include "nvrtc.h"
 #include "timer.h"
 #endif
 
@@ -552,6 +554,158 @@ static void gpu_prefetch(const ft_call *c, const ft_config *cfgs, int n, int job
     prefetch_on(0, c, cfgs, n, jobs);
 }
 
+/* ---- predicted time ------------------------------------------------------------------------ */
+
+/* The device a prediction is for: a table entry by name, or (no name) the table's entry for the
+ * GPU the `cuda` backend runs on. */
+static ft_status predict_device(int emulated, const char *name, const ft_gpu_spec **out,
+                                ft_err *err) {
+    if (name && *name) {
+        if (!(*out = ft_gpu_spec_find(name)))
+            return ft_err_set(err, FT_EINVAL, "unknown GPU '%s' to predict for (%s)", name,
+                              ft_gpu_spec_names());
+        return FT_OK;
+    }
+    if (emulated)
+        return ft_err_set(err, FT_EINVAL,
+                          "cuda-emu predicts for a named GPU (%s): the emulator is none",
+                          ft_gpu_spec_names());
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(0, &x, err);
+    if (s) return s;
+    const ft_dev_props *p = ft_dev_props_of(x->dev);
+    for (int i = 0; i < ft_gpu_spec_count(); i++)
+        if (strcmp(ft_gpu_spec_at(i)->model, p->name) == 0) {
+            *out = ft_gpu_spec_at(i);
+            return FT_OK;
+        }
+    return ft_err_set(err, FT_EUNSUPPORTED,
+                      "%s is not in the device table (%s): its DRAM bandwidth and tensor "
+                      "throughput are unknown; name a device to predict for",
+                      p->name, ft_gpu_spec_names());
+}
+
+/* Whether cfg runs its FLOPs on the tensor cores: bf16 storage with a parameter at a value
+ * labelled "mma" (the kernels' mma.sync paths: stage=mma, path=mma, core=mma), or an op whose
+ * space has an `algo` (its GEMMs are cuBLASLt's, which take bf16 to the tensor cores; f32
+ * GEMMs compute in fp32 on the CUDA cores, gemm.c). The ops' own tensor-core paths are named so
+ * in their headers; a path named otherwise would be counted on the CUDA cores. */
+static int uses_tensor_cores(const ft_call *c, const ft_space *s, const ft_config *cfg) {
+    if (ft_cuda_call_dt(c) != FT_DT_BF16) return 0;
+    for (int i = 0; i < s->nparams; i++) {
+        const ft_param *p = &s->params[i];
+        if (strcmp(p->name, "algo") == 0) return 1;
+        int v = cfg->v[i];
+        if (p->labels && v >= 0 && v < p->n && strcmp(p->labels[v], "mma") == 0) return 1;
+    }
+    return 0;
+}
+
+/* The occupancy of cfg's least-occupied kernel on g, with ptxas's resources for g's
+ * architecture (NVRTC, through its disk cache): in->warps_per_sm and in->block_threads. Without
+ * the toolkit nothing is known and both stay 0 (full occupancy). FT_EUNSUPPORTED when a kernel
+ * cannot run on g (spills, too much shared memory, no block per SM). */
+static ft_status predict_occupancy(const ft_call *c, const ft_cuda_op *op, const ft_config *cfg,
+                                   const ft_gpu_spec *g, ft_predict_in *in, ft_err *err) {
+#if FT_HAVE_CUDA
+    ft_cuda_module_spec ms[8];
+    memset(ms, 0, sizeof ms);
+    int nm = op->modules ? op->modules(c, ft_cuda_call_dt(c), cfg, ms, 8) : 0;
+    for (int i = 0; i < nm; i++) {
+        const char *defs[FT_CUDA_MAX_DEFINES];
+        for (int d = 0; d < ms[i].ndefines; d++)
+            defs[d] = ms[i].defines[d];
+        ft_nvrtc_result res;
+        ft_status s = ft_nvrtc_compile(ms[i].source, defs, ms[i].ndefines, g->arch, &res, err);
+        if (s) return s;
+        ft_kernel_info info[FT_CUDA_MAX_KERNELS];
+        memset(info, 0, sizeof info);
+        for (int k = 0; k < ms[i].nkernels; k++) {
+            const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, ms[i].kernels[k].name);
+            if (kr) info[k] = kr->info;
+        }
+        ft_nvrtc_result_free(&res);
+        char why[256];
+        if (!ft_cuda_check_module(g, &ms[i], info, why, sizeof why))
+            return ft_err_set(err, FT_EUNSUPPORTED, "cannot run on %s: %s", g->name, why);
+        for (int k = 0; k < ms[i].nkernels; k++) {
+            ft_occupancy o;
+            if (ft_cuda_occupancy(g, ms[i].kernels[k].block_threads, info[k].regs,
+                                  info[k].smem_static + ms[i].kernels[k].dyn_smem, &o, err))
+                return FT_EINVAL;
+            if (in->warps_per_sm == 0 || o.warps_per_sm < in->warps_per_sm) {
+                in->warps_per_sm = o.warps_per_sm;
+                in->block_threads = ms[i].kernels[k].block_threads;
+            }
+        }
+    }
+#else
+    (void)c, (void)op, (void)cfg, (void)g, (void)in, (void)err;
+#endif
+    return FT_OK;
+}
+
+/* What the time model is given for cfg of call c on device g: every input of the prediction is
+ * gathered here, so better figures replace these where they are known. Napkin-level today:
+ *   dram_bytes         the op's minimal traffic (ft_call_io_bytes: every tensor once)
+ *   l2_bytes           not known (0: as dram_bytes)
+ *   shared_wavefronts  not known (0)
+ *   mma_flops          the op's FLOPs (op->flops) when cfg runs them on the tensor cores
+ *   warp_instructions  otherwise the same FLOPs as FP32 FMAs on the CUDA cores: FLOPs / 64 (a
+ *                      warp instruction is 32 lanes x 2 FLOPs), nothing else counted
+ *   blocks             not known (0: a grid that fills the device)
+ * Known for the device: the occupancy of cfg's least-occupied kernel (predict_occupancy). */
+static ft_status predict_inputs(ft_call *c, const ft_cuda_op *op, const ft_config *cfg,
+                                const ft_gpu_spec *g, ft_predict_in *in, ft_err *err) {
+    memset(in, 0, sizeof *in);
+    double flops = c->op->flops ? c->op->flops(c) : 0;
+    in->dram_bytes = ft_call_io_bytes(c);
+    if (uses_tensor_cores(c, op->space, cfg))
+        in->mma_flops = flops;
+    else
+        in->warp_instructions = flops / 64;
+    return predict_occupancy(c, op, cfg, g, in, err);
+}
+
+static ft_status predict_on(int emulated, ft_call *c, const ft_config *cfg, const char *device,
+                            ft_backend_prediction *out, ft_err *err) {
+    const char *bname = emulated ? "cuda-emu" : "cuda";
+    memset(out, 0, sizeof *out);
+    const ft_gpu_spec *g;
+    ft_status s = predict_device(emulated, device, &g, err);
+    if (s) return s;
+    const ft_cuda_op *op = ft_cuda_op_of(c->op);
+    if (!op)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s does not implement %s", bname, c->op->name);
+    ft_config def;
+    if (!cfg) {
+        ft_config_default(op->space, &def);
+        cfg = &def;
+    }
+    ft_predict_in in;
+    if ((s = predict_inputs(c, op, cfg, g, &in, err))) return s;
+    ft_prediction p = ft_predict(g, &in);
+    out->seconds = p.seconds;
+    out->bound = ft_bound_name(p.bound);
+    out->nlimits = FT_BOUND_N;
+    for (int b = 0; b < FT_BOUND_N; b++) {
+        out->limit_name[b] = ft_bound_name((ft_bound)b);
+        out->limit_s[b] = p.limit[b];
+    }
+    snprintf(out->device, sizeof out->device, "%s", g->name);
+    return FT_OK;
+}
+
+static ft_status emu_predict(ft_call *c, const ft_config *cfg, const char *device,
+                             ft_backend_prediction *out, ft_err *err) {
+    return predict_on(1, c, cfg, device, out, err);
+}
+
+static ft_status gpu_predict(ft_call *c, const ft_config *cfg, const char *device,
+                             ft_backend_prediction *out, ft_err *err) {
+    return predict_on(0, c, cfg, device, out, err);
+}
+
 static int emu_available(char *why, size_t n) {
     ft_cuda_ctx *x;
     ft_err err = {0};
@@ -586,6 +740,7 @@ const ft_backend ft_backend_cuda_emu = {
     .device = emu_device,
     .prefetch = emu_prefetch,
     .kernel_modules = ft_kc_counts,
+    .predict = emu_predict,
 };
 
 static int gpu_available(char *why, size_t n) {
@@ -759,4 +914,5 @@ const ft_backend ft_backend_cuda = {
     .prefetch = gpu_prefetch,
     .valid_compiles = 1,
     .kernel_modules = ft_kc_counts,
+    .predict = gpu_predict,
 };
