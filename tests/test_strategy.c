@@ -512,9 +512,11 @@ static int make_problem(problem *p, const char *opname, const char *preset) {
 static double fake_score(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
 
 /* Append one run of p to log `path`: every candidate but `skip` (-1: none) from `from` to
- * `to`, candidate `reject` rejected. */
-static void write_run(const char *path, const problem *p, const char *run, const char *key,
-                      int from, int to, int skip, int reject) {
+ * `to`, candidate `reject` rejected; with `pred`, each event carries pred[i] as predicted_s
+ * (for an h200). */
+static void write_run_predicted(const char *path, const problem *p, const char *run,
+                                const char *key, int from, int to, int skip, int reject,
+                                const double *pred) {
     ft_err err = {0};
     ft_eventlog *log;
     FT_CHECK(ft_eventlog_open(path, run, &log, &err) == FT_OK, "%s", err.msg);
@@ -525,6 +527,7 @@ static void write_run(const char *path, const problem *p, const char *run, const
                            "preset", p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
                            ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
                            ft_config_to_json(&p->space, &def), "key", key);
+    if (pred) json_object_set_new(ev, "predict", json_pack("{s:s}", "device", "h200"));
     ft_eventlog_write(log, ev, &err);
     for (int i = from; i < to; i++) {
         if (i == skip) continue;
@@ -535,6 +538,7 @@ static void write_run(const char *path, const problem *p, const char *run, const
         else
             ev = json_pack("{s:s, s:o, s:i, s:{s:f, s:i}}", "event", "measured", "config", cfg,
                            "candidate", i, "stats", "median_s", fake_score(i), "samples", 10);
+        if (pred) json_object_set_new(ev, "predicted_s", json_real(pred[i]));
         ft_eventlog_write(log, ev, &err);
         if (i == from) { /* a verified event before the measured one is ignored */
             ev = json_pack("{s:s, s:o, s:i}", "event", "verified", "config",
@@ -545,6 +549,11 @@ static void write_run(const char *path, const problem *p, const char *run, const
     ev = json_pack("{s:s}", "event", "run_end");
     ft_eventlog_write(log, ev, &err);
     ft_eventlog_close(log);
+}
+
+static void write_run(const char *path, const problem *p, const char *run, const char *key,
+                      int from, int to, int skip, int reject) {
+    write_run_predicted(path, p, run, key, from, to, skip, reject, NULL);
 }
 
 static void temp_path(char *buf, size_t n) {
@@ -635,6 +644,106 @@ static void test_replay_load(void) {
     FT_CHECK(ft_landscape_load(path, &l, &err) == FT_EIO, "missing file");
 }
 
+/* The predicted-time rules on a landscape of 8 worked by hand (ms):
+ *
+ *   candidate   0    1    2    3    4    5    6     7
+ *   score       5    3    8    1    2    9    rej   4      optimum 3, default 0
+ *   predicted   4    2    9    1.5  3    8    1     -
+ *
+ * Predicted order 6 3 1 4 0 5 2 7 reaches the optimum at its 2nd evaluation (space order: 4th).
+ * Ranks over 0..5 (6 rejected, 7 unpredicted): predicted 4 2 6 1 3 5, measured 4 3 5 1 2 6,
+ * d^2 = 4: rho = 1 - 6 x 4 / (6 x 35) = 31/35. Pruning at factor F keeps predictions <= F (the
+ * best is 1), the unpredicted 7 and the default 0: F = 1.4 keeps 6 7 0 (best kept 4 ms: 4x
+ * the optimum), 1.5 adds 3 (the optimum), 2 adds 1, 4 adds 4. */
+static void test_replay_predicted(void) {
+    double score[8] = {5e-3, 3e-3, 8e-3, 1e-3, 2e-3, 9e-3, INFINITY, 4e-3};
+    double pred[8] = {4e-3, 2e-3, 9e-3, 1.5e-3, 3e-3, 8e-3, 1e-3, NAN};
+    ft_landscape l;
+    memset(&l, 0, sizeof l);
+    l.ncands = 8;
+    l.score = score;
+    l.predicted = pred;
+    l.npredicted = 7;
+    l.best = 3;
+    l.def = 0;
+    int order[8], want[8] = {6, 3, 1, 4, 0, 5, 2, 7};
+    ft_predicted_order(pred, 8, order);
+    FT_CHECK(memcmp(order, want, sizeof want) == 0, "order %d %d %d %d %d %d %d %d", order[0],
+             order[1], order[2], order[3], order[4], order[5], order[6], order[7]);
+    FT_CHECK(ft_landscape_first_within_predicted(&l, 0.05) == 2, "predicted order: %d",
+             ft_landscape_first_within_predicted(&l, 0.05));
+    FT_CHECK(ft_landscape_first_within(&l, 0.05) == 4, "space order: %d",
+             ft_landscape_first_within(&l, 0.05));
+    /* Within 100% (2 ms): candidate 3 still comes first; within 300% (4 ms) too. */
+    FT_CHECK(ft_landscape_first_within_predicted(&l, 3.0) == 2, "target 300%%");
+    int n = 0;
+    FT_CHECK_NEAR(ft_landscape_rank_correlation(&l, &n), 31.0 / 35.0, 1e-12);
+    FT_CHECK(n == 6, "compared %d", n);
+    const struct {
+        double f;
+        int kept, best_kept, within;
+        double ratio;
+    } cases[] = {{1.4, 3, 0, 0, 4}, {1.5, 4, 1, 1, 1}, {2, 5, 1, 1, 1}, {4, 6, 1, 1, 1}};
+    for (int k = 0; k < 4; k++) {
+        ft_prune_outcome o;
+        ft_landscape_prune(&l, cases[k].f, 0.05, &o);
+        FT_CHECK(o.kept == cases[k].kept && o.best_kept == cases[k].best_kept &&
+                     o.within_kept == cases[k].within && o.factor == cases[k].f,
+                 "factor %g: kept %d, optimum %d, within %d", cases[k].f, o.kept, o.best_kept,
+                 o.within_kept);
+        FT_CHECK_NEAR(o.best_kept_ratio, cases[k].ratio, 1e-12);
+    }
+    /* Within 300% of the optimum, candidate 0 (5 ms) is too slow, 7 (4 ms) is in: 1.4 keeps
+     * one within. */
+    ft_prune_outcome o;
+    ft_landscape_prune(&l, 1.4, 3.0, &o);
+    FT_CHECK(o.within_kept == 1 && o.best_kept == 0, "target 300%%: within %d", o.within_kept);
+    /* Nothing predicted: nothing to order by or prune. */
+    double none[8];
+    for (int i = 0; i < 8; i++)
+        none[i] = NAN;
+    l.predicted = none;
+    l.npredicted = 0;
+    unsigned char keep[8];
+    FT_CHECK(ft_predicted_prune(none, 8, 1.5, -1, keep) == 8, "no predictions keep all");
+    FT_CHECK(ft_landscape_first_within_predicted(&l, 0.05) == -1, "no predicted order");
+    FT_CHECK(isnan(ft_landscape_rank_correlation(&l, &n)) && n == 0, "no correlation");
+}
+
+/* A log whose events carry predicted_s: the landscape has them, the device and the default. */
+static void test_replay_load_predicted(void) {
+    problem p;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
+    double *pred = malloc(sizeof *pred * (size_t)p.n);
+    for (int i = 0; i < p.n; i++)
+        pred[i] = fake_score((i + 1) % p.n); /* off by one: a poor predictor */
+    char path[512];
+    ft_err err = {0};
+    ft_landscape l;
+    temp_path(path, sizeof path);
+    write_run_predicted(path, &p, "r1", "k1", 0, p.n, -1, 3, pred);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(l.npredicted == p.n && strcmp(l.predict_device, "h200") == 0, "%d predicted for %s",
+             l.npredicted, l.predict_device);
+    int same = 1;
+    for (int i = 0; i < p.n && i < l.ncands; i++)
+        same &= l.predicted[i] == pred[i];
+    FT_CHECK(same, "each candidate's prediction");
+    ft_config def;
+    ft_config_default(&p.space, &def);
+    FT_CHECK(l.def >= 0 && ft_config_equal(&l.cands[l.def], &def), "default at %d", l.def);
+    ft_landscape_free(&l);
+    /* Without predictions: none, and no device. */
+    unlink(path);
+    write_run(path, &p, "r2", "k2", 0, p.n, -1, -1);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(l.npredicted == 0 && l.predict_device[0] == 0 && isnan(l.predicted[0]),
+             "no predictions");
+    ft_landscape_free(&l);
+    unlink(path);
+    free(pred);
+}
+
 int main(void) {
     make_cands();
     FT_RUN(test_space_setup);
@@ -650,5 +759,7 @@ int main(void) {
     FT_RUN(test_options);
     FT_RUN(test_quality);
     FT_RUN(test_replay_load);
+    FT_RUN(test_replay_predicted);
+    FT_RUN(test_replay_load_predicted);
     return ft_test_finish();
 }

@@ -16,6 +16,7 @@
 #include "flaretune/eventlog.h"
 #include "flaretune/json.h"
 #include "flaretune/op_json.h"
+#include "flaretune/stats.h"
 
 static const char *str_field(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));
@@ -121,14 +122,17 @@ static ft_status enumerate(ft_landscape *l, int64_t **keys, ft_err *err) {
     if (n > 1 << 28) return ft_err_set(err, FT_EUNSUPPORTED, "too many candidates to replay");
     l->cands = malloc((size_t)n * sizeof *l->cands);
     l->score = malloc((size_t)n * sizeof *l->score);
+    l->predicted = malloc((size_t)n * sizeof *l->predicted);
     *keys = malloc((size_t)n * sizeof **keys);
-    if (!l->cands || !l->score || !*keys) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    if (!l->cands || !l->score || !l->predicted || !*keys)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
     for (int64_t k = 0; k < total; k++) {
         ft_config cfg;
         ft_space_config_at(&l->space, k, &cfg);
         if (!ft_space_valid(&l->space, &l->call, &cfg, NULL, 0)) continue;
         (*keys)[l->ncands] = k;
         l->score[l->ncands] = NAN;
+        l->predicted[l->ncands] = NAN;
         l->cands[l->ncands++] = cfg;
     }
     return FT_OK;
@@ -162,13 +166,16 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         const char *evrun = str_field(ev, "run");
         if (run[0] && evrun && strcmp(evrun, run) != 0) continue;
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
-        if (!measured && !rejected) continue;
+        if (!measured && !rejected && !is_event(ev, "verified")) continue;
         ft_config cfg;
         if (ft_config_from_json(&l->space, json_object_get(ev, "config"), &cfg, err))
-            return ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1,
-                               measured ? "measured" : "rejected");
+            return ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
         int c = find_key(keys, l->ncands, ft_space_index_of(&l->space, &cfg));
         if (c < 0) continue; /* not a candidate at this shape (e.g. a baseline outside the space) */
+        const json_t *pred = json_object_get(ev, "predicted_s");
+        if (json_is_number(pred) && json_number_value(pred) > 0)
+            l->predicted[c] = json_number_value(pred);
+        if (!measured && !rejected) continue;
         if (rejected) {
             l->score[c] = INFINITY;
             continue;
@@ -190,7 +197,7 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
 ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
                                    ft_err *err) {
     memset(l, 0, sizeof *l);
-    l->best = -1;
+    l->best = l->def = -1;
     if (!json_is_array(events)) return ft_err_set(err, FT_EINVAL, "%s: no events", name);
     size_t n = json_array_size(events), last = n;
     for (size_t i = n; i-- > 0;)
@@ -233,9 +240,16 @@ ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_la
         ft_landscape_free(l);
         return s;
     }
+    ft_config def;
+    l->def = ft_config_from_json(&l->space, json_object_get(start, "default"), &def, NULL)
+                 ? -1
+                 : find_key(keys, l->ncands, ft_space_index_of(&l->space, &def));
     free(keys);
+    const char *pdev = str_field(json_object_get(start, "predict"), "device");
+    snprintf(l->predict_device, sizeof l->predict_device, "%s", pdev ? pdev : "");
     int missing = 0, first_missing = -1;
     for (int c = 0; c < l->ncands; c++) {
+        l->npredicted += !isnan(l->predicted[c]);
         if (isnan(l->score[c])) {
             if (first_missing < 0) first_missing = c;
             missing++;
@@ -281,11 +295,13 @@ void ft_landscape_free(ft_landscape *l) {
     free(l->params);
     free(l->cands);
     free(l->score);
+    free(l->predicted);
     l->params = NULL;
     l->cands = NULL;
     l->score = NULL;
-    l->ncands = 0;
-    l->best = -1;
+    l->predicted = NULL;
+    l->ncands = l->npredicted = 0;
+    l->best = l->def = -1;
 }
 
 int ft_landscape_reaches(const ft_landscape *l, double s, double target) {
@@ -338,4 +354,73 @@ done:
     free(seen);
     ft_strategy_free(st);
     return s;
+}
+
+/* ---- predicted time ------------------------------------------------------------------------ */
+
+void ft_predicted_order(const double *predicted, int n, int *order) {
+    ft_argsort(predicted, n, order); /* out of memory: space order, still an order */
+}
+
+int ft_predicted_prune(const double *predicted, int n, double factor, int keep_always,
+                       unsigned char *keep) {
+    double best = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (predicted[i] < best) best = predicted[i];
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        keep[i] = isnan(predicted[i]) || !isfinite(best) || predicted[i] <= factor * best ||
+                  i == keep_always;
+        kept += keep[i];
+    }
+    return kept;
+}
+
+double ft_landscape_rank_correlation(const ft_landscape *l, int *n) {
+    double *x = malloc(sizeof *x * (size_t)(2 * l->ncands + 2));
+    *n = 0;
+    if (!x) return NAN;
+    double *y = x + l->ncands + 1;
+    for (int c = 0; c < l->ncands; c++)
+        if (!isnan(l->predicted[c]) && isfinite(l->score[c])) {
+            x[*n] = l->predicted[c];
+            y[(*n)++] = l->score[c];
+        }
+    double r = ft_rank_correlation(x, y, *n);
+    free(x);
+    return r;
+}
+
+int ft_landscape_first_within_predicted(const ft_landscape *l, double target) {
+    int *order = malloc(sizeof *order * (size_t)(l->ncands + 1));
+    int at = -1;
+    if (!order || l->npredicted == 0) {
+        free(order);
+        return -1;
+    }
+    ft_predicted_order(l->predicted, l->ncands, order);
+    for (int k = 0; k < l->ncands && at < 0; k++)
+        if (ft_landscape_reaches(l, l->score[order[k]], target)) at = k + 1;
+    free(order);
+    return at;
+}
+
+void ft_landscape_prune(const ft_landscape *l, double factor, double target,
+                        ft_prune_outcome *out) {
+    memset(out, 0, sizeof *out);
+    out->factor = factor;
+    out->best_kept_ratio = INFINITY;
+    unsigned char *keep = malloc((size_t)l->ncands + 1);
+    if (!keep || l->best < 0) {
+        free(keep);
+        return;
+    }
+    out->kept = ft_predicted_prune(l->predicted, l->ncands, factor, l->def, keep);
+    double best = INFINITY;
+    for (int c = 0; c < l->ncands; c++)
+        if (keep[c] && l->score[c] < best) best = l->score[c];
+    out->best_kept = keep[l->best];
+    out->within_kept = ft_landscape_reaches(l, best, target);
+    out->best_kept_ratio = best / l->score[l->best];
+    free(keep);
 }

@@ -37,6 +37,12 @@ typedef struct ft_landscape {
     double *score; /* median seconds; INFINITY for a rejected candidate               */
     int nrejected;
     int best; /* index of the optimum (the lowest score)                         */
+    int def;  /* index of the default configuration (-1: not a valid candidate)  */
+    /* Each candidate's predicted seconds where its events carry one (predicted_s), else NaN;
+     * how many have one, and the device they were predicted for (run_start.predict). */
+    double *predicted;
+    int npredicted;
+    char predict_device[32];
 } ft_landscape;
 
 /* Load the landscape of the last run of the event log at `path` (and of the earlier runs with
@@ -68,6 +74,40 @@ typedef struct ft_replay_result {
  * a candidate twice or out of range: FT_EINTERNAL). */
 ft_status ft_replay_run(const ft_landscape *l, ft_strategy_kind kind, uint64_t seed, double target,
                         int budget, ft_replay_result *r, ft_err *err);
+
+/* ---- predicted time ------------------------------------------------------------------------
+ * A tuning run with a prediction (tune --predict) measures the exhaustive strategy's
+ * candidates fastest predicted first and may prune those predicted much slower than the best;
+ * these are the rules it follows, and what a replay of its landscape asks of them. */
+
+/* Candidates 0..n-1 ordered by predicted seconds, fastest first; unpredicted ones (NaN) last;
+ * ties in index order. */
+void ft_predicted_order(const double *predicted, int n, int *order);
+
+/* Which candidates a prune by predicted time keeps: keep[i] = 1 when predicted[i] is within
+ * `factor` (> 1) of the best prediction, when it has none (nothing to judge it by), or when
+ * i == keep_always (the tuner's baseline, the default; -1: none). Returns how many it keeps. */
+int ft_predicted_prune(const double *predicted, int n, double factor, int keep_always,
+                       unsigned char *keep);
+
+/* Spearman's rank correlation between the predicted and the measured seconds over the
+ * candidates that have both (rejected ones left out); *n how many; NaN below 2. */
+double ft_landscape_rank_correlation(const ft_landscape *l, int *n);
+
+/* Evaluations measuring in predicted order needs to first reach the target (as
+ * ft_landscape_first_within for space order); -1 when nothing was predicted. */
+int ft_landscape_first_within_predicted(const ft_landscape *l, double target);
+
+typedef struct ft_prune_outcome {
+    double factor;
+    int kept;               /* candidates the run would measure (the default included)          */
+    int best_kept;          /* the optimum is among them                                        */
+    int within_kept;        /* one within the target is among them                              */
+    double best_kept_ratio; /* the best kept score / the optimum (1: the optimum kept)    */
+} ft_prune_outcome;
+
+/* What `tune --prune predicted=factor` would have kept of the landscape. */
+void ft_landscape_prune(const ft_landscape *l, double factor, double target, ft_prune_outcome *out);
 
 #ifdef __cplusplus
 }
