@@ -14,10 +14,11 @@
 #include "flaretune/env.h"
 #include "flaretune/filelock.h"
 #include "flaretune/json.h"
-#include "flaretune/op_json.h"
 #include "flaretune/load.h"
 #include "flaretune/nvtx.h"
+#include "flaretune/op_json.h"
 #include "flaretune/profile.h"
+#include "flaretune/replay.h"
 #include "flaretune/tune.h"
 #include "flaretune/verify.h"
 
@@ -90,7 +91,8 @@ int ft_tune_verify_preset(const ft_op *op, const ft_attrs *attrs, const ft_prese
 
 /* ---- session state ------------------------------------------------------------------------- */
 
-enum { C_UNKNOWN = 0, C_MEASURED, C_SCREENED, C_REJECTED };
+/* A candidate's state; C_PRUNED: predicted too slow to measure (--prune predicted). */
+enum { C_UNKNOWN = 0, C_MEASURED, C_SCREENED, C_REJECTED, C_PRUNED };
 
 typedef struct {
     int state;
@@ -131,12 +133,24 @@ typedef struct {
     ft_strategy *strat;
     int ahead_jobs; /* threads compiling the candidates' kernels ahead (0: none asked) */
     int modules0[2]; /* the backend's kernel modules (compiled, cached) when the run began */
+    /* Predicted time (o->predict): each candidate's seconds (NaN: none) and bound, the order
+     * the exhaustive strategy measures in (NULL: space order) and where it is in it. */
+    double *pred;
+    const char **pred_bound;
+    int *order, next_in_order;
+    int npredicted, pruned;
+    char pred_device[32], pred_why[FT_ERR_MSG_LEN];
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
-    return json_pack("{s:s, s:o, s:i, s:f}", "event", kind, "config",
-                     ft_config_to_json(S->s, &S->cands[i]), "candidate", i, "started",
-                     S->cand_started);
+    json_t *ev = json_pack("{s:s, s:o, s:i, s:f}", "event", kind, "config",
+                           ft_config_to_json(S->s, &S->cands[i]), "candidate", i, "started",
+                           S->cand_started);
+    if (S->pred && !isnan(S->pred[i])) {
+        json_object_set_new(ev, "predicted_s", json_real(S->pred[i]));
+        json_object_set_new(ev, "predicted_bound", json_string(S->pred_bound[i]));
+    }
+    return ev;
 }
 
 static ft_status emit(session *S, json_t *ev, ft_err *err) { return ft_eventlog_write(S->log, ev, err); }
@@ -640,6 +654,9 @@ static void session_free(session *S) {
     ft_ws_free(&S->ws);
     free(S->cands);
     free(S->info);
+    free(S->pred);
+    free(S->pred_bound);
+    free(S->order);
     json_decref(S->resume_notes);
     ft_eventlog_close(S->log);
     ft_file_unlock(S->log_lock);
@@ -728,6 +745,106 @@ static ft_status plan(session *S, ft_err *err) {
     return FT_OK;
 }
 
+/* ---- predicted time ------------------------------------------------------------------------ */
+
+/* Each candidate's predicted time on the device of o->predict (the backend's hook), the order
+ * the exhaustive strategy then measures in, and the prune: candidates not yet measured that are
+ * predicted beyond prune_predicted x the best are never measured. A candidate the backend
+ * cannot predict has no prediction (the first reason is kept); a prune without a single
+ * prediction is an error. */
+static ft_status predict_all(session *S, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    if (!o->predict) return FT_OK;
+    if (!o->be->predict)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s predicts no GPU time (--predict)", o->be->name);
+    S->pred = malloc(sizeof *S->pred * (size_t)S->ncands);
+    S->pred_bound = calloc((size_t)S->ncands, sizeof *S->pred_bound);
+    S->order = malloc(sizeof *S->order * (size_t)S->ncands);
+    if (!S->pred || !S->pred_bound || !S->order) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (int i = 0; i < S->ncands; i++) {
+        ft_backend_prediction bp;
+        ft_err e = {0};
+        S->pred[i] = NAN;
+        if (o->be->predict(&S->c, &S->cands[i], o->predict[0] ? o->predict : NULL, &bp, &e)) {
+            if (!S->pred_why[0]) snprintf(S->pred_why, sizeof S->pred_why, "%s", e.msg);
+            continue;
+        }
+        S->pred[i] = bp.seconds;
+        S->pred_bound[i] = bp.bound;
+        S->npredicted++;
+        snprintf(S->pred_device, sizeof S->pred_device, "%s", bp.device);
+    }
+    if (o->prune_predicted > 0) {
+        if (!S->npredicted)
+            return ft_err_set(err, FT_EUNSUPPORTED,
+                              "--prune predicted=%g needs predictions and none could be made: %s",
+                              o->prune_predicted, S->pred_why);
+        unsigned char *keep = malloc((size_t)S->ncands);
+        if (!keep) return ft_err_set(err, FT_ENOMEM, "out of memory");
+        ft_predicted_prune(S->pred, S->ncands, o->prune_predicted, S->def_idx, keep);
+        for (int i = 0; i < S->ncands; i++)
+            if (!keep[i] && S->info[i].state == C_UNKNOWN) {
+                S->info[i].state = C_PRUNED;
+                S->pruned++;
+            }
+        free(keep);
+    }
+    if (S->npredicted) {
+        ft_predicted_order(S->pred, S->ncands, S->order);
+    } else {
+        free(S->order);
+        S->order = NULL;
+    }
+    return FT_OK;
+}
+
+/* run_start's `predict`: the device, how many were predicted and pruned, the order. */
+static json_t *predict_json(const session *S) {
+    double best = INFINITY;
+    const char *bound = NULL;
+    for (int i = 0; i < S->ncands; i++)
+        if (S->pred[i] < best) {
+            best = S->pred[i];
+            bound = S->pred_bound[i];
+        }
+    json_t *p = json_object();
+    json_object_set_new(p, "device", S->pred_device[0] ? json_string(S->pred_device) : json_null());
+    json_object_set_new(p, "predicted", json_integer(S->npredicted));
+    json_object_set_new(p, "unpredicted", json_integer(S->ncands - S->npredicted));
+    if (S->pred_why[0]) json_object_set_new(p, "why", json_string(S->pred_why));
+    json_object_set_new(p, "best_s", ft_json_number(best));
+    json_object_set_new(p, "best_bound", bound ? json_string(bound) : json_null());
+    json_object_set_new(
+        p, "order",
+        json_string(S->order && S->o->strategy == FT_STRAT_EXHAUSTIVE ? "predicted" : "strategy"));
+    json_object_set_new(p, "prune_factor",
+                        S->o->prune_predicted > 0 ? json_real(S->o->prune_predicted) : json_null());
+    json_object_set_new(p, "pruned", json_integer(S->pruned));
+    return p;
+}
+
+/* Spearman's rank correlation between predicted and measured medians over the measured
+ * candidates with a prediction (NaN below 3); *n how many. */
+static double predict_rank(const session *S, int *n) {
+    double *x = malloc(sizeof *x * 2 * (size_t)S->ncands);
+    *n = 0;
+    if (!x || !S->pred) {
+        free(x);
+        return NAN;
+    }
+    double *y = x + S->ncands;
+    for (int i = 0; i < S->ncands; i++) {
+        const cand_info *ci = &S->info[i];
+        if (isnan(S->pred[i]) || !isfinite(ci->median)) continue;
+        if (ci->state != C_MEASURED && ci->state != C_SCREENED) continue;
+        x[*n] = S->pred[i];
+        y[(*n)++] = ci->median;
+    }
+    double r = *n >= 3 ? ft_rank_correlation(x, y, *n) : NAN;
+    free(x);
+    return r;
+}
+
 static json_t *run_key(session *S) {
     return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s}", "op", S->o->op->name, "backend",
                      S->o->be->name, "dims", ft_dims_to_json(&S->c), "attrs",
@@ -793,6 +910,7 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
     json_object_set_new(start, "bytes", ft_json_number(S->bytes));
     json_object_set_new(start, "flops", ft_json_number(S->flops));
     json_object_set_new(start, "key", json_string(key));
+    if (S->o->predict) json_object_set_new(start, "predict", predict_json(S));
     return emit(S, start, err);
 }
 
@@ -817,6 +935,7 @@ static ft_status start(session *S, ft_tune_result *r, ft_err *err) {
     if (o->log_path) s = resume_from_log(S, o->log_path, key, err);
     if (!s) s = ft_eventlog_open(o->log_path, S->run_id, &S->log, err);
     if (!s && o->listener) ft_eventlog_set_listener(S->log, o->listener, o->listener_ctx);
+    if (!s) s = predict_all(S, err);
     if (!s) s = measure_ceilings(S, err);
     if (!s) s = write_run_start(S, key, err);
     free(key);
@@ -837,6 +956,15 @@ static ft_status maybe_refine_ceilings(session *S, ft_err *err) {
     return emit(S, ev, err);
 }
 
+/* The next candidate to measure: with a prediction the exhaustive strategy takes them fastest
+ * predicted first (the strategy still hears every result); else the strategy's pick. -1: none. */
+static int next_candidate(session *S) {
+    if (!S->order || S->o->strategy != FT_STRAT_EXHAUSTIVE) return ft_strategy_next(S->strat);
+    while (S->next_in_order < S->ncands && S->info[S->order[S->next_in_order]].state != C_UNKNOWN)
+        S->next_in_order++;
+    return S->next_in_order < S->ncands ? S->order[S->next_in_order] : -1;
+}
+
 /* The default first (the baseline every speedup is against), then the strategy's picks until
  * the space, the budget or the time runs out, or Ctrl-C. *stopped: interrupted mid-candidate. */
 static ft_status search(session *S, int *stopped, ft_err *err) {
@@ -855,7 +983,7 @@ static ft_status search(session *S, int *stopped, ft_err *err) {
         while (o->pause && *o->pause && !(o->stop && *o->stop)) usleep(50000);
         if (o->budget && S->evaluations >= o->budget) break;
         if (o->time_budget_s > 0 && ft_now_s() - S->t_start >= o->time_budget_s) break;
-        int i = ft_strategy_next(S->strat);
+        int i = next_candidate(S);
         if (i < 0) break;
         if ((s = maybe_refine_ceilings(S, err))) return s;
         if ((s = evaluate(S, i, stopped, err))) return s;
@@ -947,6 +1075,10 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
     r->busy = S->load_start.busy || S->load_run.busy;
     r->load = S->load_run.known ? S->load_run : S->load_start;
     r->busy_candidates = S->busy_candidates;
+    snprintf(r->predict_device, sizeof r->predict_device, "%s", S->pred_device);
+    r->predicted = S->npredicted;
+    r->pruned = S->pruned;
+    r->rank_corr = predict_rank(S, &r->rank_n);
     if (!oc->found) return;
     r->found = 1;
     r->winner = S->cands[oc->winner];
@@ -1008,6 +1140,10 @@ static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err
     json_object_set_new(endev, "contention", contention_json(S));
     json_object_set_new(endev, "ceilings", ft_ceilings_to_json(&S->ceil));
     json_object_set_new(endev, "elapsed_s", json_real(ft_now_s() - S->t_start));
+    if (S->o->predict)
+        json_object_set_new(endev, "predict",
+                            json_pack("{s:o, s:i}", "rank_correlation",
+                                      ft_json_number(r->rank_corr), "compared", r->rank_n));
     return emit(S, endev, err);
 }
 

@@ -71,6 +71,15 @@ typedef struct ft_tune_opts {
      * to FT_TUNE_MAX_JOBS. 0 (the default): every core on a backend whose validity check
      * compiles every candidate anyway (the GPU), no compiling ahead on the others. */
     int jobs;
+    /* Predicted time (backend.h, predict): each candidate's on the GPU named here ("h200"; ""
+     * the one the backend runs on; NULL: no prediction). The exhaustive strategy then measures
+     * them fastest predicted first (the others keep their own order), and every candidate's
+     * events carry its prediction. A candidate the backend cannot predict has none. */
+    const char *predict;
+    /* With a prediction: candidates predicted slower than this many times the best prediction
+     * (> 1) are never measured (0: none pruned). The default configuration is kept: it is the
+     * baseline. */
+    double prune_predicted;
 } ft_tune_opts;
 
 #define FT_TUNE_MAX_JOBS 64
@@ -93,6 +102,12 @@ typedef struct ft_tune_result {
     int valid, evaluations, rejected, resumed, screened;
     int interrupted;
     char dims[256];
+    /* With a prediction: the device, how many candidates have one and how many were pruned,
+     * and Spearman's rank correlation between predicted and measured medians over the rank_n
+     * measured candidates that have one (NaN below 3). */
+    char predict_device[32];
+    int predicted, pruned, rank_n;
+    double rank_corr;
 } ft_tune_result;
 
 /* Progress, one rule for every front end: candidates measured (screened ones count, rejected

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuda/specs.h"
 #include "flaretune/clock.h"
 #include "flaretune/filelock.h"
 #include "flaretune/format.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f) {
         "                      [--backend B] [--strategy S] [--budget N] [--time SEC]\n"
         "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
         "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
-        "                      [--noise X] [--jobs N] [--quiet] [--tui]\n\n"
+        "                      [--noise X] [--jobs N] [--predict DEVICE|off]\n"
+        "                      [--prune predicted=F] [--quiet] [--tui]\n\n"
         "Find the fastest configuration of OP (or of every op the backend implements) that\n"
         "matches the float64 reference. Every candidate is verified once on fresh random\n"
         "inputs (at a reduced shape when the reference would be too slow), then measured until\n"
@@ -52,6 +54,18 @@ static void usage(FILE *f) {
         "  --jobs N           threads compiling the candidates' kernels ahead of the search,\n"
         "                     1 to 64 (default: every core; on cuda always, since checking\n"
         "                     a candidate compiles it; on cuda-emu only when --jobs is given)\n"
+        "  --predict DEVICE   predict each candidate's time on GPU DEVICE (a100, h100, h200,\n"
+        "                     l40s, rtx4090, b200) before measuring any, from its napkin bytes\n"
+        "                     and FLOPs and its kernels' occupancy (docs/cuda.md, \"Predicted\n"
+        "                     time\"); off: none. Default: on cuda the GPU it runs on, else\n"
+        "                     off. The exhaustive strategy then measures the fastest predicted\n"
+        "                     first (random, anneal and evolve keep their own order); events\n"
+        "                     carry predicted_s, and the summary gives the rank correlation of\n"
+        "                     predicted and measured times\n"
+        "  --prune predicted=F\n"
+        "                     never measure a candidate predicted slower than F (> 1) times\n"
+        "                     the best prediction (the default is kept as the baseline); said\n"
+        "                     with the count; needs a prediction\n"
         "  --quiet            no progress\n"
         "  --tui              show the run in a terminal dashboard (docs/dashboard.md); p\n"
         "                     pauses and resumes the search, q stops it (as Ctrl-C)\n\n"
@@ -73,7 +87,7 @@ static void on_signal(int sig) {
 
 typedef struct {
     int tty, quiet;
-    int valid, budget, resumed_measured, resumed_rejected;
+    int valid, budget, resumed_measured, resumed_rejected, pruned;
     int measured, rejected;
     double best, def, t0;
     char op[64];
@@ -85,12 +99,45 @@ static int progress_target(const progress *p) {
                                    p->resumed_rejected + p->rejected);
 }
 
+/* run_start's prediction: for which device, the best, the order, what was pruned. */
+static void progress_predict(const json_t *pr) {
+    if (!pr) return;
+    int n = (int)json_integer_value(json_object_get(pr, "predicted"));
+    int un = (int)json_integer_value(json_object_get(pr, "unpredicted"));
+    int pruned = (int)json_integer_value(json_object_get(pr, "pruned"));
+    const char *why = json_string_value(json_object_get(pr, "why"));
+    char t[32];
+    if (n == 0) {
+        fprintf(stderr, "  no prediction: %s\n", why ? why : "none could be made");
+        return;
+    }
+    fprintf(stderr,
+            "  predicted on %s for %d of %d candidates (napkin figures: docs/cuda.md): best %s "
+            "(%s-bound); %s\n",
+            json_string_value(json_object_get(pr, "device")), n, n + un,
+            ft_fmt_time(json_number_value(json_object_get(pr, "best_s")), 0, t, sizeof t),
+            json_string_value(json_object_get(pr, "best_bound")),
+            strcmp(json_string_value(json_object_get(pr, "order")), "predicted") == 0
+                ? "measuring the fastest predicted first"
+                : "the strategy keeps its own order");
+    if (un)
+        fprintf(stderr, "  %d candidate%s without a prediction: %s\n", un, un > 1 ? "s" : "", why);
+    if (json_is_number(json_object_get(pr, "prune_factor")))
+        fprintf(stderr,
+                "  pruned %d of %d candidates predicted slower than %gx the best (--prune "
+                "predicted=%g); the default is kept as the baseline\n",
+                pruned, n + un, json_number_value(json_object_get(pr, "prune_factor")),
+                json_number_value(json_object_get(pr, "prune_factor")));
+}
+
 static void progress_start(progress *p, const json_t *ev) {
     p->valid = (int)json_integer_value(json_object_get(ev, "space_valid"));
     p->budget = (int)json_integer_value(json_object_get(ev, "budget"));
     int resumed = (int)json_integer_value(json_object_get(ev, "resumed"));
     p->resumed_rejected = (int)json_integer_value(json_object_get(ev, "resumed_rejected"));
     p->resumed_measured = resumed - p->resumed_rejected;
+    p->pruned = (int)json_integer_value(json_object_get(json_object_get(ev, "predict"), "pruned"));
+    p->valid -= p->pruned;
     p->measured = p->rejected = 0;
     p->best = p->def = INFINITY;
     p->t0 = ft_now_s();
@@ -116,6 +163,7 @@ static void progress_start(progress *p, const json_t *ev) {
         fprintf(stderr, "  resume: event %lld of the log not trusted (%s): measured again\n",
                 (long long)json_integer_value(json_object_get(json_array_get(ign, i), "event")),
                 json_string_value(json_object_get(json_array_get(ign, i), "why")));
+    progress_predict(json_object_get(ev, "predict"));
     const json_t *load = json_object_get(ev, "load");
     if (json_is_true(json_object_get(load, "busy")))
         fprintf(stderr,
@@ -198,6 +246,7 @@ typedef struct {
     ft_attrs attrs;
     ft_preset preset;
     char log[1024];
+    const char *predict; /* the device its candidates are predicted on (ft_tune_opts) */
 } job;
 
 typedef struct {
@@ -220,6 +269,7 @@ static void run_jobs_in_range(tuning *T) {
         to.attrs = jb->attrs;
         to.preset = jb->preset;
         to.log_path = jb->log[0] ? jb->log : NULL;
+        to.predict = jb->predict;
         row *rw = &T->rows[T->nrows++];
         snprintf(rw->op, sizeof rw->op, "%s", jb->op->name);
         ft_status s = ft_tune_run(&to, &rw->r, &T->err);
@@ -325,6 +375,7 @@ typedef struct {
     ft_cli_problem prob;
     ft_tune_opts to;
     const char *target, *sweep, *log;
+    const char *predict; /* --predict: a device, "off", or NULL (the backend's default) */
     int quiet, tui;
     const ft_op *ops[16];
     int nops;
@@ -346,8 +397,32 @@ enum {
     O_NOISE,
     O_QUIET,
     O_TUI,
-    O_JOBS
+    O_JOBS,
+    O_PREDICT,
+    O_PRUNE
 };
+
+/* --prune predicted=F: F > 1. Returns an exit code. */
+static int parse_prune(const char *arg, double *factor) {
+    const char *eq = strchr(arg, '=');
+    if (!eq)
+        return ft_cli_fail(FT_EXIT_USAGE, "tune: --prune expects predicted=FACTOR, got '%s'", arg);
+    if (eq - arg != 9 || strncmp(arg, "predicted", 9) != 0)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --prune: unknown criterion '%.*s' (predicted=FACTOR is the one "
+                           "there is)",
+                           (int)(eq - arg), arg);
+    char *end;
+    errno = 0;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || errno || !(v > 1) || !isfinite(v))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --prune predicted=FACTOR expects a number > 1 (the slowest "
+                           "prediction measured, as a multiple of the best), got '%s'",
+                           eq + 1);
+    *factor = v;
+    return FT_EXIT_OK;
+}
 
 /* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
 static int tune_opt(tune_args *a, int o, char **argv) {
@@ -400,6 +475,13 @@ static int tune_opt(tune_args *a, int o, char **argv) {
         to->jobs = (int)n;
         break;
     }
+    case O_PREDICT:
+        if (strcmp(optarg, "off") != 0 && !ft_gpu_spec_find(optarg))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --predict: unknown GPU '%s' (%s, or off)",
+                               optarg, ft_gpu_spec_names());
+        a->predict = optarg;
+        break;
+    case O_PRUNE: return parse_prune(optarg, &to->prune_predicted);
     default: return ft_cli_bad_option("tune", o, argv);
     }
     return FT_EXIT_OK;
@@ -421,6 +503,8 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         {"quiet", no_argument, NULL, O_QUIET},
         {"tui", no_argument, NULL, O_TUI},
         {"jobs", required_argument, NULL, O_JOBS},
+        {"predict", required_argument, NULL, O_PREDICT},
+        {"prune", required_argument, NULL, O_PRUNE},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -526,6 +610,29 @@ static int tune_plan_sweep(const tune_args *a, const ft_cli_problem *pp, const f
     return FT_EXIT_OK;
 }
 
+/* The device backend be predicts on (ft_tune_opts.predict): --predict's, or by default the GPU
+ * the `cuda` backend runs on ("") and nothing elsewhere. A prune needs a prediction. Returns an
+ * exit code. */
+static int tune_predict_of(const tune_args *a, const ft_backend *be, const char **out) {
+    *out = NULL;
+    if (a->predict && strcmp(a->predict, "off") != 0) {
+        if (!be->predict)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: --predict %s: backend %s predicts no GPU time (cuda and "
+                               "cuda-emu do)",
+                               a->predict, be->name);
+        *out = a->predict;
+    } else if (!a->predict && be == &ft_backend_cuda) {
+        *out = "";
+    }
+    if (a->to.prune_predicted > 0 && !*out)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --prune predicted=%g needs a prediction: --predict DEVICE "
+                           "(on %s there is none by default)",
+                           a->to.prune_predicted, be->name);
+    return FT_EXIT_OK;
+}
+
 /* Plan every run first, so a bad option shows before anything runs. */
 static int tune_plan(const tune_args *a, tuning *T) {
     ft_err err = {0};
@@ -549,7 +656,12 @@ static int tune_plan(const tune_args *a, tuning *T) {
         ft_call tmp;
         if ((code = tune_op_attrs(a, &pp, op, &tmp))) return code;
         if (ft_backend_check_attrs(be, &tmp.attrs, &err)) return ft_cli_fail_err(&err);
+        const char *predict;
+        if ((code = tune_predict_of(a, be, &predict))) return code;
+        int first = T->njobs;
         if ((code = tune_plan_sweep(a, &pp, op, be, &tmp.attrs, T))) return code;
+        for (int j = first; j < T->njobs; j++)
+            T->jobs[j].predict = predict;
     }
     return FT_EXIT_OK;
 }
@@ -608,6 +720,25 @@ static tally tune_print_table(const row *rows, int nrows) {
     return t;
 }
 
+/* A line per run with a prediction: the device, how many were predicted and pruned, and the
+ * rank correlation of predicted and measured times. */
+static void tune_print_predictions(const row *rows, int nrows, double prune) {
+    for (int i = 0; i < nrows; i++) {
+        const ft_tune_result *r = &rows[i].r;
+        if (!r->predicted) continue;
+        printf("predicted %s on %s: %d of %d candidates", rows[i].op, r->predict_device,
+               r->predicted, r->valid);
+        if (prune > 0) printf(", %d pruned (predicted slower than %gx the best)", r->pruned, prune);
+        if (r->rank_n >= 3 && isnan(r->rank_corr))
+            printf("; the %d measured have one prediction (no rank correlation)\n", r->rank_n);
+        else if (r->rank_n >= 3)
+            printf("; rank correlation with the measurements %.2f over %d\n", r->rank_corr,
+                   r->rank_n);
+        else
+            printf("; %d measured with a prediction (a rank correlation needs 3)\n", r->rank_n);
+    }
+}
+
 static void tune_print_warnings(const row *rows, int nrows, const tally *t) {
     if (t->busy) {
         char lm[160];
@@ -640,6 +771,7 @@ static int tune_report(const tune_args *a, const tuning *T) {
     int nrows = T->nrows;
     tally t = tune_print_table(rows, nrows);
     if (a->to.profile_path && t.saved) printf("profile: %s\n", a->to.profile_path);
+    tune_print_predictions(rows, nrows, a->to.prune_predicted);
     tune_print_warnings(rows, nrows, &t);
     if (stop_flag) {
         if (t.saved || (!a->to.profile_path && nrows && rows[0].ok))
