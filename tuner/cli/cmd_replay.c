@@ -21,7 +21,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F]\n"
-            "                            [--budget N] [--json]\n\n"
+            "                            [--budget N] [--prune predicted=F[,F...]] [--json]\n\n"
             "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
             "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
             "with the earlier runs it resumed). Each proposal is one evaluation, scored from the\n"
@@ -33,6 +33,13 @@ static void usage(FILE *f) {
             "  --seeds N      seeds 1..N (default 10)\n"
             "  --target F     relative distance to the optimum, 0.05 or 5%% (default 5%%)\n"
             "  --budget N     stop a replay after N evaluations (default: none)\n"
+            "  --prune predicted=F[,F...]\n"
+            "                 when the log's candidates carry a predicted time (tune --predict):\n"
+            "                 for each factor F > 1, how many candidates `tune --prune\n"
+            "                 predicted=F` would measure and whether the optimum (or one within\n"
+            "                 the target) is among them (default 1.5,2,4); such a log also\n"
+            "                 gets the rank correlation of predicted and measured times, and\n"
+            "                 when measuring in predicted order first reaches the target\n"
             "  --json         one JSON object on stdout\n");
 }
 
@@ -92,96 +99,190 @@ static int parse_target(const char *arg, double *out) {
     return 0;
 }
 
+#define MAX_PRUNE 8
+
 typedef struct {
     int json, nseeds, budget, only;
     double target;
+    double prune[MAX_PRUNE]; /* --prune predicted=F factors (none given: 1.5, 2, 4) */
+    int nprune;
 } replay_opts;
 
-/* Replay the strategies on one log: its table on stdout, or its JSON object in *out. */
-static int replay_one(const char *path, const replay_opts *ro, json_t **out) {
-    const int json = ro->json, nseeds = ro->nseeds, budget = ro->budget, only = ro->only;
-    const double target = ro->target;
-    ft_err err = {0};
-    ft_landscape l;
-    if (ft_landscape_load(path, &l, &err)) return ft_cli_fail_err(&err);
+/* --prune predicted=F[,F...] (repeatable): each factor > 1, at most MAX_PRUNE in all. Returns
+ * an exit code. */
+static int parse_prune(const char *arg, replay_opts *ro) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq - arg != 9 || strncmp(arg, "predicted", 9) != 0)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: --prune expects predicted=FACTOR[,FACTOR...], got '%s'", arg);
+    for (const char *p = eq + 1;;) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || (*end && *end != ',') || errno || !(v > 1) || !isfinite(v))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: --prune predicted= expects factors > 1 (the slowest "
+                               "prediction measured, as a multiple of the best), got '%s'",
+                               eq + 1);
+        if (ro->nprune >= MAX_PRUNE)
+            return ft_cli_fail(FT_EXIT_USAGE, "replay: --prune: at most %d factors", MAX_PRUNE);
+        ro->prune[ro->nprune++] = v;
+        if (!*end) return FT_EXIT_OK;
+        p = end + 1;
+    }
+}
 
+/* What the log's predictions say: their rank correlation with the measurements, where
+ * measuring in predicted order reaches the target, and what each prune factor keeps. */
+typedef struct {
+    double rank;
+    int rank_n, first;
+    ft_prune_outcome prune[MAX_PRUNE];
+    int nprune;
+} predicted_summary;
+
+static void predicted_summarise(const ft_landscape *l, const replay_opts *ro,
+                                predicted_summary *ps) {
+    static const double defaults[] = {1.5, 2, 4};
+    const double *f = ro->nprune ? ro->prune : defaults;
+    ps->nprune = ro->nprune ? ro->nprune : 3;
+    ps->rank = ft_landscape_rank_correlation(l, &ps->rank_n);
+    ps->first = ft_landscape_first_within_predicted(l, ro->target);
+    for (int i = 0; i < ps->nprune; i++)
+        ft_landscape_prune(l, f[i], ro->target, &ps->prune[i]);
+}
+
+static json_t *predicted_json(const ft_landscape *l, const predicted_summary *ps) {
+    json_t *prune = json_array();
+    for (int i = 0; i < ps->nprune; i++) {
+        const ft_prune_outcome *o = &ps->prune[i];
+        json_array_append_new(
+            prune, json_pack("{s:f, s:i, s:f, s:b, s:b, s:o}", "factor", o->factor, "measured",
+                             o->kept, "measured_frac", (double)o->kept / l->ncands, "optimum_kept",
+                             o->best_kept, "within_target_kept", o->within_kept, "best_kept_ratio",
+                             ft_json_number(o->best_kept_ratio)));
+    }
+    return json_pack("{s:s, s:i, s:o, s:i, s:i, s:o}", "device", l->predict_device, "predicted",
+                     l->npredicted, "rank_correlation", ft_json_number(ps->rank), "compared",
+                     ps->rank_n, "first_within", ps->first, "prune", prune);
+}
+
+/* The prediction's lines: its order against space order and the best strategy (`best`, NULL:
+ * none), and a row per prune factor. */
+static void predicted_print(const ft_landscape *l, const predicted_summary *ps, int first,
+                            const row *best) {
+    char rank[16] = "-";
+    if (!isnan(ps->rank)) snprintf(rank, sizeof rank, "%.2f", ps->rank);
+    printf("\npredicted  on %s for %d of %d candidates; rank correlation with the medians %s "
+           "(over %d)\n",
+           l->predict_device[0] ? l->predict_device : "?", l->npredicted, l->ncands, rank,
+           ps->rank_n);
+    printf("           measuring in predicted order first reaches the target at evaluation %d "
+           "(space order: %d",
+           ps->first, first);
+    if (best)
+        printf("; best strategy %s: median %.1f", ft_strategy_names[best->kind], best->median);
+    printf(")\n\n%-18s %8s %9s %13s %14s %10s\n", "prune", "measured", "of valid", "optimum kept",
+           "within target", "best kept");
+    for (int i = 0; i < ps->nprune; i++) {
+        const ft_prune_outcome *o = &ps->prune[i];
+        char name[32], ratio[16] = "-";
+        snprintf(name, sizeof name, "predicted=%g", o->factor);
+        if (isfinite(o->best_kept_ratio))
+            snprintf(ratio, sizeof ratio, "%.2fx", o->best_kept_ratio);
+        printf("%-18s %8d %8.1f%% %13s %14s %10s\n", name, o->kept, 100.0 * o->kept / l->ncands,
+               o->best_kept ? "yes" : "no", o->within_kept ? "yes" : "no", ratio);
+    }
+}
+
+typedef struct {
     row rows[FT_STRAT_COUNT];
-    int nrows = 0;
+    int nrows, bestrow; /* bestrow: the best non-exhaustive strategy by median (-1: none) */
+} replay_table;
+
+/* Each strategy (or the one asked for) replayed over the seeds. Returns an exit code. */
+static int replay_strategies(const ft_landscape *l, const replay_opts *ro, replay_table *t) {
+    ft_err err = {0};
+    t->nrows = 0;
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
-        if (only >= 0 && k != only) continue;
-        row *r = &rows[nrows++];
+        if (ro->only >= 0 && k != ro->only) continue;
+        row *r = &t->rows[t->nrows++];
         r->kind = k;
-        for (int s = 0; s < nseeds; s++) {
+        for (int s = 0; s < ro->nseeds; s++) {
             ft_replay_result res;
-            if (ft_replay_run(&l, (ft_strategy_kind)k, (uint64_t)s + 1, target, budget, &res,
-                              &err)) {
-                ft_landscape_free(&l);
+            if (ft_replay_run(l, (ft_strategy_kind)k, (uint64_t)s + 1, ro->target, ro->budget, &res,
+                              &err))
                 return ft_cli_fail_err(&err);
-            }
             r->evals[s] = res.to_target;
         }
-        summarise(r, nseeds);
+        summarise(r, ro->nseeds);
     }
-
-    const int nvalid = l.ncands, within = ft_landscape_count_within(&l, target);
-    const int first = ft_landscape_first_within(&l, target);
-    const double opt = l.score[l.best];
-    char optcfg[512], dims[256], t[32];
-    ft_config_format(&l.space, &l.cands[l.best], optcfg, sizeof optcfg);
-    ft_call_dims_str(&l.call, dims, sizeof dims);
     /* The best non-exhaustive strategy by median (unreached medians last). */
-    int bestrow = -1;
-    for (int i = 0; i < nrows; i++)
-        if (rows[i].kind != FT_STRAT_EXHAUSTIVE && rows[i].median >= 0 &&
-            (bestrow < 0 || rows[i].median < rows[bestrow].median))
-            bestrow = i;
+    t->bestrow = -1;
+    for (int i = 0; i < t->nrows; i++)
+        if (t->rows[i].kind != FT_STRAT_EXHAUSTIVE && t->rows[i].median >= 0 &&
+            (t->bestrow < 0 || t->rows[i].median < t->rows[t->bestrow].median))
+            t->bestrow = i;
+    return FT_EXIT_OK;
+}
 
-    if (json) {
-        json_t *strategies = json_array();
-        for (int i = 0; i < nrows; i++) {
-            const row *r = &rows[i];
-            json_t *ev = json_array();
-            for (int s = 0; s < nseeds; s++)
-                json_array_append_new(ev,
-                                      r->evals[s] < 0 ? json_null() : json_integer(r->evals[s]));
-            json_array_append_new(
-                strategies,
-                json_pack("{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o}", "name",
-                          ft_strategy_names[r->kind], "seeds", nseeds, "reached", r->reached,
-                          "median", r->median < 0 ? json_null() : json_real(r->median), "min",
-                          r->min < 0 ? json_null() : json_integer(r->min), "max",
-                          r->max < 0 ? json_null() : json_integer(r->max), "median_frac",
-                          r->median < 0 ? json_null() : json_real(r->median / nvalid),
-                          "evaluations", ev));
-        }
-        json_t *root = json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:o, s:f, s:i, s:i, s:i, s:o, s:o}",
-            "log", path, "op", l.op->name, "backend", l.backend->name, "preset", l.preset, "dims",
-            dims, "runs", l.nruns, "valid", nvalid, "rejected", l.nrejected, "optimum_s", opt,
-            "optimum_config", ft_config_to_json(&l.space, &l.cands[l.best]), "target", target,
-            "within_target", within, "exhaustive_first", first, "exhaustive_all", nvalid,
-            "best_strategy",
-            bestrow < 0 ? json_null() : json_string(ft_strategy_names[rows[bestrow].kind]),
-            "strategies", strategies);
-        json_object_set_new(root, "budget", json_integer(budget));
-        *out = root;
-        ft_landscape_free(&l);
-        return FT_EXIT_OK;
+static json_t *replay_json(const char *path, const ft_landscape *l, const replay_opts *ro,
+                           const replay_table *t, const predicted_summary *ps) {
+    const int nvalid = l->ncands, nseeds = ro->nseeds;
+    json_t *strategies = json_array();
+    for (int i = 0; i < t->nrows; i++) {
+        const row *r = &t->rows[i];
+        json_t *ev = json_array();
+        for (int s = 0; s < nseeds; s++)
+            json_array_append_new(ev, r->evals[s] < 0 ? json_null() : json_integer(r->evals[s]));
+        json_array_append_new(
+            strategies,
+            json_pack("{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o}", "name",
+                      ft_strategy_names[r->kind], "seeds", nseeds, "reached", r->reached, "median",
+                      r->median < 0 ? json_null() : json_real(r->median), "min",
+                      r->min < 0 ? json_null() : json_integer(r->min), "max",
+                      r->max < 0 ? json_null() : json_integer(r->max), "median_frac",
+                      r->median < 0 ? json_null() : json_real(r->median / nvalid), "evaluations",
+                      ev));
     }
+    char dims[256];
+    ft_call_dims_str(&l->call, dims, sizeof dims);
+    json_t *root = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:o, s:f, s:i, s:i, s:i, s:o, s:o}", "log",
+        path, "op", l->op->name, "backend", l->backend->name, "preset", l->preset, "dims", dims,
+        "runs", l->nruns, "valid", nvalid, "rejected", l->nrejected, "optimum_s", l->score[l->best],
+        "optimum_config", ft_config_to_json(&l->space, &l->cands[l->best]), "target", ro->target,
+        "within_target", ft_landscape_count_within(l, ro->target), "exhaustive_first",
+        ft_landscape_first_within(l, ro->target), "exhaustive_all", nvalid, "best_strategy",
+        t->bestrow < 0 ? json_null() : json_string(ft_strategy_names[t->rows[t->bestrow].kind]),
+        "strategies", strategies);
+    json_object_set_new(root, "budget", json_integer(ro->budget));
+    json_object_set_new(root, "predicted", ps ? predicted_json(l, ps) : json_null());
+    return root;
+}
 
-    printf("landscape  %s on %s, preset %s (%s)%s\n", l.op->name, l.backend->name,
-           l.preset[0] ? l.preset : "-", dims, l.nruns > 1 ? ", resumed runs merged" : "");
-    printf("           %d valid candidates (%d rejected), optimum %s at %s\n", nvalid, l.nrejected,
-           ft_fmt_time(opt, 0, t, sizeof t), optcfg);
+static void replay_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
+                        const predicted_summary *ps) {
+    const int nvalid = l->ncands, nseeds = ro->nseeds;
+    const int within = ft_landscape_count_within(l, ro->target);
+    const int first = ft_landscape_first_within(l, ro->target);
+    char optcfg[512], dims[256], tm[32];
+    ft_config_format(&l->space, &l->cands[l->best], optcfg, sizeof optcfg);
+    ft_call_dims_str(&l->call, dims, sizeof dims);
+    printf("landscape  %s on %s, preset %s (%s)%s\n", l->op->name, l->backend->name,
+           l->preset[0] ? l->preset : "-", dims, l->nruns > 1 ? ", resumed runs merged" : "");
+    printf("           %d valid candidates (%d rejected), optimum %s at %s\n", nvalid, l->nrejected,
+           ft_fmt_time(l->score[l->best], 0, tm, sizeof tm), optcfg);
     printf("target     within %.3g%% of the optimum: %d candidate%s (%.1f%%); exhaustive search\n"
            "           in space order first reaches it at evaluation %d and needs all %d to "
            "know it has the optimum\n",
-           100 * target, within, within == 1 ? "" : "s", 100.0 * within / nvalid, first, nvalid);
-    if (budget) printf("budget     %d evaluations per replay\n", budget);
+           100 * ro->target, within, within == 1 ? "" : "s", 100.0 * within / nvalid, first,
+           nvalid);
+    if (ro->budget) printf("budget     %d evaluations per replay\n", ro->budget);
     printf("\n%-12s %6s %8s %8s %6s %6s %9s\n", "strategy", "seeds", "reached", "median", "min",
            "max", "of valid");
-    for (int i = 0; i < nrows; i++) {
-        const row *r = &rows[i];
+    for (int i = 0; i < t->nrows; i++) {
+        const row *r = &t->rows[i];
         char med[16] = "-", mn[16] = "-", mx[16] = "-", frac[16] = "-", reach[24];
         if (r->median >= 0) {
             snprintf(med, sizeof med, "%.1f", r->median);
@@ -193,27 +294,45 @@ static int replay_one(const char *path, const replay_opts *ro, json_t **out) {
         printf("%-12s %6d %8s %8s %6s %6s %9s\n", ft_strategy_names[r->kind], nseeds, reach, med,
                mn, mx, frac);
     }
-    if (bestrow >= 0)
+    const row *b = t->bestrow >= 0 ? &t->rows[t->bestrow] : NULL;
+    if (b)
         printf("\nbest non-exhaustive: %s, median %.1f evaluations = %.1f%% of the %d exhaustive "
                "needs\n",
-               ft_strategy_names[rows[bestrow].kind], rows[bestrow].median,
-               100 * rows[bestrow].median / nvalid, nvalid);
+               ft_strategy_names[b->kind], b->median, 100 * b->median / nvalid, nvalid);
+    if (ps) predicted_print(l, ps, first, b);
+}
+
+/* Replay the strategies on one log: its table on stdout, or its JSON object in *out. */
+static int replay_one(const char *path, const replay_opts *ro, json_t **out) {
+    ft_err err = {0};
+    ft_landscape l;
+    if (ft_landscape_load(path, &l, &err)) return ft_cli_fail_err(&err);
+    replay_table t;
+    int code = replay_strategies(&l, ro, &t);
+    predicted_summary ps;
+    if (!code && l.npredicted) predicted_summarise(&l, ro, &ps);
+    if (!code && ro->json)
+        *out = replay_json(path, &l, ro, &t, l.npredicted ? &ps : NULL);
+    else if (!code)
+        replay_text(&l, ro, &t, l.npredicted ? &ps : NULL);
     ft_landscape_free(&l);
-    return FT_EXIT_OK;
+    return code;
 }
 
 #define MAX_FAMILY 64
 
 static int run(int argc, char **argv) {
-    enum { O_STRATEGY = 1, O_SEEDS, O_TARGET, O_BUDGET, O_JSON };
+    enum { O_STRATEGY = 1, O_SEEDS, O_TARGET, O_BUDGET, O_JSON, O_PRUNE };
     static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
                                          {"seeds", required_argument, NULL, O_SEEDS},
                                          {"target", required_argument, NULL, O_TARGET},
                                          {"budget", required_argument, NULL, O_BUDGET},
                                          {"json", no_argument, NULL, O_JSON},
+                                         {"prune", required_argument, NULL, O_PRUNE},
                                          {NULL, 0, NULL, 0}};
     int json = 0, nseeds = 10, budget = 0, only = -1, o;
     double target = FT_REPLAY_TARGET;
+    replay_opts ro = {0};
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -238,6 +357,9 @@ static int run(int argc, char **argv) {
             if (parse_int(optarg, "--budget", 0, 1 << 30, &budget)) return FT_EXIT_USAGE;
             break;
         case O_JSON: json = 1; break;
+        case O_PRUNE:
+            if (parse_prune(optarg, &ro)) return FT_EXIT_USAGE;
+            break;
         default:
             return ft_cli_fail(FT_EXIT_USAGE,
                                "replay: unknown option '%s' (see `flaretune replay --help`)",
@@ -250,7 +372,11 @@ static int run(int argc, char **argv) {
     if (optind + 1 < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "replay: unexpected argument '%s'", argv[optind + 1]);
     const char *path = argv[optind];
-    replay_opts ro = {json, nseeds, budget, only, target};
+    ro.json = json;
+    ro.nseeds = nseeds;
+    ro.budget = budget;
+    ro.only = only;
+    ro.target = target;
     /* The --log of `tune all` or a sweep names a family of logs (LOG.OP, ...): each is replayed. */
     static char logs[MAX_FAMILY][FT_EVENTLOG_PATH_MAX];
     int nlogs = ft_eventlog_family(path, logs, MAX_FAMILY);
