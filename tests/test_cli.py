@@ -245,13 +245,64 @@ def test_tune_jobs():
           f"the second run compiles nothing: {m_plain}")
 
 
+def test_tune_predict():
+    """tune --predict h200 on cuda-emu: every candidate event carries its predicted time and
+    bound, run_start says the device and what was pruned, the summary says it; the exhaustive
+    strategy measures the fastest predicted first (after the default). --prune predicted=1000
+    prunes nothing; predicted=1.0001 keeps only the candidates tied with the best prediction
+    (and the default). Bad factors, criteria, devices, and a prune without a prediction are
+    one-line usage errors. (No timing is asserted; the smallest op space and budgets.)"""
+    tiny = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train"]
+    one_line_error(tiny + ["--backend", "cuda-emu", "--predict", "h200", "--prune",
+                           "predicted=0.5"], 2, "expects a number > 1")
+    one_line_error(tiny + ["--backend", "cuda-emu", "--predict", "h200", "--prune", "foo=2"], 2,
+                   "unknown criterion 'foo'")
+    one_line_error(tiny + ["--backend", "cuda-emu", "--prune", "predicted=2"], 2,
+                   "needs a prediction")
+    one_line_error(tiny + ["--backend", "cuda-emu", "--predict", "h300"], 2, "unknown GPU 'h300'")
+    one_line_error(tiny + ["--backend", "cpu", "--predict", "h200"], 2, "predicts no GPU time")
+    env = {"FLARETUNE_CACHE_DIR": os.environ.get("FLARETUNE_CACHE_DIR", "")}
+    with tempfile.TemporaryDirectory() as tmp:
+        for factor, budget in (("1000", "3"), ("1.0001", "2")):
+            log = os.path.join(tmp, f"p{factor}.jsonl")
+            rc, out, err = run(*tiny, "--backend", "cuda-emu", "--predict", "h200", "--prune",
+                               f"predicted={factor}", "--budget", budget, "--max-time", "0.05",
+                               "--confirm", "1", "--log", log, env=env)
+            check(rc == 0, f"tune --predict h200 --prune predicted={factor}: {rc} {err}")
+            if rc != 0:
+                continue
+            ev = [json.loads(line) for line in open(log)]
+            start, cand = ev[0], [e for e in ev if e["event"] in ("verified", "measured", "rejected")]
+            pr = start.get("predict", {})
+            check(pr.get("device") == "h200" and pr.get("predicted") == start["space_valid"] and
+                  pr.get("order") == "predicted" and pr.get("prune_factor") == float(factor),
+                  f"run_start.predict: {pr}")
+            check(all(e.get("predicted_s", 0) > 0 and e.get("predicted_bound") in
+                      ("dram", "l2", "shared", "issue", "tensor", "launch") for e in cand),
+                  f"every candidate event carries its prediction: {cand}")
+            check(f"pruned {pr.get('pruned')} of {start['space_valid']} candidates" in err and
+                  f"{pr.get('pruned')} pruned" in out and "predicted fusion.dflash on h200" in out,
+                  f"the prune said with its count: {err!r} {out!r}")
+            measured = [e for e in ev if e["event"] == "measured"]
+            after_default = [e["predicted_s"] for e in measured[1:]]
+            check(after_default == sorted(after_default), f"fastest predicted first: {after_default}")
+            best = pr.get("best_s", 0)
+            if factor == "1000":
+                check(pr.get("pruned") == 0, f"nothing pruned at 1000: {pr}")
+            else:
+                check(all(e["predicted_s"] <= best * 1.0001 or e["config"] == start["default"]
+                          for e in cand), "only the best prediction's ties (and the default) run")
+            check("predict" in ev[-1] and ev[-1]["predict"]["compared"] == len(measured),
+                  f"run_end.predict: {ev[-1].get('predict')}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     return clitest.main(ap.parse_args().flaretune,
                         (test_help, test_version_and_blas_core, test_list, test_space,
                          test_exec_config_errors, test_bench, test_device_backends,
-                         test_tune_jobs))
+                         test_tune_jobs, test_tune_predict))
 
 
 if __name__ == "__main__":

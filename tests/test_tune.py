@@ -6,6 +6,7 @@ an incompatible or damaged log is refused without being touched; sweeps, `all`, 
 usage: test_tune.py --flaretune PATH
 """
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -357,6 +358,77 @@ def test_replay_family(tmp):
           f"replay of a name with no log: {rc} {err!r}")
 
 
+def spearman(x, y):
+    """Spearman's rank correlation as scripts/gpu-summary.py computes it for a GPU run (Python,
+    apart from the C of replay)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts",
+                        "gpu-summary.py")
+    spec = importlib.util.spec_from_file_location("gpu_summary", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.spearman(x, y)
+
+
+def test_replay_predicted(tmp):
+    """replay on a log whose candidates carry predicted_s (the exhaustive log of
+    test_run_log_profile, each candidate given a made-up prediction): the rank correlation,
+    where measuring in predicted order reaches the target, and what each prune factor keeps,
+    each as computed here from the same log; a log without predictions has none."""
+    src, log = os.path.join(tmp, "a.jsonl"), os.path.join(tmp, "pred.jsonl")
+    if not os.path.exists(src):
+        check(False, "test_run_log_profile's log is missing")
+        return
+    pred = lambda c: 1e-6 * (1 + (c * 7) % 13)
+    ev = events(src)
+    with open(log, "w") as f:
+        for e in ev:
+            if e["event"] == "run_start":
+                e["predict"] = {"device": "h200"}
+            if e["event"] in ("verified", "measured", "rejected"):
+                e["predicted_s"] = pred(e["candidate"])
+            f.write(json.dumps(e) + "\n")
+    score = {}
+    for e in ev:
+        if e["event"] == "measured":
+            score[e["candidate"]] = e["stats"]["median_s"]
+        elif e["event"] == "rejected":
+            score[e["candidate"]] = float("inf")
+    cands = sorted(score)
+    default = next(e["candidate"] for e in ev if e["event"] in ("verified", "measured")
+                   and e["config"] == ev[0]["default"])
+    best = min(score.values())
+    target = 0.05
+    order = sorted(cands, key=lambda c: (pred(c), c))
+    first = next(k + 1 for k, c in enumerate(order) if score[c] <= best * (1 + target))
+    finite = [c for c in cands if score[c] != float("inf")]
+    rho = spearman([pred(c) for c in finite], [score[c] for c in finite])
+    rc, out, err = run("replay", log, "--seeds", "2", "--json", "--prune", "predicted=1.5,4",
+                       "--prune", "predicted=100")
+    doc = json.loads(out).get("predicted") if rc == 0 else None
+    check(doc is not None, f"replay --json of a predicted log: {rc} {err}")
+    if doc:
+        check(doc["device"] == "h200" and doc["predicted"] == len(cands), f"predicted: {doc}")
+        check(abs(doc["rank_correlation"] - rho) < 1e-9 and doc["compared"] == len(finite),
+              f"rank correlation {doc['rank_correlation']}, want {rho}")
+        check(doc["first_within"] == first, f"predicted order reaches at {doc['first_within']}, want {first}")
+        low = min(pred(c) for c in cands)
+        for p, f in zip(doc["prune"], (1.5, 4, 100)):
+            kept = [c for c in cands if pred(c) <= f * low or c == default]
+            kbest = min(score[c] for c in kept)
+            check(p["factor"] == f and p["measured"] == len(kept), f"prune {f}: {p}, want {len(kept)}")
+            check(p["optimum_kept"] == (kbest == best) and
+                  p["within_target_kept"] == (kbest <= best * (1 + target)), f"prune {f}: {p}")
+    rc, out, err = run("replay", log, "--seeds", "2")
+    check(rc == 0 and "rank correlation with the medians" in out and "predicted=2 " in out,
+          f"replay's table: {out}")
+    rc, out, err = run("replay", src, "--seeds", "2", "--json")
+    check(rc == 0 and json.loads(out)["predicted"] is None, "no prediction in a log without one")
+    for bad in ("predicted=1", "predicted=x", "speed=2", "predicted=2,,3"):
+        rc, out, err = run("replay", log, "--prune", bad)
+        check(rc == 2 and len(err.strip().splitlines()) == 1 and "--prune" in err,
+              f"replay --prune {bad}: {rc} {err!r}")
+
+
 def test_busy_machine(tmp):
     """Other processes keeping the CPUs busy are seen and said: in the output, run_start, run_end
     and the profile entry. (Two spinning processes, whatever else the machine is doing.)"""
@@ -392,7 +464,7 @@ def main():
         for t in (test_run_log_profile, test_kill_and_resume, test_ctrl_c, test_refusals,
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
                   test_fail_fast, test_progress_counts, test_replay_family,
-                  test_busy_machine):
+                  test_replay_predicted, test_busy_machine):
             n = len(FAILURES)
             t0 = time.time()
             t(tmp)
