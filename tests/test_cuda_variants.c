@@ -59,7 +59,10 @@ static const struct {
     {"attention.decode",
      {{"tiny.dflare.decode", 0, {NULL}, {0}, 0},
       {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 8, 2, 16, 150}, 0},
-      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {3, 2, 3, 1, 17, 2}, 0}}},
+      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {3, 2, 3, 1, 17, 2}, 0},
+      /* dh 24 over 32 dims of threads: simt's vector chunks wholly past dh (a thread's last, or
+         all of them) */
+      {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 6, 2, 24, 40}, 0}}},
     {"attention.train",
      {{"tiny.dflare.train", 0, {NULL}, {0}, 0},
       /* dropped blocks (one at anchor 0), anchors at 0 and S, G = 3, dh 8 (at seed 7) */

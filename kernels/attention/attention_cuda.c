@@ -31,9 +31,10 @@
  *   stages    K/V tiles in the cp.async ring: 1 loads then computes; 2 and 3 keep the next
  *             tiles' copies in flight while one is used (more shared memory).
  * Compile-time: the storage type, and simt: dims per thread (rounded up to a power of two, so a
- * few modules serve every shape); mma: the head dim and tiles_per_warp. Everything else is an
- * argument: one module per (dtype, dims per thread) or (dh, tiles_per_warp). Scratch (splits > 1):
- * the partial o (R * splits * Hkv * M * dh floats) and lse.
+ * few modules serve every shape) and the elements per vector access (16, 8 or 4 bytes, or one
+ * element, as dh allows); mma: the head dim and tiles_per_warp. Everything else is an argument:
+ * one module per (dtype, dims per thread, access width) or (dh, tiles_per_warp). Scratch
+ * (splits > 1): the partial o (R * splits * Hkv * M * dh floats) and lse.
  *
  * ---- attention.kvproj: exposed parameters, and why ----
  *   gemm      how the 2 * D projections run as cuBLASLt GEMMs (CPU GEMMs under the emulator).
@@ -119,7 +120,7 @@ static ft_param dec_params[] = {DEC_PARAMS(FT_CUDA_PARAM_ENTRY)};
 typedef struct dec_geom {
     int64_t R, B, Hq, Hkv, dh, G, M, Lsum, maxkeys;
     int path, kt, splits, warps, tpw, stages;
-    int tpr, dpt;        /* simt */
+    int tpr, dpt, dvec;  /* simt */
     int ld, gran, esize; /* staged row stride (elements), copy unit (bytes) */
     size_t smem;
 } dec_geom;
@@ -164,6 +165,7 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
         g->ld = (int)g->dh + 8; /* 16 bytes of padding: conflict-free ldmatrix rows */
         g->tpr = 1;
         g->dpt = 1;
+        g->dvec = 1;
     } else {
         int per = 16 / g->esize;
         g->ld = (int)(cdiv(g->dh, per) * per);
@@ -172,6 +174,13 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
             tpr >>= 1;
         g->tpr = tpr;
         g->dpt = pow2_at_least(cdiv(g->dh, tpr));
+        /* Elements per access of q, the staged K/V rows and o: the widest of 16, 8 or 4 bytes
+         * whose chunks each lie wholly inside dh or wholly past it (dh and dpt multiples of it),
+         * so every chunk is aligned (q, o rows start at multiples of dh, staged rows at
+         * multiples of 16 bytes) and a thread's chunks past dh are skipped whole. */
+        g->dvec = 1;
+        for (int v = 16 / g->esize; v > 1 && g->dvec == 1; v >>= 1)
+            if (g->dh % v == 0 && g->dpt % v == 0) g->dvec = v;
     }
     g->smem = (size_t)2 * g->stages * g->kt * g->ld * g->esize;
     if (g->path == DEC_PATH_MMA) g->smem += (size_t)g->warps * g->tpw * 16 * g->ld * 2;
@@ -333,6 +342,7 @@ static void dec_spec(ft_dt dt, const dec_geom *g, ft_cuda_module_spec *s) {
         ft_cuda_spec_define(s, "FT_TPW=%d", g->tpw);
     } else {
         ft_cuda_spec_define(s, "FT_DPT=%d", g->dpt);
+        ft_cuda_spec_define(s, "FT_DVEC=%d", g->dvec);
     }
     ft_cuda_spec_kernel(s, dec_kernel(g), g->warps * 32, g->smem);
     if (g->splits != 1) ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(decode_merge), 128, 0);

@@ -31,13 +31,18 @@
  *
  *   decode_simt (FT_MMA 0): CUDA cores, f32 or bf16 storage. The CTA's threads are row slots of
  *     `tpr` threads (a power of two, an argument); slot m holds query row m = b * G + g of the
- *     tile, its threads each hold FT_DPT consecutive dims of q and of the accumulator o (every
- *     slot reads the same staged row: broadcasts; the tpr threads of a slot read words FT_DPT
- *     apart, a tpr-way bank conflict at FT_DPT >= 32 that the interleaved layout would avoid,
- *     but that one took 246 registers and 26 s of NVRTC at dh = 128, against 192 and 5 s).
- *     A score is a partial dot product
- *     reduced over the slot's threads by log2(TPR) shuffles; p then scales the thread's own dims
- *     of the V row. Slots past M compute on zeros and store nothing.
+ *     tile, its threads each hold FT_DPT consecutive dims of q and of the accumulator o, and
+ *     move them FT_DVEC at a time: each of its q, staged K and V rows, and o or partial o is
+ *     read or written in chunks of one 16-, 8- or 4-byte access (float4, or 8 bf16 as uint4;
+ *     one element where dh is odd), none for a chunk past dh. Every slot reads the same staged
+ *     row (broadcasts); the tpr threads of a slot read chunks FT_DPT elements apart, a bank
+ *     conflict where two of them in one phase of the access lie a multiple of 128 bytes apart.
+ *     (The interleaved layout, d = i * tpr + sub, would avoid that, but took 246 registers
+ *     and 26 s of NVRTC at dh = 128, against 192 and 5 s for element accesses of consecutive
+ *     dims; 16-byte chunks take 113 registers and 0.5 s, bf16 on sm_90a, CUDA 13.0, 2026-12.)
+ *     A score is a partial dot product reduced over the slot's threads by log2(TPR) shuffles;
+ *     p then scales the thread's own dims of the V row. Slots past M compute on zeros and store
+ *     nothing.
  *   decode_mma (FT_MMA 1, bf16, dh = FT_DH a multiple of 16): tensor cores through the dialect's
  *     wrappers, FlashAttention-2 style. Warp w owns FT_TPW tiles of 16 query rows; Q is staged
  *     once and held as mma A fragments (dh / 16 k-steps), S = Q K^T with K rows as the B operand
@@ -51,6 +56,8 @@
  *   FT_BF16  1: q, k, v, o, lse are __nv_bfloat16 on the device, else float
  *   FT_MMA   0: decode_simt, 1: decode_mma (bf16 only)
  *   FT_DPT   simt: dims per thread, a power of two (dh <= tpr * DPT), at most 32
+ *   FT_DVEC  simt: elements per access (1, 2, 4, 8; at most 16 bytes), dividing dh and FT_DPT,
+ *            so that a chunk lies wholly inside dh or wholly past it and is aligned
  *   FT_TPW, FT_DH    mma: 16-row tiles per warp, head dim
  * Everything else (R, B, G, M, dh for simt, threads per row, warps (blockDim, at most MAXT), KT,
  * stages, splits, scale) is a kernel argument.
@@ -62,6 +69,9 @@
 #endif
 #ifndef FT_DPT
 #define FT_DPT 1
+#endif
+#ifndef FT_DVEC
+#define FT_DVEC 1
 #endif
 #ifndef FT_TPW
 #define FT_TPW 1
@@ -80,6 +90,9 @@
 static_assert(FT_DPT == 1 || FT_DPT == 2 || FT_DPT == 4 || FT_DPT == 8 || FT_DPT == 16 ||
                   FT_DPT == 32,
               "FT_DPT: a power of two, 1 to 32 dims per thread");
+static_assert((FT_DVEC == 1 || FT_DVEC == 2 || FT_DVEC == 4 || FT_DVEC == 8) &&
+                  FT_DPT % FT_DVEC == 0 && FT_DVEC * sizeof(st_t) <= 16,
+              "FT_DVEC: 1, 2, 4 or 8 elements per access, dividing FT_DPT, at most 16 bytes");
 static_assert(FT_MMA == 0 || FT_BF16, "FT_MMA needs bf16 storage");
 static_assert(FT_DH % 16 == 0 && FT_DH <= 256, "FT_DH: a multiple of 16, at most 256");
 static_assert(FT_TPW == 1 || FT_TPW == 2, "FT_TPW: 1 or 2 tiles per warp");
@@ -177,8 +190,90 @@ __device__ __forceinline__ void split_range(int nkeys, int splits, int s, int *k
 #if !FT_MMA
 /* ==== CUDA cores ============================================================================== */
 
+/* decode_simt's accesses of q, the staged K/V rows, o and the partial o: FT_DVEC consecutive
+ * elements (aligned to their size) as one vector, dvec_t in the storage type and pvec_t (at most
+ * 16 bytes, PVEC floats) for the fp32 partial o. ft_vld / ft_vst move them at the kernel's own
+ * lines (which the memory profile names); these convert them from and to floats. */
+#if FT_BF16 && FT_DVEC == 8
+typedef uint4 dvec_t;
+#elif FT_BF16 && FT_DVEC == 4
+typedef uint2 dvec_t;
+#elif FT_BF16 && FT_DVEC == 2
+typedef uint32_t dvec_t;
+#elif FT_DVEC == 4
+typedef float4 dvec_t;
+#elif FT_DVEC == 2
+typedef float2 dvec_t;
+#else
+typedef st_t dvec_t;
+#endif
+#if FT_DVEC >= 4
+#define PVEC 4
+typedef float4 pvec_t;
+#elif FT_DVEC == 2
+#define PVEC 2
+typedef float2 pvec_t;
+#else
+#define PVEC 1
+typedef float pvec_t;
+#endif
+
+__device__ __forceinline__ void dvec_unpack(const dvec_t &v, float *x) {
+#if FT_BF16 && FT_DVEC == 8
+    ft_unpack_bf16x2(v.x, &x[0], &x[1]);
+    ft_unpack_bf16x2(v.y, &x[2], &x[3]);
+    ft_unpack_bf16x2(v.z, &x[4], &x[5]);
+    ft_unpack_bf16x2(v.w, &x[6], &x[7]);
+#elif FT_BF16 && FT_DVEC == 4
+    ft_unpack_bf16x2(v.x, &x[0], &x[1]);
+    ft_unpack_bf16x2(v.y, &x[2], &x[3]);
+#elif FT_BF16 && FT_DVEC == 2
+    ft_unpack_bf16x2(v, &x[0], &x[1]);
+#elif FT_DVEC == 4
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+#elif FT_DVEC == 2
+    x[0] = v.x, x[1] = v.y;
+#elif FT_BF16
+    x[0] = __bfloat162float(v);
+#else
+    x[0] = v;
+#endif
+}
+
+__device__ __forceinline__ dvec_t dvec_pack(const float *x) {
+#if FT_BF16 && FT_DVEC == 8
+    return make_uint4(ft_pack_bf16x2(x[0], x[1]), ft_pack_bf16x2(x[2], x[3]),
+                      ft_pack_bf16x2(x[4], x[5]), ft_pack_bf16x2(x[6], x[7]));
+#elif FT_BF16 && FT_DVEC == 4
+    return make_uint2(ft_pack_bf16x2(x[0], x[1]), ft_pack_bf16x2(x[2], x[3]));
+#elif FT_BF16 && FT_DVEC == 2
+    return ft_pack_bf16x2(x[0], x[1]);
+#elif FT_DVEC == 4
+    return make_float4(x[0], x[1], x[2], x[3]);
+#elif FT_DVEC == 2
+    return make_float2(x[0], x[1]);
+#elif FT_BF16
+    return __float2bfloat16(x[0]);
+#else
+    return x[0];
+#endif
+}
+
+__device__ __forceinline__ pvec_t pvec_pack(const float *x) {
+#if PVEC == 4
+    return make_float4(x[0], x[1], x[2], x[3]);
+#elif PVEC == 2
+    return make_float2(x[0], x[1]);
+#else
+    return x[0];
+#endif
+}
+
 #if FT_KEEP(decode_simt)
-extern "C" __global__ void __launch_bounds__(MAXT)
+/* At least one CTA per SM, said explicitly: with the block size alone, ptxas (CUDA 13.0, sm_90a)
+ * squeezed some modules down to an occupancy step and spilled (bf16 FT_DPT 16 into 64 registers
+ * where 78 fit without, bf16 FT_DPT 32 at odd dh into 128). */
+extern "C" __global__ void __launch_bounds__(MAXT, 1)
     decode_simt(const st_t *__restrict__ q, const int *__restrict__ lens,
                 const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,
                 const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
@@ -197,15 +292,29 @@ extern "C" __global__ void __launch_bounds__(MAXT)
     int k0, k1;
     split_range(L + B, splits, s, &k0, &k1);
 
+    /* The thread's dims [d0, d0 + FT_DPT), in chunks of FT_DVEC: a chunk lies wholly inside dh
+     * or wholly past it (the host's choice of FT_DVEC), and one past it is neither read nor
+     * written (its q is zero). */
+    const int d0 = sub * FT_DPT;
     const float qs = scale * LOG2E;
     float qr[FT_DPT], acc[FT_DPT];
-    const st_t *qrow = q + ((size_t)(r * B + b) * Hq + j * G + g) * dh;
+    const st_t *qrow = q + ((size_t)(r * B + b) * Hq + j * G + g) * dh + d0;
 #pragma unroll
-    for (int i = 0; i < FT_DPT; i++) {
-        const int d = sub * FT_DPT + i;
-        qr[i] = active && d < dh ? ft_ldf(qrow + d) * qs : 0.0f;
-        acc[i] = 0.0f;
+    for (int i = 0; i < FT_DPT; i += FT_DVEC) {
+        if (active && d0 + i < dh) {
+            dvec_unpack(ft_vld<dvec_t>(qrow + i), &qr[i]);
+#pragma unroll
+            for (int e = 0; e < FT_DVEC; e++)
+                qr[i + e] *= qs;
+        } else {
+#pragma unroll
+            for (int e = 0; e < FT_DVEC; e++)
+                qr[i + e] = 0.0f;
+        }
     }
+#pragma unroll
+    for (int i = 0; i < FT_DPT; i++)
+        acc[i] = 0.0f;
     float mrow = -INFINITY, lrow = 0.0f;
 
 #define SIMT_STEP(KS, VS, NVALID)                                                                  \
@@ -213,11 +322,15 @@ extern "C" __global__ void __launch_bounds__(MAXT)
         float sc[SSTEP];                                                                           \
         float mx = -INFINITY;                                                                      \
         _Pragma("unroll") for (int kk = 0; kk < SSTEP; kk++) {                                     \
-            const st_t *kr = (KS) + (c0 + kk) * ld;                                                \
+            const st_t *kr = (KS) + (c0 + kk) * ld + d0;                                           \
             float dot = 0.0f;                                                                      \
-            _Pragma("unroll") for (int i = 0; i < FT_DPT; i++) {                                   \
-                const int d = sub * FT_DPT + i;                                                    \
-                dot = fmaf(qr[i], ft_ldf(kr + (d < dh ? d : 0)), dot);                                \
+            _Pragma("unroll") for (int i = 0; i < FT_DPT; i += FT_DVEC) {                          \
+                if (d0 + i < dh) {                                                                 \
+                    float x[FT_DVEC];                                                              \
+                    dvec_unpack(ft_vld<dvec_t>(kr + i), x);                                        \
+                    _Pragma("unroll") for (int e = 0; e < FT_DVEC; e++) dot =                      \
+                        fmaf(qr[i + e], x[e], dot);                                                \
+                }                                                                                  \
             }                                                                                      \
             for (int w = tpr >> 1; w > 0; w >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, w);   \
             sc[kk] = c0 + kk < (NVALID) ? dot : -INFINITY;                                         \
@@ -230,10 +343,14 @@ extern "C" __global__ void __launch_bounds__(MAXT)
         _Pragma("unroll") for (int kk = 0; kk < SSTEP; kk++) {                                     \
             const float p = exp2f(sc[kk] - mnew);                                                  \
             lrow += p;                                                                             \
-            const st_t *vr = (VS) + (c0 + kk) * ld;                                                \
-            _Pragma("unroll") for (int i = 0; i < FT_DPT; i++) {                                   \
-                const int d = sub * FT_DPT + i;                                                    \
-                acc[i] = fmaf(p, ft_ldf(vr + (d < dh ? d : 0)), acc[i]);                              \
+            const st_t *vr = (VS) + (c0 + kk) * ld + d0;                                           \
+            _Pragma("unroll") for (int i = 0; i < FT_DPT; i += FT_DVEC) {                          \
+                if (d0 + i < dh) {                                                                 \
+                    float x[FT_DVEC];                                                              \
+                    dvec_unpack(ft_vld<dvec_t>(vr + i), x);                                        \
+                    _Pragma("unroll") for (int e = 0; e < FT_DVEC; e++) acc[i + e] =               \
+                        fmaf(p, x[e], acc[i + e]);                                                 \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }
@@ -245,21 +362,25 @@ extern "C" __global__ void __launch_bounds__(MAXT)
     const float inv = lrow > 0.0f ? 1.0f / lrow : 0.0f;
     const float l2 = lrow > 0.0f ? (mrow + log2f(lrow)) * LN2 : -INFINITY;
     if (!active) return;
-    if (splits == 1) {
-        st_t *orow = o + ((size_t)(r * B + b) * Hq + j * G + g) * dh;
 #pragma unroll
-        for (int i = 0; i < FT_DPT; i++) {
-            const int d = sub * FT_DPT + i;
-            if (d < dh) ft_stf(orow + d, acc[i] * inv);
-        }
+    for (int i = 0; i < FT_DPT; i++)
+        acc[i] *= inv;
+    if (splits == 1) {
+        st_t *orow = o + ((size_t)(r * B + b) * Hq + j * G + g) * dh + d0;
+#pragma unroll
+        for (int i = 0; i < FT_DPT; i += FT_DVEC)
+            if (d0 + i < dh) ft_vst(orow + i, dvec_pack(&acc[i]));
         if (sub == 0) ft_stf(lse + (size_t)(r * B + b) * Hq + j * G + g, l2);
     } else {
         const size_t prow = ((size_t)(r * splits + s) * Hkv + j) * M + slot;
+        float *prow_o = po + prow * dh + d0;
 #pragma unroll
-        for (int i = 0; i < FT_DPT; i++) {
-            const int d = sub * FT_DPT + i;
-            if (d < dh) po[prow * dh + d] = acc[i] * inv;
-        }
+        for (int i = 0; i < FT_DPT; i += FT_DVEC)
+            if (d0 + i < dh) {
+#pragma unroll
+                for (int h = 0; h < FT_DVEC; h += PVEC)
+                    ft_vst(prow_o + i + h, pvec_pack(&acc[i + h]));
+            }
         if (sub == 0) plse[prow] = l2;
     }
 }
