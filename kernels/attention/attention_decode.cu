@@ -35,11 +35,15 @@
  *     move them FT_DVEC at a time: each of its q, staged K and V rows, and o or partial o is
  *     read or written in chunks of one 16-, 8- or 4-byte access (float4, or 8 bf16 as uint4;
  *     one element where dh is odd), none for a chunk past dh. Every slot reads the same staged
- *     row (broadcasts); the tpr threads of a slot read chunks FT_DPT elements apart, a bank
- *     conflict where two of them in one phase of the access lie a multiple of 128 bytes apart.
- *     (The interleaved layout, d = i * tpr + sub, would avoid that, but took 246 registers
- *     and 26 s of NVRTC at dh = 128, against 192 and 5 s for element accesses of consecutive
- *     dims; 16-byte chunks take 113 registers and 0.5 s, bf16 on sm_90a, CUDA 13.0, 2026-12.)
+ *     row. A warp holds 32 / tpr slots, a slot's threads being lanes 32 / tpr apart, so one
+ *     phase of a vector access (8 lanes at 16 bytes, 16 at 8) is the same thread of several
+ *     slots reading one chunk (a broadcast) up to tpr = 4 for 16 bytes; beyond, the phase's
+ *     threads of a slot read chunks FT_DPT elements apart, in distinct banks while they span
+ *     at most 128 bytes (every preset's head dim). (Threads of a slot side by side in a phase
+ *     met in the same banks when FT_DPT elements are 128 bytes: 2 and 4 wavefronts per phase,
+ *     f32 at dh 64 and 128. The interleaved layout, d = i * tpr + sub, took 246 registers and
+ *     26 s of NVRTC at dh = 128, against 192 and 5 s for element accesses of consecutive dims;
+ *     16-byte chunks take 113 registers and 0.5 s, bf16 on sm_90a, CUDA 13.0, 2026-12.)
  *     A score is a partial dot product reduced over the slot's threads by log2(TPR) shuffles;
  *     p then scales the thread's own dims of the V row. Slots past M compute on zeros and store
  *     nothing.
@@ -284,7 +288,10 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
     st_t *vs = ks + stages * KT * ld;
     const int s = blockIdx.x, splits = gridDim.x, j = blockIdx.y, r = blockIdx.z;
     const int G = Hq / Hkv, M = B * G;
-    const int slot = threadIdx.x / tpr, sub = threadIdx.x % tpr;
+    /* A warp holds 32 / tpr row slots; a slot's threads are lanes 32 / tpr apart, so the lanes
+     * of one phase of a vector access share a sub (or few): broadcasts, not bank conflicts. */
+    const int spw = 32 / tpr, lane = threadIdx.x & 31;
+    const int slot = (threadIdx.x >> 5) * spw + lane % spw, sub = lane / spw;
     const bool active = slot < M;
     const int b = active ? slot / G : 0, g = active ? slot % G : 0;
     int L;
@@ -332,7 +339,8 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
                         fmaf(qr[i + e], x[e], dot);                                                \
                 }                                                                                  \
             }                                                                                      \
-            for (int w = tpr >> 1; w > 0; w >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, w);   \
+            for (int w = 16; w >= spw; w >>= 1)                                                    \
+                dot += __shfl_xor_sync(0xffffffffu, dot, w);                                       \
             sc[kk] = c0 + kk < (NVALID) ? dot : -INFINITY;                                         \
             mx = fmaxf(mx, sc[kk]);                                                                \
         }                                                                                          \
