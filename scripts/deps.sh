@@ -10,6 +10,12 @@
 # scripts/fuzz.sh builds with: clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev:
 # libclang-rt-14-dev on Debian 12, which holds libclang_rt.fuzzer-x86_64.a) and clang's OpenMP
 # (libomp-dev).
+#
+# `build` and `test` also fetch the disassembler of `flaretune compile`'s instruction mix
+# (docs/cuda.md, kernels/cuda/sass.c) when the CUDA toolkit is here without one: NVIDIA's
+# nvdisasm wheel from PyPI, installed with pip into ${XDG_DATA_HOME:-~/.local/share}/flaretune/
+# tools (pip's --target: no Python environment is changed). Without pip or a network it says so
+# in one line and goes on; the mix is then reported as unavailable.
 set -euo pipefail
 
 want=(cmake make gcc g++ pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev)
@@ -26,15 +32,48 @@ for p in "${want[@]}"; do
         missing+=("$p")
     fi
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
 
-if [[ $(id -u) -eq 0 ]]; then
+if [[ ${#missing[@]} -gt 0 && $(id -u) -eq 0 ]]; then
     echo "deps: installing ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
+elif [[ ${#missing[@]} -gt 0 ]]; then
     echo "deps: missing Debian packages; run:" >&2
     echo "  sudo apt-get install -y ${missing[*]}" >&2
     exit 1
 fi
+
+# The disassembler, where the toolkit has none. The places looked in are those of
+# ft_sass_tool (kernels/cuda/sass.c): FLARETUNE_NVDISASM, PATH, the toolkit's bin/, the tools
+# folder and the Python site folders holding NVIDIA's wheels. Never fails the script.
+nvdisasm_wheel() {
+    local nvcc tools major found
+    nvcc=$(command -v nvcc || true)
+    [[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc
+    [[ -z $nvcc ]] && return 0 # no toolkit: no CUBINs to disassemble
+    tools=${XDG_DATA_HOME:-${HOME:-}/.local/share}/flaretune/tools
+    for found in "${FLARETUNE_NVDISASM:-}" "$(command -v nvdisasm || true)" \
+        "${CUDA_HOME:+$CUDA_HOME/bin/nvdisasm}" "$(dirname "$nvcc")/nvdisasm" \
+        /usr/local/cuda/bin/nvdisasm "$tools"/nvidia/*/bin/nvdisasm \
+        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/*/bin/nvdisasm \
+        /usr/local/lib/python3*/dist-packages/nvidia/*/bin/nvdisasm \
+        /usr/lib/python3/dist-packages/nvidia/*/bin/nvdisasm; do
+        [[ -n $found && -x $found ]] && return 0
+    done
+    major=$("$nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+    if [[ -z $major ]] || ! python3 -m pip --version >/dev/null 2>&1; then
+        echo "deps: no nvdisasm and no pip to fetch it (pip install nvidia-cuda-nvdisasm): the" \
+            "SASS instruction mix will be unavailable" >&2
+        return 0
+    fi
+    echo "deps: fetching nvdisasm (nvidia-cuda-nvdisasm ${major}.x) into $tools" >&2
+    if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --retries 1 \
+        --timeout 20 --target "$tools" "nvidia-cuda-nvdisasm>=${major},<$((major + 1))" \
+        >/dev/null 2>&1; then
+        echo "deps: pip could not install nvidia-cuda-nvdisasm (offline?): the SASS" \
+            "instruction mix will be unavailable" >&2
+    fi
+    return 0
+}
+[[ "${1:-build}" == fuzz ]] || nvdisasm_wheel
