@@ -25,14 +25,12 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "device_impl.h"
@@ -45,8 +43,6 @@
 #ifndef FT_EMU_KERNEL_DIR
 #define FT_EMU_KERNEL_DIR "kernels"
 #endif
-
-extern char **environ;
 
 #define PATH_CAP 1024
 
@@ -127,61 +123,6 @@ static ft_status emu_sync(ft_dev *d, ft_err *err) {
 
 /* ---- running the compiler -------------------------------------------------------------------- */
 
-/* Run argv (stdout and stderr captured into out, NUL-terminated, truncated to cap - 1) with
- * LC_ALL=C so messages are in English. Returns the exit status, or -1 with errno when the
- * program could not be started. */
-static int run_capture(char *const argv[], char *out, size_t cap) {
-    int fds[2];
-    if (pipe(fds) != 0) return -1;
-    size_t nenv = 0;
-    while (environ[nenv])
-        nenv++;
-    char **env = malloc((nenv + 2) * sizeof *env);
-    if (!env) {
-        close(fds[0]), close(fds[1]);
-        errno = ENOMEM;
-        return -1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < nenv; i++)
-        if (strncmp(environ[i], "LC_ALL=", 7) != 0) env[k++] = environ[i];
-    env[k++] = "LC_ALL=C";
-    env[k] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addclose(&fa, fds[1]);
-    pid_t pid;
-    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, NULL, argv, env)
-                                  : posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    close(fds[1]);
-    if (rc != 0) {
-        close(fds[0]);
-        errno = rc;
-        return -1;
-    }
-    size_t n = 0;
-    char sink[4096];
-    for (;;) {
-        char *dst = n + 1 < cap ? out + n : sink;
-        size_t room = n + 1 < cap ? cap - 1 - n : sizeof sink;
-        ssize_t r = read(fds[0], dst, room);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        if (dst != sink) n += (size_t)r;
-    }
-    close(fds[0]);
-    if (cap) out[n < cap ? n : cap - 1] = '\0';
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
-
 /* ---- modules --------------------------------------------------------------------------------- */
 
 typedef struct emu_tls_query {
@@ -247,9 +188,12 @@ static const char *cxx_version(emu_dev *d) {
     pthread_mutex_lock(&d->version_lock);
     if (!d->version_asked) {
         d->version_asked = 1;
-        char out[4096];
+        char *out = NULL;
         char *argv[] = {d->cxx, "--version", NULL};
-        if (run_capture(argv, out, sizeof out) == 0) d->cxx_version = strdup(out);
+        if (ft_kc_run(argv, NULL, 4096, &out, NULL) == 0)
+            d->cxx_version = out;
+        else
+            free(out);
     }
     pthread_mutex_unlock(&d->version_lock);
     return d->cxx_version ? d->cxx_version : "";
@@ -429,9 +373,8 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
             sizeof tmp ||
         (size_t)snprintf(b->store[b->out_arg], ARG_LEN, "%s", tmp) >= ARG_LEN)
         return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", b->so);
-    char *log = malloc(65536);
-    if (!log) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
-    int rc = run_capture(b->argv, log, 65536);
+    char *log = NULL;
+    int rc = ft_kc_run(b->argv, NULL, 65536, &log, NULL);
     if (rc != 0) {
         int spawn_errno = errno;
         unlink(tmp);
@@ -889,8 +832,8 @@ static void symbolize(const emu_dev *d, ft_dev_emu_launch_record *r) {
     char(*store)[32] = malloc((size_t)n * sizeof *store);
     char **argv = malloc((size_t)(n + 8) * sizeof *argv);
     size_t cap = (size_t)n * 8 * (PATH_CAP / 4) + 4096;
-    char *out = malloc(cap);
-    if (!store || !argv || !out) goto done;
+    char *out = NULL;
+    if (!store || !argv) goto done;
     int a = 0;
     argv[a++] = "addr2line";
     argv[a++] = "-a";
@@ -904,7 +847,7 @@ static void symbolize(const emu_dev *d, ft_dev_emu_launch_record *r) {
         argv[a++] = store[i];
     }
     argv[a] = NULL;
-    if (run_capture(argv, out, cap) != 0) goto done;
+    if (ft_kc_run(argv, NULL, cap, &out, NULL) != 0) goto done;
     int i = -1;
     const char *fn = NULL, *pick_fn = NULL, *pick_loc = NULL;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {

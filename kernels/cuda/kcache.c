@@ -6,11 +6,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* ---- hashing --------------------------------------------------------------------------------- */
 
@@ -220,6 +224,87 @@ int ft_kc_cache_dir(const char *sub, char *out, size_t n) {
     if (d && *d) return snprintf(out, n, "%s/%s", d, sub);
     if (home && *home) return snprintf(out, n, "%s/.cache/flaretune/%s", home, sub);
     return snprintf(out, n, "/tmp/flaretune-cache-%ld/%s", (long)getuid(), sub);
+}
+
+/* ---- running a tool -------------------------------------------------------------------------- */
+
+/* The process's environment with LC_ALL=C (malloc'd array of borrowed strings). */
+static char **env_c_locale(void) {
+    size_t nenv = 0;
+    while (environ[nenv])
+        nenv++;
+    char **env = malloc((nenv + 2) * sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++)
+        if (strncmp(environ[i], "LC_ALL=", 7) != 0) env[k++] = environ[i];
+    env[k++] = "LC_ALL=C";
+    env[k] = NULL;
+    return env;
+}
+
+/* Read fd to its end into buf (grown up to max bytes, the rest dropped); returns the length. */
+static size_t read_all(int fd, char **buf, size_t *cap, size_t max) {
+    size_t n = 0;
+    char sink[4096];
+    for (;;) {
+        if (n + 1 >= *cap && *cap < max + 1) {
+            size_t c = *cap * 2 < max + 1 ? *cap * 2 : max + 1;
+            char *b = realloc(*buf, c);
+            if (b) *buf = b, *cap = c;
+        }
+        int keep = n + 1 < *cap;
+        ssize_t r = read(fd, keep ? *buf + n : sink, keep ? *cap - 1 - n : sizeof sink);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        if (keep) n += (size_t)r;
+    }
+    (*buf)[n] = '\0';
+    return n;
+}
+
+int ft_kc_run(char *const argv[], const char *err_path, size_t max, char **out, size_t *len) {
+    *out = NULL;
+    if (len) *len = 0;
+    size_t cap = max < 4096 ? max + 1 : 4096;
+    char *buf = malloc(cap);
+    char **env = env_c_locale();
+    int fds[2];
+    if (!buf || !env || pipe(fds) != 0) {
+        int e = buf && env ? errno : ENOMEM;
+        free(buf), free(env);
+        errno = e;
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    if (err_path)
+        posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    else
+        posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, NULL, argv, env)
+                                  : posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        free(buf);
+        errno = rc;
+        return -1;
+    }
+    size_t n = read_all(fds[0], &buf, &cap, max);
+    close(fds[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    *out = buf;
+    if (len) *len = n;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 /* ---- the process's tally of modules ---------------------------------------------------------- */

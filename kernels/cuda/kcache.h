@@ -1,6 +1,7 @@
 /* kcache.h: what the two kernel compilers share (the emulator's C++ modules and NVRTC's CUBINs):
  * the cache key (a 128-bit hash of the source, every header it includes with quotes, the options
- * and the compiler), the cache folder, and small file helpers.
+ * and the compiler), the cache folder, small file helpers, and running a tool (the C++ compiler,
+ * the disassembler) with its output captured.
  */
 #ifndef FT_KCACHE_H
 #define FT_KCACHE_H
@@ -48,6 +49,14 @@ void ft_kc_first_error(const char *log, char *out, size_t n);
  * every module by its key; a key seen again is not counted again (thread-safe). */
 void ft_kc_note(const char *key, int cached);
 void ft_kc_counts(int *compiled, int *cached);
+
+/* Run argv (argv[0] a path, or a name looked up in PATH) with LC_ALL=C, so messages are in
+ * English, and its standard output captured into *out (malloc'd, NUL-terminated; at most max
+ * bytes kept, the rest read and dropped; *len its length when len is not NULL). Standard error
+ * goes into the same capture, or into the file err_path when that is not NULL. Returns the exit
+ * status (128 + the signal when one ended it), or -1 with errno and *out NULL when the program
+ * could not be started. */
+int ft_kc_run(char *const argv[], const char *err_path, size_t max, char **out, size_t *len);
 
 /* The cache folder: $FLARETUNE_CACHE_DIR, else ~/.cache/flaretune, else
  * /tmp/flaretune-cache-UID; with `sub` appended ("emu", "nvrtc"). Returns snprintf's count. */
