@@ -127,6 +127,31 @@ static const char *const NESTED_NVDISASM =
     ".text.empty:\n"
     "\n";
 
+/* Which loop is hot: a prologue loop of four loads ([1, 5]: 4 x 4 = 16), a row loop with five
+ * memory instructions of its own ([6, 14]: 5 x 4 = 20) around a loop of arithmetic ([10, 11]:
+ * none). The row loop, though a loop lies inside it. */
+static const char *const ROWS_NVDISASM =
+    ".text.rows:\n"
+    "        /*0000*/                   MOV R0, RZ ;\n"
+    ".L_x_0:\n"
+    "        /*0010*/                   LDG.E R2, desc[UR4][R4.64] ;\n"
+    "        /*0020*/                   LDG.E R3, desc[UR4][R4.64+0x4] ;\n"
+    "        /*0030*/                   LDG.E R6, desc[UR4][R4.64+0x8] ;\n"
+    "        /*0040*/                   LDG.E R7, desc[UR4][R4.64+0xc] ;\n"
+    "        /*0050*/               @P0 BRA `(.L_x_0) ;\n"
+    ".L_x_1:\n"
+    "        /*0060*/                   LDGSTS.E.BYPASS.128 [R8], desc[UR4][R4.64] ;\n"
+    "        /*0070*/                   LDS.128 R12, [R8] ;\n"
+    "        /*0080*/                   LDS.128 R16, [R8+0x10] ;\n"
+    "        /*0090*/                   STG.E.128 desc[UR4][R10.64], R12 ;\n"
+    ".L_x_2:\n"
+    "        /*00a0*/                   FFMA R1, R1, R1, R1 ;\n"
+    "        /*00b0*/               @P1 BRA `(.L_x_2) ;\n"
+    "        /*00c0*/                   STS [R8], R1 ;\n"
+    "        /*00d0*/                   IADD3 R0, R0, 0x1, RZ ;\n"
+    "        /*00e0*/               @P2 BRA `(.L_x_1) ;\n"
+    "        /*00f0*/                   EXIT ;\n";
+
 static void check_vecdot(const ft_sass_kernel *k, const char *fmt) {
     FT_CHECK(strcmp(k->name, "vecdot") == 0, "%s: name '%s'", fmt, k->name);
     const ft_sass_mix *m = &k->mix;
@@ -146,9 +171,9 @@ static void check_vecdot(const ft_sass_kernel *k, const char *fmt) {
              k->nloops, k->loops_found);
     if (k->nloops != 1) return;
     const ft_sass_loop *l = &k->loops[0];
-    FT_CHECK(l->first == 6 && l->last == 14 && l->depth == 1 && l->inner == 0,
-             "%s: loop %d..%d depth %d inner %d, expected 6..14 depth 1 inner 0", fmt, l->first,
-             l->last, l->depth, l->inner);
+    FT_CHECK(l->first == 6 && l->last == 14 && l->depth == 1 && l->inner == 0 && l->own_memory == 1,
+             "%s: loop %d..%d depth %d inner %d own %d, expected 6..14 depth 1 inner 0 own 1", fmt,
+             l->first, l->last, l->depth, l->inner, l->own_memory);
     FT_CHECK(l->mix.total == 9 && l->mix.count[FT_SASS_INT] == 3 &&
                  l->mix.count[FT_SASS_LDG] == 1 && l->mix.count[FT_SASS_FP32] == 4 &&
                  l->mix.count[FT_SASS_BRANCH] == 1 && l->mix.global_bytes == 16,
@@ -215,7 +240,9 @@ static void test_nested(void) {
                  in->mix.count[FT_SASS_MMA] == 1 && in->mix.count[FT_SASS_LDSM] == 1,
              "inner body: total %d, %d/%d bytes", in->mix.total, in->mix.global_bytes,
              in->mix.shared_bytes);
-    FT_CHECK(ft_sass_hot_loop(&k[0]) == in, "the hot loop is the inner one");
+    FT_CHECK(o->own_memory == 2 && in->own_memory == 2, "own memory instructions %d, %d (2, 2)",
+             o->own_memory, in->own_memory);
+    FT_CHECK(ft_sass_hot_loop(&k[0]) == in, "the hot loop is the inner one (2 x 16 > 2 x 4)");
     FT_CHECK(k[1].mix.total == 0 && k[1].nloops == 0 && !ft_sass_hot_loop(&k[1]),
              "the empty function: total %d, %d loops", k[1].mix.total, k[1].nloops);
 
@@ -225,6 +252,33 @@ static void test_nested(void) {
     FT_CHECK(ft_sass_parse(NESTED_NVDISASM, one, 1) == 2 && one[1].name[0] == 0x5a,
              "max 1 writes one kernel and counts both");
     FT_CHECK(ft_sass_parse(NESTED_NVDISASM, NULL, 0) == 2, "a count without output");
+}
+
+static void test_hot_rule(void) {
+    ft_sass_kernel k;
+    FT_CHECK(ft_sass_parse(ROWS_NVDISASM, &k, 1) == 1, "one kernel");
+    FT_CHECK(k.nloops == 3, "%d loops, expected 3", k.nloops);
+    if (k.nloops != 3) return;
+    const ft_sass_loop *row = &k.loops[0], *pro = &k.loops[1], *in = &k.loops[2];
+    FT_CHECK(row->first == 6 && row->last == 14 && row->own_memory == 5 && row->inner == 1,
+             "row loop %d..%d own %d inner %d", row->first, row->last, row->own_memory, row->inner);
+    FT_CHECK(pro->first == 1 && pro->last == 5 && pro->own_memory == 4 && pro->depth == 1,
+             "prologue %d..%d own %d", pro->first, pro->last, pro->own_memory);
+    FT_CHECK(in->first == 10 && in->depth == 2 && in->own_memory == 0, "inner %d depth %d own %d",
+             in->first, in->depth, in->own_memory);
+    const ft_sass_loop *h = ft_sass_hot_loop(&k);
+    FT_CHECK(h == row && h->mix.global_bytes == 32 && h->mix.shared_bytes == 36,
+             "the hot loop is the row loop (%d), moving 32 global and 36 shared bytes",
+             h ? h->first : -1);
+    /* Equal weights: the deeper wins. */
+    ft_sass_kernel t;
+    memset(&t, 0, sizeof t);
+    t.nloops = 2;
+    t.loops[0] = (ft_sass_loop){.first = 0, .last = 9, .depth = 1, .inner = 1, .own_memory = 4};
+    t.loops[1] = (ft_sass_loop){.first = 2, .last = 4, .depth = 2, .inner = 0, .own_memory = 1};
+    FT_CHECK(ft_sass_hot_loop(&t) == &t.loops[1], "4 x 4 against 1 x 16: the deeper");
+    t.loops[0].own_memory = 5;
+    FT_CHECK(ft_sass_hot_loop(&t) == &t.loops[0], "5 x 4 against 1 x 16: the outer");
 }
 
 /* More loops than are kept: twenty innermost loops of two instructions, the last with the only
@@ -413,6 +467,7 @@ int main(void) {
     FT_RUN(test_loop_nvdisasm);
     FT_RUN(test_loop_cuobjdump);
     FT_RUN(test_nested);
+    FT_RUN(test_hot_rule);
     FT_RUN(test_many_loops);
     FT_RUN(test_bad_text);
     FT_RUN(test_classify);

@@ -21,6 +21,9 @@
  *     tile per CTA).
  *   - Loops are nested by their instruction ranges; several back edges to one target are one
  *     loop. Counts are static: every instruction once, predicated or not.
+ *   - The hot loop weighs each loop's own memory instructions by HOT_LOOP_TRIPS^depth: the
+ *     innermost loop with the most of them lost to a prologue loop run once per block
+ *     (dflare_fwd_smem's softmax weights) over the row loop that holds most of the loads.
  */
 #define _GNU_SOURCE
 #include "sass.h"
@@ -472,27 +475,25 @@ static int is_mem(int c) {
            c == FT_SASS_LDSM || c == FT_SASS_LDGSTS || c == FT_SASS_ATOM || c == FT_SASS_LOCAL;
 }
 
-/* The mix of instructions [first, last]; the memory instructions among them in *nmem. */
-static void mix_of(const func *f, int first, int last, ft_sass_mix *m, int *nmem) {
+/* The mix of instructions [first, last]. */
+static void mix_of(const func *f, int first, int last, ft_sass_mix *m) {
     memset(m, 0, sizeof *m);
-    int mem = 0;
     for (int i = first; i <= last; i++) {
         int c = f->in[i].cls;
         if (c < 0) continue;
         m->count[c]++;
         m->total++;
-        mem += is_mem(c);
         if (c == FT_SASS_LDG || c == FT_SASS_STG || c == FT_SASS_LDGSTS)
             m->global_bytes += f->in[i].bytes;
         else if (c == FT_SASS_LDS || c == FT_SASS_STS || c == FT_SASS_LDSM)
             m->shared_bytes += f->in[i].bytes;
     }
-    if (nmem) *nmem = mem;
 }
 
-/* A loop while they are being found: its range, nesting and memory instructions. */
+/* A loop while they are being found: its range, nesting, its own memory instructions (in no
+ * loop inside it) and all its instructions. */
 typedef struct span {
-    int first, last, depth, inner, mem, total;
+    int first, last, depth, inner, own, total;
 } span;
 
 /* Outermost first, then the largest, then by address. */
@@ -525,7 +526,7 @@ static int find_loops(const func *f, span **out) {
     for (int a = 0; a < n; a++) {
         s[a].depth = 1;
         ft_sass_mix m;
-        mix_of(f, s[a].first, s[a].last, &m, &s[a].mem);
+        mix_of(f, s[a].first, s[a].last, &m);
         s[a].total = m.total;
         for (int b = 0; b < n; b++) {
             if (a == b) continue;
@@ -533,20 +534,44 @@ static int find_loops(const func *f, span **out) {
             if (s[a].first <= s[b].first && s[b].last <= s[a].last) s[a].inner++;
         }
     }
+    /* Each memory instruction belongs to the innermost loop holding it (the deepest). */
+    for (int i = 0; i < f->n && n; i++) {
+        if (f->in[i].cls < 0 || !is_mem(f->in[i].cls)) continue;
+        int own = -1;
+        for (int a = 0; a < n; a++)
+            if (s[a].first <= i && i <= s[a].last && (own < 0 || s[a].depth > s[own].depth))
+                own = a;
+        if (own >= 0) s[own].own++;
+    }
     *out = s;
     return n;
 }
 
-/* The rule of ft_sass_hot_loop over spans: among the innermost (no loop inside), the most
- * memory instructions, then the most instructions, then the first. -1 when none. */
+/* The trips a loop is taken to make per iteration of the loop around it, for the hot loop's
+ * weights. 4 rather than more: a short staging loop nested in a tile loop (block-strided copies
+ * to shared memory, a few trips) should not outweigh the tile loop's own ldmatrix and mma work
+ * (loss_online_fwd's mma variant, read 2025-12); a GEMM's k-loop still outweighs its epilogue. */
+#define HOT_LOOP_TRIPS 4
+
+/* The rule of ft_sass_hot_loop over spans: the most own memory instructions weighted by
+ * HOT_LOOP_TRIPS^depth, then the deepest, the most instructions, the first. -1 when none. */
 static int hot_span(const span *s, int n) {
     int h = -1;
+    double best = 0;
     for (int i = 0; i < n; i++) {
-        if (s[i].inner) continue;
-        if (h < 0 || s[i].mem > s[h].mem ||
-            (s[i].mem == s[h].mem &&
-             (s[i].total > s[h].total || (s[i].total == s[h].total && s[i].first < s[h].first))))
-            h = i;
+        double w = s[i].own;
+        for (int d = 0; d < s[i].depth && d < 32; d++)
+            w *= HOT_LOOP_TRIPS;
+        int better = h < 0 || w > best;
+        if (h >= 0 && w == best) {
+            if (s[i].depth != s[h].depth)
+                better = s[i].depth > s[h].depth;
+            else if (s[i].total != s[h].total)
+                better = s[i].total > s[h].total;
+            else
+                better = s[i].first < s[h].first;
+        }
+        if (better) h = i, best = w;
     }
     return h;
 }
@@ -556,7 +581,7 @@ static int func_finish(func *f, ft_sass_kernel *k) {
     memset(k, 0, sizeof *k);
     snprintf(k->name, sizeof k->name, "%s", f->name);
     func_resolve(f);
-    mix_of(f, 0, f->n - 1, &k->mix, NULL);
+    mix_of(f, 0, f->n - 1, &k->mix);
     span *s = NULL;
     int n = find_loops(f, &s);
     if (n < 0) return -1;
@@ -575,7 +600,8 @@ static int func_finish(func *f, ft_sass_kernel *k) {
         l->last = s[i].last;
         l->depth = s[i].depth;
         l->inner = s[i].inner;
-        mix_of(f, l->first, l->last, &l->mix, NULL);
+        l->own_memory = s[i].own;
+        mix_of(f, l->first, l->last, &l->mix);
     }
     free(s);
     return 0;
@@ -633,9 +659,7 @@ const ft_sass_loop *ft_sass_hot_loop(const ft_sass_kernel *k) {
     int n = k->nloops < FT_SASS_MAX_LOOPS ? k->nloops : FT_SASS_MAX_LOOPS;
     for (int i = 0; i < n; i++) {
         const ft_sass_loop *l = &k->loops[i];
-        s[i] = (span){l->first, l->last, l->depth, l->inner, 0, l->mix.total};
-        for (int c = 0; c < FT_SASS_NCLASS; c++)
-            s[i].mem += is_mem(c) ? l->mix.count[c] : 0;
+        s[i] = (span){l->first, l->last, l->depth, l->inner, l->own_memory, l->mix.total};
     }
     int h = hot_span(s, n);
     return h >= 0 ? &k->loops[h] : NULL;
@@ -751,9 +775,9 @@ int ft_sass_tool(char *buf, size_t n, char *why, size_t nwhy) {
 /* The parsed result is cached under $FLARETUNE_CACHE_DIR/sass by the CUBIN's hash, as text:
  *   flaretune-sass 1 NCLASS NKERNELS
  *   kernel NAME LOOPS_FOUND NLOOPS TOTAL GLOBAL_BYTES SHARED_BYTES COUNT...
- *   loop FIRST LAST DEPTH INNER TOTAL GLOBAL_BYTES SHARED_BYTES COUNT...     (NLOOPS of them)
+ *   loop FIRST LAST DEPTH INNER OWN_MEMORY TOTAL GLOBAL_BYTES SHARED_BYTES COUNT... (NLOOPS)
  * A file that does not read back whole is ignored (and written again). */
-#define CACHE_MAGIC "flaretune-sass 1"
+#define CACHE_MAGIC "flaretune-sass 2"
 
 static void put_mix(FILE *f, const ft_sass_mix *m) {
     fprintf(f, " %d %d %d", m->total, m->global_bytes, m->shared_bytes);
@@ -777,7 +801,7 @@ static char *cache_text(const ft_sass_kernel *k, int n, size_t *len) {
         put_mix(f, &k[i].mix);
         for (int j = 0; j < k[i].nloops; j++) {
             const ft_sass_loop *l = &k[i].loops[j];
-            fprintf(f, "loop %d %d %d %d", l->first, l->last, l->depth, l->inner);
+            fprintf(f, "loop %d %d %d %d %d", l->first, l->last, l->depth, l->inner, l->own_memory);
             put_mix(f, &l->mix);
         }
     }
@@ -823,8 +847,8 @@ static int cache_read(const char *path, ft_sass_kernel **out) {
         for (int j = 0; j < ki->nloops && ok; j++) {
             ft_sass_loop *l = &ki->loops[j];
             used = 0;
-            ok = sscanf(p, " loop %d %d %d %d%n", &l->first, &l->last, &l->depth, &l->inner,
-                        &used) == 4;
+            ok = sscanf(p, " loop %d %d %d %d %d%n", &l->first, &l->last, &l->depth, &l->inner,
+                        &l->own_memory, &used) == 5;
             p += used;
             ok = ok && get_mix(&p, &l->mix);
         }

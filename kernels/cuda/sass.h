@@ -64,6 +64,7 @@ typedef struct ft_sass_loop {
                         and the branch                                                   */
     int depth;       /* 1: outermost                                                     */
     int inner;       /* the loops found inside it (kept or not); 0: an innermost loop    */
+    int own_memory;  /* its memory instructions in no loop inside it (ft_sass_hot_loop)  */
     ft_sass_mix mix; /* the instructions of its body (inner loops included)              */
 } ft_sass_loop;
 
@@ -91,8 +92,11 @@ ft_status ft_sass_of_cubin(const void *cubin, size_t size, ft_sass_kernel *out, 
 /* The kernel of that name among n; NULL when absent. */
 const ft_sass_kernel *ft_sass_find(const ft_sass_kernel *k, int n, const char *name);
 
-/* The loop that dominates a kernel's time by the static count: the innermost loop with the
- * most memory instructions (NULL when the kernel has no loop). */
+/* The loop that dominates a kernel's time by the static count: the one with the most memory
+ * instructions of its own (own_memory), each weighted by 4^depth as if every loop ran 4 times an
+ * iteration of the loop around it; ties go to the deeper, then the larger, then the first. So a
+ * GEMM's k-loop beats the tile loop around it, and a row loop holding most of the loads beats a
+ * prologue loop before it and the short reductions inside it. NULL when the kernel has no loop. */
 const ft_sass_loop *ft_sass_hot_loop(const ft_sass_kernel *k);
 
 #endif
