@@ -31,6 +31,7 @@ struct ft_cuda_pool {
     int njobs, nqueue, cap;
     int nstarted_jobs; /* jobs taken so far (their `order`) */
     int stopping;
+    int sass; /* ft_cuda_pool_keep_sass */
     ft_cuda_pool_stats st;
 };
 
@@ -77,6 +78,24 @@ static ft_cuda_pool_job *take(ft_cuda_pool *p) {
     return j;
 }
 
+#if FT_HAVE_CUDA
+/* The instruction mix of a compiled job's kernels, from its CUBIN (no lock needed: the job is
+ * the thread's until it is marked done). */
+static void read_sass(ft_cuda_pool_job *j) {
+    ft_err err = {0};
+    j->sass = calloc(FT_NVRTC_MAX_KERNELS, sizeof *j->sass);
+    j->sass_status = j->sass ? ft_sass_of_cubin(j->res.cubin, j->res.cubin_size, j->sass,
+                                                FT_NVRTC_MAX_KERNELS, &j->nsass, &err)
+                             : ft_err_set(&err, FT_ENOMEM, "SASS: out of memory");
+    if (j->sass_status) {
+        snprintf(j->sass_msg, sizeof j->sass_msg, "%s", err.msg);
+        free(j->sass);
+        j->sass = NULL;
+        j->nsass = 0;
+    }
+}
+#endif
+
 /* Compile a taken job with the lock released, then record what it gave (the caller holds the
  * lock on entry and on return). */
 static void run_job(ft_cuda_pool *p, ft_cuda_pool_job *j) {
@@ -87,20 +106,25 @@ static void run_job(ft_cuda_pool *p, ft_cuda_pool_job *j) {
     ft_err err = {0};
     int cached = 0;
     ft_status s;
-    double t0 = ft_now_s();
+    double t0 = ft_now_s(), sass_secs = 0;
     if (p->dev) {
         s = ft_dev_prepare(p->dev, j->source, defs, j->ndefines, &cached, &err);
     } else {
 #if FT_HAVE_CUDA
         s = ft_nvrtc_compile(j->source, defs, j->ndefines, p->arch, &j->res, &err);
         cached = j->res.cached;
+        if (s == FT_OK && p->sass) {
+            double t1 = ft_now_s();
+            read_sass(j);
+            sass_secs = ft_now_s() - t1;
+        }
         free(j->res.cubin); /* the report is what an architecture's pool is for */
         j->res.cubin = NULL;
 #else
         s = ft_err_set(&err, FT_EUNSUPPORTED, "built without the CUDA toolkit: no NVRTC");
 #endif
     }
-    double secs = ft_now_s() - t0;
+    double secs = ft_now_s() - t0 - sass_secs;
     pthread_mutex_lock(&p->lock);
     j->status = s;
     if (s) snprintf(j->msg, sizeof j->msg, "%s", err.msg);
@@ -109,6 +133,7 @@ static void run_job(ft_cuda_pool *p, ft_cuda_pool_job *j) {
     j->state = FT_POOL_DONE;
     p->running--;
     p->st.seconds += secs;
+    p->st.sass_s += sass_secs;
     if (s)
         p->st.failed++;
     else if (cached)
@@ -205,6 +230,10 @@ ft_status ft_cuda_pool_for_arch(const char *arch, int threads, ft_cuda_pool **ou
 }
 
 int ft_cuda_pool_threads(const ft_cuda_pool *p) { return p ? p->nthreads : 0; }
+
+void ft_cuda_pool_keep_sass(ft_cuda_pool *p) {
+    if (p) p->sass = 1;
+}
 
 /* Room for one more job (the caller holds the lock); 0 when out of memory. */
 static int reserve(ft_cuda_pool *p) {
@@ -348,6 +377,7 @@ void ft_cuda_pool_free(ft_cuda_pool *p) {
 #if FT_HAVE_CUDA
         ft_nvrtc_result_free(&p->jobs[i]->res);
 #endif
+        free(p->jobs[i]->sass);
         free(p->jobs[i]);
     }
     free(p->jobs);

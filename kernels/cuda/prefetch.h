@@ -17,13 +17,15 @@
  * attached to the device, so ft_dev_compile settles with it by itself. An architecture's pool
  * compiles with NVRTC for that architecture and keeps each module's ptxas report (`flaretune
  * compile`, which has no device). Freeing a pool drops the jobs still queued and waits for the
- * ones running.
+ * ones running. An architecture's pool can also read each module's SASS instruction mix (sass.h)
+ * on the thread that compiled it, while the CUBIN is at hand.
  */
 #ifndef FT_CUDA_PREFETCH_H
 #define FT_CUDA_PREFETCH_H
 
 #include "cuda_backend.h"
 #include "nvrtc.h"
+#include "sass.h"
 
 #define FT_CUDA_POOL_MAX_THREADS 64
 
@@ -49,6 +51,12 @@ typedef struct ft_cuda_pool_job {
     int cached;               /* it was in the disk cache */
     double seconds;           /* the compile's wall time on its thread */
     ft_nvrtc_result res;      /* an architecture's pool: ptxas's report (the CUBIN dropped) */
+    /* With ft_cuda_pool_keep_sass, once compiled: the instruction mix of its kernels (nsass of
+     * them, malloc'd), or sass_status and sass_msg say why there is none. */
+    ft_sass_kernel *sass;
+    int nsass;
+    ft_status sass_status;
+    char sass_msg[FT_ERR_MSG_LEN];
 } ft_cuda_pool_job;
 
 typedef struct ft_cuda_pool_stats {
@@ -59,6 +67,7 @@ typedef struct ft_cuda_pool_stats {
     int dropped;    /* taken off the queue before they ran */
     int promoted;   /* moved to the front because a caller needed them */
     double seconds; /* spent compiling, summed over the jobs (threads at once add up) */
+    double sass_s;  /* spent reading SASS (ft_cuda_pool_keep_sass), summed the same way */
 } ft_cuda_pool_stats;
 
 /* A pool of `threads` (1..FT_CUDA_POOL_MAX_THREADS) compiling into device d's disk cache,
@@ -70,6 +79,9 @@ ft_status ft_cuda_pool_for_device(ft_dev *d, int threads, ft_cuda_pool **out, ft
 ft_status ft_cuda_pool_for_arch(const char *arch, int threads, ft_cuda_pool **out, ft_err *err);
 
 int ft_cuda_pool_threads(const ft_cuda_pool *p);
+/* An architecture's pool also reads each module's SASS instruction mix (ft_sass_of_cubin) after
+ * compiling it, on the same thread. Call before adding jobs; a device's pool ignores it. */
+void ft_cuda_pool_keep_sass(ft_cuda_pool *p);
 
 /* Queue the module of a spec behind those already queued; a module the pool already holds is
  * not queued again (one dropped earlier is). Returns its job's index; -1 when out of memory or
