@@ -5,7 +5,10 @@ Usage errors and listings in every build. With the CUDA toolkit (--cuda 1), a pr
 written here (a small kernel, one that spills under its launch bounds, one whose shared memory
 is beyond a block's limit, one that does not compile under a macro) goes through NVRTC, ptxas's
 report, the occupancy calculator and the pruning verdicts, as text and JSON; and every CUDA op's
-default configuration compiles. Without the toolkit (--cuda 0) the command says so in one line
+default configuration compiles. Where nvdisasm is found, the SASS instruction mix of the probe
+and of every op's default configuration is checked (exact figures for the probe's one-line
+kernel); without it, the mix is null and says why. The tests of the NVRTC cache itself skip the
+mix (--no-sass: nvdisasm costs about 0.5 s a CUBIN). Without the toolkit (--cuda 0) the command says so in one line
 and exits 3. Python standard library only; needs no GPU.
 
 usage: test_compile.py --flaretune PATH --cuda 0|1
@@ -117,6 +120,43 @@ def kernels_of(doc):
     return {k["kernel"]: k for r in doc["results"] for k in r["kernels"]}
 
 
+SASS_CLASSES = ["ldg", "stg", "lds", "sts", "ldsm", "ldgsts", "atom", "local", "const", "fp32",
+                "fp16", "mma", "mufu", "convert", "int", "move", "branch", "barrier", "other",
+                "fp64"]
+
+
+def check_mix(m, where):
+    """A mix's figures agree with each other: every class, their sum, bytes per instruction."""
+    cls = m.get("classes", {})
+    check(list(cls) == SASS_CLASSES, f"{where}: classes {list(cls)}")
+    check(m.get("total") == sum(cls.values()) and m.get("global_bytes", -1) >= 0
+          and m.get("shared_bytes", -1) >= 0, f"{where}: total {m.get('total')}, sum "
+          f"{sum(cls.values())}, bytes {m.get('global_bytes')}/{m.get('shared_bytes')}")
+    ipb = m.get("instructions_per_global_byte")
+    want = m["total"] / m["global_bytes"] if m.get("global_bytes") else None
+    check(ipb == want or (ipb and want and abs(ipb - want) < 1e-9 * want),
+          f"{where}: {ipb} instructions per global byte, expected {want}")
+
+
+def check_sass(k, where):
+    """A kernel's instruction mix (True), or null with one line saying why (False)."""
+    sass = k.get("sass")
+    if sass is None:
+        why = k.get("sass_unavailable", "")
+        check(isinstance(why, str) and why and "\n" not in why, f"{where}: no mix and no why")
+        return False
+    check_mix(sass, where)
+    hot = sass.get("hot_loop")
+    check(sass.get("loops", -1) >= (1 if hot else 0), f"{where}: {sass.get('loops')} loops")
+    if hot is not None:
+        check_mix(hot, f"{where} hot loop")
+        check(0 <= hot.get("first", -1) <= hot.get("last", -1) and hot.get("depth", 0) >= 1
+              and hot["total"] <= sass["total"] and hot["global_bytes"] <= sass["global_bytes"]
+              and all(hot["classes"][c] <= sass["classes"][c] for c in SASS_CLASSES),
+              f"{where}: the hot loop is not a part of the kernel: {hot}")
+    return True
+
+
 def test_probe(tmp):
     src = os.path.join(tmp, "probe.cu")
     with open(src, "w") as f:
@@ -150,11 +190,12 @@ def test_probe(tmp):
     check(big.get("smem_static") == 48 * 1024 and big.get("smem_dynamic") == 200000, f"{big}")
     check(big.get("verdict") == "pruned" and "227 KiB per block" in big.get("reason", ""),
           f"bigsmem: {big}")
+    test_probe_sass(base, doc, env, tmp)
 
     # Text: a table with the verdicts, from the cache this time.
     rc, out, err = run(*base, env=env)
     check(rc == 0 and "pruned: spills" in out and "ok (warps-limited)" in out
-          and "(1 from the cache)" in out, f"probe text:\n{out}{err}")
+          and "(1 from the cache)" in out and " ins/B " in out, f"probe text:\n{out}{err}")
     check("compiling took " in out and ": 0 compiled, 1 from the cache, 0 failed;" in out
           and "configurations/s" not in out, f"probe text, the compiling:\n{out}")
     # Another device: its own limits and architecture.
@@ -180,6 +221,40 @@ def test_probe(tmp):
           f"compile error: exit {rc}, stderr {err!r}")
 
 
+def test_probe_sass(base, doc, env, tmp):
+    """The probe's instruction mix: `small` (y = 2x, one element a thread) loads and stores 4
+    bytes once, with no loop. Without a disassembler, or with --no-sass: null and why."""
+    small = kernels_of(doc).get("small", {})
+    if check_sass(small, "small"):
+        m = small["sass"]
+        c = m["classes"]
+        check(c["ldg"] == 1 and c["stg"] == 1 and c["fp32"] == 1 and m["global_bytes"] == 8
+              and m["shared_bytes"] == 0 and m["loops"] == 0 and m["hot_loop"] is None
+              and m["total"] >= 5, f"small's mix: {m}")
+        check(isinstance(doc.get("sass_seconds"), float), "sass_seconds")
+    else:
+        print(f"test_compile: no SASS mix here ({small.get('sass_unavailable')}): its figures "
+              "are not checked", file=sys.stderr)
+    for k in kernels_of(doc).values():
+        check_sass(k, k["kernel"])
+    # No disassembler (and a cache that has not seen this CUBIN): null, why, exit 0.
+    bare = dict(env, FLARETUNE_NVDISASM="/nonexistent/nvdisasm",
+                FLARETUNE_CACHE_DIR=os.path.join(tmp, "cache-no-tool"))
+    rc, out, err = run(*base, "--json", env=bare)
+    small = kernels_of(json.loads(out)).get("small", {}) if rc == 0 else {}
+    check(rc == 0 and small.get("sass", 0) is None
+          and "FLARETUNE_NVDISASM" in small.get("sass_unavailable", ""),
+          f"no disassembler: exit {rc}, {small.get('sass_unavailable')!r} ({err.strip()})")
+    rc, out, err = run(*base, env=bare)
+    check(rc == 0 and "no instruction mix (ins/B): SASS: FLARETUNE_NVDISASM=" in out,
+          f"no disassembler, text:\n{out}")
+    rc, out, err = run(*base, "--json", "--no-sass", env=env)
+    d = json.loads(out) if rc == 0 else {"results": []}
+    small = kernels_of(d).get("small", {})
+    check(rc == 0 and small.get("sass", 0) is None and "--no-sass" in small.get(
+        "sass_unavailable", "") and d.get("sass_seconds", 0) is None, f"--no-sass: {small}")
+
+
 def test_ops(ops, tmp):
     """Each CUDA op's default configuration compiles (CI's compile_all runs every one)."""
     env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
@@ -193,6 +268,18 @@ def test_ops(ops, tmp):
                   and doc["configs_per_s"] > 0 and doc["seconds"] > 0,
                   f"compile {op}: {doc['modules']} modules, {doc['compiled']} compiled, "
                   f"{doc['cached']} cached, {doc['configs_per_s']} configurations/s")
+            ks = kernels_of(doc)
+            mixes = [check_sass(k, f"{op} {name}") for name, k in ks.items()]
+            check(all(mixes) or not any(mixes), f"{op}: a mix for some kernels, not all")
+            if op == "fusion.dflare" and all(mixes) and "dflare_fwd_smem" in ks:
+                # The default stages x in shared memory with cp.async; its hot loop, the row
+                # loop, re-reads it from there and stores f.
+                m = ks["dflare_fwd_smem"]["sass"]
+                hot = m["hot_loop"] or {"classes": {}, "global_bytes": 0, "shared_bytes": 0}
+                check(m["classes"]["ldgsts"] > 0 and m["classes"]["barrier"] > 0
+                      and m["shared_bytes"] > 0 and hot["classes"].get("lds", 0) > 0
+                      and hot["classes"].get("stg", 0) > 0 and hot["global_bytes"] > 0,
+                      f"fusion.dflare's default (stage=smem): {m}")
         one_line_error(["compile", op, "--config", "no_such_param=1"], 2)
 
 
@@ -219,7 +306,7 @@ def test_relocated_cache(tmp):
     real_inc = next((os.path.join(h, "include") for h in homes
                      if h and os.path.exists(os.path.join(h, "include", "cuda_bf16.h"))), None)
     args = ["compile", "fusion.dflare", "--all-configs", "--preset", "small.dflare.train",
-            "--json"]
+            "--json", "--no-sass"]
 
     def compile_from(kdir, inc_dir):
         env = {"FLARETUNE_CACHE_DIR": cache, "FLARETUNE_KERNEL_DIR": kdir}
@@ -249,7 +336,7 @@ def test_keep(tmp):
     env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
     src = os.path.join(ROOT, "kernels", "fusion", "fusion.cu")
     base = ["compile", "--source", src, "--define", "FT_FUSION=1", "--define", "FT_T=5",
-            "--json"]
+            "--json", "--no-sass"]
     rc, out, err = run(*base, env=env)
     check(rc == 0, f"fusion.cu, every kernel: exit {rc}: {err.strip()}")
     every = set(kernels_of(json.loads(out))) if rc == 0 else set()

@@ -6,7 +6,10 @@
  * the disk cache (nvrtc.h), and ptxas's report gives each kernel's registers, spills, stack and
  * static shared memory. With the launch shape from the module spec and a device from the spec
  * table (specs.h) it prints the theoretical occupancy and the verdict the tuner would reach
- * before timing: ok, or pruned and why; then how long the compiling took. CI runs it on every
+ * before timing: ok, or pruned and why; then how long the compiling took. The SASS of each
+ * module (sass.h, read by nvdisasm on the pool's threads) gives each kernel's instruction mix:
+ * the table shows the hot loop's instructions per global byte, the JSON every class, in all and
+ * in the hot loop. CI runs it on every
  * config of every CUDA op (`--list-ops`) for sm_80 and sm_90a, so no config ships that does
  * not compile. `--source FILE --kernel NAME:THREADS` analyses any kernel source the same way.
  *
@@ -36,14 +39,16 @@ static void usage(FILE *f) {
         f,
         "usage: flaretune compile OP [--arch ARCH | --device NAME] [--all-configs | --config CFG]\n"
         "                           [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
-        "                           [--jobs N] [--json]\n"
+        "                           [--jobs N] [--json] [--no-sass]\n"
         "       flaretune compile --source FILE [--define NAME[=VALUE]]...\n"
         "                           [--kernel NAME:THREADS[:DYN_SMEM]]... [--arch|--device ...]\n"
         "       flaretune compile --list-ops | --list-devices\n\n"
         "Compile OP's CUDA kernels with NVRTC for a GPU architecture (no GPU needed) and print,\n"
         "per configuration and kernel: registers, spill stores/loads, stack, static + dynamic\n"
-        "shared memory, block size, the theoretical occupancy on a device, and the verdict the\n"
-        "tuner reaches before timing (ok, or pruned and why).\n\n"
+        "shared memory, block size, the theoretical occupancy on a device, the instructions per\n"
+        "byte of global memory of the hot loop (ins/B: from the SASS, the kernel's own when it "
+        "has\n"
+        "no loop), and the verdict the tuner reaches before timing (ok, or pruned and why).\n\n"
         "  --device NAME   occupancy on this device and compile for its architecture\n"
         "                  (default h200; see --list-devices)\n"
         "  --arch ARCH     compile for ARCH (sm_80, sm_89, sm_90a, sm_100a, ...); occupancy on\n"
@@ -55,10 +60,14 @@ static void usage(FILE *f) {
         "                  dtype=bf16 compiles the bf16 kernels)\n"
         "  --jobs N        compile N modules at a time (default: the CPUs, at most 16); the\n"
         "                  report ends with the wall time, configurations/s and compiler time\n"
-        "  --json          one JSON document instead of the tables\n"
+        "  --json          one JSON document instead of the tables (with each kernel's SASS\n"
+        "                  instruction mix by class, in all and in its hot loop)\n"
+        "  --no-sass       no SASS instruction mix (nvdisasm takes about 0.5 s a module the\n"
+        "                  first time; then its result is cached)\n"
         "  --list-ops      the ops with CUDA kernels, one per line\n"
         "  --list-devices  the device table\n\n"
-        "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc. Exit codes: 0 compiled,\n"
+        "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc, their instruction mix\n"
+        "under sass/ (docs/cuda.md: where nvdisasm comes from). Exit codes: 0 compiled,\n"
         "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n");
 }
 
@@ -86,6 +95,8 @@ typedef struct row {
     ft_occupancy occ;
     int ok;
     char why[400];
+    const ft_sass_kernel *sass; /* its instruction mix, or why there is none */
+    const char *sass_why;
 } row;
 
 static void make_row(const ft_gpu_spec *dev, const ft_cuda_pool_job *j, const char *kernel,
@@ -121,9 +132,27 @@ static void make_row(const ft_gpu_spec *dev, const ft_cuda_pool_job *j, const ch
     }
 }
 
+/* The instruction mix of a row's kernel, from its module's job, or why there is none. */
+static void row_sass(row *r, const ft_cuda_pool_job *j, int no_sass) {
+    r->sass = NULL;
+    r->sass_why = NULL;
+    if (!r->found) return;
+    if (no_sass)
+        r->sass_why = "not read (--no-sass)";
+    else if (j->sass_status)
+        r->sass_why = j->sass_msg;
+    else if (!(r->sass = ft_sass_find(j->sass, j->nsass, r->kernel)))
+        r->sass_why = "the disassembly has no such kernel";
+}
+
+/* Instructions per byte a thread moves to or from global memory; -1 when it moves none. */
+static double per_global_byte(const ft_sass_mix *m) {
+    return m->global_bytes > 0 ? (double)m->total / m->global_bytes : -1;
+}
+
 static void print_header(void) {
-    printf("  %-30s %4s %11s %6s %19s %5s %6s %6s  %s\n", "kernel", "regs", "spill st/ld", "stack",
-           "smem static+dyn", "block", "blk/SM", "occ", "verdict");
+    printf("  %-30s %4s %11s %6s %19s %5s %6s %6s %6s  %s\n", "kernel", "regs", "spill st/ld",
+           "stack", "smem static+dyn", "block", "blk/SM", "occ", "ins/B", "verdict");
 }
 
 static void print_row(const row *r) {
@@ -140,8 +169,13 @@ static void print_row(const row *r) {
         snprintf(bpsm, sizeof bpsm, "%d", r->occ.blocks_per_sm);
         snprintf(occ, sizeof occ, "%.0f%%", 100.0 * r->occ.fraction);
     }
-    char spills[32];
+    char spills[32], ipb[16] = "-";
     snprintf(spills, sizeof spills, "%d/%d", r->info.spill_stores, r->info.spill_loads);
+    if (r->sass) {
+        const ft_sass_loop *h = ft_sass_hot_loop(r->sass);
+        double x = per_global_byte(h ? &h->mix : &r->sass->mix);
+        if (x >= 0) snprintf(ipb, sizeof ipb, "%.2f", x);
+    }
     char verdict[440];
     if (r->ok && r->have_occ)
         snprintf(verdict, sizeof verdict, "ok (%s-limited)", ft_occ_limit_name(r->occ.limits));
@@ -149,8 +183,34 @@ static void print_row(const row *r) {
         snprintf(verdict, sizeof verdict, "ok");
     else
         snprintf(verdict, sizeof verdict, "pruned: %s", r->why);
-    printf("  %-30s %4d %11s %6zu %19s %5s %6s %6s  %s\n", r->kernel, r->info.regs, spills,
-           r->info.stack_bytes, smem, blk, bpsm, occ, verdict);
+    printf("  %-30s %4d %11s %6zu %19s %5s %6s %6s %6s  %s\n", r->kernel, r->info.regs, spills,
+           r->info.stack_bytes, smem, blk, bpsm, occ, ipb, verdict);
+}
+
+/* A mix as JSON: every class's count, the total, the bytes, instructions per global byte. */
+static json_t *mix_json(const ft_sass_mix *m) {
+    json_t *cls = json_object();
+    for (int c = 0; c < FT_SASS_NCLASS; c++)
+        json_object_set_new(cls, ft_sass_class_name((ft_sass_class)c), json_integer(m->count[c]));
+    double x = per_global_byte(m);
+    return json_pack("{s:o, s:i, s:i, s:i, s:o}", "classes", cls, "total", m->total, "global_bytes",
+                     m->global_bytes, "shared_bytes", m->shared_bytes,
+                     "instructions_per_global_byte", x >= 0 ? json_real(x) : json_null());
+}
+
+/* A kernel's instruction mix: in all, the number of loops, and its hot loop (or null). */
+static json_t *sass_json(const ft_sass_kernel *k) {
+    json_t *o = mix_json(&k->mix), *hot = json_null();
+    json_object_set_new(o, "loops", json_integer(k->loops_found));
+    const ft_sass_loop *h = ft_sass_hot_loop(k);
+    if (h) {
+        hot = json_pack("{s:i, s:i, s:i}", "first", h->first, "last", h->last, "depth", h->depth);
+        json_t *m = mix_json(&h->mix);
+        json_object_update(hot, m);
+        json_decref(m);
+    }
+    json_object_set_new(o, "hot_loop", hot);
+    return o;
 }
 
 static json_t *row_json(const row *r) {
@@ -175,6 +235,8 @@ static json_t *row_json(const row *r) {
     }
     json_object_set_new(o, "verdict", json_string(r->ok ? "ok" : "pruned"));
     if (!r->ok) json_object_set_new(o, "reason", json_string(r->why));
+    json_object_set_new(o, "sass", r->sass ? sass_json(r->sass) : json_null());
+    if (!r->sass) json_object_set_new(o, "sass_unavailable", json_string(r->sass_why));
     return o;
 }
 
@@ -264,12 +326,13 @@ enum {
     O_SOURCE,
     O_DEFINE,
     O_KERNEL,
+    O_NO_SASS,
 };
 
 /* The command line of one compile. */
 typedef struct {
     ft_cli_problem prob;
-    int json, all, lops, ldevs;
+    int json, all, lops, ldevs, no_sass;
     long njobs;
     const char *arch, *devname, *source;
     const char *defines[FT_CUDA_MAX_DEFINES], *kargs[MAX_KERNEL_ARGS];
@@ -283,6 +346,7 @@ static int compile_opt(compile_args *a, int o, char **argv) {
     case O_ARCH: a->arch = optarg; break;
     case O_DEVICE: a->devname = optarg; break;
     case O_ALL: a->all = 1; break;
+    case O_NO_SASS: a->no_sass = 1; break;
     case O_LIST_OPS: a->lops = 1; break;
     case O_LIST_DEVICES: a->ldevs = 1; break;
     case O_JOBS: {
@@ -325,6 +389,7 @@ static int compile_parse(int argc, char **argv, compile_args *a) {
                                          {"source", required_argument, NULL, O_SOURCE},
                                          {"define", required_argument, NULL, O_DEFINE},
                                          {"kernel", required_argument, NULL, O_KERNEL},
+                                         {"no-sass", no_argument, NULL, O_NO_SASS},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
@@ -551,6 +616,7 @@ static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const co
                          m->kernels[ki].dyn_smem, &r);
             else
                 make_row(dev, j, j->res.kernels[ki].name, 0, 0, &r);
+            row_sass(&r, j, a->no_sass);
             t->nkernels++;
             if (!r.found) {
                 t->nfailed++;
@@ -616,7 +682,7 @@ static json_t *compiles_json(compile_work *W) {
 
 /* How the compiling went: wall time, throughput, where the modules came from (text). */
 static void report_compiles(const compile_problem *pr, compile_work *W,
-                            const ft_cuda_pool_stats *st) {
+                            const ft_cuda_pool_stats *st, int no_sass) {
     double longest = 0;
     for (int i = 0; i < ft_cuda_pool_size(W->pool); i++) {
         const ft_cuda_pool_job *j = ft_cuda_pool_job_at(W->pool, i);
@@ -626,8 +692,18 @@ static void report_compiles(const compile_problem *pr, compile_work *W,
     printf("compiling took %.1f s on %d thread%s", W->seconds, th, th == 1 ? "" : "s");
     if (pr->op && W->seconds > 0) printf(" (%.1f configurations/s)", W->nes / W->seconds);
     printf(": %d compiled, %d from the cache, %d failed; %.1f s of compiler time, the longest "
-           "module %.1f s\n",
+           "module %.1f s",
            st->compiled, st->cached, st->failed, st->seconds, longest);
+    if (!no_sass) printf("; %.1f s reading SASS", st->sass_s);
+    printf("\n");
+    /* The instruction mix missing: why, once (the tool, most often). */
+    for (int i = 0; i < ft_cuda_pool_size(W->pool) && !no_sass; i++) {
+        const ft_cuda_pool_job *j = ft_cuda_pool_job_at(W->pool, i);
+        if (j->status == FT_OK && j->sass_status) {
+            printf("no instruction mix (ins/B): %s\n", j->sass_msg);
+            break;
+        }
+    }
 }
 
 static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_problem *pr,
@@ -655,6 +731,7 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
         json_object_set_new(root, "configs_per_s",
                             pr->op && W->seconds > 0 ? json_real(nes / W->seconds) : json_null());
         json_object_set_new(root, "compile_seconds", json_real(st.seconds));
+        json_object_set_new(root, "sass_seconds", a->no_sass ? json_null() : json_real(st.sass_s));
         json_object_set_new(root, "compiles", compiles_json(W));
         json_dumpf(root, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
@@ -667,7 +744,7 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
                t.npruned, t.nfailed);
         if (pr->op) printf("; %d of %d configurations would be timed", nes - t.cfg_pruned, nes);
         printf("\n");
-        report_compiles(pr, W, &st);
+        report_compiles(pr, W, &st, a->no_sass);
     }
 }
 
@@ -681,6 +758,7 @@ static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compil
     memset(&W, 0, sizeof W);
     ft_err err = {0};
     if (ft_cuda_pool_for_arch(a->arch, (int)a->njobs, &W.pool, &err)) return ft_cli_fail_err(&err);
+    if (!a->no_sass) ft_cuda_pool_keep_sass(W.pool);
     W.t0 = ft_now_s();
     int code = a->source ? plan_source(a, &W) : plan_space(a, pr, &W);
     if (!code) {
