@@ -7,7 +7,7 @@
  * from the backward branches. The tool: found on this machine (FLARETUNE_NVDISASM, PATH, the
  * toolkit, NVIDIA's PyPI wheels), run on the CUBIN written to a temporary file; the parsed result
  * is cached by the CUBIN's hash, since nvdisasm costs about half a second per CUBIN whatever its
- * size (measured 2025-12 on the 2-core build VM: 0.44 s for 38 KB, 0.51 s for 292 KB).
+ * size (measured 2026-12-02 on a 2-core Xeon VM: 0.44 s for 38 KB, 0.51 s for 292 KB).
  *
  * Decisions the counts rest on:
  *   - NOPs (the padding after the last EXIT) are not counted; neither is the trap `BRA self`
@@ -550,7 +550,7 @@ static int find_loops(const func *f, span **out) {
 /* The trips a loop is taken to make per iteration of the loop around it, for the hot loop's
  * weights. 4 rather than more: a short staging loop nested in a tile loop (block-strided copies
  * to shared memory, a few trips) should not outweigh the tile loop's own ldmatrix and mma work
- * (loss_online_fwd's mma variant, read 2025-12); a GEMM's k-loop still outweighs its epilogue. */
+ * (loss_online_fwd's mma variant); a GEMM's k-loop still outweighs its epilogue. */
 #define HOT_LOOP_TRIPS 4
 
 /* The rule of ft_sass_hot_loop over spans: the most own memory instructions weighted by
