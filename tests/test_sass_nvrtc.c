@@ -156,8 +156,12 @@ int main(void) {
 }
 
 #else
-int main(void) {
+static void test_skip(void) {
     ft_test_skip("built without the CUDA toolkit (FT_HAVE_CUDA=0): no NVRTC to compile a kernel");
-    return 0;
+}
+
+int main(void) {
+    FT_RUN(test_skip);
+    return ft_test_finish();
 }
 #endif
