@@ -587,7 +587,7 @@ static int func_finish(func *f, ft_sass_kernel *k) {
     if (n < 0) return -1;
     int h = hot_span(s, n);
     span hot = h >= 0 ? s[h] : (span){0, 0, 0, 0, 0, 0};
-    qsort(s, (size_t)n, sizeof *s, span_order);
+    if (n > 1) qsort(s, (size_t)n, sizeof *s, span_order);
     k->loops_found = n;
     k->nloops = n < FT_SASS_MAX_LOOPS ? n : FT_SASS_MAX_LOOPS;
     int kept = 0;
