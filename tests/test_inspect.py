@@ -21,7 +21,9 @@ from clitest import check, one_line_error, run  # noqa: E402
 
 KERNEL_KEYS = {"kernel", "source", "launches", "incomplete", "grid", "block", "blocks", "warps",
                "traffic", "unique_read_bytes", "unique_write_bytes", "sector_bytes", "barriers",
-               "cp_async", "collectives", "sites"}
+               "cp_async", "collectives", "sites", "device", "predicted"}
+BOUNDS = {"dram", "l2", "shared", "issue", "tensor", "launch"}
+H200_BW = 4.8e12  # bytes/s, kernels/cuda/specs.c
 TRAFFIC_KEYS = {"global_load", "global_store", "global_atomic", "shared_load", "shared_store"}
 
 
@@ -45,6 +47,14 @@ def test_dflare_default():
     check(napkin > 0 and abs(uniq - napkin) <= 0.05 * napkin,
           f"distinct bytes {uniq} within 5% of napkin {napkin}")
     check(d["sector_bytes"] >= uniq, f"requested sectors {d['sector_bytes']} >= distinct {uniq}")
+    # The prediction: the largest limit, the dram limit the distinct bytes over H200's bandwidth.
+    p = d["predicted"]
+    check(d["device"] == "h200" and set(p["limits_s"]) == BOUNDS and p["bound"] in BOUNDS,
+          f"prediction for h200 with every limit: {p}")
+    check(abs(p["seconds"] - max(p["limits_s"].values())) <= 1e-12 * p["seconds"] + 1e-15,
+          f"the time is the largest limit: {p}")
+    check(abs(p["limits_s"]["dram"] - uniq / H200_BW) <= 1e-6 * p["limits_s"]["dram"],
+          f"dram limit {p['limits_s']['dram']} = {uniq} B / 4.8 TB/s")
     for k in d["kernels"]:
         check(KERNEL_KEYS <= set(k), f"kernel keys: {sorted(KERNEL_KEYS - set(k))} missing")
         check(set(k["traffic"]) == TRAFFIC_KEYS, f"traffic keys {sorted(k['traffic'])}")
@@ -56,6 +66,14 @@ def test_dflare_default():
                   f"{k['kernel']} {kind}: units >= ideal, lanes <= 32 per request: {t}")
         check(k["sites"] and all("fusion/fusion.cu:" in s["where"] for s in k["sites"]),
               f"{k['kernel']}: sites named by fusion.cu lines: {[s['where'] for s in k['sites']]}")
+        dev = k["device"]
+        if "sass_unavailable" in d:  # no nvdisasm or no toolkit: said, and nothing invented
+            check(dev is None or dev["sass"] is None, f"no SASS when unavailable: {dev}")
+        else:
+            h = dev["sass"]["hot_loop"]
+            check(dev["regs"] > 0 and dev["blocks_per_sm"] > 0 and h and
+                  h["classes"]["lds"] > 0 and dev["instructions_per_memory_instruction"] > 1,
+                  f"{k['kernel']}: registers, occupancy and a hot loop reading shared memory: {dev}")
 
 
 def test_tables_and_errors():

@@ -131,4 +131,14 @@ int ft_cli_setup_problem(const ft_cli_problem *p, const char *op_name, int with_
  * ft_cli_setup_problem did not. On failure s->c is freed and the exit code returned. */
 int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s);
 
+/* ---- a kernel's SASS instruction mix (cli_sass.c) ------------------------------------------- */
+
+#include <jansson.h>
+
+#include "cuda/sass.h"
+
+/* Every class's count, the total, the bytes a thread moves, instructions per global byte, the
+ * number of loops and the hot loop's own mix (or null): `"sass"` of compile and inspect. */
+json_t *ft_cli_sass_json(const ft_sass_kernel *k);
+
 #endif

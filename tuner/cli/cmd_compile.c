@@ -187,32 +187,6 @@ static void print_row(const row *r) {
            r->info.stack_bytes, smem, blk, bpsm, occ, ipb, verdict);
 }
 
-/* A mix as JSON: every class's count, the total, the bytes, instructions per global byte. */
-static json_t *mix_json(const ft_sass_mix *m) {
-    json_t *cls = json_object();
-    for (int c = 0; c < FT_SASS_NCLASS; c++)
-        json_object_set_new(cls, ft_sass_class_name((ft_sass_class)c), json_integer(m->count[c]));
-    double x = per_global_byte(m);
-    return json_pack("{s:o, s:i, s:i, s:i, s:o}", "classes", cls, "total", m->total, "global_bytes",
-                     m->global_bytes, "shared_bytes", m->shared_bytes,
-                     "instructions_per_global_byte", x >= 0 ? json_real(x) : json_null());
-}
-
-/* A kernel's instruction mix: in all, the number of loops, and its hot loop (or null). */
-static json_t *sass_json(const ft_sass_kernel *k) {
-    json_t *o = mix_json(&k->mix), *hot = json_null();
-    json_object_set_new(o, "loops", json_integer(k->loops_found));
-    const ft_sass_loop *h = ft_sass_hot_loop(k);
-    if (h) {
-        hot = json_pack("{s:i, s:i, s:i}", "first", h->first, "last", h->last, "depth", h->depth);
-        json_t *m = mix_json(&h->mix);
-        json_object_update(hot, m);
-        json_decref(m);
-    }
-    json_object_set_new(o, "hot_loop", hot);
-    return o;
-}
-
 static json_t *row_json(const row *r) {
     json_t *o =
         json_pack("{s:s, s:s, s:b}", "kernel", r->kernel, "source", r->source, "found", r->found);
@@ -235,7 +209,7 @@ static json_t *row_json(const row *r) {
     }
     json_object_set_new(o, "verdict", json_string(r->ok ? "ok" : "pruned"));
     if (!r->ok) json_object_set_new(o, "reason", json_string(r->why));
-    json_object_set_new(o, "sass", r->sass ? sass_json(r->sass) : json_null());
+    json_object_set_new(o, "sass", r->sass ? ft_cli_sass_json(r->sass) : json_null());
     if (!r->sass) json_object_set_new(o, "sass_unavailable", json_string(r->sass_why));
     return o;
 }

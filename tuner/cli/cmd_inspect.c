@@ -17,6 +17,8 @@
 #include "cli.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_emu.h"
+#include "cuda/kfacts.h"
+#include "cuda/predict.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
 
@@ -25,17 +27,25 @@
 static void usage(FILE *f) {
     fprintf(
         f, "usage: flaretune inspect OP [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
-           "                            [--config CFG] [--seed N] [--sites N] [--json]\n\n"
+           "                 [--config CFG] [--seed N] [--device D] [--sites N] [--json]\n\n"
            "Run OP's CUDA kernels once on the emulator (cuda-emu) with the memory profile on\n"
            "and print, per kernel: warp-level requests and 32-byte sectors per request of its\n"
            "global loads and stores (coalescing), shared-memory wavefronts per request (bank\n"
            "conflicts), active lanes per request (divergence), the distinct bytes it reads and\n"
            "writes against the op's napkin bytes (re-reads, redundant traffic), barriers and\n"
            "warp collectives (mma, ldmatrix, shuffles), each with its ideal, and the source\n"
-           "lines that move the most. No GPU is needed; GEMMs the host runs are not kernels.\n\n"
+           "lines that move the most. Then, from NVRTC's CUBIN for the device's architecture,\n"
+           "each kernel's registers, occupancy and SASS instruction mix (nvdisasm), and the\n"
+           "time it would take on that device: the largest of DRAM bytes / bandwidth, L2\n"
+           "sectors / bandwidth, shared wavefronts / rate, warp instructions / issue rate at\n"
+           "its occupancy, tensor FLOPs / peak, with the bound named (docs/cuda.md). The\n"
+           "GEMMs an op asks of cuBLASLt are listed with their FLOPs and operands. No GPU is\n"
+           "needed.\n\n"
            "  --preset P, --set NAME=VALUE, --attr NAME=VALUE, --seed N\n"
            "                  the problem (default: the op's small preset)\n"
            "  --config CFG    the configuration (NAME=VALUE,...; default: the space's default)\n"
+           "  --device D      the GPU to predict for (default h200; see `flaretune compile\n"
+           "                  --list-devices`)\n"
            "  --sites N       source lines shown per kernel (default 4; 0: none)\n"
            "  --json          one JSON document instead of the tables\n");
 }
@@ -49,24 +59,29 @@ typedef struct kernel_sum {
     int capsites;
     double gemm_flops, gemm_bytes; /* a GEMM of cuBLASLt's (no kernel of ours): 0 for a kernel */
     int gemm_bf16;
+    const ft_kfacts *facts; /* registers, occupancy, SASS on the device (NULL: none) */
+    ft_prediction pred;     /* its launches' predicted times, added up */
 } kernel_sum;
 
 typedef struct inspect_args {
     ft_cli_problem prob;
     const char *op;
     int json, sites;
+    const ft_gpu_spec *gpu;
 } inspect_args;
 
 static int parse(int argc, char **argv, inspect_args *a) {
-    enum { O_JSON = 1, O_SITES };
+    enum { O_JSON = 1, O_SITES, O_DEVICE };
     static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
                                          {"json", no_argument, NULL, O_JSON},
+                                         {"device", required_argument, NULL, O_DEVICE},
                                          {"sites", required_argument, NULL, O_SITES},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     a->prob.backend = "cuda-emu";
     a->sites = 4;
+    a->gpu = ft_gpu_spec_find("h200");
     optind = 1;
     opterr = 0;
     int o;
@@ -76,6 +91,10 @@ static int parse(int argc, char **argv, inspect_args *a) {
         if (h) continue;
         if (o == O_JSON) {
             a->json = 1;
+        } else if (o == O_DEVICE) {
+            if (!(a->gpu = ft_gpu_spec_find(optarg)))
+                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --device %s: unknown GPU (%s)", optarg,
+                                   ft_gpu_spec_names());
         } else if (o == O_SITES) {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);
@@ -127,6 +146,14 @@ static int add_site(kernel_sum *k, const ft_emu_site *s) {
     return 0;
 }
 
+/* Add one launch's predicted time to its kernel's (the bound: that of its slowest launch). */
+static void add_prediction(kernel_sum *k, const ft_prediction *p, double *slowest) {
+    k->pred.seconds += p->seconds;
+    for (int b = 0; b < FT_BOUND_N; b++)
+        k->pred.limit[b] += p->limit[b];
+    if (p->seconds > *slowest) *slowest = p->seconds, k->pred.bound = p->bound;
+}
+
 static int add_launch(kernel_sum *ks, int *nk, const ft_dev_emu_launch_record *r) {
     kernel_sum *k = NULL;
     for (int i = 0; i < *nk && !k; i++)
@@ -153,7 +180,7 @@ static int add_launch(kernel_sum *ks, int *nk, const ft_dev_emu_launch_record *r
         k->p.coll[i] += r->p.coll[i];
     for (int i = 0; i < r->p.nsites; i++)
         if (add_site(k, &r->p.sites[i]) != 0) return -1;
-    return 0;
+    return (int)(k - ks);
 }
 
 static int cmp_units(const void *a, const void *b) {
@@ -186,6 +213,65 @@ static void print_traffic(const char *what, const ft_emu_traffic *t, const char 
            100.0 * per(t->partial, t->requests), bytes);
 }
 
+/* ---- the device: SASS, occupancy, predicted time ------------------------------------------- */
+
+static const char *time_str(double s, char *buf, size_t n) {
+    if (s >= 1e-3)
+        snprintf(buf, n, "%.3g ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.3g us", s * 1e6);
+    return buf;
+}
+
+static void print_prediction(const char *what, const ft_prediction *p, const ft_gpu_spec *g) {
+    char t[32], l[FT_BOUND_N][32];
+    for (int b = 0; b < FT_BOUND_N; b++)
+        time_str(p->limit[b], l[b], sizeof l[b]);
+    printf("    %s %s on %s, %s-bound (dram %s, l2 %s, shared %s, issue %s, tensor %s, launch "
+           "%s)\n",
+           what, time_str(p->seconds, t, sizeof t), g->name, ft_bound_name(p->bound), l[0], l[1],
+           l[2], l[3], l[4], l[5]);
+}
+
+/* "ldg 2, stg 1, fp32 12, int 10, ..." of a mix's non-zero classes, most first. */
+static void mix_line(const ft_sass_mix *m, char *buf, size_t n) {
+    int order[FT_SASS_NCLASS], k = 0;
+    for (int c = 0; c < FT_SASS_NCLASS; c++)
+        if (m->count[c]) order[k++] = c;
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && m->count[order[j]] > m->count[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k && len + 1 < n; i++) {
+        int w = snprintf(buf + len, n - len, "%s%s %d", i ? ", " : "",
+                         ft_sass_class_name((ft_sass_class)order[i]), m->count[order[i]]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+static void print_facts(const kernel_sum *k, const ft_gpu_spec *g) {
+    const ft_kfacts *f = k->facts;
+    if (!f) return;
+    if (f->occ.blocks_per_sm > 0)
+        printf("    on %s (%s): %d registers, %d blocks/SM (%.0f%% occupancy, %s-limited)\n",
+               g->name, g->arch, f->info.regs, f->occ.blocks_per_sm, 100.0 * f->occ.fraction,
+               ft_occ_limit_name(f->occ.limits));
+    if (!f->has_sass) return;
+    const ft_sass_loop *h = ft_sass_hot_loop(&f->sass);
+    const ft_sass_mix *m = h ? &h->mix : &f->sass.mix;
+    char mix[256];
+    mix_line(m, mix, sizeof mix);
+    printf("    SASS %d instructions, %d loop%s; %s %d: %s\n", f->sass.mix.total,
+           f->sass.loops_found, f->sass.loops_found == 1 ? "" : "s", h ? "hot loop" : "body",
+           m->total, mix);
+    printf("    %.2f instructions per global byte a thread moves, %.2f per memory instruction\n",
+           ft_kfacts_instructions_per_byte(f), ft_kfacts_instructions_per_request(f));
+}
+
 static void print_gemm(const kernel_sum *k) {
     char b[32];
     ft_fmt_bytes(k->gemm_bytes, b, sizeof b);
@@ -195,10 +281,11 @@ static void print_gemm(const kernel_sum *k) {
            k->gemm_bf16 ? "bf16: tensor cores" : "f32 with fp32 compute: CUDA cores");
 }
 
-static void print_kernel(const kernel_sum *k, double napkin, int nsites) {
+static void print_kernel(const kernel_sum *k, double napkin, int nsites, const ft_gpu_spec *g) {
     const ft_emu_launch_prof *p = &k->p;
     if (k->gemm_flops > 0) {
         print_gemm(k);
+        print_prediction("predicted", &k->pred, g);
         return;
     }
     printf("\n  %s  (%s)  %d launch%s, grid (%u,%u,%u) x block (%u,%u,%u)%s\n", k->name, k->source,
@@ -233,6 +320,8 @@ static void print_kernel(const kernel_sum *k, double napkin, int nsites) {
                s->kind == FT_EMU_SLD || s->kind == FT_EMU_SST ? "wavefr." : "sectors",
                per(s->t.ideal, s->t.requests), per(s->t.lanes, s->t.requests));
     }
+    print_facts(k, g);
+    print_prediction("predicted", &k->pred, g);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
@@ -251,6 +340,26 @@ static json_t *traffic_json(const ft_emu_traffic *t) {
 static const char *const acc_keys[FT_EMU_NACC] = {"global_load", "global_store", "global_atomic",
                                                   "shared_load", "shared_store"};
 
+static json_t *prediction_json(const ft_prediction *p) {
+    json_t *lim = json_object();
+    for (int b = 0; b < FT_BOUND_N; b++)
+        json_object_set_new(lim, ft_bound_name((ft_bound)b), json_real(p->limit[b]));
+    return json_pack("{s:f, s:s, s:o}", "seconds", p->seconds, "bound", ft_bound_name(p->bound),
+                     "limits_s", lim);
+}
+
+static json_t *facts_json(const ft_kfacts *f) {
+    if (!f) return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "regs", json_integer(f->info.regs));
+    json_object_set_new(o, "blocks_per_sm", json_integer(f->occ.blocks_per_sm));
+    json_object_set_new(o, "occupancy", json_real(f->occ.fraction));
+    json_object_set_new(o, "sass", f->has_sass ? ft_cli_sass_json(&f->sass) : json_null());
+    json_object_set_new(o, "instructions_per_memory_instruction",
+                        json_real(ft_kfacts_instructions_per_request(f)));
+    return o;
+}
+
 static json_t *kernel_json(const kernel_sum *k, int nsites) {
     const ft_emu_launch_prof *p = &k->p;
     json_t *o = json_object(), *tr = json_object(), *co = json_object(), *si = json_array();
@@ -262,6 +371,7 @@ static json_t *kernel_json(const kernel_sum *k, int nsites) {
         json_object_set_new(o, "gemm",
                             json_pack("{s:f,s:f,s:b}", "flops", k->gemm_flops, "bytes",
                                       k->gemm_bytes, "bf16", k->gemm_bf16));
+        json_object_set_new(o, "predicted", prediction_json(&k->pred));
         return o;
     }
     json_object_set_new(
@@ -292,6 +402,8 @@ static json_t *kernel_json(const kernel_sum *k, int nsites) {
         json_array_append_new(si, j);
     }
     json_object_set_new(o, "sites", si);
+    json_object_set_new(o, "device", facts_json(k->facts));
+    json_object_set_new(o, "predicted", prediction_json(&k->pred));
     return o;
 }
 
@@ -318,7 +430,8 @@ static ft_status profile_run(ft_cli_setup *su, ft_dev_emu_launch_record **recs, 
     return FT_OK;
 }
 
-static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks, int nk) {
+static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks, int nk,
+                  const ft_kfacts_set *facts, const ft_prediction *total) {
     double napkin = ft_call_io_bytes(&su->c);
     char cfg[512];
     ft_config_format(su->be->space(su->op), &su->cfg, cfg, sizeof cfg);
@@ -336,6 +449,12 @@ static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks,
         json_object_set_new(root, "napkin_bytes", json_real(napkin));
         json_object_set_new(root, "unique_bytes", json_integer((json_int_t)uniq));
         json_object_set_new(root, "sector_bytes", json_integer((json_int_t)sect));
+        json_object_set_new(root, "device", json_string(a->gpu->name));
+        json_object_set_new(root, "arch", json_string(a->gpu->arch));
+        json_object_set_new(root, "predicted", prediction_json(total));
+        if (facts->sass_why[0])
+            json_object_set_new(root, "sass_unavailable", json_string(facts->sass_why));
+        if (facts->unfit[0]) json_object_set_new(root, "unfit", json_string(facts->unfit));
         for (int i = 0; i < nk; i++)
             json_array_append_new(arr, kernel_json(&ks[i], a->sites));
         json_object_set_new(root, "kernels", arr);
@@ -354,8 +473,11 @@ static int report(const inspect_args *a, const ft_cli_setup *su, kernel_sum *ks,
     printf("  napkin bytes %s; distinct bytes the kernels read and write (a GEMM: its operands) %s "
            "(%.1f%% of napkin); sectors requested %s (%.2fx)\n",
            nb, ub, 100.0 * (napkin > 0 ? (double)uniq / napkin : 0), sb, per(sect, uniq));
+    print_prediction("all kernels:", total, a->gpu);
+    if (facts->sass_why[0]) printf("  no SASS instruction mix: %s\n", facts->sass_why);
+    if (facts->unfit[0]) printf("  cannot run on %s: %s\n", a->gpu->name, facts->unfit);
     for (int i = 0; i < nk; i++)
-        print_kernel(&ks[i], napkin, a->sites);
+        print_kernel(&ks[i], napkin, a->sites, a->gpu);
     return 0;
 }
 
@@ -383,14 +505,31 @@ static int run(int argc, char **argv) {
         return ft_cli_fail_err(&err);
     }
     kernel_sum *ks = calloc(MAX_KERNELS, sizeof *ks);
+    ft_kfacts_set *facts = calloc(1, sizeof *facts);
+    ft_prediction *preds = calloc((size_t)(nrec ? nrec : 1), sizeof *preds);
+    double slowest[MAX_KERNELS] = {0};
     int nk = 0;
-    for (int i = 0; ks && i < nrec; i++)
-        if (add_launch(ks, &nk, &recs[i]) != 0) {
+    if (!ks || !facts || !preds)
+        code = ft_cli_fail(FT_EXIT_FAIL, "inspect: out of memory");
+    else if (ft_kfacts_of(&su.c, &su.cfg, a.gpu, 1, facts, &err) != FT_OK)
+        code = ft_cli_fail_err(&err);
+    for (int i = 0; !code && i < nrec; i++) {
+        int k = add_launch(ks, &nk, &recs[i]);
+        if (k < 0) {
             code = ft_cli_fail(FT_EXIT_FAIL, "inspect: too many kernels, or out of memory");
             break;
         }
-    if (!ks) code = ft_cli_fail(FT_EXIT_FAIL, "inspect: out of memory");
-    if (!code) code = report(&a, &su, ks, nk);
+        ks[k].facts = ft_kfacts_find(facts, ks[k].name);
+        ft_predict_in in = ft_predict_in_of_record(&recs[i], ks[k].facts);
+        preds[i] = ft_predict(a.gpu, &in);
+        add_prediction(&ks[k], &preds[i], &slowest[k]);
+    }
+    if (!code) {
+        ft_prediction total = ft_predict_sum(preds, nrec);
+        code = report(&a, &su, ks, nk, facts, &total);
+    }
+    free(facts);
+    free(preds);
     for (int i = 0; ks && i < nk; i++)
         free(ks[i].p.sites);
     free(ks);

@@ -1,0 +1,88 @@
+/* test_kfacts.c: the time model's inputs from an emulator profile and a SASS mix (kfacts.h), on
+ * hand-made records whose inputs are known in closed form: distinct bytes to DRAM, sectors to L2,
+ * wavefronts to shared memory, requests times the hot loop's instructions per memory instruction
+ * to issue, mma.sync count x 4096 to the tensor cores; a GEMM's operands and FLOPs; the ratios
+ * of a kernel with and without a loop, and with no SASS at all. */
+#include <string.h>
+
+#include "cuda/kfacts.h"
+#include "ft_test.h"
+
+/* A kernel whose hot loop has 60 instructions: 4 LDG, 2 STG (32 bytes a thread), 6 LDS. */
+static ft_kfacts kernel_with_loop(void) {
+    ft_kfacts f;
+    memset(&f, 0, sizeof f);
+    strcpy(f.name, "k");
+    f.has_sass = 1;
+    f.sass.mix.total = 100;
+    f.sass.mix.count[FT_SASS_LDG] = 5;
+    f.sass.mix.count[FT_SASS_STG] = 3;
+    f.sass.mix.count[FT_SASS_LDS] = 6;
+    f.sass.mix.global_bytes = 64;
+    f.sass.nloops = f.sass.loops_found = 1;
+    ft_sass_loop *l = &f.sass.loops[0];
+    l->first = 10, l->last = 69, l->depth = 1, l->own_memory = 12;
+    l->mix.total = 60;
+    l->mix.count[FT_SASS_LDG] = 4;
+    l->mix.count[FT_SASS_STG] = 2;
+    l->mix.count[FT_SASS_LDS] = 6;
+    l->mix.global_bytes = 32;
+    f.occ.blocks_per_sm = 2;
+    f.occ.warps_per_sm = 32;
+    return f;
+}
+
+static void test_ratios(void) {
+    ft_kfacts f = kernel_with_loop();
+    FT_CHECK_NEAR(ft_kfacts_instructions_per_request(&f), 60.0 / 12, 1e-12);
+    FT_CHECK_NEAR(ft_kfacts_instructions_per_byte(&f), 60.0 / 32, 1e-12);
+    f.sass.nloops = f.sass.loops_found = 0; /* no loop: the whole body */
+    FT_CHECK_NEAR(ft_kfacts_instructions_per_request(&f), 100.0 / 14, 1e-12);
+    FT_CHECK_NEAR(ft_kfacts_instructions_per_byte(&f), 100.0 / 64, 1e-12);
+    f.has_sass = 0;
+    FT_CHECK(ft_kfacts_instructions_per_request(&f) == 0, "no SASS: 0");
+    FT_CHECK(ft_kfacts_instructions_per_request(NULL) == 0, "no facts: 0");
+}
+
+static void test_record(void) {
+    ft_dev_emu_launch_record r;
+    memset(&r, 0, sizeof r);
+    r.p.t[FT_EMU_GLD] = (ft_emu_traffic){.requests = 100, .units = 400};
+    r.p.t[FT_EMU_GST] = (ft_emu_traffic){.requests = 50, .units = 200};
+    r.p.t[FT_EMU_SLD] = (ft_emu_traffic){.requests = 30, .units = 90};
+    r.p.t[FT_EMU_SST] = (ft_emu_traffic){.requests = 20, .units = 20};
+    r.p.unique_read_bytes = 12800, r.p.unique_write_bytes = 6400;
+    r.p.coll[FT_EMU_COLL_MMA] = 10;
+    r.p.blocks = 7;
+    r.p.block = (ft_emu_uint3){128, 2, 1};
+    ft_kfacts f = kernel_with_loop();
+    ft_predict_in in = ft_predict_in_of_record(&r, &f);
+    FT_CHECK(in.dram_bytes == 19200, "dram: the distinct bytes (%g)", in.dram_bytes);
+    FT_CHECK(in.l2_bytes == 600 * 32, "l2: sectors x 32 (%g)", in.l2_bytes);
+    FT_CHECK(in.shared_wavefronts == 110, "shared: wavefronts (%g)", in.shared_wavefronts);
+    FT_CHECK_NEAR(in.warp_instructions, (200 + 10) * 5.0, 1e-9);
+    FT_CHECK(in.mma_flops == 10 * 4096, "tensor: 10 mma.sync m16n8k16 (%g)", in.mma_flops);
+    FT_CHECK(in.blocks == 7 && in.block_threads == 256 && in.warps_per_sm == 32,
+             "geometry and occupancy: %g blocks, %d threads, %d warps/SM", in.blocks,
+             in.block_threads, in.warps_per_sm);
+    in = ft_predict_in_of_record(&r, NULL); /* no facts: one instruction a request */
+    FT_CHECK(in.warp_instructions == 210 && in.warps_per_sm == 0, "no facts: %g, %d",
+             in.warp_instructions, in.warps_per_sm);
+
+    memset(&r, 0, sizeof r);
+    r.gemm_flops = 2.0 * 64 * 64 * 64, r.gemm_bytes = 3 * 64 * 64 * 2.0, r.gemm_bf16 = 1;
+    in = ft_predict_in_of_record(&r, NULL);
+    FT_CHECK(in.mma_flops == r.gemm_flops && in.dram_bytes == r.gemm_bytes &&
+                 in.warp_instructions == 0,
+             "a bf16 GEMM on the tensor cores");
+    r.gemm_bf16 = 0;
+    in = ft_predict_in_of_record(&r, NULL);
+    FT_CHECK(in.mma_flops == 0 && in.warp_instructions == r.gemm_flops / 64,
+             "an f32 GEMM as FFMAs: %g", in.warp_instructions);
+}
+
+int main(void) {
+    FT_RUN(test_ratios);
+    FT_RUN(test_record);
+    return ft_test_finish();
+}
