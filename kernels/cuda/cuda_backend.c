@@ -22,6 +22,7 @@
 #include "flaretune/measure.h"
 #include "flaretune/space.h"
 
+#include "kfacts.h"
 #include "predict.h"
 #include "prefetch.h"
 #include "specs.h"
@@ -601,70 +602,61 @@ static int uses_tensor_cores(const ft_call *c, const ft_space *s, const ft_confi
     return 0;
 }
 
-/* The occupancy of cfg's least-occupied kernel on g, with ptxas's resources for g's
- * architecture (NVRTC, through its disk cache): in->warps_per_sm and in->block_threads. Without
- * the toolkit nothing is known and both stay 0 (full occupancy). FT_EUNSUPPORTED when a kernel
- * cannot run on g (spills, too much shared memory, no block per SM). */
-static ft_status predict_occupancy(const ft_call *c, const ft_cuda_op *op, const ft_config *cfg,
-                                   const ft_gpu_spec *g, ft_predict_in *in, ft_err *err) {
-#if FT_HAVE_CUDA
-    ft_cuda_module_spec ms[8];
-    memset(ms, 0, sizeof ms);
-    int nm = op->modules ? op->modules(c, ft_cuda_call_dt(c), cfg, ms, 8) : 0;
-    for (int i = 0; i < nm; i++) {
-        const char *defs[FT_CUDA_MAX_DEFINES];
-        for (int d = 0; d < ms[i].ndefines; d++)
-            defs[d] = ms[i].defines[d];
-        ft_nvrtc_result res;
-        ft_status s = ft_nvrtc_compile(ms[i].source, defs, ms[i].ndefines, g->arch, &res, err);
-        if (s) return s;
-        ft_kernel_info info[FT_CUDA_MAX_KERNELS];
-        memset(info, 0, sizeof info);
-        for (int k = 0; k < ms[i].nkernels; k++) {
-            const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, ms[i].kernels[k].name);
-            if (kr) info[k] = kr->info;
-        }
-        ft_nvrtc_result_free(&res);
-        char why[256];
-        if (!ft_cuda_check_module(g, &ms[i], info, why, sizeof why))
-            return ft_err_set(err, FT_EUNSUPPORTED, "cannot run on %s: %s", g->name, why);
-        for (int k = 0; k < ms[i].nkernels; k++) {
-            ft_occupancy o;
-            if (ft_cuda_occupancy(g, ms[i].kernels[k].block_threads, info[k].regs,
-                                  info[k].smem_static + ms[i].kernels[k].dyn_smem, &o, err))
-                return FT_EINVAL;
-            if (in->warps_per_sm == 0 || o.warps_per_sm < in->warps_per_sm) {
-                in->warps_per_sm = o.warps_per_sm;
-                in->block_threads = ms[i].kernels[k].block_threads;
-            }
+/* What is known of cfg's kernels on g (kfacts.h: ptxas's resources for g's architecture through
+ * NVRTC's disk cache, the occupancy, the SASS mix through its cache): the least-occupied kernel's
+ * occupancy (in->warps_per_sm, in->block_threads) and the SASS's instructions per global byte,
+ * averaged over the kernels that have one (*ipb; 0: none). Without the toolkit nothing is known:
+ * full occupancy, no SASS. FT_EUNSUPPORTED when a kernel cannot run on g (spills, too much
+ * shared memory, no block per SM). */
+static ft_status predict_facts(const ft_call *c, const ft_config *cfg, const ft_gpu_spec *g,
+                               ft_predict_in *in, double *ipb, ft_err *err) {
+    *ipb = 0;
+    ft_kfacts_set *set = malloc(sizeof *set);
+    if (!set) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_status s = ft_kfacts_of(c, cfg, g, 1, set, err);
+    if (s == FT_OK && set->unfit[0])
+        s = ft_err_set(err, FT_EUNSUPPORTED, "cannot run on %s: %s", g->name, set->unfit);
+    int nipb = 0;
+    for (int i = 0; s == FT_OK && i < set->n; i++) {
+        const ft_kfacts *f = &set->k[i];
+        double x = ft_kfacts_instructions_per_byte(f);
+        if (x > 0) *ipb += x, nipb++;
+        if (f->occ.blocks_per_sm <= 0) continue;
+        if (in->warps_per_sm == 0 || f->occ.warps_per_sm < in->warps_per_sm) {
+            in->warps_per_sm = f->occ.warps_per_sm;
+            in->block_threads = f->block_threads;
         }
     }
-#else
-    (void)c, (void)op, (void)cfg, (void)g, (void)in, (void)err;
-#endif
-    return FT_OK;
+    if (nipb) *ipb /= nipb;
+    free(set);
+    return s;
 }
 
 /* What the time model is given for cfg of call c on device g: every input of the prediction is
- * gathered here, so better figures replace these where they are known. Napkin-level today:
+ * gathered here, so better figures replace these where they are known (`flaretune inspect`
+ * replaces them with the emulator's profile of the call). Napkin-level here:
  *   dram_bytes         the op's minimal traffic (ft_call_io_bytes: every tensor once)
  *   l2_bytes           not known (0: as dram_bytes)
  *   shared_wavefronts  not known (0)
  *   mma_flops          the op's FLOPs (op->flops) when cfg runs them on the tensor cores
- *   warp_instructions  otherwise the same FLOPs as FP32 FMAs on the CUDA cores: FLOPs / 64 (a
- *                      warp instruction is 32 lanes x 2 FLOPs), nothing else counted
+ *   warp_instructions  the larger of: the SASS's instructions per byte a thread moves (the hot
+ *                      loop's, kfacts.h) times the napkin bytes over 32 lanes; and, off the
+ *                      tensor cores, the op's FLOPs as FP32 FMAs (FLOPs / 64: 32 lanes x 2)
  *   blocks             not known (0: a grid that fills the device)
- * Known for the device: the occupancy of cfg's least-occupied kernel (predict_occupancy). */
+ * Known for the device: the occupancy of cfg's least-occupied kernel (predict_facts). */
 static ft_status predict_inputs(ft_call *c, const ft_cuda_op *op, const ft_config *cfg,
                                 const ft_gpu_spec *g, ft_predict_in *in, ft_err *err) {
     memset(in, 0, sizeof *in);
-    double flops = c->op->flops ? c->op->flops(c) : 0;
+    double flops = c->op->flops ? c->op->flops(c) : 0, ipb = 0;
     in->dram_bytes = ft_call_io_bytes(c);
     if (uses_tensor_cores(c, op->space, cfg))
         in->mma_flops = flops;
     else
         in->warp_instructions = flops / 64;
-    return predict_occupancy(c, op, cfg, g, in, err);
+    ft_status s = predict_facts(c, cfg, g, in, &ipb, err);
+    if (ipb * in->dram_bytes / 32 > in->warp_instructions)
+        in->warp_instructions = ipb * in->dram_bytes / 32;
+    return s;
 }
 
 static ft_status predict_on(int emulated, ft_call *c, const ft_config *cfg, const char *device,
