@@ -75,70 +75,107 @@ static const ft_emu_site *site_of(const ft_dev_emu_launch_record *r, ft_emu_acc 
     return NULL;
 }
 
-static void test_coalesced_and_strided(void) {
-    int before = ft_test_failures;
-    ft_dev_emu_launch_record *r = run("coalesced", 1, 32);
-    check_traffic("coalesced load", &r->p.t[FT_EMU_GLD], 1, 32, 4, 4, 0);
-    check_traffic("coalesced store", &r->p.t[FT_EMU_GST], 1, 32, 4, 4, 0);
-    FT_CHECK(r->p.unique_read_bytes == 128 && r->p.unique_write_bytes == 128,
-             "coalesced: %llu bytes read, %llu written", (unsigned long long)r->p.unique_read_bytes,
-             (unsigned long long)r->p.unique_write_bytes);
-    const ft_emu_site *s = site_of(r, FT_EMU_GLD);
-    FT_CHECK(s && strstr(s->where, "emu_profile.cu:10"), "the load's line: '%s'",
-             s ? s->where : "(no site)");
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
+/* A planted kernel and what its launch must show: up to 4 kinds of traffic, exactly. */
+typedef struct planted {
+    const char *kernel;
+    unsigned blocks, threads;
+    struct {
+        ft_emu_acc kind;
+        uint64_t requests, lanes, units, ideal, partial;
+    } t[4];
+    int nt;
+    long long read_bytes, written_bytes, barriers; /* -1: not checked */
+    const char *line;                              /* a global load's source line, or NULL */
+} planted;
 
-    before = ft_test_failures;
-    r = run("strided", 1, 32);
-    check_traffic("strided load", &r->p.t[FT_EMU_GLD], 1, 32, 32, 4, 0);
-    check_traffic("strided store", &r->p.t[FT_EMU_GST], 1, 32, 4, 4, 0);
-    FT_CHECK(r->p.unique_read_bytes == 32 * 32, "strided: %llu bytes read",
-             (unsigned long long)r->p.unique_read_bytes);
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
-}
+static const planted cases[] = {
+    {"coalesced",
+     1,
+     32,
+     {{FT_EMU_GLD, 1, 32, 4, 4, 0}, {FT_EMU_GST, 1, 32, 4, 4, 0}},
+     2,
+     128,
+     128,
+     0,
+     "emu_profile.cu:10"},
+    {"strided",
+     1,
+     32,
+     {{FT_EMU_GLD, 1, 32, 32, 4, 0}, {FT_EMU_GST, 1, 32, 4, 4, 0}},
+     2,
+     32 * 32,
+     128,
+     0,
+     "emu_profile.cu:17"},
+    {"bank_conflict",
+     1,
+     32,
+     {{FT_EMU_SST, 1, 32, 32, 1, 0}, {FT_EMU_SLD, 1, 32, 32, 1, 0}},
+     2,
+     -1,
+     -1,
+     1,
+     NULL},
+    {"bank_padded",
+     1,
+     32,
+     {{FT_EMU_SST, 1, 32, 1, 1, 0}, {FT_EMU_SLD, 1, 32, 1, 1, 0}},
+     2,
+     -1,
+     -1,
+     1,
+     NULL},
+    {"reread", 1, 32, {{FT_EMU_GLD, 2, 64, 8, 8, 0}}, 1, 128, 128, 0, NULL},
+    {"divergent",
+     1,
+     32,
+     {{FT_EMU_GLD, 1, 16, 4, 2, 1}, {FT_EMU_GST, 1, 16, 4, 2, 1}},
+     2,
+     128,
+     128,
+     0,
+     NULL},
+    {"vec4",
+     1,
+     32,
+     {{FT_EMU_GLD, 1, 32, 16, 16, 0},
+      {FT_EMU_GST, 1, 32, 16, 16, 0},
+      {FT_EMU_SST, 1, 32, 4, 4, 0},
+      {FT_EMU_SLD, 1, 32, 4, 4, 0}},
+     4,
+     512,
+     512,
+     1,
+     NULL},
+};
 
-static void test_banks(void) {
-    int before = ft_test_failures;
-    ft_dev_emu_launch_record *r = run("bank_conflict", 1, 32);
-    check_traffic("conflict store", &r->p.t[FT_EMU_SST], 1, 32, 32, 1, 0);
-    check_traffic("conflict load", &r->p.t[FT_EMU_SLD], 1, 32, 32, 1, 0);
-    FT_CHECK(r->p.barriers == 1, "bank_conflict: %llu barriers", (unsigned long long)r->p.barriers);
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
-    before = ft_test_failures;
-    r = run("bank_padded", 1, 32);
-    check_traffic("padded store", &r->p.t[FT_EMU_SST], 1, 32, 1, 1, 0);
-    check_traffic("padded load", &r->p.t[FT_EMU_SLD], 1, 32, 1, 1, 0);
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
-}
-
-static void test_reread_divergent_vec4(void) {
-    int before = ft_test_failures;
-    ft_dev_emu_launch_record *r = run("reread", 1, 32);
-    check_traffic("re-read loads", &r->p.t[FT_EMU_GLD], 2, 64, 8, 8, 0);
-    FT_CHECK(r->p.unique_read_bytes == 128, "reread: %llu distinct bytes read",
-             (unsigned long long)r->p.unique_read_bytes);
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
-
-    before = ft_test_failures;
-    r = run("divergent", 1, 32);
-    check_traffic("divergent load", &r->p.t[FT_EMU_GLD], 1, 16, 4, 2, 1);
-    check_traffic("divergent store", &r->p.t[FT_EMU_GST], 1, 16, 4, 2, 1);
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
-
-    before = ft_test_failures;
-    r = run("vec4", 1, 32);
-    check_traffic("float4 load", &r->p.t[FT_EMU_GLD], 1, 32, 16, 16, 0);
-    check_traffic("float4 store", &r->p.t[FT_EMU_GST], 1, 32, 16, 16, 0);
-    check_traffic("float4 shared store", &r->p.t[FT_EMU_SST], 1, 32, 4, 4, 0);
-    check_traffic("float4 shared load", &r->p.t[FT_EMU_SLD], 1, 32, 4, 4, 0);
-    dump_on_failure(r, before);
-    ft_dev_emu_records_free(r, 1);
+static void test_planted(void) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const planted *pc = &cases[c];
+        int before = ft_test_failures;
+        ft_dev_emu_launch_record *r = run(pc->kernel, pc->blocks, pc->threads);
+        for (int i = 0; i < pc->nt; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s: %s", pc->kernel, ft_emu_acc_name(pc->t[i].kind));
+            check_traffic(what, &r->p.t[pc->t[i].kind], pc->t[i].requests, pc->t[i].lanes,
+                          pc->t[i].units, pc->t[i].ideal, pc->t[i].partial);
+        }
+        FT_CHECK(pc->read_bytes < 0 || (long long)r->p.unique_read_bytes == pc->read_bytes,
+                 "%s: %llu distinct bytes read, want %lld", pc->kernel,
+                 (unsigned long long)r->p.unique_read_bytes, pc->read_bytes);
+        FT_CHECK(pc->written_bytes < 0 || (long long)r->p.unique_write_bytes == pc->written_bytes,
+                 "%s: %llu distinct bytes written, want %lld", pc->kernel,
+                 (unsigned long long)r->p.unique_write_bytes, pc->written_bytes);
+        FT_CHECK((long long)r->p.barriers == pc->barriers, "%s: %llu barriers, want %lld",
+                 pc->kernel, (unsigned long long)r->p.barriers, pc->barriers);
+        if (pc->line) {
+            const ft_emu_site *s = site_of(r, FT_EMU_GLD);
+            FT_CHECK(s && strstr(s->where, pc->line), "%s: the load's line '%s', want %s",
+                     pc->kernel, s ? s->where : "(no site)", pc->line);
+        }
+        dump_on_failure(r, before);
+        ft_dev_emu_records_free(r, 1);
+    }
 }
 
 static void test_barriers_and_results(void) {
@@ -218,9 +255,7 @@ int main(void) {
     for (int i = 0; i < NX; i++)
         h[i] = 1.0f + (float)i / 7.0f;
     FT_CHECK(ft_dev_copy(dev, dx, h, sizeof h, FT_COPY_H2D, &err) == FT_OK, "%s", err.msg);
-    test_coalesced_and_strided();
-    test_banks();
-    test_reread_divergent_vec4();
+    test_planted();
     test_barriers_and_results();
     ft_dev_free(dev, dx);
     ft_dev_free(dev, dy);
