@@ -220,20 +220,21 @@ __device__ __forceinline__ void row_sumN(float (&v)[GMAX], int n, float *slot) {
 /* a[i*T + t] = softmax(w[i, :])[t] for the nl layers of w (already offset to the first), by the
  * block's threads; the caller synchronises before reading. */
 __device__ __forceinline__ void dl_softmax(const st_t *__restrict__ w, int nl, float *a, int tid,
-                                           int nthr) {
+                                           int nthr, int grp = 1) {
     for (int i = tid; i < nl; i += nthr) {
+        /* grp > 1: layers in blocks of grp (the last one nl % grp), each block t-major, so that
+         * the block's weights of one t are adjacent: a[blk * T + t * nb + (i - blk)]. */
+        const int blk = i - i % grp, nb = min(grp, nl - blk);
+        float *ai = a + blk * T_ + (i - blk);
         float m = -INFINITY;
         for (int t = 0; t < T_; t++)
             m = fmaxf(m, ld1(w + i * T_ + t));
         float sum = 0.0f;
-        for (int t = 0; t < T_; t++) {
-            float e = expf(ld1(w + i * T_ + t) - m);
-            a[i * T_ + t] = e;
-            sum += e;
-        }
-        const float inv = 1.0f / sum;
         for (int t = 0; t < T_; t++)
-            a[i * T_ + t] *= inv;
+            sum += expf(ld1(w + i * T_ + t) - m);
+        const float inv = 1.0f / sum;
+        for (int t = 0; t < T_; t++) /* the exponentials again: one store each, no re-read */
+            ai[t * nb] = expf(ld1(w + i * T_ + t) - m) * inv;
     }
 }
 
@@ -459,6 +460,239 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
     }
 }
 
+#if FT_CPT == 1
+/* The staged forward (dflare_fwd_smem) with one vector per thread per row (FT_CPT > 1: dl_fwd<1,
+ * GMAX> above, whose per-vector accumulators these rounds would spill): x[row] staged in shared
+ * memory by cp.async, then the layers `group` at a time. A round of R layers (R a template
+ * argument: the full groups and the last, shorter one each get straight-line code, no per-layer
+ * tests): per t one read of the thread's staged vector and one of the R weights (dl_softmax laid
+ * them out t-major per group), R mixes in registers, their sums of squares in one reduction round,
+ * R rows of f stored. A thread without a vector (a row past N, or ch >= nch) reads a zero vector
+ * with stride 0 and stores nothing. Few registers (at most 64: two blocks of 512 threads per SM,
+ * one's loads overlapping the other's math). Dynamic shared memory: per_pass * T floats of softmax
+ * (rounded up to 16 bytes), then rows * T * H elements of x. */
+
+/* v, as far as the compiler can tell, changed here: what is computed from it inside a loop is not
+ * hoisted out of the loop (where the compiler would hold T addresses in registers, and spill). */
+__device__ __forceinline__ int dl_opaque(int v) {
+#if !defined(FT_EMU)
+    asm volatile("" : "+r"(v));
+#endif
+    return v;
+}
+
+/* R consecutive floats of shared memory (aligned to their vector: see dl_softmax's layout). */
+template <int R> __device__ __forceinline__ void dl_ldw(const float *p, float (&o)[R]) {
+    if constexpr (R == 4) {
+        const float4 v = ft_vld<float4>(p);
+        o[0] = v.x, o[1] = v.y, o[2] = v.z, o[3] = v.w;
+    } else if constexpr (R == 2) {
+        const float2 v = ft_vld<float2>(p);
+        o[0] = v.x, o[1] = v.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < R; q++)
+            o[q] = p[q];
+    }
+}
+
+/* A staged vector widened to floats; bf16: the low half shifted up, the high half masked. */
+__device__ __forceinline__ void dl_ldx(const st_t *p, float (&o)[FT_VEC_ELEMS]) {
+#if FT_BF16 && FT_VEC_ELEMS >= 2
+    xw_t r[XW];
+    xload(p, r);
+#pragma unroll
+    for (int v = 0; v < FT_VEC_ELEMS; v++)
+        o[v] = xget(r, v);
+#else
+    ldv<FT_VEC_ELEMS>(p, o);
+#endif
+}
+
+/* Four warp sums at once: the four values halved between lane halves, then quarters, so that
+ * lane l ends with the sum over the warp of v[l / 8] (6 shuffles instead of 20). Lanes that
+ * hold the same sum hold the same bits (every step adds the same two numbers on both sides). */
+__device__ __forceinline__ float dl_warp_sum4(const float (&v)[4], int lane) {
+    const bool hi = lane & 16, odd = lane & 8;
+    const float k0 = (hi ? v[2] : v[0]) + __shfl_xor_sync(0xffffffffu, hi ? v[0] : v[2], 16);
+    const float k1 = (hi ? v[3] : v[1]) + __shfl_xor_sync(0xffffffffu, hi ? v[1] : v[3], 16);
+    float m = (odd ? k1 : k0) + __shfl_xor_sync(0xffffffffu, odd ? k0 : k1, 8);
+#pragma unroll
+    for (int o = 4; o > 0; o >>= 1)
+        m += __shfl_xor_sync(0xffffffffu, m, o);
+    return m;
+}
+
+/* The sums of v[0..R) over the row's threads in one round: warp sums, then (a row of several
+ * warps) each warp's sums into slot (GMAX floats per warp of the block), one barrier, and lane k
+ * of every warp takes warp k's sums and the warp sums them again. Every thread of the row gets
+ * the same values. R >= 3: four at once (dl_warp_sum4). Same slot rule as row_sum. */
+template <int R> __device__ __forceinline__ void row_sumR(float (&v)[R], float *slot) {
+    const int lane = (int)threadIdx.x & 31;
+    if constexpr (R >= 3) {
+        float v4[4] = {v[0], v[1], v[2], R == 4 ? v[R - 1] : 0.0f};
+        float m = dl_warp_sum4(v4, lane);
+        if (blockDim.x > 32) {
+            const int nw = (int)blockDim.x >> 5, w0 = (int)threadIdx.y * nw;
+            if ((lane & 7) == 0) slot[(w0 + ((int)threadIdx.x >> 5)) * GMAX + (lane >> 3)] = m;
+            __syncthreads();
+            float u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (lane < nw) dl_ldw<4>(slot + (w0 + lane) * GMAX, u);
+            m = dl_warp_sum4(u, lane);
+        }
+#pragma unroll
+        for (int q = 0; q < R; q++)
+            v[q] = __shfl_sync(0xffffffffu, m, 8 * q);
+    } else {
+#pragma unroll
+        for (int q = 0; q < R; q++)
+            v[q] = ft_warp_sum(v[q]);
+        if (blockDim.x == 32) return;
+        const int nw = (int)blockDim.x >> 5, w0 = (int)threadIdx.y * nw;
+        float *mine = slot + (w0 + ((int)threadIdx.x >> 5)) * GMAX;
+        if (lane == 0)
+#pragma unroll
+            for (int q = 0; q < R; q++)
+                mine[q] = v[q];
+        __syncthreads();
+        float u[R];
+#pragma unroll
+        for (int q = 0; q < R; q++)
+            u[q] = 0.0f;
+        if (lane < nw) dl_ldw<R>(slot + (w0 + lane) * GMAX, u);
+#pragma unroll
+        for (int q = 0; q < R; q++)
+            v[q] = ft_warp_sum(u[q]);
+    }
+}
+
+/* One round: layers l0 + i0 .. + R of this thread's vector. xp: the thread's staged vector
+ * (its t-th row xstride further); a: the round's weights ([t][R]); fp: f at the
+ * thread's first vector of layer l0 + i0 (the next layer N * H further), moved on by R layers;
+ * st: whether it stores. */
+template <int R>
+__device__ __forceinline__ void dl_round(const st_t *xp, int xstride, const float *a,
+                                         const xw_t (&gp)[FT_CPT][XW], st_t *&fp, int N, int H,
+                                         bool st, float inv_h, float eps, float *slot) {
+    float s[R][FT_CPT][FT_VEC_ELEMS];
+#pragma unroll
+    for (int j = 0; j < FT_CPT; j++) {
+        const st_t *p = xp;
+        const int step = dl_opaque(xstride); /* the next t: one add per round, not a register */
+#pragma unroll
+        for (int t = 0; t < T_; t++, p += step) {
+            float xv[FT_VEC_ELEMS], aq[R];
+            dl_ldx(p, xv);
+            dl_ldw<R>(a + t * R, aq);
+#pragma unroll
+            for (int q = 0; q < R; q++)
+#pragma unroll
+                for (int v = 0; v < FT_VEC_ELEMS; v++)
+                    s[q][j][v] = t ? fmaf(aq[q], xv[v], s[q][j][v]) : aq[q] * xv[v];
+        }
+    }
+    float ss[R];
+#pragma unroll
+    for (int q = 0; q < R; q++) {
+        ss[q] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < FT_CPT; j++)
+#pragma unroll
+            for (int v = 0; v < FT_VEC_ELEMS; v++)
+                ss[q] = fmaf(s[q][j][v], s[q][j][v], ss[q]);
+    }
+    row_sumR<R>(ss, slot);
+    if (!st) return; /* (then it stores in no round: fp is not needed) */
+    /* N * H made here, where it is used, rather than held through the rounds in two registers. */
+    const long long lN = (long long)dl_opaque(N) * H;
+    st_t *fq = fp;
+    fp += R * lN;
+#pragma unroll
+    for (int q = 0; q < R; q++, fq += lN) {
+        const float r = rsqrtf(ss[q] * inv_h + eps);
+#pragma unroll
+        for (int j = 0; j < FT_CPT; j++) {
+            float o[FT_VEC_ELEMS];
+#pragma unroll
+            for (int v = 0; v < FT_VEC_ELEMS; v++)
+                o[v] = s[q][j][v] * r * xget(gp[j], v);
+            stv<FT_VEC_ELEMS>(fq + (long long)j * blockDim.x * FT_VEC_ELEMS, o);
+        }
+    }
+}
+
+/* The rounds of G layers, then the rest (fewer than G) in one shorter round. */
+template <int G>
+__device__ __forceinline__ void
+dl_rounds(const st_t *xp, int xstride, const float *a_s, int nl, const xw_t (&gp)[FT_CPT][XW],
+          st_t *fp, int N, int H, bool st, float inv_h, float eps, float (*red)[32 * GMAX]) {
+    int i0 = 0, it = 0; /* it: reduction rounds so far, alternates the slots of red */
+    for (; i0 + G <= nl; i0 += G)
+        dl_round<G>(xp, xstride, a_s + i0 * T_, gp, fp, N, H, st, inv_h, eps, red[it++ & 1]);
+    const int rest = nl - i0;
+    if constexpr (G == 4) {
+        if (rest == 3)
+            dl_round<3>(xp, xstride, a_s + i0 * T_, gp, fp, N, H, st, inv_h, eps, red[it & 1]);
+        else if (rest == 2)
+            dl_round<2>(xp, xstride, a_s + i0 * T_, gp, fp, N, H, st, inv_h, eps, red[it & 1]);
+    }
+    if constexpr (G > 1) {
+        if (rest == 1)
+            dl_round<1>(xp, xstride, a_s + i0 * T_, gp, fp, N, H, st, inv_h, eps, red[it & 1]);
+    }
+}
+
+__device__ __forceinline__ void
+dl_fwd_staged(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__restrict__ g,
+              st_t *__restrict__ f, int N, int H, int D, int per_pass, int group, float eps) {
+    FT_DYNAMIC_SMEM(float, a_s);
+    st_t *xs = reinterpret_cast<st_t *>(a_s + ((per_pass * T_ + 3) & ~3));
+    __shared__ __align__(16) float red[2][32 * GMAX];
+    __shared__ __align__(16) st_t zero_x[FT_VEC_ELEMS];
+    const int G = group >= 4 ? 4 : group >= 2 ? 2 : 1;
+    const int l0 = (int)blockIdx.y * per_pass;
+    const int nl = min(per_pass, D - l0);
+    const int tid = (int)(threadIdx.y * blockDim.x + threadIdx.x);
+    dl_softmax(w + l0 * T_, nl, a_s, tid, (int)(blockDim.x * blockDim.y), G);
+    if (tid < FT_VEC_ELEMS) st1(zero_x + tid, 0.0f);
+
+    const int nch = H / FT_VEC_ELEMS;
+    const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+    const bool live = row < N;
+    xw_t gp[FT_CPT][XW]; /* g as loaded (bf16: packed, widened where used) */
+#pragma unroll
+    for (int j = 0; j < FT_CPT; j++) {
+        const int ch = (int)threadIdx.x + j * (int)blockDim.x;
+        if (ch < nch) {
+            xload(g + (long long)ch * FT_VEC_ELEMS, gp[j]);
+        } else {
+#pragma unroll
+            for (int v = 0; v < XW; v++)
+                gp[j][v] = 0;
+        }
+    }
+    dl_stage_x(x, xs, row, N, H, nch);
+    /* The thread's staged vector and the stride of its rows, or zero_x with stride 0 when it has
+     * none (a row past N, or ch >= nch): then it stores nothing. */
+    const bool ok = live && (int)threadIdx.x < nch;
+    const st_t *xp =
+        ok ? xs + (long long)threadIdx.y * T_ * H + threadIdx.x * FT_VEC_ELEMS : zero_x;
+    const int xstride = ok ? H : 0;
+    const bool st = ok;
+    __syncthreads();
+
+    const float inv_h = 1.0f / (float)H;
+    st_t *fp = f + ((long long)l0 * N + row) * H + (long long)threadIdx.x * FT_VEC_ELEMS;
+    if (G == 4)
+        dl_rounds<4>(xp, xstride, a_s, nl, gp, fp, N, H, st, inv_h, eps, red);
+    else if (G == 2)
+        dl_rounds<2>(xp, xstride, a_s, nl, gp, fp, N, H, st, inv_h, eps, red);
+    else
+        dl_rounds<1>(xp, xstride, a_s, nl, gp, fp, N, H, st, inv_h, eps, red);
+}
+
+#endif /* FT_CPT == 1 */
+
 /* The two stages as two kernels: each gets the registers its own path needs. The register-tile
  * kernel makes one layer per round (group = 1): more would add their mixes to a full tile. The
  * staged one keeps to 64 registers (two blocks of 512 threads per SM; no spill at T = 9 with
@@ -477,7 +711,11 @@ extern "C" __global__ void __launch_bounds__(1024)
     dflare_fwd_smem(const st_t *__restrict__ x, const st_t *__restrict__ w,
                     const st_t *__restrict__ g, st_t *__restrict__ f, int N, int H, int D,
                     int per_pass, int group, float eps) {
+#if FT_CPT == 1
+    dl_fwd_staged(x, w, g, f, N, H, D, per_pass, group, eps);
+#else
     dl_fwd<1, GMAX>(x, w, g, f, N, H, D, per_pass, group, eps);
+#endif
 }
 FT_KERNEL_EXPORT(dflare_fwd_smem)
 #endif
