@@ -8,7 +8,8 @@
 #include "cuda/kfacts.h"
 #include "ft_test.h"
 
-/* A kernel whose hot loop has 60 instructions: 4 LDG, 2 STG (32 bytes a thread), 6 LDS. */
+/* A kernel of 100 instructions (5 LDG, 3 STG, 6 LDS) whose hot loop has 60: 4 LDG, 2 STG (32
+ * bytes a thread), 6 LDS. */
 static ft_kfacts kernel_with_loop(void) {
     ft_kfacts f;
     memset(&f, 0, sizeof f);
@@ -47,8 +48,8 @@ static void test_ratios(void) {
 static void test_record(void) {
     ft_dev_emu_launch_record r;
     memset(&r, 0, sizeof r);
-    r.p.t[FT_EMU_GLD] = (ft_emu_traffic){.requests = 100, .units = 400};
-    r.p.t[FT_EMU_GST] = (ft_emu_traffic){.requests = 50, .units = 200};
+    r.p.t[FT_EMU_GLD] = (ft_emu_traffic){.requests = 100, .units = 400, .bytes = 12800};
+    r.p.t[FT_EMU_GST] = (ft_emu_traffic){.requests = 50, .units = 200, .bytes = 6400};
     r.p.t[FT_EMU_SLD] = (ft_emu_traffic){.requests = 30, .units = 90};
     r.p.t[FT_EMU_SST] = (ft_emu_traffic){.requests = 20, .units = 20};
     r.p.unique_read_bytes = 12800, r.p.unique_write_bytes = 6400;
@@ -60,7 +61,16 @@ static void test_record(void) {
     FT_CHECK(in.dram_bytes == 19200, "dram: the distinct bytes (%g)", in.dram_bytes);
     FT_CHECK(in.l2_bytes == 600 * 32, "l2: sectors x 32 (%g)", in.l2_bytes);
     FT_CHECK(in.shared_wavefronts == 110, "shared: wavefronts (%g)", in.shared_wavefronts);
-    FT_CHECK_NEAR(in.warp_instructions, (200 + 10) * 5.0, 1e-9);
+    /* The hot loop moves global data: 60 instructions for 32 bytes a thread, over the 19200
+     * bytes its loads and stores moved, 32 lanes a warp instruction (its shared loads are among
+     * the 60). The rest of the kernel: 40 instructions, 2 memory: 20 a request, for the kinds
+     * the hot loop lacks (shared stores, mma). */
+    FT_CHECK_NEAR(in.warp_instructions, 60.0 / 32 * 19200 / 32 + (20 + 10) * 20.0, 1e-9);
+    /* A hot loop that reads shared memory only: its kinds' requests at its 60 / 6. */
+    f.sass.loops[0].mix.count[FT_SASS_LDG] = f.sass.loops[0].mix.count[FT_SASS_STG] = 0;
+    f.sass.loops[0].mix.global_bytes = 0;
+    in = ft_predict_in_of_record(&r, &f);
+    FT_CHECK_NEAR(in.warp_instructions, 30 * 10.0 + (100 + 50 + 20 + 10) * (40.0 / 8), 1e-9);
     FT_CHECK(in.mma_flops == 10 * 4096, "tensor: 10 mma.sync m16n8k16 (%g)", in.mma_flops);
     FT_CHECK(in.blocks == 7 && in.block_threads == 256 && in.warps_per_sm == 32,
              "geometry and occupancy: %g blocks, %d threads, %d warps/SM", in.blocks,

@@ -129,6 +129,55 @@ double ft_kfacts_instructions_per_byte(const ft_kfacts *k) {
     return m->global_bytes ? (double)m->total / m->global_bytes : 0;
 }
 
+/* The SASS classes of each kind of request the emulator counts (cp.async: a global load and a
+ * shared store; ldmatrix: a shared load). */
+static int kind_count(const ft_sass_mix *m, ft_emu_acc kind) {
+    switch (kind) {
+    case FT_EMU_GLD: return m->count[FT_SASS_LDG] + m->count[FT_SASS_LDGSTS];
+    case FT_EMU_GST: return m->count[FT_SASS_STG];
+    case FT_EMU_GATOM: return m->count[FT_SASS_ATOM];
+    case FT_EMU_SLD: return m->count[FT_SASS_LDS] + m->count[FT_SASS_LDSM];
+    case FT_EMU_SST: return m->count[FT_SASS_STS] + m->count[FT_SASS_LDGSTS];
+    default: return 0;
+    }
+}
+
+static int is_global(ft_emu_acc kind) {
+    return kind == FT_EMU_GLD || kind == FT_EMU_GST || kind == FT_EMU_GATOM;
+}
+
+double ft_kfacts_warp_instructions(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC],
+                                   uint64_t mma) {
+    double requests = (double)mma;
+    for (int i = 0; i < FT_EMU_NACC; i++)
+        requests += (double)t[i].requests;
+    if (!k || !k->has_sass) return requests;
+    const ft_sass_loop *hl = ft_sass_hot_loop(&k->sass);
+    const ft_sass_mix *body = &k->sass.mix, *hot = hl ? &hl->mix : body;
+    int hot_mem = memory_instructions(hot), body_mem = memory_instructions(body);
+    double hot_ratio = hot_mem ? (double)hot->total / hot_mem : 0;
+    double rest_ratio =
+        body_mem > hot_mem ? (double)(body->total - hot->total) / (body_mem - hot_mem) : hot_ratio;
+    if (hot_ratio <= 0) hot_ratio = body_mem ? (double)body->total / body_mem : 1;
+    if (rest_ratio <= 0) rest_ratio = hot_ratio;
+    /* The hot loop: by the global bytes its kinds moved (its instructions per byte a thread
+     * moves, over 32 lanes) when it moves global data, else by its kinds' requests. */
+    double w = 0, bytes = 0;
+    for (int i = 0; i < FT_EMU_NACC; i++)
+        if (kind_count(hot, (ft_emu_acc)i) && is_global((ft_emu_acc)i)) bytes += (double)t[i].bytes;
+    int by_bytes = hot->global_bytes > 0 && bytes > 0;
+    if (by_bytes) w += (double)hot->total / hot->global_bytes * bytes / 32;
+    for (int i = 0; i < FT_EMU_NACC; i++) {
+        int in_hot = kind_count(hot, (ft_emu_acc)i) > 0;
+        if (!in_hot)
+            w += (double)t[i].requests * rest_ratio;
+        else if (!by_bytes)
+            w += (double)t[i].requests * hot_ratio;
+    }
+    w += (double)mma * (hot->count[FT_SASS_MMA] ? (by_bytes ? 0 : hot_ratio) : rest_ratio);
+    return w;
+}
+
 ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const ft_kfacts *k) {
     ft_predict_in in;
     memset(&in, 0, sizeof in);
@@ -142,15 +191,10 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
     }
     const ft_emu_launch_prof *p = &r->p;
     uint64_t sectors = p->t[FT_EMU_GLD].units + p->t[FT_EMU_GST].units + p->t[FT_EMU_GATOM].units;
-    uint64_t requests = 0;
-    for (int i = 0; i < FT_EMU_NACC; i++)
-        requests += p->t[i].requests;
     in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
     in.l2_bytes = (double)sectors * 32;
     in.shared_wavefronts = (double)(p->t[FT_EMU_SLD].units + p->t[FT_EMU_SST].units);
-    double ipr = ft_kfacts_instructions_per_request(k);
-    /* Without SASS, a request and nothing else: a floor on what the warps issue. */
-    in.warp_instructions = (double)(requests + p->coll[FT_EMU_COLL_MMA]) * (ipr > 0 ? ipr : 1);
+    in.warp_instructions = ft_kfacts_warp_instructions(k, p->t, p->coll[FT_EMU_COLL_MMA]);
     in.mma_flops = (double)p->coll[FT_EMU_COLL_MMA] * 2.0 * 16 * 8 * 16; /* m16n8k16 */
     in.blocks = (double)p->blocks;
     in.block_threads = (int)(p->block.x * p->block.y * p->block.z);

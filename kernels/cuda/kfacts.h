@@ -6,10 +6,16 @@
  * (specs.h), and the SASS instruction mix of its CUBIN (sass.h) when a disassembler is at hand.
  *
  * Two ways to feed predict.h from them:
- *   ft_kfacts_instructions_per_request   SASS: warp instructions per memory instruction of the
- *                                        kernel's hot loop (its whole body when it has none);
- *                                        times the memory requests the emulator counted, the
- *                                        warp instructions a launch issues
+ *   ft_kfacts_warp_instructions          SASS and the emulator: the hot loop's instructions by
+ *                                        the global bytes its kinds of access moved (its
+ *                                        instructions per byte a thread moves, over 32 lanes),
+ *                                        or, when it moves no global data, by its kinds'
+ *                                        requests (its instructions per memory instruction);
+ *                                        requests of kinds the hot loop lacks weigh the rest of
+ *                                        the kernel's instructions per memory instruction (a
+ *                                        kernel that stages with cp.async and computes from
+ *                                        shared memory: its staging does not take its compute
+ *                                        loop's ratio)
  *   ft_kfacts_instructions_per_byte      SASS: instructions per byte one thread's global loads
  *                                        and stores move in the hot loop; times the napkin
  *                                        bytes over 32 lanes, a static estimate of the same
@@ -62,6 +68,10 @@ double ft_kfacts_instructions_per_request(const ft_kfacts *k);
 /* Instructions per byte of one thread's global traffic, in the hot loop (else the body); 0 when
  * unknown. */
 double ft_kfacts_instructions_per_byte(const ft_kfacts *k);
+/* The warp instructions a launch with this traffic and `mma` mma.sync issues (see above); without
+ * SASS, one a request (a floor). */
+double ft_kfacts_warp_instructions(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC],
+                                   uint64_t mma);
 
 /* The model's inputs for one profiled launch (k: its facts, or NULL: no SASS, full occupancy). */
 ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const ft_kfacts *k);
