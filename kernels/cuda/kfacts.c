@@ -75,7 +75,7 @@ ft_status ft_kfacts_of(const ft_call *c, const ft_config *cfg, const ft_gpu_spec
         if (s) return s;
     }
 #else
-    (void)g;
+    (void)g, (void)want_sass, (void)err;
     snprintf(set->sass_why, sizeof set->sass_why,
              "this flaretune was built without the CUDA toolkit (no NVRTC, no CUBIN)");
     for (int i = 0; i < nm; i++)
