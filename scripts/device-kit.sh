@@ -6,11 +6,13 @@
 #
 #   DIR/debs/           the .deb files of the build's Debian dependencies (apt-get download);
 #                       gpu-check unpacks them into a private prefix when the machine lacks them
-#   DIR/kernel-cache/   the NVRTC cache (the layout FLARETUNE_CACHE_DIR reads) holding every
-#                       kernel module gpu-check loads: each config of every run of
-#                       scripts/gpu-runs.txt at its GPU shapes, and each config the variant test
-#                       runs, for sm_90a (H100, H200), and for sm_80 (A100) when the kit stays
-#                       under its limit; gpu-check points FLARETUNE_CACHE_DIR at it
+#   DIR/kernel-cache.tar.xz
+#                       the NVRTC cache (kernel-cache/, the layout FLARETUNE_CACHE_DIR reads:
+#                       CUBINs and their SASS mix) holding every kernel module gpu-check loads:
+#                       each config of every run of scripts/gpu-runs.txt at its GPU shapes, and
+#                       each config the variant test runs, for sm_90a (H100, H200), and for sm_80
+#                       (A100) when the kit stays under its limit; packed with xz (CUBINs shrink
+#                       about 12x); gpu-check unpacks it and points FLARETUNE_CACHE_DIR at it
 #   DIR/kit.json        what is in it: date, NVRTC version, architectures, packages, sizes
 #
 # The cache key is the content of the kernel sources and NVRTC's version (docs/cuda.md), so the
@@ -39,8 +41,13 @@ packages=(libjansson-dev libjansson4 libncurses-dev libncurses6 libncursesw6 lib
   libpkgconf3)
 
 command -v apt-get >/dev/null || die "apt-get is needed to download the packages"
-mkdir -p "$kit/debs" "$kit/kernel-cache"
+mkdir -p "$kit/debs"
 kit=$(cd "$kit" && pwd)
+# A kit built before keeps its modules: unpack them to add what is missing.
+if [ -f "$kit/kernel-cache.tar.xz" ] && [ ! -d "$kit/kernel-cache" ]; then
+  tar -C "$kit" -xJf "$kit/kernel-cache.tar.xz"
+fi
+mkdir -p "$kit/kernel-cache"
 
 # ---- 1. the packages ----------------------------------------------------------------------
 echo "== packages: ${#packages[@]} into $kit/debs"
@@ -84,6 +91,8 @@ compile_into() {
   rm -f "$cache.log"
 }
 mib() { du -sm "$1" | cut -f1; }
+# packed_mib DIR: the MiB of DIR as the kit carries it (tar.xz).
+packed_mib() { tar -C "$(dirname "$1")" -cJf - "$(basename "$1")" | wc -c | awk '{print int(($1 + 1048575) / 1048576)}'; }
 
 archs=(sm_90a)
 echo "== kernel modules for sm_90a into $kit/kernel-cache"
@@ -94,7 +103,7 @@ trap 'rm -rf "$stage"' EXIT
 echo "== kernel modules for sm_80 (kept if the kit stays under $limit_mib MiB)"
 cp -r "$kit/kernel-cache/." "$stage/"
 compile_into "$stage" sm_80
-with=$(($(mib "$kit") - $(mib "$kit/kernel-cache") + $(mib "$stage")))
+with=$(($(mib "$kit/debs") + $(packed_mib "$stage")))
 if [ "$with" -le "$limit_mib" ]; then
   cp -r "$stage/." "$kit/kernel-cache/"
   archs+=(sm_80)
@@ -114,7 +123,13 @@ echo "== check: every run of gpu-runs.txt with the kit's cache: $missing modules
 [ "$missing" = 0 ] || die "$missing modules of gpu-check's runs are not in the kit"
 
 # ---- 5. what it holds, and its size -----------------------------------------------------------
-size=$(mib "$kit")
+# The cache travels packed (the next run of this script unpacks it again), so the kit folder is
+# what a lent machine is sent.
+tar -C "$kit" -cJf "$kit/kernel-cache.tar.xz.tmp" kernel-cache
+mv "$kit/kernel-cache.tar.xz.tmp" "$kit/kernel-cache.tar.xz"
+unpacked=$(mib "$kit/kernel-cache")
+nmods=$(ls "$kit/kernel-cache/nvrtc" | grep -c '\.cubin$')
+size=$(($(mib "$kit/debs") + $(mib "$kit/kernel-cache.tar.xz")))
 python3 - "$kit" "$size" "${archs[*]}" <<'PY'
 import datetime, json, os, subprocess, sys
 kit, size, archs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
@@ -132,7 +147,8 @@ with open(tmp, "w") as f:
     f.write("\n")
 os.replace(tmp, os.path.join(kit, "kit.json"))
 PY
+rm -rf "$kit/kernel-cache"
 echo "== kit: $kit: $(ls "$kit/debs" | wc -l) packages ($(mib "$kit/debs") MiB)," \
-  "$(ls "$kit/kernel-cache/nvrtc" | grep -c '\.cubin$') kernel modules for ${archs[*]}" \
-  "($(mib "$kit/kernel-cache") MiB); $size MiB in all (limit $limit_mib MiB)"
+  "$nmods kernel modules for ${archs[*]} ($unpacked MiB, $(mib "$kit/kernel-cache.tar.xz") MiB" \
+  "packed); $size MiB in all (limit $limit_mib MiB)"
 [ "$size" -le "$limit_mib" ] || die "the kit is $size MiB, over its $limit_mib MiB limit"

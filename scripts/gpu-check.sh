@@ -26,8 +26,9 @@
 #
 # The device kit (scripts/device-kit.sh, default folder .device-kit, or FT_KIT): its debs/ are
 # unpacked into a private prefix when the machine lacks the build's packages (FT_DEPS_FORCE=1:
-# even when it has them), and its kernel-cache/ is the NVRTC cache, so nothing it covers is
-# compiled here; the summary counts the kernel modules compiled and found in the cache.
+# even when it has them), and its kernel-cache.tar.xz, unpacked into kernel-cache/, is the NVRTC
+# cache, so nothing it covers is compiled here; the summary counts the kernel modules compiled
+# and found in the cache.
 #
 # OUT must not hold an earlier result (GPU_CHECK_OVERWRITE=1 replaces it).
 #
@@ -199,6 +200,10 @@ fi
 record build ok $(($(date +%s) - bs)) 0 "$build"
 ft=$root/$build/flaretune
 if [ -z "${FLARETUNE_CACHE_DIR:-}" ]; then
+  # The kit carries its cache packed (device-kit.sh): unpacked once, beside the archive.
+  if [ "$emu" = 0 ] && [ -f "$kit/kernel-cache.tar.xz" ] && [ ! -d "$kit/kernel-cache" ]; then
+    tar -C "$kit" -xJf "$kit/kernel-cache.tar.xz" || echo "gpu-check: cannot unpack $kit/kernel-cache.tar.xz: compiling what is needed"
+  fi
   if [ "$emu" = 0 ] && [ -d "$kit/kernel-cache" ]; then
     export FLARETUNE_CACHE_DIR=$root/$kit/kernel-cache
   else
