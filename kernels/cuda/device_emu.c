@@ -507,13 +507,6 @@ static ft_status emu_kernel_info(ft_dev_module *mod, const char *kernel, ft_kern
     return FT_OK;
 }
 
-/* src into dst[n], cut to fit (names for messages and reports). */
-static void copy_cut(char *dst, size_t n, const char *src) {
-    size_t len = strnlen(src, n - 1);
-    memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 /* Keep a launch's record, its sites made relative to the module (the caller holds the lock). */
 static int record_add(emu_dev *d, const emu_module *m, ft_dev_emu_launch_record *r) {
     if (d->nrecords == d->caprecords) {
@@ -524,7 +517,7 @@ static int record_add(emu_dev *d, const emu_module *m, ft_dev_emu_launch_record 
     }
     for (int i = 0; i < r->p.nsites; i++)
         r->p.sites[i].pc -= m->load_addr;
-    copy_cut(r->source, sizeof r->source, m->source);
+    ft_kc_copy_cut(r->source, sizeof r->source, m->source);
     snprintf(r->module, sizeof r->module, "%s", m->so);
     d->records[d->nrecords++] = *r;
     return 0;
@@ -767,8 +760,8 @@ void ft_dev_emu_profile_gemm(ft_dev *dev, const char *what, double flops, double
     if (d->profile && d->nrecords < INT_MAX / 2) {
         ft_dev_emu_launch_record r;
         memset(&r, 0, sizeof r);
-        copy_cut(r.p.kernel, sizeof r.p.kernel, what);
-        copy_cut(r.source, sizeof r.source, "cuBLASLt");
+        ft_kc_copy_cut(r.p.kernel, sizeof r.p.kernel, what);
+        ft_kc_copy_cut(r.source, sizeof r.source, "cuBLASLt");
         r.gemm_flops = flops, r.gemm_bytes = bytes, r.gemm_bf16 = bf16 != 0;
         if (d->nrecords == d->caprecords) {
             int cap = d->caprecords ? 2 * d->caprecords : 16;
@@ -813,7 +806,7 @@ static void name_site(const emu_dev *d, ft_emu_site *s, const char *fn, const ch
     else {
         char where[PATH_CAP + 64];
         snprintf(where, sizeof where, "%s (%s)", shown, fnc);
-        copy_cut(s->where, sizeof s->where, where);
+        ft_kc_copy_cut(s->where, sizeof s->where, where);
     }
 }
 

@@ -18,7 +18,6 @@ extern char **environ;
 
 /* ---- hashing --------------------------------------------------------------------------------- */
 
-
 void ft_kc_hash_init(ft_kc_hash *h) {
     h->a = 0xcbf29ce484222325ull;
     h->b = 0x6c62272e07bb0142ull;
@@ -73,12 +72,11 @@ void ft_kc_dir_of(const char *path, char *dir, size_t n) {
         snprintf(dir, n, "%.*s", (int)(s - path), path);
 }
 
-
 /* Hash the files `text` includes with quotes (#include "x"), found next to `dir` or in the
  * include directories, recursively. Conditional includes count too: a key that changes more
  * often than strictly needed only costs a compilation. */
 void ft_kc_hash_includes(ft_kc_hash *h, const char *text, const char *dir, const char *const *incs,
-                          int nincs, ft_kc_seen *seen, int depth) {
+                         int nincs, ft_kc_seen *seen, int depth) {
     if (depth > 16) return;
     for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
         const char *q = p;
@@ -168,7 +166,6 @@ int ft_kc_valid_define(const char *d) {
         p++;
     return *p == '\0' || *p == '=';
 }
-
 
 int ft_kc_define_list(const char *const *defines, int n, size_t max_len, char *out, size_t cap) {
     snprintf(out, cap, "no defines");
@@ -338,7 +335,8 @@ void ft_kc_note(const char *key, int cached) {
             return;
         }
         for (size_t i = 0; i < tally.cap; i++)
-            if (tally.keys[i][0]) memcpy(keys[key_slot(keys, cap, tally.keys[i])], tally.keys[i], 33);
+            if (tally.keys[i][0])
+                memcpy(keys[key_slot(keys, cap, tally.keys[i])], tally.keys[i], 33);
         free(tally.keys);
         tally.keys = keys;
         tally.cap = cap;
@@ -360,4 +358,10 @@ void ft_kc_counts(int *compiled, int *cached) {
     if (compiled) *compiled = tally.compiled;
     if (cached) *cached = tally.cached;
     pthread_mutex_unlock(&tally.lock);
+}
+
+void ft_kc_copy_cut(char *dst, size_t n, const char *src) {
+    size_t len = strnlen(src, n - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
 }

@@ -43,6 +43,9 @@ int ft_kc_valid_define(const char *d);
  * defines") into out for messages. Returns -1, or the index of the first bad one. */
 int ft_kc_define_list(const char *const *defines, int n, size_t max_len, char *out, size_t cap);
 /* A compiler's first error line, with directories stripped from its leading path. */
+/* src into dst[n], cut to fit (names for messages and reports). */
+void ft_kc_copy_cut(char *dst, size_t n, const char *src);
+
 void ft_kc_first_error(const char *log, char *out, size_t n);
 /* The distinct kernel modules this process has needed, each counted once, when first seen:
  * compiled here, or found in the disk cache (a kit's, an earlier run's). The compilers note

@@ -1,6 +1,8 @@
 /* kfacts.c: a configuration's kernels on a named GPU, known without running them (kfacts.h). */
 #include "kfacts.h"
 
+#include "kcache.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +10,6 @@
 #if FT_HAVE_CUDA
 #include "nvrtc.h"
 #endif
-
-static void name_copy(char *dst, size_t n, const char *src) {
-    size_t len = strnlen(src, n - 1);
-    memcpy(dst, src, len);
-    dst[len] = '\0';
-}
 
 #if FT_HAVE_CUDA
 /* One module compiled for g: each of its kernels' resources, occupancy and (want_sass) SASS. */
@@ -32,7 +28,7 @@ static ft_status module_facts(const ft_cuda_module_spec *m, const ft_gpu_spec *g
         if (ft_sass_of_cubin(res.cubin, res.cubin_size, sass, FT_NVRTC_MAX_KERNELS, &nsass, &e2) !=
             FT_OK) {
             nsass = 0;
-            if (!set->sass_why[0]) name_copy(set->sass_why, sizeof set->sass_why, e2.msg);
+            if (!set->sass_why[0]) ft_kc_copy_cut(set->sass_why, sizeof set->sass_why, e2.msg);
         }
     }
     ft_kernel_info info[FT_CUDA_MAX_KERNELS];
@@ -40,7 +36,7 @@ static ft_status module_facts(const ft_cuda_module_spec *m, const ft_gpu_spec *g
     for (int k = 0; k < m->nkernels && set->n < FT_KFACTS_MAX; k++) {
         ft_kfacts *f = &set->k[set->n++];
         memset(f, 0, sizeof *f);
-        name_copy(f->name, sizeof f->name, m->kernels[k].name);
+        ft_kc_copy_cut(f->name, sizeof f->name, m->kernels[k].name);
         f->block_threads = m->kernels[k].block_threads;
         f->dyn_smem = m->kernels[k].dyn_smem;
         const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, f->name);
@@ -54,7 +50,7 @@ static ft_status module_facts(const ft_cuda_module_spec *m, const ft_gpu_spec *g
     }
     char why[256];
     if (!set->unfit[0] && !ft_cuda_check_module(g, m, info, why, sizeof why))
-        name_copy(set->unfit, sizeof set->unfit, why);
+        ft_kc_copy_cut(set->unfit, sizeof set->unfit, why);
     ft_nvrtc_result_free(&res);
     free(sass);
     return FT_OK;
@@ -82,7 +78,7 @@ ft_status ft_kfacts_of(const ft_call *c, const ft_config *cfg, const ft_gpu_spec
         for (int k = 0; k < ms[i].nkernels && set->n < FT_KFACTS_MAX; k++) {
             ft_kfacts *f = &set->k[set->n++];
             memset(f, 0, sizeof *f);
-            name_copy(f->name, sizeof f->name, ms[i].kernels[k].name);
+            ft_kc_copy_cut(f->name, sizeof f->name, ms[i].kernels[k].name);
             f->block_threads = ms[i].kernels[k].block_threads;
             f->dyn_smem = ms[i].kernels[k].dyn_smem;
         }
