@@ -227,6 +227,29 @@ def ncu_parse(text):
     return {"kernels": kernels, "sums": sums} if kernels else None
 
 
+def ncu_figures(m):
+    """The figures `flaretune inspect` shows, from one config's ncu sums."""
+    def div(a, b):
+        return m.get(a, 0) / m[b] if m.get(b) else None
+    return {
+        "dram_bytes": m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0),
+        "ld_sectors_per_request": div("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+        "st_sectors_per_request": div("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+                                      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+        "shared_ld_wavefronts_per_request": div(
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "smsp__inst_executed_op_shared_ld.sum"),
+        "shared_st_wavefronts_per_request": div(
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+            "smsp__inst_executed_op_shared_st.sum"),
+        "bank_conflicts": m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0)
+        + m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0),
+        "warp_instructions": m.get("smsp__inst_executed.sum"),
+        "lanes_per_instruction": div("smsp__thread_inst_executed.sum", "smsp__inst_executed.sum"),
+    }
+
+
 def ncu_of(work):
     """Each profiled config: its ncu sums and the figures `flaretune inspect` shows."""
     out = []
@@ -245,29 +268,10 @@ def ncu_of(work):
             out.append(rec)
             continue
         m = parsed["sums"]
-        div = lambda a, b: m.get(a, 0) / m[b] if m.get(b) else None  # noqa: E731
-        rec.update({
-            "launches": len(parsed["kernels"]),
-            "kernels": sorted(set(parsed["kernels"])),
-            "time_s": m.get("gpu__time_duration.sum"),
-            "dram_bytes": m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0),
-            "ld_sectors_per_request": div("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-                                          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
-            "st_sectors_per_request": div("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-                                          "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
-            "shared_ld_wavefronts_per_request": div(
-                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                "smsp__inst_executed_op_shared_ld.sum"),
-            "shared_st_wavefronts_per_request": div(
-                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-                "smsp__inst_executed_op_shared_st.sum"),
-            "bank_conflicts": m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0)
-            + m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0),
-            "warp_instructions": m.get("smsp__inst_executed.sum"),
-            "lanes_per_instruction": div("smsp__thread_inst_executed.sum",
-                                         "smsp__inst_executed.sum"),
-            "metrics": m,
-        })
+        rec.update({"launches": len(parsed["kernels"]), "kernels": sorted(set(parsed["kernels"])),
+                    "time_s": m.get("gpu__time_duration.sum")})
+        rec.update(ncu_figures(m))
+        rec["metrics"] = m
         out.append(rec)
     return out
 

@@ -92,20 +92,7 @@ def main():
         if not parsed:
             rows.append({"meta": meta, "error": "no ncu figures"})
             continue
-        m = parsed["sums"]
-        gpu = {
-            "ld_sectors_per_request": per(m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0),
-                                          m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")),
-            "st_sectors_per_request": per(m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", 0),
-                                          m.get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
-            "shared_ld_wavefronts_per_request": per(
-                m.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0),
-                m.get("smsp__inst_executed_op_shared_ld.sum")),
-            "shared_st_wavefronts_per_request": per(
-                m.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 0),
-                m.get("smsp__inst_executed_op_shared_st.sum")),
-            "dram_bytes": m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0),
-        }
+        gpu = gs.ncu_figures(parsed["sums"])
         rows.append({"meta": meta, "ncu": gpu, "emulator": emulator(a.flaretune, meta)})
     if a.json:
         print(json.dumps(rows, indent=1))
