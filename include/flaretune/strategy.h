@@ -25,8 +25,12 @@ typedef enum {
     FT_STRAT_RANDOM,         /* uniform without replacement                                  */
     FT_STRAT_ANNEAL,         /* simulated annealing over one-parameter-step neighbours       */
     FT_STRAT_EVOLVE,         /* evolutionary: tournament selection, crossover, mutation      */
+    FT_STRAT_BAYES,          /* Bayesian optimisation: a Gaussian process, expected improvement */
     FT_STRAT_COUNT
 } ft_strategy_kind;
+
+/* What `tune` searches with and `replay` marks when no strategy is named. */
+#define FT_STRAT_DEFAULT FT_STRAT_BAYES
 
 extern const char *const ft_strategy_names[]; /* indexed by kind, NULL-terminated */
 /* Kind from name; -1 when unknown. */
@@ -74,10 +78,19 @@ typedef struct {
     ft_model_opts model;
 } ft_evolve_opts;
 
+typedef struct {
+    int init;        /* designed first evaluations (the default and spread points); 0: 2 + nparams */
+    double xi;       /* expected improvement's margin, relative; default 0.0 */
+    int fit_every;   /* refit the kernel's length scales every fit_every results; default 1 */
+    double cost_weight; /* 0..1: how much a candidate's expected cost divides its improvement;
+                         * default 0 (ignore cost) */
+} ft_bayes_opts;
+
 /* The options of every strategy; a strategy reads its own. */
 typedef struct {
     ft_anneal_opts anneal;
     ft_evolve_opts evolve;
+    ft_bayes_opts bayes;
 } ft_strategy_opts;
 
 /* Every option at its default. */
@@ -95,8 +108,33 @@ ft_strategy *ft_strategy_new_opts(ft_strategy_kind kind, const ft_space *s, cons
                                   int ncands, uint64_t seed, const ft_strategy_opts *opts);
 /* Index of the next candidate to evaluate, or -1 when there is nothing more to propose. */
 int ft_strategy_next(ft_strategy *st);
+/* Up to k (>= 1) candidates to evaluate next, into out; how many (0: nothing more to propose).
+ * Each is proposed once, as by ft_strategy_next. A strategy with a model (bayes) chooses the k
+ * together, each as if the ones before it had scored what the model expects (so a batch spreads
+ * instead of piling onto one basin); the others propose their next k. Their results may be
+ * reported in any order. */
+int ft_strategy_next_batch(ft_strategy *st, int k, int *out);
 /* The score of candidate i (proposed or not). */
 void ft_strategy_report(ft_strategy *st, int i, double score);
+/* What evaluating candidate i cost, in seconds (verification, compilation and measurement); a
+ * strategy that weighs cost (bayes with cost_weight > 0) learns it; the others ignore it. Call
+ * it before ft_strategy_report for the same candidate. */
+void ft_strategy_report_cost(ft_strategy *st, int i, double cost_s);
+
+/* ---- warm start -----------------------------------------------------------------------------
+ * What is known before the first evaluation, from other problems: candidates worth measuring
+ * first (other shapes' and other devices' winners, in order of preference), and a prior score
+ * per candidate (the seconds another shape's landscape measured for the same configuration, NaN
+ * where it has none), whose ranking a model may learn to trust. Call before the first
+ * ft_strategy_next. `first` are proposed first, in order (those already known skipped); prior
+ * (ncands values, may be NULL) is copied. 0, or -1 when out of memory or an index is out of
+ * range. */
+int ft_strategy_warm(ft_strategy *st, const int *first, int nfirst, const double *prior);
+
+/* Has the search converged: by the strategy's model, no untaken candidate is expected to beat
+ * the best known by more than `rel` (0.01: 1%), after at least `min_evals` evaluations? Always 0
+ * for a strategy without a model, and once every candidate is taken it is 1. */
+int ft_strategy_converged(ft_strategy *st, double rel, int min_evals);
 void ft_strategy_free(ft_strategy *st);
 
 #ifdef __cplusplus

@@ -31,7 +31,8 @@
 
 #include "strategy_impl.h"
 
-const char *const ft_strategy_names[] = {"exhaustive", "random", "anneal", "evolve", NULL};
+const char *const ft_strategy_names[] = {"exhaustive", "random", "anneal", "evolve", "bayes",
+                                         NULL};
 
 /* By kind; each names itself as ft_strategy_names does. */
 static const ft_strategy_type *const types[FT_STRAT_COUNT] = {
@@ -39,6 +40,7 @@ static const ft_strategy_type *const types[FT_STRAT_COUNT] = {
     [FT_STRAT_RANDOM] = &ft_strategy_random,
     [FT_STRAT_ANNEAL] = &ft_strategy_anneal,
     [FT_STRAT_EVOLVE] = &ft_strategy_evolve,
+    [FT_STRAT_BAYES] = &ft_strategy_bayes,
 };
 
 int ft_strategy_parse(const char *name) {
@@ -71,6 +73,12 @@ ft_strategy *ft_strategy_new_opts(ft_strategy_kind kind, const ft_space *s, cons
     }
     ft_rng_seed(&st->rng, seed);
     st->best = -1;
+    if (!(st->cost = malloc((size_t)ncands * sizeof *st->cost))) {
+        ft_strategy_free(st);
+        return NULL;
+    }
+    for (int c = 0; c < ncands; c++)
+        st->cost[c] = NAN;
     const void *o =
         opts && type->defaults ? (const char *)opts + type->opts_offset : type->defaults;
     if (type->init(st, o)) {
@@ -85,9 +93,68 @@ ft_strategy *ft_strategy_new(ft_strategy_kind kind, const ft_space *s, const ft_
     return ft_strategy_new_opts(kind, s, cands, ncands, seed, NULL);
 }
 
+/* The next warm-start candidate not yet taken, proposed; -1 when they are spent. */
+static int next_warm(ft_strategy *st) {
+    while (st->warm_at < st->nwarm) {
+        int c = st->warm[st->warm_at++];
+        if (!st->taken[c]) return ft_grid_propose(st, c);
+    }
+    return -1;
+}
+
 int ft_strategy_next(ft_strategy *st) {
     if (!st || st->ntaken >= st->nc) return -1;
-    return st->type->next(st);
+    int c = next_warm(st);
+    return c >= 0 ? c : st->type->next(st);
+}
+
+int ft_strategy_next_batch(ft_strategy *st, int k, int *out) {
+    if (!st || k < 1 || !out) return 0;
+    int n = 0;
+    while (n < k && st->ntaken < st->nc) {
+        int c = next_warm(st);
+        if (c < 0) break;
+        out[n++] = c;
+    }
+    if (n < k && st->ntaken < st->nc && st->type->batch) return n + st->type->batch(st, k - n, out + n);
+    while (n < k && st->ntaken < st->nc) {
+        int c = st->type->next(st);
+        if (c < 0) break;
+        out[n++] = c;
+    }
+    return n;
+}
+
+int ft_strategy_warm(ft_strategy *st, const int *first, int nfirst, const double *prior) {
+    if (!st || nfirst < 0 || (nfirst > 0 && !first)) return -1;
+    for (int j = 0; j < nfirst; j++)
+        if (first[j] < 0 || first[j] >= st->nc) return -1;
+    if (nfirst) {
+        int *w = realloc(st->warm, (size_t)(st->nwarm + nfirst) * sizeof *w);
+        if (!w) return -1;
+        memcpy(w + st->nwarm, first, (size_t)nfirst * sizeof *w);
+        st->warm = w;
+        st->nwarm += nfirst;
+    }
+    if (prior) {
+        if (!st->prior && !(st->prior = malloc((size_t)st->nc * sizeof *st->prior))) return -1;
+        memcpy(st->prior, prior, (size_t)st->nc * sizeof *st->prior);
+        st->model_n = -1;
+    }
+    return 0;
+}
+
+void ft_strategy_report_cost(ft_strategy *st, int i, double cost_s) {
+    if (!st || i < 0 || i >= st->nc || !(cost_s >= 0) || !isfinite(cost_s)) return;
+    st->cost[i] = cost_s;
+}
+
+int ft_strategy_converged(ft_strategy *st, double rel, int min_evals) {
+    if (!st) return 0;
+    if (st->ntaken >= st->nc) return 1;
+    if (st->nknown < min_evals || st->warm_at < st->nwarm || !st->type->expected_gain) return 0;
+    double g = st->type->expected_gain(st);
+    return g >= 0 && g < rel;
 }
 
 static double clean(double s) { return isnan(s) ? INFINITY : s; }
@@ -124,6 +191,9 @@ void ft_strategy_report(ft_strategy *st, int i, double score) {
 void ft_strategy_free(ft_strategy *st) {
     if (!st) return;
     ft_grid_free(st);
+    free(st->warm);
+    free(st->prior);
+    free(st->cost);
     free(st->state);
     free(st);
 }

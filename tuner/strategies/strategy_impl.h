@@ -32,10 +32,16 @@ typedef struct ft_strategy_type {
     /* After strategy.c has recorded the score of i (known, fin and best up to date); again: i
      * was known before. NULL when the strategy learns nothing beyond that. */
     void (*report)(ft_strategy *st, int i, int again);
+    /* Up to k candidates proposed together into out (each through ft_grid_propose); how many.
+     * NULL: strategy.c calls next k times. */
+    int (*batch)(ft_strategy *st, int k, int *out);
+    /* The largest improvement, relative, the strategy's model expects of any untaken
+     * candidate over the best known; NULL (or a negative value): it has no model. */
+    double (*expected_gain)(ft_strategy *st);
 } ft_strategy_type;
 
 extern const ft_strategy_type ft_strategy_exhaustive, ft_strategy_random, ft_strategy_anneal,
-    ft_strategy_evolve;
+    ft_strategy_evolve, ft_strategy_bayes;
 
 struct ft_strategy {
     const ft_strategy_type *type;
@@ -60,6 +66,12 @@ struct ft_strategy {
     int *fin; /* known candidates with a finite score, in the order they became known */
     int nfin;
     ft_rng rng;
+
+    /* what is known from elsewhere and what evaluations cost (ft_strategy_warm, _report_cost) */
+    int *warm;      /* candidates to propose first, in order                          */
+    int nwarm, warm_at;
+    double *prior;  /* a prior score per candidate (NaN: none); NULL when none given   */
+    double *cost;   /* seconds each known candidate cost to evaluate (NaN: not told)  */
 
     /* the score model (model.c): log(score) ~ mu + sum_p eff[p][value position] */
     ft_model_opts model; /* set by the strategy that uses it */

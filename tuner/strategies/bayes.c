@@ -1,0 +1,497 @@
+/* bayes.c: Bayesian optimisation over the candidate grid (see include/flaretune/strategy.h).
+ *
+ * The model is a Gaussian process on the log of the score, over the candidates' grid
+ * coordinates (grid.c). Its kernel is a product over the parameters, so it models how they
+ * interact (the best tile depends on the thread count), not only their separate effects:
+ *   k(a, b) = s2 * prod_p f_p(a_p, b_p)
+ * with f_p = exp(-(x_a - x_b)^2 / (2 l_p^2)) on a numeric parameter, its positions spread over
+ * [0, 1] (ordinal: neighbouring values are alike), and f_p = exp(-[a != b] / l_p) on a named
+ * one (any two labels are equally far apart). The length scales l_p (one per parameter: a
+ * parameter that does not matter gets a long one) and the noise are chosen by the marginal
+ * likelihood, coordinate by coordinate over a ladder of values, refitted as results come in;
+ * the signal variance s2 and the mean have their closed-form estimates. A rejected candidate
+ * counts as the worst score seen, so the model steers away from the corner it lies in.
+ *
+ * Inference is exact: spaces have hundreds to a few thousand candidates and a search is over
+ * within a few dozen results, so the Cholesky factor of the results' kernel matrix costs
+ * little. The training set is capped (the best `MAX_TRAIN` results); past a few hundred
+ * results the acquisition is refreshed less often (a search that far in is a sweep).
+ *
+ * The next candidate maximises the expected improvement over the best known score (minimising:
+ * E[max(0, best - y - xi)] under the posterior), in log units, so it reads as a relative
+ * improvement: ft_strategy_converged compares the largest of them with its threshold. The
+ * first `init` evaluations, before the model has anything to say, are spread over the grid
+ * (each the draw farthest from everything taken); with a prior score per candidate
+ * (ft_strategy_warm) the model starts from the prior's ranking instead, its mean a line in the
+ * prior's log fitted to the results, so a landscape measured at another shape steers the
+ * first proposals.
+ *
+ * A batch (ft_strategy_next_batch) is chosen one candidate at a time, each conditioned on the
+ * ones before it as if they had scored the model's mean (the "kriging believer"), which lowers
+ * the uncertainty around them and so spreads the batch; candidates proposed but not yet
+ * reported are conditioned on in the same way by the next proposals.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategy_impl.h"
+
+static const ft_bayes_opts bayes_defaults = {
+    /* 0: two more than the parameters (see ninit below). */
+    .init = 0,
+    /* No margin: with the noise term the model already hedges against chasing noise, and a
+     * margin delays the final descent into the optimum's neighbours. */
+    .xi = 0.0,
+    .fit_every = 1,
+    .cost_weight = 0.0,
+};
+
+#define MAX_TRAIN 100 /* results the model is fitted on: the best ones when there are more */
+#define NLADDER 7
+#define NNOISE 4
+
+/* Length scales tried, in units of a numeric parameter's span (named: the inverse weight of a
+ * different label). */
+static const double ladder[NLADDER] = {0.125, 0.25, 0.5, 1, 2, 4, 16};
+/* Noise, a fraction of the signal variance: ~1% to ~20% of the log spread. */
+static const double noises[NNOISE] = {1e-4, 1e-3, 1e-2, 0.05};
+
+typedef struct {
+    ft_bayes_opts o;
+    int ninit;
+    int li[FT_MAX_PARAMS]; /* each parameter's length scale, an index into ladder */
+    int ni;                /* the noise, an index into noises                     */
+    int fitted_n;          /* training set size at the last refit (0: never)      */
+    double *F[FT_MAX_PARAMS]; /* kernel factor tables, pn x pn, for the current scales */
+    /* the training set */
+    int n;
+    int *idx;
+    double *y, *z, *L, *alpha, *v, *kx;
+    double ym, ys, s2;
+    double pa, pb; /* prior mean: pa + pb * log(prior) (pb = 0: none) */
+    /* the acquisition, over every candidate */
+    double *ei, *mu;
+    int ei_at; /* ntaken when ei was computed; -1: stale */
+    double gain;
+    double *tables; /* storage of F */
+} bayes_state;
+
+static double phi(double z) { return 0.3989422804014327 * exp(-0.5 * z * z); }
+static double Phi(double z) { return 0.5 * erfc(-z * 0.7071067811865476); }
+
+/* f_p for the length scale index li. */
+static void fill_table(const ft_strategy *st, bayes_state *b, int p) {
+    int n = st->pn[p];
+    double l = ladder[b->li[p]];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double f;
+            if (st->named[p]) {
+                f = i == j ? 1.0 : exp(-1.0 / l);
+            } else {
+                double d = n > 1 ? (double)(i - j) / (n - 1) : 0;
+                f = exp(-0.5 * d * d / (l * l));
+            }
+            b->F[p][i * n + j] = f;
+        }
+}
+
+static double kern(const ft_strategy *st, const bayes_state *b, int c1, int c2) {
+    const signed char *a = st->pos + (size_t)c1 * st->nparams, *q = st->pos + (size_t)c2 * st->nparams;
+    double k = 1;
+    for (int p = 0; p < st->nparams; p++)
+        k *= b->F[p][a[p] * st->pn[p] + q[p]];
+    return k;
+}
+
+/* Cholesky of the training kernel (+ noise) into b->L; alpha = K^-1 z; the log marginal
+ * likelihood with s2 at its estimate. -INFINITY when not positive definite. */
+static double factor(const ft_strategy *st, bayes_state *b) {
+    int n = b->n;
+    double noise = noises[b->ni], *L = b->L;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) {
+            double s = kern(st, b, b->idx[i], b->idx[j]) + (i == j ? noise : 0);
+            for (int k = 0; k < j; k++)
+                s -= L[i * n + k] * L[j * n + k];
+            if (i == j) {
+                if (!(s > 1e-12)) return -INFINITY;
+                L[i * n + i] = sqrt(s);
+            } else {
+                L[i * n + j] = s / L[j * n + j];
+            }
+        }
+    /* alpha = L^-T L^-1 z */
+    double *a = b->alpha, logdet = 0, q = 0;
+    for (int i = 0; i < n; i++) {
+        double s = b->z[i];
+        for (int k = 0; k < i; k++)
+            s -= L[i * n + k] * a[k];
+        a[i] = s / L[i * n + i];
+        q += a[i] * a[i];
+        logdet += log(L[i * n + i]);
+    }
+    for (int i = n; i-- > 0;) {
+        double s = a[i];
+        for (int k = i + 1; k < n; k++)
+            s -= L[k * n + i] * a[k];
+        a[i] = s / L[i * n + i];
+    }
+    b->s2 = q / n > 1e-12 ? q / n : 1e-12;
+    return -0.5 * n * log(b->s2) - logdet;
+}
+
+/* The log score each training candidate stands for: measured, imputed (rejected: the worst
+ * finite score) or fantasized (taken, not yet known: the model's mean, from the last
+ * acquisition, or the prior mean before any). */
+static int build_training(ft_strategy *st, bayes_state *b) {
+    double worst = -INFINITY;
+    for (int j = 0; j < st->nfin; j++) {
+        double l = log(st->score[st->fin[j]]);
+        if (l > worst) worst = l;
+    }
+    int n = 0;
+    if (st->nfin == 0) return b->n = 0;
+    /* finite results, the best MAX_TRAIN when there are more */
+    if (st->nfin <= MAX_TRAIN) {
+        for (int j = 0; j < st->nfin; j++) {
+            b->idx[n] = st->fin[j];
+            b->y[n++] = log(st->score[st->fin[j]]);
+        }
+    } else {
+        int *order = st->scratch;
+        for (int j = 0; j < st->nfin; j++)
+            order[j] = st->fin[j];
+        /* a partial selection: the best MAX_TRAIN by score */
+        for (int j = 0; j < MAX_TRAIN; j++) {
+            int m = j;
+            for (int k = j + 1; k < st->nfin; k++)
+                if (st->score[order[k]] < st->score[order[m]]) m = k;
+            int t = order[j];
+            order[j] = order[m];
+            order[m] = t;
+            b->idx[n] = order[j];
+            b->y[n++] = log(st->score[order[j]]);
+        }
+    }
+    /* rejected ones (a few: they mark corners) and pending ones */
+    for (int c = 0; c < st->nc && n < MAX_TRAIN + 32; c++) {
+        if (st->known[c] && !(st->score[c] < INFINITY)) {
+            b->idx[n] = c;
+            b->y[n++] = worst;
+        } else if (st->taken[c] && !st->known[c] && !isnan(b->mu[c])) {
+            b->idx[n] = c;
+            b->y[n++] = b->mu[c];
+        }
+    }
+    return b->n = n;
+}
+
+static double prior_log(const ft_strategy *st, int c) {
+    return st->prior && st->prior[c] > 0 && isfinite(st->prior[c]) ? log(st->prior[c]) : NAN;
+}
+
+/* The prior's line: log score ~ pa + pb * log prior, fitted to the results that have a prior
+ * (slope 1 with fewer than 3: the prior's ranking as it is, its level moved to the results'). */
+static void fit_prior(const ft_strategy *st, bayes_state *b, double fill) {
+    b->pa = 0;
+    b->pb = 0;
+    if (!st->prior) return;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int m = 0;
+    for (int i = 0; i < b->n; i++) {
+        double x = prior_log(st, b->idx[i]);
+        if (isnan(x)) x = fill;
+        sx += x;
+        sy += b->y[i];
+        sxx += x * x;
+        sxy += x * b->y[i];
+        m++;
+    }
+    if (m == 0) {
+        b->pb = 1;
+        return;
+    }
+    double mx = sx / m, my = sy / m, vx = sxx / m - mx * mx, cxy = sxy / m - mx * my;
+    b->pb = m >= 3 && vx > 1e-12 ? cxy / vx : 1;
+    if (b->pb < 0) b->pb = 0;
+    if (b->pb > 1.5) b->pb = 1.5;
+    b->pa = my - b->pb * mx;
+}
+
+/* The mean of the prior's log over the candidates that have one (what one without gets). */
+static double prior_fill(const ft_strategy *st) {
+    double s = 0;
+    int m = 0;
+    for (int c = 0; st->prior && c < st->nc; c++) {
+        double x = prior_log(st, c);
+        if (!isnan(x)) {
+            s += x;
+            m++;
+        }
+    }
+    return m ? s / m : 0;
+}
+
+static double prior_mean(const ft_strategy *st, const bayes_state *b, int c, double fill) {
+    if (b->pb == 0 && b->pa == 0) return 0;
+    double x = prior_log(st, c);
+    return b->pa + b->pb * (isnan(x) ? fill : x);
+}
+
+/* Standardise the training targets (after the prior's mean) into z. */
+static void standardise(const ft_strategy *st, bayes_state *b, double fill) {
+    int n = b->n;
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++) {
+        b->z[i] = b->y[i] - prior_mean(st, b, b->idx[i], fill);
+        s += b->z[i];
+    }
+    b->ym = n ? s / n : 0;
+    for (int i = 0; i < n; i++)
+        ss += (b->z[i] - b->ym) * (b->z[i] - b->ym);
+    b->ys = n > 1 && ss / n > 1e-12 ? sqrt(ss / n) : 1;
+    for (int i = 0; i < n; i++)
+        b->z[i] = (b->z[i] - b->ym) / b->ys;
+}
+
+/* Coordinate ascent of the marginal likelihood over the ladder, two sweeps. */
+static void fit_scales(const ft_strategy *st, bayes_state *b) {
+    double best = factor(st, b);
+    for (int sweep = 0; sweep < 2; sweep++) {
+        int moved = 0;
+        for (int p = 0; p <= st->nparams; p++) {
+            int *slot = p < st->nparams ? &b->li[p] : &b->ni;
+            int keep = *slot, n = p < st->nparams ? NLADDER : NNOISE;
+            for (int v = 0; v < n; v++) {
+                if (v == keep) continue;
+                *slot = v;
+                if (p < st->nparams) fill_table(st, b, p);
+                double lml = factor(st, b);
+                if (lml > best + 1e-9) {
+                    best = lml;
+                    keep = v;
+                    moved = 1;
+                }
+            }
+            *slot = keep;
+            if (p < st->nparams) fill_table(st, b, p);
+        }
+        if (!moved) break;
+    }
+    factor(st, b);
+}
+
+/* Posterior mean and expected improvement of every untaken candidate (and the mean of the
+ * taken ones, for fantasies), from the current training set. */
+static void acquire(ft_strategy *st, bayes_state *b) {
+    double fill = prior_fill(st);
+    build_training(st, b);
+    if (b->n == 0) {
+        b->ei_at = -1;
+        return;
+    }
+    fit_prior(st, b, fill);
+    standardise(st, b, fill);
+    int refit = b->fitted_n == 0 || b->n < b->fitted_n ||
+                b->n >= b->fitted_n + (b->fitted_n < 40 ? b->o.fit_every : b->fitted_n / 8);
+    if (refit) {
+        fit_scales(st, b);
+        b->fitted_n = b->n;
+    } else if (factor(st, b) == -INFINITY) {
+        fit_scales(st, b);
+    }
+    double best = INFINITY;
+    for (int j = 0; j < st->nfin; j++) {
+        double l = log(st->score[st->fin[j]]);
+        if (l < best) best = l;
+    }
+    int n = b->n;
+    b->gain = 0;
+    for (int c = 0; c < st->nc; c++) {
+        double m = 0, q = 0;
+        for (int i = 0; i < n; i++) {
+            b->kx[i] = kern(st, b, c, b->idx[i]);
+            m += b->kx[i] * b->alpha[i];
+        }
+        double mu = b->ym + prior_mean(st, b, c, fill) + b->ys * m;
+        b->mu[c] = mu;
+        if (st->taken[c]) {
+            b->ei[c] = -1;
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            double s = b->kx[i];
+            for (int k = 0; k < i; k++)
+                s -= b->L[i * n + k] * b->v[k];
+            b->v[i] = s / b->L[i * n + i];
+            q += b->v[i] * b->v[i];
+        }
+        double var = b->s2 * (1 + noises[b->ni] - q), sd = b->ys * sqrt(var > 1e-12 ? var : 1e-12);
+        double imp = best - mu - b->o.xi, zz = imp / sd;
+        double ei = imp * Phi(zz) + sd * phi(zz);
+        b->ei[c] = ei > 0 ? ei : 0;
+        if (b->ei[c] > b->gain) b->gain = b->ei[c];
+    }
+    b->ei_at = st->ntaken;
+}
+
+/* Weighs each expected improvement by the candidate's expected cost (cost_weight > 0): log
+ * cost as a line in the model's mean log score, fitted to the candidates whose cost is known. */
+static void weigh_cost(const ft_strategy *st, bayes_state *b, double *w) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int m = 0;
+    for (int c = 0; c < st->nc; c++)
+        if (st->known[c] && st->cost[c] > 0) {
+            double x = b->mu[c], y = log(st->cost[c]);
+            sx += x;
+            sy += y;
+            sxx += x * x;
+            sxy += x * y;
+            m++;
+        }
+    for (int c = 0; c < st->nc; c++)
+        w[c] = b->ei[c];
+    if (m < 3 || b->o.cost_weight <= 0) return;
+    double mx = sx / m, my = sy / m, vx = sxx / m - mx * mx;
+    double slope = vx > 1e-12 ? (sxy / m - mx * my) / vx : 0;
+    for (int c = 0; c < st->nc; c++)
+        if (w[c] > 0) w[c] /= exp(b->o.cost_weight * slope * (b->mu[c] - mx));
+}
+
+/* Of the untaken candidates, the draw farthest (grid distance) from everything taken, over a
+ * few draws. */
+static int spread_pick(ft_strategy *st) {
+    int best = -1, bestd = -1;
+    for (int t = 0; t < 16; t++) {
+        int c = ft_grid_random_untaken(st);
+        if (c < 0) break;
+        int d = 1 << 30;
+        for (int o = 0; o < st->nc && st->ntaken; o++) {
+            if (!st->taken[o]) continue;
+            int e = ft_grid_distance(st, st->pos + (size_t)c * st->nparams,
+                                     st->pos + (size_t)o * st->nparams);
+            if (e < d) d = e;
+        }
+        if (d > bestd) {
+            bestd = d;
+            best = c;
+        }
+    }
+    return best;
+}
+
+/* The untaken candidate with the largest weighted improvement (ties: the first after a random
+ * start, so equal seeds agree and different ones spread). */
+static int best_untaken(ft_strategy *st, const double *w) {
+    int start = (int)ft_rng_below(&st->rng, (uint64_t)st->nc), best = -1;
+    for (int k = 0; k < st->nc; k++) {
+        int c = (start + k) % st->nc;
+        if (st->taken[c]) continue;
+        if (best < 0 || w[c] > w[best]) best = c;
+    }
+    return best;
+}
+
+static int bayes_next(ft_strategy *st) {
+    bayes_state *b = st->state;
+    if (!st->prior && st->nknown < b->ninit) return ft_grid_propose(st, spread_pick(st));
+    if (st->nfin == 0 && !st->prior) return ft_grid_propose(st, spread_pick(st));
+    if (st->nfin == 0) { /* only the prior: its best untaken */
+        int best = -1;
+        for (int c = 0; c < st->nc; c++)
+            if (!st->taken[c] && !isnan(prior_log(st, c)) &&
+                (best < 0 || st->prior[c] < st->prior[best]))
+                best = c;
+        return ft_grid_propose(st, best >= 0 ? best : spread_pick(st));
+    }
+    /* Late in a long search, refresh the acquisition only every few proposals. */
+    int every = st->ntaken < 4 * MAX_TRAIN ? 1 : st->ntaken / (2 * MAX_TRAIN);
+    if (b->ei_at < 0 || st->ntaken - b->ei_at >= every || b->ei_at > st->ntaken) acquire(st, b);
+    if (b->ei_at < 0) return ft_grid_propose(st, spread_pick(st));
+    double *w = b->v + MAX_TRAIN + 32; /* nc scratch after v */
+    weigh_cost(st, b, w);
+    return ft_grid_propose(st, best_untaken(st, w));
+}
+
+static int bayes_batch(ft_strategy *st, int k, int *out) {
+    bayes_state *b = st->state;
+    int n = 0;
+    while (n < k && st->ntaken < st->nc) {
+        b->ei_at = -1; /* each conditioned on the ones before it */
+        int c = bayes_next(st);
+        if (c < 0) break;
+        out[n++] = c;
+    }
+    return n;
+}
+
+static void bayes_report(ft_strategy *st, int i, int again) {
+    (void)i;
+    (void)again;
+    bayes_state *b = st->state;
+    b->ei_at = -1;
+}
+
+static double bayes_gain(ft_strategy *st) {
+    bayes_state *b = st->state;
+    if (st->nfin == 0 || (!st->prior && st->nknown < b->ninit)) return -1;
+    if (b->ei_at != st->ntaken) acquire(st, b);
+    return b->ei_at < 0 ? -1 : b->gain;
+}
+
+static int bayes_init(ft_strategy *st, const void *opts) {
+    const ft_bayes_opts *o = opts;
+    if (o->init < 0 || !(o->xi >= 0) || o->fit_every < 1 || !(o->cost_weight >= 0) ||
+        o->cost_weight > 1)
+        return -1;
+    size_t tables = 0, nt = MAX_TRAIN + 32;
+    for (int p = 0; p < st->nparams; p++)
+        tables += (size_t)st->pn[p] * st->pn[p];
+    size_t nc = (size_t)st->nc;
+    /* idx, then y z alpha v(+nc scratch) kx, L, ei mu, tables */
+    size_t doubles = 3 * nt + (nt + nc) + nt + nt * nt + 2 * nc + tables;
+    bayes_state *b = calloc(1, sizeof *b + nt * sizeof(int) + doubles * sizeof(double) + 16);
+    if (!b) return -1;
+    st->state = b;
+    b->o = *o;
+    b->ninit = o->init ? o->init : 2 + st->nparams;
+    b->idx = (int *)(b + 1);
+    double *d = (double *)(((uintptr_t)(b->idx + nt) + 15) & ~(uintptr_t)15);
+    b->y = d;
+    b->z = d += nt;
+    b->alpha = d += nt;
+    b->v = d += nt;
+    b->kx = d += nt + nc;
+    b->L = d += nt;
+    b->ei = d += nt * nt;
+    b->mu = d += nc;
+    b->tables = d += nc;
+    for (int p = 0; p < st->nparams; p++) {
+        b->F[p] = d;
+        d += (size_t)st->pn[p] * st->pn[p];
+        b->li[p] = 3; /* a length scale of one span */
+        fill_table(st, b, p);
+    }
+    b->ni = 1;
+    b->ei_at = -1;
+    for (size_t c = 0; c < nc; c++)
+        b->mu[c] = NAN;
+    return 0;
+}
+
+const ft_strategy_type ft_strategy_bayes = {
+    .name = "bayes",
+    .summary = "Bayesian optimisation: a Gaussian process on log time, expected improvement",
+    .defaults = &bayes_defaults,
+    .opts_size = sizeof(ft_bayes_opts),
+    .opts_offset = offsetof(ft_strategy_opts, bayes),
+    .init = bayes_init,
+    .next = bayes_next,
+    .report = bayes_report,
+    .batch = bayes_batch,
+    .expected_gain = bayes_gain,
+};
