@@ -14,8 +14,8 @@
  *
  * Inference is exact: spaces have hundreds to a few thousand candidates and a search is over
  * within a few dozen results, so the Cholesky factor of the results' kernel matrix costs
- * little. The training set is capped (the best `MAX_TRAIN` results); past a few hundred
- * results the acquisition is refreshed less often (a search that far in is a sweep).
+ * little. The training set is capped (the best `MAX_TRAIN` results); past that many results
+ * the acquisition is refreshed less often (a search that far in is a sweep).
  *
  * The next candidate maximises the expected improvement over the best known score (minimising:
  * E[max(0, best - y - xi)] under the posterior), in log units, so it reads as a relative
@@ -49,7 +49,7 @@ static const ft_bayes_opts bayes_defaults = {
     .cost_weight = 0.0,
 };
 
-#define MAX_TRAIN 100 /* results the model is fitted on: the best ones when there are more */
+#define MAX_TRAIN 64 /* results the model is fitted on: the best ones when there are more */
 #define NLADDER 7
 #define NNOISE 4
 
@@ -178,7 +178,7 @@ static int build_training(ft_strategy *st, bayes_state *b) {
         }
     }
     /* rejected ones (a few: they mark corners) and pending ones */
-    for (int c = 0; c < st->nc && n < MAX_TRAIN + 32; c++) {
+    for (int c = 0; c < st->nc && n < MAX_TRAIN + 16; c++) {
         if (st->known[c] && !(st->score[c] < INFINITY)) {
             b->idx[n] = c;
             b->y[n++] = worst;
@@ -313,6 +313,10 @@ static void acquire(ft_strategy *st, bayes_state *b) {
     b->gain = 0;
     for (int c = 0; c < st->nc; c++) {
         double m = 0, q = 0;
+        if (st->known[c]) { /* its mean is never asked for */
+            b->ei[c] = -1;
+            continue;
+        }
         for (int i = 0; i < n; i++) {
             b->kx[i] = kern(st, b, c, b->idx[i]);
             m += b->kx[i] * b->alpha[i];
@@ -409,10 +413,10 @@ static int bayes_next(ft_strategy *st) {
         return ft_grid_propose(st, best >= 0 ? best : spread_pick(st));
     }
     /* Late in a long search, refresh the acquisition only every few proposals. */
-    int every = st->ntaken < 4 * MAX_TRAIN ? 1 : st->ntaken / (2 * MAX_TRAIN);
+    int every = st->ntaken < MAX_TRAIN ? 1 : st->ntaken / 4;
     if (b->ei_at < 0 || st->ntaken - b->ei_at >= every || b->ei_at > st->ntaken) acquire(st, b);
     if (b->ei_at < 0) return ft_grid_propose(st, spread_pick(st));
-    double *w = b->v + MAX_TRAIN + 32; /* nc scratch after v */
+    double *w = b->v + MAX_TRAIN + 16; /* nc scratch after v */
     weigh_cost(st, b, w);
     return ft_grid_propose(st, best_untaken(st, w));
 }
@@ -429,11 +433,12 @@ static int bayes_batch(ft_strategy *st, int k, int *out) {
     return n;
 }
 
+/* A new result is taken in by the next proposal that refreshes the acquisition; one measured
+ * again changes what the model was fitted on, so it forces that. */
 static void bayes_report(ft_strategy *st, int i, int again) {
     (void)i;
-    (void)again;
     bayes_state *b = st->state;
-    b->ei_at = -1;
+    if (again) b->ei_at = -1;
 }
 
 static double bayes_gain(ft_strategy *st) {
@@ -448,7 +453,7 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     if (o->init < 0 || !(o->xi >= 0) || o->fit_every < 1 || !(o->cost_weight >= 0) ||
         o->cost_weight > 1)
         return -1;
-    size_t tables = 0, nt = MAX_TRAIN + 32;
+    size_t tables = 0, nt = MAX_TRAIN + 16;
     for (int p = 0; p < st->nparams; p++)
         tables += (size_t)st->pn[p] * st->pn[p];
     size_t nc = (size_t)st->nc;
