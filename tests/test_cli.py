@@ -252,7 +252,7 @@ def test_tune_predict():
     prunes nothing; predicted=1.0001 keeps only the candidates tied with the best prediction
     (and the default). Bad factors, criteria, devices, and a prune without a prediction are
     one-line usage errors. (No timing is asserted; the smallest op space and budgets.)"""
-    tiny = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train"]
+    tiny = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--strategy", "exhaustive"]
     one_line_error(tiny + ["--backend", "cuda-emu", "--predict", "h200", "--prune",
                            "predicted=0.5"], 2, "expects a number > 1")
     one_line_error(tiny + ["--backend", "cuda-emu", "--predict", "h200", "--prune", "foo=2"], 2,

@@ -351,7 +351,7 @@ static uint64_t digest_run(uint64_t h, ft_strategy_kind kind, uint64_t seed, lan
 static void test_pinned(void) {
     static const uint64_t want[FT_STRAT_COUNT] = {0x04876c30a3fd959bull, 0xf7e344da7290286bull,
                                                   0xe3adeb2efa618b4dull, 0x98161bc375870f45ull,
-                                                  0x32d8aa5d50b86712ull};
+                                                  0x82f8fc43e71cc406ull};
     landscape_fn fs[] = {bowl, plateau, interact, bowl_rejects};
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
         uint64_t h = 0xcbf29ce484222325ull;
@@ -411,6 +411,32 @@ static void test_options(void) {
                  "%s: other options, the same proposals", ft_strategy_names[k]);
     }
 
+    const ft_bayes_opts *bo = &o.bayes;
+    FT_CHECK(bo->init == 3 && bo->local == 2 && bo->top == 3 && bo->xi == 0.0 &&
+                 bo->fit_every == 1 && bo->cost_weight == 0.0,
+             "bayes's defaults are not the documented ones");
+    ft_strategy_opts bb[5];
+    for (int k = 0; k < 5; k++)
+        bb[k] = o;
+    bb[0].bayes.init = 0;
+    bb[1].bayes.top = 9;
+    bb[2].bayes.local = -1;
+    bb[3].bayes.cost_weight = 2;
+    bb[4].bayes.xi = NAN;
+    for (int k = 0; k < 5; k++) {
+        ft_strategy *st = ft_strategy_new_opts(FT_STRAT_BAYES, &syn_space, cands, ncands, 1, &bb[k]);
+        FT_CHECK(st == NULL, "bayes accepted out-of-range options (case %d)", k);
+        ft_strategy_free(st);
+    }
+    other.bayes.local = 0;
+    {
+        int nx = run_seq(FT_STRAT_BAYES, 42, interact, x, 60);
+        int ny = run_seq_opts(FT_STRAT_BAYES, 42, interact, y, MAXC, &other);
+        FT_CHECK(ny == ncands, "bayes without local steps: %d proposals of %d", ny, ncands);
+        FT_CHECK(nx == 60 && memcmp(x, y, 60 * sizeof *x) != 0,
+                 "bayes: other options, the same proposals");
+    }
+
     ft_strategy_opts bad[10];
     for (int k = 0; k < 10; k++)
         bad[k] = o;
@@ -448,7 +474,7 @@ static void test_quality(void) {
         landscape_fn f;
     } ls[] = {{"bowl", bowl}, {"plateau", plateau}, {"interact", interact}};
     enum { SEEDS = 15 };
-    for (int k = FT_STRAT_ANNEAL; k <= FT_STRAT_EVOLVE; k++)
+    for (int k = FT_STRAT_ANNEAL; k <= FT_STRAT_BAYES; k++)
         for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++) {
             int e[SEEDS];
             for (int s = 0; s < SEEDS; s++)
@@ -745,6 +771,161 @@ static void test_replay_load_predicted(void) {
     free(pred);
 }
 
+
+/* ---- batches, warm starts, costs, convergence ----------------------------------------------- */
+
+/* A batch of k: k distinct candidates never proposed before (fewer only at the end), for every
+ * strategy; results reported in reverse order; over the run each candidate exactly once. The
+ * same seed gives the same batches. */
+static void test_batches(void) {
+    static const int ks[] = {1, 4, 16};
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++) {
+            uint64_t digest[2] = {0xcbf29ce484222325ull, 0xcbf29ce484222325ull};
+            for (int rep = 0; rep < 2; rep++) {
+                ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 9);
+                static unsigned char seen[MAXC];
+                memset(seen, 0, sizeof seen);
+                int out[16], total = 0, short_batches = 0, bad = 0, n;
+                while ((n = ft_strategy_next_batch(st, ks[b], out)) > 0) {
+                    if (n < ks[b]) short_batches++;
+                    for (int j = 0; j < n; j++) {
+                        bad += out[j] < 0 || out[j] >= ncands || seen[out[j]];
+                        if (out[j] >= 0 && out[j] < ncands) seen[out[j]] = 1;
+                        digest[rep] = fnv1a(digest[rep], out[j]);
+                    }
+                    for (int j = n; j-- > 0;)
+                        ft_strategy_report(st, out[j], interact(&cands[out[j]]));
+                    total += n;
+                }
+                FT_CHECK(bad == 0 && total == ncands, "%s k=%d: %d proposals of %d, %d bad",
+                         ft_strategy_names[k], ks[b], total, ncands, bad);
+                FT_CHECK(short_batches <= 1, "%s k=%d: %d short batches before the end",
+                         ft_strategy_names[k], ks[b], short_batches);
+                ft_strategy_free(st);
+            }
+            FT_CHECK(digest[0] == digest[1], "%s k=%d: same seed, different batches",
+                     ft_strategy_names[k], ks[b]);
+        }
+    /* bayes: a batch begins with the pick next() would make from the same results. */
+    int a[8], q[8];
+    ft_strategy *s1 = ft_strategy_new(FT_STRAT_BAYES, &syn_space, cands, ncands, 3);
+    ft_strategy *s2 = ft_strategy_new(FT_STRAT_BAYES, &syn_space, cands, ncands, 3);
+    for (int i = 0; i < 6; i++) { /* the same spread start and results for both */
+        int c1 = ft_strategy_next(s1), c2 = ft_strategy_next(s2);
+        FT_CHECK(c1 == c2, "bayes: same seed, different start");
+        ft_strategy_report(s1, c1, interact(&cands[c1]));
+        ft_strategy_report(s2, c2, interact(&cands[c2]));
+    }
+    FT_CHECK(ft_strategy_next_batch(s1, 8, a) == 8, "bayes: a batch of 8");
+    for (int j = 0; j < 8; j++)
+        q[j] = ft_strategy_next(s2);
+    FT_CHECK(a[0] == q[0], "bayes: a batch starts with the sequential pick");
+    ft_strategy_free(s1);
+    ft_strategy_free(s2);
+}
+
+/* Warm start: `first` is proposed first, in order, skipping known ones; bad indices are refused;
+ * a prior equal to the landscape itself (another shape with the same ranking) takes bayes to
+ * the optimum within a few evaluations for every seed, where cold it needs more. */
+static void test_warm(void) {
+    int opt = argmin(interact);
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 5);
+        int first[3] = {7, 3, 11}, badf[1] = {ncands};
+        FT_CHECK(ft_strategy_warm(st, badf, 1, NULL) == -1, "%s: warm index out of range accepted",
+                 ft_strategy_names[k]);
+        FT_CHECK(ft_strategy_warm(st, first, 3, NULL) == 0, "%s: warm refused",
+                 ft_strategy_names[k]);
+        ft_strategy_report(st, 3, 1.0); /* known already: skipped */
+        FT_CHECK(ft_strategy_next(st) == 7 && ft_strategy_next(st) == 11,
+                 "%s: warm candidates not proposed first, in order", ft_strategy_names[k]);
+        ft_strategy_free(st);
+    }
+    static double prior[MAXC];
+    for (int i = 0; i < ncands; i++)
+        prior[i] = 3.0 * interact(&cands[i]); /* another shape: slower, the same ranking */
+    int warm_worst = 0, cold_sum = 0, warm_sum = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        for (int w = 0; w < 2; w++) {
+            ft_strategy *st = ft_strategy_new(FT_STRAT_BAYES, &syn_space, cands, ncands, seed);
+            if (w) ft_strategy_warm(st, NULL, 0, prior);
+            int n = 0, i;
+            while ((i = ft_strategy_next(st)) >= 0) {
+                n++;
+                ft_strategy_report(st, i, interact(&cands[i]));
+                if (i == opt) break;
+            }
+            if (w) {
+                warm_sum += n;
+                if (n > warm_worst) warm_worst = n;
+            } else {
+                cold_sum += n;
+            }
+            ft_strategy_free(st);
+        }
+    }
+    printf("  bayes interact  evaluations to the optimum over 10 seeds: cold %d, warm (a prior "
+           "with its ranking) %d, warm worst %d\n",
+           cold_sum, warm_sum, warm_worst);
+    FT_CHECK(warm_worst <= 3, "bayes with a perfect prior needed %d evaluations", warm_worst);
+    FT_CHECK(warm_sum < cold_sum, "the prior did not help: warm %d, cold %d", warm_sum, cold_sum);
+}
+
+/* Convergence: never before the best has stood `patience` evaluations and as long as it took to
+ * find it; never for a strategy without a model; and on a landscape where one candidate is 10x
+ * faster than all the others (which are equal), bayes converges once it has it. */
+static void test_converged(void) {
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 2);
+        int i, n = 0, best_at = 0, early = 0, conv_at = -1;
+        double best = INFINITY;
+        while ((i = ft_strategy_next(st)) >= 0) {
+            n++;
+            double f = interact(&cands[i]);
+            ft_strategy_report(st, i, f);
+            if (f < best) {
+                best = f;
+                best_at = n;
+            }
+            if (ft_strategy_converged(st, 0.01, 10)) {
+                early += n - best_at < 10 || n - best_at < best_at;
+                if (conv_at < 0) conv_at = n;
+            }
+        }
+        FT_CHECK(early == 0, "%s converged before its patience ran out", ft_strategy_names[k]);
+        if (k == FT_STRAT_BAYES)
+            FT_CHECK(conv_at > 0 && conv_at < ncands, "bayes never converged (at %d of %d)",
+                     conv_at, ncands);
+        else
+            FT_CHECK(conv_at < 0, "%s has no model yet converged", ft_strategy_names[k]);
+        FT_CHECK(!ft_strategy_converged(st, 0.01, 10), "%s: converged with nothing left",
+                 ft_strategy_names[k]);
+        ft_strategy_free(st);
+    }
+    /* costs are taken (and bad ones ignored) by every strategy without changing a proposal
+     * when it does not weigh them */
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *a = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 4);
+        ft_strategy *b = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 4);
+        int diff = 0;
+        for (int n = 0; n < 40; n++) {
+            int i = ft_strategy_next(a), j = ft_strategy_next(b);
+            diff += i != j;
+            if (i < 0 || j < 0) break;
+            ft_strategy_report_cost(a, i, 0.1 * (n + 1));
+            ft_strategy_report_cost(a, i, NAN);
+            ft_strategy_report_cost(a, -1, 1);
+            ft_strategy_report(a, i, interact(&cands[i]));
+            ft_strategy_report(b, j, interact(&cands[j]));
+        }
+        FT_CHECK(diff == 0, "%s: costs changed proposals with cost_weight 0",
+                 ft_strategy_names[k]);
+        ft_strategy_free(a);
+        ft_strategy_free(b);
+    }
+}
+
 int main(void) {
     make_cands();
     FT_RUN(test_space_setup);
@@ -759,6 +940,9 @@ int main(void) {
     FT_RUN(test_pinned);
     FT_RUN(test_options);
     FT_RUN(test_quality);
+    FT_RUN(test_batches);
+    FT_RUN(test_warm);
+    FT_RUN(test_converged);
     FT_RUN(test_replay_load);
     FT_RUN(test_replay_predicted);
     FT_RUN(test_replay_load_predicted);

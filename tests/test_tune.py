@@ -94,7 +94,7 @@ def test_kill_and_resume(tmp):
     op, preset = "fusion.dflare", "tiny.dflare.train"
     log = os.path.join(tmp, "k.jsonl")
     cmd = [FT, "tune", op, "--preset", preset, "--backend", "cpu", "--log", log, "--no-screen",
-           "--max-time", "0.2", "--noise", "0.001", "--quiet"]
+           "--max-time", "0.2", "--noise", "0.001", "--quiet", "--strategy", "exhaustive"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:

@@ -25,8 +25,11 @@
 void ft_tune_defaults(ft_tune_opts *o) {
     memset(o, 0, sizeof *o);
     ft_attrs_default(&o->attrs);
-    o->strategy = FT_STRAT_EXHAUSTIVE;
+    o->strategy = FT_STRAT_DEFAULT;
     o->seed = 1;
+    o->converge = 0.005;
+    o->patience = 20;
+    o->warm = 1;
     o->screen = 1;
     o->screen_factor = 1.5;
     o->confirm_top = 3;
@@ -140,6 +143,8 @@ typedef struct {
     int *order, next_in_order;
     int npredicted, pruned;
     char pred_device[32], pred_why[FT_ERR_MSG_LEN];
+    const char *search_end; /* why the search ended */
+    int warmed;             /* warm-start candidates given to the strategy */
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
@@ -965,30 +970,199 @@ static int next_candidate(session *S) {
     return S->next_in_order < S->ncands ? S->order[S->next_in_order] : -1;
 }
 
+/* ---- warm start ---------------------------------------------------------------------------- */
+
+#define WARM_MAX 4
+
+/* Appends candidate i to first[] (at most WARM_MAX, each once) and its source to `from`. */
+static void warm_add(session *S, int i, const ft_profile_entry *e, int exact, int *first, int *n,
+                     json_t *from) {
+    if (i < 0 || *n >= WARM_MAX) return;
+    for (int j = 0; j < *n; j++)
+        if (first[j] == i) return;
+    first[(*n)++] = i;
+    json_array_append_new(from, json_pack("{s:o, s:s, s:O, s:b}", "config",
+                                          ft_config_to_json(S->s, &S->cands[i]), "device",
+                                          e->device, "shape", e->shape, "exact_shape", exact));
+}
+
+/* The candidate of this run with e's configuration, -1 when it is not one. */
+static int warm_candidate(session *S, const ft_profile_entry *e) {
+    ft_config cfg;
+    if (ft_config_from_json(S->s, e->config, &cfg, NULL)) return -1;
+    for (int i = 0; i < S->ncands; i++)
+        if (ft_config_equal(&cfg, &S->cands[i])) return i;
+    return -1;
+}
+
+/* Candidates to measure first: the profile's winners for this op and backend, at the nearest
+ * shape on this device, then the nearest on every other device, those that are candidates
+ * here. A profile that cannot be read gives none (the run reads it again to save its winner,
+ * and says then what is wrong). */
+static int warm_from_profile(session *S, int *first, json_t *from) {
+    ft_profile *p = NULL;
+    int n = 0;
+    if (!S->o->profile_path || ft_profile_load(S->o->profile_path, &p, NULL)) return 0;
+    const char *be = S->o->be->name;
+    int exact = 0;
+    const ft_profile_entry *e = ft_profile_lookup_call(p, &S->c, be, S->device, &exact);
+    if (e) warm_add(S, warm_candidate(S, e), e, exact, first, &n, from);
+    json_t *shape = ft_dims_to_json(&S->c);
+    /* Other devices, nearest shape first: one pass per device already taken. */
+    for (int round = 0; round < WARM_MAX && shape; round++) {
+        const ft_profile_entry *best = NULL;
+        double bestd = INFINITY;
+        for (int k = 0; k < ft_profile_count(p); k++) {
+            const ft_profile_entry *x = ft_profile_entry_at(p, k);
+            if (x->op != S->o->op || strcmp(x->backend, be) != 0 ||
+                strcmp(x->device, S->device) == 0)
+                continue;
+            int seen = 0;
+            for (size_t j = 0; j < json_array_size(from); j++)
+                seen |= strcmp(json_string_value(json_object_get(json_array_get(from, j),
+                                                                 "device")),
+                               x->device) == 0;
+            double d = ft_profile_shape_distance(shape, x->shape);
+            if (!seen && d < bestd) {
+                bestd = d;
+                best = x;
+            }
+        }
+        if (!best) break;
+        size_t before = json_array_size(from);
+        warm_add(S, warm_candidate(S, best), best, bestd == 0, first, &n, from);
+        if (json_array_size(from) == before) /* not a candidate here: mark its device seen */
+            json_array_append_new(from, json_pack("{s:n, s:s, s:O, s:b}", "config", "device",
+                                                  best->device, "shape", best->shape,
+                                                  "exact_shape", bestd == 0));
+    }
+    json_decref(shape);
+    ft_profile_free(p);
+    return n;
+}
+
+/* The prior: each candidate's median in warm_log (NaN where it has none), from its measured
+ * events of the same op and backend. NULL with *why set when the log gives nothing usable. */
+static double *warm_prior(session *S, const char **why, int *nprior) {
+    json_t *events = NULL;
+    int torn;
+    ft_err e = {0};
+    *nprior = 0;
+    if (ft_eventlog_read(S->o->warm_log, &events, &torn, &e)) {
+        *why = "cannot be read";
+        return NULL;
+    }
+    double *prior = malloc(sizeof *prior * (size_t)S->ncands);
+    int same = 0;
+    for (int i = 0; prior && i < S->ncands; i++)
+        prior[i] = NAN;
+    for (size_t k = 0; prior && k < json_array_size(events); k++) {
+        const json_t *ev = json_array_get(events, k);
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        if (!kind) continue;
+        if (strcmp(kind, "run_start") == 0) {
+            const char *op = json_string_value(json_object_get(ev, "op"));
+            const char *be = json_string_value(json_object_get(ev, "backend"));
+            same = op && be && strcmp(op, S->o->op->name) == 0 && strcmp(be, S->o->be->name) == 0;
+            continue;
+        }
+        if (!same || strcmp(kind, "measured") != 0) continue;
+        double med = json_number_value(json_object_get(json_object_get(ev, "stats"), "median_s"));
+        ft_config cfg;
+        if (!(med > 0) || json_is_true(json_object_get(ev, "screened")) ||
+            ft_config_from_json(S->s, json_object_get(ev, "config"), &cfg, NULL))
+            continue;
+        for (int i = 0; i < S->ncands; i++)
+            if (ft_config_equal(&cfg, &S->cands[i])) {
+                *nprior += isnan(prior[i]);
+                prior[i] = med;
+                break;
+            }
+    }
+    json_decref(events);
+    if (prior && *nprior == 0) {
+        *why = "has no measured candidate of this op and backend that is one here";
+        free(prior);
+        return NULL;
+    }
+    if (!prior) *why = "out of memory";
+    return prior;
+}
+
+/* The warm start, said in a `warm` event: the profile's winners first, the prior from
+ * warm_log. */
+static ft_status warm_start(session *S, ft_err *err) {
+    if (!S->o->warm) return FT_OK;
+    int first[WARM_MAX], n = 0, nprior = 0;
+    json_t *from = json_array();
+    n = warm_from_profile(S, first, from);
+    const char *why = NULL;
+    double *prior = S->o->warm_log ? warm_prior(S, &why, &nprior) : NULL;
+    if (S->o->warm_log && !prior) {
+        json_decref(from);
+        return ft_err_set(err, FT_EINVAL, "warm start: %s %s", S->o->warm_log, why);
+    }
+    if ((n || prior) && ft_strategy_warm(S->strat, first, n, prior)) {
+        free(prior);
+        json_decref(from);
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    free(prior);
+    S->warmed = n;
+    if (!n && !nprior) {
+        json_decref(from);
+        return FT_OK;
+    }
+    json_t *ev = json_pack("{s:s, s:o, s:o, s:i}", "event", "warm", "first", from, "prior_log",
+                           S->o->warm_log ? json_string(S->o->warm_log) : json_null(), "prior",
+                           nprior);
+    return emit(S, ev, err);
+}
+
+/* Tells the strategy what candidate i cost (the time since it started) and scored. */
+static void report(session *S, int i) {
+    ft_strategy_report_cost(S->strat, i, ft_wall_time() - S->cand_started);
+    ft_strategy_report(S->strat, i, S->info[i].median);
+}
+
 /* The default first (the baseline every speedup is against), then the strategy's picks until
- * the space, the budget or the time runs out, or Ctrl-C. *stopped: interrupted mid-candidate. */
+ * the space, the budget or the time runs out, the search converges, or Ctrl-C. *stopped:
+ * interrupted mid-candidate. */
 static ft_status search(session *S, int *stopped, ft_err *err) {
     const ft_tune_opts *o = S->o;
     S->strat = ft_strategy_new(o->strategy, S->s, S->cands, S->ncands, o->seed);
     if (!S->strat) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_status s = warm_start(S, err);
+    if (s) return s;
     for (int i = 0; i < S->ncands; i++)
         if (S->info[i].state != C_UNKNOWN) ft_strategy_report(S->strat, i, S->info[i].median);
-    ft_status s;
     *stopped = 0;
+    S->search_end = "exhausted";
     if (S->def_idx >= 0 && S->info[S->def_idx].state == C_UNKNOWN) {
         if ((s = evaluate(S, S->def_idx, stopped, err))) return s;
-        if (!*stopped) ft_strategy_report(S->strat, S->def_idx, S->info[S->def_idx].median);
+        if (!*stopped) report(S, S->def_idx);
     }
     while (!*stopped && !(o->stop && *o->stop)) {
         while (o->pause && *o->pause && !(o->stop && *o->stop)) usleep(50000);
-        if (o->budget && S->evaluations >= o->budget) break;
-        if (o->time_budget_s > 0 && ft_now_s() - S->t_start >= o->time_budget_s) break;
+        if (o->budget && S->evaluations >= o->budget) {
+            S->search_end = "budget";
+            break;
+        }
+        if (o->time_budget_s > 0 && ft_now_s() - S->t_start >= o->time_budget_s) {
+            S->search_end = "time";
+            break;
+        }
+        if (o->converge > 0 && ft_strategy_converged(S->strat, o->converge, o->patience)) {
+            S->search_end = "converged";
+            break;
+        }
         int i = next_candidate(S);
         if (i < 0) break;
         if ((s = maybe_refine_ceilings(S, err))) return s;
         if ((s = evaluate(S, i, stopped, err))) return s;
-        if (!*stopped) ft_strategy_report(S->strat, i, S->info[i].median);
+        if (!*stopped) report(S, i);
     }
+    if (*stopped || (o->stop && *o->stop)) S->search_end = "interrupted";
     return FT_OK;
 }
 
@@ -1079,6 +1253,8 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
     r->predicted = S->npredicted;
     r->pruned = S->pruned;
     r->rank_corr = predict_rank(S, &r->rank_n);
+    snprintf(r->search_end, sizeof r->search_end, "%s", S->search_end ? S->search_end : "");
+    r->warmed = S->warmed;
     if (!oc->found) return;
     r->found = 1;
     r->winner = S->cands[oc->winner];
@@ -1137,6 +1313,7 @@ static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err
     json_object_set_new(endev, "screened", json_integer(S->screened));
     json_object_set_new(endev, "resumed", json_integer(S->resumed));
     json_object_set_new(endev, "interrupted", json_boolean(r->interrupted));
+    json_object_set_new(endev, "search_end", json_string(r->search_end));
     json_object_set_new(endev, "contention", contention_json(S));
     json_object_set_new(endev, "ceilings", ft_ceilings_to_json(&S->ceil));
     json_object_set_new(endev, "elapsed_s", json_real(ft_now_s() - S->t_start));

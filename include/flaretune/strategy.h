@@ -79,7 +79,9 @@ typedef struct {
 } ft_evolve_opts;
 
 typedef struct {
-    int init;        /* designed first evaluations (the default and spread points); 0: 2 + nparams */
+    int init;        /* spread first evaluations before the model speaks (>= 1); default 3 */
+    int local;       /* every local-th proposal is a neighbour of the best `top` known; 2 (0: never) */
+    int top;         /* 1..8; default 3 */
     double xi;       /* expected improvement's margin, relative; default 0.0 */
     int fit_every;   /* refit the kernel's length scales every fit_every results; default 1 */
     double cost_weight; /* 0..1: how much a candidate's expected cost divides its improvement;
@@ -131,10 +133,14 @@ void ft_strategy_report_cost(ft_strategy *st, int i, double cost_s);
  * range. */
 int ft_strategy_warm(ft_strategy *st, const int *first, int nfirst, const double *prior);
 
-/* Has the search converged: by the strategy's model, no untaken candidate is expected to beat
- * the best known by more than `rel` (0.01: 1%), after at least `min_evals` evaluations? Always 0
- * for a strategy without a model, and once every candidate is taken it is 1. */
-int ft_strategy_converged(ft_strategy *st, double rel, int min_evals);
+/* Has the search converged? Yes when the best known has stood for `patience` evaluations and
+ * for as many as it took to find it (a search that found its best late is given as long again),
+ * and the strategy's model expects no untaken candidate to beat it by more than `rel` (0.01: 1%)
+ * in expectation. Always 0 for a strategy without a model, and once every candidate is taken
+ * (the search is then exhausted, not converged).
+ * (The patience matters as much as the model: on the recorded landscapes the model alone
+ * stopped the search before the optimum in a third of the seeds.) */
+int ft_strategy_converged(ft_strategy *st, double rel, int patience);
 void ft_strategy_free(ft_strategy *st);
 
 #ifdef __cplusplus

@@ -80,6 +80,20 @@ typedef struct ft_tune_opts {
      * (> 1) are never measured (0: none pruned). The default configuration is kept: it is the
      * baseline. */
     double prune_predicted;
+    /* Stop the search once it has converged (ft_strategy_converged: the best has stood for
+     * `patience` evaluations and as many as it took to find it, and the strategy's model
+     * expects no other candidate to beat it by more than `converge`); 0: search until the
+     * space, the budget or the time runs out. Only a strategy with a model (bayes) converges.
+     * Defaults 0.005 and 20. */
+    double converge;
+    int patience;
+    /* Warm start: measure first the winners the profile (profile_path) already holds for this
+     * op and backend: at the nearest shape on this device, then on each other device; and,
+     * when warm_log names another run's event log of the same op and backend (another shape,
+     * another machine), take its measured times as the strategy's prior. Default on (1); 0:
+     * cold. */
+    int warm;
+    const char *warm_log;
 } ft_tune_opts;
 
 #define FT_TUNE_MAX_JOBS 64
@@ -108,6 +122,10 @@ typedef struct ft_tune_result {
     char predict_device[32];
     int predicted, pruned, rank_n;
     double rank_corr;
+    /* Why the search ended: "exhausted" (nothing left to propose), "converged", "budget",
+     * "time" or "interrupted"; and how many warm-start candidates it was given. */
+    char search_end[16];
+    int warmed;
 } ft_tune_result;
 
 /* Progress, one rule for every front end: candidates measured (screened ones count, rejected

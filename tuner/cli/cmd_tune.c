@@ -26,6 +26,7 @@ static void usage(FILE *f) {
         f,
         "usage: flaretune tune OP|all [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
         "                      [--backend B] [--strategy S] [--budget N] [--time SEC]\n"
+        "                      [--converge F|off] [--patience N] [--cold] [--warm-log LOG]\n"
         "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
         "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
         "                      [--noise X] [--jobs N] [--predict DEVICE|off]\n"
@@ -38,7 +39,18 @@ static void usage(FILE *f) {
         "again interleaved; a lead within the noise is reported as a tie.\n\n"
         "  --preset P         sizes (default small.dflare.train; attention.decode uses the\n"
         "                     .decode preset of the same model and drafter)\n"
-        "  --strategy S       exhaustive (default), random, anneal, evolve\n"
+        "  --strategy S       bayes (default: a Gaussian process on log time with expected\n"
+        "                     improvement; docs/search.md), anneal, evolve, random, exhaustive\n"
+        "  --converge F|off   stop the search once the best has stood for --patience\n"
+        "                     evaluations and as many as it took to find it, and the model\n"
+        "                     expects no other candidate to beat it by more than F (default\n"
+        "                     0.5%%; bayes only); off: search every candidate\n"
+        "  --patience N       evaluations the best must stand before converging (default 20)\n"
+        "  --cold             no warm start: by default the winners --profile already holds\n"
+        "                     for the op (nearest shape on this device, then other devices)\n"
+        "                     are measured first\n"
+        "  --warm-log LOG     another run's event log of the same op and backend (another\n"
+        "                     shape or machine): its medians are the strategy's prior\n"
         "  --budget N         measure at most N candidates per op (screened ones count,\n"
         "                     rejected ones do not; progress shows measured/budget)\n"
         "  --time SEC         stop searching an op after SEC seconds\n"
@@ -184,8 +196,32 @@ static void progress_event(void *ctx, const json_t *ev) {
         return;
     }
     int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
+    if (!strcmp(kind, "warm")) {
+        const json_t *first = json_object_get(ev, "first");
+        for (size_t i = 0; i < json_array_size(first); i++) {
+            const json_t *f = json_array_get(first, i);
+            char *cfg = json_dumps(json_object_get(f, "config"), JSON_COMPACT);
+            fprintf(stderr, "  warm start: %s %s (the profile's winner on %s at %s shape)\n",
+                    json_is_null(json_object_get(f, "config")) ? "skipping" : "measuring first",
+                    cfg ? cfg : "a config that is not a candidate here",
+                    json_string_value(json_object_get(f, "device")),
+                    json_is_true(json_object_get(f, "exact_shape")) ? "this" : "the nearest");
+            free(cfg);
+        }
+        if (json_is_string(json_object_get(ev, "prior_log")))
+            fprintf(stderr, "  warm start: the medians of %lld candidates in %s are the prior\n",
+                    (long long)json_integer_value(json_object_get(ev, "prior")),
+                    json_string_value(json_object_get(ev, "prior_log")));
+        return;
+    }
     if (!measured && !rejected) {
         if (!strcmp(kind, "run_end") && p->tty) fputc('\n', stderr);
+        const char *end = json_string_value(json_object_get(ev, "search_end"));
+        if (!strcmp(kind, "run_end") && end && !strcmp(end, "converged"))
+            fprintf(stderr,
+                    "  search converged after %lld of %d candidates (no new best for as long as "
+                    "it took to find it; --converge off searches them all)\n",
+                    (long long)json_integer_value(json_object_get(ev, "evaluations")), p->valid);
         return;
     }
     double med = INFINITY;
@@ -399,7 +435,11 @@ enum {
     O_TUI,
     O_JOBS,
     O_PREDICT,
-    O_PRUNE
+    O_PRUNE,
+    O_CONVERGE,
+    O_PATIENCE,
+    O_COLD,
+    O_WARMLOG
 };
 
 /* --prune predicted=F: F > 1. Returns an exit code. */
@@ -433,7 +473,8 @@ static int tune_opt(tune_args *a, int o, char **argv) {
         int k = ft_strategy_parse(optarg);
         if (k < 0)
             return ft_cli_fail(FT_EXIT_USAGE,
-                               "tune: unknown strategy '%s' (exhaustive, random, anneal, evolve)",
+                               "tune: unknown strategy '%s' (exhaustive, random, anneal, evolve, "
+                               "bayes)",
                                optarg);
         to->strategy = (ft_strategy_kind)k;
         break;
@@ -482,6 +523,35 @@ static int tune_opt(tune_args *a, int o, char **argv) {
         a->predict = optarg;
         break;
     case O_PRUNE: return parse_prune(optarg, &to->prune_predicted);
+    case O_CONVERGE: {
+        if (strcmp(optarg, "off") == 0) {
+            to->converge = 0;
+            break;
+        }
+        errno = 0;
+        double v = strtod(optarg, &end);
+        if (end != optarg && *end == '%' && !end[1]) {
+            v /= 100;
+            end++;
+        }
+        if (end == optarg || *end || errno || !(v > 0) || !(v < 1))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: --converge expects a fraction such as 0.005 or 0.5%%, or "
+                               "off, got '%s'",
+                               optarg);
+        to->converge = v;
+        break;
+    }
+    case O_PATIENCE:
+        errno = 0;
+        to->patience = (int)strtol(optarg, &end, 10);
+        if (end == optarg || *end || errno || to->patience < 1 || to->patience > 1000000)
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --patience expects a positive integer, got "
+                                              "'%s'",
+                               optarg);
+        break;
+    case O_COLD: to->warm = 0; break;
+    case O_WARMLOG: to->warm_log = optarg; break;
     default: return ft_cli_bad_option("tune", o, argv);
     }
     return FT_EXIT_OK;
@@ -505,6 +575,10 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         {"jobs", required_argument, NULL, O_JOBS},
         {"predict", required_argument, NULL, O_PREDICT},
         {"prune", required_argument, NULL, O_PRUNE},
+        {"converge", required_argument, NULL, O_CONVERGE},
+        {"patience", required_argument, NULL, O_PATIENCE},
+        {"cold", no_argument, NULL, O_COLD},
+        {"warm-log", required_argument, NULL, O_WARMLOG},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);

@@ -149,10 +149,12 @@ void ft_strategy_report_cost(ft_strategy *st, int i, double cost_s) {
     st->cost[i] = cost_s;
 }
 
-int ft_strategy_converged(ft_strategy *st, double rel, int min_evals) {
-    if (!st) return 0;
-    if (st->ntaken >= st->nc) return 1;
-    if (st->nknown < min_evals || st->warm_at < st->nwarm || !st->type->expected_gain) return 0;
+int ft_strategy_converged(ft_strategy *st, double rel, int patience) {
+    if (!st || st->ntaken >= st->nc) return 0;
+    int since = st->nknown - st->best_at;
+    if (st->best < 0 || since < patience || since < st->best_at || st->warm_at < st->nwarm ||
+        !st->type->expected_gain)
+        return 0;
     double g = st->type->expected_gain(st);
     return g >= 0 && g < rel;
 }
@@ -178,12 +180,17 @@ void ft_strategy_report(ft_strategy *st, int i, double score) {
         st->model_n = -1;
         for (int c = 0; c < st->nc; c++)
             if (st->known[c] && st->score[c] < INFINITY) st->fin[st->nfin++] = c;
+        int was = st->best;
         st->best = -1;
         for (int c = 0; c < st->nc; c++)
             if (st->known[c] && (st->best < 0 || st->score[c] < st->score[st->best])) st->best = c;
+        if (st->best != was) st->best_at = st->nknown;
     } else {
         if (score < INFINITY) st->fin[st->nfin++] = i;
-        if (st->best < 0 || score < st->score[st->best]) st->best = i;
+        if (st->best < 0 || score < st->score[st->best]) {
+            st->best = i;
+            st->best_at = st->nknown;
+        }
     }
     if (st->type->report) st->type->report(st, i, again);
 }

@@ -62,7 +62,8 @@ struct ft_strategy {
     double *score;
     unsigned char *known, *taken; /* taken: known or proposed                          */
     int nknown, ntaken;
-    int best; /* best known, -1 before any */
+    int best;    /* best known, -1 before any */
+    int best_at; /* nknown when it became the best */
     int *fin; /* known candidates with a finite score, in the order they became known */
     int nfin;
     ft_rng rng;
