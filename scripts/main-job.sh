@@ -10,12 +10,13 @@
 # N=8192; the decode preset, R=16 and L=4096, for attention.decode), each op searched for at most
 # TIME seconds (default 45: about five minutes for the six ops, NVRTC compiling on every core).
 # Elsewhere: the CPU at a small preset (small.dflare.train), BUDGET candidates per op (default
-# 24). PRESET, STRATEGY (default anneal), BUDGET and TIME override these; running it again
+# 24; bayes stops earlier once converged). PRESET, STRATEGY (default bayes), BUDGET and TIME
+# override these; running it again
 # resumes from the logs and keeps the best entry per key.
 set -euo pipefail
 build=${1:-build}
 ft="$build/flaretune"
-strategy=${STRATEGY:-anneal}
+strategy=${STRATEGY:-bayes}
 mkdir -p out profiles
 
 "$ft" version
@@ -32,7 +33,7 @@ if grep -q '^  cuda  *available' out/backends.txt; then
   [ -n "${BUDGET:-}" ] && args+=(--budget "$BUDGET")
 else
   preset=${PRESET:-small.dflare.train}
-  echo "CPU: tuning every op at $preset, ${BUDGET:-24} candidates per op"
+  echo "CPU: tuning every op at $preset, at most ${BUDGET:-24} candidates per op"
   args=(--preset "$preset" --budget "${BUDGET:-24}")
   [ -n "${TIME:-}" ] && args+=(--time "$TIME")
 fi

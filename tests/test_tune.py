@@ -93,8 +93,8 @@ def test_run_log_profile(tmp):
 def test_kill_and_resume(tmp):
     op, preset = "fusion.dflare", "tiny.dflare.train"
     log = os.path.join(tmp, "k.jsonl")
-    cmd = [FT, "tune", op, "--preset", preset, "--backend", "cpu", "--log", log, "--no-screen",
-           "--max-time", "0.2", "--noise", "0.001", "--quiet", "--strategy", "exhaustive"]
+    cmd = [FT, "tune", op, "--preset", preset, "--backend", "cpu", "--strategy", "exhaustive",
+           "--log", log, "--no-screen", "--max-time", "0.2", "--noise", "0.001", "--quiet"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -455,6 +455,78 @@ def test_busy_machine(tmp):
     check("(busy machine)" in out, f"marked in the summary: {out!r}")
 
 
+def test_converge_and_warm(tmp):
+    """The default strategy (bayes) stops once converged: run_end says why, the summary says
+    it, and fewer candidates than the space were measured, the best standing for the patience.
+    The profile's winner is measured first (after the default) by the next run at another
+    shape; --cold does not; --warm-log takes another run's medians as the prior and a log that
+    gives nothing is one clear line before anything is measured."""
+    op, preset = "fusion.dflare", "tiny.dflare.train"
+    log, prof = os.path.join(tmp, "cw.jsonl"), os.path.join(tmp, "cw.json")
+    rc, out, err = run("tune", op, "--preset", preset, "--backend", "cpu", "--log", log,
+                       "--profile", prof, "--patience", "5", *FAST)
+    check(rc == 0, f"tune exit {rc}: {err}")
+    ev = events(log)
+    start, end = ev[0], ev[-1]
+    check(start["strategy"] == "bayes", f"the default strategy is bayes: {start['strategy']}")
+    measured = [e for e in ev if e["event"] in ("measured", "rejected")]
+    check(end.get("search_end") in ("converged", "exhausted"), f"search_end: {end.get('search_end')}")
+    if end.get("search_end") == "converged":
+        check("search converged after" in err, f"the summary says it converged: {err[-400:]}")
+        check(len(measured) < start["space_valid"], "converged before the space was spent")
+        meds = [e["stats"]["median_s"] if e["event"] == "measured" else float("inf")
+                for e in measured]
+        at = meds.index(min(meds)) + 1
+        check(len(meds) - at >= max(5, at), f"the best (at {at}) stood its patience: {len(meds)}")
+    rc, out, err = run("tune", op, "--preset", preset, "--backend", "cpu", "--log", log,
+                       "--converge", "bogus", *FAST)
+    check(rc == 2 and "--converge expects" in err and len(err.strip().splitlines()) == 1,
+          f"bad --converge: {rc} {err}")
+    # the profile's winner, made a measured candidate other than the default (the test needs
+    # one the warm start measures before anything else)
+    pj = json.load(open(prof))
+    dflt = key(start["default"])
+    other = [e["config"] for e in measured if e["event"] == "measured" and key(e["config"]) != dflt]
+    pj["entries"][0]["config"] = other[0]
+    with open(prof, "w") as f:
+        json.dump(pj, f)
+    winner = key(other[0])
+
+    # another shape, the same profile: its winner right after the default
+    log2 = os.path.join(tmp, "cw2.jsonl")
+    rc, out, err = run("tune", op, "--preset", preset, "--set", "N=40", "--backend", "cpu",
+                       "--log", log2, "--profile", prof, "--budget", "3", *FAST)
+    check(rc == 0, f"warm tune exit {rc}: {err}")
+    ev2 = events(log2)
+    warm = [e for e in ev2 if e["event"] == "warm"]
+    check(len(warm) == 1 and key(warm[0]["first"][0]["config"]) == winner
+          and warm[0]["first"][0]["exact_shape"] is False,
+          f"the warm event names the profile's winner at the nearest shape: {warm}")
+    order = [key(e["config"]) for e in ev2 if e["event"] in ("measured", "rejected")]
+    first = [c for c in order if c != dflt][:1]
+    check(first == [winner], f"the profile's winner is measured first: {order[:3]} vs {winner}")
+    check("warm start: measuring first" in err, f"progress says the warm start: {err[:600]}")
+
+    log3 = os.path.join(tmp, "cw3.jsonl")
+    rc, out, err = run("tune", op, "--preset", preset, "--set", "N=40", "--backend", "cpu",
+                       "--log", log3, "--profile", prof, "--budget", "2", "--cold", *FAST)
+    check(rc == 0 and not any(e["event"] == "warm" for e in events(log3)),
+          f"--cold: no warm start ({rc})")
+
+    log4 = os.path.join(tmp, "cw4.jsonl")
+    rc, out, err = run("tune", op, "--preset", preset, "--set", "N=40", "--backend", "cpu",
+                       "--log", log4, "--warm-log", log, "--budget", "3", "--cold", *FAST)
+    w = [e for e in events(log4) if e["event"] == "warm"]
+    check(rc == 0 and len(w) == 1 and w[0]["prior"] == len(measured) - sum(
+        1 for e in measured if e["event"] == "rejected" or e.get("screened")),
+          f"--warm-log: the prior holds the log's fully measured candidates: {w} {rc} {err}")
+    rc, out, err = run("tune", op, "--preset", preset, "--backend", "cpu", "--warm-log",
+                       os.path.join(tmp, "nope.jsonl"), *FAST)
+    check(rc != 0 and "warm start:" in err and len(err.strip().splitlines()) == 1
+          and not os.path.exists(os.path.join(tmp, "nope.jsonl")),
+          f"--warm-log of a missing file: one line: {rc} {err}")
+
+
 def main():
     global FT
     ap = argparse.ArgumentParser()
@@ -464,7 +536,7 @@ def main():
         for t in (test_run_log_profile, test_kill_and_resume, test_ctrl_c, test_refusals,
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
                   test_fail_fast, test_progress_counts, test_replay_family,
-                  test_replay_predicted, test_busy_machine):
+                  test_replay_predicted, test_busy_machine, test_converge_and_warm):
             n = len(FAILURES)
             t0 = time.time()
             t(tmp)

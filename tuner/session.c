@@ -143,6 +143,8 @@ typedef struct {
     int *order, next_in_order;
     int npredicted, pruned;
     char pred_device[32], pred_why[FT_ERR_MSG_LEN];
+    double *prior;          /* the warm start's prior (o->warm_log), NULL: none */
+    int nprior;
     const char *search_end; /* why the search ended */
     int warmed;             /* warm-start candidates given to the strategy */
 } session;
@@ -663,6 +665,7 @@ static void session_free(session *S) {
     free(S->pred_bound);
     free(S->order);
     json_decref(S->resume_notes);
+    free(S->prior);
     ft_eventlog_close(S->log);
     ft_file_unlock(S->log_lock);
 }
@@ -891,6 +894,8 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
     json_object_set_new(start, "dims", ft_dims_to_json(&S->c));
     json_object_set_new(start, "attrs", ft_attrs_to_json(&S->c));
     json_object_set_new(start, "strategy", json_string(ft_strategy_names[o->strategy]));
+    json_object_set_new(start, "converge", json_real(o->converge));
+    json_object_set_new(start, "patience", json_integer(o->patience));
     json_object_set_new(start, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(start, "budget", json_integer(o->budget));
     json_object_set_new(start, "time_budget_s", json_real(o->time_budget_s));
@@ -917,57 +922,6 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
     json_object_set_new(start, "key", json_string(key));
     if (S->o->predict) json_object_set_new(start, "predict", predict_json(S));
     return emit(S, start, err);
-}
-
-/* Plan, check the profile, lock and resume the log, measure the ceilings, write run_start. */
-static ft_status start(session *S, ft_tune_result *r, ft_err *err) {
-    const ft_tune_opts *o = S->o;
-    ft_env_probe(&S->env);
-    ft_backend_device(o->be, &S->env, S->device, sizeof S->device);
-    make_run_id(S->run_id, sizeof S->run_id);
-    S->resume_notes = json_array();
-    ft_status s = plan(S, err);
-    if (s) return s;
-    ft_call_dims_str(&S->c, r->dims, sizeof r->dims);
-    r->valid = S->ncands;
-    /* Everything that can fail fails now, before the long work. */
-    if (o->profile_path && (s = ft_profile_check_writable(o->profile_path, err))) return s;
-    if (o->log_path && !o->log_locked && (S->log_lock = ft_file_trylock(o->log_path, err)) < 0)
-        return ft_err_wrap(err, "tune %s", o->op->name);
-    json_t *keyj = run_key(S);
-    char *key = json_dumps(keyj, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(keyj);
-    if (o->log_path) s = resume_from_log(S, o->log_path, key, err);
-    if (!s) s = ft_eventlog_open(o->log_path, S->run_id, &S->log, err);
-    if (!s && o->listener) ft_eventlog_set_listener(S->log, o->listener, o->listener_ctx);
-    if (!s) s = predict_all(S, err);
-    if (!s) s = measure_ceilings(S, err);
-    if (!s) s = write_run_start(S, key, err);
-    free(key);
-    return s;
-}
-
-/* ---- search -------------------------------------------------------------------------------- */
-
-/* Measure the ceilings again when the run has gone on long enough for the machine to change. */
-static ft_status maybe_refine_ceilings(session *S, ft_err *err) {
-    if (S->o->ceilings_every_s <= 0 || ft_now_s() - S->ceil_at < S->o->ceilings_every_s)
-        return FT_OK;
-    ft_status s = ft_ceilings_refine(S->o->be, &S->ceil, err);
-    S->ceil_at = ft_now_s();
-    if (s) return s;
-    json_t *ev = json_pack("{s:s, s:o}", "event", "ceilings", "ceilings",
-                           ft_ceilings_to_json(&S->ceil));
-    return emit(S, ev, err);
-}
-
-/* The next candidate to measure: with a prediction the exhaustive strategy takes them fastest
- * predicted first (the strategy still hears every result); else the strategy's pick. -1: none. */
-static int next_candidate(session *S) {
-    if (!S->order || S->o->strategy != FT_STRAT_EXHAUSTIVE) return ft_strategy_next(S->strat);
-    while (S->next_in_order < S->ncands && S->info[S->order[S->next_in_order]].state != C_UNKNOWN)
-        S->next_in_order++;
-    return S->next_in_order < S->ncands ? S->order[S->next_in_order] : -1;
 }
 
 /* ---- warm start ---------------------------------------------------------------------------- */
@@ -1089,34 +1043,79 @@ static double *warm_prior(session *S, const char **why, int *nprior) {
     return prior;
 }
 
-/* The warm start, said in a `warm` event: the profile's winners first, the prior from
- * warm_log. */
+/* The warm start, said in a `warm` event: the profile's winners first (unless o->warm is 0),
+ * the prior read from o->warm_log at the start. */
 static ft_status warm_start(session *S, ft_err *err) {
-    if (!S->o->warm) return FT_OK;
-    int first[WARM_MAX], n = 0, nprior = 0;
+    int first[WARM_MAX], n = 0;
     json_t *from = json_array();
-    n = warm_from_profile(S, first, from);
-    const char *why = NULL;
-    double *prior = S->o->warm_log ? warm_prior(S, &why, &nprior) : NULL;
-    if (S->o->warm_log && !prior) {
-        json_decref(from);
-        return ft_err_set(err, FT_EINVAL, "warm start: %s %s", S->o->warm_log, why);
-    }
-    if ((n || prior) && ft_strategy_warm(S->strat, first, n, prior)) {
-        free(prior);
+    if (S->o->warm) n = warm_from_profile(S, first, from);
+    if ((n || S->prior) && ft_strategy_warm(S->strat, first, n, S->prior)) {
         json_decref(from);
         return ft_err_set(err, FT_ENOMEM, "out of memory");
     }
-    free(prior);
     S->warmed = n;
-    if (!n && !nprior) {
+    if (!n && !S->prior) {
         json_decref(from);
         return FT_OK;
     }
     json_t *ev = json_pack("{s:s, s:o, s:o, s:i}", "event", "warm", "first", from, "prior_log",
                            S->o->warm_log ? json_string(S->o->warm_log) : json_null(), "prior",
-                           nprior);
+                           S->nprior);
     return emit(S, ev, err);
+}
+
+/* Plan, check the profile, lock and resume the log, measure the ceilings, write run_start. */
+static ft_status start(session *S, ft_tune_result *r, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    ft_env_probe(&S->env);
+    ft_backend_device(o->be, &S->env, S->device, sizeof S->device);
+    make_run_id(S->run_id, sizeof S->run_id);
+    S->resume_notes = json_array();
+    ft_status s = plan(S, err);
+    if (s) return s;
+    ft_call_dims_str(&S->c, r->dims, sizeof r->dims);
+    r->valid = S->ncands;
+    /* Everything that can fail fails now, before the long work. */
+    if (o->profile_path && (s = ft_profile_check_writable(o->profile_path, err))) return s;
+    const char *why = NULL;
+    if (o->warm_log && !(S->prior = warm_prior(S, &why, &S->nprior)))
+        return ft_err_set(err, FT_EINVAL, "warm start: %s %s", o->warm_log, why);
+    if (o->log_path && !o->log_locked && (S->log_lock = ft_file_trylock(o->log_path, err)) < 0)
+        return ft_err_wrap(err, "tune %s", o->op->name);
+    json_t *keyj = run_key(S);
+    char *key = json_dumps(keyj, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(keyj);
+    if (o->log_path) s = resume_from_log(S, o->log_path, key, err);
+    if (!s) s = ft_eventlog_open(o->log_path, S->run_id, &S->log, err);
+    if (!s && o->listener) ft_eventlog_set_listener(S->log, o->listener, o->listener_ctx);
+    if (!s) s = predict_all(S, err);
+    if (!s) s = measure_ceilings(S, err);
+    if (!s) s = write_run_start(S, key, err);
+    free(key);
+    return s;
+}
+
+/* ---- search -------------------------------------------------------------------------------- */
+
+/* Measure the ceilings again when the run has gone on long enough for the machine to change. */
+static ft_status maybe_refine_ceilings(session *S, ft_err *err) {
+    if (S->o->ceilings_every_s <= 0 || ft_now_s() - S->ceil_at < S->o->ceilings_every_s)
+        return FT_OK;
+    ft_status s = ft_ceilings_refine(S->o->be, &S->ceil, err);
+    S->ceil_at = ft_now_s();
+    if (s) return s;
+    json_t *ev = json_pack("{s:s, s:o}", "event", "ceilings", "ceilings",
+                           ft_ceilings_to_json(&S->ceil));
+    return emit(S, ev, err);
+}
+
+/* The next candidate to measure: with a prediction the exhaustive strategy takes them fastest
+ * predicted first (the strategy still hears every result); else the strategy's pick. -1: none. */
+static int next_candidate(session *S) {
+    if (!S->order || S->o->strategy != FT_STRAT_EXHAUSTIVE) return ft_strategy_next(S->strat);
+    while (S->next_in_order < S->ncands && S->info[S->order[S->next_in_order]].state != C_UNKNOWN)
+        S->next_in_order++;
+    return S->next_in_order < S->ncands ? S->order[S->next_in_order] : -1;
 }
 
 /* Tells the strategy what candidate i cost (the time since it started) and scored. */
