@@ -91,8 +91,10 @@ static ft_param sim_params[] = {
     {"speed", "how fast the simulated kernel is", 3, {0, 1, 2}, speed_labels, 0, 0},
 };
 static ft_space sim_space = {sim_params, 1, NULL, NULL};
-static const double sim_base[] = {30e-6, 20e-6, 10e-6};
+static double sim_base[] = {30e-6, 20e-6, 10e-6};
 static int sim_last = -1, sim_switches;
+static double sim_jitter; /* relative: timings spread by +-sim_jitter, in turn */
+static long sim_calls;
 
 static int sim_available(char *why, size_t n) {
     (void)why;
@@ -113,8 +115,8 @@ static ft_status sim_timed(ft_call *c, const ft_config *cfg, int reps, double *s
     int k = cfg ? cfg->v[0] : 0;
     if (k != sim_last) sim_switches++;
     sim_last = k;
-    double t = sim_base[k] * (k == 0 && sim_switches > 6 ? 4 : 1);
-    *secs = t * reps;
+    double t = sim_base[k] * (k == 0 && sim_switches > 6 && sim_jitter == 0 ? 4 : 1);
+    *secs = t * reps * (1 + sim_jitter * (double)(sim_calls++ % 3 - 1));
     return FT_OK;
 }
 static ft_status sim_ceilings(ft_ceilings *c, ft_err *err) {
@@ -147,6 +149,61 @@ static void sim_opts(ft_tune_opts *o, char *log, size_t n, const char *name) {
     o->preset = *ft_preset_find("tiny.dflare.train");
     snprintf(log, n, "%s/%s", dir, name);
     o->log_path = log;
+}
+
+/* Near-ties beyond --confirm's top go into the confirmation round: with confirm_top 1, "mid"
+ * (as fast as "fast": within the noise of the best) is measured again beside the best and the
+ * default, while a clear loser is not. */
+static void test_confirm_near_ties(void) {
+    ft_err err = {0};
+    ft_tune_opts o;
+    char log[256];
+    sim_opts(&o, log, sizeof log, "ties.jsonl");
+    o.confirm_top = 1;
+    o.screen = 0;
+    o.strategy = FT_STRAT_EXHAUSTIVE;
+    double keep[3];
+    memcpy(keep, sim_base, sizeof keep);
+    sim_base[0] = 10.4e-6; /* the default, slow: confirmed as the baseline */
+    sim_base[1] = 10.0e-6; /* tied with fast: the medians alone cannot tell them apart */
+    sim_base[2] = 10.0e-6;
+    sim_jitter = 0.02;
+    ft_tune_result r;
+    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    json_t *evs = read_log(log);
+    const json_t *confirm = NULL;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        const json_t *e = json_array_get(evs, i);
+        if (!strcmp(json_string_value(json_object_get(e, "event")), "confirm")) confirm = e;
+    }
+    const json_t *cfgs = json_object_get(confirm, "configs");
+    int mid = 0;
+    for (size_t i = 0; i < json_array_size(cfgs); i++)
+        mid += !strcmp(json_string_value(json_object_get(json_array_get(cfgs, i), "speed")), "mid") ||
+               !strcmp(json_string_value(json_object_get(json_array_get(cfgs, i), "speed")), "fast");
+    mid = mid == 2;
+    FT_CHECK(confirm && json_array_size(cfgs) == 3 && mid,
+             "the near-tie is confirmed with the best and the default: %zu configs, mid %d",
+             json_array_size(cfgs), mid);
+    json_decref(evs);
+    sim_base[1] = 12e-6; /* a clear loser: not confirmed */
+    sim_opts(&o, log, sizeof log, "ties2.jsonl");
+    o.confirm_top = 1;
+    o.screen = 0;
+    o.strategy = FT_STRAT_EXHAUSTIVE;
+    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    evs = read_log(log);
+    confirm = NULL;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        const json_t *e = json_array_get(evs, i);
+        if (!strcmp(json_string_value(json_object_get(e, "event")), "confirm")) confirm = e;
+    }
+    FT_CHECK(confirm && json_array_size(json_object_get(confirm, "configs")) == 2,
+             "a clear loser is not confirmed: %zu configs",
+             json_array_size(json_object_get(confirm, "configs")));
+    json_decref(evs);
+    memcpy(sim_base, keep, sizeof keep);
+    sim_jitter = 0;
 }
 
 static void test_confirmation_disagrees(void) {
@@ -208,6 +265,7 @@ int main(void) {
     if (system(cmd) != 0) ft_test_skip("cannot make a scratch directory");
     FT_RUN(test_validity_at_timing_shape);
     FT_RUN(test_confirmation_disagrees);
+    FT_RUN(test_confirm_near_ties);
     FT_RUN(test_fails_before_the_search);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -1191,6 +1191,16 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
     int pick[16], k = 0;
     int top = o->confirm_top < 1 ? 1 : o->confirm_top > 8 ? 8 : o->confirm_top;
     for (int j = 0; j < n && k < top; j++) pick[k++] = order[j];
+    /* Near-ties beyond the top few go too (up to 8 in all): a candidate whose search median's
+     * confidence interval reaches the best's may be the real winner, and only measuring them
+     * side by side tells. */
+    const ft_stats *b0 = &S->info[order[0]].stats;
+    double reach = b0->median * (1 + (isfinite(b0->ci_rel) ? b0->ci_rel : 0));
+    for (int j = k; j < n && k < 8; j++) {
+        const ft_stats *sj = &S->info[order[j]].stats;
+        if (sj->median * (1 - (isfinite(sj->ci_rel) ? sj->ci_rel : 0)) > reach) break;
+        pick[k++] = order[j];
+    }
     oc->def_pos = -1;
     for (int j = 0; j < k; j++)
         if (pick[j] == S->def_idx) oc->def_pos = j;

@@ -54,7 +54,8 @@ typedef struct ft_tune_opts {
     double time_budget_s; /* wall-time budget of the search (0: no limit)                   */
     int screen;           /* early-abort screening on                                       */
     double screen_factor; /* drop a candidate whose first samples exceed factor x best; 1.5 */
-    int confirm_top;      /* re-measure this many of the best, interleaved; default 3       */
+    int confirm_top;      /* re-measure this many of the best, interleaved, and every near-tie
+                             beyond them (intervals reaching the best's), 8 in all; default 3 */
     /* Each candidate's measurement; the defaults are FT_MEASURE_TUNE's (measure.h). */
     ft_measure_opts measure;
     double verify_flops_max;    /* largest reference run (FLOPs) before reducing the shape; 1e9 */
