@@ -461,7 +461,7 @@ static int bayes_next(ft_strategy *st) {
     if (b->ei_at < 0) return ft_grid_propose(st, spread_pick(st));
     double *w = b->v + MAX_TRAIN + 16; /* nc scratch after v */
     weigh_cost(st, b, w);
-    int c = b->o.local && st->nknown % b->o.local == 0 ? local_pick(st, b, w) : -1;
+    int c = b->o.local && st->ntaken % b->o.local == 0 ? local_pick(st, b, w) : -1;
     return ft_grid_propose(st, c >= 0 ? c : best_untaken(st, w));
 }
 
