@@ -16,12 +16,53 @@
 #
 # Environment: BUILD (build directory, default build), SEEDS (10), TARGET (0.05), OUT (where a
 # new landscape is written, default out/landscapes), SEED (the recording's seed, 1).
+#
+# Then Kernel Tuner's strategies replay the same landscape in its simulation mode (kt_compare
+# below, scripts/kt-compare.py): KT=0 leaves that out; VENV (out/kt-venv) is the virtual
+# environment it is installed in, KT_SEEDS (SEEDS), KT_TARGETS (0.05,0.01), KT_JOBS (1). Its
+# table goes to stdout and its JSON beside the landscape's name under OUT; it never changes the
+# exit code.
 set -euo pipefail
 build=${BUILD:-build}
 ft="$build/flaretune"
 seeds=${SEEDS:-10}
 target=${TARGET:-0.05}
 out=${OUT:-out/landscapes}
+# ---- Kernel Tuner's strategies on the same landscapes -----------------------------------
+# kt_compare LANDSCAPE...: each an export of `flaretune replay LOG --export FILE` or an exhaustive
+# event log. Makes $VENV with python3 -m venv and Kernel Tuner $KT_VERSION when it lacks it.
+KT_VERSION=1.5.0
+kt_compare() {
+    [[ ${KT:-1} != 0 ]] || return 0
+    local venv=${VENV:-out/kt-venv} f name
+    local py="$venv/bin/python" here
+    here=$(dirname "${BASH_SOURCE[0]}")
+    if ! "$py" -c "import kernel_tuner, numpy, sys
+from importlib.metadata import version
+sys.exit(version('kernel_tuner') != '$KT_VERSION')" 2>/dev/null; then
+        echo "kt-compare: installing kernel_tuner==$KT_VERSION and numpy into $venv"
+        if ! { python3 -m venv "$venv" &&
+            "$py" -m pip install -q "kernel_tuner==$KT_VERSION" numpy; }; then
+            echo "search-quality: could not install Kernel Tuner into $venv (python3 -m" \
+                "venv needs python3-venv on Debian): no comparison" >&2
+            return 0
+        fi
+    fi
+    mkdir -p "$out"
+    for f in "$@"; do
+        name=$(basename "$f")
+        name=${name%.json}
+        name=${name%.jsonl}
+        local kcmd=("$py" "$here/kt-compare.py" "$f" --seeds "${KT_SEEDS:-$seeds}"
+            --targets "${KT_TARGETS:-0.05,0.01}" --jobs "${KT_JOBS:-1}"
+            --json "$out/$name.kt.json")
+        echo
+        echo "\$ ${kcmd[*]}"
+        "${kcmd[@]}" || echo "search-quality: kt-compare failed on $f (exit $?)" >&2
+    done
+}
+# ---- end of Kernel Tuner's strategies ---------------------------------------------------
+
 [[ -x $ft ]] || { echo "search-quality: $ft not found: build first (or set BUILD)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "search-quality: needs jq (apt-get install jq)" >&2; exit 2; }
 
@@ -50,6 +91,7 @@ fi
 cmd=("$ft" replay "$log" --seeds "$seeds" --target "$target")
 echo "\$ ${cmd[*]}"
 "${cmd[@]}"
+kt_compare "$log"
 json=$("${cmd[@]}" --json)
 jq -r '
   . as $r
