@@ -7,9 +7,10 @@
 LANDSCAPE is the export of `flaretune replay LOG --export FILE` (format flaretune-landscape/1),
 or the event log of an exhaustive run itself (`flaretune tune OP --strategy exhaustive --log
 LOG`), read here the way `flaretune replay` reads it: the last run and the earlier runs it
-resumed; each measured candidate scores its stats.median_s, each rejected one fails; a
-candidate costs the wall time from its `started` to its event's `t`. From a log the parameters'
-values are the ones its candidates use, in the order they first appear in candidate order.
+resumed; each measured candidate scores its stats.median_s, or the median its run's last
+`confirm` event measured again side by side, each rejected one fails; a candidate costs the
+wall time from its `started` to its event's `t`. From a log the parameters' values are the ones
+its candidates use, in the order they first appear in candidate order.
 
 The landscape becomes a Kernel Tuner cache file (in a temporary folder): `time` is the score in
 ms, `benchmark_time` the candidate's cost in ms (what the simulation runner adds up as simulated
@@ -113,6 +114,21 @@ def read_events(path):
     return events
 
 
+def read_confirm(ev, candidates, path):
+    """The run's confirmation measured its best few again side by side: those score that."""
+    cfgs, stats = ev.get("configs"), ev.get("stats")
+    if not isinstance(cfgs, list) or not isinstance(stats, list) or len(cfgs) != len(stats):
+        raise InputError(f"{path}: a confirm event without configs and stats of one length")
+    for cfg, st in zip(cfgs, stats):
+        med = (st or {}).get("median_s")
+        for c in candidates:
+            if c["score_s"] is None or any(c["config"].get(k) != v for k, v in cfg.items()):
+                continue
+            if not isinstance(med, (int, float)) or not med > 0:
+                raise InputError(f"{path}: a confirm event's median_s {med!r} is not > 0")
+            c["score_s"], c["confirmed"] = float(med), True
+
+
 def landscape_from_events(events, path):
     """The landscape of the last run of an exhaustive log (and the earlier runs it resumed)."""
     starts = [i for i, ev in enumerate(events) if ev.get("event") == "run_start"]
@@ -126,10 +142,14 @@ def landscape_from_events(events, path):
         runs.add(events[i].get("run"))
     first = min(i for i in starts if events[i].get("run") in runs)
     names = list((start.get("default") or {}).keys())
-    cands = {}
+    cands, confirm = {}, None
     for ev in events[first:]:
         kind = ev.get("event")
-        if kind not in ("measured", "rejected") or ev.get("run") not in runs:
+        if ev.get("run") not in runs:
+            continue
+        if kind == "confirm":
+            confirm = ev
+        if kind not in ("measured", "rejected"):
             continue
         cfg, idx = ev.get("config"), ev.get("candidate")
         if not isinstance(cfg, dict) or not isinstance(idx, int):
@@ -151,6 +171,8 @@ def landscape_from_events(events, path):
         raise InputError(f"{path}: {len(order)} of {start.get('space_valid')} candidates "
                          "measured or rejected: a comparison needs an exhaustive landscape")
     candidates = [cands[i] for i in order]
+    if confirm:
+        read_confirm(confirm, candidates, path)
     for c in candidates:
         for name in c["config"]:
             if name not in names:

@@ -10,7 +10,8 @@ the costs summed up to there, Kernel Tuner's own simulated time the sum over the
 restriction keeps Kernel Tuner inside the candidates (its search space is exactly them, no
 result lies outside, and the simulation runner would fail on a point missing from its cache);
 that the rejected candidate never reaches a target; that the export and the log give the same
-runs, and the same seed the same run; and that bad input is one line and exit 1.
+runs (the log's confirmation rescoring its best), and the same seed the same run; and that bad
+input is one line and exit 1.
 
 Needs a Python that imports kernel_tuner: this one, $KT_PYTHON, or the virtual environment
 scripts/search-quality.sh makes (${VENV:-out/kt-venv} in the repository); the test runs itself
@@ -77,8 +78,13 @@ def write_export(path, cands, params):
 
 
 def write_log(path, cands):
-    """The same landscape as an exhaustive run's event log (measured in reverse order)."""
+    """The same landscape as an exhaustive run's event log (measured in reverse order), where
+    the two best measured slower in the search and their confirmation says what the export says;
+    the confirmation also names the rejected point, which stays rejected."""
     run = "r1"
+    scored = sorted((c["score_s"], i) for i, c in enumerate(cands) if c["score_s"] is not None)
+    confirmed = [i for _, i in scored[:2]]
+    rejected = next(i for i, c in enumerate(cands) if c["score_s"] is None)
     start = {"event": "run_start", "format": 1, "op": "test.op", "backend": "cpu",
              "preset": "tiny", "dims": {"N": 1}, "strategy": "exhaustive", "space_size": 36,
              "space_valid": len(cands), "default": {"a": 2, "b": "row", "c": 16},
@@ -93,8 +99,13 @@ def write_log(path, cands):
             lines.append(dict(ev, event="rejected", reason="verify", message="mismatch"))
         else:
             lines.append(dict(ev, event="verified", t=started + 0.01))
+            search = c["score_s"] * (1.3 if i in confirmed else 1)
             lines.append(dict(ev, event="measured",
-                              stats={"median_s": c["score_s"], "ci_rel": c["ci_rel"]}))
+                              stats={"median_s": search, "ci_rel": c["ci_rel"]}))
+    shown = confirmed + [rejected]
+    lines.append({"event": "confirm", "configs": [cands[i]["config"] for i in shown],
+                  "stats": [{"median_s": cands[i]["score_s"] or 1e-6} for i in shown],
+                  "started": t, "t": t + 1, "run": run})
     with open(path, "w") as f:
         f.write("".join(json.dumps(x) + "\n" for x in lines))
         f.write('{"event": "run_end", "torn')  # a torn last line is ignored
