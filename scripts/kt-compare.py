@@ -53,6 +53,7 @@ import json
 import math
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -188,12 +189,12 @@ def landscape_from_events(events, path):
                 values.append(v)
         params.append({"name": name, "values": values,
                        "named": any(isinstance(v, str) for v in values)})
-    cis = sorted(c["ci_rel"] for c in candidates if isinstance(c["ci_rel"], (int, float)))
+    cis = [c["ci_rel"] for c in candidates if isinstance(c["ci_rel"], (int, float))]
     dims = start.get("dims") or {}
     land = {"format": FORMAT, "op": start.get("op"), "backend": start.get("backend"),
             "preset": start.get("preset"), "dims": " ".join(f"{k}={v}" for k, v in dims.items()),
             "log": path, "params": params, "candidates": candidates,
-            "noise": {"median_ci_rel": cis[len(cis) // 2] if cis else None}}
+            "noise": {"median_ci_rel": statistics.median(cis) if cis else None}}
     return finish_landscape(land, path)
 
 
