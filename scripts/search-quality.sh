@@ -30,7 +30,8 @@ target=${TARGET:-0.05}
 out=${OUT:-out/landscapes}
 # ---- Kernel Tuner's strategies on the same landscapes -----------------------------------
 # kt_compare LANDSCAPE...: each an export of `flaretune replay LOG --export FILE` or an exhaustive
-# event log. Makes $VENV with python3 -m venv and Kernel Tuner $KT_VERSION when it lacks it.
+# event log, which is exported first when this flaretune can (kt-compare.py reads a log too).
+# Makes $VENV with python3 -m venv and Kernel Tuner $KT_VERSION when it lacks it.
 KT_VERSION=1.5.0
 kt_compare() {
     [[ ${KT:-1} != 0 ]] || return 0
@@ -53,6 +54,10 @@ sys.exit(version('kernel_tuner') != '$KT_VERSION')" 2>/dev/null; then
         name=$(basename "$f")
         name=${name%.json}
         name=${name%.jsonl}
+        if [[ $f == *.jsonl && $("$ft" replay --help 2>&1) == *--export* ]] &&
+            "$ft" replay "$f" --seeds 1 --export "$out/$name.landscape.json" >/dev/null; then
+            f="$out/$name.landscape.json"
+        fi
         local kcmd=("$py" "$here/kt-compare.py" "$f" --seeds "${KT_SEEDS:-$seeds}"
             --targets "${KT_TARGETS:-0.05,0.01}" --jobs "${KT_JOBS:-1}"
             --json "$out/$name.kt.json")
