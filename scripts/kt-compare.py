@@ -42,6 +42,10 @@ it was within a quarter of the candidates, ceil(valid / 4). Summaries follow `fl
 the median over all seeds with a seed that never reached the target counted last (null when the
 median seed did not reach it), min and max over the seeds that did.
 
+Run time, 20 seeds of every strategy, one job, on this repository's 2-core CI machine while it
+was also building (2026-12-02): 766 s on attention.decode's 216 candidates (489 s of them
+hybrid_vndx, 93 s basinhopping), 153 s on fusion.dflare's 160, 135 s on attention.train's 96.
+
 Needs Python 3 with kernel_tuner (1.5.0 was used) and numpy; scripts/search-quality.sh makes such
 a virtual environment. Progress goes to stderr. Exit 0 on success, 1 when the input is malformed
 or a run fails, 2 on a bad command line.
