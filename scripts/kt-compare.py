@@ -22,9 +22,12 @@ Tuner's simulation mode (`tune_kernel(..., simulation_mode=True, cache=...)`), b
 strategy of Kernel Tuner 1.5 but the two whose packages it does not install (LEFT_OUT), with
 max_fevals as high as each takes it (strategy_options) and its other options at their defaults:
 some stop on their own limits first (genetic_algorithm, pso, firefly_algorithm, basinhopping,
-minimize: generations, iterations, a local search's end), and diff_evo fails where its
-population, 16 per parameter, outnumbers the candidates. Each runs once per seed s = 1..N, after
-`random.seed(s)` and `np.random.seed(s)`:
+minimize: generations, iterations, a local search's end); diff_evo fails where its population,
+16 per parameter, outnumbers the candidates, and evaluates that population (a Latin hypercube
+sample Kernel Tuner dedupes through a set) in the search space's internal order, so where it is
+most of the space its counts say more about that order than about its search.
+
+Each strategy runs once per seed s = 1..N, after `random.seed(s)` and `np.random.seed(s)`:
 Kernel Tuner 1.5's strategies draw from those two global streams (its searchspace's samples and
 neighbours, the strategies' own draws, scipy's basinhopping and dual_annealing, scikit-learn's
 Gaussian process in bayes_opt; no strategy takes a seed option), with three exceptions handled
@@ -33,7 +36,9 @@ LatinHypercube (the initial samples of diff_evo and bayes_opt) seeds itself from
 given a seed drawn from np.random; and some strategies walk sets of configurations whose order
 follows string hashes, so the script runs with PYTHONHASHSEED=0. The same seed then makes the
 same run, except for bayes_opt: its default method ("multi-ultrafast") decides when to refit its
-model from wall-clock timings, so its runs vary a little between invocations.
+model from wall-clock timings, so its runs vary a little between invocations. Strategies whose
+first evaluation is a uniform draw share it for a seed (seeds 8 and 11 both start at index 164
+of a 216-point space, for example).
 
 From the results Kernel Tuner returns, in order and with repeats dropped, for each target T
 (the best found <= optimum * (1 + T)): the unique configurations evaluated until then, the sum of
