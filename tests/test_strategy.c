@@ -626,14 +626,21 @@ static void test_replay_load(void) {
     int first = ft_landscape_first_within(&l, 0.05), within = ft_landscape_count_within(&l, 0.05);
     FT_CHECK(first >= 1 && within >= 1, "first within %d, %d within", first, within);
     ft_replay_result r;
-    FT_CHECK(ft_replay_run(&l, FT_STRAT_EXHAUSTIVE, 1, 0.05, 0, &r, &err) == FT_OK, "%s", err.msg);
+    ft_replay_opts o;
+    ft_replay_opts_default(&o);
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK, "%s", err.msg);
     FT_CHECK(r.to_target == first, "exhaustive replay reached the target at %d, want %d",
              r.to_target, first);
-    FT_CHECK(ft_replay_run(&l, FT_STRAT_RANDOM, 1, 0.0, 2, &r, &err) == FT_OK && r.evaluations <= 2,
+    o.kind = FT_STRAT_RANDOM;
+    o.target = 0;
+    o.budget = 2;
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK && r.evaluations <= 2,
              "budget 2: %d evaluations", r.evaluations);
+    o.budget = 0;
+    o.seed = 3;
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
-        FT_CHECK(ft_replay_run(&l, (ft_strategy_kind)k, 3, 0.0, 0, &r, &err) == FT_OK, "%s",
-                 err.msg);
+        o.kind = (ft_strategy_kind)k;
+        FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK, "%s", err.msg);
         FT_CHECK(r.to_target >= 1 && r.best == l.score[l.best], "%s: target 0 reached at %d",
                  ft_strategy_names[k], r.to_target);
     }

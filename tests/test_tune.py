@@ -369,6 +369,25 @@ def spearman(x, y):
     return mod.spearman(x, y)
 
 
+def landscape_scores(ev):
+    """Each candidate's score as replay reads a one-run exhaustive log: its median, inf when
+    rejected, and the confirmed median for the configs of the last confirm event."""
+    score, index = {}, {}
+    for e in ev:
+        if e["event"] == "measured":
+            score[e["candidate"]] = e["stats"]["median_s"]
+        elif e["event"] == "rejected":
+            score[e["candidate"]] = float("inf")
+        if e["event"] in ("measured", "rejected"):
+            index[key(e["config"])] = e["candidate"]
+    confirm = [e for e in ev if e["event"] == "confirm"]
+    for cfg, st in zip(*(confirm[-1]["configs"], confirm[-1]["stats"]) if confirm else ([], [])):
+        c = index.get(key(cfg))
+        if c is not None and score[c] != float("inf"):
+            score[c] = st["median_s"]
+    return score
+
+
 def test_replay_predicted(tmp):
     """replay on a log whose candidates carry predicted_s (the exhaustive log of
     test_run_log_profile, each candidate given a made-up prediction): the rank correlation,
@@ -387,12 +406,7 @@ def test_replay_predicted(tmp):
             if e["event"] in ("verified", "measured", "rejected"):
                 e["predicted_s"] = pred(e["candidate"])
             f.write(json.dumps(e) + "\n")
-    score = {}
-    for e in ev:
-        if e["event"] == "measured":
-            score[e["candidate"]] = e["stats"]["median_s"]
-        elif e["event"] == "rejected":
-            score[e["candidate"]] = float("inf")
+    score = landscape_scores(ev)
     cands = sorted(score)
     default = next(e["candidate"] for e in ev if e["event"] in ("verified", "measured")
                    and e["config"] == ev[0]["default"])

@@ -6,6 +6,11 @@
  * the space is resolved again for the recording machine, whose core count is the default
  * thread count of `default`. The candidates are then the valid configurations in space order,
  * exactly as the tuner enumerated them.
+ *
+ * Each candidate's score is its median from the search, unless the run's confirmation (its
+ * last `confirm` event) measured it again: then the confirmed median, so the optimum a replay
+ * aims at is the one the run confirmed. Its cost is the wall time its evaluation took, read off
+ * the same events (`started` to `t`).
  */
 #include "flaretune/replay.h"
 
@@ -123,8 +128,12 @@ static ft_status enumerate(ft_landscape *l, int64_t **keys, ft_err *err) {
     l->cands = malloc((size_t)n * sizeof *l->cands);
     l->score = malloc((size_t)n * sizeof *l->score);
     l->predicted = malloc((size_t)n * sizeof *l->predicted);
+    l->cost = malloc((size_t)n * sizeof *l->cost);
+    l->ci_rel = malloc((size_t)n * sizeof *l->ci_rel);
+    l->confirm_samples = calloc((size_t)n, sizeof *l->confirm_samples);
     *keys = malloc((size_t)n * sizeof **keys);
-    if (!l->cands || !l->score || !l->predicted || !*keys)
+    if (!l->cands || !l->score || !l->predicted || !l->cost || !l->ci_rel || !l->confirm_samples ||
+        !*keys)
         return ft_err_set(err, FT_ENOMEM, "out of memory");
     for (int64_t k = 0; k < total; k++) {
         ft_config cfg;
@@ -133,6 +142,8 @@ static ft_status enumerate(ft_landscape *l, int64_t **keys, ft_err *err) {
         (*keys)[l->ncands] = k;
         l->score[l->ncands] = NAN;
         l->predicted[l->ncands] = NAN;
+        l->cost[l->ncands] = NAN;
+        l->ci_rel[l->ncands] = NAN;
         l->cands[l->ncands++] = cfg;
     }
     return FT_OK;
@@ -151,11 +162,22 @@ static int find_key(const int64_t *keys, int n, int64_t k) {
     return -1;
 }
 
+/* What evaluating a candidate cost: its event's `t` less its `started`; NaN when either is
+ * missing or the difference is not a duration. */
+static double event_cost(const json_t *ev) {
+    const json_t *t = json_object_get(ev, "t"), *started = json_object_get(ev, "started");
+    if (!json_is_number(t) || !json_is_number(started)) return NAN;
+    double c = json_number_value(t) - json_number_value(started);
+    return c >= 0 && isfinite(c) ? c : NAN;
+}
+
 /* Scores from the candidate events from `first` on: the runs of the chain (every run_start
- * from there on has the last run's key). A candidate event counts for the run it follows. */
+ * from there on has the last run's key). A candidate event counts for the run it follows.
+ * *confirm: the index of the chain's last confirm event (0: none). */
 static ft_status read_scores(const json_t *events, size_t first, const char *name,
-                             const int64_t *keys, ft_landscape *l, ft_err *err) {
+                             const int64_t *keys, ft_landscape *l, size_t *confirm, ft_err *err) {
     const char *run = NULL; /* id of the run whose events follow ("" when it has none) */
+    *confirm = 0;
     for (size_t i = first; i < json_array_size(events); i++) {
         const json_t *ev = json_array_get(events, i);
         if (is_event(ev, "run_start")) {
@@ -165,6 +187,10 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         if (!run) continue;
         const char *evrun = str_field(ev, "run");
         if (run[0] && evrun && strcmp(evrun, run) != 0) continue;
+        if (is_event(ev, "confirm")) {
+            *confirm = i;
+            continue;
+        }
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
         if (!measured && !rejected && !is_event(ev, "verified")) continue;
         ft_config cfg;
@@ -176,10 +202,15 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         if (json_is_number(pred) && json_number_value(pred) > 0)
             l->predicted[c] = json_number_value(pred);
         if (!measured && !rejected) continue;
+        l->cost[c] = event_cost(ev);
+        l->ci_rel[c] = NAN;
         if (rejected) {
             l->score[c] = INFINITY;
             continue;
         }
+        const json_t *ci = json_object_get(json_object_get(ev, "stats"), "ci_rel");
+        if (json_is_number(ci) && json_number_value(ci) >= 0 && isfinite(json_number_value(ci)))
+            l->ci_rel[c] = json_number_value(ci);
         const json_t *med = json_object_get(json_object_get(ev, "stats"), "median_s");
         if (!json_is_number(med) || !(json_number_value(med) > 0)) {
             char text[512];
@@ -191,6 +222,63 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         }
         l->score[c] = json_number_value(med);
     }
+    return FT_OK;
+}
+
+/* The confirm event at index i: each config it names that is a measured candidate scores its
+ * confirmed median from now on. */
+static ft_status read_confirm(const json_t *events, size_t i, const char *name, const int64_t *keys,
+                              ft_landscape *l, ft_err *err) {
+    const json_t *ev = json_array_get(events, i);
+    const json_t *cfgs = json_object_get(ev, "configs"), *stats = json_object_get(ev, "stats");
+    if (!json_is_array(cfgs) || !json_is_array(stats) ||
+        json_array_size(cfgs) != json_array_size(stats))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: event %zu (confirm) lacks \"configs\" and \"stats\" arrays of "
+                          "one length",
+                          name, i + 1);
+    for (size_t j = 0; j < json_array_size(cfgs); j++) {
+        ft_config cfg;
+        if (ft_config_from_json(&l->space, json_array_get(cfgs, j), &cfg, err))
+            return ft_err_wrap(err, "%s: event %zu (confirm), config %zu", name, i + 1, j + 1);
+        int c = find_key(keys, l->ncands, ft_space_index_of(&l->space, &cfg));
+        if (c < 0 || !(l->score[c] < INFINITY)) continue; /* not a measured candidate */
+        const json_t *st = json_array_get(stats, j), *med = json_object_get(st, "median_s");
+        if (!json_is_number(med) || !(json_number_value(med) > 0) ||
+            !isfinite(json_number_value(med)))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: event %zu (confirm): stats %zu has no positive median_s", name,
+                              i + 1, j + 1);
+        const json_t *n = json_object_get(st, "samples");
+        int samples =
+            json_is_integer(n) && json_integer_value(n) > 0 && json_integer_value(n) < 1 << 30
+                ? (int)json_integer_value(n)
+                : -1;
+        l->score[c] = json_number_value(med);
+        l->nconfirmed += l->confirm_samples[c] == 0;
+        l->confirm_samples[c] = samples;
+    }
+    return FT_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median ci_rel over the measured candidates; how many have a cost. */
+static ft_status summarise_noise(ft_landscape *l, ft_err *err) {
+    double *v = malloc((size_t)l->ncands * sizeof *v);
+    if (!v) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    int n = 0;
+    l->ncost = 0;
+    for (int c = 0; c < l->ncands; c++) {
+        l->ncost += !isnan(l->cost[c]);
+        if (l->score[c] < INFINITY && !isnan(l->ci_rel[c])) v[n++] = l->ci_rel[c];
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    l->noise_ci_rel = n ? 0.5 * (v[(n - 1) / 2] + v[n / 2]) : NAN;
+    free(v);
     return FT_OK;
 }
 
@@ -235,7 +323,11 @@ ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_la
         return s;
     }
     int64_t *keys = NULL;
-    if ((s = enumerate(l, &keys, err)) || (s = read_scores(events, first, name, keys, l, err))) {
+    size_t confirm = 0;
+    if ((s = enumerate(l, &keys, err)) ||
+        (s = read_scores(events, first, name, keys, l, &confirm, err)) ||
+        (confirm && (s = read_confirm(events, confirm, name, keys, l, err))) ||
+        (s = summarise_noise(l, err))) {
         free(keys);
         ft_landscape_free(l);
         return s;
@@ -296,11 +388,17 @@ void ft_landscape_free(ft_landscape *l) {
     free(l->cands);
     free(l->score);
     free(l->predicted);
+    free(l->cost);
+    free(l->ci_rel);
+    free(l->confirm_samples);
     l->params = NULL;
     l->cands = NULL;
     l->score = NULL;
     l->predicted = NULL;
-    l->ncands = l->npredicted = 0;
+    l->cost = NULL;
+    l->ci_rel = NULL;
+    l->confirm_samples = NULL;
+    l->ncands = l->npredicted = l->ncost = l->nconfirmed = 0;
     l->best = l->def = -1;
 }
 
@@ -321,36 +419,91 @@ int ft_landscape_first_within(const ft_landscape *l, double target) {
     return -1;
 }
 
-ft_status ft_replay_run(const ft_landscape *l, ft_strategy_kind kind, uint64_t seed, double target,
-                        int budget, ft_replay_result *r, ft_err *err) {
+double ft_landscape_cost_through(const ft_landscape *l, int n) {
+    double t = 0;
+    for (int c = 0; c < n && c < l->ncands; c++)
+        t += l->cost[c]; /* NaN stays NaN */
+    return t;
+}
+
+/* ---- replay --------------------------------------------------------------------------------- */
+
+void ft_replay_opts_default(ft_replay_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->kind = FT_STRAT_EXHAUSTIVE;
+    o->seed = 1;
+    o->target = FT_REPLAY_TARGET;
+    o->batch = 1;
+}
+
+/* One proposal: checked, scored, its cost and score reported; *reached set when it brings the
+ * best found within the target. */
+static ft_status replay_take(const ft_landscape *l, const ft_replay_opts *o, ft_strategy *st, int i,
+                             unsigned char *seen, ft_replay_result *r, double *spent, ft_err *err) {
+    if (i < 0 || i >= l->ncands || seen[i])
+        return ft_err_set(err, FT_EINTERNAL, "strategy %s proposed candidate %d %s",
+                          ft_strategy_names[o->kind], i,
+                          i < 0 || i >= l->ncands ? "out of range" : "twice");
+    seen[i] = 1;
+    r->evaluations++;
+    *spent += l->cost[i];
+    if (!isnan(l->cost[i])) ft_strategy_report_cost(st, i, l->cost[i]);
+    ft_strategy_report(st, i, l->score[i]);
+    if (l->score[i] < r->best) r->best = l->score[i];
+    if (r->to_target < 0 && ft_landscape_reaches(l, r->best, o->target)) {
+        r->to_target = r->evaluations;
+        r->time_to_target = *spent;
+    }
+    return FT_OK;
+}
+
+ft_status ft_replay_run(const ft_landscape *l, const ft_replay_opts *o, ft_replay_result *r,
+                        ft_err *err) {
     r->to_target = -1;
-    r->evaluations = 0;
+    r->evaluations = r->rounds = 0;
     r->best = INFINITY;
-    ft_strategy *st = ft_strategy_new(kind, &l->space, l->cands, l->ncands, seed);
+    r->time_to_target = NAN;
+    if ((int)o->kind < 0 || o->kind >= FT_STRAT_COUNT || o->batch < 1 || o->budget < 0 ||
+        o->nfirst < 0 || (o->nfirst && !o->first) || !(o->target >= 0))
+        return ft_err_set(err, FT_EINVAL, "replay options out of range");
+    int k = o->batch < l->ncands ? o->batch : l->ncands;
+    ft_strategy *st =
+        ft_strategy_new_opts(o->kind, &l->space, l->cands, l->ncands, o->seed, o->strategy);
     unsigned char *seen = calloc((size_t)l->ncands, 1);
+    int *out = malloc((size_t)k * sizeof *out);
     ft_status s = FT_OK;
-    if (!st || !seen) {
-        s = ft_err_set(err, FT_ENOMEM, "out of memory");
+    double spent = 0;
+    if (!st || !seen || !out) {
+        s = st || !o->strategy ? ft_err_set(err, FT_ENOMEM, "out of memory")
+                               : ft_err_set(err, FT_EINVAL, "strategy options out of range");
         goto done;
     }
-    while (budget <= 0 || r->evaluations < budget) {
-        int i = ft_strategy_next(st);
-        if (i < 0) break;
-        if (i >= l->ncands || seen[i]) {
-            s = ft_err_set(err, FT_EINTERNAL, "strategy %s proposed candidate %d %s",
-                           ft_strategy_names[kind], i, i >= l->ncands ? "out of range" : "twice");
+    if ((o->nfirst || o->prior) && ft_strategy_warm(st, o->first, o->nfirst, o->prior)) {
+        s = ft_err_set(err, FT_EINVAL, "warm start: a first candidate is out of range");
+        goto done;
+    }
+    while (r->to_target < 0 && (o->budget <= 0 || r->evaluations < o->budget)) {
+        int want = o->budget > 0 && o->budget - r->evaluations < k ? o->budget - r->evaluations : k;
+        int n;
+        if (k == 1) {
+            out[0] = ft_strategy_next(st);
+            n = out[0] >= 0;
+        } else {
+            n = ft_strategy_next_batch(st, want, out);
+        }
+        if (n <= 0) break;
+        if (n > want) {
+            s = ft_err_set(err, FT_EINTERNAL,
+                           "strategy %s proposed %d candidates for a batch of %d",
+                           ft_strategy_names[o->kind], n, want);
             goto done;
         }
-        seen[i] = 1;
-        r->evaluations++;
-        ft_strategy_report(st, i, l->score[i]);
-        if (l->score[i] < r->best) r->best = l->score[i];
-        if (ft_landscape_reaches(l, r->best, target)) {
-            r->to_target = r->evaluations;
-            break;
-        }
+        r->rounds++;
+        for (int j = 0; j < n; j++)
+            if ((s = replay_take(l, o, st, out[j], seen, r, &spent, err))) goto done;
     }
 done:
+    free(out);
     free(seen);
     ft_strategy_free(st);
     return s;

@@ -2,9 +2,11 @@
  *
  * A landscape is the score of every valid candidate of one tuning problem, read back from an
  * exhaustive run's event log (docs/events.md): the median of each measured candidate, INFINITY
- * for each rejected one. Replaying a strategy against it costs no kernel run: every proposal is
- * one evaluation, scored from the landscape, so the quality of a strategy on a real machine's
- * landscape is measured in evaluations, deterministically for a seed.
+ * for each rejected one, and for the few the run confirmed at its end (measured again
+ * interleaved), the confirmed median. Replaying a strategy against it costs no kernel run: every
+ * proposal is one evaluation, scored from the landscape, so the quality of a strategy on a real
+ * machine's landscape is measured in evaluations, deterministically for a seed, and in the
+ * seconds those evaluations took when the log was recorded.
  */
 #ifndef FLARETUNE_REPLAY_H
 #define FLARETUNE_REPLAY_H
@@ -43,6 +45,22 @@ typedef struct ft_landscape {
     double *predicted;
     int npredicted;
     char predict_device[32];
+    /* What evaluating each candidate cost in the recording, seconds: from its `started` to the
+     * `t` of its measured or rejected event (verification, compilation where there is one, and
+     * measurement); NaN when the log lacks them. ncost: how many have one. */
+    double *cost;
+    int ncost;
+    /* Each measured candidate's stats.ci_rel (the relative half-width of its median's 95%
+     * confidence interval; NaN for a rejected one or one without), and the median of them over
+     * the measured candidates: how noisy the recording was (NaN: none). */
+    double *ci_rel;
+    double noise_ci_rel;
+    /* The confirmation (the chain's last `confirm` event): the configs it names score their
+     * confirmed medians, so the optimum is judged by a side-by-side re-measurement rather than
+     * a lucky sample. nconfirmed: candidates confirmed; confirm_samples[c] the samples of c's
+     * re-measurement (0: not confirmed; -1: confirmed, the event does not say how often). */
+    int nconfirmed;
+    int *confirm_samples;
 } ft_landscape;
 
 /* Load the landscape of the last run of the event log at `path` (and of the earlier runs with
@@ -61,19 +79,50 @@ int ft_landscape_reaches(const ft_landscape *l, double s, double target);
 int ft_landscape_count_within(const ft_landscape *l, double target);
 /* Evaluations exhaustive search in space order needs to first reach the target. */
 int ft_landscape_first_within(const ft_landscape *l, double target);
+/* Seconds the first n candidates in space order cost in the recording (n <= 0: 0; n past the
+ * candidates: all of them); NaN when one of them has no cost. */
+double ft_landscape_cost_through(const ft_landscape *l, int n);
+
+/* ---- replay --------------------------------------------------------------------------------- */
+
+typedef struct ft_replay_opts {
+    ft_strategy_kind kind;
+    uint64_t seed;
+    double target; /* within this of the optimum (0.05: 5%)                                  */
+    int budget;    /* stop after this many evaluations (0: none)                             */
+    int batch;     /* candidates asked for at a time (ft_strategy_next_batch); 1: one by one */
+    /* Warm start (ft_strategy_warm): candidates proposed first, and a prior score per
+     * candidate (NULL: none), as ft_landscape_warm makes them. */
+    const int *first;
+    int nfirst;
+    const double *prior;
+    /* The strategies' options (NULL: their defaults); bayes weighs the recorded costs with
+     * bayes.cost_weight > 0. */
+    const ft_strategy_opts *strategy;
+} ft_replay_opts;
+
+/* exhaustive, seed 1, FT_REPLAY_TARGET, no budget, batches of 1, no warm start. */
+void ft_replay_opts_default(ft_replay_opts *o);
 
 typedef struct ft_replay_result {
-    int to_target;   /* evaluations until the best found was within target (-1: not reached) */
-    int evaluations; /* evaluations made (stops at the target or the budget)                 */
+    int to_target;   /* the evaluation (1-based) that brought the best found within target
+                      * (-1: not reached)                                                   */
+    int evaluations; /* evaluations made: every proposal (stops after the batch that reached
+                      * the target, at the budget or when the strategy has nothing more)      */
+    int rounds;      /* batches asked for (with batches of 1, the evaluations)               */
     double best;     /* best score found                                                      */
+    double time_to_target; /* seconds the evaluations up to to_target cost in the recording
+                            * (NaN: not reached, or one of them has no cost)                 */
 } ft_replay_result;
 
-/* Run strategy `kind` seeded with `seed` against l until the best score found is within
- * `target` of the optimum, `budget` evaluations (0: none) or the strategy has nothing more to
- * propose. Fails only on allocation failure or a strategy that breaks its contract (proposes
- * a candidate twice or out of range: FT_EINTERNAL). */
-ft_status ft_replay_run(const ft_landscape *l, ft_strategy_kind kind, uint64_t seed, double target,
-                        int budget, ft_replay_result *r, ft_err *err);
+/* Run strategy o->kind seeded with o->seed against l, o->batch candidates at a time (each
+ * batch's results reported in order, each cost before its score, before the next batch is
+ * asked for), until the best score found is within o->target of the optimum, o->budget
+ * evaluations or the strategy has nothing more to propose. Fails only on allocation failure,
+ * options out of range (FT_EINVAL) or a strategy that breaks its contract (proposes a candidate
+ * twice or out of range: FT_EINTERNAL). */
+ft_status ft_replay_run(const ft_landscape *l, const ft_replay_opts *o, ft_replay_result *r,
+                        ft_err *err);
 
 /* ---- predicted time ------------------------------------------------------------------------
  * A tuning run with a prediction (tune --predict) measures the exhaustive strategy's

@@ -4,16 +4,20 @@
  * Exercises ft_eventlog_read on the input as a file (JSON lines, blank lines, a torn last line,
  * a damaged line in the middle, lines that are not events), then on a log that read:
  * ft_landscape_from_events (tuner/replay.c: the last run_start's op, backend, dims, attrs and
- * default, the resumed runs' key chain, every candidate event's config and stats) and, on a
- * landscape that loaded, a short replay of every strategy; ft_trace_from_events
+ * default, the resumed runs' key chain, every candidate event's config, stats and times, the
+ * last confirm event's configs and stats) and, on a landscape that loaded, a short replay of
+ * every strategy, one by one, in batches and warm-started from its own best;
+ * ft_trace_from_events
  * (traces/trace_export.c); and the dashboard's model (tui/: ft_tui_model_apply on every event,
  * the view and every cell of every row, as `flaretune top LOG` shows them).
  *
  * A finding, besides a sanitizer report, a leak or a timeout: a failure without its status and
  * message in ft_err; a read that returns something other than one object with a string "event"
  * per complete non-blank line (plus the last line when it parses), or says "torn" of a log
- * whose last line is complete; a landscape whose optimum, scores or counts are inconsistent; a
- * strategy that breaks its contract (FT_EINTERNAL) or reports a best the landscape lacks; a
+ * whose last line is complete; a landscape whose optimum, scores, costs or counts are
+ * inconsistent; a strategy that breaks its
+ * contract (FT_EINTERNAL) or reports a best the landscape lacks or a time to the target that
+ * is not the sum of costs it could be; a
  * trace that is not a {"traceEvents": [...]} object or does not encode.
  */
 #include <math.h>
@@ -73,32 +77,73 @@ static void check_landscape(const ft_landscape *l) {
     }
     FUZZ_CHECK(rejected == l->nrejected && rejected < l->ncands, "%d rejected, counted %d",
                rejected, l->nrejected);
+    int costs = 0, confirmed = 0;
+    for (int c = 0; c < l->ncands; c++) {
+        FUZZ_CHECK(isnan(l->cost[c]) || (l->cost[c] >= 0 && isfinite(l->cost[c])),
+                   "candidate %d cost %g", c, l->cost[c]);
+        FUZZ_CHECK(isnan(l->ci_rel[c]) || (l->ci_rel[c] >= 0 && isfinite(l->score[c])),
+                   "candidate %d: ci_rel %g, score %g", c, l->ci_rel[c], l->score[c]);
+        FUZZ_CHECK(l->confirm_samples[c] >= -1 && (!l->confirm_samples[c] || isfinite(l->score[c])),
+                   "candidate %d confirmed by %d samples, score %g", c, l->confirm_samples[c],
+                   l->score[c]);
+        costs += !isnan(l->cost[c]);
+        confirmed += l->confirm_samples[c] != 0;
+    }
+    FUZZ_CHECK(costs == l->ncost && confirmed == l->nconfirmed, "%d costs (%d), %d confirmed (%d)",
+               costs, l->ncost, confirmed, l->nconfirmed);
+    FUZZ_CHECK(isnan(l->noise_ci_rel) || l->noise_ci_rel >= 0, "noise %g", l->noise_ci_rel);
     int within = ft_landscape_count_within(l, FT_REPLAY_TARGET);
     int first = ft_landscape_first_within(l, FT_REPLAY_TARGET);
     FUZZ_CHECK(within >= 1 && within <= l->ncands && first >= 1 && first <= l->best + 1,
                "%d candidates within target, first at %d, optimum at %d", within, first, l->best);
 }
 
+/* One replay: within the budget and the candidates, a best the landscape has, the target
+ * claimed only when reached and within the batch that reached it, its time a sum of costs. */
+static void check_replay(const ft_landscape *l, const ft_replay_opts *o) {
+    const char *name = ft_strategy_names[o->kind];
+    ft_replay_result r;
+    ft_err err = {0};
+    ft_status s = ft_replay_run(l, o, &r, &err);
+    fuzz_check_err(s, &err, "ft_replay_run");
+    FUZZ_CHECK(s == FT_OK, "replaying %s: %s", name, err.msg);
+    FUZZ_CHECK(r.evaluations >= 0 && r.evaluations <= o->budget && r.evaluations <= l->ncands &&
+                   r.rounds <= r.evaluations && r.rounds * o->batch >= r.evaluations,
+               "%s made %d evaluations in %d rounds (budget %d, batch %d, %d candidates)", name,
+               r.evaluations, r.rounds, o->budget, o->batch, l->ncands);
+    FUZZ_CHECK(r.evaluations == 0 || r.best >= l->score[l->best],
+               "%s found %g below the optimum %g", name, r.best, l->score[l->best]);
+    FUZZ_CHECK(r.to_target < 0 ||
+                   (r.to_target <= r.evaluations && r.evaluations < r.to_target + o->batch &&
+                    ft_landscape_reaches(l, r.best, o->target)),
+               "%s claims the target at %d of %d evaluations (batch %d, best %g)", name,
+               r.to_target, r.evaluations, o->batch, r.best);
+    FUZZ_CHECK(r.to_target < 0 ? isnan(r.time_to_target)
+                               : isnan(r.time_to_target) || r.time_to_target >= 0,
+               "%s: %g s to the target at %d", name, r.time_to_target, r.to_target);
+}
+
 static void check_replays(const ft_landscape *l) {
     enum { BUDGET = 48 };
+    int first[1] = {l->best}, nfirst = 1;
+    double *prior = malloc(sizeof *prior * (size_t)l->ncands);
+    FUZZ_CHECK(prior != NULL, "out of memory");
+    memcpy(prior, l->score, sizeof *prior * (size_t)l->ncands);
     for (int kind = 0; kind < FT_STRAT_COUNT; kind++) {
-        ft_replay_result r;
-        ft_err err = {0};
-        ft_status s =
-            ft_replay_run(l, (ft_strategy_kind)kind, 7, FT_REPLAY_TARGET, BUDGET, &r, &err);
-        fuzz_check_err(s, &err, "ft_replay_run");
-        FUZZ_CHECK(s == FT_OK, "replaying %s: %s", ft_strategy_names[kind], err.msg);
-        FUZZ_CHECK(r.evaluations >= 0 && r.evaluations <= BUDGET && r.evaluations <= l->ncands,
-                   "%s made %d evaluations (budget %d, %d candidates)", ft_strategy_names[kind],
-                   r.evaluations, BUDGET, l->ncands);
-        FUZZ_CHECK(r.evaluations == 0 || r.best >= l->score[l->best],
-                   "%s found %g below the optimum %g", ft_strategy_names[kind], r.best,
-                   l->score[l->best]);
-        FUZZ_CHECK(r.to_target < 0 || (r.to_target == r.evaluations &&
-                                       ft_landscape_reaches(l, r.best, FT_REPLAY_TARGET)),
-                   "%s claims the target at %d of %d evaluations (best %g)",
-                   ft_strategy_names[kind], r.to_target, r.evaluations, r.best);
+        ft_replay_opts o;
+        ft_replay_opts_default(&o);
+        o.kind = (ft_strategy_kind)kind;
+        o.seed = 7;
+        o.budget = BUDGET;
+        check_replay(l, &o);
+        o.batch = 3;
+        check_replay(l, &o);
+        o.first = first;
+        o.nfirst = nfirst;
+        o.prior = prior;
+        check_replay(l, &o);
     }
+    free(prior);
 }
 
 static void check_trace(const json_t *events) {

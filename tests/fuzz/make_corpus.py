@@ -314,6 +314,11 @@ def eventlog_seeds():
         "bad-dims": lines([run_start("r", t, dims={"N": "48"})] + full[1:3]),
         "bad-config": lines(full[:1] + [measured("r1", t + 1, 0, {"par": "diagonal"}, 1e-5)]),
         "zero-median": lines(full[:1] + [measured("r1", t + 1, 0, DFLASH_CANDS[0][0], 0)]),
+        # The confirmation replay reads: arrays of two lengths; a median that is no time.
+        "confirm-mismatch": lines(full[:-2] + [ev("confirm", "r1", t + 8, configs=[
+            DFLASH_CANDS[4][0], DFLASH_CANDS[1][0]], stats=[{"median_s": 1.5e-05}])]),
+        "confirm-zero": lines(full[:-2] + [ev("confirm", "r1", t + 8, configs=[
+            DFLASH_CANDS[1][0]], stats=[{"median_s": 0, "samples": 30}])]),
         "empty": b"",
         "nul-byte": b'{"event":"run_start"}\n\x00\n',
     }
@@ -374,7 +379,7 @@ def dictionaries():
              "reason", "message", "max_rel_err", "tolerance", "output", "reduced", "screened",
              "batches", "hist", "lo", "hi", "counts", "kernels", "name", "start", "end",
              "configs", "values", "calls", "max_s", "profile_median_s", "resumed", "cores",
-             "verify", "invalid", "iqr_s", "samples", "batch"}
+             "verify", "invalid", "iqr_s", "samples", "batch", "ci_rel"}
     npy = ["\x93NUMPY", "\x01\x00", "\x02\x00", "\x03\x00", "'descr'", "'fortran_order'",
            "'shape'", "True", "False", "<f4", "<f8", "<i4", "<i8", "|u1", "<u1", "|b1", ">f4",
            "<f2", "L,", ", }", "(1, 2)"]

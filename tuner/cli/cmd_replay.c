@@ -208,11 +208,15 @@ static int replay_strategies(const ft_landscape *l, const replay_opts *ro, repla
         if (ro->only >= 0 && k != ro->only) continue;
         row *r = &t->rows[t->nrows++];
         r->kind = k;
+        ft_replay_opts o;
+        ft_replay_opts_default(&o);
+        o.kind = (ft_strategy_kind)k;
+        o.target = ro->target;
+        o.budget = ro->budget;
         for (int s = 0; s < ro->nseeds; s++) {
             ft_replay_result res;
-            if (ft_replay_run(l, (ft_strategy_kind)k, (uint64_t)s + 1, ro->target, ro->budget, &res,
-                              &err))
-                return ft_cli_fail_err(&err);
+            o.seed = (uint64_t)s + 1;
+            if (ft_replay_run(l, &o, &res, &err)) return ft_cli_fail_err(&err);
             r->evals[s] = res.to_target;
         }
         summarise(r, ro->nseeds);

@@ -1,0 +1,382 @@
+/* test_replay.c: what a replay measures besides evaluations (tuner/replay.c): each candidate's
+ * recorded cost and ci_rel, the optimum the run confirmed, the wall time to the target, batches
+ * and warm starts. The logs are written
+ * here by hand, so every time in them is known exactly (multiples of 1/8 s: sums are exact).
+ * (Loading logs, resumed runs and predicted times: tests/test_strategy.c.) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flaretune/backend.h"
+#include "flaretune/json.h"
+#include "flaretune/op_json.h"
+#include "flaretune/replay.h"
+#include "flaretune/strategy.h"
+#include "ft_test.h"
+
+/* A problem of a real op on the cpu backend, sized from a preset (no tensors). */
+typedef struct {
+    const ft_op *op;
+    const ft_backend *be;
+    ft_call call;
+    ft_space space; /* resolved for a 4-core machine, as the log says */
+    ft_param params[FT_MAX_PARAMS];
+    ft_config cands[512];
+    int n;
+    char preset[64];
+} problem;
+
+static int make_problem(problem *p, const char *opname, const char *preset) {
+    ft_err err = {0};
+    memset(p, 0, sizeof *p);
+    p->op = ft_op_find(opname, &err);
+    if (!p->op || ft_backend_resolve("cpu", p->op, &p->be, &err)) {
+        FT_CHECK(0, "cpu backend for %s: %s", opname, err.msg);
+        return 0;
+    }
+    snprintf(p->preset, sizeof p->preset, "%s", preset);
+    ft_call_init(&p->call, p->op);
+    if (p->op->from_preset(&p->call, ft_preset_find(preset), &err)) {
+        FT_CHECK(0, "%s", err.msg);
+        return 0;
+    }
+    ft_call_resolve_backward(&p->call);
+    p->space = *p->be->space(p->op);
+    memcpy(p->params, p->space.params, (size_t)p->space.nparams * sizeof *p->params);
+    p->space.params = p->params;
+    ft_space_resolve(&p->space, 4);
+    for (int64_t k = 0; k < ft_space_size(&p->space) && p->n < 512; k++) {
+        ft_config cfg;
+        ft_space_config_at(&p->space, k, &cfg);
+        if (ft_space_valid(&p->space, &p->call, &cfg, NULL, 0)) p->cands[p->n++] = cfg;
+    }
+    FT_CHECK(p->n >= 8, "%s at %s: %d candidates", opname, preset, p->n);
+    return p->n >= 8;
+}
+
+/* What candidate i scored, cost and how noisy it was, in the hand-made logs. */
+static double score_of(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
+static double cost_of(int i) { return (1 + i % 7) / 8.0; }
+static double ci_of(int i) { return (1 + i % 5) / 64.0; }
+
+static void put(FILE *f, json_t *ev) {
+    char *s = json_dumps(ev, JSON_COMPACT);
+    fprintf(f, "%s\n", s);
+    free(s);
+    json_decref(ev);
+}
+
+/* How one run of a hand-made log goes. */
+typedef struct {
+    const char *run, *key;
+    int from, to;          /* candidates measured, in space order */
+    int reject;            /* this one rejected instead (-1: none) */
+    int timed;             /* events carry `started` (candidate i's at 100 i s) and `t` */
+    const int *conf;       /* the confirm event's candidates (nconf 0: no confirm event) */
+    const double *confmed; /* ... and their confirmed medians */
+    int nconf;
+    double (*score)(int i); /* NULL: score_of */
+} run_spec;
+
+static void write_run(FILE *f, const problem *p, const run_spec *r) {
+    ft_config def;
+    ft_config_default(&p->space, &def);
+    put(f, json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:f, s:s}", "event",
+                     "run_start", "format", 1, "op", p->op->name, "backend", p->be->name, "preset",
+                     p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
+                     ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
+                     ft_config_to_json(&p->space, &def), "key", r->key, "t", 0.0, "run", r->run));
+    for (int i = r->from; i < r->to; i++) {
+        json_t *cfg = ft_config_to_json(&p->space, &p->cands[i]), *ev;
+        if (i == r->reject)
+            ev = json_pack("{s:s, s:o, s:i, s:s, s:s}", "event", "rejected", "config", cfg,
+                           "candidate", i, "reason", "verify", "message", "mismatch");
+        else
+            ev = json_pack("{s:s, s:o, s:i, s:{s:f, s:f, s:i}}", "event", "measured", "config", cfg,
+                           "candidate", i, "stats", "median_s",
+                           r->score ? r->score(i) : score_of(i), "ci_rel", ci_of(i), "samples", 10);
+        if (r->timed) {
+            json_object_set_new(ev, "started", json_real(100.0 * i));
+            json_object_set_new(ev, "t", json_real(100.0 * i + cost_of(i)));
+        }
+        json_object_set_new(ev, "run", json_string(r->run));
+        put(f, ev);
+    }
+    if (r->nconf) {
+        json_t *cfgs = json_array(), *stats = json_array();
+        for (int j = 0; j < r->nconf; j++) {
+            json_array_append_new(cfgs, ft_config_to_json(&p->space, &p->cands[r->conf[j]]));
+            json_array_append_new(stats, json_pack("{s:f, s:f, s:i}", "median_s", r->confmed[j],
+                                                   "ci_rel", 0.01, "samples", 30 + j));
+        }
+        put(f, json_pack("{s:s, s:o, s:o, s:f, s:f, s:s}", "event", "confirm", "configs", cfgs,
+                         "stats", stats, "started", 1e6, "t", 1e6 + 1, "run", r->run));
+    }
+    put(f, json_pack("{s:s, s:f, s:s}", "event", "run_end", "t", 1e6 + 2, "run", r->run));
+}
+
+static void temp_path(char *buf, size_t n) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, n, "%s/ft_replay_XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(buf);
+    FT_CHECK(fd >= 0, "mkstemp %s", buf);
+    if (fd >= 0) close(fd);
+}
+
+/* The candidate with the lowest score_of, and one that is neither it nor `not`. */
+static int best_of(const problem *p, int reject) {
+    int b = -1;
+    for (int i = 0; i < p->n; i++)
+        if (i != reject && (b < 0 || score_of(i) < score_of(b))) b = i;
+    return b;
+}
+
+/* The hand-made log of test_load_costs: two runs of one chain (the second resumes the first),
+ * candidate 3 rejected; the first run's confirm event names `early` at an absurdly fast median
+ * (the chain's last confirm event wins, so it is ignored), the second's confirms the search's
+ * optimum b0 at twice its median, c2 at 0.9 of b0's (the optimum now) and the default. */
+typedef struct {
+    int b0, c2, def, early;
+} confirm_plan;
+
+static void write_chain(const char *path, const problem *p, confirm_plan *cp) {
+    ft_config def;
+    ft_config_default(&p->space, &def);
+    cp->def = -1;
+    for (int i = 0; i < p->n; i++)
+        if (ft_config_equal(&p->cands[i], &def)) cp->def = i;
+    cp->b0 = best_of(p, 3);
+    cp->c2 = cp->b0 == 5 || cp->def == 5 ? 6 : 5;
+    cp->early = cp->c2 == 1 || cp->b0 == 1 ? 2 : 1;
+    int conf[3] = {cp->b0, cp->c2, cp->def}, early[1] = {cp->early};
+    double med[3] = {2 * score_of(cp->b0), 0.9 * score_of(cp->b0), score_of(cp->def)};
+    double emed[1] = {1e-9};
+    FILE *f = fopen(path, "w");
+    run_spec r1 = {"r1", "k1", 0, p->n / 2, 3, 1, early, emed, 1, NULL};
+    run_spec r2 = {"r2", "k1", p->n / 2, p->n, 3, 1, conf, med, cp->def >= 0 ? 3 : 2, NULL};
+    write_run(f, p, &r1);
+    write_run(f, p, &r2);
+    fclose(f);
+}
+
+static double sum_costs(int n) {
+    double t = 0;
+    for (int i = 0; i < n; i++)
+        t += cost_of(i);
+    return t;
+}
+
+/* Costs, ci_rel and noise read; the optimum replaced by the confirmed median; the exhaustive
+ * replay's time to the target exactly the sum of the costs in space order. */
+static void test_load_costs(void) {
+    problem p;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
+    char path[512];
+    ft_err err = {0};
+    ft_landscape l;
+    confirm_plan cp;
+    temp_path(path, sizeof path);
+    write_chain(path, &p, &cp);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    if (err.status) return;
+    FT_CHECK(l.ncands == p.n && l.nruns == 2 && l.nrejected == 1, "%d candidates, %d runs",
+             l.ncands, l.nruns);
+    int costs = 1, cis = 1;
+    double ci[512];
+    int nci = 0;
+    for (int i = 0; i < l.ncands; i++) {
+        costs &= l.cost[i] == cost_of(i);
+        cis &= i == 3 ? isnan(l.ci_rel[i]) : l.ci_rel[i] == ci_of(i);
+        if (i != 3) ci[nci++] = ci_of(i);
+    }
+    FT_CHECK(costs && l.ncost == p.n, "every candidate's cost read (%d)", l.ncost);
+    FT_CHECK(cis, "every measured candidate's ci_rel read, none for the rejected one");
+    for (int i = 1; i < nci; i++) /* insertion sort: the median by hand */
+        for (int j = i; j > 0 && ci[j] < ci[j - 1]; j--) {
+            double t = ci[j];
+            ci[j] = ci[j - 1];
+            ci[j - 1] = t;
+        }
+    FT_CHECK(l.noise_ci_rel == 0.5 * (ci[(nci - 1) / 2] + ci[nci / 2]), "noise %g", l.noise_ci_rel);
+    /* The confirmation. */
+    FT_CHECK(l.best == cp.c2 && l.score[cp.c2] == 0.9 * score_of(cp.b0),
+             "optimum %d (%g), want the confirmed %d", l.best, l.score[l.best], cp.c2);
+    FT_CHECK(l.score[cp.b0] == 2 * score_of(cp.b0), "the search's optimum at its confirmed median");
+    FT_CHECK(l.score[cp.early] == score_of(cp.early), "an earlier confirm event is ignored: %g",
+             l.score[cp.early]);
+    FT_CHECK(l.nconfirmed == (cp.def >= 0 ? 3 : 2) && l.confirm_samples[cp.c2] == 31 &&
+                 l.confirm_samples[cp.b0] == 30 && l.confirm_samples[cp.early] == 0,
+             "%d confirmed", l.nconfirmed);
+    /* Exhaustive search in space order: the wall time to the target is every cost before it. */
+    for (int k = 0; k < 3; k++) {
+        double target = (double[]){0.0, 0.05, 0.5}[k];
+        int first = ft_landscape_first_within(&l, target);
+        ft_replay_opts o;
+        ft_replay_result r;
+        ft_replay_opts_default(&o);
+        o.target = target;
+        FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK, "%s", err.msg);
+        FT_CHECK(r.to_target == first && r.evaluations == first && r.rounds == first,
+                 "target %g: at %d of %d in %d rounds, want %d", target, r.to_target, r.evaluations,
+                 r.rounds, first);
+        FT_CHECK(r.time_to_target == sum_costs(first) &&
+                     ft_landscape_cost_through(&l, first) == sum_costs(first),
+                 "target %g: %.17g s, want %.17g", target, r.time_to_target, sum_costs(first));
+    }
+    FT_CHECK(ft_landscape_cost_through(&l, 1 << 20) == sum_costs(p.n), "all of them");
+    ft_landscape_free(&l);
+
+    /* Without `started`: no cost, no time; the search's medians without a confirm event. */
+    FILE *f = fopen(path, "w");
+    run_spec r = {"r3", "k3", 0, p.n, -1, 0, NULL, NULL, 0, NULL};
+    write_run(f, &p, &r);
+    fclose(f);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    if (err.status) return;
+    FT_CHECK(l.ncost == 0 && isnan(l.cost[0]) && l.nconfirmed == 0 && l.best == best_of(&p, -1),
+             "%d costs, %d confirmed, optimum %d", l.ncost, l.nconfirmed, l.best);
+    ft_replay_opts o;
+    ft_replay_result res;
+    ft_replay_opts_default(&o);
+    FT_CHECK(ft_replay_run(&l, &o, &res, &err) == FT_OK && res.to_target >= 1 &&
+                 isnan(res.time_to_target) && isnan(ft_landscape_cost_through(&l, 1)),
+             "no cost: time %g", res.time_to_target);
+    ft_landscape_free(&l);
+
+    /* A confirm event that is not two arrays of one length is a clear error. */
+    f = fopen(path, "w");
+    write_run(f, &p, &r);
+    fputs("{\"event\":\"confirm\",\"configs\":[],\"stats\":[{}],\"run\":\"r3\"}\n", f);
+    fclose(f);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_EFORMAT && strstr(err.msg, "confirm"),
+             "a broken confirm event: %s", err.msg);
+    unlink(path);
+}
+
+/* A landscape in memory over p's candidates: candidate `opt` the optimum, the rest slower the
+ * later they come; cost_of each. */
+static void make_landscape(ft_landscape *l, const problem *p, int opt, double *score,
+                           double *cost) {
+    memset(l, 0, sizeof *l);
+    l->op = p->op;
+    l->backend = p->be;
+    l->space = p->space;
+    l->cands = (ft_config *)p->cands;
+    l->ncands = p->n;
+    for (int i = 0; i < p->n; i++) {
+        score[i] = i == opt ? 1e-3 : 2e-3 + 1e-5 * i;
+        cost[i] = cost_of(i);
+    }
+    l->score = score;
+    l->cost = cost;
+    l->best = opt;
+    l->def = -1;
+}
+
+/* Batches of k: every strategy proposes each candidate once (the replay checks it) and every
+ * result is reported; the evaluation that reached the target is counted within its batch. */
+static void test_batches(void) {
+    problem p;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
+    double score[512], cost[512];
+    ft_landscape l;
+    ft_err err = {0};
+    ft_replay_opts o;
+    ft_replay_result r;
+    /* Exhaustive, the optimum last: all of them, in ceil(n/4) batches. */
+    make_landscape(&l, &p, p.n - 1, score, cost);
+    ft_replay_opts_default(&o);
+    o.batch = 4;
+    o.target = 0;
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(r.to_target == p.n && r.evaluations == p.n && r.rounds == (p.n + 3) / 4 &&
+                 r.time_to_target == sum_costs(p.n),
+             "exhaustive in batches of 4: %d of %d in %d rounds", r.to_target, r.evaluations,
+             r.rounds);
+    /* The optimum at 5: reached at evaluation 6, in the second batch, which is finished. */
+    make_landscape(&l, &p, 5, score, cost);
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK && r.to_target == 6 && r.evaluations == 8 &&
+                 r.rounds == 2 && r.time_to_target == sum_costs(6),
+             "optimum at 5: %d of %d in %d rounds", r.to_target, r.evaluations, r.rounds);
+    /* A budget cuts the last batch short. */
+    o.budget = 7;
+    make_landscape(&l, &p, p.n - 1, score, cost);
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK && r.to_target == -1 && r.evaluations == 7 &&
+                 r.rounds == 2 && isnan(r.time_to_target),
+             "budget 7: %d evaluations in %d rounds", r.evaluations, r.rounds);
+    o.budget = 0;
+    /* Every strategy, batches of 1, 4 and 16: the optimum found, each candidate once. */
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        for (int b = 1; b <= 16; b *= 4)
+            for (uint64_t seed = 1; seed <= 3; seed++) {
+                o.kind = (ft_strategy_kind)k;
+                o.batch = b;
+                o.seed = seed;
+                ft_status s = ft_replay_run(&l, &o, &r, &err);
+                FT_CHECK(s == FT_OK, "%s, batch %d: %s", ft_strategy_names[k], b, err.msg);
+                FT_CHECK(r.to_target >= 1 && r.best == l.score[l.best] &&
+                             r.evaluations >= r.to_target && r.evaluations < r.to_target + b &&
+                             r.evaluations <= p.n && r.rounds >= (r.evaluations + b - 1) / b &&
+                             r.rounds <= r.evaluations,
+                         "%s, batch %d, seed %d: reached at %d of %d in %d rounds",
+                         ft_strategy_names[k], b, (int)seed, r.to_target, r.evaluations, r.rounds);
+                FT_CHECK(r.time_to_target > 0 && r.time_to_target <= sum_costs(p.n), "%s: time %g",
+                         ft_strategy_names[k], r.time_to_target);
+            }
+    /* Out of range. */
+    o.batch = 0;
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_EINVAL, "batch 0");
+    o.batch = 1;
+    o.nfirst = 1;
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_EINVAL, "a warm start without candidates");
+}
+
+/* A warm start proposes its `first` first, in order, cold or batched, whatever the strategy. */
+static void test_warm_first(void) {
+    problem p;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
+    double score[512], cost[512], prior[512];
+    ft_landscape l;
+    ft_err err = {0};
+    int opt = p.n / 2;
+    make_landscape(&l, &p, opt, score, cost);
+    for (int i = 0; i < p.n; i++)
+        prior[i] = 1e-3 * (1 + abs(i - opt)); /* a prior that ranks the optimum first */
+    const int first3[3] = {1, p.n - 1, opt}, first1[1] = {opt};
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        for (int b = 1; b <= 4; b += 3)
+            for (int w = 0; w < 2; w++) {
+                ft_replay_opts o;
+                ft_replay_result r;
+                ft_replay_opts_default(&o);
+                o.kind = (ft_strategy_kind)k;
+                o.batch = b;
+                o.target = 0;
+                o.first = w ? first1 : first3;
+                o.nfirst = w ? 1 : 3;
+                o.prior = w ? prior : NULL;
+                FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK, "%s", err.msg);
+                FT_CHECK(r.to_target == o.nfirst &&
+                             r.time_to_target ==
+                                 (w ? cost_of(opt) : cost_of(1) + cost_of(p.n - 1) + cost_of(opt)),
+                         "%s, batch %d, %d first: reached at %d", ft_strategy_names[k], b, o.nfirst,
+                         r.to_target);
+            }
+    /* Out of range: refused. */
+    const int bad[1] = {p.n};
+    ft_replay_opts o;
+    ft_replay_result r;
+    ft_replay_opts_default(&o);
+    o.first = bad;
+    o.nfirst = 1;
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_EINVAL, "a first candidate out of range");
+}
+
+int main(void) {
+    FT_RUN(test_load_costs);
+    FT_RUN(test_batches);
+    FT_RUN(test_warm_first);
+    return ft_test_finish();
+}
