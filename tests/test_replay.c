@@ -1,6 +1,6 @@
 /* test_replay.c: what a replay measures besides evaluations (tuner/replay.c): each candidate's
- * recorded cost and ci_rel, the optimum the run confirmed, the wall time to the target, batches
- * and warm starts. The logs are written
+ * recorded cost and ci_rel, the optimum the run confirmed, the wall time to the target, batches,
+ * warm starts from another landscape, and the landscape's JSON export. The logs are written
  * here by hand, so every time in them is known exactly (multiples of 1/8 s: sums are exact).
  * (Loading logs, resumed runs and predicted times: tests/test_strategy.c.) */
 #include <math.h>
@@ -374,9 +374,170 @@ static void test_warm_first(void) {
     FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_EINVAL, "a first candidate out of range");
 }
 
+/* Another shape's scores for the small shape's candidates. */
+static double other_score(int i) { return 1e-4 * (1.0 + ((i * 53) % 97)); }
+
+/* ft_landscape_warm: the prior from the same config at another shape (none where that shape
+ * lacks it or rejected it), its best few that are candidates here; another op is refused. */
+static void test_warm_landscape(void) {
+    problem p, q, other;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train") ||
+        !make_problem(&q, "attention.kvproj", "tiny.dflare.train") ||
+        !make_problem(&other, "loss", "small.dflare.train"))
+        return;
+    char pa[512], pb[512], pc[512];
+    temp_path(pa, sizeof pa);
+    temp_path(pb, sizeof pb);
+    temp_path(pc, sizeof pc);
+    int qreject = 2;
+    FILE *f = fopen(pa, "w");
+    run_spec rp = {"a", "ka", 0, p.n, -1, 1, NULL, NULL, 0, NULL};
+    write_run(f, &p, &rp);
+    fclose(f);
+    f = fopen(pb, "w");
+    run_spec rq = {"b", "kb", 0, q.n, qreject, 1, NULL, NULL, 0, other_score};
+    write_run(f, &q, &rq);
+    fclose(f);
+    f = fopen(pc, "w");
+    run_spec ro = {"c", "kc", 0, other.n, -1, 1, NULL, NULL, 0, NULL};
+    write_run(f, &other, &ro);
+    fclose(f);
+    ft_landscape l, from, wrong;
+    ft_err err = {0};
+    FT_CHECK(ft_landscape_load(pa, &l, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_landscape_load(pb, &from, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_landscape_load(pc, &wrong, &err) == FT_OK, "%s", err.msg);
+    double prior[512];
+    int first[3], nfirst = -1;
+    FT_CHECK(ft_landscape_warm(&l, &from, 3, first, &nfirst, prior, &err) == FT_OK, "%s", err.msg);
+    /* By hand: each of l's candidates in q's list. */
+    int mapped = 0, ok = 1, want[3], nwant = 0;
+    double ws[3];
+    for (int c = 0; c < l.ncands; c++) {
+        int j = -1;
+        for (int k = 0; k < q.n; k++)
+            if (ft_config_equal(&q.cands[k], &l.cands[c])) j = k;
+        double expect = j < 0 || j == qreject ? NAN : other_score(j);
+        ok &= isnan(expect) ? isnan(prior[c]) : prior[c] == expect;
+        mapped += j >= 0 && j != qreject;
+        if (j < 0 || j == qreject) continue;
+        /* keep the 3 best, best first */
+        int at = nwant < 3 ? nwant++ : 3;
+        while (at > 0 && ws[at - 1] > expect) {
+            if (at < 3) {
+                ws[at] = ws[at - 1];
+                want[at] = want[at - 1];
+            }
+            at--;
+        }
+        if (at < 3) {
+            ws[at] = expect;
+            want[at] = c;
+        }
+    }
+    FT_CHECK(ok && mapped > 0 && mapped < l.ncands, "prior: %d of %d from the other shape", mapped,
+             l.ncands);
+    FT_CHECK(nfirst == nwant && memcmp(first, want, sizeof(int) * (size_t)nwant) == 0,
+             "first: %d (%d %d %d), want %d (%d %d %d)", nfirst, first[0], first[1], first[2],
+             nwant, want[0], want[1], want[2]);
+    FT_CHECK(ft_landscape_warm(&l, &wrong, 3, first, &nfirst, prior, &err) == FT_EINVAL &&
+                 strstr(err.msg, "attention.kvproj") && strstr(err.msg, "loss"),
+             "another op: %s", err.msg);
+    ft_landscape_free(&l);
+    ft_landscape_free(&from);
+    ft_landscape_free(&wrong);
+    unlink(pa);
+    unlink(pb);
+    unlink(pc);
+}
+
+/* A JSON number as written for v: null for what JSON cannot hold (NaN, INFINITY). */
+static int same_number(const json_t *j, double v) {
+    return isfinite(v) ? json_is_number(j) && json_number_value(j) == v : json_is_null(j);
+}
+
+/* --export: the file parses back into the landscape (format flaretune-landscape/1). */
+static void test_export(void) {
+    problem p;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
+    char path[512], out[600];
+    ft_err err = {0};
+    ft_landscape l;
+    confirm_plan cp;
+    temp_path(path, sizeof path);
+    write_chain(path, &p, &cp);
+    snprintf(out, sizeof out, "%s.landscape.json", path);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    if (err.status) return;
+    FT_CHECK(ft_landscape_export(&l, path, out, &err) == FT_OK, "%s", err.msg);
+    json_error_t jerr;
+    json_t *doc = json_load_file(out, 0, &jerr);
+    FT_CHECK(doc != NULL, "%s: %s", out, jerr.text);
+    if (!doc) return;
+    char dims[256];
+    ft_call_dims_str(&l.call, dims, sizeof dims);
+#define STR(k) json_string_value(json_object_get(doc, k))
+    FT_CHECK(STR("format") && strcmp(STR("format"), "flaretune-landscape/1") == 0, "format");
+    FT_CHECK(STR("op") && strcmp(STR("op"), "attention.kvproj") == 0 && STR("backend") &&
+                 strcmp(STR("backend"), "cpu") == 0 && STR("preset") &&
+                 strcmp(STR("preset"), "small.dflare.train") == 0 && STR("dims") &&
+                 strcmp(STR("dims"), dims) == 0 && STR("log") && strcmp(STR("log"), path) == 0,
+             "the problem");
+#undef STR
+    const json_t *params = json_object_get(doc, "params");
+    int pok = json_is_array(params) && (int)json_array_size(params) == l.space.nparams;
+    for (int i = 0; pok && i < l.space.nparams; i++) {
+        const ft_param *pa = &l.space.params[i];
+        const json_t *e = json_array_get(params, (size_t)i), *v = json_object_get(e, "values");
+        pok &= strcmp(json_string_value(json_object_get(e, "name")), pa->name) == 0 &&
+               json_is_boolean(json_object_get(e, "named")) &&
+               json_is_true(json_object_get(e, "named")) == (pa->labels != NULL) &&
+               (int)json_array_size(v) == pa->n;
+        for (int k = 0; pok && k < pa->n; k++) {
+            const json_t *x = json_array_get(v, (size_t)k);
+            pok &= pa->labels ? json_is_string(x) &&
+                                    strcmp(json_string_value(x), pa->labels[pa->values[k]]) == 0
+                              : json_is_integer(x) && json_integer_value(x) == pa->values[k];
+        }
+    }
+    FT_CHECK(pok, "params: every parameter's candidate values");
+    FT_CHECK(same_number(json_object_get(doc, "optimum_s"), l.score[l.best]) &&
+                 json_integer_value(json_object_get(doc, "optimum")) == l.best &&
+                 json_integer_value(json_object_get(doc, "confirmed")) == l.nconfirmed &&
+                 same_number(json_object_get(json_object_get(doc, "noise"), "median_ci_rel"),
+                             l.noise_ci_rel),
+             "the optimum, confirmation and noise");
+    const json_t *cands = json_object_get(doc, "candidates");
+    int cok = json_is_array(cands) && (int)json_array_size(cands) == l.ncands;
+    for (int c = 0; cok && c < l.ncands; c++) {
+        const json_t *e = json_array_get(cands, (size_t)c);
+        ft_config cfg;
+        cok &= ft_config_from_json(&l.space, json_object_get(e, "config"), &cfg, &err) == FT_OK &&
+               ft_config_equal(&cfg, &l.cands[c]) &&
+               same_number(json_object_get(e, "score_s"), l.score[c]) &&
+               same_number(json_object_get(e, "cost_s"), l.cost[c]) &&
+               same_number(json_object_get(e, "ci_rel"), l.ci_rel[c]);
+        if (!cok) FT_CHECK(0, "candidate %d differs", c);
+    }
+    FT_CHECK(cok && json_is_null(json_object_get(json_array_get(cands, 3), "score_s")),
+             "candidates: configs, scores (the rejected one null), costs, ci_rel");
+    json_decref(doc);
+    /* Written over an existing file; a directory that does not exist fails with the path. */
+    FT_CHECK(ft_landscape_export(&l, path, out, &err) == FT_OK, "again: %s", err.msg);
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s.missing/landscape.json", path);
+    FT_CHECK(ft_landscape_export(&l, path, bad, &err) != FT_OK && strstr(err.msg, bad),
+             "into a missing directory: %s", err.msg);
+    ft_landscape_free(&l);
+    unlink(out);
+    unlink(path);
+}
+
 int main(void) {
     FT_RUN(test_load_costs);
     FT_RUN(test_batches);
     FT_RUN(test_warm_first);
+    FT_RUN(test_warm_landscape);
+    FT_RUN(test_export);
     return ft_test_finish();
 }

@@ -20,6 +20,7 @@
 
 #include "flaretune/eventlog.h"
 #include "flaretune/json.h"
+#include "flaretune/npy.h"
 #include "flaretune/op_json.h"
 #include "flaretune/stats.h"
 
@@ -424,6 +425,120 @@ double ft_landscape_cost_through(const ft_landscape *l, int n) {
     for (int c = 0; c < n && c < l->ncands; c++)
         t += l->cost[c]; /* NaN stays NaN */
     return t;
+}
+
+/* ---- warm start ----------------------------------------------------------------------------- */
+
+/* Index of candidate `cfg` (a config of the same op and backend) among l's, -1 when it is none
+ * of them; keys: l's candidates' space indices (ascending). */
+static int cand_of(const ft_landscape *l, const int64_t *keys, const ft_config *cfg) {
+    if (cfg->n != l->space.nparams) return -1;
+    int64_t k = ft_space_index_of(&l->space, cfg);
+    return k < 0 ? -1 : find_key(keys, l->ncands, k);
+}
+
+ft_status ft_landscape_warm(const ft_landscape *l, const ft_landscape *from, int want, int *first,
+                            int *nfirst, double *prior, ft_err *err) {
+    if (nfirst) *nfirst = 0;
+    if (from->op != l->op || from->backend != l->backend)
+        return ft_err_set(err, FT_EINVAL,
+                          "a warm start needs a landscape of the same op and backend: this one is "
+                          "%s on %s, the other %s on %s",
+                          l->op->name, l->backend->name, from->op->name, from->backend->name);
+    int64_t *keys = malloc((size_t)l->ncands * sizeof *keys);
+    int *map = malloc((size_t)from->ncands * sizeof *map);
+    int *order = malloc((size_t)from->ncands * sizeof *order);
+    if (!keys || !map || !order) {
+        free(keys);
+        free(map);
+        free(order);
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    for (int c = 0; c < l->ncands; c++)
+        keys[c] = ft_space_index_of(&l->space, &l->cands[c]);
+    if (prior)
+        for (int c = 0; c < l->ncands; c++)
+            prior[c] = NAN;
+    for (int j = 0; j < from->ncands; j++) {
+        map[j] = cand_of(l, keys, &from->cands[j]);
+        if (prior && map[j] >= 0 && from->score[j] < INFINITY) prior[map[j]] = from->score[j];
+    }
+    ft_argsort(from->score, from->ncands, order); /* out of memory: space order */
+    int n = 0;
+    for (int k = 0; k < from->ncands && n < want; k++) {
+        int j = order[k];
+        if (map[j] < 0 || !(from->score[j] < INFINITY)) continue;
+        if (first) first[n] = map[j];
+        n++;
+    }
+    if (nfirst) *nfirst = n;
+    free(keys);
+    free(map);
+    free(order);
+    return FT_OK;
+}
+
+/* ---- export --------------------------------------------------------------------------------- */
+
+/* [{"name", "values", "named"}, ...]: each parameter's candidate values in the resolved space,
+ * labels for a named one as configs write them. */
+static json_t *params_json(const ft_space *s) {
+    json_t *a = json_array();
+    for (int p = 0; p < s->nparams; p++) {
+        const ft_param *pa = &s->params[p];
+        json_t *v = json_array();
+        for (int i = 0; i < pa->n; i++) {
+            if (pa->labels) {
+                char text[64];
+                ft_config_value_str(s, p, pa->values[i], text, sizeof text);
+                json_array_append_new(v, json_string(text));
+            } else {
+                json_array_append_new(v, json_integer(pa->values[i]));
+            }
+        }
+        json_array_append_new(a, json_pack("{s:s, s:o, s:b}", "name", pa->name, "values", v,
+                                           "named", pa->labels != NULL));
+    }
+    return a;
+}
+
+json_t *ft_landscape_to_json(const ft_landscape *l, const char *log) {
+    char dims[256];
+    ft_call_dims_str(&l->call, dims, sizeof dims);
+    json_t *cands = json_array();
+    for (int c = 0; c < l->ncands; c++)
+        json_array_append_new(cands, json_pack("{s:o, s:o, s:o, s:o}", "config",
+                                               ft_config_to_json(&l->space, &l->cands[c]),
+                                               "score_s", ft_json_number(l->score[c]), "cost_s",
+                                               ft_json_number(l->cost[c]), "ci_rel",
+                                               ft_json_number(l->ci_rel[c])));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:o}, s:o}", "format",
+                     "flaretune-landscape/1", "op", l->op->name, "backend", l->backend->name,
+                     "preset", l->preset, "dims", dims, "log", log ? log : "", "params",
+                     params_json(&l->space), "optimum_s",
+                     ft_json_number(l->best >= 0 ? l->score[l->best] : NAN), "optimum", l->best,
+                     "confirmed", l->nconfirmed, "noise", "median_ci_rel",
+                     ft_json_number(l->noise_ci_rel), "candidates", cands);
+}
+
+ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char *path,
+                              ft_err *err) {
+    json_t *doc = ft_landscape_to_json(l, log);
+    if (!doc) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+    char tmp[4096];
+    FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
+    if (!f) {
+        json_decref(doc);
+        return err ? err->status : FT_EIO;
+    }
+    int bad = json_dumpf(doc, f, JSON_COMPACT) != 0 || fputc('\n', f) == EOF;
+    json_decref(doc);
+    if (bad) {
+        fclose(f);
+        remove(tmp);
+        return ft_err_set(err, FT_EIO, "%s: write failed", path);
+    }
+    return ft_file_commit(f, tmp, path, err);
 }
 
 /* ---- replay --------------------------------------------------------------------------------- */

@@ -83,6 +83,23 @@ int ft_landscape_first_within(const ft_landscape *l, double target);
  * candidates: all of them); NaN when one of them has no cost. */
 double ft_landscape_cost_through(const ft_landscape *l, int n);
 
+/* A warm start for l from another landscape `from` of the same op and backend (another shape or
+ * machine): prior[c] (l->ncands values) is from's score of l's candidate c (the same config;
+ * NaN where from lacks it or rejected it), and first[0..*nfirst) are the indices in l of from's
+ * best `want` configs that are candidates of l, best first. Either output may be NULL. Fails
+ * (FT_EINVAL, naming both) when from is of another op or backend. */
+ft_status ft_landscape_warm(const ft_landscape *l, const ft_landscape *from, int want, int *first,
+                            int *nfirst, double *prior, ft_err *err);
+
+/* ---- export ---------------------------------------------------------------------------------
+ * The landscape as one JSON object, format "flaretune-landscape/1" (docs/events.md,
+ * "Landscape export"): the problem, the parameters' candidate values, the optimum and the
+ * noise, and every candidate's config, score, cost and ci_rel. `log` names the source. */
+json_t *ft_landscape_to_json(const ft_landscape *l, const char *log);
+/* Write it to `path` atomically (a temporary file beside it, renamed into place). */
+ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char *path,
+                              ft_err *err);
+
 /* ---- replay --------------------------------------------------------------------------------- */
 
 typedef struct ft_replay_opts {

@@ -5,8 +5,8 @@
  * a damaged line in the middle, lines that are not events), then on a log that read:
  * ft_landscape_from_events (tuner/replay.c: the last run_start's op, backend, dims, attrs and
  * default, the resumed runs' key chain, every candidate event's config, stats and times, the
- * last confirm event's configs and stats) and, on a landscape that loaded, a short replay of
- * every strategy, one by one, in batches and warm-started from its own best;
+ * last confirm event's configs and stats) and, on a landscape that loaded, its JSON export and a
+ * short replay of every strategy, one by one, in batches and warm-started from its own best;
  * ft_trace_from_events
  * (traces/trace_export.c); and the dashboard's model (tui/: ft_tui_model_apply on every event,
  * the view and every cell of every row, as `flaretune top LOG` shows them).
@@ -15,7 +15,7 @@
  * message in ft_err; a read that returns something other than one object with a string "event"
  * per complete non-blank line (plus the last line when it parses), or says "torn" of a log
  * whose last line is complete; a landscape whose optimum, scores, costs or counts are
- * inconsistent; a strategy that breaks its
+ * inconsistent, or whose export is not a JSON object of its format; a strategy that breaks its
  * contract (FT_EINTERNAL) or reports a best the landscape lacks or a time to the target that
  * is not the sum of costs it could be; a
  * trace that is not a {"traceEvents": [...]} object or does not encode.
@@ -92,6 +92,15 @@ static void check_landscape(const ft_landscape *l) {
     FUZZ_CHECK(costs == l->ncost && confirmed == l->nconfirmed, "%d costs (%d), %d confirmed (%d)",
                costs, l->ncost, confirmed, l->nconfirmed);
     FUZZ_CHECK(isnan(l->noise_ci_rel) || l->noise_ci_rel >= 0, "noise %g", l->noise_ci_rel);
+    json_t *doc = ft_landscape_to_json(l, "input.jsonl");
+    const char *format = json_string_value(json_object_get(doc, "format"));
+    FUZZ_CHECK(format && strcmp(format, "flaretune-landscape/1") == 0 &&
+                   json_array_size(json_object_get(doc, "candidates")) == (size_t)l->ncands,
+               "the export is not a landscape of %d candidates", l->ncands);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    FUZZ_CHECK(text != NULL, "the export does not encode");
+    free(text);
+    json_decref(doc);
     int within = ft_landscape_count_within(l, FT_REPLAY_TARGET);
     int first = ft_landscape_first_within(l, FT_REPLAY_TARGET);
     FUZZ_CHECK(within >= 1 && within <= l->ncands && first >= 1 && first <= l->best + 1,
@@ -125,10 +134,13 @@ static void check_replay(const ft_landscape *l, const ft_replay_opts *o) {
 
 static void check_replays(const ft_landscape *l) {
     enum { BUDGET = 48 };
-    int first[1] = {l->best}, nfirst = 1;
+    int first[3], nfirst = 0;
     double *prior = malloc(sizeof *prior * (size_t)l->ncands);
-    FUZZ_CHECK(prior != NULL, "out of memory");
-    memcpy(prior, l->score, sizeof *prior * (size_t)l->ncands);
+    ft_err err = {0};
+    FUZZ_CHECK(prior && ft_landscape_warm(l, l, 3, first, &nfirst, prior, &err) == FT_OK &&
+                   nfirst >= 1 && first[0] == l->best,
+               "a warm start from itself: %d first (%d), optimum %d: %s", nfirst,
+               nfirst ? first[0] : -1, l->best, err.msg);
     for (int kind = 0; kind < FT_STRAT_COUNT; kind++) {
         ft_replay_opts o;
         ft_replay_opts_default(&o);
