@@ -358,6 +358,91 @@ def test_replay_family(tmp):
           f"replay of a name with no log: {rc} {err!r}")
 
 
+def test_replay_options(tmp):
+    """replay's targets, batches, budget, warm start and export on the exhaustive logs of
+    test_replay_family (fusion.dflash at N=48, warm-started from N=24), each figure checked
+    against the log itself: the optimum the run confirmed, exhaustive search's evaluations and
+    wall time to each target, the success rates, the exported landscape; bad values are one line
+    and exit 2."""
+    fam = os.path.join(tmp, "fam.jsonl")
+    log, other = f"{fam}.fusion.dflash.N48", f"{fam}.fusion.dflash.N24"
+    if not (os.path.exists(log) and os.path.exists(other)):
+        check(False, "test_replay_family's logs are missing")
+        return
+    ev = events(log)
+    score = landscape_scores(ev)
+    cost = {e["candidate"]: e["t"] - e["started"] for e in ev
+            if e["event"] in ("measured", "rejected")}
+    valid, best = len(score), min(score.values())
+    confirm = [e for e in ev if e["event"] == "confirm"][-1]
+    confirmed = {key(c) for c in confirm["configs"]}
+    exp = os.path.join(tmp, "landscape.json")
+    rc, out, err = run("replay", log, "--seeds", "3", "--target", "5%,1%", "--batch", "1,4",
+                       "--budget", "50%", "--warm", other, "--export", exp, "--json")
+    doc = json.loads(out) if rc == 0 else {}
+    check(rc == 0, f"replay with every option: {rc} {err}")
+    if doc:
+        opt_cfg = key(doc["optimum_config"])
+        check(doc["optimum_s"] == best and doc["optimum_confirmed"] == (opt_cfg in confirmed) and
+              doc["confirmed"] == len(confirmed), f"the confirmed optimum: {doc['optimum_s']}")
+        rows = [(s["name"], s["batch"]) for s in doc["strategies"]]
+        check(rows == [(n, b) for n in ("exhaustive", "random", "anneal", "evolve", "bayes")
+                       for b in (1, 4)], f"a row per strategy and batch size: {rows}")
+        check([s["name"] for s in doc["strategies"] if s["default"]] == ["bayes", "bayes"],
+              "the default strategy marked")
+        budget, quarter = -(-valid // 2), -(-valid // 4)
+        check(doc["budget"] == budget and doc["quarter"] == quarter,
+              f"budget {doc['budget']}, quarter {doc['quarter']} of {valid}")
+        for i, t in enumerate((0.05, 0.01)):
+            first = next(c + 1 for c in range(valid) if score[c] <= best * (1 + t))
+            tt = doc["targets"][i]
+            check(tt["target"] == t and tt["exhaustive_first"] == first and
+                  abs(tt["exhaustive_first_s"] - sum(cost[c] for c in range(first))) < 1e-9,
+                  f"target {t}: {tt}, want first {first}")
+            for s in doc["strategies"]:
+                c = s["targets"][i]
+                ev_ = c["evaluations"]
+                check(len(ev_) == 3 and all(e is None or 1 <= e <= budget for e in ev_) and
+                      c["success"] == sum(e is not None for e in ev_) / 3 and
+                      c["success_quarter"] == sum(e is not None and e <= quarter for e in ev_) / 3,
+                      f"{s['name']} batch {s['batch']} target {t}: {c}")
+                if s["name"] == "exhaustive" and s["batch"] == 1 and first <= budget:
+                    check(ev_ == [first] * 3 and abs(c["median_time_s"] - tt["exhaustive_first_s"])
+                          < 1e-9, f"exhaustive: {c}")
+        w = doc.get("warm") or {}
+        check(w.get("log") == other and len(w.get("strategies", [])) == 10 and
+              1 <= w.get("first_count", 0) <= 3 and w.get("prior", 0) >= 1,
+              f"the warm start: {str(w)[:300]}")
+    land = json.load(open(exp)) if os.path.exists(exp) else {}
+    check(land.get("format") == "flaretune-landscape/1" and land.get("op") == "fusion.dflash" and
+          land.get("log") == log and len(land.get("candidates", [])) == valid,
+          f"the export: {str(land)[:300]}")
+    for c, e in enumerate(land.get("candidates", [])):
+        s = score[c]
+        check((e["score_s"] is None if s == float("inf") else e["score_s"] == s) and
+              abs(e["cost_s"] - cost[c]) < 1e-12, f"exported candidate {c}: {e}")
+    if land:
+        check(land["optimum_s"] == best and land["confirmed"] == len(confirmed) and
+              [p["name"] for p in land["params"]] == list(land["candidates"][0]["config"]),
+              f"exported optimum and params: {land['optimum_s']} {land['params']}")
+    rc, out, err = run("replay", log, "--seeds", "2", "--target", "5%,1%", "--batch", "1,4")
+    check(rc == 0 and "bayes*" in out and "target 1%" in out and "optimum    " in out,
+          f"replay's table: {out}")
+    kv = os.path.join(tmp, "kv.jsonl")
+    rc, out, err = run("tune", "attention.kvproj", "--preset", "tiny.dflare.train", "--backend",
+                       "cpu", "--strategy", "exhaustive", "--log", kv, *FAST)
+    check(rc == 0, f"tune attention.kvproj: {err}")
+    for args, what in ((["--batch", "0"], "--batch"), (["--batch", "1,,4"], "--batch"),
+                       (["--target", "5%,x"], "--target"), (["--budget", "0%"], "--budget"),
+                       (["--warm", kv], "--warm")):
+        rc, out, err = run("replay", log, *args)
+        check(rc == 2 and len(err.strip().splitlines()) == 1 and what in err,
+              f"replay {' '.join(args)}: {rc} {err!r}")
+    rc, out, err = run("replay", fam, "--export", exp)
+    check(rc == 2 and len(err.strip().splitlines()) == 1 and "--export" in err,
+          f"replay --export of a family: {rc} {err!r}")
+
+
 def spearman(x, y):
     """Spearman's rank correlation as scripts/gpu-summary.py computes it for a GPU run (Python,
     apart from the C of replay)."""
@@ -550,7 +635,8 @@ def main():
         for t in (test_run_log_profile, test_kill_and_resume, test_ctrl_c, test_refusals,
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
                   test_fail_fast, test_progress_counts, test_replay_family,
-                  test_replay_predicted, test_busy_machine, test_converge_and_warm):
+                  test_replay_options, test_replay_predicted, test_busy_machine,
+                  test_converge_and_warm):
             n = len(FAILURES)
             t0 = time.time()
             t(tmp)

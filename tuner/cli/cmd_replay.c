@@ -10,44 +10,76 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "flaretune/format.h"
 #include "flaretune/eventlog.h"
+#include "flaretune/format.h"
 #include "flaretune/json.h"
 #include "flaretune/op_json.h"
 #include "flaretune/replay.h"
 
-#define MAX_SEEDS 1000
+#define MAX_SEEDS   1000
+#define MAX_TARGETS 8
+#define MAX_BATCHES 8
+#define MAX_BATCH   4096
+#define WARM_FIRST  3 /* --warm: the other landscape's best few, measured first */
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F]\n"
-            "                            [--budget N] [--prune predicted=F[,F...]] [--json]\n\n"
+            "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F[,F...]]\n"
+            "                            [--budget N|P%%] [--batch K[,K...]] [--warm LOG2]\n"
+            "                            [--export FILE] [--prune predicted=F[,F...]] [--json]\n\n"
             "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
             "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
             "with the earlier runs it resumed). Each proposal is one evaluation, scored from the\n"
-            "log: nothing runs. For each strategy, prints the median, min and max over N seeds\n"
-            "of the evaluations needed until the best found is within F of the optimum, also\n"
-            "as a fraction of the valid candidates (exhaustive search needs all of them to\n"
-            "know it has the optimum; its row shows when space order first reaches the target).\n\n"
-            "  --strategy S   exhaustive, random, anneal, evolve or all (default all)\n"
-            "  --seeds N      seeds 1..N (default 10)\n"
-            "  --target F     relative distance to the optimum, 0.05 or 5%% (default 5%%)\n"
-            "  --budget N     stop a replay after N evaluations (default: none)\n"
+            "log: nothing runs. The candidates the run confirmed at its end (the best few\n"
+            "measured again, interleaved) score their confirmed medians, so the optimum is\n"
+            "judged by them rather than by a lucky sample. For each strategy and batch size, and\n"
+            "each target, prints the median, min and max over N seeds of the evaluations needed\n"
+            "until the best found is within F of the optimum, also as a fraction of the valid\n"
+            "candidates (exhaustive search needs all of them to know it has the optimum; its row\n"
+            "shows when space order first reaches the target), how many seeds got there within\n"
+            "a quarter of the candidates, and the median wall time those evaluations took when\n"
+            "the log was recorded, against the time exhaustive search in space order needs\n"
+            "(vs exh.).\n"
+            "The default strategy (tune's) is marked *.\n\n"
+            "  --strategy S   exhaustive, random, anneal, evolve, bayes or all (default all)\n"
+            "  --seeds N      seeds 1..N, at most %d (default 10)\n"
+            "  --target F,... relative distances to the optimum, 0.05 or 5%%, at most %d\n"
+            "                 (default 5%%): a column block each\n"
+            "  --budget N|P%%  stop a replay after N evaluations, or P%% of the valid candidates\n"
+            "                 (default: none); `in budget` is then the seeds that got there\n"
+            "  --batch K,...  ask the strategy for K candidates at a time and report their\n"
+            "                 results before asking again, 1 to %d, at most %d sizes (default 1):\n"
+            "                 a row each\n"
+            "  --warm LOG2    also replay every strategy warm-started from LOG2, an exhaustive\n"
+            "                 log of the same op and backend at another shape or on another\n"
+            "                 machine: its score of each candidate as a prior, its %d best\n"
+            "                 configs measured first; prints cold against warm\n"
+            "  --export FILE  write the landscape as JSON (format flaretune-landscape/1,\n"
+            "                 docs/events.md) to FILE, atomically\n"
             "  --prune predicted=F[,F...]\n"
             "                 when the log's candidates carry a predicted time (tune --predict):\n"
             "                 for each factor F > 1, how many candidates `tune --prune\n"
             "                 predicted=F` would measure and whether the optimum (or one within\n"
-            "                 the target) is among them (default 1.5,2,4); such a log also\n"
+            "                 the first target) is among them (default 1.5,2,4); such a log also\n"
             "                 gets the rank correlation of predicted and measured times, and\n"
             "                 when measuring in predicted order first reaches the target\n"
-            "  --json         one JSON object on stdout\n");
+            "  --json         one JSON object on stdout\n",
+            MAX_SEEDS, MAX_TARGETS, MAX_BATCH, MAX_BATCHES, WARM_FIRST);
 }
 
+/* One strategy, batch size and target, cold or warm, over the seeds. */
 typedef struct {
-    int kind;
-    int evals[MAX_SEEDS]; /* -1: not reached */
+    int *evals;   /* per seed: the evaluation that reached the target, -1: not reached */
+    double *time; /* per seed: seconds to the target as recorded (NaN: unknown)        */
     int reached, min, max;
-    double median; /* -1 when the median seed did not reach the target */
+    int quarter;        /* seeds that reached the target within a quarter of the candidates */
+    double median;      /* -1 when the median seed did not reach the target                 */
+    double median_time; /* NaN when unknown or the median seed did not reach it             */
+} cell;
+
+typedef struct {
+    int kind, batch;
+    cell cold[MAX_TARGETS], warm[MAX_TARGETS];
 } row;
 
 static int cmp_evals(const void *a, const void *b) {
@@ -57,20 +89,33 @@ static int cmp_evals(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void summarise(row *r, int nseeds) {
-    int sorted[MAX_SEEDS];
-    memcpy(sorted, r->evals, (size_t)nseeds * sizeof *sorted);
+static int cmp_time(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x)) x = INFINITY;
+    if (isnan(y)) y = INFINITY;
+    return (x > y) - (x < y);
+}
+
+static void summarise(cell *c, int nseeds, int quarter) {
+    static int sorted[MAX_SEEDS];
+    static double times[MAX_SEEDS];
+    memcpy(sorted, c->evals, (size_t)nseeds * sizeof *sorted);
+    memcpy(times, c->time, (size_t)nseeds * sizeof *times);
     qsort(sorted, (size_t)nseeds, sizeof *sorted, cmp_evals);
-    r->reached = 0;
-    r->min = r->max = -1;
+    qsort(times, (size_t)nseeds, sizeof *times, cmp_time);
+    c->reached = c->quarter = 0;
+    c->min = c->max = -1;
     for (int i = 0; i < nseeds; i++)
         if (sorted[i] >= 0) {
-            r->reached++;
-            if (r->min < 0) r->min = sorted[i];
-            r->max = sorted[i];
+            c->reached++;
+            c->quarter += sorted[i] <= quarter;
+            if (c->min < 0) c->min = sorted[i];
+            c->max = sorted[i];
         }
     int lo = sorted[(nseeds - 1) / 2], hi = sorted[nseeds / 2];
-    r->median = lo < 0 || hi < 0 ? -1 : 0.5 * (lo + hi);
+    c->median = lo < 0 || hi < 0 ? -1 : 0.5 * (lo + hi);
+    double tlo = times[(nseeds - 1) / 2], thi = times[nseeds / 2];
+    c->median_time = c->median >= 0 && isfinite(tlo) && isfinite(thi) ? 0.5 * (tlo + thi) : NAN;
 }
 
 static int parse_int(const char *arg, const char *opt, int lo, int hi, int *out) {
@@ -84,26 +129,86 @@ static int parse_int(const char *arg, const char *opt, int lo, int hi, int *out)
     return 0;
 }
 
-static int parse_target(const char *arg, double *out) {
-    char *end;
+/* A fraction, "0.05" or "5%", from p to *end (stopping at ',' or the end); 0 when it is none. */
+static int parse_fraction(const char *p, char **end, double *out) {
     errno = 0;
-    double v = strtod(arg, &end);
-    if (end != arg && *end == '%' && !end[1]) {
+    double v = strtod(p, end);
+    if (*end == p || errno) return 0;
+    if (**end == '%') {
         v /= 100;
-        end++;
+        ++*end;
     }
-    if (end == arg || *end || errno || !(v >= 0) || !(v < 10))
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "replay: --target wants a fraction such as 0.05 or 5%%, got '%s'", arg);
+    if (**end && **end != ',') return 0;
     *out = v;
-    return 0;
+    return 1;
+}
+
+/* --target F[,F...]: each in [0, 10). */
+static int parse_targets(const char *arg, double *out, int *n) {
+    *n = 0;
+    for (const char *p = arg;;) {
+        char *end;
+        double v;
+        if (!parse_fraction(p, &end, &v) || !(v >= 0) || !(v < 10) || *n >= MAX_TARGETS)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: --target wants at most %d fractions such as 0.05 or 5%%, "
+                               "comma-separated, got '%s'",
+                               MAX_TARGETS, arg);
+        out[(*n)++] = v;
+        if (!*end) return FT_EXIT_OK;
+        p = end + 1;
+    }
+}
+
+/* --batch K[,K...]: each in [1, MAX_BATCH]. */
+static int parse_batches(const char *arg, int *out, int *n) {
+    *n = 0;
+    for (const char *p = arg;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || errno || v < 1 || v > MAX_BATCH ||
+            *n >= MAX_BATCHES)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: --batch wants at most %d batch sizes in [1, %d], "
+                               "comma-separated, got '%s'",
+                               MAX_BATCHES, MAX_BATCH, arg);
+        out[(*n)++] = (int)v;
+        if (!*end) return FT_EXIT_OK;
+        p = end + 1;
+    }
+}
+
+/* --budget N or P% (of the valid candidates, P in (0, 100]). */
+static int parse_budget(const char *arg, int *budget, double *frac) {
+    *budget = 0;
+    *frac = 0;
+    size_t n = strlen(arg);
+    if (n && arg[n - 1] == '%') {
+        char *end;
+        double v;
+        if (!parse_fraction(arg, &end, &v) || *end || !(v > 0) || v > 1)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: --budget wants evaluations (an integer) or a percentage "
+                               "of the valid candidates in (0%%, 100%%], got '%s'",
+                               arg);
+        *frac = v;
+        return FT_EXIT_OK;
+    }
+    return parse_int(arg, "--budget", 0, 1 << 30, budget) ? FT_EXIT_USAGE : FT_EXIT_OK;
 }
 
 #define MAX_PRUNE 8
 
 typedef struct {
-    int json, nseeds, budget, only;
-    double target;
+    int json, nseeds, only;
+    double targets[MAX_TARGETS]; /* --target (default FT_REPLAY_TARGET) */
+    int ntargets;
+    int budget;               /* --budget N (0: none) ...                                */
+    double budget_frac;       /* ... or a fraction of the valid candidates (0: not that) */
+    int batches[MAX_BATCHES]; /* --batch (default 1) */
+    int nbatches;
+    const char *warm, *export_path;
     double prune[MAX_PRUNE]; /* --prune predicted=F factors (none given: 1.5, 2, 4) */
     int nprune;
 } replay_opts;
@@ -147,9 +252,9 @@ static void predicted_summarise(const ft_landscape *l, const replay_opts *ro,
     const double *f = ro->nprune ? ro->prune : defaults;
     ps->nprune = ro->nprune ? ro->nprune : 3;
     ps->rank = ft_landscape_rank_correlation(l, &ps->rank_n);
-    ps->first = ft_landscape_first_within_predicted(l, ro->target);
+    ps->first = ft_landscape_first_within_predicted(l, ro->targets[0]);
     for (int i = 0; i < ps->nprune; i++)
-        ft_landscape_prune(l, f[i], ro->target, &ps->prune[i]);
+        ft_landscape_prune(l, f[i], ro->targets[0], &ps->prune[i]);
 }
 
 static json_t *predicted_json(const ft_landscape *l, const predicted_summary *ps) {
@@ -181,7 +286,8 @@ static void predicted_print(const ft_landscape *l, const predicted_summary *ps, 
            "(space order: %d",
            ps->first, first);
     if (best)
-        printf("; best strategy %s: median %.1f", ft_strategy_names[best->kind], best->median);
+        printf("; best strategy %s: median %.1f", ft_strategy_names[best->kind],
+               best->cold[0].median);
     printf(")\n\n%-18s %8s %9s %13s %14s %10s\n", "prune", "measured", "of valid", "optimum kept",
            "within target", "best kept");
     for (int i = 0; i < ps->nprune; i++) {
@@ -195,174 +301,590 @@ static void predicted_print(const ft_landscape *l, const predicted_summary *ps, 
     }
 }
 
+/* What --warm gives one landscape: the other landscape's score of each of its candidates, and
+ * that landscape's best few that are candidates here, measured first. */
 typedef struct {
-    row rows[FT_STRAT_COUNT];
-    int nrows, bestrow; /* bestrow: the best non-exhaustive strategy by median (-1: none) */
+    const ft_landscape *from; /* NULL: no warm start */
+    const char *path;
+    double *prior;
+    int nprior; /* candidates with a prior */
+    int first[WARM_FIRST], nfirst;
+} warm_start;
+
+typedef struct {
+    row *rows;
+    int nrows;
+    int bestrow; /* the best non-exhaustive strategy by median at the first batch size and
+                  * target, cold (-1: none) */
+    int budget;  /* evaluations per replay, resolved for this landscape (0: none) */
+    int quarter; /* a quarter of the valid candidates, rounded up */
+    warm_start warm;
 } replay_table;
 
-/* Each strategy (or the one asked for) replayed over the seeds. Returns an exit code. */
+static void table_free(replay_table *t) {
+    for (int i = 0; i < t->nrows; i++)
+        for (int k = 0; k < MAX_TARGETS; k++) {
+            free(t->rows[i].cold[k].evals);
+            free(t->rows[i].cold[k].time);
+            free(t->rows[i].warm[k].evals);
+            free(t->rows[i].warm[k].time);
+        }
+    free(t->rows);
+    free(t->warm.prior);
+    memset(t, 0, sizeof *t);
+}
+
+static int cell_alloc(cell *c, int nseeds) {
+    c->evals = malloc((size_t)nseeds * sizeof *c->evals);
+    c->time = malloc((size_t)nseeds * sizeof *c->time);
+    return c->evals && c->time;
+}
+
+/* One strategy at one batch size and target over the seeds, cold or warm. Returns an exit code. */
+static int replay_cell(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
+                       const row *r, int target, int warm, cell *c) {
+    ft_replay_opts o;
+    ft_replay_opts_default(&o);
+    o.kind = (ft_strategy_kind)r->kind;
+    o.target = ro->targets[target];
+    o.budget = t->budget;
+    o.batch = r->batch;
+    if (warm) {
+        o.first = t->warm.first;
+        o.nfirst = t->warm.nfirst;
+        o.prior = t->warm.prior;
+    }
+    if (!cell_alloc(c, ro->nseeds)) return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
+    for (int s = 0; s < ro->nseeds; s++) {
+        ft_err err = {0};
+        ft_replay_result res;
+        o.seed = (uint64_t)s + 1;
+        if (ft_replay_run(l, &o, &res, &err)) return ft_cli_fail_err(&err);
+        c->evals[s] = res.to_target;
+        c->time[s] = res.time_to_target;
+    }
+    summarise(c, ro->nseeds, t->quarter);
+    return FT_EXIT_OK;
+}
+
+/* Each strategy (or the one asked for) at each batch size and target, replayed over the seeds,
+ * cold and, with a warm start, warm. Returns an exit code. */
 static int replay_strategies(const ft_landscape *l, const replay_opts *ro, replay_table *t) {
-    ft_err err = {0};
-    t->nrows = 0;
+    t->quarter = (l->ncands + 3) / 4;
+    t->budget = ro->budget_frac > 0 ? (int)ceil(ro->budget_frac * l->ncands - 1e-9) : ro->budget;
+    if (ro->budget_frac > 0 && t->budget < 1) t->budget = 1;
+    t->rows = calloc((size_t)FT_STRAT_COUNT * (size_t)ro->nbatches, sizeof *t->rows);
+    if (!t->rows) return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
         if (ro->only >= 0 && k != ro->only) continue;
-        row *r = &t->rows[t->nrows++];
-        r->kind = k;
-        ft_replay_opts o;
-        ft_replay_opts_default(&o);
-        o.kind = (ft_strategy_kind)k;
-        o.target = ro->target;
-        o.budget = ro->budget;
-        for (int s = 0; s < ro->nseeds; s++) {
-            ft_replay_result res;
-            o.seed = (uint64_t)s + 1;
-            if (ft_replay_run(l, &o, &res, &err)) return ft_cli_fail_err(&err);
-            r->evals[s] = res.to_target;
+        for (int b = 0; b < ro->nbatches; b++) {
+            row *r = &t->rows[t->nrows++];
+            r->kind = k;
+            r->batch = ro->batches[b];
+            for (int i = 0; i < ro->ntargets; i++) {
+                int code = replay_cell(l, ro, t, r, i, 0, &r->cold[i]);
+                if (!code && t->warm.from) code = replay_cell(l, ro, t, r, i, 1, &r->warm[i]);
+                if (code) return code;
+            }
         }
-        summarise(r, ro->nseeds);
     }
     /* The best non-exhaustive strategy by median (unreached medians last). */
     t->bestrow = -1;
-    for (int i = 0; i < t->nrows; i++)
-        if (t->rows[i].kind != FT_STRAT_EXHAUSTIVE && t->rows[i].median >= 0 &&
-            (t->bestrow < 0 || t->rows[i].median < t->rows[t->bestrow].median))
+    for (int i = 0; i < t->nrows; i++) {
+        const row *r = &t->rows[i];
+        if (r->kind != FT_STRAT_EXHAUSTIVE && r->batch == ro->batches[0] &&
+            r->cold[0].median >= 0 &&
+            (t->bestrow < 0 || r->cold[0].median < t->rows[t->bestrow].cold[0].median))
             t->bestrow = i;
+    }
     return FT_EXIT_OK;
+}
+
+/* The warm start --warm gives l. Returns an exit code. */
+static int warm_setup(const ft_landscape *l, const ft_landscape *from, const char *path,
+                      warm_start *w) {
+    ft_err err = {0};
+    w->from = from;
+    w->path = path;
+    if (!(w->prior = malloc((size_t)l->ncands * sizeof *w->prior)))
+        return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
+    ft_status s = ft_landscape_warm(l, from, WARM_FIRST, w->first, &w->nfirst, w->prior, &err);
+    if (s == FT_EINVAL) return ft_cli_fail(FT_EXIT_USAGE, "replay: --warm %s: %s", path, err.msg);
+    if (s) return ft_cli_fail_err(&err);
+    w->nprior = 0;
+    for (int c = 0; c < l->ncands; c++)
+        w->nprior += !isnan(w->prior[c]);
+    return FT_EXIT_OK;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+static json_t *median_json(double m) { return m < 0 ? json_null() : json_real(m); }
+
+static json_t *cell_json(const cell *c, double target, int nseeds, int nvalid) {
+    json_t *ev = json_array(), *tm = json_array();
+    for (int s = 0; s < nseeds; s++) {
+        json_array_append_new(ev, c->evals[s] < 0 ? json_null() : json_integer(c->evals[s]));
+        json_array_append_new(tm, ft_json_number(c->time[s]));
+    }
+    return json_pack("{s:f, s:i, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "target", target,
+                     "reached", c->reached, "success", (double)c->reached / nseeds,
+                     "success_quarter", (double)c->quarter / nseeds, "median",
+                     median_json(c->median), "min", c->min < 0 ? json_null() : json_integer(c->min),
+                     "max", c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
+                     c->median < 0 ? json_null() : json_real(c->median / nvalid), "median_time_s",
+                     ft_json_number(c->median_time), "evaluations", ev, "times_s", tm);
+}
+
+/* A strategy's row: its name, batch size, the first target's figures at the top (as before
+ * batches and several targets), and every target's. */
+static json_t *row_json(const ft_landscape *l, const replay_opts *ro, const row *r) {
+    const cell *c = &r->cold[0];
+    json_t *ev = json_array(), *targets = json_array();
+    for (int s = 0; s < ro->nseeds; s++)
+        json_array_append_new(ev, c->evals[s] < 0 ? json_null() : json_integer(c->evals[s]));
+    for (int i = 0; i < ro->ntargets; i++)
+        json_array_append_new(targets,
+                              cell_json(&r->cold[i], ro->targets[i], ro->nseeds, l->ncands));
+    return json_pack("{s:s, s:b, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
+                     ft_strategy_names[r->kind], "default", r->kind == FT_STRAT_DEFAULT, "batch",
+                     r->batch, "seeds", ro->nseeds, "reached", c->reached, "median",
+                     median_json(c->median), "min", c->min < 0 ? json_null() : json_integer(c->min),
+                     "max", c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
+                     c->median < 0 ? json_null() : json_real(c->median / l->ncands), "evaluations",
+                     ev, "targets", targets);
+}
+
+/* 1 - after/before; NaN when either is unknown. */
+static double saving(double before, double after) {
+    return before > 0 && after >= 0 && isfinite(before) && isfinite(after) ? 1 - after / before
+                                                                           : NAN;
+}
+
+static json_t *warm_json(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
+    const warm_start *w = &t->warm;
+    char dims[256];
+    ft_call_dims_str(&w->from->call, dims, sizeof dims);
+    json_t *first = json_array(), *rows = json_array();
+    for (int j = 0; j < w->nfirst; j++)
+        json_array_append_new(first, ft_config_to_json(&l->space, &l->cands[w->first[j]]));
+    for (int i = 0; i < t->nrows; i++) {
+        const row *r = &t->rows[i];
+        json_t *targets = json_array();
+        for (int k = 0; k < ro->ntargets; k++) {
+            const cell *c = &r->cold[k], *h = &r->warm[k];
+            json_array_append_new(
+                targets,
+                json_pack("{s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "target", ro->targets[k],
+                          "cold_median", median_json(c->median), "warm_median",
+                          median_json(h->median), "saving",
+                          ft_json_number(
+                              c->median < 0 || h->median < 0 ? NAN : saving(c->median, h->median)),
+                          "cold_median_time_s", ft_json_number(c->median_time),
+                          "warm_median_time_s", ft_json_number(h->median_time), "time_saving",
+                          ft_json_number(saving(c->median_time, h->median_time)), "warm",
+                          cell_json(h, ro->targets[k], ro->nseeds, l->ncands)));
+        }
+        json_array_append_new(
+            rows, json_pack("{s:s, s:b, s:i, s:o}", "name", ft_strategy_names[r->kind], "default",
+                            r->kind == FT_STRAT_DEFAULT, "batch", r->batch, "targets", targets));
+    }
+    return json_pack("{s:s, s:s, s:i, s:i, s:o, s:o}", "log", w->path, "dims", dims, "prior",
+                     w->nprior, "first_count", w->nfirst, "first", first, "strategies", rows);
+}
+
+/* The median of the known costs; NaN when none is. */
+static double median_cost(const ft_landscape *l) {
+    double *v = malloc(sizeof *v * (size_t)(l->ncands + 1));
+    int n = 0;
+    if (!v) return NAN;
+    for (int c = 0; c < l->ncands; c++)
+        if (!isnan(l->cost[c])) v[n++] = l->cost[c];
+    qsort(v, (size_t)n, sizeof *v, cmp_time);
+    double m = n ? 0.5 * (v[(n - 1) / 2] + v[n / 2]) : NAN;
+    free(v);
+    return m;
+}
+
+static json_t *targets_json(const ft_landscape *l, const replay_opts *ro) {
+    json_t *a = json_array();
+    for (int i = 0; i < ro->ntargets; i++) {
+        int first = ft_landscape_first_within(l, ro->targets[i]);
+        json_array_append_new(a, json_pack("{s:f, s:i, s:i, s:o}", "target", ro->targets[i],
+                                           "within_target",
+                                           ft_landscape_count_within(l, ro->targets[i]),
+                                           "exhaustive_first", first, "exhaustive_first_s",
+                                           ft_json_number(ft_landscape_cost_through(l, first))));
+    }
+    return a;
 }
 
 static json_t *replay_json(const char *path, const ft_landscape *l, const replay_opts *ro,
                            const replay_table *t, const predicted_summary *ps) {
-    const int nvalid = l->ncands, nseeds = ro->nseeds;
-    json_t *strategies = json_array();
-    for (int i = 0; i < t->nrows; i++) {
-        const row *r = &t->rows[i];
-        json_t *ev = json_array();
-        for (int s = 0; s < nseeds; s++)
-            json_array_append_new(ev, r->evals[s] < 0 ? json_null() : json_integer(r->evals[s]));
-        json_array_append_new(
-            strategies,
-            json_pack("{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o}", "name",
-                      ft_strategy_names[r->kind], "seeds", nseeds, "reached", r->reached, "median",
-                      r->median < 0 ? json_null() : json_real(r->median), "min",
-                      r->min < 0 ? json_null() : json_integer(r->min), "max",
-                      r->max < 0 ? json_null() : json_integer(r->max), "median_frac",
-                      r->median < 0 ? json_null() : json_real(r->median / nvalid), "evaluations",
-                      ev));
-    }
+    const int nvalid = l->ncands;
+    const double target = ro->targets[0];
+    json_t *strategies = json_array(), *batches = json_array();
+    for (int i = 0; i < t->nrows; i++)
+        json_array_append_new(strategies, row_json(l, ro, &t->rows[i]));
+    for (int b = 0; b < ro->nbatches; b++)
+        json_array_append_new(batches, json_integer(ro->batches[b]));
     char dims[256];
     ft_call_dims_str(&l->call, dims, sizeof dims);
     json_t *root = json_pack(
         "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:o, s:f, s:i, s:i, s:i, s:o, s:o}", "log",
         path, "op", l->op->name, "backend", l->backend->name, "preset", l->preset, "dims", dims,
         "runs", l->nruns, "valid", nvalid, "rejected", l->nrejected, "optimum_s", l->score[l->best],
-        "optimum_config", ft_config_to_json(&l->space, &l->cands[l->best]), "target", ro->target,
-        "within_target", ft_landscape_count_within(l, ro->target), "exhaustive_first",
-        ft_landscape_first_within(l, ro->target), "exhaustive_all", nvalid, "best_strategy",
+        "optimum_config", ft_config_to_json(&l->space, &l->cands[l->best]), "target", target,
+        "within_target", ft_landscape_count_within(l, target), "exhaustive_first",
+        ft_landscape_first_within(l, target), "exhaustive_all", nvalid, "best_strategy",
         t->bestrow < 0 ? json_null() : json_string(ft_strategy_names[t->rows[t->bestrow].kind]),
         "strategies", strategies);
-    json_object_set_new(root, "budget", json_integer(ro->budget));
+    json_object_set_new(root, "optimum_confirmed", json_boolean(l->confirm_samples[l->best] != 0));
+    json_object_set_new(root, "optimum_samples",
+                        l->confirm_samples[l->best] > 0 ? json_integer(l->confirm_samples[l->best])
+                                                        : json_null());
+    json_object_set_new(root, "confirmed", json_integer(l->nconfirmed));
+    json_object_set_new(root, "noise",
+                        json_pack("{s:o}", "median_ci_rel", ft_json_number(l->noise_ci_rel)));
+    json_object_set_new(root, "cost",
+                        json_pack("{s:i, s:o, s:o}", "known", l->ncost, "median_s",
+                                  ft_json_number(median_cost(l)), "all_s",
+                                  ft_json_number(ft_landscape_cost_through(l, nvalid))));
+    json_object_set_new(root, "targets", targets_json(l, ro));
+    json_object_set_new(root, "batches", batches);
+    json_object_set_new(root, "quarter", json_integer(t->quarter));
+    json_object_set_new(root, "default_strategy", json_string(ft_strategy_names[FT_STRAT_DEFAULT]));
+    json_object_set_new(root, "budget", json_integer(t->budget));
+    json_object_set_new(root, "warm", t->warm.from ? warm_json(l, ro, t) : json_null());
+    json_object_set_new(root, "export",
+                        ro->export_path ? json_string(ro->export_path) : json_null());
     json_object_set_new(root, "predicted", ps ? predicted_json(l, ps) : json_null());
     return root;
 }
 
-static void replay_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
-                        const predicted_summary *ps) {
-    const int nvalid = l->ncands, nseeds = ro->nseeds;
-    const int within = ft_landscape_count_within(l, ro->target);
-    const int first = ft_landscape_first_within(l, ro->target);
-    char optcfg[512], dims[256], tm[32];
+/* ---- text ------------------------------------------------------------------------------------ */
+
+/* text right-aligned in `width` terminal columns (UTF-8: a multi-byte character is one). */
+static void put_col(const char *text, int width) {
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += ((unsigned char)*p & 0xC0) != 0x80;
+    printf(" %*s%s", width > n ? width - n : 0, "", text);
+}
+
+/* A blank line, then text wrapped at 100 columns. */
+static void put_wrapped(const char *text) {
+    printf("\n");
+    while (*text) {
+        int n = (int)strlen(text);
+        if (n > 100) {
+            n = 100;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0) n = 100;
+        }
+        printf("%.*s\n", n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+static void fmt_time(double s, char *buf, size_t n) {
+    if (isnan(s))
+        snprintf(buf, n, "-");
+    else
+        ft_fmt_time(s, 0, buf, n);
+}
+
+static void fmt_pct(double frac, char *buf, size_t n) {
+    if (isnan(frac))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "%.1f%%", 100 * frac);
+}
+
+/* The landscape: the problem, its optimum (confirmed or not), its noise and costs, each target,
+ * the budget. */
+static void landscape_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
+    const int nvalid = l->ncands;
+    char optcfg[512], dims[256], tm[32], tm2[32];
     ft_config_format(&l->space, &l->cands[l->best], optcfg, sizeof optcfg);
     ft_call_dims_str(&l->call, dims, sizeof dims);
     printf("landscape  %s on %s, preset %s (%s)%s\n", l->op->name, l->backend->name,
            l->preset[0] ? l->preset : "-", dims, l->nruns > 1 ? ", resumed runs merged" : "");
     printf("           %d valid candidates (%d rejected), optimum %s at %s\n", nvalid, l->nrejected,
            ft_fmt_time(l->score[l->best], 0, tm, sizeof tm), optcfg);
-    printf("target     within %.3g%% of the optimum: %d candidate%s (%.1f%%); exhaustive search\n"
-           "           in space order first reaches it at evaluation %d and needs all %d to "
-           "know it has the optimum\n",
-           100 * ro->target, within, within == 1 ? "" : "s", 100.0 * within / nvalid, first,
-           nvalid);
-    if (ro->budget) printf("budget     %d evaluations per replay\n", ro->budget);
-    printf("\n%-12s %6s %8s %8s %6s %6s %9s\n", "strategy", "seeds", "reached", "median", "min",
-           "max", "of valid");
+    char times[64] = "interleaved re-measurements";
+    if (l->confirm_samples[l->best] > 0)
+        snprintf(times, sizeof times, "%d interleaved re-measurement%s",
+                 l->confirm_samples[l->best], l->confirm_samples[l->best] == 1 ? "" : "s");
+    if (l->confirm_samples[l->best])
+        printf("optimum    confirmed: its median over %s at the end of the run (%d candidate%s "
+               "confirmed)\n",
+               times, l->nconfirmed, l->nconfirmed == 1 ? "" : "s");
+    else if (l->nconfirmed)
+        printf("optimum    not among the %d candidate%s the run confirmed (their confirmed medians "
+               "are slower): its search median\n",
+               l->nconfirmed, l->nconfirmed == 1 ? "" : "s");
+    else
+        printf("optimum    not confirmed (the log has no confirm event): its search median\n");
+    char noise[16] = "-";
+    if (!isnan(l->noise_ci_rel)) snprintf(noise, sizeof noise, "%.1f%%", 100 * l->noise_ci_rel);
+    fmt_time(median_cost(l), tm, sizeof tm);
+    fmt_time(ft_landscape_cost_through(l, nvalid), tm2, sizeof tm2);
+    printf("noise      median ci_rel %s over the measured candidates; an evaluation took %s "
+           "(median), all %d together %s\n",
+           noise, tm, nvalid, tm2);
+    for (int i = 0; i < ro->ntargets; i++) {
+        double tg = ro->targets[i];
+        int within = ft_landscape_count_within(l, tg), first = ft_landscape_first_within(l, tg);
+        char name[32];
+        snprintf(name, sizeof name, "target %g%%", 100 * tg);
+        fmt_time(ft_landscape_cost_through(l, first), tm, sizeof tm);
+        printf("%-10s %d candidate%s within (%.1f%%); exhaustive search in space order reaches "
+               "one at evaluation %d (%s)\n",
+               name, within, within == 1 ? "" : "s", 100.0 * within / nvalid, first, tm);
+    }
+    printf("           exhaustive search needs all %d (%s) to know it has the optimum\n", nvalid,
+           tm2);
+    if (t->budget)
+        printf("budget     %d evaluations per replay (%.1f%% of the valid candidates)\n", t->budget,
+               100.0 * t->budget / nvalid);
+}
+
+/* A column block per target, over the given width of row label. */
+static void blocks_header(const replay_opts *ro, const char *const *cols, const int *widths,
+                          int ncols) {
+    int block = 0;
+    for (int j = 0; j < ncols; j++)
+        block += widths[j] + 1;
+    printf("\n%-18s", "");
+    for (int i = 0; i < ro->ntargets; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "target %g%%", 100 * ro->targets[i]);
+        printf("  %-*s", i + 1 < ro->ntargets ? block - 1 : 0, name);
+    }
+    printf("\n%-12s %5s", "strategy", "batch");
+    for (int i = 0; i < ro->ntargets; i++) {
+        printf(" ");
+        for (int j = 0; j < ncols; j++)
+            put_col(cols[j], widths[j]);
+    }
+    printf("\n");
+}
+
+static void row_label(const row *r) {
+    char name[24];
+    snprintf(name, sizeof name, "%s%s", ft_strategy_names[r->kind],
+             r->kind == FT_STRAT_DEFAULT ? "*" : "");
+    printf("%-12s %5d", name, r->batch);
+}
+
+/* The table: a row per strategy and batch size, a column block per target. */
+static void table_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
+    const int nvalid = l->ncands, nseeds = ro->nseeds;
+    static const char *const cols[] = {"median", "min",       "max",  "of valid",
+                                       "in 25%", "in budget", "time", "vs exh."};
+    static const int widths[] = {7, 5, 5, 8, 6, 9, 8, 7};
+    const char *c[8];
+    int w[8], nc = 0;
+    for (int j = 0; j < 8; j++)
+        if (j != 5 || t->budget) {
+            c[nc] = cols[j];
+            w[nc++] = widths[j];
+        }
+    blocks_header(ro, c, w, nc);
     for (int i = 0; i < t->nrows; i++) {
         const row *r = &t->rows[i];
-        char med[16] = "-", mn[16] = "-", mx[16] = "-", frac[16] = "-", reach[24];
-        if (r->median >= 0) {
-            snprintf(med, sizeof med, "%.1f", r->median);
-            snprintf(frac, sizeof frac, "%.1f%%", 100 * r->median / nvalid);
+        row_label(r);
+        for (int k = 0; k < ro->ntargets; k++) {
+            const cell *e = &r->cold[k];
+            char med[16] = "-", mn[16] = "-", mx[16] = "-", frac[16] = "-", q[16], ok[16], tm[32],
+                 vs[16] = "-";
+            if (e->median >= 0) {
+                snprintf(med, sizeof med, "%.1f", e->median);
+                snprintf(frac, sizeof frac, "%.1f%%", 100 * e->median / nvalid);
+            }
+            if (e->min >= 0) snprintf(mn, sizeof mn, "%d", e->min);
+            if (e->max >= 0) snprintf(mx, sizeof mx, "%d", e->max);
+            fmt_pct((double)e->quarter / nseeds, q, sizeof q);
+            fmt_pct((double)e->reached / nseeds, ok, sizeof ok);
+            fmt_time(e->median_time, tm, sizeof tm);
+            double exh = ft_landscape_cost_through(l, ft_landscape_first_within(l, ro->targets[k]));
+            if (e->median_time > 0 && isfinite(exh))
+                snprintf(vs, sizeof vs, "%.1fx", exh / e->median_time);
+            printf(" ");
+            put_col(med, 7);
+            put_col(mn, 5);
+            put_col(mx, 5);
+            put_col(frac, 8);
+            put_col(q, 6);
+            if (t->budget) put_col(ok, 9);
+            put_col(tm, 8);
+            put_col(vs, 7);
         }
-        if (r->min >= 0) snprintf(mn, sizeof mn, "%d", r->min);
-        if (r->max >= 0) snprintf(mx, sizeof mx, "%d", r->max);
-        snprintf(reach, sizeof reach, "%d/%d", r->reached, nseeds);
-        printf("%-12s %6d %8s %8s %6s %6s %9s\n", ft_strategy_names[r->kind], nseeds, reach, med,
-               mn, mx, frac);
+        printf("\n");
     }
+    char note[1024];
+    snprintf(note, sizeof note,
+             "%d seeds a row. in 25%%: the seeds that reached the target within %d evaluations (a "
+             "quarter of the valid candidates)%s. time: the median wall time of the evaluations up "
+             "to the target, as recorded; vs exh.: exhaustive search's in space order over it. * "
+             "the default strategy.",
+             nseeds, t->quarter, t->budget ? "; in budget: within the budget" : "");
+    put_wrapped(note);
+}
+
+/* Cold against warm: a row per strategy and batch size, a column block per target. */
+static void warm_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
+    const warm_start *w = &t->warm;
+    char dims[256], tm[32];
+    ft_call_dims_str(&w->from->call, dims, sizeof dims);
+    printf("\nwarm start from %s (%s on %s, %s; optimum %s): a prior for %d of the %d candidates; "
+           "measured first:\n",
+           w->path, w->from->op->name, w->from->backend->name, dims,
+           ft_fmt_time(w->from->score[w->from->best], 0, tm, sizeof tm), w->nprior, l->ncands);
+    for (int j = 0; j < w->nfirst; j++) {
+        char cfg[512];
+        ft_config_format(&l->space, &l->cands[w->first[j]], cfg, sizeof cfg);
+        printf("           %s (here %s)\n", cfg,
+               ft_fmt_time(l->score[w->first[j]], 0, tm, sizeof tm));
+    }
+    static const char *const cols[] = {"cold", "warm", "saved", "cold time", "warm time", "saved"};
+    static const int widths[] = {6, 6, 6, 9, 9, 6};
+    blocks_header(ro, cols, widths, 6);
+    for (int i = 0; i < t->nrows; i++) {
+        const row *r = &t->rows[i];
+        row_label(r);
+        for (int k = 0; k < ro->ntargets; k++) {
+            const cell *c = &r->cold[k], *h = &r->warm[k];
+            char cm[16] = "-", hm[16] = "-", sv[16] = "-", ct[32], ht[32], st[16] = "-";
+            if (c->median >= 0) snprintf(cm, sizeof cm, "%.1f", c->median);
+            if (h->median >= 0) snprintf(hm, sizeof hm, "%.1f", h->median);
+            if (c->median > 0 && h->median >= 0)
+                snprintf(sv, sizeof sv, "%.0f%%", 100 * saving(c->median, h->median));
+            fmt_time(c->median_time, ct, sizeof ct);
+            fmt_time(h->median_time, ht, sizeof ht);
+            double ts = saving(c->median_time, h->median_time);
+            if (!isnan(ts)) snprintf(st, sizeof st, "%.0f%%", 100 * ts);
+            printf(" ");
+            put_col(cm, 6);
+            put_col(hm, 6);
+            put_col(sv, 6);
+            put_col(ct, 9);
+            put_col(ht, 9);
+            put_col(st, 6);
+        }
+        printf("\n");
+    }
+    put_wrapped("The median evaluations (and wall time) to the target over the seeds, cold and "
+                "warm-started; saved: the share of the cold figure the warm start saves.");
+}
+
+static void replay_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
+                        const predicted_summary *ps) {
+    landscape_text(l, ro, t);
+    if (ro->export_path) printf("export     %s (flaretune-landscape/1)\n", ro->export_path);
+    table_text(l, ro, t);
     const row *b = t->bestrow >= 0 ? &t->rows[t->bestrow] : NULL;
     if (b)
         printf("\nbest non-exhaustive: %s, median %.1f evaluations = %.1f%% of the %d exhaustive "
-               "needs\n",
-               ft_strategy_names[b->kind], b->median, 100 * b->median / nvalid, nvalid);
-    if (ps) predicted_print(l, ps, first, b);
+               "needs (target %g%%, batch %d)\n",
+               ft_strategy_names[b->kind], b->cold[0].median, 100 * b->cold[0].median / l->ncands,
+               l->ncands, 100 * ro->targets[0], b->batch);
+    if (t->warm.from) warm_text(l, ro, t);
+    if (ps) predicted_print(l, ps, ft_landscape_first_within(l, ro->targets[0]), b);
 }
 
 /* Replay the strategies on one log: its table on stdout, or its JSON object in *out. */
-static int replay_one(const char *path, const replay_opts *ro, json_t **out) {
+static int replay_one(const char *path, const replay_opts *ro, const ft_landscape *warm,
+                      json_t **out) {
     ft_err err = {0};
     ft_landscape l;
     if (ft_landscape_load(path, &l, &err)) return ft_cli_fail_err(&err);
     replay_table t;
-    int code = replay_strategies(&l, ro, &t);
+    memset(&t, 0, sizeof t);
+    int code = FT_EXIT_OK;
+    if (warm) code = warm_setup(&l, warm, ro->warm, &t.warm);
+    if (!code && ro->export_path && ft_landscape_export(&l, path, ro->export_path, &err))
+        code = ft_cli_fail(FT_EXIT_FAIL, "replay: --export: %s", err.msg);
+    if (!code) code = replay_strategies(&l, ro, &t);
     predicted_summary ps;
     if (!code && l.npredicted) predicted_summarise(&l, ro, &ps);
     if (!code && ro->json)
         *out = replay_json(path, &l, ro, &t, l.npredicted ? &ps : NULL);
     else if (!code)
         replay_text(&l, ro, &t, l.npredicted ? &ps : NULL);
+    table_free(&t);
     ft_landscape_free(&l);
     return code;
 }
 
 #define MAX_FAMILY 64
 
-static int run(int argc, char **argv) {
-    enum { O_STRATEGY = 1, O_SEEDS, O_TARGET, O_BUDGET, O_JSON, O_PRUNE };
+/* The options; an exit code. */
+static int parse_args(int argc, char **argv, replay_opts *ro) {
+    enum {
+        O_STRATEGY = 1,
+        O_SEEDS,
+        O_TARGET,
+        O_BUDGET,
+        O_JSON,
+        O_PRUNE,
+        O_BATCH,
+        O_WARM,
+        O_EXPORT
+    };
     static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
                                          {"seeds", required_argument, NULL, O_SEEDS},
                                          {"target", required_argument, NULL, O_TARGET},
                                          {"budget", required_argument, NULL, O_BUDGET},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"prune", required_argument, NULL, O_PRUNE},
+                                         {"batch", required_argument, NULL, O_BATCH},
+                                         {"warm", required_argument, NULL, O_WARM},
+                                         {"export", required_argument, NULL, O_EXPORT},
                                          {NULL, 0, NULL, 0}};
-    int json = 0, nseeds = 10, budget = 0, only = -1, o;
-    double target = FT_REPLAY_TARGET;
-    replay_opts ro = {0};
+    int o;
+    memset(ro, 0, sizeof *ro);
+    ro->nseeds = 10;
+    ro->only = -1;
+    ro->targets[0] = FT_REPLAY_TARGET;
+    ro->ntargets = 1;
+    ro->batches[0] = 1;
+    ro->nbatches = 1;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
         case O_STRATEGY:
             if (strcmp(optarg, "all") == 0) {
-                only = -1;
-            } else if ((only = ft_strategy_parse(optarg)) < 0) {
+                ro->only = -1;
+            } else if ((ro->only = ft_strategy_parse(optarg)) < 0) {
                 return ft_cli_fail(FT_EXIT_USAGE,
                                    "replay: unknown strategy '%s' (exhaustive, random, anneal, "
-                                   "evolve or all)",
+                                   "evolve, bayes or all)",
                                    optarg);
             }
             break;
         case O_SEEDS:
-            if (parse_int(optarg, "--seeds", 1, MAX_SEEDS, &nseeds)) return FT_EXIT_USAGE;
+            if (parse_int(optarg, "--seeds", 1, MAX_SEEDS, &ro->nseeds)) return FT_EXIT_USAGE;
             break;
         case O_TARGET:
-            if (parse_target(optarg, &target)) return FT_EXIT_USAGE;
+            if (parse_targets(optarg, ro->targets, &ro->ntargets)) return FT_EXIT_USAGE;
             break;
         case O_BUDGET:
-            if (parse_int(optarg, "--budget", 0, 1 << 30, &budget)) return FT_EXIT_USAGE;
+            if (parse_budget(optarg, &ro->budget, &ro->budget_frac)) return FT_EXIT_USAGE;
             break;
-        case O_JSON: json = 1; break;
+        case O_BATCH:
+            if (parse_batches(optarg, ro->batches, &ro->nbatches)) return FT_EXIT_USAGE;
+            break;
+        case O_WARM: ro->warm = optarg; break;
+        case O_EXPORT: ro->export_path = optarg; break;
+        case O_JSON: ro->json = 1; break;
         case O_PRUNE:
-            if (parse_prune(optarg, &ro)) return FT_EXIT_USAGE;
+            if (parse_prune(optarg, ro)) return FT_EXIT_USAGE;
             break;
         default:
             return ft_cli_fail(FT_EXIT_USAGE,
@@ -375,35 +897,24 @@ static int run(int argc, char **argv) {
                            "replay: which event log? (see `flaretune replay --help`)");
     if (optind + 1 < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "replay: unexpected argument '%s'", argv[optind + 1]);
-    const char *path = argv[optind];
-    ro.json = json;
-    ro.nseeds = nseeds;
-    ro.budget = budget;
-    ro.only = only;
-    ro.target = target;
-    /* The --log of `tune all` or a sweep names a family of logs (LOG.OP, ...): each is replayed. */
-    static char logs[MAX_FAMILY][FT_EVENTLOG_PATH_MAX];
-    int nlogs = ft_eventlog_family(path, logs, MAX_FAMILY);
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) nlogs = 1; /* the file itself, as named */
-    if (nlogs > MAX_FAMILY) nlogs = MAX_FAMILY;
-    if (nlogs == 0) {
-        if (stat(path, &sb) == 0)
-            return ft_cli_fail(FT_EXIT_FAIL, "replay: %s is not an event log (a directory?)", path);
-        return ft_cli_fail(FT_EXIT_FAIL, "replay: %s: no such event log, nor logs of a `tune all` "
-                                         "or sweep with that --log (%s.OP)", path, path);
-    }
+    return FT_EXIT_OK;
+}
+
+/* Each log in turn; one JSON document for all of them with --json. */
+static int replay_logs(const char *path, char (*logs)[FT_EVENTLOG_PATH_MAX], int nlogs,
+                       const replay_opts *ro, const ft_landscape *warm) {
     json_t *many = nlogs > 1 ? json_array() : NULL;
     for (int i = 0; i < nlogs; i++) {
         json_t *one = NULL;
-        if (!json && nlogs > 1) printf("%s== %s\n", i ? "\n" : "", logs[i]);
-        int code = replay_one(logs[i], &ro, &one);
+        if (!ro->json && nlogs > 1) printf("%s== %s\n", i ? "\n" : "", logs[i]);
+        int code = replay_one(logs[i], ro, warm, &one);
         if (code) {
             json_decref(many);
             return code;
         }
-        if (one && many) json_array_append_new(many, one);
-        else if (one) {
+        if (one && many) {
+            json_array_append_new(many, one);
+        } else if (one) {
             json_dumpf(one, stdout, JSON_INDENT(2));
             fputc('\n', stdout);
             json_decref(one);
@@ -416,6 +927,40 @@ static int run(int argc, char **argv) {
         json_decref(root);
     }
     return FT_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+    replay_opts ro;
+    int code = parse_args(argc, argv, &ro);
+    if (code) return code;
+    const char *path = argv[optind];
+    /* The --log of `tune all` or a sweep names a family of logs (LOG.OP, ...): each is replayed. */
+    static char logs[MAX_FAMILY][FT_EVENTLOG_PATH_MAX];
+    int nlogs = ft_eventlog_family(path, logs, MAX_FAMILY);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) nlogs = 1; /* the file itself, as named */
+    if (nlogs > MAX_FAMILY) nlogs = MAX_FAMILY;
+    if (nlogs == 0) {
+        if (stat(path, &sb) == 0)
+            return ft_cli_fail(FT_EXIT_FAIL, "replay: %s is not an event log (a directory?)", path);
+        return ft_cli_fail(FT_EXIT_FAIL,
+                           "replay: %s: no such event log, nor logs of a `tune all` "
+                           "or sweep with that --log (%s.OP)",
+                           path, path);
+    }
+    if (ro.export_path && nlogs > 1)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: --export writes one landscape, and %s names %d logs: name one",
+                           path, nlogs);
+    ft_landscape warm;
+    if (ro.warm) {
+        ft_err err = {0};
+        if (ft_landscape_load(ro.warm, &warm, &err))
+            return ft_cli_fail(ft_cli_exit_code(err.status), "replay: --warm: %s", err.msg);
+    }
+    code = replay_logs(path, logs, nlogs, &ro, ro.warm ? &warm : NULL);
+    if (ro.warm) ft_landscape_free(&warm);
+    return code;
 }
 
 const ft_cmd ft_cmd_replay = {
