@@ -333,6 +333,59 @@ static void test_batches(void) {
     FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_EINVAL, "a warm start without candidates");
 }
 
+/* Several targets in one replay: each as its own replay gives it, whatever the strategy, batch
+ * size, budget and warm start. */
+static void test_targets(void) {
+    problem p;
+    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
+    char path[512];
+    ft_err err = {0};
+    ft_landscape l;
+    confirm_plan cp;
+    temp_path(path, sizeof path);
+    write_chain(path, &p, &cp);
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    unlink(path);
+    if (err.status) return;
+    const double targets[4] = {0.5, 0.05, 0.0, 0.1};
+    const int first[2] = {7, 2};
+    int same = 1, runs = 0;
+    for (int k = 0; k < FT_STRAT_COUNT; k++)
+        for (int v = 0; v < 8; v++) {
+            ft_replay_opts o;
+            ft_replay_result all[4], one;
+            ft_replay_opts_default(&o);
+            o.kind = (ft_strategy_kind)k;
+            o.batch = v & 1 ? 3 : 1;
+            o.budget = v & 2 ? 10 : 0;
+            o.first = v & 4 ? first : NULL;
+            o.nfirst = v & 4 ? 2 : 0;
+            o.seed = (uint64_t)v + 1;
+            FT_CHECK(ft_replay_run_targets(&l, &o, targets, 4, all, &err) == FT_OK, "%s", err.msg);
+            for (int t = 0; t < 4; t++) {
+                o.target = targets[t];
+                FT_CHECK(ft_replay_run(&l, &o, &one, &err) == FT_OK, "%s", err.msg);
+                int eq = one.to_target == all[t].to_target &&
+                         one.evaluations == all[t].evaluations && one.rounds == all[t].rounds &&
+                         one.best == all[t].best &&
+                         (one.time_to_target == all[t].time_to_target ||
+                          (isnan(one.time_to_target) && isnan(all[t].time_to_target)));
+                if (!eq)
+                    FT_CHECK(0, "%s, variant %d, target %g: %d/%d/%d alone, %d/%d/%d together",
+                             ft_strategy_names[k], v, targets[t], one.to_target, one.evaluations,
+                             one.rounds, all[t].to_target, all[t].evaluations, all[t].rounds);
+                same &= eq;
+                runs++;
+            }
+        }
+    FT_CHECK(same && runs == FT_STRAT_COUNT * 8 * 4, "%d replays compared", runs);
+    ft_replay_opts o;
+    ft_replay_result r[1];
+    ft_replay_opts_default(&o);
+    FT_CHECK(ft_replay_run_targets(&l, &o, targets, 0, r, &err) == FT_EINVAL, "no target");
+    ft_landscape_free(&l);
+}
+
 /* A warm start proposes its `first` first, in order, cold or batched, whatever the strategy. */
 static void test_warm_first(void) {
     problem p;
@@ -536,6 +589,7 @@ static void test_export(void) {
 int main(void) {
     FT_RUN(test_load_costs);
     FT_RUN(test_batches);
+    FT_RUN(test_targets);
     FT_RUN(test_warm_first);
     FT_RUN(test_warm_landscape);
     FT_RUN(test_export);

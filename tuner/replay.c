@@ -551,77 +551,120 @@ void ft_replay_opts_default(ft_replay_opts *o) {
     o->batch = 1;
 }
 
-/* One proposal: checked, scored, its cost and score reported; *reached set when it brings the
- * best found within the target. */
-static ft_status replay_take(const ft_landscape *l, const ft_replay_opts *o, ft_strategy *st, int i,
-                             unsigned char *seen, ft_replay_result *r, double *spent, ft_err *err) {
-    if (i < 0 || i >= l->ncands || seen[i])
+/* A replay in progress. */
+typedef struct {
+    const ft_landscape *l;
+    const ft_replay_opts *o;
+    ft_strategy *st;
+    unsigned char *seen; /* proposed already */
+    int *out, k;         /* the batch */
+    int evaluations, rounds;
+    double best, spent; /* the best score found; the costs of the evaluations so far */
+} replay_state;
+
+/* One proposal: checked, scored, its cost and score reported; each target it brings the best
+ * found within noted in r. */
+static ft_status replay_take(replay_state *R, int i, const double *targets, int ntargets,
+                             ft_replay_result *r, ft_err *err) {
+    const ft_landscape *l = R->l;
+    if (i < 0 || i >= l->ncands || R->seen[i])
         return ft_err_set(err, FT_EINTERNAL, "strategy %s proposed candidate %d %s",
-                          ft_strategy_names[o->kind], i,
+                          ft_strategy_names[R->o->kind], i,
                           i < 0 || i >= l->ncands ? "out of range" : "twice");
-    seen[i] = 1;
-    r->evaluations++;
-    *spent += l->cost[i];
-    if (!isnan(l->cost[i])) ft_strategy_report_cost(st, i, l->cost[i]);
-    ft_strategy_report(st, i, l->score[i]);
-    if (l->score[i] < r->best) r->best = l->score[i];
-    if (r->to_target < 0 && ft_landscape_reaches(l, r->best, o->target)) {
-        r->to_target = r->evaluations;
-        r->time_to_target = *spent;
-    }
+    R->seen[i] = 1;
+    R->evaluations++;
+    R->spent += l->cost[i]; /* NaN from an unknown cost on */
+    if (!isnan(l->cost[i])) ft_strategy_report_cost(R->st, i, l->cost[i]);
+    ft_strategy_report(R->st, i, l->score[i]);
+    if (l->score[i] < R->best) R->best = l->score[i];
+    for (int t = 0; t < ntargets; t++)
+        if (r[t].to_target < 0 && ft_landscape_reaches(l, R->best, targets[t])) {
+            r[t].to_target = R->evaluations;
+            r[t].time_to_target = R->spent;
+        }
     return FT_OK;
+}
+
+/* Where a replay that stops now leaves r. */
+static void replay_stop(const replay_state *R, ft_replay_result *r) {
+    r->evaluations = R->evaluations;
+    r->rounds = R->rounds;
+    r->best = R->best;
+}
+
+/* The next batch, into R->out: how many (0: nothing more to propose). */
+static ft_status replay_ask(replay_state *R, int *n, ft_err *err) {
+    const ft_replay_opts *o = R->o;
+    int want =
+        o->budget > 0 && o->budget - R->evaluations < R->k ? o->budget - R->evaluations : R->k;
+    if (R->k == 1) {
+        R->out[0] = ft_strategy_next(R->st);
+        *n = R->out[0] >= 0;
+    } else {
+        *n = ft_strategy_next_batch(R->st, want, R->out);
+    }
+    if (*n > want)
+        return ft_err_set(err, FT_EINTERNAL, "strategy %s proposed %d candidates for a batch of %d",
+                          ft_strategy_names[o->kind], *n, want);
+    return FT_OK;
+}
+
+static int opts_ok(const ft_replay_opts *o, const double *targets, int ntargets) {
+    int ok = (int)o->kind >= 0 && o->kind < FT_STRAT_COUNT && o->batch >= 1 && o->budget >= 0 &&
+             o->nfirst >= 0 && (!o->nfirst || o->first) && ntargets >= 1 && targets;
+    for (int t = 0; ok && t < ntargets; t++)
+        ok = targets[t] >= 0;
+    return ok;
+}
+
+ft_status ft_replay_run_targets(const ft_landscape *l, const ft_replay_opts *o,
+                                const double *targets, int ntargets, ft_replay_result *r,
+                                ft_err *err) {
+    for (int t = 0; t < ntargets; t++)
+        r[t] = (ft_replay_result){.to_target = -1, .best = INFINITY, .time_to_target = NAN};
+    if (!opts_ok(o, targets, ntargets))
+        return ft_err_set(err, FT_EINVAL, "replay options out of range");
+    replay_state R = {.l = l, .o = o, .best = INFINITY};
+    R.k = o->batch < l->ncands ? o->batch : l->ncands;
+    R.st = ft_strategy_new_opts(o->kind, &l->space, l->cands, l->ncands, o->seed, o->strategy);
+    R.seen = calloc((size_t)l->ncands, 1);
+    R.out = malloc((size_t)R.k * sizeof *R.out);
+    ft_status s = FT_OK;
+    if (!R.st || !R.seen || !R.out) {
+        s = ft_err_set(err, R.st || !o->strategy ? FT_ENOMEM : FT_EINVAL, "%s",
+                       R.st || !o->strategy ? "out of memory" : "strategy options out of range");
+        goto done;
+    }
+    if ((o->nfirst || o->prior) && ft_strategy_warm(R.st, o->first, o->nfirst, o->prior)) {
+        s = ft_err_set(err, FT_EINVAL, "warm start: a first candidate is out of range");
+        goto done;
+    }
+    /* One replay for every target: each stops after the batch that reached it, as a replay for
+     * that target alone would (the proposals do not depend on the target). */
+    int open = ntargets, n;
+    while (open > 0 && (o->budget <= 0 || R.evaluations < o->budget)) {
+        if ((s = replay_ask(&R, &n, err)) || n <= 0) break;
+        R.rounds++;
+        for (int j = 0; j < n; j++)
+            if ((s = replay_take(&R, R.out[j], targets, ntargets, r, err))) goto done;
+        for (int t = 0; t < ntargets; t++)
+            if (r[t].to_target >= 0 && r[t].rounds == 0) {
+                replay_stop(&R, &r[t]);
+                open--;
+            }
+    }
+    for (int t = 0; t < ntargets; t++)
+        if (r[t].rounds == 0) replay_stop(&R, &r[t]);
+done:
+    free(R.out);
+    free(R.seen);
+    ft_strategy_free(R.st);
+    return s;
 }
 
 ft_status ft_replay_run(const ft_landscape *l, const ft_replay_opts *o, ft_replay_result *r,
                         ft_err *err) {
-    r->to_target = -1;
-    r->evaluations = r->rounds = 0;
-    r->best = INFINITY;
-    r->time_to_target = NAN;
-    if ((int)o->kind < 0 || o->kind >= FT_STRAT_COUNT || o->batch < 1 || o->budget < 0 ||
-        o->nfirst < 0 || (o->nfirst && !o->first) || !(o->target >= 0))
-        return ft_err_set(err, FT_EINVAL, "replay options out of range");
-    int k = o->batch < l->ncands ? o->batch : l->ncands;
-    ft_strategy *st =
-        ft_strategy_new_opts(o->kind, &l->space, l->cands, l->ncands, o->seed, o->strategy);
-    unsigned char *seen = calloc((size_t)l->ncands, 1);
-    int *out = malloc((size_t)k * sizeof *out);
-    ft_status s = FT_OK;
-    double spent = 0;
-    if (!st || !seen || !out) {
-        s = st || !o->strategy ? ft_err_set(err, FT_ENOMEM, "out of memory")
-                               : ft_err_set(err, FT_EINVAL, "strategy options out of range");
-        goto done;
-    }
-    if ((o->nfirst || o->prior) && ft_strategy_warm(st, o->first, o->nfirst, o->prior)) {
-        s = ft_err_set(err, FT_EINVAL, "warm start: a first candidate is out of range");
-        goto done;
-    }
-    while (r->to_target < 0 && (o->budget <= 0 || r->evaluations < o->budget)) {
-        int want = o->budget > 0 && o->budget - r->evaluations < k ? o->budget - r->evaluations : k;
-        int n;
-        if (k == 1) {
-            out[0] = ft_strategy_next(st);
-            n = out[0] >= 0;
-        } else {
-            n = ft_strategy_next_batch(st, want, out);
-        }
-        if (n <= 0) break;
-        if (n > want) {
-            s = ft_err_set(err, FT_EINTERNAL,
-                           "strategy %s proposed %d candidates for a batch of %d",
-                           ft_strategy_names[o->kind], n, want);
-            goto done;
-        }
-        r->rounds++;
-        for (int j = 0; j < n; j++)
-            if ((s = replay_take(l, o, st, out[j], seen, r, &spent, err))) goto done;
-    }
-done:
-    free(out);
-    free(seen);
-    ft_strategy_free(st);
-    return s;
+    return ft_replay_run_targets(l, o, &o->target, 1, r, err);
 }
 
 /* ---- predicted time ------------------------------------------------------------------------ */

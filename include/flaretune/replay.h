@@ -140,6 +140,12 @@ typedef struct ft_replay_result {
  * twice or out of range: FT_EINTERNAL). */
 ft_status ft_replay_run(const ft_landscape *l, const ft_replay_opts *o, ft_replay_result *r,
                         ft_err *err);
+/* The same for each of targets[0..ntargets) in one replay (o->target unused): r[t] is what
+ * ft_replay_run gives for targets[t] (the proposals do not depend on the target, so a replay for
+ * the tightest passes every looser one on its way), for the cost of the longest of them. */
+ft_status ft_replay_run_targets(const ft_landscape *l, const ft_replay_opts *o,
+                                const double *targets, int ntargets, ft_replay_result *r,
+                                ft_err *err);
 
 /* ---- predicted time ------------------------------------------------------------------------
  * A tuning run with a prediction (tune --predict) measures the exhaustive strategy's

@@ -340,13 +340,13 @@ static int cell_alloc(cell *c, int nseeds) {
     return c->evals && c->time;
 }
 
-/* One strategy at one batch size and target over the seeds, cold or warm. Returns an exit code. */
-static int replay_cell(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
-                       const row *r, int target, int warm, cell *c) {
+/* One strategy at one batch size over the seeds, cold or warm: a cell per target, from one
+ * replay per seed. Returns an exit code. */
+static int replay_cells(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
+                        const row *r, int warm, cell *cells) {
     ft_replay_opts o;
     ft_replay_opts_default(&o);
     o.kind = (ft_strategy_kind)r->kind;
-    o.target = ro->targets[target];
     o.budget = t->budget;
     o.batch = r->batch;
     if (warm) {
@@ -354,16 +354,22 @@ static int replay_cell(const ft_landscape *l, const replay_opts *ro, const repla
         o.nfirst = t->warm.nfirst;
         o.prior = t->warm.prior;
     }
-    if (!cell_alloc(c, ro->nseeds)) return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
+    for (int i = 0; i < ro->ntargets; i++)
+        if (!cell_alloc(&cells[i], ro->nseeds))
+            return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
     for (int s = 0; s < ro->nseeds; s++) {
         ft_err err = {0};
-        ft_replay_result res;
+        ft_replay_result res[MAX_TARGETS];
         o.seed = (uint64_t)s + 1;
-        if (ft_replay_run(l, &o, &res, &err)) return ft_cli_fail_err(&err);
-        c->evals[s] = res.to_target;
-        c->time[s] = res.time_to_target;
+        if (ft_replay_run_targets(l, &o, ro->targets, ro->ntargets, res, &err))
+            return ft_cli_fail_err(&err);
+        for (int i = 0; i < ro->ntargets; i++) {
+            cells[i].evals[s] = res[i].to_target;
+            cells[i].time[s] = res[i].time_to_target;
+        }
     }
-    summarise(c, ro->nseeds, t->quarter);
+    for (int i = 0; i < ro->ntargets; i++)
+        summarise(&cells[i], ro->nseeds, t->quarter);
     return FT_EXIT_OK;
 }
 
@@ -381,11 +387,9 @@ static int replay_strategies(const ft_landscape *l, const replay_opts *ro, repla
             row *r = &t->rows[t->nrows++];
             r->kind = k;
             r->batch = ro->batches[b];
-            for (int i = 0; i < ro->ntargets; i++) {
-                int code = replay_cell(l, ro, t, r, i, 0, &r->cold[i]);
-                if (!code && t->warm.from) code = replay_cell(l, ro, t, r, i, 1, &r->warm[i]);
-                if (code) return code;
-            }
+            int code = replay_cells(l, ro, t, r, 0, r->cold);
+            if (!code && t->warm.from) code = replay_cells(l, ro, t, r, 1, r->warm);
+            if (code) return code;
         }
     }
     /* The best non-exhaustive strategy by median (unreached medians last). */
