@@ -6,19 +6,19 @@
  * ft_landscape_from_events (tuner/replay.c: the last run_start's op, backend, dims, attrs and
  * default, the resumed runs' key chain, every candidate event's config, stats and times, the
  * last confirm event's configs and stats) and, on a landscape that loaded, its JSON export and a
- * short replay of every strategy, one by one, in batches and warm-started from its own best;
- * ft_trace_from_events
- * (traces/trace_export.c); and the dashboard's model (tui/: ft_tui_model_apply on every event,
- * the view and every cell of every row, as `flaretune top LOG` shows them).
+ * short replay of every strategy: one by one, in batches, warm-started from its own best, and
+ * for two targets at once; ft_trace_from_events (traces/trace_export.c); and the dashboard's
+ * model (tui/: ft_tui_model_apply on every event, the view and every cell of every row, as
+ * `flaretune top LOG` shows them).
  *
  * A finding, besides a sanitizer report, a leak or a timeout: a failure without its status and
  * message in ft_err; a read that returns something other than one object with a string "event"
  * per complete non-blank line (plus the last line when it parses), or says "torn" of a log
  * whose last line is complete; a landscape whose optimum, scores, costs or counts are
  * inconsistent, or whose export is not a JSON object of its format; a strategy that breaks its
- * contract (FT_EINTERNAL) or reports a best the landscape lacks or a time to the target that
- * is not the sum of costs it could be; a
- * trace that is not a {"traceEvents": [...]} object or does not encode.
+ * contract (FT_EINTERNAL) or reports a best the landscape lacks; a replay whose time to the
+ * target is negative, or whose result for a target changes when it shares the replay with
+ * another; a trace that is not a {"traceEvents": [...]} object or does not encode.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -130,6 +130,16 @@ static void check_replay(const ft_landscape *l, const ft_replay_opts *o) {
     FUZZ_CHECK(r.to_target < 0 ? isnan(r.time_to_target)
                                : isnan(r.time_to_target) || r.time_to_target >= 0,
                "%s: %g s to the target at %d", name, r.time_to_target, r.to_target);
+    /* The same target among others in one replay: the same result. */
+    const double targets[2] = {0.0, o->target};
+    ft_replay_result two[2];
+    s = ft_replay_run_targets(l, o, targets, 2, two, &err);
+    fuzz_check_err(s, &err, "ft_replay_run_targets");
+    FUZZ_CHECK(s == FT_OK && two[1].to_target == r.to_target &&
+                   two[1].evaluations == r.evaluations && two[1].rounds == r.rounds &&
+                   two[0].evaluations >= r.evaluations,
+               "%s: %d of %d alone, %d of %d with target 0 (%d)", name, r.to_target, r.evaluations,
+               two[1].to_target, two[1].evaluations, two[0].evaluations);
 }
 
 static void check_replays(const ft_landscape *l) {
