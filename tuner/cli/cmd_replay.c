@@ -767,11 +767,11 @@ static void warm_text(const ft_landscape *l, const replay_opts *ro, const replay
             if (c->median >= 0) snprintf(cm, sizeof cm, "%.1f", c->median);
             if (h->median >= 0) snprintf(hm, sizeof hm, "%.1f", h->median);
             if (c->median > 0 && h->median >= 0)
-                snprintf(sv, sizeof sv, "%.0f%%", 100 * saving(c->median, h->median));
+                snprintf(sv, sizeof sv, "%ld%%", lround(100 * saving(c->median, h->median)));
             fmt_time(c->median_time, ct, sizeof ct);
             fmt_time(h->median_time, ht, sizeof ht);
             double ts = saving(c->median_time, h->median_time);
-            if (!isnan(ts)) snprintf(st, sizeof st, "%.0f%%", 100 * ts);
+            if (!isnan(ts)) snprintf(st, sizeof st, "%ld%%", lround(100 * ts));
             printf(" ");
             put_col(cm, 6);
             put_col(hm, 6);
