@@ -56,11 +56,15 @@ typedef struct ft_landscape {
     double *ci_rel;
     double noise_ci_rel;
     /* The confirmation (the chain's last `confirm` event): the configs it names score their
-     * confirmed medians, so the optimum is judged by a side-by-side re-measurement rather than
-     * a lucky sample. nconfirmed: candidates confirmed; confirm_samples[c] the samples of c's
-     * re-measurement (0: not confirmed; -1: confirmed, the event does not say how often). */
+     * confirmed medians scaled to the search's footing (the interleaved round is slower:
+     * confirm_ratio, the median over them of confirmed / search median; NaN without a
+     * confirmation), so the optimum is judged by a side-by-side re-measurement rather than a
+     * lucky sample. The default, named only as the baseline, keeps its search median.
+     * nconfirmed: candidates confirmed; confirm_samples[c] the samples of c's re-measurement
+     * (0: not confirmed; -1: confirmed, the event does not say how often). */
     int nconfirmed;
     int *confirm_samples;
+    double confirm_ratio;
 } ft_landscape;
 
 /* Load the landscape of the last run of the event log at `path` (and of the earlier runs with

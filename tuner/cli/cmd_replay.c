@@ -548,6 +548,7 @@ static json_t *replay_json(const char *path, const ft_landscape *l, const replay
                         l->confirm_samples[l->best] > 0 ? json_integer(l->confirm_samples[l->best])
                                                         : json_null());
     json_object_set_new(root, "confirmed", json_integer(l->nconfirmed));
+    json_object_set_new(root, "confirm_ratio", ft_json_number(l->confirm_ratio));
     json_object_set_new(root, "noise",
                         json_pack("{s:o}", "median_ci_rel", ft_json_number(l->noise_ci_rel)));
     json_object_set_new(root, "cost",
@@ -625,8 +626,8 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
                  l->confirm_samples[l->best], l->confirm_samples[l->best] == 1 ? "" : "s");
     if (l->confirm_samples[l->best])
         printf("optimum    confirmed: its median over %s at the end of the run (%d candidate%s "
-               "confirmed)\n",
-               times, l->nconfirmed, l->nconfirmed == 1 ? "" : "s");
+               "confirmed; that round ran %.2fx the search's medians and is scaled back)\n",
+               times, l->nconfirmed, l->nconfirmed == 1 ? "" : "s", l->confirm_ratio);
     else if (l->nconfirmed)
         printf("optimum    not among the %d candidate%s the run confirmed (their confirmed medians "
                "are slower): its search median\n",
