@@ -14,46 +14,11 @@
 #include "flaretune/op_json.h"
 #include "flaretune/replay.h"
 #include "flaretune/strategy.h"
+#include "ft_problem.h"
 #include "ft_test.h"
 
-/* A problem of a real op on the cpu backend, sized from a preset (no tensors). */
-typedef struct {
-    const ft_op *op;
-    const ft_backend *be;
-    ft_call call;
-    ft_space space; /* resolved for a 4-core machine, as the log says */
-    ft_param params[FT_MAX_PARAMS];
-    ft_config cands[512];
-    int n;
-    char preset[64];
-} problem;
-
 static int make_problem(problem *p, const char *opname, const char *preset) {
-    ft_err err = {0};
-    memset(p, 0, sizeof *p);
-    p->op = ft_op_find(opname, &err);
-    if (!p->op || ft_backend_resolve("cpu", p->op, &p->be, &err)) {
-        FT_CHECK(0, "cpu backend for %s: %s", opname, err.msg);
-        return 0;
-    }
-    snprintf(p->preset, sizeof p->preset, "%s", preset);
-    ft_call_init(&p->call, p->op);
-    if (p->op->from_preset(&p->call, ft_preset_find(preset), &err)) {
-        FT_CHECK(0, "%s", err.msg);
-        return 0;
-    }
-    ft_call_resolve_backward(&p->call);
-    p->space = *p->be->space(p->op);
-    memcpy(p->params, p->space.params, (size_t)p->space.nparams * sizeof *p->params);
-    p->space.params = p->params;
-    ft_space_resolve(&p->space, 4);
-    for (int64_t k = 0; k < ft_space_size(&p->space) && p->n < 512; k++) {
-        ft_config cfg;
-        ft_space_config_at(&p->space, k, &cfg);
-        if (ft_space_valid(&p->space, &p->call, &cfg, NULL, 0)) p->cands[p->n++] = cfg;
-    }
-    FT_CHECK(p->n >= 8, "%s at %s: %d candidates", opname, preset, p->n);
-    return p->n >= 8;
+    return make_problem_min(p, opname, preset, 8);
 }
 
 /* What candidate i scored, cost and how noisy it was, in the hand-made logs. */
@@ -168,19 +133,26 @@ static double sum_costs(int n) {
     return t;
 }
 
+/* The chain of write_chain for kvproj at small.dflare.train, loaded into l (path: its log, kept
+ * for the caller). 0 when it could not be made or loaded (a failed check says why). */
+static int load_chain(problem *p, ft_landscape *l, confirm_plan *cp, char *path, size_t n) {
+    ft_err err = {0};
+    if (!make_problem(p, "attention.kvproj", "small.dflare.train")) return 0;
+    temp_path(path, n);
+    write_chain(path, p, cp);
+    FT_CHECK(ft_landscape_load(path, l, &err) == FT_OK, "%s", err.msg);
+    return err.status == FT_OK;
+}
+
 /* Costs, ci_rel and noise read; the optimum replaced by the confirmed median; the exhaustive
  * replay's time to the target exactly the sum of the costs in space order. */
 static void test_load_costs(void) {
     problem p;
-    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
     char path[512];
     ft_err err = {0};
     ft_landscape l;
     confirm_plan cp;
-    temp_path(path, sizeof path);
-    write_chain(path, &p, &cp);
-    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
-    if (err.status) return;
+    if (!load_chain(&p, &l, &cp, path, sizeof path)) return;
     FT_CHECK(l.ncands == p.n && l.nruns == 2 && l.nrejected == 1, "%d candidates, %d runs",
              l.ncands, l.nruns);
     int costs = 1, cis = 1;
@@ -358,16 +330,13 @@ static void test_batches(void) {
  * size, budget and warm start. */
 static void test_targets(void) {
     problem p;
-    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
     char path[512];
     ft_err err = {0};
     ft_landscape l;
     confirm_plan cp;
-    temp_path(path, sizeof path);
-    write_chain(path, &p, &cp);
-    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    int ok = load_chain(&p, &l, &cp, path, sizeof path);
     unlink(path);
-    if (err.status) return;
+    if (!ok) return;
     const double targets[4] = {0.5, 0.05, 0.0, 0.1};
     const int first[2] = {7, 2};
     int same = 1, runs = 0;
@@ -533,16 +502,12 @@ static int same_number(const json_t *j, double v) {
 /* --export: the file parses back into the landscape (format flaretune-landscape/1). */
 static void test_export(void) {
     problem p;
-    if (!make_problem(&p, "attention.kvproj", "small.dflare.train")) return;
     char path[512], out[600];
     ft_err err = {0};
     ft_landscape l;
     confirm_plan cp;
-    temp_path(path, sizeof path);
-    write_chain(path, &p, &cp);
+    if (!load_chain(&p, &l, &cp, path, sizeof path)) return;
     snprintf(out, sizeof out, "%s.landscape.json", path);
-    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
-    if (err.status) return;
     FT_CHECK(ft_landscape_export(&l, path, out, &err) == FT_OK, "%s", err.msg);
     json_error_t jerr;
     json_t *doc = json_load_file(out, 0, &jerr);

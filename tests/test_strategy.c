@@ -13,6 +13,7 @@
 #include "flaretune/op_json.h"
 #include "flaretune/replay.h"
 #include "flaretune/strategy.h"
+#include "ft_problem.h"
 #include "ft_test.h"
 
 /* ---- a synthetic space --------------------------------------------------------------------- */
@@ -496,44 +497,8 @@ static void test_quality(void) {
 
 /* ---- replay: landscapes from event logs ---------------------------------------------------- */
 
-/* A problem of a real op on the cpu backend, sized from a preset (no tensors). */
-typedef struct {
-    const ft_op *op;
-    const ft_backend *be;
-    ft_call call;
-    ft_space space; /* resolved for a 4-core machine, as the log says */
-    ft_param params[FT_MAX_PARAMS];
-    ft_config cands[512];
-    int n;
-    char preset[64];
-} problem;
-
 static int make_problem(problem *p, const char *opname, const char *preset) {
-    ft_err err = {0};
-    memset(p, 0, sizeof *p);
-    p->op = ft_op_find(opname, &err);
-    FT_CHECK(p->op != NULL, "%s", err.msg);
-    if (!p->op || ft_backend_resolve("cpu", p->op, &p->be, &err)) {
-        FT_CHECK(0, "cpu backend for %s: %s", opname, err.msg);
-        return 0;
-    }
-    snprintf(p->preset, sizeof p->preset, "%s", preset);
-    ft_call_init(&p->call, p->op);
-    if (p->op->from_preset(&p->call, ft_preset_find(preset), &err)) {
-        FT_CHECK(0, "%s", err.msg);
-        return 0;
-    }
-    ft_call_resolve_backward(&p->call);
-    p->space = *p->be->space(p->op);
-    memcpy(p->params, p->space.params, (size_t)p->space.nparams * sizeof *p->params);
-    p->space.params = p->params;
-    ft_space_resolve(&p->space, 4);
-    for (int64_t k = 0; k < ft_space_size(&p->space) && p->n < 512; k++) {
-        ft_config cfg;
-        ft_space_config_at(&p->space, k, &cfg);
-        if (ft_space_valid(&p->space, &p->call, &cfg, NULL, 0)) p->cands[p->n++] = cfg;
-    }
-    return p->n > 1;
+    return make_problem_min(p, opname, preset, 2);
 }
 
 static double fake_score(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
