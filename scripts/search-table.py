@@ -5,7 +5,8 @@
 
 REPLAY.json: `flaretune replay LOG --target 5%,1% --batch 1,4,16 --json` for one landscape (an
 object, or the `logs` array of a family). KT.json: `scripts/kt-compare.py --json` for the same
-landscapes (matched by op, preset and dims). Prints, per landscape, the default strategy's
+landscapes (matched by op, preset and dims); given several for one landscape (its contenders
+run again over more seeds), each strategy counts from the run with the most seeds. Prints, per landscape, the default strategy's
 median evaluations and wall time to 5% and 1% of the confirmed optimum, its success within a
 quarter of the space, the other flaretune strategies, and Kernel Tuner's best strategy at each
 target on that landscape; then whether the goal holds:
@@ -80,7 +81,19 @@ def main():
     a = ap.parse_args()
     exclude = [x for x in a.exclude.split(",") if x]
     reps = [r for p in a.replay for r in landscapes(load(p))]
-    kts = {key(k): k for p in a.kt for k in [load(p)]}
+    # Several Kernel Tuner runs of one landscape (a run of the contenders over more seeds):
+    # each strategy from the run with the most seeds.
+    kts = {}
+    for path in a.kt:
+        k = load(path)
+        have = kts.setdefault(key(k), k)
+        if have is k:
+            continue
+        by = {s["name"]: s for s in have["strategies"]}
+        for s in k["strategies"]:
+            if s["name"] not in by or s["seeds"] > by[s["name"]]["seeds"]:
+                by[s["name"]] = s
+        have["strategies"] = list(by.values())
     lines, checks, out = [], [], []
     lines.append("| landscape (valid, noise) | target | flaretune `bayes` (default): evaluations, time, in 25% | "
                  "anneal | evolve | bayes, batch 4 | Kernel Tuner's best there | goal |")
@@ -109,8 +122,10 @@ def main():
                         and d["median_time_s"] <= factor * kt_t["time"]["median"])
                 goal.append(("evaluations", ok_e))
                 goal.append(("time", ok_t))
+                kseed = next(x["seeds"] for x in kt["strategies"] if x["name"] == kname)
                 ktxt = (f"{kname}: {fmt(kt_t['evals']['median'])}, "
-                        f"{fmt(kt_t['time']['median'], 2)} s, {100 * kt_t['within_quarter']:.0f}%")
+                        f"{fmt(kt_t['time']['median'], 2)} s, {100 * kt_t['within_quarter']:.0f}% "
+                        f"({kseed} seeds)")
             else:
                 ktxt = "-"
             if raw and best and raw[0] != best[0]:
@@ -132,7 +147,7 @@ def main():
                 "time_s": best[1]["time"]["median"]}, "goal": dict(goal)})
         out.append(rec)
     seeds = {s["seeds"] for r in reps for s in r["strategies"]}
-    kseeds = {k["seeds"] for k in kts.values()}
+    kseeds = {s["seeds"] for k in kts.values() for s in k["strategies"]}
     lines.append("")
     lines.append(f"flaretune: median over {', '.join(map(str, sorted(seeds)))} seeds; Kernel Tuner "
                  f"{next(iter(kts.values()))['kernel_tuner'] if kts else '-'}: median over "
