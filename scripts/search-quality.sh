@@ -115,5 +115,5 @@ fi
 
 echo "\$ scripts/search-table.py ... (the table: $out/search-quality.md)"
 python3 "$(dirname "${BASH_SOURCE[0]}")/search-table.py" "${replays[@]}" \
-    ${kts[@]+--kt "${kts[@]}"} --exclude "${KT_EXCLUDE-diff_evo}" \
+    ${kts[@]+--kt "${kts[@]}"} --exclude "${KT_EXCLUDE-}" \
     --markdown "$out/search-quality.md" --json "$out/search-quality.json"
