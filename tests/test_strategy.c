@@ -875,6 +875,24 @@ static void test_converged(void) {
                  ft_strategy_names[k]);
         ft_strategy_free(st);
     }
+    /* scores no measurement gives (0, negative, huge) do not break a model: each candidate is
+     * still proposed exactly once */
+    for (int k = 0; k < FT_STRAT_COUNT; k++) {
+        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 6);
+        static unsigned char seen[MAXC];
+        memset(seen, 0, sizeof seen);
+        int i, n = 0, bad = 0;
+        while ((i = ft_strategy_next(st)) >= 0) {
+            bad += i >= ncands || seen[i];
+            if (i < ncands) seen[i] = 1;
+            double f = n % 5 == 0 ? 0.0 : n % 5 == 1 ? -1.0 : n % 5 == 2 ? 1e300 : interact(&cands[i]);
+            ft_strategy_report(st, i, f);
+            n++;
+        }
+        FT_CHECK(bad == 0 && n == ncands, "%s with odd scores: %d proposals of %d, %d bad",
+                 ft_strategy_names[k], n, ncands, bad);
+        ft_strategy_free(st);
+    }
     /* costs are taken (and bad ones ignored) by every strategy without changing a proposal
      * when it does not weigh them */
     for (int k = 0; k < FT_STRAT_COUNT; k++) {

@@ -98,6 +98,12 @@ typedef struct {
     double *tables; /* storage of F */
 } bayes_state;
 
+/* The log of a finite score; a score at or below zero (which no measurement gives, but a
+ * caller may report) counts as the smallest positive one rather than poisoning the model. */
+static double lscore(const ft_strategy *st, int c) {
+    return log(st->score[c] > 1e-300 ? st->score[c] : 1e-300);
+}
+
 static double phi(double z) { return 0.3989422804014327 * exp(-0.5 * z * z); }
 static double Phi(double z) { return 0.5 * erfc(-z * 0.7071067811865476); }
 
@@ -169,7 +175,7 @@ static double factor(const ft_strategy *st, bayes_state *b) {
 static int build_training(ft_strategy *st, bayes_state *b) {
     double worst = -INFINITY;
     for (int j = 0; j < st->nfin; j++) {
-        double l = log(st->score[st->fin[j]]);
+        double l = lscore(st, st->fin[j]);
         if (l > worst) worst = l;
     }
     int n = 0;
@@ -178,7 +184,7 @@ static int build_training(ft_strategy *st, bayes_state *b) {
     if (st->nfin <= MAX_TRAIN) {
         for (int j = 0; j < st->nfin; j++) {
             b->idx[n] = st->fin[j];
-            b->y[n++] = log(st->score[st->fin[j]]);
+            b->y[n++] = lscore(st, st->fin[j]);
         }
     } else {
         int *order = st->scratch;
@@ -193,7 +199,7 @@ static int build_training(ft_strategy *st, bayes_state *b) {
             order[j] = order[m];
             order[m] = t;
             b->idx[n] = order[j];
-            b->y[n++] = log(st->score[order[j]]);
+            b->y[n++] = lscore(st, order[j]);
         }
     }
     /* rejected ones (a few: they mark corners) and pending ones */
@@ -332,7 +338,7 @@ static void acquire(ft_strategy *st, bayes_state *b) {
     }
     double best = INFINITY;
     for (int j = 0; j < st->nfin; j++) {
-        double l = log(st->score[st->fin[j]]);
+        double l = lscore(st, st->fin[j]);
         if (l < best) best = l;
     }
     int n = b->n;
