@@ -237,7 +237,7 @@ def test_top_follow(tmp, logs):
         time.sleep(0.5)
         assert_layout(p, "shrunk with the detail")
         p.resize(120, 40)
-        s = p.wait_for(r"top configs", "the detail beside the plot at 120x40")
+        s = p.wait_for(r"latency", "the detail beside the plot at 120x40")
         check(s and re.search(r"latency", s) and re.search(r"top configs", s),
               "plot and detail side by side", s)
         assert_layout(p, "grown")

@@ -15,7 +15,8 @@
  * Inference is exact: spaces have hundreds to a few thousand candidates and a search is over
  * within a few dozen results, so the Cholesky factor of the results' kernel matrix costs
  * little. The training set is capped (the best `MAX_TRAIN` results); past that many results
- * the acquisition is refreshed less often (a search that far in is a sweep).
+ * the acquisition is refreshed less often, and past twice that many the rest is swept in the
+ * order of the last posterior mean (a search that far in is a sweep).
  *
  * The next candidate maximises the expected improvement over the best known score (minimising:
  * E[max(0, best - y - xi)] under the posterior), in log units, so it reads as a relative
@@ -469,7 +470,14 @@ static int bayes_next(ft_strategy *st) {
                 best = c;
         return ft_grid_propose(st, best >= 0 ? best : spread_pick(st));
     }
-    /* Late in a long search, refresh the acquisition only every few proposals. */
+    /* Late in a long search, refresh the acquisition only every few proposals, and past twice
+     * the training set not at all: what is left is a sweep, in the order of the last mean. */
+    if (st->ntaken >= 2 * MAX_TRAIN && b->ei_at >= 0) {
+        int best = -1;
+        for (int c = 0; c < st->nc; c++)
+            if (!st->taken[c] && (best < 0 || b->mu[c] < b->mu[best])) best = c;
+        return ft_grid_propose(st, best);
+    }
     int every = st->ntaken < MAX_TRAIN ? 1 : st->ntaken / 4;
     if (b->ei_at < 0 || st->ntaken - b->ei_at >= every || b->ei_at > st->ntaken) acquire(st, b);
     if (b->ei_at < 0) return ft_grid_propose(st, spread_pick(st));
