@@ -216,6 +216,28 @@ static int build_training(ft_strategy *st, bayes_state *b) {
     return b->n = n;
 }
 
+/* A least-squares line y ~ a + slope * x, from its running sums (the prior's line in fit_prior,
+ * the cost's in weigh_cost). */
+typedef struct {
+    double sx, sy, sxx, sxy;
+    int m;
+} line_fit;
+
+static void line_add(line_fit *f, double x, double y) {
+    f->sx += x;
+    f->sy += y;
+    f->sxx += x * x;
+    f->sxy += x * y;
+    f->m++;
+}
+
+/* The slope; `flat` when the x values do not spread (or there are none). */
+static double line_slope(const line_fit *f, double flat) {
+    if (f->m == 0) return flat;
+    double mx = f->sx / f->m, my = f->sy / f->m, vx = f->sxx / f->m - mx * mx;
+    return vx > 1e-12 ? (f->sxy / f->m - mx * my) / vx : flat;
+}
+
 static double prior_log(const ft_strategy *st, int c) {
     return st->prior && st->prior[c] > 0 && isfinite(st->prior[c]) ? log(st->prior[c]) : NAN;
 }
@@ -226,23 +248,17 @@ static void fit_prior(const ft_strategy *st, bayes_state *b, double fill) {
     b->pa = 0;
     b->pb = 0;
     if (!st->prior) return;
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int m = 0;
+    line_fit f = {0};
     for (int i = 0; i < b->n; i++) {
         double x = prior_log(st, b->idx[i]);
-        if (isnan(x)) x = fill;
-        sx += x;
-        sy += b->y[i];
-        sxx += x * x;
-        sxy += x * b->y[i];
-        m++;
+        line_add(&f, isnan(x) ? fill : x, b->y[i]);
     }
+    int m = f.m;
     if (m == 0) {
         b->pb = 1;
         return;
     }
-    double mx = sx / m, my = sy / m, vx = sxx / m - mx * mx, cxy = sxy / m - mx * my;
-    b->pb = m >= 3 && vx > 1e-12 ? cxy / vx : 1;
+    b->pb = m >= 3 ? line_slope(&f, 1) : 1;
     if (b->pb < 0) b->pb = 0;
     if (b->pb > 1.5) b->pb = 1.5;
     /* Shrunk toward no slope: the prior's ranking breaks ties where the results say little,
@@ -252,7 +268,7 @@ static void fit_prior(const ft_strategy *st, bayes_state *b, double fill) {
      * and 66 to 1% in all, against 56 and 63 cold; shrunk by m / (m + 40), 33 and 43. Without
      * the slope at all, 68 and 89: a little of the prior's ranking is what helps most. */
     b->pb *= (double)m / (m + PRIOR_SHRINK);
-    b->pa = my - b->pb * mx;
+    b->pa = f.sy / m - b->pb * (f.sx / m);
 }
 
 /* The mean of the prior's log over the candidates that have one (what one without gets). */
@@ -379,22 +395,14 @@ static void acquire(ft_strategy *st, bayes_state *b) {
 /* Weighs each expected improvement by the candidate's expected cost (cost_weight > 0): log
  * cost as a line in the model's mean log score, fitted to the candidates whose cost is known. */
 static void weigh_cost(const ft_strategy *st, bayes_state *b, double *w) {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int m = 0;
-    for (int c = 0; c < st->nc; c++)
-        if (st->known[c] && st->cost[c] > 0) {
-            double x = b->mu[c], y = log(st->cost[c]);
-            sx += x;
-            sy += y;
-            sxx += x * x;
-            sxy += x * y;
-            m++;
-        }
     for (int c = 0; c < st->nc; c++)
         w[c] = b->ei[c];
-    if (m < 3 || b->o.cost_weight <= 0) return;
-    double mx = sx / m, my = sy / m, vx = sxx / m - mx * mx;
-    double slope = vx > 1e-12 ? (sxy / m - mx * my) / vx : 0;
+    if (b->o.cost_weight <= 0) return;
+    line_fit f = {0};
+    for (int c = 0; c < st->nc; c++)
+        if (st->known[c] && st->cost[c] > 0) line_add(&f, b->mu[c], log(st->cost[c]));
+    if (f.m < 3) return;
+    double slope = line_slope(&f, 0), mx = f.sx / f.m;
     for (int c = 0; c < st->nc; c++)
         if (w[c] > 0) w[c] /= exp(b->o.cost_weight * slope * (b->mu[c] - mx));
 }
