@@ -12,13 +12,14 @@
 #include "flaretune/backend.h"
 #include "flaretune/op.h"
 #include "fusion/fusion.h"
+#include "linear/linear.h"
 #include "loss/loss.h"
 
 /* ---- ops ----------------------------------------------------------------------------------- */
 
 static const ft_op *const registry[] = {
     &ft_op_fusion_dflare, &ft_op_fusion_dflash, &ft_op_attention_kvproj,
-    &ft_op_attention_decode, &ft_op_attention_train, &ft_op_loss,
+    &ft_op_attention_decode, &ft_op_attention_train, &ft_op_loss, &ft_op_linear,
 };
 enum { NOPS = sizeof registry / sizeof registry[0] };
 

@@ -68,6 +68,14 @@ def gen_fusion_dflash(rng, n=24, t=4, h=64, backward=False):
     return inp
 
 
+def gen_linear(rng, m=24, n=40, k=64, backward=False):
+    inp = {"x": f32(rng.standard_normal((m, k))),
+           "w": f32(rng.standard_normal((n, k)) / np.sqrt(k))}
+    if backward:
+        inp["dy"] = f32(rng.standard_normal((m, n)))
+    return inp
+
+
 def gen_kvproj(rng, dc=3, d=3, n=24, h=64, hkv=2, dh=16, max_pos=4096):
     return {"c": f32(rng.standard_normal((dc, n, h))),
             "w_k": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
@@ -153,6 +161,10 @@ def build_cases(rng):
     add("fusion.dflash", {"backward": 1}, gen_fusion_dflash(rng, backward=True), True)
     add("fusion.dflash", {"backward": 1, "eps": 1e-2}, gen_fusion_dflash(rng, t=3, backward=True),
         note="T 3")
+
+    add("linear", {}, gen_linear(rng), True)
+    add("linear", {"backward": 1}, gen_linear(rng, backward=True), True)
+    add("linear", {"backward": 1}, gen_linear(rng, m=1, n=3, k=5, backward=True), note="M 1")
 
     add("attention.kvproj", {}, gen_kvproj(rng, dc=3), True, "Dc = D = 3")
     add("attention.kvproj", {}, gen_kvproj(rng, dc=1), True, "Dc = 1")

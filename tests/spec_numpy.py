@@ -213,6 +213,17 @@ def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do
 
 # ---- loss ------------------------------------------------------------------------------------
 
+def linear(x, w, dy=None):
+    """SPEC.md linear: y = x @ w^T; with dy, dx = dy @ w and dw = dy^T @ x."""
+    x, w = _f64(x), _f64(w)
+    out = {"y": x @ w.T}
+    if dy is not None:
+        dy = _f64(dy)
+        out["dx"] = dy @ w
+        out["dw"] = dy.T @ x
+    return out
+
+
 def progressive_gamma(gamma0, gamma_max, step, warmup_steps):
     if warmup_steps <= 0:
         return float(gamma_max)
@@ -314,12 +325,14 @@ OPS = {
              {"B": int, "scheme": str, "gamma": float, "gamma0": float, "gamma_max": float,
               "step": float, "warmup_steps": float, "alpha": float, "num_seqs": float,
               "norm": str, "want_dw": int}),
+    "linear": (("x", "w"), (), ("y",), {"backward": int}),
 }
 
 BACKWARD_OUTPUTS = {
     "fusion.dflare": ("df", ("dx", "dw", "dg")),
     "fusion.dflash": ("df", ("dx", "dw_fc", "dg")),
     "attention.train": ("do", ("dq", "dk_ctx", "dv_ctx", "dk_blk", "dv_blk")),
+    "linear": ("dy", ("dx", "dw")),
 }
 
 
@@ -358,6 +371,8 @@ def run_op(op, inputs, attrs=None):
         return attention_train(**args, **kw)
     if op == "loss":
         return loss(**args, **kw)
+    if op == "linear":
+        return linear(args["x"], args["w"], dy=args.get("dy"))
     raise ValueError("unknown op %r" % (op,))
 
 
@@ -451,6 +466,16 @@ def self_test():
             s = sum(a[tt] * inp["x"][j, tt] for tt in range(t))
             naive[i, j] = s / np.sqrt(np.mean(s * s) + 1e-3) * inp["g"]
     ck.check("fusion.dflare forward vs loops", _rel(f, naive), 1e-13)
+
+    # linear
+    inp = {"x": rn((4, 6)), "w": rn((5, 6))}
+
+    def fw_linear(i, do=None):
+        return linear(i["x"], i["w"], dy=None if do is None else do["y"])
+    _check_grads(ck, "linear", fw_linear, inp, [("x", "dx"), ("w", "dw")], ["y"], rng)
+    naive = np.array([[sum(inp["x"][m, k] * inp["w"][o, k] for k in range(6)) for o in range(5)]
+                      for m in range(4)])
+    ck.check("linear forward vs loops", _rel(fw_linear(inp)["y"], naive), 1e-13)
 
     # fusion.dflash
     inp = {"x": rn((n, t, h)), "w_fc": rn((h, t * h)) / np.sqrt(t * h), "g": 1 + 0.1 * rn(h)}

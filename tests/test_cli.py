@@ -16,7 +16,7 @@ from clitest import check, one_line_error, run  # noqa: E402
 
 COMMANDS = ["list", "space", "exec", "bench", "version"]
 OPS = ["fusion.dflare", "fusion.dflash", "attention.kvproj", "attention.decode",
-       "attention.train", "loss"]
+       "attention.train", "loss", "linear"]
 
 
 def test_help():
@@ -66,7 +66,7 @@ def test_list():
     rc, out, _ = run("list", "--json")
     check(rc == 0, "list --json exit 0")
     doc = json.loads(out)
-    check([o["name"] for o in doc["ops"]] == OPS, "list --json: the six ops in order")
+    check([o["name"] for o in doc["ops"]] == OPS, "list --json: the seven ops in order")
     check(len(doc["presets"]) == 24, f"24 presets, got {len(doc['presets'])}")
     names = {b["name"]: b for b in doc["backends"]}
     check("ref" in names and "cpu" in names, "ref and cpu backends listed")

@@ -26,7 +26,7 @@ LAYERS = [
     ["kernels/op"],
     ["kernels/cpu", "kernels/cuda/emu"],
     ["kernels/cuda"],
-    ["kernels/fusion", "kernels/attention", "kernels/loss"],
+    ["kernels/fusion", "kernels/attention", "kernels/loss", "kernels/linear"],
     ["kernels"],  # the registry: every op and every backend, named once
     ["profiles/src"],
     ["tuner", "tuner/strategies"],

@@ -41,7 +41,7 @@ static void expect_bind_error(const ft_call *c, const char *needle, const char *
 }
 
 static void test_registry(void) {
-    FT_CHECK(ft_op_count() == 6, "six ops");
+    FT_CHECK(ft_op_count() == 7, "seven ops");
     ft_err err = {0};
     FT_CHECK(ft_op_find("fusion.nope", &err) == NULL, "unknown op");
     FT_CHECK(strstr(err.msg, "fusion.dflare") && strstr(err.msg, "loss"),

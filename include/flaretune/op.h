@@ -70,6 +70,7 @@ typedef struct ft_preset {
     char name[64];
     const char *model, *arch, *phase;
     int64_t H, Hq, Hkv, dh, V, layers; /* target model                                 */
+    int64_t inter;                     /* MLP intermediate size I (a draft layer's)     */
     int64_t D, T, B;                   /* drafter: draft layers, target layers, block   */
     int64_t N;                         /* rows fused and projected per call             */
     int64_t R, L;                      /* decode: requests, mean context length         */

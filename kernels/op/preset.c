@@ -11,13 +11,18 @@
 
 typedef struct {
     const char *name;
-    int64_t H, Hq, Hkv, dh, V, layers;
+    int64_t H, Hq, Hkv, dh, V, layers, I;
 } model_shape;
 
 static const model_shape models[] = {
-    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36},   {"qwen3-8b", 4096, 32, 8, 128, 151936, 36},
-    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24}, {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32},
-    {"small", 1024, 16, 4, 64, 32768, 24},        {"tiny", 64, 4, 2, 16, 320, 8},
+    /* I: the MLP's intermediate size, as in each model's public config (SPEC.md); a draft layer
+     * is one of the target's decoder layers, so it has the target's I. */
+    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36, 9728},
+    {"qwen3-8b", 4096, 32, 8, 128, 151936, 36, 12288},
+    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24, 2880},
+    {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32, 14336},
+    {"small", 1024, 16, 4, 64, 32768, 24, 3072},
+    {"tiny", 64, 4, 2, 16, 320, 8, 128},
 };
 enum { NMODELS = sizeof models / sizeof models[0] };
 static const char *const archs[] = {"dflash", "dflare"};
@@ -42,6 +47,7 @@ static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
     p->dh = m->dh;
     p->V = m->V;
     p->layers = m->layers;
+    p->inter = m->I;
     /* Drafters (SPEC.md): dflash D 5 / T 5, dflare D 7 / T 9, block 16; gpt-oss drafters D 8,
      * T 5, block 8. */
     if (tiny) {
@@ -97,22 +103,24 @@ const ft_preset *ft_preset_find(const char *name) {
     return NULL;
 }
 
-const char *const ft_preset_fields[] = {"H", "Hq", "Hkv",    "dh",   "V", "D",  "T",      "B", "N",
-                                        "R", "L",  "ragged", "nseq", "S", "NB", "blocks", NULL};
+const char *const ft_preset_fields[] = {"H",      "Hq",   "Hkv", "dh", "V",      "I",
+                                        "D",      "T",    "B",   "N",  "R",      "L",
+                                        "ragged", "nseq", "S",   "NB", "blocks", NULL};
 
 int64_t *ft_preset_field(ft_preset *p, const char *name) {
     static const struct {
         const char *name;
         size_t off;
     } f[] = {
-        {"H", offsetof(ft_preset, H)},       {"Hq", offsetof(ft_preset, Hq)},
-        {"Hkv", offsetof(ft_preset, Hkv)},   {"dh", offsetof(ft_preset, dh)},
-        {"V", offsetof(ft_preset, V)},       {"D", offsetof(ft_preset, D)},
-        {"T", offsetof(ft_preset, T)},       {"B", offsetof(ft_preset, B)},
-        {"N", offsetof(ft_preset, N)},       {"R", offsetof(ft_preset, R)},
-        {"L", offsetof(ft_preset, L)},       {"ragged", offsetof(ft_preset, ragged)},
-        {"nseq", offsetof(ft_preset, nseq)}, {"S", offsetof(ft_preset, S)},
-        {"NB", offsetof(ft_preset, NB)},     {"blocks", offsetof(ft_preset, blocks)},
+        {"H", offsetof(ft_preset, H)},           {"Hq", offsetof(ft_preset, Hq)},
+        {"Hkv", offsetof(ft_preset, Hkv)},       {"dh", offsetof(ft_preset, dh)},
+        {"V", offsetof(ft_preset, V)},           {"I", offsetof(ft_preset, inter)},
+        {"D", offsetof(ft_preset, D)},           {"T", offsetof(ft_preset, T)},
+        {"B", offsetof(ft_preset, B)},           {"N", offsetof(ft_preset, N)},
+        {"R", offsetof(ft_preset, R)},           {"L", offsetof(ft_preset, L)},
+        {"ragged", offsetof(ft_preset, ragged)}, {"nseq", offsetof(ft_preset, nseq)},
+        {"S", offsetof(ft_preset, S)},           {"NB", offsetof(ft_preset, NB)},
+        {"blocks", offsetof(ft_preset, blocks)},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (strcmp(f[i].name, name) == 0) return (int64_t *)((char *)p + f[i].off);
