@@ -165,6 +165,7 @@ def build_cases(rng):
     add("linear", {}, gen_linear(rng), True)
     add("linear", {"backward": 1}, gen_linear(rng, backward=True), True)
     add("linear", {"backward": 1}, gen_linear(rng, m=1, n=3, k=5, backward=True), note="M 1")
+    add("linear", {"backward": 1, "grad_only": 1}, gen_linear(rng, backward=True), True)
 
     add("attention.kvproj", {}, gen_kvproj(rng, dc=3), True, "Dc = D = 3")
     add("attention.kvproj", {}, gen_kvproj(rng, dc=1), True, "Dc = 1")

@@ -325,7 +325,7 @@ OPS = {
              {"B": int, "scheme": str, "gamma": float, "gamma0": float, "gamma_max": float,
               "step": float, "warmup_steps": float, "alpha": float, "num_seqs": float,
               "norm": str, "want_dw": int}),
-    "linear": (("x", "w"), (), ("y",), {"backward": int}),
+    "linear": (("x", "w"), (), ("y",), {"backward": int, "grad_only": int}),
 }
 
 BACKWARD_OUTPUTS = {
@@ -346,6 +346,8 @@ def op_io(op, attrs=None):
         outs += BACKWARD_OUTPUTS[op][1]
     if op == "loss" and int(float(attrs.get("want_dw", 0))):
         outs.append("dw_lm")
+    if op == "linear" and int(float(attrs.get("grad_only", 0))):
+        outs.remove("y")
     return ins, outs
 
 
@@ -372,7 +374,10 @@ def run_op(op, inputs, attrs=None):
     if op == "loss":
         return loss(**args, **kw)
     if op == "linear":
-        return linear(args["x"], args["w"], dy=args.get("dy"))
+        out = linear(args["x"], args["w"], dy=args.get("dy"))
+        if kw.get("grad_only"):
+            del out["y"]
+        return out
     raise ValueError("unknown op %r" % (op,))
 
 

@@ -33,6 +33,7 @@ typedef struct ft_attrs {
     double scale;      /* attention scale; NAN (the default) means dh^-0.5           */
     int backward;      /* fusion ops, attention.train: also run the backward         */
     int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
+    int grad_only;     /* linear with backward: the backward's GEMMs alone           */
     ft_loss_attrs loss;
 } ft_attrs;
 
@@ -105,6 +106,7 @@ typedef enum {
 
 enum {
     FT_TS_WANT_DW = 1 << 0, /* loss: present only when want_dw = 1 */
+    FT_TS_FORWARD = 1 << 1, /* absent when grad_only = 1 (linear's y)  */
 };
 
 typedef struct ft_tensor_spec {

@@ -23,7 +23,7 @@ static ft_status linear_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const int M = (int)c->dim[LN_M], N = (int)c->dim[LN_N], K = (int)c->dim[LN_K];
     const float *x = c->t[LN_X]->data, *w = c->t[LN_W]->data;
     ft_cpu_blas_threads(cfg->v[LN_P_THREADS]);
-    if (M > 0)
+    if (M > 0 && !c->attrs.grad_only)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f,
                     c->t[LN_Y]->data, N);
     if (!c->backward) return FT_OK;

@@ -37,7 +37,7 @@ static ft_status linear_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_c
     ft_status s;
     /* y = x @ w^T  ([M,K] x [K,N], w stored [N,K]) */
     ft_gemm_desc gy = ft_gemm_one(0, 1, M, N, K, K, K, dt, dt, 0.0f);
-    if ((s = ft_cuda_gemm(x, &gy, d[LN_X], d[LN_W], d[LN_Y], algo, err)))
+    if (!c->attrs.grad_only && (s = ft_cuda_gemm(x, &gy, d[LN_X], d[LN_W], d[LN_Y], algo, err)))
         return ft_err_wrap(err, "linear: y = x w^T");
     if (!c->backward) return FT_OK;
     /* dx = dy @ w  ([M,N] x [N,K]) */

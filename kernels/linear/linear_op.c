@@ -5,6 +5,9 @@
  *
  *   y[m,n] = sum_k x[m,k] * w[n,k]            backward: dx = dy @ w, dw = dy^T @ x
  *
+ * grad_only=1 (with backward=1) runs the backward alone: what a training step pays for a layer
+ * whose forward is timed elsewhere (the context K/V projection, which has no backward kernel).
+ *
  * Napkin math: 2*M*N*K FLOPs forward, twice that backward, against (M*K + N*K + M*N) floats:
  * at the preset's shape (the MLP's fused gate and up projection, M = the rows of a step, N = 2*I,
  * K = H) that is M/3 FLOP per byte at M << N, K: a decode step's 64 rows make it bound by
@@ -20,16 +23,19 @@ static const char *const linear_syms[] = {"M", "N", "K", NULL};
 static const ft_tensor_spec linear_tensors[] = {
     [LN_X] = {"x", FT_F32, "M,K", FT_ROLE_IN, 0, "input rows"},
     [LN_W] = {"w", FT_F32, "N,K", FT_ROLE_IN, 0, "weight (out x in), as a Linear layer keeps it"},
-    [LN_Y] = {"y", FT_F32, "M,N", FT_ROLE_OUT, 0, "output rows, x @ w^T"},
+    [LN_Y] = {"y", FT_F32, "M,N", FT_ROLE_OUT, FT_TS_FORWARD, "output rows, x @ w^T"},
     [LN_DY] = {"dy", FT_F32, "M,N", FT_ROLE_GRAD_IN, 0, "upstream gradient of y"},
     [LN_DX] = {"dx", FT_F32, "M,K", FT_ROLE_GRAD_OUT, 0, "gradient of x, dy @ w"},
     [LN_DW] = {"dw", FT_F32, "N,K", FT_ROLE_GRAD_OUT, 0, "gradient of w, dy^T @ x"},
 };
-static const char *const linear_attrs[] = {"backward", "dtype", NULL};
+static const char *const linear_attrs[] = {"backward", "grad_only", "dtype", NULL};
 
 static ft_status linear_check(ft_call *c, ft_err *err) {
     if (c->dim[LN_N] < 1 || c->dim[LN_K] < 1)
         return ft_err_set(err, FT_ESHAPE, "linear: N and K must be at least 1");
+    if (c->attrs.grad_only && !c->backward)
+        return ft_err_set(err, FT_EINVAL,
+                          "linear: grad_only=1 needs backward=1 (else nothing runs)");
     /* The CPU path hands sizes to BLAS as int. */
     const int64_t lim = 2147483647;
     if (c->dim[LN_M] > lim || c->dim[LN_N] > lim || c->dim[LN_K] > lim ||
@@ -61,8 +67,8 @@ static void linear_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 static void linear_reference(const ft_call *c) {
     const int64_t M = c->dim[LN_M], N = c->dim[LN_N], K = c->dim[LN_K];
     const double *x = c->t[LN_X]->data, *w = c->t[LN_W]->data;
-    double *y = c->t[LN_Y]->data;
-    for (int64_t m = 0; m < M; m++)
+    double *y = c->attrs.grad_only ? NULL : c->t[LN_Y]->data;
+    for (int64_t m = 0; y && m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             double s = 0;
             for (int64_t k = 0; k < K; k++)
@@ -89,8 +95,8 @@ static void linear_reference(const ft_call *c) {
 }
 
 static double linear_flops(const ft_call *c) {
-    double fwd = 2.0 * (double)c->dim[LN_M] * (double)c->dim[LN_N] * (double)c->dim[LN_K];
-    return fwd * (c->backward ? 3.0 : 1.0);
+    double gemm = 2.0 * (double)c->dim[LN_M] * (double)c->dim[LN_N] * (double)c->dim[LN_K];
+    return gemm * ((c->attrs.grad_only ? 0.0 : 1.0) + (c->backward ? 2.0 : 0.0));
 }
 
 const ft_op ft_op_linear = {

@@ -30,6 +30,8 @@ const ft_attr_desc ft_attr_table[] = {
     {"num_seqs", FT_ATTR_FLOAT, NULL, "1", "dpace: default denominator"},
     {"norm", FT_ATTR_ENUM, ft_norm_names, "default", "denominator override"},
     {"want_dw", FT_ATTR_BOOL, NULL, "0", "also compute dw_lm"},
+    {"grad_only", FT_ATTR_BOOL, NULL, "0",
+     "linear with backward=1: only the backward's GEMMs (dx, dw; y is not computed)"},
     {"dtype", FT_ATTR_ENUM, ft_dtype_attr_names, "f32",
      "float storage on a device backend (bf16: inputs rounded, fp32 accumulation)"},
     {NULL, FT_ATTR_FLOAT, NULL, NULL, NULL},
@@ -137,6 +139,8 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                                   value);
             if (!strcmp(name, "backward"))
                 a->backward = (int)v;
+            else if (!strcmp(name, "grad_only"))
+                a->grad_only = (int)v;
             else
                 a->loss.want_dw = (int)v;
         } else {
@@ -178,6 +182,8 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%d", a->backward);
     else if (!strcmp(name, "want_dw"))
         snprintf(buf, n, "%d", a->loss.want_dw);
+    else if (!strcmp(name, "grad_only"))
+        snprintf(buf, n, "%d", a->grad_only);
     else if (!strcmp(name, "B"))
         snprintf(buf, n, "%lld", (long long)a->loss.B);
     else if (!strcmp(name, "scheme"))
