@@ -93,6 +93,17 @@ typedef struct ft_backend {
      * there or the device's figures are unknown, each with one line. */
     ft_status (*predict)(ft_call *c, const ft_config *cfg, const char *device,
                          ft_backend_prediction *out, ft_err *err);
+    /* Optional: a sequence of calls run as one unit, in order, as a serving engine runs a
+     * drafter step (`flaretune step`). seq_open prepares n calls with their configs (NULL: the
+     * default), runs them once and says in mode how they will be timed ("cuda graph": captured
+     * once and replayed; "stream": launched back to back); seq_time runs the sequence `reps`
+     * times and returns in *secs the span they took on the device (gaps between kernels
+     * included, unlike timed()); seq_close frees it. The calls must outlive the sequence.
+     * NULL: the host clock around run() of each call. */
+    ft_status (*seq_open)(ft_call *const *calls, const ft_config *const *cfgs, int n, void **seq,
+                          char *mode, size_t mode_len, ft_err *err);
+    ft_status (*seq_time)(void *seq, int reps, double *secs, ft_err *err);
+    void (*seq_close)(void *seq);
 } ft_backend;
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

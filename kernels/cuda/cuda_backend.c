@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/clock.h"
 #include "flaretune/ceilings.h"
+#include "flaretune/clock.h"
 #include "flaretune/eventlog.h"
 #include "flaretune/measure.h"
 #include "flaretune/space.h"
@@ -77,8 +77,11 @@ static ft_status open_timer(ft_cuda_ctx *x, ft_err *err) {
         s = ft_timer_open(x->dev, FT_TIMER_CUPTI, &x->timer, &terr);
         if (s && strcmp(pref, "cupti") == 0)
             return ft_err_set(err, s, "--timer cupti: %s", terr.msg);
-        if (s) fprintf(stderr, "flaretune: warning: CUPTI cannot time kernels here (%s); "
-                               "timing with CUDA events instead\n", terr.msg);
+        if (s)
+            fprintf(stderr,
+                    "flaretune: warning: CUPTI cannot time kernels here (%s); "
+                    "timing with CUDA events instead\n",
+                    terr.msg);
     }
     if (s) s = ft_timer_open(x->dev, FT_TIMER_EVENTS, &x->timer, err);
     if (s) return s;
@@ -95,7 +98,8 @@ static ft_status ctx_open(int emulated, ft_cuda_ctx **out, ft_err *err) {
     if (!x) return ft_err_set(err, FT_ENOMEM, "out of memory");
     x->emulated = emulated;
     const char *ord = getenv("FLARETUNE_GPU");
-    ft_status s = ft_dev_open(emulated ? FT_DEV_EMU : FT_DEV_CUDA, ord ? atoi(ord) : 0, &x->dev, err);
+    ft_status s =
+        ft_dev_open(emulated ? FT_DEV_EMU : FT_DEV_CUDA, ord ? atoi(ord) : 0, &x->dev, err);
     if (s) {
         free(x);
         return s;
@@ -121,8 +125,8 @@ static ft_status ctx_open(int emulated, ft_cuda_ctx **out, ft_err *err) {
                  p->cc_major, p->cc_minor, p->sm_count, p->clock_khz / 1000,
                  (double)p->l2_bytes / 1048576.0, (double)p->mem_bytes / 1073741824.0,
                  p->mem_clock_khz / 1000, p->bus_width_bits, p->ecc ? "on" : "off",
-                 p->driver_version / 1000, p->driver_version % 1000 / 10,
-                 p->runtime_version / 1000, p->runtime_version % 1000 / 10);
+                 p->driver_version / 1000, p->driver_version % 1000 / 10, p->runtime_version / 1000,
+                 p->runtime_version % 1000 / 10);
         if ((s = open_timer(x, err))) {
             ctx_close(x);
             return s;
@@ -209,7 +213,8 @@ void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_thr
 ft_status ft_cuda_module(ft_cuda_ctx *x, const ft_cuda_module_spec *s, ft_dev_module **out,
                          ft_err *err) {
     if (s->overflow || s->ndefines > FT_CUDA_MAX_DEFINES)
-        return ft_err_set(err, FT_EINTERNAL, "%s: a define did not fit the module spec (at most %d, of %d characters)",
+        return ft_err_set(err, FT_EINTERNAL,
+                          "%s: a define did not fit the module spec (at most %d, of %d characters)",
                           s->source, FT_CUDA_MAX_DEFINES, (int)sizeof s->defines[0] - 1);
     const char *defs[FT_CUDA_MAX_DEFINES];
     for (int i = 0; i < s->ndefines; i++)
@@ -299,11 +304,13 @@ static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *
     for (int i = 0; i < c->op->ntensors; i++) {
         const ft_tensor *t = c->t[i];
         if (!ft_call_uses(c, i) || !t) continue;
-        size_t bytes = t->dtype == FT_F32 ? (size_t)ft_tensor_numel(t) * ft_dt_size(dt)
-                                          : ft_tensor_nbytes(t);
+        size_t bytes =
+            t->dtype == FT_F32 ? (size_t)ft_tensor_numel(t) * ft_dt_size(dt) : ft_tensor_nbytes(t);
         if (t->dtype == FT_F64)
-            return ft_err_set(err, FT_EINVAL, "%s: tensor '%s' is float64 (device backends take "
-                              "float32)", c->op->name, c->op->tensors[i].name);
+            return ft_err_set(err, FT_EINVAL,
+                              "%s: tensor '%s' is float64 (device backends take "
+                              "float32)",
+                              c->op->name, c->op->tensors[i].name);
         if (dc->s[i].t != t || dc->s[i].data != t->data || dc->s[i].bytes != bytes) {
             ft_dev_free(x->dev, dc->s[i].d);
             memset(&dc->s[i], 0, sizeof dc->s[i]);
@@ -317,8 +324,9 @@ static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *
         }
         if (is_input(c->op, i) && !dc->s[i].uploaded) {
             ft_status s = upload(x, dc, i, t, err);
-            if (s) return ft_err_wrap(err, "%s: copying '%s' to the device", c->op->name,
-                                      c->op->tensors[i].name);
+            if (s)
+                return ft_err_wrap(err, "%s: copying '%s' to the device", c->op->name,
+                                   c->op->tensors[i].name);
             dc->s[i].uploaded = 1;
         }
         out->d[i] = dc->s[i].d;
@@ -331,7 +339,8 @@ static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft
         ft_tensor *t = c->t[i];
         if (!dc->d[i] || is_input(c->op, i)) continue;
         if (t->dtype != FT_F32 || dc->dt == FT_DT_F32) {
-            ft_status s = ft_dev_copy(x->dev, t->data, dc->d[i], ft_tensor_nbytes(t), FT_COPY_D2H, err);
+            ft_status s =
+                ft_dev_copy(x->dev, t->data, dc->d[i], ft_tensor_nbytes(t), FT_COPY_D2H, err);
             if (s) return s;
             continue;
         }
@@ -354,7 +363,8 @@ static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft
 static ft_status resolve(const ft_call *c, const ft_config **cfg, ft_config *def,
                          const ft_cuda_op **op, const char *bname, ft_err *err) {
     *op = ft_cuda_op_of(c->op);
-    if (!*op) return ft_err_set(err, FT_EUNSUPPORTED, "%s does not implement %s", bname, c->op->name);
+    if (!*op)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s does not implement %s", bname, c->op->name);
     if (!*cfg) {
         ft_config_default((*op)->space, def);
         *cfg = def;
@@ -429,6 +439,165 @@ static ft_status run_on(int emulated, ft_call *c, const ft_config *cfg, int reps
     if (!s) s = ft_dev_sync(x->dev, err);
     *secs = ft_now_s() - t0;
     return s;
+}
+
+/* ---- sequences: a drafter step as one unit ------------------------------------------------- */
+
+/* The calls of a sequence with their device copies, and on the GPU the step captured as a CUDA
+ * graph (cudaStreamBeginCapture on the context's stream, relaxed mode: cuBLASLt and the
+ * launches are captured; every allocation they need was made by the eager run before). */
+typedef struct cuda_seq {
+    ft_cuda_ctx *x;
+    int n;
+    const ft_cuda_op **ops;
+    ft_cuda_call *dcs;
+    ft_config *cfgs;
+#if FT_HAVE_CUDA
+    cudaGraphExec_t exec; /* NULL: launched back to back on the stream */
+    cudaEvent_t e0, e1;
+    int events;
+#endif
+} cuda_seq;
+
+static void seq_close(void *p) {
+    cuda_seq *q = p;
+    if (!q) return;
+#if FT_HAVE_CUDA
+    if (q->exec) cudaGraphExecDestroy(q->exec);
+    if (q->events) {
+        cudaEventDestroy(q->e0);
+        cudaEventDestroy(q->e1);
+    }
+#endif
+    free(q->ops);
+    free(q->dcs);
+    free(q->cfgs);
+    free(q);
+}
+
+/* Every call once, in order, on the stream. */
+static ft_status seq_launch(cuda_seq *q, ft_err *err) {
+    for (int i = 0; i < q->n; i++) {
+        ft_status s = q->ops[i]->run(q->x, &q->dcs[i], &q->cfgs[i], err);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+#if FT_HAVE_CUDA
+/* Capture one pass of the sequence into a graph; on any failure the stream is left as it was and
+ * the sequence runs eagerly (the reason in mode). */
+static void seq_capture(cuda_seq *q, char *mode, size_t mode_len) {
+    cudaStream_t st = (cudaStream_t)ft_dev_cuda_stream(q->x->dev);
+    cudaGraph_t g = NULL;
+    ft_err e = {0};
+    if (cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(mode, mode_len, "stream (graph capture refused)");
+        return;
+    }
+    ft_status s = seq_launch(q, &e);
+    cudaError_t ce = cudaStreamEndCapture(st, &g);
+    if (s || ce != cudaSuccess || !g || cudaGraphInstantiate(&q->exec, g, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        q->exec = NULL;
+        snprintf(mode, mode_len, "stream (graph capture failed: %s)",
+                 s ? e.msg : cudaGetErrorString(ce));
+    } else {
+        snprintf(mode, mode_len, "cuda graph");
+    }
+    if (g) cudaGraphDestroy(g);
+}
+#endif
+
+static ft_status seq_open_on(int emulated, ft_call *const *calls, const ft_config *const *cfgs,
+                             int n, void **out, char *mode, size_t mode_len, ft_err *err) {
+    const char *bname = emulated ? "cuda-emu" : "cuda";
+    *out = NULL;
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(emulated, &x, err);
+    if (s) return s;
+    cuda_seq *q = calloc(1, sizeof *q);
+    if (!q || !(q->ops = calloc((size_t)n + 1, sizeof *q->ops)) ||
+        !(q->dcs = calloc((size_t)n + 1, sizeof *q->dcs)) ||
+        !(q->cfgs = calloc((size_t)n + 1, sizeof *q->cfgs))) {
+        seq_close(q);
+        return ft_err_set(err, FT_ENOMEM, "out of memory for a sequence of %d calls", n);
+    }
+    q->x = x;
+    q->n = n;
+    for (int i = 0; i < n && !s; i++) {
+        const ft_config *cfg = cfgs ? cfgs[i] : NULL;
+        ft_config def;
+        if (!(s = resolve(calls[i], &cfg, &def, &q->ops[i], bname, err))) {
+            q->cfgs[i] = *cfg;
+            s = prepare(x, calls[i], &q->dcs[i], err);
+        }
+    }
+    /* One eager pass: modules compiled, scratch and cuBLASLt's plans made, before any capture. */
+    if (!s && !(s = seq_launch(q, err))) s = ft_dev_sync(x->dev, err);
+    if (s) {
+        seq_close(q);
+        return s;
+    }
+    snprintf(mode, mode_len, "%s", emulated ? "emulated (host clock)" : "stream");
+#if FT_HAVE_CUDA
+    if (!emulated) {
+        if (cudaEventCreate(&q->e0) != cudaSuccess || cudaEventCreate(&q->e1) != cudaSuccess) {
+            (void)cudaGetLastError();
+            seq_close(q);
+            return ft_err_set(err, FT_EINTERNAL, "cudaEventCreate failed for a sequence");
+        }
+        q->events = 1;
+        seq_capture(q, mode, mode_len);
+    }
+#endif
+    *out = q;
+    return FT_OK;
+}
+
+static ft_status seq_time(void *p, int reps, double *secs, ft_err *err) {
+    cuda_seq *q = p;
+    ft_status s = FT_OK;
+#if FT_HAVE_CUDA
+    if (!q->x->emulated) {
+        cudaStream_t st = (cudaStream_t)ft_dev_cuda_stream(q->x->dev);
+        cudaEventRecord(q->e0, st);
+        for (int r = 0; r < reps && !s; r++) {
+            if (q->exec) {
+                cudaError_t ce = cudaGraphLaunch(q->exec, st);
+                if (ce != cudaSuccess)
+                    s = ft_err_set(err, FT_EINTERNAL, "cudaGraphLaunch: %s",
+                                   cudaGetErrorString(ce));
+            } else {
+                s = seq_launch(q, err);
+            }
+        }
+        cudaEventRecord(q->e1, st);
+        cudaError_t ce = cudaEventSynchronize(q->e1);
+        if (s) return s;
+        float ms = 0;
+        if (ce != cudaSuccess || cudaEventElapsedTime(&ms, q->e0, q->e1) != cudaSuccess)
+            return ft_err_set(err, FT_EINTERNAL, "timing a sequence: %s", cudaGetErrorString(ce));
+        *secs = ms * 1e-3;
+        return FT_OK;
+    }
+#endif
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps && !s; r++)
+        s = seq_launch(q, err);
+    if (!s) s = ft_dev_sync(q->x->dev, err);
+    *secs = ft_now_s() - t0;
+    return s;
+}
+
+static ft_status emu_seq_open(ft_call *const *calls, const ft_config *const *cfgs, int n,
+                              void **seq, char *mode, size_t mode_len, ft_err *err) {
+    return seq_open_on(1, calls, cfgs, n, seq, mode, mode_len, err);
+}
+static ft_status gpu_seq_open(ft_call *const *calls, const ft_config *const *cfgs, int n,
+                              void **seq, char *mode, size_t mode_len, ft_err *err) {
+    return seq_open_on(0, calls, cfgs, n, seq, mode, mode_len, err);
 }
 
 static int supports(const ft_op *op) { return op && ft_cuda_op_of(op) != NULL; }
@@ -733,6 +902,9 @@ const ft_backend ft_backend_cuda_emu = {
     .prefetch = emu_prefetch,
     .kernel_modules = ft_kc_counts,
     .predict = emu_predict,
+    .seq_open = emu_seq_open,
+    .seq_time = seq_time,
+    .seq_close = seq_close,
 };
 
 static int gpu_available(char *why, size_t n) {
@@ -773,7 +945,8 @@ static ft_status gpu_copy_best(ft_cuda_ctx *x, void *dst, const void *src, size_
     double best = 0;
     for (int k = -2; k < 10 && !s; k++) {
         cudaEventRecord(e0, st);
-        for (int r = 0; r < reps && !s; r++) s = ft_dev_copy(x->dev, dst, src, bytes, FT_COPY_D2D, err);
+        for (int r = 0; r < reps && !s; r++)
+            s = ft_dev_copy(x->dev, dst, src, bytes, FT_COPY_D2D, err);
         cudaEventRecord(e1, st);
         cudaEventSynchronize(e1);
         float ms = 0;
@@ -803,9 +976,7 @@ static ft_status gpu_ceilings(ft_ceilings *out, ft_err *err) {
         goto done;
     if ((s = ft_dev_memset(x->dev, a, 0x3c, bytes, err))) goto done; /* bf16 1.0-ish, not zero */
     double bw_l2 = 0, bw_mem = 0;
-    if (l2 >= ((size_t)1 << 20) &&
-        (s = gpu_copy_best(x, b, a, l2 / 4, 20, &bw_l2, err)))
-        goto done;
+    if (l2 >= ((size_t)1 << 20) && (s = gpu_copy_best(x, b, a, l2 / 4, 20, &bw_l2, err))) goto done;
     if ((s = gpu_copy_best(x, b, a, bytes, 1, &bw_mem, err))) goto done;
     if (bw_l2 > 0) {
         ft_ceil_level *lv = &out->level[out->nlevels++];
@@ -907,4 +1078,7 @@ const ft_backend ft_backend_cuda = {
     .valid_compiles = 1,
     .kernel_modules = ft_kc_counts,
     .predict = gpu_predict,
+    .seq_open = gpu_seq_open,
+    .seq_time = seq_time,
+    .seq_close = seq_close,
 };

@@ -1,0 +1,231 @@
+/* cmd_step.c: `flaretune step`: one whole drafter step with a profile's tuned configs, each op
+ * timed alone and the step end to end (tuner/step.c, docs/step.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "flaretune/format.h"
+#include "flaretune/step.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: flaretune step PRESET [--profile P] [--backend B] [--set NAME=VALUE]...\n"
+            "                      [--scheme S] [--seed N] [--quick] [--json]\n\n"
+            "Run one whole drafter step at PRESET (see `flaretune list presets`; its phase\n"
+            "decides inference or training) with the tuned configs of profile P (the\n"
+            "backend's defaults where P has no entry, or without --profile; each stage says\n"
+            "which), and time it: every op alone, and the whole step end to end.\n\n"
+            "Inference (decode): the fusion of the new tokens' target states, the context K/V\n"
+            "projection, then per draft layer the block's q and k/v projections, its attention\n"
+            "over the context cache, the output projection and the MLP's gate/up and down\n"
+            "projections (the `linear` op: OpenBLAS or cuBLASLt), and the LM head over the\n"
+            "block. Training (train): the same at training shapes, each op with its backward,\n"
+            "the K/V projection's backward GEMMs (it has no backward kernel: timed as `linear`\n"
+            "grad_only, and labelled so), and the loss. Norms, RoPE on the block, SiLU gating\n"
+            "and residual adds are elementwise and not timed. Each draft layer has its own\n"
+            "tensors. On the CPU the whole step runs back to back; on a GPU it is captured once\n"
+            "as a CUDA graph and replayed, as serving engines run it.\n\n"
+            "Prints per op (summed over the layers) and per layer the median alone, its share of\n"
+            "the sum, and the sum against the whole step's median (ratio > 1: the step pays\n"
+            "for something the ops alone do not, such as every layer's weights streaming from\n"
+            "memory instead of staying in cache).\n\n"
+            "  --profile P      the tuned configs (a missing or malformed P is an error)\n"
+            "  --backend B      backend (default auto: the GPU where present, else the CPU)\n"
+            "  --set NAME=VALUE change a size of the preset (D, T, B, L, ...)\n"
+            "  --scheme S       train: the loss's weighting scheme (default decay)\n"
+            "  --seed N         seed of the random inputs (default 1)\n"
+            "  --quick          shorter measurements (tune's, not bench's)\n"
+            "  --json           the result as JSON (format flaretune-step/1, docs/step.md)\n");
+}
+
+static volatile sig_atomic_t interrupted;
+static volatile int stop_flag;
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+    stop_flag = 1;
+}
+
+static void progress(void *ctx, const char *what, int done, int total) {
+    (void)ctx;
+    if (!isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "\r\033[Kstep: timing %s [%d/%d]", what, done + (done < total), total);
+    if (done >= total) fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+}
+
+static void fmt_s(double s, char *buf, size_t n) { ft_fmt_time(s, 1, buf, n); }
+
+static void print_human(const ft_step *s, const char *profile) {
+    const ft_preset *p = &s->preset;
+    char a[32], b[32];
+    printf("step %s on %s (%s), %s clock; D=%lld T=%lld B=%lld, %lld rows per layer%s%s\n", p->name,
+           s->be->name, s->device, ft_backend_clock(s->be), (long long)p->D, (long long)p->T,
+           (long long)p->B, (long long)(p->blocks * p->B),
+           strcmp(p->phase, "train") ? "" : ", loss ",
+           strcmp(p->phase, "train") ? "" : s->loss_scheme);
+    int from_profile = 0;
+    for (int i = 0; i < s->n; i++)
+        from_profile += strncmp(s->stages[i].cfg_from, "profile", 7) == 0;
+    printf("configs: %d of %d stages from %s, the rest the backend's defaults\n\n", from_profile,
+           s->n, profile ? profile : "no profile");
+    printf("%-12s %-17s %5s %-8s %10s %10s %7s  %s\n", "op", "kernel", "count", "pass", "median",
+           "spread", "share", "config");
+    for (int i = 0; i < s->n; i++) {
+        const ft_step_stage *sg = &s->stages[i];
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(s->stages[j].name, sg->name);
+        if (seen) continue;
+        double sum = 0;
+        int count = 0;
+        for (int j = i; j < s->n; j++)
+            if (!strcmp(s->stages[j].name, sg->name)) {
+                sum += s->stages[j].alone.median;
+                count++;
+            }
+        char cfg[200];
+        ft_config_format(s->be->space(sg->call.op), &sg->cfg, cfg, sizeof cfg);
+        fmt_s(sum, a, sizeof a);
+        fmt_s((sg->alone.q3 - sg->alone.q1) * count, b, sizeof b);
+        printf("%-12s %-17s %5d %-8s %10s %10s %6.1f%%  %s (%s)\n", sg->name, sg->call.op->name,
+               count, sg->pass, a, b, s->sum_alone_s > 0 ? 100 * sum / s->sum_alone_s : 0.0, cfg,
+               sg->cfg_from);
+        if (sg->note[0]) printf("%-12s   %s\n", "", sg->note);
+    }
+    printf("\nper layer:");
+    for (int l = -1; l < (int)p->D; l++) {
+        double sum = 0;
+        for (int j = 0; j < s->n; j++)
+            if (s->stages[j].layer == l) sum += s->stages[j].alone.median;
+        fmt_s(sum, a, sizeof a);
+        if (l < 0)
+            printf(" context and head %s (%.1f%%);", a, 100 * sum / s->sum_alone_s);
+        else
+            printf(" %d: %s", l, a);
+    }
+    printf("\n\n");
+    fmt_s(s->sum_alone_s, a, sizeof a);
+    printf("sum of the ops alone   %s\n", a);
+    fmt_s(s->whole.median, a, sizeof a);
+    fmt_s(s->whole.q3 - s->whole.q1, b, sizeof b);
+    printf("whole step             %s (IQR %s, %d samples, %s)  = %.2fx the sum\n", a, b,
+           s->whole.samples, s->whole_mode,
+           s->sum_alone_s > 0 ? s->whole.median / s->sum_alone_s : 0.0);
+    printf("not timed: norms, RoPE on the block, SiLU gating, residual adds (elementwise)\n");
+}
+
+static int run(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"profile", required_argument, NULL, 'p'}, {"backend", required_argument, NULL, 'b'},
+        {"set", required_argument, NULL, 's'},     {"scheme", required_argument, NULL, 'S'},
+        {"seed", required_argument, NULL, 'r'},    {"quick", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0}};
+    const char *profile = NULL, *sets[64];
+    int nsets = 0, json = 0;
+    ft_step_opts so;
+    ft_step_opts_default(&so);
+    int o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        switch (o) {
+        case 'p': profile = optarg; break;
+        case 'b': so.backend = optarg; break;
+        case 's':
+            if (nsets == 64) return ft_cli_fail(FT_EXIT_USAGE, "step: too many --set");
+            sets[nsets++] = optarg;
+            break;
+        case 'S': so.scheme = optarg; break;
+        case 'r': {
+            char *end;
+            so.seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || !so.seed)
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "step: --seed expects a positive integer, got "
+                                   "'%s'",
+                                   optarg);
+            break;
+        }
+        case 'q': ft_measure_defaults_for(FT_MEASURE_TUNE, &so.measure); break;
+        case 'j': json = 1; break;
+        case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", argv[optind - 1]);
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "step: unknown option '%s' (see `flaretune step "
+                               "--help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "step: which preset? (see `flaretune list presets`)");
+    if (optind + 1 < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "step: one preset, got '%s' too", argv[optind + 1]);
+    const ft_preset *base = ft_preset_find(argv[optind]);
+    if (!base)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "step: unknown preset '%s' (see `flaretune list "
+                           "presets`)",
+                           argv[optind]);
+    ft_preset p = *base;
+    ft_err err = {0};
+    for (int i = 0; i < nsets; i++)
+        if (ft_preset_set(&p, sets[i], &err))
+            return ft_cli_fail(FT_EXIT_USAGE, "step: %s", err.msg);
+    if (so.scheme) {
+        ft_attrs a;
+        ft_attrs_default(&a);
+        if (ft_attrs_set(&a, ft_op_find("loss", NULL), "scheme", so.scheme, &err))
+            return ft_cli_fail(FT_EXIT_USAGE, "step: --scheme: %s", err.msg);
+    }
+    /* Everything the step reads is checked before anything is allocated or timed. */
+    ft_profile *prof = NULL;
+    if (profile) {
+        if (access(profile, R_OK) != 0)
+            return ft_cli_fail(FT_EXIT_FAIL, "step: cannot read profile %s: %s", profile,
+                               strerror(errno));
+        if (ft_profile_load(profile, &prof, &err))
+            return ft_cli_fail(FT_EXIT_FAIL, "step: %s", err.msg);
+        so.profile = prof;
+    }
+    ft_step s;
+    ft_status st = ft_step_build(&s, &p, &so, &err);
+    if (st) {
+        ft_step_free(&s);
+        ft_profile_free(prof);
+        return ft_cli_fail(ft_cli_exit_code(st), "step: %s", err.msg);
+    }
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old);
+    so.stop = &stop_flag;
+    so.progress = progress;
+    st = ft_step_measure(&s, &so, &err);
+    sigaction(SIGINT, &old, NULL);
+    int code = FT_EXIT_OK;
+    if (st) {
+        code = interrupted ? 130 : ft_cli_fail(ft_cli_exit_code(st), "step: %s", err.msg);
+        if (interrupted) fprintf(stderr, "flaretune: step: interrupted\n");
+    } else if (json) {
+        json_t *doc = ft_step_to_json(&s);
+        if (doc) json_object_set_new(doc, "profile", profile ? json_string(profile) : json_null());
+        if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) != 0)
+            code = ft_cli_fail(FT_EXIT_FAIL, "step: could not write the JSON");
+        else
+            printf("\n");
+        json_decref(doc);
+    } else {
+        print_human(&s, profile);
+    }
+    ft_step_free(&s);
+    ft_profile_free(prof);
+    return code;
+}
+
+const ft_cmd ft_cmd_step = {"step", "time one whole drafter step with a profile's tuned configs",
+                            run, usage};
