@@ -106,11 +106,11 @@ char *ft_report_fmt_tick(double v, double axis_mag, const char *unit, char *buf,
     return put_scaled(x, 4, prefix, unit, buf, n);
 }
 
-/* The smallest of 1, 2, 5 times a power of ten that is at least raw (> 0). */
+/* The nearest of 1, 2, 5 times a power of ten to raw (> 0), as Heckbert's "nice numbers". */
 static double nice_step(double raw) {
     double p = pow(10, floor(log10(raw)));
     double f = raw / p;
-    double m = f <= 1 + 1e-9 ? 1 : f <= 2 + 1e-9 ? 2 : f <= 5 + 1e-9 ? 5 : 10;
+    double m = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
     return m * p;
 }
 
