@@ -58,7 +58,8 @@ static void check_axis(double lo, double hi, int want) {
     if (s) return;
     FT_CHECK(ax.lo <= fmin(lo, hi) && ax.hi >= fmax(lo, hi), "[%g, %g] does not cover [%g, %g]",
              ax.lo, ax.hi, lo, hi);
-    FT_CHECK(is_nice_step(ax.step), "step %g over [%g, %g] is not 1, 2 or 5 x 10^k", ax.step, lo, hi);
+    FT_CHECK(is_nice_step(ax.step), "step %g over [%g, %g] is not 1, 2 or 5 x 10^k", ax.step, lo,
+             hi);
     FT_CHECK(ax.nticks >= 2 && ax.nticks <= FT_REPORT_MAX_TICKS, "%d ticks over [%g, %g]",
              ax.nticks, lo, hi);
     FT_CHECK(ax.nticks <= 2 * want, "%d ticks, asked about %d", ax.nticks, want);
