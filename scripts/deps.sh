@@ -6,7 +6,9 @@
 # As root it installs what is missing with apt-get; otherwise it prints the one apt-get line to
 # run and fails. The CUDA toolkit is optional and never installed here: when CMake finds it
 # (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too. g++ compiles the CUDA
-# kernels for the SIMT emulator (the cuda-emu backend), which needs no toolkit. `fuzz` adds what
+# kernels for the SIMT emulator (the cuda-emu backend), which needs no toolkit. `test` adds
+# Python with NumPy, tmux (the dashboard's tests) and Chromium (test_report_render draws the
+# report page headless and checks the picture). `fuzz` adds what
 # scripts/fuzz.sh builds with: clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev:
 # libclang-rt-14-dev on Debian 12, which holds libclang_rt.fuzzer-x86_64.a) and clang's OpenMP
 # (libomp-dev).
@@ -20,7 +22,7 @@ set -euo pipefail
 
 want=(cmake make gcc g++ pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev)
 if [[ "${1:-build}" == test ]]; then
-    want+=(python3 python3-numpy tmux)
+    want+=(python3 python3-numpy tmux chromium)
 fi
 if [[ "${1:-build}" == fuzz ]]; then
     want+=(clang libclang-rt-dev libomp-dev)

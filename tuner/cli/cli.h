@@ -30,6 +30,7 @@ extern const ft_cmd ft_cmd_show, ft_cmd_merge, ft_cmd_emit;
 extern const ft_cmd ft_cmd_top, ft_cmd_watch;
 extern const ft_cmd ft_cmd_compile, ft_cmd_inspect;
 extern const ft_cmd ft_cmd_step;
+extern const ft_cmd ft_cmd_report;
 
 /* Print "flaretune: <message>" on stderr and return code. */
 int ft_cli_fail(int code, const char *fmt, ...)

@@ -1,0 +1,1896 @@
+/* report_render.c: a report document (docs/report.md) rendered as HTML with inline SVG, as
+ * Markdown and as pretty-printed JSON (include/flaretune/report.h).
+ *
+ * Sections in order: the pure layout math (values for humans, axes, colours, escaping), the
+ * schema check, the tables every format shares (a chart's data, the machine), the SVG charts,
+ * the HTML page, the Markdown file, and the atomic writing of the three files.
+ *
+ * The page is one file that is also well-formed XML (only the five XML entities and numeric
+ * references, every tag closed), needs no network and no script: the charts are drawn here.
+ * Every coordinate goes through one writer that refuses a non-finite number, so "nan" never
+ * reaches the SVG; the check before rendering refuses documents whose values would make one.
+ */
+#include "flaretune/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "flaretune/format.h"
+#include "flaretune/npy.h"
+
+/* ==== the pure layout math ==================================================================== */
+
+static int unit_is(const char *unit, const char *name) { return unit && strcmp(unit, name) == 0; }
+
+/* Units that take SI prefixes upward: rates ("B/s", "FLOP/s") and counts of bytes or FLOPs. */
+static int unit_si_up(const char *unit) {
+    size_t n = unit ? strlen(unit) : 0;
+    return (n >= 2 && strcmp(unit + n - 2, "/s") == 0) || unit_is(unit, "B") ||
+           unit_is(unit, "FLOP");
+}
+
+void ft_report_unit_pick(double mag, const char *unit, double *scale, const char **prefix) {
+    *scale = 1;
+    *prefix = "";
+    mag = fabs(mag);
+    if (!isfinite(mag) || mag == 0) return;
+    /* A little slack below each boundary so 999.96 us prints as "1 ms", not "1e+03 us". */
+    const double slack = 0.9995;
+    if (unit_is(unit, "s")) {
+        static const struct {
+            double at, scale;
+            const char *prefix;
+        } down[] = {{1, 1, ""}, {1e-3, 1e3, "m"}, {1e-6, 1e6, "u"}, {0, 1e9, "n"}};
+        for (int i = 0; i < 4; i++)
+            if (mag >= down[i].at * slack) {
+                *scale = down[i].scale;
+                *prefix = down[i].prefix;
+                return;
+            }
+    }
+    if (unit_si_up(unit)) {
+        static const char *const up[] = {"", "k", "M", "G", "T", "P", "E"};
+        int i = 0;
+        while (i < 6 && mag * *scale >= 1000 * slack) {
+            *scale /= 1000;
+            i++;
+        }
+        *prefix = up[i];
+    }
+}
+
+/* x already scaled, with its prefix and unit: "1.23 ms", "-0.4%", "12.5", "3 tok". */
+static char *put_scaled(double x, int sig, const char *prefix, const char *unit, char *buf,
+                        size_t n) {
+    if (x == 0) x = 0; /* no "-0" */
+    if (!unit || !*unit)
+        snprintf(buf, n, "%.*g", sig, x);
+    else if (strcmp(unit, "%") == 0)
+        snprintf(buf, n, "%.*g%%", sig, x);
+    else
+        snprintf(buf, n, "%.*g %s%s", sig, x, prefix, unit);
+    return buf;
+}
+
+char *ft_report_fmt_value(double v, const char *unit, int sig, char *buf, size_t n) {
+    if (!isfinite(v)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    if (sig < 1) sig = 1;
+    if (sig > 17) sig = 17;
+    double scale;
+    const char *prefix;
+    ft_report_unit_pick(v, unit, &scale, &prefix);
+    return put_scaled(v * scale, sig, prefix, unit, buf, n);
+}
+
+char *ft_report_fmt_tick(double v, double axis_mag, const char *unit, char *buf, size_t n) {
+    if (!isfinite(v)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    double scale;
+    const char *prefix;
+    ft_report_unit_pick(axis_mag, unit, &scale, &prefix);
+    double x = v * scale;
+    /* A tick computed as k * step can carry rounding noise (0.30000000000000004). */
+    if (fabs(x) < fabs(axis_mag * scale) * 1e-9) x = 0;
+    return put_scaled(x, 4, prefix, unit, buf, n);
+}
+
+/* The nearest of 1, 2, 5 times a power of ten to raw (> 0), as Heckbert's "nice numbers". */
+static double nice_step(double raw) {
+    double p = pow(10, floor(log10(raw)));
+    double f = raw / p;
+    double m = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    return m * p;
+}
+
+ft_status ft_report_axis_nice(double lo, double hi, int want, ft_report_axis *ax) {
+    memset(ax, 0, sizeof *ax);
+    if (!isfinite(lo) || !isfinite(hi)) return FT_EINVAL;
+    if (lo > hi) {
+        double t = lo;
+        lo = hi;
+        hi = t;
+    }
+    if (want < 2) want = 2;
+    if (want > FT_REPORT_MAX_TICKS - 1) want = FT_REPORT_MAX_TICKS - 1;
+    if (hi == lo) {
+        double w = lo == 0 ? 1 : fabs(lo) * 0.1;
+        if (lo == 0) {
+            hi = 1;
+        } else {
+            lo -= w;
+            hi += w;
+        }
+    }
+    double range = hi - lo;
+    if (!isfinite(range) || range <= 0) return FT_EINVAL;
+    double step = nice_step(range / (want - 1));
+    for (int tries = 0; tries < 64; tries++) {
+        if (!isfinite(step) || step <= 0) return FT_EINVAL;
+        double k0 = floor(lo / step + 1e-9), k1 = ceil(hi / step - 1e-9);
+        double count = k1 - k0 + 1;
+        if (isfinite(count) && count <= FT_REPORT_MAX_TICKS) {
+            ax->step = step;
+            ax->lo = k0 * step;
+            ax->hi = k1 * step;
+            ax->nticks = (int)count;
+            for (int i = 0; i < ax->nticks; i++)
+                ax->ticks[i] = (k0 + i) * step;
+            return isfinite(ax->lo) && isfinite(ax->hi) ? FT_OK : FT_EINVAL;
+        }
+        step = nice_step(step * 1.5);
+    }
+    return FT_EINVAL;
+}
+
+double ft_report_scale(double v, double d0, double d1, double r0, double r1) {
+    if (d1 == d0) return (r0 + r1) / 2;
+    return r0 + (v - d0) * (r1 - r0) / (d1 - d0);
+}
+
+/* Tableau's ten, then two more that stay apart from them. */
+static const char *const palette[FT_REPORT_PALETTE_SIZE] = {
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+    "#b07aa1", "#ff9da7", "#9c755f", "#79706e", "#17becf", "#bcbd22"};
+
+int ft_report_palette_index(ft_report_palette *p, const char *label) {
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->labels[i], label) == 0) return i;
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        const char **l = realloc(p->labels, (size_t)cap * sizeof *l);
+        if (!l) return -1;
+        p->labels = l;
+        p->cap = cap;
+    }
+    p->labels[p->n] = label;
+    return p->n++;
+}
+
+const char *ft_report_palette_colour(ft_report_palette *p, const char *label) {
+    int i = ft_report_palette_index(p, label);
+    return palette[i < 0 ? 0 : i % FT_REPORT_PALETTE_SIZE];
+}
+
+void ft_report_palette_free(ft_report_palette *p) {
+    free(p->labels);
+    memset(p, 0, sizeof *p);
+}
+
+/* The replacement of one byte in XML text, or NULL when it stays. Control characters XML 1.0
+ * does not allow become a space. */
+static const char *xml_entity(unsigned char c) {
+    switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    case '\'': return "&#39;";
+    case '\t':
+    case '\n':
+    case '\r': return NULL;
+    default: return c < 0x20 ? " " : NULL;
+    }
+}
+
+static const char *md_entity(unsigned char c) {
+    switch (c) {
+    case '\\': return "\\\\";
+    case '|': return "\\|";
+    case '<': return "\\<";
+    case '>': return "\\>";
+    case '&': return "\\&";
+    case '`': return "\\`";
+    default: return c < 0x20 ? " " : NULL;
+    }
+}
+
+static char *escape_with(const char *s, const char *(*entity)(unsigned char)) {
+    size_t n = 1;
+    for (const char *p = s; *p; p++) {
+        const char *e = entity((unsigned char)*p);
+        n += e ? strlen(e) : 1;
+    }
+    char *out = malloc(n), *q = out;
+    if (!out) return NULL;
+    for (const char *p = s; *p; p++) {
+        const char *e = entity((unsigned char)*p);
+        if (e) {
+            size_t k = strlen(e);
+            memcpy(q, e, k);
+            q += k;
+        } else {
+            *q++ = *p;
+        }
+    }
+    *q = '\0';
+    return out;
+}
+
+char *ft_report_xml_escape(const char *s) { return escape_with(s, xml_entity); }
+char *ft_report_md_escape(const char *s) { return escape_with(s, md_entity); }
+
+/* ==== the schema check ======================================================================== */
+
+/* Paths for messages: "charts[2].series[0]". */
+typedef struct {
+    char s[256];
+} jpath;
+
+/* A path too long for the buffer (a key of hundreds of bytes) ends in "...". */
+static void path_cut(jpath *p, int w) {
+    if (w >= (int)sizeof p->s) memcpy(p->s + sizeof p->s - 4, "...", 4);
+}
+
+static jpath path_key(const char *at, const char *key) {
+    jpath p;
+    path_cut(&p, snprintf(p.s, sizeof p.s, "%s%s%s", at, *at ? "." : "", key));
+    return p;
+}
+
+static jpath path_index(const char *at, size_t i) {
+    jpath p;
+    path_cut(&p, snprintf(p.s, sizeof p.s, "%s[%zu]", at, i));
+    return p;
+}
+
+static ft_status bad(ft_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static ft_status bad(ft_err *err, const char *fmt, ...) {
+    char msg[FT_ERR_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ft_err_set(err, FT_EFORMAT, "%s", msg);
+}
+
+static const char *json_kind(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* obj[key] of the JSON type `type` (JSON_INTEGER stands for any number); absent is fine unless
+ * required. *out gets the value (NULL when absent). */
+static ft_status want(const json_t *obj, const char *key, json_type type, int required,
+                      const char *at, const json_t **out, ft_err *err) {
+    const json_t *v = json_object_get(obj, key);
+    if (out) *out = v;
+    jpath p = path_key(at, key);
+    static const char *const names[] = {[JSON_OBJECT] = "an object",
+                                        [JSON_ARRAY] = "an array",
+                                        [JSON_STRING] = "a string",
+                                        [JSON_INTEGER] = "a number"};
+    if (!v) return required ? bad(err, "%s: missing (%s is required)", p.s, names[type]) : FT_OK;
+    int ok = type == JSON_INTEGER ? json_is_number(v) : json_typeof(v) == type;
+    if (!ok) return bad(err, "%s: expected %s, got %s", p.s, names[type], json_kind(v));
+    if (type == JSON_INTEGER && !isfinite(json_number_value(v)))
+        return bad(err, "%s: not a finite number", p.s);
+    return FT_OK;
+}
+
+static ft_status want_number(const json_t *v, const char *at, ft_err *err) {
+    if (!json_is_number(v)) return bad(err, "%s: expected a number, got %s", at, json_kind(v));
+    if (!isfinite(json_number_value(v))) return bad(err, "%s: not a finite number", at);
+    return FT_OK;
+}
+
+static ft_status want_strings(const json_t *obj, const char *const *keys, int required,
+                              const char *at, ft_err *err) {
+    ft_status s = FT_OK;
+    for (int i = 0; keys[i] && !s; i++)
+        s = want(obj, keys[i], JSON_STRING, required, at, NULL, err);
+    return s;
+}
+
+static ft_status check_claim(const json_t *c, const char *at, ft_err *err) {
+    if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
+    static const char *const required[] = {"claim", "answer", "verdict", NULL};
+    static const char *const optional[] = {"id", "source", "command", NULL};
+    ft_status s = want_strings(c, required, 1, at, err);
+    if (!s) s = want_strings(c, optional, 0, at, err);
+    if (s) return s;
+    const char *v = json_string_value(json_object_get(c, "verdict"));
+    if (strcmp(v, "holds") && strcmp(v, "does not hold") && strcmp(v, "measured"))
+        return bad(err,
+                   "%s.verdict: expected \"holds\", \"does not hold\" or \"measured\", got \"%s\"",
+                   at, v);
+    const json_t *fig;
+    if ((s = want(c, "figures", JSON_OBJECT, 0, at, &fig, err)) || !fig) return s;
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)fig, k, x) {
+        jpath p = path_key(path_key(at, "figures").s, k);
+        if (json_is_object(x) || json_is_array(x))
+            return bad(err, "%s: expected a number or a string, got %s", p.s, json_kind(x));
+        if (json_is_number(x) && (s = want_number(x, p.s, err))) return s;
+    }
+    return FT_OK;
+}
+
+/* One bar of a stacked chart: a label and segments of values >= 0 whose total is finite. */
+static ft_status check_bar(const json_t *b, const char *at, ft_err *err) {
+    if (!json_is_object(b)) return bad(err, "%s: expected an object, got %s", at, json_kind(b));
+    const json_t *segs;
+    ft_status s = want(b, "label", JSON_STRING, 1, at, NULL, err);
+    if (!s) s = want(b, "segments", JSON_ARRAY, 1, at, &segs, err);
+    if (s) return s;
+    double total = 0;
+    for (size_t j = 0; j < json_array_size(segs); j++) {
+        const json_t *g = json_array_get(segs, j), *v;
+        jpath p = path_index(path_key(at, "segments").s, j);
+        if (!json_is_object(g))
+            return bad(err, "%s: expected an object, got %s", p.s, json_kind(g));
+        if ((s = want(g, "label", JSON_STRING, 1, p.s, NULL, err))) return s;
+        if ((s = want(g, "value", JSON_INTEGER, 1, p.s, &v, err))) return s;
+        if (json_number_value(v) < 0)
+            return bad(err, "%s.value: expected a number >= 0 (a stacked bar adds its segments)",
+                       p.s);
+        total += json_number_value(v);
+    }
+    if (!isfinite(total)) return bad(err, "%s: the total of the segments is not finite", at);
+    return FT_OK;
+}
+
+/* lo or hi of a series: as many numbers as points. */
+static ft_status check_band(const json_t *ser, const char *key, size_t npoints, const char *at,
+                            ft_err *err) {
+    const json_t *a;
+    ft_status s = want(ser, key, JSON_ARRAY, 0, at, &a, err);
+    if (s || !a) return s;
+    jpath p = path_key(at, key);
+    if (json_array_size(a) != npoints)
+        return bad(err, "%s: expected %zu numbers (one per point), got %zu", p.s, npoints,
+                   json_array_size(a));
+    for (size_t i = 0; i < npoints; i++)
+        if ((s = want_number(json_array_get(a, i), path_index(p.s, i).s, err))) return s;
+    return FT_OK;
+}
+
+static ft_status check_series(const json_t *ser, const char *at, ft_err *err) {
+    if (!json_is_object(ser)) return bad(err, "%s: expected an object, got %s", at, json_kind(ser));
+    const json_t *pts;
+    ft_status s = want(ser, "label", JSON_STRING, 1, at, NULL, err);
+    if (!s) s = want(ser, "points", JSON_ARRAY, 1, at, &pts, err);
+    if (s) return s;
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *pt = json_array_get(pts, i);
+        jpath p = path_index(path_key(at, "points").s, i);
+        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
+            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1)))
+            return bad(err, "%s: expected [x, y]", p.s);
+        for (size_t k = 0; k < 2; k++)
+            if ((s = want_number(json_array_get(pt, k), p.s, err))) return s;
+    }
+    size_t n = json_array_size(pts);
+    if ((s = check_band(ser, "lo", n, at, err))) return s;
+    return check_band(ser, "hi", n, at, err);
+}
+
+/* The extent of a lines chart's values, x and y (with lo and hi), min and max. */
+typedef struct {
+    double x0, x1, y0, y1;
+    int n;
+} extent;
+
+static void extent_add(double *lo, double *hi, double v, int first) {
+    if (first || v < *lo) *lo = v;
+    if (first || v > *hi) *hi = v;
+}
+
+static extent lines_extent(const json_t *chart) {
+    extent e = {0, 0, 0, 0, 0};
+    const json_t *series = json_object_get(chart, "series");
+    for (size_t s = 0; s < json_array_size(series); s++) {
+        const json_t *ser = json_array_get(series, s), *pts = json_object_get(ser, "points");
+        const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
+        for (size_t i = 0; i < json_array_size(pts); i++) {
+            const json_t *pt = json_array_get(pts, i);
+            extent_add(&e.x0, &e.x1, json_number_value(json_array_get(pt, 0)), e.n == 0);
+            extent_add(&e.y0, &e.y1, json_number_value(json_array_get(pt, 1)), e.n == 0);
+            if (lo) extent_add(&e.y0, &e.y1, json_number_value(json_array_get(lo, i)), 0);
+            if (hi) extent_add(&e.y0, &e.y1, json_number_value(json_array_get(hi, i)), 0);
+            e.n++;
+        }
+    }
+    return e;
+}
+
+static ft_status check_chart(const json_t *c, const char *at, ft_err *err) {
+    if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
+    static const char *const required[] = {"kind", "title", NULL};
+    static const char *const optional[] = {"id", "unit", "note", "x_label", "y_label", NULL};
+    ft_status s = want_strings(c, required, 1, at, err);
+    if (!s) s = want_strings(c, optional, 0, at, err);
+    if (s) return s;
+    const char *kind = json_string_value(json_object_get(c, "kind"));
+    const json_t *items;
+    if (strcmp(kind, "stacked") == 0) {
+        if ((s = want(c, "bars", JSON_ARRAY, 1, at, &items, err))) return s;
+        for (size_t i = 0; i < json_array_size(items); i++)
+            if ((s = check_bar(json_array_get(items, i), path_index(path_key(at, "bars").s, i).s,
+                               err)))
+                return s;
+        return FT_OK;
+    }
+    if (strcmp(kind, "lines") != 0)
+        return bad(err, "%s.kind: expected \"stacked\" or \"lines\", got \"%s\"", at, kind);
+    if ((s = want(c, "series", JSON_ARRAY, 1, at, &items, err))) return s;
+    for (size_t i = 0; i < json_array_size(items); i++)
+        if ((s = check_series(json_array_get(items, i), path_index(path_key(at, "series").s, i).s,
+                              err)))
+            return s;
+    extent e = lines_extent(c);
+    if (e.n && (!isfinite(e.x1 - e.x0) || !isfinite(e.y1 - e.y0) ||
+                !isfinite(fmax(e.y1, 0) - fmin(e.y0, 0))))
+        return bad(err, "%s: its values span a range too wide to draw (not finite)", at);
+    return FT_OK;
+}
+
+static ft_status check_table(const json_t *t, const char *at, ft_err *err) {
+    if (!json_is_object(t)) return bad(err, "%s: expected an object, got %s", at, json_kind(t));
+    const json_t *cols, *rows;
+    ft_status s = want(t, "title", JSON_STRING, 1, at, NULL, err);
+    if (!s) s = want(t, "id", JSON_STRING, 0, at, NULL, err);
+    if (!s) s = want(t, "columns", JSON_ARRAY, 1, at, &cols, err);
+    if (!s) s = want(t, "rows", JSON_ARRAY, 1, at, &rows, err);
+    if (s) return s;
+    for (size_t i = 0; i < json_array_size(cols); i++)
+        if (!json_is_string(json_array_get(cols, i)))
+            return bad(err, "%s: expected a string, got %s",
+                       path_index(path_key(at, "columns").s, i).s,
+                       json_kind(json_array_get(cols, i)));
+    for (size_t r = 0; r < json_array_size(rows); r++) {
+        const json_t *row = json_array_get(rows, r);
+        jpath p = path_index(path_key(at, "rows").s, r);
+        if (!json_is_array(row) || json_array_size(row) != json_array_size(cols))
+            return bad(err, "%s: expected an array of %zu cells (one per column)", p.s,
+                       json_array_size(cols));
+        for (size_t k = 0; k < json_array_size(row); k++) {
+            const json_t *cell = json_array_get(row, k);
+            jpath pc = path_index(p.s, k);
+            if (!json_is_string(cell) && !json_is_number(cell) && !json_is_null(cell))
+                return bad(err, "%s: expected a string or a number, got %s", pc.s, json_kind(cell));
+            if (json_is_number(cell) && (s = want_number(cell, pc.s, err))) return s;
+        }
+    }
+    return FT_OK;
+}
+
+/* Every element of doc[key] (an array) through one check. */
+static ft_status check_each(const json_t *doc, const char *key,
+                            ft_status (*one)(const json_t *, const char *, ft_err *), ft_err *err) {
+    const json_t *a = json_object_get(doc, key);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        ft_status s = one(json_array_get(a, i), path_index(key, i).s, err);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+static ft_status check_top(const json_t *doc, ft_err *err) {
+    if (!json_is_object(doc))
+        return bad(err, "the document: expected a JSON object, got %s", json_kind(doc));
+    const json_t *fmt;
+    ft_status s = want(doc, "format", JSON_STRING, 1, "", &fmt, err);
+    if (s) return s;
+    if (strcmp(json_string_value(fmt), FT_REPORT_FORMAT) != 0)
+        return bad(err, "format: expected \"%s\", got \"%s\"", FT_REPORT_FORMAT,
+                   json_string_value(fmt));
+    static const char *const required[] = {"title", "date", NULL};
+    static const char *const optional[] = {"command", "backend", "device", "clock", NULL};
+    if ((s = want_strings(doc, required, 1, "", err))) return s;
+    static const char *const arrays[] = {"claims", "charts", "tables"};
+    for (int i = 0; i < 3; i++)
+        if ((s = want(doc, arrays[i], JSON_ARRAY, 1, "", NULL, err))) return s;
+    if ((s = want_strings(doc, optional, 0, "", err))) return s;
+    if ((s = want(doc, "machine", JSON_OBJECT, 0, "", NULL, err))) return s;
+    const json_t *models;
+    if ((s = want(doc, "models", JSON_ARRAY, 0, "", &models, err))) return s;
+    for (size_t i = 0; i < json_array_size(models); i++)
+        if (!json_is_string(json_array_get(models, i)))
+            return bad(err, "models[%zu]: expected a string, got %s", i,
+                       json_kind(json_array_get(models, i)));
+    return FT_OK;
+}
+
+ft_status ft_report_check(const json_t *doc, ft_err *err) {
+    if (!doc) return bad(err, "the document: missing");
+    ft_status s = check_top(doc, err);
+    if (!s) s = check_each(doc, "claims", check_claim, err);
+    if (!s) s = check_each(doc, "charts", check_chart, err);
+    if (!s) s = check_each(doc, "tables", check_table, err);
+    return s;
+}
+
+ft_status ft_report_load(const char *path, json_t **out, ft_err *err) {
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot read: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return ft_err_set(err, FT_EIO, "%s: is a directory, not a report document", path);
+    json_error_t je;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!doc)
+        return ft_err_set(err, FT_EFORMAT, "%s:%d:%d: not a report document: %s", path, je.line,
+                          je.column, je.text);
+    ft_status s = ft_report_check(doc, err);
+    if (s) {
+        json_decref(doc);
+        return ft_err_wrap(err, "%s", path);
+    }
+    *out = doc;
+    return FT_OK;
+}
+
+/* ==== tables every format shares ============================================================== */
+
+/* A table of owned strings: a header row then the data rows. */
+typedef struct grid {
+    int ncols, nrows, cap; /* nrows counts the header */
+    char **cells;          /* row-major */
+    int oom;
+} grid;
+
+static void grid_init(grid *g, int ncols) {
+    memset(g, 0, sizeof *g);
+    g->ncols = ncols;
+}
+
+static void grid_free(grid *g) {
+    for (int i = 0; i < g->nrows * g->ncols; i++)
+        free(g->cells[i]);
+    free(g->cells);
+    memset(g, 0, sizeof *g);
+}
+
+/* A new empty row; returns its first cell, or NULL when out of memory. */
+static char **grid_row(grid *g) {
+    if (g->oom) return NULL;
+    if (g->nrows == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 8;
+        char **c = realloc(g->cells, (size_t)cap * (size_t)(g->ncols ? g->ncols : 1) * sizeof *c);
+        if (!c) {
+            g->oom = 1;
+            return NULL;
+        }
+        g->cells = c;
+        g->cap = cap;
+    }
+    char **row = g->cells + (size_t)g->nrows * (size_t)g->ncols;
+    for (int k = 0; k < g->ncols; k++)
+        row[k] = NULL;
+    g->nrows++;
+    return row;
+}
+
+static void grid_set(grid *g, char **row, int k, const char *s) {
+    if (!row) return;
+    row[k] = strdup(s ? s : "");
+    if (!row[k]) g->oom = 1;
+}
+
+static const char *grid_at(const grid *g, int r, int k) {
+    const char *s = g->cells[(size_t)r * (size_t)g->ncols + (size_t)k];
+    return s ? s : "";
+}
+
+static const char *str_or(const json_t *obj, const char *key, const char *dflt) {
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : dflt;
+}
+
+/* A scalar of the document for humans: strings as they are, numbers %.6g. */
+static const char *scalar_text(const json_t *v, char *buf, size_t n) {
+    if (json_is_string(v)) return json_string_value(v);
+    if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, n, "%.6g", json_real_value(v));
+    else if (json_is_true(v))
+        snprintf(buf, n, "true");
+    else if (json_is_false(v))
+        snprintf(buf, n, "false");
+    else
+        snprintf(buf, n, "-");
+    return buf;
+}
+
+/* The segment labels of a stacked chart, in order of first appearance. */
+static void stacked_labels(const json_t *chart, ft_report_palette *labels) {
+    const json_t *bars = json_object_get(chart, "bars");
+    for (size_t i = 0; i < json_array_size(bars); i++) {
+        const json_t *segs = json_object_get(json_array_get(bars, i), "segments");
+        for (size_t j = 0; j < json_array_size(segs); j++)
+            ft_report_palette_index(labels, str_or(json_array_get(segs, j), "label", ""));
+    }
+}
+
+static double bar_total(const json_t *bar) {
+    double t = 0;
+    const json_t *segs = json_object_get(bar, "segments");
+    for (size_t j = 0; j < json_array_size(segs); j++)
+        t += json_number_value(json_object_get(json_array_get(segs, j), "value"));
+    return t;
+}
+
+/* The sum of a bar's segments with this label, and whether it has any. */
+static int bar_value(const json_t *bar, const char *label, double *v) {
+    int found = 0;
+    *v = 0;
+    const json_t *segs = json_object_get(bar, "segments");
+    for (size_t j = 0; j < json_array_size(segs); j++) {
+        const json_t *g = json_array_get(segs, j);
+        if (strcmp(str_or(g, "label", ""), label) == 0) {
+            *v += json_number_value(json_object_get(g, "value"));
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* Stacked: one row per bar, one column per segment label, then the total. */
+static ft_status grid_stacked(const json_t *chart, grid *g) {
+    ft_report_palette labels = {0};
+    stacked_labels(chart, &labels);
+    const char *unit = str_or(chart, "unit", "");
+    char buf[64];
+    grid_init(g, labels.n + 2);
+    char **row = grid_row(g);
+    grid_set(g, row, 0, "bar");
+    for (int k = 0; k < labels.n; k++)
+        grid_set(g, row, k + 1, labels.labels[k]);
+    grid_set(g, row, labels.n + 1, "total");
+    const json_t *bars = json_object_get(chart, "bars");
+    for (size_t i = 0; i < json_array_size(bars); i++) {
+        const json_t *bar = json_array_get(bars, i);
+        row = grid_row(g);
+        grid_set(g, row, 0, str_or(bar, "label", ""));
+        for (int k = 0; k < labels.n; k++) {
+            double v;
+            int has = bar_value(bar, labels.labels[k], &v);
+            grid_set(g, row, k + 1, has ? ft_report_fmt_value(v, unit, 4, buf, sizeof buf) : "-");
+        }
+        grid_set(g, row, labels.n + 1,
+                 ft_report_fmt_value(bar_total(bar), unit, 4, buf, sizeof buf));
+    }
+    ft_report_palette_free(&labels);
+    return g->oom ? FT_ENOMEM : FT_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct x values of a lines chart, sorted; *n of them. NULL (and *n = 0) when none or
+ * out of memory (*oom set). */
+static double *lines_xs(const json_t *chart, int *n, int *oom) {
+    const json_t *series = json_object_get(chart, "series");
+    size_t total = 0;
+    for (size_t s = 0; s < json_array_size(series); s++)
+        total += json_array_size(json_object_get(json_array_get(series, s), "points"));
+    *n = 0;
+    *oom = 0;
+    if (!total) return NULL;
+    double *xs = malloc(total * sizeof *xs);
+    if (!xs) {
+        *oom = 1;
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t s = 0; s < json_array_size(series); s++) {
+        const json_t *pts = json_object_get(json_array_get(series, s), "points");
+        for (size_t i = 0; i < json_array_size(pts); i++)
+            xs[k++] = json_number_value(json_array_get(json_array_get(pts, i), 0));
+    }
+    qsort(xs, total, sizeof *xs, cmp_double);
+    size_t d = 0;
+    for (size_t i = 0; i < total; i++)
+        if (d == 0 || xs[i] != xs[d - 1]) xs[d++] = xs[i];
+    *n = (int)d;
+    return xs;
+}
+
+/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": a series' value at x, "-" when it has none. */
+static void series_cell(const json_t *ser, double x, const char *unit, char *buf, size_t n) {
+    const json_t *pts = json_object_get(ser, "points");
+    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *pt = json_array_get(pts, i);
+        if (json_number_value(json_array_get(pt, 0)) != x) continue;
+        char y[48], l[48] = "-", h[48] = "-";
+        ft_report_fmt_value(json_number_value(json_array_get(pt, 1)), unit, 4, y, sizeof y);
+        if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
+        if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
+        if (lo || hi) {
+            snprintf(buf, n, "%s [%s, %s]", y, l, h);
+        } else {
+            snprintf(buf, n, "%s", y);
+        }
+        return;
+    }
+    snprintf(buf, n, "-");
+}
+
+/* Lines: one row per distinct x, one column per series. */
+static ft_status grid_lines(const json_t *chart, grid *g) {
+    const json_t *series = json_object_get(chart, "series");
+    const char *unit = str_or(chart, "unit", "");
+    int nx, oom;
+    double *xs = lines_xs(chart, &nx, &oom);
+    if (oom) return FT_ENOMEM;
+    int ns = (int)json_array_size(series);
+    grid_init(g, ns + 1);
+    char **row = grid_row(g);
+    grid_set(g, row, 0, str_or(chart, "x_label", "x"));
+    for (int s = 0; s < ns; s++)
+        grid_set(g, row, s + 1, str_or(json_array_get(series, (size_t)s), "label", ""));
+    char buf[160];
+    for (int i = 0; i < nx; i++) {
+        row = grid_row(g);
+        snprintf(buf, sizeof buf, "%.6g", xs[i]);
+        grid_set(g, row, 0, buf);
+        for (int s = 0; s < ns; s++) {
+            series_cell(json_array_get(series, (size_t)s), xs[i], unit, buf, sizeof buf);
+            grid_set(g, row, s + 1, buf);
+        }
+    }
+    free(xs);
+    return g->oom ? FT_ENOMEM : FT_OK;
+}
+
+static ft_status grid_chart(const json_t *chart, grid *g) {
+    return strcmp(str_or(chart, "kind", ""), "stacked") == 0 ? grid_stacked(chart, g)
+                                                             : grid_lines(chart, g);
+}
+
+/* A table of the document as it is. */
+static ft_status grid_table(const json_t *t, grid *g) {
+    const json_t *cols = json_object_get(t, "columns"), *rows = json_object_get(t, "rows");
+    grid_init(g, (int)json_array_size(cols));
+    char **row = grid_row(g);
+    for (int k = 0; k < g->ncols; k++)
+        grid_set(g, row, k, json_string_value(json_array_get(cols, (size_t)k)));
+    char buf[64];
+    for (size_t r = 0; r < json_array_size(rows); r++) {
+        row = grid_row(g);
+        for (int k = 0; k < g->ncols; k++)
+            grid_set(
+                g, row, k,
+                scalar_text(json_array_get(json_array_get(rows, r), (size_t)k), buf, sizeof buf));
+    }
+    return g->oom ? FT_ENOMEM : FT_OK;
+}
+
+/* ---- the machine: key/value rows, nested objects flattened as a.b, arrays of objects as their
+ * own small tables ---- */
+
+#define MAX_SUBTABLES 16
+
+typedef struct machine_view {
+    grid kv; /* key, value */
+    grid sub[MAX_SUBTABLES];
+    char sub_title[MAX_SUBTABLES][256];
+    int nsub;
+} machine_view;
+
+/* A hint for humans after a large number whose key says what it is. */
+static void value_hint(const char *key, const json_t *v, char *buf, size_t n) {
+    char rate[48];
+    double x = json_number_value(v);
+    buf[0] = '\0';
+    if (!json_is_number(v) || x < 1000) return;
+    size_t kn = strlen(key);
+    if (strcmp(key, "bytes") == 0 || (kn > 6 && strcmp(key + kn - 6, "_bytes") == 0))
+        snprintf(buf, n, " (%s)", ft_fmt_bytes(x, rate, sizeof rate));
+    else if (strstr(key, "bytes_per_s") || strstr(key, "bandwidth"))
+        snprintf(buf, n, " (%s)", ft_fmt_rate(x, "B/s", rate, sizeof rate));
+    else if (strstr(key, "flops"))
+        snprintf(buf, n, " (%s)", ft_fmt_rate(x, "FLOP/s", rate, sizeof rate));
+}
+
+static int all_scalars(const json_t *a) {
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (json_is_object(json_array_get(a, i)) || json_is_array(json_array_get(a, i))) return 0;
+    return 1;
+}
+
+/* An array of scalars as "a, b, c". Caller frees. */
+static char *join_scalars(const json_t *a) {
+    char buf[64];
+    size_t n = 1;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        n += strlen(scalar_text(json_array_get(a, i), buf, sizeof buf)) + 2;
+    char *out = malloc(n);
+    if (!out) return NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        if (i) strcat(out, ", ");
+        strcat(out, scalar_text(json_array_get(a, i), buf, sizeof buf));
+    }
+    return out;
+}
+
+/* A scalar, an array of scalars joined, or a compact JSON dump of anything else, plus the
+ * hint. Caller frees. */
+static char *value_text(const char *key, const json_t *v) {
+    char buf[64], hint[64];
+    if (json_is_array(v) && all_scalars(v)) return join_scalars(v);
+    if (json_is_object(v) || json_is_array(v)) return json_dumps(v, JSON_COMPACT);
+    const char *s = scalar_text(v, buf, sizeof buf);
+    value_hint(key, v, hint, sizeof hint);
+    size_t n = strlen(s) + strlen(hint) + 1;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s%s", s, hint);
+    return out;
+}
+
+static void kv_add(grid *g, const char *key, const json_t *v) {
+    char **row = grid_row(g);
+    grid_set(g, row, 0, key);
+    char *text = value_text(key, v);
+    if (!text) g->oom = 1;
+    grid_set(g, row, 1, text);
+    free(text);
+}
+
+static int all_objects(const json_t *a) {
+    if (!json_array_size(a)) return 0;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (!json_is_object(json_array_get(a, i))) return 0;
+    return 1;
+}
+
+/* An array of objects as a table: the union of their keys as columns. */
+static void machine_subtable(machine_view *m, const char *title, const json_t *a) {
+    if (m->nsub == MAX_SUBTABLES) {
+        kv_add(&m->kv, title, a); /* past the limit: shown as JSON */
+        return;
+    }
+    ft_report_palette keys = {0};
+    const char *k;
+    const json_t *v;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        json_object_foreach(json_array_get(a, i), k, v) ft_report_palette_index(&keys, k);
+    grid *g = &m->sub[m->nsub];
+    snprintf(m->sub_title[m->nsub++], sizeof m->sub_title[0], "%s", title);
+    grid_init(g, keys.n);
+    char **row = grid_row(g);
+    for (int c = 0; c < keys.n; c++)
+        grid_set(g, row, c, keys.labels[c]);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        row = grid_row(g);
+        for (int c = 0; c < keys.n; c++) {
+            const json_t *x = json_object_get(json_array_get(a, i), keys.labels[c]);
+            char *text = x ? value_text(keys.labels[c], x) : strdup("-");
+            if (!text) g->oom = 1;
+            grid_set(g, row, c, text);
+            free(text);
+        }
+    }
+    ft_report_palette_free(&keys);
+}
+
+static void machine_walk(machine_view *m, const char *prefix, const json_t *obj) {
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, k, v) {
+        jpath p = path_key(prefix, k);
+        if (json_is_object(v) && json_object_size(v))
+            machine_walk(m, p.s, v);
+        else if (all_objects(v))
+            machine_subtable(m, p.s, v);
+        else
+            kv_add(&m->kv, p.s, v);
+    }
+}
+
+static ft_status machine_build(const json_t *doc, machine_view *m) {
+    memset(m, 0, sizeof *m);
+    grid_init(&m->kv, 2);
+    char **row = grid_row(&m->kv);
+    grid_set(&m->kv, row, 0, "key");
+    grid_set(&m->kv, row, 1, "value");
+    static const char *const top[] = {"device", "backend", "clock", "models"};
+    for (int i = 0; i < 4; i++) {
+        const json_t *v = json_object_get(doc, top[i]);
+        if (v) kv_add(&m->kv, top[i], v);
+    }
+    const json_t *machine = json_object_get(doc, "machine");
+    if (machine) machine_walk(m, "", machine);
+    int oom = m->kv.oom;
+    for (int i = 0; i < m->nsub; i++)
+        oom |= m->sub[i].oom;
+    return oom ? FT_ENOMEM : FT_OK;
+}
+
+static void machine_free(machine_view *m) {
+    grid_free(&m->kv);
+    for (int i = 0; i < m->nsub; i++)
+        grid_free(&m->sub[i]);
+}
+
+/* ==== writing: one output with a sticky failure ================================================
+ */
+
+typedef struct out {
+    FILE *f;
+    ft_status status; /* the first failure: a non-finite coordinate, out of memory */
+} out;
+
+static void put(out *o, const char *s) { fputs(s, o->f); }
+
+static void putf(out *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void putf(out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(o->f, fmt, ap);
+    va_end(ap);
+}
+
+/* Text of the document, escaped for XML. */
+static void put_xml(out *o, const char *s) {
+    for (; s && *s; s++) {
+        const char *e = xml_entity((unsigned char)*s);
+        if (e)
+            fputs(e, o->f);
+        else
+            fputc(*s, o->f);
+    }
+}
+
+/* At most max_bytes of s (cut at a character boundary, then "..."), escaped for XML. */
+static void put_xml_cut(out *o, const char *s, size_t max_bytes) {
+    size_t n = strlen(s);
+    if (n <= max_bytes) {
+        put_xml(o, s);
+        return;
+    }
+    while (max_bytes > 0 && ((unsigned char)s[max_bytes] & 0xC0) == 0x80)
+        max_bytes--;
+    for (size_t i = 0; i < max_bytes; i++) {
+        const char *e = xml_entity((unsigned char)s[i]);
+        if (e)
+            fputs(e, o->f);
+        else
+            fputc(s[i], o->f);
+    }
+    put(o, "...");
+}
+
+static void put_md(out *o, const char *s) {
+    for (; s && *s; s++) {
+        const char *e = md_entity((unsigned char)*s);
+        if (e)
+            fputs(e, o->f);
+        else
+            fputc(*s, o->f);
+    }
+}
+
+/* A coordinate or length: %.6g, never nan or inf (the first one fails the render). */
+static void put_num(out *o, double v) {
+    if (!isfinite(v)) {
+        if (!o->status) o->status = FT_EINTERNAL;
+        fputs("0", o->f);
+        return;
+    }
+    if (v == 0) v = 0;
+    fprintf(o->f, "%.6g", v);
+}
+
+/* An id attribute made of the document's string: letters, digits, - _ . kept, others '-'. */
+static void put_id(out *o, const char *prefix, const char *s) {
+    put(o, prefix);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_' || c == '.';
+        fputc(keep ? c : '-', o->f);
+    }
+}
+
+/* ==== the SVG charts ===========================================================================
+ */
+
+enum {
+    SVG_W = 720,
+    CHAR_W = 7, /* a 12 px sans-serif character, about */
+    LEGEND_ROW = 18,
+};
+
+/* <text> at (x, y) with an anchor, escaped. */
+static void svg_text(out *o, double x, double y, const char *anchor, const char *cls,
+                     const char *s) {
+    put(o, "<text x=\"");
+    put_num(o, x);
+    put(o, "\" y=\"");
+    put_num(o, y);
+    putf(o, "\" text-anchor=\"%s\"", anchor);
+    if (cls) putf(o, " class=\"%s\"", cls);
+    put(o, ">");
+    put_xml(o, s);
+    put(o, "</text>\n");
+}
+
+static void svg_line(out *o, double x1, double y1, double x2, double y2, const char *cls) {
+    put(o, "<line x1=\"");
+    put_num(o, x1);
+    put(o, "\" y1=\"");
+    put_num(o, y1);
+    put(o, "\" x2=\"");
+    put_num(o, x2);
+    put(o, "\" y2=\"");
+    put_num(o, y2);
+    putf(o, "\" class=\"%s\"/>\n", cls);
+}
+
+static void svg_rect(out *o, double x, double y, double w, double h, const char *fill) {
+    put(o, "<rect x=\"");
+    put_num(o, x);
+    put(o, "\" y=\"");
+    put_num(o, y);
+    put(o, "\" width=\"");
+    put_num(o, w < 0 ? 0 : w);
+    put(o, "\" height=\"");
+    put_num(o, h < 0 ? 0 : h);
+    putf(o, "\" fill=\"%s\"", fill);
+}
+
+/* The height a legend of these labels takes when wrapped at the chart's width. */
+static int legend_rows(const ft_report_palette *labels) {
+    int rows = labels->n ? 1 : 0;
+    double x = 10;
+    for (int i = 0; i < labels->n; i++) {
+        double w = 22 + CHAR_W * (double)strlen(labels->labels[i]) + 14;
+        if (x + w > SVG_W - 10 && x > 10) {
+            rows++;
+            x = 10;
+        }
+        x += w;
+    }
+    return rows;
+}
+
+/* Swatches and labels from y0 down, each label in its colour of the page's palette. */
+static void svg_legend(out *o, const ft_report_palette *labels, ft_report_palette *colours,
+                       double y0) {
+    double x = 10, y = y0;
+    for (int i = 0; i < labels->n; i++) {
+        const char *l = labels->labels[i];
+        double w = 22 + CHAR_W * (double)strlen(l) + 14;
+        if (x + w > SVG_W - 10 && x > 10) {
+            x = 10;
+            y += LEGEND_ROW;
+        }
+        svg_rect(o, x, y - 10, 14, 12, ft_report_palette_colour(colours, l));
+        put(o, "/>\n");
+        svg_text(o, x + 20, y, "start", NULL, l);
+        x += w;
+    }
+}
+
+static void svg_open(out *o, const json_t *chart, double h) {
+    put(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"");
+    put_num(o, SVG_W);
+    put(o, "\" height=\"");
+    put_num(o, h);
+    put(o, "\" viewBox=\"0 0 ");
+    put_num(o, SVG_W);
+    put(o, " ");
+    put_num(o, h);
+    put(o, "\" role=\"img\" aria-label=\"");
+    put_xml(o, str_or(chart, "title", ""));
+    put(o, "\">\n<title>");
+    put_xml(o, str_or(chart, "title", ""));
+    put(o, "</title>\n");
+}
+
+/* The horizontal value axis of a stacked chart: grid lines, ticks and their labels. */
+static void svg_value_axis(out *o, const ft_report_axis *ax, const char *unit, double x0, double x1,
+                           double y_top, double y_axis) {
+    double mag = fmax(fabs(ax->lo), fabs(ax->hi));
+    char buf[48];
+    for (int i = 0; i < ax->nticks; i++) {
+        double x = ft_report_scale(ax->ticks[i], ax->lo, ax->hi, x0, x1);
+        svg_line(o, x, y_top, x, y_axis, "grid");
+        svg_line(o, x, y_axis, x, y_axis + 4, "axis");
+        svg_text(o, x, y_axis + 16, "middle", "tick",
+                 ft_report_fmt_tick(ax->ticks[i], mag, unit, buf, sizeof buf));
+    }
+    svg_line(o, x0, y_axis, x1, y_axis, "axis");
+}
+
+/* The width of the bar labels' column: the longest label, within bounds. */
+static double stacked_label_width(const json_t *bars) {
+    size_t longest = 0;
+    for (size_t i = 0; i < json_array_size(bars); i++) {
+        size_t n = strlen(str_or(json_array_get(bars, i), "label", ""));
+        if (n > longest) longest = n;
+    }
+    double w = CHAR_W * (double)longest + 16;
+    return w < 90 ? 90 : w > 260 ? 260 : w;
+}
+
+/* One bar: its segments left to right, a tooltip each, and its total at the end. */
+static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report_axis *ax,
+                    double x0, double x1, double y, double h, double label_w,
+                    ft_report_palette *colours) {
+    const char *label = str_or(bar, "label", "");
+    put(o, "<text x=\"");
+    put_num(o, label_w - 8);
+    put(o, "\" y=\"");
+    put_num(o, y + h / 2 + 4);
+    put(o, "\" text-anchor=\"end\">");
+    put_xml_cut(o, label, (size_t)((label_w - 16) / CHAR_W));
+    put(o, "</text>\n");
+    const json_t *segs = json_object_get(bar, "segments");
+    double at = 0;
+    char buf[48];
+    for (size_t j = 0; j < json_array_size(segs); j++) {
+        const json_t *g = json_array_get(segs, j);
+        double v = json_number_value(json_object_get(g, "value"));
+        double xa = ft_report_scale(at, ax->lo, ax->hi, x0, x1);
+        double xb = ft_report_scale(at + v, ax->lo, ax->hi, x0, x1);
+        const char *sl = str_or(g, "label", "");
+        svg_rect(o, xa, y, xb - xa, h, ft_report_palette_colour(colours, sl));
+        put(o, "><title>");
+        put_xml(o, label);
+        put(o, ": ");
+        put_xml(o, sl);
+        putf(o, " %s</title></rect>\n", ft_report_fmt_value(v, unit, 4, buf, sizeof buf));
+        at += v;
+    }
+    svg_text(o, ft_report_scale(at, ax->lo, ax->hi, x0, x1) + 6, y + h / 2 + 4, "start", "total",
+             ft_report_fmt_value(at, unit, 3, buf, sizeof buf));
+}
+
+static ft_status svg_stacked(out *o, const json_t *chart, ft_report_palette *colours) {
+    const json_t *bars = json_object_get(chart, "bars");
+    const char *unit = str_or(chart, "unit", "");
+    double max_total = 0;
+    for (size_t i = 0; i < json_array_size(bars); i++)
+        max_total = fmax(max_total, bar_total(json_array_get(bars, i)));
+    ft_report_axis ax;
+    if (ft_report_axis_nice(0, max_total, 6, &ax)) return FT_EINTERNAL;
+    ft_report_palette labels = {0};
+    stacked_labels(chart, &labels);
+    const double bar_h = 22, gap = 10, top = 12;
+    double label_w = stacked_label_width(bars), x0 = label_w, x1 = SVG_W - 90;
+    size_t nb = json_array_size(bars);
+    double plot_h = nb ? (double)nb * (bar_h + gap) - gap : bar_h;
+    double y_axis = top + plot_h + 6;
+    double legend_y = y_axis + (json_object_get(chart, "x_label") ? 52 : 38);
+    double h = legend_y + LEGEND_ROW * legend_rows(&labels) + 4;
+    svg_open(o, chart, h);
+    svg_value_axis(o, &ax, unit, x0, x1, top - 4, y_axis);
+    for (size_t i = 0; i < nb; i++)
+        svg_bar(o, json_array_get(bars, i), unit, &ax, x0, x1, top + (double)i * (bar_h + gap),
+                bar_h, label_w, colours);
+    if (json_object_get(chart, "x_label"))
+        svg_text(o, (x0 + x1) / 2, y_axis + 34, "middle", "axis-label",
+                 str_or(chart, "x_label", ""));
+    svg_legend(o, &labels, colours, legend_y);
+    put(o, "</svg>\n");
+    ft_report_palette_free(&labels);
+    return FT_OK;
+}
+
+/* The x axis of a lines chart: at the data's x values when there are few, else nice ticks. */
+typedef struct {
+    double lo, hi;
+    int nticks;
+    double ticks[FT_REPORT_MAX_TICKS];
+} x_axis;
+
+static ft_status lines_x_axis(const json_t *chart, x_axis *xa) {
+    int nx, oom;
+    double *xs = lines_xs(chart, &nx, &oom);
+    if (oom) return FT_ENOMEM;
+    memset(xa, 0, sizeof *xa);
+    if (nx > 0 && nx <= 10) {
+        xa->nticks = nx;
+        memcpy(xa->ticks, xs, (size_t)nx * sizeof *xs);
+        double lo = xs[0], hi = xs[nx - 1];
+        double pad = hi > lo ? (hi - lo) * 0.05 : fmax(fabs(lo) * 0.1, 1);
+        xa->lo = lo - pad;
+        xa->hi = hi + pad;
+    } else {
+        ft_report_axis ax;
+        if (ft_report_axis_nice(nx ? xs[0] : 0, nx ? xs[nx - 1] : 1, 8, &ax)) {
+            free(xs);
+            return FT_EINTERNAL;
+        }
+        xa->lo = ax.lo;
+        xa->hi = ax.hi;
+        xa->nticks = ax.nticks;
+        memcpy(xa->ticks, ax.ticks, (size_t)ax.nticks * sizeof ax.ticks[0]);
+    }
+    free(xs);
+    return isfinite(xa->hi - xa->lo) ? FT_OK : FT_EINTERNAL;
+}
+
+/* The plot area of a lines chart. */
+typedef struct {
+    double x0, x1, y0, y1; /* pixels: left, right, top, bottom */
+    x_axis xa;
+    ft_report_axis ya;
+    const char *unit;
+} plot;
+
+static double plot_x(const plot *p, double x) {
+    return ft_report_scale(x, p->xa.lo, p->xa.hi, p->x0, p->x1);
+}
+static double plot_y(const plot *p, double y) {
+    return ft_report_scale(y, p->ya.lo, p->ya.hi, p->y1, p->y0);
+}
+
+static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
+    char buf[48];
+    double mag = fmax(fabs(p->ya.lo), fabs(p->ya.hi));
+    for (int i = 0; i < p->ya.nticks; i++) {
+        double y = plot_y(p, p->ya.ticks[i]);
+        svg_line(o, p->x0, y, p->x1, y, p->ya.ticks[i] == 0 && p->ya.lo < 0 ? "zero" : "grid");
+        svg_text(o, p->x0 - 6, y + 4, "end", "tick",
+                 ft_report_fmt_tick(p->ya.ticks[i], mag, p->unit, buf, sizeof buf));
+    }
+    for (int i = 0; i < p->xa.nticks; i++) {
+        double x = plot_x(p, p->xa.ticks[i]);
+        svg_line(o, x, p->y1, x, p->y1 + 4, "axis");
+        snprintf(buf, sizeof buf, "%.4g", p->xa.ticks[i]);
+        svg_text(o, x, p->y1 + 16, "middle", "tick", buf);
+    }
+    svg_line(o, p->x0, p->y1, p->x1, p->y1, "axis");
+    svg_line(o, p->x0, p->y0, p->x0, p->y1, "axis");
+    if (json_object_get(chart, "x_label"))
+        svg_text(o, (p->x0 + p->x1) / 2, p->y1 + 34, "middle", "axis-label",
+                 str_or(chart, "x_label", ""));
+    if (json_object_get(chart, "y_label")) {
+        double cy = (p->y0 + p->y1) / 2;
+        put(o, "<text x=\"14\" y=\"");
+        put_num(o, cy);
+        put(o, "\" text-anchor=\"middle\" class=\"axis-label\" transform=\"rotate(-90 14 ");
+        put_num(o, cy);
+        put(o, ")\">");
+        put_xml(o, str_or(chart, "y_label", ""));
+        put(o, "</text>\n");
+    }
+}
+
+/* The order of a series' points by x (insertion sort: a handful of points). */
+static size_t *points_order(const json_t *pts) {
+    size_t n = json_array_size(pts);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
+        size_t j = i;
+        while (j > 0 && json_number_value(json_array_get(json_array_get(pts, idx[j - 1]), 0)) > x) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+    return idx;
+}
+
+/* Error bar of point i: a vertical line from lo to hi with caps. */
+static void svg_error_bar(out *o, const plot *p, double x, double lo, double hi,
+                          const char *colour) {
+    double px = plot_x(p, x), ylo = plot_y(p, lo), yhi = plot_y(p, hi);
+    putf(o, "<g stroke=\"%s\" stroke-width=\"1.5\">", colour);
+    svg_line(o, px, ylo, px, yhi, "err");
+    svg_line(o, px - 4, ylo, px + 4, ylo, "err");
+    svg_line(o, px - 4, yhi, px + 4, yhi, "err");
+    put(o, "</g>\n");
+}
+
+static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_palette *colours) {
+    const json_t *pts = json_object_get(ser, "points");
+    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
+    const char *label = str_or(ser, "label", ""),
+               *colour = ft_report_palette_colour(colours, label);
+    size_t *idx = points_order(pts);
+    if (!idx) return FT_ENOMEM;
+    size_t n = json_array_size(pts);
+    for (size_t k = 0; k < n && (lo || hi); k++) {
+        size_t i = idx[k];
+        double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
+        double y = json_number_value(json_array_get(json_array_get(pts, i), 1));
+        svg_error_bar(o, p, x, lo ? json_number_value(json_array_get(lo, i)) : y,
+                      hi ? json_number_value(json_array_get(hi, i)) : y, colour);
+    }
+    putf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colour);
+    for (size_t k = 0; k < n; k++) {
+        const json_t *pt = json_array_get(pts, idx[k]);
+        if (k) put(o, " ");
+        put_num(o, plot_x(p, json_number_value(json_array_get(pt, 0))));
+        put(o, ",");
+        put_num(o, plot_y(p, json_number_value(json_array_get(pt, 1))));
+    }
+    put(o, "\"><title>");
+    put_xml(o, label);
+    put(o, "</title></polyline>\n");
+    char ybuf[48];
+    for (size_t k = 0; k < n; k++) {
+        const json_t *pt = json_array_get(pts, idx[k]);
+        double x = json_number_value(json_array_get(pt, 0));
+        double y = json_number_value(json_array_get(pt, 1));
+        putf(o, "<circle r=\"3.5\" fill=\"%s\" cx=\"", colour);
+        put_num(o, plot_x(p, x));
+        put(o, "\" cy=\"");
+        put_num(o, plot_y(p, y));
+        put(o, "\"><title>");
+        put_xml(o, label);
+        putf(o, ": %.6g, %s</title></circle>\n", x,
+             ft_report_fmt_value(y, p->unit, 4, ybuf, sizeof ybuf));
+    }
+    free(idx);
+    return FT_OK;
+}
+
+static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colours) {
+    const json_t *series = json_object_get(chart, "series");
+    plot p = {.x0 = 80, .x1 = SVG_W - 20, .y0 = 14, .y1 = 14 + 260};
+    p.unit = str_or(chart, "unit", "");
+    ft_status s = lines_x_axis(chart, &p.xa);
+    if (s) return s;
+    extent e = lines_extent(chart);
+    /* From 0, or from the data's minimum when values are negative. */
+    if (ft_report_axis_nice(fmin(0, e.y0), fmax(0, e.y1), 6, &p.ya)) return FT_EINTERNAL;
+    ft_report_palette labels = {0};
+    for (size_t i = 0; i < json_array_size(series); i++)
+        ft_report_palette_index(&labels, str_or(json_array_get(series, i), "label", ""));
+    double legend_y = p.y1 + (json_object_get(chart, "x_label") ? 54 : 40);
+    svg_open(o, chart, legend_y + LEGEND_ROW * legend_rows(&labels) + 4);
+    svg_lines_axes(o, &p, chart);
+    for (size_t i = 0; i < json_array_size(series) && !s; i++)
+        s = svg_series(o, &p, json_array_get(series, i), colours);
+    svg_legend(o, &labels, colours, legend_y);
+    put(o, "</svg>\n");
+    ft_report_palette_free(&labels);
+    return s;
+}
+
+/* ==== the HTML page ============================================================================
+ */
+
+static const char *const html_style =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;"
+    "color:#1f2328;max-width:1000px;margin:24px auto;padding:0 16px;background:#fff}\n"
+    "h1{font-size:26px;margin:0 0 4px}h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;"
+    "margin-top:32px}h3{margin:20px 0 6px}\n"
+    ".meta{color:#59636e;margin:2px 0}code{font:12.5px ui-monospace,Menlo,Consolas,monospace;"
+    "background:#f6f8fa;padding:1px 4px;border-radius:4px}\n"
+    ".claim{border:1px solid #d0d7de;border-left:8px solid #6e7781;border-radius:6px;"
+    "padding:10px 14px;margin:12px 0}\n"
+    ".claim.holds{border-left-color:#1a7f37}.claim.does-not-hold{border-left-color:#cf222e}\n"
+    ".badge{display:inline-block;padding:2px 12px;border-radius:12px;color:#fff;font-weight:600;"
+    "background:#6e7781}\n"
+    ".badge.holds{background:#1a7f37}.badge.does-not-hold{background:#cf222e}\n"
+    "blockquote{margin:8px 0;padding:0 12px;color:#3d444d;border-left:3px solid #d0d7de;"
+    "font-style:italic}.source{color:#59636e;font-size:12.5px}\n"
+    ".answer{font-weight:600}.figures{margin:4px 0;padding-left:20px}\n"
+    "table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}"
+    "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left}th{background:#f6f8fa}\n"
+    "figure{margin:16px 0}figcaption{color:#59636e;font-size:12.5px}\n"
+    "svg{display:block;max-width:100%;height:auto}\n"
+    "svg text{font:12px sans-serif;fill:#1f2328}svg text.total{font-weight:600}\n"
+    "svg .grid{stroke:#e6e9ed;stroke-width:1}svg .axis{stroke:#59636e;stroke-width:1}\n"
+    "svg .zero{stroke:#59636e;stroke-width:1;stroke-dasharray:4 3}\n";
+
+static void html_table(out *o, const grid *g) {
+    if (!g->nrows) return;
+    put(o, "<table>\n<thead><tr>");
+    for (int k = 0; k < g->ncols; k++) {
+        put(o, "<th>");
+        put_xml(o, grid_at(g, 0, k));
+        put(o, "</th>");
+    }
+    put(o, "</tr></thead>\n<tbody>\n");
+    for (int r = 1; r < g->nrows; r++) {
+        put(o, "<tr>");
+        for (int k = 0; k < g->ncols; k++) {
+            put(o, "<td>");
+            put_xml(o, grid_at(g, r, k));
+            put(o, "</td>");
+        }
+        put(o, "</tr>\n");
+    }
+    put(o, "</tbody>\n</table>\n");
+}
+
+static void html_head(out *o, const json_t *doc) {
+    put(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+           "<meta charset=\"utf-8\"/>\n"
+           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>");
+    put_xml(o, str_or(doc, "title", ""));
+    putf(o, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", html_style);
+    put_xml(o, str_or(doc, "title", ""));
+    put(o, "</h1>\n<p class=\"meta\">");
+    put_xml(o, str_or(doc, "date", ""));
+    static const char *const keys[] = {"backend", "device", "clock"};
+    for (int i = 0; i < 3; i++)
+        if (json_object_get(doc, keys[i])) {
+            putf(o, " &#183; %s <code>", keys[i]);
+            put_xml(o, str_or(doc, keys[i], ""));
+            put(o, "</code>");
+        }
+    put(o, "</p>\n");
+    if (json_object_get(doc, "command")) {
+        put(o, "<p class=\"meta\">Regenerate: <code>");
+        put_xml(o, str_or(doc, "command", ""));
+        put(o, "</code></p>\n");
+    }
+}
+
+static const char *verdict_class(const char *v) {
+    return strcmp(v, "holds") == 0           ? "holds"
+           : strcmp(v, "does not hold") == 0 ? "does-not-hold"
+                                             : "measured";
+}
+
+static void html_figures(out *o, const json_t *fig) {
+    if (!json_object_size(fig)) return;
+    put(o, "<ul class=\"figures\">\n");
+    const char *k;
+    const json_t *v;
+    char buf[64];
+    json_object_foreach((json_t *)fig, k, v) {
+        put(o, "<li><code>");
+        put_xml(o, k);
+        put(o, "</code>: ");
+        put_xml(o, scalar_text(v, buf, sizeof buf));
+        put(o, "</li>\n");
+    }
+    put(o, "</ul>\n");
+}
+
+static void html_claim(out *o, const json_t *c) {
+    const char *verdict = str_or(c, "verdict", "measured"), *cls = verdict_class(verdict);
+    putf(o, "<div class=\"claim %s\"", cls);
+    if (json_object_get(c, "id")) {
+        put_id(o, " id=\"claim-", str_or(c, "id", ""));
+        put(o, "\"");
+    }
+    putf(o, ">\n<p><span class=\"badge %s\">", cls);
+    put_xml(o, verdict);
+    put(o, "</span>");
+    if (json_object_get(c, "id")) {
+        put(o, " <code>");
+        put_xml(o, str_or(c, "id", ""));
+        put(o, "</code>");
+    }
+    put(o, "</p>\n<blockquote><p>&#8220;");
+    put_xml(o, str_or(c, "claim", ""));
+    put(o, "&#8221;</p>");
+    if (json_object_get(c, "source")) {
+        put(o, "<p class=\"source\">&#8212; ");
+        put_xml(o, str_or(c, "source", ""));
+        put(o, "</p>");
+    }
+    put(o, "</blockquote>\n<p class=\"answer\">");
+    put_xml(o, str_or(c, "answer", ""));
+    put(o, "</p>\n");
+    html_figures(o, json_object_get(c, "figures"));
+    if (json_object_get(c, "command")) {
+        put(o, "<p class=\"meta\">Measured by <code>");
+        put_xml(o, str_or(c, "command", ""));
+        put(o, "</code></p>\n");
+    }
+    put(o, "</div>\n");
+}
+
+static void html_claims(out *o, const json_t *doc) {
+    const json_t *claims = json_object_get(doc, "claims");
+    put(o, "<section id=\"answers\">\n<h2>Answers</h2>\n");
+    if (!json_array_size(claims)) put(o, "<p class=\"meta\">No claims in this report.</p>\n");
+    for (size_t i = 0; i < json_array_size(claims); i++)
+        html_claim(o, json_array_get(claims, i));
+    put(o, "</section>\n");
+}
+
+static ft_status html_chart(out *o, const json_t *chart, ft_report_palette *segs,
+                            ft_report_palette *series) {
+    put(o, "<figure");
+    if (json_object_get(chart, "id")) {
+        put_id(o, " id=\"chart-", str_or(chart, "id", ""));
+        put(o, "\"");
+    }
+    put(o, ">\n<h3>");
+    put_xml(o, str_or(chart, "title", ""));
+    put(o, "</h3>\n");
+    int stacked = strcmp(str_or(chart, "kind", ""), "stacked") == 0;
+    ft_status s = stacked ? svg_stacked(o, chart, segs) : svg_lines(o, chart, series);
+    if (s) return s;
+    if (json_object_get(chart, "note")) {
+        put(o, "<figcaption>");
+        put_xml(o, str_or(chart, "note", ""));
+        put(o, "</figcaption>\n");
+    }
+    grid g;
+    if ((s = grid_chart(chart, &g)) == FT_OK) html_table(o, &g);
+    grid_free(&g);
+    put(o, "</figure>\n");
+    return s;
+}
+
+static ft_status html_charts(out *o, const json_t *doc) {
+    const json_t *charts = json_object_get(doc, "charts");
+    if (!json_array_size(charts)) return FT_OK;
+    /* One palette per kind over the whole page: a label keeps its colour from chart to chart. */
+    ft_report_palette segs = {0}, series = {0};
+    for (size_t i = 0; i < json_array_size(charts); i++) {
+        const json_t *c = json_array_get(charts, i);
+        if (strcmp(str_or(c, "kind", ""), "stacked") == 0) stacked_labels(c, &segs);
+    }
+    put(o, "<section id=\"charts\">\n<h2>Charts</h2>\n");
+    ft_status s = FT_OK;
+    for (size_t i = 0; i < json_array_size(charts) && !s; i++)
+        s = html_chart(o, json_array_get(charts, i), &segs, &series);
+    put(o, "</section>\n");
+    ft_report_palette_free(&segs);
+    ft_report_palette_free(&series);
+    return s;
+}
+
+static ft_status html_tables(out *o, const json_t *doc) {
+    const json_t *tables = json_object_get(doc, "tables");
+    if (!json_array_size(tables)) return FT_OK;
+    put(o, "<section id=\"tables\">\n<h2>Tables</h2>\n");
+    ft_status s = FT_OK;
+    for (size_t i = 0; i < json_array_size(tables) && !s; i++) {
+        const json_t *t = json_array_get(tables, i);
+        put(o, "<h3");
+        if (json_object_get(t, "id")) {
+            put_id(o, " id=\"table-", str_or(t, "id", ""));
+            put(o, "\"");
+        }
+        put(o, ">");
+        put_xml(o, str_or(t, "title", ""));
+        put(o, "</h3>\n");
+        grid g;
+        if ((s = grid_table(t, &g)) == FT_OK) html_table(o, &g);
+        grid_free(&g);
+    }
+    put(o, "</section>\n");
+    return s;
+}
+
+static ft_status html_machine(out *o, const json_t *doc) {
+    machine_view m;
+    ft_status s = machine_build(doc, &m);
+    if (!s && m.kv.nrows > 1) {
+        put(o, "<section id=\"machine\">\n<h2>Machine</h2>\n");
+        html_table(o, &m.kv);
+        for (int i = 0; i < m.nsub; i++) {
+            put(o, "<h3>");
+            put_xml(o, m.sub_title[i]);
+            put(o, "</h3>\n");
+            html_table(o, &m.sub[i]);
+        }
+        put(o, "</section>\n");
+    }
+    machine_free(&m);
+    return s;
+}
+
+static ft_status write_html(out *o, const json_t *doc) {
+    html_head(o, doc);
+    html_claims(o, doc);
+    ft_status s = html_charts(o, doc);
+    if (!s) s = html_tables(o, doc);
+    if (!s) s = html_machine(o, doc);
+    put(o, "<p class=\"meta\">Written by flaretune from a ");
+    put(o, FT_REPORT_FORMAT);
+    put(o, " document (report.json beside this file).</p>\n</body>\n</html>\n");
+    return s ? s : o->status;
+}
+
+/* ==== the Markdown file =========================================================================
+ */
+
+static void md_table(out *o, const grid *g) {
+    if (!g->nrows || !g->ncols) return;
+    for (int r = 0; r < g->nrows; r++) {
+        put(o, "|");
+        for (int k = 0; k < g->ncols; k++) {
+            put(o, " ");
+            put_md(o, grid_at(g, r, k));
+            put(o, " |");
+        }
+        put(o, "\n");
+        if (r == 0) {
+            put(o, "|");
+            for (int k = 0; k < g->ncols; k++)
+                put(o, "---|");
+            put(o, "\n");
+        }
+    }
+    put(o, "\n");
+}
+
+/* A code span that holds any text: as many backticks around it as it never contains. */
+static void md_code(out *o, const char *s) {
+    int run = 0, longest = 0;
+    for (const char *p = s; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    for (int i = 0; i <= longest; i++)
+        put(o, "`");
+    if (longest) put(o, " ");
+    for (const char *p = s; *p; p++)
+        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, o->f);
+    if (longest) put(o, " ");
+    for (int i = 0; i <= longest; i++)
+        put(o, "`");
+}
+
+static void md_head(out *o, const json_t *doc) {
+    put(o, "# ");
+    put_md(o, str_or(doc, "title", ""));
+    put(o, "\n\n");
+    put_md(o, str_or(doc, "date", ""));
+    static const char *const keys[] = {"backend", "device", "clock"};
+    for (int i = 0; i < 3; i++)
+        if (json_object_get(doc, keys[i])) {
+            putf(o, " · %s ", keys[i]);
+            md_code(o, str_or(doc, keys[i], ""));
+        }
+    put(o, "\n\n");
+    if (json_object_get(doc, "command")) {
+        put(o, "Regenerate: ");
+        md_code(o, str_or(doc, "command", ""));
+        put(o, "\n\n");
+    }
+}
+
+static void md_claims(out *o, const json_t *doc) {
+    const json_t *claims = json_object_get(doc, "claims");
+    put(o, "## Answers\n\n");
+    if (!json_array_size(claims)) put(o, "No claims in this report.\n\n");
+    char buf[64];
+    for (size_t i = 0; i < json_array_size(claims); i++) {
+        const json_t *c = json_array_get(claims, i);
+        put(o, "- **");
+        put_md(o, str_or(c, "verdict", ""));
+        put(o, "**");
+        if (json_object_get(c, "id")) {
+            put(o, " ");
+            md_code(o, str_or(c, "id", ""));
+        }
+        put(o, ": \"");
+        put_md(o, str_or(c, "claim", ""));
+        put(o, "\"");
+        if (json_object_get(c, "source")) {
+            put(o, " (");
+            put_md(o, str_or(c, "source", ""));
+            put(o, ")");
+        }
+        put(o, "\n  - Answer: ");
+        put_md(o, str_or(c, "answer", ""));
+        put(o, "\n");
+        const json_t *fig = json_object_get(c, "figures");
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)fig, k, v) {
+            put(o, "  - ");
+            md_code(o, k);
+            put(o, ": ");
+            put_md(o, scalar_text(v, buf, sizeof buf));
+            put(o, "\n");
+        }
+        if (json_object_get(c, "command")) {
+            put(o, "  - Measured by ");
+            md_code(o, str_or(c, "command", ""));
+            put(o, "\n");
+        }
+    }
+    put(o, "\n");
+}
+
+static ft_status md_charts(out *o, const json_t *doc) {
+    const json_t *charts = json_object_get(doc, "charts");
+    if (!json_array_size(charts)) return FT_OK;
+    put(o, "## Charts\n\n");
+    for (size_t i = 0; i < json_array_size(charts); i++) {
+        const json_t *c = json_array_get(charts, i);
+        put(o, "### ");
+        put_md(o, str_or(c, "title", ""));
+        put(o, "\n\n");
+        if (json_object_get(c, "note")) {
+            put_md(o, str_or(c, "note", ""));
+            put(o, "\n\n");
+        }
+        grid g;
+        ft_status s = grid_chart(c, &g);
+        if (!s) md_table(o, &g);
+        grid_free(&g);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+static ft_status md_tables(out *o, const json_t *doc) {
+    const json_t *tables = json_object_get(doc, "tables");
+    if (!json_array_size(tables)) return FT_OK;
+    put(o, "## Tables\n\n");
+    for (size_t i = 0; i < json_array_size(tables); i++) {
+        const json_t *t = json_array_get(tables, i);
+        put(o, "### ");
+        put_md(o, str_or(t, "title", ""));
+        put(o, "\n\n");
+        grid g;
+        ft_status s = grid_table(t, &g);
+        if (!s) md_table(o, &g);
+        grid_free(&g);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+static ft_status md_machine(out *o, const json_t *doc) {
+    machine_view m;
+    ft_status s = machine_build(doc, &m);
+    if (!s && m.kv.nrows > 1) {
+        put(o, "## Machine\n\n");
+        md_table(o, &m.kv);
+        for (int i = 0; i < m.nsub; i++) {
+            put(o, "### ");
+            put_md(o, m.sub_title[i]);
+            put(o, "\n\n");
+            md_table(o, &m.sub[i]);
+        }
+    }
+    machine_free(&m);
+    return s;
+}
+
+static ft_status write_md(out *o, const json_t *doc) {
+    md_head(o, doc);
+    md_claims(o, doc);
+    ft_status s = md_charts(o, doc);
+    if (!s) s = md_tables(o, doc);
+    if (!s) s = md_machine(o, doc);
+    return s ? s : o->status;
+}
+
+static ft_status write_json(out *o, const json_t *doc) {
+    if (json_dumpf(doc, o->f, JSON_INDENT(2)) != 0) return FT_EIO;
+    put(o, "\n");
+    return FT_OK;
+}
+
+/* ==== the three files, atomically ==============================================================
+ */
+
+/* Create dir and its parents when missing. */
+static ft_status make_dirs(const char *dir, ft_err *err) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return ft_err_set(err, FT_EIO, "%s: path too long", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return ft_err_set(err, FT_EIO, "%s: cannot create directory: %s", path,
+                              strerror(errno));
+        *p = saved;
+        if (!saved) break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot use as the output directory: %s", dir,
+                          strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return ft_err_set(err, FT_EIO, "%s: not a directory", dir);
+    return FT_OK;
+}
+
+/* Flush, sync and close a temporary file; on failure it is removed. */
+static ft_status close_tmp(FILE *f, const char *tmp, const char *path, ft_err *err) {
+    int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int saved = errno;
+    if (fclose(f) != 0 && !failed) {
+        failed = 1;
+        saved = errno;
+    }
+    if (!failed) return FT_OK;
+    unlink(tmp);
+    return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved ? saved : EIO));
+}
+
+typedef ft_status (*writer)(out *, const json_t *);
+
+/* Write one file to a temporary name beside path; *tmp holds it on success. */
+static ft_status write_tmp(const char *path, writer w, const json_t *doc, char *tmp, size_t n,
+                           ft_err *err) {
+    FILE *f = ft_file_create_tmp(path, tmp, n, err);
+    if (!f) return err ? err->status : FT_EIO;
+    out o = {f, FT_OK};
+    errno = 0;
+    ft_status s = w(&o, doc);
+    if (s) {
+        int saved = errno;
+        fclose(f);
+        unlink(tmp);
+        if (s == FT_EIO)
+            return ft_err_set(err, FT_EIO, "%s: write failed: %s", path,
+                              strerror(saved ? saved : EIO));
+        if (s == FT_ENOMEM) return ft_err_set(err, s, "%s: out of memory", path);
+        return ft_err_set(err, s, "%s: a value could not be drawn (not finite)", path);
+    }
+    return close_tmp(f, tmp, path, err);
+}
+
+ft_status ft_report_render(const json_t *doc, const char *dir, ft_err *err) {
+    ft_status s = ft_report_check(doc, err);
+    if (!s) s = make_dirs(dir, err);
+    if (s) return s;
+    static const char *const names[] = {"report.html", "report.md", "report.json"};
+    static const writer writers[] = {write_html, write_md, write_json};
+    char path[3][4096], tmp[3][4096 + 16];
+    int made = 0;
+    for (int k = 0; k < 3 && !s; k++) {
+        if (snprintf(path[k], sizeof path[k], "%s/%s", dir, names[k]) >= (int)sizeof path[k])
+            s = ft_err_set(err, FT_EIO, "%s: path too long", dir);
+        else if ((s = write_tmp(path[k], writers[k], doc, tmp[k], sizeof tmp[k], err)) == FT_OK)
+            made++;
+    }
+    if (s) {
+        for (int k = 0; k < made; k++)
+            unlink(tmp[k]);
+        return s;
+    }
+    const char *tmps[3] = {tmp[0], tmp[1], tmp[2]}, *paths[3] = {path[0], path[1], path[2]};
+    return ft_file_commit_all(3, tmps, paths, err);
+}
