@@ -1,36 +1,117 @@
 /* cmd_report.c: `flaretune report`: a report document rendered as a page, Markdown and JSON. */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "flaretune/report.h"
+#include "flaretune/report_sweep.h"
 
 #define DEFAULT_DIR "out/report"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: flaretune report --from REPORT.json [-o DIR]\n\n"
-               "Render a saved report document (format " FT_REPORT_FORMAT ", docs/report.md)\n"
-               "without measuring anything, into three files in DIR:\n"
-               "  report.html   one self-contained page (no network, no script): the answers to\n"
-               "                the claims first, each chart drawn as inline SVG with its data\n"
-               "                as a table under it, every table, the machine\n"
-               "  report.md     the same sections in Markdown\n"
-               "  report.json   the document itself, pretty-printed\n"
-               "Each is written to a temporary file in DIR and the three are renamed into place\n"
-               "together: a failure leaves the old files as they were. A missing or malformed\n"
-               "document gives one line naming the first bad path and exit 1.\n\n"
-               "options:\n"
-               "  --from FILE         the report document to render\n"
-               "  -o, --output DIR    where to write (default " DEFAULT_DIR "; created when\n"
-               "                      missing)\n");
+    fprintf(f,
+            "usage: flaretune report [--models M] [--backend B] [--profile P] [--quick]\n"
+            "                        [--log LOG] [-o DIR]\n"
+            "       flaretune report --from REPORT.json [-o DIR]\n\n"
+            "Measure the seeds' design axes as whole drafter steps on this machine (`flaretune\n"
+            "step` at the presets of model M: DFlash against DFLARE, draft layers D 3, 5, 7,\n"
+            "target layers T 5, 7, 9, block size B 8, 12, 16 with every loss scheme), answer\n"
+            "the seeds' claims in words and write the report (below). `--models tiny` runs the\n"
+            "same sweep at the tiny presets in a minute. Every step is appended to LOG as it is\n"
+            "measured (default DIR/report.jsonl, locked while the sweep runs): an interrupted\n"
+            "report resumes where it stopped when run again with the same options.\n\n"
+            "With --from, render a saved report document (format " FT_REPORT_FORMAT
+            ", docs/report.md)\n"
+            "without measuring anything, into three files in DIR:\n"
+            "  report.html   one self-contained page (no network, no script): the answers to\n"
+            "                the claims first, each chart drawn as inline SVG with its data\n"
+            "                as a table under it, every table, the machine\n"
+            "  report.md     the same sections in Markdown\n"
+            "  report.json   the document itself, pretty-printed\n"
+            "Each is written to a temporary file in DIR and the three are renamed into place\n"
+            "together: a failure leaves the old files as they were. A missing or malformed\n"
+            "document gives one line naming the first bad path and exit 1.\n\n"
+            "options:\n"
+            "  --models M          the presets' model (default small; tiny, qwen3-8b, ...)\n"
+            "  --backend B         backend (default auto: the GPU where present)\n"
+            "  --profile P         the tuned configs (default: each op's default config)\n"
+            "  --quick             shorter measurements (tune's, not bench's)\n"
+            "  --log LOG           the sweep's event log (default DIR/report.jsonl)\n"
+            "  --from FILE         the report document to render, measuring nothing\n"
+            "  -o, --output DIR    where to write (default " DEFAULT_DIR "; created when\n"
+            "                      missing)\n");
+}
+
+static volatile int stop_flag;
+static void on_sigint(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void progress(void *ctx, const char *what, int done, int total) {
+    (void)ctx;
+    fprintf(stderr, "report: [%d/%d] %s\n", done + 1, total, what);
+}
+
+/* mkdir -p */
+static int make_dir(const char *dir) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* Measure the sweep into *doc. */
+static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir, json_t **doc) {
+    ft_err err = {0};
+    ft_profile *prof = NULL;
+    if (profile) {
+        if (access(profile, R_OK) != 0)
+            return ft_cli_fail(FT_EXIT_FAIL, "report: cannot read profile %s: %s", profile,
+                               strerror(errno));
+        if (ft_profile_load(profile, &prof, &err))
+            return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
+        so->profile = prof;
+    }
+    if (make_dir(dir))
+        return ft_cli_fail(FT_EXIT_FAIL, "report: cannot create %s: %s", dir, strerror(errno));
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old);
+    so->stop = &stop_flag;
+    so->progress = progress;
+    ft_status s = ft_report_sweep(so, doc, &err);
+    sigaction(SIGINT, &old, NULL);
+    ft_profile_free(prof);
+    if (s)
+        return stop_flag ? (fprintf(stderr, "flaretune: report: %s\n", err.msg), 130)
+                         : ft_cli_fail(ft_cli_exit_code(s), "report: %s", err.msg);
+    return FT_EXIT_OK;
 }
 
 static int run(int argc, char **argv) {
-    enum { O_FROM = 1000 };
+    enum { O_FROM = 1000, O_MODELS, O_BACKEND, O_PROFILE, O_QUICK, O_LOG };
     static const struct option opts[] = {{"from", required_argument, NULL, O_FROM},
                                          {"output", required_argument, NULL, 'o'},
+                                         {"models", required_argument, NULL, O_MODELS},
+                                         {"backend", required_argument, NULL, O_BACKEND},
+                                         {"profile", required_argument, NULL, O_PROFILE},
+                                         {"quick", no_argument, NULL, O_QUICK},
+                                         {"log", required_argument, NULL, O_LOG},
                                          {NULL, 0, NULL, 0}};
-    const char *from = NULL, *dir = DEFAULT_DIR;
+    const char *from = NULL, *dir = DEFAULT_DIR, *profile = NULL, *logpath = NULL;
+    ft_report_sweep_opts so;
+    ft_report_sweep_opts_default(&so);
     int o;
     optind = 0;
     opterr = 0;
@@ -39,18 +120,43 @@ static int run(int argc, char **argv) {
             from = optarg;
         else if (o == 'o')
             dir = optarg;
+        else if (o == O_MODELS)
+            so.model = optarg;
+        else if (o == O_BACKEND)
+            so.backend = optarg;
+        else if (o == O_PROFILE)
+            profile = optarg;
+        else if (o == O_QUICK)
+            so.quick = 1;
+        else if (o == O_LOG)
+            logpath = optarg;
         else
             return ft_cli_bad_option("report", o, argv);
     }
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "report: unexpected argument '%s'", argv[optind]);
-    if (!from)
-        return ft_cli_fail(FT_EXIT_USAGE, "report: which report? --from REPORT.json (see "
-                                          "`flaretune report --help`)");
     if (!*dir) return ft_cli_fail(FT_EXIT_USAGE, "report: -o needs a directory");
     ft_err err = {0};
     json_t *doc = NULL;
-    if (ft_report_load(from, &doc, &err)) return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
+    if (from) {
+        if (ft_report_load(from, &doc, &err))
+            return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
+    } else {
+        char logbuf[1100], cmd[1400];
+        if (!logpath) {
+            snprintf(logbuf, sizeof logbuf, "%s/report.jsonl", dir);
+            logpath = logbuf;
+        }
+        so.log = logpath;
+        snprintf(cmd, sizeof cmd, "flaretune report --models %s%s%s%s%s -o %s", so.model,
+                 strcmp(so.backend, "auto") ? " --backend " : "",
+                 strcmp(so.backend, "auto") ? so.backend : "", profile ? " --profile " : "",
+                 profile ? profile : "", dir);
+        if (so.quick) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --quick");
+        so.command = cmd;
+        int code = sweep(&so, profile, dir, &doc);
+        if (code) return code;
+    }
     ft_status s = ft_report_render(doc, dir, &err);
     json_decref(doc);
     if (s) return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
