@@ -478,8 +478,8 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     ft_env_probe(&env);
     char device[256];
     ft_backend_device(be, &env, device, sizeof device);
-    json_t *ident = json_pack("{s:s, s:s, s:s, s:b}", "model", o->model, "backend", be->name,
-                              "device", device, "quick", o->quick);
+    json_t *ident = json_pack("{s:s, s:s, s:s, s:f}", "model", o->model, "backend", be->name,
+                              "device", device, "time_s", o->time_s);
     int lock = ft_file_trylock(o->log, err);
     if (lock < 0) {
         json_decref(ident);
@@ -516,7 +516,7 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
         so.profile = o->profile;
         so.scheme = pts[i].scheme;
         so.stop = o->stop;
-        if (o->quick) ft_measure_defaults_for(FT_MEASURE_TUNE, &so.measure);
+        ft_step_measure_time(o->time_s, &so.measure);
         ft_step step;
         if (!(s = ft_step_build(&step, &p, &so, err)) && !(s = ft_step_measure(&step, &so, err))) {
             json_t *doc = ft_step_to_json(&step);

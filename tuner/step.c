@@ -23,6 +23,14 @@ void ft_step_opts_default(ft_step_opts *o) {
     ft_measure_defaults(&o->measure);
 }
 
+void ft_step_measure_time(double time_s, ft_measure_opts *m) {
+    ft_measure_defaults(m);
+    if (!(time_s > 0)) return;
+    m->min_time_s = time_s;
+    m->max_time_s = 10 * time_s;
+    if (m->warmup_s > time_s) m->warmup_s = time_s;
+}
+
 /* ---- build --------------------------------------------------------------------------------- */
 
 /* A stage before it is allocated: the op and its sizes, from the preset or given. */

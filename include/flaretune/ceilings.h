@@ -39,21 +39,21 @@ typedef struct ft_ceil_level {
 typedef struct ft_ceilings {
     int nlevels;
     ft_ceil_level level[FT_CEIL_MAX_LEVELS]; /* smallest (fastest) first; the last is memory */
-    double bw;          /* the memory level's bandwidth, level[nlevels - 1].bw              */
-    double copy_bytes;  /* the memory probe's working set                                   */
-    double flops;       /* the compute roof: max(peak_flops, gemm_flops)                    */
-    double flops_now;   /* the same from this process's measurements alone                 */
+    double bw;         /* the memory level's bandwidth, level[nlevels - 1].bw              */
+    double copy_bytes; /* the memory probe's working set                                   */
+    double flops;      /* the compute roof: max(peak_flops, gemm_flops)                    */
+    double flops_now;  /* the same from this process's measurements alone                 */
     char flops_seen[24];
-    double peak_flops;  /* register-only FMA probe (0 where there is none: a GPU)          */
-    double gemm_flops;  /* the GEMM's rate, best seen                                       */
-    int gemm_n;         /* the GEMM was gemm_n^3                                            */
-    const char *gemm;   /* what the GEMM ran ("sgemm", "cuBLASLt bf16")                     */
-    int threads;        /* threads every probe ran with                                     */
-    int rounds;         /* measurement rounds taken by this process                         */
-    double measured_s;  /* time they took, all rounds                                       */
-    double measured_at; /* wall time of the last round (seconds since the epoch)            */
-    int from_cache;     /* some figure is the cache's, higher than this process measured    */
-    char key[256];      /* the machine fingerprint the cache keys these figures by          */
+    double peak_flops;    /* register-only FMA probe (0 where there is none: a GPU)          */
+    double gemm_flops;    /* the GEMM's rate, best seen                                       */
+    int gemm_n;           /* the GEMM was gemm_n^3                                            */
+    const char *gemm;     /* what the GEMM ran ("sgemm", "cuBLASLt bf16")                     */
+    int threads;          /* threads every probe ran with                                     */
+    int rounds;           /* measurement rounds taken by this process                         */
+    double measured_s;    /* time they took, all rounds                                       */
+    double measured_at;   /* wall time of the last round (seconds since the epoch)            */
+    int from_cache;       /* some figure is the cache's, higher than this process measured    */
+    char key[256];        /* the machine fingerprint the cache keys these figures by          */
     char cache_path[512]; /* the cache file ("" when none is kept)                          */
     char cache_note[256]; /* why the cache was not read or written ("" when it was)         */
 } ft_ceilings;
@@ -72,12 +72,12 @@ ft_status ft_ceilings_cpu(int threads, ft_ceilings *c, ft_err *err);
 
 /* Where a call sits under the roof. */
 typedef struct ft_roofline {
-    double floor_s;      /* max(bytes / bw of the level, flops / compute roof)                */
-    int level;           /* the level whose bandwidth bounds it                               */
+    double floor_s; /* max(bytes / bw of the level, flops / compute roof)                */
+    int level;      /* the level whose bandwidth bounds it                               */
     const char *level_name;
-    double bw;           /* that level's bandwidth                                            */
-    double working_set;  /* bytes the call touches                                            */
-    int compute_bound;   /* the FLOP term is the larger                                       */
+    double bw;          /* that level's bandwidth                                            */
+    double working_set; /* bytes the call touches                                            */
+    int compute_bound;  /* the FLOP term is the larger                                       */
 } ft_roofline;
 
 /* The roof over a call that moves `bytes`, does `flops` and touches `working_set` bytes
@@ -88,7 +88,8 @@ typedef struct ft_roofline {
 ft_roofline ft_roofline_of(const ft_ceilings *c, double bytes, double flops, double working_set,
                            int cold);
 /* Shorthand: the floor in seconds. */
-double ft_roofline_s(const ft_ceilings *c, double bytes, double flops, double working_set, int cold);
+double ft_roofline_s(const ft_ceilings *c, double bytes, double flops, double working_set,
+                     int cold);
 
 /* A fraction of the roofline above this is a measurement error: the floor cannot be beaten
  * (the margin absorbs the rounding of ticks and counters). */

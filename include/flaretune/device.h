@@ -29,13 +29,13 @@ typedef enum { FT_DEV_CUDA = 0, FT_DEV_EMU } ft_dev_kind;
 
 typedef struct ft_dev_props {
     char name[128];
-    char arch[16];           /* compile target, e.g. "sm_90a"; "emu" for the emulator      */
-    int cc_major, cc_minor;  /* compute capability (the emulator reports the one it mimics) */
+    char arch[16];          /* compile target, e.g. "sm_90a"; "emu" for the emulator      */
+    int cc_major, cc_minor; /* compute capability (the emulator reports the one it mimics) */
     int sm_count;
-    int warp_size;           /* 32                                                          */
+    int warp_size; /* 32                                                          */
     int max_threads_per_block, max_threads_per_sm;
     int regs_per_sm, max_regs_per_thread;
-    size_t smem_per_block;   /* default static + dynamic limit                              */
+    size_t smem_per_block;       /* default static + dynamic limit                              */
     size_t smem_per_block_optin; /* with the opt-in attribute                               */
     size_t smem_per_sm;
     size_t l2_bytes, mem_bytes;

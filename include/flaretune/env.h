@@ -21,8 +21,8 @@ typedef struct ft_env {
     char blas_core[64];          /* the kernel family the BLAS runs (OpenBLAS core name)  */
     char blas_core_detected[64]; /* what OpenBLAS had detected, when it was replaced */
     char compiler[96];
-    char version[64]; /* flaretune version and git description                */
-    int cuda_built;   /* the CUDA backend is compiled in                       */
+    char version[64];     /* flaretune version and git description                */
+    int cuda_built;       /* the CUDA backend is compiled in                       */
     char source_hash[24]; /* hash of the kernel sources this binary was built from */
 } ft_env;
 

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /* Others using a quarter of a CPU, or the host stealing 5% of the time, is contention. */
-#define FT_LOAD_BUSY_CPUS 0.25
+#define FT_LOAD_BUSY_CPUS  0.25
 #define FT_LOAD_BUSY_STEAL 0.05
 /* Marks closer together than this are too short for the 10 ms ticks of /proc/stat to judge
  * (two ticks of error over half a second is 0.04 CPUs). */
@@ -37,8 +37,8 @@ typedef struct ft_load {
     double steal_frac; /* fraction of the machine's CPU time stolen by its host      */
     double loadavg1;   /* the 1-minute load average at the second mark (ours counts) */
     int ncpu;
-    int known;         /* both marks were read and the span is long enough to judge */
-    int busy;          /* known, and above a threshold                               */
+    int known; /* both marks were read and the span is long enough to judge */
+    int busy;  /* known, and above a threshold                               */
 } ft_load;
 
 void ft_load_mark_take(ft_load_mark *m);

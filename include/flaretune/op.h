@@ -49,8 +49,8 @@ typedef struct ft_attr_desc {
 
 /* All attributes, in the order `list` prints them; NULL name terminates. */
 extern const ft_attr_desc ft_attr_table[];
-extern const char *const ft_scheme_names[]; /* indexed by ft_loss_scheme, NULL-terminated */
-extern const char *const ft_norm_names[];   /* indexed by ft_loss_norm, NULL-terminated   */
+extern const char *const ft_scheme_names[];     /* indexed by ft_loss_scheme, NULL-terminated */
+extern const char *const ft_norm_names[];       /* indexed by ft_loss_norm, NULL-terminated   */
 extern const char *const ft_dtype_attr_names[]; /* "f32", "bf16" (ft_attrs.dtype)      */
 
 void ft_attrs_default(ft_attrs *a);
@@ -199,7 +199,8 @@ void ft_call_free(ft_call *c);
 /* Drop a device backend's copies of the call's tensors (after rewriting an input in place). */
 void ft_call_touch(ft_call *c);
 /* Bytes the call must move at the least: every input that takes part read once, every output
- * written once (float tensors in their storage type: 2 bytes with dtype=bf16). With flops, this places the call on the machine's roofline. */
+ * written once (float tensors in their storage type: 2 bytes with dtype=bf16). With flops, this
+ * places the call on the machine's roofline. */
 double ft_call_io_bytes(const ft_call *c);
 /* Sizes as "N=24 T=4 H=64 D=3" (for messages, events and profile keys). */
 void ft_call_dims_str(const ft_call *c, char *buf, size_t n);

@@ -19,7 +19,7 @@ typedef struct ft_report_sweep_opts {
     const ft_profile *profile; /* the configs (NULL: every op's default)                     */
     const char *log;           /* the event log that keeps every measured step (and its lock) */
     const char *command;       /* how to regenerate the report, for the document            */
-    int quick;                 /* shorter measurements (tune's)                              */
+    double time_s;             /* each measurement's time (ft_step_measure_time; 0: bench's) */
     void (*progress)(void *ctx, const char *what, int done, int total);
     void *progress_ctx;
     volatile int *stop;       /* Ctrl-C: stop before the next step; the log keeps the rest */

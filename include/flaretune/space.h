@@ -103,8 +103,8 @@ int ft_space_valid(const ft_space *s, const struct ft_call *c, const ft_config *
 int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
                    size_t n);
 /* Can cfg run this call (valid or a duplicate)? What a backend checks before it runs. */
-int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg,
-                      char *why, size_t n);
+int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
+                      size_t n);
 
 #ifdef __cplusplus
 }

@@ -69,11 +69,15 @@ typedef struct ft_step_opts {
     /* Called before each timing with what is timed and how far along the step is. */
     void (*progress)(void *ctx, const char *what, int done, int total);
     void *progress_ctx;
-    volatile int *stop; /* Ctrl-C: stop before the next timing, with FT_EINTERNAL-free FT_EIO */
+    volatile int *stop; /* Ctrl-C: stop before the next timing (FT_EIO "interrupted") */
 } ft_step_opts;
 
 /* Defaults: auto backend, no profile, decay, seed 1, bench's measurement. */
 void ft_step_opts_default(ft_step_opts *o);
+/* Bench's measurement with every sample window shortened to time_s seconds (the minimum time
+ * of a measurement; its cap is ten times that, its warm-up at most time_s); time_s <= 0 keeps
+ * bench's. What `step --time` and `report --time` set. */
+void ft_step_measure_time(double time_s, ft_measure_opts *m);
 
 /* Build the step of preset p (its phase decides inference or training): every stage's call
  * sized, allocated and filled, its config looked up. Fails before anything is allocated when

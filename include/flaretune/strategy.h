@@ -79,11 +79,11 @@ typedef struct {
 } ft_evolve_opts;
 
 typedef struct {
-    int init;        /* spread first evaluations before the model speaks (>= 1); default 3 */
-    int local;       /* every local-th proposal is a neighbour of the best `top` known; 2 (0: never) */
-    int top;         /* 1..8; default 3 */
-    double xi;       /* expected improvement's margin, relative; default 0.0 */
-    int fit_every;   /* refit the kernel's length scales every fit_every results; default 1 */
+    int init;  /* spread first evaluations before the model speaks (>= 1); default 3 */
+    int local; /* every local-th proposal is a neighbour of the best `top` known; 2 (0: never) */
+    int top;   /* 1..8; default 3 */
+    double xi; /* expected improvement's margin, relative; default 0.0 */
+    int fit_every;      /* refit the kernel's length scales every fit_every results; default 1 */
     double cost_weight; /* 0..1: how much a candidate's expected cost divides its improvement;
                          * default 0 (ignore cost) */
 } ft_bayes_opts;

@@ -103,17 +103,17 @@ typedef struct ft_tune_result {
     int found; /* a verified, measured winner exists */
     ft_config winner, def;
     ft_stats winner_stats, default_stats;
-    double speedup;       /* default median / winner median                       */
-    double roofline_frac; /* the winner's fraction of this machine's roofline     */
-    int roofline_suspect; /* above 1 after measuring the ceilings again: an error */
+    double speedup;         /* default median / winner median                       */
+    double roofline_frac;   /* the winner's fraction of this machine's roofline     */
+    int roofline_suspect;   /* above 1 after measuring the ceilings again: an error */
     char roofline_level[8]; /* the level whose bandwidth bounds it               */
-    double verify_err;    /* the winner's worst relative error vs the reference   */
-    int ntie;             /* configurations tied with the winner                 */
-    int nunstable;        /* confirmed configs whose search median disagreed      */
-    int busy;             /* other processes (or the host) took CPU during the run */
-    int busy_candidates;  /* candidates measured while the machine was busy       */
-    ft_load load;         /* the rest of the machine during the measurements      */
-    int saved;            /* the winner went into the profile                     */
+    double verify_err;      /* the winner's worst relative error vs the reference   */
+    int ntie;               /* configurations tied with the winner                 */
+    int nunstable;          /* confirmed configs whose search median disagreed      */
+    int busy;               /* other processes (or the host) took CPU during the run */
+    int busy_candidates;    /* candidates measured while the machine was busy       */
+    ft_load load;           /* the rest of the machine during the measurements      */
+    int saved;              /* the winner went into the profile                     */
     int valid, evaluations, rejected, resumed, screened;
     int interrupted;
     char dims[256];

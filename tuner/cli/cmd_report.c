@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: flaretune report [--models M] [--backend B] [--profile P] [--quick]\n"
+            "usage: flaretune report [--models M] [--backend B] [--profile P] [--time S]\n"
             "                        [--log LOG] [-o DIR]\n"
             "       flaretune report --from REPORT.json [-o DIR]\n\n"
             "Measure the seeds' design axes as whole drafter steps on this machine (`flaretune\n"
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
             "  --models M          the presets' model (default small; tiny, qwen3-8b, ...)\n"
             "  --backend B         backend (default auto: the GPU where present)\n"
             "  --profile P         the tuned configs (default: each op's default config)\n"
-            "  --quick             shorter measurements (tune's, not bench's)\n"
+            "  --time S            each measurement samples for S seconds (at most 10 S;\n"
+            "                      default 0.25, bench's)\n"
             "  --log LOG           the sweep's event log (default DIR/report.jsonl)\n"
             "  --from FILE         the report document to render, measuring nothing\n"
             "  -o, --output DIR    where to write (default " DEFAULT_DIR "; created when\n"
@@ -106,7 +108,7 @@ static int run(int argc, char **argv) {
                                          {"models", required_argument, NULL, O_MODELS},
                                          {"backend", required_argument, NULL, O_BACKEND},
                                          {"profile", required_argument, NULL, O_PROFILE},
-                                         {"quick", no_argument, NULL, O_QUICK},
+                                         {"time", required_argument, NULL, O_QUICK},
                                          {"log", required_argument, NULL, O_LOG},
                                          {NULL, 0, NULL, 0}};
     const char *from = NULL, *dir = DEFAULT_DIR, *profile = NULL, *logpath = NULL;
@@ -126,9 +128,13 @@ static int run(int argc, char **argv) {
             so.backend = optarg;
         else if (o == O_PROFILE)
             profile = optarg;
-        else if (o == O_QUICK)
-            so.quick = 1;
-        else if (o == O_LOG)
+        else if (o == O_QUICK) {
+            char *end;
+            so.time_s = strtod(optarg, &end);
+            if (!*optarg || *end || !(so.time_s > 0) || so.time_s > 60)
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "report: --time expects seconds in (0, 60], got '%s'", optarg);
+        } else if (o == O_LOG)
             logpath = optarg;
         else
             return ft_cli_bad_option("report", o, argv);
@@ -152,7 +158,8 @@ static int run(int argc, char **argv) {
                  strcmp(so.backend, "auto") ? " --backend " : "",
                  strcmp(so.backend, "auto") ? so.backend : "", profile ? " --profile " : "",
                  profile ? profile : "", dir);
-        if (so.quick) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --quick");
+        if (so.time_s > 0)
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --time %g", so.time_s);
         so.command = cmd;
         int code = sweep(&so, profile, dir, &doc);
         if (code) return code;

@@ -15,7 +15,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: flaretune step PRESET [--profile P] [--backend B] [--set NAME=VALUE]...\n"
-            "                      [--scheme S] [--seed N] [--quick] [--json]\n\n"
+            "                      [--scheme S] [--seed N] [--time S] [--json]\n\n"
             "Run one whole drafter step at PRESET (see `flaretune list presets`; its phase\n"
             "decides inference or training) with the tuned configs of profile P (the\n"
             "backend's defaults where P has no entry, or without --profile; each stage says\n"
@@ -39,7 +39,8 @@ static void usage(FILE *f) {
             "  --set NAME=VALUE change a size of the preset (D, T, B, L, ...)\n"
             "  --scheme S       train: the loss's weighting scheme (default decay)\n"
             "  --seed N         seed of the random inputs (default 1)\n"
-            "  --quick          shorter measurements (tune's, not bench's)\n"
+            "  --time S         each measurement samples for S seconds (at most 10 S; default\n"
+            "                   0.25, bench's)\n"
             "  --json           the result as JSON (format flaretune-step/1, docs/step.md)\n");
 }
 
@@ -124,7 +125,7 @@ static int run(int argc, char **argv) {
     static const struct option opts[] = {
         {"profile", required_argument, NULL, 'p'}, {"backend", required_argument, NULL, 'b'},
         {"set", required_argument, NULL, 's'},     {"scheme", required_argument, NULL, 'S'},
-        {"seed", required_argument, NULL, 'r'},    {"quick", no_argument, NULL, 'q'},
+        {"seed", required_argument, NULL, 'r'},    {"time", required_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0}};
     const char *profile = NULL, *sets[64];
     int nsets = 0, json = 0;
@@ -152,7 +153,15 @@ static int run(int argc, char **argv) {
                                    optarg);
             break;
         }
-        case 'q': ft_measure_defaults_for(FT_MEASURE_TUNE, &so.measure); break;
+        case 'q': {
+            char *end;
+            double t = strtod(optarg, &end);
+            if (!*optarg || *end || !(t > 0) || t > 60)
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "step: --time expects seconds in (0, 60], got '%s'", optarg);
+            ft_step_measure_time(t, &so.measure);
+            break;
+        }
         case 'j': json = 1; break;
         case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", argv[optind - 1]);
         default:

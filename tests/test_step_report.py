@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""test_step_report.py: `flaretune step` and the measuring `flaretune report`, end to end.
+
+step: the stages of SPEC.md's draft layer at tiny presets (their count per phase and D), the
+parts add up (every share and sum from the same run: stages, ops, layers, the whole), repeated
+layers are timed once and share the result, every linear stage's FLOPs are 2*M*N*K (3x with its
+backward), the K/V projection's backward GEMMs are labelled, a profile's configs are used (an
+exact shape and the nearest), and bad input (a missing or malformed profile, an unknown preset,
+bad options) gives one line and no measurement.
+
+report: the tiny sweep is killed with SIGKILL midway and run again: it resumes from its log
+without measuring a step twice, answers the three claims, draws one SVG per chart in a page
+that parses as XML, and its report.json re-renders to the same document; a log of another sweep
+is refused; Chromium, when here (FT_REQUIRE_CHROMIUM=1 in CI), draws a page that is not blank.
+
+usage: test_step_report.py --flaretune PATH
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
+from clitest import check, run  # noqa: E402
+from test_report_render import png_pixels  # noqa: E402
+
+SVG = "{http://www.w3.org/2000/svg}"
+T = "0.005"  # seconds per measurement: the figures do not matter here, their arithmetic does
+ARGS = None
+TMP = None
+
+
+def one_line_error(err, what):
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(len(lines) == 1 and lines[0].startswith("flaretune: "),
+          f"{what}: want one 'flaretune: ...' line on stderr, got {err!r}")
+
+
+def step_json(*args):
+    rc, out, err = run("step", *args, "--time", T, "--json", timeout=600)
+    check(rc == 0, f"step {' '.join(args)}: exit {rc} ({err.strip()[-300:]})")
+    return json.loads(out) if rc == 0 else None
+
+
+def close(a, b, rel=1e-7):  # the JSON holds 9 significant digits
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-30)
+
+
+def check_adds_up(doc, what):
+    stages = doc["stages"]
+    total = sum(s["alone"]["median_s"] for s in stages)
+    check(close(total, doc["whole"]["sum_alone_s"]), f"{what}: the stages add up to sum_alone_s")
+    check(close(sum(s["share"] for s in stages), 1.0, 1e-6), f"{what}: stage shares sum to 1")
+    check(close(sum(o["median_s"] for o in doc["ops"]), total), f"{what}: ops add up")
+    check(close(sum(o["share"] for o in doc["ops"]), 1.0, 1e-6), f"{what}: op shares sum to 1")
+    check(sum(o["count"] for o in doc["ops"]) == len(stages), f"{what}: every stage in one op")
+    check(close(sum(l["median_s"] for l in doc["layers"]), total), f"{what}: layers add up")
+    check(len(doc["layers"]) == doc["sizes"]["D"] + 1, f"{what}: D layers and the context")
+    w = doc["whole"]
+    check(w["stats"]["samples"] >= 1 and w["stats"]["median_s"] > 0,
+          f"{what}: the whole step has samples")
+    check(close(w["ratio"], w["stats"]["median_s"] / total), f"{what}: ratio = whole / sum")
+    for i, s in enumerate(stages):
+        if "timed_as" in s:
+            t = stages[s["timed_as"]]
+            check(t["op"] == s["op"] and t["dims"] == s["dims"] and t["alone"] == s["alone"],
+                  f"{what}: stage {i} ({s['name']}) shares its twin's measurement")
+        if s["op"] == "linear":
+            d = dict(kv.split("=") for kv in s["dims"].split())
+            gemm = 2 * int(d["M"]) * int(d["N"]) * int(d["K"])
+            want = gemm * ((0 if s["attrs"].get("grad_only") == "1" else 1) +
+                           (2 if s["attrs"].get("backward") == "1" else 0))
+            check(close(s["flops"], want), f"{what}: {s['name']} FLOPs {s['flops']} = {want}")
+        check(s["alone"]["median_s"] > 0, f"{what}: {s['name']} was timed")
+
+
+def test_step_decode():
+    doc = step_json("tiny.dflare.decode")
+    if not doc:
+        return
+    check(doc["format"] == "flaretune-step/1", "format")
+    D = doc["sizes"]["D"]
+    names = [s["name"] for s in doc["stages"]]
+    check(names[:2] == ["fusion", "kv_proj"] and names[-1] == "lm_head",
+          f"decode: context first, LM head last: {names}")
+    check(len(names) == 2 + 6 * D + 1, f"decode: {len(names)} stages for D={D}")
+    check(doc["stages"][0]["op"] == "fusion.dflare", "DFLARE fuses with fusion.dflare")
+    attn = [s for s in doc["stages"] if s["name"] == "attention"]
+    check([s["layer"] for s in attn] == list(range(D)), "an attention per layer, in order")
+    check(all(s["op"] == "attention.decode" and s["pass"] == "forward" for s in attn),
+          "decode attention, forward only")
+    check(all(s["config_from"] == "default" for s in doc["stages"]), "no profile: defaults")
+    check_adds_up(doc, "tiny.dflare.decode")
+    doc = step_json("tiny.dflash.decode", "--set", "D=5")
+    if doc:
+        check(len(doc["stages"]) == 2 + 6 * 5 + 1, "--set D=5: five layers")
+        check(doc["stages"][0]["op"] == "fusion.dflash", "DFlash fuses with fusion.dflash")
+
+
+def test_step_train():
+    doc = step_json("tiny.dflash.train", "--scheme", "dpace")
+    if not doc:
+        return
+    D = doc["sizes"]["D"]
+    names = [s["name"] for s in doc["stages"]]
+    check(len(names) == 2 + D + 6 * D + 1, f"train: {len(names)} stages for D={D}")
+    check(names[-1] == "loss" and doc["stages"][-1]["pass"] == "fwd+bwd", "the loss last, fused")
+    check(doc["loss_scheme"] == "dpace" and doc["stages"][-1]["attrs"]["scheme"] == "dpace",
+          "--scheme reaches the loss")
+    bwd = [s for s in doc["stages"] if s["name"] == "kv_proj_bwd"]
+    check(len(bwd) == D and all(s["pass"] == "backward" and s["attrs"]["grad_only"] == "1" and
+                                "no backward kernel" in s["note"] for s in bwd),
+          "the K/V projection's backward: D grad_only GEMMs, labelled")
+    lin = [s for s in doc["stages"] if s["op"] == "linear" and s["name"] != "kv_proj_bwd"]
+    check(all(s["pass"] == "fwd+bwd" and s["attrs"]["backward"] == "1" for s in lin),
+          "training projections run their backward")
+    check_adds_up(doc, "tiny.dflash.train")
+
+
+def test_step_profile():
+    prof = os.path.join(TMP, "p.json")
+    rc, _, err = run("tune", "linear", "--preset", "tiny.dflare.decode", "--backend", "cpu",
+                     "--strategy", "exhaustive", "--profile", prof, "--quiet", timeout=600)
+    check(rc == 0, f"tune linear ({err.strip()[-200:]})")
+    entry = json.load(open(prof))["entries"][0]
+    cfg = ",".join(f"{k}={v}" for k, v in entry["config"].items())
+    doc = step_json("tiny.dflare.decode", "--profile", prof, "--backend", "cpu")
+    if not doc:
+        return
+    by = {}
+    for s in doc["stages"]:
+        by.setdefault(s["name"], s)
+    check(by["mlp_gate_up"]["config_from"] == "profile" and by["mlp_gate_up"]["config"] == cfg,
+          f"the tuned shape takes the profile's config: {by['mlp_gate_up']}")
+    check(by["q_proj"]["config_from"] == "profile (nearest)", "other GEMMs: the nearest entry")
+    check(by["attention"]["config_from"] == "default", "ops the profile lacks: defaults")
+
+
+def test_step_errors():
+    bad = os.path.join(TMP, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"schema_version": 1, "entries": [')
+    for args, code, what in (
+            (["tiny.dflare.decode", "--profile", os.path.join(TMP, "missing.json")], 1,
+             "a missing profile"),
+            (["tiny.dflare.decode", "--profile", bad], 1, "a malformed profile"),
+            (["nope.dflare.decode"], 2, "an unknown preset"),
+            (["tiny.dflare.decode", "--time", "0"], 2, "--time 0"),
+            (["tiny.dflare.train", "--scheme", "nope"], 2, "an unknown scheme"),
+            (["tiny.dflare.decode", "--set", "Q=3"], 2, "an unknown size"),
+            ([], 2, "no preset")):
+        t0 = time.time()
+        rc, out, err = run("step", *args)
+        check(rc == code, f"step with {what}: exit {rc}, {code} expected")
+        one_line_error(err, f"step with {what}")
+        check(out == "", f"step with {what}: nothing on stdout")
+        check(time.time() - t0 < 20, f"step with {what}: refused before measuring")
+
+
+def sweep_cmd(out_dir, *extra):
+    return [ARGS.flaretune, "report", "--models", "tiny", "--time", T, "-o", out_dir, *extra]
+
+
+def log_steps(path):
+    keys = []
+    with open(path) as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue  # a line torn by the kill
+            if ev.get("event") == "report_step":
+                keys.append(ev["key"])
+    return keys
+
+
+def test_report_resume():
+    out = os.path.join(TMP, "rep")
+    # Killed without warning once a few steps are logged.
+    p = subprocess.Popen(sweep_cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    seen = 0
+    for line in p.stderr:
+        if re.match(r"report: \[\d+/\d+\]", line):
+            seen += 1
+            if seen == 6:
+                break
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    log = os.path.join(out, "report.jsonl")
+    before = log_steps(log)
+    check(4 <= len(before) < 43, f"the killed sweep logged {len(before)} steps")
+    check(not os.path.exists(os.path.join(out, "report.html")), "no page from a killed sweep")
+    rc, so, err = run(*sweep_cmd(out)[1:], timeout=900)
+    check(rc == 0, f"the rerun finishes ({err.strip()[-300:]})")
+    after = log_steps(log)
+    check(len(after) == len(set(after)), "no step measured twice across the kill")
+    check(after[:len(before)] == before and len(set(after)) == 43,
+          f"the rerun measured only the rest: {len(before)} + {len(after) - len(before)} = 43")
+    doc = json.load(open(os.path.join(out, "report.json")))
+    check(doc["machine"]["resumed_steps"] == len(before), "the document says what it resumed")
+    check([c["id"] for c in doc["claims"]] == ["fusion-overhead", "depth-scaling",
+                                              "dpace-overhead"], "the three claims, in order")
+    for c in doc["claims"]:
+        check(c["verdict"] in ("holds", "does not hold", "measured") and "%" in c["answer"],
+              f"claim {c['id']}: a verdict and a figure: {c['answer']}")
+    check(len(doc["steps"]) == 43 and len(doc["tables"][0]["rows"]) == 43, "43 steps tabled")
+    root = ET.parse(os.path.join(out, "report.html")).getroot()
+    svgs = root.findall(f".//{SVG}svg")
+    check(len(svgs) == len(doc["charts"]) == 7, f"{len(svgs)} charts drawn")
+    page = "".join(root.itertext())
+    for c in doc["claims"]:
+        check(c["answer"] in page, f"claim {c['id']} answered on the page")
+    # The saved document renders again to itself.
+    again = os.path.join(TMP, "again")
+    rc, _, err = run("report", "--from", os.path.join(out, "report.json"), "-o", again)
+    check(rc == 0 and json.load(open(os.path.join(again, "report.json"))) == doc,
+          f"report.json round-trips ({err.strip()})")
+    # The same folder with another sweep's options: refused, the log kept.
+    rc, _, err = run(*sweep_cmd(out, "--backend", "ref")[1:])
+    check(rc != 0, "another sweep on the same log is refused")
+    one_line_error(err, "another sweep on the same log")
+    check(log_steps(log) == after, "the refused sweep leaves the log alone")
+    chromium(os.path.join(out, "report.html"))
+
+
+def chromium(page):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        if os.environ.get("FT_REQUIRE_CHROMIUM") == "1":
+            check(False, "FT_REQUIRE_CHROMIUM=1 but no chromium on PATH")
+        else:
+            print("chromium: skipped: not on PATH", file=sys.stderr)
+        return
+    png = os.path.join(TMP, "sweep.png")
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--hide-scrollbars", f"--user-data-dir={os.path.join(TMP, 'chromium-profile')}",
+           f"--screenshot={png}", "--window-size=1000,1600", "file://" + os.path.abspath(page)]
+    try:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, "chromium took more than 60 s")
+        return
+    if not os.path.exists(png):
+        check(False, "chromium wrote no screenshot")
+        return
+    w, h, rows = png_pixels(png)
+    counts = {}
+    for row in rows:
+        for px in row:
+            counts[px] = counts.get(px, 0) + 1
+    bg = max(counts.values())
+    check(w * h - bg > 0.05 * w * h, f"the sweep's page is not blank ({w * h - bg} pixels drawn)")
+    check(sum(1 for n in counts.values() if n >= 50) >= 6, "the sweep's page has colours")
+
+
+def main():
+    global ARGS, TMP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    ARGS = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ft_step_") as TMP:
+        return clitest.main(ARGS.flaretune, [test_step_decode, test_step_train, test_step_profile,
+                                             test_step_errors, test_report_resume])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
