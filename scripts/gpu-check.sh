@@ -92,6 +92,15 @@ while IFS= read -r line; do
   steps+=("tune|${#runs[@]}|tune $name|$weight|12")
   runs+=("$line")
 done < <(gpu_runs)
+# Whole drafter steps with the profile the runs above wrote (flaretune step: every op alone and
+# the step captured as a CUDA graph), then on a GPU a short report of the seeds' design axes
+# (flaretune report at the small presets; the emulator's timings would say nothing, and the
+# report's sweep is tested on the CPU). Their JSON and the report's files go into the raw logs.
+step_presets=("qwen3-8b.dflare.decode" "qwen3-8b.dflare.train")
+report_model=small
+[ "$emu" = 1 ] && step_presets=("tiny.dflare.decode" "tiny.dflare.train")
+steps+=("step|0|step ${step_presets[0]}|8|15" "step|1|step ${step_presets[1]}|10|25")
+[ "$emu" = 0 ] && steps+=("report||report --models $report_model|15|40")
 # Nsight Compute on each quick run's default and best configs: the memory and instruction figures
 # `flaretune inspect` derives on the emulator, measured (scripts/ncu-compare.py sets them side by
 # side). A GPU run's step, where ncu is installed; one step, a minute or two.
@@ -356,6 +365,40 @@ step_ncu() {
   [ "$done" -gt 0 ] || return 1
   return 0
 }
+step_step() {
+  local i=$1 share=$2 prof=()
+  [ -s "$work/profile.json" ] && prof=(--profile "$work/profile.json")
+  timeout -k 10 "$share" "$ft" step "${step_presets[$i]}" --backend "$backend" "${prof[@]}" \
+    --time "$([ "$emu" = 1 ] && echo 0.005 || echo 0.05)" --json \
+    >"$work/logs/step-$i.json" 2>"$work/logs/step-$i.err"
+  local rc=$?
+  tail -n 3 "$work/logs/step-$i.err"
+  python3 - "$work/logs/step-$i.json" >"$work/note" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    w = d["whole"]
+    print("whole step %.4g ms (%s), ops alone %.4g ms, ratio %.2f" % (
+        w["stats"]["median_s"] * 1e3, w["mode"], w["sum_alone_s"] * 1e3, w["ratio"]))
+except (OSError, ValueError, KeyError):
+    print("no result")
+PY
+  return $rc
+}
+
+step_report() {
+  local share=$1 prof=()
+  [ -s "$work/profile.json" ] && prof=(--profile "$work/profile.json")
+  timeout -k 10 -s INT "$share" "$ft" report --models "$report_model" --backend "$backend" \
+    "${prof[@]}" --time "$([ "$emu" = 1 ] && echo 0.002 || echo 0.02)" -o "$work/logs/report" \
+    >"$work/logs/report.txt" 2>&1
+  local rc=$?
+  tail -n 2 "$work/logs/report.txt"
+  grep -c '"report_step"' "$work/logs/report/report.jsonl" 2>/dev/null |
+    sed 's/$/ of 43 steps measured/' >"$work/note"
+  return $rc
+}
+
 step_torch() {
   local i=$1 share=$2
   # shellcheck disable=SC2086
@@ -425,6 +468,8 @@ for s in "${steps[@]}"; do
     tune) step_tune "$idx" "$share" ;;
     torch) step_torch "$idx" "$share" ;;
     ncu) step_ncu "$share" ;;
+    step) step_step "$idx" "$share" ;;
+    report) step_report "$share" ;;
   esac
   rc=$?
   took=$(($(date +%s) - ss))
