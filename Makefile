@@ -1,14 +1,18 @@
 # A thin driver over CMake. The two commands of README.md:
 #   make run    build, then run the main job
 #   make test   build, then run the test suite
-# Both install the Debian packages they need when run as root (scripts/deps.sh).
+# and `make report` (README, "The drafter step"): build, then measure the seeds' claims here.
+# Each installs the Debian packages it needs when run as root (scripts/deps.sh). The report
+# runs the configs `make run` tuned (profiles/local.json) where there are any.
 BUILD ?= build
 TYPE ?= Release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all build run test clean
+MODELS ?= small
+
+.PHONY: all build run test report clean
 
 all: build
 
@@ -19,6 +23,10 @@ build:
 
 run: build
 	scripts/main-job.sh $(BUILD)
+
+report: build
+	$(BUILD)/flaretune report --models $(MODELS) \
+	  $(if $(wildcard profiles/local.json),--profile profiles/local.json) -o out/report
 
 test:
 	@scripts/deps.sh test

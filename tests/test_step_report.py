@@ -99,10 +99,17 @@ def test_step_decode():
           "decode attention, forward only")
     check(all(s["config_from"] == "default" for s in doc["stages"]), "no profile: defaults")
     check_adds_up(doc, "tiny.dflare.decode")
+    check(doc["whole"]["mode"] == "back to back (host clock)", "the CPU runs the step back to back")
     doc = step_json("tiny.dflash.decode", "--set", "D=5")
     if doc:
         check(len(doc["stages"]) == 2 + 6 * 5 + 1, "--set D=5: five layers")
         check(doc["stages"][0]["op"] == "fusion.dflash", "DFlash fuses with fusion.dflash")
+    # The CUDA backend's sequence (a CUDA graph on a GPU) on the emulator.
+    doc = step_json("tiny.dflare.train", "--backend", "cuda-emu")
+    if doc:
+        check(doc["whole"]["mode"].startswith("emulated"), f"cuda-emu: {doc['whole']['mode']}")
+        check(doc["clock"] == "emulated", "cuda-emu's clock")
+        check_adds_up(doc, "tiny.dflare.train on cuda-emu")
 
 
 def test_step_train():
