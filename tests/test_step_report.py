@@ -170,6 +170,17 @@ def test_step_errors():
         one_line_error(err, f"step with {what}")
         check(out == "", f"step with {what}: nothing on stdout")
         check(time.time() - t0 < 20, f"step with {what}: refused before measuring")
+    for args, code, what in (
+            (["--profile", os.path.join(TMP, "missing.json")], 1, "a missing profile"),
+            (["--profile", bad], 1, "a malformed profile"),
+            (["--models", "nope"], 2, "an unknown model"),
+            (["--time", "x"], 2, "a bad --time")):
+        out = os.path.join(TMP, "rep-bad")
+        rc, _, err = run("report", "--models", "tiny", "-o", out, *args)
+        check(rc == code, f"report with {what}: exit {rc}, {code} expected")
+        one_line_error(err, f"report with {what}")
+        check(not os.path.exists(os.path.join(out, "report.jsonl")),
+              f"report with {what}: refused before the sweep starts")
 
 
 def sweep_cmd(out_dir, *extra):

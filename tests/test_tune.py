@@ -178,10 +178,10 @@ def test_sweep_and_all(tmp):
     rc, out, err = run("tune", "all", "--preset", "tiny.dflare.train", "--backend", "cpu", "--budget", "2",
                        "--strategy", "random", "--profile", prof, *FAST)
     check(rc == 0, f"tune all: {err}")
-    for op in ["fusion.dflare", "fusion.dflash", "attention.kvproj", "attention.decode", "attention.train", "loss"]:
+    for op in ["fusion.dflare", "fusion.dflash", "attention.kvproj", "attention.decode", "attention.train", "loss", "linear"]:
         check(op in out, f"summary lists {op}")
     doc = json.load(open(prof))
-    check(len({e["op"] for e in doc["entries"]}) == 6, "profile has every op")
+    check(len({e["op"] for e in doc["entries"]}) == 7, "profile has every op")
 
 
 def lines_parse(path):
