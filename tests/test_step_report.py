@@ -231,6 +231,18 @@ def test_report_resume():
         check(c["verdict"] in ("holds", "does not hold", "measured") and "%" in c["answer"],
               f"claim {c['id']}: a verdict and a figure: {c['answer']}")
     check(len(doc["steps"]) == 43 and len(doc["tables"][0]["rows"]) == 43, "43 steps tabled")
+    paired = [json.loads(l) for l in open(log) if '"report_paired"' in l]
+    check(sorted(e["key"] for e in paired) == ["B12", "B16", "B8"],
+          "the losses side by side, once per block size")
+    for e in paired:
+        sch = e["paired"]["schemes"]
+        check(set(sch) == {"decay", "progressive", "dpace", "dpace_cum", "dpace_cont"} and
+              sch["decay"]["diff_median_s"] == 0 and
+              all(v["diff_q1_s"] <= v["diff_median_s"] <= v["diff_q3_s"] and v["median_s"] > 0
+                  for v in sch.values()), f"paired B={e['paired']['B']}: every scheme, ordered")
+    chart = [c for c in doc["charts"] if c["id"] == "scheme-overhead"][0]
+    check([len(s["points"]) for s in chart["series"]] == [3, 3, 3, 3],
+          "the overhead chart: four schemes at three block sizes")
     root = ET.parse(os.path.join(out, "report.html")).getroot()
     svgs = root.findall(f".//{SVG}svg")
     check(len(svgs) == len(doc["charts"]) == 7, f"{len(svgs)} charts drawn")

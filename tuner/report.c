@@ -21,6 +21,7 @@
 #include "flaretune/eventlog.h"
 #include "flaretune/filelock.h"
 #include "flaretune/json.h"
+#include "flaretune/op_json.h"
 #include "flaretune/report.h"
 #include "flaretune/report_sweep.h"
 #include "flaretune/step.h"
@@ -106,7 +107,8 @@ static ft_status point_preset(const point *pt, const char *model, ft_preset *out
 
 /* The steps an earlier run of the same sweep (model, backend, device) logged, by key; an error
  * when the log belongs to another sweep. */
-static ft_status read_done(const char *log, const json_t *ident, json_t *done, ft_err *err) {
+static ft_status read_done(const char *log, const json_t *ident, json_t *done, json_t *paired,
+                           ft_err *err) {
     if (access(log, F_OK) != 0) return FT_OK;
     json_t *evs = NULL;
     int torn = 0;
@@ -132,6 +134,10 @@ static ft_status read_done(const char *log, const json_t *ident, json_t *done, f
             const char *key = json_string_value(json_object_get(ev, "key"));
             json_t *doc = json_object_get(ev, "step");
             if (key && json_is_object(doc)) json_object_set(done, key, doc);
+        } else if (type && !strcmp(type, "report_paired")) {
+            const char *key = json_string_value(json_object_get(ev, "key"));
+            json_t *doc = json_object_get(ev, "paired");
+            if (key && json_is_object(doc)) json_object_set(paired, key, doc);
         }
     }
     json_decref(evs);
@@ -169,17 +175,6 @@ static double op_s(const json_t *step, const char *name) {
             return json_number_value(json_object_get(o, "median_s"));
     }
     return NAN;
-}
-
-/* The stats of the first stage named `name` (one call). */
-static const json_t *stage_stats(const json_t *step, const char *name) {
-    size_t i;
-    json_t *o;
-    json_array_foreach(json_object_get(step, "stages"), i, o) {
-        if (!strcmp(json_string_value(json_object_get(o, "name")), name))
-            return json_object_get(o, "alone");
-    }
-    return NULL;
 }
 
 static const char *arch_label(const char *arch) {
@@ -245,31 +240,35 @@ static json_t *axis_chart(const json_t *done, char axis, const char *phase) {
                      "series", series);
 }
 
-/* A scheme's training-step overhead over decay at block size B, in percent: the difference of
- * the two losses alone over the decay step's sum of ops (the other ops are the same calls), with
- * the range their quartiles allow. 0 with *ok = 0 when a point is missing. */
-static double overhead(const json_t *done, const char *scheme, int64_t B, double *lo, double *hi,
-                       int *ok) {
+/* A scheme's training-step overhead over decay at block size B, in percent: the loss with the
+ * scheme minus the loss with decay, measured side by side in alternating rounds (paired_losses:
+ * the median of the per-round differences, so drift between two measurements taken minutes
+ * apart does not pass for an overhead), over the decay step's sum of ops (every other op of the
+ * step is the same call), with the quartiles of the differences as its range. 0 with *ok = 0
+ * when a point is missing. */
+static double overhead(const json_t *done, const json_t *paired, const char *scheme, int64_t B,
+                       double *lo, double *hi, int *ok) {
     const json_t *d = step_at(done, "dflare", "train", 0, 0, B, "decay");
-    const json_t *x = step_at(done, "dflare", "train", 0, 0, B, scheme);
-    const json_t *ld = d ? stage_stats(d, "loss") : NULL, *lx = x ? stage_stats(x, "loss") : NULL;
-    *ok = ld && lx;
+    char key[32];
+    snprintf(key, sizeof key, "B%lld", (long long)B);
+    const json_t *x =
+        json_object_get(json_object_get(json_object_get(paired, key), "schemes"), scheme);
+    double base = d ? num(d, "whole.sum_alone_s") : NAN;
+    *ok = x && base > 0;
     if (!*ok) return 0;
-    double base = num(d, "whole.sum_alone_s");
-    double m = num(lx, "median_s") - num(ld, "median_s");
-    *lo = 100 * (num(lx, "q1_s") - num(ld, "q3_s")) / base;
-    *hi = 100 * (num(lx, "q3_s") - num(ld, "q1_s")) / base;
-    return 100 * m / base;
+    *lo = 100 * num(x, "diff_q1_s") / base;
+    *hi = 100 * num(x, "diff_q3_s") / base;
+    return 100 * num(x, "diff_median_s") / base;
 }
 
-static json_t *scheme_chart(const json_t *done) {
+static json_t *scheme_chart(const json_t *done, const json_t *paired) {
     json_t *series = json_array();
     for (int s = 1; s < NSCHEMES; s++) {
         json_t *pts = json_array(), *lo = json_array(), *hi = json_array();
         for (int i = 0; i < 3; i++) {
             double l, h;
             int ok;
-            double v = overhead(done, schemes[s], axis_B[i], &l, &h, &ok);
+            double v = overhead(done, paired, schemes[s], axis_B[i], &l, &h, &ok);
             if (!ok) continue;
             json_array_append_new(pts, json_pack("[I, f]", (json_int_t)axis_B[i], v));
             json_array_append_new(lo, json_real(l));
@@ -284,8 +283,9 @@ static json_t *scheme_chart(const json_t *done) {
                      "(DFLARE)",
                      "unit", "%", "x_label", "block size B", "y_label", "overhead over decay",
                      "series", series, "note",
-                     "the loss alone with the scheme, minus the loss alone with decay, over the "
-                     "decay step's sum of ops; the bars span the quartiles of both");
+                     "the loss with the scheme minus the loss with decay, timed side by side in "
+                     "alternating rounds (median of the per-round differences), over the decay "
+                     "step's sum of ops; the bars span the differences' quartiles");
 }
 
 static void fmt_t(double s, char *buf, size_t n) {
@@ -374,22 +374,24 @@ static json_t *claim_scaling(const json_t *done, const char *model) {
                  cmd);
 }
 
-static json_t *claim_dpace(const json_t *done, const char *model) {
+static json_t *claim_dpace(const json_t *done, const json_t *paired, const char *model) {
     double lo, hi;
     int ok;
-    double z = overhead(done, "dpace", 16, &lo, &hi, &ok);
+    double z = overhead(done, paired, "dpace", 16, &lo, &hi, &ok);
     if (!ok) return NULL;
-    double lo8, hi8, z8 = overhead(done, "dpace", 8, &lo8, &hi8, &ok);
+    double lo8, hi8, z8 = overhead(done, paired, "dpace", 8, &lo8, &hi8, &ok);
     if (!ok) return NULL;
-    double lo12, hi12, z12 = overhead(done, "dpace", 12, &lo12, &hi12, &ok);
+    double lo12, hi12, z12 = overhead(done, paired, "dpace", 12, &lo12, &hi12, &ok);
     if (!ok) return NULL;
-    /* Holds when the measurement allows 2.3% or less: its lower end is at or under it. */
+    /* Holds when the measurement allows 2.3% or less: the differences' lower quartile is at or
+     * under it. */
     const char *verdict = lo <= 2.3 ? "holds" : "does not hold";
     char ans[640];
     snprintf(ans, sizeof ans,
              "D-PACE adds %.2f%% to the training step at B=16 (quartile range %.2f%% to %.2f%%), "
-             "%.2f%% at B=12 and %.2f%% at B=8, over the fixed decay schedule (DFLARE, the loss's "
-             "weights are the only difference). Its accuracy gains against B need trained models "
+             "%.2f%% at B=12 and %.2f%% at B=8, over the fixed decay schedule (DFLARE; the loss's "
+             "weights are the only difference, both losses timed side by side). Its accuracy gains "
+             "against B need trained models "
              "and are not measured here; their cost is.",
              z, lo, hi, z12, z8);
     char cmd[200];
@@ -429,16 +431,16 @@ static json_t *steps_table(const json_t *done) {
                      "sum of ops", "step / sum", "samples", "rows", rows);
 }
 
-static json_t *build_doc(const json_t *done, const ft_report_sweep_opts *o, const char *device,
-                         const char *clock, json_t *machine) {
+static json_t *build_doc(const json_t *done, const json_t *paired, const ft_report_sweep_opts *o,
+                         const char *device, const char *clock, json_t *machine) {
     json_t *claims = json_array(), *c;
     if ((c = claim_fusion(done, o->model))) json_array_append_new(claims, c);
     if ((c = claim_scaling(done, o->model))) json_array_append_new(claims, c);
-    if ((c = claim_dpace(done, o->model))) json_array_append_new(claims, c);
+    if ((c = claim_dpace(done, paired, o->model))) json_array_append_new(claims, c);
     json_t *charts = json_pack("[o, o, o, o, o, o, o]", stacked(done, "decode"),
                                stacked(done, "train"), axis_chart(done, 'D', "decode"),
                                axis_chart(done, 'D', "train"), axis_chart(done, 'T', "decode"),
-                               axis_chart(done, 'T', "train"), scheme_chart(done));
+                               axis_chart(done, 'T', "train"), scheme_chart(done, paired));
     json_t *steps = json_array();
     const char *key;
     json_t *st;
@@ -455,6 +457,100 @@ static json_t *build_doc(const json_t *done, const ft_report_sweep_opts *o, cons
                      o->backend_name ? o->backend_name : "", "device", device, "clock", clock,
                      "machine", machine, "claims", claims, "charts", charts, "tables",
                      steps_table(done), "steps", steps);
+}
+
+/* ---- the losses side by side ------------------------------------------------------------------
+ */
+
+#define PAIRED_ROUNDS 21
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Quartile q (0.25, 0.5, 0.75) of n sorted values, linearly interpolated. */
+static double quart(const double *v, int n, double q) {
+    double pos = q * (n - 1);
+    int i = (int)pos;
+    return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/* Every scheme's loss at DFLARE training with block size B, on the same inputs and config,
+ * timed in PAIRED_ROUNDS rounds that each time every scheme once (in an order that rotates), so
+ * that a scheme's overhead is the median of differences taken moments apart. */
+static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *be,
+                               const char *device, int64_t B, json_t **out, ft_err *err) {
+    point pt = {.B = B};
+    snprintf(pt.arch, sizeof pt.arch, "dflare");
+    snprintf(pt.phase, sizeof pt.phase, "train");
+    ft_preset p;
+    ft_status s = point_preset(&pt, o->model, &p, err);
+    if (s) return s;
+    const ft_op *op = ft_op_find("loss", err);
+    ft_call c[NSCHEMES];
+    ft_config cfg[NSCHEMES];
+    double t[NSCHEMES][PAIRED_ROUNDS];
+    memset(c, 0, sizeof c);
+    for (int k = 0; k < NSCHEMES && !s; k++) {
+        ft_call_init(&c[k], op);
+        if ((s = ft_attrs_set(&c[k].attrs, op, "scheme", schemes[k], err)) ||
+            (s = ft_call_from_preset(&c[k], &p, 1, err)))
+            break;
+        const ft_space *sp = be->space(op);
+        ft_config_default(sp, &cfg[k]);
+        const ft_profile_entry *e =
+            o->profile ? ft_profile_lookup_call(o->profile, &c[k], be->name, device, NULL) : NULL;
+        ft_config pc;
+        if (e && ft_config_from_json(sp, e->config, &pc, NULL) == FT_OK &&
+            ft_space_runnable(sp, &c[k], &pc, NULL, 0))
+            cfg[k] = pc;
+    }
+    /* Warm every call, and size the repetitions so one timing lasts about time_s / 4. */
+    int reps = 1;
+    double one = 0;
+    for (int k = 0; k < NSCHEMES && !s; k++)
+        s = ft_backend_time(be, &c[k], &cfg[k], 1, &one, err);
+    if (!s) {
+        double want = (o->time_s > 0 ? o->time_s : 0.25) / 4;
+        reps = one > 0 && one < want ? (int)(want / one) + 1 : 1;
+    }
+    for (int r = 0; r < PAIRED_ROUNDS && !s; r++)
+        for (int j = 0; j < NSCHEMES && !s; j++) {
+            if (o->stop && *o->stop) {
+                s = ft_err_set(err, FT_EIO, "interrupted");
+                break;
+            }
+            int k = (j + r) % NSCHEMES;
+            double secs = 0;
+            s = ft_backend_time(be, &c[k], &cfg[k], reps, &secs, err);
+            t[k][r] = secs / reps;
+        }
+    if (!s) {
+        json_t *sch = json_object();
+        for (int k = 0; k < NSCHEMES; k++) {
+            double d[PAIRED_ROUNDS], m[PAIRED_ROUNDS];
+            for (int r = 0; r < PAIRED_ROUNDS; r++) {
+                d[r] = t[k][r] - t[0][r];
+                m[r] = t[k][r];
+            }
+            qsort(d, PAIRED_ROUNDS, sizeof d[0], cmp_d);
+            qsort(m, PAIRED_ROUNDS, sizeof m[0], cmp_d);
+            json_object_set_new(sch, schemes[k],
+                                json_pack("{s:f, s:f, s:f, s:f}", "median_s",
+                                          quart(m, PAIRED_ROUNDS, 0.5), "diff_median_s",
+                                          quart(d, PAIRED_ROUNDS, 0.5), "diff_q1_s",
+                                          quart(d, PAIRED_ROUNDS, 0.25), "diff_q3_s",
+                                          quart(d, PAIRED_ROUNDS, 0.75)));
+        }
+        char dims[160];
+        ft_call_dims_str(&c[0], dims, sizeof dims);
+        *out = json_pack("{s:I, s:s, s:i, s:i, s:o}", "B", (json_int_t)B, "dims", dims, "rounds",
+                         PAIRED_ROUNDS, "reps", reps, "schemes", sch);
+    }
+    for (int k = 0; k < NSCHEMES; k++) /* zeroed or made: either frees */
+        ft_call_free(&c[k]);
+    return s;
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------------
@@ -487,11 +583,11 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
                    ? ft_err_set(err, FT_EBUSY, "%s is being written by another report", o->log)
                    : err->status;
     }
-    json_t *done = json_object();
+    json_t *done = json_object(), *paired = json_object();
     ft_eventlog *log = NULL;
     char run[32];
     snprintf(run, sizeof run, "report-%ld", (long)time(NULL));
-    if (!(s = read_done(o->log, ident, done, err)) &&
+    if (!(s = read_done(o->log, ident, done, paired, err)) &&
         !(s = ft_eventlog_open(o->log, run, &log, err)))
         s = ft_eventlog_write(log,
                               json_pack("{s:s, s:O, s:i, s:i}", "event", "report_start", "sweep",
@@ -537,13 +633,33 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
                            "same command again to resume)",
                            (int)json_object_size(done), n, o->log);
     }
+    for (int i = 0; i < 3 && !s; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "B%lld", (long long)axis_B[i]);
+        if (json_object_get(paired, key)) continue;
+        if (o->progress) o->progress(o->progress_ctx, "losses side by side", n, n);
+        json_t *pd = NULL;
+        if (!(s = paired_losses(o, be, device, axis_B[i], &pd, err))) {
+            json_object_set(paired, key, pd);
+            s = ft_eventlog_write(
+                log,
+                json_pack("{s:s, s:s, s:o}", "event", "report_paired", "key", key, "paired", pd),
+                err);
+        }
+        if (s && o->stop && *o->stop)
+            s = ft_err_set(err, FT_EIO,
+                           "interrupted after %d of %d steps (%s keeps them: run the "
+                           "same command again to resume)",
+                           (int)json_object_size(done), n, o->log);
+    }
     if (!s) {
         ft_ceilings ceil;
         json_t *machine = ft_env_to_json(&env);
         if (machine && ft_ceilings_of(be, env.cpu_cores, &ceil, NULL) == FT_OK)
             json_object_set_new(machine, "ceilings", ft_ceilings_to_json(&ceil));
         if (machine) json_object_set_new(machine, "resumed_steps", json_integer(resumed));
-        *out = build_doc(done, o, device, ft_backend_clock(be), machine ? machine : json_object());
+        *out = build_doc(done, paired, o, device, ft_backend_clock(be),
+                         machine ? machine : json_object());
         if (!*out)
             s = ft_err_set(err, FT_ENOMEM, "out of memory building the report");
         else if ((s = ft_report_check(*out, err))) {
@@ -554,6 +670,7 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     if (log) ft_eventlog_close(log);
     ft_file_unlock(lock);
     json_decref(done);
+    json_decref(paired);
     json_decref(ident);
     return s;
 }
