@@ -103,6 +103,16 @@ static ft_status point_preset(const point *pt, const char *model, ft_preset *out
     return s;
 }
 
+static int same_sizes(const ft_preset *a, const ft_preset *b) {
+    if (strcmp(a->model, b->model) || strcmp(a->arch, b->arch) || strcmp(a->phase, b->phase))
+        return 0; /* not the names: --set appends to them */
+    for (int k = 0; ft_preset_fields[k]; k++)
+        if (*ft_preset_field((ft_preset *)a, ft_preset_fields[k]) !=
+            *ft_preset_field((ft_preset *)b, ft_preset_fields[k]))
+            return 0;
+    return 1;
+}
+
 /* ---- the log: resume ------------------------------------------------------------------------- */
 
 /* The steps an earlier run of the same sweep (model, backend, device) logged, by key; an error
@@ -411,7 +421,13 @@ static json_t *steps_table(const json_t *done) {
     json_t *rows = json_array();
     const char *key;
     json_t *st;
+    json_t *seen = json_array();
     json_object_foreach((json_t *)done, key, st) {
+        int dup = 0;
+        for (size_t k = 0; k < json_array_size(seen) && !dup; k++)
+            dup = json_equal(json_array_get(seen, k), st);
+        if (dup) continue;
+        json_array_append(seen, st);
         char m[32], iqr[32], sum[32];
         fmt_t(num(st, "whole.stats.median_s"), m, sizeof m);
         fmt_t(num(st, "whole.stats.q3_s") - num(st, "whole.stats.q1_s"), iqr, sizeof iqr);
@@ -425,6 +441,7 @@ static json_t *steps_table(const json_t *done) {
                             json_string_value(json_object_get(st, "loss_scheme")), m, iqr, sum,
                             num(st, "whole.ratio"), (json_int_t)num(st, "whole.stats.samples")));
     }
+    json_decref(seen);
     return json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s,s,s,s,s], s:o}", "id", "steps", "title",
                      "Every step measured (whole step end to end; sum of its ops timed alone)",
                      "columns", "drafter", "phase", "D", "T", "B", "loss", "step median", "IQR",
@@ -444,7 +461,12 @@ static json_t *build_doc(const json_t *done, const json_t *paired, const ft_repo
     json_t *steps = json_array();
     const char *key;
     json_t *st;
-    json_object_foreach((json_t *)done, key, st) json_array_append(steps, st);
+    json_object_foreach((json_t *)done, key, st) {
+        int dup = 0;
+        for (size_t k = 0; k < json_array_size(steps) && !dup; k++)
+            dup = json_equal(json_array_get(steps, k), st);
+        if (!dup) json_array_append(steps, st);
+    }
     char date[32], title[128];
     time_t now = time(NULL);
     struct tm tm;
@@ -606,6 +628,24 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
         if (o->progress) o->progress(o->progress_ctx, pts[i].key, (int)json_object_size(done), n);
         ft_preset p;
         point_preset(&pts[i], o->model, &p, err);
+        /* A point whose sizes and scheme are another's (D 5 is DFlash's own depth) is that
+         * step: one measurement, so the charts that share it agree. */
+        json_t *twin = NULL;
+        for (int j = 0; j < i && !twin; j++) {
+            ft_preset q;
+            json_t *dj = json_object_get(done, pts[j].key);
+            if (dj && !strcmp(pts[i].scheme, pts[j].scheme) &&
+                point_preset(&pts[j], o->model, &q, NULL) == FT_OK && same_sizes(&p, &q))
+                twin = dj;
+        }
+        if (twin) {
+            json_object_set(done, pts[i].key, twin);
+            s = ft_eventlog_write(log,
+                                  json_pack("{s:s, s:s, s:O}", "event", "report_step", "key",
+                                            pts[i].key, "step", twin),
+                                  err);
+            continue;
+        }
         ft_step_opts so;
         ft_step_opts_default(&so);
         so.backend = be->name;
