@@ -677,7 +677,11 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
         char key[32];
         snprintf(key, sizeof key, "B%lld", (long long)axis_B[i]);
         if (json_object_get(paired, key)) continue;
-        if (o->progress) o->progress(o->progress_ctx, "losses side by side", n, n);
+        if (o->progress) {
+            char what[64];
+            snprintf(what, sizeof what, "the losses side by side at B=%lld", (long long)axis_B[i]);
+            o->progress(o->progress_ctx, what, n, n);
+        }
         json_t *pd = NULL;
         if (!(s = paired_losses(o, be, device, axis_B[i], &pd, err))) {
             json_object_set(paired, key, pd);

@@ -57,7 +57,10 @@ static void on_sigint(int sig) {
 
 static void progress(void *ctx, const char *what, int done, int total) {
     (void)ctx;
-    fprintf(stderr, "report: [%d/%d] %s\n", done + 1, total, what);
+    if (done < total)
+        fprintf(stderr, "report: [%d/%d] %s\n", done + 1, total, what);
+    else
+        fprintf(stderr, "report: %s\n", what);
 }
 
 /* mkdir -p */
