@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [SECONDS] [BUILD_DIR]      defaults: 60 seconds per target, build-fuzz
 #
 # Targets: fuzz_npy (the .npy reader), fuzz_profile (the profile loader and what reads a loaded
-# profile), fuzz_eventlog (the event-log reader, replay, trace export, the dashboard's model);
+# profile), fuzz_eventlog (the event-log reader, replay, trace export, the dashboard's model),
+# fuzz_report (the report document's reader and renderer);
 # FUZZ_TARGETS="npy profile" runs some of them only. Each runs for SECONDS (-max_total_time)
 # with -timeout=10 and -rss_limit_mb=2048 (also the limit of a single allocation) and the
 # target's dictionary (tests/fuzz/corpus/TARGET.dict: tokens the readers compare) on a scratch
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 build=${2:-build-fuzz}
-targets=${FUZZ_TARGETS:-npy profile eventlog}
+targets=${FUZZ_TARGETS:-npy profile eventlog report}
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [[ "$secs" -lt 1 ]]; then
     echo "usage: scripts/fuzz.sh [SECONDS] [BUILD_DIR]   (SECONDS: a positive integer)" >&2
     exit 2
@@ -59,7 +60,7 @@ for t in $targets; do
     dict=tests/fuzz/corpus/$t.dict
     work=$build/fuzz-work/$t
     if [[ ! -x "$bin" || ! -d "$seeds" ]]; then
-        echo "fuzz: unknown target '$t' (targets: npy profile eventlog)" >&2
+        echo "fuzz: unknown target '$t' (targets: npy profile eventlog report)" >&2
         exit 2
     fi
     [[ -f "$dict" ]] || dict=

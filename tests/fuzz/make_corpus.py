@@ -348,6 +348,51 @@ JSON_TOKENS = ["null", "true", "false", "{}", "[]", "-1", "0.0", "1e-300", "1e30
                "9223372036854775807", "-9223372036854775808", "2147483648", "\\u0000"]
 
 
+# ---- report documents -------------------------------------------------------------------------
+
+def report_doc(**over):
+    doc = {
+        "format": "flaretune-report/1", "title": "Drafter steps", "date": "2026-12-02T17:00:00Z",
+        "command": "flaretune report --models tiny", "models": ["tiny"], "backend": "cpu",
+        "device": "cpu: x", "clock": "host",
+        "machine": {"cores": 2, "ceilings": {"levels": [{"name": "L1", "bytes_per_s": 7.3e11}]}},
+        "claims": [{"id": "c", "claim": "no latency", "source": "s", "answer": "0.1% <&>",
+                    "verdict": "holds", "figures": {"share": 0.001}, "command": "flaretune step"}],
+        "charts": [
+            {"id": "b", "kind": "stacked", "title": "by op", "unit": "s",
+             "bars": [{"label": "DFLARE", "segments": [{"label": "fusion", "value": 1.5e-4},
+                                                       {"label": "loss", "value": 2e-3}]}]},
+            {"id": "l", "kind": "lines", "title": "against D", "unit": "%", "x_label": "D",
+             "y_label": "t", "series": [{"label": "a", "points": [[3, -1.5], [5, 2.0]],
+                                         "lo": [-2, 1], "hi": [-1, 3]}]}],
+        "tables": [{"id": "t", "title": "steps", "columns": ["a", "b"],
+                    "rows": [["x", 1.5], ["y", None]]}],
+    }
+    doc.update(over)
+    return doc
+
+
+def report_seeds():
+    good = report_doc()
+    seeds = {
+        "seed-report": dumps(good, 1),
+        "seed-report-min": dumps(report_doc(claims=[], charts=[], tables=[])),
+        "seed-report-no-format": dumps({k: v for k, v in good.items() if k != "format"}),
+        "seed-report-bad-point": dumps(report_doc(charts=[
+            {"id": "l", "kind": "lines", "title": "t", "series": [{"label": "a",
+                                                                   "points": [[1]]}]}])),
+        "seed-report-bad-lo": dumps(report_doc(charts=[
+            {"id": "l", "kind": "lines", "title": "t", "series": [{"label": "a",
+                                                                   "points": [[1, 2]],
+                                                                   "lo": [1, 2]}]}])),
+        "seed-report-negative-segment": dumps(report_doc(charts=[
+            {"id": "b", "kind": "stacked", "title": "t",
+             "bars": [{"label": "x", "segments": [{"label": "s", "value": -1}]}]}])),
+        "seed-report-truncated": dumps(good)[:200],
+    }
+    return seeds
+
+
 def json_keys(doc, out):
     if isinstance(doc, dict):
         for k, v in doc.items():
@@ -388,6 +433,9 @@ def dictionaries():
         "npy.dict": [t.encode("latin-1") for t in npy],
         "profile.dict": quoted(prof | set(words)) + JSON_TOKENS,
         "eventlog.dict": quoted(logk | set(words)) + JSON_TOKENS + ["\n", "\n\n"],
+        "report.dict": quoted(json_keys(report_doc(), set()) |
+                              {"stacked", "lines", "holds", "does not hold", "measured", "s",
+                               "%", "flaretune-report/1"}) + JSON_TOKENS,
     }
 
 
@@ -411,7 +459,7 @@ def main():
                     help="the corpus directory (default: tests/fuzz/corpus)")
     a = ap.parse_args()
     for target, seeds in (("npy", npy_seeds()), ("profile", profile_seeds()),
-                          ("eventlog", eventlog_seeds())):
+                          ("eventlog", eventlog_seeds()), ("report", report_seeds())):
         n = write(os.path.join(a.out, target), seeds)
         print("%s: %d seeds, %d bytes" % (target, len(seeds), n))
     for name, tokens in dictionaries().items():

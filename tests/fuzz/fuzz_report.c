@@ -1,0 +1,78 @@
+/* fuzz_report.c: the report document's reader and renderer (tuner/report_render.c) on arbitrary
+ * bytes.
+ *
+ * Exercises ft_report_load on the input as a file (malformed JSON, duplicate keys, the schema
+ * check of every claim, chart, series, bar, segment and table), then on a document that loaded:
+ * the render of all three files into a temporary folder.
+ *
+ * A finding, besides a sanitizer report, a leak or a timeout: a failure without its status and
+ * message in ft_err; a document ft_report_load accepts that ft_report_check refuses on its own;
+ * a render that leaves a temporary file or misses one of the three files, or that fails and
+ * leaves any file behind. A checked document may still fail to render with its message: finite
+ * values whose axis does not fit in a double (a point at -1e308 beside one at 8) are refused
+ * there, not by the check (corpus: nonfinite-axis).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flaretune/report.h"
+#include "fuzz.h"
+
+static char dir[64];
+
+/* The folder every render goes to, made once; emptied after each render. */
+static void clean(void) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+}
+
+static int count_files(void) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/ft_fuzz_report.XXXXXX");
+        FUZZ_CHECK(mkdtemp(dir) != NULL, "cannot make a folder to render into");
+    }
+    const char *path = fuzz_input_path(data, size);
+    ft_err err = {0};
+    json_t *doc = NULL;
+    ft_status s = ft_report_load(path, &doc, &err);
+    if (s) {
+        fuzz_check_err(s, &err, "ft_report_load");
+        FUZZ_CHECK(doc == NULL, "a failed load returned a document");
+        return 0;
+    }
+    ft_err e2 = {0};
+    FUZZ_CHECK(ft_report_check(doc, &e2) == FT_OK, "a loaded document fails its check: %s", e2.msg);
+    s = ft_report_render(doc, dir, &err);
+    if (s) {
+        fuzz_check_err(s, &err, "ft_report_render");
+        FUZZ_CHECK(count_files() == 0, "a failed render left %d files", count_files());
+    } else {
+        FUZZ_CHECK(count_files() == 3, "the render left %d files, not report.html, .md, .json",
+                   count_files());
+    }
+    clean();
+    json_decref(doc);
+    return 0;
+}
