@@ -527,3 +527,24 @@ ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err) {
     }
     return FT_OK;
 }
+
+ft_status ft_dir_make(const char *dir, ft_err *err) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return ft_err_set(err, FT_EIO, "%s: path too long", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return ft_err_set(err, FT_EIO, "%s: cannot create directory: %s", path,
+                              strerror(errno));
+        *p = saved;
+        if (!saved) break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot use as a directory: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return ft_err_set(err, FT_EIO, "%s: not a directory", dir);
+    return FT_OK;
+}

@@ -288,6 +288,25 @@ def near(c, want, tol=40):
     return all(abs(a - b) <= tol for a, b in zip(c, want))
 
 
+def screenshot(browser, page, tmp, width, height):
+    """Headless Chromium's PNG of page (in tmp), or None after a failed check."""
+    png = os.path.join(tmp, "page.png")
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--hide-scrollbars", f"--user-data-dir={os.path.join(tmp, 'chromium-profile')}",
+           f"--screenshot={png}", f"--window-size={width},{height}",
+           "file://" + os.path.abspath(page)]
+    try:
+        # stderr carries dbus and GPU warnings in containers: judged by the PNG alone.
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, "chromium took more than 60 s")
+        return None
+    if not os.path.exists(png):
+        check(False, "chromium wrote no screenshot")
+        return None
+    return png
+
+
 def test_chromium():
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
@@ -300,19 +319,8 @@ def test_chromium():
     out = os.path.join(TMP, "chromium")
     rc, _, err = render(ARGS.fixture, out)
     check(rc == 0, f"render for Chromium ({err!r})")
-    png = os.path.join(TMP, "page.png")
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--hide-scrollbars", f"--user-data-dir={os.path.join(TMP, 'chromium-profile')}",
-           f"--screenshot={png}", "--window-size=1200,2400",
-           "file://" + os.path.abspath(os.path.join(out, "report.html"))]
-    try:
-        # stderr carries dbus and GPU warnings in containers: judged by the PNG alone.
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-    except subprocess.TimeoutExpired:
-        check(False, "chromium took more than 60 s")
-        return
-    if not os.path.exists(png):
-        check(False, "chromium wrote no screenshot")
+    png = screenshot(browser, os.path.join(out, "report.html"), TMP, 1200, 2400)
+    if not png:
         return
     w, h, rows = png_pixels(png)
     check((w, h) == (1200, 2400), f"screenshot {w}x{h}")

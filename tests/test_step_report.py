@@ -30,7 +30,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clitest  # noqa: E402
 from clitest import check, run  # noqa: E402
-from test_report_render import png_pixels  # noqa: E402
+from test_report_render import png_pixels, screenshot  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 T = "0.005"  # seconds per measurement: the figures do not matter here, their arithmetic does
@@ -282,17 +282,8 @@ def chromium(page):
         else:
             print("chromium: skipped: not on PATH", file=sys.stderr)
         return
-    png = os.path.join(TMP, "sweep.png")
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--hide-scrollbars", f"--user-data-dir={os.path.join(TMP, 'chromium-profile')}",
-           f"--screenshot={png}", "--window-size=1000,1600", "file://" + os.path.abspath(page)]
-    try:
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-    except subprocess.TimeoutExpired:
-        check(False, "chromium took more than 60 s")
-        return
-    if not os.path.exists(png):
-        check(False, "chromium wrote no screenshot")
+    png = screenshot(browser, page, TMP, 1000, 1600)
+    if not png:
         return
     w, h, rows = png_pixels(png)
     counts = {}

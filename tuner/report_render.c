@@ -1813,29 +1813,6 @@ static ft_status write_json(out *o, const json_t *doc) {
 /* ==== the three files, atomically ==============================================================
  */
 
-/* Create dir and its parents when missing. */
-static ft_status make_dirs(const char *dir, ft_err *err) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-        return ft_err_set(err, FT_EIO, "%s: path too long", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return ft_err_set(err, FT_EIO, "%s: cannot create directory: %s", path,
-                              strerror(errno));
-        *p = saved;
-        if (!saved) break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return ft_err_set(err, FT_EIO, "%s: cannot use as the output directory: %s", dir,
-                          strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return ft_err_set(err, FT_EIO, "%s: not a directory", dir);
-    return FT_OK;
-}
-
 /* Flush, sync and close a temporary file; on failure it is removed. */
 static ft_status close_tmp(FILE *f, const char *tmp, const char *path, ft_err *err) {
     int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
@@ -1874,7 +1851,7 @@ static ft_status write_tmp(const char *path, writer w, const json_t *doc, char *
 
 ft_status ft_report_render(const json_t *doc, const char *dir, ft_err *err) {
     ft_status s = ft_report_check(doc, err);
-    if (!s) s = make_dirs(dir, err);
+    if (!s) s = ft_dir_make(dir, err);
     if (s) return s;
     static const char *const names[] = {"report.html", "report.md", "report.json"};
     static const writer writers[] = {write_html, write_md, write_json};

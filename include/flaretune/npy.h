@@ -57,6 +57,9 @@ ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err
  * place, and a rename that still fails puts the old files back. On failure every tmp[k] is
  * removed and the message names the path that failed. */
 ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *path, ft_err *err);
+/* Create dir and its missing parents (mkdir -p); FT_EIO naming the path that failed, or dir
+ * when it exists but is not a directory. */
+ft_status ft_dir_make(const char *dir, ft_err *err);
 
 #ifdef __cplusplus
 }

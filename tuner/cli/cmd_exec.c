@@ -45,28 +45,6 @@ static void usage(FILE *f) {
             "  --quiet             print nothing on success\n");
 }
 
-/* Create dir (and its parents) if missing. */
-static ft_status make_dirs(const char *dir, ft_err *err) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-        return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char saved = *p;
-            *p = '\0';
-            if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return ft_err_set(err, FT_EIO, "%s: cannot create directory: %s", path,
-                                  strerror(errno));
-            *p = saved;
-            if (!saved) break;
-        }
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return ft_err_set(err, FT_EIO, "%s: not a directory", dir);
-    return FT_OK;
-}
-
 /* The files of one exec: the generated inputs (--save-inputs) and the outputs, written to
  * temporary files first and committed together, so they all appear or none change. */
 typedef struct {
@@ -77,7 +55,7 @@ typedef struct {
 /* Write the tensors of c with the given roles (inputs or outputs) into dir as temporary files. */
 static ft_status stage_tensors(const ft_call *c, int inputs, const char *dir, pending_files *pf,
                                ft_err *err) {
-    ft_status s = make_dirs(dir, err);
+    ft_status s = ft_dir_make(dir, err);
     for (int i = 0; i < c->op->ntensors && !s; i++) {
         const ft_tensor_spec *ts = &c->op->tensors[i];
         int is_in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "flaretune/npy.h"
 #include "flaretune/report.h"
 #include "flaretune/report_sweep.h"
 
@@ -63,19 +63,6 @@ static void progress(void *ctx, const char *what, int done, int total) {
         fprintf(stderr, "report: %s\n", what);
 }
 
-/* mkdir -p */
-static int make_dir(const char *dir) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 /* Measure the sweep into *doc. */
 static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir, json_t **doc) {
     ft_err err = {0};
@@ -88,8 +75,10 @@ static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir,
             return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
         so->profile = prof;
     }
-    if (make_dir(dir))
-        return ft_cli_fail(FT_EXIT_FAIL, "report: cannot create %s: %s", dir, strerror(errno));
+    if (ft_dir_make(dir, &err)) {
+        ft_profile_free(prof);
+        return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
+    }
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
