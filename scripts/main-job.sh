@@ -8,7 +8,7 @@
 # On a machine with an NVIDIA GPU flaretune can use: the real presets, Qwen3-8B DFLARE at the
 # issues' shapes in bf16 (training shapes for the fusion, kvproj, training-attention and loss ops,
 # N=8192; the decode preset, R=16 and L=4096, for attention.decode), each op searched for at most
-# TIME seconds (default 45: about five minutes for the six ops, NVRTC compiling on every core).
+# TIME seconds (default 45: about six minutes for the seven ops, NVRTC compiling on every core).
 # Elsewhere: the CPU at a small preset (small.dflare.train), BUDGET candidates per op (default
 # 24; bayes stops earlier once converged). PRESET, STRATEGY (default bayes), BUDGET and TIME
 # override these; running it again
