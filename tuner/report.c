@@ -512,6 +512,7 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
     const ft_op *op = ft_op_find("loss", err);
     ft_call c[NSCHEMES];
     ft_config cfg[NSCHEMES];
+    ft_workspace ws = {0};
     double t[NSCHEMES][PAIRED_ROUNDS];
     memset(c, 0, sizeof c);
     for (int k = 0; k < NSCHEMES && !s; k++) {
@@ -519,6 +520,7 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
         if ((s = ft_attrs_set(&c[k].attrs, op, "scheme", schemes[k], err)) ||
             (s = ft_call_from_preset(&c[k], &p, 1, err)))
             break;
+        c[k].ws = &ws;
         const ft_space *sp = be->space(op);
         ft_config_default(sp, &cfg[k]);
         const ft_profile_entry *e =
@@ -572,6 +574,7 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
     }
     for (int k = 0; k < NSCHEMES; k++) /* zeroed or made: either frees */
         ft_call_free(&c[k]);
+    ft_ws_free(&ws);
     return s;
 }
 

@@ -233,6 +233,7 @@ ft_status ft_step_build(ft_step *s, const ft_preset *p, const ft_step_opts *o, f
         ft_step_stage *sg = &s->stages[i];
         ft_call *c = &sg->call;
         if ((st = ft_call_alloc(c, 1, 1, err))) return ft_err_wrap(err, "step %s", p->name);
+        c->ws = &s->ws; /* scratch is never allocated inside a timed call */
         ft_rng rng;
         ft_rng_seed(&rng, (o->seed ? o->seed : 1) * 1000003u + (uint64_t)i);
         c->op->fill_inputs(c, c->op == op_named("linear") ? NULL : p, &rng);
@@ -246,6 +247,7 @@ void ft_step_free(ft_step *s) {
     for (int i = 0; i < s->n; i++)
         ft_call_free(&s->stages[i].call);
     free(s->stages);
+    ft_ws_free(&s->ws);
     memset(s, 0, sizeof *s);
 }
 

@@ -28,6 +28,7 @@
 #include "flaretune/space.h"
 #include "flaretune/stats.h"
 #include "flaretune/status.h"
+#include "flaretune/workspace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,7 @@ typedef struct ft_step {
     char whole_mode[96]; /* how: "back to back (host clock)", "cuda graph", ...          */
     double sum_alone_s;  /* sum over the stages of their medians alone                     */
     double bytes;        /* the tensors the step holds                                     */
+    ft_workspace ws;     /* every stage\'s scratch: one allocation, reused, as the tuner does */
 } ft_step;
 
 typedef struct ft_step_opts {
