@@ -35,13 +35,11 @@
 
 #include "device_impl.h"
 #include "emu/emu.h"
+#include "flaretune/paths.h"
 #include "kcache.h"
 
 #ifndef FT_EMU_CXX
 #define FT_EMU_CXX ""
-#endif
-#ifndef FT_EMU_KERNEL_DIR
-#define FT_EMU_KERNEL_DIR "kernels"
 #endif
 
 #define PATH_CAP 1024
@@ -680,8 +678,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     fill_props(&d->base.props);
     const char *v = getenv("FLARETUNE_EMU_CXX");
     snprintf(d->cxx, sizeof d->cxx, "%s", v && *v ? v : FT_EMU_CXX);
-    v = getenv("FLARETUNE_KERNEL_DIR");
-    snprintf(d->kernel_dir, sizeof d->kernel_dir, "%s", v && *v ? v : FT_EMU_KERNEL_DIR);
+    ft_kernel_dir(d->kernel_dir, sizeof d->kernel_dir);
     int w = ft_kc_cache_dir("emu", d->cache_dir, sizeof d->cache_dir);
     if (w < 0 || (size_t)w >= sizeof d->cache_dir) {
         pthread_mutex_destroy(&d->version_lock);

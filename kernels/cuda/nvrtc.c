@@ -18,11 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "flaretune/paths.h"
 #include "kcache.h"
 
-#ifndef FT_EMU_KERNEL_DIR
-#define FT_EMU_KERNEL_DIR "kernels"
-#endif
 #ifndef FT_CUDA_INCLUDE_DIR
 #define FT_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
@@ -59,8 +57,8 @@ int ft_nvrtc_arch_supported(const char *arch) {
 }
 
 static const char *kernel_dir(void) {
-    const char *v = getenv("FLARETUNE_KERNEL_DIR");
-    return v && *v ? v : FT_EMU_KERNEL_DIR;
+    static _Thread_local char dir[4096];
+    return ft_kernel_dir(dir, sizeof dir);
 }
 
 static void cuda_include(char *out, size_t n) {

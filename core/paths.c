@@ -1,0 +1,69 @@
+/* paths.c: the root of the files flaretune ships besides its code (paths.h). */
+#define _GNU_SOURCE /* dladdr */
+#include "flaretune/paths.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef FT_SOURCE_DIR
+#define FT_SOURCE_DIR "."
+#endif
+
+static char root[PATH_MAX];
+static pthread_once_t root_once = PTHREAD_ONCE_INIT;
+
+/* Is dir a root (does it hold the kernel dialect header)? */
+static int is_root(const char *dir) {
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/kernels/cuda/ft_cuda.h", dir) >= (int)sizeof p) return 0;
+    return access(p, R_OK) == 0;
+}
+
+/* PREFIX/share/flaretune for the file holding this code: PREFIX/bin/x, PREFIX/lib/x or
+ * PREFIX/lib/<multiarch>/x. */
+static int installed_root(char *out, size_t n) {
+    Dl_info info;
+    if (!dladdr((void *)&installed_root, &info) || !info.dli_fname || !info.dli_fname[0]) return 0;
+    char self[PATH_MAX];
+    if (!realpath(info.dli_fname, self)) return 0;
+    for (int up = 1; up <= 2; up++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", self);
+        for (int k = 0; k <= up; k++) {
+            char *slash = strrchr(dir, '/');
+            if (!slash || slash == dir) return 0;
+            *slash = '\0';
+        }
+        if (snprintf(out, n, "%s/share/flaretune", dir) < (int)n && is_root(out)) return 1;
+    }
+    return 0;
+}
+
+static void find_root(void) {
+    const char *v = getenv("FLARETUNE_SOURCE_DIR");
+    if (v && *v && strlen(v) < sizeof root) {
+        snprintf(root, sizeof root, "%s", v);
+        return;
+    }
+    if (installed_root(root, sizeof root)) return;
+    snprintf(root, sizeof root, "%s", FT_SOURCE_DIR);
+}
+
+const char *ft_source_root(void) {
+    pthread_once(&root_once, find_root);
+    return root;
+}
+
+char *ft_kernel_dir(char *buf, size_t n) {
+    const char *v = getenv("FLARETUNE_KERNEL_DIR");
+    if (v && *v)
+        snprintf(buf, n, "%s", v);
+    else
+        snprintf(buf, n, "%s/kernels", ft_source_root());
+    return buf;
+}

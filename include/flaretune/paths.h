@@ -1,0 +1,30 @@
+/* paths.h: where flaretune finds the files it ships besides its code.
+ *
+ * The kernel sources (.cu for NVRTC and the emulator, the CPU kernels and the core an emitted
+ * package copies) live in the source tree while flaretune runs from its build directory, and in
+ * PREFIX/share/flaretune once installed (`cmake --install`). The root is, in order:
+ *   1. $FLARETUNE_SOURCE_DIR;
+ *   2. share/flaretune beside the binary or library this code is part of (found from its own
+ *      address: PREFIX/bin or PREFIX/lib[/multiarch] -> PREFIX/share/flaretune);
+ *   3. the source tree it was built from.
+ * The root holds kernels/, core/ and include/flaretune/. $FLARETUNE_KERNEL_DIR still names the
+ * kernel folder alone (the tests point it at their samples).
+ */
+#ifndef FLARETUNE_PATHS_H
+#define FLARETUNE_PATHS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The root described above, never NULL (a static string; computed once, thread-safe). */
+const char *ft_source_root(void);
+/* The kernel folder: $FLARETUNE_KERNEL_DIR, else ft_source_root()/kernels. Returns buf. */
+char *ft_kernel_dir(char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
