@@ -47,7 +47,7 @@ def folder_of(path):
 def objects(build):
     """{source path relative to ROOT: object file} for the library and the command line."""
     out = {}
-    for target in ("flaretune_lib.dir", "flaretune.dir"):
+    for target in ("flaretune_obj.dir", "flaretune.dir"):
         top = os.path.join(build, "CMakeFiles", target)
         for dirpath, _, files in os.walk(top):
             for f in files:

@@ -104,7 +104,20 @@ typedef struct ft_backend {
                           char *mode, size_t mode_len, ft_err *err);
     ft_status (*seq_time)(void *seq, int reps, double *secs, ft_err *err);
     void (*seq_close)(void *seq);
+    /* Optional, device backends: memory on the device for callers to fill and bind (the C
+     * API's device tensors, flaretune.h). mem_copy's kind: FT_MEM_H2D, _D2H or _D2D. */
+    ft_status (*mem_alloc)(size_t bytes, void **ptr, ft_err *err);
+    void (*mem_free)(void *ptr);
+    ft_status (*mem_copy)(void *dst, const void *src, size_t bytes, int kind, ft_err *err);
+    /* Optional, device backends: run float tensor i of c from the caller's device memory at
+     * dptr (in the call's storage type, at the tensor's shape) instead of a copy of c->t[i],
+     * which then only describes it (its data may be NULL): an input is never uploaded, an
+     * output is left there. Call once the call is bound and its attributes set; it lasts
+     * while c's device state does (ft_call_touch and ft_call_free end it). */
+    ft_status (*bind_device)(ft_call *c, int i, void *dptr, ft_err *err);
 } ft_backend;
+
+enum { FT_MEM_H2D = 0, FT_MEM_D2H = 1, FT_MEM_D2D = 2 };
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock
  * around run()). */

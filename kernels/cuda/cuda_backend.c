@@ -254,13 +254,14 @@ typedef struct dev_call {
         void *d;
         size_t bytes;
         int uploaded;
+        int borrowed; /* the caller's memory (bind_device): never freed nor copied here */
     } s[FT_MAX_TENSORS];
 } dev_call;
 
 static void dev_call_free(void *p) {
     dev_call *dc = p;
     for (int i = 0; i < FT_MAX_TENSORS; i++)
-        ft_dev_free(dc->x->dev, dc->s[i].d);
+        if (!dc->s[i].borrowed) ft_dev_free(dc->x->dev, dc->s[i].d);
     free(dc);
 }
 
@@ -282,8 +283,9 @@ static ft_status upload(ft_cuda_ctx *x, dev_call *dc, int i, const ft_tensor *t,
     return s;
 }
 
-/* Make the device copies of c (inputs uploaded, outputs allocated) for context x. */
-static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *err) {
+/* c's device state for context x, made anew when it belongs to another context or storage
+ * type; NULL when out of memory. */
+static dev_call *dev_call_of(ft_cuda_ctx *x, ft_call *c) {
     ft_dt dt = ft_cuda_call_dt(c);
     dev_call *dc = c->dev_state;
     if (dc && (c->dev_state_free != dev_call_free || dc->x != x || dc->dt != dt)) {
@@ -292,18 +294,30 @@ static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *
     }
     if (!dc) {
         dc = calloc(1, sizeof *dc);
-        if (!dc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+        if (!dc) return NULL;
         dc->x = x;
         dc->dt = dt;
         c->dev_state = dc;
         c->dev_state_free = dev_call_free;
     }
+    return dc;
+}
+
+/* Make the device copies of c (inputs uploaded, outputs allocated) for context x. */
+static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *err) {
+    dev_call *dc = dev_call_of(x, c);
+    if (!dc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_dt dt = dc->dt;
     memset(out, 0, sizeof *out);
     out->c = c;
     out->dt = dt;
     for (int i = 0; i < c->op->ntensors; i++) {
         const ft_tensor *t = c->t[i];
         if (!ft_call_uses(c, i) || !t) continue;
+        if (dc->s[i].borrowed) {
+            out->d[i] = dc->s[i].d;
+            continue;
+        }
         size_t bytes =
             t->dtype == FT_F32 ? (size_t)ft_tensor_numel(t) * ft_dt_size(dt) : ft_tensor_nbytes(t);
         if (t->dtype == FT_F64)
@@ -335,9 +349,10 @@ static ft_status prepare(ft_cuda_ctx *x, ft_call *c, ft_cuda_call *out, ft_err *
 }
 
 static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft_err *err) {
+    const dev_call *state = c->dev_state;
     for (int i = 0; i < c->op->ntensors; i++) {
         ft_tensor *t = c->t[i];
-        if (!dc->d[i] || is_input(c->op, i)) continue;
+        if (!dc->d[i] || is_input(c->op, i) || state->s[i].borrowed) continue;
         if (t->dtype != FT_F32 || dc->dt == FT_DT_F32) {
             ft_status s =
                 ft_dev_copy(x->dev, t->data, dc->d[i], ft_tensor_nbytes(t), FT_COPY_D2H, err);
@@ -356,6 +371,65 @@ static ft_status download(ft_cuda_ctx *x, ft_call *c, const ft_cuda_call *dc, ft
     }
     return FT_OK;
 }
+
+/* ---- the caller's device memory (the C API's device tensors) ------------------------------ */
+
+static ft_status mem_alloc_on(int emulated, size_t bytes, void **ptr, ft_err *err) {
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(emulated, &x, err);
+    return s ? s : ft_dev_alloc(x->dev, bytes, ptr, err);
+}
+
+static void mem_free_on(int emulated, void *ptr) {
+    ft_cuda_ctx *x;
+    if (ptr && ft_cuda_ctx_get(emulated, &x, NULL) == FT_OK) ft_dev_free(x->dev, ptr);
+}
+
+static ft_status mem_copy_on(int emulated, void *dst, const void *src, size_t bytes, int kind,
+                             ft_err *err) {
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(emulated, &x, err);
+    if (s) return s;
+    if (kind < FT_MEM_H2D || kind > FT_MEM_D2D)
+        return ft_err_set(err, FT_EINVAL, "device copy: unknown direction %d", kind);
+    static const ft_copy_kind kinds[] = {FT_COPY_H2D, FT_COPY_D2H, FT_COPY_D2D};
+    if ((s = ft_dev_copy(x->dev, dst, src, bytes, kinds[kind], err))) return s;
+    return ft_dev_sync(x->dev, err);
+}
+
+static ft_status bind_device_on(int emulated, ft_call *c, int i, void *dptr, ft_err *err) {
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(emulated, &x, err);
+    if (s) return s;
+    if (i < 0 || i >= c->op->ntensors || !c->t[i] || c->t[i]->dtype != FT_F32 || !dptr)
+        return ft_err_set(err, FT_EINVAL, "%s: tensor %d cannot be bound on the device",
+                          c->op->name, i);
+    dev_call *dc = dev_call_of(x, c);
+    if (!dc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    if (!dc->s[i].borrowed) ft_dev_free(x->dev, dc->s[i].d);
+    dc->s[i].t = c->t[i];
+    dc->s[i].data = c->t[i]->data;
+    dc->s[i].d = dptr;
+    dc->s[i].bytes = (size_t)ft_tensor_numel(c->t[i]) * ft_dt_size(dc->dt);
+    dc->s[i].uploaded = 1;
+    dc->s[i].borrowed = 1;
+    return FT_OK;
+}
+
+#define FT_MEM_HOOKS(prefix, emulated)                                                             \
+    static ft_status prefix##_mem_alloc(size_t bytes, void **ptr, ft_err *err) {                  \
+        return mem_alloc_on(emulated, bytes, ptr, err);                                            \
+    }                                                                                              \
+    static void prefix##_mem_free(void *ptr) { mem_free_on(emulated, ptr); }                       \
+    static ft_status prefix##_mem_copy(void *dst, const void *src, size_t bytes, int kind,        \
+                                       ft_err *err) {                                              \
+        return mem_copy_on(emulated, dst, src, bytes, kind, err);                                  \
+    }                                                                                              \
+    static ft_status prefix##_bind_device(ft_call *c, int i, void *dptr, ft_err *err) {           \
+        return bind_device_on(emulated, c, i, dptr, err);                                          \
+    }
+FT_MEM_HOOKS(emu, 1)
+FT_MEM_HOOKS(gpu, 0)
 
 /* ---- the backends -------------------------------------------------------------------------- */
 
@@ -905,6 +979,10 @@ const ft_backend ft_backend_cuda_emu = {
     .seq_open = emu_seq_open,
     .seq_time = seq_time,
     .seq_close = seq_close,
+    .mem_alloc = emu_mem_alloc,
+    .mem_free = emu_mem_free,
+    .mem_copy = emu_mem_copy,
+    .bind_device = emu_bind_device,
 };
 
 static int gpu_available(char *why, size_t n) {
@@ -1081,4 +1159,8 @@ const ft_backend ft_backend_cuda = {
     .seq_open = gpu_seq_open,
     .seq_time = seq_time,
     .seq_close = seq_close,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
+    .mem_copy = gpu_mem_copy,
+    .bind_device = gpu_bind_device,
 };

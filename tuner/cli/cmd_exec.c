@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "flaretune.h"
 #include "flaretune/backend.h"
 #include "flaretune/clock.h"
 #include "flaretune/format.h"
@@ -23,7 +24,7 @@ static void usage(FILE *f) {
             "usage: flaretune exec OP --in DIR --out DIR [--attr NAME=VALUE]... [--backend B]\n"
             "       flaretune exec OP --preset P [--set NAME=VALUE]... [--seed N]\n"
             "                         [--save-inputs DIR] [--out DIR] [--attr NAME=VALUE]...\n"
-            "       (both forms also take --config NAME=VALUE,... and --threads N)\n\n"
+            "       (both forms also take --config NAME=VALUE,..., --threads N, --profile P)\n\n"
             "Run one op and write every output as OUTDIR/NAME.npy (float32; `loss` as a 0-d\n"
             "array). Inputs are read from DIR/NAME.npy with the tensor names of `flaretune list\n"
             "ops` (float32; int32 for ctx_lens, anchors, labels, pos; uint8 for keep, mask), or\n"
@@ -42,6 +43,8 @@ static void usage(FILE *f) {
             "  --config C          the backend's parameters, NAME=VALUE,... (default config\n"
             "                      otherwise; see `flaretune space OP`)\n"
             "  --threads N         the config's thread count\n"
+            "  --profile P         without --config: the profile's entry for the nearest shape\n"
+            "                      on this device (as the C API runs it, docs/api.md)\n"
             "  --quiet             print nothing on success\n");
 }
 
@@ -120,14 +123,14 @@ static ft_status load_inputs(ft_call *c, const char *dir, ft_err *err) {
     return FT_OK;
 }
 
-static void print_summary(const ft_call *c, const ft_backend *be, const ft_config *cfg,
-                          double seconds) {
-    char dims[256], t[32], cs[512];
+static void print_summary(const ft_call *c, const char *backend, const char *cfg,
+                          const char *cfg_from, double seconds) {
+    char dims[256], t[32];
     ft_call_dims_str(c, dims, sizeof dims);
-    ft_config_format(be->space(c->op), cfg, cs, sizeof cs);
-    printf("%s on %s: %s  (%s, one cold call)\n", c->op->name, be->name, dims,
+    printf("%s on %s: %s  (%s, one cold call)\n", c->op->name, backend, dims,
            ft_fmt_time(seconds, 0, t, sizeof t));
-    if (cs[0]) printf("  config %s\n", cs);
+    if (cfg[0]) printf("  config %s%s%s\n", cfg, strcmp(cfg_from, "config") ? "  from " : "",
+                       strcmp(cfg_from, "config") ? cfg_from : "");
     printf("  %-8s %-22s %12s %12s %12s\n", "output", "shape", "rms", "min", "max");
     for (int i = 0; i < c->op->ntensors; i++) {
         const ft_tensor_spec *ts = &c->op->tensors[i];
@@ -173,18 +176,19 @@ static void print_replay(const ft_call *c, const char *dir) {
 /* The command line of one exec. */
 typedef struct {
     ft_cli_problem prob;
-    const char *op, *in, *out, *save;
+    const char *op, *in, *out, *save, *profile;
     int quiet;
 } exec_args;
 
 static int exec_parse(int argc, char **argv, exec_args *a) {
-    enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET };
+    enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
         {"in", required_argument, NULL, O_IN},
         {"out", required_argument, NULL, O_OUT},
         {"save-inputs", required_argument, NULL, O_SAVE},
         {"quiet", no_argument, NULL, O_QUIET},
+        {"profile", required_argument, NULL, O_PROFILE},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -211,6 +215,7 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
             break;
         }
         case O_QUIET: a->quiet = 1; break;
+        case O_PROFILE: a->profile = optarg; break;
         default: return ft_cli_bad_option("exec", o, argv);
         }
     }
@@ -244,29 +249,83 @@ static int exec_read_inputs(ft_call *c, const char *dir) {
     return code;
 }
 
+/* The exit code of an API status (README's exit codes). */
+static int api_exit_code(flaretune_status st) {
+    switch (st) {
+    case FLARETUNE_OK: return FT_EXIT_OK;
+    case FLARETUNE_EINVAL:
+    case FLARETUNE_EUNSUPPORTED: return FT_EXIT_USAGE;
+    case FLARETUNE_ENODEV: return FT_EXIT_NODEV;
+    default: return FT_EXIT_FAIL;
+    }
+}
+
+static flaretune_dtype api_dtype(ft_dtype dt) {
+    return dt == FT_I32 ? FLARETUNE_I32 : dt == FT_U8 ? FLARETUNE_U8 : FLARETUNE_F32;
+}
+
+/* Run the call through the C API (flaretune.h), as another program would: a context on the
+ * backend, the profile, every tensor of the call bound in place, the op by name with its
+ * attributes and (when given) the config. */
+static flaretune_status api_run(const exec_args *a, ft_cli_setup *su, flaretune_context *ctx) {
+    flaretune_status st = FLARETUNE_OK;
+    if (a->profile) st = flaretune_load_profile(ctx, a->profile, 0);
+    const ft_call *c = &su->c;
+    for (int i = 0; i < c->op->ntensors && !st; i++) {
+        const ft_tensor *t = c->t[i];
+        if (!ft_call_uses(c, i) || !t) continue;
+        st = flaretune_bind(ctx, c->op->tensors[i].name, t->data, api_dtype(t->dtype), t->rank,
+                            t->shape, FLARETUNE_HOST);
+    }
+    char attrs[1024] = "", cfg[512] = "";
+    for (int k = 0; c->op->attrs[k]; k++) {
+        size_t n = strlen(attrs);
+        snprintf(attrs + n, sizeof attrs - n, "%s%s=", n ? "," : "", c->op->attrs[k]);
+        n = strlen(attrs);
+        ft_attrs_format(&c->attrs, c->op->attrs[k], attrs + n, sizeof attrs - n);
+    }
+    int explicit_cfg = a->prob.config || a->prob.threads || !a->profile;
+    if (explicit_cfg) ft_config_format(su->be->space(c->op), &su->cfg, cfg, sizeof cfg);
+    if (!st) st = flaretune_run(ctx, c->op->name, attrs, explicit_cfg ? cfg : NULL);
+    return st;
+}
+
 static int run(int argc, char **argv) {
     exec_args a;
     ft_cli_setup su;
     int code = exec_parse(argc, argv, &a);
     if (code) return code;
     if ((code = ft_cli_setup_problem(&a.prob, a.op, 0, &su))) return code;
+    flaretune_context *ctx;
+    flaretune_status st = flaretune_create(&ctx, su.be->name);
+    if (st) {
+        code = ft_cli_fail(api_exit_code(st), "%s", ctx ? flaretune_message(ctx) : "out of memory");
+        flaretune_destroy(ctx);
+        return code;
+    }
     if (a.in)
         code = exec_read_inputs(&su.c, a.in);
     else
         code = ft_cli_setup_inputs(&a.prob, &su);
-    if (code) return code;
+    if (code) {
+        flaretune_destroy(ctx);
+        return code;
+    }
 
-    ft_err err = {0};
     double t0 = ft_now_s();
-    ft_status s = su.be->run(&su.c, &su.cfg, &err);
+    st = api_run(&a, &su, ctx);
     double t1 = ft_now_s();
-    if (!s && (a.save || a.out)) s = write_files(&su.c, a.save, a.out, &err);
-    if (s)
+    ft_err err = {0};
+    if (st)
+        code = ft_cli_fail(api_exit_code(st), "%s", flaretune_message(ctx));
+    else if ((a.save || a.out) && write_files(&su.c, a.save, a.out, &err))
         code = ft_cli_fail_err(&err);
     else if (!a.quiet) {
-        print_summary(&su.c, su.be, &su.cfg, t1 - t0);
+        print_summary(&su.c, su.be->name, flaretune_last_config(ctx),
+                      flaretune_last_config_source(ctx), t1 - t0);
         if (a.save) print_replay(&su.c, a.save);
     }
+    flaretune_destroy(ctx);
     ft_call_free(&su.c);
     return code;
 }

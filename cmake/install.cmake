@@ -1,0 +1,83 @@
+# install.cmake: what `cmake --install build --prefix P` puts where (docs/api.md, "Installing"):
+#
+#   P/bin/flaretune                       the command line
+#   P/LIBDIR/libflaretune.so.0[.1.0]      the C API (soname libflaretune.so.0), and .so
+#   P/LIBDIR/libflaretune.a               the same, static (C API symbols only)
+#   P/include/flaretune.h                 the C API's one header
+#   P/LIBDIR/pkgconfig/flaretune.pc       pkg-config (--static adds the private libraries)
+#   P/LIBDIR/cmake/flaretune/             find_package(flaretune): flaretune::flaretune (shared)
+#                                         and flaretune::flaretune_static
+#   P/share/flaretune/                    the kernel sources the library compiles at run time
+#                                         (NVRTC, the emulator) and emitted packages copy
+#   P/share/doc/flaretune/                README and docs/
+#   P/share/man/man1/flaretune.1          the --help text as a manual page (with help2man)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS flaretune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS flaretune_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${FT_STATIC_LIB} DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES include/flaretune.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY kernels core DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune
+        FILES_MATCHING PATTERN "*.c" PATTERN "*.h" PATTERN "*.cu" PATTERN "*.cuh")
+install(DIRECTORY include/flaretune DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune/include
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/flaretune/version.h
+              ${CMAKE_CURRENT_BINARY_DIR}/include/flaretune/source_hash.h
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune/include/flaretune)
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
+
+# What a program linking libflaretune.a needs besides it, as full paths (the same libraries
+# libflaretune.so records as its own dependencies).
+set(FT_PRIVATE_LIBS ${JANSSON_LINK_LIBRARIES} ${FT_OPENBLAS_LIB} ${CURSES_LIBRARIES}
+                    ${OpenMP_C_LIBRARIES})
+if(FT_HAVE_CUDA)
+  foreach(t CUDA::cupti CUDA::cublasLt CUDA::cudart)
+    get_target_property(_loc ${t} IMPORTED_LOCATION)
+    list(APPEND FT_PRIVATE_LIBS ${_loc})
+  endforeach()
+  list(APPEND FT_PRIVATE_LIBS ${FT_NVRTC_LIB})
+endif()
+list(REMOVE_DUPLICATES FT_PRIVATE_LIBS)
+list(APPEND FT_PRIVATE_LIBS pthread m dl)
+
+# pkg-config: the prefix is found from the .pc file's own place, so the prefix can move.
+file(RELATIVE_PATH FT_PC_UP /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+set(FT_PC_LIBS_PRIVATE "")
+foreach(l ${FT_PRIVATE_LIBS})
+  if(IS_ABSOLUTE ${l})
+    string(APPEND FT_PC_LIBS_PRIVATE " ${l}")
+  else()
+    string(APPEND FT_PC_LIBS_PRIVATE " -l${l}")
+  endif()
+endforeach()
+configure_file(cmake/flaretune.pc.in ${CMAKE_CURRENT_BINARY_DIR}/flaretune.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/flaretune.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+set(FT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/flaretune)
+set(FT_SONAME libflaretune.so.${PROJECT_VERSION_MAJOR})
+configure_package_config_file(cmake/flaretune-config.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/flaretune-config.cmake INSTALL_DESTINATION ${FT_CMAKE_DIR}
+  PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/flaretune-config-version.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/flaretune-config.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/flaretune-config-version.cmake
+        DESTINATION ${FT_CMAKE_DIR})
+
+# The manual page: the --help text through help2man (Debian: help2man), when it is here.
+find_program(FT_HELP2MAN help2man)
+if(FT_HELP2MAN)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/flaretune.1
+    COMMAND ${FT_HELP2MAN} --no-info --no-discard-stderr --section 1
+            --name "autotune and profile the kernels of block-diffusion drafters"
+            --include ${CMAKE_CURRENT_SOURCE_DIR}/cmake/flaretune.h2m
+            --output ${CMAKE_CURRENT_BINARY_DIR}/flaretune.1 $<TARGET_FILE:flaretune>
+    DEPENDS flaretune ${CMAKE_CURRENT_SOURCE_DIR}/cmake/flaretune.h2m
+    COMMENT "Writing the manual page (help2man)")
+  add_custom_target(flaretune_man ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/flaretune.1)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/flaretune.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+else()
+  message(STATUS "flaretune: help2man not found: no manual page (apt-get install help2man)")
+endif()
