@@ -29,8 +29,10 @@ install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTE
 
 # What a program linking libflaretune.a needs besides it, as full paths (the same libraries
 # libflaretune.so records as its own dependencies).
-set(FT_PRIVATE_LIBS ${JANSSON_LINK_LIBRARIES} ${FT_OPENBLAS_LIB} ${CURSES_LIBRARIES}
-                    ${OpenMP_C_LIBRARIES})
+# (OpenMP's list names libpthread too, which is -lpthread below.)
+set(_ft_omp ${OpenMP_C_LIBRARIES})
+list(FILTER _ft_omp EXCLUDE REGEX "pthread")
+set(FT_PRIVATE_LIBS ${JANSSON_LIBRARIES} ${FT_OPENBLAS_LIB} ${CURSES_LIBRARIES} ${_ft_omp})
 if(FT_HAVE_CUDA)
   foreach(t CUDA::cupti CUDA::cublasLt CUDA::cudart)
     get_target_property(_loc ${t} IMPORTED_LOCATION)

@@ -225,6 +225,17 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
         ft_profile_free(p);
         if (!devices[0])
             return fail(ctx, FLARETUNE_EDEVICE, "profile %s has no entry for backend %s", path, be);
+        /* The same CPU with OpenBLAS on a lesser core than flaretune runs it with (the command
+         * line restarts itself with OPENBLAS_CORETYPE set; a library cannot). */
+        ft_env env;
+        ft_env_probe(&env);
+        const char *core = ft_blas_core_upgrade(env.blas_core, &env);
+        if (core && strcmp(be, "cpu") == 0)
+            return fail(ctx, FLARETUNE_EDEVICE,
+                        "profile %s has cpu entries for %s, but OpenBLAS in this process runs "
+                        "its %s kernels where this CPU has %s ones: set OPENBLAS_CORETYPE=%s "
+                        "in the environment (docs/api.md)",
+                        path, devices, env.blas_core, core, core);
         return fail(ctx, FLARETUNE_EDEVICE,
                     "profile %s was tuned on another device: it has %s entries for %s, this "
                     "context runs on '%s' (FLARETUNE_ANY_DEVICE uses them anyway)",

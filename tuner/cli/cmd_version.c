@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "flaretune/paths.h"
 #include "flaretune/env.h"
 #include "flaretune/version.h"
 
@@ -30,6 +31,7 @@ static int run(int argc, char **argv) {
     printf("  jansson    %s\n", JANSSON_VERSION);
     printf("  ncurses    %s\n", NCURSES_VERSION);
     printf("  openmp     %d threads by default\n", e.omp_threads);
+    printf("  sources    %s (kernels compiled at run time; paths.h)\n", ft_source_root());
     return FT_EXIT_OK;
 }
 
