@@ -11,6 +11,9 @@
  * of the call is bf16. Device float tensors are handed to the backend as they are (in the
  * call's storage type); device index tensors are small and read on the host first, since the
  * ops check them (lengths, labels) before anything runs.
+ *
+ * Apart from the lock below (the device backends' one device context per process), the API
+ * keeps no state outside its contexts.
  */
 #include "flaretune.h"
 
@@ -28,6 +31,10 @@
 #include "flaretune/profile.h"
 #include "flaretune/space.h"
 #include "flaretune/version.h"
+
+/* A device backend keeps one device context per process (kernel scratch, streams, the timer):
+ * runs on it from different contexts take turns. CPU runs are not serialised. */
+static pthread_mutex_t device_runs = PTHREAD_MUTEX_INITIALIZER;
 
 #define MAX_BINDINGS 48
 #define NAME_LEN 32
@@ -571,7 +578,11 @@ static flaretune_status run(flaretune_context *ctx, const char *opname, const ch
     if (!(st = bind_inputs(ctx, &c)) && !(st = bind_outputs(ctx, &c)) &&
         !(st = pick_config(ctx, &c, config, &cfg)) && !(st = bind_device(ctx, &c))) {
         c.ws = &ctx->ws;
-        if (ctx->be->run(&c, &cfg, &err)) {
+        int shared_device = ctx->be->bind_device != NULL;
+        if (shared_device) pthread_mutex_lock(&device_runs);
+        ft_status rs = ctx->be->run(&c, &cfg, &err);
+        if (shared_device) pthread_mutex_unlock(&device_runs);
+        if (rs) {
             st = fail_err(ctx, &err);
         } else {
             unstage_outputs(ctx, &c);
