@@ -17,7 +17,9 @@ usage: test_package.py --flaretune PATH [--source DIR]; exits 77 when a prerequi
 import argparse
 import json
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -365,8 +367,121 @@ def main():
     print(f"test_package: ok (cpu {t_cpu:.1f} s, all {time.time() - t0:.1f} s)")
 
 
+CUDA_DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+
+#include "tg.h"
+
+/* The lookup of the CUDA package: exact, nearest, and bad input. */
+int main(void) {
+    tg_info info;
+    char msg[256];
+    const long long exact[] = {8192, 9, 4096, 7}, near[] = {6000, 9, 4096, 7};
+    int s = tg_fusion_dflare(exact, "backward=1", &info, msg, sizeof msg);
+    printf("exact %d %d %d\n", s, info.entry, info.exact);
+    s = tg_select("fusion.dflare", "dtype=bf16,backward=0", near, 4, &info, msg, sizeof msg);
+    printf("near %d %d %d\n", s, info.entry, info.exact);
+    const tg_module *m = &tg_entries[info.entry].modules[0];
+    printf("module %s %s %zu %s %d\n", m->source, m->cubin_file, m->cubin_size, m->kernels[0].name,
+           m->kernels[0].block_threads);
+    s = tg_select("fusion.dflare", NULL, near, 3, &info, msg, sizeof msg);
+    printf("bad %d %s\n", s, msg);
+    s = tg_select("loss", NULL, near, 3, &info, msg, sizeof msg);
+    printf("bad %d %s\n", s, msg);
+    s = tg_select("fusion.dflare", "backward=2", near, 4, &info, msg, sizeof msg);
+    printf("bad %d %s\n", s, msg);
+    return 0;
+}
+"""
+
+
+def cubin_info(path):
+    """(e_machine, e_flags, kernel names) of a cubin (an ELF file: .text.NAME per kernel)."""
+    d = open(path, "rb").read()
+    if d[:4] != b"\x7fELF" or d[4] != 2:
+        fail(f"{path} is not a 64-bit ELF file")
+    machine, flags = struct.unpack_from("<H", d, 18)[0], struct.unpack_from("<I", d, 48)[0]
+    shoff = struct.unpack_from("<Q", d, 40)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 58)
+    secs = [struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize) for i in range(shnum)]
+    strtab = secs[shstrndx][4]
+    names = [d[strtab + sec[0]:d.index(b"\0", strtab + sec[0])].decode() for sec in secs]
+    return machine, flags, {n[len(".text."):] for n in names if n.startswith(".text.")}
+
+
+def check_cubin(path, kernels, what):
+    machine, flags, found = cubin_info(path)
+    # EM_CUDA; the SM version in bits 8-15 of e_flags (0x5a: 90).
+    if machine != 190 or (flags >> 8) & 0xff != 90:
+        fail(f"{what}: {path} is not a cubin for sm_90 (machine {machine}, flags {flags:#x})")
+    if not kernels or not set(kernels) <= found:
+        fail(f"{what}: {path} holds {sorted(found)}, expected {kernels}")
+    tool = shutil.which("cuobjdump") or shutil.which("cuobjdump", path="/usr/local/cuda/bin")
+    if tool:
+        out = run([tool, "--dump-resource-usage", path]).stdout
+        for k in kernels:
+            if k not in out:
+                fail(f"{what}: cuobjdump does not list {k} in {path}")
+    return flags
+
+
 def test_cuda(ft, tmp, source):
-    pass
+    h200 = os.path.join(source, "profiles", "h200.json")
+    pkg = os.path.join(tmp, "cuda-pkg")
+    env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cache"))
+    r = run([ft, "emit", h200, "--format", "package", "-o", pkg, "--backend", "cuda",
+             "--prefix", "tg"], ok=False, env=env)
+    if r.returncode != 0 and "without the CUDA toolkit" in r.stderr:
+        print("test_package: cuda: this flaretune has no CUDA toolkit: the CUDA package is not "
+              "checked")
+        return
+    if r.returncode != 0:
+        fail(f"emit of the CUDA package exited {r.returncode}: {r.stderr.strip()}")
+    readme = open(os.path.join(pkg, "README.md")).read()
+    entries = json.load(open(h200))["entries"]
+    flags = {}
+    for i in range(len(entries)):
+        m = re.search(rf"\| b{i}_m0 \(([^)]*)\)", readme)
+        if not m:
+            fail(f"the CUDA package's README names no kernels for entry {i}")
+        kernels = [k.strip() for k in m.group(1).split(",")]
+        path = os.path.join(pkg, "cubin", f"b{i}_m0.sm_90a.cubin")
+        if not os.path.isfile(path) or not os.path.isfile(os.path.join(pkg, "cuda", f"b{i}_m0.cu")):
+            fail(f"the CUDA package lacks entry {i}'s source or cubin")
+        flags[i] = (check_cubin(path, kernels, "NVRTC's cubin"), kernels)
+    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
+    cc = os.environ.get("CC", "cc")
+    build = os.path.join(tmp, "cuda-build")
+    run(["cmake", "-S", pkg, "-B", build, "-DCMAKE_BUILD_TYPE=Release"])
+    run(["cmake", "--build", build, "-j2"])
+    src = os.path.join(tmp, "cuda_driver.c")
+    with open(src, "w") as f:
+        f.write(CUDA_DRIVER)
+    exe = os.path.join(build, "driver")
+    run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(pkg, "include"), src,
+         os.path.join(build, "libtg.a"), "-o", exe])
+    out = run([exe]).stdout.splitlines()
+    bwd = [i for i, e in enumerate(entries) if e["attrs"]["backward"] == "1"][0]
+    fwd = [i for i, e in enumerate(entries) if e["attrs"]["backward"] == "0"][0]
+    if out[0] != f"exact 0 {bwd} 1" or out[1] != f"near 0 {fwd} 0":
+        fail(f"the CUDA package's lookup: {out[:2]}")
+    if not out[2].startswith(f"module cuda/b{fwd}_m0.cu cubin/b{fwd}_m0.sm_90a.cubin "):
+        fail(f"the CUDA package's module: {out[2]}")
+    for line, words in zip(out[3:], (["expected 4 sizes"], ["not in this package"],
+                                     ["no entry has the attributes"])):
+        if not line.startswith("bad ") or line.startswith("bad 0") or not all(w in line for w in words):
+            fail(f"the CUDA package's bad input: '{line}'")
+    if not nvcc:
+        print("test_package: cuda: no nvcc: the package's CMake build compiled the library "
+              "alone, not the kernel sources")
+        return
+    for i, (nvrtc_flags, kernels) in flags.items():
+        path = os.path.join(build, "cubin", f"b{i}_m0.sm_90a.cubin")
+        if not os.path.isfile(path):
+            fail(f"the CUDA package's CMake build made no {path}")
+        if check_cubin(path, kernels, "nvcc's cubin") != nvrtc_flags:
+            fail(f"nvcc's cubin of entry {i} is not for NVRTC's architecture (sm_90a)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 /* The package's lookup and run (src/@P@_runtime.c), with @P@ standing for the prefix and @U@
  * for it in upper case. */
 extern const char *const ft_package_runtime_c;
+/* The lookup of a CUDA package (src/@P@_runtime.c), with the same placeholders. */
+extern const char *const ft_package_cuda_runtime_c;
 /* The header the package's tables and runtime share (src/@P@_internal.h). */
 extern const char *const ft_package_internal_h;
 
