@@ -336,6 +336,20 @@ def test_refusals(ft, tmp, source):
         fail("non-empty DIR: its contents changed")
     if sorted(os.listdir(parent)) != ["pkg"]:
         fail(f"non-empty DIR: something was left beside it: {os.listdir(parent)}")
+    # A source tree that lacks the loss family: the copy fails halfway, and nothing is left.
+    partial = os.path.join(tmp, "partial-src")
+    os.makedirs(os.path.join(partial, "kernels"))
+    for d in ("core", "include"):
+        os.symlink(os.path.join(source, d), os.path.join(partial, d))
+    for d in ("cpu", "op", "fusion", "cuda"):
+        os.symlink(os.path.join(source, "kernels", d), os.path.join(partial, "kernels", d))
+    other = os.path.join(parent, "other")
+    r = run([ft, "emit", path, "--backend", "cpu", "--format", "package", "-o", other], ok=False,
+            env=dict(os.environ, FLARETUNE_SOURCE_DIR=partial))
+    if r.returncode == 0 or "loss" not in r.stderr:
+        fail(f"a missing source: exit {r.returncode}, message '{r.stderr.strip()}'")
+    if sorted(os.listdir(parent)) != ["pkg"]:
+        fail(f"a missing source: something was left behind: {os.listdir(parent)}")
     r = run([ft, "emit", path, "--backend", "cpu", "--format", "package"], ok=False)
     if r.returncode == 0 or "-o DIR" not in r.stderr:
         fail(f"no -o: exit {r.returncode}, message '{r.stderr.strip()}'")

@@ -32,7 +32,10 @@ static void usage(FILE *f) {
                "per op that runs the entry of the caller's attributes at its shape or the nearest\n"
                "one, a header, a CMakeLists.txt and a README.md. cpu: a static library needing a\n"
                "C compiler, OpenMP and OpenBLAS (OpenMP build), not flaretune; outputs bit for\n"
-               "bit those of `flaretune exec --config` with the same compiler and flags.\n");
+               "bit those of `flaretune exec --config` with the same compiler, flags and OpenBLAS\n"
+               "core. cuda: the .cu sources specialised per entry, cubins precompiled by NVRTC\n"
+               "for the architecture the device names, and the lookup; its CMake recompiles the\n"
+               "sources with nvcc when present (it launches nothing: see docs/emit.md).\n");
 }
 
 static const char *base_name(const char *path) {
