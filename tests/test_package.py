@@ -26,6 +26,7 @@ import tempfile
 import time
 
 SKIP = 77
+BUILD = {"type": "Release", "native": "ON"}  # flaretune's (--build-type, --native)
 
 DRIVER = r"""
 #include <stdio.h>
@@ -183,7 +184,9 @@ class Package:
 def build_package(pkg, tmp, prefix):
     """CMake alone for the library, then the driver against its header and archive."""
     build = os.path.join(tmp, "pkg-build")
-    run(["cmake", "-S", pkg, "-B", build, "-DCMAKE_BUILD_TYPE=Release"])
+    # Built as flaretune was (bit for bit needs the same optimisation and instruction set).
+    run(["cmake", "-S", pkg, "-B", build, f"-DCMAKE_BUILD_TYPE={BUILD['type']}",
+         f"-D{prefix.upper()}_NATIVE={BUILD['native']}"])
     run(["cmake", "--build", build, "-j2"])
     src = os.path.join(tmp, "driver.c")
     with open(src, "w") as f:
@@ -359,7 +362,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     ap.add_argument("--source", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--build-type", default="Release", help="flaretune's CMAKE_BUILD_TYPE")
+    ap.add_argument("--native", default="ON", help="flaretune's FT_NATIVE")
     a = ap.parse_args()
+    BUILD.update(type=a.build_type or "Release", native=a.native)
     try:
         import numpy as np
     except ImportError:
