@@ -85,7 +85,7 @@ static int run(int argc, char **argv) {
         ft_status s = out ? ft_profile_emit_package(p, &eo, out, &n, &err) : FT_EINVAL;
         ft_profile_free(p);
         if (!out) return ft_cli_fail(FT_EXIT_USAGE, "emit: --format package needs -o DIR");
-        if (s) return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s: %s", out, err.msg);
+        if (s) return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s", err.msg);
         return FT_EXIT_OK;
     }
     if (out) {
