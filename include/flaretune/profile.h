@@ -137,6 +137,7 @@ double ft_profile_shape_distance(const json_t *query, const json_t *entry);
 typedef enum {
     FT_EMIT_C_HEADER, /* a self-contained C/C++ header with the tables and a lookup */
     FT_EMIT_JSON,     /* a flat array of records for other tools                 */
+    FT_EMIT_PACKAGE,  /* a standalone source package (a directory): kernels, dispatch, build */
 } ft_emit_format;
 
 typedef struct ft_emit_opts {
@@ -147,11 +148,20 @@ typedef struct ft_emit_opts {
     const char *source;  /* named in the header's opening comment (NULL: not named)     */
 } ft_emit_opts;
 
-/* "c-header" or "json"; FT_EINVAL listing the formats otherwise. */
+/* "c-header", "json" or "package"; FT_EINVAL listing the formats otherwise. */
 ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *err);
-/* Write the selected entries of p to f. *nemitted (may be NULL) is how many. */
+/* Write the selected entries of p to f. *nemitted (may be NULL) is how many. FT_EINVAL for
+ * FT_EMIT_PACKAGE, which writes a directory (ft_profile_emit_package). */
 ft_status ft_profile_emit(const ft_profile *p, const ft_emit_opts *opts, FILE *f, int *nemitted,
                           ft_err *err);
+/* Write the selected entries of p as a standalone source package in the new directory dir
+ * (profiles/src/emit_package.c, docs/emit.md "--format package"): the kernel sources of one
+ * backend and device, specialised per entry, a dispatch per op, a header, a CMakeLists.txt and
+ * a README. The selected entries must share one backend (cpu or cuda) and one device. Built in
+ * a temporary sibling directory and renamed into place; dir must not exist or be empty; on
+ * failure nothing is left behind. *nemitted (may be NULL) is how many entries it holds. */
+ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts, const char *dir,
+                                  int *nemitted, ft_err *err);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,11 @@ ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *er
         *out = FT_EMIT_C_HEADER;
     else if (strcmp(name, "json") == 0)
         *out = FT_EMIT_JSON;
+    else if (strcmp(name, "package") == 0)
+        *out = FT_EMIT_PACKAGE;
     else
-        return ft_err_set(err, FT_EINVAL, "unknown format '%s' (formats: c-header, json)", name);
+        return ft_err_set(err, FT_EINVAL, "unknown format '%s' (formats: c-header, json, package)",
+                          name);
     return FT_OK;
 }
 
@@ -456,6 +459,8 @@ ft_status ft_profile_emit(const ft_profile *p, const ft_emit_opts *opts, FILE *f
     int count = 0;
     ft_emit_opts def = {FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL};
     const ft_emit_opts *o = opts ? opts : &def;
+    if (o->format == FT_EMIT_PACKAGE)
+        return ft_err_set(err, FT_EINVAL, "format package writes a directory: give -o DIR");
     ft_status s = o->format == FT_EMIT_JSON ? emit_json(p, o, f, &count, err)
                                             : emit_header(p, o, f, &count, err);
     if (nemitted) *nemitted = count;

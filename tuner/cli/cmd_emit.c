@@ -1,5 +1,6 @@
-/* cmd_emit.c: `flaretune emit`: a profile's tuned configurations as a self-contained C header
- * or a flat JSON array, for builds that do not link flaretune (docs/emit.md). */
+/* cmd_emit.c: `flaretune emit`: a profile's tuned configurations as a self-contained C header,
+ * a flat JSON array, or a standalone source package of the tuned kernels, for builds that do
+ * not link flaretune (docs/emit.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,16 +12,30 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune emit PROFILE... [-o FILE] [--format c-header|json]\n"
-               "                      [--backend B] [--device D] [--prefix NAME]\n\n"
+               "                      [--backend B] [--device D] [--prefix NAME]\n"
+               "       flaretune emit PROFILE... --format package -o DIR [--backend B]\n"
+               "                      [--device D] [--prefix NAME]\n\n"
                "Write the tuned configurations of the profiles (merged, best per key) for other\n"
                "builds: a self-contained C/C++ header with one row per entry and a nearest-shape\n"
-               "lookup, or a flat JSON array of {op, backend, device, shape, attrs, params,\n"
-               "median_s}. See docs/emit.md.\n\n"
+               "lookup, a flat JSON array of {op, backend, device, shape, attrs, params,\n"
+               "median_s}, or a standalone source package of the tuned kernels. See\n"
+               "docs/emit.md.\n\n"
                "  -o FILE          write FILE atomically (default: stdout)\n"
-               "  --format F       c-header (default) or json\n"
+               "  --format F       c-header (default), json, or package\n"
                "  --backend B      only the entries of backend B\n"
                "  --device D       only the entries whose device contains D\n"
-               "  --prefix NAME    the header's identifier prefix (default ft_tuned)\n");
+               "  --prefix NAME    the identifier prefix (default ft_tuned)\n\n"
+               "--format package writes the new directory DIR (it must not exist, or be empty;\n"
+               "built beside it and renamed into place, nothing left on an error) for ONE backend\n"
+               "and device (entries spanning several are refused: choose with --backend and\n"
+               "--device): the kernel sources specialised per entry (bucket), a dispatch function\n"
+               "per op that runs the entry of the caller's attributes at its shape or the nearest\n"
+               "one, a header, a CMakeLists.txt and a README.md. cpu: a static library needing a\n"
+               "C compiler, OpenMP and OpenBLAS (OpenMP build), not flaretune; outputs bit for\n"
+               "bit those of `flaretune exec --config` with the same compiler, flags and OpenBLAS\n"
+               "core. cuda: the .cu sources specialised per entry, cubins precompiled by NVRTC\n"
+               "for the architecture the device names, and the lookup; its CMake recompiles the\n"
+               "sources with nvcc when present (it launches nothing: see docs/emit.md).\n");
 }
 
 static const char *base_name(const char *path) {
@@ -66,6 +81,13 @@ static int run(int argc, char **argv) {
     if (code) return code;
     eo.source = base_name(argv[optind]);
     int n = 0;
+    if (eo.format == FT_EMIT_PACKAGE) {
+        ft_status s = out ? ft_profile_emit_package(p, &eo, out, &n, &err) : FT_EINVAL;
+        ft_profile_free(p);
+        if (!out) return ft_cli_fail(FT_EXIT_USAGE, "emit: --format package needs -o DIR");
+        if (s) return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s", err.msg);
+        return FT_EXIT_OK;
+    }
     if (out) {
         char tmp[4096];
         FILE *f = ft_file_create_tmp(out, tmp, sizeof tmp, &err);
@@ -102,5 +124,5 @@ static int run(int argc, char **argv) {
     return FT_EXIT_OK;
 }
 
-const ft_cmd ft_cmd_emit = {"emit", "write tuned configs as a self-contained C header or JSON", run,
+const ft_cmd ft_cmd_emit = {"emit", "write tuned configs as a C header, JSON, or a source package", run,
                             usage};

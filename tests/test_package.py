@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""test_package.py: `flaretune emit --format package` (docs/emit.md).
+
+CPU: a profile written here (non-default winning configs that exist in the CPU space) is
+emitted as a package, built in a fresh folder with CMake alone (no flaretune include or library
+path), and a small C driver runs fusion.dflare and loss through it on inputs `flaretune exec
+--save-inputs` wrote; the outputs must equal exec's with the same config bit for bit. Also: a
+shape not in the profile runs the nearest entry (again bit for bit), bad input returns a status
+and one line, a profile spanning two backends is refused, and an existing non-empty DIR is
+refused and left intact, with nothing left beside it.
+
+CUDA: profiles/h200.json's entries give a package whose cubins are for sm_90a and hold the
+kernels (cuobjdump), and that configures and compiles with CMake when nvcc is found.
+
+usage: test_package.py --flaretune PATH [--source DIR]; exits 77 when a prerequisite is missing.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+BUILD = {"type": "Release", "native": "ON"}  # flaretune's (--build-type, --native)
+
+DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "PFX.h"
+
+/* usage: driver OP ATTRS|- SIZES(comma) TENSORS(comma: in:FILE, out:FILE or -)
+ * Reads each input file whole, runs PFX_run, writes each output; prints "entry E exact X" or
+ * "status S: MSG". driver null: the per-op function with NULL args. */
+static void *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = aligned_alloc(64, (*n + 63) / 64 * 64 + 64);
+    if (fread(p, 1, *n, f) != *n) return NULL;
+    fclose(f);
+    return p;
+}
+
+int main(int argc, char **argv) {
+    char msg[512] = "";
+    PFX_info info;
+    if (argc == 2 && !strcmp(argv[1], "null")) {
+        int s = PFX_fusion_dflare(NULL, &info, msg, sizeof msg);
+        printf("status %d: %s\n", s, msg);
+        return 0;
+    }
+    if (argc != 5) return 2;
+    long long sizes[16];
+    int ns = 0;
+    for (char *t = strtok(argv[3], ","); t; t = strtok(NULL, ","))
+        sizes[ns++] = atoll(t);
+    void *ptr[16];
+    char *outs[16];
+    size_t bytes[16];
+    int nt = 0;
+    for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","), nt++) {
+        ptr[nt] = NULL;
+        outs[nt] = NULL;
+        if (!strncmp(t, "in:", 3)) {
+            ptr[nt] = slurp(t + 3, &bytes[nt]);
+            if (!ptr[nt]) return 3;
+        } else if (!strncmp(t, "out:", 4)) {
+            char *colon = strchr(t + 4, ':');
+            *colon = '\0';
+            outs[nt] = t + 4;
+            bytes[nt] = (size_t)atoll(colon + 1);
+            ptr[nt] = aligned_alloc(64, (bytes[nt] + 63) / 64 * 64 + 64);
+            memset(ptr[nt], 0, bytes[nt]);
+        }
+    }
+    int s = PFX_run(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL, sizes, ns, ptr, nt, &info, msg,
+                    sizeof msg);
+    if (s) {
+        printf("status %d: %s\n", s, msg);
+        return 0;
+    }
+    for (int i = 0; i < nt; i++)
+        if (outs[i]) {
+            FILE *f = fopen(outs[i], "wb");
+            fwrite(ptr[i], 1, bytes[i], f);
+            fclose(f);
+        }
+    printf("entry %d exact %d\n", info.entry, info.exact);
+    return 0;
+}
+"""
+
+
+def fail(msg):
+    print(f"test_package: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def skip(msg):
+    print(f"test_package: skipped: {msg}")
+    sys.exit(SKIP)
+
+
+def run(cmd, ok=True, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if ok and p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
+    return p
+
+
+def stats(median):
+    return {"median_s": median, "q1_s": median, "q3_s": median, "iqr_s": 1e-7, "min_s": median,
+            "max_s": median, "mean_s": median, "stdev_s": 1e-7, "ci_rel": 0.01, "samples": 30,
+            "batch": 1, "converged": True, "total_s": 0.1}
+
+
+def entry(op, backend, device, shape, attrs, config, median):
+    return {"op": op, "backend": backend, "device": device, "shape": shape, "attrs": attrs,
+            "config": config, "stats": stats(median), "default": {"config": {}, "stats": stats(2 * median)},
+            "speedup": 2.0, "roofline_frac": 0.1,
+            "verification": {"max_rel_err": 1e-7, "tolerance": 1e-4, "output": "f", "shape": shape,
+                             "reduced": False},
+            "tie": [], "environment": {"cpu": "Test CPU", "cores": 2},
+            "tuned_at": "2026-12-01T00:00:00Z", "strategy": "exhaustive", "evaluations": 8,
+            "space_valid": 8}
+
+
+FUSION_ATTRS = {"eps": "1e-06", "backward": "0", "dtype": "f32"}
+LOSS_ATTRS = {"B": "4", "scheme": "decay", "gamma": "7", "gamma0": "1", "gamma_max": "7",
+              "step": "0", "warmup_steps": "0", "alpha": "0.5", "num_seqs": "1", "norm": "default",
+              "want_dw": "0", "dtype": "f32"}
+
+
+def cpu_profile(threads, core):
+    """fusion.dflare at tiny.dflare.train (N=48 T=4 H=64 D=3) and at N=480, loss at tiny's
+    M=40 H=64 V=320: none of them the default config. The device names the OpenBLAS core
+    flaretune runs, as a tuned profile's does."""
+    dev = f"cpu: Test CPU x 2 ({core})"
+    t2 = min(2, threads)
+    fd = [
+        entry("fusion.dflare", "cpu", dev, {"N": 48, "T": 4, "H": 64, "D": 3}, FUSION_ATTRS,
+              {"strategy": "k_layers", "k": 2, "rows": 1, "stream": 0, "prefetch": 8,
+               "threads": t2}, 8e-6),
+        entry("fusion.dflare", "cpu", dev, {"N": 480, "T": 4, "H": 64, "D": 3}, FUSION_ATTRS,
+              {"strategy": "per_layer", "k": 2, "rows": 16, "stream": 1, "prefetch": 0,
+               "threads": 1}, 5e-5),
+    ]
+    ls = entry("loss", "cpu", dev, {"M": 40, "H": 64, "V": 320}, LOSS_ATTRS,
+               {"strategy": "online", "chunk": 16, "vtile": 256, "parallel": "vocab",
+                "threads": t2}, 3e-5)
+    return {"schema_version": 1, "generator": "test_package", "entries": fd + [ls]}
+
+
+def config_text(e):
+    return ",".join(f"{k}={v}" for k, v in e["config"].items())
+
+
+def exec_op(ft, op, cfg, tmp, name, sets=()):
+    ins, outs = os.path.join(tmp, name + "_in"), os.path.join(tmp, name + "_out")
+    cmd = [ft, "exec", op, "--preset", "tiny.dflare.train", "--backend", "cpu", "--config", cfg,
+           "--save-inputs", ins, "--out", outs, "--quiet"]
+    for s in sets:
+        cmd += ["--set", s]
+    run(cmd)
+    return ins, outs
+
+
+class Package:
+    def __init__(self, root, build):
+        self.root, self.build = root, build
+        self.driver = os.path.join(build, "driver")
+        self.env = None
+
+
+def build_package(pkg, tmp, prefix):
+    """CMake alone for the library, then the driver against its header and archive."""
+    build = os.path.join(tmp, "pkg-build")
+    # Built as flaretune was (bit for bit needs the same optimisation and instruction set).
+    run(["cmake", "-S", pkg, "-B", build, f"-DCMAKE_BUILD_TYPE={BUILD['type']}",
+         f"-D{prefix.upper()}_NATIVE={BUILD['native']}"])
+    run(["cmake", "--build", build, "-j2"])
+    src = os.path.join(tmp, "driver.c")
+    with open(src, "w") as f:
+        f.write(DRIVER.replace("PFX", prefix))
+    cache = open(os.path.join(build, "CMakeCache.txt")).read()
+    blas = [l.split("=", 1)[1] for l in cache.splitlines() if l.startswith(f"{prefix.upper()}_OPENBLAS_LIB:")][0]
+    cc = os.environ.get("CC", "cc")
+    run([cc, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(pkg, "include"),
+         src, os.path.join(build, f"lib{prefix}.a"), blas, "-fopenmp", "-lm", "-o",
+         os.path.join(build, "driver")])
+    return Package(pkg, build)
+
+
+def run_driver(p, op, attrs, sizes, tensors):
+    args = [p.driver, op, attrs or "-", ",".join(str(s) for s in sizes), ",".join(tensors)]
+    return run(args, env=p.env).stdout.strip()
+
+
+def blas_core(ft):
+    """The OpenBLAS core flaretune runs its GEMMs on (`flaretune version`)."""
+    for line in run([ft, "version"]).stdout.splitlines():
+        words = line.split()
+        if words[:2] == ["blas", "core"] and len(words) > 2:
+            return words[2]
+    fail("`flaretune version` names no blas core")
+
+
+def check_op(np, p, op, attrs, sizes, ins, outs, spec, tmp, want_entry, want_exact):
+    """spec: [(name, role)] in the op's tensor order; role in/out/none."""
+    tensors = []
+    for name, role in spec:
+        if role == "in":
+            a = np.load(os.path.join(ins, name + ".npy"))
+            path = os.path.join(tmp, f"{op}.{name}.bin")
+            a.tofile(path)
+            tensors.append("in:" + path)
+        elif role == "out":
+            a = np.load(os.path.join(outs, name + ".npy"))
+            tensors.append(f"out:{os.path.join(tmp, op + '.' + name + '.got')}:{a.nbytes}")
+        else:
+            tensors.append("-")
+    got = run_driver(p, op, attrs, sizes, tensors)
+    if got != f"entry {want_entry} exact {want_exact}":
+        fail(f"{op} at {sizes}: driver said '{got}', expected entry {want_entry} exact {want_exact}")
+    for name, role in spec:
+        if role != "out":
+            continue
+        want = np.load(os.path.join(outs, name + ".npy"))
+        have = np.fromfile(os.path.join(tmp, f"{op}.{name}.got"), dtype=want.dtype).reshape(want.shape)
+        if want.tobytes() != have.tobytes():
+            diff = np.max(np.abs(want.astype(np.float64) - have.astype(np.float64)))
+            fail(f"{op} at {sizes}: output {name} differs from flaretune exec's (max |diff| {diff})")
+
+
+def expect_error(p, op, attrs, sizes, tensors, words, what):
+    got = run_driver(p, op, attrs, sizes, tensors)
+    if not got.startswith("status ") or got.startswith("status 0"):
+        fail(f"{what}: expected an error, driver said '{got}'")
+    for w in words:
+        if w not in got:
+            fail(f"{what}: message '{got}' lacks '{w}'")
+    if "\n" in got:
+        fail(f"{what}: message is not one line: {got!r}")
+
+
+FUSION_SPEC = [("x", "in"), ("w", "in"), ("g", "in"), ("f", "out"), ("df", "none"),
+               ("dx", "none"), ("dw", "none"), ("dg", "none")]
+LOSS_SPEC = [("h", "in"), ("w_lm", "in"), ("labels", "in"), ("mask", "in"), ("loss", "out"),
+             ("ce", "out"), ("q", "out"), ("w", "out"), ("dh", "out"), ("dw_lm", "none")]
+
+
+def test_cpu(np, ft, tmp):
+    threads = os.cpu_count() or 1
+    core = blas_core(ft)
+    prof = cpu_profile(threads, core)
+    ppath = os.path.join(tmp, "cpu.json")
+    json.dump(prof, open(ppath, "w"))
+    pkg = os.path.join(tmp, "out", "cpu-pkg")
+    run([ft, "emit", ppath, "--format", "package", "-o", pkg, "--prefix", "tk"])
+    for f in ["README.md", "CMakeLists.txt", "include/tk.h", "src/tk_entries.c",
+              "src/kernels/fusion/fusion_cpu.c", "src/kernels/loss/loss_cpu.c"]:
+        if not os.path.isfile(os.path.join(pkg, f)):
+            fail(f"package lacks {f}")
+    if [n for n in os.listdir(os.path.dirname(pkg)) if n != "cpu-pkg"]:
+        fail(f"emit left something beside the package: {os.listdir(os.path.dirname(pkg))}")
+    readme = open(os.path.join(pkg, "README.md")).read()
+    if "strategy=k_layers" not in readme or "N=480" not in readme:
+        fail("README's entries table lacks an entry")
+    if f'#define TK_BLAS_CORE "{core}"' not in open(os.path.join(pkg, "include", "tk.h")).read():
+        fail(f"the header does not name the OpenBLAS core {core}")
+    p = build_package(pkg, tmp, "tk")
+    # The package's README: run on the core the entries were tuned with.
+    p.env = dict(os.environ, OPENBLAS_CORETYPE=core)
+
+    fd0, fd1, ls = prof["entries"]
+    ins, outs = exec_op(ft, "fusion.dflare", config_text(fd0), tmp, "fd")
+    check_op(np, p, "fusion.dflare", None, [48, 4, 64, 3], ins, outs, FUSION_SPEC, tmp, 0, 1)
+    ins, outs = exec_op(ft, "loss", config_text(ls), tmp, "ls")
+    check_op(np, p, "loss", "B=4", [40, 64, 320], ins, outs, LOSS_SPEC, tmp, 2, 1)
+    # N=300 is not in the profile: nearer 480 than 48 (|log 300/480| < |log 300/48|).
+    ins, outs = exec_op(ft, "fusion.dflare", config_text(fd1), tmp, "fdn", ["N=300"])
+    check_op(np, p, "fusion.dflare", "eps=1e-6", [300, 4, 64, 3], ins, outs, FUSION_SPEC, tmp, 1, 0)
+    return p, ins
+
+
+def test_bad_input(p, ins, tmp):
+    x, w, g = (f"in:{os.path.join(tmp, 'fusion.dflare.' + n + '.bin')}" for n in ("x", "w", "g"))
+    out = "out:" + os.path.join(tmp, "bad.got") + ":" + str(3 * 300 * 64 * 4)
+    ok = [x, w, g, out, "-", "-", "-", "-"]
+    expect_error(p, "fusion.dflare", None, [300, 4, 64, 3], [x, w, g, "-", "-", "-", "-", "-"],
+                 ["tensor 'f' is NULL"], "a NULL output")
+    expect_error(p, "fusion.dflare", None, [300, 0, 64, 3], ok, ["size T = 0"], "a zero size")
+    expect_error(p, "fusion.dflare", None, [300, 4, 64], ok, ["expected 4 sizes"], "three sizes")
+    expect_error(p, "fusion.dflare", "bogus=1", [300, 4, 64, 3], ok, ["bogus"], "an unknown attribute")
+    expect_error(p, "fusion.dflare", "backward=1", [300, 4, 64, 3],
+                 [x, w, g, out, x, x, w, g], ["no entry has these attributes"], "other attributes")
+    expect_error(p, "fusion.dflash", None, [300, 4, 64, 256], ok, ["not in this package"],
+                 "an op not in the package")
+    got = run([p.driver, "null"], env=p.env).stdout.strip()
+    if got != "status 1: fusion.dflare: args is NULL":
+        fail(f"NULL args: driver said '{got}'")
+
+
+def test_refusals(ft, tmp, source):
+    cpu = json.load(open(os.path.join(tmp, "cpu.json")))
+    h200 = json.load(open(os.path.join(source, "profiles", "h200.json")))
+    both = {"schema_version": 1, "generator": "test_package",
+            "entries": cpu["entries"] + h200["entries"]}
+    path = os.path.join(tmp, "both.json")
+    json.dump(both, open(path, "w"))
+    parent = os.path.join(tmp, "refused")
+    os.mkdir(parent)
+    target = os.path.join(parent, "pkg")
+    r = run([ft, "emit", path, "--format", "package", "-o", target], ok=False)
+    # (Notes about the h200 entries' former parameter names come first.)
+    msg = "\n".join(l for l in r.stderr.strip().splitlines() if "note:" not in l)
+    if r.returncode == 0 or "'cpu'" not in msg or "'cuda'" not in msg or "--backend" not in msg:
+        fail(f"two backends: exit {r.returncode}, message '{msg}'")
+    if len(msg.splitlines()) != 1:
+        fail(f"two backends: the refusal is not one line: {msg!r}")
+    if os.listdir(parent):
+        fail(f"two backends: something was written: {os.listdir(parent)}")
+    os.mkdir(target)
+    with open(os.path.join(target, "keep.txt"), "w") as f:
+        f.write("mine\n")
+    r = run([ft, "emit", path, "--backend", "cpu", "--format", "package", "-o", target], ok=False)
+    if r.returncode == 0 or "not empty" not in r.stderr:
+        fail(f"non-empty DIR: exit {r.returncode}, message '{r.stderr.strip()}'")
+    if os.listdir(target) != ["keep.txt"] or open(os.path.join(target, "keep.txt")).read() != "mine\n":
+        fail("non-empty DIR: its contents changed")
+    if sorted(os.listdir(parent)) != ["pkg"]:
+        fail(f"non-empty DIR: something was left beside it: {os.listdir(parent)}")
+    # A source tree that lacks the loss family: the copy fails halfway, and nothing is left.
+    partial = os.path.join(tmp, "partial-src")
+    os.makedirs(os.path.join(partial, "kernels"))
+    for d in ("core", "include"):
+        os.symlink(os.path.join(source, d), os.path.join(partial, d))
+    for d in ("cpu", "op", "fusion", "cuda"):
+        os.symlink(os.path.join(source, "kernels", d), os.path.join(partial, "kernels", d))
+    other = os.path.join(parent, "other")
+    r = run([ft, "emit", path, "--backend", "cpu", "--format", "package", "-o", other], ok=False,
+            env=dict(os.environ, FLARETUNE_SOURCE_DIR=partial))
+    if r.returncode == 0 or "loss" not in r.stderr:
+        fail(f"a missing source: exit {r.returncode}, message '{r.stderr.strip()}'")
+    if sorted(os.listdir(parent)) != ["pkg"]:
+        fail(f"a missing source: something was left behind: {os.listdir(parent)}")
+    r = run([ft, "emit", path, "--backend", "cpu", "--format", "package"], ok=False)
+    if r.returncode == 0 or "-o DIR" not in r.stderr:
+        fail(f"no -o: exit {r.returncode}, message '{r.stderr.strip()}'")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    ap.add_argument("--source", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--build-type", default="Release", help="flaretune's CMAKE_BUILD_TYPE")
+    ap.add_argument("--native", default="ON", help="flaretune's FT_NATIVE")
+    a = ap.parse_args()
+    BUILD.update(type=a.build_type or "Release", native=a.native)
+    try:
+        import numpy as np
+    except ImportError:
+        skip("no numpy (apt-get install python3-numpy)")
+    for tool in ("cmake", os.environ.get("CC", "cc")):
+        if not shutil.which(tool):
+            skip(f"no {tool} to build the package with")
+    t0 = time.time()
+    keep = os.environ.get("FT_TEST_KEEP")
+    with tempfile.TemporaryDirectory(prefix="ft_test_package.") as tmp:
+        if keep:
+            tmp = keep
+            os.makedirs(tmp)
+        p, ins = test_cpu(np, a.flaretune, tmp)
+        test_bad_input(p, ins, tmp)
+        test_refusals(a.flaretune, tmp, a.source)
+        t_cpu = time.time() - t0
+        test_cuda(a.flaretune, tmp, a.source)
+    print(f"test_package: ok (cpu {t_cpu:.1f} s, all {time.time() - t0:.1f} s)")
+
+
+CUDA_DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+
+#include "tg.h"
+
+/* The lookup of the CUDA package: exact, nearest, and bad input. */
+int main(void) {
+    tg_info info;
+    char msg[256];
+    const long long exact[] = {8192, 9, 4096, 7}, near[] = {6000, 9, 4096, 7};
+    int s = tg_fusion_dflare(exact, "backward=1", &info, msg, sizeof msg);
+    printf("exact %d %d %d\n", s, info.entry, info.exact);
+    s = tg_select("fusion.dflare", "dtype=bf16,backward=0", near, 4, &info, msg, sizeof msg);
+    printf("near %d %d %d\n", s, info.entry, info.exact);
+    const tg_module *m = &tg_entries[info.entry].modules[0];
+    printf("module %s %s %zu %s %d\n", m->source, m->cubin_file, m->cubin_size, m->kernels[0].name,
+           m->kernels[0].block_threads);
+    s = tg_select("fusion.dflare", NULL, near, 3, &info, msg, sizeof msg);
+    printf("bad %d %s\n", s, msg);
+    s = tg_select("loss", NULL, near, 3, &info, msg, sizeof msg);
+    printf("bad %d %s\n", s, msg);
+    s = tg_select("fusion.dflare", "backward=2", near, 4, &info, msg, sizeof msg);
+    printf("bad %d %s\n", s, msg);
+    return 0;
+}
+"""
+
+
+def cubin_info(path):
+    """(e_machine, e_flags, kernel names) of a cubin (an ELF file: .text.NAME per kernel)."""
+    d = open(path, "rb").read()
+    if d[:4] != b"\x7fELF" or d[4] != 2:
+        fail(f"{path} is not a 64-bit ELF file")
+    machine, flags = struct.unpack_from("<H", d, 18)[0], struct.unpack_from("<I", d, 48)[0]
+    shoff = struct.unpack_from("<Q", d, 40)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 58)
+    secs = [struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize) for i in range(shnum)]
+    strtab = secs[shstrndx][4]
+    names = [d[strtab + sec[0]:d.index(b"\0", strtab + sec[0])].decode() for sec in secs]
+    return machine, flags, {n[len(".text."):] for n in names if n.startswith(".text.")}
+
+
+def check_cubin(path, kernels, what):
+    machine, flags, found = cubin_info(path)
+    # EM_CUDA; the SM version in bits 8-15 of e_flags (0x5a: 90).
+    if machine != 190 or (flags >> 8) & 0xff != 90:
+        fail(f"{what}: {path} is not a cubin for sm_90 (machine {machine}, flags {flags:#x})")
+    if not kernels or not set(kernels) <= found:
+        fail(f"{what}: {path} holds {sorted(found)}, expected {kernels}")
+    tool = shutil.which("cuobjdump") or shutil.which("cuobjdump", path="/usr/local/cuda/bin")
+    if tool:
+        out = run([tool, "--dump-resource-usage", path]).stdout
+        for k in kernels:
+            if k not in out:
+                fail(f"{what}: cuobjdump does not list {k} in {path}")
+    return flags
+
+
+def test_cuda(ft, tmp, source):
+    h200 = os.path.join(source, "profiles", "h200.json")
+    pkg = os.path.join(tmp, "cuda-pkg")
+    env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cache"))
+    r = run([ft, "emit", h200, "--format", "package", "-o", pkg, "--backend", "cuda",
+             "--prefix", "tg"], ok=False, env=env)
+    if r.returncode != 0 and "without the CUDA toolkit" in r.stderr:
+        print("test_package: cuda: this flaretune has no CUDA toolkit: the CUDA package is not "
+              "checked")
+        return
+    if r.returncode != 0:
+        fail(f"emit of the CUDA package exited {r.returncode}: {r.stderr.strip()}")
+    readme = open(os.path.join(pkg, "README.md")).read()
+    entries = json.load(open(h200))["entries"]
+    flags = {}
+    for i in range(len(entries)):
+        m = re.search(rf"\| b{i}_m0 \(([^)]*)\)", readme)
+        if not m:
+            fail(f"the CUDA package's README names no kernels for entry {i}")
+        kernels = [k.strip() for k in m.group(1).split(",")]
+        path = os.path.join(pkg, "cubin", f"b{i}_m0.sm_90a.cubin")
+        if not os.path.isfile(path) or not os.path.isfile(os.path.join(pkg, "cuda", f"b{i}_m0.cu")):
+            fail(f"the CUDA package lacks entry {i}'s source or cubin")
+        flags[i] = (check_cubin(path, kernels, "NVRTC's cubin"), kernels)
+    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
+    cc = os.environ.get("CC", "cc")
+    build = os.path.join(tmp, "cuda-build")
+    run(["cmake", "-S", pkg, "-B", build, "-DCMAKE_BUILD_TYPE=Release"])
+    run(["cmake", "--build", build, "-j2"])
+    src = os.path.join(tmp, "cuda_driver.c")
+    with open(src, "w") as f:
+        f.write(CUDA_DRIVER)
+    exe = os.path.join(build, "driver")
+    run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(pkg, "include"), src,
+         os.path.join(build, "libtg.a"), "-o", exe])
+    out = run([exe]).stdout.splitlines()
+    bwd = [i for i, e in enumerate(entries) if e["attrs"]["backward"] == "1"][0]
+    fwd = [i for i, e in enumerate(entries) if e["attrs"]["backward"] == "0"][0]
+    if out[0] != f"exact 0 {bwd} 1" or out[1] != f"near 0 {fwd} 0":
+        fail(f"the CUDA package's lookup: {out[:2]}")
+    if not out[2].startswith(f"module cuda/b{fwd}_m0.cu cubin/b{fwd}_m0.sm_90a.cubin "):
+        fail(f"the CUDA package's module: {out[2]}")
+    for line, words in zip(out[3:], (["expected 4 sizes"], ["not in this package"],
+                                     ["no entry has the attributes"])):
+        if not line.startswith("bad ") or line.startswith("bad 0") or not all(w in line for w in words):
+            fail(f"the CUDA package's bad input: '{line}'")
+    if not nvcc:
+        print("test_package: cuda: no nvcc: the package's CMake build compiled the library "
+              "alone, not the kernel sources")
+        return
+    for i, (nvrtc_flags, kernels) in flags.items():
+        path = os.path.join(build, "cubin", f"b{i}_m0.sm_90a.cubin")
+        if not os.path.isfile(path):
+            fail(f"the CUDA package's CMake build made no {path}")
+        if check_cubin(path, kernels, "nvcc's cubin") != nvrtc_flags:
+            fail(f"nvcc's cubin of entry {i} is not for NVRTC's architecture (sm_90a)")
+
+
+if __name__ == "__main__":
+    main()
