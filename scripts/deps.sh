@@ -7,7 +7,8 @@
 # run and fails. The CUDA toolkit is optional and never installed here: when CMake finds it
 # (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too. g++ compiles the CUDA
 # kernels for the SIMT emulator (the cuda-emu backend), which needs no toolkit; help2man writes
-# the manual page `cmake --install` installs (docs/api.md). `test` adds
+# the manual page `cmake --install` installs (docs/api.md); Open MPI is what `mpirun flaretune
+# tune` distributes over (docs/distributed.md). `test` adds
 # Python with NumPy, tmux (the dashboard's tests) and Chromium (test_report_render draws the
 # report page headless and checks the picture). `fuzz` adds what
 # scripts/fuzz.sh builds with: clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev:
@@ -21,7 +22,8 @@
 # in one line and goes on; the mix is then reported as unavailable.
 set -euo pipefail
 
-want=(cmake make gcc g++ pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev help2man)
+want=(cmake make gcc g++ pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev help2man
+      libopenmpi-dev openmpi-bin)
 if [[ "${1:-build}" == test ]]; then
     want+=(python3 python3-numpy tmux chromium)
 fi

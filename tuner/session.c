@@ -36,6 +36,7 @@ void ft_tune_defaults(ft_tune_opts *o) {
     ft_measure_defaults_for(FT_MEASURE_TUNE, &o->measure);
     o->verify_flops_max = 1e9;
     o->ceilings_every_s = 120;
+    o->rank = -1;
 }
 
 int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected) {
@@ -147,6 +148,12 @@ typedef struct {
     int nprior;
     const char *search_end; /* why the search ended */
     int warmed;             /* warm-start candidates given to the strategy */
+    /* Batches and distribution (o->batch, o->workers, ft_tune_serve): the best median the
+     * candidate in flight is screened against (NaN: the best so far), where a worker's events
+     * go instead of a log, and this host's name for events. */
+    double screen_base;
+    json_t *capture;
+    char host[64];
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
@@ -160,7 +167,21 @@ static json_t *cand_event(session *S, const char *kind, int i) {
     return ev;
 }
 
-static ft_status emit(session *S, json_t *ev, ft_err *err) { return ft_eventlog_write(S->log, ev, err); }
+/* Write one event: to the log, or, on a worker, into the reply. In a distributed run every
+ * candidate event says where it was measured (a worker's already do). */
+static ft_status emit(session *S, json_t *ev, ft_err *err) {
+    if (S->o->rank >= 0 && json_object_get(ev, "candidate") && !json_object_get(ev, "rank")) {
+        json_object_set_new(ev, "rank", json_integer(S->o->rank));
+        json_object_set_new(ev, "host", json_string(S->host));
+        json_object_set_new(ev, "device", json_string(S->device));
+    }
+    if (S->capture) {
+        json_object_set_new(ev, "t", json_real(ft_wall_time()));
+        json_array_append_new(S->capture, ev);
+        return FT_OK;
+    }
+    return ft_eventlog_write(S->log, ev, err);
+}
 
 static ft_status reject(session *S, int i, const char *reason, const char *message, ft_err *err) {
     json_t *ev = cand_event(S, "rejected", i);
@@ -325,8 +346,9 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     mo.sample_value = values;
     mo.sample_cap = MAX_TRACE;
     mo.stop = S->o->stop;
-    if (S->o->screen && isfinite(S->best) && i != S->def_idx)
-        mo.screen_above = S->best * S->o->screen_factor;
+    double best = isnan(S->screen_base) ? S->best : S->screen_base;
+    if (S->o->screen && isfinite(best) && i != S->def_idx)
+        mo.screen_above = best * S->o->screen_factor;
     run_ctx rc = {S, &S->cands[i]};
     ft_timed_fn fn = {NULL, timed_run, &rc};
     ft_stats st;
@@ -371,7 +393,10 @@ static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
     char name[48];
     snprintf(name, sizeof name, "candidate %d", i);
     ft_nvtx_push(name, S->o->op->name, (uint64_t)i);
+    double limit = S->o->candidate_timeout_s;
+    if (limit > 0) alarm((unsigned)ceil(limit)); /* its default action ends the process */
     ft_status s = evaluate_one(S, i, stopped, err);
+    if (limit > 0) alarm(0);
     ft_nvtx_pop();
     return s;
 }
@@ -399,8 +424,8 @@ static int measured_ok(const json_t *ev, char *why, size_t n) {
     return 1;
 }
 
-/* The record of one candidate event of a resumed run. */
-static void resume_event(session *S, const json_t *ev, const char *kind, size_t line) {
+/* The record of one candidate event of a resumed run, or (remote) of a worker's evaluation. */
+static void resume_event(session *S, const json_t *ev, const char *kind, size_t line, int remote) {
     int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
     int verified = !strcmp(kind, "verified");
     if (!measured && !rejected && !verified) return;
@@ -413,7 +438,10 @@ static void resume_event(session *S, const json_t *ev, const char *kind, size_t 
         const char *out = json_string_value(json_object_get(ev, "output"));
         snprintf(ci->verr_output, sizeof ci->verr_output, "%s", out ? out : "");
     } else if (rejected) {
-        if (ci->state == C_UNKNOWN) S->resumed++, S->resumed_rejected++;
+        if (remote)
+            S->rejected++;
+        else if (ci->state == C_UNKNOWN)
+            S->resumed++, S->resumed_rejected++;
         ci->state = C_REJECTED;
         ci->median = INFINITY;
     } else if (!measured_ok(ev, why, sizeof why)) {
@@ -422,8 +450,11 @@ static void resume_event(session *S, const json_t *ev, const char *kind, size_t 
                               json_pack("{s:I, s:s}", "event", (json_int_t)line, "why", why));
     } else {
         const json_t *st = json_object_get(ev, "stats");
-        if (ci->state == C_UNKNOWN) S->resumed++;
         int screened = json_is_true(json_object_get(ev, "screened"));
+        if (remote)
+            S->evaluations++, S->screened += screened;
+        else if (ci->state == C_UNKNOWN)
+            S->resumed++;
         ci->state = screened ? C_SCREENED : C_MEASURED;
         ci->median = json_number_value(json_object_get(st, "median_s"));
         ci->stats.median = ci->median;
@@ -475,7 +506,7 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
             const char *kk = json_string_value(json_object_get(ev, "key"));
             in_scope = kk && !strcmp(kk, key);
         } else if (in_scope) {
-            resume_event(S, ev, kind, k + 1);
+            resume_event(S, ev, kind, k + 1, 0);
         }
     }
     json_decref(events);
@@ -1124,6 +1155,71 @@ static void report(session *S, int i) {
     ft_strategy_report(S->strat, i, S->info[i].median);
 }
 
+/* ---- batches, here and on workers ---------------------------------------------------------- */
+
+/* A worker's events for candidate i: each written to the log (with the index of this run's
+ * list), its result taken as if measured here. */
+static ft_status apply_remote(session *S, int i, json_t *events, ft_err *err) {
+    size_t k;
+    json_t *ev;
+    ft_status s = FT_OK;
+    json_array_foreach(events, k, ev) {
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        if (!kind) continue;
+        json_object_set_new(ev, "candidate", json_integer(i));
+        json_object_set_new(ev, "config", ft_config_to_json(S->s, &S->cands[i]));
+        resume_event(S, ev, kind, 0, 1);
+        if (!s) s = emit(S, json_incref(ev), err);
+    }
+    if (S->info[i].state == C_UNKNOWN) /* a worker that said nothing of it */
+        return s ? s : reject(S, i, "error", "its worker sent no result", err);
+    return s;
+}
+
+/* One batch: up to o->batch candidates (one per process with workers and no batch given),
+ * proposed together, shared out round robin (this process takes every (n+1)-th, the first
+ * included), each screened against the best known when the batch began, then told to the
+ * strategy in the order proposed. *more: the strategy had candidates to propose. */
+static ft_status search_batch(session *S, int *stopped, int *more, ft_err *err) {
+    const ft_tune_opts *o = S->o;
+    int nw = o->workers ? o->workers->n : 0;
+    int k = o->batch > 0 ? o->batch : nw + 1;
+    if (o->budget && k > o->budget - S->evaluations) k = o->budget - S->evaluations;
+    int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!idx) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    int n = k > 0 ? ft_strategy_next_batch(S->strat, k, idx) : 0;
+    *more = n > 0;
+    ft_status s = FT_OK;
+    S->screen_base = S->best;
+    for (int j = 0; j < n && !s; j++)
+        if (j % (nw + 1)) {
+            json_t *cfg = ft_config_to_json(S->s, &S->cands[idx[j]]);
+            s = o->workers->send(o->workers->ctx, j % (nw + 1) - 1, cfg, S->best, err);
+            json_decref(cfg);
+        }
+    int sent_through = s ? -1 : n;
+    for (int j = 0; j < n && !s && !*stopped; j += nw + 1) {
+        S->cand_started = ft_wall_time();
+        s = evaluate(S, idx[j], stopped, err);
+    }
+    /* Every answer is collected, even after Ctrl-C here: what the workers measured is kept. */
+    for (int j = 0; j < sent_through && !s; j++) {
+        if (!(j % (nw + 1))) continue;
+        json_t *events = NULL;
+        s = o->workers->recv(o->workers->ctx, j % (nw + 1) - 1, &events, err);
+        if (!s) s = apply_remote(S, idx[j], events, err);
+        json_decref(events);
+    }
+    S->screen_base = NAN;
+    for (int j = 0; j < n && !s; j++)
+        if (S->info[idx[j]].state != C_UNKNOWN) {
+            ft_strategy_report_cost(S->strat, idx[j], 0);
+            ft_strategy_report(S->strat, idx[j], S->info[idx[j]].median);
+        }
+    free(idx);
+    return s;
+}
+
 /* The default first (the baseline every speedup is against), then the strategy's picks until
  * the space, the budget or the time runs out, the search converges, or Ctrl-C. *stopped:
  * interrupted mid-candidate. */
@@ -1155,9 +1251,15 @@ static ft_status search(session *S, int *stopped, ft_err *err) {
             S->search_end = "converged";
             break;
         }
+        if ((s = maybe_refine_ceilings(S, err))) return s;
+        if (o->batch > 1 || (o->workers && o->workers->n > 0)) {
+            int more = 0;
+            if ((s = search_batch(S, stopped, &more, err))) return s;
+            if (!more) break;
+            continue;
+        }
         int i = next_candidate(S);
         if (i < 0) break;
-        if ((s = maybe_refine_ceilings(S, err))) return s;
         if ((s = evaluate(S, i, stopped, err))) return s;
         if (!*stopped) report(S, i);
     }
@@ -1340,6 +1442,8 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     S.o = o;
     S.log_lock = -1;
     S.t_start = ft_now_s();
+    S.screen_base = NAN;
+    gethostname(S.host, sizeof S.host - 1);
     outcome oc;
     memset(&oc, 0, sizeof oc);
     oc.tie = json_array();
@@ -1355,6 +1459,64 @@ ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     if (!s) s = finish(&S, &oc, r, err);
     json_decref(oc.tie);
     json_decref(oc.unstable);
+    session_free(&S);
+    return s;
+}
+
+/* ---- a worker of a distributed run --------------------------------------------------------- */
+
+/* One config a worker was handed: its events into the reply. */
+static ft_status serve_one(session *S, json_t *cfg, double best, ft_err *err) {
+    int i = find_candidate(S, cfg);
+    if (i < 0) {
+        json_t *ev = json_pack("{s:s, s:O, s:i, s:f, s:s, s:s}", "event", "rejected", "config",
+                               cfg, "candidate", -1, "started", ft_wall_time(), "reason",
+                               "error", "message",
+                               "not a valid configuration of this rank's space at these sizes");
+        return emit(S, ev, err);
+    }
+    S->info[i].state = C_UNKNOWN;
+    S->screen_base = best;
+    int stopped = 0;
+    ft_status s = evaluate(S, i, &stopped, err);
+    S->screen_base = NAN;
+    return s;
+}
+
+ft_status ft_tune_serve(const ft_tune_opts *o, const ft_tune_server *srv, int *served,
+                        ft_err *err) {
+    *served = 0;
+    session S;
+    memset(&S, 0, sizeof S);
+    S.o = o;
+    S.log_lock = -1;
+    S.t_start = ft_now_s();
+    S.screen_base = NAN;
+    gethostname(S.host, sizeof S.host - 1);
+    ft_env_probe(&S.env);
+    ft_backend_device(o->be, &S.env, S.device, sizeof S.device);
+    make_run_id(S.run_id, sizeof S.run_id);
+    S.resume_notes = json_array();
+    ft_status s = plan(&S, err);
+    if (!s) s = ft_eventlog_open(NULL, S.run_id, &S.log, err);
+    if (!s) s = measure_ceilings(&S, err);
+    while (!s) {
+        json_t *cfg = NULL;
+        double best = INFINITY;
+        int got = srv->next(srv->ctx, &cfg, &best, err);
+        if (got <= 0) {
+            if (got < 0) s = err && err->status ? err->status : FT_EINTERNAL;
+            break;
+        }
+        S.capture = json_array();
+        s = serve_one(&S, cfg, best, err);
+        json_decref(cfg);
+        if (!s) s = srv->reply(srv->ctx, S.capture, err);
+        json_decref(S.capture);
+        S.capture = NULL;
+        if (!s) (*served)++;
+    }
+    compile_ahead_stop(&S);
     session_free(&S);
     return s;
 }

@@ -185,6 +185,11 @@ typedef struct ft_prune_outcome {
 /* What `tune --prune predicted=factor` would have kept of the landscape. */
 void ft_landscape_prune(const ft_landscape *l, double factor, double target, ft_prune_outcome *out);
 
+/* The `replay:LOG` backend (tuner/replay_backend.c): candidates "measured" at their medians in
+ * the exhaustive landscape of event log LOG, outputs from the float64 reference. Opened once per
+ * process (a second call returns the first landscape's backend). */
+ft_status ft_replay_backend_open(const char *log, const ft_backend **out, ft_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,28 @@
 extern "C" {
 #endif
 
+/* Other processes that evaluate candidates for this run (distributed tuning: the command line
+ * connects them over MPI, docs/distributed.md). Worker w is handed candidates one at a time
+ * with `send` (and the best median known, for screening) and answers each, in order, with
+ * `recv`: the events its evaluation wrote (verified,
+ * measured or rejected; a JSON array the caller then owns), each carrying its rank, host and
+ * device. */
+typedef struct ft_tune_workers {
+    int n;
+    void *ctx;
+    ft_status (*send)(void *ctx, int w, const json_t *config, double best, ft_err *err);
+    ft_status (*recv)(void *ctx, int w, json_t **events, ft_err *err);
+} ft_tune_workers;
+
+/* A worker's side of that (ft_tune_serve): `next` gives the next config to evaluate and the
+ * best median known when it was handed out (returns 0 when the run is over, 1 with one, or -1
+ * with err set); `reply` sends the events of its evaluation back. */
+typedef struct ft_tune_server {
+    void *ctx;
+    int (*next)(void *ctx, json_t **config, double *best, ft_err *err);
+    ft_status (*reply)(void *ctx, json_t *events, ft_err *err);
+} ft_tune_server;
+
 typedef struct ft_tune_opts {
     const ft_op *op;
     const ft_backend *be;
@@ -95,6 +117,20 @@ typedef struct ft_tune_opts {
      * cold. */
     int warm;
     const char *warm_log;
+    /* Candidates proposed together (ft_strategy_next_batch) and evaluated before the strategy
+     * hears any of them, each screened against the best known when the batch began; 0 or 1:
+     * one at a time. With workers a batch is shared out over this process and them (0: one
+     * candidate each). The same seed and batch give the same search, however many processes
+     * evaluate it. */
+    int batch;
+    const ft_tune_workers *workers;
+    /* This process's place in a distributed run (-1: not distributed): every candidate event
+     * then says rank, host and device. */
+    int rank;
+    /* Seconds one candidate may take before the process gives up on it (0: no limit): the
+     * process then ends (SIGALRM), which ends a distributed job; the log keeps what was
+     * measured before. */
+    double candidate_timeout_s;
 } ft_tune_opts;
 
 #define FT_TUNE_MAX_JOBS 64
@@ -137,6 +173,12 @@ int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rej
 
 void ft_tune_defaults(ft_tune_opts *o);
 ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err);
+/* A worker of a distributed run: plan the same candidates as the run's first process (the same
+ * op, preset, attributes, backend and seed in o; no log, no profile), measure this device's
+ * ceilings, then evaluate every config the server hands out until it says the run is over.
+ * *served: how many. */
+ft_status ft_tune_serve(const ft_tune_opts *o, const ft_tune_server *srv, int *served,
+                        ft_err *err);
 
 /* The shape candidates are verified at: the preset itself when the reference costs at most
  * `flops_max` there, else a reduced preset of the same family (sizes halved in a fixed order,

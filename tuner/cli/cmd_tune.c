@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 #include "cuda/specs.h"
 #include "flaretune/clock.h"
 #include "flaretune/filelock.h"
@@ -18,6 +19,7 @@
 #include "flaretune/json.h"
 #include "flaretune/nvtx.h"
 #include "flaretune/profile.h"
+#include "flaretune/replay.h"
 #include "flaretune/tui.h"
 #include "flaretune/tune.h"
 
@@ -30,7 +32,9 @@ static void usage(FILE *f) {
         "                      [--sweep SIZE=v1,v2,...] [--profile FILE] [--log FILE]\n"
         "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
         "                      [--noise X] [--jobs N] [--predict DEVICE|off]\n"
-        "                      [--prune predicted=F] [--quiet] [--tui]\n\n"
+        "                      [--prune predicted=F] [--quiet] [--tui] [--batch K]\n"
+        "                      [--candidate-timeout S]\n"
+        "       mpirun -np N flaretune tune OP|all ...   (distributed: docs/distributed.md)\n\n"
         "Find the fastest configuration of OP (or of every op the backend implements) that\n"
         "matches the float64 reference. Every candidate is verified once on fresh random\n"
         "inputs (at a reduced shape when the reference would be too slow), then measured until\n"
@@ -49,6 +53,12 @@ static void usage(FILE *f) {
         "  --cold             no warm start: by default the winners --profile already holds\n"
         "                     for the op (nearest shape on this device, then other devices)\n"
         "                     are measured first\n"
+        "  --batch K          propose K candidates at a time and measure them all before\n"
+        "                     the strategy hears any (under mpirun: one per rank by default)\n"
+        "  --candidate-timeout S  end the process when one candidate takes longer than S\n"
+        "                     seconds (under mpirun: the job ends; rerun to resume)\n"
+        "  --backend replay:LOG  measure nothing: each candidate takes its median in LOG's\n"
+        "                     exhaustive landscape (same seed and batch: same search)\n"
         "  --warm-log LOG     another run's event log of the same op and backend (another\n"
         "                     shape or machine): its medians are the strategy's prior\n"
         "  --budget N         measure at most N candidates per op (screened ones count,\n"
@@ -310,6 +320,7 @@ static void run_jobs_in_range(tuning *T) {
         row *rw = &T->rows[T->nrows++];
         snprintf(rw->op, sizeof rw->op, "%s", jb->op->name);
         ft_status s = ft_tune_run(&to, &rw->r, &T->err);
+        ft_cli_mpi_session_done(); /* the workers go on to the next job */
         if (s) {
             T->nrows--;
             T->status = s;
@@ -440,7 +451,9 @@ enum {
     O_CONVERGE,
     O_PATIENCE,
     O_COLD,
-    O_WARMLOG
+    O_WARMLOG,
+    O_BATCH,
+    O_CTIMEOUT
 };
 
 /* --prune predicted=F: F > 1. Returns an exit code. */
@@ -553,6 +566,20 @@ static int tune_opt(tune_args *a, int o, char **argv) {
         break;
     case O_COLD: to->warm = 0; break;
     case O_WARMLOG: to->warm_log = optarg; break;
+    case O_BATCH:
+    case O_CTIMEOUT: {
+        char *rest;
+        double v = strtod(optarg, &rest);
+        if (rest == optarg || *rest || !(v >= 1) || v > 1e6 || (o == O_BATCH && v != (int)v))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s expects %s, got '%s'",
+                               o == O_BATCH ? "--batch" : "--candidate-timeout",
+                               o == O_BATCH ? "a whole number >= 1" : "seconds >= 1", optarg);
+        if (o == O_BATCH)
+            to->batch = (int)v;
+        else
+            to->candidate_timeout_s = v;
+        break;
+    }
     default: return ft_cli_bad_option("tune", o, argv);
     }
     return FT_EXIT_OK;
@@ -580,6 +607,8 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         {"patience", required_argument, NULL, O_PATIENCE},
         {"cold", no_argument, NULL, O_COLD},
         {"warm-log", required_argument, NULL, O_WARMLOG},
+        {"batch", required_argument, NULL, O_BATCH},
+        {"candidate-timeout", required_argument, NULL, O_CTIMEOUT},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -601,6 +630,17 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
     return FT_EXIT_OK;
 }
 
+/* A backend by name, `replay:LOG` included. */
+static ft_status tune_resolve(const char *name, const ft_op *op, const ft_backend **be,
+                              ft_err *err) {
+    if (!name || strncmp(name, "replay:", 7) != 0) return ft_backend_resolve(name, op, be, err);
+    ft_status s = ft_replay_backend_open(name + 7, be, err);
+    if (!s && op && !(*be)->supports(op))
+        s = ft_err_set(err, FT_EUNSUPPORTED, "%s holds a landscape of another op than %s",
+                       name + 7, op->name);
+    return s;
+}
+
 /* What can be checked before the search: the profile can be written (found now, not after the
  * search), the dashboard has a terminal, the ops exist on the backend, the sweep is well formed. */
 static int tune_check(tune_args *a) {
@@ -614,11 +654,11 @@ static int tune_check(tune_args *a) {
     if (!strcmp(a->target, "all")) {
         for (int i = 0; i < ft_op_count(); i++) {
             const ft_backend *b;
-            if (ft_backend_resolve(a->prob.backend, ft_op_at(i), &b, NULL) == FT_OK)
+            if (tune_resolve(a->prob.backend, ft_op_at(i), &b, NULL) == FT_OK)
                 a->ops[a->nops++] = ft_op_at(i);
         }
         if (!a->nops) {
-            if (ft_backend_resolve(a->prob.backend, NULL, &a->to.be, &err))
+            if (tune_resolve(a->prob.backend, NULL, &a->to.be, &err))
                 return ft_cli_fail_err(&err);
             return ft_cli_fail(FT_EXIT_USAGE, "tune: backend %s implements no op", a->prob.backend);
         }
@@ -715,7 +755,7 @@ static int tune_plan(const tune_args *a, tuning *T) {
     for (int k = 0; k < a->nops && !stop_flag; k++) {
         const ft_op *op = a->ops[k];
         const ft_backend *be;
-        if (ft_backend_resolve(a->prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
+        if (tune_resolve(a->prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
         char fallback[64];
         const char *def_preset = ft_cli_default_preset(op);
         if (a->prob.preset) {
@@ -865,7 +905,7 @@ static int tune_report(const tune_args *a, const tuning *T) {
 
 /* Plan, lock the logs, and run the jobs (under the dashboard with --tui). Returns an exit code;
  * T->status says whether a run failed. */
-static int tune_run(tune_args *a, progress *pg, tuning *T) {
+static int tune_run(tune_args *a, progress *pg, tuning *T, int (*check)(const tuning *T)) {
     static int locks[16 * 32];
     int nlocks = 0, code;
     struct sigaction sa;
@@ -881,7 +921,9 @@ static int tune_run(tune_args *a, progress *pg, tuning *T) {
     a->to.listener = progress_event;
     a->to.listener_ctx = pg;
 
-    if ((code = tune_plan(a, T)) || (code = tune_lock_logs(T, locks, &nlocks))) return code;
+    if ((code = tune_plan(a, T)) || (check && (code = check(T))) ||
+        (code = tune_lock_logs(T, locks, &nlocks)))
+        return code;
     a->to.log_locked = 1;
     T->to = a->to;
     if (a->tui) {
@@ -892,6 +934,81 @@ static int tune_run(tune_args *a, progress *pg, tuning *T) {
     while (nlocks > 0)
         ft_file_unlock(locks[--nlocks]);
     return FT_EXIT_OK;
+}
+
+/* A worker rank of a distributed run: the same jobs as rank 0, each served until rank 0 ends
+ * it; nothing written, nothing printed but an error. */
+static int tune_serve_jobs(tune_args *a, tuning *T) {
+    ft_tune_opts to = a->to;
+    to.profile_path = NULL;
+    to.log_path = NULL;
+    to.listener = NULL;
+    to.warm = 0;
+    to.rank = ft_cli_mpi_rank();
+    for (int j = 0; j < T->njobs; j++) {
+        to.op = T->jobs[j].op;
+        to.be = T->jobs[j].be;
+        to.attrs = T->jobs[j].attrs;
+        to.preset = T->jobs[j].preset;
+        int served = 0;
+        ft_err err = {0};
+        if (ft_tune_serve(&to, ft_cli_mpi_server(), &served, &err)) {
+            ft_cli_fail(ft_cli_exit_code(err.status), "rank %d: %s", to.rank, err.msg);
+            return FT_EXIT_FAIL;
+        }
+    }
+    return FT_EXIT_OK;
+}
+
+/* Every rank on the device of rank 0 (docs/distributed.md: one job per kind of device). A
+ * refusal is agreed by every rank (no rank is left waiting). */
+static int devices_refused;
+static int tune_check_devices(const tuning *T) {
+    if (!T->njobs) return FT_EXIT_OK;
+    ft_env env;
+    ft_env_probe(&env);
+    char dev[256], why[600] = "";
+    ft_backend_device(T->jobs[0].be, &env, dev, sizeof dev);
+    if (ft_cli_mpi_same_device(dev, why, sizeof why)) return FT_EXIT_OK;
+    devices_refused = 1;
+    if (!ft_cli_mpi_rank())
+        ft_cli_fail(FT_EXIT_USAGE,
+                    "tune: the ranks run on different devices (%s): start one job per kind of "
+                    "device (docs/distributed.md)",
+                    why);
+    return FT_EXIT_USAGE;
+}
+
+/* Under mpirun: rank 0 tunes with the others as its workers. Returns an exit code, or -1 when
+ * this process is not distributed. Any rank that stops before the jobs are done ends the job
+ * (MPI_Abort), so no rank is left waiting for it. */
+static int run_distributed(tune_args *a, tuning *T, progress *pg) {
+    if (!ft_cli_mpi_start(NULL, NULL)) return -1;
+    int code = FT_EXIT_OK, incomplete;
+    if (ft_cli_mpi_size() > 1) {
+        a->to.rank = ft_cli_mpi_rank();
+        a->to.workers = ft_cli_mpi_workers();
+    }
+    if (ft_cli_mpi_rank()) {
+        a->quiet = 1;
+        a->to.profile_path = NULL;
+        a->log = NULL;
+        code = tune_plan(a, T);
+        if (!code) code = tune_check_devices(T);
+        if (!code) code = tune_serve_jobs(a, T);
+        incomplete = code != FT_EXIT_OK;
+    } else {
+        code = tune_run(a, pg, T, tune_check_devices);
+        incomplete = code != FT_EXIT_OK || T->status || stop_flag;
+        if (!code && T->status) {
+            ft_cli_fail_err(&T->err);
+            code = ft_cli_exit_code(T->status);
+        } else if (!code) {
+            code = tune_report(a, T);
+        }
+    }
+    ft_cli_mpi_end(incomplete && !devices_refused && ft_cli_mpi_size() > 1);
+    return code;
 }
 
 static int run(int argc, char **argv) {
@@ -905,7 +1022,12 @@ static int run(int argc, char **argv) {
     T.jobs = calloc(16 * 32, sizeof *T.jobs);
     if (!T.jobs) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
     T.rows = rows;
-    code = tune_run(&a, &pg, &T);
+    int dcode = run_distributed(&a, &T, &pg);
+    if (dcode >= 0) {
+        free(T.jobs);
+        return dcode;
+    }
+    code = tune_run(&a, &pg, &T, NULL);
     free(T.jobs);
     if (code) return code;
     if (T.status) {

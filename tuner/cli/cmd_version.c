@@ -31,6 +31,8 @@ static int run(int argc, char **argv) {
     printf("  jansson    %s\n", JANSSON_VERSION);
     printf("  ncurses    %s\n", NCURSES_VERSION);
     printf("  openmp     %d threads by default\n", e.omp_threads);
+    printf("  mpi        %s\n", FT_HAVE_MPI ? "built (mpirun flaretune tune: docs/distributed.md)"
+                                             : "not built");
     printf("  sources    %s (kernels compiled at run time; paths.h)\n", ft_source_root());
     return FT_EXIT_OK;
 }

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""test_mpi: distributed tuning under `mpirun --oversubscribe -np 3` (docs/distributed.md).
+
+- On the cpu backend at a tiny preset, exhaustively: every valid config is measured (or
+  rejected) exactly once across the ranks, every rank measured some, every candidate event says
+  its rank, host and device, and the profile is valid.
+- With the replay backend (a recorded landscape): the distributed run evaluates the same
+  candidates in the same order and picks the same winner as one process with the same seed and
+  batch size.
+- A rank killed with SIGKILL ends the job; the same command again resumes from rank 0's log
+  without measuring any config twice.
+
+    test_mpi.py FLARETUNE
+Exits 77 when flaretune was built without MPI or mpirun is missing.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+FT = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def mpirun(n, *args, **kw):
+    root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+    return ["mpirun", *root, "--oversubscribe", "-np", str(n), FT, *args]
+
+
+TUNE = ["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--confirm", "1", "--quiet"]
+
+
+def events(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def evaluated(evs):
+    return [json.dumps(e["config"], sort_keys=True) for e in evs
+            if e["event"] in ("measured", "rejected")]
+
+
+def run(cmd, timeout=240):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_exhaustive(work):
+    log, prof = os.path.join(work, "cpu.jsonl"), os.path.join(work, "cpu.json")
+    r = run(mpirun(3, *TUNE, "--backend", "cpu", "--strategy", "exhaustive", "--max-time",
+                   "0.003", "--log", log, "--profile", prof))
+    check(r.returncode == 0, f"mpirun -np 3 tune (exhaustive, cpu) exits 0 ({r.stderr[-400:]})")
+    if r.returncode:
+        return log
+    evs = events(log)
+    start = next(e for e in evs if e["event"] == "run_start")
+    ev = evaluated(evs)
+    check(len(ev) == len(set(ev)), f"no config evaluated twice ({len(ev)} events)")
+    valid = start.get("valid", start.get("space_valid"))
+    if isinstance(valid, int):
+        check(len(set(ev)) == valid, f"every valid config evaluated ({len(set(ev))} of {valid})")
+    ranks = {e.get("rank") for e in evs if e["event"] == "measured"}
+    check(ranks == {0, 1, 2}, f"every rank measured some ({sorted(map(str, ranks))})")
+    cand = [e for e in evs if "candidate" in e and e["event"] != "confirm"]
+    check(all("rank" in e and "host" in e and "device" in e for e in cand),
+          "every candidate event says rank, host and device")
+    r = run([FT, "show", prof])
+    check(r.returncode == 0 and "fusion.dflare" in r.stdout, "the profile is valid (show)")
+    return log
+
+
+def test_replay(work, landscape):
+    common = [*TUNE, "--backend", f"replay:{landscape}", "--seed", "5"]
+    one, dist = os.path.join(work, "one.jsonl"), os.path.join(work, "dist.jsonl")
+    p1, p3 = os.path.join(work, "one.json"), os.path.join(work, "dist.json")
+    r1 = run([FT, *common, "--batch", "3", "--log", one, "--profile", p1])
+    r3 = run(mpirun(3, *common, "--log", dist, "--profile", p3))
+    check(r1.returncode == 0 and r3.returncode == 0,
+          f"replay runs exit 0 ({r1.stderr[-200:]} {r3.stderr[-200:]})")
+    if r1.returncode or r3.returncode:
+        return
+    a, b = evaluated(events(one)), evaluated(events(dist))
+    check(a == b, f"the same candidates in the same order ({len(a)} and {len(b)})")
+    with open(p1) as f1, open(p3) as f3:
+        w1, w3 = json.load(f1)["entries"][0]["config"], json.load(f3)["entries"][0]["config"]
+    check(w1 == w3, f"the same winner ({w1} / {w3})")
+
+
+def rank_pids(rank):
+    """Processes of this test's flaretune with OMPI_COMM_WORLD_RANK=rank."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and FT.encode() in cmd:
+            out.append(int(pid))
+    return out
+
+
+def test_kill(work):
+    log = os.path.join(work, "kill.jsonl")
+    cmd = mpirun(3, *TUNE, "--backend", "cpu", "--strategy", "exhaustive", "--max-time", "0.01",
+                 "--log", log)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= 12:
+            break
+        time.sleep(0.2)
+    victims = rank_pids(2)
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    try:
+        p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+    check(victims and p.returncode != 0, f"killing rank 2 ends the job (rc {p.returncode})")
+    before = evaluated(events(log))
+    r = run(cmd)
+    check(r.returncode == 0, f"the same command again finishes ({r.stderr[-300:]})")
+    after = evaluated(events(log))
+    check(len(after) == len(set(after)),
+          f"nothing measured twice across the kill ({len(before)} before, {len(after)} in all)")
+    check(any(e["event"] == "run_end" for e in events(log)), "the resumed run ends")
+
+
+def main():
+    if not shutil.which("mpirun"):
+        print("SKIP: no mpirun (apt-get install openmpi-bin libopenmpi-dev)")
+        sys.exit(77)
+    if "mpi        built" not in subprocess.run([FT, "version"], capture_output=True,
+                                                 text=True).stdout:
+        print("SKIP: flaretune was built without MPI")
+        sys.exit(77)
+    os.environ.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    # Containers often forbid the cross-memory attach of Open MPI's shared-memory transport.
+    os.environ.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    work = tempfile.mkdtemp(prefix="ft_mpi_")
+    try:
+        landscape = test_exhaustive(work)
+        test_replay(work, landscape)
+        test_kill(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        sys.exit(f"test_mpi: {len(failures)} failed: {failures}")
+    print("test_mpi: all passed")
+
+
+if __name__ == "__main__":
+    main()

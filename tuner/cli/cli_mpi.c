@@ -1,0 +1,208 @@
+/* cli_mpi.c: distributed tuning over MPI (docs/distributed.md).
+ *
+ * Under mpirun (or srun) every rank runs the same command line. Rank 0 runs the tuning sessions:
+ * it alone reads and writes the event log and the profile; the other ranks are its workers,
+ * each evaluating the candidates rank 0 hands it on its own device (ft_tune_serve). Messages are
+ * JSON text: a candidate {"config", "best"} (tag CAND) or the end of a session (tag DONE) from
+ * rank 0, the events of one evaluation (tag RESULT) back. A rank that dies ends the job (MPI's
+ * default error handler); what rank 0 had received is in the log, and the same command resumes
+ * from it. Without MPI in the build, or without a launcher, this is a single process.
+ */
+#define _GNU_SOURCE /* sched_setaffinity */
+#include "cli_mpi.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if FT_HAVE_MPI
+#include <mpi.h>
+#endif
+
+static int world_rank, world_size = 1, local_rank, local_size = 1;
+
+int ft_cli_mpi_rank(void) { return world_rank; }
+int ft_cli_mpi_size(void) { return world_size; }
+
+#if FT_HAVE_MPI
+enum { TAG_CAND = 1, TAG_DONE = 2, TAG_RESULT = 3 };
+
+static int launched(void) {
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ||
+           getenv("SLURM_STEP_NUM_TASKS");
+}
+
+/* Split this node's CPUs between its ranks (a contiguous slice each), unless there are more
+ * ranks than CPUs (--oversubscribe: then they share); and give each its own GPU. */
+static void place(void) {
+    if (!getenv("CUDA_VISIBLE_DEVICES")) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", local_rank);
+        setenv("CUDA_VISIBLE_DEVICES", v, 1);
+    }
+    cpu_set_t all, mine;
+    if (local_size < 2 || sched_getaffinity(0, sizeof all, &all) != 0) return;
+    int n = CPU_COUNT(&all);
+    if (local_size > n) return;
+    int lo = local_rank * n / local_size, hi = (local_rank + 1) * n / local_size, k = 0;
+    CPU_ZERO(&mine);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &all)) continue;
+        if (k >= lo && k < hi) CPU_SET(c, &mine);
+        k++;
+    }
+    sched_setaffinity(0, sizeof mine, &mine);
+}
+
+int ft_cli_mpi_start(int *argc, char ***argv) {
+    if (!launched()) return 0;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+    place();
+    return 1;
+}
+
+void ft_cli_mpi_end(int failed) {
+    if (world_size > 1 && failed) MPI_Abort(MPI_COMM_WORLD, 1);
+    int up = 0;
+    MPI_Initialized(&up);
+    if (up) MPI_Finalize();
+}
+
+static ft_status send_text(int to, int tag, const char *text) {
+    MPI_Send(text, (int)strlen(text), MPI_CHAR, to, tag, MPI_COMM_WORLD);
+    return FT_OK;
+}
+
+/* Receive one message from `from` with tag `tag` (MPI_ANY_TAG: any), NUL-terminated. */
+static char *recv_text(int from, int tag, int *got_tag) {
+    MPI_Status st;
+    MPI_Probe(from, tag, MPI_COMM_WORLD, &st);
+    int n = 0;
+    MPI_Get_count(&st, MPI_CHAR, &n);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Recv(buf, n, MPI_CHAR, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    buf[n] = '\0';
+    if (got_tag) *got_tag = st.MPI_TAG;
+    return buf;
+}
+
+static ft_status w_send(void *ctx, int w, const json_t *config, double best, ft_err *err) {
+    (void)ctx;
+    json_t *m = json_pack("{s:O, s:f}", "config", config, "best", isfinite(best) ? best : -1.0);
+    char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    if (!text) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    send_text(w + 1, TAG_CAND, text);
+    free(text);
+    return FT_OK;
+}
+
+static ft_status w_recv(void *ctx, int w, json_t **events, ft_err *err) {
+    (void)ctx;
+    char *text = recv_text(w + 1, TAG_RESULT, NULL);
+    json_error_t je;
+    *events = json_loads(text, 0, &je);
+    free(text);
+    if (!json_is_array(*events))
+        return ft_err_set(err, FT_EFORMAT, "rank %d sent a malformed result: %s", w + 1, je.text);
+    return FT_OK;
+}
+
+static const ft_tune_workers workers = {0, NULL, w_send, w_recv};
+static ft_tune_workers workers_n;
+
+const ft_tune_workers *ft_cli_mpi_workers(void) {
+    if (world_size < 2 || world_rank) return NULL;
+    workers_n = workers;
+    workers_n.n = world_size - 1;
+    return &workers_n;
+}
+
+void ft_cli_mpi_session_done(void) {
+    if (world_size < 2 || world_rank) return;
+    for (int r = 1; r < world_size; r++)
+        send_text(r, TAG_DONE, "");
+}
+
+static int s_next(void *ctx, json_t **config, double *best, ft_err *err) {
+    (void)ctx;
+    int tag;
+    char *text = recv_text(0, MPI_ANY_TAG, &tag);
+    if (tag == TAG_DONE) {
+        free(text);
+        return 0;
+    }
+    json_error_t je;
+    json_t *m = json_loads(text, 0, &je);
+    free(text);
+    if (!json_is_object(m)) {
+        json_decref(m);
+        ft_err_set(err, FT_EFORMAT, "rank 0 sent a malformed candidate: %s", je.text);
+        return -1;
+    }
+    *config = json_incref(json_object_get(m, "config"));
+    double b = json_number_value(json_object_get(m, "best"));
+    *best = b > 0 ? b : INFINITY;
+    json_decref(m);
+    return 1;
+}
+
+static ft_status s_reply(void *ctx, json_t *events, ft_err *err) {
+    (void)ctx;
+    char *text = json_dumps(events, JSON_COMPACT);
+    if (!text) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    send_text(0, TAG_RESULT, text);
+    free(text);
+    return FT_OK;
+}
+
+static const ft_tune_server server = {NULL, s_next, s_reply};
+
+const ft_tune_server *ft_cli_mpi_server(void) { return world_rank ? &server : NULL; }
+
+/* Rank 0 gathers every rank's device fingerprint: 1 when they are all its own. */
+int ft_cli_mpi_same_device(const char *device, char *why, size_t n) {
+    if (world_size < 2) return 1;
+    char mine[256] = {0};
+    snprintf(mine, sizeof mine, "%s", device);
+    char *all = world_rank ? NULL : calloc((size_t)world_size, sizeof mine);
+    MPI_Gather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    int same = 1;
+    for (int r = 1; !world_rank && r < world_size && same; r++)
+        if (strcmp(all + (size_t)r * sizeof mine, mine) != 0) {
+            same = 0;
+            snprintf(why, n, "rank %d runs on '%s', rank 0 on '%s'", r,
+                     all + (size_t)r * sizeof mine, mine);
+        }
+    free(all);
+    MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return same;
+}
+#else
+int ft_cli_mpi_start(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    return 0;
+}
+void ft_cli_mpi_end(int failed) { (void)failed; }
+const ft_tune_workers *ft_cli_mpi_workers(void) { return NULL; }
+const ft_tune_server *ft_cli_mpi_server(void) { return NULL; }
+void ft_cli_mpi_session_done(void) {}
+int ft_cli_mpi_same_device(const char *device, char *why, size_t n) {
+    (void)device;
+    (void)why;
+    (void)n;
+    return 1;
+}
+#endif
