@@ -394,9 +394,11 @@ static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
     snprintf(name, sizeof name, "candidate %d", i);
     ft_nvtx_push(name, S->o->op->name, (uint64_t)i);
     double limit = S->o->candidate_timeout_s;
+    if (S->o->measure_lock) pthread_mutex_lock(S->o->measure_lock);
     if (limit > 0) alarm((unsigned)ceil(limit)); /* its default action ends the process */
     ft_status s = evaluate_one(S, i, stopped, err);
     if (limit > 0) alarm(0);
+    if (S->o->measure_lock) pthread_mutex_unlock(S->o->measure_lock);
     ft_nvtx_pop();
     return s;
 }
@@ -1120,7 +1122,11 @@ static ft_status start(session *S, ft_tune_result *r, ft_err *err) {
     if (!s) s = ft_eventlog_open(o->log_path, S->run_id, &S->log, err);
     if (!s && o->listener) ft_eventlog_set_listener(S->log, o->listener, o->listener_ctx);
     if (!s) s = predict_all(S, err);
-    if (!s) s = measure_ceilings(S, err);
+    if (!s) {
+        if (o->measure_lock) pthread_mutex_lock(o->measure_lock);
+        s = measure_ceilings(S, err);
+        if (o->measure_lock) pthread_mutex_unlock(o->measure_lock);
+    }
     if (!s) s = write_run_start(S, key, err);
     free(key);
     return s;
@@ -1176,14 +1182,22 @@ static ft_status apply_remote(session *S, int i, json_t *events, ft_err *err) {
     return s;
 }
 
+/* Who evaluates the j-th candidate of a batch: -1 this process, else that worker (round robin
+ * over this process, when it takes part, then the workers). */
+static int batch_owner(const ft_tune_workers *w, int j) {
+    int self = !w || w->self, nw = w ? w->n : 0;
+    int slot = j % (nw + self);
+    return self ? slot - 1 : slot;
+}
+
 /* One batch: up to o->batch candidates (one per process with workers and no batch given),
- * proposed together, shared out round robin (this process takes every (n+1)-th, the first
- * included), each screened against the best known when the batch began, then told to the
- * strategy in the order proposed. *more: the strategy had candidates to propose. */
+ * proposed together, shared out (batch_owner), each screened against the best known when the
+ * batch began, then told to the strategy in the order proposed. *more: the strategy had
+ * candidates to propose. */
 static ft_status search_batch(session *S, int *stopped, int *more, ft_err *err) {
     const ft_tune_opts *o = S->o;
-    int nw = o->workers ? o->workers->n : 0;
-    int k = o->batch > 0 ? o->batch : nw + 1;
+    const ft_tune_workers *w = o->workers && o->workers->n > 0 ? o->workers : NULL;
+    int k = o->batch > 0 ? o->batch : (w ? w->n + w->self : 1);
     if (o->budget && k > o->budget - S->evaluations) k = o->budget - S->evaluations;
     int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
     if (!idx) return ft_err_set(err, FT_ENOMEM, "out of memory");
@@ -1191,24 +1205,27 @@ static ft_status search_batch(session *S, int *stopped, int *more, ft_err *err) 
     *more = n > 0;
     ft_status s = FT_OK;
     S->screen_base = S->best;
+    int sent = 0;
     for (int j = 0; j < n && !s; j++)
-        if (j % (nw + 1)) {
+        if (batch_owner(w, j) >= 0) {
             json_t *cfg = ft_config_to_json(S->s, &S->cands[idx[j]]);
-            s = o->workers->send(o->workers->ctx, j % (nw + 1) - 1, cfg, S->best, err);
+            s = w->send(w->ctx, batch_owner(w, j), cfg, S->best, err);
             json_decref(cfg);
+            if (!s) sent = j + 1;
         }
-    int sent_through = s ? -1 : n;
-    for (int j = 0; j < n && !s && !*stopped; j += nw + 1) {
-        S->cand_started = ft_wall_time();
-        s = evaluate(S, idx[j], stopped, err);
-    }
+    for (int j = 0; j < n && !s && !*stopped; j++)
+        if (batch_owner(w, j) < 0) {
+            S->cand_started = ft_wall_time();
+            s = evaluate(S, idx[j], stopped, err);
+        }
     /* Every answer is collected, even after Ctrl-C here: what the workers measured is kept. */
-    for (int j = 0; j < sent_through && !s; j++) {
-        if (!(j % (nw + 1))) continue;
+    for (int j = 0; j < sent; j++) {
+        if (batch_owner(w, j) < 0) continue;
         json_t *events = NULL;
-        s = o->workers->recv(o->workers->ctx, j % (nw + 1) - 1, &events, err);
-        if (!s) s = apply_remote(S, idx[j], events, err);
+        ft_status r = w->recv(w->ctx, batch_owner(w, j), &events, err);
+        if (!r) r = apply_remote(S, idx[j], events, err);
         json_decref(events);
+        if (!s) s = r;
     }
     S->screen_base = NAN;
     for (int j = 0; j < n && !s; j++)
@@ -1313,7 +1330,11 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
     ft_stats cs[16];
     double confirm_started = ft_wall_time();
     ft_status s = FT_OK;
-    if (!oc->interrupted) s = confirm(S, pick, k, cs, err);
+    if (!oc->interrupted) {
+        if (S->o->measure_lock) pthread_mutex_lock(S->o->measure_lock);
+        s = confirm(S, pick, k, cs, err);
+        if (S->o->measure_lock) pthread_mutex_unlock(S->o->measure_lock);
+    }
     if (s) return s;
     if (oc->interrupted || cs[0].samples == 0) {
         /* No time for a confirmation round: report the search's own measurements. */

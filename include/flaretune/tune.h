@@ -32,6 +32,8 @@
 #ifndef FLARETUNE_TUNE_H
 #define FLARETUNE_TUNE_H
 
+#include <pthread.h>
+
 #include "flaretune/backend.h"
 #include "flaretune/eventlog.h"
 #include "flaretune/load.h"
@@ -51,6 +53,7 @@ extern "C" {
  * device. */
 typedef struct ft_tune_workers {
     int n;
+    int self; /* this process evaluates its share of each batch too */
     void *ctx;
     ft_status (*send)(void *ctx, int w, const json_t *config, double best, ft_err *err);
     ft_status (*recv)(void *ctx, int w, json_t **events, ft_err *err);
@@ -119,8 +122,8 @@ typedef struct ft_tune_opts {
     const char *warm_log;
     /* Candidates proposed together (ft_strategy_next_batch) and evaluated before the strategy
      * hears any of them, each screened against the best known when the batch began; 0 or 1:
-     * one at a time. With workers a batch is shared out over this process and them (0: one
-     * candidate each). The same seed and batch give the same search, however many processes
+     * one at a time. With workers a batch is shared out over this process (workers->self)
+     * and them (0: one candidate each). The same seed and batch give the same search, however many processes
      * evaluate it. */
     int batch;
     const ft_tune_workers *workers;
@@ -131,6 +134,10 @@ typedef struct ft_tune_opts {
      * process then ends (SIGALRM), which ends a distributed job; the log keeps what was
      * measured before. */
     double candidate_timeout_s;
+    /* Held while this process measures (a candidate, the confirmation), when several sessions
+     * run side by side in one process (rank 0 with groups of ranks): their measurements then
+     * never overlap on its device. NULL: none. */
+    pthread_mutex_t *measure_lock;
 } ft_tune_opts;
 
 #define FT_TUNE_MAX_JOBS 64

@@ -3,14 +3,18 @@
  * Under mpirun (or srun) every rank runs the same command line. Rank 0 runs the tuning sessions:
  * it alone reads and writes the event log and the profile; the other ranks are its workers,
  * each evaluating the candidates rank 0 hands it on its own device (ft_tune_serve). Messages are
- * JSON text: a candidate {"config", "best"} (tag CAND) or the end of a session (tag DONE) from
- * rank 0, the events of one evaluation (tag RESULT) back. A rank that dies ends the job (MPI's
+ * JSON text: a candidate {"job", "config", "best"} (tag CAND), the end of a job's session (tag
+ * JOBEND) and of the whole run (ALLDONE) from rank 0, the events of one evaluation (tag RESULT)
+ * back. With several jobs (`tune all`, --sweep) the ranks form groups, one job at a time each,
+ * so jobs run side by side; rank 0 runs each group's session on a thread and measures in the
+ * first group only. A rank that dies ends the job (MPI's
  * default error handler); what rank 0 had received is in the log, and the same command resumes
  * from it. Without MPI in the build, or without a launcher, this is a single process.
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include "cli_mpi.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +31,12 @@ int ft_cli_mpi_rank(void) { return world_rank; }
 int ft_cli_mpi_size(void) { return world_size; }
 
 #if FT_HAVE_MPI
-enum { TAG_CAND = 1, TAG_DONE = 2, TAG_RESULT = 3 };
+enum { TAG_CAND = 1, TAG_JOBEND = 2, TAG_RESULT = 3, TAG_ALLDONE = 4 };
+
+/* Rank 0 may run several sessions at once (one per group of ranks, on threads): its MPI calls
+ * take turns under this lock (MPI_THREAD_SERIALIZED), and its receives poll so that no thread
+ * holds the lock while waiting. */
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ||
@@ -58,7 +67,8 @@ static void place(void) {
 
 int ft_cli_mpi_start(int *argc, char ***argv) {
     if (!launched()) return 0;
-    MPI_Init(argc, argv);
+    int provided;
+    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     MPI_Comm node;
@@ -77,77 +87,152 @@ void ft_cli_mpi_end(int failed) {
     if (up) MPI_Finalize();
 }
 
-static ft_status send_text(int to, int tag, const char *text) {
+static void send_text(int to, int tag, const char *text) {
+    pthread_mutex_lock(&mpi_lock);
     MPI_Send(text, (int)strlen(text), MPI_CHAR, to, tag, MPI_COMM_WORLD);
-    return FT_OK;
+    pthread_mutex_unlock(&mpi_lock);
 }
 
 /* Receive one message from `from` with tag `tag` (MPI_ANY_TAG: any), NUL-terminated. */
 static char *recv_text(int from, int tag, int *got_tag) {
     MPI_Status st;
-    MPI_Probe(from, tag, MPI_COMM_WORLD, &st);
+    for (;;) {
+        int ready = 0;
+        pthread_mutex_lock(&mpi_lock);
+        MPI_Iprobe(from, tag, MPI_COMM_WORLD, &ready, &st);
+        if (ready) break;
+        pthread_mutex_unlock(&mpi_lock);
+        usleep(200);
+    }
     int n = 0;
     MPI_Get_count(&st, MPI_CHAR, &n);
     char *buf = malloc((size_t)n + 1);
     if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Recv(buf, n, MPI_CHAR, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    pthread_mutex_unlock(&mpi_lock);
     buf[n] = '\0';
     if (got_tag) *got_tag = st.MPI_TAG;
     return buf;
 }
 
+/* ---- rank 0: groups of ranks, one session each ----------------------------------------------- */
+
+typedef struct {
+    ft_tune_workers w;
+    int job;
+    int ranks[FT_CLI_MPI_MAX_RANKS];
+} group;
+
+static group groups[FT_CLI_MPI_MAX_RANKS];
+static int ngroups;
+
 static ft_status w_send(void *ctx, int w, const json_t *config, double best, ft_err *err) {
-    (void)ctx;
-    json_t *m = json_pack("{s:O, s:f}", "config", config, "best", isfinite(best) ? best : -1.0);
+    group *g = ctx;
+    json_t *m = json_pack("{s:i, s:O, s:f}", "job", g->job, "config", config, "best",
+                          isfinite(best) ? best : -1.0);
     char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!text) return ft_err_set(err, FT_ENOMEM, "out of memory");
-    send_text(w + 1, TAG_CAND, text);
+    send_text(g->ranks[w], TAG_CAND, text);
     free(text);
     return FT_OK;
 }
 
 static ft_status w_recv(void *ctx, int w, json_t **events, ft_err *err) {
-    (void)ctx;
-    char *text = recv_text(w + 1, TAG_RESULT, NULL);
+    group *g = ctx;
+    char *text = recv_text(g->ranks[w], TAG_RESULT, NULL);
     json_error_t je;
     *events = json_loads(text, 0, &je);
     free(text);
     if (!json_is_array(*events))
-        return ft_err_set(err, FT_EFORMAT, "rank %d sent a malformed result: %s", w + 1, je.text);
+        return ft_err_set(err, FT_EFORMAT, "rank %d sent a malformed result: %s", g->ranks[w],
+                          je.text);
     return FT_OK;
 }
 
-static const ft_tune_workers workers = {0, NULL, w_send, w_recv};
-static ft_tune_workers workers_n;
-
-const ft_tune_workers *ft_cli_mpi_workers(void) {
-    if (world_size < 2 || world_rank) return NULL;
-    workers_n = workers;
-    workers_n.n = world_size - 1;
-    return &workers_n;
+int ft_cli_mpi_groups(int njobs) {
+    if (world_size < 2 || world_rank) return 1;
+    ngroups = njobs < world_size ? njobs : world_size;
+    if (ngroups < 1) ngroups = 1;
+    memset(groups, 0, sizeof groups);
+    for (int g = 0; g < ngroups; g++) {
+        groups[g].w.ctx = &groups[g];
+        groups[g].w.send = w_send;
+        groups[g].w.recv = w_recv;
+        groups[g].w.self = g == 0; /* rank 0 measures in its own group only */
+    }
+    for (int r = 1; r < world_size; r++) {
+        group *g = &groups[r % ngroups];
+        g->ranks[g->w.n++] = r;
+    }
+    return ngroups;
 }
 
-void ft_cli_mpi_session_done(void) {
+const ft_tune_workers *ft_cli_mpi_workers(int g, int job) {
+    if (world_size < 2 || world_rank || g < 0 || g >= ngroups) return NULL;
+    groups[g].job = job;
+    return &groups[g].w;
+}
+
+void ft_cli_mpi_session_done(int g) {
+    if (world_size < 2 || world_rank || g < 0 || g >= ngroups) return;
+    for (int w = 0; w < groups[g].w.n; w++)
+        send_text(groups[g].ranks[w], TAG_JOBEND, "");
+}
+
+void ft_cli_mpi_all_done(void) {
     if (world_size < 2 || world_rank) return;
     for (int r = 1; r < world_size; r++)
-        send_text(r, TAG_DONE, "");
+        send_text(r, TAG_ALLDONE, "");
+}
+
+/* ---- the other ranks ------------------------------------------------------------------------ */
+
+/* The message a worker has read but not yet used (the first candidate of a job). */
+static json_t *held;
+
+int ft_cli_mpi_next_job(void) {
+    if (!held) {
+        for (;;) {
+            int tag;
+            char *text = recv_text(0, MPI_ANY_TAG, &tag);
+            if (tag == TAG_ALLDONE) {
+                free(text);
+                return -1;
+            }
+            if (tag == TAG_JOBEND) { /* a job whose session needed no evaluation here */
+                free(text);
+                continue;
+            }
+            held = json_loads(text, 0, NULL);
+            free(text);
+            if (json_is_object(held)) break;
+            json_decref(held);
+            held = NULL;
+        }
+    }
+    return (int)json_integer_value(json_object_get(held, "job"));
 }
 
 static int s_next(void *ctx, json_t **config, double *best, ft_err *err) {
     (void)ctx;
-    int tag;
-    char *text = recv_text(0, MPI_ANY_TAG, &tag);
-    if (tag == TAG_DONE) {
+    (void)err;
+    if (!held) {
+        int tag;
+        char *text = recv_text(0, MPI_ANY_TAG, &tag);
+        if (tag != TAG_CAND) {
+            free(text);
+            if (tag == TAG_ALLDONE) MPI_Abort(MPI_COMM_WORLD, 1); /* cannot happen mid-job */
+            return 0;
+        }
+        held = json_loads(text, 0, NULL);
         free(text);
-        return 0;
     }
-    json_error_t je;
-    json_t *m = json_loads(text, 0, &je);
-    free(text);
+    json_t *m = held;
+    held = NULL;
     if (!json_is_object(m)) {
         json_decref(m);
-        ft_err_set(err, FT_EFORMAT, "rank 0 sent a malformed candidate: %s", je.text);
+        ft_err_set(err, FT_EFORMAT, "rank 0 sent a malformed candidate");
         return -1;
     }
     *config = json_incref(json_object_get(m, "config"));
@@ -196,9 +281,19 @@ int ft_cli_mpi_start(int *argc, char ***argv) {
     return 0;
 }
 void ft_cli_mpi_end(int failed) { (void)failed; }
-const ft_tune_workers *ft_cli_mpi_workers(void) { return NULL; }
+int ft_cli_mpi_groups(int njobs) {
+    (void)njobs;
+    return 1;
+}
+const ft_tune_workers *ft_cli_mpi_workers(int g, int job) {
+    (void)g;
+    (void)job;
+    return NULL;
+}
+void ft_cli_mpi_session_done(int g) { (void)g; }
+void ft_cli_mpi_all_done(void) {}
+int ft_cli_mpi_next_job(void) { return -1; }
 const ft_tune_server *ft_cli_mpi_server(void) { return NULL; }
-void ft_cli_mpi_session_done(void) {}
 int ft_cli_mpi_same_device(const char *device, char *why, size_t n) {
     (void)device;
     (void)why;

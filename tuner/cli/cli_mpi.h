@@ -15,11 +15,18 @@ int ft_cli_mpi_start(int *argc, char ***argv);
 void ft_cli_mpi_end(int failed);
 int ft_cli_mpi_rank(void);
 int ft_cli_mpi_size(void);
-/* Rank 0: the other ranks as the session's workers (NULL when alone). */
-const ft_tune_workers *ft_cli_mpi_workers(void);
-/* Rank 0: tell the workers the session is over (they go on to the next job). */
-void ft_cli_mpi_session_done(void);
-/* Another rank: rank 0 as the server of its candidates (NULL on rank 0). */
+#define FT_CLI_MPI_MAX_RANKS 1024
+/* Rank 0: split the ranks into groups for njobs jobs (as many groups as jobs, at most one per
+ * rank; rank 0 in group 0) and return how many (1 when not distributed). */
+int ft_cli_mpi_groups(int njobs);
+/* Rank 0: group g's ranks as the workers of the session of job `job` (NULL when alone). */
+const ft_tune_workers *ft_cli_mpi_workers(int g, int job);
+/* Rank 0: group g's session is over; and, at the end, the whole run. */
+void ft_cli_mpi_session_done(int g);
+void ft_cli_mpi_all_done(void);
+/* Another rank: the job of the next candidate rank 0 hands it (-1: the run is over), then
+ * rank 0 as the server of that job's candidates (NULL on rank 0). */
+int ft_cli_mpi_next_job(void);
 const ft_tune_server *ft_cli_mpi_server(void);
 /* Collective: do all ranks run on this device? When not, rank 0 gets why. */
 int ft_cli_mpi_same_device(const char *device, char *why, size_t n);

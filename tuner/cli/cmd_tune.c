@@ -307,28 +307,97 @@ typedef struct {
     ft_tui_feed *feed; /* --tui: where the worker says it has finished */
 } tuning;
 
+/* Job j into *rw on group g of the ranks (g = 0 and no workers when not distributed). */
+static ft_status run_job(tuning *T, int j, int g, int quiet, row *rw, ft_err *err) {
+    const job *jb = &T->jobs[j];
+    ft_tune_opts to = T->to;
+    to.op = jb->op;
+    to.be = jb->be;
+    to.attrs = jb->attrs;
+    to.preset = jb->preset;
+    to.log_path = jb->log[0] ? jb->log : NULL;
+    to.predict = jb->predict;
+    to.workers = ft_cli_mpi_workers(g, j);
+    if (quiet) { /* sessions side by side: no interleaved progress lines, one measurement at a
+                    time on this process's device */
+        static pthread_mutex_t measuring = PTHREAD_MUTEX_INITIALIZER;
+        to.listener = NULL;
+        to.measure_lock = &measuring;
+    }
+    snprintf(rw->op, sizeof rw->op, "%s", jb->op->name);
+    ft_status s = ft_tune_run(&to, &rw->r, err);
+    ft_cli_mpi_session_done(g); /* the group's workers go on to their next job */
+    rw->ok = !s && rw->r.found;
+    return s;
+}
+
 static void run_jobs_in_range(tuning *T) {
     for (int j = 0; j < T->njobs && !stop_flag; j++) {
-        const job *jb = &T->jobs[j];
-        ft_tune_opts to = T->to;
-        to.op = jb->op;
-        to.be = jb->be;
-        to.attrs = jb->attrs;
-        to.preset = jb->preset;
-        to.log_path = jb->log[0] ? jb->log : NULL;
-        to.predict = jb->predict;
         row *rw = &T->rows[T->nrows++];
-        snprintf(rw->op, sizeof rw->op, "%s", jb->op->name);
-        ft_status s = ft_tune_run(&to, &rw->r, &T->err);
-        ft_cli_mpi_session_done(); /* the workers go on to the next job */
+        ft_status s = run_job(T, j, 0, 0, rw, &T->err);
         if (s) {
             T->nrows--;
             T->status = s;
             return;
         }
-        rw->ok = rw->r.found;
         if (!rw->ok) T->code = FT_EXIT_VERIFY;
     }
+}
+
+/* Distributed with several jobs: one thread per group of ranks, each taking the next job. */
+typedef struct {
+    tuning *T;
+    int g;
+    pthread_mutex_t *lock;
+    int *next;
+    row *rows;       /* per job */
+    ft_status *st;   /* per job */
+    ft_err *errs;    /* per job */
+} group_thread;
+
+static void *run_group(void *arg) {
+    group_thread *gt = arg;
+    for (;;) {
+        pthread_mutex_lock(gt->lock);
+        int j = stop_flag ? gt->T->njobs : (*gt->next)++;
+        pthread_mutex_unlock(gt->lock);
+        if (j >= gt->T->njobs) break;
+        gt->st[j] = run_job(gt->T, j, gt->g, 1, &gt->rows[j], &gt->errs[j]);
+        if (gt->st[j]) stop_flag = 1; /* a failed run stops the others at their next job */
+    }
+    return NULL;
+}
+
+static void run_jobs_grouped(tuning *T, int ngroups) {
+    group_thread gt[FT_CLI_MPI_MAX_RANKS];
+    pthread_t th[FT_CLI_MPI_MAX_RANKS];
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    int next = 0;
+    row *rows = calloc((size_t)T->njobs, sizeof *rows);
+    ft_status *st = calloc((size_t)T->njobs, sizeof *st);
+    ft_err *errs = calloc((size_t)T->njobs, sizeof *errs);
+    if (!rows || !st || !errs) {
+        T->status = ft_err_set(&T->err, FT_ENOMEM, "out of memory");
+    } else {
+        for (int g = 0; g < ngroups; g++) {
+            gt[g] = (group_thread){T, g, &lock, &next, rows, st, errs};
+            pthread_create(&th[g], NULL, run_group, &gt[g]);
+        }
+        for (int g = 0; g < ngroups; g++)
+            pthread_join(th[g], NULL);
+        for (int j = 0; j < T->njobs; j++) {
+            if (st[j] && !T->status) {
+                T->status = st[j];
+                T->err = errs[j];
+            }
+            if (!rows[j].op[0] || st[j]) continue; /* not run (stopped) or failed */
+            T->rows[T->nrows++] = rows[j];
+            if (!rows[j].ok) T->code = FT_EXIT_VERIFY;
+        }
+    }
+    free(rows);
+    free(st);
+    free(errs);
 }
 
 /* The whole run as one NVTX range on the thread that tunes, colored by its op ("all" when the
@@ -336,7 +405,12 @@ static void run_jobs_in_range(tuning *T) {
 static void run_jobs(tuning *T) {
     int one_op = T->njobs > 0 && T->jobs[0].op == T->jobs[T->njobs - 1].op;
     ft_nvtx_push("tune", one_op ? T->jobs[0].op->name : "all", 0);
-    run_jobs_in_range(T);
+    int ngroups = ft_cli_mpi_groups(T->feed ? 1 : T->njobs); /* --tui follows one session */
+    if (ngroups > 1)
+        run_jobs_grouped(T, ngroups);
+    else
+        run_jobs_in_range(T);
+    ft_cli_mpi_all_done();
     ft_nvtx_pop();
 }
 
@@ -945,7 +1019,12 @@ static int tune_serve_jobs(tune_args *a, tuning *T) {
     to.listener = NULL;
     to.warm = 0;
     to.rank = ft_cli_mpi_rank();
-    for (int j = 0; j < T->njobs; j++) {
+    for (int j; (j = ft_cli_mpi_next_job()) >= 0;) {
+        if (j >= T->njobs) {
+            ft_cli_fail(FT_EXIT_FAIL, "rank %d: rank 0 asked for job %d of %d", to.rank, j,
+                        T->njobs);
+            return FT_EXIT_FAIL;
+        }
         to.op = T->jobs[j].op;
         to.be = T->jobs[j].be;
         to.attrs = T->jobs[j].attrs;
@@ -985,10 +1064,7 @@ static int tune_check_devices(const tuning *T) {
 static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     if (!ft_cli_mpi_start(NULL, NULL)) return -1;
     int code = FT_EXIT_OK, incomplete;
-    if (ft_cli_mpi_size() > 1) {
-        a->to.rank = ft_cli_mpi_rank();
-        a->to.workers = ft_cli_mpi_workers();
-    }
+    if (ft_cli_mpi_size() > 1) a->to.rank = ft_cli_mpi_rank();
     if (ft_cli_mpi_rank()) {
         a->quiet = 1;
         a->to.profile_path = NULL;
