@@ -368,7 +368,8 @@ static ft_status pkg_resolve_cuda(pkg *k, ft_err *err) {
     k->nmods = calloc((size_t)k->n, sizeof *k->nmods);
     k->keys = calloc((size_t)k->n * PKG_MAX_MODULES, sizeof *k->keys);
     k->logs = calloc((size_t)k->n * PKG_MAX_MODULES, sizeof *k->logs);
-    if (!k->mods || !k->nmods || !k->keys || !k->logs) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    if (!k->mods || !k->nmods || !k->keys || !k->logs)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
     for (int i = 0; i < k->n && !s; i++) {
         const ft_profile_entry *e = k->e[i];
         const ft_cuda_op *cop = ft_cuda_op_of(e->op);
@@ -1325,7 +1326,8 @@ static const char *const pkg_cuda_cmake_top =
     "  set(CMAKE_BUILD_TYPE Release CACHE STRING \"Build type\" FORCE)\n"
     "endif()\n"
     "\n"
-    "# The emulator (\"cuda-emu\") compiles the kernel sources at run time with this C++ compiler.\n"
+    "# The emulator (\"cuda-emu\") compiles the kernel sources at run time with this C++ "
+    "compiler.\n"
     "include(CheckLanguage)\n"
     "check_language(CXX)\n"
     "if(CMAKE_CXX_COMPILER)\n"
@@ -1353,17 +1355,17 @@ static const char *const pkg_cuda_cmake_top =
     "# The CUDA toolkit (\"cuda\": the GPU). Without it the library runs on \"cuda-emu\" alone.\n"
     "set(@U@_HAVE_CUDA OFF)\n"
     "find_package(CUDAToolkit QUIET)\n"
-    "if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cupti AND TARGET CUDA::cublasLt)\n"
+    "if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cupti AND TARGET "
+    "CUDA::cublasLt)\n"
     "  set(@U@_HAVE_CUDA ON)\n"
     "endif()\n"
     "message(STATUS \"@P@: the GPU (device cuda): ${@U@_HAVE_CUDA}\")\n"
     "\n"
     "add_library(@P@ STATIC\n";
 
-static const char *const pkg_cuda_cmake_mid =
-    ")\n"
-    "if(@U@_HAVE_CUDA)\n"
-    "  target_sources(@P@ PRIVATE\n";
+static const char *const pkg_cuda_cmake_mid = ")\n"
+                                              "if(@U@_HAVE_CUDA)\n"
+                                              "  target_sources(@P@ PRIVATE\n";
 
 static const char *const pkg_cuda_cmake_lib =
     "  )\n"
@@ -1469,7 +1471,8 @@ static ft_status write_cuda_cmake(const pkg *k, ft_err *err) {
         for (int i = 0; k->fam[fam] && pf->cuda_files[i]; i++)
             if (!strstr(pf->cuda_files[i], ".cu")) fprintf(f, "  src/%s\n", pf->cuda_files[i]);
     }
-    fprintf(f, "  src/%1$s_entries.c\n  src/%1$s_runtime.c\n  src/%1$s_run.c\n  src/%1$s_absent.c\n",
+    fprintf(f,
+            "  src/%1$s_entries.c\n  src/%1$s_runtime.c\n  src/%1$s_run.c\n  src/%1$s_absent.c\n",
             k->P);
     put_cuda_subst(f, k, pkg_cuda_cmake_mid);
     for (int i = 0; pkg_cuda_gpu[i]; i++)
@@ -1485,45 +1488,76 @@ static ft_status write_cuda_cmake(const pkg *k, ft_err *err) {
 static const char *const pkg_cuda_readme_use =
     "## What runs where\n"
     "\n"
-    "- Here, with a C compiler alone: the library `lib@P@.a` (the entries, the lookup, the\n"
-    "  cubins embedded) builds and its lookup runs on any machine.\n"
-    "- With the CUDA toolkit (`nvcc`): `cmake --build` also compiles every specialised source for\n"
-    "  each architecture of `@U@_CUDA_ARCHS` (default: the profile's, @ARCH@) into\n"
-    "  `build/cubin/NAME.sm_ARCH.cubin`; `-D@U@_CUDA_ARCHS=\"80;90a\"` adds others, `\"\"` none.\n"
-    "  `cuobjdump --dump-resource-usage cubin/*.cubin` lists the kernels and their registers.\n"
-    "- On a GPU of architecture @ARCH@: load an entry's module with `cuModuleLoadData(&mod,\n"
-    "  m->cubin)` and its kernels with `cuModuleGetFunction(&fn, mod, m->kernels[q].name)`,\n"
-    "  launched with `m->kernels[q].block_threads` threads and `dyn_smem_bytes` of dynamic\n"
-    "  shared memory. The grid and the kernel arguments are flaretune's host code's (the op's\n"
-    "  `*_cuda.c` launchers, e.g. `kernels/fusion/fusion_cuda.c`): this package does not launch\n"
-    "  anything itself, and nothing of it was run on a GPU when it was written.\n"
+    "`@P@_run(device, ...)` (or the op's function, `args.device`) runs an entry's configuration\n"
+    "through the package's copy of flaretune's CUDA backend: the op's host code (`*_cuda.c`: its\n"
+    "grids, kernel arguments and GEMMs), the device layer and the kernel cache, on\n"
+    "\n"
+    "- `\"cuda\"` (or NULL): the GPU. Needs the CUDA toolkit at build time (cudart, NVRTC,\n"
+    "  cuBLASLt and CUPTI are linked; libcuda is loaded at run time, so a program starts on a\n"
+    "  machine without a GPU driver and the call returns @U@_ENODEV with one line). The cubins\n"
+    "  NVRTC compiled for @ARCH@ when the package was written are put into the kernel cache\n"
+    "  (`$FLARETUNE_CACHE_DIR`, else `~/.cache/flaretune`) under the keys the compile looks\n"
+    "  for, so a GPU of that architecture with the same NVRTC compiles nothing; another\n"
+    "  architecture or NVRTC compiles the kept sources (`src/kernels/`) with NVRTC once.\n"
+    "- `\"cuda-emu\"`: the SIMT emulator on the CPU (checks, not speed). It compiles the kernel\n"
+    "  sources with the C++ compiler CMake found (`FLARETUNE_EMU_CXX` overrides it), once per\n"
+    "  configuration (cached). Its outputs equal `flaretune exec OP --backend cuda-emu --config\n"
+    "  CONFIG` bit for bit with the same compilers, flags and OpenBLAS core\n"
+    "  (`OPENBLAS_CORETYPE`, as for a CPU package).\n"
+    "\n"
+    "The kernel sources are read at run time from this folder's `src/kernels`\n"
+    "(`FLARETUNE_KERNEL_DIR` overrides it): keep the package where it was built. Without the CUDA\n"
+    "toolkit the library builds for `\"cuda-emu\"` alone (`\"cuda\"` then says so).\n"
+    "\n"
+    "With `nvcc`, `cmake --build` also compiles every specialised source for each architecture\n"
+    "of `@U@_CUDA_ARCHS` (default: the profile's, @ARCH@) into `build/cubin/NAME.sm_ARCH.cubin`\n"
+    "(`-D@U@_CUDA_ARCHS=\"80;90a\"` adds others, `\"\"` none): a check of the sources.\n"
     "\n"
     "## Build\n"
+    "\n"
+    "Needs CMake (3.18 or newer), a C11 compiler with OpenMP, OpenBLAS built with OpenMP\n"
+    "(Debian: `libopenblas-openmp-dev`), a C++ compiler for `\"cuda-emu\"`, the CUDA toolkit for\n"
+    "`\"cuda\"`; not flaretune.\n"
     "\n"
     "```sh\n"
     "cmake -S . -B build && cmake --build build   # build/lib@P@.a (+ build/cubin/ with nvcc)\n"
     "```\n"
     "\n"
+    "Link it from another CMake project with `add_subdirectory(path/to/this @P@)` and\n"
+    "`target_link_libraries(app PRIVATE @P@)` (its libraries come with it). `-D@U@_NATIVE=OFF`\n"
+    "leaves out `-march=native`.\n"
+    "\n"
     "## Call\n"
     "\n"
     "```c\n"
-    "@P@_info info;\n"
     "char msg[256];\n"
-    "const long long sizes[] = {8192, 9, 4096, 7}; /* the op's sizes in order (the header) */\n"
-    "if (@P@_select(\"fusion.dflare\", \"backward=0\", sizes, 4, &info, msg, sizeof msg))\n"
+    "@P@_info info;\n"
+    "@P@_fusion_dflare_args a = {.N = 48, .T = 4, .H = 64, .D = 3, .x = x, .w = w, .g = g,\n"
+    "                            .f = f, .device = \"cuda\", .attrs = \"backward=0\"};\n"
+    "if (@P@_fusion_dflare(&a, &info, msg, sizeof msg) != @U@_OK)\n"
     "    fprintf(stderr, \"%s\\n\", msg);\n"
-    "else {\n"
-    "    const @P@_module *m = &@P@_entries[info.entry].modules[0];\n"
-    "    /* m->cubin, m->kernels[0].name, .block_threads, .dyn_smem_bytes */\n"
-    "}\n"
     "```\n"
     "\n"
-    "The entry is the one of the op whose attributes include every `name=value` given (written as\n"
-    "the entries table writes them) at exactly the sizes, else the nearest: the smallest sum over\n"
-    "the sizes of |log(size / entry size)|, the first of equally near ones (the rule of\n"
-    "`flaretune emit --format c-header`). Bad input (NULL, the wrong number of sizes, a size\n"
-    "below 1, an op not in the package, no entry with the attributes) returns a status and one\n"
-    "line in `msg`; nothing exits or aborts.\n";
+    "(The op and sizes are illustrative: the header declares the ops this package holds.) A run\n"
+    "takes the entry of the same attributes (every attribute, the given ones on top of the\n"
+    "defaults) at exactly its sizes, else the nearest: the smallest sum over the sizes of\n"
+    "|log(size / entry size)|, the first of equally near ones; when its configuration cannot run\n"
+    "at the sizes the next nearest is taken. Bad input (NULL, the wrong number of sizes, a size\n"
+    "below 1, sizes that disagree, an unknown attribute, an op not in the package, no entry with\n"
+    "the attributes, an unknown device) returns a status and one line in `msg`; nothing exits or\n"
+    "aborts. Tensors are host memory: the inputs are copied to the device and the outputs back.\n"
+    "\n"
+    "`@P@_select(op, attrs, sizes, ...)` and `@P@_lookup` only choose an entry (every given\n"
+    "`name=value` must be among the entry's attributes): its modules (`@P@_entries[i].modules`:\n"
+    "the cubin's bytes, its kernels, block sizes and dynamic shared memory) are there for a\n"
+    "program that loads them itself (`cuModuleLoadData`, `cuModuleGetFunction`).\n"
+    "\n"
+    "## Limits\n"
+    "\n"
+    "- Only the entries' attribute sets run; another attribute set returns @U@_EUNSUPPORTED.\n"
+    "- The library holds copies of flaretune's internal `ft_*` functions: link one package per\n"
+    "  program, and not together with flaretune itself.\n"
+    "- One device context per process and device: runs take turns.\n";
 
 static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
     char path[4352];
@@ -1539,8 +1573,15 @@ static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
         "flaretune.\n\n## What is in it\n\n"
         "- `include/%s.h`: the API;\n"
         "- `src/%s_entries.c`: the entries, each with its kernel modules (the cubins embedded,\n"
-        "  the -D macros, the kernels and their block sizes), and one function per op;\n"
-        "- `src/%s_runtime.c`: the lookup;\n"
+        "  the -D macros, the kernels and their block sizes), its configuration as constants,\n"
+        "  and one function per op;\n"
+        "- `src/%s_runtime.c`: the lookup; `src/%s_run.c`: the run (through the CUDA backend);\n"
+        "- `src/%s_absent.c`, `src/include/flaretune/{version,source_hash,eventlog}.h`: what the\n"
+        "  copied sources name that the package has no use for (the CPU kernels, the event log);\n"
+        "- copies of flaretune's sources, unchanged, at their paths in its tree (`src/`): the\n"
+        "  CUDA backend's host code, device layer, kernel cache, NVRTC, cuBLASLt GEMM, the SIMT\n"
+        "  emulator and its headers, the ops' descriptions and CUDA host code (`*_op.c`,\n"
+        "  `*_cuda.c`) and kernels (`*.cu`), and the part of `core/` and `kernels/op/` they need;\n"
         "- `cuda/bI_mJ.cu`: module J of entry I, the kernel source specialised with the -D\n"
         "  macros of its configuration (as `#define`s before the source);\n"
         "- `cubin/bI_mJ.%s.cubin`: the same compiled by NVRTC %s for %s;\n"
@@ -1548,7 +1589,7 @@ static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
         "  `cuda/ft_cuda.h`.\n\n## Entries\n\n"
         "| # | op | shape | attributes | configuration | median | modules (kernels) |\n"
         "|---|---|---|---|---|---|---|\n",
-        FT_VERSION, k->P, k->P, k->P, k->arch,
+        FT_VERSION, k->P, k->P, k->P, k->P, k->P, k->arch,
 #if FT_HAVE_CUDA
         ft_nvrtc_version(),
 #else
