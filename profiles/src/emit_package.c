@@ -8,6 +8,13 @@
  * same call machinery flaretune runs (so the same checks and the same kernels: bit-identical
  * outputs with the same compiler and flags), a header, a CMakeLists.txt and a README.
  *
+ * A CUDA package holds copies of the CUDA backend (its host code, device layer, kernel cache,
+ * NVRTC, cuBLASLt GEMM and SIMT emulator: pkg_cuda_common, pkg_cuda_gpu), of the ops'
+ * descriptions and CUDA host code and kernels (pkg_families' cuda_files), plus generated C:
+ * the entries with their modules (the cubins NVRTC compiled for the profile's architecture,
+ * with their kernel-cache keys), the buckets, the lookup and a run through the copied backend
+ * on "cuda" (the cubins seed the kernel cache) or "cuda-emu" (bit-identical to exec's).
+ *
  * The tree is written into a temporary sibling of the target and renamed into place; on any
  * error it is removed, so the target either appears whole or not at all.
  */
@@ -1131,7 +1138,7 @@ static const char *const pkg_cuda_header_top =
     "#define @U@_ESHAPE 2       /* a size below 1                                     */\n"
     "#define @U@_ENOMEM 5       /* device or host memory could not be allocated       */\n"
     "#define @U@_EUNSUPPORTED 6 /* an op not in the package, or no entry for the attributes */\n"
-    "#define @U@_ENODEV 7       /* no GPU (\"cuda\"), or no C++ compiler (\"cuda-emu\")   */\n"
+    "#define @U@_ENODEV 7       /* device \"cuda\": no GPU (or no driver) here          */\n"
     "\n"
     "/* A kernel of a module: its name in the cubin (extern \"C\") and how the configuration\n"
     " * launches it. */\n"
