@@ -10,7 +10,12 @@ and one line, a profile spanning two backends is refused, and an existing non-em
 refused and left intact, with nothing left beside it.
 
 CUDA: profiles/h200.json's entries give a package whose cubins are for sm_90a and hold the
-kernels (cuobjdump), and that configures and compiles with CMake when nvcc is found.
+kernels (cuobjdump). A profile written here (fusion.dflare at tiny shapes, non-default valid
+CUDA configs) gives a package that a small CMake program builds (add_subdirectory, with the
+CUDA toolkit: its GPU device layer is compiled) and whose driver runs on "cuda-emu" with
+outputs equal to `flaretune exec --backend cuda-emu --config <same>` bit for bit (the exact
+entry and a nearest one); its lookup, bad input, and "cuda": without a GPU a one-line status,
+with one (a device check) the outputs against `exec --backend cuda` bit for bit.
 
 usage: test_package.py --flaretune PATH [--source DIR]; exits 77 when a prerequisite is missing.
 """
@@ -383,28 +388,43 @@ def main():
         test_bad_input(p, ins, tmp)
         test_refusals(a.flaretune, tmp, a.source)
         t_cpu = time.time() - t0
-        test_cuda(a.flaretune, tmp, a.source)
+        test_cuda(np, a.flaretune, tmp, a.source)
     print(f"test_package: ok (cpu {t_cpu:.1f} s, all {time.time() - t0:.1f} s)")
 
 
 CUDA_DRIVER = r"""
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tg.h"
 
-/* The lookup of the CUDA package: exact, nearest, and bad input. */
-int main(void) {
+/* usage: driver DEVICE OP ATTRS|- SIZES(comma) TENSORS(comma: in:FILE, out:FILE:BYTES or -):
+ * runs tg_run on DEVICE, writes each output, prints "entry E exact X" or "status S: MSG".
+ * driver DEVICE null: the per-op function with NULL args. driver lookup: the lookup alone. */
+static void *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc(*n + 64);
+    if (fread(p, 1, *n, f) != *n) return NULL;
+    fclose(f);
+    return p;
+}
+
+static int lookup(void) {
     tg_info info;
     char msg[256];
-    const long long exact[] = {8192, 9, 4096, 7}, near[] = {6000, 9, 4096, 7};
-    int s = tg_fusion_dflare(exact, "backward=1", &info, msg, sizeof msg);
+    const long long exact[] = {48, 4, 64, 3}, near[] = {6000, 4, 64, 3};
+    int s = tg_select("fusion.dflare", "backward=0", exact, 4, &info, msg, sizeof msg);
     printf("exact %d %d %d\n", s, info.entry, info.exact);
-    s = tg_select("fusion.dflare", "dtype=bf16,backward=0", near, 4, &info, msg, sizeof msg);
+    s = tg_select("fusion.dflare", "dtype=f32", near, 4, &info, msg, sizeof msg);
     printf("near %d %d %d\n", s, info.entry, info.exact);
     const tg_module *m = &tg_entries[info.entry].modules[0];
-    printf("module %s %s %zu %s %d\n", m->source, m->cubin_file, m->cubin_size, m->kernels[0].name,
-           m->kernels[0].block_threads);
+    printf("module %s %s %zu %s %d %s\n", m->source, m->cubin_file, m->cubin_size,
+           m->kernels[0].name, m->kernels[0].block_threads, m->cache_key);
     s = tg_select("fusion.dflare", NULL, near, 3, &info, msg, sizeof msg);
     printf("bad %d %s\n", s, msg);
     s = tg_select("loss", NULL, near, 3, &info, msg, sizeof msg);
@@ -413,7 +433,80 @@ int main(void) {
     printf("bad %d %s\n", s, msg);
     return 0;
 }
+
+int main(int argc, char **argv) {
+    char msg[512] = "";
+    tg_info info;
+    if (argc == 2 && !strcmp(argv[1], "lookup")) return lookup();
+    if (argc == 3 && !strcmp(argv[2], "null")) {
+        int s = tg_fusion_dflare(NULL, &info, msg, sizeof msg);
+        printf("status %d: %s\n", s, msg);
+        return 0;
+    }
+    if (argc != 6) return 2;
+    long long sizes[16];
+    int ns = 0;
+    for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","))
+        sizes[ns++] = atoll(t);
+    void *ptr[16];
+    char *outs[16];
+    size_t bytes[16];
+    int nt = 0;
+    for (char *t = strtok(argv[5], ","); t; t = strtok(NULL, ","), nt++) {
+        ptr[nt] = NULL;
+        outs[nt] = NULL;
+        if (!strncmp(t, "in:", 3)) {
+            ptr[nt] = slurp(t + 3, &bytes[nt]);
+            if (!ptr[nt]) return 3;
+        } else if (!strncmp(t, "out:", 4)) {
+            char *colon = strchr(t + 4, ':');
+            *colon = '\0';
+            outs[nt] = t + 4;
+            bytes[nt] = (size_t)atoll(colon + 1);
+            ptr[nt] = calloc(1, bytes[nt] + 64);
+        }
+    }
+    int s = tg_run(argv[1], argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, sizes, ns, ptr, nt,
+                   &info, msg, sizeof msg);
+    if (s) {
+        printf("status %d: %s\n", s, msg);
+        return 0;
+    }
+    for (int i = 0; i < nt; i++)
+        if (outs[i]) {
+            FILE *f = fopen(outs[i], "wb");
+            fwrite(ptr[i], 1, bytes[i], f);
+            fclose(f);
+        }
+    printf("entry %d exact %d\n", info.entry, info.exact);
+    return 0;
+}
 """
+
+# A program that builds the package as its README says (add_subdirectory) and links the driver.
+CUDA_APP = """cmake_minimum_required(VERSION 3.18)
+project(tg_app LANGUAGES C)
+add_subdirectory({pkg} tg)
+add_executable(driver driver.c)
+target_link_libraries(driver PRIVATE tg)
+"""
+
+CUDA_DEVICE = "cuda: NVIDIA H200 (sm_90a, 132 SMs, 60 MiB L2, 140 GiB, driver 13.0, runtime 13.0)"
+
+
+def cuda_profile():
+    """fusion.dflare on cuda at tiny.dflare.train (N=48 T=4 H=64 D=3) and at N=480, forward f32:
+    non-default valid configs of the CUDA space (registers, k_layers; shared memory,
+    per_layer), tuned (so the device string says) on an H200."""
+    attrs = {"eps": "1e-06", "backward": "0", "dtype": "f32"}
+    return {"schema_version": 1, "generator": "test_package", "entries": [
+        entry("fusion.dflare", "cuda", CUDA_DEVICE, {"N": 48, "T": 4, "H": 64, "D": 3}, attrs,
+              {"strategy": "k_layers", "k": 2, "vec_bytes": 8, "vecs_per_thread": 1,
+               "rows_per_block": 2, "stage": "reg"}, 5e-6),
+        entry("fusion.dflare", "cuda", CUDA_DEVICE, {"N": 480, "T": 4, "H": 64, "D": 3}, attrs,
+              {"strategy": "per_layer", "vec_bytes": 4, "rows_per_block": 4, "stage": "smem"},
+              6e-6),
+    ]}
 
 
 def cubin_info(path):
@@ -446,22 +539,21 @@ def check_cubin(path, kernels, what):
     return flags
 
 
-def test_cuda(ft, tmp, source):
+def test_cuda_h200(ft, tmp, source, env):
+    """profiles/h200.json's entries: a package whose cubins are for sm_90a and hold the kernels
+    its README names. False when this flaretune has no CUDA toolkit."""
     h200 = os.path.join(source, "profiles", "h200.json")
     pkg = os.path.join(tmp, "cuda-pkg")
-    env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cache"))
     r = run([ft, "emit", h200, "--format", "package", "-o", pkg, "--backend", "cuda",
              "--prefix", "tg"], ok=False, env=env)
     if r.returncode != 0 and "without the CUDA toolkit" in r.stderr:
         print("test_package: cuda: this flaretune has no CUDA toolkit: the CUDA package is not "
               "checked")
-        return
+        return False
     if r.returncode != 0:
         fail(f"emit of the CUDA package exited {r.returncode}: {r.stderr.strip()}")
     readme = open(os.path.join(pkg, "README.md")).read()
-    entries = json.load(open(h200))["entries"]
-    flags = {}
-    for i in range(len(entries)):
+    for i in range(len(json.load(open(h200))["entries"])):
         m = re.search(rf"\| b{i}_m0 \(([^)]*)\)", readme)
         if not m:
             fail(f"the CUDA package's README names no kernels for entry {i}")
@@ -469,39 +561,126 @@ def test_cuda(ft, tmp, source):
         path = os.path.join(pkg, "cubin", f"b{i}_m0.sm_90a.cubin")
         if not os.path.isfile(path) or not os.path.isfile(os.path.join(pkg, "cuda", f"b{i}_m0.cu")):
             fail(f"the CUDA package lacks entry {i}'s source or cubin")
-        flags[i] = (check_cubin(path, kernels, "NVRTC's cubin"), kernels)
-    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
-    cc = os.environ.get("CC", "cc")
-    build = os.path.join(tmp, "cuda-build")
-    run(["cmake", "-S", pkg, "-B", build, "-DCMAKE_BUILD_TYPE=Release"])
-    run(["cmake", "--build", build, "-j2"])
-    src = os.path.join(tmp, "cuda_driver.c")
-    with open(src, "w") as f:
+        check_cubin(path, kernels, "NVRTC's cubin")
+    return True
+
+
+def exec_cuda(ft, cfg, tmp, name, backend, env, sets=()):
+    ins, outs = os.path.join(tmp, name + "_in"), os.path.join(tmp, name + "_out")
+    cmd = [ft, "exec", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", backend,
+           "--config", cfg, "--save-inputs", ins, "--out", outs, "--quiet"]
+    for s in sets:
+        cmd += ["--set", s]
+    return run(cmd, ok=False, env=env), ins, outs
+
+
+def test_cuda(np, ft, tmp, source):
+    """A CUDA profile of tiny shapes: the package built with CMake (as a program using it
+    would: add_subdirectory), its runs on cuda-emu bit for bit against exec --backend cuda-emu
+    (exact and nearest), the lookup, bad input, and "cuda": where there is no GPU a one-line
+    status, where there is one (a device check) outputs bit for bit against exec --backend cuda."""
+    exec_env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cache-exec"))
+    if not test_cuda_h200(ft, tmp, source, exec_env):
+        return
+    prof = cuda_profile()
+    ppath = os.path.join(tmp, "cuda.json")
+    json.dump(prof, open(ppath, "w"))
+    pkg = os.path.join(tmp, "tiny-pkg")
+    run([ft, "emit", ppath, "--format", "package", "-o", pkg, "--prefix", "tg"], env=exec_env)
+    app, build = os.path.join(tmp, "tg-app"), os.path.join(tmp, "tg-build")
+    os.mkdir(app)
+    with open(os.path.join(app, "driver.c"), "w") as f:
         f.write(CUDA_DRIVER)
-    exe = os.path.join(build, "driver")
-    run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(pkg, "include"), src,
-         os.path.join(build, "libtg.a"), "-o", exe])
-    out = run([exe]).stdout.splitlines()
-    bwd = [i for i, e in enumerate(entries) if e["attrs"]["backward"] == "1"][0]
-    fwd = [i for i, e in enumerate(entries) if e["attrs"]["backward"] == "0"][0]
-    if out[0] != f"exact 0 {bwd} 1" or out[1] != f"near 0 {fwd} 0":
+    with open(os.path.join(app, "CMakeLists.txt"), "w") as f:
+        f.write(CUDA_APP.format(pkg=pkg))
+    run(["cmake", "-S", app, "-B", build, f"-DCMAKE_BUILD_TYPE={BUILD['type']}",
+         f"-DTG_NATIVE={BUILD['native']}"])
+    run(["cmake", "--build", build, "-j2"])
+    gpu = os.path.join(build, "tg", "CMakeFiles", "tg.dir", "src", "kernels", "cuda", "device_cuda.c.o")
+    if not os.path.isfile(gpu):
+        fail("the CUDA package's build did not compile its GPU device layer (device_cuda.c)")
+    p = Package(pkg, build)
+    p.driver = os.path.join(build, "driver")
+    # The package's own kernel cache (it compiles its copies); exec's OpenBLAS core.
+    p.env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cache-pkg"),
+                 OPENBLAS_CORETYPE=blas_core(ft))
+    out = run([p.driver, "lookup"], env=p.env).stdout.splitlines()
+    if out[0] != "exact 0 0 1" or out[1] != "near 0 1 0":
         fail(f"the CUDA package's lookup: {out[:2]}")
-    if not out[2].startswith(f"module cuda/b{fwd}_m0.cu cubin/b{fwd}_m0.sm_90a.cubin "):
+    if not re.match(r"module cuda/b1_m0\.cu cubin/b1_m0\.sm_90a\.cubin \d+ dflare_fwd_smem \d+ [0-9a-f]{32}$",
+                    out[2]):
         fail(f"the CUDA package's module: {out[2]}")
     for line, words in zip(out[3:], (["expected 4 sizes"], ["not in this package"],
                                      ["no entry has the attributes"])):
         if not line.startswith("bad ") or line.startswith("bad 0") or not all(w in line for w in words):
             fail(f"the CUDA package's bad input: '{line}'")
-    if not nvcc:
-        print("test_package: cuda: no nvcc: the package's CMake build compiled the library "
-              "alone, not the kernel sources")
-        return
-    for i, (nvrtc_flags, kernels) in flags.items():
-        path = os.path.join(build, "cubin", f"b{i}_m0.sm_90a.cubin")
-        if not os.path.isfile(path):
-            fail(f"the CUDA package's CMake build made no {path}")
-        if check_cubin(path, kernels, "nvcc's cubin") != nvrtc_flags:
-            fail(f"nvcc's cubin of entry {i} is not for NVRTC's architecture (sm_90a)")
+
+    e0, e1 = prof["entries"]
+    runs = [(config_text(e0), (), [48, 4, 64, 3], 0, 1, "ce"),
+            (config_text(e1), ("N=300",), [300, 4, 64, 3], 1, 0, "cn")]
+    for cfg, sets, sizes, want_entry, want_exact, name in runs:
+        r, ins, outs = exec_cuda(ft, cfg, tmp, name, "cuda-emu", exec_env, sets)
+        if r.returncode != 0:
+            fail(f"exec --backend cuda-emu --config {cfg}: {r.stderr.strip()}")
+        check_cuda(np, p, "cuda-emu", sizes, ins, outs, tmp, want_entry, want_exact)
+    x, w, g = (f"in:{os.path.join(tmp, 'fusion.dflare.' + n + '.bin')}" for n in ("x", "w", "g"))
+    ok = [x, w, g, "out:" + os.path.join(tmp, "bad.got") + ":" + str(3 * 300 * 64 * 4)] + ["-"] * 4
+    for device, sizes, tensors, words in (
+            ("tpu", [300, 4, 64, 3], ok, ["device 'tpu'", "cuda-emu"]),
+            ("cuda-emu", [300, 0, 64, 3], ok, ["size T = 0"]),
+            ("cuda-emu", [300, 4, 64, 3], ok[:3] + ["-"] * 5, ["tensor 'f' is NULL"])):
+        got = run([p.driver, device, "fusion.dflare", "-", ",".join(map(str, sizes)),
+                   ",".join(tensors)], env=p.env).stdout.strip()
+        if not got.startswith("status ") or got.startswith("status 0") or "\n" in got \
+                or not all(wd in got for wd in words):
+            fail(f"the CUDA package on {device}, bad input: '{got}' (expected {words})")
+    got = run([p.driver, "cuda-emu", "null"], env=p.env).stdout.strip()
+    if got != "status 1: fusion.dflare: args is NULL":
+        fail(f"the CUDA package, NULL args: '{got}'")
+
+    # "cuda": a GPU's outputs against exec's; without one a status and one line.
+    r, ins, outs = exec_cuda(ft, config_text(e0), tmp, "cg", "cuda", exec_env)
+    if r.returncode == 0:
+        check_cuda(np, p, "cuda", [48, 4, 64, 3], ins, outs, tmp, 0, 1)
+        print("test_package: cuda: the CUDA package ran on the GPU, bit for bit with exec")
+    else:
+        got = run([p.driver, "cuda", "fusion.dflare", "-", "48,4,64,3", ",".join(ok)],
+                  env=p.env)
+        line = got.stdout.strip()
+        if got.returncode != 0 or not line.startswith("status 7: fusion.dflare on cuda: ") \
+                or "\n" in line:
+            fail(f"the CUDA package on cuda without a GPU: exit {got.returncode}, '{line}'")
+    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
+    if nvcc:
+        for i, e in enumerate(prof["entries"]):
+            path = os.path.join(build, "tg", "cubin", f"b{i}_m0.sm_90a.cubin")
+            if not os.path.isfile(path):
+                fail(f"the CUDA package's CMake build made no {path}")
+
+
+def check_cuda(np, p, device, sizes, ins, outs, tmp, want_entry, want_exact):
+    """The package's run of fusion.dflare on device against exec's outputs, bit for bit."""
+    tensors = []
+    for name, role in FUSION_SPEC:
+        if role == "in":
+            path = os.path.join(tmp, f"fusion.dflare.{name}.bin")
+            np.load(os.path.join(ins, name + ".npy")).tofile(path)
+            tensors.append("in:" + path)
+        elif role == "out":
+            a = np.load(os.path.join(outs, name + ".npy"))
+            tensors.append(f"out:{os.path.join(tmp, 'cuda.' + name + '.got')}:{a.nbytes}")
+        else:
+            tensors.append("-")
+    got = run([p.driver, device, "fusion.dflare", "-", ",".join(map(str, sizes)),
+               ",".join(tensors)], env=p.env).stdout.strip()
+    if got != f"entry {want_entry} exact {want_exact}":
+        fail(f"the CUDA package on {device} at {sizes}: driver said '{got}', expected entry "
+             f"{want_entry} exact {want_exact}")
+    want = np.load(os.path.join(outs, "f.npy"))
+    have = np.fromfile(os.path.join(tmp, "cuda.f.got"), dtype=want.dtype).reshape(want.shape)
+    if want.tobytes() != have.tobytes():
+        diff = np.max(np.abs(want.astype(np.float64) - have.astype(np.float64)))
+        fail(f"the CUDA package on {device} at {sizes}: f differs from exec's (max |diff| {diff})")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,13 @@
  * same call machinery flaretune runs (so the same checks and the same kernels: bit-identical
  * outputs with the same compiler and flags), a header, a CMakeLists.txt and a README.
  *
+ * A CUDA package holds copies of the CUDA backend (its host code, device layer, kernel cache,
+ * NVRTC, cuBLASLt GEMM and SIMT emulator: pkg_cuda_common, pkg_cuda_gpu), of the ops'
+ * descriptions and CUDA host code and kernels (pkg_families' cuda_files), plus generated C:
+ * the entries with their modules (the cubins NVRTC compiled for the profile's architecture,
+ * with their kernel-cache keys), the buckets, the lookup and a run through the copied backend
+ * on "cuda" (the cubins seed the kernel cache) or "cuda-emu" (bit-identical to exec's).
+ *
  * The tree is written into a temporary sibling of the target and renamed into place; on any
  * error it is removed, so the target either appears whole or not at all.
  */
@@ -25,6 +32,7 @@
 #include "flaretune/backend.h"
 #include "flaretune/npy.h"
 #include "flaretune/paths.h"
+#include "flaretune/source_hash.h"
 #include "flaretune/space.h"
 #include "flaretune/version.h"
 #if FT_HAVE_CUDA
@@ -57,31 +65,115 @@ static const char *const pkg_common[] = {
     NULL,
 };
 
-/* An op family: the files its ops' CPU kernels and descriptions need, and the CUDA
- * implementations the descriptions name (defined empty in a CPU package: src/P_absent.c). */
+/* What a CUDA package copies besides pkg_common: the CUDA platform's host code (the backend,
+ * the device layer for the GPU and the emulator, the kernel cache and NVRTC, cuBLASLt's GEMM,
+ * the timer, the facts and predictions the backend's table names) with the SIMT emulator and
+ * its headers, the dialect header, and the part of core/ and kernels/op/ they need. Found by the
+ * undefined symbols of the backend and the ops' *_cuda.c; test_package builds the result. */
+static const char *const pkg_cuda_common[] = {
+    "include/flaretune/ceilings.h",
+    "include/flaretune/clock.h",
+    "include/flaretune/device.h",
+    "include/flaretune/env.h",
+    "include/flaretune/measure.h",
+    "include/flaretune/paths.h",
+    "include/flaretune/stats.h",
+    "core/clock.c",
+    "core/env.c",
+    "core/paths.c",
+    "kernels/op/backend.c",
+    "kernels/op/space.c",
+    "kernels/cuda/ft_cuda.h",
+    "kernels/cuda/context.h",
+    "kernels/cuda/cuda_backend.h",
+    "kernels/cuda/device_emu.h",
+    "kernels/cuda/device_impl.h",
+    "kernels/cuda/kcache.h",
+    "kernels/cuda/kfacts.h",
+    "kernels/cuda/nvrtc.h",
+    "kernels/cuda/predict.h",
+    "kernels/cuda/prefetch.h",
+    "kernels/cuda/sass.h",
+    "kernels/cuda/specs.h",
+    "kernels/cuda/timer.h",
+    "kernels/cuda/context.c",
+    "kernels/cuda/cuda_backend.c",
+    "kernels/cuda/device.c",
+    "kernels/cuda/device_emu.c",
+    "kernels/cuda/gemm.c",
+    "kernels/cuda/kcache.c",
+    "kernels/cuda/kfacts.c",
+    "kernels/cuda/predict.c",
+    "kernels/cuda/prefetch.c",
+    "kernels/cuda/sass.c",
+    "kernels/cuda/specs.c",
+    "kernels/cuda/emu/emu.h",
+    "kernels/cuda/emu/ft_emu.h",
+    "kernels/cuda/emu/ft_emu_abi.h",
+    "kernels/cuda/emu/prof.h",
+    "kernels/cuda/emu/emu.c",
+    "kernels/cuda/emu/prof.c",
+    "kernels/cuda/emu/include/cooperative_groups.h",
+    "kernels/cuda/emu/include/cuda_awbarrier.h",
+    "kernels/cuda/emu/include/cuda_bf16.h",
+    "kernels/cuda/emu/include/cuda_fp16.h",
+    "kernels/cuda/emu/include/cuda_fp8.h",
+    "kernels/cuda/emu/include/cuda_pipeline.h",
+    "kernels/cuda/emu/include/mma.h",
+    "kernels/cuda/emu/include/cuda/barrier",
+    "kernels/cuda/emu/include/cuda/pipeline",
+    "kernels/cuda/emu/include/cuda/ptx",
+    NULL,
+};
+
+/* The files of pkg_cuda_common that call the CUDA toolkit's libraries: the package's CMake
+ * compiles them only when it finds the toolkit (as flaretune's does). */
+static const char *const pkg_cuda_gpu[] = {
+    "kernels/cuda/device_cuda.c",
+    "kernels/cuda/nvrtc.c",
+    "kernels/cuda/timer.c",
+    NULL,
+};
+
+/* An op family: the files its ops' CPU kernels and descriptions need (a CUDA package leaves
+ * out the *_cpu.c), the CUDA implementations the descriptions name (defined empty in a CPU
+ * package: src/P_absent.c), the CUDA host code and kernel sources of its ops (a CUDA package),
+ * and the CPU implementations the descriptions name (defined empty in a CUDA package). */
 typedef struct pkg_family {
     const char *name; /* the ops' names up to the '.' */
     const char *files[8];
     const char *cuda[4];
+    const char *cuda_files[8];
+    const char *cpu[4];
 } pkg_family;
 
 static const pkg_family pkg_families[] = {
     {"fusion",
      {"kernels/fusion/fusion.h", "kernels/fusion/fusion_op.c", "kernels/fusion/fusion_ref.c",
       "kernels/fusion/fusion_cpu.c"},
-     {"ft_cuda_fusion_dflare", "ft_cuda_fusion_dflash"}},
+     {"ft_cuda_fusion_dflare", "ft_cuda_fusion_dflash"},
+     {"kernels/fusion/fusion_cuda.c", "kernels/fusion/fusion.cu"},
+     {"ft_cpu_fusion_dflare", "ft_cpu_fusion_dflash"}},
     {"attention",
      {"kernels/attention/attention.h", "kernels/attention/attention_op.c",
       "kernels/attention/attention_ref.c", "kernels/op/preset.c", "kernels/attention/kvproj_cpu.c",
       "kernels/attention/decode_cpu.c", "kernels/attention/train_cpu.c"},
-     {"ft_cuda_attention_kvproj", "ft_cuda_attention_decode", "ft_cuda_attention_train"}},
+     {"ft_cuda_attention_kvproj", "ft_cuda_attention_decode", "ft_cuda_attention_train"},
+     {"kernels/attention/attention_cuda.c", "kernels/attention/train_cuda.c",
+      "kernels/attention/kvproj.cu", "kernels/attention/attention_decode.cu",
+      "kernels/attention/attention_train.cu"},
+     {"ft_cpu_attention_kvproj", "ft_cpu_attention_decode", "ft_cpu_attention_train"}},
     {"loss",
      {"kernels/loss/loss.h", "kernels/loss/loss_op.c", "kernels/loss/loss_ref.c",
       "kernels/loss/loss_weights.c", "kernels/loss/loss_cpu.c"},
-     {"ft_cuda_loss"}},
+     {"ft_cuda_loss"},
+     {"kernels/loss/loss_cuda.c", "kernels/loss/loss.cu"},
+     {"ft_cpu_loss"}},
     {"linear",
      {"kernels/linear/linear.h", "kernels/linear/linear_op.c", "kernels/linear/linear_cpu.c"},
-     {"ft_cuda_linear"}},
+     {"ft_cuda_linear"},
+     {"kernels/linear/linear_cuda.c"},
+     {"ft_cpu_linear"}},
 };
 #define PKG_NFAMILIES ((int)(sizeof pkg_families / sizeof pkg_families[0]))
 
@@ -106,6 +198,8 @@ typedef struct pkg {
     char arch[32];
     ft_cuda_module_spec *mods; /* [n][PKG_MAX_MODULES] */
     int *nmods;
+    char (*keys)[40]; /* [n][PKG_MAX_MODULES]: each module's key in NVRTC's kernel cache */
+    char **logs;      /* [n][PKG_MAX_MODULES]: ptxas's report cached with its cubin     */
 } pkg;
 
 static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {
@@ -279,12 +373,19 @@ static ft_status pkg_resolve_cuda(pkg *k, ft_err *err) {
                           ft_nvrtc_version(), k->arch);
     k->mods = calloc((size_t)k->n * PKG_MAX_MODULES, sizeof *k->mods);
     k->nmods = calloc((size_t)k->n, sizeof *k->nmods);
-    if (!k->mods || !k->nmods) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    k->keys = calloc((size_t)k->n * PKG_MAX_MODULES, sizeof *k->keys);
+    k->logs = calloc((size_t)k->n * PKG_MAX_MODULES, sizeof *k->logs);
+    if (!k->mods || !k->nmods || !k->keys || !k->logs)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
     for (int i = 0; i < k->n && !s; i++) {
         const ft_profile_entry *e = k->e[i];
         const ft_cuda_op *cop = ft_cuda_op_of(e->op);
         ft_call c;
-        if (!cop) return ft_err_set(err, FT_EUNSUPPORTED, "%s has no CUDA kernels", e->op->name);
+        int f = family_of(e->op);
+        if (!cop || f < 0)
+            return ft_err_set(err, FT_EUNSUPPORTED, "%s has no CUDA kernels a package can hold",
+                              e->op->name);
+        k->fam[f] = 1;
         if ((s = entry_config(e, cop->space, &k->cfg[i], err)) || (s = entry_call(e, &c, err)))
             break;
         ft_cuda_module_spec *m = &k->mods[i * PKG_MAX_MODULES];
@@ -555,6 +656,8 @@ static void put_op_decl(FILE *f, const pkg *k, const ft_op *op) {
         put_plain(f, ts->doc);
         fprintf(f, " */\n");
     }
+    if (k->cuda)
+        fprintf(f, "    const char *device; /* \"cuda\" (the GPU; NULL too) or \"cuda-emu\" */\n");
     fprintf(f,
             "    const char *attrs;\n} %1$s_%2$s_args;\n\n"
             "int %1$s_%2$s(const %1$s_%2$s_args *args, %1$s_info *info, char *msg, size_t "
@@ -635,9 +738,9 @@ static void put_ops(FILE *f, const pkg *k) {
         for (int t = 0; t < op->ntensors; t++)
             fprintf(f, "%s(void *)args->%s", t ? ", " : "", op->tensors[t].name);
         fprintf(f,
-                "};\n    return %s_run(\"%s\", args->attrs, sizes, %d, tensors, %d, info, msg, "
+                "};\n    return %s_run(%s\"%s\", args->attrs, sizes, %d, tensors, %d, info, msg, "
                 "msg_len);\n}\n\n",
-                k->P, op->name, ns, op->ntensors);
+                k->P, k->cuda ? "args->device, " : "", op->name, ns, op->ntensors);
     }
 }
 
@@ -656,13 +759,13 @@ static void put_bucket_attrs(FILE *f, const pkg *k, int i) {
     fprintf(f, "NULL};\n");
 }
 
-static void put_buckets(FILE *f, const pkg *k) {
+static void put_buckets(FILE *f, const pkg *k, int with_entries) {
     for (int i = 0; i < k->n; i++)
         put_bucket_attrs(f, k, i);
     fprintf(f, "\nconst %s_bucket_ %s_buckets_[] = {\n", k->P, k->P);
     for (int i = 0; i < k->n; i++) {
         const ft_profile_entry *e = k->e[i];
-        const ft_space *s = ft_backend_cpu.space(e->op);
+        const ft_space *s = k->cuda ? ft_cuda_op_of(e->op)->space : ft_backend_cpu.space(e->op);
         char text[512];
         entry_text(k, i, 0, text, sizeof text);
         fprintf(f, "    /* %d: %s ", i, e->op->name);
@@ -681,7 +784,9 @@ static void put_buckets(FILE *f, const pkg *k) {
         }
         fprintf(f, "}}},\n");
     }
-    fprintf(f, "};\n\nconst %s_entry %s_entries[] = {\n", k->P, k->P);
+    fprintf(f, "};\n");
+    if (!with_entries) return;
+    fprintf(f, "\nconst %s_entry %s_entries[] = {\n", k->P, k->P);
     for (int i = 0; i < k->n; i++) {
         char sh[512], at[1024], cf[1024];
         entry_text(k, i, 0, sh, sizeof sh);
@@ -713,7 +818,7 @@ static ft_status write_entries(const pkg *k, ft_err *err) {
         if (k->fam[fam])
             fprintf(f, "#include \"%s/%s.h\"\n", pkg_families[fam].name, pkg_families[fam].name);
     fprintf(f, "\n");
-    put_buckets(f, k);
+    put_buckets(f, k, 1);
     fprintf(f, "\n");
     put_ops(f, k);
     return pkg_close(f, path, err);
@@ -986,7 +1091,7 @@ static ft_status write_cuda_source(const pkg *k, int i, int j, ft_err *err) {
 }
 
 /* Module j of entry i compiled by NVRTC for the package's architecture: cubin/ and *out. */
-static ft_status compile_cubin(const pkg *k, int i, int j, void **out, size_t *size, ft_err *err) {
+static ft_status compile_cubin(pkg *k, int i, int j, void **out, size_t *size, ft_err *err) {
 #if FT_HAVE_CUDA
     const ft_cuda_module_spec *m = &k->mods[i * PKG_MAX_MODULES + j];
     const char *defs[FT_CUDA_MAX_DEFINES];
@@ -1005,6 +1110,9 @@ static ft_status compile_cubin(const pkg *k, int i, int j, void **out, size_t *s
         *out = r.cubin;
         *size = r.cubin_size;
         r.cubin = NULL;
+        snprintf(k->keys[i * PKG_MAX_MODULES + j], sizeof k->keys[0], "%s", r.key);
+        k->logs[i * PKG_MAX_MODULES + j] = r.log;
+        r.log = NULL;
     }
     ft_nvrtc_result_free(&r);
     return s;
@@ -1019,6 +1127,7 @@ static const char *const pkg_cuda_header_top =
     "#define @U@_H\n"
     "\n"
     "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
     "\n"
     "#ifdef __cplusplus\n"
     "extern \"C\" {\n"
@@ -1027,7 +1136,9 @@ static const char *const pkg_cuda_header_top =
     "#define @U@_OK 0\n"
     "#define @U@_EINVAL 1       /* a NULL pointer or a wrong number of sizes          */\n"
     "#define @U@_ESHAPE 2       /* a size below 1                                     */\n"
+    "#define @U@_ENOMEM 5       /* device or host memory could not be allocated       */\n"
     "#define @U@_EUNSUPPORTED 6 /* an op not in the package, or no entry for the attributes */\n"
+    "#define @U@_ENODEV 7       /* device \"cuda\": no GPU (or no driver) here          */\n"
     "\n"
     "/* A kernel of a module: its name in the cubin (extern \"C\") and how the configuration\n"
     " * launches it. */\n"
@@ -1048,6 +1159,8 @@ static const char *const pkg_cuda_header_top =
     "    int ndefines;\n"
     "    const @P@_kernel *kernels;\n"
     "    int nkernels;\n"
+    "    const char *cache_key; /* its key in the kernel cache (NVRTC's compile of it) */\n"
+    "    const char *ptxas_log; /* ptxas's report, cached with the cubin               */\n"
     "} @P@_module;\n"
     "\n"
     "/* One entry (bucket): a tuned shape, its winning configuration and its modules. */\n"
@@ -1075,6 +1188,20 @@ static const char *const pkg_cuda_header_top =
     "/* The same with a status and one line in msg for bad input; info->entry is the entry. */\n"
     "int @P@_select(const char *op, const char *attrs, const long long *sizes, int nsizes,\n"
     "               @P@_info *info, char *msg, size_t msg_len);\n"
+    "\n"
+    "/* Run op on device \"cuda\" (the GPU; NULL says the same) or \"cuda-emu\" (the SIMT\n"
+    " * emulator on the CPU): the entry of the same attributes (every attribute, the given ones\n"
+    " * on top of the defaults) at exactly these sizes, else the nearest whose configuration runs\n"
+    " * at them, through the package's copy of flaretune's CUDA backend. tensors: host memory,\n"
+    " * row-major, in the op's order (below; NULL for one the call does not use); the inputs are\n"
+    " * copied to the device, the kernels run, the outputs come back. Returns @U@_OK, or a\n"
+    " * status with one line in msg (msg may be NULL); never exits or aborts. info may be NULL.\n"
+    " * One device context per process and device: calls take turns. */\n"
+    "int @P@_run(const char *device, const char *op, const char *attrs, const long long *sizes,\n"
+    "            int nsizes, void *const *tensors, int ntensors, @P@_info *info, char *msg,\n"
+    "            size_t msg_len);\n"
+    "\n"
+    "/* One function per op: its sizes and tensors by name, the device, then as @P@_run. */\n"
     "\n";
 
 static ft_status write_cuda_header(const pkg *k, ft_err *err) {
@@ -1088,18 +1215,8 @@ static ft_status write_cuda_header(const pkg *k, ft_err *err) {
     put_plain(f, k->device);
     fprintf(f, " (README.md).\n * Generated by flaretune %s; do not edit. */\n", FT_VERSION);
     put_subst(f, k, pkg_cuda_header_top);
-    for (int j = 0; j < k->nops; j++) {
-        const ft_op *op = k->ops[j];
-        char id[64];
-        op_ident(op, id, sizeof id);
-        fprintf(f, "/* %s: @P@_select of \"%s\", sizes", op->name, op->name);
-        for (int s = 0; op->syms[s]; s++)
-            fprintf(f, "%s %s", s ? "," : "", op->syms[s]);
-        fprintf(f,
-                ". */\nint %1$s_%2$s(const long long *sizes, const char *attrs, %1$s_info *info,\n"
-                "        char *msg, size_t msg_len);\n\n",
-                k->P, id);
-    }
+    for (int j = 0; j < k->nops; j++)
+        put_op_decl(f, k, k->ops[j]);
     fprintf(f, "#define %s_COUNT %d\n#define %s_ARCH \"%s\" /* of the cubins */\n\n", k->U, k->n,
             k->U, k->arch);
     fprintf(f, "#ifdef __cplusplus\n}\n#endif\n#endif /* %s_H */\n", k->U);
@@ -1120,7 +1237,12 @@ static void put_cuda_module_data(FILE *f, const pkg *k, int i, int j, const unsi
     for (int q = 0; q < m->nkernels; q++)
         fprintf(f, "{\"%s\", %d, %zu}, ", m->kernels[q].name, m->kernels[q].block_threads,
                 m->kernels[q].dyn_smem);
-    fprintf(f, "};\n");
+    /* ptxas's report as a string (NUL-terminated bytes: any text). */
+    const char *log = k->logs[i * PKG_MAX_MODULES + j] ? k->logs[i * PKG_MAX_MODULES + j] : "";
+    fprintf(f, "};\nstatic const char %s_b%d_m%d_log_[] = {", k->P, i, j);
+    for (size_t b = 0; log[b]; b++)
+        fprintf(f, "%s%d,", b % 24 ? "" : "\n   ", (int)(unsigned char)log[b]);
+    fprintf(f, "0};\n");
 }
 
 static void put_cuda_entry(FILE *f, const pkg *k, int i) {
@@ -1139,8 +1261,8 @@ static void put_cuda_entry(FILE *f, const pkg *k, int i) {
                 "    {\"cuda/b%2$d_m%3$d.cu\", \"cubin/b%2$d_m%3$d.%4$s.cubin\", "
                 "%1$s_b%2$d_m%3$d_cubin_,\n"
                 "     sizeof %1$s_b%2$d_m%3$d_cubin_, %1$s_b%2$d_m%3$d_defines_, %5$d,\n"
-                "     %1$s_b%2$d_m%3$d_kernels_, %6$d},\n",
-                k->P, i, j, k->arch, m->ndefines, m->nkernels);
+                "     %1$s_b%2$d_m%3$d_kernels_, %6$d, \"%7$s\", %1$s_b%2$d_m%3$d_log_},\n",
+                k->P, i, j, k->arch, m->ndefines, m->nkernels, k->keys[i * PKG_MAX_MODULES + j]);
     }
     fprintf(f, "};\n");
 }
@@ -1152,10 +1274,16 @@ static ft_status write_cuda_entries(const pkg *k, void **cubins, const size_t *s
     if (!f) return err ? err->status : FT_EIO;
     fprintf(f,
             "/* %s_entries.c: the package's entries, each with its kernel modules: the cubins\n"
-            " * NVRTC compiled for %s, the -D macros, the kernels and their launch sizes.\n"
+            " * NVRTC compiled for %s (with their keys in the kernel cache), the -D macros, the\n"
+            " * kernels and their launch sizes; the buckets (each entry's configuration as\n"
+            " * constants, in the order of the op's CUDA space) and one function per op.\n"
             " * Generated by `flaretune emit --format package`; do not edit. */\n"
-            "#include \"%s.h\"\n\n",
+            "#include <stdio.h>\n\n#include \"%s_internal.h\"\n",
             k->P, k->arch, k->P);
+    for (int fam = 0; fam < PKG_NFAMILIES; fam++)
+        if (k->fam[fam])
+            fprintf(f, "#include \"%s/%s.h\"\n", pkg_families[fam].name, pkg_families[fam].name);
+    fprintf(f, "\n");
     for (int i = 0; i < k->n; i++) {
         for (int j = 0; j < k->nmods[i]; j++)
             put_cuda_module_data(f, k, i, j, cubins[i * PKG_MAX_MODULES + j],
@@ -1178,38 +1306,109 @@ static ft_status write_cuda_entries(const pkg *k, void **cubins, const size_t *s
                 i, op_nsyms(k->e[i]->op), k->P, i, k->nmods[i]);
     }
     fprintf(f, "};\n\n");
-    for (int j = 0; j < k->nops; j++) {
-        char id[64];
-        op_ident(k->ops[j], id, sizeof id);
-        fprintf(f,
-                "int %1$s_%2$s(const long long *sizes, const char *attrs, %1$s_info *info, char "
-                "*msg,\n        size_t msg_len) {\n"
-                "    return %1$s_select(\"%3$s\", attrs, sizes, %4$d, info, msg, msg_len);\n}\n\n",
-                k->P, id, k->ops[j]->name, op_nsyms(k->ops[j]));
-    }
+    put_buckets(f, k, 0);
+    fprintf(f, "\n");
+    put_ops(f, k);
     return pkg_close(f, path, err);
 }
 
-/* The build: the library (lookup and embedded cubins) with a C compiler alone; with nvcc, the
- * specialised sources compiled again for @U@_CUDA_ARCHS (other architectures, or a check). */
+/* The build: the library (the lookup, the embedded cubins, the run through the copied CUDA
+ * backend) with flaretune's flags (C11, Release -O3, -march=native unless @U@_NATIVE is OFF),
+ * OpenBLAS built with OpenMP (the emulator's GEMMs), and, when CMake finds the CUDA toolkit,
+ * the GPU: cudart, NVRTC (by its file), cuBLASLt and CUPTI linked, libcuda loaded at run time,
+ * as flaretune links them. The emulator's C++ compiler is recorded as flaretune records it.
+ * With nvcc, the specialised sources compiled again for @U@_CUDA_ARCHS (a check). */
 static const char *const pkg_cuda_cmake_top =
     "# CMakeLists.txt of @P@: tuned CUDA kernels (README.md). Generated by\n"
     "# `flaretune emit --format package`; do not edit.\n"
-    "cmake_minimum_required(VERSION 3.16)\n"
+    "cmake_minimum_required(VERSION 3.18)\n"
     "project(@P@ LANGUAGES C)\n"
     "\n"
+    "option(@U@_NATIVE \"Compile for this machine's instruction set (-march=native), as flaretune "
+    "does\" ON)\n"
     "set(CMAKE_C_STANDARD 11)\n"
     "set(CMAKE_C_STANDARD_REQUIRED ON)\n"
+    "set(CMAKE_C_EXTENSIONS OFF)\n"
     "if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)\n"
     "  set(CMAKE_BUILD_TYPE Release CACHE STRING \"Build type\" FORCE)\n"
     "endif()\n"
     "\n"
-    "# The lookup and the cubins NVRTC compiled for @ARCH@ (embedded): C alone.\n"
-    "add_library(@P@ STATIC src/@P@_entries.c src/@P@_runtime.c)\n"
-    "target_include_directories(@P@ PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
+    "# The emulator (\"cuda-emu\") compiles the kernel sources at run time with this C++ "
+    "compiler.\n"
+    "include(CheckLanguage)\n"
+    "check_language(CXX)\n"
+    "if(CMAKE_CXX_COMPILER)\n"
+    "  enable_language(CXX)\n"
+    "endif()\n"
+    "\n"
+    "# OpenBLAS built with OpenMP (the emulator's GEMMs, as flaretune's).\n"
+    "find_library(@U@_OPENBLAS_LIB NAMES openblas\n"
+    "             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
+    "find_path(@U@_OPENBLAS_INCLUDE NAMES cblas.h\n"
+    "          PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
+    "if(NOT @U@_OPENBLAS_LIB OR NOT @U@_OPENBLAS_INCLUDE)\n"
+    "  message(FATAL_ERROR \"@P@ needs OpenBLAS built with OpenMP: install it with \"\n"
+    "                      \"`apt-get install libopenblas-openmp-dev` (or set @U@_OPENBLAS_LIB and "
+    "\"\n"
+    "                      \"@U@_OPENBLAS_INCLUDE), then configure again.\")\n"
+    "endif()\n"
+    "find_package(OpenMP COMPONENTS C)\n"
+    "if(NOT OpenMP_C_FOUND)\n"
+    "  message(FATAL_ERROR \"@P@ needs OpenMP: a C compiler with OpenMP support (gcc's "
+    "libgomp).\")\n"
+    "endif()\n"
+    "find_package(Threads REQUIRED)\n"
+    "\n"
+    "# The CUDA toolkit (\"cuda\": the GPU). Without it the library runs on \"cuda-emu\" alone.\n"
+    "set(@U@_HAVE_CUDA OFF)\n"
+    "find_package(CUDAToolkit QUIET)\n"
+    "if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cupti AND TARGET "
+    "CUDA::cublasLt)\n"
+    "  set(@U@_HAVE_CUDA ON)\n"
+    "endif()\n"
+    "message(STATUS \"@P@: the GPU (device cuda): ${@U@_HAVE_CUDA}\")\n"
+    "\n"
+    "add_library(@P@ STATIC\n";
+
+static const char *const pkg_cuda_cmake_mid = ")\n"
+                                              "if(@U@_HAVE_CUDA)\n"
+                                              "  target_sources(@P@ PRIVATE\n";
+
+static const char *const pkg_cuda_cmake_lib =
+    "  )\n"
+    "  list(GET CUDAToolkit_INCLUDE_DIRS 0 @U@_CUDA_INCLUDE_DIR)\n"
+    "  set_source_files_properties(src/kernels/cuda/nvrtc.c PROPERTIES COMPILE_DEFINITIONS\n"
+    "    \"FT_CUDA_INCLUDE_DIR=\\\"${@U@_CUDA_INCLUDE_DIR}\\\"\")\n"
+    "  set_source_files_properties(src/kernels/cuda/sass.c PROPERTIES COMPILE_DEFINITIONS\n"
+    "    \"FT_CUDA_BIN_DIR=\\\"${CUDAToolkit_BIN_DIR}\\\"\")\n"
+    "  # libcuda is never linked: it is loaded at run time (CMake's CUDA::nvrtc drags it in, so\n"
+    "  # NVRTC is linked by its file), so a program starts where there is no GPU driver.\n"
+    "  get_target_property(@U@_NVRTC_LIB CUDA::nvrtc IMPORTED_LOCATION)\n"
+    "  target_compile_definitions(@P@ PRIVATE FT_HAVE_CUDA=1)\n"
+    "  target_include_directories(@P@ PRIVATE ${CUDAToolkit_INCLUDE_DIRS})\n"
+    "  target_link_libraries(@P@ PUBLIC ${@U@_NVRTC_LIB} CUDA::cupti CUDA::cublasLt CUDA::cudart)\n"
+    "else()\n"
+    "  target_compile_definitions(@P@ PRIVATE FT_HAVE_CUDA=0)\n"
+    "endif()\n"
+    "set_source_files_properties(src/kernels/cuda/device_emu.c PROPERTIES COMPILE_DEFINITIONS\n"
+    "  \"FT_EMU_CXX=\\\"${CMAKE_CXX_COMPILER}\\\"\")\n"
+    "if(@U@_NATIVE)\n"
+    "  target_compile_options(@P@ PRIVATE -march=native)\n"
+    "endif()\n"
+    "# The kernel sources are read at run time from this folder's src/kernels (the emulator and\n"
+    "# NVRTC compile them; FLARETUNE_KERNEL_DIR overrides it): keep the package where it is.\n"
+    "target_compile_definitions(@P@ PRIVATE _POSIX_C_SOURCE=200809L _DEFAULT_SOURCE\n"
+    "                           FT_SOURCE_DIR=\"${CMAKE_CURRENT_SOURCE_DIR}/src\")\n"
+    "target_include_directories(@P@ PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include\n"
+    "                           PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src\n"
+    "                                   ${CMAKE_CURRENT_SOURCE_DIR}/src/include\n"
+    "                                   ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels\n"
+    "                                   ${@U@_OPENBLAS_INCLUDE})\n"
+    "target_link_libraries(@P@ PUBLIC ${@U@_OPENBLAS_LIB} OpenMP::OpenMP_C Threads::Threads m\n"
+    "                      ${CMAKE_DL_LIBS})\n"
     "\n"
     "# The specialised sources compiled by nvcc for each architecture of @U@_CUDA_ARCHS into\n"
-    "# build/cubin/ (the same sources, the same macros; for another GPU, or to check them).\n"
+    "# build/cubin/ (the same sources, the same macros; a check of them, or for another GPU).\n"
     "set(@U@_CUDA_ARCHS \"@ARCHNUM@\" CACHE STRING\n"
     "    \"GPU architectures to compile the kernel sources for with nvcc (90a 80 ...; empty: "
     "none)\")\n"
@@ -1266,6 +1465,26 @@ static ft_status write_cuda_cmake(const pkg *k, ft_err *err) {
     FILE *f = pkg_open(k, "CMakeLists.txt", path, sizeof path, err);
     if (!f) return err ? err->status : FT_EIO;
     put_cuda_subst(f, k, pkg_cuda_cmake_top);
+    for (int i = 0; pkg_common[i]; i++)
+        if (strstr(pkg_common[i], ".c")) fprintf(f, "  src/%s\n", pkg_common[i]);
+    for (int i = 0; pkg_cuda_common[i]; i++)
+        if (strstr(pkg_cuda_common[i], ".c") && !strstr(pkg_cuda_common[i], ".cu"))
+            fprintf(f, "  src/%s\n", pkg_cuda_common[i]);
+    for (int fam = 0; fam < PKG_NFAMILIES; fam++) {
+        const pkg_family *pf = &pkg_families[fam];
+        for (int i = 0; k->fam[fam] && pf->files[i]; i++)
+            if (strstr(pf->files[i], ".c") && !strstr(pf->files[i], "_cpu.c"))
+                fprintf(f, "  src/%s\n", pf->files[i]);
+        for (int i = 0; k->fam[fam] && pf->cuda_files[i]; i++)
+            if (!strstr(pf->cuda_files[i], ".cu")) fprintf(f, "  src/%s\n", pf->cuda_files[i]);
+    }
+    fprintf(f,
+            "  src/%1$s_entries.c\n  src/%1$s_runtime.c\n  src/%1$s_run.c\n  src/%1$s_absent.c\n",
+            k->P);
+    put_cuda_subst(f, k, pkg_cuda_cmake_mid);
+    for (int i = 0; pkg_cuda_gpu[i]; i++)
+        fprintf(f, "    src/%s\n", pkg_cuda_gpu[i]);
+    put_cuda_subst(f, k, pkg_cuda_cmake_lib);
     for (int i = 0; i < k->n; i++)
         for (int j = 0; j < k->nmods[i]; j++)
             fprintf(f, "  b%d_m%d\n", i, j);
@@ -1276,45 +1495,76 @@ static ft_status write_cuda_cmake(const pkg *k, ft_err *err) {
 static const char *const pkg_cuda_readme_use =
     "## What runs where\n"
     "\n"
-    "- Here, with a C compiler alone: the library `lib@P@.a` (the entries, the lookup, the\n"
-    "  cubins embedded) builds and its lookup runs on any machine.\n"
-    "- With the CUDA toolkit (`nvcc`): `cmake --build` also compiles every specialised source for\n"
-    "  each architecture of `@U@_CUDA_ARCHS` (default: the profile's, @ARCH@) into\n"
-    "  `build/cubin/NAME.sm_ARCH.cubin`; `-D@U@_CUDA_ARCHS=\"80;90a\"` adds others, `\"\"` none.\n"
-    "  `cuobjdump --dump-resource-usage cubin/*.cubin` lists the kernels and their registers.\n"
-    "- On a GPU of architecture @ARCH@: load an entry's module with `cuModuleLoadData(&mod,\n"
-    "  m->cubin)` and its kernels with `cuModuleGetFunction(&fn, mod, m->kernels[q].name)`,\n"
-    "  launched with `m->kernels[q].block_threads` threads and `dyn_smem_bytes` of dynamic\n"
-    "  shared memory. The grid and the kernel arguments are flaretune's host code's (the op's\n"
-    "  `*_cuda.c` launchers, e.g. `kernels/fusion/fusion_cuda.c`): this package does not launch\n"
-    "  anything itself, and nothing of it was run on a GPU when it was written.\n"
+    "`@P@_run(device, ...)` (or the op's function, `args.device`) runs an entry's configuration\n"
+    "through the package's copy of flaretune's CUDA backend: the op's host code (`*_cuda.c`: its\n"
+    "grids, kernel arguments and GEMMs), the device layer and the kernel cache, on\n"
+    "\n"
+    "- `\"cuda\"` (or NULL): the GPU. Needs the CUDA toolkit at build time (cudart, NVRTC,\n"
+    "  cuBLASLt and CUPTI are linked; libcuda is loaded at run time, so a program starts on a\n"
+    "  machine without a GPU driver and the call returns @U@_ENODEV with one line). The cubins\n"
+    "  NVRTC compiled for @ARCH@ when the package was written are put into the kernel cache\n"
+    "  (`$FLARETUNE_CACHE_DIR`, else `~/.cache/flaretune`) under the keys the compile looks\n"
+    "  for, so a GPU of that architecture with the same NVRTC compiles nothing; another\n"
+    "  architecture or NVRTC compiles the kept sources (`src/kernels/`) with NVRTC once.\n"
+    "- `\"cuda-emu\"`: the SIMT emulator on the CPU (checks, not speed). It compiles the kernel\n"
+    "  sources with the C++ compiler CMake found (`FLARETUNE_EMU_CXX` overrides it), once per\n"
+    "  configuration (cached). Its outputs equal `flaretune exec OP --backend cuda-emu --config\n"
+    "  CONFIG` bit for bit with the same compilers, flags and OpenBLAS core\n"
+    "  (`OPENBLAS_CORETYPE`, as for a CPU package).\n"
+    "\n"
+    "The kernel sources are read at run time from this folder's `src/kernels`\n"
+    "(`FLARETUNE_KERNEL_DIR` overrides it): keep the package where it was built. Without the CUDA\n"
+    "toolkit the library builds for `\"cuda-emu\"` alone (`\"cuda\"` then says so).\n"
+    "\n"
+    "With `nvcc`, `cmake --build` also compiles every specialised source for each architecture\n"
+    "of `@U@_CUDA_ARCHS` (default: the profile's, @ARCH@) into `build/cubin/NAME.sm_ARCH.cubin`\n"
+    "(`-D@U@_CUDA_ARCHS=\"80;90a\"` adds others, `\"\"` none): a check of the sources.\n"
     "\n"
     "## Build\n"
+    "\n"
+    "Needs CMake (3.18 or newer), a C11 compiler with OpenMP, OpenBLAS built with OpenMP\n"
+    "(Debian: `libopenblas-openmp-dev`), a C++ compiler for `\"cuda-emu\"`, the CUDA toolkit for\n"
+    "`\"cuda\"`; not flaretune.\n"
     "\n"
     "```sh\n"
     "cmake -S . -B build && cmake --build build   # build/lib@P@.a (+ build/cubin/ with nvcc)\n"
     "```\n"
     "\n"
+    "Link it from another CMake project with `add_subdirectory(path/to/this @P@)` and\n"
+    "`target_link_libraries(app PRIVATE @P@)` (its libraries come with it). `-D@U@_NATIVE=OFF`\n"
+    "leaves out `-march=native`.\n"
+    "\n"
     "## Call\n"
     "\n"
     "```c\n"
-    "@P@_info info;\n"
     "char msg[256];\n"
-    "const long long sizes[] = {8192, 9, 4096, 7}; /* the op's sizes in order (the header) */\n"
-    "if (@P@_select(\"fusion.dflare\", \"backward=0\", sizes, 4, &info, msg, sizeof msg))\n"
+    "@P@_info info;\n"
+    "@P@_fusion_dflare_args a = {.N = 48, .T = 4, .H = 64, .D = 3, .x = x, .w = w, .g = g,\n"
+    "                            .f = f, .device = \"cuda\", .attrs = \"backward=0\"};\n"
+    "if (@P@_fusion_dflare(&a, &info, msg, sizeof msg) != @U@_OK)\n"
     "    fprintf(stderr, \"%s\\n\", msg);\n"
-    "else {\n"
-    "    const @P@_module *m = &@P@_entries[info.entry].modules[0];\n"
-    "    /* m->cubin, m->kernels[0].name, .block_threads, .dyn_smem_bytes */\n"
-    "}\n"
     "```\n"
     "\n"
-    "The entry is the one of the op whose attributes include every `name=value` given (written as\n"
-    "the entries table writes them) at exactly the sizes, else the nearest: the smallest sum over\n"
-    "the sizes of |log(size / entry size)|, the first of equally near ones (the rule of\n"
-    "`flaretune emit --format c-header`). Bad input (NULL, the wrong number of sizes, a size\n"
-    "below 1, an op not in the package, no entry with the attributes) returns a status and one\n"
-    "line in `msg`; nothing exits or aborts.\n";
+    "(The op and sizes are illustrative: the header declares the ops this package holds.) A run\n"
+    "takes the entry of the same attributes (every attribute, the given ones on top of the\n"
+    "defaults) at exactly its sizes, else the nearest: the smallest sum over the sizes of\n"
+    "|log(size / entry size)|, the first of equally near ones; when its configuration cannot run\n"
+    "at the sizes the next nearest is taken. Bad input (NULL, the wrong number of sizes, a size\n"
+    "below 1, sizes that disagree, an unknown attribute, an op not in the package, no entry with\n"
+    "the attributes, an unknown device) returns a status and one line in `msg`; nothing exits or\n"
+    "aborts. Tensors are host memory: the inputs are copied to the device and the outputs back.\n"
+    "\n"
+    "`@P@_select(op, attrs, sizes, ...)` and `@P@_lookup` only choose an entry (every given\n"
+    "`name=value` must be among the entry's attributes): its modules (`@P@_entries[i].modules`:\n"
+    "the cubin's bytes, its kernels, block sizes and dynamic shared memory) are there for a\n"
+    "program that loads them itself (`cuModuleLoadData`, `cuModuleGetFunction`).\n"
+    "\n"
+    "## Limits\n"
+    "\n"
+    "- Only the entries' attribute sets run; another attribute set returns @U@_EUNSUPPORTED.\n"
+    "- The library holds copies of flaretune's internal `ft_*` functions: link one package per\n"
+    "  program, and not together with flaretune itself.\n"
+    "- One device context per process and device: runs take turns.\n";
 
 static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
     char path[4352];
@@ -1330,8 +1580,15 @@ static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
         "flaretune.\n\n## What is in it\n\n"
         "- `include/%s.h`: the API;\n"
         "- `src/%s_entries.c`: the entries, each with its kernel modules (the cubins embedded,\n"
-        "  the -D macros, the kernels and their block sizes), and one function per op;\n"
-        "- `src/%s_runtime.c`: the lookup;\n"
+        "  the -D macros, the kernels and their block sizes), its configuration as constants,\n"
+        "  and one function per op;\n"
+        "- `src/%s_runtime.c`: the lookup; `src/%s_run.c`: the run (through the CUDA backend);\n"
+        "- `src/%s_absent.c`, `src/include/flaretune/{version,source_hash,eventlog}.h`: what the\n"
+        "  copied sources name that the package has no use for (the CPU kernels, the event log);\n"
+        "- copies of flaretune's sources, unchanged, at their paths in its tree (`src/`): the\n"
+        "  CUDA backend's host code, device layer, kernel cache, NVRTC, cuBLASLt GEMM, the SIMT\n"
+        "  emulator and its headers, the ops' descriptions and CUDA host code (`*_op.c`,\n"
+        "  `*_cuda.c`) and kernels (`*.cu`), and the part of `core/` and `kernels/op/` they need;\n"
         "- `cuda/bI_mJ.cu`: module J of entry I, the kernel source specialised with the -D\n"
         "  macros of its configuration (as `#define`s before the source);\n"
         "- `cubin/bI_mJ.%s.cubin`: the same compiled by NVRTC %s for %s;\n"
@@ -1339,7 +1596,7 @@ static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
         "  `cuda/ft_cuda.h`.\n\n## Entries\n\n"
         "| # | op | shape | attributes | configuration | median | modules (kernels) |\n"
         "|---|---|---|---|---|---|---|\n",
-        FT_VERSION, k->P, k->P, k->P, k->arch,
+        FT_VERSION, k->P, k->P, k->P, k->P, k->P, k->arch,
 #if FT_HAVE_CUDA
         ft_nvrtc_version(),
 #else
@@ -1372,9 +1629,75 @@ static ft_status write_cuda_readme(const pkg *k, ft_err *err) {
     return pkg_close(f, path, err);
 }
 
+/* What the copied sources name besides the CUDA kernels: the CPU implementations the op
+ * descriptions carry (empty), the wall clock the event log has, and flaretune's generated
+ * headers (its version, the hash of its kernel sources) and the event log's declarations. */
+static ft_status write_cuda_absent(const pkg *k, ft_err *err) {
+    char rel[256], path[4352];
+    snprintf(rel, sizeof rel, "src/%s_absent.c", k->P);
+    FILE *f = pkg_open(k, rel, path, sizeof path, err);
+    if (!f) return err ? err->status : FT_EIO;
+    fprintf(f,
+            "/* %s_absent.c: what the copied sources name besides the CUDA kernels. The op\n"
+            " * descriptions carry a pointer to their CPU implementation, which a CUDA package\n"
+            " * does not hold (empty here); ft_wall_time is flaretune's event log's (the backend\n"
+            " * reads it for kernel spans in traces). Generated by `flaretune emit --format\n"
+            " * package`; do not edit. */\n"
+            "#include <time.h>\n\n#include \"cpu/cpu.h\"\n#include \"flaretune/eventlog.h\"\n\n",
+            k->P);
+    for (int fam = 0; fam < PKG_NFAMILIES; fam++)
+        for (int c = 0; k->fam[fam] && pkg_families[fam].cpu[c]; c++)
+            fprintf(f, "extern const ft_cpu_impl %1$s;\nconst ft_cpu_impl %1$s = {0};\n",
+                    pkg_families[fam].cpu[c]);
+    fprintf(f, "\ndouble ft_wall_time(void) {\n    struct timespec ts;\n"
+               "    clock_gettime(CLOCK_REALTIME, &ts);\n"
+               "    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;\n}\n");
+    ft_status s = pkg_close(f, path, err);
+    const char *const shims[][2] = {
+        {"src/include/flaretune/version.h",
+         "/* version.h: the flaretune this package was written by. Generated; do not edit. */\n"
+         "#ifndef FLARETUNE_VERSION_H\n#define FLARETUNE_VERSION_H\n"
+         "#define FT_VERSION \"" FT_VERSION "\"\n#define FT_GIT_DESCRIBE \"" FT_GIT_DESCRIBE
+         "\"\n#endif\n"},
+        {"src/include/flaretune/source_hash.h",
+         "/* source_hash.h: the hash of the kernel sources this package holds. Generated. */\n"
+         "#define FT_SOURCE_HASH \"" FT_SOURCE_HASH "\"\n"},
+        {"src/include/flaretune/eventlog.h",
+         "/* eventlog.h: of flaretune's event log, what the CUDA backend calls (the wall clock,\n"
+         " * defined in the package's _absent.c). Generated; do not edit. */\n"
+         "#ifndef FT_EVENTLOG_H\n#define FT_EVENTLOG_H\n"
+         "/* Seconds since the epoch. */\ndouble ft_wall_time(void);\n#endif\n"},
+    };
+    for (size_t i = 0; i < sizeof shims / sizeof shims[0] && !s; i++) {
+        FILE *h = pkg_open(k, shims[i][0], path, sizeof path, err);
+        if (!h) return err ? err->status : FT_EIO;
+        fputs(shims[i][1], h);
+        s = pkg_close(h, path, err);
+    }
+    return s;
+}
+
+/* The copies (pkg_common, pkg_cuda_common, pkg_cuda_gpu, each family's files but its CPU
+ * kernels, and its CUDA files), then the module sources the entries compile. */
+static ft_status pkg_copy_cuda(const pkg *k, ft_err *err) {
+    const char *const *lists[] = {pkg_common, pkg_cuda_common, pkg_cuda_gpu};
+    ft_status s = FT_OK;
+    for (int l = 0; l < 3 && !s; l++)
+        for (int i = 0; lists[l][i] && !s; i++)
+            s = pkg_copy(k, lists[l][i], err);
+    for (int fam = 0; fam < PKG_NFAMILIES && !s; fam++) {
+        const pkg_family *pf = &pkg_families[fam];
+        for (int i = 0; k->fam[fam] && pf->files[i] && !s; i++)
+            if (!strstr(pf->files[i], "_cpu.c")) s = pkg_copy(k, pf->files[i], err);
+        for (int i = 0; k->fam[fam] && pf->cuda_files[i] && !s; i++)
+            s = pkg_copy(k, pf->cuda_files[i], err);
+    }
+    return s;
+}
+
 /* Sources, specialised sources, cubins, then the generated files. */
 static ft_status pkg_write_cuda(pkg *k, ft_err *err) {
-    ft_status s = pkg_copy(k, "kernels/cuda/ft_cuda.h", err);
+    ft_status s = pkg_copy_cuda(k, err);
     for (int i = 0; i < k->n && !s; i++)
         for (int j = 0; j < k->nmods[i] && !s; j++) {
             const char *src = k->mods[i * PKG_MAX_MODULES + j].source;
@@ -1398,6 +1721,9 @@ static ft_status pkg_write_cuda(pkg *k, ft_err *err) {
         }
     if (!s) s = write_cuda_header(k, err);
     if (!s) s = write_text(k, "runtime.c", ft_package_cuda_runtime_c, err);
+    if (!s) s = write_text(k, "run.c", ft_package_cuda_run_c, err);
+    if (!s) s = write_text(k, "internal.h", ft_package_internal_h, err);
+    if (!s) s = write_cuda_absent(k, err);
     if (!s) s = write_cuda_entries(k, cubins, sizes, err);
     if (!s) s = write_cuda_cmake(k, err);
     if (!s) s = write_cuda_readme(k, err);
@@ -1497,5 +1823,9 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
     free(k.opi);
     free(k.mods);
     free(k.nmods);
+    for (int i = 0; k.logs && i < k.n * PKG_MAX_MODULES; i++)
+        free(k.logs[i]);
+    free(k.keys);
+    free(k.logs);
     return s;
 }

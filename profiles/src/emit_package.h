@@ -11,6 +11,8 @@
 extern const char *const ft_package_runtime_c;
 /* The lookup of a CUDA package (src/@P@_runtime.c), with the same placeholders. */
 extern const char *const ft_package_cuda_runtime_c;
+/* The run of a CUDA package (src/@P@_run.c): a bucket through the copied CUDA backend. */
+extern const char *const ft_package_cuda_run_c;
 /* The header the package's tables and runtime share (src/@P@_internal.h). */
 extern const char *const ft_package_internal_h;
 

@@ -33,9 +33,11 @@ static void usage(FILE *f) {
                "one, a header, a CMakeLists.txt and a README.md. cpu: a static library needing a\n"
                "C compiler, OpenMP and OpenBLAS (OpenMP build), not flaretune; outputs bit for\n"
                "bit those of `flaretune exec --config` with the same compiler, flags and OpenBLAS\n"
-               "core. cuda: the .cu sources specialised per entry, cubins precompiled by NVRTC\n"
-               "for the architecture the device names, and the lookup; its CMake recompiles the\n"
-               "sources with nvcc when present (it launches nothing: see docs/emit.md).\n");
+               "core. cuda: a copy of the CUDA backend (host code, device layer, kernel cache,\n"
+               "cuBLASLt GEMM, SIMT emulator) and the kernel sources, cubins precompiled by NVRTC\n"
+               "for the architecture the device names; it runs an entry on the GPU (\"cuda\": the\n"
+               "cubins seed the kernel cache) or the emulator (\"cuda-emu\", outputs bit for bit\n"
+               "those of `exec --backend cuda-emu --config`); see docs/emit.md.\n");
 }
 
 static const char *base_name(const char *path) {
@@ -124,5 +126,5 @@ static int run(int argc, char **argv) {
     return FT_EXIT_OK;
 }
 
-const ft_cmd ft_cmd_emit = {"emit", "write tuned configs as a C header, JSON, or a source package", run,
-                            usage};
+const ft_cmd ft_cmd_emit = {"emit", "write tuned configs as a C header, JSON, or a source package",
+                            run, usage};
