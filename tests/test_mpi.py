@@ -9,6 +9,7 @@
   batch size.
 - A rank killed with SIGKILL ends the job; the same command again resumes from rank 0's log
   without measuring any config twice.
+- Ranks on two kinds of device tune one run per kind: a log each, a profile entry each.
 
     test_mpi.py FLARETUNE
 Exits 77 when flaretune was built without MPI or mpirun is missing.
@@ -113,8 +114,8 @@ def rank_pids(rank):
 
 def test_kill(work):
     log = os.path.join(work, "kill.jsonl")
-    cmd = mpirun(3, *TUNE, "--backend", "cpu", "--strategy", "exhaustive", "--max-time", "0.01",
-                 "--log", log)
+    cmd = mpirun(3, *TUNE, "--backend", "cpu", "--strategy", "random", "--budget", "40",
+                 "--max-time", "0.01", "--log", log)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and p.poll() is None:
@@ -139,6 +140,30 @@ def test_kill(work):
     check(any(e["event"] == "run_end" for e in events(log)), "the resumed run ends")
 
 
+def test_two_devices(work):
+    """Two kinds of device in one job (here: the same CPU with OpenBLAS on two cores, which
+    the fingerprint tells apart): one run per kind, one log each, one profile entry each."""
+    log, prof = os.path.join(work, "het.jsonl"), os.path.join(work, "het.json")
+    args = [*TUNE[:2], "--preset", "tiny.dflare.train", "--confirm", "1", "--quiet", "--backend",
+            "cpu", "--budget", "3", "--max-time", "0.003", "--log", log, "--profile", prof]
+    root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+    cmd = ["mpirun", *root, "--oversubscribe", "-np", "2", "-x", "OPENBLAS_CORETYPE=Sandybridge",
+           FT, *args, ":", "-np", "2", "-x", "OPENBLAS_CORETYPE=Haswell", FT, *args]
+    r = run(cmd)
+    check(r.returncode == 0, f"two device kinds: the job exits 0 ({r.stderr[-300:]})")
+    if r.returncode:
+        return
+    with open(prof) as f:
+        devices = sorted(e["device"] for e in json.load(f)["entries"])
+    check(len(devices) == 2 and "Haswell" in devices[0] and "Sandybridge" in devices[1],
+          f"one profile entry per device ({devices})")
+    logs = [f for f in os.listdir(work) if f.startswith("het.jsonl.") and "lock" not in f]
+    per_log = [{(e.get("rank"), e.get("device")) for e in events(os.path.join(work, f))
+                if e["event"] == "measured"} for f in logs]
+    check(len(logs) == 2 and all(len({d for _, d in s}) == 1 for s in per_log),
+          f"one log per device kind, each measured on its kind ({logs})")
+
+
 def main():
     if not shutil.which("mpirun"):
         print("SKIP: no mpirun (apt-get install openmpi-bin libopenmpi-dev)")
@@ -155,6 +180,7 @@ def main():
         landscape = test_exhaustive(work)
         test_replay(work, landscape)
         test_kill(work)
+        test_two_devices(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if failures:

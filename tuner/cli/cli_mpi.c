@@ -7,7 +7,8 @@
  * JOBEND) and of the whole run (ALLDONE) from rank 0, the events of one evaluation (tag RESULT)
  * back. With several jobs (`tune all`, --sweep) the ranks form groups, one job at a time each,
  * so jobs run side by side; rank 0 runs each group's session on a thread and measures in the
- * first group only. A rank that dies ends the job (MPI's
+ * first group only. Ranks on different kinds of device (fingerprints) first split into one
+ * run per kind, each led by its first rank ("rank 0" above is that rank). A rank that dies ends the job (MPI's
  * default error handler); what rank 0 had received is in the log, and the same command resumes
  * from it. Without MPI in the build, or without a launcher, this is a single process.
  */
@@ -25,10 +26,13 @@
 #include <mpi.h>
 #endif
 
-static int world_rank, world_size = 1, local_rank, local_size = 1;
+/* world_rank/world_size: this process in the whole job; rank/size: in its group of ranks on
+ * one kind of device (the whole job until ft_cli_mpi_split_by_device). */
+static int world_rank, world_size = 1, rank, size = 1, local_rank, local_size = 1;
 
-int ft_cli_mpi_rank(void) { return world_rank; }
-int ft_cli_mpi_size(void) { return world_size; }
+int ft_cli_mpi_rank(void) { return rank; }
+int ft_cli_mpi_size(void) { return size; }
+int ft_cli_mpi_world_rank(void) { return world_rank; }
 
 #if FT_HAVE_MPI
 enum { TAG_CAND = 1, TAG_JOBEND = 2, TAG_RESULT = 3, TAG_ALLDONE = 4 };
@@ -37,6 +41,7 @@ enum { TAG_CAND = 1, TAG_JOBEND = 2, TAG_RESULT = 3, TAG_ALLDONE = 4 };
  * take turns under this lock (MPI_THREAD_SERIALIZED), and its receives poll so that no thread
  * holds the lock while waiting. */
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Comm comm; /* the ranks on this process's kind of device */
 
 static int launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ||
@@ -71,6 +76,9 @@ int ft_cli_mpi_start(int *argc, char ***argv) {
     MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    comm = MPI_COMM_WORLD;
+    rank = world_rank;
+    size = world_size;
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local_rank);
@@ -89,7 +97,7 @@ void ft_cli_mpi_end(int failed) {
 
 static void send_text(int to, int tag, const char *text) {
     pthread_mutex_lock(&mpi_lock);
-    MPI_Send(text, (int)strlen(text), MPI_CHAR, to, tag, MPI_COMM_WORLD);
+    MPI_Send(text, (int)strlen(text), MPI_CHAR, to, tag, comm);
     pthread_mutex_unlock(&mpi_lock);
 }
 
@@ -99,7 +107,7 @@ static char *recv_text(int from, int tag, int *got_tag) {
     for (;;) {
         int ready = 0;
         pthread_mutex_lock(&mpi_lock);
-        MPI_Iprobe(from, tag, MPI_COMM_WORLD, &ready, &st);
+        MPI_Iprobe(from, tag, comm, &ready, &st);
         if (ready) break;
         pthread_mutex_unlock(&mpi_lock);
         usleep(200);
@@ -108,7 +116,7 @@ static char *recv_text(int from, int tag, int *got_tag) {
     MPI_Get_count(&st, MPI_CHAR, &n);
     char *buf = malloc((size_t)n + 1);
     if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
-    MPI_Recv(buf, n, MPI_CHAR, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(buf, n, MPI_CHAR, st.MPI_SOURCE, st.MPI_TAG, comm, MPI_STATUS_IGNORE);
     pthread_mutex_unlock(&mpi_lock);
     buf[n] = '\0';
     if (got_tag) *got_tag = st.MPI_TAG;
@@ -151,8 +159,8 @@ static ft_status w_recv(void *ctx, int w, json_t **events, ft_err *err) {
 }
 
 int ft_cli_mpi_groups(int njobs) {
-    if (world_size < 2 || world_rank) return 1;
-    ngroups = njobs < world_size ? njobs : world_size;
+    if (size < 2 || rank) return 1;
+    ngroups = njobs < size ? njobs : size;
     if (ngroups < 1) ngroups = 1;
     memset(groups, 0, sizeof groups);
     for (int g = 0; g < ngroups; g++) {
@@ -161,7 +169,7 @@ int ft_cli_mpi_groups(int njobs) {
         groups[g].w.recv = w_recv;
         groups[g].w.self = g == 0; /* rank 0 measures in its own group only */
     }
-    for (int r = 1; r < world_size; r++) {
+    for (int r = 1; r < size; r++) {
         group *g = &groups[r % ngroups];
         g->ranks[g->w.n++] = r;
     }
@@ -169,20 +177,20 @@ int ft_cli_mpi_groups(int njobs) {
 }
 
 const ft_tune_workers *ft_cli_mpi_workers(int g, int job) {
-    if (world_size < 2 || world_rank || g < 0 || g >= ngroups) return NULL;
+    if (size < 2 || rank || g < 0 || g >= ngroups) return NULL;
     groups[g].job = job;
     return &groups[g].w;
 }
 
 void ft_cli_mpi_session_done(int g) {
-    if (world_size < 2 || world_rank || g < 0 || g >= ngroups) return;
+    if (size < 2 || rank || g < 0 || g >= ngroups) return;
     for (int w = 0; w < groups[g].w.n; w++)
         send_text(groups[g].ranks[w], TAG_JOBEND, "");
 }
 
 void ft_cli_mpi_all_done(void) {
-    if (world_size < 2 || world_rank) return;
-    for (int r = 1; r < world_size; r++)
+    if (size < 2 || rank) return;
+    for (int r = 1; r < size; r++)
         send_text(r, TAG_ALLDONE, "");
 }
 
@@ -253,26 +261,37 @@ static ft_status s_reply(void *ctx, json_t *events, ft_err *err) {
 
 static const ft_tune_server server = {NULL, s_next, s_reply};
 
-const ft_tune_server *ft_cli_mpi_server(void) { return world_rank ? &server : NULL; }
+const ft_tune_server *ft_cli_mpi_server(void) { return rank ? &server : NULL; }
 
-/* Rank 0 gathers every rank's device fingerprint: 1 when they are all its own. */
-int ft_cli_mpi_same_device(const char *device, char *why, size_t n) {
+/* Every rank's device, then one group of ranks per kind (in order of first appearance). */
+int ft_cli_mpi_split_by_device(const char *device, int *kind) {
+    *kind = 0;
     if (world_size < 2) return 1;
-    char mine[256] = {0};
+    enum { LEN = 256 };
+    char mine[LEN] = {0};
     snprintf(mine, sizeof mine, "%s", device);
-    char *all = world_rank ? NULL : calloc((size_t)world_size, sizeof mine);
-    MPI_Gather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR, 0,
-               MPI_COMM_WORLD);
-    int same = 1;
-    for (int r = 1; !world_rank && r < world_size && same; r++)
-        if (strcmp(all + (size_t)r * sizeof mine, mine) != 0) {
-            same = 0;
-            snprintf(why, n, "rank %d runs on '%s', rank 0 on '%s'", r,
-                     all + (size_t)r * sizeof mine, mine);
-        }
+    char *all = calloc((size_t)world_size, LEN);
+    if (!all) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Allgather(mine, LEN, MPI_CHAR, all, LEN, MPI_CHAR, MPI_COMM_WORLD);
+    /* kind of rank r: the index of its device among the distinct ones, by first rank */
+    int kinds = 0, my_kind = 0;
+    int *first = malloc(sizeof(int) * (size_t)world_size);
+    if (!first) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int r = 0; r < world_size; r++) {
+        int k = 0;
+        while (k < kinds && strcmp(all + (size_t)first[k] * LEN, all + (size_t)r * LEN)) k++;
+        if (k == kinds) first[kinds++] = r;
+        if (r == world_rank) my_kind = k;
+    }
+    free(first);
     free(all);
-    MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return same;
+    if (kinds > 1) {
+        MPI_Comm_split(MPI_COMM_WORLD, my_kind, world_rank, &comm);
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+    }
+    *kind = my_kind;
+    return kinds;
 }
 #else
 int ft_cli_mpi_start(int *argc, char ***argv) {
@@ -294,10 +313,10 @@ void ft_cli_mpi_session_done(int g) { (void)g; }
 void ft_cli_mpi_all_done(void) {}
 int ft_cli_mpi_next_job(void) { return -1; }
 const ft_tune_server *ft_cli_mpi_server(void) { return NULL; }
-int ft_cli_mpi_same_device(const char *device, char *why, size_t n) {
+int ft_cli_mpi_split_by_device(const char *device, int *kind) {
     (void)device;
-    (void)why;
-    (void)n;
+    *kind = 0;
     return 1;
 }
+int ft_cli_mpi_world_rank(void) { return 0; }
 #endif

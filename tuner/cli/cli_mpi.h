@@ -13,8 +13,11 @@
 int ft_cli_mpi_start(int *argc, char ***argv);
 /* Leave the job; failed: end every rank (MPI_Abort). */
 void ft_cli_mpi_end(int failed);
+/* This process's rank and the number of ranks in its run (its kind of device), and its rank
+ * in the whole job. */
 int ft_cli_mpi_rank(void);
 int ft_cli_mpi_size(void);
+int ft_cli_mpi_world_rank(void);
 #define FT_CLI_MPI_MAX_RANKS 1024
 /* Rank 0: split the ranks into groups for njobs jobs (as many groups as jobs, at most one per
  * rank; rank 0 in group 0) and return how many (1 when not distributed). */
@@ -28,7 +31,8 @@ void ft_cli_mpi_all_done(void);
  * rank 0 as the server of that job's candidates (NULL on rank 0). */
 int ft_cli_mpi_next_job(void);
 const ft_tune_server *ft_cli_mpi_server(void);
-/* Collective: do all ranks run on this device? When not, rank 0 gets why. */
-int ft_cli_mpi_same_device(const char *device, char *why, size_t n);
+/* Collective: group the ranks by device fingerprint, one run per kind of device (each with its
+ * own rank 0). Returns how many kinds; *kind: this rank's (0 for rank 0's). */
+int ft_cli_mpi_split_by_device(const char *device, int *kind);
 
 #endif

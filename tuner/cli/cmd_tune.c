@@ -979,7 +979,7 @@ static int tune_report(const tune_args *a, const tuning *T) {
 
 /* Plan, lock the logs, and run the jobs (under the dashboard with --tui). Returns an exit code;
  * T->status says whether a run failed. */
-static int tune_run(tune_args *a, progress *pg, tuning *T, int (*check)(const tuning *T)) {
+static int tune_run(tune_args *a, progress *pg, tuning *T, int planned) {
     static int locks[16 * 32];
     int nlocks = 0, code;
     struct sigaction sa;
@@ -995,8 +995,7 @@ static int tune_run(tune_args *a, progress *pg, tuning *T, int (*check)(const tu
     a->to.listener = progress_event;
     a->to.listener_ctx = pg;
 
-    if ((code = tune_plan(a, T)) || (check && (code = check(T))) ||
-        (code = tune_lock_logs(T, locks, &nlocks)))
+    if ((!planned && (code = tune_plan(a, T))) || (code = tune_lock_logs(T, locks, &nlocks)))
         return code;
     a->to.log_locked = 1;
     T->to = a->to;
@@ -1018,7 +1017,7 @@ static int tune_serve_jobs(tune_args *a, tuning *T) {
     to.log_path = NULL;
     to.listener = NULL;
     to.warm = 0;
-    to.rank = ft_cli_mpi_rank();
+    to.rank = ft_cli_mpi_world_rank();
     for (int j; (j = ft_cli_mpi_next_job()) >= 0;) {
         if (j >= T->njobs) {
             ft_cli_fail(FT_EXIT_FAIL, "rank %d: rank 0 asked for job %d of %d", to.rank, j,
@@ -1039,23 +1038,29 @@ static int tune_serve_jobs(tune_args *a, tuning *T) {
     return FT_EXIT_OK;
 }
 
-/* Every rank on the device of rank 0 (docs/distributed.md: one job per kind of device). A
- * refusal is agreed by every rank (no rank is left waiting). */
-static int devices_refused;
-static int tune_check_devices(const tuning *T) {
+/* Ranks on several kinds of device: one run per kind (cli_mpi.c), each with its own logs (the
+ * log name gets the kind's short hash, stable across reruns so each resumes) and the shared
+ * profile, which keeps one entry per device. */
+static int device_kinds = 1;
+static int tune_split_devices(tuning *T) {
     if (!T->njobs) return FT_EXIT_OK;
     ft_env env;
     ft_env_probe(&env);
-    char dev[256], why[600] = "";
+    char dev[256];
     ft_backend_device(T->jobs[0].be, &env, dev, sizeof dev);
-    if (ft_cli_mpi_same_device(dev, why, sizeof why)) return FT_EXIT_OK;
-    devices_refused = 1;
-    if (!ft_cli_mpi_rank())
-        ft_cli_fail(FT_EXIT_USAGE,
-                    "tune: the ranks run on different devices (%s): start one job per kind of "
-                    "device (docs/distributed.md)",
-                    why);
-    return FT_EXIT_USAGE;
+    int kind;
+    device_kinds = ft_cli_mpi_split_by_device(dev, &kind);
+    if (device_kinds < 2) return FT_EXIT_OK;
+    uint32_t h = 2166136261u; /* FNV-1a of the fingerprint */
+    for (const char *c = dev; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    for (int j = 0; j < T->njobs; j++) {
+        size_t n = strlen(T->jobs[j].log);
+        if (n && n + 10 < sizeof T->jobs[j].log)
+            snprintf(T->jobs[j].log + n, sizeof T->jobs[j].log - n, ".%08x", h);
+    }
+    if (!ft_cli_mpi_rank()) printf("device kind %d of %d: %s\n", kind + 1, device_kinds, dev);
+    return FT_EXIT_OK;
 }
 
 /* Under mpirun: rank 0 tunes with the others as its workers. Returns an exit code, or -1 when
@@ -1063,18 +1068,17 @@ static int tune_check_devices(const tuning *T) {
  * (MPI_Abort), so no rank is left waiting for it. */
 static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     if (!ft_cli_mpi_start(NULL, NULL)) return -1;
-    int code = FT_EXIT_OK, incomplete;
-    if (ft_cli_mpi_size() > 1) a->to.rank = ft_cli_mpi_rank();
+    if (ft_cli_mpi_size() > 1) a->to.rank = ft_cli_mpi_world_rank();
+    /* Every rank plans the same jobs, then the ranks split by device: the roles come after. */
+    int code = tune_plan(a, T), incomplete;
+    if (!code) code = tune_split_devices(T);
     if (ft_cli_mpi_rank()) {
         a->quiet = 1;
         a->to.profile_path = NULL;
-        a->log = NULL;
-        code = tune_plan(a, T);
-        if (!code) code = tune_check_devices(T);
         if (!code) code = tune_serve_jobs(a, T);
         incomplete = code != FT_EXIT_OK;
     } else {
-        code = tune_run(a, pg, T, tune_check_devices);
+        if (!code) code = tune_run(a, pg, T, 1);
         incomplete = code != FT_EXIT_OK || T->status || stop_flag;
         if (!code && T->status) {
             ft_cli_fail_err(&T->err);
@@ -1083,7 +1087,7 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
             code = tune_report(a, T);
         }
     }
-    ft_cli_mpi_end(incomplete && !devices_refused && ft_cli_mpi_size() > 1);
+    ft_cli_mpi_end(incomplete && ft_cli_mpi_size() > 1);
     return code;
 }
 
@@ -1103,7 +1107,7 @@ static int run(int argc, char **argv) {
         free(T.jobs);
         return dcode;
     }
-    code = tune_run(&a, &pg, &T, NULL);
+    code = tune_run(&a, &pg, &T, 0);
     free(T.jobs);
     if (code) return code;
     if (T.status) {
