@@ -5,7 +5,8 @@ completed later, a second run adds a row), selection, detail, help, sort and fil
 keep a valid layout, q restores the terminal (alternate screen off, the same stty modes, the shell
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
 resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `watch` on a profile
-made by `tune --profile`; NO_COLOR, vt100 and a C locale; mistakes on the command line.
+made by `tune --profile`; NO_COLOR, vt100 and a C locale; the ranks of a distributed run (a
+synthetic log); mistakes on the command line.
 
 Every tmux server runs on a private socket (tmux -L), so a user's sessions are never touched.
 Exits 77 when tmux is missing.
@@ -304,6 +305,66 @@ def test_small_terminals(tmp, logs):
             p.close()
 
 
+def distributed_log(path):
+    """A synthetic log of a run distributed over three ranks on two hosts (as `mpirun -np 3
+    flaretune tune ...` writes it: every candidate event names its rank, host and device, the
+    same device on every rank)."""
+    t0 = 1700000000.0
+    dev = "cuda: NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, 140 GiB, driver 12.8, runtime 12.8)"
+    evs = [{"event": "run_start", "run": "dist1", "t": t0, "format": 1, "op": "fusion.dflash",
+            "backend": "cuda", "preset": "tiny.dflare.train", "dims": {"N": 48, "T": 4, "H": 64},
+            "strategy": "exhaustive", "space_valid": 12, "resumed": 0, "resumed_rejected": 0,
+            "budget": 0, "time_budget_s": 0, "device": dev, "default": {"k": 0}}]
+    hosts = ["nodeA", "nodeA", "nodeB"]
+    for i in range(12):
+        rank, host = i % 3, hosts[i % 3]
+        started, t = t0 + 1 + i, t0 + 2 + i
+        kind = "rejected" if i == 4 else "measured"
+        ev = {"event": kind, "run": "dist1", "t": t, "started": started, "candidate": i,
+              "config": {"k": i}, "rank": rank, "host": host, "device": dev}
+        if kind == "measured":
+            med = (10 + i) * 1e-6
+            ev["stats"] = {"median_s": med, "q1_s": med, "q3_s": med, "iqr_s": 0, "samples": 9}
+        else:
+            ev.update(reason="verify", message="outputs disagree")
+        evs.append(ev)
+    evs.append({"event": "run_end", "run": "dist1", "t": t0 + 15, "winner": {"k": 0},
+                "stats": {"median_s": 10e-6}, "tie": [], "interrupted": False})
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in evs))
+
+
+def test_top_ranks(tmp, logs):
+    """`top` on the log of a distributed run shows its ranks; a log without ranks does not."""
+    log = os.path.join(tmp, "dist.jsonl")
+    distributed_log(log)
+    p = Pane("ranks", 80, 24)
+    try:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        s = p.wait_for(r"^ +rank +host +device +measured +rej +cand/min", "the ranks pane") or ""
+        # Each rank evaluates every third candidate, one a second: 4 in 10 s, 24 a minute
+        # (rank 1's fourth is rejected).
+        check(re.search(r"^ +0 nodeA +cuda: NVIDIA H200 +4 +0 +24\.0$", s, re.M), "rank 0", s)
+        check(re.search(r"^ +1 nodeA +cuda: NVIDIA H200 +3 +1 +18\.0$", s, re.M),
+              "rank 1: a rejection", s)
+        check(re.search(r"^ +2 nodeB +cuda: NVIDIA H200 +4 +0 +24\.0$", s, re.M),
+              "rank 2 on the other host", s)
+        check(re.search(r"\b3 ranks\b", s.split("\n")[23] if s else ""), "the status bar", s)
+        check(re.search(r"latency fusion\.dflash", s), "the plot still below", s)
+        assert_layout(p, "ranks")
+        quit_and_check_restored(p, 0, "top of a distributed run")
+        plain = os.path.join(tmp, "plain.jsonl")
+        with open(plain, "w") as f:
+            f.write("".join(logs["loss"]))
+        launch(p, "%s top %s" % (FT, plain), tmp)
+        s = p.wait_for(r"\bended\b", "a log without ranks")
+        check(s and not re.search(r"rank +host|ranks\b", s), "no ranks pane without ranks", s)
+        p.keys("q")
+        p.wait_for(r"^EXIT=0", "top quits")
+    finally:
+        p.close()
+
+
 def count_candidates(path):
     try:
         with open(path) as f:
@@ -529,6 +590,7 @@ def main():
             ("top_follow", lambda: test_top_follow(tmp, logs)),
             ("top_follows_tune_all", lambda: test_top_follows_tune_all(tmp)),
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
+            ("top_ranks", lambda: test_top_ranks(tmp, logs)),
             ("colors", lambda: test_colors(tmp, logs)),
             ("tune_tui", lambda: test_tune_tui(tmp)),
             ("tune_pause_quit", lambda: test_tune_pause_quit(tmp)),

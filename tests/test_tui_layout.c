@@ -20,71 +20,106 @@ static int overlap(ft_rect a, ft_rect b) {
 
 static void test_layout_everywhere(void) {
     static const int items[] = {0, 1, 6, 40};
+    static const int ranks[] = {0, 2, 40};
     int bad = 0;
     for (int rows = 0; rows <= 70; rows++)
         for (int cols = 0; cols <= 230; cols += (cols < 60 ? 1 : 7))
             for (size_t k = 0; k < sizeof items / sizeof items[0]; k++)
-                for (int det = 0; det < 2; det++)
-                    for (int help = 0; help < 2; help++) {
-                        ft_tui_layout L;
-                        ft_tui_layout_compute(rows, cols, items[k], det, help, &L);
-                        ft_rect p[4] = {L.table, L.plot, L.detail, L.status};
-                        int ok = 1;
-                        for (int i = 0; i < 4; i++)
-                            ok &= inside(p[i], rows, cols);
-                        ok &= inside(L.help, rows, cols);
-                        for (int i = 0; i < 4; i++)
-                            for (int j = i + 1; j < 4; j++)
-                                ok &= !overlap(p[i], p[j]);
-                        if (rows >= 1 && cols >= 1)
-                            ok &= L.status.y == rows - 1 && L.status.h == 1 && L.status.w == cols;
-                        else
-                            ok &= L.status.h == 0;
-                        ok &= !L.plot.h || (L.plot.h >= 5 && L.plot.w >= 30);
-                        ok &= !L.help.h || !overlap(L.help, L.status);
-                        ok &= det || !L.detail.h;
-                        ok &= help || !L.help.h;
-                        /* The body is used: some pane shows whenever there is a line for it. */
-                        if (rows >= 2 && cols >= 1) ok &= L.table.h || L.detail.h;
-                        if (!ok && bad++ < 5)
-                            FT_CHECK(0,
-                                     "%dx%d items %d detail %d help %d: table %d,%d %dx%d plot "
-                                     "%d,%d %dx%d detail %d,%d %dx%d",
-                                     rows, cols, items[k], det, help, L.table.y, L.table.x,
-                                     L.table.h, L.table.w, L.plot.y, L.plot.x, L.plot.h, L.plot.w,
-                                     L.detail.y, L.detail.x, L.detail.h, L.detail.w);
-                    }
+                for (size_t nr = 0; nr < sizeof ranks / sizeof ranks[0]; nr++)
+                    for (int det = 0; det < 2; det++)
+                        for (int help = 0; help < 2; help++) {
+                            ft_tui_layout L;
+                            ft_tui_layout_compute(rows, cols, items[k], ranks[nr], det, help, &L);
+                            ft_rect p[5] = {L.table, L.ranks, L.plot, L.detail, L.status};
+                            int ok = 1;
+                            for (int i = 0; i < 5; i++)
+                                ok &= inside(p[i], rows, cols);
+                            ok &= inside(L.help, rows, cols);
+                            for (int i = 0; i < 5; i++)
+                                for (int j = i + 1; j < 5; j++)
+                                    ok &= !overlap(p[i], p[j]);
+                            if (rows >= 1 && cols >= 1)
+                                ok &=
+                                    L.status.y == rows - 1 && L.status.h == 1 && L.status.w == cols;
+                            else
+                                ok &= L.status.h == 0;
+                            ok &= !L.plot.h || (L.plot.h >= 5 && L.plot.w >= 30);
+                            ok &= !L.help.h || !overlap(L.help, L.status);
+                            ok &= det || !L.detail.h;
+                            ok &= help || !L.help.h;
+                            /* Ranks: only for a distributed run, never a stub, never more lines
+                             * than the ranks need, and never at the cost of the detail. */
+                            ok &= ranks[nr] || !L.ranks.h;
+                            ok &= !L.ranks.h || (L.ranks.h >= 3 && L.ranks.h <= 1 + ranks[nr] &&
+                                                 L.ranks.w == cols && L.table.h);
+                            ok &= !L.ranks.h || !det || L.detail.h >= 10;
+                            /* The body is used: some pane shows whenever there is a line for
+                             * it. */
+                            if (rows >= 2 && cols >= 1) ok &= L.table.h || L.detail.h;
+                            if (!ok && bad++ < 5)
+                                FT_CHECK(0,
+                                         "%dx%d items %d ranks %d detail %d help %d: table %d,%d "
+                                         "%dx%d ranks %d,%d %dx%d plot %d,%d %dx%d detail %d,%d "
+                                         "%dx%d",
+                                         rows, cols, items[k], ranks[nr], det, help, L.table.y,
+                                         L.table.x, L.table.h, L.table.w, L.ranks.y, L.ranks.x,
+                                         L.ranks.h, L.ranks.w, L.plot.y, L.plot.x, L.plot.h,
+                                         L.plot.w, L.detail.y, L.detail.x, L.detail.h, L.detail.w);
+                        }
     FT_CHECK(bad == 0, "%d sizes broke an invariant", bad);
 }
 
 static void test_layout_cases(void) {
     ft_tui_layout L;
-    ft_tui_layout_compute(24, 80, 6, 0, 0, &L);
+    ft_tui_layout_compute(24, 80, 6, 0, 0, 0, &L);
     FT_CHECK(L.table.y == 0 && L.table.h == 7, "80x24: table fits its 6 rows: %d", L.table.h);
     FT_CHECK(L.plot.y == 7 && L.plot.h == 16 && L.plot.w == 80, "80x24: the plot below");
     FT_CHECK(!L.detail.h, "detail closed");
-    ft_tui_layout_compute(24, 80, 6, 1, 0, &L);
+    ft_tui_layout_compute(24, 80, 6, 0, 1, 0, &L);
     FT_CHECK(L.detail.h > 0 && !L.plot.h && L.detail.w == 80, "80x24: detail in the plot's place");
-    ft_tui_layout_compute(40, 120, 6, 1, 0, &L);
+    ft_tui_layout_compute(40, 120, 6, 0, 1, 0, &L);
     FT_CHECK(L.plot.h > 0 && L.detail.h > 0 && L.plot.y == L.detail.y &&
                  L.plot.x + L.plot.w == L.detail.x,
              "120x40: plot and detail side by side");
-    ft_tui_layout_compute(24, 80, 60, 0, 0, &L);
+    ft_tui_layout_compute(24, 80, 60, 0, 0, 0, &L);
     FT_CHECK(L.table.h == 11 && L.plot.h == 12, "many rows: the table takes half and scrolls");
-    ft_tui_layout_compute(10, 40, 6, 0, 0, &L);
+    ft_tui_layout_compute(10, 40, 6, 0, 0, 0, &L);
     FT_CHECK(L.table.h == 4 && L.plot.h == 5, "40x10: table and a small plot (%d, %d)", L.table.h,
              L.plot.h);
-    ft_tui_layout_compute(10, 40, 6, 1, 0, &L);
+    ft_tui_layout_compute(10, 40, 6, 0, 1, 0, &L);
     FT_CHECK(L.table.h == 3 && L.detail.h == 6, "40x10 with detail (%d, %d)", L.table.h,
              L.detail.h);
-    ft_tui_layout_compute(6, 25, 6, 0, 0, &L);
+    ft_tui_layout_compute(6, 25, 6, 0, 0, 0, &L);
     FT_CHECK(L.table.h == 5 && !L.plot.h, "tiny: the table only");
-    ft_tui_layout_compute(5, 40, 6, 1, 0, &L);
+    ft_tui_layout_compute(5, 40, 6, 0, 1, 0, &L);
     FT_CHECK(!L.table.h && L.detail.h == 4, "too small for both: the detail alone");
-    ft_tui_layout_compute(1, 10, 6, 1, 1, &L);
+    ft_tui_layout_compute(1, 10, 6, 0, 1, 1, &L);
     FT_CHECK(L.status.h == 1 && !L.table.h && !L.detail.h && !L.help.h, "one line: status only");
-    ft_tui_layout_compute(24, 80, 6, 0, 1, &L);
+    ft_tui_layout_compute(24, 80, 6, 0, 0, 1, &L);
     FT_CHECK(L.help.h == 18 && L.help.w == 60 && L.help.y == 2 && L.help.x == 10, "help centered");
+
+    /* A distributed run: the ranks between the table and the plot. */
+    ft_tui_layout_compute(24, 80, 1, 3, 0, 0, &L);
+    FT_CHECK(L.table.h == 3 && L.ranks.y == 3 && L.ranks.h == 4 && L.ranks.w == 80 &&
+                 L.plot.y == 7 && L.plot.h == 16,
+             "80x24, 3 ranks: table %d, ranks %d at %d, plot %d at %d", L.table.h, L.ranks.h,
+             L.ranks.y, L.plot.h, L.plot.y);
+    ft_tui_layout_compute(24, 80, 1, 200, 0, 0, &L);
+    FT_CHECK(L.ranks.h == 10 && L.plot.h >= 5, "many ranks: at most half below the table (%d)",
+             L.ranks.h);
+    ft_tui_layout_compute(10, 40, 6, 3, 0, 0, &L);
+    FT_CHECK(!L.ranks.h && L.plot.h == 5, "40x10: the ranks go before the plot does");
+    ft_tui_layout_compute(24, 29, 1, 3, 0, 0, &L);
+    FT_CHECK(!L.ranks.h, "too narrow for the ranks");
+    ft_tui_layout_compute(40, 120, 1, 3, 1, 0, &L);
+    FT_CHECK(L.ranks.h == 4 && L.plot.y == L.ranks.y + 4 && L.detail.y == L.plot.y &&
+                 L.detail.h == 32,
+             "120x40 with the detail: ranks above plot and detail");
+    ft_tui_layout_compute(24, 80, 1, 3, 1, 0, &L);
+    FT_CHECK(L.ranks.h == 4 && L.detail.y == L.ranks.y + L.ranks.h && L.detail.h >= 10,
+             "80x24 with the detail: ranks, then the detail (%d)", L.detail.h);
+    ft_tui_layout_compute(24, 80, 1, 0, 0, 0, &L);
+    FT_CHECK(!L.ranks.h && L.plot.y == 3 && L.plot.h == 20, "no ranks: as before");
 }
 
 static void test_columns(void) {
@@ -184,6 +219,84 @@ static void test_cells(void) {
         ft_fmt_time(t, 1, b, sizeof b);
         FT_CHECK(strlen(b) <= 8, "%g s is '%s'", t, b);
     }
+}
+
+static void test_rank_columns_and_cells(void) {
+    int bad = 0;
+    for (int w = 0; w <= 250; w++) {
+        ft_tui_rcol c[FT_RCOL_COUNT];
+        int n = ft_tui_rank_columns(w, c);
+        int ok = n >= 0 && n <= FT_RCOL_COUNT;
+        for (int i = 0; i < n; i++) {
+            ok &= c[i].x >= FT_TUI_MARK && c[i].w >= 1 && c[i].x + c[i].w <= w;
+            if (i) ok &= c[i].x >= c[i - 1].x + c[i - 1].w + 1;
+        }
+        ok &= w <= FT_TUI_MARK ? n == 0 : n >= 1 && c[0].id == FT_RCOL_RANK;
+        if (!ok && bad++ < 3) FT_CHECK(0, "width %d: rank columns out of place", w);
+    }
+    FT_CHECK(!bad, "%d widths broke an invariant", bad);
+    ft_tui_rcol c[FT_RCOL_COUNT];
+    int have[FT_RCOL_COUNT] = {0};
+    int n = ft_tui_rank_columns(30, c);
+    for (int i = 0; i < n; i++)
+        have[c[i].id] = c[i].w;
+    FT_CHECK(have[FT_RCOL_RANK] && have[FT_RCOL_MEASURED] && have[FT_RCOL_RATE] &&
+                 have[FT_RCOL_HOST] && !have[FT_RCOL_DEVICE],
+             "30 columns: rank, host, measured, rate");
+    memset(have, 0, sizeof have);
+    n = ft_tui_rank_columns(80, c);
+    for (int i = 0; i < n; i++)
+        have[c[i].id] = c[i].w;
+    FT_CHECK(n == FT_RCOL_COUNT && have[FT_RCOL_DEVICE] == 80 - 2 - 4 - 16 - 8 - 4 - 8 - 5,
+             "80 columns: every column, the device in the rest (%d)", have[FT_RCOL_DEVICE]);
+
+    char b[160];
+    const char *dev = "cpu: Intel(R) Xeon(R) Processor x 2 (SkylakeX)";
+    ft_tui_shorten(dev, 60, b, sizeof b);
+    FT_CHECK(!strcmp(b, dev), "fits: whole: %s", b);
+    ft_tui_shorten(dev, 40, b, sizeof b);
+    FT_CHECK(!strcmp(b, "cpu: Intel(R) Xeon(R) Processor x 2"), "the name without details: %s", b);
+    ft_tui_shorten(dev, 12, b, sizeof b);
+    FT_CHECK(!strcmp(b, "cpu: Intel.."), "cut, and said so: %s", b);
+    ft_tui_shorten("cuda: NVIDIA H200 (sm_90, 132 SMs)", 17, b, sizeof b);
+    FT_CHECK(!strcmp(b, "cuda: NVIDIA H200"), "%s", b);
+    ft_tui_shorten("abc", 2, b, sizeof b);
+    FT_CHECK(!strcmp(b, "ab"), "tiny width: %s", b);
+    ft_tui_shorten("\xc2\xb5\xc2\xb5\xc2\xb5\xc2\xb5", 3, b, sizeof b);
+    FT_CHECK(!strcmp(b, "\xc2\xb5.."), "UTF-8 cut at a character: %s", b);
+    for (int w = 0; w < 50; w++) {
+        ft_tui_shorten(dev, w, b, sizeof b);
+        FT_CHECK((int)strlen(b) <= w, "width %d: '%s'", w, b);
+    }
+
+    ft_tui_rank k;
+    memset(&k, 0, sizeof k);
+    k.rank = 2;
+    snprintf(k.host, sizeof k.host, "node7");
+    snprintf(k.device, sizeof k.device, "%s", dev);
+    k.measured = 30;
+    k.rejected = 1;
+    k.t_first = 100;
+    k.t_last = 160;
+    ft_tui_rank_cell(&k, FT_RCOL_RANK, 4, b, sizeof b);
+    FT_CHECK(!strcmp(b, "2"), "%s", b);
+    ft_tui_rank_cell(&k, FT_RCOL_HOST, 16, b, sizeof b);
+    FT_CHECK(!strcmp(b, "node7"), "%s", b);
+    ft_tui_rank_cell(&k, FT_RCOL_DEVICE, 20, b, sizeof b);
+    FT_CHECK(!strcmp(b, "cpu: Intel(R) Xeon.."), "the device fits its column: %s", b);
+    ft_tui_rank_cell(&k, FT_RCOL_MEASURED, 8, b, sizeof b);
+    FT_CHECK(!strcmp(b, "30"), "%s", b);
+    ft_tui_rank_cell(&k, FT_RCOL_REJECTED, 4, b, sizeof b);
+    FT_CHECK(!strcmp(b, "1"), "%s", b);
+    ft_tui_rank_cell(&k, FT_RCOL_RATE, 8, b, sizeof b);
+    FT_CHECK(!strcmp(b, "30.0"), "30 in a minute: %s", b);
+    k.t_last = 100.5;
+    ft_tui_rank_cell(&k, FT_RCOL_RATE, 8, b, sizeof b);
+    FT_CHECK(!strcmp(b, "3600"), "fast: %s", b);
+    k.t_last = 100;
+    ft_tui_rank_cell(&k, FT_RCOL_RATE, 8, b, sizeof b);
+    FT_CHECK(!strcmp(b, "-"), "no span, no rate: %s", b);
+    FT_CHECK(!strcmp(ft_tui_rcol_title(FT_RCOL_RATE), "cand/min"), "titles");
 }
 
 static void test_trend(void) {
@@ -315,6 +428,7 @@ int main(void) {
     FT_RUN(test_layout_cases);
     FT_RUN(test_columns);
     FT_RUN(test_cells);
+    FT_RUN(test_rank_columns_and_cells);
     FT_RUN(test_trend);
     FT_RUN(test_plot_scale);
     FT_RUN(test_plot_render);

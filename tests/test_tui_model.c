@@ -314,6 +314,95 @@ static void test_watch_rows(void) {
     ft_tui_model_free(&m);
 }
 
+/* A candidate event of a distributed run: evaluated by `rank` on `host`, from `started` to t. */
+static const char *ranked(const char *kind, const char *run, double started, double t, int rank,
+                          const char *host, const char *device) {
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"%s\",\"run\":\"%s\",\"t\":%.17g,\"started\":%.17g,\"config\":"
+             "{\"k\":%d},\"rank\":%d,\"host\":\"%s\",\"device\":\"%s\",\"stats\":{"
+             "\"median_s\":1e-6,\"q1_s\":1e-6,\"q3_s\":1e-6,\"samples\":9},\"reason\":"
+             "\"verify\"}",
+             kind, run, t, started, (int)(t * 10), rank, host, device);
+    return buf;
+}
+
+static void test_ranks(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("d", 100, 50, ""));
+    /* Rank 2 reports first; ranks are kept in rank order whatever order they arrive in. */
+    apply(&m, ranked("verified", "d", 100, 101, 2, "nodeB", "cuda: NVIDIA H200 (sm_90)"));
+    apply(&m, ranked("measured", "d", 100, 102, 2, "nodeB", "cuda: NVIDIA H200 (sm_90)"));
+    for (int i = 0; i < 6; i++) /* rank 0: 6 measured between 101 and 131 */
+        apply(&m, ranked("measured", "d", 101 + 5 * i, 106 + 5 * i, 0, "nodeA", "cpu: test"));
+    apply(&m, ranked("rejected", "d", 120, 121, 1, "nodeA", "cpu: other"));
+    apply(&m, ranked("measured", "d", 121, 130, 1, "nodeA", "cpu: other"));
+    apply(&m, ranked("measured", "d", 130, 160, 2, "nodeB", "cuda: NVIDIA H200 (sm_90)"));
+    ft_tui_row *r = ft_tui_model_find(&m, "d");
+    FT_CHECK(r->nranks == 3, "three ranks: %d", r->nranks);
+    FT_CHECK(ft_tui_row_ranks_shown(r) == 3, "the pane shows them");
+    for (int i = 0; i < r->nranks; i++)
+        FT_CHECK(r->ranks[i].rank == i, "rank order: [%d] is %d", i, r->ranks[i].rank);
+    const ft_tui_rank *k0 = &r->ranks[0], *k1 = &r->ranks[1], *k2 = &r->ranks[2];
+    FT_CHECK(!strcmp(k0->host, "nodeA") && !strcmp(k0->device, "cpu: test"), "rank 0: %s %s",
+             k0->host, k0->device);
+    FT_CHECK(!strcmp(k2->host, "nodeB") && !strcmp(k2->device, "cuda: NVIDIA H200 (sm_90)"),
+             "rank 2: %s %s", k2->host, k2->device);
+    FT_CHECK(k0->measured == 6 && k0->rejected == 0, "rank 0: %d %d", k0->measured, k0->rejected);
+    FT_CHECK(k1->measured == 1 && k1->rejected == 1, "rank 1: %d %d", k1->measured, k1->rejected);
+    FT_CHECK(k2->measured == 2 && k2->rejected == 0, "rank 2: verified is not measured: %d",
+             k2->measured);
+    /* The span runs from the first candidate's start to the last event. */
+    FT_CHECK(k0->t_first == 101 && k0->t_last == 131, "rank 0 span %g..%g", k0->t_first,
+             k0->t_last);
+    FT_CHECK_NEAR(ft_tui_rank_rate(k0), 6 * 60.0 / 30, 1e-12); /* 12 a minute */
+    FT_CHECK_NEAR(ft_tui_rank_rate(k1), 1 * 60.0 / 10, 1e-12); /* 120..130 */
+    FT_CHECK_NEAR(ft_tui_rank_rate(k2), 2 * 60.0 / 60, 1e-12); /* 100..160 */
+    FT_CHECK(r->measured == 9 && r->rejected == 1, "the row counts every rank's candidates");
+    /* A single instant has no rate. */
+    ft_tui_rank one;
+    memset(&one, 0, sizeof one);
+    one.measured = 1;
+    one.t_first = one.t_last = 5;
+    FT_CHECK(isnan(ft_tui_rank_rate(&one)), "no span: NAN");
+    /* The run read again (a replaced log): rebuilt, the ranks not counted twice. */
+    apply(&m, START("d", 100, 50, ""));
+    r = ft_tui_model_find(&m, "d");
+    FT_CHECK(r->nranks == 0 && !ft_tui_row_ranks_shown(r), "rebuilt without ranks");
+    apply(&m, ranked("measured", "d", 101, 106, 0, "nodeA", "cpu: test"));
+    r = ft_tui_model_find(&m, "d");
+    FT_CHECK(r->nranks == 1 && r->ranks[0].measured == 1, "counted once");
+    FT_CHECK(!ft_tui_row_ranks_shown(r), "one rank: no pane");
+    /* Hostile ranks are ignored; a rank that is not an integer does not count. */
+    apply(&m, "{\"event\":\"measured\",\"run\":\"d\",\"t\":107,\"rank\":-3}");
+    apply(&m, "{\"event\":\"measured\",\"run\":\"d\",\"t\":107,\"rank\":\"1\"}");
+    apply(&m, "{\"event\":\"measured\",\"run\":\"d\",\"t\":107,\"rank\":1e300}");
+    r = ft_tui_model_find(&m, "d");
+    FT_CHECK(r->nranks == 1, "nothing added: %d", r->nranks);
+    /* At most FT_TUI_MAX_RANKS per row. */
+    for (int i = 0; i < FT_TUI_MAX_RANKS + 10; i++)
+        apply(&m, ranked("verified", "d", 107, 107, 5 + i, "h", "x"));
+    r = ft_tui_model_find(&m, "d");
+    FT_CHECK(r->nranks == FT_TUI_MAX_RANKS, "capped: %d", r->nranks);
+    ft_tui_model_free(&m);
+}
+
+static void test_no_ranks(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("p", 10, 5, ""));
+    apply(&m, measured("p", 11, "{\"k\":1}", 1e-6, 1e-6, 1e-6, 0));
+    apply(&m, "{\"event\":\"verified\",\"run\":\"p\",\"t\":12,\"host\":\"h\"}");
+    apply(&m, "{\"event\":\"rejected\",\"run\":\"p\",\"t\":13,\"reason\":\"verify\"}");
+    ft_tui_row *r = ft_tui_model_find(&m, "p");
+    FT_CHECK(r->nranks == 0 && r->ranks == NULL, "a run that is not distributed has no ranks");
+    FT_CHECK(ft_tui_row_ranks_shown(r) == 0 && ft_tui_row_ranks_shown(NULL) == 0, "no pane");
+    ft_tui_layout L;
+    ft_tui_layout_compute(24, 80, 1, ft_tui_row_ranks_shown(r), 0, 0, &L);
+    FT_CHECK(!L.ranks.h && L.plot.y == L.table.h, "the layout as without ranks");
+    ft_tui_model_free(&m);
+}
+
 static void test_view(void) {
     ft_tui_model m;
     ft_tui_model_init(&m);
@@ -360,6 +449,8 @@ int main(void) {
     FT_RUN(test_source_events);
     FT_RUN(test_eta_rate_elapsed);
     FT_RUN(test_watch_rows);
+    FT_RUN(test_ranks);
+    FT_RUN(test_no_ranks);
     FT_RUN(test_view);
     return ft_test_finish();
 }

@@ -50,7 +50,7 @@ typedef struct dash {
     int rows, cols;
     ft_tui_layout L;
     ft_tui_layout made; /* the rectangles the windows were made for */
-    WINDOW *w_table, *w_plot, *w_detail, *w_status, *w_help;
+    WINDOW *w_table, *w_ranks, *w_plot, *w_detail, *w_status, *w_help;
     int view[4096], nview;
     int sel, scroll;
     char sel_run[40];
@@ -180,10 +180,14 @@ static void win_set(WINDOW **w, ft_rect r, ft_rect *cur) {
     if (r.h > 0 && r.w > 0) *w = newwin(r.h, r.w, r.y, r.x);
 }
 
+static const ft_tui_row *selected(const dash *d);
+
 static void windows_update(dash *d) {
     getmaxyx(stdscr, d->rows, d->cols);
-    ft_tui_layout_compute(d->rows, d->cols, d->nview, d->detail_open, d->help_open, &d->L);
+    ft_tui_layout_compute(d->rows, d->cols, d->nview, ft_tui_row_ranks_shown(selected(d)),
+                          d->detail_open, d->help_open, &d->L);
     win_set(&d->w_table, d->L.table, &d->made.table);
+    win_set(&d->w_ranks, d->L.ranks, &d->made.ranks);
     win_set(&d->w_plot, d->L.plot, &d->made.plot);
     win_set(&d->w_detail, d->L.detail, &d->made.detail);
     win_set(&d->w_status, d->L.status, &d->made.status);
@@ -191,7 +195,7 @@ static void windows_update(dash *d) {
 }
 
 static void windows_free(dash *d) {
-    WINDOW **ws[] = {&d->w_table, &d->w_plot, &d->w_detail, &d->w_status, &d->w_help};
+    WINDOW **ws[] = {&d->w_table, &d->w_ranks, &d->w_plot, &d->w_detail, &d->w_status, &d->w_help};
     for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
         if (*ws[i]) delwin(*ws[i]);
         *ws[i] = NULL;
@@ -306,6 +310,49 @@ static void draw_table(dash *d) {
                 put_right(w, y, cols[c].x, cols[c].w, buf, a);
             else
                 put(w, y, cols[c].x, buf, cols[c].w, a);
+        }
+    }
+}
+
+/* The ranks of the selected distributed run: a header and a line per rank (the last line
+ * says how many more when they do not all fit). */
+static void draw_ranks(dash *d) {
+    WINDOW *w = d->w_ranks;
+    if (!w) return;
+    werase(w);
+    const ft_tui_row *r = selected(d);
+    int h, ww;
+    getmaxyx(w, h, ww);
+    ft_tui_rcol cols[FT_RCOL_COUNT];
+    int nc = ft_tui_rank_columns(ww, cols);
+    fill_line(w, 0, role(d, C_HEADER));
+    for (int c = 0; c < nc; c++) {
+        const char *t = ft_tui_rcol_title(cols[c].id);
+        if (cols[c].right)
+            put_right(w, 0, cols[c].x, cols[c].w, t, role(d, C_HEADER));
+        else
+            put(w, 0, cols[c].x, t, cols[c].w, role(d, C_HEADER));
+    }
+    if (!r) return;
+    int lines = h - 1;
+    for (int i = 0; i < lines && i < r->nranks; i++) {
+        if (i == lines - 1 && r->nranks > lines) {
+            char more[64];
+            snprintf(more, sizeof more, "+%d more ranks", r->nranks - i);
+            put(w, 1 + i, FT_TUI_MARK, more, 0, A_DIM);
+            break;
+        }
+        const ft_tui_rank *k = &r->ranks[i];
+        for (int c = 0; c < nc; c++) {
+            char buf[160];
+            ft_tui_rank_cell(k, cols[c].id, cols[c].w, buf, sizeof buf);
+            attr_t a = cols[c].id == FT_RCOL_RATE                      ? role(d, C_GOOD)
+                       : cols[c].id == FT_RCOL_REJECTED && k->rejected ? role(d, C_WARN)
+                                                                       : A_NORMAL;
+            if (cols[c].right)
+                put_right(w, 1 + i, cols[c].x, cols[c].w, buf, a);
+            else
+                put(w, 1 + i, cols[c].x, buf, cols[c].w, a);
         }
     }
 }
@@ -563,7 +610,7 @@ static void draw_status(dash *d, double now) {
     struct {
         char text[640];
         int rank;
-    } seg[14];
+    } seg[16];
     int ns = 0;
 #define SEG(rank_, ...)                                                                            \
     do {                                                                                           \
@@ -599,6 +646,7 @@ static void draw_status(dash *d, double now) {
             ntune += d->m.rows[i].kind == FT_ROW_TUNE;
         if (d->m.expected_runs > 1) SEG(4, "run %d/%d", ntune, d->m.expected_runs);
         if (r && r->strategy[0]) SEG(3, "%s", r->strategy);
+        if (ft_tui_row_ranks_shown(r)) SEG(3, "%d ranks", r->nranks);
         double rate = ft_tui_model_rate(&d->m, now);
         if (isfinite(rate)) SEG(3, "%.1f ev/s", rate);
         if (d->flash[0] && now < d->flash_until)
@@ -614,7 +662,7 @@ static void draw_status(dash *d, double now) {
         SEG(8, "? help  q quit");
     }
 #undef SEG
-    int keep[14], total = 0;
+    int keep[16], total = 0;
     for (int i = 0; i < ns; i++) {
         keep[i] = 1;
         total += text_cols(seg[i].text) + 2;
@@ -636,12 +684,13 @@ static void draw_status(dash *d, double now) {
 static void frame(dash *d, double now) {
     windows_update(d);
     draw_table(d);
+    draw_ranks(d);
     draw_plot(d, now);
     draw_detail(d);
     draw_status(d, now);
     draw_help(d);
     wnoutrefresh(stdscr);
-    WINDOW *ws[] = {d->w_table, d->w_plot, d->w_detail, d->w_status, d->w_help};
+    WINDOW *ws[] = {d->w_table, d->w_ranks, d->w_plot, d->w_detail, d->w_status, d->w_help};
     for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
         if (ws[i]) wnoutrefresh(ws[i]);
     doupdate();

@@ -113,7 +113,6 @@ static void log_free(one_log *f) {
     free(f);
 }
 
-
 static void restart(one_log *f) {
     f->off = 0;
     f->len = f->at = 0;
@@ -295,7 +294,8 @@ ft_tui_follow *ft_tui_follow_new(const char *path) {
 
 void ft_tui_follow_free(ft_tui_follow *f) {
     if (!f) return;
-    for (int i = 0; i < f->n; i++) log_free(f->logs[i]);
+    for (int i = 0; i < f->n; i++)
+        log_free(f->logs[i]);
     free(f);
 }
 
@@ -307,7 +307,8 @@ int ft_tui_follow_waiting(const ft_tui_follow *f) {
 
 int ft_tui_follow_count(const ft_tui_follow *f) {
     int n = 0;
-    for (int i = 0; i < f->n; i++) n += f->logs[i]->fd >= 0;
+    for (int i = 0; i < f->n; i++)
+        n += f->logs[i]->fd >= 0;
     return n;
 }
 
@@ -319,7 +320,8 @@ static void scan(ft_tui_follow *f) {
     int k = ft_eventlog_family(f->path, found, MAX_LOGS);
     for (int i = 0; i < k && i < MAX_LOGS && f->n < MAX_LOGS; i++) {
         int have = 0;
-        for (int j = 0; j < f->n && !have; j++) have = !strcmp(f->logs[j]->path, found[i]);
+        for (int j = 0; j < f->n && !have; j++)
+            have = !strcmp(f->logs[j]->path, found[i]);
         if (!have && (f->logs[f->n] = log_new(found[i]))) f->n++;
     }
 }

@@ -21,12 +21,26 @@ enum {
     PLOT_MIN_H = 5,   /* title, 3 lines of plot, the time axis */
     PLOT_MIN_W = 30,  /* tick labels and 20 columns            */
     DETAIL_MIN_H = 4, /* title and a few lines                 */
+    DETAIL_ROOM = 10, /* what the detail keeps beside the ranks */
+    RANKS_MIN_H = 3,  /* header and two ranks                   */
+    RANKS_MIN_W = 30, /* rank, measured, rate and a short host  */
     WIDE = 100,       /* plot and detail side by side           */
     TABLE_MIN_H = 3,  /* header and two rows                    */
 };
 
-void ft_tui_layout_compute(int rows, int cols, int nitems, int detail_open, int help_open,
-                           ft_tui_layout *L) {
+/* The ranks pane's height out of the `lower` lines below the table, leaving `keep` of them to
+ * the panes below it and taking at most half: a header and a line per rank; 0 (no pane) when
+ * that leaves it less than RANKS_MIN_H. */
+static int ranks_height(int nranks, int lower, int keep, int cols) {
+    if (nranks <= 0 || cols < RANKS_MIN_W) return 0;
+    int rh = 1 + nranks;
+    if (rh > lower - keep) rh = lower - keep;
+    if (rh > lower / 2) rh = lower / 2;
+    return rh >= RANKS_MIN_H ? rh : 0;
+}
+
+void ft_tui_layout_compute(int rows, int cols, int nitems, int nranks, int detail_open,
+                           int help_open, ft_tui_layout *L) {
     memset(L, 0, sizeof *L);
     if (rows < 1 || cols < 1) return;
     L->status = rect(rows - 1, 0, 1, cols);
@@ -37,16 +51,20 @@ void ft_tui_layout_compute(int rows, int cols, int nitems, int detail_open, int 
     if (detail_open && body >= DETAIL_MIN_H) {
         if (cols >= WIDE && body >= 12) {
             th = clampi(need, TABLE_MIN_H, body * 2 / 5);
-            int lower = body - th, pw = cols * 11 / 20;
+            int rh = ranks_height(nranks, body - th, DETAIL_ROOM, cols);
+            L->ranks = rect(th, 0, rh, cols);
+            int y = th + rh, lower = body - y, pw = cols * 11 / 20;
             if (pw >= PLOT_MIN_W && lower >= PLOT_MIN_H) {
-                L->plot = rect(th, 0, lower, pw);
-                L->detail = rect(th, pw, lower, cols - pw);
+                L->plot = rect(y, 0, lower, pw);
+                L->detail = rect(y, pw, lower, cols - pw);
             } else {
-                L->detail = rect(th, 0, lower, cols);
+                L->detail = rect(y, 0, lower, cols);
             }
         } else if (body >= 8) {
             th = clampi(need, TABLE_MIN_H, body / 3);
-            L->detail = rect(th, 0, body - th, cols);
+            int rh = ranks_height(nranks, body - th, DETAIL_ROOM, cols);
+            L->ranks = rect(th, 0, rh, cols);
+            L->detail = rect(th + rh, 0, body - th - rh, cols);
         } else {
             th = 0; /* too small for both: the detail replaces the table */
             L->detail = rect(0, 0, body, cols);
@@ -56,7 +74,9 @@ void ft_tui_layout_compute(int rows, int cols, int nitems, int detail_open, int 
         int cap = body / 2 > TABLE_MIN_H ? body / 2 : TABLE_MIN_H;
         if (cap > body - PLOT_MIN_H) cap = body - PLOT_MIN_H;
         th = clampi(need, TABLE_MIN_H, cap);
-        L->plot = rect(th, 0, body - th, cols);
+        int rh = ranks_height(nranks, body - th, PLOT_MIN_H, cols);
+        L->ranks = rect(th, 0, rh, cols);
+        L->plot = rect(th + rh, 0, body - th - rh, cols);
     }
     L->table = rect(0, 0, th, cols);
     if (help_open) {
@@ -86,7 +106,7 @@ static const col_spec specs[FT_COL_COUNT] = {
 /* Most important first: a column at its least width, or (grow) a column already in taken to
  * its natural width. Then the order they are shown in. */
 typedef struct {
-    ft_tui_col_id id;
+    int id; /* an ft_tui_col_id or an ft_tui_rcol_id */
     int grow;
 } col_step;
 
@@ -103,29 +123,27 @@ static const col_step watch_prio[] = {
     {FT_COL_TREND, 1},
 };
 enum { NSTEPS = sizeof tune_prio / sizeof tune_prio[0] };
-static const ft_tui_col_id tune_show[] = {
-    FT_COL_OP,   FT_COL_SHAPE,   FT_COL_BACKEND, FT_COL_DONE,     FT_COL_LAST,
-    FT_COL_BEST, FT_COL_DEFAULT, FT_COL_SPEEDUP, FT_COL_REJECTED, FT_COL_TREND};
-static const ft_tui_col_id watch_show[] = {
-    FT_COL_OP,  FT_COL_SHAPE, FT_COL_BACKEND, FT_COL_CALLS,  FT_COL_P50,
-    FT_COL_P95, FT_COL_MAX,   FT_COL_JITTER,  FT_COL_VSPROF, FT_COL_TREND};
+static const int tune_show[] = {FT_COL_OP,       FT_COL_SHAPE, FT_COL_BACKEND, FT_COL_DONE,
+                                FT_COL_LAST,     FT_COL_BEST,  FT_COL_DEFAULT, FT_COL_SPEEDUP,
+                                FT_COL_REJECTED, FT_COL_TREND};
+static const int watch_show[] = {FT_COL_OP,     FT_COL_SHAPE, FT_COL_BACKEND, FT_COL_CALLS,
+                                 FT_COL_P50,    FT_COL_P95,   FT_COL_MAX,     FT_COL_JITTER,
+                                 FT_COL_VSPROF, FT_COL_TREND};
 enum { NSHOW = sizeof tune_show / sizeof tune_show[0] };
 
 const char *ft_tui_col_title(ft_tui_col_id id) {
     return id >= 0 && id < FT_COL_COUNT ? specs[id].title : "";
 }
 
-int ft_tui_columns(int width, int watch, ft_tui_col *out) {
-    const col_step *prio = watch ? watch_prio : tune_prio;
-    const ft_tui_col_id *show = watch ? watch_show : tune_show;
-    int avail = width - FT_TUI_MARK;
-    if (avail < 1) return 0;
-    int w[FT_COL_COUNT] = {0}, used = 0;
-    for (int i = 0; i < NSTEPS; i++) {
-        ft_tui_col_id id = prio[i].id;
+/* Widths w[id] of the columns that fit `avail`, taken in the order of prio (the first, cut to
+ * what there is when even its least width does not fit). */
+static void fit_columns(int avail, const col_spec *sp, const col_step *prio, int nprio, int *w) {
+    int used = 0;
+    for (int i = 0; i < nprio; i++) {
+        int id = prio[i].id;
         if (prio[i].grow) {
             if (!w[id]) continue;
-            int more = specs[id].natural - w[id];
+            int more = sp[id].natural - w[id];
             if (more > avail - used) more = avail - used;
             if (more > 0) {
                 w[id] += more;
@@ -134,27 +152,74 @@ int ft_tui_columns(int width, int watch, ft_tui_col *out) {
             continue;
         }
         int sep = used ? 1 : 0;
-        if (i == 0 && avail < specs[id].min) { /* only the op, cut to what there is */
+        if (i == 0 && avail < sp[id].min) { /* only the first, cut to what there is */
             w[id] = avail;
-            used = avail;
             break;
         }
-        if (used + sep + specs[id].min > avail) continue;
-        w[id] = specs[id].min;
-        used += sep + specs[id].min;
+        if (used + sep + sp[id].min > avail) continue;
+        w[id] = sp[id].min;
+        used += sep + sp[id].min;
     }
+}
+
+/* The columns of nonzero width in display order from FT_TUI_MARK, a space apart. */
+typedef struct {
+    int id, x, w, right;
+} placed_col;
+
+static int place_columns(const int *show, int nshow, const int *w, const col_spec *sp,
+                         placed_col *out) {
     int n = 0, x = FT_TUI_MARK;
-    for (int i = 0; i < NSHOW; i++) {
-        ft_tui_col_id id = show[i];
+    for (int i = 0; i < nshow; i++) {
+        int id = show[i];
         if (!w[id]) continue;
         if (n) x++;
-        out[n].id = id;
-        out[n].x = x;
-        out[n].w = w[id];
-        out[n].right = specs[id].right;
+        out[n] = (placed_col){id, x, w[id], sp[id].right};
         x += w[id];
         n++;
     }
+    return n;
+}
+
+int ft_tui_columns(int width, int watch, ft_tui_col *out) {
+    int avail = width - FT_TUI_MARK;
+    if (avail < 1) return 0;
+    int w[FT_COL_COUNT] = {0};
+    fit_columns(avail, specs, watch ? watch_prio : tune_prio, NSTEPS, w);
+    placed_col p[FT_COL_COUNT];
+    int n = place_columns(watch ? watch_show : tune_show, NSHOW, w, specs, p);
+    for (int i = 0; i < n; i++)
+        out[i] = (ft_tui_col){(ft_tui_col_id)p[i].id, p[i].x, p[i].w, p[i].right};
+    return n;
+}
+
+/* ---- the ranks pane's columns -------------------------------------------------------------- */
+
+static const col_spec rspecs[FT_RCOL_COUNT] = {
+    [FT_RCOL_RANK] = {"rank", 4, 4, 1},        [FT_RCOL_HOST] = {"host", 5, 16, 0},
+    [FT_RCOL_DEVICE] = {"device", 10, 120, 0}, [FT_RCOL_MEASURED] = {"measured", 8, 8, 1},
+    [FT_RCOL_REJECTED] = {"rej", 4, 4, 1},     [FT_RCOL_RATE] = {"cand/min", 8, 8, 1},
+};
+static const col_step rank_prio[] = {
+    {FT_RCOL_RANK, 0},     {FT_RCOL_MEASURED, 0}, {FT_RCOL_RATE, 0},   {FT_RCOL_HOST, 0},
+    {FT_RCOL_REJECTED, 0}, {FT_RCOL_HOST, 1},     {FT_RCOL_DEVICE, 0}, {FT_RCOL_DEVICE, 1},
+};
+static const int rank_show[] = {FT_RCOL_RANK,     FT_RCOL_HOST,     FT_RCOL_DEVICE,
+                                FT_RCOL_MEASURED, FT_RCOL_REJECTED, FT_RCOL_RATE};
+
+const char *ft_tui_rcol_title(ft_tui_rcol_id id) {
+    return id >= 0 && id < FT_RCOL_COUNT ? rspecs[id].title : "";
+}
+
+int ft_tui_rank_columns(int width, ft_tui_rcol *out) {
+    int avail = width - FT_TUI_MARK;
+    if (avail < 1) return 0;
+    int w[FT_RCOL_COUNT] = {0};
+    fit_columns(avail, rspecs, rank_prio, (int)(sizeof rank_prio / sizeof rank_prio[0]), w);
+    placed_col p[FT_RCOL_COUNT];
+    int n = place_columns(rank_show, FT_RCOL_COUNT, w, rspecs, p);
+    for (int i = 0; i < n; i++)
+        out[i] = (ft_tui_rcol){(ft_tui_rcol_id)p[i].id, p[i].x, p[i].w, p[i].right};
     return n;
 }
 
@@ -210,6 +275,72 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
     case FT_COL_JITTER: ft_fmt_time(r->jitter, ascii, buf, n); break;
     case FT_COL_VSPROF: ratio_str(r->speedup, buf, n); break;
     case FT_COL_TREND: ft_tui_trend(r, 16, ascii, buf, n); break;
+    default: break;
+    }
+}
+
+/* Bytes of the first `cols` characters of s (UTF-8 continuation bytes take no column). */
+static size_t prefix_bytes(const char *s, int cols) {
+    size_t b = 0;
+    int c = 0;
+    for (; s[b]; b++) {
+        if (((unsigned char)s[b] & 0xC0) != 0x80) {
+            if (c == cols) break;
+            c++;
+        }
+    }
+    return b;
+}
+
+static int text_cols(const char *s, size_t bytes) {
+    int c = 0;
+    for (size_t i = 0; i < bytes && s[i]; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+void ft_tui_shorten(const char *s, int width, char *buf, size_t n) {
+    if (!n) return;
+    buf[0] = '\0';
+    if (width < 1) return;
+    size_t len = strlen(s);
+    if (text_cols(s, len) <= width) {
+        snprintf(buf, n, "%s", s);
+        return;
+    }
+    const char *paren = strstr(s, " (");
+    if (paren && paren > s && text_cols(s, (size_t)(paren - s)) <= width) {
+        snprintf(buf, n, "%.*s", (int)(paren - s), s);
+        return;
+    }
+    if (width <= 2) {
+        snprintf(buf, n, "%.*s", (int)prefix_bytes(s, width), s);
+        return;
+    }
+    snprintf(buf, n, "%.*s..", (int)prefix_bytes(s, width - 2), s);
+}
+
+void ft_tui_rank_cell(const ft_tui_rank *k, ft_tui_rcol_id id, int width, char *buf, size_t n) {
+    if (!n) return;
+    buf[0] = '\0';
+    switch (id) {
+    case FT_RCOL_RANK: snprintf(buf, n, "%d", k->rank); break;
+    case FT_RCOL_HOST: ft_tui_shorten(k->host[0] ? k->host : "?", width, buf, n); break;
+    case FT_RCOL_DEVICE: ft_tui_shorten(k->device[0] ? k->device : "?", width, buf, n); break;
+    case FT_RCOL_MEASURED: count_str(k->measured, buf, n); break;
+    case FT_RCOL_REJECTED: count_str(k->rejected, buf, n); break;
+    case FT_RCOL_RATE: {
+        double r = ft_tui_rank_rate(k);
+        if (!isfinite(r))
+            snprintf(buf, n, "-");
+        else if (r < 100)
+            snprintf(buf, n, "%.1f", r);
+        else if (r < 1e7)
+            snprintf(buf, n, "%.0f", r);
+        else
+            snprintf(buf, n, ">9999999");
+        break;
+    }
     default: break;
     }
 }

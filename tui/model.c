@@ -180,6 +180,9 @@ static void obj_text(const json_t *o, int sorted, const char *sep, char *buf, si
 static void row_release(ft_tui_row *r) {
     ft_tui_ring_free(&r->history);
     ft_tui_vring_free(&r->window);
+    free(r->ranks);
+    r->ranks = NULL;
+    r->nranks = r->ranks_cap = 0;
 }
 
 static void row_reset(ft_tui_row *r, const char *run, int seq) {
@@ -354,6 +357,66 @@ static void apply_rejected(ft_tui_row *r, double t) {
     ft_tui_point p = {t - r->t_start, NAN, r->best, FT_PT_REJECTED};
     ft_tui_ring_push(&r->history, p);
 }
+
+/* ---- ranks of a distributed run ---------------------------------------------------------- */
+
+/* The row's entry for `rank`, added in rank order when new; NULL when the row holds
+ * FT_TUI_MAX_RANKS already or memory ran out. */
+static ft_tui_rank *rank_entry(ft_tui_row *r, int rank) {
+    int lo = 0, hi = r->nranks;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (r->ranks[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->nranks && r->ranks[lo].rank == rank) return &r->ranks[lo];
+    if (r->nranks >= FT_TUI_MAX_RANKS) return NULL;
+    if (r->nranks == r->ranks_cap) {
+        int cap = r->ranks_cap ? 2 * r->ranks_cap : 8;
+        ft_tui_rank *k = realloc(r->ranks, sizeof *k * (size_t)cap);
+        if (!k) return NULL;
+        r->ranks = k;
+        r->ranks_cap = cap;
+    }
+    memmove(&r->ranks[lo + 1], &r->ranks[lo], sizeof *r->ranks * (size_t)(r->nranks - lo));
+    r->nranks++;
+    ft_tui_rank *k = &r->ranks[lo];
+    memset(k, 0, sizeof *k);
+    k->rank = rank;
+    k->t_first = k->t_last = NAN;
+    return k;
+}
+
+/* A candidate event of a distributed run counts for the rank that evaluated it. Events without
+ * an integer "rank" (a run that is not distributed) leave the ranks alone. */
+static void apply_rank(ft_tui_row *r, const json_t *ev, const char *kind, double t) {
+    const json_t *jr = json_object_get(ev, "rank");
+    if (!json_is_integer(jr)) return;
+    json_int_t rank = json_integer_value(jr);
+    if (rank < 0 || rank > 1000000000) return;
+    ft_tui_rank *k = rank_entry(r, (int)rank);
+    if (!k) return;
+    if (json_is_string(json_object_get(ev, "host")))
+        snprintf(k->host, sizeof k->host, "%s", jstr(ev, "host"));
+    if (json_is_string(json_object_get(ev, "device")))
+        snprintf(k->device, sizeof k->device, "%s", jstr(ev, "device"));
+    k->measured += !strcmp(kind, "measured");
+    k->rejected += !strcmp(kind, "rejected");
+    double started = jnum(ev, "started");
+    double first = isfinite(started) && started <= t ? started : t;
+    if (!(first >= k->t_first)) k->t_first = first;
+    if (!(t <= k->t_last)) k->t_last = t;
+}
+
+double ft_tui_rank_rate(const ft_tui_rank *k) {
+    double span = k->t_last - k->t_first;
+    if (!(span > 0)) return NAN;
+    return k->measured * 60.0 / span;
+}
+
+int ft_tui_row_ranks_shown(const ft_tui_row *r) { return r && r->nranks > 1 ? r->nranks : 0; }
 
 static void apply_confirm(ft_tui_row *r, const json_t *ev) {
     const json_t *cfgs = json_object_get(ev, "configs"), *stats = json_object_get(ev, "stats");
@@ -531,6 +594,8 @@ int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
         apply_run_end(r, ev, t);
     else if (!strcmp(kind, "sample"))
         apply_sample(r, ev, t);
+    if (!strcmp(kind, "measured") || !strcmp(kind, "rejected") || !strcmp(kind, "verified"))
+        apply_rank(r, ev, kind, t);
     return 1;
 }
 

@@ -31,6 +31,7 @@ extern "C" {
 #define FT_TUI_HISTORY   512  /* plot points kept per row (ring buffer)               */
 #define FT_TUI_WINDOW    1024 /* latency samples of the rolling window (watch rows)   */
 #define FT_TUI_RATE_SPAN 5.0  /* seconds over which events per second are counted     */
+#define FT_TUI_MAX_RANKS 1024 /* ranks kept per row (a distributed run's processes)    */
 
 /* ---- ring buffers ------------------------------------------------------------------------ */
 
@@ -88,6 +89,15 @@ typedef struct ft_tui_cand {
     int has_hist;
 } ft_tui_cand;
 
+/* One process of a distributed run (`mpirun ... tune`): what the candidate events that carry
+ * its "rank" say (docs/events.md). */
+typedef struct ft_tui_rank {
+    int rank;
+    char host[64], device[128]; /* as its latest event gives them */
+    int measured, rejected;
+    double t_first, t_last; /* its span: the earliest `started` (or `t`) to the latest `t` */
+} ft_tui_rank;
+
 typedef struct ft_tui_row {
     char run[40];
     ft_tui_row_kind kind;
@@ -107,6 +117,8 @@ typedef struct ft_tui_row {
     int ntop;
     int ties_final; /* the tie flags come from run_end */
     ft_tui_ring history;
+    ft_tui_rank *ranks; /* by rank; none unless the run is distributed */
+    int nranks, ranks_cap;
 
     /* watch rows */
     char config[160];
@@ -138,6 +150,13 @@ void ft_tui_model_free(ft_tui_model *m);
  * malformed: counted in nbad). Does not keep ev. */
 int ft_tui_model_apply(ft_tui_model *m, const json_t *ev);
 ft_tui_row *ft_tui_model_find(ft_tui_model *m, const char *run);
+
+/* Candidates the rank measured per minute over its span of events; NAN when the span is
+ * empty. */
+double ft_tui_rank_rate(const ft_tui_rank *k);
+/* Ranks the dashboard's ranks pane shows for the row: all of them when the run is distributed
+ * over more than one, else 0 (no pane: a run that is not distributed has no ranks). */
+int ft_tui_row_ranks_shown(const ft_tui_row *r);
 
 /* Seconds left in a running tune row, from its elapsed time and the candidates remaining
  * (capped by its time budget); NAN when unknown (nothing finished yet, or not running). */
@@ -187,17 +206,19 @@ typedef struct ft_rect {
 } ft_rect;
 
 typedef struct ft_tui_layout {
-    ft_rect table, plot, detail, status;
+    ft_rect table, ranks, plot, detail, status;
     ft_rect help; /* an overlay: drawn over the others when open */
 } ft_tui_layout;
 
-/* The panes for a rows x cols terminal showing `nitems` table rows. The status bar takes the
- * last line; the table the top (its header plus a line per item, at least 3 lines when there
- * is room); below it the plot, and the detail pane when open (beside the plot when the
- * terminal is wide, in its place otherwise). Panes that would be too small to be useful are
- * dropped (w = h = 0); no pane reaches outside the screen and none overlap. */
-void ft_tui_layout_compute(int rows, int cols, int nitems, int detail_open, int help_open,
-                           ft_tui_layout *out);
+/* The panes for a rows x cols terminal showing `nitems` table rows and `nranks` ranks of a
+ * distributed run (0: no ranks pane). The status bar takes the last line; the table the top
+ * (its header plus a line per item, at least 3 lines when there is room); below it the ranks
+ * (a header and a line per rank, when it leaves the plot or the detail pane their room), then
+ * the plot, and the detail pane when open (beside the plot when the terminal is wide, in its
+ * place otherwise). Panes that would be too small to be useful are dropped (w = h = 0); no
+ * pane reaches outside the screen and none overlap. */
+void ft_tui_layout_compute(int rows, int cols, int nitems, int nranks, int detail_open,
+                           int help_open, ft_tui_layout *out);
 
 /* Table columns. */
 typedef enum {
@@ -238,6 +259,33 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
 /* The row's recent trials (watch: intervals) as a sparkline of `width` cells, scaled between
  * their min and max: UTF-8 blocks, or "_.:-=+*#" when ascii. */
 void ft_tui_trend(const ft_tui_row *r, int width, int ascii, char *buf, size_t n);
+
+/* The ranks pane's columns. */
+typedef enum {
+    FT_RCOL_RANK,
+    FT_RCOL_HOST,
+    FT_RCOL_DEVICE,
+    FT_RCOL_MEASURED,
+    FT_RCOL_REJECTED,
+    FT_RCOL_RATE,
+    FT_RCOL_COUNT
+} ft_tui_rcol_id;
+
+typedef struct ft_tui_rcol {
+    ft_tui_rcol_id id;
+    int x, w, right; /* as in ft_tui_col */
+} ft_tui_rcol;
+
+/* The ranks pane's columns that fit `width` (rank, measured, rate, host, rejected, then the
+ * device in what is left), in display order. Returns how many (at most FT_RCOL_COUNT). */
+int ft_tui_rank_columns(int width, ft_tui_rcol *out);
+const char *ft_tui_rcol_title(ft_tui_rcol_id id);
+/* A rank's cell, at most `width` columns: the device fingerprint shortened to fit (its name
+ * without the details in parentheses, else cut with ".."). */
+void ft_tui_rank_cell(const ft_tui_rank *k, ft_tui_rcol_id id, int width, char *buf, size_t n);
+/* s in at most `width` columns (ASCII: one byte a column): whole when it fits, else the text
+ * before its first " (", else its first width - 2 characters and "..". */
+void ft_tui_shorten(const char *s, int width, char *buf, size_t n);
 
 /* ---- plot scaling ------------------------------------------------------------------------ */
 
