@@ -1175,6 +1175,8 @@ static ft_status apply_remote(session *S, int i, json_t *events, ft_err *err) {
         json_object_set_new(ev, "candidate", json_integer(i));
         json_object_set_new(ev, "config", ft_config_to_json(S->s, &S->cands[i]));
         resume_event(S, ev, kind, 0, 1);
+        if (!strcmp(kind, "measured")) /* this run's count, not the worker's */
+            json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
         if (!s) s = emit(S, json_incref(ev), err);
     }
     if (S->info[i].state == C_UNKNOWN) /* a worker that said nothing of it */
