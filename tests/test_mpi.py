@@ -10,6 +10,7 @@
 - A rank killed with SIGKILL ends the job; the same command again resumes from rank 0's log
   without measuring any config twice.
 - Ranks on two kinds of device tune one run per kind: a log each, a profile entry each.
+- A candidate past --candidate-timeout ends the job with one line.
 
     test_mpi.py FLARETUNE
 Exits 77 when flaretune was built without MPI or mpirun is missing.
@@ -140,6 +141,19 @@ def test_kill(work):
     check(any(e["event"] == "run_end" for e in events(log)), "the resumed run ends")
 
 
+def test_timeout(work):
+    """--candidate-timeout: a candidate that takes longer ends the job in one line; the log
+    keeps what was measured before it."""
+    log = os.path.join(work, "timeout.jsonl")
+    r = run(mpirun(2, "tune", "fusion.dflare", "--preset", "small.dflare.train", "--backend",
+                   "cpu", "--max-time", "4", "--noise", "0.000001", "--candidate-timeout", "1",
+                   "--log", log, "--quiet"), timeout=120)
+    check(r.returncode != 0 and "longer than --candidate-timeout" in r.stderr,
+          f"a candidate past --candidate-timeout ends the job (rc {r.returncode})")
+    check(os.path.exists(log) and any(e["event"] == "run_start" for e in events(log)),
+          "the log keeps the run")
+
+
 def test_two_devices(work):
     """Two kinds of device in one job (here: the same CPU with OpenBLAS on two cores, which
     the fingerprint tells apart): one run per kind, one log each, one profile entry each."""
@@ -181,6 +195,7 @@ def main():
         test_replay(work, landscape)
         test_kill(work)
         test_two_devices(work)
+        test_timeout(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if failures:

@@ -1091,11 +1091,24 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     return code;
 }
 
+/* --candidate-timeout: the session's alarm went off. One line, then the default action (the
+ * process ends; under mpirun, the job). */
+static void on_candidate_timeout(int sig) {
+    static const char msg[] = "flaretune: a candidate took longer than --candidate-timeout: "
+                              "ending (the log keeps what was measured; the same command "
+                              "resumes)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static int run(int argc, char **argv) {
     tune_args a;
     static row rows[16 * 32];
     int code = tune_parse(argc, argv, &a);
     if (code || (code = tune_check(&a))) return code;
+    if (a.to.candidate_timeout_s > 0) signal(SIGALRM, on_candidate_timeout);
     progress pg;
     tuning T;
     memset(&T, 0, sizeof T);
