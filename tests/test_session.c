@@ -7,6 +7,7 @@
  *     another run holds.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,141 @@ static void test_confirmation_disagrees(void) {
     json_decref(evs);
 }
 
+/* ---- batches shared with a worker (the protocol of distributed tuning, in one process) ------ */
+
+/* Two queues between the run and a worker thread: what MPI carries between ranks. */
+typedef struct {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    json_t *q[2][64]; /* [0]: to the worker ({config, best}; NULL: the run is over), [1]: back */
+    int head[2], tail[2];
+} chan;
+
+static void chan_push(chan *ch, int way, json_t *v) {
+    pthread_mutex_lock(&ch->m);
+    ch->q[way][ch->tail[way]++ % 64] = v;
+    pthread_cond_broadcast(&ch->cv);
+    pthread_mutex_unlock(&ch->m);
+}
+
+static json_t *chan_pop(chan *ch, int way) {
+    pthread_mutex_lock(&ch->m);
+    while (ch->head[way] == ch->tail[way])
+        pthread_cond_wait(&ch->cv, &ch->m);
+    json_t *v = ch->q[way][ch->head[way]++ % 64];
+    pthread_mutex_unlock(&ch->m);
+    return v;
+}
+
+static ft_status ch_send(void *ctx, int w, const json_t *config, double best, ft_err *err) {
+    (void)w;
+    (void)err;
+    chan_push(ctx, 0, json_pack("{s:O, s:f}", "config", config, "best", isfinite(best) ? best : -1));
+    return FT_OK;
+}
+
+static ft_status ch_recv(void *ctx, int w, json_t **events, ft_err *err) {
+    (void)w;
+    (void)err;
+    *events = chan_pop(ctx, 1);
+    return FT_OK;
+}
+
+static int ch_next(void *ctx, json_t **config, double *best, ft_err *err) {
+    (void)err;
+    json_t *m = chan_pop(ctx, 0);
+    if (!m) return 0;
+    *config = json_incref(json_object_get(m, "config"));
+    double b = json_number_value(json_object_get(m, "best"));
+    *best = b > 0 ? b : INFINITY;
+    json_decref(m);
+    return 1;
+}
+
+static ft_status ch_reply(void *ctx, json_t *events, ft_err *err) {
+    (void)err;
+    chan_push(ctx, 1, json_deep_copy(events));
+    return FT_OK;
+}
+
+typedef struct {
+    ft_tune_opts o;
+    ft_tune_server srv;
+    int served;
+    ft_status st;
+    ft_err err;
+} worker_arg;
+
+static void *worker_main(void *p) {
+    worker_arg *w = p;
+    w->st = ft_tune_serve(&w->o, &w->srv, &w->served, &w->err);
+    return NULL;
+}
+
+/* The configs of a log's measured and rejected events, in order, into one string. */
+static void evaluated(const char *path, char *out, size_t n, int *rank1) {
+    json_t *evs = read_log(path);
+    out[0] = 0;
+    *rank1 = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        const json_t *e = json_array_get(evs, i);
+        const char *k = json_string_value(json_object_get(e, "event"));
+        if (strcmp(k, "measured") && strcmp(k, "rejected")) continue;
+        *rank1 += json_integer_value(json_object_get(e, "rank")) == 1;
+        snprintf(out + strlen(out), n - strlen(out), "%s,",
+                 json_string_value(json_object_get(json_object_get(e, "config"), "speed")));
+    }
+    json_decref(evs);
+}
+
+/* A batch of two shared with a worker thread evaluates what one process does with batches of
+ * two, in the same order, and picks the same winner; the worker's events say rank 1. */
+static void test_batches_with_a_worker(void) {
+    ft_err err = {0};
+    ft_tune_opts o;
+    char log1[256], log2[256], a[256], b[256];
+    sim_jitter = 1e-9; /* no busy spell: the clock is the same for both runs */
+    sim_opts(&o, log1, sizeof log1, "batch1.jsonl");
+    o.strategy = FT_STRAT_EXHAUSTIVE;
+    o.screen = 0;
+    o.confirm_top = 1;
+    o.batch = 2;
+    ft_tune_result r1, r2;
+    FT_CHECK(ft_tune_run(&o, &r1, &err) == FT_OK, "%s", err.msg);
+
+    chan ch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0}}, {0, 0}, {0, 0}};
+    worker_arg w;
+    memset(&w, 0, sizeof w);
+    w.o = o;
+    w.o.log_path = NULL;
+    w.o.rank = 1;
+    w.srv = (ft_tune_server){&ch, ch_next, ch_reply};
+    ft_tune_workers workers = {1, 1, &ch, ch_send, ch_recv};
+    ft_tune_opts o2 = o;
+    snprintf(log2, sizeof log2, "%s/batch2.jsonl", dir);
+    o2.log_path = log2;
+    o2.batch = 0; /* one per process: two */
+    o2.workers = &workers;
+    o2.rank = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, worker_main, &w);
+    FT_CHECK(ft_tune_run(&o2, &r2, &err) == FT_OK, "%s", err.msg);
+    chan_push(&ch, 0, NULL);
+    pthread_join(th, NULL);
+    FT_CHECK(w.st == FT_OK, "worker: %s", w.err.msg);
+    int ranked1, ranked2;
+    evaluated(log1, a, sizeof a, &ranked1);
+    evaluated(log2, b, sizeof b, &ranked2);
+    FT_CHECK(!strcmp(a, b), "the same candidates in the same order: %s / %s", a, b);
+    FT_CHECK(ranked1 == 0 && ranked2 == w.served && w.served >= 1,
+             "the worker's events say rank 1 (%d of %d served)", ranked2, w.served);
+    FT_CHECK(r1.found && r2.found && ft_config_equal(&r1.winner, &r2.winner),
+             "the same winner");
+    FT_CHECK(r2.evaluations == r1.evaluations, "the run counts the worker's evaluations: %d / %d",
+             r2.evaluations, r1.evaluations);
+    sim_jitter = 0;
+}
+
 /* ---- what fails before the search --------------------------------------------------------- */
 
 static void test_fails_before_the_search(void) {
@@ -264,6 +400,7 @@ int main(void) {
     FT_RUN(test_confirmation_disagrees);
     FT_RUN(test_confirm_near_ties);
     FT_RUN(test_fails_before_the_search);
+    FT_RUN(test_batches_with_a_worker);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return ft_test_finish();
