@@ -1722,6 +1722,7 @@ static ft_status pkg_write_cuda(pkg *k, ft_err *err) {
     if (!s) s = write_cuda_header(k, err);
     if (!s) s = write_text(k, "runtime.c", ft_package_cuda_runtime_c, err);
     if (!s) s = write_text(k, "run.c", ft_package_cuda_run_c, err);
+    if (!s) s = write_text(k, "lookup.inc", ft_package_lookup_inc, err);
     if (!s) s = write_text(k, "internal.h", ft_package_internal_h, err);
     if (!s) s = write_cuda_absent(k, err);
     if (!s) s = write_cuda_entries(k, cubins, sizes, err);
@@ -1745,6 +1746,7 @@ static ft_status pkg_write_tree(pkg *k, ft_err *err) {
     if (!s) s = write_header(k, err);
     if (!s) s = write_text(k, "internal.h", ft_package_internal_h, err);
     if (!s) s = write_text(k, "runtime.c", ft_package_runtime_c, err);
+    if (!s) s = write_text(k, "lookup.inc", ft_package_lookup_inc, err);
     if (!s) s = write_entries(k, err);
     if (!s) s = write_absent(k, err);
     if (!s) s = write_cmake(k, err);

@@ -13,6 +13,8 @@ extern const char *const ft_package_runtime_c;
 extern const char *const ft_package_cuda_runtime_c;
 /* The run of a CUDA package (src/@P@_run.c): a bucket through the copied CUDA backend. */
 extern const char *const ft_package_cuda_run_c;
+/* The bucket lookup both runs include (src/P_lookup.inc). */
+extern const char *const ft_package_lookup_inc;
 /* The header the package's tables and runtime share (src/@P@_internal.h). */
 extern const char *const ft_package_internal_h;
 
