@@ -493,9 +493,31 @@ static ft_status pkg_copy(const pkg *k, const char *rel, ft_err *err) {
 }
 
 /* Write text with @P@ and @U@ replaced by the prefix and its upper case. */
+/* Finding OpenBLAS (the OpenMP build, where flaretune's CMakeLists finds it) and OpenMP, in
+ * both packages' CMakeLists.txt (@BLAS@). */
+static const char *const pkg_cmake_blas =
+    "find_library(@U@_OPENBLAS_LIB NAMES openblas\n"
+    "             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
+    "find_path(@U@_OPENBLAS_INCLUDE NAMES cblas.h\n"
+    "          PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
+    "if(NOT @U@_OPENBLAS_LIB OR NOT @U@_OPENBLAS_INCLUDE)\n"
+    "  message(FATAL_ERROR \"@P@ needs OpenBLAS built with OpenMP: install it with \"\n"
+    "                      \"`apt-get install libopenblas-openmp-dev` (or set @U@_OPENBLAS_LIB and "
+    "\"\n"
+    "                      \"@U@_OPENBLAS_INCLUDE), then configure again.\")\n"
+    "endif()\n"
+    "find_package(OpenMP COMPONENTS C)\n"
+    "if(NOT OpenMP_C_FOUND)\n"
+    "  message(FATAL_ERROR \"@P@ needs OpenMP: a C compiler with OpenMP support (gcc's "
+    "libgomp).\")\n"
+    "endif()\n";
+
 static void put_subst(FILE *f, const pkg *k, const char *text) {
     for (const char *c = text; *c;) {
-        if (!strncmp(c, "@P@", 3)) {
+        if (!strncmp(c, "@BLAS@", 6)) {
+            put_subst(f, k, pkg_cmake_blas);
+            c += 6;
+        } else if (!strncmp(c, "@P@", 3)) {
             fputs(k->P, f);
             c += 3;
         } else if (!strncmp(c, "@U@", 3)) {
@@ -893,21 +915,7 @@ static const char *const pkg_cmake_top =
     "\n"
     "# OpenBLAS built with OpenMP (Debian: libopenblas-openmp-dev), so a GEMM inside a kernel's\n"
     "# parallel region runs on its calling thread, as in flaretune.\n"
-    "find_library(@U@_OPENBLAS_LIB NAMES openblas\n"
-    "             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
-    "find_path(@U@_OPENBLAS_INCLUDE NAMES cblas.h\n"
-    "          PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
-    "if(NOT @U@_OPENBLAS_LIB OR NOT @U@_OPENBLAS_INCLUDE)\n"
-    "  message(FATAL_ERROR \"@P@ needs OpenBLAS built with OpenMP: install it with \"\n"
-    "                      \"`apt-get install libopenblas-openmp-dev` (or set @U@_OPENBLAS_LIB and "
-    "\"\n"
-    "                      \"@U@_OPENBLAS_INCLUDE), then configure again.\")\n"
-    "endif()\n"
-    "find_package(OpenMP COMPONENTS C)\n"
-    "if(NOT OpenMP_C_FOUND)\n"
-    "  message(FATAL_ERROR \"@P@ needs OpenMP: a C compiler with OpenMP support (gcc's "
-    "libgomp).\")\n"
-    "endif()\n"
+    "@BLAS@"
     "\n"
     "add_library(@P@ STATIC\n";
 
@@ -1342,21 +1350,7 @@ static const char *const pkg_cuda_cmake_top =
     "endif()\n"
     "\n"
     "# OpenBLAS built with OpenMP (the emulator's GEMMs, as flaretune's).\n"
-    "find_library(@U@_OPENBLAS_LIB NAMES openblas\n"
-    "             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
-    "find_path(@U@_OPENBLAS_INCLUDE NAMES cblas.h\n"
-    "          PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)\n"
-    "if(NOT @U@_OPENBLAS_LIB OR NOT @U@_OPENBLAS_INCLUDE)\n"
-    "  message(FATAL_ERROR \"@P@ needs OpenBLAS built with OpenMP: install it with \"\n"
-    "                      \"`apt-get install libopenblas-openmp-dev` (or set @U@_OPENBLAS_LIB and "
-    "\"\n"
-    "                      \"@U@_OPENBLAS_INCLUDE), then configure again.\")\n"
-    "endif()\n"
-    "find_package(OpenMP COMPONENTS C)\n"
-    "if(NOT OpenMP_C_FOUND)\n"
-    "  message(FATAL_ERROR \"@P@ needs OpenMP: a C compiler with OpenMP support (gcc's "
-    "libgomp).\")\n"
-    "endif()\n"
+    "@BLAS@"
     "find_package(Threads REQUIRED)\n"
     "\n"
     "# The CUDA toolkit (\"cuda\": the GPU). Without it the library runs on \"cuda-emu\" alone.\n"
