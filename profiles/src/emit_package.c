@@ -329,6 +329,7 @@ static ft_status pkg_ops(pkg *k, ft_err *err) {
     return FT_OK;
 }
 
+#if FT_HAVE_CUDA
 /* The GPU architecture a CUDA device string names ("cuda: NVIDIA H200 (sm_90a, ...)"). */
 static ft_status pkg_arch(pkg *k, ft_err *err) {
     const char *sm = strstr(k->device, "sm_");
@@ -356,6 +357,7 @@ static ft_status entry_call(const ft_profile_entry *e, ft_call *c, ft_err *err) 
     ft_call_resolve_backward(c);
     return FT_OK;
 }
+#endif
 
 /* Each CUDA entry's configuration and the kernel modules it compiles (sources, -D macros,
  * kernels with their block size and dynamic shared memory), as the CUDA backend builds them. */

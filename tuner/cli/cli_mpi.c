@@ -26,6 +26,8 @@
 #include <mpi.h>
 #endif
 
+
+#if FT_HAVE_MPI
 /* world_rank/world_size: this process in the whole job; rank/size: in its group of ranks on
  * one kind of device (the whole job until ft_cli_mpi_split_by_device). */
 static int world_rank, world_size = 1, rank, size = 1, local_rank, local_size = 1;
@@ -34,7 +36,6 @@ int ft_cli_mpi_rank(void) { return rank; }
 int ft_cli_mpi_size(void) { return size; }
 int ft_cli_mpi_world_rank(void) { return world_rank; }
 
-#if FT_HAVE_MPI
 enum { TAG_CAND = 1, TAG_JOBEND = 2, TAG_RESULT = 3, TAG_ALLDONE = 4 };
 
 /* Rank 0 may run several sessions at once (one per group of ranks, on threads): its MPI calls
@@ -294,6 +295,8 @@ int ft_cli_mpi_split_by_device(const char *device, int *kind) {
     return kinds;
 }
 #else
+int ft_cli_mpi_rank(void) { return 0; }
+int ft_cli_mpi_size(void) { return 1; }
 int ft_cli_mpi_start(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
