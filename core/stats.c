@@ -41,7 +41,11 @@ void ft_stats_compute(double *x, int n, ft_stats *st) {
     for (int i = 0; i < n; i++)
         ss += (x[i] - st->mean) * (x[i] - st->mean);
     st->stdev = n > 1 ? sqrt(ss / (n - 1)) : 0;
-    st->ci_rel = st->median > 0 ? 1.57 * st->iqr / sqrt((double)n) / st->median : INFINITY;
+    /* Quartiles of fewer than FT_STATS_MIN_CI samples say nothing of the median's spread: no
+     * interval (one sample would otherwise be "known to +-0%"). */
+    st->ci_rel = st->median > 0 && n >= FT_STATS_MIN_CI
+                     ? 1.57 * st->iqr / sqrt((double)n) / st->median
+                     : INFINITY;
 }
 
 typedef struct {

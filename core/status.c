@@ -17,6 +17,7 @@ const char *ft_status_name(ft_status s) {
     case FT_ENODEV: return "ENODEV";
     case FT_EVERIFY: return "EVERIFY";
     case FT_EBUSY: return "EBUSY";
+    case FT_ETIMEDOUT: return "ETIMEDOUT";
     case FT_EINTERNAL: return "EINTERNAL";
     }
     return "E?";

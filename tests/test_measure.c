@@ -76,7 +76,7 @@ static void test_converges_on_quiet_samples(void) {
     ft_measure_defaults(&o);
     o.warmup_s = 0;
     o.min_time_s = 0;
-    ft_timed_fn fn = {fake_prep, fake_run, &f};
+    ft_timed_fn fn = {.prep = fake_prep, .run = fake_run, .ctx = &f};
     ft_stats st;
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
     FT_CHECK(st.converged && st.samples == o.min_samples, "quiet: stops at the minimum count (%d)",
@@ -96,7 +96,7 @@ static void test_noisy_samples_hit_the_cap(void) {
     o.min_time_s = 0;
     o.max_samples = 50;
     o.max_noise = 1e-4;
-    ft_timed_fn fn = {NULL, fake_run, &f};
+    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
     ft_stats st;
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
     FT_CHECK(!st.converged && st.samples == 50, "noisy: runs to the cap, not converged (%d)",
@@ -110,7 +110,7 @@ static void test_batches_short_calls(void) {
     ft_measure_defaults(&o);
     o.warmup_s = 0;
     o.min_time_s = 0;
-    ft_timed_fn fn = {NULL, fake_run, &f};
+    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
     ft_stats st;
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
     FT_CHECK(st.batch == 100, "1 us calls batched to 100 us samples, got %d", st.batch);
@@ -124,7 +124,7 @@ static void test_screening(void) {
     ft_measure_defaults(&o);
     o.warmup_s = 0;
     o.screen_above = 1e-3; /* the best so far is twice as fast */
-    ft_timed_fn fn = {NULL, fake_run, &f};
+    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
     ft_stats st;
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
     FT_CHECK(st.screened && st.samples == o.screen_after, "dropped after %d samples: %d %d",
@@ -143,7 +143,7 @@ static void test_stop_flag(void) {
     ft_measure_defaults(&o);
     o.warmup_s = 0;
     o.stop = &stop;
-    ft_timed_fn fn = {NULL, fake_run, &f};
+    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
     ft_stats st;
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
     FT_CHECK(st.interrupted && st.samples == 0, "a raised stop flag ends it before sampling");

@@ -63,7 +63,12 @@ def test_run_log_profile(tmp):
     check(len(done) == valid == len(set(done)), f"every valid candidate once: {len(done)}/{valid}")
     check("confirm" in kinds, "a confirmation round")
     end = ev[-1]
-    check(end["winner"] is not None and end["speedup"] > 0, "a winner with a speedup")
+    # A speedup, or on a busy machine the reason it is withheld (the default not measured
+    # cleanly: docs/measurement.md); never a number from contaminated samples.
+    check(end["winner"] is not None and ((end["speedup"] or 0) > 0
+                                         or "cleanly" in end.get("speedup_withheld", "")),
+          f"a winner with a speedup or its withholding: {end.get('speedup')} "
+          f"{end.get('speedup_withheld')}")
     doc = json.load(open(prof))
     check(doc["schema_version"] == 1 and len(doc["entries"]) == 1, "profile with one entry")
     e = doc["entries"][0]
@@ -82,12 +87,16 @@ def test_run_log_profile(tmp):
           "one run span, one span per measured candidate")
     r0, r1 = runs[0]["ts"], runs[0]["ts"] + runs[0]["dur"]
     check(all(r0 <= c["ts"] and c["ts"] + c["dur"] <= r1 + 1 for c in cands), "candidates nest in the run")
-    # Running the same command again resumes: nothing left to measure.
+    # Running the same command again resumes: nothing left to measure but what a busy machine
+    # kept from being measured cleanly (docs/measurement.md), which gets another chance.
+    unclean = {key(e["config"]) for e in ev if e["event"] == "measured" and e.get("clean") is False}
     rc, out, err = run("tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu",
                        "--log", log, *FAST)
     ev2 = events(log)[len(ev):]
-    check(rc == 0 and ev2[0]["resumed"] == valid, f"second run resumes all {valid}: {err}")
-    check(not any(e["event"] == "measured" for e in ev2), "nothing measured again")
+    check(rc == 0 and ev2[0]["resumed"] == valid - len(unclean),
+          f"second run resumes all {valid} but the {len(unclean)} unclean: {err}")
+    again = {key(e["config"]) for e in ev2 if e["event"] == "measured"}
+    check(again == unclean, f"only the unclean measured again: {len(again)} vs {len(unclean)}")
 
 
 def test_kill_and_resume(tmp):
@@ -464,13 +473,13 @@ def landscape_scores(ev, counted=None):
     score, index = {}, {}
     start = next(e for e in ev if e["event"] == "run_start")
     for e in ev:
-        if e["event"] == "measured":
+        if e["event"] == "measured" and e.get("clean", True) and "stopped" not in e:
             score[e["candidate"]] = e["stats"]["median_s"]
-        elif e["event"] == "rejected":
+        elif e["event"] in ("rejected", "measured"):
             score[e["candidate"]] = float("inf")
         if e["event"] in ("measured", "rejected"):
             index[key(e["config"])] = e["candidate"]
-    confirm = [e for e in ev if e["event"] == "confirm"]
+    confirm = [e for e in ev if e["event"] == "confirm" and e.get("clean", True)]
     named = []
     for cfg, st in zip(*(confirm[-1]["configs"], confirm[-1]["stats"]) if confirm else ([], [])):
         c = index.get(key(cfg))

@@ -8,6 +8,7 @@
 
 #include "flaretune/clock.h"
 #include "flaretune/eventlog.h"
+#include "flaretune/sched.h"
 
 /* The defaults of every use, the one place they are set (docs/measurement.md lists them). The
  * unnamed fields (sample buffers, stop flag) are a caller's own and start empty. */
@@ -38,6 +39,14 @@ static const ft_measure_opts defaults[] = {
             .screen_above = 0,
             /* A median of three already ignores one outlier. */
             .screen_after = 3,
+            /* A sample whose threads lost more than 5% of it to other work is not the kernel's
+             * time: the scheduler's slices are milliseconds, so a preempted sample loses tens
+             * to thousands of times the call, while the probe's own reading and a quiet
+             * machine's wake-ups stay under 1% (docs/measurement.md has the distributions). */
+            .max_lost = 0.05,
+            /* Five clean samples give a median that ignores two outliers; fewer is no
+             * measurement of the kernel. */
+            .min_clean = 5,
         },
     [FT_MEASURE_TUNE] =
         {
@@ -56,73 +65,169 @@ static const ft_measure_opts defaults[] = {
             /* Set per candidate from the best so far and tune's screen_factor. */
             .screen_above = 0,
             .screen_after = 3, /* as bench */
+            .max_lost = 0.05,  /* as bench */
+            .min_clean = 5,    /* as bench */
+            /* Set per candidate from the best so far and tune's stop_factor. */
+            .call_limit_s = 0,
         },
 };
 
-void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o) { *o = defaults[use]; }
+int ft_measure_parse_max_lost(const char *text, double *out) {
+    if (!strcmp(text, "off")) {
+        *out = 0;
+        return 1;
+    }
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0 && v <= 1)) return 0;
+    *out = v;
+    return 1;
+}
+
+void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o) {
+    *o = defaults[use];
+    /* FLARETUNE_MAX_LOST: the machine-wide choice (a number in (0, 1], or "off"); a value that
+     * does not parse leaves the default. */
+    const char *env = getenv("FLARETUNE_MAX_LOST");
+    if (env && *env) ft_measure_parse_max_lost(env, &o->max_lost);
+}
 
 void ft_measure_defaults(ft_measure_opts *o) { ft_measure_defaults_for(FT_MEASURE_BENCH, o); }
+
+/* One timed run of `reps` calls, stopped past call_limit_s a call, and what the scheduler
+ * took from it (*lost_s of *wall_s; both 0 without a probe). */
+static ft_status timed_sample(const ft_timed_fn *fn, const ft_measure_opts *o, ft_sched_probe *pr,
+                              int reps, double *secs, double *wall_s, double *lost_s, ft_err *err) {
+    ft_sched_mark m0, m1;
+    if (pr) {
+        ft_sched_probe_refresh(pr);
+        ft_sched_mark_take(pr, &m0);
+    }
+    if (fn->limit) fn->limit(fn->ctx, o->call_limit_s > 0 ? ft_now_s() + o->call_limit_s * reps : 0);
+    ft_status s = fn->run(fn->ctx, reps, secs, err);
+    *wall_s = *lost_s = 0;
+    if (pr) {
+        ft_sched_mark_take(pr, &m1);
+        *wall_s = m1.wall_s - m0.wall_s;
+        *lost_s = ft_sched_lost(pr, &m0, &m1);
+    }
+    return s;
+}
 
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err) {
     memset(st, 0, sizeof *st);
     double start = ft_now_s();
-    ft_status s;
-    /* Warm-up: caches, page faults, thread pools, frequency; also sizes the batch. */
-    double one = 0;
-    int warm = 0;
-    do {
-        if (fn->prep && (s = fn->prep(fn->ctx, -1, err))) return s;
-        if ((s = fn->run(fn->ctx, 1, &one, err))) return s;
-        warm++;
-    } while (ft_now_s() - start < o->warmup_s && warm < 1000);
-    int batch = 1;
-    if (one < o->batch_min_s) /* (the factor keeps an exact ratio from rounding up a whole call) */
-        batch = (int)ceil(o->batch_min_s / (one > 1e-9 ? one : 1e-9) * (1 - 1e-12));
-    if (batch > 10000) batch = 10000;
-
+    ft_status s = FT_OK;
+    /* The probe watches the calling thread from the start and every other thread once it
+     * exists (OpenMP's and the BLAS's pools start on the first call). */
+    ft_sched_probe probe, *pr = NULL;
+    if (fn->host_clock && o->max_lost > 0) {
+        ft_sched_probe_open(&probe);
+        pr = &probe;
+    }
+    /* x: the clean samples; all: every sample taken (4 x max_samples at most) */
     double *x = malloc(sizeof(double) * (size_t)o->max_samples);
     double *tmp = malloc(sizeof(double) * (size_t)o->max_samples);
-    if (!x || !tmp) {
+    double *all = malloc(sizeof(double) * 4 * (size_t)o->max_samples);
+    if (!x || !tmp || !all) {
         free(x);
         free(tmp);
+        free(all);
+        if (pr) ft_sched_probe_close(pr);
         return ft_err_set(err, FT_ENOMEM, "out of memory for samples");
     }
-    int n = 0;
-    double t0 = ft_now_s();
-    for (;;) {
+    /* Warm-up: caches, page faults, thread pools, frequency; also sizes the batch, from its
+     * fastest call (a call the scheduler stretched would size it too small). */
+    double one = 0, fastest = INFINITY, wall = 0, lost = 0;
+    int warm = 0, batch = 1, n = 0, taken = 0;
+    double lost_sum = 0, wall_sum = 0, t0 = start, stop_t0 = start;
+    do {
+        if (fn->prep && (s = fn->prep(fn->ctx, -1, err))) goto out;
+        stop_t0 = ft_now_s();
+        if ((s = timed_sample(fn, o, pr, 1, &one, &wall, &lost, err))) break;
+        if (one < fastest) fastest = one;
+        warm++;
+    } while (ft_now_s() - start < o->warmup_s && warm < 1000);
+    if (!s) {
+        if (fastest < o->batch_min_s) /* (the factor keeps an exact ratio from rounding up a whole call) */
+            batch = (int)ceil(o->batch_min_s / (fastest > 1e-9 ? fastest : 1e-9) * (1 - 1e-12));
+        if (batch > 10000) batch = 10000;
+        t0 = ft_now_s();
+    }
+    while (!s) {
         double secs;
         if (o->stop && *o->stop) {
             st->interrupted = 1;
             break;
         }
         if (fn->prep && (s = fn->prep(fn->ctx, n, err))) break;
-        if (o->sample_start && n < o->sample_cap) o->sample_start[n] = ft_wall_time();
-        if ((s = fn->run(fn->ctx, batch, &secs, err))) break;
-        if (o->sample_value && n < o->sample_cap) o->sample_value[n] = secs / batch;
-        x[n++] = secs / batch;
+        double started = ft_wall_time();
+        stop_t0 = ft_now_s();
+        if ((s = timed_sample(fn, o, pr, batch, &secs, &wall, &lost, err))) break;
+        all[taken++] = secs / batch;
+        if (secs / batch < fastest) fastest = secs / batch;
+        lost_sum += lost;
+        wall_sum += wall;
+        int clean = !(wall > 0 && lost > o->max_lost * wall);
+        if (clean) {
+            if (o->sample_start && n < o->sample_cap) o->sample_start[n] = started;
+            if (o->sample_value && n < o->sample_cap) o->sample_value[n] = secs / batch;
+            x[n++] = secs / batch;
+        } else {
+            st->discarded++;
+        }
         double elapsed = ft_now_s() - t0;
-        if (n >= o->max_samples || elapsed >= o->max_time_s) break;
+        if (n >= o->max_samples || taken >= 4 * o->max_samples || elapsed >= o->max_time_s) break;
+        if (!clean) continue;
         int screen = o->screen_above > 0 && n >= o->screen_after;
         if ((n >= o->min_samples && elapsed >= o->min_time_s) || screen) {
             memcpy(tmp, x, sizeof(double) * (size_t)n);
-            ft_stats probe = {0};
-            ft_stats_compute(tmp, n, &probe);
-            if (screen && probe.median > o->screen_above) {
+            ft_stats probe_st = {0};
+            ft_stats_compute(tmp, n, &probe_st);
+            if (screen && probe_st.median > o->screen_above) {
                 st->screened = 1;
                 break;
             }
-            if (n >= o->min_samples && elapsed >= o->min_time_s && probe.ci_rel < o->max_noise) {
+            if (n >= o->min_samples && elapsed >= o->min_time_s && probe_st.ci_rel < o->max_noise) {
                 st->converged = 1;
                 break;
             }
         }
     }
+    /* A call past its limit ends the measurement: the candidate is far slower than the best,
+     * or (when the scheduler took the time) not measured cleanly. */
+    int stopped_dirty = 0;
+    if (s == FT_ETIMEDOUT) {
+        st->stopped = 1;
+        st->stopped_s = ft_now_s() - stop_t0;
+        stopped_dirty = wall > 0 && lost > o->max_lost * wall;
+        s = FT_OK;
+    }
     if (!s) {
+        int discarded = st->discarded;
+        /* Too few clean samples for what the budget gave: as many as were taken, up to
+         * min_clean. A call slower than the whole budget gets its one clean sample; a call
+         * the watchdog stopped decides by its own share. */
+        int need = o->min_clean < taken ? o->min_clean : taken;
+        int unclean = st->stopped ? stopped_dirty : !st->screened && (n == 0 || n < need);
         st->batch = batch;
         st->total_s = ft_now_s() - start;
-        ft_stats_compute(x, n, st);
+        /* Unclean: the statistics of every sample, contaminated ones too. The scheduler only
+         * adds time, so that median is an upper bound on the kernel's, to show, never to
+         * rank. */
+        if (unclean && !st->stopped)
+            ft_stats_compute(all, taken, st);
+        else
+            ft_stats_compute(x, n, st);
+        st->unclean = unclean;
+        st->discarded = discarded;
+        st->fastest_s = fastest;
+        st->lost_frac = wall_sum > 0 ? lost_sum / wall_sum : 0;
     }
+out:
+    if (pr) ft_sched_probe_close(pr);
     free(x);
     free(tmp);
+    free(all);
     return s;
 }

@@ -189,7 +189,8 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         const char *evrun = str_field(ev, "run");
         if (run[0] && evrun && strcmp(evrun, run) != 0) continue;
         if (is_event(ev, "confirm")) {
-            *confirm = i;
+            /* A round the scheduler spoiled (its contenders then kept their search medians) */
+            if (!json_is_false(json_object_get(ev, "clean"))) *confirm = i;
             continue;
         }
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
@@ -205,7 +206,10 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         if (!measured && !rejected) continue;
         l->cost[c] = event_cost(ev);
         l->ci_rel[c] = NAN;
-        if (rejected) {
+        /* Rejected, stopped by the watchdog, or not measured cleanly (a busy machine's upper
+         * bound, never ranked): no time this landscape can use. */
+        if (rejected || json_is_false(json_object_get(ev, "clean")) ||
+            json_is_object(json_object_get(ev, "stopped"))) {
             l->score[c] = INFINITY;
             continue;
         }

@@ -19,6 +19,7 @@
 #include "flaretune/op_json.h"
 #include "flaretune/profile.h"
 #include "flaretune/replay.h"
+#include "flaretune/sched.h"
 #include "flaretune/tune.h"
 #include "flaretune/verify.h"
 
@@ -32,6 +33,8 @@ void ft_tune_defaults(ft_tune_opts *o) {
     o->warm = 1;
     o->screen = 1;
     o->screen_factor = 1.5;
+    o->stop_factor = 20;
+    o->stop_floor_s = 0.05;
     o->confirm_top = 3;
     ft_measure_defaults_for(FT_MEASURE_TUNE, &o->measure);
     o->verify_flops_max = 1e9;
@@ -96,7 +99,9 @@ int ft_tune_verify_preset(const ft_op *op, const ft_attrs *attrs, const ft_prese
 /* ---- session state ------------------------------------------------------------------------- */
 
 /* A candidate's state; C_PRUNED: predicted too slow to measure (--prune predicted). */
-enum { C_UNKNOWN = 0, C_MEASURED, C_SCREENED, C_REJECTED, C_PRUNED };
+/* C_UNCLEAN: too few samples survived the scheduler (never ranked, measured again on resume);
+ * C_STOPPED: the watchdog stopped a call far slower than the best. */
+enum { C_UNKNOWN = 0, C_MEASURED, C_SCREENED, C_REJECTED, C_PRUNED, C_UNCLEAN, C_STOPPED };
 
 typedef struct {
     int state;
@@ -126,6 +131,9 @@ typedef struct {
     ft_load load_start; /* the rest of the machine while the ceilings were measured */
     ft_load load_run;   /* ... while the candidates and the confirmation were measured */
     int busy_candidates;
+    int unclean, stopped;                   /* candidates (C_UNCLEAN, C_STOPPED) */
+    double fastest;                         /* the fastest call of any candidate, dirty too */
+    long samples_discarded, samples_taken; /* every measurement's, the confirmation's too */
     double bytes, flops;
     double best;
     int best_idx;
@@ -254,6 +262,11 @@ typedef struct {
     const ft_config *cfg;
 } run_ctx;
 
+static void run_limit(void *p, double deadline_s) {
+    run_ctx *x = p;
+    x->S->c.deadline_s = deadline_s;
+}
+
 static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {
     run_ctx *x = p;
     ft_nvtx_push("samples", x->S->o->op->name, (uint64_t)(x->cfg - x->S->cands));
@@ -317,6 +330,7 @@ static json_t *measured_event(session *S, int i, const ft_stats *st, const doubl
     json_t *ev = cand_event(S, "measured", i);
     json_object_set_new(ev, "stats", ft_stats_to_json(st));
     json_object_set_new(ev, "screened", json_boolean(st->screened));
+    json_object_set_new(ev, "clean", json_boolean(!st->unclean));
     int ns = st->samples < MAX_TRACE ? st->samples : MAX_TRACE;
     json_object_set_new(ev, "batches", batches_json(starts, ns, ft_wall_time()));
     json_object_set_new(ev, "hist", hist_json(values, ns, st->min, st->max));
@@ -349,8 +363,17 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     double best = isnan(S->screen_base) ? S->best : S->screen_base;
     if (S->o->screen && isfinite(best) && i != S->def_idx)
         mo.screen_above = best * S->o->screen_factor;
+    /* The watchdog: no call runs past stop_factor x the best median so far, or before there is
+     * a clean one, the fastest call seen (an upper bound on its kernel's time however busy the
+     * machine); the first candidate, the default, sets the scale. */
+    double scale = isfinite(S->best) ? S->best : S->fastest;
+    if (S->o->stop_factor > 0 && isfinite(scale) && i != S->def_idx) {
+        mo.call_limit_s = scale * S->o->stop_factor;
+        if (mo.call_limit_s < S->o->stop_floor_s) mo.call_limit_s = S->o->stop_floor_s;
+    }
     run_ctx rc = {S, &S->cands[i]};
-    ft_timed_fn fn = {NULL, timed_run, &rc};
+    ft_timed_fn fn = {.run = timed_run, .ctx = &rc, .limit = run_limit};
+    fn.host_clock = !strcmp(ft_backend_clock(S->o->be), "host");
     ft_stats st;
     S->c.ws = &S->ws;
     S->ws.peak = 0;
@@ -358,6 +381,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     ft_load_mark m0, m1;
     ft_load_mark_take(&m0);
     ft_status s = ft_measure(&fn, &mo, &st, &run_err);
+    S->c.deadline_s = 0;
     ft_load_mark_take(&m1);
     if (s) {
         /* It verified but failed at the tuning shape: record it like any other failure. */
@@ -374,13 +398,23 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     ft_load_add(&S->load_run, &load);
     if (load.busy) S->busy_candidates++;
     S->evaluations++;
-    ci->state = st.screened ? C_SCREENED : C_MEASURED;
-    ci->median = st.median;
+    S->samples_discarded += st.discarded;
+    if (st.fastest_s < S->fastest) S->fastest = st.fastest_s;
+    S->samples_taken += st.samples + st.discarded;
+    /* Only clean samples rank a candidate: one stopped or left without enough of them scores
+     * as unmeasurable for the strategy and never reaches the confirmation. */
+    ci->state = st.unclean ? C_UNCLEAN : st.stopped ? C_STOPPED : st.screened ? C_SCREENED : C_MEASURED;
+    ci->median = ci->state == C_MEASURED || ci->state == C_SCREENED ? st.median : INFINITY;
     ci->stats = st;
     if (st.screened) S->screened++;
+    if (ci->state == C_UNCLEAN) S->unclean++;
+    if (ci->state == C_STOPPED) S->stopped++;
     json_t *ev = measured_event(S, i, &st, starts, values, &load);
+    if (st.stopped)
+        json_object_set_new(ev, "stopped", json_pack("{s:f, s:f}", "after_s", st.stopped_s,
+                                                     "limit_s", mo.call_limit_s));
     free(starts);
-    if (!st.screened && st.median < S->best) {
+    if (ci->state == C_MEASURED && st.median < S->best) {
         S->best = st.median;
         S->best_idx = i;
     }
@@ -416,6 +450,9 @@ static int find_candidate(session *S, const json_t *cfg_json) {
 /* Is a `measured` event one a result can be taken from (as replay checks a landscape)? */
 static int measured_ok(const json_t *ev, char *why, size_t n) {
     const json_t *st = json_object_get(ev, "stats");
+    if (json_is_false(json_object_get(ev, "clean")))
+        return snprintf(why, n, "not measured cleanly (the machine was busy)"), 0;
+    if (json_is_object(json_object_get(ev, "stopped"))) return 1; /* stopped: slow, no median */
     const json_t *med = json_object_get(st, "median_s");
     if (!json_is_object(st)) return snprintf(why, n, "a measured event without stats"), 0;
     if (!json_is_number(med) || !(json_number_value(med) > 0) || !isfinite(json_number_value(med)))
@@ -446,10 +483,23 @@ static void resume_event(session *S, const json_t *ev, const char *kind, size_t 
             S->resumed++, S->resumed_rejected++;
         ci->state = C_REJECTED;
         ci->median = INFINITY;
+    } else if (remote && json_is_false(json_object_get(ev, "clean"))) {
+        S->evaluations++;
+        S->unclean++;
+        ci->state = C_UNCLEAN;
+        ci->median = INFINITY;
     } else if (!measured_ok(ev, why, sizeof why)) {
         /* Not trusted: the candidate is measured again. */
         json_array_append_new(S->resume_notes,
                               json_pack("{s:I, s:s}", "event", (json_int_t)line, "why", why));
+    } else if (json_is_object(json_object_get(ev, "stopped"))) {
+        if (remote)
+            S->evaluations++;
+        else if (ci->state == C_UNKNOWN)
+            S->resumed++;
+        if (ci->state != C_STOPPED) S->stopped++;
+        ci->state = C_STOPPED;
+        ci->median = INFINITY;
     } else {
         const json_t *st = json_object_get(ev, "stats");
         int screened = json_is_true(json_object_get(ev, "screened"));
@@ -547,6 +597,11 @@ static const struct {
 static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_err *err) {
     double *x[16];
     int cap = confirm_rules.max_rounds, rounds = 0, batch[16];
+    /* Each contender's clean samples (x[j][0..clean[j])) and the ones the scheduler spoiled. */
+    int clean[16] = {0}, dirty[16] = {0};
+    double lost_sum[16] = {0}, wall_sum[16] = {0};
+    int classify = !strcmp(ft_backend_clock(S->o->be), "host") && S->o->measure.max_lost > 0;
+    ft_sched_probe probe;
     for (int j = 0; j < n; j++) {
         x[j] = malloc(sizeof(double) * (size_t)cap);
         batch[j] = S->info[idx[j]].stats.batch > 0 ? S->info[idx[j]].stats.batch : 1;
@@ -567,6 +622,7 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
     }
     ft_load_mark m0, m1;
     ft_load_mark_take(&m0);
+    if (classify) ft_sched_probe_open(&probe);
     /* Enough rounds for a stable median, within the time one candidate may take (x2). */
     double t0 = ft_now_s(), limit = confirm_rules.quick_limit * S->o->measure.max_time_s;
     for (int warm = 1; !s && rounds < cap && !(S->o->stop && *S->o->stop); warm = 0) {
@@ -577,15 +633,38 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
              * (another team size, OpenMP's or the BLAS's) and caches are its own again, as in
              * a measurement of it alone; the busy spells still hit every candidate alike. */
             s = timed_run(&rc, 1, &secs, err);
+            ft_sched_mark a, b;
+            if (classify) {
+                ft_sched_probe_refresh(&probe);
+                ft_sched_mark_take(&probe, &a);
+            }
             if (!s) s = timed_run(&rc, batch[j], &secs, err);
-            if (!warm) x[j][rounds] = secs / batch[j];
+            if (s || warm) continue;
+            if (classify) {
+                ft_sched_mark_take(&probe, &b);
+                double wall = b.wall_s - a.wall_s, lost = ft_sched_lost(&probe, &a, &b);
+                lost_sum[j] += lost;
+                wall_sum[j] += wall;
+                if (wall > 0 && lost > S->o->measure.max_lost * wall) {
+                    dirty[j]++;
+                    continue;
+                }
+            }
+            x[j][clean[j]++] = secs / batch[j];
         }
         if (s || warm) continue;
         rounds++;
+        /* The rules count rounds in which every contender got a clean sample. */
+        int full = clean[0];
+        for (int j = 1; j < n; j++)
+            if (clean[j] < full) full = clean[j];
         double el = ft_now_s() - t0;
-        if (rounds >= confirm_rules.quick_rounds && el >= limit) break;
-        if (rounds >= confirm_rules.full_rounds && el >= S->o->measure.min_time_s * n) break;
+        if (full >= confirm_rules.quick_rounds && el >= limit) break;
+        if (full >= confirm_rules.full_rounds && el >= S->o->measure.min_time_s * n) break;
+        /* A busy machine: past the time limit with too few clean rounds, stop at twice it. */
+        if (el >= 2 * limit && rounds >= confirm_rules.quick_rounds) break;
     }
+    if (classify) ft_sched_probe_close(&probe);
     ft_load_mark_take(&m1);
     ft_load load;
     ft_load_between(&m0, &m1, &load);
@@ -595,7 +674,14 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
         out[j].batch = batch[j];
         out[j].total_s = ft_now_s() - t0;
         out[j].converged = 1;
-        ft_stats_compute(x[j], rounds, &out[j]);
+        ft_stats_compute(x[j], clean[j], &out[j]);
+        out[j].discarded = dirty[j];
+        out[j].lost_frac = wall_sum[j] > 0 ? lost_sum[j] / wall_sum[j] : 0;
+        int need = S->o->measure.min_clean < rounds ? S->o->measure.min_clean : rounds;
+        out[j].unclean = rounds > 0 && clean[j] < need;
+        if (clean[j] == 0) out[j].median = NAN;
+        S->samples_discarded += dirty[j];
+        S->samples_taken += clean[j] + dirty[j];
         free(x[j]);
     }
     if (!s && rounds == 0) out[0].samples = 0; /* stopped before the first counted round */
@@ -631,6 +717,12 @@ static json_t *contention_json(const session *S) {
     json_object_set_new(o, "at_start", ft_load_to_json(&S->load_start));
     json_object_set_new(o, "during", ft_load_to_json(&S->load_run));
     json_object_set_new(o, "busy_candidates", json_integer(S->busy_candidates));
+    /* What the scheduler cost the samples (docs/measurement.md): thrown away, out of all the
+     * timed samples, and the candidates left without enough clean ones or stopped. */
+    json_object_set_new(o, "samples_discarded", json_integer(S->samples_discarded));
+    json_object_set_new(o, "samples_taken", json_integer(S->samples_taken));
+    json_object_set_new(o, "unclean", json_integer(S->unclean));
+    json_object_set_new(o, "stopped", json_integer(S->stopped));
     /* Busy as a whole: at the start or over all the measurements together (one candidate's
      * short span alone is within the ticks' resolution; it is counted in busy_candidates). */
     json_object_set_new(o, "busy", json_boolean(S->load_start.busy || S->load_run.busy));
@@ -647,7 +739,7 @@ static json_t *profile_entry(session *S, const outcome *oc) {
     json_object_set_new(e, "attrs", ft_attrs_to_json(&S->c));
     json_object_set_new(e, "config", ft_config_to_json(S->s, &S->cands[w]));
     json_object_set_new(e, "stats", ft_stats_to_json(&oc->ws));
-    if (oc->def_pos >= 0) {
+    if (oc->def_pos >= 0 && !oc->ds.unclean) {
         json_object_set_new(e, "default",
                             json_pack("{s:o, s:o}", "config",
                                       ft_config_to_json(S->s, &S->cands[S->def_idx]), "stats",
@@ -656,6 +748,9 @@ static json_t *profile_entry(session *S, const outcome *oc) {
     } else {
         json_object_set_new(e, "default", json_null());
         json_object_set_new(e, "speedup", json_null());
+        if (oc->def_pos >= 0)
+            json_object_set_new(e, "speedup_withheld",
+                                json_string("the default was not measured cleanly (busy machine)"));
     }
     json_object_set_new(e, "roofline_frac", ft_json_number(oc->roof.floor_s / oc->ws.median));
     json_object_set_new(e, "roofline", ft_roofline_to_json(&oc->roof, oc->ws.median));
@@ -669,6 +764,14 @@ static json_t *profile_entry(session *S, const outcome *oc) {
     if (json_array_size(oc->unstable))
         json_object_set_new(e, "unstable", json_deep_copy(oc->unstable));
     json_object_set_new(e, "contention", contention_json(S));
+    json_t *unclean = json_array();
+    for (int i = 0; i < S->ncands; i++)
+        if (S->info[i].state == C_UNCLEAN)
+            json_array_append_new(unclean, ft_config_to_json(S->s, &S->cands[i]));
+    if (json_array_size(unclean))
+        json_object_set_new(e, "not_measured_cleanly", unclean);
+    else
+        json_decref(unclean);
     json_t *envj = ft_env_to_json(&S->env);
     if (S->o->be->device_details)
         json_object_set_new(envj, "device_details", json_string(S->o->be->device_details()));
@@ -782,6 +885,7 @@ static ft_status plan(session *S, ft_err *err) {
     S->bytes = ft_call_io_bytes(&S->c);
     S->flops = o->op->flops(&S->c);
     S->best = INFINITY;
+    S->fastest = INFINITY;
     S->best_idx = -1;
     return FT_OK;
 }
@@ -1292,7 +1396,7 @@ static ft_status search(session *S, int *stopped, ft_err *err) {
 static void find_ties(session *S, const int *pick, int k, const ft_stats *cs, outcome *oc) {
     int w = oc->winner;
     for (int j = 0; j < k; j++) {
-        if (pick[j] == pick[w]) continue;
+        if (pick[j] == pick[w] || cs[j].unclean) continue;
         double hw = cs[w].median * (isfinite(cs[w].ci_rel) ? cs[w].ci_rel : 0);
         double hj = cs[j].median * (isfinite(cs[j].ci_rel) ? cs[j].ci_rel : 0);
         if (cs[j].median - hj <= cs[w].median + hw)
@@ -1325,7 +1429,10 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
     oc->def_pos = -1;
     for (int j = 0; j < k; j++)
         if (pick[j] == S->def_idx) oc->def_pos = j;
-    if (oc->def_pos < 0 && S->def_idx >= 0 && S->info[S->def_idx].state == C_MEASURED) {
+    /* The default is the baseline of every speedup: one the scheduler spoiled in the search
+     * gets a second chance here, side by side with the others. */
+    if (oc->def_pos < 0 && S->def_idx >= 0 &&
+        (S->info[S->def_idx].state == C_MEASURED || S->info[S->def_idx].state == C_UNCLEAN)) {
         oc->def_pos = k;
         pick[k++] = S->def_idx;
     }
@@ -1338,8 +1445,22 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
         if (S->o->measure_lock) pthread_mutex_unlock(S->o->measure_lock);
     }
     if (s) return s;
-    if (oc->interrupted || cs[0].samples == 0) {
-        /* No time for a confirmation round: report the search's own measurements. */
+    int spoiled = 0; /* a contender the scheduler left without enough clean rounds */
+    for (int j = 0; j < k && !oc->interrupted && cs[0].samples > 0; j++) spoiled |= cs[j].unclean;
+    if (oc->interrupted || cs[0].samples == 0 || spoiled) {
+        /* No time for a confirmation round, or a busy machine spoiled it: report the search's
+         * own measurements (each of clean samples), and say so in the log. */
+        if (spoiled) {
+            json_t *cev = json_pack("{s:s, s:b, s:s, s:f, s:[], s:[]}", "event", "confirm",
+                                    "clean", 0, "used", "search", "started", confirm_started,
+                                    "configs", "stats");
+            for (int j = 0; j < k; j++) {
+                json_array_append_new(json_object_get(cev, "configs"),
+                                      ft_config_to_json(S->s, &S->cands[pick[j]]));
+                json_array_append_new(json_object_get(cev, "stats"), ft_stats_to_json(&cs[j]));
+            }
+            if ((s = emit(S, cev, err))) return s;
+        }
         for (int j = 0; j < k; j++) cs[j] = S->info[pick[j]].stats;
     } else {
         json_t *cev = json_pack("{s:s, s:[], s:[], s:[], s:f}", "event", "confirm", "configs",
@@ -1355,9 +1476,12 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
         }
         if ((s = emit(S, cev, err))) return s;
     }
-    oc->winner = 0;
-    for (int j = 1; j < k; j++)
-        if (cs[j].median < cs[oc->winner].median) oc->winner = j;
+    /* Only a clean measurement wins (the default's search stats may be unclean). */
+    oc->winner = -1;
+    for (int j = 0; j < k; j++)
+        if (!cs[j].unclean && (oc->winner < 0 || cs[j].median < cs[oc->winner].median))
+            oc->winner = j;
+    if (oc->winner < 0) return FT_OK; /* nothing measured cleanly: no winner */
     find_ties(S, pick, k, cs, oc);
     oc->ws = cs[oc->winner];
     oc->ds = oc->def_pos >= 0 ? cs[oc->def_pos] : cs[oc->winner];
@@ -1383,6 +1507,10 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
     r->busy = S->load_start.busy || S->load_run.busy;
     r->load = S->load_run.known ? S->load_run : S->load_start;
     r->busy_candidates = S->busy_candidates;
+    r->unclean = S->unclean;
+    r->stopped = S->stopped;
+    r->samples_discarded = S->samples_discarded;
+    r->samples_taken = S->samples_taken;
     snprintf(r->predict_device, sizeof r->predict_device, "%s", S->pred_device);
     r->predicted = S->npredicted;
     r->pruned = S->pruned;
@@ -1393,12 +1521,20 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
     r->found = 1;
     r->winner = S->cands[oc->winner];
     r->winner_stats = oc->ws;
-    if (oc->def_pos >= 0) {
+    if (oc->def_pos >= 0 && !oc->ds.unclean) {
         r->def = S->cands[S->def_idx];
         r->default_stats = oc->ds;
         r->speedup = oc->ds.median / oc->ws.median;
     } else {
         r->speedup = NAN;
+        const cand_info *d = S->def_idx >= 0 ? &S->info[S->def_idx] : NULL;
+        snprintf(r->speedup_withheld, sizeof r->speedup_withheld, "%s",
+                 !d                          ? "no default config"
+                 : d->state == C_UNCLEAN || oc->def_pos >= 0
+                     ? "the default was not measured cleanly (busy machine)"
+                 : d->state == C_REJECTED    ? "the default was rejected"
+                 : d->state == C_UNKNOWN     ? "the default was not measured"
+                                             : "the default was not confirmed");
     }
     r->ntie = (int)json_array_size(oc->tie);
     r->nunstable = (int)json_array_size(oc->unstable);
@@ -1420,12 +1556,17 @@ static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err
     }
     if (!oc->found) {
         json_object_set_new(endev, "winner", json_null());
+        if (S->unclean)
+            json_object_set_new(endev, "no_winner",
+                                json_string("no candidate was measured cleanly (busy machine)"));
     } else {
         json_object_set_new(endev, "winner", ft_config_to_json(S->s, &S->cands[oc->winner]));
         json_object_set_new(endev, "stats", ft_stats_to_json(&oc->ws));
         json_object_set_new(endev, "default_stats",
                             oc->def_pos >= 0 ? ft_stats_to_json(&oc->ds) : json_null());
         json_object_set_new(endev, "speedup", ft_json_number(r->speedup));
+        if (r->speedup_withheld[0])
+            json_object_set_new(endev, "speedup_withheld", json_string(r->speedup_withheld));
         json_object_set_new(endev, "roofline_frac", ft_json_number(r->roofline_frac));
         json_object_set_new(endev, "roofline", ft_roofline_to_json(&oc->roof, oc->ws.median));
         json_object_set_new(endev, "unstable", json_deep_copy(oc->unstable));

@@ -302,7 +302,8 @@ ft_status ft_step_measure(ft_step *s, const ft_step_opts *o, ft_err *err) {
             snprintf(what, sizeof what, "%s (%s)", sg->name, sg->call.op->name);
             if (o->progress) o->progress(o->progress_ctx, what, done, distinct + 1);
             alone_ctx a = {s->be, &sg->call, &sg->cfg};
-            ft_timed_fn fn = {NULL, alone_run, &a};
+            ft_timed_fn fn = {.run = alone_run, .ctx = &a};
+            fn.host_clock = !strcmp(ft_backend_clock(s->be), "host");
             ft_status st = ft_measure(&fn, &mo, &sg->alone, err);
             if (st) return ft_err_wrap(err, "step %s: %s", s->preset.name, sg->name);
             done++;
@@ -333,7 +334,8 @@ ft_status ft_step_measure(ft_step *s, const ft_step_opts *o, ft_err *err) {
      * for at least six of the step the stages add up to, past the measurement's own cap. */
     ft_measure_opts wo = mo;
     if (wo.max_time_s < 6 * s->sum_alone_s) wo.max_time_s = 6 * s->sum_alone_s;
-    ft_timed_fn fn = {NULL, whole_run, &w};
+    ft_timed_fn fn = {.run = whole_run, .ctx = &w};
+    fn.host_clock = !w.seq && !strcmp(ft_backend_clock(s->be), "host");
     st = ft_measure(&fn, &wo, &s->whole, err);
     if (w.seq) s->be->seq_close(w.seq);
     if (st) return ft_err_wrap(err, "step %s: the whole step", s->preset.name);
@@ -344,9 +346,19 @@ ft_status ft_step_measure(ft_step *s, const ft_step_opts *o, ft_err *err) {
 /* ---- the document -------------------------------------------------------------------------- */
 
 static json_t *stats_json(const ft_stats *st) {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "median_s", st->median, "q1_s", st->q1,
-                     "q3_s", st->q3, "min_s", st->min, "ci_rel", st->ci_rel, "samples", st->samples,
-                     "converged", st->converged);
+    json_t *o = json_object();
+    json_object_set_new(o, "median_s", ft_json_number(st->median));
+    json_object_set_new(o, "q1_s", ft_json_number(st->q1));
+    json_object_set_new(o, "q3_s", ft_json_number(st->q3));
+    json_object_set_new(o, "min_s", ft_json_number(st->min));
+    json_object_set_new(o, "ci_rel", ft_json_number(st->ci_rel)); /* null: too few samples */
+    json_object_set_new(o, "samples", json_integer(st->samples));
+    json_object_set_new(o, "converged", json_boolean(st->converged));
+    /* The scheduler's share (docs/measurement.md): an unclean median is an upper bound. */
+    json_object_set_new(o, "discarded", json_integer(st->discarded));
+    json_object_set_new(o, "lost_frac", ft_json_number(st->lost_frac));
+    json_object_set_new(o, "clean", json_boolean(!st->unclean));
+    return o;
 }
 
 static json_t *sizes_json(const ft_preset *p) {

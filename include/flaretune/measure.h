@@ -42,14 +42,31 @@ typedef struct ft_measure_opts {
     /* Optional: stop before the next sample once *stop becomes non-zero (Ctrl-C); the stats
      * then cover the samples taken and are marked interrupted. */
     volatile int *stop;
+    /* Samples the scheduler took from (include/flaretune/sched.h): with a host clock, a sample
+     * whose threads lost more than `max_lost` of it to other work is contaminated and not used;
+     * the measurement goes on until it has its clean samples or its budget ends, and it is
+     * `unclean` when it ends with fewer than min(min_clean, samples taken) clean ones. */
+    double max_lost;
+    int min_clean;
+    /* The longest one call may run, seconds (0: no limit): a sample of `reps` calls gets
+     * reps times this, and a call past it is stopped (ft_timed_fn.limit) and the measurement
+     * ends `stopped`. The tuner sets it from the best so far. */
+    double call_limit_s;
 } ft_measure_opts;
 
 /* Time one call (or `reps` back-to-back calls) and return the seconds it took in *secs. `prep`
  * runs before each timed window with the sample index; both get `ctx`. */
 typedef struct ft_timed_fn {
     ft_status (*prep)(void *ctx, int sample, ft_err *err); /* may be NULL */
+    /* FT_ETIMEDOUT when a call ran past the deadline last given to limit(). */
     ft_status (*run)(void *ctx, int reps, double *secs, ft_err *err);
     void *ctx;
+    /* 1 when run() reads the host clock around the call, so the host's scheduler stretches
+     * it: only then are samples classified (max_lost). A device clock is not stretched. */
+    int host_clock;
+    /* Optional: before each run(), the monotonic time (seconds) by which it must return, or
+     * 0 for none; run() stops the call past it where it can and returns FT_ETIMEDOUT. */
+    void (*limit)(void *ctx, double deadline_s);
 } ft_timed_fn;
 
 /* What a measurement is for; each use has its own defaults, with the reason for every value, in
@@ -59,8 +76,11 @@ typedef enum ft_measure_use {
     FT_MEASURE_TUNE,  /* `tune`'s search: dozens of candidates, each given less time           */
 } ft_measure_use;
 
-/* The defaults of `use`; no samples recorded, no stop flag. */
+/* The defaults of `use`; no samples recorded, no stop flag. FLARETUNE_MAX_LOST in the
+ * environment replaces max_lost's default (as ft_measure_parse_max_lost reads it). */
 void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o);
+/* "off" (0: keep every sample) or a share in (0, 1]; 0 when the text is neither. */
+int ft_measure_parse_max_lost(const char *text, double *out);
 /* The defaults of FT_MEASURE_BENCH. */
 void ft_measure_defaults(ft_measure_opts *o);
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err);

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "flaretune/clock.h"
 #include "flaretune/ref.h"
 #include "flaretune/rng.h"
 #include "flaretune/status.h"
@@ -165,7 +166,20 @@ struct ft_call {
      * ft_call_touch so the next run copies it again. */
     void *dev_state;
     void (*dev_state_free)(void *state);
+    /* The tuner's watchdog: the monotonic time (seconds) past which a run stops early and
+     * returns FT_ETIMEDOUT (0: no limit). The CPU kernels look between their tasks
+     * (ft_call_overdue); ft_backend_time looks between calls. */
+    double deadline_s;
+    int overdue; /* a kernel stopped early: its outputs are incomplete */
 };
+
+/* 1 once c is past its deadline (and marks it overdue): a kernel then skips its remaining
+ * tasks. About as cheap as reading the clock; call it per task, not per element. */
+static inline int ft_call_overdue(ft_call *c) {
+    if (!(c->deadline_s > 0) || ft_now_s() < c->deadline_s) return 0;
+    __atomic_store_n(&c->overdue, 1, __ATOMIC_RELAXED);
+    return 1;
+}
 
 int ft_op_count(void);
 const ft_op *ft_op_at(int i);

@@ -17,7 +17,24 @@ typedef struct ft_stats {
     int screened;    /* early-abort screening stopped it: clearly slower than the best */
     int interrupted; /* *stop was raised                                        */
     double total_s;  /* wall time spent measuring, warm-up included             */
+    /* The scheduler (measure.h max_lost): samples thrown away as contaminated, the share of
+     * all timed samples' wall time that the call's threads lost to other work, and whether
+     * too few clean samples were left: the statistics are then of every sample taken, an
+     * upper bound on the kernel's time to show, never to rank. */
+    int discarded;
+    double lost_frac;
+    int unclean;
+    /* A call ran past the measurement's call_limit_s and was stopped after stopped_s. */
+    int stopped;
+    double stopped_s;
+    /* The fastest call seen, warm-up and contaminated samples included: an upper bound on the
+     * kernel's time whatever the scheduler did (the watchdog's scale before any clean median). */
+    double fastest_s;
 } ft_stats;
+
+/* The fewest samples whose quartiles give the median a confidence interval (ci_rel); below
+ * it ci_rel is infinite and no interval is printed. */
+#define FT_STATS_MIN_CI 5
 
 /* The statistical fields of st (samples, median, quartiles, ...) from n samples in seconds per
  * call; sorts `x` in place and leaves batch, converged and total_s alone. */

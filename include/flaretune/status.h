@@ -24,6 +24,7 @@ typedef enum ft_status {
     FT_ENODEV,       /* the backend's device is not present */
     FT_EVERIFY,      /* a result disagrees with the reference */
     FT_EBUSY,        /* another process holds it (an event log being written) */
+    FT_ETIMEDOUT,    /* a call ran past its time limit and was stopped */
     FT_EINTERNAL,    /* a bug: an invariant did not hold */
 } ft_status;
 

@@ -79,6 +79,11 @@ typedef struct ft_tune_opts {
     double time_budget_s; /* wall-time budget of the search (0: no limit)                   */
     int screen;           /* early-abort screening on                                       */
     double screen_factor; /* drop a candidate whose first samples exceed factor x best; 1.5 */
+    /* The watchdog: a call of a candidate that runs past stop_factor x the best call so far
+     * (and past stop_floor_s) is stopped and the candidate recorded `stopped`; 20 and 0.05 s
+     * (0: no watchdog). */
+    double stop_factor;
+    double stop_floor_s;
     int confirm_top;      /* re-measure this many of the best, interleaved, and every near-tie
                              beyond them (intervals reaching the best's), 8 in all; default 3 */
     /* Each candidate's measurement; the defaults are FT_MEASURE_TUNE's (measure.h). */
@@ -156,6 +161,13 @@ typedef struct ft_tune_result {
     int busy;               /* other processes (or the host) took CPU during the run */
     int busy_candidates;    /* candidates measured while the machine was busy       */
     ft_load load;           /* the rest of the machine during the measurements      */
+    /* The scheduler in the samples (docs/measurement.md): candidates that could not be
+     * measured cleanly, samples thrown away as contaminated out of all those timed, and
+     * candidates whose call the watchdog stopped. */
+    int unclean, stopped;
+    long samples_discarded, samples_taken;
+    /* Why speedup is NaN though a winner was found ("" when it is known). */
+    char speedup_withheld[96];
     int saved;              /* the winner went into the profile                     */
     int valid, evaluations, rejected, resumed, screened;
     int interrupted;

@@ -553,6 +553,7 @@ typedef struct dp_plan {
     int64_t *off;    /* first context row of each request */
     char *thread_ws; /* per_thread bytes a thread */
     char *part_ws;   /* parts > 1: slot_b bytes a task */
+    ft_call *call;   /* for its deadline (ft_call_overdue) */
 } dp_plan;
 
 /* The call's sizes, tensors and task grid. */
@@ -773,7 +774,7 @@ static void run_thread(const dp_plan *plan) {
 
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < plan->ntasks; task++)
-        run_task(plan, &w, sets, task);
+        if (!ft_call_overdue(plan->call)) run_task(plan, &w, sets, task);
 
     if (plan->parts > 1) {
 #pragma omp for schedule(static)
@@ -784,6 +785,7 @@ static void run_thread(const dp_plan *plan) {
 
 static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     dp_plan plan = plan_init(c, cfg);
+    plan.call = c;
     if (plan.R == 0) return FT_OK;
     /* Every BLAS call below runs inside the parallel region on its own thread; a team of one
      * thread is not a parallel region to OpenBLAS, which would otherwise fan out. */

@@ -198,6 +198,7 @@ typedef struct kv_ctx {
     float *k, *v;
     const float *gk, *cs, *sn;
     int epi_fused;
+    ft_call *call; /* for its deadline (ft_call_overdue) */
 } kv_ctx;
 
 /* The GEMM and epilogue of rows [n0, n0 + nr) of a pass; scratch holds nr * ncols floats. */
@@ -236,7 +237,7 @@ static void kv_run_pass(const kv_ctx *x, const kv_pass *p, int64_t chunk, int pa
     const int64_t nchunks = (x->N + chunk - 1) / chunk;
     if (par == PAR_BLAS) {
         ft_cpu_blas_threads(threads);
-        for (int64_t ch = 0; ch < nchunks; ch++) {
+        for (int64_t ch = 0; ch < nchunks && !ft_call_overdue(x->call); ch++) {
             const int64_t n0 = ch * chunk, nr = x->N - n0 < chunk ? x->N - n0 : chunk;
             kv_chunk(x, p, n0, nr, scratch, threads);
         }
@@ -248,6 +249,7 @@ static void kv_run_pass(const kv_ctx *x, const kv_pass *p, int64_t chunk, int pa
         float *mine = scratch ? scratch + (size_t)omp_get_thread_num() * chunk * p->ncols : NULL;
 #pragma omp for schedule(static, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
+            if (ft_call_overdue(x->call)) continue;
             const int64_t n0 = ch * chunk, nr = x->N - n0 < chunk ? x->N - n0 : chunk;
             kv_chunk(x, p, n0, nr, mine, 1);
         }
@@ -271,7 +273,8 @@ static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const int64_t chunk = cfg->v[KV_CHUNK] < N ? cfg->v[KV_CHUNK] : (N > 0 ? N : 1);
     const float *cin = c->t[KP_C]->data, *wk = c->t[KP_WK]->data, *wv = c->t[KP_WV]->data;
 
-    kv_ctx x = {.N = N,
+    kv_ctx x = {.call = c,
+                .N = N,
                 .H = H,
                 .KVD = KVD,
                 .Hkv = Hkv,

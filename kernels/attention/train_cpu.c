@@ -201,6 +201,7 @@ typedef struct tr_ctx {
      * at offset p*psz: K^T and V strips for the forward, K strips and V^T for the backward. */
     float *pkT, *pvR, *pkR, *pvT;
     int64_t psz;
+    ft_call *call; /* for its deadline (ft_call_overdue) */
 } tr_ctx;
 
 /* Where a block's keys (or values) come from: the context rows and the block's own rows (row
@@ -894,11 +895,12 @@ static void run_thread(const tr_ctx *x, const tr_plan *p) {
 #pragma omp single
         plan_assign(p, nth);
         for (int64_t i = 0; i < ntask; i++)
-            if (p->assign[i] == tid) run_task(x, w, order[i].id, dk, dv);
+            if (p->assign[i] == tid && !ft_call_overdue(x->call)) run_task(x, w, order[i].id, dk, dv);
 #pragma omp barrier
     } else if (bal == BAL_STATIC) {
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < ntask; i++) {
+            if (ft_call_overdue(x->call)) continue;
             if (owner)
                 run_owner(x, w, order[i].id);
             else
@@ -907,6 +909,7 @@ static void run_thread(const tr_ctx *x, const tr_plan *p) {
     } else {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < ntask; i++) {
+            if (ft_call_overdue(x->call)) continue;
             if (owner)
                 run_owner(x, w, order[i].id);
             else
@@ -930,6 +933,7 @@ static void run_thread(const tr_ctx *x, const tr_plan *p) {
 
 static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     tr_ctx x = ctx_init(c, cfg);
+    x.call = c;
     tr_plan p = {0};
     p.threads = cfg->v[P_THREADS];
     p.bal = cfg->v[P_BALANCE];

@@ -49,9 +49,12 @@ static ft_status cpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     ft_workspace local = {0};
     ft_workspace *saved = c->ws;
     if (!c->ws) c->ws = &local;
+    c->overdue = 0;
     ft_status s = impl->run(c, cfg, err);
     c->ws = saved;
     ft_ws_free(&local);
+    if (!s && c->overdue)
+        s = ft_err_set(err, FT_ETIMEDOUT, "%s on cpu: stopped past its time limit", c->op->name);
     return s;
 }
 

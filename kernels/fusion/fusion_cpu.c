@@ -566,13 +566,13 @@ static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
              * every run, so the per-thread partials of dg and da are reproducible. */
 #pragma omp for schedule(static, 1)
             for (int64_t task = 0; task < ntasks; task++)
-                dl_task(&c, &sc, task * rows, rows, per_pass, stride);
+                if (!ft_call_overdue(call)) dl_task(&c, &sc, task * rows, rows, per_pass, stride);
         } else {
             /* Nothing is reduced across rows: tasks go to whichever thread is free, which
              * keeps both busy when another process takes a core for a while. */
 #pragma omp for schedule(dynamic, 1)
             for (int64_t task = 0; task < ntasks; task++)
-                dl_task(&c, &sc, task * rows, rows, per_pass, stride);
+                if (!ft_call_overdue(call)) dl_task(&c, &sc, task * rows, rows, per_pass, stride);
         }
         fus_fence(c.stream);
     }
@@ -798,7 +798,7 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
 
     if (cfg->v[FUS_DH_P_PAR] == FUS_DH_PAR_BLAS) {
         ft_cpu_blas_threads(threads);
-        for (int64_t task = 0; task < ntasks; task++) {
+        for (int64_t task = 0; task < ntasks && !ft_call_overdue(call); task++) {
             int64_t n0 = task * chunk, n1 = n0 + chunk < N ? n0 + chunk : N;
             dh_gemm_c(&c, n0, n1);
 #pragma omp parallel num_threads(threads)
@@ -824,6 +824,7 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
              * GEMM run back to back on one core while the chunk's c is in its cache. */
 #pragma omp for schedule(static, 1)
             for (int64_t task = 0; task < ntasks; task++) {
+                if (ft_call_overdue(call)) continue;
                 int64_t n0 = task * chunk, n1 = n0 + chunk < N ? n0 + chunk : N;
                 dh_gemm_c(&c, n0, n1);
                 for (int64_t n = n0; n < n1; n++)

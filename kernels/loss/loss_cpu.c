@@ -562,7 +562,7 @@ static ft_status loss_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const int backward = denom != 0;
     const double gscale = late || denom == 0 ? 1.0 : 1.0 / denom;
 
-    for (int64_t r0 = 0; r0 < M; r0 += chunk)
+    for (int64_t r0 = 0; r0 < M && !ft_call_overdue(c); r0 += chunk)
         run_chunk(&x, r0, r0 + chunk < M ? r0 + chunk : M, gscale, backward);
 
     if (late) denom = ft_loss_denominator(x.a, M, x.wd, x.mask);

@@ -102,6 +102,8 @@ int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_o
  * Returns an exit code (0 when the value is good). */
 int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd);
 int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd);
+/* --max-lost X|off: the share of a sample its threads may lose to other work (measure.h). */
+int ft_cli_max_lost(ft_measure_opts *mo, const char *arg, const char *cmd);
 
 /* The default preset of an op for quick runs (small, the phase the op belongs to). */
 const char *ft_cli_default_preset(const ft_op *op);

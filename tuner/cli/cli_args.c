@@ -83,6 +83,14 @@ int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
     return FT_EXIT_OK;
 }
 
+int ft_cli_max_lost(ft_measure_opts *mo, const char *arg, const char *cmd) {
+    if (!ft_measure_parse_max_lost(arg, &mo->max_lost))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "%s: --max-lost expects a share of a sample in (0, 1] or 'off', got '%s'",
+                           cmd, arg);
+    return FT_EXIT_OK;
+}
+
 int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd) {
     char *end;
     mo->max_noise = strtod(arg, &end);

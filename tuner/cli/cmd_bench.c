@@ -41,6 +41,8 @@ static void usage(FILE *f) {
            "                   before each call, outside the timed window\n"
            "  --json           one JSON object on stdout\n"
            "  --max-time S     time cap for the samples (default 3)\n"
+           "  --max-lost X|off a sample whose threads lost more than this share of it to other\n"
+           "                   work is thrown away (default 0.05, or FLARETUNE_MAX_LOST)\n"
            "  --noise X        target relative CI half-width of the median (default 0.01)\n");
 }
 
@@ -125,13 +127,14 @@ typedef struct {
 } bench_args;
 
 static int bench_parse(int argc, char **argv, bench_args *a) {
-    enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE };
+    enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
         {"cold", no_argument, NULL, O_COLD},
         {"json", no_argument, NULL, O_JSON},
         {"max-time", required_argument, NULL, O_MAXTIME},
         {"noise", required_argument, NULL, O_NOISE},
+        {"max-lost", required_argument, NULL, O_MAXLOST},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -149,6 +152,7 @@ static int bench_parse(int argc, char **argv, bench_args *a) {
         case O_JSON: a->json = 1; break;
         case O_MAXTIME: code = ft_cli_max_time(&a->mo, optarg, "bench"); break;
         case O_NOISE: code = ft_cli_noise(&a->mo, optarg, "bench"); break;
+        case O_MAXLOST: code = ft_cli_max_lost(&a->mo, optarg, "bench"); break;
         default: return ft_cli_bad_option("bench", o, argv);
         }
         if (code) return code;
@@ -207,7 +211,8 @@ static ft_status bench_measure(const bench_args *a, ft_cli_setup *su, bench_resu
         s = make_cold_sets(&b, &su->preset, a->prob.seed, err);
     r->bytes = ft_call_io_bytes(&su->c);
     r->flops = su->op->flops(&su->c);
-    ft_timed_fn fn = {bench_prep, bench_run, &b};
+    ft_timed_fn fn = {.prep = bench_prep, .run = bench_run, .ctx = &b};
+    fn.host_clock = !strcmp(ft_backend_clock(su->be), "host");
     for (int attempt = 0; attempt < 2 && !s; attempt++) {
         if (attempt) {
             if (!a->json)
@@ -303,9 +308,22 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
     printf("  time       median %s  IQR %s  min %s  max %s\n",
            ft_fmt_time(st->median, 0, a1, sizeof a1), ft_fmt_time(st->iqr, 0, b1, sizeof b1),
            ft_fmt_time(st->min, 0, b2, sizeof b2), ft_fmt_time(st->max, 0, b3, sizeof b3));
-    printf("  samples    %d (%d call%s each, %s), median known to +-%.2g%%%s\n", st->samples,
-           st->batch, st->batch > 1 ? "s" : "", a->cold ? "cold: rotating inputs" : "warm",
-           100 * st->ci_rel, st->converged ? "" : " (time cap reached before the noise target)");
+    char ci[64];
+    if (isfinite(st->ci_rel))
+        snprintf(ci, sizeof ci, "median known to +-%.2g%%", 100 * st->ci_rel);
+    else
+        snprintf(ci, sizeof ci, "too few for a confidence interval (%d needed)", FT_STATS_MIN_CI);
+    printf("  samples    %d (%d call%s each, %s), %s%s\n", st->samples, st->batch,
+           st->batch > 1 ? "s" : "", a->cold ? "cold: rotating inputs" : "warm", ci,
+           st->converged ? "" : " (time cap reached before the noise target)");
+    if (st->discarded || st->unclean)
+        printf("  scheduler  %d of %d samples thrown away: their threads lost over %.0f%% of the "
+               "sample to other work (%.0f%% of all sampled time)%s\n",
+               st->discarded, st->unclean ? st->samples : st->samples + st->discarded,
+               100 * a->mo.max_lost, 100 * st->lost_frac,
+               st->unclean ? "; NOT MEASURED CLEANLY: the median above counts them, an upper "
+                             "bound on the kernel's time"
+                           : "");
     printf("  work       %s moved, %.3g GFLOP\n", ft_fmt_bytes(r->bytes, a1, sizeof a1),
            r->flops / 1e9);
     printf("  rate       %s, %s\n", ft_fmt_rate(r->bytes / st->median, "B/s", a1, sizeof a1),

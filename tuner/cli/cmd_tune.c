@@ -73,6 +73,12 @@ static void usage(FILE *f) {
         "  --confirm K        re-measure the best K interleaved (default 3), with every\n"
         "                     near-tie (intervals that reach the best's) up to 8 in all\n"
         "  --max-time S       time cap per candidate (default 1)\n"
+        "  --max-lost X|off   a sample whose threads lost more than this share of it to other\n"
+        "                     work is thrown away (default 0.05; FLARETUNE_MAX_LOST sets it for\n"
+        "                     every command); a candidate left with too few clean samples is\n"
+        "                     'not measured cleanly' and never ranked (docs/measurement.md)\n"
+        "  --watchdog F|off   stop a candidate's call past F times the best so far (and past\n"
+        "                     50 ms); the candidate is recorded as stopped (default 20)\n"
         "  --noise X          target relative CI half-width of a median (default 0.02)\n"
         "  --jobs N           threads compiling the candidates' kernels ahead of the search,\n"
         "                     1 to 64 (default: every core; on cuda always, since checking\n"
@@ -111,7 +117,7 @@ static void on_signal(int sig) {
 typedef struct {
     int tty, quiet;
     int valid, budget, resumed_measured, resumed_rejected, pruned;
-    int measured, rejected;
+    int measured, rejected, unclean;
     double best, def, t0;
     char op[64];
 } progress;
@@ -236,14 +242,30 @@ static void progress_event(void *ctx, const json_t *ev) {
         return;
     }
     double med = INFINITY;
+    /* What the scheduler did to it: "" for a clean measurement, else why it is not ranked. */
+    char dirty[96] = "";
     if (rejected) {
         p->rejected++;
     } else {
         p->measured++;
         const json_t *st = json_object_get(ev, "stats");
-        med = json_number_value(json_object_get(st, "median_s"));
-        if (p->measured == 1) p->def = med;
-        if (!json_is_true(json_object_get(ev, "screened")) && med < p->best) p->best = med;
+        const json_t *stop = json_object_get(ev, "stopped");
+        int clean = !json_is_false(json_object_get(ev, "clean"));
+        long disc = (long)json_integer_value(json_object_get(st, "discarded"));
+        long kept = (long)json_integer_value(json_object_get(st, "samples"));
+        if (!clean)
+            snprintf(dirty, sizeof dirty, " (not measured cleanly: %ld of %ld samples discarded)",
+                     disc, disc + kept);
+        else if (stop)
+            snprintf(dirty, sizeof dirty, " (stopped after %s, past its limit of %s)",
+                     ft_fmt_time(json_number_value(json_object_get(stop, "after_s")), 0, a, sizeof a),
+                     ft_fmt_time(json_number_value(json_object_get(stop, "limit_s")), 0, b, sizeof b));
+        if (clean && !stop) {
+            med = json_number_value(json_object_get(st, "median_s"));
+            if (p->measured == 1) p->def = med;
+            if (!json_is_true(json_object_get(ev, "screened")) && med < p->best) p->best = med;
+        }
+        if (!clean) p->unclean++;
     }
     int done = p->resumed_measured + p->measured, total = progress_target(p);
     double el = ft_now_s() - p->t0;
@@ -260,6 +282,7 @@ static void progress_event(void *ctx, const json_t *ev) {
         if (isfinite(p->def) && isfinite(p->best))
             fprintf(stderr, " (x%.2f vs default)", p->def / p->best);
         if (p->rejected) fprintf(stderr, "  %d rejected", p->rejected);
+        if (p->unclean) fprintf(stderr, "  %d not measured cleanly (busy)", p->unclean);
         fprintf(stderr, "  ETA %.0fs", eta);
         fflush(stderr);
     } else {
@@ -269,10 +292,10 @@ static void progress_event(void *ctx, const json_t *ev) {
                     json_string_value(json_object_get(ev, "reason")),
                     json_string_value(json_object_get(ev, "message")), cfg ? cfg : "");
         else
-            fprintf(stderr, "  %d/%d %s%s  %s  best %s\n", done, total,
-                    ft_fmt_time(med, 0, a, sizeof a),
-                    json_is_true(json_object_get(ev, "screened")) ? " (screened)" : "",
-                    cfg ? cfg : "", ft_fmt_time(p->best, 0, b, sizeof b));
+            fprintf(stderr, "  %d/%d %s%s%s  %s  best %s\n", done, total,
+                    dirty[0] ? "-" : ft_fmt_time(med, 0, a, sizeof a),
+                    json_is_true(json_object_get(ev, "screened")) ? " (screened)" : "", dirty,
+                    cfg ? cfg : "", isfinite(p->best) ? ft_fmt_time(p->best, 0, b, sizeof b) : "-");
         free(cfg);
     }
 }
@@ -517,6 +540,8 @@ enum {
     O_CONFIRM,
     O_MAXTIME,
     O_NOISE,
+    O_MAXLOST,
+    O_WATCHDOG,
     O_QUIET,
     O_TUI,
     O_JOBS,
@@ -593,6 +618,17 @@ static int tune_opt(tune_args *a, int o, char **argv) {
         break;
     case O_MAXTIME: return ft_cli_max_time(&to->measure, optarg, "tune");
     case O_NOISE: return ft_cli_noise(&to->measure, optarg, "tune");
+    case O_MAXLOST: return ft_cli_max_lost(&to->measure, optarg, "tune");
+    case O_WATCHDOG:
+        if (!strcmp(optarg, "off")) {
+            to->stop_factor = 0;
+            break;
+        }
+        to->stop_factor = strtod(optarg, &end);
+        if (end == optarg || *end || !(to->stop_factor > 1))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: --watchdog expects a factor > 1 or 'off', got '%s'", optarg);
+        break;
     case O_QUIET: a->quiet = 1; break;
     case O_TUI: a->tui = 1; break;
     case O_JOBS: {
@@ -672,6 +708,8 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         {"confirm", required_argument, NULL, O_CONFIRM},
         {"max-time", required_argument, NULL, O_MAXTIME},
         {"noise", required_argument, NULL, O_NOISE},
+        {"max-lost", required_argument, NULL, O_MAXLOST},
+        {"watchdog", required_argument, NULL, O_WATCHDOG},
         {"quiet", no_argument, NULL, O_QUIET},
         {"tui", no_argument, NULL, O_TUI},
         {"jobs", required_argument, NULL, O_JOBS},
@@ -875,10 +913,12 @@ static int tune_lock_logs(const tuning *T, int *locks, int *nlocks) {
 /* What the summary's rows add up to, for the warnings after the table. */
 typedef struct {
     int saved, busy, unstable, suspect;
+    int unclean, stopped;   /* candidates not measured cleanly, stopped by the watchdog */
+    long discarded, taken;  /* samples the scheduler spoiled, of all timed */
 } tally;
 
 static tally tune_print_table(const row *rows, int nrows) {
-    tally t = {0, 0, 0, 0};
+    tally t = {0};
     printf("%-17s %-34s %10s %10s %8s %13s %6s %s\n", "op", "shape", "default", "best", "speedup",
            "roofline", "tie", "verified (max rel err)");
     for (int i = 0; i < nrows; i++) {
@@ -898,6 +938,11 @@ static tally tune_print_table(const row *rows, int nrows) {
         int has_def = rw->r.default_stats.samples > 0;
         char sp[16] = "-", roof[32];
         if (has_def) snprintf(sp, sizeof sp, "%.2fx%s", rw->r.speedup, rw->r.nunstable ? "?" : "");
+        else if (rw->r.speedup_withheld[0]) snprintf(sp, sizeof sp, "withheld");
+        t.unclean += rw->r.unclean;
+        t.discarded += rw->r.samples_discarded;
+        t.taken += rw->r.samples_taken;
+        t.stopped += rw->r.stopped;
         snprintf(roof, sizeof roof, "%.0f%% %s%s", 100 * rw->r.roofline_frac, rw->r.roofline_level,
                  rw->r.roofline_suspect ? "!" : "");
         printf("%-17s %-34.34s %10s %10s %8s %13s %6s yes (%.1e)%s%s\n", rw->op, shape,
@@ -940,6 +985,23 @@ static void tune_print_warnings(const row *rows, int nrows, const tally *t) {
                 "again quiet (docs/measurement.md)\n",
                 t->busy, nrows, rows[first].op,
                 ft_load_describe(&rows[first].r.load, lm, sizeof lm));
+    }
+    if (t->discarded || t->unclean || t->stopped) {
+        fprintf(stderr,
+                "flaretune: the scheduler took %ld of %ld timed samples from their calls (%.0f%%): "
+                "they were thrown away",
+                t->discarded, t->taken, t->taken ? 100.0 * (double)t->discarded / (double)t->taken : 0.0);
+        if (t->unclean)
+            fprintf(stderr, "; %d candidate%s could not be measured cleanly and %s not ranked",
+                    t->unclean, t->unclean > 1 ? "s" : "", t->unclean > 1 ? "are" : "is");
+        if (t->stopped)
+            fprintf(stderr, "; the watchdog stopped %d candidate%s far slower than the best",
+                    t->stopped, t->stopped > 1 ? "s" : "");
+        fprintf(stderr, " (docs/measurement.md)\n");
+        for (int i = 0; i < nrows; i++)
+            if (rows[i].ok && rows[i].r.speedup_withheld[0])
+                fprintf(stderr, "flaretune: %s: speedup withheld: %s\n", rows[i].op,
+                        rows[i].r.speedup_withheld);
     }
     if (t->unstable)
         fprintf(stderr,
