@@ -1,8 +1,14 @@
 /* test_measure.c: the statistics and the stopping rules of measurement, driven by a fake timer
  * whose samples are known exactly. */
+#define _GNU_SOURCE
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "flaretune/clock.h"
 #include "flaretune/measure.h"
 #include "flaretune/rng.h"
 #include "ft_test.h"
@@ -149,6 +155,202 @@ static void test_stop_flag(void) {
     FT_CHECK(st.interrupted && st.samples == 0, "a raised stop flag ends it before sampling");
 }
 
+/* ---- the scheduler in the samples (real threads, real clocks) ------------------------------- */
+
+/* A call that computes for spin_s on the calling thread and, on the samples sleep_every picks
+ * (1: all, 2: every other one, 0: none), sleeps sleep_s in the middle of it: a thread taken off
+ * its CPU inside the call, as a descheduled one is. */
+typedef struct {
+    double spin_s, sleep_s;
+    int sleep_every, calls;
+} host_call;
+
+static void spin_for(double s) {
+    double t0 = ft_now_s();
+    while (ft_now_s() - t0 < s) {
+    }
+}
+
+static ft_status host_run(void *p, int reps, double *secs, ft_err *err) {
+    (void)err;
+    host_call *h = p;
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps; r++) {
+        spin_for(h->spin_s / 2);
+        if (h->sleep_every && h->calls % h->sleep_every == 0) {
+            struct timespec ts = {0, (long)(h->sleep_s * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        spin_for(h->spin_s / 2);
+        h->calls++;
+    }
+    *secs = ft_now_s() - t0;
+    return FT_OK;
+}
+
+static void host_opts(ft_measure_opts *o) {
+    ft_measure_defaults(o);
+    o->max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
+    o->warmup_s = 0.005;
+    o->min_time_s = 0.05;
+    o->max_time_s = 0.3;
+    o->max_noise = 1e-9; /* never converges: every run takes its samples to the cap */
+    o->max_samples = 60;
+}
+
+/* A call whose thread sleeps inside it on every sample is contaminated on every sample: none is
+ * used and the measurement is unclean (its median, of every sample, shows the sleep). The same
+ * call without the sleep is clean; with the sleep on every other sample, those are thrown away
+ * and the median is the computing call's alone. */
+static void test_sleep_inside_a_call_is_contaminated(void) {
+    ft_measure_opts o;
+    host_opts(&o);
+    ft_stats st;
+    host_call always = {.spin_s = 2e-4, .sleep_s = 2e-3, .sleep_every = 1};
+    ft_timed_fn fn = {.run = host_run, .ctx = &always, .host_clock = 1};
+    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+    FT_CHECK(st.unclean && st.discarded == st.samples && st.samples > 0,
+             "every sleeping sample thrown away: %d of %d, unclean %d", st.discarded, st.samples,
+             st.unclean);
+    FT_CHECK(st.median > 2e-3 && st.lost_frac > 0.5, "the unclean median shows the sleep: %g (%g)",
+             st.median, st.lost_frac);
+
+    host_call never = {.spin_s = 2e-4};
+    fn.ctx = &never;
+    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+    FT_CHECK(!st.unclean && st.samples >= o.min_clean && st.discarded < st.samples,
+             "a computing call is clean: %d kept, %d discarded", st.samples, st.discarded);
+    FT_CHECK(st.median < 1e-3, "its median is the call's: %g", st.median);
+
+    host_call half = {.spin_s = 2e-4, .sleep_s = 2e-3, .sleep_every = 2};
+    fn.ctx = &half;
+    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+    FT_CHECK(!st.unclean && st.discarded >= 10 && st.median < 1e-3,
+             "every other sample slept: %d discarded, median %g", st.discarded, st.median);
+
+    /* The same sleep on a device clock is the device's business: nothing is classified. */
+    fn.ctx = &always;
+    fn.host_clock = 0;
+    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+    FT_CHECK(!st.unclean && st.discarded == 0, "a device clock is not classified");
+}
+
+/* A worker thread of the call that is kept waiting for its CPU: the worker and a hog share
+ * CPU 0, so the worker's run-queue delay runs through every sample while the calling thread
+ * (which only waits for it, spinning) loses nothing itself. */
+typedef struct {
+    volatile int go, done, quit;
+} worker_sync;
+
+static void pin_to_cpu0(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *worker_main(void *p) {
+    worker_sync *w = p;
+    pin_to_cpu0();
+    while (!w->quit) {
+        if (!__atomic_load_n(&w->go, __ATOMIC_ACQUIRE)) continue; /* spins, as OpenMP's do */
+        spin_for(5e-4);
+        w->go = 0;
+        __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void *hog_main(void *p) {
+    worker_sync *w = p;
+    pin_to_cpu0();
+    while (!w->quit) {
+    }
+    return NULL;
+}
+
+static ft_status worker_run(void *p, int reps, double *secs, ft_err *err) {
+    (void)err;
+    worker_sync *w = p;
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps; r++) {
+        w->done = 0;
+        __atomic_store_n(&w->go, 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) && ft_now_s() - t0 < 5) {
+        }
+    }
+    *secs = ft_now_s() - t0;
+    return FT_OK;
+}
+
+static void test_waiting_worker_is_contaminated(void) {
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+        fprintf(stderr, "  (one CPU: the worker test needs two)\n");
+        return;
+    }
+    worker_sync w = {0};
+    pthread_t wt, ht;
+    FT_CHECK(pthread_create(&wt, NULL, worker_main, &w) == 0, "worker");
+    FT_CHECK(pthread_create(&ht, NULL, hog_main, &w) == 0, "hog");
+    ft_measure_opts o;
+    host_opts(&o);
+    ft_stats st;
+    ft_timed_fn fn = {.run = worker_run, .ctx = &w, .host_clock = 1};
+    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+    w.quit = 1;
+    pthread_join(wt, NULL);
+    pthread_join(ht, NULL);
+    int taken = st.unclean ? st.samples : st.samples + st.discarded;
+    /* The hog and the worker take turns of a scheduler slice (milliseconds): the samples in
+     * which the worker waited are thrown away, those of its own turn are clean, and the kept
+     * median is the worker's 0.5 ms of work, not the waits. */
+    FT_CHECK(st.discarded >= 3 && st.lost_frac > 0.05,
+             "a worker kept from its CPU spoils samples: %d of %d discarded (lost %.2f)",
+             st.discarded, taken, st.lost_frac);
+    FT_CHECK(st.unclean || st.median < 2e-3, "the clean samples are the work's: %g", st.median);
+}
+
+/* The watchdog: a call that would run forever is stopped at its limit, the measurement ends
+ * `stopped` (not an error) and says after how long; a call inside its limit is not stopped. */
+typedef struct {
+    double deadline, call_s;
+} spin_call;
+
+static void spin_limit(void *p, double deadline_s) { ((spin_call *)p)->deadline = deadline_s; }
+
+static ft_status spin_run(void *p, int reps, double *secs, ft_err *err) {
+    spin_call *c = p;
+    double t0 = ft_now_s();
+    for (int r = 0; r < reps; r++) {
+        double s0 = ft_now_s();
+        while (c->call_s <= 0 || ft_now_s() - s0 < c->call_s) {
+            if (c->deadline > 0 && ft_now_s() > c->deadline)
+                return ft_err_set(err, FT_ETIMEDOUT, "stopped");
+            if (ft_now_s() - t0 > 10) return ft_err_set(err, FT_EINTERNAL, "never stopped");
+        }
+    }
+    *secs = ft_now_s() - t0;
+    return FT_OK;
+}
+
+static void test_watchdog_stops_a_call(void) {
+    ft_measure_opts o;
+    host_opts(&o);
+    o.call_limit_s = 0.02;
+    spin_call forever = {0, 0};
+    ft_timed_fn fn = {.run = spin_run, .ctx = &forever, .host_clock = 1, .limit = spin_limit};
+    ft_stats st;
+    ft_err err = {0};
+    double t0 = ft_now_s();
+    FT_CHECK(ft_measure(&fn, &o, &st, &err) == FT_OK, "a stopped call is a result: %s", err.msg);
+    FT_CHECK(st.stopped && st.stopped_s >= 0.02 && st.stopped_s < 5 && ft_now_s() - t0 < 5,
+             "stopped after %g s", st.stopped_s);
+    spin_call quick = {0, 1e-3};
+    fn.ctx = &quick;
+    FT_CHECK(ft_measure(&fn, &o, &st, &err) == FT_OK, "measure");
+    FT_CHECK(!st.stopped && st.samples > 0, "a call inside its limit runs");
+}
+
 int main(void) {
     FT_RUN(test_quantiles);
     FT_RUN(test_rank_correlation);
@@ -157,5 +359,8 @@ int main(void) {
     FT_RUN(test_batches_short_calls);
     FT_RUN(test_screening);
     FT_RUN(test_stop_flag);
+    FT_RUN(test_sleep_inside_a_call_is_contaminated);
+    FT_RUN(test_waiting_worker_is_contaminated);
+    FT_RUN(test_watchdog_stops_a_call);
     return ft_test_finish();
 }

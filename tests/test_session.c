@@ -390,6 +390,68 @@ static void test_fails_before_the_search(void) {
     FT_CHECK(ft_tune_run(&o, &r, &e2) == FT_OK && r.found, "%s", e2.msg);
 }
 
+/* ---- the watchdog in a run: a backend whose middle config never ends by itself ------------ */
+
+static ft_param spin_params[] = {
+    {"speed", "how the spinning kernel behaves", 3, {0, 1, 2}, speed_labels, 0, 0},
+};
+static ft_space spin_space = {spin_params, 1, NULL, NULL};
+
+static const ft_space *spin_space_of(const ft_op *op) { return sim_supports(op) ? &spin_space : NULL; }
+/* "slow" (the default) computes for 40 µs, "fast" for 20 µs, "mid" spins until the watchdog's
+ * deadline (as a CPU kernel looks between its tasks) or, were there none, for a minute. */
+static ft_status spin_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    int k = cfg ? cfg->v[0] : 0;
+    double t0 = ft_now_s(), len = k == 0 ? 40e-6 : k == 2 ? 20e-6 : 60;
+    while (ft_now_s() - t0 < len)
+        if (ft_call_overdue(c)) break;
+    return ft_call_reference(c, err);
+}
+static const ft_backend spin_backend = {
+    .name = "spin",
+    .summary = "computes on the host clock; one config never ends by itself",
+    .built = 1,
+    .available = sim_available,
+    .supports = sim_supports,
+    .space = spin_space_of,
+    .run = spin_run,
+    .ceilings = sim_ceilings,
+};
+
+/* The run goes on past the config that would spin for a minute: its call is stopped at 20x the
+ * best so far (the 50 ms floor here), it is recorded as stopped and never wins, and the rest are
+ * measured. */
+static void test_watchdog_in_a_run(void) {
+    ft_tune_opts o;
+    char log[256];
+    sim_opts(&o, log, sizeof log, "watchdog.jsonl");
+    o.be = &spin_backend;
+    o.strategy = FT_STRAT_EXHAUSTIVE;
+    o.screen = 0;
+    ft_tune_result r;
+    ft_err err = {0};
+    double t0 = ft_now_s();
+    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
+    FT_CHECK(r.found && r.winner.v[0] != 1 && r.stopped == 1 && r.evaluations == 3,
+             "found %d, winner %d, stopped %d, evaluations %d", r.found, r.winner.v[0], r.stopped,
+             r.evaluations);
+    json_t *evs = read_log(log);
+    int stopped_events = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        const json_t *e = json_array_get(evs, i), *st = json_object_get(e, "stopped");
+        if (!json_is_object(st)) continue;
+        stopped_events++;
+        const char *speed = json_string_value(json_object_get(json_object_get(e, "config"), "speed"));
+        double after = json_number_value(json_object_get(st, "after_s"));
+        double limit = json_number_value(json_object_get(st, "limit_s"));
+        FT_CHECK(speed && !strcmp(speed, "mid") && limit >= 0.05 && after >= limit && after < 10,
+                 "the stopped one: %s after %g s, limit %g s", speed ? speed : "?", after, limit);
+    }
+    FT_CHECK(stopped_events == 1, "one stopped event: %d", stopped_events);
+    json_decref(evs);
+}
+
 int main(void) {
     setenv("FLARETUNE_CEILINGS_CACHE", "off", 1);
     snprintf(dir, sizeof dir, "/tmp/ft_test_session_%d", (int)getpid());
@@ -401,6 +463,7 @@ int main(void) {
     FT_RUN(test_confirm_near_ties);
     FT_RUN(test_fails_before_the_search);
     FT_RUN(test_batches_with_a_worker);
+    FT_RUN(test_watchdog_in_a_run);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return ft_test_finish();

@@ -208,6 +208,33 @@ static ft_status reject(session *S, int i, const char *reason, const char *messa
  * shape; at the smaller verification shape one may duplicate another (a chunk that covers the
  * whole batch there): it is still run and verified there. One that cannot run there at all is
  * rejected as unverifiable, never measured unverified. */
+/* The watchdog's limit on one call of candidate i (0: none): stop_factor x the best median so
+ * far, or before there is a clean one, the fastest call seen (an upper bound on its kernel's
+ * time however busy the machine), and never under stop_floor_s; the first candidate, the
+ * default, sets the scale. */
+static double call_limit(const session *S, int i) {
+    double scale = isfinite(S->best) ? S->best : S->fastest;
+    if (!(S->o->stop_factor > 0) || !isfinite(scale) || i == S->def_idx) return 0;
+    double limit = scale * S->o->stop_factor;
+    return limit < S->o->stop_floor_s ? S->o->stop_floor_s : limit;
+}
+
+/* Candidate i's call ran past the watchdog's limit (at verification or in the measurement):
+ * a `measured` event that says so; the candidate is never ranked. */
+static json_t *stopped_event(session *S, int i, const ft_stats *st, double after_s, double limit_s) {
+    S->evaluations++;
+    S->stopped++;
+    S->info[i].state = C_STOPPED;
+    S->info[i].median = INFINITY;
+    json_t *ev = cand_event(S, "measured", i);
+    json_object_set_new(ev, "stats", ft_stats_to_json(st));
+    json_object_set_new(ev, "screened", json_false());
+    json_object_set_new(ev, "clean", json_boolean(!st->unclean));
+    json_object_set_new(ev, "stopped", json_pack("{s:f, s:f}", "after_s", after_s, "limit_s", limit_s));
+    json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
+    return ev;
+}
+
 static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     const ft_config *cfg = &S->cands[i];
     char why[256];
@@ -229,7 +256,19 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     }
     ft_err run_err = {0};
     S->vc.ws = &S->ws;
+    /* The watchdog covers the verification call too (its shape is at most the tuning one). */
+    double limit = call_limit(S, i), t0 = ft_now_s();
+    S->vc.deadline_s = limit > 0 ? t0 + limit : 0;
+    S->vc.overdue = 0;
     ft_status st = S->o->be->run(&S->vc, cfg, &run_err);
+    S->vc.deadline_s = 0;
+    if (st == FT_ETIMEDOUT || (limit > 0 && (S->vc.overdue || ft_now_s() - t0 > limit))) {
+        ft_stats none;
+        memset(&none, 0, sizeof none);
+        none.median = NAN;
+        *fatal = emit(S, stopped_event(S, i, &none, ft_now_s() - t0, limit), err);
+        return 0;
+    }
     if (st) {
         *fatal = reject(S, i, "error", run_err.msg, err);
         return 0;
@@ -363,14 +402,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     double best = isnan(S->screen_base) ? S->best : S->screen_base;
     if (S->o->screen && isfinite(best) && i != S->def_idx)
         mo.screen_above = best * S->o->screen_factor;
-    /* The watchdog: no call runs past stop_factor x the best median so far, or before there is
-     * a clean one, the fastest call seen (an upper bound on its kernel's time however busy the
-     * machine); the first candidate, the default, sets the scale. */
-    double scale = isfinite(S->best) ? S->best : S->fastest;
-    if (S->o->stop_factor > 0 && isfinite(scale) && i != S->def_idx) {
-        mo.call_limit_s = scale * S->o->stop_factor;
-        if (mo.call_limit_s < S->o->stop_floor_s) mo.call_limit_s = S->o->stop_floor_s;
-    }
+    mo.call_limit_s = call_limit(S, i); /* the watchdog */
     run_ctx rc = {S, &S->cands[i]};
     ft_timed_fn fn = {.run = timed_run, .ctx = &rc, .limit = run_limit};
     fn.host_clock = !strcmp(ft_backend_clock(S->o->be), "host");
