@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "flaretune/backend.h"
 #include "flaretune/ceilings.h"
 #include "flaretune/clock.h"
 #include "flaretune/json.h"
@@ -249,11 +250,49 @@ static void test_load(void) {
     FT_CHECK(strstr(text, "other processes used") != NULL, "%s", text);
 }
 
+/* bench's start: a machine whose cache holds every figure from this week takes them without a
+ * probe (no round, the cache's values); figures of long ago, or none, are measured again. */
+static void test_recall(void) {
+    char path[256], env[300];
+    snprintf(path, sizeof path, "/tmp/ft_test_recall_%d.json", (int)getpid());
+    unlink(path);
+    snprintf(env, sizeof env, "%s", path);
+    setenv("FLARETUNE_CEILINGS_CACHE", env, 1);
+    ft_ceilings first, again, old;
+    ft_err err = {0};
+    FT_CHECK(ft_ceilings_recall(&ft_backend_cpu, 1, 7, &first, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(first.rounds == 1, "no cache: measured (%d rounds)", first.rounds);
+    FT_CHECK(ft_ceilings_recall(&ft_backend_cpu, 1, 7, &again, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(again.rounds == 0 && again.nlevels == first.nlevels, "a fresh cache: no probe (%d)",
+             again.rounds);
+    for (int i = 0; i < again.nlevels && i < first.nlevels; i++)
+        FT_CHECK(fabs(again.level[i].bw / first.level[i].bw - 1) < 1e-5 && /* 6 digits kept */
+                     (again.level[i].capacity > 0) == (first.level[i].capacity > 0),
+                 "%s from the cache: %g vs %g", again.level[i].name, again.level[i].bw,
+                 first.level[i].bw);
+    FT_CHECK(fabs(again.flops / first.flops - 1) < 1e-5, "the compute roof from the cache");
+    /* The same cache a month old. */
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *m = json_object_get(json_object_get(root, "machines"), first.key);
+    const char *name;
+    json_t *lv;
+    json_object_foreach(json_object_get(m, "levels"), name, lv)
+        json_object_set_new(lv, "seen", json_string("2020-01-01T00:00:00Z"));
+    json_object_set_new(json_object_get(m, "flops"), "seen", json_string("2020-01-01T00:00:00Z"));
+    FT_CHECK(json_dump_file(root, path, 0) == 0, "rewrite the cache");
+    json_decref(root);
+    FT_CHECK(ft_ceilings_recall(&ft_backend_cpu, 1, 7, &old, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(old.rounds == 1, "an old cache is measured again (%d rounds)", old.rounds);
+    unlink(path);
+    unsetenv("FLARETUNE_CEILINGS_CACHE");
+}
+
 int main(void) {
     FT_RUN(test_levels);
     FT_RUN(test_cache);
     FT_RUN(test_concurrent_writers);
     FT_RUN(test_load);
     FT_RUN(test_cpu_round);
+    FT_RUN(test_recall);
     return ft_test_finish();
 }

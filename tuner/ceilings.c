@@ -12,6 +12,7 @@
  * A kernel's own loads may beat one probe kernel (streaming stores, wider loads), never all of
  * them and the hardware at once; a level is also never slower than the one below it.
  */
+#define _GNU_SOURCE /* strptime, timegm */
 #include "flaretune/ceilings.h"
 #include "flaretune/json.h"
 #include "flaretune/backend.h"
@@ -372,6 +373,27 @@ static void plan_levels(int threads, size_t mem_per, level_plan *lp) {
     lp->per_thread[lp->n++] = mem_per;
 }
 
+/* The levels of a round without probing them (their names and capacities from sysfs, no
+ * bandwidth): for the cache to fill in. */
+static void cpu_plan_only(int threads, ft_ceilings *c) {
+    memset(c, 0, sizeof *c);
+    if (threads < 1) threads = 1;
+    c->threads = threads;
+    long llc = ft_llc_bytes();
+    if (llc <= 0) llc = 32L << 20;
+    double mem_total = 8.0 * (double)llc;
+    if (mem_total < 128.0 * (1 << 20)) mem_total = 128.0 * (1 << 20);
+    if (mem_total > 1024.0 * (1 << 20)) mem_total = 1024.0 * (1 << 20);
+    size_t mem_per = (size_t)(mem_total / 4 / threads) & ~(size_t)255;
+    level_plan lp;
+    plan_levels(threads, mem_per, &lp);
+    for (int i = 0; i < lp.n; i++)
+        level_set(&c->level[c->nlevels++], lp.name[i], lp.capacity[i],
+                  (double)lp.per_thread[i] * 4 * threads, 0);
+    c->copy_bytes = (double)mem_per * 4 * threads;
+    c->gemm = "sgemm";
+}
+
 /* One round of the probes; `quick` (the cache already holds this machine's best) takes one
  * trial of each, the cache then supplying the best. */
 static ft_status cpu_round(int threads, int quick, ft_ceilings *c, ft_err *err) {
@@ -658,6 +680,37 @@ static int cache_knows(const char *path, const char *key) {
     return known;
 }
 
+/* The age in days of the oldest figure the cache at path holds for key (-1: not every figure
+ * is there, or a date does not read). */
+static double cache_age_days(const char *path, const char *key) {
+    if (!cache_knows(path, key)) return -1;
+    json_t *root = json_load_file(path, 0, NULL);
+    const json_t *m = json_object_get(json_object_get(root, "machines"), key);
+    double oldest = -1;
+    const json_t *figs[] = {json_object_get(m, "flops"), NULL};
+    const char *name;
+    const json_t *lv;
+    time_t now = time(NULL);
+    int bad = 0;
+    json_object_foreach((json_t *)json_object_get(m, "levels"), name, lv) {
+        (void)name;
+        figs[1] = lv;
+        for (int k = 0; k < 2; k++) {
+            const char *seen = json_string_value(json_object_get(figs[k], "seen"));
+            struct tm tm;
+            memset(&tm, 0, sizeof tm);
+            if (!seen || !strptime(seen, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+                bad = 1;
+                continue;
+            }
+            double age = difftime(now, timegm(&tm)) / 86400;
+            if (age > oldest) oldest = age;
+        }
+    }
+    json_decref(root);
+    return bad ? -1 : oldest;
+}
+
 static void fill_key(const ft_backend *be, int threads, char *key, size_t n) {
     ft_env env;
     ft_env_probe(&env);
@@ -677,6 +730,22 @@ ft_status ft_ceilings_of(const ft_backend *be, int threads, ft_ceilings *c, ft_e
                           be ? be->name : "cpu");
     snprintf(c->key, sizeof c->key, "%s", key);
     return ft_ceilings_cache_merge(c, path, err);
+}
+
+ft_status ft_ceilings_recall(const ft_backend *be, int threads, double max_age_days,
+                             ft_ceilings *c, ft_err *err) {
+    char key[256], path[512];
+    fill_key(be, threads < 1 ? 1 : threads, key, sizeof key);
+    ft_ceilings_cache_path(path, sizeof path);
+    double age = be && be->ceilings ? -1 : cache_age_days(path, key);
+    if (age < 0 || age > max_age_days) return ft_ceilings_of(be, threads, c, err);
+    cpu_plan_only(threads, c);
+    snprintf(c->key, sizeof c->key, "%s", key);
+    ft_status s = ft_ceilings_cache_merge(c, path, err);
+    if (s) return s;
+    for (int i = 0; i < c->nlevels; i++)
+        if (!(c->level[i].bw > 0)) return ft_ceilings_of(be, threads, c, err); /* a new level */
+    return FT_OK;
 }
 
 ft_status ft_ceilings_refine(const ft_backend *be, ft_ceilings *c, ft_err *err) {

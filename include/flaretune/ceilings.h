@@ -63,6 +63,11 @@ struct ft_backend;
  * its L2 and HBM, and a cuBLASLt GEMM), else the CPU's with `threads` threads; raised to the
  * best the cache has seen for the same fingerprint, and the cache raised to these. */
 ft_status ft_ceilings_of(const struct ft_backend *be, int threads, ft_ceilings *c, ft_err *err);
+/* As ft_ceilings_of, but when the cache holds every figure of this machine (CPU) seen within
+ * max_age_days, those figures with no probe at all (rounds 0): the start of `bench`. A GPU
+ * backend, a missing, partial or older cache measures as ft_ceilings_of does. */
+ft_status ft_ceilings_recall(const struct ft_backend *be, int threads, double max_age_days,
+                             ft_ceilings *c, ft_err *err);
 /* Measure again (after a long run, or when a fraction came out above 1) and keep, figure by
  * figure, the best of all rounds and the cache. */
 ft_status ft_ceilings_refine(const struct ft_backend *be, ft_ceilings *c, ft_err *err);

@@ -43,6 +43,8 @@ static void usage(FILE *f) {
            "  --max-time S     time cap for the samples (default 3)\n"
            "  --max-lost X|off a sample whose threads lost more than this share of it to other\n"
            "                   work is thrown away (default 0.05, or FLARETUNE_MAX_LOST)\n"
+           "  --measure-ceilings  measure the ceilings now; by default the cache's figures of\n"
+           "                   this machine are used when they are under 7 days old\n"
            "  --noise X        target relative CI half-width of the median (default 0.01)\n");
 }
 
@@ -124,10 +126,16 @@ typedef struct {
     ft_measure_opts mo;
     const char *op;
     int cold, json;
+    int fresh_ceilings; /* --measure-ceilings: never the cache's figures alone */
 } bench_args;
 
+/* The cache's ceilings of this machine are used without a probe when under this many days old:
+ * a machine's figures move with its software (BLAS core, kernel) far more slowly, and a bench
+ * whose fraction comes out above 1 measures them again anyway. */
+#define FT_BENCH_CEILINGS_MAX_AGE_DAYS 7
+
 static int bench_parse(int argc, char **argv, bench_args *a) {
-    enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST };
+    enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST, O_FRESH };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
         {"cold", no_argument, NULL, O_COLD},
@@ -135,6 +143,7 @@ static int bench_parse(int argc, char **argv, bench_args *a) {
         {"max-time", required_argument, NULL, O_MAXTIME},
         {"noise", required_argument, NULL, O_NOISE},
         {"max-lost", required_argument, NULL, O_MAXLOST},
+        {"measure-ceilings", no_argument, NULL, O_FRESH},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -153,6 +162,7 @@ static int bench_parse(int argc, char **argv, bench_args *a) {
         case O_MAXTIME: code = ft_cli_max_time(&a->mo, optarg, "bench"); break;
         case O_NOISE: code = ft_cli_noise(&a->mo, optarg, "bench"); break;
         case O_MAXLOST: code = ft_cli_max_lost(&a->mo, optarg, "bench"); break;
+        case O_FRESH: a->fresh_ceilings = 1; break;
         default: return ft_cli_bad_option("bench", o, argv);
         }
         if (code) return code;
@@ -188,9 +198,13 @@ static int bench_prepare(const bench_args *a, ft_cli_setup *su, bench_result *r)
     }
     int ti = ft_space_param(space, "threads");
     int threads = ti >= 0 ? su->cfg.v[ti] : 1;
+    ft_err err = {0};
+    /* The cache's figures when they are this machine's and recent: a bench starts at once. */
+    if (!a->fresh_ceilings && !ft_ceilings_recall(su->be, threads, FT_BENCH_CEILINGS_MAX_AGE_DAYS,
+                                                  &r->ceil, &err) && r->ceil.rounds == 0)
+        return FT_EXIT_OK;
     if (!a->json)
         fprintf(stderr, "bench: measuring this machine's ceilings with %d threads...\n", threads);
-    ft_err err = {0};
     if (ft_ceilings_of(su->be, threads, &r->ceil, &err)) {
         ft_call_free(&su->c);
         return ft_cli_fail_err(&err);
@@ -301,9 +315,14 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
     printf("; %s (%s %s)\n", ft_fmt_rate(ceil->flops, "FLOP/s", b1, sizeof b1),
            ceil->gemm ? ceil->gemm : "sgemm",
            ft_fmt_rate(ceil->gemm_flops, "FLOP/s", b2, sizeof b2));
-    printf("             %d threads, %d round%s in %.1f s%s\n", ceil->threads, ceil->rounds,
-           ceil->rounds > 1 ? "s" : "", ceil->measured_s,
-           ceil->from_cache ? "; raised to the best this machine has shown (cache)" : "");
+    if (ceil->rounds == 0)
+        printf("             %d threads, this machine's best from the cache (under %d days old; "
+               "--measure-ceilings measures them now)\n",
+               ceil->threads, FT_BENCH_CEILINGS_MAX_AGE_DAYS);
+    else
+        printf("             %d threads, %d round%s in %.1f s%s\n", ceil->threads, ceil->rounds,
+               ceil->rounds > 1 ? "s" : "", ceil->measured_s,
+               ceil->from_cache ? "; raised to the best this machine has shown (cache)" : "");
     printf("  clock      %s\n", ft_backend_clock(su->be));
     printf("  time       median %s  IQR %s  min %s  max %s\n",
            ft_fmt_time(st->median, 0, a1, sizeof a1), ft_fmt_time(st->iqr, 0, b1, sizeof b1),
