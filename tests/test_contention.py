@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""test_contention.py: the scheduler rule through the command line (docs/measurement.md, "A busy
+machine"). flaretune and two CPU-burning processes are pinned to one CPU (taskset), so the
+scheduler takes the call's threads away for certain; the test checks what is done with that,
+never a timing: contaminated samples are counted and thrown away, an unclean candidate is never
+the winner or a speedup's baseline, the log, run_end, the profile and the summary agree, and a
+bench whose every sample is contaminated says so. Runs with FLARETUNE_MAX_LOST removed (the
+suite sets it off for every other test)."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import clitest
+from clitest import check
+
+ENV = {"FLARETUNE_MAX_LOST": None}
+
+
+def burners(n):
+    cpu = str(min(os.sched_getaffinity(0)))
+    return [subprocess.Popen(["taskset", "-c", cpu, "sh", "-c", "while :; do :; done"])
+            for _ in range(n)]
+
+
+def stop(ps):
+    for p in ps:
+        p.kill()
+        p.wait()
+
+
+def events(path):
+    return [json.loads(l) for l in open(path) if l.strip()]
+
+
+def key(c):
+    return json.dumps(c, sort_keys=True)
+
+
+def test_pinned_tune(tmp):
+    log, prof = os.path.join(tmp, "t.jsonl"), os.path.join(tmp, "t.json")
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mask)})  # flaretune inherits it: one CPU with the two hogs
+    hogs = burners(2)
+    try:
+        rc, out, err = clitest.run("tune", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                   "--backend", "cpu", "--strategy", "random", "--budget", "8",
+                                   "--max-time", "0.15", "--log", log, "--profile", prof,
+                                   env=ENV, timeout=600)
+    finally:
+        stop(hogs)
+        os.sched_setaffinity(0, mask)
+    check(rc == 0, f"tune under contention: {rc} {err}")
+    ev = events(log)
+    measured = [e for e in ev if e["event"] == "measured"]
+    check(measured and all("clean" in e and "discarded" in e["stats"] for e in measured),
+          "every measured event says whether it is clean and what it discarded")
+    end = ev[-1]
+    cont = end.get("contention", {})
+    unclean = {key(e["config"]) for e in measured if e["clean"] is False}
+    check(cont.get("samples_discarded", 0) > 0, f"the scheduler was seen: {cont}")
+    check(0 < cont["samples_discarded"] <= cont["samples_taken"], f"discarded of taken: {cont}")
+    check(cont.get("unclean") == len(unclean), f"unclean counted: {cont.get('unclean')} vs {len(unclean)}")
+    if end.get("winner") is not None:
+        check(key(end["winner"]) not in unclean, "an unclean candidate never wins")
+        check(end["stats"].get("clean", True), "the winner's stats are clean")
+        if end.get("speedup") is None:
+            check("cleanly" in end.get("speedup_withheld", ""), f"withheld with a reason: {end}")
+        else:
+            check(end["default_stats"]["clean"], "a speedup's default was measured cleanly")
+    else:
+        check("cleanly" in end.get("no_winner", ""), f"no winner says why: {end}")
+    for c in (e for e in ev if e["event"] == "confirm" and e.get("clean", True)):
+        for cfg, st in zip(c["configs"], c["stats"]):
+            check(st.get("clean", True), "a clean confirmation holds clean stats only")
+    if os.path.exists(prof):
+        entry = json.load(open(prof))["entries"][0]
+        check({key(c) for c in entry.get("not_measured_cleanly", [])} == unclean,
+              "the profile lists the unclean configs")
+    check("the scheduler took" in err, f"the summary says what the scheduler took: {err[-400:]}")
+
+
+def test_bench_contaminated(tmp):
+    """bench pinned with two hogs, a share of a millionth: samples are thrown away and it says
+    so in its JSON and its text; a bad --max-lost is refused."""
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mask)})
+    hogs = burners(2)
+    env = {"FLARETUNE_MAX_LOST": "0.000001"}
+    try:
+        rc, out, err = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                   "--backend", "cpu", "--max-time", "0.2", "--json", env=env)
+        rc2, text, err2 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                      "--backend", "cpu", "--max-time", "0.2", env=env)
+    finally:
+        stop(hogs)
+        os.sched_setaffinity(0, mask)
+    check(rc == 0 and rc2 == 0, f"bench: {rc} {err} {rc2} {err2}")
+    st = json.loads(out)["stats"] if rc == 0 else {}
+    check(st.get("discarded", 0) > 0 and st.get("lost_frac", 0) > 0,
+          f"samples thrown away and the share lost: {st}")
+    check("scheduler" in text and "thrown away" in text, f"the text says it: {text}")
+    rc, out, err = clitest.run("bench", "fusion.dflare", "--max-lost", "2")
+    check(rc == 2 and "--max-lost expects" in err, f"a bad --max-lost: {rc} {err}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    a = ap.parse_args()
+    if not shutil.which("taskset"):
+        print("taskset not found: skipped", file=sys.stderr)
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ft_contention_")
+
+    def pinned_tune():
+        test_pinned_tune(tmp)
+
+    def bench_contaminated():
+        test_bench_contaminated(tmp)
+
+    try:
+        return clitest.main(a.flaretune, [pinned_tune, bench_contaminated])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
