@@ -316,7 +316,10 @@ typedef struct {
     double deadline, call_s;
 } spin_call;
 
-static void spin_limit(void *p, double deadline_s) { ((spin_call *)p)->deadline = deadline_s; }
+static void spin_watch(void *p, double limit_s, double check_after_s) {
+    (void)check_after_s;
+    ((spin_call *)p)->deadline = limit_s > 0 ? ft_now_s() + limit_s : 0;
+}
 
 static ft_status spin_run(void *p, int reps, double *secs, ft_err *err) {
     spin_call *c = p;
@@ -338,7 +341,7 @@ static void test_watchdog_stops_a_call(void) {
     host_opts(&o);
     o.call_limit_s = 0.02;
     spin_call forever = {0, 0};
-    ft_timed_fn fn = {.run = spin_run, .ctx = &forever, .host_clock = 1, .limit = spin_limit};
+    ft_timed_fn fn = {.run = spin_run, .ctx = &forever, .host_clock = 1, .watch = spin_watch};
     ft_stats st;
     ft_err err = {0};
     double t0 = ft_now_s();

@@ -400,11 +400,13 @@ static ft_space spin_space = {spin_params, 1, NULL, NULL};
 static const ft_space *spin_space_of(const ft_op *op) { return sim_supports(op) ? &spin_space : NULL; }
 /* "slow" (the default) computes for 40 µs, "fast" for 20 µs, "mid" spins until the watchdog's
  * deadline (as a CPU kernel looks between its tasks) or, were there none, for a minute. */
+static int spin_sleeps; /* "mid" sleeps in 1 ms naps instead of computing */
 static ft_status spin_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     int k = cfg ? cfg->v[0] : 0;
     double t0 = ft_now_s(), len = k == 0 ? 40e-6 : k == 2 ? 20e-6 : 60;
-    while (ft_now_s() - t0 < len)
-        if (ft_call_overdue(c)) break;
+    struct timespec nap = {0, 1000000};
+    while (ft_now_s() - t0 < len && !ft_call_overdue(c))
+        if (k == 1 && spin_sleeps) nanosleep(&nap, NULL);
     return ft_call_reference(c, err);
 }
 static const ft_backend spin_backend = {
@@ -452,6 +454,40 @@ static void test_watchdog_in_a_run(void) {
     json_decref(evs);
 }
 
+/* A config whose thread is off its CPU for most of the call (it sleeps, as a descheduled one
+ * waits) is stopped once past twice the best (at the 50 ms floor), long before the 20x limit
+ * would end it: recorded as not measured cleanly, not as slow, and the run goes on. */
+static void test_spoiled_call_in_a_run(void) {
+    ft_tune_opts o;
+    char log[256];
+    sim_opts(&o, log, sizeof log, "spoiled.jsonl");
+    o.be = &spin_backend;
+    o.strategy = FT_STRAT_EXHAUSTIVE;
+    o.screen = 0;
+    o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
+    o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
+    spin_sleeps = 1;
+    ft_tune_result r;
+    ft_err err = {0};
+    double t0 = ft_now_s();
+    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    spin_sleeps = 0;
+    FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
+    FT_CHECK(r.unclean >= 1 && r.stopped == 0 && (!r.found || r.winner.v[0] != 1),
+             "unclean %d, stopped %d, winner %d", r.unclean, r.stopped, r.found ? r.winner.v[0] : -1);
+    json_t *evs = read_log(log);
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        const json_t *e = json_array_get(evs, i);
+        const char *speed = json_string_value(json_object_get(json_object_get(e, "config"), "speed"));
+        if (!speed || strcmp(speed, "mid") || !json_object_get(e, "stopped")) continue;
+        seen++;
+        FT_CHECK(json_is_false(json_object_get(e, "clean")), "the spoiled call is not clean");
+    }
+    FT_CHECK(seen == 1, "one stopped event of mid: %d", seen);
+    json_decref(evs);
+}
+
 int main(void) {
     setenv("FLARETUNE_CEILINGS_CACHE", "off", 1);
     snprintf(dir, sizeof dir, "/tmp/ft_test_session_%d", (int)getpid());
@@ -464,6 +500,7 @@ int main(void) {
     FT_RUN(test_fails_before_the_search);
     FT_RUN(test_batches_with_a_worker);
     FT_RUN(test_watchdog_in_a_run);
+    FT_RUN(test_spoiled_call_in_a_run);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return ft_test_finish();

@@ -69,6 +69,7 @@ static const ft_measure_opts defaults[] = {
             .min_clean = 5,    /* as bench */
             /* Set per candidate from the best so far and tune's stop_factor. */
             .call_limit_s = 0,
+            .check_after_s = 0,
         },
 };
 
@@ -103,7 +104,7 @@ static ft_status timed_sample(const ft_timed_fn *fn, const ft_measure_opts *o, f
         ft_sched_probe_refresh(pr);
         ft_sched_mark_take(pr, &m0);
     }
-    if (fn->limit) fn->limit(fn->ctx, o->call_limit_s > 0 ? ft_now_s() + o->call_limit_s * reps : 0);
+    if (fn->watch) fn->watch(fn->ctx, o->call_limit_s * reps, o->check_after_s * reps);
     ft_status s = fn->run(fn->ctx, reps, secs, err);
     *wall_s = *lost_s = 0;
     if (pr) {

@@ -219,12 +219,29 @@ static double call_limit(const session *S, int i) {
     return limit < S->o->stop_floor_s ? S->o->stop_floor_s : limit;
 }
 
+/* From when on a call whose thread lost over half of it is stopped (ft_call_watch): twice the
+ * best so far (or the fastest call seen), never under stop_floor_s; the default too, at the
+ * floor. Such a call could only be a contaminated sample, and on a busy machine a multi-
+ * threaded one runs for as long as the scheduler pleases (its threads wait at every barrier). */
+static double check_after(const session *S) {
+    if (!(S->o->stop_factor > 0) || !(S->o->measure.max_lost > 0) ||
+        strcmp(ft_backend_clock(S->o->be), "host") != 0)
+        return 0; /* every sample kept, or a device clock the host's scheduler does not stretch */
+    double scale = isfinite(S->best) ? S->best : S->fastest;
+    double at = isfinite(scale) ? 2 * scale : 0;
+    return at < S->o->stop_floor_s ? S->o->stop_floor_s : at;
+}
+
 /* Candidate i's call ran past the watchdog's limit (at verification or in the measurement):
  * a `measured` event that says so; the candidate is never ranked. */
 static json_t *stopped_event(session *S, int i, const ft_stats *st, double after_s, double limit_s) {
     S->evaluations++;
-    S->stopped++;
-    S->info[i].state = C_STOPPED;
+    /* Spoiled by the scheduler: not measured cleanly (measured again on resume), else slow. */
+    if (st->unclean)
+        S->unclean++;
+    else
+        S->stopped++;
+    S->info[i].state = st->unclean ? C_UNCLEAN : C_STOPPED;
     S->info[i].median = INFINITY;
     json_t *ev = cand_event(S, "measured", i);
     json_object_set_new(ev, "stats", ft_stats_to_json(st));
@@ -258,14 +275,15 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     S->vc.ws = &S->ws;
     /* The watchdog covers the verification call too (its shape is at most the tuning one). */
     double limit = call_limit(S, i), t0 = ft_now_s();
-    S->vc.deadline_s = limit > 0 ? t0 + limit : 0;
-    S->vc.overdue = 0;
+    ft_call_watch(&S->vc, limit, check_after(S));
     ft_status st = S->o->be->run(&S->vc, cfg, &run_err);
-    S->vc.deadline_s = 0;
-    if (st == FT_ETIMEDOUT || (limit > 0 && (S->vc.overdue || ft_now_s() - t0 > limit))) {
+    int spoiled = S->vc.spoiled;
+    ft_call_watch(&S->vc, 0, 0);
+    if (st == FT_ETIMEDOUT || (limit > 0 && ft_now_s() - t0 > limit)) {
         ft_stats none;
         memset(&none, 0, sizeof none);
         none.median = NAN;
+        none.unclean = spoiled; /* the scheduler's doing: measured again on resume */
         *fatal = emit(S, stopped_event(S, i, &none, ft_now_s() - t0, limit), err);
         return 0;
     }
@@ -301,9 +319,9 @@ typedef struct {
     const ft_config *cfg;
 } run_ctx;
 
-static void run_limit(void *p, double deadline_s) {
+static void run_watch(void *p, double limit_s, double check_after_s) {
     run_ctx *x = p;
-    x->S->c.deadline_s = deadline_s;
+    ft_call_watch(&x->S->c, limit_s, check_after_s);
 }
 
 static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {
@@ -403,8 +421,9 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     if (S->o->screen && isfinite(best) && i != S->def_idx)
         mo.screen_above = best * S->o->screen_factor;
     mo.call_limit_s = call_limit(S, i); /* the watchdog */
+    mo.check_after_s = check_after(S);
     run_ctx rc = {S, &S->cands[i]};
-    ft_timed_fn fn = {.run = timed_run, .ctx = &rc, .limit = run_limit};
+    ft_timed_fn fn = {.run = timed_run, .ctx = &rc, .watch = run_watch};
     fn.host_clock = !strcmp(ft_backend_clock(S->o->be), "host");
     ft_stats st;
     S->c.ws = &S->ws;
@@ -413,7 +432,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     ft_load_mark m0, m1;
     ft_load_mark_take(&m0);
     ft_status s = ft_measure(&fn, &mo, &st, &run_err);
-    S->c.deadline_s = 0;
+    ft_call_watch(&S->c, 0, 0);
     ft_load_mark_take(&m1);
     if (s) {
         /* It verified but failed at the tuning shape: record it like any other failure. */
@@ -670,7 +689,16 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
                 ft_sched_probe_refresh(&probe);
                 ft_sched_mark_take(&probe, &a);
             }
-            if (!s) s = timed_run(&rc, batch[j], &secs, err);
+            if (!s) {
+                ft_call_watch(&S->c, 0, check_after(S) * batch[j]);
+                s = timed_run(&rc, batch[j], &secs, err);
+                ft_call_watch(&S->c, 0, 0);
+                if (s == FT_ETIMEDOUT) { /* spoiled by the scheduler: a dirty sample */
+                    s = FT_OK;
+                    if (!warm) dirty[j]++;
+                    continue;
+                }
+            }
             if (s || warm) continue;
             if (classify) {
                 ft_sched_mark_take(&probe, &b);

@@ -49,9 +49,13 @@ typedef struct ft_measure_opts {
     double max_lost;
     int min_clean;
     /* The longest one call may run, seconds (0: no limit): a sample of `reps` calls gets
-     * reps times this, and a call past it is stopped (ft_timed_fn.limit) and the measurement
-     * ends `stopped`. The tuner sets it from the best so far. */
+     * reps times this, and a call past it is stopped (ft_timed_fn.watch) and the measurement
+     * ends `stopped`. Past check_after_s a call (reps times it) is also stopped once its thread
+     * has lost over half of it to other work (ft_call_watch): it cannot be a clean sample, and
+     * on a busy machine it would run for as long as the scheduler pleases. The tuner sets both
+     * from the best so far. */
     double call_limit_s;
+    double check_after_s;
 } ft_measure_opts;
 
 /* Time one call (or `reps` back-to-back calls) and return the seconds it took in *secs. `prep`
@@ -64,9 +68,9 @@ typedef struct ft_timed_fn {
     /* 1 when run() reads the host clock around the call, so the host's scheduler stretches
      * it: only then are samples classified (max_lost). A device clock is not stretched. */
     int host_clock;
-    /* Optional: before each run(), the monotonic time (seconds) by which it must return, or
-     * 0 for none; run() stops the call past it where it can and returns FT_ETIMEDOUT. */
-    void (*limit)(void *ctx, double deadline_s);
+    /* Optional: before each run(), its limits from now (ft_call_watch: seconds, 0 for none);
+     * run() stops the call past them where it can and returns FT_ETIMEDOUT. */
+    void (*watch)(void *ctx, double limit_s, double check_after_s);
 } ft_timed_fn;
 
 /* What a measurement is for; each use has its own defaults, with the reason for every value, in

@@ -10,6 +10,7 @@
 #define FLARETUNE_OP_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "flaretune/clock.h"
 #include "flaretune/ref.h"
@@ -166,19 +167,38 @@ struct ft_call {
      * ft_call_touch so the next run copies it again. */
     void *dev_state;
     void (*dev_state_free)(void *state);
-    /* The tuner's watchdog: the monotonic time (seconds) past which a run stops early and
-     * returns FT_ETIMEDOUT (0: no limit). The CPU kernels look between their tasks
-     * (ft_call_overdue); ft_backend_time looks between calls. */
-    double deadline_s;
-    int overdue; /* a kernel stopped early: its outputs are incomplete */
+    /* The tuner's watchdog (docs/measurement.md): the monotonic time (seconds) past which a
+     * run stops early and returns FT_ETIMEDOUT (0: no limit), and from check_s on (0: never),
+     * it also stops once the thread that started it (cpu_clock, its CPU time at start_s was
+     * start_cpu_s) has been off its CPU for over half the time since start_s: a call the
+     * scheduler took that much from cannot be a clean sample. The CPU kernels look between
+     * their tasks (ft_call_overdue); ft_backend_time looks between calls. */
+    double deadline_s, check_s, start_s, start_cpu_s;
+    clockid_t cpu_clock;
+    int checking; /* a thread is judging check_s */
+    int overdue;  /* a kernel stopped early: its outputs are incomplete */
+    int spoiled;  /* ...because the scheduler took over half the call (else the deadline) */
 };
 
-/* 1 once c is past its deadline (and marks it overdue): a kernel then skips its remaining
- * tasks. About as cheap as reading the clock; call it per task, not per element. */
+/* Arm c's watchdog from now: stop past `limit_s` (0: none) and, from `check_after_s` on (0:
+ * never), once the calling thread has lost over half the call; 0, 0 disarms it. */
+void ft_call_watch(ft_call *c, double limit_s, double check_after_s);
+/* The check of ft_call_overdue once check_s has come (op.c). */
+int ft_call_judge(ft_call *c, double now);
+
+/* 1 once c is past its deadline or spoiled (and marks it overdue): a kernel then skips its
+ * remaining tasks. About as cheap as reading the clock; call it per task, not per element. */
 static inline int ft_call_overdue(ft_call *c) {
-    if (!(c->deadline_s > 0) || ft_now_s() < c->deadline_s) return 0;
-    __atomic_store_n(&c->overdue, 1, __ATOMIC_RELAXED);
-    return 1;
+    double check;
+    __atomic_load(&c->check_s, &check, __ATOMIC_RELAXED); /* the judge moves it on */
+    if (!(c->deadline_s > 0) && !(check > 0)) return 0;
+    double now = ft_now_s();
+    if (c->deadline_s > 0 && now >= c->deadline_s) {
+        __atomic_store_n(&c->overdue, 1, __ATOMIC_RELAXED);
+        return 1;
+    }
+    if (check > 0 && now >= check && ft_call_judge(c, now)) return 1;
+    return __atomic_load_n(&c->overdue, __ATOMIC_RELAXED);
 }
 
 int ft_op_count(void);

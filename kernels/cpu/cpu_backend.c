@@ -49,12 +49,14 @@ static ft_status cpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     ft_workspace local = {0};
     ft_workspace *saved = c->ws;
     if (!c->ws) c->ws = &local;
-    c->overdue = 0;
+    c->overdue = c->spoiled = 0;
     ft_status s = impl->run(c, cfg, err);
     c->ws = saved;
     ft_ws_free(&local);
     if (!s && c->overdue)
-        s = ft_err_set(err, FT_ETIMEDOUT, "%s on cpu: stopped past its time limit", c->op->name);
+        s = ft_err_set(err, FT_ETIMEDOUT, "%s on cpu: stopped (%s)", c->op->name,
+                       c->spoiled ? "its thread lost over half the call to other work"
+                                  : "past its time limit");
     return s;
 }
 

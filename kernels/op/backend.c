@@ -49,9 +49,11 @@ ft_status ft_backend_time(const ft_backend *b, ft_call *c, const ft_config *cfg,
     for (int r = 0; r < reps; r++) {
         ft_status s = b->run(c, cfg, err);
         if (s) return s;
-        if (c->deadline_s > 0 && ft_now_s() > c->deadline_s)
-            return ft_err_set(err, FT_ETIMEDOUT, "%s: stopped after %.3g s, past its limit of %.3g s",
-                              c->op->name, ft_now_s() - t0, c->deadline_s - t0);
+        if (ft_call_overdue(c))
+            return ft_err_set(err, FT_ETIMEDOUT, "%s: stopped after %.3g s (%s)", c->op->name,
+                              ft_now_s() - t0,
+                              c->spoiled ? "its thread lost over half of it to other work"
+                                         : "past its time limit");
     }
     *secs = ft_now_s() - t0;
     return FT_OK;

@@ -2,6 +2,7 @@
  * sizes from tensor shapes with messages that name the tensor, allocation, presets, and the
  * float64 reference run every backend is checked against. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,49 @@ static int spec_syms(const ft_op *op, const ft_tensor_spec *ts, int *idx) {
         if (*p == ',') p++;
     }
     return rank;
+}
+
+/* A call twice as slow as check_after_s allows with over half its time lost is spoiled. */
+#define FT_CALL_SPOILED_SHARE 0.5
+
+static double cpu_clock_s(clockid_t id) {
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0) return -1;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void ft_call_watch(ft_call *c, double limit_s, double check_after_s) {
+    double now = ft_now_s(), zero = 0;
+    c->overdue = c->spoiled = 0;
+    c->deadline_s = limit_s > 0 ? now + limit_s : 0;
+    c->start_s = now;
+    if (check_after_s > 0 && pthread_getcpuclockid(pthread_self(), &c->cpu_clock) == 0 &&
+        (c->start_cpu_s = cpu_clock_s(c->cpu_clock)) >= 0) {
+        double at = now + check_after_s;
+        __atomic_store(&c->check_s, &at, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store(&c->check_s, &zero, __ATOMIC_RELAXED);
+    }
+}
+
+int ft_call_judge(ft_call *c, double now) {
+    if (__atomic_exchange_n(&c->checking, 1, __ATOMIC_ACQUIRE)) return 0; /* another judges */
+    double at;
+    __atomic_load(&c->check_s, &at, __ATOMIC_RELAXED);
+    int spoiled = 0;
+    if (at > 0 && now >= at) {
+        double el = now - c->start_s, cpu = cpu_clock_s(c->cpu_clock);
+        spoiled = cpu >= 0 && el - (cpu - c->start_cpu_s) > FT_CALL_SPOILED_SHARE * el;
+        /* Judged again at twice the time: a check costs a clock read of another thread. */
+        double next = spoiled ? 0 : now + el;
+        __atomic_store(&c->check_s, &next, __ATOMIC_RELAXED);
+        if (spoiled) {
+            __atomic_store_n(&c->spoiled, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&c->overdue, 1, __ATOMIC_RELAXED);
+        }
+    }
+    __atomic_store_n(&c->checking, 0, __ATOMIC_RELEASE);
+    return spoiled;
 }
 
 void ft_call_init(ft_call *c, const ft_op *op) {
