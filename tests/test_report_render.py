@@ -14,6 +14,7 @@ usage: test_report_render.py --flaretune PATH [--fixture FILE]
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -179,6 +180,73 @@ def check_md(path):
             for s in chart["series"]:
                 check(s["label"] in md, f"report.md: series {s['label']}")
     check("glue \\<\\&\\> copies" in md, "report.md escapes <&>")
+
+
+# ---- markup in the document's strings ---------------------------------------------------------
+
+MARKUP = "<script>alert('x')</script>&amp;\"<b>"
+# The elements the renderer writes itself; anything else on the page came from the document.
+OWN_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "code",
+            "section", "div", "span", "blockquote", "ul", "li", "figure", "figcaption", "table",
+            "thead", "tbody", "tr", "th", "td", "svg", "text", "line", "rect", "g", "polyline",
+            "circle", "path"}
+
+
+def with_markup(node, key=None):
+    """The document with MARKUP in every string a person could have written (keys too, where
+    a key is shown), leaving the schema's fixed words (format, kind, verdict) alone."""
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k in ("format", "kind", "verdict"):
+                out[k] = v
+                continue
+            shown = k + MARKUP if key in ("figures", "machine", "os") else k
+            out[shown] = with_markup(v, k)
+        return out
+    if isinstance(node, list):
+        return [with_markup(v, key) for v in node]
+    if isinstance(node, str):
+        return node + MARKUP
+    return node
+
+
+def test_markup_everywhere():
+    """Every string field of a document holds markup (the chart's unit too): the page stays
+    well-formed XML, holds no element the renderer does not write, and every string reads back
+    as itself."""
+    doc = with_markup(fixture())
+    src = os.path.join(TMP, "markup.json")
+    with open(src, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(TMP, "markup-out")
+    rc, _, err = render(src, out)
+    check(rc == 0, f"a document with markup renders ({err.strip()!r})")
+    if rc != 0:
+        return
+    html = os.path.join(out, "report.html")
+    text = read(html)
+    check("<script" not in text and "<b>" not in text, "no markup of the document on the page")
+    try:
+        root = ET.parse(html).getroot()
+    except ET.ParseError as e:
+        check(False, f"the page with markup is not well-formed XML: {e}")
+        return
+    tags = {el.tag.split("}")[-1] for el in root.iter()}
+    check(tags <= OWN_TAGS, f"only the renderer's elements, found {sorted(tags - OWN_TAGS)}")
+    page = "".join(root.itertext())
+    check(MARKUP in page, "the markup reads back as text")
+    # Each chart's unit reaches the SVG (ticks, tooltips) as text.
+    for chart in doc["charts"]:
+        if "unit" in chart:
+            check(chart["unit"] in page, f"chart {chart['id']!r}: its unit as text")
+    for claim in doc["claims"]:
+        for k in ("claim", "answer", "source", "command"):
+            check(claim[k] in page, f"claim {k} {claim[k]!r} as text")
+    # In Markdown, text in code spans is literal; everywhere else markup is escaped.
+    md = re.sub(r"(`+).*?\1", "", read(os.path.join(out, "report.md")))
+    check(re.search(r"(?<!\\)<script", md) is None,
+          "report.md escapes the markup outside code spans")
 
 
 # ---- failures ----------------------------------------------------------------------------------
@@ -351,7 +419,8 @@ def main():
     ap.add_argument("--fixture", default=FIXTURE)
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_report_") as TMP:
-        return clitest.main(ARGS.flaretune, [test_help, test_render, test_bad_documents,
+        return clitest.main(ARGS.flaretune, [test_help, test_render, test_markup_everywhere,
+                                             test_bad_documents,
                                              test_unwritable, test_chromium])
 
 

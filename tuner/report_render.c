@@ -962,8 +962,11 @@ typedef struct out {
     ft_status status; /* the first failure: a non-finite coordinate, out of memory */
 } out;
 
+/* Markup: the renderer's own constant text, never a string of the document. */
 static void put(out *o, const char *s) { fputs(s, o->f); }
 
+/* Markup with numbers or the renderer's own names (classes, colours): never a string of the
+ * document, which goes through put_xml (or put_value) alone. */
 static void putf(out *o, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -1004,6 +1007,12 @@ static void put_xml_cut(out *o, const char *s, size_t max_bytes) {
             fputc(s[i], o->f);
     }
     put(o, "...");
+}
+
+/* A value for humans in a chart's unit (the document's string), escaped for XML. */
+static void put_value(out *o, double v, const char *unit, int sig) {
+    char buf[160];
+    put_xml(o, ft_report_fmt_value(v, unit, sig, buf, sizeof buf));
 }
 
 static void put_md(out *o, const char *s) {
@@ -1186,7 +1195,9 @@ static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report
         put_xml(o, label);
         put(o, ": ");
         put_xml(o, sl);
-        putf(o, " %s</title></rect>\n", ft_report_fmt_value(v, unit, 4, buf, sizeof buf));
+        put(o, " ");
+        put_value(o, v, unit, 4);
+        put(o, "</title></rect>\n");
         at += v;
     }
     svg_text(o, ft_report_scale(at, ax->lo, ax->hi, x0, x1) + 6, y + h / 2 + 4, "start", "total",
@@ -1359,7 +1370,6 @@ static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_
     put(o, "\"><title>");
     put_xml(o, label);
     put(o, "</title></polyline>\n");
-    char ybuf[48];
     for (size_t k = 0; k < n; k++) {
         const json_t *pt = json_array_get(pts, idx[k]);
         double x = json_number_value(json_array_get(pt, 0));
@@ -1370,8 +1380,9 @@ static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_
         put_num(o, plot_y(p, y));
         put(o, "\"><title>");
         put_xml(o, label);
-        putf(o, ": %.6g, %s</title></circle>\n", x,
-             ft_report_fmt_value(y, p->unit, 4, ybuf, sizeof ybuf));
+        putf(o, ": %.6g, ", x);
+        put_value(o, y, p->unit, 4);
+        put(o, "</title></circle>\n");
     }
     free(idx);
     return FT_OK;
