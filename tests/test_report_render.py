@@ -249,6 +249,39 @@ def test_markup_everywhere():
           "report.md escapes the markup outside code spans")
 
 
+# ---- a large series ----------------------------------------------------------------------------
+
+def test_large_series():
+    """200,000 points in two series, in shuffled order: the render walks each series' points
+    once in order of x (n log n). Drawn by comparing every point with every x it took minutes
+    (40,000 points: two); the bound here is far above the seconds it takes, so only an
+    algorithm that grows as n^2 can miss it."""
+    import random
+    rnd = random.Random(30)
+    xs = list(range(100000))
+    rnd.shuffle(xs)
+    doc = {"format": "flaretune-report/1", "title": "a large series", "date": "2026-12-02",
+           "claims": [], "tables": [],
+           "charts": [{"id": "large", "kind": "lines", "title": "200k points", "unit": "s",
+                       "series": [{"label": "a", "points": [[x, 1e-3 + x * 1e-9] for x in xs]},
+                                  {"label": "b",
+                                   "points": [[x + 0.5, 2e-3] for x in reversed(xs)]}]}]}
+    src = os.path.join(TMP, "large.json")
+    with open(src, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(TMP, "large-out")
+    try:
+        rc, _, err = run("report", "--from", src, "-o", out, timeout=300)
+    except subprocess.TimeoutExpired:
+        check(False, "200,000 points did not render within 300 s")
+        return
+    check(rc == 0, f"200,000 points render ({err.strip()!r})")
+    md = read(os.path.join(out, "report.md"))
+    check(md.count("\n| ") >= 200000, "a table row per distinct x")
+    check("| 99999.5 | - | 2 ms |" in md and "| 99999 | 1.1 ms | - |" in md,
+          "each row holds its series' value at that x")
+
+
 # ---- failures ----------------------------------------------------------------------------------
 
 def test_bad_documents():
@@ -420,7 +453,7 @@ def main():
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_report_") as TMP:
         return clitest.main(ARGS.flaretune, [test_help, test_render, test_markup_everywhere,
-                                             test_bad_documents,
+                                             test_large_series, test_bad_documents,
                                              test_unwritable, test_chromium])
 
 

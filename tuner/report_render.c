@@ -735,28 +735,46 @@ static double *lines_xs(const json_t *chart, int *n, int *oom) {
     return xs;
 }
 
-/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": a series' value at x, "-" when it has none. */
-static void series_cell(const json_t *ser, double x, const char *unit, char *buf, size_t n) {
-    const json_t *pts = json_object_get(ser, "points");
-    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
-    for (size_t i = 0; i < json_array_size(pts); i++) {
-        const json_t *pt = json_array_get(pts, i);
-        if (json_number_value(json_array_get(pt, 0)) != x) continue;
-        char y[48], l[48] = "-", h[48] = "-";
-        ft_report_fmt_value(json_number_value(json_array_get(pt, 1)), unit, 4, y, sizeof y);
-        if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
-        if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
-        if (lo || hi) {
-            snprintf(buf, n, "%s [%s, %s]", y, l, h);
-        } else {
-            snprintf(buf, n, "%s", y);
-        }
-        return;
-    }
-    snprintf(buf, n, "-");
+/* A series' points in order of x, equal x in the document's order: what the table and the
+ * polyline walk, so a chart of n points costs n log n, not n^2. */
+typedef struct {
+    double x;
+    size_t i;
+} point_ref;
+
+static int cmp_point_ref(const void *a, const void *b) {
+    const point_ref *p = a, *q = b;
+    if (p->x != q->x) return (p->x > q->x) - (p->x < q->x);
+    return (p->i > q->i) - (p->i < q->i);
 }
 
-/* Lines: one row per distinct x, one column per series. */
+/* NULL when out of memory; *n gets the number of points. */
+static point_ref *points_sorted(const json_t *pts, size_t *n) {
+    *n = json_array_size(pts);
+    point_ref *r = malloc((*n ? *n : 1) * sizeof *r);
+    if (!r) return NULL;
+    for (size_t i = 0; i < *n; i++)
+        r[i] = (point_ref){json_number_value(json_array_get(json_array_get(pts, i), 0)), i};
+    qsort(r, *n, sizeof *r, cmp_point_ref);
+    return r;
+}
+
+/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": point i of a series. */
+static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf, size_t n) {
+    const json_t *pt = json_array_get(json_object_get(ser, "points"), i);
+    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
+    char y[48], l[48] = "-", h[48] = "-";
+    ft_report_fmt_value(json_number_value(json_array_get(pt, 1)), unit, 4, y, sizeof y);
+    if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
+    if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
+    if (lo || hi)
+        snprintf(buf, n, "%s [%s, %s]", y, l, h);
+    else
+        snprintf(buf, n, "%s", y);
+}
+
+/* Lines: one row per distinct x, one column per series (its first point at that x, "-" when
+ * it has none). Each series' sorted points are walked once alongside the sorted xs. */
 static ft_status grid_lines(const json_t *chart, grid *g) {
     const json_t *series = json_object_get(chart, "series");
     const char *unit = str_or(chart, "unit", "");
@@ -764,23 +782,41 @@ static ft_status grid_lines(const json_t *chart, grid *g) {
     double *xs = lines_xs(chart, &nx, &oom);
     if (oom) return FT_ENOMEM;
     int ns = (int)json_array_size(series);
+    point_ref **sorted = calloc((size_t)(ns ? ns : 1), sizeof *sorted);
+    size_t *npts = calloc((size_t)(ns ? ns : 1), sizeof *npts), *at = NULL;
+    at = calloc((size_t)(ns ? ns : 1), sizeof *at);
+    int bad = !sorted || !npts || !at;
+    for (int s = 0; s < ns && !bad; s++)
+        bad = !(sorted[s] = points_sorted(
+                    json_object_get(json_array_get(series, (size_t)s), "points"), &npts[s]));
     grid_init(g, ns + 1);
-    char **row = grid_row(g);
+    char **row = bad ? NULL : grid_row(g);
     grid_set(g, row, 0, str_or(chart, "x_label", "x"));
-    for (int s = 0; s < ns; s++)
+    for (int s = 0; s < ns && row; s++)
         grid_set(g, row, s + 1, str_or(json_array_get(series, (size_t)s), "label", ""));
     char buf[160];
-    for (int i = 0; i < nx; i++) {
+    for (int i = 0; i < nx && !bad; i++) {
         row = grid_row(g);
         snprintf(buf, sizeof buf, "%.6g", xs[i]);
         grid_set(g, row, 0, buf);
         for (int s = 0; s < ns; s++) {
-            series_cell(json_array_get(series, (size_t)s), xs[i], unit, buf, sizeof buf);
+            while (at[s] < npts[s] && sorted[s][at[s]].x < xs[i])
+                at[s]++;
+            if (at[s] < npts[s] && sorted[s][at[s]].x == xs[i])
+                series_cell(json_array_get(series, (size_t)s), sorted[s][at[s]].i, unit, buf,
+                            sizeof buf);
+            else
+                snprintf(buf, sizeof buf, "-");
             grid_set(g, row, s + 1, buf);
         }
     }
+    for (int s = 0; sorted && s < ns; s++)
+        free(sorted[s]);
+    free(sorted);
+    free(npts);
+    free(at);
     free(xs);
-    return g->oom ? FT_ENOMEM : FT_OK;
+    return bad || g->oom ? FT_ENOMEM : FT_OK;
 }
 
 static ft_status grid_chart(const json_t *chart, grid *g) {
@@ -1316,23 +1352,6 @@ static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
     }
 }
 
-/* The order of a series' points by x (insertion sort: a handful of points). */
-static size_t *points_order(const json_t *pts) {
-    size_t n = json_array_size(pts);
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    if (!idx) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
-        size_t j = i;
-        while (j > 0 && json_number_value(json_array_get(json_array_get(pts, idx[j - 1]), 0)) > x) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = i;
-    }
-    return idx;
-}
-
 /* Error bar of point i: a vertical line from lo to hi with caps. */
 static void svg_error_bar(out *o, const plot *p, double x, double lo, double hi,
                           const char *colour) {
@@ -1349,11 +1368,11 @@ static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_
     const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
     const char *label = str_or(ser, "label", ""),
                *colour = ft_report_palette_colour(colours, label);
-    size_t *idx = points_order(pts);
+    size_t n;
+    point_ref *idx = points_sorted(pts, &n);
     if (!idx) return FT_ENOMEM;
-    size_t n = json_array_size(pts);
     for (size_t k = 0; k < n && (lo || hi); k++) {
-        size_t i = idx[k];
+        size_t i = idx[k].i;
         double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
         double y = json_number_value(json_array_get(json_array_get(pts, i), 1));
         svg_error_bar(o, p, x, lo ? json_number_value(json_array_get(lo, i)) : y,
@@ -1361,7 +1380,7 @@ static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_
     }
     putf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colour);
     for (size_t k = 0; k < n; k++) {
-        const json_t *pt = json_array_get(pts, idx[k]);
+        const json_t *pt = json_array_get(pts, idx[k].i);
         if (k) put(o, " ");
         put_num(o, plot_x(p, json_number_value(json_array_get(pt, 0))));
         put(o, ",");
@@ -1371,7 +1390,7 @@ static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_
     put_xml(o, label);
     put(o, "</title></polyline>\n");
     for (size_t k = 0; k < n; k++) {
-        const json_t *pt = json_array_get(pts, idx[k]);
+        const json_t *pt = json_array_get(pts, idx[k].i);
         double x = json_number_value(json_array_get(pt, 0));
         double y = json_number_value(json_array_get(pt, 1));
         putf(o, "<circle r=\"3.5\" fill=\"%s\" cx=\"", colour);
