@@ -318,6 +318,8 @@ static ft_status run_job(tuning *T, int j, int g, int quiet, row *rw, ft_err *er
     to.log_path = jb->log[0] ? jb->log : NULL;
     to.predict = jb->predict;
     to.workers = ft_cli_mpi_workers(g, j);
+    to.run_index = j + 1;
+    to.run_count = T->njobs;
     if (quiet) { /* sessions side by side: no interleaved progress lines, one measurement at a
                     time on this process's device */
         static pthread_mutex_t measuring = PTHREAD_MUTEX_INITIALIZER;
@@ -1109,6 +1111,11 @@ static int run(int argc, char **argv) {
     int code = tune_parse(argc, argv, &a);
     if (code || (code = tune_check(&a))) return code;
     if (a.to.candidate_timeout_s > 0) signal(SIGALRM, on_candidate_timeout);
+    /* One id for the runs of this command (run_start's "runs"), so `top` on their logs counts
+     * them apart from older runs in the same files. */
+    static char command_id[48];
+    snprintf(command_id, sizeof command_id, "%ld-%.6f", (long)getpid(), ft_wall_time());
+    a.to.runs_command = command_id;
     progress pg;
     tuning T;
     memset(&T, 0, sizeof T);
