@@ -33,6 +33,25 @@ def test_help():
     one_line_error(["version", "extra"], 2)
 
 
+def test_help_says_what_commands_take():
+    """--timer is in the help of every command that takes it; `help` says report measures (not
+    only renders); `list presets` names sizes as ops and --set do (nseq, not nq) and shows I."""
+    for c in ("bench", "tune", "exec"):
+        rc, out, _ = run(c, "--help")
+        check(rc == 0 and "--timer" in out, f"{c} --help lists --timer")
+    rc, out, _ = run("help")
+    line = [l for l in out.splitlines() if l.startswith("  report ")]
+    check(line and "measure" in line[0] and "render" in line[0],
+          f"help: report measures and renders: {line}")
+    rc, out, _ = run("list", "presets")
+    header = out.splitlines()[1].split()
+    check(rc == 0 and "nseq" in header and "nq" not in header and "I" in header,
+          f"list presets: nseq and I in the header: {header}")
+    tiny = [l.split() for l in out.splitlines() if l.startswith("  tiny.dflare.train ")]
+    check(tiny and tiny[0][header.index("I")] == "128" and tiny[0][header.index("nseq")] == "2",
+          f"tiny.dflare.train: I 128, nseq 2: {tiny}")
+
+
 def blas_core(out):
     line = [l for l in out.splitlines() if l.strip().startswith("blas core")][0]
     return line.split()[2], line
@@ -300,7 +319,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     return clitest.main(ap.parse_args().flaretune,
-                        (test_help, test_version_and_blas_core, test_list, test_space,
+                        (test_help, test_help_says_what_commands_take,
+                         test_version_and_blas_core, test_list, test_space,
                          test_exec_config_errors, test_bench, test_device_backends,
                          test_tune_jobs, test_tune_predict))
 
