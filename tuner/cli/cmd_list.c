@@ -82,16 +82,14 @@ static void print_presets(void) {
         printf("  %-26s %5lld %9s %6lld %5lld %2lld %2lld %2lld %5lld %3lld %5lld%s %4lld %4lld "
                "%3lld %5lld\n",
                p->name, (long long)p->H, heads, (long long)p->V, (long long)p->inter,
-               (long long)p->D, (long long)p->T,
-               (long long)p->B, (long long)p->N, (long long)p->R, (long long)p->L,
-               p->ragged ? "~" : " ", (long long)p->nseq, (long long)p->S, (long long)p->NB,
-               (long long)(p->blocks * p->B));
+               (long long)p->D, (long long)p->T, (long long)p->B, (long long)p->N, (long long)p->R,
+               (long long)p->L, p->ragged ? "~" : " ", (long long)p->nseq, (long long)p->S,
+               (long long)p->NB, (long long)(p->blocks * p->B));
     }
-    printf(
-        "  I: a draft layer's MLP intermediate size; N: rows fused and projected per call;\n"
-        "  R, L: decode requests and context length (~: spread over [0, 2L]); nseq, S, NB:\n"
-        "  train sequences, context, blocks; M: loss rows (--set blocks=M/B). Sizes are named\n"
-        "  as --set and `flaretune list ops` name them.\n");
+    printf("  I: a draft layer's MLP intermediate size; N: rows fused and projected per call;\n"
+           "  R, L: decode requests and context length (~: spread over [0, 2L]); nseq, S, NB:\n"
+           "  train sequences, context, blocks; M: loss rows (--set blocks=M/B). Sizes are named\n"
+           "  as --set and `flaretune list ops` name them.\n");
 }
 
 static void print_backends(void) {
