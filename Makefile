@@ -20,6 +20,8 @@ build:
 	@scripts/deps.sh build
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(TYPE) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
+	@echo "flaretune: built $(BUILD)/flaretune; to run README's commands as written:"
+	@echo "  export PATH=$(abspath $(BUILD)):\$$PATH"
 
 run: build
 	scripts/main-job.sh $(BUILD)

@@ -4,7 +4,8 @@
 #   P/LIBDIR/libflaretune.so.0[.1.0]      the C API (soname libflaretune.so.0), and .so
 #   P/LIBDIR/libflaretune.a               the same, static (C API symbols only)
 #   P/include/flaretune.h                 the C API's one header
-#   P/LIBDIR/pkgconfig/flaretune.pc       pkg-config (--static adds the private libraries)
+#   P/LIBDIR/pkgconfig/flaretune.pc       pkg-config: the shared library
+#   P/LIBDIR/pkgconfig/flaretune-static.pc   libflaretune.a and the libraries it needs
 #   P/LIBDIR/cmake/flaretune/             find_package(flaretune): flaretune::flaretune (shared)
 #                                         and flaretune::flaretune_static
 #   P/share/flaretune/                    the kernel sources the library compiles at run time
@@ -44,18 +45,57 @@ list(REMOVE_DUPLICATES FT_PRIVATE_LIBS)
 list(APPEND FT_PRIVATE_LIBS pthread m dl)
 
 # pkg-config: the prefix is found from the .pc file's own place, so the prefix can move.
+# flaretune.pc links the shared library (which records its own dependencies and where they
+# are); flaretune-static.pc links libflaretune.a with what it needs. A library in a folder the
+# linker searches anyway is named by -l alone; one elsewhere (OpenBLAS's OpenMP build, the CUDA
+# toolkit) by a folder found here, kept in a variable of the .pc file (pkg-config
+# --define-variable=cuda_libdir=DIR moves it) with an rpath to it, as libflaretune.so has: no
+# file's path is written in.
 file(RELATIVE_PATH FT_PC_UP /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
-set(FT_PC_LIBS_PRIVATE "")
+set(_ft_pc_sysdirs ${CMAKE_C_IMPLICIT_LINK_DIRECTORIES})
+set(FT_PC_VARS "")
+set(FT_PC_STATIC_LIBS "")
+set(_ft_pc_dirs "")
+set(_ft_pc_dir_vars "")
 foreach(l ${FT_PRIVATE_LIBS})
-  if(IS_ABSOLUTE ${l})
-    string(APPEND FT_PC_LIBS_PRIVATE " ${l}")
-  else()
-    string(APPEND FT_PC_LIBS_PRIVATE " -l${l}")
+  if(NOT IS_ABSOLUTE ${l})
+    string(APPEND FT_PC_STATIC_LIBS " -l${l}")
+    continue()
   endif()
+  get_filename_component(_dir ${l} DIRECTORY)
+  get_filename_component(_name ${l} NAME)
+  string(REGEX REPLACE "^lib" "" _name ${_name})
+  string(REGEX REPLACE "\\.(so|a)(\\..*)?$" "" _name ${_name})
+  list(FIND _ft_pc_sysdirs ${_dir} _sys)
+  if(_sys GREATER -1)
+    string(APPEND FT_PC_STATIC_LIBS " -l${_name}")
+    continue()
+  endif()
+  list(FIND _ft_pc_dirs ${_dir} _known)
+  if(_known GREATER -1)
+    list(GET _ft_pc_dir_vars ${_known} _var)
+  else()
+    if(_name MATCHES "^(cu|nvrtc)")
+      set(_var cuda_libdir)
+    else()
+      set(_var ${_name}_libdir)
+    endif()
+    list(FIND _ft_pc_dir_vars ${_var} _taken)
+    if(_taken GREATER -1)
+      list(LENGTH _ft_pc_dirs _n)
+      set(_var ${_var}_${_n})
+    endif()
+    list(APPEND _ft_pc_dirs ${_dir})
+    list(APPEND _ft_pc_dir_vars ${_var})
+    string(APPEND FT_PC_VARS "${_var}=${_dir}\n")
+    string(APPEND FT_PC_STATIC_LIBS " -L\${${_var}} -Wl,-rpath,\${${_var}}")
+  endif()
+  string(APPEND FT_PC_STATIC_LIBS " -l${_name}")
 endforeach()
-configure_file(cmake/flaretune.pc.in ${CMAKE_CURRENT_BINARY_DIR}/flaretune.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/flaretune.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(pc flaretune flaretune-static)
+  configure_file(cmake/${pc}.pc.in ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
 
 set(FT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/flaretune)
 set(FT_SONAME libflaretune.so.${PROJECT_VERSION_MAJOR})

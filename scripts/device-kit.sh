@@ -21,6 +21,8 @@
 # whole working tree that travels to a lent GPU machine is limited to 64 MiB. Needs apt-get (for
 # the download), the CUDA toolkit (NVRTC) and a build of flaretune (BUILD, default build; made
 # when missing). Running it again keeps what is already there and adds what is missing.
+# Compiling every module takes minutes: it says what it is compiling, with the seconds so far,
+# as it goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-runs.sh
@@ -71,21 +73,27 @@ if [ ! -x "$build/flaretune" ] || [ ! -x "$build/tests/test_cuda_variants" ]; th
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$build" -j"$jobs" --target flaretune test_cuda_variants >/dev/null
 fi
-ft=$root/$build/flaretune
+case $build in
+/*) ft=$build/flaretune ;;
+*) ft=$root/$build/flaretune ;;
+esac
 "$ft" version | grep -q 'cuda  *built' || die "$build/flaretune was built without the CUDA toolkit: NVRTC is needed"
 
 # ---- 3. the kernel modules ------------------------------------------------------------------
 # compile_into CACHE ARCH: every module gpu-check loads, for ARCH, into CACHE.
 compile_into() {
-  local cache=$1 arch=$2 op args n=0
+  local cache=$1 arch=$2 op args n=0 total
+  total=$(gpu_runs | wc -l)
+  echo "  [$((SECONDS - t0)) s] variants: every configuration the variant test runs, for $arch"
   FLARETUNE_CACHE_DIR=$cache FT_TEST_COMPILE_ARCH=$arch "$build/tests/test_cuda_variants" \
     >"$cache.log" 2>&1 || { tail -n 5 "$cache.log"; die "compiling the variant test's modules for $arch failed"; }
   grep "kernel modules compiled" "$cache.log" | sed 's/^/  variants: /'
   while IFS=$'\t' read -r _ op args _; do
+    n=$((n + 1))
+    echo "  [$((SECONDS - t0)) s] run $n/$total: compile $op ${args:-(its GPU sizes)} --all-configs for $arch"
     # shellcheck disable=SC2086
     FLARETUNE_CACHE_DIR=$cache "$ft" compile "$op" --arch "$arch" --all-configs $args \
       --jobs "$jobs" >"$cache.log" 2>&1 || { tail -n 3 "$cache.log"; die "compile $op $args for $arch failed"; }
-    n=$((n + 1))
   done < <(gpu_runs)
   echo "  runs: $n of scripts/gpu-runs.txt, every configuration"
   rm -f "$cache.log"
@@ -95,7 +103,8 @@ mib() { du -sm "$1" | cut -f1; }
 packed_mib() { tar -C "$(dirname "$1")" -cJf - "$(basename "$1")" | wc -c | awk '{print int(($1 + 1048575) / 1048576)}'; }
 
 archs=(sm_90a)
-echo "== kernel modules for sm_90a into $kit/kernel-cache"
+t0=$SECONDS
+echo "== kernel modules for sm_90a into $kit/kernel-cache (minutes: a line per step)"
 compile_into "$kit/kernel-cache" sm_90a
 # sm_80 into a staging cache first: kept only if the kit stays under its limit with it.
 stage=$(mktemp -d "${TMPDIR:-/tmp}/device-kit.XXXXXX")
@@ -119,12 +128,13 @@ while IFS=$'\t' read -r _ op args _; do
     --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["compiled"])')
   missing=$((missing + n))
 done < <(gpu_runs)
-echo "== check: every run of gpu-runs.txt with the kit's cache: $missing modules to compile"
+echo "== [$((SECONDS - t0)) s] check: every run of gpu-runs.txt with the kit's cache: $missing modules to compile"
 [ "$missing" = 0 ] || die "$missing modules of gpu-check's runs are not in the kit"
 
 # ---- 5. what it holds, and its size -----------------------------------------------------------
 # The cache travels packed (the next run of this script unpacks it again), so the kit folder is
 # what a lent machine is sent.
+echo "== [$((SECONDS - t0)) s] packing the kernel cache (xz)"
 tar -C "$kit" -cJf "$kit/kernel-cache.tar.xz.tmp" kernel-cache
 mv "$kit/kernel-cache.tar.xz.tmp" "$kit/kernel-cache.tar.xz"
 unpacked=$(mib "$kit/kernel-cache")

@@ -7,6 +7,7 @@ usage: test_cli.py --flaretune PATH
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -31,6 +32,43 @@ def test_help():
     one_line_error(["bogus"], 2, "unknown command 'bogus'")
     one_line_error(["help", "bogus"], 2, "unknown command 'bogus'")
     one_line_error(["version", "extra"], 2)
+
+
+def test_help_says_what_commands_take():
+    """--timer is in the help of every command that takes it; `help` says report measures (not
+    only renders); `list presets` names sizes as ops and --set do (nseq, not nq) and shows I."""
+    for c in ("bench", "tune", "exec"):
+        rc, out, _ = run(c, "--help")
+        check(rc == 0 and "--timer" in out, f"{c} --help lists --timer")
+    rc, out, _ = run("help")
+    line = [l for l in out.splitlines() if l.startswith("  report ")]
+    check(line and "measure" in line[0] and "render" in line[0],
+          f"help: report measures and renders: {line}")
+    rc, out, _ = run("list", "presets")
+    header = out.splitlines()[1].split()
+    check(rc == 0 and "nseq" in header and "nq" not in header and "I" in header,
+          f"list presets: nseq and I in the header: {header}")
+    tiny = [l.split() for l in out.splitlines() if l.startswith("  tiny.dflare.train ")]
+    check(tiny and tiny[0][header.index("I")] == "128" and tiny[0][header.index("nseq")] == "2",
+          f"tiny.dflare.train: I 128, nseq 2: {tiny}")
+
+
+def test_ctypes_example_without_numpy():
+    """docs/examples/api_ctypes.py under a Python without NumPy (one is shadowed here): one line
+    saying what it needs and exit 1, not a traceback."""
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                           "examples", "api_ctypes.py")
+    lib = os.path.join(os.path.dirname(os.path.abspath(clitest.FT)), "libflaretune.so.0")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "numpy"))
+        with open(os.path.join(tmp, "numpy", "__init__.py"), "w") as f:
+            f.write("raise ImportError('No module named numpy')\n")
+        env = dict(os.environ, PYTHONPATH=tmp)
+        p = subprocess.run([sys.executable, example, lib, "cpu"], capture_output=True, text=True,
+                           env=env, timeout=60)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode == 1 and len(lines) == 1 and "needs NumPy" in lines[0] and
+          "Traceback" not in p.stderr, f"the example without NumPy: {p.returncode} {p.stderr!r}")
 
 
 def blas_core(out):
@@ -300,7 +338,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     return clitest.main(ap.parse_args().flaretune,
-                        (test_help, test_version_and_blas_core, test_list, test_space,
+                        (test_help, test_help_says_what_commands_take,
+                         test_ctypes_example_without_numpy,
+                         test_version_and_blas_core, test_list, test_space,
                          test_exec_config_errors, test_bench, test_device_backends,
                          test_tune_jobs, test_tune_predict))
 

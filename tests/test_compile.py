@@ -330,6 +330,31 @@ def test_relocated_cache(tmp):
     check(third["cached"] == 0, f"a changed header: {third['cached']} modules from the cache")
 
 
+def test_all_configs_summary(tmp):
+    """--all-configs prints the kernels summed up (a line per kernel and verdict, with how many
+    configurations): a screenful, where every configuration's table was over a thousand lines
+    for fusion.dflare; --verbose keeps every configuration's."""
+    env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "summary-cache")}
+    args = ["compile", "fusion.dflare", "--all-configs", "--preset", "small.dflare.train",
+            "--no-sass"]
+    rc, out, err = run(*args, env=env)
+    check(rc == 0, f"compile --all-configs: exit {rc}: {err.strip()}")
+    lines = out.splitlines()
+    n = int(re.match(r"fusion\.dflare: (\d+) valid configurations", lines[0]).group(1))
+    check(len(lines) < 20, f"a summary: {len(lines)} lines for {n} configurations")
+    rows = [l for l in lines if re.match(r"  dflare_fwd(_smem)? +\d+ ", l)]
+    total = sum(int(l.split()[1]) for l in rows)
+    check(rows and total == n, f"every configuration counted once per kernel: {total} of {n}")
+    check(any(l.rstrip().endswith("ok") for l in rows) and
+          any("pruned: " in l for l in rows), "ok and pruned kernels apart")
+    check("--verbose" in out, "the summary says how to see every configuration")
+    rc, out, err = run(*args, "--verbose", env=env)
+    configs = [l for l in out.splitlines() if l.startswith("config ")]
+    check(rc == 0 and len(configs) == n, f"--verbose: a table per configuration ({len(configs)})")
+    rc, out, _ = run("compile", "--help")
+    check("--verbose" in out, "compile --help lists --verbose")
+
+
 def test_keep(tmp):
     """A module keeps only the kernels its configuration launches (FT_KEEP in ft_cuda.h): the
     spec's kernels are the only ones ptxas reports; without FT_KEEP_SOME, every kernel."""
@@ -430,6 +455,7 @@ def main():
             test_probe(tmp)
             test_ops(ops, tmp)
             test_keep(tmp)
+            test_all_configs_summary(tmp)
             test_relocated_cache(tmp)
     else:
         test_no_toolkit(ops)

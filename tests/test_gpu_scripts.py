@@ -9,13 +9,15 @@
   - its model check: Spearman's rank correlation of predicted and measured times (ties, no
     spread), and Nsight Compute's raw CSV summed over launches into the figures of `inspect`;
   - gpu-import.sh refuses a folder that is no result, a rehearsal without --rehearsal, and a
-    README without its markers, each before writing anything.
+    README without its markers, each before writing anything;
+  - device-kit.sh says what it compiles as it goes (with stand-ins for apt-get and flaretune).
 
     test_gpu_scripts.py FLARETUNE
 """
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -263,12 +265,68 @@ def import_into(tmp):
           "a second import the same day gets its own folder")
 
 
+STUB_FLARETUNE = r"""#!/bin/sh
+# A stand-in for flaretune built with the toolkit: version says so, compile puts a module in
+# the cache (or, with --json, says nothing is left to compile).
+case $1 in
+version) echo "cuda       built (stand-in)" ;;
+compile)
+  case " $* " in *" --json "*) echo '{"compiled": 0}'; exit 0 ;; esac
+  mkdir -p "$FLARETUNE_CACHE_DIR/nvrtc"
+  echo "$*" > "$FLARETUNE_CACHE_DIR/nvrtc/$(echo "$*" | cksum | cut -d' ' -f1).cubin" ;;
+esac
+"""
+STUB_VARIANTS = r"""#!/bin/sh
+mkdir -p "$FLARETUNE_CACHE_DIR/nvrtc"
+echo "$FT_TEST_COMPILE_ARCH" > "$FLARETUNE_CACHE_DIR/nvrtc/variants-$FT_TEST_COMPILE_ARCH.cubin"
+echo "3 kernel modules compiled"
+"""
+STUB_APT = r"""#!/bin/sh
+# apt-get download P...: an empty .deb each, in the current folder.
+[ "$1" = download ] || exit 0
+shift
+for p in "$@"; do : > "${p}_1.0_amd64.deb"; done
+"""
+
+
+def test_device_kit_progress():
+    """scripts/device-kit.sh compiles every module of every run for minutes: it says what it is
+    at, a line per step with the seconds so far (run k/n), not nothing until the end. Run with
+    stand-ins for apt-get, flaretune and the variant test."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stubs, build = os.path.join(tmp, "bin"), os.path.join(tmp, "build")
+        os.makedirs(stubs)
+        os.makedirs(os.path.join(build, "tests"))
+        for path, text in ((os.path.join(stubs, "apt-get"), STUB_APT),
+                           (os.path.join(build, "flaretune"), STUB_FLARETUNE),
+                           (os.path.join(build, "tests", "test_cuda_variants"), STUB_VARIANTS)):
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o755)
+        env = dict(os.environ, BUILD=build, PATH=stubs + os.pathsep + os.environ["PATH"])
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "device-kit.sh"),
+                            os.path.join(tmp, "kit")], capture_output=True, text=True, env=env,
+                           timeout=300)
+        check(p.returncode == 0, f"device-kit with stand-ins: exit {p.returncode}: "
+              f"{p.stderr.strip()[-400:]}")
+        runs = subprocess.run(["bash", "-c", ". scripts/gpu-runs.sh; gpu_runs | wc -l"],
+                              capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        for arch in ("sm_90a", "sm_80"):
+            steps = re.findall(r"^  \[\d+ s\] run (\d+)/(\d+): compile .* for %s$" % arch,
+                               p.stdout, re.M)
+            check(len(steps) == int(runs) and steps[-1] == (runs, runs),
+                  f"{arch}: a line per run of gpu-runs.txt ({len(steps)} of {runs})")
+            check(re.search(r"^  \[\d+ s\] variants: .* for %s$" % arch, p.stdout, re.M),
+                  f"{arch}: the variant test's modules said before they compile")
+        check(re.search(r"^== \[\d+ s\] packing", p.stdout, re.M), f"packing said: {p.stdout}")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     return clitest.main(sys.argv[1], (test_limits, test_pack, test_tables, test_model_and_ncu,
-                                         test_import))
+                                         test_import, test_device_kit_progress))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,12 @@ def test_tables_and_errors():
         check(out.startswith("fusion.dflare on cuda-emu (memory profile), config "),
               f"the tables' header: {out.splitlines()[:1]}")
         check("napkin bytes" in out and "sectors/req (ideal" in out, "tables show the ideal")
+    # --no-sass, as README lists it: accepted, and said.
+    out = inspect("--preset", "tiny.dflare.train", "--sites", "0", "--no-sass")
+    if out is not None:
+        check("no SASS instruction mix: not read (--no-sass)" in out, "--no-sass is said")
+    rc, out, _ = run("inspect", "--help")
+    check(rc == 0 and "--no-sass" in out, "inspect --help lists --no-sass")
     one_line_error(["inspect", "fusion.dflare", "--backend", "cpu"], 2, "on the emulator")
     one_line_error(["inspect", "fusion.dflare", "--sites", "-1"], 2, "--sites")
     one_line_error(["inspect", "no.such.op"], 2)

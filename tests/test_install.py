@@ -2,7 +2,10 @@
 """test_install: flaretune as other builds consume it, from an installed prefix.
 
 Installs the build into a temporary prefix, checks the layout (soname, only the C API exported
-from the .so and the .a, pkg-config file, CMake package, kernel sources, docs), then builds the
+from the .so and the .a, the pkg-config files: flaretune-static links the archive and names no
+library by its file, CMake package, kernel sources, docs), runs README's pkg-config lines as
+written there (a shared program that runs from the prefix, a static one without
+libflaretune.so), then builds the
 consumer project of tests/consumer three times against it (pkg-config; find_package with the
 shared library; find_package with the static one) and checks that each, running fusion.dflare
 and the loss through the C API with a config taken from a profile, writes the same bits as
@@ -14,6 +17,7 @@ verbatim from docs/examples/api_ctypes.py) still work from there.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +54,7 @@ def check_layout(prefix):
                 "share/flaretune/kernels/fusion/fusion.cu", "share/doc/flaretune/api.md"):
         check(os.path.exists(os.path.join(prefix, rel)), f"installed {rel}")
     for rel in ("libflaretune.so", "libflaretune.so.0", "pkgconfig/flaretune.pc",
+                "pkgconfig/flaretune-static.pc",
                 "cmake/flaretune/flaretune-config.cmake",
                 "cmake/flaretune/flaretune-config-version.cmake"):
         check(os.path.exists(os.path.join(lib, rel)), f"installed LIBDIR/{rel}")
@@ -70,11 +75,61 @@ def check_layout(prefix):
     check("flaretune_run" in static and not others,
           f"the .a defines the C API alone as global ({len(static)}; others: {others[:5]})")
     pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(lib, "pkgconfig"))
-    r = sh("pkg-config", "--validate", "flaretune", env=pc_env, ok=False)
-    check(r.returncode == 0, f"flaretune.pc validates {r.stderr.strip()}")
-    libs = sh("pkg-config", "--libs", "--static", "flaretune", env=pc_env).stdout
-    check("-lflaretune" in libs and "openblas" in libs, "pkg-config --static lists OpenBLAS")
+    for pc in ("flaretune", "flaretune-static"):
+        r = sh("pkg-config", "--validate", pc, env=pc_env, ok=False)
+        check(r.returncode == 0, f"{pc}.pc validates {r.stderr.strip()}")
+    # The static module links the archive and what it needs, with or without --static, and
+    # writes no library's file path in (folders are variables found at configure).
+    for extra in ([], ["--static"]):
+        libs = sh("pkg-config", "--libs", *extra, "flaretune-static", env=pc_env).stdout.split()
+        check("-l:libflaretune.a" in libs and "-lflaretune" not in libs and "-lopenblas" in libs,
+              f"flaretune-static {extra}: the archive and OpenBLAS: {libs}")
+        check(not [w for w in libs if w.endswith(".so") or ".so." in w],
+              f"flaretune-static {extra}: no library named by its file: {libs}")
+    text = open(os.path.join(lib, "pkgconfig", "flaretune-static.pc")).read()
+    libs_line = next(l for l in text.splitlines() if l.startswith("Libs:"))
+    check("/" not in re.sub(r"\$\{\w+\}", "", libs_line),
+          f"flaretune-static.pc's Libs name folders by variables alone: {libs_line}")
     return lib
+
+
+def test_readme_pkg_config(prefix, lib, work):
+    """README's pkg-config lines, as written there (the prefix and app.c put in): the shared
+    program links and runs from a prefix outside the library path, the static one holds no
+    libflaretune.so and runs too."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    start = readme.index("    cmake --install build --prefix /opt/flaretune\n")
+    block = readme[start:readme.index("\n\n", start)].splitlines()[1:]
+    check(len(block) == 3 and "./app" in block[1] and "./app-static" in block[2],
+          f"README's pkg-config lines: {block}")
+    app = os.path.join(work, "readme-app")
+    os.makedirs(app)
+    with open(os.path.join(app, "app.c"), "w") as f:
+        f.write("#include <flaretune.h>\n#include <stdio.h>\n"
+                "int main(void) {\n"
+                "    flaretune_context *ctx;\n"
+                "    if (flaretune_create(&ctx, \"cpu\") != FLARETUNE_OK) {\n"
+                "        fprintf(stderr, \"%s\\n\", flaretune_message(ctx));\n"
+                "        flaretune_destroy(ctx);\n"
+                "        return 1;\n"
+                "    }\n"
+                "    printf(\"api %d on %s\\n\", flaretune_api_version(), flaretune_backend(ctx));\n"
+                "    flaretune_destroy(ctx);\n"
+                "    return 0;\n"
+                "}\n")
+    script = "set -e\n" + "\n".join(block).replace("/opt/flaretune/lib", lib).replace(
+        "/opt/flaretune", prefix) + "\n"
+    env = {k: v for k, v in blas_env().items() if k != "LD_LIBRARY_PATH"}
+    r = sh("sh", "-c", script, env=env, cwd=app, ok=False)
+    check(r.returncode == 0 and r.stdout.count("api 1 on cpu") == 2,
+          f"README's lines build and run both programs ({r.returncode}: {r.stdout.strip()} "
+          f"{r.stderr.strip()[-400:]})")
+    if os.path.exists(os.path.join(app, "app-static")):
+        dyn = sh("readelf", "-d", os.path.join(app, "app-static")).stdout
+        check("libflaretune" not in dyn, "the static program needs no libflaretune.so")
+        dyn = sh("readelf", "-d", os.path.join(app, "app")).stdout
+        check("libflaretune.so.0" in dyn, "the shared program uses libflaretune.so.0")
 
 
 def build_consumer(prefix, lib, link, work):
@@ -207,6 +262,7 @@ def main():
         prefix = os.path.join(work, "prefix")
         sh("cmake", "--install", BUILD, "--prefix", prefix)
         lib = check_layout(prefix)
+        test_readme_pkg_config(prefix, lib, work)
         consumers = [build_consumer(prefix, lib, link, work)
                      for link in ("pkg-config", "shared", "static")]
         inputs = run_cases(np, consumers, work)

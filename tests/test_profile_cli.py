@@ -175,9 +175,14 @@ def test_emit(tmp):
     check(rc == 0 and "#ifndef FT_TUNED_H" in out and "ft_tuned_lookup(" in out,
           "emit: a C header on stdout by default")
     h = os.path.join(tmp, "tuned.h")
-    rc, _, err = run("emit", p, "-o", h, "--prefix", "my_cfg")
+    rc, out, err = run("emit", p, "-o", h, "--prefix", "my_cfg")
     check(rc == 0 and "#ifndef MY_CFG_H" in read(h) and "my_cfg_lookup_v(" in read(h),
           f"emit -o --prefix: {err!r}")
+    check(out == f"wrote {h}: 3 entries as a C header\n", f"emit -o says what it wrote: {out!r}")
+    j = os.path.join(tmp, "tuned.json")
+    rc, out, _ = run("emit", p, "--format", "json", "--backend", "other", "-o", j)
+    check(rc == 0 and out == f"wrote {j}: 1 entry as JSON records\n" and
+          len(json.loads(read(j))) == 1, f"emit --format json -o: {out!r}")
     check(not [n for n in os.listdir(tmp) if ".tmp." in n], "emit left a temporary file")
     before = read(h)
     one_line_error(["emit", p, "--format", "yaml", "-o", h], 2, "unknown format 'yaml'")

@@ -31,6 +31,15 @@ static void test_human_units(void) {
     check_fmt(512, "B/s", 3, "512 B/s");
     check_fmt(12.5, "tok", 3, "12.5 tok");
     check_fmt(12.5, "", 3, "12.5");
+    /* Plain decimals: no exponent, no negative zero. */
+    check_fmt(-5.331e-05, "%", 4, "-0.0001%");
+    check_fmt(-4e-05, "%", 4, "0%");
+    check_fmt(-0.004, "%", 3, "-0.004%");
+    check_fmt(-0.0012, "%", 3, "-0.0012%");
+    check_fmt(0.00041, "", 3, "0.0004");
+    check_fmt(12345.6, "s", 4, "12346 s");
+    check_fmt(123456, "tok", 3, "123456 tok");
+    check_fmt(2e16, "", 3, "2e+16");
     check_fmt(NAN, "s", 3, "-");
     check_fmt(INFINITY, "%", 3, "-");
     /* Ticks of one axis share its unit. */
@@ -43,6 +52,10 @@ static void test_human_units(void) {
     FT_CHECK(strcmp(buf, "0%") == 0, "rounding noise at 0: \"%s\"", buf);
     ft_report_fmt_tick(-1, 3, "%", buf, sizeof buf);
     FT_CHECK(strcmp(buf, "-1%") == 0, "negative percent tick: \"%s\"", buf);
+    ft_report_fmt_tick(-0.25, 0.5, "%", buf, sizeof buf);
+    FT_CHECK(strcmp(buf, "-0.25%") == 0, "a small percent tick: \"%s\"", buf);
+    ft_report_fmt_tick(2e-5, 4e-5, "%", buf, sizeof buf);
+    FT_CHECK(strcmp(buf, "2e-05%") == 0, "a tick below the last decimal: \"%s\"", buf);
 }
 
 /* step is 1, 2 or 5 times a power of ten. */

@@ -14,6 +14,7 @@ usage: test_report_render.py --flaretune PATH [--fixture FILE]
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -120,8 +121,8 @@ def check_html(path):
         check(have >= want, f"chart {chart['id']}: {have} {tags}, at least {want} expected")
         if chart["kind"] == "lines":
             points = sum(len(s["points"]) for s in chart["series"])
-            circles = len(svg.findall(f".//{SVG}circle"))
-            check(circles == points, f"chart {chart['id']}: {circles} markers for {points} points")
+            markers = len(svg.findall(f".//{SVG}path[@class='marker']"))
+            check(markers == points, f"chart {chart['id']}: {markers} markers for {points} points")
             bars = sum(len(s["points"]) for s in chart["series"] if "lo" in s or "hi" in s)
             lines = len(svg.findall(f".//{SVG}line[@class='err']"))
             check(lines == 3 * bars, f"chart {chart['id']}: {lines} error-bar lines, {3 * bars} expected")
@@ -179,6 +180,213 @@ def check_md(path):
             for s in chart["series"]:
                 check(s["label"] in md, f"report.md: series {s['label']}")
     check("glue \\<\\&\\> copies" in md, "report.md escapes <&>")
+
+
+# ---- markup in the document's strings ---------------------------------------------------------
+
+MARKUP = "<script>alert('x')</script>&amp;\"<b>"
+# The elements the renderer writes itself; anything else on the page came from the document.
+OWN_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "code",
+            "section", "div", "span", "blockquote", "ul", "li", "figure", "figcaption", "table",
+            "thead", "tbody", "tr", "th", "td", "svg", "text", "line", "rect", "g", "polyline",
+            "circle", "path"}
+
+
+def with_markup(node, key=None):
+    """The document with MARKUP in every string a person could have written (keys too, where
+    a key is shown), leaving the schema's fixed words (format, kind, verdict) alone."""
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k in ("format", "kind", "verdict"):
+                out[k] = v
+                continue
+            shown = k + MARKUP if key in ("figures", "machine", "os") else k
+            out[shown] = with_markup(v, k)
+        return out
+    if isinstance(node, list):
+        return [with_markup(v, key) for v in node]
+    if isinstance(node, str):
+        return node + MARKUP
+    return node
+
+
+def test_markup_everywhere():
+    """Every string field of a document holds markup (the chart's unit too): the page stays
+    well-formed XML, holds no element the renderer does not write, and every string reads back
+    as itself."""
+    doc = with_markup(fixture())
+    src = os.path.join(TMP, "markup.json")
+    with open(src, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(TMP, "markup-out")
+    rc, _, err = render(src, out)
+    check(rc == 0, f"a document with markup renders ({err.strip()!r})")
+    if rc != 0:
+        return
+    html = os.path.join(out, "report.html")
+    text = read(html)
+    check("<script" not in text and "<b>" not in text, "no markup of the document on the page")
+    try:
+        root = ET.parse(html).getroot()
+    except ET.ParseError as e:
+        check(False, f"the page with markup is not well-formed XML: {e}")
+        return
+    tags = {el.tag.split("}")[-1] for el in root.iter()}
+    check(tags <= OWN_TAGS, f"only the renderer's elements, found {sorted(tags - OWN_TAGS)}")
+    page = "".join(root.itertext())
+    check(MARKUP in page, "the markup reads back as text")
+    # Each chart's unit reaches the SVG (ticks, tooltips) as text.
+    for chart in doc["charts"]:
+        if "unit" in chart:
+            check(chart["unit"] in page, f"chart {chart['id']!r}: its unit as text")
+    for claim in doc["claims"]:
+        for k in ("claim", "answer", "source", "command"):
+            check(claim[k] in page, f"claim {k} {claim[k]!r} as text")
+    # In Markdown, text in code spans is literal; everywhere else markup is escaped.
+    md = re.sub(r"(`+).*?\1", "", read(os.path.join(out, "report.md")))
+    check(re.search(r"(?<!\\)<script", md) is None,
+          "report.md escapes the markup outside code spans")
+
+
+# ---- every value visible ------------------------------------------------------------------------
+
+def render_one(doc, name):
+    """The <svg> elements of doc's page (one chart each), or None after a failed check."""
+    src = os.path.join(TMP, name + ".json")
+    with open(src, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(TMP, name)
+    rc, _, err = render(src, out)
+    check(rc == 0, f"{name}: renders ({err.strip()!r})")
+    if rc != 0:
+        return None
+    return ET.parse(os.path.join(out, "report.html")).getroot().findall(f".//{SVG}svg")
+
+
+def one_chart(chart):
+    return {"format": "flaretune-report/1", "title": "t", "date": "d", "claims": [],
+            "tables": [], "charts": [chart]}
+
+
+def test_small_segments_visible():
+    """A 206 us step beside a 180 ms one, and a 1 us segment inside the 180 ms bar: every
+    segment above 0 is drawn at least 2 px wide, and the long bar still ends at its total."""
+    bars = [{"label": "decode", "segments": [{"label": "fusion", "value": 206e-6}]},
+            {"label": "train", "segments": [{"label": "fusion", "value": 170e-3},
+                                            {"label": "norms", "value": 1e-6},
+                                            {"label": "loss", "value": 10e-3}]}]
+    svgs = render_one(one_chart({"id": "s", "kind": "stacked", "title": "by op", "unit": "s",
+                                 "bars": bars}), "segments")
+    if not svgs:
+        return
+    rects = [r for r in svgs[0].iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
+    check(len(rects) == 4, f"a rect per segment: {len(rects)}")
+    widths = [float(r.get("width")) for r in rects]
+    check(all(w >= 2 for w in widths), f"every segment visible: widths {widths}")
+    # The train bar ends where 180 ms is on the axis: its rects add up to it.
+    x0 = float(rects[1].get("x"))
+    end = float(rects[3].get("x")) + widths[3]
+    ticks = {t.text: float(t.get("x")) for t in svgs[0].iter(f"{SVG}text")
+             if t.get("class") == "tick"}
+    zero = ticks.get("0 ms")
+    per_ms = (ticks["100 ms"] - zero) / 100 if zero is not None and "100 ms" in ticks else None
+    check(per_ms and abs((end - x0) - 180.001 * per_ms) < 0.5,
+          f"the train bar ends at its total ({x0}..{end}, ticks {ticks})")
+
+
+def marker_ys(svg, label):
+    return [float(re.findall(r"[-\d.]+", m.get("d"))[1])
+            for m in svg.iter(f"{SVG}path")
+            if m.get("class") == "marker" and m.find(f"{SVG}title").text.startswith(label + ":")]
+
+
+def test_small_values_visible():
+    """Sub-millisecond points beside 150-180 ms ones: on an axis from 0 they sat on the zero
+    line; they are drawn clearly above the bottom of the plot and apart from each other (a log
+    axis, said on the chart)."""
+    series = [{"label": "fast", "points": [[1, 5e-4], [2, 6e-4]]},
+              {"label": "slow", "points": [[1, 0.15], [2, 0.18]]}]
+    svgs = render_one(one_chart({"id": "l", "kind": "lines", "title": "steps", "unit": "s",
+                                 "series": series}), "small-values")
+    if not svgs:
+        return
+    svg = svgs[0]
+    ticks = [float(t.get("y")) for t in svg.iter(f"{SVG}text")
+             if t.get("class") == "tick" and t.get("text-anchor") == "end" and t.text != "log scale"]
+    top, bottom = min(ticks), max(ticks)
+    fast = marker_ys(svg, "fast")
+    check(len(fast) == 2 and all(bottom - y > 0.1 * (bottom - top) for y in fast),
+          f"the sub-millisecond points stand off the bottom: {fast} in {top}..{bottom}")
+    check(len(fast) == 2 and abs(fast[0] - fast[1]) > 3, f"0.5 ms and 0.6 ms apart: {fast}")
+    check("log scale" in "".join(svg.itertext()), "the chart says its axis is logarithmic")
+
+
+def test_overlapping_series_visible():
+    """Three series with the same values (loss schemes that cost the same): each line has its
+    own dash, each marker its own shape and size, later ones smaller and drawn over the
+    earlier, and every marker after every line."""
+    pts = [[8, 0.5], [12, 1.0], [16, 1.5]]
+    series = [{"label": name, "points": pts} for name in ("dpace", "dpace_cum", "dpace_cont")]
+    svgs = render_one(one_chart({"id": "o", "kind": "lines", "title": "overhead", "unit": "%",
+                                 "series": series}), "overlap")
+    if not svgs:
+        return
+    svg = svgs[0]
+    lines = [e for e in svg.iter(f"{SVG}polyline")]
+    dashes = [e.get("stroke-dasharray") for e in lines]
+    check(len(lines) == 3 and len(set(dashes)) == 3, f"a dash per series: {dashes}")
+    widths = [float(e.get("stroke-width")) for e in lines]
+    check(widths == sorted(widths, reverse=True) and len(set(widths)) == 3,
+          f"earlier lines wider, under the later: {widths}")
+    order = [e.tag.split("}")[1] for e in svg.iter()
+             if e.tag in (f"{SVG}polyline", f"{SVG}path") and e.get("class") != "key"]
+    check(order == ["polyline"] * 3 + ["path"] * 9, f"the lines, then the markers: {order}")
+    first = {}
+    for m in svg.iter(f"{SVG}path"):
+        if m.get("class") == "marker":
+            first.setdefault(m.find(f"{SVG}title").text.split(":")[0], m.get("d"))
+    shapes = [re.sub(r"[-\d.]+", "", first[n]) for n in ("dpace", "dpace_cum", "dpace_cont")]
+    check(len(set(shapes)) == 3, f"a marker shape per series: {shapes}")
+    spans = []
+    for n in ("dpace", "dpace_cum", "dpace_cont"):
+        nums = [float(v) for v in re.findall(r"-?\d+\.?\d*", first[n])]
+        # a polygon's x coordinates, or a circle's "M x,y a r,r ...": 2r
+        spans.append(2 * nums[2] if " a" in first[n] else max(nums[0::2]) - min(nums[0::2]))
+    check(spans[0] > spans[1] > spans[2], f"later markers smaller: widths {spans}")
+
+
+# ---- a large series ----------------------------------------------------------------------------
+
+def test_large_series():
+    """200,000 points in two series, in shuffled order: the render walks each series' points
+    once in order of x (n log n). Drawn by comparing every point with every x it took minutes
+    (40,000 points: two); the bound here is far above the seconds it takes, so only an
+    algorithm that grows as n^2 can miss it."""
+    import random
+    rnd = random.Random(30)
+    xs = list(range(100000))
+    rnd.shuffle(xs)
+    doc = {"format": "flaretune-report/1", "title": "a large series", "date": "2026-12-02",
+           "claims": [], "tables": [],
+           "charts": [{"id": "large", "kind": "lines", "title": "200k points", "unit": "s",
+                       "series": [{"label": "a", "points": [[x, 1e-3 + x * 1e-9] for x in xs]},
+                                  {"label": "b",
+                                   "points": [[x + 0.5, 2e-3] for x in reversed(xs)]}]}]}
+    src = os.path.join(TMP, "large.json")
+    with open(src, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(TMP, "large-out")
+    try:
+        rc, _, err = run("report", "--from", src, "-o", out, timeout=300)
+    except subprocess.TimeoutExpired:
+        check(False, "200,000 points did not render within 300 s")
+        return
+    check(rc == 0, f"200,000 points render ({err.strip()!r})")
+    md = read(os.path.join(out, "report.md"))
+    check(md.count("\n| ") >= 200000, "a table row per distinct x")
+    check("| 99999.5 | - | 2 ms |" in md and "| 99999 | 1.1 ms | - |" in md,
+          "each row holds its series' value at that x")
 
 
 # ---- failures ----------------------------------------------------------------------------------
@@ -351,7 +559,11 @@ def main():
     ap.add_argument("--fixture", default=FIXTURE)
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_report_") as TMP:
-        return clitest.main(ARGS.flaretune, [test_help, test_render, test_bad_documents,
+        return clitest.main(ARGS.flaretune, [test_help, test_render, test_markup_everywhere,
+                                             test_small_segments_visible,
+                                             test_small_values_visible,
+                                             test_overlapping_series_visible,
+                                             test_large_series, test_bad_documents,
                                              test_unwritable, test_chromium])
 
 

@@ -230,6 +230,13 @@ def test_report_resume():
     for c in doc["claims"]:
         check(c["verdict"] in ("holds", "does not hold", "measured") and "%" in c["answer"],
               f"claim {c['id']}: a verdict and a figure: {c['answer']}")
+        # Attributed to the paper by name and section, not to a folder of this repository.
+        check("seeds/" not in c["source"] and "(technical summary), " in c["source"] and
+              c["source"].split(":")[0] in ("DFLARE", "D-PACE"), f"claim {c['id']}: source "
+              f"{c['source']!r}")
+        # Figures read as people write them: no negative zero, no exponent.
+        check(not re.search(r"-0\.0+%|\de[-+]\d", c["answer"]),
+              f"claim {c['id']}: plain figures in {c['answer']!r}")
     # tiny DFLARE's own depth is D 3: its D=3 points (decode, train) are its own steps.
     check(len(doc["steps"]) == 41 and len(doc["tables"][0]["rows"]) == 41,
           f"41 distinct steps tabled: {len(doc['steps'])}, {len(doc['tables'][0]['rows'])}")

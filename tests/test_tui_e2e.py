@@ -215,6 +215,11 @@ def test_top_follow(tmp, logs):
         # Help.
         p.keys("?")
         s = p.wait_for(r"cycle the sort order", "? shows the help")
+        # The help box is drawn with one set of line characters: box corners, not '+'.
+        check(re.search("\u250c\u2500{20,}\u2510", s or "") and
+              re.search("\u2514\u2500{20,}\u2518", s or "") and
+              not re.search("\\+\u2500|\u2500\\+", s or ""),
+              "the help box's corners are box corners", s)
         p.keys("x")
         p.wait_for(r"cycle the sort order", "any key closes the help", gone=True)
         # Sort: fastest first puts the faster kernel on top.
@@ -227,8 +232,12 @@ def test_top_follow(tmp, logs):
         p.keys("Enter")
         s = p.wait_for(r"filter 'loss'", "the filter applies")
         check(s and row_line(s, "loss") and not row_line(s, "fusion.dflash"), "only matching rows", s)
-        p.keys("/", "BSpace", "BSpace", "BSpace", "BSpace", "Enter")
-        s = p.wait_for(r"^  fusion\.dflash|^> fusion\.dflash", "an empty filter shows every row")
+        # / starts a new filter: / then Enter clears it.
+        p.keys("/")
+        s = p.wait_for(r"filter by op: _", "/ opens an empty prompt")
+        p.keys("Enter")
+        s = p.wait_for(r"^  fusion\.dflash|^> fusion\.dflash", "/ Enter shows every row again")
+        check(s and "filter 'loss'" not in s, "the filter is cleared", s)
         # Resizes keep a valid layout.
         assert_layout(p, "80x24")
         p.resize(40, 10)

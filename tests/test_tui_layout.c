@@ -160,6 +160,45 @@ static void test_columns(void) {
     FT_CHECK(have[FT_COL_P50] && have[FT_COL_P95] && have[FT_COL_MAX] && have[FT_COL_JITTER],
              "80 columns: the watch figures");
     FT_CHECK(!strcmp(ft_tui_col_title(FT_COL_P95), "p95"), "titles");
+    /* A wide terminal gives the shape what the other columns leave: attention.decode's shape
+     * ("R=16 B=16 Hq=32 Hkv=8 dh=128 L=4096 ...") is not cut at 26 columns at 200. */
+    for (int watch = 0; watch < 2; watch++) {
+        n = ft_tui_columns(200, watch, c);
+        memset(have, 0, sizeof have);
+        for (int i = 0; i < n; i++)
+            have[c[i].id] = c[i].w;
+        FT_CHECK(have[FT_COL_SHAPE] >= 60 && have[FT_COL_TREND] >= 24 && have[FT_COL_BACKEND],
+                 "200 columns (watch %d): shape %d wide, trend %d", watch, have[FT_COL_SHAPE],
+                 have[FT_COL_TREND]);
+    }
+    n = ft_tui_columns(120, 0, c);
+    memset(have, 0, sizeof have);
+    for (int i = 0; i < n; i++)
+        have[c[i].id] = c[i].w;
+    FT_CHECK(have[FT_COL_TREND] >= 8 && have[FT_COL_SHAPE] >= 26,
+             "120 columns: the trend stays, the shape at its natural width");
+}
+
+/* The detail pane's top configs line up by display columns: "µs" is one column in two bytes,
+ * so a width counted in bytes ran the mark into the median ("1 win c43.40 µs"). */
+static void test_top_line(void) {
+    ft_tui_cand c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.cfg, sizeof c.cfg, "k=2 rows=16");
+    c.median = 43.4e-6;
+    c.iqr = 1.811e-6;
+    c.confirmed = 1;
+    char line[256];
+    ft_tui_top_line(&c, 1, "win", 0, line, sizeof line);
+    FT_CHECK(!strcmp(line, "1 win c 43.40 \xc2\xb5s  1.811 \xc2\xb5s  k=2 rows=16"), "utf-8: '%s'",
+             line);
+    ft_tui_top_line(&c, 1, "win", 1, line, sizeof line);
+    FT_CHECK(!strcmp(line, "1 win c 43.40 us  1.811 us  k=2 rows=16"), "ascii: '%s'", line);
+    c.confirmed = 0;
+    c.median = 6.72e-3;
+    ft_tui_top_line(&c, 2, "", 0, line, sizeof line);
+    FT_CHECK(!strcmp(line, "2       6.720 ms  1.811 \xc2\xb5s  k=2 rows=16"), "no mark: '%s'",
+             line);
 }
 
 static void test_cells(void) {
@@ -427,6 +466,7 @@ int main(void) {
     FT_RUN(test_layout_everywhere);
     FT_RUN(test_layout_cases);
     FT_RUN(test_columns);
+    FT_RUN(test_top_line);
     FT_RUN(test_cells);
     FT_RUN(test_rank_columns_and_cells);
     FT_RUN(test_trend);

@@ -273,6 +273,97 @@ static void test_eta_rate_elapsed(void) {
     ft_tui_model_free(&m);
 }
 
+/* A run that stops on its own before its space is measured (bayes converged, a --budget or
+ * --time ran out) measured all it will: `done` reads 32/32, not 32/96, while the status bar
+ * says every run finished. An interrupted run keeps the target it did not reach. */
+static void test_run_that_stops_early(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("a", 100, 96, ""));
+    apply(&m, START("b", 100, 96, ""));
+    for (int i = 0; i < 32; i++) {
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "{\"k\":%d}", i);
+        apply(&m, measured("a", 101 + i, cfg, 1e-6, 1e-6, 1e-6, 0));
+        apply(&m, measured("b", 101 + i, cfg, 1e-6, 1e-6, 1e-6, 0));
+    }
+    int measured_n, target;
+    ft_tui_row_progress(ft_tui_model_find(&m, "a"), &measured_n, &target);
+    FT_CHECK(measured_n == 32 && target == 96, "running: 32/96, got %d/%d", measured_n, target);
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"a\",\"t\":140,\"winner\":null,\"tie\":[],"
+              "\"search_end\":\"converged\"}");
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"b\",\"t\":140,\"winner\":null,\"tie\":[],"
+              "\"search_end\":\"interrupted\",\"interrupted\":true}");
+    const ft_tui_row *a = ft_tui_model_find(&m, "a"), *b = ft_tui_model_find(&m, "b");
+    ft_tui_row_progress(a, &measured_n, &target);
+    FT_CHECK(measured_n == 32 && target == 32, "converged: 32/32, got %d/%d", measured_n, target);
+    FT_CHECK(!strcmp(a->search_end, "converged"), "why it ended: %s", a->search_end);
+    char cell[32];
+    ft_tui_cell(a, FT_COL_DONE, 1, cell, sizeof cell);
+    FT_CHECK(!strcmp(cell, "32/32"), "the done column: %s", cell);
+    ft_tui_row_progress(b, &measured_n, &target);
+    FT_CHECK(measured_n == 32 && target == 96, "interrupted: 32/96, got %d/%d", measured_n, target);
+    ft_tui_model_free(&m);
+}
+
+/* `top` on the logs of a `tune all` knows nothing of the command but its events: run_start's
+ * "runs" says which run of how many each is, so between two runs (the first ended, the next
+ * not started) the source is still running, not ended. Runs of an older command in the same
+ * logs (read later, with an earlier time) do not count towards the latest one. */
+static void test_runs_of_a_command(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+#define RUNS(cmd, k) ",\"runs\":{\"command\":\"" cmd "\",\"index\":" #k ",\"of\":3}"
+    apply(&m, START("a", 100, 4, RUNS("c2", 1)));
+    FT_CHECK(ft_tui_model_pending_runs(&m) == 2, "two to come: %d", ft_tui_model_pending_runs(&m));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"a\",\"t\":110,\"winner\":null,\"tie\":[]}");
+    FT_CHECK(ft_tui_model_running(&m), "between two runs of the command: running");
+    /* An older command's run read from another log: it neither resets nor counts. */
+    apply(&m, START("old", 50, 4, RUNS("c1", 2)));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"old\",\"t\":60,\"winner\":null,"
+              "\"tie\":[]}");
+    FT_CHECK(ft_tui_model_pending_runs(&m) == 2, "the older command's run does not count: %d",
+             ft_tui_model_pending_runs(&m));
+    apply(&m, START("b", 111, 4, RUNS("c2", 2)));
+    apply(&m, START("b", 111, 4, RUNS("c2", 2))); /* read again (a log reopened) */
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"b\",\"t\":120,\"winner\":null,\"tie\":[]}");
+    FT_CHECK(ft_tui_model_pending_runs(&m) == 1 && ft_tui_model_running(&m), "one more to come");
+    int partial = 0;
+    /* The mean length of the finished runs (10 s, 10 s for the older one, 9 s). */
+    FT_CHECK_NEAR(ft_tui_model_eta(&m, 120, &partial), 29.0 / 3, 1e-9);
+    apply(&m, START("c", 121, 4, RUNS("c2", 3)));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"c\",\"t\":130,\"winner\":null,\"tie\":[]}");
+    FT_CHECK(!ft_tui_model_running(&m), "every run of the command ended");
+#undef RUNS
+    ft_tui_model_free(&m);
+}
+
+/* The ETA of a run whose first candidate is not measured yet (the next op of a `tune all`, a
+ * run whose first candidates were rejected): estimated at the seconds per candidate the other
+ * runs took, not unknown. */
+static void test_eta_before_first_candidate(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    m.expected_runs = 2;
+    apply(&m, START("a", 100, 10, ""));
+    int partial = 0;
+    FT_CHECK(isnan(ft_tui_model_eta(&m, 101, &partial)) && partial, "nothing known at all");
+    for (int i = 0; i < 10; i++) {
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "{\"k\":%d}", i);
+        apply(&m, measured("a", 101 + i, cfg, 1e-6, 1e-6, 1e-6, 0));
+    }
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"a\",\"t\":110,\"winner\":null,\"tie\":[]}");
+    apply(&m, START("b", 110, 5, ""));
+    apply(&m, "{\"event\":\"rejected\",\"run\":\"b\",\"t\":111,\"reason\":\"verify\"}");
+    FT_CHECK(isnan(ft_tui_row_eta(ft_tui_model_find(&m, "b"), 112)), "b alone cannot tell");
+    /* a: 10 candidates in 10 s; b: 4 left (5 valid, 1 rejected) at 1 s each. */
+    double eta = ft_tui_model_eta(&m, 112, &partial);
+    FT_CHECK_NEAR(eta, 4, 1e-9);
+    FT_CHECK(!partial, "every part estimated");
+    ft_tui_model_free(&m);
+}
+
 static void test_watch_rows(void) {
     ft_tui_model m;
     ft_tui_model_init(&m);
@@ -448,6 +539,9 @@ int main(void) {
     FT_RUN(test_top_five_and_runs);
     FT_RUN(test_source_events);
     FT_RUN(test_eta_rate_elapsed);
+    FT_RUN(test_run_that_stops_early);
+    FT_RUN(test_runs_of_a_command);
+    FT_RUN(test_eta_before_first_candidate);
     FT_RUN(test_watch_rows);
     FT_RUN(test_ranks);
     FT_RUN(test_no_ranks);

@@ -37,9 +37,11 @@ enum { C_HEADER = 1, C_GOOD, C_BAD, C_STATUS, C_POINT, C_LINE, C_WARN, C_ERRBAR,
  * character set is avoided: it does not survive every terminal, multiplexer or capture). */
 typedef struct glyphs {
     const char *h, *v, *corner, *tee;
+    const char *tl, *tr, *bl, *br; /* a box's corners (the help) */
 } glyphs;
-static const glyphs glyphs_ascii = {"-", "|", "+", "+"};
-static const glyphs glyphs_utf8 = {"\xe2\x94\x80", "\xe2\x94\x82", "\xe2\x94\x94", "\xe2\x94\x8c"};
+static const glyphs glyphs_ascii = {"-", "|", "+", "+", "+", "+", "+", "+"};
+static const glyphs glyphs_utf8 = {"\xe2\x94\x80", "\xe2\x94\x82", "\xe2\x94\x94", "\xe2\x94\x8c",
+                                   "\xe2\x94\x8c", "\xe2\x94\x90", "\xe2\x94\x94", "\xe2\x94\x98"};
 
 typedef struct dash {
     const glyphs *g;
@@ -470,7 +472,14 @@ static void draw_detail(dash *d) {
         return;
     }
     char buf[512], a[32], b[32], c[32];
-    snprintf(buf, sizeof buf, "%s (%s)", r->op, state_word(r->state));
+    if (r->state == FT_ROW_DONE && r->search_end[0] && strcmp(r->search_end, "exhausted")) {
+        int measured, target;
+        ft_tui_row_progress(r, &measured, &target);
+        snprintf(buf, sizeof buf, "%s (done: %s after %d of %d valid)", r->op, r->search_end,
+                 measured, r->valid);
+    } else {
+        snprintf(buf, sizeof buf, "%s (%s)", r->op, state_word(r->state));
+    }
     pane_title(d, w, x0 ? 1 : 0, buf);
     if (x0) put(w, 0, 0, d->g->tee, 1, A_DIM);
     int y = 1, cw = ww - x0;
@@ -553,9 +562,7 @@ static void draw_detail(dash *d) {
     for (int i = 0; i < r->ntop && y < h; i++) {
         const ft_tui_cand *t = &r->top[i];
         const char *mark = ended && i == 0 ? "win" : t->tie ? "tie" : "";
-        snprintf(buf, sizeof buf, "%d %-3s %c%9s %9s  %s", i + 1, mark, t->confirmed ? 'c' : ' ',
-                 ft_fmt_time(t->median, d->ascii, a, sizeof a),
-                 ft_fmt_time(t->iqr, d->ascii, b, sizeof b), t->cfg);
+        ft_tui_top_line(t, i + 1, mark, d->ascii, buf, sizeof buf);
         put(w, y++, x0, buf, cw, t->tie ? role(d, C_WARN) : 0);
     }
 }
@@ -571,10 +578,10 @@ static void draw_help(dash *d) {
         rule(w, h - 1, 0, ww, d->g->h, 0, 0);
         rule(w, 0, 0, h, d->g->v, 1, 0);
         rule(w, 0, ww - 1, h, d->g->v, 1, 0);
-        put(w, 0, 0, "+", 1, 0);
-        put(w, 0, ww - 1, "+", 1, 0);
-        put(w, h - 1, 0, "+", 1, 0);
-        put(w, h - 1, ww - 1, "+", 1, 0);
+        put(w, 0, 0, d->g->tl, 1, 0);
+        put(w, 0, ww - 1, d->g->tr, 1, 0);
+        put(w, h - 1, 0, d->g->bl, 1, 0);
+        put(w, h - 1, ww - 1, d->g->br, 1, 0);
     }
     static const char *const lines[] = {
         "keys",
@@ -583,7 +590,7 @@ static void draw_help(dash *d) {
         "Enter          open or close the detail pane",
         "s              cycle the sort order",
         "p              pause or resume the tuner",
-        "/              filter by op (Enter applies, Esc)",
+        "/              filter by op (Enter applies, empty: all)",
         "?              this help (any key closes it)",
         "q              quit",
         "",
@@ -644,7 +651,10 @@ static void draw_status(dash *d, double now) {
         int ntune = 0;
         for (int i = 0; i < d->m.nrows; i++)
             ntune += d->m.rows[i].kind == FT_ROW_TUNE;
-        if (d->m.expected_runs > 1) SEG(4, "run %d/%d", ntune, d->m.expected_runs);
+        if (d->m.expected_runs > 1)
+            SEG(4, "run %d/%d", ntune, d->m.expected_runs);
+        else if (d->m.runs_of > 1)
+            SEG(4, "run %d/%d", d->m.runs_started, d->m.runs_of);
         if (r && r->strategy[0]) SEG(3, "%s", r->strategy);
         if (ft_tui_row_ranks_shown(r)) SEG(3, "%d ranks", r->nranks);
         double rate = ft_tui_model_rate(&d->m, now);
@@ -740,9 +750,9 @@ static int key(dash *d, int ch, double now) {
     case KEY_ENTER: d->detail_open = !d->detail_open; break;
     case 27: d->detail_open = 0; break;
     case 's': d->sort = (ft_tui_sort)((d->sort + 1) % FT_SORT_COUNT); break;
-    case '/':
+    case '/': /* a new filter: / then Enter shows every row again */
         d->editing = 1;
-        snprintf(d->edit, sizeof d->edit, "%s", d->filter);
+        d->edit[0] = '\0';
         break;
     case '?':
     case 'h': d->help_open = 1; break;

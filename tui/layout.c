@@ -90,21 +90,24 @@ void ft_tui_layout_compute(int rows, int cols, int nitems, int nranks, int detai
 typedef struct {
     const char *title;
     int min, natural, right;
+    int wide; /* what it grows to last, when every column has its natural width (0: natural) */
 } col_spec;
 
+/* A shape names every size of the op (`attention.decode`: R B Hq Hkv dh L, ...): on a wide
+ * terminal it gets what the other columns leave, up to the model's whole shape text. */
 static const col_spec specs[FT_COL_COUNT] = {
-    [FT_COL_OP] = {"op", 16, 17, 0},         [FT_COL_SHAPE] = {"shape", 10, 26, 0},
-    [FT_COL_BACKEND] = {"backend", 7, 7, 0}, [FT_COL_DONE] = {"done", 7, 7, 1},
-    [FT_COL_LAST] = {"last", 8, 8, 1},       [FT_COL_BEST] = {"best", 8, 8, 1},
-    [FT_COL_DEFAULT] = {"default", 8, 8, 1}, [FT_COL_SPEEDUP] = {"speedup", 7, 7, 1},
-    [FT_COL_REJECTED] = {"rej", 3, 3, 1},    [FT_COL_CALLS] = {"calls", 6, 6, 1},
-    [FT_COL_P50] = {"p50", 8, 8, 1},         [FT_COL_P95] = {"p95", 8, 8, 1},
-    [FT_COL_MAX] = {"max", 8, 8, 1},         [FT_COL_JITTER] = {"jitter", 8, 8, 1},
-    [FT_COL_VSPROF] = {"vs prof", 7, 7, 1},  [FT_COL_TREND] = {"trend", 8, 24, 0},
+    [FT_COL_OP] = {"op", 16, 17, 0, 0},         [FT_COL_SHAPE] = {"shape", 10, 26, 0, 95},
+    [FT_COL_BACKEND] = {"backend", 7, 7, 0, 0}, [FT_COL_DONE] = {"done", 7, 7, 1, 0},
+    [FT_COL_LAST] = {"last", 8, 8, 1, 0},       [FT_COL_BEST] = {"best", 8, 8, 1, 0},
+    [FT_COL_DEFAULT] = {"default", 8, 8, 1, 0}, [FT_COL_SPEEDUP] = {"speedup", 7, 7, 1, 0},
+    [FT_COL_REJECTED] = {"rej", 3, 3, 1, 0},    [FT_COL_CALLS] = {"calls", 6, 6, 1, 0},
+    [FT_COL_P50] = {"p50", 8, 8, 1, 0},         [FT_COL_P95] = {"p95", 8, 8, 1, 0},
+    [FT_COL_MAX] = {"max", 8, 8, 1, 0},         [FT_COL_JITTER] = {"jitter", 8, 8, 1, 0},
+    [FT_COL_VSPROF] = {"vs prof", 7, 7, 1, 0},  [FT_COL_TREND] = {"trend", 8, 24, 0, 0},
 };
 
-/* Most important first: a column at its least width, or (grow) a column already in taken to
- * its natural width. Then the order they are shown in. */
+/* Most important first: a column at its least width, or (grow 1) a column already in taken to
+ * its natural width, or (grow 2) to its wide one. Then the order they are shown in. */
 typedef struct {
     int id; /* an ft_tui_col_id or an ft_tui_rcol_id */
     int grow;
@@ -114,13 +117,13 @@ static const col_step tune_prio[] = {
     {FT_COL_OP, 0},    {FT_COL_BEST, 0},    {FT_COL_DONE, 0},     {FT_COL_SPEEDUP, 0},
     {FT_COL_LAST, 0},  {FT_COL_DEFAULT, 0}, {FT_COL_REJECTED, 0}, {FT_COL_OP, 1},
     {FT_COL_SHAPE, 0}, {FT_COL_SHAPE, 1},   {FT_COL_TREND, 0},    {FT_COL_BACKEND, 0},
-    {FT_COL_TREND, 1},
+    {FT_COL_TREND, 1}, {FT_COL_SHAPE, 2},
 };
 static const col_step watch_prio[] = {
     {FT_COL_OP, 0},     {FT_COL_P50, 0},   {FT_COL_P95, 0},    {FT_COL_MAX, 0},
     {FT_COL_JITTER, 0}, {FT_COL_CALLS, 0}, {FT_COL_VSPROF, 0}, {FT_COL_OP, 1},
     {FT_COL_SHAPE, 0},  {FT_COL_SHAPE, 1}, {FT_COL_TREND, 0},  {FT_COL_BACKEND, 0},
-    {FT_COL_TREND, 1},
+    {FT_COL_TREND, 1},  {FT_COL_SHAPE, 2},
 };
 enum { NSTEPS = sizeof tune_prio / sizeof tune_prio[0] };
 static const int tune_show[] = {FT_COL_OP,       FT_COL_SHAPE, FT_COL_BACKEND, FT_COL_DONE,
@@ -143,7 +146,8 @@ static void fit_columns(int avail, const col_spec *sp, const col_step *prio, int
         int id = prio[i].id;
         if (prio[i].grow) {
             if (!w[id]) continue;
-            int more = sp[id].natural - w[id];
+            int to = prio[i].grow == 2 && sp[id].wide ? sp[id].wide : sp[id].natural;
+            int more = to - w[id];
             if (more > avail - used) more = avail - used;
             if (more > 0) {
                 w[id] += more;
@@ -343,6 +347,21 @@ void ft_tui_rank_cell(const ft_tui_rank *k, ft_tui_rcol_id id, int width, char *
     }
     default: break;
     }
+}
+
+/* s right-aligned in `width` display columns (UTF-8 continuation bytes take none). */
+static void pad_left(const char *s, int width, char *buf, size_t n) {
+    int pad = width - text_cols(s, strlen(s));
+    snprintf(buf, n, "%*s%s", pad > 0 ? pad : 0, "", s);
+}
+
+void ft_tui_top_line(const ft_tui_cand *c, int rank, const char *mark, int ascii, char *buf,
+                     size_t n) {
+    char med[32], iqr[32], a[48], b[48];
+    pad_left(ft_fmt_time(c->median, ascii, med, sizeof med), 9, a, sizeof a);
+    pad_left(ft_fmt_time(c->iqr, ascii, iqr, sizeof iqr), 9, b, sizeof b);
+    snprintf(buf, n, "%d %-3s %c%s %s  %s", rank, mark ? mark : "", c->confirmed ? 'c' : ' ', a, b,
+             c->cfg);
 }
 
 static const char *const spark_utf8[8] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83",

@@ -306,6 +306,28 @@ static void update_speedup(ft_tui_row *r) {
     if (isfinite(r->def) && isfinite(r->best) && r->best > 0) r->speedup = r->def / r->best;
 }
 
+/* run_start's "runs" ({"command", "index", "of"}: docs/events.md): a run of a command that
+ * runs several (`tune all`, a sweep). The latest command's runs are counted as they start, so
+ * between two of them the source is still running. */
+static void apply_runs(ft_tui_model *m, const json_t *runs, double t) {
+    const char *cmd = json_string_value(json_object_get(runs, "command"));
+    int index = jint(runs, "index"), of = jint(runs, "of");
+    if (!cmd || of < 1 || of > FT_TUI_MAX_RUNS || index < 1 || index > of) return;
+    if (strcmp(cmd, m->runs_command) != 0) {
+        if (m->runs_command[0] && !(t >= m->runs_t)) return; /* an older command's run */
+        snprintf(m->runs_command, sizeof m->runs_command, "%s", cmd);
+        memset(m->runs_seen, 0, sizeof m->runs_seen);
+        m->runs_started = 0;
+    }
+    m->runs_of = of;
+    if (!(t <= m->runs_t)) m->runs_t = t;
+    unsigned char bit = (unsigned char)(1u << ((index - 1) % 8));
+    if (!(m->runs_seen[(index - 1) / 8] & bit)) {
+        m->runs_seen[(index - 1) / 8] |= bit;
+        m->runs_started++;
+    }
+}
+
 static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, double t) {
     /* Runs of one feed follow each other: a run still open when another starts was lost
      * (killed, or its run_end torn off). */
@@ -327,6 +349,7 @@ static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, do
     r->budget = jint(ev, "budget");
     r->time_budget_s = jnum(ev, "time_budget_s");
     obj_text(json_object_get(ev, "default"), 1, " ", r->def_key, sizeof r->def_key);
+    apply_runs(m, json_object_get(ev, "runs"), t);
 }
 
 static void apply_measured(ft_tui_row *r, const json_t *ev, double t) {
@@ -434,6 +457,7 @@ static void apply_confirm(ft_tui_row *r, const json_t *ev) {
 static void apply_run_end(ft_tui_row *r, const json_t *ev, double t) {
     r->state = json_is_true(json_object_get(ev, "interrupted")) ? FT_ROW_INTERRUPTED : FT_ROW_DONE;
     r->t_end = t;
+    snprintf(r->search_end, sizeof r->search_end, "%s", jstr(ev, "search_end"));
     const json_t *winner = json_object_get(ev, "winner");
     if (json_is_object(winner)) {
         top_offer(r, winner, json_object_get(ev, "stats"), NULL, 1);
@@ -601,14 +625,20 @@ int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
 
 /* ---- derived figures --------------------------------------------------------------------- */
 
+int ft_tui_model_pending_runs(const ft_tui_model *m) {
+    int ntune = 0;
+    for (int i = 0; i < m->nrows; i++)
+        ntune += m->rows[i].kind == FT_ROW_TUNE;
+    int a = m->expected_runs - ntune, b = m->runs_of - m->runs_started;
+    int p = a > b ? a : b;
+    return p > 0 ? p : 0;
+}
+
 int ft_tui_model_running(const ft_tui_model *m) {
     if (m->finished || m->error[0]) return 0;
-    int ntune = 0;
-    for (int i = 0; i < m->nrows; i++) {
+    for (int i = 0; i < m->nrows; i++)
         if (m->rows[i].state == FT_ROW_RUNNING) return 1;
-        ntune += m->rows[i].kind == FT_ROW_TUNE;
-    }
-    return m->expected_runs > ntune; /* between two runs of `tune all` */
+    return ft_tui_model_pending_runs(m) > 0; /* between two runs of `tune all` */
 }
 
 double ft_tui_row_eta(const ft_tui_row *r, double now) {
@@ -630,31 +660,69 @@ double ft_tui_row_eta(const ft_tui_row *r, double now) {
     return eta;
 }
 
+/* Seconds per measured candidate over every tune row that has measured some (its elapsed time
+ * to its end, or to now while it runs); NAN when none has. */
+static double seconds_per_candidate(const ft_tui_model *m, double now) {
+    double t = 0;
+    long n = 0;
+    for (int i = 0; i < m->nrows; i++) {
+        const ft_tui_row *r = &m->rows[i];
+        if (r->kind != FT_ROW_TUNE || r->measured < 1) continue;
+        double end = r->state == FT_ROW_RUNNING ? now : r->t_end > 0 ? r->t_end : r->t_last;
+        if (end > r->t_start) {
+            t += end - r->t_start;
+            n += r->measured;
+        }
+    }
+    return n ? t / (double)n : NAN;
+}
+
+/* A running row that has measured nothing yet, at the source's seconds per candidate. */
+static double row_eta_from(const ft_tui_row *r, double now, double per_cand) {
+    int measured, target;
+    ft_tui_row_progress(r, &measured, &target);
+    int remaining = target - measured;
+    double eta = per_cand * (remaining > 0 ? remaining : 0);
+    if (r->time_budget_s > 0) {
+        double left = r->time_budget_s - (now - r->t_start);
+        if (!(eta <= left)) eta = left > 0 ? left : 0;
+    }
+    return eta;
+}
+
 double ft_tui_model_eta(const ft_tui_model *m, double now, int *partial) {
     if (partial) *partial = 0;
     if (!ft_tui_model_running(m)) return m->nrows ? 0 : NAN;
-    double eta = 0, dur = 0;
-    int nfinished = 0, ntune = 0;
+    double eta = 0, dur = 0, per_cand = seconds_per_candidate(m, now);
+    int nfinished = 0, ntune = 0, known = 0, unknown = 0;
     for (int i = 0; i < m->nrows; i++) {
         const ft_tui_row *r = &m->rows[i];
         if (r->kind != FT_ROW_TUNE) continue;
         ntune++;
-        if (r->state == FT_ROW_RUNNING)
-            eta += ft_tui_row_eta(r, now);
-        else if (r->t_end > r->t_start) {
+        if (r->state == FT_ROW_RUNNING) {
+            double e = ft_tui_row_eta(r, now);
+            if (!isfinite(e) && isfinite(per_cand)) e = row_eta_from(r, now, per_cand);
+            if (isfinite(e)) {
+                eta += e;
+                known++;
+            } else {
+                unknown++;
+            }
+        } else if (r->t_end > r->t_start) {
             dur += r->t_end - r->t_start;
             nfinished++;
         }
     }
     if (!ntune) return NAN;
-    int pending = m->expected_runs - ntune;
-    if (pending > 0) {
-        if (nfinished)
-            eta += pending * (dur / nfinished);
-        else if (partial)
-            *partial = 1;
+    int pending = ft_tui_model_pending_runs(m);
+    if (pending > 0 && nfinished) {
+        eta += pending * (dur / nfinished);
+        known++;
+    } else if (pending > 0) {
+        unknown++;
     }
-    return eta;
+    if (unknown && partial) *partial = 1;
+    return known || !unknown ? eta : NAN;
 }
 
 static double model_ref_time(const ft_tui_model *m, double now) {
@@ -707,6 +775,9 @@ void ft_tui_row_progress(const ft_tui_row *r, int *measured, int *target) {
     *measured = resumed_measured + r->measured;
     *target = ft_tune_progress_target(r->valid, r->budget, resumed_measured,
                                       r->resumed_rejected + r->rejected);
+    /* Converged, out of budget or time: what it measured is all it will (an interrupted or
+     * failed run keeps its target, which it did not reach). */
+    if (r->state == FT_ROW_DONE && *target > *measured) *target = *measured;
 }
 
 static double progress(const ft_tui_row *r) {

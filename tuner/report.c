@@ -309,6 +309,21 @@ static void fmt_t(double s, char *buf, size_t n) {
         snprintf(buf, n, "%.2f s", s);
 }
 
+/* The papers the claims are quoted from, by title and section (the technical summaries the
+ * project was given: DESIGN.md, "Checking against work nobody here wrote"). */
+#define SOURCE_DFLARE                                                                              \
+    "DFLARE: scaling the draft capacity of block-diffusion speculative decoding (technical "       \
+    "summary)"
+#define SOURCE_DPACE "D-PACE: Dynamic Position-Aware Cross-Entropy (technical summary)"
+
+/* v with `decimals` decimals, with its sign when `plus`; a value that rounds to zero reads
+ * 0.00, never -0.00. Returns buf. */
+static const char *fixed(double v, int decimals, int plus, char *buf, size_t n) {
+    snprintf(buf, n, plus ? "%+.*f" : "%.*f", decimals, v);
+    if (strtod(buf, NULL) == 0) snprintf(buf, n, "%.*f", decimals, 0.0);
+    return buf;
+}
+
 static json_t *claim(const char *id, const char *text, const char *source, const char *answer,
                      const char *verdict, json_t *figures, const char *command) {
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "id", id, "claim", text, "source",
@@ -326,17 +341,18 @@ static json_t *claim_fusion(const json_t *done, const char *model) {
     const json_t *trh = step_at(done, "dflash", "train", 0, 0, 0, "decay");
     double ttl = trl ? op_s(trl, "fusion") / num(trl, "whole.sum_alone_s") : NAN;
     double tth = trh ? op_s(trh, "fusion") / num(trh, "whole.sum_alone_s") : NAN;
-    char a[32], b[32], ans[512];
+    char a[32], b[32], ans[512], p[4][32];
     fmt_t(tl, a, sizeof a);
     fmt_t(th, b, sizeof b);
     /* No added latency: DFLARE's fusion costs no more than DFlash's, or under 1% of its step. */
     const char *verdict = tl <= th || sl < 0.01 ? "holds" : "does not hold";
-    snprintf(
-        ans, sizeof ans,
-        "fusion.dflare costs %.2f%% of the DFLARE inference step (%s) against fusion.dflash's "
-        "%.2f%% of the DFlash step (%s); in training %.2f%% against %.2f%%. DFLARE's fusion is "
-        "%.2fx DFlash's time here.",
-        100 * sl, a, 100 * sh, b, 100 * ttl, 100 * tth, th > 0 ? tl / th : 0.0);
+    snprintf(ans, sizeof ans,
+             "fusion.dflare costs %s%% of the DFLARE inference step (%s) against fusion.dflash's "
+             "%s%% of the DFlash step (%s); in training %s%% against %s%%. DFLARE's fusion is "
+             "%.2fx DFlash's time here.",
+             fixed(100 * sl, 2, 0, p[0], 32), a, fixed(100 * sh, 2, 0, p[1], 32), b,
+             fixed(100 * ttl, 2, 0, p[2], 32), fixed(100 * tth, 2, 0, p[3], 32),
+             th > 0 ? tl / th : 0.0);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "flaretune step %s.dflare.decode; flaretune step %s.dflash.decode",
              model, model);
@@ -344,7 +360,7 @@ static json_t *claim_fusion(const json_t *done, const char *model) {
                  "DFLARE's adaptive fusion adds negligible overhead (D x T scalars) and no "
                  "inference latency compared with DFlash's FC fusion, while attending to 9 target "
                  "layers instead of 5.",
-                 "DFLARE (seeds/)", ans, verdict,
+                 SOURCE_DFLARE ", 2.1 Adaptive layer fusion", ans, verdict,
                  json_pack("{s:f, s:f, s:f, s:f}", "dflare_share", sl, "dflash_share", sh,
                            "dflare_fusion_s", tl, "dflash_fusion_s", th),
                  cmd);
@@ -364,21 +380,25 @@ static json_t *claim_scaling(const json_t *done, const char *model) {
         v[ph][1][0] = num(t5, "whole.stats.median_s");
         v[ph][1][1] = num(t9, "whole.stats.median_s");
     }
-    char ans[640];
+    char ans[640], p[5][32];
     snprintf(ans, sizeof ans,
-             "Going from 5 to 7 draft layers costs %+.1f%% per inference step (%+.1f%% per added "
-             "layer) and %+.1f%% per training step; going from 5 to 9 target layers costs %+.1f%% "
-             "per inference step and %+.1f%% per training step (DFLARE, whole steps, medians).",
-             100 * (v[0][0][1] / v[0][0][0] - 1), 50 * (v[0][0][1] / v[0][0][0] - 1),
-             100 * (v[1][0][1] / v[1][0][0] - 1), 100 * (v[0][1][1] / v[0][1][0] - 1),
-             100 * (v[1][1][1] / v[1][1][0] - 1));
+             "Going from 5 to 7 draft layers costs %s%% per inference step (%s%% per added "
+             "layer) and %s%% per training step; going from 5 to 9 target layers costs %s%% "
+             "per inference step and %s%% per training step (DFLARE, whole steps, medians).",
+             fixed(100 * (v[0][0][1] / v[0][0][0] - 1), 1, 1, p[0], 32),
+             fixed(50 * (v[0][0][1] / v[0][0][0] - 1), 1, 1, p[1], 32),
+             fixed(100 * (v[1][0][1] / v[1][0][0] - 1), 1, 1, p[2], 32),
+             fixed(100 * (v[0][1][1] / v[0][1][0] - 1), 1, 1, p[3], 32),
+             fixed(100 * (v[1][1][1] / v[1][1][0] - 1), 1, 1, p[4], 32));
     char cmd[200];
     snprintf(cmd, sizeof cmd,
              "flaretune step %s.dflare.decode --set D=5 (and D=7; --set T=5, T=9; .train)", model);
     return claim("depth-scaling",
                  "DFLARE scales the drafter from 5 to 7 draft layers and from 5 to 9 target "
                  "layers.",
-                 "DFLARE (seeds/)", ans, "measured",
+                 SOURCE_DFLARE ", 3 Main contributions (draft depth scaling) and 4 Results "
+                               "(scaling behaviour)",
+                 ans, "measured",
                  json_pack("{s:f, s:f, s:f, s:f}", "decode_D5_s", v[0][0][0], "decode_D7_s",
                            v[0][0][1], "train_D5_s", v[1][0][0], "train_D7_s", v[1][0][1]),
                  cmd);
@@ -396,14 +416,15 @@ static json_t *claim_dpace(const json_t *done, const json_t *paired, const char 
     /* Holds when the measurement allows 2.3% or less: the differences' lower quartile is at or
      * under it. */
     const char *verdict = lo <= 2.3 ? "holds" : "does not hold";
-    char ans[640];
+    char ans[640], p[5][32];
     snprintf(ans, sizeof ans,
-             "D-PACE adds %.2f%% to the training step at B=16 (quartile range %.2f%% to %.2f%%), "
-             "%.2f%% at B=12 and %.2f%% at B=8, over the fixed decay schedule (DFLARE; the loss's "
+             "D-PACE adds %s%% to the training step at B=16 (quartile range %s%% to %s%%), "
+             "%s%% at B=12 and %s%% at B=8, over the fixed decay schedule (DFLARE; the loss's "
              "weights are the only difference, both losses timed side by side). Its accuracy gains "
              "against B need trained models "
              "and are not measured here; their cost is.",
-             z, lo, hi, z12, z8);
+             fixed(z, 2, 0, p[0], 32), fixed(lo, 2, 0, p[1], 32), fixed(hi, 2, 0, p[2], 32),
+             fixed(z12, 2, 0, p[3], 32), fixed(z8, 2, 0, p[4], 32));
     char cmd[200];
     snprintf(cmd, sizeof cmd,
              "flaretune step %s.dflare.train --set B=16 --scheme dpace (and --scheme decay)",
@@ -411,7 +432,9 @@ static json_t *claim_dpace(const json_t *done, const json_t *paired, const char 
     return claim("dpace-overhead",
                  "D-PACE adds about 2.3% training time over the fixed decay schedule, and its "
                  "gains grow with the block size (B = 8, 12, 16).",
-                 "D-PACE (seeds/)", ans, verdict,
+                 SOURCE_DPACE ", Contributions 3 (efficiency: +2.3% training time) and "
+                              "Results (block size ablation)",
+                 ans, verdict,
                  json_pack("{s:f, s:f, s:f, s:f, s:f}", "overhead_B16_pct", z, "low_pct", lo,
                            "high_pct", hi, "overhead_B12_pct", z12, "overhead_B8_pct", z8),
                  cmd);

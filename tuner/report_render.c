@@ -66,16 +66,45 @@ void ft_report_unit_pick(double mag, const char *unit, double *scale, const char
     }
 }
 
+/* Decimals a number for humans never goes beyond: a value smaller than half the last one
+ * reads 0 (an overhead of -4e-05% is none), never an exponent or "-0". */
+enum { PLAIN_DECIMALS = 4 };
+
+/* x with `sig` significant digits in plain decimal form ("1.23", "-0.0012", "123457"), at most
+ * PLAIN_DECIMALS decimals, trailing zeros dropped, no sign on a value that reads 0. */
+static void fmt_plain(double x, int sig, char *buf, size_t n) {
+    if (fabs(x) >= 1e15) { /* no one reads sixteen digits */
+        snprintf(buf, n, "%.*g", sig, x);
+        return;
+    }
+    int dec = 0;
+    if (x != 0) {
+        dec = sig - 1 - (int)floor(log10(fabs(x)));
+        if (dec < 0) dec = 0;
+        if (dec > PLAIN_DECIMALS) dec = PLAIN_DECIMALS;
+    }
+    char t[400];
+    snprintf(t, sizeof t, "%.*f", dec, x);
+    if (strchr(t, '.')) {
+        size_t k = strlen(t);
+        while (t[k - 1] == '0')
+            t[--k] = '\0';
+        if (t[k - 1] == '.') t[--k] = '\0';
+    }
+    snprintf(buf, n, "%s", strcmp(t, "-0") == 0 ? "0" : t);
+}
+
 /* x already scaled, with its prefix and unit: "1.23 ms", "-0.4%", "12.5", "3 tok". */
 static char *put_scaled(double x, int sig, const char *prefix, const char *unit, char *buf,
                         size_t n) {
-    if (x == 0) x = 0; /* no "-0" */
+    char num[400];
+    fmt_plain(x, sig, num, sizeof num);
     if (!unit || !*unit)
-        snprintf(buf, n, "%.*g", sig, x);
+        snprintf(buf, n, "%s", num);
     else if (strcmp(unit, "%") == 0)
-        snprintf(buf, n, "%.*g%%", sig, x);
+        snprintf(buf, n, "%s%%", num);
     else
-        snprintf(buf, n, "%.*g %s%s", sig, x, prefix, unit);
+        snprintf(buf, n, "%s %s%s", num, prefix, unit);
     return buf;
 }
 
@@ -103,7 +132,13 @@ char *ft_report_fmt_tick(double v, double axis_mag, const char *unit, char *buf,
     double x = v * scale;
     /* A tick computed as k * step can carry rounding noise (0.30000000000000004). */
     if (fabs(x) < fabs(axis_mag * scale) * 1e-9) x = 0;
-    return put_scaled(x, 4, prefix, unit, buf, n);
+    put_scaled(x, 4, prefix, unit, buf, n);
+    /* An axis of values all below the last decimal: ticks apart, not all "0". */
+    if (x != 0 && fabs(x) < 0.5e-4) {
+        const char *sep = !unit || !*unit || strcmp(unit, "%") == 0 ? "" : " ";
+        snprintf(buf, n, "%.3g%s%s%s", x, sep, *sep ? prefix : "", unit ? unit : "");
+    }
+    return buf;
 }
 
 /* The nearest of 1, 2, 5 times a power of ten to raw (> 0), as Heckbert's "nice numbers". */
@@ -735,28 +770,46 @@ static double *lines_xs(const json_t *chart, int *n, int *oom) {
     return xs;
 }
 
-/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": a series' value at x, "-" when it has none. */
-static void series_cell(const json_t *ser, double x, const char *unit, char *buf, size_t n) {
-    const json_t *pts = json_object_get(ser, "points");
-    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
-    for (size_t i = 0; i < json_array_size(pts); i++) {
-        const json_t *pt = json_array_get(pts, i);
-        if (json_number_value(json_array_get(pt, 0)) != x) continue;
-        char y[48], l[48] = "-", h[48] = "-";
-        ft_report_fmt_value(json_number_value(json_array_get(pt, 1)), unit, 4, y, sizeof y);
-        if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
-        if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
-        if (lo || hi) {
-            snprintf(buf, n, "%s [%s, %s]", y, l, h);
-        } else {
-            snprintf(buf, n, "%s", y);
-        }
-        return;
-    }
-    snprintf(buf, n, "-");
+/* A series' points in order of x, equal x in the document's order: what the table and the
+ * polyline walk, so a chart of n points costs n log n, not n^2. */
+typedef struct {
+    double x;
+    size_t i;
+} point_ref;
+
+static int cmp_point_ref(const void *a, const void *b) {
+    const point_ref *p = a, *q = b;
+    if (p->x != q->x) return (p->x > q->x) - (p->x < q->x);
+    return (p->i > q->i) - (p->i < q->i);
 }
 
-/* Lines: one row per distinct x, one column per series. */
+/* NULL when out of memory; *n gets the number of points. */
+static point_ref *points_sorted(const json_t *pts, size_t *n) {
+    *n = json_array_size(pts);
+    point_ref *r = malloc((*n ? *n : 1) * sizeof *r);
+    if (!r) return NULL;
+    for (size_t i = 0; i < *n; i++)
+        r[i] = (point_ref){json_number_value(json_array_get(json_array_get(pts, i), 0)), i};
+    qsort(r, *n, sizeof *r, cmp_point_ref);
+    return r;
+}
+
+/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": point i of a series. */
+static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf, size_t n) {
+    const json_t *pt = json_array_get(json_object_get(ser, "points"), i);
+    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
+    char y[48], l[48] = "-", h[48] = "-";
+    ft_report_fmt_value(json_number_value(json_array_get(pt, 1)), unit, 4, y, sizeof y);
+    if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
+    if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
+    if (lo || hi)
+        snprintf(buf, n, "%s [%s, %s]", y, l, h);
+    else
+        snprintf(buf, n, "%s", y);
+}
+
+/* Lines: one row per distinct x, one column per series (its first point at that x, "-" when
+ * it has none). Each series' sorted points are walked once alongside the sorted xs. */
 static ft_status grid_lines(const json_t *chart, grid *g) {
     const json_t *series = json_object_get(chart, "series");
     const char *unit = str_or(chart, "unit", "");
@@ -764,23 +817,41 @@ static ft_status grid_lines(const json_t *chart, grid *g) {
     double *xs = lines_xs(chart, &nx, &oom);
     if (oom) return FT_ENOMEM;
     int ns = (int)json_array_size(series);
+    point_ref **sorted = calloc((size_t)(ns ? ns : 1), sizeof *sorted);
+    size_t *npts = calloc((size_t)(ns ? ns : 1), sizeof *npts), *at = NULL;
+    at = calloc((size_t)(ns ? ns : 1), sizeof *at);
+    int bad = !sorted || !npts || !at;
+    for (int s = 0; s < ns && !bad; s++)
+        bad = !(sorted[s] = points_sorted(
+                    json_object_get(json_array_get(series, (size_t)s), "points"), &npts[s]));
     grid_init(g, ns + 1);
-    char **row = grid_row(g);
+    char **row = bad ? NULL : grid_row(g);
     grid_set(g, row, 0, str_or(chart, "x_label", "x"));
-    for (int s = 0; s < ns; s++)
+    for (int s = 0; s < ns && row; s++)
         grid_set(g, row, s + 1, str_or(json_array_get(series, (size_t)s), "label", ""));
     char buf[160];
-    for (int i = 0; i < nx; i++) {
+    for (int i = 0; i < nx && !bad; i++) {
         row = grid_row(g);
         snprintf(buf, sizeof buf, "%.6g", xs[i]);
         grid_set(g, row, 0, buf);
         for (int s = 0; s < ns; s++) {
-            series_cell(json_array_get(series, (size_t)s), xs[i], unit, buf, sizeof buf);
+            while (at[s] < npts[s] && sorted[s][at[s]].x < xs[i])
+                at[s]++;
+            if (at[s] < npts[s] && sorted[s][at[s]].x == xs[i])
+                series_cell(json_array_get(series, (size_t)s), sorted[s][at[s]].i, unit, buf,
+                            sizeof buf);
+            else
+                snprintf(buf, sizeof buf, "-");
             grid_set(g, row, s + 1, buf);
         }
     }
+    for (int s = 0; sorted && s < ns; s++)
+        free(sorted[s]);
+    free(sorted);
+    free(npts);
+    free(at);
     free(xs);
-    return g->oom ? FT_ENOMEM : FT_OK;
+    return bad || g->oom ? FT_ENOMEM : FT_OK;
 }
 
 static ft_status grid_chart(const json_t *chart, grid *g) {
@@ -962,8 +1033,11 @@ typedef struct out {
     ft_status status; /* the first failure: a non-finite coordinate, out of memory */
 } out;
 
+/* Markup: the renderer's own constant text, never a string of the document. */
 static void put(out *o, const char *s) { fputs(s, o->f); }
 
+/* Markup with numbers or the renderer's own names (classes, colours): never a string of the
+ * document, which goes through put_xml (or put_value) alone. */
 static void putf(out *o, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -1006,6 +1080,12 @@ static void put_xml_cut(out *o, const char *s, size_t max_bytes) {
     put(o, "...");
 }
 
+/* A value for humans in a chart's unit (the document's string), escaped for XML. */
+static void put_value(out *o, double v, const char *unit, int sig) {
+    char buf[160];
+    put_xml(o, ft_report_fmt_value(v, unit, sig, buf, sizeof buf));
+}
+
 static void put_md(out *o, const char *s) {
     for (; s && *s; s++) {
         const char *e = md_entity((unsigned char)*s);
@@ -1042,6 +1122,7 @@ static void put_id(out *o, const char *prefix, const char *s) {
  */
 
 enum {
+    SEG_MIN_PX = 3, /* the least width of a bar segment above 0 */
     SVG_W = 720,
     CHAR_W = 7, /* a 12 px sans-serif character, about */
     LEGEND_ROW = 18,
@@ -1100,9 +1181,76 @@ static int legend_rows(const ft_report_palette *labels) {
     return rows;
 }
 
-/* Swatches and labels from y0 down, each label in its colour of the page's palette. */
+/* How series k of a chart is drawn apart from the others, so that one lying on another (two
+ * loss schemes that cost the same) stays visible: its own dash (the first solid; a dashed
+ * line over a solid one shows both colours), its own marker shape, and the lines and markers
+ * of later series narrower and smaller, drawn over the wider ones of earlier series (every
+ * marker after every line). */
+static const char *const series_dash[] = {NULL, "8 4", "2 3", "10 3 2 3", "5 2"};
+enum { NDASH = 5, NSHAPES = 5 };
+
+static double marker_size(int k, int ns) {
+    double r = 3.5 + 1.0 * (ns - 1 - k);
+    return r < 3.5 ? 3.5 : r > 7.5 ? 7.5 : r;
+}
+
+/* Earlier lines wider: under a later one that covers it, a line still shows along its edges. */
+static double line_width(int k, int ns) {
+    double w = 2 + 1.5 * (ns - 1 - k);
+    return w < 2 ? 2 : w > 8 ? 8 : w;
+}
+
+/* A marker of shape k % NSHAPES (circle, square, triangle, diamond, triangle down) of half-size
+ * r at (cx, cy): the opening of a <path> of class cls, closed by the caller. */
+static void svg_marker(out *o, const char *cls, int k, double cx, double cy, double r,
+                       const char *colour) {
+    putf(o, "<path class=\"%s\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1\" d=\"", cls, colour);
+    static const double square[] = {-1, -1, 1, -1, 1, 1, -1, 1};
+    static const double tri[] = {0, -1.2, 1.1, 0.8, -1.1, 0.8};
+    static const double diamond[] = {0, -1.3, 1.3, 0, 0, 1.3, -1.3, 0};
+    static const double tri_down[] = {0, 1.2, 1.1, -0.8, -1.1, -0.8};
+    const double *v = NULL;
+    int nv = 0;
+    switch (k % NSHAPES) {
+    case 1: v = square, nv = 4; break;
+    case 2: v = tri, nv = 3; break;
+    case 3: v = diamond, nv = 4; break;
+    case 4: v = tri_down, nv = 3; break;
+    default: break;
+    }
+    if (!v) { /* a circle: two arcs */
+        put(o, "M");
+        put_num(o, cx - r);
+        put(o, ",");
+        put_num(o, cy);
+        put(o, " a");
+        put_num(o, r);
+        put(o, ",");
+        put_num(o, r);
+        put(o, " 0 1,0 ");
+        put_num(o, 2 * r);
+        put(o, ",0 a");
+        put_num(o, r);
+        put(o, ",");
+        put_num(o, r);
+        put(o, " 0 1,0 ");
+        put_num(o, -2 * r);
+        put(o, ",0 Z\">");
+        return;
+    }
+    for (int i = 0; i < nv; i++) {
+        put(o, i ? " L" : "M");
+        put_num(o, cx + r * v[2 * i]);
+        put(o, ",");
+        put_num(o, cy + r * v[2 * i + 1]);
+    }
+    put(o, " Z\">");
+}
+
+/* Swatches and labels from y0 down, each label in its colour of the page's palette; for a
+ * lines chart (lines set) each series' dash and marker instead of a swatch. */
 static void svg_legend(out *o, const ft_report_palette *labels, ft_report_palette *colours,
-                       double y0) {
+                       double y0, int lines) {
     double x = 10, y = y0;
     for (int i = 0; i < labels->n; i++) {
         const char *l = labels->labels[i];
@@ -1111,8 +1259,25 @@ static void svg_legend(out *o, const ft_report_palette *labels, ft_report_palett
             x = 10;
             y += LEGEND_ROW;
         }
-        svg_rect(o, x, y - 10, 14, 12, ft_report_palette_colour(colours, l));
-        put(o, "/>\n");
+        const char *colour = ft_report_palette_colour(colours, l);
+        if (lines) {
+            put(o, "<line x1=\"");
+            put_num(o, x - 2);
+            put(o, "\" y1=\"");
+            put_num(o, y - 4);
+            put(o, "\" x2=\"");
+            put_num(o, x + 16);
+            put(o, "\" y2=\"");
+            put_num(o, y - 4);
+            putf(o, "\" stroke=\"%s\" stroke-width=\"2\"", colour);
+            if (series_dash[i % NDASH]) putf(o, " stroke-dasharray=\"%s\"", series_dash[i % NDASH]);
+            put(o, "/>\n");
+            svg_marker(o, "key", i, x + 7, y - 4, marker_size(i, labels->n), colour);
+            put(o, "</path>\n");
+        } else {
+            svg_rect(o, x, y - 10, 14, 12, colour);
+            put(o, "/>\n");
+        }
         svg_text(o, x + 20, y, "start", NULL, l);
         x += w;
     }
@@ -1172,25 +1337,39 @@ static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report
     put(o, "\" text-anchor=\"end\">");
     put_xml_cut(o, label, (size_t)((label_w - 16) / CHAR_W));
     put(o, "</text>\n");
+    /* Every segment above 0 is at least SEG_MIN_PX wide (206 us beside 180 ms would be a
+     * hundredth of a pixel); the widest segment gives up what they take, so the bar still ends
+     * at its total on the axis. Its tooltip and the table keep the exact values. */
     const json_t *segs = json_object_get(bar, "segments");
-    double at = 0;
+    size_t nseg = json_array_size(segs), widest = 0;
+    double px_per = (x1 - x0) / (ax->hi - ax->lo), extra = 0, total = 0;
+    for (size_t j = 0; j < nseg; j++) {
+        double v = json_number_value(json_object_get(json_array_get(segs, j), "value"));
+        if (v > 0 && v * px_per < SEG_MIN_PX) extra += SEG_MIN_PX - v * px_per;
+        if (v > json_number_value(json_object_get(json_array_get(segs, widest), "value")))
+            widest = j;
+        total += v;
+    }
+    double xa = ft_report_scale(0, ax->lo, ax->hi, x0, x1);
     char buf[48];
-    for (size_t j = 0; j < json_array_size(segs); j++) {
+    for (size_t j = 0; j < nseg; j++) {
         const json_t *g = json_array_get(segs, j);
-        double v = json_number_value(json_object_get(g, "value"));
-        double xa = ft_report_scale(at, ax->lo, ax->hi, x0, x1);
-        double xb = ft_report_scale(at + v, ax->lo, ax->hi, x0, x1);
+        double v = json_number_value(json_object_get(g, "value")), w = v * px_per;
+        if (v > 0 && w < SEG_MIN_PX) w = SEG_MIN_PX;
+        if (j == widest && w - extra >= SEG_MIN_PX) w -= extra;
         const char *sl = str_or(g, "label", "");
-        svg_rect(o, xa, y, xb - xa, h, ft_report_palette_colour(colours, sl));
+        svg_rect(o, xa, y, w, h, ft_report_palette_colour(colours, sl));
         put(o, "><title>");
         put_xml(o, label);
         put(o, ": ");
         put_xml(o, sl);
-        putf(o, " %s</title></rect>\n", ft_report_fmt_value(v, unit, 4, buf, sizeof buf));
-        at += v;
+        put(o, " ");
+        put_value(o, v, unit, 4);
+        put(o, "</title></rect>\n");
+        xa += w;
     }
-    svg_text(o, ft_report_scale(at, ax->lo, ax->hi, x0, x1) + 6, y + h / 2 + 4, "start", "total",
-             ft_report_fmt_value(at, unit, 3, buf, sizeof buf));
+    svg_text(o, xa + 6, y + h / 2 + 4, "start", "total",
+             ft_report_fmt_value(total, unit, 3, buf, sizeof buf));
 }
 
 static ft_status svg_stacked(out *o, const json_t *chart, ft_report_palette *colours) {
@@ -1218,7 +1397,7 @@ static ft_status svg_stacked(out *o, const json_t *chart, ft_report_palette *col
     if (json_object_get(chart, "x_label"))
         svg_text(o, (x0 + x1) / 2, y_axis + 34, "middle", "axis-label",
                  str_or(chart, "x_label", ""));
-    svg_legend(o, &labels, colours, legend_y);
+    svg_legend(o, &labels, colours, legend_y, 0);
     put(o, "</svg>\n");
     ft_report_palette_free(&labels);
     return FT_OK;
@@ -1263,6 +1442,7 @@ typedef struct {
     double x0, x1, y0, y1; /* pixels: left, right, top, bottom */
     x_axis xa;
     ft_report_axis ya;
+    int ylog; /* ya's ticks and range are values; positions go by their log10 */
     const char *unit;
 } plot;
 
@@ -1270,7 +1450,34 @@ static double plot_x(const plot *p, double x) {
     return ft_report_scale(x, p->xa.lo, p->xa.hi, p->x0, p->x1);
 }
 static double plot_y(const plot *p, double y) {
+    if (p->ylog) return ft_report_scale(log10(y), log10(p->ya.lo), log10(p->ya.hi), p->y1, p->y0);
     return ft_report_scale(y, p->ya.lo, p->ya.hi, p->y1, p->y0);
+}
+
+/* Values above 0 spanning more than this factor go on a log axis: on one from 0, a 0.2 ms point
+ * beside 180 ms would sit on the zero line. */
+#define LOG_AXIS_SPAN 20.0
+
+/* A log axis over [lo, hi] (0 < lo <= hi): whole decades, a tick at each (every few when there
+ * are many), and at 2 and 5 times each when there are at most two. */
+static ft_status axis_log(double lo, double hi, ft_report_axis *ax) {
+    memset(ax, 0, sizeof *ax);
+    double k0 = floor(log10(lo) + 1e-9), k1 = ceil(log10(hi) - 1e-9);
+    if (!isfinite(k0) || !isfinite(k1)) return FT_EINVAL;
+    if (k1 <= k0) k1 = k0 + 1;
+    double decades = k1 - k0;
+    int every = (int)ceil(decades / (FT_REPORT_MAX_TICKS - 1));
+    for (double k = k0; k <= k1 && ax->nticks < FT_REPORT_MAX_TICKS; k += every) {
+        static const double mult[] = {1, 2, 5};
+        for (int m = 0; m < (decades <= 2 ? 3 : 1) && ax->nticks < FT_REPORT_MAX_TICKS; m++) {
+            double t = mult[m] * pow(10, k);
+            if (k < k1 || m == 0) ax->ticks[ax->nticks++] = t;
+        }
+    }
+    ax->lo = pow(10, k0);
+    ax->hi = pow(10, k1);
+    ax->step = every;
+    return ax->lo > 0 && isfinite(ax->hi) ? FT_OK : FT_EINVAL;
 }
 
 static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
@@ -1279,9 +1486,12 @@ static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
     for (int i = 0; i < p->ya.nticks; i++) {
         double y = plot_y(p, p->ya.ticks[i]);
         svg_line(o, p->x0, y, p->x1, y, p->ya.ticks[i] == 0 && p->ya.lo < 0 ? "zero" : "grid");
+        /* A log axis spans decades: each tick in its own unit ("100 us", "1 ms"). */
         svg_text(o, p->x0 - 6, y + 4, "end", "tick",
-                 ft_report_fmt_tick(p->ya.ticks[i], mag, p->unit, buf, sizeof buf));
+                 p->ylog ? ft_report_fmt_value(p->ya.ticks[i], p->unit, 3, buf, sizeof buf)
+                         : ft_report_fmt_tick(p->ya.ticks[i], mag, p->unit, buf, sizeof buf));
     }
+    if (p->ylog) svg_text(o, p->x1, p->y0 - 3, "end", "tick", "log scale");
     for (int i = 0; i < p->xa.nticks; i++) {
         double x = plot_x(p, p->xa.ticks[i]);
         svg_line(o, x, p->y1, x, p->y1 + 4, "axis");
@@ -1305,23 +1515,6 @@ static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
     }
 }
 
-/* The order of a series' points by x (insertion sort: a handful of points). */
-static size_t *points_order(const json_t *pts) {
-    size_t n = json_array_size(pts);
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    if (!idx) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
-        size_t j = i;
-        while (j > 0 && json_number_value(json_array_get(json_array_get(pts, idx[j - 1]), 0)) > x) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = i;
-    }
-    return idx;
-}
-
 /* Error bar of point i: a vertical line from lo to hi with caps. */
 static void svg_error_bar(out *o, const plot *p, double x, double lo, double hi,
                           const char *colour) {
@@ -1333,25 +1526,29 @@ static void svg_error_bar(out *o, const plot *p, double x, double lo, double hi,
     put(o, "</g>\n");
 }
 
-static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_palette *colours) {
+/* Series k's error bars and its line through its points in x order. */
+static ft_status svg_series_line(out *o, const plot *p, const json_t *ser, int k, int ns,
+                                 ft_report_palette *colours) {
     const json_t *pts = json_object_get(ser, "points");
     const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
     const char *label = str_or(ser, "label", ""),
                *colour = ft_report_palette_colour(colours, label);
-    size_t *idx = points_order(pts);
+    size_t n;
+    point_ref *idx = points_sorted(pts, &n);
     if (!idx) return FT_ENOMEM;
-    size_t n = json_array_size(pts);
-    for (size_t k = 0; k < n && (lo || hi); k++) {
-        size_t i = idx[k];
+    for (size_t j = 0; j < n && (lo || hi); j++) {
+        size_t i = idx[j].i;
         double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
         double y = json_number_value(json_array_get(json_array_get(pts, i), 1));
         svg_error_bar(o, p, x, lo ? json_number_value(json_array_get(lo, i)) : y,
                       hi ? json_number_value(json_array_get(hi, i)) : y, colour);
     }
-    putf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colour);
-    for (size_t k = 0; k < n; k++) {
-        const json_t *pt = json_array_get(pts, idx[k]);
-        if (k) put(o, " ");
+    putf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%g\"", colour, line_width(k, ns));
+    if (series_dash[k % NDASH]) putf(o, " stroke-dasharray=\"%s\"", series_dash[k % NDASH]);
+    put(o, " points=\"");
+    for (size_t j = 0; j < n; j++) {
+        const json_t *pt = json_array_get(pts, idx[j].i);
+        if (j) put(o, " ");
         put_num(o, plot_x(p, json_number_value(json_array_get(pt, 0))));
         put(o, ",");
         put_num(o, plot_y(p, json_number_value(json_array_get(pt, 1))));
@@ -1359,22 +1556,28 @@ static ft_status svg_series(out *o, const plot *p, const json_t *ser, ft_report_
     put(o, "\"><title>");
     put_xml(o, label);
     put(o, "</title></polyline>\n");
-    char ybuf[48];
-    for (size_t k = 0; k < n; k++) {
-        const json_t *pt = json_array_get(pts, idx[k]);
-        double x = json_number_value(json_array_get(pt, 0));
-        double y = json_number_value(json_array_get(pt, 1));
-        putf(o, "<circle r=\"3.5\" fill=\"%s\" cx=\"", colour);
-        put_num(o, plot_x(p, x));
-        put(o, "\" cy=\"");
-        put_num(o, plot_y(p, y));
-        put(o, "\"><title>");
-        put_xml(o, label);
-        putf(o, ": %.6g, %s</title></circle>\n", x,
-             ft_report_fmt_value(y, p->unit, 4, ybuf, sizeof ybuf));
-    }
     free(idx);
     return FT_OK;
+}
+
+/* Series k's markers, one per point, each with its value as a tooltip. */
+static void svg_series_markers(out *o, const plot *p, const json_t *ser, int k, int ns,
+                               ft_report_palette *colours) {
+    const json_t *pts = json_object_get(ser, "points");
+    const char *label = str_or(ser, "label", ""),
+               *colour = ft_report_palette_colour(colours, label);
+    double r = marker_size(k, ns);
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *pt = json_array_get(pts, i);
+        double x = json_number_value(json_array_get(pt, 0));
+        double y = json_number_value(json_array_get(pt, 1));
+        svg_marker(o, "marker", k, plot_x(p, x), plot_y(p, y), r, colour);
+        put(o, "<title>");
+        put_xml(o, label);
+        putf(o, ": %.6g, ", x);
+        put_value(o, y, p->unit, 4);
+        put(o, "</title></path>\n");
+    }
 }
 
 static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colours) {
@@ -1384,17 +1587,24 @@ static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colou
     ft_status s = lines_x_axis(chart, &p.xa);
     if (s) return s;
     extent e = lines_extent(chart);
-    /* From 0, or from the data's minimum when values are negative. */
-    if (ft_report_axis_nice(fmin(0, e.y0), fmax(0, e.y1), 6, &p.ya)) return FT_EINTERNAL;
+    /* From 0, or from the data's minimum when values are negative; on a log axis when the
+     * values are all above 0 and span more than LOG_AXIS_SPAN. */
+    p.ylog = e.n && e.y0 > 0 && e.y1 / e.y0 > LOG_AXIS_SPAN;
+    if (p.ylog ? axis_log(e.y0, e.y1, &p.ya)
+               : ft_report_axis_nice(fmin(0, e.y0), fmax(0, e.y1), 6, &p.ya))
+        return FT_EINTERNAL;
     ft_report_palette labels = {0};
     for (size_t i = 0; i < json_array_size(series); i++)
         ft_report_palette_index(&labels, str_or(json_array_get(series, i), "label", ""));
     double legend_y = p.y1 + (json_object_get(chart, "x_label") ? 54 : 40);
     svg_open(o, chart, legend_y + LEGEND_ROW * legend_rows(&labels) + 4);
     svg_lines_axes(o, &p, chart);
-    for (size_t i = 0; i < json_array_size(series) && !s; i++)
-        s = svg_series(o, &p, json_array_get(series, i), colours);
-    svg_legend(o, &labels, colours, legend_y);
+    int ns = (int)json_array_size(series);
+    for (int i = 0; i < ns && !s; i++)
+        s = svg_series_line(o, &p, json_array_get(series, (size_t)i), i, ns, colours);
+    for (int i = 0; i < ns && !s; i++)
+        svg_series_markers(o, &p, json_array_get(series, (size_t)i), i, ns, colours);
+    svg_legend(o, &labels, colours, legend_y, 1);
     put(o, "</svg>\n");
     ft_report_palette_free(&labels);
     return s;

@@ -1118,6 +1118,10 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
     json_object_set_new(start, "flops", ft_json_number(S->flops));
     json_object_set_new(start, "key", json_string(key));
     if (S->o->predict) json_object_set_new(start, "predict", predict_json(S));
+    if (o->run_count > 1 && o->runs_command)
+        json_object_set_new(start, "runs",
+                            json_pack("{s:s, s:i, s:i}", "command", o->runs_command, "index",
+                                      o->run_index, "of", o->run_count));
     return emit(S, start, err);
 }
 

@@ -5,7 +5,11 @@
 import ctypes as C
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f"api_ctypes.py: needs NumPy, which {sys.executable} cannot import "
+             "(apt-get install python3-numpy, or pip install numpy)")
 
 lib = C.CDLL(sys.argv[1] if len(sys.argv) > 1 else "libflaretune.so.0")
 backend = sys.argv[2] if len(sys.argv) > 2 else "cpu"

@@ -42,7 +42,9 @@ ft_status ft_report_load(const char *path, json_t **out, ft_err *err);
 /* A value for humans in the unit of a chart, with `sig` significant digits: "s" picks ns, us,
  * ms or s ("1.23 ms", "45.6 us"), "%" appends a percent sign to a value already in percent
  * ("-0.4%"), any unit ending in "/s" or "B" takes an SI prefix ("730 GB/s"), another unit
- * follows the number ("12.5 tok"), "" none. "-" for a non-finite value. Returns buf. */
+ * follows the number ("12.5 tok"), "" none. "-" for a non-finite value. Numbers are plain
+ * decimals with at most 4 decimals (no exponent below 1e15, "12346 s"): a value under half the
+ * last one reads "0", never "-0" ("-5.3e-05%" is "-0.0001%", "-4e-05%" is "0%"). Returns buf. */
 char *ft_report_fmt_value(double v, const char *unit, int sig, char *buf, size_t n);
 
 /* The SI prefix ("n", "u", "m", "", "k", "M", "G", ...) and scale that ft_report_fmt_value

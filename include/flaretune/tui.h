@@ -32,6 +32,7 @@ extern "C" {
 #define FT_TUI_WINDOW    1024 /* latency samples of the rolling window (watch rows)   */
 #define FT_TUI_RATE_SPAN 5.0  /* seconds over which events per second are counted     */
 #define FT_TUI_MAX_RANKS 1024 /* ranks kept per row (a distributed run's processes)    */
+#define FT_TUI_MAX_RUNS  4096 /* runs of one command counted apart (tune all, sweeps)  */
 
 /* ---- ring buffers ------------------------------------------------------------------------ */
 
@@ -109,6 +110,7 @@ typedef struct ft_tui_row {
     /* tune rows */
     int valid, resumed, resumed_rejected, budget;
     double time_budget_s;
+    char search_end[16]; /* run_end's search_end: exhausted, converged, budget, time, ... */
     int done, measured, rejected, screened; /* in this run */
     double last, best, def, speedup;        /* seconds per call; NAN when unknown */
     int last_rejected;                      /* the latest candidate was rejected  */
@@ -142,6 +144,13 @@ typedef struct ft_tui_model {
     char error[512];   /* the source failed ("error"); shown in the status */
     char note[160];    /* the latest notice (log reopened, ...)           */
     int changed;       /* set by every apply; the drawing layer clears it  */
+    /* The runs of the command that started the latest run (run_start's "runs": `tune all`
+     * writes one log per op, and `top` follows them all): its id, how many it runs, which of
+     * them have started (by index) and when the latest did. */
+    char runs_command[48];
+    int runs_of, runs_started;
+    unsigned char runs_seen[FT_TUI_MAX_RUNS / 8];
+    double runs_t;
 } ft_tui_model;
 
 void ft_tui_model_init(ft_tui_model *m);
@@ -162,19 +171,26 @@ int ft_tui_row_ranks_shown(const ft_tui_row *r);
  * (capped by its time budget); NAN when unknown (nothing finished yet, or not running). */
 double ft_tui_row_eta(const ft_tui_row *r, double now);
 /* The `done` column: candidates measured (resumed ones included) out of what the run will
- * measure (ft_tune_progress_target); rejected ones are the `rej` column. */
+ * measure (ft_tune_progress_target); rejected ones are the `rej` column. A run that ended on
+ * its own (converged, out of budget or time) measures no more: its target is what it measured. */
 void ft_tui_row_progress(const ft_tui_row *r, int *measured, int *target);
+/* Runs the source has yet to start: expected_runs less the tune rows, or what the latest
+ * command (run_start's "runs") has not started yet, whichever is more. */
+int ft_tui_model_pending_runs(const ft_tui_model *m);
 /* The whole source: running rows' ETAs plus, when more runs are expected, the mean duration of
- * the finished ones for each run not started yet. When no run has finished to tell how long
- * the others take, the known part only, and *partial (may be NULL) is set. NAN when nothing is
- * known; 0 when nothing runs. */
+ * the finished ones for each run not started yet. A running row with no candidate measured
+ * yet is estimated from the seconds per candidate of the rows that have measured some. When
+ * no run has finished to tell how long the others take, or a running row cannot be estimated,
+ * the known part only, and *partial (may be NULL) is set. NAN when nothing is known; 0 when
+ * nothing runs. */
 double ft_tui_model_eta(const ft_tui_model *m, double now, int *partial);
 /* Events per second over the last FT_TUI_RATE_SPAN seconds (to `now` while a row runs, else
  * to the last event). */
 double ft_tui_model_rate(const ft_tui_model *m, double now);
 /* Seconds from the first event to now (while a row runs) or to the last event. */
 double ft_tui_model_elapsed(const ft_tui_model *m, double now);
-/* A row runs, or more runs are expected, and the source has neither finished nor failed. */
+/* A row runs, or more runs are expected (ft_tui_model_pending_runs), and the source has
+ * neither finished nor failed. */
 int ft_tui_model_running(const ft_tui_model *m);
 
 /* Rolling statistics of latencies (watch rows): p50, p95 (linear interpolation between closest
@@ -259,6 +275,13 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
 /* The row's recent trials (watch: intervals) as a sparkline of `width` cells, scaled between
  * their min and max: UTF-8 blocks, or "_.:-=+*#" when ascii. */
 void ft_tui_trend(const ft_tui_row *r, int width, int ascii, char *buf, size_t n);
+
+/* A line of the detail pane's top configs: its rank, its mark ("win", "tie" or ""), 'c' when
+ * its figures come from the confirmation round, its median and IQR right-aligned in 9 columns
+ * each (display columns: "µs" takes one, not two), then the config:
+ * "1 win c 43.40 µs  1.811 µs  k=2 rows=16". */
+void ft_tui_top_line(const ft_tui_cand *c, int rank, const char *mark, int ascii, char *buf,
+                     size_t n);
 
 /* The ranks pane's columns. */
 typedef enum {

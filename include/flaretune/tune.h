@@ -143,6 +143,11 @@ typedef struct ft_tune_opts {
      * run side by side in one process (rank 0 with groups of ranks): their measurements then
      * never overlap on its device. NULL: none. */
     pthread_mutex_t *measure_lock;
+    /* This run's place among the runs of one command (`tune all`, --sweep): an id of the
+     * command, the run's 1-based index and how many it runs, written in run_start ("runs") so a
+     * dashboard following the logs knows more are to come. run_count 0 or 1: a single run. */
+    const char *runs_command;
+    int run_index, run_count;
 } ft_tune_opts;
 
 #define FT_TUNE_MAX_JOBS 64

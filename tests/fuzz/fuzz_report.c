@@ -8,7 +8,9 @@
  * A finding, besides a sanitizer report, a leak or a timeout: a failure without its status and
  * message in ft_err; a document ft_report_load accepts that ft_report_check refuses on its own;
  * a render that leaves a temporary file or misses one of the three files, or that fails and
- * leaves any file behind. A checked document may still fail to render with its message: finite
+ * leaves any file behind; an element on the page the renderer does not write itself (a string
+ * of the document that reached the HTML or SVG unescaped: corpus seed-report-markup). A checked
+ * document may still fail to render with its message: finite
  * values whose axis does not fit in a double (a point at -1e308 beside one at 8) are refused
  * there, not by the check (corpus: nonfinite-axis).
  */
@@ -48,6 +50,41 @@ static int count_files(void) {
     return n;
 }
 
+/* The elements the renderer writes (tuner/report_render.c); any other tag on the page came
+ * from the document. */
+static const char *const own_tags[] = {
+    "!DOCTYPE", "html",       "head",  "meta",    "title",    "style",  "body",       "h1", "h2",
+    "h3",       "p",          "code",  "section", "div",      "span",   "blockquote", "ul", "li",
+    "figure",   "figcaption", "table", "thead",   "tbody",    "tr",     "th",         "td", "svg",
+    "text",     "line",       "rect",  "g",       "polyline", "circle", "path",       NULL};
+
+static void check_tags(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    FILE *f = fopen(path, "rb");
+    FUZZ_CHECK(f != NULL, "report.html cannot be read back");
+    int c, line = 1;
+    while ((c = fgetc(f)) != EOF) {
+        line += c == '\n';
+        if (c != '<') continue;
+        char name[16];
+        size_t n = 0;
+        if ((c = fgetc(f)) != '/' && c != EOF) ungetc(c, f);
+        while ((c = fgetc(f)) != EOF && c != ' ' && c != '>' && c != '/' && c != '\n' &&
+               n < sizeof name - 1)
+            name[n++] = (char)c;
+        name[n] = '\0';
+        if (c == '\n') line++;
+        int known = 0;
+        for (int i = 0; own_tags[i] && !known; i++)
+            known = strcmp(own_tags[i], name) == 0;
+        if (!known) fclose(f);
+        FUZZ_CHECK(known, "report.html line %d: <%s> is not an element the renderer writes", line,
+                   name);
+    }
+    fclose(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!dir[0]) {
         snprintf(dir, sizeof dir, "/tmp/ft_fuzz_report.XXXXXX");
@@ -71,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         FUZZ_CHECK(count_files() == 3, "the render left %d files, not report.html, .md, .json",
                    count_files());
+        check_tags();
     }
     clean();
     json_decref(doc);

@@ -372,6 +372,21 @@ def report_doc(**over):
     return doc
 
 
+MARKUP = "<script>x</script>&amp;\"'<b>"
+
+
+def with_markup(node, key=None):
+    """A report document with markup in every string a person writes (the chart's unit too);
+    the schema's fixed words stay."""
+    if isinstance(node, dict):
+        return {k + (MARKUP if key in ("figures", "machine") else ""):
+                v if k in ("format", "kind", "verdict") else with_markup(v, k)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [with_markup(v, key) for v in node]
+    return node + MARKUP if isinstance(node, str) else node
+
+
 def report_seeds():
     good = report_doc()
     seeds = {
@@ -389,6 +404,7 @@ def report_seeds():
             {"id": "b", "kind": "stacked", "title": "t",
              "bars": [{"label": "x", "segments": [{"label": "s", "value": -1}]}]}])),
         "seed-report-truncated": dumps(good)[:200],
+        "seed-report-markup": dumps(with_markup(good)),
     }
     return seeds
 

@@ -20,7 +20,8 @@ static void usage(FILE *f) {
     fprintf(
         f, "usage: flaretune bench OP [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
            "                          [--backend B] [--config NAME=VALUE,...] [--threads N]\n"
-           "                          [--cold] [--json] [--seed N] [--max-time S] [--noise X]\n\n"
+           "                          [--cold] [--json] [--seed N] [--max-time S] [--noise X]\n"
+           "                          [--timer auto|cupti|events]\n\n"
            "Time one configuration of OP (the backend's default unless --config) on fresh\n"
            "random inputs: warm-up, then samples until the median's 95%% confidence interval is\n"
            "within --noise of it (after 10 samples and 0.25 s) or --max-time passes. Prints the\n"
@@ -36,6 +37,8 @@ static void usage(FILE *f) {
            "  --backend B      default auto\n"
            "  --config C       NAME=VALUE,... (see `flaretune space OP`)\n"
            "  --threads N      the config's thread count\n"
+           "  --timer T        the GPU clock: auto (CUPTI, else CUDA events), cupti or events\n"
+           "                   (docs/cuda.md, \"Timing\")\n"
            "  --cold           every sample starts with cold caches: input sets larger than the\n"
            "                   last-level cache rotate (CPU), or the GPU's L2 is overwritten\n"
            "                   before each call, outside the timed window\n"

@@ -39,7 +39,7 @@ static void usage(FILE *f) {
         f,
         "usage: flaretune compile OP [--arch ARCH | --device NAME] [--all-configs | --config CFG]\n"
         "                           [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
-        "                           [--jobs N] [--json] [--no-sass]\n"
+        "                           [--jobs N] [--json] [--no-sass] [--verbose]\n"
         "       flaretune compile --source FILE [--define NAME[=VALUE]]...\n"
         "                           [--kernel NAME:THREADS[:DYN_SMEM]]... [--arch|--device ...]\n"
         "       flaretune compile --list-ops | --list-devices\n\n"
@@ -53,7 +53,10 @@ static void usage(FILE *f) {
         "                  (default h200; see --list-devices)\n"
         "  --arch ARCH     compile for ARCH (sm_80, sm_89, sm_90a, sm_100a, ...); occupancy on\n"
         "                  the first device of the table with that architecture\n"
-        "  --all-configs   every configuration the op's space allows at the preset's sizes\n"
+        "  --all-configs   every configuration the op's space allows at the preset's sizes,\n"
+        "                  summed up: a line per kernel and verdict with how many\n"
+        "                  configurations and the range of registers, spills, occupancy\n"
+        "  --verbose       with --all-configs, every configuration's kernels\n"
         "  --config CFG    one configuration (NAME=VALUE,...); default: the space's default\n"
         "  --preset P, --set NAME=VALUE, --attr NAME=VALUE\n"
         "                  the problem the configurations are checked against (--attr\n"
@@ -155,10 +158,11 @@ static void print_header(void) {
            "stack", "smem static+dyn", "block", "blk/SM", "occ", "ins/B", "verdict");
 }
 
-static void print_row(const row *r) {
+/* A kernel's row as text (no newline): the table's line. */
+static void row_text(const row *r, char *buf, size_t n) {
     char st[32], dy[32], smem[72], occ[16] = "-", blk[16] = "-", bpsm[16] = "-";
     if (!r->found) {
-        printf("  %-30s error: %s\n", r->kernel, r->why);
+        snprintf(buf, n, "  %-30s error: %s", r->kernel, r->why);
         return;
     }
     ft_fmt_bytes_kib(r->info.smem_static, st, sizeof st);
@@ -183,8 +187,104 @@ static void print_row(const row *r) {
         snprintf(verdict, sizeof verdict, "ok");
     else
         snprintf(verdict, sizeof verdict, "pruned: %s", r->why);
-    printf("  %-30s %4d %11s %6zu %19s %5s %6s %6s %6s  %s\n", r->kernel, r->info.regs, spills,
-           r->info.stack_bytes, smem, blk, bpsm, occ, ipb, verdict);
+    snprintf(buf, n, "  %-30s %4d %11s %6zu %19s %5s %6s %6s %6s  %s", r->kernel, r->info.regs,
+             spills, r->info.stack_bytes, smem, blk, bpsm, occ, ipb, verdict);
+}
+
+static void print_row(const row *r) {
+    char line[640];
+    row_text(r, line, sizeof line);
+    printf("%s\n", line);
+}
+
+/* --all-configs without --verbose: the kernels summed up, one line per kernel and verdict (ok,
+ * or pruned for one reason), with how many configurations and the range of their registers,
+ * spills and occupancy (391 configurations of fusion.dflare fit in a few lines). */
+typedef struct kernel_group {
+    char kernel[96], verdict[96];
+    int configs, last_cfg; /* one count a configuration */
+    int regs_lo, regs_hi, spill_hi, have_occ;
+    double occ_lo, occ_hi;
+} kernel_group;
+
+typedef struct kernel_groups {
+    kernel_group *g;
+    int n, cap;
+} kernel_groups;
+
+/* "ok", or "pruned: " and the reason up to its details ("pruned: 0 blocks fit per SM",
+ * "pruned: spills 524 bytes"). */
+static void verdict_kind(const row *r, char *buf, size_t n) {
+    if (!r->found) {
+        snprintf(buf, n, "error");
+        return;
+    }
+    if (r->ok) {
+        snprintf(buf, n, "ok");
+        return;
+    }
+    size_t k = strcspn(r->why, ":(");
+    while (k > 0 && (r->why[k - 1] == ' ' || r->why[k - 1] == ':'))
+        k--;
+    snprintf(buf, n, "pruned: %.*s", (int)k, r->why);
+}
+
+static int group_add(kernel_groups *d, const row *r, int cfg) {
+    char verdict[96];
+    verdict_kind(r, verdict, sizeof verdict);
+    kernel_group *x = NULL;
+    for (int i = 0; i < d->n && !x; i++)
+        if (!strcmp(d->g[i].kernel, r->kernel) && !strcmp(d->g[i].verdict, verdict)) x = &d->g[i];
+    if (!x) {
+        if (d->n == d->cap) {
+            int cap = d->cap ? 2 * d->cap : 16;
+            kernel_group *ng = realloc(d->g, sizeof *ng * (size_t)cap);
+            if (!ng) return -1;
+            d->g = ng, d->cap = cap;
+        }
+        x = &d->g[d->n++];
+        memset(x, 0, sizeof *x);
+        snprintf(x->kernel, sizeof x->kernel, "%s", r->kernel);
+        snprintf(x->verdict, sizeof x->verdict, "%s", verdict);
+        x->last_cfg = -1;
+        x->regs_lo = r->info.regs;
+        x->occ_lo = 1;
+    }
+    if (x->last_cfg != cfg) x->configs++, x->last_cfg = cfg;
+    if (!r->found) return 0;
+    int spill =
+        r->info.spill_stores > r->info.spill_loads ? r->info.spill_stores : r->info.spill_loads;
+    if (r->info.regs < x->regs_lo) x->regs_lo = r->info.regs;
+    if (r->info.regs > x->regs_hi) x->regs_hi = r->info.regs;
+    if (spill > x->spill_hi) x->spill_hi = spill;
+    if (r->have_occ) {
+        x->have_occ = 1;
+        if (r->occ.fraction < x->occ_lo) x->occ_lo = r->occ.fraction;
+        if (r->occ.fraction > x->occ_hi) x->occ_hi = r->occ.fraction;
+    }
+    return 0;
+}
+
+static void print_groups(const kernel_groups *d, int nconfigs) {
+    printf("\nthe kernels of the %d configurations (--verbose: each configuration's)\n", nconfigs);
+    if (!d->n) return;
+    printf("  %-30s %7s %9s %11s %9s  %s\n", "kernel", "configs", "regs", "spill bytes", "occ",
+           "verdict");
+    for (int i = 0; i < d->n; i++) {
+        const kernel_group *x = &d->g[i];
+        char regs[32] = "-", occ[32] = "-", spill[32] = "-";
+        if (strcmp(x->verdict, "error")) {
+            snprintf(regs, sizeof regs, x->regs_lo == x->regs_hi ? "%d" : "%d-%d", x->regs_lo,
+                     x->regs_hi);
+            snprintf(spill, sizeof spill, x->spill_hi ? "up to %d" : "0", x->spill_hi);
+        }
+        if (x->have_occ && x->occ_lo == x->occ_hi)
+            snprintf(occ, sizeof occ, "%.0f%%", 100 * x->occ_lo);
+        else if (x->have_occ)
+            snprintf(occ, sizeof occ, "%.0f-%.0f%%", 100 * x->occ_lo, 100 * x->occ_hi);
+        printf("  %-30s %7d %9s %11s %9s  %s\n", x->kernel, x->configs, regs, spill, occ,
+               x->verdict);
+    }
 }
 
 static json_t *row_json(const row *r) {
@@ -301,12 +401,13 @@ enum {
     O_DEFINE,
     O_KERNEL,
     O_NO_SASS,
+    O_VERBOSE,
 };
 
 /* The command line of one compile. */
 typedef struct {
     ft_cli_problem prob;
-    int json, all, lops, ldevs, no_sass;
+    int json, all, lops, ldevs, no_sass, verbose;
     long njobs;
     const char *arch, *devname, *source;
     const char *defines[FT_CUDA_MAX_DEFINES], *kargs[MAX_KERNEL_ARGS];
@@ -321,6 +422,7 @@ static int compile_opt(compile_args *a, int o, char **argv) {
     case O_DEVICE: a->devname = optarg; break;
     case O_ALL: a->all = 1; break;
     case O_NO_SASS: a->no_sass = 1; break;
+    case O_VERBOSE: a->verbose = 1; break;
     case O_LIST_OPS: a->lops = 1; break;
     case O_LIST_DEVICES: a->ldevs = 1; break;
     case O_JOBS: {
@@ -364,6 +466,7 @@ static int compile_parse(int argc, char **argv, compile_args *a) {
                                          {"define", required_argument, NULL, O_DEFINE},
                                          {"kernel", required_argument, NULL, O_KERNEL},
                                          {"no-sass", no_argument, NULL, O_NO_SASS},
+                                         {"verbose", no_argument, NULL, O_VERBOSE},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
@@ -556,13 +659,15 @@ typedef struct {
     int nkernels, nok, npruned, nfailed, ncached, cfg_pruned;
 } tallies;
 
-/* One configuration's kernels: a table, or its JSON object appended to jcfgs. */
+/* One configuration's kernels: a table, or its JSON object appended to jcfgs, or (dr) its
+ * rows added to the kernels' summary. */
 static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const compile_problem *pr,
-                         compile_work *W, const entry *e, tallies *t, json_t *jcfgs) {
+                         compile_work *W, const entry *e, int ci, tallies *t, json_t *jcfgs,
+                         kernel_groups *dr) {
     int json = a->json;
     json_t *jk = json ? json_array() : NULL, *jerr = json ? json_array() : NULL;
     int cfg_ok = 1;
-    if (!json) {
+    if (!json && !dr) {
         printf("\n%s%s\n", pr->op ? "config " : "module ", e->text);
         if (e->nmods == 0) printf("  no kernel modules (cuBLASLt only)\n");
     }
@@ -577,6 +682,8 @@ static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const co
             fail_line(pr->op, e->text, j->msg);
             if (json)
                 json_array_append_new(jerr, json_string(j->msg));
+            else if (dr)
+                printf("config %s: %s: compile error: %s\n", e->text, m->source, j->msg);
             else
                 printf("  %s: compile error: %s\n", m->source, j->msg);
             continue;
@@ -604,6 +711,8 @@ static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const co
             }
             if (json) {
                 json_array_append_new(jk, row_json(&r));
+            } else if (dr) {
+                if (group_add(dr, &r, ci)) W->status = FT_EXIT_FAIL;
             } else {
                 if (!header++) print_header();
                 print_row(&r);
@@ -688,8 +797,15 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
     t.ncached = st.cached;
     json_t *jcfgs = a->json ? json_array() : NULL;
     if (!a->json) report_title(a, dev, pr, W);
+    /* Every configuration's table with --verbose; else the kernels summed up. */
+    kernel_groups dr = {NULL, 0, 0};
+    int summary = !a->json && a->all && !a->verbose;
     for (int ci = 0; ci < W->nes; ci++)
-        report_entry(a, dev, pr, W, &W->es[ci], &t, jcfgs);
+        report_entry(a, dev, pr, W, &W->es[ci], ci, &t, jcfgs, summary ? &dr : NULL);
+    if (summary) {
+        print_groups(&dr, W->nes);
+        free(dr.g);
+    }
     int nes = W->nes, nmods = st.jobs;
     if (a->json) {
         json_t *root =

@@ -24,7 +24,8 @@ static void usage(FILE *f) {
             "usage: flaretune exec OP --in DIR --out DIR [--attr NAME=VALUE]... [--backend B]\n"
             "       flaretune exec OP --preset P [--set NAME=VALUE]... [--seed N]\n"
             "                         [--save-inputs DIR] [--out DIR] [--attr NAME=VALUE]...\n"
-            "       (both forms also take --config NAME=VALUE,..., --threads N, --profile P)\n\n"
+            "       (both forms also take --config NAME=VALUE,..., --threads N, --profile P,\n"
+            "       --timer T)\n\n"
             "Run one op and write every output as OUTDIR/NAME.npy (float32; `loss` as a 0-d\n"
             "array). Inputs are read from DIR/NAME.npy with the tensor names of `flaretune list\n"
             "ops` (float32; int32 for ctx_lens, anchors, labels, pos; uint8 for keep, mask), or\n"
@@ -43,6 +44,8 @@ static void usage(FILE *f) {
             "  --config C          the backend's parameters, NAME=VALUE,... (default config\n"
             "                      otherwise; see `flaretune space OP`)\n"
             "  --threads N         the config's thread count\n"
+            "  --timer T           the GPU clock: auto (CUPTI, else CUDA events), cupti or\n"
+            "                      events (docs/cuda.md, \"Timing\")\n"
             "  --profile P         without --config: the profile's entry for the nearest shape\n"
             "                      on this device (as the C API runs it, docs/api.md)\n"
             "  --quiet             print nothing on success\n");

@@ -27,7 +27,8 @@
 static void usage(FILE *f) {
     fprintf(
         f, "usage: flaretune inspect OP [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
-           "                 [--config CFG] [--seed N] [--device D] [--sites N] [--json]\n\n"
+           "                 [--config CFG] [--seed N] [--device D] [--sites N] [--json]\n"
+           "                 [--no-sass]\n\n"
            "Run OP's CUDA kernels once on the emulator (cuda-emu) with the memory profile on\n"
            "and print, per kernel: warp-level requests and 32-byte sectors per request of its\n"
            "global loads and stores (coalescing), shared-memory wavefronts per request (bank\n"
@@ -47,7 +48,10 @@ static void usage(FILE *f) {
            "  --device D      the GPU to predict for (default h200; see `flaretune compile\n"
            "                  --list-devices`)\n"
            "  --sites N       source lines shown per kernel (default 4; 0: none)\n"
-           "  --json          one JSON document instead of the tables\n");
+           "  --json          one JSON document instead of the tables\n"
+           "  --no-sass       no SASS instruction mix (nvdisasm takes about 0.5 s a module the\n"
+           "                  first time); the issue-bound prediction then counts one\n"
+           "                  instruction a memory request (a floor)\n");
 }
 
 typedef struct kernel_sum {
@@ -66,14 +70,15 @@ typedef struct kernel_sum {
 typedef struct inspect_args {
     ft_cli_problem prob;
     const char *op;
-    int json, sites;
+    int json, sites, no_sass;
     const ft_gpu_spec *gpu;
 } inspect_args;
 
 static int parse(int argc, char **argv, inspect_args *a) {
-    enum { O_JSON = 1, O_SITES, O_DEVICE };
+    enum { O_JSON = 1, O_SITES, O_DEVICE, O_NO_SASS };
     static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
                                          {"json", no_argument, NULL, O_JSON},
+                                         {"no-sass", no_argument, NULL, O_NO_SASS},
                                          {"device", required_argument, NULL, O_DEVICE},
                                          {"sites", required_argument, NULL, O_SITES},
                                          {0, 0, 0, 0}};
@@ -91,6 +96,8 @@ static int parse(int argc, char **argv, inspect_args *a) {
         if (h) continue;
         if (o == O_JSON) {
             a->json = 1;
+        } else if (o == O_NO_SASS) {
+            a->no_sass = 1;
         } else if (o == O_DEVICE) {
             if (!(a->gpu = ft_gpu_spec_find(optarg)))
                 return ft_cli_fail(FT_EXIT_USAGE, "inspect: --device %s: unknown GPU (%s)", optarg,
@@ -511,8 +518,10 @@ static int run(int argc, char **argv) {
     int nk = 0;
     if (!ks || !facts || !preds)
         code = ft_cli_fail(FT_EXIT_FAIL, "inspect: out of memory");
-    else if (ft_kfacts_of(&su.c, &su.cfg, a.gpu, 1, facts, &err) != FT_OK)
+    else if (ft_kfacts_of(&su.c, &su.cfg, a.gpu, !a.no_sass, facts, &err) != FT_OK)
         code = ft_cli_fail_err(&err);
+    else if (a.no_sass && !facts->sass_why[0])
+        snprintf(facts->sass_why, sizeof facts->sass_why, "not read (--no-sass)");
     for (int i = 0; !code && i < nrec; i++) {
         int k = add_launch(ks, &nk, &recs[i]);
         if (k < 0) {

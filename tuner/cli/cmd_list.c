@@ -72,23 +72,24 @@ static void print_ops(void) {
 
 static void print_presets(void) {
     printf("PRESETS (MODEL.ARCH.PHASE; change a size with --set NAME=VALUE)\n");
-    printf("  %-26s %5s %9s %6s %2s %2s %2s %5s %3s %5s %2s %4s %3s %5s\n", "name", "H",
-           "Hq/Hkv/dh", "V", "D", "T", "B", "N", "R", "L", "nq", "S", "NB", "M");
+    printf("  %-26s %5s %9s %6s %5s %2s %2s %2s %5s %3s %5s %4s %4s %3s %5s\n", "name", "H",
+           "Hq/Hkv/dh", "V", "I", "D", "T", "B", "N", "R", "L", "nseq", "S", "NB", "M");
     for (int i = 0; i < ft_preset_count(); i++) {
         const ft_preset *p = ft_preset_at(i);
         char heads[16];
         snprintf(heads, sizeof heads, "%lld/%lld/%lld", (long long)p->Hq, (long long)p->Hkv,
                  (long long)p->dh);
-        printf("  %-26s %5lld %9s %6lld %2lld %2lld %2lld %5lld %3lld %5lld%s %2lld %4lld %3lld "
-               "%5lld\n",
-               p->name, (long long)p->H, heads, (long long)p->V, (long long)p->D, (long long)p->T,
-               (long long)p->B, (long long)p->N, (long long)p->R, (long long)p->L,
-               p->ragged ? "~" : " ", (long long)p->nseq, (long long)p->S, (long long)p->NB,
-               (long long)(p->blocks * p->B));
+        printf("  %-26s %5lld %9s %6lld %5lld %2lld %2lld %2lld %5lld %3lld %5lld%s %4lld %4lld "
+               "%3lld %5lld\n",
+               p->name, (long long)p->H, heads, (long long)p->V, (long long)p->inter,
+               (long long)p->D, (long long)p->T, (long long)p->B, (long long)p->N, (long long)p->R,
+               (long long)p->L, p->ragged ? "~" : " ", (long long)p->nseq, (long long)p->S,
+               (long long)p->NB, (long long)(p->blocks * p->B));
     }
-    printf(
-        "  N: rows fused and projected per call; R, L: decode requests and context length\n"
-        "  (~: spread over [0, 2L]); nq, S, NB: train sequences, context, blocks; M: loss rows\n");
+    printf("  I: a draft layer's MLP intermediate size; N: rows fused and projected per call;\n"
+           "  R, L: decode requests and context length (~: spread over [0, 2L]); nseq, S, NB:\n"
+           "  train sequences, context, blocks; M: loss rows (--set blocks=M/B). Sizes are named\n"
+           "  as --set and `flaretune list ops` name them.\n");
 }
 
 static void print_backends(void) {

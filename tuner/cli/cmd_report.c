@@ -19,13 +19,14 @@ static void usage(FILE *f) {
             "usage: flaretune report [--models M] [--backend B] [--profile P] [--time S]\n"
             "                        [--log LOG] [-o DIR]\n"
             "       flaretune report --from REPORT.json [-o DIR]\n\n"
-            "Measure the seeds' design axes as whole drafter steps on this machine (`flaretune\n"
-            "step` at the presets of model M: DFlash against DFLARE, draft layers D 3, 5, 7,\n"
-            "target layers T 5, 7, 9, block size B 8, 12, 16 with every loss scheme), answer\n"
-            "the seeds' claims in words and write the report (below). `--models tiny` runs the\n"
-            "same sweep at the tiny presets in a minute. Every step is appended to LOG as it is\n"
-            "measured (default DIR/report.jsonl, locked while the sweep runs): an interrupted\n"
-            "report resumes where it stopped when run again with the same options.\n\n"
+            "Measure the design axes of the DFLARE and D-PACE papers as whole drafter steps on\n"
+            "this machine (`flaretune step` at the presets of model M: DFlash against DFLARE,\n"
+            "draft layers D 3, 5, 7, target layers T 5, 7, 9, block size B 8, 12, 16 with every\n"
+            "loss scheme), answer the papers' claims in words and write the report (below).\n"
+            "`--models tiny` runs the same sweep at the tiny presets in a minute. Every step is\n"
+            "appended to LOG as it is measured (default DIR/report.jsonl, locked while the\n"
+            "sweep runs): an interrupted report resumes where it stopped when run again with\n"
+            "the same options.\n\n"
             "With --from, render a saved report document (format " FT_REPORT_FORMAT
             ", docs/report.md)\n"
             "without measuring anything, into three files in DIR:\n"
@@ -163,5 +164,6 @@ static int run(int argc, char **argv) {
     return FT_EXIT_OK;
 }
 
-const ft_cmd ft_cmd_report = {"report", "render a report document as HTML, Markdown and JSON", run,
-                              usage};
+const ft_cmd ft_cmd_report = {
+    "report", "measure DFlash against DFLARE here and write a page, or render a saved one", run,
+    usage};

@@ -33,7 +33,7 @@ static void usage(FILE *f) {
         "                      [--seed N] [--no-screen] [--confirm K] [--max-time S]\n"
         "                      [--noise X] [--jobs N] [--predict DEVICE|off]\n"
         "                      [--prune predicted=F] [--quiet] [--tui] [--batch K]\n"
-        "                      [--candidate-timeout S]\n"
+        "                      [--candidate-timeout S] [--timer auto|cupti|events]\n"
         "       mpirun -np N flaretune tune OP|all ...   (distributed: docs/distributed.md)\n\n"
         "Find the fastest configuration of OP (or of every op the backend implements) that\n"
         "matches the float64 reference. Every candidate is verified once on fresh random\n"
@@ -80,6 +80,8 @@ static void usage(FILE *f) {
         "  --watchdog F|off   stop a candidate's call past F times the best so far (and past\n"
         "                     50 ms); the candidate is recorded as stopped (default 20)\n"
         "  --noise X          target relative CI half-width of a median (default 0.02)\n"
+        "  --timer T          the GPU clock: auto (CUPTI, else CUDA events), cupti or\n"
+        "                     events (docs/cuda.md, \"Timing\")\n"
         "  --jobs N           threads compiling the candidates' kernels ahead of the search,\n"
         "                     1 to 64 (default: every core; on cuda always, since checking\n"
         "                     a candidate compiles it; on cuda-emu only when --jobs is given)\n"
@@ -347,6 +349,8 @@ static ft_status run_job(tuning *T, int j, int g, int quiet, row *rw, ft_err *er
     to.log_path = jb->log[0] ? jb->log : NULL;
     to.predict = jb->predict;
     to.workers = ft_cli_mpi_workers(g, j);
+    to.run_index = j + 1;
+    to.run_count = T->njobs;
     if (quiet) { /* sessions side by side: no interleaved progress lines, one measurement at a
                     time on this process's device */
         static pthread_mutex_t measuring = PTHREAD_MUTEX_INITIALIZER;
@@ -1181,6 +1185,11 @@ static int run(int argc, char **argv) {
     int code = tune_parse(argc, argv, &a);
     if (code || (code = tune_check(&a))) return code;
     if (a.to.candidate_timeout_s > 0) signal(SIGALRM, on_candidate_timeout);
+    /* One id for the runs of this command (run_start's "runs"), so `top` on their logs counts
+     * them apart from older runs in the same files. */
+    static char command_id[48];
+    snprintf(command_id, sizeof command_id, "%ld-%.6f", (long)getpid(), ft_wall_time());
+    a.to.runs_command = command_id;
     progress pg;
     tuning T;
     memset(&T, 0, sizeof T);
