@@ -289,6 +289,13 @@ def test_report_resume():
     for c in doc["claims"]:
         check(c["verdict"] in ("holds", "does not hold", "measured") and "%" in c["answer"],
               f"claim {c['id']}: a verdict and a figure: {c['answer']}")
+    # Every sample kept (FLARETUNE_MAX_LOST=off): the evidence is clean and nothing withheld.
+    check([len(c.get("evidence", [])) for c in doc["claims"]] == [2, 8, 3] and
+          all(e["clean"] and e["samples_taken"] > 0 for c in doc["claims"] for e in c["evidence"]),
+          f"each claim names the steps its verdict rests on: {[c.get('evidence') for c in doc['claims']]}")
+    check(doc.get("contention", {}).get("steps") == 41 and doc["contention"]["unclean_steps"] == 0
+          and doc["contention"]["samples_discarded"] == 0, f"contention: {doc.get('contention')}")
+    check(all(r[-1] == "yes" for r in doc["tables"][0]["rows"]), "every step measured cleanly")
     # tiny DFLARE's own depth is D 3: its D=3 points (decode, train) are its own steps.
     check(len(doc["steps"]) == 41 and len(doc["tables"][0]["rows"]) == 41,
           f"41 distinct steps tabled: {len(doc['steps'])}, {len(doc['tables'][0]['rows'])}")
