@@ -89,6 +89,8 @@ static void test_converges_on_quiet_samples(void) {
              st.samples);
     FT_CHECK(fabs(st.median - 1e-3) < 2e-6, "median %g", st.median);
     FT_CHECK(st.batch == 1, "1 ms calls are not batched");
+    FT_CHECK(st.taken == st.samples && !st.discarded && !st.unclean,
+             "a device clock: every sample taken is kept (%d of %d)", st.samples, st.taken);
     FT_CHECK(f.preps == st.samples + 1 && f.last_sample == st.samples - 1,
              "prep runs before every sample (and the warm-up): %d preps", f.preps);
 }

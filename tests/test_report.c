@@ -258,7 +258,9 @@ static void test_check_types(void) {
     expect_bad(d, "models", "models[1]: expected a string");
     d = doc_new();
     json_object_set_new(at(d, "claims/0"), "verdict", json_string("maybe"));
-    expect_bad(d, "verdict", "claims[0].verdict: expected \"holds\", \"does not hold\" or");
+    expect_bad(d, "verdict",
+               "claims[0].verdict: expected \"holds\", \"does not hold\", \"measured\" or "
+               "\"inconclusive\", got \"maybe\"");
     d = doc_new();
     json_object_del(at(d, "claims/0"), "answer");
     expect_bad(d, "answer", "claims[0].answer: missing");
@@ -350,6 +352,57 @@ static void test_render_checks_first(void) {
     rmdir(dir);
 }
 
+/* A busy machine (report_verdict.c): a verdict on evidence that is not clean is withheld, once;
+ * the banner and the shares. */
+static void test_judge(void) {
+    json_error_t je;
+    json_t *doc = json_loads(
+        "{\"claims\": ["
+        "{\"verdict\": \"holds\", \"evidence\": ["
+        "{\"step\": \"a\", \"clean\": false, \"samples_discarded\": 60, \"samples_taken\": 100},"
+        "{\"step\": \"b\", \"clean\": true, \"samples_discarded\": 14, \"samples_taken\": 100}]},"
+        "{\"verdict\": \"does not hold\", \"evidence\": ["
+        "{\"step\": \"b\", \"clean\": true, \"samples_discarded\": 14, \"samples_taken\": 100}]},"
+        "{\"verdict\": \"measured\"}]}",
+        0, &je);
+    FT_CHECK(doc != NULL, "the test document: %s", je.text);
+    if (!doc) return;
+    ft_report_judge(doc);
+    json_t *c0 = json_array_get(json_object_get(doc, "claims"), 0);
+    json_t *c1 = json_array_get(json_object_get(doc, "claims"), 1);
+    json_t *c2 = json_array_get(json_object_get(doc, "claims"), 2);
+    char buf[512];
+    FT_CHECK(!strcmp(ft_report_verdict_text(c0, buf, sizeof buf),
+                     "inconclusive: the machine was busy; 37% of samples discarded"),
+             "withheld: %s", buf);
+    FT_CHECK(!strcmp(ft_report_verdict_text(c1, buf, sizeof buf), "does not hold") &&
+                 !json_object_get(c1, "withheld"),
+             "clean evidence: the verdict stands: %s", buf);
+    FT_CHECK(!strcmp(ft_report_verdict_text(c2, buf, sizeof buf), "measured"),
+             "no evidence: the verdict stands: %s", buf);
+    const json_t *ct = json_object_get(doc, "contention");
+    FT_CHECK(json_integer_value(json_object_get(ct, "steps")) == 2 &&
+                 json_integer_value(json_object_get(ct, "unclean_steps")) == 1 &&
+                 json_integer_value(json_object_get(ct, "samples_discarded")) == 74 &&
+                 json_integer_value(json_object_get(ct, "samples_taken")) == 200,
+             "contention from the claims' evidence, each step once");
+    FT_CHECK(ft_report_busy_text(doc, buf, sizeof buf) &&
+                 strstr(buf, "1 of 2 steps was not measured cleanly, and 37% of the samples"),
+             "the banner: %s", buf);
+    json_t *again = json_deep_copy(doc);
+    ft_report_judge(again);
+    FT_CHECK(json_equal(again, doc), "judging a judged document changes nothing");
+    json_decref(again);
+    json_object_set_new(doc, "contention", json_pack("{s:i, s:i}", "steps", 4, "unclean_steps", 0));
+    FT_CHECK(!ft_report_busy_text(doc, buf, sizeof buf) && !buf[0],
+             "no banner when every step was clean");
+    json_decref(doc);
+    FT_CHECK(!strcmp(ft_report_share_text(4, 1000, buf, sizeof buf), "0.4%") &&
+                 !strcmp(ft_report_share_text(1, 100000, buf, sizeof buf), "<0.1%") &&
+                 !strcmp(ft_report_share_text(0, 0, buf, sizeof buf), "0%"),
+             "shares for humans");
+}
+
 int main(void) {
     FT_RUN(test_human_units);
     FT_RUN(test_ticks);
@@ -360,5 +413,6 @@ int main(void) {
     FT_RUN(test_check_types);
     FT_RUN(test_check_not_finite);
     FT_RUN(test_render_checks_first);
+    FT_RUN(test_judge);
     return ft_test_finish();
 }

@@ -3,7 +3,9 @@
 
 The page parses as XML (xml.etree) with one <svg> per chart, each with a viewBox and at least a
 shape per datum; every claim's answer is on it; a label with <&> in it is escaped; report.json
-is the document; report.md holds every table; a missing, a malformed and an invalid document,
+is the document; report.md holds every table; a claim whose evidence has a step not measured
+cleanly is "inconclusive" under a banner with the share of samples thrown away, and one on clean
+evidence keeps its verdict; a missing, a malformed and an invalid document,
 an output folder that cannot be made and a file in the way each give exit 1 and one line, and
 leave nothing behind. Then Chromium, when it is here, draws the page headless and the PNG must
 not be blank: pixels off the background, several colours, the verdicts' green and red. Without
@@ -389,6 +391,75 @@ def test_large_series():
           "each row holds its series' value at that x")
 
 
+# ---- a busy machine ----------------------------------------------------------------------------
+
+def busy_fixture(clean):
+    """The fixture with its claims' evidence (docs/report.md, "A busy machine"): the first claim
+    rests on a step that was not measured cleanly (unless clean), the second on a clean one."""
+    doc = fixture()
+    doc["claims"][0]["evidence"] = [
+        {"step": "dflare.decode.decay", "clean": clean, "samples_discarded": 0 if clean else 60,
+         "samples_taken": 100},
+        {"step": "dflash.decode.decay", "clean": True, "samples_discarded": 14,
+         "samples_taken": 100}]
+    doc["claims"][1]["evidence"] = [
+        {"step": "dflare.train.B16.decay", "clean": True, "samples_discarded": 2,
+         "samples_taken": 100}]
+    return doc
+
+
+def render_doc(doc, name):
+    path = os.path.join(TMP, name + ".json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(TMP, name)
+    rc, _, err = render(path, out)
+    check(rc == 0, f"{name}: render exits 0, got {rc} ({err.strip()!r})")
+    if rc:
+        return None
+    page = "".join(ET.parse(os.path.join(out, "report.html")).getroot().itertext())
+    return (page, read(os.path.join(out, "report.md")),
+            json.load(open(os.path.join(out, "report.json"))), out)
+
+
+def test_busy():
+    """A verdict whose evidence has a step not measured cleanly is withheld, "inconclusive", on
+    the page, in the Markdown and in the JSON, under a banner with the share of samples thrown
+    away; with clean evidence the verdicts stand and there is no banner."""
+    got = render_doc(busy_fixture(False), "busy")
+    if got:
+        page, md, doc, out = got
+        verdict = "inconclusive: the machine was busy; 37% of samples discarded"
+        banner = "The machine was busy: 1 of 3 steps was not measured cleanly, and 25% of the samples"
+        check(doc["claims"][0]["verdict"] == "inconclusive" and
+              doc["claims"][0]["withheld"] == "the machine was busy; 37% of samples discarded",
+              f"report.json: the verdict withheld: {doc['claims'][0]}")
+        check(doc["claims"][1]["verdict"] == "does not hold" and "withheld" not in doc["claims"][1],
+              "report.json: a claim on clean evidence keeps its verdict")
+        check(doc["contention"] == {"steps": 3, "unclean_steps": 1, "samples_discarded": 76,
+                                    "samples_taken": 300},
+              f"report.json: the contention of its evidence: {doc.get('contention')}")
+        check(verdict in page and banner in page, "report.html: the banner and the withheld verdict")
+        check(f"**{verdict}**" in md and banner in md, "report.md: the banner and the verdict")
+        check("**does not hold**" in md, "report.md: the clean claim's verdict")
+        check(md.index(banner) < md.index("## Answers"), "report.md: the banner before the answers")
+        html = read(os.path.join(out, "report.html"))
+        check('class="claim inconclusive"' in html and 'id="busy"' in html,
+              "report.html: the claim's block and the banner are styled")
+        # The judged document renders to itself.
+        again = render_doc(doc, "busy-again")
+        check(again and again[2] == doc, "a judged report.json re-renders to itself")
+    got = render_doc(busy_fixture(True), "quiet")
+    if got:
+        page, md, doc, _ = got
+        check([c["verdict"] for c in doc["claims"]] == ["holds", "does not hold"],
+              "clean evidence: the verdicts stand")
+        # (The page's style names the classes; the text must not use them.)
+        check(not re.search(r"inconclusive:|machine was busy|Verdict withheld", page + md) and
+              "**inconclusive" not in md, "clean evidence: no banner, nothing withheld")
+        check(doc["contention"]["unclean_steps"] == 0, "clean evidence: no unclean step")
+
+
 # ---- failures ----------------------------------------------------------------------------------
 
 def test_bad_documents():
@@ -410,6 +481,12 @@ def test_bad_documents():
         json.dump(doc, f)
     one_line_error(["report", "--from", invalid, "-o", out], 1,
                    "charts[2].series[0].points[3]: expected [x, y]")
+    doc = fixture()
+    doc["claims"][0]["evidence"] = [{"step": "dflare.decode.decay", "clean": "no"}]
+    with open(invalid, "w") as f:
+        json.dump(doc, f)
+    one_line_error(["report", "--from", invalid, "-o", out], 1,
+                   "claims[0].evidence[0].clean: expected a boolean")
     check(not os.path.exists(out), "nothing written for a bad document")
     one_line_error(["report", "--models", "nope", "-o", out], 2, "nope")
     one_line_error(["report", "--from"], 2)
@@ -559,7 +636,8 @@ def main():
     ap.add_argument("--fixture", default=FIXTURE)
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_report_") as TMP:
-        return clitest.main(ARGS.flaretune, [test_help, test_render, test_markup_everywhere,
+        return clitest.main(ARGS.flaretune, [test_help, test_render, test_busy,
+                                             test_markup_everywhere,
                                              test_small_segments_visible,
                                              test_small_values_visible,
                                              test_overlapping_series_visible,

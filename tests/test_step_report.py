@@ -6,7 +6,9 @@ parts add up (every share and sum from the same run: stages, ops, layers, the wh
 layers are timed once and share the result, every linear stage's FLOPs are 2*M*N*K (3x with its
 backward), the K/V projection's backward GEMMs are labelled, a profile's configs are used (an
 exact shape and the nearest), and bad input (a missing or malformed profile, an unknown preset,
-bad options) gives one line and no measurement.
+bad options) gives one line and no measurement; on a busy machine (FLARETUNE_MAX_LOST set so that
+any lost time spoils a sample) a median not measured cleanly is marked with a footnote and a line
+gives the share of samples thrown away, none of which a quiet run shows.
 
 report: the tiny sweep is killed with SIGKILL midway and run again: it resumes from its log
 without measuring a step twice, answers the three claims, draws one SVG per chart in a page
@@ -151,6 +153,64 @@ def test_step_profile():
     check(by["attention"]["config_from"] == "default", "ops the profile lacks: defaults")
 
 
+FOOTNOTE = re.compile(r"^ +! not measured cleanly: (\d+) of (\d+) samples discarded; the median is "
+                      r"an upper bound$")
+SHARE = re.compile(r"^samples discarded: (\d+) of (\d+) \(([\d.]+)%\) over the step")
+
+
+def step_human(max_lost, preset):
+    rc, out, err = run("step", preset, "--time", T, env={"FLARETUNE_MAX_LOST": max_lost},
+                       timeout=600)
+    check(rc == 0, f"step {preset} (FLARETUNE_MAX_LOST={max_lost}): exit {rc} ({err[-300:]})")
+    return out if rc == 0 else ""
+
+
+def check_marks(out, what):
+    """Every median marked '!' has its footnote right under it (its note line between), and
+    every footnote a marked line above it; the counts are sane. Returns how many were marked."""
+    lines = out.splitlines()
+    marked = 0
+    for i, line in enumerate(lines):
+        m = FOOTNOTE.match(line)
+        if m:
+            check(int(m.group(1)) <= int(m.group(2)) and int(m.group(2)) > 0,
+                  f"{what}: a footnote's counts: {line!r}")
+            above = [l for l in lines[max(0, i - 2):i] if re.search(r"\d(?: [mun]?s|s)!", l)]
+            check(above, f"{what}: a footnote under no '!': {lines[max(0, i - 2):i + 1]}")
+        elif re.search(r"\d(?: [mun]?s|s)!", line) and not line.startswith("sum of the ops"):
+            # (The sum's '!' rests on the stages' footnotes, checked below.)
+            marked += 1
+            below = lines[i + 1:i + 3]
+            check(any(FOOTNOTE.match(l) for l in below), f"{what}: '!' without a footnote: {line!r}")
+    return marked
+
+
+def test_step_busy():
+    """The human output on a busy machine: a median not measured cleanly is marked '!' with a
+    footnote, and a line gives the share of samples thrown away; a quiet run shows none of it."""
+    out = step_human("off", "tiny.dflare.decode")
+    check(out and not re.search(r"not measured cleanly|samples discarded|upper bound", out),
+          f"every sample kept: no busy lines:\n{out}")
+    check(check_marks(out, "quiet") == 0, "every sample kept: nothing marked")
+    # Every sample whose threads lost any time is thrown away: on a machine with anything else
+    # running, most are, and some stage is left without enough clean ones (tried a few times).
+    for attempt in range(6):
+        out = step_human("0.000001", "tiny.dflare.decode")
+        if FOOTNOTE.search(out) or re.search(r"(?m)^ +! not measured", out):
+            break
+    share = [SHARE.match(l) for l in out.splitlines() if SHARE.match(l)]
+    check(len(share) == 1, f"one line of samples discarded:\n{out}")
+    if share:
+        d, t, pct = int(share[0].group(1)), int(share[0].group(2)), float(share[0].group(3))
+        check(0 < d <= t and abs(100.0 * d / t - pct) < 0.06, f"the share adds up: {share[0].group(0)}")
+    marked = check_marks(out, "busy")
+    check(marked >= 1, f"a median not measured cleanly is marked (6 tries):\n{out}")
+    sums = [l for l in out.splitlines() if l.startswith("sum of the ops alone")]
+    stage_notes = [l for l in out.splitlines() if l.startswith(" " * 15 + "! not measured")]
+    check(sums and sums[0].endswith("! (an upper bound)") == bool(stage_notes),
+          f"the sum is an upper bound exactly when a stage is: {sums}")
+
+
 def test_step_errors():
     bad = os.path.join(TMP, "bad.json")
     with open(bad, "w") as f:
@@ -237,6 +297,13 @@ def test_report_resume():
         # Figures read as people write them: no negative zero, no exponent.
         check(not re.search(r"-0\.0+%|\de[-+]\d", c["answer"]),
               f"claim {c['id']}: plain figures in {c['answer']!r}")
+    # Every sample kept (FLARETUNE_MAX_LOST=off): the evidence is clean and nothing withheld.
+    check([len(c.get("evidence", [])) for c in doc["claims"]] == [2, 8, 3] and
+          all(e["clean"] and e["samples_taken"] > 0 for c in doc["claims"] for e in c["evidence"]),
+          f"each claim names the steps its verdict rests on: {[c.get('evidence') for c in doc['claims']]}")
+    check(doc.get("contention", {}).get("steps") == 41 and doc["contention"]["unclean_steps"] == 0
+          and doc["contention"]["samples_discarded"] == 0, f"contention: {doc.get('contention')}")
+    check(all(r[-1] == "yes" for r in doc["tables"][0]["rows"]), "every step measured cleanly")
     # tiny DFLARE's own depth is D 3: its D=3 points (decode, train) are its own steps.
     check(len(doc["steps"]) == 41 and len(doc["tables"][0]["rows"]) == 41,
           f"41 distinct steps tabled: {len(doc['steps'])}, {len(doc['tables'][0]['rows'])}")
@@ -309,7 +376,7 @@ def main():
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_step_") as TMP:
         return clitest.main(ARGS.flaretune, [test_step_decode, test_step_train, test_step_profile,
-                                             test_step_errors, test_report_resume])
+                                             test_step_busy, test_step_errors, test_report_resume])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ keep a valid layout, q restores the terminal (alternate screen off, the same stt
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
 resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `watch` on a profile
 made by `tune --profile`; NO_COLOR, vt100 and a C locale; the ranks of a distributed run (a
-synthetic log); mistakes on the command line.
+synthetic log); a run on a busy machine (a synthetic log: the status bar's warning, the marks,
+nothing unclean ranked); mistakes on the command line.
 
 Every tmux server runs on a private socket (tmux -L), so a user's sessions are never touched.
 Exits 77 when tmux is missing.
@@ -374,6 +375,96 @@ def test_top_ranks(tmp, logs):
         p.close()
 
 
+def busy_log(path):
+    """A synthetic log of a run on a busy machine, as the scheduler leaves it (docs/events.md):
+    the default and two other candidates not measured cleanly (one of them faster than the
+    winner), one stopped by the watchdog, a confirmation the scheduler spoiled, and run_end
+    withholding the speedup."""
+    t0 = 1700000000.0
+    evs = [{"event": "run_start", "run": "busy1", "t": t0, "format": 1, "op": "fusion.dflash",
+            "backend": "cpu", "preset": "tiny.dflare.train", "dims": {"N": 48, "T": 4, "H": 64},
+            "strategy": "exhaustive", "space_valid": 8, "resumed": 0, "resumed_rejected": 0,
+            "budget": 0, "time_budget_s": 0, "device": "cpu: test", "default": {"k": 0}}]
+    unclean, stopped = (0, 3, 5), 6
+    for i in range(8):
+        clean = i not in unclean
+        med = (10 + i) * 1e-6 if clean else (i + 1) * 1e-3
+        if i == 5:
+            med = 2e-6  # an upper bound below the winner: still never the best
+        disc = 2 if clean else 40
+        st = {"median_s": med, "q1_s": med, "q3_s": med, "iqr_s": 0,
+              "samples": 48 if clean else 50, "discarded": disc, "taken": 50, "clean": clean}
+        ev = {"event": "measured", "run": "busy1", "t": t0 + 1 + i, "started": t0 + i,
+              "candidate": i, "config": {"k": i}, "stats": st, "screened": False, "clean": clean}
+        if i == stopped:
+            ev["stopped"] = {"after_s": 0.5, "limit_s": 0.2}
+        evs.append(ev)
+    evs.append({"event": "confirm", "run": "busy1", "t": t0 + 10, "clean": False, "used": "search",
+                "started": t0 + 9, "configs": [{"k": 1}, {"k": 0}],
+                "stats": [{"median_s": 9e-6, "samples": 3, "discarded": 7, "taken": 10,
+                           "clean": False},
+                          {"median_s": 1e-3, "samples": 2, "discarded": 8, "taken": 10,
+                           "clean": False}]})
+    evs.append({"event": "run_end", "run": "busy1", "t": t0 + 11, "winner": {"k": 1},
+                "stats": {"median_s": 11e-6}, "default_stats": {"median_s": 1e-3, "clean": False},
+                "speedup": None,
+                "speedup_withheld": "the default was not measured cleanly (busy machine)",
+                "tie": [], "interrupted": False,
+                "contention": {"busy": True, "busy_candidates": 5, "samples_discarded": 148,
+                               "samples_taken": 400, "unclean": 3, "stopped": 1}})
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in evs))
+
+
+def test_top_busy(tmp, logs):
+    """`top` on the log of a run the scheduler spoiled warns in the status bar, marks the run and
+    its candidates, ranks none of them; a clean log shows none of it."""
+    log = os.path.join(tmp, "busy.jsonl")
+    busy_log(log)
+    p = Pane("busy", 80, 40)
+    try:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        s = p.wait_for(r"\bended\b", "the busy run ended") or ""
+        lines = s.split("\n")
+        check(re.search(r"BUSY: 37% of samples discarded, 3 not measured cleanly, 1 stopped",
+                        lines[39] if len(lines) > 39 else ""), "the status bar warns", s)
+        line = next((l for l in lines if l.startswith(">!fusion.dflash")), None)
+        check(line is not None, "the run is marked beside its op", s)
+        # The winner's 11 us is the best; neither the unclean 2 us nor a default that was not
+        # measured cleanly make a figure.
+        check(line and re.search(r" 11\.00 [µu]s +- +- +0\s*$", line), "best, no default, no speedup: %r"
+              % line, s)
+        check(re.search(r"(?m)^.{8}[│|].*!", s), "an unclean trial plotted as '!'", s)
+        p.keys("Enter")
+        s = p.wait_for(r"not ranked", "the detail lists the candidates not ranked") or ""
+        check("no speedup: the default was not measured cleanly (busy machine)" in s,
+              "the detail says why there is no speedup", s)
+        check(re.search(r"(?m)^not clean +2\.000 [µu]s  k=5$", s) and
+              re.search(r"(?m)^not clean +1\.000 ms  k=0$", s), "unclean candidates listed", s)
+        check(re.search(r"(?m)^stopped +>500\.0 ms  k=6$", s), "the stopped candidate listed", s)
+        top = s[s.find("top configs"):s.find("not ranked")]
+        check("k=5" not in top and "k=0" not in top and "k=6" not in top,
+              "none of them among the top configs", s)
+        assert_layout(p, "busy")
+        quit_and_check_restored(p, 0, "top of a busy run")
+        plain = os.path.join(tmp, "plain-busy.jsonl")
+        with open(plain, "w") as f:
+            f.write("".join(logs["loss"]))
+        launch(p, "%s top %s" % (FT, plain), tmp)
+        s = p.wait_for(r"\bended\b", "a clean log") or ""
+        check(not re.search(r"BUSY|samples discarded|not measured cleanly", s),
+              "a clean log: no warning", s)
+        check(not re.search(r"(?m)^[> ]!", s), "a clean log: no mark", s)
+        p.keys("Enter")
+        s = p.wait_for(r"top configs", "the clean run's detail") or ""
+        # (The watchdog may have stopped a candidate of a real run: that is no busy machine.)
+        check("not clean" not in s, "a clean log: no candidate not clean", s)
+        p.keys("q")
+        p.wait_for(r"^EXIT=0", "top quits")
+    finally:
+        p.close()
+
+
 def count_candidates(path):
     try:
         with open(path) as f:
@@ -600,6 +691,7 @@ def main():
             ("top_follows_tune_all", lambda: test_top_follows_tune_all(tmp)),
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
             ("top_ranks", lambda: test_top_ranks(tmp, logs)),
+            ("top_busy", lambda: test_top_busy(tmp, logs)),
             ("colors", lambda: test_colors(tmp, logs)),
             ("tune_tui", lambda: test_tune_tui(tmp)),
             ("tune_pause_quit", lambda: test_tune_pause_quit(tmp)),

@@ -439,6 +439,78 @@ static void test_plot_render(void) {
     ft_tui_ring_free(&r);
 }
 
+/* What the scheduler spoiled: the status bar's warning, the table's mark, the detail's lines,
+ * the last cell and the plot's glyph. */
+static void test_busy(void) {
+    char b[192];
+    ft_tui_contention c = {37, 100, 4, 0};
+    FT_CHECK(ft_tui_busy_text(&c, b, sizeof b) &&
+                 !strcmp(b, "BUSY: 37% of samples discarded, 4 not measured cleanly"),
+             "busy: %s", b);
+    c = (ft_tui_contention){6, 100, 0, 2};
+    FT_CHECK(ft_tui_busy_text(&c, b, sizeof b) &&
+                 !strcmp(b, "BUSY: 6% of samples discarded, 2 stopped"),
+             "a twentieth of the samples is busy without an unclean candidate: %s", b);
+    c = (ft_tui_contention){0, 0, 1, 0};
+    FT_CHECK(ft_tui_busy_text(&c, b, sizeof b) && !strcmp(b, "BUSY: 1 not measured cleanly"),
+             "an unclean candidate is busy: %s", b);
+    c = (ft_tui_contention){4, 1000, 0, 0};
+    FT_CHECK(!ft_tui_busy_text(&c, b, sizeof b) && !strcmp(b, "0.4% of samples discarded"),
+             "a few samples: said, not busy: %s", b);
+    c = (ft_tui_contention){0, 5000, 0, 1};
+    FT_CHECK(!ft_tui_busy_text(&c, b, sizeof b) && !strcmp(b, "1 stopped"),
+             "the watchdog alone is no busy machine: %s", b);
+    c = (ft_tui_contention){0, 5000, 0, 0};
+    FT_CHECK(!ft_tui_busy_text(&c, b, sizeof b) && !b[0], "a clean run: nothing: '%s'", b);
+    FT_CHECK(!ft_tui_busy_text(&c, b, 0), "no room: nothing written");
+
+    ft_tui_row r;
+    memset(&r, 0, sizeof r);
+    FT_CHECK(ft_tui_row_mark(&r) == ' ' && ft_tui_row_mark(NULL) == ' ', "a clean row: no mark");
+    r.stopped = 2;
+    FT_CHECK(ft_tui_row_mark(&r) == ' ', "stopped candidates alone: no mark");
+    r.unclean = 1;
+    FT_CHECK(ft_tui_row_mark(&r) == '!', "a row with an unclean candidate is marked");
+    r.last = 16e-3;
+    r.last_spoiled = 1;
+    ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "unclean"), "the last candidate unclean: %s", b);
+    r.last_spoiled = 2;
+    ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "stopped"), "the last candidate stopped: %s", b);
+
+    ft_tui_cand k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.cfg, sizeof k.cfg, "par=rows chunk=32");
+    k.unclean = 1;
+    k.median = 16.2e-3;
+    ft_tui_spoiled_line(&k, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "not clean  16.20 ms  par=rows chunk=32"), "unclean: '%s'", b);
+    k.median = 2e-6;
+    ft_tui_spoiled_line(&k, 0, b, sizeof b);
+    FT_CHECK(!strcmp(b, "not clean  2.000 \xc2\xb5s  par=rows chunk=32"),
+             "aligned in columns, not bytes: '%s'", b);
+    k.unclean = 0;
+    k.stopped = 1;
+    k.median = NAN;
+    k.stopped_after_s = 1.0;
+    ft_tui_spoiled_line(&k, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "stopped    >1.000 s  par=rows chunk=32"), "stopped: '%s'", b);
+    k.stopped_after_s = NAN;
+    ft_tui_spoiled_line(&k, 1, b, sizeof b);
+    FT_CHECK(!strcmp(b, "stopped           -  par=rows chunk=32"), "stopped, time unknown: '%s'", b);
+
+    ft_tui_ring ring;
+    ft_tui_ring_init(&ring, 4);
+    ft_tui_point pts[] = {{0, 4e-6, 4e-6, 0}, {1, 9e-6, 4e-6, FT_PT_UNCLEAN}};
+    for (int i = 0; i < 2; i++)
+        ft_tui_ring_push(&ring, pts[i]);
+    unsigned char g[20 * 6];
+    ft_plot_render(&ring, 1, 20, 6, g);
+    FT_CHECK(g[0 * 20 + 19] == FT_GLYPH_UNCLEAN, "an unclean trial: its own glyph, at its bound");
+    ft_tui_ring_free(&ring);
+}
+
 static void test_levels(void) {
     FT_CHECK(ft_spark_level(0, 0, 1, 8) == 0 && ft_spark_level(1, 0, 1, 8) == 7, "ends");
     FT_CHECK(ft_spark_level(0.5, 0, 1, 8) == 4, "middle");
@@ -472,6 +544,7 @@ int main(void) {
     FT_RUN(test_trend);
     FT_RUN(test_plot_scale);
     FT_RUN(test_plot_render);
+    FT_RUN(test_busy);
     FT_RUN(test_levels);
     FT_RUN(test_codeset);
     return ft_test_finish();

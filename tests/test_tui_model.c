@@ -494,6 +494,117 @@ static void test_no_ranks(void) {
     ft_tui_model_free(&m);
 }
 
+/* A measured event as the scheduler leaves it: its samples thrown away and taken, `clean`,
+ * and `stopped` (docs/events.md). */
+static const char *busy_measured(const char *run, double t, const char *cfg, double med, int clean,
+                                 int discarded, int taken, int stopped) {
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"measured\",\"run\":\"%s\",\"t\":%.17g,\"config\":%s,\"stats\":"
+             "{\"median_s\":%.17g,\"q1_s\":%.17g,\"q3_s\":%.17g,\"iqr_s\":0,\"samples\":%d,"
+             "\"discarded\":%d,\"taken\":%d,\"clean\":%s},\"screened\":false,\"clean\":%s%s}",
+             run, t, cfg, med, med, med, clean ? taken - discarded : taken, discarded, taken,
+             clean ? "true" : "false", clean ? "true" : "false",
+             stopped ? ",\"stopped\":{\"after_s\":0.5,\"limit_s\":0.1}" : "");
+    return buf;
+}
+
+static void test_contention(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("c1", 100, 6, ""));
+    /* The default, not measured cleanly: its median is an upper bound, no baseline. */
+    apply(&m, busy_measured("c1", 101, "{\"par\":\"blas\",\"chunk\":\"all\"}", 16e-3, 0, 40,
+                            45, 0));
+    ft_tui_row *r = ft_tui_model_find(&m, "c1");
+    FT_CHECK(isnan(r->def) && isnan(r->best) && r->ntop == 0, "an unclean default is no figure");
+    FT_CHECK(r->unclean == 1 && r->nspoiled == 1 && r->spoiled[0].unclean &&
+                 r->spoiled[0].median == 16e-3,
+             "listed as not clean, with its upper bound");
+    FT_CHECK(r->last_spoiled == 1 && r->measured == 1, "the last one was not clean, and counted");
+    FT_CHECK(ft_tui_ring_at(&r->history, 0)->flags & FT_PT_UNCLEAN, "its point flagged");
+    FT_CHECK(r->discarded == 40 && r->taken == 45, "samples: %ld of %ld", r->discarded, r->taken);
+    apply(&m, busy_measured("c1", 102, "{\"par\":\"rows\",\"chunk\":\"32\"}", 5e-6, 1, 2, 52,
+                            0));
+    r = ft_tui_model_find(&m, "c1");
+    FT_CHECK(r->best == 5e-6 && r->ntop == 1 && isnan(r->speedup) && !r->last_spoiled,
+             "a clean one ranks; no speedup without a baseline");
+    /* Faster, but unclean or stopped: never the best. */
+    apply(&m, busy_measured("c1", 103, "{\"par\":\"rows\",\"chunk\":\"64\"}", 1e-6, 0, 9, 9,
+                            0));
+    apply(&m, busy_measured("c1", 104, "{\"par\":\"tiles\",\"chunk\":\"64\"}", 2e-6, 1, 0, 3,
+                            1));
+    r = ft_tui_model_find(&m, "c1");
+    FT_CHECK(r->best == 5e-6 && r->ntop == 1, "neither unclean nor stopped is the best: %g",
+             r->best);
+    FT_CHECK(r->unclean == 2 && r->stopped == 1 && r->nspoiled == 3, "counts: %d %d %d",
+             r->unclean, r->stopped, r->nspoiled);
+    FT_CHECK(r->spoiled[2].stopped && r->spoiled[2].stopped_after_s == 0.5, "the stopped one");
+    FT_CHECK(r->last_spoiled == 2 && isnan(ft_tui_ring_at(&r->history, 3)->v),
+             "a stopped call has no median to plot");
+    FT_CHECK(ft_tui_row_mark(r) == '!', "the table marks the run");
+    /* A confirmation the scheduler spoiled: the search's figures stand. */
+    apply(&m, "{\"event\":\"confirm\",\"run\":\"c1\",\"t\":105,\"clean\":false,\"used\":"
+              "\"search\",\"configs\":[{\"par\":\"rows\",\"chunk\":\"32\"},{\"par\":\"blas\","
+              "\"chunk\":\"all\"}],\"stats\":[{\"median_s\":3e-6,\"samples\":4,\"discarded\":6,"
+              "\"taken\":10,\"clean\":false},{\"median_s\":4e-6,\"samples\":9,\"discarded\":1,"
+              "\"taken\":10,\"clean\":true}]}");
+    r = ft_tui_model_find(&m, "c1");
+    FT_CHECK(r->best == 5e-6 && !r->top[0].confirmed && isnan(r->def),
+             "a spoiled confirmation changes no figure");
+    FT_CHECK(r->discarded == 40 + 2 + 9 + 0 + 7 && r->taken == 45 + 52 + 9 + 3 + 20,
+             "every sample counted, the confirmation's too: %ld of %ld", r->discarded, r->taken);
+    ft_tui_contention c;
+    ft_tui_model_contention(&m, &c);
+    FT_CHECK(c.discarded == r->discarded && c.taken == r->taken && c.unclean == 2 &&
+                 c.stopped == 1,
+             "the model's sum");
+    /* run_end withholds the speedup; its counts are the run's. */
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"c1\",\"t\":106,\"winner\":{\"par\":\"rows\","
+              "\"chunk\":\"32\"},\"stats\":{\"median_s\":5e-6},\"default_stats\":{\"median_s\":"
+              "16e-3,\"clean\":false},\"speedup\":null,\"speedup_withheld\":\"the default was not "
+              "measured cleanly (busy machine)\",\"contention\":{\"busy\":true,"
+              "\"samples_discarded\":70,\"samples_taken\":150,\"unclean\":2,\"stopped\":1}}");
+    r = ft_tui_model_find(&m, "c1");
+    FT_CHECK(isnan(r->def) && isnan(r->speedup), "no speedup from an unclean default");
+    FT_CHECK(!strcmp(r->withheld, "no speedup: the default was not measured cleanly (busy "
+                                  "machine)"),
+             "why: %s", r->withheld);
+    FT_CHECK(r->discarded == 70 && r->taken == 150 && r->unclean == 2 && r->stopped == 1,
+             "run_end's counts");
+    /* Nothing measured cleanly: no winner, and the reason. */
+    apply(&m, START("c2", 200, 2, ""));
+    apply(&m, busy_measured("c2", 201, "{\"par\":\"rows\",\"chunk\":\"32\"}", 7e-6, 0, 5, 5,
+                            0));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"c2\",\"t\":202,\"winner\":null,\"no_winner\":"
+              "\"no candidate was measured cleanly (busy machine)\"}");
+    r = ft_tui_model_find(&m, "c2");
+    FT_CHECK(isnan(r->best) && r->ntop == 0 && r->state == FT_ROW_DONE, "no best");
+    FT_CHECK(!strcmp(r->withheld, "no winner: no candidate was measured cleanly (busy machine)"),
+             "why: %s", r->withheld);
+    ft_tui_model_contention(&m, &c);
+    FT_CHECK(c.discarded == 75 && c.taken == 155 && c.unclean == 3, "both runs: %ld of %ld, %d",
+             c.discarded, c.taken, c.unclean);
+    /* A log older than `taken`: a clean measurement's samples are the kept ones. */
+    apply(&m, START("c3", 300, 2, ""));
+    apply(&m, "{\"event\":\"measured\",\"run\":\"c3\",\"t\":301,\"config\":{\"par\":"
+              "\"rows\"},\"stats\":{\"median_s\":1e-6,\"samples\":50,\"discarded\":3,"
+              "\"clean\":true},\"clean\":true}");
+    apply(&m, "{\"event\":\"measured\",\"run\":\"c3\",\"t\":302,\"config\":{\"par\":"
+              "\"blas\"},\"stats\":{\"median_s\":1e-3,\"samples\":20,\"discarded\":18,"
+              "\"clean\":false},\"clean\":false}");
+    r = ft_tui_model_find(&m, "c3");
+    FT_CHECK(r->discarded == 21 && r->taken == 73, "older logs: %ld of %ld", r->discarded,
+             r->taken);
+    /* A clean log: nothing to say. */
+    apply(&m, START("c4", 400, 2, ""));
+    apply(&m, measured("c4", 401, "{\"par\":\"rows\"}", 5e-6, 4e-6, 6e-6, 0));
+    r = ft_tui_model_find(&m, "c4");
+    FT_CHECK(!r->discarded && r->taken == 50 && !r->unclean && !r->nspoiled && !r->withheld[0] &&
+                 ft_tui_row_mark(r) == ' ',
+             "a log without the scheduler's fields: clean, its samples kept");
+    ft_tui_model_free(&m);
+}
+
 static void test_view(void) {
     ft_tui_model m;
     ft_tui_model_init(&m);
@@ -545,6 +656,7 @@ int main(void) {
     FT_RUN(test_watch_rows);
     FT_RUN(test_ranks);
     FT_RUN(test_no_ranks);
+    FT_RUN(test_contention);
     FT_RUN(test_view);
     return ft_test_finish();
 }

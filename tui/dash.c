@@ -251,6 +251,12 @@ static const char *state_word(ft_tui_row_state s) {
     return "";
 }
 
+/* '!' beside the op of a run with candidates not measured cleanly. */
+static void draw_row_mark(dash *d, WINDOW *w, int y, const ft_tui_row *r, attr_t base) {
+    char mark[2] = {ft_tui_row_mark(r), '\0'};
+    if (mark[0] != ' ') put(w, y, 1, mark, 1, base | A_BOLD | role(d, C_WARN));
+}
+
 static void draw_table(dash *d) {
     WINDOW *w = d->w_table;
     if (!w) return;
@@ -290,6 +296,7 @@ static void draw_table(dash *d) {
         if (r->state == FT_ROW_RUNNING && !is_sel) base |= A_BOLD;
         if (is_sel) fill_line(w, y, A_REVERSE);
         put(w, y, 0, is_sel ? ">" : " ", 0, base);
+        draw_row_mark(d, w, y, r, base);
         for (int c = 0; c < nc; c++) {
             char buf[256];
             if (cols[c].id == FT_COL_TREND)
@@ -396,10 +403,12 @@ static void draw_plot(dash *d, double now) {
             const char *ch = g == FT_GLYPH_LINE       ? d->g->h
                              : g == FT_GLYPH_POINT    ? "*"
                              : g == FT_GLYPH_SCREENED ? "+"
+                             : g == FT_GLYPH_UNCLEAN  ? "!"
                                                       : "x";
             attr_t a = g == FT_GLYPH_LINE       ? role(d, C_LINE)
                        : g == FT_GLYPH_REJECTED ? role(d, C_BAD)
                        : g == FT_GLYPH_SCREENED ? role(d, C_WARN)
+                       : g == FT_GLYPH_UNCLEAN  ? role(d, C_WARN)
                                                 : role(d, C_POINT);
             put(w, 1 + y, LW + x, ch, 1, a);
         }
@@ -452,6 +461,29 @@ static void draw_hist(dash *d, WINDOW *w, int y, int x, int height, int binw, co
                 }
             }
         }
+}
+
+/* The row's scheduler figures, and why run_end gave no speedup or no winner: a line each. */
+static int draw_row_busy(dash *d, WINDOW *w, int y, int x0, int cw, const ft_tui_row *r) {
+    ft_tui_contention c = {r->discarded, r->taken, r->unclean, r->stopped};
+    char buf[192];
+    ft_tui_busy_text(&c, buf, sizeof buf);
+    if (buf[0]) put(w, y++, x0, buf, cw, role(d, C_WARN));
+    if (r->withheld[0]) put(w, y++, x0, r->withheld, cw, role(d, C_WARN));
+    return y;
+}
+
+static int spoiled_lines(const ft_tui_row *r) { return r->nspoiled ? r->nspoiled + 1 : 0; }
+
+/* The latest candidates the run did not rank, latest first, under a heading. */
+static void draw_spoiled(dash *d, WINDOW *w, int y, int x0, int cw, int h, const ft_tui_row *r) {
+    if (!r->nspoiled || y >= h) return;
+    put(w, y++, x0, "not ranked       median (an upper bound)", cw, A_BOLD);
+    for (int i = r->nspoiled - 1; i >= 0 && y < h; i--) {
+        char buf[256];
+        ft_tui_spoiled_line(&r->spoiled[i], d->ascii, buf, sizeof buf);
+        put(w, y++, x0, buf, cw, role(d, C_WARN));
+    }
 }
 
 static void draw_detail(dash *d) {
@@ -514,9 +546,14 @@ static void draw_detail(dash *d) {
     snprintf(buf, sizeof buf, "%s on %s  %s  strategy %s", r->shape, r->backend, r->preset,
              r->strategy);
     put(w, y++, x0, buf, cw, 0);
+    y = draw_row_busy(d, w, y, x0, cw, r);
     if (!r->ntop) {
-        put(w, y++, x0, r->done ? "no candidate fully measured yet" : "no candidate measured yet",
+        put(w, y++, x0,
+            r->unclean ? "no candidate measured cleanly yet"
+            : r->done  ? "no candidate fully measured yet"
+                       : "no candidate measured yet",
             cw, A_DIM);
+        draw_spoiled(d, w, y, x0, cw, h, r);
         return;
     }
     const ft_tui_cand *best = &r->top[0];
@@ -530,7 +567,7 @@ static void draw_detail(dash *d) {
     }
     put(w, y++, x0, buf, cw, role(d, C_GOOD));
     /* The best config, one parameter a line when there is room. */
-    int room = h - y - 9; /* keep room for the histogram and the top five */
+    int room = h - y - 9 - spoiled_lines(r); /* keep room for the histogram and the lists */
     if (room >= 3) {
         put(w, y++, x0, "config", cw, A_BOLD);
         const char *p = best->cfg;
@@ -545,7 +582,7 @@ static void draw_detail(dash *d) {
         snprintf(buf, sizeof buf, "config %s", best->cfg);
         put(w, y++, x0, buf, cw, 0);
     }
-    if (best->has_hist && y + 4 <= h - (r->ntop + 1)) {
+    if (best->has_hist && y + 4 <= h - (r->ntop + 1) - spoiled_lines(r)) {
         int binw = cw >= 40 ? 2 : 1;
         put(w, y++, x0, "samples of the best", cw, A_BOLD);
         draw_hist(d, w, y, x0, 2, binw, best->hist);
@@ -565,6 +602,7 @@ static void draw_detail(dash *d) {
         ft_tui_top_line(t, i + 1, mark, d->ascii, buf, sizeof buf);
         put(w, y++, x0, buf, cw, t->tie ? role(d, C_WARN) : 0);
     }
+    draw_spoiled(d, w, y, x0, cw, h, r);
 }
 
 static void draw_help(dash *d) {
@@ -600,6 +638,14 @@ static void draw_help(dash *d) {
     int x = h >= 3 && ww >= 4 ? 2 : 0, y0 = h >= 3 ? 1 : 0;
     for (size_t i = 0; i < sizeof lines / sizeof lines[0] && y0 + (int)i < h - (y0 ? 1 : 0); i++)
         put(w, y0 + (int)i, x, lines[i], ww - 2 * x, i == 0 ? A_BOLD : 0);
+}
+
+/* The scheduler's share over every run, for the status bar; its rank there (1 when the machine
+ * was busy: it stays when the line is short). */
+static int busy_segment(const dash *d, char *buf, size_t n) {
+    ft_tui_contention c;
+    ft_tui_model_contention(&d->m, &c);
+    return ft_tui_busy_text(&c, buf, n) ? 1 : 6;
 }
 
 static void draw_status(dash *d, double now) {
@@ -640,6 +686,9 @@ static void draw_status(dash *d, double now) {
                             : d->m.nrows                ? "ended"
                                                         : "waiting";
         SEG(0, "%s", state);
+        char busy[160];
+        int busy_rank = busy_segment(d, busy, sizeof busy);
+        if (busy[0]) SEG(busy_rank, "%s", busy);
         if (r && r->device[0]) SEG(2, "%.32s", r->device);
         SEG(1, "elapsed %s", ft_fmt_duration(ft_tui_model_elapsed(&d->m, now), a, sizeof a));
         if (!watch_mode(d) && running) {

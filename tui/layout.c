@@ -265,6 +265,8 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
     case FT_COL_LAST:
         if (r->last_rejected)
             snprintf(buf, n, "rejected");
+        else if (r->last_spoiled)
+            snprintf(buf, n, "%s", r->last_spoiled == 1 ? "unclean" : "stopped");
         else
             ft_fmt_time(r->last, ascii, buf, n);
         break;
@@ -362,6 +364,56 @@ void ft_tui_top_line(const ft_tui_cand *c, int rank, const char *mark, int ascii
     pad_left(ft_fmt_time(c->iqr, ascii, iqr, sizeof iqr), 9, b, sizeof b);
     snprintf(buf, n, "%d %-3s %c%s %s  %s", rank, mark ? mark : "", c->confirmed ? 'c' : ' ', a, b,
              c->cfg);
+}
+
+/* ---- the scheduler's share -------------------------------------------------------------- */
+
+char ft_tui_row_mark(const ft_tui_row *r) { return r && r->unclean > 0 ? '!' : ' '; }
+
+/* A share in percent for humans: "37%", "0.4%", "<0.1%". */
+static void share_str(double f, char *buf, size_t n) {
+    if (f >= 0.01)
+        snprintf(buf, n, "%.0f%%", 100 * f);
+    else if (f >= 0.001)
+        snprintf(buf, n, "%.1f%%", 100 * f);
+    else
+        snprintf(buf, n, "<0.1%%");
+}
+
+int ft_tui_busy_text(const ft_tui_contention *c, char *buf, size_t n) {
+    if (!n) return 0;
+    buf[0] = '\0';
+    double share = c->taken > 0 ? (double)c->discarded / (double)c->taken : 0;
+    int busy = c->unclean > 0 || share >= FT_TUI_BUSY_SHARE;
+    char parts[3][64], pct[16];
+    int np = 0;
+    if (c->discarded > 0) {
+        share_str(share, pct, sizeof pct);
+        snprintf(parts[np++], sizeof parts[0], "%s of samples discarded", pct);
+    }
+    if (c->unclean > 0)
+        snprintf(parts[np++], sizeof parts[0], "%d not measured cleanly", c->unclean);
+    if (c->stopped > 0) snprintf(parts[np++], sizeof parts[0], "%d stopped", c->stopped);
+    size_t len = 0;
+    if (np && busy) len += (size_t)snprintf(buf, n, "BUSY: ");
+    for (int i = 0; i < np && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", parts[i]);
+    return busy;
+}
+
+void ft_tui_spoiled_line(const ft_tui_cand *c, int ascii, char *buf, size_t n) {
+    if (!n) return;
+    char t[32] = ">";
+    if (c->unclean)
+        ft_fmt_time(c->median, ascii, t, sizeof t);
+    else if (isfinite(c->stopped_after_s))
+        ft_fmt_time(c->stopped_after_s, ascii, t + 1, sizeof t - 1);
+    else
+        snprintf(t, sizeof t, "-");
+    /* Right-aligned in 9 columns, counted as characters: "µs" is one column of two bytes. */
+    int pad = 9 - text_cols(t, strlen(t));
+    snprintf(buf, n, "%-9s %*s%s  %s", c->unclean ? "not clean" : "stopped", pad > 0 ? pad : 0, "",
+             t, c->cfg);
 }
 
 static const char *const spark_utf8[8] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83",
@@ -501,7 +553,9 @@ ft_plot_scale ft_plot_render(const ft_tui_ring *r, double t_now, int width, int 
         int row = ft_plot_row(&s, p->v, height);
         if (row < 0) continue;
         unsigned char *g = &grid[row * width + c];
-        unsigned char want = (p->flags & FT_PT_SCREENED) ? FT_GLYPH_SCREENED : FT_GLYPH_POINT;
+        unsigned char want = (p->flags & FT_PT_UNCLEAN)    ? FT_GLYPH_UNCLEAN
+                             : (p->flags & FT_PT_SCREENED) ? FT_GLYPH_SCREENED
+                                                           : FT_GLYPH_POINT;
         if (*g != FT_GLYPH_POINT) *g = want; /* a full trial wins over a screened one */
     }
     return s;

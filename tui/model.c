@@ -302,6 +302,64 @@ static void top_offer(ft_tui_row *r, const json_t *config, const json_t *stats, 
     top_ties(r);
 }
 
+/* ---- the scheduler's share ------------------------------------------------------------- */
+
+/* A stats object's samples thrown away and taken (docs/events.md). Logs written before `taken`
+ * existed: an unclean measurement's samples are every one it took, a clean one's the kept. */
+static void count_samples(ft_tui_row *r, const json_t *st) {
+    int disc = jint(st, "discarded"), samples = jint(st, "samples");
+    int taken = json_is_number(json_object_get(st, "taken"))  ? jint(st, "taken")
+                : json_is_false(json_object_get(st, "clean")) ? samples
+                                                              : samples + disc;
+    if (disc < 0 || taken < disc) return; /* a damaged event */
+    r->discarded += disc;
+    r->taken += taken;
+}
+
+/* Keep the latest FT_TUI_SPOILED candidates the run did not rank; a config seen again replaces
+ * its entry. */
+static void spoiled_add(ft_tui_row *r, const json_t *ev, int unclean, const json_t *stop) {
+    ft_tui_cand c;
+    memset(&c, 0, sizeof c);
+    obj_text(json_object_get(ev, "config"), 0, " ", c.cfg, sizeof c.cfg);
+    obj_text(json_object_get(ev, "config"), 1, " ", c.key, sizeof c.key);
+    cand_stats(&c, json_object_get(ev, "stats"));
+    c.unclean = unclean;
+    c.stopped = !unclean;
+    c.stopped_after_s = jnum(stop, "after_s");
+    int at = r->nspoiled;
+    for (int i = 0; i < r->nspoiled; i++)
+        if (!strcmp(r->spoiled[i].key, c.key)) at = i;
+    if (at == FT_TUI_SPOILED) { /* full: the oldest goes */
+        memmove(&r->spoiled[0], &r->spoiled[1], sizeof c * (FT_TUI_SPOILED - 1));
+        at = FT_TUI_SPOILED - 1;
+    }
+    if (at == r->nspoiled) r->nspoiled++;
+    r->spoiled[at] = c;
+}
+
+/* run_end's counts (its confirmation included) replace the events' sums. */
+static void run_end_contention(ft_tui_row *r, const json_t *ev) {
+    const json_t *c = json_object_get(ev, "contention");
+    if (!json_is_integer(json_object_get(c, "samples_taken"))) return; /* an older log */
+    r->discarded = jint(c, "samples_discarded");
+    r->taken = jint(c, "samples_taken");
+    r->unclean = jint(c, "unclean");
+    r->stopped = jint(c, "stopped");
+}
+
+void ft_tui_model_contention(const ft_tui_model *m, ft_tui_contention *c) {
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < m->nrows; i++) {
+        const ft_tui_row *r = &m->rows[i];
+        if (r->kind != FT_ROW_TUNE) continue;
+        c->discarded += r->discarded;
+        c->taken += r->taken;
+        c->unclean += r->unclean;
+        c->stopped += r->stopped;
+    }
+}
+
 static void update_speedup(ft_tui_row *r) {
     if (isfinite(r->def) && isfinite(r->best) && r->best > 0) r->speedup = r->def / r->best;
 }
@@ -356,20 +414,37 @@ static void apply_measured(ft_tui_row *r, const json_t *ev, double t) {
     const json_t *st = json_object_get(ev, "stats");
     double med = jnum(st, "median_s");
     int screened = json_is_true(json_object_get(ev, "screened"));
+    /* Not measured cleanly, or stopped by the watchdog: never the best, never a speedup's
+     * baseline (docs/events.md). */
+    int unclean = json_is_false(json_object_get(ev, "clean"));
+    const json_t *stop = json_object_get(ev, "stopped");
+    int spoiled = unclean || json_is_object(stop);
     r->done++;
     r->measured++;
     r->screened += screened;
     r->last = med;
     r->last_rejected = 0;
+    r->last_spoiled = unclean ? 1 : spoiled ? 2 : 0;
+    count_samples(r, st);
     char key[160];
     obj_text(json_object_get(ev, "config"), 1, " ", key, sizeof key);
-    if (r->def_key[0] && !strcmp(key, r->def_key)) r->def = med;
-    if (!screened && isfinite(med)) {
-        top_offer(r, json_object_get(ev, "config"), st, json_object_get(ev, "hist"), 0);
-        if (!(med >= r->best)) r->best = med;
+    if (spoiled) {
+        r->unclean += unclean;
+        r->stopped += !unclean;
+        spoiled_add(r, ev, unclean, stop);
+    } else {
+        if (r->def_key[0] && !strcmp(key, r->def_key)) r->def = med;
+        if (!screened && isfinite(med)) {
+            top_offer(r, json_object_get(ev, "config"), st, json_object_get(ev, "hist"), 0);
+            if (!(med >= r->best)) r->best = med;
+        }
     }
     update_speedup(r);
-    ft_tui_point p = {t - r->t_start, med, r->best, screened ? FT_PT_SCREENED : 0u};
+    ft_tui_point p = {t - r->t_start, med, r->best,
+                      unclean    ? FT_PT_UNCLEAN
+                      : screened ? FT_PT_SCREENED
+                                 : 0u};
+    if (spoiled && !unclean) p.v = NAN; /* stopped: no median to plot */
     ft_tui_ring_push(&r->history, p);
 }
 
@@ -377,6 +452,7 @@ static void apply_rejected(ft_tui_row *r, double t) {
     r->done++;
     r->rejected++;
     r->last_rejected = 1;
+    r->last_spoiled = 0;
     ft_tui_point p = {t - r->t_start, NAN, r->best, FT_PT_REJECTED};
     ft_tui_ring_push(&r->history, p);
 }
@@ -443,13 +519,18 @@ int ft_tui_row_ranks_shown(const ft_tui_row *r) { return r && r->nranks > 1 ? r-
 
 static void apply_confirm(ft_tui_row *r, const json_t *ev) {
     const json_t *cfgs = json_object_get(ev, "configs"), *stats = json_object_get(ev, "stats");
+    /* A round the scheduler spoiled: the run keeps the search's figures (docs/events.md). */
+    int spoiled = json_is_false(json_object_get(ev, "clean"));
     for (size_t i = 0; i < json_array_size(cfgs) && i < json_array_size(stats); i++) {
         const json_t *c = json_array_get(cfgs, i), *st = json_array_get(stats, i);
+        count_samples(r, st);
+        if (spoiled || json_is_false(json_object_get(st, "clean"))) continue;
         char key[160];
         obj_text(c, 1, " ", key, sizeof key);
         if (r->def_key[0] && !strcmp(key, r->def_key)) r->def = jnum(st, "median_s");
         top_offer(r, c, st, NULL, 1);
     }
+    if (spoiled) return;
     if (r->ntop) r->best = r->top[0].median;
     update_speedup(r);
 }
@@ -472,13 +553,21 @@ static void apply_run_end(ft_tui_row *r, const json_t *ev, double t) {
         double wmed = jnum(json_object_get(ev, "stats"), "median_s");
         if (isfinite(wmed)) r->best = wmed;
     }
-    double dmed = jnum(json_object_get(ev, "default_stats"), "median_s");
-    if (isfinite(dmed)) r->def = dmed;
+    const json_t *dst = json_object_get(ev, "default_stats");
+    double dmed = jnum(dst, "median_s");
+    if (isfinite(dmed) && !json_is_false(json_object_get(dst, "clean"))) r->def = dmed;
     double sp = jnum(ev, "speedup");
+    const char *withheld = jstr(ev, "speedup_withheld"), *no_winner = jstr(ev, "no_winner");
     if (isfinite(sp))
         r->speedup = sp;
+    else if (*withheld) /* a baseline the scheduler spoiled is no baseline */
+        r->speedup = r->def = NAN;
     else
         update_speedup(r);
+    if (*withheld || *no_winner)
+        snprintf(r->withheld, sizeof r->withheld, "%s: %s", *no_winner ? "no winner" : "no speedup",
+                 *no_winner ? no_winner : withheld);
+    run_end_contention(r, ev);
     const json_t *tie = json_object_get(ev, "tie");
     if (json_is_array(tie)) {
         r->ties_final = 1;

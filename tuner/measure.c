@@ -222,6 +222,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
             ft_stats_compute(x, n, st);
         st->unclean = unclean;
         st->discarded = discarded;
+        st->taken = taken;
         st->fastest_s = fastest;
         st->lost_frac = wall_sum > 0 ? lost_sum / wall_sum : 0;
     }

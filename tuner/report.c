@@ -166,14 +166,29 @@ static double num(const json_t *o, const char *path) {
     return v ? json_number_value(v) : NAN;
 }
 
-static const json_t *step_at(const json_t *done, const char *arch, const char *phase, int64_t D,
-                             int64_t T, int64_t B, const char *scheme) {
+static point point_at(const char *arch, const char *phase, int64_t D, int64_t T, int64_t B,
+                      const char *scheme) {
     point p = {.D = D, .T = T, .B = B};
     snprintf(p.arch, sizeof p.arch, "%s", arch);
     snprintf(p.phase, sizeof p.phase, "%s", phase);
     snprintf(p.scheme, sizeof p.scheme, "%s", scheme);
     key_of(&p);
+    return p;
+}
+
+static const json_t *step_at(const json_t *done, const char *arch, const char *phase, int64_t D,
+                             int64_t T, int64_t B, const char *scheme) {
+    point p = point_at(arch, phase, D, T, B, scheme);
     return json_object_get(done, p.key);
+}
+
+/* Add the step at a point (decay's loss) to a claim's evidence: the steps its verdict rests on,
+ * each with whether it was measured cleanly (report_verdict.c withholds the verdict if not). */
+static void evidence_add(json_t *ev, const json_t *done, const char *arch, const char *phase,
+                         int64_t D, int64_t T, int64_t B) {
+    point p = point_at(arch, phase, D, T, B, "decay");
+    const json_t *st = json_object_get(done, p.key);
+    if (st) json_array_append_new(ev, ft_report_evidence(p.key, st));
 }
 
 /* The alone median of an op (by stage name) in a step document. */
@@ -325,10 +340,10 @@ static const char *fixed(double v, int decimals, int plus, char *buf, size_t n) 
 }
 
 static json_t *claim(const char *id, const char *text, const char *source, const char *answer,
-                     const char *verdict, json_t *figures, const char *command) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "id", id, "claim", text, "source",
+                     const char *verdict, json_t *figures, const char *command, json_t *evidence) {
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o}", "id", id, "claim", text, "source",
                      source, "answer", answer, "verdict", verdict, "figures", figures, "command",
-                     command);
+                     command, "evidence", evidence);
 }
 
 static json_t *claim_fusion(const json_t *done, const char *model) {
@@ -356,6 +371,9 @@ static json_t *claim_fusion(const json_t *done, const char *model) {
     char cmd[160];
     snprintf(cmd, sizeof cmd, "flaretune step %s.dflare.decode; flaretune step %s.dflash.decode",
              model, model);
+    json_t *ev = json_array(); /* the verdict compares the inference steps */
+    evidence_add(ev, done, "dflare", "decode", 0, 0, 0);
+    evidence_add(ev, done, "dflash", "decode", 0, 0, 0);
     return claim("fusion-overhead",
                  "DFLARE's adaptive fusion adds negligible overhead (D x T scalars) and no "
                  "inference latency compared with DFlash's FC fusion, while attending to 9 target "
@@ -363,7 +381,7 @@ static json_t *claim_fusion(const json_t *done, const char *model) {
                  SOURCE_DFLARE ", 2.1 Adaptive layer fusion", ans, verdict,
                  json_pack("{s:f, s:f, s:f, s:f}", "dflare_share", sl, "dflash_share", sh,
                            "dflare_fusion_s", tl, "dflash_fusion_s", th),
-                 cmd);
+                 cmd, ev);
 }
 
 static json_t *claim_scaling(const json_t *done, const char *model) {
@@ -393,6 +411,13 @@ static json_t *claim_scaling(const json_t *done, const char *model) {
     char cmd[200];
     snprintf(cmd, sizeof cmd,
              "flaretune step %s.dflare.decode --set D=5 (and D=7; --set T=5, T=9; .train)", model);
+    json_t *ev = json_array();
+    for (int ph = 0; ph < 2; ph++) {
+        evidence_add(ev, done, "dflare", phases[ph], 5, 0, 0);
+        evidence_add(ev, done, "dflare", phases[ph], 7, 0, 0);
+        evidence_add(ev, done, "dflare", phases[ph], 0, 5, 0);
+        evidence_add(ev, done, "dflare", phases[ph], 0, 9, 0);
+    }
     return claim("depth-scaling",
                  "DFLARE scales the drafter from 5 to 7 draft layers and from 5 to 9 target "
                  "layers.",
@@ -401,7 +426,7 @@ static json_t *claim_scaling(const json_t *done, const char *model) {
                  ans, "measured",
                  json_pack("{s:f, s:f, s:f, s:f}", "decode_D5_s", v[0][0][0], "decode_D7_s",
                            v[0][0][1], "train_D5_s", v[1][0][0], "train_D7_s", v[1][0][1]),
-                 cmd);
+                 cmd, ev);
 }
 
 static json_t *claim_dpace(const json_t *done, const json_t *paired, const char *model) {
@@ -429,6 +454,11 @@ static json_t *claim_dpace(const json_t *done, const json_t *paired, const char 
     snprintf(cmd, sizeof cmd,
              "flaretune step %s.dflare.train --set B=16 --scheme dpace (and --scheme decay)",
              model);
+    /* The decay steps give the base of every overhead; the losses side by side are timed in
+     * rounds of their own, whose samples are not judged. */
+    json_t *ev = json_array();
+    for (int i = 0; i < 3; i++)
+        evidence_add(ev, done, "dflare", "train", 0, 0, axis_B[i]);
     return claim("dpace-overhead",
                  "D-PACE adds about 2.3% training time over the fixed decay schedule, and its "
                  "gains grow with the block size (B = 8, 12, 16).",
@@ -437,7 +467,19 @@ static json_t *claim_dpace(const json_t *done, const json_t *paired, const char 
                  ans, verdict,
                  json_pack("{s:f, s:f, s:f, s:f, s:f}", "overhead_B16_pct", z, "low_pct", lo,
                            "high_pct", hi, "overhead_B12_pct", z12, "overhead_B8_pct", z8),
-                 cmd);
+                 cmd, ev);
+}
+
+/* "yes", or "no: 37% of samples discarded" (its medians are upper bounds). */
+static void step_clean(const json_t *st, char *buf, size_t n) {
+    ft_report_busy b = {0, 0, 0, 0};
+    ft_report_step_busy(st, &b);
+    char pct[16];
+    if (!b.unclean_steps)
+        snprintf(buf, n, "yes");
+    else
+        snprintf(buf, n, "no: %s of samples discarded",
+                 ft_report_share_text(b.discarded, b.taken, pct, sizeof pct));
 }
 
 static json_t *steps_table(const json_t *done) {
@@ -455,20 +497,23 @@ static json_t *steps_table(const json_t *done) {
         fmt_t(num(st, "whole.stats.median_s"), m, sizeof m);
         fmt_t(num(st, "whole.stats.q3_s") - num(st, "whole.stats.q1_s"), iqr, sizeof iqr);
         fmt_t(num(st, "whole.sum_alone_s"), sum, sizeof sum);
+        char clean[48];
+        step_clean(st, clean, sizeof clean);
         json_array_append_new(
-            rows, json_pack("[s, s, I, I, I, s, s, s, s, f, I]",
-                            arch_label(json_string_value(json_object_get(st, "arch"))),
-                            json_string_value(json_object_get(st, "phase")),
-                            (json_int_t)num(st, "sizes.D"), (json_int_t)num(st, "sizes.T"),
-                            (json_int_t)num(st, "sizes.B"),
-                            json_string_value(json_object_get(st, "loss_scheme")), m, iqr, sum,
-                            num(st, "whole.ratio"), (json_int_t)num(st, "whole.stats.samples")));
+            rows,
+            json_pack("[s, s, I, I, I, s, s, s, s, f, I, s]",
+                      arch_label(json_string_value(json_object_get(st, "arch"))),
+                      json_string_value(json_object_get(st, "phase")),
+                      (json_int_t)num(st, "sizes.D"), (json_int_t)num(st, "sizes.T"),
+                      (json_int_t)num(st, "sizes.B"),
+                      json_string_value(json_object_get(st, "loss_scheme")), m, iqr, sum,
+                      num(st, "whole.ratio"), (json_int_t)num(st, "whole.stats.samples"), clean));
     }
     json_decref(seen);
-    return json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s,s,s,s,s], s:o}", "id", "steps", "title",
+    return json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s,s,s,s,s,s], s:o}", "id", "steps", "title",
                      "Every step measured (whole step end to end; sum of its ops timed alone)",
                      "columns", "drafter", "phase", "D", "T", "B", "loss", "step median", "IQR",
-                     "sum of ops", "step / sum", "samples", "rows", rows);
+                     "sum of ops", "step / sum", "samples", "measured cleanly", "rows", rows);
 }
 
 static json_t *build_doc(const json_t *done, const json_t *paired, const ft_report_sweep_opts *o,
@@ -484,11 +529,13 @@ static json_t *build_doc(const json_t *done, const json_t *paired, const ft_repo
     json_t *steps = json_array();
     const char *key;
     json_t *st;
+    ft_report_busy busy = {0, 0, 0, 0};
     json_object_foreach((json_t *)done, key, st) {
         int dup = 0;
         for (size_t k = 0; k < json_array_size(steps) && !dup; k++)
             dup = json_equal(json_array_get(steps, k), st);
         if (!dup) json_array_append(steps, st);
+        if (!dup) ft_report_step_busy(st, &busy);
     }
     char date[32], title[128];
     time_t now = time(NULL);
@@ -496,12 +543,15 @@ static json_t *build_doc(const json_t *done, const json_t *paired, const ft_repo
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     snprintf(title, sizeof title, "Drafter steps on this machine (%s presets)", o->model);
-    return json_pack("{s:s, s:s, s:s, s:s, s:[s], s:s, s:s, s:s, s:o, s:o, s:o, s:[o], s:o}",
-                     "format", FT_REPORT_FORMAT, "title", title, "date", date, "command",
-                     o->command ? o->command : "flaretune report", "models", o->model, "backend",
-                     o->backend_name ? o->backend_name : "", "device", device, "clock", clock,
-                     "machine", machine, "claims", claims, "charts", charts, "tables",
-                     steps_table(done), "steps", steps);
+    json_t *doc =
+        json_pack("{s:s, s:s, s:s, s:s, s:[s], s:s, s:s, s:s, s:o, s:o, s:o, s:[o], s:o, s:o}",
+                  "format", FT_REPORT_FORMAT, "title", title, "date", date, "command",
+                  o->command ? o->command : "flaretune report", "models", o->model, "backend",
+                  o->backend_name ? o->backend_name : "", "device", device, "clock", clock,
+                  "machine", machine, "claims", claims, "charts", charts, "tables",
+                  steps_table(done), "steps", steps, "contention", ft_report_busy_to_json(&busy));
+    if (doc) ft_report_judge(doc); /* no verdict on steps not measured cleanly */
+    return doc;
 }
 
 /* ---- the losses side by side ------------------------------------------------------------------

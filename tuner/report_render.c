@@ -360,17 +360,42 @@ static ft_status want_strings(const json_t *obj, const char *const *keys, int re
     return s;
 }
 
+/* A claim's optional evidence: the steps its verdict rests on, each {"step": string, "clean":
+ * boolean, "samples_discarded": number, "samples_taken": number} (report_verdict.c). */
+static ft_status check_evidence(const json_t *c, const char *at, ft_err *err) {
+    const json_t *ev;
+    ft_status s = want(c, "evidence", JSON_ARRAY, 0, at, &ev, err);
+    jpath base = path_key(at, "evidence");
+    for (size_t i = 0; !s && i < json_array_size(ev); i++) {
+        const json_t *e = json_array_get(ev, i);
+        jpath p = path_index(base.s, i);
+        if (!json_is_object(e))
+            return bad(err, "%s: expected an object, got %s", p.s, json_kind(e));
+        const json_t *clean = json_object_get(e, "clean");
+        if (!json_is_boolean(clean))
+            return bad(err, "%s.clean: expected a boolean, got %s", p.s,
+                       clean ? json_kind(clean) : "nothing");
+        if (!(s = want(e, "step", JSON_STRING, 1, p.s, NULL, err)) &&
+            !(s = want(e, "samples_discarded", JSON_INTEGER, 0, p.s, NULL, err)))
+            s = want(e, "samples_taken", JSON_INTEGER, 0, p.s, NULL, err);
+    }
+    return s;
+}
+
 static ft_status check_claim(const json_t *c, const char *at, ft_err *err) {
     if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
     static const char *const required[] = {"claim", "answer", "verdict", NULL};
-    static const char *const optional[] = {"id", "source", "command", NULL};
+    static const char *const optional[] = {"id", "source", "command", "withheld", NULL};
     ft_status s = want_strings(c, required, 1, at, err);
     if (!s) s = want_strings(c, optional, 0, at, err);
+    if (!s) s = check_evidence(c, at, err);
     if (s) return s;
     const char *v = json_string_value(json_object_get(c, "verdict"));
-    if (strcmp(v, "holds") && strcmp(v, "does not hold") && strcmp(v, "measured"))
+    if (strcmp(v, "holds") && strcmp(v, "does not hold") && strcmp(v, "measured") &&
+        strcmp(v, "inconclusive"))
         return bad(err,
-                   "%s.verdict: expected \"holds\", \"does not hold\" or \"measured\", got \"%s\"",
+                   "%s.verdict: expected \"holds\", \"does not hold\", \"measured\" or "
+                   "\"inconclusive\", got \"%s\"",
                    at, v);
     const json_t *fig;
     if ((s = want(c, "figures", JSON_OBJECT, 0, at, &fig, err)) || !fig) return s;
@@ -545,6 +570,17 @@ static ft_status check_each(const json_t *doc, const char *key,
     return FT_OK;
 }
 
+/* The optional `contention`: numbers of steps and samples (report_verdict.c). */
+static ft_status check_contention(const json_t *doc, ft_err *err) {
+    const json_t *ct;
+    ft_status s = want(doc, "contention", JSON_OBJECT, 0, "", &ct, err);
+    static const char *const keys[] = {"steps", "unclean_steps", "samples_discarded",
+                                       "samples_taken"};
+    for (size_t i = 0; !s && ct && i < sizeof keys / sizeof keys[0]; i++)
+        s = want(ct, keys[i], JSON_INTEGER, 0, "contention", NULL, err);
+    return s;
+}
+
 static ft_status check_top(const json_t *doc, ft_err *err) {
     if (!json_is_object(doc))
         return bad(err, "the document: expected a JSON object, got %s", json_kind(doc));
@@ -562,6 +598,7 @@ static ft_status check_top(const json_t *doc, ft_err *err) {
         if ((s = want(doc, arrays[i], JSON_ARRAY, 1, "", NULL, err))) return s;
     if ((s = want_strings(doc, optional, 0, "", err))) return s;
     if ((s = want(doc, "machine", JSON_OBJECT, 0, "", NULL, err))) return s;
+    if ((s = check_contention(doc, err))) return s;
     const json_t *models;
     if ((s = want(doc, "models", JSON_ARRAY, 0, "", &models, err))) return s;
     for (size_t i = 0; i < json_array_size(models); i++)
@@ -1626,6 +1663,9 @@ static const char *const html_style =
     ".badge{display:inline-block;padding:2px 12px;border-radius:12px;color:#fff;font-weight:600;"
     "background:#6e7781}\n"
     ".badge.holds{background:#1a7f37}.badge.does-not-hold{background:#cf222e}\n"
+    ".claim.inconclusive{border-left-color:#9a6700}.badge.inconclusive{background:#9a6700}\n"
+    ".withheld{color:#9a6700;font-weight:600}.busy{border:1px solid #d4a72c;background:#fff8c5;"
+    "border-radius:6px;padding:10px 14px;margin:12px 0}\n"
     "blockquote{margin:8px 0;padding:0 12px;color:#3d444d;border-left:3px solid #d0d7de;"
     "font-style:italic}.source{color:#59636e;font-size:12.5px}\n"
     ".answer{font-weight:600}.figures{margin:4px 0;padding-left:20px}\n"
@@ -1685,7 +1725,27 @@ static void html_head(out *o, const json_t *doc) {
 static const char *verdict_class(const char *v) {
     return strcmp(v, "holds") == 0           ? "holds"
            : strcmp(v, "does not hold") == 0 ? "does-not-hold"
+           : strcmp(v, "inconclusive") == 0  ? "inconclusive"
                                              : "measured";
+}
+
+/* The banner of a report whose steps were not all measured cleanly (report_verdict.c). */
+static void html_busy(out *o, const json_t *doc) {
+    char text[512];
+    if (!ft_report_busy_text(doc, text, sizeof text)) return;
+    put(o, "<div class=\"busy\" id=\"busy\"><p>");
+    put_xml(o, text);
+    put(o, "</p></div>\n");
+}
+
+/* Why a claim's verdict was withheld, under its badge. */
+static void html_withheld(out *o, const json_t *c) {
+    const char *why = json_string_value(json_object_get(c, "withheld"));
+    char text[256];
+    if (!why || !*why) return;
+    put(o, "<p class=\"withheld\">Verdict withheld: ");
+    put_xml(o, ft_report_verdict_text(c, text, sizeof text));
+    put(o, "</p>\n");
 }
 
 static void html_figures(out *o, const json_t *fig) {
@@ -1719,7 +1779,9 @@ static void html_claim(out *o, const json_t *c) {
         put_xml(o, str_or(c, "id", ""));
         put(o, "</code>");
     }
-    put(o, "</p>\n<blockquote><p>&#8220;");
+    put(o, "</p>\n");
+    html_withheld(o, c);
+    put(o, "<blockquote><p>&#8220;");
     put_xml(o, str_or(c, "claim", ""));
     put(o, "&#8221;</p>");
     if (json_object_get(c, "source")) {
@@ -1835,6 +1897,7 @@ static ft_status html_machine(out *o, const json_t *doc) {
 
 static ft_status write_html(out *o, const json_t *doc) {
     html_head(o, doc);
+    html_busy(o, doc);
     html_claims(o, doc);
     ft_status s = html_charts(o, doc);
     if (!s) s = html_tables(o, doc);
@@ -1908,11 +1971,11 @@ static void md_claims(out *o, const json_t *doc) {
     const json_t *claims = json_object_get(doc, "claims");
     put(o, "## Answers\n\n");
     if (!json_array_size(claims)) put(o, "No claims in this report.\n\n");
-    char buf[64];
+    char buf[64], verdict[256];
     for (size_t i = 0; i < json_array_size(claims); i++) {
         const json_t *c = json_array_get(claims, i);
         put(o, "- **");
-        put_md(o, str_or(c, "verdict", ""));
+        put_md(o, ft_report_verdict_text(c, verdict, sizeof verdict));
         put(o, "**");
         if (json_object_get(c, "id")) {
             put(o, " ");
@@ -2005,8 +2068,18 @@ static ft_status md_machine(out *o, const json_t *doc) {
     return s;
 }
 
+/* The banner of a report whose steps were not all measured cleanly (report_verdict.c). */
+static void md_busy(out *o, const json_t *doc) {
+    char text[512];
+    if (!ft_report_busy_text(doc, text, sizeof text)) return;
+    put(o, "> ");
+    put_md(o, text);
+    put(o, "\n\n");
+}
+
 static ft_status write_md(out *o, const json_t *doc) {
     md_head(o, doc);
+    md_busy(o, doc);
     md_claims(o, doc);
     ft_status s = md_charts(o, doc);
     if (!s) s = md_tables(o, doc);
@@ -2059,9 +2132,22 @@ static ft_status write_tmp(const char *path, writer w, const json_t *doc, char *
     return close_tmp(f, tmp, path, err);
 }
 
+/* The three files of the judged document (the verdicts its evidence allows). */
+static ft_status render_judged(const json_t *doc, const char *dir, ft_err *err);
+
 ft_status ft_report_render(const json_t *doc, const char *dir, ft_err *err) {
     ft_status s = ft_report_check(doc, err);
-    if (!s) s = ft_dir_make(dir, err);
+    if (s) return s;
+    json_t *judged = json_deep_copy(doc);
+    if (!judged) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_report_judge(judged);
+    s = render_judged(judged, dir, err);
+    json_decref(judged);
+    return s;
+}
+
+static ft_status render_judged(const json_t *doc, const char *dir, ft_err *err) {
+    ft_status s = ft_dir_make(dir, err);
     if (s) return s;
     static const char *const names[] = {"report.html", "report.md", "report.json"};
     static const writer writers[] = {write_html, write_md, write_json};

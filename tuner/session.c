@@ -451,7 +451,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     S->evaluations++;
     S->samples_discarded += st.discarded;
     if (st.fastest_s < S->fastest) S->fastest = st.fastest_s;
-    S->samples_taken += st.samples + st.discarded;
+    S->samples_taken += st.taken;
     /* Only clean samples rank a candidate: one stopped or left without enough of them scores
      * as unmeasurable for the strategy and never reaches the confirmation. */
     ci->state = st.unclean ? C_UNCLEAN : st.stopped ? C_STOPPED : st.screened ? C_SCREENED : C_MEASURED;
@@ -736,6 +736,7 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
         out[j].converged = 1;
         ft_stats_compute(x[j], clean[j], &out[j]);
         out[j].discarded = dirty[j];
+        out[j].taken = clean[j] + dirty[j];
         out[j].lost_frac = wall_sum[j] > 0 ? lost_sum[j] / wall_sum[j] : 0;
         int need = S->o->measure.min_clean < rounds ? S->o->measure.min_clean : rounds;
         out[j].unclean = rounds > 0 && clean[j] < need;

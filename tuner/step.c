@@ -356,6 +356,7 @@ static json_t *stats_json(const ft_stats *st) {
     json_object_set_new(o, "converged", json_boolean(st->converged));
     /* The scheduler's share (docs/measurement.md): an unclean median is an upper bound. */
     json_object_set_new(o, "discarded", json_integer(st->discarded));
+    json_object_set_new(o, "taken", json_integer(st->taken));
     json_object_set_new(o, "lost_frac", ft_json_number(st->lost_frac));
     json_object_set_new(o, "clean", json_boolean(!st->unclean));
     return o;

@@ -37,6 +37,36 @@ ft_status ft_report_render(const json_t *doc, const char *dir, ft_err *err);
  * document that fails ft_report_check FT_EFORMAT; the message names the file. */
 ft_status ft_report_load(const char *path, json_t **out, ft_err *err);
 
+/* ---- a busy machine (tuner/report_verdict.c; docs/report.md, "A busy machine") ------------- */
+
+/* Steps, and what the scheduler took from their measurements. */
+typedef struct ft_report_busy {
+    long discarded, taken; /* samples thrown away as contaminated, of all those timed */
+    int steps, unclean_steps;
+} ft_report_busy;
+
+/* Add a step document (docs/step.md): its distinct measurements (each stage alone that is not
+ * `timed_as` another, and the whole step); it is unclean when one of them is. */
+void ft_report_step_busy(const json_t *step, ft_report_busy *b);
+/* {"steps", "unclean_steps", "samples_discarded", "samples_taken"}: a document's `contention`. */
+json_t *ft_report_busy_to_json(const ft_report_busy *b);
+/* A claim's evidence entry for the step document `step` logged as `key`: {"step": key, "clean",
+ * "samples_discarded", "samples_taken"}. */
+json_t *ft_report_evidence(const char *key, const json_t *step);
+/* The one place a verdict is withheld: a claim whose `evidence` has a step that was not measured
+ * cleanly gets the verdict "inconclusive" and `withheld`, why ("the machine was busy; 37% of
+ * samples discarded": the share over its evidence); a document without `contention` gets one
+ * from its claims' evidence (each step once). Judging a judged document changes nothing. */
+void ft_report_judge(json_t *doc);
+/* A claim's verdict as the page says it: "holds", or "inconclusive: the machine was busy; 37% of
+ * samples discarded". Returns buf. */
+const char *ft_report_verdict_text(const json_t *claim, char *buf, size_t n);
+/* A share of the samples for humans: "37%", "0.4%", "<0.1%", "0%". Returns buf. */
+const char *ft_report_share_text(long part, long whole, char *buf, size_t n);
+/* The banner of a document whose `contention` has steps not measured cleanly (returns 1), or ""
+ * (returns 0). */
+int ft_report_busy_text(const json_t *doc, char *buf, size_t n);
+
 /* ---- the pure parts of the layout ----------------------------------------------------------- */
 
 /* A value for humans in the unit of a chart, with `sig` significant digits: "s" picks ns, us,

@@ -24,6 +24,10 @@ typedef struct ft_stats {
     int discarded;
     double lost_frac;
     int unclean;
+    /* Samples timed, contaminated ones included: what `discarded` is a share of. The
+     * statistics of a clean measurement are of its clean samples (taken = samples +
+     * discarded), an unclean one's of every sample (taken = samples): `samples` cannot say. */
+    int taken;
     /* A call ran past the measurement's call_limit_s and was stopped after stopped_s. */
     int stopped;
     double stopped_s;

@@ -33,10 +33,15 @@ extern "C" {
 #define FT_TUI_RATE_SPAN 5.0  /* seconds over which events per second are counted     */
 #define FT_TUI_MAX_RANKS 1024 /* ranks kept per row (a distributed run's processes)    */
 #define FT_TUI_MAX_RUNS  4096 /* runs of one command counted apart (tune all, sweeps)  */
+#define FT_TUI_SPOILED   5    /* unclean or stopped candidates kept per row (detail)  */
+/* Samples thrown away as contaminated, out of all those timed, from which the status bar calls
+ * the machine busy even when every candidate kept enough clean ones: one in twenty. */
+#define FT_TUI_BUSY_SHARE 0.05
 
 /* ---- ring buffers ------------------------------------------------------------------------ */
 
-enum { FT_PT_SCREENED = 1, FT_PT_REJECTED = 2 };
+/* FT_PT_UNCLEAN: not measured cleanly (docs/events.md): v is an upper bound, never a best. */
+enum { FT_PT_SCREENED = 1, FT_PT_REJECTED = 2, FT_PT_UNCLEAN = 4 };
 
 /* One plot point: t seconds since the row started; v the trial (tune: a candidate's median;
  * watch: an interval's slowest call); b the line (tune: best so far; watch: the interval's
@@ -77,7 +82,7 @@ typedef enum {
     FT_ROW_FAILED,      /* the worker reported an error while it ran              */
 } ft_tui_row_state;
 
-/* A measured configuration, for the detail pane's top five. */
+/* A measured configuration, for the detail pane's top five (and its candidates not ranked). */
 typedef struct ft_tui_cand {
     char cfg[160]; /* "par=blas chunk=32 threads=1", in the space's order */
     char key[160]; /* the same with sorted keys: identity                 */
@@ -88,6 +93,10 @@ typedef struct ft_tui_cand {
     int hist[FT_TUI_BINS]; /* the measured event's sample distribution */
     double hist_lo, hist_hi;
     int has_hist;
+    /* Not ranked (docs/events.md): not measured cleanly (its median an upper bound), or its
+     * call stopped by the watchdog after stopped_after_s. */
+    int unclean, stopped;
+    double stopped_after_s;
 } ft_tui_cand;
 
 /* One process of a distributed run (`mpirun ... tune`): what the candidate events that carry
@@ -114,6 +123,7 @@ typedef struct ft_tui_row {
     int done, measured, rejected, screened; /* in this run */
     double last, best, def, speedup;        /* seconds per call; NAN when unknown */
     int last_rejected;                      /* the latest candidate was rejected  */
+    int last_spoiled; /* ... was not measured cleanly (1) or stopped by the watchdog (2) */
     char def_key[160];
     ft_tui_cand top[FT_TUI_TOP]; /* by median; top[0] is the best (the winner once ended) */
     int ntop;
@@ -121,6 +131,15 @@ typedef struct ft_tui_row {
     ft_tui_ring history;
     ft_tui_rank *ranks; /* by rank; none unless the run is distributed */
     int nranks, ranks_cap;
+    /* The scheduler's share (docs/measurement.md): samples thrown away as contaminated and
+     * all those timed, candidates not measured cleanly and stopped by the watchdog (run_end's
+     * counts once it ends), the latest of those candidates, and why run_end gave no speedup
+     * or no winner ("" when it did). */
+    long discarded, taken;
+    int unclean, stopped;
+    ft_tui_cand spoiled[FT_TUI_SPOILED];
+    int nspoiled;
+    char withheld[128];
 
     /* watch rows */
     char config[160];
@@ -166,6 +185,13 @@ double ft_tui_rank_rate(const ft_tui_rank *k);
 /* Ranks the dashboard's ranks pane shows for the row: all of them when the run is distributed
  * over more than one, else 0 (no pane: a run that is not distributed has no ranks). */
 int ft_tui_row_ranks_shown(const ft_tui_row *r);
+
+/* The scheduler's share over every tune row of the model (the status bar's warning). */
+typedef struct ft_tui_contention {
+    long discarded, taken;
+    int unclean, stopped;
+} ft_tui_contention;
+void ft_tui_model_contention(const ft_tui_model *m, ft_tui_contention *c);
 
 /* Seconds left in a running tune row, from its elapsed time and the candidates remaining
  * (capped by its time budget); NAN when unknown (nothing finished yet, or not running). */
@@ -275,6 +301,17 @@ void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, si
 /* The row's recent trials (watch: intervals) as a sparkline of `width` cells, scaled between
  * their min and max: UTF-8 blocks, or "_.:-=+*#" when ascii. */
 void ft_tui_trend(const ft_tui_row *r, int width, int ascii, char *buf, size_t n);
+/* '!' when the row has candidates that were not measured cleanly (the table shows it between
+ * the selection marker and the op), else ' '. */
+char ft_tui_row_mark(const ft_tui_row *r);
+/* The status bar's word on the scheduler: "BUSY: 37% of samples discarded, 4 not measured
+ * cleanly, 1 stopped" when a candidate was not measured cleanly or at least FT_TUI_BUSY_SHARE
+ * of the samples were thrown away (returns 1); the same figures without "BUSY: " when fewer
+ * were or candidates were only stopped (returns 0); "" when the scheduler took nothing. */
+int ft_tui_busy_text(const ft_tui_contention *c, char *buf, size_t n);
+/* A candidate the run did not rank, for the detail pane: "not clean  16.20 ms  CONFIG" (its
+ * median, an upper bound) or "stopped   >1.000 s  CONFIG" (when the watchdog stopped it). */
+void ft_tui_spoiled_line(const ft_tui_cand *c, int ascii, char *buf, size_t n);
 
 /* A line of the detail pane's top configs: its rank, its mark ("win", "tie" or ""), 'c' when
  * its figures come from the confirmation round, its median and IQR right-aligned in 9 columns
@@ -332,7 +369,14 @@ int ft_plot_ticks(int height, int *rows);
 int ft_plot_col(double t, double t0, double t1, int width);
 
 /* What a plot cell holds. */
-enum { FT_GLYPH_NONE, FT_GLYPH_LINE, FT_GLYPH_POINT, FT_GLYPH_SCREENED, FT_GLYPH_REJECTED };
+enum {
+    FT_GLYPH_NONE,
+    FT_GLYPH_LINE,
+    FT_GLYPH_POINT,
+    FT_GLYPH_SCREENED,
+    FT_GLYPH_REJECTED,
+    FT_GLYPH_UNCLEAN, /* a trial not measured cleanly, at its upper bound */
+};
 /* Render the ring's points into grid[height][width] (FT_GLYPH_*), time from the first point
  * to `t_now` across the width: the line (b) as a step drawn in every column, points (v) on
  * top, rejected candidates on the bottom row. Returns the scale used. */

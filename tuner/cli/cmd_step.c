@@ -33,7 +33,10 @@ static void usage(FILE *f) {
             "Prints per op (summed over the layers) and per layer the median alone, its share of\n"
             "the sum, and the sum against the whole step's median (ratio > 1: the step pays\n"
             "for something the ops alone do not, such as every layer's weights streaming from\n"
-            "memory instead of staying in cache).\n\n"
+            "memory instead of staying in cache). A median marked '!' was not measured\n"
+            "cleanly: on a busy machine too few samples kept their threads' time (the others are\n"
+            "thrown away, FLARETUNE_MAX_LOST), so it counts every sample, an upper bound; a last\n"
+            "line gives the share of samples thrown away over the step.\n\n"
             "  --profile P      the tuned configs (a missing or malformed P is an error)\n"
             "  --backend B      backend (default auto: the GPU where present, else the CPU)\n"
             "  --set NAME=VALUE change a size of the preset (D, T, B, L, ...)\n"
@@ -62,6 +65,48 @@ static void progress(void *ctx, const char *what, int done, int total) {
 
 static void fmt_s(double s, char *buf, size_t n) { ft_fmt_time(s, 1, buf, n); }
 
+/* ---- what the scheduler took (docs/measurement.md) ----------------------------------------- */
+
+typedef struct busy {
+    long discarded, taken;
+    int unclean;
+} busy;
+
+static void busy_add(busy *b, const ft_stats *st) {
+    b->discarded += st->discarded;
+    b->taken += st->taken;
+    b->unclean |= st->unclean;
+}
+
+/* The measurement stage j's median comes from: its own, or its twin's. */
+static int measured_at(const ft_step *s, int j) {
+    return s->stages[j].twin >= 0 ? s->stages[j].twin : j;
+}
+
+/* The distinct measurements of the stages called `name` (a twin's is its stage's, perhaps of
+ * another name), or of every stage (name NULL). */
+static busy busy_of(const ft_step *s, const char *name) {
+    busy b = {0, 0, 0};
+    for (int j = 0; j < s->n; j++) {
+        if (name && strcmp(s->stages[j].name, name)) continue;
+        int m = measured_at(s, j), seen = 0;
+        for (int k = 0; k < j && !seen; k++)
+            seen = (!name || !strcmp(s->stages[k].name, name)) && measured_at(s, k) == m;
+        if (!seen) busy_add(&b, &s->stages[m].alone);
+    }
+    return b;
+}
+
+static char busy_mark(const busy *b) { return b->unclean ? '!' : ' '; }
+
+/* The footnote under a line marked '!', indented by `indent` columns. */
+static void busy_note(const busy *b, int indent) {
+    if (b->unclean)
+        printf("%*s! not measured cleanly: %ld of %ld samples discarded; the median is an upper "
+               "bound\n",
+               indent, "", b->discarded, b->taken);
+}
+
 static void print_human(const ft_step *s, const char *profile) {
     const ft_preset *p = &s->preset;
     char a[32], b[32];
@@ -75,7 +120,7 @@ static void print_human(const ft_step *s, const char *profile) {
         from_profile += strncmp(s->stages[i].cfg_from, "profile", 7) == 0;
     printf("configs: %d of %d stages from %s, the rest the backend's defaults\n\n", from_profile,
            s->n, profile ? profile : "no profile");
-    printf("%-12s %-17s %5s %-8s %10s %10s %7s  %s\n", "op", "kernel", "count", "pass", "median",
+    printf("%-12s %-17s %5s %-8s %10s  %10s %7s  %s\n", "op", "kernel", "count", "pass", "median",
            "spread", "share", "config");
     for (int i = 0; i < s->n; i++) {
         const ft_step_stage *sg = &s->stages[i];
@@ -94,10 +139,12 @@ static void print_human(const ft_step *s, const char *profile) {
         ft_config_format(s->be->space(sg->call.op), &sg->cfg, cfg, sizeof cfg);
         fmt_s(sum, a, sizeof a);
         fmt_s((sg->alone.q3 - sg->alone.q1) * count, b, sizeof b);
-        printf("%-12s %-17s %5d %-8s %10s %10s %6.1f%%  %s (%s)\n", sg->name, sg->call.op->name,
-               count, sg->pass, a, b, s->sum_alone_s > 0 ? 100 * sum / s->sum_alone_s : 0.0, cfg,
-               sg->cfg_from);
+        busy bz = busy_of(s, sg->name);
+        printf("%-12s %-17s %5d %-8s %10s%c %10s %6.1f%%  %s (%s)\n", sg->name, sg->call.op->name,
+               count, sg->pass, a, busy_mark(&bz), b,
+               s->sum_alone_s > 0 ? 100 * sum / s->sum_alone_s : 0.0, cfg, sg->cfg_from);
         if (sg->note[0]) printf("%-12s   %s\n", "", sg->note);
+        busy_note(&bz, 15);
     }
     printf("\nper layer:");
     for (int l = -1; l < (int)p->D; l++) {
@@ -111,14 +158,22 @@ static void print_human(const ft_step *s, const char *profile) {
             printf(" %d: %s", l, a);
     }
     printf("\n\n");
+    busy all = busy_of(s, NULL), whole = {0, 0, 0};
+    busy_add(&whole, &s->whole);
     fmt_s(s->sum_alone_s, a, sizeof a);
-    printf("sum of the ops alone   %s\n", a);
+    printf("sum of the ops alone   %s%s\n", a, all.unclean ? "! (an upper bound)" : "");
     fmt_s(s->whole.median, a, sizeof a);
     fmt_s(s->whole.q3 - s->whole.q1, b, sizeof b);
-    printf("whole step             %s (IQR %s, %d samples, %s)  = %.2fx the sum\n", a, b,
-           s->whole.samples, s->whole_mode,
+    printf("whole step             %s%s (IQR %s, %d samples, %s)  = %.2fx the sum\n", a,
+           whole.unclean ? "!" : "", b, s->whole.samples, s->whole_mode,
            s->sum_alone_s > 0 ? s->whole.median / s->sum_alone_s : 0.0);
+    busy_note(&whole, 23);
     printf("not timed: norms, RoPE on the block, SiLU gating, residual adds (elementwise)\n");
+    busy_add(&all, &s->whole);
+    if (all.discarded > 0)
+        printf("samples discarded: %ld of %ld (%.1f%%) over the step, their threads having lost "
+               "time to other work (a busy machine: docs/measurement.md)\n",
+               all.discarded, all.taken, all.taken > 0 ? 100.0 * all.discarded / all.taken : 0.0);
 }
 
 static int run(int argc, char **argv) {

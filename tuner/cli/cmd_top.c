@@ -17,6 +17,9 @@ static void usage(FILE *f) {
             "replaced (it is then read again from the start). A finished log is shown as it\n"
             "ends. LOG may be the --log of `tune all` or of a sweep: every log such a run\n"
             "writes (LOG.OP, LOG.OP.SIZE...) is followed, each as it appears.\n\n"
+            "On a busy machine the status bar says BUSY and the share of samples thrown away;\n"
+            "a run with candidates not measured cleanly is marked '!', and those candidates\n"
+            "(and those the watchdog stopped) are listed apart in its detail, never ranked.\n\n"
             "Keys: up/down or j/k select, Enter detail, s sort, / filter by op, ? help, q quit.\n"
             "NO_COLOR=1 turns colors off. See docs/dashboard.md.\n");
 }

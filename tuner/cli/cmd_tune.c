@@ -254,10 +254,13 @@ static void progress_event(void *ctx, const json_t *ev) {
         const json_t *stop = json_object_get(ev, "stopped");
         int clean = !json_is_false(json_object_get(ev, "clean"));
         long disc = (long)json_integer_value(json_object_get(st, "discarded"));
-        long kept = (long)json_integer_value(json_object_get(st, "samples"));
+        /* An unclean measurement's samples are every one it took (docs/events.md). */
+        long taken = (long)json_integer_value(json_object_get(st, "taken"));
+        if (!json_is_integer(json_object_get(st, "taken")))
+            taken = (long)json_integer_value(json_object_get(st, "samples"));
         if (!clean)
             snprintf(dirty, sizeof dirty, " (not measured cleanly: %ld of %ld samples discarded)",
-                     disc, disc + kept);
+                     disc, taken);
         else if (stop)
             snprintf(dirty, sizeof dirty, " (stopped after %s, past its limit of %s)",
                      ft_fmt_time(json_number_value(json_object_get(stop, "after_s")), 0, a, sizeof a),
