@@ -373,18 +373,23 @@ static void plan_levels(int threads, size_t mem_per, level_plan *lp) {
     lp->per_thread[lp->n++] = mem_per;
 }
 
+/* The memory probe's floats per thread: 8x the last-level cache in all, 128 MiB to 1 GiB. */
+static size_t memory_floats_per_thread(int threads) {
+    long llc = ft_llc_bytes();
+    if (llc <= 0) llc = 32L << 20;
+    double mem_total = 8.0 * (double)llc;
+    if (mem_total < 128.0 * (1 << 20)) mem_total = 128.0 * (1 << 20);
+    if (mem_total > 1024.0 * (1 << 20)) mem_total = 1024.0 * (1 << 20);
+    return (size_t)(mem_total / 4 / threads) & ~(size_t)255;
+}
+
 /* The levels of a round without probing them (their names and capacities from sysfs, no
  * bandwidth): for the cache to fill in. */
 static void cpu_plan_only(int threads, ft_ceilings *c) {
     memset(c, 0, sizeof *c);
     if (threads < 1) threads = 1;
     c->threads = threads;
-    long llc = ft_llc_bytes();
-    if (llc <= 0) llc = 32L << 20;
-    double mem_total = 8.0 * (double)llc;
-    if (mem_total < 128.0 * (1 << 20)) mem_total = 128.0 * (1 << 20);
-    if (mem_total > 1024.0 * (1 << 20)) mem_total = 1024.0 * (1 << 20);
-    size_t mem_per = (size_t)(mem_total / 4 / threads) & ~(size_t)255;
+    size_t mem_per = memory_floats_per_thread(threads);
     level_plan lp;
     plan_levels(threads, mem_per, &lp);
     for (int i = 0; i < lp.n; i++)
@@ -401,14 +406,8 @@ static ft_status cpu_round(int threads, int quick, ft_ceilings *c, ft_err *err) 
     if (threads < 1) threads = 1;
     double start = ft_now_s();
     c->threads = threads;
-    long llc = ft_llc_bytes();
-    if (llc <= 0) llc = 32L << 20;
-
     /* Memory's working set first: it sizes the one buffer every probe shares. */
-    double mem_total = 8.0 * (double)llc;
-    if (mem_total < 128.0 * (1 << 20)) mem_total = 128.0 * (1 << 20);
-    if (mem_total > 1024.0 * (1 << 20)) mem_total = 1024.0 * (1 << 20);
-    size_t mem_per = (size_t)(mem_total / 4 / threads) & ~(size_t)255;
+    size_t mem_per = memory_floats_per_thread(threads);
     float *buf = NULL;
     while (mem_per >= ((size_t)16 << 20) / 4 && !(buf = ft_alloc(mem_per * 4 * (size_t)threads)))
         mem_per /= 2;
