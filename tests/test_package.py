@@ -297,6 +297,70 @@ def test_cpu(np, ft, tmp):
     return p, ins
 
 
+# Every op's args struct, field by field, as C and as C++: attention.train's tensor "do" (a
+# keyword of both) is the field do_ (docs/emit.md, "field names").
+EVERY_OP_USE = r"""
+#include "PFX.h"
+
+int main(void) {
+    static float t[4];
+    static PFX_attention_train_args a;
+    a.q = t;
+    a.do_ = t;
+    a.dq = t;
+    a.attrs = "backward=1";
+    static PFX_fusion_dflare_args f;
+    f.x = t;
+    static PFX_loss_args l;
+    l.h = t;
+    static PFX_linear_args n;
+    n.x = t;
+    return (a.do_ == t && f.x == t && l.h == t && n.x == t) ? 0 : 1;
+}
+"""
+TRAIN_SPEC = [("q", "in"), ("k_ctx", "in"), ("v_ctx", "in"), ("k_blk", "in"), ("v_blk", "in"),
+              ("anchors", "in"), ("keep", "in"), ("o", "out"), ("lse", "out"), ("do", "none"),
+              ("dq", "none"), ("dk_ctx", "none"), ("dv_ctx", "none"), ("dk_blk", "none"),
+              ("dv_blk", "none")]
+
+
+def test_every_op(np, ft, tmp):
+    """A profile of every op (a short real tune of each at the tiny preset, as `make run`
+    writes one) gives a package that CMake builds, whose header compiles as C and C++ with every
+    op's fields, and whose attention.train equals exec's bit for bit."""
+    prof, log = os.path.join(tmp, "every.json"), os.path.join(tmp, "every.jsonl")
+    run([ft, "tune", "all", "--preset", "tiny.dflare.train", "--backend", "cpu", "--budget", "2",
+         "--confirm", "1", "--max-time", "0.003", "--profile", prof, "--log", log, "--quiet"])
+    entries = json.load(open(prof))["entries"]
+    ops = {e["op"] for e in entries}
+    if len(ops) != 7 or "attention.train" not in ops:
+        fail(f"tune all wrote entries of {sorted(ops)}, expected every op")
+    pkg = os.path.join(tmp, "every-pkg")
+    run([ft, "emit", prof, "--backend", "cpu", "--format", "package", "-o", pkg, "--prefix", "te"])
+    header = open(os.path.join(pkg, "include", "te.h")).read()
+    if "*do_;" not in header or "(tensor 'do')" not in header:
+        fail("the header does not name attention.train's tensor 'do' as the field do_")
+    os.mkdir(os.path.join(tmp, "every"))
+    p = build_package(pkg, os.path.join(tmp, "every"), "te")
+    src = os.path.join(tmp, "every", "use.c")
+    with open(src, "w") as f:
+        f.write(EVERY_OP_USE.replace("PFX", "te"))
+    inc = os.path.join(pkg, "include")
+    run([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic",
+         "-fsyntax-only", "-I", inc, src])
+    cxx = shutil.which(os.environ.get("CXX", "c++"))
+    if cxx:
+        run([cxx, "-std=c++20", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", "c++",
+             "-I", inc, src])
+    core = blas_core(ft)
+    p.env = dict(os.environ, OPENBLAS_CORETYPE=core)
+    train = [i for i, e in enumerate(entries) if e["op"] == "attention.train"][0]
+    ins, outs = exec_op(ft, "attention.train", config_text(entries[train]), tmp, "every_tr")
+    sizes = [entries[train]["shape"][s] for s in ("nseq", "S", "NB", "B", "Hq", "Hkv", "dh")]
+    check_op(np, p, "attention.train", None, sizes, ins, outs, TRAIN_SPEC,
+             os.path.join(tmp, "every"), train, 1)
+
+
 def test_bad_input(p, ins, tmp):
     x, w, g = (f"in:{os.path.join(tmp, 'fusion.dflare.' + n + '.bin')}" for n in ("x", "w", "g"))
     out = "out:" + os.path.join(tmp, "bad.got") + ":" + str(3 * 300 * 64 * 4)
@@ -387,6 +451,7 @@ def main():
         p, ins = test_cpu(np, a.flaretune, tmp)
         test_bad_input(p, ins, tmp)
         test_refusals(a.flaretune, tmp, a.source)
+        test_every_op(np, a.flaretune, tmp)
         t_cpu = time.time() - t0
         test_cuda(np, a.flaretune, tmp, a.source)
     print(f"test_package: ok (cpu {t_cpu:.1f} s, all {time.time() - t0:.1f} s)")

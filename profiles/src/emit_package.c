@@ -229,6 +229,70 @@ static void op_ident(const ft_op *op, char *buf, size_t n) {
         if (!isalnum((unsigned char)*c)) *c = '_';
 }
 
+/* ---- field names --------------------------------------------------------------------------- */
+
+/* The keywords of C (C11, C23) and C++ (C++20, the alternative operator tokens among them): the
+ * header compiles as either, so no field may be named like one. */
+static const char *const c_keywords[] = {
+    "_Alignas", "_Alignof", "_Atomic", "_BitInt", "_Bool", "_Complex", "_Decimal128",
+    "_Decimal32", "_Decimal64", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
+    "_Thread_local", "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+    "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "char8_t", "class",
+    "co_await", "co_return", "co_yield", "compl", "concept", "const", "const_cast", "consteval",
+    "constexpr", "constinit", "continue", "decltype", "default", "delete", "do", "double",
+    "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept",
+    "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+    "register", "reinterpret_cast", "requires", "restrict", "return", "short", "signed",
+    "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+    "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "typeof",
+    "typeof_unqual", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
+    "while", "xor", "xor_eq", NULL};
+
+static int is_keyword(const char *s) {
+    for (int i = 0; c_keywords[i]; i++)
+        if (!strcmp(c_keywords[i], s)) return 1;
+    return 0;
+}
+
+/* The fields of an op's args struct: its sizes, then its tensors, in the op's order. */
+#define PKG_FIELD_LEN 48
+typedef struct op_fields {
+    char size[FT_MAX_SYMS][PKG_FIELD_LEN];
+    char tensor[FT_MAX_TENSORS][PKG_FIELD_LEN];
+} op_fields;
+
+/* The one rule that makes a size's or a tensor's name a field name (docs/emit.md): every
+ * character but a letter, digit or '_' becomes '_' (and a name that starts with a digit gets an
+ * 'n' before it); then, while the name is a C or C++ keyword or the name of a field before it
+ * (or of the fixed fields `attrs` and `device`), a '_' is appended. So the tensor "do" of
+ * attention.train is the field do_. */
+static void op_fields_of(const ft_op *op, op_fields *f) {
+    const char *taken[FT_MAX_SYMS + FT_MAX_TENSORS + 2] = {"attrs", "device"};
+    int ntaken = 2;
+    int nsyms = 0;
+    while (op->syms[nsyms] && nsyms < FT_MAX_SYMS)
+        nsyms++;
+    for (int k = 0; k < nsyms + op->ntensors && k < FT_MAX_SYMS + FT_MAX_TENSORS; k++) {
+        const char *name = k < nsyms ? op->syms[k] : op->tensors[k - nsyms].name;
+        char *out = k < nsyms ? f->size[k] : f->tensor[k - nsyms];
+        size_t len = 0;
+        if (!isalpha((unsigned char)name[0]) && name[0] != '_') out[len++] = 'n';
+        for (const char *c = name; *c && len < PKG_FIELD_LEN - 8; c++)
+            out[len++] = isalnum((unsigned char)*c) || *c == '_' ? *c : '_';
+        out[len] = '\0';
+        for (;;) {
+            int clash = is_keyword(out);
+            for (int t = 0; t < ntaken && !clash; t++)
+                clash = !strcmp(taken[t], out);
+            if (!clash || len >= PKG_FIELD_LEN - 1) break;
+            out[len++] = '_';
+            out[len] = '\0';
+        }
+        taken[ntaken++] = out;
+    }
+}
+
 /* ---- selection and configurations ---------------------------------------------------------- */
 
 /* The entry's configuration as values of space s (a label's index for a named parameter;
@@ -653,7 +717,9 @@ static void role_text(const ft_op *op, const ft_tensor_spec *ts, char *buf, size
 /* The args struct and function of one op. */
 static void put_op_decl(FILE *f, const pkg *k, const ft_op *op) {
     char id[64], role[96];
+    op_fields fld;
     op_ident(op, id, sizeof id);
+    op_fields_of(op, &fld);
     fprintf(f, "/* %s: ", op->name);
     put_plain(f, op->summary);
     fprintf(f, ".\n * Attributes (args.attrs, \"name=value,...\"; NULL: the defaults):");
@@ -669,15 +735,20 @@ static void put_op_decl(FILE *f, const pkg *k, const ft_op *op) {
     }
     fprintf(f, " */\ntypedef struct %s_%s_args {\n    long long", k->P, id);
     for (int s = 0; op->syms[s]; s++)
-        fprintf(f, "%s %s", s ? "," : "", op->syms[s]);
+        fprintf(f, "%s %s", s ? "," : "", fld.size[s]);
     fprintf(f, "; /* sizes */\n");
     for (int t = 0; t < op->ntensors; t++) {
         const ft_tensor_spec *ts = &op->tensors[t];
         int in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;
         role_text(op, ts, role, sizeof role);
-        fprintf(f, "    %s%s *%s; /* [%s] %s: ", in ? "const " : "", dtype_c(ts->dtype), ts->name,
-                ts->dims, role);
+        fprintf(f, "    %s%s *%s; /* [%s] %s: ", in ? "const " : "", dtype_c(ts->dtype),
+                fld.tensor[t], ts->dims, role);
         put_plain(f, ts->doc);
+        if (strcmp(fld.tensor[t], ts->name) != 0) {
+            fprintf(f, " (tensor '");
+            put_plain(f, ts->name);
+            fprintf(f, "')");
+        }
         fprintf(f, " */\n");
     }
     if (k->cuda)
@@ -742,7 +813,9 @@ static void put_ops(FILE *f, const pkg *k) {
     for (int j = 0; j < k->nops; j++) {
         const ft_op *op = k->ops[j];
         char id[64];
+        op_fields fld;
         op_ident(op, id, sizeof id);
+        op_fields_of(op, &fld);
         int ns = 0;
         while (op->syms[ns])
             ns++;
@@ -757,10 +830,10 @@ static void put_ops(FILE *f, const pkg *k) {
                 "    const long long sizes[%5$d] = {",
                 k->P, id, op->name, k->U, ns);
         for (int s = 0; s < ns; s++)
-            fprintf(f, "%sargs->%s", s ? ", " : "", op->syms[s]);
+            fprintf(f, "%sargs->%s", s ? ", " : "", fld.size[s]);
         fprintf(f, "};\n    void *const tensors[%d] = {", op->ntensors);
         for (int t = 0; t < op->ntensors; t++)
-            fprintf(f, "%s(void *)args->%s", t ? ", " : "", op->tensors[t].name);
+            fprintf(f, "%s(void *)args->%s", t ? ", " : "", fld.tensor[t]);
         fprintf(f,
                 "};\n    return %s_run(%s\"%s\", args->attrs, sizes, %d, tensors, %d, info, msg, "
                 "msg_len);\n}\n\n",
