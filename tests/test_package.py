@@ -425,6 +425,16 @@ def test_refusals(ft, tmp, source):
     r = run([ft, "emit", path, "--backend", "cpu", "--format", "package"], ok=False)
     if r.returncode == 0 or "-o DIR" not in r.stderr:
         fail(f"no -o: exit {r.returncode}, message '{r.stderr.strip()}'")
+    # A prefix whose names the copied sources already use (ft: FT_OK, ft_status) is refused in
+    # one line before anything is written, rather than giving a package that does not compile.
+    for prefix in ("ft", "ft_op", "FT"):
+        r = run([ft, "emit", path, "--backend", "cpu", "--format", "package", "-o", other,
+                 "--prefix", prefix], ok=False)
+        msg = r.stderr.strip()
+        if r.returncode == 0 or f"prefix '{prefix}'" not in msg or "\n" in msg:
+            fail(f"--prefix {prefix}: exit {r.returncode}, message '{msg}'")
+        if sorted(os.listdir(parent)) != ["pkg"]:
+            fail(f"--prefix {prefix}: something was written: {os.listdir(parent)}")
 
 
 def main():

@@ -1823,6 +1823,95 @@ static ft_status pkg_write_tree(pkg *k, ft_err *err) {
     return s;
 }
 
+/* ---- the prefix ---------------------------------------------------------------------------- */
+
+/* The first identifier of text (len bytes) that starts with "P_" or "U_", copied to found; 0
+ * when none. In a template, placeholders (@P@, @BLAS@, ...) are skipped. */
+static int prefixed_name(const char *text, size_t len, const pkg *k, int tmpl, char *found,
+                         size_t n) {
+    size_t lp = strlen(k->P);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)text[i];
+        if (tmpl && c == '@') {
+            const char *end = memchr(text + i + 1, '@', len - i - 1);
+            i = end ? (size_t)(end - text) + 1 : len;
+            continue;
+        }
+        if (!isalpha(c) && c != '_') {
+            i += isdigit(c) ? strspn(text + i, "0123456789abcdefABCDEFxX.uUlL") : 1;
+            continue;
+        }
+        size_t j = i;
+        while (j < len && (isalnum((unsigned char)text[j]) || text[j] == '_'))
+            j++;
+        size_t tl = j - i;
+        for (int u = 0; u < 2; u++) {
+            const char *pre = u ? k->U : k->P;
+            if (tl > lp && !strncmp(text + i, pre, lp) && text[i + lp] == '_') {
+                snprintf(found, n, "%.*s", (int)(tl < 200 ? tl : 200), text + i);
+                return 1;
+            }
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* The package's own names are the prefix, '_' and a word (P_run, P_OK in upper case, ...); the
+ * copies of flaretune's sources sit beside them in one library. A prefix some name in those
+ * sources (or in the package's fixed text) starts with could clash (ft: FT_OK, ft_status): it is
+ * refused before anything is written. Every file any package copies is read, so the answer does
+ * not depend on the profile. */
+static ft_status check_prefix(const pkg *k, ft_err *err) {
+    const char *const *lists[] = {pkg_common, pkg_cuda_common, pkg_cuda_gpu};
+    char found[256];
+    const char *where = NULL;
+    char *buf = NULL;
+    for (int l = 0; l < 3 + 2 * PKG_NFAMILIES && !where; l++) {
+        const char *const *files = l < 3 ? lists[l]
+                                   : (l - 3) % 2 ? pkg_families[(l - 3) / 2].cuda_files
+                                                 : pkg_families[(l - 3) / 2].files;
+        for (int i = 0; files[i] && !where; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", ft_source_root(), files[i]);
+            FILE *f = fopen(path, "rb");
+            if (!f) continue; /* the copy says what is missing */
+            size_t len = 0, cap = 0, got = 1;
+            while (got) {
+                if (cap - len < 65536) {
+                    char *nb = realloc(buf, cap + 262144);
+                    if (!nb) break;
+                    buf = nb;
+                    cap += 262144;
+                }
+                got = fread(buf + len, 1, cap - len, f);
+                len += got;
+            }
+            fclose(f);
+            if (buf && prefixed_name(buf, len, k, 0, found, sizeof found)) where = files[i];
+        }
+    }
+    free(buf);
+    const char *const texts[] = {ft_package_runtime_c, ft_package_cuda_runtime_c,
+                                 ft_package_cuda_run_c, ft_package_lookup_inc,
+                                 ft_package_internal_h, pkg_header_top, pkg_cmake_blas,
+                                 pkg_cmake_top, pkg_cmake_end, pkg_cuda_cmake_top,
+                                 pkg_cuda_cmake_lib, pkg_cuda_cmake_end, NULL};
+    for (int i = 0; texts[i] && !where; i++)
+        if (prefixed_name(texts[i], strlen(texts[i]), k, 1, found, sizeof found))
+            where = "the package's generated code";
+    if (!where) return FT_OK;
+    char starts[200];
+    if (strcmp(k->P, k->U) != 0)
+        snprintf(starts, sizeof starts, "'%s_' and '%s_'", k->P, k->U);
+    else
+        snprintf(starts, sizeof starts, "'%s_'", k->P);
+    return ft_err_set(err, FT_EINVAL,
+                      "prefix '%s' clashes with the sources a package holds: the package's names "
+                      "start with %s, and %s already has '%s'; choose another --prefix",
+                      k->P, starts, where, found);
+}
+
 /* dir must not exist, or be an empty directory. */
 static ft_status check_target(const char *dir, ft_err *err) {
     struct stat st;
@@ -1880,7 +1969,8 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
                           k.P);
     for (size_t i = 0; k.P[i]; i++)
         k.U[i] = (char)toupper((unsigned char)k.P[i]);
-    ft_status s = check_target(dir, err);
+    ft_status s = check_prefix(&k, err);
+    if (!s) s = check_target(dir, err);
     if (!s) s = pkg_select(p, o, &k, err);
     if (!s) s = pkg_resolve(&k, err);
     if (!s) s = make_tmp(&k, dir, err);
