@@ -58,6 +58,15 @@ static void *slurp(const char *path, size_t *n) {
 int main(int argc, char **argv) {
     char msg[512] = "";
     PFX_info info;
+    if (argc == 4 && !strcmp(argv[1], "lookup")) { /* driver lookup OP SIZES: PFX_lookup */
+        long long sz[16];
+        int n = 0, exact = -1;
+        for (char *t = strtok(argv[3], ","); t && n < 16; t = strtok(NULL, ","))
+            sz[n++] = atoll(t);
+        int e = PFX_lookup(argv[2], NULL, sz, n, &exact);
+        printf("lookup %d exact %d\n", e, exact);
+        return 0;
+    }
     if (argc == 2 && !strcmp(argv[1], "null")) {
         int s = PFX_fusion_dflare(NULL, &info, msg, sizeof msg);
         printf("status %d: %s\n", s, msg);
@@ -377,6 +386,17 @@ def test_bad_input(p, ins, tmp):
     got = run([p.driver, "null"], env=p.env).stdout.strip()
     if got != "status 1: fusion.dflare: args is NULL":
         fail(f"NULL args: driver said '{got}'")
+    # The lookup refuses what a run refuses (the header: -1 when the arguments are bad).
+    for sizes, want in (("48,4,64,3", "lookup 0 exact 1"), ("0,4,64,3", "lookup -1 exact 0"),
+                        ("48,4,-5,3", "lookup -1 exact 0")):
+        got = run([p.driver, "lookup", "fusion.dflare", sizes], env=p.env).stdout.strip()
+        if got != want:
+            fail(f"lookup at {sizes}: driver said '{got}', expected '{want}'")
+    # A message of the op's own checks says what to set in a call (its attrs), not a flag.
+    lt = [f"in:{os.path.join(tmp, 'loss.' + n + '.bin')}" for n in ("h", "w_lm", "labels", "mask")]
+    outs = [f"out:{os.path.join(tmp, 'bad.' + n)}:4096" for n in ("loss", "ce", "q", "w", "dh")]
+    expect_error(p, "loss", "B=16", [40, 64, 320], lt + outs + ["-"],
+                 ["whole number of blocks", "\"B=...\" in the call's attrs"], "M not whole blocks")
 
 
 def test_refusals(ft, tmp, source):
@@ -430,11 +450,112 @@ def test_refusals(ft, tmp, source):
     for prefix in ("ft", "ft_op", "FT"):
         r = run([ft, "emit", path, "--backend", "cpu", "--format", "package", "-o", other,
                  "--prefix", prefix], ok=False)
-        msg = r.stderr.strip()
+        msg = "\n".join(l for l in r.stderr.strip().splitlines() if "note:" not in l)
         if r.returncode == 0 or f"prefix '{prefix}'" not in msg or "\n" in msg:
             fail(f"--prefix {prefix}: exit {r.returncode}, message '{msg}'")
         if sorted(os.listdir(parent)) != ["pkg"]:
             fail(f"--prefix {prefix}: something was written: {os.listdir(parent)}")
+
+
+def test_target(ft, tmp):
+    """Where the package goes: the umask's permissions for a new DIR, an existing empty DIR's
+    kept; a link to an empty directory followed; temporary trees that killed emits left beside
+    DIR removed by the next emit (one an emit still writes is kept); a write that fails says
+    why and leaves nothing behind."""
+    import fcntl
+    import resource
+    import signal
+    import stat
+    prof = os.path.join(tmp, "cpu.json")
+    base = os.path.join(tmp, "targets")
+    os.mkdir(base)
+
+    def emit(target, ok=True, pre=None):
+        return run([ft, "emit", prof, "--backend", "cpu", "--format", "package", "-o", target,
+                    "--prefix", "tk"], ok=ok, preexec_fn=pre)
+
+    def mode(path):
+        return stat.S_IMODE(os.stat(path).st_mode)
+
+    new = os.path.join(base, "new")
+    emit(new, pre=lambda: os.umask(0o022))
+    if mode(new) != 0o755 or mode(os.path.join(new, "src")) != 0o755:
+        fail(f"umask 022: the package is {mode(new):o}, src/ {mode(os.path.join(new, 'src')):o}")
+    kept = os.path.join(base, "kept")
+    os.mkdir(kept)
+    os.chmod(kept, 0o750)
+    emit(kept, pre=lambda: os.umask(0o022))
+    if mode(kept) != 0o750 or not os.path.isfile(os.path.join(kept, "include", "tk.h")):
+        fail(f"an existing empty DIR: mode {mode(kept):o} (expected 750), or no package in it")
+    real, link = os.path.join(base, "real"), os.path.join(base, "link")
+    os.mkdir(real)
+    os.symlink(real, link)
+    r = emit(link, ok=False)
+    if r.returncode != 0 or not os.path.islink(link) or \
+            not os.path.isfile(os.path.join(real, "include", "tk.h")):
+        fail(f"-o a link to an empty directory: exit {r.returncode}, '{r.stderr.strip()}'")
+    # Killed emits leave their temporary trees; the next emit to that DIR removes them, but not
+    # one another emit still holds.
+    stale = os.path.join(base, ".again.tmp-abc123")
+    os.makedirs(os.path.join(stale, "src"))
+    busy = os.path.join(base, ".again.tmp-xyz789")
+    os.mkdir(busy)
+    fd = os.open(busy, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    emit(os.path.join(base, "again"))
+    os.close(fd)
+    left = sorted(n for n in os.listdir(base) if n.startswith(".again"))
+    if left != [".again.tmp-xyz789"]:
+        fail(f"stale temporary trees beside DIR after a new emit: {left}")
+    # An emit killed mid-write: its sources are a tree whose loss kernel is a FIFO nobody writes,
+    # so it waits there with its temporary tree half written.
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    slow = os.path.join(tmp, "slow-src")
+    os.makedirs(os.path.join(slow, "kernels", "loss"))
+    for d in ("core", "include"):
+        os.symlink(os.path.join(source, d), os.path.join(slow, d))
+    for d in os.listdir(os.path.join(source, "kernels")):
+        if d != "loss":
+            os.symlink(os.path.join(source, "kernels", d), os.path.join(slow, "kernels", d))
+    for f in os.listdir(os.path.join(source, "kernels", "loss")):
+        if f != "loss_cpu.c":
+            os.symlink(os.path.join(source, "kernels", "loss", f),
+                       os.path.join(slow, "kernels", "loss", f))
+    os.mkfifo(os.path.join(slow, "kernels", "loss", "loss_cpu.c"))
+    p = subprocess.Popen([ft, "emit", prof, "--backend", "cpu", "--format", "package", "-o",
+                          os.path.join(base, "killed"), "--prefix", "tk"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, FLARETUNE_SOURCE_DIR=slow))
+    deadline = time.time() + 60
+    while time.time() < deadline and p.poll() is None and \
+            not os.path.isdir(os.path.join(base, "killed")) and \
+            not [n for n in os.listdir(base) if n.startswith(".killed.tmp-")]:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    p.kill()
+    p.wait()
+    if not [n for n in os.listdir(base) if n.startswith(".killed.tmp-")]:
+        fail(f"the emit to kill did not reach its temporary tree: {os.listdir(base)}")
+    emit(os.path.join(base, "killed"))
+    left = [n for n in os.listdir(base) if n.startswith(".killed")]
+    if left:
+        fail(f"a killed emit's temporary tree outlived the next emit: {left}")
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    full = os.path.join(base, "full")
+    r = emit(full, ok=False, pre=small_files)
+    msg = r.stderr.strip()
+    if r.returncode == 0 or "write failed: File too large" not in msg or "\n" in msg:
+        fail(f"a write that fails: exit {r.returncode}, message '{msg}'")
+    if [n for n in os.listdir(base) if n.startswith(".full") or n == "full"]:
+        fail(f"a write that fails left something: {os.listdir(base)}")
+    with open("/dev/full", "w") as devfull:
+        r = subprocess.run([ft, "emit", prof, "--format", "c-header"], stdout=devfull,
+                           stderr=subprocess.PIPE, text=True)
+    if r.returncode == 0 or "No space left on device" not in r.stderr:
+        fail(f"emit to a full stdout: exit {r.returncode}, '{r.stderr.strip()}'")
 
 
 def main():
@@ -461,6 +582,7 @@ def main():
         p, ins = test_cpu(np, a.flaretune, tmp)
         test_bad_input(p, ins, tmp)
         test_refusals(a.flaretune, tmp, a.source)
+        test_target(a.flaretune, tmp)
         test_every_op(np, a.flaretune, tmp)
         t_cpu = time.time() - t0
         test_cuda(np, a.flaretune, tmp, a.source)

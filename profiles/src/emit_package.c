@@ -24,7 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda/cuda_backend.h"
@@ -194,6 +198,7 @@ typedef struct pkg {
     int nops;
     int fam[PKG_NFAMILIES]; /* 1 for a family the package copies */
     char tmp[4096];         /* the tree being written */
+    int tmp_fd;             /* open on it, holding its flock while it is written (-1: none) */
     int cuda;               /* backend cuda: the modules of each entry, for arch */
     char arch[32];
     ft_cuda_module_spec *mods; /* [n][PKG_MAX_MODULES] */
@@ -527,10 +532,15 @@ static FILE *pkg_open(const pkg *k, const char *rel, char *path, size_t n, ft_er
     return f;
 }
 
+/* Close a file of the tree; a write that failed (now or before: a full disk, a file size limit)
+ * is an error that says why. */
 static ft_status pkg_close(FILE *f, const char *path, ft_err *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return ft_err_set(err, FT_EIO, "%s: write failed", path);
-    return FT_OK;
+    int before = errno, bad = ferror(f), e = 0;
+    if (fflush(f) != 0) e = errno; /* the buffered bytes, tried again: the reason, again */
+    if (fclose(f) != 0 && !e) e = errno;
+    if (!bad && !e) return FT_OK;
+    return ft_err_set(err, FT_EIO, "%s: write failed: %s", path,
+                      strerror(e ? e : before ? before : EIO));
 }
 
 /* Copy root/rel to the tree's src/rel. */
@@ -1187,8 +1197,10 @@ static ft_status compile_cubin(pkg *k, int i, int j, void **out, size_t *size, f
     snprintf(rel, sizeof rel, "cubin/b%d_m%d.%s.cubin", i, j, k->arch);
     FILE *f = pkg_open(k, rel, path, sizeof path, err);
     int short_write = f && fwrite(r.cubin, 1, r.cubin_size, f) != r.cubin_size;
+    int why = errno;
     s = f ? pkg_close(f, path, err) : (err ? err->status : FT_EIO);
-    if (!s && short_write) s = ft_err_set(err, FT_EIO, "%s: write failed", path);
+    if (!s && short_write)
+        s = ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(why ? why : EIO));
     if (!s) {
         *out = r.cubin;
         *size = r.cubin_size;
@@ -1873,9 +1885,12 @@ static ft_status check_prefix(const pkg *k, ft_err *err) {
                                                  : pkg_families[(l - 3) / 2].files;
         for (int i = 0; files[i] && !where; i++) {
             char path[4096];
+            struct stat st;
             snprintf(path, sizeof path, "%s/%s", ft_source_root(), files[i]);
+            /* Sources only: what is missing or not a file, the copy says. */
+            if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
             FILE *f = fopen(path, "rb");
-            if (!f) continue; /* the copy says what is missing */
+            if (!f) continue;
             size_t len = 0, cap = 0, got = 1;
             while (got) {
                 if (cap - len < 65536) {
@@ -1912,11 +1927,21 @@ static ft_status check_prefix(const pkg *k, ft_err *err) {
                       k->P, starts, where, found);
 }
 
-/* dir must not exist, or be an empty directory. */
-static ft_status check_target(const char *dir, ft_err *err) {
-    struct stat st;
-    if (stat(dir, &st) != 0)
+/* dir must not exist, or be an empty directory (a link to one is followed: *real is then the
+ * directory it names, else dir itself). *mode: an existing directory's permissions, which the
+ * package keeps (-1: none; the new directory then gets the umask's). */
+static ft_status check_target(const char *dir, char *real, size_t n, int *mode, ft_err *err) {
+    struct stat st, lst;
+    *mode = -1;
+    snprintf(real, n, "%s", dir);
+    if (!dir[0]) return ft_err_set(err, FT_EINVAL, "-o: the directory's path is empty");
+    if (lstat(dir, &lst) != 0)
         return errno == ENOENT ? FT_OK : ft_err_set(err, FT_EIO, "%s: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0)
+        return ft_err_set(err, FT_EIO, "%s is a symbolic link to %s", dir,
+                          errno == ENOENT ? "nothing (a dangling link): remove it or name a "
+                                            "directory"
+                                          : strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return ft_err_set(err, FT_EIO, "%s exists and is not a directory", dir);
     DIR *d = opendir(dir);
@@ -1926,11 +1951,48 @@ static ft_status check_target(const char *dir, ft_err *err) {
     while (empty && (de = readdir(d)) != NULL)
         empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
     closedir(d);
-    return empty ? FT_OK
-                 : ft_err_set(err, FT_EIO, "%s exists and is not empty (nothing written)", dir);
+    if (!empty) return ft_err_set(err, FT_EIO, "%s exists and is not empty (nothing written)", dir);
+    if (S_ISLNK(lst.st_mode)) {
+        char *r = realpath(dir, NULL);
+        if (!r) return ft_err_set(err, FT_EIO, "%s: %s", dir, strerror(errno));
+        if (strlen(r) >= n) {
+            free(r);
+            return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
+        }
+        snprintf(real, n, "%s", r);
+        free(r);
+    }
+    *mode = (int)(st.st_mode & 07777);
+    return FT_OK;
 }
 
-/* A fresh temporary directory beside dir (its parent made). */
+/* Temporary trees of earlier emits to the same target that ended without removing theirs
+ * (killed): `.BASE.tmp-XXXXXX` beside it, a directory of this user that no process holds (an
+ * emit holds its own tree's flock until it is renamed into place or removed). */
+static void remove_stale(const char *parent, const char *base) {
+    DIR *d = opendir(parent);
+    if (!d) return;
+    char stem[512];
+    snprintf(stem, sizeof stem, ".%s.tmp-", base);
+    size_t sl = strlen(stem);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *nm = de->d_name;
+        if (strncmp(nm, stem, sl) != 0 || strlen(nm) != sl + 6) continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", parent, nm) >= (int)sizeof path) continue;
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) remove_tree(path);
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* A fresh temporary directory beside dir (its parent made), locked, after the stale ones of
+ * killed emits are removed. It is made as mkdir makes a directory (the umask's permissions). */
 static ft_status make_tmp(pkg *k, const char *dir, ft_err *err) {
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", dir);
@@ -1941,19 +2003,39 @@ static ft_status make_tmp(pkg *k, const char *dir, ft_err *err) {
     const char *base = slash ? slash + 1 : parent;
     if (!base[0] || !strcmp(base, ".") || !strcmp(base, ".."))
         return ft_err_set(err, FT_EINVAL, "%s: name a new directory", dir);
-    if (snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent, base) >=
-        (int)sizeof k->tmp - 64)
+    if (strlen(base) > 200 ||
+        snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent,
+                 base) >= (int)sizeof k->tmp - 64)
         return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
-    if (slash && slash != parent) {
-        *slash = '\0';
-        ft_status s = ft_dir_make(parent, err);
+    char where[4096]; /* the parent */
+    if (!slash) {
+        snprintf(where, sizeof where, ".");
+    } else if (slash == parent) {
+        snprintf(where, sizeof where, "/");
+    } else {
+        snprintf(where, sizeof where, "%.*s", (int)(slash - parent), parent);
+        ft_status s = ft_dir_make(where, err);
         if (s) return s;
     }
-    if (!mkdtemp(k->tmp)) {
-        k->tmp[0] = '\0';
-        return ft_err_set(err, FT_EIO, "%s: cannot make a temporary directory beside it: %s", dir,
-                          strerror(errno));
+    remove_stale(where, base);
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    char *x = k->tmp + strlen(k->tmp) - 6;
+    uint64_t r = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)k;
+    for (int tries = 0;; tries++) {
+        for (int i = 0; i < 6; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            x[i] = digits[(r >> 33) % (sizeof digits - 1)];
+        }
+        if (mkdir(k->tmp, 0777) == 0) break;
+        if (errno != EEXIST || tries > 100) {
+            int e = errno;
+            k->tmp[0] = '\0';
+            return ft_err_set(err, FT_EIO, "%s: cannot make a temporary directory beside it: %s",
+                              dir, strerror(e));
+        }
     }
+    k->tmp_fd = open(k->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (k->tmp_fd >= 0) flock(k->tmp_fd, LOCK_EX);
     return FT_OK;
 }
 
@@ -1961,7 +2043,7 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
                                   int *nemitted, ft_err *err) {
     ft_emit_opts def = {FT_EMIT_PACKAGE, NULL, NULL, NULL, NULL};
     const ft_emit_opts *o = opts ? opts : &def;
-    pkg k = {.P = o->prefix ? o->prefix : "ft_tuned", .source = o->source};
+    pkg k = {.P = o->prefix ? o->prefix : "ft_tuned", .source = o->source, .tmp_fd = -1};
     if (nemitted) *nemitted = 0;
     if (!is_identifier(k.P))
         return ft_err_set(err, FT_EINVAL,
@@ -1969,15 +2051,21 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
                           k.P);
     for (size_t i = 0; k.P[i]; i++)
         k.U[i] = (char)toupper((unsigned char)k.P[i]);
+    char real[4096];
+    int mode = -1;
     ft_status s = check_prefix(&k, err);
-    if (!s) s = check_target(dir, err);
+    if (!s) s = check_target(dir, real, sizeof real, &mode, err);
     if (!s) s = pkg_select(p, o, &k, err);
     if (!s) s = pkg_resolve(&k, err);
-    if (!s) s = make_tmp(&k, dir, err);
+    if (!s) s = make_tmp(&k, real, err);
     if (!s) s = pkg_write_tree(&k, err);
-    if (!s && rename(k.tmp, dir) != 0)
+    /* An existing empty directory keeps its permissions; a new one has the umask's. */
+    if (!s && mode >= 0 && chmod(k.tmp, (mode_t)mode) != 0)
+        s = ft_err_set(err, FT_EIO, "%s: %s (nothing written)", k.tmp, strerror(errno));
+    if (!s && rename(k.tmp, real) != 0)
         s = ft_err_set(err, FT_EIO, "%s: %s (nothing written)", dir, strerror(errno));
     if (s && k.tmp[0]) remove_tree(k.tmp);
+    if (k.tmp_fd >= 0) close(k.tmp_fd);
     if (!s && nemitted) *nemitted = k.n;
     free(k.e);
     free(k.cfg);
