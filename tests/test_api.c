@@ -261,6 +261,12 @@ static void test_bad_use(void) {
     EXPECT_FAIL(ctx, &p, flaretune_device_alloc(ctx, 64, &dp), FLARETUNE_EUNSUPPORTED, "cpu");
     EXPECT_FAIL(ctx, &p, flaretune_load_profile(ctx, "/nonexistent/p.json", 0), FLARETUNE_EIO,
                 "no such file");
+    /* Refused before a byte is read: not read until memory runs out; an empty path says so. */
+    EXPECT_FAIL(ctx, &p, flaretune_load_profile(ctx, "/dev/zero", 0), FLARETUNE_EIO,
+                "not a regular file");
+    EXPECT_FAIL(ctx, &p, flaretune_load_profile(ctx, "/", 0), FLARETUNE_EIO, "is a directory");
+    EXPECT_FAIL(ctx, &p, flaretune_load_profile(ctx, "", 0), FLARETUNE_EINVAL,
+                "the profile path is empty");
     /* nothing ran: the outputs are as they were (zero), and the context still works */
     for (int i = 0; i < p.op->ntensors; i++)
         if (p.c.t[i] && is_output(&p, i))

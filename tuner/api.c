@@ -219,6 +219,9 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
     }
     if (flags & ~(unsigned)FLARETUNE_ANY_DEVICE)
         return fail(ctx, FLARETUNE_EINVAL, "flaretune_load_profile: unknown flags 0x%x", flags);
+    if (!path[0])
+        return fail(ctx, FLARETUNE_EINVAL,
+                    "flaretune_load_profile: the profile path is empty (NULL unloads the profile)");
     if (access(path, R_OK) != 0)
         return fail(ctx, FLARETUNE_EIO, "profile %s: cannot be read (%s)", path,
                     access(path, F_OK) == 0 ? "permission denied" : "no such file");
