@@ -252,6 +252,10 @@ static void test_bad_use(void) {
                 FLARETUNE_EINVAL, "rank");
     EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "h", &f, FLARETUNE_F32, 2, NULL, 0),
                 FLARETUNE_EINVAL, "shape");
+    /* Dimensions that each fit but whose product's bytes do not fit in 64 bits. */
+    int64_t huge[3] = {(int64_t)1 << 30, (int64_t)1 << 17, (int64_t)1 << 17};
+    EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "x", &f, FLARETUNE_F32, 3, huge, 0),
+                FLARETUNE_EINVAL, "too large");
     int64_t neg = -3;
     EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "h", &f, FLARETUNE_F32, 1, &neg, 0),
                 FLARETUNE_EINVAL, "-3");

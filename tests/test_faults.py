@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clitest  # noqa: E402
@@ -323,6 +324,15 @@ def test_set_sizes():
     one_line_error(space + ["--set", "N=2147483648"], 2, "below 2^31")
     one_line_error(space + ["--set", "N=99999999999999999999"], 2, "below 2^31")
     one_line_error(space + ["--set", "N=0"], 2, "size N")
+    # Sizes that each fit but whose products do not are refused from the sizes, at once (not
+    # after a loop over 2^31 requests).
+    t0 = time.time()
+    rc, _, err = run("step", "small.dflare.decode", "--backend", "cpu", "--set", "R=2147483647",
+                     "--set", "L=2147483647", timeout=60)
+    took = time.time() - t0
+    check(rc != 0 and "too many" in err and len(err.strip().splitlines()) == 1,
+          f"step at R = L = 2^31-1: exit {rc}, {err.strip()!r}")
+    check(took < 10, f"step at R = L = 2^31-1 took {took:.1f} s to refuse")
 
 
 # ---- profiles through links, and their modes ---------------------------------------------------

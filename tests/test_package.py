@@ -378,6 +378,11 @@ def test_bad_input(p, ins, tmp):
                  ["tensor 'f' is NULL"], "a NULL output")
     expect_error(p, "fusion.dflare", None, [300, 0, 64, 3], ok, ["size T = 0"], "a zero size")
     expect_error(p, "fusion.dflare", None, [300, 4, 64], ok, ["expected 4 sizes"], "three sizes")
+    # Sizes whose byte counts overflow 64 bits: refused before a kernel runs (nothing is read).
+    expect_error(p, "fusion.dflare", None, [2 ** 62, 4, 64, 3], ok, ["too large", "64 bits"],
+                 "N = 2^62")
+    expect_error(p, "fusion.dflare", None, [2 ** 30, 2 ** 17, 2 ** 17, 3], ok, ["too large"],
+                 "x of 2^64 elements")
     expect_error(p, "fusion.dflare", "bogus=1", [300, 4, 64, 3], ok, ["bogus"], "an unknown attribute")
     expect_error(p, "fusion.dflare", "backward=1", [300, 4, 64, 3],
                  [x, w, g, out, x, x, w, g], ["no entry has these attributes"], "other attributes")

@@ -321,6 +321,14 @@ static flaretune_status bind(flaretune_context *ctx, const char *name, void *dat
         if (shape[d] < 0 || shape[d] > ((int64_t)1 << 40))
             return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: '%s': dimension %d is %lld", name,
                         d, (long long)shape[d]);
+    int64_t numel;
+    if (ft_shape_numel(rank, shape, &numel)) {
+        char text[128];
+        return fail(ctx, FLARETUNE_EINVAL,
+                    "flaretune_bind: '%s': shape %s is too large: its byte count does not fit in "
+                    "64 bits",
+                    name, ft_shape_str(rank, shape, text, sizeof text));
+    }
     if (!data)
         return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: '%s': data is NULL", name);
     binding *b = find_binding(ctx, name);
