@@ -255,12 +255,17 @@ static ft_status check_entry(const json_t *j, ft_profile_entry *out, ft_err *err
         if (ft_op_sym(op, key) < 0)
             return ft_err_set(err, FT_EINVAL, "shape: %s has no size '%s'", op->name, key);
     }
+    ft_attrs av;
+    ft_attrs_default(&av);
     json_object_foreach(attrs, key, v) {
         if (!ft_op_accepts_attr(op, key))
             return ft_err_set(err, FT_EINVAL, "attrs: %s has no attribute '%s'", op->name, key);
         if (!json_is_string(v))
             return ft_err_set(err, FT_EINVAL, "attrs: '%s' should be a string, not %s", key,
                               type_name(v));
+        /* The value as `--attr` would take it: an entry no call can have is no entry. */
+        if (ft_attrs_set(&av, op, key, json_string_value(v), &e2))
+            return ft_err_set(err, FT_EINVAL, "attrs: %s", e2.msg);
     }
     const char *backend = json_string_value(be_j);
     if ((s = need(j, "", "config", NEED_OBJECT, &config, err)) ||
