@@ -278,6 +278,17 @@ def test_trace_of_a_directory():
     check(not os.path.exists(out), "trace of a directory wrote a trace")
     one_line_error(["trace", os.path.join(TMP, "no-such.jsonl"), "-o", out], 1, "no-such.jsonl")
     check(not os.path.exists(out), "trace of a missing log wrote a trace")
+    # top of a directory: refused at once, not followed forever.
+    try:
+        rc, _, err = run("top", d, timeout=20)
+        check(rc == 1 and "is a directory" in err and len(err.strip().splitlines()) == 1,
+              f"top of a directory: exit {rc}, {err.strip()!r}")
+    except subprocess.TimeoutExpired:
+        check(False, "top of a directory waited instead of refusing it")
+    # The replay backend: a directory is named as one, an empty path as missing.
+    tune = ["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--quiet", "--backend"]
+    one_line_error(tune + [f"replay:{d}"], 1, "is a directory")
+    one_line_error(tune + ["replay:"], 2, "the log's path after 'replay:' is missing")
 
 
 def test_unbounded_reads():

@@ -708,6 +708,9 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
 static ft_status tune_resolve(const char *name, const ft_op *op, const ft_backend **be,
                               ft_err *err) {
     if (!name || strncmp(name, "replay:", 7) != 0) return ft_backend_resolve(name, op, be, err);
+    if (!name[7])
+        return ft_err_set(err, FT_EINVAL,
+                          "--backend replay:LOG: the log's path after 'replay:' is missing");
     ft_status s = ft_replay_backend_open(name + 7, be, err);
     if (!s && op && !(*be)->supports(op))
         s = ft_err_set(err, FT_EUNSUPPORTED, "%s holds a landscape of another op than %s",
