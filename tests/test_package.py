@@ -633,6 +633,10 @@ static int lookup(void) {
     printf("bad %d %s\n", s, msg);
     s = tg_select("fusion.dflare", "backward=2", near, 4, &info, msg, sizeof msg);
     printf("bad %d %s\n", s, msg);
+    const long long zero[] = {0, 4, 64, 3}, neg[] = {48, 4, -5, 3};
+    int ex = -1, z = tg_lookup("fusion.dflare", NULL, zero, 4, &ex);
+    printf("sizes below 1: %d %d", z, ex);
+    printf(" %d\n", tg_lookup("fusion.dflare", NULL, neg, 4, NULL));
     return 0;
 }
 
@@ -816,6 +820,8 @@ def test_cuda(np, ft, tmp, source):
                                      ["no entry has the attributes"])):
         if not line.startswith("bad ") or line.startswith("bad 0") or not all(w in line for w in words):
             fail(f"the CUDA package's bad input: '{line}'")
+    if out[6] != "sizes below 1: -1 0 -1":
+        fail(f"the CUDA package's lookup at sizes below 1: '{out[6]}' (its header: -1)")
 
     e0, e1 = prof["entries"]
     runs = [(config_text(e0), (), [48, 4, 64, 3], 0, 1, "ce"),
