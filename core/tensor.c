@@ -50,9 +50,12 @@ int ft_shape_numel(int rank, const int64_t *shape, int64_t *out) {
     int zero = 0, over = 0;
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 0) return -1;
-        if (shape[i] == 0) zero = 1;
-        else if (!over && n > FT_MAX_NUMEL / shape[i]) over = 1;
-        else if (!over) n *= shape[i];
+        if (shape[i] == 0)
+            zero = 1;
+        else if (!over && n > FT_MAX_NUMEL / shape[i])
+            over = 1;
+        else if (!over)
+            n *= shape[i];
     }
     if (zero) n = 0, over = 0; /* no elements, however large the other sizes */
     if (over) return 1;

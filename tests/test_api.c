@@ -122,7 +122,7 @@ static void test_create_fails_cleanly(void) {
     FT_CHECK(flaretune_create(&ctx, "tpu") == FLARETUNE_EINVAL, "unknown backend");
     /* The list is the backends flaretune_create accepts, the one the docs give. */
     FT_CHECK(ctx && !strcmp(flaretune_message(ctx), "flaretune_create: unknown backend 'tpu' "
-                                                   "(cpu, cuda, cuda-emu, ref, auto)"),
+                                                    "(cpu, cuda, cuda-emu, ref, auto)"),
              "message: %s", flaretune_message(ctx));
     FT_CHECK(flaretune_run(ctx, "linear", NULL, NULL) == FLARETUNE_EINVAL, "run on failed ctx");
     FT_CHECK(strstr(flaretune_message(ctx), "not created") != NULL, "%s", flaretune_message(ctx));
@@ -261,8 +261,8 @@ static void test_bad_use(void) {
                 FLARETUNE_EINVAL, "shape");
     /* Dimensions that each fit but whose product's bytes do not fit in 64 bits. */
     int64_t huge[3] = {(int64_t)1 << 30, (int64_t)1 << 17, (int64_t)1 << 17};
-    EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "x", &f, FLARETUNE_F32, 3, huge, 0),
-                FLARETUNE_EINVAL, "too large");
+    EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "x", &f, FLARETUNE_F32, 3, huge, 0), FLARETUNE_EINVAL,
+                "too large");
     int64_t neg = -3;
     EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "h", &f, FLARETUNE_F32, 1, &neg, 0),
                 FLARETUNE_EINVAL, "-3");

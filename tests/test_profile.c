@@ -331,8 +331,8 @@ static void test_per_entry_validation(void) {
 static void test_attr_values(void) {
     ft_err err = {0};
     json_t *eps = dflare_entry(2048, 2e-3), *scheme = loss_entry("ref", 512, "bogus", 1e-3),
-           *block = loss_entry("ref", 1024, "dpace", 1e-3), *good = loss_entry("ref", 4096,
-                                                                               "dpace", 1e-3);
+           *block = loss_entry("ref", 1024, "dpace", 1e-3),
+           *good = loss_entry("ref", 4096, "dpace", 1e-3);
     json_object_set_new(json_object_get(eps, "attrs"), "eps", json_string("abc"));
     json_object_set_new(json_object_get(block, "attrs"), "B", json_string("0"));
     save_doc(path_in("attrs.json"), doc_of(json_pack("[o, o, o, o]", eps, scheme, block, good)));
@@ -343,9 +343,9 @@ static void test_attr_values(void) {
              "1 entry, 3 skipped: %d, %d", ft_profile_count(p), ft_profile_skipped_count(p));
     FT_CHECK(warning_has(p, "entries[0] (fusion.dflare on ref, N=2048", "attribute eps: 'abc'"),
              "eps abc");
-    FT_CHECK(warning_has(p, "entries[1] (loss on ref, M=512", "attribute scheme: unknown value "
-                                                             "'bogus'"),
-             "scheme bogus");
+    FT_CHECK(
+        warning_has(p, "entries[1] (loss on ref, M=512", "attribute scheme: unknown value 'bogus'"),
+        "scheme bogus");
     FT_CHECK(warning_has(p, "entries[2] (loss on ref, M=1024", "attribute B: 0 is out of range"),
              "B 0");
     for (int i = 0; i < ft_profile_warning_count(p); i++)

@@ -154,13 +154,14 @@ static ssize_t read_line(FILE *f, char **buf, size_t *cap, size_t max) {
 static ft_status check_readable(const char *path, ft_err *err) {
     struct stat sb;
     if (!path[0]) return ft_err_set(err, FT_EINVAL, "the event log's path is empty");
-    if (stat(path, &sb) != 0) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path,
-                                                strerror(errno));
+    if (stat(path, &sb) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode))
         return ft_err_set(err, FT_EIO, "%s is a directory, not an event log", path);
     if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
-        return ft_err_set(err, FT_EIO, "%s is not a regular file (a device or socket): not an "
-                                       "event log",
+        return ft_err_set(err, FT_EIO,
+                          "%s is not a regular file (a device or socket): not an "
+                          "event log",
                           path);
     return FT_OK;
 }

@@ -21,11 +21,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <stdint.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -238,6 +238,7 @@ static void op_ident(const ft_op *op, char *buf, size_t n) {
 
 /* The keywords of C (C11, C23) and C++ (C++20, the alternative operator tokens among them): the
  * header compiles as either, so no field may be named like one. */
+/* clang-format off */
 static const char *const c_keywords[] = {
     "_Alignas", "_Alignof", "_Atomic", "_BitInt", "_Bool", "_Complex", "_Decimal128",
     "_Decimal32", "_Decimal64", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
@@ -253,6 +254,7 @@ static const char *const c_keywords[] = {
     "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "typeof",
     "typeof_unqual", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
     "while", "xor", "xor_eq", NULL};
+/* clang-format on */
 
 static int is_keyword(const char *s) {
     for (int i = 0; c_keywords[i]; i++)
@@ -539,8 +541,8 @@ static ft_status pkg_close(FILE *f, const char *path, ft_err *err) {
     if (fflush(f) != 0) e = errno; /* the buffered bytes, tried again: the reason, again */
     if (fclose(f) != 0 && !e) e = errno;
     if (!bad && !e) return FT_OK;
-    return ft_err_set(err, FT_EIO, "%s: write failed: %s", path,
-                      strerror(e ? e : before ? before : EIO));
+    if (!e) e = before ? before : EIO;
+    return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(e));
 }
 
 /* Copy root/rel to the tree's src/rel. */
@@ -1880,7 +1882,7 @@ static ft_status check_prefix(const pkg *k, ft_err *err) {
     const char *where = NULL;
     char *buf = NULL;
     for (int l = 0; l < 3 + 2 * PKG_NFAMILIES && !where; l++) {
-        const char *const *files = l < 3 ? lists[l]
+        const char *const *files = l < 3         ? lists[l]
                                    : (l - 3) % 2 ? pkg_families[(l - 3) / 2].cuda_files
                                                  : pkg_families[(l - 3) / 2].files;
         for (int i = 0; files[i] && !where; i++) {
@@ -1907,11 +1909,19 @@ static ft_status check_prefix(const pkg *k, ft_err *err) {
         }
     }
     free(buf);
-    const char *const texts[] = {ft_package_runtime_c, ft_package_cuda_runtime_c,
-                                 ft_package_cuda_run_c, ft_package_lookup_inc,
-                                 ft_package_internal_h, pkg_header_top, pkg_cmake_blas,
-                                 pkg_cmake_top, pkg_cmake_end, pkg_cuda_cmake_top,
-                                 pkg_cuda_cmake_lib, pkg_cuda_cmake_end, NULL};
+    const char *const texts[] = {ft_package_runtime_c,
+                                 ft_package_cuda_runtime_c,
+                                 ft_package_cuda_run_c,
+                                 ft_package_lookup_inc,
+                                 ft_package_internal_h,
+                                 pkg_header_top,
+                                 pkg_cmake_blas,
+                                 pkg_cmake_top,
+                                 pkg_cmake_end,
+                                 pkg_cuda_cmake_top,
+                                 pkg_cuda_cmake_lib,
+                                 pkg_cuda_cmake_end,
+                                 NULL};
     for (int i = 0; texts[i] && !where; i++)
         if (prefixed_name(texts[i], strlen(texts[i]), k, 1, found, sizeof found))
             where = "the package's generated code";
@@ -2004,8 +2014,8 @@ static ft_status make_tmp(pkg *k, const char *dir, ft_err *err) {
     if (!base[0] || !strcmp(base, ".") || !strcmp(base, ".."))
         return ft_err_set(err, FT_EINVAL, "%s: name a new directory", dir);
     if (strlen(base) > 200 ||
-        snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent,
-                 base) >= (int)sizeof k->tmp - 64)
+        snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent, base) >=
+            (int)sizeof k->tmp - 64)
         return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
     char where[4096]; /* the parent */
     if (!slash) {

@@ -166,9 +166,8 @@ void ft_cli_mpi_result_timeout(double candidate_timeout_s) {
 static ft_status w_recv(void *ctx, int w, json_t **events, ft_err *err) {
     group *g = ctx;
     *events = NULL;
-    double limit = candidate_limit_s > 0
-                       ? 2 * candidate_limit_s + 5 + (g->answered[w] ? 0 : SETUP_S)
-                       : 0;
+    double limit =
+        candidate_limit_s > 0 ? 2 * candidate_limit_s + 5 + (g->answered[w] ? 0 : SETUP_S) : 0;
     char *text = recv_text(g->ranks[w], TAG_RESULT, NULL, limit);
     if (!text)
         return ft_err_set(err, FT_EIO,

@@ -157,8 +157,10 @@ static void why_default(const char *profile, const ft_call *c, const ft_backend 
     for (int i = 0; i < ft_profile_count(p); i++) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
         if (e->op != c->op || strcmp(e->backend, be->name) || strcmp(e->device, device)) continue;
-        if (json_equal((json_t *)e->attrs, want)) same = 1;
-        else if (!other) other = e;
+        if (json_equal((json_t *)e->attrs, want))
+            same = 1;
+        else if (!other)
+            other = e;
     }
     if (!same && !other) {
         snprintf(buf, n, "the profile has no %s entry for %s on this device", c->op->name,
@@ -176,8 +178,9 @@ static void why_default(const char *profile, const ft_call *c, const ft_backend 
         char why[256] = "";
         if (e && ft_config_from_json(sp, e->config, &cfg, NULL) == FT_OK &&
             !ft_space_runnable(sp, c, &cfg, why, sizeof why))
-            snprintf(buf, n, "the profile's nearest %s entry has a config that cannot run at these "
-                             "sizes: %s",
+            snprintf(buf, n,
+                     "the profile's nearest %s entry has a config that cannot run at these "
+                     "sizes: %s",
                      c->op->name, why);
     }
     json_decref(want);

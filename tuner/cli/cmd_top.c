@@ -45,8 +45,9 @@ static int run(int argc, char **argv) {
                            "followed)",
                            argv[1]);
     if (stat(argv[1], &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
-        return ft_cli_fail(FT_EXIT_FAIL, "top: %s is not a regular file (a device or socket): "
-                                         "not an event log",
+        return ft_cli_fail(FT_EXIT_FAIL,
+                           "top: %s is not a regular file (a device or socket): "
+                           "not an event log",
                            argv[1]);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

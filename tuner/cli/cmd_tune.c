@@ -1086,8 +1086,7 @@ static void run_key(const tuning *T, char *buf, size_t n) {
             ft_call_dims_str(&c, dims, sizeof dims);
         for (int a = 0; jb->op->attrs[a]; a++) {
             size_t used = strlen(attrs);
-            snprintf(attrs + used, sizeof attrs - used, "%s%s=", used ? "," : "",
-                     jb->op->attrs[a]);
+            snprintf(attrs + used, sizeof attrs - used, "%s%s=", used ? "," : "", jb->op->attrs[a]);
             used = strlen(attrs);
             ft_attrs_format(&c.attrs, jb->op->attrs[a], attrs + used, sizeof attrs - used);
         }
