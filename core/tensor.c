@@ -45,15 +45,32 @@ void *ft_alloc(size_t bytes) {
 
 void ft_free(void *p) { free(p); }
 
-int64_t ft_tensor_numel(const ft_tensor *t) {
+int ft_shape_numel(int rank, const int64_t *shape, int64_t *out) {
     int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        n *= t->shape[i];
-    return n;
+    int zero = 0, over = 0;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0) return -1;
+        if (shape[i] == 0)
+            zero = 1;
+        else if (!over && n > FT_MAX_NUMEL / shape[i])
+            over = 1;
+        else if (!over)
+            n *= shape[i];
+    }
+    if (zero) n = 0, over = 0; /* no elements, however large the other sizes */
+    if (over) return 1;
+    *out = n;
+    return 0;
+}
+
+int64_t ft_tensor_numel(const ft_tensor *t) {
+    int64_t n;
+    return ft_shape_numel(t->rank, t->shape, &n) ? -1 : n;
 }
 
 size_t ft_tensor_nbytes(const ft_tensor *t) {
-    return (size_t)ft_tensor_numel(t) * ft_dtype_size(t->dtype);
+    int64_t n = ft_tensor_numel(t);
+    return n < 0 ? 0 : (size_t)n * ft_dtype_size(t->dtype);
 }
 
 ft_status ft_tensor_new(ft_dtype dt, int rank, const int64_t *shape, ft_tensor **out, ft_err *err) {
@@ -61,11 +78,14 @@ ft_status ft_tensor_new(ft_dtype dt, int rank, const int64_t *shape, ft_tensor *
     if (rank < 0 || rank > FT_MAX_RANK)
         return ft_err_set(err, FT_EINVAL, "tensor rank %d is outside 0..%d", rank, FT_MAX_RANK);
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
-        if (shape[i] < 0) return ft_err_set(err, FT_EINVAL, "negative tensor dimension");
-        if (shape[i] && n > INT64_MAX / 16 / shape[i])
-            return ft_err_set(err, FT_ENOMEM, "tensor of this shape is too large to address");
-        n *= shape[i];
+    int bad = ft_shape_numel(rank, shape, &n);
+    if (bad < 0) return ft_err_set(err, FT_EINVAL, "negative tensor dimension");
+    if (bad) {
+        char s[128];
+        return ft_err_set(err, FT_ENOMEM,
+                          "a tensor of shape %s is too large to address (its bytes do not fit in "
+                          "64 bits)",
+                          ft_shape_str(rank, shape, s, sizeof s));
     }
     ft_tensor *t = calloc(1, sizeof *t);
     if (!t) return ft_err_set(err, FT_ENOMEM, "out of memory");

@@ -153,6 +153,29 @@ BENCH_KEYS = ["op", "preset", "backend", "config", "median_s", "iqr_s", "samples
               "flops", "gbps", "gflops", "roofline_s", "roofline_frac", "peak_extra_bytes"]
 
 
+def test_exec_profile_why():
+    """exec --profile says where its config came from (README), and when the profile gave none,
+    why: no entry of the op here, or entries with other attributes (which)."""
+    with tempfile.TemporaryDirectory() as d:
+        prof = os.path.join(d, "p.json")
+        rc, _, err = run("tune", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                         "--budget", "1", "--confirm", "1", "--max-time", "0.003", "--profile",
+                         prof, "--quiet")
+        check(rc == 0, f"a one-candidate tune writes a profile: {err.strip()}")
+        base = ["exec", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu", "--profile",
+                prof]
+        rc, out, err = run(*base)
+        check(rc == 0 and "  from profile\n" in out, f"the entry's attributes: from profile: {out!r}")
+        rc, out, err = run(*base, "--attr", "scheme=dpace")
+        check(rc == 0 and "from default (the profile's loss entries for cpu on this device have "
+              "other attributes: scheme=decay (this call: dpace))" in out,
+              f"other attributes: the default, and why: {out!r}")
+        rc, out, err = run("exec", "linear", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                           "--profile", prof)
+        check(rc == 0 and "from default (the profile has no linear entry for cpu on this device)"
+              in out, f"no entry of the op: the default, and why: {out!r}")
+
+
 def test_bench():
     for op in OPS:
         preset = "tiny.dflare.decode" if op == "attention.decode" else "tiny.dflare.train"
@@ -341,7 +364,8 @@ def main():
                         (test_help, test_help_says_what_commands_take,
                          test_ctypes_example_without_numpy,
                          test_version_and_blas_core, test_list, test_space,
-                         test_exec_config_errors, test_bench, test_device_backends,
+                         test_exec_config_errors, test_exec_profile_why, test_bench,
+                         test_device_backends,
                          test_tune_jobs, test_tune_predict))
 
 

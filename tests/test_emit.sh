@@ -46,7 +46,7 @@ DEV='cpu: Test \"Gold\" ??= x 16 (SkylakeX) \u00b5\\'
     echo ','
     entry loss ref "$DEV" '{"M": 4096, "H": 1024, "V": 32768}' '{"scheme": "dpace"}' '{}' 0.008
     echo ','
-    entry loss ref "$DEV" '{"M": 512, "H": 1024, "V": 32768}' '{"scheme": "dflare"}' '{}' 0.002
+    entry loss ref "$DEV" '{"M": 512, "H": 1024, "V": 32768}' '{"scheme": "uniform"}' '{}' 0.002
     echo ','
     entry loss other 'other: X1' '{"M": 512, "H": 1024, "V": 32768}' '{"scheme": "dpace"}' \
         '{"BM": 64, "layout": "row"}' 0.0001
@@ -105,7 +105,7 @@ int main(void) {
     CHECK(e && exact == 0 && e->median_s == 0.008);
     e = ft_tuned_lookup_v("loss", "ref", NULL, "scheme=dpace", v512, 1, &exact);
     CHECK(e && exact == 0 && e->median_s == 0.001); /* sizes left out: never exact */
-    e = ft_tuned_lookup("loss", "ref", NULL, "scheme=dflare", at512, 3, &exact);
+    e = ft_tuned_lookup("loss", "ref", NULL, "scheme=uniform", at512, 3, &exact);
     CHECK(e && exact == 1 && e->median_s == 0.002);
     e = ft_tuned_lookup("loss", NULL, "other: X1", NULL, at512, 3, &exact);
     CHECK(e && exact == 1 && strcmp(e->backend, "other") == 0);

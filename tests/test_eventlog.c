@@ -69,6 +69,34 @@ static void test_torn_and_damaged(void) {
     FT_CHECK(ft_eventlog_read("/nonexistent/log", &evs, &torn, &err) == FT_EIO, "missing file");
 }
 
+/* What is no log is refused before it is read, a line past the cap and a read error are errors
+ * (not the end of the log). */
+static void test_refused(void) {
+    json_t *evs = NULL;
+    int torn;
+    ft_err err = {0};
+    FT_CHECK(ft_eventlog_read("/dev/zero", &evs, &torn, &err) == FT_EIO &&
+                 strstr(err.msg, "not a regular file"),
+             "/dev/zero: %s", err.msg);
+    FT_CHECK(ft_eventlog_read("/tmp", &evs, &torn, &err) == FT_EIO &&
+                 strstr(err.msg, "is a directory"),
+             "a directory: %s", err.msg);
+    FT_CHECK(ft_eventlog_read("/proc/self/mem", &evs, &torn, &err) == FT_EIO &&
+                 strstr(err.msg, "read failed"),
+             "a read error: %s", err.msg);
+    char big[80];
+    snprintf(big, sizeof big, "%s.long", path);
+    FILE *f = fopen(big, "w");
+    FT_CHECK(f && fputs("{\"event\":\"run_start\"}\n", f) >= 0, "write");
+    fclose(f);
+    FT_CHECK(truncate(big, FT_EVENT_LINE_MAX + 64) == 0, "truncate");
+    FT_CHECK(ft_eventlog_read(big, &evs, &torn, &err) == FT_EFORMAT && strstr(err.msg, ":2:") &&
+                 strstr(err.msg, "longer than"),
+             "a line past the cap: %s", err.msg);
+    FT_CHECK(evs == NULL, "no events on an error");
+    unlink(big);
+}
+
 /* A synthetic run with one measured candidate whose last batch ran two kernels. */
 static void test_trace_kernels(void) {
     const double t0 = 1.7e9;
@@ -145,6 +173,7 @@ int main(void) {
     snprintf(path, sizeof path, "/tmp/ft_test_eventlog.%d.jsonl", (int)getpid());
     FT_RUN(test_write_read);
     FT_RUN(test_torn_and_damaged);
+    FT_RUN(test_refused);
     FT_RUN(test_trace_kernels);
     unlink(path);
     return ft_test_finish();

@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clitest  # noqa: E402
@@ -277,6 +278,46 @@ def test_trace_of_a_directory():
     check(not os.path.exists(out), "trace of a directory wrote a trace")
     one_line_error(["trace", os.path.join(TMP, "no-such.jsonl"), "-o", out], 1, "no-such.jsonl")
     check(not os.path.exists(out), "trace of a missing log wrote a trace")
+    # top of a directory: refused at once, not followed forever.
+    try:
+        rc, _, err = run("top", d, timeout=20)
+        check(rc == 1 and "is a directory" in err and len(err.strip().splitlines()) == 1,
+              f"top of a directory: exit {rc}, {err.strip()!r}")
+    except subprocess.TimeoutExpired:
+        check(False, "top of a directory waited instead of refusing it")
+    # The replay backend: a directory is named as one, an empty path as missing.
+    tune = ["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--quiet", "--backend"]
+    one_line_error(tune + [f"replay:{d}"], 1, "is a directory")
+    one_line_error(tune + ["replay:"], 2, "the log's path after 'replay:' is missing")
+
+
+def test_unbounded_reads():
+    """A profile or event log is stat'ed before it is read (a device is refused in one line, not
+    read until memory runs out), read with a cap (docs/profiles.md, docs/events.md), and a read
+    error is an error, not the end of the file."""
+    out = os.path.join(TMP, "zero.trace.json")
+    for args in (["show", "/dev/zero"], ["emit", "/dev/zero"], ["trace", "/dev/zero", "-o", out]):
+        one_line_error(args, 1, "not a regular file")
+        if not SANITIZED:  # under a memory limit too: refused, never an empty result
+            p = subprocess.run([clitest.FT, *args], capture_output=True, text=True,
+                               preexec_fn=limited_address_space, timeout=120)
+            check(p.returncode == 1 and "not a regular file" in p.stderr,
+                  f"{args} under a 3 GiB limit: exit {p.returncode}, {p.stderr.strip()!r}")
+    check(not os.path.exists(out), "trace of /dev/zero wrote a trace")
+    d = tempfile.mkdtemp(dir=TMP, prefix="profdir.")
+    one_line_error(["show", d], 1, "is a directory")
+    # Past the caps: a profile of 65 MiB, a log line of 17 MiB (sparse files: no disk).
+    big = os.path.join(TMP, "big.json")
+    with open(big, "wb") as f:
+        f.truncate(65 << 20)
+    one_line_error(["show", big], 1, "more than a profile may have")
+    long_line = os.path.join(TMP, "long.jsonl")
+    with open(long_line, "wb") as f:
+        f.truncate(17 << 20)
+    one_line_error(["trace", long_line, "-o", out], 1, "longer than 16 MiB")
+    # A read error (reading this process's memory at address 0: EIO) is not an empty log.
+    one_line_error(["trace", "/proc/self/mem", "-o", out], 1, "read failed")
+    check(not os.path.exists(out), "a log that failed to read gave a trace")
 
 
 def test_set_sizes():
@@ -294,6 +335,15 @@ def test_set_sizes():
     one_line_error(space + ["--set", "N=2147483648"], 2, "below 2^31")
     one_line_error(space + ["--set", "N=99999999999999999999"], 2, "below 2^31")
     one_line_error(space + ["--set", "N=0"], 2, "size N")
+    # Sizes that each fit but whose products do not are refused from the sizes, at once (not
+    # after a loop over 2^31 requests).
+    t0 = time.time()
+    rc, _, err = run("step", "small.dflare.decode", "--backend", "cpu", "--set", "R=2147483647",
+                     "--set", "L=2147483647", timeout=60)
+    took = time.time() - t0
+    check(rc != 0 and "too many" in err and len(err.strip().splitlines()) == 1,
+          f"step at R = L = 2^31-1: exit {rc}, {err.strip()!r}")
+    check(took < 10, f"step at R = L = 2^31-1 took {took:.1f} s to refuse")
 
 
 # ---- profiles through links, and their modes ---------------------------------------------------
@@ -387,7 +437,8 @@ def main():
         TMP = tmp
         code = clitest.main(a.flaretune,
                             (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
-                             test_trace_of_a_directory, test_set_sizes, test_profile_links,
+                             test_trace_of_a_directory, test_unbounded_reads, test_set_sizes,
+                             test_profile_links,
                              test_profile_modes))
         # Modes are restored so the directory can be removed whoever runs the test.
         for root, dirs, files in os.walk(tmp):

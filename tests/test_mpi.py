@@ -11,6 +11,10 @@
   without measuring any config twice.
 - Ranks on two kinds of device tune one run per kind: a log each, a profile entry each.
 - A candidate past --candidate-timeout ends the job with one line.
+- Ranks started with another command line (other sizes, another op) are refused before any
+  work, in one line naming the first difference.
+- A stopped rank (SIGSTOP) ends the job with one line once rank 0 has waited 2 x
+  --candidate-timeout + 5 s for its result.
 
     test_mpi.py FLARETUNE
 Exits 77 when flaretune was built without MPI or mpirun is missing.
@@ -154,6 +158,71 @@ def test_timeout(work):
           "the log keeps the run")
 
 
+def test_other_command_line(work):
+    """Ranks started with other command lines (mpirun's MPMD form: A : B) would measure another
+    problem under rank 0's key: every rank's run key (ops, sizes, attributes, kernel sources)
+    is compared with rank 0's before any work, and the job ends with one line naming the first
+    difference, nothing run or written."""
+    root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+    common = ["--preset", "tiny.dflare.train", "--confirm", "1", "--quiet", "--backend", "cpu",
+              "--budget", "4", "--max-time", "0.003"]
+    for name, other, words in (
+            ("sizes", ["tune", "fusion.dflare", *common, "--set", "N=4800"],
+             ["rank 1 was started with another run than rank 0", "sizes: N=4800",
+              "rank 0 has N=48 "]),
+            ("op", ["tune", "loss", *common], ["rank 1 was started with another run",
+                                              "op: loss", "rank 0 has fusion.dflare"])):
+        log = os.path.join(work, f"other-{name}.jsonl")
+        cmd = ["mpirun", *root, "--oversubscribe", "-np", "1", FT, "tune", "fusion.dflare",
+               *common, "--log", log, ":", "-np", "2", FT, *other, "--log", log]
+        r = run(cmd, timeout=120)
+        ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
+        check(r.returncode != 0 and len(ours) == 1 and all(w in ours[0] for w in words),
+              f"workers with another {name}: exit {r.returncode}, one line naming it ({ours})")
+        check(not os.path.exists(log), f"workers with another {name}: nothing was logged")
+
+
+def test_stopped_rank(work):
+    """A rank stopped (SIGSTOP) mid-run sends no result: with --candidate-timeout 3, rank 0
+    gives up waiting (2 x 3 + 5 s) and ends the job with one line rather than hang."""
+    log = os.path.join(work, "stopped.jsonl")
+    cmd = mpirun(3, *TUNE, "--backend", "cpu", "--strategy", "random", "--budget", "60",
+                 "--max-time", "0.01", "--candidate-timeout", "3", "--log", log)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    # Once rank 2 has sent a result (its start is behind it), stop it.
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(log) and any(e["event"] == "measured" and e.get("rank") == 2
+                                       for e in events(log)):
+            break
+        time.sleep(0.1)
+    victims = rank_pids(2)
+    for pid in victims:
+        os.kill(pid, signal.SIGSTOP)
+    t0 = time.time()
+    try:
+        _, err = p.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        err += "\n(hung: killed after 90 s)"
+    took = time.time() - t0
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    # Rank 0's one line; the stopped rank, woken by mpirun to be ended, may add its own alarm's
+    # line when it was stopped mid-candidate (true: that candidate took too long).
+    ours = [l for l in err.splitlines() if l.startswith("flaretune:")]
+    rank0 = [l for l in ours if "sent no result" in l]
+    others = [l for l in ours if "sent no result" not in l and
+              "a candidate took longer than --candidate-timeout" not in l]
+    check(victims and p.returncode != 0 and took < 60 and len(rank0) == 1 and
+          "rank 2 sent no result" in rank0[0] and not others,
+          f"a stopped rank ends the job (rc {p.returncode}, {took:.0f} s, {ours})")
+
+
 def test_two_devices(work):
     """Two kinds of device in one job (here: the same CPU with OpenBLAS on two cores, which
     the fingerprint tells apart): one run per kind, one log each, one profile entry each."""
@@ -196,6 +265,8 @@ def main():
         test_kill(work)
         test_two_devices(work)
         test_timeout(work)
+        test_other_command_line(work)
+        test_stopped_rank(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if failures:

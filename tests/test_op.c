@@ -167,7 +167,30 @@ static void test_shape_errors(void) {
     ft_tensor flat_x = ft_tensor_wrap(FT_F32, 2, flat, x->data);
     c.t[0] = &flat_x;
     expect_bind_error(&c, "expected 3 dims [N,T,H]", "x of rank 2");
+    /* Sizes whose products do not fit in 64 bits are refused before a kernel indexes with
+     * them: an input's ([2^30, 2^17, 2^17]: 2^64 elements), and an output's (f = [D, N, H] of
+     * inputs that each fit: D = 2^30, N = H = 2^20). Nothing is read from these shapes. */
+    int64_t huge[3] = {(int64_t)1 << 30, (int64_t)1 << 17, (int64_t)1 << 17};
+    ft_tensor huge_x = ft_tensor_wrap(FT_F32, 3, huge, x->data);
+    c.t[0] = &huge_x;
+    c.attrs.backward = 0;
+    expect_bind_error(&c, "input 'x' of shape [1073741824, 131072, 131072] is too large",
+                      "x of 2^64 elements");
+    FT_CHECK(ft_tensor_numel(&huge_x) == -1 && ft_tensor_nbytes(&huge_x) == 0,
+             "ft_tensor_numel of 2^64 elements: %lld", (long long)ft_tensor_numel(&huge_x));
+    int64_t nh[3] = {(int64_t)1 << 20, 1, (int64_t)1 << 20}, dt[2] = {(int64_t)1 << 30, 1},
+            hh[1] = {(int64_t)1 << 20};
+    ft_tensor big_x = ft_tensor_wrap(FT_F32, 3, nh, x->data),
+              big_w = ft_tensor_wrap(FT_F32, 2, dt, x->data),
+              big_g = ft_tensor_wrap(FT_F32, 1, hh, x->data), *keep_w = c.t[1], *keep_g = c.t[2];
+    c.t[0] = &big_x;
+    c.t[1] = &big_w;
+    c.t[2] = &big_g;
+    expect_bind_error(&c, "output 'f' of shape [1073741824, 1048576, 1048576] is too large",
+                      "f of 2^70 elements");
     c.t[0] = x;
+    c.t[1] = keep_w;
+    c.t[2] = keep_g;
     ft_call_free(&c);
 
     make_call(&c, "fusion.dflash", "tiny.dflash.train", 0);

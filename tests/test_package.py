@@ -58,6 +58,15 @@ static void *slurp(const char *path, size_t *n) {
 int main(int argc, char **argv) {
     char msg[512] = "";
     PFX_info info;
+    if (argc == 4 && !strcmp(argv[1], "lookup")) { /* driver lookup OP SIZES: PFX_lookup */
+        long long sz[16];
+        int n = 0, exact = -1;
+        for (char *t = strtok(argv[3], ","); t && n < 16; t = strtok(NULL, ","))
+            sz[n++] = atoll(t);
+        int e = PFX_lookup(argv[2], NULL, sz, n, &exact);
+        printf("lookup %d exact %d\n", e, exact);
+        return 0;
+    }
     if (argc == 2 && !strcmp(argv[1], "null")) {
         int s = PFX_fusion_dflare(NULL, &info, msg, sizeof msg);
         printf("status %d: %s\n", s, msg);
@@ -300,6 +309,70 @@ def test_cpu(np, ft, tmp):
     return p, ins
 
 
+# Every op's args struct, field by field, as C and as C++: attention.train's tensor "do" (a
+# keyword of both) is the field do_ (docs/emit.md, "field names").
+EVERY_OP_USE = r"""
+#include "PFX.h"
+
+int main(void) {
+    static float t[4];
+    static PFX_attention_train_args a;
+    a.q = t;
+    a.do_ = t;
+    a.dq = t;
+    a.attrs = "backward=1";
+    static PFX_fusion_dflare_args f;
+    f.x = t;
+    static PFX_loss_args l;
+    l.h = t;
+    static PFX_linear_args n;
+    n.x = t;
+    return (a.do_ == t && f.x == t && l.h == t && n.x == t) ? 0 : 1;
+}
+"""
+TRAIN_SPEC = [("q", "in"), ("k_ctx", "in"), ("v_ctx", "in"), ("k_blk", "in"), ("v_blk", "in"),
+              ("anchors", "in"), ("keep", "in"), ("o", "out"), ("lse", "out"), ("do", "none"),
+              ("dq", "none"), ("dk_ctx", "none"), ("dv_ctx", "none"), ("dk_blk", "none"),
+              ("dv_blk", "none")]
+
+
+def test_every_op(np, ft, tmp):
+    """A profile of every op (a short real tune of each at the tiny preset, as `make run`
+    writes one) gives a package that CMake builds, whose header compiles as C and C++ with every
+    op's fields, and whose attention.train equals exec's bit for bit."""
+    prof, log = os.path.join(tmp, "every.json"), os.path.join(tmp, "every.jsonl")
+    run([ft, "tune", "all", "--preset", "tiny.dflare.train", "--backend", "cpu", "--budget", "2",
+         "--confirm", "1", "--max-time", "0.003", "--profile", prof, "--log", log, "--quiet"])
+    entries = json.load(open(prof))["entries"]
+    ops = {e["op"] for e in entries}
+    if len(ops) != 7 or "attention.train" not in ops:
+        fail(f"tune all wrote entries of {sorted(ops)}, expected every op")
+    pkg = os.path.join(tmp, "every-pkg")
+    run([ft, "emit", prof, "--backend", "cpu", "--format", "package", "-o", pkg, "--prefix", "te"])
+    header = open(os.path.join(pkg, "include", "te.h")).read()
+    if "*do_;" not in header or "(tensor 'do')" not in header:
+        fail("the header does not name attention.train's tensor 'do' as the field do_")
+    os.mkdir(os.path.join(tmp, "every"))
+    p = build_package(pkg, os.path.join(tmp, "every"), "te")
+    src = os.path.join(tmp, "every", "use.c")
+    with open(src, "w") as f:
+        f.write(EVERY_OP_USE.replace("PFX", "te"))
+    inc = os.path.join(pkg, "include")
+    run([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic",
+         "-fsyntax-only", "-I", inc, src])
+    cxx = shutil.which(os.environ.get("CXX", "c++"))
+    if cxx:
+        run([cxx, "-std=c++20", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", "c++",
+             "-I", inc, src])
+    core = blas_core(ft)
+    p.env = dict(os.environ, OPENBLAS_CORETYPE=core)
+    train = [i for i, e in enumerate(entries) if e["op"] == "attention.train"][0]
+    ins, outs = exec_op(ft, "attention.train", config_text(entries[train]), tmp, "every_tr")
+    sizes = [entries[train]["shape"][s] for s in ("nseq", "S", "NB", "B", "Hq", "Hkv", "dh")]
+    check_op(np, p, "attention.train", None, sizes, ins, outs, TRAIN_SPEC,
+             os.path.join(tmp, "every"), train, 1)
+
+
 def test_bad_input(p, ins, tmp):
     x, w, g = (f"in:{os.path.join(tmp, 'fusion.dflare.' + n + '.bin')}" for n in ("x", "w", "g"))
     out = "out:" + os.path.join(tmp, "bad.got") + ":" + str(3 * 300 * 64 * 4)
@@ -308,6 +381,11 @@ def test_bad_input(p, ins, tmp):
                  ["tensor 'f' is NULL"], "a NULL output")
     expect_error(p, "fusion.dflare", None, [300, 0, 64, 3], ok, ["size T = 0"], "a zero size")
     expect_error(p, "fusion.dflare", None, [300, 4, 64], ok, ["expected 4 sizes"], "three sizes")
+    # Sizes whose byte counts overflow 64 bits: refused before a kernel runs (nothing is read).
+    expect_error(p, "fusion.dflare", None, [2 ** 62, 4, 64, 3], ok, ["too large", "64 bits"],
+                 "N = 2^62")
+    expect_error(p, "fusion.dflare", None, [2 ** 30, 2 ** 17, 2 ** 17, 3], ok, ["too large"],
+                 "x of 2^64 elements")
     expect_error(p, "fusion.dflare", "bogus=1", [300, 4, 64, 3], ok, ["bogus"], "an unknown attribute")
     expect_error(p, "fusion.dflare", "backward=1", [300, 4, 64, 3],
                  [x, w, g, out, x, x, w, g], ["no entry has these attributes"], "other attributes")
@@ -316,6 +394,17 @@ def test_bad_input(p, ins, tmp):
     got = run([p.driver, "null"], env=p.env).stdout.strip()
     if got != "status 1: fusion.dflare: args is NULL":
         fail(f"NULL args: driver said '{got}'")
+    # The lookup refuses what a run refuses (the header: -1 when the arguments are bad).
+    for sizes, want in (("48,4,64,3", "lookup 0 exact 1"), ("0,4,64,3", "lookup -1 exact 0"),
+                        ("48,4,-5,3", "lookup -1 exact 0")):
+        got = run([p.driver, "lookup", "fusion.dflare", sizes], env=p.env).stdout.strip()
+        if got != want:
+            fail(f"lookup at {sizes}: driver said '{got}', expected '{want}'")
+    # A message of the op's own checks says what to set in a call (its attrs), not a flag.
+    lt = [f"in:{os.path.join(tmp, 'loss.' + n + '.bin')}" for n in ("h", "w_lm", "labels", "mask")]
+    outs = [f"out:{os.path.join(tmp, 'bad.' + n)}:4096" for n in ("loss", "ce", "q", "w", "dh")]
+    expect_error(p, "loss", "B=16", [40, 64, 320], lt + outs + ["-"],
+                 ["whole number of blocks", "\"B=...\" in the call's attrs"], "M not whole blocks")
 
 
 def test_refusals(ft, tmp, source):
@@ -364,6 +453,117 @@ def test_refusals(ft, tmp, source):
     r = run([ft, "emit", path, "--backend", "cpu", "--format", "package"], ok=False)
     if r.returncode == 0 or "-o DIR" not in r.stderr:
         fail(f"no -o: exit {r.returncode}, message '{r.stderr.strip()}'")
+    # A prefix whose names the copied sources already use (ft: FT_OK, ft_status) is refused in
+    # one line before anything is written, rather than giving a package that does not compile.
+    for prefix in ("ft", "ft_op", "FT"):
+        r = run([ft, "emit", path, "--backend", "cpu", "--format", "package", "-o", other,
+                 "--prefix", prefix], ok=False)
+        msg = "\n".join(l for l in r.stderr.strip().splitlines() if "note:" not in l)
+        if r.returncode == 0 or f"prefix '{prefix}'" not in msg or "\n" in msg:
+            fail(f"--prefix {prefix}: exit {r.returncode}, message '{msg}'")
+        if sorted(os.listdir(parent)) != ["pkg"]:
+            fail(f"--prefix {prefix}: something was written: {os.listdir(parent)}")
+
+
+def test_target(ft, tmp):
+    """Where the package goes: the umask's permissions for a new DIR, an existing empty DIR's
+    kept; a link to an empty directory followed; temporary trees that killed emits left beside
+    DIR removed by the next emit (one an emit still writes is kept); a write that fails says
+    why and leaves nothing behind."""
+    import fcntl
+    import resource
+    import signal
+    import stat
+    prof = os.path.join(tmp, "cpu.json")
+    base = os.path.join(tmp, "targets")
+    os.mkdir(base)
+
+    def emit(target, ok=True, pre=None):
+        return run([ft, "emit", prof, "--backend", "cpu", "--format", "package", "-o", target,
+                    "--prefix", "tk"], ok=ok, preexec_fn=pre)
+
+    def mode(path):
+        return stat.S_IMODE(os.stat(path).st_mode)
+
+    new = os.path.join(base, "new")
+    emit(new, pre=lambda: os.umask(0o022))
+    if mode(new) != 0o755 or mode(os.path.join(new, "src")) != 0o755:
+        fail(f"umask 022: the package is {mode(new):o}, src/ {mode(os.path.join(new, 'src')):o}")
+    kept = os.path.join(base, "kept")
+    os.mkdir(kept)
+    os.chmod(kept, 0o750)
+    emit(kept, pre=lambda: os.umask(0o022))
+    if mode(kept) != 0o750 or not os.path.isfile(os.path.join(kept, "include", "tk.h")):
+        fail(f"an existing empty DIR: mode {mode(kept):o} (expected 750), or no package in it")
+    real, link = os.path.join(base, "real"), os.path.join(base, "link")
+    os.mkdir(real)
+    os.symlink(real, link)
+    r = emit(link, ok=False)
+    if r.returncode != 0 or not os.path.islink(link) or \
+            not os.path.isfile(os.path.join(real, "include", "tk.h")):
+        fail(f"-o a link to an empty directory: exit {r.returncode}, '{r.stderr.strip()}'")
+    # Killed emits leave their temporary trees; the next emit to that DIR removes them, but not
+    # one another emit still holds.
+    stale = os.path.join(base, ".again.tmp-abc123")
+    os.makedirs(os.path.join(stale, "src"))
+    busy = os.path.join(base, ".again.tmp-xyz789")
+    os.mkdir(busy)
+    fd = os.open(busy, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    emit(os.path.join(base, "again"))
+    os.close(fd)
+    left = sorted(n for n in os.listdir(base) if n.startswith(".again"))
+    if left != [".again.tmp-xyz789"]:
+        fail(f"stale temporary trees beside DIR after a new emit: {left}")
+    # An emit killed mid-write: its sources are a tree whose loss kernel is a FIFO nobody writes,
+    # so it waits there with its temporary tree half written.
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    slow = os.path.join(tmp, "slow-src")
+    os.makedirs(os.path.join(slow, "kernels", "loss"))
+    for d in ("core", "include"):
+        os.symlink(os.path.join(source, d), os.path.join(slow, d))
+    for d in os.listdir(os.path.join(source, "kernels")):
+        if d != "loss":
+            os.symlink(os.path.join(source, "kernels", d), os.path.join(slow, "kernels", d))
+    for f in os.listdir(os.path.join(source, "kernels", "loss")):
+        if f != "loss_cpu.c":
+            os.symlink(os.path.join(source, "kernels", "loss", f),
+                       os.path.join(slow, "kernels", "loss", f))
+    os.mkfifo(os.path.join(slow, "kernels", "loss", "loss_cpu.c"))
+    p = subprocess.Popen([ft, "emit", prof, "--backend", "cpu", "--format", "package", "-o",
+                          os.path.join(base, "killed"), "--prefix", "tk"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, FLARETUNE_SOURCE_DIR=slow))
+    deadline = time.time() + 60
+    while time.time() < deadline and p.poll() is None and \
+            not os.path.isdir(os.path.join(base, "killed")) and \
+            not [n for n in os.listdir(base) if n.startswith(".killed.tmp-")]:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    p.kill()
+    p.wait()
+    if not [n for n in os.listdir(base) if n.startswith(".killed.tmp-")]:
+        fail(f"the emit to kill did not reach its temporary tree: {os.listdir(base)}")
+    emit(os.path.join(base, "killed"))
+    left = [n for n in os.listdir(base) if n.startswith(".killed")]
+    if left:
+        fail(f"a killed emit's temporary tree outlived the next emit: {left}")
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    full = os.path.join(base, "full")
+    r = emit(full, ok=False, pre=small_files)
+    msg = r.stderr.strip()
+    if r.returncode == 0 or "write failed: File too large" not in msg or "\n" in msg:
+        fail(f"a write that fails: exit {r.returncode}, message '{msg}'")
+    if [n for n in os.listdir(base) if n.startswith(".full") or n == "full"]:
+        fail(f"a write that fails left something: {os.listdir(base)}")
+    with open("/dev/full", "w") as devfull:
+        r = subprocess.run([ft, "emit", prof, "--format", "c-header"], stdout=devfull,
+                           stderr=subprocess.PIPE, text=True)
+    if r.returncode == 0 or "No space left on device" not in r.stderr:
+        fail(f"emit to a full stdout: exit {r.returncode}, '{r.stderr.strip()}'")
 
 
 def main():
@@ -390,6 +590,8 @@ def main():
         p, ins = test_cpu(np, a.flaretune, tmp)
         test_bad_input(p, ins, tmp)
         test_refusals(a.flaretune, tmp, a.source)
+        test_target(a.flaretune, tmp)
+        test_every_op(np, a.flaretune, tmp)
         t_cpu = time.time() - t0
         test_cuda(np, a.flaretune, tmp, a.source)
     print(f"test_package: ok (cpu {t_cpu:.1f} s, all {time.time() - t0:.1f} s)")
@@ -434,6 +636,10 @@ static int lookup(void) {
     printf("bad %d %s\n", s, msg);
     s = tg_select("fusion.dflare", "backward=2", near, 4, &info, msg, sizeof msg);
     printf("bad %d %s\n", s, msg);
+    const long long zero[] = {0, 4, 64, 3}, neg[] = {48, 4, -5, 3};
+    int ex = -1, z = tg_lookup("fusion.dflare", NULL, zero, 4, &ex);
+    printf("sizes below 1: %d %d", z, ex);
+    printf(" %d\n", tg_lookup("fusion.dflare", NULL, neg, 4, NULL));
     return 0;
 }
 
@@ -617,6 +823,8 @@ def test_cuda(np, ft, tmp, source):
                                      ["no entry has the attributes"])):
         if not line.startswith("bad ") or line.startswith("bad 0") or not all(w in line for w in words):
             fail(f"the CUDA package's bad input: '{line}'")
+    if out[6] != "sizes below 1: -1 0 -1":
+        fail(f"the CUDA package's lookup at sizes below 1: '{out[6]}' (its header: -1)")
 
     e0, e1 = prof["entries"]
     runs = [(config_text(e0), (), [48, 4, 64, 3], 0, 1, "ce"),

@@ -68,7 +68,30 @@ static void test_first_lookups_from_many_threads(void) {
              "tiny.dflare.train has its sizes");
 }
 
+/* The context rows of a decode preset, summed without a loop over the requests, equal the sum
+ * of every request's length (uniform and ragged, many R and L); sizes whose rows do not fit are
+ * -1 at once. */
+static void test_ctx_sum(void) {
+    ft_preset p = *ft_preset_find("small.dflare.decode");
+    for (int ragged = 0; ragged < 2; ragged++)
+        for (int64_t R = 1; R <= 70; R += 3)
+            for (int64_t L = 1; L <= 5000; L = L * 3 + 1) {
+                p.ragged = ragged;
+                p.R = R;
+                p.L = L;
+                int64_t sum = 0;
+                for (int64_t r = 0; r < R; r++)
+                    sum += ft_preset_ctx_len(&p, r);
+                FT_CHECK(ft_preset_ctx_sum(&p) == sum, "R=%lld L=%lld ragged=%d: %lld, loop %lld",
+                         (long long)R, (long long)L, ragged, (long long)ft_preset_ctx_sum(&p),
+                         (long long)sum);
+            }
+    p.R = p.L = 2147483647;
+    FT_CHECK(ft_preset_ctx_sum(&p) == -1, "R = L = 2^31-1 is too many rows");
+}
+
 int main(void) {
     FT_RUN(test_first_lookups_from_many_threads); /* first: the table must not be built yet */
+    FT_RUN(test_ctx_sum);
     return ft_test_finish();
 }

@@ -189,7 +189,7 @@ static void test_merge_keeps_best(void) {
     ft_profile *a = ft_profile_new(), *b = ft_profile_new();
     json_t *slow = loss_entry("ref", 512, "dpace", 2e-3),
            *fast = loss_entry("ref", 512, "dpace", 1e-3),
-           *other = loss_entry("ref", 512, "dflare", 3e-3),
+           *other = loss_entry("ref", 512, "uniform", 3e-3),
            *big = loss_entry("ref", 8192, "dpace", 9e-3);
     ft_profile_outcome out;
     ft_profile_add(a, slow, &out, &err);
@@ -323,6 +323,40 @@ static void test_per_entry_validation(void) {
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         json_decref(list[i]);
     ft_profile_free(p);
+}
+
+/* Attribute values are checked as `--attr` checks them: an entry whose value no call can have
+ * (eps "abc", a scheme that does not exist, B = 0) is skipped with one line naming the entry
+ * and the attribute, and kept aside to be written back. */
+static void test_attr_values(void) {
+    ft_err err = {0};
+    json_t *eps = dflare_entry(2048, 2e-3), *scheme = loss_entry("ref", 512, "bogus", 1e-3),
+           *block = loss_entry("ref", 1024, "dpace", 1e-3),
+           *good = loss_entry("ref", 4096, "dpace", 1e-3);
+    json_object_set_new(json_object_get(eps, "attrs"), "eps", json_string("abc"));
+    json_object_set_new(json_object_get(block, "attrs"), "B", json_string("0"));
+    save_doc(path_in("attrs.json"), doc_of(json_pack("[o, o, o, o]", eps, scheme, block, good)));
+    ft_profile *p = NULL;
+    FT_CHECK(ft_profile_load(path_in("attrs.json"), &p, &err) == FT_OK, "load: %s", err.msg);
+    if (!p) return;
+    FT_CHECK(ft_profile_count(p) == 1 && ft_profile_skipped_count(p) == 3,
+             "1 entry, 3 skipped: %d, %d", ft_profile_count(p), ft_profile_skipped_count(p));
+    FT_CHECK(warning_has(p, "entries[0] (fusion.dflare on ref, N=2048", "attribute eps: 'abc'"),
+             "eps abc");
+    FT_CHECK(
+        warning_has(p, "entries[1] (loss on ref, M=512", "attribute scheme: unknown value 'bogus'"),
+        "scheme bogus");
+    FT_CHECK(warning_has(p, "entries[2] (loss on ref, M=1024", "attribute B: 0 is out of range"),
+             "B 0");
+    for (int i = 0; i < ft_profile_warning_count(p); i++)
+        FT_CHECK(!strchr(ft_profile_warning_at(p, i), '\n'), "one line: %s",
+                 ft_profile_warning_at(p, i));
+    ft_profile_free(p);
+    json_t *e = dflare_entry(512, 1e-3);
+    json_object_set_new(json_object_get(e, "attrs"), "eps", json_string("abc"));
+    FT_CHECK(ft_profile_entry_check(e, &err) == FT_EINVAL && strstr(err.msg, "eps"),
+             "ft_profile_entry_check: %s", err.msg);
+    json_decref(e);
 }
 
 static void test_malformed(void) {
@@ -474,7 +508,7 @@ static void test_lookup(void) {
     ft_err err = {0};
     ft_profile *p = ft_profile_new();
     json_t *e[] = {loss_entry("ref", 512, "dpace", 1e-3), loss_entry("ref", 4096, "dpace", 8e-3),
-                   loss_entry("ref", 512, "dflare", 2e-3), dflare_entry(2048, 3e-3)};
+                   loss_entry("ref", 512, "uniform", 2e-3), dflare_entry(2048, 3e-3)};
     for (int i = 0; i < 4; i++)
         ft_profile_add(p, e[i], NULL, &err);
     json_t *dpace = json_pack("{s:s}", "scheme", "dpace");
@@ -488,8 +522,8 @@ static void test_lookup(void) {
     json_object_set_new(q, "M", json_integer(3000));
     r = ft_profile_lookup(p, "loss", NULL, NULL, dpace, q, &exact);
     FT_CHECK(r && exact == 0 && r->median_s == 8e-3, "M=3000 falls back to M=4096");
-    json_t *dflare = json_pack("{s:s}", "scheme", "dflare");
-    r = ft_profile_lookup(p, "loss", "ref", DEVICE, dflare, q, &exact);
+    json_t *uniform = json_pack("{s:s}", "scheme", "uniform");
+    r = ft_profile_lookup(p, "loss", "ref", DEVICE, uniform, q, &exact);
     FT_CHECK(r && r->median_s == 2e-3, "attrs select the entry");
     FT_CHECK(!ft_profile_lookup(p, "loss", "cuda", NULL, NULL, q, &exact) && exact == 0,
              "no entry of another backend");
@@ -520,7 +554,7 @@ static void test_lookup(void) {
     for (int i = 0; i < 4; i++)
         json_decref(e[i]);
     json_decref(dpace);
-    json_decref(dflare);
+    json_decref(uniform);
     json_decref(q);
     ft_profile_free(p);
 }
@@ -762,6 +796,7 @@ int main(void) {
     FT_RUN(test_round_trip);
     FT_RUN(test_merge_keeps_best);
     FT_RUN(test_per_entry_validation);
+    FT_RUN(test_attr_values);
     FT_RUN(test_malformed);
     FT_RUN(test_failed_save_keeps_file);
     FT_RUN(test_schema_too_new);

@@ -45,7 +45,7 @@ def test_show(tmp):
     write_profile(a, [entry(512, 2e-3), entry(4096, 8e-3)])
     bad = entry(1024, 1e-3)
     del bad["stats"]
-    write_profile(b, [entry(512, 1e-3), entry(512, 3e-3, scheme="dflare"), bad])
+    write_profile(b, [entry(512, 1e-3), entry(512, 3e-3, scheme="uniform"), bad])
     rc, out, err = run("show", a)
     check(rc == 0 and err == "", f"show: exit {rc}, stderr {err!r}")
     rows = [l for l in out.splitlines() if l.startswith("loss")]
@@ -59,7 +59,7 @@ def test_show(tmp):
     doc = json.loads(out)
     check(doc["schema_version"] == 1, "show --json: schema_version")
     m = medians({"entries": [e for e in doc["entries"] if "stats" in e]})
-    check(m == {(512, "dpace"): 1e-3, (4096, "dpace"): 8e-3, (512, "dflare"): 3e-3},
+    check(m == {(512, "dpace"): 1e-3, (4096, "dpace"): 8e-3, (512, "uniform"): 3e-3},
           f"show A B: best per key, got {m}")
     warn = [l for l in err.splitlines() if l.strip()]
     check(len(warn) == 1 and warn[0].startswith("flaretune: warning: ") and "entries[2]" in warn[0]
@@ -87,11 +87,11 @@ def test_show(tmp):
 def test_merge(tmp):
     a, b, out = (os.path.join(tmp, n) for n in ("ma.json", "mb.json", "mout.json"))
     write_profile(a, [entry(512, 2e-3), entry(4096, 8e-3)])
-    write_profile(b, [entry(512, 1e-3), entry(512, 3e-3, scheme="dflare")])
+    write_profile(b, [entry(512, 1e-3), entry(512, 3e-3, scheme="uniform")])
     rc, o, err = run("merge", out, a, b)
     check(rc == 0 and "3 entries" in o, f"merge: exit {rc}, {o!r} {err!r}")
     doc = json.load(open(out))
-    check(medians(doc) == {(512, "dpace"): 1e-3, (4096, "dpace"): 8e-3, (512, "dflare"): 3e-3},
+    check(medians(doc) == {(512, "dpace"): 1e-3, (4096, "dpace"): 8e-3, (512, "uniform"): 3e-3},
           f"merge: best per key, got {medians(doc)}")
     check(not [n for n in os.listdir(tmp) if ".tmp." in n], "merge left a temporary file")
     # OUT's own entries take part: merging a slower result does not replace a faster one.

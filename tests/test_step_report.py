@@ -241,6 +241,25 @@ def test_step_errors():
         one_line_error(err, f"report with {what}")
         check(not os.path.exists(os.path.join(out, "report.jsonl")),
               f"report with {what}: refused before the sweep starts")
+    # A log of the other kind (docs/report.md, README "resumes"): a tuning run's log given to
+    # report, a report's log given to tune, each refused in one line with the log untouched.
+    tune_log, rep_log = os.path.join(TMP, "a-tune.jsonl"), os.path.join(TMP, "a-report.jsonl")
+    with open(tune_log, "w") as f:
+        f.write(json.dumps({"event": "run_start", "t": 1.0, "run": "r", "op": "loss",
+                            "key": "k"}) + "\n")
+    with open(rep_log, "w") as f:
+        f.write(json.dumps({"event": "report_start", "t": 1.0, "run": "r",
+                            "sweep": {"models": ["tiny"]}}) + "\n")
+    kept = {p: open(p).read() for p in (tune_log, rep_log)}
+    rc, _, err = run("report", "--models", "tiny", "--time", T, "-o",
+                     os.path.join(TMP, "rep-kind"), "--log", tune_log)
+    check(rc == 2 and "not a report's log" in err, f"report --log a tune log: exit {rc}, {err!r}")
+    one_line_error(err, "report --log a tune log")
+    rc, _, err = run("tune", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                     "--budget", "1", "--log", rep_log, "--quiet")
+    check(rc == 2 and "not a tuning run's log" in err, f"tune --log a report log: exit {rc}, {err!r}")
+    one_line_error(err, "tune --log a report log")
+    check(all(open(p).read() == kept[p] for p in kept), "the refused runs left the logs alone")
 
 
 def sweep_cmd(out_dir, *extra):

@@ -125,9 +125,52 @@ void ft_eventlog_close(ft_eventlog *log) {
     free(log);
 }
 
+/* One line of f into *buf (its newline kept, NUL-terminated): its length; -1 at the end of
+ * the file or on a read error (ferror tells them apart), -2 when it is longer than max bytes,
+ * -3 out of memory. */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap, size_t max) {
+    size_t len = 0;
+    int c;
+    while ((c = getc_unlocked(f)) != EOF) {
+        if (len + 2 > *cap) {
+            if (len >= max) return -2;
+            size_t ncap = *cap ? 2 * *cap : 4096;
+            if (ncap > max + 2) ncap = max + 2;
+            char *nb = realloc(*buf, ncap);
+            if (!nb) return -3;
+            *buf = nb;
+            *cap = ncap;
+        }
+        (*buf)[len++] = (char)c;
+        if (c == '\n') break;
+    }
+    if (!len) return -1;
+    (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
+
+/* A log to read: a file or a pipe (what `tune --log` writes, or a shell's <(...)), not a
+ * directory or a device. */
+static ft_status check_readable(const char *path, ft_err *err) {
+    struct stat sb;
+    if (!path[0]) return ft_err_set(err, FT_EINVAL, "the event log's path is empty");
+    if (stat(path, &sb) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return ft_err_set(err, FT_EIO, "%s is a directory, not an event log", path);
+    if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
+        return ft_err_set(err, FT_EIO,
+                          "%s is not a regular file (a device or socket): not an "
+                          "event log",
+                          path);
+    return FT_OK;
+}
+
 ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err *err) {
     *events = NULL;
     *torn = 0;
+    ft_status s = check_readable(path, err);
+    if (s) return s;
     FILE *f = fopen(path, "r");
     if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
     json_t *arr = json_array();
@@ -135,8 +178,7 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
     size_t cap = 0;
     ssize_t len;
     long lineno = 0;
-    ft_status s = FT_OK;
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    while ((len = read_line(f, &line, &cap, (size_t)FT_EVENT_LINE_MAX)) >= 0) {
         lineno++;
         int complete = len > 0 && line[len - 1] == '\n';
         if (len == 0 || (len == 1 && complete)) continue;
@@ -156,6 +198,16 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
         }
         json_array_append_new(arr, ev);
     }
+    if (!s && len == -2)
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s:%ld: a line longer than %lld MiB, the most an event may have (not an "
+                       "event log?)",
+                       path, lineno + 1, FT_EVENT_LINE_MAX >> 20);
+    else if (!s && len == -3)
+        s = ft_err_set(err, FT_ENOMEM, "%s:%ld: out of memory reading a line", path, lineno + 1);
+    else if (!s && ferror(f))
+        s = ft_err_set(err, FT_EIO, "%s: read failed at line %ld: %s", path, lineno + 1,
+                       strerror(errno));
     free(line);
     fclose(f);
     if (s) {

@@ -253,8 +253,8 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad) {
                 f->pending_reopen = why;
             continue;
         }
-        if (f->len - f->at >= (size_t)READ_CHUNK * 64) {
-            /* A "line" of 64 MiB is no event: drop it. */
+        if (f->len - f->at > (size_t)FT_EVENT_LINE_MAX) {
+            /* A "line" longer than an event may be is no event: drop it. */
             f->off += (off_t)(f->len - f->at);
             f->len = f->at = 0;
             if (bad) (*bad)++;

@@ -138,6 +138,16 @@ static const char *dtype_name(flaretune_dtype d) {
 
 /* ---- contexts ------------------------------------------------------------------------------ */
 
+/* The backends a context may be created on (docs/api.md), in the order messages list them. */
+static const char *const api_backends[] = {"cpu", "cuda", "cuda-emu", "ref", "auto", NULL};
+
+static void api_backend_list(char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; api_backends[i] && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", api_backends[i]);
+}
+
 flaretune_status flaretune_create(flaretune_context **out, const char *backend) {
     if (!out) return FLARETUNE_EINVAL;
     flaretune_context *ctx = calloc(1, sizeof *ctx);
@@ -145,10 +155,16 @@ flaretune_status flaretune_create(flaretune_context **out, const char *backend) 
     if (!ctx) return FLARETUNE_ENOMEM;
     pthread_mutex_init(&ctx->lock, NULL);
     snprintf(ctx->last_source, sizeof ctx->last_source, "none");
+    char list[128];
+    api_backend_list(list, sizeof list);
     if (!backend || !backend[0])
-        return fail(ctx, FLARETUNE_EINVAL,
-                    "flaretune_create: which backend? (\"cpu\", \"cuda\", \"cuda-emu\" or "
-                    "\"auto\")");
+        return fail(ctx, FLARETUNE_EINVAL, "flaretune_create: which backend? (%s)", list);
+    int known = 0;
+    for (int i = 0; api_backends[i]; i++)
+        known |= !strcmp(api_backends[i], backend);
+    if (!known)
+        return fail(ctx, FLARETUNE_EINVAL, "flaretune_create: unknown backend '%.40s' (%s)",
+                    backend, list);
     ft_err err = {0};
     if (ft_backend_resolve(backend, NULL, &ctx->be, &err)) {
         ctx->be = NULL;
@@ -219,6 +235,9 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
     }
     if (flags & ~(unsigned)FLARETUNE_ANY_DEVICE)
         return fail(ctx, FLARETUNE_EINVAL, "flaretune_load_profile: unknown flags 0x%x", flags);
+    if (!path[0])
+        return fail(ctx, FLARETUNE_EINVAL,
+                    "flaretune_load_profile: the profile path is empty (NULL unloads the profile)");
     if (access(path, R_OK) != 0)
         return fail(ctx, FLARETUNE_EIO, "profile %s: cannot be read (%s)", path,
                     access(path, F_OK) == 0 ? "permission denied" : "no such file");
@@ -318,6 +337,14 @@ static flaretune_status bind(flaretune_context *ctx, const char *name, void *dat
         if (shape[d] < 0 || shape[d] > ((int64_t)1 << 40))
             return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: '%s': dimension %d is %lld", name,
                         d, (long long)shape[d]);
+    int64_t numel;
+    if (ft_shape_numel(rank, shape, &numel)) {
+        char text[128];
+        return fail(ctx, FLARETUNE_EINVAL,
+                    "flaretune_bind: '%s': shape %s is too large: its byte count does not fit in "
+                    "64 bits",
+                    name, ft_shape_str(rank, shape, text, sizeof text));
+    }
     if (!data)
         return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: '%s': data is NULL", name);
     binding *b = find_binding(ctx, name);

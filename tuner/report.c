@@ -128,6 +128,15 @@ static ft_status read_done(const char *log, const json_t *ident, json_t *done, j
     json_t *ev;
     json_array_foreach(evs, i, ev) {
         const char *type = json_string_value(json_object_get(ev, "event"));
+        if (type && strncmp(type, "report_", 7) != 0) {
+            /* Not a report's event: the log is another kind's (a tuning run's run_start, ...);
+             * appending the sweep's steps to it would mix the two. */
+            s = ft_err_set(err, FT_EINVAL,
+                           "%s is not a report's log: its line %zu is a '%s' event (a tuning "
+                           "run's log?); give report another --log",
+                           log, i + 1, type);
+            break;
+        }
         if (type && !strcmp(type, "report_start")) {
             const json_t *id = json_object_get(ev, "sweep");
             if (!json_equal((json_t *)id, (json_t *)ident)) {

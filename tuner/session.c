@@ -584,9 +584,17 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
     size_t k;
     json_t *ev;
     json_array_foreach(events, k, ev) {
-        if (!strcmp(json_string_value(json_object_get(ev, "event")), "run_start")) {
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        if (!strcmp(kind, "run_start")) {
             last_key = json_string_value(json_object_get(ev, "key"));
             last_start = ev;
+        } else if (!strncmp(kind, "report_", 7)) { /* a report's log: not to be mixed in */
+            s = ft_err_set(err, FT_EINVAL,
+                           "%s is not a tuning run's log: its line %zu is a '%s' event (a "
+                           "report's log); use another --log",
+                           path, k + 1, kind);
+            json_decref(events);
+            return s;
         }
     }
     if (last_key && strcmp(last_key, key) != 0) {

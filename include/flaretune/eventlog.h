@@ -33,9 +33,14 @@ void ft_eventlog_close(ft_eventlog *log);
 typedef void (*ft_event_listener)(void *ctx, const json_t *ev);
 void ft_eventlog_set_listener(ft_eventlog *log, ft_event_listener fn, void *ctx);
 
+/* The most bytes one line (one event) of a log may have (docs/events.md): the largest events
+ * (run_start, a report's step) take some KiB. A longer line is no event. */
+#define FT_EVENT_LINE_MAX ((long long)16 << 20)
+
 /* Every complete event of the log at `path`, in order, as a JSON array (*events; caller
  * decrefs). *torn is set to 1 when the last line was incomplete (and skipped). A line in the
- * middle that does not parse is an error naming the line. */
+ * middle that does not parse is an error naming the line. A directory, a device or socket (only
+ * files and pipes are read), a line longer than FT_EVENT_LINE_MAX and a read error are errors. */
 ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err *err);
 
 /* The logs one `--log LOG` wrote: LOG itself when it is a file, then (sorted by name) every

@@ -96,6 +96,9 @@ int64_t *ft_preset_field(ft_preset *p, const char *name);
 ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err);
 /* Context length of request r in a decode preset (uniform L, or spread over [0, 2L]). */
 int64_t ft_preset_ctx_len(const ft_preset *p, int64_t r);
+/* The sum of ft_preset_ctx_len over the R requests, computed without a loop over them; -1 when
+ * R x 2L does not fit under FT_MAX_NUMEL (then no tensor of the step would). */
+int64_t ft_preset_ctx_sum(const ft_preset *p);
 
 /* ---- ops ----------------------------------------------------------------------------------- */
 

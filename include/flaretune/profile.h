@@ -61,9 +61,14 @@ typedef enum {
 ft_profile *ft_profile_new(void); /* empty; NULL when out of memory */
 void ft_profile_free(ft_profile *p);
 
+/* The most bytes a profile may have (docs/profiles.md): some thousand entries of a few KiB. */
+#define FT_PROFILE_MAX_BYTES ((long long)64 << 20)
+
 /* Read path into a new profile. A missing file (or one holding only white space) is an empty
  * profile. Malformed JSON is FT_EFORMAT naming the file, line and column; a schema_version newer
- * than FT_PROFILE_SCHEMA_VERSION is FT_EUNSUPPORTED. Invalid entries become warnings. */
+ * than FT_PROFILE_SCHEMA_VERSION is FT_EUNSUPPORTED. Invalid entries become warnings. An empty
+ * path, a directory, a device or socket (only files and pipes are read), more than
+ * FT_PROFILE_MAX_BYTES and a read error are errors (FT_EIO, FT_EINVAL for the empty path). */
 ft_status ft_profile_load(const char *path, ft_profile **out, ft_err *err);
 /* The same from a parsed document; `name` is used in messages and warnings. */
 ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile **out, ft_err *err);

@@ -43,6 +43,15 @@ ft_status ft_tensor_new(ft_dtype dt, int rank, const int64_t *shape, ft_tensor *
 ft_tensor ft_tensor_wrap(ft_dtype dt, int rank, const int64_t *shape, void *data);
 void ft_tensor_free(ft_tensor *t);
 
+/* The most elements a tensor may have: its bytes, even as float64 (the reference's copy), fit
+ * in 63 bits. Every size product of a call stays below it (ft_call_bind refuses more). */
+#define FT_MAX_NUMEL (INT64_MAX / 8)
+
+/* The element count of a shape: 0 when it fits under FT_MAX_NUMEL (*out set), -1 for a negative
+ * dimension, 1 when the product is larger (checked factor by factor: it never wraps). */
+int ft_shape_numel(int rank, const int64_t *shape, int64_t *out);
+/* The tensor's element count; -1 when ft_shape_numel refuses its shape (a tensor of a bound
+ * call never has such a shape), and then ft_tensor_nbytes is 0. */
 int64_t ft_tensor_numel(const ft_tensor *t);
 size_t ft_tensor_nbytes(const ft_tensor *t);
 

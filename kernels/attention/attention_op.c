@@ -153,16 +153,18 @@ static ft_status decode_check(ft_call *c, ft_err *err) {
 }
 
 static ft_status decode_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
-    (void)err;
     int64_t *d = c->dim;
     d[DC_R] = p->R;
     d[DC_B] = p->B;
     d[DC_HQ] = p->Hq;
     d[DC_HKV] = p->Hkv;
     d[DC_DH] = p->dh;
-    d[DC_LSUM] = 0;
-    for (int64_t r = 0; r < p->R; r++)
-        d[DC_LSUM] += ft_preset_ctx_len(p, r);
+    d[DC_LSUM] = ft_preset_ctx_sum(p);
+    if (d[DC_LSUM] < 0)
+        return ft_err_set(err, FT_ESHAPE,
+                          "attention.decode: R = %lld requests of about L = %lld context tokens "
+                          "are too many (their K/V rows do not fit in 64 bits)",
+                          (long long)p->R, (long long)p->L);
     return FT_OK;
 }
 

@@ -39,7 +39,8 @@ static ft_status loss_check(ft_call *c, ft_err *err) {
     if (B < 1 || M % B)
         return ft_err_set(err, FT_ESHAPE,
                           "loss: M = %lld rows is not a whole number of blocks of B = %lld "
-                          "(set --attr B=...)",
+                          "(set the attribute B: \"B=...\" in the call's attrs, --attr B=... "
+                          "on the command line)",
                           (long long)M, (long long)B);
     const int32_t *labels = c->t[LS_LABELS]->data;
     const uint8_t *mask = c->t[LS_MASK]->data;

@@ -111,6 +111,20 @@ int ft_call_shape(const ft_call *c, int i, int64_t *shape) {
     return rank;
 }
 
+/* A tensor shape whose element count (or bytes) would not fit in 64 bits: one line naming it,
+ * before any kernel computes an index that wraps. */
+static ft_status too_large(const ft_op *op, const char *name, const char *what, int rank,
+                           const int64_t *shape, ft_err *err) {
+    int64_t n;
+    if (!ft_shape_numel(rank, shape, &n)) return FT_OK;
+    char got[128];
+    ft_shape_str(rank, shape, got, sizeof got);
+    return ft_err_set(err, FT_ESHAPE,
+                      "%s: %s '%s' of shape %s is too large: its byte count does not fit in 64 "
+                      "bits (at most %lld elements)",
+                      op->name, what, name, got, (long long)FT_MAX_NUMEL);
+}
+
 ft_status ft_call_bind(ft_call *c, ft_err *err) {
     const ft_op *op = c->op;
     int who[FT_MAX_SYMS];
@@ -137,6 +151,8 @@ ft_status ft_call_bind(ft_call *c, ft_err *err) {
         if (t->rank != rank)
             return ft_err_set(err, FT_ESHAPE, "%s: input '%s' has shape %s, expected %d dims %s",
                               op->name, ts->name, got, rank, want);
+        ft_status big = too_large(op, ts->name, "input", t->rank, t->shape, err);
+        if (big) return big;
         for (int k = 0; k < rank; k++) {
             int s = idx[k];
             if (c->dim[s] < 0) {
@@ -157,6 +173,15 @@ ft_status ft_call_bind(ft_call *c, ft_err *err) {
         if (c->dim[s] < 0)
             return ft_err_set(err, FT_EINTERNAL, "%s: size %s was not derived", op->name,
                               op->syms[s]);
+    /* Every tensor's size product (the outputs' and gradients' too, whether this call uses
+     * them or not: the kernels' own products are products of its sizes) fits. */
+    for (int i = 0; i < op->ntensors; i++) {
+        int64_t shape[FT_MAX_RANK];
+        int rank = ft_call_shape(c, i, shape);
+        int out = op->tensors[i].role == FT_ROLE_OUT || op->tensors[i].role == FT_ROLE_GRAD_OUT;
+        if ((st = too_large(op, op->tensors[i].name, out ? "output" : "input", rank, shape, err)))
+            return st;
+    }
     return FT_OK;
 }
 

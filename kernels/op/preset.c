@@ -184,3 +184,23 @@ int64_t ft_preset_ctx_len(const ft_preset *p, int64_t r) {
     /* Spread evenly over [0, 2L] so the mean stays L and one request has an empty context. */
     return 2 * p->L * r / (p->R - 1);
 }
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int64_t ft_preset_ctx_sum(const ft_preset *p) {
+    if (p->R < 0 || p->L < 0 || (double)p->R * (2.0 * (double)p->L + 1.0) > (double)FT_MAX_NUMEL)
+        return -1;
+    if (!p->ragged || p->R < 2) return p->R * p->L;
+    /* sum over r = 0..m of floor(a r / m), a = 2L, m = R - 1: with a = q m + k, the q r part
+     * is q m (m + 1) / 2, and sum over r < m of floor(k r / m) is ((k - 1)(m - 1) + gcd(k, m)
+     * - 1) / 2 (lattice points under a line), plus k at r = m. Equal to the loop it replaces. */
+    int64_t a = 2 * p->L, m = p->R - 1, q = a / m, k = a % m;
+    return q * m * (m + 1) / 2 + ((k - 1) * (m - 1) + gcd64(k, m) - 1) / 2 + k;
+}

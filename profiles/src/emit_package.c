@@ -21,10 +21,14 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda/cuda_backend.h"
@@ -194,6 +198,7 @@ typedef struct pkg {
     int nops;
     int fam[PKG_NFAMILIES]; /* 1 for a family the package copies */
     char tmp[4096];         /* the tree being written */
+    int tmp_fd;             /* open on it, holding its flock while it is written (-1: none) */
     int cuda;               /* backend cuda: the modules of each entry, for arch */
     char arch[32];
     ft_cuda_module_spec *mods; /* [n][PKG_MAX_MODULES] */
@@ -227,6 +232,72 @@ static void op_ident(const ft_op *op, char *buf, size_t n) {
     snprintf(buf, n, "%s", op->name);
     for (char *c = buf; *c; c++)
         if (!isalnum((unsigned char)*c)) *c = '_';
+}
+
+/* ---- field names --------------------------------------------------------------------------- */
+
+/* The keywords of C (C11, C23) and C++ (C++20, the alternative operator tokens among them): the
+ * header compiles as either, so no field may be named like one. */
+/* clang-format off */
+static const char *const c_keywords[] = {
+    "_Alignas", "_Alignof", "_Atomic", "_BitInt", "_Bool", "_Complex", "_Decimal128",
+    "_Decimal32", "_Decimal64", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
+    "_Thread_local", "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+    "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "char8_t", "class",
+    "co_await", "co_return", "co_yield", "compl", "concept", "const", "const_cast", "consteval",
+    "constexpr", "constinit", "continue", "decltype", "default", "delete", "do", "double",
+    "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept",
+    "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+    "register", "reinterpret_cast", "requires", "restrict", "return", "short", "signed",
+    "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+    "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "typeof",
+    "typeof_unqual", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
+    "while", "xor", "xor_eq", NULL};
+/* clang-format on */
+
+static int is_keyword(const char *s) {
+    for (int i = 0; c_keywords[i]; i++)
+        if (!strcmp(c_keywords[i], s)) return 1;
+    return 0;
+}
+
+/* The fields of an op's args struct: its sizes, then its tensors, in the op's order. */
+#define PKG_FIELD_LEN 48
+typedef struct op_fields {
+    char size[FT_MAX_SYMS][PKG_FIELD_LEN];
+    char tensor[FT_MAX_TENSORS][PKG_FIELD_LEN];
+} op_fields;
+
+/* The one rule that makes a size's or a tensor's name a field name (docs/emit.md): every
+ * character but a letter, digit or '_' becomes '_' (and a name that starts with a digit gets an
+ * 'n' before it); then, while the name is a C or C++ keyword or the name of a field before it
+ * (or of the fixed fields `attrs` and `device`), a '_' is appended. So the tensor "do" of
+ * attention.train is the field do_. */
+static void op_fields_of(const ft_op *op, op_fields *f) {
+    const char *taken[FT_MAX_SYMS + FT_MAX_TENSORS + 2] = {"attrs", "device"};
+    int ntaken = 2;
+    int nsyms = 0;
+    while (op->syms[nsyms] && nsyms < FT_MAX_SYMS)
+        nsyms++;
+    for (int k = 0; k < nsyms + op->ntensors && k < FT_MAX_SYMS + FT_MAX_TENSORS; k++) {
+        const char *name = k < nsyms ? op->syms[k] : op->tensors[k - nsyms].name;
+        char *out = k < nsyms ? f->size[k] : f->tensor[k - nsyms];
+        size_t len = 0;
+        if (!isalpha((unsigned char)name[0]) && name[0] != '_') out[len++] = 'n';
+        for (const char *c = name; *c && len < PKG_FIELD_LEN - 8; c++)
+            out[len++] = isalnum((unsigned char)*c) || *c == '_' ? *c : '_';
+        out[len] = '\0';
+        for (;;) {
+            int clash = is_keyword(out);
+            for (int t = 0; t < ntaken && !clash; t++)
+                clash = !strcmp(taken[t], out);
+            if (!clash || len >= PKG_FIELD_LEN - 1) break;
+            out[len++] = '_';
+            out[len] = '\0';
+        }
+        taken[ntaken++] = out;
+    }
 }
 
 /* ---- selection and configurations ---------------------------------------------------------- */
@@ -463,10 +534,15 @@ static FILE *pkg_open(const pkg *k, const char *rel, char *path, size_t n, ft_er
     return f;
 }
 
+/* Close a file of the tree; a write that failed (now or before: a full disk, a file size limit)
+ * is an error that says why. */
 static ft_status pkg_close(FILE *f, const char *path, ft_err *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return ft_err_set(err, FT_EIO, "%s: write failed", path);
-    return FT_OK;
+    int before = errno, bad = ferror(f), e = 0;
+    if (fflush(f) != 0) e = errno; /* the buffered bytes, tried again: the reason, again */
+    if (fclose(f) != 0 && !e) e = errno;
+    if (!bad && !e) return FT_OK;
+    if (!e) e = before ? before : EIO;
+    return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(e));
 }
 
 /* Copy root/rel to the tree's src/rel. */
@@ -653,7 +729,9 @@ static void role_text(const ft_op *op, const ft_tensor_spec *ts, char *buf, size
 /* The args struct and function of one op. */
 static void put_op_decl(FILE *f, const pkg *k, const ft_op *op) {
     char id[64], role[96];
+    op_fields fld;
     op_ident(op, id, sizeof id);
+    op_fields_of(op, &fld);
     fprintf(f, "/* %s: ", op->name);
     put_plain(f, op->summary);
     fprintf(f, ".\n * Attributes (args.attrs, \"name=value,...\"; NULL: the defaults):");
@@ -669,15 +747,20 @@ static void put_op_decl(FILE *f, const pkg *k, const ft_op *op) {
     }
     fprintf(f, " */\ntypedef struct %s_%s_args {\n    long long", k->P, id);
     for (int s = 0; op->syms[s]; s++)
-        fprintf(f, "%s %s", s ? "," : "", op->syms[s]);
+        fprintf(f, "%s %s", s ? "," : "", fld.size[s]);
     fprintf(f, "; /* sizes */\n");
     for (int t = 0; t < op->ntensors; t++) {
         const ft_tensor_spec *ts = &op->tensors[t];
         int in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;
         role_text(op, ts, role, sizeof role);
-        fprintf(f, "    %s%s *%s; /* [%s] %s: ", in ? "const " : "", dtype_c(ts->dtype), ts->name,
-                ts->dims, role);
+        fprintf(f, "    %s%s *%s; /* [%s] %s: ", in ? "const " : "", dtype_c(ts->dtype),
+                fld.tensor[t], ts->dims, role);
         put_plain(f, ts->doc);
+        if (strcmp(fld.tensor[t], ts->name) != 0) {
+            fprintf(f, " (tensor '");
+            put_plain(f, ts->name);
+            fprintf(f, "')");
+        }
         fprintf(f, " */\n");
     }
     if (k->cuda)
@@ -742,7 +825,9 @@ static void put_ops(FILE *f, const pkg *k) {
     for (int j = 0; j < k->nops; j++) {
         const ft_op *op = k->ops[j];
         char id[64];
+        op_fields fld;
         op_ident(op, id, sizeof id);
+        op_fields_of(op, &fld);
         int ns = 0;
         while (op->syms[ns])
             ns++;
@@ -757,10 +842,10 @@ static void put_ops(FILE *f, const pkg *k) {
                 "    const long long sizes[%5$d] = {",
                 k->P, id, op->name, k->U, ns);
         for (int s = 0; s < ns; s++)
-            fprintf(f, "%sargs->%s", s ? ", " : "", op->syms[s]);
+            fprintf(f, "%sargs->%s", s ? ", " : "", fld.size[s]);
         fprintf(f, "};\n    void *const tensors[%d] = {", op->ntensors);
         for (int t = 0; t < op->ntensors; t++)
-            fprintf(f, "%s(void *)args->%s", t ? ", " : "", op->tensors[t].name);
+            fprintf(f, "%s(void *)args->%s", t ? ", " : "", fld.tensor[t]);
         fprintf(f,
                 "};\n    return %s_run(%s\"%s\", args->attrs, sizes, %d, tensors, %d, info, msg, "
                 "msg_len);\n}\n\n",
@@ -1114,8 +1199,10 @@ static ft_status compile_cubin(pkg *k, int i, int j, void **out, size_t *size, f
     snprintf(rel, sizeof rel, "cubin/b%d_m%d.%s.cubin", i, j, k->arch);
     FILE *f = pkg_open(k, rel, path, sizeof path, err);
     int short_write = f && fwrite(r.cubin, 1, r.cubin_size, f) != r.cubin_size;
+    int why = errno;
     s = f ? pkg_close(f, path, err) : (err ? err->status : FT_EIO);
-    if (!s && short_write) s = ft_err_set(err, FT_EIO, "%s: write failed", path);
+    if (!s && short_write)
+        s = ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(why ? why : EIO));
     if (!s) {
         *out = r.cubin;
         *size = r.cubin_size;
@@ -1750,11 +1837,121 @@ static ft_status pkg_write_tree(pkg *k, ft_err *err) {
     return s;
 }
 
-/* dir must not exist, or be an empty directory. */
-static ft_status check_target(const char *dir, ft_err *err) {
-    struct stat st;
-    if (stat(dir, &st) != 0)
+/* ---- the prefix ---------------------------------------------------------------------------- */
+
+/* The first identifier of text (len bytes) that starts with "P_" or "U_", copied to found; 0
+ * when none. In a template, placeholders (@P@, @BLAS@, ...) are skipped. */
+static int prefixed_name(const char *text, size_t len, const pkg *k, int tmpl, char *found,
+                         size_t n) {
+    size_t lp = strlen(k->P);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)text[i];
+        if (tmpl && c == '@') {
+            const char *end = memchr(text + i + 1, '@', len - i - 1);
+            i = end ? (size_t)(end - text) + 1 : len;
+            continue;
+        }
+        if (!isalpha(c) && c != '_') {
+            i += isdigit(c) ? strspn(text + i, "0123456789abcdefABCDEFxX.uUlL") : 1;
+            continue;
+        }
+        size_t j = i;
+        while (j < len && (isalnum((unsigned char)text[j]) || text[j] == '_'))
+            j++;
+        size_t tl = j - i;
+        for (int u = 0; u < 2; u++) {
+            const char *pre = u ? k->U : k->P;
+            if (tl > lp && !strncmp(text + i, pre, lp) && text[i + lp] == '_') {
+                snprintf(found, n, "%.*s", (int)(tl < 200 ? tl : 200), text + i);
+                return 1;
+            }
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* The package's own names are the prefix, '_' and a word (P_run, P_OK in upper case, ...); the
+ * copies of flaretune's sources sit beside them in one library. A prefix some name in those
+ * sources (or in the package's fixed text) starts with could clash (ft: FT_OK, ft_status): it is
+ * refused before anything is written. Every file any package copies is read, so the answer does
+ * not depend on the profile. */
+static ft_status check_prefix(const pkg *k, ft_err *err) {
+    const char *const *lists[] = {pkg_common, pkg_cuda_common, pkg_cuda_gpu};
+    char found[256];
+    const char *where = NULL;
+    char *buf = NULL;
+    for (int l = 0; l < 3 + 2 * PKG_NFAMILIES && !where; l++) {
+        const char *const *files = l < 3         ? lists[l]
+                                   : (l - 3) % 2 ? pkg_families[(l - 3) / 2].cuda_files
+                                                 : pkg_families[(l - 3) / 2].files;
+        for (int i = 0; files[i] && !where; i++) {
+            char path[4096];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", ft_source_root(), files[i]);
+            /* Sources only: what is missing or not a file, the copy says. */
+            if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            FILE *f = fopen(path, "rb");
+            if (!f) continue;
+            size_t len = 0, cap = 0, got = 1;
+            while (got) {
+                if (cap - len < 65536) {
+                    char *nb = realloc(buf, cap + 262144);
+                    if (!nb) break;
+                    buf = nb;
+                    cap += 262144;
+                }
+                got = fread(buf + len, 1, cap - len, f);
+                len += got;
+            }
+            fclose(f);
+            if (buf && prefixed_name(buf, len, k, 0, found, sizeof found)) where = files[i];
+        }
+    }
+    free(buf);
+    const char *const texts[] = {ft_package_runtime_c,
+                                 ft_package_cuda_runtime_c,
+                                 ft_package_cuda_run_c,
+                                 ft_package_lookup_inc,
+                                 ft_package_internal_h,
+                                 pkg_header_top,
+                                 pkg_cmake_blas,
+                                 pkg_cmake_top,
+                                 pkg_cmake_end,
+                                 pkg_cuda_cmake_top,
+                                 pkg_cuda_cmake_lib,
+                                 pkg_cuda_cmake_end,
+                                 NULL};
+    for (int i = 0; texts[i] && !where; i++)
+        if (prefixed_name(texts[i], strlen(texts[i]), k, 1, found, sizeof found))
+            where = "the package's generated code";
+    if (!where) return FT_OK;
+    char starts[200];
+    if (strcmp(k->P, k->U) != 0)
+        snprintf(starts, sizeof starts, "'%s_' and '%s_'", k->P, k->U);
+    else
+        snprintf(starts, sizeof starts, "'%s_'", k->P);
+    return ft_err_set(err, FT_EINVAL,
+                      "prefix '%s' clashes with the sources a package holds: the package's names "
+                      "start with %s, and %s already has '%s'; choose another --prefix",
+                      k->P, starts, where, found);
+}
+
+/* dir must not exist, or be an empty directory (a link to one is followed: *real is then the
+ * directory it names, else dir itself). *mode: an existing directory's permissions, which the
+ * package keeps (-1: none; the new directory then gets the umask's). */
+static ft_status check_target(const char *dir, char *real, size_t n, int *mode, ft_err *err) {
+    struct stat st, lst;
+    *mode = -1;
+    snprintf(real, n, "%s", dir);
+    if (!dir[0]) return ft_err_set(err, FT_EINVAL, "-o: the directory's path is empty");
+    if (lstat(dir, &lst) != 0)
         return errno == ENOENT ? FT_OK : ft_err_set(err, FT_EIO, "%s: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0)
+        return ft_err_set(err, FT_EIO, "%s is a symbolic link to %s", dir,
+                          errno == ENOENT ? "nothing (a dangling link): remove it or name a "
+                                            "directory"
+                                          : strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return ft_err_set(err, FT_EIO, "%s exists and is not a directory", dir);
     DIR *d = opendir(dir);
@@ -1764,11 +1961,48 @@ static ft_status check_target(const char *dir, ft_err *err) {
     while (empty && (de = readdir(d)) != NULL)
         empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
     closedir(d);
-    return empty ? FT_OK
-                 : ft_err_set(err, FT_EIO, "%s exists and is not empty (nothing written)", dir);
+    if (!empty) return ft_err_set(err, FT_EIO, "%s exists and is not empty (nothing written)", dir);
+    if (S_ISLNK(lst.st_mode)) {
+        char *r = realpath(dir, NULL);
+        if (!r) return ft_err_set(err, FT_EIO, "%s: %s", dir, strerror(errno));
+        if (strlen(r) >= n) {
+            free(r);
+            return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
+        }
+        snprintf(real, n, "%s", r);
+        free(r);
+    }
+    *mode = (int)(st.st_mode & 07777);
+    return FT_OK;
 }
 
-/* A fresh temporary directory beside dir (its parent made). */
+/* Temporary trees of earlier emits to the same target that ended without removing theirs
+ * (killed): `.BASE.tmp-XXXXXX` beside it, a directory of this user that no process holds (an
+ * emit holds its own tree's flock until it is renamed into place or removed). */
+static void remove_stale(const char *parent, const char *base) {
+    DIR *d = opendir(parent);
+    if (!d) return;
+    char stem[512];
+    snprintf(stem, sizeof stem, ".%s.tmp-", base);
+    size_t sl = strlen(stem);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *nm = de->d_name;
+        if (strncmp(nm, stem, sl) != 0 || strlen(nm) != sl + 6) continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", parent, nm) >= (int)sizeof path) continue;
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) remove_tree(path);
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* A fresh temporary directory beside dir (its parent made), locked, after the stale ones of
+ * killed emits are removed. It is made as mkdir makes a directory (the umask's permissions). */
 static ft_status make_tmp(pkg *k, const char *dir, ft_err *err) {
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", dir);
@@ -1779,19 +2013,39 @@ static ft_status make_tmp(pkg *k, const char *dir, ft_err *err) {
     const char *base = slash ? slash + 1 : parent;
     if (!base[0] || !strcmp(base, ".") || !strcmp(base, ".."))
         return ft_err_set(err, FT_EINVAL, "%s: name a new directory", dir);
-    if (snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent, base) >=
-        (int)sizeof k->tmp - 64)
+    if (strlen(base) > 200 ||
+        snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent, base) >=
+            (int)sizeof k->tmp - 64)
         return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
-    if (slash && slash != parent) {
-        *slash = '\0';
-        ft_status s = ft_dir_make(parent, err);
+    char where[4096]; /* the parent */
+    if (!slash) {
+        snprintf(where, sizeof where, ".");
+    } else if (slash == parent) {
+        snprintf(where, sizeof where, "/");
+    } else {
+        snprintf(where, sizeof where, "%.*s", (int)(slash - parent), parent);
+        ft_status s = ft_dir_make(where, err);
         if (s) return s;
     }
-    if (!mkdtemp(k->tmp)) {
-        k->tmp[0] = '\0';
-        return ft_err_set(err, FT_EIO, "%s: cannot make a temporary directory beside it: %s", dir,
-                          strerror(errno));
+    remove_stale(where, base);
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    char *x = k->tmp + strlen(k->tmp) - 6;
+    uint64_t r = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)k;
+    for (int tries = 0;; tries++) {
+        for (int i = 0; i < 6; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            x[i] = digits[(r >> 33) % (sizeof digits - 1)];
+        }
+        if (mkdir(k->tmp, 0777) == 0) break;
+        if (errno != EEXIST || tries > 100) {
+            int e = errno;
+            k->tmp[0] = '\0';
+            return ft_err_set(err, FT_EIO, "%s: cannot make a temporary directory beside it: %s",
+                              dir, strerror(e));
+        }
     }
+    k->tmp_fd = open(k->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (k->tmp_fd >= 0) flock(k->tmp_fd, LOCK_EX);
     return FT_OK;
 }
 
@@ -1799,7 +2053,7 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
                                   int *nemitted, ft_err *err) {
     ft_emit_opts def = {FT_EMIT_PACKAGE, NULL, NULL, NULL, NULL};
     const ft_emit_opts *o = opts ? opts : &def;
-    pkg k = {.P = o->prefix ? o->prefix : "ft_tuned", .source = o->source};
+    pkg k = {.P = o->prefix ? o->prefix : "ft_tuned", .source = o->source, .tmp_fd = -1};
     if (nemitted) *nemitted = 0;
     if (!is_identifier(k.P))
         return ft_err_set(err, FT_EINVAL,
@@ -1807,14 +2061,21 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
                           k.P);
     for (size_t i = 0; k.P[i]; i++)
         k.U[i] = (char)toupper((unsigned char)k.P[i]);
-    ft_status s = check_target(dir, err);
+    char real[4096];
+    int mode = -1;
+    ft_status s = check_prefix(&k, err);
+    if (!s) s = check_target(dir, real, sizeof real, &mode, err);
     if (!s) s = pkg_select(p, o, &k, err);
     if (!s) s = pkg_resolve(&k, err);
-    if (!s) s = make_tmp(&k, dir, err);
+    if (!s) s = make_tmp(&k, real, err);
     if (!s) s = pkg_write_tree(&k, err);
-    if (!s && rename(k.tmp, dir) != 0)
+    /* An existing empty directory keeps its permissions; a new one has the umask's. */
+    if (!s && mode >= 0 && chmod(k.tmp, (mode_t)mode) != 0)
+        s = ft_err_set(err, FT_EIO, "%s: %s (nothing written)", k.tmp, strerror(errno));
+    if (!s && rename(k.tmp, real) != 0)
         s = ft_err_set(err, FT_EIO, "%s: %s (nothing written)", dir, strerror(errno));
     if (s && k.tmp[0]) remove_tree(k.tmp);
+    if (k.tmp_fd >= 0) close(k.tmp_fd);
     if (!s && nemitted) *nemitted = k.n;
     free(k.e);
     free(k.cfg);

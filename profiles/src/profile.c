@@ -255,12 +255,17 @@ static ft_status check_entry(const json_t *j, ft_profile_entry *out, ft_err *err
         if (ft_op_sym(op, key) < 0)
             return ft_err_set(err, FT_EINVAL, "shape: %s has no size '%s'", op->name, key);
     }
+    ft_attrs av;
+    ft_attrs_default(&av);
     json_object_foreach(attrs, key, v) {
         if (!ft_op_accepts_attr(op, key))
             return ft_err_set(err, FT_EINVAL, "attrs: %s has no attribute '%s'", op->name, key);
         if (!json_is_string(v))
             return ft_err_set(err, FT_EINVAL, "attrs: '%s' should be a string, not %s", key,
                               type_name(v));
+        /* The value as `--attr` would take it: an entry no call can have is no entry. */
+        if (ft_attrs_set(&av, op, key, json_string_value(v), &e2))
+            return ft_err_set(err, FT_EINVAL, "attrs: %s", e2.msg);
     }
     const char *backend = json_string_value(be_j);
     if ((s = need(j, "", "config", NEED_OBJECT, &config, err)) ||
@@ -662,6 +667,21 @@ static int only_space(const char *s, size_t n) {
 
 ft_status ft_profile_load(const char *path, ft_profile **out, ft_err *err) {
     *out = NULL;
+    if (!path || !path[0]) return ft_err_set(err, FT_EINVAL, "the profile path is empty");
+    /* A file or a pipe, of at most FT_PROFILE_MAX_BYTES: not a directory, not /dev/zero. */
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode))
+            return ft_err_set(err, FT_EIO, "%s is a directory, not a profile", path);
+        if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
+            return ft_err_set(err, FT_EIO,
+                              "%s is not a regular file (a device or socket): not a profile", path);
+        if (S_ISREG(sb.st_mode) && (long long)sb.st_size > FT_PROFILE_MAX_BYTES)
+            return ft_err_set(err, FT_EIO,
+                              "%s has %lld bytes, more than a profile may have (%lld MiB): not a "
+                              "profile",
+                              path, (long long)sb.st_size, FT_PROFILE_MAX_BYTES >> 20);
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT) {
@@ -673,8 +693,18 @@ ft_status ft_profile_load(const char *path, ft_profile **out, ft_err *err) {
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
+        if (len > (size_t)FT_PROFILE_MAX_BYTES) { /* a pipe, or a file that grew */
+            free(buf);
+            fclose(f);
+            return ft_err_set(err, FT_EIO,
+                              "%s: more than %lld MiB, more than a profile may have: not a "
+                              "profile",
+                              path, FT_PROFILE_MAX_BYTES >> 20);
+        }
         if (len == cap) {
             size_t ncap = cap ? 2 * cap : 65536;
+            if (ncap > (size_t)FT_PROFILE_MAX_BYTES + 65536)
+                ncap = (size_t)FT_PROFILE_MAX_BYTES + 65536;
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);

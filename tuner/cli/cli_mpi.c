@@ -102,15 +102,18 @@ static void send_text(int to, int tag, const char *text) {
     pthread_mutex_unlock(&mpi_lock);
 }
 
-/* Receive one message from `from` with tag `tag` (MPI_ANY_TAG: any), NUL-terminated. */
-static char *recv_text(int from, int tag, int *got_tag) {
+/* Receive one message from `from` with tag `tag` (MPI_ANY_TAG: any), NUL-terminated; NULL when
+ * none came within limit_s seconds (0: no limit). */
+static char *recv_text(int from, int tag, int *got_tag, double limit_s) {
     MPI_Status st;
+    double until = limit_s > 0 ? MPI_Wtime() + limit_s : 0;
     for (;;) {
         int ready = 0;
         pthread_mutex_lock(&mpi_lock);
         MPI_Iprobe(from, tag, comm, &ready, &st);
         if (ready) break;
         pthread_mutex_unlock(&mpi_lock);
+        if (until > 0 && MPI_Wtime() > until) return NULL;
         usleep(200);
     }
     int n = 0;
@@ -130,6 +133,7 @@ typedef struct {
     ft_tune_workers w;
     int job;
     int ranks[FT_CLI_MPI_MAX_RANKS];
+    unsigned char answered[FT_CLI_MPI_MAX_RANKS]; /* worker w has sent a result in this job */
 } group;
 
 static group groups[FT_CLI_MPI_MAX_RANKS];
@@ -147,9 +151,32 @@ static ft_status w_send(void *ctx, int w, const json_t *config, double best, ft_
     return FT_OK;
 }
 
+/* How long rank 0 waits for a worker's result with --candidate-timeout S: twice S and 5 s
+ * (a worker's own alarm ends it after S of one candidate; the rest covers the messages), and
+ * for its first result of a job SETUP_S more (the worker plans the job and measures its
+ * machine's ceilings first). A rank that is stopped (SIGSTOP) or hung sends nothing: rank 0
+ * ends the job. */
+enum { SETUP_S = 120 };
+static double candidate_limit_s;
+
+void ft_cli_mpi_result_timeout(double candidate_timeout_s) {
+    candidate_limit_s = candidate_timeout_s > 0 ? candidate_timeout_s : 0;
+}
+
 static ft_status w_recv(void *ctx, int w, json_t **events, ft_err *err) {
     group *g = ctx;
-    char *text = recv_text(g->ranks[w], TAG_RESULT, NULL);
+    *events = NULL;
+    double limit =
+        candidate_limit_s > 0 ? 2 * candidate_limit_s + 5 + (g->answered[w] ? 0 : SETUP_S) : 0;
+    char *text = recv_text(g->ranks[w], TAG_RESULT, NULL, limit);
+    if (!text)
+        return ft_err_set(err, FT_EIO,
+                          "rank %d sent no result within %.0f s (--candidate-timeout %g: twice "
+                          "that and 5 s%s): it is stopped or hung; ending the job (the log keeps "
+                          "what was measured; the same command resumes)",
+                          g->ranks[w], limit, candidate_limit_s,
+                          g->answered[w] ? "" : ", and 2 minutes for its start");
+    g->answered[w] = 1;
     json_error_t je;
     *events = json_loads(text, 0, &je);
     free(text);
@@ -179,6 +206,7 @@ int ft_cli_mpi_groups(int njobs) {
 
 const ft_tune_workers *ft_cli_mpi_workers(int g, int job) {
     if (size < 2 || rank || g < 0 || g >= ngroups) return NULL;
+    if (groups[g].job != job) memset(groups[g].answered, 0, sizeof groups[g].answered);
     groups[g].job = job;
     return &groups[g].w;
 }
@@ -204,7 +232,7 @@ int ft_cli_mpi_next_job(void) {
     if (!held) {
         for (;;) {
             int tag;
-            char *text = recv_text(0, MPI_ANY_TAG, &tag);
+            char *text = recv_text(0, MPI_ANY_TAG, &tag, 0);
             if (tag == TAG_ALLDONE) {
                 free(text);
                 return -1;
@@ -228,7 +256,7 @@ static int s_next(void *ctx, json_t **config, double *best, ft_err *err) {
     (void)err;
     if (!held) {
         int tag;
-        char *text = recv_text(0, MPI_ANY_TAG, &tag);
+        char *text = recv_text(0, MPI_ANY_TAG, &tag, 0);
         if (tag != TAG_CAND) {
             free(text);
             if (tag == TAG_ALLDONE) MPI_Abort(MPI_COMM_WORLD, 1); /* cannot happen mid-job */
@@ -263,6 +291,71 @@ static ft_status s_reply(void *ctx, json_t *events, ft_err *err) {
 static const ft_tune_server server = {NULL, s_next, s_reply};
 
 const ft_tune_server *ft_cli_mpi_server(void) { return rank ? &server : NULL; }
+
+/* The first line where two different keys differ: each side's text of it (at most n bytes;
+ * "nothing" past a key's end). */
+static void first_difference(const char *a, const char *b, char *da, char *db, size_t n) {
+    for (;;) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        if (la != lb || strncmp(a, b, la) != 0 || !*a || !*b) {
+            snprintf(da, n, "%.*s", (int)(*a ? la : 7), *a ? a : "nothing");
+            snprintf(db, n, "%.*s", (int)(*b ? lb : 7), *b ? b : "nothing");
+            return;
+        }
+        a += la + (a[la] == '\n');
+        b += lb + (b[lb] == '\n');
+    }
+}
+
+int ft_cli_mpi_same_run(const char *key, char *why, size_t n) {
+    enum { WHY = 1024 };
+    char msg[WHY] = "";
+    why[0] = '\0';
+    if (size < 2) return 1;
+    int len = (int)strlen(key) + 1, *lens = NULL, *displs = NULL, *worlds = NULL;
+    char *all = NULL;
+    if (!rank) {
+        lens = calloc((size_t)size, sizeof *lens);
+        displs = calloc((size_t)size, sizeof *displs);
+        worlds = calloc((size_t)size, sizeof *worlds);
+        if (!lens || !displs || !worlds) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, comm);
+    MPI_Gather(&world_rank, 1, MPI_INT, worlds, 1, MPI_INT, 0, comm);
+    if (!rank) {
+        size_t total = 0;
+        for (int r = 0; r < size; r++) {
+            displs[r] = (int)total;
+            total += (size_t)lens[r];
+        }
+        all = malloc(total);
+        if (!all) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gatherv(key, len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, comm);
+    for (int r = 1; !rank && r < size && !msg[0]; r++) {
+        const char *theirs = all + displs[r];
+        if (!strcmp(theirs, key)) continue;
+        char mine[400], other[400];
+        first_difference(key, theirs, mine, other, sizeof mine);
+        /* "job 0 (fusion.dflare) sizes: N=4800 ..., where rank 0 has N=48 ...": the shared
+         * label once. */
+        const char *colon = strstr(mine, ": ");
+        size_t label = colon ? (size_t)(colon - mine) + 2 : 0;
+        const char *ours = label && !strncmp(mine, other, label) ? mine + label : mine;
+        snprintf(msg, sizeof msg,
+                 "rank %d was started with another run than rank %d: %s, where rank %d has %s "
+                 "(every rank needs the same ops, sizes, attributes and kernel sources: the same "
+                 "command line); nothing was run",
+                 worlds[r], world_rank, other, world_rank, ours);
+    }
+    free(lens);
+    free(displs);
+    free(worlds);
+    free(all);
+    MPI_Bcast(msg, WHY, MPI_CHAR, 0, comm);
+    snprintf(why, n, "%s", msg);
+    return !msg[0];
+}
 
 /* Every rank's device, then one group of ranks per kind (in order of first appearance). */
 int ft_cli_mpi_split_by_device(const char *device, int *kind) {
@@ -322,4 +415,10 @@ int ft_cli_mpi_split_by_device(const char *device, int *kind) {
     return 1;
 }
 int ft_cli_mpi_world_rank(void) { return 0; }
+void ft_cli_mpi_result_timeout(double candidate_timeout_s) { (void)candidate_timeout_s; }
+int ft_cli_mpi_same_run(const char *key, char *why, size_t n) {
+    (void)key;
+    if (n) why[0] = '\0';
+    return 1;
+}
 #endif

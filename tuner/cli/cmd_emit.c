@@ -1,6 +1,7 @@
 /* cmd_emit.c: `flaretune emit`: a profile's tuned configurations as a self-contained C header,
  * a flat JSON array, or a standalone source package of the tuned kernels, for builds that do
  * not link flaretune (docs/emit.md). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,9 +118,10 @@ static int run(int argc, char **argv) {
             ft_profile_free(p);
             return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s", err.msg);
         }
-        if (fflush(stdout) != 0) {
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            int e = errno;
             ft_profile_free(p);
-            return ft_cli_fail(FT_EXIT_FAIL, "emit: write failed");
+            return ft_cli_fail(FT_EXIT_FAIL, "emit: write failed: %s", strerror(e ? e : EIO));
         }
     }
     if (!n)

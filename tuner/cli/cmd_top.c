@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "flaretune/tui.h"
@@ -36,6 +37,20 @@ static int run(int argc, char **argv) {
     if (argc > 2) return ft_cli_fail(FT_EXIT_USAGE, "top: unexpected argument '%s'", argv[2]);
     if (argv[1][0] == '-' && argv[1][1])
         return ft_cli_fail(FT_EXIT_USAGE, "top: unknown option '%s' (see `flaretune top --help`)",
+                           argv[1]);
+    /* LOG may not exist yet (it is followed until it appears), but a directory or a device is
+     * no log: it would be waited on forever. */
+    struct stat st;
+    if (stat(argv[1], &st) == 0 && S_ISDIR(st.st_mode))
+        return ft_cli_fail(FT_EXIT_FAIL,
+                           "top: %s is a directory: give the event log (the file tune --log "
+                           "wrote; for tune all or a sweep, that --log: its LOG.OP files are "
+                           "followed)",
+                           argv[1]);
+    if (stat(argv[1], &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+        return ft_cli_fail(FT_EXIT_FAIL,
+                           "top: %s is not a regular file (a device or socket): "
+                           "not an event log",
                            argv[1]);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -14,6 +14,7 @@
 #include "cli_mpi.h"
 #include "cuda/specs.h"
 #include "flaretune/clock.h"
+#include "flaretune/env.h"
 #include "flaretune/filelock.h"
 #include "flaretune/format.h"
 #include "flaretune/json.h"
@@ -759,6 +760,9 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
 static ft_status tune_resolve(const char *name, const ft_op *op, const ft_backend **be,
                               ft_err *err) {
     if (!name || strncmp(name, "replay:", 7) != 0) return ft_backend_resolve(name, op, be, err);
+    if (!name[7])
+        return ft_err_set(err, FT_EINVAL,
+                          "--backend replay:LOG: the log's path after 'replay:' is missing");
     ft_status s = ft_replay_backend_open(name + 7, be, err);
     if (!s && op && !(*be)->supports(op))
         s = ft_err_set(err, FT_EUNSUPPORTED, "%s holds a landscape of another op than %s",
@@ -1142,6 +1146,53 @@ static int tune_split_devices(tuning *T) {
     return FT_EXIT_OK;
 }
 
+/* What every rank of a run must share, one "what: value" line each: the jobs, and for each its
+ * op, backend, sizes and attributes; the kernel sources. A worker started with another command
+ * line (--set N=4800, another op) would measure something else under rank 0's key. */
+static void run_key(const tuning *T, char *buf, size_t n) {
+    size_t k = 0;
+    ft_env env;
+    ft_env_probe(&env);
+    k += (size_t)snprintf(buf + k, n - k, "jobs: %d\n", T->njobs);
+    for (int j = 0; j < T->njobs && k < n; j++) {
+        const job *jb = &T->jobs[j];
+        ft_call c;
+        ft_err err = {0};
+        ft_call_init(&c, jb->op);
+        c.attrs = jb->attrs;
+        char dims[256] = "?", attrs[768] = "";
+        if (jb->op->from_preset(&c, &jb->preset, &err) == FT_OK)
+            ft_call_dims_str(&c, dims, sizeof dims);
+        for (int a = 0; jb->op->attrs[a]; a++) {
+            size_t used = strlen(attrs);
+            snprintf(attrs + used, sizeof attrs - used, "%s%s=", used ? "," : "", jb->op->attrs[a]);
+            used = strlen(attrs);
+            ft_attrs_format(&c.attrs, jb->op->attrs[a], attrs + used, sizeof attrs - used);
+        }
+        if (k < n)
+            k += (size_t)snprintf(buf + k, n - k,
+                                  "job %d op: %s\njob %d backend: %s\njob %d (%s) sizes: %s\n"
+                                  "job %d (%s) attributes: %s\n",
+                                  j, jb->op->name, j, jb->be->name, j, jb->op->name, dims, j,
+                                  jb->op->name, attrs);
+    }
+    if (k < n) snprintf(buf + k, n - k, "kernel sources: %s\n", env.source_hash);
+}
+
+/* Every rank's run key against rank 0's before any work: a difference ends the job on every
+ * rank with rank 0's one line. */
+static int tune_same_run(const tuning *T) {
+    size_t n = 1024 + (size_t)T->njobs * 1536;
+    char *key = malloc(n), why[1024];
+    if (!key) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
+    run_key(T, key, n);
+    int same = ft_cli_mpi_same_run(key, why, sizeof why);
+    free(key);
+    if (same) return FT_EXIT_OK;
+    if (!ft_cli_mpi_rank()) ft_cli_fail(FT_EXIT_USAGE, "tune: %s", why);
+    return FT_EXIT_USAGE;
+}
+
 /* Under mpirun: rank 0 tunes with the others as its workers. Returns an exit code, or -1 when
  * this process is not distributed. Any rank that stops before the jobs are done ends the job
  * (MPI_Abort), so no rank is left waiting for it. */
@@ -1151,12 +1202,17 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     /* Every rank plans the same jobs, then the ranks split by device: the roles come after. */
     int code = tune_plan(a, T), incomplete;
     if (!code) code = tune_split_devices(T);
+    if (!code && (code = tune_same_run(T))) {
+        ft_cli_mpi_end(0); /* every rank knows: they end together, rank 0 said why */
+        return code;
+    }
     if (ft_cli_mpi_rank()) {
         a->quiet = 1;
         a->to.profile_path = NULL;
         if (!code) code = tune_serve_jobs(a, T);
         incomplete = code != FT_EXIT_OK;
     } else {
+        ft_cli_mpi_result_timeout(a->to.candidate_timeout_s);
         if (!code) code = tune_run(a, pg, T, 1);
         incomplete = code != FT_EXIT_OK || T->status || stop_flag;
         if (!code && T->status) {
