@@ -34,6 +34,16 @@ def events(path):
     return out
 
 
+def clean_medians(ev):
+    """config key -> the clean search median of every candidate measured cleanly."""
+    out = {}
+    for e in ev:
+        if (e.get("event") == "measured" and e.get("clean", True) and "stopped" not in e
+                and not e.get("screened") and (e.get("stats") or {}).get("median_s")):
+            out[json.dumps(e["config"], sort_keys=True)] = e["stats"]["median_s"]
+    return out
+
+
 def run_summary(path):
     ev = events(path)
     end = [e for e in ev if e.get("event") == "run_end"]
@@ -55,6 +65,8 @@ def run_summary(path):
             best = min(best, med)
     stats = end.get("stats") or {}
     return {
+        "winner_cfg": json.dumps(end["winner"], sort_keys=True) if end.get("winner") else None,
+        "medians": clean_medians(ev),
         "winner": stats.get("median_s") if end.get("winner") else None,
         "no_winner": end.get("no_winner", "no winner"),
         "speedup": end.get("speedup"),
@@ -90,8 +102,13 @@ def main():
             med = "withheld (%s)" % b["no_winner"]
             med_ok = "cleanly" in b["no_winner"]
         else:
-            r = b["winner"] / q["winner"] if q["winner"] else float("nan")
-            med = "%s (%.2fx)" % (t(b["winner"]), r)
+            # Against the quiet machine's median of the same config when the quiet search
+            # measured it (two searches that score differently visit different configs, so
+            # their winners need not be one config), else against the quiet winner.
+            same = q["medians"].get(b["winner_cfg"])
+            base = same if same else q["winner"]
+            r = b["winner"] / base if base else float("nan")
+            med = "%s (%.2fx%s)" % (t(b["winner"]), r, " same config" if same else " vs its winner")
             med_ok = 1 / MEDIAN_X <= r <= MEDIAN_X
         if b["speedup"] is None:
             sp = "withheld (%s)" % (b["withheld"] or b["no_winner"])
@@ -106,11 +123,13 @@ def main():
         row_ok = med_ok and sp_ok and wd_ok
         ok &= row_ok
         share = 100.0 * b["discarded"] / b["taken"] if b["taken"] else 0.0
+        both = sorted(b["medians"][k] / q["medians"][k] for k in b["medians"] if k in q["medians"])
+        pairs = ("%d: %.2f-%.2fx" % (len(both), both[0], both[-1])) if both else "0"
         rows.append((name, t(q["winner"]), med, "%.2fx" % q["speedup"] if q["speedup"] else "-",
-                     sp, "%.0f%%" % share, str(b["unclean"]), str(b["stopped"]),
+                     sp, pairs, "%.0f%%" % share, str(b["unclean"]), str(b["stopped"]),
                      "%.2f" % b["worst"], "met" if row_ok else "NOT MET"))
     head = ("op.preset", "quiet winner", "busy winner", "quiet speedup", "busy speedup",
-            "discarded", "unclean", "stopped", "slowest call / limit", "goal")
+            "clean in both (busy/quiet)", "discarded", "unclean", "stopped", "slowest call / limit", "goal")
     verdicts = []
     qr, br = os.path.join(a.quiet, "report.json"), os.path.join(a.busy, "report.json")
     if os.path.exists(qr) and os.path.exists(br):
