@@ -47,11 +47,13 @@
 
 /* Paths under ft_source_root(), copied to the same paths under the package's src/. The CPU
  * kernels call the workspace, the error records and OpenBLAS; the dispatch binds and checks a
- * call with op.c and attrs.c as `flaretune exec` does, which need tensors and (for the random
- * fills the descriptions carry) the generator. Found by the undefined symbols of these objects;
+ * call with op.c and attrs.c as `flaretune exec` does, which need tensors, the clock (the
+ * watchdog's deadline in a call) and (for the random fills the descriptions carry) the
+ * generator. Found by the undefined symbols of these objects;
  * a package that misses one does not link, which test_package checks. */
 static const char *const pkg_common[] = {
     "include/flaretune/backend.h",
+    "include/flaretune/clock.h",
     "include/flaretune/op.h",
     "include/flaretune/ref.h",
     "include/flaretune/rng.h",
@@ -60,6 +62,7 @@ static const char *const pkg_common[] = {
     "include/flaretune/tensor.h",
     "include/flaretune/workspace.h",
     "kernels/cpu/cpu.h",
+    "core/clock.c",
     "core/rng.c",
     "core/status.c",
     "core/tensor.c",
@@ -76,13 +79,11 @@ static const char *const pkg_common[] = {
  * undefined symbols of the backend and the ops' *_cuda.c; test_package builds the result. */
 static const char *const pkg_cuda_common[] = {
     "include/flaretune/ceilings.h",
-    "include/flaretune/clock.h",
     "include/flaretune/device.h",
     "include/flaretune/env.h",
     "include/flaretune/measure.h",
     "include/flaretune/paths.h",
     "include/flaretune/stats.h",
-    "core/clock.c",
     "core/env.c",
     "core/paths.c",
     "kernels/op/backend.c",
