@@ -200,9 +200,9 @@ int ft_tui_columns(int width, int watch, ft_tui_col *out) {
 /* ---- the ranks pane's columns -------------------------------------------------------------- */
 
 static const col_spec rspecs[FT_RCOL_COUNT] = {
-    [FT_RCOL_RANK] = {"rank", 4, 4, 1},        [FT_RCOL_HOST] = {"host", 5, 16, 0},
-    [FT_RCOL_DEVICE] = {"device", 10, 120, 0}, [FT_RCOL_MEASURED] = {"measured", 8, 8, 1},
-    [FT_RCOL_REJECTED] = {"rej", 4, 4, 1},     [FT_RCOL_RATE] = {"cand/min", 8, 8, 1},
+    [FT_RCOL_RANK] = {"rank", 4, 4, 1, 0},        [FT_RCOL_HOST] = {"host", 5, 16, 0, 0},
+    [FT_RCOL_DEVICE] = {"device", 10, 120, 0, 0}, [FT_RCOL_MEASURED] = {"measured", 8, 8, 1, 0},
+    [FT_RCOL_REJECTED] = {"rej", 4, 4, 1, 0},     [FT_RCOL_RATE] = {"cand/min", 8, 8, 1, 0},
 };
 static const col_step rank_prio[] = {
     {FT_RCOL_RANK, 0},     {FT_RCOL_MEASURED, 0}, {FT_RCOL_RATE, 0},   {FT_RCOL_HOST, 0},
