@@ -520,7 +520,7 @@ static int run(int argc, char **argv) {
         code = ft_cli_fail(FT_EXIT_FAIL, "inspect: out of memory");
     else if (ft_kfacts_of(&su.c, &su.cfg, a.gpu, !a.no_sass, facts, &err) != FT_OK)
         code = ft_cli_fail_err(&err);
-    else if (a.no_sass && !facts->sass_why[0])
+    else if (a.no_sass)
         snprintf(facts->sass_why, sizeof facts->sass_why, "not read (--no-sass)");
     for (int i = 0; !code && i < nrec; i++) {
         int k = add_launch(ks, &nk, &recs[i]);
