@@ -203,17 +203,21 @@ static ft_status reject(session *S, int i, const char *reason, const char *messa
 
 /* ---- verification -------------------------------------------------------------------------- */
 
-/* Run candidate i on the verification call and compare with the reference. Returns 1 when it
- * passed; on rejection the `rejected` event is written. Candidates are valid at the timing
- * shape; at the smaller verification shape one may duplicate another (a chunk that covers the
- * whole batch there): it is still run and verified there. One that cannot run there at all is
- * rejected as unverifiable, never measured unverified. */
+/* The watchdog's scale: the best clean median so far, or before there is one, the fastest call
+ * any candidate made (INFINITY: none yet). */
+static double watch_scale(const session *S) { return isfinite(S->best) ? S->best : S->fastest; }
+
+/* A `measured` event's "stopped" field. */
+static json_t *stopped_json(double after_s, double limit_s) {
+    return json_pack("{s:f, s:f}", "after_s", after_s, "limit_s", limit_s);
+}
+
 /* The watchdog's limit on one call of candidate i (0: none): stop_factor x the best median so
  * far, or before there is a clean one, the fastest call seen (an upper bound on its kernel's
  * time however busy the machine), and never under stop_floor_s; the first candidate, the
  * default, sets the scale. */
 static double call_limit(const session *S, int i) {
-    double scale = isfinite(S->best) ? S->best : S->fastest;
+    double scale = watch_scale(S);
     if (!(S->o->stop_factor > 0) || !isfinite(scale) || i == S->def_idx) return 0;
     double limit = scale * S->o->stop_factor;
     return limit < S->o->stop_floor_s ? S->o->stop_floor_s : limit;
@@ -227,7 +231,7 @@ static double check_after(const session *S) {
     if (!(S->o->stop_factor > 0) || !(S->o->measure.max_lost > 0) ||
         strcmp(ft_backend_clock(S->o->be), "host") != 0)
         return 0; /* every sample kept, or a device clock the host's scheduler does not stretch */
-    double scale = isfinite(S->best) ? S->best : S->fastest;
+    double scale = watch_scale(S);
     double at = isfinite(scale) ? 2 * scale : 0;
     return at < S->o->stop_floor_s ? S->o->stop_floor_s : at;
 }
@@ -247,11 +251,16 @@ static json_t *stopped_event(session *S, int i, const ft_stats *st, double after
     json_object_set_new(ev, "stats", ft_stats_to_json(st));
     json_object_set_new(ev, "screened", json_false());
     json_object_set_new(ev, "clean", json_boolean(!st->unclean));
-    json_object_set_new(ev, "stopped", json_pack("{s:f, s:f}", "after_s", after_s, "limit_s", limit_s));
+    json_object_set_new(ev, "stopped", stopped_json(after_s, limit_s));
     json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
     return ev;
 }
 
+/* Run candidate i on the verification call and compare with the reference. Returns 1 when it
+ * passed; on rejection the `rejected` event is written. Candidates are valid at the timing
+ * shape; at the smaller verification shape one may duplicate another (a chunk that covers the
+ * whole batch there): it is still run and verified there. One that cannot run there at all is
+ * rejected as unverifiable, never measured unverified. */
 static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     const ft_config *cfg = &S->cands[i];
     char why[256];
@@ -462,8 +471,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     if (ci->state == C_STOPPED) S->stopped++;
     json_t *ev = measured_event(S, i, &st, starts, values, &load);
     if (st.stopped)
-        json_object_set_new(ev, "stopped", json_pack("{s:f, s:f}", "after_s", st.stopped_s,
-                                                     "limit_s", mo.call_limit_s));
+        json_object_set_new(ev, "stopped", stopped_json(st.stopped_s, mo.call_limit_s));
     free(starts);
     if (ci->state == C_MEASURED && st.median < S->best) {
         S->best = st.median;
