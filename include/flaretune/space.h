@@ -21,8 +21,8 @@
 extern "C" {
 #endif
 
-#define FT_MAX_PARAMS 12
-#define FT_MAX_VALUES 16
+#define FT_MAX_PARAMS 24
+#define FT_MAX_VALUES 64
 
 enum {
     /* Candidate values filled in at run time from the machine: powers of two below the number
