@@ -33,7 +33,8 @@ install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTE
 # (OpenMP's list names libpthread too, which is -lpthread below.)
 set(_ft_omp ${OpenMP_C_LIBRARIES})
 list(FILTER _ft_omp EXCLUDE REGEX "pthread")
-set(FT_PRIVATE_LIBS ${JANSSON_LIBRARIES} ${FT_OPENBLAS_LIB} ${CURSES_LIBRARIES} ${_ft_omp})
+set(FT_PRIVATE_LIBS ${JANSSON_LIBRARIES} ${ZLIB_LIBRARIES} ${FT_OPENBLAS_LIB} ${CURSES_LIBRARIES}
+    ${_ft_omp})
 if(FT_HAVE_CUDA)
   foreach(t CUDA::cupti CUDA::cublasLt CUDA::cudart)
     get_target_property(_loc ${t} IMPORTED_LOCATION)

@@ -22,8 +22,8 @@
 # in one line and goes on; the mix is then reported as unavailable.
 set -euo pipefail
 
-want=(cmake make gcc g++ pkg-config libjansson-dev libncurses-dev libopenblas-openmp-dev help2man
-      libopenmpi-dev openmpi-bin)
+want=(cmake make gcc g++ pkg-config libjansson-dev zlib1g-dev libncurses-dev libopenblas-openmp-dev
+      help2man libopenmpi-dev openmpi-bin)
 if [[ "${1:-build}" == test ]]; then
     want+=(python3 python3-numpy tmux chromium)
 fi

@@ -38,7 +38,7 @@ die() {
 # The build's packages and the libraries they need that a CUDA image does not have (the C
 # library, the compiler's runtimes and OpenMP come with the toolkit's compiler and stay the
 # machine's own: newer ones must not be shadowed by these).
-packages=(libjansson-dev libjansson4 libncurses-dev libncurses6 libncursesw6 libtinfo6
+packages=(libjansson-dev libjansson4 zlib1g-dev libncurses-dev libncurses6 libncursesw6 libtinfo6
   libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0 pkgconf pkgconf-bin
   libpkgconf3)
 

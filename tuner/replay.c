@@ -317,11 +317,13 @@ static ft_status summarise_noise(ft_landscape *l, ft_err *err) {
     return FT_OK;
 }
 
-ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
-                                   ft_err *err) {
+ft_status ft_landscape_problem(const json_t *events, const char *name, ft_landscape *l,
+                               size_t *firstp, ft_err *err) {
     memset(l, 0, sizeof *l);
     l->best = l->def = -1;
     l->confirm_ratio = NAN;
+    snprintf(l->format, sizeof l->format, "log");
+    *firstp = 0;
     if (!json_is_array(events)) return ft_err_set(err, FT_EINVAL, "%s: no events", name);
     size_t n = json_array_size(events), last = n;
     for (size_t i = n; i-- > 0;)
@@ -354,10 +356,25 @@ ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_la
     ft_status s;
     if (!(l->op = ft_op_find(opname, err))) return ft_err_wrap(err, "%s", name);
     if ((s = find_backend(bename, l->op, &l->backend, err))) return ft_err_wrap(err, "%s", name);
-    if ((s = rebuild_call(start, name, l, err)) || (s = copy_space(start, name, l, err))) {
+    if ((s = rebuild_call(start, name, l, err)) || (s = copy_space(start, name, l, err))) return s;
+    *firstp = first;
+    return FT_OK;
+}
+
+ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
+                                   ft_err *err) {
+    size_t first;
+    ft_status s = ft_landscape_problem(events, name, l, &first, err);
+    if (s) {
         ft_landscape_free(l);
         return s;
     }
+    const json_t *start = json_array_get(events, first);
+    for (size_t i = json_array_size(events); i-- > first;)
+        if (is_event(json_array_get(events, i), "run_start")) {
+            start = json_array_get(events, i); /* the last run's */
+            break;
+        }
     int64_t *keys = NULL;
     size_t confirm = 0;
     if ((s = enumerate(l, &keys, err)) ||
@@ -410,18 +427,6 @@ ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_la
     return FT_OK;
 }
 
-ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err) {
-    json_t *events;
-    int torn;
-    memset(l, 0, sizeof *l);
-    l->best = -1;
-    ft_status s = ft_eventlog_read(path, &events, &torn, err);
-    if (s) return s;
-    s = ft_landscape_from_events(events, path, l, err);
-    json_decref(events);
-    return s;
-}
-
 void ft_landscape_free(ft_landscape *l) {
     if (!l) return;
     free(l->params);
@@ -438,6 +443,11 @@ void ft_landscape_free(ft_landscape *l) {
     l->cost = NULL;
     l->ci_rel = NULL;
     l->confirm_samples = NULL;
+    for (int i = 0; i < l->nowned; i++)
+        free(l->owned[i]);
+    free(l->owned);
+    l->owned = NULL;
+    l->nowned = 0;
     l->ncands = l->npredicted = l->ncost = l->nconfirmed = 0;
     l->best = l->def = -1;
 }
@@ -479,11 +489,25 @@ static int cand_of(const ft_landscape *l, const int64_t *keys, const ft_config *
 ft_status ft_landscape_warm(const ft_landscape *l, const ft_landscape *from, int want, int *first,
                             int *nfirst, double *prior, ft_err *err) {
     if (nfirst) *nfirst = 0;
-    if (from->op != l->op || from->backend != l->backend)
+    if (!l->op != !from->op)
+        return ft_err_set(err, FT_EINVAL,
+                          "a warm start needs landscapes of one kind: this one is from %s, the "
+                          "other from %s (a flaretune log names an op, a community file does not)",
+                          l->format, from->format);
+    if (l->op && (from->op != l->op || from->backend != l->backend))
         return ft_err_set(err, FT_EINVAL,
                           "a warm start needs a landscape of the same op and backend: this one is "
                           "%s on %s, the other %s on %s",
                           l->op->name, l->backend->name, from->op->name, from->backend->name);
+    if (!l->op && !ft_landscape_same_params(l, from)) {
+        char a[512], b[512];
+        ft_landscape_params_str(l, a, sizeof a);
+        ft_landscape_params_str(from, b, sizeof b);
+        return ft_err_set(err, FT_EINVAL,
+                          "a warm start needs a file of the same tunable parameters and values: "
+                          "this one has %s, the other %s",
+                          a, b);
+    }
     int64_t *keys = malloc((size_t)l->ncands * sizeof *keys);
     int *map = malloc((size_t)from->ncands * sizeof *map);
     int *order = malloc((size_t)from->ncands * sizeof *order);
@@ -542,8 +566,8 @@ static json_t *params_json(const ft_space *s) {
 }
 
 json_t *ft_landscape_to_json(const ft_landscape *l, const char *log) {
-    char dims[256];
-    ft_call_dims_str(&l->call, dims, sizeof dims);
+    char dims[256] = "";
+    if (l->op) ft_call_dims_str(&l->call, dims, sizeof dims);
     json_t *cands = json_array();
     for (int c = 0; c < l->ncands; c++)
         json_array_append_new(cands, json_pack("{s:o, s:o, s:o, s:o}", "config",
@@ -551,15 +575,22 @@ json_t *ft_landscape_to_json(const ft_landscape *l, const char *log) {
                                                "score_s", ft_json_number(l->score[c]), "cost_s",
                                                ft_json_number(l->cost[c]), "ci_rel",
                                                ft_json_number(l->ci_rel[c])));
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o, s:{s:o}, s:o}",
-                     "format",
-                     "flaretune-landscape/1", "op", l->op->name, "backend", l->backend->name,
-                     "preset", l->preset, "dims", dims, "log", log ? log : "", "params",
+    json_t *doc = json_pack(
+        "{s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o, s:{s:o}, s:o}", "format",
+        "flaretune-landscape/1", "op", l->op ? json_string(l->op->name) : json_null(), "backend",
+        l->backend ? json_string(l->backend->name) : json_null(), "preset", l->preset, "dims",
+        dims, "log", log ? log : "", "params",
                      params_json(&l->space), "optimum_s",
                      ft_json_number(l->best >= 0 ? l->score[l->best] : NAN), "optimum", l->best,
                      "confirmed", l->nconfirmed, "confirm_ratio", ft_json_number(l->confirm_ratio),
                      "noise", "median_ci_rel",
                      ft_json_number(l->noise_ci_rel), "candidates", cands);
+    /* Where it came from: a community file's kernel, device and problem size. */
+    if (doc)
+        json_object_update_new(doc, json_pack("{s:s, s:s, s:s, s:s}", "source", l->format,
+                                              "kernel", l->kernel, "device", l->device,
+                                              "problem_size", l->problem_size));
+    return doc;
 }
 
 ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char *path,

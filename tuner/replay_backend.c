@@ -85,6 +85,16 @@ ft_status ft_replay_backend_open(const char *log, const ft_backend **out, ft_err
     }
     ft_status s = ft_landscape_load(log, &L, err);
     if (s) return ft_err_wrap(err, "replay backend");
+    if (!L.op) {
+        /* A community file: its kernel is no op this binary can run a call of. */
+        s = ft_err_set(err, FT_EINVAL,
+                       "replay backend: %s is a %s file, which names no flaretune op to tune: "
+                       "replay strategies against it with `flaretune replay %s`",
+                       log, strcmp(L.format, "t4") == 0 ? "FAIR T4 results" : "Kernel Tuner cache",
+                       log);
+        ft_landscape_free(&L);
+        return s;
+    }
     loaded = 1;
     snprintf(device, sizeof device, "replay: %s on %s", L.run, L.backend->name);
     *out = &replay_backend;

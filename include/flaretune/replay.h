@@ -65,13 +65,43 @@ typedef struct ft_landscape {
     int nconfirmed;
     int *confirm_samples;
     double confirm_ratio;
+    /* Where it came from (tuner/landscape_formats.c, docs/search.md "Formats"): "log" (a
+     * flaretune event log: op, backend, preset, call and space as above), "kt-cache" (a Kernel
+     * Tuner cache file) or "t4" (a FAIR T4 results file). A file of the community names no
+     * flaretune op: op and backend are NULL, call is empty, the space is the file's own
+     * parameters (no constraint: every configuration the file holds is a candidate), and
+     * device, kernel and problem_size say what it measured ("" where the file does not). */
+    char format[16];
+    char device[128];
+    char kernel[128];
+    char problem_size[128];
+    char **owned; /* a file's parameter names and labels (owned), nowned of them */
+    int nowned;
 } ft_landscape;
 
-/* Load the landscape of the last run of the event log at `path` (and of the earlier runs with
- * the same compatibility key, which that run resumed). Fails with FT_EFORMAT, naming the
- * candidate, when a valid candidate was neither measured nor rejected: a replay needs the
- * exhaustive landscape. */
+/* Load the landscape of the file at `path`, whatever it holds (the content decides, not the
+ * name; gzip-compressed files are read as they are): a flaretune event log (its last run and
+ * the earlier runs with the same compatibility key, which that run resumed), a Kernel Tuner
+ * cache file (an unfinished one too) or a FAIR T4 results file (tuner/landscape_formats.c).
+ * Fails with FT_EFORMAT and one line naming the file and what is wrong: for a log, when a
+ * valid candidate was neither measured nor rejected (a replay needs the exhaustive landscape). */
 ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err);
+/* The same from the bytes of such a file (not compressed); `name` names it in messages. */
+ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name, ft_landscape *l,
+                                   ft_err *err);
+/* The problem of a log's last run without its scores: op, backend, preset, run, nruns, call
+ * and space set; *first the index of the first event of the chain of runs it resumed. The
+ * caller frees l (ft_landscape_free) whatever it returns. */
+ft_status ft_landscape_problem(const json_t *events, const char *name, ft_landscape *l,
+                               size_t *first, ft_err *err);
+/* One line saying what was measured: "attention.decode on cpu, preset P (dims)" for a log,
+ * "KERNEL on DEVICE (Kernel Tuner cache, problem size [..])" for a file. */
+void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n);
+/* Do a and b have the same parameters, with the same values in the same order? (Two files of
+ * one kernel measured on two GPUs do: a warm start across them is meaningful.) */
+int ft_landscape_same_params(const ft_landscape *a, const ft_landscape *b);
+/* "name(n),name(n),...": the parameters and how many values each has. */
+void ft_landscape_params_str(const ft_landscape *l, char *buf, size_t n);
 /* The same from events already read (ft_eventlog_read); `name` names the source in messages. */
 ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
                                    ft_err *err);
@@ -88,10 +118,12 @@ int ft_landscape_first_within(const ft_landscape *l, double target);
 double ft_landscape_cost_through(const ft_landscape *l, int n);
 
 /* A warm start for l from another landscape `from` of the same op and backend (another shape or
- * machine): prior[c] (l->ncands values) is from's score of l's candidate c (the same config;
+ * machine), or for a community file from another file of the same parameters (the same kernel
+ * on another GPU): prior[c] (l->ncands values) is from's score of l's candidate c (the same config;
  * NaN where from lacks it or rejected it), and first[0..*nfirst) are the indices in l of from's
  * best `want` configs that are candidates of l, best first. Either output may be NULL. Fails
- * (FT_EINVAL, naming both) when from is of another op or backend. */
+ * (FT_EINVAL, naming both) when from is of another op or backend, when one is a log and the
+ * other a file, or when two files have different parameters. */
 ft_status ft_landscape_warm(const ft_landscape *l, const ft_landscape *from, int want, int *first,
                             int *nfirst, double *prior, ft_err *err);
 

@@ -29,7 +29,10 @@ static void usage(FILE *f) {
             "                            [--export FILE] [--prune predicted=F[,F...]] [--json]\n\n"
             "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
             "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
-            "with the earlier runs it resumed). Each proposal is one evaluation, scored from the\n"
+            "with the earlier runs it resumed), or a Kernel Tuner cache file or FAIR T4 results\n"
+            "file of the autotuning community (read by content; .json.gz read as it is: every\n"
+            "configuration it holds is a candidate, a failed one among them, docs/search.md\n"
+            "\"Formats\"). Each proposal is one evaluation, scored from the\n"
             "log: nothing runs. The candidates the run confirmed at its end (the best few\n"
             "measured again, interleaved) score their confirmed medians, so the optimum is\n"
             "judged by them rather than by a lucky sample. For each strategy and batch size, and\n"
@@ -52,8 +55,9 @@ static void usage(FILE *f) {
             "                 a row each\n"
             "  --warm LOG2    also replay every strategy warm-started from LOG2, an exhaustive\n"
             "                 log of the same op and backend at another shape or on another\n"
-            "                 machine: its score of each candidate as a prior, its %d best\n"
-            "                 configs measured first; prints cold against warm\n"
+            "                 machine (for a file: a file of the same parameters, such as the\n"
+            "                 same kernel on another GPU): its score of each candidate as a\n"
+            "                 prior, its %d best configs measured first; prints cold against warm\n"
             "  --export FILE  write the landscape as JSON (format flaretune-landscape/1,\n"
             "                 docs/events.md) to FILE, atomically\n"
             "  --prune predicted=F[,F...]\n"
@@ -467,8 +471,8 @@ static double saving(double before, double after) {
 
 static json_t *warm_json(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
     const warm_start *w = &t->warm;
-    char dims[256];
-    ft_call_dims_str(&w->from->call, dims, sizeof dims);
+    char dims[256] = "";
+    if (w->from->op) ft_call_dims_str(&w->from->call, dims, sizeof dims);
     json_t *first = json_array(), *rows = json_array();
     for (int j = 0; j < w->nfirst; j++)
         json_array_append_new(first, ft_config_to_json(&l->space, &l->cands[w->first[j]]));
@@ -532,11 +536,12 @@ static json_t *replay_json(const char *path, const ft_landscape *l, const replay
         json_array_append_new(strategies, row_json(l, ro, &t->rows[i]));
     for (int b = 0; b < ro->nbatches; b++)
         json_array_append_new(batches, json_integer(ro->batches[b]));
-    char dims[256];
-    ft_call_dims_str(&l->call, dims, sizeof dims);
+    char dims[256] = "";
+    if (l->op) ft_call_dims_str(&l->call, dims, sizeof dims);
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:o, s:f, s:i, s:i, s:i, s:o, s:o}", "log",
-        path, "op", l->op->name, "backend", l->backend->name, "preset", l->preset, "dims", dims,
+        "{s:s, s:o, s:o, s:s, s:s, s:i, s:i, s:i, s:f, s:o, s:f, s:i, s:i, s:i, s:o, s:o}", "log",
+        path, "op", l->op ? json_string(l->op->name) : json_null(), "backend",
+        l->backend ? json_string(l->backend->name) : json_null(), "preset", l->preset, "dims", dims,
         "runs", l->nruns, "valid", nvalid, "rejected", l->nrejected, "optimum_s", l->score[l->best],
         "optimum_config", ft_config_to_json(&l->space, &l->cands[l->best]), "target", target,
         "within_target", ft_landscape_count_within(l, target), "exhaustive_first",
@@ -547,6 +552,9 @@ static json_t *replay_json(const char *path, const ft_landscape *l, const replay
     json_object_set_new(root, "optimum_samples",
                         l->confirm_samples[l->best] > 0 ? json_integer(l->confirm_samples[l->best])
                                                         : json_null());
+    json_object_update_new(root, json_pack("{s:s, s:s, s:s, s:s}", "source", l->format, "kernel",
+                                           l->kernel, "device", l->device, "problem_size",
+                                           l->problem_size));
     json_object_set_new(root, "confirmed", json_integer(l->nconfirmed));
     json_object_set_new(root, "confirm_ratio", ft_json_number(l->confirm_ratio));
     json_object_set_new(root, "noise",
@@ -613,12 +621,12 @@ static void fmt_pct(double frac, char *buf, size_t n) {
  * the budget. */
 static void landscape_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
     const int nvalid = l->ncands;
-    char optcfg[512], dims[256], tm[32], tm2[32];
+    char optcfg[512], what[512], tm[32], tm2[32];
     ft_config_format(&l->space, &l->cands[l->best], optcfg, sizeof optcfg);
-    ft_call_dims_str(&l->call, dims, sizeof dims);
-    printf("landscape  %s on %s, preset %s (%s)%s\n", l->op->name, l->backend->name,
-           l->preset[0] ? l->preset : "-", dims, l->nruns > 1 ? ", resumed runs merged" : "");
-    printf("           %d valid candidates (%d rejected), optimum %s at %s\n", nvalid, l->nrejected,
+    ft_landscape_describe(l, what, sizeof what);
+    printf("landscape  %s%s\n", what, l->nruns > 1 ? ", resumed runs merged" : "");
+    printf("           %d %s candidates (%d %s), optimum %s at %s\n", nvalid,
+           l->op ? "valid" : "measured", l->nrejected, l->op ? "rejected" : "failed",
            ft_fmt_time(l->score[l->best], 0, tm, sizeof tm), optcfg);
     char times[64] = "interleaved re-measurements";
     if (l->confirm_samples[l->best] > 0)
@@ -632,8 +640,10 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
         printf("optimum    not among the %d candidate%s the run confirmed (their confirmed medians "
                "are slower): its search median\n",
                l->nconfirmed, l->nconfirmed == 1 ? "" : "s");
-    else
+    else if (l->op)
         printf("optimum    not confirmed (the log has no confirm event): its search median\n");
+    else
+        printf("optimum    as the file records it (a %s file has no confirmation)\n", l->format);
     char noise[16] = "-";
     if (!isnan(l->noise_ci_rel)) snprintf(noise, sizeof noise, "%.1f%%", 100 * l->noise_ci_rel);
     fmt_time(median_cost(l), tm, sizeof tm);
@@ -744,12 +754,12 @@ static void table_text(const ft_landscape *l, const replay_opts *ro, const repla
 /* Cold against warm: a row per strategy and batch size, a column block per target. */
 static void warm_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
     const warm_start *w = &t->warm;
-    char dims[256], tm[32];
-    ft_call_dims_str(&w->from->call, dims, sizeof dims);
-    printf("\nwarm start from %s (%s on %s, %s; optimum %s): a prior for %d of the %d candidates; "
+    char what[512], tm[32];
+    ft_landscape_describe(w->from, what, sizeof what);
+    printf("\nwarm start from %s (%s; optimum %s): a prior for %d of the %d candidates; "
            "measured first:\n",
-           w->path, w->from->op->name, w->from->backend->name, dims,
-           ft_fmt_time(w->from->score[w->from->best], 0, tm, sizeof tm), w->nprior, l->ncands);
+           w->path, what, ft_fmt_time(w->from->score[w->from->best], 0, tm, sizeof tm), w->nprior,
+           l->ncands);
     for (int j = 0; j < w->nfirst; j++) {
         char cfg[512];
         ft_config_format(&l->space, &l->cands[w->first[j]], cfg, sizeof cfg);

@@ -1,0 +1,239 @@
+/* test_landscape_formats.c: landscapes read from Kernel Tuner caches and FAIR T4 files
+ * (tuner/landscape_formats.c). The hand-checked files are in tests/data/landscapes/. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "flaretune/json.h"
+#include "flaretune/op_json.h"
+#include "flaretune/replay.h"
+#include "ft_problem.h"
+#include "ft_test.h"
+
+#define DATA FT_SOURCE_DIR "/tests/data/landscapes/"
+
+static void temp_path(char *buf, size_t n, const char *suffix) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, n, "%s/ft_formats_XXXXXX%s", dir && *dir ? dir : "/tmp", suffix);
+    int fd = mkstemps(buf, (int)strlen(suffix));
+    FT_CHECK(fd >= 0, "mkstemps %s", buf);
+    if (fd >= 0) close(fd);
+}
+
+static int load(const char *path, ft_landscape *l) {
+    ft_err err = {0};
+    ft_status s = ft_landscape_load(path, l, &err);
+    FT_CHECK(s == FT_OK, "%s", err.msg);
+    return s == FT_OK;
+}
+
+static void cand_text(const ft_landscape *l, int c, char *buf, size_t n) {
+    ft_config_format(&l->space, &l->cands[c], buf, n);
+}
+
+/* The five configurations of kt-small.json / t4-small.json, in space order. */
+static const char *const small_cands[] = {"block_size_x=16,layout=row", "block_size_x=16,layout=col",
+                                          "block_size_x=32,layout=row", "block_size_x=32,layout=col",
+                                          "block_size_x=64,layout=col"};
+static const double small_score[] = {3e-3, INFINITY, 2e-3, 2.5e-3, 1.5e-3};
+
+static void check_small(const ft_landscape *l, const double *cost) {
+    FT_CHECK(l->op == NULL && l->backend == NULL, "a file names no op");
+    FT_CHECK(l->ncands == 5, "%d candidates", l->ncands);
+    FT_CHECK(l->nrejected == 1, "%d failed", l->nrejected);
+    FT_CHECK(l->best == 4, "best %d", l->best);
+    FT_CHECK(l->def == -1, "default %d", l->def);
+    FT_CHECK(l->space.nparams == 2 && l->params[0].labels == NULL && l->params[1].labels,
+             "block_size_x numeric, layout named");
+    FT_CHECK(l->ncost == 5 && l->npredicted == 0 && isnan(l->noise_ci_rel) &&
+                 isnan(l->confirm_ratio),
+             "costs %d, predicted %d", l->ncost, l->npredicted);
+    for (int c = 0; c < l->ncands && c < 5; c++) {
+        char text[256];
+        cand_text(l, c, text, sizeof text);
+        FT_CHECK(strcmp(text, small_cands[c]) == 0, "candidate %d is %s", c, text);
+        if (isinf(small_score[c]))
+            FT_CHECK(isinf(l->score[c]), "candidate %d scores %g", c, l->score[c]);
+        else
+            FT_CHECK_NEAR(l->score[c], small_score[c], 1e-12);
+        FT_CHECK_NEAR(l->cost[c], cost[c], 1e-12);
+        FT_CHECK(isnan(l->ci_rel[c]), "ci_rel");
+    }
+}
+
+static void test_kt_small(void) {
+    ft_landscape l;
+    if (!load(DATA "kt-small.json", &l)) return;
+    /* compile + verification + (benchmark_time, else sum(times), else time), in ms */
+    const double cost[] = {0.056, 0.020, 0.115, 0.0025, 0.004};
+    check_small(&l, cost);
+    FT_CHECK(strcmp(l.format, "kt-cache") == 0, "format %s", l.format);
+    FT_CHECK(strcmp(l.device, "Test GPU") == 0 && strcmp(l.kernel, "small_kernel") == 0 &&
+                 strcmp(l.problem_size, "[1024,2]") == 0,
+             "%s / %s / %s", l.device, l.kernel, l.problem_size);
+    char what[256];
+    ft_landscape_describe(&l, what, sizeof what);
+    FT_CHECK(strstr(what, "small_kernel on Test GPU") != NULL, "%s", what);
+    /* The export names no op, and says where the landscape came from. */
+    json_t *doc = ft_landscape_to_json(&l, "kt-small.json");
+    FT_CHECK(doc && json_is_null(json_object_get(doc, "op")) &&
+                 json_is_null(json_object_get(doc, "backend")),
+             "op and backend null");
+    FT_CHECK(doc && strcmp(json_string_value(json_object_get(doc, "source")), "kt-cache") == 0 &&
+                 strcmp(json_string_value(json_object_get(doc, "kernel")), "small_kernel") == 0,
+             "source and kernel");
+    json_decref(doc);
+    /* Prune and predicted order: nothing predicted. */
+    ft_prune_outcome po;
+    ft_landscape_prune(&l, 2, 0.05, &po);
+    FT_CHECK(po.kept == 5 && po.best_kept, "prune kept %d", po.kept);
+    FT_CHECK(ft_landscape_first_within_predicted(&l, 0.05) == -1, "no predicted order");
+    /* Exhaustive replay in space order: the optimum is the last candidate. */
+    ft_replay_opts o;
+    ft_replay_opts_default(&o);
+    ft_replay_result r;
+    ft_err err = {0};
+    FT_CHECK(ft_replay_run(&l, &o, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(r.to_target == 5 && fabs(r.time_to_target - 0.1975) < 1e-12, "%d evaluations, %g s",
+             r.to_target, r.time_to_target);
+    ft_landscape_free(&l);
+}
+
+static void test_kt_unfinished(void) {
+    ft_landscape l;
+    if (!load(DATA "kt-unfinished.json", &l)) return;
+    FT_CHECK(l.ncands == 2 && l.nrejected == 1 && l.best == 1, "%d candidates, %d failed, best %d",
+             l.ncands, l.nrejected, l.best);
+    FT_CHECK(l.ncands == 2 && l.score[1] == 2e-3 && isinf(l.score[0]), "scores");
+    ft_landscape_free(&l);
+}
+
+static void test_t4_small(void) {
+    ft_landscape l;
+    if (!load(DATA "t4-small.json", &l)) return;
+    /* compilation + validation + sum(runtimes), in ms ("miliseconds", as Kernel Tuner spells it) */
+    const double cost[] = {0.056, 0.020, 0.111, 0.0025, 0.0015};
+    check_small(&l, cost);
+    FT_CHECK(strcmp(l.format, "t4") == 0, "format %s", l.format);
+    ft_landscape_free(&l);
+}
+
+/* The same file gzip-compressed, under a name that says nothing. */
+static void test_gzip(void) {
+    char path[512];
+    temp_path(path, sizeof path, ".data");
+    FILE *in = fopen(DATA "kt-small.json", "rb");
+    gzFile out = gzopen(path, "wb");
+    FT_CHECK(in && out, "open");
+    if (!in || !out) return;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        gzwrite(out, buf, (unsigned)n);
+    fclose(in);
+    gzclose(out);
+    ft_landscape l;
+    if (load(path, &l)) {
+        const double cost[] = {0.056, 0.020, 0.115, 0.0025, 0.004};
+        check_small(&l, cost);
+        ft_landscape_free(&l);
+    }
+    remove(path);
+}
+
+/* Each malformed file: one line naming the file and what is wrong. */
+static void test_malformed(void) {
+    static const struct {
+        const char *file, *says;
+    } bad[] = {
+        {"kt-bad-count.json", "cache entry \"16\" has 1 values for 2 parameters"},
+        {"kt-bad-value.json", "cache entry \"16,diag\": diag is not one of the values tune_params "
+                              "lists for layout"},
+        {"kt-duplicate.json", "entries \"16,row\" and \"16.0,row\" are the same configuration"},
+        {"kt-empty.json", "holds no configuration"},
+        {"kt-all-failed.json", "every one of its 2 configurations failed"},
+        {"kt-field-mismatch.json", "cache entry \"16,row\" says block_size_x=32, its key 16"},
+        {"kt-no-time.json", "cache entry \"16,row\" has no positive \"time\""},
+        {"t4-bad-unit.json", "metadata.timeunit is not a time unit"},
+        {"t4-duplicate.json", "entries results[0] and results[2] are the same configuration"},
+        {"t4-missing-param.json", "results[1] has no \"configuration\" of the 2 parameters"},
+        {"not-a-landscape.json", "neither \"tune_params\" and \"cache\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, DATA "%s", bad[i].file);
+        ft_landscape l;
+        ft_err err = {0};
+        ft_status s = ft_landscape_load(path, &l, &err);
+        FT_CHECK(s == FT_EFORMAT, "%s: status %d (%s)", bad[i].file, s, err.msg);
+        FT_CHECK(strstr(err.msg, path) == err.msg && strstr(err.msg, bad[i].says) &&
+                     !strchr(err.msg, '\n'),
+                 "%s: %s", bad[i].file, err.msg);
+        if (s == FT_OK) ft_landscape_free(&l);
+    }
+    ft_landscape l;
+    ft_err err = {0};
+    FT_CHECK(ft_landscape_load(DATA "no-such-file.json", &l, &err) == FT_EIO, "%s", err.msg);
+}
+
+/* Two files of the same parameters warm-start each other; a file and a log, or files of other
+ * parameters, do not. */
+static void test_warm_files(void) {
+    ft_landscape kt, t4, other;
+    if (!load(DATA "kt-small.json", &kt)) return;
+    if (!load(DATA "t4-small.json", &t4)) {
+        ft_landscape_free(&kt);
+        return;
+    }
+    int first[3], nfirst = 0;
+    double prior[5];
+    ft_err err = {0};
+    FT_CHECK(ft_landscape_warm(&kt, &t4, 3, first, &nfirst, prior, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(nfirst == 3 && first[0] == 4 && first[1] == 2 && first[2] == 3, "first %d: %d %d",
+             nfirst, first[0], first[1]);
+    FT_CHECK(prior[0] == 3e-3 && isnan(prior[1]), "prior");
+    if (load(DATA "kt-unfinished.json", &other)) {
+        FT_CHECK(ft_landscape_warm(&kt, &other, 3, first, &nfirst, prior, &err) == FT_OK, "%s",
+                 err.msg);
+        ft_landscape_free(&other);
+    }
+    /* Other parameters: T4's own (x) */
+    ft_landscape one;
+    const char *t4x = "{\"schema_version\": \"1.0.0\", \"results\": [{\"configuration\": {\"x\": "
+                      "1}, \"times\": {}, \"invalidity\": \"correct\", \"correctness\": 1, "
+                      "\"measurements\": [{\"name\": \"time\", \"value\": 1.0}]}]}";
+    FT_CHECK(ft_landscape_from_buffer(t4x, strlen(t4x), "x.json", &one, &err) == FT_OK, "%s",
+             err.msg);
+    if (err.status == FT_OK) {
+        FT_CHECK(ft_landscape_warm(&kt, &one, 3, first, &nfirst, prior, &err) == FT_EINVAL &&
+                     strstr(err.msg, "same tunable parameters"),
+                 "%s", err.msg);
+        ft_landscape_free(&one);
+    }
+    ft_landscape_free(&kt);
+    ft_landscape_free(&t4);
+}
+
+/* `--backend replay:FILE` with a community file: one clear line. */
+static void test_backend_refuses_files(void) {
+    const ft_backend *b;
+    ft_err err = {0};
+    FT_CHECK(ft_replay_backend_open(DATA "kt-small.json", &b, &err) == FT_EINVAL &&
+                 strstr(err.msg, "names no flaretune op") &&
+                 strstr(err.msg, "flaretune replay " DATA "kt-small.json"),
+             "%s", err.msg);
+}
+
+int main(void) {
+    FT_RUN(test_kt_small);
+    FT_RUN(test_kt_unfinished);
+    FT_RUN(test_t4_small);
+    FT_RUN(test_gzip);
+    FT_RUN(test_malformed);
+    FT_RUN(test_warm_files);
+    FT_RUN(test_backend_refuses_files);
+    return ft_test_finish();
+}

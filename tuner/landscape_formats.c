@@ -1,0 +1,781 @@
+/* landscape_formats.c: landscapes read from whatever file holds one (replay.h, docs/search.md
+ * "Formats"): a flaretune event log, a Kernel Tuner cache file or a FAIR T4 results file, plain
+ * or gzip-compressed.
+ *
+ * The content decides, not the name: a file whose first JSON value is an object with a string
+ * "event" is an event log (JSON lines); otherwise the whole file is one JSON object, with
+ * "tune_params" and "cache" (Kernel Tuner) or "results" and "schema_version" (T4). Kernel Tuner
+ * writes its cache an entry at a time and closes it only at the end, so a cache that does not
+ * parse is read as Kernel Tuner's own reader reads it: a trailing comma dropped and the closing
+ * "}\n}" added.
+ *
+ * Such a file names no flaretune op: its space is the file's own parameters (Kernel Tuner's
+ * tune_params in tune_params_keys order; T4's from the configurations, numbers ascending), an
+ * integer parameter numeric and any other (a non-integer number, a string, a boolean) named by
+ * its values' text, and its candidates are the configurations the file holds, in space order.
+ * A failed one (an error string for its time, a T4 invalidity other than "correct") scores
+ * INFINITY and still cost its evaluation:
+ *
+ *   Kernel Tuner: cost_ms = compile_time + verification_time
+ *                           + (benchmark_time, else sum(times), else time)
+ *   T4:           cost_ms = times.compilation + times.validation + sum(times.runtimes)
+ *
+ * framework time left out of both; a missing piece counts 0, none at all gives NaN.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "flaretune/eventlog.h"
+#include "flaretune/replay.h"
+
+#define MAX_FILE_BYTES ((size_t)1 << 31) /* 2 GiB of JSON: more than any landscape */
+
+/* The whole file, decompressed when gzip-compressed (zlib reads a plain file as it is). */
+static ft_status read_all(const char *path, char **out, size_t *len, int *gz, ft_err *err) {
+    *out = NULL;
+    *len = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f) return ft_err_set(err, FT_EIO, "%s: %s", path, strerror(errno ? errno : ENOENT));
+    gzbuffer(f, 1 << 17);
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (!buf) {
+            gzclose(f);
+            return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+        }
+        if (n == cap) {
+            if (cap >= MAX_FILE_BYTES) {
+                free(buf);
+                gzclose(f);
+                return ft_err_set(err, FT_EFORMAT, "%s: larger than %zu bytes", path, cap);
+            }
+            cap *= 2;
+            char *b = realloc(buf, cap + 1);
+            if (!b) free(buf);
+            buf = b;
+            continue;
+        }
+        unsigned want = cap - n > (1u << 30) ? 1u << 30 : (unsigned)(cap - n);
+        int got = gzread(f, buf + n, want);
+        if (got < 0) {
+            int zerr;
+            const char *msg = gzerror(f, &zerr);
+            ft_status s = ft_err_set(err, FT_EFORMAT, "%s: %s", path,
+                                     zerr == Z_ERRNO ? strerror(errno) : msg);
+            free(buf);
+            gzclose(f);
+            return s;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    *gz = !gzdirect(f);
+    gzclose(f);
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return FT_OK;
+}
+
+/* ---- the file's parameters ------------------------------------------------------------------ */
+
+/* Memory the landscape owns from now on (freed by ft_landscape_free); 0 when out of memory (p
+ * is then freed). */
+static int own_ptr(ft_landscape *l, void *p) {
+    if (p && l->nowned % 64 == 0) {
+        char **o = realloc(l->owned, (size_t)(l->nowned + 64) * sizeof *o);
+        if (!o) {
+            free(p);
+            return 0;
+        }
+        l->owned = o;
+    }
+    if (p) l->owned[l->nowned++] = p;
+    return p != NULL;
+}
+
+/* A copy of text the landscape owns; NULL when out of memory. */
+static char *own(ft_landscape *l, const char *text) {
+    char *s = strdup(text);
+    return own_ptr(l, s) ? s : NULL;
+}
+
+/* A value's text as Kernel Tuner's cache keys write it (Python's str()). */
+static void value_text(const json_t *v, char *buf, size_t n) {
+    if (json_is_integer(v)) {
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        double x = json_real_value(v);
+        snprintf(buf, n, "%.15g", x);
+        if (strtod(buf, NULL) != x) snprintf(buf, n, "%.17g", x);
+        if (!strpbrk(buf, ".eEn")) snprintf(buf + strlen(buf), n - strlen(buf), ".0");
+    } else if (json_is_boolean(v)) {
+        snprintf(buf, n, "%s", json_is_true(v) ? "True" : "False");
+    } else if (json_is_string(v)) {
+        snprintf(buf, n, "%s", json_string_value(v));
+    } else {
+        snprintf(buf, n, "?");
+    }
+}
+
+static int same_value(const json_t *a, const json_t *b) {
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    if (json_is_string(a) && json_is_string(b))
+        return strcmp(json_string_value(a), json_string_value(b)) == 0;
+    if (json_is_boolean(a) && json_is_boolean(b)) return json_is_true(a) == json_is_true(b);
+    return 0;
+}
+
+static int is_int_value(const json_t *v) {
+    return json_is_integer(v) && json_integer_value(v) >= -(1LL << 30) &&
+           json_integer_value(v) <= 1LL << 30;
+}
+
+/* A parameter as the file lists it: its values (borrowed JSON), numeric or named. */
+typedef struct {
+    const char *name;
+    const json_t *vals[FT_MAX_VALUES];
+    int n;
+} file_param;
+
+typedef struct {
+    const char *name; /* the file, in messages */
+    file_param p[FT_MAX_PARAMS];
+    int np;
+} file_space;
+
+/* The space of the landscape from the file's parameters. */
+static ft_status make_space(const file_space *fs, ft_landscape *l, ft_err *err) {
+    l->params = calloc((size_t)(fs->np ? fs->np : 1), sizeof *l->params);
+    if (!l->params) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    l->space.params = l->params;
+    l->space.nparams = fs->np;
+    double size = 1;
+    for (int i = 0; i < fs->np; i++) {
+        const file_param *fp = &fs->p[i];
+        ft_param *p = &l->params[i];
+        size *= fp->n;
+        if (!(p->name = own(l, fp->name))) return ft_err_set(err, FT_ENOMEM, "out of memory");
+        p->doc = "";
+        p->n = fp->n;
+        int numeric = 1;
+        for (int k = 0; k < fp->n; k++)
+            numeric &= is_int_value(fp->vals[k]);
+        if (numeric) {
+            for (int k = 0; k < fp->n; k++)
+                p->values[k] = (int)json_integer_value(fp->vals[k]);
+        } else {
+            char **labels = calloc((size_t)fp->n, sizeof *labels);
+            if (!own_ptr(l, labels)) return ft_err_set(err, FT_ENOMEM, "out of memory");
+            for (int k = 0; k < fp->n; k++) {
+                char text[128];
+                value_text(fp->vals[k], text, sizeof text);
+                if (!(labels[k] = own(l, text)))
+                    return ft_err_set(err, FT_ENOMEM, "out of memory");
+                p->values[k] = k;
+            }
+            p->labels = (const char *const *)labels;
+        }
+        p->def = p->values[0];
+        for (int k = 0; k < fp->n; k++)
+            for (int j = 0; j < k; j++)
+                if (same_value(fp->vals[j], fp->vals[k])) {
+                    char text[128];
+                    value_text(fp->vals[k], text, sizeof text);
+                    return ft_err_set(err, FT_EFORMAT, "%s: parameter %s lists the value %s twice",
+                                      fs->name, fp->name, text);
+                }
+    }
+    if (size > 4e18)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s: %.3g configurations: too many to index",
+                          fs->name, size);
+    return FT_OK;
+}
+
+/* The index among param i's values of v; -1 when it is none of them. */
+static int value_index(const file_space *fs, int i, const json_t *v) {
+    for (int k = 0; k < fs->p[i].n; k++)
+        if (same_value(fs->p[i].vals[k], v)) return k;
+    return -1;
+}
+
+/* ---- candidates ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t key; /* space index */
+    int entry;   /* the file's entry (cache key order, result index) */
+    ft_config cfg;
+    double score, cost;
+} file_cand;
+
+static int cmp_cand(const void *a, const void *b) {
+    int64_t x = ((const file_cand *)a)->key, y = ((const file_cand *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* Candidates into the landscape, in space order; fails on a configuration held twice (`what`
+ * names entry i), none at all, or every one failed. */
+static ft_status take_cands(file_cand *fc, int n, const char *name,
+                            void (*what)(const void *, int, char *, size_t), const void *ctx,
+                            ft_landscape *l, ft_err *err) {
+    if (n == 0) return ft_err_set(err, FT_EFORMAT, "%s: holds no configuration", name);
+    qsort(fc, (size_t)n, sizeof *fc, cmp_cand);
+    for (int i = 1; i < n; i++)
+        if (fc[i].key == fc[i - 1].key) {
+            char a[256], b[256];
+            int e0 = fc[i - 1].entry < fc[i].entry ? fc[i - 1].entry : fc[i].entry;
+            int e1 = fc[i - 1].entry < fc[i].entry ? fc[i].entry : fc[i - 1].entry;
+            what(ctx, e0, a, sizeof a);
+            what(ctx, e1, b, sizeof b);
+            return ft_err_set(err, FT_EFORMAT, "%s: entries %s and %s are the same configuration",
+                              name, a, b);
+        }
+    l->cands = malloc((size_t)n * sizeof *l->cands);
+    l->score = malloc((size_t)n * sizeof *l->score);
+    l->predicted = malloc((size_t)n * sizeof *l->predicted);
+    l->cost = malloc((size_t)n * sizeof *l->cost);
+    l->ci_rel = malloc((size_t)n * sizeof *l->ci_rel);
+    l->confirm_samples = calloc((size_t)n, sizeof *l->confirm_samples);
+    if (!l->cands || !l->score || !l->predicted || !l->cost || !l->ci_rel || !l->confirm_samples)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    l->ncands = n;
+    for (int c = 0; c < n; c++) {
+        l->cands[c] = fc[c].cfg;
+        l->score[c] = fc[c].score;
+        l->cost[c] = fc[c].cost;
+        l->predicted[c] = NAN;
+        l->ci_rel[c] = NAN;
+        l->ncost += !isnan(fc[c].cost);
+        if (!(fc[c].score < INFINITY))
+            l->nrejected++;
+        else if (l->best < 0 || fc[c].score < l->score[l->best])
+            l->best = c;
+    }
+    if (l->best < 0)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: every one of its %d configurations failed: nothing to find", name, n);
+    return FT_OK;
+}
+
+/* Sum of the numbers of an array; *any: whether it held one. */
+static double sum_numbers(const json_t *a, int *any) {
+    double t = 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(a, i, v) if (json_is_number(v)) {
+        t += json_number_value(v);
+        *any = 1;
+    }
+    return t;
+}
+
+/* A cost piece: adds o[k] (milliseconds) when it is a number. */
+static void add_piece(const json_t *o, const char *k, double *t, int *any) {
+    const json_t *v = json_object_get(o, k);
+    if (json_is_number(v) && isfinite(json_number_value(v))) {
+        *t += json_number_value(v);
+        *any = 1;
+    }
+}
+
+static void init_file_landscape(ft_landscape *l, const char *format) {
+    memset(l, 0, sizeof *l);
+    l->best = l->def = -1;
+    l->confirm_ratio = NAN;
+    l->noise_ci_rel = NAN;
+    l->nruns = 1;
+    snprintf(l->format, sizeof l->format, "%s", format);
+}
+
+static void copy_text(char *dst, size_t n, const json_t *v) {
+    if (json_is_string(v)) {
+        snprintf(dst, n, "%s", json_string_value(v));
+    } else if (v && !json_is_null(v)) {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf(dst, n, "%s", s ? s : "");
+        free(s);
+    }
+}
+
+/* ---- Kernel Tuner cache -------------------------------------------------------------------- */
+
+typedef struct {
+    const json_t *cache;
+    const char **keys; /* entry i's key */
+} kt_ctx;
+
+static void kt_what(const void *ctx, int i, char *buf, size_t n) {
+    snprintf(buf, n, "\"%s\"", ((const kt_ctx *)ctx)->keys[i]);
+}
+
+/* Entry `key`'s configuration: the key's comma-separated values, each one of its parameter's
+ * values in tune_params, and agreeing with the entry's own fields where it has them. */
+static ft_status kt_config(const file_space *fs, const ft_space *sp, const char *key,
+                           const json_t *e, ft_config *cfg, ft_err *err) {
+    int nv = 1;
+    for (const char *p = key; *p; p++)
+        nv += *p == ',';
+    if (nv != fs->np)
+        return ft_err_set(err, FT_EFORMAT, "%s: cache entry \"%s\" has %d values for %d parameters",
+                          fs->name, key, nv, fs->np);
+    cfg->n = fs->np;
+    const char *p = key;
+    for (int i = 0; i < fs->np; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(len < sizeof part ? len : sizeof part - 1), p);
+        int k = -1;
+        for (int j = 0; j < fs->p[i].n && k < 0; j++) {
+            const json_t *v = fs->p[i].vals[j];
+            char text[128];
+            value_text(v, text, sizeof text);
+            if (strcmp(text, part) == 0) k = j;
+            if (k < 0 && json_is_number(v) && part[0]) {
+                char *stop;
+                double x = strtod(part, &stop);
+                if (*stop == '\0' && x == json_number_value(v)) k = j;
+            }
+        }
+        if (k < 0)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: cache entry \"%s\": %s is not one of the values tune_params "
+                              "lists for %s",
+                              fs->name, key, part, fs->p[i].name);
+        const json_t *own_v = json_object_get(e, fs->p[i].name);
+        if (own_v && !same_value(own_v, fs->p[i].vals[k])) {
+            char text[128];
+            value_text(own_v, text, sizeof text);
+            return ft_err_set(err, FT_EFORMAT, "%s: cache entry \"%s\" says %s=%s, its key %s",
+                              fs->name, key, fs->p[i].name, text, part);
+        }
+        cfg->v[i] = sp->params[i].values[k];
+        p = end ? end + 1 : p + len;
+    }
+    return FT_OK;
+}
+
+static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, ft_err *err) {
+    init_file_landscape(l, "kt-cache");
+    const json_t *tp = json_object_get(doc, "tune_params"), *cache = json_object_get(doc, "cache");
+    const json_t *keys = json_object_get(doc, "tune_params_keys");
+    if (!json_is_object(tp) || !json_is_object(cache))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: a Kernel Tuner cache needs \"tune_params\" and \"cache\" objects",
+                          name);
+    if (keys && (!json_is_array(keys) || json_array_size(keys) != json_object_size(tp)))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: \"tune_params_keys\" does not list the %zu parameters of "
+                          "\"tune_params\"",
+                          name, json_object_size(tp));
+    const json_t *objective = json_object_get(doc, "objective");
+    const char *obj = json_is_string(objective) ? json_string_value(objective) : "time";
+    file_space fs = {.name = name};
+    if (json_object_size(tp) > FT_MAX_PARAMS || json_object_size(tp) == 0)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s: %zu tunable parameters (1 to %d can be read)",
+                          name, json_object_size(tp), FT_MAX_PARAMS);
+    const char *pname;
+    json_t *pv;
+    size_t i = 0;
+    json_object_foreach((json_t *)tp, pname, pv) {
+        /* tune_params_keys gives the order (Kernel Tuner's keys are formed in it) */
+        const char *k = keys ? json_string_value(json_array_get(keys, i)) : pname;
+        const json_t *vals = keys ? json_object_get(tp, k ? k : "") : pv;
+        if (!k || !vals)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: tune_params_keys[%zu] is not a parameter of tune_params", name,
+                              i);
+        if (!json_is_array(vals) || json_array_size(vals) == 0 ||
+            json_array_size(vals) > FT_MAX_VALUES)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: tune_params %s is not a list of 1 to %d values", name, k,
+                              FT_MAX_VALUES);
+        file_param *fp = &fs.p[fs.np++];
+        fp->name = k;
+        for (size_t j = 0; j < json_array_size(vals); j++) {
+            const json_t *v = json_array_get(vals, j);
+            if (!json_is_number(v) && !json_is_string(v) && !json_is_boolean(v))
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: tune_params %s holds a value that is not a number, string "
+                                  "or boolean",
+                                  name, k);
+            fp->vals[fp->n++] = v;
+        }
+        i++;
+    }
+    ft_status s = make_space(&fs, l, err);
+    if (s) return s;
+    copy_text(l->device, sizeof l->device, json_object_get(doc, "device_name"));
+    copy_text(l->kernel, sizeof l->kernel, json_object_get(doc, "kernel_name"));
+    copy_text(l->problem_size, sizeof l->problem_size, json_object_get(doc, "problem_size"));
+
+    size_t n = json_object_size(cache);
+    file_cand *fc = malloc((n ? n : 1) * sizeof *fc);
+    const char **ekeys = malloc((n ? n : 1) * sizeof *ekeys);
+    if (!fc || !ekeys) {
+        free(fc);
+        free(ekeys);
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    int m = 0;
+    const char *key;
+    json_t *e;
+    json_object_foreach((json_t *)cache, key, e) {
+        file_cand *c = &fc[m];
+        ekeys[m] = key;
+        c->entry = m;
+        if (!json_is_object(e)) {
+            s = ft_err_set(err, FT_EFORMAT, "%s: cache entry \"%s\" is not an object", name, key);
+            break;
+        }
+        if ((s = kt_config(&fs, &l->space, key, e, &c->cfg, err))) break;
+        c->key = ft_space_index_of(&l->space, &c->cfg);
+        const json_t *t = json_object_get(e, obj);
+        if (json_is_string(t) || (json_is_number(t) && json_number_value(t) >= 1e20)) {
+            c->score = INFINITY; /* an error name (older caches: 1e20) */
+        } else if (json_is_number(t) && json_number_value(t) > 0 &&
+                   isfinite(json_number_value(t))) {
+            c->score = json_number_value(t) * 1e-3;
+        } else {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: cache entry \"%s\" has no positive \"%s\" (ms) nor an error "
+                           "name",
+                           name, key, obj);
+            break;
+        }
+        double ms = 0;
+        int any = 0, run = 0;
+        add_piece(e, "compile_time", &ms, &any);
+        add_piece(e, "verification_time", &ms, &any);
+        add_piece(e, "benchmark_time", &ms, &run);
+        if (!run) {
+            const json_t *times = json_object_get(e, "times");
+            if (json_is_array(times)) ms += sum_numbers(times, &run);
+        }
+        if (!run && json_is_number(t) && c->score < INFINITY) {
+            ms += json_number_value(t);
+            run = 1;
+        }
+        c->cost = any || run ? ms * 1e-3 : NAN;
+        m++;
+    }
+    kt_ctx ctx = {cache, ekeys};
+    if (!s) s = take_cands(fc, m, name, kt_what, &ctx, l, err);
+    free(fc);
+    free(ekeys);
+    return s;
+}
+
+/* ---- FAIR T4 results ----------------------------------------------------------------------- */
+
+static void t4_what(const void *ctx, int i, char *buf, size_t n) {
+    (void)ctx;
+    snprintf(buf, n, "results[%d]", i);
+}
+
+/* Seconds per unit of a T4 time unit; 0: unknown. */
+static double t4_unit(const char *u) {
+    static const struct {
+        const char *name;
+        double s;
+    } units[] = {{"milliseconds", 1e-3}, {"miliseconds", 1e-3}, {"ms", 1e-3},
+                 {"seconds", 1},         {"s", 1},              {"microseconds", 1e-6},
+                 {"us", 1e-6},           {"nanoseconds", 1e-9}, {"ns", 1e-9}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(u, units[i].name) == 0) return units[i].s;
+    return 0;
+}
+
+static int cmp_json_number(const void *a, const void *b) {
+    double x = json_number_value(*(const json_t *const *)a),
+           y = json_number_value(*(const json_t *const *)b);
+    return (x > y) - (x < y);
+}
+
+static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, ft_err *err) {
+    init_file_landscape(l, "t4");
+    const json_t *results = json_object_get(doc, "results"), *meta = json_object_get(doc, "metadata");
+    if (!json_is_array(results))
+        return ft_err_set(err, FT_EFORMAT, "%s: a T4 results file needs a \"results\" array", name);
+    size_t n = json_array_size(results);
+    if (n == 0) return ft_err_set(err, FT_EFORMAT, "%s: holds no configuration", name);
+    const json_t *tu = json_object_get(meta, "timeunit");
+    double unit = 1e-3; /* Kernel Tuner's */
+    if (tu && (!json_is_string(tu) || !(unit = t4_unit(json_string_value(tu)))))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: metadata.timeunit is not a time unit (milliseconds, seconds, "
+                          "microseconds or nanoseconds)",
+                          name);
+    copy_text(l->device, sizeof l->device, json_object_get(meta, "device_name"));
+    copy_text(l->kernel, sizeof l->kernel, json_object_get(meta, "kernel_name"));
+    copy_text(l->problem_size, sizeof l->problem_size, json_object_get(meta, "problem_size"));
+
+    /* The parameters: the first configuration's names; every value any result gives. */
+    file_space fs = {.name = name};
+    const json_t *c0 = json_object_get(json_array_get(results, 0), "configuration");
+    if (!json_is_object(c0) || json_object_size(c0) == 0 || json_object_size(c0) > FT_MAX_PARAMS)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: results[0] has no \"configuration\" of 1 to %d parameters", name,
+                          FT_MAX_PARAMS);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)c0, k, v) fs.p[fs.np++].name = k;
+    for (size_t r = 0; r < n; r++) {
+        const json_t *res = json_array_get(results, r), *cfg = json_object_get(res, "configuration");
+        if (!json_is_object(cfg) || json_object_size(cfg) != (size_t)fs.np)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: results[%zu] has no \"configuration\" of the %d parameters of "
+                              "results[0]",
+                              name, r, fs.np);
+        for (int i = 0; i < fs.np; i++) {
+            const json_t *x = json_object_get(cfg, fs.p[i].name);
+            if (!x || !(json_is_number(x) || json_is_string(x) || json_is_boolean(x)))
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: results[%zu].configuration has no number, string or "
+                                  "boolean %s",
+                                  name, r, fs.p[i].name);
+            if (value_index(&fs, i, x) >= 0) continue;
+            if (fs.p[i].n == FT_MAX_VALUES)
+                return ft_err_set(err, FT_EUNSUPPORTED, "%s: parameter %s has more than %d values",
+                                  name, fs.p[i].name, FT_MAX_VALUES);
+            fs.p[i].vals[fs.p[i].n++] = x;
+        }
+    }
+    for (int i = 0; i < fs.np; i++) {
+        int numbers = 1;
+        for (int j = 0; j < fs.p[i].n; j++)
+            numbers &= json_is_number(fs.p[i].vals[j]);
+        if (numbers) qsort(fs.p[i].vals, (size_t)fs.p[i].n, sizeof fs.p[i].vals[0], cmp_json_number);
+    }
+    ft_status s = make_space(&fs, l, err);
+    if (s) return s;
+
+    file_cand *fc = malloc(n * sizeof *fc);
+    if (!fc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (size_t r = 0; r < n && !s; r++) {
+        const json_t *res = json_array_get(results, r), *cfg = json_object_get(res, "configuration");
+        file_cand *c = &fc[r];
+        c->entry = (int)r;
+        c->cfg.n = fs.np;
+        for (int i = 0; i < fs.np; i++) {
+            int j = value_index(&fs, i, json_object_get(cfg, fs.p[i].name));
+            c->cfg.v[i] = l->params[i].values[j];
+        }
+        c->key = ft_space_index_of(&l->space, &c->cfg);
+        const json_t *objs = json_object_get(res, "objectives");
+        const char *obj = json_string_value(json_array_get(objs, 0));
+        if (!obj) obj = "time";
+        const json_t *inv = json_object_get(res, "invalidity"), *val = NULL;
+        size_t j;
+        const json_t *m;
+        double u = unit;
+        json_array_foreach(json_object_get(res, "measurements"), j, m) {
+            const char *mn = json_string_value(json_object_get(m, "name"));
+            if (!mn || strcmp(mn, obj) != 0) continue;
+            val = json_object_get(m, "value");
+            const char *mu = json_string_value(json_object_get(m, "unit"));
+            if (mu && mu[0] && t4_unit(mu) > 0) u = t4_unit(mu);
+        }
+        if (!json_is_string(inv)) {
+            s = ft_err_set(err, FT_EFORMAT, "%s: results[%zu] has no \"invalidity\"", name, r);
+        } else if (strcmp(json_string_value(inv), "correct") != 0) {
+            c->score = INFINITY;
+        } else if (json_is_number(val) && json_number_value(val) > 0 &&
+                   isfinite(json_number_value(val))) {
+            c->score = json_number_value(val) * u;
+        } else {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: results[%zu] is \"correct\" but has no positive measurement "
+                           "\"%s\"",
+                           name, r, obj);
+        }
+        const json_t *times = json_object_get(res, "times");
+        double t = 0;
+        int any = 0;
+        add_piece(times, json_object_get(times, "compilation") ? "compilation" : "compilation_time",
+                  &t, &any);
+        add_piece(times, "validation", &t, &any);
+        const json_t *rt = json_object_get(times, "runtimes");
+        if (json_is_array(rt)) t += sum_numbers(rt, &any);
+        c->cost = any ? t * unit : NAN;
+    }
+    if (!s) s = take_cands(fc, (int)n, name, t4_what, NULL, l, err);
+    free(fc);
+    return s;
+}
+
+/* ---- detection ----------------------------------------------------------------------------- */
+
+/* The event log in data: one JSON object a line; blank lines skipped, a damaged last line (a
+ * run still writing) ignored, as ft_eventlog_read does. */
+static ft_status log_from_lines(const char *data, size_t n, const char *name, ft_landscape *l,
+                                ft_err *err) {
+    json_t *events = json_array();
+    if (!events) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    size_t at = 0, line = 0;
+    while (at < n) {
+        const char *nl = memchr(data + at, '\n', n - at);
+        size_t end = nl ? (size_t)(nl - data) : n;
+        line++;
+        size_t b = at;
+        while (b < end && isspace((unsigned char)data[b]))
+            b++;
+        if (b < end) {
+            json_error_t je;
+            json_t *ev = json_loadb(data + b, end - b, 0, &je);
+            if (!json_is_object(ev)) {
+                json_decref(ev);
+                if (nl) {
+                    json_decref(events);
+                    return ft_err_set(err, FT_EFORMAT, "%s: line %zu is not a JSON object", name,
+                                      line);
+                }
+            } else {
+                json_array_append_new(events, ev);
+            }
+        }
+        at = end + 1;
+    }
+    ft_status s = ft_landscape_from_events(events, name, l, err);
+    json_decref(events);
+    return s;
+}
+
+/* Does data[0..n) hold `what`? */
+static int holds(const char *data, size_t n, const char *what) {
+    size_t k = strlen(what);
+    for (size_t i = 0; i + k <= n; i++)
+        if (data[i] == what[0] && memcmp(data + i, what, k) == 0) return 1;
+    return 0;
+}
+
+/* Is the first non-blank line a JSON object with a string "event"? (Only that line is parsed:
+ * the first line of a cache or T4 file does not parse alone.) */
+static int is_log(const char *data, size_t n) {
+    size_t b = 0;
+    while (b < n && isspace((unsigned char)data[b]))
+        b++;
+    const char *nl = memchr(data + b, '\n', n - b);
+    size_t end = nl ? (size_t)(nl - data) : n;
+    json_error_t je;
+    json_t *first = json_loadb(data + b, end - b, 0, &je);
+    int yes = json_is_string(json_object_get(first, "event"));
+    json_decref(first);
+    return yes;
+}
+
+ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name, ft_landscape *l,
+                                   ft_err *err) {
+    memset(l, 0, sizeof *l);
+    l->best = l->def = -1;
+    if (is_log(data, n)) return log_from_lines(data, n, name, l, err);
+    json_error_t je;
+    json_t *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) {
+        /* Kernel Tuner's reading of a cache it has not closed yet: strip, drop a trailing
+         * comma, close with "}\n}". */
+        size_t m = n;
+        while (m > 0 && isspace((unsigned char)data[m - 1]))
+            m--;
+        int closed = m >= 3 && (memcmp(data + m - 3, "}\n}", 3) == 0 ||
+                                memcmp(data + m - 3, "}}}", 3) == 0);
+        if (!closed && m > 0 && holds(data, m, "\"cache\"")) {
+            if (data[m - 1] == ',') m--;
+            char *fixed = malloc(m + 4);
+            if (!fixed) return ft_err_set(err, FT_ENOMEM, "out of memory");
+            memcpy(fixed, data, m);
+            memcpy(fixed + m, "}\n}", 4);
+            json_error_t je2;
+            doc = json_loadb(fixed, m + 3, JSON_REJECT_DUPLICATES, &je2);
+            free(fixed);
+        }
+        if (!doc)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: not a flaretune event log, Kernel Tuner cache or T4 results "
+                              "file: line %d: %s",
+                              name, je.line, je.text);
+    }
+    ft_status s;
+    if (json_is_object(json_object_get(doc, "cache")) || json_object_get(doc, "tune_params"))
+        s = read_kt(doc, name, l, err);
+    else if (json_object_get(doc, "results") || json_object_get(doc, "schema_version"))
+        s = read_t4(doc, name, l, err);
+    else
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: a JSON object with neither \"tune_params\" and \"cache\" (Kernel "
+                       "Tuner) nor \"results\" (T4): not a landscape",
+                       name);
+    json_decref(doc);
+    if (s) ft_landscape_free(l);
+    return s;
+}
+
+ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err) {
+    char *data;
+    size_t n;
+    int gz = 0;
+    memset(l, 0, sizeof *l);
+    l->best = l->def = -1;
+    ft_status s = read_all(path, &data, &n, &gz, err);
+    if (s) return s;
+    if (!gz && is_log(data, n)) {
+        /* A plain log: its own reader (torn lines, sizes, its messages). */
+        free(data);
+        json_t *events;
+        int torn;
+        if ((s = ft_eventlog_read(path, &events, &torn, err))) return s;
+        s = ft_landscape_from_events(events, path, l, err);
+        json_decref(events);
+        return s;
+    }
+    s = ft_landscape_from_buffer(data, n, path, l, err);
+    free(data);
+    return s;
+}
+
+/* ---- what other code asks of a landscape ---------------------------------------------------- */
+
+void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n) {
+    if (l->op) {
+        char dims[256];
+        ft_call_dims_str(&l->call, dims, sizeof dims);
+        snprintf(buf, n, "%s on %s, preset %s (%s)", l->op->name,
+                 l->backend ? l->backend->name : "-", l->preset[0] ? l->preset : "-", dims);
+        return;
+    }
+    snprintf(buf, n, "%s on %s (%s%s%s)", l->kernel[0] ? l->kernel : "a kernel",
+             l->device[0] ? l->device : "an unnamed device",
+             strcmp(l->format, "t4") == 0 ? "FAIR T4 results" : "Kernel Tuner cache",
+             l->problem_size[0] ? ", problem size " : "", l->problem_size);
+}
+
+int ft_landscape_same_params(const ft_landscape *a, const ft_landscape *b) {
+    if (a->space.nparams != b->space.nparams) return 0;
+    for (int i = 0; i < a->space.nparams; i++) {
+        const ft_param *p = &a->space.params[i], *q = &b->space.params[i];
+        if (strcmp(p->name, q->name) != 0 || p->n != q->n || !p->labels != !q->labels) return 0;
+        for (int k = 0; k < p->n; k++) {
+            if (p->values[k] != q->values[k]) return 0;
+            if (p->labels && strcmp(p->labels[k], q->labels[k]) != 0) return 0;
+        }
+    }
+    return 1;
+}
+
+void ft_landscape_params_str(const ft_landscape *l, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < l->space.nparams && at + 1 < n; i++) {
+        const ft_param *p = &l->space.params[i];
+        int w = snprintf(buf + at, n - at, "%s%s(%d)", i ? "," : "", p->name, p->n);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    if (at >= n && n > 4) snprintf(buf + n - 4, 4, "...");
+}
