@@ -1,5 +1,6 @@
 /* test_landscape_formats.c: landscapes read from Kernel Tuner caches and FAIR T4 files
- * (tuner/landscape_formats.c). The hand-checked files are in tests/data/landscapes/. */
+ * (tuner/landscape_formats.c), and event logs written in those formats and read back
+ * (tuner/landscape_export.c). The hand-checked files are in tests/data/landscapes/. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,177 @@ static void test_warm_files(void) {
     ft_landscape_free(&t4);
 }
 
+/* ---- export ---------------------------------------------------------------------------------- */
+
+static void put(FILE *f, json_t *ev) {
+    char *s = json_dumps(ev, JSON_COMPACT);
+    fprintf(f, "%s\n", s);
+    free(s);
+    json_decref(ev);
+}
+
+static double score_of(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
+
+/* An exhaustive log of p: every candidate measured (at started 100 i, cost (1 + i % 7) / 8 s,
+ * the sampling half of it), candidate 3 rejected by verification, candidate 5 by an error
+ * saying it did not compile; `half`: only the first half (a budgeted run). */
+static void write_log(const char *path, const problem *p, int half) {
+    FILE *f = fopen(path, "w");
+    FT_CHECK(f != NULL, "%s", path);
+    if (!f) return;
+    ft_config def;
+    ft_config_default(&p->space, &def);
+    put(f, json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:f, s:s, s:s}", "event",
+                     "run_start", "format", 1, "op", p->op->name, "backend", p->be->name, "preset",
+                     p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
+                     ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
+                     ft_config_to_json(&p->space, &def), "key", "k1", "t", 1.7e9, "run", "r1",
+                     "device", "cpu:test"));
+    for (int i = 0; i < (half ? p->n / 2 : p->n); i++) {
+        json_t *cfg = ft_config_to_json(&p->space, &p->cands[i]), *ev;
+        double cost = (1 + i % 7) / 8.0;
+        if (i == 3)
+            ev = json_pack("{s:s, s:o, s:i, s:s, s:s}", "event", "rejected", "config", cfg,
+                           "candidate", i, "reason", "verify", "message", "mismatch");
+        else if (i == 5)
+            ev = json_pack("{s:s, s:o, s:i, s:s, s:s}", "event", "rejected", "config", cfg,
+                           "candidate", i, "reason", "error", "message", "failed to compile");
+        else
+            ev = json_pack("{s:s, s:o, s:i, s:{s:f, s:f, s:i, s:f}}", "event", "measured",
+                           "config", cfg, "candidate", i, "stats", "median_s", score_of(i),
+                           "ci_rel", 0.01, "samples", 10, "total_s", cost / 2);
+        json_object_set_new(ev, "started", json_real(1.7e9 + 100.0 * i));
+        json_object_set_new(ev, "t", json_real(1.7e9 + 100.0 * i + cost));
+        json_object_set_new(ev, "run", json_string("r1"));
+        put(f, ev);
+    }
+    put(f, json_pack("{s:s, s:f, s:s}", "event", "run_end", "t", 1.8e9, "run", "r1"));
+    fclose(f);
+}
+
+/* b holds a's candidates (by their text) with the same scores and failures; costs equal when
+ * `costs`. */
+static void check_same(const ft_landscape *a, const ft_landscape *b, int costs, const char *what) {
+    FT_CHECK(a->ncands == b->ncands && a->nrejected == b->nrejected, "%s: %d/%d vs %d/%d", what,
+             a->ncands, a->nrejected, b->ncands, b->nrejected);
+    int matched = 0;
+    for (int c = 0; c < a->ncands; c++) {
+        char ta[512];
+        cand_text(a, c, ta, sizeof ta);
+        for (int d = 0; d < b->ncands; d++) {
+            char tb[512];
+            cand_text(b, d, tb, sizeof tb);
+            if (strcmp(ta, tb) != 0) continue;
+            matched++;
+            if (isinf(a->score[c]))
+                FT_CHECK(isinf(b->score[d]), "%s: %s failed there, not here", what, ta);
+            else
+                FT_CHECK(fabs(b->score[d] - a->score[c]) <= 1e-9 * a->score[c],
+                         "%s: %s scores %.17g, not %.17g", what, ta, b->score[d], a->score[c]);
+            if (costs)
+                FT_CHECK(fabs(b->cost[d] - a->cost[c]) <= 1e-9 * a->cost[c],
+                         "%s: %s costs %.17g, not %.17g", what, ta, b->cost[d], a->cost[c]);
+        }
+    }
+    FT_CHECK(matched == a->ncands, "%s: %d of %d candidates matched", what, matched, a->ncands);
+    if (a->best >= 0 && b->best >= 0) {
+        char ta[512], tb[512];
+        cand_text(a, a->best, ta, sizeof ta);
+        cand_text(b, b->best, tb, sizeof tb);
+        FT_CHECK(strcmp(ta, tb) == 0, "%s: optimum %s, not %s", what, tb, ta);
+    }
+}
+
+static void test_export_roundtrip(void) {
+    problem p;
+    if (!make_problem_min(&p, "attention.kvproj", "small.dflare.train", 8)) return;
+    char log[512], kt[512], t4[512];
+    temp_path(log, sizeof log, ".jsonl");
+    temp_path(kt, sizeof kt, ".json");
+    temp_path(t4, sizeof t4, ".json");
+    write_log(log, &p, 0);
+    ft_landscape ref, a, b;
+    if (!load(log, &ref)) return;
+    ft_err err = {0};
+    FT_CHECK(ft_eventlog_export(log, FT_EXPORT_KT_CACHE, kt, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_eventlog_export(log, FT_EXPORT_T4, t4, &err) == FT_OK, "%s", err.msg);
+    if (load(kt, &a)) {
+        /* Kernel Tuner's cache: the same space, index for index, and the recorded costs */
+        check_same(&ref, &a, 1, "kt-cache");
+        FT_CHECK(a.best == ref.best && ft_landscape_same_params(&a, &a), "best %d vs %d", a.best,
+                 ref.best);
+        FT_CHECK(strcmp(a.kernel, "attention.kvproj") == 0 && strcmp(a.device, "cpu:test") == 0,
+                 "%s on %s", a.kernel, a.device);
+        int first[3], nfirst;
+        FT_CHECK(ft_landscape_warm(&ref, &a, 3, first, &nfirst, NULL, &err) == FT_EINVAL &&
+                     strstr(err.msg, "one kind"),
+                 "a log warm-started from a file: %s", err.msg);
+        ft_landscape_free(&a);
+    }
+    if (load(t4, &b)) {
+        check_same(&ref, &b, 0, "t4");
+        ft_landscape_free(&b);
+    }
+    /* The Kernel Tuner cache is closed as Kernel Tuner closes one; the T4 file has its keys. */
+    json_error_t je;
+    json_t *doc = json_load_file(kt, 0, &je);
+    FILE *f = fopen(kt, "rb");
+    char tail[8] = "";
+    if (f && fseek(f, -4, SEEK_END) == 0) tail[fread(tail, 1, 4, f)] = '\0';
+    if (f) fclose(f);
+    FT_CHECK(strcmp(tail, "}\n}\n") == 0, "the cache ends with '%s'", tail);
+    const json_t *cache = json_object_get(doc, "cache");
+    FT_CHECK(json_is_object(cache) && json_object_size(cache) == (size_t)ref.ncands, "cache");
+    char key[64];
+    char v0[32], v1[32];
+    ft_config_value_str(&ref.space, 0, ref.cands[5].v[0], v0, sizeof v0);
+    snprintf(key, sizeof key, "%s", v0);
+    for (int i = 1; i < ref.space.nparams; i++) {
+        ft_config_value_str(&ref.space, i, ref.cands[5].v[i], v1, sizeof v1);
+        snprintf(key + strlen(key), sizeof key - strlen(key), ",%s", v1);
+    }
+    FT_CHECK(json_is_string(json_object_get(json_object_get(cache, key), "time")) &&
+                 strcmp(json_string_value(json_object_get(json_object_get(cache, key), "time")),
+                        "CompilationFailedConfig") == 0,
+             "candidate 5 (%s) as CompilationFailedConfig", key);
+    json_decref(doc);
+    doc = json_load_file(t4, 0, &je);
+    FT_CHECK(doc && strcmp(json_string_value(json_object_get(doc, "schema_version")), "1.0.0") == 0,
+             "schema_version");
+    size_t i;
+    json_t *r;
+    int bad = 0, correctness = 0;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        bad += !json_is_object(json_object_get(r, "configuration")) ||
+               !json_is_object(json_object_get(r, "times")) ||
+               !json_is_string(json_object_get(r, "invalidity")) ||
+               !json_is_number(json_object_get(r, "correctness")) ||
+               !json_is_array(json_object_get(r, "measurements")) ||
+               !json_is_string(json_object_get(r, "timestamp"));
+        const char *inv = json_string_value(json_object_get(r, "invalidity"));
+        correctness += inv && strcmp(inv, "correctness") == 0;
+    }
+    FT_CHECK(bad == 0 && correctness == 1, "%d results lack a required key; %d correctness", bad,
+             correctness);
+    FT_CHECK(doc && strcmp(json_string_value(json_object_get(json_object_get(doc, "metadata"),
+                                                             "timeunit")),
+                           "milliseconds") == 0,
+             "timeunit");
+    json_decref(doc);
+    ft_landscape_free(&ref);
+    /* A budgeted run: what it measured, no more. */
+    write_log(log, &p, 1);
+    FT_CHECK(ft_eventlog_export(log, FT_EXPORT_KT_CACHE, kt, &err) == FT_OK, "%s", err.msg);
+    if (load(kt, &a)) {
+        FT_CHECK(a.ncands == p.n / 2 && a.nrejected == 2, "%d candidates, %d failed", a.ncands,
+                 a.nrejected);
+        ft_landscape_free(&a);
+    }
+    remove(log);
+    remove(kt);
+    remove(t4);
+}
+
 /* `--backend replay:FILE` with a community file: one clear line. */
 static void test_backend_refuses_files(void) {
     const ft_backend *b;
@@ -234,6 +406,7 @@ int main(void) {
     FT_RUN(test_gzip);
     FT_RUN(test_malformed);
     FT_RUN(test_warm_files);
+    FT_RUN(test_export_roundtrip);
     FT_RUN(test_backend_refuses_files);
     return ft_test_finish();
 }

@@ -136,6 +136,20 @@ json_t *ft_landscape_to_json(const ft_landscape *l, const char *log);
 ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char *path,
                               ft_err *err);
 
+/* ---- the community's formats (tuner/landscape_export.c) -----------------------------------
+ * The measured and rejected candidates of an event log's last run (and the runs it resumed; any
+ * strategy) as a Kernel Tuner cache file or a FAIR T4 results file (docs/search.md "Formats"). */
+typedef enum { FT_EXPORT_KT_CACHE, FT_EXPORT_T4 } ft_export_format;
+/* "kt-cache" or "t4" to the format; -1: neither. */
+int ft_export_format_parse(const char *name);
+/* The document from events already read (ft_eventlog_read); `name` names the log in messages. */
+json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_export_format f,
+                                ft_err *err);
+/* Read the log at `log` and write the document to `path` atomically (a temporary file beside
+ * it, renamed into place; "-": standard output); a Kernel Tuner cache is written as Kernel Tuner
+ * writes one (an entry a line, closed with a brace a line). */
+ft_status ft_eventlog_export(const char *log, ft_export_format f, const char *path, ft_err *err);
+
 /* ---- replay --------------------------------------------------------------------------------- */
 
 typedef struct ft_replay_opts {

@@ -25,7 +25,7 @@ typedef struct ft_cmd {
 
 extern const ft_cmd ft_cmd_list, ft_cmd_space, ft_cmd_exec, ft_cmd_bench, ft_cmd_tune,
     ft_cmd_version;
-extern const ft_cmd ft_cmd_replay, ft_cmd_trace;
+extern const ft_cmd ft_cmd_replay, ft_cmd_trace, ft_cmd_export;
 extern const ft_cmd ft_cmd_show, ft_cmd_merge, ft_cmd_emit;
 extern const ft_cmd ft_cmd_top, ft_cmd_watch;
 extern const ft_cmd ft_cmd_compile, ft_cmd_inspect;

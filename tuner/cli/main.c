@@ -10,7 +10,7 @@
 
 static const ft_cmd *const commands[] = {
     &ft_cmd_list, &ft_cmd_space,  &ft_cmd_compile, &ft_cmd_inspect, &ft_cmd_exec,   &ft_cmd_bench,
-    &ft_cmd_tune, &ft_cmd_replay, &ft_cmd_show,    &ft_cmd_merge,   &ft_cmd_emit,   &ft_cmd_trace,
+    &ft_cmd_tune, &ft_cmd_replay, &ft_cmd_export, &ft_cmd_show,    &ft_cmd_merge,   &ft_cmd_emit,   &ft_cmd_trace,
     &ft_cmd_step, &ft_cmd_report, &ft_cmd_top,     &ft_cmd_watch,   &ft_cmd_version};
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -1,0 +1,61 @@
+/* cmd_export.c: `flaretune export`: an event log's measurements as a Kernel Tuner cache file or
+ * a FAIR T4 results file (tuner/landscape_export.c, docs/search.md "Formats"). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "flaretune/replay.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: flaretune export LOG --format t4|kt-cache [-o FILE]\n\n"
+               "Write what the last run of event log LOG (with the earlier runs it resumed; any\n"
+               "strategy) measured and rejected in a format of the autotuning community:\n"
+               "  kt-cache  a Kernel Tuner cache file (tune_params, cache entries keyed \"v1,v2,...\",\n"
+               "            time in ms, a rejected candidate as RuntimeFailedConfig,\n"
+               "            CompilationFailedConfig or InvalidConfig), which Kernel Tuner's\n"
+               "            simulation mode and dashboard read\n"
+               "  t4        a FAIR T4 results file (schema 1.0.0, milliseconds)\n"
+               "`flaretune replay FILE` reads either back. The file is written atomically (a\n"
+               "temporary file beside it, renamed into place); without -o, to standard output.\n\n"
+               "  --format F     t4 or kt-cache (required)\n"
+               "  -o, --output FILE\n"
+               "                 where to write it (default: standard output)\n");
+}
+
+static int run(int argc, char **argv) {
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"format", required_argument, NULL, 'f'},
+                                         {NULL, 0, NULL, 0}};
+    const char *out = "-";
+    int fmt = -1, o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+        if (o == 'o') {
+            out = optarg;
+        } else if (o == 'f') {
+            if ((fmt = ft_export_format_parse(optarg)) < 0)
+                return ft_cli_fail(FT_EXIT_USAGE, "export: unknown format '%s' (t4 or kt-cache)",
+                                   optarg);
+        } else {
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "export: unknown option '%s' (see `flaretune export --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "export: which event log?");
+    if (optind + 1 < argc)
+        return ft_cli_fail(FT_EXIT_USAGE, "export: unexpected argument '%s'", argv[optind + 1]);
+    if (fmt < 0) return ft_cli_fail(FT_EXIT_USAGE, "export: --format t4 or kt-cache is required");
+    ft_err err = {0};
+    if (ft_eventlog_export(argv[optind], (ft_export_format)fmt, out, &err))
+        return ft_cli_fail_err(&err);
+    if (strcmp(out, "-") != 0)
+        fprintf(stderr, "%s: %s\n", out, fmt == FT_EXPORT_T4 ? "FAIR T4 results" : "Kernel Tuner cache");
+    return FT_EXIT_OK;
+}
+
+const ft_cmd ft_cmd_export = {"export", "write an event log's measurements as a Kernel Tuner cache "
+                                        "or FAIR T4 file",
+                              run, usage};
