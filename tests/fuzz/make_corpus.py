@@ -10,6 +10,7 @@ findings (crash-*, oom-*, timeout-*, leak-*, named by what they found) are added
 them and are never touched by this script. Seeds no longer generated are removed.
 """
 import argparse
+import gzip
 import json
 import os
 import struct
@@ -449,10 +450,93 @@ def dictionaries():
         "npy.dict": [t.encode("latin-1") for t in npy],
         "profile.dict": quoted(prof | set(words)) + JSON_TOKENS,
         "eventlog.dict": quoted(logk | set(words)) + JSON_TOKENS + ["\n", "\n\n"],
+        "landscape.dict": quoted({"device_name", "kernel_name", "problem_size",
+                                  "tune_params_keys", "tune_params", "objective", "cache", "time",
+                                  "times", "compile_time", "verification_time", "benchmark_time",
+                                  "framework_time", "schema_version", "metadata", "timeunit",
+                                  "results", "configuration", "runtimes", "compilation",
+                                  "validation", "invalidity", "correct", "compile", "runtime",
+                                  "correctness", "measurements", "name", "value", "unit",
+                                  "objectives", "milliseconds", "miliseconds", "seconds",
+                                  "InvalidConfig", "RuntimeFailedConfig",
+                                  "CompilationFailedConfig"}) + JSON_TOKENS + ["}\n}", ",\n"],
         "report.dict": quoted(json_keys(report_doc(), set()) |
                               {"stacked", "lines", "holds", "does not hold", "measured", "s",
                                "%", "flaretune-report/1"}) + JSON_TOKENS,
     }
+
+
+# ---- landscape files: Kernel Tuner caches and FAIR T4 results ------------------------------------
+
+
+def kt_cache(entries, params=None, closed=True, **over):
+    """A Kernel Tuner cache as Kernel Tuner writes it: header fields a line each, an entry a
+    line; unfinished (closed=False) as it is while tuning runs: the last entry ends with ','."""
+    params = params or {"block_size_x": [16, 32, 64], "layout": ["row", "col"]}
+    head = {"device_name": "Test GPU", "kernel_name": "k", "problem_size": [1024, 2],
+            "tune_params_keys": list(params), "tune_params": params, "objective": "time"}
+    head.update(over)
+    text = "{\n" + "".join('"%s": %s,\n' % (k, json.dumps(v)) for k, v in head.items())
+    text += '"cache": {\n' + ",\n".join('"%s": %s' % (k, json.dumps(v)) for k, v in entries)
+    return (text + ("}\n}\n" if closed else ",\n")).encode()
+
+
+def kt_entry(bx, layout, time, **more):
+    e = {"block_size_x": bx, "layout": layout, "time": time}
+    e.update(more)
+    return ("%s,%s" % (bx, layout), e)
+
+
+def t4_result(cfg, value, invalidity="correct", times=None):
+    return {"timestamp": "2024-01-01 00:00:00+00:00", "configuration": cfg,
+            "times": times if times is not None else {"compilation": 1.0, "runtimes": [value]
+                                                      if not isinstance(value, str) else []},
+            "invalidity": invalidity, "correctness": int(invalidity == "correct"),
+            "measurements": [{"name": "time", "value": value, "unit": ""}],
+            "objectives": ["time"]}
+
+
+def t4(results, unit="milliseconds"):
+    return dumps({"schema_version": "1.0.0", "metadata": {"timeunit": unit}, "results": results})
+
+
+def landscape_seeds():
+    good = [kt_entry(32, "row", 2.0, times=[2.0, 2.1], compile_time=100, verification_time=5,
+                     benchmark_time=10),
+            kt_entry(16, "row", 3.0, times=[3.0, 3.0], compile_time=50),
+            kt_entry(16, "col", "CompilationFailedConfig", compile_time=20),
+            kt_entry(64, "col", 1.5, benchmark_time=4),
+            kt_entry(32, "col", 2.5)]
+    seeds = {
+        "seed-kt.json": kt_cache(good),
+        "seed-kt-unfinished.json": kt_cache(good[:2], closed=False),
+        "seed-kt-unfinished-nocomma.json": kt_cache(good[:2], closed=False)[:-2],
+        "seed-kt-bool-float.json": kt_cache(
+            [("True,0.5", {"flag": True, "frac": 0.5, "time": 1.0}),
+             ("False,0.25", {"flag": False, "frac": 0.25, "time": 2.0})],
+            params={"flag": [True, False], "frac": [0.25, 0.5]}),
+        "seed-kt-old-failure.json": kt_cache([kt_entry(16, "row", 1e20), kt_entry(32, "row", 1.0)]),
+        "seed-kt.json.gz": gzip.compress(kt_cache(good), mtime=0),
+        "seed-kt-bad-count.json": kt_cache([("16", {"time": 1.0})]),
+        "seed-kt-bad-value.json": kt_cache([("16,diag", {"time": 1.0})]),
+        "seed-kt-duplicate.json": kt_cache([kt_entry(16, "row", 1.0),
+                                            ("16.0,row", {"time": 2.0})]),
+        "seed-kt-empty.json": kt_cache([]),
+        "seed-kt-all-failed.json": kt_cache([kt_entry(16, "row", "InvalidConfig")]),
+        "seed-t4.json": t4([t4_result({"block_size_x": 16, "layout": "row"}, 3.0),
+                            t4_result({"block_size_x": 16, "layout": "col"},
+                                      "CompilationFailedConfig", "compile"),
+                            t4_result({"block_size_x": 32, "layout": "row"}, 2.0)],
+                           unit="miliseconds"),
+        "seed-t4-seconds.json": t4([t4_result({"x": 1.5}, 0.001), t4_result({"x": 2.5}, 0.002)],
+                                   unit="seconds"),
+        "seed-t4-bad-unit.json": t4([t4_result({"x": 1}, 1.0)], unit="fortnights"),
+        "seed-t4-duplicate.json": t4([t4_result({"x": 1}, 1.0), t4_result({"x": 1}, 2.0)]),
+        "seed-t4-missing-param.json": t4([t4_result({"x": 1, "y": 2}, 1.0),
+                                          t4_result({"x": 2}, 1.0)]),
+        "seed-not-a-landscape.json": b'{"hello": 1}\n',
+    }
+    return seeds
 
 
 # ---- writing ---------------------------------------------------------------------------------
@@ -475,7 +559,8 @@ def main():
                     help="the corpus directory (default: tests/fuzz/corpus)")
     a = ap.parse_args()
     for target, seeds in (("npy", npy_seeds()), ("profile", profile_seeds()),
-                          ("eventlog", eventlog_seeds()), ("report", report_seeds())):
+                          ("eventlog", eventlog_seeds()), ("report", report_seeds()),
+                          ("landscape", landscape_seeds())):
         n = write(os.path.join(a.out, target), seeds)
         print("%s: %d seeds, %d bytes" % (target, len(seeds), n))
     for name, tokens in dictionaries().items():
