@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""test_export_formats.py: `flaretune export`, a tuning log written as a FAIR T4 results file and
+as a Kernel Tuner cache (docs/events.md "Formats"), checked as those formats' readers would.
+
+A short real run (fusion.dflare at tiny.dflare.train on the cpu backend, random search, four
+evaluations) is exported both ways. The T4 file is validated with Python's jsonschema against
+the requirements of the T4 1.0.0 results schema (kernel_tuner/schema/T4/1.0.0/results-schema.json:
+an object with a version string and results, each with configuration, times, invalidity from
+its list and correctness), and against that schema file itself where $FT_T4_SCHEMA names one.
+The cache is checked for Kernel Tuner's shape: keys formed from tune_params_keys, every entry's
+parameters agreeing with its key, closed as Kernel Tuner closes one. Both are read back by
+`flaretune replay --json`. Bad requests get one line. Without jsonschema it skips (77).
+
+usage: test_export_formats.py --flaretune PATH
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import clitest  # noqa: E402
+from clitest import check, one_line_error, run  # noqa: E402
+
+try:
+    import jsonschema
+except ImportError:
+    jsonschema = None
+
+# What the T4 1.0.0 results schema requires of a file.
+T4_RESULTS = {
+    "type": "object",
+    "properties": {
+        "schema_version": {"type": "string", "pattern": "^[0-9]{1,}.[0-9]{1,}.[0-9]{1,}$"},
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "timestamp": {"type": "string"},
+                    "configuration": {"type": "object"},
+                    "objectives": {"type": "array"},
+                    "times": {"type": "object", "properties": {
+                        "runtimes": {"type": "array"}, "framework": {"type": "number"},
+                        "search_algorithm": {"type": "number"},
+                        "validation": {"type": "number"}}},
+                    "invalidity": {"enum": ["timeout", "compile", "runtime", "correctness",
+                                            "constraints", "correct"]},
+                    "correctness": {"type": "number"},
+                    "measurements": {"type": "array", "items": {"type": "object", "properties": {
+                        "name": {"type": "string"},
+                        "value": {"type": ["number", "string", "array"]},
+                        "unit": {"type": "string"}}}},
+                },
+                "required": ["configuration", "times", "invalidity", "correctness"],
+            },
+        },
+    },
+    "required": ["schema_version", "results"],
+}
+
+STATE = {}
+
+
+def make_log():
+    tmp = STATE["tmp"]
+    log = os.path.join(tmp, "t.jsonl")
+    rc, out, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                       "cpu", "--strategy", "random", "--budget", "4", "--max-time", "0.05",
+                       "--quiet", "--log", log)
+    check(rc == 0, f"tune: exit {rc}: {err}")
+    STATE["log"] = log if rc == 0 else None
+
+
+def test_t4():
+    log = STATE.get("log")
+    if not log:
+        return
+    path = os.path.join(STATE["tmp"], "t4.json")
+    rc, out, err = run("export", log, "--format", "t4", "-o", path)
+    check(rc == 0, f"export t4: exit {rc}: {err}")
+    if rc:
+        return
+    doc = json.load(open(path))
+    try:
+        jsonschema.validate(doc, T4_RESULTS)
+    except jsonschema.ValidationError as e:
+        check(False, f"T4 output against the results schema's requirements: {e.message}")
+    official = os.environ.get("FT_T4_SCHEMA")
+    if official and os.path.exists(official):
+        try:
+            jsonschema.validate(doc, json.load(open(official)))
+        except jsonschema.ValidationError as e:
+            check(False, f"T4 output against {official}: {e.message}")
+    check(doc["schema_version"] == "1.0.0" and doc["metadata"]["timeunit"] == "milliseconds",
+          "version and time unit")
+    check(len(doc["results"]) == 4, f"{len(doc['results'])} results, want the 4 evaluated")
+    for r in doc["results"]:
+        ok = r["invalidity"] == "correct"
+        check(r["correctness"] == (1 if ok else 0), f"correctness of {r}")
+        value = r["measurements"][0]["value"]
+        check(isinstance(value, float) if ok else isinstance(value, str), f"time of {r}")
+    rc, out, err = run("replay", path, "--json", "--seeds", "1", "--strategy", "random")
+    if any(r["invalidity"] == "correct" for r in doc["results"]):
+        check(rc == 0, f"replay of the T4 file: exit {rc}: {err}")
+        if rc == 0:
+            rep = json.loads(out)
+            check(rep["source"] == "t4" and rep["op"] is None and rep["kernel"] == "fusion.dflare",
+                  f"replay's source {rep.get('source')}, op {rep.get('op')}")
+
+
+def test_kt_cache():
+    log = STATE.get("log")
+    if not log:
+        return
+    rc, text, err = run("export", log, "--format", "kt-cache")
+    check(rc == 0, f"export kt-cache to standard output: exit {rc}: {err}")
+    if rc:
+        return
+    check(text.rstrip().endswith("}\n}"), "closed as Kernel Tuner closes a cache")
+    doc = json.loads(text)
+    keys = doc["tune_params_keys"]
+    check(keys == list(doc["tune_params"]), "tune_params_keys in tune_params' order")
+    check(doc["kernel_name"] == "fusion.dflare" and doc["objective"] == "time", "header")
+    check(len(doc["cache"]) == 4, f"{len(doc['cache'])} entries, want 4")
+    for key, e in doc["cache"].items():
+        check(key == ",".join(str(e[k]) for k in keys), f"key {key} of {e}")
+        for k in keys:
+            check(e[k] in doc["tune_params"][k], f"{key}: {k}={e[k]} not in tune_params")
+        check(isinstance(e["time"], (float, str)), f"{key}: time {e['time']}")
+
+
+def test_bad_requests():
+    log = STATE.get("log") or "missing.jsonl"
+    one_line_error(["export", log], 2, "--format")
+    one_line_error(["export", log, "--format", "xml"], 2, "unknown format 'xml'")
+    one_line_error(["export", os.path.join(STATE["tmp"], "none.jsonl"), "--format", "t4"], 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flaretune", required=True)
+    a = ap.parse_args()
+    if jsonschema is None:
+        print("test_export_formats: skipped: no Python jsonschema", file=sys.stderr)
+        return 77
+    with tempfile.TemporaryDirectory() as tmp:
+        STATE["tmp"] = tmp
+        return clitest.main(a.flaretune, [make_log, test_t4, test_kt_cache, test_bad_requests])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
