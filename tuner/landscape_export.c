@@ -1,5 +1,5 @@
 /* landscape_export.c: an event log's measurements in the community's formats (replay.h,
- * docs/search.md "Formats"): a Kernel Tuner cache file or a FAIR T4 results file, so Kernel
+ * docs/events.md "Formats"): a Kernel Tuner cache file or a FAIR T4 results file, so Kernel
  * Tuner's tools (its simulation mode, its dashboard) and the FAIR benchmark hub read what
  * flaretune measured.
  *

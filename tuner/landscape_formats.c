@@ -1,4 +1,4 @@
-/* landscape_formats.c: landscapes read from whatever file holds one (replay.h, docs/search.md
+/* landscape_formats.c: landscapes read from whatever file holds one (replay.h, docs/events.md
  * "Formats"): a flaretune event log, a Kernel Tuner cache file or a FAIR T4 results file, plain
  * or gzip-compressed.
  *

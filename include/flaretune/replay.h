@@ -65,7 +65,7 @@ typedef struct ft_landscape {
     int nconfirmed;
     int *confirm_samples;
     double confirm_ratio;
-    /* Where it came from (tuner/landscape_formats.c, docs/search.md "Formats"): "log" (a
+    /* Where it came from (tuner/landscape_formats.c, docs/events.md "Formats"): "log" (a
      * flaretune event log: op, backend, preset, call and space as above), "kt-cache" (a Kernel
      * Tuner cache file) or "t4" (a FAIR T4 results file). A file of the community names no
      * flaretune op: op and backend are NULL, call is empty, the space is the file's own
@@ -138,7 +138,7 @@ ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char
 
 /* ---- the community's formats (tuner/landscape_export.c) -----------------------------------
  * The measured and rejected candidates of an event log's last run (and the runs it resumed; any
- * strategy) as a Kernel Tuner cache file or a FAIR T4 results file (docs/search.md "Formats"). */
+ * strategy) as a Kernel Tuner cache file or a FAIR T4 results file (docs/events.md "Formats"). */
 typedef enum { FT_EXPORT_KT_CACHE, FT_EXPORT_T4 } ft_export_format;
 /* "kt-cache" or "t4" to the format; -1: neither. */
 int ft_export_format_parse(const char *name);

@@ -1,5 +1,5 @@
 /* cmd_export.c: `flaretune export`: an event log's measurements as a Kernel Tuner cache file or
- * a FAIR T4 results file (tuner/landscape_export.c, docs/search.md "Formats"). */
+ * a FAIR T4 results file (tuner/landscape_export.c, docs/events.md "Formats"). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +11,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: flaretune export LOG --format t4|kt-cache [-o FILE]\n\n"
                "Write what the last run of event log LOG (with the earlier runs it resumed; any\n"
                "strategy) measured and rejected in a format of the autotuning community:\n"
-               "  kt-cache  a Kernel Tuner cache file (tune_params, cache entries keyed \"v1,v2,...\",\n"
+               "  kt-cache  a Kernel Tuner cache file (tune_params, entries keyed \"v1,v2,...\",\n"
                "            time in ms, a rejected candidate as RuntimeFailedConfig,\n"
                "            CompilationFailedConfig or InvalidConfig), which Kernel Tuner's\n"
                "            simulation mode and dashboard read\n"
