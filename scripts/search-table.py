@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """search-table.py: flaretune's strategies against Kernel Tuner's, one table, and the goal.
 
-    scripts/search-table.py REPLAY.json... [--kt KT.json...] [--markdown FILE] [--json FILE]
+    scripts/search-table.py REPLAY.json... [--kt KT.json...] [--traces TRACE.json...]
+                            [--markdown FILE] [--json FILE]
 
 REPLAY.json: `flaretune replay LOG --target 5%,1% --batch 1,4,16 --json` for one landscape (an
 object, or the `logs` array of a family). KT.json: `scripts/kt-compare.py --json` for the same
@@ -107,6 +108,9 @@ def main():
     ap.add_argument("--kt", nargs="*", default=[])
     ap.add_argument("--exclude", default="",
                     help="Kernel Tuner strategies shown but not compared against (comma list)")
+    ap.add_argument("--traces", nargs="*", default=[],
+                    help="`flaretune replay --json --trace` of the default strategy (matched by "
+                         "landscape), for the methodology score when REPLAY.json has no traces")
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -130,6 +134,10 @@ def main():
             if s["name"] not in by or s["seeds"] > by[s["name"]]["seeds"]:
                 by[s["name"]] = s
         have["strategies"] = list(by.values())
+    traced = {}
+    for path in a.traces:
+        for r in landscapes(load(path)):
+            traced[key(r)] = r
     lines, checks, out = [], [], []
     lines.append("| landscape (valid, noise) | target | flaretune `bayes` (default): evaluations, time, in 25% | "
                  "anneal | evolve | bayes, batch 4: evaluations, rounds | Kernel Tuner's best there | goal |")
@@ -202,7 +210,8 @@ def main():
                 "name": best[0], "evaluations": best[1]["evals"]["median"],
                 "time_s": best[1]["time"]["median"]}, "goal": dict(goal),
                 "ratio": notes, "rounds_batch4": rounds})
-        fm = ft_methodology(rep, kt, dflt)
+        fm = ft_methodology(rep, kt, dflt) or (
+            ft_methodology(traced[key(rep)], kt, dflt) if key(rep) in traced else None)
         rec["methodology"] = {"flaretune": fm}
         if fm:
             for what in ("evals", "time"):
