@@ -17,15 +17,18 @@ budget, with what random search is expected to have found by then:
     certain to hold the optimum, 0 / 0, is left out);
   - the score: the mean over the points, then over the runs (seeds).
 
-Random search's expectation is computed exactly from the landscape: with the valid scores
-sorted v_1 <= ... <= v_N, the best of k draws without replacement is v_i with probability
-C(N - i, k - 1) / C(N, k). In time, x seconds are floor(x / mean cost) evaluations (at least
+Random search's expectation is computed exactly from the landscape: with the N configurations
+ranked by score, v_1 <= ... <= v_V the valid ones and the failed ones after them, the best of k
+draws without replacement is v_i with probability C(N - i, k - 1) / C(N, k), and when all k
+draws failed it counts as the mean valid score. In time, x seconds are floor(x / mean cost) evaluations (at least
 one); the package rounds instead, which credits random search with an evaluation it has not
-finished and scored random search itself at -0.2 on a test landscape. Where a strategy has no valid result yet, S(x) is the mean
-valid score (random search's expectation for one draw). Failed configurations are not part of
-random search's distribution (the package's default, include_nan=False), but cost a strategy
-their time. The package approximates E[best of k] by an order statistic; this module takes the
-expectation itself.
+finished and scored random search itself at -0.2 on a test landscape. Where a strategy has no
+valid result yet, S(x) is the mean valid score, as for random search. Failed configurations are
+part of random search's draws (the package leaves them out by default, include_nan=False,
+which on a recorded landscape with 11 failed of 29 scored Kernel Tuner's random_sample at -2.9:
+a strategy pays for every failed configuration it tries, so its baseline must too). The
+package approximates E[best of k] by an order statistic; this module takes the expectation
+itself.
 
 Used by scripts/kt-compare.py (Kernel Tuner's runs) and scripts/search-table.py (flaretune's,
 from `flaretune replay --json --trace`).
@@ -45,10 +48,10 @@ class Landscape:
         if not valid:
             raise ValueError("no valid score")
         self.sorted = valid
-        self.n = len(valid)
+        self.n = len(scores)  # every configuration, failed ones too: random search draws them
         self.optimum = valid[0]
         self.median = statistics.median(valid)
-        self.mean = sum(valid) / self.n
+        self.mean = sum(valid) / len(valid)
         known = [c for c in costs if c is not None and math.isfinite(c)]
         self.cost_mean = sum(known) / len(known) if known else float("nan")
         self.cost_median = statistics.median(known) if known else float("nan")
@@ -61,17 +64,19 @@ class Landscape:
         self.budget_time = k * self.cost_median
 
     def expected_best(self, k):
-        """E[best of k uniform draws without replacement from the valid scores]."""
+        """E[best of k uniform draws without replacement from every configuration], a failed one
+        ranked after every valid one; when all k draws fail, the mean valid score."""
         k = max(1, min(int(k), self.n))
         if k not in self._expected and self.sorted is None:  # from_json: past what it holds
             k = max(self._expected)
         if k not in self._expected:
-            n, p, e = self.n, k / self.n, 0.0  # p: P(the best is v_1)
-            for i in range(1, n - k + 2):
+            n, p, e, total = self.n, k / self.n, 0.0, 0.0  # p: P(the best is v_1)
+            for i in range(1, min(len(self.sorted), n - k + 1) + 1):
                 e += self.sorted[i - 1] * p
+                total += p
                 # P(best is v_{i+1}) / P(best is v_i) = C(n-i-1, k-1) / C(n-i, k-1)
                 p = p * (n - i - k + 1) / (n - i) if n - i > 0 else 0.0
-            self._expected[k] = e
+            self._expected[k] = e + max(0.0, 1.0 - total) * self.mean
         return self._expected[k]
 
     def to_json(self):

@@ -194,7 +194,7 @@ def main():
             def verdict(w, ok):
                 r = notes.get(w)
                 if not ok:
-                    return f"{w} NOT met ({ratio_txt(r)})"
+                    return f"{w} NOT met" + (f" ({ratio_txt(r)})" if w in notes else "")
                 if r is not None and target == 0.05 and r > GOAL_5:
                     return f"{w} within {GOAL_5_MAX}x ({ratio_txt(r)})"
                 return f"{w} met" + (f" ({ratio_txt(r)})" if r is not None else "")

@@ -7,7 +7,7 @@ expected best of k draws without replacement is (N + 1) / (k + 1) = 11 / (k + 1)
 budget is 8 evaluations, 8 s. The oracle (the optimum first) scores 1 in evaluations; in time
 0.88 (before its first second it has no result, scored as random's one-draw expectation). A run
 finding the optimum second scores (3.5/4.5 + 7) / 8. Random search itself, averaged over many
-shuffles, scores about 0."""
+shuffles, scores about 0, failed configurations among the draws or not."""
 import os
 import random
 import sys
@@ -64,9 +64,21 @@ def main():
     back = methodology.Landscape.from_json(json.loads(json.dumps(land.to_json())))
     check(methodology.score_run(back, *second) == methodology.score_run(land, *second),
           "the baseline through JSON scores the same")
-    # failed configurations: not in random's distribution, but they cost a strategy its time
-    land2 = methodology.Landscape(scores + [None], costs + [1.0])
-    check(land2.n == 10 and land2.budget_evals == 8, "a failed configuration left out")
+    # failed configurations are draws of random search that find nothing: with two among 12,
+    # one draw expects (55 + 2 x 5.5) / 12 = 5.5, twelve the optimum; random search over all
+    # twelve still scores about 0
+    fs, fc = scores + [None, None], costs + [1.0, 1.0]
+    land2 = methodology.Landscape(fs, fc)
+    check(land2.n == 12 and near(land2.expected_best(1), 5.5) and near(land2.expected_best(12), 1),
+          f"failed configurations drawn: {land2.expected_best(1)} {land2.expected_best(12)}")
+    runs = []
+    for _ in range(20000):
+        order = list(range(12))
+        rng.shuffle(order)
+        runs.append(methodology.trace_of(fs, fc, order))
+    r = methodology.score_runs(land2, runs)
+    check(abs(r["evals"]) < 0.02 and abs(r["time"]) < 0.05,
+          f"random search among failed configurations scores about 0: {r}")
     print(f"{len(FAILURES)} failures", file=sys.stderr)
     return 1 if FAILURES else 0
 
