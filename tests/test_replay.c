@@ -180,8 +180,8 @@ static void test_load_costs(void) {
              l.confirm_refused);
     FT_CHECK(l.score[cp.c2] == score_of(cp.c2) && l.score[cp.b0] == score_of(cp.b0) &&
                  l.best == cp.b0 && l.nconfirmed == 0 && l.confirm_samples[cp.c2] == 0,
-             "the search's medians stand: optimum %d (%g), %d confirmed", l.best,
-             l.score[l.best], l.nconfirmed);
+             "the search's medians stand: optimum %d (%g), %d confirmed", l.best, l.score[l.best],
+             l.nconfirmed);
     FT_CHECK(isfinite(l.confirm_ratio) && l.confirm_ratio > 0, "the round's ratio still told: %g",
              l.confirm_ratio);
     FT_CHECK(l.score[cp.early] == score_of(cp.early), "an earlier confirm event is ignored: %g",
@@ -693,7 +693,8 @@ static void test_permute(void) {
         int at = -1;
         for (int i = 0; i < p.n && at < 0; i++)
             if (ft_config_equal(&back, &p.cands[i])) at = i;
-        same &= at >= 0 && q.score[c] == score[at] && q.cost[c] == cost[at] && q.ci_rel[c] == ci[at];
+        same &=
+            at >= 0 && q.score[c] == score[at] && q.cost[c] == cost[at] && q.ci_rel[c] == ci[at];
         if (c)
             sorted &= ft_space_index_of(&q.space, &q.cands[c - 1]) <
                       ft_space_index_of(&q.space, &q.cands[c]);

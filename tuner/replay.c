@@ -601,15 +601,13 @@ json_t *ft_landscape_to_json(const ft_landscape *l, const char *log) {
                                                "score_s", ft_json_number(l->score[c]), "cost_s",
                                                ft_json_number(l->cost[c]), "ci_rel",
                                                ft_json_number(l->ci_rel[c])));
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o, s:{s:o}, s:o}",
-                     "format",
-                     "flaretune-landscape/1", "op", l->op->name, "backend", l->backend->name,
-                     "preset", l->preset, "dims", dims, "log", log ? log : "", "params",
-                     params_json(&l->space), "optimum_s",
-                     ft_json_number(l->best >= 0 ? l->score[l->best] : NAN), "optimum", l->best,
-                     "confirmed", l->nconfirmed, "confirm_ratio", ft_json_number(l->confirm_ratio),
-                     "noise", "median_ci_rel",
-                     ft_json_number(l->noise_ci_rel), "candidates", cands);
+    json_t *doc = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o, s:{s:o}, s:o}", "format",
+        "flaretune-landscape/1", "op", l->op->name, "backend", l->backend->name, "preset",
+        l->preset, "dims", dims, "log", log ? log : "", "params", params_json(&l->space),
+        "optimum_s", ft_json_number(l->best >= 0 ? l->score[l->best] : NAN), "optimum", l->best,
+        "confirmed", l->nconfirmed, "confirm_ratio", ft_json_number(l->confirm_ratio), "noise",
+        "median_ci_rel", ft_json_number(l->noise_ci_rel), "candidates", cands);
     /* Why the run's confirmation round was not applied (null: it was, or there was none). */
     if (doc)
         json_object_set_new(doc, "confirm_refused",

@@ -142,14 +142,14 @@ typedef struct ft_replay_opts {
 void ft_replay_opts_default(ft_replay_opts *o);
 
 typedef struct ft_replay_result {
-    int to_target;   /* evaluations paid until the best found was within target: to the end
-                      * of the batch (round) that brought it there, every member of it
-                      * counted (-1: not reached); with batches of 1, the evaluation itself  */
+    int to_target;        /* evaluations paid until the best found was within target: to the end
+                           * of the batch (round) that brought it there, every member of it
+                           * counted (-1: not reached); with batches of 1, the evaluation itself  */
     int rounds_to_target; /* batches asked for up to and including that one (-1: not reached) */
-    int evaluations; /* evaluations made: every proposal (stops after the batch that reached
-                      * the target, at the budget or when the strategy has nothing more)      */
-    int rounds;      /* batches asked for (with batches of 1, the evaluations)               */
-    double best;     /* best score found                                                      */
+    int evaluations;      /* evaluations made: every proposal (stops after the batch that reached
+                           * the target, at the budget or when the strategy has nothing more)      */
+    int rounds;           /* batches asked for (with batches of 1, the evaluations)               */
+    double best; /* best score found                                                      */
     double time_to_target; /* seconds the to_target evaluations cost in the recording, summed:
                             * one device measuring them in turn (NaN: not reached, or one of
                             * them has no cost)                                              */

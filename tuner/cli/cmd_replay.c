@@ -23,62 +23,62 @@
 #define WARM_FIRST  3 /* --warm: the other landscape's best few, measured first */
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F[,F...]]\n"
-            "                            [--budget N|P%%] [--batch K[,K...]] [--warm LOG2]\n"
-            "                            [--orderings N] [--export FILE]\n"
-            "                            [--prune predicted=F[,F...]] [--json [--trace]]\n\n"
-            "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
-            "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
-            "with the earlier runs it resumed). Each proposal is one evaluation, scored from the\n"
-            "log: nothing runs. The candidates the run confirmed at its end (the best few\n"
-            "measured again, interleaved) score their confirmed medians scaled to the search's\n"
-            "footing, so the optimum is judged by them rather than by a lucky sample; a round\n"
-            "whose re-measurement spreads across its configs by more than the gap it decides,\n"
-            "or that would put a score outside the range the search measured, is refused (the\n"
-            "search's medians stand) and the output says why. For each strategy and batch size, and\n"
-            "each target, prints the median, min and max over N seeds of the evaluations needed\n"
-            "until the best found is within F of the optimum, also as a fraction of the valid\n"
-            "candidates (exhaustive search needs all of them to know it has the optimum; its row\n"
-            "shows when space order first reaches the target), how many seeds got there within\n"
-            "a quarter of the candidates, and the median wall time those evaluations took when\n"
-            "the log was recorded, against the time exhaustive search in space order needs\n"
-            "(vs exh.).\n"
-            "The default strategy (tune's) is marked *.\n\n"
-            "  --strategy S   exhaustive, random, anneal, evolve, bayes or all (default all)\n"
-            "  --seeds N      seeds 1..N, at most %d (default 10)\n"
-            "  --target F,... relative distances to the optimum, 0.05 or 5%%, at most %d\n"
-            "                 (default 5%%): a column block each\n"
-            "  --budget N|P%%  stop a replay after N evaluations, or P%% of the valid candidates\n"
-            "                 (default: none); `in budget` is then the seeds that got there\n"
-            "  --batch K,...  ask the strategy for K candidates at a time and report their\n"
-            "                 results before asking again, 1 to %d, at most %d sizes (default 1):\n"
-            "                 a row each; the evaluations to the target count the whole batch\n"
-            "                 that got there, `rounds` the batches, `time` their costs summed\n"
-            "                 (one device) and `wall` the slowest member's cost a batch (K\n"
-            "                 devices in parallel)\n"
-            "  --orderings N  replay seed s on ordering (s-1) %% N of the parameters (which one\n"
-            "                 varies fastest in space order): 0 the log's own, j > 0 a shuffle\n"
-            "                 drawn from j (splitmix64 and Fisher-Yates, as kt-compare.py),\n"
-            "                 1 to %d (default 1)\n"
-            "  --warm LOG2    also replay every strategy warm-started from LOG2, an exhaustive\n"
-            "                 log of the same op and backend at another shape or on another\n"
-            "                 machine: its score of each candidate as a prior, its %d best\n"
-            "                 configs measured first; prints cold against warm\n"
-            "  --export FILE  write the landscape as JSON (format flaretune-landscape/1,\n"
-            "                 docs/events.md) to FILE, atomically\n"
-            "  --prune predicted=F[,F...]\n"
-            "                 when the log's candidates carry a predicted time (tune --predict):\n"
-            "                 for each factor F > 1, how many candidates `tune --prune\n"
-            "                 predicted=F` would measure and whether the optimum (or one within\n"
-            "                 the first target) is among them (default 1.5,2,4); such a log also\n"
-            "                 gets the rank correlation of predicted and measured times, and\n"
-            "                 when measuring in predicted order first reaches the target\n"
-            "  --json         one JSON object on stdout\n"
-            "  --trace        with --json: each strategy's `traces`, per seed the best score\n"
-            "                 found after each evaluation and the recorded costs summed, run\n"
-            "                 on to the optimum (scripts/methodology.py scores them)\n",
-            MAX_SEEDS, MAX_TARGETS, MAX_BATCH, MAX_BATCHES, MAX_SEEDS, WARM_FIRST);
+    fprintf(
+        f,
+        "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F[,F...]]\n"
+        "                            [--budget N|P%%] [--batch K[,K...]] [--warm LOG2]\n"
+        "                            [--orderings N] [--export FILE]\n"
+        "                            [--prune predicted=F[,F...]] [--json [--trace]]\n\n"
+        "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
+        "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
+        "with the earlier runs it resumed). Each proposal is one evaluation, scored from the\n"
+        "log: nothing runs. The candidates the run confirmed at its end (the best few measured\n"
+        "again, interleaved) score their confirmed medians scaled to the search's footing, so\n"
+        "the optimum is judged by them rather than by a lucky sample; a round whose\n"
+        "re-measurement spreads across its configs by more than the gap it decides, or that\n"
+        "would put a score outside the range the search measured, is refused (the search's\n"
+        "medians stand) and the output says why. For each strategy and batch size, and each\n"
+        "target, prints the median, min and max over N seeds of the evaluations needed until\n"
+        "the best found is within F of the optimum, also as a fraction of the valid candidates\n"
+        "(exhaustive search needs all of them to know it has the optimum; its row shows when\n"
+        "space order first reaches the target), how many seeds got there within a quarter of\n"
+        "the candidates, and the median wall time those evaluations took when the log was\n"
+        "recorded, against the time exhaustive search in space order needs (vs exh.).\n"
+        "The default strategy (tune's) is marked *.\n\n"
+        "  --strategy S   exhaustive, random, anneal, evolve, bayes or all (default all)\n"
+        "  --seeds N      seeds 1..N, at most %d (default 10)\n"
+        "  --target F,... relative distances to the optimum, 0.05 or 5%%, at most %d\n"
+        "                 (default 5%%): a column block each\n"
+        "  --budget N|P%%  stop a replay after N evaluations, or P%% of the valid candidates\n"
+        "                 (default: none); `in budget` is then the seeds that got there\n"
+        "  --batch K,...  ask the strategy for K candidates at a time and report their\n"
+        "                 results before asking again, 1 to %d, at most %d sizes (default 1):\n"
+        "                 a row each; the evaluations to the target count the whole batch\n"
+        "                 that got there, `rounds` the batches, `time` their costs summed\n"
+        "                 (one device) and `wall` the slowest member's cost a batch (K\n"
+        "                 devices in parallel)\n"
+        "  --orderings N  replay seed s on ordering (s-1) %% N of the parameters (which one\n"
+        "                 varies fastest in space order): 0 the log's own, j > 0 a shuffle\n"
+        "                 drawn from j (splitmix64 and Fisher-Yates, as kt-compare.py),\n"
+        "                 1 to %d (default 1)\n"
+        "  --warm LOG2    also replay every strategy warm-started from LOG2, an exhaustive\n"
+        "                 log of the same op and backend at another shape or on another\n"
+        "                 machine: its score of each candidate as a prior, its %d best\n"
+        "                 configs measured first; prints cold against warm\n"
+        "  --export FILE  write the landscape as JSON (format flaretune-landscape/1,\n"
+        "                 docs/events.md) to FILE, atomically\n"
+        "  --prune predicted=F[,F...]\n"
+        "                 when the log's candidates carry a predicted time (tune --predict):\n"
+        "                 for each factor F > 1, how many candidates `tune --prune\n"
+        "                 predicted=F` would measure and whether the optimum (or one within\n"
+        "                 the first target) is among them (default 1.5,2,4); such a log also\n"
+        "                 gets the rank correlation of predicted and measured times, and\n"
+        "                 when measuring in predicted order first reaches the target\n"
+        "  --json         one JSON object on stdout\n"
+        "  --trace        with --json: each strategy's `traces`, per seed the best score\n"
+        "                 found after each evaluation and the recorded costs summed, run\n"
+        "                 on to the optimum (scripts/methodology.py scores them)\n",
+        MAX_SEEDS, MAX_TARGETS, MAX_BATCH, MAX_BATCHES, MAX_SEEDS, WARM_FIRST);
 }
 
 /* One strategy, batch size and target, cold or warm, over the seeds. */
@@ -409,8 +409,8 @@ static json_t *trace_json(const ft_replay_trace *tr, int seed, int ordering) {
  * replay per seed (seed s on ordering (s - 1) % t->nord). With --trace, the cold replays also
  * run to the optimum (a target 0 added: the other targets' counts do not change) and leave
  * their course in r->traces. Returns an exit code. */
-static int replay_cells(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
-                        row *r, int warm, cell *cells) {
+static int replay_cells(const ft_landscape *l, const replay_opts *ro, const replay_table *t, row *r,
+                        int warm, cell *cells) {
     ft_replay_opts o;
     ft_replay_opts_default(&o);
     o.kind = (ft_strategy_kind)r->kind;
@@ -570,14 +570,14 @@ static json_t *row_json(const ft_landscape *l, const replay_opts *ro, const row 
     for (int i = 0; i < ro->ntargets; i++)
         json_array_append_new(targets,
                               cell_json(&r->cold[i], ro->targets[i], ro->nseeds, l->ncands));
-    json_t *o = json_pack(
-        "{s:s, s:b, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
-        ft_strategy_names[r->kind], "default", r->kind == FT_STRAT_DEFAULT, "batch", r->batch,
-        "seeds", ro->nseeds, "reached", c->reached, "median", median_json(c->median), "min",
-        c->min < 0 ? json_null() : json_integer(c->min), "max",
-        c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
-        c->median < 0 ? json_null() : json_real(c->median / l->ncands), "evaluations", ev,
-        "targets", targets);
+    json_t *o =
+        json_pack("{s:s, s:b, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
+                  ft_strategy_names[r->kind], "default", r->kind == FT_STRAT_DEFAULT, "batch",
+                  r->batch, "seeds", ro->nseeds, "reached", c->reached, "median",
+                  median_json(c->median), "min", c->min < 0 ? json_null() : json_integer(c->min),
+                  "max", c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
+                  c->median < 0 ? json_null() : json_real(c->median / l->ncands), "evaluations", ev,
+                  "targets", targets);
     json_object_set_new(o, "median_rounds", median_json(c->median_rounds));
     if (r->traces) json_object_set_new(o, "traces", json_incref(r->traces));
     return o;
@@ -827,7 +827,7 @@ static void row_label(const row *r) {
 /* The table: a row per strategy and batch size, a column block per target. */
 static void table_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
     const int nvalid = l->ncands, nseeds = ro->nseeds;
-    static const char *const cols[] = {"median", "min",  "max",     "of valid", "in 25%",
+    static const char *const cols[] = {"median",    "min",  "max",     "of valid", "in 25%",
                                        "in budget", "time", "vs exh.", "rounds",   "wall"};
     static const int widths[] = {7, 5, 5, 8, 6, 9, 8, 7, 6, 8};
     int batched = 0;
