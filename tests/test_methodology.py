@@ -52,12 +52,12 @@ def main():
     check(e is not None and e < 0, f"worst first scores below random: {e}")
     rng = random.Random(1)
     runs = []
-    for _ in range(20000):
+    for _ in range(8000):
         order = list(range(10))
         rng.shuffle(order)
         runs.append(methodology.trace_of(scores, costs, order))
     r = methodology.score_runs(land, runs)
-    check(abs(r["evals"]) < 0.02 and abs(r["time"]) < 0.05,
+    check(abs(r["evals"]) < 0.04 and abs(r["time"]) < 0.05,
           f"random search scores about 0: {r}")
     # the baseline as kt-compare.py writes it scores a run the same
     import json
@@ -72,12 +72,12 @@ def main():
     check(land2.n == 12 and near(land2.expected_best(1), 5.5) and near(land2.expected_best(12), 1),
           f"failed configurations drawn: {land2.expected_best(1)} {land2.expected_best(12)}")
     runs = []
-    for _ in range(20000):
+    for _ in range(8000):
         order = list(range(12))
         rng.shuffle(order)
         runs.append(methodology.trace_of(fs, fc, order))
     r = methodology.score_runs(land2, runs)
-    check(abs(r["evals"]) < 0.02 and abs(r["time"]) < 0.05,
+    check(abs(r["evals"]) < 0.04 and abs(r["time"]) < 0.05,
           f"random search among failed configurations scores about 0: {r}")
     print(f"{len(FAILURES)} failures", file=sys.stderr)
     return 1 if FAILURES else 0
