@@ -2,10 +2,19 @@
 """kt-compare.py: Kernel Tuner's search strategies on a landscape flaretune recorded.
 
     scripts/kt-compare.py LANDSCAPE [--seeds N] [--targets 0.05,0.01] [--strategies a,b,...]
-                          [--jobs J] [--json FILE]
+                          [--jobs J] [--orderings N] [--json FILE]
 
-LANDSCAPE is the export of `flaretune replay LOG --export FILE` (format flaretune-landscape/1),
-or the event log of an exhaustive run itself (`flaretune tune OP --strategy exhaustive --log
+LANDSCAPE (gzip-compressed or not; the format is told by the content) is a Kernel Tuner cache
+file, a FAIR T4 results file, the export of `flaretune replay LOG --export FILE` (format
+flaretune-landscape/1), or the event log of an exhaustive run itself. From a Kernel Tuner cache
+every entry is a candidate, scored by its `time` (ms) when that is a number and failed
+otherwise (an error string), costing compile_time + verification_time (where present) +
+benchmark_time where recorded, else the sum of `times`, else `time`; from a T4 file every
+result, scored by its measurement named time when its invalidity is "correct", costing
+times.compilation + times.validation + the sum of times.runtimes. Framework and strategy time
+are left out of both (flaretune's readers count the same). Their candidates are put in space
+order (the parameters' values in the file's order, the last parameter varying fastest; a T4
+file's values sorted). Or LANDSCAPE is the event log of an exhaustive run itself (`flaretune tune OP --strategy exhaustive --log
 LOG`), read here the way `flaretune replay` reads it: the last run and the earlier runs it
 resumed; each measured candidate scores its stats.median_s, or the median its run's last
 `confirm` event measured again side by side, each rejected one fails; a candidate costs the
@@ -26,6 +35,20 @@ minimize: generations, iterations, a local search's end); diff_evo fails where i
 16 per parameter, outnumbers the candidates, and evaluates that population (a Latin hypercube
 sample Kernel Tuner dedupes through a set) in the search space's internal order, so where it is
 most of the space its counts say more about that order than about its search.
+
+--orderings N: seed s runs on ordering (s - 1) % N of the parameters (scripts/ordering.py, the
+permutations `flaretune replay --orderings` draws: 0 the file's order, j > 0 a splitmix64-driven
+Fisher-Yates shuffle seeded with j), one cache per ordering, since the order of the parameters
+alone changes what some strategies do (diff_evo's first population follows the space's internal
+order: on one landscape it moved from 25 to 73 evaluations). The summaries are over all seeds.
+
+Each strategy also gets the methodology score of scripts/methodology.py (Willemsen et al.,
+FGCS 2024), in evaluations and in time, from each run's best-so-far, averaged over the seeds;
+the report carries the landscape's random-search baseline (`methodology`) so that
+scripts/search-table.py scores flaretune's traces against the same one.
+
+Run time of one strategy, one seed, on the GPU landscapes of /work/shared/landscapes/gpu (this
+2-core machine, busy): see docs/search.md.
 
 Each strategy runs once per seed s = 1..N, after `random.seed(s)` and `np.random.seed(s)`:
 Kernel Tuner 1.5's strategies draw from those two global streams (its searchspace's samples and
@@ -57,6 +80,7 @@ or a run fails, 2 on a bad command line.
 """
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import math
@@ -67,6 +91,10 @@ import sys
 import tempfile
 import time
 import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import methodology  # noqa: E402
+from ordering import ordering  # noqa: E402
 
 FORMAT = "flaretune-landscape/1"
 STRATEGIES = ("random_sample", "simulated_annealing", "genetic_algorithm", "pso",
@@ -109,9 +137,13 @@ class InputError(Exception):
 
 def read_events(path):
     """The events of a JSONL log; a torn last line is ignored, as flaretune does."""
-    events = []
     with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+        return read_events_text(f.read(), path)
+
+
+def read_events_text(text, path):
+    events = []
+    lines = text.split("\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -220,11 +252,12 @@ def finish_landscape(land, path):
     if clash:
         raise InputError(f"{path}: parameter {clash[0]!r} clashes with a Kernel Tuner name")
     seen = set()
+    allowed = [set(p["values"]) for p in params]
     for i, c in enumerate(cands):
         cfg = c.get("config") or {}
         key = tuple(cfg.get(n) for n in names)
-        for n, v in zip(names, key):
-            if v not in params[names.index(n)]["values"]:
+        for n, v, ok in zip(names, key, allowed):
+            if v not in ok:
                 raise InputError(f"{path}: candidate {i}: {n}={v!r} is not among its values")
         if key in seen:
             raise InputError(f"{path}: candidate {i} repeats an earlier one")
@@ -247,20 +280,121 @@ def finish_landscape(land, path):
     return land
 
 
+def _num(v):
+    """v when it is a finite number, else None."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+        math.isfinite(v) else None
+
+
+def kt_cost_ms(e):
+    """What evaluating a Kernel Tuner cache entry cost, ms: compile_time + verification_time
+    (where present) + benchmark_time where recorded, else the sum of `times`, else `time`
+    (framework_time and strategy_time excluded). The same rule as flaretune's reader."""
+    cost = (_num(e.get("compile_time")) or 0.0) + (_num(e.get("verification_time")) or 0.0)
+    times = e.get("times")
+    if _num(e.get("benchmark_time")) is not None:
+        cost += _num(e["benchmark_time"])
+    elif isinstance(times, list):
+        cost += sum(_num(t) or 0.0 for t in times)
+    elif _num(e.get("time")) is not None:
+        cost += _num(e["time"])
+    return cost
+
+
+def t4_cost_ms(r):
+    """What evaluating a FAIR T4 result cost, ms: times.compilation + times.validation + the sum
+    of times.runtimes (framework and search_algorithm excluded)."""
+    t = r.get("times") or {}
+    return ((_num(t.get("compilation")) or 0.0) + (_num(t.get("validation")) or 0.0)
+            + sum(_num(x) or 0.0 for x in (t.get("runtimes") or [])))
+
+
+def space_sorted(cands, params):
+    """The candidates in space order: the parameters' values in their order, the last
+    parameter varying fastest (flaretune's order)."""
+    pos = [{v: i for i, v in enumerate(p["values"])} for p in params]
+    names = [p["name"] for p in params]
+    return sorted(cands, key=lambda c: tuple(pos[q][c["config"][n]]
+                                             for q, n in enumerate(names)))
+
+
+def landscape_from_kt_cache(doc, path):
+    """A Kernel Tuner cache file: every entry a candidate; `time` (ms) its score when it is a
+    number, else (an error string) a failed configuration that still cost its compile time."""
+    tp = doc.get("tune_params")
+    if not isinstance(tp, dict) or not isinstance(doc.get("cache"), dict):
+        raise InputError(f"{path}: a Kernel Tuner cache without tune_params and cache")
+    params = [{"name": n, "values": list(v), "named": any(isinstance(x, str) for x in v)}
+              for n, v in tp.items()]
+    cands = []
+    for key, e in doc["cache"].items():
+        t = _num(e.get("time"))
+        cands.append({"config": {n: e.get(n) for n in tp}, "cost_s": kt_cost_ms(e) / 1e3,
+                      "score_s": t / 1e3 if t is not None and t > 0 else None,
+                      "ci_rel": None})
+    land = {"format": FORMAT, "op": doc.get("kernel_name"), "backend": doc.get("device_name"),
+            "preset": os.path.basename(path).split(".")[0],
+            "dims": str(doc.get("problem_size")), "log": path, "source": "kernel_tuner_cache",
+            "params": params, "candidates": space_sorted(cands, params),
+            "noise": {"median_ci_rel": None}}
+    return finish_landscape(land, path)
+
+
+def landscape_from_t4(doc, path):
+    """A FAIR T4 results file: each result a candidate; the measurement named time (ms) its
+    score when the result is correct and the value a number, else a failed configuration."""
+    results = doc.get("results")
+    if not isinstance(results, list) or not results:
+        raise InputError(f"{path}: a T4 file without results")
+    names, values, cands = [], {}, []
+    for r in results:
+        cfg = r.get("configuration")
+        if not isinstance(cfg, dict):
+            raise InputError(f"{path}: a T4 result without a configuration")
+        for n, v in cfg.items():
+            if n not in values:
+                names.append(n)
+                values[n] = set()
+            values[n].add(v)
+        m = next((_num(x.get("value")) for x in r.get("measurements") or []
+                  if x.get("name") == "time"), None)
+        ok = r.get("invalidity", "correct") == "correct" and m is not None and m > 0
+        cands.append({"config": dict(cfg), "cost_s": t4_cost_ms(r) / 1e3,
+                      "score_s": m / 1e3 if ok else None, "ci_rel": None})
+    params = [{"name": n, "values": sorted(values[n], key=lambda v: (isinstance(v, str), v)),
+               "named": any(isinstance(v, str) for v in values[n])} for n in names]
+    meta = doc.get("metadata") or {}
+    land = {"format": FORMAT, "op": meta.get("kernel_name") or os.path.basename(path).split(".")[0],
+            "backend": meta.get("device_name") or meta.get("device"),
+            "preset": os.path.basename(path).split(".")[0], "dims": "", "log": path,
+            "source": "fair_t4", "params": params, "candidates": space_sorted(cands, params),
+            "noise": {"median_ci_rel": None}}
+    return finish_landscape(land, path)
+
+
 def read_landscape(path):
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
     except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, EOFError) as e:
+        raise InputError(f"cannot read {path}: {e}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:
         doc = None
     try:
+        if isinstance(doc, dict) and "cache" in doc and "tune_params" in doc:
+            return landscape_from_kt_cache(doc, path)
+        if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+            return landscape_from_t4(doc, path)
         if isinstance(doc, dict) and doc.get("event") is None:
             return finish_landscape(doc, path)
-        return landscape_from_events(read_events(path), path)
+        return landscape_from_events(read_events_text(text, path), path)
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise InputError(f"{path}: malformed ({type(e).__name__}: {e})") from None
 
@@ -414,35 +548,58 @@ def summarise(values):
             "reached": len(done)}
 
 
+# ---- orderings -------------------------------------------------------------------------------
+
+def permuted(land, j):
+    """The landscape with its parameters in ordering j (scripts/ordering.py: the one
+    `flaretune replay --orderings` uses): the same candidates, the parameters (and so Kernel
+    Tuner's tune_params and its internal space order) reordered."""
+    perm = ordering(len(land["params"]), j)
+    return dict(land, params=[land["params"][q] for q in perm])
+
+
+def write_caches(land, tmp, orderings):
+    """[(landscape in ordering j, its cache file)] for j = 0..orderings-1."""
+    out = []
+    for j in range(orderings):
+        lj = permuted(land, j)
+        path = os.path.join(tmp, f"cache{j}.json")
+        write_cache(lj, path)
+        out.append((lj, path))
+    return out
+
+
 # ---- the workers -----------------------------------------------------------------------------
 
-_SIM = None
+_SIMS = None
 
 
-def _init(land, cachefile):
-    global _SIM
-    _SIM = Simulation(land, cachefile)
+def _init(caches):
+    global _SIMS
+    _SIMS = [Simulation(lj, path) for lj, path in caches]
 
 
 def _job(job):
+    """Seed s runs on ordering (s - 1) % N."""
     strategy, seed = job
     try:
-        return strategy, seed, _SIM.run(strategy, seed), None
+        j = (seed - 1) % len(_SIMS)
+        return strategy, seed, dict(_SIMS[j].run(strategy, seed), ordering=j), None
     except Exception as e:  # a strategy that cannot run: reported, the others go on
         return strategy, seed, None, f"{type(e).__name__}: {e}"
 
 
-def run_all(land, cachefile, strategies, seeds, jobs, progress):
+def run_all(caches, strategies, seeds, jobs, progress):
     """{strategy: {seed: run}} and {strategy: error} over every strategy and seed."""
     work = [(s, seed) for s in strategies for seed in range(1, seeds + 1)]
     runs, errors = {s: {} for s in strategies}, {}
     left, spent = {s: seeds for s in strategies}, {s: 0.0 for s in strategies}
     if jobs <= 1:
-        _init(land, cachefile)
+        _init(caches)
         results, pool = (_job(w) for w in work), None
     else:
         import multiprocessing
-        pool = multiprocessing.get_context("fork").Pool(jobs, _init, (land, cachefile))
+        pool = multiprocessing.get_context("fork").Pool(jobs, _init, (caches,))
         results = pool.imap_unordered(_job, work)
     try:
         for strategy, seed, run, err in results:
@@ -466,9 +623,12 @@ def run_all(land, cachefile, strategies, seeds, jobs, progress):
 
 # ---- the report ------------------------------------------------------------------------------
 
-def report(path, land, runs, errors, seeds, targets, wall_s):
+def report(path, land, runs, errors, seeds, targets, wall_s, orderings=1):
     n = len(land["candidates"])
     quarter = math.ceil(n / 4)
+    scores = [c["score_s"] for c in land["candidates"]]
+    costs = [c["cost_s"] for c in land["candidates"]]
+    mland = methodology.Landscape(scores, costs)
     rows = []
     for strategy, by_seed in runs.items():
         row = {"name": strategy, "options": strategy_options(strategy, n),
@@ -476,6 +636,8 @@ def report(path, land, runs, errors, seeds, targets, wall_s):
         if len(by_seed) == seeds:
             row["runs"] = [dict(by_seed[s], seed=s) for s in range(1, seeds + 1)]
             row["wall_s"] = sum(r["wall_s"] for r in row["runs"])
+            row["methodology"] = methodology.score_runs(
+                mland, [methodology.trace_of(scores, costs, r["order"]) for r in row["runs"]])
             for t in targets:
                 hits = [to_target(land, r["order"], t) for r in row["runs"]]
                 evals, secs = [h[0] for h in hits], [h[1] for h in hits]
@@ -495,7 +657,10 @@ def report(path, land, runs, errors, seeds, targets, wall_s):
             "within": {tkey(t): sum(c["score_s"] is not None
                                    and c["score_s"] <= land["optimum_s"] * (1 + t)
                                    for c in cands) for t in targets},
-            "seeds": seeds, "targets": targets, "kernel_tuner": kt_version(),
+            "seeds": seeds, "targets": targets, "orderings": orderings,
+            "source": land.get("source", "flaretune"),
+            "methodology": dict(mland.to_json(), cutoff=methodology.CUTOFF),
+            "kernel_tuner": kt_version(),
             "wall_s": wall_s, "left_out": LEFT_OUT, "strategies": rows}
 
 
@@ -539,6 +704,15 @@ def print_table(rep, out=sys.stdout):
                   f"{fmt(e['median']):>7} {fmt(e['min'], 0):>5} {fmt(e['max'], 0):>5} "
                   f"{fmt(frac):>7}% {fmt(s['median'], 2):>7} {fmt(s['min'], 2):>7} "
                   f"{fmt(s['max'], 2):>7} {r['within_quarter'] * 100:>5.0f}%", file=out)
+    m = rep["methodology"]
+    print(f"\nmethodology score (Willemsen et al. 2024; 0: random search, 1: the optimum at "
+          f"once) over a budget of {m['budget_evals']} evaluations, {m['budget_time_s']:.1f} s:",
+          file=out)
+    for row in rep["strategies"]:
+        if row.get("methodology"):
+            s = row["methodology"]
+            print(f"{row['name']:<{w}} {fmt(s['evals'], 3):>7} in evaluations "
+                  f"{fmt(s['time'], 3):>7} in time", file=out)
     spent = ", ".join(f"{r['name']} {r['wall_s']:.1f}" for r in rep["strategies"]
                       if "wall_s" in r)
     print(f"\nrun time {rep['wall_s']:.1f} s (per strategy, all seeds: {spent})", file=out)
@@ -562,9 +736,13 @@ def parse_args(argv):
                     help="Kernel Tuner strategy names (default: %(default)s)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--json", metavar="FILE", help="write everything as JSON to FILE")
+    ap.add_argument("--orderings", type=int, default=1,
+                    help="seed s runs on ordering (s-1) %% N of the parameters: 0 the file's "
+                         "order, j > 0 the shuffle scripts/ordering.py draws from j, the same as "
+                         "`flaretune replay --orderings N` (default 1)")
     args = ap.parse_args(argv)
-    if args.seeds < 1 or args.jobs < 1:
-        ap.error("--seeds and --jobs want a positive integer")
+    if args.seeds < 1 or args.jobs < 1 or args.orderings < 1:
+        ap.error("--seeds, --jobs and --orderings want a positive integer")
     try:
         args.targets = [float(t) for t in args.targets.split(",")]
     except ValueError:
@@ -599,12 +777,10 @@ def main(argv=None):
     progress = lambda msg: print(f"kt-compare: {msg}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kt-compare.") as tmp:
-        cachefile = os.path.join(tmp, "cache.json")
-        write_cache(land, cachefile)
-        runs, errors = run_all(land, cachefile, args.strategies, args.seeds, args.jobs,
-                               progress)
+        caches = write_caches(land, tmp, args.orderings)
+        runs, errors = run_all(caches, args.strategies, args.seeds, args.jobs, progress)
     rep = report(args.landscape, land, runs, errors, args.seeds, args.targets,
-                 time.perf_counter() - t0)
+                 time.perf_counter() - t0, args.orderings)
     print_table(rep)
     if args.json:
         tmpname = args.json + ".tmp"

@@ -23,7 +23,8 @@
 # out/landscapes: the recordings, replays, exports and the table, search-quality.md), SEED (the
 # recordings' seed, 1). KT=0 leaves Kernel Tuner out; VENV (out/kt-venv) is the virtual
 # environment it is installed in (python3-venv on Debian), KT_SEEDS (20: Kernel Tuner's
-# strategies take minutes each for all seeds), KT_TARGETS (0.05,0.01), KT_JOBS (1); KT_EXCLUDE
+# strategies take minutes each for all seeds), KT_TARGETS (0.05,0.01), KT_JOBS (1), ORDERINGS
+# (4: both sides replay seed s on ordering (s-1) % ORDERINGS of the parameters); KT_EXCLUDE
 # (diff_evo) names Kernel Tuner strategies whose counts reflect its space order, not a search:
 # they are shown but not compared against (scripts/kt-compare.py says why).
 set -euo pipefail
@@ -66,6 +67,7 @@ sys.exit(version('kernel_tuner') != '$KT_VERSION')" 2>/dev/null; then
         fi
         local kcmd=("$py" "$here/kt-compare.py" "$f" --seeds "${KT_SEEDS:-20}"
             --targets "${KT_TARGETS:-0.05,0.01}" --jobs "${KT_JOBS:-1}"
+            --orderings "${ORDERINGS:-4}"
             --json "$out/$name.kt.json")
         echo
         echo "\$ ${kcmd[*]}"
@@ -92,14 +94,19 @@ else
     echo
 fi
 
-replays=() exports=()
+replays=() exports=() traces=()
 for log in "${logs[@]}"; do
     name=$(basename "$log" .jsonl)
-    cmd=("$ft" replay "$log" --seeds "$seeds" --target 5%,1% --batch 1,4,16)
+    cmd=("$ft" replay "$log" --seeds "$seeds" --target 5%,1% --batch 1,4,16
+        --orderings "${ORDERINGS:-4}")
     echo "\$ ${cmd[*]}"
     "${cmd[@]}"
     "${cmd[@]}" --json --export "$out/$name.landscape.json" >"$out/$name.replay.json"
     replays+=("$out/$name.replay.json")
+    # the default's course, seed by seed, for the methodology score
+    "$ft" replay "$log" --seeds "$seeds" --target 5%,1% --orderings "${ORDERINGS:-4}" \
+        --strategy bayes --json --trace >"$out/$name.trace.json"
+    traces+=("$out/$name.trace.json")
     exports+=("$out/$name.landscape.json")
     echo
 done
@@ -115,5 +122,6 @@ fi
 
 echo "\$ scripts/search-table.py ... (the table: $out/search-quality.md)"
 python3 "$(dirname "${BASH_SOURCE[0]}")/search-table.py" "${replays[@]}" \
-    ${kts[@]+--kt "${kts[@]}"} --exclude "${KT_EXCLUDE-}" \
+    ${kts[@]+--kt "${kts[@]}"} ${traces[@]+--traces "${traces[@]}"} \
+    --exclude "${KT_EXCLUDE-}" \
     --markdown "$out/search-quality.md" --json "$out/search-quality.json"

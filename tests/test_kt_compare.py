@@ -247,6 +247,86 @@ def test_errors():
     check(rc == 1 and "cannot read" in err, f"a missing file: exit {rc}: {err!r}")
 
 
+def test_orderings():
+    """scripts/ordering.py draws the permutations ft_landscape_ordering draws (the constants of
+    tests/test_replay.c's test_orderings), and seed s runs on ordering (s - 1) % N: the same
+    candidates, the parameters reordered in the cache Kernel Tuner reads."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from ordering import ordering
+    want = {(5, 1): [2, 1, 4, 3, 0], (5, 2): [1, 3, 4, 2, 0], (5, 7): [4, 1, 3, 0, 2],
+            (8, 1): [4, 3, 2, 7, 5, 6, 0], (8, 3): [7, 0, 1, 4, 2, 6, 3], (3, 2): [2, 0, 1]}
+    for (n, j), perm in want.items():
+        got = ordering(n, j)
+        check(got[:len(perm)] == perm and sorted(got) == list(range(n)),
+              f"ordering {j} of {n}: {got}, want {perm}")
+    check(ordering(6, 0) == list(range(6)), "ordering 0 is the identity")
+    exp = os.path.join(TMP, "land.json")
+    write_export(exp, CANDS, PARAMS)
+    rep = run_json(exp, "ord.json", "--seeds", "4", "--targets", "0", "--strategies",
+                   "random_sample,greedy_ils", "--orderings", "3")
+    if rep:
+        check(rep["orderings"] == 3, f"orderings {rep['orderings']}")
+        for row in rep["strategies"]:
+            js = [r["ordering"] for r in row["runs"]]
+            check(js == [0, 1, 2, 0], f"{row['name']}: seeds on orderings {js}")
+            check(all(sorted(r["order"]) == sorted(set(r["order"])) for r in row["runs"]),
+                  f"{row['name']}: unique evaluations")
+            m = row.get("methodology") or {}
+            check(m.get("evals") is not None and m["evals"] <= 1 and m.get("time") is not None,
+                  f"{row['name']}: a methodology score {m}")
+    mod = load_module()
+    land = mod.read_landscape(exp)
+    p2 = mod.permuted(land, 2)
+    check([p["name"] for p in p2["params"]] == [PARAMS[q]["name"] for q in ordering(3, 2)],
+          "the landscape's parameters permuted")
+
+
+def test_formats():
+    """Kernel Tuner cache files and FAIR T4 results, gzip-compressed or not, detected by their
+    content; each configuration's cost: compile + verification/validation + benchmark_time (KT,
+    where recorded, else the sum of times), or the runtimes' sum (T4); framework time
+    excluded; a time that is no number is a failed configuration that still costs its
+    compilation."""
+    import gzip
+    mod = load_module()
+    kt = {"tune_params": {"x": [1, 2], "y": [8, 4]}, "kernel_name": "k", "device_name": "d",
+          "problem_size": [4],
+          "cache": {
+              "1,8": {"x": 1, "y": 8, "time": 2.0, "times": [2.0, 2.0], "compile_time": 100.0,
+                      "verification_time": 5.0, "benchmark_time": 30.0, "framework_time": 9.0},
+              "1,4": {"x": 1, "y": 4, "time": 1.0, "times": [1.0, 1.5], "compile_time": 50.0,
+                      "framework_time": 9.0},
+              "2,8": {"x": 2, "y": 8, "time": "RuntimeFailedConfig", "compile_time": 70.0,
+                      "framework_time": 9.0},
+              "2,4": {"x": 2, "y": 4, "time": 3.0, "compile_time": 10.0}}}
+    path = os.path.join(TMP, "cache.json.gz")
+    with gzip.open(path, "wt") as f:
+        json.dump(kt, f)
+    land = mod.read_landscape(path)
+    got = {(c["config"]["x"], c["config"]["y"]): (c["score_s"], c["cost_s"])
+           for c in land["candidates"]}
+    check(got == {(1, 8): (2e-3, 0.135), (1, 4): (1e-3, 0.0525), (2, 8): (None, 0.07),
+                  (2, 4): (3e-3, 0.013)}, f"Kernel Tuner cache: {got}")
+    check([tuple(c["config"].values()) for c in land["candidates"]]
+          == [(1, 8), (1, 4), (2, 8), (2, 4)], "in space order (the last parameter fastest)")
+    check(land["optimum_s"] == 1e-3, f"optimum {land['optimum_s']}")
+    t4 = {"schema_version": "1.0.0", "metadata": {}, "results": [
+        {"configuration": {"x": 2, "y": 4}, "invalidity": "correct",
+         "times": {"compilation": 10.0, "framework": 50.0, "validation": 2.0,
+                   "runtimes": [1.0, 2.0]},
+         "measurements": [{"name": "time", "value": 1.5, "unit": "ms"}]},
+        {"configuration": {"x": 1, "y": 4}, "invalidity": "runtime",
+         "times": {"compilation": 20.0, "framework": 1.0},
+         "measurements": [{"name": "time", "value": "RuntimeFailedConfig", "unit": ""}]}]}
+    path = os.path.join(TMP, "t4.json")
+    with open(path, "w") as f:
+        json.dump(t4, f)
+    land = mod.read_landscape(path)
+    got = {(c["config"]["x"], c["config"]["y"]): (c["score_s"], c["cost_s"])
+           for c in land["candidates"]}
+    check(got == {(2, 4): (1.5e-3, 0.015), (1, 4): (None, 0.02)}, f"T4: {got}")
+
+
 def has_kt(python):
     try:
         return subprocess.run([python, "-c", "import kernel_tuner, numpy"],
@@ -272,7 +352,8 @@ def main():
               f"{venv}, or set KT_PYTHON", file=sys.stderr)
         return 77
     with tempfile.TemporaryDirectory(prefix="test_kt_compare.") as TMP:
-        return clitest.main(None, (test_runs, test_restriction, test_errors))
+        return clitest.main(None, (test_runs, test_restriction, test_errors, test_orderings,
+                                        test_formats))
 
 
 if __name__ == "__main__":

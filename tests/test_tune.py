@@ -468,7 +468,8 @@ def landscape_scores(ev, counted=None):
     """Each candidate's score as replay reads a one-run exhaustive log: its median, inf when
     rejected; the configs of the last confirm event take their confirmed medians scaled by the
     round's median ratio of search to confirmed medians (the default, when named only as the
-    baseline, slower in the search than every other named config, neither scaled nor counted).
+    baseline, slower in the search than every other named config, neither scaled nor counted),
+    unless the round is refused (replay's rule, docs/search.md).
     `counted` (a list) gets the candidates confirmed."""
     score, index = {}, {}
     start = next(e for e in ev if e["event"] == "run_start")
@@ -493,6 +494,20 @@ def landscape_scores(ev, counted=None):
     ratios = sorted(score[c] / m for c, m in named if c != skip)
     if ratios:
         f = 0.5 * (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2])
+        # refused (replay's read_confirm): ratios spread beyond the gap the round decides, or a
+        # rescaled score outside the search's range (give or take the best's confirmed ci_rel)
+        meds = sorted((m, i) for i, (c, m) in enumerate(named) if c != skip)
+        gap = meds[1][0] / meds[0][0] - 1 if len(meds) > 1 else float("inf")
+        sts = confirm[-1]["stats"] if confirm else []
+        cis = [st.get("ci_rel", 0) for cfg, st in zip(confirm[-1]["configs"], sts)
+               if index.get(key(cfg)) is not None and score[index[key(cfg)]] != float("inf")]
+        ci = cis[meds[0][1]] if meds and 0 < cis[meds[0][1]] < 1 else 0
+        lo = min(v for v in score.values())
+        hi = max(score[c] for c, _ in named if c != skip)
+        scaled = [m * f for c, m in named if c != skip]
+        if (ratios[-1] / ratios[0] - 1 > gap or min(scaled) < lo * (1 - ci)
+                or max(scaled) > hi * (1 + ci)):
+            return score
         for c, m in named:
             if c != skip:
                 score[c] = m * f

@@ -61,10 +61,15 @@ typedef struct ft_landscape {
      * confirmation), so the optimum is judged by a side-by-side re-measurement rather than a
      * lucky sample. The default, named only as the baseline, keeps its search median.
      * nconfirmed: candidates confirmed; confirm_samples[c] the samples of c's re-measurement
-     * (0: not confirmed; -1: confirmed, the event does not say how often). */
+     * (0: not confirmed; -1: confirmed, the event does not say how often).
+     * confirm_refused: "" when the round was applied (or there is none); else why it was not
+     * (its re-measurement spread across its configs by more than the gap it decides, or a
+     * rescaled score would leave the range the search measured): the search's medians then
+     * stand, nconfirmed is 0, and confirm_ratio still says how the round ran. */
     int nconfirmed;
     int *confirm_samples;
     double confirm_ratio;
+    char confirm_refused[256];
     /* Where it came from (tuner/landscape_formats.c, docs/events.md "Formats"): "log" (a
      * flaretune event log: op, backend, preset, call and space as above), "kt-cache" (a Kernel
      * Tuner cache file) or "t4" (a FAIR T4 results file). A file of the community names no
@@ -152,6 +157,15 @@ ft_status ft_eventlog_export(const char *log, ft_export_format f, const char *pa
 
 /* ---- replay --------------------------------------------------------------------------------- */
 
+/* A replay's course, evaluation by evaluation (for the methodology score of
+ * scripts/methodology.py): after evaluation e (0-based, e < n <= cap), best[e] is the best score
+ * found so far (INFINITY: none valid yet) and cost[e] the recorded costs of evaluations 0..e
+ * summed (NaN from an unknown one on). The caller owns the arrays. */
+typedef struct ft_replay_trace {
+    int cap, n;
+    double *best, *cost;
+} ft_replay_trace;
+
 typedef struct ft_replay_opts {
     ft_strategy_kind kind;
     uint64_t seed;
@@ -166,20 +180,28 @@ typedef struct ft_replay_opts {
     /* The strategies' options (NULL: their defaults); bayes weighs the recorded costs with
      * bayes.cost_weight > 0. */
     const ft_strategy_opts *strategy;
+    /* Where to record the replay's course (NULL: nowhere). */
+    ft_replay_trace *trace;
 } ft_replay_opts;
 
 /* exhaustive, seed 1, FT_REPLAY_TARGET, no budget, batches of 1, no warm start. */
 void ft_replay_opts_default(ft_replay_opts *o);
 
 typedef struct ft_replay_result {
-    int to_target;   /* the evaluation (1-based) that brought the best found within target
-                      * (-1: not reached)                                                   */
-    int evaluations; /* evaluations made: every proposal (stops after the batch that reached
-                      * the target, at the budget or when the strategy has nothing more)      */
-    int rounds;      /* batches asked for (with batches of 1, the evaluations)               */
-    double best;     /* best score found                                                      */
-    double time_to_target; /* seconds the evaluations up to to_target cost in the recording
-                            * (NaN: not reached, or one of them has no cost)                 */
+    int to_target;        /* evaluations paid until the best found was within target: to the end
+                           * of the batch (round) that brought it there, every member of it
+                           * counted (-1: not reached); with batches of 1, the evaluation itself  */
+    int rounds_to_target; /* batches asked for up to and including that one (-1: not reached) */
+    int evaluations;      /* evaluations made: every proposal (stops after the batch that reached
+                           * the target, at the budget or when the strategy has nothing more)      */
+    int rounds;           /* batches asked for (with batches of 1, the evaluations)               */
+    double best; /* best score found                                                      */
+    double time_to_target; /* seconds the to_target evaluations cost in the recording, summed:
+                            * one device measuring them in turn (NaN: not reached, or one of
+                            * them has no cost)                                              */
+    double wall_to_target; /* the same rounds with each batch's members measured in parallel
+                            * on as many devices: the sum over rounds of the slowest member's
+                            * cost (with batches of 1, time_to_target)                       */
 } ft_replay_result;
 
 /* Run strategy o->kind seeded with o->seed against l, o->batch candidates at a time (each
@@ -196,6 +218,30 @@ ft_status ft_replay_run(const ft_landscape *l, const ft_replay_opts *o, ft_repla
 ft_status ft_replay_run_targets(const ft_landscape *l, const ft_replay_opts *o,
                                 const double *targets, int ntargets, ft_replay_result *r,
                                 ft_err *err);
+
+/* ---- orderings -----------------------------------------------------------------------------
+ * The order of the parameters (which varies fastest in space order) changes what a strategy
+ * does with the same landscape: a fair comparison replays over several orderings. Ordering 0 is
+ * the identity; ordering j > 0 is a Fisher-Yates shuffle of 0..nparams-1 driven by splitmix64
+ * seeded with j:
+ *
+ *     x = j; for i = nparams-1 down to 1: x += 0x9E3779B97F4A7C15; z = x;
+ *         z = (z ^ z >> 30) * 0xBF58476D1CE4E5B9; z = (z ^ z >> 27) * 0x94D049BB133111EB;
+ *         z ^= z >> 31; swap(perm[i], perm[z % (i + 1)])
+ *
+ * (all arithmetic modulo 2^64), so that scripts/kt-compare.py draws the same ones. */
+
+/* perm[0..nparams): ordering j's parameter q is the original parameter perm[q]. */
+void ft_landscape_ordering(int nparams, int j, int *perm);
+
+/* out: a copy of in with its parameters in the order perm (out's parameter q is in's perm[q]):
+ * params, every candidate's config, the candidates re-sorted into the new space order, and
+ * score, cost, ci_rel, predicted and confirm_samples, best and def carried along. out owns its
+ * arrays (ft_landscape_free), and borrows a file's parameter names and labels from in (free out
+ * first); its space has no validity function (a replay needs none). Fails
+ * with FT_EINVAL on a perm that is not a permutation, FT_ENOMEM. */
+ft_status ft_landscape_permute(const ft_landscape *in, const int *perm, ft_landscape *out,
+                               ft_err *err);
 
 /* ---- predicted time ------------------------------------------------------------------------
  * A tuning run with a prediction (tune --predict) measures the exhaustive strategy's

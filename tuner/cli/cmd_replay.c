@@ -23,67 +23,86 @@
 #define WARM_FIRST  3 /* --warm: the other landscape's best few, measured first */
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F[,F...]]\n"
-            "                            [--budget N|P%%] [--batch K[,K...]] [--warm LOG2]\n"
-            "                            [--export FILE] [--prune predicted=F[,F...]] [--json]\n\n"
-            "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
-            "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
-            "with the earlier runs it resumed), or a Kernel Tuner cache file or FAIR T4 results\n"
-            "file (told apart by content; .json.gz read as it is): every configuration such a\n"
-            "file holds is a candidate, its failed ones too (docs/events.md \"Formats\"). Each\n"
-            "proposal is one evaluation, scored from the recording: nothing runs.\n"
-            "The candidates the run confirmed at its end (the best few\n"
-            "measured again, interleaved) score their confirmed medians, so the optimum is\n"
-            "judged by them rather than by a lucky sample. For each strategy and batch size, and\n"
-            "each target, prints the median, min and max over N seeds of the evaluations needed\n"
-            "until the best found is within F of the optimum, also as a fraction of the valid\n"
-            "candidates (exhaustive search needs all of them to know it has the optimum; its row\n"
-            "shows when space order first reaches the target), how many seeds got there within\n"
-            "a quarter of the candidates, and the median wall time those evaluations took when\n"
-            "the log was recorded, against the time exhaustive search in space order needs\n"
-            "(vs exh.).\n"
-            "The default strategy (tune's) is marked *.\n\n"
-            "  --strategy S   exhaustive, random, anneal, evolve, bayes or all (default all)\n"
-            "  --seeds N      seeds 1..N, at most %d (default 10)\n"
-            "  --target F,... relative distances to the optimum, 0.05 or 5%%, at most %d\n"
-            "                 (default 5%%): a column block each\n"
-            "  --budget N|P%%  stop a replay after N evaluations, or P%% of the valid candidates\n"
-            "                 (default: none); `in budget` is then the seeds that got there\n"
-            "  --batch K,...  ask the strategy for K candidates at a time and report their\n"
-            "                 results before asking again, 1 to %d, at most %d sizes (default 1):\n"
-            "                 a row each\n"
-            "  --warm LOG2    also replay every strategy warm-started from LOG2, an exhaustive\n"
-            "                 log of the same op and backend at another shape or on another\n"
-            "                 machine (for a file: a file of the same parameters, such as the\n"
-            "                 same kernel on another GPU): its score of each candidate as a\n"
-            "                 prior, its %d best configs measured first; prints cold against warm\n"
-            "  --export FILE  write the landscape as JSON (format flaretune-landscape/1,\n"
-            "                 docs/events.md) to FILE, atomically\n"
-            "  --prune predicted=F[,F...]\n"
-            "                 when the log's candidates carry a predicted time (tune --predict):\n"
-            "                 for each factor F > 1, how many candidates `tune --prune\n"
-            "                 predicted=F` would measure and whether the optimum (or one within\n"
-            "                 the first target) is among them (default 1.5,2,4); such a log also\n"
-            "                 gets the rank correlation of predicted and measured times, and\n"
-            "                 when measuring in predicted order first reaches the target\n"
-            "  --json         one JSON object on stdout\n",
-            MAX_SEEDS, MAX_TARGETS, MAX_BATCH, MAX_BATCHES, WARM_FIRST);
+    fprintf(
+        f,
+        "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F[,F...]]\n"
+        "                            [--budget N|P%%] [--batch K[,K...]] [--warm LOG2]\n"
+        "                            [--orderings N] [--export FILE]\n"
+        "                            [--prune predicted=F[,F...]] [--json [--trace]]\n\n"
+        "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
+        "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
+        "with the earlier runs it resumed), or a Kernel Tuner cache file or FAIR T4 results\n"
+        "file (told apart by content; .json.gz read as it is): every configuration such a\n"
+        "file holds is a candidate, its failed ones too (docs/events.md \"Formats\"). Each\n"
+        "proposal is one evaluation, scored from the recording: nothing runs. The candidates the run confirmed at its end (the best few measured\n"
+        "again, interleaved) score their confirmed medians scaled to the search's footing, so\n"
+        "the optimum is judged by them rather than by a lucky sample; a round whose\n"
+        "re-measurement spreads across its configs by more than the gap it decides, or that\n"
+        "would put a score outside the range the search measured, is refused (the search's\n"
+        "medians stand) and the output says why. For each strategy and batch size, and each\n"
+        "target, prints the median, min and max over N seeds of the evaluations needed until\n"
+        "the best found is within F of the optimum, also as a fraction of the valid candidates\n"
+        "(exhaustive search needs all of them to know it has the optimum; its row shows when\n"
+        "space order first reaches the target), how many seeds got there within a quarter of\n"
+        "the candidates, and the median wall time those evaluations took when the log was\n"
+        "recorded, against the time exhaustive search in space order needs (vs exh.).\n"
+        "The default strategy (tune's) is marked *.\n\n"
+        "  --strategy S   exhaustive, random, anneal, evolve, bayes or all (default all)\n"
+        "  --seeds N      seeds 1..N, at most %d (default 10)\n"
+        "  --target F,... relative distances to the optimum, 0.05 or 5%%, at most %d\n"
+        "                 (default 5%%): a column block each\n"
+        "  --budget N|P%%  stop a replay after N evaluations, or P%% of the valid candidates\n"
+        "                 (default: none); `in budget` is then the seeds that got there\n"
+        "  --batch K,...  ask the strategy for K candidates at a time and report their\n"
+        "                 results before asking again, 1 to %d, at most %d sizes (default 1):\n"
+        "                 a row each; the evaluations to the target count the whole batch\n"
+        "                 that got there, `rounds` the batches, `time` their costs summed\n"
+        "                 (one device) and `wall` the slowest member's cost a batch (K\n"
+        "                 devices in parallel)\n"
+        "  --orderings N  replay seed s on ordering (s-1) %% N of the parameters (which one\n"
+        "                 varies fastest in space order): 0 the log's own, j > 0 a shuffle\n"
+        "                 drawn from j (splitmix64 and Fisher-Yates, as kt-compare.py),\n"
+        "                 1 to %d (default 1)\n"
+        "  --warm LOG2    also replay every strategy warm-started from LOG2, an exhaustive\n"
+        "                 log of the same op and backend at another shape or on another\n"
+        "                 machine (for a file: a file of the same parameters, such as the\n"
+        "                 same kernel on another GPU): its score of each candidate as a\n"
+        "                 prior, its %d best configs measured first; prints cold against warm\n"
+        "  --export FILE  write the landscape as JSON (format flaretune-landscape/1,\n"
+        "                 docs/events.md) to FILE, atomically\n"
+        "  --prune predicted=F[,F...]\n"
+        "                 when the log's candidates carry a predicted time (tune --predict):\n"
+        "                 for each factor F > 1, how many candidates `tune --prune\n"
+        "                 predicted=F` would measure and whether the optimum (or one within\n"
+        "                 the first target) is among them (default 1.5,2,4); such a log also\n"
+        "                 gets the rank correlation of predicted and measured times, and\n"
+        "                 when measuring in predicted order first reaches the target\n"
+        "  --json         one JSON object on stdout\n"
+        "  --trace        with --json: each strategy's `traces`, per seed the best score\n"
+        "                 found after each evaluation and the recorded costs summed, run\n"
+        "                 on to the optimum (scripts/methodology.py scores them)\n",
+        MAX_SEEDS, MAX_TARGETS, MAX_BATCH, MAX_BATCHES, MAX_SEEDS, WARM_FIRST);
 }
 
 /* One strategy, batch size and target, cold or warm, over the seeds. */
 typedef struct {
-    int *evals;   /* per seed: the evaluation that reached the target, -1: not reached */
-    double *time; /* per seed: seconds to the target as recorded (NaN: unknown)        */
+    int *evals;   /* per seed: evaluations paid to the target (to the end of the batch that
+                   * reached it), -1: not reached                                        */
+    int *rounds;  /* per seed: batches to the target, -1: not reached                    */
+    double *time; /* per seed: seconds to the target as recorded, summed (NaN: unknown)  */
+    double *wall; /* per seed: the same with each batch measured in parallel             */
     int reached, min, max;
-    int quarter;        /* seeds that reached the target within a quarter of the candidates */
-    double median;      /* -1 when the median seed did not reach the target                 */
-    double median_time; /* NaN when unknown or the median seed did not reach it             */
+    int quarter;          /* seeds that reached the target within a quarter of the candidates */
+    double median;        /* -1 when the median seed did not reach the target                 */
+    double median_rounds; /* -1 likewise                                                      */
+    double median_time;   /* NaN when unknown or the median seed did not reach it             */
+    double median_wall;   /* NaN likewise                                                     */
 } cell;
 
 typedef struct {
     int kind, batch;
     cell cold[MAX_TARGETS], warm[MAX_TARGETS];
+    json_t *traces; /* --trace: per seed, the cold replay's course (NULL: not asked) */
 } row;
 
 static int cmp_evals(const void *a, const void *b) {
@@ -100,9 +119,24 @@ static int cmp_time(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The median of v[0..n) with unreached (negative, NaN) values last; -1 (ints) or NaN when the
+ * median seed did not reach it. */
+static double median_of_times(const double *v, int n, int reached_median) {
+    static double times[MAX_SEEDS];
+    memcpy(times, v, (size_t)n * sizeof *times);
+    qsort(times, (size_t)n, sizeof *times, cmp_time);
+    double lo = times[(n - 1) / 2], hi = times[n / 2];
+    return reached_median && isfinite(lo) && isfinite(hi) ? 0.5 * (lo + hi) : NAN;
+}
+
 static void summarise(cell *c, int nseeds, int quarter) {
     static int sorted[MAX_SEEDS];
     static double times[MAX_SEEDS];
+    memcpy(sorted, c->rounds, (size_t)nseeds * sizeof *sorted);
+    qsort(sorted, (size_t)nseeds, sizeof *sorted, cmp_evals);
+    c->median_rounds = sorted[(nseeds - 1) / 2] < 0 || sorted[nseeds / 2] < 0
+                           ? -1
+                           : 0.5 * (sorted[(nseeds - 1) / 2] + sorted[nseeds / 2]);
     memcpy(sorted, c->evals, (size_t)nseeds * sizeof *sorted);
     memcpy(times, c->time, (size_t)nseeds * sizeof *times);
     qsort(sorted, (size_t)nseeds, sizeof *sorted, cmp_evals);
@@ -120,6 +154,7 @@ static void summarise(cell *c, int nseeds, int quarter) {
     c->median = lo < 0 || hi < 0 ? -1 : 0.5 * (lo + hi);
     double tlo = times[(nseeds - 1) / 2], thi = times[nseeds / 2];
     c->median_time = c->median >= 0 && isfinite(tlo) && isfinite(thi) ? 0.5 * (tlo + thi) : NAN;
+    c->median_wall = median_of_times(c->wall, nseeds, c->median >= 0);
 }
 
 static int parse_int(const char *arg, const char *opt, int lo, int hi, int *out) {
@@ -213,6 +248,8 @@ typedef struct {
     int batches[MAX_BATCHES]; /* --batch (default 1) */
     int nbatches;
     const char *warm, *export_path;
+    int orderings; /* --orderings N: seed s replays on ordering (s - 1) % N (1: the file's) */
+    int trace;     /* --trace: each seed's best-so-far per evaluation in the JSON */
     double prune[MAX_PRUNE]; /* --prune predicted=F factors (none given: 1.5, 2, 4) */
     int nprune;
 } replay_opts;
@@ -323,16 +360,28 @@ typedef struct {
     int budget;  /* evaluations per replay, resolved for this landscape (0: none) */
     int quarter; /* a quarter of the valid candidates, rounded up */
     warm_start warm;
+    ft_landscape *ord; /* --orderings: ord[j] the landscape in ordering j, j >= 1 (ord[0]
+                        * unused: the landscape itself) */
+    int nord;
 } replay_table;
 
 static void table_free(replay_table *t) {
     for (int i = 0; i < t->nrows; i++)
         for (int k = 0; k < MAX_TARGETS; k++) {
             free(t->rows[i].cold[k].evals);
+            free(t->rows[i].cold[k].rounds);
             free(t->rows[i].cold[k].time);
+            free(t->rows[i].cold[k].wall);
             free(t->rows[i].warm[k].evals);
+            free(t->rows[i].warm[k].rounds);
             free(t->rows[i].warm[k].time);
+            free(t->rows[i].warm[k].wall);
         }
+    for (int i = 0; i < t->nrows; i++)
+        json_decref(t->rows[i].traces);
+    for (int j = 1; j < t->nord; j++)
+        ft_landscape_free(&t->ord[j]);
+    free(t->ord);
     free(t->rows);
     free(t->warm.prior);
     memset(t, 0, sizeof *t);
@@ -340,14 +389,31 @@ static void table_free(replay_table *t) {
 
 static int cell_alloc(cell *c, int nseeds) {
     c->evals = malloc((size_t)nseeds * sizeof *c->evals);
+    c->rounds = malloc((size_t)nseeds * sizeof *c->rounds);
     c->time = malloc((size_t)nseeds * sizeof *c->time);
-    return c->evals && c->time;
+    c->wall = malloc((size_t)nseeds * sizeof *c->wall);
+    return c->evals && c->rounds && c->time && c->wall;
+}
+
+/* The course of one replay as JSON: {"seed", "ordering", "best_s": [...], "cost_s": [...]},
+ * the best score found after each evaluation (null before a valid one) and the recorded costs
+ * summed. */
+static json_t *trace_json(const ft_replay_trace *tr, int seed, int ordering) {
+    json_t *best = json_array(), *cost = json_array();
+    for (int e = 0; e < tr->n; e++) {
+        json_array_append_new(best, ft_json_number(isfinite(tr->best[e]) ? tr->best[e] : NAN));
+        json_array_append_new(cost, ft_json_number(tr->cost[e]));
+    }
+    return json_pack("{s:i, s:i, s:o, s:o}", "seed", seed, "ordering", ordering, "best_s", best,
+                     "cost_s", cost);
 }
 
 /* One strategy at one batch size over the seeds, cold or warm: a cell per target, from one
- * replay per seed. Returns an exit code. */
-static int replay_cells(const ft_landscape *l, const replay_opts *ro, const replay_table *t,
-                        const row *r, int warm, cell *cells) {
+ * replay per seed (seed s on ordering (s - 1) % t->nord). With --trace, the cold replays also
+ * run to the optimum (a target 0 added: the other targets' counts do not change) and leave
+ * their course in r->traces. Returns an exit code. */
+static int replay_cells(const ft_landscape *l, const replay_opts *ro, const replay_table *t, row *r,
+                        int warm, cell *cells) {
     ft_replay_opts o;
     ft_replay_opts_default(&o);
     o.kind = (ft_strategy_kind)r->kind;
@@ -361,17 +427,44 @@ static int replay_cells(const ft_landscape *l, const replay_opts *ro, const repl
     for (int i = 0; i < ro->ntargets; i++)
         if (!cell_alloc(&cells[i], ro->nseeds))
             return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
-    for (int s = 0; s < ro->nseeds; s++) {
+    double targets[MAX_TARGETS + 1];
+    int ntargets = ro->ntargets;
+    memcpy(targets, ro->targets, (size_t)ntargets * sizeof *targets);
+    ft_replay_trace tr = {0};
+    if (ro->trace && !warm) {
+        targets[ntargets++] = 0;
+        tr.cap = l->ncands;
+        tr.best = malloc((size_t)l->ncands * sizeof *tr.best);
+        tr.cost = malloc((size_t)l->ncands * sizeof *tr.cost);
+        r->traces = json_array();
+        if (!tr.best || !tr.cost || !r->traces) {
+            free(tr.best);
+            free(tr.cost);
+            return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
+        }
+        o.trace = &tr;
+    }
+    int code = FT_EXIT_OK;
+    for (int s = 0; s < ro->nseeds && !code; s++) {
         ft_err err = {0};
-        ft_replay_result res[MAX_TARGETS];
+        ft_replay_result res[MAX_TARGETS + 1];
+        int j = t->nord > 1 ? s % t->nord : 0;
         o.seed = (uint64_t)s + 1;
-        if (ft_replay_run_targets(l, &o, ro->targets, ro->ntargets, res, &err))
-            return ft_cli_fail_err(&err);
+        if (ft_replay_run_targets(j ? &t->ord[j] : l, &o, targets, ntargets, res, &err)) {
+            code = ft_cli_fail_err(&err);
+            break;
+        }
         for (int i = 0; i < ro->ntargets; i++) {
             cells[i].evals[s] = res[i].to_target;
+            cells[i].rounds[s] = res[i].rounds_to_target;
             cells[i].time[s] = res[i].time_to_target;
+            cells[i].wall[s] = res[i].wall_to_target;
         }
+        if (o.trace) json_array_append_new(r->traces, trace_json(&tr, s + 1, j));
     }
+    free(tr.best);
+    free(tr.cost);
+    if (code) return code;
     for (int i = 0; i < ro->ntargets; i++)
         summarise(&cells[i], ro->nseeds, t->quarter);
     return FT_EXIT_OK;
@@ -385,6 +478,22 @@ static int replay_strategies(const ft_landscape *l, const replay_opts *ro, repla
     if (ro->budget_frac > 0 && t->budget < 1) t->budget = 1;
     t->rows = calloc((size_t)FT_STRAT_COUNT * (size_t)ro->nbatches, sizeof *t->rows);
     if (!t->rows) return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
+    t->nord = ro->orderings > 1 ? ro->orderings : 1;
+    if (t->nord > 1) {
+        if (!(t->ord = calloc((size_t)t->nord, sizeof *t->ord))) {
+            t->nord = 0;
+            return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory");
+        }
+        for (int j = 1; j < t->nord; j++) {
+            ft_err err = {0};
+            int perm[FT_MAX_PARAMS];
+            ft_landscape_ordering(l->space.nparams, j, perm);
+            if (ft_landscape_permute(l, perm, &t->ord[j], &err)) {
+                t->nord = j; /* the ones made so far are freed */
+                return ft_cli_fail_err(&err);
+            }
+        }
+    }
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
         if (ro->only >= 0 && k != ro->only) continue;
         for (int b = 0; b < ro->nbatches; b++) {
@@ -430,18 +539,28 @@ static int warm_setup(const ft_landscape *l, const ft_landscape *from, const cha
 static json_t *median_json(double m) { return m < 0 ? json_null() : json_real(m); }
 
 static json_t *cell_json(const cell *c, double target, int nseeds, int nvalid) {
-    json_t *ev = json_array(), *tm = json_array();
+    json_t *ev = json_array(), *tm = json_array(), *rd = json_array(), *wl = json_array();
     for (int s = 0; s < nseeds; s++) {
         json_array_append_new(ev, c->evals[s] < 0 ? json_null() : json_integer(c->evals[s]));
+        json_array_append_new(rd, c->rounds[s] < 0 ? json_null() : json_integer(c->rounds[s]));
         json_array_append_new(tm, ft_json_number(c->time[s]));
+        json_array_append_new(wl, ft_json_number(c->wall[s]));
     }
-    return json_pack("{s:f, s:i, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "target", target,
-                     "reached", c->reached, "success", (double)c->reached / nseeds,
-                     "success_quarter", (double)c->quarter / nseeds, "median",
-                     median_json(c->median), "min", c->min < 0 ? json_null() : json_integer(c->min),
-                     "max", c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
-                     c->median < 0 ? json_null() : json_real(c->median / nvalid), "median_time_s",
-                     ft_json_number(c->median_time), "evaluations", ev, "times_s", tm);
+    json_t *o =
+        json_pack("{s:f, s:i, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "target", target,
+                  "reached", c->reached, "success", (double)c->reached / nseeds, "success_quarter",
+                  (double)c->quarter / nseeds, "median", median_json(c->median), "min",
+                  c->min < 0 ? json_null() : json_integer(c->min), "max",
+                  c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
+                  c->median < 0 ? json_null() : json_real(c->median / nvalid), "median_time_s",
+                  ft_json_number(c->median_time), "evaluations", ev, "times_s", tm);
+    /* Batches: the rounds to the target, and the wall time with each round's members measured
+     * in parallel (median_time_s and times_s: one device measuring them in turn). */
+    json_object_set_new(o, "median_rounds", median_json(c->median_rounds));
+    json_object_set_new(o, "median_wall_s", ft_json_number(c->median_wall));
+    json_object_set_new(o, "rounds", rd);
+    json_object_set_new(o, "walls_s", wl);
+    return o;
 }
 
 /* A strategy's row: its name, batch size, the first target's figures at the top (as before
@@ -454,13 +573,17 @@ static json_t *row_json(const ft_landscape *l, const replay_opts *ro, const row 
     for (int i = 0; i < ro->ntargets; i++)
         json_array_append_new(targets,
                               cell_json(&r->cold[i], ro->targets[i], ro->nseeds, l->ncands));
-    return json_pack("{s:s, s:b, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
-                     ft_strategy_names[r->kind], "default", r->kind == FT_STRAT_DEFAULT, "batch",
-                     r->batch, "seeds", ro->nseeds, "reached", c->reached, "median",
-                     median_json(c->median), "min", c->min < 0 ? json_null() : json_integer(c->min),
-                     "max", c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
-                     c->median < 0 ? json_null() : json_real(c->median / l->ncands), "evaluations",
-                     ev, "targets", targets);
+    json_t *o =
+        json_pack("{s:s, s:b, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
+                  ft_strategy_names[r->kind], "default", r->kind == FT_STRAT_DEFAULT, "batch",
+                  r->batch, "seeds", ro->nseeds, "reached", c->reached, "median",
+                  median_json(c->median), "min", c->min < 0 ? json_null() : json_integer(c->min),
+                  "max", c->max < 0 ? json_null() : json_integer(c->max), "median_frac",
+                  c->median < 0 ? json_null() : json_real(c->median / l->ncands), "evaluations", ev,
+                  "targets", targets);
+    json_object_set_new(o, "median_rounds", median_json(c->median_rounds));
+    if (r->traces) json_object_set_new(o, "traces", json_incref(r->traces));
+    return o;
 }
 
 /* 1 - after/before; NaN when either is unknown. */
@@ -557,6 +680,9 @@ static json_t *replay_json(const char *path, const ft_landscape *l, const replay
                                            l->problem_size));
     json_object_set_new(root, "confirmed", json_integer(l->nconfirmed));
     json_object_set_new(root, "confirm_ratio", ft_json_number(l->confirm_ratio));
+    json_object_set_new(root, "confirm_refused",
+                        l->confirm_refused[0] ? json_string(l->confirm_refused) : json_null());
+    json_object_set_new(root, "orderings", json_integer(t->nord > 1 ? t->nord : 1));
     json_object_set_new(root, "noise",
                         json_pack("{s:o}", "median_ci_rel", ft_json_number(l->noise_ci_rel)));
     json_object_set_new(root, "cost",
@@ -632,7 +758,14 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
     if (l->confirm_samples[l->best] > 0)
         snprintf(times, sizeof times, "%d interleaved re-measurement%s",
                  l->confirm_samples[l->best], l->confirm_samples[l->best] == 1 ? "" : "s");
-    if (l->confirm_samples[l->best])
+    if (l->confirm_refused[0]) {
+        char note[512];
+        snprintf(note, sizeof note,
+                 "optimum    the run's confirmation round was refused (its configs keep their "
+                 "search medians): %s",
+                 l->confirm_refused);
+        put_wrapped(note);
+    } else if (l->confirm_samples[l->best])
         printf("optimum    confirmed: its median over %s at the end of the run (%d candidate%s "
                "confirmed; that round ran %.2fx the search's medians and is scaled back)\n",
                times, l->nconfirmed, l->nconfirmed == 1 ? "" : "s", l->confirm_ratio);
@@ -666,6 +799,10 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
     if (t->budget)
         printf("budget     %d evaluations per replay (%.1f%% of the valid candidates)\n", t->budget,
                100.0 * t->budget / nvalid);
+    if (t->nord > 1)
+        printf("orderings  %d orders of the parameters: seed s replays on ordering (s-1) %% %d "
+               "(0: the log's order)\n",
+               t->nord, t->nord);
 }
 
 /* A column block per target, over the given width of row label. */
@@ -699,13 +836,16 @@ static void row_label(const row *r) {
 /* The table: a row per strategy and batch size, a column block per target. */
 static void table_text(const ft_landscape *l, const replay_opts *ro, const replay_table *t) {
     const int nvalid = l->ncands, nseeds = ro->nseeds;
-    static const char *const cols[] = {"median", "min",       "max",  "of valid",
-                                       "in 25%", "in budget", "time", "vs exh."};
-    static const int widths[] = {7, 5, 5, 8, 6, 9, 8, 7};
-    const char *c[8];
-    int w[8], nc = 0;
-    for (int j = 0; j < 8; j++)
-        if (j != 5 || t->budget) {
+    static const char *const cols[] = {"median",    "min",  "max",     "of valid", "in 25%",
+                                       "in budget", "time", "vs exh.", "rounds",   "wall"};
+    static const int widths[] = {7, 5, 5, 8, 6, 9, 8, 7, 6, 8};
+    int batched = 0;
+    for (int b = 0; b < ro->nbatches; b++)
+        batched |= ro->batches[b] > 1;
+    const char *c[10];
+    int w[10], nc = 0;
+    for (int j = 0; j < 10; j++)
+        if ((j != 5 || t->budget) && (j < 8 || batched)) {
             c[nc] = cols[j];
             w[nc++] = widths[j];
         }
@@ -738,16 +878,29 @@ static void table_text(const ft_landscape *l, const replay_opts *ro, const repla
             if (t->budget) put_col(ok, 9);
             put_col(tm, 8);
             put_col(vs, 7);
+            if (batched) {
+                char rd[16] = "-", wl[32];
+                if (e->median_rounds >= 0) snprintf(rd, sizeof rd, "%.1f", e->median_rounds);
+                fmt_time(e->median_wall, wl, sizeof wl);
+                put_col(rd, 6);
+                put_col(wl, 8);
+            }
         }
         printf("\n");
     }
-    char note[1024];
+    char note[2048];
     snprintf(note, sizeof note,
-             "%d seeds a row. in 25%%: the seeds that reached the target within %d evaluations (a "
-             "quarter of the valid candidates)%s. time: the median wall time of the evaluations up "
-             "to the target, as recorded; vs exh.: exhaustive search's in space order over it. * "
-             "the default strategy.",
-             nseeds, t->quarter, t->budget ? "; in budget: within the budget" : "");
+             "%d seeds a row. median, min, max: evaluations paid until the best found is within "
+             "the target (in batches, every member of the batch that got there). in 25%%: the "
+             "seeds that reached the target within %d evaluations (a quarter of the valid "
+             "candidates)%s. time: the median wall time of the evaluations up to the target, as "
+             "recorded, one after another; vs exh.: exhaustive search's in space order over "
+             "it.%s * the default strategy.",
+             nseeds, t->quarter, t->budget ? "; in budget: within the budget" : "",
+             batched ? " rounds: batches to the target; wall: their time with each batch's "
+                       "members measured in parallel on as many devices (the slowest member's "
+                       "cost a round)."
+                     : "");
     put_wrapped(note);
 }
 
@@ -849,7 +1002,9 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
         O_PRUNE,
         O_BATCH,
         O_WARM,
-        O_EXPORT
+        O_EXPORT,
+        O_ORDERINGS,
+        O_TRACE
     };
     static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
                                          {"seeds", required_argument, NULL, O_SEEDS},
@@ -860,6 +1015,8 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
                                          {"batch", required_argument, NULL, O_BATCH},
                                          {"warm", required_argument, NULL, O_WARM},
                                          {"export", required_argument, NULL, O_EXPORT},
+                                         {"orderings", required_argument, NULL, O_ORDERINGS},
+                                         {"trace", no_argument, NULL, O_TRACE},
                                          {NULL, 0, NULL, 0}};
     int o;
     memset(ro, 0, sizeof *ro);
@@ -869,6 +1026,7 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
     ro->ntargets = 1;
     ro->batches[0] = 1;
     ro->nbatches = 1;
+    ro->orderings = 1;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -897,6 +1055,11 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
             break;
         case O_WARM: ro->warm = optarg; break;
         case O_EXPORT: ro->export_path = optarg; break;
+        case O_ORDERINGS:
+            if (parse_int(optarg, "--orderings", 1, MAX_SEEDS, &ro->orderings))
+                return FT_EXIT_USAGE;
+            break;
+        case O_TRACE: ro->trace = 1; break;
         case O_JSON: ro->json = 1; break;
         case O_PRUNE:
             if (parse_prune(optarg, ro)) return FT_EXIT_USAGE;
@@ -907,6 +1070,10 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
                                argv[optind - 1]);
         }
     }
+    if (ro->warm && ro->orderings > 1)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: --warm replays the log's order only: give it without "
+                           "--orderings");
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: which event log? (see `flaretune replay --help`)");
