@@ -649,7 +649,8 @@ def report(path, land, runs, errors, seeds, targets, wall_s, orderings=1):
     cands = land["candidates"]
     return {"format": "kt-compare/1", "input": path, "log": land.get("log"),
             "op": land.get("op"), "backend": land.get("backend"), "preset": land.get("preset"),
-            "dims": land.get("dims"), "valid": n,
+            "dims": land.get("dims"), "kernel": land.get("kernel"), "device": land.get("device"),
+            "valid": n,
             "rejected": sum(c["score_s"] is None for c in cands),
             "optimum": land["optimum"], "optimum_s": land["optimum_s"],
             "optimum_config": cands[land["optimum"]]["config"],
@@ -658,7 +659,7 @@ def report(path, land, runs, errors, seeds, targets, wall_s, orderings=1):
                                    and c["score_s"] <= land["optimum_s"] * (1 + t)
                                    for c in cands) for t in targets},
             "seeds": seeds, "targets": targets, "orderings": orderings,
-            "source": land.get("source", "flaretune"),
+            "source": land.get("source") or "flaretune",
             "methodology": dict(mland.to_json(), cutoff=methodology.CUTOFF),
             "kernel_tuner": kt_version(),
             "wall_s": wall_s, "left_out": LEFT_OUT, "strategies": rows}
@@ -679,8 +680,12 @@ def fmt(v, digits=1):
 def print_table(rep, out=sys.stdout):
     n, q = rep["valid"], rep["quarter"]
     w = max(len("strategy"), *(len(r["name"]) for r in rep["strategies"]))
-    print(f"landscape  {rep['op']} on {rep['backend']}, preset {rep['preset']} ({rep['dims']})",
-          file=out)
+    if rep.get("op"):
+        print(f"landscape  {rep['op']} on {rep['backend']}, preset {rep['preset']} "
+              f"({rep['dims']})", file=out)
+    else:
+        print(f"landscape  {rep.get('kernel') or rep.get('log')} on {rep.get('device') or '?'} "
+              f"({rep.get('source')} file {rep.get('log')})", file=out)
     cfg = ",".join(f"{k}={v}" for k, v in rep["optimum_config"].items())
     print(f"           {n} candidates ({rep['rejected']} rejected), optimum "
           f"{rep['optimum_s'] * 1e3:.3f} ms at {cfg}", file=out)

@@ -71,7 +71,24 @@ def landscapes(doc):
 
 
 def key(d):
-    return (d["op"], d.get("preset", ""), d.get("dims", ""))
+    """A landscape's identity in both tools' JSON: a recorded log's op, preset and sizes; a
+    community file (no flaretune op) by its file name without the extensions."""
+    if d.get("op"):
+        return (d["op"], d.get("preset", ""), d.get("dims", ""))
+    base = os.path.basename(d.get("log") or "")
+    for ext in (".gz", ".json", ".jsonl"):
+        base = base[:-len(ext)] if base.endswith(ext) else base
+    return ("file", base, "")
+
+
+def title(rep):
+    """How the table names a landscape: op @ preset, or a file's kernel on its device; its
+    valid candidates and the recording's noise where known."""
+    noise = (rep.get("noise") or {}).get("median_ci_rel")
+    tail = f"{rep['valid']}" + (f", ci_rel {100 * noise:.1f}%" if noise is not None else "")
+    if rep.get("op"):
+        return f"{rep['op']} @ {rep['preset']} ({tail})"
+    return f"{key(rep)[1]}: {rep.get('kernel') or '?'} on {rep.get('device') or '?'} ({tail})"
 
 
 def fmt(v, digits=1):
@@ -147,8 +164,7 @@ def main():
         rows = ft_rows(rep)
         dflt = rep.get("default_strategy", "bayes")
         kt = kts.get(key(rep))
-        name = (f"{rep['op']} @ {rep['preset']} ({rep['valid']}, ci_rel "
-                f"{100 * rep['noise']['median_ci_rel']:.1f}%)")
+        name = title(rep)
         rec = {"landscape": name, "targets": []}
         for target, factor in ((0.05, GOAL_5), (0.01, GOAL_1)):
             d = rows.get((dflt, 1), {}).get(round(target, 6))
