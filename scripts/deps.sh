@@ -8,9 +8,10 @@
 # (nvcc on PATH or in /usr/local/cuda), the CUDA backend is built too. g++ compiles the CUDA
 # kernels for the SIMT emulator (the cuda-emu backend), which needs no toolkit; help2man writes
 # the manual page `cmake --install` installs (docs/api.md); Open MPI is what `mpirun flaretune
-# tune` distributes over (docs/distributed.md). `test` adds
-# Python with NumPy, tmux (the dashboard's tests) and Chromium (test_report_render draws the
-# report page headless and checks the picture). `fuzz` adds what
+# tune` distributes over (docs/distributed.md). `test` adds Python with NumPy, venv
+# (scripts/search-quality.sh installs Kernel Tuner into one) and jsonschema
+# (test_export_formats validates a T4 file), tmux (the dashboard's tests) and Chromium
+# (test_report_render draws the report page headless and checks the picture). `fuzz` adds what
 # scripts/fuzz.sh builds with: clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev:
 # libclang-rt-14-dev on Debian 12, which holds libclang_rt.fuzzer-x86_64.a) and clang's OpenMP
 # (libomp-dev).
@@ -25,7 +26,7 @@ set -euo pipefail
 want=(cmake make gcc g++ pkg-config libjansson-dev zlib1g-dev libncurses-dev libopenblas-openmp-dev
       help2man libopenmpi-dev openmpi-bin)
 if [[ "${1:-build}" == test ]]; then
-    want+=(python3 python3-numpy tmux chromium)
+    want+=(python3 python3-numpy python3-venv python3-jsonschema tmux chromium)
 fi
 if [[ "${1:-build}" == fuzz ]]; then
     want+=(clang libclang-rt-dev libomp-dev)
