@@ -1,36 +1,45 @@
 #!/usr/bin/env bash
-# search-quality.sh: flaretune's search strategies against Kernel Tuner's, on landscapes
-# recorded on this machine.
+# search-quality.sh: flaretune's search strategies against Kernel Tuner's, on real GPU
+# landscapes and on CPU landscapes recorded on this machine.
 #
-#   scripts/search-quality.sh [LANDSCAPE.jsonl...]
+#   scripts/search-quality.sh [LANDSCAPE...]
 #
-# Without arguments: records three CPU landscapes exhaustively (attention.decode at
-# small.dflare.decode, fusion.dflare and attention.train at small.dflare.train: every candidate
-# measured fully, --no-screen, under /tmp/ft-bench.lock so concurrent benchmarks do not disturb
-# them; each recording's noise, the median ci_rel of its candidates, is reported by the replay).
-# With arguments: uses those recorded landscapes (event logs of exhaustive runs) instead.
+# Without arguments: the GPU landscapes of $LANDSCAPES (default ../shared/landscapes/gpu beside
+# this repository, when it is there: Kernel Tuner cache files of 2-D convolution and
+# dedispersion brute-forced on an A100, an RTX A4000 and an MI250X, from the FAIR benchmark hub;
+# the `_T4` copies of the same data are left out), and three CPU landscapes recorded here
+# exhaustively (attention.decode at small.dflare.decode, fusion.dflare and attention.train at
+# small.dflare.train: every candidate measured fully, --no-screen, under /tmp/ft-bench.lock so
+# concurrent benchmarks do not disturb them; CPU=0 leaves them out). With arguments: those
+# landscapes (exhaustive event logs, Kernel Tuner caches or T4 files) instead.
 #
-# For each landscape: `flaretune replay LOG --seeds SEEDS --target 5%,1% --batch 1,4,16
-# --export` (every flaretune strategy; the target judged against the confirmed optimum), then
-# Kernel Tuner's strategies on the same landscape in its simulation mode (kt_compare below,
-# scripts/kt-compare.py), then one table (scripts/search-table.py) with the goal: the default
-# strategy reaches 5% of the optimum in no more evaluations, and 1% in at most 1.2x, than
-# Kernel Tuner's best strategy on that landscape, in evaluations and in recorded wall time,
-# and within a quarter of the space in at least 90% of the seeds. Exit 0 when the goal holds
-# on every landscape, 1 when not (each shortfall said), 2 on a setup error.
+# For each landscape: `flaretune replay L --seeds SEEDS --target 5%,1% --batch 1,4,16`
+# (every flaretune strategy; LARGE_SEEDS seeds on a landscape of more than 2000 candidates,
+# where a guided replay costs seconds), then Kernel Tuner's strategies on the same landscape in
+# its simulation mode (kt_compare below, scripts/kt-compare.py), then one table
+# (scripts/search-table.py) with the goal: the default strategy reaches 5% of the optimum in no
+# more evaluations than Kernel Tuner's best strategy on that landscape, and 1% in at most 1.2x,
+# in evaluations and in recorded time. Exit 0 when the goal holds on every landscape, 1 when
+# not (each shortfall said), 2 on a setup error.
 #
-# Environment: BUILD (build directory, default build), SEEDS (1000), OUT (default
-# out/landscapes: the recordings, replays, exports and the table, search-quality.md), SEED (the
-# recordings' seed, 1). KT=0 leaves Kernel Tuner out; VENV (out/kt-venv) is the virtual
-# environment it is installed in (python3-venv on Debian), KT_SEEDS (20: Kernel Tuner's
-# strategies take minutes each for all seeds), KT_TARGETS (0.05,0.01), KT_JOBS (1), ORDERINGS
-# (4: both sides replay seed s on ordering (s-1) % ORDERINGS of the parameters); KT_EXCLUDE
-# (diff_evo) names Kernel Tuner strategies whose counts reflect its space order, not a search:
-# they are shown but not compared against (scripts/kt-compare.py says why).
+# Environment: BUILD (build directory, default build), SEEDS (1000), LARGE_SEEDS (100), OUT
+# (default out/landscapes: the recordings, replays, exports and the table, search-quality.md),
+# SEED (the recordings' seed, 1), LANDSCAPES, CPU (1). KT=0 leaves Kernel Tuner out; VENV
+# (out/kt-venv) is the virtual environment it is installed in (python3-venv on Debian),
+# KT_SEEDS (20: Kernel Tuner's strategies take minutes each for all seeds), KT_STRATEGIES (all),
+# KT_TARGETS (0.05,0.01), KT_JOBS (1), ORDERINGS (4: both
+# sides replay seed s on ordering (s-1) % ORDERINGS of the parameters); KT_EXCLUDE (diff_evo) names Kernel Tuner strategies whose
+# counts reflect its space order, not a search: they are shown but not compared against
+# (scripts/kt-compare.py says why). BATCHES (1,4,16). GOAL=0 exits 0 when the table was made
+# but the goal does not hold (CI's reduced run, whose few seeds check the pipeline, not the
+# goal).
 set -euo pipefail
 build=${BUILD:-build}
 ft="$build/flaretune"
 seeds=${SEEDS:-1000}
+large_seeds=${LARGE_SEEDS:-100}
+batches=${BATCHES:-1,4,16}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-out/landscapes}
 [[ -x $ft ]] || { echo "search-quality: $ft not found: build first (or set BUILD)" >&2; exit 2; }
 mkdir -p "$out"
@@ -66,6 +75,7 @@ sys.exit(version('kernel_tuner') != '$KT_VERSION')" 2>/dev/null; then
             f="$out/$name.landscape.json"
         fi
         local kcmd=("$py" "$here/kt-compare.py" "$f" --seeds "${KT_SEEDS:-20}"
+            ${KT_STRATEGIES:+--strategies "$KT_STRATEGIES"}
             --targets "${KT_TARGETS:-0.05,0.01}" --jobs "${KT_JOBS:-1}"
             --orderings "${ORDERINGS:-4}"
             --json "$out/$name.kt.json")
@@ -82,29 +92,46 @@ if [[ $# -ge 1 ]]; then
         logs+=("$log")
     done
 else
-    for spec in "attention.decode small.dflare.decode" "fusion.dflare small.dflare.train" \
-                "attention.train small.dflare.train"; do
-        read -r op preset <<<"$spec"
-        log="$out/$op.$preset.cpu.$(date +%Y%m%d-%H%M%S).jsonl"
-        echo "recording $op at $preset exhaustively, quietly -> $log"
-        flock /tmp/ft-bench.lock "$ft" tune "$op" --backend cpu --preset "$preset" \
-            --strategy exhaustive --no-screen --seed "${SEED:-1}" --log "$log" --quiet
-        logs+=("$log")
-    done
+    gpu=${LANDSCAPES:-$here/../../shared/landscapes/gpu}
+    if [[ -d $gpu ]]; then
+        for f in "$gpu"/*.json.gz "$gpu"/*.json; do
+            [[ -r $f && $f != *_T4.json* ]] && logs+=("$f")
+        done
+    else
+        echo "search-quality: no GPU landscapes at $gpu (set LANDSCAPES): CPU ones only"
+    fi
+    if [[ ${CPU:-1} != 0 ]]; then
+        for spec in "attention.decode small.dflare.decode" "fusion.dflare small.dflare.train" \
+                    "attention.train small.dflare.train"; do
+            read -r op preset <<<"$spec"
+            log="$out/$op.$preset.cpu.$(date +%Y%m%d-%H%M%S).jsonl"
+            echo "recording $op at $preset exhaustively, quietly -> $log"
+            flock /tmp/ft-bench.lock "$ft" tune "$op" --backend cpu --preset "$preset" \
+                --strategy exhaustive --no-screen --seed "${SEED:-1}" --log "$log" --quiet
+            logs+=("$log")
+        done
+    fi
     echo
 fi
+[[ ${#logs[@]} -gt 0 ]] || { echo "search-quality: no landscape to replay" >&2; exit 2; }
 
 replays=() exports=() traces=()
 for log in "${logs[@]}"; do
-    name=$(basename "$log" .jsonl)
-    cmd=("$ft" replay "$log" --seeds "$seeds" --target 5%,1% --batch 1,4,16
+    name=$(basename "$log")
+    name=${name%.gz}
+    name=${name%.json}
+    name=${name%.jsonl}
+    n=$seeds
+    valid=$("$ft" replay "$log" --strategy exhaustive --seeds 1 --json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["valid"])')
+    [[ $valid -gt 2000 ]] && n=$large_seeds
+    cmd=("$ft" replay "$log" --seeds "$n" --target 5%,1% --batch "$batches"
         --orderings "${ORDERINGS:-4}")
     echo "\$ ${cmd[*]}"
-    "${cmd[@]}"
     "${cmd[@]}" --json --export "$out/$name.landscape.json" >"$out/$name.replay.json"
     replays+=("$out/$name.replay.json")
     # the default's course, seed by seed, for the methodology score
-    "$ft" replay "$log" --seeds "$seeds" --target 5%,1% --orderings "${ORDERINGS:-4}" \
+    "$ft" replay "$log" --seeds "$n" --target 5%,1% --orderings "${ORDERINGS:-4}" \
         --strategy bayes --json --trace >"$out/$name.trace.json"
     traces+=("$out/$name.trace.json")
     exports+=("$out/$name.landscape.json")
@@ -124,4 +151,9 @@ echo "\$ scripts/search-table.py ... (the table: $out/search-quality.md)"
 python3 "$(dirname "${BASH_SOURCE[0]}")/search-table.py" "${replays[@]}" \
     ${kts[@]+--kt "${kts[@]}"} ${traces[@]+--traces "${traces[@]}"} \
     --exclude "${KT_EXCLUDE-}" \
-    --markdown "$out/search-quality.md" --json "$out/search-quality.json"
+    --markdown "$out/search-quality.md" --json "$out/search-quality.json" || code=$?
+if [[ ${code:-0} == 1 && ${GOAL:-1} == 0 ]]; then
+    echo "search-quality: the goal's shortfalls are reported, not enforced (GOAL=0)"
+    exit 0
+fi
+exit "${code:-0}"
