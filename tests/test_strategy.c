@@ -352,7 +352,7 @@ static uint64_t digest_run(uint64_t h, ft_strategy_kind kind, uint64_t seed, lan
 static void test_pinned(void) {
     static const uint64_t want[FT_STRAT_COUNT] = {0x04876c30a3fd959bull, 0xf7e344da7290286bull,
                                                   0xe3adeb2efa618b4dull, 0x98161bc375870f45ull,
-                                                  0x279360e447d3e8b7ull};
+                                                  0x59bc4903d77eb912ull};
     landscape_fn fs[] = {bowl, plateau, interact, bowl_rejects};
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
         uint64_t h = 0xcbf29ce484222325ull;
@@ -414,20 +414,49 @@ static void test_options(void) {
 
     const ft_bayes_opts *bo = &o.bayes;
     FT_CHECK(bo->init == 3 && bo->local == 2 && bo->top == 3 && bo->xi == 0.0 &&
-                 bo->fit_every == 1 && bo->cost_weight == 0.0,
+                 bo->fit_every == 1 && bo->cost_weight == 0.0 && bo->hamming == 1 &&
+                 bo->recent == 48 && bo->train == 64 && bo->explore == 0,
              "bayes's defaults are not the documented ones");
-    ft_strategy_opts bb[5];
-    for (int k = 0; k < 5; k++)
+    ft_strategy_opts bb[10];
+    for (int k = 0; k < 10; k++)
         bb[k] = o;
     bb[0].bayes.init = 0;
     bb[1].bayes.top = 9;
     bb[2].bayes.local = -1;
     bb[3].bayes.cost_weight = 2;
     bb[4].bayes.xi = NAN;
-    for (int k = 0; k < 5; k++) {
+    bb[5].bayes.train = 8;
+    bb[6].bayes.train = 300;
+    bb[7].bayes.recent = bb[7].bayes.train + 1;
+    bb[8].bayes.explore = -1;
+    bb[9].bayes.hamming = 2;
+    for (int k = 0; k < 10; k++) {
         ft_strategy *st = ft_strategy_new_opts(FT_STRAT_BAYES, &syn_space, cands, ncands, 1, &bb[k]);
         FT_CHECK(st == NULL, "bayes accepted out-of-range options (case %d)", k);
         ft_strategy_free(st);
+    }
+    /* Options by name, as replay --opt sets them. */
+    {
+        ft_strategy_opts n = o;
+        ft_err err = {0};
+        FT_CHECK(ft_strategy_opts_set(&n, "bayes.local=3", &err) == FT_OK && n.bayes.local == 3,
+                 "bayes.local=3: %s", err.msg);
+        FT_CHECK(ft_strategy_opts_set(&n, "anneal.t0=0.25", &err) == FT_OK && n.anneal.t0 == 0.25,
+                 "anneal.t0=0.25: %s", err.msg);
+        FT_CHECK(ft_strategy_opts_set(&n, "evolve.model.ridge=2", &err) == FT_OK &&
+                     n.evolve.model.ridge == 2.0,
+                 "evolve.model.ridge=2: %s", err.msg);
+        FT_CHECK(ft_strategy_opts_set(&n, "bayes.local=2.5", &err) == FT_EINVAL &&
+                     strstr(err.msg, "integer") && n.bayes.local == 3,
+                 "a fractional count was taken: %s", err.msg);
+        FT_CHECK(ft_strategy_opts_set(&n, "bayes.nope=1", &err) == FT_EINVAL &&
+                     strstr(err.msg, "anneal.t0, anneal.t1"),
+                 "an unknown option's error lists none: %s", err.msg);
+        FT_CHECK(ft_strategy_opts_set(&n, "bayes.local", &err) == FT_EINVAL &&
+                     ft_strategy_opts_set(&n, "=3", &err) == FT_EINVAL &&
+                     ft_strategy_opts_set(&n, "bayes.xi=", &err) == FT_EINVAL &&
+                     ft_strategy_opts_set(&n, "bayes.xi=nan", &err) == FT_EINVAL,
+                 "malformed assignments were taken");
     }
     other.bayes.local = 0;
     {

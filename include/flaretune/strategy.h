@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "flaretune/space.h"
+#include "flaretune/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +87,12 @@ typedef struct {
     int fit_every;      /* refit the kernel's length scales every fit_every results; default 1 */
     double cost_weight; /* 0..1: how much a candidate's expected cost divides its improvement;
                          * default 0 (ignore cost) */
+    int hamming;  /* local steps: 1, any other value of one parameter; 0, the next or previous
+                   * value of a numeric one; default 1 */
+    int recent;   /* past `train` results, the model is fitted on the best (train - recent) and
+                   * the `recent` latest; 0..train; default 48 */
+    int train;    /* results the model is fitted on at most, 16..256; default 64 */
+    int explore;  /* every explore-th proposal is drawn at random (0: never); default 0 */
 } ft_bayes_opts;
 
 /* The options of every strategy; a strategy reads its own. */
@@ -97,6 +104,10 @@ typedef struct {
 
 /* Every option at its default. */
 void ft_strategy_opts_default(ft_strategy_opts *o);
+/* Set one option from "strategy.option=value" (anneal.t0=0.2, bayes.local=3,
+ * evolve.model.ridge=2): an unknown name (the error lists them) or a value that is not a number
+ * (an integer for a count) is FT_EINVAL. Ranges are checked when a strategy is made with them. */
+ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_err *err);
 
 typedef struct ft_strategy ft_strategy;
 

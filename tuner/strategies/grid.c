@@ -133,6 +133,19 @@ int ft_grid_neighbours(const ft_strategy *st, int c, int *out) {
     return n;
 }
 
+int ft_grid_hamming_neighbours(const ft_strategy *st, int c, int *out) {
+    const signed char *pc = st->pos + (size_t)c * st->nparams;
+    int64_t kc = st->key[c];
+    int n = 0;
+    if (kc < 0) return 0;
+    for (int p = 0; p < st->nparams; p++)
+        for (int q = 0; q < st->pn[p]; q++) {
+            int j = q == pc[p] ? -1 : ft_grid_lookup(st, kc + (q - pc[p]) * st->stride[p]);
+            if (j >= 0) out[n++] = j;
+        }
+    return n;
+}
+
 int ft_grid_distance(const ft_strategy *st, const signed char *a, const signed char *b) {
     int d = 0;
     for (int p = 0; p < st->nparams; p++)

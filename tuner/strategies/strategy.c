@@ -25,7 +25,10 @@
  */
 #include "flaretune/strategy.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +61,64 @@ void ft_strategy_opts_default(ft_strategy_opts *o) {
     for (int k = 0; k < FT_STRAT_COUNT; k++)
         if (types[k]->defaults)
             memcpy((char *)o + types[k]->opts_offset, types[k]->defaults, types[k]->opts_size);
+}
+
+/* Every option by its name on the command line: strategy.option (model options of anneal and
+ * evolve as strategy.model.option). */
+#define OPT_I(st, f) {#st "." #f, offsetof(ft_strategy_opts, st.f), 0}
+#define OPT_D(st, f) {#st "." #f, offsetof(ft_strategy_opts, st.f), 1}
+#define OPT_MI(st, f) {#st ".model." #f, offsetof(ft_strategy_opts, st.model.f), 0}
+#define OPT_MD(st, f) {#st ".model." #f, offsetof(ft_strategy_opts, st.model.f), 1}
+static const struct {
+    const char *name;
+    size_t offset;
+    int real;
+} option_table[] = {
+    OPT_D(anneal, t0),         OPT_D(anneal, t1),          OPT_D(anneal, horizon),
+    OPT_I(anneal, stale),      OPT_I(anneal, free_steps),  OPT_I(anneal, screen),
+    OPT_I(anneal, top),        OPT_I(anneal, restart_draws), OPT_MI(anneal, min),
+    OPT_MD(anneal, ridge),     OPT_MI(anneal, sweeps),     OPT_I(evolve, pop_min),
+    OPT_I(evolve, pop_max),    OPT_D(evolve, init),        OPT_I(evolve, tournament),
+    OPT_D(evolve, mut),        OPT_D(evolve, step_p),      OPT_I(evolve, screen),
+    OPT_I(evolve, tries),      OPT_MI(evolve, min),        OPT_MD(evolve, ridge),
+    OPT_MI(evolve, sweeps),    OPT_I(bayes, init),         OPT_I(bayes, local),
+    OPT_I(bayes, top),         OPT_D(bayes, xi),           OPT_I(bayes, fit_every),
+    OPT_D(bayes, cost_weight), OPT_I(bayes, hamming),      OPT_I(bayes, recent),
+    OPT_I(bayes, train),       OPT_I(bayes, explore),
+};
+
+ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_err *err) {
+    const char *eq = assignment ? strchr(assignment, '=') : NULL;
+    if (!eq || eq == assignment)
+        return ft_err_set(err, FT_EINVAL, "strategy option '%s' is not NAME=VALUE",
+                          assignment ? assignment : "");
+    size_t len = (size_t)(eq - assignment);
+    for (size_t i = 0; i < sizeof option_table / sizeof option_table[0]; i++) {
+        if (strlen(option_table[i].name) != len ||
+            strncmp(option_table[i].name, assignment, len) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        double v = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end || errno || !isfinite(v) ||
+            (!option_table[i].real && (v != floor(v) || fabs(v) > 1e9)))
+            return ft_err_set(err, FT_EINVAL, "strategy option %s wants %s, got '%s'",
+                              option_table[i].name, option_table[i].real ? "a number" : "an integer",
+                              eq + 1);
+        char *field = (char *)o + option_table[i].offset;
+        if (option_table[i].real)
+            memcpy(field, &v, sizeof v);
+        else
+            *(int *)(void *)field = (int)v;
+        return FT_OK;
+    }
+    char names[1536] = "";
+    for (size_t i = 0; i < sizeof option_table / sizeof option_table[0]; i++) {
+        size_t at = strlen(names);
+        snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "", option_table[i].name);
+    }
+    return ft_err_set(err, FT_EINVAL, "unknown strategy option '%.*s' (options: %s)", (int)len,
+                      assignment, names);
 }
 
 ft_strategy *ft_strategy_new_opts(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,

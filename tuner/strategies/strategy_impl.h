@@ -92,6 +92,9 @@ int64_t ft_grid_key(const ft_strategy *st, const signed char *pos);
 int ft_grid_lookup(const ft_strategy *st, int64_t k);
 /* Valid candidates one step from c into out (at most nparams * FT_MAX_VALUES); their count. */
 int ft_grid_neighbours(const ft_strategy *st, int c, int *out);
+/* Valid candidates that differ from c in one parameter, by any value (a Hamming distance of
+ * one); their count (at most nparams * FT_MAX_VALUES). */
+int ft_grid_hamming_neighbours(const ft_strategy *st, int c, int *out);
 int ft_grid_distance(const ft_strategy *st, const signed char *a, const signed char *b);
 /* The candidate nearest to the grid point target (ties broken at random), among the untaken
  * ones only when untaken_only; -1 when there is none. */
