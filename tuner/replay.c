@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "flaretune/eventlog.h"
 #include "flaretune/json.h"
@@ -688,6 +689,7 @@ typedef struct {
     double best, spent; /* the best score found; the costs of the evaluations so far */
     double wall, slowest; /* the rounds so far in parallel (each its slowest member's cost);
                            * the slowest cost of the round under way (NaN: one unknown) */
+    double propose_s;     /* CPU seconds in the strategy's proposals so far */
 } replay_state;
 
 /* One proposal: checked, scored, its cost and score reported; each target it brings the best
@@ -735,6 +737,12 @@ static void replay_stop(const replay_state *R, ft_replay_result *r) {
     r->evaluations = R->evaluations;
     r->rounds = R->rounds;
     r->best = R->best;
+    r->propose_s = R->propose_s;
+}
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ? 0 : ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 /* The next batch, into R->out: how many (0: nothing more to propose). */
@@ -742,12 +750,14 @@ static ft_status replay_ask(replay_state *R, int *n, ft_err *err) {
     const ft_replay_opts *o = R->o;
     int want =
         o->budget > 0 && o->budget - R->evaluations < R->k ? o->budget - R->evaluations : R->k;
+    double t0 = thread_cpu_s();
     if (R->k == 1) {
         R->out[0] = ft_strategy_next(R->st);
         *n = R->out[0] >= 0;
     } else {
         *n = ft_strategy_next_batch(R->st, want, R->out);
     }
+    R->propose_s += thread_cpu_s() - t0;
     if (*n > want)
         return ft_err_set(err, FT_EINTERNAL, "strategy %s proposed %d candidates for a batch of %d",
                           ft_strategy_names[o->kind], *n, want);

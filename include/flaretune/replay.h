@@ -202,6 +202,8 @@ typedef struct ft_replay_result {
     double wall_to_target; /* the same rounds with each batch's members measured in parallel
                             * on as many devices: the sum over rounds of the slowest member's
                             * cost (with batches of 1, time_to_target)                       */
+    double propose_s; /* CPU seconds the strategy spent proposing the `evaluations` (this
+                       * thread's CPU clock: what a busy machine takes away is not counted) */
 } ft_replay_result;
 
 /* Run strategy o->kind seeded with o->seed against l, o->batch candidates at a time (each

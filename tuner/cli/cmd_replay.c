@@ -28,7 +28,8 @@ static void usage(FILE *f) {
         "usage: flaretune replay LOG [--strategy S|all] [--seeds N] [--target F[,F...]]\n"
         "                            [--budget N|P%%] [--batch K[,K...]] [--warm LOG2]\n"
         "                            [--orderings N] [--export FILE]\n"
-        "                            [--prune predicted=F[,F...]] [--json [--trace]]\n\n"
+        "                            [--prune predicted=F[,F...]] [--opt S.O=V]...\n"
+        "                            [--json [--trace]]\n\n"
         "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
         "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
         "with the earlier runs it resumed), or a Kernel Tuner cache file or FAIR T4 results\n"
@@ -77,6 +78,9 @@ static void usage(FILE *f) {
         "                 the first target) is among them (default 1.5,2,4); such a log also\n"
         "                 gets the rank correlation of predicted and measured times, and\n"
         "                 when measuring in predicted order first reaches the target\n"
+        "  --opt S.O=V    set option O of strategy S (bayes.local=3, anneal.t0=0.2; an\n"
+        "                 unknown name lists them; docs/search.md): replays it with other\n"
+        "                 settings than tune's defaults, to choose them\n"
         "  --json         one JSON object on stdout\n"
         "  --trace        with --json: each strategy's `traces`, per seed the best score\n"
         "                 found after each evaluation and the recorded costs summed, run\n"
@@ -103,6 +107,8 @@ typedef struct {
     int kind, batch;
     cell cold[MAX_TARGETS], warm[MAX_TARGETS];
     json_t *traces; /* --trace: per seed, the cold replay's course (NULL: not asked) */
+    double propose_s; /* CPU seconds of the cold replays' proposals, over every seed ... */
+    long proposals;   /* ... and the evaluations they proposed                          */
 } row;
 
 static int cmp_evals(const void *a, const void *b) {
@@ -252,6 +258,7 @@ typedef struct {
     int trace;     /* --trace: each seed's best-so-far per evaluation in the JSON */
     double prune[MAX_PRUNE]; /* --prune predicted=F factors (none given: 1.5, 2, 4) */
     int nprune;
+    ft_strategy_opts strategy; /* --opt: the strategies' options (their defaults otherwise) */
 } replay_opts;
 
 /* --prune predicted=F[,F...] (repeatable): each factor > 1, at most MAX_PRUNE in all. Returns
@@ -419,6 +426,7 @@ static int replay_cells(const ft_landscape *l, const replay_opts *ro, const repl
     o.kind = (ft_strategy_kind)r->kind;
     o.budget = t->budget;
     o.batch = r->batch;
+    o.strategy = &ro->strategy;
     if (warm) {
         o.first = t->warm.first;
         o.nfirst = t->warm.nfirst;
@@ -453,6 +461,10 @@ static int replay_cells(const ft_landscape *l, const replay_opts *ro, const repl
         if (ft_replay_run_targets(j ? &t->ord[j] : l, &o, targets, ntargets, res, &err)) {
             code = ft_cli_fail_err(&err);
             break;
+        }
+        if (!warm) {
+            r->propose_s += res[ntargets - 1].propose_s;
+            r->proposals += res[ntargets - 1].evaluations;
         }
         for (int i = 0; i < ro->ntargets; i++) {
             cells[i].evals[s] = res[i].to_target;
@@ -582,6 +594,9 @@ static json_t *row_json(const ft_landscape *l, const replay_opts *ro, const row 
                   c->median < 0 ? json_null() : json_real(c->median / l->ncands), "evaluations", ev,
                   "targets", targets);
     json_object_set_new(o, "median_rounds", median_json(c->median_rounds));
+    /* What one proposal costs the strategy (CPU time, milliseconds): a model's price per step. */
+    json_object_set_new(o, "propose_ms",
+                        ft_json_number(r->proposals ? 1e3 * r->propose_s / r->proposals : NAN));
     if (r->traces) json_object_set_new(o, "traces", json_incref(r->traces));
     return o;
 }
@@ -961,6 +976,16 @@ static void replay_text(const ft_landscape *l, const replay_opts *ro, const repl
                "needs (target %g%%, batch %d)\n",
                ft_strategy_names[b->kind], b->cold[0].median, 100 * b->cold[0].median / l->ncands,
                l->ncands, 100 * ro->targets[0], b->batch);
+    int said = 0;
+    for (int i = 0; i < t->nrows; i++) {
+        const row *r = &t->rows[i];
+        if (r->batch != ro->batches[0] || !r->proposals || r->kind == FT_STRAT_EXHAUSTIVE ||
+            r->kind == FT_STRAT_RANDOM)
+            continue;
+        printf("%s %s %.3f ms", said++ ? "," : "\nCPU time per proposal:", ft_strategy_names[r->kind],
+               1e3 * r->propose_s / (double)r->proposals);
+    }
+    if (said) printf("\n");
     if (t->warm.from) warm_text(l, ro, t);
     if (ps) predicted_print(l, ps, ft_landscape_first_within(l, ro->targets[0]), b);
 }
@@ -1004,7 +1029,8 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
         O_WARM,
         O_EXPORT,
         O_ORDERINGS,
-        O_TRACE
+        O_TRACE,
+        O_OPT
     };
     static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
                                          {"seeds", required_argument, NULL, O_SEEDS},
@@ -1017,6 +1043,7 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
                                          {"export", required_argument, NULL, O_EXPORT},
                                          {"orderings", required_argument, NULL, O_ORDERINGS},
                                          {"trace", no_argument, NULL, O_TRACE},
+                                         {"opt", required_argument, NULL, O_OPT},
                                          {NULL, 0, NULL, 0}};
     int o;
     memset(ro, 0, sizeof *ro);
@@ -1027,6 +1054,7 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
     ro->batches[0] = 1;
     ro->nbatches = 1;
     ro->orderings = 1;
+    ft_strategy_opts_default(&ro->strategy);
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1060,6 +1088,12 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
                 return FT_EXIT_USAGE;
             break;
         case O_TRACE: ro->trace = 1; break;
+        case O_OPT: {
+            ft_err err = {0};
+            if (ft_strategy_opts_set(&ro->strategy, optarg, &err))
+                return ft_cli_fail(FT_EXIT_USAGE, "replay: --opt: %s", err.msg);
+            break;
+        }
         case O_JSON: ro->json = 1; break;
         case O_PRUNE:
             if (parse_prune(optarg, ro)) return FT_EXIT_USAGE;
