@@ -47,7 +47,7 @@ FGCS 2024), in evaluations and in time, from each run's best-so-far, averaged ov
 the report carries the landscape's random-search baseline (`methodology`) so that
 scripts/search-table.py scores flaretune's traces against the same one.
 
-Run time of one strategy, one seed, on the GPU landscapes of /work/shared/landscapes/gpu (this
+Run time of one strategy, one seed, on the GPU landscapes of ../shared/landscapes/gpu (this
 2-core machine, busy): see docs/search.md.
 
 Each strategy runs once per seed s = 1..N, after `random.seed(s)` and `np.random.seed(s)`:

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""search-select.py: choose the default strategy's settings by leave-one-landscape-out.
+
+    scripts/search-select.py LANDSCAPE... [--settings FILE] [--seeds N] [--large-seeds M]
+                             [--flaretune BIN] [--jobs J] [--json FILE] [--markdown FILE]
+
+LANDSCAPE: anything `flaretune replay` reads (an exhaustive event log, a Kernel Tuner cache or a
+FAIR T4 results file, .gz too). SETTINGS: a JSON list of candidate settings, each a name and
+the `--opt` assignments that differ from the strategy's defaults:
+
+    [{"name": "shipped", "opts": []},
+     {"name": "local 3", "opts": ["bayes.local=3"]}, ...]
+
+(default: SETTINGS below). Each setting is replayed with bayes on every landscape (`flaretune
+replay L --strategy bayes --seeds N --target 5%,1% --json --opt ...`; M seeds on a landscape of
+more than 2000 candidates, where one replay costs seconds). A setting's score on a landscape is
+the geometric mean, over the two targets, of its median evaluations to the target divided by
+what uniform random search needs in expectation there ((V + 1) / (W + 1) for W of the V
+candidates within the target): 1 is random search, lower is better, and landscapes of every
+size weigh alike.
+
+Leave-one-landscape-out: for each landscape, the setting with the best geometric-mean score on
+the OTHER landscapes is chosen, and its score on the one left out is reported beside the best
+any setting reached there (what a choice made with that landscape in view could have had). The
+default is the setting with the best score over all landscapes; the folds say whether that
+choice depends on any one landscape (when every fold chooses it, none does). Nothing is chosen
+per landscape.
+
+Exit 0, 1 when a replay fails, 2 on a bad command line.
+"""
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import subprocess
+import sys
+
+LARGE = 2000  # candidates: a landscape with more is replayed over --large-seeds
+
+SETTINGS = [
+    {"name": "shipped", "opts": []},
+    {"name": "step neighbours", "opts": ["bayes.hamming=0"]},
+    {"name": "recent 16", "opts": ["bayes.recent=16"]},
+    {"name": "recent 48", "opts": ["bayes.recent=48"]},
+    {"name": "local 3", "opts": ["bayes.local=3"]},
+    {"name": "cost 0.5", "opts": ["bayes.cost_weight=0.5"]},
+]
+
+
+def replay(ft, land, setting, seeds):
+    cmd = [ft, "replay", land, "--strategy", "bayes", "--seeds", str(seeds), "--target",
+           "5%,1%", "--json"]
+    for o in setting["opts"]:
+        cmd += ["--opt", o]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def random_expected(valid, within):
+    return (valid + 1) / (within + 1)
+
+
+def score(doc, valid):
+    """Geometric mean over the targets of median evaluations / random search's expectation;
+    a median seed that never got there counts as the whole space."""
+    s = doc["strategies"][0]
+    within = {round(t["target"], 6): t["within_target"] for t in doc["targets"]}
+    logs = []
+    for t in s["targets"]:
+        med = t["median"] if t["median"] is not None and t["median"] >= 0 else valid
+        logs.append(math.log(med / random_expected(valid, within[round(t["target"], 6)])))
+    return math.exp(sum(logs) / len(logs))
+
+
+def gmean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("landscapes", nargs="+")
+    ap.add_argument("--settings")
+    ap.add_argument("--seeds", type=int, default=100)
+    ap.add_argument("--large-seeds", type=int, default=30)
+    ap.add_argument("--flaretune", default=os.environ.get("FT", "build/flaretune"))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    a = ap.parse_args()
+    settings = SETTINGS
+    if a.settings:
+        with open(a.settings) as f:
+            settings = json.load(f)
+    if len(a.landscapes) < 2 or len(settings) < 1:
+        print("search-select: needs two landscapes or more and a setting", file=sys.stderr)
+        return 2
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        for li, land in enumerate(a.landscapes):
+            try:
+                valid = replay(a.flaretune, land, {"opts": []}, 1)["valid"]
+            except RuntimeError as e:
+                print(f"search-select: {e}", file=sys.stderr)
+                return 1
+            seeds = a.large_seeds if valid > LARGE else a.seeds
+            for si, s in enumerate(settings):
+                jobs[(li, si)] = ex.submit(replay, a.flaretune, land, s, seeds)
+        res = {}
+        for k, f in jobs.items():
+            try:
+                res[k] = f.result()
+            except RuntimeError as e:
+                print(f"search-select: {e}", file=sys.stderr)
+                return 1
+    table = {}
+    for (li, si), doc in res.items():
+        table[(li, si)] = score(doc, doc["valid"])
+    names = [os.path.basename(x) for x in a.landscapes]
+    overall = [gmean([table[(li, si)] for li in range(len(names))]) for si in range(len(settings))]
+    default = min(range(len(settings)), key=lambda si: overall[si])
+    folds = []
+    for out in range(len(names)):
+        rest = [li for li in range(len(names)) if li != out]
+        chosen = min(range(len(settings)),
+                     key=lambda si: gmean([table[(li, si)] for li in rest]))
+        best = min(range(len(settings)), key=lambda si: table[(out, si)])
+        folds.append({"left_out": names[out], "chosen": settings[chosen]["name"],
+                      "score": table[(out, chosen)], "best": settings[best]["name"],
+                      "best_score": table[(out, best)]})
+    doc = {"settings": settings, "landscapes": names,
+           "scores": [[table[(li, si)] for si in range(len(settings))] for li in range(len(names))],
+           "overall": overall, "default": settings[default]["name"], "folds": folds}
+    lines = ["| setting | " + " | ".join(names) + " | all |",
+             "|---" * (len(names) + 2) + "|"]
+    for si, s in enumerate(settings):
+        lines.append(f"| {s['name']} | " +
+                     " | ".join(f"{table[(li, si)]:.3f}" for li in range(len(names))) +
+                     f" | {overall[si]:.3f} |")
+    lines += ["", "| left out | chosen on the others | its score there | best there |",
+              "|---|---|---|---|"]
+    for f in folds:
+        lines.append(f"| {f['left_out']} | {f['chosen']} | {f['score']:.3f} | "
+                     f"{f['best']}: {f['best_score']:.3f} |")
+    lines += ["", f"default (best over all): {settings[default]['name']}; chosen by "
+              f"{sum(f['chosen'] == settings[default]['name'] for f in folds)} of "
+              f"{len(folds)} folds"]
+    print("\n".join(lines))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
