@@ -73,7 +73,7 @@ def landscapes(doc):
 def key(d):
     """A landscape's identity in both tools' JSON: a recorded log's op, preset and sizes; a
     community file (no flaretune op) by its file name without the extensions."""
-    if d.get("op"):
+    if d.get("op") and d.get("source") in (None, "log", "flaretune"):
         return (d["op"], d.get("preset", ""), d.get("dims", ""))
     base = os.path.basename(d.get("log") or "")
     for ext in (".gz", ".json", ".jsonl"):
@@ -86,7 +86,7 @@ def title(rep):
     valid candidates and the recording's noise where known."""
     noise = (rep.get("noise") or {}).get("median_ci_rel")
     tail = f"{rep['valid']}" + (f", ci_rel {100 * noise:.1f}%" if noise is not None else "")
-    if rep.get("op"):
+    if key(rep)[0] != "file":
         return f"{rep['op']} @ {rep['preset']} ({tail})"
     return f"{key(rep)[1]}: {rep.get('kernel') or '?'} on {rep.get('device') or '?'} ({tail})"
 
