@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "flaretune/eventlog.h"
@@ -39,6 +40,11 @@
 static ft_status read_all(const char *path, char **out, size_t *len, int *gz, ft_err *err) {
     *out = NULL;
     *len = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return ft_err_set(err, FT_EIO,
+                          "%s is a directory, not an event log, Kernel Tuner cache or T4 file",
+                          path);
     gzFile f = gzopen(path, "rb");
     if (!f) return ft_err_set(err, FT_EIO, "%s: %s", path, strerror(errno ? errno : ENOENT));
     gzbuffer(f, 1 << 17);
