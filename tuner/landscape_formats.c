@@ -760,28 +760,3 @@ void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n) {
              strcmp(l->format, "t4") == 0 ? "FAIR T4 results" : "Kernel Tuner cache",
              l->problem_size[0] ? ", problem size " : "", l->problem_size);
 }
-
-int ft_landscape_same_params(const ft_landscape *a, const ft_landscape *b) {
-    if (a->space.nparams != b->space.nparams) return 0;
-    for (int i = 0; i < a->space.nparams; i++) {
-        const ft_param *p = &a->space.params[i], *q = &b->space.params[i];
-        if (strcmp(p->name, q->name) != 0 || p->n != q->n || !p->labels != !q->labels) return 0;
-        for (int k = 0; k < p->n; k++) {
-            if (p->values[k] != q->values[k]) return 0;
-            if (p->labels && strcmp(p->labels[k], q->labels[k]) != 0) return 0;
-        }
-    }
-    return 1;
-}
-
-void ft_landscape_params_str(const ft_landscape *l, char *buf, size_t n) {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < l->space.nparams && at + 1 < n; i++) {
-        const ft_param *p = &l->space.params[i];
-        int w = snprintf(buf + at, n - at, "%s%s(%d)", i ? "," : "", p->name, p->n);
-        if (w < 0) break;
-        at += (size_t)w;
-    }
-    if (at >= n && n > 4) snprintf(buf + n - 4, 4, "...");
-}
