@@ -544,7 +544,10 @@ static int bayes_next(ft_strategy *st) {
                 best = c;
         return ft_grid_propose(st, best >= 0 ? best : spread_pick(st));
     }
-    int every = 1;
+    /* Late in a long search (past four training sets' worth of proposals) the acquisition is
+     * refreshed every ntaken / 64 proposals: a search that far in is nearly a sweep, and a
+     * full refresh per proposal made running a space of thousands to its end quadratic. */
+    int every = st->ntaken < 4 * b->o.train ? 1 : st->ntaken / 64;
     if (b->ei_at < 0 || st->ntaken - b->ei_at >= every || b->ei_at > st->ntaken) acquire(st, b);
     if (b->ei_at < 0) return ft_grid_propose(st, spread_pick(st));
     double *w = b->v + b->o.train + 16; /* nc scratch after v */
