@@ -242,14 +242,8 @@ static ft_status take_cands(file_cand *fc, int n, const char *name,
             return ft_err_set(err, FT_EFORMAT, "%s: entries %s and %s are the same configuration",
                               name, a, b);
         }
-    l->cands = malloc((size_t)n * sizeof *l->cands);
-    l->score = malloc((size_t)n * sizeof *l->score);
-    l->predicted = malloc((size_t)n * sizeof *l->predicted);
-    l->cost = malloc((size_t)n * sizeof *l->cost);
-    l->ci_rel = malloc((size_t)n * sizeof *l->ci_rel);
-    l->confirm_samples = calloc((size_t)n, sizeof *l->confirm_samples);
-    if (!l->cands || !l->score || !l->predicted || !l->cost || !l->ci_rel || !l->confirm_samples)
-        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    ft_status as = ft_landscape_alloc(l, n, err);
+    if (as) return as;
     l->ncands = n;
     for (int c = 0; c < n; c++) {
         l->cands[c] = fc[c].cfg;

@@ -118,6 +118,18 @@ static ft_status copy_space(const json_t *start, const char *name, ft_landscape 
     return FT_OK;
 }
 
+ft_status ft_landscape_alloc(ft_landscape *l, int n, ft_err *err) {
+    l->cands = malloc((size_t)n * sizeof *l->cands);
+    l->score = malloc((size_t)n * sizeof *l->score);
+    l->predicted = malloc((size_t)n * sizeof *l->predicted);
+    l->cost = malloc((size_t)n * sizeof *l->cost);
+    l->ci_rel = malloc((size_t)n * sizeof *l->ci_rel);
+    l->confirm_samples = calloc((size_t)n, sizeof *l->confirm_samples);
+    if (!l->cands || !l->score || !l->predicted || !l->cost || !l->ci_rel || !l->confirm_samples)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    return FT_OK;
+}
+
 static ft_status enumerate(ft_landscape *l, int64_t **keys, ft_err *err) {
     int64_t total = ft_space_size(&l->space), n = 0;
     for (int64_t k = 0; k < total; k++) {
@@ -127,15 +139,8 @@ static ft_status enumerate(ft_landscape *l, int64_t **keys, ft_err *err) {
     }
     if (n == 0) return ft_err_set(err, FT_EINVAL, "the recorded problem has no valid candidate");
     if (n > 1 << 28) return ft_err_set(err, FT_EUNSUPPORTED, "too many candidates to replay");
-    l->cands = malloc((size_t)n * sizeof *l->cands);
-    l->score = malloc((size_t)n * sizeof *l->score);
-    l->predicted = malloc((size_t)n * sizeof *l->predicted);
-    l->cost = malloc((size_t)n * sizeof *l->cost);
-    l->ci_rel = malloc((size_t)n * sizeof *l->ci_rel);
-    l->confirm_samples = calloc((size_t)n, sizeof *l->confirm_samples);
     *keys = malloc((size_t)n * sizeof **keys);
-    if (!l->cands || !l->score || !l->predicted || !l->cost || !l->ci_rel || !l->confirm_samples ||
-        !*keys)
+    if (!*keys || ft_landscape_alloc(l, (int)n, err))
         return ft_err_set(err, FT_ENOMEM, "out of memory");
     for (int64_t k = 0; k < total; k++) {
         ft_config cfg;

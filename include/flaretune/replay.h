@@ -111,6 +111,9 @@ void ft_landscape_params_str(const ft_landscape *l, char *buf, size_t n);
 ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_landscape *l,
                                    ft_err *err);
 void ft_landscape_free(ft_landscape *l);
+/* Allocate l's per-candidate arrays for n candidates (cands, score, predicted, cost, ci_rel;
+ * confirm_samples zeroed); FT_ENOMEM when short (ft_landscape_free releases what was made). */
+ft_status ft_landscape_alloc(ft_landscape *l, int n, ft_err *err);
 
 /* Is score s within `target` (0.05: 5%) of the landscape's optimum? */
 int ft_landscape_reaches(const ft_landscape *l, double s, double target);
