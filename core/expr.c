@@ -1,0 +1,1070 @@
+/* expr.c: the safe evaluator of Python expressions in tuning files (include/flaretune/expr.h).
+ *
+ * A recursive-descent parser following Python's grammar for the subset it reads (conditional,
+ * or, and, not, comparisons, + -, * / // %, unary, **, calls and indexing, atoms) builds nodes in
+ * arrays; evaluation walks them. Lists built during an evaluation (a literal, range) live in an
+ * arena freed when it ends.
+ */
+#include "flaretune/expr.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum {
+    N_NUM,
+    N_NAME,
+    N_NEG,
+    N_POS,
+    N_NOT,
+    N_BIN,
+    N_CMP,
+    N_AND,
+    N_OR,
+    N_IF,
+    N_CALL,
+    N_INDEX,
+    N_LIST
+} nkind;
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW };
+enum { C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE, C_IN, C_NOTIN };
+enum { F_MIN, F_MAX, F_ABS, F_INT, F_FLOAT, F_ROUND, F_LEN, F_RANGE, F_LIST, F_COUNT };
+static const char *const FN_NAMES[F_COUNT] = {"min",   "max", "abs",   "int", "float",
+                                              "round", "len", "range", "list"};
+
+typedef struct node {
+    nkind kind;
+    int op;        /* N_BIN: OP_*; N_CALL: F_* */
+    int pos;       /* where it starts in the text, for messages */
+    ft_expr_value v; /* N_NUM */
+    int slot;      /* N_NAME */
+    int a, b, c;   /* children: N_NEG/POS/NOT a; N_BIN, N_INDEX a b; N_IF a (then) b (cond) c */
+    int first, count; /* N_CMP, N_AND, N_OR, N_CALL, N_LIST: kids[first..first+count) */
+} node;
+
+struct ft_expr {
+    char *text;
+    node *nodes;
+    int nnodes, root;
+    int *kids, *kops; /* kops: N_CMP's operators, beside its operands (kops[first+1..]) */
+    int nkids;
+    unsigned char *used; /* per slot */
+    int nslots;
+};
+
+/* ---- parsing ---------------------------------------------------------------------------------- */
+
+typedef enum { T_END, T_NUM, T_NAME, T_OP } tkind;
+
+typedef struct parser {
+    const char *src;
+    size_t len, pos;
+    tkind tk;
+    size_t tstart, tlen;
+    ft_expr_value tnum;
+    char op[3]; /* T_OP's spelling */
+    const char *const *names;
+    int nnames;
+    node *nodes;
+    int nnodes, capnodes;
+    int *kids, *kops;
+    int nkids, capkids;
+    unsigned char *used;
+    int depth;
+    ft_err *err;
+    ft_status st;
+} parser;
+
+static int fail(parser *p, size_t at, const char *what) {
+    if (p->st == FT_OK)
+        p->st = ft_err_set(p->err, FT_EINVAL, "expression \"%.200s\": %s at column %zu", p->src,
+                           what, at + 1);
+    return -1;
+}
+
+static int is_name_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_name_char(int c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+
+static void next(parser *p) {
+    const char *s = p->src;
+    while (p->pos < p->len && (s[p->pos] == ' ' || s[p->pos] == '\t' || s[p->pos] == '\n' ||
+                               s[p->pos] == '\r'))
+        p->pos++;
+    p->tstart = p->pos;
+    if (p->pos >= p->len) {
+        p->tk = T_END;
+        p->tlen = 0;
+        return;
+    }
+    int c = (unsigned char)s[p->pos];
+    if ((c >= '0' && c <= '9') || (c == '.' && p->pos + 1 < p->len && s[p->pos + 1] >= '0' &&
+                                   s[p->pos + 1] <= '9')) {
+        size_t i = p->pos;
+        int isfloat = 0;
+        while (i < p->len && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_')) i++;
+        if (i < p->len && s[i] == '.') {
+            isfloat = 1;
+            i++;
+            while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
+        }
+        if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
+            size_t j = i + 1;
+            if (j < p->len && (s[j] == '+' || s[j] == '-')) j++;
+            if (j < p->len && s[j] >= '0' && s[j] <= '9') {
+                isfloat = 1;
+                i = j;
+                while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
+            }
+        }
+        if (i < p->len && is_name_char((unsigned char)s[i])) {
+            fail(p, p->pos, "malformed number");
+            p->tk = T_END;
+            return;
+        }
+        char buf[64];
+        size_t n = 0;
+        for (size_t k = p->pos; k < i && n + 1 < sizeof buf; k++)
+            if (s[k] != '_') buf[n++] = s[k];
+        buf[n] = 0;
+        if (i - p->pos >= sizeof buf) {
+            fail(p, p->pos, "number too long");
+            p->tk = T_END;
+            return;
+        }
+        if (isfloat) {
+            p->tnum = ft_expr_float(strtod(buf, NULL));
+        } else {
+            errno = 0;
+            unsigned long long u = strtoull(buf, NULL, 10);
+            if (errno == ERANGE || u > (unsigned long long)INT64_MAX) {
+                fail(p, p->pos, "integer too large");
+                p->tk = T_END;
+                return;
+            }
+            p->tnum = ft_expr_int((long long)u);
+        }
+        p->tk = T_NUM;
+        p->tlen = i - p->pos;
+        p->pos = i;
+        return;
+    }
+    if (is_name_start(c)) {
+        size_t i = p->pos;
+        while (i < p->len && is_name_char((unsigned char)s[i])) i++;
+        p->tk = T_NAME;
+        p->tlen = i - p->pos;
+        p->pos = i;
+        return;
+    }
+    static const char *const two[] = {"//", "**", "<=", ">=", "==", "!="};
+    for (size_t k = 0; k < sizeof two / sizeof two[0]; k++)
+        if (p->pos + 1 < p->len && s[p->pos] == two[k][0] && s[p->pos + 1] == two[k][1]) {
+            p->tk = T_OP;
+            memcpy(p->op, two[k], 3);
+            p->tlen = 2;
+            p->pos += 2;
+            return;
+        }
+    if (strchr("+-*/%<>()[],", c)) {
+        p->tk = T_OP;
+        p->op[0] = (char)c;
+        p->op[1] = 0;
+        p->tlen = 1;
+        p->pos++;
+        return;
+    }
+    char what[64];
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(what, sizeof what, "unexpected character '%c'", c);
+    else
+        snprintf(what, sizeof what, "unexpected byte 0x%02x", c);
+    fail(p, p->pos, what);
+    p->tk = T_END;
+}
+
+static int tok_is(const parser *p, const char *op) {
+    return p->tk == T_OP && strcmp(p->op, op) == 0;
+}
+static int tok_word(const parser *p, const char *w) {
+    return p->tk == T_NAME && p->tlen == strlen(w) && memcmp(p->src + p->tstart, w, p->tlen) == 0;
+}
+
+static int new_node(parser *p, nkind k, size_t pos) {
+    if (p->st != FT_OK) return -1;
+    if (p->nnodes == p->capnodes) {
+        int cap = p->capnodes ? p->capnodes * 2 : 32;
+        node *n = realloc(p->nodes, (size_t)cap * sizeof *n);
+        if (!n) {
+            p->st = ft_err_set(p->err, FT_ENOMEM, "expression: out of memory");
+            return -1;
+        }
+        p->nodes = n;
+        p->capnodes = cap;
+    }
+    node *n = &p->nodes[p->nnodes];
+    memset(n, 0, sizeof *n);
+    n->kind = k;
+    n->pos = (int)pos;
+    n->a = n->b = n->c = -1;
+    return p->nnodes++;
+}
+
+/* Children gathered in a scratch list, then stored contiguously in kids. */
+typedef struct kidlist {
+    int v[256], o[256];
+    int n;
+} kidlist;
+
+static int push_kid(parser *p, kidlist *k, int v, int op, size_t at) {
+    if (k->n == (int)(sizeof k->v / sizeof k->v[0])) return fail(p, at, "too many operands");
+    k->v[k->n] = v;
+    k->o[k->n] = op;
+    k->n++;
+    return 0;
+}
+
+static int store_kids(parser *p, int nd, const kidlist *k) {
+    if (p->st != FT_OK) return -1;
+    if (p->nkids + k->n > p->capkids) {
+        int cap = p->capkids ? p->capkids : 32;
+        while (cap < p->nkids + k->n) cap *= 2;
+        int *a = realloc(p->kids, (size_t)cap * sizeof *a);
+        if (a) p->kids = a;
+        int *b = a ? realloc(p->kops, (size_t)cap * sizeof *b) : NULL;
+        if (b) p->kops = b;
+        if (!a || !b) {
+            p->st = ft_err_set(p->err, FT_ENOMEM, "expression: out of memory");
+            return -1;
+        }
+        p->capkids = cap;
+    }
+    p->nodes[nd].first = p->nkids;
+    p->nodes[nd].count = k->n;
+    for (int i = 0; i < k->n; i++) {
+        p->kids[p->nkids + i] = k->v[i];
+        p->kops[p->nkids + i] = k->o[i];
+    }
+    p->nkids += k->n;
+    return nd;
+}
+
+static int p_expr(parser *p);
+
+static int expect(parser *p, const char *op) {
+    if (!tok_is(p, op)) {
+        char what[32];
+        snprintf(what, sizeof what, "expected '%s'", op);
+        return fail(p, p->tstart, what);
+    }
+    next(p);
+    return 0;
+}
+
+static int p_atom(parser *p) {
+    size_t at = p->tstart;
+    if (p->tk == T_NUM) {
+        int n = new_node(p, N_NUM, at);
+        if (n >= 0) p->nodes[n].v = p->tnum;
+        next(p);
+        return n;
+    }
+    if (tok_is(p, "(")) {
+        next(p);
+        int e = p_expr(p);
+        if (e < 0 || expect(p, ")") < 0) return -1;
+        return e;
+    }
+    if (tok_is(p, "[")) {
+        next(p);
+        kidlist *k = calloc(1, sizeof *k);
+        if (!k) return fail(p, at, "out of memory");
+        int nd = new_node(p, N_LIST, at);
+        while (nd >= 0 && !tok_is(p, "]")) {
+            int e = p_expr(p);
+            if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
+            if (tok_is(p, ",")) next(p);
+            else if (!tok_is(p, "]")) {
+                fail(p, p->tstart, "expected ',' or ']'");
+                break;
+            }
+        }
+        if (p->st == FT_OK) {
+            next(p);
+            store_kids(p, nd, k);
+        }
+        free(k);
+        return p->st == FT_OK ? nd : -1;
+    }
+    if (p->tk == T_NAME) {
+        if (tok_word(p, "True") || tok_word(p, "False")) {
+            int n = new_node(p, N_NUM, at);
+            if (n >= 0) p->nodes[n].v = ft_expr_int(tok_word(p, "True"));
+            next(p);
+            return n;
+        }
+        static const char *const reserved[] = {"and", "or", "not", "if", "else", "in",
+                                               "lambda", "None", "import", "for", "is"};
+        for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+            if (tok_word(p, reserved[i])) {
+                char what[64];
+                snprintf(what, sizeof what, "unexpected '%s'", reserved[i]);
+                return fail(p, at, what);
+            }
+        size_t nstart = p->tstart, nlen = p->tlen;
+        next(p);
+        if (tok_is(p, "(")) { /* a call: a builtin by name */
+            int fn = -1;
+            for (int f = 0; f < F_COUNT; f++)
+                if (strlen(FN_NAMES[f]) == nlen && memcmp(p->src + nstart, FN_NAMES[f], nlen) == 0)
+                    fn = f;
+            if (fn < 0) {
+                char what[96];
+                snprintf(what, sizeof what, "unknown function '%.*s'", (int)(nlen > 40 ? 40 : nlen),
+                         p->src + nstart);
+                return fail(p, at, what);
+            }
+            next(p);
+            kidlist *k = calloc(1, sizeof *k);
+            if (!k) return fail(p, at, "out of memory");
+            int nd = new_node(p, N_CALL, at);
+            if (nd >= 0) p->nodes[nd].op = fn;
+            while (nd >= 0 && p->st == FT_OK && !tok_is(p, ")")) {
+                int e = p_expr(p);
+                if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
+                if (tok_is(p, ",")) next(p);
+                else if (!tok_is(p, ")")) {
+                    fail(p, p->tstart, "expected ',' or ')'");
+                    break;
+                }
+            }
+            if (p->st == FT_OK) {
+                next(p);
+                store_kids(p, nd, k);
+            }
+            free(k);
+            return p->st == FT_OK ? nd : -1;
+        }
+        for (int s = 0; s < p->nnames; s++)
+            if (p->names[s] && strlen(p->names[s]) == nlen &&
+                memcmp(p->names[s], p->src + nstart, nlen) == 0) {
+                int n = new_node(p, N_NAME, at);
+                if (n >= 0) p->nodes[n].slot = s;
+                p->used[s] = 1;
+                return n;
+            }
+        char what[96];
+        snprintf(what, sizeof what, "unknown name '%.*s'", (int)(nlen > 40 ? 40 : nlen),
+                 p->src + nstart);
+        return fail(p, at, what);
+    }
+    if (p->tk == T_END && p->st == FT_OK) return fail(p, at, "unexpected end");
+    return fail(p, at, "expected a value");
+}
+
+static int p_primary(parser *p) {
+    int a = p_atom(p);
+    while (a >= 0 && tok_is(p, "[")) {
+        size_t at = p->tstart;
+        next(p);
+        int i = p_expr(p);
+        if (i < 0 || expect(p, "]") < 0) return -1;
+        int nd = new_node(p, N_INDEX, at);
+        if (nd < 0) return -1;
+        p->nodes[nd].a = a;
+        p->nodes[nd].b = i;
+        a = nd;
+    }
+    return a;
+}
+
+static int p_factor(parser *p);
+
+static int p_power(parser *p) {
+    int a = p_primary(p);
+    if (a >= 0 && tok_is(p, "**")) {
+        size_t at = p->tstart;
+        next(p);
+        int b = p_factor(p); /* right-associative, and binds tighter than a unary on its left */
+        int nd = b < 0 ? -1 : new_node(p, N_BIN, at);
+        if (nd < 0) return -1;
+        p->nodes[nd].op = OP_POW;
+        p->nodes[nd].a = a;
+        p->nodes[nd].b = b;
+        return nd;
+    }
+    return a;
+}
+
+static int nest(parser *p, size_t at) {
+    if (++p->depth > FT_EXPR_MAX_DEPTH) return fail(p, at, "nested too deeply");
+    return 0;
+}
+
+static int p_factor(parser *p) {
+    if (tok_is(p, "-") || tok_is(p, "+")) {
+        size_t at = p->tstart;
+        nkind k = tok_is(p, "-") ? N_NEG : N_POS;
+        if (nest(p, at) < 0) return -1;
+        next(p);
+        int a = p_factor(p);
+        p->depth--;
+        int nd = a < 0 ? -1 : new_node(p, k, at);
+        if (nd >= 0) p->nodes[nd].a = a;
+        return nd;
+    }
+    return p_power(p);
+}
+
+static int p_binary(parser *p, int level) {
+    /* level 0: + -, level 1: * / // % */
+    int a = level == 0 ? p_binary(p, 1) : p_factor(p);
+    for (;;) {
+        int op = -1;
+        if (level == 0 && tok_is(p, "+")) op = OP_ADD;
+        if (level == 0 && tok_is(p, "-")) op = OP_SUB;
+        if (level == 1 && tok_is(p, "*")) op = OP_MUL;
+        if (level == 1 && tok_is(p, "/")) op = OP_DIV;
+        if (level == 1 && tok_is(p, "//")) op = OP_FLOORDIV;
+        if (level == 1 && tok_is(p, "%")) op = OP_MOD;
+        if (a < 0 || op < 0) return a;
+        size_t at = p->tstart;
+        next(p);
+        int b = level == 0 ? p_binary(p, 1) : p_factor(p);
+        int nd = b < 0 ? -1 : new_node(p, N_BIN, at);
+        if (nd < 0) return -1;
+        p->nodes[nd].op = op;
+        p->nodes[nd].a = a;
+        p->nodes[nd].b = b;
+        a = nd;
+    }
+}
+
+static int cmp_op(parser *p) {
+    if (tok_is(p, "<")) return C_LT;
+    if (tok_is(p, "<=")) return C_LE;
+    if (tok_is(p, ">")) return C_GT;
+    if (tok_is(p, ">=")) return C_GE;
+    if (tok_is(p, "==")) return C_EQ;
+    if (tok_is(p, "!=")) return C_NE;
+    if (tok_word(p, "in")) return C_IN;
+    if (tok_word(p, "not")) return C_NOTIN; /* "not in"; checked below */
+    return -1;
+}
+
+static int p_comparison(parser *p) {
+    size_t at = p->tstart;
+    int a = p_binary(p, 0);
+    int op = a < 0 ? -1 : cmp_op(p);
+    if (op < 0) return a;
+    kidlist *k = calloc(1, sizeof *k);
+    if (!k) return fail(p, at, "out of memory");
+    push_kid(p, k, a, 0, at);
+    while (p->st == FT_OK && (op = cmp_op(p)) >= 0) {
+        size_t opat = p->tstart;
+        next(p);
+        if (op == C_NOTIN) {
+            if (!tok_word(p, "in")) {
+                fail(p, opat, "expected 'in' after 'not'");
+                break;
+            }
+            next(p);
+        }
+        int b = p_binary(p, 0);
+        if (b < 0 || push_kid(p, k, b, op, opat) < 0) break;
+    }
+    int nd = p->st == FT_OK ? new_node(p, N_CMP, at) : -1;
+    if (nd >= 0) store_kids(p, nd, k);
+    free(k);
+    return p->st == FT_OK ? nd : -1;
+}
+
+static int p_not(parser *p) {
+    if (tok_word(p, "not")) {
+        size_t at = p->tstart;
+        if (nest(p, at) < 0) return -1;
+        next(p);
+        int a = p_not(p);
+        p->depth--;
+        int nd = a < 0 ? -1 : new_node(p, N_NOT, at);
+        if (nd >= 0) p->nodes[nd].a = a;
+        return nd;
+    }
+    return p_comparison(p);
+}
+
+static int p_bool(parser *p, int is_or) {
+    size_t at = p->tstart;
+    int a = is_or ? p_bool(p, 0) : p_not(p);
+    const char *w = is_or ? "or" : "and";
+    if (a < 0 || !tok_word(p, w)) return a;
+    kidlist *k = calloc(1, sizeof *k);
+    if (!k) return fail(p, at, "out of memory");
+    push_kid(p, k, a, 0, at);
+    while (p->st == FT_OK && tok_word(p, w)) {
+        next(p);
+        int b = is_or ? p_bool(p, 0) : p_not(p);
+        if (b < 0 || push_kid(p, k, b, 0, p->tstart) < 0) break;
+    }
+    int nd = p->st == FT_OK ? new_node(p, is_or ? N_OR : N_AND, at) : -1;
+    if (nd >= 0) store_kids(p, nd, k);
+    free(k);
+    return p->st == FT_OK ? nd : -1;
+}
+
+static int p_expr(parser *p) {
+    size_t at = p->tstart;
+    if (nest(p, at) < 0) return -1;
+    int a = p_bool(p, 1);
+    if (a >= 0 && tok_word(p, "if")) {
+        next(p);
+        int c = p_bool(p, 1);
+        if (c < 0) return -1;
+        if (!tok_word(p, "else")) return fail(p, p->tstart, "expected 'else'");
+        next(p);
+        int b = p_expr(p);
+        int nd = b < 0 ? -1 : new_node(p, N_IF, at);
+        if (nd < 0) return -1;
+        p->nodes[nd].a = a;
+        p->nodes[nd].b = c;
+        p->nodes[nd].c = b;
+        a = nd;
+    }
+    p->depth--;
+    return a;
+}
+
+ft_status ft_expr_compile(const char *src, const char *const *names, int nnames, ft_expr **out,
+                          ft_err *err) {
+    *out = NULL;
+    if (!src) return ft_err_set(err, FT_EINVAL, "expression: none given");
+    size_t len = strlen(src);
+    if (len > FT_EXPR_MAX_LEN)
+        return ft_err_set(err, FT_EINVAL, "expression of %zu bytes: longer than %d", len,
+                          FT_EXPR_MAX_LEN);
+    parser p = {.src = src, .len = len, .names = names, .nnames = nnames, .err = err};
+    p.used = calloc(nnames > 0 ? (size_t)nnames : 1, 1);
+    if (!p.used) return ft_err_set(err, FT_ENOMEM, "expression: out of memory");
+    next(&p);
+    int root = -1;
+    if (p.st == FT_OK) {
+        if (p.tk == T_END) fail(&p, 0, "empty");
+        else root = p_expr(&p);
+    }
+    if (p.st == FT_OK && p.tk != T_END) fail(&p, p.tstart, "unexpected text");
+    ft_expr *e = p.st == FT_OK ? calloc(1, sizeof *e) : NULL;
+    if (p.st == FT_OK && (!e || !(e->text = strdup(src)))) {
+        free(e);
+        e = NULL;
+        p.st = ft_err_set(err, FT_ENOMEM, "expression: out of memory");
+    }
+    if (p.st != FT_OK) {
+        free(p.nodes);
+        free(p.kids);
+        free(p.kops);
+        free(p.used);
+        return p.st;
+    }
+    e->nodes = p.nodes;
+    e->nnodes = p.nnodes;
+    e->root = root;
+    e->kids = p.kids;
+    e->kops = p.kops;
+    e->nkids = p.nkids;
+    e->used = p.used;
+    e->nslots = nnames;
+    *out = e;
+    return FT_OK;
+}
+
+void ft_expr_free(ft_expr *e) {
+    if (!e) return;
+    free(e->text);
+    free(e->nodes);
+    free(e->kids);
+    free(e->kops);
+    free(e->used);
+    free(e);
+}
+
+const char *ft_expr_text(const ft_expr *e) { return e->text; }
+
+int ft_expr_uses(const ft_expr *e, int slot) {
+    return slot >= 0 && slot < e->nslots && e->used[slot];
+}
+
+/* ---- values ----------------------------------------------------------------------------------- */
+
+ft_expr_value ft_expr_int(long long v) {
+    ft_expr_value r = {.kind = FT_EXPR_INT, .i = v};
+    return r;
+}
+ft_expr_value ft_expr_float(double v) {
+    ft_expr_value r = {.kind = FT_EXPR_FLOAT, .f = v};
+    return r;
+}
+ft_expr_value ft_expr_list(const ft_expr_value *items, int n) {
+    ft_expr_value r = {.kind = FT_EXPR_LIST, .items = items, .n = n};
+    return r;
+}
+
+double ft_expr_number(ft_expr_value v) {
+    return v.kind == FT_EXPR_INT ? (double)v.i : v.kind == FT_EXPR_FLOAT ? v.f : NAN;
+}
+
+int ft_expr_equal(ft_expr_value a, ft_expr_value b) {
+    if (a.kind == FT_EXPR_LIST || b.kind == FT_EXPR_LIST) {
+        if (a.kind != b.kind || a.n != b.n) return 0;
+        for (int i = 0; i < a.n; i++)
+            if (!ft_expr_equal(a.items[i], b.items[i])) return 0;
+        return 1;
+    }
+    if (a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT) return a.i == b.i;
+    return ft_expr_number(a) == ft_expr_number(b);
+}
+
+int ft_expr_format(ft_expr_value v, char *buf, size_t cap) {
+    if (v.kind == FT_EXPR_INT) return snprintf(buf, cap, "%lld", v.i);
+    if (v.kind == FT_EXPR_FLOAT) {
+        if (isnan(v.f)) return snprintf(buf, cap, "nan");
+        if (isinf(v.f)) return snprintf(buf, cap, v.f > 0 ? "inf" : "-inf");
+        /* The shortest text that reads back the same, with a ".0" on integral values. */
+        char t[40];
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(t, sizeof t, "%.*g", prec, v.f);
+            if (strtod(t, NULL) == v.f) break;
+        }
+        if (!strpbrk(t, ".eEn")) return snprintf(buf, cap, "%s.0", t);
+        return snprintf(buf, cap, "%s", t);
+    }
+    size_t n = 0;
+    int w = snprintf(buf, cap, "[");
+    n += w > 0 ? (size_t)w : 0;
+    for (int i = 0; i < v.n; i++) {
+        w = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0, "%s", i ? ", " : "");
+        n += (size_t)w;
+        w = ft_expr_format(v.items[i], n < cap ? buf + n : NULL, n < cap ? cap - n : 0);
+        n += (size_t)w;
+    }
+    w = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0, "]");
+    return (int)(n + (size_t)w);
+}
+
+/* ---- evaluation ------------------------------------------------------------------------------- */
+
+/* Lists made while evaluating: chunks that never move, freed at the end. */
+typedef struct chunk {
+    struct chunk *next;
+    int n;
+    ft_expr_value v[];
+} chunk;
+
+typedef struct evalctx {
+    const ft_expr *e;
+    const ft_expr_value *slots;
+    chunk *chunks;
+    long long budget; /* list items that may still be made */
+    ft_err *err;
+} evalctx;
+
+#define LIST_BUDGET (1LL << 22) /* items, all lists of one evaluation together */
+
+static ft_status efail(evalctx *c, int pos, const char *what) {
+    return ft_err_set(c->err, FT_EINVAL, "expression \"%.200s\": %s at column %d", c->e->text,
+                      what, pos + 1);
+}
+
+static ft_expr_value *alloc_items(evalctx *c, long long n, int pos, ft_status *st) {
+    if (n < 0 || n > c->budget) {
+        *st = efail(c, pos, "list too long");
+        return NULL;
+    }
+    c->budget -= n;
+    chunk *k = malloc(sizeof *k + (size_t)(n ? n : 1) * sizeof(ft_expr_value));
+    if (!k) {
+        *st = ft_err_set(c->err, FT_ENOMEM, "expression: out of memory");
+        return NULL;
+    }
+    k->next = c->chunks;
+    k->n = (int)n;
+    c->chunks = k;
+    *st = FT_OK;
+    return k->v;
+}
+
+static int truthy(ft_expr_value v) {
+    if (v.kind == FT_EXPR_INT) return v.i != 0;
+    if (v.kind == FT_EXPR_FLOAT) return v.f != 0;
+    return v.n > 0;
+}
+
+static ft_status ev(evalctx *c, int ni, ft_expr_value *out);
+
+static ft_status need_number(evalctx *c, const node *n, ft_expr_value v) {
+    if (v.kind == FT_EXPR_LIST) return efail(c, n->pos, "a list where a number is needed");
+    return FT_OK;
+}
+
+/* Python's float % and // (Objects/floatobject.c: float_divmod), so both agree to the bit. */
+static double py_mod(double x, double y) {
+    double m = fmod(x, y);
+    if (m != 0) {
+        if ((y < 0) != (m < 0)) m += y;
+    } else {
+        m = copysign(0.0, y);
+    }
+    return m;
+}
+
+static double py_floordiv(double x, double y) {
+    double m = fmod(x, y), d = (x - m) / y;
+    if (m != 0 && ((y < 0) != (m < 0))) d -= 1.0;
+    if (d != 0) {
+        double f = floor(d);
+        if (d - f > 0.5) f += 1.0;
+        return f;
+    }
+    return copysign(0.0, x / y);
+}
+
+static ft_status binop(evalctx *c, const node *n, ft_expr_value a, ft_expr_value b,
+                       ft_expr_value *out) {
+    ft_status st;
+    if ((st = need_number(c, n, a)) != FT_OK || (st = need_number(c, n, b)) != FT_OK) return st;
+    int ints = a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT;
+    if (ints) {
+        long long x = a.i, y = b.i, r = 0;
+        switch (n->op) {
+        case OP_ADD:
+            if (__builtin_add_overflow(x, y, &r)) return efail(c, n->pos, "integer overflow");
+            *out = ft_expr_int(r);
+            return FT_OK;
+        case OP_SUB:
+            if (__builtin_sub_overflow(x, y, &r)) return efail(c, n->pos, "integer overflow");
+            *out = ft_expr_int(r);
+            return FT_OK;
+        case OP_MUL:
+            if (__builtin_mul_overflow(x, y, &r)) return efail(c, n->pos, "integer overflow");
+            *out = ft_expr_int(r);
+            return FT_OK;
+        case OP_DIV:
+            if (y == 0) return efail(c, n->pos, "division by zero");
+            *out = ft_expr_float((double)x / (double)y);
+            return FT_OK;
+        case OP_FLOORDIV:
+        case OP_MOD: {
+            if (y == 0) return efail(c, n->pos, n->op == OP_MOD ? "modulo by zero" : "division by zero");
+            if (x == INT64_MIN && y == -1) return efail(c, n->pos, "integer overflow");
+            long long q = x / y, m = x % y;
+            if (m != 0 && ((m < 0) != (y < 0))) {
+                q -= 1;
+                m += y;
+            }
+            *out = ft_expr_int(n->op == OP_MOD ? m : q);
+            return FT_OK;
+        }
+        case OP_POW: {
+            if (y < 0) {
+                if (x == 0) return efail(c, n->pos, "zero to a negative power");
+                *out = ft_expr_float(pow((double)x, (double)y));
+                return FT_OK;
+            }
+            r = 1;
+            long long base = x, e = y;
+            while (e > 0) {
+                if ((e & 1) && __builtin_mul_overflow(r, base, &r))
+                    return efail(c, n->pos, "integer overflow");
+                e >>= 1;
+                if (e > 0 && __builtin_mul_overflow(base, base, &base))
+                    return efail(c, n->pos, "integer overflow");
+            }
+            *out = ft_expr_int(r);
+            return FT_OK;
+        }
+        }
+    }
+    double x = ft_expr_number(a), y = ft_expr_number(b), r = 0;
+    switch (n->op) {
+    case OP_ADD: r = x + y; break;
+    case OP_SUB: r = x - y; break;
+    case OP_MUL: r = x * y; break;
+    case OP_DIV:
+        if (y == 0) return efail(c, n->pos, "division by zero");
+        r = x / y;
+        break;
+    case OP_FLOORDIV:
+        if (y == 0) return efail(c, n->pos, "division by zero");
+        r = py_floordiv(x, y);
+        break;
+    case OP_MOD:
+        if (y == 0) return efail(c, n->pos, "modulo by zero");
+        r = py_mod(x, y);
+        break;
+    case OP_POW:
+        if (x == 0 && y < 0) return efail(c, n->pos, "zero to a negative power");
+        if (x < 0 && y != floor(y)) return efail(c, n->pos, "a negative number to a fractional power");
+        r = pow(x, y);
+        if (isinf(r) && isfinite(x) && isfinite(y)) return efail(c, n->pos, "overflow");
+        break;
+    }
+    *out = ft_expr_float(r);
+    return FT_OK;
+}
+
+static int compare(int op, ft_expr_value a, ft_expr_value b) {
+    if (op == C_EQ) return ft_expr_equal(a, b);
+    if (op == C_NE) return !ft_expr_equal(a, b);
+    if (a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT) {
+        switch (op) {
+        case C_LT: return a.i < b.i;
+        case C_LE: return a.i <= b.i;
+        case C_GT: return a.i > b.i;
+        default: return a.i >= b.i;
+        }
+    }
+    double x = ft_expr_number(a), y = ft_expr_number(b);
+    switch (op) {
+    case C_LT: return x < y;
+    case C_LE: return x <= y;
+    case C_GT: return x > y;
+    default: return x >= y;
+    }
+}
+
+static ft_status call(evalctx *c, const node *n, ft_expr_value *out) {
+    ft_expr_value args[8];
+    int na = n->count;
+    if (na > 8) return efail(c, n->pos, "too many arguments");
+    ft_status st;
+    for (int i = 0; i < na; i++)
+        if ((st = ev(c, c->e->kids[n->first + i], &args[i])) != FT_OK) return st;
+    char what[96];
+    switch (n->op) {
+    case F_MIN:
+    case F_MAX: {
+        const ft_expr_value *it = args;
+        int cnt = na;
+        if (na == 1 && args[0].kind == FT_EXPR_LIST) {
+            it = args[0].items;
+            cnt = args[0].n;
+        } else if (na == 1) { /* as Python: one argument must be a list */
+            snprintf(what, sizeof what, "%s() of one number (a list is needed)", FN_NAMES[n->op]);
+            return efail(c, n->pos, what);
+        }
+        if (cnt == 0) {
+            snprintf(what, sizeof what, "%s() of nothing", FN_NAMES[n->op]);
+            return efail(c, n->pos, what);
+        }
+        ft_expr_value best = it[0];
+        for (int i = 0; i < cnt; i++) {
+            if ((st = need_number(c, n, it[i])) != FT_OK) return st;
+            if (n->op == F_MIN ? compare(C_LT, it[i], best) : compare(C_GT, it[i], best)) best = it[i];
+        }
+        *out = best;
+        return FT_OK;
+    }
+    case F_LEN:
+        if (na != 1 || args[0].kind != FT_EXPR_LIST) return efail(c, n->pos, "len() takes one list");
+        *out = ft_expr_int(args[0].n);
+        return FT_OK;
+    case F_LIST:
+        if (na != 1 || args[0].kind != FT_EXPR_LIST) return efail(c, n->pos, "list() takes one list");
+        *out = args[0];
+        return FT_OK;
+    case F_RANGE: {
+        if (na < 1 || na > 3) return efail(c, n->pos, "range() takes 1 to 3 integers");
+        long long v[3];
+        for (int i = 0; i < na; i++) {
+            if (args[i].kind != FT_EXPR_INT) return efail(c, n->pos, "range() takes integers");
+            v[i] = args[i].i;
+        }
+        long long lo = na == 1 ? 0 : v[0], hi = na == 1 ? v[0] : v[1], step = na == 3 ? v[2] : 1;
+        if (step == 0) return efail(c, n->pos, "range() step is zero");
+        long long cnt = 0;
+        if (step > 0 && hi > lo) cnt = (long long)(((double)hi - (double)lo + (double)step - 1) / (double)step);
+        if (step < 0 && hi < lo) cnt = (long long)(((double)lo - (double)hi - (double)step - 1) / (double)-step);
+        ft_expr_value *items = alloc_items(c, cnt, n->pos, &st);
+        if (!items) return st;
+        for (long long i = 0; i < cnt; i++) items[i] = ft_expr_int(lo + i * step);
+        *out = ft_expr_list(items, (int)cnt);
+        return FT_OK;
+    }
+    default: break;
+    }
+    /* abs, int, float, round: one number */
+    if (na != 1 || args[0].kind == FT_EXPR_LIST) {
+        snprintf(what, sizeof what, "%s() takes one number", FN_NAMES[n->op]);
+        return efail(c, n->pos, what);
+    }
+    ft_expr_value a = args[0];
+    double x = ft_expr_number(a);
+    switch (n->op) {
+    case F_ABS:
+        if (a.kind == FT_EXPR_INT) {
+            if (a.i == INT64_MIN) return efail(c, n->pos, "integer overflow");
+            *out = ft_expr_int(a.i < 0 ? -a.i : a.i);
+        } else {
+            *out = ft_expr_float(fabs(a.f));
+        }
+        return FT_OK;
+    case F_FLOAT: *out = ft_expr_float(x); return FT_OK;
+    case F_INT:
+    case F_ROUND: {
+        if (a.kind == FT_EXPR_INT) {
+            *out = a;
+            return FT_OK;
+        }
+        double r = n->op == F_INT ? trunc(x) : nearbyint(x); /* Python rounds half to even */
+        if (!(r >= -9.2e18 && r <= 9.2e18)) return efail(c, n->pos, "integer overflow");
+        *out = ft_expr_int((long long)r);
+        return FT_OK;
+    }
+    }
+    return efail(c, n->pos, "internal: unknown function");
+}
+
+static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
+    const node *n = &c->e->nodes[ni];
+    ft_status st;
+    ft_expr_value a, b;
+    switch (n->kind) {
+    case N_NUM: *out = n->v; return FT_OK;
+    case N_NAME: *out = c->slots[n->slot]; return FT_OK;
+    case N_NEG:
+    case N_POS:
+        if ((st = ev(c, n->a, &a)) != FT_OK || (st = need_number(c, n, a)) != FT_OK) return st;
+        if (n->kind == N_POS) *out = a;
+        else if (a.kind == FT_EXPR_INT) {
+            if (a.i == INT64_MIN) return efail(c, n->pos, "integer overflow");
+            *out = ft_expr_int(-a.i);
+        } else {
+            *out = ft_expr_float(-a.f);
+        }
+        return FT_OK;
+    case N_NOT:
+        if ((st = ev(c, n->a, &a)) != FT_OK) return st;
+        *out = ft_expr_int(!truthy(a));
+        return FT_OK;
+    case N_BIN:
+        if ((st = ev(c, n->a, &a)) != FT_OK || (st = ev(c, n->b, &b)) != FT_OK) return st;
+        return binop(c, n, a, b, out);
+    case N_CMP: {
+        if ((st = ev(c, c->e->kids[n->first], &a)) != FT_OK) return st;
+        for (int i = 1; i < n->count; i++) {
+            int op = c->e->kops[n->first + i];
+            if ((st = ev(c, c->e->kids[n->first + i], &b)) != FT_OK) return st;
+            int r;
+            if (op == C_IN || op == C_NOTIN) {
+                if (b.kind != FT_EXPR_LIST) return efail(c, n->pos, "'in' needs a list on its right");
+                r = 0;
+                for (int k = 0; k < b.n && !r; k++) r = ft_expr_equal(a, b.items[k]);
+                if (op == C_NOTIN) r = !r;
+            } else if (op == C_EQ || op == C_NE) {
+                r = compare(op, a, b);
+            } else {
+                if (a.kind == FT_EXPR_LIST || b.kind == FT_EXPR_LIST)
+                    return efail(c, n->pos, "a list compared by order");
+                r = compare(op, a, b);
+            }
+            if (!r) {
+                *out = ft_expr_int(0);
+                return FT_OK;
+            }
+            a = b;
+        }
+        *out = ft_expr_int(1);
+        return FT_OK;
+    }
+    case N_AND:
+    case N_OR:
+        for (int i = 0; i < n->count; i++) {
+            if ((st = ev(c, c->e->kids[n->first + i], &a)) != FT_OK) return st;
+            if (i == n->count - 1 || (n->kind == N_AND ? !truthy(a) : truthy(a))) break;
+        }
+        *out = a;
+        return FT_OK;
+    case N_IF:
+        if ((st = ev(c, n->b, &a)) != FT_OK) return st;
+        return ev(c, truthy(a) ? n->a : n->c, out);
+    case N_CALL: return call(c, n, out);
+    case N_INDEX: {
+        if ((st = ev(c, n->a, &a)) != FT_OK || (st = ev(c, n->b, &b)) != FT_OK) return st;
+        if (a.kind != FT_EXPR_LIST) return efail(c, n->pos, "indexing a number");
+        if (b.kind != FT_EXPR_INT) return efail(c, n->pos, "an index that is not an integer");
+        long long i = b.i < 0 ? b.i + a.n : b.i;
+        if (i < 0 || i >= a.n) {
+            char what[80];
+            snprintf(what, sizeof what, "index %lld out of range (%d items)", b.i, a.n);
+            return efail(c, n->pos, what);
+        }
+        *out = a.items[i];
+        return FT_OK;
+    }
+    case N_LIST: {
+        ft_expr_value *items = alloc_items(c, n->count, n->pos, &st);
+        if (!items) return st;
+        for (int i = 0; i < n->count; i++) {
+            if ((st = ev(c, c->e->kids[n->first + i], &items[i])) != FT_OK) return st;
+            if (items[i].kind == FT_EXPR_LIST) return efail(c, n->pos, "a list of lists");
+        }
+        *out = ft_expr_list(items, n->count);
+        return FT_OK;
+    }
+    }
+    return efail(c, n->pos, "internal: unknown node");
+}
+
+static void release(evalctx *c) {
+    while (c->chunks) {
+        chunk *k = c->chunks;
+        c->chunks = k->next;
+        free(k);
+    }
+}
+
+ft_status ft_expr_eval(const ft_expr *e, const ft_expr_value *slots, ft_expr_value *out,
+                       ft_err *err) {
+    evalctx c = {.e = e, .slots = slots, .budget = LIST_BUDGET, .err = err};
+    ft_expr_value v;
+    ft_status st = ev(&c, e->root, &v);
+    if (st == FT_OK && v.kind == FT_EXPR_LIST)
+        st = efail(&c, 0, "a list where a number is needed");
+    release(&c);
+    if (st == FT_OK) *out = v;
+    return st;
+}
+
+ft_status ft_expr_truth(const ft_expr *e, const ft_expr_value *slots, int *out, ft_err *err) {
+    evalctx c = {.e = e, .slots = slots, .budget = LIST_BUDGET, .err = err};
+    ft_expr_value v;
+    ft_status st = ev(&c, e->root, &v);
+    if (st == FT_OK) *out = truthy(v);
+    release(&c);
+    return st;
+}
+
+ft_status ft_expr_eval_list(const ft_expr *e, const ft_expr_value *slots, ft_expr_value **items,
+                            int *n, ft_err *err) {
+    *items = NULL;
+    *n = 0;
+    evalctx c = {.e = e, .slots = slots, .budget = LIST_BUDGET, .err = err};
+    ft_expr_value v;
+    ft_status st = ev(&c, e->root, &v);
+    if (st == FT_OK) {
+        int cnt = v.kind == FT_EXPR_LIST ? v.n : 1;
+        ft_expr_value *r = malloc((size_t)(cnt ? cnt : 1) * sizeof *r);
+        if (!r) {
+            st = ft_err_set(err, FT_ENOMEM, "expression: out of memory");
+        } else {
+            if (v.kind == FT_EXPR_LIST) memcpy(r, v.items, (size_t)cnt * sizeof *r);
+            else r[0] = v;
+            *items = r;
+            *n = cnt;
+        }
+    }
+    release(&c);
+    return st;
+}
