@@ -1,0 +1,113 @@
+/* t1.h: a tuning problem in the community's FAIR T1 input format.
+ *
+ * A T1 file (Kernel Tuner's tune_kernel_T1 reads the same; schema: the FAIR benchmark hub's
+ * T1 input) describes a kernel's tuning completely: its tunable parameters and their values
+ * ("ConfigurationSpace"), the constraints between them as Python expressions ("Conditions"),
+ * the kernel's file, name, language and compiler options, its launch geometry, the problem size
+ * and every argument (type, size expression, fill, constant memory, outputs).
+ *
+ * flaretune reads it into a space (space.h) and evaluates its expressions with expr.h, never
+ * with a Python. Where the file says one thing two ways, it follows Kernel Tuner, so both tools
+ * run the same configurations:
+ *   - the grid: with GridDivX/Y/Z, ceil(ProblemSize[d] / the product of the named parameters),
+ *     as Kernel Tuner; without them, GlobalSize (blocks when GlobalSizeType is "CUDA", threads
+ *     otherwise, then divided by the block);
+ *   - the block: LocalSize's expressions, else the parameters block_size_x/y/z (else 1);
+ *   - an argument's Size: an expression in which each parameter's name stands for the list of
+ *     its values (so "max(filter_width)" is the largest) and ProblemSize for the sizes;
+ *   - the kernel file: as given, relative to the T1 file's folder, then its parent's.
+ * Everything is checked when the file is read (expressions compile and evaluate at the default
+ * configuration, names are known, the default satisfies the constraints, the kernel file
+ * exists): a bad file is one line naming what and where, before any work starts.
+ */
+#ifndef FLARETUNE_T1_H
+#define FLARETUNE_T1_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flaretune/expr.h"
+#include "flaretune/space.h"
+#include "flaretune/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_T1_MAX_ARGS  32
+#define FT_T1_MAX_CONDS 64
+
+typedef enum { FT_T1_FLOAT = 0, FT_T1_DOUBLE, FT_T1_INT32, FT_T1_UINT8, FT_T1_INT8 } ft_t1_type;
+
+typedef struct ft_t1_arg {
+    char *name;
+    ft_t1_type type;
+    size_t elem_bytes;
+    int scalar;   /* MemoryType "Scalar": passed by value (fill_value) */
+    int constant; /* MemType "Constant": a __constant__ symbol of that name, written before runs */
+    int output;   /* "Output": 1, checked against the reference configuration */
+    int random;   /* FillType "Random" (else "Constant": fill_value everywhere) */
+    double fill_value;
+    long long elems; /* evaluated Size (vectors) */
+    char *size_text;
+} ft_t1_arg;
+
+typedef struct ft_t1 {
+    char *path;        /* the T1 file as given */
+    char *benchmark;   /* General.BenchmarkName */
+    char *kernel_name; /* as written in the source */
+    char *kernel_file; /* resolved path */
+    char *language;    /* "CUDA" */
+    char **options;    /* CompilerOptions */
+    int noptions;
+    /* The space: numeric parameters hold their values; float and string ones are labelled
+     * (values 0..n-1, labels their text), and their -D value is the label. */
+    ft_space space;
+    ft_param params[FT_MAX_PARAMS];
+    char **labels[FT_MAX_PARAMS];
+    ft_expr_value *values[FT_MAX_PARAMS]; /* each parameter's values as numbers (labels: NaN) */
+    char *constraint_text[FT_T1_MAX_CONDS + 1];
+    ft_expr *conditions[FT_T1_MAX_CONDS];
+    int nconditions;
+    ft_expr *local[3], *global[3];
+    int global_in_blocks; /* GlobalSizeType "CUDA" */
+    int griddiv[3][FT_MAX_PARAMS]; /* parameter indices, -1 terminated; [d][0] == -2: no GridDiv */
+    long long problem[3];
+    int nproblem;
+    long long shared_bytes; /* SharedMemory: dynamic shared memory per block */
+    ft_t1_arg args[FT_T1_MAX_ARGS];
+    int nargs;
+    /* The default configuration (each parameter's Default, else its first value) when the
+     * conditions allow it; else the allowed one that changes fewest of its values (the first in
+ * space order among equals), and default_note says
+     * which condition the file's own default breaks. The space's defaults are set to it: it is
+     * the baseline and the reference the outputs are checked against. */
+    char default_note[320];
+} ft_t1;
+
+/* Read a T1 file (a path) or its bytes (dir: where its KernelFile is looked for; NULL: not
+ * looked for, to check a file's own text). kernel_file (NULL: the file's) replaces KernelFile,
+ * for a file that names a kernel by another path than the one it has here. */
+ft_status ft_t1_load(const char *path, const char *kernel_file, ft_t1 **out, ft_err *err);
+ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const char *dir,
+                            const char *kernel_file, ft_t1 **out, ft_err *err);
+void ft_t1_free(ft_t1 *t);
+
+/* Does cfg satisfy every condition? *why gets the first that fails. An expression that cannot
+ * be evaluated at cfg (a division by zero) is an error. */
+ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why, size_t n,
+                        ft_err *err);
+/* Every allowed configuration in space order (the last parameter fastest); *cfgs malloc'd. */
+ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err);
+/* The launch of cfg: grid in blocks and block in threads. */
+ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], long long block[3],
+                       ft_err *err);
+/* cfg's values as the compiler's macros, "name=value" in buf (n of them, each < 96 bytes). */
+int ft_t1_defines(const ft_t1 *t, const ft_config *cfg, char (*buf)[96], int cap);
+/* Kernel Tuner's cache key of cfg: the values in parameter order, joined by commas. */
+void ft_t1_key(const ft_t1 *t, const ft_config *cfg, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,277 @@
+/* test_t1.c: FAIR T1 input files read by tuner/t1.c: a hand-written file worked out by hand
+ * (its space, conditions, launches, argument sizes, defines and keys), every kind of bad file
+ * (one line each, naming what), and, where the community's landscapes are beside the source
+ * tree ($FT_LANDSCAPES_DIR or ../shared/landscapes), their two T1 files: the configurations
+ * their conditions allow are exactly the ones Kernel Tuner measured, and the launches are
+ * Kernel Tuner's. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "flaretune/replay.h"
+#include "flaretune/t1.h"
+#include "ft_test.h"
+
+#define DATA FT_SOURCE_DIR "/tests/data/t1/"
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b) b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static void cfg_of(const ft_t1 *t, const char *text, ft_config *c) {
+    ft_err err = {0};
+    FT_CHECK(ft_config_parse(&t->space, text, c, &err) == FT_OK, "%s: %s", text, err.msg);
+}
+
+static void test_hand_checked(void) {
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
+    if (!t) return;
+    FT_CHECK(strcmp(t->kernel_name, "saxpy_tiled") == 0, "%s", t->kernel_name);
+    FT_CHECK(strstr(t->kernel_file, "/tests/data/t1/saxpy_tiled.cu") != NULL, "%s", t->kernel_file);
+    FT_CHECK(t->noptions == 1 && strcmp(t->options[0], "-std=c++11") == 0, "options");
+    FT_CHECK(t->space.nparams == 4, "%d params", t->space.nparams);
+    /* "list(range(1, 5))" */
+    FT_CHECK(t->params[1].n == 4 && t->params[1].values[3] == 4, "tile_size_x values");
+    /* a float parameter is labelled, its define the number */
+    FT_CHECK(t->params[3].labels && strcmp(t->params[3].labels[0], "0.5") == 0 &&
+                 strcmp(t->params[3].labels[1], "2.0") == 0,
+             "scale labels");
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    char buf[256];
+    ft_config_format(&t->space, &def, buf, sizeof buf);
+    FT_CHECK(strcmp(buf, "block_size_x=64,tile_size_x=1,use_ldg=0,scale=2.0") == 0, "default %s", buf);
+    FT_CHECK(t->default_note[0] == 0, "note %s", t->default_note);
+    /* 4 x 4 x 2 x 2 = 64; allowed: bs*ts <= 512 (32: 4, 64: 4, 128: 4, 256: 2 -> 14 pairs), and
+     * use_ldg=1 only with ts in {2, 4}: pairs with ts in {2,4}: 32: 2, 64: 2, 128: 2, 256: 1 = 7;
+     * so (14 + 7) x 2 scales = 42 */
+    ft_config *cfgs = NULL;
+    int64_t n = 0;
+    FT_CHECK(ft_t1_enumerate(t, &cfgs, &n, &err) == FT_OK && n == 42, "%lld allowed (%s)", (long long)n,
+             err.msg);
+    free(cfgs);
+    ft_config c;
+    int ok = -1;
+    char why[256];
+    cfg_of(t, "block_size_x=256,tile_size_x=3", &c);
+    FT_CHECK(ft_t1_allowed(t, &c, &ok, why, sizeof why, &err) == FT_OK && !ok &&
+                 strcmp(why, "block_size_x * tile_size_x <= 512") == 0,
+             "%d %s", ok, why);
+    cfg_of(t, "block_size_x=32,tile_size_x=3,use_ldg=1", &c);
+    FT_CHECK(ft_t1_allowed(t, &c, &ok, why, sizeof why, &err) == FT_OK && !ok, "use_ldg with 3");
+    /* GridDivX wins over GlobalSize (as Kernel Tuner): ceil(10000 / (128 * 3)) = 27, where
+     * GlobalSize would say 10000 // 128 // 3 = 26 */
+    cfg_of(t, "block_size_x=128,tile_size_x=3", &c);
+    long long g[3], b[3];
+    FT_CHECK(ft_t1_launch(t, &c, g, b, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(g[0] == 27 && g[1] == 1 && g[2] == 1 && b[0] == 128 && b[1] == 1 && b[2] == 1,
+             "grid %lld,%lld,%lld block %lld", g[0], g[1], g[2], b[0]);
+    /* sizes: names stand for their lists (max(block_size_x) = 256) */
+    FT_CHECK(t->nargs == 4 && t->args[0].elems == 10000 && t->args[1].elems == 10256 &&
+                 t->args[2].elems == 4 && t->args[2].constant && t->args[0].output &&
+                 !t->args[1].output && t->args[1].random && t->args[3].scalar &&
+                 t->args[3].fill_value == 10000,
+             "arguments");
+    char defs[8][96];
+    int nd = ft_t1_defines(t, &c, defs, 8);
+    FT_CHECK(nd == 4 && strcmp(defs[0], "block_size_x=128") == 0 && strcmp(defs[3], "scale=2.0") == 0,
+             "defines %d %s", nd, nd > 3 ? defs[3] : "");
+    ft_t1_key(t, &c, buf, sizeof buf);
+    FT_CHECK(strcmp(buf, "128,3,0,2.0") == 0, "key %s", buf);
+    ft_t1_free(t);
+    /* a file's KernelFile replaced */
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", DATA "nope.cu", &t, &err) == FT_EIO &&
+                 strstr(err.msg, "nope.cu"),
+             "%s", err.msg);
+}
+
+/* A mutation of the hand-written file: the text with `from` replaced by `to`. */
+static void expect_bad(const char *from, const char *to, const char *fragment) {
+    char *text = slurp(DATA "saxpy_tiled.json");
+    FT_CHECK(text != NULL, "read");
+    if (!text) return;
+    char *at = strstr(text, from);
+    FT_CHECK(at != NULL, "the mutation's text \"%s\" is not in the file", from);
+    if (!at) {
+        free(text);
+        return;
+    }
+    size_t nl = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *m = malloc(nl);
+    size_t pre = (size_t)(at - text);
+    memcpy(m, text, pre);
+    strcpy(m + pre, to);
+    strcat(m, at + strlen(from));
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    ft_status s = ft_t1_from_buffer(m, strlen(m), "bad.json", NULL, NULL, &t, &err);
+    FT_CHECK(s != FT_OK && t == NULL && strstr(err.msg, fragment) && !strchr(err.msg, '\n'),
+             "%s -> %s: status %d, \"%s\", expected \"%s\"", from, to, s, err.msg, fragment);
+    ft_t1_free(t);
+    free(m);
+    free(text);
+}
+
+static void test_bad_files(void) {
+    expect_bad("\"General\"", "\"General\": 1, \"General\"", "not JSON");
+    expect_bad("\"ConfigurationSpace\"", "\"Config\"", "not a T1 file");
+    expect_bad("\"Name\": \"block_size_x\"", "\"Name\": \"block size\"", "is not an identifier");
+    expect_bad("\"Name\": \"tile_size_x\"", "\"Name\": \"block_size_x\"", "named twice");
+    expect_bad("\"Type\": \"int\", \"Values\": \"[32", "\"Type\": \"complex\", \"Values\": \"[32",
+               "Type \"complex\"");
+    expect_bad("\"[32, 64, 128, 256]\"", "\"[32, 64, 128, 256\"", "Values: expression");
+    expect_bad("\"[32, 64, 128, 256]\"", "\"__import__('os')\"", "unknown function '__import__'");
+    expect_bad("\"[32, 64, 128, 256]\"", "\"[]\"", "has no values");
+    expect_bad("\"[32, 64, 128, 256]\"", "\"[32, 64, 32]\"", "twice");
+    expect_bad("\"[32, 64, 128, 256]\"", "\"list(range(100))\"", "at most 64");
+    expect_bad("\"Default\": 64", "\"Default\": 65", "Default is not one of its values");
+    expect_bad("block_size_x * tile_size_x <= 512\"", "block_size_x * tile_sise_x <= 512\"",
+               "unknown name 'tile_sise_x'");
+    expect_bad("\"Parameters\": [\"use_ldg\", \"tile_size_x\"]", "\"Parameters\": [\"use_ldg\", \"nope\"]",
+               "\"nope\", which is not a parameter");
+    expect_bad("\"Language\": \"CUDA\"", "\"Language\": \"OpenCL\"", "flaretune runs CUDA kernels");
+    expect_bad("\"KernelName\": \"saxpy_tiled\",", "", "KernelName is missing");
+    expect_bad("\"ProblemSize\": [10000]", "\"ProblemSize\": [0]", "sizes must be positive");
+    expect_bad("\"ProblemSize\": [10000]", "\"ProblemSize\": \"big\"", "1 to 3 integers");
+    expect_bad("\"GridDivX\": [\"block_size_x\", \"tile_size_x\"]", "\"GridDivX\": [\"block_size_x\", \"scale\"]",
+               "not an integer parameter");
+    expect_bad("\"GridDivX\": [\"block_size_x\", \"tile_size_x\"]", "\"GridDivX\": [\"bsx\"]",
+               "\"bsx\", which is not a parameter");
+    expect_bad("\"X\": \"block_size_x\"", "\"X\": \"block_size_x // 0\"", "division by zero");
+    expect_bad("\"X\": \"block_size_x\"", "\"X\": \"block_size_x - 64\"", "a positive integer is needed");
+    expect_bad("\"Size\": \"ProblemSize[0]\"", "\"Size\": \"ProblemSize[3]\"", "index 3 out of range");
+    expect_bad("\"Size\": \"ProblemSize[0]\"", "\"Size\": \"ProblemSize[0] / 3\"", "a positive integer");
+    expect_bad("\"Size\": \"4\"", "\"Size\": \"-4\"", "a positive integer");
+    expect_bad("\"Type\": \"int32\"", "\"Type\": \"half2\"", "Type \"half2\"");
+    expect_bad("\"MemoryType\": \"Scalar\"", "\"MemoryType\": \"Texture\"", "MemoryType \"Texture\"");
+    expect_bad("\"FillType\": \"Random\", \"Size\": \"ProblemSize[0] +", "\"FillType\": \"File\", \"Size\": \"ProblemSize[0] +",
+               "FillType \"File\"");
+    expect_bad("\"Expression\": \"block_size_x * tile_size_x <= 512\"", "\"Expression\": \"block_size_x > 1024\"",
+               "no configuration satisfies the conditions");
+    /* a default that breaks a condition is moved to the nearest allowed configuration */
+    char *text = slurp(DATA "saxpy_tiled.json");
+    char *at = text ? strstr(text, "\"Default\": 0") : NULL;
+    FT_CHECK(at != NULL, "mutation");
+    if (at) {
+        memcpy(at, "\"Default\": 1", 12);
+        ft_t1 *t = NULL;
+        ft_err err = {0};
+        FT_CHECK(ft_t1_from_buffer(text, strlen(text), "m.json", NULL, NULL, &t, &err) == FT_OK, "%s",
+                 err.msg);
+        if (t) {
+            ft_config def;
+            ft_config_default(&t->space, &def);
+            char buf[256];
+            ft_config_format(&t->space, &def, buf, sizeof buf);
+            /* one change away: use_ldg=0, or tile_size_x=2; space order puts the first first */
+            FT_CHECK(strcmp(buf, "block_size_x=64,tile_size_x=1,use_ldg=0,scale=2.0") == 0, "%s", buf);
+            FT_CHECK(strstr(t->default_note, "use_ldg == 0 or tile_size_x in [2, 4]") != NULL, "%s",
+                     t->default_note);
+        }
+        ft_t1_free(t);
+    }
+    free(text);
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "does-not-exist.json", NULL, &t, &err) == FT_EIO && strstr(err.msg, "cannot open"),
+             "%s", err.msg);
+}
+
+/* The community's T1 files against the landscapes Kernel Tuner measured with them. */
+static void check_against(const char *ldir, const char *t1name, const char *kfile, const char *land) {
+    char path[1200], kpath[1200];
+    snprintf(path, sizeof path, "%s/kernels/%s", ldir, t1name);
+    snprintf(kpath, sizeof kpath, "%s/kernels/%s", ldir, kfile);
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(path, kpath, &t, &err) == FT_OK, "%s", err.msg);
+    if (!t) return;
+    snprintf(path, sizeof path, "%s/gpu/%s", ldir, land);
+    ft_landscape l;
+    FT_CHECK(ft_landscape_load(path, &l, &err) == FT_OK, "%s", err.msg);
+    ft_config *cfgs = NULL;
+    int64_t n = 0;
+    FT_CHECK(ft_t1_enumerate(t, &cfgs, &n, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(n == l.ncands, "%s: %lld allowed, %d measured", t1name, (long long)n, l.ncands);
+    /* every measured configuration is allowed (parameters matched by name) */
+    int missing = 0;
+    for (int c = 0; c < l.ncands; c++) {
+        ft_config m;
+        ft_config_default(&t->space, &m);
+        for (int i = 0; i < l.space.nparams; i++) {
+            int ti = ft_space_param(&t->space, l.space.params[i].name);
+            char v[64];
+            ft_config_value_str(&l.space, i, l.cands[c].v[i], v, sizeof v);
+            int found = 0;
+            for (int k = 0; ti >= 0 && k < t->params[ti].n; k++) {
+                char tv[64];
+                ft_config_value_str(&t->space, ti, t->params[ti].values[k], tv, sizeof tv);
+                if (strcmp(tv, v) == 0) {
+                    m.v[ti] = t->params[ti].values[k];
+                    found = 1;
+                }
+            }
+            missing += !found;
+        }
+        int ok = 0;
+        ft_t1_allowed(t, &m, &ok, NULL, 0, &err);
+        missing += !ok;
+    }
+    FT_CHECK(missing == 0, "%s: %d measured configurations not allowed or not in the space", t1name, missing);
+    free(cfgs);
+    ft_landscape_free(&l);
+    ft_t1_free(t);
+}
+
+static void test_community_files(void) {
+    char ldir[1024], probe[1200];
+    const char *env = getenv("FT_LANDSCAPES_DIR");
+    snprintf(ldir, sizeof ldir, "%s", env && *env ? env : FT_SOURCE_DIR "/../shared/landscapes");
+    snprintf(probe, sizeof probe, "%s/kernels/convolution_milo.json", ldir);
+    struct stat sb;
+    if (stat(probe, &sb) != 0) {
+        fprintf(stderr, "  (no community T1 files beside the source tree: skipped)\n");
+        return;
+    }
+    check_against(ldir, "convolution_milo.json", "convolution_milo.cu", "convolution-A100.json.gz");
+    check_against(ldir, "dedispersion_milo.json", "dedispersion.cu", "dedispersion-A4000.json.gz");
+    /* Kernel Tuner's grid for the convolution: ceil(4096 / (48 * 3)) = 29, ceil(4096 / (4 * 2)) = 512 */
+    snprintf(probe, sizeof probe, "%s/kernels/convolution_milo.json", ldir);
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    if (ft_t1_load(probe, NULL, &t, &err) == FT_OK) {
+        ft_config c;
+        cfg_of(t, "block_size_x=48,block_size_y=4,tile_size_x=3,tile_size_y=2", &c);
+        long long g[3], b[3];
+        FT_CHECK(ft_t1_launch(t, &c, g, b, &err) == FT_OK && g[0] == 29 && g[1] == 512 && b[0] == 48 &&
+                     b[1] == 4,
+                 "grid %lld,%lld", g[0], g[1]);
+        /* input (4096 + 15 - 1)^2 floats, the filter 15 x 15 in constant memory */
+        FT_CHECK(t->args[1].elems == 4110LL * 4110 && t->args[2].elems == 225 && t->args[2].constant,
+                 "sizes");
+    }
+    ft_t1_free(t);
+}
+
+int main(void) {
+    FT_RUN(test_hand_checked);
+    FT_RUN(test_bad_files);
+    FT_RUN(test_community_files);
+    return ft_test_finish();
+}

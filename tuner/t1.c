@@ -1,0 +1,752 @@
+/* t1.c: the FAIR T1 input format read into a space, its constraints, launch and arguments
+ * (include/flaretune/t1.h). Every check a file can fail is made here, when it is read. */
+#define _GNU_SOURCE
+#include "flaretune/t1.h"
+
+#include <jansson.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define T1_MAX_BYTES (16u << 20)
+
+/* Slots of the expressions: the parameters, then ProblemSize. */
+#define SLOT_PROBLEM(t) ((t)->space.nparams)
+
+static ft_status bad(ft_err *err, const char *name, const char *fmt, const char *what) {
+    return ft_err_set(err, FT_EFORMAT, "%s: %s%s", name, fmt, what ? what : "");
+}
+
+static char *dup_str(const char *s) { return s ? strdup(s) : NULL; }
+
+static const char *get_str(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+void ft_t1_free(ft_t1 *t) {
+    if (!t) return;
+    free(t->path);
+    free(t->benchmark);
+    free(t->kernel_name);
+    free(t->kernel_file);
+    free(t->language);
+    for (int i = 0; i < t->noptions; i++) free(t->options[i]);
+    free(t->options);
+    for (int i = 0; i < t->space.nparams; i++) {
+        free((char *)t->params[i].name);
+        if (t->labels[i])
+            for (int k = 0; k < t->params[i].n; k++) free(t->labels[i][k]);
+        free(t->labels[i]);
+        free(t->values[i]);
+    }
+    for (int i = 0; i < t->nconditions; i++) {
+        ft_expr_free(t->conditions[i]);
+        free(t->constraint_text[i]);
+    }
+    for (int d = 0; d < 3; d++) {
+        ft_expr_free(t->local[d]);
+        ft_expr_free(t->global[d]);
+    }
+    for (int i = 0; i < t->nargs; i++) {
+        free(t->args[i].name);
+        free(t->args[i].size_text);
+    }
+    free(t);
+}
+
+/* ---- the slots expressions see ----------------------------------------------------------------- */
+
+typedef struct slots {
+    const char *names[FT_MAX_PARAMS + 1];
+    ft_expr_value v[FT_MAX_PARAMS + 1];
+    ft_expr_value problem[3];
+} slots;
+
+static void slot_names(const ft_t1 *t, slots *s) {
+    for (int i = 0; i < t->space.nparams; i++) s->names[i] = t->params[i].name;
+    s->names[SLOT_PROBLEM(t)] = "ProblemSize";
+    for (int d = 0; d < t->nproblem; d++) s->problem[d] = ft_expr_int(t->problem[d]);
+    s->v[SLOT_PROBLEM(t)] = ft_expr_list(s->problem, t->nproblem);
+}
+
+/* A configuration's values (scalar) or every parameter's list of values (lists = 1). */
+static void slot_values(const ft_t1 *t, const ft_config *cfg, int lists, slots *s) {
+    slot_names(t, s);
+    for (int i = 0; i < t->space.nparams; i++) {
+        if (lists) {
+            s->v[i] = ft_expr_list(t->values[i], t->params[i].n);
+            continue;
+        }
+        const ft_param *p = &t->params[i];
+        int v = cfg->v[i];
+        if (t->labels[i]) s->v[i] = t->values[i][v];
+        else s->v[i] = ft_expr_int(v);
+        (void)p;
+    }
+}
+
+static ft_status compile(const ft_t1 *t, const char *name, const char *what, const char *src,
+                         ft_expr **out, ft_err *err) {
+    slots s;
+    slot_names(t, &s);
+    ft_err e = {0};
+    if (ft_expr_compile(src, s.names, t->space.nparams + 1, out, &e) != FT_OK)
+        return ft_err_set(err, FT_EFORMAT, "%s: %s: %s", name, what, e.msg);
+    return FT_OK;
+}
+
+/* ---- reading ----------------------------------------------------------------------------------- */
+
+static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err) {
+    json_t *tp = json_object_get(cs, "TuningParameters");
+    if (!json_is_array(tp) || json_array_size(tp) == 0)
+        return bad(err, name, "ConfigurationSpace.TuningParameters: a non-empty list is needed", NULL);
+    if (json_array_size(tp) > FT_MAX_PARAMS)
+        return ft_err_set(err, FT_EFORMAT, "%s: %zu tunable parameters; at most %d are supported",
+                          name, json_array_size(tp), FT_MAX_PARAMS);
+    size_t i;
+    json_t *p;
+    json_array_foreach(tp, i, p) {
+        const char *pn = get_str(p, "Name"), *type = get_str(p, "Type");
+        json_t *vals = json_object_get(p, "Values");
+        char where[160];
+        snprintf(where, sizeof where, "TuningParameters[%zu]", i);
+        if (!pn || !*pn) return ft_err_set(err, FT_EFORMAT, "%s: %s: no Name", name, where);
+        for (const char *c = pn; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+                  (c > pn && *c >= '0' && *c <= '9')))
+                return ft_err_set(err, FT_EFORMAT, "%s: %s: Name \"%.64s\" is not an identifier",
+                                  name, where, pn);
+        for (int k = 0; k < (int)i; k++)
+            if (strcmp(t->params[k].name, pn) == 0)
+                return ft_err_set(err, FT_EFORMAT, "%s: parameter %s named twice", name, pn);
+        if (strcmp(pn, "ProblemSize") == 0)
+            return ft_err_set(err, FT_EFORMAT, "%s: a parameter may not be named ProblemSize", name);
+        int is_string = type && strcmp(type, "string") == 0;
+        if (!type || (!is_string && strcmp(type, "int") && strcmp(type, "float")))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: parameter %s: Type \"%.32s\" (int, float or string)", name, pn,
+                              type ? type : "");
+        ft_param *fp = &t->params[i];
+        fp->name = strdup(pn);
+        fp->doc = "a parameter of the T1 file";
+        t->space.nparams = (int)i + 1;
+        if (!fp->name) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+        /* The values: a JSON list, or a string holding a Python list expression. */
+        ft_expr_value *items = NULL;
+        int n = 0;
+        char **labels = NULL;
+        if (json_is_array(vals)) {
+            n = (int)json_array_size(vals);
+            items = calloc((size_t)(n ? n : 1), sizeof *items);
+            labels = is_string ? calloc((size_t)(n ? n : 1), sizeof *labels) : NULL;
+            if (!items || (is_string && !labels)) {
+                free(items);
+                free(labels);
+                return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+            }
+            for (int k = 0; k < n; k++) {
+                json_t *v = json_array_get(vals, (size_t)k);
+                if (is_string && json_is_string(v)) {
+                    labels[k] = strdup(json_string_value(v));
+                    items[k] = ft_expr_float(NAN);
+                } else if (!is_string && json_is_integer(v)) {
+                    items[k] = ft_expr_int((long long)json_integer_value(v));
+                } else if (!is_string && json_is_real(v)) {
+                    items[k] = ft_expr_float(json_real_value(v));
+                } else {
+                    for (int j = 0; labels && j < k; j++) free(labels[j]);
+                    free(labels);
+                    free(items);
+                    return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: value %d is not a%s",
+                                      name, pn, k, is_string ? " string" : " number");
+                }
+            }
+        } else if (json_is_string(vals) && !is_string) {
+            ft_expr *e = NULL;
+            ft_err ee = {0};
+            ft_status s = ft_expr_compile(json_string_value(vals), NULL, 0, &e, &ee);
+            if (s == FT_OK) s = ft_expr_eval_list(e, NULL, &items, &n, &ee);
+            ft_expr_free(e);
+            if (s != FT_OK)
+                return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Values: %s", name, pn, ee.msg);
+        } else {
+            return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Values must be a list%s", name,
+                              pn, is_string ? " of strings" : " or a string holding one");
+        }
+        t->values[i] = items;
+        t->labels[i] = labels;
+        fp->n = n;
+        if (n <= 0) return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has no values", name, pn);
+        if (n > FT_MAX_VALUES)
+            return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has %d values; at most %d are supported",
+                              name, pn, n, FT_MAX_VALUES);
+        /* Integers that fit are the values themselves; anything else is labelled. */
+        int numeric = !is_string;
+        for (int k = 0; k < n && numeric; k++)
+            numeric = items[k].kind == FT_EXPR_INT && items[k].i >= INT_MIN && items[k].i <= INT_MAX;
+        if (!numeric && !labels) {
+            labels = calloc((size_t)n, sizeof *labels);
+            if (!labels) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+            t->labels[i] = labels;
+            for (int k = 0; k < n; k++) {
+                char buf[64];
+                ft_expr_format(items[k], buf, sizeof buf);
+                labels[k] = strdup(buf);
+            }
+        }
+        for (int k = 0; k < n; k++) {
+            if (labels && !labels[k]) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+            fp->values[k] = labels ? k : (int)items[k].i;
+            for (int j = 0; j < k; j++)
+                if (labels ? strcmp(labels[j], labels[k]) == 0 : fp->values[j] == fp->values[k])
+                    return ft_err_set(err, FT_EFORMAT, "%s: parameter %s lists value %s twice",
+                                      name, pn, labels ? labels[k] : "");
+        }
+        fp->labels = (const char *const *)labels;
+        /* The default: "Default" where given (it must be a value), else the first value. */
+        json_t *dv = json_object_get(p, "Default");
+        fp->def = fp->values[0];
+        if (dv && !json_is_null(dv)) {
+            int found = -1;
+            for (int k = 0; k < n && found < 0; k++) {
+                if (labels && json_is_string(dv) && strcmp(labels[k], json_string_value(dv)) == 0)
+                    found = k;
+                else if (json_is_number(dv) && items[k].kind != FT_EXPR_LIST &&
+                         ft_expr_number(items[k]) == json_number_value(dv))
+                    found = k;
+            }
+            if (found < 0)
+                return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Default is not one of its values",
+                                  name, pn);
+            fp->def = fp->values[found];
+        }
+    }
+    t->space.params = t->params;
+    return FT_OK;
+}
+
+static ft_status read_conditions(ft_t1 *t, json_t *cs, const char *name, ft_err *err) {
+    json_t *conds = json_object_get(cs, "Conditions");
+    if (!conds || json_is_null(conds)) return FT_OK;
+    if (!json_is_array(conds))
+        return bad(err, name, "ConfigurationSpace.Conditions: a list is needed", NULL);
+    if (json_array_size(conds) > FT_T1_MAX_CONDS)
+        return ft_err_set(err, FT_EFORMAT, "%s: %zu conditions; at most %d are supported", name,
+                          json_array_size(conds), FT_T1_MAX_CONDS);
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c) {
+        const char *ex = json_is_string(c) ? json_string_value(c) : get_str(c, "Expression");
+        char what[64];
+        snprintf(what, sizeof what, "Conditions[%zu]", i);
+        if (!ex) return ft_err_set(err, FT_EFORMAT, "%s: %s: no Expression", name, what);
+        ft_status s = compile(t, name, what, ex, &t->conditions[i], err);
+        if (s != FT_OK) return s;
+        t->constraint_text[i] = strdup(ex);
+        t->nconditions = (int)i + 1;
+        if (!t->constraint_text[i]) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+        /* "Parameters" says which names it reads: they must be parameters. */
+        json_t *ps = json_object_get(c, "Parameters"), *pn;
+        size_t k;
+        json_array_foreach(ps, k, pn) {
+            if (!json_is_string(pn) || ft_space_param(&t->space, json_string_value(pn)) < 0)
+                return ft_err_set(err, FT_EFORMAT, "%s: %s lists \"%.64s\", which is not a parameter",
+                                  name, what, json_is_string(pn) ? json_string_value(pn) : "?");
+        }
+    }
+    t->space.constraints = (const char *const *)t->constraint_text;
+    return FT_OK;
+}
+
+static int type_of(const char *s, ft_t1_type *type, size_t *bytes) {
+    static const struct {
+        const char *name;
+        ft_t1_type type;
+        size_t bytes;
+    } T[] = {{"float", FT_T1_FLOAT, 4},        {"float32", FT_T1_FLOAT, 4}, {"double", FT_T1_DOUBLE, 8},
+             {"float64", FT_T1_DOUBLE, 8},     {"int", FT_T1_INT32, 4},     {"int32", FT_T1_INT32, 4},
+             {"uint8", FT_T1_UINT8, 1},        {"unsigned char", FT_T1_UINT8, 1},
+             {"int8", FT_T1_INT8, 1},          {"char", FT_T1_INT8, 1}};
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+        if (strcmp(s, T[i].name) == 0) {
+            *type = T[i].type;
+            *bytes = T[i].bytes;
+            return 1;
+        }
+    return 0;
+}
+
+static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err) {
+    const char *kn = get_str(ks, "KernelName"), *kf = get_str(ks, "KernelFile"),
+               *lang = get_str(ks, "Language");
+    if (!kn || !*kn) return bad(err, name, "KernelSpecification.KernelName is missing", NULL);
+    if (!kf || !*kf) return bad(err, name, "KernelSpecification.KernelFile is missing", NULL);
+    if (!lang) return bad(err, name, "KernelSpecification.Language is missing", NULL);
+    if (strcmp(lang, "CUDA") != 0)
+        return ft_err_set(err, FT_EUNSUPPORTED, "%s: Language \"%.32s\": flaretune runs CUDA kernels",
+                          name, lang);
+    t->kernel_name = strdup(kn);
+    t->kernel_file = strdup(kf);
+    t->language = strdup(lang);
+    if (!t->kernel_name || !t->kernel_file || !t->language)
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+    json_t *opts = json_object_get(ks, "CompilerOptions");
+    if (opts && !json_is_null(opts)) {
+        if (!json_is_array(opts)) return bad(err, name, "CompilerOptions: a list is needed", NULL);
+        t->options = calloc(json_array_size(opts) + 1, sizeof *t->options);
+        if (!t->options) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+        size_t i;
+        json_t *o;
+        json_array_foreach(opts, i, o) {
+            if (!json_is_string(o)) return bad(err, name, "CompilerOptions: strings are needed", NULL);
+            t->options[t->noptions++] = strdup(json_string_value(o));
+        }
+    }
+    /* ProblemSize: up to three integers (or expressions without names). */
+    json_t *ps = json_object_get(ks, "ProblemSize");
+    if (json_is_integer(ps)) {
+        t->problem[0] = (long long)json_integer_value(ps);
+        t->nproblem = 1;
+    } else if (json_is_array(ps) && json_array_size(ps) >= 1 && json_array_size(ps) <= 3) {
+        for (size_t d = 0; d < json_array_size(ps); d++) {
+            json_t *v = json_array_get(ps, d);
+            if (!json_is_integer(v))
+                return bad(err, name, "ProblemSize: integers are needed", NULL);
+            t->problem[d] = (long long)json_integer_value(v);
+        }
+        t->nproblem = (int)json_array_size(ps);
+    } else {
+        return bad(err, name, "KernelSpecification.ProblemSize: 1 to 3 integers are needed", NULL);
+    }
+    for (int d = 0; d < t->nproblem; d++)
+        if (t->problem[d] < 1) return bad(err, name, "ProblemSize: sizes must be positive", NULL);
+    for (int d = t->nproblem; d < 3; d++) t->problem[d] = 1;
+    /* Launch geometry. */
+    static const char *const AX[3] = {"X", "Y", "Z"};
+    json_t *local = json_object_get(ks, "LocalSize"), *global = json_object_get(ks, "GlobalSize");
+    const char *gtype = get_str(ks, "GlobalSizeType");
+    t->global_in_blocks = gtype && strcmp(gtype, "CUDA") == 0;
+    for (int d = 0; d < 3; d++) {
+        char what[32];
+        const char *ls = local ? get_str(local, AX[d]) : NULL;
+        if (ls) {
+            snprintf(what, sizeof what, "LocalSize.%s", AX[d]);
+            ft_status s = compile(t, name, what, ls, &t->local[d], err);
+            if (s != FT_OK) return s;
+        }
+        const char *gs = global ? get_str(global, AX[d]) : NULL;
+        if (gs) {
+            snprintf(what, sizeof what, "GlobalSize.%s", AX[d]);
+            ft_status s = compile(t, name, what, gs, &t->global[d], err);
+            if (s != FT_OK) return s;
+        }
+        char key[16];
+        snprintf(key, sizeof key, "GridDiv%s", AX[d]);
+        json_t *gd = json_object_get(ks, key);
+        t->griddiv[d][0] = -2;
+        if (json_is_array(gd) && json_array_size(gd) > 0) {
+            if (json_array_size(gd) >= FT_MAX_PARAMS)
+                return ft_err_set(err, FT_EFORMAT, "%s: %s lists too many names", name, key);
+            size_t k;
+            json_t *pn;
+            json_array_foreach(gd, k, pn) {
+                int pi = json_is_string(pn) ? ft_space_param(&t->space, json_string_value(pn)) : -1;
+                if (pi < 0)
+                    return ft_err_set(err, FT_EFORMAT, "%s: %s names \"%.64s\", which is not a parameter",
+                                      name, key, json_is_string(pn) ? json_string_value(pn) : "?");
+                if (t->labels[pi])
+                    return ft_err_set(err, FT_EFORMAT, "%s: %s names %s, which is not an integer parameter",
+                                      name, key, t->params[pi].name);
+                t->griddiv[d][k] = pi;
+            }
+            t->griddiv[d][k] = -1;
+        } else if (gd && !json_is_null(gd) && !json_is_array(gd)) {
+            return ft_err_set(err, FT_EFORMAT, "%s: %s: a list of parameter names is needed", name, key);
+        }
+    }
+    json_t *sm = json_object_get(ks, "SharedMemory");
+    if (sm && !json_is_null(sm)) {
+        if (!json_is_integer(sm) || json_integer_value(sm) < 0)
+            return bad(err, name, "SharedMemory: a byte count is needed", NULL);
+        t->shared_bytes = (long long)json_integer_value(sm);
+    }
+    /* Arguments. */
+    json_t *args = json_object_get(ks, "Arguments");
+    if (!json_is_array(args) || json_array_size(args) == 0)
+        return bad(err, name, "KernelSpecification.Arguments: a non-empty list is needed", NULL);
+    if (json_array_size(args) > FT_T1_MAX_ARGS)
+        return ft_err_set(err, FT_EFORMAT, "%s: %zu arguments; at most %d are supported", name,
+                          json_array_size(args), FT_T1_MAX_ARGS);
+    slots lists;
+    slot_values(t, NULL, 1, &lists);
+    size_t i;
+    json_t *a;
+    json_array_foreach(args, i, a) {
+        ft_t1_arg *ar = &t->args[i];
+        t->nargs = (int)i + 1;
+        const char *an = get_str(a, "Name"), *ty = get_str(a, "Type"), *mt = get_str(a, "MemoryType"),
+                   *fill = get_str(a, "FillType"), *mem = get_str(a, "MemType");
+        char what[64];
+        snprintf(what, sizeof what, "Arguments[%zu]", i);
+        if (!an || !*an) return ft_err_set(err, FT_EFORMAT, "%s: %s: no Name", name, what);
+        ar->name = strdup(an);
+        if (!ar->name) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+        if (!ty || !type_of(ty, &ar->type, &ar->elem_bytes))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: argument %s: Type \"%.32s\" (float, double, int32, uint8, int8)",
+                              name, an, ty ? ty : "");
+        if (!mt || (strcmp(mt, "Vector") && strcmp(mt, "Scalar")))
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: MemoryType \"%.32s\" (Vector or Scalar)",
+                              name, an, mt ? mt : "");
+        ar->scalar = strcmp(mt, "Scalar") == 0;
+        ar->constant = mem && strcmp(mem, "Constant") == 0;
+        json_t *out = json_object_get(a, "Output");
+        ar->output = (json_is_integer(out) && json_integer_value(out) != 0) || json_is_true(out);
+        json_t *fv = json_object_get(a, "FillValue");
+        ar->fill_value = json_is_number(fv) ? json_number_value(fv) : 0.0;
+        if (fv && !json_is_null(fv) && !json_is_number(fv))
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: FillValue must be a number", name, an);
+        if (ar->scalar) {
+            if (ar->constant || ar->output)
+                return ft_err_set(err, FT_EFORMAT, "%s: argument %s: a scalar is neither constant memory nor an output",
+                                  name, an);
+            continue;
+        }
+        if (!fill || (strcmp(fill, "Constant") && strcmp(fill, "Random")))
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: FillType \"%.32s\" (Constant or Random)",
+                              name, an, fill ? fill : "");
+        ar->random = strcmp(fill, "Random") == 0;
+        json_t *size = json_object_get(a, "Size");
+        char sz[64];
+        const char *stext = NULL;
+        if (json_is_integer(size)) {
+            snprintf(sz, sizeof sz, "%lld", (long long)json_integer_value(size));
+            stext = sz;
+        } else if (json_is_string(size)) {
+            stext = json_string_value(size);
+        } else {
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: Size must be an integer or an expression",
+                              name, an);
+        }
+        ar->size_text = strdup(stext);
+        ft_expr *e = NULL;
+        snprintf(what, sizeof what, "argument %.40s: Size", an);
+        ft_status s = compile(t, name, what, stext, &e, err);
+        if (s != FT_OK) return s;
+        ft_expr_value v;
+        ft_err ee = {0};
+        s = ft_expr_eval(e, lists.v, &v, &ee);
+        ft_expr_free(e);
+        if (s != FT_OK) return ft_err_set(err, FT_EFORMAT, "%s: %s: %s", name, what, ee.msg);
+        double n = ft_expr_number(v);
+        if (!(n >= 1) || n != floor(n) || n > (double)(1LL << 40))
+            return ft_err_set(err, FT_EFORMAT, "%s: %s is %g elements (a positive integer up to 2^40)",
+                              name, what, n);
+        ar->elems = (long long)n;
+    }
+    return FT_OK;
+}
+
+/* The kernel file, looked for as Kernel Tuner does: as given, beside the T1 file, then in the
+ * folder above it. */
+static ft_status find_kernel(ft_t1 *t, const char *name, const char *dir, ft_err *err) {
+    if (!dir) return FT_OK;
+    char tried[3][2048];
+    int n = 0;
+    snprintf(tried[n++], sizeof tried[0], "%s", t->kernel_file);
+    if (t->kernel_file[0] != '/') {
+        snprintf(tried[n++], sizeof tried[0], "%s/%s", dir, t->kernel_file);
+        snprintf(tried[n++], sizeof tried[0], "%s/../%s", dir, t->kernel_file);
+    }
+    for (int i = 0; i < n; i++)
+        if (access(tried[i], R_OK) == 0) {
+            char *r = realpath(tried[i], NULL);
+            if (!r) continue;
+            free(t->kernel_file);
+            t->kernel_file = r;
+            return FT_OK;
+        }
+    return ft_err_set(err, FT_EIO, "%s: KernelFile %s not found (looked in the working directory, %s and its parent; "
+                      "--kernel-file FILE names it)",
+                      name, t->kernel_file, dir);
+}
+
+ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const char *dir,
+                            const char *kernel_file, ft_t1 **out, ft_err *err) {
+    *out = NULL;
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return ft_err_set(err, FT_EFORMAT, "%s: not JSON (line %d: %s)", name, je.line, je.text);
+    ft_t1 *t = calloc(1, sizeof *t);
+    ft_status s = FT_OK;
+    if (!t) {
+        json_decref(root);
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+    }
+    t->path = strdup(name);
+    json_t *cs = json_object_get(root, "ConfigurationSpace"),
+           *ks = json_object_get(root, "KernelSpecification"), *gen = json_object_get(root, "General");
+    if (!json_is_object(root) || !json_is_object(cs) || !json_is_object(ks))
+        s = bad(err, name, "not a T1 file (it needs ConfigurationSpace and KernelSpecification)", NULL);
+    if (s == FT_OK) {
+        const char *bn = json_is_object(gen) ? get_str(gen, "BenchmarkName") : NULL;
+        t->benchmark = dup_str(bn ? bn : get_str(ks, "BenchmarkName"));
+        s = read_params(t, cs, name, err);
+    }
+    if (s == FT_OK) s = read_conditions(t, cs, name, err);
+    if (s == FT_OK) s = read_kernel(t, ks, name, err);
+    if (s == FT_OK && kernel_file) {
+        free(t->kernel_file);
+        t->kernel_file = strdup(kernel_file);
+        if (!t->kernel_file) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+        else if (dir && access(kernel_file, R_OK) != 0)
+            s = ft_err_set(err, FT_EIO, "%s: cannot read the kernel file (%s)", kernel_file, strerror(errno));
+        if (s == FT_OK && dir) {
+            char *r = realpath(kernel_file, NULL);
+            if (r) {
+                free(t->kernel_file);
+                t->kernel_file = r;
+            }
+        }
+    } else if (s == FT_OK) {
+        s = find_kernel(t, name, dir, err);
+    }
+    json_decref(root);
+    /* The default configuration: the file's when the conditions allow it, else the first one
+     * they allow; it must launch. */
+    if (s == FT_OK) {
+        ft_config def;
+        ft_config_default(&t->space, &def);
+        int ok = 0;
+        char why[256] = "";
+        long long g[3], b[3];
+        s = ft_t1_allowed(t, &def, &ok, why, sizeof why, err);
+        if (s == FT_OK && !ok) {
+            /* The allowed configuration that changes fewest of the file's defaults (the first
+             * in space order among equals). */
+            const ft_config want = def;
+            int64_t total = ft_space_size(&t->space), best_k = -1;
+            int best_d = INT_MAX;
+            for (int64_t k = 0; k < total && s == FT_OK && best_d > 1; k++) {
+                ft_config c;
+                ft_space_config_at(&t->space, k, &c);
+                int dist = 0;
+                for (int i = 0; i < t->space.nparams; i++) dist += c.v[i] != want.v[i];
+                if (dist >= best_d) continue;
+                int ok2 = 0;
+                s = ft_t1_allowed(t, &c, &ok2, NULL, 0, err);
+                if (s == FT_OK && ok2) {
+                    best_d = dist;
+                    best_k = k;
+                    def = c;
+                }
+            }
+            if (s == FT_OK && best_k < 0)
+                s = ft_err_set(err, FT_EFORMAT, "%s: no configuration satisfies the conditions", name);
+            if (s == FT_OK) {
+                for (int i = 0; i < t->space.nparams; i++) t->params[i].def = def.v[i];
+                snprintf(t->default_note, sizeof t->default_note,
+                         "the file's defaults break the condition %.200s; the nearest allowed "
+                         "configuration is the default",
+                         why);
+            }
+        }
+        if (s == FT_OK) s = ft_t1_launch(t, &def, g, b, err);
+    }
+    if (s != FT_OK) {
+        ft_t1_free(t);
+        return s;
+    }
+    *out = t;
+    return FT_OK;
+}
+
+ft_status ft_t1_load(const char *path, const char *kernel_file, ft_t1 **out, ft_err *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open (%s)", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 65536;
+            if (cap > T1_MAX_BYTES + 1) cap = T1_MAX_BYTES + 1;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+            }
+            buf = nb;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) break;
+        if (len > T1_MAX_BYTES) {
+            free(buf);
+            fclose(f);
+            return ft_err_set(err, FT_EFORMAT, "%s: larger than %u MiB: not a T1 file", path,
+                              T1_MAX_BYTES >> 20);
+        }
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        free(buf);
+        return ft_err_set(err, FT_EIO, "%s: read error", path);
+    }
+    char *dir = strdup(path);
+    if (!dir) {
+        free(buf);
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    ft_status s = ft_t1_from_buffer(buf, len, path, dir, kernel_file, out, err);
+    free(dir);
+    free(buf);
+    return s;
+}
+
+/* ---- using it ---------------------------------------------------------------------------------- */
+
+ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why, size_t n,
+                        ft_err *err) {
+    slots s;
+    slot_values(t, cfg, 0, &s);
+    *ok = 1;
+    for (int i = 0; i < t->nconditions; i++) {
+        int r = 0;
+        ft_err e = {0};
+        if (ft_expr_truth(t->conditions[i], s.v, &r, &e) != FT_OK) {
+            char c[512];
+            ft_config_format(&t->space, cfg, c, sizeof c);
+            return ft_err_set(err, FT_EINVAL, "%s at %s: %s", t->path, c, e.msg);
+        }
+        if (!r) {
+            *ok = 0;
+            if (why && n) snprintf(why, n, "%s", t->constraint_text[i]);
+            return FT_OK;
+        }
+    }
+    return FT_OK;
+}
+
+ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err) {
+    *cfgs = NULL;
+    *n = 0;
+    int64_t total = ft_space_size(&t->space), cap = 0, cnt = 0;
+    if (total > (1LL << 26))
+        return ft_err_set(err, FT_EINVAL, "%s: %lld configurations before the conditions: more than flaretune enumerates",
+                          t->path, (long long)total);
+    ft_config *out = NULL;
+    for (int64_t k = 0; k < total; k++) {
+        ft_config c;
+        ft_space_config_at(&t->space, k, &c);
+        int ok = 0;
+        ft_status s = ft_t1_allowed(t, &c, &ok, NULL, 0, err);
+        if (s != FT_OK) {
+            free(out);
+            return s;
+        }
+        if (!ok) continue;
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 256;
+            ft_config *nb = realloc(out, (size_t)cap * sizeof *nb);
+            if (!nb) {
+                free(out);
+                return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+            }
+            out = nb;
+        }
+        out[cnt++] = c;
+    }
+    *cfgs = out;
+    *n = cnt;
+    return FT_OK;
+}
+
+static ft_status eval_dim(const ft_t1 *t, const ft_expr *e, const slots *s, const char *what,
+                          long long *out, ft_err *err) {
+    ft_expr_value v;
+    ft_err ee = {0};
+    if (ft_expr_eval(e, s->v, &v, &ee) != FT_OK)
+        return ft_err_set(err, FT_EINVAL, "%s: %s: %s", t->path, what, ee.msg);
+    double x = ft_expr_number(v);
+    if (!(x >= 1) || x != floor(x) || x > 2147483647.0)
+        return ft_err_set(err, FT_EINVAL, "%s: %s is %g (a positive integer is needed)", t->path,
+                          what, x);
+    *out = (long long)x;
+    return FT_OK;
+}
+
+ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], long long block[3],
+                       ft_err *err) {
+    slots s;
+    slot_values(t, cfg, 0, &s);
+    static const char *const AX[3] = {"x", "y", "z"};
+    for (int d = 0; d < 3; d++) {
+        char what[48];
+        block[d] = 1;
+        if (t->local[d]) {
+            snprintf(what, sizeof what, "LocalSize.%c", "XYZ"[d]);
+            ft_status st = eval_dim(t, t->local[d], &s, what, &block[d], err);
+            if (st != FT_OK) return st;
+        } else {
+            char pn[32];
+            snprintf(pn, sizeof pn, "block_size_%s", AX[d]);
+            int pi = ft_space_param(&t->space, pn);
+            if (pi >= 0 && !t->labels[pi]) block[d] = cfg->v[pi];
+        }
+        if (t->griddiv[d][0] != -2) {
+            long long div = 1;
+            for (int k = 0; t->griddiv[d][k] >= 0; k++) {
+                long long v = cfg->v[t->griddiv[d][k]];
+                if (v < 1 || __builtin_mul_overflow(div, v, &div))
+                    return ft_err_set(err, FT_EINVAL, "%s: GridDiv%c: a divisor below 1 or too large",
+                                      t->path, "XYZ"[d]);
+            }
+            grid[d] = (t->problem[d] + div - 1) / div;
+        } else if (t->global[d]) {
+            snprintf(what, sizeof what, "GlobalSize.%c", "XYZ"[d]);
+            long long g;
+            ft_status st = eval_dim(t, t->global[d], &s, what, &g, err);
+            if (st != FT_OK) return st;
+            grid[d] = t->global_in_blocks ? g : (g + block[d] - 1) / block[d];
+        } else {
+            grid[d] = d < t->nproblem ? (t->problem[d] + block[d] - 1) / block[d] : 1;
+        }
+        if (grid[d] < 1 || grid[d] > 2147483647LL)
+            return ft_err_set(err, FT_EINVAL, "%s: the grid's %s dimension is %lld blocks", t->path,
+                              AX[d], grid[d]);
+    }
+    return FT_OK;
+}
+
+int ft_t1_defines(const ft_t1 *t, const ft_config *cfg, char (*buf)[96], int cap) {
+    int n = 0;
+    for (int i = 0; i < t->space.nparams && n < cap; i++) {
+        char v[64];
+        ft_config_value_str(&t->space, i, cfg->v[i], v, sizeof v);
+        snprintf(buf[n++], 96, "%s=%s", t->params[i].name, v);
+    }
+    return n;
+}
+
+void ft_t1_key(const ft_t1 *t, const ft_config *cfg, char *buf, size_t n) {
+    size_t k = 0;
+    if (n) buf[0] = 0;
+    for (int i = 0; i < t->space.nparams && k < n; i++) {
+        char v[64];
+        ft_config_value_str(&t->space, i, cfg->v[i], v, sizeof v);
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "", v);
+    }
+}
