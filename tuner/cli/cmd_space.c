@@ -7,19 +7,162 @@
 #include "cli.h"
 #include "flaretune/json.h"
 #include "flaretune/op_json.h"
+#include "flaretune/t1.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune space OP [--backend B] [--preset P] [--set NAME=VALUE]...\n"
-               "                          [--attr NAME=VALUE]... [--json]\n\n"
+               "                          [--attr NAME=VALUE]... [--json]\n"
+               "       flaretune space --t1 FILE [--kernel-file F] [--json] [--list]\n\n"
                "Print the parameters OP has on backend B (candidate values, default, why it\n"
                "matters), its constraints, and the number of configurations before and after\n"
-               "the constraints at the preset's sizes (default: the op's small preset).\n");
+               "the constraints at the preset's sizes (default: the op's small preset).\n\n"
+               "With --t1, the same for a kernel described by a FAIR T1 input file (docs/t1.md):\n"
+               "its parameters, conditions, kernel, launch of the default configuration and\n"
+               "arguments; --list adds every allowed configuration (Kernel Tuner's cache key,\n"
+               "grid and block), in space order. --kernel-file F: the kernel's source is F, not the\n"
+               "file's KernelFile (looked for as given, beside the T1 file, then above it).\n");
+}
+
+static json_t *t1_config_json(const ft_t1 *t, const ft_config *cfg, ft_err *err) {
+    long long g[3], b[3];
+    if (ft_t1_launch(t, cfg, g, b, err)) return NULL;
+    char key[1024];
+    ft_t1_key(t, cfg, key, sizeof key);
+    return json_pack("{s:s, s:[I,I,I], s:[I,I,I]}", "key", key, "grid", (json_int_t)g[0],
+                     (json_int_t)g[1], (json_int_t)g[2], "block", (json_int_t)b[0],
+                     (json_int_t)b[1], (json_int_t)b[2]);
+}
+
+/* `space --t1 FILE`: a T1 file's space, read and checked (t1.h). */
+static int t1_space(const char *path, const char *kfile, int json, int list) {
+    ft_err err = {0};
+    ft_t1 *t = NULL;
+    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
+    const ft_space *s = &t->space;
+    ft_config *cfgs = NULL;
+    int64_t n = 0, total = ft_space_size(s);
+    if (ft_t1_enumerate(t, &cfgs, &n, &err)) {
+        ft_t1_free(t);
+        return ft_cli_fail_err(&err);
+    }
+    ft_config def;
+    ft_config_default(s, &def);
+    json_t *root = json_object(), *params = json_array(), *cons = json_array(), *args = json_array();
+    for (int i = 0; i < s->nparams; i++) {
+        json_t *vals = json_array();
+        for (int k = 0; k < s->params[i].n; k++) {
+            char v[64];
+            ft_config_value_str(s, i, s->params[i].values[k], v, sizeof v);
+            json_array_append_new(vals, s->params[i].labels ? json_string(v)
+                                                            : json_integer(s->params[i].values[k]));
+        }
+        json_array_append_new(params, json_pack("{s:s, s:o}", "name", s->params[i].name, "values", vals));
+    }
+    for (int i = 0; i < t->nconditions; i++) json_array_append_new(cons, json_string(t->constraint_text[i]));
+    for (int i = 0; i < t->nargs; i++) {
+        const ft_t1_arg *a = &t->args[i];
+        json_t *o = json_pack("{s:s, s:I, s:b, s:b, s:b, s:s}", "name", a->name, "elem_bytes",
+                              (json_int_t)a->elem_bytes, "scalar", a->scalar, "constant",
+                              a->constant, "output", a->output, "fill", a->random ? "random" : "constant");
+        if (!a->scalar) json_object_set_new(o, "elements", json_integer(a->elems));
+        json_array_append_new(args, o);
+    }
+    char dcfg[1024];
+    ft_config_format(s, &def, dcfg, sizeof dcfg);
+    json_t *dj = t1_config_json(t, &def, &err);
+    json_object_set_new(dj, "config", json_string(dcfg));
+    json_object_set_new(root, "t1", json_string(path));
+    json_object_set_new(root, "benchmark", json_string(t->benchmark ? t->benchmark : ""));
+    json_object_set_new(root, "kernel", json_string(t->kernel_name));
+    json_object_set_new(root, "kernel_file", json_string(t->kernel_file));
+    json_object_set_new(root, "params", params);
+    json_object_set_new(root, "constraints", cons);
+    json_object_set_new(root, "size", json_integer(total));
+    json_object_set_new(root, "valid", json_integer(n));
+    json_object_set_new(root, "default", dj);
+    if (t->default_note[0]) json_object_set_new(root, "default_note", json_string(t->default_note));
+    json_object_set_new(root, "arguments", args);
+    int code = FT_EXIT_OK;
+    if (list) {
+        json_t *all = json_array();
+        for (int64_t k = 0; k < n && code == FT_EXIT_OK; k++) {
+            json_t *c = t1_config_json(t, &cfgs[k], &err);
+            if (!c) code = ft_cli_fail_err(&err);
+            else json_array_append_new(all, c);
+        }
+        json_object_set_new(root, "configs", all);
+    }
+    if (code == FT_EXIT_OK && json) {
+        json_dumpf(root, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else if (code == FT_EXIT_OK) {
+        printf("%s: %s in %s\n", path, t->kernel_name, t->kernel_file);
+        for (int i = 0; i < s->nparams; i++) {
+            char vals[512] = "", dv[64];
+            size_t k = 0;
+            for (int j = 0; j < s->params[i].n && k < sizeof vals; j++) {
+                char v[64];
+                ft_config_value_str(s, i, s->params[i].values[j], v, sizeof v);
+                k += (size_t)snprintf(vals + k, sizeof vals - k, "%s%s", j ? " " : "", v);
+            }
+            ft_config_value_str(s, i, s->params[i].def, dv, sizeof dv);
+            printf("  %-28s {%s}  default %s\n", s->params[i].name, vals, dv);
+        }
+        if (t->nconditions) printf("conditions\n");
+        for (int i = 0; i < t->nconditions; i++) printf("  - %s\n", t->constraint_text[i]);
+        json_t *g = json_object_get(dj, "grid"), *b = json_object_get(dj, "block");
+        printf("default: %s\n  grid %lld x %lld x %lld, block %lld x %lld x %lld\n", dcfg,
+               (long long)json_integer_value(json_array_get(g, 0)),
+               (long long)json_integer_value(json_array_get(g, 1)),
+               (long long)json_integer_value(json_array_get(g, 2)),
+               (long long)json_integer_value(json_array_get(b, 0)),
+               (long long)json_integer_value(json_array_get(b, 1)),
+               (long long)json_integer_value(json_array_get(b, 2)));
+        if (t->default_note[0]) printf("  (%s)\n", t->default_note);
+        printf("arguments\n");
+        for (int i = 0; i < t->nargs; i++) {
+            const ft_t1_arg *a = &t->args[i];
+            if (a->scalar)
+                printf("  %-16s scalar = %g\n", a->name, a->fill_value);
+            else
+                printf("  %-16s %lld x %zu bytes, %s%s%s\n", a->name, a->elems, a->elem_bytes,
+                       a->random ? "random" : "constant", a->constant ? ", constant memory" : "",
+                       a->output ? ", output" : "");
+        }
+        printf("size: %lld configurations, %lld allowed by the conditions\n", (long long)total,
+               (long long)n);
+        json_t *all = json_object_get(root, "configs");
+        size_t k;
+        json_t *c;
+        json_array_foreach(all, k, c) {
+            g = json_object_get(c, "grid");
+            b = json_object_get(c, "block");
+            printf("%s  grid %lld,%lld,%lld  block %lld,%lld,%lld\n",
+                   json_string_value(json_object_get(c, "key")),
+                   (long long)json_integer_value(json_array_get(g, 0)),
+                   (long long)json_integer_value(json_array_get(g, 1)),
+                   (long long)json_integer_value(json_array_get(g, 2)),
+                   (long long)json_integer_value(json_array_get(b, 0)),
+                   (long long)json_integer_value(json_array_get(b, 1)),
+                   (long long)json_integer_value(json_array_get(b, 2)));
+        }
+    }
+    json_decref(root);
+    free(cfgs);
+    ft_t1_free(t);
+    return code;
 }
 
 static int run(int argc, char **argv) {
-    enum { O_JSON = 1 };
-    static const struct option opts[] = {
-        FT_CLI_PROBLEM_OPTIONS, {"json", no_argument, NULL, O_JSON}, {NULL, 0, NULL, 0}};
+    enum { O_JSON = 1, O_T1, O_LIST, O_KFILE };
+    static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"t1", required_argument, NULL, O_T1},
+                                         {"list", no_argument, NULL, O_LIST},
+                                         {"kernel-file", required_argument, NULL, O_KFILE},
+                                         {NULL, 0, NULL, 0}};
+    const char *t1 = NULL, *kfile = NULL;
+    int list = 0;
     ft_cli_problem prob;
     ft_cli_problem_init(&prob);
     int json = 0, o;
@@ -31,11 +174,24 @@ static int run(int argc, char **argv) {
         if (h) continue;
         if (o == O_JSON)
             json = 1;
+        else if (o == O_T1)
+            t1 = optarg;
+        else if (o == O_LIST)
+            list = 1;
+        else if (o == O_KFILE)
+            kfile = optarg;
         else
             return ft_cli_fail(FT_EXIT_USAGE,
                                "space: unknown option '%s' (see `flaretune space --help`)",
                                argv[optind - 1]);
     }
+    if (t1) {
+        if (optind < argc)
+            return ft_cli_fail(FT_EXIT_USAGE, "space: --t1 names the kernel; unexpected '%s'",
+                               argv[optind]);
+        return t1_space(t1, kfile, json, list);
+    }
+    if (list) return ft_cli_fail(FT_EXIT_USAGE, "space: --list goes with --t1");
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "space: which op? (see `flaretune list ops`)");
     if (optind + 1 < argc)
