@@ -460,6 +460,18 @@ def dictionaries():
                                   "objectives", "milliseconds", "miliseconds", "seconds",
                                   "InvalidConfig", "RuntimeFailedConfig",
                                   "CompilationFailedConfig"}) + JSON_TOKENS + ["}\n}", ",\n"],
+        "t1.dict": quoted({"General", "BenchmarkName", "ConfigurationSpace", "TuningParameters",
+                           "Name", "Type", "Values", "Default", "Conditions", "Expression",
+                           "Parameters", "KernelSpecification", "Language", "CUDA",
+                           "CompilerOptions", "KernelName", "KernelFile", "GlobalSizeType",
+                           "LocalSize", "GlobalSize", "GridDivX", "GridDivY", "GridDivZ", "X",
+                           "Y", "Z", "ProblemSize", "SharedMemory", "Arguments", "MemoryType",
+                           "Vector", "Scalar", "MemType", "Constant", "FillType", "Random",
+                           "Size", "FillValue", "Output", "int", "float", "string", "int32",
+                           "uint8", "double"}) + JSON_TOKENS + [
+            "//", "**", "<=", ">=", "==", "!=", " and ", " or ", "not ", " in ", " if ",
+            " else ", "min(", "max(", "range(", "list(", "len(", "abs(", "round(", "int(",
+            "float(", "True", "False", "ProblemSize[0]"],
         "report.dict": quoted(json_keys(report_doc(), set()) |
                               {"stacked", "lines", "holds", "does not hold", "measured", "s",
                                "%", "flaretune-report/1"}) + JSON_TOKENS,
@@ -539,6 +551,85 @@ def landscape_seeds():
     return seeds
 
 
+# ---- FAIR T1 input files ------------------------------------------------------------------------
+
+
+def t1_doc(**over):
+    """A small T1 file of every part the reader knows (tests/data/t1/saxpy_tiled.json's shape)."""
+    doc = {
+        "General": {"BenchmarkName": "fuzz", "OutputFormat": "JSON"},
+        "ConfigurationSpace": {
+            "TuningParameters": [
+                {"Name": "block_size_x", "Type": "int", "Values": "[32, 64, 128]", "Default": 64},
+                {"Name": "tile_size_x", "Type": "int", "Values": "list(range(1, 4))", "Default": 1},
+                {"Name": "mode", "Type": "string", "Values": ["a", "b"], "Default": "a"},
+                {"Name": "alpha", "Type": "float", "Values": [0.5, 2.0]},
+            ],
+            "Conditions": [
+                {"Expression": "32 <= block_size_x * tile_size_x <= 256",
+                 "Parameters": ["block_size_x", "tile_size_x"]},
+                {"Expression": "tile_size_x in [1, 2] or block_size_x != 128 if 1 else 0",
+                 "Parameters": ["tile_size_x", "block_size_x"]},
+            ],
+        },
+        "KernelSpecification": {
+            "Language": "CUDA", "CompilerOptions": ["-std=c++11"], "KernelName": "k",
+            "KernelFile": "k.cu", "GlobalSizeType": "CUDA",
+            "LocalSize": {"X": "block_size_x", "Y": "1", "Z": "1"},
+            "GlobalSize": {"X": "(ProblemSize[0] // block_size_x) // tile_size_x", "Y": "1", "Z": "1"},
+            "GridDivX": ["block_size_x", "tile_size_x"], "ProblemSize": [1000, 3],
+            "SharedMemory": 0,
+            "Arguments": [
+                {"Name": "y", "Type": "float", "MemoryType": "Vector", "FillType": "Constant",
+                 "Size": "ProblemSize[0]", "FillValue": 0.0, "Output": 1},
+                {"Name": "x", "Type": "uint8", "MemoryType": "Vector", "FillType": "Random",
+                 "Size": "ProblemSize[0] * max(tile_size_x)", "FillValue": 1.0},
+                {"Name": "c", "Type": "double", "MemoryType": "Vector", "MemType": "Constant",
+                 "FillType": "Random", "Size": 4},
+                {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 1000},
+            ],
+        },
+    }
+    for path, value in over.items():
+        node = doc
+        keys = path.split("/")
+        for k in keys[:-1]:
+            node = node[int(k)] if isinstance(node, list) else node[k]
+        last = keys[-1]
+        if value is None:
+            if isinstance(node, list):
+                del node[int(last)]
+            else:
+                node.pop(last, None)
+        elif isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return doc
+
+
+def t1_seeds():
+    cs = "ConfigurationSpace/TuningParameters"
+    ks = "KernelSpecification"
+    seeds = {
+        "seed-good.json": t1_doc(),
+        "seed-no-griddiv.json": t1_doc(**{ks + "/GridDivX": None}),
+        "seed-opencl-global.json": t1_doc(**{ks + "/GridDivX": None, ks + "/GlobalSizeType": "OpenCL"}),
+        "seed-bad-default.json": t1_doc(**{cs + "/0/Default": 128, cs + "/1/Default": 3}),
+        "seed-unknown-name.json": t1_doc(**{"ConfigurationSpace/Conditions/0/Expression": "bsx > 1"}),
+        "seed-division.json": t1_doc(**{ks + "/LocalSize/X": "block_size_x // (tile_size_x - 1)"}),
+        "seed-bad-size.json": t1_doc(**{ks + "/Arguments/0/Size": "ProblemSize[0] / 7"}),
+        "seed-no-args.json": t1_doc(**{ks + "/Arguments": []}),
+        "seed-bad-type.json": t1_doc(**{ks + "/Arguments/1/Type": "half"}),
+        "seed-values-expr.json": t1_doc(**{cs + "/0/Values": "[2 ** k for k in range(5)]"}),
+        "seed-hip.json": t1_doc(**{ks + "/Language": "HIP"}),
+    }
+    out = {k: (json.dumps(v, indent=1) + "\n").encode() for k, v in seeds.items()}
+    out["seed-expression.txt"] = b"32 <= a * 2 <= 1024 and L[-1] % 3 == 2 or max(L) // b\n"
+    out["seed-expression-calls.txt"] = b"min(range(3)) + len(ProblemSize) ** 2 if not b else abs(a)\n"
+    return out
+
+
 # ---- writing ---------------------------------------------------------------------------------
 
 
@@ -560,7 +651,7 @@ def main():
     a = ap.parse_args()
     for target, seeds in (("npy", npy_seeds()), ("profile", profile_seeds()),
                           ("eventlog", eventlog_seeds()), ("report", report_seeds()),
-                          ("landscape", landscape_seeds())):
+                          ("landscape", landscape_seeds()), ("t1", t1_seeds())):
         n = write(os.path.join(a.out, target), seeds)
         print("%s: %d seeds, %d bytes" % (target, len(seeds), n))
     for name, tokens in dictionaries().items():
