@@ -49,6 +49,12 @@
     .arch = "sm_80", .cc_major = 8, .cc_minor = 0, .max_threads_per_sm = 2048,                     \
     .max_blocks_per_sm = 32, .smem_per_sm = 164 * KIB, .smem_per_block_optin = 163 * KIB,          \
     FT_SM80_PLUS
+/* GA10x (compute capability 8.6): 100 KB shared memory per SM, 99 KB per block, 16 blocks and
+ * 1536 threads per SM. */
+#define FT_ARCH_SM86                                                                               \
+    .arch = "sm_86", .cc_major = 8, .cc_minor = 6, .max_threads_per_sm = 1536,                     \
+    .max_blocks_per_sm = 16, .smem_per_sm = 100 * KIB, .smem_per_block_optin = 99 * KIB,           \
+    FT_SM80_PLUS
 /* Ada: 100 KB shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM. */
 #define FT_ARCH_SM89                                                                               \
     .arch = "sm_89", .cc_major = 8, .cc_minor = 9, .max_threads_per_sm = 1536,                     \
@@ -116,6 +122,30 @@ static const ft_gpu_spec specs[] = {
      .model = "NVIDIA B200", FT_ARCH_SM100A, .sm_count = 148,
      .l2_bytes = 126 * MIB, .mem_bytes = (size_t)180e9, .mem_bw = 8e12, .bf16_flops = 2.25e15,
      FT_CLOCK(1980e6)},
+    /* A100 PCIe 40GB. NVIDIA A100 datasheet (PCIe column): 40 GB HBM2, 1,555 GB/s, BF16 Tensor
+     * Core 312 TFLOPS (624 with sparsity), FP32 19.5 TFLOPS. A100 whitepaper: the same GA100 of
+     * 108 SMs and 40 MB L2 as the SXM4 part, boost clock 1410 MHz. The device of the FAIR
+     * benchmark hub's A100 landscapes. */
+    {.name = "a100-pcie", .aliases = "a100-pcie-40gb a100-40gb",
+     .model = "NVIDIA A100-PCIE-40GB", FT_ARCH_SM80, .sm_count = 108,
+     .l2_bytes = 40 * MIB, .mem_bytes = (size_t)40e9, .mem_bw = 1555e9, .bf16_flops = 312e12,
+     FT_CLOCK(1410e6)},
+    /* RTX A4000. NVIDIA RTX A4000 datasheet: 6,144 CUDA cores (48 SMs of 128), 16 GB GDDR6,
+     * 448 GB/s, FP32 19.2 TFLOPS (a 1.56 GHz boost clock), Tensor 153.4 TFLOPS with sparsity
+     * (76.7 dense: 48 SMs x 4 tensor cores x 128 FMA x 2 x 1.56 GHz; the professional GA10x
+     * parts accumulate in fp32 at the full rate). NVIDIA Ampere GA102 whitepaper: GA104 has
+     * 4 MB of L2. */
+    {.name = "rtx-a4000", .aliases = "a4000 rtxa4000",
+     .model = "NVIDIA RTX A4000", FT_ARCH_SM86, .sm_count = 48,
+     .l2_bytes = 4 * MIB, .mem_bytes = (size_t)16e9, .mem_bw = 448e9, .bf16_flops = 76.7e12,
+     FT_CLOCK(1560e6)},
+    /* RTX A6000. NVIDIA RTX A6000 datasheet: 10,752 CUDA cores (84 SMs of 128), 48 GB GDDR6,
+     * 768 GB/s, FP32 38.7 TFLOPS (a 1.80 GHz boost clock), Tensor 309.7 TFLOPS with sparsity
+     * (154.8 dense). GA102 whitepaper: 6 MB of L2. */
+    {.name = "rtx-a6000", .aliases = "a6000 rtxa6000",
+     .model = "NVIDIA RTX A6000", FT_ARCH_SM86, .sm_count = 84,
+     .l2_bytes = 6 * MIB, .mem_bytes = (size_t)48e9, .mem_bw = 768e9, .bf16_flops = 154.8e12,
+     FT_CLOCK(1800e6)},
 };
 /* clang-format on */
 enum { NSPECS = sizeof specs / sizeof specs[0] };
