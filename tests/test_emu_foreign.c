@@ -154,7 +154,7 @@ static void test_extern_c(void) {
     for (int t = 0; t < 2; t++) {
         char tile[32];
         snprintf(tile, sizeof tile, "tile=%d", tiles[t]);
-        const char *defines[] = {"offset=0.25f", tile};
+        const char *defines[] = {"row_offset=0.25f", tile};
         const char *kernels[] = {"scale_rows"};
         ft_dev_source src = {FOREIGN "rows.cu", defines, 2, NULL, 0, kernels, 1, NULL, 0};
         ft_dev_module *m = NULL;

@@ -1,7 +1,7 @@
 // Each row scaled by its factor and shifted by a compile-time offset; `tile` elements per
 // thread. An extern "C" kernel whose constants come from a header beside it.
-#ifndef offset
-#define offset 0.0f
+#ifndef row_offset
+#define row_offset 0.0f
 #endif
 #ifndef tile
 #define tile 1
