@@ -9,7 +9,9 @@ default configuration compiles. Where nvdisasm is found, the SASS instruction mi
 and of every op's default configuration is checked (exact figures for the probe's one-line
 kernel); without it, the mix is null and says why. The tests of the NVRTC cache itself skip the
 mix (--no-sass: nvdisasm costs about 0.5 s a CUBIN). Without the toolkit (--cuda 0) the command says so in one line
-and exits 3. Python standard library only; needs no GPU.
+and exits 3. Kernel files not written for flaretune (tests/data/foreign/) are found from the
+working directory and reported by the names their source writes. Python standard library only;
+needs no GPU.
 
 usage: test_compile.py --flaretune PATH --cuda 0|1
 """
@@ -219,6 +221,40 @@ def test_probe(tmp):
                        env=env)
     check(rc == 1 and "error" in err and "probe.cu" in err and "-DBREAK" in err,
           f"compile error: exit {rc}, stderr {err!r}")
+
+
+def test_source_as_written(tmp):
+    """--source FILE from the working directory (a file not written for flaretune, beside a
+    header of the same name as nothing in the kernel tree), C++ kernels by their written names
+    in the table, the JSON and --kernel."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    work = os.path.join(tmp, "foreign")
+    os.makedirs(work, exist_ok=True)
+    for name in ("stencil.cu", "rows.cu", "rows.h"):
+        shutil.copy(os.path.join(here, "data", "foreign", name), work)
+    env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        rc, out, err = run("compile", "--source", "stencil.cu", "--arch", "sm_80", "--json",
+                           "--no-sass", env=env)
+        check(rc == 0, f"stencil.cu from the working directory: exit {rc} ({err.strip()})")
+        names = sorted(kernels_of(json.loads(out))) if rc == 0 else []
+        check(names == ["dot4", "stencil"], f"written names, not mangled ones: {names}")
+        rc, out, err = run("compile", "--source", "stencil.cu", "--arch", "sm_80", "--kernel",
+                           "stencil:128", "--define", "block_size_x=32", env=env)
+        check(rc == 0 and re.search(r"^  stencil +\d+ ", out, re.M) and "_Z" not in out,
+              f"--kernel stencil by its written name:\n{out}{err}")
+        rc, out, err = run("compile", "--source", "rows.cu", "--arch", "sm_86", "--define",
+                           "tile=2", "--json", "--no-sass", env=env)
+        check(rc == 0 and list(kernels_of(json.loads(out))) == ["scale_rows"],
+              f"rows.cu with its header beside it: exit {rc} ({err.strip()})")
+    finally:
+        os.chdir(cwd)
+    # An absolute path too.
+    rc, out, err = run("compile", "--source", os.path.join(work, "stencil.cu"), "--arch",
+                       "sm_80", "--kernel", "dot4:64", "--no-sass", env=env)
+    check(rc == 0 and re.search(r"^  dot4 +\d+ ", out, re.M), f"absolute path:\n{out}{err}")
 
 
 def test_probe_sass(base, doc, env, tmp):
@@ -453,6 +489,7 @@ def main():
     if a.cuda:
         with tempfile.TemporaryDirectory() as tmp:
             test_probe(tmp)
+            test_source_as_written(tmp)
             test_ops(ops, tmp)
             test_keep(tmp)
             test_all_configs_summary(tmp)

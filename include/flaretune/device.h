@@ -11,7 +11,8 @@
  * tunables are -D macros. A module is one source compiled with one set of macros; modules are
  * cached on disk, keyed by a hash of the source (with its includes), the options, the target
  * and the compiler's version, in $FLARETUNE_CACHE_DIR (default ~/.cache/flaretune), written
- * atomically so concurrent processes can share the cache.
+ * atomically so concurrent processes can share the cache. Kernel files written for other tools
+ * (no ft_cuda.h, C++ kernels, __constant__ tables) compile as written with ft_dev_compile_file.
  */
 #ifndef FLARETUNE_DEVICE_H
 #define FLARETUNE_DEVICE_H
@@ -81,6 +82,37 @@ ft_status ft_dev_compile(ft_dev *d, const char *source, const char *const *defin
  * pool does, kernels/cuda/prefetch.h); *cached (may be NULL) is 1 when the cache had it. */
 ft_status ft_dev_prepare(ft_dev *d, const char *source, const char *const *defines, int ndefines,
                          int *cached, ft_err *err);
+/* A kernel file not written for flaretune (Kernel Tuner's, a benchmark's), compiled as written:
+ * no ft_cuda.h, C++ or extern "C" kernels, __constant__ arrays the host fills. */
+typedef struct ft_dev_source {
+    const char *path; /* the file, absolute or relative to the working directory; its folder is
+                         on the include path */
+    const char *const *defines; /* "NAME=VALUE" or "NAME" */
+    int ndefines;
+    /* The file's compiler options ("-std=c++11", "-DX", "-Idir"): NVRTC gets them all; the
+     * emulator honours -D and -I only (it compiles C++17 with the host compiler: the others name
+     * NVRTC's choices, not the host's) and ignores the rest. */
+    const char *const *options;
+    int noptions;
+    const char *const *kernels; /* the kernels to launch, by the names written in the source */
+    int nkernels;
+    const char *const *symbols; /* __constant__ / __device__ variables the host writes */
+    int nsymbols;
+} ft_dev_source;
+
+/* Compile a kernel file as written. The module is cached like ft_dev_compile's, keyed by the
+ * file, the headers it includes with quotes, the defines, the options, the kernels and the
+ * symbols. ft_dev_launch and ft_dev_kernel_info then take the kernels' names as written (a C++
+ * kernel "convolution_kernel", not its mangled name). A missing file, a kernel or symbol the file
+ * does not have, or a compile error is one line naming it. */
+ft_status ft_dev_compile_file(ft_dev *d, const ft_dev_source *src, ft_dev_module **out,
+                              ft_err *err);
+/* Copy `bytes` from host memory into the module's variable `symbol` (one of src->symbols), as
+ * cudaMemcpyToSymbol does. FT_EINVAL naming the symbol when the module has no such symbol or it
+ * is smaller than `bytes`. */
+ft_status ft_dev_symbol_write(ft_dev *d, ft_dev_module *m, const char *symbol, const void *host,
+                              size_t bytes, ft_err *err);
+
 /* Resource usage of one kernel of a module (from ptxas on the GPU: -Xptxas=-v; the emulator
  * reports static shared memory only and 0 registers). */
 typedef struct ft_kernel_info {

@@ -144,3 +144,38 @@ ft_status ft_dev_launch(ft_dev *d, ft_dev_module *m, const char *kernel, ft_dim3
                           kernel);
     return d->ops->launch(d, m, kernel, grid, block, smem, args, err);
 }
+
+/* A list of n strings (`what` for the message), none NULL or empty. */
+static ft_status list_args(const char *what, const char *const *v, int n, ft_err *err) {
+    if (n < 0 || (n > 0 && !v))
+        return ft_err_set(err, FT_EINVAL, "ft_dev_compile_file: %d %s but no array", n, what);
+    for (int i = 0; i < n; i++)
+        if (!v[i] || !*v[i])
+            return ft_err_set(err, FT_EINVAL, "ft_dev_compile_file: %s %d is empty", what, i);
+    return FT_OK;
+}
+
+ft_status ft_dev_compile_file(ft_dev *d, const ft_dev_source *src, ft_dev_module **out,
+                              ft_err *err) {
+    if (!out) return ft_err_set(err, FT_EINVAL, "ft_dev_compile_file: no place for the module");
+    *out = NULL;
+    if (!d || !src || !src->path || !*src->path)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_compile_file: no device or no file");
+    ft_status st = list_args("defines", src->defines, src->ndefines, err);
+    if (!st) st = list_args("options", src->options, src->noptions, err);
+    if (!st) st = list_args("kernels", src->kernels, src->nkernels, err);
+    if (!st) st = list_args("symbols", src->symbols, src->nsymbols, err);
+    if (st) return st;
+    return d->ops->compile_file(d, src, out, err);
+}
+
+ft_status ft_dev_symbol_write(ft_dev *d, ft_dev_module *m, const char *symbol, const void *host,
+                              size_t bytes, ft_err *err) {
+    if (!d || !m || !symbol || (!host && bytes))
+        return ft_err_set(err, FT_EINVAL, "ft_dev_symbol_write: no device, module, symbol or data");
+    if (m->dev != d)
+        return ft_err_set(err, FT_EINVAL,
+                          "ft_dev_symbol_write: the module of '%s' belongs to another device",
+                          symbol);
+    return d->ops->symbol_write(d, m, symbol, host, bytes, err);
+}

@@ -95,12 +95,10 @@ static ft_status cu_sync(ft_dev *d, ft_err *err) {
     return e == cudaSuccess ? FT_OK : fail(err, e, "kernel execution");
 }
 
-static ft_status cu_compile(ft_dev *dev, const char *source, const char *const *defines,
-                            int ndefines, ft_dev_module **out, ft_err *err) {
-    cuda_dev *d = cuda_of(dev);
-    ft_nvrtc_result res;
-    ft_status s = ft_nvrtc_compile(source, defines, ndefines, d->base.props.arch, &res, err);
-    if (s) return s;
+/* Load a compiled module (or find it loaded already); res is taken over either way. */
+static ft_status load_result(cuda_dev *d, ft_nvrtc_result res, const char *source,
+                             ft_dev_module **out, ft_err *err) {
+    ft_dev *dev = &d->base;
     pthread_mutex_lock(&d->lock);
     for (cuda_module *m = d->modules; m; m = m->next)
         if (strcmp(m->key, res.key) == 0) {
@@ -136,6 +134,42 @@ static ft_status cu_compile(ft_dev *dev, const char *source, const char *const *
     return FT_OK;
 }
 
+static ft_status cu_compile(ft_dev *dev, const char *source, const char *const *defines,
+                            int ndefines, ft_dev_module **out, ft_err *err) {
+    cuda_dev *d = cuda_of(dev);
+    ft_nvrtc_result res;
+    ft_status s = ft_nvrtc_compile(source, defines, ndefines, d->base.props.arch, &res, err);
+    if (s) return s;
+    return load_result(d, res, source, out, err);
+}
+
+/* A file as written: its kernels and symbols are NVRTC name expressions ("convolution_kernel",
+ * "&d_filter"), so C++ names resolve to their mangled ones. */
+static ft_status cu_compile_file(ft_dev *dev, const ft_dev_source *src, ft_dev_module **out,
+                                 ft_err *err) {
+    cuda_dev *d = cuda_of(dev);
+    int n = src->nkernels + src->nsymbols;
+    if (n > FT_NVRTC_MAX_NAMES)
+        return ft_err_set(err, FT_EINVAL, "%s: %d kernels and symbols, at most %d", src->path, n,
+                          FT_NVRTC_MAX_NAMES);
+    char exprs[FT_NVRTC_MAX_NAMES][128];
+    const char *names[FT_NVRTC_MAX_NAMES];
+    for (int i = 0; i < n; i++) {
+        const char *nm = i < src->nkernels ? src->kernels[i] : src->symbols[i - src->nkernels];
+        if ((size_t)snprintf(exprs[i], sizeof exprs[i], "%s%s", i < src->nkernels ? "" : "&",
+                             nm) >= sizeof exprs[i])
+            return ft_err_set(err, FT_EINVAL, "%s: the name '%s' is too long", src->path, nm);
+        names[i] = exprs[i];
+    }
+    ft_nvrtc_file f = {src->path, src->defines, src->ndefines, src->options, src->noptions,
+                       names, n};
+    ft_nvrtc_result res;
+    ft_status s = ft_nvrtc_compile_file(&f, d->base.props.arch, &res, err);
+    if (s) return s;
+    const char *base = strrchr(src->path, '/') ? strrchr(src->path, '/') + 1 : src->path;
+    return load_result(d, res, base, out, err);
+}
+
 /* Into NVRTC's disk cache only: the CUBIN is read back by cu_compile when the module is needed.
  * NVRTC runs on the calling thread, without the device's lock. */
 static ft_status cu_prepare(ft_dev *dev, const char *source, const char *const *defines,
@@ -156,7 +190,8 @@ static ft_status find_kernel(cuda_module *m, const char *name, cuda_kernel **out
         }
     cuda_kernel *k = calloc(1, sizeof *k);
     if (!k) return ft_err_set(err, FT_ENOMEM, "out of memory");
-    cudaError_t e = cudaLibraryGetKernel(&k->k, m->lib, name);
+    const char *low = ft_nvrtc_lowered(&m->res, name); /* a file's kernel, by its written name */
+    cudaError_t e = cudaLibraryGetKernel(&k->k, m->lib, low ? low : name);
     if (e != cudaSuccess) {
         free(k);
         return ft_err_set(err, FT_EINVAL, "module %s has no kernel '%s' (%s)", m->source, name,
@@ -185,6 +220,34 @@ static ft_status cu_kernel_info(ft_dev_module *mod, const char *kernel, ft_kerne
         if (!info->regs) info->regs = a.numRegs;
     }
     return FT_OK;
+}
+
+static ft_status cu_symbol_write(ft_dev *dev, ft_dev_module *mod, const char *symbol,
+                                 const void *host, size_t bytes, ft_err *err) {
+    cuda_dev *d = cuda_of(dev);
+    cuda_module *m = (cuda_module *)mod;
+    char expr[160];
+    snprintf(expr, sizeof expr, "&%s", symbol);
+    const char *low = ft_nvrtc_lowered(&m->res, expr);
+    if (!low)
+        return ft_err_set(err, FT_EINVAL,
+                          "%s has no symbol '%s' the host may write (name it in "
+                          "ft_dev_source.symbols)",
+                          m->source, symbol);
+    void *dptr = NULL;
+    size_t size = 0;
+    cudaError_t e = cudaLibraryGetGlobal(&dptr, &size, m->lib, low);
+    if (e != cudaSuccess)
+        return ft_err_set(err, FT_EINVAL, "%s: symbol '%s' (%s): %s", m->source, symbol, low,
+                          cudaGetErrorString(e));
+    if (bytes > size)
+        return ft_err_set(err, FT_EINVAL, "symbol '%s' of %s has %zu bytes, %zu were to be written",
+                          symbol, m->source, size, bytes);
+    /* In stream order with the launches, complete when this returns (host memory is the
+     * caller's again). */
+    e = cudaMemcpyAsync(dptr, host, bytes, cudaMemcpyHostToDevice, d->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+    return e == cudaSuccess ? FT_OK : fail(err, e, "copy to a symbol");
 }
 
 static ft_status cu_launch(ft_dev *dev, ft_dev_module *mod, const char *kernel, ft_dim3 grid,
@@ -244,6 +307,8 @@ static const ft_dev_ops cuda_ops = {.close = cu_close,
                                     .sync = cu_sync,
                                     .compile = cu_compile,
                                     .prepare = cu_prepare,
+                                    .compile_file = cu_compile_file,
+                                    .symbol_write = cu_symbol_write,
                                     .kernel_info = cu_kernel_info,
                                     .launch = cu_launch};
 

@@ -14,6 +14,12 @@
  * by name in the module's registry (FT_KERNEL_EXPORT) and run by the scheduler of emu/emu.c.
  * The compiler runs without the device's lock, so a compile pool (prefetch.h) builds modules
  * on several threads (ft_dev_prepare) while kernels run; loads and the module list take it.
+ *
+ * A file not written for flaretune (ft_dev_compile_file) is compiled through a small generated
+ * translation unit, <cache>/emu/<key>.cu: the dialect (emu/ft_emu.h), the file's defines as
+ * #define lines, `#include "<the file>"`, then a registration per kernel and per symbol the host
+ * writes (their addresses and sizes: the module's names are hidden and C++ names mangled, so
+ * dlsym could not find them). A compile error on a registration's line is a name the file lacks.
  */
 #define _GNU_SOURCE
 #include "device_emu.h"
@@ -52,6 +58,8 @@ typedef struct emu_module {
     void *handle;
     int nkernels;
     const ft_emu_kernel *kernels;
+    int nsymbols; /* the variables the host writes (ft_dev_compile_file's symbols) */
+    const ft_emu_symbol *symbols;
     size_t tls_modid, tls_size;
     int *live;           /* a profile module's switch for its access hooks; NULL otherwise */
     uintptr_t load_addr; /* where it is loaded (its sites are reported relative to it) */
@@ -156,8 +164,9 @@ static ft_status module_load(emu_module *m, const char *path, ft_err *err) {
                        "2^%u",
                        m->source, info->abi, info->stack_log2, FT_EMU_ABI_VERSION,
                        FT_EMU_STACK_LOG2);
-    else if (info->nkernels < 0)
-        s = ft_err_set(err, FT_EINVAL, "emulator: %s exports more kernels than the emulator holds",
+    else if (info->nkernels < 0 || info->nsymbols < 0)
+        s = ft_err_set(err, FT_EINVAL,
+                       "emulator: %s exports more kernels or symbols than the emulator holds",
                        m->source);
     if (s != FT_OK) {
         dlclose(m->handle);
@@ -166,6 +175,8 @@ static ft_status module_load(emu_module *m, const char *path, ft_err *err) {
     }
     m->nkernels = info->nkernels;
     m->kernels = info->kernels;
+    m->nsymbols = info->nsymbols;
+    m->symbols = info->symbols;
     m->live = dlsym(m->handle, "ft_emu_profile_live");
     struct link_map *lm = NULL;
     m->load_addr = dlinfo(m->handle, RTLD_DI_LINKMAP, &lm) == 0 && lm ? (uintptr_t)lm->l_addr : 0;
@@ -197,7 +208,7 @@ static const char *cxx_version(emu_dev *d) {
     return d->cxx_version ? d->cxx_version : "";
 }
 
-enum { MAX_ARGS = 80 };
+enum { MAX_ARGS = 128 };
 
 enum { ARG_LEN = PATH_CAP + 32 }; /* a path and the option or subfolder around it */
 
@@ -213,29 +224,146 @@ typedef struct emu_build {
     uint64_t salt;            /* from the key, for temporary names */
     char key[33];
     char so[PATH_CAP + 64]; /* the module in the cache */
+    /* A file not written for flaretune (ft_dev_compile_file): the generated translation unit
+     * that includes it and registers its kernels and symbols, and where in it each is named
+     * (a compile error there means the file has no such kernel or symbol). */
+    const ft_dev_source *fs;
+    char *wtext;
+    char wrapper[PATH_CAP + 64];
+    int reg_line; /* the line of the first registration: kernels, then symbols, one a line */
+    int err_index; /* the kernel or symbol a compile error names (wrapper_name_at) */
 } emu_build;
 
 static void build_free(emu_build *b) {
     free(b->store);
+    free(b->wtext);
     b->store = NULL;
+    b->wtext = NULL;
+}
+
+/* A name the generated translation unit may spell: a C++ name (with :: and a kernel's template
+ * arguments, e.g. "ns::kernel<float, 4>"), nothing that could end the line or the string. */
+static int cxx_name_ok(const char *n, int templates) {
+    if (!n[0] || !(isalpha((unsigned char)n[0]) || n[0] == '_' || n[0] == ':')) return 0;
+    for (const char *c = n; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != ':' &&
+            !(templates && strchr("<>, *&", *c)))
+            return 0;
+    return strlen(n) < 200;
+}
+
+/* "#define NAME VALUE" for "NAME=VALUE" (or "NAME 1" for "NAME"), at t + n. */
+static size_t define_line(char *t, size_t cap, const char *d) {
+    const char *eq = strchr(d, '=');
+    return eq ? (size_t)snprintf(t, cap, "#define %.*s %s\n", (int)(eq - d), d, eq + 1)
+              : (size_t)snprintf(t, cap, "#define %s 1\n", d);
+}
+
+/* The translation unit of a file as written: the dialect, the file's defines (after the
+ * dialect, so a tunable named like one of its identifiers, "offset", cannot break it), the
+ * file, then one registration a line (kernels, then symbols). */
+static ft_status wrapper_text(emu_build *b, ft_err *err) {
+    const ft_dev_source *fs = b->fs;
+    for (const char *c = b->path; *c; c++)
+        if (*c == '"' || *c == '\\' || *c == '\n')
+            return ft_err_set(err, FT_EINVAL, "emulator: the path %s has a quote, backslash or "
+                              "newline", b->path);
+    for (int i = 0; i < fs->ndefines + fs->noptions; i++) {
+        const char *o = i < fs->ndefines ? fs->defines[i] : fs->options[i - fs->ndefines];
+        if (strpbrk(o, "\r\n"))
+            return ft_err_set(err, FT_EINVAL, "emulator: a define or option of %s has a newline",
+                              b->name);
+    }
+    for (int i = 0; i < fs->nkernels; i++)
+        if (!cxx_name_ok(fs->kernels[i], 1))
+            return ft_err_set(err, FT_EINVAL, "emulator: kernel '%s' of %s is not a C++ name",
+                              fs->kernels[i], b->name);
+    for (int i = 0; i < fs->nsymbols; i++)
+        if (!cxx_name_ok(fs->symbols[i], 0))
+            return ft_err_set(err, FT_EINVAL, "emulator: symbol '%s' of %s is not a C++ name",
+                              fs->symbols[i], b->name);
+    size_t cap = 512 + strlen(b->path);
+    for (int i = 0; i < fs->ndefines; i++)
+        cap += 16 + strlen(fs->defines[i]);
+    for (int i = 0; i < fs->noptions; i++)
+        cap += 16 + strlen(fs->options[i]);
+    for (int i = 0; i < fs->nkernels; i++)
+        cap += 128 + 3 * strlen(fs->kernels[i]);
+    for (int i = 0; i < fs->nsymbols; i++)
+        cap += 128 + 3 * strlen(fs->symbols[i]);
+    char *t = malloc(cap);
+    if (!t) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
+    size_t n = 0;
+    n += (size_t)snprintf(t + n, cap - n,
+                          "/* %s as written, for the emulator: its kernels and the variables the "
+                          "host writes registered by name. */\n"
+                          "#include \"emu/ft_emu.h\"\n",
+                          b->name);
+    int lines = 2;
+    for (int i = 0; i < fs->noptions; i++) {
+        const char *o = fs->options[i];
+        const char *def = strncmp(o, "-D", 2) == 0 && o[2]                ? o + 2
+                          : strncmp(o, "--define-macro=", 15) == 0 && o[15] ? o + 15
+                                                                            : NULL;
+        if (def) n += define_line(t + n, cap - n, def), lines++;
+    }
+    for (int i = 0; i < fs->ndefines; i++)
+        n += define_line(t + n, cap - n, fs->defines[i]), lines++;
+    n += (size_t)snprintf(t + n, cap - n, "#include \"%s\"\n", b->path);
+    b->reg_line = lines + 2;
+    for (int i = 0; i < fs->nkernels; i++)
+        n += (size_t)snprintf(t + n, cap - n,
+                              "static const ::ft_emu::kernel_registration ft_emu_foreign_k%d(\"%s\", "
+                              "&::ft_emu::invoke<&%s>);\n",
+                              i, fs->kernels[i], fs->kernels[i]);
+    for (int i = 0; i < fs->nsymbols; i++)
+        n += (size_t)snprintf(t + n, cap - n,
+                              "static const ::ft_emu::symbol_registration ft_emu_foreign_s%d(\"%s\", "
+                              "(void *)&%s, sizeof(%s));\n",
+                              i, fs->symbols[i], fs->symbols[i], fs->symbols[i]);
+    b->wtext = t;
+    return FT_OK;
+}
+
+/* An option of a file (ft_dev_source.options) the emulator honours: -D and -I (the others are
+ * NVRTC's: the language standard, fast math, ...). Returns the -D/-I argument, or NULL. */
+static const char *option_kept(const char *o, char *out, size_t n) {
+    if (strncmp(o, "-D", 2) == 0 && o[2]) return snprintf(out, n, "-D%s", o + 2), out;
+    if (strncmp(o, "--define-macro=", 15) == 0) return snprintf(out, n, "-D%s", o + 15), out;
+    if (strncmp(o, "-I", 2) == 0 && o[2]) return snprintf(out, n, "-I%s", o + 2), out;
+    if (strncmp(o, "--include-path=", 15) == 0) return snprintf(out, n, "-I%s", o + 15), out;
+    return NULL;
 }
 
 /* The command line and the key of a module (b is freed with build_free, also on failure). */
 static ft_status build_plan(emu_dev *d, const char *source, const char *const *defines,
-                            int ndefines, emu_build *b, ft_err *err) {
+                            int ndefines, const ft_dev_source *fs, emu_build *b, ft_err *err) {
     memset(b, 0, sizeof *b);
+    b->fs = fs;
     if (!d->cxx[0])
         return ft_err_set(err, FT_EUNSUPPORTED,
                           "emulator: no C++ compiler (none was found when flaretune was "
                           "configured; set FLARETUNE_EMU_CXX)");
-    if (ndefines > MAX_ARGS - 24)
-        return ft_err_set(err, FT_EINVAL, "emulator: %d defines, at most %d", ndefines,
-                          MAX_ARGS - 24);
+    int nopts = fs ? fs->noptions : 0;
+    if (ndefines + nopts > MAX_ARGS - 24)
+        return ft_err_set(err, FT_EINVAL, "emulator: %d defines and options, at most %d",
+                          ndefines + nopts, MAX_ARGS - 24);
     char dir[PATH_CAP];
-    int plen = source[0] == '/' ? snprintf(b->path, sizeof b->path, "%s", source)
-                                : snprintf(b->path, sizeof b->path, "%s/%s", d->kernel_dir, source);
-    if (plen < 0 || (size_t)plen >= sizeof b->path)
-        return ft_err_set(err, FT_EINVAL, "emulator: the path of %s is too long", source);
+    if (fs) {
+        /* The file as the user names it: absolute, or from the working directory. */
+        char real[PATH_MAX];
+        if (!realpath(fs->path, real))
+            return ft_err_set(err, FT_EIO, "emulator: cannot read kernel file %s: %s", fs->path,
+                              strerror(errno));
+        if ((size_t)snprintf(b->path, sizeof b->path, "%s", real) >= sizeof b->path)
+            return ft_err_set(err, FT_EINVAL, "emulator: the path of %s is too long", fs->path);
+    } else {
+        int plen = source[0] == '/'
+                       ? snprintf(b->path, sizeof b->path, "%s", source)
+                       : snprintf(b->path, sizeof b->path, "%s/%s", d->kernel_dir, source);
+        if (plen < 0 || (size_t)plen >= sizeof b->path)
+            return ft_err_set(err, FT_EINVAL, "emulator: the path of %s is too long", source);
+    }
     ft_kc_dir_of(b->path, dir, sizeof dir);
     b->name = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
 
@@ -254,6 +382,13 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
     if (ft_kc_read_file(b->path, &text, &len) != 0)
         return ft_err_set(err, FT_EIO, "emulator: cannot read kernel source %s: %s", b->path,
                           strerror(errno));
+    if (fs) {
+        ft_status ws = wrapper_text(b, err);
+        if (ws) {
+            free(text);
+            return ws;
+        }
+    }
 
     /* The command line. */
     char(*store)[ARG_LEN] = b->store;
@@ -299,15 +434,24 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
         ARG("-fno-omit-frame-pointer");
     }
 #endif
-    for (int i = 0; i < ndefines; i++)
+    for (int i = 0; i < ndefines && !fs; i++) /* a file's are in its wrapper */
         ARG("-D%s", defines[i]);
+    int nincs = 2; /* the include folders ft_kc_hash_includes searches: the two above, -I's */
+    for (int i = 0; i < nopts; i++) {
+        char kept[ARG_LEN];
+        if (!option_kept(fs->options[i], kept, sizeof kept) || kept[1] == 'D')
+            continue; /* NVRTC's alone, or a define (in the wrapper) */
+        if (kept[1] == 'I') nincs++;
+        ARG("%s", kept);
+    }
     int nhashed = argc;
     ARG("-o");
     b->out_arg = argc;
     ARG("(set below)");
     ARG("-x");
     ARG("c++");
-    ARG("%s", b->path);
+    ARG("%s", fs ? "(the wrapper, set below)" : b->path);
+    int src_arg = argc - 1;
     if (d->profile) {
         ARG("-lstdc++");
         ARG("-lm");
@@ -329,22 +473,52 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
         ft_kc_hash_str(&h, argv[i]);
     ft_kc_hash_str(&h, b->path);
     ft_kc_hash_bytes(&h, text, len);
-    const char *incs[2] = {store[inc] + 2, store[inc + 1] + 2};
+    const char *incs[MAX_ARGS];
+    incs[0] = store[inc] + 2;
+    incs[1] = store[inc + 1] + 2;
+    for (int i = inc + 2, k = 2; i < nhashed && k < nincs; i++)
+        if (strncmp(store[i], "-I", 2) == 0 && i != inc + 2) incs[k++] = store[i] + 2;
     ft_kc_seen *seen = calloc(1, sizeof *seen);
     if (!seen) {
         free(text);
         return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
     }
-    ft_kc_hash_includes(&h, text, dir, incs, 2, seen, 0);
+    ft_kc_hash_includes(&h, text, dir, incs, nincs, seen, 0);
+    if (fs) { /* the generated unit and the dialect it includes */
+        ft_kc_hash_str(&h, "as written");
+        ft_kc_hash_str(&h, b->wtext);
+        ft_kc_hash_includes(&h, b->wtext, incs[0], incs, 0, seen, 0);
+    }
     free(seen);
     free(text);
     snprintf(b->key, sizeof b->key, "%016llx%016llx", (unsigned long long)h.a,
              (unsigned long long)h.b);
     b->salt = h.b;
-    if ((size_t)snprintf(b->so, sizeof b->so, "%s/%s.so", d->cache_dir, b->key) >= sizeof b->so)
+    if ((size_t)snprintf(b->so, sizeof b->so, "%s/%s.so", d->cache_dir, b->key) >= sizeof b->so ||
+        (size_t)snprintf(b->wrapper, sizeof b->wrapper, "%s/%s.cu", d->cache_dir, b->key) >=
+            sizeof b->wrapper)
+        return ft_err_set(err, FT_EINVAL, "emulator: the cache directory %s is too long",
+                          d->cache_dir);
+    if (fs && (size_t)snprintf(store[src_arg], ARG_LEN, "%.*s", (int)ARG_LEN - 1, b->wrapper) >=
+                  ARG_LEN)
         return ft_err_set(err, FT_EINVAL, "emulator: the cache directory %s is too long",
                           d->cache_dir);
     return FT_OK;
+}
+
+/* A compile error in the generated unit (its first error line names it: "<key>.cu:LINE:") is a
+ * kernel or symbol the file does not have: "kernel" or "symbol", with b->err_index set; NULL for
+ * an error anywhere else. */
+static const char *wrapper_name_at(emu_build *b, const char *line) {
+    char at[64];
+    snprintf(at, sizeof at, "%s.cu:", b->key);
+    const char *p = strstr(line, at);
+    if (!p) return NULL;
+    int ln = atoi(p + strlen(at)) - b->reg_line;
+    if (ln >= 0 && ln < b->fs->nkernels) return b->err_index = ln, "kernel";
+    ln -= b->fs->nkernels;
+    if (ln >= 0 && ln < b->fs->nsymbols) return b->err_index = ln, "symbol";
+    return NULL;
 }
 
 /* Build b's module into the cache unless it is there already (force: build it again, over a
@@ -371,6 +545,9 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
             sizeof tmp ||
         (size_t)snprintf(b->store[b->out_arg], ARG_LEN, "%s", tmp) >= ARG_LEN)
         return ft_err_set(err, FT_EINVAL, "emulator: the cache path %s is too long", b->so);
+    if (b->fs && ft_kc_write_atomic(b->wrapper, b->wtext, strlen(b->wtext)) != 0)
+        return ft_err_set(err, FT_EIO, "emulator: cannot write %s: %s", b->wrapper,
+                          strerror(errno));
     char *log = NULL;
     int rc = ft_kc_run(b->argv, NULL, 65536, &log, NULL);
     if (rc != 0) {
@@ -383,7 +560,16 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
         } else {
             char line[400];
             ft_kc_first_error(log, line, sizeof line);
-            s = ft_err_set(err, FT_EINVAL, "compiling %s with %s: %s", b->name, b->dlist, line);
+            const char *missing = b->fs ? wrapper_name_at(b, line) : NULL;
+            if (missing)
+                s = ft_err_set(err, FT_EINVAL, "%s (with %s) has no %s '%s' (the compiler: %s)",
+                               b->name, b->dlist, missing,
+                               missing[0] == 'k' ? b->fs->kernels[b->err_index]
+                                                 : b->fs->symbols[b->err_index],
+                               strchr(line, ' ') ? strchr(line, ' ') + 1 : line);
+            else
+                s = ft_err_set(err, FT_EINVAL, "compiling %s with %s: %s", b->name, b->dlist,
+                               line);
         }
         free(log);
         return s;
@@ -454,7 +640,7 @@ static ft_status emu_compile(ft_dev *dev, const char *source, const char *const 
                              int ndefines, ft_dev_module **out, ft_err *err) {
     emu_dev *d = emu_of(dev);
     emu_build b;
-    ft_status s = build_plan(d, source, defines, ndefines, &b, err);
+    ft_status s = build_plan(d, source, defines, ndefines, NULL, &b, err);
     emu_module *m = NULL;
     if (s == FT_OK) {
         pthread_mutex_lock(&d->lock);
@@ -474,11 +660,53 @@ static ft_status emu_prepare(ft_dev *dev, const char *source, const char *const 
     emu_dev *d = emu_of(dev);
     emu_build b;
     int built = 0;
-    ft_status s = build_plan(d, source, defines, ndefines, &b, err);
+    ft_status s = build_plan(d, source, defines, ndefines, NULL, &b, err);
     if (s == FT_OK) s = build_run(d, &b, 0, &built, err);
     build_free(&b);
     if (s == FT_OK) *cached = !built;
     return s;
+}
+
+/* A file as written: its own translation unit registers the kernels and symbols it names. */
+static ft_status emu_compile_file(ft_dev *dev, const ft_dev_source *src, ft_dev_module **out,
+                                  ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    emu_build b;
+    ft_status s = build_plan(d, src->path, src->defines, src->ndefines, src, &b, err);
+    emu_module *m = NULL;
+    if (s == FT_OK) {
+        pthread_mutex_lock(&d->lock);
+        m = find_loaded(d, b.key);
+        if (m) atomic_fetch_add(&d->memory_hits, 1);
+        pthread_mutex_unlock(&d->lock);
+        if (!m) s = load_built(dev, &b, &m, err);
+    }
+    build_free(&b);
+    if (s == FT_OK) *out = &m->base;
+    return s;
+}
+
+/* Device memory is host memory: the variable is written in place (under the device's lock, so
+ * never while a launch runs). */
+static ft_status emu_symbol_write(ft_dev *dev, ft_dev_module *mod, const char *symbol,
+                                  const void *host, size_t bytes, ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    emu_module *m = (emu_module *)mod;
+    for (int i = 0; i < m->nsymbols; i++) {
+        const ft_emu_symbol *y = &m->symbols[i];
+        if (strcmp(y->name, symbol) != 0) continue;
+        if (bytes > y->bytes)
+            return ft_err_set(err, FT_EINVAL,
+                              "symbol '%s' of %s has %zu bytes, %zu were to be written", symbol,
+                              m->source, y->bytes, bytes);
+        pthread_mutex_lock(&d->lock);
+        memcpy(y->addr, host, bytes);
+        pthread_mutex_unlock(&d->lock);
+        return FT_OK;
+    }
+    return ft_err_set(err, FT_EINVAL,
+                      "%s has no symbol '%s' the host may write (name it in ft_dev_source.symbols)",
+                      m->source, symbol);
 }
 
 static const ft_emu_kernel *find_kernel(const emu_module *m, const char *kernel, ft_err *err) {
@@ -523,7 +751,7 @@ static int record_add(emu_dev *d, const emu_module *m, ft_dev_emu_launch_record 
 
 static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *kernel,
                                    ft_dim3 grid, ft_dim3 block, size_t smem, void **args,
-                                   ft_err *err) {
+                                   const ft_dim3 *only, int nonly, ft_err *err) {
     emu_dev *d = emu_of(dev);
     emu_module *m = (emu_module *)mod;
     const ft_emu_kernel *k = find_kernel(m, kernel, err);
@@ -550,8 +778,19 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
                           "launch of '%s': %zu bytes of dynamic and %zu of static shared memory "
                           "exceed the %zu a block may have",
                           kernel, smem, m->tls_size, p->smem_per_block_optin);
+    for (int i = 0; only && i < nonly; i++)
+        if (only[i].x >= grid.x || only[i].y >= grid.y || only[i].z >= grid.z)
+            return ft_err_set(err, FT_EINVAL,
+                              "launch of '%s': sampled block (%u,%u,%u) is outside the grid "
+                              "(%u,%u,%u)",
+                              kernel, only[i].x, only[i].y, only[i].z, grid.x, grid.y, grid.z);
     ft_emu_launch l;
     memset(&l, 0, sizeof l);
+    if (only) {
+        _Static_assert(sizeof(ft_dim3) == sizeof(ft_emu_uint3), "ft_dim3 is CUDA's uint3");
+        l.only = (const ft_emu_uint3 *)only;
+        l.nonly = (unsigned long long)nonly;
+    }
     if (d->profile && m->live) {
         if (!d->prof && !(d->prof = ft_emu_prof_new()))
             return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
@@ -589,7 +828,28 @@ static ft_status emu_launch(ft_dev *dev, ft_dev_module *mod, const char *kernel,
                             ft_dim3 block, size_t smem, void **args, ft_err *err) {
     emu_dev *d = emu_of(dev);
     pthread_mutex_lock(&d->lock);
-    ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, err);
+    ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, NULL, 0, err);
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+ft_status ft_dev_emu_launch_blocks(ft_dev *dev, ft_dev_module *mod, const char *kernel,
+                                   ft_dim3 grid, ft_dim3 block, size_t smem, void **args,
+                                   const ft_dim3 *blocks, int nblocks, ft_err *err) {
+    if (!dev || dev->kind != FT_DEV_EMU)
+        return ft_err_set(err, FT_EINVAL, "ft_dev_emu_launch_blocks: not an emulator device");
+    if (!mod || !kernel || mod->dev != dev)
+        return ft_err_set(err, FT_EINVAL,
+                          "ft_dev_emu_launch_blocks: no module or kernel, or a module of another "
+                          "device");
+    if (nblocks < 0 || (nblocks > 0 && !blocks))
+        return ft_err_set(err, FT_EINVAL, "ft_dev_emu_launch_blocks: %d blocks but no array",
+                          nblocks);
+    emu_dev *d = emu_of(dev);
+    ft_dim3 none = {0, 0, 0}; /* no block: the launch is checked, nothing runs */
+    pthread_mutex_lock(&d->lock);
+    ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args,
+                                    nblocks ? blocks : &none, nblocks, err);
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -621,6 +881,8 @@ static const ft_dev_ops emu_ops = {.close = emu_close,
                                    .sync = emu_sync,
                                    .compile = emu_compile,
                                    .prepare = emu_prepare,
+                                   .compile_file = emu_compile_file,
+                                   .symbol_write = emu_symbol_write,
                                    .kernel_info = emu_kernel_info,
                                    .launch = emu_launch};
 

@@ -21,6 +21,14 @@
 
 #include "emu/prof.h"
 
+/* Launch only `blocks` (nblocks of them) of the grid: each runs as in the whole launch
+ * (blockIdx, gridDim), the others not at all, so a kernel's work at full size can be checked or
+ * profiled on a sample (an interior block, the edges). The profile, when on, counts these
+ * blocks alone. A block outside the grid is FT_EINVAL. */
+ft_status ft_dev_emu_launch_blocks(ft_dev *d, ft_dev_module *m, const char *kernel, ft_dim3 grid,
+                                   ft_dim3 block, size_t smem, void **args, const ft_dim3 *blocks,
+                                   int nblocks, ft_err *err);
+
 ft_status ft_dev_emu_set_seed(ft_dev *d, unsigned long long seed, ft_err *err);
 ft_status ft_dev_emu_set_workers(ft_dev *d, int workers, ft_err *err);
 ft_status ft_dev_emu_set_ucontext(ft_dev *d, int on, ft_err *err);

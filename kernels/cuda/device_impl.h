@@ -23,6 +23,11 @@ typedef struct ft_dev_ops {
      * while the compiler runs); *cached: 1 when the cache had it already. */
     ft_status (*prepare)(ft_dev *d, const char *source, const char *const *defines, int ndefines,
                          int *cached, ft_err *err);
+    /* A kernel file as written (the arguments checked by device.c). */
+    ft_status (*compile_file)(ft_dev *d, const ft_dev_source *src, ft_dev_module **out,
+                              ft_err *err);
+    ft_status (*symbol_write)(ft_dev *d, ft_dev_module *m, const char *symbol, const void *host,
+                              size_t bytes, ft_err *err);
     ft_status (*kernel_info)(ft_dev_module *m, const char *kernel, ft_kernel_info *info,
                              ft_err *err);
     ft_status (*launch)(ft_dev *d, ft_dev_module *m, const char *kernel, ft_dim3 grid,

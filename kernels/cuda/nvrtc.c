@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 #define FT_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
 
-#define MAX_OPTS (FT_NVRTC_MAX_DEFINES + 12)
+#define MAX_OPTS (FT_NVRTC_MAX_DEFINES + FT_NVRTC_MAX_OPTIONS + 12)
 enum { FT_NVRTC_MAX_DEFINES = 64 };
 
 static char nvrtc_version_str[16];
@@ -137,6 +138,17 @@ int ft_nvrtc_parse_ptxas(const char *log, ft_nvrtc_kernel *out, int max) {
 const ft_nvrtc_kernel *ft_nvrtc_kernel_of(const ft_nvrtc_result *r, const char *name) {
     for (int i = 0; i < r->nkernels; i++)
         if (strcmp(r->kernels[i].name, name) == 0) return &r->kernels[i];
+    const char *low = ft_nvrtc_lowered(r, name);
+    for (int i = 0; low && i < r->nkernels; i++)
+        if (strcmp(r->kernels[i].name, low) == 0) return &r->kernels[i];
+    for (int i = 0; i < r->nkernels; i++)
+        if (strcmp(r->kernels[i].written, name) == 0) return &r->kernels[i];
+    return NULL;
+}
+
+const char *ft_nvrtc_lowered(const ft_nvrtc_result *r, const char *expr) {
+    for (int i = 0; i < r->nnames; i++)
+        if (strcmp(r->names[i].expr, expr) == 0) return r->names[i].lowered;
     return NULL;
 }
 
@@ -144,8 +156,53 @@ void ft_nvrtc_result_free(ft_nvrtc_result *r) {
     if (!r) return;
     free(r->cubin);
     free(r->log);
+    free(r->names);
     r->cubin = NULL;
     r->log = NULL;
+    r->names = NULL;
+    r->nnames = 0;
+}
+
+/* The function name of a mangled kernel name (Itanium ABI): "_Z18convolution_kernelPfS_S_" is
+ * "convolution_kernel", "_ZN2ns1kEPf" is "ns::k"; a template's arguments are left out. A name
+ * that is not mangled, or not so simply, is copied as it is. */
+static void demangle_function(const char *m, char *out, size_t n) {
+    snprintf(out, n, "%s", m);
+    if (strncmp(m, "_Z", 2) != 0) return;
+    const char *p = m + 2;
+    if (*p == 'L') p++;
+    int nested = *p == 'N';
+    if (nested) {
+        p++;
+        while (*p == 'r' || *p == 'V' || *p == 'K')
+            p++;
+    }
+    char buf[256];
+    size_t k = 0;
+    for (int parts = 0; isdigit((unsigned char)*p); parts++) {
+        char *end;
+        long len = strtol(p, &end, 10);
+        if (len <= 0 || (size_t)len > strlen(end) || k + (size_t)len + 3 >= sizeof buf) return;
+        if (parts) buf[k++] = ':', buf[k++] = ':';
+        memcpy(buf + k, end, (size_t)len);
+        k += (size_t)len;
+        p = end + len;
+        if (!nested) break;
+    }
+    if (k == 0 || (nested && *p != 'E' && *p != 'I')) return;
+    buf[k] = '\0';
+    ft_kc_copy_cut(out, n, buf);
+}
+
+/* Each kernel's written name: its name expression's when one lowered to it, else demangled. */
+static void name_kernels(ft_nvrtc_result *r) {
+    for (int i = 0; i < r->nkernels; i++) {
+        ft_nvrtc_kernel *k = &r->kernels[i];
+        demangle_function(k->name, k->written, sizeof k->written);
+        for (int j = 0; j < r->nnames; j++)
+            if (strcmp(r->names[j].lowered, k->name) == 0)
+                ft_kc_copy_cut(k->written, sizeof k->written, r->names[j].expr);
+    }
 }
 
 /* ---- compiling ------------------------------------------------------------------------------ */
@@ -172,25 +229,39 @@ static int load_cached(const char *base, ft_nvrtc_result *out) {
     out->cubin_size = n;
     out->log = log;
     out->cached = 1;
-    return 1;
+    if (out->nnames == 0) return 1;
+    /* The lowered names, a line each: "expr<TAB>lowered", in the order of the expressions. */
+    char *names = NULL;
+    snprintf(path, sizeof path, "%s.names", base);
+    int ok = ft_kc_read_file(path, &names, &ln) == 0;
+    char *line = names;
+    for (int i = 0; ok && i < out->nnames; i++) {
+        char *nl = line ? strchr(line, '\n') : NULL, *tab = line ? strchr(line, '\t') : NULL;
+        ok = nl && tab && tab < nl && (size_t)(tab - line) < sizeof out->names[i].expr &&
+             (size_t)(nl - tab - 1) < sizeof out->names[i].lowered &&
+             strncmp(line, out->names[i].expr, (size_t)(tab - line)) == 0 &&
+             out->names[i].expr[tab - line] == '\0';
+        if (ok) snprintf(out->names[i].lowered, sizeof out->names[i].lowered, "%.*s",
+                         (int)(nl - tab - 1), tab + 1);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(names);
+    if (!ok) {
+        free(cubin);
+        free(log);
+        out->cubin = NULL;
+        out->log = NULL;
+        out->cached = 0;
+    }
+    return ok;
 }
 
-ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int ndefines,
-                           const char *arch, ft_nvrtc_result *out, ft_err *err) {
-    memset(out, 0, sizeof *out);
-    if (!source || !*source || !arch)
-        return ft_err_set(err, FT_EINVAL, "NVRTC: no source or no architecture");
-    if (strncmp(arch, "sm_", 3) != 0 || !isdigit((unsigned char)arch[3]))
-        return ft_err_set(err, FT_EINVAL,
-                          "NVRTC: '%s' is not a real GPU architecture (e.g. sm_80, sm_90a)", arch);
-    if (ndefines < 0 || ndefines > FT_NVRTC_MAX_DEFINES)
-        return ft_err_set(err, FT_EINVAL, "NVRTC: %d defines, at most %d", ndefines,
-                          FT_NVRTC_MAX_DEFINES);
-    char path[FT_KC_PATH_CAP], dir[FT_KC_PATH_CAP], inc[FT_KC_PATH_CAP], dialect[FT_KC_PATH_CAP];
-    if ((size_t)(source[0] == '/' ? snprintf(path, sizeof path, "%s", source)
-                                  : snprintf(path, sizeof path, "%s/%s", kernel_dir(), source)) >=
-        sizeof path)
-        return ft_err_set(err, FT_EINVAL, "NVRTC: the path of %s is too long", source);
+/* Compile the file at path (found already): the work of ft_nvrtc_compile and
+ * ft_nvrtc_compile_file (options and name expressions: f, NULL for flaretune's own sources). */
+static ft_status compile_at(const char *path, const char *const *defines, int ndefines,
+                            const ft_nvrtc_file *f, const char *arch, ft_nvrtc_result *out,
+                            ft_err *err) {
+    char dir[FT_KC_PATH_CAP], inc[FT_KC_PATH_CAP], dialect[FT_KC_PATH_CAP];
     ft_kc_dir_of(path, dir, sizeof dir);
     cuda_include(inc, sizeof inc);
     snprintf(dialect, sizeof dialect, "%.*s/cuda", (int)sizeof dialect - 8, kernel_dir());
@@ -210,12 +281,18 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
                           strerror(errno));
 
     /* The options (owned strings in store). */
-    char store[MAX_OPTS][FT_KC_PATH_CAP + 16];
+    char(*store)[FT_KC_PATH_CAP + 16] = malloc(MAX_OPTS * sizeof *store);
+    if (!store) {
+        free(text);
+        return ft_err_set(err, FT_ENOMEM, "NVRTC: out of memory");
+    }
     const char *opts[MAX_OPTS];
-    int nopt = 0;
+    int nopt = 0, own_std = 0;
+    for (int i = 0; f && i < f->noptions; i++)
+        own_std |= strncmp(f->options[i], "-std=", 5) == 0 || strncmp(f->options[i], "--std=", 6) == 0;
 #define OPT(...) (snprintf(store[nopt], sizeof store[nopt], __VA_ARGS__), opts[nopt] = store[nopt], nopt++)
     OPT("--gpu-architecture=%s", arch);
-    OPT("-std=c++17");
+    if (!own_std) OPT("-std=c++17");
     OPT("--ptxas-options=-v");
     OPT("-lineinfo");
     OPT("-I%s", inc);
@@ -223,6 +300,8 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
     if (strcmp(dir, dialect) != 0) OPT("-I%s", dialect); /* ft_cuda.h for any source */
     for (int i = 0; i < ndefines; i++)
         OPT("-D%s", defines[i]);
+    for (int i = 0; f && i < f->noptions; i++)
+        OPT("%s", f->options[i]);
 #undef OPT
 
     /* The key is the same wherever the sources and the toolkit are installed (a cache built
@@ -232,17 +311,31 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
     ft_kc_hash_init(&h);
     ft_kc_hash_str(&h, "flaretune nvrtc cubin 2");
     ft_kc_hash_str(&h, ft_nvrtc_version());
-    for (int i = 0; i < nopt; i++)
+    const char *incs[2 + FT_NVRTC_MAX_OPTIONS] = {dir, dialect};
+    int nincs = 2;
+    for (int i = 0; i < nopt; i++) {
         ft_kc_hash_str(&h, strncmp(opts[i], "-I", 2) == 0 ? "-I(folder)" : opts[i]);
+        if (f && i >= nopt - f->noptions && strncmp(opts[i], "-I", 2) == 0 && opts[i][2])
+            incs[nincs++] = opts[i] + 2;
+    }
+    for (int i = 0; f && i < f->nnames; i++) {
+        ft_kc_hash_str(&h, "name expression");
+        ft_kc_hash_str(&h, f->names[i]);
+    }
     ft_kc_hash_str(&h, name);
     ft_kc_hash_bytes(&h, text, len);
-    const char *incs[2] = {dir, dialect};
     ft_kc_seen *seen = calloc(1, sizeof *seen);
-    if (!seen) {
+    if (f && f->nnames) out->names = calloc((size_t)f->nnames, sizeof *out->names);
+    if (!seen || (f && f->nnames && !out->names)) {
+        free(seen);
         free(text);
+        free(store);
         return ft_err_set(err, FT_ENOMEM, "NVRTC: out of memory");
     }
-    ft_kc_hash_includes(&h, text, dir, incs, 2, seen, 0);
+    for (int i = 0; f && i < f->nnames; i++)
+        snprintf(out->names[i].expr, sizeof out->names[i].expr, "%s", f->names[i]);
+    out->nnames = f ? f->nnames : 0;
+    ft_kc_hash_includes(&h, text, dir, incs, nincs, seen, 0);
     free(seen);
     ft_kc_hash_hex(&h, out->key);
 
@@ -252,16 +345,31 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
                    (size_t)snprintf(base, sizeof base, "%s/%s", cdir, out->key) < sizeof base;
     if (cache_ok && load_cached(base, out)) {
         free(text);
+        free(store);
         ft_kc_note(out->key, 1);
         out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
+        name_kernels(out);
         return FT_OK;
     }
 
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, text, name, 0, NULL, NULL);
     free(text);
-    if (r != NVRTC_SUCCESS) return fail_nvrtc(err, "nvrtcCreateProgram", r, name);
+    if (r != NVRTC_SUCCESS) {
+        free(store);
+        ft_nvrtc_result_free(out);
+        return fail_nvrtc(err, "nvrtcCreateProgram", r, name);
+    }
+    for (int i = 0; i < out->nnames && r == NVRTC_SUCCESS; i++)
+        r = nvrtcAddNameExpression(prog, out->names[i].expr);
+    if (r != NVRTC_SUCCESS) {
+        free(store);
+        nvrtcDestroyProgram(&prog);
+        ft_nvrtc_result_free(out);
+        return fail_nvrtc(err, "nvrtcAddNameExpression", r, name);
+    }
     nvrtcResult cr = nvrtcCompileProgram(prog, nopt, opts);
+    free(store);
     size_t logn = 0;
     nvrtcGetProgramLogSize(prog, &logn);
     out->log = malloc(logn + 1);
@@ -276,9 +384,36 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
         char line[400];
         ft_kc_first_error(out->log, line, sizeof line);
         nvrtcDestroyProgram(&prog);
+        /* A name expression NVRTC could not resolve (its error is in the generated
+         * "__nv_name_map"): the file has no such kernel or symbol. */
+        const char *missing = NULL;
+        for (int i = 0; i < out->nnames && !missing && strstr(line, "__nv_name_map"); i++) {
+            char quoted[160];
+            snprintf(quoted, sizeof quoted, "\"%s\"",
+                     out->names[i].expr + (out->names[i].expr[0] == '&'));
+            if (strstr(line, quoted)) missing = out->names[i].expr;
+        }
+        ft_status st;
+        if (missing)
+            st = ft_err_set(err, FT_EINVAL, "%s (for %s with %s) has no %s '%s' (NVRTC: %s)", name,
+                            arch, dlist, missing[0] == '&' ? "symbol" : "kernel",
+                            missing + (missing[0] == '&'), line);
+        else
+            st = ft_err_set(err, FT_EINVAL, "compiling %s for %s with %s: %s", name, arch, dlist,
+                            line);
         ft_nvrtc_result_free(out);
-        return ft_err_set(err, FT_EINVAL, "compiling %s for %s with %s: %s", name, arch, dlist,
-                          line);
+        return st;
+    }
+    for (int i = 0; i < out->nnames && r == NVRTC_SUCCESS; i++) {
+        const char *low = NULL;
+        r = nvrtcGetLoweredName(prog, out->names[i].expr, &low);
+        if (r == NVRTC_SUCCESS && low)
+            snprintf(out->names[i].lowered, sizeof out->names[i].lowered, "%s", low);
+    }
+    if (r != NVRTC_SUCCESS) {
+        nvrtcDestroyProgram(&prog);
+        ft_nvrtc_result_free(out);
+        return fail_nvrtc(err, "nvrtcGetLoweredName", r, name);
     }
     r = nvrtcGetCUBINSize(prog, &out->cubin_size);
     if (r == NVRTC_SUCCESS && out->cubin_size) {
@@ -293,15 +428,80 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
                           nvrtcGetErrorString(r));
     }
     out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
+    name_kernels(out);
     ft_kc_note(out->key, 0);
-    /* Cache it (a failure to write only costs a later compile). */
+    /* Cache it (a failure to write only costs a later compile); the CUBIN last, since its
+     * presence says the rest is there. */
     if (cache_ok && ft_kc_mkdir_p(cdir) == 0) {
         char p2[FT_KC_PATH_CAP + 96];
+        int ok = 1;
+        if (out->nnames) {
+            size_t cap = (size_t)out->nnames * (sizeof out->names[0] + 2), k = 0;
+            char *t = malloc(cap);
+            for (int i = 0; t && i < out->nnames; i++)
+                k += (size_t)snprintf(t + k, cap - k, "%s\t%s\n", out->names[i].expr,
+                                      out->names[i].lowered);
+            snprintf(p2, sizeof p2, "%s.names", base);
+            ok = t && ft_kc_write_atomic(p2, t, k) == 0;
+            free(t);
+        }
         snprintf(p2, sizeof p2, "%s.log", base);
-        if (ft_kc_write_atomic(p2, out->log, strlen(out->log)) == 0) {
+        if (ok && ft_kc_write_atomic(p2, out->log, strlen(out->log)) == 0) {
             snprintf(p2, sizeof p2, "%s.cubin", base);
             (void)ft_kc_write_atomic(p2, out->cubin, out->cubin_size);
         }
     }
     return FT_OK;
+}
+
+/* The checks both entry points make. */
+static ft_status check_request(const char *arch, int ndefines, ft_err *err) {
+    if (!arch) return ft_err_set(err, FT_EINVAL, "NVRTC: no architecture");
+    if (strncmp(arch, "sm_", 3) != 0 || !isdigit((unsigned char)arch[3]))
+        return ft_err_set(err, FT_EINVAL,
+                          "NVRTC: '%s' is not a real GPU architecture (e.g. sm_80, sm_90a)", arch);
+    if (ndefines < 0 || ndefines > FT_NVRTC_MAX_DEFINES)
+        return ft_err_set(err, FT_EINVAL, "NVRTC: %d defines, at most %d", ndefines,
+                          FT_NVRTC_MAX_DEFINES);
+    return FT_OK;
+}
+
+ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int ndefines,
+                           const char *arch, ft_nvrtc_result *out, ft_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!source || !*source) return ft_err_set(err, FT_EINVAL, "NVRTC: no source");
+    ft_status st = check_request(arch, ndefines, err);
+    if (st) return st;
+    char path[FT_KC_PATH_CAP];
+    if ((size_t)(source[0] == '/' ? snprintf(path, sizeof path, "%s", source)
+                                  : snprintf(path, sizeof path, "%s/%s", kernel_dir(), source)) >=
+        sizeof path)
+        return ft_err_set(err, FT_EINVAL, "NVRTC: the path of %s is too long", source);
+    return compile_at(path, defines, ndefines, NULL, arch, out, err);
+}
+
+ft_status ft_nvrtc_compile_file(const ft_nvrtc_file *f, const char *arch, ft_nvrtc_result *out,
+                                ft_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!f || !f->path || !*f->path) return ft_err_set(err, FT_EINVAL, "NVRTC: no file");
+    ft_status st = check_request(arch, f->ndefines, err);
+    if (st) return st;
+    if (f->noptions < 0 || f->noptions > FT_NVRTC_MAX_OPTIONS || f->nnames < 0 ||
+        f->nnames > FT_NVRTC_MAX_NAMES)
+        return ft_err_set(err, FT_EINVAL, "NVRTC: %d options and %d names, at most %d and %d",
+                          f->noptions, f->nnames, FT_NVRTC_MAX_OPTIONS, FT_NVRTC_MAX_NAMES);
+    for (int i = 0; i < f->noptions; i++)
+        if (!f->options[i] || strlen(f->options[i]) >= FT_KC_PATH_CAP)
+            return ft_err_set(err, FT_EINVAL, "NVRTC: option %d is missing or too long", i);
+    for (int i = 0; i < f->nnames; i++)
+        if (!f->names[i] || !*f->names[i] ||
+            strlen(f->names[i]) >= sizeof((ft_nvrtc_result *)0)->names[0].expr)
+            return ft_err_set(err, FT_EINVAL, "NVRTC: name %d is missing or too long", i);
+    char path[PATH_MAX];
+    if (!realpath(f->path, path))
+        return ft_err_set(err, FT_EIO, "NVRTC: cannot read kernel file %s: %s", f->path,
+                          strerror(errno));
+    if (strlen(path) >= FT_KC_PATH_CAP)
+        return ft_err_set(err, FT_EINVAL, "NVRTC: the path of %s is too long", f->path);
+    return compile_at(path, f->defines, f->ndefines, f, arch, out, err);
 }

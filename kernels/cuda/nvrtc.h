@@ -19,7 +19,9 @@
 #define FT_NVRTC_MAX_KERNELS 16
 
 typedef struct ft_nvrtc_kernel {
-    char name[96];
+    char name[96];    /* as ptxas reports it: a C++ kernel's mangled name */
+    char written[96]; /* as the source writes it: from the name expressions, else the mangled
+                         name's function name ("_Z18convolution_kernelPfS_S_": convolution_kernel) */
     ft_kernel_info info; /* regs, spill_stores, spill_loads, smem_static, stack_bytes */
 } ft_nvrtc_kernel;
 
@@ -31,6 +33,12 @@ typedef struct ft_nvrtc_result {
     int nkernels;
     ft_nvrtc_kernel kernels[FT_NVRTC_MAX_KERNELS];
     char key[33];
+    /* ft_nvrtc_compile_file's name expressions and what NVRTC lowered them to (malloc'd) */
+    int nnames;
+    struct ft_nvrtc_name {
+        char expr[128];    /* "convolution_kernel", "&d_filter" */
+        char lowered[256]; /* "_Z18convolution_kernelPfS_S_", "d_filter" */
+    } *names;
 } ft_nvrtc_result;
 
 /* Compile kernels/cuda/<source> (an absolute path is taken as is) for `arch` ("sm_80",
@@ -38,7 +46,29 @@ typedef struct ft_nvrtc_result {
 ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int ndefines,
                            const char *arch, ft_nvrtc_result *out, ft_err *err);
 void ft_nvrtc_result_free(ft_nvrtc_result *r);
-/* Resource report of one kernel of a result; NULL when it has no such kernel. */
+
+/* A kernel file as written (not of kernels/cuda/): its path (absolute, or from the working
+ * directory), its defines and compiler options (after flaretune's; a -std= of its own replaces
+ * flaretune's -std=c++17), and name expressions to resolve: kernels by their written names
+ * ("convolution_kernel", "ns::k<float>"), variables by their address ("&d_filter"). An
+ * expression the file cannot resolve fails the compile, naming it. */
+typedef struct ft_nvrtc_file {
+    const char *path;
+    const char *const *defines;
+    int ndefines;
+    const char *const *options;
+    int noptions;
+    const char *const *names;
+    int nnames;
+} ft_nvrtc_file;
+#define FT_NVRTC_MAX_OPTIONS 16
+#define FT_NVRTC_MAX_NAMES   64
+ft_status ft_nvrtc_compile_file(const ft_nvrtc_file *f, const char *arch, ft_nvrtc_result *out,
+                                ft_err *err);
+/* The lowered name of a name expression of the result; NULL when it has none. */
+const char *ft_nvrtc_lowered(const ft_nvrtc_result *r, const char *expr);
+/* Resource report of one kernel of a result, by its reported or its written name; NULL when it
+ * has no such kernel. */
 const ft_nvrtc_kernel *ft_nvrtc_kernel_of(const ft_nvrtc_result *r, const char *name);
 /* Parse ptxas's -v report (the "Compiling entry function" / "Used N registers" lines) into
  * kernels; returns how many were found. Exposed for tests. */

@@ -11,13 +11,16 @@
  * the table shows the hot loop's instructions per global byte, the JSON every class, in all and
  * in the hot loop. CI runs it on every
  * config of every CUDA op (`--list-ops`) for sm_80 and sm_90a, so no config ships that does
- * not compile. `--source FILE --kernel NAME:THREADS` analyses any kernel source the same way.
+ * not compile. `--source FILE --kernel NAME:THREADS` analyses any kernel source the same way:
+ * FILE from the working directory (or absolute; else a source of the kernel tree), kernels by
+ * the names the source writes (a C++ kernel's, not its mangled name).
  *
  * Exit codes: 0 everything compiled (pruned configs are answers, not failures), 1 a compile
  * failed or a module lacks a kernel its spec launches, 2 a usage error, 3 this flaretune was
  * built without the CUDA toolkit.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +72,9 @@ static void usage(FILE *f) {
         "                  first time; then its result is cached)\n"
         "  --list-ops      the ops with CUDA kernels, one per line\n"
         "  --list-devices  the device table\n\n"
+        "--source FILE is absolute or from the working directory (else a source of flaretune's\n"
+        "kernel tree, e.g. fusion.cu); its folder is on the include path; C++ kernels are\n"
+        "reported and named (--kernel) by the names the source writes.\n\n"
         "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc, their instruction mix\n"
         "under sass/ (docs/cuda.md: where nvdisasm comes from). Exit codes: 0 compiled,\n"
         "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n");
@@ -90,7 +96,8 @@ typedef struct entry {
 /* One kernel's row: resources, occupancy and verdict. */
 typedef struct row {
     const char *kernel, *source;
-    int found; /* the module has it */
+    const char *symbol; /* the kernel's name in the CUBIN (mangled for a C++ kernel) */
+    int found;          /* the module has it */
     int block;
     size_t dyn;
     ft_kernel_info info;
@@ -110,7 +117,7 @@ static void make_row(const ft_gpu_spec *dev, const ft_cuda_pool_job *j, const ch
     r->block = block;
     r->dyn = dyn;
     const ft_nvrtc_kernel *k = j->status ? NULL : ft_nvrtc_kernel_of(&j->res, kernel);
-    if (k) r->found = 1, r->info = k->info;
+    if (k) r->found = 1, r->info = k->info, r->symbol = k->name;
     if (!r->found) {
         const char *base = strrchr(j->source, '/') ? strrchr(j->source, '/') + 1 : j->source;
         int w =
@@ -144,7 +151,7 @@ static void row_sass(row *r, const ft_cuda_pool_job *j, int no_sass) {
         r->sass_why = "not read (--no-sass)";
     else if (j->sass_status)
         r->sass_why = j->sass_msg;
-    else if (!(r->sass = ft_sass_find(j->sass, j->nsass, r->kernel)))
+    else if (!(r->sass = ft_sass_find(j->sass, j->nsass, r->symbol)))
         r->sass_why = "the disassembly has no such kernel";
 }
 
@@ -567,10 +574,27 @@ typedef struct {
     entry *es;
     int nes, skipped;
     int status; /* the exit code so far: a failure does not stop the others */
+    char source_path[256]; /* --source as found (the module spec points at it) */
 } compile_work;
+
+/* The file --source names, as a user means it: absolute, or from the working directory; a name
+ * found there is made absolute, any other (flaretune's own, "fusion.cu") is left to the
+ * kernel tree. Returns an exit code. */
+static int resolve_source(const char *given, char *out, size_t n) {
+    char real[PATH_MAX];
+    const char *use = given;
+    if (given[0] != '/' && access(given, R_OK) == 0 && realpath(given, real)) use = real;
+    if (strlen(use) >= n || strlen(use) >= sizeof((ft_cuda_pool_job *)0)->source)
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: the path of --source %s is too long", given);
+    snprintf(out, n, "%s", use);
+    return FT_EXIT_OK;
+}
 
 /* One module: the kernels asked for, or every kernel ptxas reports. */
 static int plan_source(const compile_args *a, compile_work *W) {
+    char *path = W->source_path;
+    int code = resolve_source(a->source, path, sizeof W->source_path);
+    if (code) return code;
     W->es = calloc(1, sizeof *W->es);
     if (!W->es) return ft_cli_fail(FT_EXIT_FAIL, "compile: out of memory");
     W->nes = 1;
@@ -578,7 +602,7 @@ static int plan_source(const compile_args *a, compile_work *W) {
     ft_cuda_module_spec *m = &es->mods[0];
     es->nmods = 1;
     snprintf(es->text, sizeof es->text, "%s", a->source);
-    m->source = a->source;
+    m->source = path;
     for (int i = 0; i < a->ndefines; i++)
         snprintf(m->defines[m->ndefines++], sizeof m->defines[0], "%s", a->defines[i]);
     for (int i = 0; i < a->nkargs; i++) {
@@ -695,8 +719,8 @@ static void report_entry(const compile_args *a, const ft_gpu_spec *dev, const co
             if (m->nkernels)
                 make_row(dev, j, m->kernels[ki].name, m->kernels[ki].block_threads,
                          m->kernels[ki].dyn_smem, &r);
-            else
-                make_row(dev, j, j->res.kernels[ki].name, 0, 0, &r);
+            else /* by the name the source writes, not the mangled one */
+                make_row(dev, j, j->res.kernels[ki].written, 0, 0, &r);
             row_sass(&r, j, a->no_sass);
             t->nkernels++;
             if (!r.found) {

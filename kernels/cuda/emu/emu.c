@@ -728,6 +728,10 @@ static void *worker_main(void *arg) {
     while (!atomic_load(&g->stop)) {
         unsigned long long i = atomic_fetch_add(&g->next, 1);
         if (i >= g->nblocks) break;
+        if (l->only) { /* the i-th block of the sample, by its index in the grid */
+            const ft_emu_uint3 *q = &l->only[i];
+            i = q->x + (unsigned long long)l->grid.x * (q->y + (unsigned long long)l->grid.y * q->z);
+        }
         run_block(b, i);
         if (b->failed) {
             pthread_mutex_lock(&g->lock);
@@ -751,7 +755,8 @@ ft_status ft_emu_run(ft_emu_pool **pools, const ft_emu_launch *l, ft_err *err) {
     emu_grid g;
     memset(&g, 0, sizeof g);
     g.l = l;
-    g.nblocks = (unsigned long long)l->grid.x * l->grid.y * l->grid.z;
+    g.nblocks = l->only ? l->nonly : (unsigned long long)l->grid.x * l->grid.y * l->grid.z;
+    if (g.nblocks == 0) return FT_OK;
     atomic_init(&g.next, 0);
     atomic_init(&g.stop, 0);
     pthread_mutex_init(&g.lock, NULL);

@@ -42,6 +42,10 @@ typedef struct ft_emu_launch {
      * the calling thread, one after another, threads in linear order. */
     ft_emu_prof *prof;
     int *live;
+    /* A sampled launch: only these blocks of the grid run (blockIdx and gridDim as in the whole
+     * launch), in this order; NULL: every block. Each lies inside the grid. */
+    const ft_emu_uint3 *only;
+    unsigned long long nonly;
 } ft_emu_launch;
 
 /* Run a launch. pools[0..FT_EMU_MAX_WORKERS) hold the workers' pools (created as needed, kept for

@@ -907,6 +907,16 @@ struct kernel_registration {
     }
 };
 
+enum { MAX_SYMBOLS = 64 };
+static ft_emu_symbol symbols[MAX_SYMBOLS];
+static int nsymbols;
+struct symbol_registration {
+    symbol_registration(const char *name, void *addr, size_t bytes) {
+        if (nsymbols < MAX_SYMBOLS) symbols[nsymbols] = ft_emu_symbol{name, addr, bytes};
+        nsymbols++;
+    }
+};
+
 } // namespace ft_emu
 
 #define FT_EMU_KERNEL_EXPORT(name)                                                                 \
@@ -920,6 +930,8 @@ ft_emu_module(void) {
     info.stack_log2 = FT_EMU_STACK_LOG2;
     info.nkernels = ft_emu::nkernels <= ft_emu::MAX_KERNELS ? ft_emu::nkernels : -1;
     info.kernels = ft_emu::kernels;
+    info.nsymbols = ft_emu::nsymbols <= ft_emu::MAX_SYMBOLS ? ft_emu::nsymbols : -1;
+    info.symbols = ft_emu::symbols;
     return &info;
 }
 

@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a structure below changes: a module built against another version is refused
  * (and recompiled, since the version is part of the cache key). */
-#define FT_EMU_ABI_VERSION 2
+#define FT_EMU_ABI_VERSION 3
 
 /* log2 of a fiber's stack region (descriptor page + guard page + stack). The runtime passes its
  * own value to every module it compiles (-DFT_EMU_STACK_LOG2=...), so both sides agree. */
@@ -116,11 +116,21 @@ typedef struct ft_emu_kernel {
     const char *name;
     ft_emu_invoke_fn invoke;
 } ft_emu_kernel;
+/* A variable of the module the host writes (a __constant__ or __device__ array of a source not
+ * written for flaretune, cudaMemcpyToSymbol's target): found by name here, since the module's
+ * symbols are hidden and C++ names are mangled. */
+typedef struct ft_emu_symbol {
+    const char *name;
+    void *addr;
+    size_t bytes;
+} ft_emu_symbol;
 typedef struct ft_emu_module_info {
     unsigned abi;
     unsigned stack_log2;
     int nkernels;
     const ft_emu_kernel *kernels;
+    int nsymbols;
+    const ft_emu_symbol *symbols;
 } ft_emu_module_info;
 typedef const ft_emu_module_info *(*ft_emu_module_fn)(void);
 #define FT_EMU_MODULE_SYMBOL "ft_emu_module"
