@@ -100,11 +100,12 @@ def test_usage(ops):
 def test_devices():
     rc, out, err = run("compile", "--list-devices")
     check(rc == 0 and not err, f"--list-devices: exit {rc}")
-    for name in ("a100", "h100", "h200", "l40s", "rtx4090", "b200"):
+    for name in ("a100", "h100", "h200", "l40s", "rtx4090", "b200", "a100-pcie", "rtx-a4000",
+                 "rtx-a6000"):
         check(name in out, f"--list-devices lists {name}")
     rc, out, _ = run("compile", "--list-devices", "--json")
     devs = json.loads(out) if rc == 0 else []
-    check(len(devs) == 6, f"--list-devices --json: {len(devs)} devices")
+    check(len(devs) == 9, f"--list-devices --json: {len(devs)} devices")
     by = {d["name"]: d for d in devs}
     check(by.get("h200", {}).get("arch") == "sm_90a", "h200 is sm_90a")
     check(by.get("a100", {}).get("arch") == "sm_80", "a100 is sm_80")
@@ -212,8 +213,11 @@ def test_probe(tmp):
     rc, out, _ = run("compile", "--source", src, "--arch", "sm_80", "--kernel", "small:128",
                      "--json", env=env)
     check(rc == 0 and json.loads(out)["device"] == "a100", "sm_80: occupancy on the A100")
-    rc, out, _ = run("compile", "--source", src, "--arch", "sm_86", env=env)
-    check(rc == 0 and "no occupancy" in out and "spilly" in out, f"sm_86:\n{out}")
+    rc, out, _ = run("compile", "--source", src, "--arch", "sm_86", "--kernel", "small:128",
+                     "--json", env=env)
+    check(rc == 0 and json.loads(out)["device"] == "rtx-a4000", "sm_86: occupancy on the RTX A4000")
+    rc, out, _ = run("compile", "--source", src, "--arch", "sm_87", env=env)
+    check(rc == 0 and "no occupancy" in out and "spilly" in out, f"sm_87:\n{out}")
     # A kernel the module lacks, and a compile error: exit 1, one line each, named.
     out = one_line_error(["compile", "--source", src, "--kernel", "missing:32"], 1,
                          "no kernel 'missing' in probe.cu")
