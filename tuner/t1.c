@@ -408,6 +408,12 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         ar->constant = mem && strcmp(mem, "Constant") == 0;
         json_t *out = json_object_get(a, "Output");
         ar->output = (json_is_integer(out) && json_integer_value(out) != 0) || json_is_true(out);
+        const char *acc = get_str(a, "AccessType");
+        if (acc && strcmp(acc, "ReadOnly") && strcmp(acc, "WriteOnly") && strcmp(acc, "ReadWrite"))
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: AccessType \"%.32s\" (ReadOnly, WriteOnly or ReadWrite)",
+                              name, an, acc);
+        ar->reads = !acc || strcmp(acc, "WriteOnly") != 0;
+        ar->writes = acc ? strcmp(acc, "ReadOnly") != 0 : ar->output;
         json_t *fv = json_object_get(a, "FillValue");
         ar->fill_value = json_is_number(fv) ? json_number_value(fv) : 0.0;
         if (fv && !json_is_null(fv) && !json_is_number(fv))
@@ -614,6 +620,66 @@ ft_status ft_t1_load(const char *path, const char *kernel_file, ft_t1 **out, ft_
     free(dir);
     free(buf);
     return s;
+}
+
+ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *eq = strchr(buf, '=');
+    if (!eq) return ft_err_set(err, FT_EINVAL, "--arg %s: NAME=TYPE:SIZE[:random|constant[:VALUE]]", spec);
+    *eq = 0;
+    ft_t1_arg *a = NULL;
+    for (int i = 0; i < t->nargs; i++)
+        if (strcmp(t->args[i].name, buf) == 0) a = &t->args[i];
+    if (!a) return ft_err_set(err, FT_EINVAL, "--arg %s: %s has no argument %s", spec, t->path, buf);
+    if (a->scalar) return ft_err_set(err, FT_EINVAL, "--arg %s: %s is a scalar", spec, buf);
+    char *parts[4] = {eq + 1, NULL, NULL, NULL};
+    int np = 1;
+    for (char *p = eq + 1; *p && np < 4; p++)
+        if (*p == ':') {
+            *p = 0;
+            parts[np++] = p + 1;
+        }
+    ft_t1_type type;
+    size_t bytes;
+    if (np < 2 || !type_of(parts[0], &type, &bytes))
+        return ft_err_set(err, FT_EINVAL, "--arg %s: TYPE:SIZE with TYPE float, double, int32, uint8 or int8", spec);
+    int random = a->random;
+    double value = a->fill_value;
+    if (np >= 3) {
+        if (strcmp(parts[2], "random") && strcmp(parts[2], "constant"))
+            return ft_err_set(err, FT_EINVAL, "--arg %s: the fill is random or constant", spec);
+        random = strcmp(parts[2], "random") == 0;
+    }
+    if (np >= 4) {
+        char *end;
+        value = strtod(parts[3], &end);
+        if (end == parts[3] || *end || !isfinite(value))
+            return ft_err_set(err, FT_EINVAL, "--arg %s: the fill value is not a number", spec);
+    }
+    ft_expr *e = NULL;
+    ft_status s = compile(t, t->path, "--arg", parts[1], &e, err);
+    if (s != FT_OK) return s;
+    slots lists;
+    slot_values(t, NULL, 1, &lists);
+    ft_expr_value v;
+    ft_err ee = {0};
+    s = ft_expr_eval(e, lists.v, &v, &ee);
+    ft_expr_free(e);
+    if (s != FT_OK) return ft_err_set(err, FT_EINVAL, "--arg %s: %s", spec, ee.msg);
+    double n = ft_expr_number(v);
+    if (!(n >= 1) || n != floor(n) || n > (double)(1LL << 40))
+        return ft_err_set(err, FT_EINVAL, "--arg %s: %g elements (a positive integer up to 2^40)", spec, n);
+    char *st = strdup(parts[1]);
+    if (!st) return ft_err_set(err, FT_ENOMEM, "--arg: out of memory");
+    free(a->size_text);
+    a->size_text = st;
+    a->type = type;
+    a->elem_bytes = bytes;
+    a->elems = (long long)n;
+    a->random = random;
+    a->fill_value = value;
+    return FT_OK;
 }
 
 /* ---- using it ---------------------------------------------------------------------------------- */

@@ -47,6 +47,8 @@ typedef struct ft_t1_arg {
     int constant; /* MemType "Constant": a __constant__ symbol of that name, written before runs */
     int output;   /* "Output": 1, checked against the reference configuration */
     int random;   /* FillType "Random" (else "Constant": fill_value everywhere) */
+    int reads, writes; /* AccessType ReadOnly, WriteOnly, ReadWrite; absent: read, and written
+                          when it is an output */
     double fill_value;
     long long elems; /* evaluated Size (vectors) */
     char *size_text;
@@ -93,6 +95,11 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
                             const char *kernel_file, ft_t1 **out, ft_err *err);
 void ft_t1_free(ft_t1 *t);
 
+/* Replace argument NAME's type, size and fill: "NAME=TYPE:SIZE[:random|constant[:VALUE]]", SIZE
+ * an expression as the file's Size is (for a file whose arguments do not say what its kernel
+ * reads: a size of 1, another type). The argument keeps its place, output and constant-memory
+ * marks. */
+ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err);
 /* Does cfg satisfy every condition? *why gets the first that fails. An expression that cannot
  * be evaluated at cfg (a division by zero) is an error. */
 ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why, size_t n,

@@ -51,7 +51,8 @@ static void usage(FILE *f) {
            "  --json          one JSON document instead of the tables\n"
            "  --no-sass       no SASS instruction mix (nvdisasm takes about 0.5 s a module the\n"
            "                  first time); the issue-bound prediction then counts one\n"
-           "                  instruction a memory request (a floor)\n");
+           "                  instruction a memory request (a floor)\n\n");
+    ft_cli_inspect_t1_usage(f);
 }
 
 typedef struct kernel_sum {
@@ -493,6 +494,9 @@ static int run(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
+            return ft_cli_inspect_t1(argc, argv);
     inspect_args a;
     int code = parse(argc, argv, &a);
     if (code) return code;

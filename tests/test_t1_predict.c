@@ -1,0 +1,94 @@
+/* test_t1_predict.c: a T1 kernel's time predicted from a sample of its grid (tuner/t1_run.c)
+ * against the same prediction from every block of the grid emulated, on the hand-written
+ * tests/data/t1/saxpy_tiled.json (a 1-D grid whose last block is partial); the sample's
+ * traffic, scaled by the blocks each stratum stands for, must give the whole launch's figures.
+ * Also: the arguments' fill (never all zero), --arg overrides, and bad requests. */
+#include <math.h>
+#include <string.h>
+
+#include "flaretune/t1.h"
+#include "flaretune/t1_run.h"
+#include "ft_test.h"
+
+#define DATA FT_SOURCE_DIR "/tests/data/t1/"
+
+static void near(double a, double b, double tol, const char *what) {
+    FT_CHECK(fabs(a - b) <= tol * fabs(b) + 1e-12, "%s: sampled %.6g, whole %.6g", what, a, b);
+}
+
+static void test_sample_against_whole(void) {
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
+    if (!t) return;
+    ft_dev *d = NULL;
+    FT_CHECK(ft_dev_open(FT_DEV_EMU, 0, &d, &err) == FT_OK, "%s", err.msg);
+    ft_t1_bench *b = NULL;
+    FT_CHECK(d && ft_t1_bench_open(t, d, 7, &b, &err) == FT_OK, "%s", err.msg);
+    if (!b) {
+        if (d) ft_dev_close(d);
+        ft_t1_free(t);
+        return;
+    }
+    const ft_gpu_spec *g = ft_gpu_spec_find("a100-pcie");
+    /* 10000 elements, 256 x 2 a block: 20 blocks, the last one 272 elements short of full */
+    const char *cfgs[] = {"block_size_x=256,tile_size_x=2", "block_size_x=128,tile_size_x=4,use_ldg=1",
+                          "block_size_x=64,tile_size_x=4,scale=0.5"};
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        ft_config c;
+        FT_CHECK(ft_config_parse(&t->space, cfgs[i], &c, &err) == FT_OK, "%s", err.msg);
+        ft_t1_prediction whole, part;
+        FT_CHECK(ft_t1_predict(b, &c, g, 64, &whole, &err) == FT_OK, "%s: %s", cfgs[i], err.msg);
+        FT_CHECK(ft_t1_predict(b, &c, g, 6, &part, &err) == FT_OK, "%s: %s", cfgs[i], err.msg);
+        FT_CHECK(whole.sampled_boundary == whole.blocks && whole.sampled_interior == 0, "%s: whole %d of %lld",
+                 cfgs[i], whole.sampled_boundary, whole.blocks);
+        FT_CHECK(part.sampled_boundary == 2 && part.sampled_interior == 3, "%s: sample %d + %d", cfgs[i],
+                 part.sampled_boundary, part.sampled_interior);
+        /* one element a thread-iteration: y read and written, x read: 12 bytes an element */
+        near(whole.in.dram_bytes, 10000.0 * 12, 0.05, "whole DRAM bytes");
+        near(part.in.l2_bytes, whole.in.l2_bytes, 0.05, "L2 bytes");
+        near(part.in.dram_bytes, whole.in.dram_bytes, 0.05, "DRAM bytes");
+        near(part.in.warp_instructions, whole.in.warp_instructions, 0.05, "warp instructions");
+        near(part.pred.seconds, whole.pred.seconds, 0.05, "predicted time");
+        FT_CHECK(part.pred.seconds >= g->launch_s, "%s: below the launch cost", cfgs[i]);
+    }
+    /* a grid of more blocks than the sample: 10000 / 32 -> 313 blocks */
+    ft_config c;
+    ft_config_parse(&t->space, "block_size_x=32,tile_size_x=1", &c, &err);
+    ft_t1_prediction p;
+    FT_CHECK(ft_t1_predict(b, &c, g, 8, &p, &err) == FT_OK && p.blocks == 313 && p.sampled_boundary == 2 &&
+                 p.sampled_interior == 4,
+             "313 blocks: %d + %d (%s)", p.sampled_boundary, p.sampled_interior, err.msg);
+    near(p.in.dram_bytes, 10000.0 * 12, 0.05, "313 blocks: DRAM bytes");
+    ft_t1_bench_close(b);
+    ft_dev_close(d);
+    ft_t1_free(t);
+}
+
+static void test_args(void) {
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
+    if (!t) return;
+    FT_CHECK(ft_t1_set_arg(t, "x=uint8:ProblemSize[0]*2:random:200", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(t->args[1].type == FT_T1_UINT8 && t->args[1].elem_bytes == 1 && t->args[1].elems == 20000 &&
+                 t->args[1].random && t->args[1].fill_value == 200,
+             "override");
+    FT_CHECK(ft_t1_set_arg(t, "nope=float:4", &err) == FT_EINVAL && strstr(err.msg, "no argument nope"), "%s",
+             err.msg);
+    FT_CHECK(ft_t1_set_arg(t, "n=int32:4", &err) == FT_EINVAL && strstr(err.msg, "scalar"), "%s", err.msg);
+    FT_CHECK(ft_t1_set_arg(t, "x=half:4", &err) == FT_EINVAL && strstr(err.msg, "TYPE"), "%s", err.msg);
+    FT_CHECK(ft_t1_set_arg(t, "x=float:0", &err) == FT_EINVAL && strstr(err.msg, "positive"), "%s", err.msg);
+    FT_CHECK(ft_t1_set_arg(t, "x=float:4:sometimes", &err) == FT_EINVAL && strstr(err.msg, "random or constant"),
+             "%s", err.msg);
+    FT_CHECK(ft_t1_set_arg(t, "x=float:bogus_name", &err) != FT_OK && strstr(err.msg, "unknown name"), "%s",
+             err.msg);
+    FT_CHECK(ft_t1_set_arg(t, "x", &err) == FT_EINVAL, "no =");
+    ft_t1_free(t);
+}
+
+int main(void) {
+    FT_RUN(test_args);
+    FT_RUN(test_sample_against_whole);
+    return ft_test_finish();
+}

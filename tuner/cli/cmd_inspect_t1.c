@@ -1,0 +1,306 @@
+/* cmd_inspect_t1.c: `flaretune inspect --t1 FILE`: the predicted time of a T1 kernel's
+ * configurations on a named GPU, without one (tuner/t1_run.h).
+ *
+ * One configuration prints its prediction (or --json); --all-configs or --sample K predicts
+ * many and appends one JSON line per configuration to --jsonl OUT, skipping the ones OUT already
+ * holds for that device (a predicted landscape is data: a rerun only adds what is missing, and a
+ * line cut short by a crash is ignored and predicted again). Progress goes to stderr.
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cuda/specs.h"
+#include "flaretune/clock.h"
+#include "flaretune/device.h"
+#include "flaretune/rng.h"
+#include "flaretune/t1.h"
+#include "flaretune/t1_run.h"
+
+#define MAX_ARG_SPECS 16
+
+void ft_cli_inspect_t1_usage(FILE *f) {
+    fprintf(f,
+            "       flaretune inspect --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
+            "                         [--device D] [--config CFG | --all-configs | --sample K]\n"
+            "                         [--seed S] [--blocks N] [--json] [--jsonl OUT]\n\n"
+            "Predict a T1 kernel's time on GPU D (default a100-pcie) without one: NVRTC's\n"
+            "resources and SASS for D's architecture, and a sample of N blocks (default 8: corners,\n"
+            "edges, interior) emulated with the profile on, scaled to the grid (docs/t1.md).\n"
+            "--all-configs predicts every configuration the file's conditions allow, --sample K\n"
+            "K of them drawn from --seed S (default 1) and the default; each is a JSON line of\n"
+            "--jsonl OUT (appended; configurations OUT holds for D are not predicted again).\n"
+            "--arg replaces an argument's type, size and fill where the file's do not say what\n"
+            "the kernel reads.\n");
+}
+
+static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g,
+                       const ft_t1_prediction *p, const char *error) {
+    char key[1024], cfg[1024];
+    ft_t1_key(t, c, key, sizeof key);
+    ft_config_format(&t->space, c, cfg, sizeof cfg);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "key", key, "config", cfg, "device", g->name,
+                          "kernel", t->kernel_name);
+    if (error) {
+        json_object_set_new(o, "error", json_string(error));
+        return o;
+    }
+    json_t *lim = json_object();
+    for (int b = 0; b < FT_BOUND_N; b++)
+        json_object_set_new(lim, ft_bound_name((ft_bound)b), json_real(p->pred.limit[b]));
+    json_object_set_new(o, "predicted_s", json_real(p->pred.seconds));
+    json_object_set_new(o, "bound", json_string(ft_bound_name(p->pred.bound)));
+    json_object_set_new(o, "limits_s", lim);
+    json_object_set_new(o, "grid", json_pack("[I,I,I]", (json_int_t)p->grid[0], (json_int_t)p->grid[1],
+                                             (json_int_t)p->grid[2]));
+    json_object_set_new(o, "block", json_pack("[I,I,I]", (json_int_t)p->block[0], (json_int_t)p->block[1],
+                                              (json_int_t)p->block[2]));
+    json_object_set_new(o, "sampled", json_pack("{s:i, s:i, s:I}", "boundary", p->sampled_boundary,
+                                                "interior", p->sampled_interior, "of",
+                                                (json_int_t)p->blocks));
+    json_object_set_new(o, "inputs",
+                        json_pack("{s:f, s:f, s:f, s:f, s:i}", "dram_bytes", p->in.dram_bytes,
+                                  "l2_bytes", p->in.l2_bytes, "shared_wavefronts",
+                                  p->in.shared_wavefronts, "warp_instructions",
+                                  p->in.warp_instructions, "warps_per_sm", p->in.warps_per_sm));
+    json_object_set_new(o, "regs", json_integer(p->regs));
+    json_object_set_new(o, "spills", json_integer(p->spills));
+    json_object_set_new(o, "sass", json_boolean(p->has_sass));
+    if (p->unfit[0]) json_object_set_new(o, "unfit", json_string(p->unfit));
+    if (p->nvrtc_error[0]) json_object_set_new(o, "nvrtc_error", json_string(p->nvrtc_error));
+    json_object_set_new(o, "emulate_s", json_real(p->emulate_s));
+    json_object_set_new(o, "compile_s", json_real(p->compile_s));
+    return o;
+}
+
+/* Keys OUT already holds for device g (complete lines only). */
+static char **done_keys(const char *path, const char *device, int *n) {
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char **keys = NULL;
+    int cap = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, f)) > 0) {
+        if (line[len - 1] != '\n') break; /* cut short: predicted again */
+        json_t *o = json_loads(line, 0, NULL);
+        const char *k = json_string_value(json_object_get(o, "key"));
+        const char *d = json_string_value(json_object_get(o, "device"));
+        if (k && d && strcmp(d, device) == 0) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                char **nk = realloc(keys, (size_t)cap * sizeof *nk);
+                if (!nk) break;
+                keys = nk;
+            }
+            keys[(*n)++] = strdup(k);
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    return keys;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ft_cli_inspect_t1(int argc, char **argv) {
+    enum { O_T1 = 1, O_KFILE, O_ARG, O_DEVICE, O_CONFIG, O_ALL, O_SAMPLE, O_SEED, O_BLOCKS, O_JSON, O_JSONL };
+    static const struct option opts[] = {{"t1", required_argument, NULL, O_T1},
+                                         {"kernel-file", required_argument, NULL, O_KFILE},
+                                         {"arg", required_argument, NULL, O_ARG},
+                                         {"device", required_argument, NULL, O_DEVICE},
+                                         {"config", required_argument, NULL, O_CONFIG},
+                                         {"all-configs", no_argument, NULL, O_ALL},
+                                         {"sample", required_argument, NULL, O_SAMPLE},
+                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"blocks", required_argument, NULL, O_BLOCKS},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"jsonl", required_argument, NULL, O_JSONL},
+                                         {NULL, 0, NULL, 0}};
+    const char *path = NULL, *kfile = NULL, *device = "a100-pcie", *config = NULL, *jsonl = NULL;
+    const char *argspecs[MAX_ARG_SPECS];
+    int nargspecs = 0, all = 0, json = 0, o;
+    long sample = 0, blocks = 8;
+    unsigned long long seed = 1;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (o) {
+        case O_T1: path = optarg; break;
+        case O_KFILE: kfile = optarg; break;
+        case O_ARG:
+            if (nargspecs == MAX_ARG_SPECS) return ft_cli_fail(FT_EXIT_USAGE, "inspect: too many --arg");
+            argspecs[nargspecs++] = optarg;
+            break;
+        case O_DEVICE: device = optarg; break;
+        case O_CONFIG: config = optarg; break;
+        case O_ALL: all = 1; break;
+        case O_JSON: json = 1; break;
+        case O_JSONL: jsonl = optarg; break;
+        case O_SAMPLE:
+            sample = strtol(optarg, &end, 10);
+            if (!*optarg || *end || sample < 1)
+                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --sample takes a positive count, not '%s'", optarg);
+            break;
+        case O_BLOCKS:
+            blocks = strtol(optarg, &end, 10);
+            if (!*optarg || *end || blocks < 2 || blocks > 64)
+                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks takes 2 to 64, not '%s'", optarg);
+            break;
+        case O_SEED:
+            seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end) return ft_cli_fail(FT_EXIT_USAGE, "inspect: --seed takes a number");
+            break;
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: unknown option '%s' with --t1 (see `flaretune inspect --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "inspect: unexpected argument '%s' with --t1", argv[optind]);
+    if ((all || sample) && !jsonl)
+        return ft_cli_fail(FT_EXIT_USAGE, "inspect: --all-configs and --sample write to --jsonl OUT");
+    if ((all || sample) && config)
+        return ft_cli_fail(FT_EXIT_USAGE, "inspect: --config is one configuration; --all-configs and --sample are many");
+    const ft_gpu_spec *g = ft_gpu_spec_find(device);
+    if (!g) return ft_cli_fail(FT_EXIT_USAGE, "inspect: unknown device '%s' (one of %s)", device, ft_gpu_spec_names());
+    ft_err err = {0};
+    ft_t1 *t = NULL;
+    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
+    for (int i = 0; i < nargspecs; i++)
+        if (ft_t1_set_arg(t, argspecs[i], &err)) {
+            ft_t1_free(t);
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: %s", err.msg);
+        }
+    /* The configurations. */
+    ft_config *cfgs = NULL;
+    int64_t n = 0;
+    if (all || sample) {
+        if (ft_t1_enumerate(t, &cfgs, &n, &err)) {
+            ft_t1_free(t);
+            return ft_cli_fail_err(&err);
+        }
+        if (sample && sample < n) { /* the default, then K drawn without replacement */
+            ft_rng r;
+            ft_rng_seed(&r, seed);
+            for (int64_t i = n - 1; i > 0; i--) {
+                int64_t j = (int64_t)ft_rng_below(&r, (uint64_t)i + 1);
+                ft_config tmp = cfgs[i];
+                cfgs[i] = cfgs[j];
+                cfgs[j] = tmp;
+            }
+            ft_config def;
+            ft_config_default(&t->space, &def);
+            int64_t at = -1;
+            for (int64_t i = 0; i < n && at < 0; i++)
+                if (ft_config_equal(&cfgs[i], &def)) at = i;
+            if (at >= sample) cfgs[sample] = cfgs[0], cfgs[0] = def; /* keep the default in */
+            else if (at > 0) cfgs[at] = cfgs[0], cfgs[0] = def;
+            n = sample + (at >= sample ? 1 : 0);
+        }
+    } else {
+        cfgs = malloc(sizeof *cfgs);
+        n = 1;
+        ft_config_default(&t->space, &cfgs[0]);
+        if (config && ft_config_parse(&t->space, config, &cfgs[0], &err)) {
+            free(cfgs);
+            ft_t1_free(t);
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --config: %s", err.msg);
+        }
+        int ok = 0;
+        char why[256];
+        if (ft_t1_allowed(t, &cfgs[0], &ok, why, sizeof why, &err) == FT_OK && !ok) {
+            free(cfgs);
+            ft_t1_free(t);
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --config breaks the condition %s", why);
+        }
+    }
+    int ndone = 0;
+    char **done = jsonl ? done_keys(jsonl, g->name, &ndone) : NULL;
+    if (done) qsort(done, (size_t)ndone, sizeof *done, cmp_str);
+    FILE *out = NULL;
+    if (jsonl && !(out = fopen(jsonl, "a"))) {
+        ft_cli_fail(FT_EXIT_FAIL, "inspect: cannot append to %s", jsonl);
+        n = -1;
+    }
+    ft_dev *d = NULL;
+    ft_t1_bench *b = NULL;
+    int code = FT_EXIT_OK;
+    if (n >= 0 && (ft_dev_open(FT_DEV_EMU, 0, &d, &err) || ft_t1_bench_open(t, d, seed, &b, &err)))
+        code = ft_cli_fail_err(&err);
+    if (b && ft_t1_bench_note(b)[0]) fprintf(stderr, "inspect: note: %s\n", ft_t1_bench_note(b));
+    double t0 = ft_now_s();
+    int64_t made = 0, failed = 0, skipped = 0;
+    for (int64_t i = 0; code == FT_EXIT_OK && i < n; i++) {
+        char key[1024];
+        ft_t1_key(t, &cfgs[i], key, sizeof key);
+        const char *kp = key;
+        if (done && bsearch(&kp, done, (size_t)ndone, sizeof *done, cmp_str)) {
+            skipped++;
+            continue;
+        }
+        ft_t1_prediction p;
+        ft_err e = {0};
+        ft_status s = ft_t1_predict(b, &cfgs[i], g, (int)blocks, &p, &e);
+        if (s == FT_ENOMEM || s == FT_EIO) {
+            code = ft_cli_fail_err(&e);
+            break;
+        }
+        json_t *line = line_of(t, &cfgs[i], g, &p, s ? e.msg : NULL);
+        failed += s != FT_OK;
+        made++;
+        if (out) {
+            char *text = json_dumps(line, JSON_COMPACT);
+            if (!text || fprintf(out, "%s\n", text) < 0 || fflush(out) != 0) {
+                free(text);
+                json_decref(line);
+                code = ft_cli_fail(FT_EXIT_FAIL, "inspect: writing %s failed (disk full?)", jsonl);
+                break;
+            }
+            free(text);
+        }
+        if (!out && json) {
+            json_dumpf(line, stdout, JSON_INDENT(2));
+            fputc('\n', stdout);
+        } else if (!out) {
+            if (s) {
+                code = ft_cli_fail_err(&e);
+            } else {
+                printf("%s on %s (%s): %s\n", t->kernel_name, g->name, g->model, key);
+                printf("  grid %lld x %lld x %lld, block %lld x %lld x %lld; %d boundary + %d interior blocks "
+                       "emulated of %lld\n",
+                       p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2],
+                       p.sampled_boundary, p.sampled_interior, p.blocks);
+                printf("  registers %d, spills %d, SASS %s%s%s\n", p.regs, p.spills, p.has_sass ? "read" : "not read",
+                       p.unfit[0] ? "; cannot run: " : "", p.unfit);
+                printf("  predicted %.4g us, %s-bound:", 1e6 * p.pred.seconds, ft_bound_name(p.pred.bound));
+                for (int k = 0; k < FT_BOUND_N; k++)
+                    printf(" %s %.4g us", ft_bound_name((ft_bound)k), 1e6 * p.pred.limit[k]);
+                printf("\n  (emulating took %.2f s, compiling %.2f s)\n", p.emulate_s, p.compile_s);
+            }
+        }
+        json_decref(line);
+        if (out && (made % 10 == 0 || i == n - 1))
+            fprintf(stderr, "inspect: %lld/%lld predicted (%lld failed, %lld already in %s), %.0f s\n",
+                    (long long)(made + skipped), (long long)n, (long long)failed, (long long)skipped, jsonl,
+                    ft_now_s() - t0);
+    }
+    if (out && fclose(out) != 0 && code == FT_EXIT_OK)
+        code = ft_cli_fail(FT_EXIT_FAIL, "inspect: closing %s failed (disk full?)", jsonl);
+    for (int i = 0; i < ndone; i++) free(done[i]);
+    free(done);
+    ft_t1_bench_close(b);
+    if (d) ft_dev_close(d);
+    free(cfgs);
+    ft_t1_free(t);
+    return code;
+}

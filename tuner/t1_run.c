@@ -1,0 +1,376 @@
+/* t1_run.c: a T1 kernel's arguments on a device and its predicted time on a GPU (t1_run.h). */
+#define _GNU_SOURCE
+#include "flaretune/t1_run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/device_emu.h"
+#include "flaretune/clock.h"
+#include "flaretune/rng.h"
+
+#if FT_HAVE_CUDA
+#include "cuda/nvrtc.h"
+#include "cuda/sass.h"
+#endif
+
+struct ft_t1_bench {
+    const ft_t1 *t;
+    ft_dev *d;
+    void *dptr[FT_T1_MAX_ARGS];  /* device copies of the vectors                         */
+    void *host[FT_T1_MAX_ARGS];  /* host copies (the constant-memory ones are written from) */
+    union {
+        float f;
+        double d;
+        int32_t i;
+        uint8_t u8;
+        int8_t i8;
+    } scalar[FT_T1_MAX_ARGS];
+    void *argv[FT_T1_MAX_ARGS];  /* what a launch passes: pointers to the values          */
+    int use_symbols;             /* 1: constant arguments are written to their symbols     */
+    size_t read_bytes, write_bytes; /* the vectors' bytes it may read, and write: the most a
+                                       launch can bring from DRAM and send back */
+    char note[256];
+};
+
+static void fill(const ft_t1_arg *a, void *buf, ft_rng *r) {
+    double hi = a->fill_value > 0 ? a->fill_value : 1.0;
+    for (long long i = 0; i < a->elems; i++) {
+        double v = a->random ? ft_rng_uniform(r) * hi : a->fill_value;
+        switch (a->type) {
+        case FT_T1_FLOAT: ((float *)buf)[i] = (float)v; break;
+        case FT_T1_DOUBLE: ((double *)buf)[i] = v; break;
+        case FT_T1_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+        case FT_T1_UINT8:
+            ((uint8_t *)buf)[i] = a->random ? (uint8_t)ft_rng_below(r, hi > 1 ? (uint64_t)hi : 256)
+                                            : (uint8_t)v;
+            break;
+        case FT_T1_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+        }
+    }
+}
+
+void ft_t1_bench_close(ft_t1_bench *b) {
+    if (!b) return;
+    for (int i = 0; i < b->t->nargs; i++) {
+        if (b->dptr[i]) ft_dev_free(b->d, b->dptr[i]);
+        free(b->host[i]);
+    }
+    free(b);
+}
+
+const char *ft_t1_bench_note(const ft_t1_bench *b) { return b->note; }
+
+ft_status ft_t1_bench_open(const ft_t1 *t, ft_dev *d, uint64_t seed, ft_t1_bench **out,
+                           ft_err *err) {
+    *out = NULL;
+    ft_t1_bench *b = calloc(1, sizeof *b);
+    if (!b) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    b->t = t;
+    b->d = d;
+    b->use_symbols = 1;
+    ft_rng r;
+    ft_rng_seed(&r, seed);
+    for (int i = 0; i < t->nargs; i++) {
+        const ft_t1_arg *a = &t->args[i];
+        if (a->scalar) {
+            switch (a->type) {
+            case FT_T1_FLOAT: b->scalar[i].f = (float)a->fill_value; break;
+            case FT_T1_DOUBLE: b->scalar[i].d = a->fill_value; break;
+            case FT_T1_INT32: b->scalar[i].i = (int32_t)a->fill_value; break;
+            case FT_T1_UINT8: b->scalar[i].u8 = (uint8_t)a->fill_value; break;
+            case FT_T1_INT8: b->scalar[i].i8 = (int8_t)a->fill_value; break;
+            }
+            b->argv[i] = &b->scalar[i];
+            continue;
+        }
+        size_t bytes = (size_t)a->elems * a->elem_bytes;
+        b->host[i] = malloc(bytes);
+        if (!b->host[i]) {
+            ft_t1_bench_close(b);
+            return ft_err_set(err, FT_ENOMEM, "%s: argument %s: %zu bytes: out of memory", t->path,
+                              a->name, bytes);
+        }
+        fill(a, b->host[i], &r);
+        ft_status s = ft_dev_alloc(d, bytes, &b->dptr[i], err);
+        if (s == FT_OK) s = ft_dev_copy(d, b->dptr[i], b->host[i], bytes, FT_COPY_H2D, err);
+        if (s != FT_OK) {
+            ft_t1_bench_close(b);
+            return ft_err_wrap(err, "%s: argument %s", t->path, a->name);
+        }
+        b->argv[i] = &b->dptr[i];
+        if (a->reads) b->read_bytes += bytes;
+        if (a->writes) b->write_bytes += bytes;
+    }
+    *out = b;
+    return FT_OK;
+}
+
+/* Compile cfg for the emulator (the file as written, its values as macros). */
+static ft_status compile_emu(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err) {
+    const ft_t1 *t = b->t;
+    char defs[FT_MAX_PARAMS][96];
+    const char *dp[FT_MAX_PARAMS], *syms[FT_T1_MAX_ARGS];
+    int nd = ft_t1_defines(t, cfg, defs, FT_MAX_PARAMS), ns = 0;
+    for (int i = 0; i < nd; i++) dp[i] = defs[i];
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].constant) syms[ns++] = t->args[i].name;
+    const char *kn = t->kernel_name;
+    ft_dev_source src = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
+                         .options = (const char *const *)t->options, .noptions = t->noptions,
+                         .kernels = &kn, .nkernels = 1, .symbols = syms,
+                         .nsymbols = b->use_symbols ? ns : 0};
+    ft_err e = {0};
+    ft_status s = ft_dev_compile_file(b->d, &src, m, &e);
+    if (s != FT_OK && b->use_symbols && ns && strstr(e.msg, "has no symbol")) {
+        /* As Kernel Tuner: the argument is passed; without a symbol there is nothing else. */
+        b->use_symbols = 0;
+        snprintf(b->note, sizeof b->note,
+                 "the kernel has no __constant__ symbol for the file's constant-memory argument(s); "
+                 "passed as arguments only");
+        src.nsymbols = 0;
+        s = ft_dev_compile_file(b->d, &src, m, err);
+    } else if (s != FT_OK && err) {
+        *err = e;
+    }
+    if (s != FT_OK) return s;
+    for (int i = 0; b->use_symbols && i < t->nargs; i++) {
+        const ft_t1_arg *a = &t->args[i];
+        if (!a->constant) continue;
+        s = ft_dev_symbol_write(b->d, *m, a->name, b->host[i], (size_t)a->elems * a->elem_bytes, err);
+        if (s != FT_OK) return s;
+    }
+    return FT_OK;
+}
+
+/* A block of the x-y grid is on the boundary when it is on an edge: x first or last, or (a grid
+ * of more than one row) y first or last. Every z plane is taken to be alike. */
+static long long interior_count(long long gx, long long gy) {
+    return (gx > 2 ? gx - 2 : 0) * (gy > 1 ? (gy > 2 ? gy - 2 : 0) : 1);
+}
+
+/* The blocks of each stratum to emulate, distinct: boundary (corners, then edge middles) and
+ * interior (drawn from the seed). */
+static void pick_blocks(const long long g[3], int want, uint64_t seed, ft_dim3 *bnd, int *nb,
+                        ft_dim3 *inner, int *ni) {
+    *nb = *ni = 0;
+    long long gx = g[0], gy = g[1];
+    long long inter = interior_count(gx, gy);
+    int wb = inter ? (want + 1) / 2 : want, wi = want - wb;
+    long long cand[8][2] = {{0, 0},      {gx - 1, 0},      {0, gy - 1}, {gx - 1, gy - 1},
+                            {gx / 2, 0}, {gx / 2, gy - 1}, {0, gy / 2}, {gx - 1, gy / 2}};
+    for (int k = 0; k < 8 && *nb < wb; k++) {
+        long long x = cand[k][0], y = cand[k][1];
+        int boundary = x == 0 || x == gx - 1 || (gy > 1 && (y == 0 || y == gy - 1));
+        int dup = 0;
+        for (int j = 0; j < *nb; j++) dup |= bnd[j].x == (unsigned)x && bnd[j].y == (unsigned)y;
+        if (boundary && !dup) bnd[(*nb)++] = (ft_dim3){(unsigned)x, (unsigned)y, 0};
+    }
+    if (!inter) return;
+    ft_rng r;
+    ft_rng_seed(&r, seed);
+    long long ix = gx - 2;
+    for (int tries = 0; *ni < wi && *ni < inter && tries < 64 * want; tries++) {
+        long long k = (long long)ft_rng_below(&r, (uint64_t)inter);
+        unsigned x = (unsigned)(1 + k % ix), y = gy == 1 ? 0 : (unsigned)(1 + k / ix);
+        int dup = 0;
+        for (int j = 0; j < *ni; j++) dup |= inner[j].x == x && inner[j].y == y;
+        if (!dup) inner[(*ni)++] = (ft_dim3){x, y, 0};
+    }
+}
+
+static ft_status emulate(ft_t1_bench *b, ft_dev_module *m, const long long g[3], const long long bl[3],
+                         const ft_dim3 *blocks, int n, ft_dev_emu_launch_record *rec, int *have,
+                         ft_err *err) {
+    *have = 0;
+    if (n == 0) return FT_OK;
+    ft_dim3 grid = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
+    ft_dim3 block = {(unsigned)bl[0], (unsigned)bl[1], (unsigned)bl[2]};
+    ft_status s = ft_dev_emu_launch_blocks(b->d, m, b->t->kernel_name, grid, block,
+                                           (size_t)b->t->shared_bytes, b->argv, blocks, n, err);
+    ft_dev_emu_launch_record *recs = NULL;
+    int nrec = 0;
+    ft_err e2 = {0};
+    ft_status s2 = ft_dev_emu_profile_take(b->d, &recs, &nrec, &e2);
+    if (s != FT_OK) {
+        if (s2 == FT_OK) ft_dev_emu_records_free(recs, nrec);
+        return s;
+    }
+    if (s2 != FT_OK) {
+        if (err) *err = e2;
+        return s2;
+    }
+    if (nrec >= 1) {
+        *rec = recs[nrec - 1];
+        rec->p.sites = NULL;
+        rec->p.nsites = 0;
+        *have = 1;
+    }
+    ft_dev_emu_records_free(recs, nrec);
+    return FT_OK;
+}
+
+/* Scale a stratum's profile to the blocks it stands for. */
+static void add_scaled(ft_dev_emu_launch_record *acc, const ft_dev_emu_launch_record *r, double f) {
+    const ft_emu_launch_prof *p = &r->p;
+    ft_emu_launch_prof *a = &acc->p;
+    for (int k = 0; k < FT_EMU_NACC; k++) {
+        a->t[k].requests += (uint64_t)llround((double)p->t[k].requests * f);
+        a->t[k].lanes += (uint64_t)llround((double)p->t[k].lanes * f);
+        a->t[k].partial += (uint64_t)llround((double)p->t[k].partial * f);
+        a->t[k].units += (uint64_t)llround((double)p->t[k].units * f);
+        a->t[k].ideal += (uint64_t)llround((double)p->t[k].ideal * f);
+        a->t[k].bytes += (uint64_t)llround((double)p->t[k].bytes * f);
+    }
+    for (int k = 0; k < FT_EMU_NCOLL; k++) a->coll[k] += (uint64_t)llround((double)p->coll[k] * f);
+    a->unique_read_bytes += (uint64_t)llround((double)p->unique_read_bytes * f);
+    a->unique_write_bytes += (uint64_t)llround((double)p->unique_write_bytes * f);
+    a->barriers += (uint64_t)llround((double)p->barriers * f);
+}
+
+ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec *g, int nsample,
+                        ft_t1_prediction *out, ft_err *err) {
+    memset(out, 0, sizeof *out);
+    const ft_t1 *t = b->t;
+    if (ft_dev_kind_of(b->d) != FT_DEV_EMU)
+        return ft_err_set(err, FT_EINVAL, "%s: predicting needs the emulator's profile", t->path);
+    if (nsample < 2) nsample = 2;
+    if (nsample > 64) nsample = 64;
+    ft_status s = ft_t1_launch(t, cfg, out->grid, out->block, err);
+    if (s != FT_OK) return s;
+    out->blocks = out->grid[0] * out->grid[1] * out->grid[2];
+    long long threads = out->block[0] * out->block[1] * out->block[2];
+    if (threads > 1024)
+        return ft_err_set(err, FT_EINVAL, "%s: a block of %lld threads (1024 at most)", t->path, threads);
+    /* What the GPU's compiler makes of it. */
+    ft_kfacts kf;
+    memset(&kf, 0, sizeof kf);
+    snprintf(kf.name, sizeof kf.name, "%s", t->kernel_name);
+    kf.block_threads = (int)threads;
+    kf.dyn_smem = (size_t)t->shared_bytes;
+    double t0 = ft_now_s();
+#if FT_HAVE_CUDA
+    {
+        char defs[FT_MAX_PARAMS][96];
+        const char *dp[FT_MAX_PARAMS];
+        int nd = ft_t1_defines(t, cfg, defs, FT_MAX_PARAMS);
+        for (int i = 0; i < nd; i++) dp[i] = defs[i];
+        const char *kn = t->kernel_name;
+        ft_nvrtc_file f = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
+                           .options = (const char *const *)t->options, .noptions = t->noptions,
+                           .names = &kn, .nnames = 1};
+        ft_nvrtc_result res;
+        ft_err ne = {0};
+        s = ft_nvrtc_compile_file(&f, g->arch, &res, &ne);
+        if (s == FT_ENOMEM) {
+            if (err) *err = ne;
+            return s;
+        }
+        if (s != FT_OK) {
+            /* NVRTC refuses some configurations other compilers build (a static shared array
+             * over 48 KiB): the resources are then unknown, and the emulator's static shared
+             * memory alone sets the occupancy below. */
+            snprintf(out->nvrtc_error, sizeof out->nvrtc_error, "%.250s", ne.msg);
+            goto emulate_it;
+        }
+        const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, kn);
+        if (kr) kf.info = kr->info;
+        const char *lowered = ft_nvrtc_lowered(&res, kn);
+        ft_sass_kernel *sass = calloc(FT_NVRTC_MAX_KERNELS, sizeof *sass);
+        int nsass = 0;
+        ft_err e2 = {0};
+        if (sass && ft_sass_of_cubin(res.cubin, res.cubin_size, sass, FT_NVRTC_MAX_KERNELS, &nsass, &e2) == FT_OK) {
+            const ft_sass_kernel *sk = ft_sass_find(sass, nsass, lowered ? lowered : kn);
+            if (sk) kf.has_sass = 1, kf.sass = *sk;
+        }
+        free(sass);
+        ft_nvrtc_result_free(&res);
+        ft_err e3 = {0};
+        if (ft_cuda_occupancy(g, kf.block_threads, kf.info.regs, kf.info.smem_static + kf.dyn_smem,
+                              &kf.occ, &e3) != FT_OK) {
+            memset(&kf.occ, 0, sizeof kf.occ);
+            snprintf(out->unfit, sizeof out->unfit, "%.200s", e3.msg);
+        } else if (kf.occ.blocks_per_sm == 0) {
+            snprintf(out->unfit, sizeof out->unfit, "no block fits on an SM of the %s (%s)", g->name,
+                     ft_occ_limit_name(kf.occ.limits));
+        }
+        if (kf.info.spill_stores || kf.info.spill_loads)
+            snprintf(out->unfit, sizeof out->unfit, "spills %d bytes", kf.info.spill_stores + kf.info.spill_loads);
+    }
+emulate_it:
+#endif
+    out->compile_s = ft_now_s() - t0;
+    out->regs = kf.info.regs;
+    out->spills = kf.info.spill_stores + kf.info.spill_loads;
+    out->has_sass = kf.has_sass;
+    /* A sample of the grid on the emulator, profiled. */
+    t0 = ft_now_s();
+    s = ft_dev_emu_set_profile(b->d, 1, err);
+    if (s != FT_OK) return s;
+    ft_dev_module *m = NULL;
+    s = compile_emu(b, cfg, &m, err);
+    if (s != FT_OK) return s;
+    if (out->nvrtc_error[0] || !kf.info.regs) { /* occupancy from the static shared memory */
+        ft_kernel_info ki;
+        ft_err e4 = {0};
+        if (ft_dev_kernel_info(m, t->kernel_name, &ki, &e4) == FT_OK) {
+            kf.info.smem_static = ki.smem_static;
+            if (ft_cuda_occupancy(g, kf.block_threads, 0, ki.smem_static + kf.dyn_smem, &kf.occ, &e4) != FT_OK ||
+                kf.occ.blocks_per_sm == 0) {
+                memset(&kf.occ, 0, sizeof kf.occ);
+                snprintf(out->unfit, sizeof out->unfit, "no block fits on an SM of the %s (%zu bytes of shared memory)",
+                         g->name, ki.smem_static + kf.dyn_smem);
+            }
+        }
+    }
+    ft_dim3 bnd[64], inner[64];
+    int nb = 0, ni = 0;
+    long long gx = out->grid[0], gy = out->grid[1], gz = out->grid[2];
+    int whole = gz == 1 && out->blocks <= nsample; /* small enough: every block, exactly */
+    if (whole) {
+        for (long long y = 0; y < gy; y++)
+            for (long long x = 0; x < gx; x++) bnd[nb++] = (ft_dim3){(unsigned)x, (unsigned)y, 0};
+    } else {
+        pick_blocks(out->grid, nsample, 0x9e3779b97f4a7c15ull, bnd, &nb, inner, &ni);
+    }
+    ft_dev_emu_launch_record rb, ri, acc;
+    int hb = 0, hi = 0;
+    s = emulate(b, m, out->grid, out->block, bnd, nb, &rb, &hb, err);
+    if (s == FT_OK) s = emulate(b, m, out->grid, out->block, inner, ni, &ri, &hi, err);
+    if (s != FT_OK) return s;
+    out->emulate_s = ft_now_s() - t0;
+    out->sampled_boundary = nb;
+    out->sampled_interior = ni;
+    /* Each stratum stands for its population: the blocks on an edge, and the others. */
+    long long interior = whole ? 0 : interior_count(gx, gy) * gz;
+    long long boundary = out->blocks - interior;
+    memset(&acc, 0, sizeof acc);
+    if (hb) {
+        acc = rb;
+        memset(acc.p.t, 0, sizeof acc.p.t);
+        memset(acc.p.coll, 0, sizeof acc.p.coll);
+        acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
+        add_scaled(&acc, &rb, (double)boundary / nb);
+    }
+    if (hi) {
+        if (!hb) {
+            acc = ri;
+            memset(acc.p.t, 0, sizeof acc.p.t);
+            memset(acc.p.coll, 0, sizeof acc.p.coll);
+            acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
+        }
+        add_scaled(&acc, &ri, (double)interior / ni);
+    }
+    acc.p.blocks = (uint64_t)out->blocks;
+    /* Distinct bytes are at most the arguments' bytes: what the whole grid can read from DRAM
+     * and write back. */
+    if (acc.p.unique_read_bytes > b->read_bytes) acc.p.unique_read_bytes = b->read_bytes;
+    if (acc.p.unique_write_bytes > b->write_bytes) acc.p.unique_write_bytes = b->write_bytes;
+    out->in = ft_predict_in_of_record(&acc, kf.info.regs || kf.has_sass || kf.occ.blocks_per_sm ? &kf : NULL);
+    out->in.blocks = (double)out->blocks;
+    out->in.block_threads = (int)threads;
+    out->pred = ft_predict(g, &out->in);
+    return FT_OK;
+}
