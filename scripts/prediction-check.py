@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""prediction-check.py: flaretune's GPU-free prediction against real GPU measurements.
+
+    scripts/prediction-check.py --pair PREDICTED.jsonl:DEVICE:LANDSCAPE.json[.gz] ...
+                                [--markdown FILE] [--json FILE]
+
+PREDICTED.jsonl: lines of `flaretune inspect --t1 FILE --device DEVICE --sample K|--all-configs
+--jsonl PREDICTED.jsonl` (one configuration each: its `config`, `predicted_s`, or an `error`, and
+`unfit` when it cannot run on that GPU). LANDSCAPE: the same kernel's configurations measured on
+that GPU, a Kernel Tuner cache file (the FAIR benchmark hub's: its `time` in ms, an error string
+for a configuration that failed). Configurations are matched by their parameters' names and
+values. For each pair it reports, over the configurations both have (predicted and measured):
+
+  n                   how many (the predicted ones may be a sample of the space: it says so)
+  spearman            Spearman's rank correlation of predicted and measured time
+  best_rank           the measured rank of the configuration predicted fastest, among the
+                      measured configurations of the whole landscape (1 = the optimum), and that
+                      as a percentile (lower is better; 1% = within the measured top 1%)
+  recall_1 / recall_5 of the n's measured top 1% and 5% (at least one configuration each), the
+                      share that is in the predicted top 5%
+  mape                the median absolute percentage error |predicted - measured| / measured
+  ordered_to_5        measuring the n configurations in predicted order (fastest predicted
+                      first), the evaluations until one is within 5% of the best of the n;
+                      random_to_5: the expected evaluations of a uniformly random order (the
+                      mean of the first success of a draw without replacement), and their ratio
+  unfit_measured      configurations predicted unable to run that did run, and their best
+
+A configuration the prediction says cannot run (unfit) is left out of the correlations and
+counted apart. Exit 0 when every pair was read, 1 on unreadable input, 2 on a bad command line.
+Python standard library only.
+"""
+import argparse
+import gzip
+import json
+import math
+import statistics
+import sys
+
+
+def load_landscape(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    keys = doc.get("tune_params_keys") or list(doc["tune_params"].keys())
+    measured = {}
+    failed = 0
+    for k, v in doc["cache"].items():
+        t = v.get("time")
+        vals = k.split(",")
+        if len(vals) != len(keys):
+            continue
+        cfg = tuple(sorted(zip(keys, vals)))
+        if isinstance(t, (int, float)) and t > 0 and math.isfinite(t):
+            measured[cfg] = float(t) * 1e-3
+        else:
+            failed += 1
+    return doc.get("device_name", "?"), measured, failed
+
+
+def cfg_of(text):
+    return tuple(sorted(tuple(p.split("=", 1)) for p in text.split(",")))
+
+
+def load_predicted(path, device):
+    pred, unfit, errors = {}, {}, 0
+    with open(path) as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break
+            o = json.loads(line)
+            if o.get("device") != device:
+                continue
+            cfg = cfg_of(o["config"])
+            if o.get("error"):
+                errors += 1
+            elif o.get("unfit"):
+                unfit[cfg] = o["predicted_s"]
+            else:
+                pred[cfg] = o["predicted_s"]
+    return pred, unfit, errors
+
+
+def ranks(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
+    return num / den if den else float("nan")
+
+
+def expected_first_hit(n, good):
+    """Expected position of the first success drawing without replacement: (n + 1) / (good + 1)."""
+    return (n + 1) / (good + 1)
+
+
+def check(pred_path, device, land_path):
+    gpu, measured, failed = load_landscape(land_path)
+    pred, unfit, errors = load_predicted(pred_path, device)
+    both = [c for c in pred if c in measured]
+    row = {"predicted": pred_path, "device": device, "landscape": land_path, "gpu": gpu,
+           "measured": len(measured), "measured_failed": failed, "predicted_n": len(pred),
+           "predict_errors": errors, "unfit": len(unfit), "n": len(both)}
+    unfit_ran = [measured[c] for c in unfit if c in measured]
+    row["unfit_measured"] = len(unfit_ran)
+    if unfit_ran:
+        row["unfit_measured_best_s"] = min(unfit_ran)
+    if len(both) < 3:
+        return row
+    p = [pred[c] for c in both]
+    m = [measured[c] for c in both]
+    row["spearman"] = spearman(p, m)
+    best_pred = min(both, key=lambda c: pred[c])
+    all_m = sorted(measured.values())
+    rank = 1 + sum(1 for v in all_m if v < measured[best_pred])
+    row["best_rank"] = rank
+    row["best_percentile"] = 100.0 * rank / len(all_m)
+    n = len(both)
+    top5_pred = set(sorted(both, key=lambda c: pred[c])[:max(1, math.ceil(0.05 * n))])
+    by_m = sorted(both, key=lambda c: measured[c])
+    for frac, name in ((0.01, "recall_1"), (0.05, "recall_5")):
+        top = by_m[:max(1, math.ceil(frac * n))]
+        row[name] = sum(1 for c in top if c in top5_pred) / len(top)
+    row["mape"] = statistics.median(abs(a - b) / b for a, b in zip(p, m))
+    row["median_ratio"] = statistics.median(a / b for a, b in zip(p, m))
+    best = min(m)
+    good = [c for c in both if measured[c] <= best * 1.05]
+    order = sorted(both, key=lambda c: pred[c])
+    row["ordered_to_5"] = 1 + next(i for i, c in enumerate(order) if measured[c] <= best * 1.05)
+    row["random_to_5"] = expected_first_hit(n, len(good))
+    row["within_5_of_n"] = len(good)
+    return row
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def markdown(rows):
+    out = ["| landscape | GPU | configurations (predicted of measured) | Spearman | predicted best: measured rank (percentile) | top 1% / 5% in predicted top 5% | median error | predicted / measured (median) | in predicted order to 5% (random) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = r["landscape"].rsplit("/", 1)[-1].replace(".json.gz", "").replace(".json", "")
+        out.append(
+            f"| {name} | {r['gpu']} | {r['n']} of {r['measured']}"
+            f"{' (' + str(r['unfit']) + ' predicted unable to run)' if r['unfit'] else ''} | "
+            f"{fmt(r.get('spearman'), '.2f')} | {r.get('best_rank', '-')} ({fmt(r.get('best_percentile'), '.1f')}%) | "
+            f"{fmt(r.get('recall_1'), '.0%')} / {fmt(r.get('recall_5'), '.0%')} | {fmt(r.get('mape'), '.0%')} | "
+            f"{fmt(r.get('median_ratio'), '.2f')} | {r.get('ordered_to_5', '-')} ({fmt(r.get('random_to_5'), '.1f')}) |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", action="append", required=True,
+                    help="PREDICTED.jsonl:DEVICE:LANDSCAPE (repeat)")
+    ap.add_argument("--markdown")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    rows = []
+    for spec in a.pair:
+        parts = spec.split(":")
+        if len(parts) != 3:
+            ap.error(f"--pair {spec}: PREDICTED.jsonl:DEVICE:LANDSCAPE")
+        try:
+            rows.append(check(*parts))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"prediction-check: {spec}: {e}", file=sys.stderr)
+            return 1
+    table = markdown(rows)
+    sys.stdout.write(table)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
