@@ -55,16 +55,7 @@ static int cmp_rec(const void *a, const void *b) {
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
-/* One candidate's outcome, read off its event. */
-typedef struct {
-    int failed;
-    const char *kt_error; /* Kernel Tuner's error name when failed */
-    const char *t4_invalidity;
-    double time_ms;  /* median; NaN when failed */
-    double cost_ms;  /* t - started; NaN when unknown */
-    double bench_ms; /* the sampling's share of it */
-    double t;        /* epoch seconds of the event; NaN: none */
-} outcome;
+typedef ft_export_result outcome;
 
 static double num(const json_t *o, const char *k) {
     const json_t *v = json_object_get(o, k);
@@ -264,7 +255,24 @@ json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_expor
     }
     json_t *dims = json_object_get(start, "dims");
     dims = dims ? json_deep_copy(dims) : json_object();
-    json_t *doc;
+    json_t *doc = ft_export_wrap(sp, entries, f, device, l.op->name, dims, l.backend->name);
+    ft_landscape_free(&l);
+    if (!doc) ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
+    return doc;
+}
+
+json_t *ft_export_entry(const ft_space *sp, const ft_config *cfg, const ft_export_result *r,
+                        ft_export_format f, char *key, size_t keylen) {
+    if (f == FT_EXPORT_KT_CACHE) {
+        kt_key(sp, cfg, key, keylen);
+        return kt_entry(sp, cfg, r);
+    }
+    if (keylen) key[0] = 0;
+    return t4_result(sp, cfg, r);
+}
+
+json_t *ft_export_wrap(const ft_space *sp, json_t *entries, ft_export_format f, const char *device,
+                       const char *kernel, json_t *problem_size, const char *backend) {
     if (f == FT_EXPORT_KT_CACHE) {
         json_t *keys = json_array(), *tp = json_object();
         for (int p = 0; p < sp->nparams; p++) {
@@ -274,18 +282,13 @@ json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_expor
             json_array_append_new(keys, json_string(sp->params[p].name));
             json_object_set_new(tp, sp->params[p].name, vals);
         }
-        doc = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o}", "device_name", device,
-                        "kernel_name", l.op->name, "problem_size", dims, "tune_params_keys", keys,
-                        "tune_params", tp, "objective", "time", "cache", entries);
-    } else {
-        doc = json_pack("{s:s, s:{s:s, s:s, s:s, s:o, s:s}, s:o}", "schema_version", "1.0.0",
-                        "metadata", "timeunit", "milliseconds", "device_name", device,
-                        "kernel_name", l.op->name, "problem_size", dims, "backend",
-                        l.backend->name, "results", entries);
+        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o}", "device_name", device,
+                         "kernel_name", kernel, "problem_size", problem_size, "tune_params_keys",
+                         keys, "tune_params", tp, "objective", "time", "cache", entries);
     }
-    ft_landscape_free(&l);
-    if (!doc) ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
-    return doc;
+    return json_pack("{s:s, s:{s:s, s:s, s:s, s:o, s:s}, s:o}", "schema_version", "1.0.0",
+                     "metadata", "timeunit", "milliseconds", "device_name", device, "kernel_name",
+                     kernel, "problem_size", problem_size, "backend", backend, "results", entries);
 }
 
 /* A Kernel Tuner cache as Kernel Tuner writes one: the header's fields a line each, then an
@@ -317,15 +320,7 @@ static int write_kt(FILE *f, const json_t *doc) {
     return bad;
 }
 
-ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *path,
-                             ft_err *err) {
-    json_t *events;
-    int torn;
-    ft_status s = ft_eventlog_read(log, &events, &torn, err);
-    if (s) return s;
-    json_t *doc = ft_eventlog_export_json(events, log, fmt, err);
-    json_decref(events);
-    if (!doc) return err ? err->status : FT_EFORMAT;
+ft_status ft_export_write(json_t *doc, ft_export_format fmt, const char *path, ft_err *err) {
     if (strcmp(path, "-") == 0) {
         int bad = fmt == FT_EXPORT_KT_CACHE
                       ? write_kt(stdout, doc)
@@ -350,4 +345,16 @@ ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *
         return ft_err_set(err, FT_EIO, "%s: write failed", path);
     }
     return ft_file_commit(f, tmp, path, err);
+}
+
+ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *path,
+                             ft_err *err) {
+    json_t *events;
+    int torn;
+    ft_status s = ft_eventlog_read(log, &events, &torn, err);
+    if (s) return s;
+    json_t *doc = ft_eventlog_export_json(events, log, fmt, err);
+    json_decref(events);
+    if (!doc) return err ? err->status : FT_EFORMAT;
+    return ft_export_write(doc, fmt, path, err);
 }

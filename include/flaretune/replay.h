@@ -150,6 +150,25 @@ ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char
 typedef enum { FT_EXPORT_KT_CACHE, FT_EXPORT_T4 } ft_export_format;
 /* "kt-cache" or "t4" to the format; -1: neither. */
 int ft_export_format_parse(const char *name);
+/* One configuration's outcome, as both formats record it. */
+typedef struct ft_export_result {
+    int failed;
+    const char *kt_error;      /* Kernel Tuner's error name when failed ("RuntimeFailedConfig") */
+    const char *t4_invalidity; /* T4's invalidity when failed ("runtime", "compile", ...)      */
+    double time_ms;            /* the median; NaN when failed                                  */
+    double cost_ms;            /* what evaluating it cost; NaN when unknown                    */
+    double bench_ms;           /* the measuring's share of it                                  */
+    double t;                  /* epoch seconds it was done; NaN: none                         */
+} ft_export_result;
+/* One entry: a Kernel Tuner cache entry (its key in key) or a T4 result. */
+json_t *ft_export_entry(const ft_space *sp, const ft_config *cfg, const ft_export_result *r,
+                        ft_export_format f, char *key, size_t keylen);
+/* The document around the entries (an object of keys for a cache, an array for T4; both and
+ * problem_size are taken over). NULL when out of memory. */
+json_t *ft_export_wrap(const ft_space *sp, json_t *entries, ft_export_format f, const char *device,
+                       const char *kernel, json_t *problem_size, const char *backend);
+/* Write (and free) doc to path atomically; "-": standard output. */
+ft_status ft_export_write(json_t *doc, ft_export_format f, const char *path, ft_err *err);
 /* The document from events already read (ft_eventlog_read); `name` names the log in messages. */
 json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_export_format f,
                                 ft_err *err);
