@@ -17,7 +17,8 @@ order (the parameters' values in the file's order, the last parameter varying fa
 file's values sorted). Or LANDSCAPE is the event log of an exhaustive run itself (`flaretune tune OP --strategy exhaustive --log
 LOG`), read here the way `flaretune replay` reads it: the last run and the earlier runs it
 resumed; each measured candidate scores its stats.median_s, or the median its run's last
-`confirm` event measured again side by side, each rejected one fails; a candidate costs the
+`confirm` event measured again side by side, each rejected one fails, as does one not
+measured cleanly or stopped by the watchdog (flaretune replay reads them so); a candidate costs the
 wall time from its `started` to its event's `t`. From a log the parameters' values are the ones
 its candidates use, in the order they first appear in candidate order.
 
@@ -197,7 +198,9 @@ def landscape_from_events(events, path):
         if not isinstance(cfg, dict) or not isinstance(idx, int):
             raise InputError(f"{path}: a {kind} event without config or candidate")
         cost = float(ev["t"]) - float(ev.get("started", ev["t"]))
-        if kind == "rejected":
+        # Rejected, stopped by the watchdog, or not measured cleanly (a busy machine's upper
+        # bound, never ranked): failed, as flaretune replay reads it.
+        if kind == "rejected" or ev.get("clean") is False or isinstance(ev.get("stopped"), dict):
             cands[idx] = {"config": cfg, "score_s": None, "cost_s": cost, "ci_rel": None}
             continue
         stats = ev.get("stats") or {}

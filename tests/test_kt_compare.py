@@ -247,6 +247,31 @@ def test_errors():
     check(rc == 1 and "cannot read" in err, f"a missing file: exit {rc}: {err!r}")
 
 
+def test_unclean():
+    """A candidate a busy machine did not measure cleanly (clean false, no median) and one the
+    watchdog stopped are failures, as flaretune replay reads them, not malformed input."""
+    log = os.path.join(TMP, "busy.jsonl")
+    write_log(log, CANDS)
+    with open(log) as f:
+        lines = f.read().split("\n")
+    events = [json.loads(l) for l in lines if l.strip() and not l.startswith('{"event": "run_end", "torn')]
+    marked = 0
+    for ev in events:
+        if ev.get("event") == "measured" and ev["candidate"] in (3, 4):
+            if ev["candidate"] == 3:
+                ev["clean"] = False
+                ev["stats"] = {"median_s": None, "ci_rel": None, "clean": False}
+            else:
+                ev["stopped"] = {"after_s": 0.5, "limit_s": 0.4}
+            marked += 1
+    with open(log, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in events))
+    a = run_json(log, "busy.json", "--seeds", "1", "--targets", "0,0.05", "--strategies",
+                 "random_sample")
+    check(marked == 2 and a is not None and a["valid"] == 30 and a["rejected"] == 3,
+          f"two more failures: {a and a['rejected']}")
+
+
 def test_orderings():
     """scripts/ordering.py draws the permutations ft_landscape_ordering draws (the constants of
     tests/test_replay.c's test_orderings), and seed s runs on ordering (s - 1) % N: the same
@@ -353,7 +378,7 @@ def main():
         return 77
     with tempfile.TemporaryDirectory(prefix="test_kt_compare.") as TMP:
         return clitest.main(None, (test_runs, test_restriction, test_errors, test_orderings,
-                                        test_formats))
+                                        test_formats, test_unclean))
 
 
 if __name__ == "__main__":
