@@ -108,8 +108,13 @@ ft_status ft_t1_bench_open(const ft_t1 *t, ft_dev *d, uint64_t seed, ft_t1_bench
     return FT_OK;
 }
 
-/* Compile cfg for the emulator (the file as written, its values as macros). */
-static ft_status compile_emu(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err) {
+void *ft_t1_bench_arg(const ft_t1_bench *b, int i) { return b->dptr[i]; }
+
+void **ft_t1_bench_argv(ft_t1_bench *b) { return b->argv; }
+
+const void *ft_t1_bench_host(const ft_t1_bench *b, int i) { return b->host[i]; }
+
+ft_status ft_t1_bench_compile(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err) {
     const ft_t1 *t = b->t;
     char defs[FT_MAX_PARAMS][96];
     const char *dp[FT_MAX_PARAMS], *syms[FT_T1_MAX_ARGS];
@@ -179,6 +184,23 @@ static void pick_blocks(const long long g[3], int want, uint64_t seed, ft_dim3 *
         for (int j = 0; j < *ni; j++) dup |= inner[j].x == x && inner[j].y == y;
         if (!dup) inner[(*ni)++] = (ft_dim3){x, y, 0};
     }
+}
+
+int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max) {
+    if (want > max) want = max;
+    if (want > 64) want = 64;
+    if (g[2] == 1 && g[0] * g[1] <= want) {
+        int n = 0;
+        for (long long y = 0; y < g[1]; y++)
+            for (long long x = 0; x < g[0]; x++) out[n++] = (ft_dim3){(unsigned)x, (unsigned)y, 0};
+        return n;
+    }
+    ft_dim3 bnd[64], inner[64];
+    int nb = 0, ni = 0;
+    pick_blocks(g, want, 0x9e3779b97f4a7c15ull, bnd, &nb, inner, &ni);
+    memcpy(out, bnd, (size_t)nb * sizeof *out);
+    memcpy(out + nb, inner, (size_t)ni * sizeof *out);
+    return nb + ni;
 }
 
 static ft_status emulate(ft_t1_bench *b, ft_dev_module *m, const long long g[3], const long long bl[3],
@@ -310,7 +332,7 @@ emulate_it:
     s = ft_dev_emu_set_profile(b->d, 1, err);
     if (s != FT_OK) return s;
     ft_dev_module *m = NULL;
-    s = compile_emu(b, cfg, &m, err);
+    s = ft_t1_bench_compile(b, cfg, &m, err);
     if (s != FT_OK) return s;
     if (out->nvrtc_error[0] || !kf.info.regs) { /* occupancy from the static shared memory */
         ft_kernel_info ki;

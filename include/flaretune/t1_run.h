@@ -33,6 +33,17 @@ ft_status ft_t1_bench_open(const ft_t1 *t, ft_dev *d, uint64_t seed, ft_t1_bench
 void ft_t1_bench_close(ft_t1_bench *b);
 /* A line of what was noticed while setting up (a constant argument without its symbol), or "". */
 const char *ft_t1_bench_note(const ft_t1_bench *b);
+/* Argument i's device memory (a vector), and what a launch passes (cuLaunchKernel's args). */
+void *ft_t1_bench_arg(const ft_t1_bench *b, int i);
+/* Argument i's first fill on the host (a vector). */
+const void *ft_t1_bench_host(const ft_t1_bench *b, int i);
+void **ft_t1_bench_argv(ft_t1_bench *b);
+/* Compile cfg for b's device (the file as written, the values as macros) and write the
+ * constant-memory arguments to their symbols. */
+ft_status ft_t1_bench_compile(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err);
+/* Up to `want` blocks of grid g (at most max): both strata of ft_t1_predict's sample, boundary
+ * first; every block of a small one-plane grid. Returns how many. */
+int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max);
 
 typedef struct ft_t1_prediction {
     ft_prediction pred;  /* the time model's answer                                        */

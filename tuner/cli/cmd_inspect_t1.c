@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cuda/specs.h"
@@ -106,6 +107,21 @@ static char **done_keys(const char *path, const char *device, int *n) {
     free(line);
     fclose(f);
     return keys;
+}
+
+/* A line cut short by a crash is cut off, so what is appended starts on a line of its own. */
+static void drop_torn_tail(const char *path) {
+    FILE *f = fopen(path, "r+");
+    if (!f) return;
+    long keep = 0, pos = 0;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        pos++;
+        if (c == '\n') keep = pos;
+    }
+    if (keep < pos && ftruncate(fileno(f), keep) != 0) { /* the next read skips it anyway */
+    }
+    fclose(f);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -228,6 +244,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     char **done = jsonl ? done_keys(jsonl, g->name, &ndone) : NULL;
     if (done) qsort(done, (size_t)ndone, sizeof *done, cmp_str);
     FILE *out = NULL;
+    if (jsonl) drop_torn_tail(jsonl);
     if (jsonl && !(out = fopen(jsonl, "a"))) {
         ft_cli_fail(FT_EXIT_FAIL, "inspect: cannot append to %s", jsonl);
         n = -1;

@@ -105,7 +105,8 @@ static void usage(FILE *f) {
         "a --log another tuner is writing fails at once. Roofline fractions are against this\n"
         "machine's cache-aware ceilings; a busy machine is detected and said\n"
         "(docs/measurement.md).\n\n"
-        "Ctrl-C finishes the event in flight, saves the best so far, and exits with 130.\n");
+        "Ctrl-C finishes the event in flight, saves the best so far, and exits with 130.\n\n");
+    ft_cli_tune_t1_usage(f);
 }
 
 static volatile int stop_flag, pause_flag;
@@ -1239,6 +1240,9 @@ static void on_candidate_timeout(int sig) {
 }
 
 static int run(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
+            return ft_cli_tune_t1(argc, argv);
     tune_args a;
     static row rows[16 * 32];
     int code = tune_parse(argc, argv, &a);

@@ -1,0 +1,51 @@
+/* t1_tune.h: tuning a kernel a T1 file describes, on a GPU or on the emulator (tuner/t1_tune.c).
+ *
+ * The tuner's strategies over the configurations the file allows; each candidate compiled as
+ * written, run, checked against the reference (default) configuration's outputs, and timed; the
+ * results written in the community's formats (FAIR T4, a Kernel Tuner cache) for `replay` and
+ * Kernel Tuner's tools. */
+#ifndef FLARETUNE_T1_TUNE_H
+#define FLARETUNE_T1_TUNE_H
+
+#include "flaretune/replay.h"
+#include "flaretune/t1.h"
+#include "flaretune/t1_run.h"
+
+typedef struct ft_t1_tune_result {
+    int n;             /* candidates (the configurations the conditions allow), space order */
+    ft_config *cfgs;
+    double *secs;      /* median time of each evaluated one; NaN: not evaluated or failed   */
+    double *cost;      /* seconds evaluating it took (compile, check, timing)               */
+    double *when;      /* epoch seconds it was done                                         */
+    char **error;      /* why it failed (NULL: it did not)                                  */
+    int *order;        /* the evaluated candidates in the order the search took them       */
+    int nevals, failed;
+    int reference;     /* the default configuration: the reference, evaluated first         */
+    int best;          /* fastest evaluated (-1: none)                                      */
+    char clock[64];    /* what timed it                                                      */
+    char device[128];  /* the device's name when known                                      */
+    char note[320];    /* something worth saying ("" when nothing)                          */
+} ft_t1_tune_result;
+
+typedef struct ft_t1_tune_opts {
+    int emulate;      /* 1: the emulator (cuda-emu); 0: the GPU (cuda)                     */
+    int strategy;     /* ft_strategy_kind                                                   */
+    int budget;       /* evaluations at most, the reference included (0: every candidate)   */
+    unsigned long long seed;
+    int blocks;       /* the emulator's sample of the grid (2..64)                          */
+    int reps;         /* timed launches (the emulator: at most 5)                           */
+    /* Called after each evaluation (i: the candidate; why: its failure or NULL). */
+    void (*progress)(void *ctx, const ft_t1_tune_result *r, int i, const char *why);
+    void *progress_ctx;
+} ft_t1_tune_opts;
+
+void ft_t1_tune_opts_default(ft_t1_tune_opts *o);
+/* Tune; r holds what was measured even when it fails part way (free it with
+ * ft_t1_tune_result_free). */
+ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *r, ft_err *err);
+void ft_t1_tune_result_free(ft_t1_tune_result *r);
+/* The evaluated candidates as a T4 results file or a Kernel Tuner cache, written atomically. */
+ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const char *backend,
+                            ft_export_format f, const char *path, ft_err *err);
+
+#endif

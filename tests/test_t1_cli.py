@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""test_t1_cli.py: a kernel described by a FAIR T1 file, through the command line.
+
+    tests/test_t1_cli.py --flaretune BINARY
+
+On the hand-written tests/data/t1/saxpy_tiled.json (42 allowed configurations; its kernel forgets
+an element with tile_size_x == 3, and its float tunable `scale` must not change the result):
+`space --t1` (counts, JSON, --list); `tune --t1` on the emulator with every configuration: the
+six wrong ones rejected by the check against the default configuration and no other, the
+measurements written as a T4 results file (valid against the T4 1.0.0 results schema's
+requirements when jsonschema is present) and a Kernel Tuner cache that `replay` reads back;
+`tune --t1 --backend cuda` without a GPU (exit 3, one line); `inspect --t1` (one configuration,
+JSON; --sample into a JSON-lines file twice: the second run adds nothing; a torn last line is
+cut off and predicted again); bad requests one line each.
+"""
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import clitest  # noqa: E402
+from clitest import check, one_line_error, run  # noqa: E402
+
+T1 = os.path.join(HERE, "data", "t1", "saxpy_tiled.json")
+STATE = {}
+
+
+def test_space():
+    rc, out, err = run("space", "--t1", T1)
+    check(rc == 0 and "42 allowed by the conditions" in out and "64 configurations" in out,
+          f"space: exit {rc}: {out}{err}")
+    rc, out, err = run("space", "--t1", T1, "--json", "--list")
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("valid") == 42 and len(doc.get("configs", [])) == 42,
+          f"space --json --list: {doc.get('valid')}")
+    first = (doc.get("configs") or [{}])[0]
+    check(first.get("key") == "32,1,0,0.5" and first.get("grid") == [313, 1, 1],
+          f"the first allowed configuration and its grid: {first}")
+    check(doc.get("default", {}).get("config") == "block_size_x=64,tile_size_x=1,use_ldg=0,scale=2.0",
+          f"default: {doc.get('default')}")
+
+
+def test_tune():
+    tmp = STATE["tmp"]
+    t4, kt = os.path.join(tmp, "s.t4.json"), os.path.join(tmp, "s.kt.json")
+    rc, out, err = run("tune", "--t1", T1, "--backend", "cuda-emu", "--strategy", "exhaustive",
+                       "--budget", "0", "--reps", "2", "--t4", t4, "--kt-cache", kt)
+    check(rc == 0 and "42 of 42 configurations evaluated (6 rejected)" in out,
+          f"tune: exit {rc}: {out}{err[-2000:]}")
+    rejected = [l for l in err.splitlines() if "rejected:" in l]
+    check(len(rejected) == 6 and all("tile_size_x=3" in l and "not written" in l for l in rejected),
+          f"the six wrong configurations and no other: {rejected}")
+    check(all(os.path.exists(p) for p in (t4, kt)), "both files written")
+    if not os.path.exists(t4):
+        return
+    with open(t4) as f:
+        doc = json.load(f)
+    res = doc.get("results", [])
+    check(len(res) == 42 and sum(r["invalidity"] != "correct" for r in res) == 6,
+          f"T4: {len(res)} results")
+    check(all(r["measurements"][0]["value"] > 0 for r in res if r["invalidity"] == "correct"),
+          "T4: positive times")
+    try:
+        import jsonschema
+        from test_export_formats import T4_RESULTS
+        jsonschema.validate(doc, T4_RESULTS)
+    except ImportError:
+        pass
+    except Exception as e:  # noqa: BLE001 - jsonschema's ValidationError
+        check(False, f"T4 against the schema: {e}")
+    # The cache reads back: replay finds the same optimum and failures.
+    rc, out, err = run("replay", kt, "--seeds", "3", "--json")
+    rep = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and rep.get("valid") == 42 and rep.get("rejected") == 6,
+          f"replay of the cache: exit {rc}: {err} {rep.get('valid')} {rep.get('rejected')}")
+
+
+def test_tune_gpu_absent():
+    rc, _, err = run("list", "backends")
+    if "cuda " in err + _ and "unavailable" not in (err + _):
+        return  # a GPU is here: nothing to check
+    one_line_error(["tune", "--t1", T1, "--backend", "cuda", "--budget", "2"], 3)
+
+
+def test_inspect():
+    tmp = STATE["tmp"]
+    rc, out, err = run("inspect", "--t1", T1, "--device", "rtx-a4000", "--json")
+    doc = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and doc.get("predicted_s", 0) > 0 and doc.get("device") == "rtx-a4000" and
+          doc.get("grid") == [157, 1, 1], f"inspect --json: exit {rc}: {err} {doc}")
+    jl = os.path.join(tmp, "p.jsonl")
+    rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--jsonl", jl)
+    with open(jl) as f:
+        lines = f.read().splitlines()
+    check(rc == 0 and len(lines) == 6, f"--sample 5 and the default: {len(lines)} lines: {err}")
+    rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--jsonl", jl)
+    with open(jl) as f:
+        again = f.read().splitlines()
+    check(rc == 0 and again == lines, "a second run adds nothing")
+    with open(jl, "w") as f:
+        f.write("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # the last line torn
+    rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--jsonl", jl)
+    with open(jl) as f:
+        healed = f.read().splitlines()
+    check(rc == 0 and len(healed) == 6 and all(json.loads(l) for l in healed),
+          f"the torn line predicted again: {healed[-2:]}")
+
+
+def test_bad():
+    one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
+    one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
+    one_line_error(["space", "--list"], 2, "--list goes with --t1")
+    one_line_error(["tune", "--t1", T1, "--backend", "cpu"], 2, "cuda or cuda-emu")
+    one_line_error(["tune", "--t1", T1, "--strategy", "nope"], 2, "unknown strategy")
+    one_line_error(["tune", "--t1", T1, "--arg", "x=half:4"], 2, "TYPE")
+    one_line_error(["inspect", "--t1", T1, "--sample", "3"], 2, "--jsonl")
+    one_line_error(["inspect", "--t1", T1, "--device", "nope"], 2, "unknown device")
+    one_line_error(["inspect", "--t1", T1, "--config", "tile_size_x=3,block_size_x=256"], 2,
+                   "breaks the condition")
+    bad = os.path.join(STATE["tmp"], "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"ConfigurationSpace": {"TuningParameters": []}, "KernelSpecification": {}}')
+    one_line_error(["space", "--t1", bad], 1, "TuningParameters")
+
+
+def main():
+    ft = sys.argv[sys.argv.index("--flaretune") + 1]
+    with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
+        STATE["tmp"] = tmp
+        return clitest.main(ft, (test_space, test_tune, test_tune_gpu_absent, test_inspect, test_bad))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

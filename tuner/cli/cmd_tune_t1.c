@@ -1,0 +1,158 @@
+/* cmd_tune_t1.c: `flaretune tune --t1 FILE`: tune a kernel a FAIR T1 file describes
+ * (tuner/t1_tune.c), on the GPU or on the emulator, and write what was measured as a T4 results
+ * file and a Kernel Tuner cache. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "flaretune/device.h"
+#include "flaretune/strategy.h"
+#include "flaretune/t1_tune.h"
+
+#define MAX_ARG_SPECS 16
+
+void ft_cli_tune_t1_usage(FILE *f) {
+    fprintf(f,
+            "       flaretune tune --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
+            "                      [--backend cuda|cuda-emu] [--strategy S] [--budget N] [--seed N]\n"
+            "                      [--blocks N] [--reps N] [--t4 OUT] [--kt-cache OUT]\n\n"
+            "Tune a kernel described by a FAIR T1 input file (docs/t1.md): every configuration\n"
+            "its conditions allow is a candidate; each is compiled as written with its values\n"
+            "as macros, checked against the default configuration's outputs, and timed: on\n"
+            "`cuda` by the device's clock (CUPTI), on `cuda-emu` as the emulator's time for a\n"
+            "sample of N blocks (default 8) scaled to the grid. The default backend is cuda where\n"
+            "a GPU is present, else cuda-emu. --budget N evaluations (default 20; 0: all), the\n"
+            "default configuration first. --t4 and --kt-cache write the measurements for replay\n"
+            "and Kernel Tuner's tools.\n");
+}
+
+static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *why) {
+    const ft_t1 *t = ctx;
+    char cfg[512];
+    ft_config_format(&t->space, &r->cfgs[i], cfg, sizeof cfg);
+    if (why)
+        fprintf(stderr, "tune: [%d] %s: rejected: %s\n", r->nevals, cfg, why);
+    else
+        fprintf(stderr, "tune: [%d] %s: %.4g ms%s\n", r->nevals, cfg, r->secs[i] * 1e3,
+                i == r->reference ? " (the reference)" : "");
+}
+
+int ft_cli_tune_t1(int argc, char **argv) {
+    enum { O_T1 = 1, O_KFILE, O_ARG, O_BACKEND, O_STRATEGY, O_BUDGET, O_SEED, O_BLOCKS, O_REPS, O_T4, O_KT };
+    static const struct option opts[] = {{"t1", required_argument, NULL, O_T1},
+                                         {"kernel-file", required_argument, NULL, O_KFILE},
+                                         {"arg", required_argument, NULL, O_ARG},
+                                         {"backend", required_argument, NULL, O_BACKEND},
+                                         {"strategy", required_argument, NULL, O_STRATEGY},
+                                         {"budget", required_argument, NULL, O_BUDGET},
+                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"blocks", required_argument, NULL, O_BLOCKS},
+                                         {"reps", required_argument, NULL, O_REPS},
+                                         {"t4", required_argument, NULL, O_T4},
+                                         {"kt-cache", required_argument, NULL, O_KT},
+                                         {NULL, 0, NULL, 0}};
+    const char *path = NULL, *kfile = NULL, *backend = NULL, *t4 = NULL, *kt = NULL;
+    const char *argspecs[MAX_ARG_SPECS];
+    int nargspecs = 0, o;
+    ft_t1_tune_opts to;
+    ft_t1_tune_opts_default(&to);
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        long v;
+        switch (o) {
+        case O_T1: path = optarg; break;
+        case O_KFILE: kfile = optarg; break;
+        case O_ARG:
+            if (nargspecs == MAX_ARG_SPECS) return ft_cli_fail(FT_EXIT_USAGE, "tune: too many --arg");
+            argspecs[nargspecs++] = optarg;
+            break;
+        case O_BACKEND:
+            if (strcmp(optarg, "cuda") && strcmp(optarg, "cuda-emu"))
+                return ft_cli_fail(FT_EXIT_USAGE, "tune: --t1 runs on cuda or cuda-emu, not '%s'", optarg);
+            backend = optarg;
+            break;
+        case O_STRATEGY:
+            to.strategy = ft_strategy_parse(optarg);
+            if (to.strategy < 0) return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown strategy '%s'", optarg);
+            break;
+        case O_BUDGET:
+        case O_BLOCKS:
+        case O_REPS:
+            v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 1000000 || (o != O_BUDGET && v < 1))
+                return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a %s count, not '%s'",
+                                   argv[optind - 1], o == O_BUDGET ? "non-negative" : "positive", optarg);
+            if (o == O_BUDGET) to.budget = (int)v;
+            else if (o == O_BLOCKS) to.blocks = (int)(v > 64 ? 64 : v < 2 ? 2 : v);
+            else to.reps = (int)v;
+            break;
+        case O_SEED:
+            to.seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end) return ft_cli_fail(FT_EXIT_USAGE, "tune: --seed takes a number");
+            break;
+        case O_T4: t4 = optarg; break;
+        case O_KT: kt = optarg; break;
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown option '%s' with --t1 (see `flaretune tune --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: unexpected argument '%s' with --t1", argv[optind]);
+    ft_err err = {0};
+    ft_t1 *t = NULL;
+    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
+    for (int i = 0; i < nargspecs; i++)
+        if (ft_t1_set_arg(t, argspecs[i], &err)) {
+            ft_t1_free(t);
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s", err.msg);
+        }
+    /* The backend: the GPU where there is one, unless told. */
+    if (!backend) {
+        ft_dev *d = NULL;
+        ft_err e = {0};
+        if (ft_dev_open(FT_DEV_CUDA, 0, &d, &e) == FT_OK) {
+            ft_dev_close(d);
+            backend = "cuda";
+        } else {
+            backend = "cuda-emu";
+            fprintf(stderr, "tune: no GPU (%s): on the emulator (cuda-emu)\n", e.msg);
+        }
+    }
+    to.emulate = strcmp(backend, "cuda-emu") == 0;
+    to.progress = progress;
+    to.progress_ctx = t;
+    ft_t1_tune_result r;
+    ft_status s = ft_t1_tune(t, &to, &r, &err);
+    int code = FT_EXIT_OK;
+    if (s != FT_OK) code = s == FT_ENODEV ? (ft_cli_fail_err(&err), FT_EXIT_NODEV) : ft_cli_fail_err(&err);
+    if (r.note[0]) fprintf(stderr, "tune: note: %s\n", r.note);
+    /* What was measured is written even when the search stopped part way. */
+    if (r.nevals > 0) {
+        ft_err e = {0};
+        if (t4 && ft_t1_tune_export(t, &r, backend, FT_EXPORT_T4, t4, &e)) code = ft_cli_fail_err(&e);
+        if (kt && ft_t1_tune_export(t, &r, backend, FT_EXPORT_KT_CACHE, kt, &e)) code = ft_cli_fail_err(&e);
+    }
+    if (s == FT_OK) {
+        printf("%s from %s on %s: %d of %d configurations evaluated (%d rejected), %s strategy\n",
+               t->kernel_name, path, backend, r.nevals, r.n, r.failed, ft_strategy_names[to.strategy]);
+        printf("  timed by: %s\n", r.clock);
+        if (r.best >= 0) {
+            char cfg[512];
+            ft_config_format(&t->space, &r.cfgs[r.best], cfg, sizeof cfg);
+            printf("  best: %s: %.4g ms\n", cfg, r.secs[r.best] * 1e3);
+            double ref = r.secs[r.reference];
+            if (isfinite(ref) && r.best != r.reference)
+                printf("  the reference (default) configuration: %.4g ms; %.2fx\n", ref * 1e3, ref / r.secs[r.best]);
+        }
+        if (t4) printf("  T4 results: %s\n", t4);
+        if (kt) printf("  Kernel Tuner cache: %s\n", kt);
+    }
+    ft_t1_tune_result_free(&r);
+    ft_t1_free(t);
+    return code;
+}

@@ -1,0 +1,381 @@
+/* t1_tune.c: tuning a kernel described by a T1 file (include/flaretune/t1_tune.h).
+ *
+ * The strategies are the tuner's own (strategy.h) over the configurations the file's conditions
+ * allow. A candidate is compiled as written with its values as macros (ft_dev_compile_file: NVRTC
+ * on a GPU, the host compiler on the emulator), its outputs reset to a NaN pattern, run once and
+ * checked against the reference configuration's, then timed:
+ *   cuda      the device's clock around each launch (CUPTI, else CUDA events: kernels/cuda/
+ *             timer.h), `reps` launches after one warm-up, the median;
+ *   cuda-emu  a sample of the grid's blocks (the corners, the edges' middles, drawn interior
+ *             ones), the emulator's wall time per block times the grid's blocks: what emulating
+ *             the whole launch would take, a check of the pipeline, not a GPU's time.
+ * The check runs the whole grid (on the emulator: where that is expected to take at most
+ * FT_T1_EMU_WHOLE_S; else the timed sample) and compares every element the reference wrote:
+ * |x - ref| <= 1e-4 * max|ref| + 1e-6, NaN only where the reference has one, and an element left
+ * unwritten is a failure (after a sampled run, the elements it did not reach are not compared). A candidate that does not compile, cannot launch, or
+ * disagrees is rejected with its reason and the search goes on.
+ */
+#define _GNU_SOURCE
+#include "flaretune/t1_tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/device_emu.h"
+#include "flaretune/clock.h"
+#include "flaretune/rng.h"
+#include "flaretune/stats.h"
+#include "flaretune/strategy.h"
+#if FT_HAVE_CUDA
+#include "cuda/timer.h"
+#endif
+
+/* The longest whole-grid emulation a check runs, seconds (by the sample's rate). */
+#define FT_T1_EMU_WHOLE_S 10.0
+
+void ft_t1_tune_opts_default(ft_t1_tune_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->emulate = 1;
+    o->strategy = FT_STRAT_DEFAULT;
+    o->budget = 20;
+    o->seed = 1;
+    o->blocks = 8;
+    o->reps = 20;
+}
+
+/* What one candidate needs: its outputs read back (vectors marked Output). */
+typedef struct outputs {
+    int whole; /* the run covered the whole grid: an element it left unwritten is a failure */
+    int n;
+    int idx[FT_T1_MAX_ARGS];
+    void *host[FT_T1_MAX_ARGS];
+    size_t bytes[FT_T1_MAX_ARGS];
+} outputs;
+
+static void outputs_free(outputs *o) {
+    for (int i = 0; i < o->n; i++) free(o->host[i]);
+    memset(o, 0, sizeof *o);
+}
+
+static double elem(const ft_t1_arg *a, const void *buf, long long i) {
+    switch (a->type) {
+    case FT_T1_FLOAT: return ((const float *)buf)[i];
+    case FT_T1_DOUBLE: return ((const double *)buf)[i];
+    case FT_T1_INT32: return ((const int32_t *)buf)[i];
+    case FT_T1_UINT8: return ((const uint8_t *)buf)[i];
+    case FT_T1_INT8: return ((const int8_t *)buf)[i];
+    }
+    return NAN;
+}
+
+/* An element the run did not write: of a write-only output, one left as the reset pattern (0xFF
+ * bytes: a NaN in float formats); of an output the kernel also reads, one still equal to its
+ * first fill (the emulator's sample writes only part of it). */
+static int untouched(const ft_t1_arg *a, const void *init, const void *buf, long long i) {
+    const unsigned char *p = (const unsigned char *)buf + (size_t)i * a->elem_bytes;
+    if (a->reads) return memcmp(p, (const unsigned char *)init + (size_t)i * a->elem_bytes, a->elem_bytes) == 0;
+    for (size_t k = 0; k < a->elem_bytes; k++)
+        if (p[k] != 0xFF) return 0;
+    return 1;
+}
+
+/* Compare what both runs wrote; *overlap counts the elements compared. */
+static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const outputs *got,
+                 long long *overlap, char *why, size_t n) {
+    *overlap = 0;
+    for (int k = 0; k < ref->n; k++) {
+        const ft_t1_arg *a = &t->args[ref->idx[k]];
+        const void *init = ft_t1_bench_host(b, ref->idx[k]);
+        double scale = 0;
+        for (long long i = 0; i < a->elems; i++)
+            if (!untouched(a, init, ref->host[k], i)) {
+                double v = fabs(elem(a, ref->host[k], i));
+                if (isfinite(v) && v > scale) scale = v;
+            }
+        double tol = 1e-4 * scale + 1e-6;
+        for (long long i = 0; i < a->elems; i++) {
+            if (untouched(a, init, ref->host[k], i)) continue;
+            if (untouched(a, init, got->host[k], i)) {
+                if (!got->whole) continue;
+                snprintf(why, n, "%s[%lld] not written, where the reference configuration wrote %.9g", a->name, i,
+                         elem(a, ref->host[k], i));
+                return 0;
+            }
+            double r = elem(a, ref->host[k], i), g = elem(a, got->host[k], i);
+            (*overlap)++;
+            if ((isnan(g) && !isnan(r)) || fabs(g - r) > tol) {
+                snprintf(why, n, "%s[%lld] = %.9g, the reference configuration's %.9g (tolerance %.3g)",
+                         a->name, i, g, r, tol);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+typedef struct runner {
+    const ft_t1 *t;
+    ft_t1_bench *b;
+    ft_dev *d;
+    const ft_t1_tune_opts *o;
+#if FT_HAVE_CUDA
+    ft_timer *timer;
+#endif
+} runner;
+
+static ft_status read_outputs(runner *r, outputs *out, ft_err *err) {
+    memset(out, 0, sizeof *out);
+    out->whole = 0;
+    for (int i = 0; i < r->t->nargs; i++) {
+        const ft_t1_arg *a = &r->t->args[i];
+        if (!a->output || a->scalar) continue;
+        int k = out->n++;
+        out->idx[k] = i;
+        out->bytes[k] = (size_t)a->elems * a->elem_bytes;
+        out->host[k] = malloc(out->bytes[k]);
+        if (!out->host[k]) return ft_err_set(err, FT_ENOMEM, "%s: output %s: out of memory", r->t->path, a->name);
+        ft_status s = ft_dev_copy(r->d, out->host[k], ft_t1_bench_arg(r->b, i), out->bytes[k], FT_COPY_D2H, err);
+        if (s != FT_OK) return s;
+    }
+    return FT_OK;
+}
+
+/* Before a checked run: a write-only output to the NaN pattern (what the run leaves of it shows),
+ * an output it also reads to its first fill (the kernel's input). */
+static ft_status reset_outputs(runner *r, ft_err *err) {
+    for (int i = 0; i < r->t->nargs; i++) {
+        const ft_t1_arg *a = &r->t->args[i];
+        if (!a->output || a->scalar) continue;
+        size_t bytes = (size_t)a->elems * a->elem_bytes;
+        ft_status s = a->reads ? ft_dev_copy(r->d, ft_t1_bench_arg(r->b, i), ft_t1_bench_host(r->b, i), bytes,
+                                             FT_COPY_H2D, err)
+                               : ft_dev_memset(r->d, ft_t1_bench_arg(r->b, i), 0xFF, bytes, err);
+        if (s != FT_OK) return s;
+    }
+    return FT_OK;
+}
+
+/* Run cfg once (checked) and time it. */
+static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, double *secs, double *spread,
+                         int *samples, ft_err *err) {
+    ft_dev_module *m = NULL;
+    long long g[3], bl[3];
+    ft_status s = ft_t1_launch(r->t, cfg, g, bl, err);
+    if (s == FT_OK) s = ft_t1_bench_compile(r->b, cfg, &m, err);
+    if (s != FT_OK) return s;
+    ft_dim3 grid = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
+    ft_dim3 block = {(unsigned)bl[0], (unsigned)bl[1], (unsigned)bl[2]};
+    size_t smem = (size_t)r->t->shared_bytes;
+    void **argv = ft_t1_bench_argv(r->b);
+    double xs[256];
+    int reps = r->o->reps < 1 ? 1 : r->o->reps > 256 ? 256 : r->o->reps;
+    if (ft_dev_kind_of(r->d) == FT_DEV_EMU) {
+        ft_dim3 blocks[64];
+        int nb = ft_t1_sample_blocks(g, r->o->blocks, blocks, 64);
+        long long total = g[0] * g[1] * g[2];
+        /* Timed: the sample, scaled to the grid. Checked: the whole grid where emulating it is
+         * expected to take at most FT_T1_EMU_WHOLE_S, else the sample. */
+        int emu_reps = reps > 5 ? 5 : reps;
+        for (int k = 0; s == FT_OK && k < emu_reps; k++) {
+            double t0 = ft_now_s();
+            s = ft_dev_emu_launch_blocks(r->d, m, r->t->kernel_name, grid, block, smem, argv, blocks, nb, err);
+            xs[k] = (ft_now_s() - t0) / nb * (double)total;
+        }
+        reps = emu_reps;
+        int whole = s == FT_OK && xs[0] <= FT_T1_EMU_WHOLE_S;
+        if (s == FT_OK) s = reset_outputs(r, err);
+        if (s == FT_OK)
+            s = whole ? ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err)
+                      : ft_dev_emu_launch_blocks(r->d, m, r->t->kernel_name, grid, block, smem, argv, blocks, nb, err);
+        if (s == FT_OK) s = read_outputs(r, got, err);
+        got->whole = whole;
+    } else {
+#if FT_HAVE_CUDA
+        s = reset_outputs(r, err);
+        if (s == FT_OK) s = ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err);
+        if (s == FT_OK) s = ft_dev_sync(r->d, err);
+        if (s == FT_OK) s = read_outputs(r, got, err);
+        got->whole = 1;
+        for (int k = 0; s == FT_OK && k < reps; k++) {
+            int nk = 0;
+            s = ft_timer_begin(r->timer, err);
+            if (s == FT_OK) s = ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err);
+            if (s == FT_OK) s = ft_timer_end(r->timer, &xs[k], &nk, err);
+        }
+#else
+        s = ft_err_set(err, FT_EUNSUPPORTED, "built without the CUDA toolkit");
+#endif
+    }
+    if (s != FT_OK) return s;
+    ft_stats st;
+    ft_stats_compute(xs, reps, &st);
+    *secs = st.median;
+    *spread = st.iqr;
+    *samples = reps;
+    return FT_OK;
+}
+
+static const char *kt_error_of(ft_status s, const char *msg) {
+    if (strstr(msg, "compil") || strstr(msg, "NVRTC")) return "CompilationFailedConfig";
+    (void)s;
+    return "RuntimeFailedConfig";
+}
+
+ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res, ft_err *err) {
+    memset(res, 0, sizeof *res);
+    res->best = res->reference = -1;
+    ft_config *cands = NULL;
+    int64_t n64 = 0;
+    ft_status s = ft_t1_enumerate(t, &cands, &n64, err);
+    if (s != FT_OK) return s;
+    if (n64 > (1 << 22)) {
+        free(cands);
+        return ft_err_set(err, FT_EINVAL, "%s: %lld configurations: too many to tune", t->path, (long long)n64);
+    }
+    int n = (int)n64;
+    runner r = {.t = t, .o = o};
+    s = ft_dev_open(o->emulate ? FT_DEV_EMU : FT_DEV_CUDA, 0, &r.d, err);
+    if (s == FT_OK) s = ft_t1_bench_open(t, r.d, o->seed, &r.b, err);
+#if FT_HAVE_CUDA
+    if (s == FT_OK && !o->emulate) {
+        ft_err e2 = {0};
+        if (ft_timer_open(r.d, FT_TIMER_CUPTI, &r.timer, &e2) != FT_OK) {
+            snprintf(res->note, sizeof res->note, "CUPTI: %.200s; timed with CUDA events", e2.msg);
+            s = ft_timer_open(r.d, FT_TIMER_EVENTS, &r.timer, err);
+        }
+    }
+#endif
+    res->n = n;
+    res->cfgs = cands;
+    res->secs = calloc((size_t)n, sizeof *res->secs);
+    res->cost = calloc((size_t)n, sizeof *res->cost);
+    res->when = calloc((size_t)n, sizeof *res->when);
+    res->error = calloc((size_t)n, sizeof *res->error);
+    res->order = calloc((size_t)n, sizeof *res->order);
+    if (s == FT_OK && (!res->secs || !res->cost || !res->when || !res->error || !res->order))
+        s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    for (int i = 0; s == FT_OK && i < n; i++) res->secs[i] = NAN;
+    if (s == FT_OK && ft_t1_bench_note(r.b)[0])
+        snprintf(res->note, sizeof res->note, "%s", ft_t1_bench_note(r.b));
+    /* The reference: the default configuration, run and timed first. */
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    for (int i = 0; i < n; i++)
+        if (ft_config_equal(&cands[i], &def)) res->reference = i;
+    outputs ref = {0};
+    if (s == FT_OK && res->reference < 0)
+        s = ft_err_set(err, FT_EINTERNAL, "%s: the default configuration is not a candidate", t->path);
+    if (s == FT_OK) {
+        double t0 = ft_now_s(), spread;
+        int samples;
+        s = run_one(&r, &cands[res->reference], &ref, &res->secs[res->reference], &spread, &samples, err);
+        if (s != FT_OK) ft_err_wrap(err, "the reference (default) configuration");
+        res->cost[res->reference] = ft_now_s() - t0;
+        res->when[res->reference] = (double)time(NULL);
+        res->order[res->nevals++] = res->reference;
+        if (s == FT_OK && o->progress)
+            o->progress(o->progress_ctx, res, res->reference, NULL);
+    }
+    ft_strategy *st = s == FT_OK ? ft_strategy_new((ft_strategy_kind)o->strategy, &t->space, cands, n, o->seed) : NULL;
+    if (s == FT_OK && !st) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    if (st) {
+        ft_strategy_report_cost(st, res->reference, res->cost[res->reference]);
+        ft_strategy_report(st, res->reference, res->secs[res->reference]);
+    }
+    int budget = o->budget > 0 ? o->budget : n;
+    while (s == FT_OK && res->nevals < budget && res->nevals < n) {
+        int i = ft_strategy_next(st);
+        if (i < 0) break;
+        if (i == res->reference) continue;
+        outputs got = {0};
+        double t0 = ft_now_s(), secs = NAN, spread = 0;
+        int samples = 0;
+        ft_err e = {0};
+        ft_status cs = run_one(&r, &cands[i], &got, &secs, &spread, &samples, &e);
+        char why[512] = "";
+        long long overlap = 0;
+        if (cs == FT_ENOMEM) {
+            outputs_free(&got);
+            s = cs;
+            if (err) *err = e;
+            break;
+        }
+        if (cs != FT_OK) snprintf(why, sizeof why, "%s", e.msg);
+        else if (!agree(t, r.b, &ref, &got, &overlap, why, sizeof why)) cs = FT_EVERIFY;
+        else if (overlap == 0) {
+            cs = FT_EVERIFY;
+            snprintf(why, sizeof why, "no output element written by both this and the reference run to compare");
+        }
+        outputs_free(&got);
+        res->cost[i] = ft_now_s() - t0;
+        res->when[i] = (double)time(NULL);
+        res->order[res->nevals++] = i;
+        if (cs != FT_OK) {
+            res->error[i] = strdup(why[0] ? why : "failed");
+            res->failed++;
+            ft_strategy_report_cost(st, i, res->cost[i]);
+            ft_strategy_report(st, i, INFINITY);
+        } else {
+            res->secs[i] = secs;
+            ft_strategy_report_cost(st, i, res->cost[i]);
+            ft_strategy_report(st, i, secs);
+        }
+        if (o->progress) o->progress(o->progress_ctx, res, i, res->error[i]);
+    }
+    outputs_free(&ref);
+    ft_strategy_free(st);
+    for (int k = 0; k < res->nevals; k++) {
+        int i = res->order[k];
+        if (isfinite(res->secs[i]) && (res->best < 0 || res->secs[i] < res->secs[res->best])) res->best = i;
+    }
+#if FT_HAVE_CUDA
+    if (r.timer) ft_timer_close(r.timer);
+#endif
+    ft_t1_bench_close(r.b);
+    if (r.d) {
+        snprintf(res->clock, sizeof res->clock, "%s", o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
+        ft_dev_close(r.d);
+    }
+    return s;
+}
+
+void ft_t1_tune_result_free(ft_t1_tune_result *r) {
+    for (int i = 0; r->error && i < r->n; i++) free(r->error[i]);
+    free(r->error);
+    free(r->cfgs);
+    free(r->secs);
+    free(r->cost);
+    free(r->when);
+    free(r->order);
+    memset(r, 0, sizeof *r);
+}
+
+ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const char *backend,
+                            ft_export_format f, const char *path, ft_err *err) {
+    json_t *entries = f == FT_EXPORT_KT_CACHE ? json_object() : json_array();
+    /* In space order, as Kernel Tuner writes its cache. */
+    for (int i = 0; i < r->n; i++) {
+        int evaluated = isfinite(r->secs[i]) || r->error[i];
+        if (!evaluated) continue;
+        ft_export_result x = {.failed = r->error[i] != NULL,
+                              .kt_error = r->error[i] ? kt_error_of(FT_EVERIFY, r->error[i]) : NULL,
+                              .t4_invalidity = r->error[i] ? (strstr(r->error[i], "reference configuration") ? "correctness" : strstr(r->error[i], "compil") ? "compile" : "runtime") : NULL,
+                              .time_ms = r->secs[i] * 1e3,
+                              .cost_ms = r->cost[i] * 1e3,
+                              .bench_ms = 0,
+                              .t = r->when[i]};
+        char key[1024];
+        json_t *e = ft_export_entry(&t->space, &r->cfgs[i], &x, f, key, sizeof key);
+        if (f == FT_EXPORT_KT_CACHE) json_object_set_new(entries, key, e);
+        else json_array_append_new(entries, e);
+    }
+    json_t *ps = json_array();
+    for (int d = 0; d < t->nproblem; d++) json_array_append_new(ps, json_integer(t->problem[d]));
+    json_t *doc = ft_export_wrap(&t->space, entries, f, r->device[0] ? r->device : backend,
+                                 t->kernel_name, ps, backend);
+    if (!doc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    return ft_export_write(doc, f, path, err);
+}
