@@ -9,6 +9,7 @@ an element with tile_size_x == 3, and its float tunable `scale` must not change 
 six wrong ones rejected by the check against the default configuration and no other, the
 measurements written as a T4 results file (valid against the T4 1.0.0 results schema's
 requirements when jsonschema is present) and a Kernel Tuner cache that `replay` reads back;
+`compile --t1` of every configuration for sm_80 and sm_86 (NVRTC, no GPU needed);
 `tune --t1 --backend cuda` without a GPU (exit 3, one line); `inspect --t1` (one configuration,
 JSON; --sample into a JSON-lines file twice: the second run adds nothing; a torn last line is
 cut off and predicted again); bad requests one line each.
@@ -77,6 +78,20 @@ def test_tune():
           f"replay of the cache: exit {rc}: {err} {rep.get('valid')} {rep.get('rejected')}")
 
 
+def test_compile():
+    for arch in ("sm_80", "sm_86"):
+        rc, out, err = run("compile", "--t1", T1, "--all-configs", "--arch", arch, "--json")
+        if rc == 3:
+            check("without the CUDA toolkit" in err, f"compile without the toolkit: {err}")
+            return
+        doc = json.loads(out) if rc == 0 else {}
+        rows = doc.get("configs", [])
+        check(rc == 0 and len(rows) == 42 and doc.get("failed") == 0 and
+              all(r.get("regs", 0) > 0 for r in rows), f"compile --t1 for {arch}: exit {rc}: {err}")
+        check(doc.get("device") == ("a100" if arch == "sm_80" else "rtx-a4000"),
+              f"{arch}: occupancy on {doc.get('device')}")
+
+
 def test_tune_gpu_absent():
     rc, _, err = run("list", "backends")
     if "cuda " in err + _ and "unavailable" not in (err + _):
@@ -129,7 +144,8 @@ def main():
     ft = sys.argv[sys.argv.index("--flaretune") + 1]
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
-        return clitest.main(ft, (test_space, test_tune, test_tune_gpu_absent, test_inspect, test_bad))
+        return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
+                                 test_bad))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ extern const ft_cmd ft_cmd_report;
 /* `inspect --t1 FILE` (cmd_inspect_t1.c): a T1 kernel's predicted time; its usage lines. */
 int ft_cli_inspect_t1(int argc, char **argv);
 void ft_cli_inspect_t1_usage(FILE *f);
+/* `compile --t1 FILE` (cmd_compile_t1.c): a T1 kernel's configurations through NVRTC. */
+int ft_cli_compile_t1(int argc, char **argv);
+void ft_cli_compile_t1_usage(FILE *f);
 /* `tune --t1 FILE` (cmd_tune_t1.c): tune a T1 kernel; its usage lines. */
 int ft_cli_tune_t1(int argc, char **argv);
 void ft_cli_tune_t1_usage(FILE *f);

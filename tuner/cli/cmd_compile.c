@@ -77,7 +77,8 @@ static void usage(FILE *f) {
         "reported and named (--kernel) by the names the source writes.\n\n"
         "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc, their instruction mix\n"
         "under sass/ (docs/cuda.md: where nvdisasm comes from). Exit codes: 0 compiled,\n"
-        "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n");
+        "1 a compile failed, 2 invalid request, 3 built without the CUDA toolkit.\n\n");
+    ft_cli_compile_t1_usage(f);
 }
 
 /* The compiling and reporting need NVRTC: built with the toolkit only. */
@@ -888,6 +889,9 @@ static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compil
 #endif
 
 static int run(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
+            return ft_cli_compile_t1(argc, argv);
     compile_args a;
     compile_problem pr;
     const ft_gpu_spec *dev = NULL;

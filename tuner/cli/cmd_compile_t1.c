@@ -1,0 +1,190 @@
+/* cmd_compile_t1.c: `flaretune compile --t1 FILE`: a T1 kernel's configurations compiled by NVRTC
+ * for a GPU architecture without a GPU: registers, spills, static shared memory, the occupancy on
+ * a device of the table, and the verdict the tuner would reach before timing. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cuda/specs.h"
+#include "flaretune/clock.h"
+#include "flaretune/rng.h"
+#include "flaretune/t1.h"
+#if FT_HAVE_CUDA
+#include "cuda/nvrtc.h"
+#endif
+
+void ft_cli_compile_t1_usage(FILE *f) {
+    fprintf(f,
+            "       flaretune compile --t1 FILE [--kernel-file F] [--arch ARCH | --device NAME]\n"
+            "                         [--config CFG | --all-configs | --sample K [--seed S]] [--json]\n\n"
+            "Compile a T1 kernel's configurations (the default one, one, all the file's conditions\n"
+            "allow, or K drawn from S) with NVRTC, each value a macro, and print per configuration\n"
+            "registers, spills, static shared memory, the occupancy on the device and the verdict\n"
+            "(docs/t1.md). Exit 1 when one does not compile.\n");
+}
+
+int ft_cli_compile_t1(int argc, char **argv) {
+    enum { O_T1 = 1, O_KFILE, O_ARCH, O_DEVICE, O_CONFIG, O_ALL, O_SAMPLE, O_SEED, O_JSON };
+    static const struct option opts[] = {{"t1", required_argument, NULL, O_T1},
+                                         {"kernel-file", required_argument, NULL, O_KFILE},
+                                         {"arch", required_argument, NULL, O_ARCH},
+                                         {"device", required_argument, NULL, O_DEVICE},
+                                         {"config", required_argument, NULL, O_CONFIG},
+                                         {"all-configs", no_argument, NULL, O_ALL},
+                                         {"sample", required_argument, NULL, O_SAMPLE},
+                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {NULL, 0, NULL, 0}};
+    const char *path = NULL, *kfile = NULL, *arch = NULL, *device = NULL, *config = NULL;
+    int all = 0, json = 0, o;
+    long sample = 0;
+    unsigned long long seed = 1;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (o) {
+        case O_T1: path = optarg; break;
+        case O_KFILE: kfile = optarg; break;
+        case O_ARCH: arch = optarg; break;
+        case O_DEVICE: device = optarg; break;
+        case O_CONFIG: config = optarg; break;
+        case O_ALL: all = 1; break;
+        case O_JSON: json = 1; break;
+        case O_SAMPLE:
+            sample = strtol(optarg, &end, 10);
+            if (!*optarg || *end || sample < 1)
+                return ft_cli_fail(FT_EXIT_USAGE, "compile: --sample takes a positive count, not '%s'", optarg);
+            break;
+        case O_SEED:
+            seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end) return ft_cli_fail(FT_EXIT_USAGE, "compile: --seed takes a number");
+            break;
+        default:
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown option '%s' with --t1 (see `flaretune compile --help`)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "compile: unexpected argument '%s' with --t1", argv[optind]);
+    if (arch && device) return ft_cli_fail(FT_EXIT_USAGE, "compile: --arch or --device, not both");
+    if ((all || sample) && config) return ft_cli_fail(FT_EXIT_USAGE, "compile: --config is one configuration");
+    const ft_gpu_spec *g = device ? ft_gpu_spec_find(device) : arch ? ft_gpu_spec_for_arch(arch) : ft_gpu_spec_find("h200");
+    if (device && !g) return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown device '%s' (one of %s)", device, ft_gpu_spec_names());
+    if (!arch) arch = g->arch;
+#if !FT_HAVE_CUDA
+    (void)path, (void)kfile, (void)seed, (void)json;
+    return ft_cli_fail(FT_EXIT_NODEV, "compile: this flaretune was built without the CUDA toolkit (no NVRTC)");
+#else
+    ft_err err = {0};
+    ft_t1 *t = NULL;
+    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
+    ft_config *cfgs = NULL;
+    int64_t n = 0;
+    if (all || sample) {
+        if (ft_t1_enumerate(t, &cfgs, &n, &err)) {
+            ft_t1_free(t);
+            return ft_cli_fail_err(&err);
+        }
+        if (sample && sample < n) {
+            ft_rng r;
+            ft_rng_seed(&r, seed);
+            for (int64_t i = n - 1; i > 0; i--) {
+                int64_t j = (int64_t)ft_rng_below(&r, (uint64_t)i + 1);
+                ft_config tmp = cfgs[i];
+                cfgs[i] = cfgs[j];
+                cfgs[j] = tmp;
+            }
+            n = sample;
+        }
+    } else {
+        cfgs = malloc(sizeof *cfgs);
+        n = 1;
+        ft_config_default(&t->space, &cfgs[0]);
+        if (config && ft_config_parse(&t->space, config, &cfgs[0], &err)) {
+            free(cfgs);
+            ft_t1_free(t);
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --config: %s", err.msg);
+        }
+    }
+    json_t *rows = json_array();
+    int failed = 0, ok = 0, pruned = 0;
+    double t0 = ft_now_s();
+    if (!json)
+        printf("%s (%s) compiled for %s; occupancy on %s (%s)\n  %-44s %5s %7s %9s %6s %5s  verdict\n",
+               t->kernel_name, t->kernel_file, arch, g ? g->name : "-", g ? g->model : "no device of the table",
+               "configuration (Kernel Tuner's key)", "regs", "spills", "smem", "blk/SM", "occ");
+    for (int64_t i = 0; i < n; i++) {
+        char defs[FT_MAX_PARAMS][96], key[1024];
+        const char *dp[FT_MAX_PARAMS];
+        int nd = ft_t1_defines(t, &cfgs[i], defs, FT_MAX_PARAMS);
+        for (int k = 0; k < nd; k++) dp[k] = defs[k];
+        ft_t1_key(t, &cfgs[i], key, sizeof key);
+        const char *kn = t->kernel_name;
+        ft_nvrtc_file f = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
+                           .options = (const char *const *)t->options, .noptions = t->noptions,
+                           .names = &kn, .nnames = 1};
+        ft_nvrtc_result res;
+        ft_err e = {0};
+        json_t *row = json_pack("{s:s}", "key", key);
+        if (ft_nvrtc_compile_file(&f, arch, &res, &e) != FT_OK) {
+            failed++;
+            json_object_set_new(row, "error", json_string(e.msg));
+            if (!json) printf("  %-44s %s\n", key, e.msg);
+            json_array_append_new(rows, row);
+            continue;
+        }
+        const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, kn);
+        ft_kernel_info info;
+        memset(&info, 0, sizeof info);
+        if (kr) info = kr->info;
+        long long grid[3], block[3];
+        ft_t1_launch(t, &cfgs[i], grid, block, NULL);
+        ft_occupancy occ;
+        memset(&occ, 0, sizeof occ);
+        const char *verdict = "ok";
+        char why[160] = "";
+        if (info.spill_stores || info.spill_loads) {
+            verdict = "pruned";
+            snprintf(why, sizeof why, "spills %d bytes", info.spill_stores + info.spill_loads);
+        } else if (g && (ft_cuda_occupancy(g, (int)(block[0] * block[1] * block[2]), info.regs,
+                                           info.smem_static + (size_t)t->shared_bytes, &occ, NULL) != FT_OK ||
+                         occ.blocks_per_sm == 0)) {
+            verdict = "pruned";
+            snprintf(why, sizeof why, "no block fits on an SM (%s)", ft_occ_limit_name(occ.limits));
+        }
+        if (strcmp(verdict, "ok") == 0) ok++;
+        else pruned++;
+        json_object_set_new(row, "regs", json_integer(info.regs));
+        json_object_set_new(row, "spills", json_integer(info.spill_stores + info.spill_loads));
+        json_object_set_new(row, "smem_static", json_integer((json_int_t)info.smem_static));
+        json_object_set_new(row, "blocks_per_sm", json_integer(occ.blocks_per_sm));
+        json_object_set_new(row, "occupancy", json_real(occ.fraction));
+        json_object_set_new(row, "verdict", json_string(verdict));
+        if (why[0]) json_object_set_new(row, "reason", json_string(why));
+        json_array_append_new(rows, row);
+        if (!json)
+            printf("  %-44s %5d %7d %9zu %6d %4.0f%%  %s%s%s\n", key, info.regs, info.spill_stores + info.spill_loads,
+                   info.smem_static, occ.blocks_per_sm, 100 * occ.fraction, verdict, why[0] ? ": " : "", why);
+        ft_nvrtc_result_free(&res);
+    }
+    double secs = ft_now_s() - t0;
+    if (json) {
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:i, s:f}", "kernel", t->kernel_name, "arch", arch,
+                                "device", g ? g->name : "", "configs", rows, "ok", ok, "pruned", pruned, "failed",
+                                failed, "seconds", secs);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+    } else {
+        json_decref(rows);
+        printf("%lld configurations: %d ok, %d pruned, %d failed to compile; %.1f s\n", (long long)n, ok, pruned,
+               failed, secs);
+    }
+    free(cfgs);
+    ft_t1_free(t);
+    return failed ? FT_EXIT_FAIL : FT_EXIT_OK;
+#endif
+}
