@@ -4,8 +4,8 @@
 fusion.dflare's default configuration moves, by the emulator's count of distinct sectors,
 within 5% of the op's napkin bytes (it reads its inputs and writes its outputs once); its
 stores are whole sectors (sectors per request at the ideal); every busy site is named by a line
-of fusion.cu; the JSON carries the documented keys and the tables the same figures; bad
-requests are one-line usage errors.
+of fusion.cu; the JSON carries the documented keys and the tables the same figures; a sample of
+a launch's blocks predicts what every block does; bad requests are one-line usage errors.
 
 usage: test_inspect.py --flaretune PATH
 """
@@ -76,6 +76,30 @@ def test_dflare_default():
                   f"{k['kernel']}: registers, occupancy and a hot loop reading shared memory: {dev}")
 
 
+def test_sampled_against_whole():
+    """A launch profiled on a sample of its blocks (boundary and interior, each stratum scaled to
+    the grid) predicts what every block emulated does: at the default preset (512 blocks), a
+    sample of 4 and of 16 against all, the predicted time and requested sectors within 5%."""
+    runs = {}
+    for b in ("0", "4", "16"):
+        out = inspect("--json", "--blocks", b)
+        if out is None:
+            return
+        runs[b] = json.loads(out)
+    whole = runs["0"]
+    check(all(k["sampled_blocks"] == 0 for k in whole["kernels"]), "--blocks 0 emulates every block")
+    for b in ("4", "16"):
+        d = runs[b]
+        check(all(k["sampled_blocks"] == int(b) for k in d["kernels"] if k["blocks"] > int(b)),
+              f"--blocks {b}: the sample's size said")
+        for key in ("sector_bytes", "unique_bytes"):
+            check(abs(d[key] - whole[key]) <= 0.05 * whole[key], f"--blocks {b}: {key} {d[key]} vs {whole[key]}")
+        p, q = d["predicted"]["seconds"], whole["predicted"]["seconds"]
+        check(abs(p - q) <= 0.05 * q and d["predicted"]["bound"] == whole["predicted"]["bound"],
+              f"--blocks {b}: predicted {p} {d['predicted']['bound']} vs {q} {whole['predicted']['bound']}")
+    one_line_error(["inspect", "fusion.dflare", "--blocks", "1"], 2, "--blocks")
+
+
 def test_tables_and_errors():
     out = inspect("--preset", "tiny.dflare.train", "--sites", "1")
     if out is not None:
@@ -100,7 +124,8 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ENV["FLARETUNE_CACHE_DIR"] = os.environ.get("FLARETUNE_CACHE_DIR") or tmp
-        return clitest.main(args.flaretune, (test_dflare_default, test_tables_and_errors))
+        return clitest.main(args.flaretune, (test_dflare_default, test_sampled_against_whole,
+                                                    test_tables_and_errors))
 
 
 if __name__ == "__main__":

@@ -150,40 +150,16 @@ ft_status ft_t1_bench_compile(ft_t1_bench *b, const ft_config *cfg, ft_dev_modul
     return FT_OK;
 }
 
-/* A block of the x-y grid is on the boundary when it is on an edge: x first or last, or (a grid
- * of more than one row) y first or last. Every z plane is taken to be alike. */
-static long long interior_count(long long gx, long long gy) {
-    return (gx > 2 ? gx - 2 : 0) * (gy > 1 ? (gy > 2 ? gy - 2 : 0) : 1);
-}
-
-/* The blocks of each stratum to emulate, distinct: boundary (corners, then edge middles) and
- * interior (drawn from the seed). */
+/* The strata of emu/prof.h's sample. */
 static void pick_blocks(const long long g[3], int want, uint64_t seed, ft_dim3 *bnd, int *nb,
                         ft_dim3 *inner, int *ni) {
-    *nb = *ni = 0;
-    long long gx = g[0], gy = g[1];
-    long long inter = interior_count(gx, gy);
-    int wb = inter ? (want + 1) / 2 : want, wi = want - wb;
-    long long cand[8][2] = {{0, 0},      {gx - 1, 0},      {0, gy - 1}, {gx - 1, gy - 1},
-                            {gx / 2, 0}, {gx / 2, gy - 1}, {0, gy / 2}, {gx - 1, gy / 2}};
-    for (int k = 0; k < 8 && *nb < wb; k++) {
-        long long x = cand[k][0], y = cand[k][1];
-        int boundary = x == 0 || x == gx - 1 || (gy > 1 && (y == 0 || y == gy - 1));
-        int dup = 0;
-        for (int j = 0; j < *nb; j++) dup |= bnd[j].x == (unsigned)x && bnd[j].y == (unsigned)y;
-        if (boundary && !dup) bnd[(*nb)++] = (ft_dim3){(unsigned)x, (unsigned)y, 0};
-    }
-    if (!inter) return;
-    ft_rng r;
-    ft_rng_seed(&r, seed);
-    long long ix = gx - 2;
-    for (int tries = 0; *ni < wi && *ni < inter && tries < 64 * want; tries++) {
-        long long k = (long long)ft_rng_below(&r, (uint64_t)inter);
-        unsigned x = (unsigned)(1 + k % ix), y = gy == 1 ? 0 : (unsigned)(1 + k / ix);
-        int dup = 0;
-        for (int j = 0; j < *ni; j++) dup |= inner[j].x == x && inner[j].y == y;
-        if (!dup) inner[(*ni)++] = (ft_dim3){x, y, 0};
-    }
+    _Static_assert(sizeof(ft_dim3) == sizeof(ft_emu_uint3), "ft_dim3 is CUDA's uint3");
+    ft_emu_uint3 grid = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
+    ft_emu_sample_pick(grid, want, seed, (ft_emu_uint3 *)bnd, nb, (ft_emu_uint3 *)inner, ni);
+}
+
+static long long interior_count(long long gx, long long gy) {
+    return (long long)ft_emu_grid_interior((ft_emu_uint3){(unsigned)gx, (unsigned)gy, 1});
 }
 
 int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max) {
@@ -236,20 +212,7 @@ static ft_status emulate(ft_t1_bench *b, ft_dev_module *m, const long long g[3],
 
 /* Scale a stratum's profile to the blocks it stands for. */
 static void add_scaled(ft_dev_emu_launch_record *acc, const ft_dev_emu_launch_record *r, double f) {
-    const ft_emu_launch_prof *p = &r->p;
-    ft_emu_launch_prof *a = &acc->p;
-    for (int k = 0; k < FT_EMU_NACC; k++) {
-        a->t[k].requests += (uint64_t)llround((double)p->t[k].requests * f);
-        a->t[k].lanes += (uint64_t)llround((double)p->t[k].lanes * f);
-        a->t[k].partial += (uint64_t)llround((double)p->t[k].partial * f);
-        a->t[k].units += (uint64_t)llround((double)p->t[k].units * f);
-        a->t[k].ideal += (uint64_t)llround((double)p->t[k].ideal * f);
-        a->t[k].bytes += (uint64_t)llround((double)p->t[k].bytes * f);
-    }
-    for (int k = 0; k < FT_EMU_NCOLL; k++) a->coll[k] += (uint64_t)llround((double)p->coll[k] * f);
-    a->unique_read_bytes += (uint64_t)llround((double)p->unique_read_bytes * f);
-    a->unique_write_bytes += (uint64_t)llround((double)p->unique_write_bytes * f);
-    a->barriers += (uint64_t)llround((double)p->barriers * f);
+    ft_emu_launch_prof_add_scaled(&acc->p, &r->p, f);
 }
 
 ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec *g, int nsample,
@@ -374,6 +337,7 @@ emulate_it:
         memset(acc.p.t, 0, sizeof acc.p.t);
         memset(acc.p.coll, 0, sizeof acc.p.coll);
         acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
+        acc.p.cp_async = acc.p.warps = 0;
         add_scaled(&acc, &rb, (double)boundary / nb);
     }
     if (hi) {
@@ -382,6 +346,7 @@ emulate_it:
             memset(acc.p.t, 0, sizeof acc.p.t);
             memset(acc.p.coll, 0, sizeof acc.p.coll);
             acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
+            acc.p.cp_async = acc.p.warps = 0;
         }
         add_scaled(&acc, &ri, (double)interior / ni);
     }

@@ -76,6 +76,7 @@ typedef struct emu_dev {
     pthread_mutex_t version_lock; /* the first compile asks the compiler its version */
     int debug, workers, ucontext;
     int profile; /* compile profile modules and record every launch (ft_dev_emu_set_profile) */
+    int sample;  /* profiled launches of more blocks run a sample of this many (0: all)      */
     ft_emu_prof *prof;
     ft_dev_emu_launch_record *records;
     int nrecords, caprecords;
@@ -824,11 +825,52 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
     return s;
 }
 
+/* A profiled launch on a sample of its grid: the boundary's and the interior's records merged
+ * into one, each scaled by the blocks its stratum stands for (the caller holds the lock). */
+static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char *kernel,
+                                    ft_dim3 grid, ft_dim3 block, size_t smem, void **args,
+                                    ft_err *err) {
+    emu_dev *d = emu_of(dev);
+    ft_emu_uint3 g = {grid.x, grid.y, grid.z}, bnd[64], inner[64];
+    int nb = 0, ni = 0;
+    ft_emu_sample_pick(g, d->sample, 0x9e3779b97f4a7c15ull, bnd, &nb, inner, &ni);
+    int before = d->nrecords;
+    ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, (const ft_dim3 *)bnd,
+                                    nb, err);
+    if (s == FT_OK && ni)
+        s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, (const ft_dim3 *)inner, ni,
+                              err);
+    if (s != FT_OK || d->nrecords == before) return s;
+    uint64_t total = (uint64_t)grid.x * grid.y * grid.z;
+    uint64_t interior = ni ? ft_emu_grid_interior(g) * grid.z : 0, boundary = total - interior;
+    ft_dev_emu_launch_record merged = d->records[before];
+    ft_emu_launch_prof *m = &merged.p;
+    memset(m->t, 0, sizeof m->t);
+    memset(m->coll, 0, sizeof m->coll);
+    m->unique_read_bytes = m->unique_write_bytes = m->barriers = m->cp_async = m->warps = 0;
+    ft_emu_launch_prof_add_scaled(m, &d->records[before].p, (double)boundary / nb);
+    if (d->nrecords > before + 1) {
+        ft_dev_emu_launch_record *ri = &d->records[before + 1];
+        ft_emu_launch_prof_add_scaled(m, &ri->p, (double)interior / ni);
+        merged.incomplete |= ri->incomplete;
+        ft_emu_launch_prof_free(&ri->p);
+    }
+    m->blocks = total;
+    merged.sampled = nb + ni;
+    d->records[before] = merged;
+    d->nrecords = before + 1;
+    return FT_OK;
+}
+
 static ft_status emu_launch(ft_dev *dev, ft_dev_module *mod, const char *kernel, ft_dim3 grid,
                             ft_dim3 block, size_t smem, void **args, ft_err *err) {
     emu_dev *d = emu_of(dev);
     pthread_mutex_lock(&d->lock);
-    ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, NULL, 0, err);
+    uint64_t total = (uint64_t)grid.x * grid.y * grid.z;
+    emu_module *m = (emu_module *)mod;
+    ft_status s = d->profile && m && m->live && d->sample > 0 && total > (uint64_t)d->sample
+                      ? emu_launch_sampled(dev, mod, kernel, grid, block, smem, args, err)
+                      : emu_launch_locked(dev, mod, kernel, grid, block, smem, args, NULL, 0, err);
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -948,9 +990,10 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
         free(d);
         return ft_err_set(err, FT_EINVAL, "emulator: the cache directory's path is too long");
     }
-    unsigned long long seed = 0, workers = 1, debug = 0, profile = 0;
+    unsigned long long seed = 0, workers = 1, debug = 0, profile = 0, sample = 0;
     ft_status s = env_number("FLARETUNE_EMU_SEED", 0, ~0ull, &seed, err);
     if (s == FT_OK) s = env_number("FLARETUNE_EMU_PROFILE", 0, 1, &profile, err);
+    if (s == FT_OK) s = env_number("FLARETUNE_EMU_SAMPLE", 0, 64, &sample, err);
     if (s == FT_OK) s = env_number("FLARETUNE_EMU_THREADS", 1, FT_EMU_MAX_WORKERS, &workers, err);
     if (s == FT_OK) s = env_number("FLARETUNE_EMU_DEBUG", 0, 1, &debug, err);
     v = getenv("FLARETUNE_EMU_FIBERS");
@@ -966,6 +1009,7 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     d->workers = (int)workers;
     d->debug = (int)debug;
     d->profile = (int)profile;
+    d->sample = (int)sample;
     d->ucontext = v && strcmp(v, "ucontext") == 0;
     *out = &d->base;
     return FT_OK;
@@ -1037,6 +1081,17 @@ ft_status ft_dev_emu_set_profile(ft_dev *dev, int on, ft_err *err) {
     if (!d) return FT_EINVAL;
     pthread_mutex_lock(&d->lock);
     d->profile = on != 0;
+    pthread_mutex_unlock(&d->lock);
+    return FT_OK;
+}
+
+ft_status ft_dev_emu_set_sample(ft_dev *dev, int blocks, ft_err *err) {
+    emu_dev *d = emu_check(dev, err);
+    if (!d) return FT_EINVAL;
+    if (blocks < 0 || blocks > 64 || blocks == 1)
+        return ft_err_set(err, FT_EINVAL, "emulator: a sample of %d blocks (0: all, else 2 to 64)", blocks);
+    pthread_mutex_lock(&d->lock);
+    d->sample = blocks;
     pthread_mutex_unlock(&d->lock);
     return FT_OK;
 }

@@ -12,7 +12,8 @@
  *   FLARETUNE_KERNEL_DIR=DIR  the kernels/ folder sources are named from ("fusion/fusion.cu";
  * default: the source tree's) FLARETUNE_CACHE_DIR=DIR   the module cache (default
  * ~/.cache/flaretune); modules go in DIR/emu FLARETUNE_EMU_PROFILE=1   profile every launch
- * (ft_dev_emu_set_profile)
+ * (ft_dev_emu_set_profile) FLARETUNE_EMU_SAMPLE=N   profile a launch of more blocks on a sample
+ * of N (ft_dev_emu_set_sample)
  */
 #ifndef FT_DEVICE_EMU_H
 #define FT_DEVICE_EMU_H
@@ -47,12 +48,20 @@ ft_status ft_dev_emu_stats_of(const ft_dev *d, ft_dev_emu_stats *out, ft_err *er
  * barriers and collectives, per launch and per source line. Blocks then run on one thread in
  * linear order. Off, nothing of it runs: the modules and launches are the usual ones. */
 ft_status ft_dev_emu_set_profile(ft_dev *d, int on, ft_err *err);
+/* While profiling, a launch of more than `blocks` blocks runs only a sample of that many (the
+ * strata of emu/prof.h: boundary and interior blocks), and its record is the sample's figures
+ * scaled to the grid (its `sampled` says how many ran; its source lines are the sample's own).
+ * Its outputs are then incomplete: for what a launch moves, not for what it computes. 0 (the
+ * default): every block. FLARETUNE_EMU_SAMPLE=N sets it when the device opens. */
+ft_status ft_dev_emu_set_sample(ft_dev *d, int blocks, ft_err *err);
 
 typedef struct ft_dev_emu_launch_record {
     ft_emu_launch_prof p; /* sites' pc relative to the module, `where` filled when it can be */
     char source[64];      /* the module's source, "fusion.cu"                               */
     char module[1100];    /* the module file in the cache (its debug info names the lines)   */
     int incomplete;       /* memory ran out while collecting: the figures are a lower bound */
+    int sampled;          /* blocks emulated when the launch was profiled on a sample (its
+                             figures are the strata's, scaled to the grid); 0: every block  */
     /* A GEMM the op asked of cuBLASLt (the emulator computes it on the host: no kernel of ours,
      * no accesses recorded): its FLOPs, the bytes of its operands, and its operands' type
      * (1: bf16 on the tensor cores; 0: f32, fp32 compute on the CUDA cores). 0 FLOPs: a kernel. */

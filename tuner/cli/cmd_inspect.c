@@ -23,6 +23,8 @@
 #include "flaretune/json.h"
 
 #define MAX_KERNELS 32
+/* The blocks a launch is profiled on by default (--blocks): a grid of more runs a sample. */
+#define FT_INSPECT_BLOCKS 16
 
 static void usage(FILE *f) {
     fprintf(
@@ -48,6 +50,9 @@ static void usage(FILE *f) {
            "  --device D      the GPU to predict for (default h200; see `flaretune compile\n"
            "                  --list-devices`)\n"
            "  --sites N       source lines shown per kernel (default 4; 0: none)\n"
+           "  --blocks N      profile a launch of more than N blocks (default 16) on a sample of\n"
+           "                  N: boundary and interior blocks, each stratum scaled to the grid\n"
+           "                  (docs/cuda.md); 0: emulate every block\n"
            "  --json          one JSON document instead of the tables\n"
            "  --no-sass       no SASS instruction mix (nvdisasm takes about 0.5 s a module the\n"
            "                  first time); the issue-bound prediction then counts one\n"
@@ -59,6 +64,7 @@ typedef struct kernel_sum {
     char name[96];
     char source[64];
     int launches, incomplete;
+    int sampled; /* blocks emulated a launch when a launch was sampled (the most); 0: all */
     ft_emu_uint3 grid, block; /* of its first launch */
     ft_emu_launch_prof p;     /* added up; sites merged by address */
     int capsites;
@@ -71,13 +77,14 @@ typedef struct kernel_sum {
 typedef struct inspect_args {
     ft_cli_problem prob;
     const char *op;
-    int json, sites, no_sass;
+    int json, sites, no_sass, blocks;
     const ft_gpu_spec *gpu;
 } inspect_args;
 
 static int parse(int argc, char **argv, inspect_args *a) {
-    enum { O_JSON = 1, O_SITES, O_DEVICE, O_NO_SASS };
+    enum { O_JSON = 1, O_SITES, O_DEVICE, O_NO_SASS, O_BLOCKS };
     static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
+                                         {"blocks", required_argument, NULL, O_BLOCKS},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"no-sass", no_argument, NULL, O_NO_SASS},
                                          {"device", required_argument, NULL, O_DEVICE},
@@ -87,6 +94,7 @@ static int parse(int argc, char **argv, inspect_args *a) {
     ft_cli_problem_init(&a->prob);
     a->prob.backend = "cuda-emu";
     a->sites = 4;
+    a->blocks = FT_INSPECT_BLOCKS;
     a->gpu = ft_gpu_spec_find("h200");
     optind = 1;
     opterr = 0;
@@ -103,6 +111,13 @@ static int parse(int argc, char **argv, inspect_args *a) {
             if (!(a->gpu = ft_gpu_spec_find(optarg)))
                 return ft_cli_fail(FT_EXIT_USAGE, "inspect: --device %s: unknown GPU (%s)", optarg,
                                    ft_gpu_spec_names());
+        } else if (o == O_BLOCKS) {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v == 1 || v > 64)
+                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks %s: expected 0 (all) or 2 to 64",
+                                   optarg);
+            a->blocks = (int)v;
         } else if (o == O_SITES) {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);
@@ -176,6 +191,7 @@ static int add_launch(kernel_sum *ks, int *nk, const ft_dev_emu_launch_record *r
     }
     k->launches++;
     k->incomplete |= r->incomplete;
+    if (r->sampled > k->sampled) k->sampled = r->sampled;
     k->gemm_flops += r->gemm_flops, k->gemm_bytes += r->gemm_bytes;
     k->gemm_bf16 = r->gemm_bf16;
     for (int i = 0; i < FT_EMU_NACC; i++)
@@ -300,6 +316,10 @@ static void print_kernel(const kernel_sum *k, double napkin, int nsites, const f
            k->launches, k->launches == 1 ? "" : "es", k->grid.x, k->grid.y, k->grid.z, k->block.x,
            k->block.y, k->block.z,
            k->incomplete ? "  [incomplete: memory ran out while profiling]" : "");
+    if (k->sampled)
+        printf("  profiled on %d blocks a launch (boundary and interior, scaled to the grid; the "
+               "source lines below are the sample's)\n",
+               k->sampled);
     print_traffic("global load", &p->t[FT_EMU_GLD], "sectors");
     print_traffic("global store", &p->t[FT_EMU_GST], "sectors");
     print_traffic("global atomic", &p->t[FT_EMU_GATOM], "sectors");
@@ -375,6 +395,7 @@ static json_t *kernel_json(const kernel_sum *k, int nsites) {
     json_object_set_new(o, "source", json_string(k->source));
     json_object_set_new(o, "launches", json_integer(k->launches));
     json_object_set_new(o, "incomplete", json_boolean(k->incomplete));
+    json_object_set_new(o, "sampled_blocks", json_integer(k->sampled));
     if (k->gemm_flops > 0) {
         json_object_set_new(o, "gemm",
                             json_pack("{s:f,s:f,s:b}", "flops", k->gemm_flops, "bytes",
@@ -417,10 +438,11 @@ static json_t *kernel_json(const kernel_sum *k, int nsites) {
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
-static ft_status profile_run(ft_cli_setup *su, ft_dev_emu_launch_record **recs, int *n,
+static ft_status profile_run(ft_cli_setup *su, int blocks, ft_dev_emu_launch_record **recs, int *n,
                              ft_err *err) {
     ft_cuda_ctx *x = NULL;
     ft_status s = ft_cuda_ctx_get(1, &x, err);
+    if (s == FT_OK) s = ft_dev_emu_set_sample(ft_cuda_dev(x), blocks, err);
     if (s == FT_OK) s = ft_dev_emu_set_profile(ft_cuda_dev(x), 1, err);
     if (s == FT_OK) s = su->be->run(&su->c, &su->cfg, err);
     ft_dev_emu_launch_record *r = NULL;
@@ -428,6 +450,7 @@ static ft_status profile_run(ft_cli_setup *su, ft_dev_emu_launch_record **recs, 
     if (x) {
         ft_err e2 = {0};
         ft_dev_emu_set_profile(ft_cuda_dev(x), 0, &e2);
+        ft_dev_emu_set_sample(ft_cuda_dev(x), 0, &e2);
         ft_dev_emu_profile_take(ft_cuda_dev(x), &r, &nr, &e2);
     }
     if (s != FT_OK) {
@@ -510,7 +533,7 @@ static int run(int argc, char **argv) {
     ft_err err = {0};
     ft_dev_emu_launch_record *recs = NULL;
     int nrec = 0;
-    ft_status s = profile_run(&su, &recs, &nrec, &err);
+    ft_status s = profile_run(&su, a.blocks, &recs, &nrec, &err);
     if (s != FT_OK) {
         ft_call_free(&su.c);
         return ft_cli_fail_err(&err);

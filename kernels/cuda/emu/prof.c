@@ -10,6 +10,7 @@
 #include "prof.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,67 @@ void ft_emu_launch_prof_free(ft_emu_launch_prof *p) {
     free(p->sites);
     p->sites = NULL;
     p->nsites = 0;
+}
+
+/* ---- a sample of a grid ----------------------------------------------------------------------- */
+
+uint64_t ft_emu_grid_interior(ft_emu_uint3 g) {
+    uint64_t gx = g.x, gy = g.y;
+    return (gx > 2 ? gx - 2 : 0) * (gy > 1 ? (gy > 2 ? gy - 2 : 0) : 1);
+}
+
+/* splitmix64: the interior's draws. */
+static uint64_t sample_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
+                        ft_emu_uint3 *inner, int *ni) {
+    *nb = *ni = 0;
+    if (want > 64) want = 64;
+    uint64_t gx = g.x, gy = g.y, inter = ft_emu_grid_interior(g);
+    int wb = inter ? (want + 1) / 2 : want, wi;
+    uint64_t cand[8][2] = {{0, 0},      {gx - 1, 0},      {0, gy - 1}, {gx - 1, gy - 1},
+                           {gx / 2, 0}, {gx / 2, gy - 1}, {0, gy / 2}, {gx - 1, gy / 2}};
+    for (int k = 0; k < 8 && *nb < wb; k++) {
+        uint64_t x = cand[k][0], y = cand[k][1];
+        int boundary = x == 0 || x == gx - 1 || (gy > 1 && (y == 0 || y == gy - 1));
+        int dup = 0;
+        for (int j = 0; j < *nb; j++) dup |= bnd[j].x == x && bnd[j].y == y;
+        if (boundary && !dup) bnd[(*nb)++] = (ft_emu_uint3){(unsigned)x, (unsigned)y, 0};
+    }
+    if (!inter) return;
+    wi = want - *nb; /* the interior takes what the boundary could not */
+    uint64_t st = seed, ix = gx - 2;
+    for (int tries = 0; *ni < wi && (uint64_t)*ni < inter && tries < 64 * want; tries++) {
+        uint64_t k = sample_next(&st) % inter;
+        unsigned x = (unsigned)(1 + k % ix), y = gy == 1 ? 0 : (unsigned)(1 + k / ix);
+        int dup = 0;
+        for (int j = 0; j < *ni; j++) dup |= inner[j].x == x && inner[j].y == y;
+        if (!dup) inner[(*ni)++] = (ft_emu_uint3){x, y, 0};
+    }
+}
+
+static uint64_t scaled(uint64_t v, double f) { return (uint64_t)llround((double)v * f); }
+
+void ft_emu_launch_prof_add_scaled(ft_emu_launch_prof *a, const ft_emu_launch_prof *p, double f) {
+    for (int k = 0; k < FT_EMU_NACC; k++) {
+        a->t[k].requests += scaled(p->t[k].requests, f);
+        a->t[k].lanes += scaled(p->t[k].lanes, f);
+        a->t[k].partial += scaled(p->t[k].partial, f);
+        a->t[k].units += scaled(p->t[k].units, f);
+        a->t[k].ideal += scaled(p->t[k].ideal, f);
+        a->t[k].bytes += scaled(p->t[k].bytes, f);
+    }
+    for (int k = 0; k < FT_EMU_NCOLL; k++) a->coll[k] += scaled(p->coll[k], f);
+    a->unique_read_bytes += scaled(p->unique_read_bytes, f);
+    a->unique_write_bytes += scaled(p->unique_write_bytes, f);
+    a->barriers += scaled(p->barriers, f);
+    a->cp_async += scaled(p->cp_async, f);
+    a->warps += scaled(p->warps, f);
 }
 
 /* ---- a set of sector numbers (open addressing; key 0 is empty, so keys are stored + 1) ------ */

@@ -88,6 +88,23 @@ typedef struct ft_emu_launch_prof {
 
 void ft_emu_launch_prof_free(ft_emu_launch_prof *p);
 
+/* ---- a sample of a grid ------------------------------------------------------------------------
+ * A large launch is profiled on a sample of its blocks in two strata: the boundary (a block on
+ * an edge of the x-y grid: x first or last, or, with more than one row, y first or last; the
+ * corners first, then the edges' middles) and the interior (drawn from `seed`). Every z plane is
+ * taken to be like the first. Each stratum's figures are then scaled by the blocks it stands
+ * for. */
+
+/* The grid's interior blocks in one z plane. */
+uint64_t ft_emu_grid_interior(ft_emu_uint3 grid);
+/* Up to `want` (<= 64) sampled blocks: *nb boundary ones in bnd, *ni interior ones in inner
+ * (half each where the grid has an interior; the interior takes the places a short boundary,
+ * such as a row's two ends, leaves). */
+void ft_emu_sample_pick(ft_emu_uint3 grid, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
+                        ft_emu_uint3 *inner, int *ni);
+/* acc += p's counts times f (sites are not scaled: they stay the sample's). */
+void ft_emu_launch_prof_add_scaled(ft_emu_launch_prof *acc, const ft_emu_launch_prof *p, double f);
+
 /* ---- collecting (the emulator's runtime) ------------------------------------------------------
  */
 
