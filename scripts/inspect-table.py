@@ -46,7 +46,7 @@ def main():
     fail = 0
     for spec in a.ops or OPS:
         op, _, extra = spec.partition(":")
-        args = ["inspect", op, "--json", "--sites", "0", "--device", a.device]
+        args = ["inspect", op, "--json", "--sites", "0", "--device", a.device, "--blocks", "0"]
         for x in a.attr:
             args += ["--attr", x]
         args += shlex.split(extra)

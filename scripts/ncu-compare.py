@@ -51,7 +51,8 @@ def per(a, b):
 
 def emulator(ft, meta):
     """The emulator's figures for one profiled config (flaretune inspect --json)."""
-    args = ["inspect", meta["op"], *shlex.split(meta.get("args", "")), "--json", "--sites", "0"]
+    args = ["inspect", meta["op"], *shlex.split(meta.get("args", "")), "--json", "--sites", "0",
+            "--blocks", "0"]  # every block: figures to set beside a whole launch measured
     if meta.get("config"):
         args += ["--config", meta["config"]]
     p = subprocess.run([ft, *args], capture_output=True, text=True)
