@@ -24,6 +24,12 @@ values. For each pair it reports, over the configurations both have (predicted a
                       random_to_5: the expected evaluations of a uniformly random order (the
                       mean of the first success of a draw without replacement), and their ratio
   unfit_measured      configurations predicted unable to run that did run, and their best
+  prior_to_5          with --flaretune BIN: the default strategy's median evaluations to 5% of
+                      the landscape's optimum (`flaretune replay LANDSCAPE --strategy bayes`,
+                      --seeds seeds) warm-started from the predictions (`--warm`: the predicted
+                      configurations written as a Kernel Tuner cache of the landscape's
+                      parameters, their predicted time its `time`; the three predicted fastest
+                      measured first, every prediction a prior), and plain_to_5 without them
 
 A configuration the prediction says cannot run (unfit) is left out of the correlations and
 counted apart. Exit 0 when every pair was read, 1 on unreadable input, 2 on a bad command line.
@@ -33,8 +39,11 @@ import argparse
 import gzip
 import json
 import math
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 
 
 def load_landscape(path):
@@ -145,13 +154,50 @@ def check(pred_path, device, land_path):
     return row
 
 
+def predicted_cache(pred_path, device, land_path, out_path):
+    """The predictions as a Kernel Tuner cache with the landscape's parameters (a warm start
+    needs the same parameters and values, in the same order)."""
+    opener = gzip.open if land_path.endswith(".gz") else open
+    with opener(land_path, "rt") as f:
+        doc = json.load(f)
+    keys = doc.get("tune_params_keys") or list(doc["tune_params"].keys())
+    pred, unfit, _ = load_predicted(pred_path, device)
+    cache = {}
+    for cfg, t in list(pred.items()) + [(c, None) for c in unfit]:
+        d = dict(cfg)
+        if any(k not in d for k in keys):
+            continue
+        entry = {k: doc["tune_params"][k][[str(v) for v in doc["tune_params"][k]].index(d[k])]
+                 for k in keys}
+        entry["time"] = t * 1e3 if t is not None else "RuntimeFailedConfig"
+        cache[",".join(d[k] for k in keys)] = entry
+    with open(out_path, "w") as f:
+        json.dump({"device_name": f"{device} (predicted)", "kernel_name": doc.get("kernel_name", "?"),
+                   "problem_size": doc.get("problem_size", []), "tune_params_keys": keys,
+                   "tune_params": doc["tune_params"], "objective": "time", "cache": cache}, f)
+
+
+def replay_to_5(ft, land, seeds, warm=None):
+    args = [ft, "replay", land, "--strategy", "bayes", "--seeds", str(seeds), "--target", "5%",
+            "--json"] + (["--warm", warm] if warm else [])
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise ValueError(f"replay: {p.stderr.strip()}")
+    doc = json.loads(p.stdout)
+    if warm:  # the warm-started runs are reported apart, beside the cold ones
+        row = next(s for s in doc["warm"]["strategies"] if s["name"] == "bayes" and s.get("batch", 1) == 1)
+        return row["targets"][0]["warm_median"]
+    row = next(s for s in doc["strategies"] if s["name"] == "bayes" and s.get("batch", 1) == 1)
+    return row["targets"][0]["median"]
+
+
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
 def markdown(rows):
-    out = ["| landscape | GPU | configurations (predicted of measured) | Spearman | predicted best: measured rank (percentile) | top 1% / 5% in predicted top 5% | median error | predicted / measured (median) | in predicted order to 5% (random) |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| landscape | GPU | configurations (predicted of measured) | Spearman | predicted best: measured rank (percentile) | top 1% / 5% in predicted top 5% | median error | predicted / measured (median) | in predicted order to 5% (random) | default to 5% of the optimum, with the prediction as prior / without |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = r["landscape"].rsplit("/", 1)[-1].replace(".json.gz", "").replace(".json", "")
         out.append(
@@ -159,7 +205,8 @@ def markdown(rows):
             f"{' (' + str(r['unfit']) + ' predicted unable to run)' if r['unfit'] else ''} | "
             f"{fmt(r.get('spearman'), '.2f')} | {r.get('best_rank', '-')} ({fmt(r.get('best_percentile'), '.1f')}%) | "
             f"{fmt(r.get('recall_1'), '.0%')} / {fmt(r.get('recall_5'), '.0%')} | {fmt(r.get('mape'), '.0%')} | "
-            f"{fmt(r.get('median_ratio'), '.2f')} | {r.get('ordered_to_5', '-')} ({fmt(r.get('random_to_5'), '.1f')}) |")
+            f"{fmt(r.get('median_ratio'), '.2f')} | {r.get('ordered_to_5', '-')} ({fmt(r.get('random_to_5'), '.1f')}) | "
+            f"{fmt(r.get('prior_to_5'), '.1f')} / {fmt(r.get('plain_to_5'), '.1f')} |")
     return "\n".join(out) + "\n"
 
 
@@ -169,6 +216,8 @@ def main():
                     help="PREDICTED.jsonl:DEVICE:LANDSCAPE (repeat)")
     ap.add_argument("--markdown")
     ap.add_argument("--json")
+    ap.add_argument("--flaretune", help="replay the default strategy with and without the prediction")
+    ap.add_argument("--seeds", type=int, default=20)
     a = ap.parse_args()
     rows = []
     for spec in a.pair:
@@ -176,8 +225,16 @@ def main():
         if len(parts) != 3:
             ap.error(f"--pair {spec}: PREDICTED.jsonl:DEVICE:LANDSCAPE")
         try:
-            rows.append(check(*parts))
-        except (OSError, ValueError, KeyError) as e:
+            row = check(*parts)
+            if a.flaretune:
+                with tempfile.TemporaryDirectory() as tmp:
+                    warm = os.path.join(tmp, "predicted.json")
+                    predicted_cache(parts[0], parts[1], parts[2], warm)
+                    row["prior_to_5"] = replay_to_5(a.flaretune, parts[2], a.seeds, warm)
+                    row["plain_to_5"] = replay_to_5(a.flaretune, parts[2], a.seeds)
+                    row["replay_seeds"] = a.seeds
+            rows.append(row)
+        except (OSError, ValueError, KeyError, StopIteration) as e:
             print(f"prediction-check: {spec}: {e}", file=sys.stderr)
             return 1
     table = markdown(rows)

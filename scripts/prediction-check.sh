@@ -42,4 +42,4 @@ python3 "$here/prediction-check.py" \
     --pair "$out/convolution.jsonl:rtx-a4000:$land/gpu/convolution-A4000.json.gz" \
     --pair "$out/dedispersion.jsonl:a100-pcie:$land/gpu/dedispersion-A100.json.gz" \
     --pair "$out/dedispersion.jsonl:rtx-a4000:$land/gpu/dedispersion-A4000.json.gz" \
-    --markdown "$out/check.md" --json "$out/check.json"
+    --flaretune "$ft" --seeds "${SEEDS:-20}" --markdown "$out/check.md" --json "$out/check.json"

@@ -3,7 +3,9 @@
 worked out here: a Kernel Tuner cache of 40 configurations (one failed) and predictions of 30 of
 them, each twice the measured time but for two swapped in rank; one predicted unable to run.
 Checks n, Spearman, the predicted best's measured rank, recall, the median error and ratio, the
-evaluations in predicted order, and bad input (exit 1). Python standard library only."""
+evaluations in predicted order, and bad input (exit 1); with --flaretune BIN, that the default
+strategy warm-started from predictions in the measured order reaches the optimum at once.
+Python standard library only."""
 import gzip
 import json
 import os
@@ -70,6 +72,21 @@ def main():
         # within 5% of 1.0 ms: (0,0) only; in predicted order it comes third
         check(r["ordered_to_5"] == 3 and r["within_5_of_n"] == 1 and r["random_to_5"] == 15.5,
               f"ordered {r['ordered_to_5']} random {r['random_to_5']}")
+        # With flaretune: the default strategy warm-started from predictions of every
+        # configuration in the right order measures the optimum first.
+        ft = sys.argv[sys.argv.index("--flaretune") + 1] if "--flaretune" in sys.argv else None
+        if ft:
+            exact = os.path.join(tmp, "exact.jsonl")
+            with open(exact, "w") as f:
+                for k, v in cache.items():
+                    if isinstance(v["time"], float):
+                        f.write(json.dumps({"key": k, "config": f"a={v['a']},b={v['b']}", "device": "gx",
+                                            "predicted_s": 3e-3 * v["time"]}) + "\n")
+            p = subprocess.run([sys.executable, SCRIPT, "--pair", f"{exact}:gx:{land}", "--json", out,
+                                "--flaretune", ft, "--seeds", "5"], capture_output=True, text=True)
+            r = json.load(open(out))[0] if p.returncode == 0 else {}
+            check(p.returncode == 0 and r.get("spearman") == 1.0 and r.get("prior_to_5") == 1.0 and
+                  r.get("plain_to_5", 0) >= 1.0, f"warm start from exact predictions: {p.stderr} {r}")
         p = subprocess.run([sys.executable, SCRIPT, "--pair", f"{pred}:gx:{tmp}/none.json.gz"],
                            capture_output=True, text=True)
         check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, f"missing file: {p.stderr}")
