@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "flaretune/t1.h"
 
+#include "flaretune/rng.h"
+
 #include <jansson.h>
 #include <errno.h>
 #include <limits.h>
@@ -679,6 +681,71 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
     a->elems = (long long)n;
     a->random = random;
     a->fill_value = value;
+    return FT_OK;
+}
+
+ft_status ft_t1_load_args(const char *path, const char *kernel_file, const char *const *args, int n,
+                          ft_t1 **out, ft_err *err) {
+    ft_status s = ft_t1_load(path, kernel_file, out, err);
+    for (int i = 0; s == FT_OK && i < n; i++) s = ft_t1_set_arg(*out, args[i], err);
+    if (s != FT_OK) {
+        ft_t1_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
+                       unsigned long long seed, ft_config **cfgs, int64_t *n, ft_err *err) {
+    *cfgs = NULL;
+    *n = 0;
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    if (all || sample > 0) {
+        ft_config *c = NULL;
+        int64_t m = 0;
+        ft_status s = ft_t1_enumerate(t, &c, &m, err);
+        if (s != FT_OK) return s;
+        if (sample > 0 && sample < m) { /* a shuffle from the seed; the default first */
+            ft_rng r;
+            ft_rng_seed(&r, seed);
+            for (int64_t i = m - 1; i > 0; i--) {
+                int64_t j = (int64_t)ft_rng_below(&r, (uint64_t)i + 1);
+                ft_config tmp = c[i];
+                c[i] = c[j];
+                c[j] = tmp;
+            }
+            int64_t at = -1;
+            for (int64_t i = 0; i < m && at < 0; i++)
+                if (ft_config_equal(&c[i], &def)) at = i;
+            if (at >= sample) /* drawn past the sample: it takes the first place, whose config
+                                 moves to the end of the sample */
+                c[sample] = c[0], c[0] = def;
+            else if (at > 0)
+                c[at] = c[0], c[0] = def;
+            m = sample + (at >= sample ? 1 : 0);
+        }
+        *cfgs = c;
+        *n = m;
+        return FT_OK;
+    }
+    ft_config *c = malloc(sizeof *c);
+    if (!c) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    *c = def;
+    if (config) {
+        ft_status s = ft_config_parse(&t->space, config, c, err);
+        int ok = 0;
+        char why[256] = "";
+        if (s == FT_OK) s = ft_t1_allowed(t, c, &ok, why, sizeof why, err);
+        if (s == FT_OK && !ok)
+            s = ft_err_set(err, FT_EINVAL, "%s: --config breaks the condition %s", t->path, why);
+        if (s != FT_OK) {
+            free(c);
+            return s;
+        }
+    }
+    *cfgs = c;
+    *n = 1;
     return FT_OK;
 }
 

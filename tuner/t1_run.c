@@ -12,7 +12,6 @@
 #include "flaretune/rng.h"
 
 #if FT_HAVE_CUDA
-#include "cuda/nvrtc.h"
 #include "cuda/sass.h"
 #endif
 
@@ -215,6 +214,21 @@ static void add_scaled(ft_dev_emu_launch_record *acc, const ft_dev_emu_launch_re
     ft_emu_launch_prof_add_scaled(&acc->p, &r->p, f);
 }
 
+#if FT_HAVE_CUDA
+ft_status ft_t1_nvrtc_compile(const ft_t1 *t, const ft_config *cfg, const char *arch,
+                              ft_nvrtc_result *res, ft_err *err) {
+    char defs[FT_MAX_PARAMS][96];
+    const char *dp[FT_MAX_PARAMS];
+    int nd = ft_t1_defines(t, cfg, defs, FT_MAX_PARAMS);
+    for (int i = 0; i < nd; i++) dp[i] = defs[i];
+    const char *kn = t->kernel_name;
+    ft_nvrtc_file f = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
+                       .options = (const char *const *)t->options, .noptions = t->noptions,
+                       .names = &kn, .nnames = 1};
+    return ft_nvrtc_compile_file(&f, arch, res, err);
+}
+#endif
+
 ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec *g, int nsample,
                         ft_t1_prediction *out, ft_err *err) {
     memset(out, 0, sizeof *out);
@@ -238,17 +252,10 @@ ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec 
     double t0 = ft_now_s();
 #if FT_HAVE_CUDA
     {
-        char defs[FT_MAX_PARAMS][96];
-        const char *dp[FT_MAX_PARAMS];
-        int nd = ft_t1_defines(t, cfg, defs, FT_MAX_PARAMS);
-        for (int i = 0; i < nd; i++) dp[i] = defs[i];
         const char *kn = t->kernel_name;
-        ft_nvrtc_file f = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
-                           .options = (const char *const *)t->options, .noptions = t->noptions,
-                           .names = &kn, .nnames = 1};
         ft_nvrtc_result res;
         ft_err ne = {0};
-        s = ft_nvrtc_compile_file(&f, g->arch, &res, &ne);
+        s = ft_t1_nvrtc_compile(t, cfg, g->arch, &res, &ne);
         if (s == FT_ENOMEM) {
             if (err) *err = ne;
             return s;

@@ -100,6 +100,15 @@ void ft_t1_free(ft_t1 *t);
  * reads: a size of 1, another type). The argument keeps its place, output and constant-memory
  * marks. */
 ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err);
+/* ft_t1_load, then ft_t1_set_arg for each of the n specs. */
+ft_status ft_t1_load_args(const char *path, const char *kernel_file, const char *const *args, int n,
+                          ft_t1 **out, ft_err *err);
+/* The configurations a command works on, in *cfgs (malloc'd), *n of them: with `config` (NULL:
+ * none) that one over the defaults, which the conditions must allow; with all, every allowed one
+ * in space order; with sample > 0, that many allowed ones drawn from seed (all of them when
+ * there are fewer), the default first; else the default alone. */
+ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
+                       unsigned long long seed, ft_config **cfgs, int64_t *n, ft_err *err);
 /* Does cfg satisfy every condition? *why gets the first that fails. An expression that cannot
  * be evaluated at cfg (a division by zero) is an error. */
 ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why, size_t n,

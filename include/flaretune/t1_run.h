@@ -41,6 +41,13 @@ void **ft_t1_bench_argv(ft_t1_bench *b);
 /* Compile cfg for b's device (the file as written, the values as macros) and write the
  * constant-memory arguments to their symbols. */
 ft_status ft_t1_bench_compile(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err);
+#if FT_HAVE_CUDA
+#include "cuda/nvrtc.h"
+/* cfg compiled by NVRTC for arch (the file as written, its values as macros, the kernel found
+ * by its name as written); free res with ft_nvrtc_result_free. */
+ft_status ft_t1_nvrtc_compile(const ft_t1 *t, const ft_config *cfg, const char *arch,
+                              ft_nvrtc_result *res, ft_err *err);
+#endif
 /* Up to `want` blocks of grid g (at most max): both strata of ft_t1_predict's sample, boundary
  * first; every block of a small one-plane grid. Returns how many. */
 int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max);

@@ -637,11 +637,14 @@ static ft_status load_built(ft_dev *dev, emu_build *b, emu_module **out, ft_err 
     return s;
 }
 
-static ft_status emu_compile(ft_dev *dev, const char *source, const char *const *defines,
-                             int ndefines, ft_dev_module **out, ft_err *err) {
+/* A module by its build plan: the one loaded already, else built (or found on disk) and loaded.
+ * src: a file as written (ft_dev_compile_file), NULL for one of flaretune's sources. */
+static ft_status compile_planned(ft_dev *dev, const char *source, const char *const *defines,
+                                 int ndefines, const ft_dev_source *src, ft_dev_module **out,
+                                 ft_err *err) {
     emu_dev *d = emu_of(dev);
     emu_build b;
-    ft_status s = build_plan(d, source, defines, ndefines, NULL, &b, err);
+    ft_status s = build_plan(d, source, defines, ndefines, src, &b, err);
     emu_module *m = NULL;
     if (s == FT_OK) {
         pthread_mutex_lock(&d->lock);
@@ -653,6 +656,11 @@ static ft_status emu_compile(ft_dev *dev, const char *source, const char *const 
     build_free(&b);
     if (s == FT_OK) *out = &m->base;
     return s;
+}
+
+static ft_status emu_compile(ft_dev *dev, const char *source, const char *const *defines,
+                             int ndefines, ft_dev_module **out, ft_err *err) {
+    return compile_planned(dev, source, defines, ndefines, NULL, out, err);
 }
 
 /* Into the disk cache only (a compile pool's job): no load, and the device's lock not taken. */
@@ -671,20 +679,7 @@ static ft_status emu_prepare(ft_dev *dev, const char *source, const char *const 
 /* A file as written: its own translation unit registers the kernels and symbols it names. */
 static ft_status emu_compile_file(ft_dev *dev, const ft_dev_source *src, ft_dev_module **out,
                                   ft_err *err) {
-    emu_dev *d = emu_of(dev);
-    emu_build b;
-    ft_status s = build_plan(d, src->path, src->defines, src->ndefines, src, &b, err);
-    emu_module *m = NULL;
-    if (s == FT_OK) {
-        pthread_mutex_lock(&d->lock);
-        m = find_loaded(d, b.key);
-        if (m) atomic_fetch_add(&d->memory_hits, 1);
-        pthread_mutex_unlock(&d->lock);
-        if (!m) s = load_built(dev, &b, &m, err);
-    }
-    build_free(&b);
-    if (s == FT_OK) *out = &m->base;
-    return s;
+    return compile_planned(dev, src->path, src->defines, src->ndefines, src, out, err);
 }
 
 /* Device memory is host memory: the variable is written in place (under the device's lock, so

@@ -10,11 +10,8 @@
 #include "cli.h"
 #include "cuda/specs.h"
 #include "flaretune/clock.h"
-#include "flaretune/rng.h"
 #include "flaretune/t1.h"
-#if FT_HAVE_CUDA
-#include "cuda/nvrtc.h"
-#endif
+#include "flaretune/t1_run.h"
 
 void ft_cli_compile_t1_usage(FILE *f) {
     fprintf(f,
@@ -83,31 +80,9 @@ int ft_cli_compile_t1(int argc, char **argv) {
     if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
     ft_config *cfgs = NULL;
     int64_t n = 0;
-    if (all || sample) {
-        if (ft_t1_enumerate(t, &cfgs, &n, &err)) {
-            ft_t1_free(t);
-            return ft_cli_fail_err(&err);
-        }
-        if (sample && sample < n) {
-            ft_rng r;
-            ft_rng_seed(&r, seed);
-            for (int64_t i = n - 1; i > 0; i--) {
-                int64_t j = (int64_t)ft_rng_below(&r, (uint64_t)i + 1);
-                ft_config tmp = cfgs[i];
-                cfgs[i] = cfgs[j];
-                cfgs[j] = tmp;
-            }
-            n = sample;
-        }
-    } else {
-        cfgs = malloc(sizeof *cfgs);
-        n = 1;
-        ft_config_default(&t->space, &cfgs[0]);
-        if (config && ft_config_parse(&t->space, config, &cfgs[0], &err)) {
-            free(cfgs);
-            ft_t1_free(t);
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: --config: %s", err.msg);
-        }
+    if (ft_t1_select(t, config, all, sample, seed, &cfgs, &n, &err)) {
+        ft_t1_free(t);
+        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "compile: %s", err.msg);
     }
     json_t *rows = json_array();
     int failed = 0, ok = 0, pruned = 0;
@@ -117,19 +92,13 @@ int ft_cli_compile_t1(int argc, char **argv) {
                t->kernel_name, t->kernel_file, arch, g ? g->name : "-", g ? g->model : "no device of the table",
                "configuration (Kernel Tuner's key)", "regs", "spills", "smem", "blk/SM", "occ");
     for (int64_t i = 0; i < n; i++) {
-        char defs[FT_MAX_PARAMS][96], key[1024];
-        const char *dp[FT_MAX_PARAMS];
-        int nd = ft_t1_defines(t, &cfgs[i], defs, FT_MAX_PARAMS);
-        for (int k = 0; k < nd; k++) dp[k] = defs[k];
+        char key[1024];
         ft_t1_key(t, &cfgs[i], key, sizeof key);
         const char *kn = t->kernel_name;
-        ft_nvrtc_file f = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
-                           .options = (const char *const *)t->options, .noptions = t->noptions,
-                           .names = &kn, .nnames = 1};
         ft_nvrtc_result res;
         ft_err e = {0};
         json_t *row = json_pack("{s:s}", "key", key);
-        if (ft_nvrtc_compile_file(&f, arch, &res, &e) != FT_OK) {
+        if (ft_t1_nvrtc_compile(t, &cfgs[i], arch, &res, &e) != FT_OK) {
             failed++;
             json_object_set_new(row, "error", json_string(e.msg));
             if (!json) printf("  %-44s %s\n", key, e.msg);

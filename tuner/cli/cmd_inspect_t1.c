@@ -191,54 +191,13 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     if (!g) return ft_cli_fail(FT_EXIT_USAGE, "inspect: unknown device '%s' (one of %s)", device, ft_gpu_spec_names());
     ft_err err = {0};
     ft_t1 *t = NULL;
-    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
-    for (int i = 0; i < nargspecs; i++)
-        if (ft_t1_set_arg(t, argspecs[i], &err)) {
-            ft_t1_free(t);
-            return ft_cli_fail(FT_EXIT_USAGE, "inspect: %s", err.msg);
-        }
-    /* The configurations. */
+    if (ft_t1_load_args(path, kfile, argspecs, nargspecs, &t, &err))
+        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "inspect: %s", err.msg);
     ft_config *cfgs = NULL;
     int64_t n = 0;
-    if (all || sample) {
-        if (ft_t1_enumerate(t, &cfgs, &n, &err)) {
-            ft_t1_free(t);
-            return ft_cli_fail_err(&err);
-        }
-        if (sample && sample < n) { /* the default, then K drawn without replacement */
-            ft_rng r;
-            ft_rng_seed(&r, seed);
-            for (int64_t i = n - 1; i > 0; i--) {
-                int64_t j = (int64_t)ft_rng_below(&r, (uint64_t)i + 1);
-                ft_config tmp = cfgs[i];
-                cfgs[i] = cfgs[j];
-                cfgs[j] = tmp;
-            }
-            ft_config def;
-            ft_config_default(&t->space, &def);
-            int64_t at = -1;
-            for (int64_t i = 0; i < n && at < 0; i++)
-                if (ft_config_equal(&cfgs[i], &def)) at = i;
-            if (at >= sample) cfgs[sample] = cfgs[0], cfgs[0] = def; /* keep the default in */
-            else if (at > 0) cfgs[at] = cfgs[0], cfgs[0] = def;
-            n = sample + (at >= sample ? 1 : 0);
-        }
-    } else {
-        cfgs = malloc(sizeof *cfgs);
-        n = 1;
-        ft_config_default(&t->space, &cfgs[0]);
-        if (config && ft_config_parse(&t->space, config, &cfgs[0], &err)) {
-            free(cfgs);
-            ft_t1_free(t);
-            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --config: %s", err.msg);
-        }
-        int ok = 0;
-        char why[256];
-        if (ft_t1_allowed(t, &cfgs[0], &ok, why, sizeof why, &err) == FT_OK && !ok) {
-            free(cfgs);
-            ft_t1_free(t);
-            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --config breaks the condition %s", why);
-        }
+    if (ft_t1_select(t, config, all, sample, seed, &cfgs, &n, &err)) {
+        ft_t1_free(t);
+        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "inspect: %s", err.msg);
     }
     int ndone = 0;
     char **done = jsonl ? done_keys(jsonl, g->name, &ndone) : NULL;

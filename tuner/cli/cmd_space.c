@@ -33,6 +33,14 @@ static json_t *t1_config_json(const ft_t1 *t, const ft_config *cfg, ft_err *err)
                      (json_int_t)b[1], (json_int_t)b[2]);
 }
 
+/* A dimension triple of t1_config_json's ("grid", "block") as "x SEP y SEP z". */
+static void dims3(const json_t *c, const char *which, const char *sep, char *buf, size_t n) {
+    const json_t *a = json_object_get(c, which);
+    snprintf(buf, n, "%lld%s%lld%s%lld", (long long)json_integer_value(json_array_get(a, 0)), sep,
+             (long long)json_integer_value(json_array_get(a, 1)), sep,
+             (long long)json_integer_value(json_array_get(a, 2)));
+}
+
 /* `space --t1 FILE`: a T1 file's space, read and checked (t1.h). */
 static int t1_space(const char *path, const char *kfile, int json, int list) {
     ft_err err = {0};
@@ -110,14 +118,10 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
         }
         if (t->nconditions) printf("conditions\n");
         for (int i = 0; i < t->nconditions; i++) printf("  - %s\n", t->constraint_text[i]);
-        json_t *g = json_object_get(dj, "grid"), *b = json_object_get(dj, "block");
-        printf("default: %s\n  grid %lld x %lld x %lld, block %lld x %lld x %lld\n", dcfg,
-               (long long)json_integer_value(json_array_get(g, 0)),
-               (long long)json_integer_value(json_array_get(g, 1)),
-               (long long)json_integer_value(json_array_get(g, 2)),
-               (long long)json_integer_value(json_array_get(b, 0)),
-               (long long)json_integer_value(json_array_get(b, 1)),
-               (long long)json_integer_value(json_array_get(b, 2)));
+        char gd[96], bd[96];
+        dims3(dj, "grid", " x ", gd, sizeof gd);
+        dims3(dj, "block", " x ", bd, sizeof bd);
+        printf("default: %s\n  grid %s, block %s\n", dcfg, gd, bd);
         if (t->default_note[0]) printf("  (%s)\n", t->default_note);
         printf("arguments\n");
         for (int i = 0; i < t->nargs; i++) {
@@ -135,16 +139,9 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
         size_t k;
         json_t *c;
         json_array_foreach(all, k, c) {
-            g = json_object_get(c, "grid");
-            b = json_object_get(c, "block");
-            printf("%s  grid %lld,%lld,%lld  block %lld,%lld,%lld\n",
-                   json_string_value(json_object_get(c, "key")),
-                   (long long)json_integer_value(json_array_get(g, 0)),
-                   (long long)json_integer_value(json_array_get(g, 1)),
-                   (long long)json_integer_value(json_array_get(g, 2)),
-                   (long long)json_integer_value(json_array_get(b, 0)),
-                   (long long)json_integer_value(json_array_get(b, 1)),
-                   (long long)json_integer_value(json_array_get(b, 2)));
+            dims3(c, "grid", ",", gd, sizeof gd);
+            dims3(c, "block", ",", bd, sizeof bd);
+            printf("%s  grid %s  block %s\n", json_string_value(json_object_get(c, "key")), gd, bd);
         }
     }
     json_decref(root);

@@ -105,12 +105,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: unexpected argument '%s' with --t1", argv[optind]);
     ft_err err = {0};
     ft_t1 *t = NULL;
-    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
-    for (int i = 0; i < nargspecs; i++)
-        if (ft_t1_set_arg(t, argspecs[i], &err)) {
-            ft_t1_free(t);
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s", err.msg);
-        }
+    if (ft_t1_load_args(path, kfile, argspecs, nargspecs, &t, &err))
+        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "tune: %s", err.msg);
     /* The backend: the GPU where there is one, unless told. */
     if (!backend) {
         ft_dev *d = NULL;
