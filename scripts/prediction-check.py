@@ -89,26 +89,18 @@ def load_predicted(path, device):
     return pred, unfit, errors
 
 
-def ranks(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
+def _gpu_summary():
+    """scripts/gpu-summary.py, whose Spearman (Pearson's of the ranks, ties sharing their mean
+    rank) gpu-check reports too: one implementation for both."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gpu_summary", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu-summary.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def spearman(a, b):
-    ra, rb = ranks(a), ranks(b)
-    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
-    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    den = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
-    return num / den if den else float("nan")
+spearman = _gpu_summary().spearman
 
 
 def expected_first_hit(n, good):
