@@ -6,7 +6,8 @@
 # Targets: fuzz_npy (the .npy reader), fuzz_profile (the profile loader and what reads a loaded
 # profile), fuzz_eventlog (the event-log reader, replay, trace export, the dashboard's model),
 # fuzz_report (the report document's reader and renderer), fuzz_landscape (the readers of
-# Kernel Tuner caches and FAIR T4 files, and what replays a landscape read from one);
+# Kernel Tuner caches and FAIR T4 files, and what replays a landscape read from one), fuzz_t1
+# (the FAIR T1 reader and the expression evaluator);
 # FUZZ_TARGETS="npy profile" runs some of them only. Each runs for SECONDS (-max_total_time)
 # with -timeout=10 and -rss_limit_mb=2048 (also the limit of a single allocation) and the
 # target's dictionary (tests/fuzz/corpus/TARGET.dict: tokens the readers compare) on a scratch
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 build=${2:-build-fuzz}
-targets=${FUZZ_TARGETS:-npy profile eventlog report landscape}
+targets=${FUZZ_TARGETS:-npy profile eventlog report landscape t1}
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [[ "$secs" -lt 1 ]]; then
     echo "usage: scripts/fuzz.sh [SECONDS] [BUILD_DIR]   (SECONDS: a positive integer)" >&2
     exit 2
@@ -61,7 +62,7 @@ for t in $targets; do
     dict=tests/fuzz/corpus/$t.dict
     work=$build/fuzz-work/$t
     if [[ ! -x "$bin" || ! -d "$seeds" ]]; then
-        echo "fuzz: unknown target '$t' (targets: npy profile eventlog report landscape)" >&2
+        echo "fuzz: unknown target '$t' (targets: npy profile eventlog report landscape t1)" >&2
         exit 2
     fi
     [[ -f "$dict" ]] || dict=
