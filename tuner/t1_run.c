@@ -338,25 +338,18 @@ emulate_it:
     /* Each stratum stands for its population: the blocks on an edge, and the others. */
     long long interior = whole ? 0 : interior_count(gx, gy) * gz;
     long long boundary = out->blocks - interior;
+    /* The merged record: the sample's identity (kernel, grid, block), its counts each stratum's
+     * scaled to the blocks it stands for. */
     memset(&acc, 0, sizeof acc);
-    if (hb) {
-        acc = rb;
+    if (hb || hi) {
+        acc = hb ? rb : ri;
         memset(acc.p.t, 0, sizeof acc.p.t);
         memset(acc.p.coll, 0, sizeof acc.p.coll);
         acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
         acc.p.cp_async = acc.p.warps = 0;
-        add_scaled(&acc, &rb, (double)boundary / nb);
     }
-    if (hi) {
-        if (!hb) {
-            acc = ri;
-            memset(acc.p.t, 0, sizeof acc.p.t);
-            memset(acc.p.coll, 0, sizeof acc.p.coll);
-            acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
-            acc.p.cp_async = acc.p.warps = 0;
-        }
-        add_scaled(&acc, &ri, (double)interior / ni);
-    }
+    if (hb) add_scaled(&acc, &rb, (double)boundary / nb);
+    if (hi) add_scaled(&acc, &ri, (double)interior / ni);
     acc.p.blocks = (uint64_t)out->blocks;
     /* Distinct bytes are at most the arguments' bytes: what the whole grid can read from DRAM
      * and write back. */
