@@ -140,9 +140,39 @@ static void test_loss_schemes(void) {
     }
 }
 
+/* The loss with the drafter's final RMSNorm fused (final_norm = 1): every config (both
+ * norm_pass values) under the schemes whose denominators are known early and late, with and
+ * without dw_lm. */
+static void test_loss_final_norm(void) {
+    const char *only = getenv("FT_TEST_OP");
+    if (only && strcmp(only, "loss") != 0) return;
+    ft_err err = {0};
+    const ft_backend *be;
+    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
+    const ft_op *op = ft_op_find("loss", &err);
+    ft_preset p = *ft_preset_find("tiny.dflare.train");
+    static const struct {
+        ft_loss_scheme scheme;
+        ft_loss_norm norm;
+    } cases[] = {{FT_SCHEME_DECAY, FT_NORM_DEFAULT},
+                 {FT_SCHEME_DPACE, FT_NORM_WEIGHT_SUM}, /* the late denominator */
+                 {FT_SCHEME_PROGRESSIVE_EPOCH, FT_NORM_COUNT}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_attrs a;
+        ft_attrs_default(&a);
+        a.loss.final_norm = 1;
+        a.loss.scheme = cases[i].scheme;
+        a.loss.norm = cases[i].norm;
+        a.loss.epoch = 3.5;
+        a.loss.want_dw = (int)(i % 2);
+        check_op_at(be, op, &p, 0, &a);
+    }
+}
+
 int main(void) {
     FT_RUN(test_every_config);
     FT_RUN(test_loss_schemes);
+    FT_RUN(test_loss_final_norm);
     fprintf(stderr, "%lld configurations verified, %lld of them duplicates at their shape\n",
             (long long)configs_run, (long long)duplicates_run);
     FT_CHECK(duplicates_run > 0, "no duplicate config ran: the shapes cover no covering tile");

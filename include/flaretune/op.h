@@ -112,6 +112,7 @@ typedef enum {
 enum {
     FT_TS_WANT_DW = 1 << 0, /* loss: present only when want_dw = 1 */
     FT_TS_FORWARD = 1 << 1, /* absent when grad_only = 1 (linear's y)  */
+    FT_TS_FINAL_NORM = 1 << 2, /* loss: present only when final_norm = 1 */
 };
 
 typedef struct ft_tensor_spec {
@@ -215,7 +216,8 @@ int ft_op_accepts_attr(const ft_op *op, const char *name);
 /* Set c->backward from the op's kind and the `backward` attribute (done by ft_call_bind and
  * ft_call_from_preset; call it directly before asking ft_call_uses which inputs to load). */
 void ft_call_resolve_backward(ft_call *c);
-/* Does tensor i take part in call c (role and flags against c->backward and want_dw)? */
+/* Does tensor i take part in call c (role and flags against c->backward, want_dw and
+ * final_norm)? */
 int ft_call_uses(const ft_call *c, int i);
 /* Shape of tensor i from the call's sizes. Returns the rank. */
 int ft_call_shape(const ft_call *c, int i, int64_t *shape);

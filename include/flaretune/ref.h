@@ -115,6 +115,7 @@ typedef enum ft_loss_scheme {
     FT_SCHEME_DPACE,
     FT_SCHEME_DPACE_CUM,
     FT_SCHEME_DPACE_CONT,
+    FT_SCHEME_PROGRESSIVE_EPOCH, /* decay with gamma + gamma_inc * floor(epoch) (AngelSlim) */
     FT_SCHEME_COUNT
 } ft_loss_scheme;
 
@@ -140,10 +141,14 @@ typedef struct ft_loss_attrs {
     double num_seqs;       /* dpace denominator, default 1                                  */
     ft_loss_norm norm;     /* denominator override, default FT_NORM_DEFAULT                 */
     int want_dw;           /* also compute dw_lm                                            */
+    double gamma_inc;      /* progressive_epoch: gamma added per whole epoch, default 0.5   */
+    double epoch;          /* progressive_epoch: training epoch (fractional), default 0     */
+    int final_norm;        /* h is the un-normed final state: RMSNorm (g_norm, eps) fused   */
 } ft_loss_attrs;
 
 /* The effective gamma of the decay / progressive schemes (progressive: gamma0 + (gamma_max -
- * gamma0) * min(1, step / warmup_steps), with warmup_steps <= 0 meaning warm-up is over). */
+ * gamma0) * min(1, step / warmup_steps), with warmup_steps <= 0 meaning warm-up is over;
+ * progressive_epoch: gamma + gamma_inc * floor(epoch), no cap). */
 double ft_loss_gamma(const ft_loss_attrs *a);
 
 /* The per-row weights of one block (SPEC.md weight table), shared by every backend so the
@@ -169,6 +174,16 @@ void ft_ref_loss(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a,
                  double *w,             /* [M]    weights before division by the denominator */
                  double *dh,            /* [M,H]  */
                  double *dw_lm);        /* [V,H]  or NULL */
+
+/* The loss with the drafter's final RMSNorm fused in front of the LM head (final_norm = 1):
+ * hn = h / sqrt(mean(h^2) + eps) * g_norm, then ft_ref_loss on hn (dw_lm uses hn); dh is the
+ * gradient of the un-normed h through the norm and dg [H] that of the gain. */
+void ft_ref_loss_normed(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a, double eps,
+                        const double *h,      /* [M,H] un-normed */
+                        const double *g_norm, /* [H]   */
+                        const double *w_lm, const int32_t *labels, const uint8_t *mask,
+                        double *loss, double *ce, double *q, double *w, double *dh, double *dg,
+                        double *dw_lm);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,20 @@
 
 /* loss (LS_*) */
 enum { LS_M, LS_H, LS_V };
-enum { LS_HID, LS_WLM, LS_LABELS, LS_MASK, LS_LOSS, LS_CE, LS_Q, LS_W, LS_DH, LS_DWLM };
+enum {
+    LS_HID,
+    LS_WLM,
+    LS_LABELS,
+    LS_MASK,
+    LS_LOSS,
+    LS_CE,
+    LS_Q,
+    LS_W,
+    LS_DH,
+    LS_DWLM,
+    LS_GNORM, /* final_norm = 1 only (appended: the earlier indices keep their meaning) */
+    LS_DG
+};
 
 
 extern const ft_op ft_op_loss;

@@ -7,7 +7,8 @@
  * gradient); softmax, CE and the weights are O(M*V) and O(M). Strategies that never hold a
  * logits row whole recompute the logits (one more 2*M*V*H), a cost the roofline fraction shows.
  * At M = 8192, V = 151936, H = 4096, fp32 logits would take 5 GB: chunks of whole blocks keep
- * the scratch bounded. */
+ * the scratch bounded. With final_norm the drafter's final RMSNorm (O(M*H) each way, not counted
+ * in the FLOPs) runs first: h is then un-normed and the call also reads g_norm and writes dg. */
 #include <math.h>
 
 #include "flaretune/op.h"
@@ -27,10 +28,15 @@ static const ft_tensor_spec loss_tensors[] = {
     [LS_DH] = {"dh", FT_F32, "M,H", FT_ROLE_OUT, 0, "gradient of h"},
     [LS_DWLM] = {"dw_lm", FT_F32, "V,H", FT_ROLE_OUT, FT_TS_WANT_DW,
                  "gradient of w_lm (want_dw = 1)"},
+    [LS_GNORM] = {"g_norm", FT_F32, "H", FT_ROLE_IN, FT_TS_FINAL_NORM,
+                  "gain of the drafter's final RMSNorm (final_norm = 1)"},
+    [LS_DG] = {"dg", FT_F32, "H", FT_ROLE_OUT, FT_TS_FINAL_NORM,
+               "gradient of g_norm (final_norm = 1)"},
 };
-static const char *const loss_attrs[] = {"B",         "scheme", "gamma",        "gamma0",
-                                         "gamma_max", "step",   "warmup_steps", "alpha",
-                                         "num_seqs",  "norm",   "want_dw",      "dtype", NULL};
+static const char *const loss_attrs[] = {
+    "B",        "scheme",    "gamma", "gamma0",  "gamma_max",  "step", "warmup_steps",
+    "alpha",    "num_seqs",  "norm",  "want_dw", "gamma_inc",  "epoch", "final_norm",
+    "eps",      "dtype",     NULL};
 
 static ft_status loss_check(ft_call *c, ft_err *err) {
     int64_t M = c->dim[LS_M], V = c->dim[LS_V], B = c->attrs.loss.B;
@@ -88,10 +94,26 @@ static void loss_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
         for (int64_t k = 0; k < H; k++)
             h[m * H + k] = (float)(ft_rng_normal(rng) + target * wl[k] / norm2);
     }
+    /* The final norm's gain near 1, as a trained RMSNorm's is (drawn after everything else, so
+     * the other inputs are the same with or without it). */
+    if (c->attrs.loss.final_norm && c->t[LS_GNORM]) {
+        float *g = c->t[LS_GNORM]->data;
+        for (int64_t k = 0; k < H; k++)
+            g[k] = (float)(1.0 + 0.1 * ft_rng_normal(rng));
+    }
 }
 
 static void loss_reference(const ft_call *c) {
     const int64_t *d = c->dim;
+    if (c->attrs.loss.final_norm) {
+        ft_ref_loss_normed(d[LS_M], d[LS_H], d[LS_V], &c->attrs.loss, c->attrs.eps,
+                           c->t[LS_HID]->data, c->t[LS_GNORM]->data, c->t[LS_WLM]->data,
+                           c->t[LS_LABELS]->data, c->t[LS_MASK]->data, c->t[LS_LOSS]->data,
+                           c->t[LS_CE]->data, c->t[LS_Q]->data, c->t[LS_W]->data,
+                           c->t[LS_DH]->data, c->t[LS_DG]->data,
+                           c->attrs.loss.want_dw ? c->t[LS_DWLM]->data : NULL);
+        return;
+    }
     ft_ref_loss(d[LS_M], d[LS_H], d[LS_V], &c->attrs.loss, c->t[LS_HID]->data, c->t[LS_WLM]->data,
                 c->t[LS_LABELS]->data, c->t[LS_MASK]->data, c->t[LS_LOSS]->data, c->t[LS_CE]->data,
                 c->t[LS_Q]->data, c->t[LS_W]->data, c->t[LS_DH]->data,
@@ -115,7 +137,7 @@ static double loss_flops(const ft_call *c) {
 const ft_op ft_op_loss = {
     .name = "loss",
     .summary = "LM head + weighted cross entropy (uniform, decay, progressive, D-PACE), forward "
-               "and backward fused",
+               "and backward fused, optionally behind the drafter's final RMSNorm",
     .syms = loss_syms,
     .tensors = loss_tensors,
     .ntensors = sizeof loss_tensors / sizeof loss_tensors[0],

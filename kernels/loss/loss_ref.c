@@ -12,11 +12,23 @@
  * does the same without a [M,V] or even a [V] buffer: one pass over the vocab per scored row for
  * the forward and one more, recomputing z, for the backward (4*M*V*H FLOPs, 6 with dw_lm). It is
  * meant for the small shapes that verification uses.
+ *
+ * With final_norm (ft_ref_loss_normed) the drafter's final RMSNorm comes first, as the public
+ * trainers apply it (SpecForge DFlashDraftModel.forward and AngelSlim QwenDFlareDraftModel.forward
+ * both return self.norm(hidden_states) before the LM head):
+ *
+ *   r[m] = 1 / sqrt(mean_k h[m,k]^2 + eps),  hn[m,:] = h[m,:] * r[m] * g
+ *   (loss, ce, q, w, dhn, dw_lm) = the loss above on hn
+ *   dg[k]   = sum_m dhn[m,k] * h[m,k] * r[m]
+ *   dh[m,:] = r[m] * u - r[m]^3 * h[m,:] * (u . h[m,:]) / H,   u = dhn[m,:] * g
+ *
+ * It composes the two in float64 with [M,H] buffers: O(M*H) next to the loss's O(M*V*H).
  */
 #include "flaretune/ref.h"
 
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 
 static double dot(const double *x, const double *y, int64_t n) {
     double s = 0;
@@ -104,4 +116,38 @@ void ft_ref_loss(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a, const 
             }
         }
     }
+}
+
+void ft_ref_loss_normed(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a, double eps,
+                        const double *h, const double *g_norm, const double *w_lm,
+                        const int32_t *labels, const uint8_t *mask, double *loss, double *ce,
+                        double *q, double *w, double *dh, double *dg, double *dw_lm) {
+    assert(M >= 0 && H > 0 && eps >= 0);
+    double *hn = calloc((size_t)(M * H > 0 ? M * H : 1), sizeof(double));
+    double *r = malloc(sizeof(double) * (size_t)(M > 0 ? M : 1));
+    assert(hn && r);
+    for (int64_t m = 0; m < M; m++) {
+        const double *h_m = h + m * H;
+        r[m] = 1.0 / sqrt(dot(h_m, h_m, H) / (double)H + eps);
+        for (int64_t k = 0; k < H; k++)
+            hn[m * H + k] = h_m[k] * r[m] * g_norm[k];
+    }
+    /* dh receives the gradient of hn first, then is turned into that of h row by row. */
+    ft_ref_loss(M, H, V, a, hn, w_lm, labels, mask, loss, ce, q, w, dh, dw_lm);
+    for (int64_t k = 0; k < H; k++)
+        dg[k] = 0;
+    for (int64_t m = 0; m < M; m++) {
+        const double *h_m = h + m * H;
+        double *d = dh + m * H, uh = 0;
+        for (int64_t k = 0; k < H; k++) {
+            dg[k] += d[k] * h_m[k] * r[m];
+            d[k] *= g_norm[k]; /* u */
+            uh += d[k] * h_m[k];
+        }
+        const double c = r[m] * r[m] * r[m] * uh / (double)H;
+        for (int64_t k = 0; k < H; k++)
+            d[k] = r[m] * d[k] - c * h_m[k];
+    }
+    free(hn);
+    free(r);
 }

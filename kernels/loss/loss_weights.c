@@ -7,6 +7,8 @@
  *   uniform      w_k = mask_k
  *   decay        w_k = mask_k * exp(-(k-1)/gamma)
  *   progressive  decay with gamma = gamma0 + (gamma_max - gamma0) * min(1, step/warmup_steps)
+ *   progressive_epoch
+ *                decay with gamma + gamma_inc * floor(epoch) (AngelSlim's per-epoch rise, no cap)
  *   dpace        w_k = mask_k * sum_{m=k..B-1} mask_m * P_m          (= dS / dlog s_k)
  *   dpace_cum    w_k = mask_k * P_k
  *   dpace_cont   w_k = mask_k * sum_{m=k..B-1} mask_m * P_m / P_k
@@ -24,6 +26,9 @@
 #include <math.h>
 
 double ft_loss_gamma(const ft_loss_attrs *a) {
+    /* Whole epochs only: the public trainer reads int(state.epoch), and Hugging Face's epoch
+     * is fractional within an epoch. */
+    if (a->scheme == FT_SCHEME_PROGRESSIVE_EPOCH) return a->gamma + a->gamma_inc * floor(a->epoch);
     if (a->scheme != FT_SCHEME_PROGRESSIVE) return a->gamma;
     if (!(a->warmup_steps > 0)) return a->gamma_max; /* no warm-up: it is over */
     double t = a->step / a->warmup_steps;
@@ -45,7 +50,8 @@ void ft_loss_block_weights(const ft_loss_attrs *a, const double *q, const uint8_
             w[k] = scored[k] ? 1.0 : 0.0;
         return;
     case FT_SCHEME_DECAY:
-    case FT_SCHEME_PROGRESSIVE: {
+    case FT_SCHEME_PROGRESSIVE:
+    case FT_SCHEME_PROGRESSIVE_EPOCH: {
         const double gamma = ft_loss_gamma(a);
         for (int64_t k = 1; k < B; k++)
             w[k] = scored[k] ? exp(-(double)(k - 1) / gamma) : 0.0;

@@ -10,7 +10,7 @@
 #include "flaretune/op.h"
 
 const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive", "dpace",
-                                       "dpace_cum", "dpace_cont", NULL};
+                                       "dpace_cum", "dpace_cont", "progressive_epoch", NULL};
 const char *const ft_norm_names[] = {"default", "weight_sum", "count", "num_seqs", "none", NULL};
 const char *const ft_dtype_attr_names[] = {"f32", "bf16", NULL};
 
@@ -26,10 +26,16 @@ const ft_attr_desc ft_attr_table[] = {
     {"gamma_max", FT_ATTR_FLOAT, NULL, "7", "progressive: gamma once warmed up"},
     {"step", FT_ATTR_FLOAT, NULL, "0", "progressive: training step"},
     {"warmup_steps", FT_ATTR_FLOAT, NULL, "0", "progressive: warm-up length (0: none)"},
+    {"gamma_inc", FT_ATTR_FLOAT, NULL, "0.5",
+     "progressive_epoch: gamma added per whole epoch (gamma = gamma + gamma_inc * floor(epoch))"},
+    {"epoch", FT_ATTR_FLOAT, NULL, "0", "progressive_epoch: training epoch"},
     {"alpha", FT_ATTR_FLOAT, NULL, "0.5", "dpace: smoothing s = (1-alpha) q + alpha"},
     {"num_seqs", FT_ATTR_FLOAT, NULL, "1", "dpace: default denominator"},
     {"norm", FT_ATTR_ENUM, ft_norm_names, "default", "denominator override"},
     {"want_dw", FT_ATTR_BOOL, NULL, "0", "also compute dw_lm"},
+    {"final_norm", FT_ATTR_BOOL, NULL, "0",
+     "loss: h is un-normed; the final RMSNorm (gain g_norm, eps) runs first (reads g_norm, "
+     "writes dg)"},
     {"grad_only", FT_ATTR_BOOL, NULL, "0",
      "linear with backward=1: only the backward's GEMMs (dx, dw; y is not computed)"},
     {"dtype", FT_ATTR_ENUM, ft_dtype_attr_names, "f32",
@@ -60,6 +66,9 @@ void ft_attrs_default(ft_attrs *a) {
     a->loss.num_seqs = 1;
     a->loss.norm = FT_NORM_DEFAULT;
     a->loss.want_dw = 0;
+    a->loss.gamma_inc = 0.5;
+    a->loss.epoch = 0;
+    a->loss.final_norm = 0;
 }
 
 const ft_attr_desc *ft_attr_find(const char *name) {
@@ -80,6 +89,8 @@ static double *float_slot(ft_attrs *a, const char *name) {
     if (!strcmp(name, "warmup_steps")) return &a->loss.warmup_steps;
     if (!strcmp(name, "alpha")) return &a->loss.alpha;
     if (!strcmp(name, "num_seqs")) return &a->loss.num_seqs;
+    if (!strcmp(name, "gamma_inc")) return &a->loss.gamma_inc;
+    if (!strcmp(name, "epoch")) return &a->loss.epoch;
     return NULL;
 }
 
@@ -123,7 +134,8 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
         if ((!strcmp(name, "eps") && v < 0) || (!strcmp(name, "gamma") && v <= 0) ||
             (!strcmp(name, "gamma0") && v <= 0) || (!strcmp(name, "gamma_max") && v <= 0) ||
             (!strcmp(name, "alpha") && (v < 0 || v > 1)) ||
-            (!strcmp(name, "rope_theta") && v <= 0) || (!strcmp(name, "num_seqs") && v <= 0))
+            (!strcmp(name, "rope_theta") && v <= 0) || (!strcmp(name, "num_seqs") && v <= 0) ||
+            (!strcmp(name, "gamma_inc") && v < 0) || (!strcmp(name, "epoch") && v < 0))
             return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range", name, value);
         *float_slot(a, name) = v;
         return FT_OK;
@@ -141,6 +153,8 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                 a->backward = (int)v;
             else if (!strcmp(name, "grad_only"))
                 a->grad_only = (int)v;
+            else if (!strcmp(name, "final_norm"))
+                a->loss.final_norm = (int)v;
             else
                 a->loss.want_dw = (int)v;
         } else {
@@ -184,6 +198,8 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%d", a->loss.want_dw);
     else if (!strcmp(name, "grad_only"))
         snprintf(buf, n, "%d", a->grad_only);
+    else if (!strcmp(name, "final_norm"))
+        snprintf(buf, n, "%d", a->loss.final_norm);
     else if (!strcmp(name, "B"))
         snprintf(buf, n, "%lld", (long long)a->loss.B);
     else if (!strcmp(name, "scheme"))

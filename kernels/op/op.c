@@ -98,6 +98,7 @@ void ft_call_resolve_backward(ft_call *c) {
 int ft_call_uses(const ft_call *c, int i) {
     const ft_tensor_spec *ts = &c->op->tensors[i];
     if ((ts->flags & FT_TS_WANT_DW) && !c->attrs.loss.want_dw) return 0;
+    if ((ts->flags & FT_TS_FINAL_NORM) && !c->attrs.loss.final_norm) return 0;
     if ((ts->flags & FT_TS_FORWARD) && c->attrs.grad_only) return 0;
     if (ts->role == FT_ROLE_GRAD_IN || ts->role == FT_ROLE_GRAD_OUT) return c->backward;
     return 1;
