@@ -11,7 +11,10 @@ anchors, labels, pos; uint8 for keep, mask) as DIR/NAME.npy, runs
 and requires ||out - ref|| / ||ref|| < 1e-5 for every output, ref computed in float64 from the
 same float32 inputs by tests/spec_numpy.py (-inf entries of lse must sit where the reference has
 them; an all-zero reference must be matched exactly). Then it runs the error cases: each must
-exit non-zero with one non-empty line on stderr and leave OUTDIR empty.
+exit non-zero with one non-empty line on stderr and leave OUTDIR empty. Last, the loss's
+normalisation across an optimiser step (SPEC.md "One optimiser step over several calls"): a
+batch split into calls with norm=none, numerators and denominators summed, then divided, must
+give what one call over every row gives.
 
 One line per case; exit 0 when all pass, 1 on any failure, 77 when NumPy is missing.
 """
@@ -140,6 +143,13 @@ def gen_loss(rng, b=4, nblk=8, h=64, v=300, mask_mode="mixed"):
             "mask": mask.astype(np.uint8)}
 
 
+def with_norm_gain(rng, inp):
+    """A loss case's inputs for final_norm = 1: h un-normed (a scale far from 1, so the norm
+    matters) and the final RMSNorm's gain g_norm near 1."""
+    h = inp["h"].shape[1]
+    return dict(inp, h=f32(2.5 * inp["h"]), g_norm=f32(1 + 0.2 * rng.standard_normal(h)))
+
+
 # ---- cases -----------------------------------------------------------------------------------
 
 def build_cases(rng):
@@ -238,6 +248,21 @@ def build_cases(rng):
                   {"B": 4, "scheme": "dpace_cont", "norm": "weight_sum", "want_dw": 1}):
         add("loss", attrs, gen_loss(rng, mask_mode="none"), attrs.get("scheme") == "dpace",
             "nothing scored")
+    # progressive_epoch (AngelSlim's gamma + 0.5 per whole epoch) at a few epochs
+    for ep in (0, 1.5, 9):
+        add("loss", {"B": 4, "scheme": "progressive_epoch", "epoch": ep, "want_dw": 1},
+            gen_loss(rng), ep == 9)
+    add("loss", {"B": 4, "scheme": "progressive_epoch", "gamma": 3, "gamma_inc": 2, "epoch": 2},
+        gen_loss(rng))
+    # the drafter's final RMSNorm fused: dh through the norm, dg, dw_lm of the normed h
+    for attrs, quick in (({"B": 4, "final_norm": 1, "want_dw": 1}, True),
+                         ({"B": 4, "final_norm": 1, "scheme": "dpace", "norm": "weight_sum"},
+                          False),
+                         ({"B": 4, "final_norm": 1, "scheme": "progressive_epoch", "epoch": 3,
+                           "eps": 1e-5}, False)):
+        add("loss", attrs, with_norm_gain(rng, gen_loss(rng)), quick, "final norm")
+    add("loss", {"B": 4, "final_norm": 1, "want_dw": 1},
+        with_norm_gain(rng, gen_loss(rng, mask_mode="none")), True, "final norm, nothing scored")
     return c
 
 
@@ -428,6 +453,98 @@ def run_error_case(args, tmp, idx, what, op, attrs, inputs):
     return ok
 
 
+# ---- one optimiser step over several calls ----------------------------------------------------
+
+def split_check(args, tmp, idx, attrs, inputs, denom_of, parts, note):
+    """One call over every row against `parts` calls (whole blocks each) with norm=none, their
+    loss numerators and denominators summed and the gradients divided by the total: SPEC.md's
+    recipe. denom_of(outs, part_inputs) is a call's share of the denominator, read off its
+    outputs and inputs as a caller would."""
+    b = attrs["B"]
+    full_dir = os.path.join(tmp, "split%03d" % idx)
+    indir, outdir = os.path.join(full_dir, "in"), os.path.join(full_dir, "out")
+    os.makedirs(indir)
+    os.makedirs(outdir)
+    write_inputs(indir, inputs)
+    _, names = spec.op_io("loss", attrs)
+    probs = []
+    cmd, rc, _, err = run_exec(args.flaretune, "loss", indir, outdir, attrs, args.backend)
+    if rc != 0:
+        probs.append("one call: exit %s: %s" % (rc, err.strip()[:200]))
+    one = {n: np.load(os.path.join(outdir, n + ".npy")) for n in names} if rc == 0 else {}
+    m = len(inputs["mask"])
+    cuts = [round(i * (m // b) / parts) * b for i in range(parts + 1)]
+    num, den = 0.0, 0.0
+    acc = {"dh": [], "dg": 0.0, "dw_lm": 0.0}
+    part_attrs = dict(attrs, norm="none")
+    for k in range(parts):
+        lo, hi = cuts[k], cuts[k + 1]
+        pin = dict(inputs, h=inputs["h"][lo:hi], labels=inputs["labels"][lo:hi],
+                   mask=inputs["mask"][lo:hi])
+        pdir = os.path.join(full_dir, "p%d" % k)
+        pin_dir, pout_dir = os.path.join(pdir, "in"), os.path.join(pdir, "out")
+        os.makedirs(pin_dir)
+        os.makedirs(pout_dir)
+        write_inputs(pin_dir, pin)
+        cmd, rc, _, err = run_exec(args.flaretune, "loss", pin_dir, pout_dir, part_attrs,
+                                   args.backend)
+        if rc != 0:
+            probs.append("call %d: exit %s: %s" % (k, rc, err.strip()[:200]))
+            break
+        o = {n: np.load(os.path.join(pout_dir, n + ".npy")).astype(np.float64) for n in names}
+        num += float(o["loss"])              # norm=none: sum_m w[m] ce[m]
+        den += denom_of(o, pin)
+        acc["dh"].append(o["dh"])
+        for g in ("dg", "dw_lm"):
+            if g in o:
+                acc[g] = acc[g] + o[g]
+    errs = []
+    if not probs:
+        got = {"loss": np.array(num / den), "dh": np.concatenate(acc["dh"]) / den}
+        for g in ("dg", "dw_lm"):
+            if g in names:
+                got[g] = acc[g] / den
+        for n, v in got.items():
+            e, prob = compare(n, f32(v), one[n])
+            errs.append((n, e))
+            if prob:
+                probs.append(prob)
+    ok = not probs
+    label = "loss split in %d calls %s [%s]" % (
+        parts, " ".join("%s=%s" % (k, fmt_val(v)) for k, v in attrs.items()), note)
+    print("%-4s %s  | %s" % ("ok" if ok else "FAIL", label,
+                             " ".join("%s %.1e" % (n, e) for n, e in errs)))
+    for p in probs:
+        print("       %s" % p)
+    return ok
+
+
+def split_cases(rng):
+    """[(attrs, inputs, denom_of, parts, note)] for split_check: the weight_sum denominator
+    (sum of each call's w), num_seqs (each call's own sequences) and count (each call's scored
+    rows), with and without the final norm."""
+    def w_sum(o, _):
+        return float(np.sum(o["w"]))
+
+    def scored(_, pin):
+        b = 4
+        return float(np.count_nonzero((pin["mask"] != 0) & (np.arange(len(pin["mask"])) % b > 0)))
+    cases = []
+    inp = gen_loss(rng, nblk=9)
+    cases.append(({"B": 4, "scheme": "decay", "want_dw": 1}, inp, w_sum, 3,
+                  "weight_sum: sum of w"))
+    cases.append(({"B": 4, "scheme": "dpace", "norm": "weight_sum"}, inp, w_sum, 2,
+                  "weight_sum of the D-PACE weights"))
+    cases.append(({"B": 4, "scheme": "uniform", "norm": "count"}, inp, scored, 3,
+                  "count: scored rows"))
+    # D-PACE's num_seqs: 9 blocks as 3 sequences of 3 blocks, one sequence per call
+    cases.append(({"B": 4, "scheme": "dpace", "num_seqs": 3, "want_dw": 1}, inp,
+                  lambda o, pin: 1.0, 3, "num_seqs: one sequence per call"))
+    cases.append(({"B": 4, "scheme": "decay", "final_norm": 1, "want_dw": 1},
+                  with_norm_gain(rng, inp), w_sum, 3, "final norm, weight_sum"))
+    return cases
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flaretune", required=True, help="path of the flaretune executable")
@@ -457,6 +574,9 @@ def main():
                 worst[(op, name)] = max(worst.get((op, name), 0.0), v)
         for i, (what, op, attrs, inputs) in enumerate(errs):
             failed += not run_error_case(args, tmp, i, what, op, attrs, inputs)
+        splits = split_cases(rng) if args.cases == "all" else split_cases(rng)[:1]
+        for i, (attrs, inputs, denom_of, parts, note) in enumerate(splits):
+            failed += not split_check(args, tmp, i, attrs, inputs, denom_of, parts, note)
     finally:
         if args.keep:
             print("case folders kept in %s" % tmp)
@@ -470,7 +590,7 @@ def main():
     for op in ops:
         print("  %-16s %s" % (op, " ".join("%s %.1e" % (n, v) for (o, n), v in worst.items()
                                            if o == op)))
-    total = len(cases) + len(errs)
+    total = len(cases) + len(errs) + len(splits)
     print("exec_vs_numpy: %d of %d cases passed (backend %s, %.1f s)" % (
         total - failed, total, args.backend, time.monotonic() - t0))
     return 1 if failed else 0

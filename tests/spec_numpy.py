@@ -25,7 +25,8 @@ except ImportError:
 
 EPS = 1e-6
 ROPE_THETA = 1e6
-LOSS_SCHEMES = ("uniform", "decay", "progressive", "dpace", "dpace_cum", "dpace_cont")
+LOSS_SCHEMES = ("uniform", "decay", "progressive", "dpace", "dpace_cum", "dpace_cont",
+                "progressive_epoch")
 LOSS_NORMS = ("default", "weight_sum", "count", "num_seqs", "none")
 
 
@@ -230,8 +231,13 @@ def progressive_gamma(gamma0, gamma_max, step, warmup_steps):
     return gamma0 + (gamma_max - gamma0) * min(1.0, step / warmup_steps)
 
 
+def epoch_gamma(gamma, gamma_inc, epoch):
+    """AngelSlim's per-epoch rise: gamma + gamma_inc per whole epoch, no cap."""
+    return gamma + gamma_inc * np.floor(epoch)
+
+
 def loss_weights(q, scored, b, scheme="decay", gamma=7.0, gamma0=1.0, gamma_max=7.0, step=0,
-                 warmup_steps=0, alpha=0.5):
+                 warmup_steps=0, alpha=0.5, gamma_inc=0.5, epoch=0.0):
     """Per-row weights w [M] (before the denominator) from q [M] and scored [M] (bool)."""
     q = _f64(q).reshape(-1, b)
     sm = np.asarray(scored, dtype=bool).reshape(-1, b)
@@ -239,9 +245,13 @@ def loss_weights(q, scored, b, scheme="decay", gamma=7.0, gamma0=1.0, gamma_max=
     k = np.arange(b, dtype=np.float64)[None, :]
     if scheme == "uniform":
         w = mk
-    elif scheme in ("decay", "progressive"):
-        gm = gamma if scheme == "decay" else progressive_gamma(gamma0, gamma_max, step,
-                                                               warmup_steps)
+    elif scheme in ("decay", "progressive", "progressive_epoch"):
+        if scheme == "decay":
+            gm = gamma
+        elif scheme == "progressive":
+            gm = progressive_gamma(gamma0, gamma_max, step, warmup_steps)
+        else:
+            gm = epoch_gamma(gamma, gamma_inc, epoch)
         w = mk * np.exp(-(k - 1.0) / gm)
     elif scheme in ("dpace", "dpace_cum", "dpace_cont"):
         s = np.where(sm, (1.0 - alpha) * q + alpha, 1.0)
@@ -274,12 +284,24 @@ def loss_denominator(w, scored, scheme, norm="default", num_seqs=1):
 
 def loss(h, w_lm, labels, mask, B=16, scheme="decay", gamma=7.0, gamma0=1.0, gamma_max=7.0,
          step=0, warmup_steps=0, alpha=0.5, num_seqs=1, norm="default", want_dw=0,
-         weights=None):
+         weights=None, gamma_inc=0.5, epoch=0.0, final_norm=0, g_norm=None, eps=EPS):
     """LM head + weighted cross entropy with its backward (SPEC.md loss).
 
     `weights` replaces the computed w [M] (the self-test uses it to hold the weights constant
-    while differentiating numerically, as the gradient formulas do).
+    while differentiating numerically, as the gradient formulas do). With final_norm, h is the
+    un-normed final state: hn = rmsnorm(h) * g_norm feeds the head, dh and dg come back through
+    the norm (rmsnorm_bwd, the same function the fusion ops use).
     """
+    if int(final_norm):
+        h = _f64(h)
+        g = _f64(g_norm)
+        y, r = rmsnorm_fwd(h, eps)
+        out = loss(y * g, w_lm, labels, mask, B, scheme, gamma, gamma0, gamma_max, step,
+                   warmup_steps, alpha, num_seqs, norm, want_dw, weights, gamma_inc, epoch)
+        dhn = out["dh"]
+        out["dg"] = np.sum(dhn * y, axis=0)
+        out["dh"] = rmsnorm_bwd(h, r, dhn * g)
+        return out
     h, w_lm = _f64(h), _f64(w_lm)
     m_rows = h.shape[0]
     if m_rows % B:
@@ -294,7 +316,7 @@ def loss(h, w_lm, labels, mask, B=16, scheme="decay", gamma=7.0, gamma0=1.0, gam
     q = np.exp(-ce)
     if weights is None:
         w = loss_weights(q, scored, B, scheme, gamma, gamma0, gamma_max, step, warmup_steps,
-                         alpha)
+                         alpha, gamma_inc, epoch)
     else:
         w = _f64(weights)
     denom = loss_denominator(w, scored, scheme, norm, num_seqs)
@@ -324,7 +346,8 @@ OPS = {
     "loss": (("h", "w_lm"), ("labels", "mask"), ("loss", "ce", "q", "w", "dh"),
              {"B": int, "scheme": str, "gamma": float, "gamma0": float, "gamma_max": float,
               "step": float, "warmup_steps": float, "alpha": float, "num_seqs": float,
-              "norm": str, "want_dw": int}),
+              "norm": str, "want_dw": int, "gamma_inc": float, "epoch": float,
+              "final_norm": int, "eps": float}),
     "linear": (("x", "w"), (), ("y",), {"backward": int, "grad_only": int}),
 }
 
@@ -346,6 +369,9 @@ def op_io(op, attrs=None):
         outs += BACKWARD_OUTPUTS[op][1]
     if op == "loss" and int(float(attrs.get("want_dw", 0))):
         outs.append("dw_lm")
+    if op == "loss" and int(float(attrs.get("final_norm", 0))):
+        ins.append("g_norm")
+        outs.append("dg")
     if op == "linear" and int(float(attrs.get("grad_only", 0))):
         outs.remove("y")
     return ins, outs
@@ -625,6 +651,45 @@ def self_test():
             return o
         _check_grads(ck, "loss %s norm=%s" % (scheme, norm), fw_loss, {"h": hh, "w_lm": wl},
                      [("h", "dh"), ("w_lm", "dw_lm")], ["loss"], rng)
+    # progressive_epoch: closed forms of gamma (7 + 0.5 per whole epoch, no cap) and the
+    # weights equal decay's at that gamma
+    for ep, gm in ((0, 7.0), (0.99, 7.0), (1, 7.5), (2.5, 8.0), (6, 10.0), (40, 27.0)):
+        ck.check("progressive_epoch gamma at epoch %g is %g" % (ep, gm),
+                 abs(epoch_gamma(7.0, 0.5, ep) - gm), 1e-15)
+        o = loss(hh, wl, labels, mask, B=b, scheme="progressive_epoch", gamma=7.0,
+                 gamma_inc=0.5, epoch=ep)
+        ck.check("progressive_epoch at epoch %g = decay with gamma %g" % (ep, gm),
+                 _rel(o["w"], loss(hh, wl, labels, mask, B=b, scheme="decay", gamma=gm)["w"]),
+                 1e-15)
+
+    # final_norm: dh (through the RMSNorm) and dg against finite differences of the loss of
+    # the un-normed h, weights held constant; dw_lm uses hn
+    gn = 1 + 0.2 * rn(h)
+    for scheme, norm in (("decay", "default"), ("dpace", "weight_sum")):
+        w_fixed = loss(hh, wl, labels, mask, B=b, scheme=scheme, alpha=0.3, final_norm=1,
+                       g_norm=gn)["w"]
+
+        def fw_norm(i, do=None, scheme=scheme, norm=norm, w_fixed=w_fixed):
+            o = loss(i["h"], i["w_lm"], labels, mask, B=b, scheme=scheme, norm=norm, alpha=0.3,
+                     want_dw=1, weights=w_fixed, final_norm=1, g_norm=i["g_norm"])
+            if do is None:
+                return o
+            for k in ("dh", "dg", "dw_lm"):
+                o[k] = o[k] * do["loss"]
+            return o
+        _check_grads(ck, "loss final_norm %s norm=%s" % (scheme, norm), fw_norm,
+                     {"h": hh.copy(), "w_lm": wl.copy(), "g_norm": gn.copy()},
+                     [("h", "dh"), ("g_norm", "dg"), ("w_lm", "dw_lm")], ["loss"], rng)
+    y, _ = rmsnorm_fwd(hh, EPS)
+    ck.check("loss final_norm = loss of rmsnorm(h) * g",
+             _rel(loss(hh, wl, labels, mask, B=b, final_norm=1, g_norm=gn)["loss"],
+                  loss(y * gn, wl, labels, mask, B=b)["loss"]), 1e-15)
+    none_n = loss(hh, wl, labels, np.zeros(m_rows, np.uint8), B=b, want_dw=1, final_norm=1,
+                  g_norm=gn)
+    ck.check("loss final_norm with nothing scored is 0 with zero dh, dg, dw_lm",
+             float(abs(none_n["loss"]) + np.abs(none_n["dh"]).sum() + np.abs(none_n["dg"]).sum()
+                   + np.abs(none_n["dw_lm"]).sum()), 1e-300)
+
     none = loss(hh, wl, labels, np.zeros(m_rows, np.uint8), B=b, want_dw=1)
     ck.check("loss with nothing scored is 0 with zero gradients",
              float(abs(none["loss"]) + np.abs(none["dh"]).sum() + np.abs(none["dw_lm"]).sum()

@@ -364,7 +364,7 @@ static void test_dflare_mma(void) {
 /* ---- loss: every scheme, every norm override and want_dw --------------------------------------
  * The generic loop runs the loss at its default attributes (scheme decay). Here the other schemes,
  * the norm overrides (including the late denominator: D-PACE weights under norm=weight_sum),
- * want_dw = 1 and a batch with nothing scored, at tiny.dflare.train in f32 and bf16: every valid
+ * want_dw = 1, final_norm = 1 and a batch with nothing scored, at tiny.dflare.train in f32 and bf16: every valid
  * config for want_dw = 1 (the dw_lm kernels of every tile), else a quarter of the configs (a
  * different quarter per set) plus each strategy's first config; FT_TEST_SAMPLE thins both. */
 static void test_loss_attrs(void) {
@@ -392,6 +392,13 @@ static void test_loss_attrs(void) {
         {{{"want_dw", "1"}, {"scheme", "dpace"}, {"norm", "weight_sum"}, {"alpha", "0.7"}}, 0, 0},
         {{{"want_dw", "1"}, {"scheme", "dpace_cum"}}, 0, 1},
         {{{"scheme", "dpace"}, {"norm", "weight_sum"}}, 0, 1},
+        {{{"scheme", "progressive_epoch"}, {"epoch", "2.5"}, {"gamma_inc", "0.5"}}, 0, 0},
+        /* the drafter's final RMSNorm fused (dh through the norm, dg) */
+        {{{"final_norm", "1"}}, 0, 0},
+        {{{"final_norm", "1"}, {"want_dw", "1"}, {"scheme", "dpace"}, {"norm", "weight_sum"}},
+         0,
+         0},
+        {{{"final_norm", "1"}, {"want_dw", "1"}}, 0, 1},
     };
     int mask_t = -1;
     for (int i = 0; i < op->ntensors; i++)

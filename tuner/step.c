@@ -120,7 +120,8 @@ static void plan_step(const ft_preset *p, plan *pl) {
         add(pl, lin("mlp_down", i, train, X, p->H, p->inter, ""));
     }
     if (train)
-        add(pl, preset_op("loss", -1, 1, "loss", "LM head and weighted cross entropy, fused"));
+        add(pl, preset_op("loss", -1, 1, "loss",
+                          "final RMSNorm, LM head and weighted cross entropy, fused"));
     else
         add(pl, lin("lm_head", -1, 0, X, p->V, p->H, "logits of every block position"));
 }
@@ -135,6 +136,9 @@ static ft_status size_call(ft_call *c, const stage_spec *sp, const ft_preset *p,
         ft_status s = ft_attrs_set(&c->attrs, sp->op, "scheme", scheme, err);
         if (s) return s;
     }
+    /* The step's h is the last draft layer's un-normed output: the loss applies the drafter's
+     * final RMSNorm itself, as the public trainers' draft models do before the LM head. */
+    if (sp->op == op_named("loss")) c->attrs.loss.final_norm = 1;
     for (int k = 0; k < FT_MAX_SYMS; k++)
         c->dim[k] = -1;
     if (sp->op == op_named("linear")) {
@@ -441,8 +445,8 @@ json_t *ft_step_to_json(const ft_step *s) {
         "layers", by_layer(s), "whole", "stats", stats_json(&s->whole), "mode", s->whole_mode,
         "sum_alone_s", s->sum_alone_s, "ratio",
         s->sum_alone_s > 0 ? s->whole.median / s->sum_alone_s : 0.0, "not_timed",
-        "RMSNorms, q/k norms and RoPE of the block, SiLU gating, residual adds (elementwise, "
-        "O(rows x (H + I)) each)",
+        "the draft layers' RMSNorms, q/k norms and RoPE of the block, SiLU gating, residual adds "
+        "(elementwise, O(rows x (H + I)) each; the final RMSNorm is in the loss)",
         "bytes", s->bytes);
     if (doc) json_object_set_new(doc, "date", json_string(date));
     return doc;

@@ -28,6 +28,13 @@
  * in a fixed order; loss_scale applies 1/denom to the gradients when it was not folded into dz, and
  * narrows float32 accumulators to the storage type.
  *
+ * The final norm (final_norm = 1), around either strategy: loss_norm_fwd writes hn = h r g (one
+ * block per row, r = 1/sqrt(mean(h^2) + eps)) that the strategy then reads as its h; once dh
+ * holds dhn (after loss_finish), loss_norm_dg sums dg = sum_m dhn h r (one thread per column,
+ * rows in order, in double) and loss_norm_dh rewrites each dh row in place as
+ * r u - r^3 h (u . h) / H with u = dhn g. O(M H) each: a few passes over h against the GEMMs'
+ * M V H.
+ *
  * Defines (compile-time: they size registers and shared memory):
  *   FT_BF16   1: every float tensor of the call is __nv_bfloat16 on the device, else float
  *   LS_BM     online: rows of a logit tile (16 or 32)
@@ -70,6 +77,7 @@ __device__ __forceinline__ void st1(__nv_bfloat16 *p, float v) { *p = __float2bf
 #define LS_DPACE       3
 #define LS_DPACE_CUM   4
 #define LS_DPACE_CONT  5
+#define LS_PROG_EPOCH  6 /* decay at the host's gamma, as progressive */
 
 /* ---- block-wide reductions (blockDim.x a multiple of 32, at most 1024) ---------------------- */
 
@@ -196,7 +204,8 @@ extern "C" __global__ void __launch_bounds__(256)
     }
     /* w[k] of the scheme (w[0] = 0); scored[k] = mask && k > 0. */
     const double a = (double)alpha;
-    if (scheme == LS_UNIFORM || scheme == LS_DECAY || scheme == LS_PROGRESSIVE) {
+    if (scheme == LS_UNIFORM || scheme == LS_DECAY || scheme == LS_PROGRESSIVE ||
+        scheme == LS_PROG_EPOCH) {
         for (int k = 0; k < B; k++) {
             const int m = m0 + k;
             double w = 0.0;
@@ -292,6 +301,66 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 FT_KERNEL_EXPORT(loss_scale)
+#endif
+
+/* ---- the final norm ------------------------------------------------------------------------ */
+
+/* One block per row: hn[m,:] = h[m,:] * r * g, rstd[m] = r = 1/sqrt(mean(h[m,:]^2) + eps). */
+#if FT_KEEP(loss_norm_fwd)
+extern "C" __global__ void __launch_bounds__(1024)
+    loss_norm_fwd(const st_t *__restrict__ h, const st_t *__restrict__ g, int H, float eps,
+                  st_t *__restrict__ hn, float *__restrict__ rstd) {
+    __shared__ float red[32];
+    const long long row = (long long)blockIdx.x * H;
+    float ss = 0.0f;
+    for (int k = (int)threadIdx.x; k < H; k += (int)blockDim.x) {
+        const float v = ld1(h + row + k);
+        ss = fmaf(v, v, ss);
+    }
+    ss = block_sum(ss, red);
+    const float r = rsqrtf(ss / (float)H + eps);
+    for (int k = (int)threadIdx.x; k < H; k += (int)blockDim.x)
+        st1(hn + row + k, ld1(h + row + k) * r * ld1(g + k));
+    if (threadIdx.x == 0) rstd[blockIdx.x] = r;
+}
+FT_KERNEL_EXPORT(loss_norm_fwd)
+#endif
+
+/* One thread per column k: dg[k] = sum_m dhn[m,k] h[m,k] rstd[m], the rows in order (double). */
+#if FT_KEEP(loss_norm_dg)
+extern "C" __global__ void __launch_bounds__(256)
+    loss_norm_dg(const st_t *__restrict__ dhn, const st_t *__restrict__ h,
+                 const float *__restrict__ rstd, int M, int H, st_t *__restrict__ dg) {
+    const int k = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (k >= H) return;
+    double s = 0.0;
+    for (int m = 0; m < M; m++) {
+        const long long i = (long long)m * H + k;
+        s += (double)ld1(dhn + i) * (double)ld1(h + i) * (double)rstd[m];
+    }
+    st1(dg + k, (float)s);
+}
+FT_KERNEL_EXPORT(loss_norm_dg)
+#endif
+
+/* One block per row, in place: dh = r u - r^3 h (u . h) / H with u = dhn g. Each thread reads
+ * its own columns before the block sum's barriers and writes them after. */
+#if FT_KEEP(loss_norm_dh)
+extern "C" __global__ void __launch_bounds__(1024)
+    loss_norm_dh(st_t *__restrict__ dh, const st_t *__restrict__ h, const st_t *__restrict__ g,
+                 const float *__restrict__ rstd, int H) {
+    __shared__ float red[32];
+    const long long row = (long long)blockIdx.x * H;
+    const float r = rstd[blockIdx.x];
+    float uh = 0.0f;
+    for (int k = (int)threadIdx.x; k < H; k += (int)blockDim.x)
+        uh = fmaf(ld1(dh + row + k) * ld1(g + k), ld1(h + row + k), uh);
+    uh = block_sum(uh, red);
+    const float c = r * r * r * uh / (float)H;
+    for (int k = (int)threadIdx.x; k < H; k += (int)blockDim.x)
+        st1(dh + row + k, r * ld1(g + k) * ld1(dh + row + k) - c * ld1(h + row + k));
+}
+FT_KERNEL_EXPORT(loss_norm_dh)
 #endif
 
 /* ---- online: logit tiles on the CUDA cores ------------------------------------------------- */

@@ -41,6 +41,12 @@
  * folded into dz. D-PACE weights under norm = weight_sum need every row's q first: dz carries
  * w[m] alone, loss_finish sums the weights on the device and loss_scale divides dh, dw_lm after.
  *
+ * The final norm (final_norm = 1): a separate pass on either side of the strategy, not a
+ * tunable: both strategies read h from global memory (cuBLASLt's GEMMs need it as a matrix,
+ * and the online kernels stage it by cp.async), so normalising inside them would only move the
+ * same M*H pass into every vocab tile's K loop. loss_norm_fwd writes hn (slot 3) and the
+ * rows' 1/rms; after the loss, loss_norm_dg and loss_norm_dh turn dhn into dg and dh.
+ *
  * Peak device memory beyond inputs and outputs (FT_CUDA_SCRATCH_SLOTS, floats):
  *   materialize  rows: 8*M + 4 (row statistics, ce, q, w, scale); logits: min(chunk*B, M) * V;
  *                plus cuBLASLt's workspace on the GPU (gemm.c: 32 MiB from Hopper on).
@@ -48,7 +54,8 @@
  *                tiles) and <= vocab tiles, so S*M <= M + 2*SMs*tile_rows); with bf16 storage the
  *                float32 accumulators of dh (M*H) and, with want_dw, of dw_lm (V*H). Never
  *                V x M.
- * Slots: 0 rows, 1 logits / dh accumulator, 2 dw_lm accumulator.
+ *   final_norm   hn: M * H in the storage type; rows: M more (1/rms per row).
+ * Slots: 0 rows, 1 logits / dh accumulator, 2 dw_lm accumulator, 3 hn.
  *
  * Cost and precision notes. online's pass 2 is written for correctness first: a block reads
  * and writes its float accumulator slab (tile_rows x H for dh, tile_cols x H for dw_lm) once per
@@ -241,6 +248,15 @@ FT_CUDA_KERNEL(loss_finish,
                (&w_f, &ce_f, &M, &late, &denom, &red, &loss_out))
 FT_CUDA_KERNEL(loss_scale, (void *out, const float *acc, long long n, const float *red),
                (&out, &acc, &n, &red))
+FT_CUDA_KERNEL(loss_norm_fwd,
+               (const void *h, const void *g, int H, float eps, void *hn, float *rstd),
+               (&h, &g, &H, &eps, &hn, &rstd))
+FT_CUDA_KERNEL(loss_norm_dg,
+               (const void *dhn, const void *h, const float *rstd, int M, int H, void *dg),
+               (&dhn, &h, &rstd, &M, &H, &dg))
+FT_CUDA_KERNEL(loss_norm_dh,
+               (void *dh, const void *h, const void *g, const float *rstd, int H),
+               (&dh, &h, &g, &rstd, &H))
 FT_CUDA_KERNEL(loss_online_fwd,
                (const void *h, const void *w, const int *labels, int M, int H, int V, int tps,
                 int stages, float *pmx, float *psum, float *zt),
@@ -275,6 +291,18 @@ static void lc_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const lc_g
     ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_scale), LSC_ROW_T, 0);
 }
 
+/* final_norm: the norm's three kernels, a second module of the same source (a module holds at
+ * most FT_CUDA_MAX_KERNELS kernels, and the loss's own take up to six). */
+static void lc_norm_spec(ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *s) {
+    memset(s, 0, sizeof *s);
+    s->source = LSC_SRC;
+    ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
+    ft_cuda_spec_params(s, lc_macros, LC_NPARAMS, cfg);
+    ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_norm_fwd), LSC_ROW_T, 0);
+    ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_norm_dg), LSC_ROW_T, 0);
+    ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(loss_norm_dh), LSC_ROW_T, 0);
+}
+
 /* The SM count the online split uses for static analysis (the H100/H200 count; run() uses the
  * device's own). */
 #define LSC_SPEC_SMS 132
@@ -285,7 +313,9 @@ static int lc_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_
     lc_geom g;
     lc_geom_of(c, dt, cfg, LSC_SPEC_SMS, &g);
     lc_spec(c, dt, cfg, &g, &out[0]);
-    return 1;
+    if (!c->attrs.loss.final_norm || max < 2) return 1;
+    lc_norm_spec(dt, cfg, &out[1]);
+    return 2;
 }
 
 /* ---- run ----------------------------------------------------------------------------------- */
@@ -323,13 +353,14 @@ static double lc_denominator(const ft_call *c, int *late) {
  * row scratch. */
 typedef struct lc_state {
     ft_cuda_ctx *x;
-    ft_dev_module *m;
+    ft_dev_module *m, *mn; /* the loss's module; the final norm's (final_norm only) */
     const ft_cuda_call *call;
     const lc_geom *g;
     int want_dw, late, backward, scheme;
     float gscale, denom, gamma, alpha;
     int64_t ns;
-    float *pmx, *psum, *zt, *lse, *cef, *qf, *wf, *scf, *red;
+    const void *hid; /* the LM head's input: h, or hn with final_norm */
+    float *pmx, *psum, *zt, *lse, *cef, *qf, *wf, *scf, *red, *rstd;
 } lc_state;
 
 /* The weights, ce, q and w of blocks [b0, b0 + nb) (B rows each). */
@@ -360,7 +391,7 @@ static ft_status lc_materialize(const lc_state *st, ft_err *err) {
         return s;
     for (int64_t r0 = 0; r0 < M; r0 += R) {
         const int64_t nr = M - r0 < R ? M - r0 : R;
-        const void *hc = (const char *)d[LS_HID] + (size_t)(r0 * H) * es;
+        const void *hc = (const char *)st->hid + (size_t)(r0 * H) * es;
         ft_gemm_desc gz = ft_gemm_one(0, 1, nr, V, H, H, H, dt, FT_DT_F32, 0.0f);
         if ((s = ft_cuda_gemm(x, &gz, hc, d[LS_WLM], Z, g->algo, err)))
             return ft_err_wrap(err, "loss: logits = h w_lm^T");
@@ -398,7 +429,7 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
     ft_status s;
     if (M == 0) return FT_OK;
     if ((s = launch_loss_online_fwd(x, st->m, (ft_dim3){(unsigned)g->rt, (unsigned)g->ns, 1}, tblk,
-                                    g->smem, d[LS_HID], d[LS_WLM], d[LS_LABELS], M, H, V,
+                                    g->smem, st->hid, d[LS_WLM], d[LS_LABELS], M, H, V,
                                     (int)g->tps, g->stages, st->pmx, st->psum, st->zt, err)) ||
         (s = lc_weights(st, 0, (int)(g->M / g->B), err)))
         return s;
@@ -408,7 +439,7 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
         (s = ft_cuda_scratch(x, 1, (size_t)(g->M * g->H) * sizeof(float), (void **)&dacc, err)))
         return s;
     if ((s = launch_loss_online_dh(x, st->m, (ft_dim3){(unsigned)g->rt, 1, 1}, tblk, g->smem,
-                                   d[LS_HID], d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
+                                   st->hid, d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
                                    g->stages, dacc, err)))
         return s;
     if (!st->want_dw) return FT_OK;
@@ -417,7 +448,7 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
         (s = ft_cuda_scratch(x, 2, (size_t)(g->V * g->H) * sizeof(float), (void **)&dwacc, err)))
         return s;
     return launch_loss_online_dw(x, st->m, (ft_dim3){(unsigned)g->nt, 1, 1}, tblk, g->smem,
-                                 d[LS_HID], d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
+                                 st->hid, d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
                                  g->stages, dwacc, err);
 }
 
@@ -457,6 +488,41 @@ static ft_status lc_finish(const lc_state *st, ft_err *err) {
     return FT_OK;
 }
 
+/* final_norm: hn = rmsnorm(h) * g_norm into slot 3; the strategy then reads it as its h. */
+static ft_status lc_norm_fwd(lc_state *st, const ft_attrs *a, ft_err *err) {
+    const lc_geom *g = st->g;
+    void *const *d = st->call->d;
+    void *hn;
+    ft_status s;
+    if (g->M == 0) return FT_OK;
+    if ((s = ft_cuda_scratch(st->x, 3, (size_t)(g->M * g->H) * ft_dt_size(st->call->dt), &hn,
+                             err)))
+        return s;
+    if ((s = launch_loss_norm_fwd(st->x, st->mn, (ft_dim3){(unsigned)g->M, 1, 1},
+                                  (ft_dim3){LSC_ROW_T, 1, 1}, 0, d[LS_HID], d[LS_GNORM], (int)g->H,
+                                  (float)a->eps, hn, st->rstd, err)))
+        return s;
+    st->hid = hn;
+    return FT_OK;
+}
+
+/* final_norm, once dh holds the gradient of hn (scaled and narrowed): dg, then dh in place. */
+static ft_status lc_norm_bwd(const lc_state *st, ft_err *err) {
+    const lc_geom *g = st->g;
+    void *const *d = st->call->d;
+    ft_status s;
+    if (g->M == 0)
+        return ft_dev_memset(ft_cuda_dev(st->x), d[LS_DG], 0,
+                             (size_t)g->H * ft_dt_size(st->call->dt), err);
+    if ((s = launch_loss_norm_dg(st->x, st->mn, (ft_dim3){(unsigned)cdiv(g->H, LSC_ROW_T), 1, 1},
+                                 (ft_dim3){LSC_ROW_T, 1, 1}, 0, d[LS_DH], d[LS_HID], st->rstd,
+                                 (int)g->M, (int)g->H, d[LS_DG], err)))
+        return s;
+    return launch_loss_norm_dh(st->x, st->mn, (ft_dim3){(unsigned)g->M, 1, 1},
+                               (ft_dim3){LSC_ROW_T, 1, 1}, 0, d[LS_DH], d[LS_HID], d[LS_GNORM],
+                               st->rstd, (int)g->H, err);
+}
+
 static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                         ft_err *err) {
     const ft_call *c = call->c;
@@ -465,12 +531,17 @@ static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     lc_geom_of(c, call->dt, cfg, ft_dev_props_of(ft_cuda_dev(x))->sm_count, &g);
     ft_cuda_module_spec spec;
     lc_spec(c, call->dt, cfg, &g, &spec);
-    ft_dev_module *m;
+    ft_dev_module *m, *mn = NULL;
     ft_status s = ft_cuda_module(x, &spec, &m, err);
     if (s) return s;
+    if (a->final_norm) {
+        lc_norm_spec(call->dt, cfg, &spec);
+        if ((s = ft_cuda_module(x, &spec, &mn, err))) return s;
+    }
 
     lc_state st = {.x = x,
                    .m = m,
+                   .mn = mn,
                    .call = call,
                    .g = &g,
                    .want_dw = a->want_dw != 0,
@@ -483,10 +554,10 @@ static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     st.gscale = st.late || denom == 0 ? 1.0f : (float)(1.0 / denom);
     st.denom = (float)denom;
 
-    /* Row scratch: pmx, psum [ns][M], zt, lse, ce, q, w, sc [M], red [4]. */
+    /* Row scratch: pmx, psum [ns][M], zt, lse, ce, q, w, sc [M], red [4], rstd [M]. */
     const int64_t M = g.M;
     float *rows;
-    size_t nrows = (size_t)(2 * st.ns + 6) * (size_t)M + 4;
+    size_t nrows = (size_t)(2 * st.ns + 7) * (size_t)M + 4;
     if ((s = ft_cuda_scratch(x, 0, nrows * sizeof(float), (void **)&rows, err))) return s;
     st.pmx = rows;
     st.psum = st.pmx + st.ns * M;
@@ -497,9 +568,13 @@ static ft_status lc_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     st.wf = st.qf + M;
     st.scf = st.wf + M;
     st.red = st.scf + M;
+    st.rstd = st.red + 4;
+    st.hid = call->d[LS_HID];
 
+    if (a->final_norm && (s = lc_norm_fwd(&st, &c->attrs, err))) return s;
     if ((s = g.strategy == LC_ONLINE ? lc_online(&st, err) : lc_materialize(&st, err))) return s;
-    return lc_finish(&st, err);
+    if ((s = lc_finish(&st, err))) return s;
+    return a->final_norm ? lc_norm_bwd(&st, err) : FT_OK;
 }
 
 const ft_cuda_op ft_cuda_loss = {&lc_space, lc_modules, lc_run};

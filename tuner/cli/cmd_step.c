@@ -26,8 +26,9 @@ static void usage(FILE *f) {
             "projections (the `linear` op: OpenBLAS or cuBLASLt), and the LM head over the\n"
             "block. Training (train): the same at training shapes, each op with its backward,\n"
             "the K/V projection's backward GEMMs (it has no backward kernel: timed as `linear`\n"
-            "grad_only, and labelled so), and the loss. Norms, RoPE on the block, SiLU gating\n"
-            "and residual adds are elementwise and not timed. Each draft layer has its own\n"
+            "grad_only, and labelled so), and the loss (with the drafter's final RMSNorm). The\n"
+            "layers' norms, RoPE on the block, SiLU gating and residual adds are elementwise\n"
+            "and not timed. Each draft layer has its own\n"
             "tensors. On the CPU the whole step runs back to back; on a GPU it is captured once\n"
             "as a CUDA graph and replayed, as serving engines run it.\n\n"
             "Prints per op (summed over the layers) and per layer the median alone, its share of\n"
@@ -168,7 +169,8 @@ static void print_human(const ft_step *s, const char *profile) {
            whole.unclean ? "!" : "", b, s->whole.samples, s->whole_mode,
            s->sum_alone_s > 0 ? s->whole.median / s->sum_alone_s : 0.0);
     busy_note(&whole, 23);
-    printf("not timed: norms, RoPE on the block, SiLU gating, residual adds (elementwise)\n");
+    printf("not timed: the draft layers' norms, RoPE on the block, SiLU gating, residual adds "
+           "(elementwise; the final norm is in the loss)\n");
     busy_add(&all, &s->whole);
     if (all.discarded > 0)
         printf("samples discarded: %ld of %ld (%.1f%%) over the step, their threads having lost "
