@@ -1,5 +1,6 @@
 # compile_all.cmake: every configuration of every CUDA op compiled by NVRTC for sm_80 and sm_90a,
-# in f32 and bf16 storage, forward and (where the op has one) backward, at a Qwen3-8B preset
+# in f32 and bf16 storage, forward and (where the op has one) backward, the loss also with its
+# final norm (final_norm=1: the norm's second module), at a Qwen3-8B preset
 # (head dim 128, hidden 4096: the real sizes, where registers and shared memory are tightest), so
 # no config ships that does not compile. (The emulated variant test builds the same sources at
 # tiny shapes.) Needs the CUDA toolkit, not a GPU. Passes with no CUDA ops. Compiled modules are
@@ -34,7 +35,8 @@ foreach(op ${ops})
   endif()
   foreach(arch sm_80 sm_90a)
     foreach(preset ${qwen})
-      foreach(variant "dtype=f32" "dtype=bf16" "dtype=f32;backward=1" "dtype=bf16;backward=1")
+      foreach(variant "dtype=f32" "dtype=bf16" "dtype=f32;backward=1" "dtype=bf16;backward=1"
+                      "dtype=f32;final_norm=1" "dtype=bf16;final_norm=1")
         set(args compile ${op} --arch ${arch} --all-configs --no-sass)
         if(NOT preset STREQUAL "default")
           list(APPEND args --preset ${preset})
@@ -44,8 +46,9 @@ foreach(op ${ops})
         endforeach()
         execute_process(COMMAND ${FT} ${args}
                         OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-        # Ops without a backward say so as a usage error: nothing to compile there.
-        if(rc EQUAL 2 AND err MATCHES "no attribute 'backward'")
+        # Ops without a backward (or, all but loss, without a final norm) say so as a usage
+        # error: nothing to compile there.
+        if(rc EQUAL 2 AND err MATCHES "no attribute '(backward|final_norm)'")
           continue()
         endif()
         math(EXPR runs "${runs} + 1")

@@ -15,11 +15,11 @@
 #define LN2 0.69314718055994530942
 #define LN3 1.09861228866810969140
 
-static const ft_loss_scheme all_schemes[] = {FT_SCHEME_UNIFORM,     FT_SCHEME_DECAY,
-                                             FT_SCHEME_PROGRESSIVE, FT_SCHEME_DPACE,
-                                             FT_SCHEME_DPACE_CUM,   FT_SCHEME_DPACE_CONT};
-static const char *scheme_names[] = {"uniform", "decay",     "progressive",
-                                     "dpace",   "dpace_cum", "dpace_cont"};
+static const ft_loss_scheme all_schemes[] = {
+    FT_SCHEME_UNIFORM,   FT_SCHEME_DECAY,      FT_SCHEME_PROGRESSIVE,      FT_SCHEME_DPACE,
+    FT_SCHEME_DPACE_CUM, FT_SCHEME_DPACE_CONT, FT_SCHEME_PROGRESSIVE_EPOCH};
+static const char *scheme_names[] = {"uniform",   "decay",      "progressive",      "dpace",
+                                     "dpace_cum", "dpace_cont", "progressive_epoch"};
 static const ft_loss_norm all_norms[] = {FT_NORM_DEFAULT, FT_NORM_WEIGHT_SUM, FT_NORM_COUNT,
                                          FT_NORM_NUM_SEQS, FT_NORM_NONE};
 #define N_SCHEMES ((int)(sizeof all_schemes / sizeof all_schemes[0]))
@@ -39,6 +39,9 @@ static ft_loss_attrs attrs_make(int64_t B, ft_loss_scheme scheme) {
     a.num_seqs = 1;
     a.norm = FT_NORM_DEFAULT;
     a.want_dw = 0;
+    a.gamma_inc = 0.5;
+    a.epoch = 2.7; /* progressive_epoch: gamma 8, not the decay default 7 */
+    a.final_norm = 0;
     return a;
 }
 
@@ -93,6 +96,12 @@ static void expect_block_weights(const ft_loss_attrs *a, const double *q, const 
         double t = a->warmup_steps > 0 ? a->step / a->warmup_steps : 1.0;
         gamma = a->gamma0 + (a->gamma_max - a->gamma0) * (t < 1 ? t : 1);
     }
+    if (a->scheme == FT_SCHEME_PROGRESSIVE_EPOCH) {
+        double whole = 0;
+        while (whole + 1 <= a->epoch) /* whole epochs, counted */
+            whole += 1;
+        gamma = a->gamma + a->gamma_inc * whole;
+    }
     for (int64_t k = 0; k < B; k++) {
         if (!sc[k]) {
             w[k] = 0;
@@ -104,7 +113,8 @@ static void expect_block_weights(const ft_loss_attrs *a, const double *q, const 
         switch (a->scheme) {
         case FT_SCHEME_UNIFORM: w[k] = 1; break;
         case FT_SCHEME_DECAY:
-        case FT_SCHEME_PROGRESSIVE: w[k] = exp(-(double)(k - 1) / gamma); break;
+        case FT_SCHEME_PROGRESSIVE:
+        case FT_SCHEME_PROGRESSIVE_EPOCH: w[k] = exp(-(double)(k - 1) / gamma); break;
         case FT_SCHEME_DPACE: w[k] = tail; break;
         case FT_SCHEME_DPACE_CUM: w[k] = expect_prefix(a, q, sc, k); break;
         case FT_SCHEME_DPACE_CONT: w[k] = tail / expect_prefix(a, q, sc, k); break;
@@ -265,6 +275,28 @@ static void test_gamma(void) {
     FT_CHECK(ft_loss_gamma(&a) == 10, "warmup 0 gamma %g", ft_loss_gamma(&a));
     a.warmup_steps = -3;
     FT_CHECK(ft_loss_gamma(&a) == 10, "warmup < 0 gamma %g", ft_loss_gamma(&a));
+
+    /* progressive_epoch (AngelSlim): 7 + 0.5 per whole epoch, no cap; the fraction of an epoch
+     * under way does not count; gamma0, gamma_max, step and warmup_steps play no part. */
+    a = attrs_make(16, FT_SCHEME_PROGRESSIVE_EPOCH);
+    a.gamma0 = 100;
+    a.gamma_max = 200;
+    a.step = 5;
+    a.warmup_steps = 10;
+    const double epochs[] = {0, 0.99, 1, 2.5, 6, 40};
+    const double want_e[] = {7, 7, 7.5, 8, 10, 27};
+    for (int i = 0; i < 6; i++) {
+        a.epoch = epochs[i];
+        FT_CHECK(ft_loss_gamma(&a) == want_e[i], "progressive_epoch at epoch %g: gamma %.17g",
+                 epochs[i], ft_loss_gamma(&a));
+    }
+    a.gamma = 3;
+    a.gamma_inc = 2;
+    a.epoch = 2;
+    FT_CHECK(ft_loss_gamma(&a) == 7, "gamma 3 + 2 per epoch at epoch 2: %g", ft_loss_gamma(&a));
+    a.gamma_inc = 0; /* no rise: decay */
+    a.epoch = 9;
+    FT_CHECK(ft_loss_gamma(&a) == 3, "gamma_inc 0: %g", ft_loss_gamma(&a));
 }
 
 /* ---- ft_loss_block_weights -------------------------------------------------------------- */
@@ -708,6 +740,33 @@ static void test_loss_nothing_scored(void) {
     problem_free(&p);
 }
 
+/* The same with the final norm: dh, dg and dw_lm all exactly 0. */
+static void test_loss_nothing_scored_final_norm(void) {
+    problem p = problem_random(14, 3, 4, 8, 11);
+    for (int64_t m = 0; m < p.M; m++) {
+        p.mask[m] = m % p.B == 0;
+        p.labels[m] = -100;
+    }
+    double g[8], dg[8];
+    for (int k = 0; k < 8; k++)
+        g[k] = 1 + 0.1 * k;
+    for (int s = 0; s < N_SCHEMES; s++) {
+        ft_loss_attrs a = attrs_make(4, all_schemes[s]);
+        a.want_dw = 1;
+        a.final_norm = 1;
+        result o = result_alloc(&p, 123.0);
+        for (int k = 0; k < 8; k++)
+            dg[k] = 123.0;
+        ft_ref_loss_normed(p.M, p.H, p.V, &a, 1e-6, p.h, g, p.w_lm, p.labels, p.mask, &o.loss, o.ce,
+                           o.q, o.w, o.dh, dg, o.dw);
+        FT_CHECK(o.loss == 0 && all_equal(o.dh, p.M * p.H, 0) && all_equal(dg, 8, 0) &&
+                     all_equal(o.dw, p.V * p.H, 0) && all_equal(o.w, p.M, 0),
+                 "%s final norm: nothing scored but loss %g", scheme_names[s], o.loss);
+        result_free(&o);
+    }
+    problem_free(&p);
+}
+
 static void test_loss_zero_denominator(void) {
     /* dpace with num_seqs = 0: rows are scored, so ce, q and w are reported as usual, but the
      * denominator is 0 and so are the loss and every gradient. */
@@ -866,6 +925,96 @@ static void test_loss_fd_gradients(void) {
             }
 }
 
+/* final_norm: the loss of hn = h / rms(h) * g (this file's own normalisation), and central
+ * differences of it, weights and denominator held, for dh, dg and dw_lm. */
+static void normed(const problem *p, const double *h, const double *g, double eps, double *hn) {
+    for (int64_t m = 0; m < p->M; m++) {
+        double ss = 0;
+        for (int64_t k = 0; k < p->H; k++)
+            ss += h[m * p->H + k] * h[m * p->H + k];
+        const double rms = sqrt(ss / (double)p->H + eps);
+        for (int64_t k = 0; k < p->H; k++)
+            hn[m * p->H + k] = h[m * p->H + k] / rms * g[k];
+    }
+}
+
+static double normed_loss(const problem *p, const double *h, const double *g, const double *w,
+                          double denom) {
+    double hn[15 * 8];
+    normed(p, h, g, 1e-6, hn);
+    return fixed_weight_loss(p, hn, p->w_lm, w, denom);
+}
+
+static void test_loss_final_norm(void) {
+    for (int s = 0; s < N_SCHEMES; s += 3) { /* uniform, dpace, progressive_epoch */
+        problem p = problem_random(500 + (uint64_t)s, 3, 5, 8, 11);
+        for (int64_t i = 0; i < p.M * p.H; i++)
+            p.h[i] *= 3.0; /* far from unit rms: the norm matters */
+        double g[8], dg[8];
+        for (int k = 0; k < 8; k++)
+            g[k] = 0.7 + 0.1 * k;
+        ft_loss_attrs a = attrs_make(5, all_schemes[s]);
+        a.want_dw = 1;
+        a.final_norm = 1;
+        a.epoch = 3;
+        a.norm = FT_NORM_WEIGHT_SUM;
+        result o = result_alloc(&p, NAN), plain = result_alloc(&p, NAN);
+        ft_ref_loss_normed(p.M, p.H, p.V, &a, 1e-6, p.h, g, p.w_lm, p.labels, p.mask, &o.loss, o.ce,
+                           o.q, o.w, o.dh, dg, o.dw);
+        /* Forward: the plain loss of hn, bit for bit in ce, q and w. */
+        double hn[15 * 8];
+        normed(&p, p.h, g, 1e-6, hn);
+        ft_ref_loss(p.M, p.H, p.V, &a, hn, p.w_lm, p.labels, p.mask, &plain.loss, plain.ce, plain.q,
+                    plain.w, plain.dh, plain.dw);
+        FT_CHECK(fabs(o.loss - plain.loss) <= 1e-14 * plain.loss && o.loss > 0,
+                 "%s: final norm loss %.17g vs %.17g", scheme_names[s], o.loss, plain.loss);
+        FT_CHECK(ft_test_rel_err(o.w, plain.w, p.M) < 1e-14, "%s: weights", scheme_names[s]);
+
+        const double denom = expect_denominator(&a, p.M, o.w, p.sc), eps = 1e-5;
+        double fd_h[15 * 8], fd_g[8];
+        for (int64_t i = 0; i < p.M * p.H; i++) {
+            const double x = p.h[i];
+            p.h[i] = x + eps;
+            const double lp = normed_loss(&p, p.h, g, o.w, denom);
+            p.h[i] = x - eps;
+            const double lm = normed_loss(&p, p.h, g, o.w, denom);
+            p.h[i] = x;
+            fd_h[i] = (lp - lm) / (2 * eps);
+        }
+        for (int k = 0; k < 8; k++) {
+            const double x = g[k];
+            g[k] = x + eps;
+            const double lp = normed_loss(&p, p.h, g, o.w, denom);
+            g[k] = x - eps;
+            const double lm = normed_loss(&p, p.h, g, o.w, denom);
+            g[k] = x;
+            fd_g[k] = (lp - lm) / (2 * eps);
+        }
+        const double eh = ft_test_rel_err(o.dh, fd_h, p.M * p.H);
+        const double eg = ft_test_rel_err(dg, fd_g, 8);
+        const double ew = ft_test_rel_err(o.dw, plain.dw, p.V * p.H);
+        FT_CHECK(eh < 1e-6, "%s: final norm dh rel err %g", scheme_names[s], eh);
+        FT_CHECK(eg < 1e-6, "%s: final norm dg rel err %g", scheme_names[s], eg);
+        FT_CHECK(ew < 1e-14, "%s: dw_lm is not the plain loss's on hn (%g)", scheme_names[s], ew);
+        /* The norm's Jacobian removes the component of dh along h: sum_k dh[m,k] h[m,k] = 0 per
+         * row (the loss does not change when h is scaled). */
+        for (int64_t m = 0; m < p.M; m++) {
+            double dot_h = 0, nh = 0, nd = 0;
+            for (int64_t k = 0; k < p.H; k++) {
+                dot_h += o.dh[m * p.H + k] * p.h[m * p.H + k];
+                nh += p.h[m * p.H + k] * p.h[m * p.H + k];
+                nd += o.dh[m * p.H + k] * o.dh[m * p.H + k];
+            }
+            FT_CHECK(fabs(dot_h) <= 1e-6 * sqrt(nh * nd) + 1e-300,
+                     "%s row %d: dh . h = %g (scale invariance, up to eps)", scheme_names[s], (int)m,
+                     dot_h);
+        }
+        result_free(&o);
+        result_free(&plain);
+        problem_free(&p);
+    }
+}
+
 static void test_loss_want_dw(void) {
     problem p = problem_random(400, 3, 4, 8, 11);
     for (int s = 0; s < N_SCHEMES; s++) {
@@ -924,5 +1073,7 @@ int main(void) {
     FT_RUN(test_loss_norm_overrides);
     FT_RUN(test_loss_fd_gradients);
     FT_RUN(test_loss_want_dw);
+    FT_RUN(test_loss_final_norm);
+    FT_RUN(test_loss_nothing_scored_final_norm);
     return ft_test_finish();
 }
