@@ -269,7 +269,8 @@ def expect_error(p, op, attrs, sizes, tensors, words, what):
 FUSION_SPEC = [("x", "in"), ("w", "in"), ("g", "in"), ("f", "out"), ("df", "none"),
                ("dx", "none"), ("dw", "none"), ("dg", "none")]
 LOSS_SPEC = [("h", "in"), ("w_lm", "in"), ("labels", "in"), ("mask", "in"), ("loss", "out"),
-             ("ce", "out"), ("q", "out"), ("w", "out"), ("dh", "out"), ("dw_lm", "none")]
+             ("ce", "out"), ("q", "out"), ("w", "out"), ("dh", "out"), ("dw_lm", "none"),
+             ("g_norm", "none"), ("dg", "none")]
 
 
 def test_cpu(np, ft, tmp):
@@ -403,7 +404,7 @@ def test_bad_input(p, ins, tmp):
     # A message of the op's own checks says what to set in a call (its attrs), not a flag.
     lt = [f"in:{os.path.join(tmp, 'loss.' + n + '.bin')}" for n in ("h", "w_lm", "labels", "mask")]
     outs = [f"out:{os.path.join(tmp, 'bad.' + n)}:4096" for n in ("loss", "ce", "q", "w", "dh")]
-    expect_error(p, "loss", "B=16", [40, 64, 320], lt + outs + ["-"],
+    expect_error(p, "loss", "B=16", [40, 64, 320], lt + outs + ["-", "-", "-"],
                  ["whole number of blocks", "\"B=...\" in the call's attrs"], "M not whole blocks")
 
 
