@@ -420,6 +420,11 @@ def error_cases(rng):
     lab = lo["labels"].copy()
     lab[np.flatnonzero((lo["mask"] != 0) & (np.arange(len(lab)) % 4 > 0))[0]] = 50
     cases.append(("label V on a scored row", "loss", {"B": 4}, dict(lo, labels=lab)))
+    cases.append(("final_norm=1 without g_norm.npy", "loss", {"B": 4, "final_norm": 1}, lo))
+    cases.append(("g_norm of length H+1", "loss", {"B": 4, "final_norm": 1},
+                  dict(lo, g_norm=f32(np.ones(lo["h"].shape[1] + 1)))))
+    cases.append(("negative epoch", "loss", {"B": 4, "scheme": "progressive_epoch", "epoch": -1},
+                  lo))
     return cases
 
 
