@@ -1006,8 +1006,8 @@ static void test_loss_final_norm(void) {
                 nd += o.dh[m * p.H + k] * o.dh[m * p.H + k];
             }
             FT_CHECK(fabs(dot_h) <= 1e-6 * sqrt(nh * nd) + 1e-300,
-                     "%s row %d: dh . h = %g (scale invariance, up to eps)", scheme_names[s], (int)m,
-                     dot_h);
+                     "%s row %d: dh . h = %g (scale invariance, up to eps)", scheme_names[s],
+                     (int)m, dot_h);
         }
         result_free(&o);
         result_free(&plain);

@@ -110,8 +110,8 @@ typedef enum {
 } ft_role;
 
 enum {
-    FT_TS_WANT_DW = 1 << 0, /* loss: present only when want_dw = 1 */
-    FT_TS_FORWARD = 1 << 1, /* absent when grad_only = 1 (linear's y)  */
+    FT_TS_WANT_DW = 1 << 0,    /* loss: present only when want_dw = 1 */
+    FT_TS_FORWARD = 1 << 1,    /* absent when grad_only = 1 (linear's y)  */
     FT_TS_FINAL_NORM = 1 << 2, /* loss: present only when final_norm = 1 */
 };
 

@@ -570,8 +570,8 @@ static size_t loss_ws_bytes(const lss_ctx *x) {
     b += ft_ws_size((size_t)logits * sizeof(float));          /* logits */
     b += ft_ws_size((size_t)(nt * R * x->H) * sizeof(float)); /* part */
     if (x->g) {
-        b += ft_ws_size((size_t)x->M * sizeof(float));  /* rstd */
-        b += ft_ws_size((size_t)x->H * sizeof(double)); /* dgd */
+        b += ft_ws_size((size_t)x->M * sizeof(float));                              /* rstd */
+        b += ft_ws_size((size_t)x->H * sizeof(double));                             /* dgd */
         if (!x->norm_chunk) b += ft_ws_size((size_t)(x->M * x->H) * sizeof(float)); /* hn */
     }
     return b;

@@ -254,8 +254,7 @@ FT_CUDA_KERNEL(loss_norm_fwd,
 FT_CUDA_KERNEL(loss_norm_dg,
                (const void *dhn, const void *h, const float *rstd, int M, int H, void *dg),
                (&dhn, &h, &rstd, &M, &H, &dg))
-FT_CUDA_KERNEL(loss_norm_dh,
-               (void *dh, const void *h, const void *g, const float *rstd, int H),
+FT_CUDA_KERNEL(loss_norm_dh, (void *dh, const void *h, const void *g, const float *rstd, int H),
                (&dh, &h, &g, &rstd, &H))
 FT_CUDA_KERNEL(loss_online_fwd,
                (const void *h, const void *w, const int *labels, int M, int H, int V, int tps,
@@ -429,8 +428,8 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
     ft_status s;
     if (M == 0) return FT_OK;
     if ((s = launch_loss_online_fwd(x, st->m, (ft_dim3){(unsigned)g->rt, (unsigned)g->ns, 1}, tblk,
-                                    g->smem, st->hid, d[LS_WLM], d[LS_LABELS], M, H, V,
-                                    (int)g->tps, g->stages, st->pmx, st->psum, st->zt, err)) ||
+                                    g->smem, st->hid, d[LS_WLM], d[LS_LABELS], M, H, V, (int)g->tps,
+                                    g->stages, st->pmx, st->psum, st->zt, err)) ||
         (s = lc_weights(st, 0, (int)(g->M / g->B), err)))
         return s;
     if (!st->backward) return FT_OK;
@@ -447,9 +446,9 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
     if (dt == FT_DT_BF16 &&
         (s = ft_cuda_scratch(x, 2, (size_t)(g->V * g->H) * sizeof(float), (void **)&dwacc, err)))
         return s;
-    return launch_loss_online_dw(x, st->m, (ft_dim3){(unsigned)g->nt, 1, 1}, tblk, g->smem,
-                                 st->hid, d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
-                                 g->stages, dwacc, err);
+    return launch_loss_online_dw(x, st->m, (ft_dim3){(unsigned)g->nt, 1, 1}, tblk, g->smem, st->hid,
+                                 d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V, g->stages,
+                                 dwacc, err);
 }
 
 /* The loss, the late denominator, then the gradients' last factor. */
@@ -495,8 +494,7 @@ static ft_status lc_norm_fwd(lc_state *st, const ft_attrs *a, ft_err *err) {
     void *hn;
     ft_status s;
     if (g->M == 0) return FT_OK;
-    if ((s = ft_cuda_scratch(st->x, 3, (size_t)(g->M * g->H) * ft_dt_size(st->call->dt), &hn,
-                             err)))
+    if ((s = ft_cuda_scratch(st->x, 3, (size_t)(g->M * g->H) * ft_dt_size(st->call->dt), &hn, err)))
         return s;
     if ((s = launch_loss_norm_fwd(st->x, st->mn, (ft_dim3){(unsigned)g->M, 1, 1},
                                   (ft_dim3){LSC_ROW_T, 1, 1}, 0, d[LS_HID], d[LS_GNORM], (int)g->H,

@@ -9,7 +9,7 @@
 
 #include "flaretune/op.h"
 
-const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive", "dpace",
+const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive",       "dpace",
                                        "dpace_cum", "dpace_cont", "progressive_epoch", NULL};
 const char *const ft_norm_names[] = {"default", "weight_sum", "count", "num_seqs", "none", NULL};
 const char *const ft_dtype_attr_names[] = {"f32", "bf16", NULL};
