@@ -60,7 +60,8 @@
  * The final norm (final_norm = 1): r = 1/sqrt(mean(h^2) + eps), hn = h*r*g_norm feeds the LM
  * head and dw_lm; the backward turns dhn into dh = r*u - r^3*h*(u.h)/H with u = dhn*g_norm and
  * accumulates dg = sum_m dhn*h*r (double, rows in order, columns split among the threads).
- * O(M*H) each way: about H/V of the GEMMs' work, under 0.1% at the preset.
+ * O(M*H) each way, about ten flops and two passes over an [M, H] row block per element against
+ * the GEMMs' 4*V flops per element of h: under 0.01% of the work at V = 32768.
  *
  * Precision: logsumexp is max-subtracted; exp sums are accumulated in float over 512 columns
  * and in double across them; the per-row weights, the loss and the denominator are double.
