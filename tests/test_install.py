@@ -161,7 +161,8 @@ CASES = [
     ("fusion.dflare", ["--preset", "tiny.dflare.train", "--attr", "backward=1"],
      {"strategy": "per_layer", "k": 2, "rows": 16, "stream": 0, "prefetch": 8, "threads": 1}),
     ("loss", ["--preset", "tiny.dflare.train", "--attr", "scheme=dpace"],
-     {"strategy": "online", "chunk": 1, "vtile": 4096, "parallel": "vocab", "threads": 1}),
+     {"strategy": "online", "chunk": 1, "vtile": 4096, "parallel": "vocab", "threads": 1,
+      "norm_pass": "chunk"}),
 ]
 
 
