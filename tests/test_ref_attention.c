@@ -656,6 +656,7 @@ typedef struct train_case {
     uint8_t *keep;
     double *R; /* the objective's random weights on o, and the upstream gradient dout */
     double *o, *lse;
+    int64_t window; /* sliding window (0: full attention) */
 } train_case;
 
 typedef struct train_sizes {
@@ -673,7 +674,7 @@ static train_case train_new(ft_rng *r, int64_t nseq, int64_t S, int64_t NB, int6
                             int64_t Hkv, int64_t dh) {
     train_case c = {nseq, S,    NB,   B,    Hq,   Hkv,  dh,   1.0 / sqrt((double)dh),
                     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                    NULL, NULL};
+                    NULL, NULL, 0};
     train_sizes z = tsz(&c);
     c.q = dalloc(z.q);
     c.k_ctx = dalloc(z.ctx);
@@ -712,9 +713,14 @@ static void train_free(train_case *c) {
 }
 
 static void train_fwd(train_case *c) {
-    ft_ref_attn_train_fwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
-                          c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->o,
-                          c->lse);
+    if (c->window == 0) /* the full-attention entry point itself, as every caller has it */
+        ft_ref_attn_train_fwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
+                              c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->o,
+                              c->lse);
+    else
+        ft_ref_attn_train_fwd_win(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale,
+                                  c->window, c->q, c->k_ctx, c->v_ctx, c->k_blk, c->v_blk,
+                                  c->anchors, c->keep, c->o, c->lse);
 }
 
 static double train_objective(void *ctx) {
@@ -730,9 +736,15 @@ typedef struct train_grads {
 static train_grads train_bwd(const train_case *c) {
     train_sizes z = tsz(c);
     train_grads g = {dalloc(z.q), dalloc(z.ctx), dalloc(z.ctx), dalloc(z.blk), dalloc(z.blk)};
-    ft_ref_attn_train_bwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
-                          c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->R, g.dq,
-                          g.dk_ctx, g.dv_ctx, g.dk_blk, g.dv_blk);
+    if (c->window == 0)
+        ft_ref_attn_train_bwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
+                              c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->R,
+                              g.dq, g.dk_ctx, g.dv_ctx, g.dk_blk, g.dv_blk);
+    else
+        ft_ref_attn_train_bwd_win(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale,
+                                  c->window, c->q, c->k_ctx, c->v_ctx, c->k_blk, c->v_blk,
+                                  c->anchors, c->keep, c->R, g.dq, g.dk_ctx, g.dv_ctx, g.dk_blk,
+                                  g.dv_blk);
     return g;
 }
 
@@ -1062,6 +1074,178 @@ static void test_train_grad_spec_shape(void) {
     train_free(&c);
 }
 
+/* ---- sliding window ------------------------------------------------------------------------
+ * SPEC.md "Sliding window": the query at position i (decode: ctx_len + b; train: anchor + b)
+ * sees the context positions p with i - W < p (and p < ctx_len or p < anchor), plus its block's
+ * own B keys. */
+
+/* Decode with a window against plain_attention on the keys each row should see, listed here by
+ * the rule itself: two requests (contexts 9 and 2, so one window is cut by position 0), B = 4,
+ * W = 6, GQA 4 -> 2. Then W = 1 leaves no context key (every row equals a request with no
+ * context), and W = L + B, the widest window that matters, equals full attention. */
+static void test_window_decode_by_plain(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 321);
+    const int32_t lens[2] = {9, 2};
+    dec_case c = dec_new(&r, 2, 4, 4, 2, 8, lens);
+    const int64_t W = 6, E = c.Hkv * c.dh, G = c.Hq / c.Hkv;
+    double *o = dalloc(c.R * c.B * c.Hq * c.dh), *lse = dalloc(c.R * c.B * c.Hq);
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, W, c.q, c.ctx_lens, c.k_ctx,
+                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    double K[(9 + 4) * 8], V[(9 + 4) * 8], want[8], wlse, worst = 0, worst_lse = 0;
+    int64_t off = 0, seen_cut = 0;
+    for (int64_t rq = 0; rq < c.R; rq++) {
+        const int64_t L = lens[rq];
+        for (int64_t b = 0; b < c.B; b++)
+            for (int64_t h = 0; h < c.Hq; h++) {
+                const int64_t j = h / G, row = (rq * c.B + b) * c.Hq + h;
+                int64_t n = 0;
+                for (int64_t p = 0; p < L; p++) {
+                    if (!(L + b - W < p)) continue; /* outside the window */
+                    memcpy(K + n * c.dh, c.k_ctx + (off + p) * E + j * c.dh, sizeof(double) * 8);
+                    memcpy(V + n * c.dh, c.v_ctx + (off + p) * E + j * c.dh, sizeof(double) * 8);
+                    n++;
+                }
+                seen_cut += n < L;
+                for (int64_t t = 0; t < c.B; t++, n++) {
+                    memcpy(K + n * c.dh, c.k_blk + (rq * c.B + t) * E + j * c.dh, sizeof(double) * 8);
+                    memcpy(V + n * c.dh, c.v_blk + (rq * c.B + t) * E + j * c.dh, sizeof(double) * 8);
+                }
+                plain_attention(n, c.dh, c.scale, c.q + row * c.dh, K, V, want, &wlse);
+                for (int64_t d = 0; d < c.dh; d++)
+                    worst = fmax(worst, fabs(o[row * c.dh + d] - want[d]));
+                worst_lse = fmax(worst_lse, fabs(lse[row] - wlse));
+            }
+        off += L;
+    }
+    FT_CHECK(seen_cut > 0, "the window cut no row's context: the case tests nothing");
+    FT_CHECK(worst < 1e-13 && worst_lse < 1e-13, "window 6 vs plain: o %.3g lse %.3g", worst,
+             worst_lse);
+
+    /* W = 1: no context key at all, as if every request had an empty context. */
+    const int32_t none[2] = {0, 0};
+    double *o0 = dalloc(c.R * c.B * c.Hq * c.dh), *lse0 = dalloc(c.R * c.B * c.Hq);
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 1, c.q, c.ctx_lens, c.k_ctx,
+                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    ft_ref_attn_decode_fwd(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.q, none, c.k_ctx, c.v_ctx,
+                           c.k_blk, c.v_blk, o0, lse0);
+    FT_CHECK(memcmp(o, o0, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0,
+             "window 1 still sees a context key");
+    /* W = 9 + 4 reaches position 0 from every row of both requests: full attention. */
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 13, c.q, c.ctx_lens, c.k_ctx,
+                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    dec_run(&c);
+    FT_CHECK(memcmp(o, c.o, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0 &&
+                 memcmp(lse, c.lse, sizeof(double) * (size_t)(c.R * c.B * c.Hq)) == 0,
+             "window L + B differs from full attention");
+    free(o0);
+    free(lse0);
+    free(o);
+    free(lse);
+    dec_free(&c);
+}
+
+/* The window's edge in train, by perturbation: block 0 has anchor 10, W = 5, so query b (position
+ * 10 + b) sees context rows 6 + b .. 9. Row 6 moves query 0 only; row 5 moves nothing; row 9
+ * moves every query (the last row before the anchor is in every window of W >= B = 4). */
+static void test_window_train_edge(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 322);
+    train_case c = train_new(&r, 1, 12, 1, 4, 2, 1, 8);
+    c.anchors[0] = 10;
+    c.window = 5;
+    train_fwd(&c);
+    const int64_t per_q = c.Hq * c.dh, E = c.Hkv * c.dh, n = tsz(&c).q;
+    double *o0 = dclone(c.o, n);
+    for (int64_t e = 0; e < E; e++)
+        c.v_ctx[5 * E + e] += 3;
+    train_fwd(&c);
+    FT_CHECK(memcmp(c.o, o0, sizeof(double) * (size_t)n) == 0, "row 5 (outside) changed o");
+    for (int64_t e = 0; e < E; e++)
+        c.v_ctx[6 * E + e] += 3;
+    train_fwd(&c);
+    FT_CHECK(ft_test_rel_err(c.o, o0, per_q) > 1e-3, "row 6 did not change query 0");
+    FT_CHECK(memcmp(c.o + per_q, o0 + per_q, sizeof(double) * (size_t)(n - per_q)) == 0,
+             "row 6 changed queries 1..3 (their windows start at 7..9)");
+    memcpy(o0, c.o, sizeof(double) * (size_t)n);
+    for (int64_t e = 0; e < E; e++)
+        c.v_ctx[9 * E + e] += 3;
+    train_fwd(&c);
+    for (int64_t b = 0; b < c.B; b++)
+        FT_CHECK(ft_test_rel_err(c.o + b * per_q, o0 + b * per_q, per_q) > 1e-3,
+                 "row 9 did not change query %d", (int)b);
+    free(o0);
+    train_free(&c);
+}
+
+/* Train with a window equals decode with the same window on the context prefixes (query b of a
+ * block at position anchor + b is query b of a request at ctx_len + b), anchors 0, 1 and S in. */
+static void test_window_train_equals_decode(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 323);
+    train_case c = train_new(&r, 2, 30, 5, 4, 4, 2, 8);
+    c.window = 7;
+    c.anchors[0] = 0;
+    c.anchors[3] = 30;
+    c.anchors[6] = 1;
+    train_fwd(&c);
+    train_sizes z = tsz(&c);
+    const int64_t E = c.Hkv * c.dh;
+    int64_t Ltot = 0;
+    for (int64_t i = 0; i < z.nblk; i++)
+        Ltot += c.anchors[i];
+    double *kc = dalloc(Ltot * E), *vc = dalloc(Ltot * E), *o = dalloc(z.q), *lse = dalloc(z.lse);
+    int64_t off = 0;
+    for (int64_t s = 0; s < c.nseq; s++)
+        for (int64_t j = 0; j < c.NB; j++) {
+            const int64_t a = c.anchors[s * c.NB + j];
+            memcpy(kc + off * E, c.k_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
+            memcpy(vc + off * E, c.v_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
+            off += a;
+        }
+    ft_ref_attn_decode_fwd_win(z.nblk, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.window, c.q, c.anchors,
+                               kc, vc, c.k_blk, c.v_blk, o, lse);
+    CHECK_REL(c.o, o, z.q, 1e-14, "window: train o vs decode on context prefixes");
+    CHECK_REL(c.lse, lse, z.lse, 1e-14, "window: train lse vs decode on context prefixes");
+    free(kc);
+    free(vc);
+    free(o);
+    free(lse);
+    train_free(&c);
+}
+
+/* Every entry of every gradient by central differences under W = 3 < B + 1: anchors 0, S and in
+ * between, one dropped block. Context rows no window reaches get exactly 0. */
+static void test_window_train_grad(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 324);
+    train_case c = train_new(&r, 2, 8, 3, 3, 4, 2, 4);
+    const int32_t anc[6] = {0, 8, 5, 2, 7, 8};
+    for (int i = 0; i < 6; i++)
+        c.anchors[i] = anc[i];
+    c.keep[4] = 0;
+    c.window = 3;
+    train_grad_check(&c, 1 << 30, &r);
+    /* sequence 0 (anchors 0, 8, 5) sees rows 3, 4 (anchor 5) and 6, 7 (anchor 8): rows 0-2 and 5
+     * are outside every window. */
+    train_grads g = train_bwd(&c);
+    const int64_t E = c.Hkv * c.dh;
+    FT_CHECK(all_zero(g.dk_ctx, 3 * E) && all_zero(g.dv_ctx + 5 * E, E),
+             "context rows outside every window got a gradient");
+    FT_CHECK(!all_zero(g.dv_ctx + 3 * E, E) && !all_zero(g.dv_ctx + 7 * E, E),
+             "rows 3 and 7 (inside windows) got no gradient");
+    train_grads_free(&g);
+    /* A wider window on the brief's shape, sampled. */
+    train_case d = train_new(&r, 2, 40, 5, 4, 4, 2, 16);
+    d.window = 9;
+    d.anchors[1] = 0;
+    d.anchors[2] = 40;
+    d.keep[3] = 0;
+    train_grad_check(&d, 60, &r);
+    train_free(&d);
+    train_free(&c);
+}
+
 int main(void) {
     FT_RUN(test_kvproj_hand_dh2);
     FT_RUN(test_kvproj_hand_rope_pairs);
@@ -1084,5 +1268,9 @@ int main(void) {
     FT_RUN(test_train_keep0);
     FT_RUN(test_train_grad_full);
     FT_RUN(test_train_grad_spec_shape);
+    FT_RUN(test_window_decode_by_plain);
+    FT_RUN(test_window_train_edge);
+    FT_RUN(test_window_train_equals_decode);
+    FT_RUN(test_window_train_grad);
     return ft_test_finish();
 }

@@ -36,6 +36,7 @@ typedef struct ft_attrs {
     int backward;      /* fusion ops, attention.train: also run the backward         */
     int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
     int grad_only;     /* linear with backward: the backward's GEMMs alone           */
+    int64_t window;    /* attention: sliding window W over the context, 0 = full     */
     ft_loss_attrs loss;
 } ft_attrs;
 

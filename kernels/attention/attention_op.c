@@ -10,13 +10,32 @@
  * Hq/Hkv): compute-bound on CPUs, bandwidth-bound on GPUs.
  * train: the same 4*dh per visible (row, head, key) forward, counting only visible keys
  * (anchor + B per block, kept blocks only); the backward adds 8*dh (dV, dP, dQ, dK; the
- * recomputation of the scores is not counted, being an implementation choice). */
+ * recomputation of the scores is not counted, being an implementation choice).
+ * window = W > 0 (sliding-window layers, SPEC.md "Sliding window"): a query at position i counts
+ * only the context keys p > i - W it sees, at most W - 1 of them, so a windowed layer costs
+ * about 4*dh*B*Hq*(W + B) per block whatever the context length. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "flaretune/op.h"
 #include "attention/attention.h"
+
+/* Context keys [0, L) that the query at position qpos sees: all of them, or under a window W
+ * those p > qpos - W (ft_ref_window_lo). */
+static int64_t visible_ctx(int64_t window, int64_t qpos, int64_t L) {
+    int64_t lo = ft_ref_window_lo(window, qpos);
+    return L - (lo < L ? lo : L);
+}
+
+/* The mean of visible_ctx over anchors a uniform in [0, S] for the query at a + b (sizes only:
+ * planning before the anchors are drawn). */
+static double mean_visible_ctx(int64_t window, int64_t b, int64_t S) {
+    double sum = 0;
+    for (int64_t a = 0; a <= S; a++)
+        sum += (double)visible_ctx(window, a + b, a);
+    return sum / (double)(S + 1);
+}
 
 static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, ft_err *err) {
     if (Hkv < 1 || Hq < 1 || dh < 1)
@@ -130,7 +149,7 @@ static const ft_tensor_spec decode_tensors[] = {
     [DC_O] = {"o", FT_F32, "R,B,Hq,dh", FT_ROLE_OUT, 0, "attention output"},
     [DC_LSE] = {"lse", FT_F32, "R,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp of the scaled scores"},
 };
-static const char *const decode_attrs[] = {"scale", "dtype", NULL};
+static const char *const decode_attrs[] = {"scale", "window", "dtype", NULL};
 
 static ft_status decode_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -181,16 +200,28 @@ static void decode_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 
 static void decode_reference(const ft_call *c) {
     const int64_t *d = c->dim;
-    ft_ref_attn_decode_fwd(
+    ft_ref_attn_decode_fwd_win(
         d[DC_R], d[DC_B], d[DC_HQ], d[DC_HKV], d[DC_DH], ft_attn_scale(&c->attrs, d[DC_DH]),
-        c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
+        c->attrs.window, c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
         c->t[DC_KBLK]->data, c->t[DC_VBLK]->data, c->t[DC_O]->data, c->t[DC_LSE]->data);
 }
 
+/* Visible keys summed over the B query rows of every request (query b at position L_r + b). */
 static double decode_flops(const ft_call *c) {
-    const int64_t *d = c->dim;
-    double keys = (double)d[DC_LSUM] + (double)d[DC_R] * (double)d[DC_B];
-    return 4.0 * (double)d[DC_DH] * (double)d[DC_B] * (double)d[DC_HQ] * keys;
+    const int64_t *d = c->dim, W = c->attrs.window, R = d[DC_R], B = d[DC_B];
+    double keys = 0;
+    if (W == 0) {
+        keys = (double)B * ((double)d[DC_LSUM] + (double)R * (double)B);
+    } else {
+        const int32_t *lens = c->t[DC_LENS] ? c->t[DC_LENS]->data : NULL;
+        for (int64_t r = 0; r < R; r++) {
+            /* sizes only: requests share the rows evenly, as decode_fill spreads them */
+            const int64_t L = lens ? lens[r] : d[DC_LSUM] / R + (r < d[DC_LSUM] % R);
+            for (int64_t b = 0; b < B; b++)
+                keys += (double)visible_ctx(W, L + b, L) + (double)B;
+        }
+    }
+    return 4.0 * (double)d[DC_DH] * (double)d[DC_HQ] * keys;
 }
 
 const ft_op ft_op_attention_decode = {
@@ -232,7 +263,7 @@ static const ft_tensor_spec train_tensors[] = {
     [TR_DKBLK] = {"dk_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_blk"},
     [TR_DVBLK] = {"dv_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_blk"},
 };
-static const char *const train_attrs[] = {"scale", "backward", "dtype", NULL};
+static const char *const train_attrs[] = {"scale", "backward", "window", "dtype", NULL};
 
 static ft_status train_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -285,32 +316,47 @@ static void train_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 static void train_reference(const ft_call *c) {
     const int64_t *d = c->dim;
     double scale = ft_attn_scale(&c->attrs, d[TR_DH]);
-    ft_ref_attn_train_fwd(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV], d[TR_DH],
-                          scale, c->t[TR_Q]->data, c->t[TR_KCTX]->data, c->t[TR_VCTX]->data,
-                          c->t[TR_KBLK]->data, c->t[TR_VBLK]->data, c->t[TR_ANCH]->data,
-                          c->t[TR_KEEP]->data, c->t[TR_O]->data, c->t[TR_LSE]->data);
+    const int64_t W = c->attrs.window;
+    ft_ref_attn_train_fwd_win(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV],
+                              d[TR_DH], scale, W, c->t[TR_Q]->data, c->t[TR_KCTX]->data,
+                              c->t[TR_VCTX]->data, c->t[TR_KBLK]->data, c->t[TR_VBLK]->data,
+                              c->t[TR_ANCH]->data, c->t[TR_KEEP]->data, c->t[TR_O]->data,
+                              c->t[TR_LSE]->data);
     if (c->backward)
-        ft_ref_attn_train_bwd(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV], d[TR_DH],
-                              scale, c->t[TR_Q]->data, c->t[TR_KCTX]->data, c->t[TR_VCTX]->data,
-                              c->t[TR_KBLK]->data, c->t[TR_VBLK]->data, c->t[TR_ANCH]->data,
-                              c->t[TR_KEEP]->data, c->t[TR_DO]->data, c->t[TR_DQ]->data,
-                              c->t[TR_DKCTX]->data, c->t[TR_DVCTX]->data, c->t[TR_DKBLK]->data,
-                              c->t[TR_DVBLK]->data);
+        ft_ref_attn_train_bwd_win(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV],
+                                  d[TR_DH], scale, W, c->t[TR_Q]->data, c->t[TR_KCTX]->data,
+                                  c->t[TR_VCTX]->data, c->t[TR_KBLK]->data, c->t[TR_VBLK]->data,
+                                  c->t[TR_ANCH]->data, c->t[TR_KEEP]->data, c->t[TR_DO]->data,
+                                  c->t[TR_DQ]->data, c->t[TR_DKCTX]->data, c->t[TR_DVCTX]->data,
+                                  c->t[TR_DKBLK]->data, c->t[TR_DVBLK]->data);
 }
 
+/* Visible keys summed over the query rows of the kept blocks (query b at position anchor + b). */
 static double train_flops(const ft_call *c) {
-    const int64_t *d = c->dim;
-    double keys = 0;
+    const int64_t *d = c->dim, W = c->attrs.window, B = d[TR_B];
+    double keys = 0; /* summed over the B rows of each block */
     if (c->t[TR_ANCH] && c->t[TR_KEEP]) {
         const int32_t *anchors = c->t[TR_ANCH]->data;
         const uint8_t *keep = c->t[TR_KEEP]->data;
-        for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++)
-            if (keep[i]) keys += (double)anchors[i] + (double)d[TR_B];
-    } else {
+        for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++) {
+            if (!keep[i]) continue;
+            if (W == 0) {
+                keys += (double)B * ((double)anchors[i] + (double)B);
+                continue;
+            }
+            for (int64_t b = 0; b < B; b++)
+                keys += (double)visible_ctx(W, anchors[i] + b, anchors[i]) + (double)B;
+        }
+    } else if (W == 0) {
         /* Sizes only (planning): anchors average S/2. */
-        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * ((double)d[TR_S] / 2 + (double)d[TR_B]);
+        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * (double)B * ((double)d[TR_S] / 2 + (double)B);
+    } else {
+        double per_block = 0;
+        for (int64_t b = 0; b < B; b++)
+            per_block += mean_visible_ctx(W, b, d[TR_S]) + (double)B;
+        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * per_block;
     }
-    double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * (double)d[TR_B] * keys;
+    double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * keys;
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 

@@ -11,6 +11,9 @@
  *     decode: the visible keys of request r are its ctx_lens[r] context rows then its B block rows.
  *     train:  block j of sequence s sees context positions p < anchors[s,j] then its own B rows;
  *             keep[s,j] = 0 sees nothing: o = 0, lse = -inf, no gradient anywhere.
+ *     window W > 0 (sliding-window layers): the query at position i (decode ctx_lens[r] + b,
+ *             train anchors[s,j] + b) keeps only the context keys p > i - W; its block's own
+ *             rows stay visible, so a row always sees at least B keys.
  *   train backward, given do for the row (D = do . o):
  *            dp_t = do . v_t,  ds_t = p_t (dp_t - D)
  *            dq = scale sum_t ds_t k_t,  dk_t += scale ds_t q,  dv_t += p_t do
@@ -123,10 +126,26 @@ static double attend_row(int64_t dh, double scale, const double *q, int64_t nc, 
 
 /* ---- attention.decode --------------------------------------------------------------------- */
 
+/* The first context position the query at position qpos sees: qpos - W + 1 (the window holds the
+ * query itself and the W - 1 positions before it), never below 0; 0 under full attention. */
+int64_t ft_ref_window_lo(int64_t window, int64_t qpos) {
+    assert(window >= 0);
+    if (window == 0 || qpos - window + 1 < 0) return 0;
+    return qpos - window + 1;
+}
+
 void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh, double scale,
                             const double *q, const int32_t *ctx_lens, const double *k_ctx,
                             const double *v_ctx, const double *k_blk, const double *v_blk,
                             double *o, double *lse) {
+    ft_ref_attn_decode_fwd_win(R, B, Hq, Hkv, dh, scale, 0, q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk,
+                               o, lse);
+}
+
+void ft_ref_attn_decode_fwd_win(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
+                                double scale, int64_t window, const double *q,
+                                const int32_t *ctx_lens, const double *k_ctx, const double *v_ctx,
+                                const double *k_blk, const double *v_blk, double *o, double *lse) {
     assert(R >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
     const int64_t group = Hq / Hkv, stride = Hkv * dh;
     int64_t maxL = 0;
@@ -139,14 +158,18 @@ void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64
     int64_t off = 0; /* first context row of request r: the prefix sum of ctx_lens */
     for (int64_t r = 0; r < R; r++) {
         const int64_t L = ctx_lens[r];
-        for (int64_t b = 0; b < B; b++)
+        for (int64_t b = 0; b < B; b++) {
+            /* query b sits at position L + b: its window starts at lo, capped at the context end */
+            int64_t lo = ft_ref_window_lo(window, L + b);
+            lo = lo < L ? lo : L;
             for (int64_t h = 0; h < Hq; h++) {
                 const int64_t j = h / group; /* GQA: the kv head this query head reads */
                 const int64_t row = (r * B + b) * Hq + h;
-                const int64_t cbase = off * stride + j * dh, bbase = r * B * stride + j * dh;
-                lse[row] = attend_row(dh, scale, q + row * dh, L, k_ctx + cbase, v_ctx + cbase, B,
-                                      k_blk + bbase, v_blk + bbase, stride, p, o + row * dh);
+                const int64_t cbase = (off + lo) * stride + j * dh, bbase = r * B * stride + j * dh;
+                lse[row] = attend_row(dh, scale, q + row * dh, L - lo, k_ctx + cbase, v_ctx + cbase,
+                                      B, k_blk + bbase, v_blk + bbase, stride, p, o + row * dh);
             }
+        }
         off += L;
     }
     free(p);
@@ -158,6 +181,15 @@ void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            int64_t dh, double scale, const double *q, const double *k_ctx,
                            const double *v_ctx, const double *k_blk, const double *v_blk,
                            const int32_t *anchors, const uint8_t *keep, double *o, double *lse) {
+    ft_ref_attn_train_fwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, q, k_ctx, v_ctx, k_blk, v_blk,
+                              anchors, keep, o, lse);
+}
+
+void ft_ref_attn_train_fwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window,
+                               const double *q, const double *k_ctx, const double *v_ctx,
+                               const double *k_blk, const double *v_blk, const int32_t *anchors,
+                               const uint8_t *keep, double *o, double *lse) {
     assert(nseq >= 0 && S >= 0 && NB >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
     const int64_t group = Hq / Hkv, stride = Hkv * dh;
     double *p = ref_scratch(S + B);
@@ -175,10 +207,14 @@ void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                         lse[row] = -INFINITY;
                         continue;
                     }
-                    const int64_t cbase = s * S * stride + j * dh;
+                    /* query b sits at position a + b; its window keeps context rows [lo, a) */
+                    int64_t lo = ft_ref_window_lo(window, a + b);
+                    lo = lo < a ? lo : a;
+                    const int64_t cbase = (s * S + lo) * stride + j * dh;
                     const int64_t bbase = blk * B * stride + j * dh;
-                    lse[row] = attend_row(dh, scale, q + row * dh, a, k_ctx + cbase, v_ctx + cbase,
-                                          B, k_blk + bbase, v_blk + bbase, stride, p, o + row * dh);
+                    lse[row] = attend_row(dh, scale, q + row * dh, a - lo, k_ctx + cbase,
+                                          v_ctx + cbase, B, k_blk + bbase, v_blk + bbase, stride, p,
+                                          o + row * dh);
                 }
         }
     free(p);
@@ -190,6 +226,16 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            const int32_t *anchors, const uint8_t *keep, const double *dout,
                            double *dq, double *dk_ctx, double *dv_ctx, double *dk_blk,
                            double *dv_blk) {
+    ft_ref_attn_train_bwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, q, k_ctx, v_ctx, k_blk, v_blk,
+                              anchors, keep, dout, dq, dk_ctx, dv_ctx, dk_blk, dv_blk);
+}
+
+void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window,
+                               const double *q, const double *k_ctx, const double *v_ctx,
+                               const double *k_blk, const double *v_blk, const int32_t *anchors,
+                               const uint8_t *keep, const double *dout, double *dq,
+                               double *dk_ctx, double *dv_ctx, double *dk_blk, double *dv_blk) {
     assert(nseq >= 0 && S >= 0 && NB >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
     const int64_t group = Hq / Hkv, stride = Hkv * dh;
     double *p = ref_scratch(S + B);
@@ -210,21 +256,25 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
             for (int64_t b = 0; b < B; b++)
                 for (int64_t h = 0; h < Hq; h++) {
                     const int64_t row = (blk * B + b) * Hq + h, j = h / group;
-                    const int64_t cbase = s * S * stride + j * dh;
+                    /* the row's visible context rows [lo, a), nc of them (see the forward) */
+                    int64_t lo = ft_ref_window_lo(window, a + b);
+                    lo = lo < a ? lo : a;
+                    const int64_t nc = a - lo;
+                    const int64_t cbase = (s * S + lo) * stride + j * dh;
                     const int64_t bbase = blk * B * stride + j * dh;
                     const double *qr = q + row * dh, *dor = dout + row * dh;
                     double *dqr = dq + row * dh;
-                    attend_row(dh, scale, qr, a, k_ctx + cbase, v_ctx + cbase, B, k_blk + bbase,
+                    attend_row(dh, scale, qr, nc, k_ctx + cbase, v_ctx + cbase, B, k_blk + bbase,
                                v_blk + bbase, stride, p, orow);
                     /* sum_t p_t (do . v_t) = do . o: the softmax Jacobian's rank-one part. */
                     const double Dsum = dot(dh, dor, orow);
-                    for (int64_t t = 0; t < a + B; t++) {
-                        const double *kt = key_row(t, a, k_ctx + cbase, k_blk + bbase, stride);
-                        const double *vt = key_row(t, a, v_ctx + cbase, v_blk + bbase, stride);
-                        double *dkt =
-                            t < a ? dk_ctx + cbase + t * stride : dk_blk + bbase + (t - a) * stride;
-                        double *dvt =
-                            t < a ? dv_ctx + cbase + t * stride : dv_blk + bbase + (t - a) * stride;
+                    for (int64_t t = 0; t < nc + B; t++) {
+                        const double *kt = key_row(t, nc, k_ctx + cbase, k_blk + bbase, stride);
+                        const double *vt = key_row(t, nc, v_ctx + cbase, v_blk + bbase, stride);
+                        double *dkt = t < nc ? dk_ctx + cbase + t * stride
+                                             : dk_blk + bbase + (t - nc) * stride;
+                        double *dvt = t < nc ? dv_ctx + cbase + t * stride
+                                             : dv_blk + bbase + (t - nc) * stride;
                         const double ds = p[t] * (dot(dh, dor, vt) - Dsum);
                         for (int64_t d = 0; d < dh; d++) {
                             dqr[d] += scale * ds * kt[d];
