@@ -119,6 +119,7 @@ static ft_param dec_params[] = {DEC_PARAMS(FT_CUDA_PARAM_ENTRY)};
 
 typedef struct dec_geom {
     int64_t R, B, Hq, Hkv, dh, G, M, Lsum, maxkeys;
+    int64_t win; /* sliding window (0: full attention) */
     int path, kt, splits, warps, tpw, stages;
     int tpr, dpt, dvec;  /* simt */
     int ld, gran, esize; /* staged row stride (elements), copy unit (bytes) */
@@ -142,15 +143,18 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
     g->G = g->Hkv ? g->Hq / g->Hkv : 1;
     g->M = g->B * g->G;
     g->Lsum = d[DC_LSUM];
-    /* The longest request's keys: from ctx_lens when the call has them, else a bound. */
-    g->maxkeys = g->Lsum + g->B;
+    g->win = c->attrs.window;
+    /* The longest request's keys: from ctx_lens when the call has them, else a bound. Under a
+     * window a request's keys start at query 0's window: at most W - 1 context keys. */
+    int64_t mx = g->Lsum;
     if (c->t[DC_LENS] && c->t[DC_LENS]->data && g->R > 0) {
         const int32_t *lens = c->t[DC_LENS]->data;
-        int64_t mx = 0;
+        mx = 0;
         for (int64_t r = 0; r < g->R; r++)
             if (lens[r] > mx) mx = lens[r];
-        g->maxkeys = mx + g->B;
     }
+    if (g->win > 0 && mx > g->win - 1) mx = g->win - 1;
+    g->maxkeys = mx + g->B;
     g->path = cfg->v[DEC_P_PATH];
     g->kt = cfg->v[DEC_P_KT];
     g->splits = cfg->v[DEC_P_SPLITS];
@@ -312,16 +316,16 @@ FT_CUDA_KERNEL(decode_simt,
                (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
                 const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
                 int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale),
+                float scale, int win),
                (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale))
+                &KT, &stages, &ld, &gran, &tpr, &scale, &win))
 FT_CUDA_KERNEL(decode_mma,
                (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
                 const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
                 int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale),
+                float scale, int win),
                (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale))
+                &KT, &stages, &ld, &gran, &tpr, &scale, &win))
 FT_CUDA_KERNEL(decode_merge,
                (const float *po, const float *plse, void *o, void *lse, int R, int B, int Hq,
                 int Hkv, int dh, int splits),
@@ -381,14 +385,15 @@ static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_conf
             return s;
     }
     void *const *d = call->d;
-    int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh;
+    int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh, win = (int)g.win;
     float scale = (float)ft_attn_scale(&c->attrs, g.dh);
     __typeof__(launch_decode_simt) *decode =
         g.path == DEC_PATH_MMA ? launch_decode_mma : launch_decode_simt;
     ft_dim3 grid = {(unsigned)splits, (unsigned)g.Hkv, (unsigned)g.R};
     if ((s = decode(x, m, grid, (ft_dim3){(unsigned)g.warps * 32, 1, 1}, g.smem, d[DC_Q],
                     d[DC_LENS], d[DC_KCTX], d[DC_VCTX], d[DC_KBLK], d[DC_VBLK], d[DC_O], d[DC_LSE],
-                    po, plse, B, Hq, Hkv, dh, g.kt, g.stages, g.ld, g.gran, g.tpr, scale, err)))
+                    po, plse, B, Hq, Hkv, dh, g.kt, g.stages, g.ld, g.gran, g.tpr, scale, win,
+                    err)))
         return s;
     if (splits == 1) return FT_OK;
     return launch_decode_merge(x, m, (ft_dim3){(unsigned)cdiv(g.R * g.B * g.Hq, 4), 1, 1},
