@@ -211,6 +211,33 @@ def test_step_busy():
           f"the sum is an upper bound exactly when a stage is: {sums}")
 
 
+def test_step_window():
+    """Sliding-window layers (docs/step.md): --set window=W --set sliding=MASK gives the attention
+    of each masked layer the window; a windowed layer is a different call (timed on its own,
+    fewer FLOPs), two windowed layers one call (timed once)."""
+    doc = step_json("tiny.dflash.train", "--set", "D=3", "--set", "window=3", "--set", "sliding=5")
+    if not doc:
+        return
+    attn = [(i, s) for i, s in enumerate(doc["stages"]) if s["name"] == "attention"]
+    check([s["attrs"]["window"] for _, s in attn] == ["3", "0", "3"],
+          f"sliding=5: layers 0 and 2 slide: {[s['attrs']['window'] for _, s in attn]}")
+    (i0, a0), (i1, a1), (i2, a2) = attn
+    check(a2.get("timed_as") == i0, "the two sliding layers share one measurement")
+    check("timed_as" not in a1 or doc["stages"][a1["timed_as"]]["attrs"]["window"] == "0",
+          "the full layer is not timed as a sliding one")
+    check(a0["flops"] < a1["flops"], f"a window sees fewer keys: {a0['flops']} < {a1['flops']}")
+    check(doc["sizes"]["window"] == 3 and doc["sizes"]["sliding"] == 5, "sizes carry the layout")
+    check_adds_up(doc, "tiny.dflash.train window=3 sliding=5")
+    doc = step_json("tiny.dflare.decode", "--set", "window=3")
+    if doc:
+        attn = [s for s in doc["stages"] if s["name"] == "attention"]
+        check(all(s["attrs"]["window"] == "3" for s in attn), "sliding=0: every layer slides")
+    doc = step_json("tiny.dflare.decode")
+    if doc:
+        attn = [s for s in doc["stages"] if s["name"] == "attention"]
+        check(all(s["attrs"]["window"] == "0" for s in attn), "presets: full attention")
+
+
 def test_step_errors():
     bad = os.path.join(TMP, "bad.json")
     with open(bad, "w") as f:
@@ -223,6 +250,7 @@ def test_step_errors():
             (["tiny.dflare.decode", "--time", "0"], 2, "--time 0"),
             (["tiny.dflare.train", "--scheme", "nope"], 2, "an unknown scheme"),
             (["tiny.dflare.decode", "--set", "Q=3"], 2, "an unknown size"),
+            (["tiny.dflare.decode", "--set", "window=-1"], 2, "a negative window"),
             ([], 2, "no preset")):
         t0 = time.time()
         rc, out, err = run("step", *args)
@@ -394,7 +422,8 @@ def main():
     ap.add_argument("--flaretune", required=True)
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_step_") as TMP:
-        return clitest.main(ARGS.flaretune, [test_step_decode, test_step_train, test_step_profile,
+        return clitest.main(ARGS.flaretune, [test_step_decode, test_step_train, test_step_window,
+                                             test_step_profile,
                                              test_step_busy, test_step_errors, test_report_resume])
 
 

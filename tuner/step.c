@@ -41,6 +41,7 @@ typedef struct stage_spec {
     const char *note;
     const ft_op *op;
     int backward, grad_only;
+    int64_t window;  /* attention: the layer's sliding window (0: full attention) */
     int64_t M, N, K; /* linear's sizes (op "linear"); the preset's otherwise */
 } stage_spec;
 
@@ -113,7 +114,11 @@ static void plan_step(const ft_preset *p, plan *pl) {
         add(pl, lin("q_proj", i, train, X, qd, p->H, ""));
         add(pl, lin("kv_blk_proj", i, train, X, 2 * kvd, p->H,
                     "the block's k and v projections, one GEMM"));
-        add(pl, preset_op("attention", i, train, attn, ""));
+        /* A sliding layer's attention is a different call (its window), timed on its own. */
+        stage_spec at = preset_op("attention", i, train, attn, "");
+        at.window = ft_preset_layer_window(p, i);
+        if (at.window) at.note = "sliding-window layer";
+        add(pl, at);
         add(pl, lin("o_proj", i, train, X, p->H, qd, ""));
         add(pl, lin("mlp_gate_up", i, train, X, 2 * p->inter, p->H,
                     "gate and up projections, one GEMM"));
@@ -131,6 +136,7 @@ static ft_status size_call(ft_call *c, const stage_spec *sp, const ft_preset *p,
     ft_call_init(c, sp->op);
     c->attrs.backward = sp->backward;
     c->attrs.grad_only = sp->grad_only;
+    c->attrs.window = sp->window;
     if (sp->op == op_named("loss") && scheme) {
         ft_status s = ft_attrs_set(&c->attrs, sp->op, "scheme", scheme, err);
         if (s) return s;
@@ -156,7 +162,8 @@ static double phys_bytes(void) {
 
 static int same_call(const ft_call *a, const ft_call *b) {
     return a->op == b->op && memcmp(a->dim, b->dim, sizeof a->dim) == 0 &&
-           a->backward == b->backward && a->attrs.grad_only == b->attrs.grad_only;
+           a->backward == b->backward && a->attrs.grad_only == b->attrs.grad_only &&
+           a->attrs.window == b->attrs.window;
 }
 
 /* The profile's config for a stage, else the backend's default. */
