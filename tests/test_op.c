@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "flaretune/op.h"
+#include "flaretune/op_json.h"
 #include "ft_test.h"
 
 static const ft_op *op_named(const char *name) {
@@ -298,6 +299,19 @@ static void test_attrs(void) {
     FT_CHECK(ft_attrs_set(&a, loss, "gamma", "inf", &err) == FT_EINVAL, "not finite");
     FT_CHECK(ft_attrs_set(&a, loss, "want_dw", "2", &err) == FT_EINVAL, "bool");
     FT_CHECK(ft_attrs_set(&a, loss, "B", "0", &err) == FT_EINVAL, "B >= 1");
+    /* window: 0 = full attention, a count of positions; only the attention ops take it */
+    const ft_op *train = op_named("attention.train");
+    FT_CHECK(a.window == 0, "window defaults to 0 (full attention)");
+    FT_CHECK(ft_attrs_set(&a, train, "window", "512", &err) == FT_OK && a.window == 512, "window");
+    ft_attrs_format(&a, "window", txt, sizeof txt);
+    FT_CHECK(strcmp(txt, "512") == 0, "window formats as %s", txt);
+    FT_CHECK(ft_attrs_set(&a, train, "window", "-1", &err) == FT_EINVAL &&
+                 strstr(err.msg, "out of range"),
+             "negative window: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, train, "window", "2147483648", &err) == FT_EINVAL,
+             "window beyond int32");
+    FT_CHECK(ft_attrs_set(&a, loss, "window", "8", &err) == FT_EINVAL, "loss has no window");
+    FT_CHECK(ft_attrs_set(&a, train, "window", "0", &err) == FT_OK && a.window == 0, "window 0");
     /* format then parse gives the same value for every attribute */
     for (const ft_attr_desc *d = ft_attr_table; d->name; d++) {
         ft_attrs x, y;
@@ -310,6 +324,23 @@ static void test_attrs(void) {
                  err.msg);
         FT_CHECK(memcmp(&x, &y, sizeof x) == 0, "%s round trip", d->name);
     }
+}
+
+/* A full-attention call's attribute JSON (the key of profiles and logs) has no window, as before
+ * the attribute existed; a windowed one names it. */
+static void test_window_attrs_json(void) {
+    ft_call c;
+    make_call(&c, "attention.train", "tiny.dflare.train", 1);
+    json_t *j = ft_attrs_to_json(&c);
+    FT_CHECK(j && !json_object_get(j, "window") && json_object_get(j, "backward"),
+             "full attention: no window in the attrs");
+    json_decref(j);
+    c.attrs.window = 9;
+    j = ft_attrs_to_json(&c);
+    json_t *w = j ? json_object_get(j, "window") : NULL;
+    FT_CHECK(w && !strcmp(json_string_value(w), "9"), "window 9 in the attrs");
+    json_decref(j);
+    ft_call_free(&c);
 }
 
 static void test_reference_float32_outputs(void) {
@@ -339,6 +370,7 @@ int main(void) {
     FT_RUN(test_shape_errors);
     FT_RUN(test_index_errors);
     FT_RUN(test_attrs);
+    FT_RUN(test_window_attrs_json);
     FT_RUN(test_reference_float32_outputs);
     return ft_test_finish();
 }
