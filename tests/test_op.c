@@ -343,6 +343,48 @@ static void test_window_attrs_json(void) {
     ft_call_free(&c);
 }
 
+/* flops counts only the keys a query sees: 4*dh per (row, head, visible key) forward, 3x with
+ * the backward; under a window a query at position i sees context p > i - W, counted here key by
+ * key from the call's own anchors, keep and context lengths. */
+static void test_window_flops(void) {
+    for (int64_t W = 0; W <= 9; W += 3) {
+        ft_call c;
+        make_call(&c, "attention.train", "tiny.dflare.train", 1);
+        c.attrs.window = W;
+        const int32_t *anch = c.t[5]->data; /* anchors, keep: the op's tensors 5 and 6 */
+        const uint8_t *keep = c.t[6]->data;
+        const int64_t nseq = c.dim[0], NB = c.dim[2], B = c.dim[3], Hq = c.dim[4], dh = c.dim[6];
+        double keys = 0;
+        for (int64_t i = 0; i < nseq * NB; i++)
+            for (int64_t b = 0; keep[i] && b < B; b++) {
+                for (int64_t p = 0; p < anch[i]; p++)
+                    keys += W == 0 || p > anch[i] + b - W;
+                keys += (double)B;
+            }
+        double want = 3 * 4 * (double)dh * (double)Hq * keys, got = c.op->flops(&c);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want, "train W=%lld: flops %.17g, want %.17g",
+                 (long long)W, got, want);
+        ft_call_free(&c);
+
+        make_call(&c, "attention.decode", "tiny.dflare.decode", 0);
+        c.attrs.window = W;
+        const int32_t *lens = c.t[1]->data; /* ctx_lens */
+        const int64_t R = c.dim[0], Bd = c.dim[1], Hqd = c.dim[2], dhd = c.dim[4];
+        keys = 0;
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t b = 0; b < Bd; b++) {
+                for (int64_t p = 0; p < lens[r]; p++)
+                    keys += W == 0 || p > lens[r] + b - W;
+                keys += (double)Bd;
+            }
+        want = 4 * (double)dhd * (double)Hqd * keys;
+        got = c.op->flops(&c);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want, "decode W=%lld: flops %.17g, want %.17g",
+                 (long long)W, got, want);
+        ft_call_free(&c);
+    }
+}
+
 static void test_reference_float32_outputs(void) {
     /* The float32 outputs of ft_call_reference are the rounded float64 ones. */
     ft_call c, ref;
@@ -371,6 +413,7 @@ int main(void) {
     FT_RUN(test_index_errors);
     FT_RUN(test_attrs);
     FT_RUN(test_window_attrs_json);
+    FT_RUN(test_window_flops);
     FT_RUN(test_reference_float32_outputs);
     return ft_test_finish();
 }

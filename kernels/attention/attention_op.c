@@ -213,7 +213,7 @@ static double decode_flops(const ft_call *c) {
     if (W == 0) {
         keys = (double)B * ((double)d[DC_LSUM] + (double)R * (double)B);
     } else {
-        const int32_t *lens = c->t[DC_LENS] ? c->t[DC_LENS]->data : NULL;
+        const int32_t *lens = c->t[DC_LENS] && c->t[DC_LENS]->data ? c->t[DC_LENS]->data : NULL;
         for (int64_t r = 0; r < R; r++) {
             /* sizes only: requests share the rows evenly, as decode_fill spreads them */
             const int64_t L = lens ? lens[r] : d[DC_LSUM] / R + (r < d[DC_LSUM] % R);
