@@ -185,6 +185,8 @@ def build_cases(rng):
     add("attention.decode", {"window": 9}, gen_decode(rng), True, "ctx_lens 0,7,33,1")
     add("attention.decode", {"window": 2}, gen_decode(rng, ctx_lens=(12, 0, 5)),
         note="ctx_lens 12,0,5: the last rows see no context")
+    add("attention.decode", {"window": 9, "causal": 1}, gen_decode(rng), True,
+        "ctx_lens 0,7,33,1, the block causal")
 
     edge_anchors = [[0, 17, 40], [40, 5, 0]]
     edge_keep = [[1, 1, 1], [1, 0, 1]]
@@ -208,6 +210,11 @@ def build_cases(rng):
         gen_train(rng, nseq=1, nb=4, hq=6, hkv=3, dh=8, s=24, backward=True,
                   anchors=[[24, 0, 11, 3]], keep=[[1, 1, 0, 1]]),
         note="window 3 < B, Hq 6 / Hkv 3, " + edge)
+    add("attention.train", {"backward": 1, "window": 9, "causal": 1},
+        gen_train(rng, anchors=edge_anchors, keep=edge_keep, backward=True), True,
+        "the block causal, " + edge)
+    add("attention.train", {"backward": 1, "causal": 1}, gen_train(rng, backward=True),
+        note="the block causal, no window")
 
     # loss: every scheme with its default denominator
     for scheme, extra, dw, quick in (
@@ -405,6 +412,7 @@ def error_cases(rng):
     cases.append(("anchor S+1", "attention.train", {},
                   dict(tr, anchors=np.array([[3, 9]], dtype=np.int32))))
     cases.append(("bad attribute value window=-1", "attention.train", {"window": -1}, tr))
+    cases.append(("bad attribute value causal=2", "attention.decode", {"causal": 2}, dec))
     lab = lo["labels"].copy()
     lab[np.flatnonzero((lo["mask"] != 0) & (np.arange(len(lab)) % 4 > 0))[0]] = 50
     cases.append(("label V on a scored row", "loss", {"B": 4}, dict(lo, labels=lab)))

@@ -132,11 +132,12 @@ def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA):
 
 # ---- attention.decode ------------------------------------------------------------------------
 
-def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None, window=0):
+def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None, window=0, causal=0):
     """q [R,B,Hq,dh], ctx_lens [R], k_ctx/v_ctx [sum L,Hkv,dh], k_blk/v_blk [R,B,Hkv,dh].
 
     window W > 0: query b of request r sits at position L_r + b and sees only the context
-    positions p with L_r + b - W < p (SPEC.md "Sliding window"); its block's keys stay visible.
+    positions p with L_r + b - W < p (SPEC.md "Sliding window"); its block's keys stay visible
+    (causal = 1: only the block's keys 0..b).
     """
     q, k_ctx, v_ctx, k_blk, v_blk = map(_f64, (q, k_ctx, v_ctx, k_blk, v_blk))
     nr, b, hq, dh = q.shape
@@ -156,7 +157,9 @@ def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None, window
         L = int(ctx_lens[r])
         pos = np.arange(L + b)                       # key t: context position t, then the block
         qpos = L + np.arange(b)
-        vis = (pos[None, :] >= L) | (window == 0) | (pos[None, :] > qpos[:, None] - window)
+        blk_ok = (pos[None, :] - L <= np.arange(b)[:, None]) if causal else True
+        vis = np.where(pos[None, :] >= L, blk_ok,
+                       (window == 0) | (pos[None, :] > qpos[:, None] - window))
         sc = np.where(vis[:, None, None, :], sc, -np.inf)
         m = np.max(sc, axis=-1, keepdims=True)
         e = np.exp(sc - m)
@@ -168,12 +171,14 @@ def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None, window
 
 # ---- attention.train -------------------------------------------------------------------------
 
-def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do=None, window=0):
+def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do=None, window=0,
+                    causal=0):
     """Block-sparse training attention (SPEC.md attention.train); with do also the gradients.
 
     Scores are laid out [nseq, NB, Hkv, G, B, S + B]: the S context keys (visible when
     p < anchor) then the block's own B keys; a keep = 0 block sees nothing. window W > 0: query
-    b of a block sits at position anchor + b and also needs anchor + b - W < p.
+    b of a block sits at position anchor + b and also needs anchor + b - W < p. causal = 1: query
+    b sees only its block's keys 0..b.
     """
     q, k_ctx, v_ctx, k_blk, v_blk = map(_f64, (q, k_ctx, v_ctx, k_blk, v_blk))
     ns, nb, b, hq, dh = q.shape
@@ -194,6 +199,8 @@ def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do
         vis_c = vis_c & (pos > qpos - window)
     vis_c = np.broadcast_to(vis_c, (ns, nb, b, s_len))
     vis_b = np.broadcast_to(kept[..., None, None], (ns, nb, b, b))
+    if causal:
+        vis_b = vis_b & (np.arange(b)[None, :] <= np.arange(b)[:, None])[None, None]
     vis = np.concatenate([vis_c, vis_b], axis=-1)[:, :, None, None, :, :]
     sc = np.where(vis, np.concatenate([sc_c, sc_b], axis=-1), -np.inf)
 
@@ -333,9 +340,10 @@ OPS = {
     "attention.kvproj": (("c", "w_k", "w_v", "gk"), ("pos",), ("k", "v"),
                          {"eps": float, "rope_theta": float}),
     "attention.decode": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("ctx_lens",),
-                         ("o", "lse"), {"scale": float, "window": int}),
+                         ("o", "lse"), {"scale": float, "window": int, "causal": int}),
     "attention.train": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("anchors", "keep"),
-                        ("o", "lse"), {"scale": float, "backward": int, "window": int}),
+                        ("o", "lse"), {"scale": float, "backward": int, "window": int,
+                                       "causal": int}),
     "loss": (("h", "w_lm"), ("labels", "mask"), ("loss", "ce", "q", "w", "dh"),
              {"B": int, "scheme": str, "gamma": float, "gamma0": float, "gamma_max": float,
               "step": float, "warmup_steps": float, "alpha": float, "num_seqs": float,
@@ -584,6 +592,27 @@ def self_test():
         ck.check("attention.decode window=%d o vs loops" % wnd, _rel(o["o"], no), 1e-13)
         ck.check("attention.decode window=%d lse vs loops" % wnd, _rel(o["lse"], nl), 1e-13)
 
+    # causal = 1 with window 4: query bi sees block keys 0..bi only
+    o = attention_decode(**args, scale=0.7, window=4, causal=1)
+    no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
+    off = 0
+    for ri in range(r):
+        for bi in range(b):
+            ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - 4]
+            for hi in range(hq):
+                kv = hi // (hq // hkv)
+                keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
+                       [args["k_blk"][ri, c, kv] for c in range(bi + 1)]
+                vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
+                       [args["v_blk"][ri, c, kv] for c in range(bi + 1)]
+                sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
+                nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
+                no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
+                                     for p in range(len(vals)))
+        off += lens[ri]
+    ck.check("attention.decode window=4 causal=1 o vs loops", _rel(o["o"], no), 1e-13)
+    ck.check("attention.decode window=4 causal=1 lse vs loops", _rel(o["lse"], nl), 1e-13)
+
     # attention.train: forward per block against decode, backward against finite differences
     ns, nb, b, hq, hkv, dh, s_len = 2, 3, 3, 4, 2, 4, 5
     inp = {"q": rn((ns, nb, b, hq, dh)), "k_ctx": rn((ns, s_len, hkv, dh)),
@@ -653,6 +682,35 @@ def self_test():
     # sequence 0, anchors 0, 3, 5: windows reach rows 1, 2 (anchor 3) and 3, 4 (anchor 5)
     ck.check("attention.train window=3 row 0 (outside every window) gets no gradient",
              float(np.abs(g["dk_ctx"][0, 0]).sum() + np.abs(g["dv_ctx"][0, 0]).sum()), 1e-300)
+
+    # causal = 1 (with window 3): per block against causal windowed decode, FD gradients, and
+    # the last block key reaches only the last query
+    def fw_train_c(i, do=None):
+        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
+                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
+                               window=3, causal=1)
+    o = fw_train_c(inp)
+    err_o = 0.0
+    for si in range(ns):
+        for j in range(nb):
+            if not keep[si, j]:
+                continue
+            a = anchors[si, j]
+            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
+                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
+                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
+                                   scale=0.6, window=3, causal=1)
+            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+    ck.check("attention.train window=3 causal=1 o vs windowed causal decode", err_o, 1e-13)
+    _check_grads(ck, "attention.train window=3 causal=1", fw_train_c, inp,
+                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
+                  ("v_blk", "dv_blk")], ["o"], rng)
+    do_last = np.zeros_like(o["o"])
+    do_last[:, :, :-1] = rn(do_last[:, :, :-1].shape)   # upstream gradient on rows 0..B-2 only
+    g = fw_train_c(inp, {"o": do_last})
+    ck.check("attention.train causal=1: the last block key gets no gradient from earlier rows",
+             float(np.abs(g["dk_blk"][:, :, -1]).sum() + np.abs(g["dv_blk"][:, :, -1]).sum()),
+             1e-300)
 
     # loss: weights against the table, dpace weights against the accepted-length surrogate,
     # gradients (weights held constant) against finite differences

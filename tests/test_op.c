@@ -347,10 +347,13 @@ static void test_window_attrs_json(void) {
  * the backward; under a window a query at position i sees context p > i - W, counted here key by
  * key from the call's own anchors, keep and context lengths. */
 static void test_window_flops(void) {
-    for (int64_t W = 0; W <= 9; W += 3) {
+    for (int64_t k = 0; k < 8; k++) {
+        const int64_t W = k % 4 * 3;
+        const int causal = (int)(k / 4); /* query b sees block keys 0..b */
         ft_call c;
         make_call(&c, "attention.train", "tiny.dflare.train", 1);
         c.attrs.window = W;
+        c.attrs.causal = causal;
         const int32_t *anch = c.t[5]->data; /* anchors, keep: the op's tensors 5 and 6 */
         const uint8_t *keep = c.t[6]->data;
         const int64_t nseq = c.dim[0], NB = c.dim[2], B = c.dim[3], Hq = c.dim[4], dh = c.dim[6];
@@ -359,15 +362,16 @@ static void test_window_flops(void) {
             for (int64_t b = 0; keep[i] && b < B; b++) {
                 for (int64_t p = 0; p < anch[i]; p++)
                     keys += W == 0 || p > anch[i] + b - W;
-                keys += (double)B;
+                keys += causal ? (double)(b + 1) : (double)B;
             }
         double want = 3 * 4 * (double)dh * (double)Hq * keys, got = c.op->flops(&c);
-        FT_CHECK(fabs(got - want) <= 1e-9 * want, "train W=%lld: flops %.17g, want %.17g",
-                 (long long)W, got, want);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want,
+                 "train W=%lld causal=%d: flops %.17g, want %.17g", (long long)W, causal, got, want);
         ft_call_free(&c);
 
         make_call(&c, "attention.decode", "tiny.dflare.decode", 0);
         c.attrs.window = W;
+        c.attrs.causal = causal;
         const int32_t *lens = c.t[1]->data; /* ctx_lens */
         const int64_t R = c.dim[0], Bd = c.dim[1], Hqd = c.dim[2], dhd = c.dim[4];
         keys = 0;
@@ -375,12 +379,13 @@ static void test_window_flops(void) {
             for (int64_t b = 0; b < Bd; b++) {
                 for (int64_t p = 0; p < lens[r]; p++)
                     keys += W == 0 || p > lens[r] + b - W;
-                keys += (double)Bd;
+                keys += causal ? (double)(b + 1) : (double)Bd;
             }
         want = 4 * (double)dhd * (double)Hqd * keys;
         got = c.op->flops(&c);
-        FT_CHECK(fabs(got - want) <= 1e-9 * want, "decode W=%lld: flops %.17g, want %.17g",
-                 (long long)W, got, want);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want,
+                 "decode W=%lld causal=%d: flops %.17g, want %.17g", (long long)W, causal, got,
+                 want);
         ft_call_free(&c);
     }
 }

@@ -657,6 +657,7 @@ typedef struct train_case {
     double *R; /* the objective's random weights on o, and the upstream gradient dout */
     double *o, *lse;
     int64_t window; /* sliding window (0: full attention) */
+    int causal;     /* query b sees block keys 0..b only */
 } train_case;
 
 typedef struct train_sizes {
@@ -674,7 +675,7 @@ static train_case train_new(ft_rng *r, int64_t nseq, int64_t S, int64_t NB, int6
                             int64_t Hkv, int64_t dh) {
     train_case c = {nseq, S,    NB,   B,    Hq,   Hkv,  dh,   1.0 / sqrt((double)dh),
                     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                    NULL, NULL, 0};
+                    NULL, NULL, 0, 0};
     train_sizes z = tsz(&c);
     c.q = dalloc(z.q);
     c.k_ctx = dalloc(z.ctx);
@@ -713,14 +714,14 @@ static void train_free(train_case *c) {
 }
 
 static void train_fwd(train_case *c) {
-    if (c->window == 0) /* the full-attention entry point itself, as every caller has it */
+    if (c->window == 0 && !c->causal) /* the full-attention entry point, as callers have it */
         ft_ref_attn_train_fwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
                               c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->o,
                               c->lse);
     else
         ft_ref_attn_train_fwd_win(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale,
-                                  c->window, c->q, c->k_ctx, c->v_ctx, c->k_blk, c->v_blk,
-                                  c->anchors, c->keep, c->o, c->lse);
+                                  c->window, c->causal, c->q, c->k_ctx, c->v_ctx, c->k_blk,
+                                  c->v_blk, c->anchors, c->keep, c->o, c->lse);
 }
 
 static double train_objective(void *ctx) {
@@ -736,15 +737,15 @@ typedef struct train_grads {
 static train_grads train_bwd(const train_case *c) {
     train_sizes z = tsz(c);
     train_grads g = {dalloc(z.q), dalloc(z.ctx), dalloc(z.ctx), dalloc(z.blk), dalloc(z.blk)};
-    if (c->window == 0)
+    if (c->window == 0 && !c->causal)
         ft_ref_attn_train_bwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
                               c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->R,
                               g.dq, g.dk_ctx, g.dv_ctx, g.dk_blk, g.dv_blk);
     else
         ft_ref_attn_train_bwd_win(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale,
-                                  c->window, c->q, c->k_ctx, c->v_ctx, c->k_blk, c->v_blk,
-                                  c->anchors, c->keep, c->R, g.dq, g.dk_ctx, g.dv_ctx, g.dk_blk,
-                                  g.dv_blk);
+                                  c->window, c->causal, c->q, c->k_ctx, c->v_ctx, c->k_blk,
+                                  c->v_blk, c->anchors, c->keep, c->R, g.dq, g.dk_ctx, g.dv_ctx,
+                                  g.dk_blk, g.dv_blk);
     return g;
 }
 
@@ -1090,7 +1091,7 @@ static void test_window_decode_by_plain(void) {
     dec_case c = dec_new(&r, 2, 4, 4, 2, 8, lens);
     const int64_t W = 6, E = c.Hkv * c.dh, G = c.Hq / c.Hkv;
     double *o = dalloc(c.R * c.B * c.Hq * c.dh), *lse = dalloc(c.R * c.B * c.Hq);
-    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, W, c.q, c.ctx_lens, c.k_ctx,
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, W, 0, c.q, c.ctx_lens, c.k_ctx,
                                c.v_ctx, c.k_blk, c.v_blk, o, lse);
     double K[(9 + 4) * 8], V[(9 + 4) * 8], want[8], wlse, worst = 0, worst_lse = 0;
     int64_t off = 0, seen_cut = 0;
@@ -1125,14 +1126,14 @@ static void test_window_decode_by_plain(void) {
     /* W = 1: no context key at all, as if every request had an empty context. */
     const int32_t none[2] = {0, 0};
     double *o0 = dalloc(c.R * c.B * c.Hq * c.dh), *lse0 = dalloc(c.R * c.B * c.Hq);
-    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 1, c.q, c.ctx_lens, c.k_ctx,
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 1, 0, c.q, c.ctx_lens, c.k_ctx,
                                c.v_ctx, c.k_blk, c.v_blk, o, lse);
     ft_ref_attn_decode_fwd(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.q, none, c.k_ctx, c.v_ctx,
                            c.k_blk, c.v_blk, o0, lse0);
     FT_CHECK(memcmp(o, o0, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0,
              "window 1 still sees a context key");
     /* W = 9 + 4 reaches position 0 from every row of both requests: full attention. */
-    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 13, c.q, c.ctx_lens, c.k_ctx,
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 13, 0, c.q, c.ctx_lens, c.k_ctx,
                                c.v_ctx, c.k_blk, c.v_blk, o, lse);
     dec_run(&c);
     FT_CHECK(memcmp(o, c.o, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0 &&
@@ -1203,8 +1204,8 @@ static void test_window_train_equals_decode(void) {
             memcpy(vc + off * E, c.v_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
             off += a;
         }
-    ft_ref_attn_decode_fwd_win(z.nblk, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.window, c.q, c.anchors,
-                               kc, vc, c.k_blk, c.v_blk, o, lse);
+    ft_ref_attn_decode_fwd_win(z.nblk, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.window, c.causal, c.q,
+                               c.anchors, kc, vc, c.k_blk, c.v_blk, o, lse);
     CHECK_REL(c.o, o, z.q, 1e-14, "window: train o vs decode on context prefixes");
     CHECK_REL(c.lse, lse, z.lse, 1e-14, "window: train lse vs decode on context prefixes");
     free(kc);
@@ -1246,6 +1247,70 @@ static void test_window_train_grad(void) {
     train_free(&c);
 }
 
+/* causal = 1 (SpecForge's sliding layers): query b of a block sees its block's keys 0..b. Train
+ * with a window against plain_attention on the keys listed by the rule (context rows p with
+ * a + b - W < p < a, then block rows 0..b); row 0 sees one block key; the central-difference
+ * gradients hold; and a block key c is invisible to the rows before it (perturbing it leaves
+ * them exactly). */
+static void test_causal_block(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 325);
+    train_case c = train_new(&r, 1, 12, 2, 4, 2, 1, 8);
+    c.anchors[0] = 10;
+    c.anchors[1] = 3;
+    c.window = 5;
+    c.causal = 1;
+    train_fwd(&c);
+    const int64_t E = c.Hkv * c.dh, dh = c.dh;
+    double K[(12 + 4) * 8], V[(12 + 4) * 8], want[8], wlse, worst = 0;
+    for (int64_t j = 0; j < c.NB; j++) {
+        const int64_t a = c.anchors[j];
+        for (int64_t b = 0; b < c.B; b++)
+            for (int64_t h = 0; h < c.Hq; h++) {
+                int64_t n = 0;
+                for (int64_t p = 0; p < a; p++)
+                    if (a + b - c.window < p) {
+                        memcpy(K + n * dh, c.k_ctx + p * E, sizeof(double) * 8);
+                        memcpy(V + n * dh, c.v_ctx + p * E, sizeof(double) * 8);
+                        n++;
+                    }
+                for (int64_t t = 0; t <= b; t++, n++) {
+                    memcpy(K + n * dh, c.k_blk + (j * c.B + t) * E, sizeof(double) * 8);
+                    memcpy(V + n * dh, c.v_blk + (j * c.B + t) * E, sizeof(double) * 8);
+                }
+                const int64_t row = (j * c.B + b) * c.Hq + h;
+                plain_attention(n, dh, c.scale, c.q + row * dh, K, V, want, &wlse);
+                for (int64_t d = 0; d < dh; d++)
+                    worst = fmax(worst, fabs(c.o[row * dh + d] - want[d]));
+                worst = fmax(worst, fabs(c.lse[row] - wlse));
+            }
+    }
+    FT_CHECK(worst < 1e-13, "causal block, window 5 vs plain: %.3g", worst);
+    /* block 0's key 2 moves rows 2 and 3 only */
+    const int64_t n = tsz(&c).q, per_q = c.Hq * dh;
+    double *o0 = dclone(c.o, n);
+    for (int64_t e = 0; e < E; e++)
+        c.v_blk[2 * E + e] += 3;
+    train_fwd(&c);
+    FT_CHECK(memcmp(c.o, o0, sizeof(double) * (size_t)(2 * per_q)) == 0,
+             "block key 2 changed rows 0 and 1");
+    FT_CHECK(ft_test_rel_err(c.o + 2 * per_q, o0 + 2 * per_q, 2 * per_q) > 1e-3,
+             "block key 2 did not change rows 2 and 3");
+    free(o0);
+    train_free(&c);
+    /* gradients, causal with and without a window */
+    train_case d = train_new(&r, 2, 8, 3, 3, 4, 2, 4);
+    const int32_t anc[6] = {0, 8, 5, 2, 7, 8};
+    for (int i = 0; i < 6; i++)
+        d.anchors[i] = anc[i];
+    d.keep[4] = 0;
+    d.causal = 1;
+    train_grad_check(&d, 1 << 30, &r);
+    d.window = 3;
+    train_grad_check(&d, 1 << 30, &r);
+    train_free(&d);
+}
+
 int main(void) {
     FT_RUN(test_kvproj_hand_dh2);
     FT_RUN(test_kvproj_hand_rope_pairs);
@@ -1272,5 +1337,6 @@ int main(void) {
     FT_RUN(test_window_train_edge);
     FT_RUN(test_window_train_equals_decode);
     FT_RUN(test_window_train_grad);
+    FT_RUN(test_causal_block);
     return ft_test_finish();
 }

@@ -37,6 +37,7 @@ typedef struct ft_attrs {
     int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
     int grad_only;     /* linear with backward: the backward's GEMMs alone           */
     int64_t window;    /* attention: sliding window W over the context, 0 = full     */
+    int causal;        /* attention: query b sees block keys 0..b only (0: all B)    */
     ft_loss_attrs loss;
 } ft_attrs;
 

@@ -109,24 +109,25 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
 /* ---- sliding-window attention (SPEC.md "Sliding window") ---------------------------------
  * The same ops with a window W over the context: a query at position i (decode: ctx_len + b;
  * train: anchors[s,j] + b) sees the context keys p with i - W < p, besides those it already
- * sees; the block's own B keys stay visible. window = 0 is full attention (the functions above
- * are these with window = 0). */
+ * sees; the block's own B keys stay visible, all of them, or with causal = 1 those at offsets
+ * 0..b. window = 0 is full attention (the functions above are these with window = 0 and
+ * causal = 0). */
 
 int64_t ft_ref_window_lo(int64_t window, int64_t qpos); /* first visible context position */
 
 void ft_ref_attn_decode_fwd_win(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
-                                double scale, int64_t window, const double *q,
+                                double scale, int64_t window, int causal, const double *q,
                                 const int32_t *ctx_lens, const double *k_ctx, const double *v_ctx,
                                 const double *k_blk, const double *v_blk, double *o, double *lse);
 
 void ft_ref_attn_train_fwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
-                               int64_t Hkv, int64_t dh, double scale, int64_t window,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
                                const double *q, const double *k_ctx, const double *v_ctx,
                                const double *k_blk, const double *v_blk, const int32_t *anchors,
                                const uint8_t *keep, double *o, double *lse);
 
 void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
-                               int64_t Hkv, int64_t dh, double scale, int64_t window,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
                                const double *q, const double *k_ctx, const double *v_ctx,
                                const double *k_blk, const double *v_blk, const int32_t *anchors,
                                const uint8_t *keep, const double *dout, double *dq,

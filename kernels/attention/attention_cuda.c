@@ -316,16 +316,16 @@ FT_CUDA_KERNEL(decode_simt,
                (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
                 const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
                 int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale, int win),
+                float scale, int win, int causal),
                (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale, &win))
+                &KT, &stages, &ld, &gran, &tpr, &scale, &win, &causal))
 FT_CUDA_KERNEL(decode_mma,
                (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
                 const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
                 int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale, int win),
+                float scale, int win, int causal),
                (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale, &win))
+                &KT, &stages, &ld, &gran, &tpr, &scale, &win, &causal))
 FT_CUDA_KERNEL(decode_merge,
                (const float *po, const float *plse, void *o, void *lse, int R, int B, int Hq,
                 int Hkv, int dh, int splits),
@@ -386,6 +386,7 @@ static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_conf
     }
     void *const *d = call->d;
     int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh, win = (int)g.win;
+    int causal = c->attrs.causal;
     float scale = (float)ft_attn_scale(&c->attrs, g.dh);
     __typeof__(launch_decode_simt) *decode =
         g.path == DEC_PATH_MMA ? launch_decode_mma : launch_decode_simt;
@@ -393,7 +394,7 @@ static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_conf
     if ((s = decode(x, m, grid, (ft_dim3){(unsigned)g.warps * 32, 1, 1}, g.smem, d[DC_Q],
                     d[DC_LENS], d[DC_KCTX], d[DC_VCTX], d[DC_KBLK], d[DC_VBLK], d[DC_O], d[DC_LSE],
                     po, plse, B, Hq, Hkv, dh, g.kt, g.stages, g.ld, g.gran, g.tpr, scale, win,
-                    err)))
+                    causal, err)))
         return s;
     if (splits == 1) return FT_OK;
     return launch_decode_merge(x, m, (ft_dim3){(unsigned)cdiv(g.R * g.B * g.Hq, 4), 1, 1},

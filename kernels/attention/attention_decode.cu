@@ -9,6 +9,7 @@
  *   whatever L_r is); the rows of later queries mask the few keys at its start they do not see
  *   (score -inf). A step where a row sees no key leaves it untouched: its running max stays
  *   -inf, and the exponentials are taken against 0 instead (exp2(-inf) = 0, no NaN).
+ *   causal = 1: query b sees its block's keys 0..b only (masked as the window masks).
  *
  * Napkin math at qwen3-8b decode (R = 16, L = 4096, B = 16, Hq 32, Hkv 8, dh 128), bf16: K/V of
  * the contexts are 2 * 16 * 4096 * 8 * 128 * 2 B = 268 MB, read once when the G = 4 query heads of
@@ -184,9 +185,9 @@ __device__ __forceinline__ int window_start(int L, int win) {
 }
 
 /* Does query b of the request see key t (context t < L, block after)? Under a window only the
- * context keys t > L + b - win. */
-__device__ __forceinline__ bool window_sees(int t, int L, int b, int win) {
-    return win == 0 || t >= L || t > L + b - win;
+ * context keys t > L + b - win; under causal only the block keys t - L <= b. */
+__device__ __forceinline__ bool window_sees(int t, int L, int b, int win, int causal) {
+    return t >= L ? !causal || t - L <= b : win == 0 || t > L + b - win;
 }
 
 /* The pipeline over the split's tiles, calling step(buffer, first key, keys valid) per tile. */
@@ -303,7 +304,7 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
                 const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
                 st_t *__restrict__ o, st_t *__restrict__ lse, float *__restrict__ po,
                 float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT, int stages,
-                int ld, int gran, int tpr, float scale, int win) {
+                int ld, int gran, int tpr, float scale, int win, int causal) {
     FT_DYNAMIC_SMEM(st_t, ks);
     st_t *vs = ks + stages * KT * ld;
     const int s = blockIdx.x, splits = gridDim.x, j = blockIdx.y, r = blockIdx.z;
@@ -362,7 +363,8 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
             }                                                                                      \
             for (int w = 16; w >= spw; w >>= 1)                                                    \
                 dot += __shfl_xor_sync(0xffffffffu, dot, w);                                       \
-            sc[kk] = c0 + kk < (NVALID) && window_sees(t0 + c0 + kk, L, b, win) ? dot : -INFINITY; \
+            const bool vis_ = c0 + kk < (NVALID) && window_sees(t0 + c0 + kk, L, b, win, causal);  \
+            sc[kk] = vis_ ? dot : -INFINITY;                                                       \
             mx = fmaxf(mx, sc[kk]);                                                                \
         }                                                                                          \
         const float mnew = fmaxf(mrow, mx), mref = mnew == -INFINITY ? 0.0f : mnew;                \
@@ -430,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
                const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
                st_t *__restrict__ o, st_t *__restrict__ lse, float *__restrict__ po,
                float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT, int stages,
-               int ld, int gran, int tpr, float scale, int win) {
+               int ld, int gran, int tpr, float scale, int win, int causal) {
     (void)tpr;
     FT_DYNAMIC_SMEM(st_t, ks);
     st_t *vs = ks + stages * KT * ld;
@@ -498,8 +500,8 @@ extern "C" __global__ void __launch_bounds__(MAXT)
                                                                                  e++) {            \
                 const int key = c0 + h * 8 + 2 * cq + (e & 1);                                     \
                 const int qb = ((warp * FT_TPW + u) * 16 + gq + 8 * (e >> 1)) / G;                 \
-                sc[h][e] = key < (NVALID) && window_sees(t0 + key, L, qb, win) ? sc[h][e] * qsc    \
-                                                                               : -INFINITY;        \
+                const bool vis_ = key < (NVALID) && window_sees(t0 + key, L, qb, win, causal);     \
+                sc[h][e] = vis_ ? sc[h][e] * qsc : -INFINITY;                                      \
                 if (e < 2) mx0 = fmaxf(mx0, sc[h][e]);                                             \
                 else mx1 = fmaxf(mx1, sc[h][e]);                                                   \
             }                                                                                      \

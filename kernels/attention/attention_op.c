@@ -149,7 +149,7 @@ static const ft_tensor_spec decode_tensors[] = {
     [DC_O] = {"o", FT_F32, "R,B,Hq,dh", FT_ROLE_OUT, 0, "attention output"},
     [DC_LSE] = {"lse", FT_F32, "R,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp of the scaled scores"},
 };
-static const char *const decode_attrs[] = {"scale", "window", "dtype", NULL};
+static const char *const decode_attrs[] = {"scale", "window", "causal", "dtype", NULL};
 
 static ft_status decode_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -202,23 +202,26 @@ static void decode_reference(const ft_call *c) {
     const int64_t *d = c->dim;
     ft_ref_attn_decode_fwd_win(
         d[DC_R], d[DC_B], d[DC_HQ], d[DC_HKV], d[DC_DH], ft_attn_scale(&c->attrs, d[DC_DH]),
-        c->attrs.window, c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
+        c->attrs.window, c->attrs.causal, c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
         c->t[DC_KBLK]->data, c->t[DC_VBLK]->data, c->t[DC_O]->data, c->t[DC_LSE]->data);
 }
 
 /* Visible keys summed over the B query rows of every request (query b at position L_r + b). */
 static double decode_flops(const ft_call *c) {
     const int64_t *d = c->dim, W = c->attrs.window, R = d[DC_R], B = d[DC_B];
+    /* the block keys of a block's B rows: B each, or 1 + 2 + ... + B when causal */
+    const double blk = c->attrs.causal ? (double)B * (double)(B + 1) / 2 : (double)B * (double)B;
     double keys = 0;
     if (W == 0) {
-        keys = (double)B * ((double)d[DC_LSUM] + (double)R * (double)B);
+        keys = (double)B * (double)d[DC_LSUM] + (double)R * blk;
     } else {
         const int32_t *lens = c->t[DC_LENS] && c->t[DC_LENS]->data ? c->t[DC_LENS]->data : NULL;
         for (int64_t r = 0; r < R; r++) {
             /* sizes only: requests share the rows evenly, as decode_fill spreads them */
             const int64_t L = lens ? lens[r] : d[DC_LSUM] / R + (r < d[DC_LSUM] % R);
             for (int64_t b = 0; b < B; b++)
-                keys += (double)visible_ctx(W, L + b, L) + (double)B;
+                keys += (double)visible_ctx(W, L + b, L);
+            keys += blk;
         }
     }
     return 4.0 * (double)d[DC_DH] * (double)d[DC_HQ] * keys;
@@ -263,7 +266,7 @@ static const ft_tensor_spec train_tensors[] = {
     [TR_DKBLK] = {"dk_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_blk"},
     [TR_DVBLK] = {"dv_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_blk"},
 };
-static const char *const train_attrs[] = {"scale", "backward", "window", "dtype", NULL};
+static const char *const train_attrs[] = {"scale", "backward", "window", "causal", "dtype", NULL};
 
 static ft_status train_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -318,13 +321,15 @@ static void train_reference(const ft_call *c) {
     double scale = ft_attn_scale(&c->attrs, d[TR_DH]);
     const int64_t W = c->attrs.window;
     ft_ref_attn_train_fwd_win(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV],
-                              d[TR_DH], scale, W, c->t[TR_Q]->data, c->t[TR_KCTX]->data,
+                              d[TR_DH], scale, W, c->attrs.causal, c->t[TR_Q]->data,
+                              c->t[TR_KCTX]->data,
                               c->t[TR_VCTX]->data, c->t[TR_KBLK]->data, c->t[TR_VBLK]->data,
                               c->t[TR_ANCH]->data, c->t[TR_KEEP]->data, c->t[TR_O]->data,
                               c->t[TR_LSE]->data);
     if (c->backward)
         ft_ref_attn_train_bwd_win(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV],
-                                  d[TR_DH], scale, W, c->t[TR_Q]->data, c->t[TR_KCTX]->data,
+                                  d[TR_DH], scale, W, c->attrs.causal, c->t[TR_Q]->data,
+                                  c->t[TR_KCTX]->data,
                                   c->t[TR_VCTX]->data, c->t[TR_KBLK]->data, c->t[TR_VBLK]->data,
                                   c->t[TR_ANCH]->data, c->t[TR_KEEP]->data, c->t[TR_DO]->data,
                                   c->t[TR_DQ]->data, c->t[TR_DKCTX]->data, c->t[TR_DVCTX]->data,
@@ -334,26 +339,29 @@ static void train_reference(const ft_call *c) {
 /* Visible keys summed over the query rows of the kept blocks (query b at position anchor + b). */
 static double train_flops(const ft_call *c) {
     const int64_t *d = c->dim, W = c->attrs.window, B = d[TR_B];
+    /* the block keys of a block's B rows: B each, or 1 + 2 + ... + B when causal */
+    const double blk = c->attrs.causal ? (double)B * (double)(B + 1) / 2 : (double)B * (double)B;
     double keys = 0; /* summed over the B rows of each block */
     if (c->t[TR_ANCH] && c->t[TR_KEEP]) {
         const int32_t *anchors = c->t[TR_ANCH]->data;
         const uint8_t *keep = c->t[TR_KEEP]->data;
         for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++) {
             if (!keep[i]) continue;
+            keys += blk;
             if (W == 0) {
-                keys += (double)B * ((double)anchors[i] + (double)B);
+                keys += (double)B * (double)anchors[i];
                 continue;
             }
             for (int64_t b = 0; b < B; b++)
-                keys += (double)visible_ctx(W, anchors[i] + b, anchors[i]) + (double)B;
+                keys += (double)visible_ctx(W, anchors[i] + b, anchors[i]);
         }
     } else if (W == 0) {
         /* Sizes only (planning): anchors average S/2. */
-        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * (double)B * ((double)d[TR_S] / 2 + (double)B);
+        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * ((double)B * (double)d[TR_S] / 2 + blk);
     } else {
-        double per_block = 0;
+        double per_block = blk;
         for (int64_t b = 0; b < B; b++)
-            per_block += mean_visible_ctx(W, b, d[TR_S]) + (double)B;
+            per_block += mean_visible_ctx(W, b, d[TR_S]);
         keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * per_block;
     }
     double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * keys;

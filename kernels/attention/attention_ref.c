@@ -14,6 +14,7 @@
  *     window W > 0 (sliding-window layers): the query at position i (decode ctx_lens[r] + b,
  *             train anchors[s,j] + b) keeps only the context keys p > i - W; its block's own
  *             rows stay visible, so a row always sees at least B keys.
+ *     causal (SpecForge's sliding layers): query b sees its block's rows 0..b only.
  *   train backward, given do for the row (D = do . o):
  *            dp_t = do . v_t,  ds_t = p_t (dp_t - D)
  *            dq = scale sum_t ds_t k_t,  dk_t += scale ds_t q,  dv_t += p_t do
@@ -138,12 +139,12 @@ void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64
                             const double *q, const int32_t *ctx_lens, const double *k_ctx,
                             const double *v_ctx, const double *k_blk, const double *v_blk,
                             double *o, double *lse) {
-    ft_ref_attn_decode_fwd_win(R, B, Hq, Hkv, dh, scale, 0, q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk,
-                               o, lse);
+    ft_ref_attn_decode_fwd_win(R, B, Hq, Hkv, dh, scale, 0, 0, q, ctx_lens, k_ctx, v_ctx, k_blk,
+                               v_blk, o, lse);
 }
 
 void ft_ref_attn_decode_fwd_win(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
-                                double scale, int64_t window, const double *q,
+                                double scale, int64_t window, int causal, const double *q,
                                 const int32_t *ctx_lens, const double *k_ctx, const double *v_ctx,
                                 const double *k_blk, const double *v_blk, double *o, double *lse) {
     assert(R >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
@@ -167,7 +168,8 @@ void ft_ref_attn_decode_fwd_win(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, i
                 const int64_t row = (r * B + b) * Hq + h;
                 const int64_t cbase = (off + lo) * stride + j * dh, bbase = r * B * stride + j * dh;
                 lse[row] = attend_row(dh, scale, q + row * dh, L - lo, k_ctx + cbase, v_ctx + cbase,
-                                      B, k_blk + bbase, v_blk + bbase, stride, p, o + row * dh);
+                                      causal ? b + 1 : B, k_blk + bbase, v_blk + bbase, stride, p,
+                                      o + row * dh);
             }
         }
         off += L;
@@ -181,12 +183,12 @@ void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            int64_t dh, double scale, const double *q, const double *k_ctx,
                            const double *v_ctx, const double *k_blk, const double *v_blk,
                            const int32_t *anchors, const uint8_t *keep, double *o, double *lse) {
-    ft_ref_attn_train_fwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, q, k_ctx, v_ctx, k_blk, v_blk,
-                              anchors, keep, o, lse);
+    ft_ref_attn_train_fwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, 0, q, k_ctx, v_ctx, k_blk,
+                              v_blk, anchors, keep, o, lse);
 }
 
 void ft_ref_attn_train_fwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
-                               int64_t Hkv, int64_t dh, double scale, int64_t window,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
                                const double *q, const double *k_ctx, const double *v_ctx,
                                const double *k_blk, const double *v_blk, const int32_t *anchors,
                                const uint8_t *keep, double *o, double *lse) {
@@ -213,8 +215,8 @@ void ft_ref_attn_train_fwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, i
                     const int64_t cbase = (s * S + lo) * stride + j * dh;
                     const int64_t bbase = blk * B * stride + j * dh;
                     lse[row] = attend_row(dh, scale, q + row * dh, a - lo, k_ctx + cbase,
-                                          v_ctx + cbase, B, k_blk + bbase, v_blk + bbase, stride, p,
-                                          o + row * dh);
+                                          v_ctx + cbase, causal ? b + 1 : B, k_blk + bbase,
+                                          v_blk + bbase, stride, p, o + row * dh);
                 }
         }
     free(p);
@@ -226,12 +228,12 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            const int32_t *anchors, const uint8_t *keep, const double *dout,
                            double *dq, double *dk_ctx, double *dv_ctx, double *dk_blk,
                            double *dv_blk) {
-    ft_ref_attn_train_bwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, q, k_ctx, v_ctx, k_blk, v_blk,
-                              anchors, keep, dout, dq, dk_ctx, dv_ctx, dk_blk, dv_blk);
+    ft_ref_attn_train_bwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, 0, q, k_ctx, v_ctx, k_blk,
+                              v_blk, anchors, keep, dout, dq, dk_ctx, dv_ctx, dk_blk, dv_blk);
 }
 
 void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
-                               int64_t Hkv, int64_t dh, double scale, int64_t window,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
                                const double *q, const double *k_ctx, const double *v_ctx,
                                const double *k_blk, const double *v_blk, const int32_t *anchors,
                                const uint8_t *keep, const double *dout, double *dq,
@@ -259,16 +261,16 @@ void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, i
                     /* the row's visible context rows [lo, a), nc of them (see the forward) */
                     int64_t lo = ft_ref_window_lo(window, a + b);
                     lo = lo < a ? lo : a;
-                    const int64_t nc = a - lo;
+                    const int64_t nc = a - lo, nb = causal ? b + 1 : B; /* keys it sees */
                     const int64_t cbase = (s * S + lo) * stride + j * dh;
                     const int64_t bbase = blk * B * stride + j * dh;
                     const double *qr = q + row * dh, *dor = dout + row * dh;
                     double *dqr = dq + row * dh;
-                    attend_row(dh, scale, qr, nc, k_ctx + cbase, v_ctx + cbase, B, k_blk + bbase,
+                    attend_row(dh, scale, qr, nc, k_ctx + cbase, v_ctx + cbase, nb, k_blk + bbase,
                                v_blk + bbase, stride, p, orow);
                     /* sum_t p_t (do . v_t) = do . o: the softmax Jacobian's rank-one part. */
                     const double Dsum = dot(dh, dor, orow);
-                    for (int64_t t = 0; t < nc + B; t++) {
+                    for (int64_t t = 0; t < nc + nb; t++) {
                         const double *kt = key_row(t, nc, k_ctx + cbase, k_blk + bbase, stride);
                         const double *vt = key_row(t, nc, v_ctx + cbase, v_blk + bbase, stride);
                         double *dkt = t < nc ? dk_ctx + cbase + t * stride

@@ -9,7 +9,8 @@
  *   anchor); later queries mask the few keys at its start they do not see (score -inf, p = 0).
  *   A row whose tile holds no key it sees keeps its running max at -inf and takes its
  *   exponentials against 0 (exp(-inf) = 0, never -inf - -inf). attn_bwd_kv skips the blocks
- *   whose windows end before its tile.
+ *   whose windows end before its tile. causal = 1: query b sees its block's keys 0..b only
+ *   (masked the same way; attn_bwd_kv, over context keys alone, does not change).
  *
  * Napkin math at qwen3-8b train (S 3072, NB 512, B 16, Hq 32, Hkv 8, dh 128), bf16: the anchors
  * average S/2, so a block's queries see ~1550 keys; 4 dh B Hq per visible key is ~2.6e11 FLOP
@@ -88,6 +89,7 @@ __device__ __forceinline__ float dotdh(const float *a, const float *b) {
 struct cta {
     int s, blk, a, n, R, npk, G, h0, kvh;
     int k0, win; /* the first key walked (query 0's window start), the window (0: none) */
+    int causal;  /* query b sees block keys 0..b only */
 };
 
 /* The first context position query b of a block with anchor a sees under window win. */
@@ -97,13 +99,14 @@ __device__ __forceinline__ int window_lo(int a, int b, int win) {
 }
 
 __device__ __forceinline__ cta cta_of(const int *anchors, int NB, int B, int Hq, int Hkv, int npk,
-                                      int win) {
+                                      int win, int causal) {
     cta c;
     c.blk = blockIdx.x;
     c.s = c.blk / NB;
     c.a = anchors[c.blk];
     c.n = c.a + B;
     c.win = win;
+    c.causal = causal;
     c.k0 = window_lo(c.a, 0, win);
     c.npk = npk;
     c.R = B * npk;
@@ -113,10 +116,11 @@ __device__ __forceinline__ cta cta_of(const int *anchors, int NB, int B, int Hq,
     return c;
 }
 
-/* Does CTA row r (query b = r / npk) see key tg of the walk? Block keys always; context keys
- * from its window's start. */
+/* Does CTA row r (query b = r / npk) see key tg of the walk? Context keys from its window's
+ * start; block keys all, or under causal those at offsets 0..b. */
 __device__ __forceinline__ bool row_sees(const cta &c, int r, int tg) {
-    return tg >= c.a || c.win == 0 || tg > c.a + r / c.npk - c.win;
+    if (tg >= c.a) return !c.causal || tg - c.a <= r / c.npk;
+    return c.win == 0 || tg > c.a + r / c.npk - c.win;
 }
 
 /* Global row index (blk*B + b)*Hq + h of CTA row r. */
@@ -169,9 +173,9 @@ extern "C" __global__ void __launch_bounds__(256)
              const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
              const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
              float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-             float scale, int win) {
+             float scale, int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
     if (!keep[c.blk]) return fwd_dropped(c, o, lse, lse32, B, Hq);
@@ -262,9 +266,9 @@ extern "C" __global__ void __launch_bounds__(256)
                  const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
                  const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
                  float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-                 float scale, int win) {
+                 float scale, int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, warp = threadIdx.x / 32, lane = threadIdx.x % 32, nt = blockDim.x;
     if (!keep[c.blk]) return fwd_dropped(c, o, lse, lse32, B, Hq);
     const int Rp = (R + 15) & ~15;
@@ -469,9 +473,9 @@ extern "C" __global__ void __launch_bounds__(256)
                st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
                float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *__restrict__ Dbuf,
                int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode,
-               int win) {
+               int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
     if (!keep[c.blk]) return bwd_q_dropped(c, dq, dk_blk, dv_blk, B, Hq, Hkv, mode);
@@ -585,9 +589,9 @@ extern "C" __global__ void __launch_bounds__(256)
                    st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
                    float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb,
                    float *__restrict__ Dbuf, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-                   float scale, int mode, int win) {
+                   float scale, int mode, int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
     if (!keep[c.blk]) return bwd_q_dropped(c, dq, dk_blk, dv_blk, B, Hq, Hkv, mode);

@@ -7,6 +7,7 @@
  *   p > L + b - W. The keys before the window of query 0 are never read (a request costs
  *   O(W + B) keys whatever L is); query b > 0 masks the b rows at the window's start that query
  *   0 still sees (scores -inf, then P = 0).
+ *   causal = 1: query b sees its block's keys 0..b only, the others masked the same way.
  *
  * Online softmax (flash form): the keys of a request go by in tiles; each tile gives a score
  * block S = Q K^T (rows x tile), the running row max m and sum l are updated, the accumulator
@@ -404,6 +405,7 @@ typedef struct dp_scratch {
 typedef struct dp_ctx {
     int64_t B, Hq, Hkv, dh, G, tile, ldt; /* ldt: tile rounded up to CB */
     int64_t W;                            /* sliding window (0: full attention) */
+    int causal;                           /* query b sees block keys 0..b only */
     int64_t ng;                           /* query heads per set: G (group) or 1 (head) */
     int mm;
 } dp_ctx;
@@ -512,6 +514,17 @@ static void mask_window(const dp_ctx *x, const dp_scratch *w, int64_t rows, int6
     }
 }
 
+/* Under causal, set the scores of the block keys [t0, t0 + tlen) past query b's own (t > b) to
+ * v, as mask_window does for the context. */
+static void mask_causal(const dp_ctx *x, const dp_scratch *w, int64_t rows, int64_t t0,
+                        int64_t tlen, float v) {
+    for (int64_t i = 0; x->causal && i < rows; i++) {
+        const int64_t first = i / x->ng + 1 - t0; /* first key of the tile it does not see */
+        for (int64_t t = first > 0 ? first : 0; t < tlen; t++)
+            w->s[i * x->ldt + t] = v;
+    }
+}
+
 /* One run of keys of one request for nsets query sets: context rows [c0, c1) (kc, vc: the
  * request's row 0, kv head 0) and, when kb is set, the B block rows. Every set starts from
  * m = -inf, l = 0, O = 0. Tiles are the outer loop and sets the inner one, so the rows of a tile
@@ -547,8 +560,10 @@ static void attend_run(const dp_ctx *x, const dp_scratch *w, const dp_set *sets,
             const int64_t j = sets[s].j;
             tile_scores(x, w, &sets[s], rows, k + j * x->dh, ld, tlen, v + j * x->dh, tlen);
             if (i < nctx) mask_window(x, w, rows, qpos0, t0, tlen, -INFINITY);
+            else mask_causal(x, w, rows, t0, tlen, -INFINITY);
             tile_softmax(x, w, &sets[s], rows, tlen);
             if (i < nctx) mask_window(x, w, rows, qpos0, t0, tlen, 0.0f);
+            else mask_causal(x, w, rows, t0, tlen, 0.0f);
             if (s + 1 < nsets)
                 tile_pv(x, w, &sets[s], rows, v + j * x->dh, ld, tlen, k + sets[s + 1].j * x->dh,
                         sets[s + 1].j == j ? 0 : tlen);
@@ -589,6 +604,7 @@ static dp_plan plan_init(ft_call *c, const ft_config *cfg) {
     x.ng = cfg->v[DP_PACK] == PACK_GROUP ? G : 1;
     x.mm = cfg->v[DP_MM];
     x.W = c->attrs.window;
+    x.causal = c->attrs.causal;
     const int64_t span = cfg->v[DP_SPAN] < Hkv ? cfg->v[DP_SPAN] : Hkv; /* kv heads per task */
     const int64_t groups = (Hkv + span - 1) / span; /* kv head groups per request */
     const int64_t spk = G / x.ng;                   /* sets per kv head */

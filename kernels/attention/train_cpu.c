@@ -8,6 +8,7 @@
  *   of NR keys, where the packed contexts are cut), so the keys before it are never touched and
  *   a block costs O(W + B) keys whatever its anchor; the few keys at the start that a row does
  *   not see (fewer than B + NR) are masked: score -inf, then P = 0.
+ *   causal = 1: query b sees its block's keys 0..b only; the others are masked the same way.
  *   per query row (head h reads kv head h / G, G = Hq/Hkv):
  *     S = scale q K^T,  lse = log sum exp S,  P = exp(S - lse),  o = P V
  *   backward, given do:  D = do . o,  dP = do V^T,  dS = P * (dP - D),
@@ -200,6 +201,7 @@ typedef struct tr_ctx {
     float *o, *lse, *dq, *dkc, *dvc, *dkb, *dvb;
     int bwd, loops;
     int64_t W;   /* sliding window (0: full attention) */
+    int causal;  /* query b sees block keys 0..b only */
     int64_t ng;  /* heads per pass: G (gqa = pack) or 1 */
     int64_t T;   /* keys per tile */
     int64_t lds; /* floats per row of a score tile */
@@ -577,16 +579,22 @@ static int64_t block_first_key(const tr_ctx *x, int64_t a) {
     return (lo < a ? lo : a) / NR * NR;
 }
 
-/* Under a window, set the scores of keys [t0, t0 + nt) before each row's window to v: -inf
- * before the softmax, 0 after it (the clamped exponent leaves exp(-87) there). Rows r = b*ng + g
- * belong to query b at position a + b; only context keys (t < a) can be outside. */
+/* Set the scores of the keys [t0, t0 + nt) a row does not see to v: -inf before the softmax, 0
+ * after it (the clamped exponent leaves exp(-87) there). Rows r = b*ng + g belong to query b at
+ * position a + b: under a window the context keys before its window, under causal the block keys
+ * past its own (t > a + b). */
 static void mask_window(const tr_ctx *x, float *s, int64_t a, int64_t t0, int64_t nt, float v) {
-    for (int64_t b = 0; x->W && b < x->B; b++) {
+    for (int64_t b = 0; (x->W || x->causal) && b < x->B; b++) {
         const int64_t lo = ft_ref_window_lo(x->W, a + b);
         const int64_t end = (lo < a ? lo : a) - t0, k = end < nt ? end : nt;
-        for (int64_t g = 0; g < x->ng; g++)
+        const int64_t c0 = x->causal ? a + b + 1 - t0 : nt; /* first block key it does not see */
+        for (int64_t g = 0; g < x->ng; g++) {
+            float *row = s + (b * x->ng + g) * x->lds;
             for (int64_t t = 0; t < k; t++)
-                s[(b * x->ng + g) * x->lds + t] = v;
+                row[t] = v;
+            for (int64_t t = c0 > 0 ? c0 : 0; t < nt; t++)
+                row[t] = v;
+        }
     }
 }
 
@@ -792,6 +800,7 @@ static tr_ctx ctx_init(const ft_call *c, const ft_config *cfg) {
     x.lse = c->t[TR_LSE]->data;
     x.bwd = c->backward;
     x.W = c->attrs.window;
+    x.causal = c->attrs.causal;
     if (x.bwd) {
         x.dout = c->t[TR_DO]->data;
         x.dq = c->t[TR_DQ]->data;

@@ -36,6 +36,9 @@ const ft_attr_desc ft_attr_table[] = {
     {"window", FT_ATTR_INT, NULL, "0",
      "attention: sliding window, a query at position i sees context keys p > i - window "
      "(0: full attention); the block's own keys stay visible"},
+    {"causal", FT_ATTR_BOOL, NULL, "0",
+     "attention: query b of a block sees its block's keys 0..b only (SpecForge's sliding "
+     "layers); 0: all B"},
     {"dtype", FT_ATTR_ENUM, ft_dtype_attr_names, "f32",
      "float storage on a device backend (bf16: inputs rounded, fp32 accumulation)"},
     {NULL, FT_ATTR_FLOAT, NULL, NULL, NULL},
@@ -145,6 +148,8 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                 a->backward = (int)v;
             else if (!strcmp(name, "grad_only"))
                 a->grad_only = (int)v;
+            else if (!strcmp(name, "causal"))
+                a->causal = (int)v;
             else
                 a->loss.want_dw = (int)v;
         } else if (!strcmp(name, "window")) {
@@ -196,6 +201,8 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%d", a->loss.want_dw);
     else if (!strcmp(name, "grad_only"))
         snprintf(buf, n, "%d", a->grad_only);
+    else if (!strcmp(name, "causal"))
+        snprintf(buf, n, "%d", a->causal);
     else if (!strcmp(name, "B"))
         snprintf(buf, n, "%lld", (long long)a->loss.B);
     else if (!strcmp(name, "window"))

@@ -79,9 +79,10 @@ json_t *ft_dims_to_json(const ft_call *c) {
 json_t *ft_attrs_to_json(const ft_call *c) {
     json_t *o = json_object();
     for (int a = 0; c->op->attrs[a]; a++) {
-        /* `window` came after profiles and logs keyed by these attributes were written: left out
-         * at 0 (full attention), the attributes of a full-attention call stay those keys. */
+        /* `window` and `causal` came after profiles and logs keyed by these attributes were
+         * written: left out at 0, the attributes of a full-attention call stay those keys. */
         if (!strcmp(c->op->attrs[a], "window") && c->attrs.window == 0) continue;
+        if (!strcmp(c->op->attrs[a], "causal") && c->attrs.causal == 0) continue;
         char v[64];
         ft_attrs_format(&c->attrs, c->op->attrs[a], v, sizeof v);
         json_object_set_new(o, c->op->attrs[a], json_string(v));
