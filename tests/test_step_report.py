@@ -223,6 +223,8 @@ def test_step_window():
     wins = [s["attrs"].get("window", "0") for _, s in attn]
     check(wins == ["3", "0", "3"] and "window" not in attn[1][1]["attrs"],
           f"sliding=5: layers 0 and 2 slide: {wins}")
+    check([s["attrs"].get("causal", "0") for _, s in attn] == ["1", "0", "1"],
+          "a sliding layer's block is causal, a full layer's is not")
     (i0, a0), (i1, a1), (i2, a2) = attn
     check(a2.get("timed_as") == i0, "the two sliding layers share one measurement")
     check("timed_as" not in a1 or "window" not in doc["stages"][a1["timed_as"]]["attrs"],

@@ -42,6 +42,7 @@ typedef struct stage_spec {
     const ft_op *op;
     int backward, grad_only;
     int64_t window;  /* attention: the layer's sliding window (0: full attention) */
+    int causal;      /* attention: the block causal (a sliding layer's, as SpecForge has it) */
     int64_t M, N, K; /* linear's sizes (op "linear"); the preset's otherwise */
 } stage_spec;
 
@@ -114,10 +115,12 @@ static void plan_step(const ft_preset *p, plan *pl) {
         add(pl, lin("q_proj", i, train, X, qd, p->H, ""));
         add(pl, lin("kv_blk_proj", i, train, X, 2 * kvd, p->H,
                     "the block's k and v projections, one GEMM"));
-        /* A sliding layer's attention is a different call (its window), timed on its own. */
+        /* A sliding layer's attention is a different call (its window, and its block causal as
+         * SpecForge's and SGLang's DFlash sliding layers have it), timed on its own. */
         stage_spec at = preset_op("attention", i, train, attn, "");
         at.window = ft_preset_layer_window(p, i);
-        if (at.window) at.note = "sliding-window layer";
+        at.causal = at.window > 0;
+        if (at.window) at.note = "sliding-window layer (the block causal)";
         add(pl, at);
         add(pl, lin("o_proj", i, train, X, p->H, qd, ""));
         add(pl, lin("mlp_gate_up", i, train, X, 2 * p->inter, p->H,
@@ -137,6 +140,7 @@ static ft_status size_call(ft_call *c, const stage_spec *sp, const ft_preset *p,
     c->attrs.backward = sp->backward;
     c->attrs.grad_only = sp->grad_only;
     c->attrs.window = sp->window;
+    c->attrs.causal = sp->causal;
     if (sp->op == op_named("loss") && scheme) {
         ft_status s = ft_attrs_set(&c->attrs, sp->op, "scheme", scheme, err);
         if (s) return s;
@@ -163,7 +167,7 @@ static double phys_bytes(void) {
 static int same_call(const ft_call *a, const ft_call *b) {
     return a->op == b->op && memcmp(a->dim, b->dim, sizeof a->dim) == 0 &&
            a->backward == b->backward && a->attrs.grad_only == b->attrs.grad_only &&
-           a->attrs.window == b->attrs.window;
+           a->attrs.window == b->attrs.window && a->attrs.causal == b->attrs.causal;
 }
 
 /* The profile's config for a stage, else the backend's default. */
