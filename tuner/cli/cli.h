@@ -7,7 +7,7 @@
 
 #include "flaretune/status.h"
 
-/* Exit codes (documented in README.md). */
+/* Exit codes (documented in docs/usage.md). */
 enum {
     FT_EXIT_OK = 0,
     FT_EXIT_FAIL = 1,   /* the work failed: I/O, a malformed or inconsistent input, ...   */
