@@ -852,6 +852,7 @@ static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char 
     }
     m->blocks = total;
     merged.sampled = nb + ni;
+    merged.sampled_edge = nb;
     d->records[before] = merged;
     d->nrecords = before + 1;
     return FT_OK;

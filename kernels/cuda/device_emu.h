@@ -62,6 +62,8 @@ typedef struct ft_dev_emu_launch_record {
     int incomplete;       /* memory ran out while collecting: the figures are a lower bound */
     int sampled;          /* blocks emulated when the launch was profiled on a sample (its
                              figures are the strata's, scaled to the grid); 0: every block  */
+    int sampled_edge;     /* of those, the blocks on the grid's edge (the other stratum: the
+                             interior's)                                                     */
     /* A GEMM the op asked of cuBLASLt (the emulator computes it on the host: no kernel of ours,
      * no accesses recorded): its FLOPs, the bytes of its operands, and its operands' type
      * (1: bf16 on the tensor cores; 0: f32, fp32 compute on the CUDA cores). 0 FLOPs: a kernel. */
