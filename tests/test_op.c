@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "ft_test.h"
 
 static const ft_op *op_named(const char *name) {

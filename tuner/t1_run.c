@@ -1,6 +1,6 @@
 /* t1_run.c: a T1 kernel's arguments on a device and its predicted time on a GPU (t1_run.h). */
 #define _GNU_SOURCE
-#include "flaretune/t1_run.h"
+#include "tuner/t1_run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cuda/device_emu.h"
-#include "flaretune/clock.h"
-#include "flaretune/rng.h"
+#include "core/clock.h"
+#include "core/rng.h"
 
 #if FT_HAVE_CUDA
 #include "cuda/sass.h"

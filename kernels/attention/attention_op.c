@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "attention/attention.h"
 
 static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, ft_err *err) {

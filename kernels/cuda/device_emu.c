@@ -1,4 +1,4 @@
-/* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of include/flaretune/device.h).
+/* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of kernels/cuda/device.h).
  *
  * Device memory is host memory (fresh allocations filled with 0xFF bytes, a NaN in every float
  * format); copies are memcpy and launches are synchronous. A module is kernels/cuda/<source>
@@ -41,7 +41,7 @@
 
 #include "device_impl.h"
 #include "emu/emu.h"
-#include "flaretune/paths.h"
+#include "core/paths.h"
 #include "kcache.h"
 
 #ifndef FT_EMU_CXX

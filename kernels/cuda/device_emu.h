@@ -1,4 +1,4 @@
-/* device_emu.h: settings of the emulator device (FT_DEV_EMU) beyond include/flaretune/device.h.
+/* device_emu.h: settings of the emulator device (FT_DEV_EMU) beyond kernels/cuda/device.h.
  *
  * Each has an environment variable read when the device opens; these functions override it for
  * one device (tests, tools). All fail with FT_EINVAL on a device of another kind.
@@ -18,7 +18,7 @@
 #ifndef FT_DEVICE_EMU_H
 #define FT_DEVICE_EMU_H
 
-#include "flaretune/device.h"
+#include "cuda/device.h"
 
 #include "emu/prof.h"
 

@@ -9,7 +9,7 @@
  * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows. */
 #include <math.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "fusion/fusion.h"
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 /* Exit codes (documented in docs/usage.md). */
 enum {
@@ -57,9 +57,9 @@ int ft_cli_wants_help(int argc, char **argv);
 
 /* ---- arguments shared by exec, bench and tune (cli_args.c) ---------------------------------- */
 
-#include "flaretune/backend.h"
-#include "flaretune/measure.h"
-#include "flaretune/op.h"
+#include "op/backend.h"
+#include "tuner/measure.h"
+#include "op/op.h"
 
 #define FT_CLI_MAX_LIST 64
 

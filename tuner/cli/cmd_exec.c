@@ -13,14 +13,14 @@
 
 #include "cli.h"
 #include "flaretune.h"
-#include "flaretune/backend.h"
-#include "flaretune/clock.h"
-#include "flaretune/format.h"
-#include "flaretune/npy.h"
-#include "flaretune/op.h"
-#include "flaretune/op_json.h"
-#include "flaretune/profile.h"
-#include "flaretune/space.h"
+#include "op/backend.h"
+#include "core/clock.h"
+#include "core/format.h"
+#include "core/npy.h"
+#include "op/op.h"
+#include "op/op_json.h"
+#include "profiles/src/profile.h"
+#include "op/space.h"
 
 static void usage(FILE *f) {
     fprintf(f,
