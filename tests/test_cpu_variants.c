@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/verify.h"
+#include "op/backend.h"
+#include "tuner/verify.h"
 #include "ft_test.h"
 
 /* Shapes: each tiny preset as is, and with sizes chosen so tiles do not divide them. */

@@ -25,8 +25,8 @@
 #if FT_HAVE_CUDA
 #include "cuda/nvrtc.h"
 #endif
-#include "flaretune/backend.h"
-#include "flaretune/verify.h"
+#include "op/backend.h"
+#include "tuner/verify.h"
 #include "ft_test.h"
 
 /* Shapes per op: a preset, or sizes by name. Ops without an entry run at the tiny presets. */

@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/op.h"
-#include "flaretune/op_json.h"
+#include "op/op.h"
+#include "op/op_json.h"
 #include "ft_test.h"
 
 static const ft_op *op_named(const char *name) {

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "ft_test.h"
 
 enum { NTHREADS = 8, MAXPRESETS = 64 };

@@ -12,8 +12,8 @@
 #include "ft_grad.h"
 #include "ft_test.h"
 
-#include "flaretune/ref.h"
-#include "flaretune/rng.h"
+#include "op/ref.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <string.h>

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
-#include "flaretune/op_json.h"
-#include "flaretune/step.h"
+#include "core/clock.h"
+#include "core/env.h"
+#include "op/op_json.h"
+#include "tuner/step.h"
 
 void ft_step_opts_default(ft_step_opts *o) {
     memset(o, 0, sizeof *o);

@@ -5,7 +5,7 @@
 #ifndef FT_KERNELS_ATTENTION_H
 #define FT_KERNELS_ATTENTION_H
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 /* attention.kvproj (KP_*), attention.decode (DC_*), attention.train (TR_*) */
 enum { KP_DC, KP_D, KP_N, KP_H, KP_KVD, KP_HKV, KP_DH };

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "attention/attention.h"
 
 /* Context keys [0, L) that the query at position qpos sees: all of them, or under a window W

@@ -25,7 +25,7 @@
  * oracle, not a contender: one loop nest per formula, double accumulation throughout, softmax
  * with the max subtracted so large scores cannot overflow.
  */
-#include "flaretune/ref.h"
+#include "op/ref.h"
 
 #include <assert.h>
 #include <math.h>

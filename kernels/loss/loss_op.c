@@ -10,7 +10,7 @@
  * the scratch bounded. */
 #include <math.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "loss/loss.h"
 
 static const char *const loss_syms[] = {"M", "H", "V", NULL};

@@ -13,7 +13,7 @@
  * the forward and one more, recomputing z, for the backward (4*M*V*H FLOPs, 6 with dw_lm). It is
  * meant for the small shapes that verification uses.
  */
-#include "flaretune/ref.h"
+#include "op/ref.h"
 
 #include <assert.h>
 #include <math.h>

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive", "dpace",
                                        "dpace_cum", "dpace_cont", NULL};

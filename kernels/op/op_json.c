@@ -1,6 +1,6 @@
 /* op_json.c: the JSON forms of configurations, sizes and attributes (see
- * include/flaretune/op_json.h). */
-#include "flaretune/op_json.h"
+ * kernels/op/op_json.h). */
+#include "op/op_json.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 typedef struct {
     const char *name;

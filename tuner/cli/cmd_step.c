@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flaretune/format.h"
-#include "flaretune/step.h"
+#include "core/format.h"
+#include "tuner/step.h"
 
 static void usage(FILE *f) {
     fprintf(f,

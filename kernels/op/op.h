@@ -12,12 +12,12 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/ref.h"
-#include "flaretune/rng.h"
-#include "flaretune/status.h"
-#include "flaretune/tensor.h"
-#include "flaretune/workspace.h"
+#include "core/clock.h"
+#include "op/ref.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/workspace.h"
 
 #ifdef __cplusplus
 extern "C" {

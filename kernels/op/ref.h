@@ -20,6 +20,11 @@ extern "C" {
 
 /* ---- fusion.dflare: adaptive layer fusion ------------------------------------------------ */
 
+/* The target layer draft layer i starts on in SPEC's reference initialisation of w:
+ * min(T-1, floor(i*T/D)) in integer arithmetic (never int(i/D*T) in floating point, which is one
+ * less for some D, T <= 64, e.g. D = T = 22, i = 15). */
+int64_t ft_ref_fusion_dflare_init_col(int64_t i, int64_t T, int64_t D);
+
 void ft_ref_fusion_dflare_fwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
                               const double *x, /* [N,T,H] */
                               const double *w, /* [D,T]   */
