@@ -10,7 +10,21 @@
 /* attention.kvproj (KP_*), attention.decode (DC_*), attention.train (TR_*) */
 enum { KP_DC, KP_D, KP_N, KP_H, KP_KVD, KP_HKV, KP_DH };
 /* KP_DCTX is the gradient of c (KP_DC is its leading size, Dc). */
-enum { KP_C, KP_WK, KP_WV, KP_GK, KP_POS, KP_K, KP_V, KP_DK, KP_DV, KP_DCTX, KP_DWK, KP_DWV, KP_DGK };
+enum {
+    KP_C,
+    KP_WK,
+    KP_WV,
+    KP_GK,
+    KP_POS,
+    KP_K,
+    KP_V,
+    KP_DK,
+    KP_DV,
+    KP_DCTX,
+    KP_DWK,
+    KP_DWV,
+    KP_DGK
+};
 enum { DC_R, DC_B, DC_HQ, DC_HKV, DC_DH, DC_LSUM };
 enum { DC_Q, DC_LENS, DC_KCTX, DC_VCTX, DC_KBLK, DC_VBLK, DC_O, DC_LSE };
 enum { TR_NSEQ, TR_S, TR_NB, TR_B, TR_HQ, TR_HKV, TR_DH };

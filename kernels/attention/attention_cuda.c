@@ -75,8 +75,8 @@
  *      `flaretune space` shows, side by side;
  *   3. its use: in the kernel (attention_decode.cu, kvproj.cu) or cfg->v[index] on the host.
  */
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention/attention.h"
@@ -506,7 +506,7 @@ static int kv_check_batched(const void *ctx, char *why, size_t n) {
     X(kv_check_wide, "gemm=wide: Dc = 1 (a shared context), and not with epilogue=inplace (its "   \
                      "output is not in k's layout)")                                               \
     X(kv_check_batched, "gemm=batched: D > 1")                                                     \
-    X(kv_check_bwd, "backward=1: epilogue=fused (the backward reads the fp32 u it keeps)")          \
+    X(kv_check_bwd, "backward=1: epilogue=fused (the backward reads the fp32 u it keeps)")         \
     X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
             "the GPU)")
 
@@ -620,8 +620,8 @@ static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void 
 /* dc (+)= A_i @ W_i over the layers (A: du or dv, [D, N, KVD]; W: [D, KVD, H]), beta 0 on the
  * first product into each dc block: batched when Dc = D and gemm=batched, else per layer (a
  * shared dc sums the layers, which one batched GEMM cannot write). */
-static ft_status kv_bwd_dc(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *A,
-                           const void *W, void *dc, int first, ft_err *err) {
+static ft_status kv_bwd_dc(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *A, const void *W,
+                           void *dc, int first, ft_err *err) {
     const size_t es = ft_dt_size(dt);
     ft_gemm_desc d = ft_gemm_one(0, 0, g->N, g->H, g->KVD, g->KVD, g->H, dt, dt, 0.0f);
     if (g->gemm == KV_GEMM_BATCHED && g->Dc > 1) {

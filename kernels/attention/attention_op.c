@@ -112,15 +112,16 @@ static void kvproj_reference(const ft_call *c) {
     ft_rope_freqs(&c->attrs, d[KP_DH], inv_freq, &mscale);
     ft_ref_kvproj_bwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
                       inv_freq, mscale, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
-                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_DK]->data,
-                      c->t[KP_DV]->data, c->t[KP_DCTX]->data, c->t[KP_DWK]->data,
-                      c->t[KP_DWV]->data, c->t[KP_DGK]->data);
+                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_DK]->data, c->t[KP_DV]->data,
+                      c->t[KP_DCTX]->data, c->t[KP_DWK]->data, c->t[KP_DWV]->data,
+                      c->t[KP_DGK]->data);
     free(inv_freq);
 }
 
 static double kvproj_flops(const ft_call *c) {
     const int64_t *d = c->dim;
-    const double fwd = 4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
+    const double fwd =
+        4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 

@@ -146,7 +146,8 @@ extern "C" __global__ void __launch_bounds__(256)
     const int warps = (int)(blockDim.x >> 5), lane = threadIdx.x & 31;
     const long long row = (long long)blockIdx.x * warps + (threadIdx.x >> 5);
     if (row >= (long long)D * N * Hkv) return; /* whole warps */
-    const int j = (int)(row % Hkv), n = (int)((row / Hkv) % N), i = (int)(row / ((long long)Hkv * N));
+    const int j = (int)(row % Hkv), n = (int)((row / Hkv) % N),
+              i = (int)(row / ((long long)Hkv * N));
     const long long KVD = (long long)Hkv * dh;
     float *s = u + (src_wide ? ((long long)n * D + i) : ((long long)i * N + n)) * KVD + j * dh;
     const long long o = ((long long)i * N + n) * KVD + j * dh;

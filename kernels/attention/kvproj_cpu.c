@@ -486,8 +486,16 @@ static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err) {
     double *inv_freq = ft_ws_carve(&ws, freq_b);
     float *cs = ft_ws_carve(&ws, table_b), *sn = ft_ws_carve(&ws, table_b);
     float *u = ft_ws_carve(&ws, u_b);
-    kv_bwd_ctx b = {N, H, KVD, c->dim[KP_HKV], dh, (float)c->attrs.eps, cs, sn,
-                    ft_ws_carve(&ws, part_b), ft_ws_carve(&ws, tmp_b)};
+    kv_bwd_ctx b = {.N = N,
+                    .H = H,
+                    .KVD = KVD,
+                    .Hkv = c->dim[KP_HKV],
+                    .dh = dh,
+                    .eps = (float)c->attrs.eps,
+                    .cs = cs,
+                    .sn = sn};
+    b.dgk_part = ft_ws_carve(&ws, part_b);
+    b.tmp = ft_ws_carve(&ws, tmp_b);
     rope_table_bwd(c, N, dh, inv_freq, cs, sn, threads);
     ft_cpu_blas_threads(threads);
 
