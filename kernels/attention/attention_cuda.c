@@ -666,7 +666,9 @@ static ft_status kv_bwd_dw(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const voi
 }
 
 /* The backward, after the forward left the fp32 u in scratch slot 0. The rotation's
- * frequencies go to the device once per run (dh/2 doubles, slot 3). */
+ * frequencies go to the device once per run (dh/2 doubles, slot 3): a copy from the host, which
+ * waits for the stream and is not captured into a CUDA graph (step then runs the stream
+ * uncaptured, and says so); a device table kept by the context would avoid both. */
 static ft_status kv_backward(ft_cuda_ctx *x, const ft_cuda_call *call, const kv_geom *g,
                              ft_dev_module *m, void *u, ft_err *err) {
     const ft_call *c = call->c;
