@@ -76,12 +76,16 @@ def gen_linear(rng, m=24, n=40, k=64, backward=False):
     return inp
 
 
-def gen_kvproj(rng, dc=3, d=3, n=24, h=64, hkv=2, dh=16, max_pos=4096):
-    return {"c": f32(rng.standard_normal((dc, n, h))),
-            "w_k": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
-            "w_v": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
-            "gk": f32(1.0 + 0.1 * rng.standard_normal((d, dh))),
-            "pos": rng.integers(0, max_pos, n).astype(np.int32)}
+def gen_kvproj(rng, dc=3, d=3, n=24, h=64, hkv=2, dh=16, max_pos=4096, backward=False):
+    inp = {"c": f32(rng.standard_normal((dc, n, h))),
+           "w_k": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
+           "w_v": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
+           "gk": f32(1.0 + 0.1 * rng.standard_normal((d, dh))),
+           "pos": rng.integers(0, max_pos, n).astype(np.int32)}
+    if backward:
+        inp["dk"] = f32(rng.standard_normal((d, n, hkv, dh)))
+        inp["dv"] = f32(rng.standard_normal((d, n, hkv, dh)))
+    return inp
 
 
 def gen_decode(rng, ctx_lens=(0, 7, 33, 1), b=4, hq=4, hkv=2, dh=16):
@@ -171,6 +175,13 @@ def build_cases(rng):
     add("attention.kvproj", {}, gen_kvproj(rng, dc=1), True, "Dc = 1")
     add("attention.kvproj", {"rope_theta": 1e4, "eps": 1e-3}, gen_kvproj(rng, dc=3), note="Dc = D")
     add("attention.kvproj", {}, gen_kvproj(rng, dc=1, d=2, hkv=4, dh=8, max_pos=32768),
+        note="Dc = 1, Hkv 4, dh 8, pos < 32768")
+    add("attention.kvproj", {"backward": 1}, gen_kvproj(rng, dc=3, backward=True), True,
+        "Dc = D = 3")
+    add("attention.kvproj", {"backward": 1}, gen_kvproj(rng, dc=1, backward=True), True,
+        "Dc = 1: dc sums the layers")
+    add("attention.kvproj", {"backward": 1, "rope_theta": 1e4, "eps": 1e-3},
+        gen_kvproj(rng, dc=1, d=2, hkv=4, dh=8, max_pos=32768, backward=True),
         note="Dc = 1, Hkv 4, dh 8, pos < 32768")
 
     add("attention.decode", {}, gen_decode(rng), True, "ctx_lens 0,7,33,1")

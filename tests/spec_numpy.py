@@ -112,8 +112,9 @@ def fusion_dflash(x, w_fc, g, eps=EPS, df=None):
 
 # ---- attention.kvproj ------------------------------------------------------------------------
 
-def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA):
-    """c [Dc,N,H], w_k/w_v [D,Hkv*dh,H], gk [D,dh], pos [N] -> k, v [D,N,Hkv,dh]."""
+def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA, dk=None, dv=None):
+    """c [Dc,N,H], w_k/w_v [D,Hkv*dh,H], gk [D,dh], pos [N] -> k, v [D,N,Hkv,dh]; with dk, dv
+    [D,N,Hkv,dh] also dc [Dc,N,H] (Dc = 1: summed over the layers), dw_k, dw_v, dgk."""
     c, w_k, w_v, gk = _f64(c), _f64(w_k), _f64(w_v), _f64(gk)
     dc, n, _ = c.shape
     d, kvd, _ = w_k.shape
@@ -124,10 +125,22 @@ def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA):
     cc = np.broadcast_to(c, (d,) + c.shape[1:])          # layer i reads c[i] or c[0]
     kk = np.einsum("inh,ieh->ine", cc, w_k).reshape(d, n, hkv, dh)
     vv = np.einsum("inh,ieh->ine", cc, w_v).reshape(d, n, hkv, dh)
-    kn, _ = rmsnorm_fwd(kk, eps)
-    kn = kn * gk[:, None, None, :]
+    kn, r = rmsnorm_fwd(kk, eps)
     pos_b = np.broadcast_to(np.asarray(pos)[None, :, None], (d, n, hkv))
-    return {"k": rope(kn, pos_b, rope_theta), "v": vv}
+    out = {"k": rope(kn * gk[:, None, None, :], pos_b, rope_theta), "v": vv}
+    if dk is None:
+        return out
+    dk, dv = _f64(dk), _f64(dv)
+    # A rotation's transpose is the rotation by the opposite angle: rope at -pos.
+    dy = rope(dk, -np.asarray(pos_b, dtype=np.float64), rope_theta)
+    out["dgk"] = np.sum(dy * kn, axis=(1, 2))
+    du = rmsnorm_bwd(kk, r, dy * gk[:, None, None, :]).reshape(d, n, kvd)
+    dvf = dv.reshape(d, n, kvd)
+    dcl = np.einsum("ine,ieh->inh", du, w_k) + np.einsum("ine,ieh->inh", dvf, w_v)
+    out["dc"] = dcl.sum(axis=0, keepdims=True) if dc == 1 else dcl
+    out["dw_k"] = np.einsum("ine,inh->ieh", du, cc)
+    out["dw_v"] = np.einsum("ine,inh->ieh", dvf, cc)
+    return out
 
 
 # ---- attention.decode ------------------------------------------------------------------------
@@ -338,7 +351,7 @@ OPS = {
     "fusion.dflare": (("x", "w", "g"), (), ("f",), {"eps": float, "backward": int}),
     "fusion.dflash": (("x", "w_fc", "g"), (), ("f",), {"eps": float, "backward": int}),
     "attention.kvproj": (("c", "w_k", "w_v", "gk"), ("pos",), ("k", "v"),
-                         {"eps": float, "rope_theta": float}),
+                         {"eps": float, "rope_theta": float, "backward": int}),
     "attention.decode": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("ctx_lens",),
                          ("o", "lse"), {"scale": float, "window": int, "causal": int}),
     "attention.train": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("anchors", "keep"),
@@ -355,6 +368,7 @@ BACKWARD_OUTPUTS = {
     "fusion.dflare": ("df", ("dx", "dw", "dg")),
     "fusion.dflash": ("df", ("dx", "dw_fc", "dg")),
     "attention.train": ("do", ("dq", "dk_ctx", "dv_ctx", "dk_blk", "dv_blk")),
+    "attention.kvproj": (("dk", "dv"), ("dc", "dw_k", "dw_v", "dgk")),
     "linear": ("dy", ("dx", "dw")),
 }
 
@@ -365,7 +379,8 @@ def op_io(op, attrs=None):
     fin, iin, outs = OPS[op][:3]
     ins, outs = list(fin) + list(iin), list(outs)
     if op in BACKWARD_OUTPUTS and int(float(attrs.get("backward", 0))):
-        ins.append(BACKWARD_OUTPUTS[op][0])
+        grad_in = BACKWARD_OUTPUTS[op][0]      # one name, or a tuple of them
+        ins += [grad_in] if isinstance(grad_in, str) else list(grad_in)
         outs += BACKWARD_OUTPUTS[op][1]
     if op == "loss" and int(float(attrs.get("want_dw", 0))):
         outs.append("dw_lm")
@@ -542,6 +557,15 @@ def self_test():
                         nk[i, j, e, mm], nk[i, j, e, mm + dh // 2] = z.real, z.imag
         ck.check("attention.kvproj Dc=%d k vs loops" % dc, _rel(o["k"], nk), 1e-12)
         ck.check("attention.kvproj Dc=%d v vs loops" % dc, _rel(o["v"], nv), 1e-13)
+
+        def fw_kvproj(i, do=None, pos=pos):
+            return attention_kvproj(i["c"], i["w_k"], i["w_v"], i["gk"], pos, eps=1e-3,
+                                    rope_theta=1e4, dk=None if do is None else do["k"],
+                                    dv=None if do is None else do["v"])
+        _check_grads(ck, "attention.kvproj Dc=%d" % dc, fw_kvproj,
+                     {"c": c, "w_k": w_k, "w_v": w_v, "gk": gk},
+                     [("c", "dc"), ("w_k", "dw_k"), ("w_v", "dw_v"), ("gk", "dgk")],
+                     ["k", "v"], rng)
 
     # attention.decode against per-query loops
     r, b, hq, hkv, dh = 3, 3, 4, 2, 4

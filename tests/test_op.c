@@ -211,6 +211,20 @@ static void test_shape_errors(void) {
     expect_bind_error(&c, "must have 1 (shared) or D = 3", "kvproj Dc");
     c.t[0] = cc;
     ft_call_free(&c);
+
+    /* kvproj's backward reads two upstream gradients (tensors 7 and 8), each of k's shape. */
+    make_call(&c, "attention.kvproj", "tiny.dflare.train", 1);
+    ft_tensor *dv = c.t[8];
+    c.t[8] = NULL;
+    expect_bind_error(&c, "missing input 'dv'", "kvproj backward without dv");
+    ft_tensor *dk = c.t[7];
+    int64_t dks[4] = {dk->shape[0], dk->shape[1], dk->shape[2], dk->shape[3] + 2};
+    ft_tensor wide_dk = ft_tensor_wrap(FT_F32, 4, dks, dk->data);
+    c.t[8] = dv;
+    c.t[7] = &wide_dk;
+    expect_bind_error(&c, "input 'dk' has shape", "kvproj dk with dh + 2");
+    c.t[7] = dk;
+    ft_call_free(&c);
 }
 
 static void test_index_errors(void) {

@@ -335,6 +335,140 @@ static void test_kvproj_layers(void) {
     kv_free(&c);
 }
 
+/* ---- attention.kvproj backward ----------------------------------------------------------
+ * The objective sum(k * Rk) + sum(v * Rv) for random Rk, Rv: its gradients are the backward
+ * given dk = Rk, dv = Rv. Frequencies are computed here (plain RoPE) with mscale 1 so the
+ * forward, which takes theta, is the same rotation. */
+
+typedef struct kvb_case {
+    kv_case f;
+    double *rk, *rv, *inv_freq, mscale;
+    double *dc, *dw_k, *dw_v, *dgk;
+} kvb_case;
+
+static kvb_case kvb_new(ft_rng *r, int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
+                        int64_t dh, double theta) {
+    kvb_case b = {kv_new(r, Dc, D, N, H, Hkv, dh), NULL, NULL, NULL, 1.0, NULL, NULL, NULL, NULL};
+    const int64_t E = Hkv * dh;
+    b.f.theta = theta;
+    b.rk = dalloc(D * N * E);
+    b.rv = dalloc(D * N * E);
+    fill_normal(r, b.rk, D * N * E, 1.0);
+    fill_normal(r, b.rv, D * N * E, 1.0);
+    b.inv_freq = dalloc(dh / 2);
+    for (int64_t m = 0; m < dh / 2; m++)
+        b.inv_freq[m] = exp(-2.0 * (double)m / (double)dh * log(theta));
+    b.dc = dalloc(Dc * N * H);
+    b.dw_k = dalloc(D * E * H);
+    b.dw_v = dalloc(D * E * H);
+    b.dgk = dalloc(D * dh);
+    return b;
+}
+
+static void kvb_free(kvb_case *b) {
+    kv_free(&b->f);
+    free(b->rk);
+    free(b->rv);
+    free(b->inv_freq);
+    free(b->dc);
+    free(b->dw_k);
+    free(b->dw_v);
+    free(b->dgk);
+}
+
+static void kvb_bwd(kvb_case *b) {
+    const kv_case *c = &b->f;
+    ft_ref_kvproj_bwd(c->Dc, c->D, c->N, c->H, c->Hkv, c->dh, c->eps, b->inv_freq, b->mscale, c->c,
+                      c->w_k, c->w_v, c->gk, c->pos, b->rk, b->rv, b->dc, b->dw_k, b->dw_v, b->dgk);
+}
+
+static double kvb_objective(void *ctx) {
+    kvb_case *b = ctx;
+    kv_run(&b->f);
+    const int64_t n = b->f.D * b->f.N * b->f.Hkv * b->f.dh;
+    return sum_prod(b->f.k, b->rk, n) + sum_prod(b->f.v, b->rv, n);
+}
+
+static void kvb_grad_check(kvb_case *b, int64_t count, ft_rng *r) {
+    kv_case *c = &b->f;
+    const int64_t E = c->Hkv * c->dh;
+    kvb_bwd(b);
+    CHECK_GRAD("dc", kvb_objective, b, c->c, b->dc, c->Dc * c->N * c->H, count, r);
+    CHECK_GRAD("dw_k", kvb_objective, b, c->w_k, b->dw_k, c->D * E * c->H, count, r);
+    CHECK_GRAD("dw_v", kvb_objective, b, c->w_v, b->dw_v, c->D * E * c->H, count, r);
+    CHECK_GRAD("dgk", kvb_objective, b, c->gk, b->dgk, c->D * c->dh, count, r);
+}
+
+/* Every entry of every gradient by central differences, per-layer context (Dc = D) and one
+ * shared context (Dc = 1, whose dc sums the D layers' contributions), positions in the
+ * thousands so the rotation is far from the identity. */
+static void test_kvproj_grad_full(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 111);
+    kvb_case b = kvb_new(&r, 3, 3, 4, 10, 2, 6, 1e4);
+    kvb_grad_check(&b, 1 << 30, &r);
+    kvb_free(&b);
+    kvb_case s = kvb_new(&r, 1, 3, 5, 8, 3, 4, 1e6);
+    s.f.eps = 1e-3;
+    kvb_grad_check(&s, 1 << 30, &r);
+    kvb_free(&s);
+}
+
+/* Exact properties. (1) The K path is linear in mscale: mscale 2 doubles dw_k and dgk and leaves
+ * dw_v as it was.
+ * (2) RMSNorm is scale-invariant, so with eps = 0 each head row's du is orthogonal to its u, and
+ * summed over rows <dw_k[i, head j], w_k[i, head j]> = sum_n du . u = 0. (3) dv reaches only
+ * dc and dw_v: with the same dk and another dv, dw_k and dgk do not change. */
+static void test_kvproj_grad_properties(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 112);
+    kvb_case b = kvb_new(&r, 2, 2, 6, 12, 2, 8, 1e6);
+    const kv_case *c = &b.f;
+    const int64_t E = c->Hkv * c->dh, nW = c->D * E * c->H, nC = c->Dc * c->N * c->H;
+    kvb_bwd(&b);
+    double *dc1 = dclone(b.dc, nC), *dwk1 = dclone(b.dw_k, nW), *dwv1 = dclone(b.dw_v, nW),
+           *dgk1 = dclone(b.dgk, c->D * c->dh);
+    b.mscale = 2.0;
+    kvb_bwd(&b);
+    for (int64_t e = 0; e < nW; e++)
+        dwk1[e] *= 2.0;
+    for (int64_t e = 0; e < c->D * c->dh; e++)
+        dgk1[e] *= 2.0;
+    CHECK_REL(b.dw_k, dwk1, nW, 1e-14, "mscale 2: dw_k");
+    CHECK_REL(b.dgk, dgk1, c->D * c->dh, 1e-14, "mscale 2: dgk");
+    FT_CHECK(memcmp(b.dw_v, dwv1, sizeof(double) * (size_t)nW) == 0, "mscale 2 changed dw_v");
+    FT_CHECK(ft_test_rel_err(b.dc, dc1, nC) > 1e-3, "mscale 2 left dc unchanged");
+    b.mscale = 1.0;
+
+    b.f.eps = 0.0;
+    kvb_bwd(&b);
+    for (int64_t i = 0; i < c->D; i++)
+        for (int64_t j = 0; j < c->Hkv; j++) {
+            const int64_t off = (i * E + j * c->dh) * c->H, n = c->dh * c->H;
+            const double ip = sum_prod(b.dw_k + off, c->w_k + off, n);
+            const double scale = norm2(b.dw_k + off, n) * norm2(c->w_k + off, n);
+            FT_CHECK(scale > 1e-3 && fabs(ip) < 1e-12 * scale,
+                     "eps 0: <dw_k, w_k> of layer %d head %d is %.3g (norms %.3g)", (int)i, (int)j,
+                     ip, scale);
+        }
+
+    b.f.eps = 1e-6;
+    kvb_bwd(&b);
+    memcpy(dwk1, b.dw_k, sizeof(double) * (size_t)nW);
+    memcpy(dgk1, b.dgk, sizeof(double) * (size_t)(c->D * c->dh));
+    memcpy(dwv1, b.dw_v, sizeof(double) * (size_t)nW);
+    fill_normal(&r, b.rv, c->D * c->N * E, 1.0);
+    kvb_bwd(&b);
+    FT_CHECK(memcmp(dwk1, b.dw_k, sizeof(double) * (size_t)nW) == 0, "dv changed dw_k");
+    FT_CHECK(memcmp(dgk1, b.dgk, sizeof(double) * (size_t)(c->D * c->dh)) == 0, "dv changed dgk");
+    FT_CHECK(ft_test_rel_err(dwv1, b.dw_v, nW) > 0.1, "a new dv left dw_v unchanged");
+    free(dc1);
+    free(dwk1);
+    free(dwv1);
+    free(dgk1);
+    kvb_free(&b);
+}
+
 /* =========================================================================================== */
 /* attention.decode                                                                            */
 /* =========================================================================================== */
@@ -1318,6 +1452,8 @@ int main(void) {
     FT_RUN(test_kvproj_rope_properties);
     FT_RUN(test_kvproj_norm_per_head);
     FT_RUN(test_kvproj_layers);
+    FT_RUN(test_kvproj_grad_full);
+    FT_RUN(test_kvproj_grad_properties);
     FT_RUN(test_decode_hand);
     FT_RUN(test_decode_single_key);
     FT_RUN(test_decode_identical_keys);

@@ -96,20 +96,12 @@ static void plan_step(const ft_preset *p, plan *pl) {
     add(pl, preset_op("fusion", -1, train, fusion,
                       train ? "the context's target states, every context token"
                             : "the target states of the step's new tokens"));
-    add(pl, preset_op("kv_proj", -1, 0, "attention.kvproj",
-                      "context keys and values of every draft layer, norm and RoPE fused"));
-    if (train) {
-        /* No backward kernel: per layer its two projections' backward GEMMs (dK and dV stacked
-         * as one [2 Hkv dh, H] weight), without the norm's and RoPE's backward. */
-        for (int64_t i = 0; i < p->D; i++) {
-            stage_spec b = lin("kv_proj_bwd", -1, 1, p->N, 2 * kvd, p->H,
-                               "backward GEMMs only, as linear (no backward kernel): dc and "
-                               "dW_k, dW_v of one layer");
-            b.pass = "backward";
-            b.grad_only = 1;
-            add(pl, b);
-        }
-    }
+    /* Training runs the projection with its backward (dc, dW_k, dW_v, dgk through the norm and
+     * RoPE) in one call. */
+    add(pl, preset_op("kv_proj", -1, train, "attention.kvproj",
+                      train ? "context keys and values of every draft layer, norm and RoPE "
+                              "fused, with the backward (dc, dW_k, dW_v, dgk)"
+                            : "context keys and values of every draft layer, norm and RoPE fused"));
     const char *attn = train ? "attention.train" : "attention.decode";
     for (int i = 0; i < (int)p->D; i++) {
         add(pl, lin("q_proj", i, train, X, qd, p->H, ""));

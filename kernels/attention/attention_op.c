@@ -3,7 +3,9 @@
  * realistic inputs, the bridge to the float64 reference in kernels/attention/attention_ref.c, and
  * the napkin math.
  *
- * kvproj: two GEMMs per draft layer, 4*D*N*H*Hkv*dh FLOPs; compute-bound.
+ * kvproj: two GEMMs per draft layer, 4*D*N*H*Hkv*dh FLOPs; compute-bound. Its backward is four
+ * more of the same size (dc from dk and from dv, dw_k, dw_v): 8*D*N*H*Hkv*dh, so a forward +
+ * backward call is 3x the forward; the norm and RoPE are O(D*N*Hkv*dh) and not counted.
  * decode: each (query row, query head, visible key) costs 2*dh for the score and 2*dh for the
  * value sum, so 4*dh*B*Hq*(L_r + B) per request; K/V are read once per kv head when the GQA group
  * is packed (2*L*Hkv*dh floats). At R = 1 the intensity is 2*G*B FLOP per K/V float (G =
@@ -16,6 +18,7 @@
  * about 4*dh*B*Hq*(W + B) per block whatever the context length. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op/op.h"
@@ -59,8 +62,15 @@ static const ft_tensor_spec kvproj_tensors[] = {
     [KP_POS] = {"pos", FT_I32, "N", FT_ROLE_IN, 0, "RoPE position of each context token"},
     [KP_K] = {"k", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "normed, rotated context keys"},
     [KP_V] = {"v", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "context values"},
+    [KP_DK] = {"dk", FT_F32, "D,N,Hkv,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of k"},
+    [KP_DV] = {"dv", FT_F32, "D,N,Hkv,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of v"},
+    [KP_DCTX] = {"dc", FT_F32, "Dc,N,H", FT_ROLE_GRAD_OUT, 0,
+                 "gradient of c (Dc = 1: summed over the D layers that share it)"},
+    [KP_DWK] = {"dw_k", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_k"},
+    [KP_DWV] = {"dw_v", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_v"},
+    [KP_DGK] = {"dgk", FT_F32, "D,dh", FT_ROLE_GRAD_OUT, 0, "gradient of gk"},
 };
-static const char *const kvproj_attrs[] = {"eps", "rope_theta", "dtype", NULL};
+static const char *const kvproj_attrs[] = {"eps", "rope_theta", "backward", "dtype", NULL};
 
 static ft_status kvproj_check(ft_call *c, ft_err *err) {
     int64_t *d = c->dim;
@@ -104,6 +114,10 @@ static void kvproj_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
     int32_t start = (int32_t)ft_rng_below(rng, 4096);
     for (int64_t n = 0; n < c->dim[KP_N]; n++)
         pos[n] = start + (int32_t)n;
+    if (c->backward) {
+        ft_fill_normal(c->t[KP_DK], rng, 0.0, 1.0);
+        ft_fill_normal(c->t[KP_DV], rng, 0.0, 1.0);
+    }
 }
 
 static void kvproj_reference(const ft_call *c) {
@@ -111,11 +125,23 @@ static void kvproj_reference(const ft_call *c) {
     ft_ref_kvproj_fwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
                       c->attrs.rope_theta, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
                       c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
+    if (!c->backward) return;
+    double mscale, *inv_freq = malloc((size_t)(d[KP_DH] / 2) * sizeof(double));
+    if (!inv_freq) abort(); /* the reference has no way to fail (see attention_ref.c) */
+    ft_rope_freqs(&c->attrs, d[KP_DH], inv_freq, &mscale);
+    ft_ref_kvproj_bwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
+                      inv_freq, mscale, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
+                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_DK]->data, c->t[KP_DV]->data,
+                      c->t[KP_DCTX]->data, c->t[KP_DWK]->data, c->t[KP_DWV]->data,
+                      c->t[KP_DGK]->data);
+    free(inv_freq);
 }
 
 static double kvproj_flops(const ft_call *c) {
     const int64_t *d = c->dim;
-    return 4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
+    const double fwd =
+        4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
+    return fwd * (c->backward ? 3.0 : 1.0);
 }
 
 const ft_op ft_op_attention_kvproj = {
@@ -125,7 +151,7 @@ const ft_op ft_op_attention_kvproj = {
     .tensors = kvproj_tensors,
     .ntensors = sizeof kvproj_tensors / sizeof kvproj_tensors[0],
     .attrs = kvproj_attrs,
-    .backward = FT_BWD_NONE,
+    .backward = FT_BWD_OPTIONAL,
     .check = kvproj_check,
     .from_preset = kvproj_from_preset,
     .fill_inputs = kvproj_fill,

@@ -6,6 +6,11 @@
  *            v[i,n,j,:] = (c[i or 0,n,:] @ w_v[i]^T)[j*dh:(j+1)*dh]
  *            rope (rotate-half): for m < dh/2, a = pos * theta^(-2m/dh),
  *              out[m] = y[m] cos a - y[m+dh/2] sin a,  out[m+dh/2] = y[m+dh/2] cos a + y[m] sin a
+ *   kvproj backward, given dk, dv (per head row; r = 1/sqrt(mean u^2 + eps), xh = u r):
+ *            dy = mscale R(pos)^T dk   (the rotation's transpose: the angle negated)
+ *            dgk[i,:] += dy * xh,   dxh = dy * gk[i],   du = r (dxh - xh mean_d(dxh * xh))
+ *            dc[i or 0,n,:] += du @ w_k[i] + dv @ w_v[i]   (Dc = 1: summed over layers)
+ *            dw_k[i] += du^T c[i or 0,n,:],  dw_v[i] += dv^T c[i or 0,n,:]
  *   attention of one query row q (head h reads kv head h / (Hq/Hkv)) over its visible keys K, V:
  *            s = scale * K q,  p = softmax(s),  o = p^T V,  lse = log sum exp(s)
  *     decode: the visible keys of request r are its ctx_lens[r] context rows then its B block rows.
@@ -86,6 +91,68 @@ void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
         }
     }
     free(u);
+}
+
+void ft_ref_kvproj_bwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
+                       double eps, const double *inv_freq, double mscale, const double *c,
+                       const double *w_k, const double *w_v, const double *gk, const int32_t *pos,
+                       const double *dk, const double *dv, double *dc, double *dw_k, double *dw_v,
+                       double *dgk) {
+    assert(Dc == 1 || Dc == D);
+    assert(N >= 0 && H > 0 && Hkv > 0 && dh > 0 && dh % 2 == 0);
+    const int64_t half = dh / 2, E = Hkv * dh;
+    memset(dc, 0, sizeof(double) * (size_t)(Dc * N * H));
+    memset(dw_k, 0, sizeof(double) * (size_t)(D * E * H));
+    memset(dw_v, 0, sizeof(double) * (size_t)(D * E * H));
+    memset(dgk, 0, sizeof(double) * (size_t)(D * dh));
+    /* one head row: the projection u, its normalised xh, and the gradients dy (then du) */
+    double *u = ref_scratch(dh), *dy = ref_scratch(dh);
+
+    for (int64_t i = 0; i < D; i++) {
+        const double *ci = c + (Dc == 1 ? 0 : i) * N * H;
+        double *dci = dc + (Dc == 1 ? 0 : i) * N * H;
+        const double *wk = w_k + i * E * H, *wv = w_v + i * E * H, *gki = gk + i * dh;
+        double *dwk = dw_k + i * E * H, *dwv = dw_v + i * E * H, *dgki = dgk + i * dh;
+        for (int64_t n = 0; n < N; n++) {
+            const double *cn = ci + n * H;
+            double *dcn = dci + n * H;
+            for (int64_t j = 0; j < Hkv; j++) {
+                const double *dkr = dk + ((i * N + n) * Hkv + j) * dh;
+                const double *dvr = dv + ((i * N + n) * Hkv + j) * dh;
+                for (int64_t d = 0; d < dh; d++)
+                    u[d] = dot(H, cn, wk + (j * dh + d) * H);
+                const double r = 1.0 / sqrt(dot(dh, u, u) / (double)dh + eps);
+                /* R^T: out[m] = a cos + b sin, out[m+half] = b cos - a sin */
+                for (int64_t m = 0; m < half; m++) {
+                    const double ang = (double)pos[n] * inv_freq[m];
+                    const double cs = cos(ang), sn = sin(ang);
+                    dy[m] = mscale * (dkr[m] * cs + dkr[m + half] * sn);
+                    dy[m + half] = mscale * (dkr[m + half] * cs - dkr[m] * sn);
+                }
+                double proj = 0.0; /* mean_d(dxh * xh) */
+                for (int64_t d = 0; d < dh; d++) {
+                    const double xh = u[d] * r;
+                    dgki[d] += dy[d] * xh;
+                    dy[d] *= gki[d]; /* now dxh */
+                    proj += dy[d] * xh;
+                }
+                proj /= (double)dh;
+                for (int64_t d = 0; d < dh; d++)
+                    dy[d] = r * (dy[d] - u[d] * r * proj); /* now du */
+                for (int64_t d = 0; d < dh; d++) {
+                    const double *wkr = wk + (j * dh + d) * H, *wvr = wv + (j * dh + d) * H;
+                    double *dwkr = dwk + (j * dh + d) * H, *dwvr = dwv + (j * dh + d) * H;
+                    for (int64_t h = 0; h < H; h++) {
+                        dcn[h] += dy[d] * wkr[h] + dvr[d] * wvr[h];
+                        dwkr[h] += dy[d] * cn[h];
+                        dwvr[h] += dvr[d] * cn[h];
+                    }
+                }
+            }
+        }
+    }
+    free(u);
+    free(dy);
 }
 
 /* ---- one query row against its visible keys ----------------------------------------------

@@ -68,6 +68,23 @@ void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
                        double *k,                                      /* [D,N,Hkv,dh]   */
                        double *v);                                     /* [D,N,Hkv,dh]   */
 
+/* Its backward, given dk, dv: dc (for Dc = 1 summed over the D layers), dw_k, dw_v, dgk, all
+ * overwritten. The rotation is inv_freq[dh/2] and mscale (ft_rope_freqs: angle pos * inv_freq[m],
+ * rope(x) = mscale (x cos + rotate_half(x) sin)); the norm and the projection are recomputed. */
+void ft_ref_kvproj_bwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
+                       double eps, const double *inv_freq, double mscale,
+                       const double *c,    /* [Dc,N,H]       */
+                       const double *w_k,  /* [D,Hkv*dh,H]   */
+                       const double *w_v,  /* [D,Hkv*dh,H]   */
+                       const double *gk,   /* [D,dh]         */
+                       const int32_t *pos, /* [N]            */
+                       const double *dk,   /* [D,N,Hkv,dh]   */
+                       const double *dv,   /* [D,N,Hkv,dh]   */
+                       double *dc,         /* [Dc,N,H]       */
+                       double *dw_k,       /* [D,Hkv*dh,H]   */
+                       double *dw_v,       /* [D,Hkv*dh,H]   */
+                       double *dgk);       /* [D,dh]         */
+
 /* ---- attention.decode: block attention at inference -------------------------------------
  * Request r's context rows start at sum_{r' < r} ctx_lens[r'] in k_ctx / v_ctx. */
 
