@@ -20,8 +20,6 @@ install(FILES ${FT_STATIC_LIB} DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/flaretune.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY kernels core DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune
         FILES_MATCHING PATTERN "*.c" PATTERN "*.h" PATTERN "*.cu" PATTERN "*.cuh")
-install(DIRECTORY include/flaretune DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune/include
-        FILES_MATCHING PATTERN "*.h")
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/flaretune/version.h
               ${CMAKE_CURRENT_BINARY_DIR}/include/flaretune/source_hash.h
         DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune/include/flaretune)

@@ -1,5 +1,5 @@
-/* clock.c: the host clock (see include/flaretune/clock.h). */
-#include "flaretune/clock.h"
+/* clock.c: the host clock (see core/clock.h). */
+#include "core/clock.h"
 
 #include <time.h>
 

@@ -1,5 +1,5 @@
-/* env.c: the environment fingerprint (see include/flaretune/env.h). */
-#include "flaretune/env.h"
+/* env.c: the environment fingerprint (see core/env.h). */
+#include "core/env.h"
 
 #include <cblas.h>
 #include <omp.h>

@@ -1,11 +1,11 @@
-/* expr.c: the safe evaluator of Python expressions in tuning files (include/flaretune/expr.h).
+/* expr.c: the safe evaluator of Python expressions in tuning files (core/expr.h).
  *
  * A recursive-descent parser following Python's grammar for the subset it reads (conditional,
  * or, and, not, comparisons, + -, * / // %, unary, **, calls and indexing, atoms) builds nodes in
  * arrays; evaluation walks them. Lists built during an evaluation (a literal, range) live in an
  * arena freed when it ends.
  */
-#include "flaretune/expr.h"
+#include "core/expr.h"
 
 #include <errno.h>
 #include <math.h>

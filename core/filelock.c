@@ -1,5 +1,5 @@
-/* filelock.c: exclusive locks beside files (see include/flaretune/filelock.h). */
-#include "flaretune/filelock.h"
+/* filelock.c: exclusive locks beside files (see core/filelock.h). */
+#include "core/filelock.h"
 
 #include <errno.h>
 #include <fcntl.h>

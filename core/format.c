@@ -1,6 +1,6 @@
 /* format.c: number formatting shared by the command line and the dashboard (see
- * include/flaretune/format.h). */
-#include "flaretune/format.h"
+ * core/format.h). */
+#include "core/format.h"
 
 #include <math.h>
 #include <stdio.h>

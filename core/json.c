@@ -1,6 +1,6 @@
 /* json.c: the JSON forms of the core's records: numbers that may not be finite, statistics,
- * the environment and the machine's load (see include/flaretune/json.h). */
-#include "flaretune/json.h"
+ * the environment and the machine's load (see core/json.h). */
+#include "core/json.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,12 +1,12 @@
-/* load.c: how busy the rest of the machine is (see include/flaretune/load.h). */
-#include "flaretune/load.h"
+/* load.c: how busy the rest of the machine is (see core/load.h). */
+#include "core/load.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "flaretune/clock.h"
+#include "core/clock.h"
 
 void ft_load_mark_take(ft_load_mark *m) {
     memset(m, 0, sizeof *m);

@@ -1,11 +1,11 @@
-/* npy.c: reading and writing NumPy .npy files (see include/flaretune/npy.h).
+/* npy.c: reading and writing NumPy .npy files (see core/npy.h).
  *
  * The header is a Python dict literal such as
  *     {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
  * parsed here by a small recursive-descent reader that accepts exactly the three keys NumPy
  * writes, so a damaged header is reported rather than guessed at.
  */
-#include "flaretune/npy.h"
+#include "core/npy.h"
 
 #include <errno.h>
 #include <limits.h>

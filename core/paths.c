@@ -1,6 +1,6 @@
 /* paths.c: the root of the files flaretune ships besides its code (paths.h). */
 #define _GNU_SOURCE /* dladdr */
-#include "flaretune/paths.h"
+#include "core/paths.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
-/* rng.c: xoshiro256** seeded through splitmix64 (see include/flaretune/rng.h). */
-#include "flaretune/rng.h"
+/* rng.c: xoshiro256** seeded through splitmix64 (see core/rng.h). */
+#include "core/rng.h"
 
 #include <math.h>
 

@@ -1,7 +1,7 @@
 /* sched.c: what took the CPU away from a measured call's threads (see
- * include/flaretune/sched.h). */
+ * core/sched.h). */
 #define _GNU_SOURCE
-#include "flaretune/sched.h"
+#include "core/sched.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-/* stats.c: robust statistics of samples (see include/flaretune/stats.h). */
-#include "flaretune/stats.h"
+/* stats.c: robust statistics of samples (see core/stats.h). */
+#include "core/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* status.c: error records (see include/flaretune/status.h). */
-#include "flaretune/status.h"
+/* status.c: error records (see core/status.h). */
+#include "core/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>

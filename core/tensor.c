@@ -1,5 +1,5 @@
-/* tensor.c: dense tensors (see include/flaretune/tensor.h). */
-#include "flaretune/tensor.h"
+/* tensor.c: dense tensors (see core/tensor.h). */
+#include "core/tensor.h"
 
 #include <stdio.h>
 #include <stdlib.h>

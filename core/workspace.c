@@ -1,9 +1,9 @@
-/* workspace.c: kernel scratch memory (see include/flaretune/workspace.h). */
-#include "flaretune/workspace.h"
+/* workspace.c: kernel scratch memory (see core/workspace.h). */
+#include "core/workspace.h"
 
 #include <stdint.h>
 
-#include "flaretune/tensor.h"
+#include "core/tensor.h"
 
 size_t ft_ws_size(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "attention/attention.h"
-#include "flaretune/backend.h"
-#include "flaretune/op.h"
+#include "op/backend.h"
+#include "op/op.h"
 #include "fusion/fusion.h"
 #include "linear/linear.h"
 #include "loss/loss.h"

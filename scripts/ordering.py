@@ -3,7 +3,7 @@
 The order of the parameters (which varies fastest in space order) changes what a strategy does
 with the same landscape. Ordering 0 is the parameters' own order; ordering j > 0 is a
 Fisher-Yates shuffle of 0..n-1 driven by splitmix64 seeded with j, exactly as
-ft_landscape_ordering (include/flaretune/replay.h) draws it, so `flaretune replay --orderings N`
+ft_landscape_ordering (tuner/replay.h) draws it, so `flaretune replay --orderings N`
 and `scripts/kt-compare.py --orderings N` replay seed s on the same ordering (s - 1) % N.
 """
 

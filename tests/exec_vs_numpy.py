@@ -79,12 +79,16 @@ def gen_linear(rng, m=24, n=40, k=64, backward=False):
     return inp
 
 
-def gen_kvproj(rng, dc=3, d=3, n=24, h=64, hkv=2, dh=16, max_pos=4096):
-    return {"c": f32(rng.standard_normal((dc, n, h))),
-            "w_k": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
-            "w_v": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
-            "gk": f32(1.0 + 0.1 * rng.standard_normal((d, dh))),
-            "pos": rng.integers(0, max_pos, n).astype(np.int32)}
+def gen_kvproj(rng, dc=3, d=3, n=24, h=64, hkv=2, dh=16, max_pos=4096, backward=False):
+    inp = {"c": f32(rng.standard_normal((dc, n, h))),
+           "w_k": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
+           "w_v": f32(rng.standard_normal((d, hkv * dh, h)) / np.sqrt(h)),
+           "gk": f32(1.0 + 0.1 * rng.standard_normal((d, dh))),
+           "pos": rng.integers(0, max_pos, n).astype(np.int32)}
+    if backward:
+        inp["dk"] = f32(rng.standard_normal((d, n, hkv, dh)))
+        inp["dv"] = f32(rng.standard_normal((d, n, hkv, dh)))
+    return inp
 
 
 def gen_decode(rng, ctx_lens=(0, 7, 33, 1), b=4, hq=4, hkv=2, dh=16):
@@ -182,6 +186,13 @@ def build_cases(rng):
     add("attention.kvproj", {"rope_theta": 1e4, "eps": 1e-3}, gen_kvproj(rng, dc=3), note="Dc = D")
     add("attention.kvproj", {}, gen_kvproj(rng, dc=1, d=2, hkv=4, dh=8, max_pos=32768),
         note="Dc = 1, Hkv 4, dh 8, pos < 32768")
+    add("attention.kvproj", {"backward": 1}, gen_kvproj(rng, dc=3, backward=True), True,
+        "Dc = D = 3")
+    add("attention.kvproj", {"backward": 1}, gen_kvproj(rng, dc=1, backward=True), True,
+        "Dc = 1: dc sums the layers")
+    add("attention.kvproj", {"backward": 1, "rope_theta": 1e4, "eps": 1e-3},
+        gen_kvproj(rng, dc=1, d=2, hkv=4, dh=8, max_pos=32768, backward=True),
+        note="Dc = 1, Hkv 4, dh 8, pos < 32768")
 
     add("attention.decode", {}, gen_decode(rng), True, "ctx_lens 0,7,33,1")
     add("attention.decode", {"scale": 0.1}, gen_decode(rng, ctx_lens=(12, 0, 5)),
@@ -191,6 +202,12 @@ def build_cases(rng):
         note="Hq 8 / Hkv 2")
     add("attention.decode", {}, gen_decode(rng, ctx_lens=(3, 17, 0), hq=2, hkv=2),
         note="Hq = Hkv")
+    # sliding windows (SPEC.md "Sliding window"): one that cuts the longer contexts, one below B
+    add("attention.decode", {"window": 9}, gen_decode(rng), True, "ctx_lens 0,7,33,1")
+    add("attention.decode", {"window": 2}, gen_decode(rng, ctx_lens=(12, 0, 5)),
+        note="ctx_lens 12,0,5: the last rows see no context")
+    add("attention.decode", {"window": 9, "causal": 1}, gen_decode(rng), True,
+        "ctx_lens 0,7,33,1, the block causal")
 
     edge_anchors = [[0, 17, 40], [40, 5, 0]]
     edge_keep = [[1, 1, 1], [1, 0, 1]]
@@ -206,6 +223,19 @@ def build_cases(rng):
         gen_train(rng, nseq=1, nb=4, hq=6, hkv=3, dh=8, s=24, backward=True,
                   anchors=[[24, 0, 11, 3]], keep=[[1, 1, 0, 1]]),
         note="Hq 6 / Hkv 3, dh 8, " + edge)
+    add("attention.train", {"window": 9}, gen_train(rng, anchors=edge_anchors, keep=edge_keep),
+        True, edge)
+    add("attention.train", {"backward": 1, "window": 9},
+        gen_train(rng, anchors=edge_anchors, keep=edge_keep, backward=True), True, edge)
+    add("attention.train", {"backward": 1, "window": 3},
+        gen_train(rng, nseq=1, nb=4, hq=6, hkv=3, dh=8, s=24, backward=True,
+                  anchors=[[24, 0, 11, 3]], keep=[[1, 1, 0, 1]]),
+        note="window 3 < B, Hq 6 / Hkv 3, " + edge)
+    add("attention.train", {"backward": 1, "window": 9, "causal": 1},
+        gen_train(rng, anchors=edge_anchors, keep=edge_keep, backward=True), True,
+        "the block causal, " + edge)
+    add("attention.train", {"backward": 1, "causal": 1}, gen_train(rng, backward=True),
+        note="the block causal, no window")
 
     # loss: every scheme with its default denominator
     for scheme, extra, dw, quick in (
@@ -417,6 +447,8 @@ def error_cases(rng):
     tr = gen_train(rng, nseq=1, nb=2, s=8)
     cases.append(("anchor S+1", "attention.train", {},
                   dict(tr, anchors=np.array([[3, 9]], dtype=np.int32))))
+    cases.append(("bad attribute value window=-1", "attention.train", {"window": -1}, tr))
+    cases.append(("bad attribute value causal=2", "attention.decode", {"causal": 2}, dec))
     lab = lo["labels"].copy()
     lab[np.flatnonzero((lo["mask"] != 0) & (np.arange(len(lab)) % 4 > 0))[0]] = 50
     cases.append(("label V on a scored row", "loss", {"B": 4}, dict(lo, labels=lab)))

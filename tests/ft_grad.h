@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/rng.h"
+#include "core/rng.h"
 #include "ft_test.h"
 
 static inline double *dalloc(int64_t n) { return ft_test_alloc((size_t)n * sizeof(double)); }

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/op.h"
-#include "flaretune/space.h"
+#include "op/backend.h"
+#include "op/op.h"
+#include "op/space.h"
 #include "ft_test.h"
 
 /* A problem of a real op on the cpu backend, sized from a preset (no tensors). */

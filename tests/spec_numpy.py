@@ -113,8 +113,9 @@ def fusion_dflash(x, w_fc, g, eps=EPS, df=None):
 
 # ---- attention.kvproj ------------------------------------------------------------------------
 
-def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA):
-    """c [Dc,N,H], w_k/w_v [D,Hkv*dh,H], gk [D,dh], pos [N] -> k, v [D,N,Hkv,dh]."""
+def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA, dk=None, dv=None):
+    """c [Dc,N,H], w_k/w_v [D,Hkv*dh,H], gk [D,dh], pos [N] -> k, v [D,N,Hkv,dh]; with dk, dv
+    [D,N,Hkv,dh] also dc [Dc,N,H] (Dc = 1: summed over the layers), dw_k, dw_v, dgk."""
     c, w_k, w_v, gk = _f64(c), _f64(w_k), _f64(w_v), _f64(gk)
     dc, n, _ = c.shape
     d, kvd, _ = w_k.shape
@@ -125,16 +126,33 @@ def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA):
     cc = np.broadcast_to(c, (d,) + c.shape[1:])          # layer i reads c[i] or c[0]
     kk = np.einsum("inh,ieh->ine", cc, w_k).reshape(d, n, hkv, dh)
     vv = np.einsum("inh,ieh->ine", cc, w_v).reshape(d, n, hkv, dh)
-    kn, _ = rmsnorm_fwd(kk, eps)
-    kn = kn * gk[:, None, None, :]
+    kn, r = rmsnorm_fwd(kk, eps)
     pos_b = np.broadcast_to(np.asarray(pos)[None, :, None], (d, n, hkv))
-    return {"k": rope(kn, pos_b, rope_theta), "v": vv}
+    out = {"k": rope(kn * gk[:, None, None, :], pos_b, rope_theta), "v": vv}
+    if dk is None:
+        return out
+    dk, dv = _f64(dk), _f64(dv)
+    # A rotation's transpose is the rotation by the opposite angle: rope at -pos.
+    dy = rope(dk, -np.asarray(pos_b, dtype=np.float64), rope_theta)
+    out["dgk"] = np.sum(dy * kn, axis=(1, 2))
+    du = rmsnorm_bwd(kk, r, dy * gk[:, None, None, :]).reshape(d, n, kvd)
+    dvf = dv.reshape(d, n, kvd)
+    dcl = np.einsum("ine,ieh->inh", du, w_k) + np.einsum("ine,ieh->inh", dvf, w_v)
+    out["dc"] = dcl.sum(axis=0, keepdims=True) if dc == 1 else dcl
+    out["dw_k"] = np.einsum("ine,inh->ieh", du, cc)
+    out["dw_v"] = np.einsum("ine,inh->ieh", dvf, cc)
+    return out
 
 
 # ---- attention.decode ------------------------------------------------------------------------
 
-def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None):
-    """q [R,B,Hq,dh], ctx_lens [R], k_ctx/v_ctx [sum L,Hkv,dh], k_blk/v_blk [R,B,Hkv,dh]."""
+def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None, window=0, causal=0):
+    """q [R,B,Hq,dh], ctx_lens [R], k_ctx/v_ctx [sum L,Hkv,dh], k_blk/v_blk [R,B,Hkv,dh].
+
+    window W > 0: query b of request r sits at position L_r + b and sees only the context
+    positions p with L_r + b - W < p (SPEC.md "Sliding window"); its block's keys stay visible
+    (causal = 1: only the block's keys 0..b).
+    """
     q, k_ctx, v_ctx, k_blk, v_blk = map(_f64, (q, k_ctx, v_ctx, k_blk, v_blk))
     nr, b, hq, dh = q.shape
     hkv = k_blk.shape[2]
@@ -150,6 +168,13 @@ def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None):
         vr = np.concatenate([v_ctx[offs[r]:offs[r + 1]], v_blk[r]], axis=0)
         qg = q[r].reshape(b, hkv, grp, dh)
         sc = scale * np.einsum("bkgd,pkd->bkgp", qg, kr)
+        L = int(ctx_lens[r])
+        pos = np.arange(L + b)                       # key t: context position t, then the block
+        qpos = L + np.arange(b)
+        blk_ok = (pos[None, :] - L <= np.arange(b)[:, None]) if causal else True
+        vis = np.where(pos[None, :] >= L, blk_ok,
+                       (window == 0) | (pos[None, :] > qpos[:, None] - window))
+        sc = np.where(vis[:, None, None, :], sc, -np.inf)
         m = np.max(sc, axis=-1, keepdims=True)
         e = np.exp(sc - m)
         l = np.sum(e, axis=-1, keepdims=True)
@@ -160,11 +185,14 @@ def attention_decode(q, ctx_lens, k_ctx, v_ctx, k_blk, v_blk, scale=None):
 
 # ---- attention.train -------------------------------------------------------------------------
 
-def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do=None):
+def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do=None, window=0,
+                    causal=0):
     """Block-sparse training attention (SPEC.md attention.train); with do also the gradients.
 
     Scores are laid out [nseq, NB, Hkv, G, B, S + B]: the S context keys (visible when
-    p < anchor) then the block's own B keys; a keep = 0 block sees nothing.
+    p < anchor) then the block's own B keys; a keep = 0 block sees nothing. window W > 0: query
+    b of a block sits at position anchor + b and also needs anchor + b - W < p. causal = 1: query
+    b sees only its block's keys 0..b.
     """
     q, k_ctx, v_ctx, k_blk, v_blk = map(_f64, (q, k_ctx, v_ctx, k_blk, v_blk))
     ns, nb, b, hq, dh = q.shape
@@ -178,9 +206,16 @@ def attention_train(q, k_ctx, v_ctx, k_blk, v_blk, anchors, keep, scale=None, do
     qg = q.reshape(ns, nb, b, hkv, grp, dh)
     sc_c = scale * np.einsum("sjbkgd,spkd->sjkgbp", qg, k_ctx)
     sc_b = scale * np.einsum("sjbkgd,sjckd->sjkgbc", qg, k_blk)
-    vis_c = (np.arange(s_len)[None, None, :] < anchors[..., None]) & kept[..., None]
-    vis_b = np.broadcast_to(kept[..., None], (ns, nb, b))
-    vis = np.concatenate([vis_c, vis_b], axis=-1)[:, :, None, None, None, :]
+    pos = np.arange(s_len)[None, None, None, :]                       # [1,1,1,S]
+    qpos = anchors[..., None, None] + np.arange(b)[None, None, :, None]  # [ns,nb,B,1]
+    vis_c = (pos < anchors[..., None, None]) & kept[..., None, None]
+    if window:
+        vis_c = vis_c & (pos > qpos - window)
+    vis_c = np.broadcast_to(vis_c, (ns, nb, b, s_len))
+    vis_b = np.broadcast_to(kept[..., None, None], (ns, nb, b, b))
+    if causal:
+        vis_b = vis_b & (np.arange(b)[None, :] <= np.arange(b)[:, None])[None, None]
+    vis = np.concatenate([vis_c, vis_b], axis=-1)[:, :, None, None, :, :]
     sc = np.where(vis, np.concatenate([sc_c, sc_b], axis=-1), -np.inf)
 
     m = np.max(sc, axis=-1, keepdims=True)
@@ -338,11 +373,12 @@ OPS = {
     "fusion.dflare": (("x", "w", "g"), (), ("f",), {"eps": float, "backward": int}),
     "fusion.dflash": (("x", "w_fc", "g"), (), ("f",), {"eps": float, "backward": int}),
     "attention.kvproj": (("c", "w_k", "w_v", "gk"), ("pos",), ("k", "v"),
-                         {"eps": float, "rope_theta": float}),
+                         {"eps": float, "rope_theta": float, "backward": int}),
     "attention.decode": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("ctx_lens",),
-                         ("o", "lse"), {"scale": float}),
+                         ("o", "lse"), {"scale": float, "window": int, "causal": int}),
     "attention.train": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("anchors", "keep"),
-                        ("o", "lse"), {"scale": float, "backward": int}),
+                        ("o", "lse"), {"scale": float, "backward": int, "window": int,
+                                       "causal": int}),
     "loss": (("h", "w_lm"), ("labels", "mask"), ("loss", "ce", "q", "w", "dh"),
              {"B": int, "scheme": str, "gamma": float, "gamma0": float, "gamma_max": float,
               "step": float, "warmup_steps": float, "alpha": float, "num_seqs": float,
@@ -355,6 +391,7 @@ BACKWARD_OUTPUTS = {
     "fusion.dflare": ("df", ("dx", "dw", "dg")),
     "fusion.dflash": ("df", ("dx", "dw_fc", "dg")),
     "attention.train": ("do", ("dq", "dk_ctx", "dv_ctx", "dk_blk", "dv_blk")),
+    "attention.kvproj": (("dk", "dv"), ("dc", "dw_k", "dw_v", "dgk")),
     "linear": ("dy", ("dx", "dw")),
 }
 
@@ -365,7 +402,8 @@ def op_io(op, attrs=None):
     fin, iin, outs = OPS[op][:3]
     ins, outs = list(fin) + list(iin), list(outs)
     if op in BACKWARD_OUTPUTS and int(float(attrs.get("backward", 0))):
-        ins.append(BACKWARD_OUTPUTS[op][0])
+        grad_in = BACKWARD_OUTPUTS[op][0]      # one name, or a tuple of them
+        ins += [grad_in] if isinstance(grad_in, str) else list(grad_in)
         outs += BACKWARD_OUTPUTS[op][1]
     if op == "loss" and int(float(attrs.get("want_dw", 0))):
         outs.append("dw_lm")
@@ -546,6 +584,15 @@ def self_test():
         ck.check("attention.kvproj Dc=%d k vs loops" % dc, _rel(o["k"], nk), 1e-12)
         ck.check("attention.kvproj Dc=%d v vs loops" % dc, _rel(o["v"], nv), 1e-13)
 
+        def fw_kvproj(i, do=None, pos=pos):
+            return attention_kvproj(i["c"], i["w_k"], i["w_v"], i["gk"], pos, eps=1e-3,
+                                    rope_theta=1e4, dk=None if do is None else do["k"],
+                                    dv=None if do is None else do["v"])
+        _check_grads(ck, "attention.kvproj Dc=%d" % dc, fw_kvproj,
+                     {"c": c, "w_k": w_k, "w_v": w_v, "gk": gk},
+                     [("c", "dc"), ("w_k", "dw_k"), ("w_v", "dw_v"), ("gk", "dgk")],
+                     ["k", "v"], rng)
+
     # attention.decode against per-query loops
     r, b, hq, hkv, dh = 3, 3, 4, 2, 4
     lens = np.array([0, 2, 5])
@@ -570,6 +617,51 @@ def self_test():
         off += lens[ri]
     ck.check("attention.decode o vs loops", _rel(o["o"], no), 1e-13)
     ck.check("attention.decode lse vs loops", _rel(o["lse"], nl), 1e-13)
+
+    # attention.decode with a sliding window against loops that list each query's keys: query
+    # bi at position L + bi keeps context positions p > L + bi - W; W = 2 < B leaves the last
+    # rows no context key, W = 4 cuts inside the context of 5
+    for wnd in (2, 4):
+        o = attention_decode(**args, scale=0.7, window=wnd)
+        no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
+        off = 0
+        for ri in range(r):
+            for bi in range(b):
+                ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - wnd]
+                for hi in range(hq):
+                    kv = hi // (hq // hkv)
+                    keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
+                           [args["k_blk"][ri, c, kv] for c in range(b)]
+                    vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
+                           [args["v_blk"][ri, c, kv] for c in range(b)]
+                    sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
+                    nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
+                    no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
+                                         for p in range(len(vals)))
+            off += lens[ri]
+        ck.check("attention.decode window=%d o vs loops" % wnd, _rel(o["o"], no), 1e-13)
+        ck.check("attention.decode window=%d lse vs loops" % wnd, _rel(o["lse"], nl), 1e-13)
+
+    # causal = 1 with window 4: query bi sees block keys 0..bi only
+    o = attention_decode(**args, scale=0.7, window=4, causal=1)
+    no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
+    off = 0
+    for ri in range(r):
+        for bi in range(b):
+            ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - 4]
+            for hi in range(hq):
+                kv = hi // (hq // hkv)
+                keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
+                       [args["k_blk"][ri, c, kv] for c in range(bi + 1)]
+                vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
+                       [args["v_blk"][ri, c, kv] for c in range(bi + 1)]
+                sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
+                nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
+                no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
+                                     for p in range(len(vals)))
+        off += lens[ri]
+    ck.check("attention.decode window=4 causal=1 o vs loops", _rel(o["o"], no), 1e-13)
+    ck.check("attention.decode window=4 causal=1 lse vs loops", _rel(o["lse"], nl), 1e-13)
 
     # attention.train: forward per block against decode, backward against finite differences
     ns, nb, b, hq, hkv, dh, s_len = 2, 3, 3, 4, 2, 4, 5
@@ -607,6 +699,68 @@ def self_test():
     ck.check("attention.train keep=0 block gets no dq/dk_blk/dv_blk",
              float(np.abs(g["dq"][1, 1]).sum() + np.abs(g["dk_blk"][1, 1]).sum()
                    + np.abs(g["dv_blk"][1, 1]).sum()), 1e-300)
+
+    # attention.train with a sliding window W = 3 (query b of a block at anchor + b): per block
+    # against windowed decode on the context prefix, gradients against finite differences, and
+    # context rows outside every window get no gradient
+    def fw_train_w(i, do=None):
+        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
+                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
+                               window=3)
+    o = fw_train_w(inp)
+    err_o = err_l = 0.0
+    for si in range(ns):
+        for j in range(nb):
+            if not keep[si, j]:
+                continue
+            a = anchors[si, j]
+            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
+                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
+                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
+                                   scale=0.6, window=3)
+            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+            err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+    ck.check("attention.train window=3 o vs windowed decode per block", err_o, 1e-13)
+    ck.check("attention.train window=3 lse vs windowed decode per block", err_l, 1e-13)
+    full = fw_train(inp)
+    ck.check("attention.train window=3 differs from full attention",
+             1.0 / max(_rel(o["o"], full["o"]), 1e-300), 1e3)
+    _check_grads(ck, "attention.train window=3", fw_train_w, inp,
+                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
+                  ("v_blk", "dv_blk")], ["o"], rng)
+    g = fw_train_w(inp, {"o": rn(o["o"].shape)})
+    # sequence 0, anchors 0, 3, 5: windows reach rows 1, 2 (anchor 3) and 3, 4 (anchor 5)
+    ck.check("attention.train window=3 row 0 (outside every window) gets no gradient",
+             float(np.abs(g["dk_ctx"][0, 0]).sum() + np.abs(g["dv_ctx"][0, 0]).sum()), 1e-300)
+
+    # causal = 1 (with window 3): per block against causal windowed decode, FD gradients, and
+    # the last block key reaches only the last query
+    def fw_train_c(i, do=None):
+        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
+                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
+                               window=3, causal=1)
+    o = fw_train_c(inp)
+    err_o = 0.0
+    for si in range(ns):
+        for j in range(nb):
+            if not keep[si, j]:
+                continue
+            a = anchors[si, j]
+            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
+                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
+                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
+                                   scale=0.6, window=3, causal=1)
+            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+    ck.check("attention.train window=3 causal=1 o vs windowed causal decode", err_o, 1e-13)
+    _check_grads(ck, "attention.train window=3 causal=1", fw_train_c, inp,
+                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
+                  ("v_blk", "dv_blk")], ["o"], rng)
+    do_last = np.zeros_like(o["o"])
+    do_last[:, :, :-1] = rn(do_last[:, :, :-1].shape)   # upstream gradient on rows 0..B-2 only
+    g = fw_train_c(inp, {"o": do_last})
+    ck.check("attention.train causal=1: the last block key gets no gradient from earlier rows",
+             float(np.abs(g["dk_blk"][:, :, -1]).sum() + np.abs(g["dv_blk"][:, :, -1]).sum()),
+             1e-300)
 
     # loss: weights against the table, dpace weights against the accepted-length surrogate,
     # gradients (weights held constant) against finite differences

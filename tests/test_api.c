@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "flaretune.h"
-#include "flaretune/backend.h"
-#include "flaretune/op.h"
+#include "op/backend.h"
+#include "op/op.h"
 #include "ft_test.h"
 
 /* One op's call at a preset (random inputs, zeroed outputs) and its tensors bound to ctx. */

@@ -12,11 +12,11 @@
 
 #include <jansson.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/ceilings.h"
-#include "flaretune/clock.h"
-#include "flaretune/json.h"
-#include "flaretune/load.h"
+#include "op/backend.h"
+#include "tuner/ceilings.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/load.h"
 #include "ft_test.h"
 
 static void level(ft_ceilings *c, const char *name, double capacity, double bw) {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/verify.h"
+#include "op/backend.h"
+#include "tuner/verify.h"
 #include "ft_test.h"
 
 /* Shapes: each tiny preset as is, and with sizes chosen so tiles do not divide them. */
@@ -169,10 +169,49 @@ static void test_loss_final_norm(void) {
     }
 }
 
+/* The attention ops again with sliding windows smaller than the context (SPEC.md "Sliding
+ * window"): W = 3 < B + 1 (later rows of a block see no context at all), W = 9 (the window cuts
+ * inside the tiny contexts), W = 40 on a longer context (the window starts inside a strip of the
+ * packed context and spans tile boundaries); and the causal block, with a window and alone with
+ * blocks longer than the smallest tiles (B = 20, 40: block tiles a row sees none of). */
+static void test_attention_windows(void) {
+    const char *only = getenv("FT_TEST_OP");
+    ft_err err = {0};
+    const ft_backend *be;
+    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
+    static const struct {
+        const char *op, *preset, *set;
+        int64_t window;
+        int causal; /* the block causal too (SpecForge's sliding layers) */
+    } cases[] = {
+        {"attention.train", "tiny.dflare.train", NULL, 3, 0},
+        {"attention.train", "tiny.dflash.train", NULL, 9, 1},
+        {"attention.train", "tiny.dflare.train", "S=150", 40, 0},
+        {"attention.train", "tiny.dflare.train", "B=20", 0, 1},
+        {"attention.decode", "tiny.dflare.decode", NULL, 3, 1},
+        {"attention.decode", "tiny.dflash.decode", NULL, 9, 0},
+        {"attention.decode", "tiny.dflare.decode", "L=150", 40, 0},
+        {"attention.decode", "tiny.dflare.decode", "B=40", 0, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        if (only && strcmp(only, cases[k].op) != 0) continue;
+        const ft_op *op = ft_op_find(cases[k].op, &err);
+        ft_preset p = *ft_preset_find(cases[k].preset);
+        if (cases[k].set) FT_CHECK(ft_preset_set(&p, cases[k].set, &err) == FT_OK, "%s", err.msg);
+        ft_attrs a;
+        ft_attrs_default(&a);
+        a.window = cases[k].window;
+        a.causal = cases[k].causal;
+        for (int bwd = 0; bwd <= (op->backward == FT_BWD_OPTIONAL); bwd++)
+            check_op_at(be, op, &p, bwd, &a);
+    }
+}
+
 int main(void) {
     FT_RUN(test_every_config);
     FT_RUN(test_loss_schemes);
     FT_RUN(test_loss_final_norm);
+    FT_RUN(test_attention_windows);
     fprintf(stderr, "%lld configurations verified, %lld of them duplicates at their shape\n",
             (long long)configs_run, (long long)duplicates_run);
     FT_CHECK(duplicates_run > 0, "no duplicate config ran: the shapes cover no covering tile");

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cuda/cuda_backend.h"
-#include "flaretune/rng.h"
+#include "core/rng.h"
 #include "ft_test.h"
 
 static ft_rng rng;

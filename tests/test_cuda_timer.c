@@ -25,7 +25,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/device_impl.h"
 #include "cuda/timer.h"
-#include "flaretune/nvtx.h"
+#include "traces/nvtx.h"
 #include "ft_test.h"
 
 static double now_s(void) {

@@ -25,8 +25,8 @@
 #if FT_HAVE_CUDA
 #include "cuda/nvrtc.h"
 #endif
-#include "flaretune/backend.h"
-#include "flaretune/verify.h"
+#include "op/backend.h"
+#include "tuner/verify.h"
 #include "ft_test.h"
 
 /* Shapes per op: a preset, or sizes by name. Ops without an entry run at the tiny presets. */
@@ -94,11 +94,16 @@ static int64_t configs_run, seeded_runs;
 
 static const char *dt_name(int dtype) { return dtype ? "bf16" : "f32"; }
 
+static int64_t call_window; /* the attention ops' `window` for the calls made (0: full) */
+static int call_causal;     /* and their `causal` */
+
 static ft_status make_call(ft_call *c, const ft_op *op, const shape *s, int dtype, int bwd,
                            ft_err *err) {
     ft_call_init(c, op);
     c->attrs.dtype = dtype;
     c->attrs.backward = bwd;
+    c->attrs.window = call_window;
+    c->attrs.causal = call_causal;
     if (s->preset) {
         const ft_preset *p = ft_preset_find(s->preset);
         if (!p) return ft_err_set(err, FT_EINVAL, "no preset %s", s->preset);
@@ -243,8 +248,8 @@ static void check_at(const ft_op *op, const ft_cuda_op *cop, const shape *s, int
         if (sample > 1) valid--;
         char cs[256], what[512];
         ft_config_format(sp, &cfg, cs, sizeof cs);
-        snprintf(what, sizeof what, "%s %s %s bwd=%d [%s]", op->name, dims, dt_name(dtype), bwd,
-                 cs);
+        snprintf(what, sizeof what, "%s %s %s bwd=%d window=%lld causal=%d [%s]", op->name, dims,
+                 dt_name(dtype), bwd, (long long)call_window, call_causal, cs);
         if (valid % 11 == 0) {
             set_seed(1000003ull * (unsigned long long)(valid + 1));
             run_and_verify(&c, &ref, &cfg, what);
@@ -315,6 +320,44 @@ static void test_every_config(void) {
                 (long long)(configs_run - before), (double)clock() / CLOCKS_PER_SEC - t0);
     }
     FT_CHECK(ncuda > 0, "no CUDA op%s%s", only ? " named " : "", only ? only : "");
+}
+
+/* The attention ops with sliding windows smaller than the context (SPEC.md "Sliding window"):
+ * every config, f32 and bf16, forward and backward. W = 3 < B + 1 leaves the last rows of a block
+ * no context key (a tile or step where a row sees nothing); W = 9 and 40 cut inside the contexts,
+ * across tiles, splits and (train, G = 6, dh 16) the tensor cores' 16-row tiles; causal blocks
+ * with and without a window (B = 24: block steps a row sees none of). */
+static void test_attention_windows(void) {
+    const char *only = getenv("FT_TEST_OP");
+    static const struct {
+        const char *op;
+        shape s;
+        int64_t window;
+        int causal; /* the block causal too (SpecForge's sliding layers) */
+    } cases[] = {
+        {"attention.decode", {"tiny.dflare.decode", 0, {NULL}, {0}, 0}, 3, 1},
+        {"attention.decode", {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 8, 8, 2, 16, 150}, 0},
+         40, 0},
+        {"attention.decode", {NULL, 6, {"R", "B", "Hq", "Hkv", "dh", "Lsum"}, {2, 24, 4, 2, 16, 40}, 0},
+         0, 1},
+        {"attention.train", {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"},
+                             {2, 7, 14, 3, 6, 2, 8}, 7}, 3, 0},
+        {"attention.train", {NULL, 7, {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh"},
+                             {1, 21, 3, 3, 12, 2, 16}, 0}, 9, 1},
+        {"attention.train", {"tiny.dflare.train", 0, {NULL}, {0}, 0}, 9, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const ft_op *op = ft_op_find(cases[k].op, NULL);
+        const ft_cuda_op *cop = op ? ft_cuda_op_of(op) : NULL;
+        if (!cop || (only && strcmp(only, op->name) != 0)) continue;
+        call_window = cases[k].window;
+        call_causal = cases[k].causal;
+        for (int dtype = 0; dtype <= 1; dtype++)
+            for (int bwd = 0; bwd <= (op->backward == FT_BWD_OPTIONAL); bwd++)
+                check_at(op, cop, &cases[k].s, dtype, bwd);
+        call_window = 0;
+        call_causal = 0;
+    }
 }
 
 /* fusion.dflare's tensor-core forward (stage=mma: bf16 only, so the shapes above give it few
@@ -566,6 +609,7 @@ int main(void) {
     FT_RUN(test_defaults_valid);
     FT_RUN(test_bf16_reference_sees_rounded_inputs);
     FT_RUN(test_every_config);
+    FT_RUN(test_attention_windows);
     FT_RUN(test_dflare_mma);
     FT_RUN(test_loss_attrs);
     int compiled = 0, cached = 0; /* distinct modules, each counted once */

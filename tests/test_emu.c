@@ -17,7 +17,7 @@
 
 #include "cuda/device_emu.h"
 #include "cuda/emu/emu.h"
-#include "flaretune/device.h"
+#include "cuda/device.h"
 #include "ft_test.h"
 
 #define SAMPLE(name) FT_SOURCE_DIR "/tests/cuda/" name

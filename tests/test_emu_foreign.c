@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cuda/device_emu.h"
-#include "flaretune/device.h"
+#include "cuda/device.h"
 
 #define FOREIGN FT_SOURCE_DIR "/tests/data/foreign/"
 #define SHARED  FT_SOURCE_DIR "/../shared/landscapes/kernels/"

@@ -14,7 +14,7 @@
 
 #include "cuda/device_emu.h"
 #include "cuda/emu/prof.h"
-#include "flaretune/device.h"
+#include "cuda/device.h"
 #include "ft_test.h"
 
 #define SAMPLE FT_SOURCE_DIR "/tests/cuda/emu_profile.cu"

@@ -1,7 +1,7 @@
 /* test_env.c: the environment fingerprint and the OpenBLAS core check. */
 #include <string.h>
 
-#include "flaretune/env.h"
+#include "core/env.h"
 #include "ft_test.h"
 
 static void test_core_upgrade(void) {

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/trace.h"
+#include "traces/eventlog.h"
+#include "traces/trace.h"
 #include "ft_test.h"
 
 static char path[64];

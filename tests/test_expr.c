@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "flaretune/expr.h"
+#include "core/expr.h"
 #include "ft_test.h"
 
 static const char *const NAMES[] = {"a", "b", "c", "d", "L", "ProblemSize", "filter_width"};

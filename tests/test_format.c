@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/format.h"
+#include "core/format.h"
 #include "ft_test.h"
 
 #define EXPECT_FMT(expr, want)                                                                     \

@@ -8,9 +8,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/replay.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "tuner/replay.h"
 #include "ft_problem.h"
 #include "ft_test.h"
 

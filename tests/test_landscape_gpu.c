@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "flaretune/replay.h"
+#include "tuner/replay.h"
 #include "ft_test.h"
 
 static char dir[1024];

@@ -6,9 +6,13 @@ into the folders of lower layers, never up; two folders of one layer never call 
 cycle; no two files call each other, directly or around a loop. The calls are read from the
 objects themselves (`nm`: each object's undefined symbols against the symbols the others
 define), so a dependency through a header that declares a function another layer defines is
-seen, and one through a header of types alone is not a dependency. Private headers (those under
-kernels/) are checked the same way from the #include lines: a folder includes its own headers
-or those of a lower layer.
+seen, and one through a header of types alone is not a dependency.
+
+Headers are checked from the #include lines, by the same rule: every internal header lives in
+the folder of the code it declares, and a file (source or header) includes headers of its own
+folder or of a lower layer, never of a higher one, and no headers include each other in a loop.
+include/ holds the installed C API alone (flaretune.h): an internal header there would be filed
+away from its layer, where this check could not see which layer it belongs to.
 
     test_layers.py BUILD_DIR
 """
@@ -163,10 +167,35 @@ def check_calls(build, problems):
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def resolve(d, inc):
+    """The repository path an #include "inc" of a file in folder d names: from its own folder,
+    the source root or kernels/ (the build's include path), or None (a system or generated
+    header)."""
+    for base in (d, "", "kernels"):
+        path = os.path.normpath(os.path.join(base, inc))
+        if os.path.exists(os.path.join(ROOT, path)):
+            return path
+    return None
+
+
+def include_problem(f, path):
+    """Why file f may not include the header at path, or None."""
+    d, hd = os.path.dirname(f), os.path.dirname(path)
+    if hd in LAYER_OF and d in LAYER_OF and hd != d and LAYER_OF[hd] > LAYER_OF[d]:
+        return (f"{f} (layer {LAYER_OF[d]}) includes {path} from layer {LAYER_OF[hd]} above "
+                "it")
+    return None
+
+
 def check_includes(problems):
-    """Private headers (kernels/**.h) are included from their own folder or from above."""
+    """Every file of a layer includes headers of its own folder or of lower layers; include/
+    holds flaretune.h alone."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.c", "*.h"],
                            cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
+    for f in files:
+        if f.startswith("include/") and f != "include/flaretune.h":
+            problems.append(f"{f}: include/ is the installed API (flaretune.h) alone; an "
+                            "internal header lives beside the code it declares")
     edges, n = {}, 0
     for f in files:
         if not os.path.exists(os.path.join(ROOT, f)):
@@ -176,20 +205,14 @@ def check_includes(problems):
             continue
         text = open(os.path.join(ROOT, f), encoding="utf-8", errors="replace").read()
         for inc in INCLUDE.findall(text):
-            for base in (d, "kernels"):
-                path = os.path.normpath(os.path.join(base, inc))
-                if os.path.exists(os.path.join(ROOT, path)):
-                    break
-            else:
-                continue
-            if not path.startswith("kernels/"):
+            path = resolve(d, inc)
+            if path is None or os.path.dirname(path) not in LAYER_OF:
                 continue
             n += 1
             edges.setdefault(f, set()).add(path)
-            hd = os.path.dirname(path)
-            if hd in LAYER_OF and hd != d and LAYER_OF[hd] > LAYER_OF[d]:
-                problems.append(f"{f} (layer {LAYER_OF[d]}) includes {path} from layer "
-                                f"{LAYER_OF[hd]} above it")
+            why_not = include_problem(f, path)
+            if why_not:
+                problems.append(why_not)
     for comp in sccs(sorted(edges), edges):
         problems.append("headers that include each other: " + ", ".join(comp))
     return n
@@ -201,6 +224,11 @@ def self_test():
         ["a", "b", "c"]], "a three-file loop not found"
     assert sccs(["a", "b"], {"a": {"b"}}) == [], "a one-way call taken for a loop"
     assert LAYER_OF["core"] < LAYER_OF["kernels/op"] < LAYER_OF["tuner"] < LAYER_OF["tuner/cli"]
+    assert include_problem("kernels/cuda/cuda_backend.c", "tuner/ceilings.h"), \
+        "an upward include not found"
+    assert include_problem("tuner/session.c", "core/status.h") is None, "a downward include refused"
+    assert include_problem("tuner/session.c", "tuner/tune.h") is None, "an own-folder include refused"
+    assert resolve("tuner", "op/op.h") == "kernels/op/op.h", "kernels/ is on the include path"
 
 
 def main():
@@ -212,7 +240,7 @@ def main():
     ninc = check_includes(problems)
     for p in problems:
         print("test_layers: " + p)
-    print(f"test_layers: {nobj} objects, {ncalls} file-to-file call edges, {ninc} private "
+    print(f"test_layers: {nobj} objects, {ncalls} file-to-file call edges, {ninc} internal "
           f"includes: {len(problems)} problem(s)")
     return 1 if problems else 0
 

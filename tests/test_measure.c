@@ -8,9 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/measure.h"
-#include "flaretune/rng.h"
+#include "core/clock.h"
+#include "tuner/measure.h"
+#include "core/rng.h"
 #include "ft_test.h"
 
 static void test_quantiles(void) {

@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "flaretune/npy.h"
-#include "flaretune/rng.h"
+#include "core/npy.h"
+#include "core/rng.h"
 #include "ft_test.h"
 
 static char dir[64];

@@ -3,7 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
+#include "op/op_json.h"
 #include "ft_test.h"
 
 static const ft_op *op_named(const char *name) {
@@ -210,6 +211,20 @@ static void test_shape_errors(void) {
     expect_bind_error(&c, "must have 1 (shared) or D = 3", "kvproj Dc");
     c.t[0] = cc;
     ft_call_free(&c);
+
+    /* kvproj's backward reads two upstream gradients (tensors 7 and 8), each of k's shape. */
+    make_call(&c, "attention.kvproj", "tiny.dflare.train", 1);
+    ft_tensor *dv = c.t[8];
+    c.t[8] = NULL;
+    expect_bind_error(&c, "missing input 'dv'", "kvproj backward without dv");
+    ft_tensor *dk = c.t[7];
+    int64_t dks[4] = {dk->shape[0], dk->shape[1], dk->shape[2], dk->shape[3] + 2};
+    ft_tensor wide_dk = ft_tensor_wrap(FT_F32, 4, dks, dk->data);
+    c.t[8] = dv;
+    c.t[7] = &wide_dk;
+    expect_bind_error(&c, "input 'dk' has shape", "kvproj dk with dh + 2");
+    c.t[7] = dk;
+    ft_call_free(&c);
 }
 
 static void test_index_errors(void) {
@@ -298,6 +313,19 @@ static void test_attrs(void) {
     FT_CHECK(ft_attrs_set(&a, loss, "gamma", "inf", &err) == FT_EINVAL, "not finite");
     FT_CHECK(ft_attrs_set(&a, loss, "want_dw", "2", &err) == FT_EINVAL, "bool");
     FT_CHECK(ft_attrs_set(&a, loss, "B", "0", &err) == FT_EINVAL, "B >= 1");
+    /* window: 0 = full attention, a count of positions; only the attention ops take it */
+    const ft_op *train = op_named("attention.train");
+    FT_CHECK(a.window == 0, "window defaults to 0 (full attention)");
+    FT_CHECK(ft_attrs_set(&a, train, "window", "512", &err) == FT_OK && a.window == 512, "window");
+    ft_attrs_format(&a, "window", txt, sizeof txt);
+    FT_CHECK(strcmp(txt, "512") == 0, "window formats as %s", txt);
+    FT_CHECK(ft_attrs_set(&a, train, "window", "-1", &err) == FT_EINVAL &&
+                 strstr(err.msg, "out of range"),
+             "negative window: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, train, "window", "2147483648", &err) == FT_EINVAL,
+             "window beyond int32");
+    FT_CHECK(ft_attrs_set(&a, loss, "window", "8", &err) == FT_EINVAL, "loss has no window");
+    FT_CHECK(ft_attrs_set(&a, train, "window", "0", &err) == FT_OK && a.window == 0, "window 0");
     /* format then parse gives the same value for every attribute */
     for (const ft_attr_desc *d = ft_attr_table; d->name; d++) {
         ft_attrs x, y;
@@ -309,6 +337,70 @@ static void test_attrs(void) {
         FT_CHECK(ft_attrs_set(&y, NULL, d->name, buf, &err) == FT_OK, "%s=%s: %s", d->name, buf,
                  err.msg);
         FT_CHECK(memcmp(&x, &y, sizeof x) == 0, "%s round trip", d->name);
+    }
+}
+
+/* A full-attention call's attribute JSON (the key of profiles and logs) has no window, as before
+ * the attribute existed; a windowed one names it. */
+static void test_window_attrs_json(void) {
+    ft_call c;
+    make_call(&c, "attention.train", "tiny.dflare.train", 1);
+    json_t *j = ft_attrs_to_json(&c);
+    FT_CHECK(j && !json_object_get(j, "window") && json_object_get(j, "backward"),
+             "full attention: no window in the attrs");
+    json_decref(j);
+    c.attrs.window = 9;
+    j = ft_attrs_to_json(&c);
+    json_t *w = j ? json_object_get(j, "window") : NULL;
+    FT_CHECK(w && !strcmp(json_string_value(w), "9"), "window 9 in the attrs");
+    json_decref(j);
+    ft_call_free(&c);
+}
+
+/* flops counts only the keys a query sees: 4*dh per (row, head, visible key) forward, 3x with
+ * the backward; under a window a query at position i sees context p > i - W, counted here key by
+ * key from the call's own anchors, keep and context lengths. */
+static void test_window_flops(void) {
+    for (int64_t k = 0; k < 8; k++) {
+        const int64_t W = k % 4 * 3;
+        const int causal = (int)(k / 4); /* query b sees block keys 0..b */
+        ft_call c;
+        make_call(&c, "attention.train", "tiny.dflare.train", 1);
+        c.attrs.window = W;
+        c.attrs.causal = causal;
+        const int32_t *anch = c.t[5]->data; /* anchors, keep: the op's tensors 5 and 6 */
+        const uint8_t *keep = c.t[6]->data;
+        const int64_t nseq = c.dim[0], NB = c.dim[2], B = c.dim[3], Hq = c.dim[4], dh = c.dim[6];
+        double keys = 0;
+        for (int64_t i = 0; i < nseq * NB; i++)
+            for (int64_t b = 0; keep[i] && b < B; b++) {
+                for (int64_t p = 0; p < anch[i]; p++)
+                    keys += W == 0 || p > anch[i] + b - W;
+                keys += causal ? (double)(b + 1) : (double)B;
+            }
+        double want = 3 * 4 * (double)dh * (double)Hq * keys, got = c.op->flops(&c);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want,
+                 "train W=%lld causal=%d: flops %.17g, want %.17g", (long long)W, causal, got, want);
+        ft_call_free(&c);
+
+        make_call(&c, "attention.decode", "tiny.dflare.decode", 0);
+        c.attrs.window = W;
+        c.attrs.causal = causal;
+        const int32_t *lens = c.t[1]->data; /* ctx_lens */
+        const int64_t R = c.dim[0], Bd = c.dim[1], Hqd = c.dim[2], dhd = c.dim[4];
+        keys = 0;
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t b = 0; b < Bd; b++) {
+                for (int64_t p = 0; p < lens[r]; p++)
+                    keys += W == 0 || p > lens[r] + b - W;
+                keys += causal ? (double)(b + 1) : (double)Bd;
+            }
+        want = 4 * (double)dhd * (double)Hqd * keys;
+        got = c.op->flops(&c);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want,
+                 "decode W=%lld causal=%d: flops %.17g, want %.17g", (long long)W, causal, got,
+                 want);
+        ft_call_free(&c);
     }
 }
 
@@ -339,6 +431,8 @@ int main(void) {
     FT_RUN(test_shape_errors);
     FT_RUN(test_index_errors);
     FT_RUN(test_attrs);
+    FT_RUN(test_window_attrs_json);
+    FT_RUN(test_window_flops);
     FT_RUN(test_reference_float32_outputs);
     return ft_test_finish();
 }

@@ -23,7 +23,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/device_emu.h"
 #include "cuda/prefetch.h"
-#include "flaretune/device.h"
+#include "cuda/device.h"
 #include "ft_test.h"
 
 #ifndef FT_TEST_CXX

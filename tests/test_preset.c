@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "ft_test.h"
 
 enum { NTHREADS = 8, MAXPRESETS = 64 };
@@ -90,8 +90,35 @@ static void test_ctx_sum(void) {
     FT_CHECK(ft_preset_ctx_sum(&p) == -1, "R = L = 2^31-1 is too many rows");
 }
 
+/* The sliding-window layout (docs/step.md): every preset full; window = W slides every layer,
+ * sliding = MASK only the layers of its bits; 0 is allowed for both, a negative value is not. */
+static void test_layer_windows(void) {
+    for (int i = 0; i < ft_preset_count(); i++) {
+        const ft_preset *q = ft_preset_at(i);
+        for (int64_t l = 0; l < q->D; l++)
+            FT_CHECK(ft_preset_layer_window(q, l) == 0, "%s layer %lld is not full attention",
+                     q->name, (long long)l);
+    }
+    ft_preset p = *ft_preset_find("qwen3-8b.dflash.train");
+    ft_err err = {0};
+    FT_CHECK(ft_preset_set(&p, "sliding=15", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_preset_layer_window(&p, 0) == 0, "sliding without a window slides nothing");
+    FT_CHECK(ft_preset_set(&p, "window=2048", &err) == FT_OK, "%s", err.msg);
+    int64_t want[5] = {2048, 2048, 2048, 2048, 0}; /* SpecForge qwen3.6-27b-dflash's layout */
+    for (int64_t l = 0; l < 5; l++)
+        FT_CHECK(ft_preset_layer_window(&p, l) == want[l], "sliding=15: layer %lld has %lld",
+                 (long long)l, (long long)ft_preset_layer_window(&p, l));
+    FT_CHECK(ft_preset_set(&p, "sliding=0", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_preset_layer_window(&p, 4) == 2048, "sliding=0: every layer slides");
+    FT_CHECK(ft_preset_set(&p, "window=0", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_preset_layer_window(&p, 0) == 0, "window=0: full attention");
+    FT_CHECK(ft_preset_set(&p, "window=-1", &err) == FT_EINVAL && strchr(err.msg, '\n') == NULL,
+             "window=-1 accepted or a multi-line message: %s", err.msg);
+}
+
 int main(void) {
     FT_RUN(test_first_lookups_from_many_threads); /* first: the table must not be built yet */
     FT_RUN(test_ctx_sum);
+    FT_RUN(test_layer_windows);
     return ft_test_finish();
 }

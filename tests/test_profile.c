@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/profile.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "profiles/src/profile.h"
 #include "ft_test.h"
 
 static char dir[256];

@@ -12,8 +12,8 @@
 #include "ft_grad.h"
 #include "ft_test.h"
 
-#include "flaretune/ref.h"
-#include "flaretune/rng.h"
+#include "op/ref.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <string.h>
@@ -333,6 +333,140 @@ static void test_kvproj_layers(void) {
     free(kD);
     free(vD);
     kv_free(&c);
+}
+
+/* ---- attention.kvproj backward ----------------------------------------------------------
+ * The objective sum(k * Rk) + sum(v * Rv) for random Rk, Rv: its gradients are the backward
+ * given dk = Rk, dv = Rv. Frequencies are computed here (plain RoPE) with mscale 1 so the
+ * forward, which takes theta, is the same rotation. */
+
+typedef struct kvb_case {
+    kv_case f;
+    double *rk, *rv, *inv_freq, mscale;
+    double *dc, *dw_k, *dw_v, *dgk;
+} kvb_case;
+
+static kvb_case kvb_new(ft_rng *r, int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
+                        int64_t dh, double theta) {
+    kvb_case b = {kv_new(r, Dc, D, N, H, Hkv, dh), NULL, NULL, NULL, 1.0, NULL, NULL, NULL, NULL};
+    const int64_t E = Hkv * dh;
+    b.f.theta = theta;
+    b.rk = dalloc(D * N * E);
+    b.rv = dalloc(D * N * E);
+    fill_normal(r, b.rk, D * N * E, 1.0);
+    fill_normal(r, b.rv, D * N * E, 1.0);
+    b.inv_freq = dalloc(dh / 2);
+    for (int64_t m = 0; m < dh / 2; m++)
+        b.inv_freq[m] = exp(-2.0 * (double)m / (double)dh * log(theta));
+    b.dc = dalloc(Dc * N * H);
+    b.dw_k = dalloc(D * E * H);
+    b.dw_v = dalloc(D * E * H);
+    b.dgk = dalloc(D * dh);
+    return b;
+}
+
+static void kvb_free(kvb_case *b) {
+    kv_free(&b->f);
+    free(b->rk);
+    free(b->rv);
+    free(b->inv_freq);
+    free(b->dc);
+    free(b->dw_k);
+    free(b->dw_v);
+    free(b->dgk);
+}
+
+static void kvb_bwd(kvb_case *b) {
+    const kv_case *c = &b->f;
+    ft_ref_kvproj_bwd(c->Dc, c->D, c->N, c->H, c->Hkv, c->dh, c->eps, b->inv_freq, b->mscale, c->c,
+                      c->w_k, c->w_v, c->gk, c->pos, b->rk, b->rv, b->dc, b->dw_k, b->dw_v, b->dgk);
+}
+
+static double kvb_objective(void *ctx) {
+    kvb_case *b = ctx;
+    kv_run(&b->f);
+    const int64_t n = b->f.D * b->f.N * b->f.Hkv * b->f.dh;
+    return sum_prod(b->f.k, b->rk, n) + sum_prod(b->f.v, b->rv, n);
+}
+
+static void kvb_grad_check(kvb_case *b, int64_t count, ft_rng *r) {
+    kv_case *c = &b->f;
+    const int64_t E = c->Hkv * c->dh;
+    kvb_bwd(b);
+    CHECK_GRAD("dc", kvb_objective, b, c->c, b->dc, c->Dc * c->N * c->H, count, r);
+    CHECK_GRAD("dw_k", kvb_objective, b, c->w_k, b->dw_k, c->D * E * c->H, count, r);
+    CHECK_GRAD("dw_v", kvb_objective, b, c->w_v, b->dw_v, c->D * E * c->H, count, r);
+    CHECK_GRAD("dgk", kvb_objective, b, c->gk, b->dgk, c->D * c->dh, count, r);
+}
+
+/* Every entry of every gradient by central differences, per-layer context (Dc = D) and one
+ * shared context (Dc = 1, whose dc sums the D layers' contributions), positions in the
+ * thousands so the rotation is far from the identity. */
+static void test_kvproj_grad_full(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 111);
+    kvb_case b = kvb_new(&r, 3, 3, 4, 10, 2, 6, 1e4);
+    kvb_grad_check(&b, 1 << 30, &r);
+    kvb_free(&b);
+    kvb_case s = kvb_new(&r, 1, 3, 5, 8, 3, 4, 1e6);
+    s.f.eps = 1e-3;
+    kvb_grad_check(&s, 1 << 30, &r);
+    kvb_free(&s);
+}
+
+/* Exact properties. (1) The K path is linear in mscale: mscale 2 doubles dw_k and dgk and leaves
+ * dw_v as it was.
+ * (2) RMSNorm is scale-invariant, so with eps = 0 each head row's du is orthogonal to its u, and
+ * summed over rows <dw_k[i, head j], w_k[i, head j]> = sum_n du . u = 0. (3) dv reaches only
+ * dc and dw_v: with the same dk and another dv, dw_k and dgk do not change. */
+static void test_kvproj_grad_properties(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 112);
+    kvb_case b = kvb_new(&r, 2, 2, 6, 12, 2, 8, 1e6);
+    const kv_case *c = &b.f;
+    const int64_t E = c->Hkv * c->dh, nW = c->D * E * c->H, nC = c->Dc * c->N * c->H;
+    kvb_bwd(&b);
+    double *dc1 = dclone(b.dc, nC), *dwk1 = dclone(b.dw_k, nW), *dwv1 = dclone(b.dw_v, nW),
+           *dgk1 = dclone(b.dgk, c->D * c->dh);
+    b.mscale = 2.0;
+    kvb_bwd(&b);
+    for (int64_t e = 0; e < nW; e++)
+        dwk1[e] *= 2.0;
+    for (int64_t e = 0; e < c->D * c->dh; e++)
+        dgk1[e] *= 2.0;
+    CHECK_REL(b.dw_k, dwk1, nW, 1e-14, "mscale 2: dw_k");
+    CHECK_REL(b.dgk, dgk1, c->D * c->dh, 1e-14, "mscale 2: dgk");
+    FT_CHECK(memcmp(b.dw_v, dwv1, sizeof(double) * (size_t)nW) == 0, "mscale 2 changed dw_v");
+    FT_CHECK(ft_test_rel_err(b.dc, dc1, nC) > 1e-3, "mscale 2 left dc unchanged");
+    b.mscale = 1.0;
+
+    b.f.eps = 0.0;
+    kvb_bwd(&b);
+    for (int64_t i = 0; i < c->D; i++)
+        for (int64_t j = 0; j < c->Hkv; j++) {
+            const int64_t off = (i * E + j * c->dh) * c->H, n = c->dh * c->H;
+            const double ip = sum_prod(b.dw_k + off, c->w_k + off, n);
+            const double scale = norm2(b.dw_k + off, n) * norm2(c->w_k + off, n);
+            FT_CHECK(scale > 1e-3 && fabs(ip) < 1e-12 * scale,
+                     "eps 0: <dw_k, w_k> of layer %d head %d is %.3g (norms %.3g)", (int)i, (int)j,
+                     ip, scale);
+        }
+
+    b.f.eps = 1e-6;
+    kvb_bwd(&b);
+    memcpy(dwk1, b.dw_k, sizeof(double) * (size_t)nW);
+    memcpy(dgk1, b.dgk, sizeof(double) * (size_t)(c->D * c->dh));
+    memcpy(dwv1, b.dw_v, sizeof(double) * (size_t)nW);
+    fill_normal(&r, b.rv, c->D * c->N * E, 1.0);
+    kvb_bwd(&b);
+    FT_CHECK(memcmp(dwk1, b.dw_k, sizeof(double) * (size_t)nW) == 0, "dv changed dw_k");
+    FT_CHECK(memcmp(dgk1, b.dgk, sizeof(double) * (size_t)(c->D * c->dh)) == 0, "dv changed dgk");
+    FT_CHECK(ft_test_rel_err(dwv1, b.dw_v, nW) > 0.1, "a new dv left dw_v unchanged");
+    free(dc1);
+    free(dwk1);
+    free(dwv1);
+    free(dgk1);
+    kvb_free(&b);
 }
 
 /* =========================================================================================== */
@@ -656,6 +790,8 @@ typedef struct train_case {
     uint8_t *keep;
     double *R; /* the objective's random weights on o, and the upstream gradient dout */
     double *o, *lse;
+    int64_t window; /* sliding window (0: full attention) */
+    int causal;     /* query b sees block keys 0..b only */
 } train_case;
 
 typedef struct train_sizes {
@@ -673,7 +809,7 @@ static train_case train_new(ft_rng *r, int64_t nseq, int64_t S, int64_t NB, int6
                             int64_t Hkv, int64_t dh) {
     train_case c = {nseq, S,    NB,   B,    Hq,   Hkv,  dh,   1.0 / sqrt((double)dh),
                     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                    NULL, NULL};
+                    NULL, NULL, 0, 0};
     train_sizes z = tsz(&c);
     c.q = dalloc(z.q);
     c.k_ctx = dalloc(z.ctx);
@@ -712,9 +848,14 @@ static void train_free(train_case *c) {
 }
 
 static void train_fwd(train_case *c) {
-    ft_ref_attn_train_fwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
-                          c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->o,
-                          c->lse);
+    if (c->window == 0 && !c->causal) /* the full-attention entry point, as callers have it */
+        ft_ref_attn_train_fwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
+                              c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->o,
+                              c->lse);
+    else
+        ft_ref_attn_train_fwd_win(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale,
+                                  c->window, c->causal, c->q, c->k_ctx, c->v_ctx, c->k_blk,
+                                  c->v_blk, c->anchors, c->keep, c->o, c->lse);
 }
 
 static double train_objective(void *ctx) {
@@ -730,9 +871,15 @@ typedef struct train_grads {
 static train_grads train_bwd(const train_case *c) {
     train_sizes z = tsz(c);
     train_grads g = {dalloc(z.q), dalloc(z.ctx), dalloc(z.ctx), dalloc(z.blk), dalloc(z.blk)};
-    ft_ref_attn_train_bwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
-                          c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->R, g.dq,
-                          g.dk_ctx, g.dv_ctx, g.dk_blk, g.dv_blk);
+    if (c->window == 0 && !c->causal)
+        ft_ref_attn_train_bwd(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q,
+                              c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->R,
+                              g.dq, g.dk_ctx, g.dv_ctx, g.dk_blk, g.dv_blk);
+    else
+        ft_ref_attn_train_bwd_win(c->nseq, c->S, c->NB, c->B, c->Hq, c->Hkv, c->dh, c->scale,
+                                  c->window, c->causal, c->q, c->k_ctx, c->v_ctx, c->k_blk,
+                                  c->v_blk, c->anchors, c->keep, c->R, g.dq, g.dk_ctx, g.dv_ctx,
+                                  g.dk_blk, g.dv_blk);
     return g;
 }
 
@@ -1062,6 +1209,242 @@ static void test_train_grad_spec_shape(void) {
     train_free(&c);
 }
 
+/* ---- sliding window ------------------------------------------------------------------------
+ * SPEC.md "Sliding window": the query at position i (decode: ctx_len + b; train: anchor + b)
+ * sees the context positions p with i - W < p (and p < ctx_len or p < anchor), plus its block's
+ * own B keys. */
+
+/* Decode with a window against plain_attention on the keys each row should see, listed here by
+ * the rule itself: two requests (contexts 9 and 2, so one window is cut by position 0), B = 4,
+ * W = 6, GQA 4 -> 2. Then W = 1 leaves no context key (every row equals a request with no
+ * context), and W = L + B, the widest window that matters, equals full attention. */
+static void test_window_decode_by_plain(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 321);
+    const int32_t lens[2] = {9, 2};
+    dec_case c = dec_new(&r, 2, 4, 4, 2, 8, lens);
+    const int64_t W = 6, E = c.Hkv * c.dh, G = c.Hq / c.Hkv;
+    double *o = dalloc(c.R * c.B * c.Hq * c.dh), *lse = dalloc(c.R * c.B * c.Hq);
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, W, 0, c.q, c.ctx_lens, c.k_ctx,
+                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    double K[(9 + 4) * 8], V[(9 + 4) * 8], want[8], wlse, worst = 0, worst_lse = 0;
+    int64_t off = 0, seen_cut = 0;
+    for (int64_t rq = 0; rq < c.R; rq++) {
+        const int64_t L = lens[rq];
+        for (int64_t b = 0; b < c.B; b++)
+            for (int64_t h = 0; h < c.Hq; h++) {
+                const int64_t j = h / G, row = (rq * c.B + b) * c.Hq + h;
+                int64_t n = 0;
+                for (int64_t p = 0; p < L; p++) {
+                    if (!(L + b - W < p)) continue; /* outside the window */
+                    memcpy(K + n * c.dh, c.k_ctx + (off + p) * E + j * c.dh, sizeof(double) * 8);
+                    memcpy(V + n * c.dh, c.v_ctx + (off + p) * E + j * c.dh, sizeof(double) * 8);
+                    n++;
+                }
+                seen_cut += n < L;
+                for (int64_t t = 0; t < c.B; t++, n++) {
+                    memcpy(K + n * c.dh, c.k_blk + (rq * c.B + t) * E + j * c.dh, sizeof(double) * 8);
+                    memcpy(V + n * c.dh, c.v_blk + (rq * c.B + t) * E + j * c.dh, sizeof(double) * 8);
+                }
+                plain_attention(n, c.dh, c.scale, c.q + row * c.dh, K, V, want, &wlse);
+                for (int64_t d = 0; d < c.dh; d++)
+                    worst = fmax(worst, fabs(o[row * c.dh + d] - want[d]));
+                worst_lse = fmax(worst_lse, fabs(lse[row] - wlse));
+            }
+        off += L;
+    }
+    FT_CHECK(seen_cut > 0, "the window cut no row's context: the case tests nothing");
+    FT_CHECK(worst < 1e-13 && worst_lse < 1e-13, "window 6 vs plain: o %.3g lse %.3g", worst,
+             worst_lse);
+
+    /* W = 1: no context key at all, as if every request had an empty context. */
+    const int32_t none[2] = {0, 0};
+    double *o0 = dalloc(c.R * c.B * c.Hq * c.dh), *lse0 = dalloc(c.R * c.B * c.Hq);
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 1, 0, c.q, c.ctx_lens, c.k_ctx,
+                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    ft_ref_attn_decode_fwd(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.q, none, c.k_ctx, c.v_ctx,
+                           c.k_blk, c.v_blk, o0, lse0);
+    FT_CHECK(memcmp(o, o0, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0,
+             "window 1 still sees a context key");
+    /* W = 9 + 4 reaches position 0 from every row of both requests: full attention. */
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 13, 0, c.q, c.ctx_lens, c.k_ctx,
+                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    dec_run(&c);
+    FT_CHECK(memcmp(o, c.o, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0 &&
+                 memcmp(lse, c.lse, sizeof(double) * (size_t)(c.R * c.B * c.Hq)) == 0,
+             "window L + B differs from full attention");
+    free(o0);
+    free(lse0);
+    free(o);
+    free(lse);
+    dec_free(&c);
+}
+
+/* The window's edge in train, by perturbation: block 0 has anchor 10, W = 5, so query b (position
+ * 10 + b) sees context rows 6 + b .. 9. Row 6 moves query 0 only; row 5 moves nothing; row 9
+ * moves every query (the last row before the anchor is in every window of W >= B = 4). */
+static void test_window_train_edge(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 322);
+    train_case c = train_new(&r, 1, 12, 1, 4, 2, 1, 8);
+    c.anchors[0] = 10;
+    c.window = 5;
+    train_fwd(&c);
+    const int64_t per_q = c.Hq * c.dh, E = c.Hkv * c.dh, n = tsz(&c).q;
+    double *o0 = dclone(c.o, n);
+    for (int64_t e = 0; e < E; e++)
+        c.v_ctx[5 * E + e] += 3;
+    train_fwd(&c);
+    FT_CHECK(memcmp(c.o, o0, sizeof(double) * (size_t)n) == 0, "row 5 (outside) changed o");
+    for (int64_t e = 0; e < E; e++)
+        c.v_ctx[6 * E + e] += 3;
+    train_fwd(&c);
+    FT_CHECK(ft_test_rel_err(c.o, o0, per_q) > 1e-3, "row 6 did not change query 0");
+    FT_CHECK(memcmp(c.o + per_q, o0 + per_q, sizeof(double) * (size_t)(n - per_q)) == 0,
+             "row 6 changed queries 1..3 (their windows start at 7..9)");
+    memcpy(o0, c.o, sizeof(double) * (size_t)n);
+    for (int64_t e = 0; e < E; e++)
+        c.v_ctx[9 * E + e] += 3;
+    train_fwd(&c);
+    for (int64_t b = 0; b < c.B; b++)
+        FT_CHECK(ft_test_rel_err(c.o + b * per_q, o0 + b * per_q, per_q) > 1e-3,
+                 "row 9 did not change query %d", (int)b);
+    free(o0);
+    train_free(&c);
+}
+
+/* Train with a window equals decode with the same window on the context prefixes (query b of a
+ * block at position anchor + b is query b of a request at ctx_len + b), anchors 0, 1 and S in. */
+static void test_window_train_equals_decode(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 323);
+    train_case c = train_new(&r, 2, 30, 5, 4, 4, 2, 8);
+    c.window = 7;
+    c.anchors[0] = 0;
+    c.anchors[3] = 30;
+    c.anchors[6] = 1;
+    train_fwd(&c);
+    train_sizes z = tsz(&c);
+    const int64_t E = c.Hkv * c.dh;
+    int64_t Ltot = 0;
+    for (int64_t i = 0; i < z.nblk; i++)
+        Ltot += c.anchors[i];
+    double *kc = dalloc(Ltot * E), *vc = dalloc(Ltot * E), *o = dalloc(z.q), *lse = dalloc(z.lse);
+    int64_t off = 0;
+    for (int64_t s = 0; s < c.nseq; s++)
+        for (int64_t j = 0; j < c.NB; j++) {
+            const int64_t a = c.anchors[s * c.NB + j];
+            memcpy(kc + off * E, c.k_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
+            memcpy(vc + off * E, c.v_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
+            off += a;
+        }
+    ft_ref_attn_decode_fwd_win(z.nblk, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.window, c.causal, c.q,
+                               c.anchors, kc, vc, c.k_blk, c.v_blk, o, lse);
+    CHECK_REL(c.o, o, z.q, 1e-14, "window: train o vs decode on context prefixes");
+    CHECK_REL(c.lse, lse, z.lse, 1e-14, "window: train lse vs decode on context prefixes");
+    free(kc);
+    free(vc);
+    free(o);
+    free(lse);
+    train_free(&c);
+}
+
+/* Every entry of every gradient by central differences under W = 3 < B + 1: anchors 0, S and in
+ * between, one dropped block. Context rows no window reaches get exactly 0. */
+static void test_window_train_grad(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 324);
+    train_case c = train_new(&r, 2, 8, 3, 3, 4, 2, 4);
+    const int32_t anc[6] = {0, 8, 5, 2, 7, 8};
+    for (int i = 0; i < 6; i++)
+        c.anchors[i] = anc[i];
+    c.keep[4] = 0;
+    c.window = 3;
+    train_grad_check(&c, 1 << 30, &r);
+    /* sequence 0 (anchors 0, 8, 5) sees rows 3, 4 (anchor 5) and 6, 7 (anchor 8): rows 0-2 and 5
+     * are outside every window. */
+    train_grads g = train_bwd(&c);
+    const int64_t E = c.Hkv * c.dh;
+    FT_CHECK(all_zero(g.dk_ctx, 3 * E) && all_zero(g.dv_ctx + 5 * E, E),
+             "context rows outside every window got a gradient");
+    FT_CHECK(!all_zero(g.dv_ctx + 3 * E, E) && !all_zero(g.dv_ctx + 7 * E, E),
+             "rows 3 and 7 (inside windows) got no gradient");
+    train_grads_free(&g);
+    /* A wider window on the brief's shape, sampled. */
+    train_case d = train_new(&r, 2, 40, 5, 4, 4, 2, 16);
+    d.window = 9;
+    d.anchors[1] = 0;
+    d.anchors[2] = 40;
+    d.keep[3] = 0;
+    train_grad_check(&d, 60, &r);
+    train_free(&d);
+    train_free(&c);
+}
+
+/* causal = 1 (SpecForge's sliding layers): query b of a block sees its block's keys 0..b. Train
+ * with a window against plain_attention on the keys listed by the rule (context rows p with
+ * a + b - W < p < a, then block rows 0..b); row 0 sees one block key; the central-difference
+ * gradients hold; and a block key c is invisible to the rows before it (perturbing it leaves
+ * them exactly). */
+static void test_causal_block(void) {
+    ft_rng r;
+    ft_rng_seed(&r, 325);
+    train_case c = train_new(&r, 1, 12, 2, 4, 2, 1, 8);
+    c.anchors[0] = 10;
+    c.anchors[1] = 3;
+    c.window = 5;
+    c.causal = 1;
+    train_fwd(&c);
+    const int64_t E = c.Hkv * c.dh, dh = c.dh;
+    double K[(12 + 4) * 8], V[(12 + 4) * 8], want[8], wlse, worst = 0;
+    for (int64_t j = 0; j < c.NB; j++) {
+        const int64_t a = c.anchors[j];
+        for (int64_t b = 0; b < c.B; b++)
+            for (int64_t h = 0; h < c.Hq; h++) {
+                int64_t n = 0;
+                for (int64_t p = 0; p < a; p++)
+                    if (a + b - c.window < p) {
+                        memcpy(K + n * dh, c.k_ctx + p * E, sizeof(double) * 8);
+                        memcpy(V + n * dh, c.v_ctx + p * E, sizeof(double) * 8);
+                        n++;
+                    }
+                for (int64_t t = 0; t <= b; t++, n++) {
+                    memcpy(K + n * dh, c.k_blk + (j * c.B + t) * E, sizeof(double) * 8);
+                    memcpy(V + n * dh, c.v_blk + (j * c.B + t) * E, sizeof(double) * 8);
+                }
+                const int64_t row = (j * c.B + b) * c.Hq + h;
+                plain_attention(n, dh, c.scale, c.q + row * dh, K, V, want, &wlse);
+                for (int64_t d = 0; d < dh; d++)
+                    worst = fmax(worst, fabs(c.o[row * dh + d] - want[d]));
+                worst = fmax(worst, fabs(c.lse[row] - wlse));
+            }
+    }
+    FT_CHECK(worst < 1e-13, "causal block, window 5 vs plain: %.3g", worst);
+    /* block 0's key 2 moves rows 2 and 3 only */
+    const int64_t n = tsz(&c).q, per_q = c.Hq * dh;
+    double *o0 = dclone(c.o, n);
+    for (int64_t e = 0; e < E; e++)
+        c.v_blk[2 * E + e] += 3;
+    train_fwd(&c);
+    FT_CHECK(memcmp(c.o, o0, sizeof(double) * (size_t)(2 * per_q)) == 0,
+             "block key 2 changed rows 0 and 1");
+    FT_CHECK(ft_test_rel_err(c.o + 2 * per_q, o0 + 2 * per_q, 2 * per_q) > 1e-3,
+             "block key 2 did not change rows 2 and 3");
+    free(o0);
+    train_free(&c);
+    /* gradients, causal with and without a window */
+    train_case d = train_new(&r, 2, 8, 3, 3, 4, 2, 4);
+    const int32_t anc[6] = {0, 8, 5, 2, 7, 8};
+    for (int i = 0; i < 6; i++)
+        d.anchors[i] = anc[i];
+    d.keep[4] = 0;
+    d.causal = 1;
+    train_grad_check(&d, 1 << 30, &r);
+    d.window = 3;
+    train_grad_check(&d, 1 << 30, &r);
+    train_free(&d);
+}
+
 int main(void) {
     FT_RUN(test_kvproj_hand_dh2);
     FT_RUN(test_kvproj_hand_rope_pairs);
@@ -1069,6 +1452,8 @@ int main(void) {
     FT_RUN(test_kvproj_rope_properties);
     FT_RUN(test_kvproj_norm_per_head);
     FT_RUN(test_kvproj_layers);
+    FT_RUN(test_kvproj_grad_full);
+    FT_RUN(test_kvproj_grad_properties);
     FT_RUN(test_decode_hand);
     FT_RUN(test_decode_single_key);
     FT_RUN(test_decode_identical_keys);
@@ -1084,5 +1469,10 @@ int main(void) {
     FT_RUN(test_train_keep0);
     FT_RUN(test_train_grad_full);
     FT_RUN(test_train_grad_spec_shape);
+    FT_RUN(test_window_decode_by_plain);
+    FT_RUN(test_window_train_edge);
+    FT_RUN(test_window_train_equals_decode);
+    FT_RUN(test_window_train_grad);
+    FT_RUN(test_causal_block);
     return ft_test_finish();
 }

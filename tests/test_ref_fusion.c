@@ -8,8 +8,8 @@
 #include "ft_grad.h"
 #include "ft_test.h"
 
-#include "flaretune/ref.h"
-#include "flaretune/rng.h"
+#include "op/ref.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <string.h>
@@ -283,11 +283,33 @@ static void test_dflare_grad_reference_init(void) {
     dflare_case c = dflare_new(&r, 4, 3, 6, 5);
     for (int64_t i = 0; i < c.D; i++)
         for (int64_t t = 0; t < c.T; t++) {
-            int64_t hot = i * c.T / c.D < c.T - 1 ? i * c.T / c.D : c.T - 1;
-            c.w[i * c.T + t] = t == hot ? 2.0 : 0.0;
+            c.w[i * c.T + t] = t == ft_ref_fusion_dflare_init_col(i, c.T, c.D) ? 2.0 : 0.0;
         }
     dflare_grad_check(&c, 1 << 30, &r);
     dflare_free(&c);
+}
+
+/* The initial column is floor(i*T/D) in integers, capped at T-1. The public trainer computes
+ * int(i/D*T) in floating point, which rounds 15/22*22 = 14.999... down to 14: the integer rule
+ * is the one SPEC.md states and the one followed. Every D, T <= 64 against exact rational
+ * arithmetic: col*D <= i*T < (col+1)*D. */
+static void test_dflare_init_col(void) {
+    FT_CHECK(ft_ref_fusion_dflare_init_col(15, 22, 22) == 15, "D = T = 22, i = 15: column %lld",
+             (long long)ft_ref_fusion_dflare_init_col(15, 22, 22));
+    FT_CHECK((int64_t)(15.0 / 22.0 * 22.0) == 14, "the floating-point rule differs here");
+    FT_CHECK(ft_ref_fusion_dflare_init_col(6, 9, 7) == 7, "dflare preset D 7, T 9, i 6");
+    FT_CHECK(ft_ref_fusion_dflare_init_col(7, 5, 8) == 4, "D 8, T 5, i 7: floor(35/8) = 4");
+    FT_CHECK(ft_ref_fusion_dflare_init_col(9, 3, 10) == 2, "D > T: capped at T-1");
+    int bad = 0;
+    for (int64_t D = 1; D <= 64; D++)
+        for (int64_t T = 1; T <= 64; T++)
+            for (int64_t i = 0; i < D; i++) {
+                const int64_t col = ft_ref_fusion_dflare_init_col(i, T, D);
+                bad += col < 0 || col > T - 1 || col * D > i * T ||
+                       (col < T - 1 && (col + 1) * D <= i * T) ||
+                       (i > 0 && col < ft_ref_fusion_dflare_init_col(i - 1, T, D));
+            }
+    FT_CHECK(bad == 0, "%d (D, T, i) with a column off floor(i*T/D)", bad);
 }
 
 /* The brief's shape, a sample of entries per gradient, plus identities that hold exactly:
@@ -537,6 +559,7 @@ int main(void) {
     FT_RUN(test_dflare_equal_logits);
     FT_RUN(test_dflare_invariances);
     FT_RUN(test_dflare_grad_small);
+    FT_RUN(test_dflare_init_col);
     FT_RUN(test_dflare_grad_reference_init);
     FT_RUN(test_dflare_grad_spec_shape);
     FT_RUN(test_dflare_overwrites);

@@ -5,8 +5,8 @@
  * logsumexp, the weight table written as O(B^2) loops, central differences of the D-PACE
  * surrogate and of the loss itself), never from the code under test.
  */
-#include "flaretune/ref.h"
-#include "flaretune/rng.h"
+#include "op/ref.h"
+#include "core/rng.h"
 #include "ft_test.h"
 
 #include <math.h>

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/replay.h"
-#include "flaretune/strategy.h"
+#include "op/backend.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "tuner/replay.h"
+#include "tuner/strategies/strategy.h"
 #include "ft_problem.h"
 #include "ft_test.h"
 

@@ -1,10 +1,10 @@
 /* test_report.c: the report renderer's pure parts (values for humans, axes and ticks, colours,
- * escaping) and the schema check on bad documents (include/flaretune/report.h). The page itself
+ * escaping) and the schema check on bad documents (tuner/report.h). The page itself
  * is checked end to end by test_report_render.py. */
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/report.h"
+#include "tuner/report.h"
 #include "ft_test.h"
 
 static void check_fmt(double v, const char *unit, int sig, const char *want) {

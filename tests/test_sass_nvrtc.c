@@ -17,7 +17,7 @@
 
 #include "cuda/nvrtc.h"
 #include "cuda/sass.h"
-#include "flaretune/clock.h"
+#include "core/clock.h"
 
 static const char *const SOURCE =
     "extern \"C\" __global__ void copy4(const float4 *__restrict__ x, float4 *__restrict__ y,\n"

@@ -15,10 +15,10 @@
 
 #include <jansson.h>
 
-#include "flaretune/ceilings.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/filelock.h"
-#include "flaretune/tune.h"
+#include "tuner/ceilings.h"
+#include "traces/eventlog.h"
+#include "core/filelock.h"
+#include "tuner/tune.h"
 #include "ft_test.h"
 
 static char dir[128];

@@ -4,7 +4,7 @@
 step: the stages of SPEC.md's draft layer at tiny presets (their count per phase and D), the
 parts add up (every share and sum from the same run: stages, ops, layers, the whole), repeated
 layers are timed once and share the result, every linear stage's FLOPs are 2*M*N*K (3x with its
-backward), the K/V projection's backward GEMMs are labelled, a profile's configs are used (an
+backward), the K/V projection runs its own backward in training, a profile's configs are used (an
 exact shape and the nearest), and bad input (a missing or malformed profile, an unknown preset,
 bad options) gives one line and no measurement; on a busy machine (FLARETUNE_MAX_LOST set so that
 any lost time spoils a sample) a median not measured cleanly is marked with a footnote and a line
@@ -120,15 +120,20 @@ def test_step_train():
         return
     D = doc["sizes"]["D"]
     names = [s["name"] for s in doc["stages"]]
-    check(len(names) == 2 + D + 6 * D + 1, f"train: {len(names)} stages for D={D}")
+    check(len(names) == 2 + 6 * D + 1, f"train: {len(names)} stages for D={D}")
     check(names[-1] == "loss" and doc["stages"][-1]["pass"] == "fwd+bwd", "the loss last, fused")
     check(doc["loss_scheme"] == "dpace" and doc["stages"][-1]["attrs"]["scheme"] == "dpace",
           "--scheme reaches the loss")
-    bwd = [s for s in doc["stages"] if s["name"] == "kv_proj_bwd"]
-    check(len(bwd) == D and all(s["pass"] == "backward" and s["attrs"]["grad_only"] == "1" and
-                                "no backward kernel" in s["note"] for s in bwd),
-          "the K/V projection's backward: D grad_only GEMMs, labelled")
-    lin = [s for s in doc["stages"] if s["op"] == "linear" and s["name"] != "kv_proj_bwd"]
+    kv = [s for s in doc["stages"] if s["op"] == "attention.kvproj"]
+    check(len(kv) == 1 and kv[0]["name"] == "kv_proj" and kv[0]["pass"] == "fwd+bwd" and
+          kv[0]["attrs"]["backward"] == "1" and "backward" in kv[0]["note"],
+          "the K/V projection: one stage, the op with its backward")
+    check("kv_proj_bwd" not in names, "no stand-in GEMMs for the K/V projection's backward")
+    d = dict(kv_.split("=") for kv_ in kv[0]["dims"].split()) if kv else {}
+    if d:
+        fwd = 4 * int(d["D"]) * int(d["N"]) * int(d["H"]) * int(d["KVD"])
+        check(close(kv[0]["flops"], 3 * fwd), f"kv_proj FLOPs {kv[0]['flops']} = 3x forward {fwd}")
+    lin = [s for s in doc["stages"] if s["op"] == "linear"]
     check(all(s["pass"] == "fwd+bwd" and s["attrs"]["backward"] == "1" for s in lin),
           "training projections run their backward")
     check_adds_up(doc, "tiny.dflash.train")
@@ -211,6 +216,37 @@ def test_step_busy():
           f"the sum is an upper bound exactly when a stage is: {sums}")
 
 
+def test_step_window():
+    """Sliding-window layers (docs/step.md): --set window=W --set sliding=MASK gives the attention
+    of each masked layer the window; a windowed layer is a different call (timed on its own,
+    fewer FLOPs), two windowed layers one call (timed once)."""
+    doc = step_json("tiny.dflash.train", "--set", "D=3", "--set", "window=3", "--set", "sliding=5")
+    if not doc:
+        return
+    attn = [(i, s) for i, s in enumerate(doc["stages"]) if s["name"] == "attention"]
+    # a full layer's attrs leave window out (0), as every call from before the attribute did
+    wins = [s["attrs"].get("window", "0") for _, s in attn]
+    check(wins == ["3", "0", "3"] and "window" not in attn[1][1]["attrs"],
+          f"sliding=5: layers 0 and 2 slide: {wins}")
+    check([s["attrs"].get("causal", "0") for _, s in attn] == ["1", "0", "1"],
+          "a sliding layer's block is causal, a full layer's is not")
+    (i0, a0), (i1, a1), (i2, a2) = attn
+    check(a2.get("timed_as") == i0, "the two sliding layers share one measurement")
+    check("timed_as" not in a1 or "window" not in doc["stages"][a1["timed_as"]]["attrs"],
+          "the full layer is not timed as a sliding one")
+    check(a0["flops"] < a1["flops"], f"a window sees fewer keys: {a0['flops']} < {a1['flops']}")
+    check(doc["sizes"]["window"] == 3 and doc["sizes"]["sliding"] == 5, "sizes carry the layout")
+    check_adds_up(doc, "tiny.dflash.train window=3 sliding=5")
+    doc = step_json("tiny.dflare.decode", "--set", "window=3")
+    if doc:
+        attn = [s for s in doc["stages"] if s["name"] == "attention"]
+        check(all(s["attrs"]["window"] == "3" for s in attn), "sliding=0: every layer slides")
+    doc = step_json("tiny.dflare.decode")
+    if doc:
+        attn = [s for s in doc["stages"] if s["name"] == "attention"]
+        check(all("window" not in s["attrs"] for s in attn), "presets: full attention")
+
+
 def test_step_errors():
     bad = os.path.join(TMP, "bad.json")
     with open(bad, "w") as f:
@@ -223,6 +259,7 @@ def test_step_errors():
             (["tiny.dflare.decode", "--time", "0"], 2, "--time 0"),
             (["tiny.dflare.train", "--scheme", "nope"], 2, "an unknown scheme"),
             (["tiny.dflare.decode", "--set", "Q=3"], 2, "an unknown size"),
+            (["tiny.dflare.decode", "--set", "window=-1"], 2, "a negative window"),
             ([], 2, "no preset")):
         t0 = time.time()
         rc, out, err = run("step", *args)
@@ -394,7 +431,8 @@ def main():
     ap.add_argument("--flaretune", required=True)
     ARGS = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ft_step_") as TMP:
-        return clitest.main(ARGS.flaretune, [test_step_decode, test_step_train, test_step_profile,
+        return clitest.main(ARGS.flaretune, [test_step_decode, test_step_train, test_step_window,
+                                             test_step_profile,
                                              test_step_busy, test_step_errors, test_report_resume])
 
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flaretune/replay.h"
-#include "flaretune/t1.h"
+#include "tuner/replay.h"
+#include "tuner/t1.h"
 #include "ft_test.h"
 
 #define DATA FT_SOURCE_DIR "/tests/data/t1/"

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/t1.h"
-#include "flaretune/t1_run.h"
+#include "tuner/t1.h"
+#include "tuner/t1_run.h"
 #include "ft_test.h"
 
 #define DATA FT_SOURCE_DIR "/tests/data/t1/"

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/tui.h"
+#include "traces/eventlog.h"
+#include "tui/tui.h"
 #include "ft_test.h"
 
 /* ---- the queue --------------------------------------------------------------------------- */

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/format.h"
-#include "flaretune/tui.h"
+#include "core/format.h"
+#include "tui/tui.h"
 #include "ft_test.h"
 
 static int inside(ft_rect r, int rows, int cols) {

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "flaretune/tui.h"
+#include "tui/tui.h"
 #include "ft_test.h"
 
 static json_t *ev(const char *text) {

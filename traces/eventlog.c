@@ -1,5 +1,5 @@
-/* eventlog.c: the JSONL event log (see include/flaretune/eventlog.h and docs/events.md). */
-#include "flaretune/eventlog.h"
+/* eventlog.c: the JSONL event log (see traces/eventlog.h and docs/events.md). */
+#include "traces/eventlog.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,11 +1,11 @@
-/* nvtx.c: the "flaretune" NVTX domain and its ranges (see include/flaretune/nvtx.h).
+/* nvtx.c: the "flaretune" NVTX domain and its ranges (see traces/nvtx.h).
  *
  * NVTX v3 is header-only: the first call looks for a tool (NVTX_INJECTION64_PATH, which Nsight
  * sets) and without one every later call returns at once. The domain is created once per
  * process. Without the CUDA toolkit (FT_HAVE_CUDA 0) the ranges are no-ops and only the color
  * function remains.
  */
-#include "flaretune/nvtx.h"
+#include "traces/nvtx.h"
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-/* trace_export.c: event log -> Chrome trace events (see include/flaretune/trace.h).
+/* trace_export.c: event log -> Chrome trace events (see traces/trace.h).
  *
  * Times are microseconds since the first event of the log, so the numbers stay small and exact
  * in a double. Each run is a process (pid = 1, 2, ... in log order) named after its op, backend
@@ -7,14 +7,14 @@
  * `measured` event: CUPTI), they are spans on a second thread of the run, the GPU track (tid 2),
  * next to the sample batch that ran them.
  */
-#include "flaretune/trace.h"
+#include "traces/trace.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/npy.h"
+#include "traces/eventlog.h"
+#include "core/npy.h"
 
 static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/format.h"
-#include "flaretune/tui.h"
+#include "core/clock.h"
+#include "traces/eventlog.h"
+#include "core/format.h"
+#include "tui/tui.h"
 
 int ft_tui_codeset_is_utf8(const char *cs) {
     if (!cs) return 0;

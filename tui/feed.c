@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/tui.h"
+#include "core/clock.h"
+#include "traces/eventlog.h"
+#include "tui/tui.h"
 
 /* ---- the in-process queue ---------------------------------------------------------------- */
 

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/format.h"
-#include "flaretune/tui.h"
+#include "core/format.h"
+#include "tui/tui.h"
 
 /* ---- panes ------------------------------------------------------------------------------- */
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/tui.h"
-#include "flaretune/tune.h"
+#include "tui/tui.h"
+#include "tuner/tune.h"
 
 /* ---- ring buffers ------------------------------------------------------------------------ */
 

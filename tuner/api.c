@@ -24,12 +24,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/env.h"
-#include "flaretune/op.h"
-#include "flaretune/op_json.h"
-#include "flaretune/profile.h"
-#include "flaretune/space.h"
+#include "op/backend.h"
+#include "core/env.h"
+#include "op/op.h"
+#include "op/op_json.h"
+#include "profiles/src/profile.h"
+#include "op/space.h"
 #include "flaretune/version.h"
 
 /* A device backend keeps one device context per process (kernel scratch, streams, the timer):

@@ -1,5 +1,5 @@
 /* ceilings.c: this machine's cache-aware ceilings, the best of every round and of the cache
- * (see include/flaretune/ceilings.h).
+ * (see tuner/ceilings.h).
  *
  * CPU probes, each thread on its own slice inside one OpenMP region (one fork per trial, so a
  * trial of a few milliseconds measures the cache, not the fork):
@@ -13,9 +13,9 @@
  * them and the hardware at once; a level is also never slower than the one below it.
  */
 #define _GNU_SOURCE /* strptime, timegm */
-#include "flaretune/ceilings.h"
-#include "flaretune/json.h"
-#include "flaretune/backend.h"
+#include "tuner/ceilings.h"
+#include "core/json.h"
+#include "op/backend.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -32,13 +32,13 @@
 #include <immintrin.h>
 #endif
 
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/filelock.h"
-#include "flaretune/npy.h"
-#include "flaretune/rng.h"
-#include "flaretune/tensor.h"
+#include "core/clock.h"
+#include "core/env.h"
+#include "traces/eventlog.h"
+#include "core/filelock.h"
+#include "core/npy.h"
+#include "core/rng.h"
+#include "core/tensor.h"
 
 /* ---- the cache hierarchy from sysfs ------------------------------------------------------- */
 

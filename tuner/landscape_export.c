@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/npy.h"
-#include "flaretune/op_json.h"
-#include "flaretune/replay.h"
+#include "traces/eventlog.h"
+#include "core/npy.h"
+#include "op/op_json.h"
+#include "tuner/replay.h"
 
 static const char *str_field(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));

@@ -31,8 +31,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/replay.h"
+#include "traces/eventlog.h"
+#include "tuner/replay.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 31) /* 2 GiB of JSON: more than any landscape */
 

@@ -1,14 +1,14 @@
 /* measure.c: warm-up, noise-based stopping and robust statistics (see
- * include/flaretune/measure.h). */
-#include "flaretune/measure.h"
+ * tuner/measure.h). */
+#include "tuner/measure.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/sched.h"
+#include "core/clock.h"
+#include "traces/eventlog.h"
+#include "core/sched.h"
 
 /* The defaults of every use, the one place they are set (docs/measurement.md lists them). The
  * unnamed fields (sample buffers, stop flag) are a caller's own and start empty. */

@@ -1,4 +1,4 @@
-/* replay.c: recorded landscapes and strategy replays (see include/flaretune/replay.h).
+/* replay.c: recorded landscapes and strategy replays (see tuner/replay.h).
  *
  * The problem is rebuilt from the last run_start of the log: the op, its sizes (`dims`) and
  * attributes (`attrs`), the backend by name (built into this binary; it need not be able to
@@ -12,18 +12,18 @@
  * footing (read_confirm), so the optimum a replay aims at is the one the run confirmed. Its cost is the wall time its evaluation took, read off
  * the same events (`started` to `t`).
  */
-#include "flaretune/replay.h"
+#include "tuner/replay.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/json.h"
-#include "flaretune/npy.h"
-#include "flaretune/op_json.h"
-#include "flaretune/stats.h"
+#include "traces/eventlog.h"
+#include "core/json.h"
+#include "core/npy.h"
+#include "op/op_json.h"
+#include "core/stats.h"
 
 static const char *str_field(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));

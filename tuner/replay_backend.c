@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/replay.h"
+#include "op/backend.h"
+#include "tuner/replay.h"
 
 static ft_landscape L;
 static int loaded;

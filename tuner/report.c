@@ -16,15 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flaretune/ceilings.h"
-#include "flaretune/env.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/filelock.h"
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/report.h"
-#include "flaretune/report_sweep.h"
-#include "flaretune/step.h"
+#include "tuner/ceilings.h"
+#include "core/env.h"
+#include "traces/eventlog.h"
+#include "core/filelock.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "tuner/report.h"
+#include "tuner/report_sweep.h"
+#include "tuner/step.h"
 
 void ft_report_sweep_opts_default(ft_report_sweep_opts *o) {
     memset(o, 0, sizeof *o);

@@ -1,5 +1,5 @@
 /* report_render.c: a report document (docs/report.md) rendered as HTML with inline SVG, as
- * Markdown and as pretty-printed JSON (include/flaretune/report.h).
+ * Markdown and as pretty-printed JSON (tuner/report.h).
  *
  * Sections in order: the pure layout math (values for humans, axes, colours, escaping), the
  * schema check, the tables every format shares (a chart's data, the machine), the SVG charts,
@@ -10,7 +10,7 @@
  * Every coordinate goes through one writer that refuses a non-finite number, so "nan" never
  * reaches the SVG; the check before rendering refuses documents whose values would make one.
  */
-#include "flaretune/report.h"
+#include "tuner/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,8 +22,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "flaretune/format.h"
-#include "flaretune/npy.h"
+#include "core/format.h"
+#include "core/npy.h"
 
 /* ==== the pure layout math ==================================================================== */
 

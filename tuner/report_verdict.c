@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/report.h"
+#include "tuner/report.h"
 
 /* A count from a document: a non-negative integer, else 0. */
 static long count(const json_t *o, const char *key) {

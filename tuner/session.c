@@ -1,4 +1,4 @@
-/* session.c: one tuning session (see include/flaretune/tune.h for the flow), in phases:
+/* session.c: one tuning session (see tuner/tune.h for the flow), in phases:
  * start (plan, resume, ceilings, run_start), search (the default, then the strategy), confirm
  * (the best few and the default again, interleaved) and finish (run_end, the profile entry). */
 #include <math.h>
@@ -9,19 +9,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flaretune/ceilings.h"
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
-#include "flaretune/filelock.h"
-#include "flaretune/json.h"
-#include "flaretune/load.h"
-#include "flaretune/nvtx.h"
-#include "flaretune/op_json.h"
-#include "flaretune/profile.h"
-#include "flaretune/replay.h"
-#include "flaretune/sched.h"
-#include "flaretune/tune.h"
-#include "flaretune/verify.h"
+#include "tuner/ceilings.h"
+#include "core/clock.h"
+#include "core/env.h"
+#include "core/filelock.h"
+#include "core/json.h"
+#include "core/load.h"
+#include "traces/nvtx.h"
+#include "op/op_json.h"
+#include "profiles/src/profile.h"
+#include "tuner/replay.h"
+#include "core/sched.h"
+#include "tuner/tune.h"
+#include "tuner/verify.h"
 
 void ft_tune_defaults(ft_tune_opts *o) {
     memset(o, 0, sizeof *o);

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
-#include "flaretune/op_json.h"
-#include "flaretune/step.h"
+#include "core/clock.h"
+#include "core/env.h"
+#include "op/op_json.h"
+#include "tuner/step.h"
 
 void ft_step_opts_default(ft_step_opts *o) {
     memset(o, 0, sizeof *o);
@@ -41,6 +41,8 @@ typedef struct stage_spec {
     const char *note;
     const ft_op *op;
     int backward, grad_only;
+    int64_t window;  /* attention: the layer's sliding window (0: full attention) */
+    int causal;      /* attention: the block causal (a sliding layer's, as SpecForge has it) */
     int64_t M, N, K; /* linear's sizes (op "linear"); the preset's otherwise */
 } stage_spec;
 
@@ -94,26 +96,24 @@ static void plan_step(const ft_preset *p, plan *pl) {
     add(pl, preset_op("fusion", -1, train, fusion,
                       train ? "the context's target states, every context token"
                             : "the target states of the step's new tokens"));
-    add(pl, preset_op("kv_proj", -1, 0, "attention.kvproj",
-                      "context keys and values of every draft layer, norm and RoPE fused"));
-    if (train) {
-        /* No backward kernel: per layer its two projections' backward GEMMs (dK and dV stacked
-         * as one [2 Hkv dh, H] weight), without the norm's and RoPE's backward. */
-        for (int64_t i = 0; i < p->D; i++) {
-            stage_spec b = lin("kv_proj_bwd", -1, 1, p->N, 2 * kvd, p->H,
-                               "backward GEMMs only, as linear (no backward kernel): dc and "
-                               "dW_k, dW_v of one layer");
-            b.pass = "backward";
-            b.grad_only = 1;
-            add(pl, b);
-        }
-    }
+    /* Training runs the projection with its backward (dc, dW_k, dW_v, dgk through the norm and
+     * RoPE) in one call. */
+    add(pl, preset_op("kv_proj", -1, train, "attention.kvproj",
+                      train ? "context keys and values of every draft layer, norm and RoPE "
+                              "fused, with the backward (dc, dW_k, dW_v, dgk)"
+                            : "context keys and values of every draft layer, norm and RoPE fused"));
     const char *attn = train ? "attention.train" : "attention.decode";
     for (int i = 0; i < (int)p->D; i++) {
         add(pl, lin("q_proj", i, train, X, qd, p->H, ""));
         add(pl, lin("kv_blk_proj", i, train, X, 2 * kvd, p->H,
                     "the block's k and v projections, one GEMM"));
-        add(pl, preset_op("attention", i, train, attn, ""));
+        /* A sliding layer's attention is a different call (its window, and its block causal as
+         * SpecForge's and SGLang's DFlash sliding layers have it), timed on its own. */
+        stage_spec at = preset_op("attention", i, train, attn, "");
+        at.window = ft_preset_layer_window(p, i);
+        at.causal = at.window > 0;
+        if (at.window) at.note = "sliding-window layer (the block causal)";
+        add(pl, at);
         add(pl, lin("o_proj", i, train, X, p->H, qd, ""));
         add(pl, lin("mlp_gate_up", i, train, X, 2 * p->inter, p->H,
                     "gate and up projections, one GEMM"));
@@ -132,6 +132,8 @@ static ft_status size_call(ft_call *c, const stage_spec *sp, const ft_preset *p,
     ft_call_init(c, sp->op);
     c->attrs.backward = sp->backward;
     c->attrs.grad_only = sp->grad_only;
+    c->attrs.window = sp->window;
+    c->attrs.causal = sp->causal;
     if (sp->op == op_named("loss") && scheme) {
         ft_status s = ft_attrs_set(&c->attrs, sp->op, "scheme", scheme, err);
         if (s) return s;
@@ -160,7 +162,8 @@ static double phys_bytes(void) {
 
 static int same_call(const ft_call *a, const ft_call *b) {
     return a->op == b->op && memcmp(a->dim, b->dim, sizeof a->dim) == 0 &&
-           a->backward == b->backward && a->attrs.grad_only == b->attrs.grad_only;
+           a->backward == b->backward && a->attrs.grad_only == b->attrs.grad_only &&
+           a->attrs.window == b->attrs.window && a->attrs.causal == b->attrs.causal;
 }
 
 /* The profile's config for a stage, else the backend's default. */

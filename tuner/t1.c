@@ -1,9 +1,9 @@
 /* t1.c: the FAIR T1 input format read into a space, its constraints, launch and arguments
- * (include/flaretune/t1.h). Every check a file can fail is made here, when it is read. */
+ * (tuner/t1.h). Every check a file can fail is made here, when it is read. */
 #define _GNU_SOURCE
-#include "flaretune/t1.h"
+#include "tuner/t1.h"
 
-#include "flaretune/rng.h"
+#include "core/rng.h"
 
 #include <jansson.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* t1_run.c: a T1 kernel's arguments on a device and its predicted time on a GPU (t1_run.h). */
 #define _GNU_SOURCE
-#include "flaretune/t1_run.h"
+#include "tuner/t1_run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cuda/device_emu.h"
-#include "flaretune/clock.h"
-#include "flaretune/rng.h"
+#include "core/clock.h"
+#include "core/rng.h"
 
 #if FT_HAVE_CUDA
 #include "cuda/sass.h"
@@ -157,10 +157,6 @@ static void pick_blocks(const long long g[3], int want, uint64_t seed, ft_dim3 *
     ft_emu_sample_pick(grid, want, seed, (ft_emu_uint3 *)bnd, nb, (ft_emu_uint3 *)inner, ni);
 }
 
-static long long interior_count(long long gx, long long gy) {
-    return (long long)ft_emu_grid_interior((ft_emu_uint3){(unsigned)gx, (unsigned)gy, 1});
-}
-
 int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max) {
     if (want > max) want = max;
     if (want > 64) want = 64;
@@ -178,40 +174,34 @@ int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max) {
     return nb + ni;
 }
 
+/* One launch on the emulator with its profile on, the device sampling its grid (`nsample`
+ * blocks in two strata, scaled to the grid: ft_dev_emu_set_sample); *rec is its record. */
 static ft_status emulate(ft_t1_bench *b, ft_dev_module *m, const long long g[3], const long long bl[3],
-                         const ft_dim3 *blocks, int n, ft_dev_emu_launch_record *rec, int *have,
-                         ft_err *err) {
-    *have = 0;
-    if (n == 0) return FT_OK;
+                         int nsample, ft_dev_emu_launch_record *rec, ft_err *err) {
     ft_dim3 grid = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
     ft_dim3 block = {(unsigned)bl[0], (unsigned)bl[1], (unsigned)bl[2]};
-    ft_status s = ft_dev_emu_launch_blocks(b->d, m, b->t->kernel_name, grid, block,
-                                           (size_t)b->t->shared_bytes, b->argv, blocks, n, err);
+    ft_status s = ft_dev_emu_set_sample(b->d, nsample, err);
+    if (s == FT_OK)
+        s = ft_dev_launch(b->d, m, b->t->kernel_name, grid, block, (size_t)b->t->shared_bytes,
+                          b->argv, err);
+    ft_err e2 = {0};
+    ft_dev_emu_set_sample(b->d, 0, &e2);
     ft_dev_emu_launch_record *recs = NULL;
     int nrec = 0;
-    ft_err e2 = {0};
     ft_status s2 = ft_dev_emu_profile_take(b->d, &recs, &nrec, &e2);
-    if (s != FT_OK) {
-        if (s2 == FT_OK) ft_dev_emu_records_free(recs, nrec);
-        return s;
-    }
-    if (s2 != FT_OK) {
+    if (s == FT_OK && s2 != FT_OK) {
         if (err) *err = e2;
-        return s2;
+        s = s2;
     }
-    if (nrec >= 1) {
+    if (s == FT_OK && nrec < 1)
+        s = ft_err_set(err, FT_EINVAL, "%s: the emulator recorded no launch", b->t->path);
+    if (s == FT_OK) {
         *rec = recs[nrec - 1];
-        rec->p.sites = NULL;
+        rec->p.sites = NULL; /* the record outlives recs: keep no pointer into it */
         rec->p.nsites = 0;
-        *have = 1;
     }
     ft_dev_emu_records_free(recs, nrec);
-    return FT_OK;
-}
-
-/* Scale a stratum's profile to the blocks it stands for. */
-static void add_scaled(ft_dev_emu_launch_record *acc, const ft_dev_emu_launch_record *r, double f) {
-    ft_emu_launch_prof_add_scaled(&acc->p, &r->p, f);
+    return s;
 }
 
 #if FT_HAVE_CUDA
@@ -317,40 +307,12 @@ emulate_it:
             }
         }
     }
-    ft_dim3 bnd[64], inner[64];
-    int nb = 0, ni = 0;
-    long long gx = out->grid[0], gy = out->grid[1], gz = out->grid[2];
-    int whole = gz == 1 && out->blocks <= nsample; /* small enough: every block, exactly */
-    if (whole) {
-        for (long long y = 0; y < gy; y++)
-            for (long long x = 0; x < gx; x++) bnd[nb++] = (ft_dim3){(unsigned)x, (unsigned)y, 0};
-    } else {
-        pick_blocks(out->grid, nsample, 0x9e3779b97f4a7c15ull, bnd, &nb, inner, &ni);
-    }
-    ft_dev_emu_launch_record rb, ri, acc;
-    int hb = 0, hi = 0;
-    s = emulate(b, m, out->grid, out->block, bnd, nb, &rb, &hb, err);
-    if (s == FT_OK) s = emulate(b, m, out->grid, out->block, inner, ni, &ri, &hi, err);
+    ft_dev_emu_launch_record acc;
+    s = emulate(b, m, out->grid, out->block, nsample, &acc, err);
     if (s != FT_OK) return s;
     out->emulate_s = ft_now_s() - t0;
-    out->sampled_boundary = nb;
-    out->sampled_interior = ni;
-    /* Each stratum stands for its population: the blocks on an edge, and the others. */
-    long long interior = whole ? 0 : interior_count(gx, gy) * gz;
-    long long boundary = out->blocks - interior;
-    /* The merged record: the sample's identity (kernel, grid, block), its counts each stratum's
-     * scaled to the blocks it stands for. */
-    memset(&acc, 0, sizeof acc);
-    if (hb || hi) {
-        acc = hb ? rb : ri;
-        memset(acc.p.t, 0, sizeof acc.p.t);
-        memset(acc.p.coll, 0, sizeof acc.p.coll);
-        acc.p.unique_read_bytes = acc.p.unique_write_bytes = acc.p.barriers = 0;
-        acc.p.cp_async = acc.p.warps = 0;
-    }
-    if (hb) add_scaled(&acc, &rb, (double)boundary / nb);
-    if (hi) add_scaled(&acc, &ri, (double)interior / ni);
-    acc.p.blocks = (uint64_t)out->blocks;
+    out->sampled_boundary = acc.sampled ? acc.sampled_edge : (int)out->blocks;
+    out->sampled_interior = acc.sampled ? acc.sampled - acc.sampled_edge : 0;
     /* Distinct bytes are at most the arguments' bytes: what the whole grid can read from DRAM
      * and write back. */
     if (acc.p.unique_read_bytes > b->read_bytes) acc.p.unique_read_bytes = b->read_bytes;

@@ -1,4 +1,4 @@
-/* t1_tune.c: tuning a kernel described by a T1 file (include/flaretune/t1_tune.h).
+/* t1_tune.c: tuning a kernel described by a T1 file (tuner/t1_tune.h).
  *
  * The strategies are the tuner's own (strategy.h) over the configurations the file's conditions
  * allow. A candidate is compiled as written with its values as macros (ft_dev_compile_file: NVRTC
@@ -16,7 +16,7 @@
  * disagrees is rejected with its reason and the search goes on.
  */
 #define _GNU_SOURCE
-#include "flaretune/t1_tune.h"
+#include "tuner/t1_tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,10 +25,10 @@
 #include <time.h>
 
 #include "cuda/device_emu.h"
-#include "flaretune/clock.h"
-#include "flaretune/rng.h"
-#include "flaretune/stats.h"
-#include "flaretune/strategy.h"
+#include "core/clock.h"
+#include "core/rng.h"
+#include "core/stats.h"
+#include "tuner/strategies/strategy.h"
 #if FT_HAVE_CUDA
 #include "cuda/timer.h"
 #endif

@@ -1,6 +1,6 @@
 /* verify.c: compare a backend's outputs with the float64 reference (see
- * include/flaretune/verify.h). */
-#include "flaretune/verify.h"
+ * tuner/verify.h). */
+#include "tuner/verify.h"
 
 #include <math.h>
 #include <stdio.h>

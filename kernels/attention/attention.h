@@ -5,11 +5,26 @@
 #ifndef FT_KERNELS_ATTENTION_H
 #define FT_KERNELS_ATTENTION_H
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 /* attention.kvproj (KP_*), attention.decode (DC_*), attention.train (TR_*) */
 enum { KP_DC, KP_D, KP_N, KP_H, KP_KVD, KP_HKV, KP_DH };
-enum { KP_C, KP_WK, KP_WV, KP_GK, KP_POS, KP_K, KP_V };
+/* KP_DCTX is the gradient of c (KP_DC is its leading size, Dc). */
+enum {
+    KP_C,
+    KP_WK,
+    KP_WV,
+    KP_GK,
+    KP_POS,
+    KP_K,
+    KP_V,
+    KP_DK,
+    KP_DV,
+    KP_DCTX,
+    KP_DWK,
+    KP_DWV,
+    KP_DGK
+};
 enum { DC_R, DC_B, DC_HQ, DC_HKV, DC_DH, DC_LSUM };
 enum { DC_Q, DC_LENS, DC_KCTX, DC_VCTX, DC_KBLK, DC_VBLK, DC_O, DC_LSE };
 enum { TR_NSEQ, TR_S, TR_NB, TR_B, TR_HQ, TR_HKV, TR_DH };
@@ -34,5 +49,10 @@ enum {
 extern const ft_op ft_op_attention_kvproj, ft_op_attention_decode, ft_op_attention_train;
 extern const struct ft_cpu_impl ft_cpu_attention_kvproj, ft_cpu_attention_decode, ft_cpu_attention_train;
 extern const struct ft_cuda_op ft_cuda_attention_kvproj, ft_cuda_attention_decode, ft_cuda_attention_train;
+
+/* rope.c: the rotation frequencies of RoPE for head dim dh under the call's attributes:
+ * inv_freq[m] for m < dh/2 (angle = pos * inv_freq[m]) and the magnitude scale *mscale
+ * (rope(x) = mscale * (x cos + rotate_half(x) sin)). Every kvproj backward takes them from here. */
+void ft_rope_freqs(const ft_attrs *a, int64_t dh, double *inv_freq, double *mscale);
 
 #endif

@@ -60,6 +60,12 @@
  *   warps     warps per block of the norm/RoPE kernels (one warp per head row of dh).
  * One module per storage type. Scratch: u (D * N * KVD floats) unless epilogue=inplace, and for
  * wide the V block (N * D * KVD in the storage type).
+ * Backward (backward=1): the forward with epilogue=fused keeps u in fp32 scratch; one kernel turns
+ * dk into du (RoPE's transpose, the RMSNorm Jacobian; du in the storage type, scratch slot 2) and
+ * leaves dy * xh in u for a second, which sums dgk. Then the GEMMs by the same `gemm` choice
+ * (wide, whose output layout is the forward's only, runs them per layer): dc = du w_k + dv w_v
+ * (NN; a shared context accumulates the layers with beta 1, so per layer), dw_k = du^T c and
+ * dw_v = dv^T c (TN; batched with c's stride 0 when shared). Four GEMMs of the forward's size.
  *
  * ---- adding a tunable: three places ----
  *   1. a row of the op's parameter table (DEC_PARAMS / KV_PARAMS): index, name, the -D macro it is
@@ -70,6 +76,7 @@
  *   3. its use: in the kernel (attention_decode.cu, kvproj.cu) or cfg->v[index] on the host.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention/attention.h"
@@ -119,6 +126,7 @@ static ft_param dec_params[] = {DEC_PARAMS(FT_CUDA_PARAM_ENTRY)};
 
 typedef struct dec_geom {
     int64_t R, B, Hq, Hkv, dh, G, M, Lsum, maxkeys;
+    int64_t win; /* sliding window (0: full attention) */
     int path, kt, splits, warps, tpw, stages;
     int tpr, dpt, dvec;  /* simt */
     int ld, gran, esize; /* staged row stride (elements), copy unit (bytes) */
@@ -142,15 +150,18 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
     g->G = g->Hkv ? g->Hq / g->Hkv : 1;
     g->M = g->B * g->G;
     g->Lsum = d[DC_LSUM];
-    /* The longest request's keys: from ctx_lens when the call has them, else a bound. */
-    g->maxkeys = g->Lsum + g->B;
+    g->win = c->attrs.window;
+    /* The longest request's keys: from ctx_lens when the call has them, else a bound. Under a
+     * window a request's keys start at query 0's window: at most W - 1 context keys. */
+    int64_t mx = g->Lsum;
     if (c->t[DC_LENS] && c->t[DC_LENS]->data && g->R > 0) {
         const int32_t *lens = c->t[DC_LENS]->data;
-        int64_t mx = 0;
+        mx = 0;
         for (int64_t r = 0; r < g->R; r++)
             if (lens[r] > mx) mx = lens[r];
-        g->maxkeys = mx + g->B;
     }
+    if (g->win > 0 && mx > g->win - 1) mx = g->win - 1;
+    g->maxkeys = mx + g->B;
     g->path = cfg->v[DEC_P_PATH];
     g->kt = cfg->v[DEC_P_KT];
     g->splits = cfg->v[DEC_P_SPLITS];
@@ -312,16 +323,16 @@ FT_CUDA_KERNEL(decode_simt,
                (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
                 const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
                 int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale),
+                float scale, int win, int causal),
                (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale))
+                &KT, &stages, &ld, &gran, &tpr, &scale, &win, &causal))
 FT_CUDA_KERNEL(decode_mma,
                (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
                 const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
                 int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale),
+                float scale, int win, int causal),
                (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale))
+                &KT, &stages, &ld, &gran, &tpr, &scale, &win, &causal))
 FT_CUDA_KERNEL(decode_merge,
                (const float *po, const float *plse, void *o, void *lse, int R, int B, int Hq,
                 int Hkv, int dh, int splits),
@@ -381,14 +392,16 @@ static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_conf
             return s;
     }
     void *const *d = call->d;
-    int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh;
+    int B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv, dh = (int)g.dh, win = (int)g.win;
+    int causal = c->attrs.causal;
     float scale = (float)ft_attn_scale(&c->attrs, g.dh);
     __typeof__(launch_decode_simt) *decode =
         g.path == DEC_PATH_MMA ? launch_decode_mma : launch_decode_simt;
     ft_dim3 grid = {(unsigned)splits, (unsigned)g.Hkv, (unsigned)g.R};
     if ((s = decode(x, m, grid, (ft_dim3){(unsigned)g.warps * 32, 1, 1}, g.smem, d[DC_Q],
                     d[DC_LENS], d[DC_KCTX], d[DC_VCTX], d[DC_KBLK], d[DC_VBLK], d[DC_O], d[DC_LSE],
-                    po, plse, B, Hq, Hkv, dh, g.kt, g.stages, g.ld, g.gran, g.tpr, scale, err)))
+                    po, plse, B, Hq, Hkv, dh, g.kt, g.stages, g.ld, g.gran, g.tpr, scale, win,
+                    causal, err)))
         return s;
     if (splits == 1) return FT_OK;
     return launch_decode_merge(x, m, (ft_dim3){(unsigned)cdiv(g.R * g.B * g.Hq, 4), 1, 1},
@@ -434,6 +447,7 @@ static ft_param kv_params[] = {KV_PARAMS(FT_CUDA_PARAM_ENTRY)};
 typedef struct kv_geom {
     int64_t Dc, D, N, H, Hkv, dh, KVD;
     int gemm, epi, algo, warps;
+    int bwd; /* the call runs the backward */
 } kv_geom;
 
 static void kv_geom_of(const ft_call *c, const ft_config *cfg, kv_geom *g) {
@@ -449,6 +463,7 @@ static void kv_geom_of(const ft_call *c, const ft_config *cfg, kv_geom *g) {
     g->epi = cfg->v[KV_P_EPI];
     g->algo = cfg->v[KV_P_ALGO];
     g->warps = cfg->v[KV_P_WARPS];
+    g->bwd = c->backward;
 }
 
 /* ---- validity: one check per rule, then the rules in order with their lines ---- */
@@ -470,6 +485,18 @@ static int kv_check_wide(const void *ctx, char *why, size_t n) {
     return FT_CONFIG_VALID;
 }
 
+static int kv_check_bwd(const void *ctx, char *why, size_t n) {
+    const kv_geom *g = ctx;
+    if (g->bwd && g->epi != KV_EPI_FUSED) {
+        if (why)
+            snprintf(why, n,
+                     "backward=1 reads u after the forward: epilogue=fused keeps it (split and "
+                     "inplace overwrite it)");
+        return FT_CONFIG_INVALID;
+    }
+    return FT_CONFIG_VALID;
+}
+
 static int kv_check_batched(const void *ctx, char *why, size_t n) {
     const kv_geom *g = ctx;
     if (g->gemm == KV_GEMM_BATCHED && g->D < 2) {
@@ -485,6 +512,7 @@ static int kv_check_batched(const void *ctx, char *why, size_t n) {
     X(kv_check_wide, "gemm=wide: Dc = 1 (a shared context), and not with epilogue=inplace (its "   \
                      "output is not in k's layout)")                                               \
     X(kv_check_batched, "gemm=batched: D > 1")                                                     \
+    X(kv_check_bwd, "backward=1: epilogue=fused (the backward reads the fp32 u it keeps)")         \
     X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
             "the GPU)")
 
@@ -515,6 +543,13 @@ FT_CUDA_KERNEL(kv_normrope_ip,
                 float theta),
                (&k, &gk, &pos, &D, &N, &Hkv, &dh, &eps, &theta))
 FT_CUDA_KERNEL(kv_vcopy, (const void *w, void *v, int D, int N, int KVD), (&w, &v, &D, &N, &KVD))
+FT_CUDA_KERNEL(kv_normrope_bwd,
+               (float *u, const void *dk, void *du, const void *gk, const int *pos,
+                const double *inv_freq, float mscale, int D, int N, int Hkv, int dh, int src_wide,
+                float eps),
+               (&u, &dk, &du, &gk, &pos, &inv_freq, &mscale, &D, &N, &Hkv, &dh, &src_wide, &eps))
+FT_CUDA_KERNEL(kv_dgk, (const float *prod, void *dgk, int D, int N, int Hkv, int dh, int src_wide),
+               (&prod, &dgk, &D, &N, &Hkv, &dh, &src_wide))
 
 static void kv_spec(ft_dt dt, const kv_geom *g, ft_cuda_module_spec *s) {
     memset(s, 0, sizeof *s);
@@ -531,6 +566,10 @@ static void kv_spec(ft_dt dt, const kv_geom *g, ft_cuda_module_spec *s) {
                             t, 0);
     }
     if (g->gemm == KV_GEMM_WIDE) ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(kv_vcopy), 256, 0);
+    if (g->bwd) {
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(kv_normrope_bwd), t, 0);
+        ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(kv_dgk), 256, 0);
+    }
 }
 
 static int kv_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
@@ -582,6 +621,99 @@ static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void 
     return FT_OK;
 }
 
+/* ---- backward: the norm + RoPE backward kernel, then the GEMMs ---- */
+
+/* dc (+)= A_i @ W_i over the layers (A: du or dv, [D, N, KVD]; W: [D, KVD, H]), beta 0 on the
+ * first product into each dc block: batched when Dc = D and gemm=batched, else per layer (a
+ * shared dc sums the layers, which one batched GEMM cannot write). */
+static ft_status kv_bwd_dc(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *A, const void *W,
+                           void *dc, int first, ft_err *err) {
+    const size_t es = ft_dt_size(dt);
+    ft_gemm_desc d = ft_gemm_one(0, 0, g->N, g->H, g->KVD, g->KVD, g->H, dt, dt, 0.0f);
+    if (g->gemm == KV_GEMM_BATCHED && g->Dc > 1) {
+        d.beta = first ? 0.0f : 1.0f;
+        d.batch = g->D;
+        d.stride_a = g->N * g->KVD;
+        d.stride_b = g->KVD * g->H;
+        d.stride_c = g->N * g->H;
+        return ft_cuda_gemm(x, &d, A, W, dc, g->algo, err);
+    }
+    for (int64_t i = 0; i < g->D; i++) {
+        d.beta = first && (g->Dc > 1 || i == 0) ? 0.0f : 1.0f;
+        ft_status s = ft_cuda_gemm(x, &d, (const char *)A + (size_t)(i * g->N * g->KVD) * es,
+                                   (const char *)W + (size_t)(i * g->KVD * g->H) * es,
+                                   (char *)dc + (size_t)((g->Dc > 1 ? i : 0) * g->N * g->H) * es,
+                                   g->algo, err);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+/* dW_i = A_i^T @ c_i ([KVD, H]); one batched GEMM (c's stride 0 when shared) or per layer. */
+static ft_status kv_bwd_dw(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *A,
+                           const void *cd, void *dw, ft_err *err) {
+    const size_t es = ft_dt_size(dt);
+    const int64_t sa = g->N * g->KVD, sc = g->Dc > 1 ? g->N * g->H : 0, sw = g->KVD * g->H;
+    ft_gemm_desc d = ft_gemm_one(1, 0, g->KVD, g->H, g->N, g->KVD, g->H, dt, dt, 0.0f);
+    if (g->gemm == KV_GEMM_BATCHED) {
+        d.batch = g->D;
+        d.stride_a = sa;
+        d.stride_b = sc;
+        d.stride_c = sw;
+        return ft_cuda_gemm(x, &d, A, cd, dw, g->algo, err);
+    }
+    for (int64_t i = 0; i < g->D; i++) {
+        ft_status s = ft_cuda_gemm(x, &d, (const char *)A + (size_t)(i * sa) * es,
+                                   (const char *)cd + (size_t)(i * sc) * es,
+                                   (char *)dw + (size_t)(i * sw) * es, g->algo, err);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
+/* The backward, after the forward left the fp32 u in scratch slot 0. The rotation's
+ * frequencies go to the device once per run (dh/2 doubles, slot 3): a copy from the host, which
+ * waits for the stream and is not captured into a CUDA graph (step then runs the stream
+ * uncaptured, and says so); a device table kept by the context would avoid both. */
+static ft_status kv_backward(ft_cuda_ctx *x, const ft_cuda_call *call, const kv_geom *g,
+                             ft_dev_module *m, void *u, ft_err *err) {
+    const ft_call *c = call->c;
+    const ft_dt dt = call->dt;
+    const int64_t half = g->dh / 2;
+    double mscale, *inv_freq = malloc((size_t)half * sizeof(double));
+    if (!inv_freq) return ft_err_set(err, FT_ENOMEM, "attention.kvproj: out of host memory");
+    ft_rope_freqs(&c->attrs, g->dh, inv_freq, &mscale);
+    void *freq_d, *du;
+    ft_status s = ft_cuda_scratch(x, 3, (size_t)half * sizeof(double), &freq_d, err);
+    if (!s)
+        s = ft_dev_copy(ft_cuda_dev(x), freq_d, inv_freq, (size_t)half * sizeof(double),
+                        FT_COPY_H2D, err);
+    free(inv_freq);
+    if (s) return s;
+    if ((s = ft_cuda_scratch(x, 2, (size_t)(g->D * g->N * g->KVD) * ft_dt_size(dt), &du, err)))
+        return s;
+    int D = (int)g->D, N = (int)g->N, Hkv = (int)g->Hkv, dh = (int)g->dh;
+    int wide = g->gemm == KV_GEMM_WIDE;
+    ft_dim3 grid = {(unsigned)cdiv(g->D * g->N * g->Hkv, g->warps), 1, 1},
+            block = {(unsigned)g->warps * 32, 1, 1};
+    if ((s = launch_kv_normrope_bwd(x, m, grid, block, 0, u, call->d[KP_DK], du, call->d[KP_GK],
+                                    call->d[KP_POS], freq_d, (float)mscale, D, N, Hkv, dh, wide,
+                                    (float)c->attrs.eps, err)))
+        return s;
+    if ((s = launch_kv_dgk(x, m, (ft_dim3){(unsigned)cdiv(g->D * g->dh, 256), 1, 1},
+                           (ft_dim3){256, 1, 1}, 0, u, call->d[KP_DGK], D, N, Hkv, dh, wide, err)))
+        return s;
+    void *dc = call->d[KP_DCTX];
+    if ((s = kv_bwd_dc(x, g, dt, du, call->d[KP_WK], dc, 1, err)) ||
+        (s = kv_bwd_dc(x, g, dt, call->d[KP_DV], call->d[KP_WV], dc, 0, err)))
+        return ft_err_wrap(err, "attention.kvproj: dc = du w_k + dv w_v");
+    if ((s = kv_bwd_dw(x, g, dt, du, call->d[KP_C], call->d[KP_DWK], err)))
+        return ft_err_wrap(err, "attention.kvproj: dw_k = du^T c");
+    if ((s = kv_bwd_dw(x, g, dt, call->d[KP_DV], call->d[KP_C], call->d[KP_DWV], err)))
+        return ft_err_wrap(err, "attention.kvproj: dw_v = dv^T c");
+    return FT_OK;
+}
+
 static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                         ft_err *err) {
     const ft_call *c = call->c;
@@ -590,7 +722,17 @@ static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
         return ft_err_set(err, FT_EINVAL, "attention.kvproj on cuda: %s", why);
     kv_geom g;
     kv_geom_of(c, cfg, &g);
-    if (g.N == 0 || g.D == 0) return FT_OK;
+    if (g.D == 0) return FT_OK;
+    if (g.N == 0) { /* no rows: the weight and gain gradients are sums over nothing */
+        const size_t es = ft_dt_size(call->dt), w = (size_t)(g.D * g.KVD * g.H) * es;
+        ft_dev *dev = ft_cuda_dev(x);
+        ft_status s = FT_OK;
+        if (g.bwd && ((s = ft_dev_memset(dev, call->d[KP_DWK], 0, w, err)) ||
+                      (s = ft_dev_memset(dev, call->d[KP_DWV], 0, w, err)) ||
+                      (s = ft_dev_memset(dev, call->d[KP_DGK], 0, (size_t)(g.D * g.dh) * es, err))))
+            return s;
+        return FT_OK;
+    }
     ft_cuda_module_spec spec;
     kv_spec(call->dt, &g, &spec);
     ft_dev_module *m;
@@ -633,7 +775,9 @@ static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
                                                      dh, wide, eps, theta, err)))
         return s;
     __typeof__(launch_kv_rope) *rope = g.epi == KV_EPI_SPLIT ? launch_kv_rope : launch_kv_normrope;
-    return rope(x, m, grid, block, 0, u, kd, gk, pos, D, N, Hkv, dh, wide, eps, theta, err);
+    if ((s = rope(x, m, grid, block, 0, u, kd, gk, pos, D, N, Hkv, dh, wide, eps, theta, err)))
+        return s;
+    return g.bwd ? kv_backward(x, call, &g, m, u, err) : FT_OK;
 }
 
 static ft_space kv_space = {kv_params, KV_NPARAMS, kv_constraints, kv_valid};

@@ -3,6 +3,13 @@
  *
  *   keys(r) = [k_ctx rows of r ; k_blk[r]],  o[r,b,h,:] = softmax(scale q . keys^T) @ vals,
  *   lse[r,b,h] = log sum exp(scale q . keys^T)          (no mask; GQA: head h reads h / G)
+ *   win = W > 0 (a sliding-window layer): query b (position L_r + b) keeps only the context
+ *   keys p > L_r + b - W. The CTAs' key range starts at query 0's window, cs = max(0, L_r - W
+ *   + 1), so the keys before it are neither staged nor scored (a request costs O(W + B) keys
+ *   whatever L_r is); the rows of later queries mask the few keys at its start they do not see
+ *   (score -inf). A step where a row sees no key leaves it untouched: its running max stays
+ *   -inf, and the exponentials are taken against 0 instead (exp2(-inf) = 0, no NaN).
+ *   causal = 1: query b sees its block's keys 0..b only (masked as the window masks).
  *
  * Napkin math at qwen3-8b decode (R = 16, L = 4096, B = 16, Hq 32, Hkv 8, dh 128), bf16: K/V of
  * the contexts are 2 * 16 * 4096 * 8 * 128 * 2 B = 268 MB, read once when the G = 4 query heads of
@@ -160,13 +167,27 @@ __device__ __forceinline__ void wait_stage(int stages) {
     else ft_cp_async_wait<0>();
 }
 
-/* The split's key range [k0, k1) of request r: splits of whole KSTEP-key steps. */
-__device__ __forceinline__ void split_range(int nkeys, int splits, int s, int *k0, int *k1) {
+/* The split's key range [k0, k1) of request r, keys [cs, cs + nkeys): splits of whole
+ * KSTEP-key steps. */
+__device__ __forceinline__ void split_range(int cs, int nkeys, int splits, int s, int *k0,
+                                            int *k1) {
     int per = (nkeys + splits - 1) / splits;
     per = (per + KSTEP - 1) / KSTEP * KSTEP;
     int a = s * per, b = a + per;
-    *k0 = a < nkeys ? a : nkeys;
-    *k1 = b < nkeys ? b : nkeys;
+    *k0 = cs + (a < nkeys ? a : nkeys);
+    *k1 = cs + (b < nkeys ? b : nkeys);
+}
+
+/* The first context key of request r (length L) that query 0 sees under window win (0: none). */
+__device__ __forceinline__ int window_start(int L, int win) {
+    const int lo = win > 0 ? L - win + 1 : 0;
+    return lo > 0 ? lo : 0;
+}
+
+/* Does query b of the request see key t (context t < L, block after)? Under a window only the
+ * context keys t > L + b - win; under causal only the block keys t - L <= b. */
+__device__ __forceinline__ bool window_sees(int t, int L, int b, int win, int causal) {
+    return t >= L ? !causal || t - L <= b : win == 0 || t > L + b - win;
 }
 
 /* The pipeline over the split's tiles, calling step(buffer, first key, keys valid) per tile. */
@@ -283,7 +304,7 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
                 const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
                 st_t *__restrict__ o, st_t *__restrict__ lse, float *__restrict__ po,
                 float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT, int stages,
-                int ld, int gran, int tpr, float scale) {
+                int ld, int gran, int tpr, float scale, int win, int causal) {
     FT_DYNAMIC_SMEM(st_t, ks);
     st_t *vs = ks + stages * KT * ld;
     const int s = blockIdx.x, splits = gridDim.x, j = blockIdx.y, r = blockIdx.z;
@@ -296,8 +317,9 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
     const int b = active ? slot / G : 0, g = active ? slot % G : 0;
     int L;
     const int off = ctx_start(lens, r, &L);
+    const int cs = window_start(L, win);
     int k0, k1;
-    split_range(L + B, splits, s, &k0, &k1);
+    split_range(cs, L + B - cs, splits, s, &k0, &k1);
 
     /* The thread's dims [d0, d0 + FT_DPT), in chunks of FT_DVEC: a chunk lies wholly inside dh
      * or wholly past it (the host's choice of FT_DVEC), and one past it is neither read nor
@@ -341,15 +363,17 @@ extern "C" __global__ void __launch_bounds__(MAXT, 1)
             }                                                                                      \
             for (int w = 16; w >= spw; w >>= 1)                                                    \
                 dot += __shfl_xor_sync(0xffffffffu, dot, w);                                       \
-            sc[kk] = c0 + kk < (NVALID) ? dot : -INFINITY;                                         \
+            const bool vis_ = c0 + kk < (NVALID) && window_sees(t0 + c0 + kk, L, b, win, causal);  \
+            sc[kk] = vis_ ? dot : -INFINITY;                                                       \
             mx = fmaxf(mx, sc[kk]);                                                                \
         }                                                                                          \
-        const float mnew = fmaxf(mrow, mx), alpha = exp2f(mrow - mnew);                            \
+        const float mnew = fmaxf(mrow, mx), mref = mnew == -INFINITY ? 0.0f : mnew;                \
+        const float alpha = exp2f(mrow - mref);                                                    \
         mrow = mnew;                                                                               \
         lrow *= alpha;                                                                             \
         _Pragma("unroll") for (int i = 0; i < FT_DPT; i++) acc[i] *= alpha;                        \
         _Pragma("unroll") for (int kk = 0; kk < SSTEP; kk++) {                                     \
-            const float p = exp2f(sc[kk] - mnew);                                                  \
+            const float p = exp2f(sc[kk] - mref);                                                  \
             lrow += p;                                                                             \
             const st_t *vr = (VS) + (c0 + kk) * ld + d0;                                           \
             _Pragma("unroll") for (int i = 0; i < FT_DPT; i += FT_DVEC) {                          \
@@ -408,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(MAXT)
                const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
                st_t *__restrict__ o, st_t *__restrict__ lse, float *__restrict__ po,
                float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT, int stages,
-               int ld, int gran, int tpr, float scale) {
+               int ld, int gran, int tpr, float scale, int win, int causal) {
     (void)tpr;
     FT_DYNAMIC_SMEM(st_t, ks);
     st_t *vs = ks + stages * KT * ld;
@@ -418,8 +442,9 @@ extern "C" __global__ void __launch_bounds__(MAXT)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, cq = lane & 3;
     int L;
     const int off = ctx_start(lens, r, &L);
+    const int cs = window_start(L, win);
     int k0, k1;
-    split_range(L + B, splits, s, &k0, &k1);
+    split_range(cs, L + B - cs, splits, s, &k0, &k1);
 
     /* Stage Q (rows past M zero), 8 bf16 per copy: dh is a multiple of 16. */
     const int QR = (int)(blockDim.x >> 5) * FT_TPW * 16;
@@ -474,7 +499,9 @@ extern "C" __global__ void __launch_bounds__(MAXT)
             _Pragma("unroll") for (int h = 0; h < 2; h++) _Pragma("unroll") for (int e = 0; e < 4; \
                                                                                  e++) {            \
                 const int key = c0 + h * 8 + 2 * cq + (e & 1);                                     \
-                sc[h][e] = key < (NVALID) ? sc[h][e] * qsc : -INFINITY;                            \
+                const int qb = ((warp * FT_TPW + u) * 16 + gq + 8 * (e >> 1)) / G;                 \
+                const bool vis_ = key < (NVALID) && window_sees(t0 + key, L, qb, win, causal);     \
+                sc[h][e] = vis_ ? sc[h][e] * qsc : -INFINITY;                                      \
                 if (e < 2) mx0 = fmaxf(mx0, sc[h][e]);                                             \
                 else mx1 = fmaxf(mx1, sc[h][e]);                                                   \
             }                                                                                      \
@@ -482,10 +509,12 @@ extern "C" __global__ void __launch_bounds__(MAXT)
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));                                \
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));                                \
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));                                \
-            const float mn0 = fmaxf(mrow[u][0], mx0), mn1 = fmaxf(mrow[u][1], mx1);                \
+            const float mx0n = fmaxf(mrow[u][0], mx0), mx1n = fmaxf(mrow[u][1], mx1);              \
+            /* a row that has seen no key yet keeps max -inf; exponents against 0 stay 0 */        \
+            const float mn0 = mx0n == -INFINITY ? 0.0f : mx0n, mn1 = mx1n == -INFINITY ? 0.0f : mx1n; \
             const float al0 = exp2f(mrow[u][0] - mn0), al1 = exp2f(mrow[u][1] - mn1);              \
-            mrow[u][0] = mn0;                                                                      \
-            mrow[u][1] = mn1;                                                                      \
+            mrow[u][0] = mx0n;                                                                     \
+            mrow[u][1] = mx1n;                                                                     \
             float p[2][4];                                                                         \
             float ls0 = 0.0f, ls1 = 0.0f;                                                          \
             _Pragma("unroll") for (int h = 0; h < 2; h++) {                                        \

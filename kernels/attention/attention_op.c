@@ -3,20 +3,42 @@
  * realistic inputs, the bridge to the float64 reference in kernels/attention/attention_ref.c, and
  * the napkin math.
  *
- * kvproj: two GEMMs per draft layer, 4*D*N*H*Hkv*dh FLOPs; compute-bound.
+ * kvproj: two GEMMs per draft layer, 4*D*N*H*Hkv*dh FLOPs; compute-bound. Its backward is four
+ * more of the same size (dc from dk and from dv, dw_k, dw_v): 8*D*N*H*Hkv*dh, so a forward +
+ * backward call is 3x the forward; the norm and RoPE are O(D*N*Hkv*dh) and not counted.
  * decode: each (query row, query head, visible key) costs 2*dh for the score and 2*dh for the
  * value sum, so 4*dh*B*Hq*(L_r + B) per request; K/V are read once per kv head when the GQA group
  * is packed (2*L*Hkv*dh floats). At R = 1 the intensity is 2*G*B FLOP per K/V float (G =
  * Hq/Hkv): compute-bound on CPUs, bandwidth-bound on GPUs.
  * train: the same 4*dh per visible (row, head, key) forward, counting only visible keys
  * (anchor + B per block, kept blocks only); the backward adds 8*dh (dV, dP, dQ, dK; the
- * recomputation of the scores is not counted, being an implementation choice). */
+ * recomputation of the scores is not counted, being an implementation choice).
+ * window = W > 0 (sliding-window layers, SPEC.md "Sliding window"): a query at position i counts
+ * only the context keys p > i - W it sees, at most W - 1 of them, so a windowed layer costs
+ * about 4*dh*B*Hq*(W + B) per block whatever the context length. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "attention/attention.h"
+
+/* Context keys [0, L) that the query at position qpos sees: all of them, or under a window W
+ * those p > qpos - W (ft_ref_window_lo). */
+static int64_t visible_ctx(int64_t window, int64_t qpos, int64_t L) {
+    int64_t lo = ft_ref_window_lo(window, qpos);
+    return L - (lo < L ? lo : L);
+}
+
+/* The mean of visible_ctx over anchors a uniform in [0, S] for the query at a + b (sizes only:
+ * planning before the anchors are drawn). */
+static double mean_visible_ctx(int64_t window, int64_t b, int64_t S) {
+    double sum = 0;
+    for (int64_t a = 0; a <= S; a++)
+        sum += (double)visible_ctx(window, a + b, a);
+    return sum / (double)(S + 1);
+}
 
 static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, ft_err *err) {
     if (Hkv < 1 || Hq < 1 || dh < 1)
@@ -40,8 +62,15 @@ static const ft_tensor_spec kvproj_tensors[] = {
     [KP_POS] = {"pos", FT_I32, "N", FT_ROLE_IN, 0, "RoPE position of each context token"},
     [KP_K] = {"k", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "normed, rotated context keys"},
     [KP_V] = {"v", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "context values"},
+    [KP_DK] = {"dk", FT_F32, "D,N,Hkv,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of k"},
+    [KP_DV] = {"dv", FT_F32, "D,N,Hkv,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of v"},
+    [KP_DCTX] = {"dc", FT_F32, "Dc,N,H", FT_ROLE_GRAD_OUT, 0,
+                 "gradient of c (Dc = 1: summed over the D layers that share it)"},
+    [KP_DWK] = {"dw_k", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_k"},
+    [KP_DWV] = {"dw_v", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_v"},
+    [KP_DGK] = {"dgk", FT_F32, "D,dh", FT_ROLE_GRAD_OUT, 0, "gradient of gk"},
 };
-static const char *const kvproj_attrs[] = {"eps", "rope_theta", "dtype", NULL};
+static const char *const kvproj_attrs[] = {"eps", "rope_theta", "backward", "dtype", NULL};
 
 static ft_status kvproj_check(ft_call *c, ft_err *err) {
     int64_t *d = c->dim;
@@ -85,6 +114,10 @@ static void kvproj_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
     int32_t start = (int32_t)ft_rng_below(rng, 4096);
     for (int64_t n = 0; n < c->dim[KP_N]; n++)
         pos[n] = start + (int32_t)n;
+    if (c->backward) {
+        ft_fill_normal(c->t[KP_DK], rng, 0.0, 1.0);
+        ft_fill_normal(c->t[KP_DV], rng, 0.0, 1.0);
+    }
 }
 
 static void kvproj_reference(const ft_call *c) {
@@ -92,11 +125,23 @@ static void kvproj_reference(const ft_call *c) {
     ft_ref_kvproj_fwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
                       c->attrs.rope_theta, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
                       c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
+    if (!c->backward) return;
+    double mscale, *inv_freq = malloc((size_t)(d[KP_DH] / 2) * sizeof(double));
+    if (!inv_freq) abort(); /* the reference has no way to fail (see attention_ref.c) */
+    ft_rope_freqs(&c->attrs, d[KP_DH], inv_freq, &mscale);
+    ft_ref_kvproj_bwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
+                      inv_freq, mscale, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
+                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_DK]->data, c->t[KP_DV]->data,
+                      c->t[KP_DCTX]->data, c->t[KP_DWK]->data, c->t[KP_DWV]->data,
+                      c->t[KP_DGK]->data);
+    free(inv_freq);
 }
 
 static double kvproj_flops(const ft_call *c) {
     const int64_t *d = c->dim;
-    return 4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
+    const double fwd =
+        4.0 * (double)d[KP_D] * (double)d[KP_N] * (double)d[KP_H] * (double)d[KP_KVD];
+    return fwd * (c->backward ? 3.0 : 1.0);
 }
 
 const ft_op ft_op_attention_kvproj = {
@@ -106,7 +151,7 @@ const ft_op ft_op_attention_kvproj = {
     .tensors = kvproj_tensors,
     .ntensors = sizeof kvproj_tensors / sizeof kvproj_tensors[0],
     .attrs = kvproj_attrs,
-    .backward = FT_BWD_NONE,
+    .backward = FT_BWD_OPTIONAL,
     .check = kvproj_check,
     .from_preset = kvproj_from_preset,
     .fill_inputs = kvproj_fill,
@@ -130,7 +175,7 @@ static const ft_tensor_spec decode_tensors[] = {
     [DC_O] = {"o", FT_F32, "R,B,Hq,dh", FT_ROLE_OUT, 0, "attention output"},
     [DC_LSE] = {"lse", FT_F32, "R,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp of the scaled scores"},
 };
-static const char *const decode_attrs[] = {"scale", "dtype", NULL};
+static const char *const decode_attrs[] = {"scale", "window", "causal", "dtype", NULL};
 
 static ft_status decode_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -181,16 +226,31 @@ static void decode_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 
 static void decode_reference(const ft_call *c) {
     const int64_t *d = c->dim;
-    ft_ref_attn_decode_fwd(
+    ft_ref_attn_decode_fwd_win(
         d[DC_R], d[DC_B], d[DC_HQ], d[DC_HKV], d[DC_DH], ft_attn_scale(&c->attrs, d[DC_DH]),
-        c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
+        c->attrs.window, c->attrs.causal, c->t[DC_Q]->data, c->t[DC_LENS]->data, c->t[DC_KCTX]->data, c->t[DC_VCTX]->data,
         c->t[DC_KBLK]->data, c->t[DC_VBLK]->data, c->t[DC_O]->data, c->t[DC_LSE]->data);
 }
 
+/* Visible keys summed over the B query rows of every request (query b at position L_r + b). */
 static double decode_flops(const ft_call *c) {
-    const int64_t *d = c->dim;
-    double keys = (double)d[DC_LSUM] + (double)d[DC_R] * (double)d[DC_B];
-    return 4.0 * (double)d[DC_DH] * (double)d[DC_B] * (double)d[DC_HQ] * keys;
+    const int64_t *d = c->dim, W = c->attrs.window, R = d[DC_R], B = d[DC_B];
+    /* the block keys of a block's B rows: B each, or 1 + 2 + ... + B when causal */
+    const double blk = c->attrs.causal ? (double)B * (double)(B + 1) / 2 : (double)B * (double)B;
+    double keys = 0;
+    if (W == 0) {
+        keys = (double)B * (double)d[DC_LSUM] + (double)R * blk;
+    } else {
+        const int32_t *lens = c->t[DC_LENS] && c->t[DC_LENS]->data ? c->t[DC_LENS]->data : NULL;
+        for (int64_t r = 0; r < R; r++) {
+            /* sizes only: requests share the rows evenly, as decode_fill spreads them */
+            const int64_t L = lens ? lens[r] : d[DC_LSUM] / R + (r < d[DC_LSUM] % R);
+            for (int64_t b = 0; b < B; b++)
+                keys += (double)visible_ctx(W, L + b, L);
+            keys += blk;
+        }
+    }
+    return 4.0 * (double)d[DC_DH] * (double)d[DC_HQ] * keys;
 }
 
 const ft_op ft_op_attention_decode = {
@@ -232,7 +292,7 @@ static const ft_tensor_spec train_tensors[] = {
     [TR_DKBLK] = {"dk_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_blk"},
     [TR_DVBLK] = {"dv_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_blk"},
 };
-static const char *const train_attrs[] = {"scale", "backward", "dtype", NULL};
+static const char *const train_attrs[] = {"scale", "backward", "window", "causal", "dtype", NULL};
 
 static ft_status train_check(ft_call *c, ft_err *err) {
     const int64_t *d = c->dim;
@@ -285,32 +345,52 @@ static void train_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 static void train_reference(const ft_call *c) {
     const int64_t *d = c->dim;
     double scale = ft_attn_scale(&c->attrs, d[TR_DH]);
-    ft_ref_attn_train_fwd(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV], d[TR_DH],
-                          scale, c->t[TR_Q]->data, c->t[TR_KCTX]->data, c->t[TR_VCTX]->data,
-                          c->t[TR_KBLK]->data, c->t[TR_VBLK]->data, c->t[TR_ANCH]->data,
-                          c->t[TR_KEEP]->data, c->t[TR_O]->data, c->t[TR_LSE]->data);
+    const int64_t W = c->attrs.window;
+    ft_ref_attn_train_fwd_win(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV],
+                              d[TR_DH], scale, W, c->attrs.causal, c->t[TR_Q]->data,
+                              c->t[TR_KCTX]->data,
+                              c->t[TR_VCTX]->data, c->t[TR_KBLK]->data, c->t[TR_VBLK]->data,
+                              c->t[TR_ANCH]->data, c->t[TR_KEEP]->data, c->t[TR_O]->data,
+                              c->t[TR_LSE]->data);
     if (c->backward)
-        ft_ref_attn_train_bwd(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV], d[TR_DH],
-                              scale, c->t[TR_Q]->data, c->t[TR_KCTX]->data, c->t[TR_VCTX]->data,
-                              c->t[TR_KBLK]->data, c->t[TR_VBLK]->data, c->t[TR_ANCH]->data,
-                              c->t[TR_KEEP]->data, c->t[TR_DO]->data, c->t[TR_DQ]->data,
-                              c->t[TR_DKCTX]->data, c->t[TR_DVCTX]->data, c->t[TR_DKBLK]->data,
-                              c->t[TR_DVBLK]->data);
+        ft_ref_attn_train_bwd_win(d[TR_NSEQ], d[TR_S], d[TR_NB], d[TR_B], d[TR_HQ], d[TR_HKV],
+                                  d[TR_DH], scale, W, c->attrs.causal, c->t[TR_Q]->data,
+                                  c->t[TR_KCTX]->data,
+                                  c->t[TR_VCTX]->data, c->t[TR_KBLK]->data, c->t[TR_VBLK]->data,
+                                  c->t[TR_ANCH]->data, c->t[TR_KEEP]->data, c->t[TR_DO]->data,
+                                  c->t[TR_DQ]->data, c->t[TR_DKCTX]->data, c->t[TR_DVCTX]->data,
+                                  c->t[TR_DKBLK]->data, c->t[TR_DVBLK]->data);
 }
 
+/* Visible keys summed over the query rows of the kept blocks (query b at position anchor + b). */
 static double train_flops(const ft_call *c) {
-    const int64_t *d = c->dim;
-    double keys = 0;
+    const int64_t *d = c->dim, W = c->attrs.window, B = d[TR_B];
+    /* the block keys of a block's B rows: B each, or 1 + 2 + ... + B when causal */
+    const double blk = c->attrs.causal ? (double)B * (double)(B + 1) / 2 : (double)B * (double)B;
+    double keys = 0; /* summed over the B rows of each block */
     if (c->t[TR_ANCH] && c->t[TR_KEEP]) {
         const int32_t *anchors = c->t[TR_ANCH]->data;
         const uint8_t *keep = c->t[TR_KEEP]->data;
-        for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++)
-            if (keep[i]) keys += (double)anchors[i] + (double)d[TR_B];
-    } else {
+        for (int64_t i = 0; i < d[TR_NSEQ] * d[TR_NB]; i++) {
+            if (!keep[i]) continue;
+            keys += blk;
+            if (W == 0) {
+                keys += (double)B * (double)anchors[i];
+                continue;
+            }
+            for (int64_t b = 0; b < B; b++)
+                keys += (double)visible_ctx(W, anchors[i] + b, anchors[i]);
+        }
+    } else if (W == 0) {
         /* Sizes only (planning): anchors average S/2. */
-        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * ((double)d[TR_S] / 2 + (double)d[TR_B]);
+        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * ((double)B * (double)d[TR_S] / 2 + blk);
+    } else {
+        double per_block = blk;
+        for (int64_t b = 0; b < B; b++)
+            per_block += mean_visible_ctx(W, b, d[TR_S]);
+        keys = (double)d[TR_NSEQ] * (double)d[TR_NB] * per_block;
     }
-    double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * (double)d[TR_B] * keys;
+    double fwd = 4.0 * (double)d[TR_DH] * (double)d[TR_HQ] * keys;
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 

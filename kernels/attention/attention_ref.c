@@ -6,11 +6,20 @@
  *            v[i,n,j,:] = (c[i or 0,n,:] @ w_v[i]^T)[j*dh:(j+1)*dh]
  *            rope (rotate-half): for m < dh/2, a = pos * theta^(-2m/dh),
  *              out[m] = y[m] cos a - y[m+dh/2] sin a,  out[m+dh/2] = y[m+dh/2] cos a + y[m] sin a
+ *   kvproj backward, given dk, dv (per head row; r = 1/sqrt(mean u^2 + eps), xh = u r):
+ *            dy = mscale R(pos)^T dk   (the rotation's transpose: the angle negated)
+ *            dgk[i,:] += dy * xh,   dxh = dy * gk[i],   du = r (dxh - xh mean_d(dxh * xh))
+ *            dc[i or 0,n,:] += du @ w_k[i] + dv @ w_v[i]   (Dc = 1: summed over layers)
+ *            dw_k[i] += du^T c[i or 0,n,:],  dw_v[i] += dv^T c[i or 0,n,:]
  *   attention of one query row q (head h reads kv head h / (Hq/Hkv)) over its visible keys K, V:
  *            s = scale * K q,  p = softmax(s),  o = p^T V,  lse = log sum exp(s)
  *     decode: the visible keys of request r are its ctx_lens[r] context rows then its B block rows.
  *     train:  block j of sequence s sees context positions p < anchors[s,j] then its own B rows;
  *             keep[s,j] = 0 sees nothing: o = 0, lse = -inf, no gradient anywhere.
+ *     window W > 0 (sliding-window layers): the query at position i (decode ctx_lens[r] + b,
+ *             train anchors[s,j] + b) keeps only the context keys p > i - W; its block's own
+ *             rows stay visible, so a row always sees at least B keys.
+ *     causal (SpecForge's sliding layers): query b sees its block's rows 0..b only.
  *   train backward, given do for the row (D = do . o):
  *            dp_t = do . v_t,  ds_t = p_t (dp_t - D)
  *            dq = scale sum_t ds_t k_t,  dk_t += scale ds_t q,  dv_t += p_t do
@@ -21,7 +30,7 @@
  * oracle, not a contender: one loop nest per formula, double accumulation throughout, softmax
  * with the max subtracted so large scores cannot overflow.
  */
-#include "flaretune/ref.h"
+#include "op/ref.h"
 
 #include <assert.h>
 #include <math.h>
@@ -84,6 +93,68 @@ void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
     free(u);
 }
 
+void ft_ref_kvproj_bwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
+                       double eps, const double *inv_freq, double mscale, const double *c,
+                       const double *w_k, const double *w_v, const double *gk, const int32_t *pos,
+                       const double *dk, const double *dv, double *dc, double *dw_k, double *dw_v,
+                       double *dgk) {
+    assert(Dc == 1 || Dc == D);
+    assert(N >= 0 && H > 0 && Hkv > 0 && dh > 0 && dh % 2 == 0);
+    const int64_t half = dh / 2, E = Hkv * dh;
+    memset(dc, 0, sizeof(double) * (size_t)(Dc * N * H));
+    memset(dw_k, 0, sizeof(double) * (size_t)(D * E * H));
+    memset(dw_v, 0, sizeof(double) * (size_t)(D * E * H));
+    memset(dgk, 0, sizeof(double) * (size_t)(D * dh));
+    /* one head row: the projection u, its normalised xh, and the gradients dy (then du) */
+    double *u = ref_scratch(dh), *dy = ref_scratch(dh);
+
+    for (int64_t i = 0; i < D; i++) {
+        const double *ci = c + (Dc == 1 ? 0 : i) * N * H;
+        double *dci = dc + (Dc == 1 ? 0 : i) * N * H;
+        const double *wk = w_k + i * E * H, *wv = w_v + i * E * H, *gki = gk + i * dh;
+        double *dwk = dw_k + i * E * H, *dwv = dw_v + i * E * H, *dgki = dgk + i * dh;
+        for (int64_t n = 0; n < N; n++) {
+            const double *cn = ci + n * H;
+            double *dcn = dci + n * H;
+            for (int64_t j = 0; j < Hkv; j++) {
+                const double *dkr = dk + ((i * N + n) * Hkv + j) * dh;
+                const double *dvr = dv + ((i * N + n) * Hkv + j) * dh;
+                for (int64_t d = 0; d < dh; d++)
+                    u[d] = dot(H, cn, wk + (j * dh + d) * H);
+                const double r = 1.0 / sqrt(dot(dh, u, u) / (double)dh + eps);
+                /* R^T: out[m] = a cos + b sin, out[m+half] = b cos - a sin */
+                for (int64_t m = 0; m < half; m++) {
+                    const double ang = (double)pos[n] * inv_freq[m];
+                    const double cs = cos(ang), sn = sin(ang);
+                    dy[m] = mscale * (dkr[m] * cs + dkr[m + half] * sn);
+                    dy[m + half] = mscale * (dkr[m + half] * cs - dkr[m] * sn);
+                }
+                double proj = 0.0; /* mean_d(dxh * xh) */
+                for (int64_t d = 0; d < dh; d++) {
+                    const double xh = u[d] * r;
+                    dgki[d] += dy[d] * xh;
+                    dy[d] *= gki[d]; /* now dxh */
+                    proj += dy[d] * xh;
+                }
+                proj /= (double)dh;
+                for (int64_t d = 0; d < dh; d++)
+                    dy[d] = r * (dy[d] - u[d] * r * proj); /* now du */
+                for (int64_t d = 0; d < dh; d++) {
+                    const double *wkr = wk + (j * dh + d) * H, *wvr = wv + (j * dh + d) * H;
+                    double *dwkr = dwk + (j * dh + d) * H, *dwvr = dwv + (j * dh + d) * H;
+                    for (int64_t h = 0; h < H; h++) {
+                        dcn[h] += dy[d] * wkr[h] + dvr[d] * wvr[h];
+                        dwkr[h] += dy[d] * cn[h];
+                        dwvr[h] += dvr[d] * cn[h];
+                    }
+                }
+            }
+        }
+    }
+    free(u);
+    free(dy);
+}
+
 /* ---- one query row against its visible keys ----------------------------------------------
  * The visible keys of a row come from two buffers, the context (nc rows) then the block (nb
  * rows), both with `stride` doubles between rows (Hkv*dh: the row of the next position, same kv
@@ -123,10 +194,26 @@ static double attend_row(int64_t dh, double scale, const double *q, int64_t nc, 
 
 /* ---- attention.decode --------------------------------------------------------------------- */
 
+/* The first context position the query at position qpos sees: qpos - W + 1 (the window holds the
+ * query itself and the W - 1 positions before it), never below 0; 0 under full attention. */
+int64_t ft_ref_window_lo(int64_t window, int64_t qpos) {
+    assert(window >= 0);
+    if (window == 0 || qpos - window + 1 < 0) return 0;
+    return qpos - window + 1;
+}
+
 void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh, double scale,
                             const double *q, const int32_t *ctx_lens, const double *k_ctx,
                             const double *v_ctx, const double *k_blk, const double *v_blk,
                             double *o, double *lse) {
+    ft_ref_attn_decode_fwd_win(R, B, Hq, Hkv, dh, scale, 0, 0, q, ctx_lens, k_ctx, v_ctx, k_blk,
+                               v_blk, o, lse);
+}
+
+void ft_ref_attn_decode_fwd_win(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
+                                double scale, int64_t window, int causal, const double *q,
+                                const int32_t *ctx_lens, const double *k_ctx, const double *v_ctx,
+                                const double *k_blk, const double *v_blk, double *o, double *lse) {
     assert(R >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
     const int64_t group = Hq / Hkv, stride = Hkv * dh;
     int64_t maxL = 0;
@@ -139,14 +226,19 @@ void ft_ref_attn_decode_fwd(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64
     int64_t off = 0; /* first context row of request r: the prefix sum of ctx_lens */
     for (int64_t r = 0; r < R; r++) {
         const int64_t L = ctx_lens[r];
-        for (int64_t b = 0; b < B; b++)
+        for (int64_t b = 0; b < B; b++) {
+            /* query b sits at position L + b: its window starts at lo, capped at the context end */
+            int64_t lo = ft_ref_window_lo(window, L + b);
+            lo = lo < L ? lo : L;
             for (int64_t h = 0; h < Hq; h++) {
                 const int64_t j = h / group; /* GQA: the kv head this query head reads */
                 const int64_t row = (r * B + b) * Hq + h;
-                const int64_t cbase = off * stride + j * dh, bbase = r * B * stride + j * dh;
-                lse[row] = attend_row(dh, scale, q + row * dh, L, k_ctx + cbase, v_ctx + cbase, B,
-                                      k_blk + bbase, v_blk + bbase, stride, p, o + row * dh);
+                const int64_t cbase = (off + lo) * stride + j * dh, bbase = r * B * stride + j * dh;
+                lse[row] = attend_row(dh, scale, q + row * dh, L - lo, k_ctx + cbase, v_ctx + cbase,
+                                      causal ? b + 1 : B, k_blk + bbase, v_blk + bbase, stride, p,
+                                      o + row * dh);
             }
+        }
         off += L;
     }
     free(p);
@@ -158,6 +250,15 @@ void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            int64_t dh, double scale, const double *q, const double *k_ctx,
                            const double *v_ctx, const double *k_blk, const double *v_blk,
                            const int32_t *anchors, const uint8_t *keep, double *o, double *lse) {
+    ft_ref_attn_train_fwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, 0, q, k_ctx, v_ctx, k_blk,
+                              v_blk, anchors, keep, o, lse);
+}
+
+void ft_ref_attn_train_fwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
+                               const double *q, const double *k_ctx, const double *v_ctx,
+                               const double *k_blk, const double *v_blk, const int32_t *anchors,
+                               const uint8_t *keep, double *o, double *lse) {
     assert(nseq >= 0 && S >= 0 && NB >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
     const int64_t group = Hq / Hkv, stride = Hkv * dh;
     double *p = ref_scratch(S + B);
@@ -175,10 +276,14 @@ void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                         lse[row] = -INFINITY;
                         continue;
                     }
-                    const int64_t cbase = s * S * stride + j * dh;
+                    /* query b sits at position a + b; its window keeps context rows [lo, a) */
+                    int64_t lo = ft_ref_window_lo(window, a + b);
+                    lo = lo < a ? lo : a;
+                    const int64_t cbase = (s * S + lo) * stride + j * dh;
                     const int64_t bbase = blk * B * stride + j * dh;
-                    lse[row] = attend_row(dh, scale, q + row * dh, a, k_ctx + cbase, v_ctx + cbase,
-                                          B, k_blk + bbase, v_blk + bbase, stride, p, o + row * dh);
+                    lse[row] = attend_row(dh, scale, q + row * dh, a - lo, k_ctx + cbase,
+                                          v_ctx + cbase, causal ? b + 1 : B, k_blk + bbase,
+                                          v_blk + bbase, stride, p, o + row * dh);
                 }
         }
     free(p);
@@ -190,6 +295,16 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            const int32_t *anchors, const uint8_t *keep, const double *dout,
                            double *dq, double *dk_ctx, double *dv_ctx, double *dk_blk,
                            double *dv_blk) {
+    ft_ref_attn_train_bwd_win(nseq, S, NB, B, Hq, Hkv, dh, scale, 0, 0, q, k_ctx, v_ctx, k_blk,
+                              v_blk, anchors, keep, dout, dq, dk_ctx, dv_ctx, dk_blk, dv_blk);
+}
+
+void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
+                               const double *q, const double *k_ctx, const double *v_ctx,
+                               const double *k_blk, const double *v_blk, const int32_t *anchors,
+                               const uint8_t *keep, const double *dout, double *dq,
+                               double *dk_ctx, double *dv_ctx, double *dk_blk, double *dv_blk) {
     assert(nseq >= 0 && S >= 0 && NB >= 0 && B > 0 && Hkv > 0 && dh > 0 && Hq % Hkv == 0);
     const int64_t group = Hq / Hkv, stride = Hkv * dh;
     double *p = ref_scratch(S + B);
@@ -210,21 +325,25 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
             for (int64_t b = 0; b < B; b++)
                 for (int64_t h = 0; h < Hq; h++) {
                     const int64_t row = (blk * B + b) * Hq + h, j = h / group;
-                    const int64_t cbase = s * S * stride + j * dh;
+                    /* the row's visible context rows [lo, a), nc of them (see the forward) */
+                    int64_t lo = ft_ref_window_lo(window, a + b);
+                    lo = lo < a ? lo : a;
+                    const int64_t nc = a - lo, nb = causal ? b + 1 : B; /* keys it sees */
+                    const int64_t cbase = (s * S + lo) * stride + j * dh;
                     const int64_t bbase = blk * B * stride + j * dh;
                     const double *qr = q + row * dh, *dor = dout + row * dh;
                     double *dqr = dq + row * dh;
-                    attend_row(dh, scale, qr, a, k_ctx + cbase, v_ctx + cbase, B, k_blk + bbase,
+                    attend_row(dh, scale, qr, nc, k_ctx + cbase, v_ctx + cbase, nb, k_blk + bbase,
                                v_blk + bbase, stride, p, orow);
                     /* sum_t p_t (do . v_t) = do . o: the softmax Jacobian's rank-one part. */
                     const double Dsum = dot(dh, dor, orow);
-                    for (int64_t t = 0; t < a + B; t++) {
-                        const double *kt = key_row(t, a, k_ctx + cbase, k_blk + bbase, stride);
-                        const double *vt = key_row(t, a, v_ctx + cbase, v_blk + bbase, stride);
-                        double *dkt =
-                            t < a ? dk_ctx + cbase + t * stride : dk_blk + bbase + (t - a) * stride;
-                        double *dvt =
-                            t < a ? dv_ctx + cbase + t * stride : dv_blk + bbase + (t - a) * stride;
+                    for (int64_t t = 0; t < nc + nb; t++) {
+                        const double *kt = key_row(t, nc, k_ctx + cbase, k_blk + bbase, stride);
+                        const double *vt = key_row(t, nc, v_ctx + cbase, v_blk + bbase, stride);
+                        double *dkt = t < nc ? dk_ctx + cbase + t * stride
+                                             : dk_blk + bbase + (t - nc) * stride;
+                        double *dvt = t < nc ? dv_ctx + cbase + t * stride
+                                             : dv_blk + bbase + (t - nc) * stride;
                         const double ds = p[t] * (dot(dh, dor, vt) - Dsum);
                         for (int64_t d = 0; d < dh; d++) {
                             dqr[d] += scale * ds * kt[d];

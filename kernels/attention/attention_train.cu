@@ -3,6 +3,14 @@
  *
  *   block j of sequence s sees context positions p < anchors[s,j] and its own B keys; keep = 0:
  *   o = 0, lse = -inf, no gradient.  s_t = scale q.k_t, o = softmax(s) V, lse = log sum exp(s).
+ *   win = W > 0 (a sliding-window layer): query b (position anchor + b) keeps only the context
+ *   keys p > anchor + b - W. A CTA's walk starts at query 0's window, max(0, anchor - W + 1), so
+ *   the keys before it are neither loaded nor scored (a block costs O(W + B) keys whatever its
+ *   anchor); later queries mask the few keys at its start they do not see (score -inf, p = 0).
+ *   A row whose tile holds no key it sees keeps its running max at -inf and takes its
+ *   exponentials against 0 (exp(-inf) = 0, never -inf - -inf). attn_bwd_kv skips the blocks
+ *   whose windows end before its tile. causal = 1: query b sees its block's keys 0..b only
+ *   (masked the same way; attn_bwd_kv, over context keys alone, does not change).
  *
  * Napkin math at qwen3-8b train (S 3072, NB 512, B 16, Hq 32, Hkv 8, dh 128), bf16: the anchors
  * average S/2, so a block's queries see ~1550 keys; 4 dh B Hq per visible key is ~2.6e11 FLOP
@@ -80,20 +88,39 @@ __device__ __forceinline__ float dotdh(const float *a, const float *b) {
 /* The geometry of one (block, kv head or head) CTA. */
 struct cta {
     int s, blk, a, n, R, npk, G, h0, kvh;
+    int k0, win; /* the first key walked (query 0's window start), the window (0: none) */
+    int causal;  /* query b sees block keys 0..b only */
 };
 
-__device__ __forceinline__ cta cta_of(const int *anchors, int NB, int B, int Hq, int Hkv, int npk) {
+/* The first context position query b of a block with anchor a sees under window win. */
+__device__ __forceinline__ int window_lo(int a, int b, int win) {
+    const int lo = win > 0 ? a + b - win + 1 : 0;
+    return lo < 0 ? 0 : lo > a ? a : lo;
+}
+
+__device__ __forceinline__ cta cta_of(const int *anchors, int NB, int B, int Hq, int Hkv, int npk,
+                                      int win, int causal) {
     cta c;
     c.blk = blockIdx.x;
     c.s = c.blk / NB;
     c.a = anchors[c.blk];
     c.n = c.a + B;
+    c.win = win;
+    c.causal = causal;
+    c.k0 = window_lo(c.a, 0, win);
     c.npk = npk;
     c.R = B * npk;
     c.G = Hq / Hkv;
     c.h0 = blockIdx.y * npk;
     c.kvh = c.h0 / c.G;
     return c;
+}
+
+/* Does CTA row r (query b = r / npk) see key tg of the walk? Context keys from its window's
+ * start; block keys all, or under causal those at offsets 0..b. */
+__device__ __forceinline__ bool row_sees(const cta &c, int r, int tg) {
+    if (tg >= c.a) return !c.causal || tg - c.a <= r / c.npk;
+    return c.win == 0 || tg > c.a + r / c.npk - c.win;
 }
 
 /* Global row index (blk*B + b)*Hq + h of CTA row r. */
@@ -146,9 +173,9 @@ extern "C" __global__ void __launch_bounds__(256)
              const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
              const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
              float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-             float scale) {
+             float scale, int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
     if (!keep[c.blk]) return fwd_dropped(c, o, lse, lse32, B, Hq);
@@ -163,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(256)
         ls[r] = 0.f;
     }
     float *pw = ps + warp * KT;
-    for (int t0 = 0; t0 < c.n; t0 += KT) {
+    for (int t0 = c.k0; t0 < c.n; t0 += KT) {
         __syncthreads(); /* the previous tile is consumed; the prologue is written */
         load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         __syncthreads();
@@ -172,15 +199,17 @@ extern "C" __global__ void __launch_bounds__(256)
             const float *qr = qs + r * DH;
             float mx = -INFINITY;
             for (int t = lane; t < nk; t += 32) {
-                float sc = dotdh(qr, ks + t * DHP);
+                float sc = row_sees(c, r, t0 + t) ? dotdh(qr, ks + t * DHP) : -INFINITY;
                 pw[t] = sc;
                 mx = fmaxf(mx, sc);
             }
             mx = ft_warp_max(mx);
-            const float m_old = ms[r], m_new = fmaxf(m_old, mx), alpha = expf(m_old - m_new);
+            const float m_old = ms[r], m_new = fmaxf(m_old, mx);
+            const float m_ref = m_new == -INFINITY ? 0.f : m_new; /* no key seen yet */
+            const float alpha = expf(m_old - m_ref);
             float sum = 0.f;
             for (int t = lane; t < nk; t += 32) {
-                float p = expf(pw[t] - m_new);
+                float p = expf(pw[t] - m_ref);
                 pw[t] = p;
                 sum += p;
             }
@@ -237,9 +266,9 @@ extern "C" __global__ void __launch_bounds__(256)
                  const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
                  const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
                  float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-                 float scale) {
+                 float scale, int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, warp = threadIdx.x / 32, lane = threadIdx.x % 32, nt = blockDim.x;
     if (!keep[c.blk]) return fwd_dropped(c, o, lse, lse32, B, Hq);
     const int Rp = (R + 15) & ~15;
@@ -267,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int j = 0; j < NDT; j++)
             oacc[j][0] = oacc[j][1] = oacc[j][2] = oacc[j][3] = 0.f;
     }
-    for (int t0 = 0; t0 < c.n; t0 += KT) {
+    for (int t0 = c.k0; t0 < c.n; t0 += KT) {
         __syncthreads();
         load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         __syncthreads();
@@ -292,9 +321,12 @@ extern "C" __global__ void __launch_bounds__(256)
             for (int h = 0; h < 2; h++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    const bool ok = c0 + h * 8 + tq * 2 + e < nk;
-                    sacc[h][e] = ok ? sacc[h][e] * scale : -INFINITY;
-                    sacc[h][2 + e] = ok ? sacc[h][2 + e] * scale : -INFINITY;
+                    const int t = c0 + h * 8 + tq * 2 + e;
+                    const bool ok = t < nk;
+                    const bool ok0 = ok && row_sees(c, row0 + g, t0 + t);
+                    const bool ok1 = ok && row_sees(c, row0 + g + 8, t0 + t);
+                    sacc[h][e] = ok0 ? sacc[h][e] * scale : -INFINITY;
+                    sacc[h][2 + e] = ok1 ? sacc[h][2 + e] * scale : -INFINITY;
                     mx0 = fmaxf(mx0, sacc[h][e]);
                     mx1 = fmaxf(mx1, sacc[h][2 + e]);
                 }
@@ -302,7 +334,9 @@ extern "C" __global__ void __launch_bounds__(256)
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+            /* a row that has seen no key keeps max -inf: its exponentials are taken against 0 */
+            const float mx0n = fmaxf(m0, mx0), mx1n = fmaxf(m1, mx1);
+            const float mn0 = mx0n == -INFINITY ? 0.f : mx0n, mn1 = mx1n == -INFINITY ? 0.f : mx1n;
             const float a0 = expf(m0 - mn0), a1 = expf(m1 - mn1);
             float s0 = 0.f, s1 = 0.f;
 #pragma unroll
@@ -316,8 +350,8 @@ extern "C" __global__ void __launch_bounds__(256)
                 }
             l0 = l0 * a0 + s0;
             l1 = l1 * a1 + s1;
-            m0 = mn0;
-            m1 = mn1;
+            m0 = mx0n;
+            m1 = mx1n;
             /* P as the A fragment of a 16 x 16 (keys) operand. */
             const uint32_t pa[4] = {
                 ft_pack_bf16x2(sacc[0][0], sacc[0][1]), ft_pack_bf16x2(sacc[0][2], sacc[0][3]),
@@ -438,9 +472,10 @@ extern "C" __global__ void __launch_bounds__(256)
                const float *__restrict__ lse32, const st_t *__restrict__ dout,
                st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
                float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *__restrict__ Dbuf,
-               int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode) {
+               int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode,
+               int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
     if (!keep[c.blk]) return bwd_q_dropped(c, dq, dk_blk, dv_blk, B, Hq, Hkv, mode);
@@ -466,7 +501,7 @@ extern "C" __global__ void __launch_bounds__(256)
             if (Dbuf) Dbuf[g] = acc;
         }
     }
-    for (int t0 = 0; t0 < c.n; t0 += KT) {
+    for (int t0 = c.k0; t0 < c.n; t0 += KT) {
         __syncthreads();
         load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         __syncthreads();
@@ -478,7 +513,7 @@ extern "C" __global__ void __launch_bounds__(256)
             const float lr = lses[r], Dr = Ds[r];
             for (int t = lane; t < KT; t += 32) {
                 float p = 0.f, ds = 0.f;
-                if (t < nk) {
+                if (t < nk && row_sees(c, r, t0 + t)) {
                     p = expf(scale * dotdh(qr, ks + t * DHP) - lr);
                     ds = p * (dotdh(dor, vs + t * DHP) - Dr);
                 }
@@ -554,9 +589,9 @@ extern "C" __global__ void __launch_bounds__(256)
                    st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
                    float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb,
                    float *__restrict__ Dbuf, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-                   float scale, int mode) {
+                   float scale, int mode, int win, int causal) {
     FT_DYNAMIC_SMEM(float, sm);
-    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk);
+    const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nt = blockDim.x;
     if (!keep[c.blk]) return bwd_q_dropped(c, dq, dk_blk, dv_blk, B, Hq, Hkv, mode);
@@ -602,7 +637,7 @@ extern "C" __global__ void __launch_bounds__(256)
         D0 = Ds[row0 + g];
         D1 = Ds[row0 + g + 8];
     }
-    for (int t0 = 0; t0 < c.n; t0 += KT) {
+    for (int t0 = c.k0; t0 < c.n; t0 += KT) {
         __syncthreads();
         load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         __syncthreads();
@@ -619,8 +654,10 @@ extern "C" __global__ void __launch_bounds__(256)
                     for (int e = 0; e < 2; e++) {
                         const int t = c0 + h * 8 + tq * 2 + e;
                         const bool ok = t < nk;
-                        const float p0 = ok ? expf(sacc[h][e] * scale - lr0) : 0.f;
-                        const float p1 = ok ? expf(sacc[h][2 + e] * scale - lr1) : 0.f;
+                        const bool ok0 = ok && row_sees(c, row0 + g, t0 + t);
+                        const bool ok1 = ok && row_sees(c, row0 + g + 8, t0 + t);
+                        const float p0 = ok0 ? expf(sacc[h][e] * scale - lr0) : 0.f;
+                        const float p1 = ok1 ? expf(sacc[h][2 + e] * scale - lr1) : 0.f;
                         const float ds0 = p0 * (pacc[h][e] - D0), ds1 = p1 * (pacc[h][2 + e] - D1);
                         P[(row0 + g) * KT + t] = p0;
                         P[(row0 + g + 8) * KT + t] = p1;
@@ -681,7 +718,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                 const uint8_t *__restrict__ keep, const float *__restrict__ lse32,
                 const float *__restrict__ Dbuf, const st_t *__restrict__ dout,
                 st_t *__restrict__ dk_ctx, st_t *__restrict__ dv_ctx, int S, int NB, int B, int Hq,
-                int Hkv, int KT, float scale) {
+                int Hkv, int KT, float scale, int win) {
     FT_DYNAMIC_SMEM(float, sm);
     const int ntile = (S + KT - 1) / KT, s = blockIdx.x / ntile, p0 = (blockIdx.x % ntile) * KT;
     const int kvh = blockIdx.y, G = Hq / Hkv, R = B * G, nk = S - p0 < KT ? S - p0 : KT;
@@ -705,7 +742,9 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     }
     for (int j = 0; j < NB; j++) {
         const int blk = s * NB + j, a = anchors[blk];
-        if (!keep[blk] || a <= p0) continue;
+        /* the block sees none of the tile: all of it at or past the anchor, or before query 0's
+         * window */
+        if (!keep[blk] || a <= p0 || p0 + nk <= window_lo(a, 0, win)) continue;
         const int nv = a - p0 < nk ? a - p0 : nk; /* keys of the tile this block sees */
         __syncthreads();                          /* the previous block's rows are consumed */
         for (int i = threadIdx.x; i < R * DH; i += nt) {
@@ -725,7 +764,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
             const float lr = lses[r], Dr = Ds[r];
             for (int t = lane; t < KT; t += 32) {
                 float p = 0.f, ds = 0.f;
-                if (t < nv) {
+                if (t < nv && p0 + t >= window_lo(a, r / G, win)) {
                     p = expf(scale * dotdh(qr, ks + t * DHP) - lr);
                     ds = p * (dotdh(dor, vs + t * DHP) - Dr);
                 }

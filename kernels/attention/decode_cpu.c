@@ -3,6 +3,11 @@
  *   keys(r) = [k_ctx rows of r ; k_blk[r]],  vals(r) = [v_ctx rows of r ; v_blk[r]]
  *   o[r,b,h,:] = softmax(scale * q[r,b,h,:] . keys^T) @ vals,  lse[r,b,h] = log sum exp(...)
  *   query head h reads kv head h / (Hq/Hkv); no mask; ctx_lens ragged, 0 allowed.
+ *   window W > 0 (a sliding-window layer): query b (position L + b) keeps only the context rows
+ *   p > L + b - W. The keys before the window of query 0 are never read (a request costs
+ *   O(W + B) keys whatever L is); query b > 0 masks the b rows at the window's start that query
+ *   0 still sees (scores -inf, then P = 0).
+ *   causal = 1: query b sees its block's keys 0..b only, the others masked the same way.
  *
  * Online softmax (flash form): the keys of a request go by in tiles; each tile gives a score
  * block S = Q K^T (rows x tile), the running row max m and sum l are updated, the accumulator
@@ -399,6 +404,8 @@ typedef struct dp_scratch {
 
 typedef struct dp_ctx {
     int64_t B, Hq, Hkv, dh, G, tile, ldt; /* ldt: tile rounded up to CB */
+    int64_t W;                            /* sliding window (0: full attention) */
+    int causal;                           /* query b sees block keys 0..b only */
     int64_t ng;                           /* query heads per set: G (group) or 1 (head) */
     int mm;
 } dp_ctx;
@@ -477,6 +484,10 @@ static void tile_softmax(const dp_ctx *x, const dp_scratch *w, const dp_set *q, 
         for (int64_t t = 0; t < tlen; t++)
             mx = s[t] > mx ? s[t] : mx;
         const float mold = q->m[i], mnew = mx > mold ? mx : mold;
+        if (mnew == -INFINITY) { /* every key so far is outside the row's window */
+            memset(s, 0, (size_t)tlen * sizeof(float));
+            continue;
+        }
         const float sum = exp2_row(s, tlen, mnew);
         if (mnew != mold) {
             const float corr = exp2f(mold - mnew); /* 0 on the first tile (mold = -inf) */
@@ -491,6 +502,29 @@ static void tile_softmax(const dp_ctx *x, const dp_scratch *w, const dp_set *q, 
     }
 }
 
+/* Under a window, set the scores of the context rows [t0, t0 + tlen) that query b (position
+ * qpos0 + b) does not see, those before its window, to v: -inf before the softmax, 0 after (the
+ * softmax's clamped exponent would leave 2^-126 there). */
+static void mask_window(const dp_ctx *x, const dp_scratch *w, int64_t rows, int64_t qpos0,
+                        int64_t t0, int64_t tlen, float v) {
+    for (int64_t i = 0; x->W && i < rows; i++) {
+        const int64_t lo = ft_ref_window_lo(x->W, qpos0 + i / x->ng);
+        for (int64_t t = 0; t < tlen && t0 + t < lo; t++)
+            w->s[i * x->ldt + t] = v;
+    }
+}
+
+/* Under causal, set the scores of the block keys [t0, t0 + tlen) past query b's own (t > b) to
+ * v, as mask_window does for the context. */
+static void mask_causal(const dp_ctx *x, const dp_scratch *w, int64_t rows, int64_t t0,
+                        int64_t tlen, float v) {
+    for (int64_t i = 0; x->causal && i < rows; i++) {
+        const int64_t first = i / x->ng + 1 - t0; /* first key of the tile it does not see */
+        for (int64_t t = first > 0 ? first : 0; t < tlen; t++)
+            w->s[i * x->ldt + t] = v;
+    }
+}
+
 /* One run of keys of one request for nsets query sets: context rows [c0, c1) (kc, vc: the
  * request's row 0, kv head 0) and, when kb is set, the B block rows. Every set starts from
  * m = -inf, l = 0, O = 0. Tiles are the outer loop and sets the inner one, so the rows of a tile
@@ -498,7 +532,7 @@ static void tile_softmax(const dp_ctx *x, const dp_scratch *w, const dp_set *q, 
  * while they are in cache and in the TLB. A tile never straddles the two buffers. */
 static void attend_run(const dp_ctx *x, const dp_scratch *w, const dp_set *sets, int64_t nsets,
                        int64_t rows, const float *kc, const float *vc, int64_t c0, int64_t c1,
-                       const float *kb, const float *vb) {
+                       const float *kb, const float *vb, int64_t qpos0) {
     const int64_t ld = x->Hkv * x->dh, T = x->tile;
     const int64_t nctx = (c1 - c0 + T - 1) / T, ntiles = nctx + (kb ? (x->B + T - 1) / T : 0);
     for (int64_t s = 0; s < nsets; s++) {
@@ -525,7 +559,11 @@ static void attend_run(const dp_ctx *x, const dp_scratch *w, const dp_set *sets,
         for (int64_t s = 0; s < nsets; s++) {
             const int64_t j = sets[s].j;
             tile_scores(x, w, &sets[s], rows, k + j * x->dh, ld, tlen, v + j * x->dh, tlen);
+            if (i < nctx) mask_window(x, w, rows, qpos0, t0, tlen, -INFINITY);
+            else mask_causal(x, w, rows, t0, tlen, -INFINITY);
             tile_softmax(x, w, &sets[s], rows, tlen);
+            if (i < nctx) mask_window(x, w, rows, qpos0, t0, tlen, 0.0f);
+            else mask_causal(x, w, rows, t0, tlen, 0.0f);
             if (s + 1 < nsets)
                 tile_pv(x, w, &sets[s], rows, v + j * x->dh, ld, tlen, k + sets[s + 1].j * x->dh,
                         sets[s + 1].j == j ? 0 : tlen);
@@ -565,6 +603,8 @@ static dp_plan plan_init(ft_call *c, const ft_config *cfg) {
     x.ldt = (x.tile + CB - 1) / CB * CB;
     x.ng = cfg->v[DP_PACK] == PACK_GROUP ? G : 1;
     x.mm = cfg->v[DP_MM];
+    x.W = c->attrs.window;
+    x.causal = c->attrs.causal;
     const int64_t span = cfg->v[DP_SPAN] < Hkv ? cfg->v[DP_SPAN] : Hkv; /* kv heads per task */
     const int64_t groups = (Hkv + span - 1) / span; /* kv head groups per request */
     const int64_t spk = G / x.ng;                   /* sets per kv head */
@@ -692,16 +732,17 @@ static void run_task(const dp_plan *plan, const dp_scratch *w, dp_set *sets, int
     const int64_t j0 = g * span, j1 = j0 + span < Hkv ? j0 + span : Hkv;
     const int64_t nsets = (j1 - j0) * spk, L = plan->lens[r];
     task_sets(plan, sets, nsets, r, j0, plan->part_ws + (size_t)task * plan->slot_b);
-    /* Part p covers context tiles [p*nt/parts, (p+1)*nt/parts); the last part also
-     * takes the block. */
-    const int64_t nt = (L + x->tile - 1) / x->tile;
-    const int64_t c0 = p * nt / parts * x->tile;
-    const int64_t e1 = (p + 1) * nt / parts * x->tile, c1 = e1 < L ? e1 : L;
+    /* Part p covers context tiles [p*nt/parts, (p+1)*nt/parts) of the rows from cs (the start of
+     * query 0's window, 0 without one); the last part also takes the block. */
+    const int64_t lo = ft_ref_window_lo(x->W, L), cs = lo < L ? lo : L;
+    const int64_t nt = (L - cs + x->tile - 1) / x->tile;
+    const int64_t c0 = cs + p * nt / parts * x->tile;
+    const int64_t e1 = cs + (p + 1) * nt / parts * x->tile, c1 = e1 < L ? e1 : L;
     const int last = p == parts - 1;
     const int64_t off = plan->off[r];
     attend_run(x, w, sets, nsets, rows, plan->kctx + off * Hkv * dh, plan->vctx + off * Hkv * dh,
                c0, c1, last ? plan->kblk + r * B * Hkv * dh : NULL,
-               last ? plan->vblk + r * B * Hkv * dh : NULL);
+               last ? plan->vblk + r * B * Hkv * dh : NULL, L);
     for (int64_t s = 0; parts == 1 && s < nsets; s++)
         for (int64_t b = 0; b < B; b++)
             for (int64_t e = 0; e < x->ng; e++) {

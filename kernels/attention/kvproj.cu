@@ -21,6 +21,15 @@
  *   kv_normrope      fp32 u -> k, norm + RoPE in one pass          (epilogue=fused)
  *   kv_normrope_ip   k (storage type, the GEMM's output) in place  (epilogue=inplace)
  *   kv_vcopy         wide: V scratch [N, D, KVD] -> v [D, N, KVD]
+ * Backward (backward = 1), after the forward's fused epilogue left the fp32 u in scratch:
+ *   kv_normrope_bwd  one warp per head row: dy = mscale R^T dk (angles pos * inv_freq[m], formed
+ *                    in double from the host's ft_rope_freqs table), du = r (dy gk - xh
+ *                    mean(dy gk xh)) into du [D, N, Hkv, dh] (storage type, the GEMMs' operand);
+ *                    u is overwritten with dy * xh, the terms of dgk
+ *   kv_dgk           dgk[i, e] = sum over (n, j) of those terms: one thread per (i, e), rows in a
+ *                    fixed order (deterministic, no atomics), accumulated in double; D*dh
+ *                    threads each reading N*Hkv floats, coalesced across e
+ * The GEMMs of the backward (dc, dw_k, dw_v) are attention_cuda.c's.
  *
  * Defines: FT_BF16 (1: k, v, gk are __nv_bfloat16 on the device, else float; math is fp32, the
  * angles fp64). Everything else is an argument.
@@ -123,4 +132,74 @@ extern "C" __global__ void __launch_bounds__(256)
     v[e] = w[(n * D + i) * KVD + c];
 }
 FT_KERNEL_EXPORT(kv_vcopy)
+#endif
+
+/* Backward of norm + RoPE for head row (i, n, j); u in the forward's layout (src_wide), dk and du
+ * in [D, N, Hkv, dh]. Each lane owns pairs (m, m + half): after the warp sums, it reads and
+ * writes only its own entries of u, so u can take dy * xh in place. */
+#if FT_KEEP(kv_normrope_bwd)
+extern "C" __global__ void __launch_bounds__(256)
+    kv_normrope_bwd(float *u, const st_t *__restrict__ dk, st_t *__restrict__ du,
+                    const st_t *__restrict__ gk, const int *__restrict__ pos,
+                    const double *__restrict__ inv_freq, float mscale, int D, int N, int Hkv,
+                    int dh, int src_wide, float eps) {
+    const int warps = (int)(blockDim.x >> 5), lane = threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * warps + (threadIdx.x >> 5);
+    if (row >= (long long)D * N * Hkv) return; /* whole warps */
+    const int j = (int)(row % Hkv), n = (int)((row / Hkv) % N),
+              i = (int)(row / ((long long)Hkv * N));
+    const long long KVD = (long long)Hkv * dh;
+    float *s = u + (src_wide ? ((long long)n * D + i) : ((long long)i * N + n)) * KVD + j * dh;
+    const long long o = ((long long)i * N + n) * KVD + j * dh;
+    const st_t *g = gk + (long long)i * dh, *dkr = dk + o;
+    const int half = dh / 2;
+    float ss = 0.0f;
+    for (int e = lane; e < dh; e += 32)
+        ss = fmaf(s[e], s[e], ss);
+    ss = ft_warp_sum(ss);
+    const float r = 1.0f / sqrtf(ss / (float)dh + eps);
+    const double p = (double)pos[n];
+    float proj = 0.0f;
+    for (int pass = 0; pass < 2; pass++) {
+        const float pm = proj / (float)dh;
+        for (int m = lane; m < half; m += 32) {
+            const double ang = p * inv_freq[m];
+            const float cs = mscale * (float)cos(ang), sn = mscale * (float)sin(ang);
+            const float a = ft_ldf(dkr + m), b = ft_ldf(dkr + m + half);
+            const float y0 = a * cs + b * sn, y1 = b * cs - a * sn;
+            const float x0 = s[m] * r, x1 = s[m + half] * r;
+            const float t0 = y0 * ft_ldf(g + m), t1 = y1 * ft_ldf(g + m + half);
+            if (pass == 0) {
+                proj += t0 * x0 + t1 * x1;
+            } else {
+                ft_stf(du + o + m, r * (t0 - x0 * pm));
+                ft_stf(du + o + m + half, r * (t1 - x1 * pm));
+                s[m] = y0 * x0;
+                s[m + half] = y1 * x1;
+            }
+        }
+        if (pass == 0) proj = ft_warp_sum(proj);
+    }
+}
+FT_KERNEL_EXPORT(kv_normrope_bwd)
+#endif
+
+#if FT_KEEP(kv_dgk)
+extern "C" __global__ void __launch_bounds__(256)
+    kv_dgk(const float *__restrict__ prod, st_t *__restrict__ dgk, int D, int N, int Hkv, int dh,
+           int src_wide) {
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)D * dh) return;
+    const int i = (int)(t / dh), e = (int)(t % dh);
+    const long long KVD = (long long)Hkv * dh;
+    double acc = 0.0; /* N*Hkv terms: a float sum would drift past the tolerance */
+    for (int n = 0; n < N; n++) {
+        const float *rowp =
+            prod + (src_wide ? ((long long)n * D + i) : ((long long)i * N + n)) * KVD + e;
+        for (int j = 0; j < Hkv; j++)
+            acc += (double)rowp[(long long)j * dh];
+    }
+    ft_stf(dgk + t, (float)acc);
+}
+FT_KERNEL_EXPORT(kv_dgk)
 #endif

@@ -36,9 +36,21 @@
  *   par       blas: each GEMM uses all threads (OpenBLAS splits it), the epilogue is a parallel
  *             loop. chunks: threads take whole row chunks and run single-threaded GEMMs and
  *             their own epilogue, with no synchronisation between GEMM and epilogue.
+ *   bwd       backward only (backward = 1). The backward recomputes u = c w_k[i]^T (the forward's
+ *             variants do not keep it: one GEMM of the forward's size, a sixth of the call's
+ *             FLOPs) and turns dk into du through RoPE's transpose and the RMSNorm's Jacobian:
+ *             fused: per chunk of rows, right after that chunk's u GEMM, while it is in cache.
+ *             separate: u of the whole layer first (one GEMM), then one pass over it.
+ *             Then four GEMMs per layer: dc (+)= du w_k[i] + dv w_v[i] (Dc = 1 accumulates over
+ *             the layers), dw_k[i] = du^T c, dw_v[i] = dv^T c; dgk sums per-thread partials in
+ *             thread order.
  *   threads   OpenMP threads (and BLAS threads under par = blas).
  * Every row of the output depends only on its own row of c, so results are deterministic for any
- * thread assignment.
+ * thread assignment; the backward's sums over rows are BLAS GEMMs and fixed-order partials.
+ *
+ * Backward napkin math at qwen3-4b dflare, N = 2048: four GEMMs of the forward's size plus the u
+ * recompute, 5/2 of the forward's FLOPs (375 GFLOP more, ~2.8 s at ~135 GFLOP/s); the norm/RoPE
+ * backward is D*N*KVD = 15 M elements, and u and du live in a [N, KVD] buffer (8 MB) per layer.
  */
 #include <cblas.h>
 #include <math.h>
@@ -51,7 +63,7 @@
 
 /* ---- parameter space ------------------------------------------------------------------------ */
 
-enum { KV_GEMM, KV_EPI, KV_CHUNK, KV_PAR, KV_THREADS, KV_NPARAMS };
+enum { KV_GEMM, KV_EPI, KV_CHUNK, KV_PAR, KV_BWD, KV_THREADS, KV_NPARAMS };
 enum { GEMM_PER_LAYER, GEMM_KV_PACKED, GEMM_WIDE, GEMM_WIDE_PACKED };
 enum { EPI_FUSED, EPI_SEPARATE };
 enum { PAR_BLAS, PAR_CHUNKS };
@@ -59,6 +71,8 @@ enum { PAR_BLAS, PAR_CHUNKS };
 static const char *const gemm_labels[] = {"per_layer", "kv_packed", "wide", "wide_packed"};
 static const char *const epi_labels[] = {"fused", "separate"};
 static const char *const par_labels[] = {"blas", "chunks"};
+enum { BWD_FUSED, BWD_SEPARATE };
+static const char *const bwd_labels[] = {"fused", "separate"};
 
 static ft_param kv_params[KV_NPARAMS] = {
     [KV_GEMM] = {"gemm",
@@ -90,6 +104,14 @@ static ft_param kv_params[KV_NPARAMS] = {
                 par_labels,
                 PAR_BLAS,
                 0},
+    [KV_BWD] = {"bwd",
+                "backward: norm + RoPE backward per chunk right after its u GEMM (in cache) or "
+                "as one pass after the layer's u GEMM",
+                2,
+                {0, 1},
+                bwd_labels,
+                BWD_FUSED,
+                0},
     [KV_THREADS] = {"threads", "OpenMP and BLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
 };
 
@@ -100,6 +122,7 @@ static const char *const kv_constraints[] = {
     "par = chunks needs threads > 1 (with one thread it is par = blas)",
     "chunk >= N: one such candidate only (the default if it is one, else the smallest), the "
     "others are the same run",
+    "bwd only steers the backward: forward-only calls take bwd = fused",
     NULL,
 };
 
@@ -113,6 +136,10 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     }
     if (epi == EPI_SEPARATE && gemm != GEMM_PER_LAYER) {
         if (why) snprintf(why, n, "epilogue = separate only with gemm = per_layer");
+        return 0;
+    }
+    if (!c->backward && cfg->v[KV_BWD] != BWD_FUSED) {
+        if (why) snprintf(why, n, "bwd only steers the backward (forward-only call)");
         return 0;
     }
     if (cfg->v[KV_PAR] == PAR_CHUNKS && cfg->v[KV_THREADS] < 2) {
@@ -266,6 +293,8 @@ static void pack_rows(float *dst, const float *a, int64_t na, const float *b, in
 
 /* ---- launcher ------------------------------------------------------------------------------- */
 
+static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err);
+
 static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = c->dim[KP_N], H = c->dim[KP_H];
     const int64_t KVD = c->dim[KP_KVD], Hkv = c->dim[KP_HKV], dh = c->dim[KP_DH], half = dh / 2;
@@ -284,7 +313,7 @@ static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
                 .v = c->t[KP_V]->data,
                 .gk = c->t[KP_GK]->data,
                 .epi_fused = cfg->v[KV_EPI] == EPI_FUSED};
-    if (N == 0) return FT_OK;
+    if (N == 0) return c->backward ? kv_backward(c, cfg, err) : FT_OK;
 
     /* Workspace: the RoPE table, packed weights, and one scratch block of rows per worker. */
     int64_t packed = 0, ncols = 0;
@@ -351,6 +380,155 @@ static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
         break;
     }
     default: return ft_err_set(err, FT_EINTERNAL, "attention.kvproj: unknown gemm %d", gemm);
+    }
+    return c->backward ? kv_backward(c, cfg, err) : FT_OK;
+}
+
+/* ---- backward ------------------------------------------------------------------------------ */
+
+/* One row of Hkv heads of the norm + RoPE backward, in place: u (the projection) becomes du,
+ * given the row's dk, gain g and cos/sin (mscale folded in); dgk (dh doubles) accumulates
+ * dy * xh. dxh goes through `tmp` (dh floats) since u is read to the end. */
+static void norm_rope_bwd_row(float *u, const float *dk, int64_t Hkv, int64_t dh, const float *g,
+                              const float *cs, const float *sn, float eps, double *dgk,
+                              float *tmp) {
+    const int64_t half = dh / 2;
+    for (int64_t j = 0; j < Hkv; j++) {
+        float *uj = u + j * dh;
+        const float *dkj = dk + j * dh;
+        float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+        for (int64_t e = 0; e < dh; e++)
+            ss += uj[e] * uj[e];
+        const float r = 1.0f / sqrtf(ss / (float)dh + eps);
+        float proj = 0.0f; /* sum_d dxh * xh */
+        for (int64_t m = 0; m < half; m++) {
+            const float a = dkj[m], b = dkj[m + half];
+            const float y0 = a * cs[m] + b * sn[m], y1 = b * cs[m] - a * sn[m];
+            const float x0 = uj[m] * r, x1 = uj[m + half] * r;
+            dgk[m] += (double)y0 * x0;
+            dgk[m + half] += (double)y1 * x1;
+            tmp[m] = y0 * g[m];
+            tmp[m + half] = y1 * g[m + half];
+            proj += tmp[m] * x0 + tmp[m + half] * x1;
+        }
+        const float pm = proj / (float)dh;
+#pragma omp simd
+        for (int64_t e = 0; e < dh; e++)
+            uj[e] = r * (tmp[e] - uj[e] * r * pm);
+    }
+}
+
+typedef struct kv_bwd_ctx {
+    int64_t N, H, KVD, Hkv, dh;
+    float eps;
+    const float *cs, *sn; /* [N, dh/2], mscale folded in */
+    double *dgk_part;     /* [threads, dh] */
+    float *tmp;           /* [threads, dh] */
+} kv_bwd_ctx;
+
+/* du for rows [n0, n0 + nr) of one layer: u (already there) to du in place. */
+static void kv_bwd_rows(const kv_bwd_ctx *b, float *u, const float *dk, const float *g, int64_t n0,
+                        int64_t nr, int threads) {
+    const int64_t half = b->dh / 2;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int t = omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (int64_t n = n0; n < n0 + nr; n++)
+            norm_rope_bwd_row(u + n * b->KVD, dk + n * b->KVD, b->Hkv, b->dh, g, b->cs + n * half,
+                              b->sn + n * half, b->eps, b->dgk_part + (size_t)t * b->dh,
+                              b->tmp + (size_t)t * b->dh);
+    }
+}
+
+/* cos/sin of pos[n] * inv_freq[m] (ft_rope_freqs), times mscale: the backward's own table. */
+static void rope_table_bwd(const ft_call *c, int64_t N, int64_t dh, double *inv_freq, float *cs,
+                           float *sn, int threads) {
+    const int64_t half = dh / 2;
+    const int32_t *pos = c->t[KP_POS]->data;
+    double mscale;
+    ft_rope_freqs(&c->attrs, dh, inv_freq, &mscale);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < half; m++) {
+            const double a = (double)pos[n] * inv_freq[m];
+            cs[n * half + m] = (float)(mscale * cos(a));
+            sn[n * half + m] = (float)(mscale * sin(a));
+        }
+}
+
+static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err) {
+    const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = c->dim[KP_N], H = c->dim[KP_H];
+    const int64_t KVD = c->dim[KP_KVD], dh = c->dim[KP_DH], half = dh / 2;
+    const int threads = cfg->v[KV_THREADS], fused = cfg->v[KV_BWD] == BWD_FUSED;
+    const int64_t chunk = fused && cfg->v[KV_CHUNK] < N ? cfg->v[KV_CHUNK] : N;
+    const float *cin = c->t[KP_C]->data, *wk = c->t[KP_WK]->data, *wv = c->t[KP_WV]->data;
+    const float *gk = c->t[KP_GK]->data, *dk = c->t[KP_DK]->data, *dv = c->t[KP_DV]->data;
+    float *dc = c->t[KP_DCTX]->data, *dwk = c->t[KP_DWK]->data, *dwv = c->t[KP_DWV]->data;
+    float *dgk = c->t[KP_DGK]->data;
+    if (N == 0) { /* no rows: the weight and gain gradients are sums over nothing */
+        memset(dwk, 0, (size_t)(D * KVD * H) * sizeof(float));
+        memset(dwv, 0, (size_t)(D * KVD * H) * sizeof(float));
+        memset(dgk, 0, (size_t)(D * dh) * sizeof(float));
+        return FT_OK;
+    }
+
+    const size_t table_b = (size_t)(N * half) * sizeof(float), u_b = (size_t)(N * KVD) * 4;
+    const size_t part_b = (size_t)threads * (size_t)dh * sizeof(double);
+    const size_t tmp_b = (size_t)threads * (size_t)dh * sizeof(float);
+    const size_t freq_b = (size_t)half * sizeof(double);
+    char *ws = ft_ws_get(c->ws,
+                         ft_ws_size(freq_b) + 2 * ft_ws_size(table_b) + ft_ws_size(u_b) +
+                             ft_ws_size(part_b) + ft_ws_size(tmp_b),
+                         err);
+    if (!ws) return err ? err->status : FT_ENOMEM;
+    double *inv_freq = ft_ws_carve(&ws, freq_b);
+    float *cs = ft_ws_carve(&ws, table_b), *sn = ft_ws_carve(&ws, table_b);
+    float *u = ft_ws_carve(&ws, u_b);
+    kv_bwd_ctx b = {.N = N,
+                    .H = H,
+                    .KVD = KVD,
+                    .Hkv = c->dim[KP_HKV],
+                    .dh = dh,
+                    .eps = (float)c->attrs.eps,
+                    .cs = cs,
+                    .sn = sn};
+    b.dgk_part = ft_ws_carve(&ws, part_b);
+    b.tmp = ft_ws_carve(&ws, tmp_b);
+    rope_table_bwd(c, N, dh, inv_freq, cs, sn, threads);
+    ft_cpu_blas_threads(threads);
+
+    for (int64_t i = 0; i < D && !ft_call_overdue(c); i++) {
+        const float *a = cin + (Dc == 1 ? 0 : i) * N * H;
+        const float *wki = wk + i * KVD * H, *wvi = wv + i * KVD * H;
+        const float *dki = dk + i * N * KVD, *dvi = dv + i * N * KVD;
+        memset(b.dgk_part, 0, part_b);
+        /* u = c w_k^T, then du in place: chunk by chunk (fused) or the layer at once */
+        for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+            const int64_t nr = N - n0 < chunk ? N - n0 : chunk;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)KVD, (int)H, 1.0f,
+                        a + n0 * H, (int)H, wki, (int)H, 0.0f, u + n0 * KVD, (int)KVD);
+            kv_bwd_rows(&b, u, dki, gk + i * dh, n0, nr, threads);
+        }
+        for (int64_t e = 0; e < dh; e++) {
+            double acc = 0.0;
+            for (int t = 0; t < threads; t++)
+                acc += b.dgk_part[(size_t)t * dh + e];
+            dgk[i * dh + e] = (float)acc;
+        }
+        /* dc (+)= du w_k + dv w_v; a shared context sums its layers */
+        float *dci = dc + (Dc == 1 ? 0 : i) * N * H;
+        const float beta = Dc == 1 && i > 0 ? 1.0f : 0.0f;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)H, (int)KVD, 1.0f, u,
+                    (int)KVD, wki, (int)H, beta, dci, (int)H);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)H, (int)KVD, 1.0f, dvi,
+                    (int)KVD, wvi, (int)H, 1.0f, dci, (int)H);
+        /* dw = d^T c */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)KVD, (int)H, (int)N, 1.0f, u,
+                    (int)KVD, a, (int)H, 0.0f, dwk + i * KVD * H, (int)H);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)KVD, (int)H, (int)N, 1.0f, dvi,
+                    (int)KVD, a, (int)H, 0.0f, dwv + i * KVD * H, (int)H);
     }
     return FT_OK;
 }

@@ -3,6 +3,12 @@
  *
  *   block j of sequence s sees context keys p < anchors[s,j] and its own B keys (bidirectional);
  *   keep[s,j] = 0 sees nothing: o = 0, lse = -inf, no gradient.
+ *   window W > 0 (a sliding-window layer): query b (position anchor + b) keeps only the context
+ *   keys p > anchor + b - W. A block's keys start at query 0's window (rounded down to a strip
+ *   of NR keys, where the packed contexts are cut), so the keys before it are never touched and
+ *   a block costs O(W + B) keys whatever its anchor; the few keys at the start that a row does
+ *   not see (fewer than B + NR) are masked: score -inf, then P = 0.
+ *   causal = 1: query b sees its block's keys 0..b only; the others are masked the same way.
  *   per query row (head h reads kv head h / G, G = Hq/Hkv):
  *     S = scale q K^T,  lse = log sum exp S,  P = exp(S - lse),  o = P V
  *   backward, given do:  D = do . o,  dP = do V^T,  dS = P * (dP - D),
@@ -194,6 +200,8 @@ typedef struct tr_ctx {
     const uint8_t *keep;
     float *o, *lse, *dq, *dkc, *dvc, *dkb, *dvb;
     int bwd, loops;
+    int64_t W;   /* sliding window (0: full attention) */
+    int causal;  /* query b sees block keys 0..b only */
     int64_t ng;  /* heads per pass: G (gqa = pack) or 1 */
     int64_t T;   /* keys per tile */
     int64_t lds; /* floats per row of a score tile */
@@ -564,6 +572,57 @@ static void scatter(const tr_ctx *x, float *restrict dst, const float *restrict 
     }
 }
 
+/* The first key index a block with anchor a computes: 0, or under a window the start of query
+ * 0's window rounded down to a multiple of NR (the packed context strips start there). */
+static int64_t block_first_key(const tr_ctx *x, int64_t a) {
+    const int64_t lo = ft_ref_window_lo(x->W, a);
+    return (lo < a ? lo : a) / NR * NR;
+}
+
+/* Set the scores of the keys [t0, t0 + nt) a row does not see to v: -inf before the softmax, 0
+ * after it (the clamped exponent leaves exp(-87) there). Rows r = b*ng + g belong to query b at
+ * position a + b: under a window the context keys before its window, under causal the block keys
+ * past its own (t > a + b). */
+static void mask_window(const tr_ctx *x, float *s, int64_t a, int64_t t0, int64_t nt, float v) {
+    for (int64_t b = 0; (x->W || x->causal) && b < x->B; b++) {
+        const int64_t lo = ft_ref_window_lo(x->W, a + b);
+        const int64_t end = (lo < a ? lo : a) - t0, k = end < nt ? end : nt;
+        const int64_t c0 = x->causal ? a + b + 1 - t0 : nt; /* first block key it does not see */
+        for (int64_t g = 0; g < x->ng; g++) {
+            float *row = s + (b * x->ng + g) * x->lds;
+            for (int64_t t = 0; t < k; t++)
+                row[t] = v;
+            for (int64_t t = c0 > 0 ? c0 : 0; t < nt; t++)
+                row[t] = v;
+        }
+    }
+}
+
+/* One row's online-softmax step over a tile of nt scores sr (first: the block's first tile):
+ * m, l the running max and sum, o the row's accumulator. A row can meet a tile of keys all
+ * outside its window (scores -inf): it adds nothing, and the exponent of -inf - -inf is kept
+ * out of the arithmetic. */
+static void softmax_step(int64_t nt, float *sr, float *m, float *l, float *o, int64_t dh,
+                         int first) {
+    const float mt = row_max(nt, sr);
+    const float mn = first || mt > *m ? mt : *m;
+    if (mn == -INFINITY) {
+        memset(sr, 0, (size_t)nt * sizeof(float));
+        *m = mn;
+        *l = 0.0f;
+        return;
+    }
+    if (first) {
+        *m = mt;
+        *l = row_exp(nt, sr, mt);
+        return;
+    }
+    const float alpha = expf(*m - mn); /* 0 when nothing was seen before */
+    *l = *l * alpha + row_exp(nt, sr, mn);
+    *m = mn;
+    row_scale(dh, o, alpha);
+}
+
 /* Forward and (when asked) backward of block blk (global index) for kv head j. dk_acc, dv_acc:
  * where the context gradients accumulate (the outputs, or this thread's private copies). */
 static void run_block(const tr_ctx *x, tr_work *w, int64_t blk, int64_t j, float *dk_acc,
@@ -593,30 +652,21 @@ static void run_block(const tr_ctx *x, tr_work *w, int64_t blk, int64_t j, float
         return;
     }
 
-    const int single = T >= n;
+    const int64_t k0 = block_first_key(x, a); /* keys before k0 are outside every window */
+    const int single = T >= n - k0;
     for (int64_t g0 = 0; g0 < G; g0 += ng) {
         const int64_t h0 = j * G + g0;
         gather(x, w->q, x->q, blk, h0, x->scale);
 
         /* forward: online softmax over the tiles (one tile: an exact softmax) */
-        for (int64_t t0 = 0; t0 < n; t0 += T) {
+        for (int64_t t0 = k0; t0 < n; t0 += T) {
             const int64_t nt = n - t0 < T ? n - t0 : T;
             tile_nt(x, w, M, w->q, &K, a, t0, nt, w->s);
-            for (int64_t r = 0; r < M; r++) {
-                float *sr = w->s + r * lds;
-                const float mt = row_max(nt, sr);
-                if (t0 == 0) {
-                    w->m[r] = mt;
-                    w->l[r] = row_exp(nt, sr, mt);
-                } else {
-                    const float mn = mt > w->m[r] ? mt : w->m[r];
-                    const float alpha = expf(w->m[r] - mn);
-                    w->l[r] = w->l[r] * alpha + row_exp(nt, sr, mn);
-                    w->m[r] = mn;
-                    row_scale(dh, w->o + r * dh, alpha);
-                }
-            }
-            tile_nn(x, w, M, w->s, &V, a, t0, nt, w->o, t0 > 0);
+            mask_window(x, w->s, a, t0, nt, -INFINITY);
+            for (int64_t r = 0; r < M; r++)
+                softmax_step(nt, w->s + r * lds, &w->m[r], &w->l[r], w->o + r * dh, dh, t0 == k0);
+            mask_window(x, w->s, a, t0, nt, 0.0f);
+            tile_nn(x, w, M, w->s, &V, a, t0, nt, w->o, t0 > k0);
         }
         for (int64_t r = 0; r < M; r++) {
             row_scale(dh, w->o + r * dh, 1.0f / w->l[r]);
@@ -643,15 +693,17 @@ static void run_block(const tr_ctx *x, tr_work *w, int64_t blk, int64_t j, float
             pack_rows(w->pq, w->q, NULL, M, M, dh, dh);
             pack_rows(w->pdo, w->dout, NULL, M, M, dh, dh);
         }
-        for (int64_t t0 = 0; t0 < n; t0 += T) {
+        for (int64_t t0 = k0; t0 < n; t0 += T) {
             const int64_t nt = n - t0 < T ? n - t0 : T;
             if (single) {
                 for (int64_t r = 0; r < M; r++)
                     row_scale(nt, w->s + r * lds, 1.0f / w->l[r]);
             } else {
                 tile_nt(x, w, M, w->q, &K, a, t0, nt, w->s);
+                mask_window(x, w->s, a, t0, nt, -INFINITY);
                 for (int64_t r = 0; r < M; r++)
                     row_exp(nt, w->s + r * lds, w->m[r]);
+                mask_window(x, w->s, a, t0, nt, 0.0f);
             }
             tile_tn(x, M, w->s, w->dout, w->pdo, dv_acc + coff, x->dvb + boff, a, t0, nt);
             tile_nt(x, w, M, w->dout, &V, a, t0, nt, w->dp);
@@ -697,7 +749,8 @@ static int task_cmp(const void *pa, const void *pb) {
 }
 
 static int64_t block_work(const tr_ctx *x, int64_t blk) {
-    return x->keep[blk] ? x->anch[blk] + x->B + 1 : 1;
+    const int64_t a = x->anch[blk];
+    return x->keep[blk] ? a - block_first_key(x, a) + x->B + 1 : 1;
 }
 
 /* Block tasks are numbered pair-major, (sequence, kv head, block): neighbours in the natural
@@ -746,6 +799,8 @@ static tr_ctx ctx_init(const ft_call *c, const ft_config *cfg) {
     x.o = c->t[TR_O]->data;
     x.lse = c->t[TR_LSE]->data;
     x.bwd = c->backward;
+    x.W = c->attrs.window;
+    x.causal = c->attrs.causal;
     if (x.bwd) {
         x.dout = c->t[TR_DO]->data;
         x.dq = c->t[TR_DQ]->data;

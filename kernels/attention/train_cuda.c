@@ -62,40 +62,44 @@
 FT_CUDA_KERNEL(attn_fwd,
                (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
                 const void *v_blk, const int *anchors, const uint8_t *keep, void *o, void *lse,
-                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale),
+                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale,
+                int win, int causal),
                (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B,
-                &Hq, &Hkv, &npk, &KT, &scale))
+                &Hq, &Hkv, &npk, &KT, &scale, &win, &causal))
 FT_CUDA_KERNEL(attn_fwd_mma,
                (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
                 const void *v_blk, const int *anchors, const uint8_t *keep, void *o, void *lse,
-                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale),
+                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale,
+                int win, int causal),
                (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B,
-                &Hq, &Hkv, &npk, &KT, &scale))
+                &Hq, &Hkv, &npk, &KT, &scale, &win, &causal))
 FT_CUDA_KERNEL(attn_bwd_q,
                (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
                 const void *v_blk, const int *anchors, const uint8_t *keep, const void *o,
                 const float *lse32, const void *dout, void *dq, void *dk_blk, void *dv_blk,
                 float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *Dbuf, int S,
-                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode),
+                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode, int win,
+                int causal),
                (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq,
                 &dk_blk, &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv,
-                &npk, &KT, &scale, &mode))
+                &npk, &KT, &scale, &mode, &win, &causal))
 FT_CUDA_KERNEL(attn_bwd_q_mma,
                (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
                 const void *v_blk, const int *anchors, const uint8_t *keep, const void *o,
                 const float *lse32, const void *dout, void *dq, void *dk_blk, void *dv_blk,
                 float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *Dbuf, int S,
-                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode),
+                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode, int win,
+                int causal),
                (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq,
                 &dk_blk, &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv,
-                &npk, &KT, &scale, &mode))
+                &npk, &KT, &scale, &mode, &win, &causal))
 FT_CUDA_KERNEL(attn_bwd_kv,
                (const void *q, const void *k_ctx, const void *v_ctx, const int *anchors,
                 const uint8_t *keep, const float *lse32, const float *Dbuf, const void *dout,
                 void *dk_ctx, void *dv_ctx, int S, int NB, int B, int Hq, int Hkv, int KT,
-                float scale),
+                float scale, int win),
                (&q, &k_ctx, &v_ctx, &anchors, &keep, &lse32, &Dbuf, &dout, &dk_ctx, &dv_ctx, &S,
-                &NB, &B, &Hq, &Hkv, &KT, &scale))
+                &NB, &B, &Hq, &Hkv, &KT, &scale, &win))
 FT_CUDA_KERNEL(attn_cvt, (const float *src, void *dst, long long n), (&src, &dst, &n))
 
 /* Values of the parameters (TR_PACK_*, ...; TR_* in attention.h alone: the op's sizes and
@@ -367,7 +371,7 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     ft_dev *dev = ft_cuda_dev(x);
 
     int S = (int)g.S, NB = (int)g.NB, B = (int)g.B, Hq = (int)g.Hq, Hkv = (int)g.Hkv;
-    int npk = g.npk, KT = g.kt;
+    int npk = g.npk, KT = g.kt, win = (int)c->attrs.window, causal = c->attrs.causal;
     float scale = (float)ft_attn_scale(&c->attrs, g.dh);
     const int64_t nblk = g.nseq * g.NB, rows = nblk * g.B * g.Hq;
     const size_t ctx_el = (size_t)(g.nseq * g.S * g.Hkv * g.dh);
@@ -386,7 +390,7 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     if (nblk > 0) {
         __typeof__(launch_attn_fwd) *fwd = g.mma ? launch_attn_fwd_mma : launch_attn_fwd;
         if ((s = fwd(x, m, grid, block, tr_fwd_smem(&g), qd, kcd, vcd, kbd, vbd, ad, keepd, od,
-                     lsed, lse32, S, NB, B, Hq, Hkv, npk, KT, scale, err)))
+                     lsed, lse32, S, NB, B, Hq, Hkv, npk, KT, scale, win, causal, err)))
             return s;
     }
     if (!c->backward) return FT_OK;
@@ -429,7 +433,7 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
         __typeof__(launch_attn_bwd_q) *bwd_q = g.mma ? launch_attn_bwd_q_mma : launch_attn_bwd_q;
         if ((s = bwd_q(x, m, grid, block, tr_bwdq_smem(&g), qd, kcd, vcd, kbd, vbd, ad, keepd, od,
                        lse32, dod, dqd, dkbd, dvbd, acc_kc, acc_vc, acc_kb, acc_vb, Dbuf, S, NB, B,
-                       Hq, Hkv, npk, KT, scale, mode, err)))
+                       Hq, Hkv, npk, KT, scale, mode, win, causal, err)))
             return s;
     }
     if (!g.atomic) {
@@ -438,7 +442,8 @@ static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
             if ((s = launch_attn_bwd_kv(x, m,
                                         (ft_dim3){(unsigned)(g.nseq * ntile), (unsigned)Hkv, 1},
                                         block, tr_bwdkv_smem(&g), qd, kcd, vcd, ad, keepd, lse32,
-                                        Dbuf, dod, dkcd, dvcd, S, NB, B, Hq, Hkv, KT, scale, err)))
+                                        Dbuf, dod, dkcd, dvcd, S, NB, B, Hq, Hkv, KT, scale, win,
+                                        err)))
                 return s;
         }
     } else if (bf16) {

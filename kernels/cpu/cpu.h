@@ -17,10 +17,10 @@
 #ifndef FT_KERNELS_CPU_H
 #define FT_KERNELS_CPU_H
 
-#include "flaretune/backend.h"
-#include "flaretune/op.h"
-#include "flaretune/space.h"
-#include "flaretune/workspace.h"
+#include "op/backend.h"
+#include "op/op.h"
+#include "op/space.h"
+#include "core/workspace.h"
 
 /* An op's CPU implementation, carried by its description (ft_op.cpu). */
 typedef struct ft_cpu_impl {

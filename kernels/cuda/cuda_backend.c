@@ -16,11 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/ceilings.h"
-#include "flaretune/clock.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/measure.h"
-#include "flaretune/space.h"
+#include "core/clock.h"
+#include "traces/eventlog.h"
+#include "op/space.h"
 
 #include "kfacts.h"
 #include "predict.h"

@@ -2,7 +2,7 @@
  * (the same host code with the kernels run by the SIMT emulator).
  *
  * The op code (kernels/FAMILY/OP_cuda.c) is written once against this interface and ft_dev
- * (include/flaretune/device.h): it sizes grids, picks modules by config, sequences kernels and
+ * (kernels/cuda/device.h): it sizes grids, picks modules by config, sequences kernels and
  * GEMMs, and never knows which device runs them. What differs lives below it: the device
  * (device_cuda.c / device_emu.c), the GEMM (cuBLASLt or a CPU GEMM, gemm.c), the clock (CUPTI,
  * CUDA events, or the host clock under the emulator, timer.c).
@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/device.h"
-#include "flaretune/op.h"
+#include "op/backend.h"
+#include "cuda/device.h"
+#include "op/op.h"
 
 /* ---- the context: one per backend, opened on first use -------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* device.c: the device interface of include/flaretune/device.h, dispatched by kind.
+/* device.c: the device interface of kernels/cuda/device.h, dispatched by kind.
  *
  * FT_DEV_EMU is the SIMT emulator (device_emu.c); FT_DEV_CUDA is the GPU (device_cuda.c, built
  * with the CUDA toolkit). Arguments are checked here once, so the

@@ -1,4 +1,4 @@
-/* device_cuda.c: the GPU as a device (FT_DEV_CUDA of include/flaretune/device.h).
+/* device_cuda.c: the GPU as a device (FT_DEV_CUDA of kernels/cuda/device.h).
  *
  * Written against the CUDA runtime API, linked statically: the runtime loads the driver (libcuda)
  * when the first call needs it, so the same binary starts on machines without a driver and

@@ -1,4 +1,4 @@
-/* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of include/flaretune/device.h).
+/* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of kernels/cuda/device.h).
  *
  * Device memory is host memory (fresh allocations filled with 0xFF bytes, a NaN in every float
  * format); copies are memcpy and launches are synchronous. A module is kernels/cuda/<source>
@@ -41,7 +41,7 @@
 
 #include "device_impl.h"
 #include "emu/emu.h"
-#include "flaretune/paths.h"
+#include "core/paths.h"
 #include "kcache.h"
 
 #ifndef FT_EMU_CXX
@@ -852,6 +852,7 @@ static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char 
     }
     m->blocks = total;
     merged.sampled = nb + ni;
+    merged.sampled_edge = nb;
     d->records[before] = merged;
     d->nrecords = before + 1;
     return FT_OK;

@@ -1,4 +1,4 @@
-/* device_emu.h: settings of the emulator device (FT_DEV_EMU) beyond include/flaretune/device.h.
+/* device_emu.h: settings of the emulator device (FT_DEV_EMU) beyond kernels/cuda/device.h.
  *
  * Each has an environment variable read when the device opens; these functions override it for
  * one device (tests, tools). All fail with FT_EINVAL on a device of another kind.
@@ -18,7 +18,7 @@
 #ifndef FT_DEVICE_EMU_H
 #define FT_DEVICE_EMU_H
 
-#include "flaretune/device.h"
+#include "cuda/device.h"
 
 #include "emu/prof.h"
 
@@ -62,6 +62,8 @@ typedef struct ft_dev_emu_launch_record {
     int incomplete;       /* memory ran out while collecting: the figures are a lower bound */
     int sampled;          /* blocks emulated when the launch was profiled on a sample (its
                              figures are the strata's, scaled to the grid); 0: every block  */
+    int sampled_edge;     /* of those, the blocks on the grid's edge (the other stratum: the
+                             interior's)                                                     */
     /* A GEMM the op asked of cuBLASLt (the emulator computes it on the host: no kernel of ours,
      * no accesses recorded): its FLOPs, the bytes of its operands, and its operands' type
      * (1: bf16 on the tensor cores; 0: f32, fp32 compute on the CUDA cores). 0 FLOPs: a kernel. */

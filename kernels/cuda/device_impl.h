@@ -1,4 +1,4 @@
-/* device_impl.h: what a device backend provides to device.c (see include/flaretune/device.h).
+/* device_impl.h: what a device backend provides to device.c (see kernels/cuda/device.h).
  *
  * A backend is a table of functions, as the op backends are. Its device structure starts with a
  * struct ft_dev and its module structure with a struct ft_dev_module; device.c checks arguments
@@ -7,7 +7,7 @@
 #ifndef FT_DEVICE_IMPL_H
 #define FT_DEVICE_IMPL_H
 
-#include "flaretune/device.h"
+#include "cuda/device.h"
 
 typedef struct ft_dev_ops {
     void (*close)(ft_dev *d);

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/paths.h"
+#include "core/paths.h"
 #include "kcache.h"
 
 #ifndef FT_CUDA_INCLUDE_DIR

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#include "flaretune/device.h"
-#include "flaretune/status.h"
+#include "cuda/device.h"
+#include "core/status.h"
 
 #define FT_NVRTC_MAX_KERNELS 16
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "device_impl.h"
-#include "flaretune/clock.h"
+#include "core/clock.h"
 
 struct ft_cuda_pool {
     ft_dev *dev;   /* a device's pool: compiles with ft_dev_prepare, or */

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 typedef enum ft_sass_class {
     FT_SASS_LDG,     /* global loads (LDG)                                                  */

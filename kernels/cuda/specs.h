@@ -20,8 +20,8 @@
 #include <stddef.h>
 
 #include "cuda_backend.h"
-#include "flaretune/device.h"
-#include "flaretune/status.h"
+#include "cuda/device.h"
+#include "core/status.h"
 
 typedef struct ft_gpu_spec {
     const char *name;    /* short name for --device: "h100" (matched case-insensitively)   */

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "flaretune/device.h"
-#include "flaretune/status.h"
+#include "cuda/device.h"
+#include "core/status.h"
 
 typedef enum { FT_TIMER_CUPTI = 0, FT_TIMER_EVENTS = 1 } ft_timer_kind;
 

@@ -5,7 +5,7 @@
 #ifndef FT_KERNELS_FUSION_H
 #define FT_KERNELS_FUSION_H
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 /* fusion.dflare (DL_*) and fusion.dflash (DH_*) */
 enum { DL_N, DL_T, DL_H, DL_D };

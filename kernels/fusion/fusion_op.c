@@ -9,7 +9,7 @@
  * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows. */
 #include <math.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "fusion/fusion.h"
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */
@@ -61,7 +61,7 @@ static void dflare_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
     float *w = c->t[DL_W]->data;
     for (int64_t i = 0; i < D; i++)
         for (int64_t t = 0; t < T; t++) {
-            int64_t hot = (i * T) / D < T - 1 ? (i * T) / D : T - 1;
+            const int64_t hot = ft_ref_fusion_dflare_init_col(i, T, D);
             w[i * T + t] = (float)((t == hot ? 2.0 : 0.0) + 0.3 * ft_rng_normal(rng));
         }
     ft_fill_normal(c->t[DL_G], rng, 1.0, 0.1);

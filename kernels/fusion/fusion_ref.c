@@ -19,7 +19,7 @@
  * 2*N*H*T*H forward (the GEMM) and twice that backward. This file is the oracle, not a contender:
  * the loops follow the formulas one to one and everything accumulates in double.
  */
-#include "flaretune/ref.h"
+#include "op/ref.h"
 
 #include <assert.h>
 #include <math.h>
@@ -88,6 +88,11 @@ static void mix_row(int64_t T, int64_t H, const double *at, const double *xn, do
 }
 
 /* ---- fusion.dflare ------------------------------------------------------------------------ */
+
+int64_t ft_ref_fusion_dflare_init_col(int64_t i, int64_t T, int64_t D) {
+    const int64_t col = i * T / D;
+    return col < T - 1 ? col : T - 1;
+}
 
 void ft_ref_fusion_dflare_fwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
                               const double *x, const double *w, const double *g, double *f) {

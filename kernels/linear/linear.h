@@ -5,7 +5,7 @@
 #ifndef FT_KERNELS_LINEAR_H
 #define FT_KERNELS_LINEAR_H
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 /* linear (LN_*) */
 enum { LN_M, LN_N, LN_K };

@@ -16,7 +16,7 @@
  * machinery (verification, the backend's clock, the profile's configs) as the tuned ops. */
 #include <math.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "linear/linear.h"
 
 static const char *const linear_syms[] = {"M", "N", "K", NULL};

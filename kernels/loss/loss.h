@@ -5,7 +5,7 @@
 #ifndef FT_KERNELS_LOSS_H
 #define FT_KERNELS_LOSS_H
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 /* loss (LS_*) */
 enum { LS_M, LS_H, LS_V };

@@ -76,7 +76,7 @@
 #include <string.h>
 
 #include "cuda/cuda_backend.h"
-#include "flaretune/ref.h"
+#include "op/ref.h"
 #include "loss/loss.h"
 
 #define LSC_SRC        "loss/loss.cu"

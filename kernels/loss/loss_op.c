@@ -11,7 +11,7 @@
  * in the FLOPs) runs first: h is then un-normed and the call also reads g_norm and writes dg. */
 #include <math.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 #include "loss/loss.h"
 
 static const char *const loss_syms[] = {"M", "H", "V", NULL};

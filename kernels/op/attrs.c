@@ -3,11 +3,12 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive",       "dpace",
                                        "dpace_cum", "dpace_cont", "progressive_epoch", NULL};
@@ -38,6 +39,12 @@ const ft_attr_desc ft_attr_table[] = {
      "writes dg)"},
     {"grad_only", FT_ATTR_BOOL, NULL, "0",
      "linear with backward=1: only the backward's GEMMs (dx, dw; y is not computed)"},
+    {"window", FT_ATTR_INT, NULL, "0",
+     "attention: sliding window, a query at position i sees context keys p > i - window "
+     "(0: full attention); the block's own keys stay visible"},
+    {"causal", FT_ATTR_BOOL, NULL, "0",
+     "attention: query b of a block sees its block's keys 0..b only (SpecForge's sliding "
+     "layers); 0: all B"},
     {"dtype", FT_ATTR_ENUM, ft_dtype_attr_names, "f32",
      "float storage on a device backend (bf16: inputs rounded, fp32 accumulation)"},
     {NULL, FT_ATTR_FLOAT, NULL, NULL, NULL},
@@ -155,8 +162,18 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                 a->grad_only = (int)v;
             else if (!strcmp(name, "final_norm"))
                 a->loss.final_norm = (int)v;
+            else if (!strcmp(name, "causal"))
+                a->causal = (int)v;
             else
                 a->loss.want_dw = (int)v;
+        } else if (!strcmp(name, "window")) {
+            /* 0 is full attention; a window is counted in positions, so it never needs to
+             * exceed an int32 position. */
+            if (v < 0 || v > INT32_MAX)
+                return ft_err_set(err, FT_EINVAL,
+                                  "attribute window: %s is out of range (0 = full, or 1 to %d)",
+                                  value, INT32_MAX);
+            a->window = v;
         } else {
             if (v < 1 || v > 1 << 20)
                 return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range", name, value);
@@ -200,8 +217,12 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%d", a->grad_only);
     else if (!strcmp(name, "final_norm"))
         snprintf(buf, n, "%d", a->loss.final_norm);
+    else if (!strcmp(name, "causal"))
+        snprintf(buf, n, "%d", a->causal);
     else if (!strcmp(name, "B"))
         snprintf(buf, n, "%lld", (long long)a->loss.B);
+    else if (!strcmp(name, "window"))
+        snprintf(buf, n, "%lld", (long long)a->window);
     else if (!strcmp(name, "scheme"))
         snprintf(buf, n, "%s", ft_scheme_names[a->loss.scheme]);
     else if (!strcmp(name, "dtype"))

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
+#include "op/backend.h"
+#include "core/clock.h"
+#include "core/env.h"
 
 /* ---- ref: the float64 reference, the oracle every other backend is checked against -------- */
 

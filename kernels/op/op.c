@@ -1,4 +1,4 @@
-/* op.c: the generic call machinery (see include/flaretune/op.h): binding
+/* op.c: the generic call machinery (see kernels/op/op.h): binding
  * sizes from tensor shapes with messages that name the tensor, allocation, presets, and the
  * float64 reference run every backend is checked against. */
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 int ft_op_sym(const ft_op *op, const char *sym) {
     for (int i = 0; op->syms[i]; i++)

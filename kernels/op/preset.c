@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 typedef struct {
     const char *name;
@@ -71,6 +71,11 @@ static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
     p->nseq = tiny ? 2 : 1;
     p->S = tiny ? 24 : small ? 512 : 3072;
     p->NB = tiny ? 5 : small ? 32 : 512;
+    /* Every draft layer full attention: the public DFlash drafter configs of these targets
+     * (SpecForge configs/qwen3-4b-dflash.json, qwen3-8b-dflash.json) list only
+     * "full_attention" layers. A sliding layout (`window`, `sliding`) is asked for with --set. */
+    p->window = 0;
+    p->sliding = 0;
     if (phase == 0) {
         p->ragged = tiny;
         p->N = p->R * p->B; /* the accepted tokens of one step are fused and projected */
@@ -105,7 +110,8 @@ const ft_preset *ft_preset_find(const char *name) {
 
 const char *const ft_preset_fields[] = {"H",      "Hq",   "Hkv", "dh", "V",      "I",
                                         "D",      "T",    "B",   "N",  "R",      "L",
-                                        "ragged", "nseq", "S",   "NB", "blocks", NULL};
+                                        "ragged", "nseq", "S",   "NB", "blocks", "window",
+                                        "sliding", NULL};
 
 int64_t *ft_preset_field(ft_preset *p, const char *name) {
     static const struct {
@@ -120,7 +126,8 @@ int64_t *ft_preset_field(ft_preset *p, const char *name) {
         {"R", offsetof(ft_preset, R)},           {"L", offsetof(ft_preset, L)},
         {"ragged", offsetof(ft_preset, ragged)}, {"nseq", offsetof(ft_preset, nseq)},
         {"S", offsetof(ft_preset, S)},           {"NB", offsetof(ft_preset, NB)},
-        {"blocks", offsetof(ft_preset, blocks)},
+        {"blocks", offsetof(ft_preset, blocks)}, {"window", offsetof(ft_preset, window)},
+        {"sliding", offsetof(ft_preset, sliding)},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (strcmp(f[i].name, name) == 0) return (int64_t *)((char *)p + f[i].off);
@@ -163,10 +170,14 @@ ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     errno = 0;
     long long v = strtoll(eq + 1, &end, 10);
     int is_ragged = strcmp(name, "ragged") == 0;
-    if (end == eq + 1 || *end || errno || v < (is_ragged ? 0 : 1) || (is_ragged && v > 1) ||
+    /* window = 0 (full attention) and sliding = 0 (every layer) are the defaults */
+    int zero_ok = is_ragged || !strcmp(name, "window") || !strcmp(name, "sliding");
+    if (end == eq + 1 || *end || errno || v < (zero_ok ? 0 : 1) || (is_ragged && v > 1) ||
         v >= (1LL << 31))
         return ft_err_set(err, FT_EINVAL, "size %s: '%s' is not %s", name, eq + 1,
-                          is_ragged ? "0 or 1" : "a positive integer below 2^31");
+                          is_ragged  ? "0 or 1"
+                          : zero_ok ? "an integer from 0 to 2^31 - 1"
+                                    : "a positive integer below 2^31");
     *slot = v;
     /* Keep the derived sizes (rows per call, loss blocks) consistent with the phase unless the
      * user has fixed them explicitly. */
@@ -177,6 +188,12 @@ ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     if (!(p->user_set & FT_PRESET_SET_BLOCKS)) p->blocks = decode ? p->R : p->nseq * p->NB;
     snprintf(p->name + strlen(p->name), sizeof p->name - strlen(p->name), "+%s", assignment);
     return FT_OK;
+}
+
+int64_t ft_preset_layer_window(const ft_preset *p, int64_t i) {
+    if (p->window <= 0) return 0;
+    if (p->sliding == 0) return p->window;
+    return i >= 0 && i < 63 && (p->sliding >> i) & 1 ? p->window : 0;
 }
 
 int64_t ft_preset_ctx_len(const ft_preset *p, int64_t r) {

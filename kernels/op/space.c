@@ -1,5 +1,5 @@
-/* space.c: parameter spaces and configurations (see include/flaretune/space.h). */
-#include "flaretune/space.h"
+/* space.c: parameter spaces and configurations (see kernels/op/space.h). */
+#include "op/space.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/profile.h"
+#include "op/backend.h"
+#include "profiles/src/profile.h"
 #include "flaretune/version.h"
 
 ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *err) {

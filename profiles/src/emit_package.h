@@ -4,7 +4,7 @@
 #ifndef FT_PROFILES_EMIT_PACKAGE_H
 #define FT_PROFILES_EMIT_PACKAGE_H
 
-#include "flaretune/profile.h"
+#include "profiles/src/profile.h"
 
 /* The package's lookup and run (src/@P@_runtime.c), with @P@ standing for the prefix and @U@
  * for it in upper case. */

@@ -1,10 +1,10 @@
-/* profile.c: the profile store (see include/flaretune/profile.h and docs/profiles.md).
+/* profile.c: the profile store (see profiles/src/profile.h and docs/profiles.md).
  *
  * Valid entries live in a sorted array and point into their own JSON objects, which the profile
  * never changes once added (merging shares them by reference). Skipped entries stay as JSON in
  * a second list and are written back after the valid ones.
  */
-#include "flaretune/profile.h"
+#include "profiles/src/profile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,11 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/filelock.h"
-#include "flaretune/json.h"
-#include "flaretune/npy.h"
-#include "flaretune/op_json.h"
+#include "op/backend.h"
+#include "core/filelock.h"
+#include "core/json.h"
+#include "core/npy.h"
+#include "op/op_json.h"
 #include "flaretune/version.h"
 
 typedef struct ft_profile_lines {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/eventlog.h"
-#include "flaretune/replay.h"
-#include "flaretune/strategy.h"
-#include "flaretune/trace.h"
-#include "flaretune/tui.h"
+#include "traces/eventlog.h"
+#include "tuner/replay.h"
+#include "tuner/strategies/strategy.h"
+#include "traces/trace.h"
+#include "tui/tui.h"
 #include "fuzz.h"
 
 /* Complete lines other than "\n", and whether a last line lacks its '\n'. */

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/replay.h"
-#include "flaretune/strategy.h"
+#include "tuner/replay.h"
+#include "tuner/strategies/strategy.h"
 #include "fuzz.h"
 
 static void check_landscape(const ft_landscape *l) {

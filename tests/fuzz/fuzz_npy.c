@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/npy.h"
+#include "core/npy.h"
 #include "fuzz.h"
 
 /* The element size in the file and the tensor dtype a descr loads as (0: refused). */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/profile.h"
+#include "profiles/src/profile.h"
 #include "fuzz.h"
 
 static void check_entries(const ft_profile *p) {

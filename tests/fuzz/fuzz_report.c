@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flaretune/report.h"
+#include "tuner/report.h"
 #include "fuzz.h"
 
 static char dir[64];

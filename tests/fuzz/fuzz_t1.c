@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flaretune/expr.h"
-#include "flaretune/t1.h"
+#include "core/expr.h"
+#include "tuner/t1.h"
 #include "fuzz.h"
 
 static void one_line(ft_status s, const ft_err *err, const char *what) {

@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
-/* Exit codes (documented in README.md). */
+/* Exit codes (documented in docs/usage.md). */
 enum {
     FT_EXIT_OK = 0,
     FT_EXIT_FAIL = 1,   /* the work failed: I/O, a malformed or inconsistent input, ...   */
@@ -57,9 +57,9 @@ int ft_cli_wants_help(int argc, char **argv);
 
 /* ---- arguments shared by exec, bench and tune (cli_args.c) ---------------------------------- */
 
-#include "flaretune/backend.h"
-#include "flaretune/measure.h"
-#include "flaretune/op.h"
+#include "op/backend.h"
+#include "tuner/measure.h"
+#include "op/op.h"
 
 #define FT_CLI_MAX_LIST 64
 

@@ -1,5 +1,5 @@
 /* cli_fail.c: how the command line fails: one line on stderr and the exit code for the status
- * (the codes are in cli.h and README.md). Every command's file calls these; main.c only
+ * (the codes are in cli.h and docs/usage.md). Every command's file calls these; main.c only
  * dispatches to the commands. */
 #include <stdarg.h>
 #include <stdio.h>

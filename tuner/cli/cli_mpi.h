@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "flaretune/tune.h"
+#include "tuner/tune.h"
 
 /* Join the job when started by a launcher (mpirun, srun): MPI_Init, this node's share of the
  * CPUs and its GPU. Returns 1 when distributed (then call ft_cli_mpi_end before exiting). */

@@ -3,7 +3,7 @@
 #ifndef FLARETUNE_CLI_PROFILE_H
 #define FLARETUNE_CLI_PROFILE_H
 
-#include "flaretune/profile.h"
+#include "profiles/src/profile.h"
 
 /* Load every path (each must exist: a missing profile named on the command line is an error,
  * unlike the store, which reads it as empty) and merge them into one profile, best per key.

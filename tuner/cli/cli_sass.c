@@ -1,6 +1,6 @@
 /* cli_sass.c: a kernel's SASS instruction mix as JSON (compile --json and inspect --json). */
 #include "cli.h"
-#include "flaretune/json.h"
+#include "core/json.h"
 
 /* Instructions per byte a thread moves to or from global memory; -1 when it moves none. */
 static double per_global_byte(const ft_sass_mix *m) {

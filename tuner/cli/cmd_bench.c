@@ -7,14 +7,14 @@
 #include <string.h>
 
 #include "cli.h"
-#include "flaretune/ceilings.h"
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
-#include "flaretune/format.h"
-#include "flaretune/json.h"
-#include "flaretune/load.h"
-#include "flaretune/measure.h"
-#include "flaretune/op_json.h"
+#include "tuner/ceilings.h"
+#include "core/clock.h"
+#include "core/env.h"
+#include "core/format.h"
+#include "core/json.h"
+#include "core/load.h"
+#include "tuner/measure.h"
+#include "op/op_json.h"
 
 static void usage(FILE *f) {
     fprintf(

@@ -31,8 +31,8 @@
 #include "cuda/nvrtc.h"
 #include "cuda/prefetch.h"
 #include "cuda/specs.h"
-#include "flaretune/clock.h"
-#include "flaretune/json.h"
+#include "core/clock.h"
+#include "core/json.h"
 
 #define MAX_MODULES     8 /* per configuration */
 #define MAX_KERNEL_ARGS 16

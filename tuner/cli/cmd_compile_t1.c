@@ -9,9 +9,9 @@
 
 #include "cli.h"
 #include "cuda/specs.h"
-#include "flaretune/clock.h"
-#include "flaretune/t1.h"
-#include "flaretune/t1_run.h"
+#include "core/clock.h"
+#include "tuner/t1.h"
+#include "tuner/t1_run.h"
 
 void ft_cli_compile_t1_usage(FILE *f) {
     fprintf(f,

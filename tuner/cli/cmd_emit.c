@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "cli_profile.h"
-#include "flaretune/npy.h"
+#include "core/npy.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune emit PROFILE... [-o FILE] [--format c-header|json]\n"

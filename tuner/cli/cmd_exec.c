@@ -13,14 +13,14 @@
 
 #include "cli.h"
 #include "flaretune.h"
-#include "flaretune/backend.h"
-#include "flaretune/clock.h"
-#include "flaretune/format.h"
-#include "flaretune/npy.h"
-#include "flaretune/op.h"
-#include "flaretune/op_json.h"
-#include "flaretune/profile.h"
-#include "flaretune/space.h"
+#include "op/backend.h"
+#include "core/clock.h"
+#include "core/format.h"
+#include "core/npy.h"
+#include "op/op.h"
+#include "op/op_json.h"
+#include "profiles/src/profile.h"
+#include "op/space.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -148,7 +148,7 @@ static void attrs_diff(const json_t *have, const json_t *want, char *buf, size_t
 /* Why --profile gave no configuration for this call (it ran the default): the profile has no
  * entry of the op for this backend and device, its entries have other attributes (which, and
  * how), or the nearest entry's configuration cannot run at these sizes (why). "" when the
- * profile cannot be read again. README: exec says where the config came from. */
+ * profile cannot be read again. docs/usage.md: exec says where the config came from. */
 static void why_default(const char *profile, const ft_call *c, const ft_backend *be,
                         const char *device, char *buf, size_t n) {
     ft_profile *p = NULL;
@@ -302,7 +302,7 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
 
 /* The inputs from --in. Everything that goes wrong reading them (missing, malformed, of the
  * wrong dtype or shape, values out of range, sizes that disagree) is about the input files, not
- * the command line, whatever status the library gives it: exit 1 (README). On failure the call
+ * the command line, whatever status the library gives it: exit 1 (docs/usage.md). On failure the call
  * is freed. */
 static int exec_read_inputs(ft_call *c, const char *dir) {
     ft_err err = {0};
@@ -318,7 +318,7 @@ static int exec_read_inputs(ft_call *c, const char *dir) {
     return code;
 }
 
-/* The exit code of an API status (README's exit codes). */
+/* The exit code of an API status (docs/usage.md's exit codes). */
 static int api_exit_code(flaretune_status st) {
     switch (st) {
     case FLARETUNE_OK: return FT_EXIT_OK;

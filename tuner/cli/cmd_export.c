@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "flaretune/replay.h"
+#include "tuner/replay.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune export LOG --format t4|kt-cache [-o FILE]\n\n"

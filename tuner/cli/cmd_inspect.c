@@ -19,8 +19,8 @@
 #include "cuda/device_emu.h"
 #include "cuda/kfacts.h"
 #include "cuda/predict.h"
-#include "flaretune/format.h"
-#include "flaretune/json.h"
+#include "core/format.h"
+#include "core/json.h"
 
 #define MAX_KERNELS 32
 /* The blocks a launch is profiled on by default (--blocks): a grid of more runs a sample. */

@@ -16,11 +16,11 @@
 
 #include "cli.h"
 #include "cuda/specs.h"
-#include "flaretune/clock.h"
-#include "flaretune/device.h"
-#include "flaretune/rng.h"
-#include "flaretune/t1.h"
-#include "flaretune/t1_run.h"
+#include "core/clock.h"
+#include "cuda/device.h"
+#include "core/rng.h"
+#include "tuner/t1.h"
+#include "tuner/t1_run.h"
 
 #define MAX_ARG_SPECS 16
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "flaretune/backend.h"
-#include "flaretune/op.h"
+#include "op/backend.h"
+#include "op/op.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune list [ops|presets|backends] [--json]\n\n"

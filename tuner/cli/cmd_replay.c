@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/format.h"
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/replay.h"
+#include "traces/eventlog.h"
+#include "core/format.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "tuner/replay.h"
 
 #define MAX_SEEDS   1000
 #define MAX_TARGETS 8

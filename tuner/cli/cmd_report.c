@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flaretune/npy.h"
-#include "flaretune/report.h"
-#include "flaretune/report_sweep.h"
+#include "core/npy.h"
+#include "tuner/report.h"
+#include "tuner/report_sweep.h"
 
 #define DEFAULT_DIR "out/report"
 

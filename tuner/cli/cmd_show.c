@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "cli_profile.h"
-#include "flaretune/format.h"
+#include "core/format.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/t1.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "tuner/t1.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune space OP [--backend B] [--preset P] [--set NAME=VALUE]...\n"

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flaretune/format.h"
-#include "flaretune/step.h"
+#include "core/format.h"
+#include "tuner/step.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -24,11 +24,10 @@ static void usage(FILE *f) {
             "projection, then per draft layer the block's q and k/v projections, its attention\n"
             "over the context cache, the output projection and the MLP's gate/up and down\n"
             "projections (the `linear` op: OpenBLAS or cuBLASLt), and the LM head over the\n"
-            "block. Training (train): the same at training shapes, each op with its backward,\n"
-            "the K/V projection's backward GEMMs (it has no backward kernel: timed as `linear`\n"
-            "grad_only, and labelled so), and the loss (with the drafter's final RMSNorm). The\n"
-            "layers' norms, RoPE on the block, SiLU gating and residual adds are elementwise\n"
-            "and not timed. Each draft layer has its own\n"
+            "block. Training (train): the same at training shapes, each op with its backward\n"
+            "(the context K/V projection's through its k_norm and RoPE), and the loss (with the\n"
+            "drafter's final RMSNorm). The layers' norms, RoPE on the block, SiLU gating and\n"
+            "residual adds are elementwise and not timed. Each draft layer has its own\n"
             "tensors. On the CPU the whole step runs back to back; on a GPU it is captured once\n"
             "as a CUDA graph and replayed, as serving engines run it.\n\n"
             "Prints per op (summed over the layers) and per layer the median alone, its share of\n"

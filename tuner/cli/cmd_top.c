@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "flaretune/tui.h"
+#include "tui/tui.h"
 
 static void usage(FILE *f) {
     fprintf(f,

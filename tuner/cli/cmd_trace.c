@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "flaretune/trace.h"
+#include "traces/trace.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune trace LOG -o TRACE.json\n\n"

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "flaretune/device.h"
-#include "flaretune/strategy.h"
-#include "flaretune/t1_tune.h"
+#include "cuda/device.h"
+#include "tuner/strategies/strategy.h"
+#include "tuner/t1_tune.h"
 
 #define MAX_ARG_SPECS 16
 

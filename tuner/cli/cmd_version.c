@@ -4,8 +4,8 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "flaretune/paths.h"
-#include "flaretune/env.h"
+#include "core/paths.h"
+#include "core/env.h"
 #include "flaretune/version.h"
 
 static void usage(FILE *f) {

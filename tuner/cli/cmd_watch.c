@@ -15,15 +15,15 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flaretune/clock.h"
-#include "flaretune/env.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/format.h"
-#include "flaretune/json.h"
-#include "flaretune/op_json.h"
-#include "flaretune/profile.h"
-#include "flaretune/rng.h"
-#include "flaretune/tui.h"
+#include "core/clock.h"
+#include "core/env.h"
+#include "traces/eventlog.h"
+#include "core/format.h"
+#include "core/json.h"
+#include "op/op_json.h"
+#include "profiles/src/profile.h"
+#include "core/rng.h"
+#include "tui/tui.h"
 
 static void usage(FILE *f) {
     fprintf(f,

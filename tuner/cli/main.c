@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flaretune/env.h"
+#include "core/env.h"
 
 static const ft_cmd *const commands[] = {
     &ft_cmd_list, &ft_cmd_space,  &ft_cmd_compile, &ft_cmd_inspect, &ft_cmd_exec,   &ft_cmd_bench,

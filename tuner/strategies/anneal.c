@@ -1,4 +1,4 @@
-/* anneal.c: simulated annealing over one-parameter steps (see include/flaretune/strategy.h).
+/* anneal.c: simulated annealing over one-parameter steps (see tuner/strategies/strategy.h).
  *
  * The walk moves by one-parameter steps with a Metropolis rule on relative differences (a
  * candidate s is accepted from the current c with probability exp(-(s - c) / c / T)), the

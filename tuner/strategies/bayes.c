@@ -1,4 +1,4 @@
-/* bayes.c: Bayesian optimisation over the candidate grid (see include/flaretune/strategy.h).
+/* bayes.c: Bayesian optimisation over the candidate grid (see tuner/strategies/strategy.h).
  *
  * The model is a Gaussian process on the log of the score, over the candidates' grid
  * coordinates (grid.c). Its kernel is a product over the parameters, so it models how they

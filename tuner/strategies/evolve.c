@@ -1,4 +1,4 @@
-/* evolve.c: an evolutionary search, steady state (see include/flaretune/strategy.h).
+/* evolve.c: an evolutionary search, steady state (see tuner/strategies/strategy.h).
  *
  * The population is the best results known (sqrt(candidates), pop_min to pop_max; one child
  * per evaluation). Parents are picked by tournament and crossed uniformly; each parameter of the

@@ -1,4 +1,4 @@
-/* exhaustive.c: every candidate, in space order (see include/flaretune/strategy.h).
+/* exhaustive.c: every candidate, in space order (see tuner/strategies/strategy.h).
  *
  * The reference the guided strategies are measured against, and the strategy that records a
  * whole landscape for `flaretune replay`. Candidates already known (a resumed run) are skipped.

@@ -1,4 +1,4 @@
-/* random.c: uniform random search without replacement (see include/flaretune/strategy.h).
+/* random.c: uniform random search without replacement (see tuner/strategies/strategy.h).
  *
  * The order is one shuffle of the candidates, drawn when the strategy is made; candidates
  * already known (a resumed run, a result from another worker) are skipped. The baseline a

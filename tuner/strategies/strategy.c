@@ -1,5 +1,5 @@
 /* strategy.c: search strategies over the valid configurations of a space
- * (see include/flaretune/strategy.h): the registry of strategies, the public entry points and
+ * (see tuner/strategies/strategy.h): the registry of strategies, the public entry points and
  * the bookkeeping every strategy shares (what is known, proposed, the best).
  *
  * Each strategy lives in its own file as a table of functions (strategy_impl.h): exhaustive.c,
@@ -23,7 +23,7 @@
  * candidates on the recorded ones and 5% on the synthetic ones, evolve 23% and 5%, random 35%
  * and 24%.
  */
-#include "flaretune/strategy.h"
+#include "tuner/strategies/strategy.h"
 
 #include <errno.h>
 #include <math.h>

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flaretune/rng.h"
-#include "flaretune/strategy.h"
+#include "core/rng.h"
+#include "tuner/strategies/strategy.h"
 
 typedef struct ft_strategy_type {
     const char *name;    /* as in ft_strategy_names */

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #include "ft_emu_abi.h"
 #include "prof.h"

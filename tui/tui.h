@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,15 +9,49 @@
 
 #include <stddef.h>
 
-#include "flaretune/op.h"
-#include "flaretune/space.h"
-#include "flaretune/status.h"
+#include "op/op.h"
+#include "op/space.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct ft_ceilings;
+/* A machine's ceilings (tuner/ceilings.h measures and keeps them; a device backend's `ceilings`
+ * hook measures its own): the bandwidth of each cache level and the compute roof. */
+#define FT_CEIL_MAX_LEVELS 5
+
+typedef struct ft_ceil_level {
+    char name[8];       /* "L1", "L2", "L3", "DRAM" on a CPU; "L2", "HBM" on a GPU        */
+    double capacity;    /* bytes of working set the level holds for the threads measured
+                           (private caches add up over the cores used); 0: the last level */
+    double bw;          /* bytes per second: the best of this process and of the cache     */
+    double bw_now;      /* the best this process measured                                 */
+    double probe_bytes; /* the working set the probe streamed                             */
+    char seen[24];      /* when bw was measured (UTC, ISO 8601)                           */
+} ft_ceil_level;
+
+typedef struct ft_ceilings {
+    int nlevels;
+    ft_ceil_level level[FT_CEIL_MAX_LEVELS]; /* smallest (fastest) first; the last is memory */
+    double bw;         /* the memory level's bandwidth, level[nlevels - 1].bw              */
+    double copy_bytes; /* the memory probe's working set                                   */
+    double flops;      /* the compute roof: max(peak_flops, gemm_flops)                    */
+    double flops_now;  /* the same from this process's measurements alone                 */
+    char flops_seen[24];
+    double peak_flops;    /* register-only FMA probe (0 where there is none: a GPU)          */
+    double gemm_flops;    /* the GEMM's rate, best seen                                       */
+    int gemm_n;           /* the GEMM was gemm_n^3                                            */
+    const char *gemm;     /* what the GEMM ran ("sgemm", "cuBLASLt bf16")                     */
+    int threads;          /* threads every probe ran with                                     */
+    int rounds;           /* measurement rounds taken by this process                         */
+    double measured_s;    /* time they took, all rounds                                       */
+    double measured_at;   /* wall time of the last round (seconds since the epoch)            */
+    int from_cache;       /* some figure is the cache's, higher than this process measured    */
+    char key[256];        /* the machine fingerprint the cache keys these figures by          */
+    char cache_path[512]; /* the cache file ("" when none is kept)                          */
+    char cache_note[256]; /* why the cache was not read or written ("" when it was)         */
+} ft_ceilings;
 
 /* One device kernel a timed call ran (from the backend's profiler), for traces. */
 typedef struct ft_kernel_span {
@@ -73,8 +107,8 @@ typedef struct ft_backend {
     /* Optional: cold timing: when on, every timed call starts with the device's caches
      * flushed (outside the timed window); NULL: cold runs rotate input sets on the host. */
     void (*set_cold)(int on);
-    /* Optional: measure the ceilings of the device it runs on (struct ft_ceilings,
-     * flaretune/ceilings.h); NULL: the CPU's. */
+    /* Optional: measure the ceilings of the device it runs on (ft_ceilings above;
+     * tuner/ceilings.h); NULL: the CPU's. */
     ft_status (*ceilings)(struct ft_ceilings *c, ft_err *err);
     /* Optional, for a backend that compiles kernels: start compiling, on `jobs` background
      * threads, what these configs need to run c, in this order, so that running them later

@@ -8,7 +8,7 @@
 #ifndef FLARETUNE_VERIFY_H
 #define FLARETUNE_VERIFY_H
 
-#include "flaretune/op.h"
+#include "op/op.h"
 
 #ifdef __cplusplus
 extern "C" {

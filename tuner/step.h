@@ -21,14 +21,14 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/measure.h"
-#include "flaretune/op.h"
-#include "flaretune/profile.h"
-#include "flaretune/space.h"
-#include "flaretune/stats.h"
-#include "flaretune/status.h"
-#include "flaretune/workspace.h"
+#include "op/backend.h"
+#include "tuner/measure.h"
+#include "op/op.h"
+#include "profiles/src/profile.h"
+#include "op/space.h"
+#include "core/stats.h"
+#include "core/status.h"
+#include "core/workspace.h"
 
 #ifdef __cplusplus
 extern "C" {

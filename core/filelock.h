@@ -8,7 +8,7 @@
 #ifndef FLARETUNE_FILELOCK_H
 #define FLARETUNE_FILELOCK_H
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -23,8 +23,8 @@
 #include "cuda/kfacts.h"
 #include "cuda/predict.h"
 #include "cuda/specs.h"
-#include "flaretune/device.h"
-#include "flaretune/t1.h"
+#include "cuda/device.h"
+#include "tuner/t1.h"
 
 typedef struct ft_t1_bench ft_t1_bench;
 

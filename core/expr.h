@@ -25,7 +25,7 @@
 #ifndef FLARETUNE_EXPR_H
 #define FLARETUNE_EXPR_H
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,8 +15,8 @@
 
 #include <stddef.h>
 
-#include "flaretune/stats.h"
-#include "flaretune/status.h"
+#include "core/stats.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +42,7 @@ typedef struct ft_measure_opts {
     /* Optional: stop before the next sample once *stop becomes non-zero (Ctrl-C); the stats
      * then cover the samples taken and are marked interrupted. */
     volatile int *stop;
-    /* Samples the scheduler took from (include/flaretune/sched.h): with a host clock, a sample
+    /* Samples the scheduler took from (core/sched.h): with a host clock, a sample
      * whose threads lost more than `max_lost` of it to other work is contaminated and not used;
      * the measurement goes on until it has its clean samples or its budget ends, and it is
      * `unclean` when it ends with fewer than min(min_clean, samples taken) clean ones. */

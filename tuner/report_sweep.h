@@ -6,8 +6,8 @@
 
 #include <jansson.h>
 
-#include "flaretune/profile.h"
-#include "flaretune/status.h"
+#include "profiles/src/profile.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

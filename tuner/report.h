@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,8 +13,8 @@
 
 #include <stdio.h>
 
-#include "flaretune/status.h"
-#include "flaretune/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

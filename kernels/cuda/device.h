@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -34,12 +34,12 @@
 
 #include <pthread.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/eventlog.h"
-#include "flaretune/load.h"
-#include "flaretune/measure.h"
-#include "flaretune/op.h"
-#include "flaretune/strategy.h"
+#include "op/backend.h"
+#include "traces/eventlog.h"
+#include "core/load.h"
+#include "tuner/measure.h"
+#include "op/op.h"
+#include "tuner/strategies/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,45 +18,15 @@
 #ifndef FLARETUNE_CEILINGS_H
 #define FLARETUNE_CEILINGS_H
 
-#include "flaretune/status.h"
+#include "core/status.h"
+#include "op/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FT_CEIL_MAX_LEVELS 5
-
-typedef struct ft_ceil_level {
-    char name[8];       /* "L1", "L2", "L3", "DRAM" on a CPU; "L2", "HBM" on a GPU        */
-    double capacity;    /* bytes of working set the level holds for the threads measured
-                           (private caches add up over the cores used); 0: the last level */
-    double bw;          /* bytes per second: the best of this process and of the cache     */
-    double bw_now;      /* the best this process measured                                 */
-    double probe_bytes; /* the working set the probe streamed                             */
-    char seen[24];      /* when bw was measured (UTC, ISO 8601)                           */
-} ft_ceil_level;
-
-typedef struct ft_ceilings {
-    int nlevels;
-    ft_ceil_level level[FT_CEIL_MAX_LEVELS]; /* smallest (fastest) first; the last is memory */
-    double bw;         /* the memory level's bandwidth, level[nlevels - 1].bw              */
-    double copy_bytes; /* the memory probe's working set                                   */
-    double flops;      /* the compute roof: max(peak_flops, gemm_flops)                    */
-    double flops_now;  /* the same from this process's measurements alone                 */
-    char flops_seen[24];
-    double peak_flops;    /* register-only FMA probe (0 where there is none: a GPU)          */
-    double gemm_flops;    /* the GEMM's rate, best seen                                       */
-    int gemm_n;           /* the GEMM was gemm_n^3                                            */
-    const char *gemm;     /* what the GEMM ran ("sgemm", "cuBLASLt bf16")                     */
-    int threads;          /* threads every probe ran with                                     */
-    int rounds;           /* measurement rounds taken by this process                         */
-    double measured_s;    /* time they took, all rounds                                       */
-    double measured_at;   /* wall time of the last round (seconds since the epoch)            */
-    int from_cache;       /* some figure is the cache's, higher than this process measured    */
-    char key[256];        /* the machine fingerprint the cache keys these figures by          */
-    char cache_path[512]; /* the cache file ("" when none is kept)                          */
-    char cache_note[256]; /* why the cache was not read or written ("" when it was)         */
-} ft_ceilings;
+/* ft_ceil_level and ft_ceilings are declared with the backend interface (op/backend.h),
+ * whose `ceilings` hook fills them on a device. */
 
 struct ft_backend;
 /* The ceilings of the machine a backend runs on: its own measurement when it has one (a GPU:

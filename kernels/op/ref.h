@@ -20,6 +20,11 @@ extern "C" {
 
 /* ---- fusion.dflare: adaptive layer fusion ------------------------------------------------ */
 
+/* The target layer draft layer i starts on in SPEC's reference initialisation of w:
+ * min(T-1, floor(i*T/D)) in integer arithmetic (never int(i/D*T) in floating point, which is one
+ * less for some D, T <= 64, e.g. D = T = 22, i = 15). */
+int64_t ft_ref_fusion_dflare_init_col(int64_t i, int64_t T, int64_t D);
+
 void ft_ref_fusion_dflare_fwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
                               const double *x, /* [N,T,H] */
                               const double *w, /* [D,T]   */
@@ -63,6 +68,23 @@ void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
                        double *k,                                      /* [D,N,Hkv,dh]   */
                        double *v);                                     /* [D,N,Hkv,dh]   */
 
+/* Its backward, given dk, dv: dc (for Dc = 1 summed over the D layers), dw_k, dw_v, dgk, all
+ * overwritten. The rotation is inv_freq[dh/2] and mscale (ft_rope_freqs: angle pos * inv_freq[m],
+ * rope(x) = mscale (x cos + rotate_half(x) sin)); the norm and the projection are recomputed. */
+void ft_ref_kvproj_bwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
+                       double eps, const double *inv_freq, double mscale,
+                       const double *c,    /* [Dc,N,H]       */
+                       const double *w_k,  /* [D,Hkv*dh,H]   */
+                       const double *w_v,  /* [D,Hkv*dh,H]   */
+                       const double *gk,   /* [D,dh]         */
+                       const int32_t *pos, /* [N]            */
+                       const double *dk,   /* [D,N,Hkv,dh]   */
+                       const double *dv,   /* [D,N,Hkv,dh]   */
+                       double *dc,         /* [Dc,N,H]       */
+                       double *dw_k,       /* [D,Hkv*dh,H]   */
+                       double *dw_v,       /* [D,Hkv*dh,H]   */
+                       double *dgk);       /* [D,dh]         */
+
 /* ---- attention.decode: block attention at inference -------------------------------------
  * Request r's context rows start at sum_{r' < r} ctx_lens[r'] in k_ctx / v_ctx. */
 
@@ -105,6 +127,33 @@ void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            double *dv_ctx,     /* [nseq,S,Hkv,dh]    */
                            double *dk_blk,     /* [nseq,NB,B,Hkv,dh] */
                            double *dv_blk);    /* [nseq,NB,B,Hkv,dh] */
+
+/* ---- sliding-window attention (SPEC.md "Sliding window") ---------------------------------
+ * The same ops with a window W over the context: a query at position i (decode: ctx_len + b;
+ * train: anchors[s,j] + b) sees the context keys p with i - W < p, besides those it already
+ * sees; the block's own B keys stay visible, all of them, or with causal = 1 those at offsets
+ * 0..b. window = 0 is full attention (the functions above are these with window = 0 and
+ * causal = 0). */
+
+int64_t ft_ref_window_lo(int64_t window, int64_t qpos); /* first visible context position */
+
+void ft_ref_attn_decode_fwd_win(int64_t R, int64_t B, int64_t Hq, int64_t Hkv, int64_t dh,
+                                double scale, int64_t window, int causal, const double *q,
+                                const int32_t *ctx_lens, const double *k_ctx, const double *v_ctx,
+                                const double *k_blk, const double *v_blk, double *o, double *lse);
+
+void ft_ref_attn_train_fwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
+                               const double *q, const double *k_ctx, const double *v_ctx,
+                               const double *k_blk, const double *v_blk, const int32_t *anchors,
+                               const uint8_t *keep, double *o, double *lse);
+
+void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq,
+                               int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
+                               const double *q, const double *k_ctx, const double *v_ctx,
+                               const double *k_blk, const double *v_blk, const int32_t *anchors,
+                               const uint8_t *keep, const double *dout, double *dq,
+                               double *dk_ctx, double *dv_ctx, double *dk_blk, double *dv_blk);
 
 /* ---- loss: LM head + weighted cross entropy, forward and backward in one pass ------------ */
 

@@ -25,8 +25,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "flaretune/op.h"
-#include "flaretune/status.h"
+#include "op/op.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

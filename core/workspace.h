@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

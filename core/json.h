@@ -6,9 +6,9 @@
 
 #include <jansson.h>
 
-#include "flaretune/env.h"
-#include "flaretune/load.h"
-#include "flaretune/stats.h"
+#include "core/env.h"
+#include "core/load.h"
+#include "core/stats.h"
 
 #ifdef __cplusplus
 extern "C" {

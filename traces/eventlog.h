@@ -5,7 +5,7 @@
  * written. The reader skips a torn last line; the writer, before its first append, ends a
  * last line that lacks its newline (or cuts it away when it is torn), so the file stays valid
  * JSONL across crashes and resumes. One process appends at a time: the tuner holds LOG.lock
- * (flaretune/filelock.h) for the run.
+ * (core/filelock.h) for the run.
  */
 #ifndef FLARETUNE_EVENTLOG_H
 #define FLARETUNE_EVENTLOG_H
@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "flaretune/status.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

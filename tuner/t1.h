@@ -26,9 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flaretune/expr.h"
-#include "flaretune/space.h"
-#include "flaretune/status.h"
+#include "core/expr.h"
+#include "op/space.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

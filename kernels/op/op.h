@@ -12,12 +12,12 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "flaretune/clock.h"
-#include "flaretune/ref.h"
-#include "flaretune/rng.h"
-#include "flaretune/status.h"
-#include "flaretune/tensor.h"
-#include "flaretune/workspace.h"
+#include "core/clock.h"
+#include "op/ref.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/workspace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +36,8 @@ typedef struct ft_attrs {
     int backward;      /* fusion ops, attention.train: also run the backward         */
     int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
     int grad_only;     /* linear with backward: the backward's GEMMs alone           */
+    int64_t window;    /* attention: sliding window W over the context, 0 = full     */
+    int causal;        /* attention: query b sees block keys 0..b only (0: all B)    */
     ft_loss_attrs loss;
 } ft_attrs;
 
@@ -80,6 +82,8 @@ typedef struct ft_preset {
     int64_t ragged;                    /* decode: context lengths spread over [0, 2L]   */
     int64_t nseq, S, NB;               /* train: sequences, context length, blocks/seq  */
     int64_t blocks;                    /* loss: blocks of B rows (M = blocks * B)       */
+    int64_t window;                    /* sliding window of the sliding layers (0: none) */
+    int64_t sliding;                   /* bit i: draft layer i slides (0: all, if window) */
     unsigned user_set;                 /* FT_PRESET_SET_*: derived sizes fixed by --set */
 } ft_preset;
 
@@ -94,6 +98,9 @@ int64_t *ft_preset_field(ft_preset *p, const char *name);
 /* Apply "NAME=VALUE" to a copy of a preset; checks the name and that the value is positive
  * (ragged: 0 or 1). */
 ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err);
+/* The attention window of draft layer i (0: full attention): window where layer i is one of the
+ * sliding layers (bit i of sliding, or every layer when sliding = 0), else 0. */
+int64_t ft_preset_layer_window(const ft_preset *p, int64_t i);
 /* Context length of request r in a decode preset (uniform L, or spread over [0, 2L]). */
 int64_t ft_preset_ctx_len(const ft_preset *p, int64_t r);
 /* The sum of ft_preset_ctx_len over the R requests, computed without a loop over them; -1 when

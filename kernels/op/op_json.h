@@ -5,9 +5,9 @@
 
 #include <jansson.h>
 
-#include "flaretune/json.h"
-#include "flaretune/op.h"
-#include "flaretune/space.h"
+#include "core/json.h"
+#include "op/op.h"
+#include "op/space.h"
 
 #ifdef __cplusplus
 extern "C" {

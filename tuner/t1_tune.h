@@ -7,9 +7,9 @@
 #ifndef FLARETUNE_T1_TUNE_H
 #define FLARETUNE_T1_TUNE_H
 
-#include "flaretune/replay.h"
-#include "flaretune/t1.h"
-#include "flaretune/t1_run.h"
+#include "tuner/replay.h"
+#include "tuner/t1.h"
+#include "tuner/t1_run.h"
 
 typedef struct ft_t1_tune_result {
     int n;             /* candidates (the configurations the conditions allow), space order */

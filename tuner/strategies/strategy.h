@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "flaretune/space.h"
-#include "flaretune/status.h"
+#include "op/space.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,11 +13,11 @@
 
 #include <jansson.h>
 
-#include "flaretune/backend.h"
-#include "flaretune/op.h"
-#include "flaretune/space.h"
-#include "flaretune/status.h"
-#include "flaretune/strategy.h"
+#include "op/backend.h"
+#include "op/op.h"
+#include "op/space.h"
+#include "core/status.h"
+#include "tuner/strategies/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {
