@@ -449,9 +449,10 @@ def error_cases(rng):
                   dict(tr, anchors=np.array([[3, 9]], dtype=np.int32))))
     cases.append(("bad attribute value window=-1", "attention.train", {"window": -1}, tr))
     cases.append(("bad attribute value causal=2", "attention.decode", {"causal": 2}, dec))
-    lab = lo["labels"].copy()
-    lab[np.flatnonzero((lo["mask"] != 0) & (np.arange(len(lab)) % 4 > 0))[0]] = 50
-    cases.append(("label V on a scored row", "loss", {"B": 4}, dict(lo, labels=lab)))
+    # Row 1 scored whatever the draw (the random mask may leave the two blocks unscored).
+    lab, msk = lo["labels"].copy(), lo["mask"].copy()
+    lab[1], msk[1] = 50, 1
+    cases.append(("label V on a scored row", "loss", {"B": 4}, dict(lo, labels=lab, mask=msk)))
     cases.append(("final_norm=1 without g_norm.npy", "loss", {"B": 4, "final_norm": 1}, lo))
     cases.append(("g_norm of length H+1", "loss", {"B": 4, "final_norm": 1},
                   dict(lo, g_norm=f32(np.ones(lo["h"].shape[1] + 1)))))
