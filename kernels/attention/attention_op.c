@@ -13,6 +13,7 @@
  * recomputation of the scores is not counted, being an implementation choice). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flaretune/op.h"
@@ -41,7 +42,18 @@ static const ft_tensor_spec kvproj_tensors[] = {
     [KP_K] = {"k", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "normed, rotated context keys"},
     [KP_V] = {"v", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "context values"},
 };
-static const char *const kvproj_attrs[] = {"eps", "rope_theta", "dtype", NULL};
+static const char *const kvproj_attrs[] = {"eps",
+                                           "rope_theta",
+                                           "rope_scaling",
+                                           "rope_factor",
+                                           "rope_low_freq_factor",
+                                           "rope_high_freq_factor",
+                                           "rope_original_max_pos",
+                                           "rope_beta_fast",
+                                           "rope_beta_slow",
+                                           "rope_truncate",
+                                           "dtype",
+                                           NULL};
 
 static ft_status kvproj_check(ft_call *c, ft_err *err) {
     int64_t *d = c->dim;
@@ -59,7 +71,7 @@ static ft_status kvproj_check(ft_call *c, ft_err *err) {
                           "attention.kvproj: w_k rows %lld must be a multiple of dh = %lld",
                           (long long)d[KP_KVD], (long long)d[KP_DH]);
     d[KP_HKV] = d[KP_KVD] / d[KP_DH];
-    return FT_OK;
+    return ft_rope_check("attention.kvproj", &c->attrs, err);
 }
 
 static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
@@ -72,6 +84,12 @@ static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err)
     d[KP_HKV] = p->Hkv;
     d[KP_DH] = p->dh;
     d[KP_KVD] = p->Hkv * p->dh;
+    /* The target's RoPE, unless the call named its own (--attr rope_*: that choice stands). */
+    if (!c->attrs.rope.named) {
+        c->attrs.rope_theta = p->rope_theta;
+        c->attrs.rope = p->rope;
+        c->attrs.rope.named = 0;
+    }
     return FT_OK;
 }
 
@@ -89,9 +107,13 @@ static void kvproj_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 
 static void kvproj_reference(const ft_call *c) {
     const int64_t *d = c->dim;
+    double *inv_freq = calloc((size_t)(d[KP_DH] / 2 + 1), sizeof(double)), mscale;
+    if (!inv_freq) abort(); /* dh/2 doubles; the reference has no way to report a failure */
+    ft_rope_freqs(&c->attrs, d[KP_DH], inv_freq, &mscale);
     ft_ref_kvproj_fwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
-                      c->attrs.rope_theta, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
+                      inv_freq, mscale, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
                       c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
+    free(inv_freq);
 }
 
 static double kvproj_flops(const ft_call *c) {
