@@ -12,6 +12,8 @@
 
 #include "attention/attention.h"
 #include "flaretune/op.h"
+#include "flaretune/op_json.h"
+#include "flaretune/profile.h"
 
 #include <math.h>
 #include <string.h>
@@ -301,6 +303,27 @@ static void test_presets(void) {
              c.attrs.rope_theta, c.attrs.rope.scaling);
 }
 
+/* A profile entry tuned before kvproj took the rope scaling attributes names only eps,
+ * rope_theta and dtype: it still matches a call at the default (no scaling), and not one with a
+ * scaling on. */
+static void test_profile_entries_before_scaling(void) {
+    json_t *old =
+        json_pack("{s:s, s:s, s:s}", "eps", "1e-06", "rope_theta", "1000000", "dtype", "f32");
+    ft_call c;
+    ft_call_init(&c, &ft_op_attention_kvproj);
+    json_t *now = ft_attrs_to_json(&c);
+    FT_CHECK(json_object_get(now, "rope_scaling") != NULL, "the call names rope_scaling");
+    FT_CHECK(ft_profile_attrs_match(old, now) && ft_profile_attrs_match(now, old),
+             "an entry without the rope scaling attributes misses a call at their defaults");
+    FT_CHECK(ft_attrs_set(&c.attrs, c.op, "rope_scaling", "yarn", NULL) == FT_OK, "yarn");
+    json_t *yarn = ft_attrs_to_json(&c);
+    FT_CHECK(!ft_profile_attrs_match(old, yarn) && !ft_profile_attrs_match(yarn, old),
+             "an entry without rope scaling matches a call with yarn");
+    json_decref(old);
+    json_decref(now);
+    json_decref(yarn);
+}
+
 int main(void) {
     FT_RUN(test_plain);
     FT_RUN(test_llama3_bands);
@@ -308,5 +331,6 @@ int main(void) {
     FT_RUN(test_factor_one_is_plain);
     FT_RUN(test_bad_values);
     FT_RUN(test_presets);
+    FT_RUN(test_profile_entries_before_scaling);
     return ft_test_finish();
 }

@@ -77,6 +77,9 @@ extern const char *const ft_rope_scaling_names[]; /* indexed by ft_rope_kind, NU
 void ft_attrs_default(ft_attrs *a);
 /* No RoPE scaling, with every scaling parameter at its default (as `list ops` shows them). */
 void ft_rope_default(ft_rope_attrs *r);
+/* RoPE as the attributes that set it, "rope_theta=500000 rope_scaling=llama3 rope_factor=8 ...":
+ * theta, the scaling, and the parameters that scaling reads (for `list presets` and `space`). */
+void ft_rope_format(double rope_theta, const ft_rope_attrs *r, char *buf, size_t n);
 const ft_attr_desc *ft_attr_find(const char *name);
 /* Set attribute `name` from text. Fails (FT_EINVAL, one clear line) on an unknown name, a name
  * the op does not accept, or a bad value. */

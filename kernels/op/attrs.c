@@ -90,6 +90,22 @@ void ft_rope_default(ft_rope_attrs *r) {
     r->truncate = 1;
 }
 
+void ft_rope_format(double rope_theta, const ft_rope_attrs *r, char *buf, size_t n) {
+    int k = snprintf(buf, n, "rope_theta=%.9g rope_scaling=%s", rope_theta,
+                     ft_rope_scaling_names[r->scaling]);
+    if (k < 0 || (size_t)k >= n) return;
+    if (r->scaling == FT_ROPE_LLAMA3)
+        snprintf(buf + k, n - (size_t)k,
+                 " rope_factor=%.9g rope_low_freq_factor=%.9g rope_high_freq_factor=%.9g "
+                 "rope_original_max_pos=%.9g",
+                 r->factor, r->low_freq_factor, r->high_freq_factor, r->original_max_pos);
+    else if (r->scaling == FT_ROPE_YARN)
+        snprintf(buf + k, n - (size_t)k,
+                 " rope_factor=%.9g rope_beta_fast=%.9g rope_beta_slow=%.9g "
+                 "rope_original_max_pos=%.9g rope_truncate=%d",
+                 r->factor, r->beta_fast, r->beta_slow, r->original_max_pos, r->truncate);
+}
+
 const ft_attr_desc *ft_attr_find(const char *name) {
     for (const ft_attr_desc *d = ft_attr_table; d->name; d++)
         if (strcmp(d->name, name) == 0) return d;
