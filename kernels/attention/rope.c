@@ -17,7 +17,8 @@
  *           inv_freq = base (1 - ramp) + base / s * ramp; mscale = 0.1 ln s + 1 (s > 1).
  *           (transformers `_compute_yarn_parameters`; gpt-oss's own RotaryEmbedding,
  *           gpt_oss/torch/model.py, is the same with truncate off and multiplies cos and sin by
- *           the same 0.1 ln s + 1, its "concentration".)
+ *           the same 0.1 ln s + 1, its "concentration". Some transformers versions take s as
+ *           max_position_embeddings / L instead: 131072 / 4096 = 32 for gpt-oss, its factor.)
  * Everything is in double: the frequencies are dh/2 numbers per call, and the kernels form the
  * angles in double from them (pos * inv_freq reaches thousands of radians).
  */
