@@ -193,6 +193,24 @@ def build_cases(rng):
     add("attention.kvproj", {"backward": 1, "rope_theta": 1e4, "eps": 1e-3},
         gen_kvproj(rng, dc=1, d=2, hkv=4, dh=8, max_pos=32768, backward=True),
         note="Dc = 1, Hkv 4, dh 8, pos < 32768")
+    # RoPE scaled as the public targets do (Llama 3.1: llama3; gpt-oss: yarn with its attention
+    # factor, truncate off), at dh 16 where every band and YaRN's ramp have dims, and long
+    # positions (the scalings are for contexts past the pretrained length)
+    llama31 = {"rope_theta": 500000.0, "rope_scaling": "llama3", "rope_factor": 8.0,
+               "rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0,
+               "rope_original_max_pos": 8192.0}
+    gpt_oss = {"rope_theta": 150000.0, "rope_scaling": "yarn", "rope_factor": 32.0,
+               "rope_beta_fast": 32.0, "rope_beta_slow": 1.0, "rope_original_max_pos": 4096.0,
+               "rope_truncate": 0}
+    add("attention.kvproj", llama31, gen_kvproj(rng, dc=3, max_pos=65536), True,
+        "Llama 3.1's RoPE, pos < 65536")
+    add("attention.kvproj", gpt_oss, gen_kvproj(rng, dc=1, max_pos=65536), True,
+        "gpt-oss's RoPE, pos < 65536")
+    add("attention.kvproj", {"rope_scaling": "yarn", "rope_factor": 4.0, "rope_truncate": 1},
+        gen_kvproj(rng, dc=1, d=2, hkv=4, dh=8), note="yarn at theta 1e6, truncate on, dh 8")
+    add("attention.kvproj", dict(gpt_oss, backward=1),
+        gen_kvproj(rng, dc=1, max_pos=65536, backward=True), True,
+        "gpt-oss's RoPE, the backward")
 
     add("attention.decode", {}, gen_decode(rng), True, "ctx_lens 0,7,33,1")
     add("attention.decode", {"scale": 0.1}, gen_decode(rng, ctx_lens=(12, 0, 5)),
@@ -447,6 +465,11 @@ def error_cases(rng):
     tr = gen_train(rng, nseq=1, nb=2, s=8)
     cases.append(("anchor S+1", "attention.train", {},
                   dict(tr, anchors=np.array([[3, 9]], dtype=np.int32))))
+    kv = gen_kvproj(rng, dc=1, d=1, n=4, h=8)
+    cases.append(("rope_scaling=llama3 with high_freq_factor <= low_freq_factor",
+                  "attention.kvproj", {"rope_scaling": "llama3", "rope_high_freq_factor": 1.0},
+                  kv))
+    cases.append(("rope_factor below 1", "attention.kvproj", {"rope_factor": 0.5}, kv))
     cases.append(("bad attribute value window=-1", "attention.train", {"window": -1}, tr))
     cases.append(("bad attribute value causal=2", "attention.decode", {"causal": 2}, dec))
     # Row 1 scored whatever the draw (the random mask may leave the two blocks unscored).

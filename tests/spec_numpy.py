@@ -62,13 +62,49 @@ def rmsnorm_bwd(s, r, dy):
     return r * dy - (r ** 3) * s * np.sum(dy * s, axis=-1, keepdims=True) / n
 
 
-def rope(x, pos, theta):
-    """Rotate-half RoPE over the last axis (dh); pos broadcasts against x.shape[:-1]."""
-    dh = x.shape[-1]
-    half = dh // 2
-    inv_freq = theta ** (-2.0 * np.arange(half, dtype=np.float64) / dh)
-    ang = np.asarray(pos, dtype=np.float64)[..., None] * inv_freq
-    cos, sin = np.cos(ang), np.sin(ang)
+ROPE_SCALINGS = ("none", "llama3", "yarn")
+
+
+def rope_freqs(dh, theta=ROPE_THETA, scaling="none", factor=1.0, low_freq_factor=1.0,
+               high_freq_factor=4.0, original_max_pos=8192.0, beta_fast=32.0, beta_slow=1.0,
+               truncate=1):
+    """SPEC.md "RoPE scaling": (inv_freq [dh/2], mscale) for rope_scaling none, llama3, yarn.
+
+    llama3 by the wavelength of each base frequency (kept under L/high, divided by the factor
+    over L/low, a mix in L/wavelength between); yarn by the dim, a ramp between the dims that
+    turn beta_fast and beta_slow times over L, and the attention factor 0.1 ln(factor) + 1."""
+    m = np.arange(dh // 2, dtype=np.float64)
+    base = np.power(float(theta), -2.0 * m / dh)
+    if scaling == "none":
+        return base, 1.0
+    L, s = float(original_max_pos), float(factor)
+    if scaling == "llama3":
+        wavelen = 2.0 * np.pi / base
+        mix = np.clip((L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor),
+                      0.0, 1.0)
+        # mix is 1 on the short wavelengths (kept) and 0 on the long ones (divided); the clip
+        # makes the three bands one expression
+        return base * (mix + (1.0 - mix) / s), 1.0
+    if scaling == "yarn":
+        def dim_turning(turns):
+            return dh * np.log(L / (2.0 * np.pi * turns)) / (2.0 * np.log(theta))
+        lo, hi = dim_turning(beta_fast), dim_turning(beta_slow)
+        if int(truncate):
+            lo, hi = np.floor(lo), np.ceil(hi)
+        lo, hi = max(lo, 0.0), min(hi, dh - 1.0)
+        if hi == lo:
+            hi = hi + 0.001
+        ramp = np.clip((m - lo) / (hi - lo), 0.0, 1.0)   # 0: kept, 1: divided by the factor
+        return base * (1.0 - ramp + ramp / s), (0.1 * np.log(s) + 1.0 if s > 1 else 1.0)
+    raise ValueError("rope_scaling %r: one of %s" % (scaling, ", ".join(ROPE_SCALINGS)))
+
+
+def rope(x, pos, inv_freq, mscale=1.0):
+    """Rotate-half RoPE over the last axis (dh), pair m turned by pos * inv_freq[m] and scaled
+    by mscale; pos broadcasts against x.shape[:-1]."""
+    half = x.shape[-1] // 2
+    ang = np.asarray(pos, dtype=np.float64)[..., None] * np.asarray(inv_freq, dtype=np.float64)
+    cos, sin = mscale * np.cos(ang), mscale * np.sin(ang)
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -113,7 +149,10 @@ def fusion_dflash(x, w_fc, g, eps=EPS, df=None):
 
 # ---- attention.kvproj ------------------------------------------------------------------------
 
-def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA, dk=None, dv=None):
+def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA, rope_scaling="none",
+                     rope_factor=1.0, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0,
+                     rope_original_max_pos=8192.0, rope_beta_fast=32.0, rope_beta_slow=1.0,
+                     rope_truncate=1, dk=None, dv=None):
     """c [Dc,N,H], w_k/w_v [D,Hkv*dh,H], gk [D,dh], pos [N] -> k, v [D,N,Hkv,dh]; with dk, dv
     [D,N,Hkv,dh] also dc [Dc,N,H] (Dc = 1: summed over the layers), dw_k, dw_v, dgk."""
     c, w_k, w_v, gk = _f64(c), _f64(w_k), _f64(w_v), _f64(gk)
@@ -128,12 +167,16 @@ def attention_kvproj(c, w_k, w_v, gk, pos, eps=EPS, rope_theta=ROPE_THETA, dk=No
     vv = np.einsum("inh,ieh->ine", cc, w_v).reshape(d, n, hkv, dh)
     kn, r = rmsnorm_fwd(kk, eps)
     pos_b = np.broadcast_to(np.asarray(pos)[None, :, None], (d, n, hkv))
-    out = {"k": rope(kn * gk[:, None, None, :], pos_b, rope_theta), "v": vv}
+    inv_freq, mscale = rope_freqs(dh, rope_theta, rope_scaling, rope_factor, rope_low_freq_factor,
+                                  rope_high_freq_factor, rope_original_max_pos, rope_beta_fast,
+                                  rope_beta_slow, rope_truncate)
+    out = {"k": rope(kn * gk[:, None, None, :], pos_b, inv_freq, mscale), "v": vv}
     if dk is None:
         return out
     dk, dv = _f64(dk), _f64(dv)
-    # A rotation's transpose is the rotation by the opposite angle: rope at -pos.
-    dy = rope(dk, -np.asarray(pos_b, dtype=np.float64), rope_theta)
+    # A rotation's transpose is the rotation by the opposite angle: rope at -pos (and mscale
+    # again: the forward's factor).
+    dy = rope(dk, -np.asarray(pos_b, dtype=np.float64), inv_freq, mscale)
     out["dgk"] = np.sum(dy * kn, axis=(1, 2))
     du = rmsnorm_bwd(kk, r, dy * gk[:, None, None, :]).reshape(d, n, kvd)
     dvf = dv.reshape(d, n, kvd)
@@ -373,7 +416,11 @@ OPS = {
     "fusion.dflare": (("x", "w", "g"), (), ("f",), {"eps": float, "backward": int}),
     "fusion.dflash": (("x", "w_fc", "g"), (), ("f",), {"eps": float, "backward": int}),
     "attention.kvproj": (("c", "w_k", "w_v", "gk"), ("pos",), ("k", "v"),
-                         {"eps": float, "rope_theta": float, "backward": int}),
+                         {"eps": float, "rope_theta": float, "rope_scaling": str,
+                          "rope_factor": float, "rope_low_freq_factor": float,
+                          "rope_high_freq_factor": float, "rope_original_max_pos": float,
+                          "rope_beta_fast": float, "rope_beta_slow": float,
+                          "rope_truncate": int, "backward": int}),
     "attention.decode": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("ctx_lens",),
                          ("o", "lse"), {"scale": float, "window": int, "causal": int}),
     "attention.train": (("q", "k_ctx", "v_ctx", "k_blk", "v_blk"), ("anchors", "keep"),
@@ -592,6 +639,75 @@ def self_test():
                      {"c": c, "w_k": w_k, "w_v": w_v, "gk": gk},
                      [("c", "dc"), ("w_k", "dw_k"), ("w_v", "dw_v"), ("gk", "dgk")],
                      ["k", "v"], rng)
+    # RoPE scaling: the public models' frequencies (expected numbers from transformers'
+    # _compute_llama3_parameters / _compute_yarn_parameters at Llama 3.1 8B's and gpt-oss-20b's
+    # config.json values, computed once in float64 and pasted here), then kvproj with each
+    # scaling against loops that apply the band rules dim by dim
+    f, ms = rope_freqs(128, 5e5, "llama3", 8, 1, 4, 8192)
+    hf = {0: 1.0, 28: 0.0032114459947525913, 29: 0.002166570763503359,
+          32: 0.0005248461609929549, 34: 0.00017850781276799638, 35: 9.556212353964683e-05,
+          63: 3.068925988914511e-07}
+    ck.check("rope llama3 (Llama 3.1 8B) vs transformers' numbers",
+             max(abs(f[k] / v - 1) for k, v in hf.items()) + abs(ms - 1), 1e-12)
+    for tr, hf in ((0, {0: 1.0, 8: 0.050813274815461475, 9: 0.03170569618466377,
+                        17: 0.00012931870124506317, 18: 3.8308812373753384e-05,
+                        31: 3.0235114281192144e-07}),
+                   (1, {8: 0.050813274815461475, 9: 0.031620752275346484,
+                        17: 0.0002279477957951252, 18: 3.8308812373753384e-05})):
+        f, ms = rope_freqs(64, 1.5e5, "yarn", 32, beta_fast=32, beta_slow=1,
+                           original_max_pos=4096, truncate=tr)
+        ck.check("rope yarn (gpt-oss-20b, truncate %d) vs transformers' numbers" % tr,
+                 max(abs(f[k] / v - 1) for k, v in hf.items()) + abs(ms - 1.3465735902799727),
+                 1e-12)
+
+    def scaled_freq(mm, dh, theta, scaling, fac, L, tr):
+        """One dim's frequency by SPEC.md's rules, scalar by scalar."""
+        b = theta ** (-2.0 * mm / dh)
+        if scaling == "llama3":
+            w = 2 * np.pi / b
+            if w < L / 4.0:
+                return b
+            if w > L / 1.0:
+                return b / fac
+            t = (L / w - 1.0) / 3.0
+            return (1 - t) * b / fac + t * b
+        lo = dh * np.log(L / (2 * np.pi * 32)) / (2 * np.log(theta))
+        hi = dh * np.log(L / (2 * np.pi * 1)) / (2 * np.log(theta))
+        if tr:
+            lo, hi = np.floor(lo), np.ceil(hi)
+        if mm <= lo:
+            return b
+        if mm >= hi:
+            return b / fac
+        r = (mm - lo) / (hi - lo)
+        return b * (1 - r) + b / fac * r
+
+    d, n, h, hkv, dh = 2, 3, 6, 2, 16
+    for scaling, theta, fac, L, tr in (("llama3", 1e6, 8.0, 8192.0, 1),
+                                       ("yarn", 1.5e5, 32.0, 4096.0, 0),
+                                       ("yarn", 1e4, 4.0, 2048.0, 1)):
+        c = rn((1, n, h))
+        w_k, w_v, gk = rn((d, hkv * dh, h)), rn((d, hkv * dh, h)), 1 + 0.1 * rn((d, dh))
+        pos = rng.integers(0, 30000, n)
+        o = attention_kvproj(c, w_k, w_v, gk, pos, eps=1e-5, rope_theta=theta,
+                             rope_scaling=scaling, rope_factor=fac, rope_original_max_pos=L,
+                             rope_truncate=tr)
+        msc = 0.1 * np.log(fac) + 1 if scaling == "yarn" else 1.0
+        nk = np.zeros((d, n, hkv, dh))
+        for i in range(d):
+            for j in range(n):
+                kr = (w_k[i] @ c[0, j]).reshape(hkv, dh)
+                for e in range(hkv):
+                    x = kr[e] / np.sqrt(np.mean(kr[e] ** 2) + 1e-5) * gk[i]
+                    for mm in range(dh // 2):
+                        ang = pos[j] * scaled_freq(mm, dh, theta, scaling, fac, L, tr)
+                        z = complex(x[mm], x[mm + dh // 2]) * complex(np.cos(ang), np.sin(ang))
+                        nk[i, j, e, mm], nk[i, j, e, mm + dh // 2] = msc * z.real, msc * z.imag
+        ck.check("attention.kvproj rope_scaling=%s theta=%g factor=%g k vs loops"
+                 % (scaling, theta, fac), _rel(o["k"], nk), 1e-12)
+        plain = attention_kvproj(c, w_k, w_v, gk, pos, eps=1e-5, rope_theta=theta)
+        ck.check("attention.kvproj rope_scaling=%s changes k (1: it did not)" % scaling,
+                 float(_rel(o["k"], plain["k"]) < 1e-3), 0.5)
 
     # attention.decode against per-query loops
     r, b, hq, hkv, dh = 3, 3, 4, 2, 4

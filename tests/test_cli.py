@@ -131,6 +131,41 @@ def test_space():
     one_line_error(["space", "nope"], 2, "unknown op")
 
 
+def test_rope_at_presets():
+    """The targets' RoPE reaches attention.kvproj: `list presets` names each target's, `space`
+    says which one a preset's kvproj rotates with (an --attr rope_* replaces it), and `step`
+    records it in the kv_proj stage's attributes."""
+    rc, out, _ = run("list", "presets")
+    rope = {l.split()[0]: l for l in out.splitlines() if "rope_theta=" in l}
+    check(rc == 0 and "rope_theta=500000 rope_scaling=llama3 rope_factor=8" in
+          rope.get("llama3.1-8b", ""), f"list presets: Llama 3.1's RoPE: {rope.get('llama3.1-8b')}")
+    check("rope_theta=150000 rope_scaling=yarn rope_factor=32" in rope.get("gpt-oss-20b", "") and
+          "rope_truncate=0" in rope.get("gpt-oss-20b", ""),
+          f"list presets: gpt-oss's RoPE: {rope.get('gpt-oss-20b')}")
+    check("rope_scaling=none" in rope.get("qwen3-8b", ""), "list presets: Qwen3 unscaled")
+    rc, out, _ = run("list", "presets", "--json")
+    doc = {p["name"]: p for p in json.loads(out)["presets"]}
+    g = doc["gpt-oss-20b.dflare.train"]["rope"]
+    check(g["rope_scaling"] == "yarn" and g["rope_factor"] == 32 and g["rope_truncate"] is False,
+          f"list presets --json: gpt-oss rope {g}")
+    rc, out, err = run("space", "attention.kvproj", "--backend", "cpu", "--preset",
+                       "llama3.1-8b.dflare.train", "--json")
+    check(rc == 0 and json.loads(out)["attrs"]["rope_scaling"] == "llama3", f"space: {err}")
+    rc, out, err = run("space", "attention.kvproj", "--backend", "cpu", "--preset",
+                       "llama3.1-8b.dflare.train", "--attr", "rope_theta=10000")
+    check(rc == 0 and "rope_theta=10000 rope_scaling=none" in out,
+          f"space with --attr rope_theta: the call's RoPE stands: {out[:300]}")
+    shrink = ["--set", "H=64", "--set", "Hq=4", "--set", "Hkv=2", "--set", "dh=16", "--set",
+              "V=320", "--set", "I=128", "--set", "D=2", "--set", "T=3", "--set", "R=2", "--set",
+              "L=13"]
+    rc, out, err = run("step", "gpt-oss-20b.dflash.decode", *shrink, "--backend", "cpu",
+                       "--time", "0.02", "--json")
+    kv = [st for st in json.loads(out)["stages"] if st["name"] == "kv_proj"] if rc == 0 else []
+    check(kv and kv[0]["attrs"]["rope_scaling"] == "yarn" and
+          kv[0]["attrs"]["rope_theta"] == "150000", f"step: kv_proj at gpt-oss: {err[-300:]}")
+    one_line_error(["space", "attention.kvproj", "--attr", "rope_scaling=ntk"], 2, "rope_scaling")
+
+
 def test_exec_config_errors():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
@@ -364,6 +399,7 @@ def main():
                         (test_help, test_help_says_what_commands_take,
                          test_ctypes_example_without_numpy,
                          test_version_and_blas_core, test_list, test_space,
+                         test_rope_at_presets,
                          test_exec_config_errors, test_exec_profile_why, test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict))

@@ -207,11 +207,48 @@ static void test_attention_windows(void) {
     }
 }
 
+/* attention.kvproj's space again with RoPE scaled: at the llama3.1-8b and gpt-oss-20b presets
+ * (their targets' RoPE, taken from the preset) shrunk to test sizes, where dh 16 still spans all
+ * of Llama 3's bands (dims 0-3 kept, 4 in between, 5-7 divided) and YaRN's ramp (dims 2-4); and
+ * at a tiny preset with the scalings named by attribute (truncate on, other factors). */
+static void test_kvproj_rope_scaling(void) {
+    const char *only = getenv("FT_TEST_OP");
+    if (only && strcmp(only, "attention.kvproj") != 0) return;
+    ft_err err = {0};
+    const ft_backend *be;
+    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
+    const ft_op *op = ft_op_find("attention.kvproj", &err);
+    static const char *const presets[] = {"llama3.1-8b.dflare.train", "gpt-oss-20b.dflash.decode"};
+    static const char *const shrink[] = {"H=40", "Hq=4", "Hkv=2", "dh=16", "D=2", "N=29"};
+    for (int k = 0; k < 2; k++) {
+        ft_preset p = *ft_preset_find(presets[k]);
+        for (int j = 0; j < 6; j++)
+            FT_CHECK(ft_preset_set(&p, shrink[j], &err) == FT_OK, "%s", err.msg);
+        FT_CHECK(p.rope.scaling == (k ? FT_ROPE_YARN : FT_ROPE_LLAMA3), "%s: scaling %d", p.name,
+                 p.rope.scaling);
+        for (int bwd = 0; bwd <= 1; bwd++) /* the backward rotates back by the same angles */
+            check_op_at(be, op, &p, bwd, NULL);
+    }
+    static const char *const named[][2][2] = {
+        {{"rope_scaling", "llama3"}, {"rope_factor", "4"}},
+        {{"rope_scaling", "yarn"}, {"rope_factor", "16"}},
+    };
+    for (int k = 0; k < 2; k++) {
+        ft_attrs a;
+        ft_attrs_default(&a);
+        for (int j = 0; j < 2; j++)
+            FT_CHECK(ft_attrs_set(&a, op, named[k][j][0], named[k][j][1], &err) == FT_OK, "%s",
+                     err.msg);
+        check_op_at(be, op, ft_preset_find("tiny.dflash.train"), k, &a);
+    }
+}
+
 int main(void) {
     FT_RUN(test_every_config);
     FT_RUN(test_loss_schemes);
     FT_RUN(test_loss_final_norm);
     FT_RUN(test_attention_windows);
+    FT_RUN(test_kvproj_rope_scaling);
     fprintf(stderr, "%lld configurations verified, %lld of them duplicates at their shape\n",
             (long long)configs_run, (long long)duplicates_run);
     FT_CHECK(duplicates_run > 0, "no duplicate config ran: the shapes cover no covering tile");

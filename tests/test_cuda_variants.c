@@ -510,6 +510,60 @@ static void test_loss_attrs(void) {
             (long long)ran);
 }
 
+/* ---- attention.kvproj with RoPE scaled -------------------------------------------------------
+ * The generic loop runs kvproj with plain RoPE. Here every config with algo 0 (the emulator's
+ * GEMM ignores algo) in f32 and bf16 at the llama3.1-8b and gpt-oss-20b presets, which carry
+ * their targets' scalings (llama3, yarn with mscale), shrunk to dh 16: all three of Llama 3's
+ * bands and YaRN's ramp fall inside its 8 frequencies. The inverse frequencies reach the
+ * kernels as a device table (ft_cuda_table) and the scale as an argument. */
+static void test_kvproj_rope_scaling(void) {
+    const char *only = getenv("FT_TEST_OP");
+    if (only && strcmp(only, "attention.kvproj") != 0) return;
+    ft_err err = {0};
+    const ft_op *op = ft_op_find("attention.kvproj", &err);
+    const ft_cuda_op *cop = ft_cuda_op_of(op);
+    if (!op || !cop) return;
+    const ft_space *sp = be->space(op);
+    const int palgo = ft_space_param(sp, "algo");
+    FT_CHECK(palgo >= 0, "attention.kvproj has no algo parameter");
+    static const char *const presets[] = {"llama3.1-8b.dflash.train", "gpt-oss-20b.dflash.decode"};
+    static const char *const shrink[] = {"H=40", "Hq=4", "Hkv=2", "dh=16", "D=3", "N=23"};
+    int64_t ran = 0;
+    for (int k = 0; k < 2 && palgo >= 0; k++)
+        for (int dtype = 0; dtype <= 1; dtype++) {
+            ft_preset p = *ft_preset_find(presets[k]);
+            for (int j = 0; j < 6; j++)
+                FT_CHECK(ft_preset_set(&p, shrink[j], &err) == FT_OK, "%s", err.msg);
+            ft_call c, ref;
+            ft_call_init(&c, op);
+            c.attrs.dtype = dtype;
+            if (ft_call_from_preset(&c, &p, data_seed, &err) != FT_OK ||
+                ft_call_reference_f64(&c, &ref, &err) != FT_OK) {
+                FT_CHECK(0, "%s: %s", p.name, err.msg);
+                ft_call_free(&c);
+                continue;
+            }
+            FT_CHECK(c.attrs.rope.scaling == (k ? FT_ROPE_YARN : FT_ROPE_LLAMA3),
+                     "%s: the call did not take the preset's RoPE", p.name);
+            for (int64_t i = 0; i < ft_space_size(sp); i++) {
+                ft_config cfg;
+                ft_space_config_at(sp, i, &cfg);
+                if (cfg.v[palgo] != 0 || !ft_space_valid(sp, &c, &cfg, NULL, 0)) continue;
+                char cs[256], what[512];
+                ft_config_format(sp, &cfg, cs, sizeof cs);
+                snprintf(what, sizeof what, "attention.kvproj %s %s [%s]", p.name, dt_name(dtype),
+                         cs);
+                check_modules(cop, &c, &cfg, what);
+                if (run_and_verify(&c, &ref, &cfg, what)) configs_run++;
+                ran++;
+            }
+            ft_call_free(&ref);
+            ft_call_free(&c);
+        }
+    FT_CHECK(ran >= 20, "only %lld scaled-RoPE configs ran", (long long)ran);
+    fprintf(stderr, "  attention.kvproj: %lld runs with llama3 and yarn RoPE\n", (long long)ran);
+}
+
 /* Each op's default config runs at its tiny preset (what `exec --backend cuda-emu` does). */
 static void test_defaults_valid(void) {
     for (int i = 0; i < ft_op_count(); i++) {
@@ -612,6 +666,7 @@ int main(void) {
     FT_RUN(test_attention_windows);
     FT_RUN(test_dflare_mma);
     FT_RUN(test_loss_attrs);
+    FT_RUN(test_kvproj_rope_scaling);
     int compiled = 0, cached = 0; /* distinct modules, each counted once */
     if (be->kernel_modules) be->kernel_modules(&compiled, &cached);
     if (compile_arch) {

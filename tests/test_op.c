@@ -336,6 +336,11 @@ static void test_attrs(void) {
         if (!strcmp(buf, "auto")) continue;
         FT_CHECK(ft_attrs_set(&y, NULL, d->name, buf, &err) == FT_OK, "%s=%s: %s", d->name, buf,
                  err.msg);
+        /* rope.named is not a value: it records that a rope attribute was set by name (so a
+         * preset keeps the call's RoPE), and only they set it. */
+        FT_CHECK(y.rope.named == !strncmp(d->name, "rope_", 5), "%s: rope.named = %d", d->name,
+                 y.rope.named);
+        y.rope.named = x.rope.named;
         FT_CHECK(memcmp(&x, &y, sizeof x) == 0, "%s round trip", d->name);
     }
 }

@@ -12,6 +12,7 @@
 #include "ft_grad.h"
 #include "ft_test.h"
 
+#include "attention/attention.h"
 #include "op/ref.h"
 #include "core/rng.h"
 
@@ -77,7 +78,8 @@ static void test_kvproj_hand_dh2(void) {
     const double gk[2] = {1, 2}, eps = 1e-6;
     const int32_t pos[2] = {0, 1};
     double k[4], v[4];
-    ft_ref_kvproj_fwd(1, 1, 2, 2, 1, 2, eps, 1e6, c, w_k, w_v, gk, pos, k, v);
+    const double inv_freq[1] = {1}; /* theta^0 */
+    ft_ref_kvproj_fwd(1, 1, 2, 2, 1, 2, eps, inv_freq, 1.0, c, w_k, w_v, gk, pos, k, v);
     const double r0 = sqrt(12.5 + eps), y0 = 1 / sqrt(0.5 + eps);
     FT_CHECK_NEAR(k[0], 3 / r0, 1e-14);
     FT_CHECK_NEAR(k[1], 4 / r0 * 2, 1e-14);
@@ -97,7 +99,8 @@ static void test_kvproj_hand_rope_pairs(void) {
     for (int i = 0; i < 4; i++)
         w[i * 4 + i] = 1;
     const int32_t pos[1] = {2};
-    ft_ref_kvproj_fwd(1, 1, 1, 4, 1, 4, 0.0, 1e4, c, w, w, gk, pos, k, v);
+    const double inv_freq[2] = {1, 0.01};
+    ft_ref_kvproj_fwd(1, 1, 1, 4, 1, 4, 0.0, inv_freq, 1.0, c, w, w, gk, pos, k, v);
     FT_CHECK_NEAR(k[0], cos(2.0) - sin(2.0), 1e-14);
     FT_CHECK_NEAR(k[2], cos(2.0) + sin(2.0), 1e-14);
     FT_CHECK_NEAR(k[1], cos(0.02) - sin(0.02), 1e-14);
@@ -106,9 +109,29 @@ static void test_kvproj_hand_rope_pairs(void) {
         FT_CHECK_NEAR(v[d], 1.0, 1e-15); /* no norm, no rope on v */
 }
 
+/* The reference rotates with the table it is given, whatever made it (a RoPE scaling): by hand,
+ * dh = 4, inv_freq = (0.5, 0.003) (no theta gives these) and mscale = 1.25 at pos 3, y = (1,1,1,1)
+ * as above: pair (0,2) turns by 1.5 rad, pair (1,3) by 0.009 rad, and both are scaled by 1.25;
+ * v is neither rotated nor scaled. */
+static void test_kvproj_hand_scaled_table(void) {
+    double c[4] = {1, 1, 1, 1}, w[16] = {0}, gk[4] = {1, 1, 1, 1}, k[4], v[4];
+    for (int i = 0; i < 4; i++)
+        w[i * 4 + i] = 1;
+    const int32_t pos[1] = {3};
+    const double inv_freq[2] = {0.5, 0.003}, s = 1.25;
+    ft_ref_kvproj_fwd(1, 1, 1, 4, 1, 4, 0.0, inv_freq, s, c, w, w, gk, pos, k, v);
+    FT_CHECK_NEAR(k[0], s * (cos(1.5) - sin(1.5)), 1e-14);
+    FT_CHECK_NEAR(k[2], s * (cos(1.5) + sin(1.5)), 1e-14);
+    FT_CHECK_NEAR(k[1], s * (cos(0.009) - sin(0.009)), 1e-14);
+    FT_CHECK_NEAR(k[3], s * (cos(0.009) + sin(0.009)), 1e-14);
+    for (int d = 0; d < 4; d++)
+        FT_CHECK_NEAR(v[d], 1.0, 1e-15);
+}
+
 typedef struct kv_case {
     int64_t Dc, D, N, H, Hkv, dh;
-    double eps, theta;
+    double eps, mscale;
+    double *inv_freq; /* plain RoPE at theta 1e6, written here: 1e6^(-2m/dh) */
     double *c, *w_k, *w_v, *gk, *k, *v;
     int32_t *pos;
 } kv_case;
@@ -116,7 +139,10 @@ typedef struct kv_case {
 static kv_case kv_new(ft_rng *r, int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
                       int64_t dh) {
     const int64_t E = Hkv * dh;
-    kv_case c = {Dc, D, N, H, Hkv, dh, 1e-6, 1e6, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    kv_case c = {Dc, D, N, H, Hkv, dh, 1e-6, 1.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    c.inv_freq = dalloc(dh / 2);
+    for (int64_t m = 0; m < dh / 2; m++)
+        c.inv_freq[m] = exp(-2.0 * (double)m / (double)dh * log(1e6));
     c.c = dalloc(Dc * N * H);
     c.w_k = dalloc(D * E * H);
     c.w_v = dalloc(D * E * H);
@@ -135,11 +161,12 @@ static kv_case kv_new(ft_rng *r, int64_t Dc, int64_t D, int64_t N, int64_t H, in
 }
 
 static void kv_run(kv_case *c) {
-    ft_ref_kvproj_fwd(c->Dc, c->D, c->N, c->H, c->Hkv, c->dh, c->eps, c->theta, c->c, c->w_k,
-                      c->w_v, c->gk, c->pos, c->k, c->v);
+    ft_ref_kvproj_fwd(c->Dc, c->D, c->N, c->H, c->Hkv, c->dh, c->eps, c->inv_freq, c->mscale, c->c,
+                      c->w_k, c->w_v, c->gk, c->pos, c->k, c->v);
 }
 
 static void kv_free(kv_case *c) {
+    free(c->inv_freq);
     free(c->c);
     free(c->w_k);
     free(c->w_v);
@@ -292,8 +319,9 @@ static void test_kvproj_layers(void) {
     kv_run(&c);
     double *k1 = dalloc(NE), *v1 = dalloc(NE);
     for (int64_t i = 0; i < c.D; i++) {
-        ft_ref_kvproj_fwd(1, 1, c.N, c.H, c.Hkv, c.dh, c.eps, c.theta, c.c + i * c.N * c.H,
-                          c.w_k + i * E * c.H, c.w_v + i * E * c.H, c.gk + i * c.dh, c.pos, k1, v1);
+        ft_ref_kvproj_fwd(1, 1, c.N, c.H, c.Hkv, c.dh, c.eps, c.inv_freq, c.mscale,
+                          c.c + i * c.N * c.H, c.w_k + i * E * c.H, c.w_v + i * E * c.H,
+                          c.gk + i * c.dh, c.pos, k1, v1);
         FT_CHECK(memcmp(c.k + i * NE, k1, sizeof(double) * (size_t)NE) == 0,
                  "Dc = D: layer %d k differs from its one-layer run", (int)i);
         FT_CHECK(memcmp(c.v + i * NE, v1, sizeof(double) * (size_t)NE) == 0,
@@ -303,10 +331,10 @@ static void test_kvproj_layers(void) {
     double *kD = dalloc(c.D * NE), *vD = dalloc(c.D * NE);
     for (int64_t i = 1; i < c.D; i++)
         memcpy(c.c + i * c.N * c.H, c.c, sizeof(double) * (size_t)(c.N * c.H));
-    ft_ref_kvproj_fwd(c.D, c.D, c.N, c.H, c.Hkv, c.dh, c.eps, c.theta, c.c, c.w_k, c.w_v, c.gk,
-                      c.pos, kD, vD);
-    ft_ref_kvproj_fwd(1, c.D, c.N, c.H, c.Hkv, c.dh, c.eps, c.theta, c.c, c.w_k, c.w_v, c.gk, c.pos,
-                      c.k, c.v);
+    ft_ref_kvproj_fwd(c.D, c.D, c.N, c.H, c.Hkv, c.dh, c.eps, c.inv_freq, c.mscale, c.c, c.w_k,
+                      c.w_v, c.gk, c.pos, kD, vD);
+    ft_ref_kvproj_fwd(1, c.D, c.N, c.H, c.Hkv, c.dh, c.eps, c.inv_freq, c.mscale, c.c, c.w_k, c.w_v,
+                      c.gk, c.pos, c.k, c.v);
     FT_CHECK(memcmp(c.k, kD, sizeof(double) * (size_t)(c.D * NE)) == 0,
              "Dc = 1 k differs from Dc = D with c[0] everywhere");
     FT_CHECK(memcmp(c.v, vD, sizeof(double) * (size_t)(c.D * NE)) == 0,
@@ -319,8 +347,8 @@ static void test_kvproj_layers(void) {
     }
     for (int64_t i = 0; i < c.N * c.H; i++)
         c.c[i] = ft_rng_normal(&r); /* fresh c[0] */
-    ft_ref_kvproj_fwd(1, c.D, c.N, c.H, c.Hkv, c.dh, c.eps, c.theta, c.c, c.w_k, c.w_v, c.gk, c.pos,
-                      c.k, c.v);
+    ft_ref_kvproj_fwd(1, c.D, c.N, c.H, c.Hkv, c.dh, c.eps, c.inv_freq, c.mscale, c.c, c.w_k, c.w_v,
+                      c.gk, c.pos, c.k, c.v);
     for (int64_t i = 1; i < c.D; i++) {
         FT_CHECK(memcmp(c.k + i * NE, c.k, sizeof(double) * (size_t)NE) == 0,
                  "Dc = 1, same weights: layer %d k differs from layer 0", (int)i);
@@ -337,27 +365,25 @@ static void test_kvproj_layers(void) {
 
 /* ---- attention.kvproj backward ----------------------------------------------------------
  * The objective sum(k * Rk) + sum(v * Rv) for random Rk, Rv: its gradients are the backward
- * given dk = Rk, dv = Rv. Frequencies are computed here (plain RoPE) with mscale 1 so the
- * forward, which takes theta, is the same rotation. */
+ * given dk = Rk, dv = Rv. The forward and the backward rotate with the case's one table (plain
+ * RoPE at the case's theta, written here) and mscale. */
 
 typedef struct kvb_case {
     kv_case f;
-    double *rk, *rv, *inv_freq, mscale;
+    double *rk, *rv;
     double *dc, *dw_k, *dw_v, *dgk;
 } kvb_case;
 
 static kvb_case kvb_new(ft_rng *r, int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
                         int64_t dh, double theta) {
-    kvb_case b = {kv_new(r, Dc, D, N, H, Hkv, dh), NULL, NULL, NULL, 1.0, NULL, NULL, NULL, NULL};
+    kvb_case b = {kv_new(r, Dc, D, N, H, Hkv, dh), NULL, NULL, NULL, NULL, NULL, NULL};
     const int64_t E = Hkv * dh;
-    b.f.theta = theta;
     b.rk = dalloc(D * N * E);
     b.rv = dalloc(D * N * E);
     fill_normal(r, b.rk, D * N * E, 1.0);
     fill_normal(r, b.rv, D * N * E, 1.0);
-    b.inv_freq = dalloc(dh / 2);
     for (int64_t m = 0; m < dh / 2; m++)
-        b.inv_freq[m] = exp(-2.0 * (double)m / (double)dh * log(theta));
+        b.f.inv_freq[m] = exp(-2.0 * (double)m / (double)dh * log(theta));
     b.dc = dalloc(Dc * N * H);
     b.dw_k = dalloc(D * E * H);
     b.dw_v = dalloc(D * E * H);
@@ -369,7 +395,6 @@ static void kvb_free(kvb_case *b) {
     kv_free(&b->f);
     free(b->rk);
     free(b->rv);
-    free(b->inv_freq);
     free(b->dc);
     free(b->dw_k);
     free(b->dw_v);
@@ -378,7 +403,7 @@ static void kvb_free(kvb_case *b) {
 
 static void kvb_bwd(kvb_case *b) {
     const kv_case *c = &b->f;
-    ft_ref_kvproj_bwd(c->Dc, c->D, c->N, c->H, c->Hkv, c->dh, c->eps, b->inv_freq, b->mscale, c->c,
+    ft_ref_kvproj_bwd(c->Dc, c->D, c->N, c->H, c->Hkv, c->dh, c->eps, c->inv_freq, c->mscale, c->c,
                       c->w_k, c->w_v, c->gk, c->pos, b->rk, b->rv, b->dc, b->dw_k, b->dw_v, b->dgk);
 }
 
@@ -412,6 +437,20 @@ static void test_kvproj_grad_full(void) {
     s.f.eps = 1e-3;
     kvb_grad_check(&s, 1 << 30, &r);
     kvb_free(&s);
+    /* A scaled table (yarn's shape: some frequencies divided, a ramp, mscale above 1), made by
+     * ft_rope_freqs as every backend makes it. */
+    kvb_case y = kvb_new(&r, 2, 2, 4, 8, 2, 8, 1e4);
+    ft_attrs a;
+    ft_attrs_default(&a);
+    a.rope_theta = 1e4;
+    a.rope.scaling = FT_ROPE_YARN;
+    a.rope.factor = 8;
+    a.rope.original_max_pos = 64;
+    ft_rope_freqs(&a, y.f.dh, y.f.inv_freq, &y.f.mscale);
+    FT_CHECK(y.f.mscale > 1.2 && y.f.inv_freq[y.f.dh / 2 - 1] < 0.5 * pow(1e4, -(double)(y.f.dh - 2) / (double)y.f.dh),
+             "yarn: mscale %.4f, the last frequency not divided", y.f.mscale);
+    kvb_grad_check(&y, 1 << 30, &r);
+    kvb_free(&y);
 }
 
 /* Exact properties. (1) The K path is linear in mscale: mscale 2 doubles dw_k and dgk and leaves
@@ -428,7 +467,7 @@ static void test_kvproj_grad_properties(void) {
     kvb_bwd(&b);
     double *dc1 = dclone(b.dc, nC), *dwk1 = dclone(b.dw_k, nW), *dwv1 = dclone(b.dw_v, nW),
            *dgk1 = dclone(b.dgk, c->D * c->dh);
-    b.mscale = 2.0;
+    b.f.mscale = 2.0;
     kvb_bwd(&b);
     for (int64_t e = 0; e < nW; e++)
         dwk1[e] *= 2.0;
@@ -438,7 +477,7 @@ static void test_kvproj_grad_properties(void) {
     CHECK_REL(b.dgk, dgk1, c->D * c->dh, 1e-14, "mscale 2: dgk");
     FT_CHECK(memcmp(b.dw_v, dwv1, sizeof(double) * (size_t)nW) == 0, "mscale 2 changed dw_v");
     FT_CHECK(ft_test_rel_err(b.dc, dc1, nC) > 1e-3, "mscale 2 left dc unchanged");
-    b.mscale = 1.0;
+    b.f.mscale = 1.0;
 
     b.f.eps = 0.0;
     kvb_bwd(&b);
@@ -1448,6 +1487,7 @@ static void test_causal_block(void) {
 int main(void) {
     FT_RUN(test_kvproj_hand_dh2);
     FT_RUN(test_kvproj_hand_rope_pairs);
+    FT_RUN(test_kvproj_hand_scaled_table);
     FT_RUN(test_kvproj_pos0_by_hand);
     FT_RUN(test_kvproj_rope_properties);
     FT_RUN(test_kvproj_norm_per_head);

@@ -1,6 +1,8 @@
 /* attention.h: the attention family's ops, in one place: their size-symbol and tensor indices (the
- * order of each op's description in attention_op.c, the one place an op's interface is declared) and
- * the implementations its description carries (CPU in kvproj_cpu.c, decode_cpu.c and train_cpu.c, CUDA in attention_cuda.c and train_cuda.c (kernels: kvproj.cu, attention_decode.cu, attention_train.cu)).
+ * order of each op's description in attention_op.c, the one place an op's interface is declared)
+ * and the implementations its description carries (CPU in kvproj_cpu.c, decode_cpu.c and
+ * train_cpu.c, CUDA in attention_cuda.c and train_cuda.c (kernels: kvproj.cu, attention_decode.cu,
+ * attention_train.cu)), and RoPE's frequencies (rope.c).
  */
 #ifndef FT_KERNELS_ATTENTION_H
 #define FT_KERNELS_ATTENTION_H
@@ -45,6 +47,16 @@ enum {
     TR_DKBLK,
     TR_DVBLK
 };
+
+/* RoPE's frequencies for head dim dh (rope.c, SPEC.md attention.kvproj): inv_freq[m] for
+ * m < dh/2 and the factor on cos and sin, from rope_theta and the rope scaling attributes:
+ * angle = pos * inv_freq[m], rope(x) = mscale * (x cos + rotate_half(x) sin). Every RoPE of the
+ * family (reference, CPU, CUDA) rotates with these. */
+void ft_rope_freqs(const ft_attrs *a, int64_t dh, double *inv_freq /* dh/2 */, double *mscale);
+/* The relations between rope attributes that no single one can check when it is set (llama3:
+ * high_freq_factor > low_freq_factor; yarn: beta_fast > beta_slow, theta > 1); one line naming
+ * `op` on failure. */
+ft_status ft_rope_check(const char *op, const ft_attrs *a, ft_err *err);
 
 extern const ft_op ft_op_attention_kvproj, ft_op_attention_decode, ft_op_attention_train;
 extern const struct ft_cpu_impl ft_cpu_attention_kvproj, ft_cpu_attention_decode, ft_cpu_attention_train;

@@ -58,6 +58,9 @@
  *   algo      the cuBLASLt algorithm of every GEMM of the call (rank among its heuristic's
  *             candidates); the emulator's CPU GEMM ignores it.
  *   warps     warps per block of the norm/RoPE kernels (one warp per head row of dh).
+ * RoPE's frequencies (plain, llama3 or yarn: kernels/attention/rope.c) are made on the host and
+ * reach the kernels as dh/2 doubles in a device table (ft_cuda_table: copied once per distinct
+ * table, not per run) with YaRN's scale as an argument, so no scaling needs its own module.
  * One module per storage type. Scratch: u (D * N * KVD floats) unless epilogue=inplace, and for
  * wide the V block (N * D * KVD in the storage type).
  * Backward (backward=1): the forward with epilogue=fused keeps u in fp32 scratch; one kernel turns
@@ -528,20 +531,20 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
 /* The launchers of kvproj.cu's kernels. */
 FT_CUDA_KERNEL(kv_norm,
                (float *u, const void *gk, const int *pos, int D, int N, int Hkv, int dh,
-                int src_wide, float eps, float theta),
-               (&u, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &theta))
+                int src_wide, float eps),
+               (&u, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps))
 FT_CUDA_KERNEL(kv_rope,
                (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv,
-                int dh, int src_wide, float eps, float theta),
-               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &theta))
+                int dh, int src_wide, float eps, const double *inv_freq, float mscale),
+               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &inv_freq, &mscale))
 FT_CUDA_KERNEL(kv_normrope,
                (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv,
-                int dh, int src_wide, float eps, float theta),
-               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &theta))
+                int dh, int src_wide, float eps, const double *inv_freq, float mscale),
+               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &inv_freq, &mscale))
 FT_CUDA_KERNEL(kv_normrope_ip,
                (void *k, const void *gk, const int *pos, int D, int N, int Hkv, int dh, float eps,
-                float theta),
-               (&k, &gk, &pos, &D, &N, &Hkv, &dh, &eps, &theta))
+                const double *inv_freq, float mscale),
+               (&k, &gk, &pos, &D, &N, &Hkv, &dh, &eps, &inv_freq, &mscale))
 FT_CUDA_KERNEL(kv_vcopy, (const void *w, void *v, int D, int N, int KVD), (&w, &v, &D, &N, &KVD))
 FT_CUDA_KERNEL(kv_normrope_bwd,
                (float *u, const void *dk, void *du, const void *gk, const int *pos,
@@ -621,6 +624,23 @@ static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void 
     return FT_OK;
 }
 
+/* RoPE's frequencies for the call (rope.c), as dh/2 doubles on the device, and its scale. The
+ * device copy is the context's table of those exact numbers: a call run again (timed, or in a
+ * captured sequence) copies nothing, since a copy from the host would wait for the stream. */
+static ft_status kv_freqs(ft_cuda_ctx *x, const ft_call *c, const double **inv_freq, float *mscale,
+                          ft_err *err) {
+    const int64_t half = c->dim[KP_DH] / 2;
+    double *host = malloc((size_t)(half > 0 ? half : 1) * sizeof(double)), ms;
+    if (!host) return ft_err_set(err, FT_ENOMEM, "attention.kvproj: out of memory for RoPE");
+    ft_rope_freqs(&c->attrs, c->dim[KP_DH], host, &ms);
+    const void *d = NULL;
+    ft_status s = ft_cuda_table(x, host, (size_t)half * sizeof(double), &d, err);
+    free(host);
+    *inv_freq = d;
+    *mscale = (float)ms;
+    return s;
+}
+
 /* ---- backward: the norm + RoPE backward kernel, then the GEMMs ---- */
 
 /* dc (+)= A_i @ W_i over the layers (A: du or dv, [D, N, KVD]; W: [D, KVD, H]), beta 0 on the
@@ -671,25 +691,15 @@ static ft_status kv_bwd_dw(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const voi
     return FT_OK;
 }
 
-/* The backward, after the forward left the fp32 u in scratch slot 0. The rotation's
- * frequencies go to the device once per run (dh/2 doubles, slot 3): a copy from the host, which
- * waits for the stream and is not captured into a CUDA graph (step then runs the stream
- * uncaptured, and says so); a device table kept by the context would avoid both. */
+/* The backward, after the forward left the fp32 u in scratch slot 0, with the forward's RoPE
+ * frequencies (the context's device table, kv_freqs: nothing copied per run). */
 static ft_status kv_backward(ft_cuda_ctx *x, const ft_cuda_call *call, const kv_geom *g,
-                             ft_dev_module *m, void *u, ft_err *err) {
+                             ft_dev_module *m, void *u, const double *freq_d, float mscale,
+                             ft_err *err) {
     const ft_call *c = call->c;
     const ft_dt dt = call->dt;
-    const int64_t half = g->dh / 2;
-    double mscale, *inv_freq = malloc((size_t)half * sizeof(double));
-    if (!inv_freq) return ft_err_set(err, FT_ENOMEM, "attention.kvproj: out of host memory");
-    ft_rope_freqs(&c->attrs, g->dh, inv_freq, &mscale);
-    void *freq_d, *du;
-    ft_status s = ft_cuda_scratch(x, 3, (size_t)half * sizeof(double), &freq_d, err);
-    if (!s)
-        s = ft_dev_copy(ft_cuda_dev(x), freq_d, inv_freq, (size_t)half * sizeof(double),
-                        FT_COPY_H2D, err);
-    free(inv_freq);
-    if (s) return s;
+    void *du;
+    ft_status s;
     if ((s = ft_cuda_scratch(x, 2, (size_t)(g->D * g->N * g->KVD) * ft_dt_size(dt), &du, err)))
         return s;
     int D = (int)g->D, N = (int)g->N, Hkv = (int)g->Hkv, dh = (int)g->dh;
@@ -697,7 +707,7 @@ static ft_status kv_backward(ft_cuda_ctx *x, const ft_cuda_call *call, const kv_
     ft_dim3 grid = {(unsigned)cdiv(g->D * g->N * g->Hkv, g->warps), 1, 1},
             block = {(unsigned)g->warps * 32, 1, 1};
     if ((s = launch_kv_normrope_bwd(x, m, grid, block, 0, u, call->d[KP_DK], du, call->d[KP_GK],
-                                    call->d[KP_POS], freq_d, (float)mscale, D, N, Hkv, dh, wide,
+                                    call->d[KP_POS], freq_d, mscale, D, N, Hkv, dh, wide,
                                     (float)c->attrs.eps, err)))
         return s;
     if ((s = launch_kv_dgk(x, m, (ft_dim3){(unsigned)cdiv(g->D * g->dh, 256), 1, 1},
@@ -765,19 +775,22 @@ static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_confi
     if ((s = kv_gemm(x, &g, dt, cd, wk, u, g.epi == KV_EPI_INPLACE ? dt : FT_DT_F32, err)))
         return ft_err_wrap(err, "attention.kvproj: u = c w_k^T");
     int D = (int)g.D, N = (int)g.N, Hkv = (int)g.Hkv, dh = (int)g.dh, wide = g.gemm == KV_GEMM_WIDE;
-    float eps = (float)c->attrs.eps, theta = (float)c->attrs.rope_theta;
+    float eps = (float)c->attrs.eps, mscale = 1.0f;
+    const double *inv_freq = NULL;
+    if ((s = kv_freqs(x, c, &inv_freq, &mscale, err))) return s;
     ft_dim3 grid = {(unsigned)cdiv(g.D * g.N * g.Hkv, g.warps), 1, 1},
             block = {(unsigned)g.warps * 32, 1, 1};
     if (g.epi == KV_EPI_INPLACE)
-        return launch_kv_normrope_ip(x, m, grid, block, 0, kd, gk, pos, D, N, Hkv, dh, eps, theta,
-                                     err);
-    if (g.epi == KV_EPI_SPLIT && (s = launch_kv_norm(x, m, grid, block, 0, u, gk, pos, D, N, Hkv,
-                                                     dh, wide, eps, theta, err)))
+        return launch_kv_normrope_ip(x, m, grid, block, 0, kd, gk, pos, D, N, Hkv, dh, eps,
+                                     inv_freq, mscale, err);
+    if (g.epi == KV_EPI_SPLIT &&
+        (s = launch_kv_norm(x, m, grid, block, 0, u, gk, pos, D, N, Hkv, dh, wide, eps, err)))
         return s;
     __typeof__(launch_kv_rope) *rope = g.epi == KV_EPI_SPLIT ? launch_kv_rope : launch_kv_normrope;
-    if ((s = rope(x, m, grid, block, 0, u, kd, gk, pos, D, N, Hkv, dh, wide, eps, theta, err)))
+    if ((s = rope(x, m, grid, block, 0, u, kd, gk, pos, D, N, Hkv, dh, wide, eps, inv_freq, mscale,
+                  err)))
         return s;
-    return g.bwd ? kv_backward(x, call, &g, m, u, err) : FT_OK;
+    return g.bwd ? kv_backward(x, call, &g, m, u, inv_freq, mscale, err) : FT_OK;
 }
 
 static ft_space kv_space = {kv_params, KV_NPARAMS, kv_constraints, kv_valid};

@@ -70,7 +70,19 @@ static const ft_tensor_spec kvproj_tensors[] = {
     [KP_DWV] = {"dw_v", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_v"},
     [KP_DGK] = {"dgk", FT_F32, "D,dh", FT_ROLE_GRAD_OUT, 0, "gradient of gk"},
 };
-static const char *const kvproj_attrs[] = {"eps", "rope_theta", "backward", "dtype", NULL};
+static const char *const kvproj_attrs[] = {"eps",
+                                           "rope_theta",
+                                           "rope_scaling",
+                                           "rope_factor",
+                                           "rope_low_freq_factor",
+                                           "rope_high_freq_factor",
+                                           "rope_original_max_pos",
+                                           "rope_beta_fast",
+                                           "rope_beta_slow",
+                                           "rope_truncate",
+                                           "backward",
+                                           "dtype",
+                                           NULL};
 
 static ft_status kvproj_check(ft_call *c, ft_err *err) {
     int64_t *d = c->dim;
@@ -88,7 +100,7 @@ static ft_status kvproj_check(ft_call *c, ft_err *err) {
                           "attention.kvproj: w_k rows %lld must be a multiple of dh = %lld",
                           (long long)d[KP_KVD], (long long)d[KP_DH]);
     d[KP_HKV] = d[KP_KVD] / d[KP_DH];
-    return FT_OK;
+    return ft_rope_check("attention.kvproj", &c->attrs, err);
 }
 
 static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
@@ -101,6 +113,12 @@ static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err)
     d[KP_HKV] = p->Hkv;
     d[KP_DH] = p->dh;
     d[KP_KVD] = p->Hkv * p->dh;
+    /* The target's RoPE, unless the call named its own (--attr rope_*: that choice stands). */
+    if (!c->attrs.rope.named) {
+        c->attrs.rope_theta = p->rope_theta;
+        c->attrs.rope = p->rope;
+        c->attrs.rope.named = 0;
+    }
     return FT_OK;
 }
 
@@ -122,18 +140,18 @@ static void kvproj_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
 
 static void kvproj_reference(const ft_call *c) {
     const int64_t *d = c->dim;
-    ft_ref_kvproj_fwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
-                      c->attrs.rope_theta, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
-                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
-    if (!c->backward) return;
-    double mscale, *inv_freq = malloc((size_t)(d[KP_DH] / 2) * sizeof(double));
-    if (!inv_freq) abort(); /* the reference has no way to fail (see attention_ref.c) */
+    double *inv_freq = calloc((size_t)(d[KP_DH] / 2 + 1), sizeof(double)), mscale;
+    if (!inv_freq) abort(); /* dh/2 doubles; the reference has no way to report a failure */
     ft_rope_freqs(&c->attrs, d[KP_DH], inv_freq, &mscale);
-    ft_ref_kvproj_bwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
+    ft_ref_kvproj_fwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
                       inv_freq, mscale, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
-                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_DK]->data, c->t[KP_DV]->data,
-                      c->t[KP_DCTX]->data, c->t[KP_DWK]->data, c->t[KP_DWV]->data,
-                      c->t[KP_DGK]->data);
+                      c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_K]->data, c->t[KP_V]->data);
+    if (c->backward)
+        ft_ref_kvproj_bwd(d[KP_DC], d[KP_D], d[KP_N], d[KP_H], d[KP_HKV], d[KP_DH], c->attrs.eps,
+                          inv_freq, mscale, c->t[KP_C]->data, c->t[KP_WK]->data, c->t[KP_WV]->data,
+                          c->t[KP_GK]->data, c->t[KP_POS]->data, c->t[KP_DK]->data,
+                          c->t[KP_DV]->data, c->t[KP_DCTX]->data, c->t[KP_DWK]->data,
+                          c->t[KP_DWV]->data, c->t[KP_DGK]->data);
     free(inv_freq);
 }
 

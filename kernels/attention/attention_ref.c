@@ -4,8 +4,10 @@
  *   kvproj:  u = c[i or 0,n,:] @ w_k[i]^T  viewed as [Hkv, dh]
  *            k[i,n,j,:] = rope(u[j,:] / sqrt(mean_d u[j,d]^2 + eps) * gk[i,:], pos[n])
  *            v[i,n,j,:] = (c[i or 0,n,:] @ w_v[i]^T)[j*dh:(j+1)*dh]
- *            rope (rotate-half): for m < dh/2, a = pos * theta^(-2m/dh),
- *              out[m] = y[m] cos a - y[m+dh/2] sin a,  out[m+dh/2] = y[m+dh/2] cos a + y[m] sin a
+ *            rope (rotate-half): for m < dh/2, a = pos * inv_freq[m] (theta^(-2m/dh), or as
+ *              scaled by rope_scaling: kernels/attention/rope.c), times mscale (1 unless yarn):
+ *              out[m]      = s (y[m] cos a - y[m+dh/2] sin a),
+ *              out[m+dh/2] = s (y[m+dh/2] cos a + y[m] sin a)
  *   kvproj backward, given dk, dv (per head row; r = 1/sqrt(mean u^2 + eps), xh = u r):
  *            dy = mscale R(pos)^T dk   (the rotation's transpose: the angle negated)
  *            dgk[i,:] += dy * xh,   dxh = dy * gk[i],   du = r (dxh - xh mean_d(dxh * xh))
@@ -56,9 +58,9 @@ static double dot(int64_t n, const double *a, const double *b) {
 /* ---- attention.kvproj --------------------------------------------------------------------- */
 
 void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
-                       double eps, double rope_theta, const double *c, const double *w_k,
-                       const double *w_v, const double *gk, const int32_t *pos, double *k,
-                       double *v) {
+                       double eps, const double *inv_freq, double mscale, const double *c,
+                       const double *w_k, const double *w_v, const double *gk, const int32_t *pos,
+                       double *k, double *v) {
     assert(Dc == 1 || Dc == D);
     assert(N >= 0 && H > 0 && Hkv > 0 && dh > 0 && dh % 2 == 0);
     const int64_t half = dh / 2, E = Hkv * dh;
@@ -81,9 +83,8 @@ void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv,
                 for (int64_t d = 0; d < dh; d++)
                     u[d] = u[d] * r * gki[d];
                 for (int64_t m = 0; m < half; m++) {
-                    double inv_freq = pow(rope_theta, -2.0 * (double)m / (double)dh);
-                    double ang = (double)pos[n] * inv_freq;
-                    double cs = cos(ang), sn = sin(ang);
+                    double ang = (double)pos[n] * inv_freq[m];
+                    double cs = mscale * cos(ang), sn = mscale * sin(ang);
                     kout[m] = u[m] * cs - u[m + half] * sn;
                     kout[m + half] = u[m + half] * cs + u[m] * sn;
                 }

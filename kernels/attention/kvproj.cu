@@ -3,7 +3,9 @@
  * in kernels/attention/attention_cuda.c.
  *
  *   u = c[i or 0] w_k[i]^T viewed [N, Hkv, dh];  k = rope(u / sqrt(mean_d u^2 + eps) * gk[i], pos)
- *   v = c[i or 0] w_v[i]^T                         (rotate-half, inv_freq[m] = theta^(-2m/dh))
+ *   v = c[i or 0] w_v[i]^T                         (rotate-half, angle pos * inv_freq[m])
+ *   rope(x) = mscale * (x cos + rotate_half(x) sin), inv_freq and mscale from the host
+ *   (kernels/attention/rope.c: plain theta^(-2m/dh), or scaled by llama3 or yarn)
  *
  * Napkin math at qwen3-8b dflare train (D 7, N 3072, H 4096, KVD = Hkv*dh = 1024), bf16: the
  * GEMMs are 4 * D * N * H * KVD = 361 GFLOP (~0.4 ms at ~1 PFLOP/s dense bf16); the epilogue
@@ -14,10 +16,12 @@
  * Kernels: one warp per head row (i, n, j) of dh elements; each lane takes the rotate-half pairs
  * (m, m + dh/2) for m = lane, lane + 32, ...; the row's sum of squares is a warp sum. Positions'
  * angles are formed in double (pos up to tens of thousands of radians: a float angle would be off
- * by ~1e-4) and their sin/cos rounded to float. Rows of the source are in the per-layer layout
- * [D, N, Hkv, dh] or, after the wide GEMM, [N, D, Hkv, dh] (`src_wide`).
- *   kv_norm          fp32 u -> fp32 u * r * gk in place           (epilogue=split, pass 1)
- *   kv_rope          fp32 -> k (storage type), RoPE only          (epilogue=split, pass 2)
+ * by ~1e-4) and their sin/cos rounded to float. So inv_freq comes as dh/2 doubles: a float
+ * inv_freq alone puts pos * 6e-8 * inv_freq radians of error in the angle, a relative error of
+ * ~1.5e-5 in k at dh 64-128 and positions near 4k (above the float32 bound of 1e-5). Rows of the
+ * source are in the per-layer layout [D, N, Hkv, dh] or, after the wide GEMM, [N, D, Hkv, dh]
+ * (`src_wide`). kv_norm          fp32 u -> fp32 u * r * gk in place           (epilogue=split, pass
+ * 1) kv_rope          fp32 -> k (storage type), RoPE only          (epilogue=split, pass 2)
  *   kv_normrope      fp32 u -> k, norm + RoPE in one pass          (epilogue=fused)
  *   kv_normrope_ip   k (storage type, the GEMM's output) in place  (epilogue=inplace)
  *   kv_vcopy         wide: V scratch [N, D, KVD] -> v [D, N, KVD]
@@ -36,13 +40,10 @@
  */
 #include "ft_cuda.h"
 
-
-
-
 template <typename S, typename T, bool NORM, bool ROPE>
 __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, const int *pos,
-                                         int D, int N, int Hkv, int dh, int src_wide,
-                                         int dst_wide, float eps, float theta) {
+                                         int D, int N, int Hkv, int dh, int src_wide, int dst_wide,
+                                         float eps, const double *inv_freq, float mscale) {
     const int warps = (int)(blockDim.x >> 5), lane = threadIdx.x & 31;
     const long long row = (long long)blockIdx.x * warps + (threadIdx.x >> 5);
     if (row >= (long long)D * N * Hkv) return; /* whole warps */
@@ -64,7 +65,7 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
         r = 1.0f / sqrtf(ss / (float)dh + eps);
     }
     const st_t *g = gk + (long long)i * dh;
-    const double lt = ROPE ? log((double)theta) : 0.0, p = ROPE ? (double)pos[n] : 0.0;
+    const double p = ROPE ? (double)pos[n] : 0.0, ms = (double)mscale;
     for (int m = lane; m < half; m += 32) {
         float a = ft_ldf(s + m), b = ft_ldf(s + m + half);
         if (NORM) {
@@ -72,8 +73,8 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
             b = b * r * ft_ldf(g + m + half);
         }
         if (ROPE) {
-            const double ang = p * exp(-2.0 * (double)m / (double)dh * lt);
-            const float cs = (float)cos(ang), sn = (float)sin(ang);
+            const double ang = p * inv_freq[m];
+            const float cs = (float)(ms * cos(ang)), sn = (float)(ms * sin(ang));
             const float ra = a * cs - b * sn, rb = b * cs + a * sn;
             a = ra;
             b = rb;
@@ -86,9 +87,9 @@ __device__ __forceinline__ void normrope(const S *src, T *dst, const st_t *gk, c
 #if FT_KEEP(kv_norm)
 extern "C" __global__ void __launch_bounds__(256)
     kv_norm(float *u, const st_t *__restrict__ gk, const int *__restrict__ pos, int D, int N,
-            int Hkv, int dh, int src_wide, float eps, float theta) {
+            int Hkv, int dh, int src_wide, float eps) {
     normrope<float, float, true, false>(u, u, gk, pos, D, N, Hkv, dh, src_wide, src_wide, eps,
-                                        theta);
+                                        nullptr, 1.0f);
 }
 FT_KERNEL_EXPORT(kv_norm)
 #endif
@@ -97,8 +98,9 @@ FT_KERNEL_EXPORT(kv_norm)
 extern "C" __global__ void __launch_bounds__(256)
     kv_rope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
             const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,
-            float theta) {
-    normrope<float, st_t, false, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, theta);
+            const double *__restrict__ inv_freq, float mscale) {
+    normrope<float, st_t, false, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, inv_freq,
+                                       mscale);
 }
 FT_KERNEL_EXPORT(kv_rope)
 #endif
@@ -106,9 +108,10 @@ FT_KERNEL_EXPORT(kv_rope)
 #if FT_KEEP(kv_normrope)
 extern "C" __global__ void __launch_bounds__(256)
     kv_normrope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
-                const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide,
-                float eps, float theta) {
-    normrope<float, st_t, true, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, theta);
+                const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,
+                const double *__restrict__ inv_freq, float mscale) {
+    normrope<float, st_t, true, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, inv_freq,
+                                      mscale);
 }
 FT_KERNEL_EXPORT(kv_normrope)
 #endif
@@ -116,8 +119,8 @@ FT_KERNEL_EXPORT(kv_normrope)
 #if FT_KEEP(kv_normrope_ip)
 extern "C" __global__ void __launch_bounds__(256)
     kv_normrope_ip(st_t *k, const st_t *__restrict__ gk, const int *__restrict__ pos, int D, int N,
-                   int Hkv, int dh, float eps, float theta) {
-    normrope<st_t, st_t, true, true>(k, k, gk, pos, D, N, Hkv, dh, 0, 0, eps, theta);
+                   int Hkv, int dh, float eps, const double *__restrict__ inv_freq, float mscale) {
+    normrope<st_t, st_t, true, true>(k, k, gk, pos, D, N, Hkv, dh, 0, 0, eps, inv_freq, mscale);
 }
 FT_KERNEL_EXPORT(kv_normrope_ip)
 #endif

@@ -2,6 +2,7 @@
  *
  *   u = c[i or 0,n,:] @ w_k[i]^T   viewed as [Hkv, dh]
  *   k[i,n,j,:] = rope(u[j,:] / sqrt(mean_d u[j,d]^2 + eps) * gk[i,:], pos[n])   (rotate-half)
+ *   rope turns pair m by pos * inv_freq[m] and scales by mscale (rope.c: plain, llama3, yarn)
  *   v[i,n,:]   = c[i or 0,n,:] @ w_v[i]^T
  *
  * Napkin math at qwen3-4b dflare, N = 2048 (D 7, H 2560, KVD = Hkv*dh = 1024), fp32: 2 GEMMs of
@@ -168,19 +169,20 @@ static ft_space kv_space = {kv_params, KV_NPARAMS, kv_constraints, kv_valid};
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
-/* cos/sin of pos[n] * theta^(-2m/dh) for m < dh/2, in double then rounded: [N, half] each.
- * inv_freq (half doubles of scratch) is computed once for all rows. */
-static void rope_table(int64_t N, int64_t dh, double theta, const int32_t *pos, double *inv_freq,
-                       float *cs, float *sn, int threads) {
+/* mscale * cos/sin of pos[n] * inv_freq[m] for m < dh/2, in double then rounded: [N, half]
+ * each. inv_freq (half doubles of scratch) is ft_rope_freqs's, computed once for all rows; the
+ * scale (YaRN's) rides in the table, so the epilogue is the same whatever the scaling. */
+static void rope_table(int64_t N, int64_t dh, const ft_attrs *attrs, const int32_t *pos,
+                       double *inv_freq, float *cs, float *sn, int threads) {
     const int64_t half = dh / 2;
-    for (int64_t m = 0; m < half; m++)
-        inv_freq[m] = pow(theta, -2.0 * (double)m / (double)dh);
+    double mscale;
+    ft_rope_freqs(attrs, dh, inv_freq, &mscale);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < half; m++) {
             const double a = (double)pos[n] * inv_freq[m];
-            cs[n * half + m] = (float)cos(a);
-            sn[n * half + m] = (float)sin(a);
+            cs[n * half + m] = (float)(mscale * cos(a));
+            sn[n * half + m] = (float)(mscale * sin(a));
         }
 }
 
@@ -337,7 +339,7 @@ static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     float *cs = ft_ws_carve(&ws, table_b), *sn = ft_ws_carve(&ws, table_b);
     float *pack = ft_ws_carve(&ws, pack_b), *scratch = ft_ws_carve(&ws, scratch_b);
     if (!ncols) scratch = NULL;
-    rope_table(N, dh, c->attrs.rope_theta, c->t[KP_POS]->data, inv_freq, cs, sn, threads);
+    rope_table(N, dh, &c->attrs, c->t[KP_POS]->data, inv_freq, cs, sn, threads);
     x.cs = cs;
     x.sn = sn;
 

@@ -21,6 +21,7 @@ struct ft_cuda_ctx {
         size_t bytes;
     } scratch[FT_CUDA_SCRATCH_SLOTS];
     ft_gemm_state *gemm;
+    struct ft_cuda_table *tables; /* ft_cuda_table's, newest first, freed with the context */
 #if FT_HAVE_CUDA
     ft_timer *timer;
     /* CUPTI's clock against the wall clock, for kernel spans in traces. */

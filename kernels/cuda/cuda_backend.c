@@ -37,6 +37,14 @@
 
 /* ---- contexts ----------------------------------------------------------------------------- */
 
+/* One table of ft_cuda_table: its bytes on the host (to find it again) and on the device. */
+struct ft_cuda_table {
+    struct ft_cuda_table *next;
+    void *d;
+    size_t bytes;
+    unsigned char host[];
+};
+
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static ft_cuda_ctx *ctxs[2];
 static ft_err ctx_errs[2]; /* why a context could not open (asked once per process) */
@@ -49,6 +57,11 @@ static void ctx_close(ft_cuda_ctx *x) {
     if (x->gemm) ft_gemm_state_close(x->gemm);
     for (int i = 0; i < FT_CUDA_SCRATCH_SLOTS; i++)
         ft_dev_free(x->dev, x->scratch[i].p);
+    for (struct ft_cuda_table *t = x->tables, *next; t; t = next) {
+        next = t->next;
+        ft_dev_free(x->dev, t->d);
+        free(t);
+    }
     ft_dev_free(x->dev, x->l2_flush);
 #if FT_HAVE_CUDA
     if (x->timer) ft_timer_close(x->timer);
@@ -238,6 +251,38 @@ ft_status ft_cuda_scratch(ft_cuda_ctx *x, int slot, size_t bytes, void **p, ft_e
         x->scratch[slot].bytes = want;
     }
     *p = x->scratch[slot].p;
+    return FT_OK;
+}
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+ft_status ft_cuda_table(ft_cuda_ctx *x, const void *host, size_t bytes, const void **p,
+                        ft_err *err) {
+    pthread_mutex_lock(&table_lock);
+    for (struct ft_cuda_table *t = x->tables; t; t = t->next)
+        if (t->bytes == bytes && memcmp(t->host, host, bytes) == 0) {
+            *p = t->d;
+            pthread_mutex_unlock(&table_lock);
+            return FT_OK;
+        }
+    ft_status s = FT_OK;
+    struct ft_cuda_table *t = malloc(sizeof *t + bytes);
+    if (!t) s = ft_err_set(err, FT_ENOMEM, "out of memory for a device table of %zu bytes", bytes);
+    if (t) t->d = NULL;
+    if (!s) s = ft_dev_alloc(x->dev, bytes ? bytes : 1, &t->d, err);
+    if (!s && bytes) s = ft_dev_copy(x->dev, t->d, host, bytes, FT_COPY_H2D, err);
+    if (s) {
+        if (t && t->d) ft_dev_free(x->dev, t->d);
+        free(t);
+        pthread_mutex_unlock(&table_lock);
+        return s;
+    }
+    memcpy(t->host, host, bytes);
+    t->bytes = bytes;
+    t->next = x->tables;
+    x->tables = t;
+    *p = t->d;
+    pthread_mutex_unlock(&table_lock);
     return FT_OK;
 }
 

@@ -160,6 +160,13 @@ ft_status ft_cuda_launch(ft_cuda_ctx *x, ft_dev_module *m, const char *kernel, f
 #define FT_CUDA_SCRATCH_SLOTS 4
 ft_status ft_cuda_scratch(ft_cuda_ctx *x, int slot, size_t bytes, void **p, ft_err *err);
 
+/* A small read-only table the host computed (RoPE's frequencies), on the device: *p holds the
+ * `bytes` of `host`. Tables are kept by content for the context's life, so a call that runs
+ * again, timed or captured in a graph, finds its table and copies nothing (a copy from the host
+ * waits for the stream). For tables of a few KiB that take few distinct values per process. */
+ft_status ft_cuda_table(ft_cuda_ctx *x, const void *host, size_t bytes, const void **p,
+                        ft_err *err);
+
 /* ---- GEMM (gemm.c): cuBLASLt on the GPU, a CPU GEMM under the emulator ----------------------- */
 
 /* C[M,N] = alpha * op(A) @ op(B) + beta * C, all row-major, batched with strides when

@@ -14,10 +14,25 @@ const char *const ft_scheme_names[] = {"uniform",   "decay",      "progressive",
                                        "dpace_cum", "dpace_cont", "progressive_epoch", NULL};
 const char *const ft_norm_names[] = {"default", "weight_sum", "count", "num_seqs", "none", NULL};
 const char *const ft_dtype_attr_names[] = {"f32", "bf16", NULL};
+const char *const ft_rope_scaling_names[] = {"none", "llama3", "yarn", NULL};
 
 const ft_attr_desc ft_attr_table[] = {
     {"eps", FT_ATTR_FLOAT, NULL, "1e-6", "RMSNorm epsilon"},
     {"rope_theta", FT_ATTR_FLOAT, NULL, "1e6", "RoPE base (inv_freq[m] = theta^(-2m/dh))"},
+    {"rope_scaling", FT_ATTR_ENUM, ft_rope_scaling_names, "none",
+     "RoPE frequency scaling for long contexts (Llama 3.1: llama3; gpt-oss: yarn)"},
+    {"rope_factor", FT_ATTR_FLOAT, NULL, "1", "llama3, yarn: context stretch (>= 1)"},
+    {"rope_low_freq_factor", FT_ATTR_FLOAT, NULL, "1",
+     "llama3: wavelengths over original_max_pos / this are divided by factor"},
+    {"rope_high_freq_factor", FT_ATTR_FLOAT, NULL, "4",
+     "llama3: wavelengths under original_max_pos / this are kept"},
+    {"rope_original_max_pos", FT_ATTR_FLOAT, NULL, "8192",
+     "llama3, yarn: the context length the model was pretrained at"},
+    {"rope_beta_fast", FT_ATTR_FLOAT, NULL, "32",
+     "yarn: dims turning over this many times in original_max_pos are kept"},
+    {"rope_beta_slow", FT_ATTR_FLOAT, NULL, "1",
+     "yarn: dims turning under this many times are divided by factor"},
+    {"rope_truncate", FT_ATTR_BOOL, NULL, "1", "yarn: round the ramp's ends to whole dims"},
     {"scale", FT_ATTR_FLOAT, NULL, "dh^-0.5", "attention score scale"},
     {"backward", FT_ATTR_BOOL, NULL, "0", "also run the backward (reads df or do)"},
     {"B", FT_ATTR_INT, NULL, "16", "block size: row m is position m % B of its block"},
@@ -60,6 +75,7 @@ void ft_attrs_default(ft_attrs *a) {
     memset(a, 0, sizeof *a);
     a->eps = 1e-6;
     a->rope_theta = 1e6;
+    ft_rope_default(&a->rope);
     a->scale = NAN;
     a->backward = 0;
     a->loss.B = 16;
@@ -78,6 +94,34 @@ void ft_attrs_default(ft_attrs *a) {
     a->loss.final_norm = 0;
 }
 
+void ft_rope_default(ft_rope_attrs *r) {
+    memset(r, 0, sizeof *r);
+    r->scaling = FT_ROPE_NONE;
+    r->factor = 1;
+    r->low_freq_factor = 1;
+    r->high_freq_factor = 4;
+    r->original_max_pos = 8192;
+    r->beta_fast = 32;
+    r->beta_slow = 1;
+    r->truncate = 1;
+}
+
+void ft_rope_format(double rope_theta, const ft_rope_attrs *r, char *buf, size_t n) {
+    int k = snprintf(buf, n, "rope_theta=%.9g rope_scaling=%s", rope_theta,
+                     ft_rope_scaling_names[r->scaling]);
+    if (k < 0 || (size_t)k >= n) return;
+    if (r->scaling == FT_ROPE_LLAMA3)
+        snprintf(buf + k, n - (size_t)k,
+                 " rope_factor=%.9g rope_low_freq_factor=%.9g rope_high_freq_factor=%.9g "
+                 "rope_original_max_pos=%.9g",
+                 r->factor, r->low_freq_factor, r->high_freq_factor, r->original_max_pos);
+    else if (r->scaling == FT_ROPE_YARN)
+        snprintf(buf + k, n - (size_t)k,
+                 " rope_factor=%.9g rope_beta_fast=%.9g rope_beta_slow=%.9g "
+                 "rope_original_max_pos=%.9g rope_truncate=%d",
+                 r->factor, r->beta_fast, r->beta_slow, r->original_max_pos, r->truncate);
+}
+
 const ft_attr_desc *ft_attr_find(const char *name) {
     for (const ft_attr_desc *d = ft_attr_table; d->name; d++)
         if (strcmp(d->name, name) == 0) return d;
@@ -88,6 +132,12 @@ const ft_attr_desc *ft_attr_find(const char *name) {
 static double *float_slot(ft_attrs *a, const char *name) {
     if (!strcmp(name, "eps")) return &a->eps;
     if (!strcmp(name, "rope_theta")) return &a->rope_theta;
+    if (!strcmp(name, "rope_factor")) return &a->rope.factor;
+    if (!strcmp(name, "rope_low_freq_factor")) return &a->rope.low_freq_factor;
+    if (!strcmp(name, "rope_high_freq_factor")) return &a->rope.high_freq_factor;
+    if (!strcmp(name, "rope_original_max_pos")) return &a->rope.original_max_pos;
+    if (!strcmp(name, "rope_beta_fast")) return &a->rope.beta_fast;
+    if (!strcmp(name, "rope_beta_slow")) return &a->rope.beta_slow;
     if (!strcmp(name, "scale")) return &a->scale;
     if (!strcmp(name, "gamma")) return &a->loss.gamma;
     if (!strcmp(name, "gamma0")) return &a->loss.gamma0;
@@ -114,6 +164,20 @@ static void list_op_attrs(const ft_op *op, char *buf, size_t n) {
     for (int i = 0; op->attrs[i] && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", op->attrs[i]);
     if (!op->attrs[0]) snprintf(buf, n, "none");
+}
+
+/* The range of a RoPE scaling parameter, as the reason a value outside it is refused (NULL: in
+ * range). The relations between two of them (high_freq_factor > low_freq_factor, beta_fast >
+ * beta_slow) are checked where the call is checked (ft_rope_check), once all are set. */
+static const char *rope_range(const char *name, double v) {
+    if (!strcmp(name, "rope_factor") && v < 1) return "at least 1: a context is stretched";
+    if ((!strcmp(name, "rope_low_freq_factor") || !strcmp(name, "rope_high_freq_factor") ||
+         !strcmp(name, "rope_beta_fast") || !strcmp(name, "rope_beta_slow")) &&
+        v <= 0)
+        return "must be positive";
+    if (!strcmp(name, "rope_original_max_pos") && (v < 1 || v != floor(v)))
+        return "a whole number of positions, at least 1";
+    return NULL;
 }
 
 ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const char *value,
@@ -144,7 +208,12 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
             (!strcmp(name, "rope_theta") && v <= 0) || (!strcmp(name, "num_seqs") && v <= 0) ||
             (!strcmp(name, "gamma_inc") && v < 0) || (!strcmp(name, "epoch") && v < 0))
             return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range", name, value);
+        const char *why = rope_range(name, v);
+        if (why)
+            return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range (%s)", name, value,
+                              why);
         *float_slot(a, name) = v;
+        if (!strncmp(name, "rope_", 5)) a->rope.named = 1;
         return FT_OK;
     }
     case FT_ATTR_INT:
@@ -158,7 +227,10 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                                   value);
             if (!strcmp(name, "backward"))
                 a->backward = (int)v;
-            else if (!strcmp(name, "grad_only"))
+            else if (!strcmp(name, "rope_truncate")) {
+                a->rope.truncate = (int)v;
+                a->rope.named = 1;
+            } else if (!strcmp(name, "grad_only"))
                 a->grad_only = (int)v;
             else if (!strcmp(name, "final_norm"))
                 a->loss.final_norm = (int)v;
@@ -188,7 +260,10 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                     a->loss.scheme = (ft_loss_scheme)i;
                 else if (d->choices == ft_dtype_attr_names)
                     a->dtype = i;
-                else
+                else if (d->choices == ft_rope_scaling_names) {
+                    a->rope.scaling = i;
+                    a->rope.named = 1;
+                } else
                     a->loss.norm = (ft_loss_norm)i;
                 return FT_OK;
             }
@@ -219,6 +294,10 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%d", a->loss.final_norm);
     else if (!strcmp(name, "causal"))
         snprintf(buf, n, "%d", a->causal);
+    else if (!strcmp(name, "rope_truncate"))
+        snprintf(buf, n, "%d", a->rope.truncate);
+    else if (!strcmp(name, "rope_scaling"))
+        snprintf(buf, n, "%s", ft_rope_scaling_names[a->rope.scaling]);
     else if (!strcmp(name, "B"))
         snprintf(buf, n, "%lld", (long long)a->loss.B);
     else if (!strcmp(name, "window"))

@@ -28,10 +28,28 @@ extern "C" {
 
 /* ---- attributes ---------------------------------------------------------------------------- */
 
+/* RoPE's frequency scaling (SPEC.md attention.kvproj): none keeps inv_freq[m] = theta^(-2m/dh);
+ * llama3 and yarn stretch the low frequencies for long contexts as the target models do
+ * (Llama 3.1: llama3; gpt-oss: yarn). kernels/attention/rope.c turns them into frequencies. */
+typedef enum { FT_ROPE_NONE, FT_ROPE_LLAMA3, FT_ROPE_YARN } ft_rope_kind;
+
+typedef struct ft_rope_attrs {
+    int scaling;             /* ft_rope_kind, default none                                  */
+    double factor;           /* context stretch (llama3, yarn), default 1                   */
+    double low_freq_factor;  /* llama3: wavelengths over L/low are divided by factor (1)    */
+    double high_freq_factor; /* llama3: wavelengths under L/high are kept (4)               */
+    double original_max_pos; /* L: the context the model was pretrained at (8192)           */
+    double beta_fast;        /* yarn: dims turning over beta_fast times in L are kept (32)  */
+    double beta_slow;        /* yarn: dims turning under beta_slow times are stretched (1)  */
+    int truncate;            /* yarn: round the ramp's ends to whole dims (1, HF's default) */
+    int named; /* some rope attribute was set by name: a preset then keeps the call's RoPE */
+} ft_rope_attrs;
+
 /* Every attribute any op accepts, in one flat struct; each op lists the names it accepts. */
 typedef struct ft_attrs {
     double eps;        /* RMSNorm epsilon, default 1e-6                              */
     double rope_theta; /* RoPE base, default 1e6 (Qwen3)                             */
+    ft_rope_attrs rope; /* RoPE scaling, default none                                */
     double scale;      /* attention scale; NAN (the default) means dh^-0.5           */
     int backward;      /* fusion ops, attention.train: also run the backward         */
     int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
@@ -56,8 +74,14 @@ extern const ft_attr_desc ft_attr_table[];
 extern const char *const ft_scheme_names[];     /* indexed by ft_loss_scheme, NULL-terminated */
 extern const char *const ft_norm_names[];       /* indexed by ft_loss_norm, NULL-terminated   */
 extern const char *const ft_dtype_attr_names[]; /* "f32", "bf16" (ft_attrs.dtype)      */
+extern const char *const ft_rope_scaling_names[]; /* indexed by ft_rope_kind, NULL-terminated */
 
 void ft_attrs_default(ft_attrs *a);
+/* No RoPE scaling, with every scaling parameter at its default (as `list ops` shows them). */
+void ft_rope_default(ft_rope_attrs *r);
+/* RoPE as the attributes that set it, "rope_theta=500000 rope_scaling=llama3 rope_factor=8 ...":
+ * theta, the scaling, and the parameters that scaling reads (for `list presets` and `space`). */
+void ft_rope_format(double rope_theta, const ft_rope_attrs *r, char *buf, size_t n);
 const ft_attr_desc *ft_attr_find(const char *name);
 /* Set attribute `name` from text. Fails (FT_EINVAL, one clear line) on an unknown name, a name
  * the op does not accept, or a bad value. */
@@ -85,6 +109,10 @@ typedef struct ft_preset {
     int64_t window;                    /* sliding window of the sliding layers (0: none) */
     int64_t sliding;                   /* bit i: draft layer i slides (0: all, if window) */
     unsigned user_set;                 /* FT_PRESET_SET_*: derived sizes fixed by --set */
+    /* The target's RoPE (its public config.json): what attention.kvproj rotates the context
+     * keys with at this preset, unless the call names its own rope attributes. */
+    double rope_theta;
+    ft_rope_attrs rope;
 } ft_preset;
 
 enum { FT_PRESET_SET_N = 1, FT_PRESET_SET_BLOCKS = 2 };

@@ -9,20 +9,41 @@
 
 #include "op/op.h"
 
+/* The targets' RoPE scalings, from each model's public config.json (rope_scaling): Llama 3.1
+ * (meta-llama/Llama-3.1-8B: rope_type llama3, factor 8, low_freq_factor 1, high_freq_factor 4,
+ * original_max_position_embeddings 8192) and gpt-oss (openai/gpt-oss-20b: rope_type yarn, factor
+ * 32, beta_fast 32, beta_slow 1, original_max_position_embeddings 4096, truncate false).
+ * Parameters a scaling does not use keep their defaults (make() fills them). */
+static const ft_rope_attrs llama31_rope = {.scaling = FT_ROPE_LLAMA3,
+                                           .factor = 8,
+                                           .low_freq_factor = 1,
+                                           .high_freq_factor = 4,
+                                           .original_max_pos = 8192};
+static const ft_rope_attrs gpt_oss_rope = {.scaling = FT_ROPE_YARN,
+                                           .factor = 32,
+                                           .original_max_pos = 4096,
+                                           .beta_fast = 32,
+                                           .beta_slow = 1,
+                                           .truncate = 0};
+
 typedef struct {
     const char *name;
     int64_t H, Hq, Hkv, dh, V, layers, I;
+    double rope_theta;
+    const ft_rope_attrs *rope; /* NULL: no scaling */
 } model_shape;
 
 static const model_shape models[] = {
     /* I: the MLP's intermediate size, as in each model's public config (SPEC.md); a draft layer
-     * is one of the target's decoder layers, so it has the target's I. */
-    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36, 9728},
-    {"qwen3-8b", 4096, 32, 8, 128, 151936, 36, 12288},
-    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24, 2880},
-    {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32, 14336},
-    {"small", 1024, 16, 4, 64, 32768, 24, 3072},
-    {"tiny", 64, 4, 2, 16, 320, 8, 128},
+     * is one of the target's decoder layers, so it has the target's I, and rotates its keys as
+     * the target does: each config.json's rope_theta (Qwen3 1e6, gpt-oss 1.5e5, Llama 3.1 5e5)
+     * and rope_scaling. */
+    {"qwen3-4b", 2560, 32, 8, 128, 151936, 36, 9728, 1e6, NULL},
+    {"qwen3-8b", 4096, 32, 8, 128, 151936, 36, 12288, 1e6, NULL},
+    {"gpt-oss-20b", 2880, 64, 8, 64, 201088, 24, 2880, 150000, &gpt_oss_rope},
+    {"llama3.1-8b", 4096, 32, 8, 128, 128256, 32, 14336, 500000, &llama31_rope},
+    {"small", 1024, 16, 4, 64, 32768, 24, 3072, 1e6, NULL},
+    {"tiny", 64, 4, 2, 16, 320, 8, 128, 1e6, NULL},
 };
 enum { NMODELS = sizeof models / sizeof models[0] };
 static const char *const archs[] = {"dflash", "dflare"};
@@ -48,6 +69,23 @@ static void make(ft_preset *p, const model_shape *m, int arch, int phase) {
     p->V = m->V;
     p->layers = m->layers;
     p->inter = m->I;
+    /* Parameters a model's scaling does not use keep their defaults (what `list ops` shows). */
+    p->rope_theta = m->rope_theta;
+    ft_rope_default(&p->rope);
+    const ft_rope_attrs *r = m->rope;
+    if (r) p->rope.scaling = r->scaling;
+    if (r && r->scaling == FT_ROPE_LLAMA3) {
+        p->rope.factor = r->factor;
+        p->rope.low_freq_factor = r->low_freq_factor;
+        p->rope.high_freq_factor = r->high_freq_factor;
+        p->rope.original_max_pos = r->original_max_pos;
+    } else if (r && r->scaling == FT_ROPE_YARN) {
+        p->rope.factor = r->factor;
+        p->rope.original_max_pos = r->original_max_pos;
+        p->rope.beta_fast = r->beta_fast;
+        p->rope.beta_slow = r->beta_slow;
+        p->rope.truncate = r->truncate;
+    }
     /* Drafters (SPEC.md): dflash D 5 / T 5, dflare D 7 / T 9, block 16; gpt-oss drafters D 8,
      * T 5, block 8. */
     if (tiny) {

@@ -57,16 +57,19 @@ void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps,
                               double *dw_fc,      /* [H,T*H]   */
                               double *dg);        /* [H]       */
 
-/* ---- attention.kvproj: context K/V projection (Dc = 1 shared, or Dc = D per layer) ------- */
+/* ---- attention.kvproj: context K/V projection (Dc = 1 shared, or Dc = D per layer) -------
+ * RoPE turns pair m by pos * inv_freq[m] and scales by mscale (ft_rope_freqs makes both from a
+ * call's rope attributes; plain RoPE is inv_freq[m] = theta^(-2m/dh), mscale = 1). */
 
 void ft_ref_kvproj_fwd(int64_t Dc, int64_t D, int64_t N, int64_t H, int64_t Hkv, int64_t dh,
-                       double eps, double rope_theta, const double *c, /* [Dc,N,H]       */
-                       const double *w_k,                              /* [D,Hkv*dh,H]   */
-                       const double *w_v,                              /* [D,Hkv*dh,H]   */
-                       const double *gk,                               /* [D,dh]         */
-                       const int32_t *pos,                             /* [N]            */
-                       double *k,                                      /* [D,N,Hkv,dh]   */
-                       double *v);                                     /* [D,N,Hkv,dh]   */
+                       double eps, const double *inv_freq, /* [dh/2]         */
+                       double mscale, const double *c,     /* [Dc,N,H]       */
+                       const double *w_k,                  /* [D,Hkv*dh,H]   */
+                       const double *w_v,                  /* [D,Hkv*dh,H]   */
+                       const double *gk,                   /* [D,dh]         */
+                       const int32_t *pos,                 /* [N]            */
+                       double *k,                          /* [D,N,Hkv,dh]   */
+                       double *v);                         /* [D,N,Hkv,dh]   */
 
 /* Its backward, given dk, dv: dc (for Dc = 1 summed over the D layers), dw_k, dw_v, dgk, all
  * overwritten. The rotation is inv_freq[dh/2] and mscale (ft_rope_freqs: angle pos * inv_freq[m],

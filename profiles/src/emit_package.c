@@ -144,7 +144,7 @@ static const char *const pkg_cuda_gpu[] = {
  * and the CPU implementations the descriptions name (defined empty in a CUDA package). */
 typedef struct pkg_family {
     const char *name; /* the ops' names up to the '.' */
-    const char *files[10];
+    const char *files[10]; /* NULL-terminated */
     const char *cuda[4];
     const char *cuda_files[8];
     const char *cpu[4];
@@ -159,9 +159,9 @@ static const pkg_family pkg_families[] = {
      {"ft_cpu_fusion_dflare", "ft_cpu_fusion_dflash"}},
     {"attention",
      {"kernels/attention/attention.h", "kernels/attention/attention_op.c",
-      "kernels/attention/attention_ref.c", "kernels/op/preset.c", "kernels/attention/kvproj_cpu.c",
-      "kernels/attention/decode_cpu.c", "kernels/attention/train_cpu.c",
-      "kernels/attention/rope.c"},
+      "kernels/attention/attention_ref.c", "kernels/attention/rope.c", "kernels/op/preset.c",
+      "kernels/attention/kvproj_cpu.c", "kernels/attention/decode_cpu.c",
+      "kernels/attention/train_cpu.c"},
      {"ft_cuda_attention_kvproj", "ft_cuda_attention_decode", "ft_cuda_attention_train"},
      {"kernels/attention/attention_cuda.c", "kernels/attention/train_cuda.c",
       "kernels/attention/kvproj.cu", "kernels/attention/attention_decode.cu",

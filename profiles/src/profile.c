@@ -1012,6 +1012,30 @@ static int shape_exact(const json_t *query, const json_t *entry) {
     return 1;
 }
 
+/* The value text of attribute `name` in a (a string), or its default's when a leaves it out. */
+static const char *attr_text(const json_t *a, const char *name, char *buf, size_t n) {
+    const json_t *v = json_object_get(a, name);
+    if (v) return json_is_string(v) ? json_string_value(v) : "";
+    ft_attrs d;
+    ft_attrs_default(&d);
+    ft_attrs_format(&d, name, buf, n);
+    return buf;
+}
+
+int ft_profile_attrs_match(const json_t *a, const json_t *b) {
+    const json_t *both[2] = {a, b};
+    for (int side = 0; side < 2; side++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)both[side], key, v) {
+            char da[64], db[64];
+            if (strcmp(attr_text(a, key, da, sizeof da), attr_text(b, key, db, sizeof db)) != 0)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, const char *backend,
                                           const char *device, const json_t *attrs,
                                           const json_t *shape, int *exact) {
@@ -1022,7 +1046,7 @@ const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, c
         const ft_profile_entry *e = &p->entries[i];
         if (strcmp(e->op->name, op) != 0 || (backend && strcmp(e->backend, backend) != 0) ||
             (device && strcmp(e->device, device) != 0) ||
-            (attrs && !json_equal((json_t *)attrs, (json_t *)e->attrs)))
+            (attrs && !ft_profile_attrs_match(attrs, e->attrs)))
             continue;
         int ex = shape ? shape_exact(shape, e->shape) : 0;
         double d = shape ? ft_profile_shape_distance(shape, e->shape) : 0;

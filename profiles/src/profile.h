@@ -123,11 +123,15 @@ const char *ft_profile_warning_at(const ft_profile *p, int i);
 int ft_profile_note_count(const ft_profile *p);
 const char *ft_profile_note_at(const ft_profile *p, int i);
 
+/* Do two attribute objects of an op ({name: value text}) give the same values? An attribute
+ * one leaves out is at its default: an entry written before the op took an attribute (the rope
+ * scaling of attention.kvproj, say) still matches the calls that leave it at its default. */
+int ft_profile_attrs_match(const json_t *a, const json_t *b);
 /* The entry of `op` with the nearest shape among those with the given backend, device and attrs
- * (each NULL for any). Exact when the query gives every size of the entry with the same value;
- * otherwise the entry with the smallest sum over sizes of |log(size / entry size)| (sizes the
- * query does not give are left out; sizes below 1 count as 1). *exact (may be NULL) says which.
- * NULL when no entry of the op matches. */
+ * (each NULL for any; attrs compared by ft_profile_attrs_match). Exact when the query gives every
+ * size of the entry with the same value; otherwise the entry with the smallest sum over sizes of
+ * |log(size / entry size)| (sizes the query does not give are left out; sizes below 1 count as 1).
+ * *exact (may be NULL) says which. NULL when no entry of the op matches. */
 const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, const char *backend,
                                           const char *device, const json_t *attrs,
                                           const json_t *shape, int *exact);

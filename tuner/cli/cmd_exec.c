@@ -160,7 +160,7 @@ static void why_default(const char *profile, const ft_call *c, const ft_backend 
     for (int i = 0; i < ft_profile_count(p); i++) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
         if (e->op != c->op || strcmp(e->backend, be->name) || strcmp(e->device, device)) continue;
-        if (json_equal((json_t *)e->attrs, want))
+        if (ft_profile_attrs_match(e->attrs, want))
             same = 1;
         else if (!other)
             other = e;

@@ -90,6 +90,18 @@ static void print_presets(void) {
            "  R, L: decode requests and context length (~: spread over [0, 2L]); nseq, S, NB:\n"
            "  train sequences, context, blocks; M: loss rows (--set blocks=M/B). Sizes are named\n"
            "  as --set and `flaretune list ops` name them.\n");
+    /* RoPE is the target's, the same for every preset of a model: one line per model. */
+    printf("  RoPE of each target (attention.kvproj at its presets; any --attr rope_* replaces "
+           "it):\n");
+    const char *model = NULL;
+    for (int i = 0; i < ft_preset_count(); i++) {
+        const ft_preset *p = ft_preset_at(i);
+        if (model && !strcmp(model, p->model)) continue;
+        model = p->model;
+        char rope[256];
+        ft_rope_format(p->rope_theta, &p->rope, rope, sizeof rope);
+        printf("    %-12s %s\n", p->model, rope);
+    }
 }
 
 static void print_backends(void) {
@@ -145,6 +157,14 @@ static json_t *presets_json(void) {
         for (int f = 0; ft_preset_fields[f]; f++)
             json_object_set_new(o, ft_preset_fields[f],
                                 json_integer(*ft_preset_field(&p, ft_preset_fields[f])));
+        json_object_set_new(
+            o, "rope",
+            json_pack("{s:f, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "rope_theta", p.rope_theta,
+                      "rope_scaling", ft_rope_scaling_names[p.rope.scaling], "rope_factor",
+                      p.rope.factor, "rope_low_freq_factor", p.rope.low_freq_factor,
+                      "rope_high_freq_factor", p.rope.high_freq_factor, "rope_original_max_pos",
+                      p.rope.original_max_pos, "rope_beta_fast", p.rope.beta_fast, "rope_beta_slow",
+                      p.rope.beta_slow, "rope_truncate", p.rope.truncate));
         json_array_append_new(arr, o);
     }
     return arr;

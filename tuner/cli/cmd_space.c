@@ -238,12 +238,20 @@ static int run(int argc, char **argv) {
                                  "backend", be->name, "preset", p.name, "params", params,
                                  "constraints", cons, "size", (json_int_t)total, "valid",
                                  (json_int_t)valid, "default", ft_config_to_json(s, &def));
+        json_object_set_new(root, "attrs", ft_attrs_to_json(&c));
         json_dumpf(root, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(root);
         return FT_EXIT_OK;
     }
     printf("%s on %s\n", op->name, be->name);
+    if (ft_op_accepts_attr(op, "rope_scaling")) {
+        /* The preset's RoPE (the target's) or the one named by --attr: what the kernels rotate
+         * with at this preset. */
+        char rope[256];
+        ft_rope_format(c.attrs.rope_theta, &c.attrs.rope, rope, sizeof rope);
+        printf("  at %s: %s\n", p.name, rope);
+    }
     if (!s->nparams) printf("  no tunable parameters\n");
     for (int i = 0; i < s->nparams; i++) {
         const ft_param *pp = &s->params[i];
