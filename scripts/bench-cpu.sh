@@ -23,6 +23,11 @@ rows=(
   "attention.decode, qwen3-8b, R=1, L=4096, B=16|40%|attention.decode --preset qwen3-8b.dflare.decode --set R=1"
   "attention.train fwd, qwen3-4b heads, S=1024, NB=64|30%|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64"
   "loss fwd+bwd dpace, H=2560, V=32768, 32 blocks|50%|loss --preset qwen3-4b.dflare.train --set V=32768 --set blocks=32 --attr scheme=dpace"
+  "attention.kvproj fwd+bwd, qwen3-4b dflare, N=2048|the forward's|attention.kvproj --preset qwen3-4b.dflare.train --set N=2048 --attr backward=1"
+  "attention.kvproj fwd+bwd, qwen3-4b dflash, N=2048|the forward's|attention.kvproj --preset qwen3-4b.dflash.train --set N=2048 --attr backward=1"
+  "attention.train fwd+bwd, qwen3-4b heads, S=1024, NB=64|the forward's|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64 --attr backward=1"
+  "attention.train fwd+bwd, window 256, causal block, same|the forward's|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64 --attr backward=1 --attr window=256 --attr causal=1"
+  "loss fwd+bwd dpace with the final norm, same|the loss's|loss --preset qwen3-4b.dflare.train --set V=32768 --set blocks=32 --attr scheme=dpace --attr final_norm=1"
 )
 i=0
 for r in "${rows[@]}"; do
