@@ -932,6 +932,40 @@ static void train_grads_free(train_grads *g) {
 
 /* ---- forward ------------------------------------------------------------------------------ */
 
+/* Train's forward of case c (already filled) against decode's over the same blocks: each block
+ * a request whose context is the first anchors[s,j] rows of its sequence, with c's window and
+ * causal block. */
+static void check_train_vs_decode(train_case *c, const char *what) {
+    train_fwd(c);
+    train_sizes z = tsz(c);
+    const int64_t E = c->Hkv * c->dh;
+    int64_t Ltot = 0;
+    for (int64_t i = 0; i < z.nblk; i++)
+        Ltot += c->anchors[i];
+    double *kc = dalloc(Ltot * E), *vc = dalloc(Ltot * E), *o = dalloc(z.q), *lse = dalloc(z.lse);
+    int64_t off = 0;
+    for (int64_t s = 0; s < c->nseq; s++)
+        for (int64_t j = 0; j < c->NB; j++) {
+            const int64_t a = c->anchors[s * c->NB + j];
+            memcpy(kc + off * E, c->k_ctx + s * c->S * E, sizeof(double) * (size_t)(a * E));
+            memcpy(vc + off * E, c->v_ctx + s * c->S * E, sizeof(double) * (size_t)(a * E));
+            off += a;
+        }
+    if (c->window == 0 && !c->causal) /* the plain entry point, as the op's reference calls it */
+        ft_ref_attn_decode_fwd(z.nblk, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->q, c->anchors, kc,
+                               vc, c->k_blk, c->v_blk, o, lse);
+    else
+        ft_ref_attn_decode_fwd_win(z.nblk, c->B, c->Hq, c->Hkv, c->dh, c->scale, c->window,
+                                   c->causal, c->q, c->anchors, kc, vc, c->k_blk, c->v_blk, o, lse);
+    const double eo = ft_test_rel_err(c->o, o, z.q), el = ft_test_rel_err(c->lse, lse, z.lse);
+    FT_CHECK(eo < 1e-14, "%s: train o vs decode on context prefixes: rel err %.3g", what, eo);
+    FT_CHECK(el < 1e-14, "%s: train lse vs decode on context prefixes: rel err %.3g", what, el);
+    free(kc);
+    free(vc);
+    free(o);
+    free(lse);
+}
+
 /* Train forward equals decode on the equivalent input: block j of sequence s is a decode
  * request whose context is the first anchors[s,j] rows of sequence s. All blocks of all
  * sequences become one decode batch (ragged ctx_lens = the anchors), with anchors 0 and S
@@ -944,30 +978,7 @@ static void test_train_equals_decode_prefixes(void) {
     c.anchors[3] = 40;
     c.anchors[6] = 1;
     c.anchors[9] = 40;
-    train_fwd(&c);
-    train_sizes z = tsz(&c);
-    const int64_t E = c.Hkv * c.dh;
-    int64_t Ltot = 0;
-    for (int64_t i = 0; i < z.nblk; i++)
-        Ltot += c.anchors[i];
-    double *kc = dalloc(Ltot * E), *vc = dalloc(Ltot * E);
-    double *o = dalloc(z.q), *lse = dalloc(z.lse);
-    int64_t off = 0;
-    for (int64_t s = 0; s < c.nseq; s++)
-        for (int64_t j = 0; j < c.NB; j++) {
-            const int64_t a = c.anchors[s * c.NB + j];
-            memcpy(kc + off * E, c.k_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
-            memcpy(vc + off * E, c.v_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
-            off += a;
-        }
-    ft_ref_attn_decode_fwd(z.nblk, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.q, c.anchors, kc, vc, c.k_blk,
-                           c.v_blk, o, lse);
-    CHECK_REL(c.o, o, z.q, 1e-14, "train o vs decode on context prefixes");
-    CHECK_REL(c.lse, lse, z.lse, 1e-14, "train lse vs decode on context prefixes");
-    free(kc);
-    free(vc);
-    free(o);
-    free(lse);
+    check_train_vs_decode(&c, "full");
     train_free(&c);
 }
 
@@ -1362,29 +1373,7 @@ static void test_window_train_equals_decode(void) {
     c.anchors[0] = 0;
     c.anchors[3] = 30;
     c.anchors[6] = 1;
-    train_fwd(&c);
-    train_sizes z = tsz(&c);
-    const int64_t E = c.Hkv * c.dh;
-    int64_t Ltot = 0;
-    for (int64_t i = 0; i < z.nblk; i++)
-        Ltot += c.anchors[i];
-    double *kc = dalloc(Ltot * E), *vc = dalloc(Ltot * E), *o = dalloc(z.q), *lse = dalloc(z.lse);
-    int64_t off = 0;
-    for (int64_t s = 0; s < c.nseq; s++)
-        for (int64_t j = 0; j < c.NB; j++) {
-            const int64_t a = c.anchors[s * c.NB + j];
-            memcpy(kc + off * E, c.k_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
-            memcpy(vc + off * E, c.v_ctx + s * c.S * E, sizeof(double) * (size_t)(a * E));
-            off += a;
-        }
-    ft_ref_attn_decode_fwd_win(z.nblk, c.B, c.Hq, c.Hkv, c.dh, c.scale, c.window, c.causal, c.q,
-                               c.anchors, kc, vc, c.k_blk, c.v_blk, o, lse);
-    CHECK_REL(c.o, o, z.q, 1e-14, "window: train o vs decode on context prefixes");
-    CHECK_REL(c.lse, lse, z.lse, 1e-14, "window: train lse vs decode on context prefixes");
-    free(kc);
-    free(vc);
-    free(o);
-    free(lse);
+    check_train_vs_decode(&c, "window");
     train_free(&c);
 }
 
