@@ -13,8 +13,8 @@
 #include "ft_test.h"
 
 #include "attention/attention.h"
-#include "op/ref.h"
 #include "core/rng.h"
+#include "op/ref.h"
 
 #include <math.h>
 #include <string.h>
@@ -447,7 +447,8 @@ static void test_kvproj_grad_full(void) {
     a.rope.factor = 8;
     a.rope.original_max_pos = 64;
     ft_rope_freqs(&a, y.f.dh, y.f.inv_freq, &y.f.mscale);
-    FT_CHECK(y.f.mscale > 1.2 && y.f.inv_freq[y.f.dh / 2 - 1] < 0.5 * pow(1e4, -(double)(y.f.dh - 2) / (double)y.f.dh),
+    FT_CHECK(y.f.mscale > 1.2 && y.f.inv_freq[y.f.dh / 2 - 1] <
+                                     0.5 * pow(1e4, -(double)(y.f.dh - 2) / (double)y.f.dh),
              "yarn: mscale %.4f, the last frequency not divided", y.f.mscale);
     kvb_grad_check(&y, 1 << 30, &r);
     kvb_free(&y);
@@ -848,7 +849,7 @@ static train_case train_new(ft_rng *r, int64_t nseq, int64_t S, int64_t NB, int6
                             int64_t Hkv, int64_t dh) {
     train_case c = {nseq, S,    NB,   B,    Hq,   Hkv,  dh,   1.0 / sqrt((double)dh),
                     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                    NULL, NULL, 0, 0};
+                    NULL, NULL, 0,    0};
     train_sizes z = tsz(&c);
     c.q = dalloc(z.q);
     c.k_ctx = dalloc(z.ctx);
@@ -1293,8 +1294,10 @@ static void test_window_decode_by_plain(void) {
                 }
                 seen_cut += n < L;
                 for (int64_t t = 0; t < c.B; t++, n++) {
-                    memcpy(K + n * c.dh, c.k_blk + (rq * c.B + t) * E + j * c.dh, sizeof(double) * 8);
-                    memcpy(V + n * c.dh, c.v_blk + (rq * c.B + t) * E + j * c.dh, sizeof(double) * 8);
+                    memcpy(K + n * c.dh, c.k_blk + (rq * c.B + t) * E + j * c.dh,
+                           sizeof(double) * 8);
+                    memcpy(V + n * c.dh, c.v_blk + (rq * c.B + t) * E + j * c.dh,
+                           sizeof(double) * 8);
                 }
                 plain_attention(n, c.dh, c.scale, c.q + row * c.dh, K, V, want, &wlse);
                 for (int64_t d = 0; d < c.dh; d++)
@@ -1317,8 +1320,8 @@ static void test_window_decode_by_plain(void) {
     FT_CHECK(memcmp(o, o0, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0,
              "window 1 still sees a context key");
     /* W = 9 + 4 reaches position 0 from every row of both requests: full attention. */
-    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 13, 0, c.q, c.ctx_lens, c.k_ctx,
-                               c.v_ctx, c.k_blk, c.v_blk, o, lse);
+    ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, 13, 0, c.q, c.ctx_lens,
+                               c.k_ctx, c.v_ctx, c.k_blk, c.v_blk, o, lse);
     dec_run(&c);
     FT_CHECK(memcmp(o, c.o, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0 &&
                  memcmp(lse, c.lse, sizeof(double) * (size_t)(c.R * c.B * c.Hq)) == 0,

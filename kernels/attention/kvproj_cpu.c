@@ -59,8 +59,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
 #include "attention/attention.h"
+#include "cpu/cpu.h"
 
 /* ---- parameter space ------------------------------------------------------------------------ */
 
@@ -444,22 +444,6 @@ static void kv_bwd_rows(const kv_bwd_ctx *b, float *u, const float *dk, const fl
     }
 }
 
-/* cos/sin of pos[n] * inv_freq[m] (ft_rope_freqs), times mscale: the backward's own table. */
-static void rope_table_bwd(const ft_call *c, int64_t N, int64_t dh, double *inv_freq, float *cs,
-                           float *sn, int threads) {
-    const int64_t half = dh / 2;
-    const int32_t *pos = c->t[KP_POS]->data;
-    double mscale;
-    ft_rope_freqs(&c->attrs, dh, inv_freq, &mscale);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < half; m++) {
-            const double a = (double)pos[n] * inv_freq[m];
-            cs[n * half + m] = (float)(mscale * cos(a));
-            sn[n * half + m] = (float)(mscale * sin(a));
-        }
-}
-
 static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err) {
     const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = c->dim[KP_N], H = c->dim[KP_H];
     const int64_t KVD = c->dim[KP_KVD], dh = c->dim[KP_DH], half = dh / 2;
@@ -498,7 +482,7 @@ static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err) {
                     .sn = sn};
     b.dgk_part = ft_ws_carve(&ws, part_b);
     b.tmp = ft_ws_carve(&ws, tmp_b);
-    rope_table_bwd(c, N, dh, inv_freq, cs, sn, threads);
+    rope_table(N, dh, &c->attrs, c->t[KP_POS]->data, inv_freq, cs, sn, threads); /* the forward's */
     ft_cpu_blas_threads(threads);
 
     for (int64_t i = 0; i < D && !ft_call_overdue(c); i++) {
