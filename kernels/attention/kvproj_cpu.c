@@ -37,11 +37,15 @@
  *   par       blas: each GEMM uses all threads (OpenBLAS splits it), the epilogue is a parallel
  *             loop. chunks: threads take whole row chunks and run single-threaded GEMMs and
  *             their own epilogue, with no synchronisation between GEMM and epilogue.
- *   bwd       backward only (backward = 1). The backward recomputes u = c w_k[i]^T (the forward's
- *             variants do not keep it: one GEMM of the forward's size, a sixth of the call's
- *             FLOPs) and turns dk into du through RoPE's transpose and the RMSNorm's Jacobian:
- *             fused: per chunk of rows, right after that chunk's u GEMM, while it is in cache.
- *             separate: u of the whole layer first (one GEMM), then one pass over it.
+ *   bwd       backward only (backward = 1). The backward needs u = c w_k[i]^T, the projection
+ *             before the norm, and turns dk into du through RoPE's transpose and the RMSNorm's
+ *             Jacobian. Where u comes from is the choice:
+ *             keep: the forward writes u aside (D*N*KVD floats of workspace: 58 MB at qwen3-4b
+ *               dflare, N = 2048) and the backward reads it: no GEMM, one pass per layer.
+ *             fused: u recomputed (one more GEMM of the forward's size per layer, a seventh of
+ *               the call's GEMM work) per chunk of rows, the du pass right after that chunk's
+ *               GEMM while it is in cache; N*KVD floats of workspace.
+ *             separate: u of the whole layer recomputed first (one GEMM), then one pass over it.
  *             Then four GEMMs per layer: dc (+)= du w_k[i] + dv w_v[i] (Dc = 1 accumulates over
  *             the layers), dw_k[i] = du^T c, dw_v[i] = dv^T c; dgk sums per-thread partials in
  *             thread order.
@@ -49,9 +53,10 @@
  * Every row of the output depends only on its own row of c, so results are deterministic for any
  * thread assignment; the backward's sums over rows are BLAS GEMMs and fixed-order partials.
  *
- * Backward napkin math at qwen3-4b dflare, N = 2048: four GEMMs of the forward's size plus the u
- * recompute, 5/2 of the forward's FLOPs (375 GFLOP more, ~2.8 s at ~135 GFLOP/s); the norm/RoPE
- * backward is D*N*KVD = 15 M elements, and u and du live in a [N, KVD] buffer (8 MB) per layer.
+ * Backward napkin math at qwen3-4b dflare, N = 2048: four GEMMs of the forward's size per layer,
+ * twice the forward's FLOPs (300 GFLOP more), plus the u recompute (half the forward's again)
+ * unless bwd = keep; the norm/RoPE backward is D*N*KVD = 15 M elements. u and du share one
+ * buffer: [D, N, KVD] under keep (58 MB), [N, KVD] (8 MB) otherwise.
  */
 #include <cblas.h>
 #include <math.h>
@@ -72,8 +77,8 @@ enum { PAR_BLAS, PAR_CHUNKS };
 static const char *const gemm_labels[] = {"per_layer", "kv_packed", "wide", "wide_packed"};
 static const char *const epi_labels[] = {"fused", "separate"};
 static const char *const par_labels[] = {"blas", "chunks"};
-enum { BWD_FUSED, BWD_SEPARATE };
-static const char *const bwd_labels[] = {"fused", "separate"};
+enum { BWD_KEEP, BWD_FUSED, BWD_SEPARATE };
+static const char *const bwd_labels[] = {"keep", "fused", "separate"};
 
 static ft_param kv_params[KV_NPARAMS] = {
     [KV_GEMM] = {"gemm",
@@ -106,12 +111,13 @@ static ft_param kv_params[KV_NPARAMS] = {
                 PAR_BLAS,
                 0},
     [KV_BWD] = {"bwd",
-                "backward: norm + RoPE backward per chunk right after its u GEMM (in cache) or "
-                "as one pass after the layer's u GEMM",
-                2,
-                {0, 1},
+                "backward: u = c w_k^T kept from the forward (D*N*KVD floats of workspace), or "
+                "recomputed with the norm + RoPE backward per chunk right after its GEMM (in "
+                "cache) or as one pass after the layer's GEMM",
+                3,
+                {0, 1, 2},
                 bwd_labels,
-                BWD_FUSED,
+                BWD_KEEP,
                 0},
     [KV_THREADS] = {"threads", "OpenMP and BLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
 };
@@ -123,7 +129,7 @@ static const char *const kv_constraints[] = {
     "par = chunks needs threads > 1 (with one thread it is par = blas)",
     "chunk >= N: one such candidate only (the default if it is one, else the smallest), the "
     "others are the same run",
-    "bwd only steers the backward: forward-only calls take bwd = fused",
+    "bwd only steers the backward: forward-only calls take bwd = keep (the default)",
     NULL,
 };
 
@@ -139,7 +145,7 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         if (why) snprintf(why, n, "epilogue = separate only with gemm = per_layer");
         return 0;
     }
-    if (!c->backward && cfg->v[KV_BWD] != BWD_FUSED) {
+    if (!c->backward && cfg->v[KV_BWD] != BWD_KEEP) {
         if (why) snprintf(why, n, "bwd only steers the backward (forward-only call)");
         return 0;
     }
@@ -211,20 +217,24 @@ static void norm_rope_row(const float *src, float *dst, int64_t Hkv, int64_t dh,
 
 /* One GEMM family: out[n, 0:ncols] = a[n,:] @ w^T for the rows of a chunk. The output goes
  * either straight to `direct` (row stride KVD; RoPE in place when direct_g is set and the
- * epilogue is fused) or to scratch rows whose column blocks of KVD are then moved out: the
- * first nk blocks to k of layers k0.., normalised and rotated, the next nv to v of layers v0... */
+ * epilogue is fused), or to `keep` (the backward's copy of u, row stride KVD) with the fused
+ * epilogue writing direct from it, or to scratch rows whose column blocks of KVD are then moved
+ * out: the first nk blocks to k of layers k0.., normalised and rotated (and u to u_keep when
+ * kept), the next nv to v of layers v0... */
 typedef struct kv_pass {
     const float *a, *w;
     int64_t ncols;
     float *direct;
     const float *direct_g;
     int64_t k0, nk, v0, nv;
+    float *keep;
 } kv_pass;
 
 typedef struct kv_ctx {
     int64_t N, H, KVD, Hkv, dh;
     float eps;
     float *k, *v;
+    float *u_keep; /* [D, N, KVD]: u for the backward (bwd = keep), else NULL */
     const float *gk, *cs, *sn;
     int epi_fused;
     ft_call *call; /* for its deadline (ft_call_overdue) */
@@ -234,7 +244,7 @@ typedef struct kv_ctx {
 static void kv_chunk(const kv_ctx *x, const kv_pass *p, int64_t n0, int64_t nr, float *scratch,
                      int threads) {
     const int64_t KVD = x->KVD, half = x->dh / 2;
-    float *out = p->direct ? p->direct + n0 * KVD : scratch;
+    float *out = p->keep ? p->keep + n0 * KVD : p->direct ? p->direct + n0 * KVD : scratch;
     const int64_t ldo = p->direct ? KVD : p->ncols;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)p->ncols, (int)x->H, 1.0f,
                 p->a + n0 * x->H, (int)x->H, p->w, (int)x->H, 0.0f, out, (int)ldo);
@@ -242,7 +252,7 @@ static void kv_chunk(const kv_ctx *x, const kv_pass *p, int64_t n0, int64_t nr, 
         if (!p->direct_g || !x->epi_fused) return;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
         for (int64_t n = 0; n < nr; n++)
-            norm_rope_row(out + n * KVD, out + n * KVD, x->Hkv, x->dh, p->direct_g,
+            norm_rope_row(out + n * KVD, p->direct + (n0 + n) * KVD, x->Hkv, x->dh, p->direct_g,
                           x->cs + (n0 + n) * half, x->sn + (n0 + n) * half, x->eps);
         return;
     }
@@ -254,6 +264,9 @@ static void kv_chunk(const kv_ctx *x, const kv_pass *p, int64_t n0, int64_t nr, 
             norm_rope_row(row + s * KVD, x->k + (i * x->N + n0 + n) * KVD, x->Hkv, x->dh,
                           x->gk + i * x->dh, x->cs + (n0 + n) * half, x->sn + (n0 + n) * half,
                           x->eps);
+            if (x->u_keep)
+                memcpy(x->u_keep + (i * x->N + n0 + n) * KVD, row + s * KVD,
+                       (size_t)KVD * sizeof(float));
         }
         for (int64_t s = 0; s < p->nv; s++)
             memcpy(x->v + ((p->v0 + s) * x->N + n0 + n) * KVD, row + (p->nk + s) * KVD,
@@ -293,99 +306,6 @@ static void pack_rows(float *dst, const float *a, int64_t na, const float *b, in
         memcpy(dst + r * H, r < na ? a + r * H : b + (r - na) * H, (size_t)H * sizeof(float));
 }
 
-/* ---- launcher ------------------------------------------------------------------------------- */
-
-static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err);
-
-static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
-    const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = c->dim[KP_N], H = c->dim[KP_H];
-    const int64_t KVD = c->dim[KP_KVD], Hkv = c->dim[KP_HKV], dh = c->dim[KP_DH], half = dh / 2;
-    const int gemm = cfg->v[KV_GEMM], par = cfg->v[KV_PAR], threads = cfg->v[KV_THREADS];
-    const int64_t chunk = cfg->v[KV_CHUNK] < N ? cfg->v[KV_CHUNK] : (N > 0 ? N : 1);
-    const float *cin = c->t[KP_C]->data, *wk = c->t[KP_WK]->data, *wv = c->t[KP_WV]->data;
-
-    kv_ctx x = {.call = c,
-                .N = N,
-                .H = H,
-                .KVD = KVD,
-                .Hkv = Hkv,
-                .dh = dh,
-                .eps = (float)c->attrs.eps,
-                .k = c->t[KP_K]->data,
-                .v = c->t[KP_V]->data,
-                .gk = c->t[KP_GK]->data,
-                .epi_fused = cfg->v[KV_EPI] == EPI_FUSED};
-    if (N == 0) return c->backward ? kv_backward(c, cfg, err) : FT_OK;
-
-    /* Workspace: the RoPE table, packed weights, and one scratch block of rows per worker. */
-    int64_t packed = 0, ncols = 0;
-    switch (gemm) {
-    case GEMM_KV_PACKED: packed = 2 * KVD, ncols = 2 * KVD; break;
-    case GEMM_WIDE: ncols = D * KVD; break;
-    case GEMM_WIDE_PACKED: packed = 2 * D * KVD, ncols = 2 * D * KVD; break;
-    default: break;
-    }
-    const int64_t workers = par == PAR_CHUNKS ? threads : 1;
-    const size_t table_b = (size_t)(N * half) * sizeof(float);
-    const size_t pack_b = (size_t)(packed * H) * sizeof(float);
-    const size_t scratch_b = (size_t)(workers * chunk * ncols) * sizeof(float);
-    const size_t freq_b = (size_t)half * sizeof(double);
-    char *ws = ft_ws_get(c->ws,
-                         ft_ws_size(freq_b) + 2 * ft_ws_size(table_b) + ft_ws_size(pack_b) +
-                             ft_ws_size(scratch_b),
-                         err);
-    if (!ws) return err ? err->status : FT_ENOMEM;
-    double *inv_freq = ft_ws_carve(&ws, freq_b);
-    float *cs = ft_ws_carve(&ws, table_b), *sn = ft_ws_carve(&ws, table_b);
-    float *pack = ft_ws_carve(&ws, pack_b), *scratch = ft_ws_carve(&ws, scratch_b);
-    if (!ncols) scratch = NULL;
-    rope_table(N, dh, &c->attrs, c->t[KP_POS]->data, inv_freq, cs, sn, threads);
-    x.cs = cs;
-    x.sn = sn;
-
-    switch (gemm) {
-    case GEMM_PER_LAYER:
-        for (int64_t i = 0; i < D; i++) {
-            const float *a = cin + (Dc == 1 ? 0 : i) * N * H;
-            kv_pass pk = {a, wk + i * KVD * H, KVD, x.k + i * N * KVD, x.gk + i * dh, 0, 0, 0, 0};
-            kv_pass pv = {a, wv + i * KVD * H, KVD, x.v + i * N * KVD, NULL, 0, 0, 0, 0};
-            kv_run_pass(&x, &pk, chunk, par, threads, NULL);
-            kv_run_pass(&x, &pv, chunk, par, threads, NULL);
-        }
-        if (!x.epi_fused) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-            for (int64_t r = 0; r < D * N; r++) {
-                const int64_t i = r / N, n = r % N;
-                norm_rope_row(x.k + r * KVD, x.k + r * KVD, Hkv, dh, x.gk + i * dh, cs + n * half,
-                              sn + n * half, x.eps);
-            }
-        }
-        break;
-    case GEMM_KV_PACKED:
-        for (int64_t i = 0; i < D; i++) {
-            pack_rows(pack, wk + i * KVD * H, KVD, wv + i * KVD * H, KVD, H, threads);
-            kv_pass p = {cin + (Dc == 1 ? 0 : i) * N * H, pack, 2 * KVD, NULL, NULL, i, 1, i, 1};
-            kv_run_pass(&x, &p, chunk, par, threads, scratch);
-        }
-        break;
-    case GEMM_WIDE: {
-        kv_pass pk = {cin, wk, D * KVD, NULL, NULL, 0, D, 0, 0};
-        kv_pass pv = {cin, wv, D * KVD, NULL, NULL, 0, 0, 0, D};
-        kv_run_pass(&x, &pk, chunk, par, threads, scratch);
-        kv_run_pass(&x, &pv, chunk, par, threads, scratch);
-        break;
-    }
-    case GEMM_WIDE_PACKED: {
-        pack_rows(pack, wk, D * KVD, wv, D * KVD, H, threads);
-        kv_pass p = {cin, pack, 2 * D * KVD, NULL, NULL, 0, D, 0, D};
-        kv_run_pass(&x, &p, chunk, par, threads, scratch);
-        break;
-    }
-    default: return ft_err_set(err, FT_EINTERNAL, "attention.kvproj: unknown gemm %d", gemm);
-    }
-    return c->backward ? kv_backward(c, cfg, err) : FT_OK;
-}
-
 /* ---- backward ------------------------------------------------------------------------------ */
 
 /* One row of Hkv heads of the norm + RoPE backward, in place: u (the projection) becomes du,
@@ -421,10 +341,14 @@ static void norm_rope_bwd_row(float *u, const float *dk, int64_t Hkv, int64_t dh
     }
 }
 
+/* The backward's state, carved from the call's one workspace beside the forward's. */
 typedef struct kv_bwd_ctx {
     int64_t N, H, KVD, Hkv, dh;
     float eps;
-    const float *cs, *sn; /* [N, dh/2], mscale folded in */
+    const float *cs, *sn; /* [N, dh/2], mscale folded in: the forward's table */
+    float *u;             /* keep: [D, N, KVD], the forward's u; else [N, KVD] */
+    int keep, fused;
+    int64_t chunk;        /* rows per recompute GEMM (fused) */
     double *dgk_part;     /* [threads, dh] */
     float *tmp;           /* [threads, dh] */
 } kv_bwd_ctx;
@@ -444,63 +368,45 @@ static void kv_bwd_rows(const kv_bwd_ctx *b, float *u, const float *dk, const fl
     }
 }
 
-static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err) {
-    const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = c->dim[KP_N], H = c->dim[KP_H];
-    const int64_t KVD = c->dim[KP_KVD], dh = c->dim[KP_DH], half = dh / 2;
-    const int threads = cfg->v[KV_THREADS], fused = cfg->v[KV_BWD] == BWD_FUSED;
-    const int64_t chunk = fused && cfg->v[KV_CHUNK] < N ? cfg->v[KV_CHUNK] : N;
+/* No rows: the weight and gain gradients are sums over nothing. */
+static void kv_backward_empty(ft_call *c) {
+    const int64_t D = c->dim[KP_D], H = c->dim[KP_H], KVD = c->dim[KP_KVD], dh = c->dim[KP_DH];
+    memset(c->t[KP_DWK]->data, 0, (size_t)(D * KVD * H) * sizeof(float));
+    memset(c->t[KP_DWV]->data, 0, (size_t)(D * KVD * H) * sizeof(float));
+    memset(c->t[KP_DGK]->data, 0, (size_t)(D * dh) * sizeof(float));
+}
+
+static void kv_backward(ft_call *c, kv_bwd_ctx *b, int threads) {
+    const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = b->N, H = b->H, KVD = b->KVD;
+    const int64_t dh = b->dh;
     const float *cin = c->t[KP_C]->data, *wk = c->t[KP_WK]->data, *wv = c->t[KP_WV]->data;
     const float *gk = c->t[KP_GK]->data, *dk = c->t[KP_DK]->data, *dv = c->t[KP_DV]->data;
     float *dc = c->t[KP_DCTX]->data, *dwk = c->t[KP_DWK]->data, *dwv = c->t[KP_DWV]->data;
     float *dgk = c->t[KP_DGK]->data;
-    if (N == 0) { /* no rows: the weight and gain gradients are sums over nothing */
-        memset(dwk, 0, (size_t)(D * KVD * H) * sizeof(float));
-        memset(dwv, 0, (size_t)(D * KVD * H) * sizeof(float));
-        memset(dgk, 0, (size_t)(D * dh) * sizeof(float));
-        return FT_OK;
-    }
-
-    const size_t table_b = (size_t)(N * half) * sizeof(float), u_b = (size_t)(N * KVD) * 4;
     const size_t part_b = (size_t)threads * (size_t)dh * sizeof(double);
-    const size_t tmp_b = (size_t)threads * (size_t)dh * sizeof(float);
-    const size_t freq_b = (size_t)half * sizeof(double);
-    char *ws = ft_ws_get(c->ws,
-                         ft_ws_size(freq_b) + 2 * ft_ws_size(table_b) + ft_ws_size(u_b) +
-                             ft_ws_size(part_b) + ft_ws_size(tmp_b),
-                         err);
-    if (!ws) return err ? err->status : FT_ENOMEM;
-    double *inv_freq = ft_ws_carve(&ws, freq_b);
-    float *cs = ft_ws_carve(&ws, table_b), *sn = ft_ws_carve(&ws, table_b);
-    float *u = ft_ws_carve(&ws, u_b);
-    kv_bwd_ctx b = {.N = N,
-                    .H = H,
-                    .KVD = KVD,
-                    .Hkv = c->dim[KP_HKV],
-                    .dh = dh,
-                    .eps = (float)c->attrs.eps,
-                    .cs = cs,
-                    .sn = sn};
-    b.dgk_part = ft_ws_carve(&ws, part_b);
-    b.tmp = ft_ws_carve(&ws, tmp_b);
-    rope_table(N, dh, &c->attrs, c->t[KP_POS]->data, inv_freq, cs, sn, threads); /* the forward's */
     ft_cpu_blas_threads(threads);
 
     for (int64_t i = 0; i < D && !ft_call_overdue(c); i++) {
         const float *a = cin + (Dc == 1 ? 0 : i) * N * H;
         const float *wki = wk + i * KVD * H, *wvi = wv + i * KVD * H;
         const float *dki = dk + i * N * KVD, *dvi = dv + i * N * KVD;
-        memset(b.dgk_part, 0, part_b);
-        /* u = c w_k^T, then du in place: chunk by chunk (fused) or the layer at once */
-        for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-            const int64_t nr = N - n0 < chunk ? N - n0 : chunk;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)KVD, (int)H, 1.0f,
-                        a + n0 * H, (int)H, wki, (int)H, 0.0f, u + n0 * KVD, (int)KVD);
-            kv_bwd_rows(&b, u, dki, gk + i * dh, n0, nr, threads);
+        float *u = b->keep ? b->u + i * N * KVD : b->u;
+        memset(b->dgk_part, 0, part_b);
+        if (b->keep) { /* u from the forward: du in one pass */
+            kv_bwd_rows(b, u, dki, gk + i * dh, 0, N, threads);
+        } else { /* u = c w_k^T, then du in place: chunk by chunk (fused) or the layer at once */
+            const int64_t chunk = b->fused && b->chunk < N ? b->chunk : N;
+            for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+                const int64_t nr = N - n0 < chunk ? N - n0 : chunk;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)KVD, (int)H,
+                            1.0f, a + n0 * H, (int)H, wki, (int)H, 0.0f, u + n0 * KVD, (int)KVD);
+                kv_bwd_rows(b, u, dki, gk + i * dh, n0, nr, threads);
+            }
         }
         for (int64_t e = 0; e < dh; e++) {
             double acc = 0.0;
             for (int t = 0; t < threads; t++)
-                acc += b.dgk_part[(size_t)t * dh + e];
+                acc += b->dgk_part[(size_t)t * dh + e];
             dgk[i * dh + e] = (float)acc;
         }
         /* dc (+)= du w_k + dv w_v; a shared context sums its layers */
@@ -516,6 +422,124 @@ static ft_status kv_backward(ft_call *c, const ft_config *cfg, ft_err *err) {
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)KVD, (int)H, (int)N, 1.0f, dvi,
                     (int)KVD, a, (int)H, 0.0f, dwv + i * KVD * H, (int)H);
     }
+}
+
+/* ---- launcher ------------------------------------------------------------------------------- */
+
+static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
+    const int64_t Dc = c->dim[KP_DC], D = c->dim[KP_D], N = c->dim[KP_N], H = c->dim[KP_H];
+    const int64_t KVD = c->dim[KP_KVD], Hkv = c->dim[KP_HKV], dh = c->dim[KP_DH], half = dh / 2;
+    const int gemm = cfg->v[KV_GEMM], par = cfg->v[KV_PAR], threads = cfg->v[KV_THREADS];
+    const int64_t chunk = cfg->v[KV_CHUNK] < N ? cfg->v[KV_CHUNK] : (N > 0 ? N : 1);
+    const float *cin = c->t[KP_C]->data, *wk = c->t[KP_WK]->data, *wv = c->t[KP_WV]->data;
+    const int keep = c->backward && cfg->v[KV_BWD] == BWD_KEEP;
+
+    kv_ctx x = {.call = c,
+                .N = N,
+                .H = H,
+                .KVD = KVD,
+                .Hkv = Hkv,
+                .dh = dh,
+                .eps = (float)c->attrs.eps,
+                .k = c->t[KP_K]->data,
+                .v = c->t[KP_V]->data,
+                .gk = c->t[KP_GK]->data,
+                .epi_fused = cfg->v[KV_EPI] == EPI_FUSED};
+    if (N == 0) {
+        if (c->backward) kv_backward_empty(c);
+        return FT_OK;
+    }
+
+    /* Workspace, one request for the call: the RoPE table, packed weights, one scratch block
+     * of rows per worker, and for the backward u (all layers under keep) and its partials. */
+    int64_t packed = 0, ncols = 0;
+    switch (gemm) {
+    case GEMM_KV_PACKED: packed = 2 * KVD, ncols = 2 * KVD; break;
+    case GEMM_WIDE: ncols = D * KVD; break;
+    case GEMM_WIDE_PACKED: packed = 2 * D * KVD, ncols = 2 * D * KVD; break;
+    default: break;
+    }
+    const int64_t workers = par == PAR_CHUNKS ? threads : 1;
+    const size_t table_b = (size_t)(N * half) * sizeof(float);
+    const size_t pack_b = (size_t)(packed * H) * sizeof(float);
+    const size_t scratch_b = (size_t)(workers * chunk * ncols) * sizeof(float);
+    const size_t freq_b = (size_t)half * sizeof(double);
+    const size_t u_b = c->backward ? (size_t)((keep ? D : 1) * N * KVD) * sizeof(float) : 0;
+    const size_t part_b = c->backward ? (size_t)threads * (size_t)dh * sizeof(double) : 0;
+    const size_t tmp_b = c->backward ? (size_t)threads * (size_t)dh * sizeof(float) : 0;
+    char *ws = ft_ws_get(c->ws,
+                         ft_ws_size(freq_b) + 2 * ft_ws_size(table_b) + ft_ws_size(pack_b) +
+                             ft_ws_size(scratch_b) + ft_ws_size(u_b) + ft_ws_size(part_b) +
+                             ft_ws_size(tmp_b),
+                         err);
+    if (!ws) return err ? err->status : FT_ENOMEM;
+    double *inv_freq = ft_ws_carve(&ws, freq_b);
+    float *cs = ft_ws_carve(&ws, table_b), *sn = ft_ws_carve(&ws, table_b);
+    float *pack = ft_ws_carve(&ws, pack_b), *scratch = ft_ws_carve(&ws, scratch_b);
+    kv_bwd_ctx b = {.N = N,
+                    .H = H,
+                    .KVD = KVD,
+                    .Hkv = Hkv,
+                    .dh = dh,
+                    .eps = x.eps,
+                    .cs = cs,
+                    .sn = sn,
+                    .keep = keep,
+                    .fused = cfg->v[KV_BWD] == BWD_FUSED,
+                    .chunk = chunk};
+    b.u = ft_ws_carve(&ws, u_b);
+    b.dgk_part = ft_ws_carve(&ws, part_b);
+    b.tmp = ft_ws_carve(&ws, tmp_b);
+    if (!ncols) scratch = NULL;
+    if (keep) x.u_keep = b.u;
+    rope_table(N, dh, &c->attrs, c->t[KP_POS]->data, inv_freq, cs, sn, threads);
+    x.cs = cs;
+    x.sn = sn;
+
+    switch (gemm) {
+    case GEMM_PER_LAYER:
+        for (int64_t i = 0; i < D; i++) {
+            const float *a = cin + (Dc == 1 ? 0 : i) * N * H;
+            float *ki = x.k + i * N * KVD, *ui = keep ? x.u_keep + i * N * KVD : NULL;
+            kv_pass pk = {a, wk + i * KVD * H, KVD, ki, x.gk + i * dh, 0, 0, 0, 0, ui};
+            kv_pass pv = {a, wv + i * KVD * H, KVD, x.v + i * N * KVD, NULL, 0, 0, 0, 0, NULL};
+            kv_run_pass(&x, &pk, chunk, par, threads, NULL);
+            kv_run_pass(&x, &pv, chunk, par, threads, NULL);
+        }
+        if (!x.epi_fused) {
+            const float *src = keep ? x.u_keep : x.k;
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t r = 0; r < D * N; r++) {
+                const int64_t i = r / N, n = r % N;
+                norm_rope_row(src + r * KVD, x.k + r * KVD, Hkv, dh, x.gk + i * dh, cs + n * half,
+                              sn + n * half, x.eps);
+            }
+        }
+        break;
+    case GEMM_KV_PACKED:
+        for (int64_t i = 0; i < D; i++) {
+            pack_rows(pack, wk + i * KVD * H, KVD, wv + i * KVD * H, KVD, H, threads);
+            kv_pass p = {cin + (Dc == 1 ? 0 : i) * N * H, pack, 2 * KVD, NULL, NULL, i, 1, i, 1,
+                         NULL};
+            kv_run_pass(&x, &p, chunk, par, threads, scratch);
+        }
+        break;
+    case GEMM_WIDE: {
+        kv_pass pk = {cin, wk, D * KVD, NULL, NULL, 0, D, 0, 0, NULL};
+        kv_pass pv = {cin, wv, D * KVD, NULL, NULL, 0, 0, 0, D, NULL};
+        kv_run_pass(&x, &pk, chunk, par, threads, scratch);
+        kv_run_pass(&x, &pv, chunk, par, threads, scratch);
+        break;
+    }
+    case GEMM_WIDE_PACKED: {
+        pack_rows(pack, wk, D * KVD, wv, D * KVD, H, threads);
+        kv_pass p = {cin, pack, 2 * D * KVD, NULL, NULL, 0, D, 0, D, NULL};
+        kv_run_pass(&x, &p, chunk, par, threads, scratch);
+        break;
+    }
+    default: return ft_err_set(err, FT_EINTERNAL, "attention.kvproj: unknown gemm %d", gemm);
+    }
+    if (c->backward && !ft_call_overdue(c)) kv_backward(c, &b, threads);
     return FT_OK;
 }
 
