@@ -247,6 +247,7 @@ static json_t *stopped_event(session *S, int i, const ft_stats *st, double after
         S->stopped++;
     S->info[i].state = st->unclean ? C_UNCLEAN : C_STOPPED;
     S->info[i].median = INFINITY;
+    S->info[i].stats = *st; /* no sample: what the confirmation falls back on says so too */
     json_t *ev = cand_event(S, "measured", i);
     json_object_set_new(ev, "stats", ft_stats_to_json(st));
     json_object_set_new(ev, "screened", json_false());
@@ -634,6 +635,11 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
 
 /* ---- confirmation -------------------------------------------------------------------------- */
 
+/* Stats a config can be ranked by: clean, of at least one sample, with a positive median. */
+static int rankable(const ft_stats *st) {
+    return !st->unclean && st->samples > 0 && isfinite(st->median) && st->median > 0;
+}
+
 /* Order candidate indices by median (insertion sort: a few hundred at most, and stable). */
 static void sort_by_median(int *idx, int n, const cand_info *info) {
     for (int i = 1; i < n; i++) {
@@ -816,7 +822,7 @@ static json_t *profile_entry(session *S, const outcome *oc) {
     json_object_set_new(e, "attrs", ft_attrs_to_json(&S->c));
     json_object_set_new(e, "config", ft_config_to_json(S->s, &S->cands[w]));
     json_object_set_new(e, "stats", ft_stats_to_json(&oc->ws));
-    if (oc->def_pos >= 0 && !oc->ds.unclean) {
+    if (oc->def_pos >= 0 && rankable(&oc->ds)) {
         json_object_set_new(e, "default",
                             json_pack("{s:o, s:o}", "config",
                                       ft_config_to_json(S->s, &S->cands[S->def_idx]), "stats",
@@ -1557,10 +1563,11 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
         }
         if ((s = emit(S, cev, err))) return s;
     }
-    /* Only a clean measurement wins (the default's search stats may be unclean). */
+    /* Only a clean measurement wins (the default's search stats may be unclean, or hold no
+     * sample at all when its call was stopped before one). */
     oc->winner = -1;
     for (int j = 0; j < k; j++)
-        if (!cs[j].unclean && (oc->winner < 0 || cs[j].median < cs[oc->winner].median))
+        if (rankable(&cs[j]) && (oc->winner < 0 || cs[j].median < cs[oc->winner].median))
             oc->winner = j;
     if (oc->winner < 0) return FT_OK; /* nothing measured cleanly: no winner */
     find_ties(S, pick, k, cs, oc);
@@ -1602,7 +1609,7 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
     r->found = 1;
     r->winner = S->cands[oc->winner];
     r->winner_stats = oc->ws;
-    if (oc->def_pos >= 0 && !oc->ds.unclean) {
+    if (oc->def_pos >= 0 && rankable(&oc->ds)) {
         r->def = S->cands[S->def_idx];
         r->default_stats = oc->ds;
         r->speedup = oc->ds.median / oc->ws.median;
