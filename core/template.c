@@ -6,18 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A character of a name: a letter, '_' or (not first) a digit. */
+static int name_char(char c, int first) {
+    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (!first && c >= '0' && c <= '9');
+}
+
 /* The length of the name a placeholder at text ("@NAME@") holds, or 0 when it holds none. */
 static size_t name_len(const char *text) {
     size_t n = 0;
-    if (text[0] != '@' || !(text[1] == '_' || (text[1] >= 'A' && text[1] <= 'Z') ||
-                            (text[1] >= 'a' && text[1] <= 'z')))
-        return 0;
-    for (n = 1;
-         text[1 + n] == '_' || (text[1 + n] >= '0' && text[1 + n] <= '9') ||
-         (text[1 + n] >= 'A' && text[1 + n] <= 'Z') || (text[1 + n] >= 'a' && text[1 + n] <= 'z');
-         n++)
-        ;
-    return text[1 + n] == '@' ? n : 0;
+    while (name_char(text[1 + n], n == 0))
+        n++;
+    return n && text[1 + n] == '@' ? n : 0;
 }
 
 static const ft_tvar *find_var(const ft_tvar *vars, int nvars, const char *name, size_t len) {
