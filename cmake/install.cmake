@@ -9,7 +9,8 @@
 #   P/LIBDIR/cmake/flaretune/             find_package(flaretune): flaretune::flaretune (shared)
 #                                         and flaretune::flaretune_static
 #   P/share/flaretune/                    the kernel sources the library compiles at run time
-#                                         (NVRTC, the emulator) and emitted packages copy
+#                                         (NVRTC, the emulator) and emitted packages copy, and
+#                                         the templates of an emitted package's files
 #   P/share/doc/flaretune/                README and docs/
 #   P/share/man/man1/flaretune.1          the --help text as a manual page (with help2man)
 include(CMakePackageConfigHelpers)
@@ -20,6 +21,8 @@ install(FILES ${FT_STATIC_LIB} DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/flaretune.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY kernels core DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune
         FILES_MATCHING PATTERN "*.c" PATTERN "*.h" PATTERN "*.cu" PATTERN "*.cuh")
+# The templates an emitted package's files are written from (profiles/src/emit_package_runtime.c).
+install(DIRECTORY profiles/templates DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune/profiles)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/flaretune/version.h
               ${CMAKE_CURRENT_BINARY_DIR}/include/flaretune/source_hash.h
         DESTINATION ${CMAKE_INSTALL_DATADIR}/flaretune/include/flaretune)

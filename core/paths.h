@@ -7,7 +7,8 @@
  *   2. share/flaretune beside the binary or library this code is part of (found from its own
  *      address: PREFIX/bin or PREFIX/lib[/multiarch] -> PREFIX/share/flaretune);
  *   3. the source tree it was built from.
- * The root holds kernels/ and core/ (their sources and headers). $FLARETUNE_KERNEL_DIR still names the
+ * The root holds kernels/ and core/ (their sources and headers) and profiles/templates/ (what
+ * an emitted package's files are written from). $FLARETUNE_KERNEL_DIR still names the
  * kernel folder alone (the tests point it at their samples).
  */
 #ifndef FLARETUNE_PATHS_H

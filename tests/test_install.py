@@ -11,7 +11,8 @@ shared library; find_package with the static one) and checks that each, running 
 and the loss through the C API with a config taken from a profile, writes the same bits as
 `flaretune exec` with that config on the same inputs; on cuda-emu too, through device memory.
 The prefix is then moved, and the installed binary and the ctypes example (docs/api.md, run
-verbatim from docs/examples/api_ctypes.py) still work from there.
+verbatim from docs/examples/api_ctypes.py) still work from there; the moved binary emits a
+source package (its files written from the installed templates) equal to the build's.
 
     test_install.py BUILD_DIR FLARETUNE PYTHON_WITH_NUMPY
 """
@@ -51,7 +52,8 @@ def libdir_of(prefix):
 def check_layout(prefix):
     lib = libdir_of(prefix)
     for rel in ("bin/flaretune", "include/flaretune.h", "share/flaretune/kernels/cuda/ft_cuda.h",
-                "share/flaretune/kernels/fusion/fusion.cu", "share/doc/flaretune/api.md"):
+                "share/flaretune/kernels/fusion/fusion.cu", "share/doc/flaretune/api.md",
+                "share/flaretune/profiles/templates/package/lookup.inc.in"):
         check(os.path.exists(os.path.join(prefix, rel)), f"installed {rel}")
     for rel in ("libflaretune.so", "libflaretune.so.0", "pkgconfig/flaretune.pc",
                 "pkgconfig/flaretune-static.pc",
@@ -256,6 +258,22 @@ def run_emu(np, consumer, inputs, work):
         check(same, f"cuda-emu, {mode} memory: the same bits as `flaretune exec`")
 
 
+def check_emit(ft, work):
+    """A package emitted by the installed binary: written from the templates under
+    share/flaretune, file for file the package the build's binary writes."""
+    profile = os.path.join(work, "profile.json")
+    trees = []
+    for name, binary in (("installed", ft), ("build", FLARETUNE)):
+        out = os.path.join(work, f"package-{name}")
+        r = sh(binary, "emit", profile, "--backend", "cpu", "--format", "package", "--prefix",
+               "tk", "-o", out, ok=False)
+        check(r.returncode == 0 and os.path.isfile(os.path.join(out, "src", "tk_runtime.c")),
+              f"the {name} binary emits a package ({r.stderr.strip()})")
+        trees.append(out)
+    r = sh("diff", "-r", *trees, ok=False)
+    check(r.returncode == 0, f"the installed binary's package is the build's ({r.stdout[:400]})")
+
+
 def main():
     import numpy as np  # noqa: the Python that runs this test has it (CMake checked)
     work = tempfile.mkdtemp(prefix="ft_install_")
@@ -275,6 +293,7 @@ def main():
         v = sh(ft, "version").stdout
         check(f"sources    {os.path.realpath(moved)}/share/flaretune" in v,
               "the moved binary finds share/flaretune beside it")
+        check_emit(ft, work)
         mlib = lib.replace(prefix, moved)
         for be in ("cpu", "cuda-emu"):
             r = sh(NUMPY_PY, os.path.join(ROOT, "docs/examples/api_ctypes.py"),

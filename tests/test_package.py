@@ -440,7 +440,7 @@ def test_refusals(ft, tmp, source):
     # A source tree that lacks the loss family: the copy fails halfway, and nothing is left.
     partial = os.path.join(tmp, "partial-src")
     os.makedirs(os.path.join(partial, "kernels"))
-    for d in ("core", "include"):
+    for d in ("core", "include", "profiles"):
         os.symlink(os.path.join(source, d), os.path.join(partial, d))
     for d in ("cpu", "op", "fusion", "cuda"):
         os.symlink(os.path.join(source, "kernels", d), os.path.join(partial, "kernels", d))
@@ -521,7 +521,7 @@ def test_target(ft, tmp):
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     slow = os.path.join(tmp, "slow-src")
     os.makedirs(os.path.join(slow, "kernels", "loss"))
-    for d in ("core", "include"):
+    for d in ("core", "include", "profiles"):
         os.symlink(os.path.join(source, d), os.path.join(slow, d))
     for d in os.listdir(os.path.join(source, "kernels")):
         if d != "loss":
