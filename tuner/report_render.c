@@ -1,9 +1,9 @@
 /* report_render.c: a report document (docs/report.md) rendered as HTML with inline SVG, as
  * Markdown and as pretty-printed JSON (tuner/report.h).
  *
- * Sections in order: the pure layout math (values for humans, axes, colours, escaping), the
- * schema check, the tables every format shares (a chart's data, the machine), the SVG charts,
- * the HTML page, the Markdown file, and the atomic writing of the three files.
+ * Sections in order: escaping, the tables every format shares (a chart's data, the machine), the
+ * SVG charts, the HTML page, the Markdown file, and the atomic writing of the three files. The
+ * layout math is report_layout.c's, the schema check report_check.c's.
  *
  * The page is one file that is also well-formed XML (only the five XML entities and numeric
  * references, every tag closed), needs no network and no script: the charts are drawn here.
@@ -24,204 +24,7 @@
 
 #include "core/format.h"
 #include "core/npy.h"
-
-/* ==== the pure layout math ==================================================================== */
-
-static int unit_is(const char *unit, const char *name) { return unit && strcmp(unit, name) == 0; }
-
-/* Units that take SI prefixes upward: rates ("B/s", "FLOP/s") and counts of bytes or FLOPs. */
-static int unit_si_up(const char *unit) {
-    size_t n = unit ? strlen(unit) : 0;
-    return (n >= 2 && strcmp(unit + n - 2, "/s") == 0) || unit_is(unit, "B") ||
-           unit_is(unit, "FLOP");
-}
-
-void ft_report_unit_pick(double mag, const char *unit, double *scale, const char **prefix) {
-    *scale = 1;
-    *prefix = "";
-    mag = fabs(mag);
-    if (!isfinite(mag) || mag == 0) return;
-    /* A little slack below each boundary so 999.96 us prints as "1 ms", not "1e+03 us". */
-    const double slack = 0.9995;
-    if (unit_is(unit, "s")) {
-        static const struct {
-            double at, scale;
-            const char *prefix;
-        } down[] = {{1, 1, ""}, {1e-3, 1e3, "m"}, {1e-6, 1e6, "u"}, {0, 1e9, "n"}};
-        for (int i = 0; i < 4; i++)
-            if (mag >= down[i].at * slack) {
-                *scale = down[i].scale;
-                *prefix = down[i].prefix;
-                return;
-            }
-    }
-    if (unit_si_up(unit)) {
-        static const char *const up[] = {"", "k", "M", "G", "T", "P", "E"};
-        int i = 0;
-        while (i < 6 && mag * *scale >= 1000 * slack) {
-            *scale /= 1000;
-            i++;
-        }
-        *prefix = up[i];
-    }
-}
-
-/* Decimals a number for humans never goes beyond: a value smaller than half the last one
- * reads 0 (an overhead of -4e-05% is none), never an exponent or "-0". */
-enum { PLAIN_DECIMALS = 4 };
-
-/* x with `sig` significant digits in plain decimal form ("1.23", "-0.0012", "123457"), at most
- * PLAIN_DECIMALS decimals, trailing zeros dropped, no sign on a value that reads 0. */
-static void fmt_plain(double x, int sig, char *buf, size_t n) {
-    if (fabs(x) >= 1e15) { /* no one reads sixteen digits */
-        snprintf(buf, n, "%.*g", sig, x);
-        return;
-    }
-    int dec = 0;
-    if (x != 0) {
-        dec = sig - 1 - (int)floor(log10(fabs(x)));
-        if (dec < 0) dec = 0;
-        if (dec > PLAIN_DECIMALS) dec = PLAIN_DECIMALS;
-    }
-    char t[400];
-    snprintf(t, sizeof t, "%.*f", dec, x);
-    if (strchr(t, '.')) {
-        size_t k = strlen(t);
-        while (t[k - 1] == '0')
-            t[--k] = '\0';
-        if (t[k - 1] == '.') t[--k] = '\0';
-    }
-    snprintf(buf, n, "%s", strcmp(t, "-0") == 0 ? "0" : t);
-}
-
-/* x already scaled, with its prefix and unit: "1.23 ms", "-0.4%", "12.5", "3 tok". */
-static char *put_scaled(double x, int sig, const char *prefix, const char *unit, char *buf,
-                        size_t n) {
-    char num[400];
-    fmt_plain(x, sig, num, sizeof num);
-    if (!unit || !*unit)
-        snprintf(buf, n, "%s", num);
-    else if (strcmp(unit, "%") == 0)
-        snprintf(buf, n, "%s%%", num);
-    else
-        snprintf(buf, n, "%s %s%s", num, prefix, unit);
-    return buf;
-}
-
-char *ft_report_fmt_value(double v, const char *unit, int sig, char *buf, size_t n) {
-    if (!isfinite(v)) {
-        snprintf(buf, n, "-");
-        return buf;
-    }
-    if (sig < 1) sig = 1;
-    if (sig > 17) sig = 17;
-    double scale;
-    const char *prefix;
-    ft_report_unit_pick(v, unit, &scale, &prefix);
-    return put_scaled(v * scale, sig, prefix, unit, buf, n);
-}
-
-char *ft_report_fmt_tick(double v, double axis_mag, const char *unit, char *buf, size_t n) {
-    if (!isfinite(v)) {
-        snprintf(buf, n, "-");
-        return buf;
-    }
-    double scale;
-    const char *prefix;
-    ft_report_unit_pick(axis_mag, unit, &scale, &prefix);
-    double x = v * scale;
-    /* A tick computed as k * step can carry rounding noise (0.30000000000000004). */
-    if (fabs(x) < fabs(axis_mag * scale) * 1e-9) x = 0;
-    put_scaled(x, 4, prefix, unit, buf, n);
-    /* An axis of values all below the last decimal: ticks apart, not all "0". */
-    if (x != 0 && fabs(x) < 0.5e-4) {
-        const char *sep = !unit || !*unit || strcmp(unit, "%") == 0 ? "" : " ";
-        snprintf(buf, n, "%.3g%s%s%s", x, sep, *sep ? prefix : "", unit ? unit : "");
-    }
-    return buf;
-}
-
-/* The nearest of 1, 2, 5 times a power of ten to raw (> 0), as Heckbert's "nice numbers". */
-static double nice_step(double raw) {
-    double p = pow(10, floor(log10(raw)));
-    double f = raw / p;
-    double m = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
-    return m * p;
-}
-
-ft_status ft_report_axis_nice(double lo, double hi, int want, ft_report_axis *ax) {
-    memset(ax, 0, sizeof *ax);
-    if (!isfinite(lo) || !isfinite(hi)) return FT_EINVAL;
-    if (lo > hi) {
-        double t = lo;
-        lo = hi;
-        hi = t;
-    }
-    if (want < 2) want = 2;
-    if (want > FT_REPORT_MAX_TICKS - 1) want = FT_REPORT_MAX_TICKS - 1;
-    if (hi == lo) {
-        double w = lo == 0 ? 1 : fabs(lo) * 0.1;
-        if (lo == 0) {
-            hi = 1;
-        } else {
-            lo -= w;
-            hi += w;
-        }
-    }
-    double range = hi - lo;
-    if (!isfinite(range) || range <= 0) return FT_EINVAL;
-    double step = nice_step(range / (want - 1));
-    for (int tries = 0; tries < 64; tries++) {
-        if (!isfinite(step) || step <= 0) return FT_EINVAL;
-        double k0 = floor(lo / step + 1e-9), k1 = ceil(hi / step - 1e-9);
-        double count = k1 - k0 + 1;
-        if (isfinite(count) && count <= FT_REPORT_MAX_TICKS) {
-            ax->step = step;
-            ax->lo = k0 * step;
-            ax->hi = k1 * step;
-            ax->nticks = (int)count;
-            for (int i = 0; i < ax->nticks; i++)
-                ax->ticks[i] = (k0 + i) * step;
-            return isfinite(ax->lo) && isfinite(ax->hi) ? FT_OK : FT_EINVAL;
-        }
-        step = nice_step(step * 1.5);
-    }
-    return FT_EINVAL;
-}
-
-double ft_report_scale(double v, double d0, double d1, double r0, double r1) {
-    if (d1 == d0) return (r0 + r1) / 2;
-    return r0 + (v - d0) * (r1 - r0) / (d1 - d0);
-}
-
-/* Tableau's ten, then two more that stay apart from them. */
-static const char *const palette[FT_REPORT_PALETTE_SIZE] = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#79706e", "#17becf", "#bcbd22"};
-
-int ft_report_palette_index(ft_report_palette *p, const char *label) {
-    for (int i = 0; i < p->n; i++)
-        if (strcmp(p->labels[i], label) == 0) return i;
-    if (p->n == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 16;
-        const char **l = realloc(p->labels, (size_t)cap * sizeof *l);
-        if (!l) return -1;
-        p->labels = l;
-        p->cap = cap;
-    }
-    p->labels[p->n] = label;
-    return p->n++;
-}
-
-const char *ft_report_palette_colour(ft_report_palette *p, const char *label) {
-    int i = ft_report_palette_index(p, label);
-    return palette[i < 0 ? 0 : i % FT_REPORT_PALETTE_SIZE];
-}
-
-void ft_report_palette_free(ft_report_palette *p) {
-    free(p->labels);
-    memset(p, 0, sizeof *p);
-}
+#include "tuner/report_read.h"
 
 /* The replacement of one byte in XML text, or NULL when it stays. Control characters XML 1.0
  * does not allow become a space. */
@@ -276,368 +79,6 @@ static char *escape_with(const char *s, const char *(*entity)(unsigned char)) {
 char *ft_report_xml_escape(const char *s) { return escape_with(s, xml_entity); }
 char *ft_report_md_escape(const char *s) { return escape_with(s, md_entity); }
 
-/* ==== the schema check ======================================================================== */
-
-/* Paths for messages: "charts[2].series[0]". */
-typedef struct {
-    char s[256];
-} jpath;
-
-/* A path too long for the buffer (a key of hundreds of bytes) ends in "...". */
-static void path_cut(jpath *p, int w) {
-    if (w >= (int)sizeof p->s) memcpy(p->s + sizeof p->s - 4, "...", 4);
-}
-
-static jpath path_key(const char *at, const char *key) {
-    jpath p;
-    path_cut(&p, snprintf(p.s, sizeof p.s, "%s%s%s", at, *at ? "." : "", key));
-    return p;
-}
-
-static jpath path_index(const char *at, size_t i) {
-    jpath p;
-    path_cut(&p, snprintf(p.s, sizeof p.s, "%s[%zu]", at, i));
-    return p;
-}
-
-static ft_status bad(ft_err *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static ft_status bad(ft_err *err, const char *fmt, ...) {
-    char msg[FT_ERR_MSG_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ft_err_set(err, FT_EFORMAT, "%s", msg);
-}
-
-static const char *json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
-/* obj[key] of the JSON type `type` (JSON_INTEGER stands for any number); absent is fine unless
- * required. *out gets the value (NULL when absent). */
-static ft_status want(const json_t *obj, const char *key, json_type type, int required,
-                      const char *at, const json_t **out, ft_err *err) {
-    const json_t *v = json_object_get(obj, key);
-    if (out) *out = v;
-    jpath p = path_key(at, key);
-    static const char *const names[] = {[JSON_OBJECT] = "an object",
-                                        [JSON_ARRAY] = "an array",
-                                        [JSON_STRING] = "a string",
-                                        [JSON_INTEGER] = "a number"};
-    if (!v) return required ? bad(err, "%s: missing (%s is required)", p.s, names[type]) : FT_OK;
-    int ok = type == JSON_INTEGER ? json_is_number(v) : json_typeof(v) == type;
-    if (!ok) return bad(err, "%s: expected %s, got %s", p.s, names[type], json_kind(v));
-    if (type == JSON_INTEGER && !isfinite(json_number_value(v)))
-        return bad(err, "%s: not a finite number", p.s);
-    return FT_OK;
-}
-
-static ft_status want_number(const json_t *v, const char *at, ft_err *err) {
-    if (!json_is_number(v)) return bad(err, "%s: expected a number, got %s", at, json_kind(v));
-    if (!isfinite(json_number_value(v))) return bad(err, "%s: not a finite number", at);
-    return FT_OK;
-}
-
-static ft_status want_strings(const json_t *obj, const char *const *keys, int required,
-                              const char *at, ft_err *err) {
-    ft_status s = FT_OK;
-    for (int i = 0; keys[i] && !s; i++)
-        s = want(obj, keys[i], JSON_STRING, required, at, NULL, err);
-    return s;
-}
-
-/* A claim's optional evidence: the steps its verdict rests on, each {"step": string, "clean":
- * boolean, "samples_discarded": number, "samples_taken": number} (report_verdict.c). */
-static ft_status check_evidence(const json_t *c, const char *at, ft_err *err) {
-    const json_t *ev;
-    ft_status s = want(c, "evidence", JSON_ARRAY, 0, at, &ev, err);
-    jpath base = path_key(at, "evidence");
-    for (size_t i = 0; !s && i < json_array_size(ev); i++) {
-        const json_t *e = json_array_get(ev, i);
-        jpath p = path_index(base.s, i);
-        if (!json_is_object(e))
-            return bad(err, "%s: expected an object, got %s", p.s, json_kind(e));
-        const json_t *clean = json_object_get(e, "clean");
-        if (!json_is_boolean(clean))
-            return bad(err, "%s.clean: expected a boolean, got %s", p.s,
-                       clean ? json_kind(clean) : "nothing");
-        if (!(s = want(e, "step", JSON_STRING, 1, p.s, NULL, err)) &&
-            !(s = want(e, "samples_discarded", JSON_INTEGER, 0, p.s, NULL, err)))
-            s = want(e, "samples_taken", JSON_INTEGER, 0, p.s, NULL, err);
-    }
-    return s;
-}
-
-static ft_status check_claim(const json_t *c, const char *at, ft_err *err) {
-    if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
-    static const char *const required[] = {"claim", "answer", "verdict", NULL};
-    static const char *const optional[] = {"id", "source", "command", "withheld", NULL};
-    ft_status s = want_strings(c, required, 1, at, err);
-    if (!s) s = want_strings(c, optional, 0, at, err);
-    if (!s) s = check_evidence(c, at, err);
-    if (s) return s;
-    const char *v = json_string_value(json_object_get(c, "verdict"));
-    if (strcmp(v, "holds") && strcmp(v, "does not hold") && strcmp(v, "measured") &&
-        strcmp(v, "inconclusive"))
-        return bad(err,
-                   "%s.verdict: expected \"holds\", \"does not hold\", \"measured\" or "
-                   "\"inconclusive\", got \"%s\"",
-                   at, v);
-    const json_t *fig;
-    if ((s = want(c, "figures", JSON_OBJECT, 0, at, &fig, err)) || !fig) return s;
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)fig, k, x) {
-        jpath p = path_key(path_key(at, "figures").s, k);
-        if (json_is_object(x) || json_is_array(x))
-            return bad(err, "%s: expected a number or a string, got %s", p.s, json_kind(x));
-        if (json_is_number(x) && (s = want_number(x, p.s, err))) return s;
-    }
-    return FT_OK;
-}
-
-/* One bar of a stacked chart: a label and segments of values >= 0 whose total is finite. */
-static ft_status check_bar(const json_t *b, const char *at, ft_err *err) {
-    if (!json_is_object(b)) return bad(err, "%s: expected an object, got %s", at, json_kind(b));
-    const json_t *segs;
-    ft_status s = want(b, "label", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(b, "segments", JSON_ARRAY, 1, at, &segs, err);
-    if (s) return s;
-    double total = 0;
-    for (size_t j = 0; j < json_array_size(segs); j++) {
-        const json_t *g = json_array_get(segs, j), *v;
-        jpath p = path_index(path_key(at, "segments").s, j);
-        if (!json_is_object(g))
-            return bad(err, "%s: expected an object, got %s", p.s, json_kind(g));
-        if ((s = want(g, "label", JSON_STRING, 1, p.s, NULL, err))) return s;
-        if ((s = want(g, "value", JSON_INTEGER, 1, p.s, &v, err))) return s;
-        if (json_number_value(v) < 0)
-            return bad(err, "%s.value: expected a number >= 0 (a stacked bar adds its segments)",
-                       p.s);
-        total += json_number_value(v);
-    }
-    if (!isfinite(total)) return bad(err, "%s: the total of the segments is not finite", at);
-    return FT_OK;
-}
-
-/* lo or hi of a series: as many numbers as points. */
-static ft_status check_band(const json_t *ser, const char *key, size_t npoints, const char *at,
-                            ft_err *err) {
-    const json_t *a;
-    ft_status s = want(ser, key, JSON_ARRAY, 0, at, &a, err);
-    if (s || !a) return s;
-    jpath p = path_key(at, key);
-    if (json_array_size(a) != npoints)
-        return bad(err, "%s: expected %zu numbers (one per point), got %zu", p.s, npoints,
-                   json_array_size(a));
-    for (size_t i = 0; i < npoints; i++)
-        if ((s = want_number(json_array_get(a, i), path_index(p.s, i).s, err))) return s;
-    return FT_OK;
-}
-
-static ft_status check_series(const json_t *ser, const char *at, ft_err *err) {
-    if (!json_is_object(ser)) return bad(err, "%s: expected an object, got %s", at, json_kind(ser));
-    const json_t *pts;
-    ft_status s = want(ser, "label", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(ser, "points", JSON_ARRAY, 1, at, &pts, err);
-    if (s) return s;
-    for (size_t i = 0; i < json_array_size(pts); i++) {
-        const json_t *pt = json_array_get(pts, i);
-        jpath p = path_index(path_key(at, "points").s, i);
-        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
-            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1)))
-            return bad(err, "%s: expected [x, y]", p.s);
-        for (size_t k = 0; k < 2; k++)
-            if ((s = want_number(json_array_get(pt, k), p.s, err))) return s;
-    }
-    size_t n = json_array_size(pts);
-    if ((s = check_band(ser, "lo", n, at, err))) return s;
-    return check_band(ser, "hi", n, at, err);
-}
-
-/* The extent of a lines chart's values, x and y (with lo and hi), min and max. */
-typedef struct {
-    double x0, x1, y0, y1;
-    int n;
-} extent;
-
-static void extent_add(double *lo, double *hi, double v, int first) {
-    if (first || v < *lo) *lo = v;
-    if (first || v > *hi) *hi = v;
-}
-
-static extent lines_extent(const json_t *chart) {
-    extent e = {0, 0, 0, 0, 0};
-    const json_t *series = json_object_get(chart, "series");
-    for (size_t s = 0; s < json_array_size(series); s++) {
-        const json_t *ser = json_array_get(series, s), *pts = json_object_get(ser, "points");
-        const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
-        for (size_t i = 0; i < json_array_size(pts); i++) {
-            const json_t *pt = json_array_get(pts, i);
-            extent_add(&e.x0, &e.x1, json_number_value(json_array_get(pt, 0)), e.n == 0);
-            extent_add(&e.y0, &e.y1, json_number_value(json_array_get(pt, 1)), e.n == 0);
-            if (lo) extent_add(&e.y0, &e.y1, json_number_value(json_array_get(lo, i)), 0);
-            if (hi) extent_add(&e.y0, &e.y1, json_number_value(json_array_get(hi, i)), 0);
-            e.n++;
-        }
-    }
-    return e;
-}
-
-static ft_status check_chart(const json_t *c, const char *at, ft_err *err) {
-    if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
-    static const char *const required[] = {"kind", "title", NULL};
-    static const char *const optional[] = {"id", "unit", "note", "x_label", "y_label", NULL};
-    ft_status s = want_strings(c, required, 1, at, err);
-    if (!s) s = want_strings(c, optional, 0, at, err);
-    if (s) return s;
-    const char *kind = json_string_value(json_object_get(c, "kind"));
-    const json_t *items;
-    if (strcmp(kind, "stacked") == 0) {
-        if ((s = want(c, "bars", JSON_ARRAY, 1, at, &items, err))) return s;
-        for (size_t i = 0; i < json_array_size(items); i++)
-            if ((s = check_bar(json_array_get(items, i), path_index(path_key(at, "bars").s, i).s,
-                               err)))
-                return s;
-        return FT_OK;
-    }
-    if (strcmp(kind, "lines") != 0)
-        return bad(err, "%s.kind: expected \"stacked\" or \"lines\", got \"%s\"", at, kind);
-    if ((s = want(c, "series", JSON_ARRAY, 1, at, &items, err))) return s;
-    for (size_t i = 0; i < json_array_size(items); i++)
-        if ((s = check_series(json_array_get(items, i), path_index(path_key(at, "series").s, i).s,
-                              err)))
-            return s;
-    extent e = lines_extent(c);
-    if (e.n && (!isfinite(e.x1 - e.x0) || !isfinite(e.y1 - e.y0) ||
-                !isfinite(fmax(e.y1, 0) - fmin(e.y0, 0))))
-        return bad(err, "%s: its values span a range too wide to draw (not finite)", at);
-    return FT_OK;
-}
-
-static ft_status check_table(const json_t *t, const char *at, ft_err *err) {
-    if (!json_is_object(t)) return bad(err, "%s: expected an object, got %s", at, json_kind(t));
-    const json_t *cols, *rows;
-    ft_status s = want(t, "title", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(t, "id", JSON_STRING, 0, at, NULL, err);
-    if (!s) s = want(t, "columns", JSON_ARRAY, 1, at, &cols, err);
-    if (!s) s = want(t, "rows", JSON_ARRAY, 1, at, &rows, err);
-    if (s) return s;
-    for (size_t i = 0; i < json_array_size(cols); i++)
-        if (!json_is_string(json_array_get(cols, i)))
-            return bad(err, "%s: expected a string, got %s",
-                       path_index(path_key(at, "columns").s, i).s,
-                       json_kind(json_array_get(cols, i)));
-    for (size_t r = 0; r < json_array_size(rows); r++) {
-        const json_t *row = json_array_get(rows, r);
-        jpath p = path_index(path_key(at, "rows").s, r);
-        if (!json_is_array(row) || json_array_size(row) != json_array_size(cols))
-            return bad(err, "%s: expected an array of %zu cells (one per column)", p.s,
-                       json_array_size(cols));
-        for (size_t k = 0; k < json_array_size(row); k++) {
-            const json_t *cell = json_array_get(row, k);
-            jpath pc = path_index(p.s, k);
-            if (!json_is_string(cell) && !json_is_number(cell) && !json_is_null(cell))
-                return bad(err, "%s: expected a string or a number, got %s", pc.s, json_kind(cell));
-            if (json_is_number(cell) && (s = want_number(cell, pc.s, err))) return s;
-        }
-    }
-    return FT_OK;
-}
-
-/* Every element of doc[key] (an array) through one check. */
-static ft_status check_each(const json_t *doc, const char *key,
-                            ft_status (*one)(const json_t *, const char *, ft_err *), ft_err *err) {
-    const json_t *a = json_object_get(doc, key);
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        ft_status s = one(json_array_get(a, i), path_index(key, i).s, err);
-        if (s) return s;
-    }
-    return FT_OK;
-}
-
-/* The optional `contention`: numbers of steps and samples (report_verdict.c). */
-static ft_status check_contention(const json_t *doc, ft_err *err) {
-    const json_t *ct;
-    ft_status s = want(doc, "contention", JSON_OBJECT, 0, "", &ct, err);
-    static const char *const keys[] = {"steps", "unclean_steps", "samples_discarded",
-                                       "samples_taken"};
-    for (size_t i = 0; !s && ct && i < sizeof keys / sizeof keys[0]; i++)
-        s = want(ct, keys[i], JSON_INTEGER, 0, "contention", NULL, err);
-    return s;
-}
-
-static ft_status check_top(const json_t *doc, ft_err *err) {
-    if (!json_is_object(doc))
-        return bad(err, "the document: expected a JSON object, got %s", json_kind(doc));
-    const json_t *fmt;
-    ft_status s = want(doc, "format", JSON_STRING, 1, "", &fmt, err);
-    if (s) return s;
-    if (strcmp(json_string_value(fmt), FT_REPORT_FORMAT) != 0)
-        return bad(err, "format: expected \"%s\", got \"%s\"", FT_REPORT_FORMAT,
-                   json_string_value(fmt));
-    static const char *const required[] = {"title", "date", NULL};
-    static const char *const optional[] = {"command", "backend", "device", "clock", NULL};
-    if ((s = want_strings(doc, required, 1, "", err))) return s;
-    static const char *const arrays[] = {"claims", "charts", "tables"};
-    for (int i = 0; i < 3; i++)
-        if ((s = want(doc, arrays[i], JSON_ARRAY, 1, "", NULL, err))) return s;
-    if ((s = want_strings(doc, optional, 0, "", err))) return s;
-    if ((s = want(doc, "machine", JSON_OBJECT, 0, "", NULL, err))) return s;
-    if ((s = check_contention(doc, err))) return s;
-    const json_t *models;
-    if ((s = want(doc, "models", JSON_ARRAY, 0, "", &models, err))) return s;
-    for (size_t i = 0; i < json_array_size(models); i++)
-        if (!json_is_string(json_array_get(models, i)))
-            return bad(err, "models[%zu]: expected a string, got %s", i,
-                       json_kind(json_array_get(models, i)));
-    return FT_OK;
-}
-
-ft_status ft_report_check(const json_t *doc, ft_err *err) {
-    if (!doc) return bad(err, "the document: missing");
-    ft_status s = check_top(doc, err);
-    if (!s) s = check_each(doc, "claims", check_claim, err);
-    if (!s) s = check_each(doc, "charts", check_chart, err);
-    if (!s) s = check_each(doc, "tables", check_table, err);
-    return s;
-}
-
-ft_status ft_report_load(const char *path, json_t **out, ft_err *err) {
-    *out = NULL;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return ft_err_set(err, FT_EIO, "%s: cannot read: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return ft_err_set(err, FT_EIO, "%s: is a directory, not a report document", path);
-    json_error_t je;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!doc)
-        return ft_err_set(err, FT_EFORMAT, "%s:%d:%d: not a report document: %s", path, je.line,
-                          je.column, je.text);
-    ft_status s = ft_report_check(doc, err);
-    if (s) {
-        json_decref(doc);
-        return ft_err_wrap(err, "%s", path);
-    }
-    *out = doc;
-    return FT_OK;
-}
-
 /* ==== tables every format shares ============================================================== */
 
 /* A table of owned strings: a header row then the data rows. */
@@ -690,11 +131,6 @@ static const char *grid_at(const grid *g, int r, int k) {
     return s ? s : "";
 }
 
-static const char *str_or(const json_t *obj, const char *key, const char *dflt) {
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : dflt;
-}
-
 /* A scalar of the document for humans: strings as they are, numbers %.6g. */
 static const char *scalar_text(const json_t *v, char *buf, size_t n) {
     if (json_is_string(v)) return json_string_value(v);
@@ -711,24 +147,6 @@ static const char *scalar_text(const json_t *v, char *buf, size_t n) {
     return buf;
 }
 
-/* The segment labels of a stacked chart, in order of first appearance. */
-static void stacked_labels(const json_t *chart, ft_report_palette *labels) {
-    const json_t *bars = json_object_get(chart, "bars");
-    for (size_t i = 0; i < json_array_size(bars); i++) {
-        const json_t *segs = json_object_get(json_array_get(bars, i), "segments");
-        for (size_t j = 0; j < json_array_size(segs); j++)
-            ft_report_palette_index(labels, str_or(json_array_get(segs, j), "label", ""));
-    }
-}
-
-static double bar_total(const json_t *bar) {
-    double t = 0;
-    const json_t *segs = json_object_get(bar, "segments");
-    for (size_t j = 0; j < json_array_size(segs); j++)
-        t += json_number_value(json_object_get(json_array_get(segs, j), "value"));
-    return t;
-}
-
 /* The sum of a bar's segments with this label, and whether it has any. */
 static int bar_value(const json_t *bar, const char *label, double *v) {
     int found = 0;
@@ -736,7 +154,7 @@ static int bar_value(const json_t *bar, const char *label, double *v) {
     const json_t *segs = json_object_get(bar, "segments");
     for (size_t j = 0; j < json_array_size(segs); j++) {
         const json_t *g = json_array_get(segs, j);
-        if (strcmp(str_or(g, "label", ""), label) == 0) {
+        if (strcmp(ft_report_str(g, "label", ""), label) == 0) {
             *v += json_number_value(json_object_get(g, "value"));
             found = 1;
         }
@@ -747,8 +165,8 @@ static int bar_value(const json_t *bar, const char *label, double *v) {
 /* Stacked: one row per bar, one column per segment label, then the total. */
 static ft_status grid_stacked(const json_t *chart, grid *g) {
     ft_report_palette labels = {0};
-    stacked_labels(chart, &labels);
-    const char *unit = str_or(chart, "unit", "");
+    ft_report_stacked_labels(chart, &labels);
+    const char *unit = ft_report_str(chart, "unit", "");
     char buf[64];
     grid_init(g, labels.n + 2);
     char **row = grid_row(g);
@@ -760,75 +178,17 @@ static ft_status grid_stacked(const json_t *chart, grid *g) {
     for (size_t i = 0; i < json_array_size(bars); i++) {
         const json_t *bar = json_array_get(bars, i);
         row = grid_row(g);
-        grid_set(g, row, 0, str_or(bar, "label", ""));
+        grid_set(g, row, 0, ft_report_str(bar, "label", ""));
         for (int k = 0; k < labels.n; k++) {
             double v;
             int has = bar_value(bar, labels.labels[k], &v);
             grid_set(g, row, k + 1, has ? ft_report_fmt_value(v, unit, 4, buf, sizeof buf) : "-");
         }
         grid_set(g, row, labels.n + 1,
-                 ft_report_fmt_value(bar_total(bar), unit, 4, buf, sizeof buf));
+                 ft_report_fmt_value(ft_report_bar_total(bar), unit, 4, buf, sizeof buf));
     }
     ft_report_palette_free(&labels);
     return g->oom ? FT_ENOMEM : FT_OK;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The distinct x values of a lines chart, sorted; *n of them. NULL (and *n = 0) when none or
- * out of memory (*oom set). */
-static double *lines_xs(const json_t *chart, int *n, int *oom) {
-    const json_t *series = json_object_get(chart, "series");
-    size_t total = 0;
-    for (size_t s = 0; s < json_array_size(series); s++)
-        total += json_array_size(json_object_get(json_array_get(series, s), "points"));
-    *n = 0;
-    *oom = 0;
-    if (!total) return NULL;
-    double *xs = malloc(total * sizeof *xs);
-    if (!xs) {
-        *oom = 1;
-        return NULL;
-    }
-    size_t k = 0;
-    for (size_t s = 0; s < json_array_size(series); s++) {
-        const json_t *pts = json_object_get(json_array_get(series, s), "points");
-        for (size_t i = 0; i < json_array_size(pts); i++)
-            xs[k++] = json_number_value(json_array_get(json_array_get(pts, i), 0));
-    }
-    qsort(xs, total, sizeof *xs, cmp_double);
-    size_t d = 0;
-    for (size_t i = 0; i < total; i++)
-        if (d == 0 || xs[i] != xs[d - 1]) xs[d++] = xs[i];
-    *n = (int)d;
-    return xs;
-}
-
-/* A series' points in order of x, equal x in the document's order: what the table and the
- * polyline walk, so a chart of n points costs n log n, not n^2. */
-typedef struct {
-    double x;
-    size_t i;
-} point_ref;
-
-static int cmp_point_ref(const void *a, const void *b) {
-    const point_ref *p = a, *q = b;
-    if (p->x != q->x) return (p->x > q->x) - (p->x < q->x);
-    return (p->i > q->i) - (p->i < q->i);
-}
-
-/* NULL when out of memory; *n gets the number of points. */
-static point_ref *points_sorted(const json_t *pts, size_t *n) {
-    *n = json_array_size(pts);
-    point_ref *r = malloc((*n ? *n : 1) * sizeof *r);
-    if (!r) return NULL;
-    for (size_t i = 0; i < *n; i++)
-        r[i] = (point_ref){json_number_value(json_array_get(json_array_get(pts, i), 0)), i};
-    qsort(r, *n, sizeof *r, cmp_point_ref);
-    return r;
 }
 
 /* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": point i of a series. */
@@ -849,33 +209,34 @@ static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf
  * it has none). Each series' sorted points are walked once alongside the sorted xs. */
 static ft_status grid_lines(const json_t *chart, grid *g) {
     const json_t *series = json_object_get(chart, "series");
-    const char *unit = str_or(chart, "unit", "");
+    const char *unit = ft_report_str(chart, "unit", "");
     int nx, oom;
-    double *xs = lines_xs(chart, &nx, &oom);
+    double *xs = ft_report_lines_xs(chart, &nx, &oom);
     if (oom) return FT_ENOMEM;
     int ns = (int)json_array_size(series);
-    point_ref **sorted = calloc((size_t)(ns ? ns : 1), sizeof *sorted);
+    int **sorted = calloc((size_t)(ns ? ns : 1), sizeof *sorted);
     size_t *npts = calloc((size_t)(ns ? ns : 1), sizeof *npts), *at = NULL;
     at = calloc((size_t)(ns ? ns : 1), sizeof *at);
     int bad = !sorted || !npts || !at;
     for (int s = 0; s < ns && !bad; s++)
-        bad = !(sorted[s] = points_sorted(
+        bad = !(sorted[s] = ft_report_points_order(
                     json_object_get(json_array_get(series, (size_t)s), "points"), &npts[s]));
     grid_init(g, ns + 1);
     char **row = bad ? NULL : grid_row(g);
-    grid_set(g, row, 0, str_or(chart, "x_label", "x"));
+    grid_set(g, row, 0, ft_report_str(chart, "x_label", "x"));
     for (int s = 0; s < ns && row; s++)
-        grid_set(g, row, s + 1, str_or(json_array_get(series, (size_t)s), "label", ""));
+        grid_set(g, row, s + 1, ft_report_str(json_array_get(series, (size_t)s), "label", ""));
     char buf[160];
     for (int i = 0; i < nx && !bad; i++) {
         row = grid_row(g);
         snprintf(buf, sizeof buf, "%.6g", xs[i]);
         grid_set(g, row, 0, buf);
         for (int s = 0; s < ns; s++) {
-            while (at[s] < npts[s] && sorted[s][at[s]].x < xs[i])
+            const json_t *pts = json_object_get(json_array_get(series, (size_t)s), "points");
+            while (at[s] < npts[s] && ft_report_point(pts, (size_t)sorted[s][at[s]], 0) < xs[i])
                 at[s]++;
-            if (at[s] < npts[s] && sorted[s][at[s]].x == xs[i])
-                series_cell(json_array_get(series, (size_t)s), sorted[s][at[s]].i, unit, buf,
+            if (at[s] < npts[s] && ft_report_point(pts, (size_t)sorted[s][at[s]], 0) == xs[i])
+                series_cell(json_array_get(series, (size_t)s), (size_t)sorted[s][at[s]], unit, buf,
                             sizeof buf);
             else
                 snprintf(buf, sizeof buf, "-");
@@ -892,8 +253,8 @@ static ft_status grid_lines(const json_t *chart, grid *g) {
 }
 
 static ft_status grid_chart(const json_t *chart, grid *g) {
-    return strcmp(str_or(chart, "kind", ""), "stacked") == 0 ? grid_stacked(chart, g)
-                                                             : grid_lines(chart, g);
+    return strcmp(ft_report_str(chart, "kind", ""), "stacked") == 0 ? grid_stacked(chart, g)
+                                                                    : grid_lines(chart, g);
 }
 
 /* A table of the document as it is. */
@@ -1027,7 +388,7 @@ static void machine_walk(machine_view *m, const char *prefix, const json_t *obj)
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)obj, k, v) {
-        jpath p = path_key(prefix, k);
+        ft_report_path p = ft_report_path_key(prefix, k);
         if (json_is_object(v) && json_object_size(v))
             machine_walk(m, p.s, v);
         else if (all_objects(v))
@@ -1330,9 +691,9 @@ static void svg_open(out *o, const json_t *chart, double h) {
     put(o, " ");
     put_num(o, h);
     put(o, "\" role=\"img\" aria-label=\"");
-    put_xml(o, str_or(chart, "title", ""));
+    put_xml(o, ft_report_str(chart, "title", ""));
     put(o, "\">\n<title>");
-    put_xml(o, str_or(chart, "title", ""));
+    put_xml(o, ft_report_str(chart, "title", ""));
     put(o, "</title>\n");
 }
 
@@ -1355,7 +716,7 @@ static void svg_value_axis(out *o, const ft_report_axis *ax, const char *unit, d
 static double stacked_label_width(const json_t *bars) {
     size_t longest = 0;
     for (size_t i = 0; i < json_array_size(bars); i++) {
-        size_t n = strlen(str_or(json_array_get(bars, i), "label", ""));
+        size_t n = strlen(ft_report_str(json_array_get(bars, i), "label", ""));
         if (n > longest) longest = n;
     }
     double w = CHAR_W * (double)longest + 16;
@@ -1366,7 +727,7 @@ static double stacked_label_width(const json_t *bars) {
 static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report_axis *ax,
                     double x0, double x1, double y, double h, double label_w,
                     ft_report_palette *colours) {
-    const char *label = str_or(bar, "label", "");
+    const char *label = ft_report_str(bar, "label", "");
     put(o, "<text x=\"");
     put_num(o, label_w - 8);
     put(o, "\" y=\"");
@@ -1394,7 +755,7 @@ static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report
         double v = json_number_value(json_object_get(g, "value")), w = v * px_per;
         if (v > 0 && w < SEG_MIN_PX) w = SEG_MIN_PX;
         if (j == widest && w - extra >= SEG_MIN_PX) w -= extra;
-        const char *sl = str_or(g, "label", "");
+        const char *sl = ft_report_str(g, "label", "");
         svg_rect(o, xa, y, w, h, ft_report_palette_colour(colours, sl));
         put(o, "><title>");
         put_xml(o, label);
@@ -1411,14 +772,14 @@ static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report
 
 static ft_status svg_stacked(out *o, const json_t *chart, ft_report_palette *colours) {
     const json_t *bars = json_object_get(chart, "bars");
-    const char *unit = str_or(chart, "unit", "");
+    const char *unit = ft_report_str(chart, "unit", "");
     double max_total = 0;
     for (size_t i = 0; i < json_array_size(bars); i++)
-        max_total = fmax(max_total, bar_total(json_array_get(bars, i)));
+        max_total = fmax(max_total, ft_report_bar_total(json_array_get(bars, i)));
     ft_report_axis ax;
     if (ft_report_axis_nice(0, max_total, 6, &ax)) return FT_EINTERNAL;
     ft_report_palette labels = {0};
-    stacked_labels(chart, &labels);
+    ft_report_stacked_labels(chart, &labels);
     const double bar_h = 22, gap = 10, top = 12;
     double label_w = stacked_label_width(bars), x0 = label_w, x1 = SVG_W - 90;
     size_t nb = json_array_size(bars);
@@ -1433,7 +794,7 @@ static ft_status svg_stacked(out *o, const json_t *chart, ft_report_palette *col
                 bar_h, label_w, colours);
     if (json_object_get(chart, "x_label"))
         svg_text(o, (x0 + x1) / 2, y_axis + 34, "middle", "axis-label",
-                 str_or(chart, "x_label", ""));
+                 ft_report_str(chart, "x_label", ""));
     svg_legend(o, &labels, colours, legend_y, 0);
     put(o, "</svg>\n");
     ft_report_palette_free(&labels);
@@ -1449,7 +810,7 @@ typedef struct {
 
 static ft_status lines_x_axis(const json_t *chart, x_axis *xa) {
     int nx, oom;
-    double *xs = lines_xs(chart, &nx, &oom);
+    double *xs = ft_report_lines_xs(chart, &nx, &oom);
     if (oom) return FT_ENOMEM;
     memset(xa, 0, sizeof *xa);
     if (nx > 0 && nx <= 10) {
@@ -1539,7 +900,7 @@ static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
     svg_line(o, p->x0, p->y0, p->x0, p->y1, "axis");
     if (json_object_get(chart, "x_label"))
         svg_text(o, (p->x0 + p->x1) / 2, p->y1 + 34, "middle", "axis-label",
-                 str_or(chart, "x_label", ""));
+                 ft_report_str(chart, "x_label", ""));
     if (json_object_get(chart, "y_label")) {
         double cy = (p->y0 + p->y1) / 2;
         put(o, "<text x=\"14\" y=\"");
@@ -1547,7 +908,7 @@ static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
         put(o, "\" text-anchor=\"middle\" class=\"axis-label\" transform=\"rotate(-90 14 ");
         put_num(o, cy);
         put(o, ")\">");
-        put_xml(o, str_or(chart, "y_label", ""));
+        put_xml(o, ft_report_str(chart, "y_label", ""));
         put(o, "</text>\n");
     }
 }
@@ -1568,15 +929,14 @@ static ft_status svg_series_line(out *o, const plot *p, const json_t *ser, int k
                                  ft_report_palette *colours) {
     const json_t *pts = json_object_get(ser, "points");
     const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
-    const char *label = str_or(ser, "label", ""),
+    const char *label = ft_report_str(ser, "label", ""),
                *colour = ft_report_palette_colour(colours, label);
     size_t n;
-    point_ref *idx = points_sorted(pts, &n);
-    if (!idx) return FT_ENOMEM;
+    int *order = ft_report_points_order(pts, &n);
+    if (!order) return FT_ENOMEM;
     for (size_t j = 0; j < n && (lo || hi); j++) {
-        size_t i = idx[j].i;
-        double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
-        double y = json_number_value(json_array_get(json_array_get(pts, i), 1));
+        size_t i = (size_t)order[j];
+        double x = ft_report_point(pts, i, 0), y = ft_report_point(pts, i, 1);
         svg_error_bar(o, p, x, lo ? json_number_value(json_array_get(lo, i)) : y,
                       hi ? json_number_value(json_array_get(hi, i)) : y, colour);
     }
@@ -1584,16 +944,15 @@ static ft_status svg_series_line(out *o, const plot *p, const json_t *ser, int k
     if (series_dash[k % NDASH]) putf(o, " stroke-dasharray=\"%s\"", series_dash[k % NDASH]);
     put(o, " points=\"");
     for (size_t j = 0; j < n; j++) {
-        const json_t *pt = json_array_get(pts, idx[j].i);
         if (j) put(o, " ");
-        put_num(o, plot_x(p, json_number_value(json_array_get(pt, 0))));
+        put_num(o, plot_x(p, ft_report_point(pts, (size_t)order[j], 0)));
         put(o, ",");
-        put_num(o, plot_y(p, json_number_value(json_array_get(pt, 1))));
+        put_num(o, plot_y(p, ft_report_point(pts, (size_t)order[j], 1)));
     }
     put(o, "\"><title>");
     put_xml(o, label);
     put(o, "</title></polyline>\n");
-    free(idx);
+    free(order);
     return FT_OK;
 }
 
@@ -1601,7 +960,7 @@ static ft_status svg_series_line(out *o, const plot *p, const json_t *ser, int k
 static void svg_series_markers(out *o, const plot *p, const json_t *ser, int k, int ns,
                                ft_report_palette *colours) {
     const json_t *pts = json_object_get(ser, "points");
-    const char *label = str_or(ser, "label", ""),
+    const char *label = ft_report_str(ser, "label", ""),
                *colour = ft_report_palette_colour(colours, label);
     double r = marker_size(k, ns);
     for (size_t i = 0; i < json_array_size(pts); i++) {
@@ -1620,10 +979,10 @@ static void svg_series_markers(out *o, const plot *p, const json_t *ser, int k, 
 static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colours) {
     const json_t *series = json_object_get(chart, "series");
     plot p = {.x0 = 80, .x1 = SVG_W - 20, .y0 = 14, .y1 = 14 + 260};
-    p.unit = str_or(chart, "unit", "");
+    p.unit = ft_report_str(chart, "unit", "");
     ft_status s = lines_x_axis(chart, &p.xa);
     if (s) return s;
-    extent e = lines_extent(chart);
+    ft_report_extent e = ft_report_lines_extent(chart);
     /* From 0, or from the data's minimum when values are negative; on a log axis when the
      * values are all above 0 and span more than LOG_AXIS_SPAN. */
     p.ylog = e.n && e.y0 > 0 && e.y1 / e.y0 > LOG_AXIS_SPAN;
@@ -1632,7 +991,7 @@ static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colou
         return FT_EINTERNAL;
     ft_report_palette labels = {0};
     for (size_t i = 0; i < json_array_size(series); i++)
-        ft_report_palette_index(&labels, str_or(json_array_get(series, i), "label", ""));
+        ft_report_palette_index(&labels, ft_report_str(json_array_get(series, i), "label", ""));
     double legend_y = p.y1 + (json_object_get(chart, "x_label") ? 54 : 40);
     svg_open(o, chart, legend_y + LEGEND_ROW * legend_rows(&labels) + 4);
     svg_lines_axes(o, &p, chart);
@@ -1702,22 +1061,22 @@ static void html_head(out *o, const json_t *doc) {
     put(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
            "<meta charset=\"utf-8\"/>\n"
            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>");
-    put_xml(o, str_or(doc, "title", ""));
+    put_xml(o, ft_report_str(doc, "title", ""));
     putf(o, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", html_style);
-    put_xml(o, str_or(doc, "title", ""));
+    put_xml(o, ft_report_str(doc, "title", ""));
     put(o, "</h1>\n<p class=\"meta\">");
-    put_xml(o, str_or(doc, "date", ""));
+    put_xml(o, ft_report_str(doc, "date", ""));
     static const char *const keys[] = {"backend", "device", "clock"};
     for (int i = 0; i < 3; i++)
         if (json_object_get(doc, keys[i])) {
             putf(o, " &#183; %s <code>", keys[i]);
-            put_xml(o, str_or(doc, keys[i], ""));
+            put_xml(o, ft_report_str(doc, keys[i], ""));
             put(o, "</code>");
         }
     put(o, "</p>\n");
     if (json_object_get(doc, "command")) {
         put(o, "<p class=\"meta\">Regenerate: <code>");
-        put_xml(o, str_or(doc, "command", ""));
+        put_xml(o, ft_report_str(doc, "command", ""));
         put(o, "</code></p>\n");
     }
 }
@@ -1765,10 +1124,10 @@ static void html_figures(out *o, const json_t *fig) {
 }
 
 static void html_claim(out *o, const json_t *c) {
-    const char *verdict = str_or(c, "verdict", "measured"), *cls = verdict_class(verdict);
+    const char *verdict = ft_report_str(c, "verdict", "measured"), *cls = verdict_class(verdict);
     putf(o, "<div class=\"claim %s\"", cls);
     if (json_object_get(c, "id")) {
-        put_id(o, " id=\"claim-", str_or(c, "id", ""));
+        put_id(o, " id=\"claim-", ft_report_str(c, "id", ""));
         put(o, "\"");
     }
     putf(o, ">\n<p><span class=\"badge %s\">", cls);
@@ -1776,26 +1135,26 @@ static void html_claim(out *o, const json_t *c) {
     put(o, "</span>");
     if (json_object_get(c, "id")) {
         put(o, " <code>");
-        put_xml(o, str_or(c, "id", ""));
+        put_xml(o, ft_report_str(c, "id", ""));
         put(o, "</code>");
     }
     put(o, "</p>\n");
     html_withheld(o, c);
     put(o, "<blockquote><p>&#8220;");
-    put_xml(o, str_or(c, "claim", ""));
+    put_xml(o, ft_report_str(c, "claim", ""));
     put(o, "&#8221;</p>");
     if (json_object_get(c, "source")) {
         put(o, "<p class=\"source\">&#8212; ");
-        put_xml(o, str_or(c, "source", ""));
+        put_xml(o, ft_report_str(c, "source", ""));
         put(o, "</p>");
     }
     put(o, "</blockquote>\n<p class=\"answer\">");
-    put_xml(o, str_or(c, "answer", ""));
+    put_xml(o, ft_report_str(c, "answer", ""));
     put(o, "</p>\n");
     html_figures(o, json_object_get(c, "figures"));
     if (json_object_get(c, "command")) {
         put(o, "<p class=\"meta\">Measured by <code>");
-        put_xml(o, str_or(c, "command", ""));
+        put_xml(o, ft_report_str(c, "command", ""));
         put(o, "</code></p>\n");
     }
     put(o, "</div>\n");
@@ -1814,18 +1173,18 @@ static ft_status html_chart(out *o, const json_t *chart, ft_report_palette *segs
                             ft_report_palette *series) {
     put(o, "<figure");
     if (json_object_get(chart, "id")) {
-        put_id(o, " id=\"chart-", str_or(chart, "id", ""));
+        put_id(o, " id=\"chart-", ft_report_str(chart, "id", ""));
         put(o, "\"");
     }
     put(o, ">\n<h3>");
-    put_xml(o, str_or(chart, "title", ""));
+    put_xml(o, ft_report_str(chart, "title", ""));
     put(o, "</h3>\n");
-    int stacked = strcmp(str_or(chart, "kind", ""), "stacked") == 0;
+    int stacked = strcmp(ft_report_str(chart, "kind", ""), "stacked") == 0;
     ft_status s = stacked ? svg_stacked(o, chart, segs) : svg_lines(o, chart, series);
     if (s) return s;
     if (json_object_get(chart, "note")) {
         put(o, "<figcaption>");
-        put_xml(o, str_or(chart, "note", ""));
+        put_xml(o, ft_report_str(chart, "note", ""));
         put(o, "</figcaption>\n");
     }
     grid g;
@@ -1842,7 +1201,8 @@ static ft_status html_charts(out *o, const json_t *doc) {
     ft_report_palette segs = {0}, series = {0};
     for (size_t i = 0; i < json_array_size(charts); i++) {
         const json_t *c = json_array_get(charts, i);
-        if (strcmp(str_or(c, "kind", ""), "stacked") == 0) stacked_labels(c, &segs);
+        if (strcmp(ft_report_str(c, "kind", ""), "stacked") == 0)
+            ft_report_stacked_labels(c, &segs);
     }
     put(o, "<section id=\"charts\">\n<h2>Charts</h2>\n");
     ft_status s = FT_OK;
@@ -1863,11 +1223,11 @@ static ft_status html_tables(out *o, const json_t *doc) {
         const json_t *t = json_array_get(tables, i);
         put(o, "<h3");
         if (json_object_get(t, "id")) {
-            put_id(o, " id=\"table-", str_or(t, "id", ""));
+            put_id(o, " id=\"table-", ft_report_str(t, "id", ""));
             put(o, "\"");
         }
         put(o, ">");
-        put_xml(o, str_or(t, "title", ""));
+        put_xml(o, ft_report_str(t, "title", ""));
         put(o, "</h3>\n");
         grid g;
         if ((s = grid_table(t, &g)) == FT_OK) html_table(o, &g);
@@ -1950,19 +1310,19 @@ static void md_code(out *o, const char *s) {
 
 static void md_head(out *o, const json_t *doc) {
     put(o, "# ");
-    put_md(o, str_or(doc, "title", ""));
+    put_md(o, ft_report_str(doc, "title", ""));
     put(o, "\n\n");
-    put_md(o, str_or(doc, "date", ""));
+    put_md(o, ft_report_str(doc, "date", ""));
     static const char *const keys[] = {"backend", "device", "clock"};
     for (int i = 0; i < 3; i++)
         if (json_object_get(doc, keys[i])) {
             putf(o, " · %s ", keys[i]);
-            md_code(o, str_or(doc, keys[i], ""));
+            md_code(o, ft_report_str(doc, keys[i], ""));
         }
     put(o, "\n\n");
     if (json_object_get(doc, "command")) {
         put(o, "Regenerate: ");
-        md_code(o, str_or(doc, "command", ""));
+        md_code(o, ft_report_str(doc, "command", ""));
         put(o, "\n\n");
     }
 }
@@ -1979,18 +1339,18 @@ static void md_claims(out *o, const json_t *doc) {
         put(o, "**");
         if (json_object_get(c, "id")) {
             put(o, " ");
-            md_code(o, str_or(c, "id", ""));
+            md_code(o, ft_report_str(c, "id", ""));
         }
         put(o, ": \"");
-        put_md(o, str_or(c, "claim", ""));
+        put_md(o, ft_report_str(c, "claim", ""));
         put(o, "\"");
         if (json_object_get(c, "source")) {
             put(o, " (");
-            put_md(o, str_or(c, "source", ""));
+            put_md(o, ft_report_str(c, "source", ""));
             put(o, ")");
         }
         put(o, "\n  - Answer: ");
-        put_md(o, str_or(c, "answer", ""));
+        put_md(o, ft_report_str(c, "answer", ""));
         put(o, "\n");
         const json_t *fig = json_object_get(c, "figures");
         const char *k;
@@ -2004,7 +1364,7 @@ static void md_claims(out *o, const json_t *doc) {
         }
         if (json_object_get(c, "command")) {
             put(o, "  - Measured by ");
-            md_code(o, str_or(c, "command", ""));
+            md_code(o, ft_report_str(c, "command", ""));
             put(o, "\n");
         }
     }
@@ -2018,10 +1378,10 @@ static ft_status md_charts(out *o, const json_t *doc) {
     for (size_t i = 0; i < json_array_size(charts); i++) {
         const json_t *c = json_array_get(charts, i);
         put(o, "### ");
-        put_md(o, str_or(c, "title", ""));
+        put_md(o, ft_report_str(c, "title", ""));
         put(o, "\n\n");
         if (json_object_get(c, "note")) {
-            put_md(o, str_or(c, "note", ""));
+            put_md(o, ft_report_str(c, "note", ""));
             put(o, "\n\n");
         }
         grid g;
@@ -2040,7 +1400,7 @@ static ft_status md_tables(out *o, const json_t *doc) {
     for (size_t i = 0; i < json_array_size(tables); i++) {
         const json_t *t = json_array_get(tables, i);
         put(o, "### ");
-        put_md(o, str_or(t, "title", ""));
+        put_md(o, ft_report_str(t, "title", ""));
         put(o, "\n\n");
         grid g;
         ft_status s = grid_table(t, &g);
