@@ -123,12 +123,18 @@ static ft_status check_claim(const json_t *c, const char *at, ft_err *err) {
     return FT_OK;
 }
 
+/* An object with a string `label` and the array `key` (*items): a bar or a series. */
+static ft_status want_labelled(const json_t *o, const char *key, const char *at,
+                               const json_t **items, ft_err *err) {
+    if (!json_is_object(o)) return bad(err, "%s: expected an object, got %s", at, json_kind(o));
+    ft_status s = want(o, "label", JSON_STRING, 1, at, NULL, err);
+    return s ? s : want(o, key, JSON_ARRAY, 1, at, items, err);
+}
+
 /* One bar of a stacked chart: a label and segments of values >= 0 whose total is finite. */
 static ft_status check_bar(const json_t *b, const char *at, ft_err *err) {
-    if (!json_is_object(b)) return bad(err, "%s: expected an object, got %s", at, json_kind(b));
     const json_t *segs;
-    ft_status s = want(b, "label", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(b, "segments", JSON_ARRAY, 1, at, &segs, err);
+    ft_status s = want_labelled(b, "segments", at, &segs, err);
     if (s) return s;
     double total = 0;
     for (size_t j = 0; j < json_array_size(segs); j++) {
@@ -163,10 +169,8 @@ static ft_status check_band(const json_t *ser, const char *key, size_t npoints, 
 }
 
 static ft_status check_series(const json_t *ser, const char *at, ft_err *err) {
-    if (!json_is_object(ser)) return bad(err, "%s: expected an object, got %s", at, json_kind(ser));
     const json_t *pts;
-    ft_status s = want(ser, "label", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(ser, "points", JSON_ARRAY, 1, at, &pts, err);
+    ft_status s = want_labelled(ser, "points", at, &pts, err);
     if (s) return s;
     for (size_t i = 0; i < json_array_size(pts); i++) {
         const json_t *pt = json_array_get(pts, i);
