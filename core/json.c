@@ -3,6 +3,7 @@
 #include "core/json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 json_t *ft_env_to_json(const ft_env *e) {
@@ -18,6 +19,19 @@ json_t *ft_env_to_json(const ft_env *e) {
 }
 
 json_t *ft_json_number(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+const char *ft_json_scalar_text(const json_t *v, const char *other, char *buf, size_t n) {
+    if (json_is_string(v)) return json_string_value(v);
+    if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, n, "%.6g", json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
+    else
+        return other;
+    return buf;
+}
 
 json_t *ft_stats_to_json(const ft_stats *st) {
     json_t *o = json_object();

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "tui/tui.h"
 #include "tuner/tune.h"
 
@@ -133,18 +134,8 @@ static int jint(const json_t *o, const char *k) {
 }
 
 static void value_str(const json_t *v, char *buf, size_t n) {
-    if (json_is_string(v))
-        snprintf(buf, n, "%s", json_string_value(v));
-    else if (json_is_integer(v))
-        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v))
-        snprintf(buf, n, "%g", json_real_value(v));
-    else if (json_is_true(v))
-        snprintf(buf, n, "true");
-    else if (json_is_false(v))
-        snprintf(buf, n, "false");
-    else
-        snprintf(buf, n, "?");
+    char num[64];
+    snprintf(buf, n, "%s", ft_json_scalar_text(v, "?", num, sizeof num));
 }
 
 /* "k=v k=v" in the object's order, or with the keys sorted (identity of a config). */

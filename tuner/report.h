@@ -6,8 +6,9 @@
  * XML), DIR/report.md and DIR/report.json (the document, pretty-printed), each written to a
  * temporary file in DIR and renamed into place, the three together or none.
  *
- * The layout math (value formatting, axes and ticks, colours, escaping) is pure and declared
- * below so it can be tested on its own.
+ * The layout math (value formatting, axes and ticks, colours; report_layout.c) and the escaping
+ * (report_doc_html.c, report_doc_md.c: the writers') are pure and declared below so they can be
+ * tested on their own. The check is report_check.c's, the rendering report_render.c's.
  */
 #ifndef FLARETUNE_REPORT_H
 #define FLARETUNE_REPORT_H

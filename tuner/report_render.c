@@ -1,733 +1,29 @@
 /* report_render.c: a report document (docs/report.md) rendered as HTML with inline SVG, as
  * Markdown and as pretty-printed JSON (tuner/report.h).
  *
- * Sections in order: the pure layout math (values for humans, axes, colours, escaping), the
- * schema check, the tables every format shares (a chart's data, the machine), the SVG charts,
- * the HTML page, the Markdown file, and the atomic writing of the three files.
- *
- * The page is one file that is also well-formed XML (only the five XML entities and numeric
- * references, every tag closed), needs no network and no script: the charts are drawn here.
- * Every coordinate goes through one writer that refuses a non-finite number, so "nan" never
- * reaches the SVG; the check before rendering refuses documents whose values would make one.
+ * The page and the Markdown file are one document, built here once as data (tuner/report_doc.h):
+ * the head, the banner of a busy machine, the answers, the charts (each drawn by report_svg.c on
+ * the page, with the table of its data in both), the document's tables and the machine. The
+ * writers of report_doc_html.c and report_doc_md.c write it and escape its text; nothing here
+ * writes markup. Then the three files are written to temporary names beside their places and
+ * renamed into place together.
  */
 #include "tuner/report.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 #include <unistd.h>
 
 #include "core/format.h"
+#include "core/json.h"
 #include "core/npy.h"
+#include "tuner/report_doc.h"
+#include "tuner/report_read.h"
+#include "tuner/report_svg.h"
 
-/* ==== the pure layout math ==================================================================== */
-
-static int unit_is(const char *unit, const char *name) { return unit && strcmp(unit, name) == 0; }
-
-/* Units that take SI prefixes upward: rates ("B/s", "FLOP/s") and counts of bytes or FLOPs. */
-static int unit_si_up(const char *unit) {
-    size_t n = unit ? strlen(unit) : 0;
-    return (n >= 2 && strcmp(unit + n - 2, "/s") == 0) || unit_is(unit, "B") ||
-           unit_is(unit, "FLOP");
-}
-
-void ft_report_unit_pick(double mag, const char *unit, double *scale, const char **prefix) {
-    *scale = 1;
-    *prefix = "";
-    mag = fabs(mag);
-    if (!isfinite(mag) || mag == 0) return;
-    /* A little slack below each boundary so 999.96 us prints as "1 ms", not "1e+03 us". */
-    const double slack = 0.9995;
-    if (unit_is(unit, "s")) {
-        static const struct {
-            double at, scale;
-            const char *prefix;
-        } down[] = {{1, 1, ""}, {1e-3, 1e3, "m"}, {1e-6, 1e6, "u"}, {0, 1e9, "n"}};
-        for (int i = 0; i < 4; i++)
-            if (mag >= down[i].at * slack) {
-                *scale = down[i].scale;
-                *prefix = down[i].prefix;
-                return;
-            }
-    }
-    if (unit_si_up(unit)) {
-        static const char *const up[] = {"", "k", "M", "G", "T", "P", "E"};
-        int i = 0;
-        while (i < 6 && mag * *scale >= 1000 * slack) {
-            *scale /= 1000;
-            i++;
-        }
-        *prefix = up[i];
-    }
-}
-
-/* Decimals a number for humans never goes beyond: a value smaller than half the last one
- * reads 0 (an overhead of -4e-05% is none), never an exponent or "-0". */
-enum { PLAIN_DECIMALS = 4 };
-
-/* x with `sig` significant digits in plain decimal form ("1.23", "-0.0012", "123457"), at most
- * PLAIN_DECIMALS decimals, trailing zeros dropped, no sign on a value that reads 0. */
-static void fmt_plain(double x, int sig, char *buf, size_t n) {
-    if (fabs(x) >= 1e15) { /* no one reads sixteen digits */
-        snprintf(buf, n, "%.*g", sig, x);
-        return;
-    }
-    int dec = 0;
-    if (x != 0) {
-        dec = sig - 1 - (int)floor(log10(fabs(x)));
-        if (dec < 0) dec = 0;
-        if (dec > PLAIN_DECIMALS) dec = PLAIN_DECIMALS;
-    }
-    char t[400];
-    snprintf(t, sizeof t, "%.*f", dec, x);
-    if (strchr(t, '.')) {
-        size_t k = strlen(t);
-        while (t[k - 1] == '0')
-            t[--k] = '\0';
-        if (t[k - 1] == '.') t[--k] = '\0';
-    }
-    snprintf(buf, n, "%s", strcmp(t, "-0") == 0 ? "0" : t);
-}
-
-/* x already scaled, with its prefix and unit: "1.23 ms", "-0.4%", "12.5", "3 tok". */
-static char *put_scaled(double x, int sig, const char *prefix, const char *unit, char *buf,
-                        size_t n) {
-    char num[400];
-    fmt_plain(x, sig, num, sizeof num);
-    if (!unit || !*unit)
-        snprintf(buf, n, "%s", num);
-    else if (strcmp(unit, "%") == 0)
-        snprintf(buf, n, "%s%%", num);
-    else
-        snprintf(buf, n, "%s %s%s", num, prefix, unit);
-    return buf;
-}
-
-char *ft_report_fmt_value(double v, const char *unit, int sig, char *buf, size_t n) {
-    if (!isfinite(v)) {
-        snprintf(buf, n, "-");
-        return buf;
-    }
-    if (sig < 1) sig = 1;
-    if (sig > 17) sig = 17;
-    double scale;
-    const char *prefix;
-    ft_report_unit_pick(v, unit, &scale, &prefix);
-    return put_scaled(v * scale, sig, prefix, unit, buf, n);
-}
-
-char *ft_report_fmt_tick(double v, double axis_mag, const char *unit, char *buf, size_t n) {
-    if (!isfinite(v)) {
-        snprintf(buf, n, "-");
-        return buf;
-    }
-    double scale;
-    const char *prefix;
-    ft_report_unit_pick(axis_mag, unit, &scale, &prefix);
-    double x = v * scale;
-    /* A tick computed as k * step can carry rounding noise (0.30000000000000004). */
-    if (fabs(x) < fabs(axis_mag * scale) * 1e-9) x = 0;
-    put_scaled(x, 4, prefix, unit, buf, n);
-    /* An axis of values all below the last decimal: ticks apart, not all "0". */
-    if (x != 0 && fabs(x) < 0.5e-4) {
-        const char *sep = !unit || !*unit || strcmp(unit, "%") == 0 ? "" : " ";
-        snprintf(buf, n, "%.3g%s%s%s", x, sep, *sep ? prefix : "", unit ? unit : "");
-    }
-    return buf;
-}
-
-/* The nearest of 1, 2, 5 times a power of ten to raw (> 0), as Heckbert's "nice numbers". */
-static double nice_step(double raw) {
-    double p = pow(10, floor(log10(raw)));
-    double f = raw / p;
-    double m = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
-    return m * p;
-}
-
-ft_status ft_report_axis_nice(double lo, double hi, int want, ft_report_axis *ax) {
-    memset(ax, 0, sizeof *ax);
-    if (!isfinite(lo) || !isfinite(hi)) return FT_EINVAL;
-    if (lo > hi) {
-        double t = lo;
-        lo = hi;
-        hi = t;
-    }
-    if (want < 2) want = 2;
-    if (want > FT_REPORT_MAX_TICKS - 1) want = FT_REPORT_MAX_TICKS - 1;
-    if (hi == lo) {
-        double w = lo == 0 ? 1 : fabs(lo) * 0.1;
-        if (lo == 0) {
-            hi = 1;
-        } else {
-            lo -= w;
-            hi += w;
-        }
-    }
-    double range = hi - lo;
-    if (!isfinite(range) || range <= 0) return FT_EINVAL;
-    double step = nice_step(range / (want - 1));
-    for (int tries = 0; tries < 64; tries++) {
-        if (!isfinite(step) || step <= 0) return FT_EINVAL;
-        double k0 = floor(lo / step + 1e-9), k1 = ceil(hi / step - 1e-9);
-        double count = k1 - k0 + 1;
-        if (isfinite(count) && count <= FT_REPORT_MAX_TICKS) {
-            ax->step = step;
-            ax->lo = k0 * step;
-            ax->hi = k1 * step;
-            ax->nticks = (int)count;
-            for (int i = 0; i < ax->nticks; i++)
-                ax->ticks[i] = (k0 + i) * step;
-            return isfinite(ax->lo) && isfinite(ax->hi) ? FT_OK : FT_EINVAL;
-        }
-        step = nice_step(step * 1.5);
-    }
-    return FT_EINVAL;
-}
-
-double ft_report_scale(double v, double d0, double d1, double r0, double r1) {
-    if (d1 == d0) return (r0 + r1) / 2;
-    return r0 + (v - d0) * (r1 - r0) / (d1 - d0);
-}
-
-/* Tableau's ten, then two more that stay apart from them. */
-static const char *const palette[FT_REPORT_PALETTE_SIZE] = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#79706e", "#17becf", "#bcbd22"};
-
-int ft_report_palette_index(ft_report_palette *p, const char *label) {
-    for (int i = 0; i < p->n; i++)
-        if (strcmp(p->labels[i], label) == 0) return i;
-    if (p->n == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 16;
-        const char **l = realloc(p->labels, (size_t)cap * sizeof *l);
-        if (!l) return -1;
-        p->labels = l;
-        p->cap = cap;
-    }
-    p->labels[p->n] = label;
-    return p->n++;
-}
-
-const char *ft_report_palette_colour(ft_report_palette *p, const char *label) {
-    int i = ft_report_palette_index(p, label);
-    return palette[i < 0 ? 0 : i % FT_REPORT_PALETTE_SIZE];
-}
-
-void ft_report_palette_free(ft_report_palette *p) {
-    free(p->labels);
-    memset(p, 0, sizeof *p);
-}
-
-/* The replacement of one byte in XML text, or NULL when it stays. Control characters XML 1.0
- * does not allow become a space. */
-static const char *xml_entity(unsigned char c) {
-    switch (c) {
-    case '&': return "&amp;";
-    case '<': return "&lt;";
-    case '>': return "&gt;";
-    case '"': return "&quot;";
-    case '\'': return "&#39;";
-    case '\t':
-    case '\n':
-    case '\r': return NULL;
-    default: return c < 0x20 ? " " : NULL;
-    }
-}
-
-static const char *md_entity(unsigned char c) {
-    switch (c) {
-    case '\\': return "\\\\";
-    case '|': return "\\|";
-    case '<': return "\\<";
-    case '>': return "\\>";
-    case '&': return "\\&";
-    case '`': return "\\`";
-    default: return c < 0x20 ? " " : NULL;
-    }
-}
-
-static char *escape_with(const char *s, const char *(*entity)(unsigned char)) {
-    size_t n = 1;
-    for (const char *p = s; *p; p++) {
-        const char *e = entity((unsigned char)*p);
-        n += e ? strlen(e) : 1;
-    }
-    char *out = malloc(n), *q = out;
-    if (!out) return NULL;
-    for (const char *p = s; *p; p++) {
-        const char *e = entity((unsigned char)*p);
-        if (e) {
-            size_t k = strlen(e);
-            memcpy(q, e, k);
-            q += k;
-        } else {
-            *q++ = *p;
-        }
-    }
-    *q = '\0';
-    return out;
-}
-
-char *ft_report_xml_escape(const char *s) { return escape_with(s, xml_entity); }
-char *ft_report_md_escape(const char *s) { return escape_with(s, md_entity); }
-
-/* ==== the schema check ======================================================================== */
-
-/* Paths for messages: "charts[2].series[0]". */
-typedef struct {
-    char s[256];
-} jpath;
-
-/* A path too long for the buffer (a key of hundreds of bytes) ends in "...". */
-static void path_cut(jpath *p, int w) {
-    if (w >= (int)sizeof p->s) memcpy(p->s + sizeof p->s - 4, "...", 4);
-}
-
-static jpath path_key(const char *at, const char *key) {
-    jpath p;
-    path_cut(&p, snprintf(p.s, sizeof p.s, "%s%s%s", at, *at ? "." : "", key));
-    return p;
-}
-
-static jpath path_index(const char *at, size_t i) {
-    jpath p;
-    path_cut(&p, snprintf(p.s, sizeof p.s, "%s[%zu]", at, i));
-    return p;
-}
-
-static ft_status bad(ft_err *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static ft_status bad(ft_err *err, const char *fmt, ...) {
-    char msg[FT_ERR_MSG_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ft_err_set(err, FT_EFORMAT, "%s", msg);
-}
-
-static const char *json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
-/* obj[key] of the JSON type `type` (JSON_INTEGER stands for any number); absent is fine unless
- * required. *out gets the value (NULL when absent). */
-static ft_status want(const json_t *obj, const char *key, json_type type, int required,
-                      const char *at, const json_t **out, ft_err *err) {
-    const json_t *v = json_object_get(obj, key);
-    if (out) *out = v;
-    jpath p = path_key(at, key);
-    static const char *const names[] = {[JSON_OBJECT] = "an object",
-                                        [JSON_ARRAY] = "an array",
-                                        [JSON_STRING] = "a string",
-                                        [JSON_INTEGER] = "a number"};
-    if (!v) return required ? bad(err, "%s: missing (%s is required)", p.s, names[type]) : FT_OK;
-    int ok = type == JSON_INTEGER ? json_is_number(v) : json_typeof(v) == type;
-    if (!ok) return bad(err, "%s: expected %s, got %s", p.s, names[type], json_kind(v));
-    if (type == JSON_INTEGER && !isfinite(json_number_value(v)))
-        return bad(err, "%s: not a finite number", p.s);
-    return FT_OK;
-}
-
-static ft_status want_number(const json_t *v, const char *at, ft_err *err) {
-    if (!json_is_number(v)) return bad(err, "%s: expected a number, got %s", at, json_kind(v));
-    if (!isfinite(json_number_value(v))) return bad(err, "%s: not a finite number", at);
-    return FT_OK;
-}
-
-static ft_status want_strings(const json_t *obj, const char *const *keys, int required,
-                              const char *at, ft_err *err) {
-    ft_status s = FT_OK;
-    for (int i = 0; keys[i] && !s; i++)
-        s = want(obj, keys[i], JSON_STRING, required, at, NULL, err);
-    return s;
-}
-
-/* A claim's optional evidence: the steps its verdict rests on, each {"step": string, "clean":
- * boolean, "samples_discarded": number, "samples_taken": number} (report_verdict.c). */
-static ft_status check_evidence(const json_t *c, const char *at, ft_err *err) {
-    const json_t *ev;
-    ft_status s = want(c, "evidence", JSON_ARRAY, 0, at, &ev, err);
-    jpath base = path_key(at, "evidence");
-    for (size_t i = 0; !s && i < json_array_size(ev); i++) {
-        const json_t *e = json_array_get(ev, i);
-        jpath p = path_index(base.s, i);
-        if (!json_is_object(e))
-            return bad(err, "%s: expected an object, got %s", p.s, json_kind(e));
-        const json_t *clean = json_object_get(e, "clean");
-        if (!json_is_boolean(clean))
-            return bad(err, "%s.clean: expected a boolean, got %s", p.s,
-                       clean ? json_kind(clean) : "nothing");
-        if (!(s = want(e, "step", JSON_STRING, 1, p.s, NULL, err)) &&
-            !(s = want(e, "samples_discarded", JSON_INTEGER, 0, p.s, NULL, err)))
-            s = want(e, "samples_taken", JSON_INTEGER, 0, p.s, NULL, err);
-    }
-    return s;
-}
-
-static ft_status check_claim(const json_t *c, const char *at, ft_err *err) {
-    if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
-    static const char *const required[] = {"claim", "answer", "verdict", NULL};
-    static const char *const optional[] = {"id", "source", "command", "withheld", NULL};
-    ft_status s = want_strings(c, required, 1, at, err);
-    if (!s) s = want_strings(c, optional, 0, at, err);
-    if (!s) s = check_evidence(c, at, err);
-    if (s) return s;
-    const char *v = json_string_value(json_object_get(c, "verdict"));
-    if (strcmp(v, "holds") && strcmp(v, "does not hold") && strcmp(v, "measured") &&
-        strcmp(v, "inconclusive"))
-        return bad(err,
-                   "%s.verdict: expected \"holds\", \"does not hold\", \"measured\" or "
-                   "\"inconclusive\", got \"%s\"",
-                   at, v);
-    const json_t *fig;
-    if ((s = want(c, "figures", JSON_OBJECT, 0, at, &fig, err)) || !fig) return s;
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)fig, k, x) {
-        jpath p = path_key(path_key(at, "figures").s, k);
-        if (json_is_object(x) || json_is_array(x))
-            return bad(err, "%s: expected a number or a string, got %s", p.s, json_kind(x));
-        if (json_is_number(x) && (s = want_number(x, p.s, err))) return s;
-    }
-    return FT_OK;
-}
-
-/* One bar of a stacked chart: a label and segments of values >= 0 whose total is finite. */
-static ft_status check_bar(const json_t *b, const char *at, ft_err *err) {
-    if (!json_is_object(b)) return bad(err, "%s: expected an object, got %s", at, json_kind(b));
-    const json_t *segs;
-    ft_status s = want(b, "label", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(b, "segments", JSON_ARRAY, 1, at, &segs, err);
-    if (s) return s;
-    double total = 0;
-    for (size_t j = 0; j < json_array_size(segs); j++) {
-        const json_t *g = json_array_get(segs, j), *v;
-        jpath p = path_index(path_key(at, "segments").s, j);
-        if (!json_is_object(g))
-            return bad(err, "%s: expected an object, got %s", p.s, json_kind(g));
-        if ((s = want(g, "label", JSON_STRING, 1, p.s, NULL, err))) return s;
-        if ((s = want(g, "value", JSON_INTEGER, 1, p.s, &v, err))) return s;
-        if (json_number_value(v) < 0)
-            return bad(err, "%s.value: expected a number >= 0 (a stacked bar adds its segments)",
-                       p.s);
-        total += json_number_value(v);
-    }
-    if (!isfinite(total)) return bad(err, "%s: the total of the segments is not finite", at);
-    return FT_OK;
-}
-
-/* lo or hi of a series: as many numbers as points. */
-static ft_status check_band(const json_t *ser, const char *key, size_t npoints, const char *at,
-                            ft_err *err) {
-    const json_t *a;
-    ft_status s = want(ser, key, JSON_ARRAY, 0, at, &a, err);
-    if (s || !a) return s;
-    jpath p = path_key(at, key);
-    if (json_array_size(a) != npoints)
-        return bad(err, "%s: expected %zu numbers (one per point), got %zu", p.s, npoints,
-                   json_array_size(a));
-    for (size_t i = 0; i < npoints; i++)
-        if ((s = want_number(json_array_get(a, i), path_index(p.s, i).s, err))) return s;
-    return FT_OK;
-}
-
-static ft_status check_series(const json_t *ser, const char *at, ft_err *err) {
-    if (!json_is_object(ser)) return bad(err, "%s: expected an object, got %s", at, json_kind(ser));
-    const json_t *pts;
-    ft_status s = want(ser, "label", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(ser, "points", JSON_ARRAY, 1, at, &pts, err);
-    if (s) return s;
-    for (size_t i = 0; i < json_array_size(pts); i++) {
-        const json_t *pt = json_array_get(pts, i);
-        jpath p = path_index(path_key(at, "points").s, i);
-        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
-            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1)))
-            return bad(err, "%s: expected [x, y]", p.s);
-        for (size_t k = 0; k < 2; k++)
-            if ((s = want_number(json_array_get(pt, k), p.s, err))) return s;
-    }
-    size_t n = json_array_size(pts);
-    if ((s = check_band(ser, "lo", n, at, err))) return s;
-    return check_band(ser, "hi", n, at, err);
-}
-
-/* The extent of a lines chart's values, x and y (with lo and hi), min and max. */
-typedef struct {
-    double x0, x1, y0, y1;
-    int n;
-} extent;
-
-static void extent_add(double *lo, double *hi, double v, int first) {
-    if (first || v < *lo) *lo = v;
-    if (first || v > *hi) *hi = v;
-}
-
-static extent lines_extent(const json_t *chart) {
-    extent e = {0, 0, 0, 0, 0};
-    const json_t *series = json_object_get(chart, "series");
-    for (size_t s = 0; s < json_array_size(series); s++) {
-        const json_t *ser = json_array_get(series, s), *pts = json_object_get(ser, "points");
-        const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
-        for (size_t i = 0; i < json_array_size(pts); i++) {
-            const json_t *pt = json_array_get(pts, i);
-            extent_add(&e.x0, &e.x1, json_number_value(json_array_get(pt, 0)), e.n == 0);
-            extent_add(&e.y0, &e.y1, json_number_value(json_array_get(pt, 1)), e.n == 0);
-            if (lo) extent_add(&e.y0, &e.y1, json_number_value(json_array_get(lo, i)), 0);
-            if (hi) extent_add(&e.y0, &e.y1, json_number_value(json_array_get(hi, i)), 0);
-            e.n++;
-        }
-    }
-    return e;
-}
-
-static ft_status check_chart(const json_t *c, const char *at, ft_err *err) {
-    if (!json_is_object(c)) return bad(err, "%s: expected an object, got %s", at, json_kind(c));
-    static const char *const required[] = {"kind", "title", NULL};
-    static const char *const optional[] = {"id", "unit", "note", "x_label", "y_label", NULL};
-    ft_status s = want_strings(c, required, 1, at, err);
-    if (!s) s = want_strings(c, optional, 0, at, err);
-    if (s) return s;
-    const char *kind = json_string_value(json_object_get(c, "kind"));
-    const json_t *items;
-    if (strcmp(kind, "stacked") == 0) {
-        if ((s = want(c, "bars", JSON_ARRAY, 1, at, &items, err))) return s;
-        for (size_t i = 0; i < json_array_size(items); i++)
-            if ((s = check_bar(json_array_get(items, i), path_index(path_key(at, "bars").s, i).s,
-                               err)))
-                return s;
-        return FT_OK;
-    }
-    if (strcmp(kind, "lines") != 0)
-        return bad(err, "%s.kind: expected \"stacked\" or \"lines\", got \"%s\"", at, kind);
-    if ((s = want(c, "series", JSON_ARRAY, 1, at, &items, err))) return s;
-    for (size_t i = 0; i < json_array_size(items); i++)
-        if ((s = check_series(json_array_get(items, i), path_index(path_key(at, "series").s, i).s,
-                              err)))
-            return s;
-    extent e = lines_extent(c);
-    if (e.n && (!isfinite(e.x1 - e.x0) || !isfinite(e.y1 - e.y0) ||
-                !isfinite(fmax(e.y1, 0) - fmin(e.y0, 0))))
-        return bad(err, "%s: its values span a range too wide to draw (not finite)", at);
-    return FT_OK;
-}
-
-static ft_status check_table(const json_t *t, const char *at, ft_err *err) {
-    if (!json_is_object(t)) return bad(err, "%s: expected an object, got %s", at, json_kind(t));
-    const json_t *cols, *rows;
-    ft_status s = want(t, "title", JSON_STRING, 1, at, NULL, err);
-    if (!s) s = want(t, "id", JSON_STRING, 0, at, NULL, err);
-    if (!s) s = want(t, "columns", JSON_ARRAY, 1, at, &cols, err);
-    if (!s) s = want(t, "rows", JSON_ARRAY, 1, at, &rows, err);
-    if (s) return s;
-    for (size_t i = 0; i < json_array_size(cols); i++)
-        if (!json_is_string(json_array_get(cols, i)))
-            return bad(err, "%s: expected a string, got %s",
-                       path_index(path_key(at, "columns").s, i).s,
-                       json_kind(json_array_get(cols, i)));
-    for (size_t r = 0; r < json_array_size(rows); r++) {
-        const json_t *row = json_array_get(rows, r);
-        jpath p = path_index(path_key(at, "rows").s, r);
-        if (!json_is_array(row) || json_array_size(row) != json_array_size(cols))
-            return bad(err, "%s: expected an array of %zu cells (one per column)", p.s,
-                       json_array_size(cols));
-        for (size_t k = 0; k < json_array_size(row); k++) {
-            const json_t *cell = json_array_get(row, k);
-            jpath pc = path_index(p.s, k);
-            if (!json_is_string(cell) && !json_is_number(cell) && !json_is_null(cell))
-                return bad(err, "%s: expected a string or a number, got %s", pc.s, json_kind(cell));
-            if (json_is_number(cell) && (s = want_number(cell, pc.s, err))) return s;
-        }
-    }
-    return FT_OK;
-}
-
-/* Every element of doc[key] (an array) through one check. */
-static ft_status check_each(const json_t *doc, const char *key,
-                            ft_status (*one)(const json_t *, const char *, ft_err *), ft_err *err) {
-    const json_t *a = json_object_get(doc, key);
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        ft_status s = one(json_array_get(a, i), path_index(key, i).s, err);
-        if (s) return s;
-    }
-    return FT_OK;
-}
-
-/* The optional `contention`: numbers of steps and samples (report_verdict.c). */
-static ft_status check_contention(const json_t *doc, ft_err *err) {
-    const json_t *ct;
-    ft_status s = want(doc, "contention", JSON_OBJECT, 0, "", &ct, err);
-    static const char *const keys[] = {"steps", "unclean_steps", "samples_discarded",
-                                       "samples_taken"};
-    for (size_t i = 0; !s && ct && i < sizeof keys / sizeof keys[0]; i++)
-        s = want(ct, keys[i], JSON_INTEGER, 0, "contention", NULL, err);
-    return s;
-}
-
-static ft_status check_top(const json_t *doc, ft_err *err) {
-    if (!json_is_object(doc))
-        return bad(err, "the document: expected a JSON object, got %s", json_kind(doc));
-    const json_t *fmt;
-    ft_status s = want(doc, "format", JSON_STRING, 1, "", &fmt, err);
-    if (s) return s;
-    if (strcmp(json_string_value(fmt), FT_REPORT_FORMAT) != 0)
-        return bad(err, "format: expected \"%s\", got \"%s\"", FT_REPORT_FORMAT,
-                   json_string_value(fmt));
-    static const char *const required[] = {"title", "date", NULL};
-    static const char *const optional[] = {"command", "backend", "device", "clock", NULL};
-    if ((s = want_strings(doc, required, 1, "", err))) return s;
-    static const char *const arrays[] = {"claims", "charts", "tables"};
-    for (int i = 0; i < 3; i++)
-        if ((s = want(doc, arrays[i], JSON_ARRAY, 1, "", NULL, err))) return s;
-    if ((s = want_strings(doc, optional, 0, "", err))) return s;
-    if ((s = want(doc, "machine", JSON_OBJECT, 0, "", NULL, err))) return s;
-    if ((s = check_contention(doc, err))) return s;
-    const json_t *models;
-    if ((s = want(doc, "models", JSON_ARRAY, 0, "", &models, err))) return s;
-    for (size_t i = 0; i < json_array_size(models); i++)
-        if (!json_is_string(json_array_get(models, i)))
-            return bad(err, "models[%zu]: expected a string, got %s", i,
-                       json_kind(json_array_get(models, i)));
-    return FT_OK;
-}
-
-ft_status ft_report_check(const json_t *doc, ft_err *err) {
-    if (!doc) return bad(err, "the document: missing");
-    ft_status s = check_top(doc, err);
-    if (!s) s = check_each(doc, "claims", check_claim, err);
-    if (!s) s = check_each(doc, "charts", check_chart, err);
-    if (!s) s = check_each(doc, "tables", check_table, err);
-    return s;
-}
-
-ft_status ft_report_load(const char *path, json_t **out, ft_err *err) {
-    *out = NULL;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return ft_err_set(err, FT_EIO, "%s: cannot read: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return ft_err_set(err, FT_EIO, "%s: is a directory, not a report document", path);
-    json_error_t je;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!doc)
-        return ft_err_set(err, FT_EFORMAT, "%s:%d:%d: not a report document: %s", path, je.line,
-                          je.column, je.text);
-    ft_status s = ft_report_check(doc, err);
-    if (s) {
-        json_decref(doc);
-        return ft_err_wrap(err, "%s", path);
-    }
-    *out = doc;
-    return FT_OK;
-}
-
-/* ==== tables every format shares ============================================================== */
-
-/* A table of owned strings: a header row then the data rows. */
-typedef struct grid {
-    int ncols, nrows, cap; /* nrows counts the header */
-    char **cells;          /* row-major */
-    int oom;
-} grid;
-
-static void grid_init(grid *g, int ncols) {
-    memset(g, 0, sizeof *g);
-    g->ncols = ncols;
-}
-
-static void grid_free(grid *g) {
-    for (int i = 0; i < g->nrows * g->ncols; i++)
-        free(g->cells[i]);
-    free(g->cells);
-    memset(g, 0, sizeof *g);
-}
-
-/* A new empty row; returns its first cell, or NULL when out of memory. */
-static char **grid_row(grid *g) {
-    if (g->oom) return NULL;
-    if (g->nrows == g->cap) {
-        int cap = g->cap ? 2 * g->cap : 8;
-        char **c = realloc(g->cells, (size_t)cap * (size_t)(g->ncols ? g->ncols : 1) * sizeof *c);
-        if (!c) {
-            g->oom = 1;
-            return NULL;
-        }
-        g->cells = c;
-        g->cap = cap;
-    }
-    char **row = g->cells + (size_t)g->nrows * (size_t)g->ncols;
-    for (int k = 0; k < g->ncols; k++)
-        row[k] = NULL;
-    g->nrows++;
-    return row;
-}
-
-static void grid_set(grid *g, char **row, int k, const char *s) {
-    if (!row) return;
-    row[k] = strdup(s ? s : "");
-    if (!row[k]) g->oom = 1;
-}
-
-static const char *grid_at(const grid *g, int r, int k) {
-    const char *s = g->cells[(size_t)r * (size_t)g->ncols + (size_t)k];
-    return s ? s : "";
-}
-
-static const char *str_or(const json_t *obj, const char *key, const char *dflt) {
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : dflt;
-}
-
-/* A scalar of the document for humans: strings as they are, numbers %.6g. */
-static const char *scalar_text(const json_t *v, char *buf, size_t n) {
-    if (json_is_string(v)) return json_string_value(v);
-    if (json_is_integer(v))
-        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v))
-        snprintf(buf, n, "%.6g", json_real_value(v));
-    else if (json_is_true(v))
-        snprintf(buf, n, "true");
-    else if (json_is_false(v))
-        snprintf(buf, n, "false");
-    else
-        snprintf(buf, n, "-");
-    return buf;
-}
-
-/* The segment labels of a stacked chart, in order of first appearance. */
-static void stacked_labels(const json_t *chart, ft_report_palette *labels) {
-    const json_t *bars = json_object_get(chart, "bars");
-    for (size_t i = 0; i < json_array_size(bars); i++) {
-        const json_t *segs = json_object_get(json_array_get(bars, i), "segments");
-        for (size_t j = 0; j < json_array_size(segs); j++)
-            ft_report_palette_index(labels, str_or(json_array_get(segs, j), "label", ""));
-    }
-}
-
-static double bar_total(const json_t *bar) {
-    double t = 0;
-    const json_t *segs = json_object_get(bar, "segments");
-    for (size_t j = 0; j < json_array_size(segs); j++)
-        t += json_number_value(json_object_get(json_array_get(segs, j), "value"));
-    return t;
-}
+/* ==== the tables of the charts ================================================================ */
 
 /* The sum of a bar's segments with this label, and whether it has any. */
 static int bar_value(const json_t *bar, const char *label, double *v) {
@@ -736,7 +32,7 @@ static int bar_value(const json_t *bar, const char *label, double *v) {
     const json_t *segs = json_object_get(bar, "segments");
     for (size_t j = 0; j < json_array_size(segs); j++) {
         const json_t *g = json_array_get(segs, j);
-        if (strcmp(str_or(g, "label", ""), label) == 0) {
+        if (strcmp(ft_report_str(g, "label", ""), label) == 0) {
             *v += json_number_value(json_object_get(g, "value"));
             found = 1;
         }
@@ -745,98 +41,41 @@ static int bar_value(const json_t *bar, const char *label, double *v) {
 }
 
 /* Stacked: one row per bar, one column per segment label, then the total. */
-static ft_status grid_stacked(const json_t *chart, grid *g) {
+static ft_status stacked_table(ft_doc_node *parent, const json_t *chart) {
     ft_report_palette labels = {0};
-    stacked_labels(chart, &labels);
-    const char *unit = str_or(chart, "unit", "");
+    ft_report_stacked_labels(chart, &labels);
+    const char *unit = ft_report_str(chart, "unit", "");
     char buf[64];
-    grid_init(g, labels.n + 2);
-    char **row = grid_row(g);
-    grid_set(g, row, 0, "bar");
+    ft_doc_node *t = ft_doc_table(parent, labels.n + 2);
+    char **row = ft_doc_row(t);
+    ft_doc_cell(t, row, 0, "bar");
     for (int k = 0; k < labels.n; k++)
-        grid_set(g, row, k + 1, labels.labels[k]);
-    grid_set(g, row, labels.n + 1, "total");
+        ft_doc_cell(t, row, k + 1, labels.labels[k]);
+    ft_doc_cell(t, row, labels.n + 1, "total");
     const json_t *bars = json_object_get(chart, "bars");
     for (size_t i = 0; i < json_array_size(bars); i++) {
         const json_t *bar = json_array_get(bars, i);
-        row = grid_row(g);
-        grid_set(g, row, 0, str_or(bar, "label", ""));
+        row = ft_doc_row(t);
+        ft_doc_cell(t, row, 0, ft_report_str(bar, "label", ""));
         for (int k = 0; k < labels.n; k++) {
             double v;
             int has = bar_value(bar, labels.labels[k], &v);
-            grid_set(g, row, k + 1, has ? ft_report_fmt_value(v, unit, 4, buf, sizeof buf) : "-");
+            ft_doc_cell(t, row, k + 1,
+                        has ? ft_report_fmt_value(v, unit, 4, buf, sizeof buf) : "-");
         }
-        grid_set(g, row, labels.n + 1,
-                 ft_report_fmt_value(bar_total(bar), unit, 4, buf, sizeof buf));
+        ft_doc_cell(t, row, labels.n + 1,
+                    ft_report_fmt_value(ft_report_bar_total(bar), unit, 4, buf, sizeof buf));
     }
     ft_report_palette_free(&labels);
-    return g->oom ? FT_ENOMEM : FT_OK;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The distinct x values of a lines chart, sorted; *n of them. NULL (and *n = 0) when none or
- * out of memory (*oom set). */
-static double *lines_xs(const json_t *chart, int *n, int *oom) {
-    const json_t *series = json_object_get(chart, "series");
-    size_t total = 0;
-    for (size_t s = 0; s < json_array_size(series); s++)
-        total += json_array_size(json_object_get(json_array_get(series, s), "points"));
-    *n = 0;
-    *oom = 0;
-    if (!total) return NULL;
-    double *xs = malloc(total * sizeof *xs);
-    if (!xs) {
-        *oom = 1;
-        return NULL;
-    }
-    size_t k = 0;
-    for (size_t s = 0; s < json_array_size(series); s++) {
-        const json_t *pts = json_object_get(json_array_get(series, s), "points");
-        for (size_t i = 0; i < json_array_size(pts); i++)
-            xs[k++] = json_number_value(json_array_get(json_array_get(pts, i), 0));
-    }
-    qsort(xs, total, sizeof *xs, cmp_double);
-    size_t d = 0;
-    for (size_t i = 0; i < total; i++)
-        if (d == 0 || xs[i] != xs[d - 1]) xs[d++] = xs[i];
-    *n = (int)d;
-    return xs;
-}
-
-/* A series' points in order of x, equal x in the document's order: what the table and the
- * polyline walk, so a chart of n points costs n log n, not n^2. */
-typedef struct {
-    double x;
-    size_t i;
-} point_ref;
-
-static int cmp_point_ref(const void *a, const void *b) {
-    const point_ref *p = a, *q = b;
-    if (p->x != q->x) return (p->x > q->x) - (p->x < q->x);
-    return (p->i > q->i) - (p->i < q->i);
-}
-
-/* NULL when out of memory; *n gets the number of points. */
-static point_ref *points_sorted(const json_t *pts, size_t *n) {
-    *n = json_array_size(pts);
-    point_ref *r = malloc((*n ? *n : 1) * sizeof *r);
-    if (!r) return NULL;
-    for (size_t i = 0; i < *n; i++)
-        r[i] = (point_ref){json_number_value(json_array_get(json_array_get(pts, i), 0)), i};
-    qsort(r, *n, sizeof *r, cmp_point_ref);
-    return r;
+    return FT_OK;
 }
 
 /* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": point i of a series. */
 static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf, size_t n) {
-    const json_t *pt = json_array_get(json_object_get(ser, "points"), i);
     const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
     char y[48], l[48] = "-", h[48] = "-";
-    ft_report_fmt_value(json_number_value(json_array_get(pt, 1)), unit, 4, y, sizeof y);
+    ft_report_fmt_value(ft_report_point(json_object_get(ser, "points"), i, 1), unit, 4, y,
+                        sizeof y);
     if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
     if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
     if (lo || hi)
@@ -845,84 +84,100 @@ static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf
         snprintf(buf, n, "%s", y);
 }
 
-/* Lines: one row per distinct x, one column per series (its first point at that x, "-" when
- * it has none). Each series' sorted points are walked once alongside the sorted xs. */
-static ft_status grid_lines(const json_t *chart, grid *g) {
-    const json_t *series = json_object_get(chart, "series");
-    const char *unit = str_or(chart, "unit", "");
-    int nx, oom;
-    double *xs = lines_xs(chart, &nx, &oom);
-    if (oom) return FT_ENOMEM;
-    int ns = (int)json_array_size(series);
-    point_ref **sorted = calloc((size_t)(ns ? ns : 1), sizeof *sorted);
-    size_t *npts = calloc((size_t)(ns ? ns : 1), sizeof *npts), *at = NULL;
-    at = calloc((size_t)(ns ? ns : 1), sizeof *at);
-    int bad = !sorted || !npts || !at;
-    for (int s = 0; s < ns && !bad; s++)
-        bad = !(sorted[s] = points_sorted(
-                    json_object_get(json_array_get(series, (size_t)s), "points"), &npts[s]));
-    grid_init(g, ns + 1);
-    char **row = bad ? NULL : grid_row(g);
-    grid_set(g, row, 0, str_or(chart, "x_label", "x"));
-    for (int s = 0; s < ns && row; s++)
-        grid_set(g, row, s + 1, str_or(json_array_get(series, (size_t)s), "label", ""));
-    char buf[160];
-    for (int i = 0; i < nx && !bad; i++) {
-        row = grid_row(g);
-        snprintf(buf, sizeof buf, "%.6g", xs[i]);
-        grid_set(g, row, 0, buf);
-        for (int s = 0; s < ns; s++) {
-            while (at[s] < npts[s] && sorted[s][at[s]].x < xs[i])
-                at[s]++;
-            if (at[s] < npts[s] && sorted[s][at[s]].x == xs[i])
-                series_cell(json_array_get(series, (size_t)s), sorted[s][at[s]].i, unit, buf,
-                            sizeof buf);
-            else
-                snprintf(buf, sizeof buf, "-");
-            grid_set(g, row, s + 1, buf);
-        }
-    }
-    for (int s = 0; sorted && s < ns; s++)
-        free(sorted[s]);
-    free(sorted);
-    free(npts);
-    free(at);
-    free(xs);
-    return bad || g->oom ? FT_ENOMEM : FT_OK;
+/* The series' points in order of x, and how far the rows have walked each. */
+typedef struct walk {
+    int **order;
+    size_t *npts, *at;
+    int ns;
+} walk;
+
+static void walk_free(walk *w) {
+    for (int s = 0; w->order && s < w->ns; s++)
+        free(w->order[s]);
+    free(w->order);
+    free(w->npts);
+    free(w->at);
 }
 
-static ft_status grid_chart(const json_t *chart, grid *g) {
-    return strcmp(str_or(chart, "kind", ""), "stacked") == 0 ? grid_stacked(chart, g)
-                                                             : grid_lines(chart, g);
+static ft_status walk_init(walk *w, const json_t *series) {
+    w->ns = (int)json_array_size(series);
+    size_t n = (size_t)(w->ns ? w->ns : 1);
+    w->order = calloc(n, sizeof *w->order);
+    w->npts = calloc(n, sizeof *w->npts);
+    w->at = calloc(n, sizeof *w->at);
+    int bad = !w->order || !w->npts || !w->at;
+    for (int s = 0; s < w->ns && !bad; s++)
+        bad = !(w->order[s] = ft_report_points_order(
+                    json_object_get(json_array_get(series, (size_t)s), "points"), &w->npts[s]));
+    return bad ? FT_ENOMEM : FT_OK;
+}
+
+/* Lines: one row per distinct x, one column per series (its first point at that x, "-" when
+ * it has none). Each series' sorted points are walked once alongside the sorted xs. */
+static ft_status lines_table(ft_doc_node *parent, const json_t *chart) {
+    const json_t *series = json_object_get(chart, "series");
+    const char *unit = ft_report_str(chart, "unit", "");
+    int nx, oom;
+    double *xs = ft_report_lines_xs(chart, &nx, &oom);
+    walk w = {0};
+    ft_status s = oom ? FT_ENOMEM : walk_init(&w, series);
+    ft_doc_node *t = s ? NULL : ft_doc_table(parent, w.ns + 1);
+    char **row = ft_doc_row(t), buf[160];
+    ft_doc_cell(t, row, 0, ft_report_str(chart, "x_label", "x"));
+    for (int k = 0; k < w.ns; k++)
+        ft_doc_cell(t, row, k + 1, ft_report_str(json_array_get(series, (size_t)k), "label", ""));
+    for (int i = 0; i < nx && t; i++) {
+        row = ft_doc_row(t);
+        snprintf(buf, sizeof buf, "%.6g", xs[i]);
+        ft_doc_cell(t, row, 0, buf);
+        for (int k = 0; k < w.ns; k++) {
+            const json_t *ser = json_array_get(series, (size_t)k);
+            const json_t *pts = json_object_get(ser, "points");
+            const int *order = w.order[k];
+            size_t *at = &w.at[k];
+            while (*at < w.npts[k] && ft_report_point(pts, (size_t)order[*at], 0) < xs[i])
+                (*at)++;
+            if (*at < w.npts[k] && ft_report_point(pts, (size_t)order[*at], 0) == xs[i])
+                series_cell(ser, (size_t)order[*at], unit, buf, sizeof buf);
+            else
+                snprintf(buf, sizeof buf, "-");
+            ft_doc_cell(t, row, k + 1, buf);
+        }
+    }
+    walk_free(&w);
+    free(xs);
+    return s;
+}
+
+static ft_status chart_table(ft_doc_node *parent, const json_t *chart) {
+    return strcmp(ft_report_str(chart, "kind", ""), "stacked") == 0 ? stacked_table(parent, chart)
+                                                                    : lines_table(parent, chart);
 }
 
 /* A table of the document as it is. */
-static ft_status grid_table(const json_t *t, grid *g) {
-    const json_t *cols = json_object_get(t, "columns"), *rows = json_object_get(t, "rows");
-    grid_init(g, (int)json_array_size(cols));
-    char **row = grid_row(g);
-    for (int k = 0; k < g->ncols; k++)
-        grid_set(g, row, k, json_string_value(json_array_get(cols, (size_t)k)));
-    char buf[64];
+static void doc_table(ft_doc_node *parent, const json_t *tbl) {
+    const json_t *cols = json_object_get(tbl, "columns"), *rows = json_object_get(tbl, "rows");
+    int ncols = (int)json_array_size(cols);
+    ft_doc_node *t = ft_doc_table(parent, ncols);
+    char **row = ft_doc_row(t), buf[64];
+    for (int k = 0; k < ncols; k++)
+        ft_doc_cell(t, row, k, json_string_value(json_array_get(cols, (size_t)k)));
     for (size_t r = 0; r < json_array_size(rows); r++) {
-        row = grid_row(g);
-        for (int k = 0; k < g->ncols; k++)
-            grid_set(
-                g, row, k,
-                scalar_text(json_array_get(json_array_get(rows, r), (size_t)k), buf, sizeof buf));
+        row = ft_doc_row(t);
+        for (int k = 0; k < ncols; k++)
+            ft_doc_cell(t, row, k,
+                        ft_json_scalar_text(json_array_get(json_array_get(rows, r), (size_t)k), "-",
+                                            buf, sizeof buf));
     }
-    return g->oom ? FT_ENOMEM : FT_OK;
 }
 
-/* ---- the machine: key/value rows, nested objects flattened as a.b, arrays of objects as their
- * own small tables ---- */
+/* ==== the machine: key/value rows, nested objects flattened as a.b, arrays of objects as their
+ * own small tables ============================================================================= */
 
 #define MAX_SUBTABLES 16
 
 typedef struct machine_view {
-    grid kv; /* key, value */
-    grid sub[MAX_SUBTABLES];
-    char sub_title[MAX_SUBTABLES][256];
+    ft_doc_node *section, *kv; /* kv: key, value */
     int nsub;
 } machine_view;
 
@@ -952,13 +207,13 @@ static char *join_scalars(const json_t *a) {
     char buf[64];
     size_t n = 1;
     for (size_t i = 0; i < json_array_size(a); i++)
-        n += strlen(scalar_text(json_array_get(a, i), buf, sizeof buf)) + 2;
+        n += strlen(ft_json_scalar_text(json_array_get(a, i), "-", buf, sizeof buf)) + 2;
     char *out = malloc(n);
     if (!out) return NULL;
     out[0] = '\0';
     for (size_t i = 0; i < json_array_size(a); i++) {
         if (i) strcat(out, ", ");
-        strcat(out, scalar_text(json_array_get(a, i), buf, sizeof buf));
+        strcat(out, ft_json_scalar_text(json_array_get(a, i), "-", buf, sizeof buf));
     }
     return out;
 }
@@ -969,7 +224,7 @@ static char *value_text(const char *key, const json_t *v) {
     char buf[64], hint[64];
     if (json_is_array(v) && all_scalars(v)) return join_scalars(v);
     if (json_is_object(v) || json_is_array(v)) return json_dumps(v, JSON_COMPACT);
-    const char *s = scalar_text(v, buf, sizeof buf);
+    const char *s = ft_json_scalar_text(v, "-", buf, sizeof buf);
     value_hint(key, v, hint, sizeof hint);
     size_t n = strlen(s) + strlen(hint) + 1;
     char *out = malloc(n);
@@ -977,13 +232,18 @@ static char *value_text(const char *key, const json_t *v) {
     return out;
 }
 
-static void kv_add(grid *g, const char *key, const json_t *v) {
-    char **row = grid_row(g);
-    grid_set(g, row, 0, key);
-    char *text = value_text(key, v);
-    if (!text) g->oom = 1;
-    grid_set(g, row, 1, text);
+/* Cell k of row: the value of key v, or "-" when v is NULL. */
+static void value_cell(ft_doc_node *t, char **row, int k, const char *key, const json_t *v) {
+    char *text = v ? value_text(key, v) : strdup("-");
+    if (!text && t) t->doc->oom = 1;
+    ft_doc_cell(t, row, k, text);
     free(text);
+}
+
+static void kv_add(ft_doc_node *t, const char *key, const json_t *v) {
+    char **row = ft_doc_row(t);
+    ft_doc_cell(t, row, 0, key);
+    value_cell(t, row, 1, key, v);
 }
 
 static int all_objects(const json_t *a) {
@@ -993,32 +253,28 @@ static int all_objects(const json_t *a) {
     return 1;
 }
 
-/* An array of objects as a table: the union of their keys as columns. */
+/* An array of objects as a table under its title: the union of their keys as columns. */
 static void machine_subtable(machine_view *m, const char *title, const json_t *a) {
     if (m->nsub == MAX_SUBTABLES) {
-        kv_add(&m->kv, title, a); /* past the limit: shown as JSON */
+        kv_add(m->kv, title, a); /* past the limit: shown as JSON */
         return;
     }
+    m->nsub++;
     ft_report_palette keys = {0};
     const char *k;
     const json_t *v;
     for (size_t i = 0; i < json_array_size(a); i++)
         json_object_foreach(json_array_get(a, i), k, v) ft_report_palette_index(&keys, k);
-    grid *g = &m->sub[m->nsub];
-    snprintf(m->sub_title[m->nsub++], sizeof m->sub_title[0], "%s", title);
-    grid_init(g, keys.n);
-    char **row = grid_row(g);
+    ft_doc_heading(m->section, 3, NULL, title);
+    ft_doc_node *t = ft_doc_table(m->section, keys.n);
+    char **row = ft_doc_row(t);
     for (int c = 0; c < keys.n; c++)
-        grid_set(g, row, c, keys.labels[c]);
+        ft_doc_cell(t, row, c, keys.labels[c]);
     for (size_t i = 0; i < json_array_size(a); i++) {
-        row = grid_row(g);
-        for (int c = 0; c < keys.n; c++) {
-            const json_t *x = json_object_get(json_array_get(a, i), keys.labels[c]);
-            char *text = x ? value_text(keys.labels[c], x) : strdup("-");
-            if (!text) g->oom = 1;
-            grid_set(g, row, c, text);
-            free(text);
-        }
+        row = ft_doc_row(t);
+        for (int c = 0; c < keys.n; c++)
+            value_cell(t, row, c, keys.labels[c],
+                       json_object_get(json_array_get(a, i), keys.labels[c]));
     }
     ft_report_palette_free(&keys);
 }
@@ -1027,630 +283,39 @@ static void machine_walk(machine_view *m, const char *prefix, const json_t *obj)
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)obj, k, v) {
-        jpath p = path_key(prefix, k);
+        ft_report_path p = ft_report_path_key(prefix, k);
         if (json_is_object(v) && json_object_size(v))
             machine_walk(m, p.s, v);
         else if (all_objects(v))
             machine_subtable(m, p.s, v);
         else
-            kv_add(&m->kv, p.s, v);
+            kv_add(m->kv, p.s, v);
     }
 }
 
-static ft_status machine_build(const json_t *doc, machine_view *m) {
-    memset(m, 0, sizeof *m);
-    grid_init(&m->kv, 2);
-    char **row = grid_row(&m->kv);
-    grid_set(&m->kv, row, 0, "key");
-    grid_set(&m->kv, row, 1, "value");
+/* The machine's section: the document's device, backend, clock and models and its `machine`,
+ * left out when they give no key/value row. */
+static void add_machine(ft_doc_node *root, const json_t *doc) {
+    machine_view m = {ft_doc_add(root, FT_DOC_SECTION, NULL, "machine"), NULL, 0};
+    ft_doc_heading(m.section, 2, NULL, "Machine");
+    m.kv = ft_doc_table(m.section, 2);
+    char **row = ft_doc_row(m.kv);
+    ft_doc_cell(m.kv, row, 0, "key");
+    ft_doc_cell(m.kv, row, 1, "value");
     static const char *const top[] = {"device", "backend", "clock", "models"};
     for (int i = 0; i < 4; i++) {
         const json_t *v = json_object_get(doc, top[i]);
-        if (v) kv_add(&m->kv, top[i], v);
+        if (v) kv_add(m.kv, top[i], v);
     }
     const json_t *machine = json_object_get(doc, "machine");
-    if (machine) machine_walk(m, "", machine);
-    int oom = m->kv.oom;
-    for (int i = 0; i < m->nsub; i++)
-        oom |= m->sub[i].oom;
-    return oom ? FT_ENOMEM : FT_OK;
+    if (machine) machine_walk(&m, "", machine);
+    if (m.kv && m.kv->nrows <= 1) ft_doc_drop(root, m.section);
 }
 
-static void machine_free(machine_view *m) {
-    grid_free(&m->kv);
-    for (int i = 0; i < m->nsub; i++)
-        grid_free(&m->sub[i]);
-}
+/* ==== the document ============================================================================ */
 
-/* ==== writing: one output with a sticky failure ================================================
- */
-
-typedef struct out {
-    FILE *f;
-    ft_status status; /* the first failure: a non-finite coordinate, out of memory */
-} out;
-
-/* Markup: the renderer's own constant text, never a string of the document. */
-static void put(out *o, const char *s) { fputs(s, o->f); }
-
-/* Markup with numbers or the renderer's own names (classes, colours): never a string of the
- * document, which goes through put_xml (or put_value) alone. */
-static void putf(out *o, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void putf(out *o, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(o->f, fmt, ap);
-    va_end(ap);
-}
-
-/* Text of the document, escaped for XML. */
-static void put_xml(out *o, const char *s) {
-    for (; s && *s; s++) {
-        const char *e = xml_entity((unsigned char)*s);
-        if (e)
-            fputs(e, o->f);
-        else
-            fputc(*s, o->f);
-    }
-}
-
-/* At most max_bytes of s (cut at a character boundary, then "..."), escaped for XML. */
-static void put_xml_cut(out *o, const char *s, size_t max_bytes) {
-    size_t n = strlen(s);
-    if (n <= max_bytes) {
-        put_xml(o, s);
-        return;
-    }
-    while (max_bytes > 0 && ((unsigned char)s[max_bytes] & 0xC0) == 0x80)
-        max_bytes--;
-    for (size_t i = 0; i < max_bytes; i++) {
-        const char *e = xml_entity((unsigned char)s[i]);
-        if (e)
-            fputs(e, o->f);
-        else
-            fputc(s[i], o->f);
-    }
-    put(o, "...");
-}
-
-/* A value for humans in a chart's unit (the document's string), escaped for XML. */
-static void put_value(out *o, double v, const char *unit, int sig) {
-    char buf[160];
-    put_xml(o, ft_report_fmt_value(v, unit, sig, buf, sizeof buf));
-}
-
-static void put_md(out *o, const char *s) {
-    for (; s && *s; s++) {
-        const char *e = md_entity((unsigned char)*s);
-        if (e)
-            fputs(e, o->f);
-        else
-            fputc(*s, o->f);
-    }
-}
-
-/* A coordinate or length: %.6g, never nan or inf (the first one fails the render). */
-static void put_num(out *o, double v) {
-    if (!isfinite(v)) {
-        if (!o->status) o->status = FT_EINTERNAL;
-        fputs("0", o->f);
-        return;
-    }
-    if (v == 0) v = 0;
-    fprintf(o->f, "%.6g", v);
-}
-
-/* An id attribute made of the document's string: letters, digits, - _ . kept, others '-'. */
-static void put_id(out *o, const char *prefix, const char *s) {
-    put(o, prefix);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                   c == '-' || c == '_' || c == '.';
-        fputc(keep ? c : '-', o->f);
-    }
-}
-
-/* ==== the SVG charts ===========================================================================
- */
-
-enum {
-    SEG_MIN_PX = 3, /* the least width of a bar segment above 0 */
-    SVG_W = 720,
-    CHAR_W = 7, /* a 12 px sans-serif character, about */
-    LEGEND_ROW = 18,
-};
-
-/* <text> at (x, y) with an anchor, escaped. */
-static void svg_text(out *o, double x, double y, const char *anchor, const char *cls,
-                     const char *s) {
-    put(o, "<text x=\"");
-    put_num(o, x);
-    put(o, "\" y=\"");
-    put_num(o, y);
-    putf(o, "\" text-anchor=\"%s\"", anchor);
-    if (cls) putf(o, " class=\"%s\"", cls);
-    put(o, ">");
-    put_xml(o, s);
-    put(o, "</text>\n");
-}
-
-static void svg_line(out *o, double x1, double y1, double x2, double y2, const char *cls) {
-    put(o, "<line x1=\"");
-    put_num(o, x1);
-    put(o, "\" y1=\"");
-    put_num(o, y1);
-    put(o, "\" x2=\"");
-    put_num(o, x2);
-    put(o, "\" y2=\"");
-    put_num(o, y2);
-    putf(o, "\" class=\"%s\"/>\n", cls);
-}
-
-static void svg_rect(out *o, double x, double y, double w, double h, const char *fill) {
-    put(o, "<rect x=\"");
-    put_num(o, x);
-    put(o, "\" y=\"");
-    put_num(o, y);
-    put(o, "\" width=\"");
-    put_num(o, w < 0 ? 0 : w);
-    put(o, "\" height=\"");
-    put_num(o, h < 0 ? 0 : h);
-    putf(o, "\" fill=\"%s\"", fill);
-}
-
-/* The height a legend of these labels takes when wrapped at the chart's width. */
-static int legend_rows(const ft_report_palette *labels) {
-    int rows = labels->n ? 1 : 0;
-    double x = 10;
-    for (int i = 0; i < labels->n; i++) {
-        double w = 22 + CHAR_W * (double)strlen(labels->labels[i]) + 14;
-        if (x + w > SVG_W - 10 && x > 10) {
-            rows++;
-            x = 10;
-        }
-        x += w;
-    }
-    return rows;
-}
-
-/* How series k of a chart is drawn apart from the others, so that one lying on another (two
- * loss schemes that cost the same) stays visible: its own dash (the first solid; a dashed
- * line over a solid one shows both colours), its own marker shape, and the lines and markers
- * of later series narrower and smaller, drawn over the wider ones of earlier series (every
- * marker after every line). */
-static const char *const series_dash[] = {NULL, "8 4", "2 3", "10 3 2 3", "5 2"};
-enum { NDASH = 5, NSHAPES = 5 };
-
-static double marker_size(int k, int ns) {
-    double r = 3.5 + 1.0 * (ns - 1 - k);
-    return r < 3.5 ? 3.5 : r > 7.5 ? 7.5 : r;
-}
-
-/* Earlier lines wider: under a later one that covers it, a line still shows along its edges. */
-static double line_width(int k, int ns) {
-    double w = 2 + 1.5 * (ns - 1 - k);
-    return w < 2 ? 2 : w > 8 ? 8 : w;
-}
-
-/* A marker of shape k % NSHAPES (circle, square, triangle, diamond, triangle down) of half-size
- * r at (cx, cy): the opening of a <path> of class cls, closed by the caller. */
-static void svg_marker(out *o, const char *cls, int k, double cx, double cy, double r,
-                       const char *colour) {
-    putf(o, "<path class=\"%s\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1\" d=\"", cls, colour);
-    static const double square[] = {-1, -1, 1, -1, 1, 1, -1, 1};
-    static const double tri[] = {0, -1.2, 1.1, 0.8, -1.1, 0.8};
-    static const double diamond[] = {0, -1.3, 1.3, 0, 0, 1.3, -1.3, 0};
-    static const double tri_down[] = {0, 1.2, 1.1, -0.8, -1.1, -0.8};
-    const double *v = NULL;
-    int nv = 0;
-    switch (k % NSHAPES) {
-    case 1: v = square, nv = 4; break;
-    case 2: v = tri, nv = 3; break;
-    case 3: v = diamond, nv = 4; break;
-    case 4: v = tri_down, nv = 3; break;
-    default: break;
-    }
-    if (!v) { /* a circle: two arcs */
-        put(o, "M");
-        put_num(o, cx - r);
-        put(o, ",");
-        put_num(o, cy);
-        put(o, " a");
-        put_num(o, r);
-        put(o, ",");
-        put_num(o, r);
-        put(o, " 0 1,0 ");
-        put_num(o, 2 * r);
-        put(o, ",0 a");
-        put_num(o, r);
-        put(o, ",");
-        put_num(o, r);
-        put(o, " 0 1,0 ");
-        put_num(o, -2 * r);
-        put(o, ",0 Z\">");
-        return;
-    }
-    for (int i = 0; i < nv; i++) {
-        put(o, i ? " L" : "M");
-        put_num(o, cx + r * v[2 * i]);
-        put(o, ",");
-        put_num(o, cy + r * v[2 * i + 1]);
-    }
-    put(o, " Z\">");
-}
-
-/* Swatches and labels from y0 down, each label in its colour of the page's palette; for a
- * lines chart (lines set) each series' dash and marker instead of a swatch. */
-static void svg_legend(out *o, const ft_report_palette *labels, ft_report_palette *colours,
-                       double y0, int lines) {
-    double x = 10, y = y0;
-    for (int i = 0; i < labels->n; i++) {
-        const char *l = labels->labels[i];
-        double w = 22 + CHAR_W * (double)strlen(l) + 14;
-        if (x + w > SVG_W - 10 && x > 10) {
-            x = 10;
-            y += LEGEND_ROW;
-        }
-        const char *colour = ft_report_palette_colour(colours, l);
-        if (lines) {
-            put(o, "<line x1=\"");
-            put_num(o, x - 2);
-            put(o, "\" y1=\"");
-            put_num(o, y - 4);
-            put(o, "\" x2=\"");
-            put_num(o, x + 16);
-            put(o, "\" y2=\"");
-            put_num(o, y - 4);
-            putf(o, "\" stroke=\"%s\" stroke-width=\"2\"", colour);
-            if (series_dash[i % NDASH]) putf(o, " stroke-dasharray=\"%s\"", series_dash[i % NDASH]);
-            put(o, "/>\n");
-            svg_marker(o, "key", i, x + 7, y - 4, marker_size(i, labels->n), colour);
-            put(o, "</path>\n");
-        } else {
-            svg_rect(o, x, y - 10, 14, 12, colour);
-            put(o, "/>\n");
-        }
-        svg_text(o, x + 20, y, "start", NULL, l);
-        x += w;
-    }
-}
-
-static void svg_open(out *o, const json_t *chart, double h) {
-    put(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"");
-    put_num(o, SVG_W);
-    put(o, "\" height=\"");
-    put_num(o, h);
-    put(o, "\" viewBox=\"0 0 ");
-    put_num(o, SVG_W);
-    put(o, " ");
-    put_num(o, h);
-    put(o, "\" role=\"img\" aria-label=\"");
-    put_xml(o, str_or(chart, "title", ""));
-    put(o, "\">\n<title>");
-    put_xml(o, str_or(chart, "title", ""));
-    put(o, "</title>\n");
-}
-
-/* The horizontal value axis of a stacked chart: grid lines, ticks and their labels. */
-static void svg_value_axis(out *o, const ft_report_axis *ax, const char *unit, double x0, double x1,
-                           double y_top, double y_axis) {
-    double mag = fmax(fabs(ax->lo), fabs(ax->hi));
-    char buf[48];
-    for (int i = 0; i < ax->nticks; i++) {
-        double x = ft_report_scale(ax->ticks[i], ax->lo, ax->hi, x0, x1);
-        svg_line(o, x, y_top, x, y_axis, "grid");
-        svg_line(o, x, y_axis, x, y_axis + 4, "axis");
-        svg_text(o, x, y_axis + 16, "middle", "tick",
-                 ft_report_fmt_tick(ax->ticks[i], mag, unit, buf, sizeof buf));
-    }
-    svg_line(o, x0, y_axis, x1, y_axis, "axis");
-}
-
-/* The width of the bar labels' column: the longest label, within bounds. */
-static double stacked_label_width(const json_t *bars) {
-    size_t longest = 0;
-    for (size_t i = 0; i < json_array_size(bars); i++) {
-        size_t n = strlen(str_or(json_array_get(bars, i), "label", ""));
-        if (n > longest) longest = n;
-    }
-    double w = CHAR_W * (double)longest + 16;
-    return w < 90 ? 90 : w > 260 ? 260 : w;
-}
-
-/* One bar: its segments left to right, a tooltip each, and its total at the end. */
-static void svg_bar(out *o, const json_t *bar, const char *unit, const ft_report_axis *ax,
-                    double x0, double x1, double y, double h, double label_w,
-                    ft_report_palette *colours) {
-    const char *label = str_or(bar, "label", "");
-    put(o, "<text x=\"");
-    put_num(o, label_w - 8);
-    put(o, "\" y=\"");
-    put_num(o, y + h / 2 + 4);
-    put(o, "\" text-anchor=\"end\">");
-    put_xml_cut(o, label, (size_t)((label_w - 16) / CHAR_W));
-    put(o, "</text>\n");
-    /* Every segment above 0 is at least SEG_MIN_PX wide (206 us beside 180 ms would be a
-     * hundredth of a pixel); the widest segment gives up what they take, so the bar still ends
-     * at its total on the axis. Its tooltip and the table keep the exact values. */
-    const json_t *segs = json_object_get(bar, "segments");
-    size_t nseg = json_array_size(segs), widest = 0;
-    double px_per = (x1 - x0) / (ax->hi - ax->lo), extra = 0, total = 0;
-    for (size_t j = 0; j < nseg; j++) {
-        double v = json_number_value(json_object_get(json_array_get(segs, j), "value"));
-        if (v > 0 && v * px_per < SEG_MIN_PX) extra += SEG_MIN_PX - v * px_per;
-        if (v > json_number_value(json_object_get(json_array_get(segs, widest), "value")))
-            widest = j;
-        total += v;
-    }
-    double xa = ft_report_scale(0, ax->lo, ax->hi, x0, x1);
-    char buf[48];
-    for (size_t j = 0; j < nseg; j++) {
-        const json_t *g = json_array_get(segs, j);
-        double v = json_number_value(json_object_get(g, "value")), w = v * px_per;
-        if (v > 0 && w < SEG_MIN_PX) w = SEG_MIN_PX;
-        if (j == widest && w - extra >= SEG_MIN_PX) w -= extra;
-        const char *sl = str_or(g, "label", "");
-        svg_rect(o, xa, y, w, h, ft_report_palette_colour(colours, sl));
-        put(o, "><title>");
-        put_xml(o, label);
-        put(o, ": ");
-        put_xml(o, sl);
-        put(o, " ");
-        put_value(o, v, unit, 4);
-        put(o, "</title></rect>\n");
-        xa += w;
-    }
-    svg_text(o, xa + 6, y + h / 2 + 4, "start", "total",
-             ft_report_fmt_value(total, unit, 3, buf, sizeof buf));
-}
-
-static ft_status svg_stacked(out *o, const json_t *chart, ft_report_palette *colours) {
-    const json_t *bars = json_object_get(chart, "bars");
-    const char *unit = str_or(chart, "unit", "");
-    double max_total = 0;
-    for (size_t i = 0; i < json_array_size(bars); i++)
-        max_total = fmax(max_total, bar_total(json_array_get(bars, i)));
-    ft_report_axis ax;
-    if (ft_report_axis_nice(0, max_total, 6, &ax)) return FT_EINTERNAL;
-    ft_report_palette labels = {0};
-    stacked_labels(chart, &labels);
-    const double bar_h = 22, gap = 10, top = 12;
-    double label_w = stacked_label_width(bars), x0 = label_w, x1 = SVG_W - 90;
-    size_t nb = json_array_size(bars);
-    double plot_h = nb ? (double)nb * (bar_h + gap) - gap : bar_h;
-    double y_axis = top + plot_h + 6;
-    double legend_y = y_axis + (json_object_get(chart, "x_label") ? 52 : 38);
-    double h = legend_y + LEGEND_ROW * legend_rows(&labels) + 4;
-    svg_open(o, chart, h);
-    svg_value_axis(o, &ax, unit, x0, x1, top - 4, y_axis);
-    for (size_t i = 0; i < nb; i++)
-        svg_bar(o, json_array_get(bars, i), unit, &ax, x0, x1, top + (double)i * (bar_h + gap),
-                bar_h, label_w, colours);
-    if (json_object_get(chart, "x_label"))
-        svg_text(o, (x0 + x1) / 2, y_axis + 34, "middle", "axis-label",
-                 str_or(chart, "x_label", ""));
-    svg_legend(o, &labels, colours, legend_y, 0);
-    put(o, "</svg>\n");
-    ft_report_palette_free(&labels);
-    return FT_OK;
-}
-
-/* The x axis of a lines chart: at the data's x values when there are few, else nice ticks. */
-typedef struct {
-    double lo, hi;
-    int nticks;
-    double ticks[FT_REPORT_MAX_TICKS];
-} x_axis;
-
-static ft_status lines_x_axis(const json_t *chart, x_axis *xa) {
-    int nx, oom;
-    double *xs = lines_xs(chart, &nx, &oom);
-    if (oom) return FT_ENOMEM;
-    memset(xa, 0, sizeof *xa);
-    if (nx > 0 && nx <= 10) {
-        xa->nticks = nx;
-        memcpy(xa->ticks, xs, (size_t)nx * sizeof *xs);
-        double lo = xs[0], hi = xs[nx - 1];
-        double pad = hi > lo ? (hi - lo) * 0.05 : fmax(fabs(lo) * 0.1, 1);
-        xa->lo = lo - pad;
-        xa->hi = hi + pad;
-    } else {
-        ft_report_axis ax;
-        if (ft_report_axis_nice(nx ? xs[0] : 0, nx ? xs[nx - 1] : 1, 8, &ax)) {
-            free(xs);
-            return FT_EINTERNAL;
-        }
-        xa->lo = ax.lo;
-        xa->hi = ax.hi;
-        xa->nticks = ax.nticks;
-        memcpy(xa->ticks, ax.ticks, (size_t)ax.nticks * sizeof ax.ticks[0]);
-    }
-    free(xs);
-    return isfinite(xa->hi - xa->lo) ? FT_OK : FT_EINTERNAL;
-}
-
-/* The plot area of a lines chart. */
-typedef struct {
-    double x0, x1, y0, y1; /* pixels: left, right, top, bottom */
-    x_axis xa;
-    ft_report_axis ya;
-    int ylog; /* ya's ticks and range are values; positions go by their log10 */
-    const char *unit;
-} plot;
-
-static double plot_x(const plot *p, double x) {
-    return ft_report_scale(x, p->xa.lo, p->xa.hi, p->x0, p->x1);
-}
-static double plot_y(const plot *p, double y) {
-    if (p->ylog) return ft_report_scale(log10(y), log10(p->ya.lo), log10(p->ya.hi), p->y1, p->y0);
-    return ft_report_scale(y, p->ya.lo, p->ya.hi, p->y1, p->y0);
-}
-
-/* Values above 0 spanning more than this factor go on a log axis: on one from 0, a 0.2 ms point
- * beside 180 ms would sit on the zero line. */
-#define LOG_AXIS_SPAN 20.0
-
-/* A log axis over [lo, hi] (0 < lo <= hi): whole decades, a tick at each (every few when there
- * are many), and at 2 and 5 times each when there are at most two. */
-static ft_status axis_log(double lo, double hi, ft_report_axis *ax) {
-    memset(ax, 0, sizeof *ax);
-    double k0 = floor(log10(lo) + 1e-9), k1 = ceil(log10(hi) - 1e-9);
-    if (!isfinite(k0) || !isfinite(k1)) return FT_EINVAL;
-    if (k1 <= k0) k1 = k0 + 1;
-    double decades = k1 - k0;
-    int every = (int)ceil(decades / (FT_REPORT_MAX_TICKS - 1));
-    for (double k = k0; k <= k1 && ax->nticks < FT_REPORT_MAX_TICKS; k += every) {
-        static const double mult[] = {1, 2, 5};
-        for (int m = 0; m < (decades <= 2 ? 3 : 1) && ax->nticks < FT_REPORT_MAX_TICKS; m++) {
-            double t = mult[m] * pow(10, k);
-            if (k < k1 || m == 0) ax->ticks[ax->nticks++] = t;
-        }
-    }
-    ax->lo = pow(10, k0);
-    ax->hi = pow(10, k1);
-    ax->step = every;
-    return ax->lo > 0 && isfinite(ax->hi) ? FT_OK : FT_EINVAL;
-}
-
-static void svg_lines_axes(out *o, const plot *p, const json_t *chart) {
-    char buf[48];
-    double mag = fmax(fabs(p->ya.lo), fabs(p->ya.hi));
-    for (int i = 0; i < p->ya.nticks; i++) {
-        double y = plot_y(p, p->ya.ticks[i]);
-        svg_line(o, p->x0, y, p->x1, y, p->ya.ticks[i] == 0 && p->ya.lo < 0 ? "zero" : "grid");
-        /* A log axis spans decades: each tick in its own unit ("100 us", "1 ms"). */
-        svg_text(o, p->x0 - 6, y + 4, "end", "tick",
-                 p->ylog ? ft_report_fmt_value(p->ya.ticks[i], p->unit, 3, buf, sizeof buf)
-                         : ft_report_fmt_tick(p->ya.ticks[i], mag, p->unit, buf, sizeof buf));
-    }
-    if (p->ylog) svg_text(o, p->x1, p->y0 - 3, "end", "tick", "log scale");
-    for (int i = 0; i < p->xa.nticks; i++) {
-        double x = plot_x(p, p->xa.ticks[i]);
-        svg_line(o, x, p->y1, x, p->y1 + 4, "axis");
-        snprintf(buf, sizeof buf, "%.4g", p->xa.ticks[i]);
-        svg_text(o, x, p->y1 + 16, "middle", "tick", buf);
-    }
-    svg_line(o, p->x0, p->y1, p->x1, p->y1, "axis");
-    svg_line(o, p->x0, p->y0, p->x0, p->y1, "axis");
-    if (json_object_get(chart, "x_label"))
-        svg_text(o, (p->x0 + p->x1) / 2, p->y1 + 34, "middle", "axis-label",
-                 str_or(chart, "x_label", ""));
-    if (json_object_get(chart, "y_label")) {
-        double cy = (p->y0 + p->y1) / 2;
-        put(o, "<text x=\"14\" y=\"");
-        put_num(o, cy);
-        put(o, "\" text-anchor=\"middle\" class=\"axis-label\" transform=\"rotate(-90 14 ");
-        put_num(o, cy);
-        put(o, ")\">");
-        put_xml(o, str_or(chart, "y_label", ""));
-        put(o, "</text>\n");
-    }
-}
-
-/* Error bar of point i: a vertical line from lo to hi with caps. */
-static void svg_error_bar(out *o, const plot *p, double x, double lo, double hi,
-                          const char *colour) {
-    double px = plot_x(p, x), ylo = plot_y(p, lo), yhi = plot_y(p, hi);
-    putf(o, "<g stroke=\"%s\" stroke-width=\"1.5\">", colour);
-    svg_line(o, px, ylo, px, yhi, "err");
-    svg_line(o, px - 4, ylo, px + 4, ylo, "err");
-    svg_line(o, px - 4, yhi, px + 4, yhi, "err");
-    put(o, "</g>\n");
-}
-
-/* Series k's error bars and its line through its points in x order. */
-static ft_status svg_series_line(out *o, const plot *p, const json_t *ser, int k, int ns,
-                                 ft_report_palette *colours) {
-    const json_t *pts = json_object_get(ser, "points");
-    const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
-    const char *label = str_or(ser, "label", ""),
-               *colour = ft_report_palette_colour(colours, label);
-    size_t n;
-    point_ref *idx = points_sorted(pts, &n);
-    if (!idx) return FT_ENOMEM;
-    for (size_t j = 0; j < n && (lo || hi); j++) {
-        size_t i = idx[j].i;
-        double x = json_number_value(json_array_get(json_array_get(pts, i), 0));
-        double y = json_number_value(json_array_get(json_array_get(pts, i), 1));
-        svg_error_bar(o, p, x, lo ? json_number_value(json_array_get(lo, i)) : y,
-                      hi ? json_number_value(json_array_get(hi, i)) : y, colour);
-    }
-    putf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%g\"", colour, line_width(k, ns));
-    if (series_dash[k % NDASH]) putf(o, " stroke-dasharray=\"%s\"", series_dash[k % NDASH]);
-    put(o, " points=\"");
-    for (size_t j = 0; j < n; j++) {
-        const json_t *pt = json_array_get(pts, idx[j].i);
-        if (j) put(o, " ");
-        put_num(o, plot_x(p, json_number_value(json_array_get(pt, 0))));
-        put(o, ",");
-        put_num(o, plot_y(p, json_number_value(json_array_get(pt, 1))));
-    }
-    put(o, "\"><title>");
-    put_xml(o, label);
-    put(o, "</title></polyline>\n");
-    free(idx);
-    return FT_OK;
-}
-
-/* Series k's markers, one per point, each with its value as a tooltip. */
-static void svg_series_markers(out *o, const plot *p, const json_t *ser, int k, int ns,
-                               ft_report_palette *colours) {
-    const json_t *pts = json_object_get(ser, "points");
-    const char *label = str_or(ser, "label", ""),
-               *colour = ft_report_palette_colour(colours, label);
-    double r = marker_size(k, ns);
-    for (size_t i = 0; i < json_array_size(pts); i++) {
-        const json_t *pt = json_array_get(pts, i);
-        double x = json_number_value(json_array_get(pt, 0));
-        double y = json_number_value(json_array_get(pt, 1));
-        svg_marker(o, "marker", k, plot_x(p, x), plot_y(p, y), r, colour);
-        put(o, "<title>");
-        put_xml(o, label);
-        putf(o, ": %.6g, ", x);
-        put_value(o, y, p->unit, 4);
-        put(o, "</title></path>\n");
-    }
-}
-
-static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colours) {
-    const json_t *series = json_object_get(chart, "series");
-    plot p = {.x0 = 80, .x1 = SVG_W - 20, .y0 = 14, .y1 = 14 + 260};
-    p.unit = str_or(chart, "unit", "");
-    ft_status s = lines_x_axis(chart, &p.xa);
-    if (s) return s;
-    extent e = lines_extent(chart);
-    /* From 0, or from the data's minimum when values are negative; on a log axis when the
-     * values are all above 0 and span more than LOG_AXIS_SPAN. */
-    p.ylog = e.n && e.y0 > 0 && e.y1 / e.y0 > LOG_AXIS_SPAN;
-    if (p.ylog ? axis_log(e.y0, e.y1, &p.ya)
-               : ft_report_axis_nice(fmin(0, e.y0), fmax(0, e.y1), 6, &p.ya))
-        return FT_EINTERNAL;
-    ft_report_palette labels = {0};
-    for (size_t i = 0; i < json_array_size(series); i++)
-        ft_report_palette_index(&labels, str_or(json_array_get(series, i), "label", ""));
-    double legend_y = p.y1 + (json_object_get(chart, "x_label") ? 54 : 40);
-    svg_open(o, chart, legend_y + LEGEND_ROW * legend_rows(&labels) + 4);
-    svg_lines_axes(o, &p, chart);
-    int ns = (int)json_array_size(series);
-    for (int i = 0; i < ns && !s; i++)
-        s = svg_series_line(o, &p, json_array_get(series, (size_t)i), i, ns, colours);
-    for (int i = 0; i < ns && !s; i++)
-        svg_series_markers(o, &p, json_array_get(series, (size_t)i), i, ns, colours);
-    svg_legend(o, &labels, colours, legend_y, 1);
-    put(o, "</svg>\n");
-    ft_report_palette_free(&labels);
-    return s;
-}
-
-/* ==== the HTML page ============================================================================
- */
-
-static const char *const html_style =
+/* The page's style sheet: the classes the builder below names. */
+static const char *const page_style =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;"
     "color:#1f2328;max-width:1000px;margin:24px auto;padding:0 16px;background:#fff}\n"
     "h1{font-size:26px;margin:0 0 4px}h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;"
@@ -1677,49 +342,27 @@ static const char *const html_style =
     "svg .grid{stroke:#e6e9ed;stroke-width:1}svg .axis{stroke:#59636e;stroke-width:1}\n"
     "svg .zero{stroke:#59636e;stroke-width:1;stroke-dasharray:4 3}\n";
 
-static void html_table(out *o, const grid *g) {
-    if (!g->nrows) return;
-    put(o, "<table>\n<thead><tr>");
-    for (int k = 0; k < g->ncols; k++) {
-        put(o, "<th>");
-        put_xml(o, grid_at(g, 0, k));
-        put(o, "</th>");
-    }
-    put(o, "</tr></thead>\n<tbody>\n");
-    for (int r = 1; r < g->nrows; r++) {
-        put(o, "<tr>");
-        for (int k = 0; k < g->ncols; k++) {
-            put(o, "<td>");
-            put_xml(o, grid_at(g, r, k));
-            put(o, "</td>");
-        }
-        put(o, "</tr>\n");
-    }
-    put(o, "</tbody>\n</table>\n");
-}
-
-static void html_head(out *o, const json_t *doc) {
-    put(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
-           "<meta charset=\"utf-8\"/>\n"
-           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>");
-    put_xml(o, str_or(doc, "title", ""));
-    putf(o, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", html_style);
-    put_xml(o, str_or(doc, "title", ""));
-    put(o, "</h1>\n<p class=\"meta\">");
-    put_xml(o, str_or(doc, "date", ""));
+static void add_head(ft_doc_node *root, const json_t *doc) {
+    ft_doc_heading(root, 1, NULL, ft_report_str(doc, "title", ""));
+    ft_doc_node *meta = ft_doc_para(root, "meta", ft_report_str(doc, "date", ""));
     static const char *const keys[] = {"backend", "device", "clock"};
     for (int i = 0; i < 3; i++)
         if (json_object_get(doc, keys[i])) {
-            putf(o, " &#183; %s <code>", keys[i]);
-            put_xml(o, str_or(doc, keys[i], ""));
-            put(o, "</code>");
+            char key[16];
+            snprintf(key, sizeof key, "%s ", keys[i]);
+            ft_doc_span_add(meta, FT_DOC_SEP, FT_DOC_BOTH, NULL, NULL);
+            ft_doc_text(meta, key);
+            ft_doc_code(meta, ft_report_str(doc, keys[i], ""));
         }
-    put(o, "</p>\n");
-    if (json_object_get(doc, "command")) {
-        put(o, "<p class=\"meta\">Regenerate: <code>");
-        put_xml(o, str_or(doc, "command", ""));
-        put(o, "</code></p>\n");
-    }
+    if (json_object_get(doc, "command"))
+        ft_doc_code(ft_doc_para(root, "meta", "Regenerate: "), ft_report_str(doc, "command", ""));
+}
+
+/* The banner of a report whose steps were not all measured cleanly (report_verdict.c). */
+static void add_busy(ft_doc_node *root, const json_t *doc) {
+    char text[512];
+    if (ft_report_busy_text(doc, text, sizeof text))
+        ft_doc_text(ft_doc_add(root, FT_DOC_NOTE, "busy", "busy"), text);
 }
 
 static const char *verdict_class(const char *v) {
@@ -1729,372 +372,181 @@ static const char *verdict_class(const char *v) {
                                              : "measured";
 }
 
-/* The banner of a report whose steps were not all measured cleanly (report_verdict.c). */
-static void html_busy(out *o, const json_t *doc) {
-    char text[512];
-    if (!ft_report_busy_text(doc, text, sizeof text)) return;
-    put(o, "<div class=\"busy\" id=\"busy\"><p>");
-    put_xml(o, text);
-    put(o, "</p></div>\n");
-}
-
-/* Why a claim's verdict was withheld, under its badge. */
-static void html_withheld(out *o, const json_t *c) {
+/* A claim's verdict: the verdict in its badge on the page, with why it was withheld beneath;
+ * in Markdown the whole verdict text in bold. */
+static void add_verdict(ft_doc_node *card, const json_t *c) {
+    const char *verdict = ft_report_str(c, "verdict", "measured");
+    const char *id = json_string_value(json_object_get(c, "id"));
     const char *why = json_string_value(json_object_get(c, "withheld"));
     char text[256];
-    if (!why || !*why) return;
-    put(o, "<p class=\"withheld\">Verdict withheld: ");
-    put_xml(o, ft_report_verdict_text(c, text, sizeof text));
-    put(o, "</p>\n");
+    ft_report_verdict_text(c, text, sizeof text);
+    ft_doc_node *lead = ft_doc_para(card, NULL, NULL);
+    ft_doc_span_add(lead, FT_DOC_BADGE, FT_DOC_HTML, verdict_class(verdict), verdict);
+    ft_doc_span_add(lead, FT_DOC_BADGE, FT_DOC_MD, NULL, text);
+    if (id) {
+        ft_doc_text(lead, " ");
+        ft_doc_code(lead, id);
+    }
+    if (why && *why)
+        ft_doc_text(ft_doc_only(ft_doc_para(card, "withheld", "Verdict withheld: "), FT_DOC_HTML),
+                    text);
 }
 
-static void html_figures(out *o, const json_t *fig) {
-    if (!json_object_size(fig)) return;
-    put(o, "<ul class=\"figures\">\n");
+/* A claim: its verdict, the claim quoted with its source, the answer, the figures and the
+ * command that measured it. */
+static void add_claim(ft_doc_node *cards, const json_t *c) {
+    char cls[64], buf[64];
+    snprintf(cls, sizeof cls, "claim %s", verdict_class(ft_report_str(c, "verdict", "measured")));
+    ft_doc_node *card = ft_doc_add(cards, FT_DOC_CARD, cls, NULL);
+    ft_doc_anchor(card, "claim-", json_string_value(json_object_get(c, "id")));
+    add_verdict(card, c);
+    ft_doc_node *q = ft_doc_add(card, FT_DOC_QUOTE, NULL, NULL);
+    ft_doc_text(q, ft_report_str(c, "claim", ""));
+    if (json_object_get(c, "source")) ft_doc_para(q, "source", ft_report_str(c, "source", ""));
+    ft_doc_node *answer = ft_doc_para(card, "answer", NULL);
+    ft_doc_span_add(answer, FT_DOC_TEXT, FT_DOC_MD, NULL, "Answer: ");
+    ft_doc_text(answer, ft_report_str(c, "answer", ""));
+    const json_t *fig = json_object_get(c, "figures"), *v;
     const char *k;
-    const json_t *v;
-    char buf[64];
+    ft_doc_node *figures =
+        json_object_size(fig) ? ft_doc_add(card, FT_DOC_LIST, "figures", NULL) : NULL;
     json_object_foreach((json_t *)fig, k, v) {
-        put(o, "<li><code>");
-        put_xml(o, k);
-        put(o, "</code>: ");
-        put_xml(o, scalar_text(v, buf, sizeof buf));
-        put(o, "</li>\n");
+        ft_doc_node *item = ft_doc_para(figures, NULL, NULL);
+        ft_doc_code(item, k);
+        ft_doc_text(item, ": ");
+        ft_doc_text(item, ft_json_scalar_text(v, "-", buf, sizeof buf));
     }
-    put(o, "</ul>\n");
+    if (json_object_get(c, "command"))
+        ft_doc_code(ft_doc_para(card, "meta", "Measured by "), ft_report_str(c, "command", ""));
 }
 
-static void html_claim(out *o, const json_t *c) {
-    const char *verdict = str_or(c, "verdict", "measured"), *cls = verdict_class(verdict);
-    putf(o, "<div class=\"claim %s\"", cls);
-    if (json_object_get(c, "id")) {
-        put_id(o, " id=\"claim-", str_or(c, "id", ""));
-        put(o, "\"");
-    }
-    putf(o, ">\n<p><span class=\"badge %s\">", cls);
-    put_xml(o, verdict);
-    put(o, "</span>");
-    if (json_object_get(c, "id")) {
-        put(o, " <code>");
-        put_xml(o, str_or(c, "id", ""));
-        put(o, "</code>");
-    }
-    put(o, "</p>\n");
-    html_withheld(o, c);
-    put(o, "<blockquote><p>&#8220;");
-    put_xml(o, str_or(c, "claim", ""));
-    put(o, "&#8221;</p>");
-    if (json_object_get(c, "source")) {
-        put(o, "<p class=\"source\">&#8212; ");
-        put_xml(o, str_or(c, "source", ""));
-        put(o, "</p>");
-    }
-    put(o, "</blockquote>\n<p class=\"answer\">");
-    put_xml(o, str_or(c, "answer", ""));
-    put(o, "</p>\n");
-    html_figures(o, json_object_get(c, "figures"));
-    if (json_object_get(c, "command")) {
-        put(o, "<p class=\"meta\">Measured by <code>");
-        put_xml(o, str_or(c, "command", ""));
-        put(o, "</code></p>\n");
-    }
-    put(o, "</div>\n");
-}
-
-static void html_claims(out *o, const json_t *doc) {
+static void add_claims(ft_doc_node *root, const json_t *doc) {
     const json_t *claims = json_object_get(doc, "claims");
-    put(o, "<section id=\"answers\">\n<h2>Answers</h2>\n");
-    if (!json_array_size(claims)) put(o, "<p class=\"meta\">No claims in this report.</p>\n");
+    ft_doc_node *sec = ft_doc_add(root, FT_DOC_SECTION, NULL, "answers");
+    ft_doc_heading(sec, 2, NULL, "Answers");
+    if (!json_array_size(claims)) ft_doc_para(sec, "meta", "No claims in this report.");
+    ft_doc_node *cards = ft_doc_add(sec, FT_DOC_CARDS, NULL, NULL);
     for (size_t i = 0; i < json_array_size(claims); i++)
-        html_claim(o, json_array_get(claims, i));
-    put(o, "</section>\n");
+        add_claim(cards, json_array_get(claims, i));
 }
 
-static ft_status html_chart(out *o, const json_t *chart, ft_report_palette *segs,
-                            ft_report_palette *series) {
-    put(o, "<figure");
-    if (json_object_get(chart, "id")) {
-        put_id(o, " id=\"chart-", str_or(chart, "id", ""));
-        put(o, "\"");
+/* The chart drawn for the page alone. */
+static ft_status add_drawing(ft_doc_node *fig, const json_t *chart, ft_report_palette *segs,
+                             ft_report_palette *series) {
+    char *svg = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&svg, &n);
+    if (!f) return FT_ENOMEM;
+    ft_status s = ft_report_svg(f, chart, segs, series);
+    if (ferror(f) && !s) s = FT_ENOMEM;
+    if (fclose(f) != 0 && !s) s = FT_ENOMEM;
+    if (s) {
+        free(svg);
+        return s;
     }
-    put(o, ">\n<h3>");
-    put_xml(o, str_or(chart, "title", ""));
-    put(o, "</h3>\n");
-    int stacked = strcmp(str_or(chart, "kind", ""), "stacked") == 0;
-    ft_status s = stacked ? svg_stacked(o, chart, segs) : svg_lines(o, chart, series);
+    ft_doc_raw(fig, svg, n);
+    return FT_OK;
+}
+
+/* A chart: its title, its drawing, its note and the table of its data. */
+static ft_status add_chart(ft_doc_node *sec, const json_t *chart, ft_report_palette *segs,
+                           ft_report_palette *series) {
+    ft_doc_node *fig = ft_doc_add(sec, FT_DOC_FIGURE, NULL, NULL);
+    ft_doc_anchor(fig, "chart-", json_string_value(json_object_get(chart, "id")));
+    ft_doc_heading(fig, 3, NULL, ft_report_str(chart, "title", ""));
+    ft_status s = add_drawing(fig, chart, segs, series);
     if (s) return s;
-    if (json_object_get(chart, "note")) {
-        put(o, "<figcaption>");
-        put_xml(o, str_or(chart, "note", ""));
-        put(o, "</figcaption>\n");
-    }
-    grid g;
-    if ((s = grid_chart(chart, &g)) == FT_OK) html_table(o, &g);
-    grid_free(&g);
-    put(o, "</figure>\n");
-    return s;
+    if (json_object_get(chart, "note"))
+        ft_doc_text(ft_doc_add(fig, FT_DOC_CAPTION, NULL, NULL), ft_report_str(chart, "note", ""));
+    return chart_table(fig, chart);
 }
 
-static ft_status html_charts(out *o, const json_t *doc) {
+static ft_status add_charts(ft_doc_node *root, const json_t *doc) {
     const json_t *charts = json_object_get(doc, "charts");
     if (!json_array_size(charts)) return FT_OK;
     /* One palette per kind over the whole page: a label keeps its colour from chart to chart. */
     ft_report_palette segs = {0}, series = {0};
     for (size_t i = 0; i < json_array_size(charts); i++) {
         const json_t *c = json_array_get(charts, i);
-        if (strcmp(str_or(c, "kind", ""), "stacked") == 0) stacked_labels(c, &segs);
+        if (strcmp(ft_report_str(c, "kind", ""), "stacked") == 0)
+            ft_report_stacked_labels(c, &segs);
     }
-    put(o, "<section id=\"charts\">\n<h2>Charts</h2>\n");
+    ft_doc_node *sec = ft_doc_add(root, FT_DOC_SECTION, NULL, "charts");
+    ft_doc_heading(sec, 2, NULL, "Charts");
     ft_status s = FT_OK;
     for (size_t i = 0; i < json_array_size(charts) && !s; i++)
-        s = html_chart(o, json_array_get(charts, i), &segs, &series);
-    put(o, "</section>\n");
+        s = add_chart(sec, json_array_get(charts, i), &segs, &series);
     ft_report_palette_free(&segs);
     ft_report_palette_free(&series);
     return s;
 }
 
-static ft_status html_tables(out *o, const json_t *doc) {
+static void add_tables(ft_doc_node *root, const json_t *doc) {
     const json_t *tables = json_object_get(doc, "tables");
-    if (!json_array_size(tables)) return FT_OK;
-    put(o, "<section id=\"tables\">\n<h2>Tables</h2>\n");
-    ft_status s = FT_OK;
-    for (size_t i = 0; i < json_array_size(tables) && !s; i++) {
-        const json_t *t = json_array_get(tables, i);
-        put(o, "<h3");
-        if (json_object_get(t, "id")) {
-            put_id(o, " id=\"table-", str_or(t, "id", ""));
-            put(o, "\"");
-        }
-        put(o, ">");
-        put_xml(o, str_or(t, "title", ""));
-        put(o, "</h3>\n");
-        grid g;
-        if ((s = grid_table(t, &g)) == FT_OK) html_table(o, &g);
-        grid_free(&g);
-    }
-    put(o, "</section>\n");
-    return s;
-}
-
-static ft_status html_machine(out *o, const json_t *doc) {
-    machine_view m;
-    ft_status s = machine_build(doc, &m);
-    if (!s && m.kv.nrows > 1) {
-        put(o, "<section id=\"machine\">\n<h2>Machine</h2>\n");
-        html_table(o, &m.kv);
-        for (int i = 0; i < m.nsub; i++) {
-            put(o, "<h3>");
-            put_xml(o, m.sub_title[i]);
-            put(o, "</h3>\n");
-            html_table(o, &m.sub[i]);
-        }
-        put(o, "</section>\n");
-    }
-    machine_free(&m);
-    return s;
-}
-
-static ft_status write_html(out *o, const json_t *doc) {
-    html_head(o, doc);
-    html_busy(o, doc);
-    html_claims(o, doc);
-    ft_status s = html_charts(o, doc);
-    if (!s) s = html_tables(o, doc);
-    if (!s) s = html_machine(o, doc);
-    put(o, "<p class=\"meta\">Written by flaretune from a ");
-    put(o, FT_REPORT_FORMAT);
-    put(o, " document (report.json beside this file).</p>\n</body>\n</html>\n");
-    return s ? s : o->status;
-}
-
-/* ==== the Markdown file =========================================================================
- */
-
-static void md_table(out *o, const grid *g) {
-    if (!g->nrows || !g->ncols) return;
-    for (int r = 0; r < g->nrows; r++) {
-        put(o, "|");
-        for (int k = 0; k < g->ncols; k++) {
-            put(o, " ");
-            put_md(o, grid_at(g, r, k));
-            put(o, " |");
-        }
-        put(o, "\n");
-        if (r == 0) {
-            put(o, "|");
-            for (int k = 0; k < g->ncols; k++)
-                put(o, "---|");
-            put(o, "\n");
-        }
-    }
-    put(o, "\n");
-}
-
-/* A code span that holds any text: as many backticks around it as it never contains. */
-static void md_code(out *o, const char *s) {
-    int run = 0, longest = 0;
-    for (const char *p = s; *p; p++) {
-        run = *p == '`' ? run + 1 : 0;
-        if (run > longest) longest = run;
-    }
-    for (int i = 0; i <= longest; i++)
-        put(o, "`");
-    if (longest) put(o, " ");
-    for (const char *p = s; *p; p++)
-        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, o->f);
-    if (longest) put(o, " ");
-    for (int i = 0; i <= longest; i++)
-        put(o, "`");
-}
-
-static void md_head(out *o, const json_t *doc) {
-    put(o, "# ");
-    put_md(o, str_or(doc, "title", ""));
-    put(o, "\n\n");
-    put_md(o, str_or(doc, "date", ""));
-    static const char *const keys[] = {"backend", "device", "clock"};
-    for (int i = 0; i < 3; i++)
-        if (json_object_get(doc, keys[i])) {
-            putf(o, " · %s ", keys[i]);
-            md_code(o, str_or(doc, keys[i], ""));
-        }
-    put(o, "\n\n");
-    if (json_object_get(doc, "command")) {
-        put(o, "Regenerate: ");
-        md_code(o, str_or(doc, "command", ""));
-        put(o, "\n\n");
-    }
-}
-
-static void md_claims(out *o, const json_t *doc) {
-    const json_t *claims = json_object_get(doc, "claims");
-    put(o, "## Answers\n\n");
-    if (!json_array_size(claims)) put(o, "No claims in this report.\n\n");
-    char buf[64], verdict[256];
-    for (size_t i = 0; i < json_array_size(claims); i++) {
-        const json_t *c = json_array_get(claims, i);
-        put(o, "- **");
-        put_md(o, ft_report_verdict_text(c, verdict, sizeof verdict));
-        put(o, "**");
-        if (json_object_get(c, "id")) {
-            put(o, " ");
-            md_code(o, str_or(c, "id", ""));
-        }
-        put(o, ": \"");
-        put_md(o, str_or(c, "claim", ""));
-        put(o, "\"");
-        if (json_object_get(c, "source")) {
-            put(o, " (");
-            put_md(o, str_or(c, "source", ""));
-            put(o, ")");
-        }
-        put(o, "\n  - Answer: ");
-        put_md(o, str_or(c, "answer", ""));
-        put(o, "\n");
-        const json_t *fig = json_object_get(c, "figures");
-        const char *k;
-        const json_t *v;
-        json_object_foreach((json_t *)fig, k, v) {
-            put(o, "  - ");
-            md_code(o, k);
-            put(o, ": ");
-            put_md(o, scalar_text(v, buf, sizeof buf));
-            put(o, "\n");
-        }
-        if (json_object_get(c, "command")) {
-            put(o, "  - Measured by ");
-            md_code(o, str_or(c, "command", ""));
-            put(o, "\n");
-        }
-    }
-    put(o, "\n");
-}
-
-static ft_status md_charts(out *o, const json_t *doc) {
-    const json_t *charts = json_object_get(doc, "charts");
-    if (!json_array_size(charts)) return FT_OK;
-    put(o, "## Charts\n\n");
-    for (size_t i = 0; i < json_array_size(charts); i++) {
-        const json_t *c = json_array_get(charts, i);
-        put(o, "### ");
-        put_md(o, str_or(c, "title", ""));
-        put(o, "\n\n");
-        if (json_object_get(c, "note")) {
-            put_md(o, str_or(c, "note", ""));
-            put(o, "\n\n");
-        }
-        grid g;
-        ft_status s = grid_chart(c, &g);
-        if (!s) md_table(o, &g);
-        grid_free(&g);
-        if (s) return s;
-    }
-    return FT_OK;
-}
-
-static ft_status md_tables(out *o, const json_t *doc) {
-    const json_t *tables = json_object_get(doc, "tables");
-    if (!json_array_size(tables)) return FT_OK;
-    put(o, "## Tables\n\n");
+    if (!json_array_size(tables)) return;
+    ft_doc_node *sec = ft_doc_add(root, FT_DOC_SECTION, NULL, "tables");
+    ft_doc_heading(sec, 2, NULL, "Tables");
     for (size_t i = 0; i < json_array_size(tables); i++) {
         const json_t *t = json_array_get(tables, i);
-        put(o, "### ");
-        put_md(o, str_or(t, "title", ""));
-        put(o, "\n\n");
-        grid g;
-        ft_status s = grid_table(t, &g);
-        if (!s) md_table(o, &g);
-        grid_free(&g);
-        if (s) return s;
+        ft_doc_anchor(ft_doc_heading(sec, 3, NULL, ft_report_str(t, "title", "")), "table-",
+                      json_string_value(json_object_get(t, "id")));
+        doc_table(sec, t);
     }
+}
+
+/* The page and the Markdown file of a judged document, as one document. */
+static ft_status report_doc(const json_t *doc, ft_doc **out) {
+    ft_doc *d = ft_doc_new(ft_report_str(doc, "title", ""), page_style);
+    if (!d) return FT_ENOMEM;
+    ft_doc_node *root = &d->root;
+    add_head(root, doc);
+    add_busy(root, doc);
+    add_claims(root, doc);
+    ft_status s = add_charts(root, doc);
+    if (!s) {
+        add_tables(root, doc);
+        add_machine(root, doc);
+        ft_doc_only(ft_doc_para(root, "meta",
+                                "Written by flaretune from a " FT_REPORT_FORMAT
+                                " document (report.json beside this file)."),
+                    FT_DOC_HTML);
+    }
+    if (!s && d->oom) s = FT_ENOMEM;
+    if (s) {
+        ft_doc_free(d);
+        return s;
+    }
+    *out = d;
     return FT_OK;
 }
 
-static ft_status md_machine(out *o, const json_t *doc) {
-    machine_view m;
-    ft_status s = machine_build(doc, &m);
-    if (!s && m.kv.nrows > 1) {
-        put(o, "## Machine\n\n");
-        md_table(o, &m.kv);
-        for (int i = 0; i < m.nsub; i++) {
-            put(o, "### ");
-            put_md(o, m.sub_title[i]);
-            put(o, "\n\n");
-            md_table(o, &m.sub[i]);
-        }
-    }
-    machine_free(&m);
+/* ==== the three files, atomically ============================================================= */
+
+/* What the writers write: the judged document, and its page built by the first that needs it. */
+typedef struct page {
+    const json_t *doc;
+    ft_doc *built;
+} page;
+
+static ft_status page_built(page *p) { return p->built ? FT_OK : report_doc(p->doc, &p->built); }
+
+static ft_status write_html(FILE *f, page *p) {
+    ft_status s = page_built(p);
+    if (!s) ft_doc_write_html(p->built, f);
     return s;
 }
 
-/* The banner of a report whose steps were not all measured cleanly (report_verdict.c). */
-static void md_busy(out *o, const json_t *doc) {
-    char text[512];
-    if (!ft_report_busy_text(doc, text, sizeof text)) return;
-    put(o, "> ");
-    put_md(o, text);
-    put(o, "\n\n");
+static ft_status write_md(FILE *f, page *p) {
+    ft_status s = page_built(p);
+    if (!s) ft_doc_write_md(p->built, f);
+    return s;
 }
 
-static ft_status write_md(out *o, const json_t *doc) {
-    md_head(o, doc);
-    md_busy(o, doc);
-    md_claims(o, doc);
-    ft_status s = md_charts(o, doc);
-    if (!s) s = md_tables(o, doc);
-    if (!s) s = md_machine(o, doc);
-    return s ? s : o->status;
-}
-
-static ft_status write_json(out *o, const json_t *doc) {
-    if (json_dumpf(doc, o->f, JSON_INDENT(2)) != 0) return FT_EIO;
-    put(o, "\n");
+static ft_status write_json(FILE *f, page *p) {
+    if (json_dumpf(p->doc, f, JSON_INDENT(2)) != 0) return FT_EIO;
+    fputs("\n", f);
     return FT_OK;
 }
-
-/* ==== the three files, atomically ==============================================================
- */
 
 /* Flush, sync and close a temporary file; on failure it is removed. */
 static ft_status close_tmp(FILE *f, const char *tmp, const char *path, ft_err *err) {
@@ -2109,16 +561,14 @@ static ft_status close_tmp(FILE *f, const char *tmp, const char *path, ft_err *e
     return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved ? saved : EIO));
 }
 
-typedef ft_status (*writer)(out *, const json_t *);
+typedef ft_status (*writer)(FILE *, page *);
 
 /* Write one file to a temporary name beside path; *tmp holds it on success. */
-static ft_status write_tmp(const char *path, writer w, const json_t *doc, char *tmp, size_t n,
-                           ft_err *err) {
+static ft_status write_tmp(const char *path, writer w, page *p, char *tmp, size_t n, ft_err *err) {
     FILE *f = ft_file_create_tmp(path, tmp, n, err);
     if (!f) return err ? err->status : FT_EIO;
-    out o = {f, FT_OK};
     errno = 0;
-    ft_status s = w(&o, doc);
+    ft_status s = w(f, p);
     if (s) {
         int saved = errno;
         fclose(f);
@@ -2133,7 +583,29 @@ static ft_status write_tmp(const char *path, writer w, const json_t *doc, char *
 }
 
 /* The three files of the judged document (the verdicts its evidence allows). */
-static ft_status render_judged(const json_t *doc, const char *dir, ft_err *err);
+static ft_status render_judged(const json_t *doc, const char *dir, ft_err *err) {
+    ft_status s = ft_dir_make(dir, err);
+    if (s) return s;
+    static const char *const names[] = {"report.html", "report.md", "report.json"};
+    static const writer writers[] = {write_html, write_md, write_json};
+    char path[3][4096], tmp[3][4096 + 16];
+    int made = 0;
+    page p = {doc, NULL};
+    for (int k = 0; k < 3 && !s; k++) {
+        if (snprintf(path[k], sizeof path[k], "%s/%s", dir, names[k]) >= (int)sizeof path[k])
+            s = ft_err_set(err, FT_EIO, "%s: path too long", dir);
+        else if ((s = write_tmp(path[k], writers[k], &p, tmp[k], sizeof tmp[k], err)) == FT_OK)
+            made++;
+    }
+    ft_doc_free(p.built);
+    if (s) {
+        for (int k = 0; k < made; k++)
+            unlink(tmp[k]);
+        return s;
+    }
+    const char *tmps[3] = {tmp[0], tmp[1], tmp[2]}, *paths[3] = {path[0], path[1], path[2]};
+    return ft_file_commit_all(3, tmps, paths, err);
+}
 
 ft_status ft_report_render(const json_t *doc, const char *dir, ft_err *err) {
     ft_status s = ft_report_check(doc, err);
@@ -2144,26 +616,4 @@ ft_status ft_report_render(const json_t *doc, const char *dir, ft_err *err) {
     s = render_judged(judged, dir, err);
     json_decref(judged);
     return s;
-}
-
-static ft_status render_judged(const json_t *doc, const char *dir, ft_err *err) {
-    ft_status s = ft_dir_make(dir, err);
-    if (s) return s;
-    static const char *const names[] = {"report.html", "report.md", "report.json"};
-    static const writer writers[] = {write_html, write_md, write_json};
-    char path[3][4096], tmp[3][4096 + 16];
-    int made = 0;
-    for (int k = 0; k < 3 && !s; k++) {
-        if (snprintf(path[k], sizeof path[k], "%s/%s", dir, names[k]) >= (int)sizeof path[k])
-            s = ft_err_set(err, FT_EIO, "%s: path too long", dir);
-        else if ((s = write_tmp(path[k], writers[k], doc, tmp[k], sizeof tmp[k], err)) == FT_OK)
-            made++;
-    }
-    if (s) {
-        for (int k = 0; k < made; k++)
-            unlink(tmp[k]);
-        return s;
-    }
-    const char *tmps[3] = {tmp[0], tmp[1], tmp[2]}, *paths[3] = {path[0], path[1], path[2]};
-    return ft_file_commit_all(3, tmps, paths, err);
 }

@@ -1,5 +1,5 @@
-/* fuzz_report.c: the report document's reader and renderer (tuner/report_render.c) on arbitrary
- * bytes.
+/* fuzz_report.c: the report document's reader and renderer (tuner/report_check.c,
+ * tuner/report_render.c and the writers of the page it builds) on arbitrary bytes.
  *
  * Exercises ft_report_load on the input as a file (malformed JSON, duplicate keys, the schema
  * check of every claim, chart, series, bar, segment and table), then on a document that loaded:
@@ -50,8 +50,8 @@ static int count_files(void) {
     return n;
 }
 
-/* The elements the renderer writes (tuner/report_render.c); any other tag on the page came
- * from the document. */
+/* The elements the renderer writes (tuner/report_doc_html.c, tuner/report_svg.c); any other tag
+ * on the page came from the document. */
 static const char *const own_tags[] = {
     "!DOCTYPE", "html",       "head",  "meta",    "title",    "style",  "body",       "h1", "h2",
     "h3",       "p",          "code",  "section", "div",      "span",   "blockquote", "ul", "li",

@@ -1,0 +1,19 @@
+/* report_svg.h: a report's chart (docs/report.md) drawn as inline SVG for the page
+ * (tuner/report_svg.c). */
+#ifndef FLARETUNE_REPORT_SVG_H
+#define FLARETUNE_REPORT_SVG_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "core/status.h"
+#include "tuner/report.h"
+
+/* Draw a checked chart to f: a stacked chart's segments coloured from segs, a lines chart's
+ * series from series (one palette per kind over the page, so a label keeps its colour from chart
+ * to chart). FT_EINTERNAL when a value could not be drawn (not finite), FT_ENOMEM. */
+ft_status ft_report_svg(FILE *f, const json_t *chart, ft_report_palette *segs,
+                        ft_report_palette *series);
+
+#endif
