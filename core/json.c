@@ -37,13 +37,16 @@ json_t *ft_stats_to_json(const ft_stats *st) {
     json_object_set_new(o, "batch", json_integer(st->batch));
     json_object_set_new(o, "converged", json_boolean(st->converged));
     json_object_set_new(o, "total_s", ft_json_number(st->total_s));
-    /* The scheduler's share (docs/measurement.md, "A busy machine"). */
+    ft_stats_sched_to_json(o, st);
+    if (st->stopped) json_object_set_new(o, "stopped_s", ft_json_number(st->stopped_s));
+    return o;
+}
+
+void ft_stats_sched_to_json(json_t *o, const ft_stats *st) {
     json_object_set_new(o, "discarded", json_integer(st->discarded));
     json_object_set_new(o, "taken", json_integer(st->taken));
     json_object_set_new(o, "lost_frac", ft_json_number(st->lost_frac));
     json_object_set_new(o, "clean", json_boolean(!st->unclean));
-    if (st->stopped) json_object_set_new(o, "stopped_s", ft_json_number(st->stopped_s));
-    return o;
 }
 
 json_t *ft_load_to_json(const ft_load *l) {

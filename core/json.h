@@ -17,6 +17,9 @@ extern "C" {
 
 json_t *ft_env_to_json(const ft_env *e);
 json_t *ft_stats_to_json(const ft_stats *st);
+/* The scheduler's share of st into o: "discarded", "taken", "lost_frac", "clean" (an unclean
+ * median is an upper bound; docs/measurement.md, "A busy machine"). */
+void ft_stats_sched_to_json(json_t *o, const ft_stats *st);
 /* A real, or null when v is not finite (JSON has no Inf or NaN). */
 json_t *ft_json_number(double v);
 /* {"known", "busy", "other_cpus", "steal_frac", "loadavg1", "cpus", "span_s"} */
