@@ -1,6 +1,5 @@
 /* cmd_step.c: `flaretune step`: one whole drafter step with a profile's tuned configs, each op
  * timed alone and the step end to end (tuner/step.c, docs/step.md). */
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_profile.h"
 #include "core/format.h"
 #include "tuner/step.h"
 
@@ -241,11 +241,8 @@ static int run(int argc, char **argv) {
     /* Everything the step reads is checked before anything is allocated or timed. */
     ft_profile *prof = NULL;
     if (profile) {
-        if (access(profile, R_OK) != 0)
-            return ft_cli_fail(FT_EXIT_FAIL, "step: cannot read profile %s: %s", profile,
-                               strerror(errno));
-        if (ft_profile_load(profile, &prof, &err))
-            return ft_cli_fail(FT_EXIT_FAIL, "step: %s", err.msg);
+        int code = ft_cli_read_profile("step", profile, &prof);
+        if (code) return code;
         so.profile = prof;
     }
     ft_step s;
