@@ -264,6 +264,33 @@ static int expect(parser *p, const char *op) {
     return 0;
 }
 
+/* A node of kind (with op) whose kids are the items "e, e, ..." up to `close`, a trailing comma
+ * allowed: a list's or a call's arguments. The closing token is taken. Returns the node, or -1. */
+static int p_items(parser *p, nkind kind, int op, const char *close, size_t at) {
+    kidlist *k = calloc(1, sizeof *k);
+    if (!k) return fail(p, at, "out of memory");
+    int nd = new_node(p, kind, at);
+    if (nd >= 0) p->nodes[nd].op = op;
+    while (nd >= 0 && p->st == FT_OK && !tok_is(p, close)) {
+        int e = p_expr(p);
+        if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
+        if (tok_is(p, ",")) {
+            next(p);
+        } else if (!tok_is(p, close)) {
+            char what[32];
+            snprintf(what, sizeof what, "expected ',' or '%s'", close);
+            fail(p, p->tstart, what);
+            break;
+        }
+    }
+    if (p->st == FT_OK) {
+        next(p);
+        store_kids(p, nd, k);
+    }
+    free(k);
+    return p->st == FT_OK ? nd : -1;
+}
+
 static int p_atom(parser *p) {
     size_t at = p->tstart;
     if (p->tk == T_NUM) {
@@ -280,24 +307,7 @@ static int p_atom(parser *p) {
     }
     if (tok_is(p, "[")) {
         next(p);
-        kidlist *k = calloc(1, sizeof *k);
-        if (!k) return fail(p, at, "out of memory");
-        int nd = new_node(p, N_LIST, at);
-        while (nd >= 0 && !tok_is(p, "]")) {
-            int e = p_expr(p);
-            if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
-            if (tok_is(p, ",")) next(p);
-            else if (!tok_is(p, "]")) {
-                fail(p, p->tstart, "expected ',' or ']'");
-                break;
-            }
-        }
-        if (p->st == FT_OK) {
-            next(p);
-            store_kids(p, nd, k);
-        }
-        free(k);
-        return p->st == FT_OK ? nd : -1;
+        return p_items(p, N_LIST, 0, "]", at);
     }
     if (p->tk == T_NAME) {
         if (tok_word(p, "True") || tok_word(p, "False")) {
@@ -328,25 +338,7 @@ static int p_atom(parser *p) {
                 return fail(p, at, what);
             }
             next(p);
-            kidlist *k = calloc(1, sizeof *k);
-            if (!k) return fail(p, at, "out of memory");
-            int nd = new_node(p, N_CALL, at);
-            if (nd >= 0) p->nodes[nd].op = fn;
-            while (nd >= 0 && p->st == FT_OK && !tok_is(p, ")")) {
-                int e = p_expr(p);
-                if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
-                if (tok_is(p, ",")) next(p);
-                else if (!tok_is(p, ")")) {
-                    fail(p, p->tstart, "expected ',' or ')'");
-                    break;
-                }
-            }
-            if (p->st == FT_OK) {
-                next(p);
-                store_kids(p, nd, k);
-            }
-            free(k);
-            return p->st == FT_OK ? nd : -1;
+            return p_items(p, N_CALL, fn, ")", at);
         }
         for (int s = 0; s < p->nnames; s++)
             if (p->names[s] && strlen(p->names[s]) == nlen &&

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/npy.h"
+
 json_t *ft_env_to_json(const ft_env *e) {
     json_t *o =
         json_pack("{s:s, s:i, s:i, s:b, s:b, s:s, s:s, s:s, s:s, s:b}", "cpu", e->cpu_model,
@@ -48,13 +50,16 @@ json_t *ft_stats_to_json(const ft_stats *st) {
     json_object_set_new(o, "batch", json_integer(st->batch));
     json_object_set_new(o, "converged", json_boolean(st->converged));
     json_object_set_new(o, "total_s", ft_json_number(st->total_s));
-    /* The scheduler's share (docs/measurement.md, "A busy machine"). */
+    ft_stats_sched_to_json(o, st);
+    if (st->stopped) json_object_set_new(o, "stopped_s", ft_json_number(st->stopped_s));
+    return o;
+}
+
+void ft_stats_sched_to_json(json_t *o, const ft_stats *st) {
     json_object_set_new(o, "discarded", json_integer(st->discarded));
     json_object_set_new(o, "taken", json_integer(st->taken));
     json_object_set_new(o, "lost_frac", ft_json_number(st->lost_frac));
     json_object_set_new(o, "clean", json_boolean(!st->unclean));
-    if (st->stopped) json_object_set_new(o, "stopped_s", ft_json_number(st->stopped_s));
-    return o;
 }
 
 json_t *ft_load_to_json(const ft_load *l) {
@@ -64,4 +69,54 @@ json_t *ft_load_to_json(const ft_load *l) {
     return json_pack("{s:b, s:b, s:f, s:f, s:f, s:i, s:f}", "known", 1, "busy", l->busy,
                      "other_cpus", l->other_cpus, "steal_frac", l->steal_frac, "loadavg1",
                      l->loadavg1, "cpus", l->ncpu, "span_s", l->span_s);
+}
+
+int ft_json_value_text(const json_t *v, char *buf, size_t n) {
+    if (json_is_string(v))
+        snprintf(buf, n, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, n, "%.17g", json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, n, "%d", json_is_true(v));
+    else {
+        snprintf(buf, n, "?");
+        return -1;
+    }
+    return 0;
+}
+
+size_t ft_json_pairs_text(const json_t *obj, char *buf, size_t n) {
+    size_t k = 0;
+    const char *key;
+    json_t *v;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)obj, key, v) {
+        char val[64];
+        if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        k += (size_t)snprintf(buf + k, n - k, "%s%s=%s", k ? "," : "", key, val);
+        if (k >= n) return n - 1;
+    }
+    return k;
+}
+
+typedef struct {
+    const json_t *doc;
+    size_t flags;
+    int newline;
+} json_dump;
+
+static int write_json(FILE *f, const void *ctx) {
+    const json_dump *d = ctx;
+    return json_dumpf(d->doc, f, d->flags) != 0 || (d->newline && fputc('\n', f) == EOF);
+}
+
+ft_status ft_json_save(const json_t *doc, const char *path, size_t flags, int newline,
+                       ft_err *err) {
+    json_dump d = {doc, flags, newline};
+    return ft_file_write(path, write_json, &d, err);
 }

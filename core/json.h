@@ -9,6 +9,7 @@
 #include "core/env.h"
 #include "core/load.h"
 #include "core/stats.h"
+#include "core/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +17,9 @@ extern "C" {
 
 json_t *ft_env_to_json(const ft_env *e);
 json_t *ft_stats_to_json(const ft_stats *st);
+/* The scheduler's share of st into o: "discarded", "taken", "lost_frac", "clean" (an unclean
+ * median is an upper bound; docs/measurement.md, "A busy machine"). */
+void ft_stats_sched_to_json(json_t *o, const ft_stats *st);
 /* A real, or null when v is not finite (JSON has no Inf or NaN). */
 json_t *ft_json_number(double v);
 /* A scalar for humans: a string as it is (returned itself), an integer in full, a real %.6g,
@@ -24,6 +28,16 @@ json_t *ft_json_number(double v);
 const char *ft_json_scalar_text(const json_t *v, const char *other, char *buf, size_t n);
 /* {"known", "busy", "other_cpus", "steal_frac", "loadavg1", "cpus", "span_s"} */
 json_t *ft_load_to_json(const ft_load *l);
+/* A scalar as the text that names it: a string as it is, an integer, a real (%.17g, so it reads
+ * back the same), a boolean as 0 or 1. Returns -1, with "?" in buf, for anything else. */
+int ft_json_value_text(const json_t *v, char *buf, size_t n);
+/* "k=v,k=v" of an object of strings and integers, in its order (a configuration as its label;
+ * any other value reads as an integer), cut at n. Returns the length written, 0 for none. */
+size_t ft_json_pairs_text(const json_t *obj, char *buf, size_t n);
+/* Write doc to path all or nothing (ft_file_write), as json_dumpf writes it with flags,
+ * followed by a newline when newline. */
+ft_status ft_json_save(const json_t *doc, const char *path, size_t flags, int newline,
+                       ft_err *err);
 
 #ifdef __cplusplus
 }

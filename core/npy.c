@@ -395,6 +395,19 @@ ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err
     return FT_OK;
 }
 
+ft_status ft_file_write(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx,
+                        ft_err *err) {
+    char tmp[4096];
+    FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return err ? err->status : FT_EIO;
+    if (write(f, ctx)) {
+        fclose(f);
+        remove(tmp);
+        return ft_err_set(err, FT_EIO, "%s: write failed", path);
+    }
+    return ft_file_commit(f, tmp, path, err);
+}
+
 ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *path, ft_err *err) {
     ft_status s = FT_OK;
     int done = 0;

@@ -52,6 +52,10 @@ ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err);
 /* Flush, sync and close f, then rename tmp to path. On failure tmp is removed. */
 ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err);
+/* Write path all or nothing: write(f, ctx) fills a temporary file beside it (returning nonzero
+ * when a write failed: "PATH: write failed"), which then replaces path (ft_file_commit). */
+ft_status ft_file_write(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx,
+                        ft_err *err);
 /* Rename each closed tmp[k] to path[k], all or nothing: every target is checked before the
  * first rename (a directory in the way fails then), each replaced file is kept until all are in
  * place, and a rename that still fails puts the old files back. On failure every tmp[k] is

@@ -20,26 +20,19 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+import checks
+from checks import check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD, FLARETUNE, NUMPY_PY = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+checks.NAME = "test_install"
 
 
 def sh(*cmd, env=None, cwd=None, ok=True):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
-    if ok and r.returncode != 0:
-        sys.exit(f"test_install: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    return r
+    return checks.run(list(cmd), ok=ok, env=env, cwd=cwd)
 
 
 def libdir_of(prefix):
@@ -307,9 +300,7 @@ def main():
         check(example in doc, "docs/api.md shows docs/examples/api_ctypes.py verbatim")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        sys.exit(f"test_install: {len(failures)} failed: {failures}")
-    print("test_install: all passed")
+    checks.finish()
 
 
 if __name__ == "__main__":

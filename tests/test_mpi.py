@@ -28,14 +28,11 @@ import sys
 import tempfile
 import time
 
+import checks
+from checks import check
+
 FT = sys.argv[1]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+checks.NAME = "test_mpi"
 
 
 def mpirun(n, *args, **kw):
@@ -269,9 +266,7 @@ def main():
         test_stopped_rank(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        sys.exit(f"test_mpi: {len(failures)} failed: {failures}")
-    print("test_mpi: all passed")
+    checks.finish()
 
 
 if __name__ == "__main__":

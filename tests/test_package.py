@@ -30,7 +30,11 @@ import sys
 import tempfile
 import time
 
+import checks
+from checks import fail, run
+
 SKIP = 77
+checks.NAME = "test_package"
 BUILD = {"type": "Release", "native": "ON"}  # flaretune's (--build-type, --native)
 
 DRIVER = r"""
@@ -114,21 +118,9 @@ int main(int argc, char **argv) {
 """
 
 
-def fail(msg):
-    print(f"test_package: FAIL: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
 def skip(msg):
     print(f"test_package: skipped: {msg}")
     sys.exit(SKIP)
-
-
-def run(cmd, ok=True, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if ok and p.returncode != 0:
-        fail(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
-    return p
 
 
 def stats(median):

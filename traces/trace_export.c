@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "traces/eventlog.h"
-#include "core/npy.h"
+#include "core/json.h"
 
 static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
@@ -41,18 +41,7 @@ static json_t *thread_name(int pid, int tid, const char *name) {
 static char *config_name(const json_t *cfg) {
     /* "par=blas,chunk=all,threads=2": short enough for a span label. */
     static char buf[256];
-    size_t k = 0;
-    const char *key;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)cfg, key, v) {
-        char val[64];
-        if (json_is_string(v)) snprintf(val, sizeof val, "%s", json_string_value(v));
-        else snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s=%s", k ? "," : "", key, val);
-        if (k >= sizeof buf) break;
-    }
-    return buf[0] ? buf : "default";
+    return ft_json_pairs_text(cfg, buf, sizeof buf) ? buf : "default";
 }
 
 json_t *ft_trace_from_events(const json_t *events) {
@@ -189,18 +178,7 @@ ft_status ft_trace_export(const char *in, const char *out, int *nspans, ft_err *
     json_t *trace = ft_trace_from_events(events);
     json_decref(events);
     *nspans = (int)json_array_size(json_object_get(trace, "traceEvents"));
-    char tmp[4096];
-    FILE *f = ft_file_create_tmp(out, tmp, sizeof tmp, err);
-    if (!f) {
-        json_decref(trace);
-        return err ? err->status : FT_EIO;
-    }
-    int bad = json_dumpf(trace, f, JSON_COMPACT) != 0;
+    s = ft_json_save(trace, out, JSON_COMPACT, 0, err);
     json_decref(trace);
-    if (bad) {
-        fclose(f);
-        remove(tmp);
-        return ft_err_set(err, FT_EIO, "%s: write failed", out);
-    }
-    return ft_file_commit(f, tmp, out, err);
+    return s;
 }

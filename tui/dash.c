@@ -145,6 +145,14 @@ static void put_right(WINDOW *w, int y, int x, int width, const char *s, attr_t 
     put(w, y, x + width - n, s, width, a);
 }
 
+/* A table's cell of width at x: numbers right-aligned, text from the left. */
+static void put_col(WINDOW *w, int y, int x, int width, int right, const char *s, attr_t a) {
+    if (right)
+        put_right(w, y, x, width, s, a);
+    else
+        put(w, y, x, s, width, a);
+}
+
 static void fill_line(WINDOW *w, int y, attr_t a) {
     int h, ww;
     getmaxyx(w, h, ww);
@@ -269,10 +277,7 @@ static void draw_table(dash *d) {
     fill_line(w, 0, role(d, C_HEADER));
     for (int c = 0; c < nc; c++) {
         const char *t = ft_tui_col_title(cols[c].id);
-        if (cols[c].right)
-            put_right(w, 0, cols[c].x, cols[c].w, t, role(d, C_HEADER));
-        else
-            put(w, 0, cols[c].x, t, cols[c].w, role(d, C_HEADER));
+        put_col(w, 0, cols[c].x, cols[c].w, cols[c].right, t, role(d, C_HEADER));
     }
     int lines = h - 1;
     if (lines <= 0) return;
@@ -315,10 +320,7 @@ static void draw_table(dash *d) {
                     (r->state == FT_ROW_FAILED || r->state == FT_ROW_LOST))
                     a |= role(d, C_BAD);
             }
-            if (cols[c].right)
-                put_right(w, y, cols[c].x, cols[c].w, buf, a);
-            else
-                put(w, y, cols[c].x, buf, cols[c].w, a);
+            put_col(w, y, cols[c].x, cols[c].w, cols[c].right, buf, a);
         }
     }
 }
@@ -337,10 +339,7 @@ static void draw_ranks(dash *d) {
     fill_line(w, 0, role(d, C_HEADER));
     for (int c = 0; c < nc; c++) {
         const char *t = ft_tui_rcol_title(cols[c].id);
-        if (cols[c].right)
-            put_right(w, 0, cols[c].x, cols[c].w, t, role(d, C_HEADER));
-        else
-            put(w, 0, cols[c].x, t, cols[c].w, role(d, C_HEADER));
+        put_col(w, 0, cols[c].x, cols[c].w, cols[c].right, t, role(d, C_HEADER));
     }
     if (!r) return;
     int lines = h - 1;
@@ -358,10 +357,7 @@ static void draw_ranks(dash *d) {
             attr_t a = cols[c].id == FT_RCOL_RATE                      ? role(d, C_GOOD)
                        : cols[c].id == FT_RCOL_REJECTED && k->rejected ? role(d, C_WARN)
                                                                        : A_NORMAL;
-            if (cols[c].right)
-                put_right(w, 1 + i, cols[c].x, cols[c].w, buf, a);
-            else
-                put(w, 1 + i, cols[c].x, buf, cols[c].w, a);
+            put_col(w, 1 + i, cols[c].x, cols[c].w, cols[c].right, buf, a);
         }
     }
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "traces/eventlog.h"
+#include "core/json.h"
 #include "core/npy.h"
 #include "op/op_json.h"
 #include "tuner/replay.h"
@@ -294,7 +295,8 @@ json_t *ft_export_wrap(const ft_space *sp, json_t *entries, ft_export_format f, 
 /* A Kernel Tuner cache as Kernel Tuner writes one: the header's fields a line each, then an
  * entry a line, closed by "}\n}" (its reader takes a file without that ending for one still
  * being written). */
-static int write_kt(FILE *f, const json_t *doc) {
+static int write_kt(FILE *f, const void *ctx) {
+    const json_t *doc = ctx;
     const char *k;
     json_t *v;
     int bad = fputs("{\n", f) == EOF;
@@ -329,22 +331,10 @@ ft_status ft_export_write(json_t *doc, ft_export_format fmt, const char *path, f
         return bad || fflush(stdout) ? ft_err_set(err, FT_EIO, "standard output: write failed")
                                      : FT_OK;
     }
-    char tmp[4096];
-    FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
-    if (!f) {
-        json_decref(doc);
-        return err ? err->status : FT_EIO;
-    }
-    int bad = fmt == FT_EXPORT_KT_CACHE
-                  ? write_kt(f, doc)
-                  : json_dumpf(doc, f, JSON_INDENT(2)) != 0 || fputc('\n', f) == EOF;
+    ft_status s = fmt == FT_EXPORT_KT_CACHE ? ft_file_write(path, write_kt, doc, err)
+                                            : ft_json_save(doc, path, JSON_INDENT(2), 1, err);
     json_decref(doc);
-    if (bad) {
-        fclose(f);
-        remove(tmp);
-        return ft_err_set(err, FT_EIO, "%s: write failed", path);
-    }
-    return ft_file_commit(f, tmp, path, err);
+    return s;
 }
 
 ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *path,

@@ -70,15 +70,7 @@ static ft_status rebuild_call(const json_t *start, const char *name, ft_landscap
     json_t *v;
     json_object_foreach((json_t *)attrs, k, v) {
         char text[64];
-        if (json_is_string(v))
-            snprintf(text, sizeof text, "%s", json_string_value(v));
-        else if (json_is_integer(v))
-            snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
-        else if (json_is_real(v))
-            snprintf(text, sizeof text, "%.17g", json_real_value(v));
-        else if (json_is_boolean(v))
-            snprintf(text, sizeof text, "%d", json_is_true(v));
-        else
+        if (ft_json_value_text(v, text, sizeof text))
             return ft_err_set(err, FT_EFORMAT, "%s: attribute %s has no usable value", name, k);
         /* What ft_attrs_format writes for a value left at its default (such as scale "auto")
          * need not parse back: an attribute already at the recorded value stays as it is. */
@@ -682,20 +674,9 @@ ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char
                               ft_err *err) {
     json_t *doc = ft_landscape_to_json(l, log);
     if (!doc) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
-    char tmp[4096];
-    FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
-    if (!f) {
-        json_decref(doc);
-        return err ? err->status : FT_EIO;
-    }
-    int bad = json_dumpf(doc, f, JSON_COMPACT) != 0 || fputc('\n', f) == EOF;
+    ft_status s = ft_json_save(doc, path, JSON_COMPACT, 1, err);
     json_decref(doc);
-    if (bad) {
-        fclose(f);
-        remove(tmp);
-        return ft_err_set(err, FT_EIO, "%s: write failed", path);
-    }
-    return ft_file_commit(f, tmp, path, err);
+    return s;
 }
 
 /* ---- replay --------------------------------------------------------------------------------- */

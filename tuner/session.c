@@ -1687,15 +1687,20 @@ static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err
     return emit(S, endev, err);
 }
 
+/* A session of o before anything runs: no log lock held, its clock and host noted. */
+static void session_begin(session *S, const ft_tune_opts *o) {
+    memset(S, 0, sizeof *S);
+    S->o = o;
+    S->log_lock = -1;
+    S->t_start = ft_now_s();
+    S->screen_base = NAN;
+    gethostname(S->host, sizeof S->host - 1);
+}
+
 ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err) {
     memset(r, 0, sizeof *r);
     session S;
-    memset(&S, 0, sizeof S);
-    S.o = o;
-    S.log_lock = -1;
-    S.t_start = ft_now_s();
-    S.screen_base = NAN;
-    gethostname(S.host, sizeof S.host - 1);
+    session_begin(&S, o);
     outcome oc;
     memset(&oc, 0, sizeof oc);
     oc.tie = json_array();
@@ -1739,12 +1744,7 @@ ft_status ft_tune_serve(const ft_tune_opts *o, const ft_tune_server *srv, int *s
                         ft_err *err) {
     *served = 0;
     session S;
-    memset(&S, 0, sizeof S);
-    S.o = o;
-    S.log_lock = -1;
-    S.t_start = ft_now_s();
-    S.screen_base = NAN;
-    gethostname(S.host, sizeof S.host - 1);
+    session_begin(&S, o);
     ft_env_probe(&S.env);
     ft_backend_device(o->be, &S.env, S.device, sizeof S.device);
     make_run_id(S.run_id, sizeof S.run_id);

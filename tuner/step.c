@@ -361,11 +361,7 @@ static json_t *stats_json(const ft_stats *st) {
     json_object_set_new(o, "ci_rel", ft_json_number(st->ci_rel)); /* null: too few samples */
     json_object_set_new(o, "samples", json_integer(st->samples));
     json_object_set_new(o, "converged", json_boolean(st->converged));
-    /* The scheduler's share (docs/measurement.md): an unclean median is an upper bound. */
-    json_object_set_new(o, "discarded", json_integer(st->discarded));
-    json_object_set_new(o, "taken", json_integer(st->taken));
-    json_object_set_new(o, "lost_frac", ft_json_number(st->lost_frac));
-    json_object_set_new(o, "clean", json_boolean(!st->unclean));
+    ft_stats_sched_to_json(o, st);
     return o;
 }
 
@@ -377,21 +373,33 @@ static json_t *sizes_json(const ft_preset *p) {
     return o;
 }
 
+int ft_step_op_sum(const ft_step *s, int i, int *count, double *sum_s) {
+    for (int j = 0; j < i; j++)
+        if (!strcmp(s->stages[j].name, s->stages[i].name)) return 0;
+    *sum_s = 0;
+    *count = 0;
+    for (int j = i; j < s->n; j++)
+        if (!strcmp(s->stages[j].name, s->stages[i].name)) {
+            *sum_s += s->stages[j].alone.median;
+            (*count)++;
+        }
+    return 1;
+}
+
+double ft_step_layer_sum(const ft_step *s, int l) {
+    double sum = 0;
+    for (int j = 0; j < s->n; j++)
+        if (s->stages[j].layer == l) sum += s->stages[j].alone.median;
+    return sum;
+}
+
 /* Per op name, in first-seen order: the sum of the stages' medians alone. */
 static json_t *by_name(const ft_step *s) {
     json_t *a = json_array();
     for (int i = 0; i < s->n; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = !strcmp(s->stages[j].name, s->stages[i].name);
-        if (seen) continue;
-        double sum = 0;
-        int count = 0;
-        for (int j = i; j < s->n; j++)
-            if (!strcmp(s->stages[j].name, s->stages[i].name)) {
-                sum += s->stages[j].alone.median;
-                count++;
-            }
+        double sum;
+        int count;
+        if (!ft_step_op_sum(s, i, &count, &sum)) continue;
         json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:f, s:f}", "name", s->stages[i].name,
                                            "op", s->stages[i].call.op->name, "count", count,
                                            "median_s", sum, "share",
@@ -403,9 +411,7 @@ static json_t *by_name(const ft_step *s) {
 static json_t *by_layer(const ft_step *s) {
     json_t *a = json_array();
     for (int l = -1; l < (int)s->preset.D; l++) {
-        double sum = 0;
-        for (int j = 0; j < s->n; j++)
-            if (s->stages[j].layer == l) sum += s->stages[j].alone.median;
+        double sum = ft_step_layer_sum(s, l);
         json_array_append_new(a,
                               json_pack("{s:o, s:f, s:f}", "layer",
                                         l < 0 ? json_null() : json_integer(l), "median_s", sum,

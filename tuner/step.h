@@ -87,6 +87,11 @@ void ft_step_measure_time(double time_s, ft_measure_opts *m);
 ft_status ft_step_build(ft_step *s, const ft_preset *p, const ft_step_opts *o, ft_err *err);
 /* Time every distinct stage alone, then the whole step. */
 ft_status ft_step_measure(ft_step *s, const ft_step_opts *o, ft_err *err);
+/* The op named like stage i, when i is its first stage (0 when an earlier stage has that name):
+ * its stages' count and the sum of their medians alone, in *count and *sum_s. */
+int ft_step_op_sum(const ft_step *s, int i, int *count, double *sum_s);
+/* The sum of the medians alone of layer l's stages (-1: the context and the head). */
+double ft_step_layer_sum(const ft_step *s, int l);
 /* The step as a document (format FT_STEP_FORMAT, docs/step.md); NULL when out of memory. */
 json_t *ft_step_to_json(const ft_step *s);
 void ft_step_free(ft_step *s);

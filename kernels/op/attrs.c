@@ -311,3 +311,13 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
     else
         snprintf(buf, n, "?");
 }
+
+void ft_attrs_format_all(const ft_attrs *a, const ft_op *op, char *buf, size_t n) {
+    buf[0] = '\0';
+    for (int k = 0; op->attrs[k]; k++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, n - used, "%s%s=", used ? "," : "", op->attrs[k]);
+        used = strlen(buf);
+        ft_attrs_format(a, op->attrs[k], buf + used, n - used);
+    }
+}

@@ -90,6 +90,8 @@ ft_status ft_attrs_set(ft_attrs *a, const struct ft_op *op, const char *name, co
                        ft_err *err);
 /* Current value of attribute `name` as text (for events, profiles and messages). */
 void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n);
+/* Every attribute op accepts, "name=value,name=value" (as ft_attrs_format writes each), cut at n. */
+void ft_attrs_format_all(const ft_attrs *a, const struct ft_op *op, char *buf, size_t n);
 
 /* ---- presets ------------------------------------------------------------------------------- */
 

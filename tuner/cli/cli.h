@@ -145,6 +145,49 @@ int ft_cli_setup_problem(const ft_cli_problem *p, const char *op_name, int with_
  * ft_cli_setup_problem did not. On failure s->c is freed and the exit code returned. */
 int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s);
 
+/* ---- the options `inspect`, `compile` and `tune` share with --t1 (cli_t1.c) ----------------- */
+
+#include <stdint.h>
+
+#include "tuner/t1.h"
+
+#define FT_CLI_T1_MAX_ARGS 16
+
+/* What a T1 command was told about the kernel and the configurations to work on. */
+typedef struct ft_cli_t1_args {
+    const char *path, *kfile, *config;           /* --t1, --kernel-file, --config     */
+    const char *argspecs[FT_CLI_T1_MAX_ARGS];     /* --arg NAME=TYPE:SIZE[:FILL[:V]]   */
+    int nargspecs;
+    int all;                 /* --all-configs                                          */
+    long sample;             /* --sample K (0: not given)                              */
+    unsigned long long seed; /* --seed (the caller's default until given)              */
+} ft_cli_t1_args;
+
+/* getopt_long codes of the shared options, for each command's table. */
+enum {
+    FT_T1_OPT_T1 = 2000,
+    FT_T1_OPT_KFILE,
+    FT_T1_OPT_ARG,
+    FT_T1_OPT_CONFIG,
+    FT_T1_OPT_ALL,
+    FT_T1_OPT_SAMPLE,
+    FT_T1_OPT_SEED
+};
+
+struct option;
+/* Parse a --t1 command line into a: the shared options (those of opts) here, every other one by
+ * own(ctx, code, optarg, argv), which returns an exit code. An unknown option or an operand is a
+ * usage failure naming cmd. Returns an exit code (0: all parsed). */
+int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
+                    ft_cli_t1_args *a, int (*own)(void *ctx, int opt, const char *arg, char **argv),
+                    void *ctx);
+/* A T1 failure as "CMD: message": a usage failure for a bad request (FT_EINVAL), else a failure. */
+int ft_cli_t1_fail(const char *cmd, const ft_err *err);
+/* The configurations a's --config, --all-configs or --sample name (ft_t1_select). Returns an
+ * exit code (message printed). */
+int ft_cli_t1_select(const char *cmd, const ft_t1 *t, const ft_cli_t1_args *a, ft_config **cfgs,
+                     int64_t *n);
+
 /* ---- a kernel's SASS instruction mix (cli_sass.c) ------------------------------------------- */
 
 #include <jansson.h>

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -38,5 +39,15 @@ int ft_cli_load_profiles(const char *cmd, char **paths, int n, ft_profile **out)
     for (int i = 0; i < ft_profile_note_count(all); i++)
         fprintf(stderr, "flaretune: note: %s\n", ft_profile_note_at(all, i));
     *out = all;
+    return FT_EXIT_OK;
+}
+
+int ft_cli_read_profile(const char *cmd, const char *path, ft_profile **out) {
+    *out = NULL;
+    if (access(path, R_OK) != 0)
+        return ft_cli_fail(FT_EXIT_FAIL, "%s: cannot read profile %s: %s", cmd, path,
+                           strerror(errno));
+    ft_err err = {0};
+    if (ft_profile_load(path, out, &err)) return ft_cli_fail(FT_EXIT_FAIL, "%s: %s", cmd, err.msg);
     return FT_EXIT_OK;
 }

@@ -13,6 +13,8 @@
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
 
+enum { O_ARCH = 1, O_DEVICE, O_JSON };
+
 void ft_cli_compile_t1_usage(FILE *f) {
     fprintf(f,
             "       flaretune compile --t1 FILE [--kernel-file F] [--arch ARCH | --device NAME]\n"
@@ -23,66 +25,57 @@ void ft_cli_compile_t1_usage(FILE *f) {
             "(docs/t1.md). Exit 1 when one does not compile.\n");
 }
 
+/* The options of compile --t1 that the other T1 commands do not take. */
+typedef struct {
+    const char *arch, *device;
+    int json;
+} compile_t1_args;
+
+static int compile_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+    compile_t1_args *c = ctx;
+    (void)argv;
+    switch (opt) {
+    case O_ARCH: c->arch = arg; break;
+    case O_DEVICE: c->device = arg; break;
+    case O_JSON: c->json = 1; break;
+    }
+    return FT_EXIT_OK;
+}
+
 int ft_cli_compile_t1(int argc, char **argv) {
-    enum { O_T1 = 1, O_KFILE, O_ARCH, O_DEVICE, O_CONFIG, O_ALL, O_SAMPLE, O_SEED, O_JSON };
-    static const struct option opts[] = {{"t1", required_argument, NULL, O_T1},
-                                         {"kernel-file", required_argument, NULL, O_KFILE},
+    static const struct option opts[] = {{"t1", required_argument, NULL, FT_T1_OPT_T1},
+                                         {"kernel-file", required_argument, NULL, FT_T1_OPT_KFILE},
                                          {"arch", required_argument, NULL, O_ARCH},
                                          {"device", required_argument, NULL, O_DEVICE},
-                                         {"config", required_argument, NULL, O_CONFIG},
-                                         {"all-configs", no_argument, NULL, O_ALL},
-                                         {"sample", required_argument, NULL, O_SAMPLE},
-                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"config", required_argument, NULL, FT_T1_OPT_CONFIG},
+                                         {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},
+                                         {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE},
+                                         {"seed", required_argument, NULL, FT_T1_OPT_SEED},
                                          {"json", no_argument, NULL, O_JSON},
                                          {NULL, 0, NULL, 0}};
-    const char *path = NULL, *kfile = NULL, *arch = NULL, *device = NULL, *config = NULL;
-    int all = 0, json = 0, o;
-    long sample = 0;
-    unsigned long long seed = 1;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (o) {
-        case O_T1: path = optarg; break;
-        case O_KFILE: kfile = optarg; break;
-        case O_ARCH: arch = optarg; break;
-        case O_DEVICE: device = optarg; break;
-        case O_CONFIG: config = optarg; break;
-        case O_ALL: all = 1; break;
-        case O_JSON: json = 1; break;
-        case O_SAMPLE:
-            sample = strtol(optarg, &end, 10);
-            if (!*optarg || *end || sample < 1)
-                return ft_cli_fail(FT_EXIT_USAGE, "compile: --sample takes a positive count, not '%s'", optarg);
-            break;
-        case O_SEED:
-            seed = strtoull(optarg, &end, 10);
-            if (!*optarg || *end) return ft_cli_fail(FT_EXIT_USAGE, "compile: --seed takes a number");
-            break;
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown option '%s' with --t1 (see `flaretune compile --help`)",
-                               argv[optind - 1]);
-        }
-    }
-    if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "compile: unexpected argument '%s' with --t1", argv[optind]);
+    ft_cli_t1_args a = {.seed = 1};
+    compile_t1_args c = {0};
+    int code = ft_cli_t1_parse("compile", argc, argv, opts, &a, compile_t1_opt, &c);
+    if (code) return code;
+    const char *arch = c.arch, *device = c.device;
+    int json = c.json;
     if (arch && device) return ft_cli_fail(FT_EXIT_USAGE, "compile: --arch or --device, not both");
-    if ((all || sample) && config) return ft_cli_fail(FT_EXIT_USAGE, "compile: --config is one configuration");
+    if ((a.all || a.sample) && a.config) return ft_cli_fail(FT_EXIT_USAGE, "compile: --config is one configuration");
     const ft_gpu_spec *g = device ? ft_gpu_spec_find(device) : arch ? ft_gpu_spec_for_arch(arch) : ft_gpu_spec_find("h200");
     if (device && !g) return ft_cli_fail(FT_EXIT_USAGE, "compile: unknown device '%s' (one of %s)", device, ft_gpu_spec_names());
     if (!arch) arch = g->arch;
 #if !FT_HAVE_CUDA
-    (void)path, (void)kfile, (void)seed, (void)json;
+    (void)json;
     return ft_cli_fail(FT_EXIT_NODEV, "compile: this flaretune was built without the CUDA toolkit (no NVRTC)");
 #else
     ft_err err = {0};
     ft_t1 *t = NULL;
-    if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
+    if (ft_t1_load(a.path, a.kfile, &t, &err)) return ft_cli_fail_err(&err);
     ft_config *cfgs = NULL;
     int64_t n = 0;
-    if (ft_t1_select(t, config, all, sample, seed, &cfgs, &n, &err)) {
+    if ((code = ft_cli_t1_select("compile", t, &a, &cfgs, &n))) {
         ft_t1_free(t);
-        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "compile: %s", err.msg);
+        return code;
     }
     json_t *rows = json_array();
     int failed = 0, ok = 0, pruned = 0;

@@ -346,13 +346,8 @@ static flaretune_status api_run(const exec_args *a, ft_cli_setup *su, flaretune_
         st = flaretune_bind(ctx, c->op->tensors[i].name, t->data, api_dtype(t->dtype), t->rank,
                             t->shape, FLARETUNE_HOST);
     }
-    char attrs[1024] = "", cfg[512] = "";
-    for (int k = 0; c->op->attrs[k]; k++) {
-        size_t n = strlen(attrs);
-        snprintf(attrs + n, sizeof attrs - n, "%s%s=", n ? "," : "", c->op->attrs[k]);
-        n = strlen(attrs);
-        ft_attrs_format(&c->attrs, c->op->attrs[k], attrs + n, sizeof attrs - n);
-    }
+    char attrs[1024], cfg[512] = "";
+    ft_attrs_format_all(&c->attrs, c->op, attrs, sizeof attrs);
     int explicit_cfg = a->prob.config || a->prob.threads || !a->profile;
     if (explicit_cfg) ft_config_format(su->be->space(c->op), &su->cfg, cfg, sizeof cfg);
     if (!st) st = flaretune_run(ctx, c->op->name, attrs, explicit_cfg ? cfg : NULL);

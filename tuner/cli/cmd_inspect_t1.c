@@ -22,7 +22,7 @@
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
 
-#define MAX_ARG_SPECS 16
+enum { O_DEVICE = 1, O_BLOCKS, O_JSON, O_JSONL };
 
 void ft_cli_inspect_t1_usage(FILE *f) {
     fprintf(f,
@@ -128,76 +128,65 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The options of inspect --t1 that the other T1 commands do not take. */
+typedef struct {
+    const char *device, *jsonl;
+    int json;
+    long blocks;
+} inspect_t1_args;
+
+static int inspect_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+    inspect_t1_args *c = ctx;
+    char *end = NULL;
+    (void)argv;
+    switch (opt) {
+    case O_DEVICE: c->device = arg; break;
+    case O_JSON: c->json = 1; break;
+    case O_JSONL: c->jsonl = arg; break;
+    case O_BLOCKS:
+        c->blocks = strtol(arg, &end, 10);
+        if (!*arg || *end || c->blocks < 2 || c->blocks > 64)
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks takes 2 to 64, not '%s'", arg);
+        break;
+    }
+    return FT_EXIT_OK;
+}
+
 int ft_cli_inspect_t1(int argc, char **argv) {
-    enum { O_T1 = 1, O_KFILE, O_ARG, O_DEVICE, O_CONFIG, O_ALL, O_SAMPLE, O_SEED, O_BLOCKS, O_JSON, O_JSONL };
-    static const struct option opts[] = {{"t1", required_argument, NULL, O_T1},
-                                         {"kernel-file", required_argument, NULL, O_KFILE},
-                                         {"arg", required_argument, NULL, O_ARG},
+    static const struct option opts[] = {{"t1", required_argument, NULL, FT_T1_OPT_T1},
+                                         {"kernel-file", required_argument, NULL, FT_T1_OPT_KFILE},
+                                         {"arg", required_argument, NULL, FT_T1_OPT_ARG},
                                          {"device", required_argument, NULL, O_DEVICE},
-                                         {"config", required_argument, NULL, O_CONFIG},
-                                         {"all-configs", no_argument, NULL, O_ALL},
-                                         {"sample", required_argument, NULL, O_SAMPLE},
-                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"config", required_argument, NULL, FT_T1_OPT_CONFIG},
+                                         {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},
+                                         {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE},
+                                         {"seed", required_argument, NULL, FT_T1_OPT_SEED},
                                          {"blocks", required_argument, NULL, O_BLOCKS},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"jsonl", required_argument, NULL, O_JSONL},
                                          {NULL, 0, NULL, 0}};
-    const char *path = NULL, *kfile = NULL, *device = "a100-pcie", *config = NULL, *jsonl = NULL;
-    const char *argspecs[MAX_ARG_SPECS];
-    int nargspecs = 0, all = 0, json = 0, o;
-    long sample = 0, blocks = 8;
-    unsigned long long seed = 1;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (o) {
-        case O_T1: path = optarg; break;
-        case O_KFILE: kfile = optarg; break;
-        case O_ARG:
-            if (nargspecs == MAX_ARG_SPECS) return ft_cli_fail(FT_EXIT_USAGE, "inspect: too many --arg");
-            argspecs[nargspecs++] = optarg;
-            break;
-        case O_DEVICE: device = optarg; break;
-        case O_CONFIG: config = optarg; break;
-        case O_ALL: all = 1; break;
-        case O_JSON: json = 1; break;
-        case O_JSONL: jsonl = optarg; break;
-        case O_SAMPLE:
-            sample = strtol(optarg, &end, 10);
-            if (!*optarg || *end || sample < 1)
-                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --sample takes a positive count, not '%s'", optarg);
-            break;
-        case O_BLOCKS:
-            blocks = strtol(optarg, &end, 10);
-            if (!*optarg || *end || blocks < 2 || blocks > 64)
-                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks takes 2 to 64, not '%s'", optarg);
-            break;
-        case O_SEED:
-            seed = strtoull(optarg, &end, 10);
-            if (!*optarg || *end) return ft_cli_fail(FT_EXIT_USAGE, "inspect: --seed takes a number");
-            break;
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE, "inspect: unknown option '%s' with --t1 (see `flaretune inspect --help`)",
-                               argv[optind - 1]);
-        }
-    }
-    if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "inspect: unexpected argument '%s' with --t1", argv[optind]);
+    ft_cli_t1_args a = {.seed = 1};
+    inspect_t1_args c = {.device = "a100-pcie", .blocks = 8};
+    int code = ft_cli_t1_parse("inspect", argc, argv, opts, &a, inspect_t1_opt, &c);
+    if (code) return code;
+    const char *device = c.device, *jsonl = c.jsonl;
+    int json = c.json, all = a.all;
+    long sample = a.sample, blocks = c.blocks;
+    unsigned long long seed = a.seed;
     if ((all || sample) && !jsonl)
         return ft_cli_fail(FT_EXIT_USAGE, "inspect: --all-configs and --sample write to --jsonl OUT");
-    if ((all || sample) && config)
+    if ((all || sample) && a.config)
         return ft_cli_fail(FT_EXIT_USAGE, "inspect: --config is one configuration; --all-configs and --sample are many");
     const ft_gpu_spec *g = ft_gpu_spec_find(device);
     if (!g) return ft_cli_fail(FT_EXIT_USAGE, "inspect: unknown device '%s' (one of %s)", device, ft_gpu_spec_names());
     ft_err err = {0};
     ft_t1 *t = NULL;
-    if (ft_t1_load_args(path, kfile, argspecs, nargspecs, &t, &err))
-        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "inspect: %s", err.msg);
+    if (ft_t1_load_args(a.path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("inspect", &err);
     ft_config *cfgs = NULL;
     int64_t n = 0;
-    if (ft_t1_select(t, config, all, sample, seed, &cfgs, &n, &err)) {
+    if ((code = ft_cli_t1_select("inspect", t, &a, &cfgs, &n))) {
         ft_t1_free(t);
-        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "inspect: %s", err.msg);
+        return code;
     }
     int ndone = 0;
     char **done = jsonl ? done_keys(jsonl, g->name, &ndone) : NULL;
@@ -210,7 +199,6 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     }
     ft_dev *d = NULL;
     ft_t1_bench *b = NULL;
-    int code = FT_EXIT_OK;
     if (n >= 0 && (ft_dev_open(FT_DEV_EMU, 0, &d, &err) || ft_t1_bench_open(t, d, seed, &b, &err)))
         code = ft_cli_fail_err(&err);
     if (b && ft_t1_bench_note(b)[0]) fprintf(stderr, "inspect: note: %s\n", ft_t1_bench_note(b));

@@ -1,5 +1,4 @@
 /* cmd_report.c: `flaretune report`: a report document rendered as a page, Markdown and JSON. */
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_profile.h"
 #include "core/npy.h"
 #include "tuner/report.h"
 #include "tuner/report_sweep.h"
@@ -69,11 +69,8 @@ static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir,
     ft_err err = {0};
     ft_profile *prof = NULL;
     if (profile) {
-        if (access(profile, R_OK) != 0)
-            return ft_cli_fail(FT_EXIT_FAIL, "report: cannot read profile %s: %s", profile,
-                               strerror(errno));
-        if (ft_profile_load(profile, &prof, &err))
-            return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
+        int code = ft_cli_read_profile("report", profile, &prof);
+        if (code) return code;
         so->profile = prof;
     }
     if (ft_dir_make(dir, &err)) {

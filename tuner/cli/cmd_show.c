@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_profile.h"
 #include "core/format.h"
+#include "core/json.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -41,19 +42,7 @@ static int columns(const char *s) {
 }
 
 static void config_str(const json_t *cfg, char *buf, size_t n) {
-    size_t k = 0;
-    const char *key;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)cfg, key, v) {
-        char val[64];
-        if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else
-            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        if (k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s=%s", k ? "," : "", key, val);
-    }
-    if (!buf[0]) snprintf(buf, n, "(none)");
+    if (!ft_json_pairs_text(cfg, buf, n)) snprintf(buf, n, "(none)");
 }
 
 static void shape_str(const ft_profile_entry *e, char *buf, size_t n) {

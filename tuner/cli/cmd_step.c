@@ -1,6 +1,5 @@
 /* cmd_step.c: `flaretune step`: one whole drafter step with a profile's tuned configs, each op
  * timed alone and the step end to end (tuner/step.c, docs/step.md). */
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_profile.h"
 #include "core/format.h"
 #include "tuner/step.h"
 
@@ -124,17 +124,9 @@ static void print_human(const ft_step *s, const char *profile) {
            "spread", "share", "config");
     for (int i = 0; i < s->n; i++) {
         const ft_step_stage *sg = &s->stages[i];
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = !strcmp(s->stages[j].name, sg->name);
-        if (seen) continue;
-        double sum = 0;
-        int count = 0;
-        for (int j = i; j < s->n; j++)
-            if (!strcmp(s->stages[j].name, sg->name)) {
-                sum += s->stages[j].alone.median;
-                count++;
-            }
+        double sum;
+        int count;
+        if (!ft_step_op_sum(s, i, &count, &sum)) continue;
         char cfg[200];
         ft_config_format(s->be->space(sg->call.op), &sg->cfg, cfg, sizeof cfg);
         fmt_s(sum, a, sizeof a);
@@ -148,9 +140,7 @@ static void print_human(const ft_step *s, const char *profile) {
     }
     printf("\nper layer:");
     for (int l = -1; l < (int)p->D; l++) {
-        double sum = 0;
-        for (int j = 0; j < s->n; j++)
-            if (s->stages[j].layer == l) sum += s->stages[j].alone.median;
+        double sum = ft_step_layer_sum(s, l);
         fmt_s(sum, a, sizeof a);
         if (l < 0)
             printf(" context and head %s (%.1f%%);", a, 100 * sum / s->sum_alone_s);
@@ -251,11 +241,8 @@ static int run(int argc, char **argv) {
     /* Everything the step reads is checked before anything is allocated or timed. */
     ft_profile *prof = NULL;
     if (profile) {
-        if (access(profile, R_OK) != 0)
-            return ft_cli_fail(FT_EXIT_FAIL, "step: cannot read profile %s: %s", profile,
-                               strerror(errno));
-        if (ft_profile_load(profile, &prof, &err))
-            return ft_cli_fail(FT_EXIT_FAIL, "step: %s", err.msg);
+        int code = ft_cli_read_profile("step", profile, &prof);
+        if (code) return code;
         so.profile = prof;
     }
     ft_step s;

@@ -1161,15 +1161,10 @@ static void run_key(const tuning *T, char *buf, size_t n) {
         ft_err err = {0};
         ft_call_init(&c, jb->op);
         c.attrs = jb->attrs;
-        char dims[256] = "?", attrs[768] = "";
+        char dims[256] = "?", attrs[768];
         if (jb->op->from_preset(&c, &jb->preset, &err) == FT_OK)
             ft_call_dims_str(&c, dims, sizeof dims);
-        for (int a = 0; jb->op->attrs[a]; a++) {
-            size_t used = strlen(attrs);
-            snprintf(attrs + used, sizeof attrs - used, "%s%s=", used ? "," : "", jb->op->attrs[a]);
-            used = strlen(attrs);
-            ft_attrs_format(&c.attrs, jb->op->attrs[a], attrs + used, sizeof attrs - used);
-        }
+        ft_attrs_format_all(&c.attrs, jb->op, attrs, sizeof attrs);
         if (k < n)
             k += (size_t)snprintf(buf + k, n - k,
                                   "job %d op: %s\njob %d backend: %s\njob %d (%s) sizes: %s\n"

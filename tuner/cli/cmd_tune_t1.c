@@ -12,7 +12,7 @@
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
 
-#define MAX_ARG_SPECS 16
+enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT };
 
 void ft_cli_tune_t1_usage(FILE *f) {
     fprintf(f,
@@ -40,73 +40,67 @@ static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *w
                 i == r->reference ? " (the reference)" : "");
 }
 
+/* The options of tune --t1 that the other T1 commands do not take. */
+typedef struct {
+    const char *backend, *t4, *kt;
+    ft_t1_tune_opts to;
+} tune_t1_args;
+
+static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+    tune_t1_args *c = ctx;
+    char *end = NULL;
+    long v;
+    switch (opt) {
+    case O_BACKEND:
+        if (strcmp(arg, "cuda") && strcmp(arg, "cuda-emu"))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --t1 runs on cuda or cuda-emu, not '%s'", arg);
+        c->backend = arg;
+        break;
+    case O_STRATEGY:
+        c->to.strategy = ft_strategy_parse(arg);
+        if (c->to.strategy < 0) return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown strategy '%s'", arg);
+        break;
+    case O_BUDGET:
+    case O_BLOCKS:
+    case O_REPS:
+        v = strtol(arg, &end, 10);
+        if (!*arg || *end || v < 0 || v > 1000000 || (opt != O_BUDGET && v < 1))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a %s count, not '%s'", argv[optind - 1],
+                               opt == O_BUDGET ? "non-negative" : "positive", arg);
+        if (opt == O_BUDGET) c->to.budget = (int)v;
+        else if (opt == O_BLOCKS) c->to.blocks = (int)(v > 64 ? 64 : v < 2 ? 2 : v);
+        else c->to.reps = (int)v;
+        break;
+    case O_T4: c->t4 = arg; break;
+    case O_KT: c->kt = arg; break;
+    }
+    return FT_EXIT_OK;
+}
+
 int ft_cli_tune_t1(int argc, char **argv) {
-    enum { O_T1 = 1, O_KFILE, O_ARG, O_BACKEND, O_STRATEGY, O_BUDGET, O_SEED, O_BLOCKS, O_REPS, O_T4, O_KT };
-    static const struct option opts[] = {{"t1", required_argument, NULL, O_T1},
-                                         {"kernel-file", required_argument, NULL, O_KFILE},
-                                         {"arg", required_argument, NULL, O_ARG},
+    static const struct option opts[] = {{"t1", required_argument, NULL, FT_T1_OPT_T1},
+                                         {"kernel-file", required_argument, NULL, FT_T1_OPT_KFILE},
+                                         {"arg", required_argument, NULL, FT_T1_OPT_ARG},
                                          {"backend", required_argument, NULL, O_BACKEND},
                                          {"strategy", required_argument, NULL, O_STRATEGY},
                                          {"budget", required_argument, NULL, O_BUDGET},
-                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"seed", required_argument, NULL, FT_T1_OPT_SEED},
                                          {"blocks", required_argument, NULL, O_BLOCKS},
                                          {"reps", required_argument, NULL, O_REPS},
                                          {"t4", required_argument, NULL, O_T4},
                                          {"kt-cache", required_argument, NULL, O_KT},
                                          {NULL, 0, NULL, 0}};
-    const char *path = NULL, *kfile = NULL, *backend = NULL, *t4 = NULL, *kt = NULL;
-    const char *argspecs[MAX_ARG_SPECS];
-    int nargspecs = 0, o;
-    ft_t1_tune_opts to;
-    ft_t1_tune_opts_default(&to);
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end = NULL;
-        long v;
-        switch (o) {
-        case O_T1: path = optarg; break;
-        case O_KFILE: kfile = optarg; break;
-        case O_ARG:
-            if (nargspecs == MAX_ARG_SPECS) return ft_cli_fail(FT_EXIT_USAGE, "tune: too many --arg");
-            argspecs[nargspecs++] = optarg;
-            break;
-        case O_BACKEND:
-            if (strcmp(optarg, "cuda") && strcmp(optarg, "cuda-emu"))
-                return ft_cli_fail(FT_EXIT_USAGE, "tune: --t1 runs on cuda or cuda-emu, not '%s'", optarg);
-            backend = optarg;
-            break;
-        case O_STRATEGY:
-            to.strategy = ft_strategy_parse(optarg);
-            if (to.strategy < 0) return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown strategy '%s'", optarg);
-            break;
-        case O_BUDGET:
-        case O_BLOCKS:
-        case O_REPS:
-            v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 0 || v > 1000000 || (o != O_BUDGET && v < 1))
-                return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a %s count, not '%s'",
-                                   argv[optind - 1], o == O_BUDGET ? "non-negative" : "positive", optarg);
-            if (o == O_BUDGET) to.budget = (int)v;
-            else if (o == O_BLOCKS) to.blocks = (int)(v > 64 ? 64 : v < 2 ? 2 : v);
-            else to.reps = (int)v;
-            break;
-        case O_SEED:
-            to.seed = strtoull(optarg, &end, 10);
-            if (!*optarg || *end) return ft_cli_fail(FT_EXIT_USAGE, "tune: --seed takes a number");
-            break;
-        case O_T4: t4 = optarg; break;
-        case O_KT: kt = optarg; break;
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown option '%s' with --t1 (see `flaretune tune --help`)",
-                               argv[optind - 1]);
-        }
-    }
-    if (optind < argc) return ft_cli_fail(FT_EXIT_USAGE, "tune: unexpected argument '%s' with --t1", argv[optind]);
+    tune_t1_args c = {0};
+    ft_t1_tune_opts_default(&c.to);
+    ft_cli_t1_args a = {.seed = c.to.seed};
+    int code = ft_cli_t1_parse("tune", argc, argv, opts, &a, tune_t1_opt, &c);
+    if (code) return code;
+    const char *path = a.path, *backend = c.backend, *t4 = c.t4, *kt = c.kt;
+    ft_t1_tune_opts to = c.to;
+    to.seed = a.seed;
     ft_err err = {0};
     ft_t1 *t = NULL;
-    if (ft_t1_load_args(path, kfile, argspecs, nargspecs, &t, &err))
-        return ft_cli_fail(err.status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "tune: %s", err.msg);
+    if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
     /* The backend: the GPU where there is one, unless told. */
     if (!backend) {
         ft_dev *d = NULL;
@@ -124,7 +118,6 @@ int ft_cli_tune_t1(int argc, char **argv) {
     to.progress_ctx = t;
     ft_t1_tune_result r;
     ft_status s = ft_t1_tune(t, &to, &r, &err);
-    int code = FT_EXIT_OK;
     if (s != FT_OK) code = s == FT_ENODEV ? (ft_cli_fail_err(&err), FT_EXIT_NODEV) : ft_cli_fail_err(&err);
     if (r.note[0]) fprintf(stderr, "tune: note: %s\n", r.note);
     /* What was measured is written even when the search stopped part way. */

@@ -144,19 +144,6 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static void json_text(const json_t *v, char *buf, size_t n) {
-    if (json_is_string(v))
-        snprintf(buf, n, "%s", json_string_value(v));
-    else if (json_is_integer(v))
-        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v))
-        snprintf(buf, n, "%.17g", json_real_value(v));
-    else if (json_is_boolean(v))
-        snprintf(buf, n, "%d", json_is_true(v));
-    else
-        snprintf(buf, n, "?");
-}
-
 /* Build kernel k's call at its entry's shape and attributes, with its config. */
 static int kernel_prepare(watch *w, kernel *k, uint64_t seed) {
     const ft_profile_entry *e = k->e;
@@ -166,7 +153,7 @@ static int kernel_prepare(watch *w, kernel *k, uint64_t seed) {
     json_t *v;
     json_object_foreach((json_t *)e->attrs, name, v) {
         char val[64];
-        json_text(v, val, sizeof val);
+        ft_json_value_text(v, val, sizeof val);
         if (ft_attrs_set(&k->c.attrs, e->op, name, val, &err))
             return ft_cli_fail(FT_EXIT_FAIL, "watch: %s: %s", e->op->name, err.msg);
     }
