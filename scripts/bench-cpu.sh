@@ -26,7 +26,8 @@ rows=(
   "attention.kvproj fwd+bwd, qwen3-4b dflare, N=2048|the forward's|attention.kvproj --preset qwen3-4b.dflare.train --set N=2048 --attr backward=1"
   "attention.kvproj fwd+bwd, qwen3-4b dflash, N=2048|the forward's|attention.kvproj --preset qwen3-4b.dflash.train --set N=2048 --attr backward=1"
   "attention.train fwd+bwd, qwen3-4b heads, S=1024, NB=64|the forward's|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64 --attr backward=1"
-  "attention.train fwd+bwd, window 256, causal block, same|the forward's|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64 --attr backward=1 --attr window=256 --attr causal=1"
+  "attention.train fwd, window 256, causal block, same|30%|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64 --attr window=256 --attr causal=1"
+  "attention.train fwd+bwd, window 256, causal block, same|the windowed forward's|attention.train --preset qwen3-4b.dflare.train --set S=1024 --set NB=64 --attr backward=1 --attr window=256 --attr causal=1"
   "loss fwd+bwd dpace with the final norm, same|the loss's|loss --preset qwen3-4b.dflare.train --set V=32768 --set blocks=32 --attr scheme=dpace --attr final_norm=1"
 )
 i=0
