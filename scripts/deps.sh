@@ -17,7 +17,7 @@
 # (libomp-dev).
 #
 # `build` and `test` also fetch the disassembler of `flaretune compile`'s instruction mix
-# (docs/cuda.md, kernels/cuda/sass.c) when the CUDA toolkit is here without one: NVIDIA's
+# (docs/cuda.md, kernels/cuda/analysis/sass.c) when the CUDA toolkit is here without one: NVIDIA's
 # nvdisasm wheel from PyPI, installed with pip into ${XDG_DATA_HOME:-~/.local/share}/flaretune/
 # tools (pip's --target: no Python environment is changed). Without pip or a network it says so
 # in one line and goes on; the mix is then reported as unavailable.
@@ -51,7 +51,7 @@ elif [[ ${#missing[@]} -gt 0 ]]; then
 fi
 
 # The disassembler, where the toolkit has none. The places looked in are those of
-# ft_sass_tool (kernels/cuda/sass.c): FLARETUNE_NVDISASM, PATH, the toolkit's bin/, the tools
+# ft_sass_tool (kernels/cuda/analysis/sass.c): FLARETUNE_NVDISASM, PATH, the toolkit's bin/, the tools
 # folder and the Python site folders holding NVIDIA's wheels. Never fails the script.
 nvdisasm_wheel() {
     local nvcc tools major found

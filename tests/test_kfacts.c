@@ -5,7 +5,7 @@
  * of a kernel with and without a loop, and with no SASS at all. */
 #include <string.h>
 
-#include "cuda/kfacts.h"
+#include "cuda/analysis/kfacts.h"
 #include "ft_test.h"
 
 /* A kernel of 100 instructions (5 LDG, 3 STG, 6 LDS) whose hot loop has 60: 4 LDG, 2 STG (32

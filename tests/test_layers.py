@@ -29,7 +29,9 @@ LAYERS = [
     ["traces"],
     ["kernels/op"],
     ["kernels/cpu", "kernels/cuda/emu"],
-    ["kernels/cuda"],
+    ["kernels/cuda"],  # the CUDA runtime: device, NVRTC, kernel cache, timer, GEMM, specs
+    ["kernels/cuda/analysis"],  # GPU-free analysis: SASS mix, kernel facts, the time model
+    ["kernels/cuda/backend"],  # the cuda and cuda-emu backends: contexts, calls, compile pool
     ["kernels/fusion", "kernels/attention", "kernels/loss", "kernels/linear"],
     ["kernels"],  # the registry: every op and every backend, named once
     ["profiles/src"],
@@ -224,7 +226,7 @@ def self_test():
         ["a", "b", "c"]], "a three-file loop not found"
     assert sccs(["a", "b"], {"a": {"b"}}) == [], "a one-way call taken for a loop"
     assert LAYER_OF["core"] < LAYER_OF["kernels/op"] < LAYER_OF["tuner"] < LAYER_OF["tuner/cli"]
-    assert include_problem("kernels/cuda/cuda_backend.c", "tuner/ceilings.h"), \
+    assert include_problem("kernels/cuda/backend/cuda_backend.c", "tuner/ceilings.h"), \
         "an upward include not found"
     assert include_problem("tuner/session.c", "core/status.h") is None, "a downward include refused"
     assert include_problem("tuner/session.c", "tuner/tune.h") is None, "an own-folder include refused"

@@ -1,4 +1,4 @@
-/* test_predict.c: the time model (kernels/cuda/predict.c) against closed forms worked out by
+/* test_predict.c: the time model (kernels/cuda/analysis/predict.c) against closed forms worked out by
  * hand from the H200's figures (specs.c: 132 SMs at 1.98 GHz, 4 schedulers, 4.8 TB/s of DRAM,
  * 5120 bytes a clock of L2, a wavefront a clock of shared memory, 989.5 TFLOP/s of bf16 tensor
  * throughput, 2.5 us a launch), one case per bound, then properties: the sum of a sequence,
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cuda/predict.h"
+#include "cuda/analysis/predict.h"
 #include "ft_test.h"
 
 static const ft_gpu_spec *h200(void) { return ft_gpu_spec_find("h200"); }

@@ -1,4 +1,4 @@
-/* test_prefetch.c: the compile pool (kernels/cuda/prefetch.h) on the emulator's device.
+/* test_prefetch.c: the compile pool (kernels/cuda/backend/prefetch.h) on the emulator's device.
  *
  * The device compiles with a wrapper around the real C++ compiler that logs every compile and
  * waits for a gate file before it starts, so the test decides when the pool's threads may
@@ -22,7 +22,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/device_emu.h"
-#include "cuda/prefetch.h"
+#include "cuda/backend/prefetch.h"
 #include "cuda/device.h"
 #include "ft_test.h"
 

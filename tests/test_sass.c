@@ -1,4 +1,4 @@
-/* test_sass.c: the SASS instruction mix (kernels/cuda/sass.h) from recorded disassembly.
+/* test_sass.c: the SASS instruction mix (kernels/cuda/analysis/sass.h) from recorded disassembly.
  *
  * The fixtures are written by hand in the two formats the parser reads, nvdisasm's (labels) and
  * cuobjdump's (addresses), after real output of CUDA 13 for sm_90a: a loop of LDG.E.128 and
@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "cuda/sass.h"
+#include "cuda/analysis/sass.h"
 #include "ft_test.h"
 
 /* A grid-stride loop of float4 loads and FMAs (nvdisasm -c). Twenty instructions and two NOPs:

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cuda/nvrtc.h"
-#include "cuda/sass.h"
+#include "cuda/analysis/sass.h"
 #include "core/clock.h"
 
 static const char *const SOURCE =

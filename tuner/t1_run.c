@@ -12,7 +12,7 @@
 #include "core/rng.h"
 
 #if FT_HAVE_CUDA
-#include "cuda/sass.h"
+#include "cuda/analysis/sass.h"
 #endif
 
 struct ft_t1_bench {

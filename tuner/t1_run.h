@@ -10,7 +10,7 @@
  * occupancy, the SASS instruction mix) and for the emulator with its profile on, runs a sample
  * of the grid's blocks there (boundary blocks: the corners and edge middles; interior blocks:
  * drawn from the seed), scales each stratum's traffic by the blocks it stands for, and gives the
- * time model of kernels/cuda/predict.h its inputs. DRAM bytes are the scaled distinct bytes,
+ * time model of kernels/cuda/analysis/predict.h its inputs. DRAM bytes are the scaled distinct bytes,
  * at most the bytes of the arguments it may read plus those it may write (AccessType; a block's
  * halo re-read by its neighbours is one DRAM transfer when L2 keeps it). Built with the CUDA toolkit only for the
  * NVRTC part: without it the resources and SASS are unknown and the prediction says so.
@@ -20,8 +20,8 @@
 
 #include <stdint.h>
 
-#include "cuda/kfacts.h"
-#include "cuda/predict.h"
+#include "cuda/analysis/kfacts.h"
+#include "cuda/analysis/predict.h"
 #include "cuda/specs.h"
 #include "cuda/device.h"
 #include "tuner/t1.h"

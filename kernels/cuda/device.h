@@ -73,13 +73,13 @@ ft_status ft_dev_sync(ft_dev *d, ft_err *err);
 /* Compile kernels/cuda/<source> (e.g. "fusion.cu") with `defines` ("NAME=VALUE" or "NAME").
  * A compile error is FT_EINVAL with the compiler's first error line and the defines. The module
  * stays valid until the device is closed (the device keeps an in-memory cache too). When a
- * compile pool is attached to the device (kernels/cuda/prefetch.h), a module it holds is waited
+ * compile pool is attached to the device (kernels/cuda/backend/prefetch.h), a module it holds is waited
  * for there first, and one whose compile failed there returns that error. */
 ft_status ft_dev_compile(ft_dev *d, const char *source, const char *const *defines, int ndefines,
                          ft_dev_module **out, ft_err *err);
 /* Compile the module of ft_dev_compile into the device's disk cache without loading it, so a
  * later ft_dev_compile finds it there. Safe to call from several threads at once (a compile
- * pool does, kernels/cuda/prefetch.h); *cached (may be NULL) is 1 when the cache had it. */
+ * pool does, kernels/cuda/backend/prefetch.h); *cached (may be NULL) is 1 when the cache had it. */
 ft_status ft_dev_prepare(ft_dev *d, const char *source, const char *const *defines, int ndefines,
                          int *cached, ft_err *err);
 /* A kernel file not written for flaretune (Kernel Tuner's, a benchmark's), compiled as written:

@@ -60,7 +60,7 @@ typedef struct ft_kernel_span {
 } ft_kernel_span;
 
 /* A call's time on a GPU as a backend predicts it before anything runs (the time model of
- * kernels/cuda/predict.h): the largest of its limits, each named. */
+ * kernels/cuda/analysis/predict.h): the largest of its limits, each named. */
 #define FT_PREDICTION_MAX_LIMITS 8
 typedef struct ft_backend_prediction {
     double seconds;    /* the predicted time of one call                                 */

@@ -192,7 +192,7 @@ int ft_cli_t1_select(const char *cmd, const ft_t1 *t, const ft_cli_t1_args *a, f
 
 #include <jansson.h>
 
-#include "cuda/sass.h"
+#include "cuda/analysis/sass.h"
 
 /* Every class's count, the total, the bytes a thread moves, instructions per global byte, the
  * number of loops and the hot loop's own mix (or null): `"sass"` of compile and inspect. */

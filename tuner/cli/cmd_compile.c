@@ -29,7 +29,7 @@
 #include "cli.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/nvrtc.h"
-#include "cuda/prefetch.h"
+#include "cuda/backend/prefetch.h"
 #include "cuda/specs.h"
 #include "core/clock.h"
 #include "core/json.h"

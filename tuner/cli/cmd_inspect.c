@@ -17,8 +17,8 @@
 #include "cli.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_emu.h"
-#include "cuda/kfacts.h"
-#include "cuda/predict.h"
+#include "cuda/analysis/kfacts.h"
+#include "cuda/analysis/predict.h"
 #include "core/format.h"
 #include "core/json.h"
 

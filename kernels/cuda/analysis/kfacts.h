@@ -28,11 +28,11 @@
 #ifndef FT_CUDA_KFACTS_H
 #define FT_CUDA_KFACTS_H
 
-#include "cuda_backend.h"
-#include "device_emu.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/device_emu.h"
 #include "predict.h"
 #include "sass.h"
-#include "specs.h"
+#include "cuda/specs.h"
 
 #define FT_KFACTS_MAX 16
 

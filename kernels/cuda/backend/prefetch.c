@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "cuda/device_impl.h"
 #include "core/clock.h"
 
 struct ft_cuda_pool {

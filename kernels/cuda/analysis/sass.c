@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kcache.h"
+#include "cuda/kcache.h"
 
 /* ---- classes ------------------------------------------------------------------------------- */
 

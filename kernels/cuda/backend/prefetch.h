@@ -23,9 +23,9 @@
 #ifndef FT_CUDA_PREFETCH_H
 #define FT_CUDA_PREFETCH_H
 
-#include "cuda_backend.h"
-#include "nvrtc.h"
-#include "sass.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/nvrtc.h"
+#include "cuda/analysis/sass.h"
 
 #define FT_CUDA_POOL_MAX_THREADS 64
 

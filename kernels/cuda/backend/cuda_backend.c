@@ -6,8 +6,8 @@
  * the host clock (emulation timings, labelled so: its device fingerprint never matches a GPU's,
  * so profiles never mix the two).
  */
-#include "cuda_backend.h"
-#include "kcache.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/kcache.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -20,20 +20,20 @@
 #include "traces/eventlog.h"
 #include "op/space.h"
 
-#include "kfacts.h"
-#include "predict.h"
+#include "cuda/analysis/kfacts.h"
+#include "cuda/analysis/predict.h"
 #include "prefetch.h"
-#include "specs.h"
+#include "cuda/specs.h"
 
 #if FT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <cupti.h>
 
-#include "nvrtc.h"
-#include "timer.h"
+#include "cuda/nvrtc.h"
+#include "cuda/timer.h"
 #endif
 
-#include "context.h"
+#include "cuda/context.h"
 
 /* ---- contexts ----------------------------------------------------------------------------- */
 

@@ -31,7 +31,7 @@
 #ifndef FT_CUDA_PREDICT_H
 #define FT_CUDA_PREDICT_H
 
-#include "specs.h"
+#include "cuda/specs.h"
 
 /* Warps a scheduler needs to issue every clock: the dependent-issue latency of an FFMA is 4
  * clocks from Volta on (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via

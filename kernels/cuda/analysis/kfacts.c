@@ -1,14 +1,14 @@
 /* kfacts.c: a configuration's kernels on a named GPU, known without running them (kfacts.h). */
 #include "kfacts.h"
 
-#include "kcache.h"
+#include "cuda/kcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #if FT_HAVE_CUDA
-#include "nvrtc.h"
+#include "cuda/nvrtc.h"
 #endif
 
 #if FT_HAVE_CUDA
