@@ -6,7 +6,7 @@
 #ifndef FT_KERNELS_CUDA_CONTEXT_H
 #define FT_KERNELS_CUDA_CONTEXT_H
 
-#include "cuda_backend.h"
+#include "runtime.h"
 #if FT_HAVE_CUDA
 #include "timer.h"
 #endif

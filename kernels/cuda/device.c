@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "cuda_backend.h"
+#include "runtime.h"
 
 /* ---- the GPU ---------------------------------------------------------------------------------- */
 

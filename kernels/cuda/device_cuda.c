@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "runtime.h"
 #include "device_impl.h"
 #include "nvrtc.h"
 

@@ -17,7 +17,7 @@
  * Both paths share the argument checks, so a call the emulator accepts is one the GPU accepts
  * too; as in BLAS, C is not read when beta is 0 (the emulator's poisoned memory would show it).
  */
-#include "cuda_backend.h"
+#include "runtime.h"
 #include "device_emu.h"
 
 #include <cblas.h>

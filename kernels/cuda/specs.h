@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "cuda_backend.h"
+#include "runtime.h"
 #include "cuda/device.h"
 #include "core/status.h"
 

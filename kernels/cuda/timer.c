@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "runtime.h"
 
 #define BUF_BYTES ((size_t)4 << 20) /* one CUPTI activity buffer                        */
 #define BUF_ALIGN 8                 /* CUPTI's record alignment                         */

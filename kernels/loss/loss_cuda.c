@@ -75,7 +75,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda/cuda_backend.h"
+#include "cuda/runtime.h"
 #include "op/ref.h"
 #include "loss/loss.h"
 

@@ -55,7 +55,7 @@ const char *const ft_pkg_cuda_common[] = {
     "kernels/op/space.c",
     "kernels/cuda/ft_cuda.h",
     "kernels/cuda/context.h",
-    "kernels/cuda/cuda_backend.h",
+    "kernels/cuda/runtime.h",
     "kernels/cuda/device_emu.h",
     "kernels/cuda/device_impl.h",
     "kernels/cuda/kcache.h",

@@ -28,7 +28,7 @@
 #ifndef FT_CUDA_KFACTS_H
 #define FT_CUDA_KFACTS_H
 
-#include "cuda/cuda_backend.h"
+#include "cuda/runtime.h"
 #include "cuda/device_emu.h"
 #include "predict.h"
 #include "sass.h"
