@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "core/rng.h"
 #include "ft_test.h"
 

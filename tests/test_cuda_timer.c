@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "cuda/device_impl.h"
 #include "cuda/timer.h"
 #include "traces/nvtx.h"

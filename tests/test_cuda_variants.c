@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "cuda/device_emu.h"
 #if FT_HAVE_CUDA
 #include "cuda/nvrtc.h"

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "cuda/device_emu.h"
 #include "cuda/backend/prefetch.h"
 #include "cuda/device.h"

@@ -83,7 +83,7 @@
 #include <string.h>
 
 #include "attention/attention.h"
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 
 #define MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 

@@ -52,7 +52,7 @@
 #include <string.h>
 
 #include "attention/attention.h"
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 
 #define TR_SRC      "attention/attention_train.cu"
 #define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */

@@ -1,4 +1,4 @@
-/* context.c: a CUDA context's accessors (see context.h and cuda_backend.h). */
+/* context.c: a CUDA context's accessors (see context.h and runtime.h). */
 #include "context.h"
 
 ft_dev *ft_cuda_dev(ft_cuda_ctx *x) { return x->dev; }

@@ -1,6 +1,6 @@
 /* context.h: what a CUDA context holds (internal to kernels/cuda/): the device, its scratch, the
  * cuBLASLt state, the timer. cuda_backend.c opens and closes contexts; context.c answers what
- * every other file of the platform may ask of one (cuda_backend.h), so gemm.c and the ops never
+ * every other file of the platform may ask of one (runtime.h), so gemm.c and the ops never
  * depend on the backend that runs them.
  */
 #ifndef FT_KERNELS_CUDA_CONTEXT_H

@@ -1,4 +1,4 @@
-/* gemm.c: the one GEMM helper every CUDA op uses (ft_cuda_gemm, see cuda_backend.h).
+/* gemm.c: the one GEMM helper every CUDA op uses (ft_cuda_gemm, see runtime.h).
  *
  * On the GPU it is cuBLASLt with fp32 compute (CUBLAS_COMPUTE_32F: no TF32, so f32 GEMMs meet
  * the 1e-5 tolerances) and fp32 scale. Row-major operands are given to cuBLASLt's column-major

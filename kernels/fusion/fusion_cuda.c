@@ -77,7 +77,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "fusion/fusion.h"
 
 #define FUS_SRC        "fusion/fusion.cu"

@@ -8,7 +8,7 @@
  * weight for 52 GFLOP: about 42 us of memory, a little under 0.9 ms of fp32 FMA without tensor
  * cores: compute-bound in fp32, memory-bound in bf16. The tunable is cuBLASLt's algorithm.
  */
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "linear/linear.h"
 
 #define LN_PARAMS(X)                                                                               \

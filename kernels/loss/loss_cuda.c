@@ -75,7 +75,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "op/ref.h"
 #include "loss/loss.h"
 

@@ -14,7 +14,7 @@
 
 #include <stdio.h>
 
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "profiles/src/profile.h"
 
 /* ---- what a package copies (emit_package_tree.c) ------------------------------------------ */

@@ -56,6 +56,7 @@ const char *const ft_pkg_cuda_common[] = {
     "kernels/cuda/ft_cuda.h",
     "kernels/cuda/context.h",
     "kernels/cuda/runtime.h",
+    "kernels/cuda/backend/cuda_backend.h",
     "kernels/cuda/device_emu.h",
     "kernels/cuda/device_impl.h",
     "kernels/cuda/kcache.h",

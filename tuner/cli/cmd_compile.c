@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "cuda/nvrtc.h"
 #include "cuda/backend/prefetch.h"
 #include "cuda/specs.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cuda/runtime.h"
+#include "cuda/backend/cuda_backend.h"
 #include "cuda/device_emu.h"
 #include "cuda/analysis/kfacts.h"
 #include "cuda/analysis/predict.h"

@@ -1,7 +1,7 @@
 /* kfacts.h: what is known of a configuration's kernels on a named GPU without running them, and
  * the time model's inputs built from it.
  *
- * For each kernel a configuration launches (its module specs, cuda_backend.h): ptxas's resources
+ * For each kernel a configuration launches (its module specs, runtime.h): ptxas's resources
  * for the GPU's architecture (NVRTC, through its disk cache), the occupancy they allow there
  * (specs.h), and the SASS instruction mix of its CUBIN (sass.h) when a disassembler is at hand.
  *

@@ -6,7 +6,7 @@
  * the host clock (emulation timings, labelled so: its device fingerprint never matches a GPU's,
  * so profiles never mix the two).
  */
-#include "cuda/runtime.h"
+#include "cuda_backend.h"
 #include "cuda/kcache.h"
 
 #include <math.h>

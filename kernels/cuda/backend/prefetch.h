@@ -23,7 +23,7 @@
 #ifndef FT_CUDA_PREFETCH_H
 #define FT_CUDA_PREFETCH_H
 
-#include "cuda/runtime.h"
+#include "cuda_backend.h"
 #include "cuda/nvrtc.h"
 #include "cuda/analysis/sass.h"
 
