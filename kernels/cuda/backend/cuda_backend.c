@@ -459,21 +459,6 @@ static ft_status bind_device_on(int emulated, ft_call *c, int i, void *dptr, ft_
     return FT_OK;
 }
 
-#define FT_MEM_HOOKS(prefix, emulated)                                                             \
-    static ft_status prefix##_mem_alloc(size_t bytes, void **ptr, ft_err *err) {                  \
-        return mem_alloc_on(emulated, bytes, ptr, err);                                            \
-    }                                                                                              \
-    static void prefix##_mem_free(void *ptr) { mem_free_on(emulated, ptr); }                       \
-    static ft_status prefix##_mem_copy(void *dst, const void *src, size_t bytes, int kind,        \
-                                       ft_err *err) {                                              \
-        return mem_copy_on(emulated, dst, src, bytes, kind, err);                                  \
-    }                                                                                              \
-    static ft_status prefix##_bind_device(ft_call *c, int i, void *dptr, ft_err *err) {           \
-        return bind_device_on(emulated, c, i, dptr, err);                                          \
-    }
-FT_MEM_HOOKS(emu, 1)
-FT_MEM_HOOKS(gpu, 0)
-
 /* ---- the backends -------------------------------------------------------------------------- */
 
 /* The op, its configuration (default when cfg is NULL) and the check that it can run c. */
@@ -708,15 +693,6 @@ static ft_status seq_time(void *p, int reps, double *secs, ft_err *err) {
     return s;
 }
 
-static ft_status emu_seq_open(ft_call *const *calls, const ft_config *const *cfgs, int n,
-                              void **seq, char *mode, size_t mode_len, ft_err *err) {
-    return seq_open_on(1, calls, cfgs, n, seq, mode, mode_len, err);
-}
-static ft_status gpu_seq_open(ft_call *const *calls, const ft_config *const *cfgs, int n,
-                              void **seq, char *mode, size_t mode_len, ft_err *err) {
-    return seq_open_on(0, calls, cfgs, n, seq, mode, mode_len, err);
-}
-
 static int supports(const ft_op *op) { return op && ft_cuda_op_of(op) != NULL; }
 
 static const ft_space *space_of(const ft_op *op) {
@@ -831,14 +807,6 @@ static void prefetch_on(int emulated, const ft_call *c, const ft_config *cfgs, i
         for (int k = 0; k < nm && k < 8; k++)
             ft_cuda_pool_add(x->pool, &ms[k]);
     }
-}
-
-static void emu_prefetch(const ft_call *c, const ft_config *cfgs, int n, int jobs) {
-    prefetch_on(1, c, cfgs, n, jobs);
-}
-
-static void gpu_prefetch(const ft_call *c, const ft_config *cfgs, int n, int jobs) {
-    prefetch_on(0, c, cfgs, n, jobs);
 }
 
 /* ---- predicted time ------------------------------------------------------------------------ */
@@ -974,29 +942,57 @@ static ft_status predict_on(int emulated, ft_call *c, const ft_config *cfg, cons
     return FT_OK;
 }
 
-static ft_status emu_predict(ft_call *c, const ft_config *cfg, const char *device,
-                             ft_backend_prediction *out, ft_err *err) {
-    return predict_on(1, c, cfg, device, out, err);
-}
-
-static ft_status gpu_predict(ft_call *c, const ft_config *cfg, const char *device,
-                             ft_backend_prediction *out, ft_err *err) {
-    return predict_on(0, c, cfg, device, out, err);
-}
-
-static int emu_available(char *why, size_t n) {
+static int available_on(int emulated, char *why, size_t n) {
     ft_cuda_ctx *x;
     ft_err err = {0};
-    if (ft_cuda_ctx_get(1, &x, &err) == FT_OK) return 1;
+    if (ft_cuda_ctx_get(emulated, &x, &err) == FT_OK) return 1;
     snprintf(why, n, "%s", err.msg);
     return 0;
 }
-static ft_status emu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
-    return run_on(1, c, cfg, 1, NULL, err);
-}
-static ft_status emu_timed(ft_call *c, const ft_config *cfg, int reps, double *secs, ft_err *err) {
-    return run_on(1, c, cfg, reps, secs, err);
-}
+
+/* The two backends share every function above, told apart by `emulated`; the backend table
+ * takes functions without it, one set per backend. */
+#define FT_CUDA_HOOKS(prefix, emulated)                                                            \
+    static int prefix##_available(char *why, size_t n) { return available_on(emulated, why, n); }  \
+    static ft_status prefix##_run(ft_call *c, const ft_config *cfg, ft_err *err) {                 \
+        return run_on(emulated, c, cfg, 1, NULL, err);                                             \
+    }                                                                                              \
+    static ft_status prefix##_timed(ft_call *c, const ft_config *cfg, int reps, double *secs,      \
+                                    ft_err *err) {                                                 \
+        return run_on(emulated, c, cfg, reps, secs, err);                                          \
+    }                                                                                              \
+    static ft_status prefix##_seq_open(ft_call *const *calls, const ft_config *const *cfgs, int n, \
+                                       void **seq, char *mode, size_t mode_len, ft_err *err) {     \
+        return seq_open_on(emulated, calls, cfgs, n, seq, mode, mode_len, err);                    \
+    }                                                                                              \
+    static void prefix##_prefetch(const ft_call *c, const ft_config *cfgs, int n, int jobs) {      \
+        prefetch_on(emulated, c, cfgs, n, jobs);                                                   \
+    }                                                                                              \
+    static ft_status prefix##_predict(ft_call *c, const ft_config *cfg, const char *device,        \
+                                      ft_backend_prediction *out, ft_err *err) {                   \
+        return predict_on(emulated, c, cfg, device, out, err);                                     \
+    }                                                                                              \
+    static ft_status prefix##_mem_alloc(size_t bytes, void **ptr, ft_err *err) {                   \
+        return mem_alloc_on(emulated, bytes, ptr, err);                                            \
+    }                                                                                              \
+    static void prefix##_mem_free(void *ptr) { mem_free_on(emulated, ptr); }                       \
+    static ft_status prefix##_mem_copy(void *dst, const void *src, size_t bytes, int kind,         \
+                                       ft_err *err) {                                              \
+        return mem_copy_on(emulated, dst, src, bytes, kind, err);                                  \
+    }                                                                                              \
+    static ft_status prefix##_bind_device(ft_call *c, int i, void *dptr, ft_err *err) {            \
+        return bind_device_on(emulated, c, i, dptr, err);                                          \
+    }
+FT_CUDA_HOOKS(emu, 1)
+FT_CUDA_HOOKS(gpu, 0)
+/* The fields of a backend's table that FT_CUDA_HOOKS fills, and those the two share. */
+#define FT_CUDA_HOOK_FIELDS(prefix)                                                                \
+    .dtypes = 3, .supports = supports, .kernel_modules = ft_kc_counts, .seq_time = seq_time,       \
+    .seq_close = seq_close, .available = prefix##_available, .run = prefix##_run,                  \
+    .timed = prefix##_timed, .seq_open = prefix##_seq_open, .prefetch = prefix##_prefetch,         \
+    .predict = prefix##_predict, .mem_alloc = prefix##_mem_alloc, .mem_free = prefix##_mem_free,   \
+    .mem_copy = prefix##_mem_copy, .bind_device = prefix##_bind_device
+
 static const char *emu_clock(void) { return "emulated"; }
 static const char *emu_device(void) {
     ft_cuda_ctx *x;
@@ -1008,39 +1004,12 @@ const ft_backend ft_backend_cuda_emu = {
     .summary = "the CUDA backend's kernels and host code on the SIMT emulator (CPU; checks, "
                "not speed)",
     .built = 1,
-    .dtypes = 3,
-    .available = emu_available,
-    .supports = supports,
     .space = space_of,
-    .run = emu_run,
-    .timed = emu_timed,
     .clock = emu_clock,
     .device = emu_device,
-    .prefetch = emu_prefetch,
-    .kernel_modules = ft_kc_counts,
-    .predict = emu_predict,
-    .seq_open = emu_seq_open,
-    .seq_time = seq_time,
-    .seq_close = seq_close,
-    .mem_alloc = emu_mem_alloc,
-    .mem_free = emu_mem_free,
-    .mem_copy = emu_mem_copy,
-    .bind_device = emu_bind_device,
+    FT_CUDA_HOOK_FIELDS(emu),
 };
 
-static int gpu_available(char *why, size_t n) {
-    ft_cuda_ctx *x;
-    ft_err err = {0};
-    if (ft_cuda_ctx_get(0, &x, &err) == FT_OK) return 1;
-    snprintf(why, n, "%s", err.msg);
-    return 0;
-}
-static ft_status gpu_run(ft_call *c, const ft_config *cfg, ft_err *err) {
-    return run_on(0, c, cfg, 1, NULL, err);
-}
-static ft_status gpu_timed(ft_call *c, const ft_config *cfg, int reps, double *secs, ft_err *err) {
-    return run_on(0, c, cfg, reps, secs, err);
-}
 static const char *gpu_clock(void) {
     ft_cuda_ctx *x;
     return ft_cuda_ctx_get(0, &x, NULL) == FT_OK ? x->clock : "none";
@@ -1183,27 +1152,13 @@ const ft_backend ft_backend_cuda = {
     .summary = "NVIDIA GPUs: kernels compiled at run time by NVRTC, GEMMs by cuBLASLt, timed "
                "with CUPTI",
     .built = FT_HAVE_CUDA,
-    .dtypes = 3,
-    .available = gpu_available,
-    .supports = supports,
     .space = gpu_space_of,
-    .run = gpu_run,
-    .timed = gpu_timed,
     .clock = gpu_clock,
     .device = gpu_device,
     .device_details = gpu_device_details,
     .set_cold = gpu_set_cold,
     .last_kernels = gpu_last_kernels,
     .ceilings = gpu_ceilings,
-    .prefetch = gpu_prefetch,
     .valid_compiles = 1,
-    .kernel_modules = ft_kc_counts,
-    .predict = gpu_predict,
-    .seq_open = gpu_seq_open,
-    .seq_time = seq_time,
-    .seq_close = seq_close,
-    .mem_alloc = gpu_mem_alloc,
-    .mem_free = gpu_mem_free,
-    .mem_copy = gpu_mem_copy,
-    .bind_device = gpu_bind_device,
+    FT_CUDA_HOOK_FIELDS(gpu),
 };
