@@ -10,12 +10,30 @@
 
 /* ---- ring buffers ------------------------------------------------------------------------ */
 
+/* The two rings (points, values) share their bookkeeping: head is where the next element goes,
+ * the oldest is n behind it. */
+static void *ring_alloc(size_t elem, int cap, int *cap_out) {
+    void *p = malloc(elem * (size_t)(cap > 0 ? cap : 1));
+    if (p) *cap_out = cap > 0 ? cap : 1;
+    return p;
+}
+
+/* The slot the next element goes to; the oldest is dropped when the ring is full. */
+static int ring_push_slot(int *head, int *n, int cap) {
+    int slot = *head;
+    *head = (*head + 1) % cap;
+    if (*n < cap) (*n)++;
+    return slot;
+}
+
+/* The slot of the i-th oldest element, or -1. */
+static int ring_slot(int head, int n, int cap, int i) {
+    return i < 0 || i >= n ? -1 : (head - n + i + cap) % cap;
+}
+
 int ft_tui_ring_init(ft_tui_ring *r, int cap) {
     memset(r, 0, sizeof *r);
-    r->p = malloc(sizeof *r->p * (size_t)(cap > 0 ? cap : 1));
-    if (!r->p) return 0;
-    r->cap = cap > 0 ? cap : 1;
-    return 1;
+    return (r->p = ring_alloc(sizeof *r->p, cap, &r->cap)) != NULL;
 }
 
 void ft_tui_ring_free(ft_tui_ring *r) {
@@ -24,23 +42,17 @@ void ft_tui_ring_free(ft_tui_ring *r) {
 }
 
 void ft_tui_ring_push(ft_tui_ring *r, ft_tui_point p) {
-    if (!r->cap) return;
-    r->p[r->head] = p;
-    r->head = (r->head + 1) % r->cap;
-    if (r->n < r->cap) r->n++;
+    if (r->cap) r->p[ring_push_slot(&r->head, &r->n, r->cap)] = p;
 }
 
 const ft_tui_point *ft_tui_ring_at(const ft_tui_ring *r, int i) {
-    if (i < 0 || i >= r->n) return NULL;
-    return &r->p[(r->head - r->n + i + r->cap) % r->cap];
+    int k = ring_slot(r->head, r->n, r->cap, i);
+    return k < 0 ? NULL : &r->p[k];
 }
 
 int ft_tui_vring_init(ft_tui_vring *r, int cap) {
     memset(r, 0, sizeof *r);
-    r->v = malloc(sizeof *r->v * (size_t)(cap > 0 ? cap : 1));
-    if (!r->v) return 0;
-    r->cap = cap > 0 ? cap : 1;
-    return 1;
+    return (r->v = ring_alloc(sizeof *r->v, cap, &r->cap)) != NULL;
 }
 
 void ft_tui_vring_free(ft_tui_vring *r) {
@@ -49,15 +61,12 @@ void ft_tui_vring_free(ft_tui_vring *r) {
 }
 
 void ft_tui_vring_push(ft_tui_vring *r, double v) {
-    if (!r->cap) return;
-    r->v[r->head] = v;
-    r->head = (r->head + 1) % r->cap;
-    if (r->n < r->cap) r->n++;
+    if (r->cap) r->v[ring_push_slot(&r->head, &r->n, r->cap)] = v;
 }
 
 double ft_tui_vring_at(const ft_tui_vring *r, int i) {
-    if (i < 0 || i >= r->n) return NAN;
-    return r->v[(r->head - r->n + i + r->cap) % r->cap];
+    int k = ring_slot(r->head, r->n, r->cap, i);
+    return k < 0 ? NAN : r->v[k];
 }
 
 /* ---- statistics -------------------------------------------------------------------------- */
