@@ -396,18 +396,22 @@ static int nest(parser *p, size_t at) {
     return 0;
 }
 
+/* A prefix operator (unary minus or plus, `not`) at the current token, applied to what
+ * `operand` parses after it. */
+static int p_prefix(parser *p, nkind k, int (*operand)(parser *)) {
+    size_t at = p->tstart;
+    if (nest(p, at) < 0) return -1;
+    next(p);
+    int a = operand(p);
+    p->depth--;
+    int nd = a < 0 ? -1 : new_node(p, k, at);
+    if (nd >= 0) p->nodes[nd].a = a;
+    return nd;
+}
+
 static int p_factor(parser *p) {
-    if (tok_is(p, "-") || tok_is(p, "+")) {
-        size_t at = p->tstart;
-        nkind k = tok_is(p, "-") ? N_NEG : N_POS;
-        if (nest(p, at) < 0) return -1;
-        next(p);
-        int a = p_factor(p);
-        p->depth--;
-        int nd = a < 0 ? -1 : new_node(p, k, at);
-        if (nd >= 0) p->nodes[nd].a = a;
-        return nd;
-    }
+    if (tok_is(p, "-") || tok_is(p, "+"))
+        return p_prefix(p, tok_is(p, "-") ? N_NEG : N_POS, p_factor);
     return p_power(p);
 }
 
@@ -475,16 +479,7 @@ static int p_comparison(parser *p) {
 }
 
 static int p_not(parser *p) {
-    if (tok_word(p, "not")) {
-        size_t at = p->tstart;
-        if (nest(p, at) < 0) return -1;
-        next(p);
-        int a = p_not(p);
-        p->depth--;
-        int nd = a < 0 ? -1 : new_node(p, N_NOT, at);
-        if (nd >= 0) p->nodes[nd].a = a;
-        return nd;
-    }
+    if (tok_word(p, "not")) return p_prefix(p, N_NOT, p_not);
     return p_comparison(p);
 }
 
