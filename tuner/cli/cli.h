@@ -121,6 +121,21 @@ const char *ft_cli_default_preset(const ft_op *op);
 /* The failure for a getopt_long result no command option claims: a missing value or an
  * unknown option (the one before optind), pointing at `flaretune CMD --help`. */
 int ft_cli_bad_option(const char *cmd, int opt, char **argv);
+
+struct option;
+/* What a command does with one getopt_long result: opt its code ('?' or ':' for an unknown
+ * option or a missing value), arg its value (optarg), argv for the option as written (before
+ * optind). Returns an exit code, 0 to go on. */
+typedef int ft_cli_opt_fn(void *ctx, int opt, const char *arg, char **argv);
+/* Every option of argv from the first, by getopt_long over shortopts and opts (getopt printing
+ * nothing), each handed to own(ctx, ...). Returns the first non-zero exit code own returns, else
+ * 0 with optind at the first operand. */
+int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
+                         ft_cli_opt_fn *own, void *ctx);
+/* The same for a command that takes the problem options: those into p (ft_cli_problem_opt, its
+ * messages naming cmd), every other result to own. */
+int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
+                         ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx);
 /* The command's one operand after the options, at optind: a usage failure when it is missing
  * ("CMD: which op? (HINT)") or followed by another. Returns an exit code (0 when exactly one). */
 int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv);
@@ -174,13 +189,11 @@ enum {
     FT_T1_OPT_SEED
 };
 
-struct option;
 /* Parse a --t1 command line into a: the shared options (those of opts) here, every other one by
  * own(ctx, code, optarg, argv), which returns an exit code. An unknown option or an operand is a
  * usage failure naming cmd. Returns an exit code (0: all parsed). */
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
-                    ft_cli_t1_args *a, int (*own)(void *ctx, int opt, const char *arg, char **argv),
-                    void *ctx);
+                    ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx);
 /* A T1 failure as "CMD: message": a usage failure for a bad request (FT_EINVAL), else a failure. */
 int ft_cli_t1_fail(const char *cmd, const ft_err *err);
 /* The configurations a's --config, --all-configs or --sample name (ft_t1_select). Returns an

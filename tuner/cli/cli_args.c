@@ -1,5 +1,6 @@
-/* cli_args.c: the problem options shared by exec, bench and tune, and the set-up of one op from
- * them, so every command reads, checks and reports them alike (see cli.h). */
+/* cli_args.c: the option loop every command runs, the problem options shared by exec, bench and
+ * tune, and the set-up of one op from them, so every command reads, checks and reports them alike
+ * (see cli.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -146,6 +147,37 @@ int ft_cli_bad_option(const char *cmd, int opt, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
     return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
                        argv[optind - 1], cmd);
+}
+
+int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
+                         ft_cli_opt_fn *own, void *ctx) {
+    int o, code;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1)
+        if ((code = own(ctx, o, optarg, argv))) return code;
+    return FT_EXIT_OK;
+}
+
+/* What ft_cli_parse_problem hands each option to. */
+typedef struct {
+    const char *cmd;
+    ft_cli_problem *p;
+    ft_cli_opt_fn *own;
+    void *ctx;
+} problem_parse;
+
+static int problem_or_own(void *ctx, int opt, const char *arg, char **argv) {
+    problem_parse *pp = ctx;
+    int h = ft_cli_problem_opt(pp->p, opt, arg, pp->cmd);
+    if (h < 0) return FT_EXIT_USAGE;
+    return h ? FT_EXIT_OK : pp->own(pp->ctx, opt, arg, argv);
+}
+
+int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
+                         ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx) {
+    problem_parse pp = {cmd, p, own, ctx};
+    return ft_cli_parse_options(argc, argv, "", opts, problem_or_own, &pp);
 }
 
 int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv) {

@@ -34,21 +34,30 @@ static int t1_opt(const char *cmd, ft_cli_t1_args *a, int opt, const char *arg, 
     return FT_EXIT_OK;
 }
 
+/* What ft_cli_t1_parse hands each option to. */
+typedef struct {
+    const char *cmd;
+    ft_cli_t1_args *a;
+    ft_cli_opt_fn *own;
+    void *ctx;
+} t1_parse;
+
+static int t1_or_own(void *ctx, int o, const char *arg, char **argv) {
+    t1_parse *tp = ctx;
+    if (o == '?' || o == ':')
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)", tp->cmd,
+                           argv[optind - 1], tp->cmd);
+    int shared, code;
+    if ((code = t1_opt(tp->cmd, tp->a, o, arg, &shared))) return code;
+    return shared ? FT_EXIT_OK : tp->own(tp->ctx, o, arg, argv);
+}
+
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
-                    ft_cli_t1_args *a, int (*own)(void *ctx, int opt, const char *arg, char **argv),
-                    void *ctx) {
-    int o, code;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (o == '?' || o == ':')
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)",
-                               cmd, argv[optind - 1], cmd);
-        int shared;
-        if ((code = t1_opt(cmd, a, o, optarg, &shared))) return code;
-        if (!shared && (code = own(ctx, o, optarg, argv))) return code;
-    }
+                    ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx) {
+    t1_parse tp = {cmd, a, own, ctx};
+    int code = ft_cli_parse_options(argc, argv, "", opts, t1_or_own, &tp);
+    if (code) return code;
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: unexpected argument '%s' with --t1", cmd,
                            argv[optind]);
