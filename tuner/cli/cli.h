@@ -132,8 +132,15 @@ typedef int ft_cli_opt_fn(void *ctx, int opt, const char *arg, char **argv);
  * 0 with optind at the first operand. */
 int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
                          ft_cli_opt_fn *own, void *ctx);
-/* The same for a command that takes the problem options: those into p (ft_cli_problem_opt, its
- * messages naming cmd), every other result to own. */
+/* Options that several commands' tables hold (the problem options, those of --t1): take sets
+ * *taken when opt is one of them, and returns an exit code (messages naming cmd). */
+typedef int ft_cli_shared_fn(const char *cmd, void *shared, int opt, const char *arg, char **argv,
+                             int *taken);
+/* ft_cli_parse_options without short options, each result offered to take(cmd, shared, ...)
+ * first: own has those it does not take. */
+int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,
+                        ft_cli_shared_fn *take, void *shared, ft_cli_opt_fn *own, void *ctx);
+/* The same with the problem options into p (ft_cli_problem_opt). */
 int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
                          ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx);
 /* The command's one operand after the options, at optind: a usage failure when it is missing

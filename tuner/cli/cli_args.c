@@ -159,25 +159,37 @@ int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const str
     return FT_EXIT_OK;
 }
 
-/* What ft_cli_parse_problem hands each option to. */
+/* What ft_cli_parse_shared hands each option to. */
 typedef struct {
     const char *cmd;
-    ft_cli_problem *p;
+    ft_cli_shared_fn *take;
+    void *shared;
     ft_cli_opt_fn *own;
     void *ctx;
-} problem_parse;
+} shared_parse;
 
-static int problem_or_own(void *ctx, int opt, const char *arg, char **argv) {
-    problem_parse *pp = ctx;
-    int h = ft_cli_problem_opt(pp->p, opt, arg, pp->cmd);
-    if (h < 0) return FT_EXIT_USAGE;
-    return h ? FT_EXIT_OK : pp->own(pp->ctx, opt, arg, argv);
+static int shared_or_own(void *ctx, int opt, const char *arg, char **argv) {
+    shared_parse *sp = ctx;
+    int taken = 0, code = sp->take(sp->cmd, sp->shared, opt, arg, argv, &taken);
+    return code || taken ? code : sp->own(sp->ctx, opt, arg, argv);
+}
+
+int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,
+                        ft_cli_shared_fn *take, void *shared, ft_cli_opt_fn *own, void *ctx) {
+    shared_parse sp = {cmd, take, shared, own, ctx};
+    return ft_cli_parse_options(argc, argv, "", opts, shared_or_own, &sp);
+}
+
+static int problem_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
+                        int *taken) {
+    (void)argv;
+    *taken = ft_cli_problem_opt(shared, opt, arg, cmd);
+    return *taken < 0 ? FT_EXIT_USAGE : FT_EXIT_OK;
 }
 
 int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
                          ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx) {
-    problem_parse pp = {cmd, p, own, ctx};
-    return ft_cli_parse_options(argc, argv, "", opts, problem_or_own, &pp);
+    return ft_cli_parse_shared(cmd, argc, argv, opts, problem_take, p, own, ctx);
 }
 
 int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv) {

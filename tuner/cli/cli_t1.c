@@ -5,11 +5,19 @@
 
 #include "cli.h"
 
-/* One shared option into a: *handled says whether opt is one. Returns an exit code. */
-static int t1_opt(const char *cmd, ft_cli_t1_args *a, int opt, const char *arg, int *handled) {
+/* One shared option into the ft_cli_t1_args at shared (ft_cli_shared_fn): an unknown option or a
+ * missing value is a failure here too. */
+static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
+                   int *taken) {
+    ft_cli_t1_args *a = shared;
     char *end = NULL;
-    *handled = 1;
+    *taken = 1;
     switch (opt) {
+    case '?':
+    case ':':
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)", cmd,
+                           argv[optind - 1], cmd);
     case FT_T1_OPT_T1: a->path = arg; break;
     case FT_T1_OPT_KFILE: a->kfile = arg; break;
     case FT_T1_OPT_CONFIG: a->config = arg; break;
@@ -29,34 +37,14 @@ static int t1_opt(const char *cmd, ft_cli_t1_args *a, int opt, const char *arg, 
         a->seed = strtoull(arg, &end, 10);
         if (!*arg || *end) return ft_cli_fail(FT_EXIT_USAGE, "%s: --seed takes a number", cmd);
         break;
-    default: *handled = 0;
+    default: *taken = 0;
     }
     return FT_EXIT_OK;
 }
 
-/* What ft_cli_t1_parse hands each option to. */
-typedef struct {
-    const char *cmd;
-    ft_cli_t1_args *a;
-    ft_cli_opt_fn *own;
-    void *ctx;
-} t1_parse;
-
-static int t1_or_own(void *ctx, int o, const char *arg, char **argv) {
-    t1_parse *tp = ctx;
-    if (o == '?' || o == ':')
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)", tp->cmd,
-                           argv[optind - 1], tp->cmd);
-    int shared, code;
-    if ((code = t1_opt(tp->cmd, tp->a, o, arg, &shared))) return code;
-    return shared ? FT_EXIT_OK : tp->own(tp->ctx, o, arg, argv);
-}
-
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
                     ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx) {
-    t1_parse tp = {cmd, a, own, ctx};
-    int code = ft_cli_parse_options(argc, argv, "", opts, t1_or_own, &tp);
+    int code = ft_cli_parse_shared(cmd, argc, argv, opts, t1_take, a, own, ctx);
     if (code) return code;
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: unexpected argument '%s' with --t1", cmd,
