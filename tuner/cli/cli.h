@@ -196,6 +196,22 @@ enum {
     FT_T1_OPT_SEED
 };
 
+/* The rows of the shared options in a command's table: the kernel (--t1, --kernel-file), the
+ * kernel's arguments (--arg), and which configurations (--config, --all-configs, --sample,
+ * --seed). */
+#define FT_CLI_T1_KERNEL_OPTIONS                                                                   \
+    {"t1", required_argument, NULL, FT_T1_OPT_T1}, {                                               \
+        "kernel-file", required_argument, NULL, FT_T1_OPT_KFILE                                    \
+    }
+#define FT_CLI_T1_ARG_OPTION                                                                       \
+    { "arg", required_argument, NULL, FT_T1_OPT_ARG }
+#define FT_CLI_T1_SELECT_OPTIONS                                                                   \
+    {"config", required_argument, NULL, FT_T1_OPT_CONFIG},                                         \
+        {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},                                         \
+        {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE}, {                                   \
+        "seed", required_argument, NULL, FT_T1_OPT_SEED                                            \
+    }
+
 /* Parse a --t1 command line into a: the shared options (those of opts) here, every other one by
  * own(ctx, code, optarg, argv), which returns an exit code. An unknown option or an operand is a
  * usage failure naming cmd. Returns an exit code (0: all parsed). */
