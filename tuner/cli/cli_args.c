@@ -75,10 +75,15 @@ int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c) {
     return FT_EXIT_OK;
 }
 
-int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
+/* arg read as a number into *v: whether all of it is one, and above 0. */
+static int positive(const char *arg, double *v) {
     char *end;
-    mo->max_time_s = strtod(arg, &end);
-    if (*end || !(mo->max_time_s > 0))
+    *v = strtod(arg, &end);
+    return !*end && *v > 0;
+}
+
+int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
+    if (!positive(arg, &mo->max_time_s))
         return ft_cli_fail(FT_EXIT_USAGE, "%s: --max-time expects seconds > 0", cmd);
     if (mo->min_time_s > mo->max_time_s) mo->min_time_s = mo->max_time_s;
     return FT_EXIT_OK;
@@ -93,9 +98,7 @@ int ft_cli_max_lost(ft_measure_opts *mo, const char *arg, const char *cmd) {
 }
 
 int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd) {
-    char *end;
-    mo->max_noise = strtod(arg, &end);
-    if (*end || !(mo->max_noise > 0))
+    if (!positive(arg, &mo->max_noise))
         return ft_cli_fail(FT_EXIT_USAGE, "%s: --noise expects a fraction > 0", cmd);
     return FT_EXIT_OK;
 }
