@@ -212,6 +212,8 @@ enum {
         "seed", required_argument, NULL, FT_T1_OPT_SEED                                            \
     }
 
+/* Whether the arguments after the command name hold --t1 (the command is then the --t1 one). */
+int ft_cli_names_t1(int argc, char **argv);
 /* Parse a --t1 command line into a: the shared options (those of opts) here, every other one by
  * own(ctx, code, optarg, argv), which returns an exit code. An unknown option or an operand is a
  * usage failure naming cmd. Returns an exit code (0: all parsed). */

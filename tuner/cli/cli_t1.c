@@ -2,6 +2,7 @@
  * `tune --t1` (see cli.h), so each reads, checks and reports the shared options alike. */
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -40,6 +41,12 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char
     default: *taken = 0;
     }
     return FT_EXIT_OK;
+}
+
+int ft_cli_names_t1(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0) return 1;
+    return 0;
 }
 
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,

@@ -884,9 +884,7 @@ static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compil
 #endif
 
 static int run(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
-            return ft_cli_compile_t1(argc, argv);
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_compile_t1(argc, argv);
     compile_args a;
     compile_problem pr;
     const ft_gpu_spec *dev = NULL;

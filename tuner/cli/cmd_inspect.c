@@ -517,9 +517,7 @@ static int run(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
-            return ft_cli_inspect_t1(argc, argv);
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_inspect_t1(argc, argv);
     inspect_args a;
     int code = parse(argc, argv, &a);
     if (code) return code;

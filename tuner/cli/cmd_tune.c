@@ -1229,9 +1229,7 @@ static void on_candidate_timeout(int sig) {
 }
 
 static int run(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
-            return ft_cli_tune_t1(argc, argv);
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_tune_t1(argc, argv);
     tune_args a;
     static row rows[16 * 32];
     int code = tune_parse(argc, argv, &a);
