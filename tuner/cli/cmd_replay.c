@@ -1060,8 +1060,7 @@ static int replay_opt(void *ctx, int o, const char *arg, char **argv) {
     case O_WARM: ro->warm = arg; break;
     case O_EXPORT: ro->export_path = arg; break;
     case O_ORDERINGS:
-        if (parse_int(arg, "--orderings", 1, MAX_SEEDS, &ro->orderings))
-            return FT_EXIT_USAGE;
+        if (parse_int(arg, "--orderings", 1, MAX_SEEDS, &ro->orderings)) return FT_EXIT_USAGE;
         break;
     case O_TRACE: ro->trace = 1; break;
     case O_OPT: {

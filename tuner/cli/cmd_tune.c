@@ -658,8 +658,8 @@ static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
     }
     case O_PREDICT:
         if (strcmp(arg, "off") != 0 && !ft_gpu_spec_find(arg))
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --predict: unknown GPU '%s' (%s, or off)",
-                               arg, ft_gpu_spec_names());
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --predict: unknown GPU '%s' (%s, or off)", arg,
+                               ft_gpu_spec_names());
         a->predict = arg;
         break;
     case O_PRUNE: return parse_prune(arg, &to->prune_predicted);
@@ -686,9 +686,8 @@ static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
         errno = 0;
         to->patience = (int)strtol(arg, &end, 10);
         if (end == arg || *end || errno || to->patience < 1 || to->patience > 1000000)
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --patience expects a positive integer, got "
-                                              "'%s'",
-                               arg);
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: --patience expects a positive integer, got '%s'", arg);
         break;
     case O_COLD: to->warm = 0; break;
     case O_WARMLOG: to->warm_log = arg; break;
