@@ -226,9 +226,12 @@ int ft_cli_t1_fail(const char *cmd, const ft_err *err);
 int ft_cli_t1_select(const char *cmd, const ft_t1 *t, const ft_cli_t1_args *a, ft_config **cfgs,
                      int64_t *n);
 
-/* ---- a kernel's SASS instruction mix (cli_sass.c) ------------------------------------------- */
+/* ---- JSON on standard output (cli_json.c) and a kernel's SASS instruction mix (cli_sass.c) --- */
 
 #include <jansson.h>
+
+/* doc on standard output, indented by 2, and a newline; doc released. */
+void ft_cli_print_json(json_t *doc);
 
 #include "cuda/sass.h"
 

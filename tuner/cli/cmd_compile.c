@@ -340,9 +340,7 @@ static int list_ops(int json) {
         json_t *a = json_array();
         for (int i = 0; i < ft_op_count(); i++)
             if (ft_op_at(i)->cuda) json_array_append_new(a, json_string(ft_op_at(i)->name));
-        json_dumpf(a, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(a);
+        ft_cli_print_json(a);
         return FT_EXIT_OK;
     }
     for (int i = 0; i < ft_op_count(); i++)
@@ -376,9 +374,7 @@ static int list_devices(int json) {
                s->mem_bw / 1e12, s->bf16_flops / 1e12);
     }
     if (json) {
-        json_dumpf(a, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(a);
+        ft_cli_print_json(a);
     }
     return FT_EXIT_OK;
 }
@@ -843,9 +839,7 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
         json_object_set_new(root, "compile_seconds", json_real(st.seconds));
         json_object_set_new(root, "sass_seconds", a->no_sass ? json_null() : json_real(st.sass_s));
         json_object_set_new(root, "compiles", compiles_json(W));
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
     } else {
         printf("\n%d configuration%s", nes, nes == 1 ? "" : "s");
         if (W->skipped) printf(" (%d more ruled out by the space's constraints)", W->skipped);

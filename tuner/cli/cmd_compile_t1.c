@@ -133,9 +133,7 @@ int ft_cli_compile_t1(int argc, char **argv) {
         json_t *doc = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:i, s:f}", "kernel", t->kernel_name, "arch", arch,
                                 "device", g ? g->name : "", "configs", rows, "ok", ok, "pruned", pruned, "failed",
                                 failed, "seconds", secs);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(doc);
+        ft_cli_print_json(doc);
     } else {
         json_decref(rows);
         printf("%lld configurations: %d ok, %d pruned, %d failed to compile; %.1f s\n", (long long)n, ok, pruned,

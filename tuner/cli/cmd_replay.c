@@ -1131,16 +1131,12 @@ static int replay_logs(const char *path, char (*logs)[FT_EVENTLOG_PATH_MAX], int
         if (one && many) {
             json_array_append_new(many, one);
         } else if (one) {
-            json_dumpf(one, stdout, JSON_INDENT(2));
-            fputc('\n', stdout);
-            json_decref(one);
+            ft_cli_print_json(one);
         }
     }
     if (many) {
         json_t *root = json_pack("{s:s, s:o}", "log", path, "logs", many);
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
     }
     return FT_EXIT_OK;
 }

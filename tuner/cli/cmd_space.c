@@ -243,9 +243,7 @@ static int run(int argc, char **argv) {
                                  "constraints", cons, "size", (json_int_t)total, "valid",
                                  (json_int_t)valid, "default", ft_config_to_json(s, &def));
         json_object_set_new(root, "attrs", ft_attrs_to_json(&c));
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
         return FT_EXIT_OK;
     }
     printf("%s on %s\n", op->name, be->name);
