@@ -121,6 +121,28 @@ const char *ft_cli_default_preset(const ft_op *op);
 /* The failure for a getopt_long result no command option claims: a missing value or an
  * unknown option (the one before optind), pointing at `flaretune CMD --help`. */
 int ft_cli_bad_option(const char *cmd, int opt, char **argv);
+
+struct option;
+/* What a command does with one getopt_long result: opt its code ('?' or ':' for an unknown
+ * option or a missing value), arg its value (optarg), argv for the option as written (before
+ * optind). Returns an exit code, 0 to go on. */
+typedef int ft_cli_opt_fn(void *ctx, int opt, const char *arg, char **argv);
+/* Every option of argv from the first, by getopt_long over shortopts and opts (getopt printing
+ * nothing), each handed to own(ctx, ...). Returns the first non-zero exit code own returns, else
+ * 0 with optind at the first operand. */
+int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
+                         ft_cli_opt_fn *own, void *ctx);
+/* Options that several commands' tables hold (the problem options, those of --t1): take sets
+ * *taken when opt is one of them, and returns an exit code (messages naming cmd). */
+typedef int ft_cli_shared_fn(const char *cmd, void *shared, int opt, const char *arg, char **argv,
+                             int *taken);
+/* ft_cli_parse_options without short options, each result offered to take(cmd, shared, ...)
+ * first: own has those it does not take. */
+int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,
+                        ft_cli_shared_fn *take, void *shared, ft_cli_opt_fn *own, void *ctx);
+/* The same with the problem options into p (ft_cli_problem_opt). */
+int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
+                         ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx);
 /* The command's one operand after the options, at optind: a usage failure when it is missing
  * ("CMD: which op? (HINT)") or followed by another. Returns an exit code (0 when exactly one). */
 int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv);
@@ -174,13 +196,29 @@ enum {
     FT_T1_OPT_SEED
 };
 
-struct option;
+/* The rows of the shared options in a command's table: the kernel (--t1, --kernel-file), the
+ * kernel's arguments (--arg), and which configurations (--config, --all-configs, --sample,
+ * --seed). */
+#define FT_CLI_T1_KERNEL_OPTIONS                                                                   \
+    {"t1", required_argument, NULL, FT_T1_OPT_T1}, {                                               \
+        "kernel-file", required_argument, NULL, FT_T1_OPT_KFILE                                    \
+    }
+#define FT_CLI_T1_ARG_OPTION                                                                       \
+    { "arg", required_argument, NULL, FT_T1_OPT_ARG }
+#define FT_CLI_T1_SELECT_OPTIONS                                                                   \
+    {"config", required_argument, NULL, FT_T1_OPT_CONFIG},                                         \
+        {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},                                         \
+        {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE}, {                                   \
+        "seed", required_argument, NULL, FT_T1_OPT_SEED                                            \
+    }
+
+/* Whether the arguments after the command name hold --t1 (the command is then the --t1 one). */
+int ft_cli_names_t1(int argc, char **argv);
 /* Parse a --t1 command line into a: the shared options (those of opts) here, every other one by
  * own(ctx, code, optarg, argv), which returns an exit code. An unknown option or an operand is a
  * usage failure naming cmd. Returns an exit code (0: all parsed). */
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
-                    ft_cli_t1_args *a, int (*own)(void *ctx, int opt, const char *arg, char **argv),
-                    void *ctx);
+                    ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx);
 /* A T1 failure as "CMD: message": a usage failure for a bad request (FT_EINVAL), else a failure. */
 int ft_cli_t1_fail(const char *cmd, const ft_err *err);
 /* The configurations a's --config, --all-configs or --sample name (ft_t1_select). Returns an
@@ -188,9 +226,12 @@ int ft_cli_t1_fail(const char *cmd, const ft_err *err);
 int ft_cli_t1_select(const char *cmd, const ft_t1 *t, const ft_cli_t1_args *a, ft_config **cfgs,
                      int64_t *n);
 
-/* ---- a kernel's SASS instruction mix (cli_sass.c) ------------------------------------------- */
+/* ---- JSON on standard output (cli_json.c) and a kernel's SASS instruction mix (cli_sass.c) --- */
 
 #include <jansson.h>
+
+/* doc on standard output, indented by 2, and a newline; doc released. */
+void ft_cli_print_json(json_t *doc);
 
 #include "cuda/analysis/sass.h"
 

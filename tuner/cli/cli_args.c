@@ -1,5 +1,6 @@
-/* cli_args.c: the problem options shared by exec, bench and tune, and the set-up of one op from
- * them, so every command reads, checks and reports them alike (see cli.h). */
+/* cli_args.c: the option loop every command runs, the problem options shared by exec, bench and
+ * tune, and the set-up of one op from them, so every command reads, checks and reports them alike
+ * (see cli.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -74,10 +75,15 @@ int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c) {
     return FT_EXIT_OK;
 }
 
-int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
+/* arg read as a number into *v: whether all of it is one, and above 0. */
+static int positive(const char *arg, double *v) {
     char *end;
-    mo->max_time_s = strtod(arg, &end);
-    if (*end || !(mo->max_time_s > 0))
+    *v = strtod(arg, &end);
+    return !*end && *v > 0;
+}
+
+int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
+    if (!positive(arg, &mo->max_time_s))
         return ft_cli_fail(FT_EXIT_USAGE, "%s: --max-time expects seconds > 0", cmd);
     if (mo->min_time_s > mo->max_time_s) mo->min_time_s = mo->max_time_s;
     return FT_EXIT_OK;
@@ -92,9 +98,7 @@ int ft_cli_max_lost(ft_measure_opts *mo, const char *arg, const char *cmd) {
 }
 
 int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd) {
-    char *end;
-    mo->max_noise = strtod(arg, &end);
-    if (*end || !(mo->max_noise > 0))
+    if (!positive(arg, &mo->max_noise))
         return ft_cli_fail(FT_EXIT_USAGE, "%s: --noise expects a fraction > 0", cmd);
     return FT_EXIT_OK;
 }
@@ -146,6 +150,49 @@ int ft_cli_bad_option(const char *cmd, int opt, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
     return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
                        argv[optind - 1], cmd);
+}
+
+int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
+                         ft_cli_opt_fn *own, void *ctx) {
+    int o, code;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1)
+        if ((code = own(ctx, o, optarg, argv))) return code;
+    return FT_EXIT_OK;
+}
+
+/* What ft_cli_parse_shared hands each option to. */
+typedef struct {
+    const char *cmd;
+    ft_cli_shared_fn *take;
+    void *shared;
+    ft_cli_opt_fn *own;
+    void *ctx;
+} shared_parse;
+
+static int shared_or_own(void *ctx, int opt, const char *arg, char **argv) {
+    shared_parse *sp = ctx;
+    int taken = 0, code = sp->take(sp->cmd, sp->shared, opt, arg, argv, &taken);
+    return code || taken ? code : sp->own(sp->ctx, opt, arg, argv);
+}
+
+int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,
+                        ft_cli_shared_fn *take, void *shared, ft_cli_opt_fn *own, void *ctx) {
+    shared_parse sp = {cmd, take, shared, own, ctx};
+    return ft_cli_parse_options(argc, argv, "", opts, shared_or_own, &sp);
+}
+
+static int problem_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
+                        int *taken) {
+    (void)argv;
+    *taken = ft_cli_problem_opt(shared, opt, arg, cmd);
+    return *taken < 0 ? FT_EXIT_USAGE : FT_EXIT_OK;
+}
+
+int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
+                         ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx) {
+    return ft_cli_parse_shared(cmd, argc, argv, opts, problem_take, p, own, ctx);
 }
 
 int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv) {

@@ -2,14 +2,23 @@
  * `tune --t1` (see cli.h), so each reads, checks and reports the shared options alike. */
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
-/* One shared option into a: *handled says whether opt is one. Returns an exit code. */
-static int t1_opt(const char *cmd, ft_cli_t1_args *a, int opt, const char *arg, int *handled) {
+/* One shared option into the ft_cli_t1_args at shared (ft_cli_shared_fn): an unknown option or a
+ * missing value is a failure here too. */
+static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
+                   int *taken) {
+    ft_cli_t1_args *a = shared;
     char *end = NULL;
-    *handled = 1;
+    *taken = 1;
     switch (opt) {
+    case '?':
+    case ':':
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)", cmd,
+                           argv[optind - 1], cmd);
     case FT_T1_OPT_T1: a->path = arg; break;
     case FT_T1_OPT_KFILE: a->kfile = arg; break;
     case FT_T1_OPT_CONFIG: a->config = arg; break;
@@ -29,26 +38,21 @@ static int t1_opt(const char *cmd, ft_cli_t1_args *a, int opt, const char *arg, 
         a->seed = strtoull(arg, &end, 10);
         if (!*arg || *end) return ft_cli_fail(FT_EXIT_USAGE, "%s: --seed takes a number", cmd);
         break;
-    default: *handled = 0;
+    default: *taken = 0;
     }
     return FT_EXIT_OK;
 }
 
+int ft_cli_names_t1(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0) return 1;
+    return 0;
+}
+
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
-                    ft_cli_t1_args *a, int (*own)(void *ctx, int opt, const char *arg, char **argv),
-                    void *ctx) {
-    int o, code;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (o == '?' || o == ':')
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)",
-                               cmd, argv[optind - 1], cmd);
-        int shared;
-        if ((code = t1_opt(cmd, a, o, optarg, &shared))) return code;
-        if (!shared && (code = own(ctx, o, optarg, argv))) return code;
-    }
+                    ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx) {
+    int code = ft_cli_parse_shared(cmd, argc, argv, opts, t1_take, a, own, ctx);
+    if (code) return code;
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: unexpected argument '%s' with --t1", cmd,
                            argv[optind]);

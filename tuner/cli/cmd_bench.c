@@ -137,8 +137,24 @@ typedef struct {
  * whose fraction comes out above 1 measures them again anyway. */
 #define FT_BENCH_CEILINGS_MAX_AGE_DAYS 7
 
+enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST, O_FRESH };
+
+/* One option of bench's own (not a problem option). Returns an exit code, 0 when taken. */
+static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
+    bench_args *a = ctx;
+    switch (o) {
+    case O_COLD: a->cold = 1; break;
+    case O_JSON: a->json = 1; break;
+    case O_MAXTIME: return ft_cli_max_time(&a->mo, arg, "bench");
+    case O_NOISE: return ft_cli_noise(&a->mo, arg, "bench");
+    case O_MAXLOST: return ft_cli_max_lost(&a->mo, arg, "bench");
+    case O_FRESH: a->fresh_ceilings = 1; break;
+    default: return ft_cli_bad_option("bench", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
 static int bench_parse(int argc, char **argv, bench_args *a) {
-    enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST, O_FRESH };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
         {"cold", no_argument, NULL, O_COLD},
@@ -152,25 +168,8 @@ static int bench_parse(int argc, char **argv, bench_args *a) {
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     ft_measure_defaults(&a->mo);
-    int o, code = FT_EXIT_OK;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&a->prob, o, optarg, "bench");
-        if (h < 0) return FT_EXIT_USAGE;
-        if (h) continue;
-        switch (o) {
-        case O_COLD: a->cold = 1; break;
-        case O_JSON: a->json = 1; break;
-        case O_MAXTIME: code = ft_cli_max_time(&a->mo, optarg, "bench"); break;
-        case O_NOISE: code = ft_cli_noise(&a->mo, optarg, "bench"); break;
-        case O_MAXLOST: code = ft_cli_max_lost(&a->mo, optarg, "bench"); break;
-        case O_FRESH: a->fresh_ceilings = 1; break;
-        default: return ft_cli_bad_option("bench", o, argv);
-        }
-        if (code) return code;
-    }
-    code = ft_cli_one_operand("bench", "see `flaretune list ops`", argc, argv);
+    int code = ft_cli_parse_problem("bench", argc, argv, opts, &a->prob, bench_opt, a);
+    if (!code) code = ft_cli_one_operand("bench", "see `flaretune list ops`", argc, argv);
     if (!code) a->op = argv[optind];
     return code;
 }

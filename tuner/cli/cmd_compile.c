@@ -340,9 +340,7 @@ static int list_ops(int json) {
         json_t *a = json_array();
         for (int i = 0; i < ft_op_count(); i++)
             if (ft_op_at(i)->cuda) json_array_append_new(a, json_string(ft_op_at(i)->name));
-        json_dumpf(a, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(a);
+        ft_cli_print_json(a);
         return FT_EXIT_OK;
     }
     for (int i = 0; i < ft_op_count(); i++)
@@ -376,9 +374,7 @@ static int list_devices(int json) {
                s->mem_bw / 1e12, s->bf16_flops / 1e12);
     }
     if (json) {
-        json_dumpf(a, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(a);
+        ft_cli_print_json(a);
     }
     return FT_EXIT_OK;
 }
@@ -423,11 +419,12 @@ typedef struct {
 } compile_args;
 
 /* One option of compile's own (not a problem option). Returns an exit code, 0 when taken. */
-static int compile_opt(compile_args *a, int o, char **argv) {
+static int compile_opt(void *ctx, int o, const char *arg, char **argv) {
+    compile_args *a = ctx;
     switch (o) {
     case O_JSON: a->json = 1; break;
-    case O_ARCH: a->arch = optarg; break;
-    case O_DEVICE: a->devname = optarg; break;
+    case O_ARCH: a->arch = arg; break;
+    case O_DEVICE: a->devname = arg; break;
     case O_ALL: a->all = 1; break;
     case O_NO_SASS: a->no_sass = 1; break;
     case O_VERBOSE: a->verbose = 1; break;
@@ -435,23 +432,23 @@ static int compile_opt(compile_args *a, int o, char **argv) {
     case O_LIST_DEVICES: a->ldevs = 1; break;
     case O_JOBS: {
         char *end;
-        a->njobs = strtol(optarg, &end, 10);
-        if (end == optarg || *end || a->njobs < 1 || a->njobs > 16)
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: --jobs expects 1 to 16, got '%s'", optarg);
+        a->njobs = strtol(arg, &end, 10);
+        if (end == arg || *end || a->njobs < 1 || a->njobs > 16)
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --jobs expects 1 to 16, got '%s'", arg);
         break;
     }
-    case O_SOURCE: a->source = optarg; break;
+    case O_SOURCE: a->source = arg; break;
     case O_DEFINE:
         if (a->ndefines == FT_CUDA_MAX_DEFINES)
             return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --define", FT_CUDA_MAX_DEFINES);
-        if (strlen(optarg) >= sizeof((ft_cuda_module_spec *)0)->defines[0])
-            return ft_cli_fail(FT_EXIT_USAGE, "compile: --define '%s' is too long", optarg);
-        a->defines[a->ndefines++] = optarg;
+        if (strlen(arg) >= sizeof((ft_cuda_module_spec *)0)->defines[0])
+            return ft_cli_fail(FT_EXIT_USAGE, "compile: --define '%s' is too long", arg);
+        a->defines[a->ndefines++] = arg;
         break;
     case O_KERNEL:
         if (a->nkargs == MAX_KERNEL_ARGS || a->nkargs == FT_CUDA_MAX_KERNELS)
             return ft_cli_fail(FT_EXIT_USAGE, "compile: at most %d --kernel", FT_CUDA_MAX_KERNELS);
-        a->kargs[a->nkargs++] = optarg;
+        a->kargs[a->nkargs++] = arg;
         break;
     default: return ft_cli_bad_option("compile", o, argv);
     }
@@ -479,14 +476,8 @@ static int compile_parse(int argc, char **argv, compile_args *a) {
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     a->njobs = sysconf(_SC_NPROCESSORS_ONLN);
-    int o, code;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&a->prob, o, optarg, "compile");
-        if (h < 0) return FT_EXIT_USAGE;
-        if (!h && (code = compile_opt(a, o, argv))) return code;
-    }
+    int code = ft_cli_parse_problem("compile", argc, argv, opts, &a->prob, compile_opt, a);
+    if (code) return code;
     if (a->njobs < 1) a->njobs = 1;
     if (a->njobs > 16) a->njobs = 16;
     return FT_EXIT_OK;
@@ -848,9 +839,7 @@ static void report(const compile_args *a, const ft_gpu_spec *dev, const compile_
         json_object_set_new(root, "compile_seconds", json_real(st.seconds));
         json_object_set_new(root, "sass_seconds", a->no_sass ? json_null() : json_real(st.sass_s));
         json_object_set_new(root, "compiles", compiles_json(W));
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
     } else {
         printf("\n%d configuration%s", nes, nes == 1 ? "" : "s");
         if (W->skipped) printf(" (%d more ruled out by the space's constraints)", W->skipped);
@@ -889,9 +878,7 @@ static int compile_modules(const compile_args *a, const ft_gpu_spec *dev, compil
 #endif
 
 static int run(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
-            return ft_cli_compile_t1(argc, argv);
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_compile_t1(argc, argv);
     compile_args a;
     compile_problem pr;
     const ft_gpu_spec *dev = NULL;

@@ -43,14 +43,10 @@ static int compile_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_compile_t1(int argc, char **argv) {
-    static const struct option opts[] = {{"t1", required_argument, NULL, FT_T1_OPT_T1},
-                                         {"kernel-file", required_argument, NULL, FT_T1_OPT_KFILE},
+    static const struct option opts[] = {FT_CLI_T1_KERNEL_OPTIONS,
                                          {"arch", required_argument, NULL, O_ARCH},
                                          {"device", required_argument, NULL, O_DEVICE},
-                                         {"config", required_argument, NULL, FT_T1_OPT_CONFIG},
-                                         {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},
-                                         {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE},
-                                         {"seed", required_argument, NULL, FT_T1_OPT_SEED},
+                                         FT_CLI_T1_SELECT_OPTIONS,
                                          {"json", no_argument, NULL, O_JSON},
                                          {NULL, 0, NULL, 0}};
     ft_cli_t1_args a = {.seed = 1};
@@ -137,9 +133,7 @@ int ft_cli_compile_t1(int argc, char **argv) {
         json_t *doc = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:i, s:f}", "kernel", t->kernel_name, "arch", arch,
                                 "device", g ? g->name : "", "configs", rows, "ok", ok, "pruned", pruned, "failed",
                                 failed, "seconds", secs);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(doc);
+        ft_cli_print_json(doc);
     } else {
         json_decref(rows);
         printf("%lld configurations: %d ok, %d pruned, %d failed to compile; %.1f s\n", (long long)n, ok, pruned,

@@ -46,41 +46,50 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+enum { O_FORMAT = 1, O_BACKEND, O_DEVICE, O_PREFIX };
+
+/* The command line of one emit. */
+typedef struct {
+    ft_emit_opts eo;
+    const char *out, *format;
+} emit_args;
+
+static int emit_opt(void *ctx, int o, const char *arg, char **argv) {
+    emit_args *a = ctx;
+    switch (o) {
+    case 'o': a->out = arg; break;
+    case O_FORMAT: a->format = arg; break;
+    case O_BACKEND: a->eo.backend = arg; break;
+    case O_DEVICE: a->eo.device = arg; break;
+    case O_PREFIX: a->eo.prefix = arg; break;
+    default:
+        if (optopt == 'o' || (optopt >= O_FORMAT && optopt <= O_PREFIX))
+            return ft_cli_fail(FT_EXIT_USAGE, "emit: %s needs a value", argv[optind - 1]);
+        return ft_cli_fail(FT_EXIT_USAGE, "emit: unknown option '%s' (see `flaretune emit --help`)",
+                           argv[optind - 1]);
+    }
+    return FT_EXIT_OK;
+}
+
 static int run(int argc, char **argv) {
-    enum { O_FORMAT = 1, O_BACKEND, O_DEVICE, O_PREFIX };
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"format", required_argument, NULL, O_FORMAT},
                                          {"backend", required_argument, NULL, O_BACKEND},
                                          {"device", required_argument, NULL, O_DEVICE},
                                          {"prefix", required_argument, NULL, O_PREFIX},
                                          {NULL, 0, NULL, 0}};
-    ft_emit_opts eo = {FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL};
-    const char *out = NULL, *format = "c-header";
-    int o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-        switch (o) {
-        case 'o': out = optarg; break;
-        case O_FORMAT: format = optarg; break;
-        case O_BACKEND: eo.backend = optarg; break;
-        case O_DEVICE: eo.device = optarg; break;
-        case O_PREFIX: eo.prefix = optarg; break;
-        default:
-            if (optopt == 'o' || (optopt >= O_FORMAT && optopt <= O_PREFIX))
-                return ft_cli_fail(FT_EXIT_USAGE, "emit: %s needs a value", argv[optind - 1]);
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "emit: unknown option '%s' (see `flaretune emit --help`)",
-                               argv[optind - 1]);
-        }
-    }
+    emit_args a = {{FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL}, NULL, "c-header"};
+    int code = ft_cli_parse_options(argc, argv, "o:", opts, emit_opt, &a);
+    if (code) return code;
+    ft_emit_opts eo = a.eo;
+    const char *out = a.out, *format = a.format;
     ft_err err = {0};
     if (ft_emit_format_parse(format, &eo.format, &err))
         return ft_cli_fail(FT_EXIT_USAGE, "emit: %s", err.msg);
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "emit: which profile? (see `flaretune emit --help`)");
     ft_profile *p;
-    int code = ft_cli_load_profiles("emit", argv + optind, argc - optind, &p);
+    code = ft_cli_load_profiles("emit", argv + optind, argc - optind, &p);
     if (code) return code;
     eo.source = base_name(argv[optind]);
     int n = 0;

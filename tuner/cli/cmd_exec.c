@@ -249,8 +249,32 @@ typedef struct {
     int quiet;
 } exec_args;
 
+enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE };
+
+/* One option of exec's own (not a problem option). Returns an exit code, 0 when taken. */
+static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
+    exec_args *a = ctx;
+    switch (o) {
+    case O_IN:
+    case O_OUT:
+    case O_SAVE: {
+        const char *name = o == O_IN ? "--in" : o == O_OUT ? "--out" : "--save-inputs";
+        /* An empty DIR would put the files at the root ("/q.npy"). */
+        if (!arg[0])
+            return ft_cli_fail(FT_EXIT_USAGE, "exec: %s expects a directory, got ''", name);
+        if (strlen(arg) > 3000)
+            return ft_cli_fail(FT_EXIT_USAGE, "exec: %s: the directory's path is too long", name);
+        *(o == O_IN ? &a->in : o == O_OUT ? &a->out : &a->save) = arg;
+        break;
+    }
+    case O_QUIET: a->quiet = 1; break;
+    case O_PROFILE: a->profile = arg; break;
+    default: return ft_cli_bad_option("exec", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
 static int exec_parse(int argc, char **argv, exec_args *a) {
-    enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE };
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
         {"in", required_argument, NULL, O_IN},
@@ -262,33 +286,8 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
     };
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
-    int o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&a->prob, o, optarg, "exec");
-        if (h < 0) return FT_EXIT_USAGE;
-        if (h) continue;
-        switch (o) {
-        case O_IN:
-        case O_OUT:
-        case O_SAVE: {
-            const char *name = o == O_IN ? "--in" : o == O_OUT ? "--out" : "--save-inputs";
-            /* An empty DIR would put the files at the root ("/q.npy"). */
-            if (!optarg[0])
-                return ft_cli_fail(FT_EXIT_USAGE, "exec: %s expects a directory, got ''", name);
-            if (strlen(optarg) > 3000)
-                return ft_cli_fail(FT_EXIT_USAGE, "exec: %s: the directory's path is too long",
-                                   name);
-            *(o == O_IN ? &a->in : o == O_OUT ? &a->out : &a->save) = optarg;
-            break;
-        }
-        case O_QUIET: a->quiet = 1; break;
-        case O_PROFILE: a->profile = optarg; break;
-        default: return ft_cli_bad_option("exec", o, argv);
-        }
-    }
-    int code = ft_cli_one_operand("exec", "see `flaretune list ops`", argc, argv);
+    int code = ft_cli_parse_problem("exec", argc, argv, opts, &a->prob, exec_opt, a);
+    if (!code) code = ft_cli_one_operand("exec", "see `flaretune list ops`", argc, argv);
     if (code) return code;
     a->op = argv[optind];
     if (!!a->in == !!a->prob.preset)

@@ -81,8 +81,39 @@ typedef struct inspect_args {
     const ft_gpu_spec *gpu;
 } inspect_args;
 
+enum { O_JSON = 1, O_SITES, O_DEVICE, O_NO_SASS, O_BLOCKS };
+
+/* One option of inspect's own (not a problem option). Returns an exit code, 0 when taken. */
+static int inspect_opt(void *ctx, int o, const char *arg, char **argv) {
+    inspect_args *a = ctx;
+    if (o == O_JSON) {
+        a->json = 1;
+    } else if (o == O_NO_SASS) {
+        a->no_sass = 1;
+    } else if (o == O_DEVICE) {
+        if (!(a->gpu = ft_gpu_spec_find(arg)))
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --device %s: unknown GPU (%s)", arg,
+                               ft_gpu_spec_names());
+    } else if (o == O_BLOCKS) {
+        char *end = NULL;
+        long v = strtol(arg, &end, 10);
+        if (!*arg || *end || v < 0 || v == 1 || v > 64)
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks %s: expected 0 (all) or 2 to 64",
+                               arg);
+        a->blocks = (int)v;
+    } else if (o == O_SITES) {
+        char *end = NULL;
+        long v = strtol(arg, &end, 10);
+        if (!*arg || *end || v < 0 || v > 1000)
+            return ft_cli_fail(FT_EXIT_USAGE, "inspect: --sites %s: expected 0 to 1000", arg);
+        a->sites = (int)v;
+    } else {
+        return ft_cli_bad_option("inspect", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
 static int parse(int argc, char **argv, inspect_args *a) {
-    enum { O_JSON = 1, O_SITES, O_DEVICE, O_NO_SASS, O_BLOCKS };
     static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
                                          {"blocks", required_argument, NULL, O_BLOCKS},
                                          {"json", no_argument, NULL, O_JSON},
@@ -96,45 +127,14 @@ static int parse(int argc, char **argv, inspect_args *a) {
     a->sites = 4;
     a->blocks = FT_INSPECT_BLOCKS;
     a->gpu = ft_gpu_spec_find("h200");
-    optind = 1;
-    opterr = 0;
-    int o;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&a->prob, o, optarg, "inspect");
-        if (h < 0) return FT_EXIT_USAGE;
-        if (h) continue;
-        if (o == O_JSON) {
-            a->json = 1;
-        } else if (o == O_NO_SASS) {
-            a->no_sass = 1;
-        } else if (o == O_DEVICE) {
-            if (!(a->gpu = ft_gpu_spec_find(optarg)))
-                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --device %s: unknown GPU (%s)", optarg,
-                                   ft_gpu_spec_names());
-        } else if (o == O_BLOCKS) {
-            char *end = NULL;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 0 || v == 1 || v > 64)
-                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks %s: expected 0 (all) or 2 to 64",
-                                   optarg);
-            a->blocks = (int)v;
-        } else if (o == O_SITES) {
-            char *end = NULL;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 0 || v > 1000)
-                return ft_cli_fail(FT_EXIT_USAGE, "inspect: --sites %s: expected 0 to 1000",
-                                   optarg);
-            a->sites = (int)v;
-        } else {
-            return ft_cli_bad_option("inspect", o, argv);
-        }
-    }
+    int code = ft_cli_parse_problem("inspect", argc, argv, opts, &a->prob, inspect_opt, a);
+    if (code) return code;
     if (strcmp(a->prob.backend, "cuda-emu") != 0)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "inspect: --backend %s: the profile runs the kernels on the emulator; "
                            "leave --backend out (or say cuda-emu)",
                            a->prob.backend);
-    int code = ft_cli_one_operand("inspect", "see `flaretune compile --list-ops`", argc, argv);
+    code = ft_cli_one_operand("inspect", "see `flaretune compile --list-ops`", argc, argv);
     if (code) return code;
     a->op = argv[optind];
     return 0;
@@ -517,9 +517,7 @@ static int run(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
-            return ft_cli_inspect_t1(argc, argv);
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_inspect_t1(argc, argv);
     inspect_args a;
     int code = parse(argc, argv, &a);
     if (code) return code;

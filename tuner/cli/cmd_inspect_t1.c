@@ -153,14 +153,10 @@ static int inspect_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_inspect_t1(int argc, char **argv) {
-    static const struct option opts[] = {{"t1", required_argument, NULL, FT_T1_OPT_T1},
-                                         {"kernel-file", required_argument, NULL, FT_T1_OPT_KFILE},
-                                         {"arg", required_argument, NULL, FT_T1_OPT_ARG},
+    static const struct option opts[] = {FT_CLI_T1_KERNEL_OPTIONS,
+                                         FT_CLI_T1_ARG_OPTION,
                                          {"device", required_argument, NULL, O_DEVICE},
-                                         {"config", required_argument, NULL, FT_T1_OPT_CONFIG},
-                                         {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},
-                                         {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE},
-                                         {"seed", required_argument, NULL, FT_T1_OPT_SEED},
+                                         FT_CLI_T1_SELECT_OPTIONS,
                                          {"blocks", required_argument, NULL, O_BLOCKS},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"jsonl", required_argument, NULL, O_JSONL},

@@ -214,9 +214,7 @@ static int run(int argc, char **argv) {
         if (all || !strcmp(what, "presets")) json_object_set_new(root, "presets", presets_json());
         if (all || !strcmp(what, "backends"))
             json_object_set_new(root, "backends", backends_json());
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
         return FT_EXIT_OK;
     }
     if (all || !strcmp(what, "ops")) print_ops();

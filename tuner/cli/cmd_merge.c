@@ -22,9 +22,7 @@ static int run(int argc, char **argv) {
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "merge: unknown option '%s' (see `flaretune merge --help`)",
-                           argv[optind - 1]);
+        return ft_cli_bad_option("merge", o, argv);
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "merge: which output? (see `flaretune merge --help`)");
     if (optind + 1 >= argc)

@@ -1016,22 +1016,70 @@ static int replay_one(const char *path, const replay_opts *ro, const ft_landscap
 
 #define MAX_FAMILY 64
 
+enum {
+    O_STRATEGY = 1,
+    O_SEEDS,
+    O_TARGET,
+    O_BUDGET,
+    O_JSON,
+    O_PRUNE,
+    O_BATCH,
+    O_WARM,
+    O_EXPORT,
+    O_ORDERINGS,
+    O_TRACE,
+    O_OPT
+};
+
+/* One option into ro. Returns an exit code. */
+static int replay_opt(void *ctx, int o, const char *arg, char **argv) {
+    replay_opts *ro = ctx;
+    switch (o) {
+    case O_STRATEGY:
+        if (strcmp(arg, "all") == 0) {
+            ro->only = -1;
+        } else if ((ro->only = ft_strategy_parse(arg)) < 0) {
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: unknown strategy '%s' (exhaustive, random, anneal, "
+                               "evolve, bayes or all)",
+                               arg);
+        }
+        break;
+    case O_SEEDS:
+        if (parse_int(arg, "--seeds", 1, MAX_SEEDS, &ro->nseeds)) return FT_EXIT_USAGE;
+        break;
+    case O_TARGET:
+        if (parse_targets(arg, ro->targets, &ro->ntargets)) return FT_EXIT_USAGE;
+        break;
+    case O_BUDGET:
+        if (parse_budget(arg, &ro->budget, &ro->budget_frac)) return FT_EXIT_USAGE;
+        break;
+    case O_BATCH:
+        if (parse_batches(arg, ro->batches, &ro->nbatches)) return FT_EXIT_USAGE;
+        break;
+    case O_WARM: ro->warm = arg; break;
+    case O_EXPORT: ro->export_path = arg; break;
+    case O_ORDERINGS:
+        if (parse_int(arg, "--orderings", 1, MAX_SEEDS, &ro->orderings)) return FT_EXIT_USAGE;
+        break;
+    case O_TRACE: ro->trace = 1; break;
+    case O_OPT: {
+        ft_err err = {0};
+        if (ft_strategy_opts_set(&ro->strategy, arg, &err))
+            return ft_cli_fail(FT_EXIT_USAGE, "replay: --opt: %s", err.msg);
+        break;
+    }
+    case O_JSON: ro->json = 1; break;
+    case O_PRUNE:
+        if (parse_prune(arg, ro)) return FT_EXIT_USAGE;
+        break;
+    default: return ft_cli_bad_option("replay", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
 /* The options; an exit code. */
 static int parse_args(int argc, char **argv, replay_opts *ro) {
-    enum {
-        O_STRATEGY = 1,
-        O_SEEDS,
-        O_TARGET,
-        O_BUDGET,
-        O_JSON,
-        O_PRUNE,
-        O_BATCH,
-        O_WARM,
-        O_EXPORT,
-        O_ORDERINGS,
-        O_TRACE,
-        O_OPT
-    };
     static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
                                          {"seeds", required_argument, NULL, O_SEEDS},
                                          {"target", required_argument, NULL, O_TARGET},
@@ -1045,7 +1093,6 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
                                          {"trace", no_argument, NULL, O_TRACE},
                                          {"opt", required_argument, NULL, O_OPT},
                                          {NULL, 0, NULL, 0}};
-    int o;
     memset(ro, 0, sizeof *ro);
     ro->nseeds = 10;
     ro->only = -1;
@@ -1055,55 +1102,8 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
     ro->nbatches = 1;
     ro->orderings = 1;
     ft_strategy_opts_default(&ro->strategy);
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (o) {
-        case O_STRATEGY:
-            if (strcmp(optarg, "all") == 0) {
-                ro->only = -1;
-            } else if ((ro->only = ft_strategy_parse(optarg)) < 0) {
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "replay: unknown strategy '%s' (exhaustive, random, anneal, "
-                                   "evolve, bayes or all)",
-                                   optarg);
-            }
-            break;
-        case O_SEEDS:
-            if (parse_int(optarg, "--seeds", 1, MAX_SEEDS, &ro->nseeds)) return FT_EXIT_USAGE;
-            break;
-        case O_TARGET:
-            if (parse_targets(optarg, ro->targets, &ro->ntargets)) return FT_EXIT_USAGE;
-            break;
-        case O_BUDGET:
-            if (parse_budget(optarg, &ro->budget, &ro->budget_frac)) return FT_EXIT_USAGE;
-            break;
-        case O_BATCH:
-            if (parse_batches(optarg, ro->batches, &ro->nbatches)) return FT_EXIT_USAGE;
-            break;
-        case O_WARM: ro->warm = optarg; break;
-        case O_EXPORT: ro->export_path = optarg; break;
-        case O_ORDERINGS:
-            if (parse_int(optarg, "--orderings", 1, MAX_SEEDS, &ro->orderings))
-                return FT_EXIT_USAGE;
-            break;
-        case O_TRACE: ro->trace = 1; break;
-        case O_OPT: {
-            ft_err err = {0};
-            if (ft_strategy_opts_set(&ro->strategy, optarg, &err))
-                return ft_cli_fail(FT_EXIT_USAGE, "replay: --opt: %s", err.msg);
-            break;
-        }
-        case O_JSON: ro->json = 1; break;
-        case O_PRUNE:
-            if (parse_prune(optarg, ro)) return FT_EXIT_USAGE;
-            break;
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "replay: unknown option '%s' (see `flaretune replay --help`)",
-                               argv[optind - 1]);
-        }
-    }
+    int code = ft_cli_parse_options(argc, argv, "", opts, replay_opt, ro);
+    if (code) return code;
     if (ro->warm && ro->orderings > 1)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: --warm replays the log's order only: give it without "
@@ -1131,16 +1131,12 @@ static int replay_logs(const char *path, char (*logs)[FT_EVENTLOG_PATH_MAX], int
         if (one && many) {
             json_array_append_new(many, one);
         } else if (one) {
-            json_dumpf(one, stdout, JSON_INDENT(2));
-            fputc('\n', stdout);
-            json_decref(one);
+            ft_cli_print_json(one);
         }
     }
     if (many) {
         json_t *root = json_pack("{s:s, s:o}", "log", path, "logs", many);
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
     }
     return FT_EXIT_OK;
 }

@@ -91,8 +91,40 @@ static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir,
     return FT_EXIT_OK;
 }
 
+enum { O_FROM = 1000, O_MODELS, O_BACKEND, O_PROFILE, O_QUICK, O_LOG };
+
+/* The command line of one report. */
+typedef struct {
+    const char *from, *dir, *profile, *logpath;
+    ft_report_sweep_opts so;
+} report_args;
+
+static int report_opt(void *ctx, int o, const char *arg, char **argv) {
+    report_args *a = ctx;
+    if (o == O_FROM)
+        a->from = arg;
+    else if (o == 'o')
+        a->dir = arg;
+    else if (o == O_MODELS)
+        a->so.model = arg;
+    else if (o == O_BACKEND)
+        a->so.backend = arg;
+    else if (o == O_PROFILE)
+        a->profile = arg;
+    else if (o == O_QUICK) {
+        char *end;
+        a->so.time_s = strtod(arg, &end);
+        if (!*arg || *end || !(a->so.time_s > 0) || a->so.time_s > 60)
+            return ft_cli_fail(FT_EXIT_USAGE, "report: --time expects seconds in (0, 60], got '%s'",
+                               arg);
+    } else if (o == O_LOG)
+        a->logpath = arg;
+    else
+        return ft_cli_bad_option("report", o, argv);
+    return FT_EXIT_OK;
+}
+
 static int run(int argc, char **argv) {
-    enum { O_FROM = 1000, O_MODELS, O_BACKEND, O_PROFILE, O_QUICK, O_LOG };
     static const struct option opts[] = {{"from", required_argument, NULL, O_FROM},
                                          {"output", required_argument, NULL, 'o'},
                                          {"models", required_argument, NULL, O_MODELS},
@@ -101,34 +133,12 @@ static int run(int argc, char **argv) {
                                          {"time", required_argument, NULL, O_QUICK},
                                          {"log", required_argument, NULL, O_LOG},
                                          {NULL, 0, NULL, 0}};
-    const char *from = NULL, *dir = DEFAULT_DIR, *profile = NULL, *logpath = NULL;
-    ft_report_sweep_opts so;
-    ft_report_sweep_opts_default(&so);
-    int o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
-        if (o == O_FROM)
-            from = optarg;
-        else if (o == 'o')
-            dir = optarg;
-        else if (o == O_MODELS)
-            so.model = optarg;
-        else if (o == O_BACKEND)
-            so.backend = optarg;
-        else if (o == O_PROFILE)
-            profile = optarg;
-        else if (o == O_QUICK) {
-            char *end;
-            so.time_s = strtod(optarg, &end);
-            if (!*optarg || *end || !(so.time_s > 0) || so.time_s > 60)
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "report: --time expects seconds in (0, 60], got '%s'", optarg);
-        } else if (o == O_LOG)
-            logpath = optarg;
-        else
-            return ft_cli_bad_option("report", o, argv);
-    }
+    report_args a = {.dir = DEFAULT_DIR};
+    ft_report_sweep_opts_default(&a.so);
+    int code = ft_cli_parse_options(argc, argv, ":o:", opts, report_opt, &a);
+    if (code) return code;
+    const char *from = a.from, *dir = a.dir, *profile = a.profile, *logpath = a.logpath;
+    ft_report_sweep_opts so = a.so;
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "report: unexpected argument '%s'", argv[optind]);
     if (!*dir) return ft_cli_fail(FT_EXIT_USAGE, "report: -o needs a directory");
@@ -151,7 +161,7 @@ static int run(int argc, char **argv) {
         if (so.time_s > 0)
             snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --time %g", so.time_s);
         so.command = cmd;
-        int code = sweep(&so, profile, dir, &doc);
+        code = sweep(&so, profile, dir, &doc);
         if (code) return code;
     }
     ft_status s = ft_report_render(doc, dir, &err);

@@ -150,38 +150,43 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
     return code;
 }
 
+enum { O_JSON = 1, O_T1, O_LIST, O_KFILE };
+
+/* The options of space that are not problem options. */
+typedef struct {
+    const char *t1, *kfile;
+    int list, json;
+} space_args;
+
+static int space_opt(void *ctx, int o, const char *arg, char **argv) {
+    space_args *a = ctx;
+    if (o == O_JSON)
+        a->json = 1;
+    else if (o == O_T1)
+        a->t1 = arg;
+    else if (o == O_LIST)
+        a->list = 1;
+    else if (o == O_KFILE)
+        a->kfile = arg;
+    else
+        return ft_cli_bad_option("space", o, argv);
+    return FT_EXIT_OK;
+}
+
 static int run(int argc, char **argv) {
-    enum { O_JSON = 1, O_T1, O_LIST, O_KFILE };
     static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
                                          {"json", no_argument, NULL, O_JSON},
                                          {"t1", required_argument, NULL, O_T1},
                                          {"list", no_argument, NULL, O_LIST},
                                          {"kernel-file", required_argument, NULL, O_KFILE},
                                          {NULL, 0, NULL, 0}};
-    const char *t1 = NULL, *kfile = NULL;
-    int list = 0;
+    space_args sa = {0};
     ft_cli_problem prob;
     ft_cli_problem_init(&prob);
-    int json = 0, o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&prob, o, optarg, "space");
-        if (h < 0) return FT_EXIT_USAGE;
-        if (h) continue;
-        if (o == O_JSON)
-            json = 1;
-        else if (o == O_T1)
-            t1 = optarg;
-        else if (o == O_LIST)
-            list = 1;
-        else if (o == O_KFILE)
-            kfile = optarg;
-        else
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "space: unknown option '%s' (see `flaretune space --help`)",
-                               argv[optind - 1]);
-    }
+    int code = ft_cli_parse_problem("space", argc, argv, opts, &prob, space_opt, &sa);
+    if (code) return code;
+    const char *t1 = sa.t1, *kfile = sa.kfile;
+    int list = sa.list, json = sa.json;
     if (t1) {
         if (optind < argc)
             return ft_cli_fail(FT_EXIT_USAGE, "space: --t1 names the kernel; unexpected '%s'",
@@ -200,7 +205,6 @@ static int run(int argc, char **argv) {
     if (ft_backend_resolve(prob.backend, op, &be, &err)) return ft_cli_fail_err(&err);
     ft_call c;
     ft_call_init(&c, op);
-    int code;
     if ((code = ft_cli_apply_attrs(&prob, &c))) return code;
     ft_preset p;
     if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
@@ -239,9 +243,7 @@ static int run(int argc, char **argv) {
                                  "constraints", cons, "size", (json_int_t)total, "valid",
                                  (json_int_t)valid, "default", ft_config_to_json(s, &def));
         json_object_set_new(root, "attrs", ft_attrs_to_json(&c));
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(root);
+        ft_cli_print_json(root);
         return FT_EXIT_OK;
     }
     printf("%s on %s\n", op->name, be->name);

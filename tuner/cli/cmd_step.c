@@ -167,56 +167,57 @@ static void print_human(const ft_step *s, const char *profile) {
                all.discarded, all.taken, all.taken > 0 ? 100.0 * all.discarded / all.taken : 0.0);
 }
 
+/* The command line of one step. */
+typedef struct {
+    const char *profile, *sets[64];
+    int nsets, json;
+    ft_step_opts so;
+} step_args;
+
+static int step_opt(void *ctx, int o, const char *arg, char **argv) {
+    step_args *a = ctx;
+    char *end;
+    switch (o) {
+    case 'p': a->profile = arg; break;
+    case 'b': a->so.backend = arg; break;
+    case 's':
+        if (a->nsets == 64) return ft_cli_fail(FT_EXIT_USAGE, "step: too many --set");
+        a->sets[a->nsets++] = arg;
+        break;
+    case 'S': a->so.scheme = arg; break;
+    case 'r':
+        a->so.seed = strtoull(arg, &end, 10);
+        if (!*arg || *end || !a->so.seed)
+            return ft_cli_fail(FT_EXIT_USAGE, "step: --seed expects a positive integer, got '%s'",
+                               arg);
+        break;
+    case 'q': {
+        double t = strtod(arg, &end);
+        if (!*arg || *end || !(t > 0) || t > 60)
+            return ft_cli_fail(FT_EXIT_USAGE, "step: --time expects seconds in (0, 60], got '%s'",
+                               arg);
+        ft_step_measure_time(t, &a->so.measure);
+        break;
+    }
+    case 'j': a->json = 1; break;
+    case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", argv[optind - 1]);
+    default: return ft_cli_bad_option("step", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
 static int run(int argc, char **argv) {
     static const struct option opts[] = {
         {"profile", required_argument, NULL, 'p'}, {"backend", required_argument, NULL, 'b'},
         {"set", required_argument, NULL, 's'},     {"scheme", required_argument, NULL, 'S'},
         {"seed", required_argument, NULL, 'r'},    {"time", required_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0}};
-    const char *profile = NULL, *sets[64];
-    int nsets = 0, json = 0;
-    ft_step_opts so;
-    ft_step_opts_default(&so);
-    int o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-        switch (o) {
-        case 'p': profile = optarg; break;
-        case 'b': so.backend = optarg; break;
-        case 's':
-            if (nsets == 64) return ft_cli_fail(FT_EXIT_USAGE, "step: too many --set");
-            sets[nsets++] = optarg;
-            break;
-        case 'S': so.scheme = optarg; break;
-        case 'r': {
-            char *end;
-            so.seed = strtoull(optarg, &end, 10);
-            if (!*optarg || *end || !so.seed)
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "step: --seed expects a positive integer, got "
-                                   "'%s'",
-                                   optarg);
-            break;
-        }
-        case 'q': {
-            char *end;
-            double t = strtod(optarg, &end);
-            if (!*optarg || *end || !(t > 0) || t > 60)
-                return ft_cli_fail(FT_EXIT_USAGE,
-                                   "step: --time expects seconds in (0, 60], got '%s'", optarg);
-            ft_step_measure_time(t, &so.measure);
-            break;
-        }
-        case 'j': json = 1; break;
-        case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", argv[optind - 1]);
-        default:
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "step: unknown option '%s' (see `flaretune step "
-                               "--help`)",
-                               argv[optind - 1]);
-        }
-    }
+    step_args args = {0};
+    ft_step_opts_default(&args.so);
+    int code = ft_cli_parse_options(argc, argv, ":", opts, step_opt, &args);
+    if (code) return code;
+    const char *profile = args.profile;
+    ft_step_opts so = args.so;
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "step: which preset? (see `flaretune list presets`)");
     if (optind + 1 < argc)
@@ -229,8 +230,8 @@ static int run(int argc, char **argv) {
                            argv[optind]);
     ft_preset p = *base;
     ft_err err = {0};
-    for (int i = 0; i < nsets; i++)
-        if (ft_preset_set(&p, sets[i], &err))
+    for (int i = 0; i < args.nsets; i++)
+        if (ft_preset_set(&p, args.sets[i], &err))
             return ft_cli_fail(FT_EXIT_USAGE, "step: %s", err.msg);
     if (so.scheme) {
         ft_attrs a;
@@ -241,7 +242,7 @@ static int run(int argc, char **argv) {
     /* Everything the step reads is checked before anything is allocated or timed. */
     ft_profile *prof = NULL;
     if (profile) {
-        int code = ft_cli_read_profile("step", profile, &prof);
+        code = ft_cli_read_profile("step", profile, &prof);
         if (code) return code;
         so.profile = prof;
     }
@@ -259,11 +260,10 @@ static int run(int argc, char **argv) {
     so.progress = progress;
     st = ft_step_measure(&s, &so, &err);
     sigaction(SIGINT, &old, NULL);
-    int code = FT_EXIT_OK;
     if (st) {
         code = interrupted ? 130 : ft_cli_fail(ft_cli_exit_code(st), "step: %s", err.msg);
         if (interrupted) fprintf(stderr, "flaretune: step: interrupted\n");
-    } else if (json) {
+    } else if (args.json) {
         json_t *doc = ft_step_to_json(&s);
         if (doc) json_object_set_new(doc, "profile", profile ? json_string(profile) : json_null());
         if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) != 0)

@@ -593,112 +593,112 @@ static int parse_prune(const char *arg, double *factor) {
 }
 
 /* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
-static int tune_opt(tune_args *a, int o, char **argv) {
+static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
+    tune_args *a = ctx;
     ft_tune_opts *to = &a->to;
     char *end;
     switch (o) {
     case O_STRAT: {
-        int k = ft_strategy_parse(optarg);
+        int k = ft_strategy_parse(arg);
         if (k < 0)
             return ft_cli_fail(FT_EXIT_USAGE,
                                "tune: unknown strategy '%s' (exhaustive, random, anneal, evolve, "
                                "bayes)",
-                               optarg);
+                               arg);
         to->strategy = (ft_strategy_kind)k;
         break;
     }
     case O_BUDGET:
-        to->budget = (int)strtol(optarg, &end, 10);
+        to->budget = (int)strtol(arg, &end, 10);
         if (*end || to->budget < 1)
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --budget expects a positive integer");
         break;
     case O_TIME:
-        to->time_budget_s = strtod(optarg, &end);
+        to->time_budget_s = strtod(arg, &end);
         if (*end || !(to->time_budget_s > 0))
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --time expects seconds > 0");
         break;
-    case O_SWEEP: a->sweep = optarg; break;
-    case O_PROFILE: to->profile_path = optarg; break;
+    case O_SWEEP: a->sweep = arg; break;
+    case O_PROFILE: to->profile_path = arg; break;
     case O_LOG:
-        if (!*optarg)
+        if (!*arg)
             return ft_cli_fail(FT_EXIT_USAGE,
                                "tune: --log needs a file name (leave --log out for no log)");
-        a->log = optarg;
+        a->log = arg;
         break;
     case O_NOSCREEN: to->screen = 0; break;
     case O_CONFIRM:
-        to->confirm_top = (int)strtol(optarg, &end, 10);
+        to->confirm_top = (int)strtol(arg, &end, 10);
         if (*end || to->confirm_top < 1 || to->confirm_top > 8)
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8");
         break;
-    case O_MAXTIME: return ft_cli_max_time(&to->measure, optarg, "tune");
-    case O_NOISE: return ft_cli_noise(&to->measure, optarg, "tune");
-    case O_MAXLOST: return ft_cli_max_lost(&to->measure, optarg, "tune");
+    case O_MAXTIME: return ft_cli_max_time(&to->measure, arg, "tune");
+    case O_NOISE: return ft_cli_noise(&to->measure, arg, "tune");
+    case O_MAXLOST: return ft_cli_max_lost(&to->measure, arg, "tune");
     case O_WATCHDOG:
-        if (!strcmp(optarg, "off")) {
+        if (!strcmp(arg, "off")) {
             to->stop_factor = 0;
             break;
         }
-        to->stop_factor = strtod(optarg, &end);
-        if (end == optarg || *end || !(to->stop_factor > 1))
+        to->stop_factor = strtod(arg, &end);
+        if (end == arg || *end || !(to->stop_factor > 1))
             return ft_cli_fail(FT_EXIT_USAGE,
-                               "tune: --watchdog expects a factor > 1 or 'off', got '%s'", optarg);
+                               "tune: --watchdog expects a factor > 1 or 'off', got '%s'", arg);
         break;
     case O_QUIET: a->quiet = 1; break;
     case O_TUI: a->tui = 1; break;
     case O_JOBS: {
         errno = 0;
-        long n = strtol(optarg, &end, 10);
-        if (end == optarg || *end || errno || n < 1 || n > FT_TUNE_MAX_JOBS)
+        long n = strtol(arg, &end, 10);
+        if (end == arg || *end || errno || n < 1 || n > FT_TUNE_MAX_JOBS)
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --jobs expects 1 to %d threads, got '%s'",
-                               FT_TUNE_MAX_JOBS, optarg);
+                               FT_TUNE_MAX_JOBS, arg);
         to->jobs = (int)n;
         break;
     }
     case O_PREDICT:
-        if (strcmp(optarg, "off") != 0 && !ft_gpu_spec_find(optarg))
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --predict: unknown GPU '%s' (%s, or off)",
-                               optarg, ft_gpu_spec_names());
-        a->predict = optarg;
+        if (strcmp(arg, "off") != 0 && !ft_gpu_spec_find(arg))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --predict: unknown GPU '%s' (%s, or off)", arg,
+                               ft_gpu_spec_names());
+        a->predict = arg;
         break;
-    case O_PRUNE: return parse_prune(optarg, &to->prune_predicted);
+    case O_PRUNE: return parse_prune(arg, &to->prune_predicted);
     case O_CONVERGE: {
-        if (strcmp(optarg, "off") == 0) {
+        if (strcmp(arg, "off") == 0) {
             to->converge = 0;
             break;
         }
         errno = 0;
-        double v = strtod(optarg, &end);
-        if (end != optarg && *end == '%' && !end[1]) {
+        double v = strtod(arg, &end);
+        if (end != arg && *end == '%' && !end[1]) {
             v /= 100;
             end++;
         }
-        if (end == optarg || *end || errno || !(v > 0) || !(v < 1))
+        if (end == arg || *end || errno || !(v > 0) || !(v < 1))
             return ft_cli_fail(FT_EXIT_USAGE,
                                "tune: --converge expects a fraction such as 0.005 or 0.5%%, or "
                                "off, got '%s'",
-                               optarg);
+                               arg);
         to->converge = v;
         break;
     }
     case O_PATIENCE:
         errno = 0;
-        to->patience = (int)strtol(optarg, &end, 10);
-        if (end == optarg || *end || errno || to->patience < 1 || to->patience > 1000000)
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --patience expects a positive integer, got "
-                                              "'%s'",
-                               optarg);
+        to->patience = (int)strtol(arg, &end, 10);
+        if (end == arg || *end || errno || to->patience < 1 || to->patience > 1000000)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: --patience expects a positive integer, got '%s'", arg);
         break;
     case O_COLD: to->warm = 0; break;
-    case O_WARMLOG: to->warm_log = optarg; break;
+    case O_WARMLOG: to->warm_log = arg; break;
     case O_BATCH:
     case O_CTIMEOUT: {
         char *rest;
-        double v = strtod(optarg, &rest);
-        if (rest == optarg || *rest || !(v >= 1) || v > 1e6 || (o == O_BATCH && v != (int)v))
+        double v = strtod(arg, &rest);
+        if (rest == arg || *rest || !(v >= 1) || v > 1e6 || (o == O_BATCH && v != (int)v))
             return ft_cli_fail(FT_EXIT_USAGE, "tune: %s expects %s, got '%s'",
                                o == O_BATCH ? "--batch" : "--candidate-timeout",
-                               o == O_BATCH ? "a whole number >= 1" : "seconds >= 1", optarg);
+                               o == O_BATCH ? "a whole number >= 1" : "seconds >= 1", arg);
         if (o == O_BATCH)
             to->batch = (int)v;
         else
@@ -741,15 +741,8 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     ft_tune_defaults(&a->to);
-    int o, code;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int h = ft_cli_problem_opt(&a->prob, o, optarg, "tune");
-        if (h < 0) return FT_EXIT_USAGE;
-        if (!h && (code = tune_opt(a, o, argv))) return code;
-    }
-    if ((code = ft_cli_one_operand("tune", "an op name or `all`", argc, argv))) return code;
+    int code = ft_cli_parse_problem("tune", argc, argv, opts, &a->prob, tune_opt, a);
+    if (code || (code = ft_cli_one_operand("tune", "an op name or `all`", argc, argv))) return code;
     if (a->prob.config)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "tune: --config fixes a configuration; tune searches them (use bench)");
@@ -1235,9 +1228,7 @@ static void on_candidate_timeout(int sig) {
 }
 
 static int run(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--t1") == 0 || strncmp(argv[i], "--t1=", 5) == 0)
-            return ft_cli_tune_t1(argc, argv);
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_tune_t1(argc, argv);
     tune_args a;
     static row rows[16 * 32];
     int code = tune_parse(argc, argv, &a);

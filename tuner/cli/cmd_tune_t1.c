@@ -78,9 +78,8 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_tune_t1(int argc, char **argv) {
-    static const struct option opts[] = {{"t1", required_argument, NULL, FT_T1_OPT_T1},
-                                         {"kernel-file", required_argument, NULL, FT_T1_OPT_KFILE},
-                                         {"arg", required_argument, NULL, FT_T1_OPT_ARG},
+    static const struct option opts[] = {FT_CLI_T1_KERNEL_OPTIONS,
+                                         FT_CLI_T1_ARG_OPTION,
                                          {"backend", required_argument, NULL, O_BACKEND},
                                          {"strategy", required_argument, NULL, O_STRATEGY},
                                          {"budget", required_argument, NULL, O_BUDGET},

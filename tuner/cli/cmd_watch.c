@@ -218,8 +218,34 @@ typedef struct {
     unsigned long long seed;
 } watch_args;
 
+enum { O_PROFILE = 1, O_BACKEND, O_OP, O_INTERVAL, O_SEED };
+
+static int watch_opt(void *ctx, int o, const char *arg, char **argv) {
+    watch_args *a = ctx;
+    char *end;
+    switch (o) {
+    case O_PROFILE: a->path = arg; break;
+    case O_BACKEND: a->backend = arg; break;
+    case O_OP:
+        if (a->nops == 32) return ft_cli_fail(FT_EXIT_USAGE, "watch: too many --op");
+        a->ops[a->nops++] = arg;
+        break;
+    case O_INTERVAL:
+        a->interval = strtod(arg, &end);
+        if (*end || !(a->interval >= 0) || a->interval > 60)
+            return ft_cli_fail(FT_EXIT_USAGE, "watch: --interval expects seconds in [0, 60]");
+        break;
+    case O_SEED:
+        a->seed = strtoull(arg, &end, 10);
+        if (*end || !*arg)
+            return ft_cli_fail(FT_EXIT_USAGE, "watch: --seed expects a non-negative integer");
+        break;
+    default: return ft_cli_bad_option("watch", o, argv);
+    }
+    return FT_EXIT_OK;
+}
+
 static int watch_parse(int argc, char **argv, watch_args *a) {
-    enum { O_PROFILE = 1, O_BACKEND, O_OP, O_INTERVAL, O_SEED };
     static const struct option opts[] = {
         {"profile", required_argument, NULL, O_PROFILE},
         {"backend", required_argument, NULL, O_BACKEND},
@@ -231,31 +257,8 @@ static int watch_parse(int argc, char **argv, watch_args *a) {
     memset(a, 0, sizeof *a);
     a->backend = "auto";
     a->seed = 1;
-    int o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end;
-        switch (o) {
-        case O_PROFILE: a->path = optarg; break;
-        case O_BACKEND: a->backend = optarg; break;
-        case O_OP:
-            if (a->nops == 32) return ft_cli_fail(FT_EXIT_USAGE, "watch: too many --op");
-            a->ops[a->nops++] = optarg;
-            break;
-        case O_INTERVAL:
-            a->interval = strtod(optarg, &end);
-            if (*end || !(a->interval >= 0) || a->interval > 60)
-                return ft_cli_fail(FT_EXIT_USAGE, "watch: --interval expects seconds in [0, 60]");
-            break;
-        case O_SEED:
-            a->seed = strtoull(optarg, &end, 10);
-            if (*end || !*optarg)
-                return ft_cli_fail(FT_EXIT_USAGE, "watch: --seed expects a non-negative integer");
-            break;
-        default: return ft_cli_bad_option("watch", o, argv);
-        }
-    }
+    int code = ft_cli_parse_options(argc, argv, "", opts, watch_opt, a);
+    if (code) return code;
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "watch: unexpected argument '%s'", argv[optind]);
     if (!a->path) return ft_cli_fail(FT_EXIT_USAGE, "watch: which profile? (--profile FILE)");
