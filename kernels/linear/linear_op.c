@@ -102,16 +102,9 @@ static double linear_flops(const ft_call *c) {
 const ft_op ft_op_linear = {
     .name = "linear",
     .summary = "a drafter layer's dense projection, y = x w^T (q/k/v/o, MLP, LM head)",
-    .syms = linear_syms,
-    .tensors = linear_tensors,
-    .ntensors = sizeof linear_tensors / sizeof linear_tensors[0],
+    FT_OP_HOOKS(linear),
     .attrs = linear_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .check = linear_check,
-    .from_preset = linear_from_preset,
-    .fill_inputs = linear_fill,
-    .reference = linear_reference,
-    .flops = linear_flops,
     .cpu = &ft_cpu_linear,
     .cuda = &ft_cuda_linear,
 };
