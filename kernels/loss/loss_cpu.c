@@ -165,18 +165,12 @@ static int loss_valid(const ft_call *c, const ft_config *cfg, char *why, size_t 
             return 0;
         }
     } else {
-        /* Chunks of at least as many blocks as the batch has all run it as one chunk: keep the
-         * default among them (so the default is valid at every shape), else the smallest. */
-        const ft_param *p = &loss_params[P_CHUNK];
-        if (chunk >= nblk && chunk != p->def) {
-            int smallest = chunk;
-            for (int k = 0; k < p->n; k++)
-                if (p->values[k] >= nblk && p->values[k] < smallest) smallest = p->values[k];
-            if (p->def >= nblk || chunk != smallest) {
-                snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)", chunk,
-                         (long long)nblk, p->def >= nblk ? p->def : smallest);
-                dup = 1; /* a duplicate, if nothing rules it out below */
-            }
+        /* Chunks of at least as many blocks as the batch has all run it as one chunk. */
+        const int kept = ft_param_kept(&loss_params[P_CHUNK], chunk, nblk);
+        if (kept != chunk) {
+            snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)", chunk,
+                     (long long)nblk, kept);
+            dup = 1; /* a duplicate, if nothing rules it out below */
         }
         if (strategy == LSS_MATERIALIZE &&
             (int64_t)chunk * B * V * (int64_t)sizeof(float) > LSS_MAX_LOGITS) {

@@ -105,6 +105,11 @@ int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *
 /* Can cfg run this call (valid or a duplicate)? What a backend checks before it runs. */
 int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
                       size_t n);
+/* For a constraint where the values of p from `least` up all act alike (a chunk of at least as
+ * many blocks as the batch has): the one of them a space keeps, the default when it is among
+ * them (so the default is valid at every size), else the smallest; v itself when v < least. A
+ * value v is a duplicate when this is not v. */
+int ft_param_kept(const ft_param *p, int v, int64_t least);
 
 #ifdef __cplusplus
 }
