@@ -168,8 +168,7 @@ const ft_op ft_op_attention_kvproj = {
     FT_OP_HOOKS(kvproj),
     .attrs = kvproj_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .cpu = &ft_cpu_attention_kvproj,
-    .cuda = &ft_cuda_attention_kvproj,
+    FT_OP_IMPLS(attention_kvproj),
 };
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
@@ -271,8 +270,7 @@ const ft_op ft_op_attention_decode = {
     FT_OP_HOOKS(decode),
     .attrs = decode_attrs,
     .backward = FT_BWD_NONE,
-    .cpu = &ft_cpu_attention_decode,
-    .cuda = &ft_cuda_attention_decode,
+    FT_OP_IMPLS(attention_decode),
 };
 
 /* ---- attention.train ----------------------------------------------------------------------- */
@@ -405,6 +403,5 @@ const ft_op ft_op_attention_train = {
     FT_OP_HOOKS(train),
     .attrs = train_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .cpu = &ft_cpu_attention_train,
-    .cuda = &ft_cuda_attention_train,
+    FT_OP_IMPLS(attention_train),
 };

@@ -91,8 +91,7 @@ const ft_op ft_op_fusion_dflare = {
     FT_OP_HOOKS(dflare),
     .attrs = fusion_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .cpu = &ft_cpu_fusion_dflare,
-    .cuda = &ft_cuda_fusion_dflare,
+    FT_OP_IMPLS(fusion_dflare),
 };
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
@@ -159,6 +158,5 @@ const ft_op ft_op_fusion_dflash = {
     FT_OP_HOOKS(dflash),
     .attrs = fusion_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .cpu = &ft_cpu_fusion_dflash,
-    .cuda = &ft_cuda_fusion_dflash,
+    FT_OP_IMPLS(fusion_dflash),
 };

@@ -98,6 +98,5 @@ const ft_op ft_op_linear = {
     FT_OP_HOOKS(linear),
     .attrs = linear_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .cpu = &ft_cpu_linear,
-    .cuda = &ft_cuda_linear,
+    FT_OP_IMPLS(linear),
 };

@@ -141,6 +141,5 @@ const ft_op ft_op_loss = {
     FT_OP_HOOKS(loss),
     .attrs = loss_attrs,
     .backward = FT_BWD_ALWAYS,
-    .cpu = &ft_cpu_loss,
-    .cuda = &ft_cuda_loss,
+    FT_OP_IMPLS(loss),
 };

@@ -202,6 +202,9 @@ typedef struct ft_op {
     .ntensors = (int)(sizeof P##_tensors / sizeof P##_tensors[0]), .check = P##_check,             \
     .from_preset = P##_from_preset, .fill_inputs = P##_fill, .reference = P##_reference,           \
     .flops = P##_flops
+/* Its implementations, named after the op (FT_OP_IMPLS(fusion_dflare): ft_cpu_fusion_dflare,
+ * ft_cuda_fusion_dflare). */
+#define FT_OP_IMPLS(NAME) .cpu = &ft_cpu_##NAME, .cuda = &ft_cuda_##NAME
 
 /* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL
  * where a tensor does not take part, e.g. gradients when the backward does not run). */
