@@ -291,6 +291,20 @@ __device__ __forceinline__ void dl_load_x(const st_t *__restrict__ x, long long 
     }
 }
 
+/* Zeroes a thread's accumulators: one [FT_CPT][FT_VEC_ELEMS] set, or R of them. */
+__device__ __forceinline__ void dl_zero(float (&a)[FT_CPT][FT_VEC_ELEMS]) {
+#pragma unroll
+    for (int j = 0; j < FT_CPT; j++)
+#pragma unroll
+        for (int v = 0; v < FT_VEC_ELEMS; v++)
+            a[j][v] = 0.0f;
+}
+template <int R> __device__ __forceinline__ void dl_zero(float (&a)[R][FT_CPT][FT_VEC_ELEMS]) {
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        dl_zero(a[r]);
+}
+
 __device__ __forceinline__ void dl_load_vec(const st_t *__restrict__ p, bool live, int nch,
                                             float (&r)[FT_CPT][FT_VEC_ELEMS]) {
 #pragma unroll
@@ -390,13 +404,7 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
     for (int i0 = 0; i0 < nl; i0 += group) {
         const int ng = min(group, nl - i0);
         float s[GM][FT_CPT][FT_VEC_ELEMS];
-#pragma unroll
-        for (int q = 0; q < GM; q++)
-#pragma unroll
-            for (int j = 0; j < FT_CPT; j++)
-#pragma unroll
-                for (int v = 0; v < FT_VEC_ELEMS; v++)
-                    s[q][j][v] = 0.0f;
+        dl_zero(s);
 #pragma unroll
         for (int j = 0; j < FT_CPT; j++) {
             const int ch = (int)threadIdx.x + j * (int)blockDim.x;
@@ -893,11 +901,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
     const int nch = H / FT_VEC_ELEMS;
     float gr[FT_CPT][FT_VEC_ELEMS], dga[FT_CPT][FT_VEC_ELEMS];
     dl_load_vec(g, true, nch, gr);
-#pragma unroll
-    for (int j = 0; j < FT_CPT; j++)
-#pragma unroll
-        for (int v = 0; v < FT_VEC_ELEMS; v++)
-            dga[j][v] = 0.0f;
+    dl_zero(dga);
     __syncthreads();
 
     const float inv_h = 1.0f / (float)H;
@@ -909,15 +913,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
         xtile_t xr;
         float dxa[stage ? 1 : T_][FT_CPT][FT_VEC_ELEMS];
         dl_load_x(x, row, live, H, nch, xr);
-        if constexpr (!stage) {
-#pragma unroll
-            for (int t = 0; t < T_; t++)
-#pragma unroll
-                for (int j = 0; j < FT_CPT; j++)
-#pragma unroll
-                    for (int v = 0; v < FT_VEC_ELEMS; v++)
-                        dxa[t][j][v] = 0.0f;
-        }
+        if constexpr (!stage) dl_zero(dxa);
 
         for (int i = 0; i < nl; i++) {
             const float *a = a_s + i * T_;
