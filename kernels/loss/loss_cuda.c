@@ -416,6 +416,15 @@ static ft_status lc_materialize(const lc_state *st, ft_err *err) {
     return FT_OK;
 }
 
+/* The float32 accumulator of an output of n elements: the output itself with f32 storage, else
+ * scratch slot `slot`. */
+static ft_status lc_acc(ft_cuda_ctx *x, ft_dt dt, int slot, int64_t n, void *out, float **acc,
+                        ft_err *err) {
+    *acc = out;
+    if (dt != FT_DT_BF16) return FT_OK;
+    return ft_cuda_scratch(x, slot, (size_t)n * sizeof(float), (void **)acc, err);
+}
+
 /* strategy=online: the logits made tile by tile and never stored; backward, dh and dw_lm
  * accumulated in float32 (the outputs themselves with f32 storage). */
 static ft_status lc_online(const lc_state *st, ft_err *err) {
@@ -433,19 +442,14 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
         (s = lc_weights(st, 0, (int)(g->M / g->B), err)))
         return s;
     if (!st->backward) return FT_OK;
-    float *dacc = d[LS_DH];
-    if (dt == FT_DT_BF16 &&
-        (s = ft_cuda_scratch(x, 1, (size_t)(g->M * g->H) * sizeof(float), (void **)&dacc, err)))
-        return s;
+    float *dacc, *dwacc;
+    if ((s = lc_acc(x, dt, 1, g->M * g->H, d[LS_DH], &dacc, err))) return s;
     if ((s = launch_loss_online_dh(x, st->m, (ft_dim3){(unsigned)g->rt, 1, 1}, tblk, g->smem,
                                    st->hid, d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
                                    g->stages, dacc, err)))
         return s;
     if (!st->want_dw) return FT_OK;
-    float *dwacc = d[LS_DWLM];
-    if (dt == FT_DT_BF16 &&
-        (s = ft_cuda_scratch(x, 2, (size_t)(g->V * g->H) * sizeof(float), (void **)&dwacc, err)))
-        return s;
+    if ((s = lc_acc(x, dt, 2, g->V * g->H, d[LS_DWLM], &dwacc, err))) return s;
     return launch_loss_online_dw(x, st->m, (ft_dim3){(unsigned)g->nt, 1, 1}, tblk, g->smem, st->hid,
                                  d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V, g->stages,
                                  dwacc, err);
