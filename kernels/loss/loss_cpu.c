@@ -95,47 +95,30 @@ static const char *const parallel_names[] = {"blas", "vocab"};
 static const char *const norm_pass_names[] = {"chunk", "separate"};
 
 static ft_param loss_params[P_COUNT] = {
-    [P_STRATEGY] = {"strategy",
-                    "materialize: chunk logits in scratch, 2 GEMMs; online: vocab tiles with a "
-                    "running logsumexp, 3 GEMMs, tiny scratch; materialize_all: one M x V buffer",
-                    3,
-                    {0, 1, 2},
-                    strategy_names,
-                    LSS_MATERIALIZE,
-                    0},
-    [P_CHUNK] = {"chunk",
-                 "blocks per chunk: the GEMMs' row count, i.e. flops per byte of w_lm streamed, "
-                 "passes over w_lm and dw_lm, and the logits scratch",
-                 6,
-                 {1, 2, 4, 8, 16, 32},
-                 NULL,
-                 LSS_DEF_CHUNK,
-                 0},
-    [P_VTILE] = {"vtile",
-                 "online: vocab columns per tile: cache residency of the logits tile and the "
-                 "w_lm tile against the length of each GEMM",
-                 3,
-                 {256, 1024, 4096},
-                 NULL,
-                 LSS_DEF_VTILE,
-                 0},
-    [P_PARALLEL] = {"parallel",
-                    "blas: OpenBLAS threads each GEMM; vocab: each thread owns a vocab range "
-                    "with its own single-threaded GEMMs, partial sums combined in order",
-                    2,
-                    {0, 1},
-                    parallel_names,
-                    LSS_PAR_VOCAB,
-                    0},
+    [P_STRATEGY] =
+        FT_PARAM("strategy",
+                 "materialize: chunk logits in scratch, 2 GEMMs; online: vocab tiles with a "
+                 "running logsumexp, 3 GEMMs, tiny scratch; materialize_all: one M x V buffer",
+                 strategy_names, LSS_MATERIALIZE, 0, 1, 2),
+    [P_CHUNK] = FT_PARAM("chunk",
+                         "blocks per chunk: the GEMMs' row count, i.e. flops per byte of w_lm "
+                         "streamed, passes over w_lm and dw_lm, and the logits scratch",
+                         NULL, LSS_DEF_CHUNK, 1, 2, 4, 8, 16, 32),
+    [P_VTILE] = FT_PARAM("vtile",
+                         "online: vocab columns per tile: cache residency of the logits tile and "
+                         "the w_lm tile against the length of each GEMM",
+                         NULL, LSS_DEF_VTILE, 256, 1024, 4096),
+    [P_PARALLEL] =
+        FT_PARAM("parallel",
+                 "blas: OpenBLAS threads each GEMM; vocab: each thread owns a vocab range with its "
+                 "own single-threaded GEMMs, partial sums combined in order",
+                 parallel_names, LSS_PAR_VOCAB, 0, 1),
     [P_THREADS] = {"threads", "cores used", 1, {1}, NULL, 1, FT_PARAM_THREADS},
-    [P_NORM] = {"norm_pass",
-                "final_norm: chunk: the RMSNorm fused into each chunk's packing and its dh rows; "
-                "separate: one pass over all rows before and after (M*H*4 bytes of hn)",
-                2,
-                {0, 1},
-                norm_pass_names,
-                LSS_NORM_CHUNK,
-                0},
+    [P_NORM] =
+        FT_PARAM("norm_pass",
+                 "final_norm: chunk: the RMSNorm fused into each chunk's packing and its dh rows; "
+                 "separate: one pass over all rows before and after (M*H*4 bytes of hn)",
+                 norm_pass_names, LSS_NORM_CHUNK, 0, 1),
 };
 
 static const char *const loss_constraints[] = {

@@ -40,6 +40,12 @@ typedef struct ft_param {
     unsigned flags;
 } ft_param;
 
+/* A parameter's initializer, its candidate values last and counted: FT_PARAM("tile", "why it
+ * matters", NULL, 128, 32, 128, 512) (labels NULL: numeric; no flags). */
+#define FT_PARAM(name, doc, labels, def, ...)                                                      \
+    { name, doc, FT_NVALUES(__VA_ARGS__), {__VA_ARGS__}, labels, def, 0 }
+#define FT_NVALUES(...) ((int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)))
+
 /* One point of a space: v[i] is the value of parameter i. */
 typedef struct ft_config {
     int n;
