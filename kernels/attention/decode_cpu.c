@@ -103,7 +103,7 @@ static ft_param dp_params[DP_NPARAMS] = {
     [DP_PARTS] = FT_PARAM(
         "parts", "context of each request split into this many tasks, merged by log-sum-exp", NULL,
         2, 1, 2, 4),
-    [DP_THREADS] = {"threads", "OpenMP threads over tasks", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [DP_THREADS] = FT_THREADS_PARAM("OpenMP threads over tasks"),
 };
 
 static const char *const dp_constraints[] = {

@@ -99,7 +99,7 @@ static ft_param kv_params[KV_NPARAMS] = {
                         "workspace), or recomputed with the norm + RoPE backward per chunk right "
                         "after its GEMM (in cache) or as one pass after the layer's GEMM",
                         bwd_labels, BWD_KEEP, 0, 1, 2),
-    [KV_THREADS] = {"threads", "OpenMP and BLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [KV_THREADS] = FT_THREADS_PARAM("OpenMP and BLAS threads"),
 };
 
 static const char *const kv_constraints[] = {

@@ -124,13 +124,7 @@ static ft_param tr_params[P_COUNT] = {
                        "backward: dk_ctx/dv_ctx owned per (sequence, kv head) task, or per-thread "
                        "copies reduced in thread order",
                        dkv_labels, DKV_OWNER, 0, 1),
-    [P_THREADS] = {"threads",
-                   "OpenMP threads (BLAS single-threaded inside tasks)",
-                   1,
-                   {1},
-                   NULL,
-                   1,
-                   FT_PARAM_THREADS},
+    [P_THREADS] = FT_THREADS_PARAM("OpenMP threads (BLAS single-threaded inside tasks)"),
 };
 
 static const char *const tr_constraints[] = {

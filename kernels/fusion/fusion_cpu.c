@@ -623,8 +623,7 @@ static ft_param dl_params[] = {
                                    "software prefetch distance in 64-float h-blocks for x and df "
                                    "(0: leave it to the hardware prefetchers)",
                                    NULL, 0, 0, 8),
-    [FUS_DL_P_THREADS] =
-        {"threads", "OpenMP threads over row tasks", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [FUS_DL_P_THREADS] = FT_THREADS_PARAM("OpenMP threads over row tasks"),
 };
 
 static const char *const dl_constraints[] = {
@@ -845,8 +844,7 @@ static ft_param dh_params[] = {
                                 "rows per GEMM call: small keeps c and dc in cache for the norm "
                                 "and dx, but w_fc is repacked per call",
                                 dh_chunk_labels, 3, 0, 1, 2, 3),
-    [FUS_DH_P_THREADS] =
-        {"threads", "OpenMP / OpenBLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [FUS_DH_P_THREADS] = FT_THREADS_PARAM("OpenMP / OpenBLAS threads"),
 };
 
 static const char *const dh_constraints[] = {

@@ -113,7 +113,7 @@ static ft_param loss_params[P_COUNT] = {
                  "blas: OpenBLAS threads each GEMM; vocab: each thread owns a vocab range with its "
                  "own single-threaded GEMMs, partial sums combined in order",
                  parallel_names, LSS_PAR_VOCAB, 0, 1),
-    [P_THREADS] = {"threads", "cores used", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [P_THREADS] = FT_THREADS_PARAM("cores used"),
     [P_NORM] =
         FT_PARAM("norm_pass",
                  "final_norm: chunk: the RMSNorm fused into each chunk's packing and its dh rows; "

@@ -45,6 +45,9 @@ typedef struct ft_param {
 #define FT_PARAM(name, doc, labels, def, ...)                                                      \
     { name, doc, FT_NVALUES(__VA_ARGS__), {__VA_ARGS__}, labels, def, 0 }
 #define FT_NVALUES(...) ((int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)))
+/* The threads parameter of a CPU kernel (FT_PARAM_THREADS: its values are the machine's). */
+#define FT_THREADS_PARAM(doc)                                                                      \
+    { "threads", doc, 1, {1}, NULL, 1, FT_PARAM_THREADS }
 
 /* One point of a space: v[i] is the value of parameter i. */
 typedef struct ft_config {
