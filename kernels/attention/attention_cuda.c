@@ -584,44 +584,40 @@ static int kv_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_
     return 1;
 }
 
+/* d once per layer: one batched GEMM when gemm=batched, else a GEMM per layer; layer i's A, B
+ * and C start i * sa, sb and sc elements in (a stride 0 shares the operand). */
+static ft_status kv_gemm_layers(ft_cuda_ctx *x, const kv_geom *g, ft_gemm_desc *d, const void *A,
+                                int64_t sa, const void *B, int64_t sb, void *C, int64_t sc,
+                                ft_err *err) {
+    if (g->gemm == KV_GEMM_BATCHED) {
+        d->batch = g->D;
+        d->stride_a = sa;
+        d->stride_b = sb;
+        d->stride_c = sc;
+        return ft_cuda_gemm(x, d, A, B, C, g->algo, err);
+    }
+    const size_t ab = ft_dt_size(d->ab), cs = ft_dt_size(d->c);
+    for (int64_t i = 0; i < g->D; i++) {
+        ft_status s = ft_cuda_gemm(x, d, (const char *)A + (size_t)(i * sa) * ab,
+                                   (const char *)B + (size_t)(i * sb) * ab,
+                                   (char *)C + (size_t)(i * sc) * cs, g->algo, err);
+        if (s) return s;
+    }
+    return FT_OK;
+}
+
 /* One projection (K or V): per-layer GEMMs, one batched GEMM, or one wide GEMM into C with
  * row stride ldc (and per-layer stride sc); ct is C's type. */
 static ft_status kv_gemm(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *cd, const void *w,
                          void *C, ft_dt ct, ft_err *err) {
-    const size_t ab = ft_dt_size(dt), cs = ft_dt_size(ct);
-    ft_gemm_desc d = {.trans_a = 0,
-                      .trans_b = 1,
-                      .M = g->N,
-                      .N = g->KVD,
-                      .K = g->H,
-                      .lda = g->H,
-                      .ldb = g->H,
-                      .ldc = g->KVD,
-                      .batch = 1,
-                      .ab = dt,
-                      .c = ct,
-                      .alpha = 1.0f,
-                      .beta = 0.0f};
+    ft_gemm_desc d = ft_gemm_one(0, 1, g->N, g->KVD, g->H, g->H, g->H, dt, ct, 0.0f);
     if (g->gemm == KV_GEMM_WIDE) {
         d.N = g->D * g->KVD;
         d.ldc = g->D * g->KVD;
         return ft_cuda_gemm(x, &d, cd, w, C, g->algo, err);
     }
-    const int64_t sa = g->Dc > 1 ? g->N * g->H : 0, sb = g->KVD * g->H, sc = g->N * g->KVD;
-    if (g->gemm == KV_GEMM_BATCHED) {
-        d.batch = g->D;
-        d.stride_a = sa;
-        d.stride_b = sb;
-        d.stride_c = sc;
-        return ft_cuda_gemm(x, &d, cd, w, C, g->algo, err);
-    }
-    for (int64_t i = 0; i < g->D; i++) {
-        ft_status s = ft_cuda_gemm(x, &d, (const char *)cd + (size_t)(i * sa) * ab,
-                                   (const char *)w + (size_t)(i * sb) * ab,
-                                   (char *)C + (size_t)(i * sc) * cs, g->algo, err);
-        if (s) return s;
-    }
-    return FT_OK;
+    return kv_gemm_layers(x, g, &d, cd, g->Dc > 1 ? g->N * g->H : 0, w, g->KVD * g->H, C,
+                          g->N * g->KVD, err);
 }
 
 /* RoPE's frequencies for the call (rope.c), as dh/2 doubles on the device, and its scale. The
@@ -672,23 +668,9 @@ static ft_status kv_bwd_dc(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const voi
 /* dW_i = A_i^T @ c_i ([KVD, H]); one batched GEMM (c's stride 0 when shared) or per layer. */
 static ft_status kv_bwd_dw(ft_cuda_ctx *x, const kv_geom *g, ft_dt dt, const void *A,
                            const void *cd, void *dw, ft_err *err) {
-    const size_t es = ft_dt_size(dt);
-    const int64_t sa = g->N * g->KVD, sc = g->Dc > 1 ? g->N * g->H : 0, sw = g->KVD * g->H;
     ft_gemm_desc d = ft_gemm_one(1, 0, g->KVD, g->H, g->N, g->KVD, g->H, dt, dt, 0.0f);
-    if (g->gemm == KV_GEMM_BATCHED) {
-        d.batch = g->D;
-        d.stride_a = sa;
-        d.stride_b = sc;
-        d.stride_c = sw;
-        return ft_cuda_gemm(x, &d, A, cd, dw, g->algo, err);
-    }
-    for (int64_t i = 0; i < g->D; i++) {
-        ft_status s = ft_cuda_gemm(x, &d, (const char *)A + (size_t)(i * sa) * es,
-                                   (const char *)cd + (size_t)(i * sc) * es,
-                                   (char *)dw + (size_t)(i * sw) * es, g->algo, err);
-        if (s) return s;
-    }
-    return FT_OK;
+    return kv_gemm_layers(x, g, &d, A, g->N * g->KVD, cd, g->Dc > 1 ? g->N * g->H : 0, dw,
+                          g->KVD * g->H, err);
 }
 
 /* The backward, after the forward left the fp32 u in scratch slot 0, with the forward's RoPE

@@ -165,18 +165,10 @@ static double kvproj_flops(const ft_call *c) {
 const ft_op ft_op_attention_kvproj = {
     .name = "attention.kvproj",
     .summary = "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer",
-    .syms = kvproj_syms,
-    .tensors = kvproj_tensors,
-    .ntensors = sizeof kvproj_tensors / sizeof kvproj_tensors[0],
+    FT_OP_HOOKS(kvproj),
     .attrs = kvproj_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .check = kvproj_check,
-    .from_preset = kvproj_from_preset,
-    .fill_inputs = kvproj_fill,
-    .reference = kvproj_reference,
-    .flops = kvproj_flops,
-    .cpu = &ft_cpu_attention_kvproj,
-    .cuda = &ft_cuda_attention_kvproj,
+    FT_OP_IMPLS(attention_kvproj),
 };
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
@@ -275,18 +267,10 @@ const ft_op ft_op_attention_decode = {
     .name = "attention.decode",
     .summary = "inference block attention: B queries per request over its context cache plus "
                "its own B keys, no mask, GQA",
-    .syms = decode_syms,
-    .tensors = decode_tensors,
-    .ntensors = sizeof decode_tensors / sizeof decode_tensors[0],
+    FT_OP_HOOKS(decode),
     .attrs = decode_attrs,
     .backward = FT_BWD_NONE,
-    .check = decode_check,
-    .from_preset = decode_from_preset,
-    .fill_inputs = decode_fill,
-    .reference = decode_reference,
-    .flops = decode_flops,
-    .cpu = &ft_cpu_attention_decode,
-    .cuda = &ft_cuda_attention_decode,
+    FT_OP_IMPLS(attention_decode),
 };
 
 /* ---- attention.train ----------------------------------------------------------------------- */
@@ -416,16 +400,8 @@ const ft_op ft_op_attention_train = {
     .name = "attention.train",
     .summary = "training block-sparse attention: each block sees the context before its anchor "
                "plus itself (bidirectional)",
-    .syms = train_syms,
-    .tensors = train_tensors,
-    .ntensors = sizeof train_tensors / sizeof train_tensors[0],
+    FT_OP_HOOKS(train),
     .attrs = train_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .check = train_check,
-    .from_preset = train_from_preset,
-    .fill_inputs = train_fill,
-    .reference = train_reference,
-    .flops = train_flops,
-    .cpu = &ft_cpu_attention_train,
-    .cuda = &ft_cuda_attention_train,
+    FT_OP_IMPLS(attention_train),
 };

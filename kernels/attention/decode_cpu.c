@@ -85,45 +85,25 @@ static const char *const pack_labels[] = {"group", "head"};
 static const char *const mm_labels[] = {"blas", "loops"};
 
 static ft_param dp_params[DP_NPARAMS] = {
-    [DP_TILE] = {"tile",
-                 "keys per online-softmax step: larger products vs score block and K/V tile "
-                 "in cache",
-                 3,
-                 {32, 128, 512},
-                 NULL,
-                 128,
-                 0},
-    [DP_PACK] = {"pack",
-                 "stack the G query heads of a kv head into one B*G-row matrix (K/V read once) "
-                 "or run each head alone",
-                 2,
-                 {0, 1},
-                 pack_labels,
-                 PACK_GROUP,
-                 0},
-    [DP_MM] = {"mm",
-               "score and PV products by cblas_sgemm on the tile, or register-blocked loops",
-               2,
-               {0, 1},
-               mm_labels,
-               DP_AVX2 ? MM_LOOPS : MM_BLAS,
-               0},
-    [DP_SPAN] = {"span",
-                 "kv heads a task carries through the keys together: each K/V row (all heads, "
-                 "one page) used at once vs more, smaller tasks",
-                 3,
-                 {1, 2, 8},
-                 NULL,
-                 8,
-                 0},
-    [DP_PARTS] = {"parts",
-                  "context of each request split into this many tasks, merged by log-sum-exp",
-                  3,
-                  {1, 2, 4},
-                  NULL,
-                  2,
-                  0},
-    [DP_THREADS] = {"threads", "OpenMP threads over tasks", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [DP_TILE] = FT_PARAM(
+        "tile",
+        "keys per online-softmax step: larger products vs score block and K/V tile in cache", NULL,
+        128, 32, 128, 512),
+    [DP_PACK] = FT_PARAM("pack",
+                         "stack the G query heads of a kv head into one B*G-row matrix (K/V read "
+                         "once) or run each head alone",
+                         pack_labels, PACK_GROUP, 0, 1),
+    [DP_MM] = FT_PARAM(
+        "mm", "score and PV products by cblas_sgemm on the tile, or register-blocked loops",
+        mm_labels, DP_AVX2 ? MM_LOOPS : MM_BLAS, 0, 1),
+    [DP_SPAN] = FT_PARAM("span",
+                         "kv heads a task carries through the keys together: each K/V row (all "
+                         "heads, one page) used at once vs more, smaller tasks",
+                         NULL, 8, 1, 2, 8),
+    [DP_PARTS] = FT_PARAM(
+        "parts", "context of each request split into this many tasks, merged by log-sum-exp", NULL,
+        2, 1, 2, 4),
+    [DP_THREADS] = FT_THREADS_PARAM("OpenMP threads over tasks"),
 };
 
 static const char *const dp_constraints[] = {

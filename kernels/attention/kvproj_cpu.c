@@ -81,45 +81,25 @@ enum { BWD_KEEP, BWD_FUSED, BWD_SEPARATE };
 static const char *const bwd_labels[] = {"keep", "fused", "separate"};
 
 static ft_param kv_params[KV_NPARAMS] = {
-    [KV_GEMM] = {"gemm",
-                 "how GEMMs are grouped: per layer and K/V, K|V packed per layer, all layers "
-                 "wide (Dc = 1), or all layers and K|V packed (Dc = 1)",
-                 4,
-                 {0, 1, 2, 3},
-                 gemm_labels,
-                 GEMM_PER_LAYER,
-                 0},
-    [KV_EPI] = {"epilogue",
-                "RMSNorm + RoPE right after each chunk's GEMM (in cache) or as its own pass",
-                2,
-                {0, 1},
-                epi_labels,
-                EPI_FUSED,
-                0},
-    [KV_CHUNK] = {"chunk",
-                  "rows per GEMM call: output in cache for the epilogue vs BLAS packing amortised",
-                  4,
-                  {16, 64, 256, 1024},
-                  NULL,
-                  1024,
-                  0},
-    [KV_PAR] = {"par",
-                "threads inside each GEMM (blas) or over row chunks with single-threaded GEMMs",
-                2,
-                {0, 1},
-                par_labels,
-                PAR_BLAS,
-                0},
-    [KV_BWD] = {"bwd",
-                "backward: u = c w_k^T kept from the forward (D*N*KVD floats of workspace), or "
-                "recomputed with the norm + RoPE backward per chunk right after its GEMM (in "
-                "cache) or as one pass after the layer's GEMM",
-                3,
-                {0, 1, 2},
-                bwd_labels,
-                BWD_KEEP,
-                0},
-    [KV_THREADS] = {"threads", "OpenMP and BLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [KV_GEMM] = FT_PARAM("gemm",
+                         "how GEMMs are grouped: per layer and K/V, K|V packed per layer, all "
+                         "layers wide (Dc = 1), or all layers and K|V packed (Dc = 1)",
+                         gemm_labels, GEMM_PER_LAYER, 0, 1, 2, 3),
+    [KV_EPI] = FT_PARAM(
+        "epilogue", "RMSNorm + RoPE right after each chunk's GEMM (in cache) or as its own pass",
+        epi_labels, EPI_FUSED, 0, 1),
+    [KV_CHUNK] = FT_PARAM(
+        "chunk", "rows per GEMM call: output in cache for the epilogue vs BLAS packing amortised",
+        NULL, 1024, 16, 64, 256, 1024),
+    [KV_PAR] = FT_PARAM(
+        "par", "threads inside each GEMM (blas) or over row chunks with single-threaded GEMMs",
+        par_labels, PAR_BLAS, 0, 1),
+    [KV_BWD] = FT_PARAM("bwd",
+                        "backward: u = c w_k^T kept from the forward (D*N*KVD floats of "
+                        "workspace), or recomputed with the norm + RoPE backward per chunk right "
+                        "after its GEMM (in cache) or as one pass after the layer's GEMM",
+                        bwd_labels, BWD_KEEP, 0, 1, 2),
+    [KV_THREADS] = FT_THREADS_PARAM("OpenMP and BLAS threads"),
 };
 
 static const char *const kv_constraints[] = {

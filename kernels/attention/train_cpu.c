@@ -105,52 +105,26 @@ static const char *const balance_labels[] = {"static", "dynamic", "lpt"};
 static const char *const dkv_labels[] = {"owner", "private"};
 
 static ft_param tr_params[P_COUNT] = {
-    [P_KV_TILE] = {"kv_tile",
-                   "keys per tile (0: whole visible row, exact softmax, P reused by the backward); "
-                   "smaller tiles keep scores and K/V in L2",
-                   4,
-                   {64, 128, 512, 0},
-                   NULL,
-                   0,
-                   0},
-    [P_GQA] = {"gqa",
-               "pack: B*G rows of a GQA group share each K/V read; head: B rows per head",
-               2,
-               {0, 1},
-               gqa_labels,
-               GQA_PACK,
-               0},
-    [P_GEMM] = {"gemm",
-                "tile products through cblas_sgemm, or a 6x16 micro-kernel on operands packed "
-                "once per call",
-                2,
-                {0, 1},
-                gemm_labels,
-                GEMM_DEFAULT,
-                0},
-    [P_BALANCE] = {"balance",
-                   "task order: static equal counts, dynamic, or largest-first (blocks differ "
-                   "in work from B to S + B keys)",
-                   3,
-                   {0, 1, 2},
-                   balance_labels,
-                   BAL_LPT,
-                   0},
-    [P_DKV] = {"dkv",
-               "backward: dk_ctx/dv_ctx owned per (sequence, kv head) task, or per-thread copies "
-               "reduced in thread order",
-               2,
-               {0, 1},
-               dkv_labels,
-               DKV_OWNER,
-               0},
-    [P_THREADS] = {"threads",
-                   "OpenMP threads (BLAS single-threaded inside tasks)",
-                   1,
-                   {1},
-                   NULL,
-                   1,
-                   FT_PARAM_THREADS},
+    [P_KV_TILE] = FT_PARAM("kv_tile",
+                           "keys per tile (0: whole visible row, exact softmax, P reused by the "
+                           "backward); smaller tiles keep scores and K/V in L2",
+                           NULL, 0, 64, 128, 512, 0),
+    [P_GQA] =
+        FT_PARAM("gqa", "pack: B*G rows of a GQA group share each K/V read; head: B rows per head",
+                 gqa_labels, GQA_PACK, 0, 1),
+    [P_GEMM] = FT_PARAM("gemm",
+                        "tile products through cblas_sgemm, or a 6x16 micro-kernel on operands "
+                        "packed once per call",
+                        gemm_labels, GEMM_DEFAULT, 0, 1),
+    [P_BALANCE] = FT_PARAM("balance",
+                           "task order: static equal counts, dynamic, or largest-first (blocks "
+                           "differ in work from B to S + B keys)",
+                           balance_labels, BAL_LPT, 0, 1, 2),
+    [P_DKV] = FT_PARAM("dkv",
+                       "backward: dk_ctx/dv_ctx owned per (sequence, kv head) task, or per-thread "
+                       "copies reduced in thread order",
+                       dkv_labels, DKV_OWNER, 0, 1),
+    [P_THREADS] = FT_THREADS_PARAM("OpenMP threads (BLAS single-threaded inside tasks)"),
 };
 
 static const char *const tr_constraints[] = {

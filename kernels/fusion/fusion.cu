@@ -291,6 +291,20 @@ __device__ __forceinline__ void dl_load_x(const st_t *__restrict__ x, long long 
     }
 }
 
+/* Zeroes a thread's accumulators: one [FT_CPT][FT_VEC_ELEMS] set, or R of them. */
+__device__ __forceinline__ void dl_zero(float (&a)[FT_CPT][FT_VEC_ELEMS]) {
+#pragma unroll
+    for (int j = 0; j < FT_CPT; j++)
+#pragma unroll
+        for (int v = 0; v < FT_VEC_ELEMS; v++)
+            a[j][v] = 0.0f;
+}
+template <int R> __device__ __forceinline__ void dl_zero(float (&a)[R][FT_CPT][FT_VEC_ELEMS]) {
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        dl_zero(a[r]);
+}
+
 __device__ __forceinline__ void dl_load_vec(const st_t *__restrict__ p, bool live, int nch,
                                             float (&r)[FT_CPT][FT_VEC_ELEMS]) {
 #pragma unroll
@@ -390,13 +404,7 @@ __device__ __forceinline__ void dl_fwd(const st_t *__restrict__ x, const st_t *_
     for (int i0 = 0; i0 < nl; i0 += group) {
         const int ng = min(group, nl - i0);
         float s[GM][FT_CPT][FT_VEC_ELEMS];
-#pragma unroll
-        for (int q = 0; q < GM; q++)
-#pragma unroll
-            for (int j = 0; j < FT_CPT; j++)
-#pragma unroll
-                for (int v = 0; v < FT_VEC_ELEMS; v++)
-                    s[q][j][v] = 0.0f;
+        dl_zero(s);
 #pragma unroll
         for (int j = 0; j < FT_CPT; j++) {
             const int ch = (int)threadIdx.x + j * (int)blockDim.x;
@@ -731,6 +739,22 @@ FT_KERNEL_EXPORT(dflare_fwd_smem)
  * the products again (cheaper than holding them) and stores f. Warp w owns a contiguous run of
  * tiles, two at a time (ldmatrix.x4). Block (32 * warps, 1); dynamic shared memory: per_pass * T
  * floats of softmax rounded up to 16 bytes, then T * H elements of x. */
+/* This lane's part of ldmatrix.x4.trans over tiles tj and tj + 1 of the staged row xs: row mt
+ * (target), or the zero line for a target or tile past the row. */
+__device__ __forceinline__ void dl_ldm_tiles(uint32_t b[4], const st_t *xs, const uint32_t *zero16,
+                                             int mt, int tj, int ntiles, int H) {
+    ft_ldmatrix_x4_trans(b, mt < T_ && tj < ntiles ? (const void *)(xs + (long long)mt * H + tj * 8)
+                                                   : (const void *)zero16);
+}
+
+/* d = (ahi + alo) b: the weights' bf16 hi and lo parts, two mmas into one fp32 accumulator. */
+__device__ __forceinline__ void dl_mma_hilo(float d[4], const uint32_t ahi[4],
+                                            const uint32_t alo[4], const uint32_t *b) {
+    const float zc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    ft_mma_m16n8k16_bf16(d, ahi, b, zc);
+    ft_mma_m16n8k16_bf16(d, alo, b, d);
+}
+
 template <int unused>
 __device__ __forceinline__ void dl_fwd_mma(const st_t *__restrict__ x, const st_t *__restrict__ w,
                                            const st_t *__restrict__ g, st_t *__restrict__ f, int N,
@@ -778,20 +802,16 @@ __device__ __forceinline__ void dl_fwd_mma(const st_t *__restrict__ x, const st_
     const int j0 = warp * per_warp, j1 = min(j0 + per_warp, ntiles);
     /* This lane's ldmatrix row: matrix lane / 8 is (targets 0-7 or 8-15) x (tile j or j + 1). */
     const int mt = (lane >> 3 & 1) * 8 + (lane & 7), mtile = lane >> 4;
-    const float zc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
     float ss0 = 0.0f, ss1 = 0.0f;
     for (int j = j0; j < j1; j += 2) {
         const int tj = j + mtile;
         uint32_t b[4];
-        ft_ldmatrix_x4_trans(b, mt < T_ && tj < ntiles
-                                    ? (const void *)(xs + (long long)mt * H + tj * 8)
-                                    : (const void *)zero16);
+        dl_ldm_tiles(b, xs, zero16, mt, tj, ntiles, H);
 #pragma unroll
         for (int u = 0; u < 2; u++) {
             float d[4];
-            ft_mma_m16n8k16_bf16(d, ahi, b + 2 * u, zc);
-            ft_mma_m16n8k16_bf16(d, alo, b + 2 * u, d);
+            dl_mma_hilo(d, ahi, alo, b + 2 * u);
             ss0 = fmaf(d[0], d[0], fmaf(d[1], d[1], ss0));
             ss1 = fmaf(d[2], d[2], fmaf(d[3], d[3], ss1));
         }
@@ -818,15 +838,12 @@ __device__ __forceinline__ void dl_fwd_mma(const st_t *__restrict__ x, const st_
     for (int j = j0; j < j1; j += 2) {
         const int tj = j + mtile;
         uint32_t b[4];
-        ft_ldmatrix_x4_trans(b, mt < T_ && tj < ntiles
-                                    ? (const void *)(xs + (long long)mt * H + tj * 8)
-                                    : (const void *)zero16);
+        dl_ldm_tiles(b, xs, zero16, mt, tj, ntiles, H);
 #pragma unroll
         for (int u = 0; u < 2; u++) {
             if (j + u >= ntiles) continue;
             float d[4];
-            ft_mma_m16n8k16_bf16(d, ahi, b + 2 * u, zc);
-            ft_mma_m16n8k16_bf16(d, alo, b + 2 * u, d);
+            dl_mma_hilo(d, ahi, alo, b + 2 * u);
             const int h = (j + u) * 8 + 2 * q;
             __nv_bfloat162 gv = ft_ld_bf16x2(g + h);
             const float g0 = __low2float(gv), g1 = __high2float(gv);
@@ -884,11 +901,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
     const int nch = H / FT_VEC_ELEMS;
     float gr[FT_CPT][FT_VEC_ELEMS], dga[FT_CPT][FT_VEC_ELEMS];
     dl_load_vec(g, true, nch, gr);
-#pragma unroll
-    for (int j = 0; j < FT_CPT; j++)
-#pragma unroll
-        for (int v = 0; v < FT_VEC_ELEMS; v++)
-            dga[j][v] = 0.0f;
+    dl_zero(dga);
     __syncthreads();
 
     const float inv_h = 1.0f / (float)H;
@@ -900,15 +913,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
         xtile_t xr;
         float dxa[stage ? 1 : T_][FT_CPT][FT_VEC_ELEMS];
         dl_load_x(x, row, live, H, nch, xr);
-        if constexpr (!stage) {
-#pragma unroll
-            for (int t = 0; t < T_; t++)
-#pragma unroll
-                for (int j = 0; j < FT_CPT; j++)
-#pragma unroll
-                    for (int v = 0; v < FT_VEC_ELEMS; v++)
-                        dxa[t][j][v] = 0.0f;
-        }
+        if constexpr (!stage) dl_zero(dxa);
 
         for (int i = 0; i < nl; i++) {
             const float *a = a_s + i * T_;

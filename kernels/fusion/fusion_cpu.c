@@ -607,41 +607,23 @@ static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
 }
 
 static ft_param dl_params[] = {
-    [FUS_DL_P_STRATEGY] = {"strategy",
-                      "passes over x per row task: per_layer (D), k_layers (ceil(D/k)), "
-                      "all_layers (1)",
-                      3,
-                      {FUS_DL_PER_LAYER, FUS_DL_K_LAYERS, FUS_DL_ALL_LAYERS},
-                      dl_strategy_labels,
-                      FUS_DL_ALL_LAYERS,
-                      0},
-    [FUS_DL_P_K] = {"k", "draft layers per pass with strategy=k_layers", 3, {2, 3, 4}, NULL, 2, 0},
-    [FUS_DL_P_ROWS] = {"rows",
-                  "rows per task: OpenMP chunk and the cache block x is re-read from between "
-                  "passes",
-                  4,
-                  {1, 4, 16, 64},
-                  NULL,
-                  4,
-                  0},
-    [FUS_DL_P_STREAM] = {"stream",
-                    "non-temporal stores for f and dx: no read for ownership of lines written "
-                    "once",
-                    2,
-                    {0, 1},
-                    NULL,
-                    1,
-                    0},
-    [FUS_DL_P_PREFETCH] = {"prefetch",
-                      "software prefetch distance in 64-float h-blocks for x and df (0: leave "
-                      "it to the hardware prefetchers)",
-                      2,
-                      {0, 8},
-                      NULL,
-                      0,
-                      0},
-    [FUS_DL_P_THREADS] = {"threads", "OpenMP threads over row tasks", 1, {1}, NULL, 1,
-                          FT_PARAM_THREADS},
+    [FUS_DL_P_STRATEGY] =
+        FT_PARAM("strategy",
+                 "passes over x per row task: per_layer (D), k_layers (ceil(D/k)), all_layers (1)",
+                 dl_strategy_labels, FUS_DL_ALL_LAYERS, FUS_DL_PER_LAYER, FUS_DL_K_LAYERS,
+                 FUS_DL_ALL_LAYERS),
+    [FUS_DL_P_K] = FT_PARAM("k", "draft layers per pass with strategy=k_layers", NULL, 2, 2, 3, 4),
+    [FUS_DL_P_ROWS] = FT_PARAM(
+        "rows", "rows per task: OpenMP chunk and the cache block x is re-read from between passes",
+        NULL, 4, 1, 4, 16, 64),
+    [FUS_DL_P_STREAM] = FT_PARAM(
+        "stream", "non-temporal stores for f and dx: no read for ownership of lines written once",
+        NULL, 1, 0, 1),
+    [FUS_DL_P_PREFETCH] = FT_PARAM("prefetch",
+                                   "software prefetch distance in 64-float h-blocks for x and df "
+                                   "(0: leave it to the hardware prefetchers)",
+                                   NULL, 0, 0, 8),
+    [FUS_DL_P_THREADS] = FT_THREADS_PARAM("OpenMP threads over row tasks"),
 };
 
 static const char *const dl_constraints[] = {
@@ -853,24 +835,16 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
 }
 
 static ft_param dh_params[] = {
-    [FUS_DH_P_PAR] = {"par",
+    [FUS_DH_P_PAR] =
+        FT_PARAM("par",
                  "blas: OpenBLAS threads each GEMM, the norm is its own loop; rows: each thread "
                  "runs single-threaded GEMMs on its row chunks and normalises them in cache",
-                 2,
-                 {FUS_DH_PAR_BLAS, FUS_DH_PAR_ROWS},
-                 dh_par_labels,
-                 FUS_DH_PAR_BLAS,
-                 0},
-    [FUS_DH_P_CHUNK] = {"chunk",
-                   "rows per GEMM call: small keeps c and dc in cache for the norm and dx, "
-                   "but w_fc is repacked per call",
-                   4,
-                   {0, 1, 2, 3},
-                   dh_chunk_labels,
-                   3,
-                   0},
-    [FUS_DH_P_THREADS] = {"threads", "OpenMP / OpenBLAS threads", 1, {1}, NULL, 1,
-                          FT_PARAM_THREADS},
+                 dh_par_labels, FUS_DH_PAR_BLAS, FUS_DH_PAR_BLAS, FUS_DH_PAR_ROWS),
+    [FUS_DH_P_CHUNK] = FT_PARAM("chunk",
+                                "rows per GEMM call: small keeps c and dc in cache for the norm "
+                                "and dx, but w_fc is repacked per call",
+                                dh_chunk_labels, 3, 0, 1, 2, 3),
+    [FUS_DH_P_THREADS] = FT_THREADS_PARAM("OpenMP / OpenBLAS threads"),
 };
 
 static const char *const dh_constraints[] = {

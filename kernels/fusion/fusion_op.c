@@ -88,18 +88,10 @@ const ft_op ft_op_fusion_dflare = {
     .name = "fusion.dflare",
     .summary = "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
                "target states, RMSNorm'd",
-    .syms = dflare_syms,
-    .tensors = dflare_tensors,
-    .ntensors = sizeof dflare_tensors / sizeof dflare_tensors[0],
+    FT_OP_HOOKS(dflare),
     .attrs = fusion_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .check = dflare_check,
-    .from_preset = dflare_from_preset,
-    .fill_inputs = dflare_fill,
-    .reference = dflare_reference,
-    .flops = dflare_flops,
-    .cpu = &ft_cpu_fusion_dflare,
-    .cuda = &ft_cuda_fusion_dflare,
+    FT_OP_IMPLS(fusion_dflare),
 };
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
@@ -163,16 +155,8 @@ static double dflash_flops(const ft_call *c) {
 const ft_op ft_op_fusion_dflash = {
     .name = "fusion.dflash",
     .summary = "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm",
-    .syms = dflash_syms,
-    .tensors = dflash_tensors,
-    .ntensors = sizeof dflash_tensors / sizeof dflash_tensors[0],
+    FT_OP_HOOKS(dflash),
     .attrs = fusion_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .check = dflash_check,
-    .from_preset = dflash_from_preset,
-    .fill_inputs = dflash_fill,
-    .reference = dflash_reference,
-    .flops = dflash_flops,
-    .cpu = &ft_cpu_fusion_dflash,
-    .cuda = &ft_cuda_fusion_dflash,
+    FT_OP_IMPLS(fusion_dflash),
 };

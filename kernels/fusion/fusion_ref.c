@@ -77,14 +77,20 @@ static void softmax_rows(int64_t D, int64_t T, const double *w, double *a) {
     }
 }
 
+/* out[j] = sum over k < K of v[k] * m[j * mj + k * mk] for j < J, k ascending. */
+static void matvec(int64_t J, int64_t K, const double *v, const double *m, int64_t mj, int64_t mk,
+                   double *out) {
+    for (int64_t j = 0; j < J; j++) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < K; k++)
+            acc += v[k] * m[j * mj + k * mk];
+        out[j] = acc;
+    }
+}
+
 /* s[:] = sum_t a[t] * x[n,t,:] for one token n (xn = x + n*T*H, at = a + i*T). */
 static void mix_row(int64_t T, int64_t H, const double *at, const double *xn, double *s) {
-    for (int64_t h = 0; h < H; h++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < T; t++)
-            acc += at[t] * xn[t * H + h];
-        s[h] = acc;
-    }
+    matvec(H, T, at, xn, 1, H, s);
 }
 
 /* ---- fusion.dflare ------------------------------------------------------------------------ */
@@ -151,12 +157,7 @@ void ft_ref_fusion_dflare_bwd(int64_t N, int64_t T, int64_t H, int64_t D, double
 
 /* c[:] = xn @ w_fc^T for one token, xn being its T*H features flattened (t major). */
 static void fc_row(int64_t K, int64_t H, const double *xn, const double *w_fc, double *c) {
-    for (int64_t o = 0; o < H; o++) {
-        double acc = 0.0;
-        for (int64_t k = 0; k < K; k++)
-            acc += xn[k] * w_fc[o * K + k];
-        c[o] = acc;
-    }
+    matvec(H, K, xn, w_fc, K, 1, c);
 }
 
 void ft_ref_fusion_dflash_fwd(int64_t N, int64_t T, int64_t H, double eps, const double *x,

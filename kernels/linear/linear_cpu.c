@@ -15,7 +15,7 @@
 enum { LN_P_THREADS };
 
 static ft_param linear_params[] = {
-    [LN_P_THREADS] = {"threads", "OpenBLAS threads", 1, {1}, NULL, 1, FT_PARAM_THREADS},
+    [LN_P_THREADS] = FT_THREADS_PARAM("OpenBLAS threads"),
 };
 
 static ft_status linear_run(ft_call *c, const ft_config *cfg, ft_err *err) {

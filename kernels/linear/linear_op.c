@@ -64,34 +64,27 @@ static void linear_fill(ft_call *c, const ft_preset *p, ft_rng *rng) {
     if (c->backward) ft_fill_normal(c->t[LN_DY], rng, 0.0, 1.0);
 }
 
+/* out[i, j] ([rows, cols]) = sum over k < inner of a[i * ai + k * ak] * b[j * bj + k * bk], k
+ * ascending. */
+static void gemm_ref(int64_t rows, int64_t cols, int64_t inner, const double *a, int64_t ai,
+                     int64_t ak, const double *b, int64_t bj, int64_t bk, double *out) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < inner; k++)
+                s += a[i * ai + k * ak] * b[j * bj + k * bk];
+            out[i * cols + j] = s;
+        }
+}
+
 static void linear_reference(const ft_call *c) {
     const int64_t M = c->dim[LN_M], N = c->dim[LN_N], K = c->dim[LN_K];
     const double *x = c->t[LN_X]->data, *w = c->t[LN_W]->data;
-    double *y = c->attrs.grad_only ? NULL : c->t[LN_Y]->data;
-    for (int64_t m = 0; y && m < M; m++)
-        for (int64_t n = 0; n < N; n++) {
-            double s = 0;
-            for (int64_t k = 0; k < K; k++)
-                s += x[m * K + k] * w[n * K + k];
-            y[m * N + n] = s;
-        }
+    if (!c->attrs.grad_only) gemm_ref(M, N, K, x, K, 1, w, K, 1, c->t[LN_Y]->data);
     if (!c->backward) return;
     const double *dy = c->t[LN_DY]->data;
-    double *dx = c->t[LN_DX]->data, *dw = c->t[LN_DW]->data;
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t k = 0; k < K; k++) {
-            double s = 0;
-            for (int64_t n = 0; n < N; n++)
-                s += dy[m * N + n] * w[n * K + k];
-            dx[m * K + k] = s;
-        }
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t k = 0; k < K; k++) {
-            double s = 0;
-            for (int64_t m = 0; m < M; m++)
-                s += dy[m * N + n] * x[m * K + k];
-            dw[n * K + k] = s;
-        }
+    gemm_ref(M, K, N, dy, N, 1, w, 1, K, c->t[LN_DX]->data); /* dx = dy w    */
+    gemm_ref(N, K, M, dy, 1, N, x, 1, K, c->t[LN_DW]->data); /* dw = dy^T x  */
 }
 
 static double linear_flops(const ft_call *c) {
@@ -102,16 +95,8 @@ static double linear_flops(const ft_call *c) {
 const ft_op ft_op_linear = {
     .name = "linear",
     .summary = "a drafter layer's dense projection, y = x w^T (q/k/v/o, MLP, LM head)",
-    .syms = linear_syms,
-    .tensors = linear_tensors,
-    .ntensors = sizeof linear_tensors / sizeof linear_tensors[0],
+    FT_OP_HOOKS(linear),
     .attrs = linear_attrs,
     .backward = FT_BWD_OPTIONAL,
-    .check = linear_check,
-    .from_preset = linear_from_preset,
-    .fill_inputs = linear_fill,
-    .reference = linear_reference,
-    .flops = linear_flops,
-    .cpu = &ft_cpu_linear,
-    .cuda = &ft_cuda_linear,
+    FT_OP_IMPLS(linear),
 };

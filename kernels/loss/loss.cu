@@ -590,6 +590,15 @@ __device__ __forceinline__ void lt_dz(float *zs, const int *__restrict__ labels,
     __syncthreads();
 }
 
+/* s + sum over i < n of z[i * zs] p[i * H], in order (fmaf). */
+__device__ __forceinline__ float lt_dot(const float *z, int zs, const st_t *p, int n, int H,
+                                        float s) {
+#pragma unroll 2
+    for (int i = 0; i < n; i++, p += H)
+        s = fmaf(z[i * zs], ld1(p), s);
+    return s;
+}
+
 /* Pass 2, dh. Grid (row tiles): the block recomputes its rows' tiles over the whole vocabulary
  * and accumulates dacc[rows, :] (float32, [M, H]) += dz_tile w_lm[tile, :] (the first tile
  * stores). */
@@ -614,11 +623,7 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
             const float *zr = sm.zs + r * (LS_BN + 1);
             float *d = dacc + (long long)(r0 + r) * H + k;
             const st_t *wp = w + (long long)v0 * H + k;
-            float s = t ? *d : 0.0f;
-#pragma unroll 2
-            for (int c = 0; c < ncol; c++, wp += H)
-                s = fmaf(zr[c], ld1(wp), s);
-            *d = s;
+            *d = lt_dot(zr, 1, wp, ncol, H, t ? *d : 0.0f);
         }
         __syncthreads();
     }
@@ -649,11 +654,7 @@ extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
             float *d = dwacc + (long long)(v0 + c) * H + k;
             const st_t *hp = h + (long long)r0 * H + k;
             const float *zc = sm.zs + c;
-            float s = t ? *d : 0.0f;
-#pragma unroll 2
-            for (int r = 0; r < nrow; r++, hp += H)
-                s = fmaf(zc[r * (LS_BN + 1)], ld1(hp), s);
-            *d = s;
+            *d = lt_dot(zc, LS_BN + 1, hp, nrow, H, t ? *d : 0.0f);
         }
         __syncthreads();
     }

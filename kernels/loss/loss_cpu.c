@@ -95,47 +95,30 @@ static const char *const parallel_names[] = {"blas", "vocab"};
 static const char *const norm_pass_names[] = {"chunk", "separate"};
 
 static ft_param loss_params[P_COUNT] = {
-    [P_STRATEGY] = {"strategy",
-                    "materialize: chunk logits in scratch, 2 GEMMs; online: vocab tiles with a "
-                    "running logsumexp, 3 GEMMs, tiny scratch; materialize_all: one M x V buffer",
-                    3,
-                    {0, 1, 2},
-                    strategy_names,
-                    LSS_MATERIALIZE,
-                    0},
-    [P_CHUNK] = {"chunk",
-                 "blocks per chunk: the GEMMs' row count, i.e. flops per byte of w_lm streamed, "
-                 "passes over w_lm and dw_lm, and the logits scratch",
-                 6,
-                 {1, 2, 4, 8, 16, 32},
-                 NULL,
-                 LSS_DEF_CHUNK,
-                 0},
-    [P_VTILE] = {"vtile",
-                 "online: vocab columns per tile: cache residency of the logits tile and the "
-                 "w_lm tile against the length of each GEMM",
-                 3,
-                 {256, 1024, 4096},
-                 NULL,
-                 LSS_DEF_VTILE,
-                 0},
-    [P_PARALLEL] = {"parallel",
-                    "blas: OpenBLAS threads each GEMM; vocab: each thread owns a vocab range "
-                    "with its own single-threaded GEMMs, partial sums combined in order",
-                    2,
-                    {0, 1},
-                    parallel_names,
-                    LSS_PAR_VOCAB,
-                    0},
-    [P_THREADS] = {"threads", "cores used", 1, {1}, NULL, 1, FT_PARAM_THREADS},
-    [P_NORM] = {"norm_pass",
-                "final_norm: chunk: the RMSNorm fused into each chunk's packing and its dh rows; "
-                "separate: one pass over all rows before and after (M*H*4 bytes of hn)",
-                2,
-                {0, 1},
-                norm_pass_names,
-                LSS_NORM_CHUNK,
-                0},
+    [P_STRATEGY] =
+        FT_PARAM("strategy",
+                 "materialize: chunk logits in scratch, 2 GEMMs; online: vocab tiles with a "
+                 "running logsumexp, 3 GEMMs, tiny scratch; materialize_all: one M x V buffer",
+                 strategy_names, LSS_MATERIALIZE, 0, 1, 2),
+    [P_CHUNK] = FT_PARAM("chunk",
+                         "blocks per chunk: the GEMMs' row count, i.e. flops per byte of w_lm "
+                         "streamed, passes over w_lm and dw_lm, and the logits scratch",
+                         NULL, LSS_DEF_CHUNK, 1, 2, 4, 8, 16, 32),
+    [P_VTILE] = FT_PARAM("vtile",
+                         "online: vocab columns per tile: cache residency of the logits tile and "
+                         "the w_lm tile against the length of each GEMM",
+                         NULL, LSS_DEF_VTILE, 256, 1024, 4096),
+    [P_PARALLEL] =
+        FT_PARAM("parallel",
+                 "blas: OpenBLAS threads each GEMM; vocab: each thread owns a vocab range with its "
+                 "own single-threaded GEMMs, partial sums combined in order",
+                 parallel_names, LSS_PAR_VOCAB, 0, 1),
+    [P_THREADS] = FT_THREADS_PARAM("cores used"),
+    [P_NORM] =
+        FT_PARAM("norm_pass",
+                 "final_norm: chunk: the RMSNorm fused into each chunk's packing and its dh rows; "
+                 "separate: one pass over all rows before and after (M*H*4 bytes of hn)",
+                 norm_pass_names, LSS_NORM_CHUNK, 0, 1),
 };
 
 static const char *const loss_constraints[] = {
@@ -165,18 +148,12 @@ static int loss_valid(const ft_call *c, const ft_config *cfg, char *why, size_t 
             return 0;
         }
     } else {
-        /* Chunks of at least as many blocks as the batch has all run it as one chunk: keep the
-         * default among them (so the default is valid at every shape), else the smallest. */
-        const ft_param *p = &loss_params[P_CHUNK];
-        if (chunk >= nblk && chunk != p->def) {
-            int smallest = chunk;
-            for (int k = 0; k < p->n; k++)
-                if (p->values[k] >= nblk && p->values[k] < smallest) smallest = p->values[k];
-            if (p->def >= nblk || chunk != smallest) {
-                snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)", chunk,
-                         (long long)nblk, p->def >= nblk ? p->def : smallest);
-                dup = 1; /* a duplicate, if nothing rules it out below */
-            }
+        /* Chunks of at least as many blocks as the batch has all run it as one chunk. */
+        const int kept = ft_param_kept(&loss_params[P_CHUNK], chunk, nblk);
+        if (kept != chunk) {
+            snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)", chunk,
+                     (long long)nblk, kept);
+            dup = 1; /* a duplicate, if nothing rules it out below */
         }
         if (strategy == LSS_MATERIALIZE &&
             (int64_t)chunk * B * V * (int64_t)sizeof(float) > LSS_MAX_LOGITS) {

@@ -137,6 +137,19 @@ static const char *const lc_constraints[] = {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Do the parameters idx[0..k-1], which only strategy=`strategy` uses, keep their defaults? */
+static int lc_at_defaults(const ft_config *cfg, const int *idx, size_t k, const char *strategy,
+                          char *why, size_t n) {
+    for (size_t i = 0; i < k; i++)
+        if (cfg->v[idx[i]] != lc_params[idx[i]].def) {
+            if (why)
+                snprintf(why, n, "%s applies to strategy=%s only (leave it at %d)",
+                         lc_params[idx[i]].name, strategy, lc_params[idx[i]].def);
+            return 0;
+        }
+    return 1;
+}
+
 static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     int dup = 0;
     const int strategy = cfg->v[LC_P_STRATEGY], chunk = cfg->v[LC_P_CHUNK];
@@ -149,37 +162,24 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         return 0;
     }
     if (strategy == LC_MATERIALIZE) {
-        for (size_t i = 0; i < sizeof online_only / sizeof online_only[0]; i++)
-            if (cfg->v[online_only[i]] != lc_params[online_only[i]].def) {
-                if (why)
-                    snprintf(why, n, "%s applies to strategy=online only (leave it at %d)",
-                             lc_params[online_only[i]].name, lc_params[online_only[i]].def);
-                return 0;
-            }
-        const ft_param *p = &lc_params[LC_P_CHUNK];
-        if (chunk >= nblk && chunk != p->def) {
-            int smallest = chunk;
-            for (int k = 0; k < p->n; k++)
-                if (p->values[k] >= nblk && p->values[k] < smallest) smallest = p->values[k];
-            if (p->def >= nblk || chunk != smallest) {
-                if (why)
-                    snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)",
-                             chunk, (long long)nblk, p->def >= nblk ? p->def : smallest);
-                dup = 1; /* a duplicate, if nothing rules it out below */
-            }
+        if (!lc_at_defaults(cfg, online_only, sizeof online_only / sizeof online_only[0], "online",
+                            why, n))
+            return 0;
+        const int kept = ft_param_kept(&lc_params[LC_P_CHUNK], chunk, nblk);
+        if (kept != chunk) {
+            if (why)
+                snprintf(why, n, "chunk=%d: the batch has %lld blocks (chunk=%d covers it)", chunk,
+                         (long long)nblk, kept);
+            dup = 1; /* a duplicate, if nothing rules it out below */
         }
         if ((int64_t)chunk * B * V * (int64_t)sizeof(float) > LSC_MAX_LOGITS) {
             if (why) snprintf(why, n, "materialize: chunk*B*V float logits exceed 2 GiB");
             return 0;
         }
     } else {
-        for (size_t i = 0; i < sizeof mat_only / sizeof mat_only[0]; i++)
-            if (cfg->v[mat_only[i]] != lc_params[mat_only[i]].def) {
-                if (why)
-                    snprintf(why, n, "%s applies to strategy=materialize only (leave it at %d)",
-                             lc_params[mat_only[i]].name, lc_params[mat_only[i]].def);
-                return 0;
-            }
+        if (!lc_at_defaults(cfg, mat_only, sizeof mat_only / sizeof mat_only[0], "materialize", why,
+                            n))
+            return 0;
         if (ft_cuda_call_dt(c) == FT_DT_BF16 && H % 2) {
             if (why)
                 snprintf(why, n, "online with bf16 storage needs H even (H=%lld)", (long long)H);
@@ -416,6 +416,15 @@ static ft_status lc_materialize(const lc_state *st, ft_err *err) {
     return FT_OK;
 }
 
+/* The float32 accumulator of an output of n elements: the output itself with f32 storage, else
+ * scratch slot `slot`. */
+static ft_status lc_acc(ft_cuda_ctx *x, ft_dt dt, int slot, int64_t n, void *out, float **acc,
+                        ft_err *err) {
+    *acc = out;
+    if (dt != FT_DT_BF16) return FT_OK;
+    return ft_cuda_scratch(x, slot, (size_t)n * sizeof(float), (void **)acc, err);
+}
+
 /* strategy=online: the logits made tile by tile and never stored; backward, dh and dw_lm
  * accumulated in float32 (the outputs themselves with f32 storage). */
 static ft_status lc_online(const lc_state *st, ft_err *err) {
@@ -433,19 +442,14 @@ static ft_status lc_online(const lc_state *st, ft_err *err) {
         (s = lc_weights(st, 0, (int)(g->M / g->B), err)))
         return s;
     if (!st->backward) return FT_OK;
-    float *dacc = d[LS_DH];
-    if (dt == FT_DT_BF16 &&
-        (s = ft_cuda_scratch(x, 1, (size_t)(g->M * g->H) * sizeof(float), (void **)&dacc, err)))
-        return s;
+    float *dacc, *dwacc;
+    if ((s = lc_acc(x, dt, 1, g->M * g->H, d[LS_DH], &dacc, err))) return s;
     if ((s = launch_loss_online_dh(x, st->m, (ft_dim3){(unsigned)g->rt, 1, 1}, tblk, g->smem,
                                    st->hid, d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V,
                                    g->stages, dacc, err)))
         return s;
     if (!st->want_dw) return FT_OK;
-    float *dwacc = d[LS_DWLM];
-    if (dt == FT_DT_BF16 &&
-        (s = ft_cuda_scratch(x, 2, (size_t)(g->V * g->H) * sizeof(float), (void **)&dwacc, err)))
-        return s;
+    if ((s = lc_acc(x, dt, 2, g->V * g->H, d[LS_DWLM], &dwacc, err))) return s;
     return launch_loss_online_dw(x, st->m, (ft_dim3){(unsigned)g->nt, 1, 1}, tblk, g->smem, st->hid,
                                  d[LS_WLM], d[LS_LABELS], st->lse, st->scf, M, H, V, g->stages,
                                  dwacc, err);

@@ -138,16 +138,8 @@ const ft_op ft_op_loss = {
     .name = "loss",
     .summary = "LM head + weighted cross entropy (uniform, decay, progressive, D-PACE), forward "
                "and backward fused, optionally behind the drafter's final RMSNorm",
-    .syms = loss_syms,
-    .tensors = loss_tensors,
-    .ntensors = sizeof loss_tensors / sizeof loss_tensors[0],
+    FT_OP_HOOKS(loss),
     .attrs = loss_attrs,
     .backward = FT_BWD_ALWAYS,
-    .check = loss_check,
-    .from_preset = loss_from_preset,
-    .fill_inputs = loss_fill,
-    .reference = loss_reference,
-    .flops = loss_flops,
-    .cpu = &ft_cpu_loss,
-    .cuda = &ft_cuda_loss,
+    FT_OP_IMPLS(loss),
 };

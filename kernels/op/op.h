@@ -194,6 +194,18 @@ typedef struct ft_op {
     const struct ft_cuda_op *cuda;
 } ft_op;
 
+/* The fields of an op's description that its family names after one prefix P: the tables
+ * P_syms and P_tensors and the hooks P_check, P_from_preset, P_fill, P_reference, P_flops.
+ * The description sets the rest (name, summary, attrs, backward, cpu, cuda) itself. */
+#define FT_OP_HOOKS(P)                                                                             \
+    .syms = P##_syms, .tensors = P##_tensors,                                                      \
+    .ntensors = (int)(sizeof P##_tensors / sizeof P##_tensors[0]), .check = P##_check,             \
+    .from_preset = P##_from_preset, .fill_inputs = P##_fill, .reference = P##_reference,           \
+    .flops = P##_flops
+/* Its implementations, named after the op (FT_OP_IMPLS(fusion_dflare): ft_cpu_fusion_dflare,
+ * ft_cuda_fusion_dflare). */
+#define FT_OP_IMPLS(NAME) .cpu = &ft_cpu_##NAME, .cuda = &ft_cuda_##NAME
+
 /* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL
  * where a tensor does not take part, e.g. gradients when the backward does not run). */
 struct ft_call {

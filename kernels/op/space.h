@@ -40,6 +40,15 @@ typedef struct ft_param {
     unsigned flags;
 } ft_param;
 
+/* A parameter's initializer, its candidate values last and counted: FT_PARAM("tile", "why it
+ * matters", NULL, 128, 32, 128, 512) (labels NULL: numeric; no flags). */
+#define FT_PARAM(name, doc, labels, def, ...)                                                      \
+    { name, doc, FT_NVALUES(__VA_ARGS__), {__VA_ARGS__}, labels, def, 0 }
+#define FT_NVALUES(...) ((int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)))
+/* The threads parameter of a CPU kernel (FT_PARAM_THREADS: its values are the machine's). */
+#define FT_THREADS_PARAM(doc)                                                                      \
+    { "threads", doc, 1, {1}, NULL, 1, FT_PARAM_THREADS }
+
 /* One point of a space: v[i] is the value of parameter i. */
 typedef struct ft_config {
     int n;
@@ -105,6 +114,11 @@ int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *
 /* Can cfg run this call (valid or a duplicate)? What a backend checks before it runs. */
 int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
                       size_t n);
+/* For a constraint where the values of p from `least` up all act alike (a chunk of at least as
+ * many blocks as the batch has): the one of them a space keeps, the default when it is among
+ * them (so the default is valid at every size), else the smallest; v itself when v < least. A
+ * value v is a duplicate when this is not v. */
+int ft_param_kept(const ft_param *p, int v, int64_t least);
 
 #ifdef __cplusplus
 }
