@@ -167,14 +167,6 @@ int ft_config_equal(const ft_config *a, const ft_config *b) {
     return 1;
 }
 
-int ft_param_kept(const ft_param *p, int v, int64_t least) {
-    if (v < least || p->def >= least) return v < least ? v : p->def;
-    int smallest = v;
-    for (int k = 0; k < p->n; k++)
-        if (p->values[k] >= least && p->values[k] < smallest) smallest = p->values[k];
-    return smallest;
-}
-
 int64_t ft_space_size(const ft_space *s) {
     int64_t n = 1;
     for (int i = 0; i < s->nparams; i++)

@@ -118,7 +118,13 @@ int ft_space_runnable(const ft_space *s, const struct ft_call *c, const ft_confi
  * many blocks as the batch has): the one of them a space keeps, the default when it is among
  * them (so the default is valid at every size), else the smallest; v itself when v < least. A
  * value v is a duplicate when this is not v. */
-int ft_param_kept(const ft_param *p, int v, int64_t least);
+static inline int ft_param_kept(const ft_param *p, int v, int64_t least) {
+    if (v < least || p->def >= least) return v < least ? v : p->def;
+    int smallest = v;
+    for (int k = 0; k < p->n; k++)
+        if (p->values[k] >= least && p->values[k] < smallest) smallest = p->values[k];
+    return smallest;
+}
 
 #ifdef __cplusplus
 }
