@@ -68,6 +68,14 @@ static inline double ft_test_rel_err(const double *a, const double *b, int64_t n
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* free() of every pointer listed: FT_FREE(a, b, c). */
+#define FT_FREE(...)                                                                               \
+    do {                                                                                           \
+        void *ft_free_[] = {__VA_ARGS__};                                                          \
+        for (size_t ft_i_ = 0; ft_i_ < sizeof ft_free_ / sizeof ft_free_[0]; ft_i_++)              \
+            free(ft_free_[ft_i_]);                                                                 \
+    } while (0)
+
 static inline void *ft_test_alloc(size_t bytes) {
     void *p = calloc(1, bytes ? bytes : 1);
     if (!p) {
