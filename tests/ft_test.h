@@ -85,4 +85,19 @@ static inline void *ft_test_alloc(size_t bytes) {
     return p;
 }
 
+/* The whole of a file, NUL-terminated (a short read ends it where the read stopped); NULL when
+ * it cannot be opened. The caller frees it. */
+static inline char *ft_test_read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = ft_test_alloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
 #endif

@@ -16,22 +16,6 @@
 
 #define DATA FT_SOURCE_DIR "/tests/data/t1/"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static void cfg_of(const ft_t1 *t, const char *text, ft_config *c) {
     ft_err err = {0};
     FT_CHECK(ft_config_parse(&t->space, text, c, &err) == FT_OK, "%s: %s", text, err.msg);
@@ -103,7 +87,7 @@ static void test_hand_checked(void) {
 
 /* A mutation of the hand-written file: the text with `from` replaced by `to`. */
 static void expect_bad(const char *from, const char *to, const char *fragment) {
-    char *text = slurp(DATA "saxpy_tiled.json");
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
     FT_CHECK(text != NULL, "read");
     if (!text) return;
     char *at = strstr(text, from);
@@ -165,7 +149,7 @@ static void test_bad_files(void) {
     expect_bad("\"Expression\": \"block_size_x * tile_size_x <= 512\"", "\"Expression\": \"block_size_x > 1024\"",
                "no configuration satisfies the conditions");
     /* a default that breaks a condition is moved to the nearest allowed configuration */
-    char *text = slurp(DATA "saxpy_tiled.json");
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
     char *at = text ? strstr(text, "\"Default\": 0") : NULL;
     FT_CHECK(at != NULL, "mutation");
     if (at) {
