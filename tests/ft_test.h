@@ -85,6 +85,15 @@ static inline void *ft_test_alloc(size_t bytes) {
     return p;
 }
 
+/* A fresh folder /tmp/ft_test_NAME.XXXXXX into dir (n bytes); exits 1 when it cannot be made. */
+static inline void ft_test_tmpdir(char *dir, size_t n, const char *name) {
+    snprintf(dir, n, "/tmp/ft_test_%s.XXXXXX", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
 /* The whole of a file, NUL-terminated (a short read ends it where the read stopped); NULL when
  * it cannot be opened. The caller frees it. */
 static inline char *ft_test_read_file(const char *path) {

@@ -336,11 +336,7 @@ static void test_save_failure_leaves_nothing(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/ft_test_npy.XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    ft_test_tmpdir(dir, sizeof dir, "npy");
     FT_RUN(test_round_trip);
     FT_RUN(test_versions_and_conversions);
     FT_RUN(test_bad_files);

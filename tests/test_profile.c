@@ -775,11 +775,7 @@ static void remove_dir(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/ft_test_profile.XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    ft_test_tmpdir(dir, sizeof dir, "profile");
     FT_RUN(test_round_trip);
     FT_RUN(test_merge_keeps_best);
     FT_RUN(test_per_entry_validation);
