@@ -541,13 +541,7 @@ static void write_run_predicted(const char *path, const problem *p, const char *
     ft_err err = {0};
     ft_eventlog *log;
     FT_CHECK(ft_eventlog_open(path, run, &log, &err) == FT_OK, "%s", err.msg);
-    ft_config def;
-    ft_config_default(&p->space, &def);
-    json_t *ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s}", "event",
-                           "run_start", "format", 1, "op", p->op->name, "backend", p->be->name,
-                           "preset", p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
-                           ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
-                           ft_config_to_json(&p->space, &def), "key", key);
+    json_t *ev = problem_run_start(p, key);
     if (pred) json_object_set_new(ev, "predict", json_pack("{s:s}", "device", "h200"));
     ft_eventlog_write(log, ev, &err);
     for (int i = from; i < to; i++) {
@@ -577,13 +571,7 @@ static void write_run(const char *path, const problem *p, const char *run, const
     write_run_predicted(path, p, run, key, from, to, skip, reject, NULL);
 }
 
-static void temp_path(char *buf, size_t n) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(buf, n, "%s/ft_strategy_XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(buf);
-    FT_CHECK(fd >= 0, "mkstemp %s", buf);
-    if (fd >= 0) close(fd);
-}
+static void temp_path(char *buf, size_t n) { temp_file(buf, n, "strategy", ""); }
 
 static void check_landscape(const ft_landscape *l, const problem *p, int reject) {
     FT_CHECK(l->ncands == p->n, "%d candidates, want %d", l->ncands, p->n);
