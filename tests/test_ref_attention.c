@@ -46,6 +46,30 @@ static void bump(double *a, int64_t n, double by) {
         a[i] += by;
 }
 
+/* Every one of the n rows (E doubles each) of a becomes row. */
+static void set_rows(double *a, int64_t n, const double *row, int64_t E) {
+    for (int64_t t = 0; t < n; t++)
+        memcpy(a + t * E, row, sizeof(double) * (size_t)E);
+}
+
+/* row is added to every one of the n rows (E doubles each) of a. */
+static void add_rows(double *a, int64_t n, const double *row, int64_t E) {
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t e = 0; e < E; e++)
+            a[t * E + e] += row[e];
+}
+
+/* n rows of Hkv heads (dh each) as n rows of Hq heads: query head h gets kv head h / (Hq/Hkv)
+ * (plain MHA on the same keys). A new array. */
+static double *repeat_heads(const double *a, int64_t n, int64_t Hkv, int64_t Hq, int64_t dh) {
+    double *m = dalloc(n * Hq * dh);
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t h = 0; h < Hq; h++)
+            memcpy(m + (t * Hq + h) * dh, a + (t * Hkv + h / (Hq / Hkv)) * dh,
+                   sizeof(double) * (size_t)dh);
+    return m;
+}
+
 #define CHECK_REL(a, b, n, tol, what)                                                              \
     do {                                                                                           \
         double e_ = ft_test_rel_err(a, b, n);                                                      \
@@ -599,10 +623,8 @@ static void test_decode_identical_keys(void) {
     dec_case c = dec_new(&r, 3, 4, 4, 2, 16, lens);
     double key[2 * 16];
     fill_normal(&r, key, 2 * 16, 1.0);
-    for (int64_t t = 0; t < c.Ltot; t++)
-        memcpy(c.k_ctx + t * 32, key, sizeof key);
-    for (int64_t t = 0; t < c.R * c.B; t++)
-        memcpy(c.k_blk + t * 32, key, sizeof key);
+    set_rows(c.k_ctx, c.Ltot, key, 32);
+    set_rows(c.k_blk, c.R * c.B, key, 32);
     dec_run(&c);
     double worst_o = 0, worst_l = 0;
     int64_t off = 0;
@@ -640,14 +662,12 @@ static void test_decode_gqa_mapping(void) {
     const int64_t hqs[2] = {4, 8};
     for (int s = 0; s < 2; s++) {
         dec_case c = dec_new(&r, 3, 4, hqs[s], 2, 16, lens);
-        for (int64_t t = 0; t < c.Ltot; t++)
-            for (int64_t j = 0; j < 2; j++)
-                for (int64_t d = 0; d < 16; d++)
-                    c.v_ctx[(t * 2 + j) * 16 + d] = 10.0 * j + d;
-        for (int64_t t = 0; t < c.R * c.B; t++)
-            for (int64_t j = 0; j < 2; j++)
-                for (int64_t d = 0; d < 16; d++)
-                    c.v_blk[(t * 2 + j) * 16 + d] = 10.0 * j + d;
+        double vals[2 * 16];
+        for (int64_t j = 0; j < 2; j++)
+            for (int64_t d = 0; d < 16; d++)
+                vals[j * 16 + d] = 10.0 * j + d;
+        set_rows(c.v_ctx, c.Ltot, vals, 32);
+        set_rows(c.v_blk, c.R * c.B, vals, 32);
         dec_run(&c);
         const int64_t group = c.Hq / 2;
         double worst = 0;
@@ -701,21 +721,10 @@ static void test_decode_vs_expanded_mha(void) {
     CHECK_REL(c.lse, lse, nq, 1e-13, "lse vs plain attention on expanded K/V");
 
     /* The same as MHA: repeat every kv head Hq/Hkv times. */
-    const int64_t G = c.Hq / c.Hkv;
-    double *kc = dalloc(c.Ltot * c.Hq * dh), *vc = dalloc(c.Ltot * c.Hq * dh);
-    double *kb = dalloc(c.R * c.B * c.Hq * dh), *vb = dalloc(c.R * c.B * c.Hq * dh);
-    for (int64_t t = 0; t < c.Ltot; t++)
-        for (int64_t h = 0; h < c.Hq; h++)
-            for (int64_t d = 0; d < dh; d++) {
-                kc[(t * c.Hq + h) * dh + d] = c.k_ctx[(t * c.Hkv + h / G) * dh + d];
-                vc[(t * c.Hq + h) * dh + d] = c.v_ctx[(t * c.Hkv + h / G) * dh + d];
-            }
-    for (int64_t t = 0; t < c.R * c.B; t++)
-        for (int64_t h = 0; h < c.Hq; h++)
-            for (int64_t d = 0; d < dh; d++) {
-                kb[(t * c.Hq + h) * dh + d] = c.k_blk[(t * c.Hkv + h / G) * dh + d];
-                vb[(t * c.Hq + h) * dh + d] = c.v_blk[(t * c.Hkv + h / G) * dh + d];
-            }
+    double *kc = repeat_heads(c.k_ctx, c.Ltot, c.Hkv, c.Hq, dh);
+    double *vc = repeat_heads(c.v_ctx, c.Ltot, c.Hkv, c.Hq, dh);
+    double *kb = repeat_heads(c.k_blk, c.R * c.B, c.Hkv, c.Hq, dh);
+    double *vb = repeat_heads(c.v_blk, c.R * c.B, c.Hkv, c.Hq, dh);
     ft_ref_attn_decode_fwd(c.R, c.B, c.Hq, c.Hq, dh, c.scale, c.q, c.ctx_lens, kc, vc, kb, vb, o,
                            lse);
     CHECK_REL(c.o, o, nq * dh, 1e-14, "GQA o vs MHA on repeated heads");
@@ -759,12 +768,8 @@ static void test_decode_shift_and_permutation(void) {
     double *o0 = dclone(c.o, nq * c.dh), *l0 = dclone(c.lse, nq), *want = dalloc(nq);
     double u[2 * 8];
     fill_normal(&r, u, E, 1.0);
-    for (int64_t t = 0; t < c.Ltot; t++)
-        for (int64_t e = 0; e < E; e++)
-            c.k_ctx[t * E + e] += u[e];
-    for (int64_t t = 0; t < c.B; t++)
-        for (int64_t e = 0; e < E; e++)
-            c.k_blk[t * E + e] += u[e];
+    add_rows(c.k_ctx, c.Ltot, u, E);
+    add_rows(c.k_blk, c.B, u, E);
     dec_run(&c);
     for (int64_t row = 0; row < nq; row++)
         want[row] =
@@ -1027,10 +1032,12 @@ static void test_train_gqa_mapping(void) {
     ft_rng_seed(&r, 304);
     train_case c = train_new(&r, 2, 10, 3, 4, 8, 2, 8);
     train_sizes z = tsz(&c);
-    for (int64_t i = 0; i < z.ctx; i++)
-        c.v_ctx[i] = 10.0 * (double)(i / c.dh % 2) + i % c.dh;
-    for (int64_t i = 0; i < z.blk; i++)
-        c.v_blk[i] = 10.0 * (double)(i / c.dh % 2) + i % c.dh;
+    const int64_t E = c.Hkv * c.dh;
+    double vals[2 * 8];
+    for (int64_t i = 0; i < E; i++)
+        vals[i] = 10.0 * (double)(i / c.dh) + i % c.dh;
+    set_rows(c.v_ctx, z.ctx / E, vals, E);
+    set_rows(c.v_blk, z.blk / E, vals, E);
     train_fwd(&c);
     double worst = 0;
     for (int64_t row = 0; row < z.lse; row++)
