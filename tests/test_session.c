@@ -438,6 +438,19 @@ static const ft_backend spin_backend = {
     .ceilings = sim_ceilings,
 };
 
+/* ft_tune_run of o on the spin backend with `sleeper` napping when sleeps is set and "mid"
+ * ending when mid_ends is; the spin settings are back to their defaults after it. */
+static ft_status spin_tune(ft_tune_opts *o, ft_tune_result *r, ft_err *err, int sleeps,
+                           int sleeper, int mid_ends) {
+    spin_sleeps = sleeps;
+    spin_sleeper = sleeper;
+    spin_mid_ends = mid_ends;
+    ft_status st = ft_tune_run(o, r, err);
+    spin_sleeps = spin_mid_ends = 0;
+    spin_sleeper = 1;
+    return st;
+}
+
 /* The run goes on past the config that would spin for a minute: its call is stopped at 20x the
  * best so far (the 50 ms floor here), it is recorded as stopped and never wins, and the rest are
  * measured. */
@@ -448,7 +461,7 @@ static void test_watchdog_in_a_run(void) {
     ft_tune_result r;
     ft_err err = {0};
     double t0 = ft_now_s();
-    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(spin_tune(&o, &r, &err, 0, 1, 0) == FT_OK, "%s", err.msg);
     FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
     FT_CHECK(r.found && r.winner.v[0] != 1 && r.stopped == 1 && r.evaluations == 3,
              "found %d, winner %d, stopped %d, evaluations %d", r.found, r.winner.v[0], r.stopped,
@@ -478,12 +491,10 @@ static void test_spoiled_call_in_a_run(void) {
     full_opts(&o, log, sizeof log, "spoiled.jsonl", &spin_backend);
     o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
     o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
-    spin_sleeps = 1;
     ft_tune_result r;
     ft_err err = {0};
     double t0 = ft_now_s();
-    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
-    spin_sleeps = 0;
+    FT_CHECK(spin_tune(&o, &r, &err, 1, 1, 0) == FT_OK, "%s", err.msg);
     FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
     FT_CHECK(r.unclean >= 1 && r.stopped == 0 && (!r.found || r.winner.v[0] != 1),
              "unclean %d, stopped %d, winner %d", r.unclean, r.stopped, r.found ? r.winner.v[0] : -1);
@@ -509,14 +520,9 @@ static void test_default_never_measured(void) {
     char log[256];
     full_opts(&o, log, sizeof log, "default_spoiled.jsonl", &spin_backend);
     o.measure.max_lost = 0.05;
-    spin_sleeps = spin_mid_ends = 1;
-    spin_sleeper = 0;
     ft_tune_result r;
     ft_err err = {0};
-    ft_status st = ft_tune_run(&o, &r, &err);
-    spin_sleeps = spin_mid_ends = 0;
-    spin_sleeper = 1;
-    FT_CHECK(st == FT_OK, "%s", err.msg);
+    FT_CHECK(spin_tune(&o, &r, &err, 1, 0, 1) == FT_OK, "%s", err.msg);
     FT_CHECK(r.found && r.winner.v[0] != 0 && r.winner_stats.samples > 0 &&
                  r.winner_stats.median > 0 && !r.winner_stats.unclean,
              "found %d, winner %d, median %g s of %d samples", r.found, r.found ? r.winner.v[0] : -1,
