@@ -787,30 +787,47 @@ def self_test():
     anchors = np.array([[0, 3, s_len], [2, s_len, 1]])
     keep = np.array([[1, 1, 1], [1, 0, 1]], dtype=np.uint8)
 
-    def fw_train(i, do=None):
-        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
-                               anchors, keep, scale=0.6, do=None if do is None else do["o"])
+    train_grads = [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
+                   ("v_blk", "dv_blk")]
+
+    def train_fw(**kw):
+        """attention.train on these anchors and keep, with kw (window, causal), as _check_grads
+        calls a forward."""
+        def fw(i, do=None):
+            return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
+                                   anchors, keep, scale=0.6, do=None if do is None else do["o"],
+                                   **kw)
+        return fw
+
+    def vs_decode(o, **kw):
+        """train's o and lse on each kept block against decode (with kw) on the block's context
+        prefix: the worst relative errors (o, lse)."""
+        err_o = err_l = 0.0
+        for si in range(ns):
+            for j in range(nb):
+                if not keep[si, j]:
+                    continue
+                a = anchors[si, j]
+                ref = attention_decode(inp["q"][si, j][None], np.array([a]),
+                                       inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
+                                       inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
+                                       scale=0.6, **kw)
+                err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+                err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+        return err_o, err_l
+
+    fw_train = train_fw()
     o = fw_train(inp)
-    err_o = err_l = 0.0
     for si in range(ns):
         for j in range(nb):
             if not keep[si, j]:
                 ok = (np.all(o["o"][si, j] == 0) and np.all(np.isneginf(o["lse"][si, j])))
                 ck.check("attention.train keep=0 block gives o=0, lse=-inf", 0.0 if ok else 1.0,
                          0.5)
-                continue
-            a = anchors[si, j]
-            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
-                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
-                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
-                                   scale=0.6)
-            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
-            err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+    err_o, err_l = vs_decode(o)
     ck.check("attention.train o vs decode per block", err_o, 1e-13)
     ck.check("attention.train lse vs decode per block", err_l, 1e-13)
-    _check_grads(ck, "attention.train", fw_train, inp,
-                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
-                  ("v_blk", "dv_blk")], ["o"], rng)
+    _check_grads(ck, "attention.train", fw_train, inp, train_grads, ["o"], rng)
     g = fw_train(inp, {"o": rn(o["o"].shape)})
     ck.check("attention.train keep=0 block gets no dq/dk_blk/dv_blk",
              float(np.abs(g["dq"][1, 1]).sum() + np.abs(g["dk_blk"][1, 1]).sum()
@@ -819,31 +836,15 @@ def self_test():
     # attention.train with a sliding window W = 3 (query b of a block at anchor + b): per block
     # against windowed decode on the context prefix, gradients against finite differences, and
     # context rows outside every window get no gradient
-    def fw_train_w(i, do=None):
-        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
-                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
-                               window=3)
+    fw_train_w = train_fw(window=3)
     o = fw_train_w(inp)
-    err_o = err_l = 0.0
-    for si in range(ns):
-        for j in range(nb):
-            if not keep[si, j]:
-                continue
-            a = anchors[si, j]
-            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
-                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
-                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
-                                   scale=0.6, window=3)
-            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
-            err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+    err_o, err_l = vs_decode(o, window=3)
     ck.check("attention.train window=3 o vs windowed decode per block", err_o, 1e-13)
     ck.check("attention.train window=3 lse vs windowed decode per block", err_l, 1e-13)
     full = fw_train(inp)
     ck.check("attention.train window=3 differs from full attention",
              1.0 / max(_rel(o["o"], full["o"]), 1e-300), 1e3)
-    _check_grads(ck, "attention.train window=3", fw_train_w, inp,
-                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
-                  ("v_blk", "dv_blk")], ["o"], rng)
+    _check_grads(ck, "attention.train window=3", fw_train_w, inp, train_grads, ["o"], rng)
     g = fw_train_w(inp, {"o": rn(o["o"].shape)})
     # sequence 0, anchors 0, 3, 5: windows reach rows 1, 2 (anchor 3) and 3, 4 (anchor 5)
     ck.check("attention.train window=3 row 0 (outside every window) gets no gradient",
@@ -851,26 +852,12 @@ def self_test():
 
     # causal = 1 (with window 3): per block against causal windowed decode, FD gradients, and
     # the last block key reaches only the last query
-    def fw_train_c(i, do=None):
-        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
-                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
-                               window=3, causal=1)
+    fw_train_c = train_fw(window=3, causal=1)
     o = fw_train_c(inp)
-    err_o = 0.0
-    for si in range(ns):
-        for j in range(nb):
-            if not keep[si, j]:
-                continue
-            a = anchors[si, j]
-            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
-                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
-                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
-                                   scale=0.6, window=3, causal=1)
-            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+    err_o, _ = vs_decode(o, window=3, causal=1)
     ck.check("attention.train window=3 causal=1 o vs windowed causal decode", err_o, 1e-13)
-    _check_grads(ck, "attention.train window=3 causal=1", fw_train_c, inp,
-                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
-                  ("v_blk", "dv_blk")], ["o"], rng)
+    _check_grads(ck, "attention.train window=3 causal=1", fw_train_c, inp, train_grads, ["o"],
+                 rng)
     do_last = np.zeros_like(o["o"])
     do_last[:, :, :-1] = rn(do_last[:, :, :-1].shape)   # upstream gradient on rows 0..B-2 only
     g = fw_train_c(inp, {"o": do_last})
