@@ -715,67 +715,47 @@ def self_test():
     args = {"q": rn((r, b, hq, dh)), "ctx_lens": lens, "k_ctx": rn((lens.sum(), hkv, dh)),
             "v_ctx": rn((lens.sum(), hkv, dh)), "k_blk": rn((r, b, hkv, dh)),
             "v_blk": rn((r, b, hkv, dh))}
-    o = attention_decode(**args, scale=0.7)
-    no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
-    off = 0
-    for ri in range(r):
-        for bi in range(b):
-            for hi in range(hq):
-                kv = hi // (hq // hkv)
-                keys = [args["k_ctx"][off + p, kv] for p in range(lens[ri])] + \
-                       [args["k_blk"][ri, c, kv] for c in range(b)]
-                vals = [args["v_ctx"][off + p, kv] for p in range(lens[ri])] + \
-                       [args["v_blk"][ri, c, kv] for c in range(b)]
-                sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
-                nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
-                no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
-                                     for p in range(len(vals)))
-        off += lens[ri]
-    ck.check("attention.decode o vs loops", _rel(o["o"], no), 1e-13)
-    ck.check("attention.decode lse vs loops", _rel(o["lse"], nl), 1e-13)
 
-    # attention.decode with a sliding window against loops that list each query's keys: query
-    # bi at position L + bi keeps context positions p > L + bi - W; W = 2 < B leaves the last
-    # rows no context key, W = 4 cuts inside the context of 5
-    for wnd in (2, 4):
-        o = attention_decode(**args, scale=0.7, window=wnd)
+    def decode_loops(window=0, causal=0):
+        """o and lse of attention.decode on args by loops that list each query's keys: query bi
+        at position L + bi sees the context positions p > L + bi - window (window 0: all of
+        them), then the block's keys (causal: keys 0..bi only)."""
         no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
         off = 0
         for ri in range(r):
             for bi in range(b):
-                ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - wnd]
+                ctx = [p for p in range(lens[ri]) if not window or p > lens[ri] + bi - window]
+                blk = range(bi + 1) if causal else range(b)
                 for hi in range(hq):
                     kv = hi // (hq // hkv)
                     keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
-                           [args["k_blk"][ri, c, kv] for c in range(b)]
+                           [args["k_blk"][ri, c, kv] for c in blk]
                     vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
-                           [args["v_blk"][ri, c, kv] for c in range(b)]
+                           [args["v_blk"][ri, c, kv] for c in blk]
                     sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
                     nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
                     no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
                                          for p in range(len(vals)))
             off += lens[ri]
+        return no, nl
+
+    o = attention_decode(**args, scale=0.7)
+    no, nl = decode_loops()
+    ck.check("attention.decode o vs loops", _rel(o["o"], no), 1e-13)
+    ck.check("attention.decode lse vs loops", _rel(o["lse"], nl), 1e-13)
+
+    # attention.decode with a sliding window against the loops: query bi at position L + bi
+    # keeps context positions p > L + bi - W; W = 2 < B leaves the last rows no context key,
+    # W = 4 cuts inside the context of 5
+    for wnd in (2, 4):
+        o = attention_decode(**args, scale=0.7, window=wnd)
+        no, nl = decode_loops(window=wnd)
         ck.check("attention.decode window=%d o vs loops" % wnd, _rel(o["o"], no), 1e-13)
         ck.check("attention.decode window=%d lse vs loops" % wnd, _rel(o["lse"], nl), 1e-13)
 
     # causal = 1 with window 4: query bi sees block keys 0..bi only
     o = attention_decode(**args, scale=0.7, window=4, causal=1)
-    no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
-    off = 0
-    for ri in range(r):
-        for bi in range(b):
-            ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - 4]
-            for hi in range(hq):
-                kv = hi // (hq // hkv)
-                keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
-                       [args["k_blk"][ri, c, kv] for c in range(bi + 1)]
-                vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
-                       [args["v_blk"][ri, c, kv] for c in range(bi + 1)]
-                sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
-                nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
-                no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
-                                     for p in range(len(vals)))
-        off += lens[ri]
+    no, nl = decode_loops(window=4, causal=1)
     ck.check("attention.decode window=4 causal=1 o vs loops", _rel(o["o"], no), 1e-13)
     ck.check("attention.decode window=4 causal=1 lse vs loops", _rel(o["lse"], nl), 1e-13)
 
