@@ -45,6 +45,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_files import write_reports  # noqa: E402
+
 
 def load_landscape(path):
     opener = gzip.open if path.endswith(".gz") else open
@@ -231,12 +234,7 @@ def main():
             return 1
     table = markdown(rows)
     sys.stdout.write(table)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(table)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_reports(a.markdown, table, a.json, rows)
     return 0
 
 

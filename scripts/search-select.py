@@ -36,6 +36,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_files import write_reports  # noqa: E402
+
 LARGE = 2000  # candidates: a landscape with more is replayed over --large-seeds
 
 SETTINGS = [
@@ -148,12 +151,7 @@ def main():
               f"{sum(f['chosen'] == settings[default]['name'] for f in folds)} of "
               f"{len(folds)} folds"]
     print("\n".join(lines))
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write("\n".join(lines) + "\n")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(doc, f, indent=1)
+    write_reports(a.markdown, "\n".join(lines) + "\n", a.json, doc)
     return 0
 
 

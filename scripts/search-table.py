@@ -37,6 +37,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import methodology  # noqa: E402
+from report_files import write_reports  # noqa: E402
 
 GOAL_5, GOAL_5_MAX, GOAL_1, GOAL_SUCCESS = 1.0, 1.25, 1.2, 0.90
 
@@ -283,18 +284,9 @@ def main():
     for name, target, what, _ in bad:
         at = f" at {100 * target:g}%" if target is not None else ""
         print(f"goal not met: {name}{at}: {what}", file=sys.stderr)
-    if a.markdown:
-        with open(a.markdown + ".tmp", "w") as f:
-            f.write(text + "\n")
-        import os
-        os.replace(a.markdown + ".tmp", a.markdown)
-    if a.json:
-        import os
-        with open(a.json + ".tmp", "w") as f:
-            json.dump({"landscapes": out, "methodology": mrows, "checks": [
-                {"landscape": n, "target": t, "what": w, "met": ok} for n, t, w, ok in checks]},
-                f, indent=1)
-        os.replace(a.json + ".tmp", a.json)
+    write_reports(a.markdown, text + "\n", a.json, {
+        "landscapes": out, "methodology": mrows, "checks": [
+            {"landscape": n, "target": t, "what": w, "met": ok} for n, t, w, ok in checks]})
     return 1 if bad else 0
 
 

@@ -1,6 +1,7 @@
-"""checks.py: what the end-to-end Python tests (test_install, test_mpi, test_package) share: a
-check that prints ok or FAIL and keeps the failures, the line that ends a run, and running a
-command that must succeed. Python standard library only; each test sets NAME first."""
+"""checks.py: what the Python tests share (test_install, test_mpi, test_package,
+test_prediction_check, test_search_select): a check that prints ok or FAIL and keeps the
+failures, the line that ends a run, and running a command that must succeed. Python standard
+library only; each test sets NAME first."""
 import subprocess
 import sys
 

@@ -394,12 +394,17 @@ def exact_checks(op, inputs, outs):
     return probs
 
 
-def run_case(args, tmp, idx, op, attrs, inputs, note):
-    case_dir = os.path.join(tmp, "case%03d" % idx)
-    indir, outdir = os.path.join(case_dir, "in"), os.path.join(case_dir, "out")
+def case_dirs(tmp, name, inputs):
+    """tmp/name/in holding the inputs and an empty tmp/name/out: (in, out)."""
+    indir, outdir = os.path.join(tmp, name, "in"), os.path.join(tmp, name, "out")
     os.makedirs(indir)
     os.makedirs(outdir)
     write_inputs(indir, inputs)
+    return indir, outdir
+
+
+def run_case(args, tmp, idx, op, attrs, inputs, note):
+    indir, outdir = case_dirs(tmp, "case%03d" % idx, inputs)
     ref = spec.run_op(op, inputs, attrs)
     _, out_names = spec.op_io(op, attrs)
     cmd, rc, _, err = run_exec(args.flaretune, op, indir, outdir, attrs, args.backend)
@@ -485,11 +490,7 @@ def error_cases(rng):
 
 
 def run_error_case(args, tmp, idx, what, op, attrs, inputs):
-    case_dir = os.path.join(tmp, "err%03d" % idx)
-    indir, outdir = os.path.join(case_dir, "in"), os.path.join(case_dir, "out")
-    os.makedirs(indir)
-    os.makedirs(outdir)
-    write_inputs(indir, inputs)
+    indir, outdir = case_dirs(tmp, "err%03d" % idx, inputs)
     cmd, rc, _, err = run_exec(args.flaretune, op, indir, outdir, attrs, args.backend)
     probs = []
     if rc is None:

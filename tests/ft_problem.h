@@ -4,9 +4,13 @@
 #define FT_PROBLEM_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/json.h"
 #include "op/backend.h"
+#include "op/op_json.h"
 #include "op/op.h"
 #include "op/space.h"
 #include "ft_test.h"
@@ -51,6 +55,36 @@ static inline int make_problem_min(problem *p, const char *opname, const char *p
     }
     FT_CHECK(p->n >= min, "%s at %s: %d candidates", opname, preset, p->n);
     return p->n >= min;
+}
+
+/* The run_start event of an exhaustive run of p under key: its op, backend, preset, dims,
+ * attrs and default config. */
+static inline json_t *problem_run_start(const problem *p, const char *key) {
+    ft_config def;
+    ft_config_default(&p->space, &def);
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s}", "event", "run_start",
+                     "format", 1, "op", p->op->name, "backend", p->be->name, "preset", p->preset,
+                     "dims", ft_dims_to_json(&p->call), "attrs", ft_attrs_to_json(&p->call),
+                     "strategy", "exhaustive", "default", ft_config_to_json(&p->space, &def), "key",
+                     key);
+}
+
+/* One event as a line of f (a hand-made log); takes ev. */
+static inline void put_event(FILE *f, json_t *ev) {
+    char *s = json_dumps(ev, JSON_COMPACT);
+    fprintf(f, "%s\n", s);
+    free(s);
+    json_decref(ev);
+}
+
+/* A new empty file $TMPDIR/ft_NAME_XXXXXX followed by suffix (TMPDIR unset: /tmp), its path into
+ * buf; a failed check when it cannot be made. */
+static inline void temp_file(char *buf, size_t n, const char *name, const char *suffix) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, n, "%s/ft_%s_XXXXXX%s", dir && *dir ? dir : "/tmp", name, suffix);
+    int fd = mkstemps(buf, (int)strlen(suffix));
+    FT_CHECK(fd >= 0, "mkstemps %s", buf);
+    if (fd >= 0) close(fd);
 }
 
 #endif

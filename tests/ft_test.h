@@ -68,6 +68,14 @@ static inline double ft_test_rel_err(const double *a, const double *b, int64_t n
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* free() of every pointer listed: FT_FREE(a, b, c). */
+#define FT_FREE(...)                                                                               \
+    do {                                                                                           \
+        void *ft_free_[] = {__VA_ARGS__};                                                          \
+        for (size_t ft_i_ = 0; ft_i_ < sizeof ft_free_ / sizeof ft_free_[0]; ft_i_++)              \
+            free(ft_free_[ft_i_]);                                                                 \
+    } while (0)
+
 static inline void *ft_test_alloc(size_t bytes) {
     void *p = calloc(1, bytes ? bytes : 1);
     if (!p) {
@@ -75,6 +83,30 @@ static inline void *ft_test_alloc(size_t bytes) {
         exit(2);
     }
     return p;
+}
+
+/* A fresh folder /tmp/ft_test_NAME.XXXXXX into dir (n bytes); exits 1 when it cannot be made. */
+static inline void ft_test_tmpdir(char *dir, size_t n, const char *name) {
+    snprintf(dir, n, "/tmp/ft_test_%s.XXXXXX", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+/* The whole of a file, NUL-terminated (a short read ends it where the read stopped); NULL when
+ * it cannot be opened. The caller frees it. */
+static inline char *ft_test_read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = ft_test_alloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+    s[got] = '\0';
+    fclose(f);
+    return s;
 }
 
 #endif

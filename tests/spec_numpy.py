@@ -715,67 +715,47 @@ def self_test():
     args = {"q": rn((r, b, hq, dh)), "ctx_lens": lens, "k_ctx": rn((lens.sum(), hkv, dh)),
             "v_ctx": rn((lens.sum(), hkv, dh)), "k_blk": rn((r, b, hkv, dh)),
             "v_blk": rn((r, b, hkv, dh))}
-    o = attention_decode(**args, scale=0.7)
-    no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
-    off = 0
-    for ri in range(r):
-        for bi in range(b):
-            for hi in range(hq):
-                kv = hi // (hq // hkv)
-                keys = [args["k_ctx"][off + p, kv] for p in range(lens[ri])] + \
-                       [args["k_blk"][ri, c, kv] for c in range(b)]
-                vals = [args["v_ctx"][off + p, kv] for p in range(lens[ri])] + \
-                       [args["v_blk"][ri, c, kv] for c in range(b)]
-                sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
-                nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
-                no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
-                                     for p in range(len(vals)))
-        off += lens[ri]
-    ck.check("attention.decode o vs loops", _rel(o["o"], no), 1e-13)
-    ck.check("attention.decode lse vs loops", _rel(o["lse"], nl), 1e-13)
 
-    # attention.decode with a sliding window against loops that list each query's keys: query
-    # bi at position L + bi keeps context positions p > L + bi - W; W = 2 < B leaves the last
-    # rows no context key, W = 4 cuts inside the context of 5
-    for wnd in (2, 4):
-        o = attention_decode(**args, scale=0.7, window=wnd)
+    def decode_loops(window=0, causal=0):
+        """o and lse of attention.decode on args by loops that list each query's keys: query bi
+        at position L + bi sees the context positions p > L + bi - window (window 0: all of
+        them), then the block's keys (causal: keys 0..bi only)."""
         no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
         off = 0
         for ri in range(r):
             for bi in range(b):
-                ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - wnd]
+                ctx = [p for p in range(lens[ri]) if not window or p > lens[ri] + bi - window]
+                blk = range(bi + 1) if causal else range(b)
                 for hi in range(hq):
                     kv = hi // (hq // hkv)
                     keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
-                           [args["k_blk"][ri, c, kv] for c in range(b)]
+                           [args["k_blk"][ri, c, kv] for c in blk]
                     vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
-                           [args["v_blk"][ri, c, kv] for c in range(b)]
+                           [args["v_blk"][ri, c, kv] for c in blk]
                     sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
                     nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
                     no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
                                          for p in range(len(vals)))
             off += lens[ri]
+        return no, nl
+
+    o = attention_decode(**args, scale=0.7)
+    no, nl = decode_loops()
+    ck.check("attention.decode o vs loops", _rel(o["o"], no), 1e-13)
+    ck.check("attention.decode lse vs loops", _rel(o["lse"], nl), 1e-13)
+
+    # attention.decode with a sliding window against the loops: query bi at position L + bi
+    # keeps context positions p > L + bi - W; W = 2 < B leaves the last rows no context key,
+    # W = 4 cuts inside the context of 5
+    for wnd in (2, 4):
+        o = attention_decode(**args, scale=0.7, window=wnd)
+        no, nl = decode_loops(window=wnd)
         ck.check("attention.decode window=%d o vs loops" % wnd, _rel(o["o"], no), 1e-13)
         ck.check("attention.decode window=%d lse vs loops" % wnd, _rel(o["lse"], nl), 1e-13)
 
     # causal = 1 with window 4: query bi sees block keys 0..bi only
     o = attention_decode(**args, scale=0.7, window=4, causal=1)
-    no, nl = np.zeros((r, b, hq, dh)), np.zeros((r, b, hq))
-    off = 0
-    for ri in range(r):
-        for bi in range(b):
-            ctx = [p for p in range(lens[ri]) if p > lens[ri] + bi - 4]
-            for hi in range(hq):
-                kv = hi // (hq // hkv)
-                keys = [args["k_ctx"][off + p, kv] for p in ctx] + \
-                       [args["k_blk"][ri, c, kv] for c in range(bi + 1)]
-                vals = [args["v_ctx"][off + p, kv] for p in ctx] + \
-                       [args["v_blk"][ri, c, kv] for c in range(bi + 1)]
-                sc = np.array([0.7 * np.dot(args["q"][ri, bi, hi], kk) for kk in keys])
-                nl[ri, bi, hi] = np.log(np.sum(np.exp(sc)))
-                no[ri, bi, hi] = sum(np.exp(sc[p] - nl[ri, bi, hi]) * vals[p]
-                                     for p in range(len(vals)))
-        off += lens[ri]
+    no, nl = decode_loops(window=4, causal=1)
     ck.check("attention.decode window=4 causal=1 o vs loops", _rel(o["o"], no), 1e-13)
     ck.check("attention.decode window=4 causal=1 lse vs loops", _rel(o["lse"], nl), 1e-13)
 
@@ -787,30 +767,47 @@ def self_test():
     anchors = np.array([[0, 3, s_len], [2, s_len, 1]])
     keep = np.array([[1, 1, 1], [1, 0, 1]], dtype=np.uint8)
 
-    def fw_train(i, do=None):
-        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
-                               anchors, keep, scale=0.6, do=None if do is None else do["o"])
+    train_grads = [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
+                   ("v_blk", "dv_blk")]
+
+    def train_fw(**kw):
+        """attention.train on these anchors and keep, with kw (window, causal), as _check_grads
+        calls a forward."""
+        def fw(i, do=None):
+            return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
+                                   anchors, keep, scale=0.6, do=None if do is None else do["o"],
+                                   **kw)
+        return fw
+
+    def vs_decode(o, **kw):
+        """train's o and lse on each kept block against decode (with kw) on the block's context
+        prefix: the worst relative errors (o, lse)."""
+        err_o = err_l = 0.0
+        for si in range(ns):
+            for j in range(nb):
+                if not keep[si, j]:
+                    continue
+                a = anchors[si, j]
+                ref = attention_decode(inp["q"][si, j][None], np.array([a]),
+                                       inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
+                                       inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
+                                       scale=0.6, **kw)
+                err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+                err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+        return err_o, err_l
+
+    fw_train = train_fw()
     o = fw_train(inp)
-    err_o = err_l = 0.0
     for si in range(ns):
         for j in range(nb):
             if not keep[si, j]:
                 ok = (np.all(o["o"][si, j] == 0) and np.all(np.isneginf(o["lse"][si, j])))
                 ck.check("attention.train keep=0 block gives o=0, lse=-inf", 0.0 if ok else 1.0,
                          0.5)
-                continue
-            a = anchors[si, j]
-            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
-                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
-                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
-                                   scale=0.6)
-            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
-            err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+    err_o, err_l = vs_decode(o)
     ck.check("attention.train o vs decode per block", err_o, 1e-13)
     ck.check("attention.train lse vs decode per block", err_l, 1e-13)
-    _check_grads(ck, "attention.train", fw_train, inp,
-                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
-                  ("v_blk", "dv_blk")], ["o"], rng)
+    _check_grads(ck, "attention.train", fw_train, inp, train_grads, ["o"], rng)
     g = fw_train(inp, {"o": rn(o["o"].shape)})
     ck.check("attention.train keep=0 block gets no dq/dk_blk/dv_blk",
              float(np.abs(g["dq"][1, 1]).sum() + np.abs(g["dk_blk"][1, 1]).sum()
@@ -819,31 +816,15 @@ def self_test():
     # attention.train with a sliding window W = 3 (query b of a block at anchor + b): per block
     # against windowed decode on the context prefix, gradients against finite differences, and
     # context rows outside every window get no gradient
-    def fw_train_w(i, do=None):
-        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
-                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
-                               window=3)
+    fw_train_w = train_fw(window=3)
     o = fw_train_w(inp)
-    err_o = err_l = 0.0
-    for si in range(ns):
-        for j in range(nb):
-            if not keep[si, j]:
-                continue
-            a = anchors[si, j]
-            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
-                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
-                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
-                                   scale=0.6, window=3)
-            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
-            err_l = max(err_l, _rel(o["lse"][si, j], ref["lse"][0]))
+    err_o, err_l = vs_decode(o, window=3)
     ck.check("attention.train window=3 o vs windowed decode per block", err_o, 1e-13)
     ck.check("attention.train window=3 lse vs windowed decode per block", err_l, 1e-13)
     full = fw_train(inp)
     ck.check("attention.train window=3 differs from full attention",
              1.0 / max(_rel(o["o"], full["o"]), 1e-300), 1e3)
-    _check_grads(ck, "attention.train window=3", fw_train_w, inp,
-                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
-                  ("v_blk", "dv_blk")], ["o"], rng)
+    _check_grads(ck, "attention.train window=3", fw_train_w, inp, train_grads, ["o"], rng)
     g = fw_train_w(inp, {"o": rn(o["o"].shape)})
     # sequence 0, anchors 0, 3, 5: windows reach rows 1, 2 (anchor 3) and 3, 4 (anchor 5)
     ck.check("attention.train window=3 row 0 (outside every window) gets no gradient",
@@ -851,26 +832,12 @@ def self_test():
 
     # causal = 1 (with window 3): per block against causal windowed decode, FD gradients, and
     # the last block key reaches only the last query
-    def fw_train_c(i, do=None):
-        return attention_train(i["q"], i["k_ctx"], i["v_ctx"], i["k_blk"], i["v_blk"],
-                               anchors, keep, scale=0.6, do=None if do is None else do["o"],
-                               window=3, causal=1)
+    fw_train_c = train_fw(window=3, causal=1)
     o = fw_train_c(inp)
-    err_o = 0.0
-    for si in range(ns):
-        for j in range(nb):
-            if not keep[si, j]:
-                continue
-            a = anchors[si, j]
-            ref = attention_decode(inp["q"][si, j][None], np.array([a]),
-                                   inp["k_ctx"][si, :a], inp["v_ctx"][si, :a],
-                                   inp["k_blk"][si, j][None], inp["v_blk"][si, j][None],
-                                   scale=0.6, window=3, causal=1)
-            err_o = max(err_o, _rel(o["o"][si, j], ref["o"][0]))
+    err_o, _ = vs_decode(o, window=3, causal=1)
     ck.check("attention.train window=3 causal=1 o vs windowed causal decode", err_o, 1e-13)
-    _check_grads(ck, "attention.train window=3 causal=1", fw_train_c, inp,
-                 [("q", "dq"), ("k_ctx", "dk_ctx"), ("v_ctx", "dv_ctx"), ("k_blk", "dk_blk"),
-                  ("v_blk", "dv_blk")], ["o"], rng)
+    _check_grads(ck, "attention.train window=3 causal=1", fw_train_c, inp, train_grads, ["o"],
+                 rng)
     do_last = np.zeros_like(o["o"])
     do_last[:, :, :-1] = rn(do_last[:, :, :-1].shape)   # upstream gradient on rows 0..B-2 only
     g = fw_train_c(inp, {"o": do_last})

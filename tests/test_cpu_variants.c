@@ -117,14 +117,21 @@ static void test_every_config(void) {
     }
 }
 
+/* The cpu backend and op `name`, unless FT_TEST_OP names another op: then 0 (nothing to test). */
+static int cpu_op(const char *name, const ft_backend **be, const ft_op **op) {
+    const char *only = getenv("FT_TEST_OP");
+    if (only && strcmp(only, name) != 0) return 0;
+    ft_err err = {0};
+    FT_CHECK(ft_backend_resolve("cpu", NULL, be, &err) == FT_OK, "%s", err.msg);
+    *op = ft_op_find(name, &err);
+    return 1;
+}
+
 /* The loss space again under every scheme and norm, and with dw_lm, at one shape. */
 static void test_loss_schemes(void) {
-    const char *only = getenv("FT_TEST_OP");
-    if (only && strcmp(only, "loss") != 0) return;
-    ft_err err = {0};
     const ft_backend *be;
-    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
-    const ft_op *op = ft_op_find("loss", &err);
+    const ft_op *op;
+    if (!cpu_op("loss", &be, &op)) return;
     ft_preset p = *ft_preset_find("tiny.dflare.train");
     for (int scheme = 0; scheme < FT_SCHEME_COUNT; scheme++) {
         for (int norm = 0; norm < FT_NORM_COUNT_; norm++) {
@@ -144,12 +151,9 @@ static void test_loss_schemes(void) {
  * norm_pass values) under the schemes whose denominators are known early and late, with and
  * without dw_lm. */
 static void test_loss_final_norm(void) {
-    const char *only = getenv("FT_TEST_OP");
-    if (only && strcmp(only, "loss") != 0) return;
-    ft_err err = {0};
     const ft_backend *be;
-    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
-    const ft_op *op = ft_op_find("loss", &err);
+    const ft_op *op;
+    if (!cpu_op("loss", &be, &op)) return;
     ft_preset p = *ft_preset_find("tiny.dflare.train");
     static const struct {
         ft_loss_scheme scheme;
@@ -212,12 +216,10 @@ static void test_attention_windows(void) {
  * of Llama 3's bands (dims 0-3 kept, 4 in between, 5-7 divided) and YaRN's ramp (dims 2-4); and
  * at a tiny preset with the scalings named by attribute (truncate on, other factors). */
 static void test_kvproj_rope_scaling(void) {
-    const char *only = getenv("FT_TEST_OP");
-    if (only && strcmp(only, "attention.kvproj") != 0) return;
-    ft_err err = {0};
     const ft_backend *be;
-    FT_CHECK(ft_backend_resolve("cpu", NULL, &be, &err) == FT_OK, "%s", err.msg);
-    const ft_op *op = ft_op_find("attention.kvproj", &err);
+    const ft_op *op;
+    if (!cpu_op("attention.kvproj", &be, &op)) return;
+    ft_err err = {0};
     static const char *const presets[] = {"llama3.1-8b.dflare.train", "gpt-oss-20b.dflash.decode"};
     static const char *const shrink[] = {"H=40", "Hq=4", "Hkv=2", "dh=16", "D=2", "N=29"};
     for (int k = 0; k < 2; k++) {

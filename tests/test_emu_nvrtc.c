@@ -15,22 +15,9 @@
 #define DIALECT FT_SOURCE_DIR "/kernels/cuda" /* ft_cuda.h */
 #define KERNELS FT_SOURCE_DIR "/kernels"      /* the op families' folders of .cu sources */
 
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = ft_test_alloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* Compile path with `def` (NULL: none) for arch; checks success, a CUBIN and a clean log. */
 static void nvrtc_compile(const char *path, const char *def, const char *arch) {
-    char *src = read_all(path);
+    char *src = ft_test_read_file(path);
     FT_CHECK(src != NULL, "cannot read %s", path);
     if (!src) return;
     nvrtcProgram prog;

@@ -17,11 +17,7 @@
 #define DATA FT_SOURCE_DIR "/tests/data/landscapes/"
 
 static void temp_path(char *buf, size_t n, const char *suffix) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(buf, n, "%s/ft_formats_XXXXXX%s", dir && *dir ? dir : "/tmp", suffix);
-    int fd = mkstemps(buf, (int)strlen(suffix));
-    FT_CHECK(fd >= 0, "mkstemps %s", buf);
-    if (fd >= 0) close(fd);
+    temp_file(buf, n, "formats", suffix);
 }
 
 static int load(const char *path, ft_landscape *l) {
@@ -220,13 +216,6 @@ static void test_warm_files(void) {
 
 /* ---- export ---------------------------------------------------------------------------------- */
 
-static void put(FILE *f, json_t *ev) {
-    char *s = json_dumps(ev, JSON_COMPACT);
-    fprintf(f, "%s\n", s);
-    free(s);
-    json_decref(ev);
-}
-
 static double score_of(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
 
 /* An exhaustive log of p: every candidate measured (at started 100 i, cost (1 + i % 7) / 8 s,
@@ -236,14 +225,11 @@ static void write_log(const char *path, const problem *p, int half) {
     FILE *f = fopen(path, "w");
     FT_CHECK(f != NULL, "%s", path);
     if (!f) return;
-    ft_config def;
-    ft_config_default(&p->space, &def);
-    put(f, json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:f, s:s, s:s}", "event",
-                     "run_start", "format", 1, "op", p->op->name, "backend", p->be->name, "preset",
-                     p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
-                     ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
-                     ft_config_to_json(&p->space, &def), "key", "k1", "t", 1.7e9, "run", "r1",
-                     "device", "cpu:test"));
+    json_t *start = problem_run_start(p, "k1");
+    json_object_set_new(start, "t", json_real(1.7e9));
+    json_object_set_new(start, "run", json_string("r1"));
+    json_object_set_new(start, "device", json_string("cpu:test"));
+    put_event(f, start);
     for (int i = 0; i < (half ? p->n / 2 : p->n); i++) {
         json_t *cfg = ft_config_to_json(&p->space, &p->cands[i]), *ev;
         double cost = (1 + i % 7) / 8.0;
@@ -260,9 +246,9 @@ static void write_log(const char *path, const problem *p, int half) {
         json_object_set_new(ev, "started", json_real(1.7e9 + 100.0 * i));
         json_object_set_new(ev, "t", json_real(1.7e9 + 100.0 * i + cost));
         json_object_set_new(ev, "run", json_string("r1"));
-        put(f, ev);
+        put_event(f, ev);
     }
-    put(f, json_pack("{s:s, s:f, s:s}", "event", "run_end", "t", 1.8e9, "run", "r1"));
+    put_event(f, json_pack("{s:s, s:f, s:s}", "event", "run_end", "t", 1.8e9, "run", "r1"));
     fclose(f);
 }
 

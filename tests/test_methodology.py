@@ -16,13 +16,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 import methodology  # noqa: E402
 
-FAILURES = []
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
+checks.NAME = "test_methodology"
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, file=sys.stderr)
+def random_search(land, scores, costs, rng, n=8000):
+    """methodology.score_runs of n random orders of every configuration of land."""
+    runs = []
+    for _ in range(n):
+        order = list(range(len(scores)))
+        rng.shuffle(order)
+        runs.append(methodology.trace_of(scores, costs, order))
+    return methodology.score_runs(land, runs)
 
 
 def near(a, b, tol=1e-12):
@@ -51,12 +58,7 @@ def main():
     e, _ = methodology.score_run(land, *worst)
     check(e is not None and e < 0, f"worst first scores below random: {e}")
     rng = random.Random(1)
-    runs = []
-    for _ in range(8000):
-        order = list(range(10))
-        rng.shuffle(order)
-        runs.append(methodology.trace_of(scores, costs, order))
-    r = methodology.score_runs(land, runs)
+    r = random_search(land, scores, costs, rng)
     check(abs(r["evals"]) < 0.04 and abs(r["time"]) < 0.05,
           f"random search scores about 0: {r}")
     # the baseline as kt-compare.py writes it scores a run the same
@@ -71,16 +73,11 @@ def main():
     land2 = methodology.Landscape(fs, fc)
     check(land2.n == 12 and near(land2.expected_best(1), 5.5) and near(land2.expected_best(12), 1),
           f"failed configurations drawn: {land2.expected_best(1)} {land2.expected_best(12)}")
-    runs = []
-    for _ in range(8000):
-        order = list(range(12))
-        rng.shuffle(order)
-        runs.append(methodology.trace_of(fs, fc, order))
-    r = methodology.score_runs(land2, runs)
+    r = random_search(land2, fs, fc, rng)
     check(abs(r["evals"]) < 0.04 and abs(r["time"]) < 0.05,
           f"random search among failed configurations scores about 0: {r}")
-    print(f"{len(FAILURES)} failures", file=sys.stderr)
-    return 1 if FAILURES else 0
+    checks.finish()
+    return 0
 
 
 if __name__ == "__main__":

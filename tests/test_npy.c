@@ -299,14 +299,21 @@ static void test_commit_all(void) {
         unlink(paths[i]);
 }
 
-/* A file that is replaced keeps its permissions. */
-static void test_save_keeps_mode(void) {
-    int64_t shape[1] = {2};
-    ft_tensor *t;
+/* A zeroed f32 vector of n elements, and p the path of name in the test's folder. */
+static ft_tensor *vector_at(int64_t n, char *p, size_t np, const char *name) {
+    int64_t shape[1] = {n};
+    ft_tensor *t = NULL;
     ft_err err = {0};
     FT_CHECK(ft_tensor_new(FT_F32, 1, shape, &t, &err) == FT_OK, "alloc");
+    path_of(p, np, name);
+    return t;
+}
+
+/* A file that is replaced keeps its permissions. */
+static void test_save_keeps_mode(void) {
     char p[256];
-    path_of(p, sizeof p, "mode.npy");
+    ft_tensor *t = vector_at(2, p, sizeof p, "mode.npy");
+    ft_err err = {0};
     FT_CHECK(ft_npy_save(p, t, &err) == FT_OK, "save: %s", err.msg);
     FT_CHECK(chmod(p, 0640) == 0, "chmod");
     FT_CHECK(ft_npy_save(p, t, &err) == FT_OK, "save again: %s", err.msg);
@@ -318,12 +325,9 @@ static void test_save_keeps_mode(void) {
 }
 
 static void test_save_failure_leaves_nothing(void) {
-    int64_t shape[1] = {4};
-    ft_tensor *t;
-    ft_err err = {0};
-    FT_CHECK(ft_tensor_new(FT_F32, 1, shape, &t, &err) == FT_OK, "alloc");
     char p[256];
-    path_of(p, sizeof p, "no-such-dir/x.npy");
+    ft_tensor *t = vector_at(4, p, sizeof p, "no-such-dir/x.npy");
+    ft_err err = {0};
     FT_CHECK(ft_npy_save(p, t, &err) == FT_EIO, "saving into a missing directory fails");
     FT_CHECK(strstr(err.msg, "no-such-dir") != NULL, "message names the path: %s", err.msg);
     ft_tensor_free(t);
@@ -336,11 +340,7 @@ static void test_save_failure_leaves_nothing(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/ft_test_npy.XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    ft_test_tmpdir(dir, sizeof dir, "npy");
     FT_RUN(test_round_trip);
     FT_RUN(test_versions_and_conversions);
     FT_RUN(test_bad_files);

@@ -41,6 +41,17 @@ static void expect_bind_error(const ft_call *c, const char *needle, const char *
     FT_CHECK(strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, err.msg, needle);
 }
 
+/* expect_bind_error with tensor `slot` of c seen as shape (rank dims) on the same data; the
+ * tensor is put back after. */
+static void expect_shape_error(ft_call *c, int slot, int rank, const int64_t *shape,
+                               const char *needle, const char *what) {
+    ft_tensor *t = c->t[slot];
+    ft_tensor other = ft_tensor_wrap(FT_F32, rank, shape, t->data);
+    c->t[slot] = &other;
+    expect_bind_error(c, needle, what);
+    c->t[slot] = t;
+}
+
 static void test_registry(void) {
     FT_CHECK(ft_op_count() == 7, "seven ops");
     ft_err err = {0};
@@ -165,9 +176,7 @@ static void test_shape_errors(void) {
     c.t[4] = df;
     ft_tensor *x = c.t[0];
     int64_t flat[2] = {x->shape[0], x->shape[1] * x->shape[2]};
-    ft_tensor flat_x = ft_tensor_wrap(FT_F32, 2, flat, x->data);
-    c.t[0] = &flat_x;
-    expect_bind_error(&c, "expected 3 dims [N,T,H]", "x of rank 2");
+    expect_shape_error(&c, 0, 2, flat, "expected 3 dims [N,T,H]", "x of rank 2");
     /* Sizes whose products do not fit in 64 bits are refused before a kernel indexes with
      * them: an input's ([2^30, 2^17, 2^17]: 2^64 elements), and an output's (f = [D, N, H] of
      * inputs that each fit: D = 2^30, N = H = 2^20). Nothing is read from these shapes. */
@@ -195,21 +204,13 @@ static void test_shape_errors(void) {
     ft_call_free(&c);
 
     make_call(&c, "fusion.dflash", "tiny.dflash.train", 0);
-    ft_tensor *w = c.t[1];
-    int64_t wshape[2] = {w->shape[0], w->shape[1] - 1};
-    ft_tensor short_w = ft_tensor_wrap(FT_F32, 2, wshape, w->data);
-    c.t[1] = &short_w;
-    expect_bind_error(&c, "w_fc must be [H, T*H]", "w_fc columns");
-    c.t[1] = w;
+    int64_t wshape[2] = {c.t[1]->shape[0], c.t[1]->shape[1] - 1};
+    expect_shape_error(&c, 1, 2, wshape, "w_fc must be [H, T*H]", "w_fc columns");
     ft_call_free(&c);
 
     make_call(&c, "attention.kvproj", "tiny.dflare.decode", 0);
-    ft_tensor *cc = c.t[0];
-    int64_t two[3] = {2, cc->shape[1], cc->shape[2]};
-    ft_tensor c2 = ft_tensor_wrap(FT_F32, 3, two, cc->data);
-    c.t[0] = &c2;
-    expect_bind_error(&c, "must have 1 (shared) or D = 3", "kvproj Dc");
-    c.t[0] = cc;
+    int64_t two[3] = {2, c.t[0]->shape[1], c.t[0]->shape[2]};
+    expect_shape_error(&c, 0, 3, two, "must have 1 (shared) or D = 3", "kvproj Dc");
     ft_call_free(&c);
 
     /* kvproj's backward reads two upstream gradients (tensors 7 and 8), each of k's shape. */
@@ -217,13 +218,10 @@ static void test_shape_errors(void) {
     ft_tensor *dv = c.t[8];
     c.t[8] = NULL;
     expect_bind_error(&c, "missing input 'dv'", "kvproj backward without dv");
-    ft_tensor *dk = c.t[7];
+    const ft_tensor *dk = c.t[7];
     int64_t dks[4] = {dk->shape[0], dk->shape[1], dk->shape[2], dk->shape[3] + 2};
-    ft_tensor wide_dk = ft_tensor_wrap(FT_F32, 4, dks, dk->data);
     c.t[8] = dv;
-    c.t[7] = &wide_dk;
-    expect_bind_error(&c, "input 'dk' has shape", "kvproj dk with dh + 2");
-    c.t[7] = dk;
+    expect_shape_error(&c, 7, 4, dks, "input 'dk' has shape", "kvproj dk with dh + 2");
     ft_call_free(&c);
 }
 

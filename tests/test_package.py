@@ -37,16 +37,15 @@ SKIP = 77
 checks.NAME = "test_package"
 BUILD = {"type": "Release", "native": "ON"}  # flaretune's (--build-type, --native)
 
-DRIVER = r"""
+# What both drivers share: the package's header (PFX is its prefix), reading SIZES and TENSORS
+# from the command line, and writing the outputs.
+DRIVER_IO = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "PFX.h"
 
-/* usage: driver OP ATTRS|- SIZES(comma) TENSORS(comma: in:FILE, out:FILE or -)
- * Reads each input file whole, runs PFX_run, writes each output; prints "entry E exact X" or
- * "status S: MSG". driver null: the per-op function with NULL args. */
 static void *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -59,6 +58,54 @@ static void *slurp(const char *path, size_t *n) {
     return p;
 }
 
+/* SIZES (comma) into sizes; returns how many. */
+static int parse_sizes(char *arg, long long *sizes) {
+    int ns = 0;
+    for (char *t = strtok(arg, ","); t; t = strtok(NULL, ","))
+        sizes[ns++] = atoll(t);
+    return ns;
+}
+
+/* TENSORS (comma: in:FILE, out:FILE:BYTES or -): each input read whole, each output zeroed,
+ * its file in outs; returns how many tensors, -1 where an input cannot be read. */
+static int load_tensors(char *arg, void **ptr, char **outs, size_t *bytes) {
+    int nt = 0;
+    for (char *t = strtok(arg, ","); t; t = strtok(NULL, ","), nt++) {
+        ptr[nt] = NULL;
+        outs[nt] = NULL;
+        if (!strncmp(t, "in:", 3)) {
+            ptr[nt] = slurp(t + 3, &bytes[nt]);
+            if (!ptr[nt]) return -1;
+        } else if (!strncmp(t, "out:", 4)) {
+            char *colon = strchr(t + 4, ':');
+            *colon = '\0';
+            outs[nt] = t + 4;
+            bytes[nt] = (size_t)atoll(colon + 1);
+            ptr[nt] = aligned_alloc(64, (bytes[nt] + 63) / 64 * 64 + 64);
+            memset(ptr[nt], 0, bytes[nt]);
+        }
+    }
+    return nt;
+}
+
+/* After a run: each output to its file, and the entry that ran. */
+static int write_outputs(int nt, void **ptr, char **outs, const size_t *bytes,
+                         const PFX_info *info) {
+    for (int i = 0; i < nt; i++)
+        if (outs[i]) {
+            FILE *f = fopen(outs[i], "wb");
+            fwrite(ptr[i], 1, bytes[i], f);
+            fclose(f);
+        }
+    printf("entry %d exact %d\n", info->entry, info->exact);
+    return 0;
+}
+"""
+
+DRIVER = DRIVER_IO + r"""
+/* usage: driver OP ATTRS|- SIZES(comma) TENSORS(comma: in:FILE, out:FILE:BYTES or -)
+ * Reads each input file whole, runs PFX_run, writes each output; prints "entry E exact X" or
+ * "status S: MSG". driver null: the per-op function with NULL args. */
 int main(int argc, char **argv) {
     char msg[512] = "";
     PFX_info info;
@@ -78,42 +125,19 @@ int main(int argc, char **argv) {
     }
     if (argc != 5) return 2;
     long long sizes[16];
-    int ns = 0;
-    for (char *t = strtok(argv[3], ","); t; t = strtok(NULL, ","))
-        sizes[ns++] = atoll(t);
+    int ns = parse_sizes(argv[3], sizes);
     void *ptr[16];
     char *outs[16];
     size_t bytes[16];
-    int nt = 0;
-    for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","), nt++) {
-        ptr[nt] = NULL;
-        outs[nt] = NULL;
-        if (!strncmp(t, "in:", 3)) {
-            ptr[nt] = slurp(t + 3, &bytes[nt]);
-            if (!ptr[nt]) return 3;
-        } else if (!strncmp(t, "out:", 4)) {
-            char *colon = strchr(t + 4, ':');
-            *colon = '\0';
-            outs[nt] = t + 4;
-            bytes[nt] = (size_t)atoll(colon + 1);
-            ptr[nt] = aligned_alloc(64, (bytes[nt] + 63) / 64 * 64 + 64);
-            memset(ptr[nt], 0, bytes[nt]);
-        }
-    }
+    int nt = load_tensors(argv[4], ptr, outs, bytes);
+    if (nt < 0) return 3;
     int s = PFX_run(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL, sizes, ns, ptr, nt, &info, msg,
                     sizeof msg);
     if (s) {
         printf("status %d: %s\n", s, msg);
         return 0;
     }
-    for (int i = 0; i < nt; i++)
-        if (outs[i]) {
-            FILE *f = fopen(outs[i], "wb");
-            fwrite(ptr[i], 1, bytes[i], f);
-            fclose(f);
-        }
-    printf("entry %d exact %d\n", info.entry, info.exact);
-    return 0;
+    return write_outputs(nt, ptr, outs, bytes, &info);
 }
 """
 
@@ -590,27 +614,10 @@ def main():
     print(f"test_package: ok (cpu {t_cpu:.1f} s, all {time.time() - t0:.1f} s)")
 
 
-CUDA_DRIVER = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "tg.h"
-
+CUDA_DRIVER = DRIVER_IO.replace("PFX", "tg") + r"""
 /* usage: driver DEVICE OP ATTRS|- SIZES(comma) TENSORS(comma: in:FILE, out:FILE:BYTES or -):
  * runs tg_run on DEVICE, writes each output, prints "entry E exact X" or "status S: MSG".
  * driver DEVICE null: the per-op function with NULL args. driver lookup: the lookup alone. */
-static void *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc(*n + 64);
-    if (fread(p, 1, *n, f) != *n) return NULL;
-    fclose(f);
-    return p;
-}
 
 static int lookup(void) {
     tg_info info;
@@ -647,41 +654,19 @@ int main(int argc, char **argv) {
     }
     if (argc != 6) return 2;
     long long sizes[16];
-    int ns = 0;
-    for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","))
-        sizes[ns++] = atoll(t);
+    int ns = parse_sizes(argv[4], sizes);
     void *ptr[16];
     char *outs[16];
     size_t bytes[16];
-    int nt = 0;
-    for (char *t = strtok(argv[5], ","); t; t = strtok(NULL, ","), nt++) {
-        ptr[nt] = NULL;
-        outs[nt] = NULL;
-        if (!strncmp(t, "in:", 3)) {
-            ptr[nt] = slurp(t + 3, &bytes[nt]);
-            if (!ptr[nt]) return 3;
-        } else if (!strncmp(t, "out:", 4)) {
-            char *colon = strchr(t + 4, ':');
-            *colon = '\0';
-            outs[nt] = t + 4;
-            bytes[nt] = (size_t)atoll(colon + 1);
-            ptr[nt] = calloc(1, bytes[nt] + 64);
-        }
-    }
+    int nt = load_tensors(argv[5], ptr, outs, bytes);
+    if (nt < 0) return 3;
     int s = tg_run(argv[1], argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, sizes, ns, ptr, nt,
                    &info, msg, sizeof msg);
     if (s) {
         printf("status %d: %s\n", s, msg);
         return 0;
     }
-    for (int i = 0; i < nt; i++)
-        if (outs[i]) {
-            FILE *f = fopen(outs[i], "wb");
-            fwrite(ptr[i], 1, bytes[i], f);
-            fclose(f);
-        }
-    printf("entry %d exact %d\n", info.entry, info.exact);
-    return 0;
+    return write_outputs(nt, ptr, outs, bytes, &info);
 }
 """
 

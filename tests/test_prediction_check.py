@@ -13,15 +13,12 @@ import subprocess
 import sys
 import tempfile
 
+import checks
+from checks import check
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "scripts", "prediction-check.py")
-FAIL = []
-
-
-def check(cond, what):
-    if not cond:
-        FAIL.append(what)
-        print("FAIL:", what, file=sys.stderr)
+checks.NAME = "test_prediction_check"
 
 
 def main():
@@ -92,8 +89,8 @@ def main():
         check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, f"missing file: {p.stderr}")
         p = subprocess.run([sys.executable, SCRIPT, "--pair", "x:y"], capture_output=True, text=True)
         check(p.returncode == 2, "bad --pair")
-    print(f"{len(FAIL)} failures", file=sys.stderr)
-    return 1 if FAIL else 0
+    checks.finish()
+    return 0
 
 
 if __name__ == "__main__":

@@ -36,19 +36,6 @@ static void write_text(const char *path, const char *text) {
     fclose(f);
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = ft_test_alloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* Files in dir whose name contains ".tmp." (left-over temporary files). */
 static int temp_files(void) {
     DIR *d = opendir(dir);
@@ -156,7 +143,7 @@ static void test_round_trip(void) {
     ft_profile_add(r, c, NULL, &err);
     const char *path2 = path_in("round2.json");
     FT_CHECK(ft_profile_save(r, path2, &err) == FT_OK, "save: %s", err.msg);
-    char *t1 = read_text(path), *t2 = read_text(path2);
+    char *t1 = ft_test_read_file(path), *t2 = ft_test_read_file(path2);
     FT_CHECK(t1 && t2 && strcmp(t1, t2) == 0, "order of adding changes the file");
     free(t1);
     free(t2);
@@ -374,7 +361,7 @@ static void test_malformed(void) {
     json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
     s = ft_profile_update(path, e, &err);
     FT_CHECK(s == FT_EFORMAT, "update of a malformed file fails: %s", ft_status_name(s));
-    char *now = read_text(path);
+    char *now = ft_test_read_file(path);
     FT_CHECK(now && strcmp(now, text) == 0, "the malformed file was overwritten");
     free(now);
     /* Not a profile at all. */
@@ -408,7 +395,7 @@ static void test_failed_save_keeps_file(void) {
     json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
     ft_profile_add(p, e, NULL, &err);
     FT_CHECK(ft_profile_save(p, path, &err) == FT_OK, "save: %s", err.msg);
-    char *before = read_text(path);
+    char *before = ft_test_read_file(path);
     for (int m = 1024; m < 1024 + 64; m++) {
         json_t *x = loss_entry("ref", m, "dpace", 1e-3);
         ft_profile_add(p, x, NULL, &err);
@@ -431,7 +418,7 @@ static void test_failed_save_keeps_file(void) {
     int status = 0;
     waitpid(pid, &status, 0);
     FT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "save past the size limit: FT_EIO");
-    char *after = read_text(path);
+    char *after = ft_test_read_file(path);
     FT_CHECK(before && after && strcmp(before, after) == 0, "a failed save changed the file");
     FT_CHECK(temp_files() == 0, "a failed save left its temporary file");
     /* A save into a missing directory fails with one line naming the path. */
@@ -456,7 +443,7 @@ static void test_schema_too_new(void) {
              err.msg);
     json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
     FT_CHECK(ft_profile_update(path, e, &err) == FT_EUNSUPPORTED, "update refuses a newer file");
-    char *now = read_text(path);
+    char *now = ft_test_read_file(path);
     FT_CHECK(now && strcmp(now, text) == 0, "a newer file was overwritten");
     free(now);
     json_decref(e);
@@ -628,7 +615,7 @@ static void test_modes(void) {
                  (unsigned)mode_of(path));
     }
     chmod(path, 0440);
-    char *before = read_text(path);
+    char *before = ft_test_read_file(path);
     json_t *c = loss_entry("ref", 2048, "dpace", 1e-3);
     ft_status s = ft_profile_update(path, c, &err);
     FT_CHECK(s == FT_EIO && strstr(err.msg, "read-only") && strstr(err.msg, "mode.json"),
@@ -638,7 +625,7 @@ static void test_modes(void) {
     FT_CHECK(ft_profile_save(p, path, &err) == FT_EIO && strstr(err.msg, "read-only"),
              "saving over a read-only profile: %s", err.msg);
     ft_profile_free(p);
-    char *after = read_text(path);
+    char *after = ft_test_read_file(path);
     FT_CHECK(before && after && strcmp(before, after) == 0, "a read-only profile was replaced");
     FT_CHECK(mode_of(path) == 0440, "mode %o", (unsigned)mode_of(path));
     free(before);
@@ -670,9 +657,9 @@ static void test_check_writable(void) {
     FT_CHECK(access(path_in("fresh.json"), F_OK) != 0, "the check created the profile");
     const char *good = path_in("good.json");
     save_doc(good, doc_of(json_pack("[o]", loss_entry("ref", 512, "dpace", 1e-3))));
-    char *text = read_text(good);
+    char *text = ft_test_read_file(good);
     FT_CHECK(ft_profile_check_writable(good, &err) == FT_OK, "good: %s", err.msg);
-    char *again = read_text(good);
+    char *again = ft_test_read_file(good);
     FT_CHECK(text && again && strcmp(text, again) == 0, "the check changed the profile");
     free(text);
     free(again);
@@ -788,11 +775,7 @@ static void remove_dir(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/ft_test_profile.XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    ft_test_tmpdir(dir, sizeof dir, "profile");
     FT_RUN(test_round_trip);
     FT_RUN(test_merge_keeps_best);
     FT_RUN(test_per_entry_validation);

@@ -40,6 +40,36 @@ static int all_zero(const double *a, int64_t n) {
     return 1;
 }
 
+/* a[0..n) += by: the perturbations of the mask tests. */
+static void bump(double *a, int64_t n, double by) {
+    for (int64_t i = 0; i < n; i++)
+        a[i] += by;
+}
+
+/* Every one of the n rows (E doubles each) of a becomes row. */
+static void set_rows(double *a, int64_t n, const double *row, int64_t E) {
+    for (int64_t t = 0; t < n; t++)
+        memcpy(a + t * E, row, sizeof(double) * (size_t)E);
+}
+
+/* row is added to every one of the n rows (E doubles each) of a. */
+static void add_rows(double *a, int64_t n, const double *row, int64_t E) {
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t e = 0; e < E; e++)
+            a[t * E + e] += row[e];
+}
+
+/* n rows of Hkv heads (dh each) as n rows of Hq heads: query head h gets kv head h / (Hq/Hkv)
+ * (plain MHA on the same keys). A new array. */
+static double *repeat_heads(const double *a, int64_t n, int64_t Hkv, int64_t Hq, int64_t dh) {
+    double *m = dalloc(n * Hq * dh);
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t h = 0; h < Hq; h++)
+            memcpy(m + (t * Hq + h) * dh, a + (t * Hkv + h / (Hq / Hkv)) * dh,
+                   sizeof(double) * (size_t)dh);
+    return m;
+}
+
 #define CHECK_REL(a, b, n, tol, what)                                                              \
     do {                                                                                           \
         double e_ = ft_test_rel_err(a, b, n);                                                      \
@@ -63,6 +93,27 @@ static void plain_attention(int64_t n, int64_t dh, double scale, const double *q
     for (int64_t d = 0; d < dh; d++)
         o[d] /= z;
     *lse = log(z);
+}
+
+/* Appends one key row and one value row (dh each) to the explicit K, V lists holding n rows;
+ * returns n + 1. */
+static int64_t push_kv(double *K, double *V, int64_t n, int64_t dh, const double *k,
+                       const double *v) {
+    memcpy(K + n * dh, k, sizeof(double) * (size_t)dh);
+    memcpy(V + n * dh, v, sizeof(double) * (size_t)dh);
+    return n + 1;
+}
+
+/* plain_attention of q on the n listed keys against the library's o (dh) and lse: the worst
+ * differences go into *worst_o and *worst_lse (dh <= 64). */
+static void vs_plain(int64_t n, int64_t dh, double scale, const double *q, const double *K,
+                     const double *V, const double *o, double lse, double *worst_o,
+                     double *worst_lse) {
+    double want[64], wlse;
+    plain_attention(n, dh, scale, q, K, V, want, &wlse);
+    for (int64_t d = 0; d < dh; d++)
+        *worst_o = fmax(*worst_o, fabs(o[d] - want[d]));
+    *worst_lse = fmax(*worst_lse, fabs(lse - wlse));
 }
 
 /* =========================================================================================== */
@@ -166,14 +217,7 @@ static void kv_run(kv_case *c) {
 }
 
 static void kv_free(kv_case *c) {
-    free(c->inv_freq);
-    free(c->c);
-    free(c->w_k);
-    free(c->w_v);
-    free(c->gk);
-    free(c->k);
-    free(c->v);
-    free(c->pos);
+    FT_FREE(c->inv_freq, c->c, c->w_k, c->w_v, c->gk, c->k, c->v, c->pos);
 }
 
 /* At pos 0 RoPE is the identity: k is the per-head RMSNorm of the projection times gk, and v
@@ -208,9 +252,7 @@ static void test_kvproj_pos0_by_hand(void) {
             }
     CHECK_REL(c.k, wk, c.D * c.N * E, 1e-13, "k at pos 0 vs hand rmsnorm * gk");
     CHECK_REL(c.v, wv, c.D * c.N * E, 1e-13, "v vs hand projection");
-    free(u);
-    free(wk);
-    free(wv);
+    FT_FREE(u, wk, wv);
     kv_free(&c);
 }
 
@@ -262,8 +304,7 @@ static void test_kvproj_rope_properties(void) {
     FT_CHECK(moved > 1e-3, "RoPE at pos != 0 left k unchanged (max change %.3g)", moved);
     FT_CHECK(worst_rel < 1e-12, "RoPE is not relative: k0.k1 - k2.k3 = %.3g", worst_rel);
     FT_CHECK(memcmp(c.v, v0, sizeof(double) * (size_t)nk) == 0, "v depends on pos");
-    free(k0);
-    free(v0);
+    FT_FREE(k0, v0);
     kv_free(&c);
 }
 
@@ -303,8 +344,7 @@ static void test_kvproj_norm_per_head(void) {
     for (int64_t i = 0; i < nk; i++)
         v0[i] *= 3;
     CHECK_REL(c.v, v0, nk, 1e-14, "v(3c) vs 3 v(c)");
-    free(k0);
-    free(v0);
+    FT_FREE(k0, v0);
     kv_free(&c);
 }
 
@@ -356,10 +396,7 @@ static void test_kvproj_layers(void) {
                  "Dc = 1, same weights: layer %d v differs from layer 0", (int)i);
     }
     FT_CHECK(max_abs(c.k, c.D * NE) > 0.1 && max_abs(c.v, c.D * NE) > 0.1, "k or v is ~0");
-    free(k1);
-    free(v1);
-    free(kD);
-    free(vD);
+    FT_FREE(k1, v1, kD, vD);
     kv_free(&c);
 }
 
@@ -393,12 +430,7 @@ static kvb_case kvb_new(ft_rng *r, int64_t Dc, int64_t D, int64_t N, int64_t H, 
 
 static void kvb_free(kvb_case *b) {
     kv_free(&b->f);
-    free(b->rk);
-    free(b->rv);
-    free(b->dc);
-    free(b->dw_k);
-    free(b->dw_v);
-    free(b->dgk);
+    FT_FREE(b->rk, b->rv, b->dc, b->dw_k, b->dw_v, b->dgk);
 }
 
 static void kvb_bwd(kvb_case *b) {
@@ -502,10 +534,7 @@ static void test_kvproj_grad_properties(void) {
     FT_CHECK(memcmp(dwk1, b.dw_k, sizeof(double) * (size_t)nW) == 0, "dv changed dw_k");
     FT_CHECK(memcmp(dgk1, b.dgk, sizeof(double) * (size_t)(c->D * c->dh)) == 0, "dv changed dgk");
     FT_CHECK(ft_test_rel_err(dwv1, b.dw_v, nW) > 0.1, "a new dv left dw_v unchanged");
-    free(dc1);
-    free(dwk1);
-    free(dwv1);
-    free(dgk1);
+    FT_FREE(dc1, dwk1, dwv1, dgk1);
     kvb_free(&b);
 }
 
@@ -548,14 +577,7 @@ static void dec_run(dec_case *c) {
 }
 
 static void dec_free(dec_case *c) {
-    free(c->ctx_lens);
-    free(c->q);
-    free(c->k_ctx);
-    free(c->v_ctx);
-    free(c->k_blk);
-    free(c->v_blk);
-    free(c->o);
-    free(c->lse);
+    FT_FREE(c->ctx_lens, c->q, c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->o, c->lse);
 }
 
 /* By hand: dh = 2, one head, scale 1, q = (1,0); context key (1,0) with value (2,0), block key
@@ -601,10 +623,8 @@ static void test_decode_identical_keys(void) {
     dec_case c = dec_new(&r, 3, 4, 4, 2, 16, lens);
     double key[2 * 16];
     fill_normal(&r, key, 2 * 16, 1.0);
-    for (int64_t t = 0; t < c.Ltot; t++)
-        memcpy(c.k_ctx + t * 32, key, sizeof key);
-    for (int64_t t = 0; t < c.R * c.B; t++)
-        memcpy(c.k_blk + t * 32, key, sizeof key);
+    set_rows(c.k_ctx, c.Ltot, key, 32);
+    set_rows(c.k_blk, c.R * c.B, key, 32);
     dec_run(&c);
     double worst_o = 0, worst_l = 0;
     int64_t off = 0;
@@ -642,14 +662,12 @@ static void test_decode_gqa_mapping(void) {
     const int64_t hqs[2] = {4, 8};
     for (int s = 0; s < 2; s++) {
         dec_case c = dec_new(&r, 3, 4, hqs[s], 2, 16, lens);
-        for (int64_t t = 0; t < c.Ltot; t++)
-            for (int64_t j = 0; j < 2; j++)
-                for (int64_t d = 0; d < 16; d++)
-                    c.v_ctx[(t * 2 + j) * 16 + d] = 10.0 * j + d;
-        for (int64_t t = 0; t < c.R * c.B; t++)
-            for (int64_t j = 0; j < 2; j++)
-                for (int64_t d = 0; d < 16; d++)
-                    c.v_blk[(t * 2 + j) * 16 + d] = 10.0 * j + d;
+        double vals[2 * 16];
+        for (int64_t j = 0; j < 2; j++)
+            for (int64_t d = 0; d < 16; d++)
+                vals[j * 16 + d] = 10.0 * j + d;
+        set_rows(c.v_ctx, c.Ltot, vals, 32);
+        set_rows(c.v_blk, c.R * c.B, vals, 32);
         dec_run(&c);
         const int64_t group = c.Hq / 2;
         double worst = 0;
@@ -703,33 +721,15 @@ static void test_decode_vs_expanded_mha(void) {
     CHECK_REL(c.lse, lse, nq, 1e-13, "lse vs plain attention on expanded K/V");
 
     /* The same as MHA: repeat every kv head Hq/Hkv times. */
-    const int64_t G = c.Hq / c.Hkv;
-    double *kc = dalloc(c.Ltot * c.Hq * dh), *vc = dalloc(c.Ltot * c.Hq * dh);
-    double *kb = dalloc(c.R * c.B * c.Hq * dh), *vb = dalloc(c.R * c.B * c.Hq * dh);
-    for (int64_t t = 0; t < c.Ltot; t++)
-        for (int64_t h = 0; h < c.Hq; h++)
-            for (int64_t d = 0; d < dh; d++) {
-                kc[(t * c.Hq + h) * dh + d] = c.k_ctx[(t * c.Hkv + h / G) * dh + d];
-                vc[(t * c.Hq + h) * dh + d] = c.v_ctx[(t * c.Hkv + h / G) * dh + d];
-            }
-    for (int64_t t = 0; t < c.R * c.B; t++)
-        for (int64_t h = 0; h < c.Hq; h++)
-            for (int64_t d = 0; d < dh; d++) {
-                kb[(t * c.Hq + h) * dh + d] = c.k_blk[(t * c.Hkv + h / G) * dh + d];
-                vb[(t * c.Hq + h) * dh + d] = c.v_blk[(t * c.Hkv + h / G) * dh + d];
-            }
+    double *kc = repeat_heads(c.k_ctx, c.Ltot, c.Hkv, c.Hq, dh);
+    double *vc = repeat_heads(c.v_ctx, c.Ltot, c.Hkv, c.Hq, dh);
+    double *kb = repeat_heads(c.k_blk, c.R * c.B, c.Hkv, c.Hq, dh);
+    double *vb = repeat_heads(c.v_blk, c.R * c.B, c.Hkv, c.Hq, dh);
     ft_ref_attn_decode_fwd(c.R, c.B, c.Hq, c.Hq, dh, c.scale, c.q, c.ctx_lens, kc, vc, kb, vb, o,
                            lse);
     CHECK_REL(c.o, o, nq * dh, 1e-14, "GQA o vs MHA on repeated heads");
     CHECK_REL(c.lse, lse, nq, 1e-14, "GQA lse vs MHA on repeated heads");
-    free(K);
-    free(V);
-    free(o);
-    free(lse);
-    free(kc);
-    free(vc);
-    free(kb);
-    free(vb);
+    FT_FREE(K, V, o, lse, kc, vc, kb, vb);
     dec_free(&c);
 }
 
@@ -752,8 +752,7 @@ static void test_decode_requests_alone(void) {
         CHECK_REL(lse, c.lse + rr * per_l, per_l, 1e-15, "request alone vs in the batch (lse)");
         off += c.ctx_lens[rr];
     }
-    free(o);
-    free(lse);
+    FT_FREE(o, lse);
     dec_free(&c);
 }
 
@@ -769,12 +768,8 @@ static void test_decode_shift_and_permutation(void) {
     double *o0 = dclone(c.o, nq * c.dh), *l0 = dclone(c.lse, nq), *want = dalloc(nq);
     double u[2 * 8];
     fill_normal(&r, u, E, 1.0);
-    for (int64_t t = 0; t < c.Ltot; t++)
-        for (int64_t e = 0; e < E; e++)
-            c.k_ctx[t * E + e] += u[e];
-    for (int64_t t = 0; t < c.B; t++)
-        for (int64_t e = 0; e < E; e++)
-            c.k_blk[t * E + e] += u[e];
+    add_rows(c.k_ctx, c.Ltot, u, E);
+    add_rows(c.k_blk, c.B, u, E);
     dec_run(&c);
     for (int64_t row = 0; row < nq; row++)
         want[row] =
@@ -793,11 +788,7 @@ static void test_decode_shift_and_permutation(void) {
     dec_run(&c);
     CHECK_REL(c.o, o0, nq * c.dh, 1e-14, "permuted context: o");
     CHECK_REL(c.lse, l0, nq, 1e-14, "permuted context: lse");
-    free(o0);
-    free(l0);
-    free(want);
-    free(kc);
-    free(vc);
+    FT_FREE(o0, l0, want, kc, vc);
     dec_free(&c);
 }
 
@@ -875,16 +866,7 @@ static train_case train_new(ft_rng *r, int64_t nseq, int64_t S, int64_t NB, int6
 }
 
 static void train_free(train_case *c) {
-    free(c->q);
-    free(c->k_ctx);
-    free(c->v_ctx);
-    free(c->k_blk);
-    free(c->v_blk);
-    free(c->anchors);
-    free(c->keep);
-    free(c->R);
-    free(c->o);
-    free(c->lse);
+    FT_FREE(c->q, c->k_ctx, c->v_ctx, c->k_blk, c->v_blk, c->anchors, c->keep, c->R, c->o, c->lse);
 }
 
 static void train_fwd(train_case *c) {
@@ -924,11 +906,7 @@ static train_grads train_bwd(const train_case *c) {
 }
 
 static void train_grads_free(train_grads *g) {
-    free(g->dq);
-    free(g->dk_ctx);
-    free(g->dv_ctx);
-    free(g->dk_blk);
-    free(g->dv_blk);
+    FT_FREE(g->dq, g->dk_ctx, g->dv_ctx, g->dk_blk, g->dv_blk);
 }
 
 /* ---- forward ------------------------------------------------------------------------------ */
@@ -961,10 +939,7 @@ static void check_train_vs_decode(train_case *c, const char *what) {
     const double eo = ft_test_rel_err(c->o, o, z.q), el = ft_test_rel_err(c->lse, lse, z.lse);
     FT_CHECK(eo < 1e-14, "%s: train o vs decode on context prefixes: rel err %.3g", what, eo);
     FT_CHECK(el < 1e-14, "%s: train lse vs decode on context prefixes: rel err %.3g", what, el);
-    free(kc);
-    free(vc);
-    free(o);
-    free(lse);
+    FT_FREE(kc, vc, o, lse);
 }
 
 /* Train forward equals decode on the equivalent input: block j of sequence s is a decode
@@ -998,8 +973,7 @@ static void test_train_equals_decode_one_block(void) {
                            c.v_blk, o, lse);
     CHECK_REL(c.o, o, z.q, 1e-15, "train (anchor S, one block) vs decode: o");
     CHECK_REL(c.lse, lse, z.lse, 1e-15, "train (anchor S, one block) vs decode: lse");
-    free(o);
-    free(lse);
+    FT_FREE(o, lse);
     train_free(&c);
 }
 
@@ -1020,35 +994,31 @@ static void test_train_mask_by_perturbation(void) {
     double *o0 = dclone(c.o, z.q);
     const double *blk1 = c.o + 1 * per_blk, *ref1 = o0 + 1 * per_blk;
 
-    for (int64_t e = 0; e < E; e++)
-        c.k_ctx[7 * E + e] += 5, c.v_ctx[7 * E + e] -= 3;
+    bump(c.k_ctx + 7 * E, E, 5);
+    bump(c.v_ctx + 7 * E, E, -3);
     train_fwd(&c);
     FT_CHECK(memcmp(blk1, ref1, sizeof(double) * (size_t)per_blk) == 0,
              "context position = anchor changed the block");
     FT_CHECK(ft_test_rel_err(c.o, o0, per_blk) > 1e-3, "anchor 12 block missed position 7");
 
     memcpy(c.o, o0, sizeof(double) * (size_t)z.q);
-    for (int64_t e = 0; e < E; e++)
-        c.v_ctx[6 * E + e] += 1;
+    bump(c.v_ctx + 6 * E, E, 1);
     train_fwd(&c);
     FT_CHECK(ft_test_rel_err(blk1, ref1, per_blk) > 1e-3,
              "context position anchor - 1 did not change the block");
     train_fwd(&c); /* re-baseline with the perturbed context */
     memcpy(o0, c.o, sizeof(double) * (size_t)z.q);
 
-    for (int64_t i = 0; i < c.B * E; i++)
-        c.k_blk[0 * c.B * E + i] += 1; /* block 0's own K/V */
-    for (int64_t i = 0; i < c.B * E; i++)
-        c.v_blk[2 * c.B * E + i] += 1; /* block 2's own V */
-    for (int64_t i = 0; i < c.S * E; i++)
-        c.v_ctx[c.S * E + i] += 1; /* sequence 1 context */
+    bump(c.k_blk + 0 * c.B * E, c.B * E, 1); /* block 0's own K/V */
+    bump(c.v_blk + 2 * c.B * E, c.B * E, 1); /* block 2's own V */
+    bump(c.v_ctx + c.S * E, c.S * E, 1);     /* sequence 1 context */
     train_fwd(&c);
     FT_CHECK(memcmp(blk1, ref1, sizeof(double) * (size_t)per_blk) == 0,
              "another block or sequence changed block 1");
 
     memcpy(o0, c.o, sizeof(double) * (size_t)z.q);
-    for (int64_t i = 0; i < c.S * E; i++)
-        c.k_ctx[i] += 2, c.v_ctx[i] -= 1;
+    bump(c.k_ctx, c.S * E, 2);
+    bump(c.v_ctx, c.S * E, -1);
     train_fwd(&c);
     FT_CHECK(memcmp(c.o + 2 * per_blk, o0 + 2 * per_blk, sizeof(double) * (size_t)per_blk) == 0,
              "anchor 0 block depends on the context");
@@ -1062,10 +1032,12 @@ static void test_train_gqa_mapping(void) {
     ft_rng_seed(&r, 304);
     train_case c = train_new(&r, 2, 10, 3, 4, 8, 2, 8);
     train_sizes z = tsz(&c);
-    for (int64_t i = 0; i < z.ctx; i++)
-        c.v_ctx[i] = 10.0 * (double)(i / c.dh % 2) + i % c.dh;
-    for (int64_t i = 0; i < z.blk; i++)
-        c.v_blk[i] = 10.0 * (double)(i / c.dh % 2) + i % c.dh;
+    const int64_t E = c.Hkv * c.dh;
+    double vals[2 * 8];
+    for (int64_t i = 0; i < E; i++)
+        vals[i] = 10.0 * (double)(i / c.dh) + i % c.dh;
+    set_rows(c.v_ctx, z.ctx / E, vals, E);
+    set_rows(c.v_blk, z.blk / E, vals, E);
     train_fwd(&c);
     double worst = 0;
     for (int64_t row = 0; row < z.lse; row++)
@@ -1148,12 +1120,7 @@ static void test_train_keep0(void) {
              "dropped block contributed to dv_ctx");
     FT_CHECK(!all_zero(g.dk_ctx, z.ctx) && !all_zero(g.dv_ctx, z.ctx), "dk_ctx/dv_ctx all 0");
     train_grads_free(&h);
-    free(q);
-    free(kb);
-    free(vb);
-    free(R);
-    free(o);
-    free(lse);
+    FT_FREE(q, kb, vb, R, o, lse);
 
     /* Everything dropped: all outputs are the empty softmax and every gradient is 0, whatever
      * the gradient buffers held before. */
@@ -1181,6 +1148,27 @@ static void test_train_keep0(void) {
 
 /* ---- backward ----------------------------------------------------------------------------- */
 
+/* The small case every-entry gradient checks share: two sequences of S rows, 3 blocks of 3
+ * queries, GQA 4 -> 2, dh 4, the six anchors given (0, S and in between), block 4 dropped. */
+static train_case train_small(ft_rng *r, int64_t S, const int32_t anc[6]) {
+    train_case c = train_new(r, 2, S, 3, 3, 4, 2, 4);
+    for (int i = 0; i < 6; i++)
+        c.anchors[i] = anc[i];
+    c.keep[4] = 0;
+    return c;
+}
+
+/* The brief's shape (nseq 2, S 40, NB 5, B 4, Hq 4, Hkv 2, dh 16) with anchors 0 and S in and
+ * block 3 dropped, under window W (0: full attention). */
+static train_case train_brief(ft_rng *r, int64_t W) {
+    train_case c = train_new(r, 2, 40, 5, 4, 4, 2, 16);
+    c.anchors[1] = 0;
+    c.anchors[2] = 40;
+    c.keep[3] = 0;
+    c.window = W;
+    return c;
+}
+
 static void train_grad_check(train_case *c, int64_t count, ft_rng *r) {
     train_sizes z = tsz(c);
     train_grads g = train_bwd(c);
@@ -1197,11 +1185,8 @@ static void train_grad_check(train_case *c, int64_t count, ft_rng *r) {
 static void test_train_grad_full(void) {
     ft_rng r;
     ft_rng_seed(&r, 311);
-    train_case c = train_new(&r, 2, 6, 3, 3, 4, 2, 4);
     const int32_t anc[6] = {0, 6, 3, 2, 5, 6};
-    for (int i = 0; i < 6; i++)
-        c.anchors[i] = anc[i];
-    c.keep[4] = 0;
+    train_case c = train_small(&r, 6, anc);
     train_grad_check(&c, 1 << 30, &r);
     train_free(&c);
 }
@@ -1217,10 +1202,7 @@ static void test_train_grad_full(void) {
 static void test_train_grad_spec_shape(void) {
     ft_rng r;
     ft_rng_seed(&r, 312);
-    train_case c = train_new(&r, 2, 40, 5, 4, 4, 2, 16);
-    c.anchors[1] = 0;
-    c.anchors[2] = 40;
-    c.keep[3] = 0;
+    train_case c = train_brief(&r, 0);
     for (int64_t j = 0; j < c.NB; j++)
         c.anchors[c.NB + j] = (int32_t)(3 + 5 * j); /* max 23 */
     train_grad_check(&c, 60, &r);
@@ -1278,7 +1260,7 @@ static void test_window_decode_by_plain(void) {
     double *o = dalloc(c.R * c.B * c.Hq * c.dh), *lse = dalloc(c.R * c.B * c.Hq);
     ft_ref_attn_decode_fwd_win(c.R, c.B, c.Hq, c.Hkv, c.dh, c.scale, W, 0, c.q, c.ctx_lens, c.k_ctx,
                                c.v_ctx, c.k_blk, c.v_blk, o, lse);
-    double K[(9 + 4) * 8], V[(9 + 4) * 8], want[8], wlse, worst = 0, worst_lse = 0;
+    double K[(9 + 4) * 8], V[(9 + 4) * 8], worst = 0, worst_lse = 0;
     int64_t off = 0, seen_cut = 0;
     for (int64_t rq = 0; rq < c.R; rq++) {
         const int64_t L = lens[rq];
@@ -1288,21 +1270,16 @@ static void test_window_decode_by_plain(void) {
                 int64_t n = 0;
                 for (int64_t p = 0; p < L; p++) {
                     if (!(L + b - W < p)) continue; /* outside the window */
-                    memcpy(K + n * c.dh, c.k_ctx + (off + p) * E + j * c.dh, sizeof(double) * 8);
-                    memcpy(V + n * c.dh, c.v_ctx + (off + p) * E + j * c.dh, sizeof(double) * 8);
-                    n++;
+                    const int64_t at = (off + p) * E + j * c.dh;
+                    n = push_kv(K, V, n, c.dh, c.k_ctx + at, c.v_ctx + at);
                 }
                 seen_cut += n < L;
-                for (int64_t t = 0; t < c.B; t++, n++) {
-                    memcpy(K + n * c.dh, c.k_blk + (rq * c.B + t) * E + j * c.dh,
-                           sizeof(double) * 8);
-                    memcpy(V + n * c.dh, c.v_blk + (rq * c.B + t) * E + j * c.dh,
-                           sizeof(double) * 8);
+                for (int64_t t = 0; t < c.B; t++) {
+                    const int64_t at = (rq * c.B + t) * E + j * c.dh;
+                    n = push_kv(K, V, n, c.dh, c.k_blk + at, c.v_blk + at);
                 }
-                plain_attention(n, c.dh, c.scale, c.q + row * c.dh, K, V, want, &wlse);
-                for (int64_t d = 0; d < c.dh; d++)
-                    worst = fmax(worst, fabs(o[row * c.dh + d] - want[d]));
-                worst_lse = fmax(worst_lse, fabs(lse[row] - wlse));
+                vs_plain(n, c.dh, c.scale, c.q + row * c.dh, K, V, o + row * c.dh, lse[row], &worst,
+                         &worst_lse);
             }
         off += L;
     }
@@ -1326,10 +1303,7 @@ static void test_window_decode_by_plain(void) {
     FT_CHECK(memcmp(o, c.o, sizeof(double) * (size_t)(c.R * c.B * c.Hq * c.dh)) == 0 &&
                  memcmp(lse, c.lse, sizeof(double) * (size_t)(c.R * c.B * c.Hq)) == 0,
              "window L + B differs from full attention");
-    free(o0);
-    free(lse0);
-    free(o);
-    free(lse);
+    FT_FREE(o0, lse0, o, lse);
     dec_free(&c);
 }
 
@@ -1345,19 +1319,16 @@ static void test_window_train_edge(void) {
     train_fwd(&c);
     const int64_t per_q = c.Hq * c.dh, E = c.Hkv * c.dh, n = tsz(&c).q;
     double *o0 = dclone(c.o, n);
-    for (int64_t e = 0; e < E; e++)
-        c.v_ctx[5 * E + e] += 3;
+    bump(c.v_ctx + 5 * E, E, 3);
     train_fwd(&c);
     FT_CHECK(memcmp(c.o, o0, sizeof(double) * (size_t)n) == 0, "row 5 (outside) changed o");
-    for (int64_t e = 0; e < E; e++)
-        c.v_ctx[6 * E + e] += 3;
+    bump(c.v_ctx + 6 * E, E, 3);
     train_fwd(&c);
     FT_CHECK(ft_test_rel_err(c.o, o0, per_q) > 1e-3, "row 6 did not change query 0");
     FT_CHECK(memcmp(c.o + per_q, o0 + per_q, sizeof(double) * (size_t)(n - per_q)) == 0,
              "row 6 changed queries 1..3 (their windows start at 7..9)");
     memcpy(o0, c.o, sizeof(double) * (size_t)n);
-    for (int64_t e = 0; e < E; e++)
-        c.v_ctx[9 * E + e] += 3;
+    bump(c.v_ctx + 9 * E, E, 3);
     train_fwd(&c);
     for (int64_t b = 0; b < c.B; b++)
         FT_CHECK(ft_test_rel_err(c.o + b * per_q, o0 + b * per_q, per_q) > 1e-3,
@@ -1385,11 +1356,8 @@ static void test_window_train_equals_decode(void) {
 static void test_window_train_grad(void) {
     ft_rng r;
     ft_rng_seed(&r, 324);
-    train_case c = train_new(&r, 2, 8, 3, 3, 4, 2, 4);
     const int32_t anc[6] = {0, 8, 5, 2, 7, 8};
-    for (int i = 0; i < 6; i++)
-        c.anchors[i] = anc[i];
-    c.keep[4] = 0;
+    train_case c = train_small(&r, 8, anc);
     c.window = 3;
     train_grad_check(&c, 1 << 30, &r);
     /* sequence 0 (anchors 0, 8, 5) sees rows 3, 4 (anchor 5) and 6, 7 (anchor 8): rows 0-2 and 5
@@ -1402,11 +1370,7 @@ static void test_window_train_grad(void) {
              "rows 3 and 7 (inside windows) got no gradient");
     train_grads_free(&g);
     /* A wider window on the brief's shape, sampled. */
-    train_case d = train_new(&r, 2, 40, 5, 4, 4, 2, 16);
-    d.window = 9;
-    d.anchors[1] = 0;
-    d.anchors[2] = 40;
-    d.keep[3] = 0;
+    train_case d = train_brief(&r, 9);
     train_grad_check(&d, 60, &r);
     train_free(&d);
     train_free(&c);
@@ -1427,35 +1391,28 @@ static void test_causal_block(void) {
     c.causal = 1;
     train_fwd(&c);
     const int64_t E = c.Hkv * c.dh, dh = c.dh;
-    double K[(12 + 4) * 8], V[(12 + 4) * 8], want[8], wlse, worst = 0;
+    double K[(12 + 4) * 8], V[(12 + 4) * 8], worst = 0;
     for (int64_t j = 0; j < c.NB; j++) {
         const int64_t a = c.anchors[j];
         for (int64_t b = 0; b < c.B; b++)
             for (int64_t h = 0; h < c.Hq; h++) {
                 int64_t n = 0;
                 for (int64_t p = 0; p < a; p++)
-                    if (a + b - c.window < p) {
-                        memcpy(K + n * dh, c.k_ctx + p * E, sizeof(double) * 8);
-                        memcpy(V + n * dh, c.v_ctx + p * E, sizeof(double) * 8);
-                        n++;
-                    }
-                for (int64_t t = 0; t <= b; t++, n++) {
-                    memcpy(K + n * dh, c.k_blk + (j * c.B + t) * E, sizeof(double) * 8);
-                    memcpy(V + n * dh, c.v_blk + (j * c.B + t) * E, sizeof(double) * 8);
-                }
+                    if (a + b - c.window < p)
+                        n = push_kv(K, V, n, dh, c.k_ctx + p * E, c.v_ctx + p * E);
+                for (int64_t t = 0; t <= b; t++)
+                    n = push_kv(K, V, n, dh, c.k_blk + (j * c.B + t) * E,
+                                c.v_blk + (j * c.B + t) * E);
                 const int64_t row = (j * c.B + b) * c.Hq + h;
-                plain_attention(n, dh, c.scale, c.q + row * dh, K, V, want, &wlse);
-                for (int64_t d = 0; d < dh; d++)
-                    worst = fmax(worst, fabs(c.o[row * dh + d] - want[d]));
-                worst = fmax(worst, fabs(c.lse[row] - wlse));
+                vs_plain(n, dh, c.scale, c.q + row * dh, K, V, c.o + row * dh, c.lse[row], &worst,
+                         &worst);
             }
     }
     FT_CHECK(worst < 1e-13, "causal block, window 5 vs plain: %.3g", worst);
     /* block 0's key 2 moves rows 2 and 3 only */
     const int64_t n = tsz(&c).q, per_q = c.Hq * dh;
     double *o0 = dclone(c.o, n);
-    for (int64_t e = 0; e < E; e++)
-        c.v_blk[2 * E + e] += 3;
+    bump(c.v_blk + 2 * E, E, 3);
     train_fwd(&c);
     FT_CHECK(memcmp(c.o, o0, sizeof(double) * (size_t)(2 * per_q)) == 0,
              "block key 2 changed rows 0 and 1");
@@ -1464,11 +1421,8 @@ static void test_causal_block(void) {
     free(o0);
     train_free(&c);
     /* gradients, causal with and without a window */
-    train_case d = train_new(&r, 2, 8, 3, 3, 4, 2, 4);
     const int32_t anc[6] = {0, 8, 5, 2, 7, 8};
-    for (int i = 0; i < 6; i++)
-        d.anchors[i] = anc[i];
-    d.keep[4] = 0;
+    train_case d = train_small(&r, 8, anc);
     d.causal = 1;
     train_grad_check(&d, 1 << 30, &r);
     d.window = 3;

@@ -8,8 +8,8 @@
 #include "ft_grad.h"
 #include "ft_test.h"
 
-#include "op/ref.h"
 #include "core/rng.h"
+#include "op/ref.h"
 
 #include <math.h>
 #include <string.h>
@@ -69,13 +69,7 @@ static dflare_case dflare_new(ft_rng *r, int64_t N, int64_t T, int64_t H, int64_
     return c;
 }
 
-static void dflare_free(dflare_case *c) {
-    free(c->x);
-    free(c->w);
-    free(c->g);
-    free(c->R);
-    free(c->f);
-}
+static void dflare_free(dflare_case *c) { FT_FREE(c->x, c->w, c->g, c->R, c->f); }
 
 /* ---- fusion.dflare: forward --------------------------------------------------------------- */
 
@@ -147,8 +141,7 @@ static void test_dflare_dominant_logit(void) {
             worst = fmax(worst, max_abs_diff(c.f + (i * c.N + n) * c.H, want, c.H));
         }
     FT_CHECK(worst < 1e-12, "max |f - rmsnorm(x[pick]) g| = %.3g", worst);
-    free(u);
-    free(want);
+    FT_FREE(u, want);
     dflare_free(&c);
 }
 
@@ -181,8 +174,7 @@ static void test_dflare_equal_logits(void) {
     }
     FT_CHECK(finite, "f has a non-finite value with logits of 1000");
     FT_CHECK(worst < 1e-13, "max |f - rmsnorm(mean_t x) g| = %.3g", worst);
-    free(u);
-    free(want);
+    FT_FREE(u, want);
     dflare_free(&c);
 }
 
@@ -231,11 +223,7 @@ static void test_dflare_invariances(void) {
     }
     FT_CHECK(worst < 1e-13, "eps = 0: mean((f/g)^2) off 1 by %.3g", worst);
 
-    free(f0);
-    free(f1);
-    free(x2);
-    free(w2);
-    free(g2);
+    FT_FREE(f0, f1, x2, w2, g2);
     dflare_free(&c);
 }
 
@@ -252,11 +240,7 @@ static dflare_grads dflare_bwd(const dflare_case *c) {
     return d;
 }
 
-static void dflare_grads_free(dflare_grads *d) {
-    free(d->dx);
-    free(d->dw);
-    free(d->dg);
-}
+static void dflare_grads_free(dflare_grads *d) { FT_FREE(d->dx, d->dw, d->dg); }
 
 /* Every gradient against central differences of sum(f * R), over every entry (count large) or a
  * random sample of entries. */
@@ -407,13 +391,7 @@ static dflash_case dflash_new(ft_rng *r, int64_t N, int64_t T, int64_t H) {
     return c;
 }
 
-static void dflash_free(dflash_case *c) {
-    free(c->x);
-    free(c->w_fc);
-    free(c->g);
-    free(c->R);
-    free(c->f);
-}
+static void dflash_free(dflash_case *c) { FT_FREE(c->x, c->w_fc, c->g, c->R, c->f); }
 
 /* By hand, T = 1, H = 2, w_fc = [[1,2],[3,4]] (out x in, so c = w_fc x, not w_fc^T x):
  * x = (1,1) gives c = (3,7), mean(c^2) = 29; x = (2,-1) gives c = (0,2), mean(c^2) = 2. */
@@ -459,9 +437,7 @@ static void test_dflash_selecting_weights(void) {
     ft_ref_fusion_dflare_fwd(c.N, c.T, c.H, 1, c.eps, c.x, wz, c.g, f2);
     FT_CHECK(ft_test_rel_err(c.f, f2, c.N * c.H) < 1e-14, "[I/3,I/3,I/3] vs dflare mean: %.3g",
              ft_test_rel_err(c.f, f2, c.N * c.H));
-    free(want);
-    free(u);
-    free(f2);
+    FT_FREE(want, u, f2);
     dflash_free(&c);
 }
 
@@ -478,11 +454,7 @@ static dflash_grads dflash_bwd(const dflash_case *c) {
     return d;
 }
 
-static void dflash_grads_free(dflash_grads *d) {
-    free(d->dx);
-    free(d->dw_fc);
-    free(d->dg);
-}
+static void dflash_grads_free(dflash_grads *d) { FT_FREE(d->dx, d->dw_fc, d->dg); }
 
 static void dflash_grad_check(dflash_case *c, int64_t count, ft_rng *r) {
     dflash_grads d = dflash_bwd(c);

@@ -5,9 +5,9 @@
  * logsumexp, the weight table written as O(B^2) loops, central differences of the D-PACE
  * surrogate and of the loss itself), never from the code under test.
  */
-#include "op/ref.h"
 #include "core/rng.h"
 #include "ft_test.h"
+#include "op/ref.h"
 
 #include <math.h>
 #include <string.h>
@@ -193,13 +193,7 @@ static problem problem_random(uint64_t seed, int64_t nblk, int64_t B, int64_t H,
     return p;
 }
 
-static void problem_free(problem *p) {
-    free(p->h);
-    free(p->w_lm);
-    free(p->labels);
-    free(p->mask);
-    free(p->sc);
-}
+static void problem_free(problem *p) { FT_FREE(p->h, p->w_lm, p->labels, p->mask, p->sc); }
 
 static result result_alloc(const problem *p, double fill) {
     result o;
@@ -218,13 +212,7 @@ static result result_alloc(const problem *p, double fill) {
     return o;
 }
 
-static void result_free(result *o) {
-    free(o->ce);
-    free(o->q);
-    free(o->w);
-    free(o->dh);
-    free(o->dw);
-}
+static void result_free(result *o) { FT_FREE(o->ce, o->q, o->w, o->dh, o->dw); }
 
 static void run_loss(const problem *p, const ft_loss_attrs *a, result *o) {
     ft_ref_loss(p->M, p->H, p->V, a, p->h, p->w_lm, p->labels, p->mask, &o->loss, o->ce, o->q, o->w,

@@ -26,13 +26,6 @@ static double score_of(int i) { return 1e-3 * (1.0 + ((i * 37) % 101) / 50.0); }
 static double cost_of(int i) { return (1 + i % 7) / 8.0; }
 static double ci_of(int i) { return (1 + i % 5) / 64.0; }
 
-static void put(FILE *f, json_t *ev) {
-    char *s = json_dumps(ev, JSON_COMPACT);
-    fprintf(f, "%s\n", s);
-    free(s);
-    json_decref(ev);
-}
-
 /* How one run of a hand-made log goes. */
 typedef struct {
     const char *run, *key;
@@ -46,13 +39,10 @@ typedef struct {
 } run_spec;
 
 static void write_run(FILE *f, const problem *p, const run_spec *r) {
-    ft_config def;
-    ft_config_default(&p->space, &def);
-    put(f, json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:f, s:s}", "event",
-                     "run_start", "format", 1, "op", p->op->name, "backend", p->be->name, "preset",
-                     p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
-                     ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
-                     ft_config_to_json(&p->space, &def), "key", r->key, "t", 0.0, "run", r->run));
+    json_t *start = problem_run_start(p, r->key);
+    json_object_set_new(start, "t", json_real(0.0));
+    json_object_set_new(start, "run", json_string(r->run));
+    put_event(f, start);
     for (int i = r->from; i < r->to; i++) {
         json_t *cfg = ft_config_to_json(&p->space, &p->cands[i]), *ev;
         if (i == r->reject)
@@ -67,7 +57,7 @@ static void write_run(FILE *f, const problem *p, const run_spec *r) {
             json_object_set_new(ev, "t", json_real(100.0 * i + cost_of(i)));
         }
         json_object_set_new(ev, "run", json_string(r->run));
-        put(f, ev);
+        put_event(f, ev);
     }
     if (r->nconf) {
         json_t *cfgs = json_array(), *stats = json_array();
@@ -76,19 +66,13 @@ static void write_run(FILE *f, const problem *p, const run_spec *r) {
             json_array_append_new(stats, json_pack("{s:f, s:f, s:i}", "median_s", r->confmed[j],
                                                    "ci_rel", 0.01, "samples", 30 + j));
         }
-        put(f, json_pack("{s:s, s:o, s:o, s:f, s:f, s:s}", "event", "confirm", "configs", cfgs,
+        put_event(f, json_pack("{s:s, s:o, s:o, s:f, s:f, s:s}", "event", "confirm", "configs", cfgs,
                          "stats", stats, "started", 1e6, "t", 1e6 + 1, "run", r->run));
     }
-    put(f, json_pack("{s:s, s:f, s:s}", "event", "run_end", "t", 1e6 + 2, "run", r->run));
+    put_event(f, json_pack("{s:s, s:f, s:s}", "event", "run_end", "t", 1e6 + 2, "run", r->run));
 }
 
-static void temp_path(char *buf, size_t n) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(buf, n, "%s/ft_replay_XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(buf);
-    FT_CHECK(fd >= 0, "mkstemp %s", buf);
-    if (fd >= 0) close(fd);
-}
+static void temp_path(char *buf, size_t n) { temp_file(buf, n, "replay", ""); }
 
 /* The candidate with the lowest score_of, and one that is neither it nor `not`. */
 static int best_of(const problem *p, int reject) {

@@ -253,15 +253,22 @@ def test_markup_everywhere():
 
 # ---- every value visible ------------------------------------------------------------------------
 
-def render_one(doc, name):
-    """The <svg> elements of doc's page (one chart each), or None after a failed check."""
+def render_to(doc, name):
+    """doc written to TMP/name.json and rendered into TMP/name: that folder, or None after a
+    failed check."""
     src = os.path.join(TMP, name + ".json")
     with open(src, "w") as f:
         json.dump(doc, f)
     out = os.path.join(TMP, name)
     rc, _, err = render(src, out)
-    check(rc == 0, f"{name}: renders ({err.strip()!r})")
-    if rc != 0:
+    check(rc == 0, f"{name}: render exits 0, got {rc} ({err.strip()!r})")
+    return out if rc == 0 else None
+
+
+def render_one(doc, name):
+    """The <svg> elements of doc's page (one chart each), or None after a failed check."""
+    out = render_to(doc, name)
+    if out is None:
         return None
     return ET.parse(os.path.join(out, "report.html")).getroot().findall(f".//{SVG}svg")
 
@@ -409,13 +416,10 @@ def busy_fixture(clean):
 
 
 def render_doc(doc, name):
-    path = os.path.join(TMP, name + ".json")
-    with open(path, "w") as f:
-        json.dump(doc, f)
-    out = os.path.join(TMP, name)
-    rc, _, err = render(path, out)
-    check(rc == 0, f"{name}: render exits 0, got {rc} ({err.strip()!r})")
-    if rc:
+    """The page's text, report.md, report.json and the folder of doc rendered, or None after a
+    failed check."""
+    out = render_to(doc, name)
+    if out is None:
         return None
     page = "".join(ET.parse(os.path.join(out, "report.html")).getroot().itertext())
     return (page, read(os.path.join(out, "report.md")),

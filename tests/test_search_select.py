@@ -20,9 +20,12 @@ import subprocess
 import sys
 import tempfile
 
+import checks
+from checks import check
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SELECT = os.path.join(HERE, "..", "scripts", "search-select.py")
-FAILURES = []
+checks.NAME = "test_search_select"
 
 # median evaluations to 5% and 1%, by landscape and setting
 FIGURES = {"L1": {"A": (5, 10), "B": (4, 8), "C": (12, 24)},
@@ -46,12 +49,6 @@ print(json.dumps({"valid": 99, "targets": [{"target": 0.05, "within_target": 9},
                   "strategies": [{"name": "bayes", "targets": [
                       {"target": 0.05, "median": fig[0]}, {"target": 0.01, "median": fig[1]}]}]}))
 '''
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, file=sys.stderr)
 
 
 def main():
@@ -95,8 +92,8 @@ def main():
         one = subprocess.run([sys.executable, SELECT, lands[0], "--flaretune", stub],
                              capture_output=True, text=True, env=env)
         check(one.returncode == 2, f"one landscape: exit {one.returncode}")
-    print("ok" if not FAILURES else f"{len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    checks.finish()
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,15 +9,12 @@ import subprocess
 import sys
 import tempfile
 
+import checks
+from checks import check
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = os.path.join(HERE, "..", "scripts", "search-table.py")
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, file=sys.stderr)
+checks.NAME = "test_search_table"
 
 
 def replay(e5, t5, s5, e1, t1):
@@ -111,8 +108,8 @@ def main():
         p = subprocess.run([sys.executable, TABLE, bad], capture_output=True, text=True)
         check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1,
               f"malformed JSON: {p.returncode} {p.stderr}")
-    print(f"{len(FAILURES)} failures", file=sys.stderr)
-    return 1 if FAILURES else 0
+    checks.finish()
+    return 0
 
 
 if __name__ == "__main__":

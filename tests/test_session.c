@@ -152,6 +152,22 @@ static void sim_opts(ft_tune_opts *o, char *log, size_t n, const char *name) {
     o->log_path = log;
 }
 
+/* sim_opts on backend be with every candidate measured fully (exhaustive, no screening). */
+static void full_opts(ft_tune_opts *o, char *log, size_t n, const char *name, const ft_backend *be) {
+    sim_opts(o, log, n, name);
+    o->be = be;
+    o->strategy = FT_STRAT_EXHAUSTIVE;
+    o->screen = 0;
+}
+
+/* The speed label ("slow", "mid", "fast") of a logged config; NULL when there is none. */
+static const char *speed_of(const json_t *config) {
+    return json_string_value(json_object_get(config, "speed"));
+}
+
+/* The same for an event's config. */
+static const char *event_speed(const json_t *e) { return speed_of(json_object_get(e, "config")); }
+
 /* The speeds ("slow", "mid", "fast") the last confirm event of the log at path names, in its
  * order and comma-separated ("" when there is none). */
 static void confirmed_speeds(const char *path, char *out, size_t n) {
@@ -165,7 +181,7 @@ static void confirmed_speeds(const char *path, char *out, size_t n) {
     const json_t *cfgs = json_object_get(confirm, "configs");
     for (size_t i = 0; i < json_array_size(cfgs); i++)
         snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? "," : "",
-                 json_string_value(json_object_get(json_array_get(cfgs, i), "speed")));
+                 speed_of(json_array_get(cfgs, i)));
     json_decref(evs);
 }
 
@@ -173,10 +189,8 @@ static void confirmed_speeds(const char *path, char *out, size_t n) {
 static void tie_run(ft_tune_opts *o, char *log, size_t n, const char *name) {
     ft_err err = {0};
     ft_tune_result r;
-    sim_opts(o, log, n, name);
+    full_opts(o, log, n, name, &sim_backend);
     o->confirm_top = 1;
-    o->screen = 0;
-    o->strategy = FT_STRAT_EXHAUSTIVE;
     FT_CHECK(ft_tune_run(o, &r, &err) == FT_OK, "%s", err.msg);
 }
 
@@ -224,7 +238,7 @@ static void test_confirmation_disagrees(void) {
     const json_t *end = json_array_get(evs, json_array_size(evs) - 1);
     const json_t *un = json_object_get(end, "unstable");
     FT_CHECK(json_array_size(un) == 1 &&
-                 !strcmp(json_string_value(json_object_get(json_array_get(un, 0), "speed")), "slow"),
+                 !strcmp(speed_of(json_array_get(un, 0)), "slow"),
              "run_end names it");
     json_decref(evs);
 }
@@ -311,7 +325,7 @@ static void evaluated(const char *path, char *out, size_t n, int *rank1) {
         if (strcmp(k, "measured") && strcmp(k, "rejected")) continue;
         *rank1 += json_integer_value(json_object_get(e, "rank")) == 1;
         snprintf(out + strlen(out), n - strlen(out), "%s,",
-                 json_string_value(json_object_get(json_object_get(e, "config"), "speed")));
+                 event_speed(e));
     }
     json_decref(evs);
 }
@@ -323,9 +337,7 @@ static void test_batches_with_a_worker(void) {
     ft_tune_opts o;
     char log1[256], log2[256], a[256], b[256];
     sim_jitter = 1e-9; /* no busy spell: the clock is the same for both runs */
-    sim_opts(&o, log1, sizeof log1, "batch1.jsonl");
-    o.strategy = FT_STRAT_EXHAUSTIVE;
-    o.screen = 0;
+    full_opts(&o, log1, sizeof log1, "batch1.jsonl", &sim_backend);
     o.confirm_top = 1;
     o.batch = 2;
     ft_tune_result r1, r2;
@@ -426,20 +438,30 @@ static const ft_backend spin_backend = {
     .ceilings = sim_ceilings,
 };
 
+/* ft_tune_run of o on the spin backend with `sleeper` napping when sleeps is set and "mid"
+ * ending when mid_ends is; the spin settings are back to their defaults after it. */
+static ft_status spin_tune(ft_tune_opts *o, ft_tune_result *r, ft_err *err, int sleeps,
+                           int sleeper, int mid_ends) {
+    spin_sleeps = sleeps;
+    spin_sleeper = sleeper;
+    spin_mid_ends = mid_ends;
+    ft_status st = ft_tune_run(o, r, err);
+    spin_sleeps = spin_mid_ends = 0;
+    spin_sleeper = 1;
+    return st;
+}
+
 /* The run goes on past the config that would spin for a minute: its call is stopped at 20x the
  * best so far (the 50 ms floor here), it is recorded as stopped and never wins, and the rest are
  * measured. */
 static void test_watchdog_in_a_run(void) {
     ft_tune_opts o;
     char log[256];
-    sim_opts(&o, log, sizeof log, "watchdog.jsonl");
-    o.be = &spin_backend;
-    o.strategy = FT_STRAT_EXHAUSTIVE;
-    o.screen = 0;
+    full_opts(&o, log, sizeof log, "watchdog.jsonl", &spin_backend);
     ft_tune_result r;
     ft_err err = {0};
     double t0 = ft_now_s();
-    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(spin_tune(&o, &r, &err, 0, 1, 0) == FT_OK, "%s", err.msg);
     FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
     FT_CHECK(r.found && r.winner.v[0] != 1 && r.stopped == 1 && r.evaluations == 3,
              "found %d, winner %d, stopped %d, evaluations %d", r.found, r.winner.v[0], r.stopped,
@@ -450,7 +472,7 @@ static void test_watchdog_in_a_run(void) {
         const json_t *e = json_array_get(evs, i), *st = json_object_get(e, "stopped");
         if (!json_is_object(st)) continue;
         stopped_events++;
-        const char *speed = json_string_value(json_object_get(json_object_get(e, "config"), "speed"));
+        const char *speed = event_speed(e);
         double after = json_number_value(json_object_get(st, "after_s"));
         double limit = json_number_value(json_object_get(st, "limit_s"));
         FT_CHECK(speed && !strcmp(speed, "mid") && limit >= 0.05 && after >= limit && after < 10,
@@ -466,18 +488,13 @@ static void test_watchdog_in_a_run(void) {
 static void test_spoiled_call_in_a_run(void) {
     ft_tune_opts o;
     char log[256];
-    sim_opts(&o, log, sizeof log, "spoiled.jsonl");
-    o.be = &spin_backend;
-    o.strategy = FT_STRAT_EXHAUSTIVE;
-    o.screen = 0;
+    full_opts(&o, log, sizeof log, "spoiled.jsonl", &spin_backend);
     o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
     o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
-    spin_sleeps = 1;
     ft_tune_result r;
     ft_err err = {0};
     double t0 = ft_now_s();
-    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
-    spin_sleeps = 0;
+    FT_CHECK(spin_tune(&o, &r, &err, 1, 1, 0) == FT_OK, "%s", err.msg);
     FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
     FT_CHECK(r.unclean >= 1 && r.stopped == 0 && (!r.found || r.winner.v[0] != 1),
              "unclean %d, stopped %d, winner %d", r.unclean, r.stopped, r.found ? r.winner.v[0] : -1);
@@ -485,7 +502,7 @@ static void test_spoiled_call_in_a_run(void) {
     int seen = 0;
     for (size_t i = 0; i < json_array_size(evs); i++) {
         const json_t *e = json_array_get(evs, i);
-        const char *speed = json_string_value(json_object_get(json_object_get(e, "config"), "speed"));
+        const char *speed = event_speed(e);
         if (!speed || strcmp(speed, "mid") || !json_object_get(e, "stopped")) continue;
         seen++;
         FT_CHECK(json_is_false(json_object_get(e, "clean")), "the spoiled call is not clean");
@@ -501,19 +518,11 @@ static void test_spoiled_call_in_a_run(void) {
 static void test_default_never_measured(void) {
     ft_tune_opts o;
     char log[256];
-    sim_opts(&o, log, sizeof log, "default_spoiled.jsonl");
-    o.be = &spin_backend;
-    o.strategy = FT_STRAT_EXHAUSTIVE;
-    o.screen = 0;
+    full_opts(&o, log, sizeof log, "default_spoiled.jsonl", &spin_backend);
     o.measure.max_lost = 0.05;
-    spin_sleeps = spin_mid_ends = 1;
-    spin_sleeper = 0;
     ft_tune_result r;
     ft_err err = {0};
-    ft_status st = ft_tune_run(&o, &r, &err);
-    spin_sleeps = spin_mid_ends = 0;
-    spin_sleeper = 1;
-    FT_CHECK(st == FT_OK, "%s", err.msg);
+    FT_CHECK(spin_tune(&o, &r, &err, 1, 0, 1) == FT_OK, "%s", err.msg);
     FT_CHECK(r.found && r.winner.v[0] != 0 && r.winner_stats.samples > 0 &&
                  r.winner_stats.median > 0 && !r.winner_stats.unclean,
              "found %d, winner %d, median %g s of %d samples", r.found, r.found ? r.winner.v[0] : -1,

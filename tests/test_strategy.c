@@ -193,21 +193,37 @@ static void test_cover_once(void) {
     }
 }
 
+/* Runs kind (seed) until it proposes nothing more, reporting score(n, i) for its n-th proposal
+ * i (NAN: no report). Returns how many proposals; *bad counts those out of range or repeated. */
+static int run_to_end(ft_strategy_kind kind, uint64_t seed, double (*score)(int n, int i),
+                      int *bad) {
+    ft_strategy *st = ft_strategy_new(kind, &syn_space, cands, ncands, seed);
+    static unsigned char seen[MAXC];
+    memset(seen, 0, sizeof seen);
+    int i, n = 0;
+    *bad = 0;
+    while ((i = ft_strategy_next(st)) >= 0) {
+        *bad += i >= ncands || seen[i];
+        if (i < ncands) {
+            seen[i] = 1;
+            double f = score(n, i);
+            if (!isnan(f)) ft_strategy_report(st, i, f);
+        }
+        n++;
+    }
+    ft_strategy_free(st);
+    return n;
+}
+
+/* A third of the proposals (the 0th, 3rd, ...) never get their score. */
+static double score_unreported(int n, int i) { return n % 3 != 0 ? interact(&cands[i]) : NAN; }
+
 /* Proposals whose score never comes (next() called again) are not proposed again either. */
 static void test_unreported(void) {
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
-        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 3);
-        static unsigned char seen[MAXC];
-        memset(seen, 0, sizeof seen);
-        int i, n = 0, dup = 0;
-        while ((i = ft_strategy_next(st)) >= 0) {
-            dup += seen[i];
-            seen[i] = 1;
-            if (n++ % 3 != 0) ft_strategy_report(st, i, interact(&cands[i]));
-        }
+        int dup, n = run_to_end((ft_strategy_kind)k, 3, score_unreported, &dup);
         FT_CHECK(n == ncands && !dup, "%s: %d proposals, %d repeated", ft_strategy_names[k], n,
                  dup);
-        ft_strategy_free(st);
     }
 }
 
@@ -541,13 +557,7 @@ static void write_run_predicted(const char *path, const problem *p, const char *
     ft_err err = {0};
     ft_eventlog *log;
     FT_CHECK(ft_eventlog_open(path, run, &log, &err) == FT_OK, "%s", err.msg);
-    ft_config def;
-    ft_config_default(&p->space, &def);
-    json_t *ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:s}", "event",
-                           "run_start", "format", 1, "op", p->op->name, "backend", p->be->name,
-                           "preset", p->preset, "dims", ft_dims_to_json(&p->call), "attrs",
-                           ft_attrs_to_json(&p->call), "strategy", "exhaustive", "default",
-                           ft_config_to_json(&p->space, &def), "key", key);
+    json_t *ev = problem_run_start(p, key);
     if (pred) json_object_set_new(ev, "predict", json_pack("{s:s}", "device", "h200"));
     ft_eventlog_write(log, ev, &err);
     for (int i = from; i < to; i++) {
@@ -577,13 +587,7 @@ static void write_run(const char *path, const problem *p, const char *run, const
     write_run_predicted(path, p, run, key, from, to, skip, reject, NULL);
 }
 
-static void temp_path(char *buf, size_t n) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(buf, n, "%s/ft_strategy_XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(buf);
-    FT_CHECK(fd >= 0, "mkstemp %s", buf);
-    if (fd >= 0) close(fd);
-}
+static void temp_path(char *buf, size_t n) { temp_file(buf, n, "strategy", ""); }
 
 static void check_landscape(const ft_landscape *l, const problem *p, int reject) {
     FT_CHECK(l->ncands == p->n, "%d candidates, want %d", l->ncands, p->n);
@@ -874,6 +878,11 @@ static void test_warm(void) {
     FT_CHECK(warm_sum < cold_sum, "the prior did not help: warm %d, cold %d", warm_sum, cold_sum);
 }
 
+/* Scores no measurement gives, in turn: 0, negative, huge, then twice the landscape's own. */
+static double score_odd(int n, int i) {
+    return n % 5 == 0 ? 0.0 : n % 5 == 1 ? -1.0 : n % 5 == 2 ? 1e300 : interact(&cands[i]);
+}
+
 /* Convergence: never before the best has stood `patience` evaluations and as long as it took to
  * find it; never for a strategy without a model; and on a landscape where one candidate is 10x
  * faster than all the others (which are equal), bayes converges once it has it. */
@@ -908,20 +917,9 @@ static void test_converged(void) {
     /* scores no measurement gives (0, negative, huge) do not break a model: each candidate is
      * still proposed exactly once */
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
-        ft_strategy *st = ft_strategy_new((ft_strategy_kind)k, &syn_space, cands, ncands, 6);
-        static unsigned char seen[MAXC];
-        memset(seen, 0, sizeof seen);
-        int i, n = 0, bad = 0;
-        while ((i = ft_strategy_next(st)) >= 0) {
-            bad += i >= ncands || seen[i];
-            if (i < ncands) seen[i] = 1;
-            double f = n % 5 == 0 ? 0.0 : n % 5 == 1 ? -1.0 : n % 5 == 2 ? 1e300 : interact(&cands[i]);
-            ft_strategy_report(st, i, f);
-            n++;
-        }
+        int bad, n = run_to_end((ft_strategy_kind)k, 6, score_odd, &bad);
         FT_CHECK(bad == 0 && n == ncands, "%s with odd scores: %d proposals of %d, %d bad",
                  ft_strategy_names[k], n, ncands, bad);
-        ft_strategy_free(st);
     }
     /* costs are taken (and bad ones ignored) by every strategy without changing a proposal
      * when it does not weigh them */

@@ -16,22 +16,6 @@
 
 #define DATA FT_SOURCE_DIR "/tests/data/t1/"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static void cfg_of(const ft_t1 *t, const char *text, ft_config *c) {
     ft_err err = {0};
     FT_CHECK(ft_config_parse(&t->space, text, c, &err) == FT_OK, "%s: %s", text, err.msg);
@@ -103,7 +87,7 @@ static void test_hand_checked(void) {
 
 /* A mutation of the hand-written file: the text with `from` replaced by `to`. */
 static void expect_bad(const char *from, const char *to, const char *fragment) {
-    char *text = slurp(DATA "saxpy_tiled.json");
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
     FT_CHECK(text != NULL, "read");
     if (!text) return;
     char *at = strstr(text, from);
@@ -129,43 +113,43 @@ static void expect_bad(const char *from, const char *to, const char *fragment) {
 }
 
 static void test_bad_files(void) {
-    expect_bad("\"General\"", "\"General\": 1, \"General\"", "not JSON");
-    expect_bad("\"ConfigurationSpace\"", "\"Config\"", "not a T1 file");
-    expect_bad("\"Name\": \"block_size_x\"", "\"Name\": \"block size\"", "is not an identifier");
-    expect_bad("\"Name\": \"tile_size_x\"", "\"Name\": \"block_size_x\"", "named twice");
-    expect_bad("\"Type\": \"int\", \"Values\": \"[32", "\"Type\": \"complex\", \"Values\": \"[32",
-               "Type \"complex\"");
-    expect_bad("\"[32, 64, 128, 256]\"", "\"[32, 64, 128, 256\"", "Values: expression");
-    expect_bad("\"[32, 64, 128, 256]\"", "\"__import__('os')\"", "unknown function '__import__'");
-    expect_bad("\"[32, 64, 128, 256]\"", "\"[]\"", "has no values");
-    expect_bad("\"[32, 64, 128, 256]\"", "\"[32, 64, 32]\"", "twice");
-    expect_bad("\"[32, 64, 128, 256]\"", "\"list(range(100))\"", "at most 64");
-    expect_bad("\"Default\": 64", "\"Default\": 65", "Default is not one of its values");
-    expect_bad("block_size_x * tile_size_x <= 512\"", "block_size_x * tile_sise_x <= 512\"",
-               "unknown name 'tile_sise_x'");
-    expect_bad("\"Parameters\": [\"use_ldg\", \"tile_size_x\"]", "\"Parameters\": [\"use_ldg\", \"nope\"]",
-               "\"nope\", which is not a parameter");
-    expect_bad("\"Language\": \"CUDA\"", "\"Language\": \"OpenCL\"", "flaretune runs CUDA kernels");
-    expect_bad("\"KernelName\": \"saxpy_tiled\",", "", "KernelName is missing");
-    expect_bad("\"ProblemSize\": [10000]", "\"ProblemSize\": [0]", "sizes must be positive");
-    expect_bad("\"ProblemSize\": [10000]", "\"ProblemSize\": \"big\"", "1 to 3 integers");
-    expect_bad("\"GridDivX\": [\"block_size_x\", \"tile_size_x\"]", "\"GridDivX\": [\"block_size_x\", \"scale\"]",
-               "not an integer parameter");
-    expect_bad("\"GridDivX\": [\"block_size_x\", \"tile_size_x\"]", "\"GridDivX\": [\"bsx\"]",
-               "\"bsx\", which is not a parameter");
-    expect_bad("\"X\": \"block_size_x\"", "\"X\": \"block_size_x // 0\"", "division by zero");
-    expect_bad("\"X\": \"block_size_x\"", "\"X\": \"block_size_x - 64\"", "a positive integer is needed");
-    expect_bad("\"Size\": \"ProblemSize[0]\"", "\"Size\": \"ProblemSize[3]\"", "index 3 out of range");
-    expect_bad("\"Size\": \"ProblemSize[0]\"", "\"Size\": \"ProblemSize[0] / 3\"", "a positive integer");
-    expect_bad("\"Size\": \"4\"", "\"Size\": \"-4\"", "a positive integer");
-    expect_bad("\"Type\": \"int32\"", "\"Type\": \"half2\"", "Type \"half2\"");
-    expect_bad("\"MemoryType\": \"Scalar\"", "\"MemoryType\": \"Texture\"", "MemoryType \"Texture\"");
-    expect_bad("\"FillType\": \"Random\", \"Size\": \"ProblemSize[0] +", "\"FillType\": \"File\", \"Size\": \"ProblemSize[0] +",
-               "FillType \"File\"");
-    expect_bad("\"Expression\": \"block_size_x * tile_size_x <= 512\"", "\"Expression\": \"block_size_x > 1024\"",
-               "no configuration satisfies the conditions");
+    /* {what to replace, its replacement, a fragment the error must hold} */
+    static const struct {
+        const char *from, *to, *fragment;
+    } bad[] = {
+        {"\"General\"", "\"General\": 1, \"General\"", "not JSON"},
+        {"\"ConfigurationSpace\"", "\"Config\"", "not a T1 file"},
+        {"\"Name\": \"block_size_x\"", "\"Name\": \"block size\"", "is not an identifier"},
+        {"\"Name\": \"tile_size_x\"", "\"Name\": \"block_size_x\"", "named twice"},
+        {"\"Type\": \"int\", \"Values\": \"[32", "\"Type\": \"complex\", \"Values\": \"[32", "Type \"complex\""},
+        {"\"[32, 64, 128, 256]\"", "\"[32, 64, 128, 256\"", "Values: expression"},
+        {"\"[32, 64, 128, 256]\"", "\"__import__('os')\"", "unknown function '__import__'"},
+        {"\"[32, 64, 128, 256]\"", "\"[]\"", "has no values"},
+        {"\"[32, 64, 128, 256]\"", "\"[32, 64, 32]\"", "twice"},
+        {"\"[32, 64, 128, 256]\"", "\"list(range(100))\"", "at most 64"},
+        {"\"Default\": 64", "\"Default\": 65", "Default is not one of its values"},
+        {"block_size_x * tile_size_x <= 512\"", "block_size_x * tile_sise_x <= 512\"", "unknown name 'tile_sise_x'"},
+        {"\"Parameters\": [\"use_ldg\", \"tile_size_x\"]", "\"Parameters\": [\"use_ldg\", \"nope\"]", "\"nope\", which is not a parameter"},
+        {"\"Language\": \"CUDA\"", "\"Language\": \"OpenCL\"", "flaretune runs CUDA kernels"},
+        {"\"KernelName\": \"saxpy_tiled\",", "", "KernelName is missing"},
+        {"\"ProblemSize\": [10000]", "\"ProblemSize\": [0]", "sizes must be positive"},
+        {"\"ProblemSize\": [10000]", "\"ProblemSize\": \"big\"", "1 to 3 integers"},
+        {"\"GridDivX\": [\"block_size_x\", \"tile_size_x\"]", "\"GridDivX\": [\"block_size_x\", \"scale\"]", "not an integer parameter"},
+        {"\"GridDivX\": [\"block_size_x\", \"tile_size_x\"]", "\"GridDivX\": [\"bsx\"]", "\"bsx\", which is not a parameter"},
+        {"\"X\": \"block_size_x\"", "\"X\": \"block_size_x // 0\"", "division by zero"},
+        {"\"X\": \"block_size_x\"", "\"X\": \"block_size_x - 64\"", "a positive integer is needed"},
+        {"\"Size\": \"ProblemSize[0]\"", "\"Size\": \"ProblemSize[3]\"", "index 3 out of range"},
+        {"\"Size\": \"ProblemSize[0]\"", "\"Size\": \"ProblemSize[0] / 3\"", "a positive integer"},
+        {"\"Size\": \"4\"", "\"Size\": \"-4\"", "a positive integer"},
+        {"\"Type\": \"int32\"", "\"Type\": \"half2\"", "Type \"half2\""},
+        {"\"MemoryType\": \"Scalar\"", "\"MemoryType\": \"Texture\"", "MemoryType \"Texture\""},
+        {"\"FillType\": \"Random\", \"Size\": \"ProblemSize[0] +", "\"FillType\": \"File\", \"Size\": \"ProblemSize[0] +", "FillType \"File\""},
+        {"\"Expression\": \"block_size_x * tile_size_x <= 512\"", "\"Expression\": \"block_size_x > 1024\"", "no configuration satisfies the conditions"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_bad(bad[i].from, bad[i].to, bad[i].fragment);
     /* a default that breaks a condition is moved to the nearest allowed configuration */
-    char *text = slurp(DATA "saxpy_tiled.json");
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
     char *at = text ? strstr(text, "\"Default\": 0") : NULL;
     FT_CHECK(at != NULL, "mutation");
     if (at) {

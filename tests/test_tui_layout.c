@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/format.h"
-#include "tui/tui.h"
 #include "ft_test.h"
+#include "tui/tui.h"
 
 static int inside(ft_rect r, int rows, int cols) {
     if (r.h == 0 || r.w == 0) return r.h == 0 && r.w == 0;
@@ -16,6 +16,50 @@ static int inside(ft_rect r, int rows, int cols) {
 static int overlap(ft_rect a, ft_rect b) {
     if (!a.h || !b.h) return 0;
     return a.y < b.y + b.h && b.y < a.y + a.h && a.x < b.x + b.w && b.x < a.x + a.w;
+}
+
+/* One table cell of r (column id, ASCII or UTF-8) is exactly want. */
+static void cell_is(const ft_tui_row *r, ft_tui_col_id id, int ascii, const char *want,
+                    const char *what) {
+    char b[64];
+    ft_tui_cell(r, id, ascii, b, sizeof b);
+    FT_CHECK(!strcmp(b, want), "%s: '%s', not '%s'", what, b, want);
+}
+
+/* One rank-table cell of k in a column width wide is exactly want. */
+static void rank_cell_is(const ft_tui_rank *k, ft_tui_rcol_id id, int width, const char *want,
+                         const char *what) {
+    char b[160];
+    ft_tui_rank_cell(k, id, width, b, sizeof b);
+    FT_CHECK(!strcmp(b, want), "%s: '%s', not '%s'", what, b, want);
+}
+
+/* s shortened to width columns is exactly want. */
+static void shorten_is(const char *s, int width, const char *want, const char *what) {
+    char b[160];
+    ft_tui_shorten(s, width, b, sizeof b);
+    FT_CHECK(!strcmp(b, want), "%s: '%s', not '%s'", what, b, want);
+}
+
+/* The table's columns at width w: have[id] is the column's width, 0 where it is left out.
+ * Returns how many columns there are. */
+static int columns_have(int w, int watch, int have[FT_COL_COUNT]) {
+    ft_tui_col c[FT_COL_COUNT];
+    int n = ft_tui_columns(w, watch, c);
+    memset(have, 0, sizeof(int) * FT_COL_COUNT);
+    for (int i = 0; i < n; i++)
+        have[c[i].id] = c[i].w;
+    return n;
+}
+
+/* The same for the ranks' table. */
+static int rank_columns_have(int w, int have[FT_RCOL_COUNT]) {
+    ft_tui_rcol c[FT_RCOL_COUNT];
+    int n = ft_tui_rank_columns(w, c);
+    memset(have, 0, sizeof(int) * FT_RCOL_COUNT);
+    for (int i = 0; i < n; i++)
+        have[c[i].id] = c[i].w;
+    return n;
 }
 
 static void test_layout_everywhere(void) {
@@ -140,41 +184,27 @@ static void test_columns(void) {
             if (!ok && bad++ < 3) FT_CHECK(0, "width %d watch %d: columns out of place", w, watch);
         }
     FT_CHECK(!bad, "%d widths broke an invariant", bad);
-    ft_tui_col c[FT_COL_COUNT];
-    int n = ft_tui_columns(80, 0, c), have[FT_COL_COUNT] = {0};
-    for (int i = 0; i < n; i++)
-        have[c[i].id] = c[i].w;
+    int have[FT_COL_COUNT];
+    columns_have(80, 0, have);
     FT_CHECK(have[FT_COL_OP] >= 16 && have[FT_COL_BEST] && have[FT_COL_DONE] && have[FT_COL_LAST] &&
                  have[FT_COL_DEFAULT] && have[FT_COL_SPEEDUP] && have[FT_COL_REJECTED],
              "80 columns: every figure of a tune row");
-    n = ft_tui_columns(40, 0, c);
-    memset(have, 0, sizeof have);
-    for (int i = 0; i < n; i++)
-        have[c[i].id] = 1;
+    columns_have(40, 0, have);
     FT_CHECK(have[FT_COL_OP] && have[FT_COL_BEST] && have[FT_COL_DONE],
              "40 columns: op, best, done");
-    n = ft_tui_columns(80, 1, c);
-    memset(have, 0, sizeof have);
-    for (int i = 0; i < n; i++)
-        have[c[i].id] = 1;
+    columns_have(80, 1, have);
     FT_CHECK(have[FT_COL_P50] && have[FT_COL_P95] && have[FT_COL_MAX] && have[FT_COL_JITTER],
              "80 columns: the watch figures");
     FT_CHECK(!strcmp(ft_tui_col_title(FT_COL_P95), "p95"), "titles");
     /* A wide terminal gives the shape what the other columns leave: attention.decode's shape
      * ("R=16 B=16 Hq=32 Hkv=8 dh=128 L=4096 ...") is not cut at 26 columns at 200. */
     for (int watch = 0; watch < 2; watch++) {
-        n = ft_tui_columns(200, watch, c);
-        memset(have, 0, sizeof have);
-        for (int i = 0; i < n; i++)
-            have[c[i].id] = c[i].w;
+        columns_have(200, watch, have);
         FT_CHECK(have[FT_COL_SHAPE] >= 60 && have[FT_COL_TREND] >= 24 && have[FT_COL_BACKEND],
                  "200 columns (watch %d): shape %d wide, trend %d", watch, have[FT_COL_SHAPE],
                  have[FT_COL_TREND]);
     }
-    n = ft_tui_columns(120, 0, c);
-    memset(have, 0, sizeof have);
-    for (int i = 0; i < n; i++)
-        have[c[i].id] = c[i].w;
+    columns_have(120, 0, have);
     FT_CHECK(have[FT_COL_TREND] >= 8 && have[FT_COL_SHAPE] >= 26,
              "120 columns: the trend stays, the shape at its natural width");
 }
@@ -212,11 +242,9 @@ static void test_cells(void) {
     r.def = NAN;
     r.speedup = 2;
     char b[64];
-    ft_tui_cell(&r, FT_COL_DONE, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "15/60"), "done counts resumed ones: %s", b);
+    cell_is(&r, FT_COL_DONE, 1, "15/60", "done counts resumed ones");
     r.budget = 20;
-    ft_tui_cell(&r, FT_COL_DONE, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "15/30"), "a budget caps the total: %s", b);
+    cell_is(&r, FT_COL_DONE, 1, "15/30", "a budget caps the total");
     /* Rejected candidates are counted apart, never past the budget (it was "56/24"). */
     ft_tui_row q;
     memset(&q, 0, sizeof q);
@@ -227,32 +255,22 @@ static void test_cells(void) {
     q.done = 56;
     q.resumed = 3;
     q.resumed_rejected = 3;
-    ft_tui_cell(&q, FT_COL_DONE, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "24/24"), "measured out of the budget: %s", b);
-    ft_tui_cell(&q, FT_COL_REJECTED, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "35"), "rejected apart, resumed ones too: %s", b);
+    cell_is(&q, FT_COL_DONE, 1, "24/24", "measured out of the budget");
+    cell_is(&q, FT_COL_REJECTED, 1, "35", "rejected apart, resumed ones too");
     q.budget = 0;
-    ft_tui_cell(&q, FT_COL_DONE, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "24/65"), "no budget: every valid one not rejected: %s", b);
-    ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "12.50 us"), "ASCII micro: %s", b);
-    ft_tui_cell(&r, FT_COL_LAST, 0, b, sizeof b);
-    FT_CHECK(!strcmp(b, "12.50 \xc2\xb5s"), "UTF-8 micro: %s", b);
-    ft_tui_cell(&r, FT_COL_BEST, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "1.500 ms"), "%s", b);
-    ft_tui_cell(&r, FT_COL_DEFAULT, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "-"), "unknown: %s", b);
-    ft_tui_cell(&r, FT_COL_SPEEDUP, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "2.00x"), "%s", b);
+    cell_is(&q, FT_COL_DONE, 1, "24/65", "no budget: every valid one not rejected");
+    cell_is(&r, FT_COL_LAST, 1, "12.50 us", "ASCII micro");
+    cell_is(&r, FT_COL_LAST, 0, "12.50 \xc2\xb5s", "UTF-8 micro");
+    cell_is(&r, FT_COL_BEST, 1, "1.500 ms", "best");
+    cell_is(&r, FT_COL_DEFAULT, 1, "-", "unknown");
+    cell_is(&r, FT_COL_SPEEDUP, 1, "2.00x", "speedup");
     r.speedup = 1495;
     ft_tui_cell(&r, FT_COL_SPEEDUP, 1, b, sizeof b);
     FT_CHECK(!strcmp(b, "1495x") && strlen(b) <= 7, "large speedups fit: %s", b);
     r.last_rejected = 1;
-    ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "rejected"), "%s", b);
+    cell_is(&r, FT_COL_LAST, 1, "rejected", "the last candidate rejected");
     r.calls = 1234567;
-    ft_tui_cell(&r, FT_COL_CALLS, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "1235k"), "%s", b);
+    cell_is(&r, FT_COL_CALLS, 1, "1235k", "calls");
     /* Every time a cell can show fits the 8 columns it gets. */
     for (double t = 1e-9; t < 2e3; t *= 1.37) {
         ft_fmt_time(t, 1, b, sizeof b);
@@ -274,35 +292,24 @@ static void test_rank_columns_and_cells(void) {
         if (!ok && bad++ < 3) FT_CHECK(0, "width %d: rank columns out of place", w);
     }
     FT_CHECK(!bad, "%d widths broke an invariant", bad);
-    ft_tui_rcol c[FT_RCOL_COUNT];
-    int have[FT_RCOL_COUNT] = {0};
-    int n = ft_tui_rank_columns(30, c);
-    for (int i = 0; i < n; i++)
-        have[c[i].id] = c[i].w;
+    int have[FT_RCOL_COUNT];
+    rank_columns_have(30, have);
     FT_CHECK(have[FT_RCOL_RANK] && have[FT_RCOL_MEASURED] && have[FT_RCOL_RATE] &&
                  have[FT_RCOL_HOST] && !have[FT_RCOL_DEVICE],
              "30 columns: rank, host, measured, rate");
-    memset(have, 0, sizeof have);
-    n = ft_tui_rank_columns(80, c);
-    for (int i = 0; i < n; i++)
-        have[c[i].id] = c[i].w;
+    int n = rank_columns_have(80, have);
     FT_CHECK(n == FT_RCOL_COUNT && have[FT_RCOL_DEVICE] == 80 - 2 - 4 - 16 - 8 - 4 - 8 - 5,
              "80 columns: every column, the device in the rest (%d)", have[FT_RCOL_DEVICE]);
 
     char b[160];
     const char *dev = "cpu: Intel(R) Xeon(R) Processor x 2 (SkylakeX)";
-    ft_tui_shorten(dev, 60, b, sizeof b);
-    FT_CHECK(!strcmp(b, dev), "fits: whole: %s", b);
-    ft_tui_shorten(dev, 40, b, sizeof b);
-    FT_CHECK(!strcmp(b, "cpu: Intel(R) Xeon(R) Processor x 2"), "the name without details: %s", b);
-    ft_tui_shorten(dev, 12, b, sizeof b);
-    FT_CHECK(!strcmp(b, "cpu: Intel.."), "cut, and said so: %s", b);
-    ft_tui_shorten("cuda: NVIDIA H200 (sm_90, 132 SMs)", 17, b, sizeof b);
-    FT_CHECK(!strcmp(b, "cuda: NVIDIA H200"), "%s", b);
-    ft_tui_shorten("abc", 2, b, sizeof b);
-    FT_CHECK(!strcmp(b, "ab"), "tiny width: %s", b);
-    ft_tui_shorten("\xc2\xb5\xc2\xb5\xc2\xb5\xc2\xb5", 3, b, sizeof b);
-    FT_CHECK(!strcmp(b, "\xc2\xb5.."), "UTF-8 cut at a character: %s", b);
+    shorten_is(dev, 60, dev, "fits: whole");
+    shorten_is(dev, 40, "cpu: Intel(R) Xeon(R) Processor x 2", "the name without details");
+    shorten_is(dev, 12, "cpu: Intel..", "cut, and said so");
+    shorten_is("cuda: NVIDIA H200 (sm_90, 132 SMs)", 17, "cuda: NVIDIA H200",
+               "a name without details");
+    shorten_is("abc", 2, "ab", "tiny width");
+    shorten_is("\xc2\xb5\xc2\xb5\xc2\xb5\xc2\xb5", 3, "\xc2\xb5..", "UTF-8 cut at a character");
     for (int w = 0; w < 50; w++) {
         ft_tui_shorten(dev, w, b, sizeof b);
         FT_CHECK((int)strlen(b) <= w, "width %d: '%s'", w, b);
@@ -317,24 +324,16 @@ static void test_rank_columns_and_cells(void) {
     k.rejected = 1;
     k.t_first = 100;
     k.t_last = 160;
-    ft_tui_rank_cell(&k, FT_RCOL_RANK, 4, b, sizeof b);
-    FT_CHECK(!strcmp(b, "2"), "%s", b);
-    ft_tui_rank_cell(&k, FT_RCOL_HOST, 16, b, sizeof b);
-    FT_CHECK(!strcmp(b, "node7"), "%s", b);
-    ft_tui_rank_cell(&k, FT_RCOL_DEVICE, 20, b, sizeof b);
-    FT_CHECK(!strcmp(b, "cpu: Intel(R) Xeon.."), "the device fits its column: %s", b);
-    ft_tui_rank_cell(&k, FT_RCOL_MEASURED, 8, b, sizeof b);
-    FT_CHECK(!strcmp(b, "30"), "%s", b);
-    ft_tui_rank_cell(&k, FT_RCOL_REJECTED, 4, b, sizeof b);
-    FT_CHECK(!strcmp(b, "1"), "%s", b);
-    ft_tui_rank_cell(&k, FT_RCOL_RATE, 8, b, sizeof b);
-    FT_CHECK(!strcmp(b, "30.0"), "30 in a minute: %s", b);
+    rank_cell_is(&k, FT_RCOL_RANK, 4, "2", "rank");
+    rank_cell_is(&k, FT_RCOL_HOST, 16, "node7", "host");
+    rank_cell_is(&k, FT_RCOL_DEVICE, 20, "cpu: Intel(R) Xeon..", "the device fits its column");
+    rank_cell_is(&k, FT_RCOL_MEASURED, 8, "30", "measured");
+    rank_cell_is(&k, FT_RCOL_REJECTED, 4, "1", "rejected");
+    rank_cell_is(&k, FT_RCOL_RATE, 8, "30.0", "30 in a minute");
     k.t_last = 100.5;
-    ft_tui_rank_cell(&k, FT_RCOL_RATE, 8, b, sizeof b);
-    FT_CHECK(!strcmp(b, "3600"), "fast: %s", b);
+    rank_cell_is(&k, FT_RCOL_RATE, 8, "3600", "fast");
     k.t_last = 100;
-    ft_tui_rank_cell(&k, FT_RCOL_RATE, 8, b, sizeof b);
-    FT_CHECK(!strcmp(b, "-"), "no span, no rate: %s", b);
+    rank_cell_is(&k, FT_RCOL_RATE, 8, "-", "no span, no rate");
     FT_CHECK(!strcmp(ft_tui_rcol_title(FT_RCOL_RATE), "cand/min"), "titles");
 }
 
@@ -473,11 +472,9 @@ static void test_busy(void) {
     FT_CHECK(ft_tui_row_mark(&r) == '!', "a row with an unclean candidate is marked");
     r.last = 16e-3;
     r.last_spoiled = 1;
-    ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "unclean"), "the last candidate unclean: %s", b);
+    cell_is(&r, FT_COL_LAST, 1, "unclean", "the last candidate unclean");
     r.last_spoiled = 2;
-    ft_tui_cell(&r, FT_COL_LAST, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "stopped"), "the last candidate stopped: %s", b);
+    cell_is(&r, FT_COL_LAST, 1, "stopped", "the last candidate stopped");
 
     ft_tui_cand k;
     memset(&k, 0, sizeof k);
@@ -498,7 +495,8 @@ static void test_busy(void) {
     FT_CHECK(!strcmp(b, "stopped    >1.000 s  par=rows chunk=32"), "stopped: '%s'", b);
     k.stopped_after_s = NAN;
     ft_tui_spoiled_line(&k, 1, b, sizeof b);
-    FT_CHECK(!strcmp(b, "stopped           -  par=rows chunk=32"), "stopped, time unknown: '%s'", b);
+    FT_CHECK(!strcmp(b, "stopped           -  par=rows chunk=32"), "stopped, time unknown: '%s'",
+             b);
 
     ft_tui_ring ring;
     ft_tui_ring_init(&ring, 4);

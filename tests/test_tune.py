@@ -99,17 +99,22 @@ def test_run_log_profile(tmp):
     check(again == unclean, f"only the unclean measured again: {len(again)} vs {len(unclean)}")
 
 
+def wait_measured(log, n, timeout=120):
+    """Until the log at log holds n measured events (or timeout seconds pass)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(0.2)
+        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= n:
+            return
+
+
 def test_kill_and_resume(tmp):
     op, preset = "fusion.dflare", "tiny.dflare.train"
     log = os.path.join(tmp, "k.jsonl")
     cmd = [FT, "tune", op, "--preset", preset, "--backend", "cpu", "--strategy", "exhaustive",
            "--log", log, "--no-screen", "--max-time", "0.2", "--noise", "0.001", "--quiet"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        time.sleep(0.2)
-        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= 3:
-            break
+    wait_measured(log, 3)
     p.send_signal(signal.SIGKILL)
     p.wait()
     first = events(log)
@@ -133,11 +138,7 @@ def test_ctrl_c(tmp):
     p = subprocess.Popen([FT, "tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
                           "--log", log, "--profile", prof, "--no-screen", "--max-time", "0.2",
                           "--noise", "0.001", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        time.sleep(0.2)
-        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= 2:
-            break
+    wait_measured(log, 2)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     check(p.returncode == 130, f"Ctrl-C exits 130, got {p.returncode}: {err}")

@@ -38,4 +38,8 @@ void fuzz_fail(const char *fmt, ...)
 /* The error contract of the library: a failure returns the status err holds, with a message. */
 void fuzz_check_err(ft_status s, const ft_err *err, const char *what);
 
+/* The contract of a loader named what: fuzz_check_err, and no result (obj NULL) when it fails.
+ * Returns whether it succeeded. */
+int fuzz_loaded(ft_status s, const ft_err *err, const void *obj, const char *what);
+
 #endif

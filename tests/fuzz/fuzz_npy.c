@@ -93,11 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ft_tensor *t = NULL;
     ft_err lerr = {0};
     ft_status ls = ft_npy_load(fuzz_input_path(data, size), &t, &lerr);
-    fuzz_check_err(ls, &lerr, "ft_npy_load");
-    if (ls) {
-        FUZZ_CHECK(t == NULL, "ft_npy_load failed (%s) but returned a tensor", lerr.msg);
-        return 0;
-    }
+    if (!fuzz_loaded(ls, &lerr, t, "ft_npy_load")) return 0;
     FUZZ_CHECK(t != NULL, "ft_npy_load succeeded without a tensor");
     FUZZ_CHECK(hs == FT_OK, "ft_npy_load read a file whose header does not parse (%s)", err.msg);
     check_tensor(t, &h, data, size);

@@ -38,6 +38,14 @@ static void check_entries(const ft_profile *p) {
         FUZZ_CHECK(ft_profile_warning_at(p, i) != NULL, "warning %d is NULL", i);
 }
 
+/* q (p saved and read back, or merged) has p's valid and skipped entries, as many of each. */
+static void check_same_counts(const ft_profile *p, const ft_profile *q, const char *how) {
+    FUZZ_CHECK(ft_profile_count(q) == ft_profile_count(p) &&
+                   ft_profile_skipped_count(q) == ft_profile_skipped_count(p),
+               "%s: %d valid and %d skipped entries became %d and %d", how, ft_profile_count(p),
+               ft_profile_skipped_count(p), ft_profile_count(q), ft_profile_skipped_count(q));
+}
+
 /* What ft_profile_save would write, read back: the same entries in the same order. */
 static void check_round_trip(const ft_profile *p) {
     json_t *doc = ft_profile_to_json(p);
@@ -53,11 +61,7 @@ static void check_round_trip(const ft_profile *p) {
     ft_err err = {0};
     ft_status s = ft_profile_from_json(back, "saved", &q, &err);
     FUZZ_CHECK(s == FT_OK, "the saved profile does not load: %s", err.msg);
-    FUZZ_CHECK(ft_profile_count(q) == ft_profile_count(p) &&
-                   ft_profile_skipped_count(q) == ft_profile_skipped_count(p),
-               "saved and read back: %d valid and %d skipped entries became %d and %d",
-               ft_profile_count(p), ft_profile_skipped_count(p), ft_profile_count(q),
-               ft_profile_skipped_count(q));
+    check_same_counts(p, q, "saved and read back");
     for (int i = 0; i < ft_profile_count(p); i++)
         FUZZ_CHECK(json_equal((json_t *)ft_profile_entry_at(p, i)->json,
                               (json_t *)ft_profile_entry_at(q, i)->json),
@@ -72,11 +76,7 @@ static void check_merge(const ft_profile *p) {
     ft_err err = {0};
     ft_status s = ft_profile_merge(m, p, &err);
     FUZZ_CHECK(s == FT_OK, "merging a loaded profile into an empty one failed: %s", err.msg);
-    FUZZ_CHECK(ft_profile_count(m) == ft_profile_count(p) &&
-                   ft_profile_skipped_count(m) == ft_profile_skipped_count(p),
-               "merged into an empty profile: %d valid and %d skipped entries became %d and %d",
-               ft_profile_count(p), ft_profile_skipped_count(p), ft_profile_count(m),
-               ft_profile_skipped_count(m));
+    check_same_counts(p, m, "merged into an empty profile");
     ft_profile_free(m);
 }
 
@@ -108,11 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ft_profile *p = NULL;
     ft_err err = {0};
     ft_status s = ft_profile_load(fuzz_input_path(data, size), &p, &err);
-    fuzz_check_err(s, &err, "ft_profile_load");
-    if (s) {
-        FUZZ_CHECK(p == NULL, "ft_profile_load failed (%s) but returned a profile", err.msg);
-        return 0;
-    }
+    if (!fuzz_loaded(s, &err, p, "ft_profile_load")) return 0;
     FUZZ_CHECK(p != NULL, "ft_profile_load succeeded without a profile");
     check_entries(p);
     check_round_trip(p);

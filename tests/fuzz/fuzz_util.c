@@ -66,3 +66,10 @@ void fuzz_check_err(ft_status s, const ft_err *err, const char *what) {
     FUZZ_CHECK(err->msg[0] != '\0', "%s failed with %s and no message", what, ft_status_name(s));
     FUZZ_CHECK(memchr(err->msg, '\0', sizeof err->msg) != NULL, "%s: unterminated message", what);
 }
+
+int fuzz_loaded(ft_status s, const ft_err *err, const void *obj, const char *what) {
+    fuzz_check_err(s, err, what);
+    if (s == FT_OK) return 1;
+    FUZZ_CHECK(obj == NULL, "%s failed (%s) but returned a result", what, err->msg);
+    return 0;
+}
