@@ -5,14 +5,15 @@
  * bfloat16, with their shapes), run an op by name, read the status and its message, destroy.
  * The context keeps no pointer the caller did not bind and the library keeps no global state of
  * the API's; every function returns a status and never exits or aborts the process. See
- * docs/api.md for the ops' tensors, the profile rule and the threading rules.
+ * docs/api.md for the ops' tensors, the profile rule and the threading rules; the code is
+ * tuner/api.c.
  *
  *     flaretune_context *ctx;
  *     if (flaretune_create(&ctx, "cpu") != FLARETUNE_OK) { puts(flaretune_message(ctx)); ... }
  *     flaretune_load_profile(ctx, "profiles/local.json", 0);
- *     int64_t shape[3] = {T, N, H};
- *     flaretune_bind(ctx, "h", h, FLARETUNE_F32, 3, shape, FLARETUNE_HOST);
- *     ...
+ *     int64_t xs[3] = {N, T, H};
+ *     flaretune_bind(ctx, "x", x, FLARETUNE_F32, 3, xs, FLARETUNE_HOST);
+ *     ...     (and "w", "g", and the output "f": docs/api.md)
  *     if (flaretune_run(ctx, "fusion.dflare", NULL, NULL)) puts(flaretune_message(ctx));
  *     flaretune_destroy(ctx);
  *

@@ -1,13 +1,13 @@
 /* device.h: the device the CUDA backend's host code drives.
  *
- * One interface, two implementations: the real GPU (CUDA driver API, kernels compiled at run time
+ * One interface, two implementations: the real GPU (CUDA runtime API, kernels compiled at run time
  * by NVRTC for the device's exact architecture) and the SIMT emulator (the same kernel sources
  * compiled by the host C++ compiler against kernels/cuda/emu/, run on the CPU with device memory
  * in host memory). The backend's op code (grid sizing, multi-kernel sequences, workspaces,
  * config validation) is written once against this interface, so what the emulator checks on
  * any machine is the code the GPU runs.
  *
- * Kernel sources live in kernels/cuda/<name>.cu, written in the dialect of kernels/cuda/ft_cuda.h;
+ * Kernel sources live in kernels/FAMILY/<name>.cu, written in the dialect of kernels/cuda/ft_cuda.h;
  * tunables are -D macros. A module is one source compiled with one set of macros; modules are
  * cached on disk, keyed by a hash of the source (with its includes), the options, the target
  * and the compiler's version, in $FLARETUNE_CACHE_DIR (default ~/.cache/flaretune), written
@@ -70,7 +70,7 @@ ft_status ft_dev_copy(ft_dev *d, void *dst, const void *src, size_t bytes, ft_co
 ft_status ft_dev_memset(ft_dev *d, void *dst, int byte, size_t bytes, ft_err *err);
 ft_status ft_dev_sync(ft_dev *d, ft_err *err);
 
-/* Compile kernels/cuda/<source> (e.g. "fusion.cu") with `defines` ("NAME=VALUE" or "NAME").
+/* Compile kernels/<source> (e.g. "fusion/fusion.cu") with `defines` ("NAME=VALUE" or "NAME").
  * A compile error is FT_EINVAL with the compiler's first error line and the defines. The module
  * stays valid until the device is closed (the device keeps an in-memory cache too). When a
  * compile pool is attached to the device (kernels/cuda/backend/prefetch.h), a module it holds is waited

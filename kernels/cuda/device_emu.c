@@ -1,7 +1,7 @@
 /* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of kernels/cuda/device.h).
  *
  * Device memory is host memory (fresh allocations filled with 0xFF bytes, a NaN in every float
- * format); copies are memcpy and launches are synchronous. A module is kernels/cuda/<source>
+ * format); copies are memcpy and launches are synchronous. A module is kernels/<source>
  * compiled by the host C++ compiler with -DFT_EMU into a shared object and loaded with dlopen:
  *
  *   c++ -x c++ -std=c++17 -DFT_EMU -DFT_EMU_STACK_LOG2=n -I<kernels/cuda> -I<emu/include>

@@ -57,7 +57,7 @@ ft_status ft_dev_emu_set_sample(ft_dev *d, int blocks, ft_err *err);
 
 typedef struct ft_dev_emu_launch_record {
     ft_emu_launch_prof p; /* sites' pc relative to the module, `where` filled when it can be */
-    char source[64];      /* the module's source, "fusion.cu"                               */
+    char source[64];      /* the module's source, "fusion/fusion.cu"                        */
     char module[1100];    /* the module file in the cache (its debug info names the lines)   */
     int incomplete;       /* memory ran out while collecting: the figures are a lower bound */
     int sampled;          /* blocks emulated when the launch was profiled on a sample (its

@@ -1,4 +1,4 @@
-/* ft_cuda.h: the one header every kernel source (kernels/cuda/<op>.cu) includes.
+/* ft_cuda.h: the one header every kernel source (kernels/FAMILY/NAME.cu) includes.
  *
  * Kernels are CUDA C compiled two ways from the same text:
  *   - by NVRTC for the GPU (__CUDACC_RTC__): the wrappers below are the real instructions

@@ -1,6 +1,6 @@
 /* nvrtc.h: kernel sources compiled for a GPU architecture by NVRTC, without needing a GPU.
  *
- * One source of kernels/cuda/ with its -D macros becomes a CUBIN for an exact architecture
+ * One kernel source (named from kernels/: "fusion/fusion.cu") with its -D macros becomes a CUBIN for an exact architecture
  * ("sm_90a" on Hopper), compiled with ptxas's resource report on, so registers, spills, stack and
  * static shared memory of every kernel are known before anything runs. CUBINs are cached on disk
  * under $FLARETUNE_CACHE_DIR/nvrtc (default ~/.cache/flaretune/nvrtc), keyed by a hash of the
@@ -41,13 +41,13 @@ typedef struct ft_nvrtc_result {
     } *names;
 } ft_nvrtc_result;
 
-/* Compile kernels/cuda/<source> (an absolute path is taken as is) for `arch` ("sm_80",
+/* Compile kernels/<source> (an absolute path is taken as is) for `arch` ("sm_80",
  * "sm_90a", ...). A compile error is FT_EINVAL with the first error line and the defines. */
 ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int ndefines,
                            const char *arch, ft_nvrtc_result *out, ft_err *err);
 void ft_nvrtc_result_free(ft_nvrtc_result *r);
 
-/* A kernel file as written (not of kernels/cuda/): its path (absolute, or from the working
+/* A kernel file as written (not of flaretune's kernel tree): its path (absolute, or from the working
  * directory), its defines and compiler options (after flaretune's; a -std= of its own replaces
  * flaretune's -std=c++17), and name expressions to resolve: kernels by their written names
  * ("convolution_kernel", "ns::k<float>"), variables by their address ("&d_filter"). An

@@ -15,6 +15,9 @@
  * widened to float32. Device copies of the inputs are kept with the call (ft_call.dev_state) and
  * made again only when a tensor of the call is replaced, so timing loops measure the kernels,
  * not the transfers.
+ *
+ * Defined in context.c (a context's accessors; the context itself is context.h), gemm.c (the
+ * GEMM) and device.c (the stream).
  */
 #ifndef FT_CUDA_RUNTIME_H
 #define FT_CUDA_RUNTIME_H
@@ -52,11 +55,11 @@ size_t ft_dt_size(ft_dt dt);
 #define FT_CUDA_MAX_DEFINES 24
 #define FT_CUDA_MAX_KERNELS 6
 
-/* One kernel module a configuration needs: a source of kernels/cuda/ and its -D macros, with
+/* One kernel module a configuration needs: a source under kernels/ and its -D macros, with
  * the kernels of it that the config launches and how (for `flaretune compile`: registers, shared
  * memory and occupancy per kernel, and pruning before timing). */
 typedef struct ft_cuda_module_spec {
-    const char *source; /* "fusion.cu" */
+    const char *source; /* "fusion/fusion.cu" */
     int ndefines;
     char defines[FT_CUDA_MAX_DEFINES][48];
     int overflow; /* a define did not fit (too many, or too long): the module is refused */

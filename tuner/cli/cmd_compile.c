@@ -73,7 +73,7 @@ static void usage(FILE *f) {
         "  --list-ops      the ops with CUDA kernels, one per line\n"
         "  --list-devices  the device table\n\n"
         "--source FILE is absolute or from the working directory (else a source of flaretune's\n"
-        "kernel tree, e.g. fusion.cu); its folder is on the include path; C++ kernels are\n"
+        "kernel tree, e.g. fusion/fusion.cu); its folder is on the include path; C++ kernels are\n"
         "reported and named (--kernel) by the names the source writes.\n\n"
         "Compiled modules are cached under $FLARETUNE_CACHE_DIR/nvrtc, their instruction mix\n"
         "under sass/ (docs/cuda.md: where nvdisasm comes from). Exit codes: 0 compiled,\n"
@@ -570,7 +570,7 @@ typedef struct {
 } compile_work;
 
 /* The file --source names, as a user means it: absolute, or from the working directory; a name
- * found there is made absolute, any other (flaretune's own, "fusion.cu") is left to the
+ * found there is made absolute, any other (flaretune's own, "fusion/fusion.cu") is left to the
  * kernel tree. Returns an exit code. */
 static int resolve_source(const char *given, char *out, size_t n) {
     char real[PATH_MAX];

@@ -30,7 +30,7 @@ static void usage(FILE *f) {
     fprintf(
         f, "usage: flaretune inspect OP [--preset P] [--set NAME=VALUE]... [--attr NAME=VALUE]...\n"
            "                 [--config CFG] [--seed N] [--device D] [--sites N] [--json]\n"
-           "                 [--no-sass]\n\n"
+           "                 [--blocks N] [--no-sass]\n\n"
            "Run OP's CUDA kernels once on the emulator (cuda-emu) with the memory profile on\n"
            "and print, per kernel: warp-level requests and 32-byte sectors per request of its\n"
            "global loads and stores (coalescing), shared-memory wavefronts per request (bank\n"

@@ -1,7 +1,9 @@
 /* cuda_backend.h: what the `cuda` and `cuda-emu` backends give the op code (cuda_backend.c):
  * the context of each, module specs built from an op's tunables and rules, modules compiled
  * or found in the caches, typed kernel launches, device scratch and tables. The types they
- * take are the runtime's (kernels/cuda/runtime.h).
+ * take are the runtime's (kernels/cuda/runtime.h). The backends' tables themselves,
+ * ft_backend_cuda and ft_backend_cuda_emu, are declared in op/backend.h; the compile pool is
+ * prefetch.h.
  */
 #ifndef FT_CUDA_BACKEND_H
 #define FT_CUDA_BACKEND_H
