@@ -35,17 +35,13 @@ void ft_cuda_spec_kernel(ft_cuda_module_spec *s, const char *name, int block_thr
  *
  * index names the enum constant of the parameter (enum { OP_PARAMS(FT_CUDA_PARAM_INDEX) }),
  * name, labels (NULL or the names of values 0..n-1), default, help and the values make its
- * ft_param (static ft_param op_params[] = { OP_PARAMS(FT_CUDA_PARAM_ENTRY) }), and macro is the
- * -D macro its value is compiled in with (NULL: the host alone reads it; static const char
- * *const op_macros[] = { OP_PARAMS(FT_CUDA_PARAM_MACRO) }, emitted by ft_cuda_spec_params). */
-#define FT_CUDA_NARGS(...)                                                                         \
-    FT_CUDA_NARGS_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define FT_CUDA_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n,   \
-                       ...)                                                                        \
-    n
+ * ft_param (op/space.h's FT_PARAM; static ft_param op_params[] = {
+ * OP_PARAMS(FT_CUDA_PARAM_ENTRY) }), and macro is the -D macro its value is compiled in with
+ * (NULL: the host alone reads it; static const char *const op_macros[] = {
+ * OP_PARAMS(FT_CUDA_PARAM_MACRO) }, emitted by ft_cuda_spec_params). */
 #define FT_CUDA_PARAM_INDEX(index, name, macro, labels, def, help, ...) index,
 #define FT_CUDA_PARAM_ENTRY(index, name, macro, labels, def, help, ...)                            \
-    [index] = {name, help, FT_CUDA_NARGS(__VA_ARGS__), {__VA_ARGS__}, labels, def, 0},
+    [index] = FT_PARAM(name, help, labels, def, __VA_ARGS__),
 #define FT_CUDA_PARAM_MACRO(index, name, macro, labels, def, help, ...) [index] = macro,
 
 /* Append "MACRO=value" for each of the n parameters of cfg that names a macro (in order). */
