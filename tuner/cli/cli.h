@@ -90,16 +90,20 @@ enum {
     FT_OPT_SEED,
     FT_OPT_TIMER
 };
+/* A row of a command's getopt_long table: a long option that takes a value, one that takes none,
+ * and the row that ends the table. */
+#define FT_CLI_ARG(name, code)                                                                     \
+    { name, required_argument, NULL, code }
+#define FT_CLI_FLAG(name, code)                                                                    \
+    { name, no_argument, NULL, code }
+#define FT_CLI_END                                                                                 \
+    { NULL, 0, NULL, 0 }
+
 #define FT_CLI_PROBLEM_OPTIONS                                                                     \
-    {"preset", required_argument, NULL, FT_OPT_PRESET},                                            \
-        {"set", required_argument, NULL, FT_OPT_SET},                                              \
-        {"attr", required_argument, NULL, FT_OPT_ATTR},                                            \
-        {"backend", required_argument, NULL, FT_OPT_BACKEND},                                      \
-        {"config", required_argument, NULL, FT_OPT_CONFIG},                                        \
-        {"threads", required_argument, NULL, FT_OPT_THREADS},                                      \
-        {"timer", required_argument, NULL, FT_OPT_TIMER}, {                                        \
-        "seed", required_argument, NULL, FT_OPT_SEED                                               \
-    }
+    FT_CLI_ARG("preset", FT_OPT_PRESET), FT_CLI_ARG("set", FT_OPT_SET),                            \
+        FT_CLI_ARG("attr", FT_OPT_ATTR), FT_CLI_ARG("backend", FT_OPT_BACKEND),                    \
+        FT_CLI_ARG("config", FT_OPT_CONFIG), FT_CLI_ARG("threads", FT_OPT_THREADS),                \
+        FT_CLI_ARG("timer", FT_OPT_TIMER), FT_CLI_ARG("seed", FT_OPT_SEED)
 
 /* Apply the --attr list to c's attributes. Returns an exit code (0 on success). */
 int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c);
@@ -200,17 +204,11 @@ enum {
  * kernel's arguments (--arg), and which configurations (--config, --all-configs, --sample,
  * --seed). */
 #define FT_CLI_T1_KERNEL_OPTIONS                                                                   \
-    {"t1", required_argument, NULL, FT_T1_OPT_T1}, {                                               \
-        "kernel-file", required_argument, NULL, FT_T1_OPT_KFILE                                    \
-    }
-#define FT_CLI_T1_ARG_OPTION                                                                       \
-    { "arg", required_argument, NULL, FT_T1_OPT_ARG }
+    FT_CLI_ARG("t1", FT_T1_OPT_T1), FT_CLI_ARG("kernel-file", FT_T1_OPT_KFILE)
+#define FT_CLI_T1_ARG_OPTION FT_CLI_ARG("arg", FT_T1_OPT_ARG)
 #define FT_CLI_T1_SELECT_OPTIONS                                                                   \
-    {"config", required_argument, NULL, FT_T1_OPT_CONFIG},                                         \
-        {"all-configs", no_argument, NULL, FT_T1_OPT_ALL},                                         \
-        {"sample", required_argument, NULL, FT_T1_OPT_SAMPLE}, {                                   \
-        "seed", required_argument, NULL, FT_T1_OPT_SEED                                            \
-    }
+    FT_CLI_ARG("config", FT_T1_OPT_CONFIG), FT_CLI_FLAG("all-configs", FT_T1_OPT_ALL),             \
+        FT_CLI_ARG("sample", FT_T1_OPT_SAMPLE), FT_CLI_ARG("seed", FT_T1_OPT_SEED)
 
 /* Whether the arguments after the command name hold --t1 (the command is then the --t1 one). */
 int ft_cli_names_t1(int argc, char **argv);

@@ -157,13 +157,13 @@ static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
 static int bench_parse(int argc, char **argv, bench_args *a) {
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
-        {"cold", no_argument, NULL, O_COLD},
-        {"json", no_argument, NULL, O_JSON},
-        {"max-time", required_argument, NULL, O_MAXTIME},
-        {"noise", required_argument, NULL, O_NOISE},
-        {"max-lost", required_argument, NULL, O_MAXLOST},
-        {"measure-ceilings", no_argument, NULL, O_FRESH},
-        {NULL, 0, NULL, 0},
+        FT_CLI_FLAG("cold", O_COLD),
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_ARG("max-time", O_MAXTIME),
+        FT_CLI_ARG("noise", O_NOISE),
+        FT_CLI_ARG("max-lost", O_MAXLOST),
+        FT_CLI_FLAG("measure-ceilings", O_FRESH),
+        FT_CLI_END,
     };
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);

@@ -43,12 +43,14 @@ static int compile_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_compile_t1(int argc, char **argv) {
-    static const struct option opts[] = {FT_CLI_T1_KERNEL_OPTIONS,
-                                         {"arch", required_argument, NULL, O_ARCH},
-                                         {"device", required_argument, NULL, O_DEVICE},
-                                         FT_CLI_T1_SELECT_OPTIONS,
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_T1_KERNEL_OPTIONS,
+        FT_CLI_ARG("arch", O_ARCH),
+        FT_CLI_ARG("device", O_DEVICE),
+        FT_CLI_T1_SELECT_OPTIONS,
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_END,
+    };
     ft_cli_t1_args a = {.seed = 1};
     compile_t1_args c = {0};
     int code = ft_cli_t1_parse("compile", argc, argv, opts, &a, compile_t1_opt, &c);

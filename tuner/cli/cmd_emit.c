@@ -72,12 +72,14 @@ static int emit_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"format", required_argument, NULL, O_FORMAT},
-                                         {"backend", required_argument, NULL, O_BACKEND},
-                                         {"device", required_argument, NULL, O_DEVICE},
-                                         {"prefix", required_argument, NULL, O_PREFIX},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_ARG("output", 'o'),
+        FT_CLI_ARG("format", O_FORMAT),
+        FT_CLI_ARG("backend", O_BACKEND),
+        FT_CLI_ARG("device", O_DEVICE),
+        FT_CLI_ARG("prefix", O_PREFIX),
+        FT_CLI_END,
+    };
     emit_args a = {{FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL}, NULL, "c-header"};
     int code = ft_cli_parse_options(argc, argv, "o:", opts, emit_opt, &a);
     if (code) return code;

@@ -277,12 +277,12 @@ static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
 static int exec_parse(int argc, char **argv, exec_args *a) {
     static const struct option opts[] = {
         FT_CLI_PROBLEM_OPTIONS,
-        {"in", required_argument, NULL, O_IN},
-        {"out", required_argument, NULL, O_OUT},
-        {"save-inputs", required_argument, NULL, O_SAVE},
-        {"quiet", no_argument, NULL, O_QUIET},
-        {"profile", required_argument, NULL, O_PROFILE},
-        {NULL, 0, NULL, 0},
+        FT_CLI_ARG("in", O_IN),
+        FT_CLI_ARG("out", O_OUT),
+        FT_CLI_ARG("save-inputs", O_SAVE),
+        FT_CLI_FLAG("quiet", O_QUIET),
+        FT_CLI_ARG("profile", O_PROFILE),
+        FT_CLI_END,
     };
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);

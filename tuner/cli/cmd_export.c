@@ -24,9 +24,11 @@ static void usage(FILE *f) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"format", required_argument, NULL, 'f'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_ARG("output", 'o'),
+        FT_CLI_ARG("format", 'f'),
+        FT_CLI_END,
+    };
     const char *out = "-";
     int fmt = -1, o;
     optind = 0;

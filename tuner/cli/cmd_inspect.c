@@ -114,13 +114,15 @@ static int inspect_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int parse(int argc, char **argv, inspect_args *a) {
-    static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
-                                         {"blocks", required_argument, NULL, O_BLOCKS},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"no-sass", no_argument, NULL, O_NO_SASS},
-                                         {"device", required_argument, NULL, O_DEVICE},
-                                         {"sites", required_argument, NULL, O_SITES},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        FT_CLI_PROBLEM_OPTIONS,
+        FT_CLI_ARG("blocks", O_BLOCKS),
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_FLAG("no-sass", O_NO_SASS),
+        FT_CLI_ARG("device", O_DEVICE),
+        FT_CLI_ARG("sites", O_SITES),
+        FT_CLI_END,
+    };
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     a->prob.backend = "cuda-emu";

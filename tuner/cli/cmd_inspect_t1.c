@@ -153,14 +153,16 @@ static int inspect_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_inspect_t1(int argc, char **argv) {
-    static const struct option opts[] = {FT_CLI_T1_KERNEL_OPTIONS,
-                                         FT_CLI_T1_ARG_OPTION,
-                                         {"device", required_argument, NULL, O_DEVICE},
-                                         FT_CLI_T1_SELECT_OPTIONS,
-                                         {"blocks", required_argument, NULL, O_BLOCKS},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"jsonl", required_argument, NULL, O_JSONL},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_T1_KERNEL_OPTIONS,
+        FT_CLI_T1_ARG_OPTION,
+        FT_CLI_ARG("device", O_DEVICE),
+        FT_CLI_T1_SELECT_OPTIONS,
+        FT_CLI_ARG("blocks", O_BLOCKS),
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_ARG("jsonl", O_JSONL),
+        FT_CLI_END,
+    };
     ft_cli_t1_args a = {.seed = 1};
     inspect_t1_args c = {.device = "a100-pcie", .blocks = 8};
     int code = ft_cli_t1_parse("inspect", argc, argv, opts, &a, inspect_t1_opt, &c);

@@ -192,7 +192,7 @@ static json_t *backends_json(void) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {FT_CLI_FLAG("json", 'j'), FT_CLI_END};
     int json = 0, c;
     optind = 0;
     opterr = 0;

@@ -17,7 +17,7 @@ static void usage(FILE *f) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {{NULL, 0, NULL, 0}};
+    static const struct option opts[] = {FT_CLI_END};
     int o;
     optind = 0;
     opterr = 0;

@@ -1080,19 +1080,21 @@ static int replay_opt(void *ctx, int o, const char *arg, char **argv) {
 
 /* The options; an exit code. */
 static int parse_args(int argc, char **argv, replay_opts *ro) {
-    static const struct option opts[] = {{"strategy", required_argument, NULL, O_STRATEGY},
-                                         {"seeds", required_argument, NULL, O_SEEDS},
-                                         {"target", required_argument, NULL, O_TARGET},
-                                         {"budget", required_argument, NULL, O_BUDGET},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"prune", required_argument, NULL, O_PRUNE},
-                                         {"batch", required_argument, NULL, O_BATCH},
-                                         {"warm", required_argument, NULL, O_WARM},
-                                         {"export", required_argument, NULL, O_EXPORT},
-                                         {"orderings", required_argument, NULL, O_ORDERINGS},
-                                         {"trace", no_argument, NULL, O_TRACE},
-                                         {"opt", required_argument, NULL, O_OPT},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_ARG("strategy", O_STRATEGY),
+        FT_CLI_ARG("seeds", O_SEEDS),
+        FT_CLI_ARG("target", O_TARGET),
+        FT_CLI_ARG("budget", O_BUDGET),
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_ARG("prune", O_PRUNE),
+        FT_CLI_ARG("batch", O_BATCH),
+        FT_CLI_ARG("warm", O_WARM),
+        FT_CLI_ARG("export", O_EXPORT),
+        FT_CLI_ARG("orderings", O_ORDERINGS),
+        FT_CLI_FLAG("trace", O_TRACE),
+        FT_CLI_ARG("opt", O_OPT),
+        FT_CLI_END,
+    };
     memset(ro, 0, sizeof *ro);
     ro->nseeds = 10;
     ro->only = -1;

@@ -125,14 +125,16 @@ static int report_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {{"from", required_argument, NULL, O_FROM},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"models", required_argument, NULL, O_MODELS},
-                                         {"backend", required_argument, NULL, O_BACKEND},
-                                         {"profile", required_argument, NULL, O_PROFILE},
-                                         {"time", required_argument, NULL, O_QUICK},
-                                         {"log", required_argument, NULL, O_LOG},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_ARG("from", O_FROM),
+        FT_CLI_ARG("output", 'o'),
+        FT_CLI_ARG("models", O_MODELS),
+        FT_CLI_ARG("backend", O_BACKEND),
+        FT_CLI_ARG("profile", O_PROFILE),
+        FT_CLI_ARG("time", O_QUICK),
+        FT_CLI_ARG("log", O_LOG),
+        FT_CLI_END,
+    };
     report_args a = {.dir = DEFAULT_DIR};
     ft_report_sweep_opts_default(&a.so);
     int code = ft_cli_parse_options(argc, argv, ":o:", opts, report_opt, &a);

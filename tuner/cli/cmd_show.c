@@ -188,9 +188,11 @@ static int print_json(const ft_profile *p, const ft_op *only) {
 
 static int run(int argc, char **argv) {
     enum { O_OP = 1, O_JSON };
-    static const struct option opts[] = {{"op", required_argument, NULL, O_OP},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_ARG("op", O_OP),
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_END,
+    };
     const char *op_name = NULL;
     int json = 0, o;
     optind = 0;

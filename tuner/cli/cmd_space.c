@@ -174,12 +174,14 @@ static int space_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {FT_CLI_PROBLEM_OPTIONS,
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"t1", required_argument, NULL, O_T1},
-                                         {"list", no_argument, NULL, O_LIST},
-                                         {"kernel-file", required_argument, NULL, O_KFILE},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_PROBLEM_OPTIONS,
+        FT_CLI_FLAG("json", O_JSON),
+        FT_CLI_ARG("t1", O_T1),
+        FT_CLI_FLAG("list", O_LIST),
+        FT_CLI_ARG("kernel-file", O_KFILE),
+        FT_CLI_END,
+    };
     space_args sa = {0};
     ft_cli_problem prob;
     ft_cli_problem_init(&prob);

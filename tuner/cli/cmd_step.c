@@ -208,10 +208,15 @@ static int step_opt(void *ctx, int o, const char *arg, char **argv) {
 
 static int run(int argc, char **argv) {
     static const struct option opts[] = {
-        {"profile", required_argument, NULL, 'p'}, {"backend", required_argument, NULL, 'b'},
-        {"set", required_argument, NULL, 's'},     {"scheme", required_argument, NULL, 'S'},
-        {"seed", required_argument, NULL, 'r'},    {"time", required_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0}};
+        FT_CLI_ARG("profile", 'p'),
+        FT_CLI_ARG("backend", 'b'),
+        FT_CLI_ARG("set", 's'),
+        FT_CLI_ARG("scheme", 'S'),
+        FT_CLI_ARG("seed", 'r'),
+        FT_CLI_ARG("time", 'q'),
+        FT_CLI_FLAG("json", 'j'),
+        FT_CLI_END,
+    };
     step_args args = {0};
     ft_step_opts_default(&args.so);
     int code = ft_cli_parse_options(argc, argv, ":", opts, step_opt, &args);

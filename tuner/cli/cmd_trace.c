@@ -14,7 +14,7 @@ static void usage(FILE *f) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {FT_CLI_ARG("output", 'o'), FT_CLI_END};
     const char *out = NULL;
     int o;
     optind = 0;

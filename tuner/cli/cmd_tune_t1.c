@@ -78,17 +78,19 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_tune_t1(int argc, char **argv) {
-    static const struct option opts[] = {FT_CLI_T1_KERNEL_OPTIONS,
-                                         FT_CLI_T1_ARG_OPTION,
-                                         {"backend", required_argument, NULL, O_BACKEND},
-                                         {"strategy", required_argument, NULL, O_STRATEGY},
-                                         {"budget", required_argument, NULL, O_BUDGET},
-                                         {"seed", required_argument, NULL, FT_T1_OPT_SEED},
-                                         {"blocks", required_argument, NULL, O_BLOCKS},
-                                         {"reps", required_argument, NULL, O_REPS},
-                                         {"t4", required_argument, NULL, O_T4},
-                                         {"kt-cache", required_argument, NULL, O_KT},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        FT_CLI_T1_KERNEL_OPTIONS,
+        FT_CLI_T1_ARG_OPTION,
+        FT_CLI_ARG("backend", O_BACKEND),
+        FT_CLI_ARG("strategy", O_STRATEGY),
+        FT_CLI_ARG("budget", O_BUDGET),
+        FT_CLI_ARG("seed", FT_T1_OPT_SEED),
+        FT_CLI_ARG("blocks", O_BLOCKS),
+        FT_CLI_ARG("reps", O_REPS),
+        FT_CLI_ARG("t4", O_T4),
+        FT_CLI_ARG("kt-cache", O_KT),
+        FT_CLI_END,
+    };
     tune_t1_args c = {0};
     ft_t1_tune_opts_default(&c.to);
     ft_cli_t1_args a = {.seed = c.to.seed};

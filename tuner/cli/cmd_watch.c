@@ -247,12 +247,12 @@ static int watch_opt(void *ctx, int o, const char *arg, char **argv) {
 
 static int watch_parse(int argc, char **argv, watch_args *a) {
     static const struct option opts[] = {
-        {"profile", required_argument, NULL, O_PROFILE},
-        {"backend", required_argument, NULL, O_BACKEND},
-        {"op", required_argument, NULL, O_OP},
-        {"interval", required_argument, NULL, O_INTERVAL},
-        {"seed", required_argument, NULL, O_SEED},
-        {NULL, 0, NULL, 0},
+        FT_CLI_ARG("profile", O_PROFILE),
+        FT_CLI_ARG("backend", O_BACKEND),
+        FT_CLI_ARG("op", O_OP),
+        FT_CLI_ARG("interval", O_INTERVAL),
+        FT_CLI_ARG("seed", O_SEED),
+        FT_CLI_END,
     };
     memset(a, 0, sizeof *a);
     a->backend = "auto";
