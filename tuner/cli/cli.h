@@ -52,6 +52,10 @@ int ft_cli_fail(int code, const char *fmt, ...)
 int ft_cli_fail_err(const ft_err *err);
 int ft_cli_exit_code(ft_status s);
 
+/* SIGINT and SIGTERM to handler from now on, with sigaction's flags (SA_RESETHAND: the signal
+ * after the first ends the process as it would have without the handler). */
+void ft_cli_catch_stop(void (*handler)(int), int flags);
+
 /* "--help" anywhere among the arguments. */
 int ft_cli_wants_help(int argc, char **argv);
 

@@ -1,6 +1,7 @@
 /* cli_fail.c: how the command line fails: one line on stderr and the exit code for the status
- * (the codes are in cli.h and docs/usage.md). Every command's file calls these; main.c only
- * dispatches to the commands. */
+ * (the codes are in cli.h and docs/usage.md), and how Ctrl-C reaches a command that stops its
+ * work cleanly. Every command's file calls these; main.c only dispatches to the commands. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,15 @@ int ft_cli_exit_code(ft_status s) {
 
 int ft_cli_fail_err(const ft_err *err) {
     return ft_cli_fail(ft_cli_exit_code(err->status), "%s", err->msg);
+}
+
+void ft_cli_catch_stop(void (*handler)(int), int flags) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = flags;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int ft_cli_wants_help(int argc, char **argv) {

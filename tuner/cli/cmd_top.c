@@ -1,6 +1,5 @@
 /* cmd_top.c: `flaretune top LOG`: the dashboard over an event log that another process writes
  * (or wrote): followed as `tail -f` follows a file. */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,11 +51,7 @@ static int run(int argc, char **argv) {
                            "top: %s is not a regular file (a device or socket): "
                            "not an event log",
                            argv[1]);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ft_cli_catch_stop(on_signal, 0);
 
     char title[1100];
     snprintf(title, sizeof title, "top %s", argv[1]);

@@ -473,11 +473,7 @@ static int run_dashboard(tuning *T, const char *target) {
     T->to.pause = &pause_flag;
     /* While the dashboard runs, every Ctrl-C only raises the flag: the terminal must be
      * restored before the process ends. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ft_cli_catch_stop(on_signal, 0);
     pthread_t th;
     if (pthread_create(&th, NULL, tune_worker, T)) {
         ft_tui_feed_free(&feed);
@@ -498,10 +494,7 @@ static int run_dashboard(tuning *T, const char *target) {
     if (!res.source_done) stop_flag = 1; /* quit before the end: stop as Ctrl-C does */
     pause_flag = 0;
     /* The terminal is restored: a second Ctrl-C may end the process at once again. */
-    if (stop_flag) sa.sa_handler = SIG_DFL;
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ft_cli_catch_stop(stop_flag ? SIG_DFL : on_signal, SA_RESETHAND);
     if (!res.source_done && !s)
         fprintf(stderr, "flaretune: stopping the tuner (it finishes the candidate in flight)\n");
     pthread_join(th, NULL);
@@ -1059,12 +1052,7 @@ static int tune_report(const tune_args *a, const tuning *T) {
 static int tune_run(tune_args *a, progress *pg, tuning *T, int planned) {
     static int locks[16 * 32];
     int nlocks = 0, code;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ft_cli_catch_stop(on_signal, SA_RESETHAND); /* a second Ctrl-C ends the process at once */
 
     memset(pg, 0, sizeof *pg);
     pg->tty = isatty(STDERR_FILENO);

@@ -8,7 +8,6 @@
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,11 +331,7 @@ static int watch_prepare(const watch_args *a, watch *w, const char *device) {
 /* The worker runs the kernels while the dashboard shows them, until q or Ctrl-C; then the
  * summary. Closes the feed. Returns the exit code: 130 when a signal ended it. */
 static int watch_live(const watch_args *a, watch *w) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ft_cli_catch_stop(on_signal, 0);
 
     pthread_t th;
     if (pthread_create(&th, NULL, worker, w)) {
