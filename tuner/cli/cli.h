@@ -148,12 +148,18 @@ typedef int ft_cli_shared_fn(const char *cmd, void *shared, int opt, const char 
  * first: own has those it does not take. */
 int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,
                         ft_cli_shared_fn *take, void *shared, ft_cli_opt_fn *own, void *ctx);
-/* The same with the problem options into p (ft_cli_problem_opt). */
+/* The same with the problem options into p (ft_cli_problem_opt), and an unknown option or a
+ * missing value reported here (ft_cli_bad_option): own has only its own codes of opts. */
 int ft_cli_parse_problem(const char *cmd, int argc, char **argv, const struct option *opts,
                          ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx);
 /* The command's one operand after the options, at optind: a usage failure when it is missing
  * ("CMD: which op? (HINT)") or followed by another. Returns an exit code (0 when exactly one). */
 int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv);
+/* The command line of a command that runs one op: p initialised (ft_cli_problem_init), then
+ * ft_cli_parse_problem and ft_cli_one_operand, the operand into *op. Returns an exit code. */
+int ft_cli_parse_op(const char *cmd, const char *hint, int argc, char **argv,
+                    const struct option *opts, ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx,
+                    const char **op);
 
 /* One op made ready to run from the problem options: what exec and bench both set up. */
 typedef struct ft_cli_setup {

@@ -185,7 +185,10 @@ int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct opt
 
 static int problem_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
                         int *taken) {
-    (void)argv;
+    if (opt == '?' || opt == ':') {
+        *taken = 1;
+        return ft_cli_bad_option(cmd, opt, argv);
+    }
     *taken = ft_cli_problem_opt(shared, opt, arg, cmd);
     return *taken < 0 ? FT_EXIT_USAGE : FT_EXIT_OK;
 }
@@ -200,6 +203,16 @@ int ft_cli_one_operand(const char *cmd, const char *hint, int argc, char **argv)
     if (optind + 1 < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: unexpected argument '%s'", cmd, argv[optind + 1]);
     return FT_EXIT_OK;
+}
+
+int ft_cli_parse_op(const char *cmd, const char *hint, int argc, char **argv,
+                    const struct option *opts, ft_cli_problem *p, ft_cli_opt_fn *own, void *ctx,
+                    const char **op) {
+    ft_cli_problem_init(p);
+    int code = ft_cli_parse_problem(cmd, argc, argv, opts, p, own, ctx);
+    if (!code) code = ft_cli_one_operand(cmd, hint, argc, argv);
+    if (!code) *op = argv[optind];
+    return code;
 }
 
 int ft_cli_setup_problem(const ft_cli_problem *p, const char *op_name, int with_preset,

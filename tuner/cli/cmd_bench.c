@@ -142,6 +142,7 @@ enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST, O_FRESH };
 /* One option of bench's own (not a problem option). Returns an exit code, 0 when taken. */
 static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
     bench_args *a = ctx;
+    (void)argv;
     switch (o) {
     case O_COLD: a->cold = 1; break;
     case O_JSON: a->json = 1; break;
@@ -149,7 +150,6 @@ static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
     case O_NOISE: return ft_cli_noise(&a->mo, arg, "bench");
     case O_MAXLOST: return ft_cli_max_lost(&a->mo, arg, "bench");
     case O_FRESH: a->fresh_ceilings = 1; break;
-    default: return ft_cli_bad_option("bench", o, argv);
     }
     return FT_EXIT_OK;
 }
@@ -166,12 +166,9 @@ static int bench_parse(int argc, char **argv, bench_args *a) {
         FT_CLI_END,
     };
     memset(a, 0, sizeof *a);
-    ft_cli_problem_init(&a->prob);
     ft_measure_defaults(&a->mo);
-    int code = ft_cli_parse_problem("bench", argc, argv, opts, &a->prob, bench_opt, a);
-    if (!code) code = ft_cli_one_operand("bench", "see `flaretune list ops`", argc, argv);
-    if (!code) a->op = argv[optind];
-    return code;
+    return ft_cli_parse_op("bench", "see `flaretune list ops`", argc, argv, opts, &a->prob,
+                           bench_opt, a, &a->op);
 }
 
 /* What one bench measured, and what it is measured against. */

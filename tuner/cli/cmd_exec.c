@@ -254,6 +254,7 @@ enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE };
 /* One option of exec's own (not a problem option). Returns an exit code, 0 when taken. */
 static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
     exec_args *a = ctx;
+    (void)argv;
     switch (o) {
     case O_IN:
     case O_OUT:
@@ -269,7 +270,6 @@ static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
     }
     case O_QUIET: a->quiet = 1; break;
     case O_PROFILE: a->profile = arg; break;
-    default: return ft_cli_bad_option("exec", o, argv);
     }
     return FT_EXIT_OK;
 }
@@ -285,11 +285,9 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
         FT_CLI_END,
     };
     memset(a, 0, sizeof *a);
-    ft_cli_problem_init(&a->prob);
-    int code = ft_cli_parse_problem("exec", argc, argv, opts, &a->prob, exec_opt, a);
-    if (!code) code = ft_cli_one_operand("exec", "see `flaretune list ops`", argc, argv);
+    int code = ft_cli_parse_op("exec", "see `flaretune list ops`", argc, argv, opts, &a->prob,
+                               exec_opt, a, &a->op);
     if (code) return code;
-    a->op = argv[optind];
     if (!!a->in == !!a->prob.preset)
         return ft_cli_fail(FT_EXIT_USAGE, "exec: give exactly one of --in DIR or --preset P");
     if (a->in && !a->out)

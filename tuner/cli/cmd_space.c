@@ -160,6 +160,7 @@ typedef struct {
 
 static int space_opt(void *ctx, int o, const char *arg, char **argv) {
     space_args *a = ctx;
+    (void)argv;
     if (o == O_JSON)
         a->json = 1;
     else if (o == O_T1)
@@ -168,8 +169,6 @@ static int space_opt(void *ctx, int o, const char *arg, char **argv) {
         a->list = 1;
     else if (o == O_KFILE)
         a->kfile = arg;
-    else
-        return ft_cli_bad_option("space", o, argv);
     return FT_EXIT_OK;
 }
 

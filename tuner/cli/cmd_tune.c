@@ -588,6 +588,7 @@ static int parse_prune(const char *arg, double *factor) {
 /* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
 static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
     tune_args *a = ctx;
+    (void)argv;
     ft_tune_opts *to = &a->to;
     char *end;
     switch (o) {
@@ -698,7 +699,6 @@ static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
             to->candidate_timeout_s = v;
         break;
     }
-    default: return ft_cli_bad_option("tune", o, argv);
     }
     return FT_EXIT_OK;
 }
@@ -732,14 +732,13 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         FT_CLI_END,
     };
     memset(a, 0, sizeof *a);
-    ft_cli_problem_init(&a->prob);
     ft_tune_defaults(&a->to);
-    int code = ft_cli_parse_problem("tune", argc, argv, opts, &a->prob, tune_opt, a);
-    if (code || (code = ft_cli_one_operand("tune", "an op name or `all`", argc, argv))) return code;
+    int code = ft_cli_parse_op("tune", "an op name or `all`", argc, argv, opts, &a->prob, tune_opt,
+                               a, &a->target);
+    if (code) return code;
     if (a->prob.config)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "tune: --config fixes a configuration; tune searches them (use bench)");
-    a->target = argv[optind];
     return FT_EXIT_OK;
 }
 
