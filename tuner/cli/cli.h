@@ -116,12 +116,16 @@ int ft_cli_make_preset(const ft_cli_problem *p, const char *fallback, ft_preset 
 /* The configuration from --config and --threads on top of the backend's default for op. */
 int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_op *op,
                        ft_config *cfg);
-/* --max-time SECONDS and --noise FRACTION, the measurement options of bench and tune, into mo.
- * Returns an exit code (0 when the value is good). */
-int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd);
-int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd);
-/* --max-lost X|off: the share of a sample its threads may lose to other work (measure.h). */
-int ft_cli_max_lost(ft_measure_opts *mo, const char *arg, const char *cmd);
+/* The measurement options of bench and tune, rows of their tables: --max-time SECONDS,
+ * --noise FRACTION and --max-lost X|off (the share of a sample its threads may lose to other
+ * work, measure.h). */
+enum { FT_OPT_MAX_TIME = 1100, FT_OPT_NOISE, FT_OPT_MAX_LOST };
+#define FT_CLI_MEASURE_OPTIONS                                                                     \
+    FT_CLI_ARG("max-time", FT_OPT_MAX_TIME), FT_CLI_ARG("noise", FT_OPT_NOISE),                    \
+        FT_CLI_ARG("max-lost", FT_OPT_MAX_LOST)
+/* One measurement option (its code opt, its value arg) into mo. Returns an exit code (0 when the
+ * value is good). */
+int ft_cli_measure_opt(ft_measure_opts *mo, int opt, const char *arg, const char *cmd);
 
 /* The default preset of an op for quick runs (small, the phase the op belongs to). */
 const char *ft_cli_default_preset(const ft_op *op);

@@ -82,24 +82,25 @@ static int positive(const char *arg, double *v) {
     return !*end && *v > 0;
 }
 
-int ft_cli_max_time(ft_measure_opts *mo, const char *arg, const char *cmd) {
-    if (!positive(arg, &mo->max_time_s))
-        return ft_cli_fail(FT_EXIT_USAGE, "%s: --max-time expects seconds > 0", cmd);
-    if (mo->min_time_s > mo->max_time_s) mo->min_time_s = mo->max_time_s;
-    return FT_EXIT_OK;
-}
-
-int ft_cli_max_lost(ft_measure_opts *mo, const char *arg, const char *cmd) {
-    if (!ft_measure_parse_max_lost(arg, &mo->max_lost))
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "%s: --max-lost expects a share of a sample in (0, 1] or 'off', got '%s'",
-                           cmd, arg);
-    return FT_EXIT_OK;
-}
-
-int ft_cli_noise(ft_measure_opts *mo, const char *arg, const char *cmd) {
-    if (!positive(arg, &mo->max_noise))
-        return ft_cli_fail(FT_EXIT_USAGE, "%s: --noise expects a fraction > 0", cmd);
+int ft_cli_measure_opt(ft_measure_opts *mo, int opt, const char *arg, const char *cmd) {
+    switch (opt) {
+    case FT_OPT_MAX_TIME:
+        if (!positive(arg, &mo->max_time_s))
+            return ft_cli_fail(FT_EXIT_USAGE, "%s: --max-time expects seconds > 0", cmd);
+        if (mo->min_time_s > mo->max_time_s) mo->min_time_s = mo->max_time_s;
+        break;
+    case FT_OPT_NOISE:
+        if (!positive(arg, &mo->max_noise))
+            return ft_cli_fail(FT_EXIT_USAGE, "%s: --noise expects a fraction > 0", cmd);
+        break;
+    case FT_OPT_MAX_LOST:
+        if (!ft_measure_parse_max_lost(arg, &mo->max_lost))
+            return ft_cli_fail(
+                FT_EXIT_USAGE,
+                "%s: --max-lost expects a share of a sample in (0, 1] or 'off', got '%s'", cmd,
+                arg);
+        break;
+    }
     return FT_EXIT_OK;
 }
 

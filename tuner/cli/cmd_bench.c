@@ -137,7 +137,7 @@ typedef struct {
  * whose fraction comes out above 1 measures them again anyway. */
 #define FT_BENCH_CEILINGS_MAX_AGE_DAYS 7
 
-enum { O_COLD = 1, O_JSON, O_MAXTIME, O_NOISE, O_MAXLOST, O_FRESH };
+enum { O_COLD = 1, O_JSON, O_FRESH };
 
 /* One option of bench's own (not a problem option). Returns an exit code, 0 when taken. */
 static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
@@ -146,9 +146,9 @@ static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
     switch (o) {
     case O_COLD: a->cold = 1; break;
     case O_JSON: a->json = 1; break;
-    case O_MAXTIME: return ft_cli_max_time(&a->mo, arg, "bench");
-    case O_NOISE: return ft_cli_noise(&a->mo, arg, "bench");
-    case O_MAXLOST: return ft_cli_max_lost(&a->mo, arg, "bench");
+    case FT_OPT_MAX_TIME:
+    case FT_OPT_NOISE:
+    case FT_OPT_MAX_LOST: return ft_cli_measure_opt(&a->mo, o, arg, "bench");
     case O_FRESH: a->fresh_ceilings = 1; break;
     }
     return FT_EXIT_OK;
@@ -159,9 +159,7 @@ static int bench_parse(int argc, char **argv, bench_args *a) {
         FT_CLI_PROBLEM_OPTIONS,
         FT_CLI_FLAG("cold", O_COLD),
         FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_ARG("max-time", O_MAXTIME),
-        FT_CLI_ARG("noise", O_NOISE),
-        FT_CLI_ARG("max-lost", O_MAXLOST),
+        FT_CLI_MEASURE_OPTIONS,
         FT_CLI_FLAG("measure-ceilings", O_FRESH),
         FT_CLI_END,
     };

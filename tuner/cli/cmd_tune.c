@@ -546,9 +546,6 @@ enum {
     O_LOG,
     O_NOSCREEN,
     O_CONFIRM,
-    O_MAXTIME,
-    O_NOISE,
-    O_MAXLOST,
     O_WATCHDOG,
     O_QUIET,
     O_TUI,
@@ -626,9 +623,9 @@ static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
         if (*end || to->confirm_top < 1 || to->confirm_top > 8)
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8");
         break;
-    case O_MAXTIME: return ft_cli_max_time(&to->measure, arg, "tune");
-    case O_NOISE: return ft_cli_noise(&to->measure, arg, "tune");
-    case O_MAXLOST: return ft_cli_max_lost(&to->measure, arg, "tune");
+    case FT_OPT_MAX_TIME:
+    case FT_OPT_NOISE:
+    case FT_OPT_MAX_LOST: return ft_cli_measure_opt(&to->measure, o, arg, "tune");
     case O_WATCHDOG:
         if (!strcmp(arg, "off")) {
             to->stop_factor = 0;
@@ -714,9 +711,7 @@ static int tune_parse(int argc, char **argv, tune_args *a) {
         FT_CLI_ARG("log", O_LOG),
         FT_CLI_FLAG("no-screen", O_NOSCREEN),
         FT_CLI_ARG("confirm", O_CONFIRM),
-        FT_CLI_ARG("max-time", O_MAXTIME),
-        FT_CLI_ARG("noise", O_NOISE),
-        FT_CLI_ARG("max-lost", O_MAXLOST),
+        FT_CLI_MEASURE_OPTIONS,
         FT_CLI_ARG("watchdog", O_WATCHDOG),
         FT_CLI_FLAG("quiet", O_QUIET),
         FT_CLI_FLAG("tui", O_TUI),
