@@ -137,7 +137,16 @@ typedef struct {
  * whose fraction comes out above 1 measures them again anyway. */
 #define FT_BENCH_CEILINGS_MAX_AGE_DAYS 7
 
+/* The options of `bench`: the codes of its own, and the table getopt_long reads. */
 enum { O_COLD = 1, O_JSON, O_FRESH };
+static const struct option opts[] = {
+    FT_CLI_PROBLEM_OPTIONS,
+    FT_CLI_FLAG("cold", O_COLD),
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_MEASURE_OPTIONS,
+    FT_CLI_FLAG("measure-ceilings", O_FRESH),
+    FT_CLI_END,
+};
 
 /* One option of bench's own (not a problem option). Returns an exit code, 0 when taken. */
 static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
@@ -155,14 +164,6 @@ static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int bench_parse(int argc, char **argv, bench_args *a) {
-    static const struct option opts[] = {
-        FT_CLI_PROBLEM_OPTIONS,
-        FT_CLI_FLAG("cold", O_COLD),
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_MEASURE_OPTIONS,
-        FT_CLI_FLAG("measure-ceilings", O_FRESH),
-        FT_CLI_END,
-    };
     memset(a, 0, sizeof *a);
     ft_measure_defaults(&a->mo);
     return ft_cli_parse_op("bench", "see `flaretune list ops`", argc, argv, opts, &a->prob,

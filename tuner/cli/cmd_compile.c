@@ -393,6 +393,7 @@ static int arch_well_formed(const char *a) {
 /* ---- the command --------------------------------------------------------------------------------
  */
 
+/* The options of `compile`: the codes of its own, and the table getopt_long reads. */
 enum {
     O_JSON = 1,
     O_ARCH,
@@ -406,6 +407,25 @@ enum {
     O_KERNEL,
     O_NO_SASS,
     O_VERBOSE,
+};
+static const struct option opts[] = {
+    FT_CLI_ARG("preset", FT_OPT_PRESET),
+    FT_CLI_ARG("set", FT_OPT_SET),
+    FT_CLI_ARG("attr", FT_OPT_ATTR),
+    FT_CLI_ARG("config", FT_OPT_CONFIG),
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_ARG("arch", O_ARCH),
+    FT_CLI_ARG("device", O_DEVICE),
+    FT_CLI_FLAG("all-configs", O_ALL),
+    FT_CLI_FLAG("list-ops", O_LIST_OPS),
+    FT_CLI_FLAG("list-devices", O_LIST_DEVICES),
+    FT_CLI_ARG("jobs", O_JOBS),
+    FT_CLI_ARG("source", O_SOURCE),
+    FT_CLI_ARG("define", O_DEFINE),
+    FT_CLI_ARG("kernel", O_KERNEL),
+    FT_CLI_FLAG("no-sass", O_NO_SASS),
+    FT_CLI_FLAG("verbose", O_VERBOSE),
+    FT_CLI_END,
 };
 
 /* The command line of one compile. */
@@ -456,25 +476,6 @@ static int compile_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int compile_parse(int argc, char **argv, compile_args *a) {
-    static const struct option opts[] = {
-        FT_CLI_ARG("preset", FT_OPT_PRESET),
-        FT_CLI_ARG("set", FT_OPT_SET),
-        FT_CLI_ARG("attr", FT_OPT_ATTR),
-        FT_CLI_ARG("config", FT_OPT_CONFIG),
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_ARG("arch", O_ARCH),
-        FT_CLI_ARG("device", O_DEVICE),
-        FT_CLI_FLAG("all-configs", O_ALL),
-        FT_CLI_FLAG("list-ops", O_LIST_OPS),
-        FT_CLI_FLAG("list-devices", O_LIST_DEVICES),
-        FT_CLI_ARG("jobs", O_JOBS),
-        FT_CLI_ARG("source", O_SOURCE),
-        FT_CLI_ARG("define", O_DEFINE),
-        FT_CLI_ARG("kernel", O_KERNEL),
-        FT_CLI_FLAG("no-sass", O_NO_SASS),
-        FT_CLI_FLAG("verbose", O_VERBOSE),
-        FT_CLI_END,
-    };
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     a->njobs = sysconf(_SC_NPROCESSORS_ONLN);

@@ -13,7 +13,16 @@
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
 
+/* The options of `compile --t1`: the codes of its own, and the table getopt_long reads. */
 enum { O_ARCH = 1, O_DEVICE, O_JSON };
+static const struct option opts[] = {
+    FT_CLI_T1_KERNEL_OPTIONS,
+    FT_CLI_ARG("arch", O_ARCH),
+    FT_CLI_ARG("device", O_DEVICE),
+    FT_CLI_T1_SELECT_OPTIONS,
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_END,
+};
 
 void ft_cli_compile_t1_usage(FILE *f) {
     fprintf(f,
@@ -43,14 +52,6 @@ static int compile_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_compile_t1(int argc, char **argv) {
-    static const struct option opts[] = {
-        FT_CLI_T1_KERNEL_OPTIONS,
-        FT_CLI_ARG("arch", O_ARCH),
-        FT_CLI_ARG("device", O_DEVICE),
-        FT_CLI_T1_SELECT_OPTIONS,
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_END,
-    };
     ft_cli_t1_args a = {.seed = 1};
     compile_t1_args c = {0};
     int code = ft_cli_t1_parse("compile", argc, argv, opts, &a, compile_t1_opt, &c);

@@ -46,7 +46,16 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* The options of `emit`: the codes of its own, and the table getopt_long reads. */
 enum { O_FORMAT = 1, O_BACKEND, O_DEVICE, O_PREFIX };
+static const struct option opts[] = {
+    FT_CLI_ARG("output", 'o'),
+    FT_CLI_ARG("format", O_FORMAT),
+    FT_CLI_ARG("backend", O_BACKEND),
+    FT_CLI_ARG("device", O_DEVICE),
+    FT_CLI_ARG("prefix", O_PREFIX),
+    FT_CLI_END,
+};
 
 /* The command line of one emit. */
 typedef struct {
@@ -72,14 +81,6 @@ static int emit_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {
-        FT_CLI_ARG("output", 'o'),
-        FT_CLI_ARG("format", O_FORMAT),
-        FT_CLI_ARG("backend", O_BACKEND),
-        FT_CLI_ARG("device", O_DEVICE),
-        FT_CLI_ARG("prefix", O_PREFIX),
-        FT_CLI_END,
-    };
     emit_args a = {{FT_EMIT_C_HEADER, NULL, NULL, NULL, NULL}, NULL, "c-header"};
     int code = ft_cli_parse_options(argc, argv, "o:", opts, emit_opt, &a);
     if (code) return code;

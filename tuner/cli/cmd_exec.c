@@ -249,7 +249,17 @@ typedef struct {
     int quiet;
 } exec_args;
 
+/* The options of `exec`: the codes of its own, and the table getopt_long reads. */
 enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE };
+static const struct option opts[] = {
+    FT_CLI_PROBLEM_OPTIONS,
+    FT_CLI_ARG("in", O_IN),
+    FT_CLI_ARG("out", O_OUT),
+    FT_CLI_ARG("save-inputs", O_SAVE),
+    FT_CLI_FLAG("quiet", O_QUIET),
+    FT_CLI_ARG("profile", O_PROFILE),
+    FT_CLI_END,
+};
 
 /* One option of exec's own (not a problem option). Returns an exit code, 0 when taken. */
 static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
@@ -275,15 +285,6 @@ static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int exec_parse(int argc, char **argv, exec_args *a) {
-    static const struct option opts[] = {
-        FT_CLI_PROBLEM_OPTIONS,
-        FT_CLI_ARG("in", O_IN),
-        FT_CLI_ARG("out", O_OUT),
-        FT_CLI_ARG("save-inputs", O_SAVE),
-        FT_CLI_FLAG("quiet", O_QUIET),
-        FT_CLI_ARG("profile", O_PROFILE),
-        FT_CLI_END,
-    };
     memset(a, 0, sizeof *a);
     int code = ft_cli_parse_op("exec", "see `flaretune list ops`", argc, argv, opts, &a->prob,
                                exec_opt, a, &a->op);

@@ -81,7 +81,17 @@ typedef struct inspect_args {
     const ft_gpu_spec *gpu;
 } inspect_args;
 
+/* The options of `inspect`: the codes of its own, and the table getopt_long reads. */
 enum { O_JSON = 1, O_SITES, O_DEVICE, O_NO_SASS, O_BLOCKS };
+static const struct option opts[] = {
+    FT_CLI_PROBLEM_OPTIONS,
+    FT_CLI_ARG("blocks", O_BLOCKS),
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_FLAG("no-sass", O_NO_SASS),
+    FT_CLI_ARG("device", O_DEVICE),
+    FT_CLI_ARG("sites", O_SITES),
+    FT_CLI_END,
+};
 
 /* One option of inspect's own (not a problem option). Returns an exit code, 0 when taken. */
 static int inspect_opt(void *ctx, int o, const char *arg, char **argv) {
@@ -113,15 +123,6 @@ static int inspect_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int parse(int argc, char **argv, inspect_args *a) {
-    static const struct option opts[] = {
-        FT_CLI_PROBLEM_OPTIONS,
-        FT_CLI_ARG("blocks", O_BLOCKS),
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_FLAG("no-sass", O_NO_SASS),
-        FT_CLI_ARG("device", O_DEVICE),
-        FT_CLI_ARG("sites", O_SITES),
-        FT_CLI_END,
-    };
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
     a->prob.backend = "cuda-emu";

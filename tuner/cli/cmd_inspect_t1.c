@@ -22,7 +22,18 @@
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
 
+/* The options of `inspect --t1`: the codes of its own, and the table getopt_long reads. */
 enum { O_DEVICE = 1, O_BLOCKS, O_JSON, O_JSONL };
+static const struct option opts[] = {
+    FT_CLI_T1_KERNEL_OPTIONS,
+    FT_CLI_T1_ARG_OPTION,
+    FT_CLI_ARG("device", O_DEVICE),
+    FT_CLI_T1_SELECT_OPTIONS,
+    FT_CLI_ARG("blocks", O_BLOCKS),
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_ARG("jsonl", O_JSONL),
+    FT_CLI_END,
+};
 
 void ft_cli_inspect_t1_usage(FILE *f) {
     fprintf(f,
@@ -153,16 +164,6 @@ static int inspect_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_inspect_t1(int argc, char **argv) {
-    static const struct option opts[] = {
-        FT_CLI_T1_KERNEL_OPTIONS,
-        FT_CLI_T1_ARG_OPTION,
-        FT_CLI_ARG("device", O_DEVICE),
-        FT_CLI_T1_SELECT_OPTIONS,
-        FT_CLI_ARG("blocks", O_BLOCKS),
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_ARG("jsonl", O_JSONL),
-        FT_CLI_END,
-    };
     ft_cli_t1_args a = {.seed = 1};
     inspect_t1_args c = {.device = "a100-pcie", .blocks = 8};
     int code = ft_cli_t1_parse("inspect", argc, argv, opts, &a, inspect_t1_opt, &c);

@@ -1016,6 +1016,7 @@ static int replay_one(const char *path, const replay_opts *ro, const ft_landscap
 
 #define MAX_FAMILY 64
 
+/* The options of `replay`: the codes of its own, and the table getopt_long reads. */
 enum {
     O_STRATEGY = 1,
     O_SEEDS,
@@ -1029,6 +1030,21 @@ enum {
     O_ORDERINGS,
     O_TRACE,
     O_OPT
+};
+static const struct option opts[] = {
+    FT_CLI_ARG("strategy", O_STRATEGY),
+    FT_CLI_ARG("seeds", O_SEEDS),
+    FT_CLI_ARG("target", O_TARGET),
+    FT_CLI_ARG("budget", O_BUDGET),
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_ARG("prune", O_PRUNE),
+    FT_CLI_ARG("batch", O_BATCH),
+    FT_CLI_ARG("warm", O_WARM),
+    FT_CLI_ARG("export", O_EXPORT),
+    FT_CLI_ARG("orderings", O_ORDERINGS),
+    FT_CLI_FLAG("trace", O_TRACE),
+    FT_CLI_ARG("opt", O_OPT),
+    FT_CLI_END,
 };
 
 /* One option into ro. Returns an exit code. */
@@ -1080,21 +1096,6 @@ static int replay_opt(void *ctx, int o, const char *arg, char **argv) {
 
 /* The options; an exit code. */
 static int parse_args(int argc, char **argv, replay_opts *ro) {
-    static const struct option opts[] = {
-        FT_CLI_ARG("strategy", O_STRATEGY),
-        FT_CLI_ARG("seeds", O_SEEDS),
-        FT_CLI_ARG("target", O_TARGET),
-        FT_CLI_ARG("budget", O_BUDGET),
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_ARG("prune", O_PRUNE),
-        FT_CLI_ARG("batch", O_BATCH),
-        FT_CLI_ARG("warm", O_WARM),
-        FT_CLI_ARG("export", O_EXPORT),
-        FT_CLI_ARG("orderings", O_ORDERINGS),
-        FT_CLI_FLAG("trace", O_TRACE),
-        FT_CLI_ARG("opt", O_OPT),
-        FT_CLI_END,
-    };
     memset(ro, 0, sizeof *ro);
     ro->nseeds = 10;
     ro->only = -1;

@@ -91,7 +91,18 @@ static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir,
     return FT_EXIT_OK;
 }
 
+/* The options of `report`: the codes of its own, and the table getopt_long reads. */
 enum { O_FROM = 1000, O_MODELS, O_BACKEND, O_PROFILE, O_QUICK, O_LOG };
+static const struct option opts[] = {
+    FT_CLI_ARG("from", O_FROM),
+    FT_CLI_ARG("output", 'o'),
+    FT_CLI_ARG("models", O_MODELS),
+    FT_CLI_ARG("backend", O_BACKEND),
+    FT_CLI_ARG("profile", O_PROFILE),
+    FT_CLI_ARG("time", O_QUICK),
+    FT_CLI_ARG("log", O_LOG),
+    FT_CLI_END,
+};
 
 /* The command line of one report. */
 typedef struct {
@@ -125,16 +136,6 @@ static int report_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {
-        FT_CLI_ARG("from", O_FROM),
-        FT_CLI_ARG("output", 'o'),
-        FT_CLI_ARG("models", O_MODELS),
-        FT_CLI_ARG("backend", O_BACKEND),
-        FT_CLI_ARG("profile", O_PROFILE),
-        FT_CLI_ARG("time", O_QUICK),
-        FT_CLI_ARG("log", O_LOG),
-        FT_CLI_END,
-    };
     report_args a = {.dir = DEFAULT_DIR};
     ft_report_sweep_opts_default(&a.so);
     int code = ft_cli_parse_options(argc, argv, ":o:", opts, report_opt, &a);

@@ -150,7 +150,16 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
     return code;
 }
 
+/* The options of `space`: the codes of its own, and the table getopt_long reads. */
 enum { O_JSON = 1, O_T1, O_LIST, O_KFILE };
+static const struct option opts[] = {
+    FT_CLI_PROBLEM_OPTIONS,
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_ARG("t1", O_T1),
+    FT_CLI_FLAG("list", O_LIST),
+    FT_CLI_ARG("kernel-file", O_KFILE),
+    FT_CLI_END,
+};
 
 /* The options of space that are not problem options. */
 typedef struct {
@@ -173,14 +182,6 @@ static int space_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    static const struct option opts[] = {
-        FT_CLI_PROBLEM_OPTIONS,
-        FT_CLI_FLAG("json", O_JSON),
-        FT_CLI_ARG("t1", O_T1),
-        FT_CLI_FLAG("list", O_LIST),
-        FT_CLI_ARG("kernel-file", O_KFILE),
-        FT_CLI_END,
-    };
     space_args sa = {0};
     ft_cli_problem prob;
     ft_cli_problem_init(&prob);

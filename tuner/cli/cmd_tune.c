@@ -537,6 +537,7 @@ typedef struct {
     int nsweep;
 } tune_args;
 
+/* The options of `tune`: the codes of its own, and the table getopt_long reads. */
 enum {
     O_STRAT = 1,
     O_BUDGET,
@@ -558,6 +559,31 @@ enum {
     O_WARMLOG,
     O_BATCH,
     O_CTIMEOUT
+};
+static const struct option opts[] = {
+    FT_CLI_PROBLEM_OPTIONS,
+    FT_CLI_ARG("strategy", O_STRAT),
+    FT_CLI_ARG("budget", O_BUDGET),
+    FT_CLI_ARG("time", O_TIME),
+    FT_CLI_ARG("sweep", O_SWEEP),
+    FT_CLI_ARG("profile", O_PROFILE),
+    FT_CLI_ARG("log", O_LOG),
+    FT_CLI_FLAG("no-screen", O_NOSCREEN),
+    FT_CLI_ARG("confirm", O_CONFIRM),
+    FT_CLI_MEASURE_OPTIONS,
+    FT_CLI_ARG("watchdog", O_WATCHDOG),
+    FT_CLI_FLAG("quiet", O_QUIET),
+    FT_CLI_FLAG("tui", O_TUI),
+    FT_CLI_ARG("jobs", O_JOBS),
+    FT_CLI_ARG("predict", O_PREDICT),
+    FT_CLI_ARG("prune", O_PRUNE),
+    FT_CLI_ARG("converge", O_CONVERGE),
+    FT_CLI_ARG("patience", O_PATIENCE),
+    FT_CLI_FLAG("cold", O_COLD),
+    FT_CLI_ARG("warm-log", O_WARMLOG),
+    FT_CLI_ARG("batch", O_BATCH),
+    FT_CLI_ARG("candidate-timeout", O_CTIMEOUT),
+    FT_CLI_END,
 };
 
 /* --prune predicted=F: F > 1. Returns an exit code. */
@@ -701,31 +727,6 @@ static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int tune_parse(int argc, char **argv, tune_args *a) {
-    static const struct option opts[] = {
-        FT_CLI_PROBLEM_OPTIONS,
-        FT_CLI_ARG("strategy", O_STRAT),
-        FT_CLI_ARG("budget", O_BUDGET),
-        FT_CLI_ARG("time", O_TIME),
-        FT_CLI_ARG("sweep", O_SWEEP),
-        FT_CLI_ARG("profile", O_PROFILE),
-        FT_CLI_ARG("log", O_LOG),
-        FT_CLI_FLAG("no-screen", O_NOSCREEN),
-        FT_CLI_ARG("confirm", O_CONFIRM),
-        FT_CLI_MEASURE_OPTIONS,
-        FT_CLI_ARG("watchdog", O_WATCHDOG),
-        FT_CLI_FLAG("quiet", O_QUIET),
-        FT_CLI_FLAG("tui", O_TUI),
-        FT_CLI_ARG("jobs", O_JOBS),
-        FT_CLI_ARG("predict", O_PREDICT),
-        FT_CLI_ARG("prune", O_PRUNE),
-        FT_CLI_ARG("converge", O_CONVERGE),
-        FT_CLI_ARG("patience", O_PATIENCE),
-        FT_CLI_FLAG("cold", O_COLD),
-        FT_CLI_ARG("warm-log", O_WARMLOG),
-        FT_CLI_ARG("batch", O_BATCH),
-        FT_CLI_ARG("candidate-timeout", O_CTIMEOUT),
-        FT_CLI_END,
-    };
     memset(a, 0, sizeof *a);
     ft_tune_defaults(&a->to);
     int code = ft_cli_parse_op("tune", "an op name or `all`", argc, argv, opts, &a->prob, tune_opt,

@@ -12,7 +12,21 @@
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
 
+/* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
 enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT };
+static const struct option opts[] = {
+    FT_CLI_T1_KERNEL_OPTIONS,
+    FT_CLI_T1_ARG_OPTION,
+    FT_CLI_ARG("backend", O_BACKEND),
+    FT_CLI_ARG("strategy", O_STRATEGY),
+    FT_CLI_ARG("budget", O_BUDGET),
+    FT_CLI_ARG("seed", FT_T1_OPT_SEED),
+    FT_CLI_ARG("blocks", O_BLOCKS),
+    FT_CLI_ARG("reps", O_REPS),
+    FT_CLI_ARG("t4", O_T4),
+    FT_CLI_ARG("kt-cache", O_KT),
+    FT_CLI_END,
+};
 
 void ft_cli_tune_t1_usage(FILE *f) {
     fprintf(f,
@@ -78,19 +92,6 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
 }
 
 int ft_cli_tune_t1(int argc, char **argv) {
-    static const struct option opts[] = {
-        FT_CLI_T1_KERNEL_OPTIONS,
-        FT_CLI_T1_ARG_OPTION,
-        FT_CLI_ARG("backend", O_BACKEND),
-        FT_CLI_ARG("strategy", O_STRATEGY),
-        FT_CLI_ARG("budget", O_BUDGET),
-        FT_CLI_ARG("seed", FT_T1_OPT_SEED),
-        FT_CLI_ARG("blocks", O_BLOCKS),
-        FT_CLI_ARG("reps", O_REPS),
-        FT_CLI_ARG("t4", O_T4),
-        FT_CLI_ARG("kt-cache", O_KT),
-        FT_CLI_END,
-    };
     tune_t1_args c = {0};
     ft_t1_tune_opts_default(&c.to);
     ft_cli_t1_args a = {.seed = c.to.seed};

@@ -217,7 +217,16 @@ typedef struct {
     unsigned long long seed;
 } watch_args;
 
+/* The options of `watch`: the codes of its own, and the table getopt_long reads. */
 enum { O_PROFILE = 1, O_BACKEND, O_OP, O_INTERVAL, O_SEED };
+static const struct option opts[] = {
+    FT_CLI_ARG("profile", O_PROFILE),
+    FT_CLI_ARG("backend", O_BACKEND),
+    FT_CLI_ARG("op", O_OP),
+    FT_CLI_ARG("interval", O_INTERVAL),
+    FT_CLI_ARG("seed", O_SEED),
+    FT_CLI_END,
+};
 
 static int watch_opt(void *ctx, int o, const char *arg, char **argv) {
     watch_args *a = ctx;
@@ -245,14 +254,6 @@ static int watch_opt(void *ctx, int o, const char *arg, char **argv) {
 }
 
 static int watch_parse(int argc, char **argv, watch_args *a) {
-    static const struct option opts[] = {
-        FT_CLI_ARG("profile", O_PROFILE),
-        FT_CLI_ARG("backend", O_BACKEND),
-        FT_CLI_ARG("op", O_OP),
-        FT_CLI_ARG("interval", O_INTERVAL),
-        FT_CLI_ARG("seed", O_SEED),
-        FT_CLI_END,
-    };
     memset(a, 0, sizeof *a);
     a->backend = "auto";
     a->seed = 1;
