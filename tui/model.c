@@ -31,37 +31,27 @@ static int ring_slot(int head, int n, int cap, int i) {
     return i < 0 || i >= n ? -1 : (head - n + i + cap) % cap;
 }
 
-int ft_tui_ring_init(ft_tui_ring *r, int cap) {
-    memset(r, 0, sizeof *r);
-    return (r->p = ring_alloc(sizeof *r->p, cap, &r->cap)) != NULL;
-}
+/* A ring type's init, free and push over its elements in r->F: RING_FNS(ring, ft_tui_point, p)
+ * defines ft_tui_ring_init, ft_tui_ring_free and ft_tui_ring_push. */
+#define RING_FNS(NAME, T, F)                                                                       \
+    int ft_tui_##NAME##_init(ft_tui_##NAME *r, int cap) {                                          \
+        memset(r, 0, sizeof *r);                                                                   \
+        return (r->F = ring_alloc(sizeof *r->F, cap, &r->cap)) != NULL;                            \
+    }                                                                                              \
+    void ft_tui_##NAME##_free(ft_tui_##NAME *r) {                                                  \
+        free(r->F);                                                                                \
+        memset(r, 0, sizeof *r);                                                                   \
+    }                                                                                              \
+    void ft_tui_##NAME##_push(ft_tui_##NAME *r, T x) {                                             \
+        if (r->cap) r->F[ring_push_slot(&r->head, &r->n, r->cap)] = x;                             \
+    }
 
-void ft_tui_ring_free(ft_tui_ring *r) {
-    free(r->p);
-    memset(r, 0, sizeof *r);
-}
-
-void ft_tui_ring_push(ft_tui_ring *r, ft_tui_point p) {
-    if (r->cap) r->p[ring_push_slot(&r->head, &r->n, r->cap)] = p;
-}
+RING_FNS(ring, ft_tui_point, p)
+RING_FNS(vring, double, v)
 
 const ft_tui_point *ft_tui_ring_at(const ft_tui_ring *r, int i) {
     int k = ring_slot(r->head, r->n, r->cap, i);
     return k < 0 ? NULL : &r->p[k];
-}
-
-int ft_tui_vring_init(ft_tui_vring *r, int cap) {
-    memset(r, 0, sizeof *r);
-    return (r->v = ring_alloc(sizeof *r->v, cap, &r->cap)) != NULL;
-}
-
-void ft_tui_vring_free(ft_tui_vring *r) {
-    free(r->v);
-    memset(r, 0, sizeof *r);
-}
-
-void ft_tui_vring_push(ft_tui_vring *r, double v) {
-    if (r->cap) r->v[ring_push_slot(&r->head, &r->n, r->cap)] = v;
 }
 
 double ft_tui_vring_at(const ft_tui_vring *r, int i) {
