@@ -213,6 +213,18 @@ static int new_node(parser *p, nkind k, size_t pos) {
     return p->nnodes++;
 }
 
+/* A node of kind k with its operator and children (-1: none), or -1 when memory is short. */
+static int new_node_of(parser *p, nkind k, size_t pos, int op, int a, int b, int c) {
+    int nd = new_node(p, k, pos);
+    if (nd >= 0) {
+        p->nodes[nd].op = op;
+        p->nodes[nd].a = a;
+        p->nodes[nd].b = b;
+        p->nodes[nd].c = c;
+    }
+    return nd;
+}
+
 /* Children gathered in a scratch list, then stored contiguously in kids. */
 typedef struct kidlist {
     int v[256], o[256];
@@ -269,8 +281,7 @@ static int expect(parser *p, const char *op) {
 static int p_items(parser *p, nkind kind, int op, const char *close, size_t at) {
     kidlist *k = calloc(1, sizeof *k);
     if (!k) return fail(p, at, "out of memory");
-    int nd = new_node(p, kind, at);
-    if (nd >= 0) p->nodes[nd].op = op;
+    int nd = new_node_of(p, kind, at, op, -1, -1, -1);
     while (nd >= 0 && p->st == FT_OK && !tok_is(p, close)) {
         int e = p_expr(p);
         if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
@@ -364,11 +375,7 @@ static int p_primary(parser *p) {
         next(p);
         int i = p_expr(p);
         if (i < 0 || expect(p, "]") < 0) return -1;
-        int nd = new_node(p, N_INDEX, at);
-        if (nd < 0) return -1;
-        p->nodes[nd].a = a;
-        p->nodes[nd].b = i;
-        a = nd;
+        a = new_node_of(p, N_INDEX, at, 0, a, i, -1);
     }
     return a;
 }
@@ -381,12 +388,7 @@ static int p_power(parser *p) {
         size_t at = p->tstart;
         next(p);
         int b = p_factor(p); /* right-associative, and binds tighter than a unary on its left */
-        int nd = b < 0 ? -1 : new_node(p, N_BIN, at);
-        if (nd < 0) return -1;
-        p->nodes[nd].op = OP_POW;
-        p->nodes[nd].a = a;
-        p->nodes[nd].b = b;
-        return nd;
+        return b < 0 ? -1 : new_node_of(p, N_BIN, at, OP_POW, a, b, -1);
     }
     return a;
 }
@@ -404,9 +406,7 @@ static int p_prefix(parser *p, nkind k, int (*operand)(parser *)) {
     next(p);
     int a = operand(p);
     p->depth--;
-    int nd = a < 0 ? -1 : new_node(p, k, at);
-    if (nd >= 0) p->nodes[nd].a = a;
-    return nd;
+    return a < 0 ? -1 : new_node_of(p, k, at, 0, a, -1, -1);
 }
 
 static int p_factor(parser *p) {
@@ -430,12 +430,8 @@ static int p_binary(parser *p, int level) {
         size_t at = p->tstart;
         next(p);
         int b = level == 0 ? p_binary(p, 1) : p_factor(p);
-        int nd = b < 0 ? -1 : new_node(p, N_BIN, at);
-        if (nd < 0) return -1;
-        p->nodes[nd].op = op;
-        p->nodes[nd].a = a;
-        p->nodes[nd].b = b;
-        a = nd;
+        a = b < 0 ? -1 : new_node_of(p, N_BIN, at, op, a, b, -1);
+        if (a < 0) return -1;
     }
 }
 
@@ -513,12 +509,8 @@ static int p_expr(parser *p) {
         if (!tok_word(p, "else")) return fail(p, p->tstart, "expected 'else'");
         next(p);
         int b = p_expr(p);
-        int nd = b < 0 ? -1 : new_node(p, N_IF, at);
-        if (nd < 0) return -1;
-        p->nodes[nd].a = a;
-        p->nodes[nd].b = c;
-        p->nodes[nd].c = b;
-        a = nd;
+        a = b < 0 ? -1 : new_node_of(p, N_IF, at, 0, a, c, b);
+        if (a < 0) return -1;
     }
     p->depth--;
     return a;

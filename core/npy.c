@@ -395,6 +395,34 @@ ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err
     return FT_OK;
 }
 
+int ft_file_read_all(FILE *f, size_t max, char **buf, size_t *len) {
+    char *b = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) { /* doubled from 64 KiB, up to one byte past max: enough to tell */
+            size_t ncap = cap ? 2 * cap : 65536;
+            if (ncap > max + 1) ncap = max + 1;
+            char *nb = realloc(b, ncap);
+            if (!nb) {
+                free(b);
+                return -1;
+            }
+            b = nb;
+            cap = ncap;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+        if (n > max) {
+            free(b);
+            return 1;
+        }
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
 ft_status ft_file_write(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx,
                         ft_err *err) {
     char tmp[4096];

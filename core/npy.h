@@ -61,6 +61,10 @@ ft_status ft_file_write(const char *path, int (*write)(FILE *f, const void *ctx)
  * place, and a rename that still fails puts the old files back. On failure every tmp[k] is
  * removed and the message names the path that failed. */
 ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *path, ft_err *err);
+/* Read what is left of f into a new buffer, *buf (the caller frees it) of *len bytes: 0; 1 when
+ * f holds more than max bytes, -1 when memory is short (nothing to free then). A read error ends
+ * the reading early: ferror(f) says so, with errno as the failed read left it. */
+int ft_file_read_all(FILE *f, size_t max, char **buf, size_t *len);
 /* Create dir and its missing parents (mkdir -p); FT_EIO naming the path that failed, or dir
  * when it exists but is not a directory. */
 ft_status ft_dir_make(const char *dir, ft_err *err);

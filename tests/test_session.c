@@ -91,7 +91,7 @@ static const char *const speed_labels[] = {"slow", "mid", "fast"};
 static ft_param sim_params[] = {
     {"speed", "how fast the simulated kernel is", 3, {0, 1, 2}, speed_labels, 0, 0},
 };
-static ft_space sim_space = {sim_params, 1, NULL, NULL};
+static ft_space sim_tunables = {sim_params, 1, NULL, NULL};
 static double sim_base[] = {30e-6, 20e-6, 10e-6};
 static int sim_last = -1, sim_switches;
 static double sim_jitter; /* relative: timings spread by +-sim_jitter, in turn */
@@ -103,7 +103,7 @@ static int sim_available(char *why, size_t n) {
     return 1;
 }
 static int sim_supports(const ft_op *op) { return op && !strcmp(op->name, "fusion.dflash"); }
-static const ft_space *sim_space_of(const ft_op *op) { return sim_supports(op) ? &sim_space : NULL; }
+static const ft_space *sim_space(const ft_op *op) { return sim_supports(op) ? &sim_tunables : NULL; }
 static ft_status sim_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     (void)cfg;
     return ft_call_reference(c, err); /* the outputs are right: only the clock is simulated */
@@ -134,10 +134,7 @@ static const ft_backend sim_backend = {
     .name = "sim",
     .summary = "simulated: the reference's outputs on a virtual clock",
     .built = 1,
-    .available = sim_available,
-    .supports = sim_supports,
-    .space = sim_space_of,
-    .run = sim_run,
+    FT_BACKEND_HOOKS(sim),
     .timed = sim_timed,
     .ceilings = sim_ceilings,
 };

@@ -259,6 +259,15 @@ static const char *state_word(ft_tui_row_state s) {
     return "";
 }
 
+/* The window of a pane cleared, with its size in *h and *ww, for a draw_ function to fill;
+ * NULL (nothing done) when the pane is not shown. */
+static WINDOW *pane(WINDOW *w, int *h, int *ww) {
+    if (!w) return NULL;
+    werase(w);
+    getmaxyx(w, *h, *ww);
+    return w;
+}
+
 /* '!' beside the op of a run with candidates not measured cleanly. */
 static void draw_row_mark(dash *d, WINDOW *w, int y, const ft_tui_row *r, attr_t base) {
     char mark[2] = {ft_tui_row_mark(r), '\0'};
@@ -266,11 +275,9 @@ static void draw_row_mark(dash *d, WINDOW *w, int y, const ft_tui_row *r, attr_t
 }
 
 static void draw_table(dash *d) {
-    WINDOW *w = d->w_table;
-    if (!w) return;
-    werase(w);
     int h, ww;
-    getmaxyx(w, h, ww);
+    WINDOW *w = pane(d->w_table, &h, &ww);
+    if (!w) return;
     ft_tui_col cols[FT_COL_COUNT];
     int watch = watch_mode(d);
     int nc = ft_tui_columns(ww, watch, cols);
@@ -328,12 +335,10 @@ static void draw_table(dash *d) {
 /* The ranks of the selected distributed run: a header and a line per rank (the last line
  * says how many more when they do not all fit). */
 static void draw_ranks(dash *d) {
-    WINDOW *w = d->w_ranks;
-    if (!w) return;
-    werase(w);
-    const ft_tui_row *r = selected(d);
     int h, ww;
-    getmaxyx(w, h, ww);
+    WINDOW *w = pane(d->w_ranks, &h, &ww);
+    if (!w) return;
+    const ft_tui_row *r = selected(d);
     ft_tui_rcol cols[FT_RCOL_COUNT];
     int nc = ft_tui_rank_columns(ww, cols);
     fill_line(w, 0, role(d, C_HEADER));
@@ -363,11 +368,9 @@ static void draw_ranks(dash *d) {
 }
 
 static void draw_plot(dash *d, double now) {
-    WINDOW *w = d->w_plot;
-    if (!w) return;
-    werase(w);
     int h, ww;
-    getmaxyx(w, h, ww);
+    WINDOW *w = pane(d->w_plot, &h, &ww);
+    if (!w) return;
     const ft_tui_row *r = selected(d);
     char title[256];
     int watch = r && r->kind == FT_ROW_WATCH;
@@ -483,11 +486,9 @@ static void draw_spoiled(dash *d, WINDOW *w, int y, int x0, int cw, int h, const
 }
 
 static void draw_detail(dash *d) {
-    WINDOW *w = d->w_detail;
-    if (!w) return;
-    werase(w);
     int h, ww;
-    getmaxyx(w, h, ww);
+    WINDOW *w = pane(d->w_detail, &h, &ww);
+    if (!w) return;
     const ft_tui_row *r = selected(d);
     int x0 = 0;
     if (d->L.detail.x > 0) { /* beside the plot: a rule on the left */
@@ -602,11 +603,9 @@ static void draw_detail(dash *d) {
 }
 
 static void draw_help(dash *d) {
-    WINDOW *w = d->w_help;
-    if (!w) return;
-    werase(w);
     int h, ww;
-    getmaxyx(w, h, ww);
+    WINDOW *w = pane(d->w_help, &h, &ww);
+    if (!w) return;
     if (h >= 3 && ww >= 4) {
         rule(w, 0, 0, ww, d->g->h, 0, 0);
         rule(w, h - 1, 0, ww, d->g->h, 0, 0);
@@ -645,11 +644,9 @@ static int busy_segment(const dash *d, char *buf, size_t n) {
 }
 
 static void draw_status(dash *d, double now) {
-    WINDOW *w = d->w_status;
-    if (!w) return;
-    werase(w);
     int h, ww;
-    getmaxyx(w, h, ww);
+    WINDOW *w = pane(d->w_status, &h, &ww);
+    if (!w) return;
     (void)h;
     int err = d->m.error[0] != 0;
     attr_t bar = role(d, err ? C_ERRBAR : C_STATUS);

@@ -238,16 +238,20 @@ static void count_str(long v, char *buf, size_t n) {
         snprintf(buf, n, "%.1fM", v / 1e6);
 }
 
-static void ratio_str(double v, char *buf, size_t n) {
+/* v and its unit in a narrow column: `digits` decimals below 100, none below max, and beyond
+ * ">" with max - 1 (">9999x"); "-" when it is not finite. */
+static void bounded_str(double v, int digits, double max, const char *unit, char *buf, size_t n) {
     if (!isfinite(v))
         snprintf(buf, n, "-");
     else if (v < 100)
-        snprintf(buf, n, "%.2fx", v);
-    else if (v < 10000)
-        snprintf(buf, n, "%.0fx", v);
+        snprintf(buf, n, "%.*f%s", digits, v, unit);
+    else if (v < max)
+        snprintf(buf, n, "%.0f%s", v, unit);
     else
-        snprintf(buf, n, ">9999x");
+        snprintf(buf, n, ">%.0f%s", max - 1, unit);
 }
+
+static void ratio_str(double v, char *buf, size_t n) { bounded_str(v, 2, 1e4, "x", buf, n); }
 
 void ft_tui_cell(const ft_tui_row *r, ft_tui_col_id id, int ascii, char *buf, size_t n) {
     if (!n) return;
@@ -335,18 +339,7 @@ void ft_tui_rank_cell(const ft_tui_rank *k, ft_tui_rcol_id id, int width, char *
     case FT_RCOL_DEVICE: ft_tui_shorten(k->device[0] ? k->device : "?", width, buf, n); break;
     case FT_RCOL_MEASURED: count_str(k->measured, buf, n); break;
     case FT_RCOL_REJECTED: count_str(k->rejected, buf, n); break;
-    case FT_RCOL_RATE: {
-        double r = ft_tui_rank_rate(k);
-        if (!isfinite(r))
-            snprintf(buf, n, "-");
-        else if (r < 100)
-            snprintf(buf, n, "%.1f", r);
-        else if (r < 1e7)
-            snprintf(buf, n, "%.0f", r);
-        else
-            snprintf(buf, n, ">9999999");
-        break;
-    }
+    case FT_RCOL_RATE: bounded_str(ft_tui_rank_rate(k), 1, 1e7, "", buf, n); break;
     default: break;
     }
 }

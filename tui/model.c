@@ -31,42 +31,44 @@ static int ring_slot(int head, int n, int cap, int i) {
     return i < 0 || i >= n ? -1 : (head - n + i + cap) % cap;
 }
 
-int ft_tui_ring_init(ft_tui_ring *r, int cap) {
-    memset(r, 0, sizeof *r);
-    return (r->p = ring_alloc(sizeof *r->p, cap, &r->cap)) != NULL;
-}
+/* A ring type's init, free and push over its elements in r->F: RING_FNS(ring, ft_tui_point, p)
+ * defines ft_tui_ring_init, ft_tui_ring_free and ft_tui_ring_push. */
+#define RING_FNS(NAME, T, F)                                                                       \
+    int ft_tui_##NAME##_init(ft_tui_##NAME *r, int cap) {                                          \
+        memset(r, 0, sizeof *r);                                                                   \
+        return (r->F = ring_alloc(sizeof *r->F, cap, &r->cap)) != NULL;                            \
+    }                                                                                              \
+    void ft_tui_##NAME##_free(ft_tui_##NAME *r) {                                                  \
+        free(r->F);                                                                                \
+        memset(r, 0, sizeof *r);                                                                   \
+    }                                                                                              \
+    void ft_tui_##NAME##_push(ft_tui_##NAME *r, T x) {                                             \
+        if (r->cap) r->F[ring_push_slot(&r->head, &r->n, r->cap)] = x;                             \
+    }
 
-void ft_tui_ring_free(ft_tui_ring *r) {
-    free(r->p);
-    memset(r, 0, sizeof *r);
-}
-
-void ft_tui_ring_push(ft_tui_ring *r, ft_tui_point p) {
-    if (r->cap) r->p[ring_push_slot(&r->head, &r->n, r->cap)] = p;
-}
+RING_FNS(ring, ft_tui_point, p)
+RING_FNS(vring, double, v)
 
 const ft_tui_point *ft_tui_ring_at(const ft_tui_ring *r, int i) {
     int k = ring_slot(r->head, r->n, r->cap, i);
     return k < 0 ? NULL : &r->p[k];
 }
 
-int ft_tui_vring_init(ft_tui_vring *r, int cap) {
-    memset(r, 0, sizeof *r);
-    return (r->v = ring_alloc(sizeof *r->v, cap, &r->cap)) != NULL;
-}
-
-void ft_tui_vring_free(ft_tui_vring *r) {
-    free(r->v);
-    memset(r, 0, sizeof *r);
-}
-
-void ft_tui_vring_push(ft_tui_vring *r, double v) {
-    if (r->cap) r->v[ring_push_slot(&r->head, &r->n, r->cap)] = v;
-}
-
 double ft_tui_vring_at(const ft_tui_vring *r, int i) {
     int k = ring_slot(r->head, r->n, r->cap, i);
     return k < 0 ? NAN : r->v[k];
+}
+
+/* ---- growing arrays ---------------------------------------------------------------------- */
+
+/* arr (n elements of elem bytes, room for *cap) with room for one more: doubled when full, from
+ * `first` when empty; NULL when memory is short (arr is left as it was). */
+static void *room_for_one(void *arr, int n, int *cap, int first, size_t elem) {
+    if (n < *cap) return arr;
+    int c = *cap ? 2 * *cap : first;
+    void *p = realloc(arr, elem * (size_t)c);
+    if (p) *cap = c;
+    return p;
 }
 
 /* ---- statistics -------------------------------------------------------------------------- */
@@ -217,13 +219,9 @@ ft_tui_row *ft_tui_model_find(ft_tui_model *m, const char *run) {
 }
 
 static ft_tui_row *row_add(ft_tui_model *m, const char *run) {
-    if (m->nrows == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 16;
-        ft_tui_row *rows = realloc(m->rows, sizeof *rows * (size_t)cap);
-        if (!rows) return NULL;
-        m->rows = rows;
-        m->cap = cap;
-    }
+    ft_tui_row *rows = room_for_one(m->rows, m->nrows, &m->cap, 16, sizeof *rows);
+    if (!rows) return NULL;
+    m->rows = rows;
     ft_tui_row *r = &m->rows[m->nrows++];
     memset(r, 0, sizeof *r);
     row_reset(r, run, m->next_seq++);
@@ -386,6 +384,19 @@ static void apply_runs(ft_tui_model *m, const json_t *runs, double t) {
     }
 }
 
+/* What a row's start event says of every kind of row: when, the op, backend and device, the
+ * preset (the event's field preset_key names it) and the shape. */
+static void row_start(ft_tui_row *r, ft_tui_row_kind kind, const json_t *ev, double t,
+                      const char *preset_key) {
+    r->kind = kind;
+    r->t_start = r->t_last = t;
+    snprintf(r->op, sizeof r->op, "%s", jstr(ev, "op"));
+    snprintf(r->backend, sizeof r->backend, "%s", jstr(ev, "backend"));
+    snprintf(r->preset, sizeof r->preset, "%s", jstr(ev, preset_key));
+    snprintf(r->device, sizeof r->device, "%s", jstr(ev, "device"));
+    shape_text(json_object_get(ev, "dims"), r->shape, sizeof r->shape);
+}
+
 static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, double t) {
     /* Runs of one feed follow each other: a run still open when another starts was lost
      * (killed, or its run_end torn off). */
@@ -393,14 +404,8 @@ static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, do
         ft_tui_row *o = &m->rows[i];
         if (o != r && o->kind == FT_ROW_TUNE && o->state == FT_ROW_RUNNING) o->state = FT_ROW_LOST;
     }
-    r->kind = FT_ROW_TUNE;
-    r->t_start = r->t_last = t;
-    snprintf(r->op, sizeof r->op, "%s", jstr(ev, "op"));
-    snprintf(r->backend, sizeof r->backend, "%s", jstr(ev, "backend"));
-    snprintf(r->preset, sizeof r->preset, "%s", jstr(ev, "preset"));
-    snprintf(r->device, sizeof r->device, "%s", jstr(ev, "device"));
+    row_start(r, FT_ROW_TUNE, ev, t, "preset");
     snprintf(r->strategy, sizeof r->strategy, "%s", jstr(ev, "strategy"));
-    shape_text(json_object_get(ev, "dims"), r->shape, sizeof r->shape);
     r->valid = jint(ev, "space_valid");
     r->resumed = jint(ev, "resumed");
     r->resumed_rejected = jint(ev, "resumed_rejected");
@@ -472,13 +477,9 @@ static ft_tui_rank *rank_entry(ft_tui_row *r, int rank) {
     }
     if (lo < r->nranks && r->ranks[lo].rank == rank) return &r->ranks[lo];
     if (r->nranks >= FT_TUI_MAX_RANKS) return NULL;
-    if (r->nranks == r->ranks_cap) {
-        int cap = r->ranks_cap ? 2 * r->ranks_cap : 8;
-        ft_tui_rank *k = realloc(r->ranks, sizeof *k * (size_t)cap);
-        if (!k) return NULL;
-        r->ranks = k;
-        r->ranks_cap = cap;
-    }
+    ft_tui_rank *ranks = room_for_one(r->ranks, r->nranks, &r->ranks_cap, 8, sizeof *ranks);
+    if (!ranks) return NULL;
+    r->ranks = ranks;
     memmove(&r->ranks[lo + 1], &r->ranks[lo], sizeof *r->ranks * (size_t)(r->nranks - lo));
     r->nranks++;
     ft_tui_rank *k = &r->ranks[lo];
@@ -583,13 +584,7 @@ static void apply_run_end(ft_tui_row *r, const json_t *ev, double t) {
 }
 
 static void apply_watch_start(ft_tui_row *r, const json_t *ev, double t) {
-    r->kind = FT_ROW_WATCH;
-    r->t_start = r->t_last = t;
-    snprintf(r->op, sizeof r->op, "%s", jstr(ev, "op"));
-    snprintf(r->backend, sizeof r->backend, "%s", jstr(ev, "backend"));
-    snprintf(r->device, sizeof r->device, "%s", jstr(ev, "device"));
-    snprintf(r->preset, sizeof r->preset, "%s", jstr(ev, "profile"));
-    shape_text(json_object_get(ev, "dims"), r->shape, sizeof r->shape);
+    row_start(r, FT_ROW_WATCH, ev, t, "profile");
     obj_text(json_object_get(ev, "config"), 0, " ", r->config, sizeof r->config);
     r->profile_median = jnum(ev, "profile_median_s");
     ft_tui_vring_init(&r->window, FT_TUI_WINDOW);

@@ -215,6 +215,18 @@ void ft_doc_put_escaped(FILE *f, const char *s, size_t n, ft_doc_entity entity) 
     }
 }
 
+void ft_doc_put_row(FILE *f, const ft_doc_node *t, int r, const char *open, const char *before,
+                    const char *after, const char *close, ft_doc_entity entity) {
+    fputs(open, f);
+    for (int k = 0; k < t->ncols; k++) {
+        const char *s = ft_doc_cell_at(t, r, k);
+        fputs(before, f);
+        ft_doc_put_escaped(f, s, strlen(s), entity);
+        fputs(after, f);
+    }
+    fputs(close, f);
+}
+
 char *ft_doc_escaped(const char *s, ft_doc_entity entity) {
     size_t n = 1;
     for (const char *p = s; *p; p++) {

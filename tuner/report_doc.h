@@ -118,6 +118,9 @@ typedef const char *(*ft_doc_entity)(unsigned char c);
 void ft_doc_put_escaped(FILE *f, const char *s, size_t n, ft_doc_entity entity);
 /* s with each byte's replacement, or NULL when out of memory; free() it. */
 char *ft_doc_escaped(const char *s, ft_doc_entity entity);
+/* Row r of table t to f: open, each cell escaped between before and after, then close. */
+void ft_doc_put_row(FILE *f, const ft_doc_node *t, int r, const char *open, const char *before,
+                    const char *after, const char *close, ft_doc_entity entity);
 
 /* The writers. */
 void ft_doc_write_html(const ft_doc *d, FILE *f);

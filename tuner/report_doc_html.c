@@ -88,22 +88,10 @@ static void spans_in(FILE *f, const char *tag, const ft_doc_node *n) {
 
 static void table(FILE *f, const ft_doc_node *t) {
     if (!t->nrows) return;
-    fputs("<table>\n<thead><tr>", f);
-    for (int k = 0; k < t->ncols; k++) {
-        fputs("<th>", f);
-        put_xml(f, ft_doc_cell_at(t, 0, k));
-        fputs("</th>", f);
-    }
-    fputs("</tr></thead>\n<tbody>\n", f);
-    for (int r = 1; r < t->nrows; r++) {
-        fputs("<tr>", f);
-        for (int k = 0; k < t->ncols; k++) {
-            fputs("<td>", f);
-            put_xml(f, ft_doc_cell_at(t, r, k));
-            fputs("</td>", f);
-        }
-        fputs("</tr>\n", f);
-    }
+    fputs("<table>\n<thead>", f);
+    ft_doc_put_row(f, t, 0, "<tr>", "<th>", "</th>", "</tr></thead>\n<tbody>\n", xml_entity);
+    for (int r = 1; r < t->nrows; r++)
+        ft_doc_put_row(f, t, r, "<tr>", "<td>", "</td>", "</tr>\n", xml_entity);
     fputs("</tbody>\n</table>\n", f);
 }
 

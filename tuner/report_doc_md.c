@@ -64,13 +64,7 @@ static void spans(FILE *f, const ft_doc_node *n) { ft_doc_spans(f, n, FT_DOC_MD,
 static void table(FILE *f, const ft_doc_node *t) {
     if (!t->nrows || !t->ncols) return;
     for (int r = 0; r < t->nrows; r++) {
-        fputs("|", f);
-        for (int k = 0; k < t->ncols; k++) {
-            fputs(" ", f);
-            put_md(f, ft_doc_cell_at(t, r, k));
-            fputs(" |", f);
-        }
-        fputs("\n", f);
+        ft_doc_put_row(f, t, r, "|", " ", " |", "\n", md_entity);
         if (r == 0) {
             fputs("|", f);
             for (int k = 0; k < t->ncols; k++)

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tuner/t1.h"
 
+#include "core/npy.h"
 #include "core/rng.h"
 
 #include <jansson.h>
@@ -580,29 +581,14 @@ ft_status ft_t1_load(const char *path, const char *kernel_file, ft_t1 **out, ft_
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open (%s)", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 65536;
-            if (cap > T1_MAX_BYTES + 1) cap = T1_MAX_BYTES + 1;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + len, 1, cap - len, f);
-        len += r;
-        if (r == 0) break;
-        if (len > T1_MAX_BYTES) {
-            free(buf);
-            fclose(f);
-            return ft_err_set(err, FT_EFORMAT, "%s: larger than %u MiB: not a T1 file", path,
-                              T1_MAX_BYTES >> 20);
-        }
+    char *buf;
+    size_t len;
+    int got = ft_file_read_all(f, T1_MAX_BYTES, &buf, &len);
+    if (got) {
+        fclose(f);
+        return got < 0 ? ft_err_set(err, FT_ENOMEM, "%s: out of memory", path)
+                       : ft_err_set(err, FT_EFORMAT, "%s: larger than %u MiB: not a T1 file", path,
+                                    T1_MAX_BYTES >> 20);
     }
     int rerr = ferror(f);
     fclose(f);

@@ -64,8 +64,5 @@ const ft_backend ft_backend_cpu = {
     .name = "cpu",
     .summary = "float32 kernels tuned for this CPU: OpenMP threads, OpenBLAS GEMMs",
     .built = 1,
-    .available = cpu_available,
-    .supports = cpu_supports,
-    .space = cpu_space,
-    .run = cpu_run,
+    FT_BACKEND_HOOKS(cpu),
 };

@@ -151,6 +151,11 @@ typedef struct ft_backend {
     ft_status (*bind_device)(ft_call *c, int i, void *dptr, ft_err *err);
 } ft_backend;
 
+/* The hooks every backend has, named after its prefix: FT_BACKEND_HOOKS(cpu) sets available,
+ * supports, space and run to cpu_available, cpu_supports, cpu_space and cpu_run. */
+#define FT_BACKEND_HOOKS(P)                                                                        \
+    .available = P##_available, .supports = P##_supports, .space = P##_space, .run = P##_run
+
 enum { FT_MEM_H2D = 0, FT_MEM_D2H = 1, FT_MEM_D2D = 2 };
 
 /* Time `reps` calls with the backend's clock (timed() when it has one, else the host clock

@@ -690,33 +690,19 @@ ft_status ft_profile_load(const char *path, ft_profile **out, ft_err *err) {
         }
         return ft_err_set(err, FT_EIO, "%s: cannot read: %s", path, strerror(errno));
     }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len > (size_t)FT_PROFILE_MAX_BYTES) { /* a pipe, or a file that grew */
-            free(buf);
-            fclose(f);
-            return ft_err_set(err, FT_EIO,
-                              "%s: more than %lld MiB, more than a profile may have: not a "
-                              "profile",
-                              path, FT_PROFILE_MAX_BYTES >> 20);
-        }
-        if (len == cap) {
-            size_t ncap = cap ? 2 * cap : 65536;
-            if (ncap > (size_t)FT_PROFILE_MAX_BYTES + 65536)
-                ncap = (size_t)FT_PROFILE_MAX_BYTES + 65536;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return ft_err_set(err, FT_ENOMEM, "%s: out of memory reading it", path);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
+    char *buf;
+    size_t len;
+    int got = ft_file_read_all(f, (size_t)FT_PROFILE_MAX_BYTES, &buf, &len);
+    if (got < 0) {
+        fclose(f);
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory reading it", path);
+    }
+    if (got > 0) { /* a pipe, or a file that grew */
+        fclose(f);
+        return ft_err_set(err, FT_EIO,
+                          "%s: more than %lld MiB, more than a profile may have: not a "
+                          "profile",
+                          path, FT_PROFILE_MAX_BYTES >> 20);
     }
     int bad = ferror(f);
     int saved = errno;

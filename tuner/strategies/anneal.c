@@ -135,28 +135,13 @@ static int restart_point(ft_strategy *st) {
  * the model speaks, the one of them farthest from everything known. */
 static int fresh_point(ft_strategy *st) {
     const anneal_state *a = st->state;
-    int best = -1, bestd = -1;
     if (ft_model_ready(st)) {
+        int best = -1;
         for (int draw = 0; draw < a->o.restart_draws; draw++)
             best = ft_model_pick(st, best, ft_grid_random_untaken(st));
         return best;
     }
-    for (int draw = 0; draw < a->o.restart_draws; draw++) {
-        int c = ft_grid_random_untaken(st);
-        if (c < 0) return -1;
-        int d = st->nparams * 64;
-        for (int k = 0; k < st->nc; k++)
-            if (st->known[k]) {
-                int e = ft_grid_distance(st, st->pos + (size_t)c * st->nparams,
-                                         st->pos + (size_t)k * st->nparams);
-                if (e < d) d = e;
-            }
-        if (d > bestd) {
-            best = c;
-            bestd = d;
-        }
-    }
-    return best;
+    return ft_grid_farthest_draw(st, a->o.restart_draws, st->known, st->nparams * 64);
 }
 
 static int anneal_next(ft_strategy *st) {
@@ -228,12 +213,8 @@ static void anneal_report(ft_strategy *st, int i, int again) {
 }
 
 const ft_strategy_type ft_strategy_anneal = {
-    .name = "anneal",
+    FT_STRATEGY(anneal),
     .summary = "simulated annealing over one-parameter-step neighbours",
-    .defaults = &anneal_defaults,
-    .opts_size = sizeof(ft_anneal_opts),
-    .opts_offset = offsetof(ft_strategy_opts, anneal),
-    .init = anneal_init,
-    .next = anneal_next,
+    FT_STRATEGY_OPTS(anneal),
     .report = anneal_report,
 };

@@ -471,23 +471,7 @@ static void weigh_cost(const ft_strategy *st, bayes_state *b, double *w) {
 /* Of the untaken candidates, the draw farthest (grid distance) from everything taken, over a
  * few draws. */
 static int spread_pick(ft_strategy *st) {
-    int best = -1, bestd = -1;
-    for (int t = 0; t < 16; t++) {
-        int c = ft_grid_random_untaken(st);
-        if (c < 0) break;
-        int d = 1 << 30;
-        for (int o = 0; o < st->nc && st->ntaken; o++) {
-            if (!st->taken[o]) continue;
-            int e = ft_grid_distance(st, st->pos + (size_t)c * st->nparams,
-                                     st->pos + (size_t)o * st->nparams);
-            if (e < d) d = e;
-        }
-        if (d > bestd) {
-            bestd = d;
-            best = c;
-        }
-    }
-    return best;
+    return ft_grid_farthest_draw(st, 16, st->taken, 1 << 30);
 }
 
 /* The untaken candidate with the largest weighted improvement (ties: the first after a random
@@ -629,13 +613,9 @@ static int bayes_init(ft_strategy *st, const void *opts) {
 }
 
 const ft_strategy_type ft_strategy_bayes = {
-    .name = "bayes",
+    FT_STRATEGY(bayes),
     .summary = "Bayesian optimisation: a Gaussian process on log time, expected improvement",
-    .defaults = &bayes_defaults,
-    .opts_size = sizeof(ft_bayes_opts),
-    .opts_offset = offsetof(ft_strategy_opts, bayes),
-    .init = bayes_init,
-    .next = bayes_next,
+    FT_STRATEGY_OPTS(bayes),
     .report = bayes_report,
     .batch = bayes_batch,
     .expected_gain = bayes_gain,

@@ -173,12 +173,8 @@ static int evolve_next(ft_strategy *st) {
 }
 
 const ft_strategy_type ft_strategy_evolve = {
-    .name = "evolve",
+    FT_STRATEGY(evolve),
     .summary = "evolutionary: tournament selection, crossover, mutation",
-    .defaults = &evolve_defaults,
-    .opts_size = sizeof(ft_evolve_opts),
-    .opts_offset = offsetof(ft_strategy_opts, evolve),
-    .init = evolve_init,
-    .next = evolve_next,
+    FT_STRATEGY_OPTS(evolve),
     .report = evolve_report,
 };

@@ -19,16 +19,10 @@ static int exhaustive_init(ft_strategy *st, const void *opts) {
 
 static int exhaustive_next(ft_strategy *st) {
     exhaustive_state *x = st->state;
-    while (x->scan < st->nc) {
-        int c = x->scan++;
-        if (!st->taken[c]) return ft_grid_propose(st, c);
-    }
-    return -1;
+    return ft_grid_propose_next(st, NULL, st->nc, &x->scan);
 }
 
 const ft_strategy_type ft_strategy_exhaustive = {
-    .name = "exhaustive",
+    FT_STRATEGY(exhaustive),
     .summary = "every candidate, in space order",
-    .init = exhaustive_init,
-    .next = exhaustive_next,
 };

@@ -187,3 +187,32 @@ int ft_grid_propose(ft_strategy *st, int c) {
     }
     return c;
 }
+
+int ft_grid_propose_next(ft_strategy *st, const int *order, int n, int *at) {
+    while (*at < n) {
+        int c = order ? order[*at] : *at;
+        ++*at;
+        if (!st->taken[c]) return ft_grid_propose(st, c);
+    }
+    return -1;
+}
+
+int ft_grid_farthest_draw(ft_strategy *st, int draws, const unsigned char *from, int none) {
+    int best = -1, bestd = -1;
+    for (int draw = 0; draw < draws; draw++) {
+        int c = ft_grid_random_untaken(st);
+        if (c < 0) break;
+        int d = none;
+        for (int k = 0; k < st->nc; k++)
+            if (from[k]) {
+                int e = ft_grid_distance(st, st->pos + (size_t)c * st->nparams,
+                                         st->pos + (size_t)k * st->nparams);
+                if (e < d) d = e;
+            }
+        if (d > bestd) {
+            best = c;
+            bestd = d;
+        }
+    }
+    return best;
+}

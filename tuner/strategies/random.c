@@ -31,16 +31,10 @@ static int random_init(ft_strategy *st, const void *opts) {
 
 static int random_next(ft_strategy *st) {
     random_state *x = st->state;
-    while (x->scan < st->nc) {
-        int c = x->perm[x->scan++];
-        if (!st->taken[c]) return ft_grid_propose(st, c);
-    }
-    return -1;
+    return ft_grid_propose_next(st, x->perm, st->nc, &x->scan);
 }
 
 const ft_strategy_type ft_strategy_random = {
-    .name = "random",
+    FT_STRATEGY(random),
     .summary = "uniform without replacement",
-    .init = random_init,
-    .next = random_next,
 };

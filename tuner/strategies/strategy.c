@@ -156,11 +156,7 @@ ft_strategy *ft_strategy_new(ft_strategy_kind kind, const ft_space *s, const ft_
 
 /* The next warm-start candidate not yet taken, proposed; -1 when they are spent. */
 static int next_warm(ft_strategy *st) {
-    while (st->warm_at < st->nwarm) {
-        int c = st->warm[st->warm_at++];
-        if (!st->taken[c]) return ft_grid_propose(st, c);
-    }
-    return -1;
+    return ft_grid_propose_next(st, st->warm, st->nwarm, &st->warm_at);
 }
 
 int ft_strategy_next(ft_strategy *st) {

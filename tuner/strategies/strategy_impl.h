@@ -40,6 +40,14 @@ typedef struct ft_strategy_type {
     double (*expected_gain)(ft_strategy *st);
 } ft_strategy_type;
 
+/* The fields of a strategy's table named after it, as FT_STRATEGY(anneal): its name "anneal"
+ * and anneal_init, anneal_next; and of one with options, FT_STRATEGY_OPTS(anneal): its defaults
+ * anneal_defaults, of type ft_anneal_opts, at ft_strategy_opts.anneal. */
+#define FT_STRATEGY(P) .name = #P, .init = P##_init, .next = P##_next
+#define FT_STRATEGY_OPTS(P)                                                                        \
+    .defaults = &P##_defaults, .opts_size = sizeof(ft_##P##_opts),                                 \
+    .opts_offset = offsetof(ft_strategy_opts, P)
+
 extern const ft_strategy_type ft_strategy_exhaustive, ft_strategy_random, ft_strategy_anneal,
     ft_strategy_evolve, ft_strategy_bayes;
 
@@ -103,6 +111,13 @@ int ft_grid_nearest(ft_strategy *st, const signed char *target, int untaken_only
 int ft_grid_random_untaken(ft_strategy *st);
 /* Marks c (when >= 0) proposed and returns it. */
 int ft_grid_propose(ft_strategy *st, int c);
+/* The first candidate from position *at of order (n of them; NULL: every candidate, in space
+ * order) that is not taken, proposed, with *at moved past it; -1 when the order is spent. */
+int ft_grid_propose_next(ft_strategy *st, const int *order, int n, int *at);
+/* Of `draws` untaken candidates drawn in turn, the one farthest (grid distance) from every
+ * candidate marked in `from` (the first of the farthest; `none` is the distance when nothing is
+ * marked); -1 when no candidate is untaken. */
+int ft_grid_farthest_draw(ft_strategy *st, int draws, const unsigned char *from, int none);
 
 /* ---- the score model (model.c) ------------------------------------------------------------- */
 
