@@ -445,13 +445,12 @@ static int dl_check_smem(const void *ctx, char *why, size_t n) {
       "shared memory per block <= 227 KiB (stage=smem: rows_per_block*T*H elements of x "          \
       "forward, floats of dx backward)")
 
-static const char *const dl_constraints[] = {DL_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check dl_checks[] = {DL_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(dl, DL_RULES);
 
 static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     dl_check v = {.c = c, .cfg = cfg, .bwd = c->backward};
     dl_geom_of(c, cfg, fus_elems(c, c->dim[DL_H], cfg->v[FUS_DL_P_VEC], NULL, 0), &v.g);
-    return ft_cuda_rules_check(dl_checks, sizeof dl_checks / sizeof dl_checks[0], &v, why, n);
+    return FT_CUDA_RULES_CHECK(dl, &v, why, n);
 }
 
 /* ---- modules and launches ---- */
@@ -689,13 +688,12 @@ static int dh_check_block(const void *ctx, char *why, size_t n) {
     X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
             "the GPU)")
 
-static const char *const dh_constraints[] = {DH_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check dh_checks[] = {DH_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(dh, DH_RULES);
 
 static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     dh_check v = {.c = c, .cfg = cfg};
     dh_geom_of(c, cfg, fus_elems(c, c->dim[DH_H], cfg->v[FUS_DH_P_VEC], NULL, 0), &v.g);
-    return ft_cuda_rules_check(dh_checks, sizeof dh_checks / sizeof dh_checks[0], &v, why, n);
+    return FT_CUDA_RULES_CHECK(dh, &v, why, n);
 }
 
 /* ---- modules and launches ---- */
