@@ -312,13 +312,12 @@ static int dec_check_smem(const void *ctx, char *why, size_t n) {
       "shared memory per block <= 227 KiB (2*stages*keys_per_tile rows of K/V, mma: + the Q "      \
       "tile)")
 
-static const char *const dec_constraints[] = {DEC_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check dec_checks[] = {DEC_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(dec, DEC_RULES);
 
 static int dec_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     dec_check v = {.c = c, .cfg = cfg};
     dec_geom_of(c, cfg, &v.g);
-    return ft_cuda_rules_check(dec_checks, sizeof dec_checks / sizeof dec_checks[0], &v, why, n);
+    return FT_CUDA_RULES_CHECK(dec, &v, why, n);
 }
 
 /* The launchers of attention_decode.cu's kernels. */
@@ -519,13 +518,12 @@ static int kv_check_batched(const void *ctx, char *why, size_t n) {
     X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
             "the GPU)")
 
-static const char *const kv_constraints[] = {KV_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check kv_checks[] = {KV_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(kv, KV_RULES);
 
 static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     kv_geom g;
     kv_geom_of(c, cfg, &g);
-    return ft_cuda_rules_check(kv_checks, sizeof kv_checks / sizeof kv_checks[0], &g, why, n);
+    return FT_CUDA_RULES_CHECK(kv, &g, why, n);
 }
 
 /* The launchers of kvproj.cu's kernels. */

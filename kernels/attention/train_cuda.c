@@ -308,13 +308,12 @@ static int tr_check_smem(const void *ctx, char *why, size_t n) {
                     "(ceil(rows/16)), and warps=2 or warps/2 < tiles (no warps idle by half)")     \
     X(tr_check_smem, "shared memory per block <= 227 KiB for each kernel the config launches")
 
-static const char *const tr_constraints[] = {TR_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check tr_checks[] = {TR_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(tr, TR_RULES);
 
 static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     tr_check v = {.c = c, .cfg = cfg, .bwd = c->backward};
     tr_geom_of(c, cfg, &v.g);
-    return ft_cuda_rules_check(tr_checks, sizeof tr_checks / sizeof tr_checks[0], &v, why, n);
+    return FT_CUDA_RULES_CHECK(tr, &v, why, n);
 }
 
 static void tr_spec(const ft_call *c, ft_dt dt, const tr_geom *g, ft_cuda_module_spec *s) {

@@ -299,18 +299,7 @@ static void cu_close(ft_dev *dev) {
     free(d);
 }
 
-static const ft_dev_ops cuda_ops = {.close = cu_close,
-                                    .alloc = cu_alloc,
-                                    .free = cu_free,
-                                    .copy = cu_copy,
-                                    .memset = cu_memset,
-                                    .sync = cu_sync,
-                                    .compile = cu_compile,
-                                    .prepare = cu_prepare,
-                                    .compile_file = cu_compile_file,
-                                    .symbol_write = cu_symbol_write,
-                                    .kernel_info = cu_kernel_info,
-                                    .launch = cu_launch};
+static const ft_dev_ops cuda_ops = FT_DEV_OPS(cu);
 
 /* The NVRTC target for a compute capability: the architecture-specific variant ('a') on the
  * chips that have one, so kernels may use their features. */

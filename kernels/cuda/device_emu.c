@@ -911,18 +911,7 @@ static void emu_close(ft_dev *dev) {
     free(d);
 }
 
-static const ft_dev_ops emu_ops = {.close = emu_close,
-                                   .alloc = emu_alloc,
-                                   .free = emu_free,
-                                   .copy = emu_copy,
-                                   .memset = emu_memset,
-                                   .sync = emu_sync,
-                                   .compile = emu_compile,
-                                   .prepare = emu_prepare,
-                                   .compile_file = emu_compile_file,
-                                   .symbol_write = emu_symbol_write,
-                                   .kernel_info = emu_kernel_info,
-                                   .launch = emu_launch};
+static const ft_dev_ops emu_ops = FT_DEV_OPS(emu);
 
 static ft_status env_number(const char *var, unsigned long long lo, unsigned long long hi,
                             unsigned long long *out, ft_err *err) {

@@ -33,6 +33,13 @@ typedef struct ft_dev_ops {
     ft_status (*launch)(ft_dev *d, ft_dev_module *m, const char *kernel, ft_dim3 grid,
                         ft_dim3 block, size_t smem, void **args, ft_err *err);
 } ft_dev_ops;
+/* The table of a backend whose functions are named after one prefix P: P_close, P_alloc, ...,
+ * P_launch. */
+#define FT_DEV_OPS(P)                                                                              \
+    {.close = P##_close, .alloc = P##_alloc, .free = P##_free, .copy = P##_copy,                   \
+     .memset = P##_memset, .sync = P##_sync, .compile = P##_compile, .prepare = P##_prepare,       \
+     .compile_file = P##_compile_file, .symbol_write = P##_symbol_write,                           \
+     .kernel_info = P##_kernel_info, .launch = P##_launch}
 
 /* What ft_dev_compile does first when a pool compiles this device's modules ahead
  * (prefetch.c): wait for the module there (moving it to the front of the queue when it is still

@@ -80,63 +80,37 @@ __device__ __forceinline__ void ft_mma_m16n8k16_bf16(float *d, const uint32_t *a
 __device__ __forceinline__ unsigned ft_smem_addr_(const void *p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
-__device__ __forceinline__ void ft_ldmatrix_x1(uint32_t *r, const void *row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
-                 : "=r"(r[0])
-                 : "r"(ft_smem_addr_(row))
-                 : "memory");
-}
-__device__ __forceinline__ void ft_ldmatrix_x2(uint32_t *r, const void *row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(ft_smem_addr_(row))
-                 : "memory");
-}
-__device__ __forceinline__ void ft_ldmatrix_x4(uint32_t *r, const void *row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(ft_smem_addr_(row))
-                 : "memory");
-}
-__device__ __forceinline__ void ft_ldmatrix_x1_trans(uint32_t *r, const void *row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
-                 : "=r"(r[0])
-                 : "r"(ft_smem_addr_(row))
-                 : "memory");
-}
-__device__ __forceinline__ void ft_ldmatrix_x2_trans(uint32_t *r, const void *row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(ft_smem_addr_(row))
-                 : "memory");
-}
-__device__ __forceinline__ void ft_ldmatrix_x4_trans(uint32_t *r, const void *row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(ft_smem_addr_(row))
-                 : "memory");
-}
+/* ldmatrix of 1, 2 or 4 8x8 b16 matrices (.trans: transposed), a register each; the outputs
+ * are the variadic arguments. */
+#define FT_LDMATRIX_(name, shape, operands, ...)                                                   \
+    __device__ __forceinline__ void name(uint32_t *r, const void *row) {                           \
+        asm volatile("ldmatrix.sync.aligned.m8n8." shape ".shared.b16 " operands ";\n"             \
+                     : __VA_ARGS__                                                                 \
+                     : "r"(ft_smem_addr_(row))                                                     \
+                     : "memory");                                                                  \
+    }
+FT_LDMATRIX_(ft_ldmatrix_x1, "x1", "{%0}, [%1]", "=r"(r[0]))
+FT_LDMATRIX_(ft_ldmatrix_x2, "x2", "{%0,%1}, [%2]", "=r"(r[0]), "=r"(r[1]))
+FT_LDMATRIX_(ft_ldmatrix_x4, "x4", "{%0,%1,%2,%3}, [%4]", "=r"(r[0]), "=r"(r[1]), "=r"(r[2]),
+             "=r"(r[3]))
+FT_LDMATRIX_(ft_ldmatrix_x1_trans, "x1.trans", "{%0}, [%1]", "=r"(r[0]))
+FT_LDMATRIX_(ft_ldmatrix_x2_trans, "x2.trans", "{%0,%1}, [%2]", "=r"(r[0]), "=r"(r[1]))
+FT_LDMATRIX_(ft_ldmatrix_x4_trans, "x4.trans", "{%0,%1,%2,%3}, [%4]", "=r"(r[0]), "=r"(r[1]),
+             "=r"(r[2]), "=r"(r[3]))
 
-__device__ __forceinline__ void ft_cp_async_ca4(void *dst, const void *src, int src_bytes = 4) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(ft_smem_addr_(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void ft_cp_async_ca8(void *dst, const void *src, int src_bytes = 8) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(ft_smem_addr_(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void ft_cp_async_ca16(void *dst, const void *src, int src_bytes = 16) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(ft_smem_addr_(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void ft_cp_async_cg16(void *dst, const void *src, int src_bytes = 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(ft_smem_addr_(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
-                 : "memory");
-}
+/* cp.async of n bytes (.ca: cached in L1, .cg: L2 only), src_bytes of them read, the rest zero. */
+#define FT_CP_ASYNC_(name, cache, n)                                                               \
+    __device__ __forceinline__ void name(void *dst, const void *src, int src_bytes = n) {          \
+        asm volatile("cp.async." cache ".shared.global [%0], [%1], " #n ", %2;\n"                  \
+                     ::"r"(ft_smem_addr_(dst)), "l"(__cvta_generic_to_global(src)), "r"(src_bytes) \
+                     : "memory");                                                                  \
+    }
+FT_CP_ASYNC_(ft_cp_async_ca4, "ca", 4)
+FT_CP_ASYNC_(ft_cp_async_ca8, "ca", 8)
+FT_CP_ASYNC_(ft_cp_async_ca16, "ca", 16)
+FT_CP_ASYNC_(ft_cp_async_cg16, "cg", 16)
+#undef FT_LDMATRIX_
+#undef FT_CP_ASYNC_
 __device__ __forceinline__ void ft_cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -161,36 +135,26 @@ static inline void ft_mma_m16n8k16_bf16(float *d, const uint32_t *a, const uint3
                                         const float *c, FT_EMU_SITE) {
     ft_emu::mma_m16n8k16_bf16(d, a, b, c, ft_file_, ft_line_);
 }
-static inline void ft_ldmatrix_x1(uint32_t *r, const void *row, FT_EMU_SITE) {
-    ft_emu::ldmatrix<1, false>(r, row, ft_file_, ft_line_);
-}
-static inline void ft_ldmatrix_x2(uint32_t *r, const void *row, FT_EMU_SITE) {
-    ft_emu::ldmatrix<2, false>(r, row, ft_file_, ft_line_);
-}
-static inline void ft_ldmatrix_x4(uint32_t *r, const void *row, FT_EMU_SITE) {
-    ft_emu::ldmatrix<4, false>(r, row, ft_file_, ft_line_);
-}
-static inline void ft_ldmatrix_x1_trans(uint32_t *r, const void *row, FT_EMU_SITE) {
-    ft_emu::ldmatrix<1, true>(r, row, ft_file_, ft_line_);
-}
-static inline void ft_ldmatrix_x2_trans(uint32_t *r, const void *row, FT_EMU_SITE) {
-    ft_emu::ldmatrix<2, true>(r, row, ft_file_, ft_line_);
-}
-static inline void ft_ldmatrix_x4_trans(uint32_t *r, const void *row, FT_EMU_SITE) {
-    ft_emu::ldmatrix<4, true>(r, row, ft_file_, ft_line_);
-}
-static inline void ft_cp_async_ca4(void *dst, const void *src, int src_bytes = 4, FT_EMU_SITE) {
-    ft_emu::cp_async(dst, src, 4, src_bytes, ft_file_, ft_line_);
-}
-static inline void ft_cp_async_ca8(void *dst, const void *src, int src_bytes = 8, FT_EMU_SITE) {
-    ft_emu::cp_async(dst, src, 8, src_bytes, ft_file_, ft_line_);
-}
-static inline void ft_cp_async_ca16(void *dst, const void *src, int src_bytes = 16, FT_EMU_SITE) {
-    ft_emu::cp_async(dst, src, 16, src_bytes, ft_file_, ft_line_);
-}
-static inline void ft_cp_async_cg16(void *dst, const void *src, int src_bytes = 16, FT_EMU_SITE) {
-    ft_emu::cp_async(dst, src, 16, src_bytes, ft_file_, ft_line_);
-}
+#define FT_EMU_LDMATRIX_(name, n, trans)                                                           \
+    static inline void name(uint32_t *r, const void *row, FT_EMU_SITE) {                           \
+        ft_emu::ldmatrix<n, trans>(r, row, ft_file_, ft_line_);                                    \
+    }
+FT_EMU_LDMATRIX_(ft_ldmatrix_x1, 1, false)
+FT_EMU_LDMATRIX_(ft_ldmatrix_x2, 2, false)
+FT_EMU_LDMATRIX_(ft_ldmatrix_x4, 4, false)
+FT_EMU_LDMATRIX_(ft_ldmatrix_x1_trans, 1, true)
+FT_EMU_LDMATRIX_(ft_ldmatrix_x2_trans, 2, true)
+FT_EMU_LDMATRIX_(ft_ldmatrix_x4_trans, 4, true)
+#define FT_EMU_CP_ASYNC_(name, n)                                                                  \
+    static inline void name(void *dst, const void *src, int src_bytes = n, FT_EMU_SITE) {          \
+        ft_emu::cp_async(dst, src, n, src_bytes, ft_file_, ft_line_);                              \
+    }
+FT_EMU_CP_ASYNC_(ft_cp_async_ca4, 4)
+FT_EMU_CP_ASYNC_(ft_cp_async_ca8, 8)
+FT_EMU_CP_ASYNC_(ft_cp_async_ca16, 16)
+FT_EMU_CP_ASYNC_(ft_cp_async_cg16, 16)
+#undef FT_EMU_LDMATRIX_
+#undef FT_EMU_CP_ASYNC_
 static inline void ft_cp_async_commit() {}
 template <int N> static inline void ft_cp_async_wait() {}
 static inline void ft_cp_async_wait_all() {}
@@ -251,23 +215,20 @@ template <typename T> __device__ __forceinline__ void ft_vst(void *p, const T &v
 #endif
 }
 
-/* Vector loads and stores: p must be aligned to the vector's size (the emulator checks). */
-__device__ __forceinline__ float4 ft_ld_float4(const float *p FT_SITE_) {
-    FT_ASSUME_ALIGNED_(p, 16, "a float4 load");
-    return ft_vld<float4>(p);
-}
-__device__ __forceinline__ void ft_st_float4(float *p, float4 v FT_SITE_) {
-    FT_ASSUME_ALIGNED_(p, 16, "a float4 store");
-    ft_vst(p, v);
-}
-__device__ __forceinline__ __nv_bfloat162 ft_ld_bf16x2(const __nv_bfloat16 *p FT_SITE_) {
-    FT_ASSUME_ALIGNED_(p, 4, "a bf16x2 load");
-    return ft_vld<__nv_bfloat162>(p);
-}
-__device__ __forceinline__ void ft_st_bf16x2(__nv_bfloat16 *p, __nv_bfloat162 v FT_SITE_) {
-    FT_ASSUME_ALIGNED_(p, 4, "a bf16x2 store");
-    ft_vst(p, v);
-}
+/* Vector loads and stores: p must be aligned to the vector's size (the emulator checks). The
+ * load `ld` and the store `st` of vectors V of elements E, `bytes` long. */
+#define FT_VEC_ACCESS_(ld, st, E, V, bytes, what)                                                  \
+    __device__ __forceinline__ V ld(const E *p FT_SITE_) {                                         \
+        FT_ASSUME_ALIGNED_(p, bytes, "a " what " load");                                           \
+        return ft_vld<V>(p);                                                                       \
+    }                                                                                              \
+    __device__ __forceinline__ void st(E *p, V v FT_SITE_) {                                       \
+        FT_ASSUME_ALIGNED_(p, bytes, "a " what " store");                                          \
+        ft_vst(p, v);                                                                              \
+    }
+FT_VEC_ACCESS_(ft_ld_float4, ft_st_float4, float, float4, 16, "float4")
+FT_VEC_ACCESS_(ft_ld_bf16x2, ft_st_bf16x2, __nv_bfloat16, __nv_bfloat162, 4, "bf16x2")
+#undef FT_VEC_ACCESS_
 /* Eight bf16 (one 16-byte load) widened to floats. */
 __device__ __forceinline__ void ft_ld_bf16x8(const __nv_bfloat16 *p, float *out FT_SITE_) {
     FT_ASSUME_ALIGNED_(p, 16, "a bf16x8 load");

@@ -93,19 +93,12 @@ typedef struct ft_gemm_desc {
  * code asks for. */
 static inline ft_gemm_desc ft_gemm_one(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                                        int64_t lda, int64_t ldb, ft_dt ab, ft_dt c, float beta) {
-    return (ft_gemm_desc){.trans_a = trans_a,
-                          .trans_b = trans_b,
-                          .M = M,
-                          .N = N,
-                          .K = K,
-                          .lda = lda,
-                          .ldb = ldb,
-                          .ldc = N,
-                          .batch = 1,
-                          .ab = ab,
-                          .c = c,
-                          .alpha = 1.0f,
-                          .beta = beta};
+    /* A line each for the transposes, the shape and layout, the types and scalars. */
+    /* clang-format off */
+    return (ft_gemm_desc){.trans_a = trans_a, .trans_b = trans_b,
+                          .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = N, .batch = 1,
+                          .ab = ab, .c = c, .alpha = 1.0f, .beta = beta};
+    /* clang-format on */
 }
 
 /* `algo` is the rank of the algorithm among cuBLASLt's heuristic candidates for this GEMM (0 is

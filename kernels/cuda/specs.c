@@ -43,109 +43,79 @@
  * datasheet's FP32 figure). */
 #define FT_CLOCK(hz) .sm_clock_hz = (hz), .l2_bw = FT_L2_BYTES_PER_CLOCK * (hz)
 
+/* An architecture: its name and compute capability, threads and blocks per SM, shared memory
+ * per SM and per block (opt-in), KiB; the limits all share. */
+#define FT_ARCH(name, major, minor, threads, blocks, smem_kib, optin_kib)                          \
+    .arch = name, .cc_major = major, .cc_minor = minor, .max_threads_per_sm = threads,             \
+    .max_blocks_per_sm = blocks, .smem_per_sm = (smem_kib) * KIB,                                  \
+    .smem_per_block_optin = (optin_kib) * KIB, FT_SM80_PLUS
+
 /* Each architecture's per-SM limits, from its tuning guide. Ampere: up to 164 KB shared memory
  * per SM, 163 KB per block, 32 blocks and 2048 threads per SM. */
-#define FT_ARCH_SM80                                                                               \
-    .arch = "sm_80", .cc_major = 8, .cc_minor = 0, .max_threads_per_sm = 2048,                     \
-    .max_blocks_per_sm = 32, .smem_per_sm = 164 * KIB, .smem_per_block_optin = 163 * KIB,          \
-    FT_SM80_PLUS
+#define FT_ARCH_SM80 FT_ARCH("sm_80", 8, 0, 2048, 32, 164, 163)
 /* GA10x (compute capability 8.6): 100 KB shared memory per SM, 99 KB per block, 16 blocks and
  * 1536 threads per SM. */
-#define FT_ARCH_SM86                                                                               \
-    .arch = "sm_86", .cc_major = 8, .cc_minor = 6, .max_threads_per_sm = 1536,                     \
-    .max_blocks_per_sm = 16, .smem_per_sm = 100 * KIB, .smem_per_block_optin = 99 * KIB,           \
-    FT_SM80_PLUS
+#define FT_ARCH_SM86 FT_ARCH("sm_86", 8, 6, 1536, 16, 100, 99)
 /* Ada: 100 KB shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM. */
-#define FT_ARCH_SM89                                                                               \
-    .arch = "sm_89", .cc_major = 8, .cc_minor = 9, .max_threads_per_sm = 1536,                     \
-    .max_blocks_per_sm = 24, .smem_per_sm = 100 * KIB, .smem_per_block_optin = 99 * KIB,           \
-    FT_SM80_PLUS
+#define FT_ARCH_SM89 FT_ARCH("sm_89", 8, 9, 1536, 24, 100, 99)
 /* Hopper: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. */
-#define FT_ARCH_SM90A                                                                              \
-    .arch = "sm_90a", .cc_major = 9, .cc_minor = 0, .max_threads_per_sm = 2048,                    \
-    .max_blocks_per_sm = 32, .smem_per_sm = 228 * KIB, .smem_per_block_optin = 227 * KIB,          \
-    FT_SM80_PLUS
+#define FT_ARCH_SM90A FT_ARCH("sm_90a", 9, 0, 2048, 32, 228, 227)
 /* Blackwell: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. */
-#define FT_ARCH_SM100A                                                                             \
-    .arch = "sm_100a", .cc_major = 10, .cc_minor = 0, .max_threads_per_sm = 2048,                  \
-    .max_blocks_per_sm = 32, .smem_per_sm = 228 * KIB, .smem_per_block_optin = 227 * KIB,          \
-    FT_SM80_PLUS
+#define FT_ARCH_SM100A FT_ARCH("sm_100a", 10, 0, 2048, 32, 228, 227)
 
-/* One row a device: its names, its architecture, and its datasheet's numbers. (Laid out by
- * hand: a row a device reads as a table; the formatter would give each field its own line.) */
+/* One row a device: its name, aliases and model string, its architecture, then its
+ * datasheet's numbers: SMs, L2 bytes, memory bytes, DRAM bandwidth (bytes/s), dense bf16
+ * FLOP/s, boost clock (Hz). (Laid out by hand, a line a device past the column limit, so the
+ * table reads as one; the formatter would break the rows.) */
+#define FT_GPU(nm, al, mdl, arch_, sms, l2, mem, bw, bf16, clock_hz)                               \
+    {.name = nm, .aliases = al, .model = mdl, arch_, .sm_count = sms, .l2_bytes = l2,              \
+     .mem_bytes = (size_t)(mem), .mem_bw = bw, .bf16_flops = bf16, FT_CLOCK(clock_hz)}
 /* clang-format off */
 static const ft_gpu_spec specs[] = {
     /* A100 SXM4 80GB. NVIDIA A100 datasheet: 80 GB HBM2e, 2,039 GB/s, BF16 Tensor Core
      * 312 TFLOPS (624 with sparsity). A100 whitepaper: 108 SMs, 40 MB L2, boost clock
      * 1410 MHz (FP32 19.5 TFLOPS = 108 x 64 x 2 x 1.41 GHz). */
-    {.name = "a100", .aliases = "a100-sxm a100-80gb a100-sxm4",
-     .model = "NVIDIA A100-SXM4-80GB", FT_ARCH_SM80, .sm_count = 108,
-     .l2_bytes = 40 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 2039e9, .bf16_flops = 312e12,
-     FT_CLOCK(1410e6)},
+    FT_GPU("a100", "a100-sxm a100-80gb a100-sxm4", "NVIDIA A100-SXM4-80GB", FT_ARCH_SM80, 108, 40 * MIB, 80e9, 2039e9, 312e12, 1410e6),
     /* H100 SXM5 80GB. NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, BF16 Tensor Core
      * 1,979 TFLOPS with sparsity (989.5 dense), FP32 67 TFLOPS: a 1.98 GHz boost clock.
      * H100 whitepaper: 132 SMs in the SXM5 part, 50 MB L2. */
-    {.name = "h100", .aliases = "h100-sxm h100-sxm5 h100-80gb",
-     .model = "NVIDIA H100 80GB HBM3", FT_ARCH_SM90A, .sm_count = 132,
-     .l2_bytes = 50 * MIB, .mem_bytes = (size_t)80e9, .mem_bw = 3.35e12, .bf16_flops = 989.5e12,
-     FT_CLOCK(1980e6)},
+    FT_GPU("h100", "h100-sxm h100-sxm5 h100-80gb", "NVIDIA H100 80GB HBM3", FT_ARCH_SM90A, 132, 50 * MIB, 80e9, 3.35e12, 989.5e12, 1980e6),
     /* H200 SXM 141GB. NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, BF16 Tensor Core
      * 1,979 TFLOPS with sparsity (989.5 dense), FP32 67 TFLOPS (1.98 GHz, as the H100's).
      * The same GH100 SMs as the H100 SXM5 (132 SMs)
      * but 60 MiB of L2, as the CUDA runtime reports on an H200 (checked by
      * test_cuda_occupancy). */
-    {.name = "h200", .aliases = "h200-sxm h200-141gb",
-     .model = "NVIDIA H200", FT_ARCH_SM90A, .sm_count = 132,
-     .l2_bytes = 60 * MIB, .mem_bytes = (size_t)141e9, .mem_bw = 4.8e12, .bf16_flops = 989.5e12,
-     FT_CLOCK(1980e6)},
+    FT_GPU("h200", "h200-sxm h200-141gb", "NVIDIA H200", FT_ARCH_SM90A, 132, 60 * MIB, 141e9, 4.8e12, 989.5e12, 1980e6),
     /* L40S. NVIDIA L40S datasheet: 18,176 CUDA cores (142 SMs of 128), 48 GB GDDR6, 864 GB/s,
      * BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 96 MB L2, FP32 91.6 TFLOPS (a
      * 2.52 GHz boost clock). */
-    {.name = "l40s", .aliases = "l40-s",
-     .model = "NVIDIA L40S", FT_ARCH_SM89, .sm_count = 142,
-     .l2_bytes = 96 * MIB, .mem_bytes = (size_t)48e9, .mem_bw = 864e9, .bf16_flops = 362.05e12,
-     FT_CLOCK(2520e6)},
+    FT_GPU("l40s", "l40-s", "NVIDIA L40S", FT_ARCH_SM89, 142, 96 * MIB, 48e9, 864e9, 362.05e12, 2520e6),
     /* GeForce RTX 4090. Ada Lovelace whitepaper (appendix, RTX 4090 column): 128 SMs, 72 MB L2,
      * 24 GB GDDR6X at 21 Gbps on 384 bits (1,008 GB/s), peak BF16 tensor with FP32 accumulate
      * 165.2 TFLOPS dense (330.4 with sparsity; GeForce parts run fp32 accumulation at half the
      * fp16-accumulate rate), boost clock 2520 MHz. */
-    {.name = "rtx4090", .aliases = "4090 rtx-4090 geforce-rtx-4090",
-     .model = "NVIDIA GeForce RTX 4090", FT_ARCH_SM89, .sm_count = 128,
-     .l2_bytes = 72 * MIB, .mem_bytes = (size_t)24e9, .mem_bw = 1008e9, .bf16_flops = 165.2e12,
-     FT_CLOCK(2520e6)},
+    FT_GPU("rtx4090", "4090 rtx-4090 geforce-rtx-4090", "NVIDIA GeForce RTX 4090", FT_ARCH_SM89, 128, 72 * MIB, 24e9, 1008e9, 165.2e12, 2520e6),
     /* B200 (HGX B200, 180 GB). NVIDIA HGX B200 datasheet, per GPU: 180 GB HBM3e, 8 TB/s,
      * FP16/BF16 Tensor Core 4.5 PFLOPS with sparsity (2.25 dense), FP32 75 TFLOPS (a
      * 1.98 GHz boost clock at 148 SMs). The SM count (148) and L2
      * (126 MB) are what the CUDA runtime reports for a B200; the datasheet does not print
      * them. */
-    {.name = "b200", .aliases = "b200-sxm hgx-b200",
-     .model = "NVIDIA B200", FT_ARCH_SM100A, .sm_count = 148,
-     .l2_bytes = 126 * MIB, .mem_bytes = (size_t)180e9, .mem_bw = 8e12, .bf16_flops = 2.25e15,
-     FT_CLOCK(1980e6)},
+    FT_GPU("b200", "b200-sxm hgx-b200", "NVIDIA B200", FT_ARCH_SM100A, 148, 126 * MIB, 180e9, 8e12, 2.25e15, 1980e6),
     /* A100 PCIe 40GB. NVIDIA A100 datasheet (PCIe column): 40 GB HBM2, 1,555 GB/s, BF16 Tensor
      * Core 312 TFLOPS (624 with sparsity), FP32 19.5 TFLOPS. A100 whitepaper: the same GA100 of
      * 108 SMs and 40 MB L2 as the SXM4 part, boost clock 1410 MHz. The device of the FAIR
      * benchmark hub's A100 landscapes. */
-    {.name = "a100-pcie", .aliases = "a100-pcie-40gb a100-40gb",
-     .model = "NVIDIA A100-PCIE-40GB", FT_ARCH_SM80, .sm_count = 108,
-     .l2_bytes = 40 * MIB, .mem_bytes = (size_t)40e9, .mem_bw = 1555e9, .bf16_flops = 312e12,
-     FT_CLOCK(1410e6)},
+    FT_GPU("a100-pcie", "a100-pcie-40gb a100-40gb", "NVIDIA A100-PCIE-40GB", FT_ARCH_SM80, 108, 40 * MIB, 40e9, 1555e9, 312e12, 1410e6),
     /* RTX A4000. NVIDIA RTX A4000 datasheet: 6,144 CUDA cores (48 SMs of 128), 16 GB GDDR6,
      * 448 GB/s, FP32 19.2 TFLOPS (a 1.56 GHz boost clock), Tensor 153.4 TFLOPS with sparsity
      * (76.7 dense: 48 SMs x 4 tensor cores x 128 FMA x 2 x 1.56 GHz; the professional GA10x
      * parts accumulate in fp32 at the full rate). NVIDIA Ampere GA102 whitepaper: GA104 has
      * 4 MB of L2. */
-    {.name = "rtx-a4000", .aliases = "a4000 rtxa4000",
-     .model = "NVIDIA RTX A4000", FT_ARCH_SM86, .sm_count = 48,
-     .l2_bytes = 4 * MIB, .mem_bytes = (size_t)16e9, .mem_bw = 448e9, .bf16_flops = 76.7e12,
-     FT_CLOCK(1560e6)},
+    FT_GPU("rtx-a4000", "a4000 rtxa4000", "NVIDIA RTX A4000", FT_ARCH_SM86, 48, 4 * MIB, 16e9, 448e9, 76.7e12, 1560e6),
     /* RTX A6000. NVIDIA RTX A6000 datasheet: 10,752 CUDA cores (84 SMs of 128), 48 GB GDDR6,
      * 768 GB/s, FP32 38.7 TFLOPS (a 1.80 GHz boost clock), Tensor 309.7 TFLOPS with sparsity
      * (154.8 dense). GA102 whitepaper: 6 MB of L2. */
-    {.name = "rtx-a6000", .aliases = "a6000 rtxa6000",
-     .model = "NVIDIA RTX A6000", FT_ARCH_SM86, .sm_count = 84,
-     .l2_bytes = 6 * MIB, .mem_bytes = (size_t)48e9, .mem_bw = 768e9, .bf16_flops = 154.8e12,
-     FT_CLOCK(1800e6)},
+    FT_GPU("rtx-a6000", "a6000 rtxa6000", "NVIDIA RTX A6000", FT_ARCH_SM86, 84, 6 * MIB, 48e9, 768e9, 154.8e12, 1800e6),
 };
 /* clang-format on */
 enum { NSPECS = sizeof specs / sizeof specs[0] };

@@ -88,12 +88,17 @@ static const char *cupti_str(CUptiResult r) {
     return s;
 }
 
-/* p (an array of *cap elements of size sz) reallocated to twice the size; NULL (p untouched)
- * when memory is short. */
-static void *grow(void *p, size_t *cap, size_t sz) {
+/* Room for element n of p (an array of *cap elements of size sz): p itself while n < *cap, else
+ * p reallocated to twice the size; NULL (p untouched, the record counted as dropped) when memory
+ * is short. Called with G.mu held. */
+static void *room(void *p, size_t n, size_t *cap, size_t sz) {
+    if (n < *cap) return p;
     size_t nc = *cap ? *cap * 2 : 1024;
     void *q = realloc(p, nc * sz);
-    if (q) *cap = nc;
+    if (q)
+        *cap = nc;
+    else
+        G.dropped++;
     return q;
 }
 
@@ -127,19 +132,22 @@ static void buffer_release(uint8_t *buffer) {
 }
 
 static void keep_dev(uint32_t corr, uint64_t start, uint64_t end, const char *name) {
-    if (G.ndev == G.capdev) {
-        dev_rec *q = grow(G.dev, &G.capdev, sizeof *q);
-        if (!q) {
-            G.dropped++;
-            return;
-        }
-        G.dev = q;
-    }
+    dev_rec *q = room(G.dev, G.ndev, &G.capdev, sizeof *q);
+    if (!q) return;
+    G.dev = q;
     dev_rec *r = &G.dev[G.ndev++];
     r->corr = corr;
     r->start = start;
     r->end = end;
     snprintf(r->name, sizeof r->name, "%s", name && *name ? name : "?");
+}
+
+/* A memset or memcpy record, named by what it is and how many bytes it moved. */
+static void keep_transfer(const char *what, uint32_t corr, uint64_t start, uint64_t end,
+                          uint64_t bytes) {
+    char name[64];
+    snprintf(name, sizeof name, "[%s %llu bytes]", what, (unsigned long long)bytes);
+    keep_dev(corr, start, end, name);
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
@@ -160,30 +168,21 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
-            char name[64];
-            snprintf(name, sizeof name, "[memset %llu bytes]", (unsigned long long)m->bytes);
-            keep_dev(m->correlationId, m->start, m->end, name);
+            keep_transfer("memset", m->correlationId, m->start, m->end, m->bytes);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
             const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
-            char name[64];
-            snprintf(name, sizeof name, "[memcpy %llu bytes]", (unsigned long long)m->bytes);
-            keep_dev(m->correlationId, m->start, m->end, name);
+            keep_transfer("memcpy", m->correlationId, m->start, m->end, m->bytes);
             break;
         }
         case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
             const CUpti_ActivityExternalCorrelation *x =
                 (const CUpti_ActivityExternalCorrelation *)rec;
             if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) break;
-            if (G.next == G.capext) {
-                ext_rec *q = grow(G.ext, &G.capext, sizeof *q);
-                if (!q) {
-                    G.dropped++;
-                    break;
-                }
-                G.ext = q;
-            }
+            ext_rec *q = room(G.ext, G.next, &G.capext, sizeof *q);
+            if (!q) break;
+            G.ext = q;
             G.ext[G.next].corr = x->correlationId;
             G.ext[G.next].ext = x->externalId;
             G.next++;

@@ -115,12 +115,60 @@ static int fus_elems(const ft_call *c, int64_t H, int vec, char *why, size_t n) 
     return el;
 }
 
+/* The block rule shared by both ops: tpr threads per row times rpc rows at most 1024. */
+static int fus_check_block(int tpr, int rpc, char *why, size_t n) {
+    if (tpr * rpc > 1024) {
+        if (why)
+            snprintf(why, n,
+                     "%d threads per row x rows_per_block=%d rows is more than 1024 threads", tpr,
+                     rpc);
+        return FT_CONFIG_INVALID;
+    }
+    return FT_CONFIG_VALID;
+}
+
 static void spec_init(ft_cuda_module_spec *s, int part, ft_dt dt) {
     memset(s, 0, sizeof *s);
     s->source = FUS_SRC;
     ft_cuda_spec_define(s, "FT_FUSION=%d", part);
     ft_cuda_spec_define(s, "FT_BF16=%d", dt == FT_DT_BF16 ? 1 : 0);
 }
+
+/* The module and the run of an op of prefix P (P_geom, P_geom_of, P_spec, P_launch), whose
+ * vector accesses run along dim H_DIM with P_VEC bytes, named OPNAME in errors:
+ *   P_prepare  the geometry and module spec of a config, or 0 with why (NULL: not said) when
+ *              its vector access does not fit the call;
+ *   P_modules  the op's one module (ft_cuda_op's modules hook);
+ *   P_run      the config's module compiled or found in the caches, then P_launch with the
+ *              geometry (ft_cuda_op's run hook). */
+#define FUS_MODULE(P, H_DIM, P_VEC, OPNAME)                                                        \
+    static int P##_prepare(const ft_call *c, ft_dt dt, const ft_config *cfg, P##_geom *g,          \
+                           ft_cuda_module_spec *s, char *why, size_t n) {                          \
+        int el = fus_elems(c, c->dim[H_DIM], cfg->v[P_VEC], why, n);                               \
+        if (!el) return 0;                                                                         \
+        P##_geom_of(c, cfg, el, g);                                                                \
+        P##_spec(c, dt, cfg, g, s);                                                                \
+        return 1;                                                                                  \
+    }                                                                                              \
+                                                                                                   \
+    static int P##_modules(const ft_call *c, ft_dt dt, const ft_config *cfg,                       \
+                           ft_cuda_module_spec *out, int max) {                                    \
+        P##_geom g;                                                                                \
+        return max >= 1 && P##_prepare(c, dt, cfg, &g, &out[0], NULL, 0);                          \
+    }                                                                                              \
+                                                                                                   \
+    static ft_status P##_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,       \
+                             ft_err *err) {                                                        \
+        char why[160];                                                                             \
+        P##_geom g;                                                                                \
+        ft_cuda_module_spec spec;                                                                  \
+        if (!P##_prepare(call->c, call->dt, cfg, &g, &spec, why, sizeof why))                      \
+            return ft_err_set(err, FT_EINVAL, "%s on cuda: %s", OPNAME, why);                      \
+        ft_dev_module *m;                                                                          \
+        ft_status s = ft_cuda_module(x, &spec, &m, err);                                           \
+        if (s) return s;                                                                           \
+        return P##_launch(x, m, call, &g, err);                                                    \
+    }
 
 /* ==== fusion.dflare ========================================================================= */
 
@@ -329,14 +377,7 @@ static int dl_check_tile(const void *ctx, char *why, size_t n) {
 
 static int dl_check_block(const void *ctx, char *why, size_t n) {
     const dl_geom *g = &((const dl_check *)ctx)->g;
-    if (g->tpr * g->rpc > 1024) {
-        if (why)
-            snprintf(why, n,
-                     "%d threads per row x rows_per_block=%d rows is more than 1024 threads",
-                     g->tpr, g->rpc);
-        return FT_CONFIG_INVALID;
-    }
-    return FT_CONFIG_VALID;
+    return fus_check_block(g->tpr, g->rpc, why, n);
 }
 
 /* Parameters a call does not use keep their default (so no two configs run the same). */
@@ -445,13 +486,12 @@ static int dl_check_smem(const void *ctx, char *why, size_t n) {
       "shared memory per block <= 227 KiB (stage=smem: rows_per_block*T*H elements of x "          \
       "forward, floats of dx backward)")
 
-static const char *const dl_constraints[] = {DL_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check dl_checks[] = {DL_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(dl, DL_RULES);
 
 static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     dl_check v = {.c = c, .cfg = cfg, .bwd = c->backward};
     dl_geom_of(c, cfg, fus_elems(c, c->dim[DL_H], cfg->v[FUS_DL_P_VEC], NULL, 0), &v.g);
-    return ft_cuda_rules_check(dl_checks, sizeof dl_checks / sizeof dl_checks[0], &v, why, n);
+    return FT_CUDA_RULES_CHECK(dl, &v, why, n);
 }
 
 /* ---- modules and launches ---- */
@@ -476,23 +516,6 @@ static void dl_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const dl_g
                             threads, dl_bwd_smem(g));
         ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(dflare_bwd_reduce), FUS_RED_THREAD, 0);
     }
-}
-
-/* The geometry and module spec of a config, or 0 with why (NULL: not said) when its vector
- * access does not fit the call. */
-static int dl_prepare(const ft_call *c, ft_dt dt, const ft_config *cfg, dl_geom *g,
-                      ft_cuda_module_spec *s, char *why, size_t n) {
-    int el = fus_elems(c, c->dim[DL_H], cfg->v[FUS_DL_P_VEC], why, n);
-    if (!el) return 0;
-    dl_geom_of(c, cfg, el, g);
-    dl_spec(c, dt, cfg, g, s);
-    return 1;
-}
-
-static int dl_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
-                      int max) {
-    dl_geom g;
-    return max >= 1 && dl_prepare(c, dt, cfg, &g, &out[0], NULL, 0);
 }
 
 /* The persistent grid: ctas blocks per SM, no more than there are row groups. */
@@ -536,35 +559,30 @@ static ft_status dl_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_cal
                                     d[DL_DG], d[DL_DW], H, D, err);
 }
 
-static ft_status dl_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
-                        ft_err *err) {
+/* The launches of a config whose module is m. */
+static ft_status dl_launch(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_call *call,
+                           const dl_geom *g, ft_err *err) {
     const ft_call *c = call->c;
-    char why[160];
-    dl_geom g;
-    ft_cuda_module_spec spec;
-    if (!dl_prepare(c, call->dt, cfg, &g, &spec, why, sizeof why))
-        return ft_err_set(err, FT_EINVAL, "fusion.dflare on cuda: %s", why);
-    ft_dev_module *m;
-    ft_status s = ft_cuda_module(x, &spec, &m, err);
-    if (s) return s;
-    if (c->backward) return dl_backward(x, m, call, &g, err);
+    if (c->backward) return dl_backward(x, m, call, g, err);
 
-    int N = (int)g.N, H = (int)g.H, D = (int)g.D;
+    int N = (int)g->N, H = (int)g->H, D = (int)g->D;
     float eps = (float)c->attrs.eps;
     void *const *d = call->d;
     if (N == 0) return FT_OK;
-    ft_dim3 grid = {(unsigned)g.nrb, (unsigned)g.npass, 1},
-            block = {(unsigned)g.tpr, (unsigned)g.rpc, 1};
-    size_t smem = dl_fwd_smem(&g, call->dt);
-    if (g.stage == FUS_DL_STAGE_MMA)
+    ft_dim3 grid = {(unsigned)g->nrb, (unsigned)g->npass, 1},
+            block = {(unsigned)g->tpr, (unsigned)g->rpc, 1};
+    size_t smem = dl_fwd_smem(g, call->dt);
+    if (g->stage == FUS_DL_STAGE_MMA)
         return launch_dflare_fwd_mma(x, m, grid, block, smem, d[DL_X], d[DL_W], d[DL_G], d[DL_F], N,
-                                     H, D, g.per_pass, eps, err);
-    if (g.stage == FUS_DL_STAGE_SMEM)
+                                     H, D, g->per_pass, eps, err);
+    if (g->stage == FUS_DL_STAGE_SMEM)
         return launch_dflare_fwd_smem(x, m, grid, block, smem, d[DL_X], d[DL_W], d[DL_G], d[DL_F],
-                                      N, H, D, g.per_pass, g.group, eps, err);
+                                      N, H, D, g->per_pass, g->group, eps, err);
     return launch_dflare_fwd(x, m, grid, block, smem, d[DL_X], d[DL_W], d[DL_G], d[DL_F], N, H, D,
-                             g.per_pass, 1, eps, err);
+                             g->per_pass, 1, eps, err);
 }
+
+FUS_MODULE(dl, DL_H, FUS_DL_P_VEC, "fusion.dflare")
 
 static ft_space dl_space = {dl_params, FUS_DL_NPARAMS, dl_constraints, dl_valid};
 
@@ -668,14 +686,7 @@ static int dh_check_cpt(const void *ctx, char *why, size_t n) {
 
 static int dh_check_block(const void *ctx, char *why, size_t n) {
     const dh_geom *g = &((const dh_check *)ctx)->g;
-    if (g->tpr * g->rpc > 1024) {
-        if (why)
-            snprintf(why, n,
-                     "%d threads per row x rows_per_block=%d rows is more than 1024 threads",
-                     g->tpr, g->rpc);
-        return FT_CONFIG_INVALID;
-    }
-    return FT_CONFIG_VALID;
+    return fus_check_block(g->tpr, g->rpc, why, n);
 }
 
 /* The rules, in the order they are checked: X(check or NULL, the line `flaretune space`
@@ -689,13 +700,12 @@ static int dh_check_block(const void *ctx, char *why, size_t n) {
     X(NULL, "algo must exist among cuBLASLt's candidates for the GEMM (checked when it runs on "   \
             "the GPU)")
 
-static const char *const dh_constraints[] = {DH_RULES(FT_CUDA_RULE_TEXT) NULL};
-static const ft_cuda_check dh_checks[] = {DH_RULES(FT_CUDA_RULE_CHECK)};
+FT_CUDA_RULES(dh, DH_RULES);
 
 static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     dh_check v = {.c = c, .cfg = cfg};
     dh_geom_of(c, cfg, fus_elems(c, c->dim[DH_H], cfg->v[FUS_DH_P_VEC], NULL, 0), &v.g);
-    return ft_cuda_rules_check(dh_checks, sizeof dh_checks / sizeof dh_checks[0], &v, why, n);
+    return FT_CUDA_RULES_CHECK(dh, &v, why, n);
 }
 
 /* ---- modules and launches ---- */
@@ -716,23 +726,6 @@ static void dh_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const dh_g
                             threads, 0);
         ft_cuda_spec_kernel(s, FT_CUDA_KERNEL_NAME(dflash_dg), FUS_RED_THREAD, 0);
     }
-}
-
-/* The geometry and module spec of a config, or 0 with why (NULL: not said) when its vector
- * access does not fit the call. */
-static int dh_prepare(const ft_call *c, ft_dt dt, const ft_config *cfg, dh_geom *g,
-                      ft_cuda_module_spec *s, char *why, size_t n) {
-    int el = fus_elems(c, c->dim[DH_H], cfg->v[FUS_DH_P_VEC], why, n);
-    if (!el) return 0;
-    dh_geom_of(c, cfg, el, g);
-    dh_spec(c, dt, cfg, g, s);
-    return 1;
-}
-
-static int dh_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
-                      int max) {
-    dh_geom g;
-    return max >= 1 && dh_prepare(c, dt, cfg, &g, &out[0], NULL, 0);
 }
 
 /* Backward: the norm's backward into dc (+ dg partials), dg, then the two GEMMs. */
@@ -773,40 +766,35 @@ static ft_status dh_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_cal
     return FT_OK;
 }
 
-static ft_status dh_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
-                        ft_err *err) {
+/* The launches of a config whose module is m. */
+static ft_status dh_launch(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_call *call,
+                           const dh_geom *g, ft_err *err) {
     const ft_call *c = call->c;
-    char why[160];
-    dh_geom g;
-    ft_cuda_module_spec spec;
-    if (!dh_prepare(c, call->dt, cfg, &g, &spec, why, sizeof why))
-        return ft_err_set(err, FT_EINVAL, "fusion.dflash on cuda: %s", why);
-    ft_dev_module *m;
-    ft_status s = ft_cuda_module(x, &spec, &m, err);
-    if (s) return s;
-
     const ft_dt dt = call->dt;
-    int N = (int)g.N, H = (int)g.H;
+    ft_status s;
+    int N = (int)g->N, H = (int)g->H;
     void *const *d = call->d;
 
     /* c = x.reshape(N, T*H) @ w_fc^T, into float32 scratch or into f. */
     void *cbuf = d[DH_F];
-    if (!g.inplace &&
-        (s = ft_cuda_scratch(x, 0, (size_t)g.N * (size_t)H * sizeof(float), &cbuf, err)))
+    if (!g->inplace &&
+        (s = ft_cuda_scratch(x, 0, (size_t)g->N * (size_t)H * sizeof(float), &cbuf, err)))
         return s;
     ft_gemm_desc gc =
-        ft_gemm_one(0, 1, g.N, g.H, g.K, g.K, g.K, dt, g.inplace ? dt : FT_DT_F32, 0.0f);
-    if ((s = ft_cuda_gemm(x, &gc, d[DH_X], d[DH_WFC], cbuf, g.algo, err)))
+        ft_gemm_one(0, 1, g->N, g->H, g->K, g->K, g->K, dt, g->inplace ? dt : FT_DT_F32, 0.0f);
+    if ((s = ft_cuda_gemm(x, &gc, d[DH_X], d[DH_WFC], cbuf, g->algo, err)))
         return ft_err_wrap(err, "fusion.dflash: c = x w_fc^T");
-    if (c->backward) return dh_backward(x, m, call, &g, cbuf, err);
+    if (c->backward) return dh_backward(x, m, call, g, cbuf, err);
 
     if (N == 0) return FT_OK;
     float eps = (float)c->attrs.eps;
-    ft_dim3 grid = {(unsigned)g.nrb, 1, 1}, block = {(unsigned)g.tpr, (unsigned)g.rpc, 1};
-    if (g.inplace)
-        return launch_dflash_norm_ip(x, m, grid, block, 0, d[DH_F], d[DH_G], N, H, g.el, eps, err);
-    return launch_dflash_norm(x, m, grid, block, 0, cbuf, d[DH_G], d[DH_F], N, H, g.el, eps, err);
+    ft_dim3 grid = {(unsigned)g->nrb, 1, 1}, block = {(unsigned)g->tpr, (unsigned)g->rpc, 1};
+    if (g->inplace)
+        return launch_dflash_norm_ip(x, m, grid, block, 0, d[DH_F], d[DH_G], N, H, g->el, eps, err);
+    return launch_dflash_norm(x, m, grid, block, 0, cbuf, d[DH_G], d[DH_F], N, H, g->el, eps, err);
 }
+
+FUS_MODULE(dh, DH_H, FUS_DH_P_VEC, "fusion.dflash")
 
 static ft_space dh_space = {dh_params, FUS_DH_NPARAMS, dh_constraints, dh_valid};
 

@@ -57,6 +57,13 @@ void ft_cuda_spec_params(ft_cuda_module_spec *s, const char *const *macros, int 
 #define FT_CUDA_RULE_TEXT(check, text)  text,
 #define FT_CUDA_RULE_CHECK(check, text) check,
 typedef int (*ft_cuda_check)(const void *ctx, char *why, size_t n);
+/* Both tables of an op of prefix P from its rule list RULES: P_constraints and P_checks
+ * (FT_CUDA_RULES(op, OP_RULES);), and the call of ft_cuda_rules_check that runs P_checks. */
+#define FT_CUDA_RULES(P, RULES)                                                                    \
+    static const char *const P##_constraints[] = {RULES(FT_CUDA_RULE_TEXT) NULL};                  \
+    static const ft_cuda_check P##_checks[] = {RULES(FT_CUDA_RULE_CHECK)}
+#define FT_CUDA_RULES_CHECK(P, ctx, why, n)                                                        \
+    ft_cuda_rules_check(P##_checks, sizeof P##_checks / sizeof P##_checks[0], ctx, why, n)
 
 /* Run n checks in order on what the op's valid function gathered (ctx; a NULL check is a rule
  * the host cannot check): the first FT_CONFIG_INVALID, else FT_CONFIG_DUPLICATE if any said so,

@@ -437,33 +437,27 @@ static inline unsigned __activemask(void) {
     ft_emu_thread *t = ft_emu::self();
     return t->api->active_mask(t);
 }
-static inline unsigned __reduce_add_sync(unsigned mask, unsigned v, FT_EMU_SITE) {
-    return ft_emu::reduce(mask, v, ft_emu::RED_ADD, ft_file_, ft_line_);
-}
-static inline int __reduce_add_sync(unsigned mask, int v, FT_EMU_SITE) {
-    return (int)ft_emu::reduce(mask, (uint32_t)v, ft_emu::RED_ADD, ft_file_, ft_line_);
-}
-static inline unsigned __reduce_min_sync(unsigned mask, unsigned v, FT_EMU_SITE) {
-    return ft_emu::reduce(mask, v, ft_emu::RED_MIN, ft_file_, ft_line_);
-}
-static inline int __reduce_min_sync(unsigned mask, int v, FT_EMU_SITE) {
-    return (int)ft_emu::reduce(mask, (uint32_t)v, ft_emu::RED_IMIN, ft_file_, ft_line_);
-}
-static inline unsigned __reduce_max_sync(unsigned mask, unsigned v, FT_EMU_SITE) {
-    return ft_emu::reduce(mask, v, ft_emu::RED_MAX, ft_file_, ft_line_);
-}
-static inline int __reduce_max_sync(unsigned mask, int v, FT_EMU_SITE) {
-    return (int)ft_emu::reduce(mask, (uint32_t)v, ft_emu::RED_IMAX, ft_file_, ft_line_);
-}
-static inline unsigned __reduce_and_sync(unsigned mask, unsigned v, FT_EMU_SITE) {
-    return ft_emu::reduce(mask, v, ft_emu::RED_AND, ft_file_, ft_line_);
-}
-static inline unsigned __reduce_or_sync(unsigned mask, unsigned v, FT_EMU_SITE) {
-    return ft_emu::reduce(mask, v, ft_emu::RED_OR, ft_file_, ft_line_);
-}
-static inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, FT_EMU_SITE) {
-    return ft_emu::reduce(mask, v, ft_emu::RED_XOR, ft_file_, ft_line_);
-}
+/* The warp reductions: the unsigned form of each, and the int form of add, min and max (min and
+ * max compare as signed). */
+#define FT_EMU_REDUCE(name, op)                                                                    \
+    static inline unsigned name(unsigned mask, unsigned v, FT_EMU_SITE) {                          \
+        return ft_emu::reduce(mask, v, ft_emu::op, ft_file_, ft_line_);                            \
+    }
+#define FT_EMU_REDUCE_INT(name, op)                                                                \
+    static inline int name(unsigned mask, int v, FT_EMU_SITE) {                                    \
+        return (int)ft_emu::reduce(mask, (uint32_t)v, ft_emu::op, ft_file_, ft_line_);             \
+    }
+FT_EMU_REDUCE(__reduce_add_sync, RED_ADD)
+FT_EMU_REDUCE_INT(__reduce_add_sync, RED_ADD)
+FT_EMU_REDUCE(__reduce_min_sync, RED_MIN)
+FT_EMU_REDUCE_INT(__reduce_min_sync, RED_IMIN)
+FT_EMU_REDUCE(__reduce_max_sync, RED_MAX)
+FT_EMU_REDUCE_INT(__reduce_max_sync, RED_IMAX)
+FT_EMU_REDUCE(__reduce_and_sync, RED_AND)
+FT_EMU_REDUCE(__reduce_or_sync, RED_OR)
+FT_EMU_REDUCE(__reduce_xor_sync, RED_XOR)
+#undef FT_EMU_REDUCE
+#undef FT_EMU_REDUCE_INT
 template <typename T> static inline unsigned __match_any_sync(unsigned mask, T v, FT_EMU_SITE) {
     ft_emu_thread *t = ft_emu::self();
     t->in.u64[0] = ft_emu::to_bits(v);
@@ -501,37 +495,25 @@ template <typename U, typename T, typename F> static inline T atomic_update_bits
     return from_bits<T>(old);
 }
 } // namespace ft_emu
+/* An atomic the compiler has a builtin for: its tick, then the builtin, relaxed. */
+#define FT_EMU_ATOMIC_RMW(T, name, builtin)                                                        \
+    static inline T name(T *p, T v) {                                                              \
+        ft_emu::atomic_tick();                                                                     \
+        return builtin(p, v, __ATOMIC_RELAXED);                                                    \
+    }
 #define FT_EMU_ATOMIC_INT(T)                                                                       \
-    static inline T atomicAdd(T *p, T v) {                                                         \
-        ft_emu::atomic_tick();                                                                     \
-        return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);                                         \
-    }                                                                                              \
-    static inline T atomicSub(T *p, T v) {                                                         \
-        ft_emu::atomic_tick();                                                                     \
-        return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                                         \
-    }                                                                                              \
-    static inline T atomicExch(T *p, T v) {                                                        \
-        ft_emu::atomic_tick();                                                                     \
-        return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);                                        \
-    }                                                                                              \
+    FT_EMU_ATOMIC_RMW(T, atomicAdd, __atomic_fetch_add)                                            \
+    FT_EMU_ATOMIC_RMW(T, atomicSub, __atomic_fetch_sub)                                            \
+    FT_EMU_ATOMIC_RMW(T, atomicExch, __atomic_exchange_n)                                          \
     static inline T atomicMin(T *p, T v) {                                                         \
         return ft_emu::atomic_update(p, [v](T o) { return v < o ? v : o; });                       \
     }                                                                                              \
     static inline T atomicMax(T *p, T v) {                                                         \
         return ft_emu::atomic_update(p, [v](T o) { return v > o ? v : o; });                       \
     }                                                                                              \
-    static inline T atomicAnd(T *p, T v) {                                                         \
-        ft_emu::atomic_tick();                                                                     \
-        return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);                                         \
-    }                                                                                              \
-    static inline T atomicOr(T *p, T v) {                                                          \
-        ft_emu::atomic_tick();                                                                     \
-        return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);                                          \
-    }                                                                                              \
-    static inline T atomicXor(T *p, T v) {                                                         \
-        ft_emu::atomic_tick();                                                                     \
-        return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);                                         \
-    }                                                                                              \
+    FT_EMU_ATOMIC_RMW(T, atomicAnd, __atomic_fetch_and)                                            \
+    FT_EMU_ATOMIC_RMW(T, atomicOr, __atomic_fetch_or)                                              \
+    FT_EMU_ATOMIC_RMW(T, atomicXor, __atomic_fetch_xor)                                            \
     static inline T atomicCAS(T *p, T compare, T v) {                                              \
         ft_emu::atomic_tick();                                                                     \
         if (!__atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED,                  \
@@ -546,6 +528,7 @@ FT_EMU_ATOMIC_INT(unsigned)
 FT_EMU_ATOMIC_INT(unsigned long long)
 FT_EMU_ATOMIC_INT(long long)
 #undef FT_EMU_ATOMIC_INT
+#undef FT_EMU_ATOMIC_RMW
 static inline unsigned atomicInc(unsigned *p, unsigned v) {
     return ft_emu::atomic_update(p, [v](unsigned o) { return o >= v ? 0u : o + 1u; });
 }
