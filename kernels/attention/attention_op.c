@@ -162,14 +162,8 @@ static double kvproj_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_attention_kvproj = {
-    .name = "attention.kvproj",
-    .summary = "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer",
-    FT_OP_HOOKS(kvproj),
-    .attrs = kvproj_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(attention_kvproj),
-};
+FT_OP_DEFINE(attention_kvproj, kvproj, "attention.kvproj", FT_BWD_OPTIONAL,
+             "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer");
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
 
@@ -263,15 +257,9 @@ static double decode_flops(const ft_call *c) {
     return 4.0 * (double)d[DC_DH] * (double)d[DC_HQ] * keys;
 }
 
-const ft_op ft_op_attention_decode = {
-    .name = "attention.decode",
-    .summary = "inference block attention: B queries per request over its context cache plus "
-               "its own B keys, no mask, GQA",
-    FT_OP_HOOKS(decode),
-    .attrs = decode_attrs,
-    .backward = FT_BWD_NONE,
-    FT_OP_IMPLS(attention_decode),
-};
+FT_OP_DEFINE(attention_decode, decode, "attention.decode", FT_BWD_NONE,
+             "inference block attention: B queries per request over its context cache plus "
+             "its own B keys, no mask, GQA");
 
 /* ---- attention.train ----------------------------------------------------------------------- */
 
@@ -396,12 +384,6 @@ static double train_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_attention_train = {
-    .name = "attention.train",
-    .summary = "training block-sparse attention: each block sees the context before its anchor "
-               "plus itself (bidirectional)",
-    FT_OP_HOOKS(train),
-    .attrs = train_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(attention_train),
-};
+FT_OP_DEFINE(attention_train, train, "attention.train", FT_BWD_OPTIONAL,
+             "training block-sparse attention: each block sees the context before its anchor "
+             "plus itself (bidirectional)");

@@ -25,7 +25,7 @@ static const ft_tensor_spec dflare_tensors[] = {
     [DL_DW] = {"dw", FT_F32, "D,T", FT_ROLE_GRAD_OUT, 0, "gradient of w"},
     [DL_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
 };
-static const char *const fusion_attrs[] = {"eps", "backward", "dtype", NULL};
+static const char *const dflare_attrs[] = {"eps", "backward", "dtype", NULL};
 
 static ft_status dflare_check(ft_call *c, ft_err *err) {
     if (c->dim[DL_T] < 1 || c->dim[DL_H] < 1 || c->dim[DL_D] < 1)
@@ -84,15 +84,9 @@ static double dflare_flops(const ft_call *c) {
     return fwd * (c->backward ? 4.0 : 1.0);
 }
 
-const ft_op ft_op_fusion_dflare = {
-    .name = "fusion.dflare",
-    .summary = "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
-               "target states, RMSNorm'd",
-    FT_OP_HOOKS(dflare),
-    .attrs = fusion_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(fusion_dflare),
-};
+FT_OP_DEFINE(fusion_dflare, dflare, "fusion.dflare", FT_BWD_OPTIONAL,
+             "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
+             "target states, RMSNorm'd");
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
 
@@ -107,6 +101,7 @@ static const ft_tensor_spec dflash_tensors[] = {
     [DH_DWFC] = {"dw_fc", FT_F32, "H,TH", FT_ROLE_GRAD_OUT, 0, "gradient of w_fc"},
     [DH_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
 };
+static const char *const dflash_attrs[] = {"eps", "backward", "dtype", NULL};
 
 static ft_status dflash_check(ft_call *c, ft_err *err) {
     if (c->dim[DH_T] < 1 || c->dim[DH_H] < 1)
@@ -152,11 +147,5 @@ static double dflash_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_fusion_dflash = {
-    .name = "fusion.dflash",
-    .summary = "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm",
-    FT_OP_HOOKS(dflash),
-    .attrs = fusion_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(fusion_dflash),
-};
+FT_OP_DEFINE(fusion_dflash, dflash, "fusion.dflash", FT_BWD_OPTIONAL,
+             "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm");

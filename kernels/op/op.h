@@ -205,6 +205,17 @@ typedef struct ft_op {
 /* Its implementations, named after the op (FT_OP_IMPLS(fusion_dflare): ft_cpu_fusion_dflare,
  * ft_cuda_fusion_dflare). */
 #define FT_OP_IMPLS(NAME) .cpu = &ft_cpu_##NAME, .cuda = &ft_cuda_##NAME
+/* An op's whole description, ft_op_NAME: the tables and hooks named after the prefix P
+ * (FT_OP_HOOKS) with the attributes it accepts in P_attrs, its implementations named after NAME
+ * (FT_OP_IMPLS), the name users type (OP_NAME), how its backward runs (BWD, an ft_bwd_kind) and
+ * the line `flaretune list` shows (SUMMARY). */
+#define FT_OP_DEFINE(NAME, P, OP_NAME, BWD, SUMMARY)                                               \
+    const ft_op ft_op_##NAME = {.name = OP_NAME,                                                   \
+                                .summary = SUMMARY,                                                \
+                                FT_OP_HOOKS(P),                                                    \
+                                .attrs = P##_attrs,                                                \
+                                .backward = BWD,                                                   \
+                                FT_OP_IMPLS(NAME)}
 
 /* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL
  * where a tensor does not take part, e.g. gradients when the backward does not run). */
