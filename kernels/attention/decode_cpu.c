@@ -148,8 +148,6 @@ static int dp_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space dp_space = {dp_params, DP_NPARAMS, dp_constraints, dp_valid};
-
 /* ---- kernels -------------------------------------------------------------------------------- */
 
 #define RB        6  /* rows of a register block (the AVX2 kernels are written for 6) */
@@ -821,4 +819,4 @@ static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attention_decode = {&dp_space, dp_run};
+FT_CPU_IMPL(attention_decode, dp);

@@ -161,8 +161,6 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space tr_space = {tr_params, P_COUNT, tr_constraints, tr_valid};
-
 /* ---- the call, unpacked --------------------------------------------------------------------- */
 
 typedef struct tr_ctx {
@@ -980,4 +978,4 @@ static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attention_train = {&tr_space, tr_run};
+FT_CPU_IMPL(attention_train, tr);
