@@ -161,6 +161,16 @@ typedef struct ft_tensor_spec {
     const char *doc;
 } ft_tensor_spec;
 
+/* Two rows of an op's tensor table: a float32 tensor NAME (index I) and its gradient "d" NAME
+ * (index DI), of the same dims. An input and the gradient the backward writes (FT_TS_IN_GRAD), or
+ * an output and the upstream gradient the backward reads (FT_TS_OUT_GRAD). */
+#define FT_TS_IN_GRAD(I, DI, NAME, DIMS, DOC)                                                      \
+    [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
+    [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, 0, "gradient of " NAME}
+#define FT_TS_OUT_GRAD(I, DI, NAME, DIMS, DOC)                                                     \
+    [I] = {NAME, FT_F32, DIMS, FT_ROLE_OUT, 0, DOC},                                               \
+    [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_IN, 0, "upstream gradient of " NAME}
+
 typedef enum { FT_BWD_NONE, FT_BWD_OPTIONAL, FT_BWD_ALWAYS } ft_bwd_kind;
 
 typedef struct ft_call ft_call;
