@@ -50,6 +50,15 @@ static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, 
     return FT_OK;
 }
 
+/* The sizes among syms (the op's symbols) that a preset field of the same name gives (B, Hq, Hkv,
+ * dh, ...), from preset p; the op derives the others. */
+static void preset_sizes(ft_call *c, const char *const *syms, const ft_preset *p) {
+    for (int s = 0; syms[s]; s++) {
+        const int64_t v = ft_preset_size(p, syms[s]);
+        if (v >= 0) c->dim[s] = v;
+    }
+}
+
 /* ---- attention.kvproj ---------------------------------------------------------------------- */
 
 static const char *const kvproj_syms[] = {"Dc", "D", "N", "H", "KVD", "Hkv", "dh", NULL};
@@ -101,12 +110,8 @@ static ft_status kvproj_check(ft_call *c, ft_err *err) {
 static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
     (void)err;
     int64_t *d = c->dim;
-    d[KP_D] = p->D;
+    preset_sizes(c, kvproj_syms, p);
     d[KP_DC] = strcmp(p->arch, "dflare") == 0 ? p->D : 1; /* per layer; DFlash shares one */
-    d[KP_N] = p->N;
-    d[KP_H] = p->H;
-    d[KP_HKV] = p->Hkv;
-    d[KP_DH] = p->dh;
     d[KP_KVD] = p->Hkv * p->dh;
     /* The target's RoPE, unless the call named its own (--attr rope_*: that choice stands). */
     if (!c->attrs.rope.named) {
@@ -198,11 +203,7 @@ static ft_status decode_check(ft_call *c, ft_err *err) {
 
 static ft_status decode_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
     int64_t *d = c->dim;
-    d[DC_R] = p->R;
-    d[DC_B] = p->B;
-    d[DC_HQ] = p->Hq;
-    d[DC_HKV] = p->Hkv;
-    d[DC_DH] = p->dh;
+    preset_sizes(c, decode_syms, p);
     d[DC_LSUM] = ft_preset_ctx_sum(p);
     if (d[DC_LSUM] < 0)
         return ft_err_set(err, FT_ESHAPE,
@@ -295,14 +296,7 @@ static ft_status train_check(ft_call *c, ft_err *err) {
 
 static ft_status train_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
     (void)err;
-    int64_t *d = c->dim;
-    d[TR_NSEQ] = p->nseq;
-    d[TR_S] = p->S;
-    d[TR_NB] = p->NB;
-    d[TR_B] = p->B;
-    d[TR_HQ] = p->Hq;
-    d[TR_HKV] = p->Hkv;
-    d[TR_DH] = p->dh;
+    preset_sizes(c, train_syms, p);
     return FT_OK;
 }
 

@@ -125,6 +125,8 @@ const ft_preset *ft_preset_find(const char *name);
 /* The fields `--set` may change, NULL-terminated, and access by name. */
 extern const char *const ft_preset_fields[];
 int64_t *ft_preset_field(ft_preset *p, const char *name);
+/* The value of field `name` of a preset (as ft_preset_field finds it), or -1 when it has none. */
+int64_t ft_preset_size(const ft_preset *p, const char *name);
 /* Apply "NAME=VALUE" to a copy of a preset; checks the name and that the value is positive
  * (ragged: 0 or 1). */
 ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err);
