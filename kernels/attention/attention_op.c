@@ -50,25 +50,29 @@ static ft_status check_gqa(const char *op, int64_t Hq, int64_t Hkv, int64_t dh, 
     return FT_OK;
 }
 
+/* The sizes among syms (the op's symbols) that a preset field of the same name gives (B, Hq, Hkv,
+ * dh, ...), from preset p; the op derives the others. */
+static void preset_sizes(ft_call *c, const char *const *syms, const ft_preset *p) {
+    for (int s = 0; syms[s]; s++) {
+        const int64_t v = ft_preset_size(p, syms[s]);
+        if (v >= 0) c->dim[s] = v;
+    }
+}
+
 /* ---- attention.kvproj ---------------------------------------------------------------------- */
 
 static const char *const kvproj_syms[] = {"Dc", "D", "N", "H", "KVD", "Hkv", "dh", NULL};
 static const ft_tensor_spec kvproj_tensors[] = {
     [KP_C] = {"c", FT_F32, "Dc,N,H", FT_ROLE_IN, 0,
               "context features: Dc = D per layer (DFLARE) or 1 shared (DFlash)"},
-    [KP_WK] = {"w_k", FT_F32, "D,KVD,H", FT_ROLE_IN, 0, "K projection per layer, KVD = Hkv*dh"},
-    [KP_WV] = {"w_v", FT_F32, "D,KVD,H", FT_ROLE_IN, 0, "V projection per layer"},
-    [KP_GK] = {"gk", FT_F32, "D,dh", FT_ROLE_IN, 0, "k_norm gain per layer"},
+    FT_TS_IN_GRAD(KP_WK, KP_DWK, "w_k", "D,KVD,H", "K projection per layer, KVD = Hkv*dh"),
+    FT_TS_IN_GRAD(KP_WV, KP_DWV, "w_v", "D,KVD,H", "V projection per layer"),
+    FT_TS_IN_GRAD(KP_GK, KP_DGK, "gk", "D,dh", "k_norm gain per layer"),
     [KP_POS] = {"pos", FT_I32, "N", FT_ROLE_IN, 0, "RoPE position of each context token"},
-    [KP_K] = {"k", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "normed, rotated context keys"},
-    [KP_V] = {"v", FT_F32, "D,N,Hkv,dh", FT_ROLE_OUT, 0, "context values"},
-    [KP_DK] = {"dk", FT_F32, "D,N,Hkv,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of k"},
-    [KP_DV] = {"dv", FT_F32, "D,N,Hkv,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of v"},
+    FT_TS_OUT_GRAD(KP_K, KP_DK, "k", "D,N,Hkv,dh", "normed, rotated context keys"),
+    FT_TS_OUT_GRAD(KP_V, KP_DV, "v", "D,N,Hkv,dh", "context values"),
     [KP_DCTX] = {"dc", FT_F32, "Dc,N,H", FT_ROLE_GRAD_OUT, 0,
                  "gradient of c (Dc = 1: summed over the D layers that share it)"},
-    [KP_DWK] = {"dw_k", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_k"},
-    [KP_DWV] = {"dw_v", FT_F32, "D,KVD,H", FT_ROLE_GRAD_OUT, 0, "gradient of w_v"},
-    [KP_DGK] = {"dgk", FT_F32, "D,dh", FT_ROLE_GRAD_OUT, 0, "gradient of gk"},
 };
 static const char *const kvproj_attrs[] = {"eps",
                                            "rope_theta",
@@ -106,12 +110,8 @@ static ft_status kvproj_check(ft_call *c, ft_err *err) {
 static ft_status kvproj_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
     (void)err;
     int64_t *d = c->dim;
-    d[KP_D] = p->D;
+    preset_sizes(c, kvproj_syms, p);
     d[KP_DC] = strcmp(p->arch, "dflare") == 0 ? p->D : 1; /* per layer; DFlash shares one */
-    d[KP_N] = p->N;
-    d[KP_H] = p->H;
-    d[KP_HKV] = p->Hkv;
-    d[KP_DH] = p->dh;
     d[KP_KVD] = p->Hkv * p->dh;
     /* The target's RoPE, unless the call named its own (--attr rope_*: that choice stands). */
     if (!c->attrs.rope.named) {
@@ -162,14 +162,8 @@ static double kvproj_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_attention_kvproj = {
-    .name = "attention.kvproj",
-    .summary = "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer",
-    FT_OP_HOOKS(kvproj),
-    .attrs = kvproj_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(attention_kvproj),
-};
+FT_OP_DEFINE(attention_kvproj, kvproj, "attention.kvproj", FT_BWD_OPTIONAL,
+             "context K/V projection: K = RoPE(k_norm(c W_k^T)), V = c W_v^T, per draft layer");
 
 /* ---- attention.decode ---------------------------------------------------------------------- */
 
@@ -209,11 +203,7 @@ static ft_status decode_check(ft_call *c, ft_err *err) {
 
 static ft_status decode_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
     int64_t *d = c->dim;
-    d[DC_R] = p->R;
-    d[DC_B] = p->B;
-    d[DC_HQ] = p->Hq;
-    d[DC_HKV] = p->Hkv;
-    d[DC_DH] = p->dh;
+    preset_sizes(c, decode_syms, p);
     d[DC_LSUM] = ft_preset_ctx_sum(p);
     if (d[DC_LSUM] < 0)
         return ft_err_set(err, FT_ESHAPE,
@@ -263,36 +253,24 @@ static double decode_flops(const ft_call *c) {
     return 4.0 * (double)d[DC_DH] * (double)d[DC_HQ] * keys;
 }
 
-const ft_op ft_op_attention_decode = {
-    .name = "attention.decode",
-    .summary = "inference block attention: B queries per request over its context cache plus "
-               "its own B keys, no mask, GQA",
-    FT_OP_HOOKS(decode),
-    .attrs = decode_attrs,
-    .backward = FT_BWD_NONE,
-    FT_OP_IMPLS(attention_decode),
-};
+FT_OP_DEFINE(attention_decode, decode, "attention.decode", FT_BWD_NONE,
+             "inference block attention: B queries per request over its context cache plus "
+             "its own B keys, no mask, GQA");
 
 /* ---- attention.train ----------------------------------------------------------------------- */
 
 static const char *const train_syms[] = {"nseq", "S", "NB", "B", "Hq", "Hkv", "dh", NULL};
 static const ft_tensor_spec train_tensors[] = {
-    [TR_Q] = {"q", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_IN, 0, "block queries"},
-    [TR_KCTX] = {"k_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_IN, 0, "context keys"},
-    [TR_VCTX] = {"v_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_IN, 0, "context values"},
-    [TR_KBLK] = {"k_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_IN, 0, "block keys"},
-    [TR_VBLK] = {"v_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_IN, 0, "block values"},
+    FT_TS_IN_GRAD(TR_Q, TR_DQ, "q", "nseq,NB,B,Hq,dh", "block queries"),
+    FT_TS_IN_GRAD(TR_KCTX, TR_DKCTX, "k_ctx", "nseq,S,Hkv,dh", "context keys"),
+    FT_TS_IN_GRAD(TR_VCTX, TR_DVCTX, "v_ctx", "nseq,S,Hkv,dh", "context values"),
+    FT_TS_IN_GRAD(TR_KBLK, TR_DKBLK, "k_blk", "nseq,NB,B,Hkv,dh", "block keys"),
+    FT_TS_IN_GRAD(TR_VBLK, TR_DVBLK, "v_blk", "nseq,NB,B,Hkv,dh", "block values"),
     [TR_ANCH] = {"anchors", FT_I32, "nseq,NB", FT_ROLE_IN, 0,
                  "block j sees context positions p < anchors[s,j], in [0, S]"},
     [TR_KEEP] = {"keep", FT_U8, "nseq,NB", FT_ROLE_IN, 0, "0: the block sees nothing"},
-    [TR_O] = {"o", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_OUT, 0, "attention output (0 if not kept)"},
+    FT_TS_OUT_GRAD(TR_O, TR_DO, "o", "nseq,NB,B,Hq,dh", "attention output (0 if not kept)"),
     [TR_LSE] = {"lse", FT_F32, "nseq,NB,B,Hq", FT_ROLE_OUT, 0, "log-sum-exp (-inf if not kept)"},
-    [TR_DO] = {"do", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_GRAD_IN, 0, "upstream gradient of o"},
-    [TR_DQ] = {"dq", FT_F32, "nseq,NB,B,Hq,dh", FT_ROLE_GRAD_OUT, 0, "gradient of q"},
-    [TR_DKCTX] = {"dk_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_ctx"},
-    [TR_DVCTX] = {"dv_ctx", FT_F32, "nseq,S,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_ctx"},
-    [TR_DKBLK] = {"dk_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of k_blk"},
-    [TR_DVBLK] = {"dv_blk", FT_F32, "nseq,NB,B,Hkv,dh", FT_ROLE_GRAD_OUT, 0, "gradient of v_blk"},
 };
 static const char *const train_attrs[] = {"scale", "backward", "window", "causal", "dtype", NULL};
 
@@ -318,14 +296,7 @@ static ft_status train_check(ft_call *c, ft_err *err) {
 
 static ft_status train_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
     (void)err;
-    int64_t *d = c->dim;
-    d[TR_NSEQ] = p->nseq;
-    d[TR_S] = p->S;
-    d[TR_NB] = p->NB;
-    d[TR_B] = p->B;
-    d[TR_HQ] = p->Hq;
-    d[TR_HKV] = p->Hkv;
-    d[TR_DH] = p->dh;
+    preset_sizes(c, train_syms, p);
     return FT_OK;
 }
 
@@ -396,12 +367,6 @@ static double train_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_attention_train = {
-    .name = "attention.train",
-    .summary = "training block-sparse attention: each block sees the context before its anchor "
-               "plus itself (bidirectional)",
-    FT_OP_HOOKS(train),
-    .attrs = train_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(attention_train),
-};
+FT_OP_DEFINE(attention_train, train, "attention.train", FT_BWD_OPTIONAL,
+             "training block-sparse attention: each block sees the context before its anchor "
+             "plus itself (bidirectional)");

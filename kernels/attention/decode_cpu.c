@@ -148,8 +148,6 @@ static int dp_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space dp_space = {dp_params, DP_NPARAMS, dp_constraints, dp_valid};
-
 /* ---- kernels -------------------------------------------------------------------------------- */
 
 #define RB        6  /* rows of a register block (the AVX2 kernels are written for 6) */
@@ -284,16 +282,28 @@ static void pack_v(const float *restrict v, int64_t ld, int64_t tlen, int64_t dh
         _mm256_storeu_ps(dst, a##i##0);                                                            \
         _mm256_storeu_ps((dst) + 8, a##i##1);                                                      \
     } while (0)
+/* The accumulators of all RB = 6 rows of a block, and their store to rows ld floats apart. */
+#define ACC_DECL_ROWS                                                                              \
+    ACC_DECL(0);                                                                                   \
+    ACC_DECL(1);                                                                                   \
+    ACC_DECL(2);                                                                                   \
+    ACC_DECL(3);                                                                                   \
+    ACC_DECL(4);                                                                                   \
+    ACC_DECL(5)
+#define ACC_STORE_ROWS(dst, ld)                                                                    \
+    do {                                                                                           \
+        ACC_STORE(0, dst);                                                                         \
+        ACC_STORE(1, (dst) + (ld));                                                                \
+        ACC_STORE(2, (dst) + 2 * (ld));                                                            \
+        ACC_STORE(3, (dst) + 3 * (ld));                                                            \
+        ACC_STORE(4, (dst) + 4 * (ld));                                                            \
+        ACC_STORE(5, (dst) + 5 * (ld));                                                            \
+    } while (0)
 
 /* s[RB x CB] = q[RB rows of the block, d-major] . k strip [dh x CB]: 2*RB accumulators. */
 static inline void scores_block(int64_t dh, const float *restrict qb, const float *restrict kb,
                                 float *restrict s, int64_t lds) {
-    ACC_DECL(0);
-    ACC_DECL(1);
-    ACC_DECL(2);
-    ACC_DECL(3);
-    ACC_DECL(4);
-    ACC_DECL(5);
+    ACC_DECL_ROWS;
     a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = a40 = a41 = a50 = a51 = _mm256_setzero_ps();
     for (int64_t d = 0; d < dh; d++) {
         const __m256 x0 = _mm256_loadu_ps(kb + d * CB), x1 = _mm256_loadu_ps(kb + d * CB + 8);
@@ -305,23 +315,13 @@ static inline void scores_block(int64_t dh, const float *restrict qb, const floa
         ACC_FMA(4, q + 4);
         ACC_FMA(5, q + 5);
     }
-    ACC_STORE(0, s);
-    ACC_STORE(1, s + lds);
-    ACC_STORE(2, s + 2 * lds);
-    ACC_STORE(3, s + 3 * lds);
-    ACC_STORE(4, s + 4 * lds);
-    ACC_STORE(5, s + 5 * lds);
+    ACC_STORE_ROWS(s, lds);
 }
 
 /* o[RB x CB] += p[RB x n] . v strip [n x CB]. */
 static inline void pv_block(int64_t n, const float *restrict p, int64_t ldp,
                             const float *restrict vb, float *restrict o, int64_t ldo) {
-    ACC_DECL(0);
-    ACC_DECL(1);
-    ACC_DECL(2);
-    ACC_DECL(3);
-    ACC_DECL(4);
-    ACC_DECL(5);
+    ACC_DECL_ROWS;
     a00 = _mm256_loadu_ps(o), a01 = _mm256_loadu_ps(o + 8);
     a10 = _mm256_loadu_ps(o + ldo), a11 = _mm256_loadu_ps(o + ldo + 8);
     a20 = _mm256_loadu_ps(o + 2 * ldo), a21 = _mm256_loadu_ps(o + 2 * ldo + 8);
@@ -337,12 +337,7 @@ static inline void pv_block(int64_t n, const float *restrict p, int64_t ldp,
         ACC_FMA(4, p + 4 * ldp + k);
         ACC_FMA(5, p + 5 * ldp + k);
     }
-    ACC_STORE(0, o);
-    ACC_STORE(1, o + ldo);
-    ACC_STORE(2, o + 2 * ldo);
-    ACC_STORE(3, o + 3 * ldo);
-    ACC_STORE(4, o + 4 * ldo);
-    ACC_STORE(5, o + 5 * ldo);
+    ACC_STORE_ROWS(o, ldo);
 }
 #else
 /* Portable forms of the two block kernels (ISO C forbids contracting a * b + c into an FMA, and
@@ -402,53 +397,46 @@ static void prefetch_lines(const float *p, int64_t ld, int64_t dh, int64_t l0, i
         __builtin_prefetch(p + l / per_row * ld + l % per_row * 16, 0, 2);
 }
 
-/* S = Q K^T for the tile (tlen keys at k, rows ld floats apart), into w->s; meanwhile the pn
- * rows at pf (the tile's values) are prefetched. */
-static void tile_scores(const dp_ctx *x, const dp_scratch *w, const dp_set *q, int64_t rows,
-                        const float *k, int64_t ld, int64_t tlen, const float *pf, int64_t pn) {
-    const int64_t dh = x->dh, ldt = x->ldt, nl = pn * ((dh + 15) / 16);
-    if (x->mm == MM_BLAS) {
-        prefetch_lines(pf, ld, dh, 0, nl);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)tlen, (int)dh, 1.0f,
-                    q->q, (int)dh, k, (int)ld, 0.0f, w->s, (int)ldt);
-        return;
-    }
-    /* One strip of CB keys (dh * CB floats, 8 KB at dh 128) stays in L1 while every row block
-     * of the queries goes by. */
-    pack_k(k, ld, tlen, dh, w->kp);
-    const int64_t nb = (rows + RB - 1) / RB, nslots = (tlen + CB - 1) / CB * nb;
-    for (int64_t t = 0, slot = 0; t < tlen; t += CB)
-        for (int64_t i = 0; i < rows; i += RB, slot++) {
-            prefetch_lines(pf, ld, dh, slot * nl / nslots, (slot + 1) * nl / nslots);
-            scores_block(dh, q->q + i * dh, w->kp + t * dh, w->s + i * ldt + t, ldt);
-        }
-}
+/* The two products of a tile, over the tlen keys or values at kv (rows ld floats apart): the
+ * scores S = Q K^T into w->s, or O += P V. Meanwhile the pn rows at pf (for the scores the tile's
+ * values, for P V the next tile's keys) are prefetched, a share per register block. */
+typedef enum { TILE_SCORES, TILE_PV } dp_product;
 
-/* O += P V for the tile; meanwhile the pn rows at pf (the next tile's keys) are prefetched. */
-static void tile_pv(const dp_ctx *x, const dp_scratch *w, const dp_set *q, int64_t rows,
-                    const float *v, int64_t ld, int64_t tlen, const float *pf, int64_t pn) {
+static void tile_product(const dp_ctx *x, const dp_scratch *w, const dp_set *q, dp_product op,
+                         int64_t rows, const float *kv, int64_t ld, int64_t tlen, const float *pf,
+                         int64_t pn) {
     const int64_t dh = x->dh, ldt = x->ldt, nl = pn * ((dh + 15) / 16);
+    const int pv = op == TILE_PV;
     if (x->mm == MM_BLAS) {
         prefetch_lines(pf, ld, dh, 0, nl);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)dh, (int)tlen, 1.0f,
-                    w->s, (int)ldt, v, (int)ld, 1.0f, q->o, (int)dh);
+        if (pv)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)dh, (int)tlen,
+                        1.0f, w->s, (int)ldt, kv, (int)ld, 1.0f, q->o, (int)dh);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)tlen, (int)dh,
+                        1.0f, q->q, (int)dh, kv, (int)ld, 0.0f, w->s, (int)ldt);
         return;
     }
-    /* One strip of CB value columns (tlen * CB floats) stays in L1 while every row block of P
-     * goes by. */
-    pack_v(v, ld, tlen, dh, w->vp);
-    const int64_t dfull = dh / CB * CB, nb = (rows + RB - 1) / RB, nslots = dh / CB * nb;
-    for (int64_t d = 0, slot = 0; d < dfull; d += CB)
+    /* One strip of CB columns stays in L1 while every row block goes by: CB keys (dh * CB floats,
+     * 8 KB at dh 128) for the scores, CB value columns (tlen * CB floats) for P V, whose last
+     * dh % CB columns are summed after. */
+    if (pv) pack_v(kv, ld, tlen, dh, w->vp);
+    else pack_k(kv, ld, tlen, dh, w->kp);
+    const int64_t end = pv ? dh / CB * CB : tlen, nb = (rows + RB - 1) / RB;
+    const int64_t nslots = (pv ? dh / CB : (tlen + CB - 1) / CB) * nb;
+    for (int64_t j = 0, slot = 0; j < end; j += CB)
         for (int64_t i = 0; i < rows; i += RB, slot++) {
             prefetch_lines(pf, ld, dh, slot * nl / nslots, (slot + 1) * nl / nslots);
-            pv_block(tlen, w->s + i * ldt, ldt, w->vp + d * tlen, q->o + i * dh + d, dh);
+            if (pv) pv_block(tlen, w->s + i * ldt, ldt, w->vp + j * tlen, q->o + i * dh + j, dh);
+            else scores_block(dh, q->q + i * dh, w->kp + j * dh, w->s + i * ldt + j, ldt);
         }
-    if (dfull == 0) prefetch_lines(pf, ld, dh, 0, nl);
-    for (int64_t r = 0; dfull < dh && r < rows; r++) /* dh not a multiple of CB: the rest */
+    if (!pv) return;
+    if (end == 0) prefetch_lines(pf, ld, dh, 0, nl);
+    for (int64_t r = 0; end < dh && r < rows; r++) /* dh not a multiple of CB: the rest */
         for (int64_t t = 0; t < tlen; t++) {
             const float p = w->s[r * ldt + t];
-            for (int64_t d = dfull; d < dh; d++)
-                q->o[r * dh + d] += p * v[t * ld + d];
+            for (int64_t d = end; d < dh; d++)
+                q->o[r * dh + d] += p * kv[t * ld + d];
         }
 }
 
@@ -538,18 +526,19 @@ static void attend_run(const dp_ctx *x, const dp_scratch *w, const dp_set *sets,
         }
         for (int64_t s = 0; s < nsets; s++) {
             const int64_t j = sets[s].j;
-            tile_scores(x, w, &sets[s], rows, k + j * x->dh, ld, tlen, v + j * x->dh, tlen);
+            tile_product(x, w, &sets[s], TILE_SCORES, rows, k + j * x->dh, ld, tlen, v + j * x->dh,
+                         tlen);
             if (i < nctx) mask_window(x, w, rows, qpos0, t0, tlen, -INFINITY);
             else mask_causal(x, w, rows, t0, tlen, -INFINITY);
             tile_softmax(x, w, &sets[s], rows, tlen);
             if (i < nctx) mask_window(x, w, rows, qpos0, t0, tlen, 0.0f);
             else mask_causal(x, w, rows, t0, tlen, 0.0f);
             if (s + 1 < nsets)
-                tile_pv(x, w, &sets[s], rows, v + j * x->dh, ld, tlen, k + sets[s + 1].j * x->dh,
-                        sets[s + 1].j == j ? 0 : tlen);
+                tile_product(x, w, &sets[s], TILE_PV, rows, v + j * x->dh, ld, tlen,
+                             k + sets[s + 1].j * x->dh, sets[s + 1].j == j ? 0 : tlen);
             else
-                tile_pv(x, w, &sets[s], rows, v + j * x->dh, ld, tlen, nk + sets[0].j * x->dh,
-                        nlen);
+                tile_product(x, w, &sets[s], TILE_PV, rows, v + j * x->dh, ld, tlen,
+                             nk + sets[0].j * x->dh, nlen);
         }
     }
 }
@@ -821,4 +810,4 @@ static ft_status dp_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attention_decode = {&dp_space, dp_run};
+FT_CPU_IMPL(attention_decode, dp);

@@ -151,8 +151,6 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space kv_space = {kv_params, KV_NPARAMS, kv_constraints, kv_valid};
-
 /* ---- kernels -------------------------------------------------------------------------------- */
 
 /* mscale * cos/sin of pos[n] * inv_freq[m] for m < dh/2, in double then rounded: [N, half]
@@ -525,4 +523,4 @@ static ft_status kv_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attention_kvproj = {&kv_space, kv_run};
+FT_CPU_IMPL(attention_kvproj, kv);

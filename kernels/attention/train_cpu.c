@@ -161,8 +161,6 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space tr_space = {tr_params, P_COUNT, tr_constraints, tr_valid};
-
 /* ---- the call, unpacked --------------------------------------------------------------------- */
 
 typedef struct tr_ctx {
@@ -751,44 +749,43 @@ static void run_owner(const tr_ctx *x, tr_work *w, int64_t id) {
 
 /* The call's sizes, tensors and the parameters that shape a block's arithmetic. */
 static tr_ctx ctx_init(const ft_call *c, const ft_config *cfg) {
-    const int64_t *d = c->dim;
-    tr_ctx x = {0};
-    x.nseq = d[TR_NSEQ];
-    x.S = d[TR_S];
-    x.NB = d[TR_NB];
-    x.B = d[TR_B];
-    x.Hq = d[TR_HQ];
-    x.Hkv = d[TR_HKV];
-    x.dh = d[TR_DH];
-    x.G = x.Hq / x.Hkv;
-    x.E = x.Hkv * x.dh;
-    x.scale = (float)ft_attn_scale(&c->attrs, x.dh);
-    x.q = c->t[TR_Q]->data;
-    x.kc = c->t[TR_KCTX]->data;
-    x.vc = c->t[TR_VCTX]->data;
-    x.kb = c->t[TR_KBLK]->data;
-    x.vb = c->t[TR_VBLK]->data;
-    x.anch = c->t[TR_ANCH]->data;
-    x.keep = c->t[TR_KEEP]->data;
-    x.o = c->t[TR_O]->data;
-    x.lse = c->t[TR_LSE]->data;
-    x.bwd = c->backward;
-    x.W = c->attrs.window;
-    x.causal = c->attrs.causal;
-    if (x.bwd) {
-        x.dout = c->t[TR_DO]->data;
-        x.dq = c->t[TR_DQ]->data;
-        x.dkc = c->t[TR_DKCTX]->data;
-        x.dvc = c->t[TR_DVCTX]->data;
-        x.dkb = c->t[TR_DKBLK]->data;
-        x.dvb = c->t[TR_DVBLK]->data;
-    }
-    x.loops = cfg->v[P_GEMM] == GEMM_LOOPS;
-    x.ng = cfg->v[P_GQA] == GQA_PACK ? x.G : 1;
-    const int kt = cfg->v[P_KV_TILE];
-    x.T = kt > 0 && kt < x.S + x.B ? kt : x.S + x.B;
-    x.lds = x.T;
-    return x;
+    const int64_t *d = c->dim, S = d[TR_S], B = d[TR_B], Hq = d[TR_HQ], Hkv = d[TR_HKV];
+    const int bwd = c->backward, kt = cfg->v[P_KV_TILE];
+    const int64_t T = kt > 0 && kt < S + B ? kt : S + B;
+    return (tr_ctx){
+        .nseq = d[TR_NSEQ],
+        .S = S,
+        .NB = d[TR_NB],
+        .B = B,
+        .Hq = Hq,
+        .Hkv = Hkv,
+        .dh = d[TR_DH],
+        .G = Hq / Hkv,
+        .E = Hkv * d[TR_DH],
+        .scale = (float)ft_attn_scale(&c->attrs, d[TR_DH]),
+        .q = c->t[TR_Q]->data,
+        .kc = c->t[TR_KCTX]->data,
+        .vc = c->t[TR_VCTX]->data,
+        .kb = c->t[TR_KBLK]->data,
+        .vb = c->t[TR_VBLK]->data,
+        .anch = c->t[TR_ANCH]->data,
+        .keep = c->t[TR_KEEP]->data,
+        .o = c->t[TR_O]->data,
+        .lse = c->t[TR_LSE]->data,
+        .dout = bwd ? c->t[TR_DO]->data : NULL,
+        .dq = bwd ? c->t[TR_DQ]->data : NULL,
+        .dkc = bwd ? c->t[TR_DKCTX]->data : NULL,
+        .dvc = bwd ? c->t[TR_DVCTX]->data : NULL,
+        .dkb = bwd ? c->t[TR_DKBLK]->data : NULL,
+        .dvb = bwd ? c->t[TR_DVBLK]->data : NULL,
+        .bwd = bwd,
+        .W = c->attrs.window,
+        .causal = c->attrs.causal,
+        .loops = cfg->v[P_GEMM] == GEMM_LOOPS,
+        .ng = cfg->v[P_GQA] == GQA_PACK ? Hq / Hkv : 1,
+        .T = T,
+        .lds = T,
+    };
 }
 
 /* How the call's tasks run over the threads, and where their scratch lives. */
@@ -897,6 +894,16 @@ static void plan_assign(const tr_plan *p, int nth) {
     }
 }
 
+/* Task id, unless the call is overdue: run by the owner of its (sequence, kv head) (dkv = owner),
+ * or adding its dk_ctx, dv_ctx into dk, dv. */
+static void run_one(const tr_ctx *x, tr_work *w, int owner, int64_t id, float *dk, float *dv) {
+    if (ft_call_overdue(x->call)) return;
+    if (owner)
+        run_owner(x, w, id);
+    else
+        run_task(x, w, id, dk, dv);
+}
+
 /* One thread's share of the call, inside the parallel region: the context packing, its tasks,
  * and under dkv = private its part of the sum of the copies. */
 static void run_thread(const tr_ctx *x, const tr_plan *p) {
@@ -928,22 +935,12 @@ static void run_thread(const tr_ctx *x, const tr_plan *p) {
 #pragma omp barrier
     } else if (bal == BAL_STATIC) {
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < ntask; i++) {
-            if (ft_call_overdue(x->call)) continue;
-            if (owner)
-                run_owner(x, w, order[i].id);
-            else
-                run_task(x, w, order[i].id, dk, dv);
-        }
+        for (int64_t i = 0; i < ntask; i++)
+            run_one(x, w, owner, order[i].id, dk, dv);
     } else {
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < ntask; i++) {
-            if (ft_call_overdue(x->call)) continue;
-            if (owner)
-                run_owner(x, w, order[i].id);
-            else
-                run_task(x, w, order[i].id, dk, dv);
-        }
+        for (int64_t i = 0; i < ntask; i++)
+            run_one(x, w, owner, order[i].id, dk, dv);
     }
     if (priv && nth > 1) {
         /* Sum the copies into the outputs in thread order. */
@@ -980,4 +977,4 @@ static ft_status tr_run(ft_call *c, const ft_config *cfg, ft_err *err) {
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_attention_train = {&tr_space, tr_run};
+FT_CPU_IMPL(attention_train, tr);

@@ -633,11 +633,6 @@ static const char *const dl_constraints[] = {
     NULL,
 };
 
-static ft_space dl_space = {dl_params, sizeof dl_params / sizeof dl_params[0], dl_constraints,
-                            dl_valid};
-
-const ft_cpu_impl ft_cpu_fusion_dflare = {&dl_space, dl_run};
-
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
 
 enum { FUS_DH_P_PAR, FUS_DH_P_CHUNK, FUS_DH_P_THREADS };
@@ -853,7 +848,7 @@ static const char *const dh_constraints[] = {
     NULL,
 };
 
-static ft_space dh_space = {dh_params, sizeof dh_params / sizeof dh_params[0], dh_constraints,
-                            dh_valid};
+/* ---- registration --------------------------------------------------------------------------- */
 
-const ft_cpu_impl ft_cpu_fusion_dflash = {&dh_space, dh_run};
+FT_CPU_IMPL(fusion_dflare, dl);
+FT_CPU_IMPL(fusion_dflash, dh);

@@ -16,16 +16,12 @@
 
 static const char *const dflare_syms[] = {"N", "T", "H", "D", NULL};
 static const ft_tensor_spec dflare_tensors[] = {
-    [DL_X] = {"x", FT_F32, "N,T,H", FT_ROLE_IN, 0, "the T target layers' states per token"},
-    [DL_W] = {"w", FT_F32, "D,T", FT_ROLE_IN, 0, "fusion logits, softmax over T per layer"},
-    [DL_G] = {"g", FT_F32, "H", FT_ROLE_IN, 0, "RMSNorm gain shared by every draft layer"},
-    [DL_F] = {"f", FT_F32, "D,N,H", FT_ROLE_OUT, 0, "fused context per draft layer"},
-    [DL_DF] = {"df", FT_F32, "D,N,H", FT_ROLE_GRAD_IN, 0, "upstream gradient of f"},
-    [DL_DX] = {"dx", FT_F32, "N,T,H", FT_ROLE_GRAD_OUT, 0, "gradient of x"},
-    [DL_DW] = {"dw", FT_F32, "D,T", FT_ROLE_GRAD_OUT, 0, "gradient of w"},
-    [DL_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
+    FT_TS_IN_GRAD(DL_X, DL_DX, "x", "N,T,H", "the T target layers' states per token"),
+    FT_TS_IN_GRAD(DL_W, DL_DW, "w", "D,T", "fusion logits, softmax over T per layer"),
+    FT_TS_IN_GRAD(DL_G, DL_DG, "g", "H", "RMSNorm gain shared by every draft layer"),
+    FT_TS_OUT_GRAD(DL_F, DL_DF, "f", "D,N,H", "fused context per draft layer"),
 };
-static const char *const fusion_attrs[] = {"eps", "backward", "dtype", NULL};
+static const char *const dflare_attrs[] = {"eps", "backward", "dtype", NULL};
 
 static ft_status dflare_check(ft_call *c, ft_err *err) {
     if (c->dim[DL_T] < 1 || c->dim[DL_H] < 1 || c->dim[DL_D] < 1)
@@ -84,29 +80,20 @@ static double dflare_flops(const ft_call *c) {
     return fwd * (c->backward ? 4.0 : 1.0);
 }
 
-const ft_op ft_op_fusion_dflare = {
-    .name = "fusion.dflare",
-    .summary = "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
-               "target states, RMSNorm'd",
-    FT_OP_HOOKS(dflare),
-    .attrs = fusion_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(fusion_dflare),
-};
+FT_OP_DEFINE(fusion_dflare, dflare, "fusion.dflare", FT_BWD_OPTIONAL,
+             "DFLARE adaptive layer fusion: per draft layer, a softmax-weighted mix of the T "
+             "target states, RMSNorm'd");
 
 /* ---- fusion.dflash ------------------------------------------------------------------------- */
 
 static const char *const dflash_syms[] = {"N", "T", "H", "TH", NULL};
 static const ft_tensor_spec dflash_tensors[] = {
-    [DH_X] = {"x", FT_F32, "N,T,H", FT_ROLE_IN, 0, "the T target layers' states per token"},
-    [DH_WFC] = {"w_fc", FT_F32, "H,TH", FT_ROLE_IN, 0, "FC weight (out x in), TH = T*H"},
-    [DH_G] = {"g", FT_F32, "H", FT_ROLE_IN, 0, "RMSNorm gain"},
-    [DH_F] = {"f", FT_F32, "N,H", FT_ROLE_OUT, 0, "fused context shared by every draft layer"},
-    [DH_DF] = {"df", FT_F32, "N,H", FT_ROLE_GRAD_IN, 0, "upstream gradient of f"},
-    [DH_DX] = {"dx", FT_F32, "N,T,H", FT_ROLE_GRAD_OUT, 0, "gradient of x"},
-    [DH_DWFC] = {"dw_fc", FT_F32, "H,TH", FT_ROLE_GRAD_OUT, 0, "gradient of w_fc"},
-    [DH_DG] = {"dg", FT_F32, "H", FT_ROLE_GRAD_OUT, 0, "gradient of g"},
+    FT_TS_IN_GRAD(DH_X, DH_DX, "x", "N,T,H", "the T target layers' states per token"),
+    FT_TS_IN_GRAD(DH_WFC, DH_DWFC, "w_fc", "H,TH", "FC weight (out x in), TH = T*H"),
+    FT_TS_IN_GRAD(DH_G, DH_DG, "g", "H", "RMSNorm gain"),
+    FT_TS_OUT_GRAD(DH_F, DH_DF, "f", "N,H", "fused context shared by every draft layer"),
 };
+static const char *const dflash_attrs[] = {"eps", "backward", "dtype", NULL};
 
 static ft_status dflash_check(ft_call *c, ft_err *err) {
     if (c->dim[DH_T] < 1 || c->dim[DH_H] < 1)
@@ -152,11 +139,5 @@ static double dflash_flops(const ft_call *c) {
     return fwd * (c->backward ? 3.0 : 1.0);
 }
 
-const ft_op ft_op_fusion_dflash = {
-    .name = "fusion.dflash",
-    .summary = "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm",
-    FT_OP_HOOKS(dflash),
-    .attrs = fusion_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(fusion_dflash),
-};
+FT_OP_DEFINE(fusion_dflash, dflash, "fusion.dflash", FT_BWD_OPTIONAL,
+             "DFlash FC fusion: concat the T target states, one Linear to H, RMSNorm");

@@ -92,11 +92,5 @@ static double linear_flops(const ft_call *c) {
     return gemm * ((c->attrs.grad_only ? 0.0 : 1.0) + (c->backward ? 2.0 : 0.0));
 }
 
-const ft_op ft_op_linear = {
-    .name = "linear",
-    .summary = "a drafter layer's dense projection, y = x w^T (q/k/v/o, MLP, LM head)",
-    FT_OP_HOOKS(linear),
-    .attrs = linear_attrs,
-    .backward = FT_BWD_OPTIONAL,
-    FT_OP_IMPLS(linear),
-};
+FT_OP_DEFINE(linear, linear, "linear", FT_BWD_OPTIONAL,
+             "a drafter layer's dense projection, y = x w^T (q/k/v/o, MLP, LM head)");

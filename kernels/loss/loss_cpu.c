@@ -176,8 +176,6 @@ static int loss_valid(const ft_call *c, const ft_config *cfg, char *why, size_t 
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 
-static ft_space loss_space = {loss_params, P_COUNT, loss_constraints, loss_valid};
-
 /* ---- row kernels -------------------------------------------------------------------------- */
 
 /* exp(x) in float for the softmax (x <= 0 up to rounding), written so GCC vectorises it
@@ -696,4 +694,4 @@ static ft_status loss_run(ft_call *c, const ft_config *cfg, ft_err *err) {
     return FT_OK;
 }
 
-const ft_cpu_impl ft_cpu_loss = {&loss_space, loss_run};
+FT_CPU_IMPL(loss, loss);

@@ -134,12 +134,6 @@ static double loss_flops(const ft_call *c) {
     return gemm * (2.0 + (c->attrs.loss.want_dw ? 1.0 : 0.0));
 }
 
-const ft_op ft_op_loss = {
-    .name = "loss",
-    .summary = "LM head + weighted cross entropy (uniform, decay, progressive, D-PACE), forward "
-               "and backward fused, optionally behind the drafter's final RMSNorm",
-    FT_OP_HOOKS(loss),
-    .attrs = loss_attrs,
-    .backward = FT_BWD_ALWAYS,
-    FT_OP_IMPLS(loss),
-};
+FT_OP_DEFINE(loss, loss, "loss", FT_BWD_ALWAYS,
+             "LM head + weighted cross entropy (uniform, decay, progressive, D-PACE), forward "
+             "and backward fused, optionally behind the drafter's final RMSNorm");

@@ -125,6 +125,8 @@ const ft_preset *ft_preset_find(const char *name);
 /* The fields `--set` may change, NULL-terminated, and access by name. */
 extern const char *const ft_preset_fields[];
 int64_t *ft_preset_field(ft_preset *p, const char *name);
+/* The value of field `name` of a preset (as ft_preset_field finds it), or -1 when it has none. */
+int64_t ft_preset_size(const ft_preset *p, const char *name);
 /* Apply "NAME=VALUE" to a copy of a preset; checks the name and that the value is positive
  * (ragged: 0 or 1). */
 ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err);
@@ -160,6 +162,16 @@ typedef struct ft_tensor_spec {
     unsigned flags;
     const char *doc;
 } ft_tensor_spec;
+
+/* Two rows of an op's tensor table: a float32 tensor NAME (index I) and its gradient "d" NAME
+ * (index DI), of the same dims. An input and the gradient the backward writes (FT_TS_IN_GRAD), or
+ * an output and the upstream gradient the backward reads (FT_TS_OUT_GRAD). */
+#define FT_TS_IN_GRAD(I, DI, NAME, DIMS, DOC)                                                      \
+    [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
+    [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, 0, "gradient of " NAME}
+#define FT_TS_OUT_GRAD(I, DI, NAME, DIMS, DOC)                                                     \
+    [I] = {NAME, FT_F32, DIMS, FT_ROLE_OUT, 0, DOC},                                               \
+    [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_IN, 0, "upstream gradient of " NAME}
 
 typedef enum { FT_BWD_NONE, FT_BWD_OPTIONAL, FT_BWD_ALWAYS } ft_bwd_kind;
 
@@ -205,6 +217,17 @@ typedef struct ft_op {
 /* Its implementations, named after the op (FT_OP_IMPLS(fusion_dflare): ft_cpu_fusion_dflare,
  * ft_cuda_fusion_dflare). */
 #define FT_OP_IMPLS(NAME) .cpu = &ft_cpu_##NAME, .cuda = &ft_cuda_##NAME
+/* An op's whole description, ft_op_NAME: the tables and hooks named after the prefix P
+ * (FT_OP_HOOKS) with the attributes it accepts in P_attrs, its implementations named after NAME
+ * (FT_OP_IMPLS), the name users type (OP_NAME), how its backward runs (BWD, an ft_bwd_kind) and
+ * the line `flaretune list` shows (SUMMARY). */
+#define FT_OP_DEFINE(NAME, P, OP_NAME, BWD, SUMMARY)                                               \
+    const ft_op ft_op_##NAME = {.name = OP_NAME,                                                   \
+                                .summary = SUMMARY,                                                \
+                                FT_OP_HOOKS(P),                                                    \
+                                .attrs = P##_attrs,                                                \
+                                .backward = BWD,                                                   \
+                                FT_OP_IMPLS(NAME)}
 
 /* One invocation of an op: its sizes, attributes and tensors (indexed like op->tensors; NULL
  * where a tensor does not take part, e.g. gradients when the backward does not run). */

@@ -172,6 +172,11 @@ int64_t *ft_preset_field(ft_preset *p, const char *name) {
     return NULL;
 }
 
+int64_t ft_preset_size(const ft_preset *p, const char *name) {
+    const int64_t *v = ft_preset_field((ft_preset *)p, name); /* read, never written */
+    return v ? *v : -1;
+}
+
 ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     const char *eq = strchr(assignment, '=');
     char name[32];

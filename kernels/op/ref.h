@@ -116,20 +116,15 @@ void ft_ref_attn_train_fwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64
                            double *o,                                 /* [nseq,NB,B,Hq,dh]  */
                            double *lse);                              /* [nseq,NB,B,Hq]     */
 
+/* Its backward: the forward's inputs, then dout (o's shape, SPEC's `do`) and the gradients,
+ * each the shape of the input it is the gradient of. */
 void ft_ref_attn_train_bwd(int64_t nseq, int64_t S, int64_t NB, int64_t B, int64_t Hq, int64_t Hkv,
-                           int64_t dh, double scale, const double *q, /* [nseq,NB,B,Hq,dh]  */
-                           const double *k_ctx,                       /* [nseq,S,Hkv,dh]    */
-                           const double *v_ctx,                       /* [nseq,S,Hkv,dh]    */
-                           const double *k_blk,                       /* [nseq,NB,B,Hkv,dh] */
-                           const double *v_blk,                       /* [nseq,NB,B,Hkv,dh] */
-                           const int32_t *anchors,                    /* [nseq,NB]          */
-                           const uint8_t *keep,                       /* [nseq,NB]          */
-                           const double *dout, /* [nseq,NB,B,Hq,dh]  (SPEC's `do`) */
-                           double *dq,         /* [nseq,NB,B,Hq,dh]  */
-                           double *dk_ctx,     /* [nseq,S,Hkv,dh]    */
-                           double *dv_ctx,     /* [nseq,S,Hkv,dh]    */
-                           double *dk_blk,     /* [nseq,NB,B,Hkv,dh] */
-                           double *dv_blk);    /* [nseq,NB,B,Hkv,dh] */
+                           int64_t dh, double scale, const double *q, const double *k_ctx,
+                           const double *v_ctx, const double *k_blk, const double *v_blk,
+                           const int32_t *anchors, const uint8_t *keep,
+                           const double *dout,                         /* [nseq,NB,B,Hq,dh] */
+                           double *dq, double *dk_ctx, double *dv_ctx, /* q, k_ctx, v_ctx   */
+                           double *dk_blk, double *dv_blk);            /* k_blk, v_blk      */
 
 /* ---- sliding-window attention (SPEC.md "Sliding window") ---------------------------------
  * The same ops with a window W over the context: a query at position i (decode: ctx_len + b;
