@@ -18,6 +18,7 @@
 #include "cuda/device_emu.h"
 #include "cuda/emu/emu.h"
 #include "cuda/device.h"
+#include "ft_emu.h"
 #include "ft_test.h"
 
 #define SAMPLE(name) FT_SOURCE_DIR "/tests/cuda/" name
@@ -978,17 +979,7 @@ int main(void) {
     unsetenv("FLARETUNE_EMU_THREADS");
     unsetenv("FLARETUNE_EMU_FIBERS");
     unsetenv("FLARETUNE_EMU_DEBUG");
-    ft_err err = {0};
-    ft_status s = ft_dev_open(FT_DEV_EMU, 0, &dev, &err);
-    if (s == FT_OK) {
-        ft_dev_module *m = NULL;
-        s = ft_dev_compile(dev, SAMPLE("emu_basic.cu"), NULL, 0, &m, &err);
-        if (s == FT_EUNSUPPORTED) ft_test_skip(err.msg); /* no C++ compiler */
-    }
-    if (s != FT_OK) {
-        fprintf(stderr, "cannot start the emulator: %s\n", err.msg);
-        return 1;
-    }
+    ft_test_open_emu(&dev, SAMPLE("emu_basic.cu"));
     FT_RUN(test_open_and_props);
     FT_RUN(test_memory);
     FT_RUN(test_indices);

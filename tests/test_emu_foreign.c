@@ -18,6 +18,7 @@
 
 #include "cuda/device_emu.h"
 #include "cuda/device.h"
+#include "ft_emu.h"
 
 #define FOREIGN FT_SOURCE_DIR "/tests/data/foreign/"
 #define SHARED  FT_SOURCE_DIR "/../shared/landscapes/kernels/"
@@ -461,12 +462,7 @@ static void test_dedispersion(void) {
 }
 
 int main(void) {
-    ft_err err = {0};
-    if (ft_dev_open(FT_DEV_EMU, 0, &dev, &err)) {
-        if (err.status == FT_EUNSUPPORTED) ft_test_skip(err.msg);
-        fprintf(stderr, "cannot open the emulator: %s\n", err.msg);
-        return 1;
-    }
+    ft_test_open_emu(&dev, NULL);
     FT_RUN(test_stencil);
     FT_RUN(test_extern_c);
     FT_RUN(test_errors);

@@ -24,6 +24,7 @@
 #include "cuda/device_emu.h"
 #include "cuda/backend/prefetch.h"
 #include "cuda/device.h"
+#include "ft_emu.h"
 #include "ft_test.h"
 
 #ifndef FT_TEST_CXX
@@ -268,11 +269,7 @@ int main(void) {
     }
     setenv("FLARETUNE_EMU_CXX", cxx, 1);
     setenv("FLARETUNE_CACHE_DIR", cache, 1);
-    ft_err err = {0};
-    if (ft_dev_open(FT_DEV_EMU, 0, &dev, &err) != FT_OK) {
-        fprintf(stderr, "cannot open the emulator: %s\n", err.msg);
-        return 1;
-    }
+    ft_test_open_emu(&dev, NULL);
     FT_RUN(test_promote_and_share);
     FT_RUN(test_drop_and_requeue);
     FT_RUN(test_free_with_queued);
