@@ -438,35 +438,43 @@ static const ft_backend spin_backend = {
     .ceilings = sim_ceilings,
 };
 
-/* ft_tune_run of o on the spin backend with `sleeper` napping when sleeps is set and "mid"
- * ending when mid_ends is; the spin settings are back to their defaults after it. */
-static ft_status spin_tune(ft_tune_opts *o, ft_tune_result *r, ft_err *err, int sleeps,
-                           int sleeper, int mid_ends) {
+/* A tuning run on the spin backend: its options (full_opts, logging to log) and its result. */
+typedef struct {
+    ft_tune_opts o;
+    char log[256];
+    ft_tune_result r;
+} spin_tuning;
+
+static void spin_init(spin_tuning *s, const char *log_name) {
+    full_opts(&s->o, s->log, sizeof s->log, log_name, &spin_backend);
+}
+
+/* ft_tune_run of s with `sleeper` napping when sleeps is set and "mid" ending when mid_ends is:
+ * it must succeed and, when max_s > 0, end within max_s seconds. The spin settings are back to
+ * their defaults after it. */
+static void spin_tune(spin_tuning *s, int sleeps, int sleeper, int mid_ends, double max_s) {
     spin_sleeps = sleeps;
     spin_sleeper = sleeper;
     spin_mid_ends = mid_ends;
-    ft_status st = ft_tune_run(o, r, err);
+    ft_err err = {0};
+    double t0 = ft_now_s();
+    FT_CHECK(ft_tune_run(&s->o, &s->r, &err) == FT_OK, "%s", err.msg);
+    if (max_s > 0) FT_CHECK(ft_now_s() - t0 < max_s, "the run ended in %.1f s", ft_now_s() - t0);
     spin_sleeps = spin_mid_ends = 0;
     spin_sleeper = 1;
-    return st;
 }
 
 /* The run goes on past the config that would spin for a minute: its call is stopped at 20x the
  * best so far (the 50 ms floor here), it is recorded as stopped and never wins, and the rest are
  * measured. */
 static void test_watchdog_in_a_run(void) {
-    ft_tune_opts o;
-    char log[256];
-    full_opts(&o, log, sizeof log, "watchdog.jsonl", &spin_backend);
-    ft_tune_result r;
-    ft_err err = {0};
-    double t0 = ft_now_s();
-    FT_CHECK(spin_tune(&o, &r, &err, 0, 1, 0) == FT_OK, "%s", err.msg);
-    FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
-    FT_CHECK(r.found && r.winner.v[0] != 1 && r.stopped == 1 && r.evaluations == 3,
-             "found %d, winner %d, stopped %d, evaluations %d", r.found, r.winner.v[0], r.stopped,
-             r.evaluations);
-    json_t *evs = read_log(log);
+    spin_tuning s;
+    spin_init(&s, "watchdog.jsonl");
+    spin_tune(&s, 0, 1, 0, 30);
+    FT_CHECK(s.r.found && s.r.winner.v[0] != 1 && s.r.stopped == 1 && s.r.evaluations == 3,
+             "found %d, winner %d, stopped %d, evaluations %d", s.r.found, s.r.winner.v[0],
+             s.r.stopped, s.r.evaluations);
+    json_t *evs = read_log(s.log);
     int stopped_events = 0;
     for (size_t i = 0; i < json_array_size(evs); i++) {
         const json_t *e = json_array_get(evs, i), *st = json_object_get(e, "stopped");
@@ -486,19 +494,15 @@ static void test_watchdog_in_a_run(void) {
  * waits) is stopped once past twice the best (at the 50 ms floor), long before the 20x limit
  * would end it: recorded as not measured cleanly, not as slow, and the run goes on. */
 static void test_spoiled_call_in_a_run(void) {
-    ft_tune_opts o;
-    char log[256];
-    full_opts(&o, log, sizeof log, "spoiled.jsonl", &spin_backend);
-    o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
-    o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
-    ft_tune_result r;
-    ft_err err = {0};
-    double t0 = ft_now_s();
-    FT_CHECK(spin_tune(&o, &r, &err, 1, 1, 0) == FT_OK, "%s", err.msg);
-    FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
-    FT_CHECK(r.unclean >= 1 && r.stopped == 0 && (!r.found || r.winner.v[0] != 1),
-             "unclean %d, stopped %d, winner %d", r.unclean, r.stopped, r.found ? r.winner.v[0] : -1);
-    json_t *evs = read_log(log);
+    spin_tuning s;
+    spin_init(&s, "spoiled.jsonl");
+    s.o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
+    s.o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
+    spin_tune(&s, 1, 1, 0, 30);
+    FT_CHECK(s.r.unclean >= 1 && s.r.stopped == 0 && (!s.r.found || s.r.winner.v[0] != 1),
+             "unclean %d, stopped %d, winner %d", s.r.unclean, s.r.stopped,
+             s.r.found ? s.r.winner.v[0] : -1);
+    json_t *evs = read_log(s.log);
     int seen = 0;
     for (size_t i = 0; i < json_array_size(evs); i++) {
         const json_t *e = json_array_get(evs, i);
@@ -516,19 +520,16 @@ static void test_spoiled_call_in_a_run(void) {
  * spoiled there too. The winner is a config measured cleanly, with a positive median, and the
  * speedup is withheld: a default without a sample is never a time of 0 that wins. */
 static void test_default_never_measured(void) {
-    ft_tune_opts o;
-    char log[256];
-    full_opts(&o, log, sizeof log, "default_spoiled.jsonl", &spin_backend);
-    o.measure.max_lost = 0.05;
-    ft_tune_result r;
-    ft_err err = {0};
-    FT_CHECK(spin_tune(&o, &r, &err, 1, 0, 1) == FT_OK, "%s", err.msg);
-    FT_CHECK(r.found && r.winner.v[0] != 0 && r.winner_stats.samples > 0 &&
-                 r.winner_stats.median > 0 && !r.winner_stats.unclean,
-             "found %d, winner %d, median %g s of %d samples", r.found, r.found ? r.winner.v[0] : -1,
-             r.winner_stats.median, r.winner_stats.samples);
-    FT_CHECK(isnan(r.speedup) && strstr(r.speedup_withheld, "default"),
-             "speedup %g withheld '%s'", r.speedup, r.speedup_withheld);
+    spin_tuning s;
+    spin_init(&s, "default_spoiled.jsonl");
+    s.o.measure.max_lost = 0.05;
+    spin_tune(&s, 1, 0, 1, 0);
+    FT_CHECK(s.r.found && s.r.winner.v[0] != 0 && s.r.winner_stats.samples > 0 &&
+                 s.r.winner_stats.median > 0 && !s.r.winner_stats.unclean,
+             "found %d, winner %d, median %g s of %d samples", s.r.found,
+             s.r.found ? s.r.winner.v[0] : -1, s.r.winner_stats.median, s.r.winner_stats.samples);
+    FT_CHECK(isnan(s.r.speedup) && strstr(s.r.speedup_withheld, "default"),
+             "speedup %g withheld '%s'", s.r.speedup, s.r.speedup_withheld);
 }
 
 int main(void) {
