@@ -161,25 +161,26 @@ static void test_lookup(void) {
         FT_CHECK(s && strcmp(s->name, names[i]) == 0, "spec %d", i);
     }
     FT_CHECK(ft_gpu_spec_at(9) == NULL && ft_gpu_spec_at(-1) == NULL, "out of range");
-    FT_CHECK(ft_gpu_spec_find("A4000") == ft_gpu_spec_at(7), "A4000");
-    FT_CHECK(ft_gpu_spec_find("a100-pcie-40gb") == ft_gpu_spec_at(6), "A100 PCIe");
-    FT_CHECK(ft_gpu_spec_find("H200") == ft_gpu_spec_at(2), "H200");
-    FT_CHECK(ft_gpu_spec_find("h100") == ft_gpu_spec_at(1), "h100");
-    FT_CHECK(ft_gpu_spec_find("H100-SXM") == ft_gpu_spec_at(1), "alias");
-    FT_CHECK(ft_gpu_spec_find("RTX4090") == ft_gpu_spec_at(4), "RTX4090");
-    FT_CHECK(ft_gpu_spec_find("4090") == ft_gpu_spec_at(4), "4090");
-    FT_CHECK(ft_gpu_spec_find("L40S") == ft_gpu_spec_at(3), "L40S");
-    FT_CHECK(ft_gpu_spec_find("h10") == NULL, "prefix is not a name");
-    FT_CHECK(ft_gpu_spec_find("h100x") == NULL, "suffix is not a name");
+    /* A name or an architecture and the index of the spec it finds (-1: none). H100-SXM is an
+     * alias; h10 and h100x, a prefix and a suffix, are no names; sm_86 finds the first GA10x,
+     * sm_87 is in no entry. */
+    typedef struct {
+        const char *key;
+        int at;
+    } lookup;
+    static const lookup by_name[] = {
+        {"A4000", 7},   {"a100-pcie-40gb", 6}, {"H200", 2}, {"h100", 1}, {"H100-SXM", 1},
+        {"RTX4090", 4}, {"4090", 4},           {"L40S", 3}, {"h10", -1}, {"h100x", -1}};
+    static const lookup by_arch[] = {{"sm_80", 0},   {"sm_90a", 1}, {"sm_90", 1}, {"SM_89", 3},
+                                     {"sm_100a", 5}, {"sm_86", 7},  {"sm_87", -1}};
+    for (size_t i = 0; i < sizeof by_name / sizeof by_name[0]; i++)
+        FT_CHECK(ft_gpu_spec_find(by_name[i].key) == ft_gpu_spec_at(by_name[i].at), "name %s",
+                 by_name[i].key);
     FT_CHECK(ft_gpu_spec_find("") == NULL && ft_gpu_spec_find(NULL) == NULL, "empty");
     FT_CHECK(strcmp(ft_gpu_spec_find("a100")->arch, "sm_80") == 0, "a100 arch");
-    FT_CHECK(ft_gpu_spec_for_arch("sm_80") == ft_gpu_spec_at(0), "sm_80");
-    FT_CHECK(ft_gpu_spec_for_arch("sm_90a") == ft_gpu_spec_at(1), "sm_90a");
-    FT_CHECK(ft_gpu_spec_for_arch("sm_90") == ft_gpu_spec_at(1), "sm_90");
-    FT_CHECK(ft_gpu_spec_for_arch("SM_89") == ft_gpu_spec_at(3), "sm_89");
-    FT_CHECK(ft_gpu_spec_for_arch("sm_100a") == ft_gpu_spec_at(5), "sm_100a");
-    FT_CHECK(ft_gpu_spec_for_arch("sm_86") == ft_gpu_spec_at(7), "sm_86: the first GA10x");
-    FT_CHECK(ft_gpu_spec_for_arch("sm_87") == NULL, "sm_87 is in no entry");
+    for (size_t i = 0; i < sizeof by_arch / sizeof by_arch[0]; i++)
+        FT_CHECK(ft_gpu_spec_for_arch(by_arch[i].key) == ft_gpu_spec_at(by_arch[i].at), "arch %s",
+                 by_arch[i].key);
     FT_CHECK(ft_gpu_spec_for_arch("sm_9") == NULL && ft_gpu_spec_for_arch("90") == NULL &&
                  ft_gpu_spec_for_arch("sm_90b") == NULL && ft_gpu_spec_for_arch(NULL) == NULL,
              "not architectures");

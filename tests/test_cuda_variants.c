@@ -293,6 +293,14 @@ static void check_at(const ft_op *op, const ft_cuda_op *cop, const shape *s, int
     ft_call_free(&c);
 }
 
+/* The CUDA code of the op named, with the op in *op, when FT_TEST_OP (if set) names it; NULL
+ * when it does not, or the op has no CUDA code. */
+static const ft_cuda_op *selected_op(const char *name, const ft_op **op) {
+    const char *only = getenv("FT_TEST_OP");
+    *op = only && strcmp(only, name) != 0 ? NULL : ft_op_find(name, NULL);
+    return *op ? ft_cuda_op_of(*op) : NULL;
+}
+
 static void test_every_config(void) {
     const char *only = getenv("FT_TEST_OP");
     int ncuda = 0;
@@ -411,12 +419,9 @@ static void test_dflare_mma(void) {
  * config for want_dw = 1 (the dw_lm kernels of every tile), else a quarter of the configs (a
  * different quarter per set) plus each strategy's first config; FT_TEST_SAMPLE thins both. */
 static void test_loss_attrs(void) {
-    const char *only = getenv("FT_TEST_OP");
-    if (only && strcmp(only, "loss") != 0) return;
-    ft_err err = {0};
-    const ft_op *op = ft_op_find("loss", &err);
-    const ft_cuda_op *cop = ft_cuda_op_of(op);
-    if (!op || !cop) return;
+    const ft_op *op;
+    const ft_cuda_op *cop = selected_op("loss", &op);
+    if (!cop) return;
     const ft_space *sp = be->space(op);
     static const struct {
         const char *attrs[6][2];
@@ -443,6 +448,7 @@ static void test_loss_attrs(void) {
          0},
         {{{"final_norm", "1"}, {"want_dw", "1"}}, 0, 1},
     };
+    ft_err err = {0};
     int mask_t = -1;
     for (int i = 0; i < op->ntensors; i++)
         if (strcmp(op->tensors[i].name, "mask") == 0) mask_t = i;
@@ -517,15 +523,13 @@ static void test_loss_attrs(void) {
  * bands and YaRN's ramp fall inside its 8 frequencies. The inverse frequencies reach the
  * kernels as a device table (ft_cuda_table) and the scale as an argument. */
 static void test_kvproj_rope_scaling(void) {
-    const char *only = getenv("FT_TEST_OP");
-    if (only && strcmp(only, "attention.kvproj") != 0) return;
-    ft_err err = {0};
-    const ft_op *op = ft_op_find("attention.kvproj", &err);
-    const ft_cuda_op *cop = ft_cuda_op_of(op);
-    if (!op || !cop) return;
+    const ft_op *op;
+    const ft_cuda_op *cop = selected_op("attention.kvproj", &op);
+    if (!cop) return;
     const ft_space *sp = be->space(op);
     const int palgo = ft_space_param(sp, "algo");
     FT_CHECK(palgo >= 0, "attention.kvproj has no algo parameter");
+    ft_err err = {0};
     static const char *const presets[] = {"llama3.1-8b.dflash.train", "gpt-oss-20b.dflash.decode"};
     static const char *const shrink[] = {"H=40", "Hq=4", "Hkv=2", "dh=16", "D=3", "N=23"};
     int64_t ran = 0;

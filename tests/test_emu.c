@@ -18,6 +18,7 @@
 #include "cuda/device_emu.h"
 #include "cuda/emu/emu.h"
 #include "cuda/device.h"
+#include "ft_emu.h"
 #include "ft_test.h"
 
 #define SAMPLE(name) FT_SOURCE_DIR "/tests/cuda/" name
@@ -463,6 +464,20 @@ static void test_bf16(void) {
 
 /* ---- GEMMs ----------------------------------------------------------------------------------- */
 
+/* Runs kernel k(C, A, B, M, N, K) of m: A (M x K) and B (K x N, or N x K) of elem bytes an
+ * element go in, C (M x N floats) comes back. 0 when the launch failed. */
+static int run_gemm(ft_dev_module *m, const char *k, ft_dim3 g, ft_dim3 b, const void *A,
+                    const void *B, size_t elem, int M, int N, int K, float *C) {
+    void *dA = dalloc((size_t)M * K * elem), *dB = dalloc((size_t)K * N * elem);
+    float *dC = dalloc((size_t)M * N * 4);
+    h2d(dA, A, (size_t)M * K * elem), h2d(dB, B, (size_t)K * N * elem);
+    void *args[] = {&dC, &dA, &dB, &M, &N, &K};
+    int ok = run(m, k, g, b, 0, args);
+    if (ok) d2h(C, dC, (size_t)M * N * 4);
+    ft_dev_free(dev, dA), ft_dev_free(dev, dB), ft_dev_free(dev, dC);
+    return ok;
+}
+
 static void test_sgemm_tiled(void) {
     ft_dev_module *m = compile(SAMPLE("emu_matmul.cu"), NULL, 0);
     int M = 70, N = 45, K = 53;
@@ -480,12 +495,7 @@ static void test_sgemm_tiled(void) {
                 s += (double)A[i * K + k] * B[k * N + j];
             want[i * N + j] = s;
         }
-    float *dA = dalloc((size_t)M * K * 4), *dB = dalloc((size_t)K * N * 4);
-    float *dC = dalloc((size_t)M * N * 4);
-    h2d(dA, A, (size_t)M * K * 4), h2d(dB, B, (size_t)K * N * 4);
-    void *args[] = {&dC, &dA, &dB, &M, &N, &K};
-    if (run(m, "sgemm_tiled", dim3_of(3, 5, 1), dim3_of(16, 16, 1), 0, args)) {
-        d2h(C, dC, (size_t)M * N * 4);
+    if (run_gemm(m, "sgemm_tiled", dim3_of(3, 5, 1), dim3_of(16, 16, 1), A, B, 4, M, N, K, C)) {
         for (int i = 0; i < M * N; i++)
             got[i] = C[i];
         double e = ft_test_rel_err(got, want, (int64_t)M * N);
@@ -500,7 +510,6 @@ static void test_sgemm_tiled(void) {
     else
         FT_CHECK(0, "kernel info: %s", err.msg);
     free(A), free(B), free(C), free(got), free(want);
-    ft_dev_free(dev, dA), ft_dev_free(dev, dB), ft_dev_free(dev, dC);
 }
 
 static void test_mma_tile(void) {
@@ -541,12 +550,7 @@ static void check_mma_gemm(int b_nk) {
         A[i] = bf16_nearest(rnd_float());
     for (int i = 0; i < K * N; i++)
         B[i] = bf16_nearest(rnd_float()); /* [N][K] or [K][N] */
-    uint16_t *dA = dalloc((size_t)M * K * 2), *dB = dalloc((size_t)K * N * 2);
-    float *dC = dalloc((size_t)M * N * 4);
-    h2d(dA, A, (size_t)M * K * 2), h2d(dB, B, (size_t)K * N * 2);
-    void *args[] = {&dC, &dA, &dB, &M, &N, &K};
-    if (run(m, "mma_gemm", dim3_of(1, 2, 1), dim3_of(128, 1, 1), 0, args)) {
-        d2h(C, dC, (size_t)M * N * 4);
+    if (run_gemm(m, "mma_gemm", dim3_of(1, 2, 1), dim3_of(128, 1, 1), A, B, 2, M, N, K, C)) {
         int bad = 0;
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
@@ -560,7 +564,6 @@ static void check_mma_gemm(int b_nk) {
         FT_CHECK(bad == 0, "%d elements of the mma GEMM (%s) wrong", bad, def);
     }
     free(A), free(B), free(C);
-    ft_dev_free(dev, dA), ft_dev_free(dev, dB), ft_dev_free(dev, dC);
 }
 
 static void test_mma_gemm(void) {
@@ -976,17 +979,7 @@ int main(void) {
     unsetenv("FLARETUNE_EMU_THREADS");
     unsetenv("FLARETUNE_EMU_FIBERS");
     unsetenv("FLARETUNE_EMU_DEBUG");
-    ft_err err = {0};
-    ft_status s = ft_dev_open(FT_DEV_EMU, 0, &dev, &err);
-    if (s == FT_OK) {
-        ft_dev_module *m = NULL;
-        s = ft_dev_compile(dev, SAMPLE("emu_basic.cu"), NULL, 0, &m, &err);
-        if (s == FT_EUNSUPPORTED) ft_test_skip(err.msg); /* no C++ compiler */
-    }
-    if (s != FT_OK) {
-        fprintf(stderr, "cannot start the emulator: %s\n", err.msg);
-        return 1;
-    }
+    ft_test_open_emu(&dev, SAMPLE("emu_basic.cu"));
     FT_RUN(test_open_and_props);
     FT_RUN(test_memory);
     FT_RUN(test_indices);

@@ -18,6 +18,7 @@
 
 #include "cuda/device_emu.h"
 #include "cuda/device.h"
+#include "ft_emu.h"
 
 #define FOREIGN FT_SOURCE_DIR "/tests/data/foreign/"
 #define SHARED  FT_SOURCE_DIR "/../shared/landscapes/kernels/"
@@ -316,6 +317,40 @@ static void test_sampled_equals_full(void) {
 
 /* ---- the FAIR hub's kernels at full size, on sampled blocks -------------------------------- */
 
+/* Compiles configuration c of a FAIR hub kernel file (compiled with NAME=VALUE of each of the n
+ * names and values; symbol: the __constant__ variable the host writes, or NULL); NULL, after a
+ * failed check, when it does not compile. */
+static ft_dev_module *compile_hub(const char *file, const char *const *names, const int *values,
+                                  int n, const char *kernel, const char *symbol, size_t c) {
+    char d[16][48], path[512];
+    const char *defines[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(d[i], sizeof d[i], "%s=%d", names[i], values[i]);
+        defines[i] = d[i];
+    }
+    snprintf(path, sizeof path, SHARED "%s", file);
+    const char *kernels[] = {kernel}, *symbols[] = {symbol};
+    ft_dev_source src = {path, defines, n, NULL, 0, kernels, 1, symbol ? symbols : NULL, !!symbol};
+    ft_dev_module *m = NULL;
+    ft_err err = {0};
+    ft_status st = ft_dev_compile_file(dev, &src, &m, &err);
+    FT_CHECK(st == FT_OK, "compile %s config %zu: %s", file, c, err.msg);
+    return st == FT_OK ? m : NULL;
+}
+
+/* Runs configuration c of kernel on the nsample blocks of grid in sample only; d_out (bytes) is
+ * filled with 0xFF first, so that what no block wrote shows, and copied back into out. */
+static void launch_sampled(ft_dev_module *m, const char *kernel, ft_dim3 grid, ft_dim3 block,
+                           void **args, const ft_dim3 *sample, int nsample, void *d_out, void *out,
+                           size_t bytes, size_t c) {
+    ft_err err = {0};
+    ft_dev_memset(dev, d_out, 0xFF, bytes, &err);
+    ft_status st =
+        ft_dev_emu_launch_blocks(dev, m, kernel, grid, block, 0, args, sample, nsample, &err);
+    FT_CHECK(st == FT_OK, "launch %s config %zu: %s", kernel, c, err.msg);
+    ft_dev_copy(dev, out, d_out, bytes, FT_COPY_D2H, &err);
+}
+
 static void test_convolution_milo(void) {
     enum { IMG = 4096, FW = 15, FH = 15, IW = IMG + FW - 1, IH = IMG + FH - 1 };
     static const struct {
@@ -332,24 +367,15 @@ static void test_convolution_milo(void) {
     ft_dev_copy(dev, d_in, in, in_n * 4, FT_COPY_H2D, &err);
     ft_dev_copy(dev, d_f, filter, sizeof filter, FT_COPY_H2D, &err);
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
-        char d[8][48];
-        snprintf(d[0], 48, "block_size_x=%d", cfgs[c].bx);
-        snprintf(d[1], 48, "block_size_y=%d", cfgs[c].by);
-        snprintf(d[2], 48, "tile_size_x=%d", cfgs[c].tx);
-        snprintf(d[3], 48, "tile_size_y=%d", cfgs[c].ty);
-        snprintf(d[4], 48, "read_only=%d", cfgs[c].ro);
-        snprintf(d[5], 48, "use_padding=%d", cfgs[c].pad);
-        snprintf(d[6], 48, "filter_width=%d", FW);
-        snprintf(d[7], 48, "filter_height=%d", FH);
-        const char *defines[9] = {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], "use_shmem=1"};
-        const char *kernels[] = {"convolution_kernel"}, *symbols[] = {"d_filter"};
-        ft_dev_source src = {SHARED "convolution_milo.cu", defines, 9, NULL, 0, kernels, 1,
-                             symbols, 1};
-        ft_dev_module *m = NULL;
-        ft_status st = ft_dev_compile_file(dev, &src, &m, &err);
-        FT_CHECK(st == FT_OK, "compile convolution_milo.cu config %zu: %s", c, err.msg);
-        if (st) continue;
-        st = ft_dev_symbol_write(dev, m, "d_filter", filter, sizeof filter, &err);
+        static const char *const names[] = {"block_size_x", "block_size_y",  "tile_size_x",
+                                            "tile_size_y",  "read_only",     "use_padding",
+                                            "filter_width", "filter_height", "use_shmem"};
+        const int values[] = {cfgs[c].bx,  cfgs[c].by, cfgs[c].tx, cfgs[c].ty, cfgs[c].ro,
+                              cfgs[c].pad, FW,         FH,         1};
+        ft_dev_module *m = compile_hub("convolution_milo.cu", names, values, 9,
+                                       "convolution_kernel", "d_filter", c);
+        if (!m) continue;
+        ft_status st = ft_dev_symbol_write(dev, m, "d_filter", filter, sizeof filter, &err);
         FT_CHECK(st == FT_OK, "d_filter: %s", err.msg);
         unsigned ox = (unsigned)(cfgs[c].bx * cfgs[c].tx), oy = (unsigned)(cfgs[c].by * cfgs[c].ty);
         ft_dim3 grid = {(IMG + ox - 1) / ox, (IMG + oy - 1) / oy, 1};
@@ -357,11 +383,8 @@ static void test_convolution_milo(void) {
         ft_dim3 sample[] = {{0, 0, 0}, {grid.x / 2, grid.y / 3, 0}, {grid.x - 1, 0, 0},
                             {0, grid.y - 1, 0}, {grid.x - 1, grid.y - 1, 0}};
         void *args[] = {&d_out, &d_in, &d_f};
-        ft_dev_memset(dev, d_out, 0xFF, out_n * 4, &err);
-        st = ft_dev_emu_launch_blocks(dev, m, "convolution_kernel", grid, block, 0, args, sample,
-                                      5, &err);
-        FT_CHECK(st == FT_OK, "launch convolution_kernel config %zu: %s", c, err.msg);
-        ft_dev_copy(dev, out, d_out, out_n * 4, FT_COPY_D2H, &err);
+        launch_sampled(m, "convolution_kernel", grid, block, args, sample, 5, d_out, out, out_n * 4,
+                       c);
         int bad = 0, checked = 0;
         for (int s = 0; s < 5; s++)
             for (unsigned y = sample[s].y * oy; y < (sample[s].y + 1) * oy && y < IMG; y++)
@@ -408,31 +431,21 @@ static void test_dedispersion(void) {
     ft_dev_copy(dev, d_in, in, in_n, FT_COPY_H2D, &err);
     ft_dev_copy(dev, d_sh, shifts, sizeof shifts, FT_COPY_H2D, &err);
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
-        char d[7][48];
-        snprintf(d[0], 48, "block_size_x=%d", cfgs[c].bx);
-        snprintf(d[1], 48, "block_size_y=%d", cfgs[c].by);
-        snprintf(d[2], 48, "tile_size_x=%d", cfgs[c].tx);
-        snprintf(d[3], 48, "tile_size_y=%d", cfgs[c].ty);
-        snprintf(d[4], 48, "tile_stride_x=%d", cfgs[c].sx);
-        snprintf(d[5], 48, "tile_stride_y=%d", cfgs[c].sy);
-        snprintf(d[6], 48, "loop_unroll_factor_channel=%d", cfgs[c].unroll);
-        const char *defines[7] = {d[0], d[1], d[2], d[3], d[4], d[5], d[6]};
-        const char *kernels[] = {"dedispersion_kernel"};
-        ft_dev_source src = {SHARED "dedispersion.cu", defines, 7, NULL, 0, kernels, 1, NULL, 0};
-        ft_dev_module *m = NULL;
-        ft_status st = ft_dev_compile_file(dev, &src, &m, &err);
-        FT_CHECK(st == FT_OK, "compile dedispersion.cu config %zu: %s", c, err.msg);
-        if (st) continue;
+        static const char *const names[] = {"block_size_x",  "block_size_y",  "tile_size_x",
+                                            "tile_size_y",   "tile_stride_x", "tile_stride_y",
+                                            "loop_unroll_factor_channel"};
+        const int values[] = {cfgs[c].bx, cfgs[c].by, cfgs[c].tx,    cfgs[c].ty,
+                              cfgs[c].sx, cfgs[c].sy, cfgs[c].unroll};
+        ft_dev_module *m =
+            compile_hub("dedispersion.cu", names, values, 7, "dedispersion_kernel", NULL, c);
+        if (!m) continue;
         unsigned ox = (unsigned)(cfgs[c].bx * cfgs[c].tx), oy = (unsigned)(cfgs[c].by * cfgs[c].ty);
         ft_dim3 grid = {(SAMPLES + ox - 1) / ox, (DMS + oy - 1) / oy, 1};
         ft_dim3 block = {(unsigned)cfgs[c].bx, (unsigned)cfgs[c].by, 1};
         ft_dim3 sample[] = {{0, 0, 0}, {grid.x / 2, grid.y / 2, 0}, {grid.x - 1, grid.y - 1, 0}};
         void *args[] = {&d_in, &d_out, &d_sh};
-        ft_dev_memset(dev, d_out, 0xFF, out_n * 4, &err);
-        st = ft_dev_emu_launch_blocks(dev, m, "dedispersion_kernel", grid, block, 0, args, sample,
-                                      3, &err);
-        FT_CHECK(st == FT_OK, "launch dedispersion_kernel config %zu: %s", c, err.msg);
-        ft_dev_copy(dev, out, d_out, out_n * 4, FT_COPY_D2H, &err);
+        launch_sampled(m, "dedispersion_kernel", grid, block, args, sample, 3, d_out, out,
+                       out_n * 4, c);
         /* A block covers ox samples from blockIdx.x * ox and oy dms from blockIdx.y * oy,
          * whatever the strides. */
         int bad = 0, checked = 0;
@@ -461,12 +474,7 @@ static void test_dedispersion(void) {
 }
 
 int main(void) {
-    ft_err err = {0};
-    if (ft_dev_open(FT_DEV_EMU, 0, &dev, &err)) {
-        if (err.status == FT_EUNSUPPORTED) ft_test_skip(err.msg);
-        fprintf(stderr, "cannot open the emulator: %s\n", err.msg);
-        return 1;
-    }
+    ft_test_open_emu(&dev, NULL);
     FT_RUN(test_stencil);
     FT_RUN(test_extern_c);
     FT_RUN(test_errors);

@@ -54,6 +54,30 @@ static ft_status fake_prep(void *p, int sample, ft_err *err) {
     return FT_OK;
 }
 
+/* A fake call under measurement: its timer (base seconds a call with noise, the rng seeded with
+ * seed), the options (the defaults without a warm-up) and the statistics of the last run. */
+typedef struct {
+    fake f;
+    ft_timed_fn fn;
+    ft_measure_opts o;
+    ft_stats st;
+} fake_bench;
+
+static void fake_bench_init(fake_bench *b, double base, double noise, uint64_t seed) {
+    memset(b, 0, sizeof *b);
+    b->f.base = base;
+    b->f.noise = noise;
+    ft_rng_seed(&b->f.rng, seed);
+    ft_measure_defaults(&b->o);
+    b->o.warmup_s = 0;
+    b->fn = (ft_timed_fn){.run = fake_run, .ctx = &b->f};
+}
+
+/* Measures it; the measurement itself must succeed. */
+static void fake_measure(fake_bench *b) {
+    FT_CHECK(ft_measure(&b->fn, &b->o, &b->st, NULL) == FT_OK, "measure");
+}
+
 /* Spearman's rank correlation: orders agreeing, reversed, one swap, ties (mean ranks:
  * x = 1, 2.5, 2.5, 4 against 1..4 gives 4.5 / sqrt(4.5 x 5) = 3 / sqrt(10)), and no answer
  * for fewer than two pairs or a constant side. */
@@ -76,85 +100,61 @@ static void test_rank_correlation(void) {
 }
 
 static void test_converges_on_quiet_samples(void) {
-    fake f = {.base = 1e-3, .noise = 0.001};
-    ft_rng_seed(&f.rng, 1);
-    ft_measure_opts o;
-    ft_measure_defaults(&o);
-    o.warmup_s = 0;
-    o.min_time_s = 0;
-    ft_timed_fn fn = {.prep = fake_prep, .run = fake_run, .ctx = &f};
-    ft_stats st;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(st.converged && st.samples == o.min_samples, "quiet: stops at the minimum count (%d)",
-             st.samples);
-    FT_CHECK(fabs(st.median - 1e-3) < 2e-6, "median %g", st.median);
-    FT_CHECK(st.batch == 1, "1 ms calls are not batched");
-    FT_CHECK(st.taken == st.samples && !st.discarded && !st.unclean,
-             "a device clock: every sample taken is kept (%d of %d)", st.samples, st.taken);
-    FT_CHECK(f.preps == st.samples + 1 && f.last_sample == st.samples - 1,
-             "prep runs before every sample (and the warm-up): %d preps", f.preps);
+    fake_bench b;
+    fake_bench_init(&b, 1e-3, 0.001, 1);
+    b.o.min_time_s = 0;
+    b.fn.prep = fake_prep;
+    fake_measure(&b);
+    FT_CHECK(b.st.converged && b.st.samples == b.o.min_samples,
+             "quiet: stops at the minimum count (%d)", b.st.samples);
+    FT_CHECK(fabs(b.st.median - 1e-3) < 2e-6, "median %g", b.st.median);
+    FT_CHECK(b.st.batch == 1, "1 ms calls are not batched");
+    FT_CHECK(b.st.taken == b.st.samples && !b.st.discarded && !b.st.unclean,
+             "a device clock: every sample taken is kept (%d of %d)", b.st.samples, b.st.taken);
+    FT_CHECK(b.f.preps == b.st.samples + 1 && b.f.last_sample == b.st.samples - 1,
+             "prep runs before every sample (and the warm-up): %d preps", b.f.preps);
 }
 
 static void test_noisy_samples_hit_the_cap(void) {
-    fake f = {.base = 1e-3, .noise = 0.9};
-    ft_rng_seed(&f.rng, 2);
-    ft_measure_opts o;
-    ft_measure_defaults(&o);
-    o.warmup_s = 0;
-    o.min_time_s = 0;
-    o.max_samples = 50;
-    o.max_noise = 1e-4;
-    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
-    ft_stats st;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(!st.converged && st.samples == 50, "noisy: runs to the cap, not converged (%d)",
-             st.samples);
+    fake_bench b;
+    fake_bench_init(&b, 1e-3, 0.9, 2);
+    b.o.min_time_s = 0;
+    b.o.max_samples = 50;
+    b.o.max_noise = 1e-4;
+    fake_measure(&b);
+    FT_CHECK(!b.st.converged && b.st.samples == 50, "noisy: runs to the cap, not converged (%d)",
+             b.st.samples);
 }
 
 static void test_batches_short_calls(void) {
-    fake f = {.base = 1e-6, .noise = 0};
-    ft_rng_seed(&f.rng, 3);
-    ft_measure_opts o;
-    ft_measure_defaults(&o);
-    o.warmup_s = 0;
-    o.min_time_s = 0;
-    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
-    ft_stats st;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(st.batch == 100, "1 us calls batched to 100 us samples, got %d", st.batch);
-    FT_CHECK(fabs(st.median - 1e-6) < 1e-12, "per-call median %g", st.median);
+    fake_bench b;
+    fake_bench_init(&b, 1e-6, 0, 3);
+    b.o.min_time_s = 0;
+    fake_measure(&b);
+    FT_CHECK(b.st.batch == 100, "1 us calls batched to 100 us samples, got %d", b.st.batch);
+    FT_CHECK(fabs(b.st.median - 1e-6) < 1e-12, "per-call median %g", b.st.median);
 }
 
 static void test_screening(void) {
-    fake f = {.base = 2e-3, .noise = 0.01};
-    ft_rng_seed(&f.rng, 4);
-    ft_measure_opts o;
-    ft_measure_defaults(&o);
-    o.warmup_s = 0;
-    o.screen_above = 1e-3; /* the best so far is twice as fast */
-    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
-    ft_stats st;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(st.screened && st.samples == o.screen_after, "dropped after %d samples: %d %d",
-             o.screen_after, st.screened, st.samples);
-    o.screen_above = 3e-3; /* competitive: measured fully */
-    f.calls = 0;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(!st.screened && st.samples >= o.min_samples, "a competitive candidate is kept");
+    fake_bench b;
+    fake_bench_init(&b, 2e-3, 0.01, 4);
+    b.o.screen_above = 1e-3; /* the best so far is twice as fast */
+    fake_measure(&b);
+    FT_CHECK(b.st.screened && b.st.samples == b.o.screen_after, "dropped after %d samples: %d %d",
+             b.o.screen_after, b.st.screened, b.st.samples);
+    b.o.screen_above = 3e-3; /* competitive: measured fully */
+    b.f.calls = 0;
+    fake_measure(&b);
+    FT_CHECK(!b.st.screened && b.st.samples >= b.o.min_samples, "a competitive candidate is kept");
 }
 
 static void test_stop_flag(void) {
-    fake f = {.base = 1e-3, .noise = 0.5};
-    ft_rng_seed(&f.rng, 5);
     volatile int stop = 1;
-    ft_measure_opts o;
-    ft_measure_defaults(&o);
-    o.warmup_s = 0;
-    o.stop = &stop;
-    ft_timed_fn fn = {.run = fake_run, .ctx = &f};
-    ft_stats st;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(st.interrupted && st.samples == 0, "a raised stop flag ends it before sampling");
+    fake_bench b;
+    fake_bench_init(&b, 1e-3, 0.5, 5);
+    b.o.stop = &stop;
+    fake_measure(&b);
+    FT_CHECK(b.st.interrupted && b.st.samples == 0, "a raised stop flag ends it before sampling");
 }
 
 /* ---- the scheduler in the samples (real threads, real clocks) ------------------------------- */

@@ -88,16 +88,41 @@ static int load_tensors(char *arg, void **ptr, char **outs, size_t *bytes) {
     return nt;
 }
 
-/* After a run: each output to its file, and the entry that ran. */
-static int write_outputs(int nt, void **ptr, char **outs, const size_t *bytes,
-                         const PFX_info *info) {
-    for (int i = 0; i < nt; i++)
-        if (outs[i]) {
-            FILE *f = fopen(outs[i], "wb");
-            fwrite(ptr[i], 1, bytes[i], f);
+/* One run's sizes, tensors (each output's file in outs), message and entry. */
+typedef struct {
+    long long sizes[16];
+    int ns;
+    void *ptr[16];
+    char *outs[16];
+    size_t bytes[16];
+    int nt;
+    char msg[512];
+    PFX_info info;
+} driver_call;
+
+/* SIZES and TENSORS into d; 0, or 3 where an input cannot be read. */
+static int driver_load(driver_call *d, char *sizes, char *tensors) {
+    d->ns = parse_sizes(sizes, d->sizes);
+    d->nt = load_tensors(tensors, d->ptr, d->outs, d->bytes);
+    return d->nt < 0 ? 3 : 0;
+}
+
+/* A status and its message. */
+static int print_status(int s, const char *msg) {
+    printf("status %d: %s\n", s, msg);
+    return 0;
+}
+
+/* After a run that returned s: its status, or each output to its file and the entry that ran. */
+static int driver_finish(const driver_call *d, int s) {
+    if (s) return print_status(s, d->msg);
+    for (int i = 0; i < d->nt; i++)
+        if (d->outs[i]) {
+            FILE *f = fopen(d->outs[i], "wb");
+            fwrite(d->ptr[i], 1, d->bytes[i], f);
             fclose(f);
         }
-    printf("entry %d exact %d\n", info->entry, info->exact);
+    printf("entry %d exact %d\n", d->info.entry, d->info.exact);
     return 0;
 }
 """
@@ -107,8 +132,7 @@ DRIVER = DRIVER_IO + r"""
  * Reads each input file whole, runs PFX_run, writes each output; prints "entry E exact X" or
  * "status S: MSG". driver null: the per-op function with NULL args. */
 int main(int argc, char **argv) {
-    char msg[512] = "";
-    PFX_info info;
+    static driver_call d; /* zeroed: no message yet */
     if (argc == 4 && !strcmp(argv[1], "lookup")) { /* driver lookup OP SIZES: PFX_lookup */
         long long sz[16];
         int n = 0, exact = -1;
@@ -118,26 +142,12 @@ int main(int argc, char **argv) {
         printf("lookup %d exact %d\n", e, exact);
         return 0;
     }
-    if (argc == 2 && !strcmp(argv[1], "null")) {
-        int s = PFX_fusion_dflare(NULL, &info, msg, sizeof msg);
-        printf("status %d: %s\n", s, msg);
-        return 0;
-    }
+    if (argc == 2 && !strcmp(argv[1], "null"))
+        return print_status(PFX_fusion_dflare(NULL, &d.info, d.msg, sizeof d.msg), d.msg);
     if (argc != 5) return 2;
-    long long sizes[16];
-    int ns = parse_sizes(argv[3], sizes);
-    void *ptr[16];
-    char *outs[16];
-    size_t bytes[16];
-    int nt = load_tensors(argv[4], ptr, outs, bytes);
-    if (nt < 0) return 3;
-    int s = PFX_run(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL, sizes, ns, ptr, nt, &info, msg,
-                    sizeof msg);
-    if (s) {
-        printf("status %d: %s\n", s, msg);
-        return 0;
-    }
-    return write_outputs(nt, ptr, outs, bytes, &info);
+    if (driver_load(&d, argv[3], argv[4])) return 3;
+    return driver_finish(&d, PFX_run(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL, d.sizes, d.ns,
+                                     d.ptr, d.nt, &d.info, d.msg, sizeof d.msg));
 }
 """
 
@@ -244,30 +254,45 @@ def blas_core(ft):
     fail("`flaretune version` names no blas core")
 
 
-def check_op(np, p, op, attrs, sizes, ins, outs, spec, tmp, want_entry, want_exact):
-    """spec: [(name, role)] in the op's tensor order; role in/out/none."""
+def driver_tensors(np, spec, ins, outs, tmp, in_stem, out_stem):
+    """The driver's TENSORS for spec ([(name, role)] in the op's tensor order; role in/out/none):
+    each input of exec's (ins) written to tmp/IN_STEM.NAME.bin, each output to go to
+    tmp/OUT_STEM.NAME.got at the size of exec's (outs)."""
     tensors = []
     for name, role in spec:
         if role == "in":
-            a = np.load(os.path.join(ins, name + ".npy"))
-            path = os.path.join(tmp, f"{op}.{name}.bin")
-            a.tofile(path)
+            path = os.path.join(tmp, f"{in_stem}.{name}.bin")
+            np.load(os.path.join(ins, name + ".npy")).tofile(path)
             tensors.append("in:" + path)
         elif role == "out":
             a = np.load(os.path.join(outs, name + ".npy"))
-            tensors.append(f"out:{os.path.join(tmp, op + '.' + name + '.got')}:{a.nbytes}")
+            tensors.append(f"out:{os.path.join(tmp, out_stem + '.' + name + '.got')}:{a.nbytes}")
         else:
             tensors.append("-")
+    return tensors
+
+
+def output_diff(np, outs, name, got):
+    """None where the driver's output in the file got equals exec's (outs) bit for bit, else the
+    largest |difference|."""
+    want = np.load(os.path.join(outs, name + ".npy"))
+    have = np.fromfile(got, dtype=want.dtype).reshape(want.shape)
+    if want.tobytes() == have.tobytes():
+        return None
+    return np.max(np.abs(want.astype(np.float64) - have.astype(np.float64)))
+
+
+def check_op(np, p, op, attrs, sizes, ins, outs, spec, tmp, want_entry, want_exact):
+    """spec: [(name, role)] in the op's tensor order; role in/out/none."""
+    tensors = driver_tensors(np, spec, ins, outs, tmp, op, op)
     got = run_driver(p, op, attrs, sizes, tensors)
     if got != f"entry {want_entry} exact {want_exact}":
         fail(f"{op} at {sizes}: driver said '{got}', expected entry {want_entry} exact {want_exact}")
     for name, role in spec:
         if role != "out":
             continue
-        want = np.load(os.path.join(outs, name + ".npy"))
-        have = np.fromfile(os.path.join(tmp, f"{op}.{name}.got"), dtype=want.dtype).reshape(want.shape)
-        if want.tobytes() != have.tobytes():
-            diff = np.max(np.abs(want.astype(np.float64) - have.astype(np.float64)))
+        diff = output_diff(np, outs, name, os.path.join(tmp, f"{op}.{name}.got"))
+        if diff is not None:
             fail(f"{op} at {sizes}: output {name} differs from flaretune exec's (max |diff| {diff})")
 
 
@@ -644,29 +669,14 @@ static int lookup(void) {
 }
 
 int main(int argc, char **argv) {
-    char msg[512] = "";
-    tg_info info;
+    static driver_call d; /* zeroed: no message yet */
     if (argc == 2 && !strcmp(argv[1], "lookup")) return lookup();
-    if (argc == 3 && !strcmp(argv[2], "null")) {
-        int s = tg_fusion_dflare(NULL, &info, msg, sizeof msg);
-        printf("status %d: %s\n", s, msg);
-        return 0;
-    }
+    if (argc == 3 && !strcmp(argv[2], "null"))
+        return print_status(tg_fusion_dflare(NULL, &d.info, d.msg, sizeof d.msg), d.msg);
     if (argc != 6) return 2;
-    long long sizes[16];
-    int ns = parse_sizes(argv[4], sizes);
-    void *ptr[16];
-    char *outs[16];
-    size_t bytes[16];
-    int nt = load_tensors(argv[5], ptr, outs, bytes);
-    if (nt < 0) return 3;
-    int s = tg_run(argv[1], argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, sizes, ns, ptr, nt,
-                   &info, msg, sizeof msg);
-    if (s) {
-        printf("status %d: %s\n", s, msg);
-        return 0;
-    }
-    return write_outputs(nt, ptr, outs, bytes, &info);
+    if (driver_load(&d, argv[4], argv[5])) return 3;
+    return driver_finish(&d, tg_run(argv[1], argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, d.sizes,
+                                    d.ns, d.ptr, d.nt, &d.info, d.msg, sizeof d.msg));
 }
 """
 
@@ -849,26 +859,14 @@ def test_cuda(np, ft, tmp, source):
 
 def check_cuda(np, p, device, sizes, ins, outs, tmp, want_entry, want_exact):
     """The package's run of fusion.dflare on device against exec's outputs, bit for bit."""
-    tensors = []
-    for name, role in FUSION_SPEC:
-        if role == "in":
-            path = os.path.join(tmp, f"fusion.dflare.{name}.bin")
-            np.load(os.path.join(ins, name + ".npy")).tofile(path)
-            tensors.append("in:" + path)
-        elif role == "out":
-            a = np.load(os.path.join(outs, name + ".npy"))
-            tensors.append(f"out:{os.path.join(tmp, 'cuda.' + name + '.got')}:{a.nbytes}")
-        else:
-            tensors.append("-")
+    tensors = driver_tensors(np, FUSION_SPEC, ins, outs, tmp, "fusion.dflare", "cuda")
     got = run([p.driver, device, "fusion.dflare", "-", ",".join(map(str, sizes)),
                ",".join(tensors)], env=p.env).stdout.strip()
     if got != f"entry {want_entry} exact {want_exact}":
         fail(f"the CUDA package on {device} at {sizes}: driver said '{got}', expected entry "
              f"{want_entry} exact {want_exact}")
-    want = np.load(os.path.join(outs, "f.npy"))
-    have = np.fromfile(os.path.join(tmp, "cuda.f.got"), dtype=want.dtype).reshape(want.shape)
-    if want.tobytes() != have.tobytes():
-        diff = np.max(np.abs(want.astype(np.float64) - have.astype(np.float64)))
+    diff = output_diff(np, outs, "f", os.path.join(tmp, "cuda.f.got"))
+    if diff is not None:
         fail(f"the CUDA package on {device} at {sizes}: f differs from exec's (max |diff| {diff})")
 
 

@@ -24,6 +24,7 @@
 #include "cuda/device_emu.h"
 #include "cuda/backend/prefetch.h"
 #include "cuda/device.h"
+#include "ft_emu.h"
 #include "ft_test.h"
 
 #ifndef FT_TEST_CXX
@@ -107,10 +108,27 @@ static ft_cuda_module_spec spec(const char *source, const char *define) {
     return s;
 }
 
+/* emu_basic.cu compiled with FT_PROBE=n: a module of its own for each n. */
+static ft_cuda_module_spec probe(int n) {
+    char define[32];
+    snprintf(define, sizeof define, "FT_PROBE=%d", n);
+    return spec(SAMPLE("emu_basic.cu"), define);
+}
+
 static ft_status compile_spec(const ft_cuda_module_spec *s, ft_err *err) {
     const char *d = s->defines[0];
     ft_dev_module *m = NULL;
     return ft_dev_compile(dev, s->source, &d, 1, &m, err);
+}
+
+/* A pool of nthreads compile threads on the device, its compiles held at the closed gate; NULL,
+ * after a failed check, when it cannot be made. */
+static ft_cuda_pool *gated_pool(int nthreads) {
+    gate_close();
+    ft_err err = {0};
+    ft_cuda_pool *p = NULL;
+    FT_CHECK(ft_cuda_pool_for_device(dev, nthreads, &p, &err) == FT_OK, "%s", err.msg);
+    return p;
 }
 
 /* Opens the gate once the pool has moved a job to the front of its queue. */
@@ -140,15 +158,11 @@ static void *open_later(void *arg) {
 /* Three modules and a failing one on two threads: each compiled once; the one asked for while
  * queued runs before the one queued ahead of it; the failure reaches its caller. */
 static void test_promote_and_share(void) {
-    gate_close();
-    ft_err err = {0};
-    ft_cuda_pool *p = NULL;
-    FT_CHECK(ft_cuda_pool_for_device(dev, 2, &p, &err) == FT_OK, "%s", err.msg);
+    ft_cuda_pool *p = gated_pool(2);
     if (!p) return;
-    ft_cuda_module_spec a = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=1");
-    ft_cuda_module_spec b = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=2");
+    ft_err err = {0};
+    ft_cuda_module_spec a = probe(1), b = probe(2), c = probe(3);
     ft_cuda_module_spec bad = spec(SAMPLE("emu_unsupported.cu"), "USE=6");
-    ft_cuda_module_spec c = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=3");
     int ia = ft_cuda_pool_add(p, &a), ib = ft_cuda_pool_add(p, &b);
     int ibad = ft_cuda_pool_add(p, &bad), ic = ft_cuda_pool_add(p, &c);
     FT_CHECK(ia == 0 && ib == 1 && ibad == 2 && ic == 3, "jobs %d %d %d %d", ia, ib, ibad, ic);
@@ -196,13 +210,9 @@ static void test_promote_and_share(void) {
 
 /* Dropped jobs are not compiled; added again they are queued again. */
 static void test_drop_and_requeue(void) {
-    gate_close();
-    ft_err err = {0};
-    ft_cuda_pool *p = NULL;
-    FT_CHECK(ft_cuda_pool_for_device(dev, 1, &p, &err) == FT_OK, "%s", err.msg);
+    ft_cuda_pool *p = gated_pool(1);
     if (!p) return;
-    ft_cuda_module_spec g = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=7");
-    ft_cuda_module_spec h = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=8");
+    ft_cuda_module_spec g = probe(7), h = probe(8);
     ft_cuda_pool_add(p, &g);
     int ih = ft_cuda_pool_add(p, &h);
     FT_CHECK(wait_started("FT_PROBE=7"), "the pool's thread did not start its job");
@@ -222,14 +232,10 @@ static void test_drop_and_requeue(void) {
 /* Freeing a pool whose thread is compiling and whose queue is not empty: the queue is dropped,
  * the running compile ends, free returns and the device compiles alone again. */
 static void test_free_with_queued(void) {
-    gate_close();
-    ft_err err = {0};
-    ft_cuda_pool *p = NULL;
-    FT_CHECK(ft_cuda_pool_for_device(dev, 1, &p, &err) == FT_OK, "%s", err.msg);
+    ft_cuda_pool *p = gated_pool(1);
     if (!p) return;
-    ft_cuda_module_spec d = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=4");
-    ft_cuda_module_spec e = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=5");
-    ft_cuda_module_spec f = spec(SAMPLE("emu_basic.cu"), "FT_PROBE=6");
+    ft_err err = {0};
+    ft_cuda_module_spec d = probe(4), e = probe(5), f = probe(6);
     ft_cuda_pool_add(p, &d);
     ft_cuda_pool_add(p, &e);
     ft_cuda_pool_add(p, &f);
@@ -268,11 +274,7 @@ int main(void) {
     }
     setenv("FLARETUNE_EMU_CXX", cxx, 1);
     setenv("FLARETUNE_CACHE_DIR", cache, 1);
-    ft_err err = {0};
-    if (ft_dev_open(FT_DEV_EMU, 0, &dev, &err) != FT_OK) {
-        fprintf(stderr, "cannot open the emulator: %s\n", err.msg);
-        return 1;
-    }
+    ft_test_open_emu(&dev, NULL);
     FT_RUN(test_promote_and_share);
     FT_RUN(test_drop_and_requeue);
     FT_RUN(test_free_with_queued);

@@ -346,25 +346,41 @@ static void test_attr_values(void) {
     json_decref(e);
 }
 
+/* A profile file holding text, which does not load: ft_profile_load fails with want, gives no
+ * profile and says each of the NULL-terminated needles (its message stays in err); an update of
+ * the file fails the same way and leaves it alone. */
+static void check_refused(const char *path, const char *text, ft_status want, const char *what,
+                          const char *const *needles, ft_err *err) {
+    write_text(path, text);
+    ft_profile *p = NULL;
+    ft_status s = ft_profile_load(path, &p, err);
+    FT_CHECK(s == want && !p, "%s: status %s", what, ft_status_name(s));
+    int says = 1;
+    for (int i = 0; needles[i]; i++)
+        says &= strstr(err->msg, needles[i]) != NULL;
+    FT_CHECK(says, "%s: message: %s", what, err->msg);
+    ft_err e2 = {0};
+    json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
+    s = ft_profile_update(path, e, &e2);
+    FT_CHECK(s == want, "%s: update: %s", what, ft_status_name(s));
+    char *now = ft_test_read_file(path);
+    FT_CHECK(now && strcmp(now, text) == 0, "%s: the file was overwritten", what);
+    free(now);
+    json_decref(e);
+}
+
+/* Malformed JSON (the message names the file, line and column), JSON that is no profile, and
+ * missing and blank files (empty profiles). */
 static void test_malformed(void) {
     ft_err err = {0};
     const char *path = path_in("broken.json");
-    const char *text = "{\n  \"schema_version\": 1,\n  \"entries\": [ {\"op\": \"loss\",, } ]\n}\n";
-    write_text(path, text);
-    ft_profile *p = NULL;
-    ft_status s = ft_profile_load(path, &p, &err);
-    FT_CHECK(s == FT_EFORMAT && !p, "malformed JSON: status %s", ft_status_name(s));
-    FT_CHECK(strstr(err.msg, path) && strstr(err.msg, ":3:") && strstr(err.msg, "malformed JSON"),
-             "message names the file, line and column: %s", err.msg);
+    const char *says[] = {path, ":3:", "malformed JSON", NULL};
+    check_refused(path,
+                  "{\n  \"schema_version\": 1,\n  \"entries\": [ {\"op\": \"loss\",, } ]\n}\n",
+                  FT_EFORMAT, "malformed JSON", says, &err);
     FT_CHECK(!strchr(err.msg, '\n'), "one line");
-    /* An update of a file that does not load leaves it alone. */
-    json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
-    s = ft_profile_update(path, e, &err);
-    FT_CHECK(s == FT_EFORMAT, "update of a malformed file fails: %s", ft_status_name(s));
-    char *now = ft_test_read_file(path);
-    FT_CHECK(now && strcmp(now, text) == 0, "the malformed file was overwritten");
-    free(now);
     /* Not a profile at all. */
+    ft_profile *p = NULL;
     write_text(path_in("array.json"), "[1, 2]\n");
     FT_CHECK(ft_profile_load(path_in("array.json"), &p, &err) == FT_EFORMAT &&
                  strstr(err.msg, "not a flaretune profile"),
@@ -383,7 +399,6 @@ static void test_malformed(void) {
                  ft_profile_count(p) == 0,
              "blank file: %s", err.msg);
     ft_profile_free(p);
-    json_decref(e);
     FT_CHECK(temp_files() == 0, "temporary files left behind");
 }
 
@@ -434,19 +449,9 @@ static void test_failed_save_keeps_file(void) {
 static void test_schema_too_new(void) {
     ft_err err = {0};
     const char *path = path_in("future.json");
-    const char *text = "{\"schema_version\": 2, \"entries\": []}\n";
-    write_text(path, text);
-    ft_profile *p = NULL;
-    ft_status s = ft_profile_load(path, &p, &err);
-    FT_CHECK(s == FT_EUNSUPPORTED && !p, "too new: status %s", ft_status_name(s));
-    FT_CHECK(strstr(err.msg, "schema_version 2 is newer") && strstr(err.msg, path), "message: %s",
-             err.msg);
-    json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
-    FT_CHECK(ft_profile_update(path, e, &err) == FT_EUNSUPPORTED, "update refuses a newer file");
-    char *now = ft_test_read_file(path);
-    FT_CHECK(now && strcmp(now, text) == 0, "a newer file was overwritten");
-    free(now);
-    json_decref(e);
+    const char *says[] = {"schema_version 2 is newer", path, NULL};
+    check_refused(path, "{\"schema_version\": 2, \"entries\": []}\n", FT_EUNSUPPORTED, "too new",
+                  says, &err);
 }
 
 static void test_concurrent_update(void) {

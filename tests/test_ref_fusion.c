@@ -39,6 +39,49 @@ static void hand_rmsnorm(int64_t H, double eps, const double *u, const double *g
         y[h] = u[h] / sqrt(ms + eps) * g[h];
 }
 
+/* The three gradients of either op: of x, of its weights (w or w_fc) and of g, and their sizes. */
+typedef struct grads {
+    double *dx, *dw, *dg;
+    int64_t nx, nw, ng;
+} grads;
+
+static grads grads_new(int64_t nx, int64_t nw, int64_t ng) {
+    grads d = {dalloc(nx), dalloc(nw), dalloc(ng), nx, nw, ng};
+    return d;
+}
+
+static void grads_free(grads *d) { FT_FREE(d->dx, d->dw, d->dg); }
+
+/* Every gradient of d against central differences of obj (of ctx, whose inputs are x, w and g),
+ * over every entry (count large) or a random sample of entries; wname names w's. */
+static void check_grads(objective_fn obj, void *ctx, double *x, double *w, double *g,
+                        const char *wname, const grads *d, int64_t count, ft_rng *r) {
+    CHECK_GRAD("dx", obj, ctx, x, d->dx, d->nx, count, r);
+    CHECK_GRAD(wname, obj, ctx, w, d->dw, d->nw, count, r);
+    CHECK_GRAD("dg", obj, ctx, g, d->dg, d->ng, count, r);
+}
+
+/* Outputs are overwritten, not accumulated into: the backward bwd_into of ctx writes into
+ * gradients full of garbage (NaN, 1e300, -3) what it writes into clean ones. */
+static void check_overwrites(void (*bwd_into)(const void *, grads *), const void *ctx,
+                             const grads *clean, const char *wname) {
+    grads dirty = grads_new(clean->nx, clean->nw, clean->ng);
+    for (int64_t i = 0; i < dirty.nx; i++)
+        dirty.dx[i] = NAN;
+    for (int64_t i = 0; i < dirty.nw; i++)
+        dirty.dw[i] = 1e300;
+    for (int64_t i = 0; i < dirty.ng; i++)
+        dirty.dg[i] = -3;
+    bwd_into(ctx, &dirty);
+    FT_CHECK(memcmp(clean->dx, dirty.dx, sizeof(double) * (size_t)dirty.nx) == 0,
+             "dx depends on its old contents");
+    FT_CHECK(memcmp(clean->dw, dirty.dw, sizeof(double) * (size_t)dirty.nw) == 0,
+             "%s depends on its old contents", wname);
+    FT_CHECK(memcmp(clean->dg, dirty.dg, sizeof(double) * (size_t)dirty.ng) == 0,
+             "dg depends on its old contents");
+    grads_free(&dirty);
+}
+
 /* ---- fusion.dflare: cases ------------------------------------------------------------------ */
 
 typedef struct dflare_case {
@@ -229,27 +272,24 @@ static void test_dflare_invariances(void) {
 
 /* ---- fusion.dflare: backward -------------------------------------------------------------- */
 
-typedef struct dflare_grads {
-    double *dx, *dw, *dg;
-} dflare_grads;
-
-static dflare_grads dflare_bwd(const dflare_case *c) {
-    dflare_grads d = {dalloc(c->N * c->T * c->H), dalloc(c->D * c->T), dalloc(c->H)};
-    ft_ref_fusion_dflare_bwd(c->N, c->T, c->H, c->D, c->eps, c->x, c->w, c->g, c->R, d.dx, d.dw,
-                             d.dg);
-    return d;
+static void dflare_bwd_into(const void *ctx, grads *d) {
+    const dflare_case *c = ctx;
+    ft_ref_fusion_dflare_bwd(c->N, c->T, c->H, c->D, c->eps, c->x, c->w, c->g, c->R, d->dx, d->dw,
+                             d->dg);
 }
 
-static void dflare_grads_free(dflare_grads *d) { FT_FREE(d->dx, d->dw, d->dg); }
+static grads dflare_bwd(const dflare_case *c) {
+    grads d = grads_new(c->N * c->T * c->H, c->D * c->T, c->H);
+    dflare_bwd_into(c, &d);
+    return d;
+}
 
 /* Every gradient against central differences of sum(f * R), over every entry (count large) or a
  * random sample of entries. */
 static void dflare_grad_check(dflare_case *c, int64_t count, ft_rng *r) {
-    dflare_grads d = dflare_bwd(c);
-    CHECK_GRAD("dx", dflare_objective, c, c->x, d.dx, c->N * c->T * c->H, count, r);
-    CHECK_GRAD("dw", dflare_objective, c, c->w, d.dw, c->D * c->T, count, r);
-    CHECK_GRAD("dg", dflare_objective, c, c->g, d.dg, c->H, count, r);
-    dflare_grads_free(&d);
+    grads d = dflare_bwd(c);
+    check_grads(dflare_objective, c, c->x, c->w, c->g, "dw", &d, count, r);
+    grads_free(&d);
 }
 
 static void test_dflare_grad_small(void) {
@@ -305,7 +345,7 @@ static void test_dflare_grad_spec_shape(void) {
     dflare_case c = dflare_new(&r, 24, 4, 64, 3);
     dflare_grad_check(&c, 60, &r);
 
-    dflare_grads d = dflare_bwd(&c);
+    grads d = dflare_bwd(&c);
     double worst = 0, scale = 0;
     for (int64_t i = 0; i < c.D; i++) {
         double s = 0;
@@ -319,14 +359,14 @@ static void test_dflare_grad_spec_shape(void) {
              scale);
     ft_ref_fusion_dflare_fwd(c.N, c.T, c.H, c.D, c.eps, c.x, c.w, c.g, c.f);
     FT_CHECK_NEAR(sum_prod(d.dg, c.g, c.H), sum_prod(c.R, c.f, c.D * c.N * c.H), 1e-12);
-    dflare_grads_free(&d);
+    grads_free(&d);
 
     c.eps = 0;
     d = dflare_bwd(&c);
     const double xdx = sum_prod(d.dx, c.x, c.N * c.T * c.H);
     const double ref = norm2(d.dx, c.N * c.T * c.H) * norm2(c.x, c.N * c.T * c.H);
     FT_CHECK(fabs(xdx) < 1e-12 * ref, "eps = 0: sum dx * x = %.3g (scale %.3g)", xdx, ref);
-    dflare_grads_free(&d);
+    grads_free(&d);
     dflare_free(&c);
 }
 
@@ -335,22 +375,8 @@ static void test_dflare_overwrites(void) {
     ft_rng r;
     ft_rng_seed(&r, 24);
     dflare_case c = dflare_new(&r, 5, 3, 8, 2);
-    dflare_grads clean = dflare_bwd(&c);
-    dflare_grads dirty = {dalloc(c.N * c.T * c.H), dalloc(c.D * c.T), dalloc(c.H)};
-    for (int64_t i = 0; i < c.N * c.T * c.H; i++)
-        dirty.dx[i] = NAN;
-    for (int64_t i = 0; i < c.D * c.T; i++)
-        dirty.dw[i] = 1e300;
-    for (int64_t i = 0; i < c.H; i++)
-        dirty.dg[i] = -3;
-    ft_ref_fusion_dflare_bwd(c.N, c.T, c.H, c.D, c.eps, c.x, c.w, c.g, c.R, dirty.dx, dirty.dw,
-                             dirty.dg);
-    FT_CHECK(memcmp(clean.dx, dirty.dx, sizeof(double) * (size_t)(c.N * c.T * c.H)) == 0,
-             "dx depends on its old contents");
-    FT_CHECK(memcmp(clean.dw, dirty.dw, sizeof(double) * (size_t)(c.D * c.T)) == 0,
-             "dw depends on its old contents");
-    FT_CHECK(memcmp(clean.dg, dirty.dg, sizeof(double) * (size_t)c.H) == 0,
-             "dg depends on its old contents");
+    grads clean = dflare_bwd(&c);
+    check_overwrites(dflare_bwd_into, &c, &clean, "dw");
     for (int64_t i = 0; i < c.D * c.N * c.H; i++)
         c.f[i] = NAN;
     ft_ref_fusion_dflare_fwd(c.N, c.T, c.H, c.D, c.eps, c.x, c.w, c.g, c.f);
@@ -358,8 +384,7 @@ static void test_dflare_overwrites(void) {
     for (int64_t i = 0; i < c.D * c.N * c.H; i++)
         finite &= isfinite(c.f[i]);
     FT_CHECK(finite, "f kept a NaN from its old contents");
-    dflare_grads_free(&clean);
-    dflare_grads_free(&dirty);
+    grads_free(&clean);
     dflare_free(&c);
 }
 
@@ -443,25 +468,23 @@ static void test_dflash_selecting_weights(void) {
 
 /* ---- fusion.dflash: backward -------------------------------------------------------------- */
 
-typedef struct dflash_grads {
-    double *dx, *dw_fc, *dg;
-} dflash_grads;
+/* d->dw holds dw_fc. */
+static void dflash_bwd_into(const void *ctx, grads *d) {
+    const dflash_case *c = ctx;
+    ft_ref_fusion_dflash_bwd(c->N, c->T, c->H, c->eps, c->x, c->w_fc, c->g, c->R, d->dx, d->dw,
+                             d->dg);
+}
 
-static dflash_grads dflash_bwd(const dflash_case *c) {
-    dflash_grads d = {dalloc(c->N * c->T * c->H), dalloc(c->H * c->T * c->H), dalloc(c->H)};
-    ft_ref_fusion_dflash_bwd(c->N, c->T, c->H, c->eps, c->x, c->w_fc, c->g, c->R, d.dx, d.dw_fc,
-                             d.dg);
+static grads dflash_bwd(const dflash_case *c) {
+    grads d = grads_new(c->N * c->T * c->H, c->H * c->T * c->H, c->H);
+    dflash_bwd_into(c, &d);
     return d;
 }
 
-static void dflash_grads_free(dflash_grads *d) { FT_FREE(d->dx, d->dw_fc, d->dg); }
-
 static void dflash_grad_check(dflash_case *c, int64_t count, ft_rng *r) {
-    dflash_grads d = dflash_bwd(c);
-    CHECK_GRAD("dx", dflash_objective, c, c->x, d.dx, c->N * c->T * c->H, count, r);
-    CHECK_GRAD("dw_fc", dflash_objective, c, c->w_fc, d.dw_fc, c->H * c->T * c->H, count, r);
-    CHECK_GRAD("dg", dflash_objective, c, c->g, d.dg, c->H, count, r);
-    dflash_grads_free(&d);
+    grads d = dflash_bwd(c);
+    check_grads(dflash_objective, c, c->x, c->w_fc, c->g, "dw_fc", &d, count, r);
+    grads_free(&d);
 }
 
 static void test_dflash_grad_small(void) {
@@ -482,18 +505,18 @@ static void test_dflash_grad_spec_shape(void) {
     const int64_t nx = c.N * c.T * c.H, nw = c.H * c.T * c.H;
     dflash_grad_check(&c, 60, &r);
 
-    dflash_grads d = dflash_bwd(&c);
+    grads d = dflash_bwd(&c);
     ft_ref_fusion_dflash_fwd(c.N, c.T, c.H, c.eps, c.x, c.w_fc, c.g, c.f);
     FT_CHECK_NEAR(sum_prod(d.dg, c.g, c.H), sum_prod(c.R, c.f, c.N * c.H), 1e-12);
-    dflash_grads_free(&d);
+    grads_free(&d);
 
     c.eps = 0;
     d = dflash_bwd(&c);
     const double xdx = sum_prod(d.dx, c.x, nx), xs = norm2(d.dx, nx) * norm2(c.x, nx);
-    const double wdw = sum_prod(d.dw_fc, c.w_fc, nw), ws = norm2(d.dw_fc, nw) * norm2(c.w_fc, nw);
+    const double wdw = sum_prod(d.dw, c.w_fc, nw), ws = norm2(d.dw, nw) * norm2(c.w_fc, nw);
     FT_CHECK(fabs(xdx) < 1e-12 * xs, "eps = 0: sum dx * x = %.3g (scale %.3g)", xdx, xs);
     FT_CHECK(fabs(wdw) < 1e-12 * ws, "eps = 0: sum dw_fc * w_fc = %.3g (scale %.3g)", wdw, ws);
-    dflash_grads_free(&d);
+    grads_free(&d);
     dflash_free(&c);
 }
 
@@ -501,25 +524,9 @@ static void test_dflash_overwrites(void) {
     ft_rng r;
     ft_rng_seed(&r, 43);
     dflash_case c = dflash_new(&r, 4, 2, 6);
-    const int64_t nx = c.N * c.T * c.H, nw = c.H * c.T * c.H;
-    dflash_grads clean = dflash_bwd(&c);
-    dflash_grads dirty = {dalloc(nx), dalloc(nw), dalloc(c.H)};
-    for (int64_t i = 0; i < nx; i++)
-        dirty.dx[i] = NAN;
-    for (int64_t i = 0; i < nw; i++)
-        dirty.dw_fc[i] = 1e300;
-    for (int64_t i = 0; i < c.H; i++)
-        dirty.dg[i] = -3;
-    ft_ref_fusion_dflash_bwd(c.N, c.T, c.H, c.eps, c.x, c.w_fc, c.g, c.R, dirty.dx, dirty.dw_fc,
-                             dirty.dg);
-    FT_CHECK(memcmp(clean.dx, dirty.dx, sizeof(double) * (size_t)nx) == 0,
-             "dx depends on its old contents");
-    FT_CHECK(memcmp(clean.dw_fc, dirty.dw_fc, sizeof(double) * (size_t)nw) == 0,
-             "dw_fc depends on its old contents");
-    FT_CHECK(memcmp(clean.dg, dirty.dg, sizeof(double) * (size_t)c.H) == 0,
-             "dg depends on its old contents");
-    dflash_grads_free(&clean);
-    dflash_grads_free(&dirty);
+    grads clean = dflash_bwd(&c);
+    check_overwrites(dflash_bwd_into, &c, &clean, "dw_fc");
+    grads_free(&clean);
     dflash_free(&c);
 }
 

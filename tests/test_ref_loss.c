@@ -25,16 +25,23 @@ static const ft_loss_norm all_norms[] = {FT_NORM_DEFAULT, FT_NORM_WEIGHT_SUM, FT
 #define N_SCHEMES ((int)(sizeof all_schemes / sizeof all_schemes[0]))
 #define N_NORMS   ((int)(sizeof all_norms / sizeof all_norms[0]))
 
+/* The decay's gamma and the progressive schedule (gamma0 to gamma_max over warmup_steps, now at
+ * step). */
+static void attrs_gammas(ft_loss_attrs *a, double gamma, double gamma0, double gamma_max,
+                         double warmup_steps, double step) {
+    a->gamma = gamma;
+    a->gamma0 = gamma0;
+    a->gamma_max = gamma_max;
+    a->warmup_steps = warmup_steps;
+    a->step = step;
+}
+
 static ft_loss_attrs attrs_make(int64_t B, ft_loss_scheme scheme) {
     ft_loss_attrs a;
     memset(&a, 0, sizeof a);
     a.B = B;
     a.scheme = scheme;
-    a.gamma = 7;
-    a.gamma0 = 1;
-    a.gamma_max = 7;
-    a.step = 0;
-    a.warmup_steps = 0;
+    attrs_gammas(&a, 7, 1, 7, 0, 0);
     a.alpha = 0.5;
     a.num_seqs = 1;
     a.norm = FT_NORM_DEFAULT;
@@ -289,6 +296,22 @@ static void test_gamma(void) {
 
 /* ---- ft_loss_block_weights -------------------------------------------------------------- */
 
+/* The weights of a block of 6 (flags raw) under a against want, each within 1e-15. */
+static void check_weights6(const ft_loss_attrs *a, const double *q, const uint8_t *raw,
+                           const double *want) {
+    double w[6];
+    ft_loss_block_weights(a, q, raw, w);
+    for (int k = 0; k < 6; k++)
+        FT_CHECK_NEAR(w[k], want[k], 1e-15);
+}
+
+/* The decay's weights of uniform weights u (6 of them) at gamma: u_k e^-(k-1)/gamma, into w. */
+static const double *decayed6(const double *u, double gamma, double *w) {
+    for (int k = 0; k < 6; k++)
+        w[k] = u[k] * exp(-(k - 1) / gamma);
+    return w;
+}
+
 static void test_weights_uniform_decay_progressive(void) {
     /* Raw flags: the anchor says 1 but is never scored; row 2 is unscored. q is never read by
      * these schemes, so NaN everywhere must not leak into w. */
@@ -307,39 +330,23 @@ static void test_weights_uniform_decay_progressive(void) {
     const double e1[6] = {0, 1, 0, 0.1353352832366127, 0.049787068367863944, 0.018315638888734179};
     a = attrs_make(6, FT_SCHEME_DECAY);
     a.gamma = 1;
-    ft_loss_block_weights(&a, q, raw, w);
-    for (int k = 0; k < 6; k++)
-        FT_CHECK_NEAR(w[k], e1[k], 1e-15);
+    check_weights6(&a, q, raw, e1);
 
     /* gamma = 7 (the DFlash default). */
     a.gamma = 7;
-    ft_loss_block_weights(&a, q, raw, w);
-    for (int k = 0; k < 6; k++)
-        FT_CHECK_NEAR(w[k], uni[k] * exp(-(k - 1) / 7.0), 1e-15);
+    check_weights6(&a, q, raw, decayed6(uni, 7.0, w));
 
     /* progressive 1 -> 7 over 100 steps: step 0 is gamma 1, step 50 gamma 4, then gamma 7. */
     a = attrs_make(6, FT_SCHEME_PROGRESSIVE);
-    a.gamma = 123;
-    a.gamma0 = 1;
-    a.gamma_max = 7;
-    a.warmup_steps = 100;
-    a.step = 0;
-    ft_loss_block_weights(&a, q, raw, w);
-    for (int k = 0; k < 6; k++)
-        FT_CHECK_NEAR(w[k], e1[k], 1e-15);
+    attrs_gammas(&a, 123, 1, 7, 100, 0);
+    check_weights6(&a, q, raw, e1);
     a.step = 50;
-    ft_loss_block_weights(&a, q, raw, w);
-    for (int k = 0; k < 6; k++)
-        FT_CHECK_NEAR(w[k], uni[k] * exp(-(k - 1) / 4.0), 1e-15);
+    check_weights6(&a, q, raw, decayed6(uni, 4.0, w));
     a.step = 400;
-    ft_loss_block_weights(&a, q, raw, w);
-    for (int k = 0; k < 6; k++)
-        FT_CHECK_NEAR(w[k], uni[k] * exp(-(k - 1) / 7.0), 1e-15);
+    check_weights6(&a, q, raw, decayed6(uni, 7.0, w));
     a.step = 0;
     a.warmup_steps = 0;
-    ft_loss_block_weights(&a, q, raw, w);
-    for (int k = 0; k < 6; k++)
-        FT_CHECK_NEAR(w[k], uni[k] * exp(-(k - 1) / 7.0), 1e-15);
+    check_weights6(&a, q, raw, decayed6(uni, 7.0, w));
 }
 
 static void test_weights_dpace_by_hand(void) {
@@ -703,15 +710,20 @@ static void test_loss_anchor_and_unscored(void) {
     problem_free(&p);
 }
 
-static void test_loss_nothing_scored(void) {
-    /* Only anchors carry mask = 1; every label is garbage. Loss and gradients are 0 for every
-     * scheme and norm, and every output is overwritten. */
-    problem p = problem_random(12, 3, 4, 8, 11);
+/* A random problem (seed) in which only the anchors carry mask = 1 and every label is garbage. */
+static problem problem_nothing_scored(uint64_t seed) {
+    problem p = problem_random(seed, 3, 4, 8, 11);
     for (int64_t m = 0; m < p.M; m++) {
         p.mask[m] = m % p.B == 0;
         p.sc[m] = 0;
         p.labels[m] = -100;
     }
+    return p;
+}
+
+static void test_loss_nothing_scored(void) {
+    /* Loss and gradients are 0 for every scheme and norm, and every output is overwritten. */
+    problem p = problem_nothing_scored(12);
     for (int s = 0; s < N_SCHEMES; s++)
         for (int n = 0; n < N_NORMS; n++) {
             ft_loss_attrs a = attrs_make(4, all_schemes[s]);
@@ -730,11 +742,7 @@ static void test_loss_nothing_scored(void) {
 
 /* The same with the final norm: dh, dg and dw_lm all exactly 0. */
 static void test_loss_nothing_scored_final_norm(void) {
-    problem p = problem_random(14, 3, 4, 8, 11);
-    for (int64_t m = 0; m < p.M; m++) {
-        p.mask[m] = m % p.B == 0;
-        p.labels[m] = -100;
-    }
+    problem p = problem_nothing_scored(14);
     double g[8], dg[8];
     for (int k = 0; k < 8; k++)
         g[k] = 1 + 0.1 * k;
@@ -784,11 +792,7 @@ static void test_loss_forward_random(void) {
         for (int64_t B = 4; B <= 5; B++) {
             problem p = problem_random(100 + (uint64_t)(s * 10 + B), 3, B, 8, 11);
             ft_loss_attrs a = attrs_make(B, all_schemes[s]);
-            a.gamma = 3;
-            a.gamma0 = 1.5;
-            a.gamma_max = 6;
-            a.warmup_steps = 10;
-            a.step = 4;
+            attrs_gammas(&a, 3, 1.5, 6, 10, 4);
             a.alpha = 0.35;
             a.num_seqs = 2;
             result o = result_alloc(&p, NAN);
@@ -854,6 +858,21 @@ static void test_loss_norm_overrides(void) {
     }
 }
 
+/* Central differences (step eps) of fixed_weight_loss in each of the n entries of x, one of p's
+ * inputs, into fd. */
+static void fd_fixed_weight(problem *p, double *x, int64_t n, const double *w, double denom,
+                            double eps, double *fd) {
+    for (int64_t i = 0; i < n; i++) {
+        double x0 = x[i];
+        x[i] = x0 + eps;
+        double lp = fixed_weight_loss(p, p->h, p->w_lm, w, denom);
+        x[i] = x0 - eps;
+        double lm = fixed_weight_loss(p, p->h, p->w_lm, w, denom);
+        x[i] = x0;
+        fd[i] = (lp - lm) / (2 * eps);
+    }
+}
+
 static void test_loss_fd_gradients(void) {
     /* Central differences of L(h, w_lm) = sum_m w[m] * ce[m] / denom with w and denom held at
      * the values the forward produced. */
@@ -863,11 +882,7 @@ static void test_loss_fd_gradients(void) {
                 problem p = problem_random(300 + (uint64_t)(s * 100 + B * 10 + n), 3, B, 8, 11);
                 ft_loss_attrs a = attrs_make(B, all_schemes[s]);
                 a.want_dw = 1;
-                a.gamma = 2.5;
-                a.gamma0 = 1;
-                a.gamma_max = 5;
-                a.warmup_steps = 8;
-                a.step = 3;
+                attrs_gammas(&a, 2.5, 1, 5, 8, 3);
                 a.num_seqs = 2;
                 a.norm = n == 0 ? FT_NORM_DEFAULT : FT_NORM_COUNT;
                 result o = result_alloc(&p, NAN);
@@ -876,24 +891,8 @@ static void test_loss_fd_gradients(void) {
                 const double eps = 1e-5;
 
                 double fd_h[15 * 8], fd_w[11 * 8];
-                for (int64_t i = 0; i < p.M * p.H; i++) {
-                    double x = p.h[i];
-                    p.h[i] = x + eps;
-                    double lp = fixed_weight_loss(&p, p.h, p.w_lm, o.w, denom);
-                    p.h[i] = x - eps;
-                    double lm = fixed_weight_loss(&p, p.h, p.w_lm, o.w, denom);
-                    p.h[i] = x;
-                    fd_h[i] = (lp - lm) / (2 * eps);
-                }
-                for (int64_t i = 0; i < p.V * p.H; i++) {
-                    double x = p.w_lm[i];
-                    p.w_lm[i] = x + eps;
-                    double lp = fixed_weight_loss(&p, p.h, p.w_lm, o.w, denom);
-                    p.w_lm[i] = x - eps;
-                    double lm = fixed_weight_loss(&p, p.h, p.w_lm, o.w, denom);
-                    p.w_lm[i] = x;
-                    fd_w[i] = (lp - lm) / (2 * eps);
-                }
+                fd_fixed_weight(&p, p.h, p.M * p.H, o.w, denom, eps, fd_h);
+                fd_fixed_weight(&p, p.w_lm, p.V * p.H, o.w, denom, eps, fd_w);
                 double l0 = fixed_weight_loss(&p, p.h, p.w_lm, o.w, denom);
                 FT_CHECK(fabs(o.loss - l0) <= 1e-13 * l0, "%s B %d: loss %.17g vs %.17g",
                          scheme_names[s], (int)B, o.loss, l0);

@@ -210,6 +210,15 @@ static void expect_bad(json_t *d, const char *what, const char *want) {
     json_decref(d);
 }
 
+/* A fresh copy d of the valid document, spoilt by edit (a statement on d), is refused as
+ * expect_bad says. */
+#define EXPECT_BAD(edit, what, want)                                                               \
+    do {                                                                                           \
+        json_t *d = doc_new();                                                                     \
+        edit;                                                                                      \
+        expect_bad(d, what, want);                                                                 \
+    } while (0)
+
 static void test_check_valid(void) {
     json_t *d = doc_new();
     ft_err err = {0};
@@ -241,69 +250,47 @@ static void test_check_required(void) {
 }
 
 static void test_check_types(void) {
-    json_t *d = doc_new();
-    json_object_set_new(d, "format", json_string("flaretune-report/2"));
-    expect_bad(d, "format", "format: expected \"flaretune-report/1\", got \"flaretune-report/2\"");
-    d = doc_new();
-    json_object_set_new(d, "title", json_integer(3));
-    expect_bad(d, "title", "title: expected a string, got a number");
-    d = doc_new();
-    json_object_set_new(d, "claims", json_object());
-    expect_bad(d, "claims", "claims: expected an array, got an object");
-    d = doc_new();
-    json_object_set_new(d, "machine", json_string("x"));
-    expect_bad(d, "machine", "machine: expected an object, got a string");
-    d = doc_new();
-    json_array_append_new(json_object_get(d, "models"), json_integer(1));
-    expect_bad(d, "models", "models[1]: expected a string");
-    d = doc_new();
-    json_object_set_new(at(d, "claims/0"), "verdict", json_string("maybe"));
-    expect_bad(d, "verdict",
+    EXPECT_BAD(json_object_set_new(d, "format", json_string("flaretune-report/2")), "format",
+               "format: expected \"flaretune-report/1\", got \"flaretune-report/2\"");
+    EXPECT_BAD(json_object_set_new(d, "title", json_integer(3)), "title",
+               "title: expected a string, got a number");
+    EXPECT_BAD(json_object_set_new(d, "claims", json_object()), "claims",
+               "claims: expected an array, got an object");
+    EXPECT_BAD(json_object_set_new(d, "machine", json_string("x")), "machine",
+               "machine: expected an object, got a string");
+    EXPECT_BAD(json_array_append_new(json_object_get(d, "models"), json_integer(1)), "models",
+               "models[1]: expected a string");
+    EXPECT_BAD(json_object_set_new(at(d, "claims/0"), "verdict", json_string("maybe")), "verdict",
                "claims[0].verdict: expected \"holds\", \"does not hold\", \"measured\" or "
                "\"inconclusive\", got \"maybe\"");
-    d = doc_new();
-    json_object_del(at(d, "claims/0"), "answer");
-    expect_bad(d, "answer", "claims[0].answer: missing");
-    d = doc_new();
-    json_object_set_new(at(d, "claims/0/figures"), "nested", json_array());
-    expect_bad(d, "figures", "claims[0].figures.nested: expected a number or a string");
-    d = doc_new();
-    json_object_set_new(at(d, "charts/0"), "kind", json_string("pie"));
-    expect_bad(d, "kind", "charts[0].kind: expected \"stacked\" or \"lines\", got \"pie\"");
-    d = doc_new();
-    json_object_set_new(at(d, "charts/0/bars/0/segments/1"), "value", json_string("2e-4"));
-    expect_bad(d, "segment value", "charts[0].bars[0].segments[1].value: expected a number");
-    d = doc_new();
-    json_object_set_new(at(d, "charts/0/bars/0/segments/1"), "value", json_real(-1e-6));
-    expect_bad(d, "negative segment",
-               "charts[0].bars[0].segments[1].value: expected a number >= 0");
-    d = doc_new();
-    json_object_del(at(d, "charts/1"), "series");
-    expect_bad(d, "series", "charts[1].series: missing");
-    d = doc_new();
-    json_array_set_new(at(d, "charts/1/series/0/points"), 2, json_pack("[i]", 7));
-    expect_bad(d, "point", "charts[1].series[0].points[2]: expected [x, y]");
-    d = doc_new();
-    json_array_set_new(at(d, "charts/1/series/0/points"), 1, json_pack("[s,f]", "5", 1.0));
-    expect_bad(d, "point x", "charts[1].series[0].points[1]: expected [x, y]");
-    d = doc_new();
-    json_array_remove(at(d, "charts/1/series/0/lo"), 0);
-    expect_bad(d, "lo length", "charts[1].series[0].lo: expected 3 numbers (one per point), got 2");
-    d = doc_new();
-    json_array_append_new(at(d, "charts/1/series/0/hi"), json_real(4));
-    expect_bad(d, "hi length", "charts[1].series[0].hi: expected 3 numbers (one per point), got 4");
-    d = doc_new();
-    json_array_set_new(at(d, "charts/1/series/0/hi"), 1, json_null());
-    expect_bad(d, "hi element", "charts[1].series[0].hi[1]: expected a number, got null");
-    d = doc_new();
-    json_array_append_new(at(d, "tables/0/rows/1"), json_integer(3));
-    expect_bad(d, "row length", "tables[0].rows[1]: expected an array of 2 cells");
-    d = doc_new();
-    json_array_set_new(at(d, "tables/0/rows/0"), 0, json_object());
-    expect_bad(d, "cell", "tables[0].rows[0][0]: expected a string or a number, got an object");
-    d = doc_new();
-    json_array_set_new(at(d, "tables/0/columns"), 1, json_true());
-    expect_bad(d, "column", "tables[0].columns[1]: expected a string, got a boolean");
+    EXPECT_BAD(json_object_del(at(d, "claims/0"), "answer"), "answer", "claims[0].answer: missing");
+    EXPECT_BAD(json_object_set_new(at(d, "claims/0/figures"), "nested", json_array()), "figures",
+               "claims[0].figures.nested: expected a number or a string");
+    EXPECT_BAD(json_object_set_new(at(d, "charts/0"), "kind", json_string("pie")), "kind",
+               "charts[0].kind: expected \"stacked\" or \"lines\", got \"pie\"");
+    EXPECT_BAD(
+        json_object_set_new(at(d, "charts/0/bars/0/segments/1"), "value", json_string("2e-4")),
+        "segment value", "charts[0].bars[0].segments[1].value: expected a number");
+    EXPECT_BAD(json_object_set_new(at(d, "charts/0/bars/0/segments/1"), "value", json_real(-1e-6)),
+               "negative segment", "charts[0].bars[0].segments[1].value: expected a number >= 0");
+    EXPECT_BAD(json_object_del(at(d, "charts/1"), "series"), "series", "charts[1].series: missing");
+    EXPECT_BAD(json_array_set_new(at(d, "charts/1/series/0/points"), 2, json_pack("[i]", 7)),
+               "point", "charts[1].series[0].points[2]: expected [x, y]");
+    EXPECT_BAD(
+        json_array_set_new(at(d, "charts/1/series/0/points"), 1, json_pack("[s,f]", "5", 1.0)),
+        "point x", "charts[1].series[0].points[1]: expected [x, y]");
+    EXPECT_BAD(json_array_remove(at(d, "charts/1/series/0/lo"), 0), "lo length",
+               "charts[1].series[0].lo: expected 3 numbers (one per point), got 2");
+    EXPECT_BAD(json_array_append_new(at(d, "charts/1/series/0/hi"), json_real(4)), "hi length",
+               "charts[1].series[0].hi: expected 3 numbers (one per point), got 4");
+    EXPECT_BAD(json_array_set_new(at(d, "charts/1/series/0/hi"), 1, json_null()), "hi element",
+               "charts[1].series[0].hi[1]: expected a number, got null");
+    EXPECT_BAD(json_array_append_new(at(d, "tables/0/rows/1"), json_integer(3)), "row length",
+               "tables[0].rows[1]: expected an array of 2 cells");
+    EXPECT_BAD(json_array_set_new(at(d, "tables/0/rows/0"), 0, json_object()), "cell",
+               "tables[0].rows[0][0]: expected a string or a number, got an object");
+    EXPECT_BAD(json_array_set_new(at(d, "tables/0/columns"), 1, json_true()), "column",
+               "tables[0].columns[1]: expected a string, got a boolean");
 }
 
 /* JSON cannot hold NaN or Inf (Jansson refuses them), but finite numbers can add up to one:

@@ -157,6 +157,18 @@ static void full_opts(ft_tune_opts *o, char *log, size_t n, const char *name, co
     o->screen = 0;
 }
 
+/* A tuning run: its options, the log they name and its result. */
+typedef struct {
+    ft_tune_opts o;
+    char log[256];
+    ft_tune_result r;
+} tuning;
+
+/* A run on the simulated backend (sim_opts), logged to dir/NAME. */
+static void sim_init(tuning *t, const char *log_name) {
+    sim_opts(&t->o, t->log, sizeof t->log, log_name);
+}
+
 /* The speed label ("slow", "mid", "fast") of a logged config; NULL when there is none. */
 static const char *speed_of(const json_t *config) {
     return json_string_value(json_object_get(config, "speed"));
@@ -216,26 +228,24 @@ static void test_confirm_near_ties(void) {
 }
 
 static void test_confirmation_disagrees(void) {
+    tuning t;
+    sim_init(&t, "sim.jsonl");
+    t.o.confirm_top = 3;
+    t.o.screen = 0;
     ft_err err = {0};
-    ft_tune_opts o;
-    char log[256];
-    sim_opts(&o, log, sizeof log, "sim.jsonl");
-    o.confirm_top = 3;
-    o.screen = 0;
-    ft_tune_result r;
-    FT_CHECK(ft_tune_run(&o, &r, &err) == FT_OK, "%s", err.msg);
-    FT_CHECK(r.found && r.winner.v[0] == 2, "the fast one wins");
-    FT_CHECK(r.winner_stats.median == 10e-6, "its confirmed median, exact: %g", r.winner_stats.median);
-    FT_CHECK(r.default_stats.median == 120e-6 && r.speedup == 12,
+    FT_CHECK(ft_tune_run(&t.o, &t.r, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(t.r.found && t.r.winner.v[0] == 2, "the fast one wins");
+    FT_CHECK(t.r.winner_stats.median == 10e-6, "its confirmed median, exact: %g",
+             t.r.winner_stats.median);
+    FT_CHECK(t.r.default_stats.median == 120e-6 && t.r.speedup == 12,
              "the default's confirmed median (%g) and the speedup from the same round (%g)",
-             r.default_stats.median, r.speedup);
-    FT_CHECK(r.nunstable == 1, "the default's confirmation disagrees with its search: %d",
-             r.nunstable);
-    json_t *evs = read_log(log);
+             t.r.default_stats.median, t.r.speedup);
+    FT_CHECK(t.r.nunstable == 1, "the default's confirmation disagrees with its search: %d",
+             t.r.nunstable);
+    json_t *evs = read_log(t.log);
     const json_t *end = json_array_get(evs, json_array_size(evs) - 1);
     const json_t *un = json_object_get(end, "unstable");
-    FT_CHECK(json_array_size(un) == 1 &&
-                 !strcmp(speed_of(json_array_get(un, 0)), "slow"),
+    FT_CHECK(json_array_size(un) == 1 && !strcmp(speed_of(json_array_get(un, 0)), "slow"),
              "run_end names it");
     json_decref(evs);
 }
@@ -376,27 +386,25 @@ static void test_batches_with_a_worker(void) {
 /* ---- what fails before the search --------------------------------------------------------- */
 
 static void test_fails_before_the_search(void) {
-    ft_err err = {0};
-    ft_tune_opts o;
-    char log[256];
-    sim_opts(&o, log, sizeof log, "early.jsonl");
-    o.profile_path = "/nonexistent-dir/p.json";
-    ft_tune_result r;
+    tuning t;
+    sim_init(&t, "early.jsonl");
+    t.o.profile_path = "/nonexistent-dir/p.json";
     sim_switches = 0;
-    FT_CHECK(ft_tune_run(&o, &r, &err) != FT_OK && strstr(err.msg, "nonexistent-dir"),
+    ft_err err = {0};
+    FT_CHECK(ft_tune_run(&t.o, &t.r, &err) != FT_OK && strstr(err.msg, "nonexistent-dir"),
              "an unwritable profile: %s", err.msg);
-    FT_CHECK(access(log, F_OK) != 0 && sim_switches == 0, "nothing ran, no log written");
+    FT_CHECK(access(t.log, F_OK) != 0 && sim_switches == 0, "nothing ran, no log written");
     /* A log another run holds: FT_EBUSY at once. */
-    o.profile_path = NULL;
-    int held = ft_file_trylock(log, &err);
+    t.o.profile_path = NULL;
+    int held = ft_file_trylock(t.log, &err);
     FT_CHECK(held >= 0, "%s", err.msg);
     ft_err e2 = {0};
-    FT_CHECK(ft_tune_run(&o, &r, &e2) == FT_EBUSY && strstr(e2.msg, "in use"), "busy log: %s",
+    FT_CHECK(ft_tune_run(&t.o, &t.r, &e2) == FT_EBUSY && strstr(e2.msg, "in use"), "busy log: %s",
              e2.msg);
-    FT_CHECK(access(log, F_OK) != 0 && sim_switches == 0, "nothing ran");
+    FT_CHECK(access(t.log, F_OK) != 0 && sim_switches == 0, "nothing ran");
     ft_file_unlock(held);
     /* Free again: the same run goes through. */
-    FT_CHECK(ft_tune_run(&o, &r, &e2) == FT_OK && r.found, "%s", e2.msg);
+    FT_CHECK(ft_tune_run(&t.o, &t.r, &e2) == FT_OK && t.r.found, "%s", e2.msg);
 }
 
 /* ---- the watchdog in a run: a backend whose middle config never ends by itself ------------ */
@@ -435,35 +443,37 @@ static const ft_backend spin_backend = {
     .ceilings = sim_ceilings,
 };
 
-/* ft_tune_run of o on the spin backend with `sleeper` napping when sleeps is set and "mid"
- * ending when mid_ends is; the spin settings are back to their defaults after it. */
-static ft_status spin_tune(ft_tune_opts *o, ft_tune_result *r, ft_err *err, int sleeps,
-                           int sleeper, int mid_ends) {
+/* A run on the spin backend (full_opts), logged to dir/NAME. */
+static void spin_init(tuning *s, const char *log_name) {
+    full_opts(&s->o, s->log, sizeof s->log, log_name, &spin_backend);
+}
+
+/* ft_tune_run of s with `sleeper` napping when sleeps is set and "mid" ending when mid_ends is:
+ * it must succeed and, when max_s > 0, end within max_s seconds. The spin settings are back to
+ * their defaults after it. */
+static void spin_tune(tuning *s, int sleeps, int sleeper, int mid_ends, double max_s) {
     spin_sleeps = sleeps;
     spin_sleeper = sleeper;
     spin_mid_ends = mid_ends;
-    ft_status st = ft_tune_run(o, r, err);
+    ft_err err = {0};
+    double t0 = ft_now_s();
+    FT_CHECK(ft_tune_run(&s->o, &s->r, &err) == FT_OK, "%s", err.msg);
+    if (max_s > 0) FT_CHECK(ft_now_s() - t0 < max_s, "the run ended in %.1f s", ft_now_s() - t0);
     spin_sleeps = spin_mid_ends = 0;
     spin_sleeper = 1;
-    return st;
 }
 
 /* The run goes on past the config that would spin for a minute: its call is stopped at 20x the
  * best so far (the 50 ms floor here), it is recorded as stopped and never wins, and the rest are
  * measured. */
 static void test_watchdog_in_a_run(void) {
-    ft_tune_opts o;
-    char log[256];
-    full_opts(&o, log, sizeof log, "watchdog.jsonl", &spin_backend);
-    ft_tune_result r;
-    ft_err err = {0};
-    double t0 = ft_now_s();
-    FT_CHECK(spin_tune(&o, &r, &err, 0, 1, 0) == FT_OK, "%s", err.msg);
-    FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
-    FT_CHECK(r.found && r.winner.v[0] != 1 && r.stopped == 1 && r.evaluations == 3,
-             "found %d, winner %d, stopped %d, evaluations %d", r.found, r.winner.v[0], r.stopped,
-             r.evaluations);
-    json_t *evs = read_log(log);
+    tuning s;
+    spin_init(&s, "watchdog.jsonl");
+    spin_tune(&s, 0, 1, 0, 30);
+    FT_CHECK(s.r.found && s.r.winner.v[0] != 1 && s.r.stopped == 1 && s.r.evaluations == 3,
+             "found %d, winner %d, stopped %d, evaluations %d", s.r.found, s.r.winner.v[0],
+             s.r.stopped, s.r.evaluations);
+    json_t *evs = read_log(s.log);
     int stopped_events = 0;
     for (size_t i = 0; i < json_array_size(evs); i++) {
         const json_t *e = json_array_get(evs, i), *st = json_object_get(e, "stopped");
@@ -483,19 +493,15 @@ static void test_watchdog_in_a_run(void) {
  * waits) is stopped once past twice the best (at the 50 ms floor), long before the 20x limit
  * would end it: recorded as not measured cleanly, not as slow, and the run goes on. */
 static void test_spoiled_call_in_a_run(void) {
-    ft_tune_opts o;
-    char log[256];
-    full_opts(&o, log, sizeof log, "spoiled.jsonl", &spin_backend);
-    o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
-    o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
-    ft_tune_result r;
-    ft_err err = {0};
-    double t0 = ft_now_s();
-    FT_CHECK(spin_tune(&o, &r, &err, 1, 1, 0) == FT_OK, "%s", err.msg);
-    FT_CHECK(ft_now_s() - t0 < 30, "the run ended in %.1f s", ft_now_s() - t0);
-    FT_CHECK(r.unclean >= 1 && r.stopped == 0 && (!r.found || r.winner.v[0] != 1),
-             "unclean %d, stopped %d, winner %d", r.unclean, r.stopped, r.found ? r.winner.v[0] : -1);
-    json_t *evs = read_log(log);
+    tuning s;
+    spin_init(&s, "spoiled.jsonl");
+    s.o.measure.max_lost = 0.05; /* the rule under test, whatever FLARETUNE_MAX_LOST says */
+    s.o.stop_factor = 1e6;       /* no time limit to speak of: only the judge can stop it */
+    spin_tune(&s, 1, 1, 0, 30);
+    FT_CHECK(s.r.unclean >= 1 && s.r.stopped == 0 && (!s.r.found || s.r.winner.v[0] != 1),
+             "unclean %d, stopped %d, winner %d", s.r.unclean, s.r.stopped,
+             s.r.found ? s.r.winner.v[0] : -1);
+    json_t *evs = read_log(s.log);
     int seen = 0;
     for (size_t i = 0; i < json_array_size(evs); i++) {
         const json_t *e = json_array_get(evs, i);
@@ -513,19 +519,16 @@ static void test_spoiled_call_in_a_run(void) {
  * spoiled there too. The winner is a config measured cleanly, with a positive median, and the
  * speedup is withheld: a default without a sample is never a time of 0 that wins. */
 static void test_default_never_measured(void) {
-    ft_tune_opts o;
-    char log[256];
-    full_opts(&o, log, sizeof log, "default_spoiled.jsonl", &spin_backend);
-    o.measure.max_lost = 0.05;
-    ft_tune_result r;
-    ft_err err = {0};
-    FT_CHECK(spin_tune(&o, &r, &err, 1, 0, 1) == FT_OK, "%s", err.msg);
-    FT_CHECK(r.found && r.winner.v[0] != 0 && r.winner_stats.samples > 0 &&
-                 r.winner_stats.median > 0 && !r.winner_stats.unclean,
-             "found %d, winner %d, median %g s of %d samples", r.found, r.found ? r.winner.v[0] : -1,
-             r.winner_stats.median, r.winner_stats.samples);
-    FT_CHECK(isnan(r.speedup) && strstr(r.speedup_withheld, "default"),
-             "speedup %g withheld '%s'", r.speedup, r.speedup_withheld);
+    tuning s;
+    spin_init(&s, "default_spoiled.jsonl");
+    s.o.measure.max_lost = 0.05;
+    spin_tune(&s, 1, 0, 1, 0);
+    FT_CHECK(s.r.found && s.r.winner.v[0] != 0 && s.r.winner_stats.samples > 0 &&
+                 s.r.winner_stats.median > 0 && !s.r.winner_stats.unclean,
+             "found %d, winner %d, median %g s of %d samples", s.r.found,
+             s.r.found ? s.r.winner.v[0] : -1, s.r.winner_stats.median, s.r.winner_stats.samples);
+    FT_CHECK(isnan(s.r.speedup) && strstr(s.r.speedup_withheld, "default"),
+             "speedup %g withheld '%s'", s.r.speedup, s.r.speedup_withheld);
 }
 
 int main(void) {

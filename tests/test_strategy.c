@@ -433,24 +433,6 @@ static void test_options(void) {
                  bo->fit_every == 1 && bo->cost_weight == 0.0 && bo->hamming == 1 &&
                  bo->recent == 48 && bo->train == 64 && bo->explore == 0,
              "bayes's defaults are not the documented ones");
-    ft_strategy_opts bb[10];
-    for (int k = 0; k < 10; k++)
-        bb[k] = o;
-    bb[0].bayes.init = 0;
-    bb[1].bayes.top = 9;
-    bb[2].bayes.local = -1;
-    bb[3].bayes.cost_weight = 2;
-    bb[4].bayes.xi = NAN;
-    bb[5].bayes.train = 8;
-    bb[6].bayes.train = 300;
-    bb[7].bayes.recent = bb[7].bayes.train + 1;
-    bb[8].bayes.explore = -1;
-    bb[9].bayes.hamming = 2;
-    for (int k = 0; k < 10; k++) {
-        ft_strategy *st = ft_strategy_new_opts(FT_STRAT_BAYES, &syn_space, cands, ncands, 1, &bb[k]);
-        FT_CHECK(st == NULL, "bayes accepted out-of-range options (case %d)", k);
-        ft_strategy_free(st);
-    }
     /* Options by name, as replay --opt sets them. */
     {
         ft_strategy_opts n = o;
@@ -483,26 +465,41 @@ static void test_options(void) {
                  "bayes: other options, the same proposals");
     }
 
-    ft_strategy_opts bad[10];
-    for (int k = 0; k < 10; k++)
+    /* Out-of-range options, each refused by the strategy that reads them: bayes's (cases 0 to
+     * 9), anneal's (10 to 14) and evolve's (15 to 19). */
+    ft_strategy_opts bad[20];
+    for (int k = 0; k < 20; k++)
         bad[k] = o;
-    bad[0].anneal.t0 = 0;
-    bad[1].anneal.horizon = 2;
-    bad[2].anneal.screen = 0;
-    bad[3].anneal.top = -1;
-    bad[4].anneal.model.ridge = 0;
-    bad[5].evolve.pop_min = 9;
-    bad[6].evolve.tries = 0;
-    bad[7].evolve.step_p = 1.5;
-    bad[8].evolve.mut = NAN;
-    bad[9].evolve.model.min = -1;
-    for (int k = 0; k < 10; k++) {
-        ft_strategy_kind kind = k < 5 ? FT_STRAT_ANNEAL : FT_STRAT_EVOLVE;
+    bad[0].bayes.init = 0;
+    bad[1].bayes.top = 9;
+    bad[2].bayes.local = -1;
+    bad[3].bayes.cost_weight = 2;
+    bad[4].bayes.xi = NAN;
+    bad[5].bayes.train = 8;
+    bad[6].bayes.train = 300;
+    bad[7].bayes.recent = bad[7].bayes.train + 1;
+    bad[8].bayes.explore = -1;
+    bad[9].bayes.hamming = 2;
+    bad[10].anneal.t0 = 0;
+    bad[11].anneal.horizon = 2;
+    bad[12].anneal.screen = 0;
+    bad[13].anneal.top = -1;
+    bad[14].anneal.model.ridge = 0;
+    bad[15].evolve.pop_min = 9;
+    bad[16].evolve.tries = 0;
+    bad[17].evolve.step_p = 1.5;
+    bad[18].evolve.mut = NAN;
+    bad[19].evolve.model.min = -1;
+    for (int k = 0; k < 20; k++) {
+        ft_strategy_kind kind = k < 10   ? FT_STRAT_BAYES
+                                : k < 15 ? FT_STRAT_ANNEAL
+                                         : FT_STRAT_EVOLVE;
         ft_strategy *st = ft_strategy_new_opts(kind, &syn_space, cands, ncands, 1, &bad[k]);
         FT_CHECK(st == NULL, "%s accepted out-of-range options (case %d)", ft_strategy_names[kind],
                  k);
         ft_strategy_free(st);
-        /* The other strategies read none of them. */
+        if (kind == FT_STRAT_BAYES) continue;
+        /* The other strategies read none of anneal's and evolve's. */
         st = ft_strategy_new_opts(FT_STRAT_RANDOM, &syn_space, cands, ncands, 1, &bad[k]);
         FT_CHECK(st != NULL, "random refused options it has none of (case %d)", k);
         ft_strategy_free(st);

@@ -101,6 +101,12 @@ class Pane:
         if self.socket_path.endswith(self.sock) and os.path.exists(self.socket_path):
             os.unlink(self.socket_path)  # tmux leaves it behind
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def row_line(screen, op):
     for line in screen.split("\n"):
@@ -165,8 +171,7 @@ def append(path, text):
 
 def test_top_follow(tmp, logs):
     log = os.path.join(tmp, "follow.jsonl")
-    p = Pane("top", 80, 24)
-    try:
+    with Pane("top", 80, 24) as p:
         launch(p, "%s top %s" % (FT, log), tmp)
         p.wait_for(r"waiting for the log", "top waits for a log that does not exist yet")
         check(p.alternate(), "the dashboard uses the alternate screen")
@@ -259,8 +264,6 @@ def test_top_follow(tmp, logs):
         quit_and_check_restored(p, 0, "top")
         p.run("echo alive")
         p.wait_for(r"^alive", "the shell works after the dashboard")
-    finally:
-        p.close()
 
 
 def test_top_follows_tune_all(tmp):
@@ -296,8 +299,7 @@ def test_small_terminals(tmp, logs):
     with open(log, "w") as f:
         f.write("".join(logs["fusion.dflash"]) + "".join(logs["loss"]))
     for w, h in ((40, 10), (24, 6)):
-        p = Pane("small%dx%d" % (w, h), w, h)
-        try:
+        with Pane("small%dx%d" % (w, h), w, h) as p:
             launch(p, "%s top %s" % (FT, log), tmp)
             s = p.wait_for(r"^[> ] loss", "%dx%d: the rows of a finished log" % (w, h))
             if w >= 40:
@@ -311,8 +313,6 @@ def test_small_terminals(tmp, logs):
             s = p.screen()
             check(all(len(l) <= w for l in s.split("\n")), "%dx%d: nothing outside the screen" % (w, h), s)
             quit_and_check_restored(p, 0, "top at %dx%d" % (w, h))
-        finally:
-            p.close()
 
 
 def distributed_log(path):
@@ -344,12 +344,21 @@ def distributed_log(path):
         f.write("".join(json.dumps(e) + "\n" for e in evs))
 
 
+def top_plain_log(p, tmp, logs, name, what):
+    """`top` in p on a log (name, in tmp) of a plain run of loss: no ranks, nothing busy. The
+    screen once the run shows as ended (None, after a failed check, when it does not)."""
+    plain = os.path.join(tmp, name)
+    with open(plain, "w") as f:
+        f.write("".join(logs["loss"]))
+    launch(p, "%s top %s" % (FT, plain), tmp)
+    return p.wait_for(r"\bended\b", what)
+
+
 def test_top_ranks(tmp, logs):
     """`top` on the log of a distributed run shows its ranks; a log without ranks does not."""
     log = os.path.join(tmp, "dist.jsonl")
     distributed_log(log)
-    p = Pane("ranks", 80, 24)
-    try:
+    with Pane("ranks", 80, 24) as p:
         launch(p, "%s top %s" % (FT, log), tmp)
         s = p.wait_for(r"^ +rank +host +device +measured +rej +cand/min", "the ranks pane") or ""
         # Each rank evaluates every third candidate, one a second: 4 in 10 s, 24 a minute
@@ -363,16 +372,10 @@ def test_top_ranks(tmp, logs):
         check(re.search(r"latency fusion\.dflash", s), "the plot still below", s)
         assert_layout(p, "ranks")
         quit_and_check_restored(p, 0, "top of a distributed run")
-        plain = os.path.join(tmp, "plain.jsonl")
-        with open(plain, "w") as f:
-            f.write("".join(logs["loss"]))
-        launch(p, "%s top %s" % (FT, plain), tmp)
-        s = p.wait_for(r"\bended\b", "a log without ranks")
+        s = top_plain_log(p, tmp, logs, "plain.jsonl", "a log without ranks")
         check(s and not re.search(r"rank +host|ranks\b", s), "no ranks pane without ranks", s)
         p.keys("q")
         p.wait_for(r"^EXIT=0", "top quits")
-    finally:
-        p.close()
 
 
 def busy_log(path):
@@ -421,8 +424,7 @@ def test_top_busy(tmp, logs):
     its candidates, ranks none of them; a clean log shows none of it."""
     log = os.path.join(tmp, "busy.jsonl")
     busy_log(log)
-    p = Pane("busy", 80, 40)
-    try:
+    with Pane("busy", 80, 40) as p:
         launch(p, "%s top %s" % (FT, log), tmp)
         s = p.wait_for(r"\bended\b", "the busy run ended") or ""
         lines = s.split("\n")
@@ -447,11 +449,7 @@ def test_top_busy(tmp, logs):
               "none of them among the top configs", s)
         assert_layout(p, "busy")
         quit_and_check_restored(p, 0, "top of a busy run")
-        plain = os.path.join(tmp, "plain-busy.jsonl")
-        with open(plain, "w") as f:
-            f.write("".join(logs["loss"]))
-        launch(p, "%s top %s" % (FT, plain), tmp)
-        s = p.wait_for(r"\bended\b", "a clean log") or ""
+        s = top_plain_log(p, tmp, logs, "plain-busy.jsonl", "a clean log") or ""
         check(not re.search(r"BUSY|samples discarded|not measured cleanly", s),
               "a clean log: no warning", s)
         check(not re.search(r"(?m)^[> ]!", s), "a clean log: no mark", s)
@@ -461,8 +459,6 @@ def test_top_busy(tmp, logs):
         check("not clean" not in s, "a clean log: no candidate not clean", s)
         p.keys("q")
         p.wait_for(r"^EXIT=0", "top quits")
-    finally:
-        p.close()
 
 
 def count_candidates(path):
@@ -475,8 +471,7 @@ def count_candidates(path):
 
 def test_tune_tui(tmp):
     log, prof = os.path.join(tmp, "tui.jsonl"), os.path.join(tmp, "tui.json")
-    p = Pane("tune", 80, 24)
-    try:
+    with Pane("tune", 80, 24) as p:
         launch(p, "%s tune fusion.dflash --preset tiny.dflare.train --backend cpu --log %s "
                   "--profile %s --tui %s" % (FT, log, prof, " ".join(FAST)), tmp)
         s = p.wait_for(r"^> fusion\.dflash", "tune --tui: the row")
@@ -491,17 +486,20 @@ def test_tune_tui(tmp):
         check(re.search(r"^fusion\.dflash .* yes \(", s, re.M) is not None,
               "the summary table after the dashboard", s)
         check(os.path.exists(prof), "the profile written")
-    finally:
-        p.close()
+
+
+def launch_slow_tune(p, log, tmp, done):
+    """Tune fusion.dflare slowly with the dashboard, logging to log, until its row shows at least
+    done (2 to 9) candidates."""
+    launch(p, "%s tune fusion.dflare --preset tiny.dflare.train --backend cpu --log %s --tui "
+              "%s" % (FT, log, " ".join(SLOW)), tmp)
+    p.wait_for(r"^> fusion\.dflare .* [%d-9]/\d+ " % done, "tune --tui is under way", timeout=120)
 
 
 def test_tune_pause_quit(tmp):
     log = os.path.join(tmp, "pause.jsonl")
-    p = Pane("pause", 80, 24)
-    try:
-        launch(p, "%s tune fusion.dflare --preset tiny.dflare.train --backend cpu --log %s --tui "
-                  "%s" % (FT, log, " ".join(SLOW)), tmp)
-        p.wait_for(r"^> fusion\.dflare .* [3-9]/\d+ ", "tune --tui is under way", timeout=120)
+    with Pane("pause", 80, 24) as p:
+        launch_slow_tune(p, log, tmp, 3)
         p.keys("p")
         p.wait_for(r"PAUSED", "p pauses")
         time.sleep(2.0)  # the candidate in flight finishes
@@ -518,17 +516,12 @@ def test_tune_pause_quit(tmp):
         s = quit_and_check_restored(p, 130, "q before the end")
         s = p.screen(joined=True)
         check("stopping the tuner" in s and "interrupted" in s, "q stops the tuner as Ctrl-C does", s)
-    finally:
-        p.close()
 
 
 def test_tune_ctrl_c(tmp):
     log = os.path.join(tmp, "ctrlc.jsonl")
-    p = Pane("ctrlc", 80, 24)
-    try:
-        launch(p, "%s tune fusion.dflare --preset tiny.dflare.train --backend cpu --log %s --tui "
-                  "%s" % (FT, log, " ".join(SLOW)), tmp)
-        p.wait_for(r"^> fusion\.dflare .* [2-9]/\d+ ", "tune --tui is under way", timeout=120)
+    with Pane("ctrlc", 80, 24) as p:
+        launch_slow_tune(p, log, tmp, 2)
         p.keys("C-c")
         s = p.wait_for(r"^EXIT=\d+", "Ctrl-C ends it")
         check(s and re.search(r"^EXIT=130", s, re.M), "Ctrl-C: exit 130", s)
@@ -540,13 +533,10 @@ def test_tune_ctrl_c(tmp):
             last = f.readlines()[-1]
         check('"event":"run_end"' in last and '"interrupted":true' in last,
               "the run ends as interrupted in the log")
-    finally:
-        p.close()
 
 
 def test_tune_failure(tmp):
-    p = Pane("fail", 80, 24)
-    try:
+    with Pane("fail", 80, 24) as p:
         # A log of another run: found by the tuner once the dashboard is up (an unusable path
         # is refused before it starts).
         log = os.path.join(tmp, "other.jsonl")
@@ -561,13 +551,10 @@ def test_tune_failure(tmp):
         s = p.screen(joined=True)
         check(re.search(r"^flaretune: .*cannot continue", s, re.M) is not None,
               "the error printed after the dashboard", s)
-    finally:
-        p.close()
 
 
 def test_watch(tmp, prof):
-    p = Pane("watch", 100, 30)
-    try:
+    with Pane("watch", 100, 30) as p:
         launch(p, "%s watch --profile %s --backend cpu" % (FT, prof), tmp)
         s = p.wait_for(r"^[> ] loss .*\d", "watch: a row per kernel")
         check(re.search(r"^[> ] fusion\.dflash", s or "", re.M), "both kernels of the profile", s)
@@ -610,8 +597,6 @@ def test_watch(tmp, prof):
         s = p.screen(joined=True)
         check(re.search(r"^op +shape +p50 +p95 +max +jitter +calls", s, re.M) is not None,
               "the summary after the dashboard", s)
-    finally:
-        p.close()
 
 
 def test_colors(tmp, logs):
@@ -620,8 +605,7 @@ def test_colors(tmp, logs):
         f.write("".join(logs["fusion.dflash"]))
     color_sgr = re.compile(r"\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;5;\d+|48;5;\d+)[;m]")
     for env, want in (({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "vt100"}, False)):
-        p = Pane("color%d%s" % (want, env.get("TERM", "")), 80, 24, env)
-        try:
+        with Pane("color%d%s" % (want, env.get("TERM", "")), 80, 24, env) as p:
             launch(p, "%s top %s" % (FT, log), tmp)
             p.wait_for(r"\bended\b", "the log shown")
             s = p.screen(escapes=True)
@@ -631,17 +615,12 @@ def test_colors(tmp, logs):
             if not want:
                 check("\x1b[7m" in s, "monochrome: reverse video marks the header and selection")
             quit_and_check_restored(p, 0, "colors")
-        finally:
-            p.close()
     # A locale that is not UTF-8: ASCII only.
-    p = Pane("ascii", 80, 24, {"LANG": "C", "LC_ALL": "C"})
-    try:
+    with Pane("ascii", 80, 24, {"LANG": "C", "LC_ALL": "C"}) as p:
         launch(p, "%s top %s" % (FT, log), tmp)
         s = p.wait_for(r"\bended\b", "the log shown")
         check(s and "\u00b5" not in s and re.search(r"\d us\b", s), "us, not the micro sign", s)
         quit_and_check_restored(p, 0, "C locale")
-    finally:
-        p.close()
 
 
 def test_cli_errors(tmp, prof):

@@ -246,15 +246,13 @@ static void test_cells(void) {
     r.budget = 20;
     cell_is(&r, FT_COL_DONE, 1, "15/30", "a budget caps the total");
     /* Rejected candidates are counted apart, never past the budget (it was "56/24"). */
-    ft_tui_row q;
-    memset(&q, 0, sizeof q);
-    q.valid = 100;
-    q.budget = 24;
-    q.measured = 24;
-    q.rejected = 32;
-    q.done = 56;
-    q.resumed = 3;
-    q.resumed_rejected = 3;
+    ft_tui_row q = {.valid = 100,
+                    .budget = 24,
+                    .measured = 24,
+                    .rejected = 32,
+                    .done = 56,
+                    .resumed = 3,
+                    .resumed_rejected = 3};
     cell_is(&q, FT_COL_DONE, 1, "24/24", "measured out of the budget");
     cell_is(&q, FT_COL_REJECTED, 1, "35", "rejected apart, resumed ones too");
     q.budget = 0;
@@ -315,21 +313,24 @@ static void test_rank_columns_and_cells(void) {
         FT_CHECK((int)strlen(b) <= w, "width %d: '%s'", w, b);
     }
 
-    ft_tui_rank k;
-    memset(&k, 0, sizeof k);
-    k.rank = 2;
-    snprintf(k.host, sizeof k.host, "node7");
+    ft_tui_rank k = {
+        .rank = 2, .host = "node7", .measured = 30, .rejected = 1, .t_first = 100, .t_last = 160};
     snprintf(k.device, sizeof k.device, "%s", dev);
-    k.measured = 30;
-    k.rejected = 1;
-    k.t_first = 100;
-    k.t_last = 160;
-    rank_cell_is(&k, FT_RCOL_RANK, 4, "2", "rank");
-    rank_cell_is(&k, FT_RCOL_HOST, 16, "node7", "host");
-    rank_cell_is(&k, FT_RCOL_DEVICE, 20, "cpu: Intel(R) Xeon..", "the device fits its column");
-    rank_cell_is(&k, FT_RCOL_MEASURED, 8, "30", "measured");
-    rank_cell_is(&k, FT_RCOL_REJECTED, 4, "1", "rejected");
-    rank_cell_is(&k, FT_RCOL_RATE, 8, "30.0", "30 in a minute");
+    /* Every column at a width it may get. */
+    static const struct {
+        ft_tui_rcol_id id;
+        int width;
+        const char *want, *what;
+    } cells[] = {
+        {FT_RCOL_RANK, 4, "2", "rank"},
+        {FT_RCOL_HOST, 16, "node7", "host"},
+        {FT_RCOL_DEVICE, 20, "cpu: Intel(R) Xeon..", "the device fits its column"},
+        {FT_RCOL_MEASURED, 8, "30", "measured"},
+        {FT_RCOL_REJECTED, 4, "1", "rejected"},
+        {FT_RCOL_RATE, 8, "30.0", "30 in a minute"},
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
+        rank_cell_is(&k, cells[i].id, cells[i].width, cells[i].want, cells[i].what);
     k.t_last = 100.5;
     rank_cell_is(&k, FT_RCOL_RATE, 8, "3600", "fast");
     k.t_last = 100;
