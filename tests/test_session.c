@@ -523,11 +523,16 @@ static void test_default_never_measured(void) {
     spin_init(&s, "default_spoiled.jsonl");
     s.o.measure.max_lost = 0.05;
     spin_tune(&s, 1, 0, 1, 0);
-    FT_CHECK(s.r.found && s.r.winner.v[0] != 0 && s.r.winner_stats.samples > 0 &&
-                 s.r.winner_stats.median > 0 && !s.r.winner_stats.unclean,
-             "found %d, winner %d, median %g s of %d samples", s.r.found,
-             s.r.found ? s.r.winner.v[0] : -1, s.r.winner_stats.median, s.r.winner_stats.samples);
-    FT_CHECK(isnan(s.r.speedup) && strstr(s.r.speedup_withheld, "default"),
+    /* On a machine so busy that the other two are not measured cleanly either, no config wins,
+     * and the result must say that all three were unclean: a default never measured still never
+     * wins, and a lost winner is never left unexplained. */
+    int none_clean = !s.r.found && s.r.unclean >= 3;
+    FT_CHECK(none_clean || (s.r.found && s.r.winner.v[0] != 0 && s.r.winner_stats.samples > 0 &&
+                            s.r.winner_stats.median > 0 && !s.r.winner_stats.unclean),
+             "found %d, winner %d, median %g s of %d samples, unclean %d", s.r.found,
+             s.r.found ? s.r.winner.v[0] : -1, s.r.winner_stats.median, s.r.winner_stats.samples,
+             s.r.unclean);
+    FT_CHECK(isnan(s.r.speedup) && (!s.r.found || strstr(s.r.speedup_withheld, "default")),
              "speedup %g withheld '%s'", s.r.speedup, s.r.speedup_withheld);
 }
 

@@ -1605,6 +1605,7 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
     r->rank_corr = predict_rank(S, &r->rank_n);
     snprintf(r->search_end, sizeof r->search_end, "%s", S->search_end ? S->search_end : "");
     r->warmed = S->warmed;
+    r->speedup = NAN; /* no winner, no speedup: never a 0 that reads as "0x faster" */
     if (!oc->found) return;
     r->found = 1;
     r->winner = S->cands[oc->winner];
@@ -1614,7 +1615,6 @@ static void fill_result(const session *S, const outcome *oc, ft_tune_result *r) 
         r->default_stats = oc->ds;
         r->speedup = oc->ds.median / oc->ws.median;
     } else {
-        r->speedup = NAN;
         const cand_info *d = S->def_idx >= 0 ? &S->info[S->def_idx] : NULL;
         snprintf(r->speedup_withheld, sizeof r->speedup_withheld, "%s",
                  !d                          ? "no default config"

@@ -156,7 +156,7 @@ typedef struct ft_tune_result {
     int found; /* a verified, measured winner exists */
     ft_config winner, def;
     ft_stats winner_stats, default_stats;
-    double speedup;         /* default median / winner median                       */
+    double speedup;         /* default median / winner median; NaN when either is missing */
     double roofline_frac;   /* the winner's fraction of this machine's roofline     */
     int roofline_suspect;   /* above 1 after measuring the ceilings again: an error */
     char roofline_level[8]; /* the level whose bandwidth bounds it               */
