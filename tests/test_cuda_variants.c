@@ -156,12 +156,9 @@ static int compile_only(const ft_call *c, const ft_config *cfg, const char *what
     memset(ms, 0, sizeof ms);
     int nm = cop ? cop->modules(c, ft_cuda_call_dt(c), cfg, ms, 8) : 0;
     for (int i = 0; i < nm && i < 8; i++) {
-        const char *defs[FT_CUDA_MAX_DEFINES];
-        for (int d = 0; d < ms[i].ndefines; d++)
-            defs[d] = ms[i].defines[d];
         ft_nvrtc_result res;
         ft_err err = {0};
-        ft_status st = ft_nvrtc_compile(ms[i].source, defs, ms[i].ndefines, compile_arch, &res, &err);
+        ft_status st = ft_nvrtc_compile_module(&ms[i], compile_arch, &res, &err);
         FT_CHECK(st == FT_OK, "%s: module %d for %s: %s", what, i, compile_arch, err.msg);
         if (st) continue;
         ft_nvrtc_result_free(&res);

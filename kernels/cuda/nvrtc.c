@@ -8,6 +8,7 @@
  * tolerances with IEEE division and square roots unless they ask for intrinsics themselves.
  */
 #include "nvrtc.h"
+#include "runtime.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -478,6 +479,18 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
         sizeof path)
         return ft_err_set(err, FT_EINVAL, "NVRTC: the path of %s is too long", source);
     return compile_at(path, defines, ndefines, NULL, arch, out, err);
+}
+
+ft_status ft_nvrtc_compile_module(const ft_cuda_module_spec *m, const char *arch,
+                                  ft_nvrtc_result *out, ft_err *err) {
+    memset(out, 0, sizeof *out);
+    if (m->ndefines < 0 || m->ndefines > FT_CUDA_MAX_DEFINES)
+        return ft_err_set(err, FT_EINVAL, "NVRTC: %s: %d defines, at most %d", m->source,
+                          m->ndefines, FT_CUDA_MAX_DEFINES);
+    const char *defs[FT_CUDA_MAX_DEFINES];
+    for (int d = 0; d < m->ndefines; d++)
+        defs[d] = m->defines[d];
+    return ft_nvrtc_compile(m->source, defs, m->ndefines, arch, out, err);
 }
 
 ft_status ft_nvrtc_compile_file(const ft_nvrtc_file *f, const char *arch, ft_nvrtc_result *out,

@@ -47,6 +47,12 @@ ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int n
                            const char *arch, ft_nvrtc_result *out, ft_err *err);
 void ft_nvrtc_result_free(ft_nvrtc_result *r);
 
+/* The same for a module spec (its source and -D macros, cuda/runtime.h): what kfacts, an
+ * emitted package's cubins and the variant tests compile. */
+struct ft_cuda_module_spec;
+ft_status ft_nvrtc_compile_module(const struct ft_cuda_module_spec *m, const char *arch,
+                                  ft_nvrtc_result *out, ft_err *err);
+
 /* A kernel file as written (not of flaretune's kernel tree): its path (absolute, or from the working
  * directory), its defines and compiler options (after flaretune's; a -std= of its own replaces
  * flaretune's -std=c++17), and name expressions to resolve: kernels by their written names

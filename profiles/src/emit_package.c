@@ -257,11 +257,8 @@ static ft_status pkg_resolve(ft_pkg *k, ft_err *err) {
 static ft_status compile_cubin(ft_pkg *k, int i, int j, void **out, size_t *size, ft_err *err) {
 #if FT_HAVE_CUDA
     const ft_cuda_module_spec *m = &k->mods[i * FT_PKG_MAX_MODULES + j];
-    const char *defs[FT_CUDA_MAX_DEFINES];
-    for (int d = 0; d < m->ndefines; d++)
-        defs[d] = m->defines[d];
     ft_nvrtc_result r;
-    ft_status s = ft_nvrtc_compile(m->source, defs, m->ndefines, k->arch, &r, err);
+    ft_status s = ft_nvrtc_compile_module(m, k->arch, &r, err);
     if (s) return s;
     char rel[128];
     snprintf(rel, sizeof rel, "cubin/b%d_m%d.%s.cubin", i, j, k->arch);

@@ -15,11 +15,8 @@
 /* One module compiled for g: each of its kernels' resources, occupancy and (want_sass) SASS. */
 static ft_status module_facts(const ft_cuda_module_spec *m, const ft_gpu_spec *g, int want_sass,
                               ft_kfacts_set *set, ft_err *err) {
-    const char *defs[FT_CUDA_MAX_DEFINES];
-    for (int d = 0; d < m->ndefines; d++)
-        defs[d] = m->defines[d];
     ft_nvrtc_result res;
-    ft_status s = ft_nvrtc_compile(m->source, defs, m->ndefines, g->arch, &res, err);
+    ft_status s = ft_nvrtc_compile_module(m, g->arch, &res, err);
     if (s) return s;
     ft_sass_kernel *sass = want_sass ? calloc(FT_NVRTC_MAX_KERNELS, sizeof *sass) : NULL;
     int nsass = 0;
