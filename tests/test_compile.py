@@ -418,7 +418,32 @@ def test_keep(tmp):
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?'
                        r'(?:void\s+)?(\w+)\s*\(([^)]*)\)')
-LAUNCHER_RE = re.compile(r'FT_CUDA_KERNEL\(\s*(\w+)\s*,\s*\(([^)]*)\)\s*,\s*\(([^)]*)\)\s*\)')
+LAUNCHER_RE = re.compile(r'FT_CUDA_KERNEL\(\s*(\w+)\s*,\s*(\([^)]*\)|\w+)\s*,\s*(\([^)]*\)|\w+)\s*\)')
+DEFINE_RE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+(\w+)\b(?!\()((?:[^\n]*\\\n)*[^\n]*)', re.M)
+
+
+def object_macros(text):
+    """{name: body} of the object-like macros a source defines (#define NAME body, with its
+    continued lines): variants of a kernel that take the same arguments share one parameter list
+    written as such a macro, in the .cu file and beside the launchers."""
+    return {name: " ".join(body.replace("\\\n", " ").split())
+            for name, body in DEFINE_RE.findall(text)}
+
+
+def expand(text, macros):
+    """text with the object-like macros of its file substituted, as the preprocessor would."""
+    for _ in range(8):
+        done = re.sub(r"\b\w+\b", lambda m: macros.get(m.group(0), m.group(0)), text)
+        if done == text:
+            break
+        text = done
+    return text
+
+
+def unparen(text):
+    """A launcher's list without its parentheses (the C macro takes it parenthesized)."""
+    text = text.strip()
+    return text[1:-1] if text.startswith("(") and text.endswith(")") else text
 
 
 def split_params(text):
@@ -451,16 +476,19 @@ def test_launchers():
     op code names kernels through the launchers only."""
     kernels = {}
     for path, text in sources(".cu"):
+        macros = object_macros(text)
         for name, params in KERNEL_RE.findall(text):
             check(name not in kernels, f"{path}: kernel {name} defined twice")
-            kernels[name] = (path, split_params(params))
+            kernels[name] = (path, split_params(expand(params, macros)))
     check(len(kernels) > 10, f"found {len(kernels)} kernels in kernels/**/*.cu")
     launchers = {}
     for path, text in sources("_cuda.c"):
         check("ft_cuda_launch(" not in text, f"{path}: launches a kernel by name, not by launcher")
         check(not re.search(r'ft_cuda_spec_kernel\(\s*\w+\s*,\s*"', text),
               f"{path}: names a kernel by a string, not FT_CUDA_KERNEL_NAME")
+        macros = object_macros(text)
         for name, params, addrs in LAUNCHER_RE.findall(text):
+            params, addrs = (unparen(expand(s, macros)) for s in (params, addrs))
             check(name not in launchers, f"{path}: two launchers of {name}")
             launchers[name] = path
             if name not in kernels:

@@ -320,21 +320,17 @@ static int dec_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n
     return FT_CUDA_RULES_CHECK(dec, &v, why, n);
 }
 
-/* The launchers of attention_decode.cu's kernels. */
-FT_CUDA_KERNEL(decode_simt,
-               (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
-                const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
-                int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale, int win, int causal),
-               (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale, &win, &causal))
-FT_CUDA_KERNEL(decode_mma,
-               (const void *q, const int *lens, const void *k_ctx, const void *v_ctx,
-                const void *k_blk, const void *v_blk, void *o, void *lse, float *po, float *plse,
-                int B, int Hq, int Hkv, int dh, int KT, int stages, int ld, int gran, int tpr,
-                float scale, int win, int causal),
-               (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh,
-                &KT, &stages, &ld, &gran, &tpr, &scale, &win, &causal))
+/* The launchers of attention_decode.cu's kernels. decode_simt and decode_mma take the same
+ * arguments. */
+#define DEC_KERNEL_PARAMS                                                                          \
+    (const void *q, const int *lens, const void *k_ctx, const void *v_ctx, const void *k_blk,      \
+     const void *v_blk, void *o, void *lse, float *po, float *plse, int B, int Hq, int Hkv,        \
+     int dh, int KT, int stages, int ld, int gran, int tpr, float scale, int win, int causal)
+#define DEC_KERNEL_ADDRS                                                                           \
+    (&q, &lens, &k_ctx, &v_ctx, &k_blk, &v_blk, &o, &lse, &po, &plse, &B, &Hq, &Hkv, &dh, &KT,     \
+     &stages, &ld, &gran, &tpr, &scale, &win, &causal)
+FT_CUDA_KERNEL(decode_simt, DEC_KERNEL_PARAMS, DEC_KERNEL_ADDRS)
+FT_CUDA_KERNEL(decode_mma, DEC_KERNEL_PARAMS, DEC_KERNEL_ADDRS)
 FT_CUDA_KERNEL(decode_merge,
                (const float *po, const float *plse, void *o, void *lse, int R, int B, int Hq,
                 int Hkv, int dh, int splits),
@@ -531,14 +527,14 @@ FT_CUDA_KERNEL(kv_norm,
                (float *u, const void *gk, const int *pos, int D, int N, int Hkv, int dh,
                 int src_wide, float eps),
                (&u, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps))
-FT_CUDA_KERNEL(kv_rope,
-               (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv,
-                int dh, int src_wide, float eps, const double *inv_freq, float mscale),
-               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &inv_freq, &mscale))
-FT_CUDA_KERNEL(kv_normrope,
-               (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv,
-                int dh, int src_wide, float eps, const double *inv_freq, float mscale),
-               (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &inv_freq, &mscale))
+/* kv_rope and kv_normrope take the same arguments. */
+#define KV_ROPE_KERNEL_PARAMS                                                                      \
+    (const float *u, void *k, const void *gk, const int *pos, int D, int N, int Hkv, int dh,       \
+     int src_wide, float eps, const double *inv_freq, float mscale)
+#define KV_ROPE_KERNEL_ADDRS                                                                       \
+    (&u, &k, &gk, &pos, &D, &N, &Hkv, &dh, &src_wide, &eps, &inv_freq, &mscale)
+FT_CUDA_KERNEL(kv_rope, KV_ROPE_KERNEL_PARAMS, KV_ROPE_KERNEL_ADDRS)
+FT_CUDA_KERNEL(kv_normrope, KV_ROPE_KERNEL_PARAMS, KV_ROPE_KERNEL_ADDRS)
 FT_CUDA_KERNEL(kv_normrope_ip,
                (void *k, const void *gk, const int *pos, int D, int N, int Hkv, int dh, float eps,
                 const double *inv_freq, float mscale),

@@ -212,6 +212,14 @@ __device__ __forceinline__ bool window_sees(int t, int L, int b, int win, int ca
         __syncthreads();                                                                           \
     }
 
+/* The parameters of decode_simt and of decode_mma, its tensor-core variant. */
+#define DECODE_PARAMS                                                                              \
+    const st_t *__restrict__ q, const int *__restrict__ lens, const st_t *__restrict__ k_ctx,      \
+        const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,                            \
+        const st_t *__restrict__ v_blk, st_t *__restrict__ o, st_t *__restrict__ lse,              \
+        float *__restrict__ po, float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT,  \
+        int stages, int ld, int gran, int tpr, float scale, int win, int causal
+
 #if !FT_MMA
 /* ==== CUDA cores ============================================================================== */
 
@@ -298,13 +306,7 @@ __device__ __forceinline__ pvec_t pvec_pack(const float *x) {
 /* At least one CTA per SM, said explicitly: with the block size alone, ptxas (CUDA 13.0, sm_90a)
  * squeezed some modules down to an occupancy step and spilled (bf16 FT_DPT 16 into 64 registers
  * where 78 fit without, bf16 FT_DPT 32 at odd dh into 128). */
-extern "C" __global__ void __launch_bounds__(MAXT, 1)
-    decode_simt(const st_t *__restrict__ q, const int *__restrict__ lens,
-                const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,
-                const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
-                st_t *__restrict__ o, st_t *__restrict__ lse, float *__restrict__ po,
-                float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT, int stages,
-                int ld, int gran, int tpr, float scale, int win, int causal) {
+extern "C" __global__ void __launch_bounds__(MAXT, 1) decode_simt(DECODE_PARAMS) {
     FT_DYNAMIC_SMEM(st_t, ks);
     st_t *vs = ks + stages * KT * ld;
     const int s = blockIdx.x, splits = gridDim.x, j = blockIdx.y, r = blockIdx.z;
@@ -426,13 +428,7 @@ FT_KERNEL_EXPORT(decode_simt)
 #define NDT (FT_DH / 8)  /* n8 tiles of O */
 
 #if FT_KEEP(decode_mma)
-extern "C" __global__ void __launch_bounds__(MAXT)
-    decode_mma(const st_t *__restrict__ q, const int *__restrict__ lens,
-               const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,
-               const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,
-               st_t *__restrict__ o, st_t *__restrict__ lse, float *__restrict__ po,
-               float *__restrict__ plse, int B, int Hq, int Hkv, int dh, int KT, int stages,
-               int ld, int gran, int tpr, float scale, int win, int causal) {
+extern "C" __global__ void __launch_bounds__(MAXT) decode_mma(DECODE_PARAMS) {
     (void)tpr;
     FT_DYNAMIC_SMEM(st_t, ks);
     st_t *vs = ks + stages * KT * ld;

@@ -166,14 +166,16 @@ __device__ __forceinline__ void fwd_dropped(const cta &c, st_t *o, st_t *lse, fl
 /* ==== forward ================================================================================
  * Shared memory (floats): qs R*DH (q * scale), os R*DH, ks KT*DHP, vs KT*DHP, ps W*KT, ms R, ls R.
  */
+/* The parameters of attn_fwd and of attn_fwd_mma, its tensor-core variant. */
+#define ATTN_FWD_PARAMS                                                                            \
+    const st_t *__restrict__ q, const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,    \
+        const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,                            \
+        const int *__restrict__ anchors, const uint8_t *__restrict__ keep, st_t *__restrict__ o,   \
+        st_t *__restrict__ lse, float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv,  \
+        int npk, int KT, float scale, int win, int causal
+
 #if FT_KEEP(attn_fwd)
-extern "C" __global__ void __launch_bounds__(256)
-    attn_fwd(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
-             const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
-             const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
-             const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
-             float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-             float scale, int win, int causal) {
+extern "C" __global__ void __launch_bounds__(256) attn_fwd(ATTN_FWD_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -260,13 +262,7 @@ FT_KERNEL_EXPORT(attn_fwd)
 #define NDT (DH / 8)  /* n-tiles of O */
 
 #if FT_KEEP(attn_fwd_mma)
-extern "C" __global__ void __launch_bounds__(256)
-    attn_fwd_mma(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
-                 const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
-                 const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
-                 const uint8_t *__restrict__ keep, st_t *__restrict__ o, st_t *__restrict__ lse,
-                 float *__restrict__ lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-                 float scale, int win, int causal) {
+extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, warp = threadIdx.x / 32, lane = threadIdx.x % 32, nt = blockDim.x;
@@ -463,17 +459,19 @@ __device__ __forceinline__ void tile_kv(const cta &c, const float *qs, const flo
     }
 }
 
+/* The parameters of attn_bwd_q and of attn_bwd_q_mma, its tensor-core variant. */
+#define ATTN_BWD_Q_PARAMS                                                                          \
+    const st_t *__restrict__ q, const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,    \
+        const st_t *__restrict__ k_blk, const st_t *__restrict__ v_blk,                            \
+        const int *__restrict__ anchors, const uint8_t *__restrict__ keep,                         \
+        const st_t *__restrict__ o, const float *__restrict__ lse32,                               \
+        const st_t *__restrict__ dout, st_t *__restrict__ dq, st_t *__restrict__ dk_blk,           \
+        st_t *__restrict__ dv_blk, float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb,     \
+        float *__restrict__ Dbuf, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,          \
+        float scale, int mode, int win, int causal
+
 #if FT_KEEP(attn_bwd_q)
-extern "C" __global__ void __launch_bounds__(256)
-    attn_bwd_q(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
-               const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
-               const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
-               const uint8_t *__restrict__ keep, const st_t *__restrict__ o,
-               const float *__restrict__ lse32, const st_t *__restrict__ dout,
-               st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
-               float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *__restrict__ Dbuf,
-               int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode,
-               int win, int causal) {
+extern "C" __global__ void __launch_bounds__(256) attn_bwd_q(ATTN_BWD_Q_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -580,16 +578,7 @@ __device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4]
 }
 
 #if FT_KEEP(attn_bwd_q_mma)
-extern "C" __global__ void __launch_bounds__(256)
-    attn_bwd_q_mma(const st_t *__restrict__ q, const st_t *__restrict__ k_ctx,
-                   const st_t *__restrict__ v_ctx, const st_t *__restrict__ k_blk,
-                   const st_t *__restrict__ v_blk, const int *__restrict__ anchors,
-                   const uint8_t *__restrict__ keep, const st_t *__restrict__ o,
-                   const float *__restrict__ lse32, const st_t *__restrict__ dout,
-                   st_t *__restrict__ dq, st_t *__restrict__ dk_blk, st_t *__restrict__ dv_blk,
-                   float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb,
-                   float *__restrict__ Dbuf, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,
-                   float scale, int mode, int win, int causal) {
+extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
     const cta c = cta_of(anchors, NB, B, Hq, Hkv, npk, win, causal);
     const int R = c.R, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -94,11 +94,14 @@ extern "C" __global__ void __launch_bounds__(256)
 FT_KERNEL_EXPORT(kv_norm)
 #endif
 
+/* The parameters of kv_rope and of kv_normrope, which also norms. */
+#define KV_ROPE_PARAMS                                                                             \
+    const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,                \
+        const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,       \
+        const double *__restrict__ inv_freq, float mscale
+
 #if FT_KEEP(kv_rope)
-extern "C" __global__ void __launch_bounds__(256)
-    kv_rope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
-            const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,
-            const double *__restrict__ inv_freq, float mscale) {
+extern "C" __global__ void __launch_bounds__(256) kv_rope(KV_ROPE_PARAMS) {
     normrope<float, st_t, false, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, inv_freq,
                                        mscale);
 }
@@ -106,10 +109,7 @@ FT_KERNEL_EXPORT(kv_rope)
 #endif
 
 #if FT_KEEP(kv_normrope)
-extern "C" __global__ void __launch_bounds__(256)
-    kv_normrope(const float *__restrict__ u, st_t *__restrict__ k, const st_t *__restrict__ gk,
-                const int *__restrict__ pos, int D, int N, int Hkv, int dh, int src_wide, float eps,
-                const double *__restrict__ inv_freq, float mscale) {
+extern "C" __global__ void __launch_bounds__(256) kv_normrope(KV_ROPE_PARAMS) {
     normrope<float, st_t, true, true>(u, k, gk, pos, D, N, Hkv, dh, src_wide, 0, eps, inv_freq,
                                       mscale);
 }

@@ -58,41 +58,29 @@
 #define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define TR_CVT_T    256          /* threads per block of attn_cvt */
 
-/* The launchers of attention_train.cu's kernels. */
-FT_CUDA_KERNEL(attn_fwd,
-               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
-                const void *v_blk, const int *anchors, const uint8_t *keep, void *o, void *lse,
-                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale,
-                int win, int causal),
-               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B,
-                &Hq, &Hkv, &npk, &KT, &scale, &win, &causal))
-FT_CUDA_KERNEL(attn_fwd_mma,
-               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
-                const void *v_blk, const int *anchors, const uint8_t *keep, void *o, void *lse,
-                float *lse32, int S, int NB, int B, int Hq, int Hkv, int npk, int KT, float scale,
-                int win, int causal),
-               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B,
-                &Hq, &Hkv, &npk, &KT, &scale, &win, &causal))
-FT_CUDA_KERNEL(attn_bwd_q,
-               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
-                const void *v_blk, const int *anchors, const uint8_t *keep, const void *o,
-                const float *lse32, const void *dout, void *dq, void *dk_blk, void *dv_blk,
-                float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *Dbuf, int S,
-                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode, int win,
-                int causal),
-               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq,
-                &dk_blk, &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv,
-                &npk, &KT, &scale, &mode, &win, &causal))
-FT_CUDA_KERNEL(attn_bwd_q_mma,
-               (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk,
-                const void *v_blk, const int *anchors, const uint8_t *keep, const void *o,
-                const float *lse32, const void *dout, void *dq, void *dk_blk, void *dv_blk,
-                float *acc_kc, float *acc_vc, float *acc_kb, float *acc_vb, float *Dbuf, int S,
-                int NB, int B, int Hq, int Hkv, int npk, int KT, float scale, int mode, int win,
-                int causal),
-               (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq,
-                &dk_blk, &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv,
-                &npk, &KT, &scale, &mode, &win, &causal))
+/* The launchers of attention_train.cu's kernels. The plain and mma variants of a kernel take the
+ * same arguments: one parameter list each for the forward and the dq pass. */
+#define TR_FWD_KERNEL_PARAMS                                                                       \
+    (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk, const void *v_blk,    \
+     const int *anchors, const uint8_t *keep, void *o, void *lse, float *lse32, int S, int NB,     \
+     int B, int Hq, int Hkv, int npk, int KT, float scale, int win, int causal)
+#define TR_FWD_KERNEL_ADDRS                                                                        \
+    (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse, &lse32, &S, &NB, &B, &Hq,      \
+     &Hkv, &npk, &KT, &scale, &win, &causal)
+#define TR_BWDQ_KERNEL_PARAMS                                                                      \
+    (const void *q, const void *k_ctx, const void *v_ctx, const void *k_blk, const void *v_blk,    \
+     const int *anchors, const uint8_t *keep, const void *o, const float *lse32, const void *dout, \
+     void *dq, void *dk_blk, void *dv_blk, float *acc_kc, float *acc_vc, float *acc_kb,            \
+     float *acc_vb, float *Dbuf, int S, int NB, int B, int Hq, int Hkv, int npk, int KT,           \
+     float scale, int mode, int win, int causal)
+#define TR_BWDQ_KERNEL_ADDRS                                                                       \
+    (&q, &k_ctx, &v_ctx, &k_blk, &v_blk, &anchors, &keep, &o, &lse32, &dout, &dq, &dk_blk,         \
+     &dv_blk, &acc_kc, &acc_vc, &acc_kb, &acc_vb, &Dbuf, &S, &NB, &B, &Hq, &Hkv, &npk, &KT,        \
+     &scale, &mode, &win, &causal)
+FT_CUDA_KERNEL(attn_fwd, TR_FWD_KERNEL_PARAMS, TR_FWD_KERNEL_ADDRS)
+FT_CUDA_KERNEL(attn_fwd_mma, TR_FWD_KERNEL_PARAMS, TR_FWD_KERNEL_ADDRS)
+FT_CUDA_KERNEL(attn_bwd_q, TR_BWDQ_KERNEL_PARAMS, TR_BWDQ_KERNEL_ADDRS)
+FT_CUDA_KERNEL(attn_bwd_q_mma, TR_BWDQ_KERNEL_PARAMS, TR_BWDQ_KERNEL_ADDRS)
 FT_CUDA_KERNEL(attn_bwd_kv,
                (const void *q, const void *k_ctx, const void *v_ctx, const int *anchors,
                 const uint8_t *keep, const float *lse32, const float *Dbuf, const void *dout,

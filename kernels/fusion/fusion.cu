@@ -701,24 +701,24 @@ dl_fwd_staged(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t
 
 #endif /* FT_CPT == 1 */
 
+/* The parameters of both forward kernels, dflare_fwd and dflare_fwd_smem. */
+#define DL_FWD_PARAMS                                                                              \
+    const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__restrict__ g,            \
+        st_t *__restrict__ f, int N, int H, int D, int per_pass, int group, float eps
+
 /* The two stages as two kernels: each gets the registers its own path needs. The register-tile
  * kernel makes one layer per round (group = 1): more would add their mixes to a full tile. The
  * staged one keeps to 64 registers (two blocks of 512 threads per SM; no spill at T = 9 with
  * 16-byte vectors and up to GMAX layers per round). */
 #if FT_KEEP(dflare_fwd)
-extern "C" __global__ void dflare_fwd(const st_t *__restrict__ x, const st_t *__restrict__ w,
-                                      const st_t *__restrict__ g, st_t *__restrict__ f, int N,
-                                      int H, int D, int per_pass, int group, float eps) {
+extern "C" __global__ void dflare_fwd(DL_FWD_PARAMS) {
     dl_fwd<0, 1>(x, w, g, f, N, H, D, per_pass, group, eps);
 }
 FT_KERNEL_EXPORT(dflare_fwd)
 #endif
 
 #if FT_KEEP(dflare_fwd_smem)
-extern "C" __global__ void __launch_bounds__(1024)
-    dflare_fwd_smem(const st_t *__restrict__ x, const st_t *__restrict__ w,
-                    const st_t *__restrict__ g, st_t *__restrict__ f, int N, int H, int D,
-                    int per_pass, int group, float eps) {
+extern "C" __global__ void __launch_bounds__(1024) dflare_fwd_smem(DL_FWD_PARAMS) {
 #if FT_CPT == 1
     dl_fwd_staged(x, w, g, f, N, H, D, per_pass, group, eps);
 #else
@@ -1011,13 +1011,15 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
     }
 }
 
+/* The parameters of dflare_bwd and of dflare_bwd_smem, its shared-memory variant. */
+#define DL_BWD_PARAMS                                                                              \
+    const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__restrict__ g,            \
+        const st_t *__restrict__ df, st_t *__restrict__ f, st_t *__restrict__ dx,                  \
+        float *__restrict__ dgp, float *__restrict__ dap, int N, int H, int D, int l0, int nl,     \
+        int accum, int atomic, float eps
+
 #if FT_KEEP(dflare_bwd)
-extern "C" __global__ void dflare_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w,
-                                      const st_t *__restrict__ g, const st_t *__restrict__ df,
-                                      st_t *__restrict__ f, st_t *__restrict__ dx,
-                                      float *__restrict__ dgp, float *__restrict__ dap, int N,
-                                      int H, int D, int l0, int nl, int accum, int atomic,
-                                      float eps) {
+extern "C" __global__ void dflare_bwd(DL_BWD_PARAMS) {
     dl_bwd<0>(x, w, g, df, f, dx, dgp, dap, N, H, D, l0, nl, accum, atomic, eps);
 }
 FT_KERNEL_EXPORT(dflare_bwd)
@@ -1026,11 +1028,7 @@ FT_KERNEL_EXPORT(dflare_bwd)
 /* At most 512 threads per block (the host keeps to it): up to 128 registers, room for the x
  * tile of a wide row once dx has moved to shared memory. */
 #if FT_KEEP(dflare_bwd_smem)
-extern "C" __global__ void __launch_bounds__(512)
-    dflare_bwd_smem(const st_t *__restrict__ x, const st_t *__restrict__ w,
-                    const st_t *__restrict__ g, const st_t *__restrict__ df, st_t *__restrict__ f,
-                    st_t *__restrict__ dx, float *__restrict__ dgp, float *__restrict__ dap, int N,
-                    int H, int D, int l0, int nl, int accum, int atomic, float eps) {
+extern "C" __global__ void __launch_bounds__(512) dflare_bwd_smem(DL_BWD_PARAMS) {
     dl_bwd<1>(x, w, g, df, f, dx, dgp, dap, N, H, D, l0, nl, accum, atomic, eps);
 }
 FT_KERNEL_EXPORT(dflare_bwd_smem)

@@ -174,28 +174,24 @@ static void spec_init(ft_cuda_module_spec *s, int part, ft_dt dt) {
 
 /* The launchers of fusion.cu's dflare kernels (FUS_DL_* below: values of this op's parameters;
  * DL_* in fusion.h: its sizes and tensors). */
-FT_CUDA_KERNEL(dflare_fwd,
-               (const void *xs, const void *w, const void *g, void *f, int N, int H, int D,
-                int per_pass, int group, float eps),
-               (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &group, &eps))
-FT_CUDA_KERNEL(dflare_fwd_smem,
-               (const void *xs, const void *w, const void *g, void *f, int N, int H, int D,
-                int per_pass, int group, float eps),
-               (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &group, &eps))
+/* The register and shared-memory variants of a pass take the same arguments. */
+#define FUS_DL_FWD_KERNEL_PARAMS                                                                   \
+    (const void *xs, const void *w, const void *g, void *f, int N, int H, int D, int per_pass,     \
+     int group, float eps)
+#define FUS_DL_FWD_KERNEL_ADDRS (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &group, &eps)
+#define FUS_DL_BWD_KERNEL_PARAMS                                                                   \
+    (const void *xs, const void *w, const void *g, const void *df, void *f, void *dx, float *dgp,  \
+     float *dap, int N, int H, int D, int l0, int nl, int accum, int atomic, float eps)
+#define FUS_DL_BWD_KERNEL_ADDRS                                                                    \
+    (&xs, &w, &g, &df, &f, &dx, &dgp, &dap, &N, &H, &D, &l0, &nl, &accum, &atomic, &eps)
+FT_CUDA_KERNEL(dflare_fwd, FUS_DL_FWD_KERNEL_PARAMS, FUS_DL_FWD_KERNEL_ADDRS)
+FT_CUDA_KERNEL(dflare_fwd_smem, FUS_DL_FWD_KERNEL_PARAMS, FUS_DL_FWD_KERNEL_ADDRS)
 FT_CUDA_KERNEL(dflare_fwd_mma,
                (const void *xs, const void *w, const void *g, void *f, int N, int H, int D,
                 int per_pass, float eps),
                (&xs, &w, &g, &f, &N, &H, &D, &per_pass, &eps))
-FT_CUDA_KERNEL(dflare_bwd,
-               (const void *xs, const void *w, const void *g, const void *df, void *f, void *dx,
-                float *dgp, float *dap, int N, int H, int D, int l0, int nl, int accum, int atomic,
-                float eps),
-               (&xs, &w, &g, &df, &f, &dx, &dgp, &dap, &N, &H, &D, &l0, &nl, &accum, &atomic, &eps))
-FT_CUDA_KERNEL(dflare_bwd_smem,
-               (const void *xs, const void *w, const void *g, const void *df, void *f, void *dx,
-                float *dgp, float *dap, int N, int H, int D, int l0, int nl, int accum, int atomic,
-                float eps),
-               (&xs, &w, &g, &df, &f, &dx, &dgp, &dap, &N, &H, &D, &l0, &nl, &accum, &atomic, &eps))
+FT_CUDA_KERNEL(dflare_bwd, FUS_DL_BWD_KERNEL_PARAMS, FUS_DL_BWD_KERNEL_ADDRS)
+FT_CUDA_KERNEL(dflare_bwd_smem, FUS_DL_BWD_KERNEL_PARAMS, FUS_DL_BWD_KERNEL_ADDRS)
 FT_CUDA_KERNEL(dflare_bwd_reduce,
                (const float *dgp, int P, const float *dap, int Q, const void *w, void *dg, void *dw,
                 int H, int D),
