@@ -129,11 +129,13 @@ __device__ __forceinline__ long long grow(const cta &c, int r, int B, int Hq) {
 }
 
 /* Load keys [t0, t0 + KT) of the virtual sequence (context [0, a), then the block's B keys) of
- * kv head kvh into padded shared rows; keys past n are zero. */
-__device__ __forceinline__ void load_kv(float *ks, float *vs, const st_t *k_ctx, const st_t *v_ctx,
+ * kv head kvh into padded shared rows, between two barriers (the previous tile is done with, the
+ * new one is whole); keys past n are zero. Returns how many of the tile's keys are real. */
+__device__ __forceinline__ int load_kv(float *ks, float *vs, const st_t *k_ctx, const st_t *v_ctx,
                                         const st_t *k_blk, const st_t *v_blk, const cta &c, int t0,
                                         int KT, int S, int B, int Hkv) {
     const int nt = blockDim.x;
+    __syncthreads();
     for (int i = threadIdx.x; i < KT * DH; i += nt) {
         int t = i / DH, d = i % DH, tg = t0 + t;
         float kv = 0.f, vv = 0.f;
@@ -149,6 +151,8 @@ __device__ __forceinline__ void load_kv(float *ks, float *vs, const st_t *k_ctx,
         ks[t * DHP + d] = kv;
         vs[t * DHP + d] = vv;
     }
+    __syncthreads();
+    return c.n - t0 < KT ? c.n - t0 : KT;
 }
 
 /* A dropped block's forward: o zero, lse (and lse32 when asked) -inf. */
@@ -193,10 +197,8 @@ extern "C" __global__ void __launch_bounds__(256) attn_fwd(ATTN_FWD_PARAMS) {
     }
     float *pw = ps + warp * KT;
     for (int t0 = c.k0; t0 < c.n; t0 += KT) {
-        __syncthreads(); /* the previous tile is consumed; the prologue is written */
-        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
-        __syncthreads();
-        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        /* (the first barrier also sees the prologue written) */
+        const int nk = load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         for (int r = warp; r < R; r += W) {
             const float *qr = qs + r * DH;
             float mx = -INFINITY;
@@ -261,6 +263,35 @@ FT_KERNEL_EXPORT(attn_fwd)
 #define NKS (DH / 16) /* k-steps of S = Q K^T */
 #define NDT (DH / 8)  /* n-tiles of O */
 
+/* The A fragments (m16n8k16, bf16) of rows row0 .. row0 + 15 of a float tile with rows of DH. */
+__device__ __forceinline__ void frag_a(uint32_t (*f)[4], const float *base, int row0, int g,
+                                       int tq) {
+    const float *r0 = base + (row0 + g) * DH + tq * 2, *r1 = r0 + 8 * DH;
+#pragma unroll
+    for (int k = 0; k < NKS; k++) {
+        f[k][0] = ft_pack_bf16x2(r0[k * 16], r0[k * 16 + 1]);
+        f[k][1] = ft_pack_bf16x2(r1[k * 16], r1[k * 16 + 1]);
+        f[k][2] = ft_pack_bf16x2(r0[k * 16 + 8], r0[k * 16 + 9]);
+        f[k][3] = ft_pack_bf16x2(r1[k * 16 + 8], r1[k * 16 + 9]);
+    }
+}
+
+/* acc[h] (16 rows x 8 keys, h = 0, 1) = A (16 x dh fragments) x rows c0 + 8h .. of t (padded). */
+__device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4], const float *t,
+                                         int c0, int g, int tq) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.f;
+        const float *kr = t + (c0 + h * 8 + g) * DHP + tq * 2;
+#pragma unroll
+        for (int k = 0; k < NKS; k++) {
+            uint32_t b[2] = {ft_pack_bf16x2(kr[k * 16], kr[k * 16 + 1]),
+                             ft_pack_bf16x2(kr[k * 16 + 8], kr[k * 16 + 9])};
+            ft_mma_m16n8k16_bf16(acc[h], a[k], b, acc[h]);
+        }
+    }
+}
+
 #if FT_KEEP(attn_fwd_mma)
 extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
@@ -280,37 +311,17 @@ extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) 
     float oacc[NDT][4];
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
     if (active) {
-        const float *r0 = qs + (row0 + g) * DH + tq * 2, *r1 = r0 + 8 * DH;
-#pragma unroll
-        for (int k = 0; k < NKS; k++) {
-            qf[k][0] = ft_pack_bf16x2(r0[k * 16], r0[k * 16 + 1]);
-            qf[k][1] = ft_pack_bf16x2(r1[k * 16], r1[k * 16 + 1]);
-            qf[k][2] = ft_pack_bf16x2(r0[k * 16 + 8], r0[k * 16 + 9]);
-            qf[k][3] = ft_pack_bf16x2(r1[k * 16 + 8], r1[k * 16 + 9]);
-        }
+        frag_a(qf, qs, row0, g, tq);
 #pragma unroll
         for (int j = 0; j < NDT; j++)
             oacc[j][0] = oacc[j][1] = oacc[j][2] = oacc[j][3] = 0.f;
     }
     for (int t0 = c.k0; t0 < c.n; t0 += KT) {
-        __syncthreads();
-        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
-        __syncthreads();
-        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        const int nk = load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         if (!active) continue;
         for (int c0 = 0; c0 < nk; c0 += 16) {
             float sacc[2][4];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                sacc[h][0] = sacc[h][1] = sacc[h][2] = sacc[h][3] = 0.f;
-                const float *kr = ks + (c0 + h * 8 + g) * DHP + tq * 2;
-#pragma unroll
-                for (int k = 0; k < NKS; k++) {
-                    uint32_t b[2] = {ft_pack_bf16x2(kr[k * 16], kr[k * 16 + 1]),
-                                     ft_pack_bf16x2(kr[k * 16 + 8], kr[k * 16 + 9])};
-                    ft_mma_m16n8k16_bf16(sacc[h], qf[k], b, sacc[h]);
-                }
-            }
+            mma_rows(sacc, qf, ks, c0, g, tq);
             /* Scale and mask (keys past nk), the rows' maxima over the quad. */
             float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
@@ -459,6 +470,26 @@ __device__ __forceinline__ void tile_kv(const cta &c, const float *qs, const flo
     }
 }
 
+/* The backward's row terms, a warp per row: D_r = do_r . o_r and the row's logsumexp, into
+ * shared memory (and D_r to Dbuf when the caller keeps it). */
+__device__ __forceinline__ void row_deltas(const cta &c, const st_t *o, const st_t *dout,
+                                           const float *lse32, float *Ds, float *lses, float *Dbuf,
+                                           int B, int Hq) {
+    const int W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int r = warp; r < c.R; r += W) {
+        const long long g = grow(c, r, B, Hq);
+        float acc = 0.f;
+        for (int d = lane; d < DH; d += 32)
+            acc = fmaf(ld1(dout + g * DH + d), ld1(o + g * DH + d), acc);
+        acc = ft_warp_sum(acc);
+        if (lane == 0) {
+            Ds[r] = acc;
+            lses[r] = lse32[g];
+            if (Dbuf) Dbuf[g] = acc;
+        }
+    }
+}
+
 /* The parameters of attn_bwd_q and of attn_bwd_q_mma, its tensor-core variant. */
 #define ATTN_BWD_Q_PARAMS                                                                          \
     const st_t *__restrict__ q, const st_t *__restrict__ k_ctx, const st_t *__restrict__ v_ctx,    \
@@ -486,24 +517,9 @@ extern "C" __global__ void __launch_bounds__(256) attn_bwd_q(ATTN_BWD_Q_PARAMS) 
         dos[i] = ld1(dout + off);
         dqs[i] = 0.f;
     }
-    /* D_r = do_r . o_r, a warp per row. */
-    for (int r = warp; r < R; r += W) {
-        const long long g = grow(c, r, B, Hq);
-        float acc = 0.f;
-        for (int d = lane; d < DH; d += 32)
-            acc = fmaf(ld1(dout + g * DH + d), ld1(o + g * DH + d), acc);
-        acc = ft_warp_sum(acc);
-        if (lane == 0) {
-            Ds[r] = acc;
-            lses[r] = lse32[g];
-            if (Dbuf) Dbuf[g] = acc;
-        }
-    }
+    row_deltas(c, o, dout, lse32, Ds, lses, Dbuf, B, Hq);
     for (int t0 = c.k0; t0 < c.n; t0 += KT) {
-        __syncthreads();
-        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
-        __syncthreads();
-        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        const int nk = load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         /* The tile's dk/dv are needed here for its block keys, and for all with atomics. */
         const int want_kv = (mode & BQ_CTX_ATOMIC) || t0 + nk > c.a;
         for (int r = warp; r < R; r += W) {
@@ -549,34 +565,6 @@ FT_KERNEL_EXPORT(attn_bwd_q)
  * warps' row tiles). Padded rows have q = do = 0 and lse = +inf: P = dS = 0.
  * Shared memory (floats): qs, dos Rp*DH, ks, vs KT*DHP, P, dS Rp*KT, Ds, lses Rp. */
 #if FT_BF16 && FT_DH % 16 == 0
-__device__ __forceinline__ void frag_a(uint32_t (*f)[4], const float *base, int row0, int g,
-                                       int tq) {
-    const float *r0 = base + (row0 + g) * DH + tq * 2, *r1 = r0 + 8 * DH;
-#pragma unroll
-    for (int k = 0; k < NKS; k++) {
-        f[k][0] = ft_pack_bf16x2(r0[k * 16], r0[k * 16 + 1]);
-        f[k][1] = ft_pack_bf16x2(r1[k * 16], r1[k * 16 + 1]);
-        f[k][2] = ft_pack_bf16x2(r0[k * 16 + 8], r0[k * 16 + 9]);
-        f[k][3] = ft_pack_bf16x2(r1[k * 16 + 8], r1[k * 16 + 9]);
-    }
-}
-
-/* acc[h] (16 rows x 8 keys, h = 0, 1) = A (16 x dh fragments) x rows c0 + 8h .. of t (padded). */
-__device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4], const float *t,
-                                         int c0, int g, int tq) {
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.f;
-        const float *kr = t + (c0 + h * 8 + g) * DHP + tq * 2;
-#pragma unroll
-        for (int k = 0; k < NKS; k++) {
-            uint32_t b[2] = {ft_pack_bf16x2(kr[k * 16], kr[k * 16 + 1]),
-                             ft_pack_bf16x2(kr[k * 16 + 8], kr[k * 16 + 9])};
-            ft_mma_m16n8k16_bf16(acc[h], a[k], b, acc[h]);
-        }
-    }
-}
-
 #if FT_KEEP(attn_bwd_q_mma)
 extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
@@ -597,18 +585,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARA
         Ds[r] = 0.f;
         lses[r] = INFINITY;
     }
-    for (int r = warp; r < R; r += W) {
-        const long long gr = grow(c, r, B, Hq);
-        float acc = 0.f;
-        for (int d = lane; d < DH; d += 32)
-            acc = fmaf(ld1(dout + gr * DH + d), ld1(o + gr * DH + d), acc);
-        acc = ft_warp_sum(acc);
-        if (lane == 0) {
-            Ds[r] = acc;
-            lses[r] = lse32[gr];
-            if (Dbuf) Dbuf[gr] = acc;
-        }
-    }
+    row_deltas(c, o, dout, lse32, Ds, lses, Dbuf, B, Hq);
     __syncthreads();
     const int g = lane >> 2, tq = lane & 3, row0 = warp * 16;
     const bool active = row0 < Rp; /* uniform over the warp */
@@ -627,10 +604,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARA
         D1 = Ds[row0 + g + 8];
     }
     for (int t0 = c.k0; t0 < c.n; t0 += KT) {
-        __syncthreads();
-        load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
-        __syncthreads();
-        const int nk = c.n - t0 < KT ? c.n - t0 : KT;
+        const int nk = load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         const int want_kv = (mode & BQ_CTX_ATOMIC) || t0 + nk > c.a;
         if (active) {
             for (int c0 = 0; c0 < nk; c0 += 16) {
