@@ -466,9 +466,9 @@ static void test_options(void) {
     }
 
     /* Out-of-range options, each refused by the strategy that reads them: bayes's (cases 0 to
-     * 9), anneal's (10 to 14) and evolve's (15 to 19). */
-    ft_strategy_opts bad[20];
-    for (int k = 0; k < 20; k++)
+     * 9, 20 and 21), anneal's (10 to 14) and evolve's (15 to 19). */
+    ft_strategy_opts bad[22];
+    for (int k = 0; k < 22; k++)
         bad[k] = o;
     bad[0].bayes.init = 0;
     bad[1].bayes.top = 9;
@@ -490,8 +490,10 @@ static void test_options(void) {
     bad[17].evolve.step_p = 1.5;
     bad[18].evolve.mut = NAN;
     bad[19].evolve.model.min = -1;
-    for (int k = 0; k < 20; k++) {
-        ft_strategy_kind kind = k < 10   ? FT_STRAT_BAYES
+    bad[20].bayes.stratified = -1;
+    bad[21].bayes.stratified = bad[21].bayes.init + 1;
+    for (int k = 0; k < 22; k++) {
+        ft_strategy_kind kind = k < 10 || k >= 20 ? FT_STRAT_BAYES
                                 : k < 15 ? FT_STRAT_ANNEAL
                                          : FT_STRAT_EVOLVE;
         ft_strategy *st = ft_strategy_new_opts(kind, &syn_space, cands, ncands, 1, &bad[k]);
@@ -504,6 +506,45 @@ static void test_options(void) {
         FT_CHECK(st != NULL, "random refused options it has none of (case %d)", k);
         ft_strategy_free(st);
     }
+}
+
+/* bayes.stratified = k: the first k proposals are dealt from each parameter's shuffled values,
+ * so within them every value of a parameter comes up as evenly as k allows (the grid's holes are
+ * in a and b only, so mode and threads are dealt exactly); farthest draws (0) do not do that. */
+static int dealt_evenly(const int *seq, int k) {
+    int mode[3] = {0}, threads[5] = {0};
+    for (int j = 0; j < k; j++) {
+        mode[cands[seq[j]].v[2]]++;
+        threads[ilog2(cands[seq[j]].v[3])]++;
+    }
+    for (int v = 0; v < 3; v++)
+        if (mode[v] < k / 3 || mode[v] > (k + 2) / 3) return 0;
+    for (int v = 0; v < 5; v++)
+        if (threads[v] < k / 5 || threads[v] > (k + 4) / 5) return 0;
+    return 1;
+}
+
+static void test_stratified(void) {
+    ft_strategy_opts o;
+    ft_strategy_opts_default(&o);
+    o.bayes.init = 8;
+    static int seq[MAXC];
+    int spread_uneven = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        o.bayes.stratified = 8;
+        int n = run_seq_opts(FT_STRAT_BAYES, seed, interact, seq, 8, &o);
+        FT_CHECK(n == 8 && dealt_evenly(seq, 8), "seed %llu: 8 dealt proposals are uneven",
+                 (unsigned long long)seed);
+        /* Five dealt, then farthest draws: the five cover the five thread counts. */
+        o.bayes.stratified = 5;
+        n = run_seq_opts(FT_STRAT_BAYES, seed, interact, seq, 8, &o);
+        FT_CHECK(n == 8 && dealt_evenly(seq, 5), "seed %llu: 5 dealt proposals are uneven",
+                 (unsigned long long)seed);
+        o.bayes.stratified = 0;
+        n = run_seq_opts(FT_STRAT_BAYES, seed, interact, seq, 8, &o);
+        spread_uneven += n == 8 && !dealt_evenly(seq, 8);
+    }
+    FT_CHECK(spread_uneven > 0, "farthest draws dealt evenly on all 20 seeds: the check is void");
 }
 
 /* Search quality. Random search needs (n+1)/2 = 435 evaluations on average to propose a unique
@@ -954,6 +995,7 @@ int main(void) {
     FT_RUN(test_small);
     FT_RUN(test_pinned);
     FT_RUN(test_options);
+    FT_RUN(test_stratified);
     FT_RUN(test_quality);
     FT_RUN(test_batches);
     FT_RUN(test_warm);

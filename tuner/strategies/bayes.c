@@ -78,6 +78,7 @@ static const ft_bayes_opts bayes_defaults = {
     .train = 64,
     /* A random proposal every 4th or 8th did not help on any landscape it was tried on. */
     .explore = 0,
+    .stratified = 0,
 };
 
 #define PRIOR_SHRINK 40.0 /* results at which the prior's slope counts half (fit_prior) */
@@ -96,6 +97,8 @@ static const double noises[NNOISE] = {1e-4, 1e-3, 1e-2, 0.05};
 typedef struct {
     ft_bayes_opts o;
     int ninit;
+    ft_grid_deck deck;     /* the first o.stratified proposals' values            */
+    int dealt;             /* proposals dealt from it so far                      */
     int li[FT_MAX_PARAMS]; /* each parameter's length scale, an index into ladder */
     int ni;                /* the noise, an index into noises                     */
     int fitted_n;          /* training set size at the last refit (0: never)      */
@@ -474,6 +477,14 @@ static int spread_pick(ft_strategy *st) {
     return ft_grid_farthest_draw(st, 16, st->taken, 1 << 30);
 }
 
+/* A first proposal, before the model has anything to say. */
+static int init_pick(ft_strategy *st, bayes_state *b) {
+    if (b->dealt >= b->o.stratified) return spread_pick(st);
+    b->dealt++;
+    int c = ft_grid_deck_draw(st, &b->deck);
+    return c >= 0 ? c : ft_grid_random_untaken(st);
+}
+
 /* The untaken candidate with the largest weighted improvement (ties: the first after a random
  * start, so equal seeds agree and different ones spread). */
 static int best_untaken(ft_strategy *st, const double *w) {
@@ -518,8 +529,8 @@ static int local_pick(ft_strategy *st, bayes_state *b, double *w) {
 
 static int bayes_next(ft_strategy *st) {
     bayes_state *b = st->state;
-    if (!st->prior && st->nknown < b->ninit) return ft_grid_propose(st, spread_pick(st));
-    if (st->nfin == 0 && !st->prior) return ft_grid_propose(st, spread_pick(st));
+    if (!st->prior && (st->nknown < b->ninit || st->nfin == 0))
+        return ft_grid_propose(st, init_pick(st, b));
     if (st->nfin == 0) { /* only the prior: its best untaken */
         int best = -1;
         for (int c = 0; c < st->nc; c++)
@@ -574,7 +585,7 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     if (o->init < 1 || !(o->xi >= 0) || o->fit_every < 1 || !(o->cost_weight >= 0) ||
         o->cost_weight > 1 || o->local < 0 || o->top < 1 || o->top > 8 || o->train < 16 ||
         o->train > 256 || o->recent < 0 || o->recent > o->train || o->explore < 0 ||
-        (o->hamming != 0 && o->hamming != 1))
+        (o->hamming != 0 && o->hamming != 1) || o->stratified < 0 || o->stratified > o->init)
         return -1;
     size_t tables = 0, nt = (size_t)o->train + 16;
     for (int p = 0; p < st->nparams; p++)
@@ -587,6 +598,7 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     st->state = b;
     b->o = *o;
     b->ninit = o->init;
+    ft_grid_deck_init(st, &b->deck);
     b->idx = (int *)(b + 1);
     double *d = (double *)(((uintptr_t)(b->idx + nt) + 15) & ~(uintptr_t)15);
     b->y = d;

@@ -49,7 +49,7 @@ typedef struct {
     ft_evolve_opts o;
     int popsize, npop;
     int init_left; /* stratified proposals still to make */
-    int deck[FT_MAX_PARAMS][FT_MAX_VALUES], deck_at[FT_MAX_PARAMS];
+    ft_grid_deck deck;
     int pop[]; /* popsize: the best known finite candidates, best first */
 } evolve_state;
 
@@ -74,9 +74,7 @@ static int evolve_init(ft_strategy *st, const void *opts) {
     e->o = *o;
     e->popsize = pop;
     e->init_left = (int)(o->init * e->popsize);
-    for (int p = 0; p < st->nparams; p++)
-        for (int k = 0; k < st->pn[p]; k++)
-            e->deck[p][k] = k;
+    ft_grid_deck_init(st, &e->deck);
     return 0;
 }
 
@@ -117,23 +115,6 @@ static int tournament(ft_strategy *st) {
     return w;
 }
 
-/* A stratified first generation: each parameter's values are dealt from a shuffled deck. */
-static int stratified(ft_strategy *st) {
-    evolve_state *e = st->state;
-    signed char target[FT_MAX_PARAMS];
-    for (int p = 0; p < st->nparams; p++) {
-        if (e->deck_at[p] == 0)
-            for (int k = st->pn[p] - 1; k > 0; k--) {
-                int j = (int)ft_rng_below(&st->rng, (uint64_t)k + 1), t = e->deck[p][k];
-                e->deck[p][k] = e->deck[p][j];
-                e->deck[p][j] = t;
-            }
-        target[p] = (signed char)e->deck[p][e->deck_at[p]];
-        e->deck_at[p] = (e->deck_at[p] + 1) % st->pn[p];
-    }
-    return ft_grid_nearest(st, target, 1);
-}
-
 static void mutate(ft_strategy *st, signed char *x, double rate) {
     const evolve_state *e = st->state;
     for (int p = 0; p < st->nparams; p++) {
@@ -153,7 +134,7 @@ static int evolve_next(ft_strategy *st) {
     evolve_state *e = st->state;
     if (e->init_left > 0 || e->npop < 2) {
         if (e->init_left > 0) e->init_left--;
-        return ft_grid_propose(st, stratified(st));
+        return ft_grid_propose(st, ft_grid_deck_draw(st, &e->deck));
     }
     signed char child[FT_MAX_PARAMS];
     int pick = -1, drawn = 0;

@@ -216,3 +216,26 @@ int ft_grid_farthest_draw(ft_strategy *st, int draws, const unsigned char *from,
     }
     return best;
 }
+
+void ft_grid_deck_init(const ft_strategy *st, ft_grid_deck *d) {
+    for (int p = 0; p < st->nparams; p++) {
+        d->at[p] = 0;
+        for (int k = 0; k < st->pn[p]; k++)
+            d->card[p][k] = k;
+    }
+}
+
+int ft_grid_deck_draw(ft_strategy *st, ft_grid_deck *d) {
+    signed char target[FT_MAX_PARAMS];
+    for (int p = 0; p < st->nparams; p++) {
+        if (d->at[p] == 0)
+            for (int k = st->pn[p] - 1; k > 0; k--) {
+                int j = (int)ft_rng_below(&st->rng, (uint64_t)k + 1), t = d->card[p][k];
+                d->card[p][k] = d->card[p][j];
+                d->card[p][j] = t;
+            }
+        target[p] = (signed char)d->card[p][d->at[p]];
+        d->at[p] = (d->at[p] + 1) % st->pn[p];
+    }
+    return ft_grid_nearest(st, target, 1);
+}

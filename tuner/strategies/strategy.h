@@ -93,6 +93,9 @@ typedef struct {
                    * the `recent` latest; 0..train; default 48 */
     int train;    /* results the model is fitted on at most, 16..256; default 64 */
     int explore;  /* every explore-th proposal is drawn at random (0: never); default 0 */
+    int stratified; /* of the first `init` proposals, this many are dealt from each
+                     * parameter's shuffled values (ft_grid_deck), the rest are each the draw
+                     * farthest from those taken; 0..init */
 } ft_bayes_opts;
 
 /* The options of every strategy; a strategy reads its own. */

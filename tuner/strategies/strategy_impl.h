@@ -119,6 +119,16 @@ int ft_grid_propose_next(ft_strategy *st, const int *order, int n, int *at);
  * marked); -1 when no candidate is untaken. */
 int ft_grid_farthest_draw(ft_strategy *st, int draws, const unsigned char *from, int none);
 
+/* A stratified draw: each parameter's values dealt from a deck shuffled anew each time it is
+ * spent, so the first draws cover every value of every parameter evenly (a Latin hypercube over
+ * the parameters' values, snapped to the nearest valid candidate). */
+typedef struct {
+    int card[FT_MAX_PARAMS][FT_MAX_VALUES], at[FT_MAX_PARAMS];
+} ft_grid_deck;
+void ft_grid_deck_init(const ft_strategy *st, ft_grid_deck *d);
+/* The untaken candidate nearest the next dealt point; -1 when none is untaken. */
+int ft_grid_deck_draw(ft_strategy *st, ft_grid_deck *d);
+
 /* ---- the score model (model.c) ------------------------------------------------------------- */
 
 /* Its defaults, in the options of the strategies that use it (chosen with theirs, on replayed
