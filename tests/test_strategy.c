@@ -368,7 +368,7 @@ static uint64_t digest_run(uint64_t h, ft_strategy_kind kind, uint64_t seed, lan
 static void test_pinned(void) {
     static const uint64_t want[FT_STRAT_COUNT] = {0x04876c30a3fd959bull, 0xf7e344da7290286bull,
                                                   0xe3adeb2efa618b4dull, 0x98161bc375870f45ull,
-                                                  0x2bdba6d98da12742ull};
+                                                  0x2184157229c62eb2ull};
     landscape_fn fs[] = {bowl, plateau, interact, bowl_rejects};
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
         uint64_t h = 0xcbf29ce484222325ull;
@@ -429,9 +429,9 @@ static void test_options(void) {
     }
 
     const ft_bayes_opts *bo = &o.bayes;
-    FT_CHECK(bo->init == 3 && bo->local == 2 && bo->top == 3 && bo->xi == 0.0 &&
+    FT_CHECK(bo->init == 5 && bo->local == 2 && bo->top == 3 && bo->xi == 0.0 &&
                  bo->fit_every == 1 && bo->cost_weight == 0.0 && bo->hamming == 1 &&
-                 bo->recent == 48 && bo->train == 64 && bo->explore == 0,
+                 bo->recent == 48 && bo->train == 64 && bo->explore == 0 && bo->stratified == 5,
              "bayes's defaults are not the documented ones");
     /* Options by name, as replay --opt sets them. */
     {

@@ -21,8 +21,9 @@
  * The next candidate maximises the expected improvement over the best known score (minimising:
  * E[max(0, best - y - xi)] under the posterior), in log units, so it reads as a relative
  * improvement: ft_strategy_converged compares the largest of them with its threshold. The
- * first `init` evaluations, before the model has anything to say, are spread over the grid
- * (each the draw farthest from everything taken); with a prior score per candidate
+ * first `init` evaluations, before the model has anything to say, are dealt from each
+ * parameter's shuffled values (`stratified` of them; any others are each the draw farthest from
+ * everything taken); with a prior score per candidate
  * (ft_strategy_warm) the model starts from the prior's ranking instead, its mean a line in the
  * prior's log fitted to the results, so a landscape measured at another shape steers the
  * first proposals.
@@ -46,10 +47,15 @@
 #include "strategy_impl.h"
 
 static const ft_bayes_opts bayes_defaults = {
-    /* Three spread points, then the model: on the recorded landscapes (six of them, three
-     * ops at two shapes each) 2 + nparams took 1 to 3 more evaluations in the median to come
-     * within 5% and 3 to 4 more within 1%, with no gain in success; 2 lost success within 1%. */
-    .init = 3,
+    /* Five first proposals, all dealt from the parameters' shuffled values (stratified), then
+     * the model. A first point drawn uniformly from the valid candidates favours the values
+     * that occur in many of them (a small block size combines with every tile), and farthest
+     * draws favour the corners of the grid; dealing each parameter's values evenly is a Latin
+     * hypercube over what the user listed, which is what the parameters' ranges say about
+     * where the optimum may be. Chosen by leave-one-landscape-out over nine landscapes (six
+     * GPU, three CPU) against the earlier three farthest draws and against 1 or 3 dealt: this
+     * setting was chosen in 8 of the 9 folds (docs/search.md). */
+    .init = 5,
     /* Every second proposal is the best of the untaken neighbours of the three best known.
      * Without it the model, confident early, can settle on a wrong basin when the optimum is
      * a lone point (a thread count that only pays at one tile size): on two of the recorded
@@ -78,7 +84,7 @@ static const ft_bayes_opts bayes_defaults = {
     .train = 64,
     /* A random proposal every 4th or 8th did not help on any landscape it was tried on. */
     .explore = 0,
-    .stratified = 0,
+    .stratified = 5,
 };
 
 #define PRIOR_SHRINK 40.0 /* results at which the prior's slope counts half (fit_prior) */

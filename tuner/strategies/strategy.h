@@ -80,7 +80,7 @@ typedef struct {
 } ft_evolve_opts;
 
 typedef struct {
-    int init;  /* spread first evaluations before the model speaks (>= 1); default 3 */
+    int init;  /* first evaluations before the model speaks (>= 1); default 5 */
     int local; /* every local-th proposal is a neighbour of the best `top` known; 2 (0: never) */
     int top;   /* 1..8; default 3 */
     double xi; /* expected improvement's margin, relative; default 0.0 */
@@ -95,7 +95,7 @@ typedef struct {
     int explore;  /* every explore-th proposal is drawn at random (0: never); default 0 */
     int stratified; /* of the first `init` proposals, this many are dealt from each
                      * parameter's shuffled values (ft_grid_deck), the rest are each the draw
-                     * farthest from those taken; 0..init */
+                     * farthest from those taken; 0..init; default 5 */
 } ft_bayes_opts;
 
 /* The options of every strategy; a strategy reads its own. */
