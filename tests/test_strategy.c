@@ -464,11 +464,22 @@ static void test_options(void) {
         FT_CHECK(nx == 60 && memcmp(x, y, 60 * sizeof *x) != 0,
                  "bayes: other options, the same proposals");
     }
+    /* Crossings every second proposal (with the local steps, every fourth): still each
+     * candidate once, and other proposals. */
+    other = o;
+    other.bayes.cross = 2;
+    {
+        int nx = run_seq(FT_STRAT_BAYES, 42, interact, x, 60);
+        int ny = run_seq_opts(FT_STRAT_BAYES, 42, interact, y, MAXC, &other);
+        FT_CHECK(ny == ncands, "bayes with crossings: %d proposals of %d", ny, ncands);
+        FT_CHECK(nx == 60 && memcmp(x, y, 60 * sizeof *x) != 0,
+                 "bayes with crossings: the same proposals");
+    }
 
     /* Out-of-range options, each refused by the strategy that reads them: bayes's (cases 0 to
-     * 9, 20 and 21), anneal's (10 to 14) and evolve's (15 to 19). */
-    ft_strategy_opts bad[22];
-    for (int k = 0; k < 22; k++)
+     * 9, 20 to 22), anneal's (10 to 14) and evolve's (15 to 19). */
+    ft_strategy_opts bad[23];
+    for (int k = 0; k < 23; k++)
         bad[k] = o;
     bad[0].bayes.init = 0;
     bad[1].bayes.top = 9;
@@ -492,7 +503,8 @@ static void test_options(void) {
     bad[19].evolve.model.min = -1;
     bad[20].bayes.stratified = -1;
     bad[21].bayes.stratified = bad[21].bayes.init + 1;
-    for (int k = 0; k < 22; k++) {
+    bad[22].bayes.cross = -1;
+    for (int k = 0; k < 23; k++) {
         ft_strategy_kind kind = k < 10 || k >= 20 ? FT_STRAT_BAYES
                                 : k < 15 ? FT_STRAT_ANNEAL
                                          : FT_STRAT_EVOLVE;

@@ -85,6 +85,7 @@ static const ft_bayes_opts bayes_defaults = {
     /* A random proposal every 4th or 8th did not help on any landscape it was tried on. */
     .explore = 0,
     .stratified = 5,
+    .cross = 0,
 };
 
 #define PRIOR_SHRINK 40.0 /* results at which the prior's slope counts half (fit_prior) */
@@ -505,10 +506,10 @@ static int best_untaken(ft_strategy *st, const double *w) {
 
 /* The untaken neighbour (one parameter one step away) with the largest weighted improvement
  * of the best known, else of the second best, ... of the top; -1 when all theirs are taken. */
-static int local_pick(ft_strategy *st, bayes_state *b, double *w) {
-    int top[8], ntop = 0, nb[FT_MAX_PARAMS * FT_MAX_VALUES];
-    int want = b->o.top < 8 ? b->o.top : 8;
-    for (int t = 0; t < want; t++) {
+/* The `want` (at most 8) best known finite candidates into top, best first; their count. */
+static int top_known(const ft_strategy *st, int want, int *top) {
+    int ntop = 0;
+    for (int t = 0; t < want && t < 8; t++) {
         int best = -1;
         for (int j = 0; j < st->nfin; j++) {
             int c = st->fin[j], dup = 0;
@@ -519,15 +520,51 @@ static int local_pick(ft_strategy *st, bayes_state *b, double *w) {
         if (best < 0) break;
         top[ntop++] = best;
     }
+    return ntop;
+}
+
+/* A weighted improvement, computed where the bound left it out. */
+static double weight_of(ft_strategy *st, bayes_state *b, double *w, int c) {
+    if (w[c] == NOT_COMPUTED) w[c] = b->ei[c] = exact_ei(st, b, c);
+    return w[c];
+}
+
+/* Of a few children of the best eight known (two parents drawn, each parameter from either),
+ * each snapped to the nearest untaken candidate, the one with the largest weighted improvement;
+ * -1 when fewer than two are known. A child joins what two good points do well in different
+ * parameters: a lone optimum two or more parameters away from every good point is not one
+ * local step away. */
+static int cross_pick(ft_strategy *st, bayes_state *b, double *w) {
+    int top[8], ntop = top_known(st, 8, top), pick = -1;
+    if (ntop < 2) return -1;
+    for (int draw = 0; draw < 4; draw++) {
+        int x = (int)ft_rng_below(&st->rng, (uint64_t)ntop), y;
+        do
+            y = (int)ft_rng_below(&st->rng, (uint64_t)ntop);
+        while (y == x);
+        const signed char *pa = st->pos + (size_t)top[x] * st->nparams,
+                          *pb = st->pos + (size_t)top[y] * st->nparams;
+        signed char child[FT_MAX_PARAMS];
+        for (int p = 0; p < st->nparams; p++)
+            child[p] = ft_rng_below(&st->rng, 2) ? pa[p] : pb[p];
+        int c = ft_grid_nearest(st, child, 1);
+        if (c >= 0 && (pick < 0 || weight_of(st, b, w, c) > weight_of(st, b, w, pick))) pick = c;
+    }
+    return pick;
+}
+
+static int local_pick(ft_strategy *st, bayes_state *b, double *w) {
+    int top[8], nb[FT_MAX_PARAMS * FT_MAX_VALUES];
+    int ntop = top_known(st, b->o.top, top);
     for (int t = 0; t < ntop; t++) {
         int m = b->o.hamming ? ft_grid_hamming_neighbours(st, top[t], nb)
                              : ft_grid_neighbours(st, top[t], nb),
             pick = -1;
-        for (int j = 0; j < m; j++)
-            if (!st->taken[nb[j]]) {
-                if (w[nb[j]] == NOT_COMPUTED) w[nb[j]] = b->ei[nb[j]] = exact_ei(st, b, nb[j]);
-                if (pick < 0 || w[nb[j]] > w[pick]) pick = nb[j];
-            }
+        for (int j = 0; j < m; j++) {
+            if (st->taken[nb[j]]) continue;
+            double v = weight_of(st, b, w, nb[j]);
+            if (pick < 0 || v > w[pick]) pick = nb[j];
+        }
         if (pick >= 0) return pick;
     }
     return -1;
@@ -556,6 +593,7 @@ static int bayes_next(ft_strategy *st) {
     if (b->o.explore && st->ntaken % b->o.explore == b->o.explore - 1)
         return ft_grid_propose(st, ft_grid_random_untaken(st));
     int c = b->o.local && st->ntaken % b->o.local == 0 ? local_pick(st, b, w) : -1;
+    if (c < 0 && b->o.cross && st->ntaken % b->o.cross == b->o.cross - 1) c = cross_pick(st, b, w);
     return ft_grid_propose(st, c >= 0 ? c : best_untaken(st, w));
 }
 
@@ -591,7 +629,8 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     if (o->init < 1 || !(o->xi >= 0) || o->fit_every < 1 || !(o->cost_weight >= 0) ||
         o->cost_weight > 1 || o->local < 0 || o->top < 1 || o->top > 8 || o->train < 16 ||
         o->train > 256 || o->recent < 0 || o->recent > o->train || o->explore < 0 ||
-        (o->hamming != 0 && o->hamming != 1) || o->stratified < 0 || o->stratified > o->init)
+        (o->hamming != 0 && o->hamming != 1) || o->stratified < 0 || o->stratified > o->init ||
+        o->cross < 0)
         return -1;
     size_t tables = 0, nt = (size_t)o->train + 16;
     for (int p = 0; p < st->nparams; p++)

@@ -96,6 +96,8 @@ typedef struct {
     int stratified; /* of the first `init` proposals, this many are dealt from each
                      * parameter's shuffled values (ft_grid_deck), the rest are each the draw
                      * farthest from those taken; 0..init; default 5 */
+    int cross;      /* every cross-th proposal is the best of a few crossings of the best
+                     * eight known (0: never) */
 } ft_bayes_opts;
 
 /* The options of every strategy; a strategy reads its own. */
