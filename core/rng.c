@@ -47,3 +47,15 @@ double ft_rng_normal(ft_rng *r) {
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
+
+void ft_rng_normal_pair(ft_rng *r, double *a, double *b) {
+    double u, v, s;
+    do { /* a point uniform in the unit disc, less its centre (about 21% are drawn again) */
+        u = 2.0 * ft_rng_uniform(r) - 1.0;
+        v = 2.0 * ft_rng_uniform(r) - 1.0;
+        s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    double m = sqrt(-2.0 * log(s) / s);
+    *a = u * m;
+    *b = v * m;
+}

@@ -28,22 +28,59 @@ const char *ft_dtype_name(ft_dtype dt) {
 
 int ft_dtype_is_float(ft_dtype dt) { return dt == FT_F32 || dt == FT_F64; }
 
-void *ft_alloc(size_t bytes) {
-    /* Large buffers (K/V caches, weights) are streamed through by the kernels; with 4 KiB pages
-     * a tenth of a decode step was TLB misses. Align them to 2 MiB and ask for huge pages (a
-     * hint: without transparent huge pages the call fails harmlessly). */
+/* Every block of ft_alloc carries, just before the address it returns, where the block begins,
+ * its length and whether it was mapped, so ft_free can undo either kind. */
+typedef struct alloc_head {
+    void *base;
+    size_t len;
+    int mapped;
+} alloc_head;
+#define ALLOC_HEAD 64 /* the header's room: keeps the address 64-byte aligned */
+
+/* Large buffers (K/V caches, weights) are streamed through by the kernels; with 4 KiB pages a
+ * tenth of a decode step was TLB misses. So a buffer of 4 MiB or more is its own mapping,
+ * aligned to 2 MiB and asked for huge pages (a hint: without transparent huge pages the call
+ * fails harmlessly). A fresh mapping reads as zeros without being written: ft_alloc_zeroed
+ * does not touch it (a call's 1 GiB of tensors at full size need not be zeroed page by page
+ * before they are filled, nor an output the run never reads back). */
+static void *alloc_block(size_t bytes, int zeroed) {
     const size_t huge = (size_t)2 << 20;
-    size_t align = bytes >= 2 * huge ? huge : 64;
-    /* aligned_alloc needs a size that is a multiple of the alignment. */
-    size_t rounded = (bytes + align - 1) & ~(align - 1);
-    if (rounded == 0) rounded = align;
-    if (rounded < bytes) return NULL; /* overflow */
-    void *p = aligned_alloc(align, rounded);
-    if (p && align == huge) madvise(p, rounded, MADV_HUGEPAGE);
+    if (bytes > SIZE_MAX - 2 * huge) return NULL; /* overflow */
+    if (bytes >= 2 * huge) {
+        size_t len = ((bytes + huge - 1) & ~(huge - 1)) + huge;
+        void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) return NULL;
+        /* base is page-aligned: the next 2 MiB boundary past the header is at most 2 MiB on. */
+        uintptr_t at = ((uintptr_t)base + ALLOC_HEAD + huge - 1) & ~(uintptr_t)(huge - 1);
+        char *p = (char *)at;
+        madvise(p, len - (size_t)(p - (char *)base), MADV_HUGEPAGE);
+        alloc_head h = {base, len, 1};
+        memcpy(p - sizeof h, &h, sizeof h);
+        return p;
+    }
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    char *base = aligned_alloc(64, rounded + ALLOC_HEAD);
+    if (!base) return NULL;
+    char *p = base + ALLOC_HEAD;
+    if (zeroed) memset(p, 0, bytes);
+    alloc_head h = {base, rounded + ALLOC_HEAD, 0};
+    memcpy(p - sizeof h, &h, sizeof h);
     return p;
 }
 
-void ft_free(void *p) { free(p); }
+void *ft_alloc(size_t bytes) { return alloc_block(bytes, 0); }
+
+void *ft_alloc_zeroed(size_t bytes) { return alloc_block(bytes, 1); }
+
+void ft_free(void *p) {
+    if (!p) return;
+    alloc_head h;
+    memcpy(&h, (char *)p - sizeof h, sizeof h);
+    if (h.mapped)
+        munmap(h.base, h.len);
+    else
+        free(h.base);
+}
 
 int ft_shape_numel(int rank, const int64_t *shape, int64_t *out) {
     int64_t n = 1;
@@ -94,14 +131,13 @@ ft_status ft_tensor_new(ft_dtype dt, int rank, const int64_t *shape, ft_tensor *
     for (int i = 0; i < rank; i++)
         t->shape[i] = shape[i];
     size_t bytes = (size_t)n * ft_dtype_size(dt);
-    t->data = ft_alloc(bytes);
+    t->data = ft_alloc_zeroed(bytes);
     if (!t->data) {
         free(t);
         char s[128];
         return ft_err_set(err, FT_ENOMEM, "out of memory allocating a %s %s tensor (%zu bytes)",
                           ft_dtype_name(dt), ft_shape_str(rank, shape, s, sizeof s), bytes);
     }
-    memset(t->data, 0, bytes);
     t->owns_data = 1;
     *out = t;
     return FT_OK;

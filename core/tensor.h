@@ -75,8 +75,11 @@ void ft_tensor_round_bf16(ft_tensor *t);
 /* "[3, 4, 5]" into buf (for messages). Returns buf. */
 char *ft_shape_str(int rank, const int64_t *shape, char *buf, size_t n);
 
-/* Aligned allocation used for tensors and kernel scratch (free with ft_free). NULL on failure. */
+/* Aligned allocation used for tensors and kernel scratch (free with ft_free). NULL on failure.
+ * ft_alloc_zeroed's bytes read as zeros; a large block is a fresh mapping, zero without being
+ * written, so its pages are only made when first used. */
 void *ft_alloc(size_t bytes);
+void *ft_alloc_zeroed(size_t bytes);
 void ft_free(void *p);
 
 #ifdef __cplusplus

@@ -425,8 +425,9 @@ static void test_bf16_host(void) {
     ft_call_free(&p.c);
 }
 
-/* Device pointers on the emulator: the same bits as host pointers, float32 and bf16. */
-static void test_device_emu(void) {
+/* Device pointers on the emulator: the same bits as host pointers, float32 and bf16, at the
+ * tiny preset with `set` (NULL: as it is). */
+static void device_emu_at(const char *set) {
     flaretune_context *ctx;
     if (flaretune_create(&ctx, "cuda-emu") != FLARETUNE_OK) {
         fprintf(stderr, "  (cuda-emu cannot run here: %s)\n", flaretune_message(ctx));
@@ -434,7 +435,7 @@ static void test_device_emu(void) {
         return;
     }
     problem p;
-    problem_make(&p, "fusion.dflare", "tiny.dflare.train", NULL, NULL, NULL);
+    problem_make(&p, "fusion.dflare", "tiny.dflare.train", set, NULL, NULL);
     bind_all(ctx, &p, NULL);
     FT_CHECK(flaretune_run(ctx, "fusion.dflare", NULL, NULL) == FLARETUNE_OK, "%s",
              flaretune_message(ctx));
@@ -474,7 +475,7 @@ static void test_device_emu(void) {
         } else {
             /* the host path with dtype=bf16: the reference of the device's bf16 storage */
             problem r;
-            problem_make(&r, "fusion.dflare", "tiny.dflare.train", NULL, "dtype", "bf16");
+            problem_make(&r, "fusion.dflare", "tiny.dflare.train", set, "dtype", "bf16");
             FT_CHECK(ft_backend_cuda_emu.run(&r.c, NULL, NULL) == FT_OK, "bf16 host run");
             const float *rf = r.c.t[f]->data;
             for (int64_t k = 0; k < n; k++)
@@ -498,6 +499,13 @@ static void test_device_emu(void) {
     free_copies(ref);
     flaretune_destroy(ctx);
     ft_call_free(&p.c);
+}
+
+static void test_device_emu(void) {
+    device_emu_at(NULL);
+    /* The host path's bf16 crosses in pieces of 1 Mi elements (cuda_backend.c): x (N*T*H =
+     * 1399040) and f (D*N*H = 1049280) take a whole piece and part of another. */
+    device_emu_at("N=5465");
 }
 
 /* Threads: one context used by two threads at once (its lock serialises them), and two

@@ -407,6 +407,65 @@ static void test_window_flops(void) {
     }
 }
 
+static void test_fill_normal(void) {
+    /* ft_fill_normal draws its values two at a time: over an odd count of a million they are
+     * N(mean, std^2) in mean, variance and tail, neighbours (the two of a draw) uncorrelated,
+     * the last one filled too, and one seed gives the same values. Tolerances are 5 standard
+     * errors of each estimate. */
+    const int64_t n = 1000001;
+    ft_tensor *t = NULL, *u = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_tensor_new(FT_F32, 1, &n, &t, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_tensor_new(FT_F32, 1, &n, &u, &err) == FT_OK, "%s", err.msg);
+    ft_rng r;
+    ft_rng_seed(&r, 11);
+    ft_fill_normal(t, &r, 1.0, 0.5);
+    ft_rng_seed(&r, 11);
+    ft_fill_normal(u, &r, 1.0, 0.5);
+    FT_CHECK(memcmp(t->data, u->data, (size_t)n * 4) == 0, "one seed, one fill");
+    const float *x = t->data;
+    double sum = 0, sq = 0, cross = 0, tail = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double z = (x[i] - 1.0) / 0.5;
+        sum += z, sq += z * z, tail += fabs(z) > 2.0;
+        if (i + 1 < n) cross += z * (x[i + 1] - 1.0) / 0.5;
+    }
+    double mean = sum / (double)n, var = sq / (double)n - mean * mean;
+    FT_CHECK(fabs(mean) < 5e-3, "mean %g, want 0", mean);
+    FT_CHECK(fabs(var - 1.0) < 7.5e-3, "variance %g, want 1", var);
+    FT_CHECK(fabs(tail / (double)n - 0.0455) < 1.1e-3, "beyond 2 sd: %g, want 0.0455",
+             tail / (double)n);
+    FT_CHECK(fabs(cross / (double)(n - 1)) < 5e-3, "neighbours correlate: %g",
+             cross / (double)(n - 1));
+    FT_CHECK(x[n - 1] != 0.0f && isfinite(x[n - 1]), "the last value is filled: %g", x[n - 1]);
+    ft_tensor_free(t);
+    ft_tensor_free(u);
+}
+
+static void test_fill_states_scales(void) {
+    /* fusion.dflare's states: target layer t's values have standard deviation 0.5 + 0.25 t, also
+     * where a draw's two values fall in two layers (H odd). 2% is 7 standard errors. */
+    ft_call c;
+    ft_call_init(&c, op_named("fusion.dflare"));
+    const char *names[] = {"N", "T", "H", "D"};
+    const int64_t dims[] = {64, 3, 1001, 2};
+    ft_err err = {0};
+    FT_CHECK(ft_call_from_dims(&c, names, dims, 4, 5, &err) == FT_OK, "%s", err.msg);
+    const float *x = c.t[0]->data;
+    for (int64_t t = 0; t < 3; t++) {
+        double sq = 0;
+        for (int64_t row = 0; row < 64; row++)
+            for (int64_t h = 0; h < 1001; h++) {
+                double v = x[(row * 3 + t) * 1001 + h];
+                sq += v * v;
+            }
+        double sd = sqrt(sq / (64.0 * 1001.0)), want = 0.5 + 0.25 * (double)t;
+        FT_CHECK(fabs(sd / want - 1.0) < 0.02, "layer %lld: sd %g, want %g", (long long)t, sd,
+                 want);
+    }
+    ft_call_free(&c);
+}
+
 static void test_reference_float32_outputs(void) {
     /* The float32 outputs of ft_call_reference are the rounded float64 ones. */
     ft_call c, ref;
@@ -437,5 +496,7 @@ int main(void) {
     FT_RUN(test_window_attrs_json);
     FT_RUN(test_window_flops);
     FT_RUN(test_reference_float32_outputs);
+    FT_RUN(test_fill_normal);
+    FT_RUN(test_fill_states_scales);
     return ft_test_finish();
 }

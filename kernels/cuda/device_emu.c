@@ -1081,6 +1081,15 @@ ft_status ft_dev_emu_set_sample(ft_dev *dev, int blocks, ft_err *err) {
     return FT_OK;
 }
 
+int ft_dev_emu_sampling(ft_dev *dev) {
+    emu_dev *d = emu_check(dev, NULL);
+    if (!d) return 0;
+    pthread_mutex_lock(&d->lock);
+    int blocks = d->profile ? d->sample : 0;
+    pthread_mutex_unlock(&d->lock);
+    return blocks;
+}
+
 void ft_dev_emu_records_free(ft_dev_emu_launch_record *r, int n) {
     for (int i = 0; r && i < n; i++)
         ft_emu_launch_prof_free(&r[i].p);

@@ -54,6 +54,9 @@ ft_status ft_dev_emu_set_profile(ft_dev *d, int on, ft_err *err);
  * Its outputs are then incomplete: for what a launch moves, not for what it computes. 0 (the
  * default): every block. FLARETUNE_EMU_SAMPLE=N sets it when the device opens. */
 ft_status ft_dev_emu_set_sample(ft_dev *d, int blocks, ft_err *err);
+/* The sample's blocks while the profile is on with one (ft_dev_emu_set_sample); 0 when it is
+ * off, samples nothing, or d is not the emulator. */
+int ft_dev_emu_sampling(ft_dev *d);
 
 typedef struct ft_dev_emu_launch_record {
     ft_emu_launch_prof p; /* sites' pc relative to the module, `where` filled when it can be */
