@@ -43,10 +43,21 @@ typedef struct alloc_head {
  * fails harmlessly). A fresh mapping reads as zeros without being written: ft_alloc_zeroed
  * does not touch it (a call's 1 GiB of tensors at full size need not be zeroed page by page
  * before they are filled, nor an output the run never reads back). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FT_ALLOC_MAPS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_ALLOC_MAPS 0
+#endif
+#endif
+#ifndef FT_ALLOC_MAPS
+#define FT_ALLOC_MAPS 1 /* AddressSanitizer checks only what the C allocator hands out */
+#endif
+
 static void *alloc_block(size_t bytes, int zeroed) {
     const size_t huge = (size_t)2 << 20;
     if (bytes > SIZE_MAX - 2 * huge) return NULL; /* overflow */
-    if (bytes >= 2 * huge) {
+    if (FT_ALLOC_MAPS && bytes >= 2 * huge) {
         size_t len = ((bytes + huge - 1) & ~(huge - 1)) + huge;
         void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (base == MAP_FAILED) return NULL;
