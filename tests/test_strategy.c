@@ -382,6 +382,17 @@ static void test_pinned(void) {
     }
 }
 
+/* bayes with options `other`: still each candidate once, and other proposals than the
+ * defaults' in the first 60. */
+static void check_other_bayes(const ft_strategy_opts *other, const char *what) {
+    static int x[MAXC], y[MAXC];
+    int nx = run_seq(FT_STRAT_BAYES, 42, interact, x, 60);
+    int ny = run_seq_opts(FT_STRAT_BAYES, 42, interact, y, MAXC, other);
+    FT_CHECK(ny == ncands, "bayes %s: %d proposals of %d", what, ny, ncands);
+    FT_CHECK(nx == 60 && memcmp(x, y, 60 * sizeof *x) != 0, "bayes %s: the same proposals",
+             what);
+}
+
 /* The options: their documented defaults are what ft_strategy_new uses, another value changes
  * the proposals (still each candidate once), a value out of range is refused. */
 static void test_options(void) {
@@ -457,24 +468,11 @@ static void test_options(void) {
                  "malformed assignments were taken");
     }
     other.bayes.local = 0;
-    {
-        int nx = run_seq(FT_STRAT_BAYES, 42, interact, x, 60);
-        int ny = run_seq_opts(FT_STRAT_BAYES, 42, interact, y, MAXC, &other);
-        FT_CHECK(ny == ncands, "bayes without local steps: %d proposals of %d", ny, ncands);
-        FT_CHECK(nx == 60 && memcmp(x, y, 60 * sizeof *x) != 0,
-                 "bayes: other options, the same proposals");
-    }
-    /* Crossings every second proposal (with the local steps, every fourth): still each
-     * candidate once, and other proposals. */
+    check_other_bayes(&other, "without local steps");
+    /* Crossings every second proposal (with the local steps, every fourth). */
     other = o;
     other.bayes.cross = 2;
-    {
-        int nx = run_seq(FT_STRAT_BAYES, 42, interact, x, 60);
-        int ny = run_seq_opts(FT_STRAT_BAYES, 42, interact, y, MAXC, &other);
-        FT_CHECK(ny == ncands, "bayes with crossings: %d proposals of %d", ny, ncands);
-        FT_CHECK(nx == 60 && memcmp(x, y, 60 * sizeof *x) != 0,
-                 "bayes with crossings: the same proposals");
-    }
+    check_other_bayes(&other, "with crossings");
 
     /* Out-of-range options, each refused by the strategy that reads them: bayes's (cases 0 to
      * 9, 20 to 22), anneal's (10 to 14) and evolve's (15 to 19). */
