@@ -43,6 +43,8 @@ typedef struct alloc_head {
  * fails harmlessly). A fresh mapping reads as zeros without being written: ft_alloc_zeroed
  * does not touch it (a call's 1 GiB of tensors at full size need not be zeroed page by page
  * before they are filled, nor an output the run never reads back). */
+/* Under AddressSanitizer every block comes from the C allocator: it checks only what that
+ * hands out. */
 #if defined(__SANITIZE_ADDRESS__)
 #define FT_ALLOC_MAPS 0
 #elif defined(__has_feature)
@@ -51,7 +53,7 @@ typedef struct alloc_head {
 #endif
 #endif
 #ifndef FT_ALLOC_MAPS
-#define FT_ALLOC_MAPS 1 /* AddressSanitizer checks only what the C allocator hands out */
+#define FT_ALLOC_MAPS 1
 #endif
 
 static void *alloc_block(size_t bytes, int zeroed) {

@@ -490,8 +490,7 @@ static int spread_pick(ft_strategy *st) {
 static int init_pick(ft_strategy *st, bayes_state *b) {
     if (b->dealt >= b->o.stratified) return spread_pick(st);
     b->dealt++;
-    int c = ft_grid_deck_draw(st, &b->deck);
-    return c >= 0 ? c : ft_grid_random_untaken(st);
+    return ft_grid_deck_draw(st, &b->deck);
 }
 
 /* The untaken candidate with the largest weighted improvement (ties: the first after a random
