@@ -197,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_fwd(ATTN_FWD_PARAMS) {
     }
     float *pw = ps + warp * KT;
     for (int t0 = c.k0; t0 < c.n; t0 += KT) {
-        /* (the first barrier also sees the prologue written) */
+        /* load_kv's first barrier also puts the prologue's writes (ms, ls) before the tile's use */
         const int nk = load_kv(ks, vs, k_ctx, v_ctx, k_blk, v_blk, c, t0, KT, S, B, Hkv);
         for (int r = warp; r < R; r += W) {
             const float *qr = qs + r * DH;
