@@ -1,11 +1,13 @@
 /* test_op.c: the op registry: presets size every op consistently, binding recovers the sizes
  * from the tensors, and every inconsistent input gets one clear message naming the tensor. */
 #include <math.h>
+#include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ft_test.h"
 #include "op/op.h"
 #include "op/op_json.h"
-#include "ft_test.h"
 
 static const ft_op *op_named(const char *name) {
     ft_err err = {0};
@@ -382,8 +384,8 @@ static void test_window_flops(void) {
                 keys += causal ? (double)(b + 1) : (double)B;
             }
         double want = 3 * 4 * (double)dh * (double)Hq * keys, got = c.op->flops(&c);
-        FT_CHECK(fabs(got - want) <= 1e-9 * want,
-                 "train W=%lld causal=%d: flops %.17g, want %.17g", (long long)W, causal, got, want);
+        FT_CHECK(fabs(got - want) <= 1e-9 * want, "train W=%lld causal=%d: flops %.17g, want %.17g",
+                 (long long)W, causal, got, want);
         ft_call_free(&c);
 
         make_call(&c, "attention.decode", "tiny.dflare.decode", 0);
@@ -408,10 +410,11 @@ static void test_window_flops(void) {
 }
 
 static void test_fill_normal(void) {
-    /* ft_fill_normal draws its values two at a time: over an odd count of a million they are
-     * N(mean, std^2) in mean, variance and tail, neighbours (the two of a draw) uncorrelated,
-     * the last one filled too, and one seed gives the same values. Tolerances are 5 standard
-     * errors of each estimate. */
+    /* ft_fill_normal draws by the ziggurat, in pieces of its own generator each: over an odd
+     * count of a million the values are N(mean, std^2) in mean, variance, fourth moment and
+     * tails (beyond 2 sd, and beyond the ziggurat's base layer at 3.654 sd, where its tail code
+     * draws them), neighbours uncorrelated, the last one filled too, and one seed gives the same
+     * values. Tolerances are 5 standard errors of each estimate. */
     const int64_t n = 1000001;
     ft_tensor *t = NULL, *u = NULL;
     ft_err err = {0};
@@ -424,10 +427,11 @@ static void test_fill_normal(void) {
     ft_fill_normal(u, &r, 1.0, 0.5);
     FT_CHECK(memcmp(t->data, u->data, (size_t)n * 4) == 0, "one seed, one fill");
     const float *x = t->data;
-    double sum = 0, sq = 0, cross = 0, tail = 0;
+    double sum = 0, sq = 0, fourth = 0, cross = 0, tail = 0, far = 0;
     for (int64_t i = 0; i < n; i++) {
         double z = (x[i] - 1.0) / 0.5;
-        sum += z, sq += z * z, tail += fabs(z) > 2.0;
+        sum += z, sq += z * z, fourth += z * z * z * z, tail += fabs(z) > 2.0;
+        far += fabs(z) > 3.6541528853610088;
         if (i + 1 < n) cross += z * (x[i + 1] - 1.0) / 0.5;
     }
     double mean = sum / (double)n, var = sq / (double)n - mean * mean;
@@ -435,11 +439,43 @@ static void test_fill_normal(void) {
     FT_CHECK(fabs(var - 1.0) < 7.5e-3, "variance %g, want 1", var);
     FT_CHECK(fabs(tail / (double)n - 0.0455) < 1.1e-3, "beyond 2 sd: %g, want 0.0455",
              tail / (double)n);
+    /* E z^4 = 3, its variance 96; P(|z| > 3.6542) = 2.58e-4, 258 of a million (sd 16). */
+    FT_CHECK(fabs(fourth / (double)n - 3.0) < 5 * sqrt(96.0 / (double)n),
+             "fourth moment %g, want 3", fourth / (double)n);
+    FT_CHECK(fabs(far - 258.0) < 80.0, "beyond 3.654 sd: %g of a million, want 258", far);
     FT_CHECK(fabs(cross / (double)(n - 1)) < 5e-3, "neighbours correlate: %g",
              cross / (double)(n - 1));
     FT_CHECK(x[n - 1] != 0.0f && isfinite(x[n - 1]), "the last value is filled: %g", x[n - 1]);
     ft_tensor_free(t);
     ft_tensor_free(u);
+}
+
+static void test_fill_normal_threads(void) {
+    /* The values depend on the seed and the count alone: one thread or two fill the same, the
+     * generator given advances by one draw whatever the count, and two pieces do not repeat
+     * each other's values. */
+    const int64_t n = 3 * FT_RNG_FILL_PIECE + 17;
+    float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    FT_CHECK(a && b, "out of memory");
+    const int threads = omp_get_max_threads();
+    ft_rng r, s;
+    omp_set_num_threads(1);
+    ft_rng_seed(&r, 5);
+    ft_rng_fill_normal(&r, a, n, 0.0, 1.0);
+    omp_set_num_threads(2);
+    ft_rng_seed(&r, 5);
+    ft_rng_fill_normal(&r, b, n, 0.0, 1.0);
+    omp_set_num_threads(threads);
+    FT_CHECK(memcmp(a, b, (size_t)n * sizeof *a) == 0, "one thread and two fill alike");
+    ft_rng_seed(&s, 5);
+    (void)ft_rng_next(&s);
+    FT_CHECK(ft_rng_next(&r) == ft_rng_next(&s), "the generator advances by one draw");
+    int same = 0;
+    for (int i = 0; i < 64; i++)
+        same += a[i] == a[FT_RNG_FILL_PIECE + i];
+    FT_CHECK(same == 0, "%d of the first 64 values repeat in the next piece", same);
+    free(a);
+    free(b);
 }
 
 static void test_fill_states_scales(void) {
@@ -497,6 +533,7 @@ int main(void) {
     FT_RUN(test_window_flops);
     FT_RUN(test_reference_float32_outputs);
     FT_RUN(test_fill_normal);
+    FT_RUN(test_fill_normal_threads);
     FT_RUN(test_fill_states_scales);
     return ft_test_finish();
 }

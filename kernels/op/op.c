@@ -341,15 +341,9 @@ ft_status ft_call_reference(ft_call *c, ft_err *err) {
 }
 
 void ft_fill_normal(ft_tensor *t, ft_rng *rng, double mean, double std) {
-    /* Two values a draw (ft_rng_normal_pair): the fill is most of the time a large call takes
-     * to make. An odd count drops the last draw's second value. */
-    float *x = t->data;
-    for (int64_t i = 0, n = ft_tensor_numel(t); i < n; i += 2) {
-        double z[2];
-        ft_rng_normal_pair(rng, &z[0], &z[1]);
-        for (int k = 0; k < 2 && i + k < n; k++)
-            x[i + k] = (float)(mean + std * z[k]);
-    }
+    /* The fill is most of the time a large call takes to make: ft_rng_fill_normal draws by the
+     * ziggurat, in pieces that threads share. */
+    ft_rng_fill_normal(rng, t->data, ft_tensor_numel(t), mean, std);
 }
 
 double ft_attn_scale(const ft_attrs *a, int64_t dh) {
