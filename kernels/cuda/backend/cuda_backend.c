@@ -329,6 +329,7 @@ static ft_status upload(ft_cuda_ctx *x, dev_call *dc, int i, const ft_tensor *t,
     ft_status s = FT_OK;
     for (int64_t at = 0; at < n && s == FT_OK; at += BF16_PIECE) {
         int64_t m = n - at < BF16_PIECE ? n - at : BF16_PIECE;
+#pragma omp parallel for schedule(static) if (m >= BF16_PIECE)
         for (int64_t k = 0; k < m; k++)
             h[k] = ft_bf16_from_f32(f[at + k]);
         s = ft_dev_copy(x->dev, d + at, h, (size_t)m * 2, FT_COPY_H2D, err);
