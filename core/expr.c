@@ -46,13 +46,27 @@ typedef struct node {
     int first, count; /* N_CMP, N_AND, N_OR, N_CALL, N_LIST: kids[first..first+count) */
 } node;
 
+/* The tree of an expression: its nodes, the operands of those with a list of them, and the
+ * slots it reads. The parser grows it; the compiled expression keeps it. */
+typedef struct tree {
+    node *nodes;
+    int nnodes, capnodes;
+    int *kids, *kops; /* kops: N_CMP's operators, beside its operands (kops[first+1..]) */
+    int nkids, capkids;
+    unsigned char *used; /* per slot */
+} tree;
+
+static void tree_free(tree *t) {
+    free(t->nodes);
+    free(t->kids);
+    free(t->kops);
+    free(t->used);
+}
+
 struct ft_expr {
     char *text;
-    node *nodes;
-    int nnodes, root;
-    int *kids, *kops; /* kops: N_CMP's operators, beside its operands (kops[first+1..]) */
-    int nkids;
-    unsigned char *used; /* per slot */
+    tree t;
+    int root;
     int nslots;
 };
 
@@ -69,11 +83,7 @@ typedef struct parser {
     char op[3]; /* T_OP's spelling */
     const char *const *names;
     int nnames;
-    node *nodes;
-    int nnodes, capnodes;
-    int *kids, *kops;
-    int nkids, capkids;
-    unsigned char *used;
+    tree t;
     int depth;
     ft_err *err;
     ft_status st;
@@ -195,32 +205,32 @@ static int tok_word(const parser *p, const char *w) {
 
 static int new_node(parser *p, nkind k, size_t pos) {
     if (p->st != FT_OK) return -1;
-    if (p->nnodes == p->capnodes) {
-        int cap = p->capnodes ? p->capnodes * 2 : 32;
-        node *n = realloc(p->nodes, (size_t)cap * sizeof *n);
+    if (p->t.nnodes == p->t.capnodes) {
+        int cap = p->t.capnodes ? p->t.capnodes * 2 : 32;
+        node *n = realloc(p->t.nodes, (size_t)cap * sizeof *n);
         if (!n) {
             p->st = ft_err_set(p->err, FT_ENOMEM, "expression: out of memory");
             return -1;
         }
-        p->nodes = n;
-        p->capnodes = cap;
+        p->t.nodes = n;
+        p->t.capnodes = cap;
     }
-    node *n = &p->nodes[p->nnodes];
+    node *n = &p->t.nodes[p->t.nnodes];
     memset(n, 0, sizeof *n);
     n->kind = k;
     n->pos = (int)pos;
     n->a = n->b = n->c = -1;
-    return p->nnodes++;
+    return p->t.nnodes++;
 }
 
 /* A node of kind k with its operator and children (-1: none), or -1 when memory is short. */
 static int new_node_of(parser *p, nkind k, size_t pos, int op, int a, int b, int c) {
     int nd = new_node(p, k, pos);
     if (nd >= 0) {
-        p->nodes[nd].op = op;
-        p->nodes[nd].a = a;
-        p->nodes[nd].b = b;
-        p->nodes[nd].c = c;
+        p->t.nodes[nd].op = op;
+        p->t.nodes[nd].a = a;
+        p->t.nodes[nd].b = b;
+        p->t.nodes[nd].c = c;
     }
     return nd;
 }
@@ -241,26 +251,26 @@ static int push_kid(parser *p, kidlist *k, int v, int op, size_t at) {
 
 static int store_kids(parser *p, int nd, const kidlist *k) {
     if (p->st != FT_OK) return -1;
-    if (p->nkids + k->n > p->capkids) {
-        int cap = p->capkids ? p->capkids : 32;
-        while (cap < p->nkids + k->n) cap *= 2;
-        int *a = realloc(p->kids, (size_t)cap * sizeof *a);
-        if (a) p->kids = a;
-        int *b = a ? realloc(p->kops, (size_t)cap * sizeof *b) : NULL;
-        if (b) p->kops = b;
+    if (p->t.nkids + k->n > p->t.capkids) {
+        int cap = p->t.capkids ? p->t.capkids : 32;
+        while (cap < p->t.nkids + k->n) cap *= 2;
+        int *a = realloc(p->t.kids, (size_t)cap * sizeof *a);
+        if (a) p->t.kids = a;
+        int *b = a ? realloc(p->t.kops, (size_t)cap * sizeof *b) : NULL;
+        if (b) p->t.kops = b;
         if (!a || !b) {
             p->st = ft_err_set(p->err, FT_ENOMEM, "expression: out of memory");
             return -1;
         }
-        p->capkids = cap;
+        p->t.capkids = cap;
     }
-    p->nodes[nd].first = p->nkids;
-    p->nodes[nd].count = k->n;
+    p->t.nodes[nd].first = p->t.nkids;
+    p->t.nodes[nd].count = k->n;
     for (int i = 0; i < k->n; i++) {
-        p->kids[p->nkids + i] = k->v[i];
-        p->kops[p->nkids + i] = k->o[i];
+        p->t.kids[p->t.nkids + i] = k->v[i];
+        p->t.kops[p->t.nkids + i] = k->o[i];
     }
-    p->nkids += k->n;
+    p->t.nkids += k->n;
     return nd;
 }
 
@@ -306,7 +316,7 @@ static int p_atom(parser *p) {
     size_t at = p->tstart;
     if (p->tk == T_NUM) {
         int n = new_node(p, N_NUM, at);
-        if (n >= 0) p->nodes[n].v = p->tnum;
+        if (n >= 0) p->t.nodes[n].v = p->tnum;
         next(p);
         return n;
     }
@@ -323,7 +333,7 @@ static int p_atom(parser *p) {
     if (p->tk == T_NAME) {
         if (tok_word(p, "True") || tok_word(p, "False")) {
             int n = new_node(p, N_NUM, at);
-            if (n >= 0) p->nodes[n].v = ft_expr_int(tok_word(p, "True"));
+            if (n >= 0) p->t.nodes[n].v = ft_expr_int(tok_word(p, "True"));
             next(p);
             return n;
         }
@@ -355,8 +365,8 @@ static int p_atom(parser *p) {
             if (p->names[s] && strlen(p->names[s]) == nlen &&
                 memcmp(p->names[s], p->src + nstart, nlen) == 0) {
                 int n = new_node(p, N_NAME, at);
-                if (n >= 0) p->nodes[n].slot = s;
-                p->used[s] = 1;
+                if (n >= 0) p->t.nodes[n].slot = s;
+                p->t.used[s] = 1;
                 return n;
             }
         char what[96];
@@ -525,8 +535,8 @@ ft_status ft_expr_compile(const char *src, const char *const *names, int nnames,
         return ft_err_set(err, FT_EINVAL, "expression of %zu bytes: longer than %d", len,
                           FT_EXPR_MAX_LEN);
     parser p = {.src = src, .len = len, .names = names, .nnames = nnames, .err = err};
-    p.used = calloc(nnames > 0 ? (size_t)nnames : 1, 1);
-    if (!p.used) return ft_err_set(err, FT_ENOMEM, "expression: out of memory");
+    p.t.used = calloc(nnames > 0 ? (size_t)nnames : 1, 1);
+    if (!p.t.used) return ft_err_set(err, FT_ENOMEM, "expression: out of memory");
     next(&p);
     int root = -1;
     if (p.st == FT_OK) {
@@ -541,19 +551,11 @@ ft_status ft_expr_compile(const char *src, const char *const *names, int nnames,
         p.st = ft_err_set(err, FT_ENOMEM, "expression: out of memory");
     }
     if (p.st != FT_OK) {
-        free(p.nodes);
-        free(p.kids);
-        free(p.kops);
-        free(p.used);
+        tree_free(&p.t);
         return p.st;
     }
-    e->nodes = p.nodes;
-    e->nnodes = p.nnodes;
+    e->t = p.t;
     e->root = root;
-    e->kids = p.kids;
-    e->kops = p.kops;
-    e->nkids = p.nkids;
-    e->used = p.used;
     e->nslots = nnames;
     *out = e;
     return FT_OK;
@@ -562,17 +564,14 @@ ft_status ft_expr_compile(const char *src, const char *const *names, int nnames,
 void ft_expr_free(ft_expr *e) {
     if (!e) return;
     free(e->text);
-    free(e->nodes);
-    free(e->kids);
-    free(e->kops);
-    free(e->used);
+    tree_free(&e->t);
     free(e);
 }
 
 const char *ft_expr_text(const ft_expr *e) { return e->text; }
 
 int ft_expr_uses(const ft_expr *e, int slot) {
-    return slot >= 0 && slot < e->nslots && e->used[slot];
+    return slot >= 0 && slot < e->nslots && e->t.used[slot];
 }
 
 /* ---- values ----------------------------------------------------------------------------------- */
@@ -819,7 +818,7 @@ static ft_status call(evalctx *c, const node *n, ft_expr_value *out) {
     if (na > 8) return efail(c, n->pos, "too many arguments");
     ft_status st;
     for (int i = 0; i < na; i++)
-        if ((st = ev(c, c->e->kids[n->first + i], &args[i])) != FT_OK) return st;
+        if ((st = ev(c, c->e->t.kids[n->first + i], &args[i])) != FT_OK) return st;
     char what[96];
     switch (n->op) {
     case F_MIN:
@@ -906,7 +905,7 @@ static ft_status call(evalctx *c, const node *n, ft_expr_value *out) {
 }
 
 static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
-    const node *n = &c->e->nodes[ni];
+    const node *n = &c->e->t.nodes[ni];
     ft_status st;
     ft_expr_value a, b;
     switch (n->kind) {
@@ -931,10 +930,10 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
         if ((st = ev(c, n->a, &a)) != FT_OK || (st = ev(c, n->b, &b)) != FT_OK) return st;
         return binop(c, n, a, b, out);
     case N_CMP: {
-        if ((st = ev(c, c->e->kids[n->first], &a)) != FT_OK) return st;
+        if ((st = ev(c, c->e->t.kids[n->first], &a)) != FT_OK) return st;
         for (int i = 1; i < n->count; i++) {
-            int op = c->e->kops[n->first + i];
-            if ((st = ev(c, c->e->kids[n->first + i], &b)) != FT_OK) return st;
+            int op = c->e->t.kops[n->first + i];
+            if ((st = ev(c, c->e->t.kids[n->first + i], &b)) != FT_OK) return st;
             int r;
             if (op == C_IN || op == C_NOTIN) {
                 if (b.kind != FT_EXPR_LIST) return efail(c, n->pos, "'in' needs a list on its right");
@@ -960,7 +959,7 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
     case N_AND:
     case N_OR:
         for (int i = 0; i < n->count; i++) {
-            if ((st = ev(c, c->e->kids[n->first + i], &a)) != FT_OK) return st;
+            if ((st = ev(c, c->e->t.kids[n->first + i], &a)) != FT_OK) return st;
             if (i == n->count - 1 || (n->kind == N_AND ? !truthy(a) : truthy(a))) break;
         }
         *out = a;
@@ -986,7 +985,7 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
         ft_expr_value *items = alloc_items(c, n->count, n->pos, &st);
         if (!items) return st;
         for (int i = 0; i < n->count; i++) {
-            if ((st = ev(c, c->e->kids[n->first + i], &items[i])) != FT_OK) return st;
+            if ((st = ev(c, c->e->t.kids[n->first + i], &items[i])) != FT_OK) return st;
             if (items[i].kind == FT_EXPR_LIST) return efail(c, n->pos, "a list of lists");
         }
         *out = ft_expr_list(items, n->count);

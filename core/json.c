@@ -87,18 +87,24 @@ int ft_json_value_text(const json_t *v, char *buf, size_t n) {
     return 0;
 }
 
+size_t ft_json_pair_append(char *buf, size_t n, size_t k, const char *sep, const char *key,
+                           const json_t *v) {
+    if (k >= n) return k;
+    char val[64];
+    if (json_is_string(v))
+        snprintf(val, sizeof val, "%s", json_string_value(v));
+    else
+        snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+    return k + (size_t)snprintf(buf + k, n - k, "%s%s=%s", k ? sep : "", key, val);
+}
+
 size_t ft_json_pairs_text(const json_t *obj, char *buf, size_t n) {
     size_t k = 0;
     const char *key;
     json_t *v;
     buf[0] = '\0';
     json_object_foreach((json_t *)obj, key, v) {
-        char val[64];
-        if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else
-            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        k += (size_t)snprintf(buf + k, n - k, "%s%s=%s", k ? "," : "", key, val);
+        k = ft_json_pair_append(buf, n, k, ",", key, v);
         if (k >= n) return n - 1;
     }
     return k;

@@ -31,6 +31,11 @@ json_t *ft_load_to_json(const ft_load *l);
 /* A scalar as the text that names it: a string as it is, an integer, a real (%.17g, so it reads
  * back the same), a boolean as 0 or 1. Returns -1, with "?" in buf, for anything else. */
 int ft_json_value_text(const json_t *v, char *buf, size_t n);
+/* "key=value" appended to the text in buf (k of its n bytes used), after sep unless the text is
+ * empty: a string value as it is, any other as an integer (reals read as 0), cut at 63 bytes.
+ * Returns the text's length as snprintf counts it (>= n: cut); writes nothing once k >= n. */
+size_t ft_json_pair_append(char *buf, size_t n, size_t k, const char *sep, const char *key,
+                           const json_t *v);
 /* "k=v,k=v" of an object of strings and integers, in its order (a configuration as its label;
  * any other value reads as an integer), cut at n. Returns the length written, 0 for none. */
 size_t ft_json_pairs_text(const json_t *obj, char *buf, size_t n);

@@ -484,19 +484,11 @@ void ft_landscape_free(ft_landscape *l) {
     free(l->cost);
     free(l->ci_rel);
     free(l->confirm_samples);
-    l->params = NULL;
-    l->cands = NULL;
-    l->score = NULL;
-    l->predicted = NULL;
-    l->cost = NULL;
-    l->ci_rel = NULL;
-    l->confirm_samples = NULL;
     for (int i = 0; i < l->nowned; i++)
         free(l->owned[i]);
     free(l->owned);
-    l->owned = NULL;
-    l->nowned = 0;
-    l->ncands = l->npredicted = l->ncost = l->nconfirmed = 0;
+    /* Empty, as a load starts it, so that freeing it again does nothing. */
+    memset(l, 0, sizeof *l);
     l->best = l->def = -1;
 }
 

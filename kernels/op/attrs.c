@@ -71,39 +71,20 @@ int ft_op_accepts_attr(const ft_op *op, const char *name) {
     return 0;
 }
 
+/* Each attribute at the default its row of ft_attr_table writes, so that a default is stated in
+ * one place; scale's ("dh^-0.5") is NAN, which the ops read as dh^-0.5. */
 void ft_attrs_default(ft_attrs *a) {
     memset(a, 0, sizeof *a);
-    a->eps = 1e-6;
-    a->rope_theta = 1e6;
-    ft_rope_default(&a->rope);
+    for (const ft_attr_desc *d = ft_attr_table; d->name; d++)
+        if (strcmp(d->name, "scale") != 0) ft_attrs_set(a, NULL, d->name, d->def, NULL);
     a->scale = NAN;
-    a->backward = 0;
-    a->loss.B = 16;
-    a->loss.scheme = FT_SCHEME_DECAY;
-    a->loss.gamma = 7;
-    a->loss.gamma0 = 1;
-    a->loss.gamma_max = 7;
-    a->loss.step = 0;
-    a->loss.warmup_steps = 0;
-    a->loss.alpha = 0.5;
-    a->loss.num_seqs = 1;
-    a->loss.norm = FT_NORM_DEFAULT;
-    a->loss.want_dw = 0;
-    a->loss.gamma_inc = 0.5;
-    a->loss.epoch = 0;
-    a->loss.final_norm = 0;
+    a->rope.named = 0; /* the defaults were set by name, but no one named them */
 }
 
 void ft_rope_default(ft_rope_attrs *r) {
-    memset(r, 0, sizeof *r);
-    r->scaling = FT_ROPE_NONE;
-    r->factor = 1;
-    r->low_freq_factor = 1;
-    r->high_freq_factor = 4;
-    r->original_max_pos = 8192;
-    r->beta_fast = 32;
-    r->beta_slow = 1;
-    r->truncate = 1;
+    ft_attrs a;
+    ft_attrs_default(&a);
+    *r = a.rope;
 }
 
 void ft_rope_format(double rope_theta, const ft_rope_attrs *r, char *buf, size_t n) {

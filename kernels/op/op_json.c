@@ -26,18 +26,12 @@ ft_status ft_config_from_json(const ft_space *s, const json_t *obj, ft_config *c
     json_t *val;
     text[0] = '\0';
     json_object_foreach((json_t *)obj, key, val) {
-        char v[64];
-        if (json_is_string(val))
-            snprintf(v, sizeof v, "%s", json_string_value(val));
-        else if (json_is_integer(val))
-            snprintf(v, sizeof v, "%lld", (long long)json_integer_value(val));
-        else
+        if (!json_is_string(val) && !json_is_integer(val))
             return ft_err_set(err, FT_EFORMAT,
                               "config value of '%s' is neither a string nor an integer", key);
         const char *now = ft_space_renamed(s, key);
         if (now && json_object_get(obj, now)) now = NULL; /* both: refused by the parser */
-        k += (size_t)snprintf(text + k, sizeof text - k, "%s%s=%s", k ? "," : "", now ? now : key,
-                              v);
+        k = ft_json_pair_append(text, sizeof text, k, ",", now ? now : key, val);
         if (k >= sizeof text) return ft_err_set(err, FT_EFORMAT, "config object too long");
     }
     return ft_config_parse(s, text, cfg, err);
