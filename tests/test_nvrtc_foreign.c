@@ -4,7 +4,9 @@
  * C++ kernels are found by the names written in the source (NVRTC name expressions, also when
  * the module comes from the disk cache), __constant__ variables by "&name", and ptxas's report
  * gives their registers. Without name expressions the report's mangled names still carry the
- * written ones. A name the file lacks and a compile error are one line each. The FAIR hub's
+ * written ones. A name the file lacks and a compile error are one line each; a kernel over
+ * NVRTC's 48 KiB of static shared memory is refused with ptxas's own reason, its resources
+ * still read. The FAIR hub's
  * convolution_milo.cu and dedispersion.cu are compiled with their tunables when they are beside
  * the repository (../shared/landscapes/kernels). Skips (77) only in a build without the CUDA
  * toolkit.
@@ -111,6 +113,24 @@ static void test_errors(void) {
     }
 }
 
+static void test_too_much_shared(void) {
+    /* NVRTC leaves ptxas's error out of the log when ptxas reports its resources: the message is
+     * the error of a compile without the report, and the report's resources stay. */
+    const char *names[] = {"big_shared"};
+    ft_nvrtc_file f = {FOREIGN "big_shared.cu", NULL, 0, NULL, 0, names, 1};
+    ft_nvrtc_result r;
+    ft_err err = {0};
+    ft_status st = ft_nvrtc_compile_file(&f, "sm_80", &r, &err);
+    fprintf(stderr, "  said: %s\n", err.msg);
+    FT_CHECK(st == FT_EINVAL && strstr(err.msg, "too much shared data") && !strchr(err.msg, '\n'),
+             "refused with ptxas's reason: %s", err.msg);
+    const ft_nvrtc_kernel *k = ft_nvrtc_kernel_of(&r, "big_shared");
+    FT_CHECK(k && k->info.smem_static == 56000 && k->info.regs > 0,
+             "the refused kernel's resources: %zu B shared, %d registers",
+             k ? k->info.smem_static : 0, k ? k->info.regs : 0);
+    FT_CHECK(!r.cubin && !r.log, "nothing else is kept");
+}
+
 static void test_fair_kernels(void) {
     if (access(SHARED "convolution_milo.cu", R_OK) != 0) {
         fprintf(stderr, "  no %s: the FAIR hub's kernels are not compiled\n", SHARED);
@@ -136,6 +156,7 @@ static void test_fair_kernels(void) {
 int main(void) {
     FT_RUN(test_own_files);
     FT_RUN(test_errors);
+    FT_RUN(test_too_much_shared);
     FT_RUN(test_fair_kernels);
     return ft_test_finish();
 }

@@ -250,25 +250,28 @@ ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec 
             if (err) *err = ne;
             return s;
         }
-        if (s != FT_OK) {
-            /* NVRTC refuses some configurations other compilers build (a static shared array
-             * over 48 KiB): the resources are then unknown, and the emulator's static shared
-             * memory alone sets the occupancy below. */
-            snprintf(out->nvrtc_error, sizeof out->nvrtc_error, "%.250s", ne.msg);
-            goto emulate_it;
-        }
         const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, kn);
         if (kr) kf.info = kr->info;
-        const char *lowered = ft_nvrtc_lowered(&res, kn);
-        ft_sass_kernel *sass = calloc(FT_NVRTC_MAX_KERNELS, sizeof *sass);
-        int nsass = 0;
-        ft_err e2 = {0};
-        if (sass && ft_sass_of_cubin(res.cubin, res.cubin_size, sass, FT_NVRTC_MAX_KERNELS, &nsass, &e2) == FT_OK) {
-            const ft_sass_kernel *sk = ft_sass_find(sass, nsass, lowered ? lowered : kn);
-            if (sk) kf.has_sass = 1, kf.sass = *sk;
+        if (s != FT_OK) {
+            /* NVRTC refuses some configurations nvcc builds and the GPUs run (a static shared
+             * array over 48 KiB): no SASS then, but the registers and shared memory ptxas
+             * reported before the refusal give the occupancy, or, when it did not run, the
+             * emulator's static shared memory alone (below). */
+            snprintf(out->nvrtc_error, sizeof out->nvrtc_error, "%.250s", ne.msg);
+            if (!kf.info.regs) goto emulate_it;
+        } else {
+            const char *lowered = ft_nvrtc_lowered(&res, kn);
+            ft_sass_kernel *sass = calloc(FT_NVRTC_MAX_KERNELS, sizeof *sass);
+            int nsass = 0;
+            ft_err e2 = {0};
+            if (sass && ft_sass_of_cubin(res.cubin, res.cubin_size, sass, FT_NVRTC_MAX_KERNELS,
+                                         &nsass, &e2) == FT_OK) {
+                const ft_sass_kernel *sk = ft_sass_find(sass, nsass, lowered ? lowered : kn);
+                if (sk) kf.has_sass = 1, kf.sass = *sk;
+            }
+            free(sass);
+            ft_nvrtc_result_free(&res);
         }
-        free(sass);
-        ft_nvrtc_result_free(&res);
         ft_err e3 = {0};
         if (ft_cuda_occupancy(g, kf.block_threads, kf.info.regs, kf.info.smem_static + kf.dyn_smem,
                               &kf.occ, &e3) != FT_OK) {
@@ -294,7 +297,7 @@ emulate_it:
     ft_dev_module *m = NULL;
     s = ft_t1_bench_compile(b, cfg, &m, err);
     if (s != FT_OK) return s;
-    if (out->nvrtc_error[0] || !kf.info.regs) { /* occupancy from the static shared memory */
+    if (!kf.info.regs) { /* occupancy from the static shared memory */
         ft_kernel_info ki;
         ft_err e4 = {0};
         if (ft_dev_kernel_info(m, t->kernel_name, &ki, &e4) == FT_OK) {

@@ -208,6 +208,41 @@ static void name_kernels(ft_nvrtc_result *r) {
 
 /* ---- compiling ------------------------------------------------------------------------------ */
 
+/* The program's log (malloc'd, NUL-terminated; NULL when out of memory). */
+static char *program_log(nvrtcProgram prog) {
+    size_t n = 0;
+    nvrtcGetProgramLogSize(prog, &n);
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    log[0] = '\0';
+    if (n) nvrtcGetProgramLog(prog, log);
+    log[n] = '\0';
+    return log;
+}
+
+/* NVRTC (13.0) drops ptxas's own error from the log when ptxas reports its resources (-v): a
+ * kernel over one of its limits ("uses too much shared data (0xdbf0 bytes, 0xc000 max)": NVRTC
+ * allows 48 KiB of static shared memory, where nvcc's ptxas allows the device's) fails with the
+ * report alone. Compile again without the report to read the error into line; line is kept
+ * when that gives none. */
+static void refused_why(const char *text, const char *name, const char *const *opts, int nopt,
+                        char *line, size_t n) {
+    const char *quiet[MAX_OPTS];
+    int nq = 0;
+    for (int i = 0; i < nopt; i++)
+        if (strcmp(opts[i], "--ptxas-options=-v") != 0) quiet[nq++] = opts[i];
+    nvrtcProgram prog;
+    if (nvrtcCreateProgram(&prog, text, name, 0, NULL, NULL) != NVRTC_SUCCESS) return;
+    if (nvrtcCompileProgram(prog, nq, quiet) != NVRTC_SUCCESS) {
+        char *log = program_log(prog);
+        char again[400];
+        if (log) ft_kc_first_error(log, again, sizeof again);
+        if (log && strstr(again, "error")) snprintf(line, n, "%s", again);
+        free(log);
+    }
+    nvrtcDestroyProgram(&prog);
+}
+
 static ft_status fail_nvrtc(ft_err *err, const char *what, nvrtcResult r, const char *name) {
     return ft_err_set(err, FT_EINTERNAL, "NVRTC %s(%s): %s", what, name, nvrtcGetErrorString(r));
 }
@@ -355,8 +390,8 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
 
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, text, name, 0, NULL, NULL);
-    free(text);
     if (r != NVRTC_SUCCESS) {
+        free(text);
         free(store);
         ft_nvrtc_result_free(out);
         return fail_nvrtc(err, "nvrtcCreateProgram", r, name);
@@ -367,23 +402,29 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
         free(store);
         nvrtcDestroyProgram(&prog);
         ft_nvrtc_result_free(out);
+        free(text);
         return fail_nvrtc(err, "nvrtcAddNameExpression", r, name);
     }
     nvrtcResult cr = nvrtcCompileProgram(prog, nopt, opts);
-    free(store);
-    size_t logn = 0;
-    nvrtcGetProgramLogSize(prog, &logn);
-    out->log = malloc(logn + 1);
+    out->log = program_log(prog);
     if (!out->log) {
+        free(text);
+        free(store);
         nvrtcDestroyProgram(&prog);
+        ft_nvrtc_result_free(out);
         return ft_err_set(err, FT_ENOMEM, "NVRTC: out of memory");
     }
-    out->log[0] = '\0';
-    if (logn) nvrtcGetProgramLog(prog, out->log);
-    out->log[logn] = '\0';
     if (cr != NVRTC_SUCCESS) {
         char line[400];
         ft_kc_first_error(out->log, line, sizeof line);
+        /* What ptxas reported of each kernel before it refused one stays in out->kernels
+         * (ft_nvrtc_kernel_of finds them): a kernel over a limit of NVRTC's still has its
+         * registers and shared memory. */
+        out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
+        name_kernels(out);
+        if (!strstr(line, "error")) refused_why(text, name, opts, nopt, line, sizeof line);
+        free(text);
+        free(store);
         nvrtcDestroyProgram(&prog);
         /* A name expression NVRTC could not resolve (its error is in the generated
          * "__nv_name_map"): the file has no such kernel or symbol. */
@@ -405,6 +446,8 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
         ft_nvrtc_result_free(out);
         return st;
     }
+    free(text);
+    free(store);
     for (int i = 0; i < out->nnames && r == NVRTC_SUCCESS; i++) {
         const char *low = NULL;
         r = nvrtcGetLoweredName(prog, out->names[i].expr, &low);

@@ -42,7 +42,9 @@ typedef struct ft_nvrtc_result {
 } ft_nvrtc_result;
 
 /* Compile kernels/<source> (an absolute path is taken as is) for `arch` ("sm_80",
- * "sm_90a", ...). A compile error is FT_EINVAL with the first error line and the defines. */
+ * "sm_90a", ...). A compile error is FT_EINVAL with the first error line and the defines;
+ * out->kernels then still holds the resources ptxas reported before it refused (a kernel over
+ * NVRTC's 48 KiB of static shared memory), when it ran. */
 ft_status ft_nvrtc_compile(const char *source, const char *const *defines, int ndefines,
                            const char *arch, ft_nvrtc_result *out, ft_err *err);
 void ft_nvrtc_result_free(ft_nvrtc_result *r);
