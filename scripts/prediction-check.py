@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """prediction-check.py: flaretune's GPU-free prediction against real GPU measurements.
 
-    scripts/prediction-check.py --pair PREDICTED.jsonl:DEVICE:LANDSCAPE.json[.gz] ...
+    scripts/prediction-check.py --pair PREDICTED.jsonl:DEVICE:LANDSCAPE.json[.gz][:KERNEL.cu] ...
                                 [--markdown FILE] [--json FILE]
 
 PREDICTED.jsonl: lines of `flaretune inspect --t1 FILE --device DEVICE --sample K|--all-configs
@@ -31,6 +31,21 @@ values. For each pair it reports, over the configurations both have (predicted a
                       parameters, their predicted time its `time`; the three predicted fastest
                       measured first, every prediction a prior), and plain_to_5 without them
 
+With KERNEL.cu (the kernel's source; the files it includes with #include "..." are read too):
+
+  unnamed             the landscape's parameters (of more than one value) that the source never
+                      names: configurations differing only in them are one program, so any
+                      prediction made from this source gives them one time (a name anywhere in
+                      the text counts, in a comment too, so the ceiling errs high)
+  ceiling             the Spearman correlation over the whole measured landscape of the
+                      prediction that gives each group of configurations differing only in
+                      unnamed parameters its members' mean measured rank (of the scores alike
+                      within each group, the one closest to the measured ranks): about the most
+                      any model of this source can reach when the measurements differ within a
+                      group; 1.0 when every parameter is named
+  twin_ratio          the median, over those groups of two or more, of their slowest measured
+                      time over their fastest
+
 A configuration the prediction says cannot run (unfit) is left out of the correlations and
 counted apart. Exit 0 when every pair was read, 1 on unreadable input, 2 on a bad command line.
 Python standard library only.
@@ -40,6 +55,7 @@ import gzip
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -111,13 +127,62 @@ def expected_first_hit(n, good):
     return (n + 1) / (good + 1)
 
 
-def check(pred_path, device, land_path):
+def source_text(path, seen=None):
+    """The kernel's source and, recursively, the files it includes with #include "name"."""
+    seen = set() if seen is None else seen
+    path = os.path.abspath(path)
+    if path in seen:
+        return ""
+    seen.add(path)
+    with open(path, errors="replace") as f:
+        text = f.read()
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):
+        inc = os.path.join(os.path.dirname(path), name)
+        if os.path.exists(inc):
+            text += "\n" + source_text(inc, seen)
+    return text
+
+
+def ceiling(measured, kernel_path):
+    """Parameters the source never names, and the best Spearman a prediction blind to them can
+    reach (each group of configurations alike but for them at its members' mean measured
+    rank), with the median slowest-over-fastest ratio within those groups."""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source_text(kernel_path)))
+    values = {}
+    for cfg in measured:
+        for k, v in cfg:
+            values.setdefault(k, set()).add(v)
+    unnamed = sorted(k for k, vs in values.items() if len(vs) > 1 and k not in words)
+    cfgs = list(measured)
+    times = [measured[c] for c in cfgs]
+    order = sorted(range(len(cfgs)), key=lambda i: times[i])
+    rank = [0.0] * len(cfgs)
+    for r, i in enumerate(order):
+        rank[i] = r + 1.0
+    groups = {}
+    for i, c in enumerate(cfgs):
+        groups.setdefault(tuple(kv for kv in c if kv[0] not in unnamed), []).append(i)
+    best = [0.0] * len(cfgs)
+    ratios = []
+    for members in groups.values():
+        mean = sum(rank[i] for i in members) / len(members)
+        for i in members:
+            best[i] = mean
+        if len(members) > 1:
+            ratios.append(max(times[i] for i in members) / min(times[i] for i in members))
+    return {"unnamed": unnamed, "ceiling": spearman(best, times) if len(cfgs) > 2 else None,
+            "twin_ratio": statistics.median(ratios) if ratios else None}
+
+
+def check(pred_path, device, land_path, kernel_path=None):
     gpu, measured, failed = load_landscape(land_path)
     pred, unfit, errors = load_predicted(pred_path, device)
     both = [c for c in pred if c in measured]
     row = {"predicted": pred_path, "device": device, "landscape": land_path, "gpu": gpu,
            "measured": len(measured), "measured_failed": failed, "predicted_n": len(pred),
            "predict_errors": errors, "unfit": len(unfit), "n": len(both)}
+    if kernel_path:
+        row.update(ceiling(measured, kernel_path))
     unfit_ran = [measured[c] for c in unfit if c in measured]
     row["unfit_measured"] = len(unfit_ran)
     if unfit_ran:
@@ -190,9 +255,18 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def ceiling_cell(r):
+    if r.get("ceiling") is None:
+        return "-"
+    if not r["unnamed"]:
+        return f"{r['ceiling']:.2f} (every parameter named)"
+    return (f"{r['ceiling']:.2f} ({', '.join(r['unnamed'])}; twins {fmt(r.get('twin_ratio'), '.2f')}x"
+            " apart, median)")
+
+
 def markdown(rows):
-    out = ["| landscape | GPU | configurations (predicted of measured) | Spearman | predicted best: measured rank (percentile) | top 1% / 5% in predicted top 5% | median error | predicted / measured (median) | in predicted order to 5% (random) | default to 5% of the optimum, with the prediction as prior / without |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| landscape | GPU | configurations (predicted of measured) | Spearman | predicted best: measured rank (percentile) | top 1% / 5% in predicted top 5% | median error | predicted / measured (median) | in predicted order to 5% (random) | default to 5% of the optimum, with the prediction as prior / without | Spearman ceiling of the source (parameters it never names; their twins' spread) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = r["landscape"].rsplit("/", 1)[-1].replace(".json.gz", "").replace(".json", "")
         out.append(
@@ -201,14 +275,15 @@ def markdown(rows):
             f"{fmt(r.get('spearman'), '.2f')} | {r.get('best_rank', '-')} ({fmt(r.get('best_percentile'), '.1f')}%) | "
             f"{fmt(r.get('recall_1'), '.0%')} / {fmt(r.get('recall_5'), '.0%')} | {fmt(r.get('mape'), '.0%')} | "
             f"{fmt(r.get('median_ratio'), '.2f')} | {r.get('ordered_to_5', '-')} ({fmt(r.get('random_to_5'), '.1f')}) | "
-            f"{fmt(r.get('prior_to_5'), '.1f')} / {fmt(r.get('plain_to_5'), '.1f')} |")
+            f"{fmt(r.get('prior_to_5'), '.1f')} / {fmt(r.get('plain_to_5'), '.1f')} | "
+            f"{ceiling_cell(r)} |")
     return "\n".join(out) + "\n"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pair", action="append", required=True,
-                    help="PREDICTED.jsonl:DEVICE:LANDSCAPE (repeat)")
+                    help="PREDICTED.jsonl:DEVICE:LANDSCAPE[:KERNEL.cu] (repeat)")
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--flaretune", help="replay the default strategy with and without the prediction")
@@ -217,14 +292,14 @@ def main():
     rows = []
     for spec in a.pair:
         parts = spec.split(":")
-        if len(parts) != 3:
-            ap.error(f"--pair {spec}: PREDICTED.jsonl:DEVICE:LANDSCAPE")
+        if len(parts) not in (3, 4):
+            ap.error(f"--pair {spec}: PREDICTED.jsonl:DEVICE:LANDSCAPE[:KERNEL.cu]")
         try:
             row = check(*parts)
             if a.flaretune:
                 with tempfile.TemporaryDirectory() as tmp:
                     warm = os.path.join(tmp, "predicted.json")
-                    predicted_cache(parts[0], parts[1], parts[2], warm)
+                    predicted_cache(*parts[:3], warm)
                     row["prior_to_5"] = replay_to_5(a.flaretune, parts[2], a.seeds, warm)
                     row["plain_to_5"] = replay_to_5(a.flaretune, parts[2], a.seeds)
                     row["replay_seeds"] = a.seeds

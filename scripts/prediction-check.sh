@@ -8,7 +8,8 @@
 # A100-PCIE-40GB and an RTX A4000), `flaretune inspect --t1` predicts SAMPLE configurations
 # (default 200, drawn with SEED, default 1; SAMPLE=all: every one) for that GPU into
 # OUT/KERNEL.jsonl (default out/predict: a rerun only adds what is missing), then
-# scripts/prediction-check.py compares them with the measurements: OUT/check.md and check.json.
+# scripts/prediction-check.py compares them with the measurements: OUT/check.md and check.json,
+# with the Spearman ceiling of each kernel's source (parameters it never names).
 # The dedispersion T1 file names a HIP file and declares its two inputs as one float each; the
 # CUDA file beside it and the sizes the kernel reads (dedispersion.h: 1536 channels of
 # 25000 + 650 samples, one byte each; 1536 shifts in [0, 15), so that no read passes the end)
@@ -38,8 +39,8 @@ for dev in a100-pcie rtx-a4000; do
         --device "$dev" "${which[@]}" --jsonl "$out/dedispersion.jsonl"
 done
 python3 "$here/prediction-check.py" \
-    --pair "$out/convolution.jsonl:a100-pcie:$land/gpu/convolution-A100.json.gz" \
-    --pair "$out/convolution.jsonl:rtx-a4000:$land/gpu/convolution-A4000.json.gz" \
-    --pair "$out/dedispersion.jsonl:a100-pcie:$land/gpu/dedispersion-A100.json.gz" \
-    --pair "$out/dedispersion.jsonl:rtx-a4000:$land/gpu/dedispersion-A4000.json.gz" \
+    --pair "$out/convolution.jsonl:a100-pcie:$land/gpu/convolution-A100.json.gz:$K/convolution_milo.cu" \
+    --pair "$out/convolution.jsonl:rtx-a4000:$land/gpu/convolution-A4000.json.gz:$K/convolution_milo.cu" \
+    --pair "$out/dedispersion.jsonl:a100-pcie:$land/gpu/dedispersion-A100.json.gz:$K/dedispersion.cu" \
+    --pair "$out/dedispersion.jsonl:rtx-a4000:$land/gpu/dedispersion-A4000.json.gz:$K/dedispersion.cu" \
     --flaretune "$ft" --seeds "${SEEDS:-20}" --markdown "$out/check.md" --json "$out/check.json"

@@ -3,7 +3,9 @@
 worked out here: a Kernel Tuner cache of 40 configurations (one failed) and predictions of 30 of
 them, each twice the measured time but for two swapped in rank; one predicted unable to run.
 Checks n, Spearman, the predicted best's measured rank, recall, the median error and ratio, the
-evaluations in predicted order, and bad input (exit 1); with --flaretune BIN, that the default
+evaluations in predicted order, the Spearman ceiling of a kernel source that never names one
+parameter (worked out by hand: 0.956, twins 1.25x apart; the parameter it names only in an
+included file counts as named), and bad input (exit 1); with --flaretune BIN, that the default
 strategy warm-started from predictions in the measured order reaches the optimum at once.
 Python standard library only."""
 import gzip
@@ -69,6 +71,38 @@ def main():
         # within 5% of 1.0 ms: (0,0) only; in predicted order it comes third
         check(r["ordered_to_5"] == 3 and r["within_5_of_n"] == 1 and r["random_to_5"] == 15.5,
               f"ordered {r['ordered_to_5']} random {r['random_to_5']}")
+        check("ceiling" not in r, "no ceiling without the kernel's source")
+        # A kernel that names a (in the file it includes) but never c, while the measured time
+        # is 1 + a + 0.5 c ms: the groups {(a,0), (a,1)} get one prediction each. Their mean
+        # measured ranks 1.5, 3.5, 5.5 against the ranks 1..6: covariance 16, deviations 4 and
+        # sqrt(17.5), so 16 / (4 sqrt(17.5)) = 0.9562; within the groups 1.5/1, 2.5/2, 3.5/3 ms.
+        twin = {f"{a},{c}": {"a": a, "c": c, "time": 1.0 + a + 0.5 * c} for a in range(3) for c in range(2)}
+        land2 = os.path.join(tmp, "twins.json")
+        with open(land2, "w") as f:
+            json.dump({"device_name": "GPU Y", "tune_params_keys": ["a", "c"],
+                       "tune_params": {"a": [0, 1, 2], "c": [0, 1]}, "cache": twin}, f)
+        with open(os.path.join(tmp, "k.cu"), "w") as f:
+            f.write('#include "k.h"\n// c is a comment here, not code: the word still counts\n'
+                    "__global__ void k(float *x) { x[0] = A_VALUE; }\n")
+        with open(os.path.join(tmp, "k.h"), "w") as f:
+            f.write("#define A_VALUE a\n")
+        with open(os.path.join(tmp, "k2.cu"), "w") as f:
+            f.write('#include "k.h"\n__global__ void k(float *x) { x[0] = A_VALUE; }\n')
+        pred2 = os.path.join(tmp, "p2.jsonl")
+        with open(pred2, "w") as f:
+            for k, v in twin.items():
+                f.write(json.dumps({"key": k, "config": f"a={v['a']},c={v['c']}", "device": "gy",
+                                    "predicted_s": 1e-3 * (1 + v["a"])}) + "\n")
+        p = subprocess.run([sys.executable, SCRIPT, "--pair", f"{pred2}:gy:{land2}:{tmp}/k.cu",
+                            "--pair", f"{pred2}:gy:{land2}:{tmp}/k2.cu", "--json", out],
+                           capture_output=True, text=True)
+        rows = json.load(open(out)) if p.returncode == 0 else [{}, {}]
+        named, blind = rows
+        check(named.get("unnamed") == [] and abs(named.get("ceiling", 0) - 1.0) < 1e-9 and
+              named.get("twin_ratio") is None, f"every parameter named: {p.stderr} {named}")
+        check(blind.get("unnamed") == ["c"] and abs(blind.get("ceiling", 0) - 16 / (4 * 17.5 ** 0.5)) < 1e-9
+              and abs(blind.get("twin_ratio", 0) - 1.25) < 1e-9, f"c never named: {blind}")
+        check("0.96 (c; twins 1.25x apart" in p.stdout, f"table cell: {p.stdout}")
         # With flaretune: the default strategy warm-started from predictions of every
         # configuration in the right order measures the optimum first.
         ft = sys.argv[sys.argv.index("--flaretune") + 1] if "--flaretune" in sys.argv else None
