@@ -81,24 +81,25 @@ __device__ __forceinline__ void st1(__nv_bfloat16 *p, float v) { *p = __float2bf
 
 /* ---- block-wide reductions (blockDim.x a multiple of 32, at most 1024) ---------------------- */
 
-/* red: 32 floats of shared memory; every thread gets the result; fixed order. */
-__device__ __forceinline__ float block_max(float v, float *red) {
-    v = ft_warp_max(v);
+/* red: 32 floats of shared memory; every thread gets the result; fixed order. block_gather:
+ * lane 0 of each warp writes the warp's result v to red[warp], between barriers; it returns the
+ * number of warps, whose results every thread then reads in red. */
+__device__ __forceinline__ int block_gather(float v, float *red) {
     const int warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[warp] = v;
     __syncthreads();
+    return nw;
+}
+__device__ __forceinline__ float block_max(float v, float *red) {
+    const int nw = block_gather(ft_warp_max(v), red);
     float r = red[0];
     for (int k = 1; k < nw; k++)
         r = fmaxf(r, red[k]);
     return r;
 }
 __device__ __forceinline__ float block_sum(float v, float *red) {
-    v = ft_warp_sum(v);
-    const int warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[warp] = v;
-    __syncthreads();
+    const int nw = block_gather(ft_warp_sum(v), red);
     float r = 0.0f;
     for (int k = 0; k < nw; k++)
         r += red[k];
