@@ -292,6 +292,24 @@ __device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4]
     }
 }
 
+/* For each of the thread's four keys of the 16-key slice at c0 of the tile (accumulator element
+ * [h][e] of row row0 + g, [h][2 + e] of row row0 + g + 8; t its index in the tile), f(h, e, t,
+ * ok0, ok1) with whether each of the two rows sees it (a key past nk: neither). */
+template <typename F>
+__device__ __forceinline__ void each_key(const cta &c, int t0, int c0, int nk, int row0, int g,
+                                         int tq, F &&f) {
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int t = c0 + h * 8 + tq * 2 + e;
+            const bool ok = t < nk;
+            const bool ok0 = ok && row_sees(c, row0 + g, t0 + t);
+            const bool ok1 = ok && row_sees(c, row0 + g + 8, t0 + t);
+            f(h, e, t, ok0, ok1);
+        }
+}
+
 #if FT_KEEP(attn_fwd_mma)
 extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
@@ -324,19 +342,12 @@ extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) 
             mma_rows(sacc, qf, ks, c0, g, tq);
             /* Scale and mask (keys past nk), the rows' maxima over the quad. */
             float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int t = c0 + h * 8 + tq * 2 + e;
-                    const bool ok = t < nk;
-                    const bool ok0 = ok && row_sees(c, row0 + g, t0 + t);
-                    const bool ok1 = ok && row_sees(c, row0 + g + 8, t0 + t);
-                    sacc[h][e] = ok0 ? sacc[h][e] * scale : -INFINITY;
-                    sacc[h][2 + e] = ok1 ? sacc[h][2 + e] * scale : -INFINITY;
-                    mx0 = fmaxf(mx0, sacc[h][e]);
-                    mx1 = fmaxf(mx1, sacc[h][2 + e]);
-                }
+            each_key(c, t0, c0, nk, row0, g, tq, [&](int h, int e, int, bool ok0, bool ok1) {
+                sacc[h][e] = ok0 ? sacc[h][e] * scale : -INFINITY;
+                sacc[h][2 + e] = ok1 ? sacc[h][2 + e] * scale : -INFINITY;
+                mx0 = fmaxf(mx0, sacc[h][e]);
+                mx1 = fmaxf(mx1, sacc[h][2 + e]);
+            });
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
@@ -611,24 +622,19 @@ extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARA
                 float sacc[2][4], pacc[2][4];
                 mma_rows(sacc, qf, ks, c0, g, tq);
                 mma_rows(pacc, df, vs, c0, g, tq);
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int t = c0 + h * 8 + tq * 2 + e;
-                        const bool ok = t < nk;
-                        const bool ok0 = ok && row_sees(c, row0 + g, t0 + t);
-                        const bool ok1 = ok && row_sees(c, row0 + g + 8, t0 + t);
-                        const float p0 = ok0 ? expf(sacc[h][e] * scale - lr0) : 0.f;
-                        const float p1 = ok1 ? expf(sacc[h][2 + e] * scale - lr1) : 0.f;
-                        const float ds0 = p0 * (pacc[h][e] - D0), ds1 = p1 * (pacc[h][2 + e] - D1);
-                        P[(row0 + g) * KT + t] = p0;
-                        P[(row0 + g + 8) * KT + t] = p1;
-                        dS[(row0 + g) * KT + t] = ds0;
-                        dS[(row0 + g + 8) * KT + t] = ds1;
-                        sacc[h][e] = ds0;
-                        sacc[h][2 + e] = ds1;
-                    }
+                /* P and dS of a key, in shared memory and over sacc (lse and D taken by value) */
+                const auto p_ds = [&, lr0, lr1, D0, D1](int h, int e, int t, bool ok0, bool ok1) {
+                    const float p0 = ok0 ? expf(sacc[h][e] * scale - lr0) : 0.f;
+                    const float p1 = ok1 ? expf(sacc[h][2 + e] * scale - lr1) : 0.f;
+                    const float ds0 = p0 * (pacc[h][e] - D0), ds1 = p1 * (pacc[h][2 + e] - D1);
+                    P[(row0 + g) * KT + t] = p0;
+                    P[(row0 + g + 8) * KT + t] = p1;
+                    dS[(row0 + g) * KT + t] = ds0;
+                    dS[(row0 + g + 8) * KT + t] = ds1;
+                    sacc[h][e] = ds0;
+                    sacc[h][2 + e] = ds1;
+                };
+                each_key(c, t0, c0, nk, row0, g, tq, p_ds);
                 const uint32_t da[4] = {
                     ft_pack_bf16x2(sacc[0][0], sacc[0][1]), ft_pack_bf16x2(sacc[0][2], sacc[0][3]),
                     ft_pack_bf16x2(sacc[1][0], sacc[1][1]), ft_pack_bf16x2(sacc[1][2], sacc[1][3])};

@@ -81,24 +81,25 @@ __device__ __forceinline__ void st1(__nv_bfloat16 *p, float v) { *p = __float2bf
 
 /* ---- block-wide reductions (blockDim.x a multiple of 32, at most 1024) ---------------------- */
 
-/* red: 32 floats of shared memory; every thread gets the result; fixed order. */
-__device__ __forceinline__ float block_max(float v, float *red) {
-    v = ft_warp_max(v);
+/* red: 32 floats of shared memory; every thread gets the result; fixed order. block_gather:
+ * lane 0 of each warp writes the warp's result v to red[warp], between barriers; it returns the
+ * number of warps, whose results every thread then reads in red. */
+__device__ __forceinline__ int block_gather(float v, float *red) {
     const int warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[warp] = v;
     __syncthreads();
+    return nw;
+}
+__device__ __forceinline__ float block_max(float v, float *red) {
+    const int nw = block_gather(ft_warp_max(v), red);
     float r = red[0];
     for (int k = 1; k < nw; k++)
         r = fmaxf(r, red[k]);
     return r;
 }
 __device__ __forceinline__ float block_sum(float v, float *red) {
-    v = ft_warp_sum(v);
-    const int warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[warp] = v;
-    __syncthreads();
+    const int nw = block_gather(ft_warp_sum(v), red);
     float r = 0.0f;
     for (int k = 0; k < nw; k++)
         r += red[k];
@@ -599,65 +600,55 @@ __device__ __forceinline__ float lt_dot(const float *z, int zs, const st_t *p, i
     return s;
 }
 
-/* Pass 2, dh. Grid (row tiles): the block recomputes its rows' tiles over the whole vocabulary
- * and accumulates dacc[rows, :] (float32, [M, H]) += dz_tile w_lm[tile, :] (the first tile
- * stores). */
-#if FT_KEEP(loss_online_dh)
-extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
-    loss_online_dh(const st_t *__restrict__ h, const st_t *__restrict__ w,
-                   const int *__restrict__ labels, const float *__restrict__ lse,
-                   const float *__restrict__ sc, int M, int H, int V, int stages,
-                   float *__restrict__ dacc) {
+/* Pass 2, one gradient: the block owns one tile along one side and walks every tile along the
+ * other, recomputing each tile's logits and turning them into dz, and accumulates
+ * acc[its rows or columns, :] (float32; the first tile stores, the others add). dh (rows): the
+ * block owns row tile blockIdx.x, walks the vocabulary, and acc = dacc [M, H] += dz_tile
+ * w_lm[tile, :]. dw_lm (!rows): it owns vocab tile blockIdx.x, walks the row tiles, and
+ * acc = dwacc [V, H] += dz_tile^T h[rows, :]. */
+__device__ __forceinline__ void lt_grad(bool rows, const st_t *__restrict__ h,
+                                        const st_t *__restrict__ w, const int *__restrict__ labels,
+                                        const float *__restrict__ lse, const float *__restrict__ sc,
+                                        int M, int H, int V, int stages, float *__restrict__ acc) {
     FT_DYNAMIC_SMEM(unsigned char, smem);
     const lt_smem sm = lt_carve(smem, stages);
-    const int r0 = (int)blockIdx.x * LS_BM;
+    const int o0 = (int)blockIdx.x * (rows ? LS_BM : LS_BN); /* the owned tile's first index */
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    const int ntiles = (V + LS_BN - 1) / LS_BN;
-    const int nrow = min(LS_BM, M - r0);
+    const int ntiles = rows ? (V + LS_BN - 1) / LS_BN : (M + LS_BM - 1) / LS_BM;
+    const int nown = rows ? min(LS_BM, M - o0) : min(LS_BN, V - o0);
+    /* dz's element (o, i), o along the owned side and i along the walked one */
+    const int zo = rows ? LS_BN + 1 : 1, zi = rows ? 1 : LS_BN + 1;
     for (int t = 0; t < ntiles; t++) {
-        const int v0 = t * LS_BN, ncol = min(LS_BN, V - v0);
+        const int r0 = rows ? o0 : t * LS_BM, v0 = rows ? t * LS_BN : o0;
+        const int nsum = rows ? min(LS_BN, V - v0) : min(LS_BM, M - r0);
         lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, sm.zs);
         lt_dz(sm.zs, labels, lse, sc, M, V, r0, v0);
-        for (int e = tid; e < nrow * H; e += nt) {
-            const int r = e / H, k = e - r * H;
-            const float *zr = sm.zs + r * (LS_BN + 1);
-            float *d = dacc + (long long)(r0 + r) * H + k;
-            const st_t *wp = w + (long long)v0 * H + k;
-            *d = lt_dot(zr, 1, wp, ncol, H, t ? *d : 0.0f);
+        for (int e = tid; e < nown * H; e += nt) {
+            const int o = e / H, k = e - o * H;
+            float *d = acc + (long long)(o0 + o) * H + k;
+            const st_t *p = rows ? w + (long long)v0 * H + k : h + (long long)r0 * H + k;
+            *d = lt_dot(sm.zs + o * zo, zi, p, nsum, H, t ? *d : 0.0f);
         }
         __syncthreads();
     }
 }
+
+/* The parameters of loss_online_dh and loss_online_dw (acc: dacc or dwacc, as lt_grad says). */
+#define LT_GRAD_PARAMS                                                                             \
+    const st_t *__restrict__ h, const st_t *__restrict__ w, const int *__restrict__ labels,        \
+        const float *__restrict__ lse, const float *__restrict__ sc, int M, int H, int V,          \
+        int stages, float *__restrict__ acc
+
+#if FT_KEEP(loss_online_dh)
+extern "C" __global__ void __launch_bounds__(LS_MAXT, 1) loss_online_dh(LT_GRAD_PARAMS) {
+    lt_grad(true, h, w, labels, lse, sc, M, H, V, stages, acc);
+}
 FT_KERNEL_EXPORT(loss_online_dh)
 #endif
 
-/* Pass 2, dw_lm. Grid (vocab tiles): the block recomputes its vocab tile's logits for every row
- * tile and accumulates dwacc[tile, :] (float32, [V, H]) += dz_tile^T h[rows, :]. */
 #if FT_KEEP(loss_online_dw)
-extern "C" __global__ void __launch_bounds__(LS_MAXT, 1)
-    loss_online_dw(const st_t *__restrict__ h, const st_t *__restrict__ w,
-                   const int *__restrict__ labels, const float *__restrict__ lse,
-                   const float *__restrict__ sc, int M, int H, int V, int stages,
-                   float *__restrict__ dwacc) {
-    FT_DYNAMIC_SMEM(unsigned char, smem);
-    const lt_smem sm = lt_carve(smem, stages);
-    const int v0 = (int)blockIdx.x * LS_BN;
-    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    const int nrt = (M + LS_BM - 1) / LS_BM;
-    const int ncol = min(LS_BN, V - v0);
-    for (int t = 0; t < nrt; t++) {
-        const int r0 = t * LS_BM, nrow = min(LS_BM, M - r0);
-        lt_tile(h, w, M, V, H, r0, v0, stages, sm.buf, sm.zs);
-        lt_dz(sm.zs, labels, lse, sc, M, V, r0, v0);
-        for (int e = tid; e < ncol * H; e += nt) {
-            const int c = e / H, k = e - c * H;
-            float *d = dwacc + (long long)(v0 + c) * H + k;
-            const st_t *hp = h + (long long)r0 * H + k;
-            const float *zc = sm.zs + c;
-            *d = lt_dot(zc, LS_BN + 1, hp, nrow, H, t ? *d : 0.0f);
-        }
-        __syncthreads();
-    }
+extern "C" __global__ void __launch_bounds__(LS_MAXT, 1) loss_online_dw(LT_GRAD_PARAMS) {
+    lt_grad(false, h, w, labels, lse, sc, M, H, V, stages, acc);
 }
 FT_KERNEL_EXPORT(loss_online_dw)
 #endif

@@ -285,6 +285,7 @@ typedef struct lss_ctx {
     int norm_chunk; /* final_norm with norm_pass=chunk: run_chunk normalises what it packs */
     float *rstd;    /* final_norm: [M] 1/sqrt(mean(h^2) + eps) per row */
     double *dgd;    /* final_norm: [H] dg accumulated over the rows in order */
+    float *hn;      /* final_norm with norm_pass=separate: [M, H] every row normalised */
 } lss_ctx;
 
 /* Vocab range [v0, v1) of range t out of nt, in LSS_ALIGN-column units. */
@@ -532,23 +533,39 @@ static int dpace_family(ft_loss_scheme s) {
     return s == FT_SCHEME_DPACE || s == FT_SCHEME_DPACE_CUM || s == FT_SCHEME_DPACE_CONT;
 }
 
-/* Bytes of scratch for a config (every buffer the call carves, at 64-byte alignment). */
-static size_t loss_ws_bytes(const lss_ctx *x) {
-    const int64_t R = x->rows, nt = x->par == LSS_PAR_VOCAB ? x->threads : 1;
+/* One buffer of the scratch: its bytes (at 64-byte alignment) added to *total and, when *cur
+ * is not NULL, the buffer carved from it (else NULL). */
+static void *loss_ws_take(char **cur, size_t *total, size_t bytes) {
+    *total += ft_ws_size(bytes);
+    return *cur ? ft_ws_carve(cur, bytes) : NULL;
+}
+
+/* The scratch of a config, every buffer the call carves in order: with cur NULL only its size,
+ * else x's buffers carved from cur. Returns the bytes. */
+static size_t loss_ws_layout(lss_ctx *x, char *cur) {
+    const int64_t M = x->M, H = x->H, R = x->rows, nt = x->par == LSS_PAR_VOCAB ? x->threads : 1;
     const int64_t logits = x->strategy == LSS_ONLINE ? nt * R * x->vtile : R * x->V;
-    size_t b = 3 * ft_ws_size((size_t)x->M * sizeof(double)); /* qd, wd, ced */
-    b += 2 * ft_ws_size((size_t)R * sizeof(int32_t));         /* idx, lab */
-    b += ft_ws_size((size_t)(R * x->H) * sizeof(float));      /* hp */
-    b += 4 * ft_ws_size((size_t)R * sizeof(float));           /* zl lse cmx s */
-    b += ft_ws_size((size_t)R * sizeof(double));              /* csum */
-    b += 2 * ft_ws_size((size_t)(nt * R) * sizeof(float));    /* pmx, mul */
-    b += ft_ws_size((size_t)(nt * R) * sizeof(double));       /* psum */
-    b += ft_ws_size((size_t)logits * sizeof(float));          /* logits */
-    b += ft_ws_size((size_t)(nt * R * x->H) * sizeof(float)); /* part */
+    size_t b = 0;
+    x->qd = loss_ws_take(&cur, &b, (size_t)M * sizeof(double));
+    x->wd = loss_ws_take(&cur, &b, (size_t)M * sizeof(double));
+    x->ced = loss_ws_take(&cur, &b, (size_t)M * sizeof(double));
+    x->idx = loss_ws_take(&cur, &b, (size_t)R * sizeof(int32_t));
+    x->lab = loss_ws_take(&cur, &b, (size_t)R * sizeof(int32_t));
+    x->hp = loss_ws_take(&cur, &b, (size_t)(R * H) * sizeof(float));
+    x->zl = loss_ws_take(&cur, &b, (size_t)R * sizeof(float));
+    x->lse = loss_ws_take(&cur, &b, (size_t)R * sizeof(float));
+    x->cmx = loss_ws_take(&cur, &b, (size_t)R * sizeof(float));
+    x->s = loss_ws_take(&cur, &b, (size_t)R * sizeof(float));
+    x->csum = loss_ws_take(&cur, &b, (size_t)R * sizeof(double));
+    x->pmx = loss_ws_take(&cur, &b, (size_t)(nt * R) * sizeof(float));
+    x->mul = loss_ws_take(&cur, &b, (size_t)(nt * R) * sizeof(float));
+    x->psum = loss_ws_take(&cur, &b, (size_t)(nt * R) * sizeof(double));
+    x->logits = loss_ws_take(&cur, &b, (size_t)logits * sizeof(float));
+    x->part = loss_ws_take(&cur, &b, (size_t)(nt * R * H) * sizeof(float));
     if (x->g) {
-        b += ft_ws_size((size_t)x->M * sizeof(float));                              /* rstd */
-        b += ft_ws_size((size_t)x->H * sizeof(double));                             /* dgd */
-        if (!x->norm_chunk) b += ft_ws_size((size_t)(x->M * x->H) * sizeof(float)); /* hn */
+        x->rstd = loss_ws_take(&cur, &b, (size_t)M * sizeof(float));
+        x->dgd = loss_ws_take(&cur, &b, (size_t)H * sizeof(double));
+        if (!x->norm_chunk) x->hn = loss_ws_take(&cur, &b, (size_t)(M * H) * sizeof(float));
     }
     return b;
 }
@@ -591,39 +608,18 @@ static ft_status loss_run(ft_call *c, const ft_config *cfg, ft_err *err) {
         x.rows = n > x.rows ? n : x.rows;
     }
     if (x.vtile > V) x.vtile = V;
-    const int64_t R = x.rows, nt = x.par == LSS_PAR_VOCAB ? x.threads : 1;
-
-    char *cur = ft_ws_get(c->ws, loss_ws_bytes(&x), err);
+    char *cur = ft_ws_get(c->ws, loss_ws_layout(&x, NULL), err);
     if (!cur) return err ? err->status : FT_ENOMEM;
-    x.qd = ft_ws_carve(&cur, (size_t)M * sizeof(double));
-    x.wd = ft_ws_carve(&cur, (size_t)M * sizeof(double));
-    x.ced = ft_ws_carve(&cur, (size_t)M * sizeof(double));
-    x.idx = ft_ws_carve(&cur, (size_t)R * sizeof(int32_t));
-    x.lab = ft_ws_carve(&cur, (size_t)R * sizeof(int32_t));
-    x.hp = ft_ws_carve(&cur, (size_t)(R * H) * sizeof(float));
-    x.zl = ft_ws_carve(&cur, (size_t)R * sizeof(float));
-    x.lse = ft_ws_carve(&cur, (size_t)R * sizeof(float));
-    x.cmx = ft_ws_carve(&cur, (size_t)R * sizeof(float));
-    x.s = ft_ws_carve(&cur, (size_t)R * sizeof(float));
-    x.csum = ft_ws_carve(&cur, (size_t)R * sizeof(double));
-    x.pmx = ft_ws_carve(&cur, (size_t)(nt * R) * sizeof(float));
-    x.mul = ft_ws_carve(&cur, (size_t)(nt * R) * sizeof(float));
-    x.psum = ft_ws_carve(&cur, (size_t)(nt * R) * sizeof(double));
-    x.logits = ft_ws_carve(&cur, (size_t)(x.strategy == LSS_ONLINE ? nt * R * x.vtile : R * V) *
-                                     sizeof(float));
-    x.part = ft_ws_carve(&cur, (size_t)(nt * R * H) * sizeof(float));
+    loss_ws_layout(&x, cur);
     if (x.g) {
-        x.rstd = ft_ws_carve(&cur, (size_t)M * sizeof(float));
-        x.dgd = ft_ws_carve(&cur, (size_t)H * sizeof(double));
         for (int64_t k = 0; k < H; k++)
             x.dgd[k] = 0;
         if (!x.norm_chunk) {
             /* norm_pass=separate: every row normalised once, up front; the chunks read hn. */
-            float *hn = ft_ws_carve(&cur, (size_t)(M * H) * sizeof(float));
 #pragma omp parallel for num_threads(x.threads) schedule(static)
             for (int64_t m = 0; m < M; m++)
-                x.rstd[m] = norm_row(x.h0 + m * H, x.g, x.eps, H, hn + m * H);
-            x.h = hn;
+                x.rstd[m] = norm_row(x.h0 + m * H, x.g, x.eps, H, x.hn + m * H);
+            x.h = x.hn;
         }
     }
     /* blas: the GEMMs' threads. vocab: GEMMs run inside the parallel region, single-threaded,

@@ -260,14 +260,13 @@ FT_CUDA_KERNEL(loss_online_fwd,
                (const void *h, const void *w, const int *labels, int M, int H, int V, int tps,
                 int stages, float *pmx, float *psum, float *zt),
                (&h, &w, &labels, &M, &H, &V, &tps, &stages, &pmx, &psum, &zt))
-FT_CUDA_KERNEL(loss_online_dh,
-               (const void *h, const void *w, const int *labels, const float *lse, const float *sc,
-                int M, int H, int V, int stages, float *dacc),
-               (&h, &w, &labels, &lse, &sc, &M, &H, &V, &stages, &dacc))
-FT_CUDA_KERNEL(loss_online_dw,
-               (const void *h, const void *w, const int *labels, const float *lse, const float *sc,
-                int M, int H, int V, int stages, float *dwacc),
-               (&h, &w, &labels, &lse, &sc, &M, &H, &V, &stages, &dwacc))
+/* loss_online_dh and loss_online_dw take the same parameters (acc: dacc or dwacc). */
+#define LC_GRAD_KERNEL_PARAMS                                                                      \
+    (const void *h, const void *w, const int *labels, const float *lse, const float *sc, int M,    \
+     int H, int V, int stages, float *acc)
+#define LC_GRAD_KERNEL_ADDRS (&h, &w, &labels, &lse, &sc, &M, &H, &V, &stages, &acc)
+FT_CUDA_KERNEL(loss_online_dh, LC_GRAD_KERNEL_PARAMS, LC_GRAD_KERNEL_ADDRS)
+FT_CUDA_KERNEL(loss_online_dw, LC_GRAD_KERNEL_PARAMS, LC_GRAD_KERNEL_ADDRS)
 
 static void lc_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const lc_geom *g,
                     ft_cuda_module_spec *s) {
