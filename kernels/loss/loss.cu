@@ -606,11 +606,10 @@ __device__ __forceinline__ float lt_dot(const float *z, int zs, const st_t *p, i
  * block owns row tile blockIdx.x, walks the vocabulary, and acc = dacc [M, H] += dz_tile
  * w_lm[tile, :]. dw_lm (!rows): it owns vocab tile blockIdx.x, walks the row tiles, and
  * acc = dwacc [V, H] += dz_tile^T h[rows, :]. */
-__device__ __forceinline__ void lt_grad(bool rows, const st_t *__restrict__ h,
+__device__ __forceinline__ void lt_grad(bool rows, unsigned char *smem, const st_t *__restrict__ h,
                                         const st_t *__restrict__ w, const int *__restrict__ labels,
                                         const float *__restrict__ lse, const float *__restrict__ sc,
                                         int M, int H, int V, int stages, float *__restrict__ acc) {
-    FT_DYNAMIC_SMEM(unsigned char, smem);
     const lt_smem sm = lt_carve(smem, stages);
     const int o0 = (int)blockIdx.x * (rows ? LS_BM : LS_BN); /* the owned tile's first index */
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
@@ -633,7 +632,9 @@ __device__ __forceinline__ void lt_grad(bool rows, const st_t *__restrict__ h,
     }
 }
 
-/* The parameters of loss_online_dh and loss_online_dw (acc: dacc or dwacc, as lt_grad says). */
+/* The parameters of loss_online_dh and loss_online_dw (acc: dacc or dwacc, as lt_grad says).
+ * Each kernel declares the dynamic shared memory itself: a declaration inside lt_grad, a C++
+ * function, would conflict in linkage with the extern "C" kernels' (NVRTC warning 1556). */
 #define LT_GRAD_PARAMS                                                                             \
     const st_t *__restrict__ h, const st_t *__restrict__ w, const int *__restrict__ labels,        \
         const float *__restrict__ lse, const float *__restrict__ sc, int M, int H, int V,          \
@@ -641,14 +642,16 @@ __device__ __forceinline__ void lt_grad(bool rows, const st_t *__restrict__ h,
 
 #if FT_KEEP(loss_online_dh)
 extern "C" __global__ void __launch_bounds__(LS_MAXT, 1) loss_online_dh(LT_GRAD_PARAMS) {
-    lt_grad(true, h, w, labels, lse, sc, M, H, V, stages, acc);
+    FT_DYNAMIC_SMEM(unsigned char, smem);
+    lt_grad(true, smem, h, w, labels, lse, sc, M, H, V, stages, acc);
 }
 FT_KERNEL_EXPORT(loss_online_dh)
 #endif
 
 #if FT_KEEP(loss_online_dw)
 extern "C" __global__ void __launch_bounds__(LS_MAXT, 1) loss_online_dw(LT_GRAD_PARAMS) {
-    lt_grad(false, h, w, labels, lse, sc, M, H, V, stages, acc);
+    FT_DYNAMIC_SMEM(unsigned char, smem);
+    lt_grad(false, smem, h, w, labels, lse, sc, M, H, V, stages, acc);
 }
 FT_KERNEL_EXPORT(loss_online_dw)
 #endif
