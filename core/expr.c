@@ -861,12 +861,23 @@ static ft_status call(evalctx *c, const node *n, ft_expr_value *out) {
         }
         long long lo = na == 1 ? 0 : v[0], hi = na == 1 ? v[0] : v[1], step = na == 3 ? v[2] : 1;
         if (step == 0) return efail(c, n->pos, "range() step is zero");
-        long long cnt = 0;
-        if (step > 0 && hi > lo) cnt = (long long)(((double)hi - (double)lo + (double)step - 1) / (double)step);
-        if (step < 0 && hi < lo) cnt = (long long)(((double)lo - (double)hi - (double)step - 1) / (double)-step);
+        /* The count in unsigned arithmetic, exact over the whole long long span (hi - lo may
+         * not fit a long long, and a double loses the ones), checked against the budget before
+         * any item is made. */
+        unsigned long long span = 0, by = 0;
+        if (step > 0 && hi > lo) span = (unsigned long long)hi - (unsigned long long)lo, by = (unsigned long long)step;
+        if (step < 0 && hi < lo) span = (unsigned long long)lo - (unsigned long long)hi, by = 0ull - (unsigned long long)step;
+        const unsigned long long ucnt = by ? span / by + (span % by != 0) : 0;
+        if (ucnt > (unsigned long long)c->budget) return efail(c, n->pos, "list too long");
+        const long long cnt = (long long)ucnt;
         ft_expr_value *items = alloc_items(c, cnt, n->pos, &st);
         if (!items) return st;
-        for (long long i = 0; i < cnt; i++) items[i] = ft_expr_int(lo + i * step);
+        /* Walked by adding the step: lo + i * step may overflow after the last item. */
+        long long at = lo;
+        for (long long i = 0; i < cnt; i++) {
+            items[i] = ft_expr_int(at);
+            if (i + 1 < cnt) at += step;
+        }
         *out = ft_expr_list(items, (int)cnt);
         return FT_OK;
     }

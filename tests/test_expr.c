@@ -133,6 +133,11 @@ static void test_calls_and_lists(void) {
     expect("list(range(1, 9, 3))", "[1, 4, 7]");
     expect("range(3)", "[0, 1, 2]");
     expect("range(5, 0, -2)", "[5, 3, 1]");
+    /* at the ends of a long long: no item computed past them */
+    expect("range(9223372036854775806, 9223372036854775807)", "[9223372036854775806]");
+    expect("range(-9223372036854775807, 9223372036854775807, 6000000000000000000)",
+           "[-9223372036854775807, -3223372036854775807, 2776627963145224193, "
+           "8776627963145224193]");
     expect("[]", "[]");
     expect("[1, 2,]", "[1, 2]");
 }
@@ -199,6 +204,8 @@ static void test_errors(void) {
     expect_error("range(0, 10, 0)", "step is zero");
     expect_error("range(1 << 30)", "expected a value");
     expect_error("range(100000000)", "list too long");
+    /* a count beyond what a long long holds (found by fuzz_t1) */
+    expect_error("min(range(9223372036854775807)) + 3", "list too long");
     expect_error("1 if a", "expected 'else'");
     expect_error("(1 + 2", "expected ')'");
     expect_error("lambda: 1", "unexpected 'lambda'");
