@@ -407,15 +407,8 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
     }
     nvrtcResult cr = nvrtcCompileProgram(prog, nopt, opts);
     out->log = program_log(prog);
-    if (!out->log) {
-        free(text);
-        free(store);
-        nvrtcDestroyProgram(&prog);
-        ft_nvrtc_result_free(out);
-        return ft_err_set(err, FT_ENOMEM, "NVRTC: out of memory");
-    }
-    if (cr != NVRTC_SUCCESS) {
-        char line[400];
+    char line[400] = "";
+    if (out->log && cr != NVRTC_SUCCESS) {
         ft_kc_first_error(out->log, line, sizeof line);
         /* What ptxas reported of each kernel before it refused one stays in out->kernels
          * (ft_nvrtc_kernel_of finds them): a kernel over a limit of NVRTC's still has its
@@ -423,8 +416,15 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
         out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
         name_kernels(out);
         if (!strstr(line, "error")) refused_why(text, name, opts, nopt, line, sizeof line);
-        free(text);
-        free(store);
+    }
+    free(text); /* the source and the options serve no one past here */
+    free(store);
+    if (!out->log) {
+        nvrtcDestroyProgram(&prog);
+        ft_nvrtc_result_free(out);
+        return ft_err_set(err, FT_ENOMEM, "NVRTC: out of memory");
+    }
+    if (cr != NVRTC_SUCCESS) {
         nvrtcDestroyProgram(&prog);
         /* A name expression NVRTC could not resolve (its error is in the generated
          * "__nv_name_map"): the file has no such kernel or symbol. */
@@ -446,8 +446,6 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
         ft_nvrtc_result_free(out);
         return st;
     }
-    free(text);
-    free(store);
     for (int i = 0; i < out->nnames && r == NVRTC_SUCCESS; i++) {
         const char *low = NULL;
         r = nvrtcGetLoweredName(prog, out->names[i].expr, &low);
