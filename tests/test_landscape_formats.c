@@ -158,6 +158,7 @@ static void test_malformed(void) {
         {"t4-duplicate.json", "entries results[0] and results[2] are the same configuration"},
         {"t4-missing-param.json", "results[1] has no \"configuration\" of the 2 parameters"},
         {"not-a-landscape.json", "neither \"tune_params\" and \"cache\""},
+        {"log-ref-backend.jsonl", "backend ref has no tunable parameters for fusion.dflash"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char path[512];

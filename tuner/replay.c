@@ -90,8 +90,13 @@ static ft_status copy_space(const json_t *start, const char *name, ft_landscape 
     if (!s)
         return ft_err_set(err, FT_EUNSUPPORTED, "%s: backend %s has no space for %s", name,
                           l->backend->name, l->op->name);
+    if (s->nparams == 0)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: backend %s has no tunable parameters for %s, so its run is no "
+                          "landscape",
+                          name, l->backend->name, l->op->name);
     l->space = *s;
-    l->params = calloc((size_t)(s->nparams ? s->nparams : 1), sizeof *l->params);
+    l->params = calloc((size_t)s->nparams, sizeof *l->params);
     if (!l->params) return ft_err_set(err, FT_ENOMEM, "out of memory");
     memcpy(l->params, s->params, (size_t)s->nparams * sizeof *l->params);
     l->space.params = l->params;
