@@ -224,11 +224,15 @@ static void test_sleep_inside_a_call_is_contaminated(void) {
              "a computing call is clean: %d kept, %d discarded", st.samples, st.discarded);
     FT_CHECK(st.median < 1e-3, "its median is the call's: %g", st.median);
 
+    /* Every other call sleeps, so at least half the samples taken (less the odd one) are
+     * thrown away: how many are taken within max_time_s depends on how busy the machine is. */
     host_call half = {.spin_s = 2e-4, .sleep_s = 2e-3, .sleep_every = 2};
     fn.ctx = &half;
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(!st.unclean && st.discarded >= 10 && st.median < 1e-3,
-             "every other sample slept: %d discarded, median %g", st.discarded, st.median);
+    FT_CHECK(!st.unclean && st.discarded >= 3 && 2 * st.discarded + 1 >= st.samples + st.discarded &&
+                 st.median < 1e-3,
+             "every other sample slept: %d of %d discarded, median %g", st.discarded,
+             st.samples + st.discarded, st.median);
 
     /* The same sleep on a device clock is the device's business: nothing is classified. */
     fn.ctx = &always;
@@ -306,7 +310,9 @@ static void test_waiting_worker_is_contaminated(void) {
     /* The hog and the worker take turns of a scheduler slice (milliseconds): the samples in
      * which the worker waited are thrown away, those of its own turn are clean, and the kept
      * median is the worker's 0.5 ms of work, not the waits. */
-    FT_CHECK(st.discarded >= 3 && st.lost_frac > 0.05,
+    /* On a machine busy enough that the time cap lets only a sample or two be taken, those
+     * are the worker's waits too. */
+    FT_CHECK(taken > 0 && st.discarded >= (taken < 3 ? taken : 3) && st.lost_frac > 0.05,
              "a worker kept from its CPU spoils samples: %d of %d discarded (lost %.2f)",
              st.discarded, taken, st.lost_frac);
     FT_CHECK(st.unclean || st.median < 2e-3, "the clean samples are the work's: %g", st.median);
@@ -350,8 +356,11 @@ static void test_watchdog_stops_a_call(void) {
     FT_CHECK(ft_measure(&fn, &o, &st, &err) == FT_OK, "a stopped call is a result: %s", err.msg);
     FT_CHECK(st.stopped && st.stopped_s >= 0.02 && st.stopped_s < 5 && ft_now_s() - t0 < 5,
              "stopped after %g s", st.stopped_s);
+    /* A 1 ms call well inside a 2 s limit (a busy machine can keep it from its CPU for tens
+     * of milliseconds, which a 20 ms limit would count against it). */
     spin_call quick = {0, 1e-3};
     fn.ctx = &quick;
+    o.call_limit_s = 2;
     FT_CHECK(ft_measure(&fn, &o, &st, &err) == FT_OK, "measure");
     FT_CHECK(!st.stopped && st.samples > 0, "a call inside its limit runs");
 }
