@@ -228,7 +228,9 @@ static void test_clocks(void) {
                 {"a100-pcie", 64, 19.5e12}, {"rtx-a4000", 128, 19.2e12}, {"rtx-a6000", 128, 38.7e12}};
     for (int i = 0; i < 9; i++) {
         const ft_gpu_spec *s = ft_gpu_spec_find(rows[i].dev);
-        double fp32 = s->sm_count * rows[i].lanes * 2.0 * s->sm_clock_hz;
+        FT_CHECK(s->fp32_lanes_per_sm == rows[i].lanes, "%s: %d FP32 lanes per SM", s->name,
+                 s->fp32_lanes_per_sm);
+        double fp32 = s->sm_count * s->fp32_lanes_per_sm * 2.0 * s->sm_clock_hz;
         FT_CHECK(fabs(fp32 / rows[i].fp32 - 1) < 0.002, "%s: FP32 %g, datasheet %g", s->name, fp32,
                  rows[i].fp32);
     }

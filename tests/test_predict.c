@@ -1,7 +1,8 @@
 /* test_predict.c: the time model (kernels/cuda/analysis/predict.c) against closed forms worked out by
  * hand from the H200's figures (specs.c: 132 SMs at 1.98 GHz, 4 schedulers, 4.8 TB/s of DRAM,
- * 5120 bytes a clock of L2, a wavefront a clock of shared memory, 989.5 TFLOP/s of bf16 tensor
- * throughput, 2.5 us a launch), one case per bound, then properties: the sum of a sequence,
+ * 5120 bytes a clock of L2, a wavefront a clock of shared memory, 128 FP32 lanes an SM,
+ * 989.5 TFLOP/s of bf16 tensor throughput, 2.5 us a launch; the A100's 64 FP32 lanes for the
+ * FP32 pipe), one case per bound, then properties: the sum of a sequence,
  * empty and hostile input, and that the time never falls when an input grows. Needs no GPU.
  */
 #include <math.h>
@@ -48,6 +49,28 @@ static void test_issue_and_occupancy(void) {
         ft_prediction p = ft_predict(h200(), &in);
         check_bound(&p, FT_BOUND_ISSUE, cases[k].seconds);
     }
+}
+
+static void test_fp32(void) {
+    /* 1 ms of the H200's issue slots, all FFMA: 32 FP32 lanes a scheduler take a warp's FFMA a
+     * clock, so the FP32 pipe ties with issue (and the tie goes to issue). */
+    ft_predict_in in = {.warp_instructions = H200_ISSUE * 1e-3,
+                        .fp32_instructions = H200_ISSUE * 1e-3};
+    ft_prediction p = ft_predict(h200(), &in);
+    check_bound(&p, FT_BOUND_ISSUE, 1e-3);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_FP32], 1e-3, 1e-15);
+    /* The A100's 16 lanes a scheduler take two clocks a warp FFMA: 108 SMs x 4 x 1.41 GHz
+     * issue slots' worth of FFMAs take 2 ms there, half of them 1 ms, as their issue. */
+    const ft_gpu_spec *a100 = ft_gpu_spec_find("a100-pcie");
+    double slots = 108 * 4 * 1.41e9 * 1e-3;
+    ft_predict_in fa = {.warp_instructions = slots, .fp32_instructions = slots};
+    p = ft_predict(a100, &fa);
+    check_bound(&p, FT_BOUND_FP32, 2e-3);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_ISSUE], 1e-3, 1e-15);
+    fa.fp32_instructions = slots / 2;
+    p = ft_predict(a100, &fa);
+    check_bound(&p, FT_BOUND_ISSUE, 1e-3);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_FP32], 1e-3, 1e-15);
 }
 
 static void test_tensor_and_shared(void) {
@@ -139,7 +162,7 @@ static void test_sum(void) {
 }
 
 static void test_names(void) {
-    const char *want[] = {"dram", "l2", "shared", "issue", "tensor", "launch"};
+    const char *want[] = {"dram", "l2", "shared", "issue", "fp32", "tensor", "launch"};
     for (int b = 0; b < FT_BOUND_N; b++)
         FT_CHECK(strcmp(ft_bound_name((ft_bound)b), want[b]) == 0, "name %d: %s", b,
                  ft_bound_name((ft_bound)b));
@@ -157,15 +180,17 @@ static void test_monotone(void) {
                                   .l2_bytes = 2 * scale[f],
                                   .shared_wavefronts = scale[f] / 64,
                                   .warp_instructions = scale[f] / 8,
+                                  .fp32_instructions = scale[f] / 16,
                                   .mma_flops = scale[f] * 100,
                                   .blocks = 50,
                                   .block_threads = 128,
                                   .warps_per_sm = 12};
             double t0 = ft_predict(g, &base).seconds;
-            for (int k = 0; k < 5; k++) {
+            for (int k = 0; k < 6; k++) {
                 ft_predict_in more = base;
-                double *w[] = {&more.dram_bytes, &more.l2_bytes, &more.shared_wavefronts,
-                               &more.warp_instructions, &more.mma_flops};
+                double *w[] = {&more.dram_bytes,        &more.l2_bytes,
+                               &more.shared_wavefronts, &more.warp_instructions,
+                               &more.fp32_instructions, &more.mma_flops};
                 *w[k] = *w[k] * 3 + 1e4;
                 FT_CHECK(ft_predict(g, &more).seconds >= t0, "%s: more of input %d is faster",
                          g->name, k);
@@ -193,6 +218,7 @@ static void test_monotone(void) {
 int main(void) {
     FT_RUN(test_dram);
     FT_RUN(test_issue_and_occupancy);
+    FT_RUN(test_fp32);
     FT_RUN(test_tensor_and_shared);
     FT_RUN(test_small_grid);
     FT_RUN(test_launch_and_empty);

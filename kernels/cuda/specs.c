@@ -45,23 +45,29 @@
 
 /* An architecture: its name and compute capability, threads and blocks per SM, shared memory
  * per SM and per block (opt-in), KiB; the limits all share. */
-#define FT_ARCH(name, major, minor, threads, blocks, smem_kib, optin_kib)                          \
+#define FT_ARCH(name, major, minor, threads, blocks, smem_kib, optin_kib, fp32_lanes)              \
     .arch = name, .cc_major = major, .cc_minor = minor, .max_threads_per_sm = threads,             \
     .max_blocks_per_sm = blocks, .smem_per_sm = (smem_kib) * KIB,                                  \
-    .smem_per_block_optin = (optin_kib) * KIB, FT_SM80_PLUS
+    .smem_per_block_optin = (optin_kib) * KIB, .fp32_lanes_per_sm = fp32_lanes, FT_SM80_PLUS
 
-/* Each architecture's per-SM limits, from its tuning guide. Ampere: up to 164 KB shared memory
- * per SM, 163 KB per block, 32 blocks and 2048 threads per SM. */
-#define FT_ARCH_SM80 FT_ARCH("sm_80", 8, 0, 2048, 32, 164, 163)
+/* Each architecture's per-SM limits, from its tuning guide, and its FP32 lanes per SM, from its
+ * whitepaper (each datasheet's FP32 figure is SMs x lanes x 2 x clock: test_cuda_specs). Ampere:
+ * up to 164 KB shared memory per SM, 163 KB per block, 32 blocks and 2048 threads per SM; GA100
+ * has 64 FP32 lanes per SM. */
+#define FT_ARCH_SM80 FT_ARCH("sm_80", 8, 0, 2048, 32, 164, 163, 64)
 /* GA10x (compute capability 8.6): 100 KB shared memory per SM, 99 KB per block, 16 blocks and
- * 1536 threads per SM. */
-#define FT_ARCH_SM86 FT_ARCH("sm_86", 8, 6, 1536, 16, 100, 99)
-/* Ada: 100 KB shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM. */
-#define FT_ARCH_SM89 FT_ARCH("sm_89", 8, 9, 1536, 24, 100, 99)
-/* Hopper: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. */
-#define FT_ARCH_SM90A FT_ARCH("sm_90a", 9, 0, 2048, 32, 228, 227)
-/* Blackwell: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM. */
-#define FT_ARCH_SM100A FT_ARCH("sm_100a", 10, 0, 2048, 32, 228, 227)
+ * 1536 threads per SM; 128 FP32 lanes per SM (GA102 whitepaper: each sub-partition's second
+ * datapath runs FP32 or INT32). */
+#define FT_ARCH_SM86 FT_ARCH("sm_86", 8, 6, 1536, 16, 100, 99, 128)
+/* Ada: 100 KB shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM; 128
+ * FP32 lanes per SM. */
+#define FT_ARCH_SM89 FT_ARCH("sm_89", 8, 9, 1536, 24, 100, 99, 128)
+/* Hopper: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM; 128
+ * FP32 lanes per SM. */
+#define FT_ARCH_SM90A FT_ARCH("sm_90a", 9, 0, 2048, 32, 228, 227, 128)
+/* Blackwell: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM;
+ * 128 FP32 lanes per SM. */
+#define FT_ARCH_SM100A FT_ARCH("sm_100a", 10, 0, 2048, 32, 228, 227, 128)
 
 /* One row a device: its name, aliases and model string, its architecture, then its
  * datasheet's numbers: SMs, L2 bytes, memory bytes, DRAM bandwidth (bytes/s), dense bf16

@@ -51,6 +51,8 @@ typedef struct ft_gpu_spec {
     /* For the time model (predict.h); a rate of 0 is unknown. */
     double sm_clock_hz;          /* boost SM clock                                          */
     int schedulers_per_sm;       /* warp schedulers, each issuing one warp instruction a clock */
+    int fp32_lanes_per_sm;       /* FP32 FMA lanes ("CUDA cores"): a warp's FFMA takes 32 / (this
+                                    / schedulers) clocks of its scheduler's FP32 pipe          */
     double l2_bw;                /* L2 bandwidth to the SMs, bytes/s                        */
     double smem_bytes_per_clock; /* shared-memory bandwidth of one SM (one wavefront a clock) */
     double launch_s;             /* the fixed cost of one kernel launch (FT_GPU_LAUNCH_S)   */

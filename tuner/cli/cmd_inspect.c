@@ -250,13 +250,13 @@ static const char *time_str(double s, char *buf, size_t n) {
 }
 
 static void print_prediction(const char *what, const ft_prediction *p, const ft_gpu_spec *g) {
-    char t[32], l[FT_BOUND_N][32];
+    char t[32], l[32];
+    printf("    %s %s on %s, %s-bound (", what, time_str(p->seconds, t, sizeof t), g->name,
+           ft_bound_name(p->bound));
     for (int b = 0; b < FT_BOUND_N; b++)
-        time_str(p->limit[b], l[b], sizeof l[b]);
-    printf("    %s %s on %s, %s-bound (dram %s, l2 %s, shared %s, issue %s, tensor %s, launch "
-           "%s)\n",
-           what, time_str(p->seconds, t, sizeof t), g->name, ft_bound_name(p->bound), l[0], l[1],
-           l[2], l[3], l[4], l[5]);
+        printf("%s%s %s", b ? ", " : "", ft_bound_name((ft_bound)b),
+               time_str(p->limit[b], l, sizeof l));
+    printf(")\n");
 }
 
 /* "ldg 2, stg 1, fp32 12, int 10, ..." of a mix's non-zero classes, most first. */

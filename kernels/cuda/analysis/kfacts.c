@@ -139,36 +139,135 @@ static int is_global(ft_emu_acc kind) {
     return kind == FT_EMU_GLD || kind == FT_EMU_GST || kind == FT_EMU_GATOM;
 }
 
-double ft_kfacts_warp_instructions(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC],
-                                   uint64_t mma) {
-    double requests = (double)mma;
-    for (int i = 0; i < FT_EMU_NACC; i++)
-        requests += (double)t[i].requests;
-    if (!k || !k->has_sass) return requests;
-    const ft_sass_loop *hl = ft_sass_hot_loop(&k->sass);
-    const ft_sass_mix *body = &k->sass.mix, *hot = hl ? &hl->mix : body;
-    int hot_mem = memory_instructions(hot), body_mem = memory_instructions(body);
-    double hot_ratio = hot_mem ? (double)hot->total / hot_mem : 0;
-    double rest_ratio =
-        body_mem > hot_mem ? (double)(body->total - hot->total) / (body_mem - hot_mem) : hot_ratio;
-    if (hot_ratio <= 0) hot_ratio = body_mem ? (double)body->total / body_mem : 1;
-    if (rest_ratio <= 0) rest_ratio = hot_ratio;
-    /* The hot loop: by the global bytes its kinds moved (its instructions per byte a thread
-     * moves, over 32 lanes) when it moves global data, else by its kinds' requests. */
-    double w = 0, bytes = 0;
-    for (int i = 0; i < FT_EMU_NACC; i++)
-        if (kind_count(hot, (ft_emu_acc)i) && is_global((ft_emu_acc)i)) bytes += (double)t[i].bytes;
-    int by_bytes = hot->global_bytes > 0 && bytes > 0;
-    if (by_bytes) w += (double)hot->total / hot->global_bytes * bytes / 32;
-    for (int i = 0; i < FT_EMU_NACC; i++) {
-        int in_hot = kind_count(hot, (ft_emu_acc)i) > 0;
-        if (!in_hot)
-            w += (double)t[i].requests * rest_ratio;
-        else if (!by_bytes)
-            w += (double)t[i].requests * hot_ratio;
+/* a - b, class by class (a mix of the instructions of a that are not in b). */
+static ft_sass_mix mix_minus(const ft_sass_mix *a, const ft_sass_mix *b) {
+    ft_sass_mix m = *a;
+    for (int c = 0; c < FT_SASS_NCLASS; c++)
+        m.count[c] = m.count[c] > b->count[c] ? m.count[c] - b->count[c] : 0;
+    m.total = m.total > b->total ? m.total - b->total : 0;
+    m.global_bytes = m.global_bytes > b->global_bytes ? m.global_bytes - b->global_bytes : 0;
+    m.shared_bytes = m.shared_bytes > b->shared_bytes ? m.shared_bytes - b->shared_bytes : 0;
+    return m;
+}
+
+/* The instructions of the body in no loop: what runs once per warp that reaches them. */
+static ft_sass_mix straight_line(const ft_sass_kernel *s) {
+    ft_sass_mix m = s->mix;
+    for (int i = 0; i < s->nloops; i++)
+        if (s->loops[i].depth == 1) m = mix_minus(&m, &s->loops[i].mix);
+    return m;
+}
+
+/* The dynamic count being summed: warp instructions, in all and by class. */
+typedef struct issued {
+    double total, by_class[FT_SASS_NCLASS];
+} issued;
+
+/* n executions of the instructions of m. */
+static void run_mix(issued *u, double n, const ft_sass_mix *m) {
+    if (!(n > 0)) return;
+    u->total += n * m->total;
+    for (int c = 0; c < FT_SASS_NCLASS; c++)
+        u->by_class[c] += n * m->count[c];
+}
+
+/* The SASS class of an access kind's instruction, for requests counted one instruction each. */
+static ft_sass_class class_of_kind(ft_emu_acc kind) {
+    switch (kind) {
+    case FT_EMU_GLD: return FT_SASS_LDG;
+    case FT_EMU_GST: return FT_SASS_STG;
+    case FT_EMU_GATOM: return FT_SASS_ATOM;
+    case FT_EMU_SLD: return FT_SASS_LDS;
+    case FT_EMU_SST: return FT_SASS_STS;
+    default: return FT_SASS_OTHER;
     }
-    w += (double)mma * (hot->count[FT_SASS_MMA] ? (by_bytes ? 0 : hot_ratio) : rest_ratio);
-    return w;
+}
+
+static void one_each(issued *u, double n, ft_sass_class c) {
+    u->total += n;
+    u->by_class[c] += n;
+}
+
+double ft_kfacts_issue(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC], uint64_t mma,
+                       double warps, double kept[FT_EMU_NACC], double by_class[FT_SASS_NCLASS]) {
+    issued u;
+    memset(&u, 0, sizeof u);
+    for (int i = 0; i < FT_EMU_NACC; i++)
+        if (kept) kept[i] = 1;
+    if (!k || !k->has_sass || !(warps > 0)) {
+        for (int i = 0; i < FT_EMU_NACC; i++)
+            one_each(&u, (double)t[i].requests, class_of_kind((ft_emu_acc)i));
+        one_each(&u, (double)mma, FT_SASS_MMA);
+        if (by_class) memcpy(by_class, u.by_class, sizeof u.by_class);
+        return u.total;
+    }
+    /* The straight-line code: its memory instructions of each kind, once per warp, against the
+     * requests the emulator counted. A kind found in no loop runs only there: the SASS's count
+     * is what issues (a compiler that keeps a value in a register issues fewer loads than the
+     * source reads), and the share of warps that reached them is the share of those
+     * instructions issued; a kind also in a loop leaves its requests past the straight line's
+     * to the loops. A kind the SASS does not show counts one instruction a request. */
+    ft_sass_mix line = straight_line(&k->sass), loops = mix_minus(&k->sass.mix, &line);
+    double left[FT_EMU_NACC], left_mma = (double)mma;
+    double line_mem = 0, line_reached = 0;
+    for (int i = 0; i < FT_EMU_NACC; i++) {
+        double want = warps * kind_count(&line, (ft_emu_acc)i), got = (double)t[i].requests;
+        left[i] = 0;
+        if (kind_count(&k->sass.mix, (ft_emu_acc)i) == 0) { /* a kind the SASS does not show */
+            one_each(&u, got, class_of_kind((ft_emu_acc)i));
+            continue;
+        }
+        double reached = got < want ? got : want;
+        line_mem += want, line_reached += reached;
+        if (kind_count(&loops, (ft_emu_acc)i) > 0)
+            left[i] = got - reached;
+        else if (kept && got > 0 && want < got)
+            kept[i] = want / got;
+    }
+    double line_mma = warps * line.count[FT_SASS_MMA];
+    if (k->sass.mix.count[FT_SASS_MMA] == 0)
+        one_each(&u, left_mma, FT_SASS_MMA), left_mma = 0;
+    else
+        left_mma = loops.count[FT_SASS_MMA] ? (left_mma > line_mma ? left_mma - line_mma : 0) : 0;
+    run_mix(&u, warps * (line_mem > 0 ? line_reached / line_mem : 1), &line);
+
+    /* The loops: the hot one by the global bytes its kinds moved (its instructions per byte a
+     * thread moves, over 32 lanes) when it moves global data, else by its kinds' requests (each
+     * an execution of one of its memory instructions); the other loops by the requests of the
+     * kinds the hot loop lacks (a kernel that stages with cp.async and computes from shared
+     * memory: its staging does not take its compute loop's ratio). */
+    const ft_sass_loop *hl = ft_sass_hot_loop(&k->sass);
+    if (loops.total > 0 && hl) {
+        const ft_sass_mix *hot = &hl->mix;
+        ft_sass_mix rest = mix_minus(&loops, hot);
+        int hot_mem = memory_instructions(hot), rest_mem = memory_instructions(&rest);
+        /* The mix a request of a kind runs, and how many of its memory instructions that is. */
+        const ft_sass_mix *hot_by = hot_mem ? hot : &loops, *rest_by = rest_mem ? &rest : hot_by;
+        double hot_per = memory_instructions(hot_by), rest_per = memory_instructions(rest_by);
+        if (hot_per <= 0) hot_per = hot_by->total > 0 ? hot_by->total : 1;
+        if (rest_per <= 0) rest_per = rest_by->total > 0 ? rest_by->total : 1;
+        double bytes = 0, n_hot = 0, n_rest = 0;
+        for (int i = 0; i < FT_EMU_NACC; i++)
+            if (kind_count(hot, (ft_emu_acc)i) && is_global((ft_emu_acc)i) && t[i].requests)
+                bytes += (double)t[i].bytes * left[i] / (double)t[i].requests;
+        int by_bytes = hot->global_bytes > 0 && bytes > 0;
+        if (by_bytes) run_mix(&u, bytes / 32 / hot->global_bytes, hot);
+        for (int i = 0; i < FT_EMU_NACC; i++) {
+            if (!kind_count(hot, (ft_emu_acc)i))
+                n_rest += left[i] / rest_per;
+            else if (!by_bytes)
+                n_hot += left[i] / hot_per;
+        }
+        if (hot->count[FT_SASS_MMA]) {
+            if (!by_bytes) n_hot += left_mma / hot_per;
+        } else {
+            n_rest += left_mma / rest_per;
+        }
+        run_mix(&u, n_hot, hot_by);
+        run_mix(&u, n_rest, rest_by);
+    }
+    if (by_class) memcpy(by_class, u.by_class, sizeof u.by_class);
+    return u.total;
 }
 
 ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const ft_kfacts *k) {
@@ -179,18 +278,24 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
         if (r->gemm_bf16)
             in.mma_flops = r->gemm_flops;
         else
-            in.warp_instructions = r->gemm_flops / 64; /* FFMA: 32 lanes x 2 FLOPs */
+            in.warp_instructions = in.fp32_instructions = r->gemm_flops / 64; /* FFMA: 32 x 2 */
         return in;
     }
     const ft_emu_launch_prof *p = &r->p;
-    uint64_t sectors = p->t[FT_EMU_GLD].units + p->t[FT_EMU_GST].units + p->t[FT_EMU_GATOM].units;
-    in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
-    in.l2_bytes = (double)sectors * 32;
-    in.shared_wavefronts = (double)(p->t[FT_EMU_SLD].units + p->t[FT_EMU_SST].units);
-    in.warp_instructions = ft_kfacts_warp_instructions(k, p->t, p->coll[FT_EMU_COLL_MMA]);
-    in.mma_flops = (double)p->coll[FT_EMU_COLL_MMA] * 2.0 * 16 * 8 * 16; /* m16n8k16 */
     in.blocks = (double)p->blocks;
     in.block_threads = (int)(p->block.x * p->block.y * p->block.z);
+    double warps = in.blocks * (double)((in.block_threads + 31) / 32), kept[FT_EMU_NACC];
+    double by_class[FT_SASS_NCLASS];
+    in.warp_instructions =
+        ft_kfacts_issue(k, p->t, p->coll[FT_EMU_COLL_MMA], warps, kept, by_class);
+    in.fp32_instructions = by_class[FT_SASS_FP32];
+    in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
+    in.l2_bytes = 32 * ((double)p->t[FT_EMU_GLD].units * kept[FT_EMU_GLD] +
+                        (double)p->t[FT_EMU_GST].units * kept[FT_EMU_GST] +
+                        (double)p->t[FT_EMU_GATOM].units * kept[FT_EMU_GATOM]);
+    in.shared_wavefronts = (double)p->t[FT_EMU_SLD].units * kept[FT_EMU_SLD] +
+                           (double)p->t[FT_EMU_SST].units * kept[FT_EMU_SST];
+    in.mma_flops = (double)p->coll[FT_EMU_COLL_MMA] * 2.0 * 16 * 8 * 16; /* m16n8k16 */
     in.warps_per_sm = k && k->occ.blocks_per_sm > 0 ? k->occ.warps_per_sm : 0;
     return in;
 }

@@ -6,23 +6,28 @@
  * (specs.h), and the SASS instruction mix of its CUBIN (sass.h) when a disassembler is at hand.
  *
  * Two ways to feed predict.h from them:
- *   ft_kfacts_warp_instructions          SASS and the emulator: the hot loop's instructions by
- *                                        the global bytes its kinds of access moved (its
- *                                        instructions per byte a thread moves, over 32 lanes),
- *                                        or, when it moves no global data, by its kinds'
- *                                        requests (its instructions per memory instruction);
- *                                        requests of kinds the hot loop lacks weigh the rest of
- *                                        the kernel's instructions per memory instruction (a
- *                                        kernel that stages with cp.async and computes from
- *                                        shared memory: its staging does not take its compute
- *                                        loop's ratio)
+ *   ft_kfacts_issue                      SASS and the emulator: the code in no loop once per
+ *                                        warp that reaches it (the share of its memory
+ *                                        instructions the emulator saw issued), the loops by
+ *                                        the requests past the straight line's: the hot loop's
+ *                                        instructions by the global bytes its kinds of access
+ *                                        moved (its instructions per byte a thread moves, over
+ *                                        32 lanes), or, when it moves no global data, by its
+ *                                        kinds' requests (its instructions per memory
+ *                                        instruction); requests of kinds the hot loop lacks
+ *                                        weigh the other loops' instructions per memory
+ *                                        instruction (a kernel that stages with cp.async and
+ *                                        computes from shared memory: its staging does not
+ *                                        take its compute loop's ratio); in all and by class
  *   ft_kfacts_instructions_per_byte      SASS: instructions per byte one thread's global loads
  *                                        and stores move in the hot loop; times the napkin
  *                                        bytes over 32 lanes, a static estimate of the same
  *                                        (no emulator run)
  * and ft_predict_in_of_record turns one launch the emulator profiled (device_emu.h) into the
- * model's inputs: distinct bytes (DRAM), sectors requested (L2), wavefronts (shared), requests
- * times the SASS ratio (issue), mma.sync count x 4096 FLOPs (tensor), its grid, the occupancy;
+ * model's inputs: distinct bytes (DRAM), sectors requested (L2), wavefronts (shared), each
+ * scaled by the share of the kind's requests the SASS issues (a load the compiler keeps in a
+ * register is not issued again), ft_kfacts_issue's warp instructions (issue) and their FP32
+ * ones (fp32), mma.sync count x 4096 FLOPs (tensor), its grid, the occupancy;
  * a GEMM's record: its operand bytes, its FLOPs on the tensor cores (bf16) or as FP32 FMAs.
  */
 #ifndef FT_CUDA_KFACTS_H
@@ -68,10 +73,13 @@ double ft_kfacts_instructions_per_request(const ft_kfacts *k);
 /* Instructions per byte of one thread's global traffic, in the hot loop (else the body); 0 when
  * unknown. */
 double ft_kfacts_instructions_per_byte(const ft_kfacts *k);
-/* The warp instructions a launch with this traffic and `mma` mma.sync issues (see above); without
- * SASS, one a request (a floor). */
-double ft_kfacts_warp_instructions(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC],
-                                   uint64_t mma);
+/* The warp instructions a launch of `warps` warps with this traffic and `mma` mma.sync issues
+ * (see above); without SASS, one a request (a floor). kept (may be NULL): for each kind of
+ * access, the share of the emulator's requests the SASS issues (1 but where the compiler kept
+ * values in registers: a kind found in no loop issues its straight-line count once per warp).
+ * by_class (may be NULL): the same warp instructions by SASS class. */
+double ft_kfacts_issue(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC], uint64_t mma,
+                       double warps, double kept[FT_EMU_NACC], double by_class[FT_SASS_NCLASS]);
 
 /* The model's inputs for one profiled launch (k: its facts, or NULL: no SASS, full occupancy). */
 ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const ft_kfacts *k);

@@ -11,8 +11,8 @@
 #include <string.h>
 
 const char *ft_bound_name(ft_bound b) {
-    static const char *const names[FT_BOUND_N] = {"dram",  "l2",     "shared",
-                                                  "issue", "tensor", "launch"};
+    static const char *const names[FT_BOUND_N] = {"dram", "l2",     "shared", "issue",
+                                                  "fp32", "tensor", "launch"};
     return b >= 0 && b < FT_BOUND_N ? names[b] : "?";
 }
 
@@ -22,10 +22,13 @@ static double pos(double x) { return isfinite(x) && x > 0 ? x : 0; }
 /* work / rate, or 0 when the rate is unknown. */
 static double per(double work, double rate) { return rate > 0 ? work / rate : 0; }
 
+/* The device's warp size (32 where unknown). */
+static double ws_of(const ft_gpu_spec *g) { return g->warp_size > 0 ? g->warp_size : 32; }
+
 /* Resident warps on each SM that runs blocks: the occupancy, or what the grid brings. */
 static double resident_warps(const ft_gpu_spec *g, const ft_predict_in *in, double blocks,
                              double sms_used) {
-    const double ws = g->warp_size > 0 ? g->warp_size : 32;
+    const double ws = ws_of(g);
     double warps = in->warps_per_sm > 0 ? in->warps_per_sm : floor(pos(g->max_threads_per_sm) / ws);
     if (warps <= 0) warps = 64;
     if (in->blocks > 0 && in->block_threads > 0 && sms_used > 0) {
@@ -59,6 +62,10 @@ ft_prediction ft_predict(const ft_gpu_spec *g, const ft_predict_in *in) {
     if (hiding > 1) hiding = 1;
     p.limit[FT_BOUND_ISSUE] =
         per(pos(in->warp_instructions), sms_used * schedulers * clock * hiding);
+    /* A warp's FP32 instruction takes 32 / (lanes / schedulers) clocks of its scheduler's FP32
+     * pipe (2 on the GA100's 16 lanes a sub-partition, 1 on 32). */
+    p.limit[FT_BOUND_FP32] = per(pos(in->fp32_instructions) * ws_of(g),
+                                 sms_used * pos(g->fp32_lanes_per_sm) * clock * hiding);
     p.limit[FT_BOUND_TENSOR] = per(pos(in->mma_flops), pos(g->bf16_flops) * sms_used / sms);
     p.limit[FT_BOUND_LAUNCH] = pos(g->launch_s);
 

@@ -14,6 +14,7 @@
  *   l2      = l2_bytes / l2_bw
  *   shared  = wavefronts / (SMs used x 1 per clock x clock)
  *   issue   = warp instructions / (SMs used x schedulers x clock x latency hiding)
+ *   fp32    = FP32 warp instructions x 32 / (SMs used x FP32 lanes per SM x clock x hiding)
  *   tensor  = mma FLOPs / (bf16_flops x SMs used / SMs)
  *   launch  = a fixed cost per launch
  *
@@ -46,12 +47,13 @@ typedef enum ft_bound {
     FT_BOUND_L2,
     FT_BOUND_SHARED,
     FT_BOUND_ISSUE,
+    FT_BOUND_FP32,
     FT_BOUND_TENSOR,
     FT_BOUND_LAUNCH,
     FT_BOUND_N
 } ft_bound;
 
-/* "dram", "l2", "shared", "issue", "tensor", "launch". */
+/* "dram", "l2", "shared", "issue", "fp32", "tensor", "launch". */
 const char *ft_bound_name(ft_bound b);
 
 typedef struct ft_predict_in {
@@ -59,6 +61,7 @@ typedef struct ft_predict_in {
     double l2_bytes;          /* bytes of sectors requested by the SMs (0: dram_bytes)       */
     double shared_wavefronts; /* shared-memory wavefronts, all warps                         */
     double warp_instructions; /* warp instructions issued, all warps                         */
+    double fp32_instructions; /* of which FP32 (FFMA, FADD, FMUL, ...): the FP32 pipe's      */
     double mma_flops;         /* tensor-core FLOPs                                           */
     double blocks;            /* blocks in the grid                                          */
     int block_threads;

@@ -917,6 +917,7 @@ static ft_status predict_facts(const ft_call *c, const ft_config *cfg, const ft_
  *   warp_instructions  the larger of: the SASS's instructions per byte a thread moves (the hot
  *                      loop's, kfacts.h) times the napkin bytes over 32 lanes; and, off the
  *                      tensor cores, the op's FLOPs as FP32 FMAs (FLOPs / 64: 32 lanes x 2)
+ *   fp32_instructions  off the tensor cores, those FMAs
  *   blocks             not known (0: a grid that fills the device)
  * Known for the device: the occupancy of cfg's least-occupied kernel (predict_facts). */
 static ft_status predict_inputs(ft_call *c, const ft_cuda_op *op, const ft_config *cfg,
@@ -927,7 +928,7 @@ static ft_status predict_inputs(ft_call *c, const ft_cuda_op *op, const ft_confi
     if (uses_tensor_cores(c, op->space, cfg))
         in->mma_flops = flops;
     else
-        in->warp_instructions = flops / 64;
+        in->warp_instructions = in->fp32_instructions = flops / 64;
     ft_status s = predict_facts(c, cfg, g, in, &ipb, err);
     if (ipb * in->dram_bytes / 32 > in->warp_instructions)
         in->warp_instructions = ipb * in->dram_bytes / 32;
