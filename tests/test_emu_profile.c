@@ -168,6 +168,16 @@ static void test_planted(void) {
                  (unsigned long long)r->p.unique_write_bytes, pc->written_bytes);
         FT_CHECK((long long)r->p.barriers == pc->barriers, "%s: %llu barriers, want %lld",
                  pc->kernel, (unsigned long long)r->p.barriers, pc->barriers);
+        /* L1 wavefronts, a line each: the strided load's 32 lanes a line apart, its store's
+         * one row; float4's 512 bytes, four lines each way. */
+        if (strcmp(pc->kernel, "strided") == 0)
+            FT_CHECK(r->p.t[FT_EMU_GLD].lines == 32 && r->p.t[FT_EMU_GST].lines == 1,
+                     "strided: %llu and %llu lines", (unsigned long long)r->p.t[FT_EMU_GLD].lines,
+                     (unsigned long long)r->p.t[FT_EMU_GST].lines);
+        if (strcmp(pc->kernel, "vec4") == 0)
+            FT_CHECK(r->p.t[FT_EMU_GLD].lines == 4 && r->p.t[FT_EMU_GST].lines == 4,
+                     "vec4: %llu and %llu lines", (unsigned long long)r->p.t[FT_EMU_GLD].lines,
+                     (unsigned long long)r->p.t[FT_EMU_GST].lines);
         if (pc->line) {
             const ft_emu_site *s = site_of(r, FT_EMU_GLD);
             FT_CHECK(s && strstr(s->where, pc->line), "%s: the load's line '%s', want %s",
@@ -219,6 +229,22 @@ static void test_arithmetic(void) {
     ft_emu_sectors(a, 32, 4, &u, &ideal);
     FT_CHECK(u == 5 && ideal == 4, "misaligned: %llu sectors, ideal %llu", (unsigned long long)u,
              (unsigned long long)ideal);
+    /* L1 wavefronts: the 128-byte lines. The misaligned row spans 4100..4231: two lines; an
+     * aligned one, one; 16 bytes a lane, 512 bytes: four; a stride of a line, 32; 8-byte
+     * accesses straddling a line's end count both lines. */
+    FT_CHECK(ft_emu_lines(a, 32, 4) == 2, "misaligned: %llu lines",
+             (unsigned long long)ft_emu_lines(a, 32, 4));
+    for (int i = 0; i < 32; i++)
+        a[i] = 4096 + 4 * (uintptr_t)i;
+    FT_CHECK(ft_emu_lines(a, 32, 4) == 1, "aligned float row: one line");
+    for (int i = 0; i < 32; i++)
+        a[i] = 4096 + 16 * (uintptr_t)i;
+    FT_CHECK(ft_emu_lines(a, 32, 16) == 4, "16 B a lane: four lines");
+    for (int i = 0; i < 32; i++)
+        a[i] = 4096 + 128 * (uintptr_t)i;
+    FT_CHECK(ft_emu_lines(a, 32, 4) == 32, "a line apart: 32 lines");
+    a[0] = 4096 + 124;
+    FT_CHECK(ft_emu_lines(a, 1, 8) == 2, "straddling: two lines");
     for (int i = 0; i < 32; i++)
         a[i] = 4096; /* a broadcast */
     ft_emu_sectors(a, 32, 4, &u, &ideal);

@@ -50,8 +50,9 @@ static void test_ratios(void) {
 static void test_record(void) {
     ft_dev_emu_launch_record r;
     memset(&r, 0, sizeof r);
-    r.p.t[FT_EMU_GLD] = (ft_emu_traffic){.requests = 100, .units = 400, .bytes = 12800};
-    r.p.t[FT_EMU_GST] = (ft_emu_traffic){.requests = 50, .units = 200, .bytes = 6400};
+    r.p.t[FT_EMU_GLD] =
+        (ft_emu_traffic){.requests = 100, .units = 400, .bytes = 12800, .lines = 100};
+    r.p.t[FT_EMU_GST] = (ft_emu_traffic){.requests = 50, .units = 200, .bytes = 6400, .lines = 60};
     r.p.t[FT_EMU_SLD] = (ft_emu_traffic){.requests = 30, .units = 90};
     r.p.t[FT_EMU_SST] = (ft_emu_traffic){.requests = 20, .units = 20};
     r.p.unique_read_bytes = 12800, r.p.unique_write_bytes = 6400;
@@ -63,6 +64,8 @@ static void test_record(void) {
     FT_CHECK(in.dram_bytes == 19200, "dram: the distinct bytes (%g)", in.dram_bytes);
     FT_CHECK(in.l2_bytes == 600 * 32, "l2: sectors x 32 (%g)", in.l2_bytes);
     FT_CHECK(in.shared_wavefronts == 110, "shared: wavefronts (%g)", in.shared_wavefronts);
+    FT_CHECK(in.global_wavefronts == 160, "L1: the global requests' lines (%g)",
+             in.global_wavefronts);
     /* 7 blocks of 8 warps: the 40 straight-line instructions (1 LDG, 1 STG) run once per warp
      * that reaches them: 56 of the 56 LDGs and 50 of the 56 STGs were issued, so 106/112 of
      * 56 x 40. The LDGs past the straight line's (44 of 100) are the loop's: 60 instructions for

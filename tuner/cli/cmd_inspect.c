@@ -146,7 +146,7 @@ static int parse(int argc, char **argv, inspect_args *a) {
 
 static void add_traffic(ft_emu_traffic *to, const ft_emu_traffic *t) {
     to->requests += t->requests, to->lanes += t->lanes, to->partial += t->partial;
-    to->units += t->units, to->ideal += t->ideal, to->bytes += t->bytes;
+    to->units += t->units, to->ideal += t->ideal, to->bytes += t->bytes, to->lines += t->lines;
 }
 
 static int add_site(kernel_sum *k, const ft_emu_site *s) {

@@ -295,6 +295,9 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
                         (double)p->t[FT_EMU_GATOM].units * kept[FT_EMU_GATOM]);
     in.shared_wavefronts = (double)p->t[FT_EMU_SLD].units * kept[FT_EMU_SLD] +
                            (double)p->t[FT_EMU_SST].units * kept[FT_EMU_SST];
+    in.global_wavefronts = (double)p->t[FT_EMU_GLD].lines * kept[FT_EMU_GLD] +
+                           (double)p->t[FT_EMU_GST].lines * kept[FT_EMU_GST] +
+                           (double)p->t[FT_EMU_GATOM].lines * kept[FT_EMU_GATOM];
     in.mma_flops = (double)p->coll[FT_EMU_COLL_MMA] * 2.0 * 16 * 8 * 16; /* m16n8k16 */
     in.warps_per_sm = k && k->occ.blocks_per_sm > 0 ? k->occ.warps_per_sm : 0;
     return in;

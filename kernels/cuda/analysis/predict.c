@@ -11,8 +11,8 @@
 #include <string.h>
 
 const char *ft_bound_name(ft_bound b) {
-    static const char *const names[FT_BOUND_N] = {"dram", "l2",     "shared", "issue",
-                                                  "fp32", "tensor", "launch"};
+    static const char *const names[FT_BOUND_N] = {"dram", "l2",   "shared", "l1",
+                                                  "issue", "fp32", "tensor", "launch"};
     return b >= 0 && b < FT_BOUND_N ? names[b] : "?";
 }
 
@@ -56,6 +56,8 @@ ft_prediction ft_predict(const ft_gpu_spec *g, const ft_predict_in *in) {
     double wavefronts_per_s =
         sms_used * clock * pos(g->smem_bytes_per_clock) / FT_SMEM_BYTES_PER_CLOCK;
     p.limit[FT_BOUND_SHARED] = per(pos(in->shared_wavefronts), wavefronts_per_s);
+    p.limit[FT_BOUND_L1] =
+        per(pos(in->shared_wavefronts) + pos(in->global_wavefronts), wavefronts_per_s);
     double schedulers = g->schedulers_per_sm > 0 ? g->schedulers_per_sm : 4;
     double per_scheduler = resident_warps(g, in, blocks, sms_used) / schedulers;
     double hiding = per_scheduler / FT_PREDICT_WARPS_TO_HIDE;

@@ -13,6 +13,9 @@
  *   dram    = dram_bytes / mem_bw
  *   l2      = l2_bytes / l2_bw
  *   shared  = wavefronts / (SMs used x 1 per clock x clock)
+ *   l1      = (shared wavefronts + global wavefronts) / (SMs used x 1 per clock x clock): the
+ *             L1 and shared memory are one array with one data stage, through which a global
+ *             request takes a wavefront for each 128-byte line it touches
  *   issue   = warp instructions / (SMs used x schedulers x clock x latency hiding)
  *   fp32    = FP32 warp instructions x 32 / (SMs used x FP32 lanes per SM x clock x hiding)
  *   tensor  = mma FLOPs / (bf16_flops x SMs used / SMs)
@@ -46,6 +49,7 @@ typedef enum ft_bound {
     FT_BOUND_DRAM,
     FT_BOUND_L2,
     FT_BOUND_SHARED,
+    FT_BOUND_L1,
     FT_BOUND_ISSUE,
     FT_BOUND_FP32,
     FT_BOUND_TENSOR,
@@ -53,13 +57,14 @@ typedef enum ft_bound {
     FT_BOUND_N
 } ft_bound;
 
-/* "dram", "l2", "shared", "issue", "fp32", "tensor", "launch". */
+/* "dram", "l2", "shared", "l1", "issue", "fp32", "tensor", "launch". */
 const char *ft_bound_name(ft_bound b);
 
 typedef struct ft_predict_in {
     double dram_bytes;        /* bytes read from and written to DRAM (unique sectors x 32)  */
     double l2_bytes;          /* bytes of sectors requested by the SMs (0: dram_bytes)       */
     double shared_wavefronts; /* shared-memory wavefronts, all warps                         */
+    double global_wavefronts; /* the L1 wavefronts of global requests (128-byte lines each)  */
     double warp_instructions; /* warp instructions issued, all warps                         */
     double fp32_instructions; /* of which FP32 (FFMA, FADD, FMUL, ...): the FP32 pipe's      */
     double mma_flops;         /* tensor-core FLOPs                                           */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define SECTOR_SHIFT 5 /* 32-byte sectors */
+#define LINE_SHIFT 7   /* 128-byte lines   */
 #define BANKS        32
 
 const char *ft_emu_acc_name(ft_emu_acc k) {
@@ -87,6 +88,7 @@ void ft_emu_launch_prof_add_scaled(ft_emu_launch_prof *a, const ft_emu_launch_pr
         a->t[k].units += scaled(p->t[k].units, f);
         a->t[k].ideal += scaled(p->t[k].ideal, f);
         a->t[k].bytes += scaled(p->t[k].bytes, f);
+        a->t[k].lines += scaled(p->t[k].lines, f);
     }
     for (int k = 0; k < FT_EMU_NCOLL; k++) a->coll[k] += scaled(p->coll[k], f);
     a->unique_read_bytes += scaled(p->unique_read_bytes, f);
@@ -181,6 +183,19 @@ void ft_emu_sectors(const uintptr_t *addr, int n, unsigned size, uint64_t *secto
         if (hi > end) end = hi;
     }
     *ideal = (bytes + 31) >> SECTOR_SHIFT;
+}
+
+uint64_t ft_emu_lines(const uintptr_t *addr, int n, unsigned size) {
+    if (size == 0) size = 1;
+    if (size > 32) size = 32;
+    uint64_t line[64];
+    size_t nl = 0;
+    for (int i = 0; i < n && i < 32; i++) {
+        uint64_t a = addr[i], last = (a + size - 1) >> LINE_SHIFT;
+        for (uint64_t l = a >> LINE_SHIFT; l <= last && nl < 64; l++)
+            line[nl++] = l;
+    }
+    return unique_u64(line, nl);
 }
 
 void ft_emu_wavefronts(const uintptr_t *addr, const unsigned *lane, int n, unsigned size,
@@ -398,8 +413,9 @@ static ft_emu_site *site_for(ft_emu_prof *p, uintptr_t pc, ft_emu_acc kind) {
 }
 
 static void add_traffic(ft_emu_traffic *t, uint64_t lanes, int partial, uint64_t units,
-                        uint64_t ideal, uint64_t bytes) {
+                        uint64_t ideal, uint64_t bytes, uint64_t lines) {
     t->requests++;
+    t->lines += lines;
     t->lanes += lanes;
     t->partial += partial != 0;
     t->units += units;
@@ -415,10 +431,11 @@ static int close_request(ft_emu_prof *p, const slot *s, const request *r) {
     for (unsigned l = 0; l < 32; l++)
         if (r->mask >> l & 1u) addr[n] = r->addr[l], lane[n] = l, n++;
     if (n == 0) return 0;
-    uint64_t units, ideal;
+    uint64_t units, ideal, lines = 0;
     int global = s->kind == FT_EMU_GLD || s->kind == FT_EMU_GST || s->kind == FT_EMU_GATOM;
     if (global) {
         ft_emu_sectors(addr, n, s->size, &units, &ideal);
+        lines = ft_emu_lines(addr, n, s->size);
         for (int i = 0; i < n; i++) {
             uint64_t last = (addr[i] + (s->size ? s->size : 1) - 1) >> SECTOR_SHIFT;
             for (uint64_t sec = addr[i] >> SECTOR_SHIFT; sec <= last; sec++) {
@@ -432,10 +449,10 @@ static int close_request(ft_emu_prof *p, const slot *s, const request *r) {
     }
     int partial = r->mask != p->exist[s->warp % FT_EMU_MAX_WARPS];
     uint64_t bytes = (uint64_t)n * s->size;
-    add_traffic(&p->rec.t[s->kind], (uint64_t)n, partial, units, ideal, bytes);
+    add_traffic(&p->rec.t[s->kind], (uint64_t)n, partial, units, ideal, bytes, lines);
     ft_emu_site *site = site_for(p, s->pc, s->kind);
     if (!site) return -1;
-    add_traffic(&site->t, (uint64_t)n, partial, units, ideal, bytes);
+    add_traffic(&site->t, (uint64_t)n, partial, units, ideal, bytes, lines);
     site->flags |= s->flags;
     if (s->size > site->size) site->size = s->size;
     return 0;

@@ -49,6 +49,7 @@ typedef struct ft_emu_traffic {
     uint64_t units;    /* sectors (global) or wavefronts (shared)                   */
     uint64_t ideal;    /* the least units those requests could have needed          */
     uint64_t bytes;    /* bytes the lanes asked for                                 */
+    uint64_t lines;    /* global: distinct 128-byte lines, the L1's data wavefronts */
 } ft_emu_traffic;
 
 typedef struct ft_emu_site {
@@ -132,6 +133,9 @@ int ft_emu_prof_end(ft_emu_prof *p, ft_emu_launch_prof *out);
 /* Sectors and ideal sectors of a global request: n lanes' addresses, each `size` bytes. */
 void ft_emu_sectors(const uintptr_t *addr, int n, unsigned size, uint64_t *sectors,
                     uint64_t *ideal);
+/* The distinct 128-byte lines a global request touches: the wavefronts its data takes through
+ * the L1 (a wavefront moves up to the 4 sectors of one line). */
+uint64_t ft_emu_lines(const uintptr_t *addr, int n, unsigned size);
 /* Wavefronts and ideal wavefronts of a shared request: lane[i] in 0..31 made access i. */
 void ft_emu_wavefronts(const uintptr_t *addr, const unsigned *lane, int n, unsigned size,
                        uint64_t *wavefronts, uint64_t *ideal);
