@@ -375,7 +375,7 @@ def test_tune_predict():
                   pr.get("order") == "predicted" and pr.get("prune_factor") == float(factor),
                   f"run_start.predict: {pr}")
             check(all(e.get("predicted_s", 0) > 0 and e.get("predicted_bound") in
-                      ("dram", "l2", "shared", "l1", "issue", "fp32", "tensor", "launch") for e in cand),
+                      ("dram", "l2", "shared", "l1", "issue", "fp32", "convert", "tensor", "launch") for e in cand),
                   f"every candidate event carries its prediction: {cand}")
             check(f"pruned {pr.get('pruned')} of {start['space_valid']} candidates" in err and
                   f"{pr.get('pruned')} pruned" in out and "predicted fusion.dflash on h200" in out,

@@ -230,6 +230,8 @@ static void test_clocks(void) {
         const ft_gpu_spec *s = ft_gpu_spec_find(rows[i].dev);
         FT_CHECK(s->fp32_lanes_per_sm == rows[i].lanes, "%s: %d FP32 lanes per SM", s->name,
                  s->fp32_lanes_per_sm);
+        FT_CHECK(s->converts_per_sm == 16, "%s: %d conversions a clock per SM", s->name,
+                 s->converts_per_sm);
         double fp32 = s->sm_count * s->fp32_lanes_per_sm * 2.0 * s->sm_clock_hz;
         FT_CHECK(fabs(fp32 / rows[i].fp32 - 1) < 0.002, "%s: FP32 %g, datasheet %g", s->name, fp32,
                  rows[i].fp32);

@@ -22,7 +22,7 @@ from clitest import check, one_line_error, run  # noqa: E402
 KERNEL_KEYS = {"kernel", "source", "launches", "incomplete", "grid", "block", "blocks", "warps",
                "traffic", "unique_read_bytes", "unique_write_bytes", "sector_bytes", "barriers",
                "cp_async", "collectives", "sites", "device", "predicted"}
-BOUNDS = {"dram", "l2", "shared", "l1", "issue", "fp32", "tensor", "launch"}
+BOUNDS = {"dram", "l2", "shared", "l1", "issue", "fp32", "convert", "tensor", "launch"}
 H200_BW = 4.8e12  # bytes/s, kernels/cuda/specs.c
 TRAFFIC_KEYS = {"global_load", "global_store", "global_atomic", "shared_load", "shared_store"}
 

@@ -8,8 +8,8 @@
 #include "cuda/analysis/kfacts.h"
 #include "ft_test.h"
 
-/* A kernel of 100 instructions (5 LDG, 3 STG, 6 LDS, 20 FP32) whose hot loop has 60: 4 LDG,
- * 2 STG (32 bytes a thread), 6 LDS, 15 FP32. */
+/* A kernel of 100 instructions (5 LDG, 3 STG, 6 LDS, 20 FP32, 2 conversions) whose hot loop has
+ * 60: 4 LDG, 2 STG (32 bytes a thread), 6 LDS, 15 FP32. */
 static ft_kfacts kernel_with_loop(void) {
     ft_kfacts f;
     memset(&f, 0, sizeof f);
@@ -21,6 +21,7 @@ static ft_kfacts kernel_with_loop(void) {
     f.sass.mix.count[FT_SASS_LDS] = 6;
     f.sass.mix.global_bytes = 64;
     f.sass.mix.count[FT_SASS_FP32] = 20;
+    f.sass.mix.count[FT_SASS_CONVERT] = 2;
     f.sass.nloops = f.sass.loops_found = 1;
     ft_sass_loop *l = &f.sass.loops[0];
     l->first = 10, l->last = 69, l->depth = 1, l->own_memory = 12;
@@ -77,6 +78,7 @@ static void test_record(void) {
     /* Of them FP32: 5 a warp on the straight line, 15 in each of the loop's 5632 / 32 / 32 runs
      * (one per 32 bytes a thread moves). */
     FT_CHECK_NEAR(in.fp32_instructions, 56 * 5 * 106.0 / 112 + 15 * 5632.0 / 32 / 32, 1e-9);
+    FT_CHECK_NEAR(in.convert_instructions, 56 * 2 * 106.0 / 112, 1e-9); /* straight line only */
     /* A loop that reads shared memory only: the straight line now holds all 5 LDGs and 3 STGs,
      * of which 150 of 448 were issued; the 30 shared loads, at the loop's 60 / 6. */
     f.sass.loops[0].mix.count[FT_SASS_LDG] = f.sass.loops[0].mix.count[FT_SASS_STG] = 0;

@@ -1,5 +1,5 @@
-/* test_predict.c: the time model (kernels/cuda/analysis/predict.c) against closed forms worked out by
- * hand from the H200's figures (specs.c: 132 SMs at 1.98 GHz, 4 schedulers, 4.8 TB/s of DRAM,
+/* test_predict.c: the time model (kernels/cuda/analysis/predict.c) against closed forms worked out
+ * by hand from the H200's figures (specs.c: 132 SMs at 1.98 GHz, 4 schedulers, 4.8 TB/s of DRAM,
  * 5120 bytes a clock of L2, a wavefront a clock of shared memory, 128 FP32 lanes an SM,
  * 989.5 TFLOP/s of bf16 tensor throughput, 2.5 us a launch; the A100's 64 FP32 lanes for the
  * FP32 pipe), one case per bound, then properties: the sum of a sequence,
@@ -71,6 +71,18 @@ static void test_fp32(void) {
     p = ft_predict(a100, &fa);
     check_bound(&p, FT_BOUND_ISSUE, 1e-3);
     FT_CHECK_NEAR(p.limit[FT_BOUND_FP32], 1e-3, 1e-15);
+}
+
+static void test_convert(void) {
+    /* 16 conversions a clock an SM: a warp's takes two clocks of the SM, so 132 x 1.98e9 / 2
+     * warp conversions a second on the H200; 1 ms of them, among as many other instructions
+     * (a quarter of the issue slots), is convert-bound. */
+    double warp_converts = 132 * 1.98e9 / 2 * 1e-3;
+    ft_predict_in in = {.warp_instructions = 2 * warp_converts,
+                        .convert_instructions = warp_converts};
+    ft_prediction p = ft_predict(h200(), &in);
+    check_bound(&p, FT_BOUND_CONVERT, 1e-3);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_ISSUE], 2 * warp_converts / H200_ISSUE, 1e-15);
 }
 
 static void test_tensor_and_shared(void) {
@@ -170,7 +182,8 @@ static void test_sum(void) {
 }
 
 static void test_names(void) {
-    const char *want[] = {"dram", "l2", "shared", "l1", "issue", "fp32", "tensor", "launch"};
+    const char *want[] = {"dram", "l2",      "shared", "l1",    "issue",
+                          "fp32", "convert", "tensor", "launch"};
     for (int b = 0; b < FT_BOUND_N; b++)
         FT_CHECK(strcmp(ft_bound_name((ft_bound)b), want[b]) == 0, "name %d: %s", b,
                  ft_bound_name((ft_bound)b));
@@ -190,17 +203,18 @@ static void test_monotone(void) {
                                   .global_wavefronts = scale[f] / 128,
                                   .warp_instructions = scale[f] / 8,
                                   .fp32_instructions = scale[f] / 16,
+                                  .convert_instructions = scale[f] / 256,
                                   .mma_flops = scale[f] * 100,
                                   .blocks = 50,
                                   .block_threads = 128,
                                   .warps_per_sm = 12};
             double t0 = ft_predict(g, &base).seconds;
-            for (int k = 0; k < 7; k++) {
+            for (int k = 0; k < 8; k++) {
                 ft_predict_in more = base;
-                double *w[] = {&more.dram_bytes,        &more.l2_bytes,
-                               &more.shared_wavefronts, &more.global_wavefronts,
-                               &more.warp_instructions, &more.fp32_instructions,
-                               &more.mma_flops};
+                double *w[] = {&more.dram_bytes,           &more.l2_bytes,
+                               &more.shared_wavefronts,    &more.global_wavefronts,
+                               &more.warp_instructions,    &more.fp32_instructions,
+                               &more.convert_instructions, &more.mma_flops};
                 *w[k] = *w[k] * 3 + 1e4;
                 FT_CHECK(ft_predict(g, &more).seconds >= t0, "%s: more of input %d is faster",
                          g->name, k);
@@ -229,6 +243,7 @@ int main(void) {
     FT_RUN(test_dram);
     FT_RUN(test_issue_and_occupancy);
     FT_RUN(test_fp32);
+    FT_RUN(test_convert);
     FT_RUN(test_tensor_and_shared);
     FT_RUN(test_small_grid);
     FT_RUN(test_launch_and_empty);

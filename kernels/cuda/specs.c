@@ -27,10 +27,10 @@
 /* What the time model (predict.h) takes the same on every architecture of the table: four
  * warp schedulers per SM, one per sub-partition, each issuing one warp instruction a clock (the
  * A100, H100 and Ada whitepapers' SM diagrams), the shared memory's wavefront a clock, the
- * launch cost (specs.h). */
+ * type conversions' rate (specs.h), the launch cost (specs.h). */
 #define FT_SM80_ISSUE                                                                              \
     .schedulers_per_sm = 4, .smem_bytes_per_clock = FT_SMEM_BYTES_PER_CLOCK,                       \
-    .launch_s = FT_GPU_LAUNCH_S
+    .converts_per_sm = FT_CONVERTS_PER_CLOCK, .launch_s = FT_GPU_LAUNCH_S
 
 /* Limits every architecture of the table shares (the same guide). */
 #define FT_SM80_PLUS                                                                               \

@@ -53,6 +53,7 @@ typedef struct ft_gpu_spec {
     int schedulers_per_sm;       /* warp schedulers, each issuing one warp instruction a clock */
     int fp32_lanes_per_sm;       /* FP32 FMA lanes ("CUDA cores"): a warp's FFMA takes 32 / (this
                                     / schedulers) clocks of its scheduler's FP32 pipe          */
+    int converts_per_sm;         /* type conversions (F2I, I2F, F2F, ...) per clock per SM    */
     double l2_bw;                /* L2 bandwidth to the SMs, bytes/s                        */
     double smem_bytes_per_clock; /* shared-memory bandwidth of one SM (one wavefront a clock) */
     double launch_s;             /* the fixed cost of one kernel launch (FT_GPU_LAUNCH_S)   */
@@ -70,6 +71,12 @@ typedef struct ft_gpu_spec {
  * Blackwell: the table applies this one at each device's boost clock, a rule (an upper bound
  * microbenchmarks do not reach), not a measurement; on a GPU the tuner measures its L2. */
 #define FT_L2_BYTES_PER_CLOCK 5120.0
+/* Type conversions (F2I, I2F, F2F, F2FP, FRND): 16 results per clock per SM, the CUDA C++
+ * Programming Guide's throughput table ("Arithmetic Instructions", "all other type
+ * conversions") for compute capability 8.0, 8.6, 8.9 and 9.0; Blackwell is taken to keep it. A
+ * warp's conversion takes two clocks of the SM's whole rate: a loop that converts an index and
+ * a loaded byte each iteration is bound by them before it is by issue. */
+#define FT_CONVERTS_PER_CLOCK 16
 /* Shared memory: 32 banks of 4 bytes, one wavefront (128 bytes) per clock per SM on every
  * architecture of the table (CUDA programming guide, "Shared Memory", compute capability 5.x
  * and later). */

@@ -61,7 +61,7 @@ typedef struct ft_kernel_span {
 
 /* A call's time on a GPU as a backend predicts it before anything runs (the time model of
  * kernels/cuda/analysis/predict.h): the largest of its limits, each named. */
-#define FT_PREDICTION_MAX_LIMITS 8
+#define FT_PREDICTION_MAX_LIMITS 12
 typedef struct ft_backend_prediction {
     double seconds;    /* the predicted time of one call                                 */
     const char *bound; /* the name of the limit that gave it ("dram", "tensor", ...)     */

@@ -289,6 +289,7 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
     in.warp_instructions =
         ft_kfacts_issue(k, p->t, p->coll[FT_EMU_COLL_MMA], warps, kept, by_class);
     in.fp32_instructions = by_class[FT_SASS_FP32];
+    in.convert_instructions = by_class[FT_SASS_CONVERT];
     in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
     in.l2_bytes = 32 * ((double)p->t[FT_EMU_GLD].units * kept[FT_EMU_GLD] +
                         (double)p->t[FT_EMU_GST].units * kept[FT_EMU_GST] +

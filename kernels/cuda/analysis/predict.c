@@ -11,8 +11,8 @@
 #include <string.h>
 
 const char *ft_bound_name(ft_bound b) {
-    static const char *const names[FT_BOUND_N] = {"dram", "l2",   "shared", "l1",
-                                                  "issue", "fp32", "tensor", "launch"};
+    static const char *const names[FT_BOUND_N] = {"dram", "l2",      "shared", "l1",    "issue",
+                                                  "fp32", "convert", "tensor", "launch"};
     return b >= 0 && b < FT_BOUND_N ? names[b] : "?";
 }
 
@@ -68,6 +68,8 @@ ft_prediction ft_predict(const ft_gpu_spec *g, const ft_predict_in *in) {
      * pipe (2 on the GA100's 16 lanes a sub-partition, 1 on 32). */
     p.limit[FT_BOUND_FP32] = per(pos(in->fp32_instructions) * ws_of(g),
                                  sms_used * pos(g->fp32_lanes_per_sm) * clock * hiding);
+    p.limit[FT_BOUND_CONVERT] =
+        per(pos(in->convert_instructions) * ws_of(g), sms_used * pos(g->converts_per_sm) * clock);
     p.limit[FT_BOUND_TENSOR] = per(pos(in->mma_flops), pos(g->bf16_flops) * sms_used / sms);
     p.limit[FT_BOUND_LAUNCH] = pos(g->launch_s);
 

@@ -18,6 +18,7 @@
  *             request takes a wavefront for each 128-byte line it touches
  *   issue   = warp instructions / (SMs used x schedulers x clock x latency hiding)
  *   fp32    = FP32 warp instructions x 32 / (SMs used x FP32 lanes per SM x clock x hiding)
+ *   convert = conversion warp instructions x 32 / (SMs used x conversions per SM x clock)
  *   tensor  = mma FLOPs / (bf16_flops x SMs used / SMs)
  *   launch  = a fixed cost per launch
  *
@@ -52,12 +53,13 @@ typedef enum ft_bound {
     FT_BOUND_L1,
     FT_BOUND_ISSUE,
     FT_BOUND_FP32,
+    FT_BOUND_CONVERT,
     FT_BOUND_TENSOR,
     FT_BOUND_LAUNCH,
     FT_BOUND_N
 } ft_bound;
 
-/* "dram", "l2", "shared", "l1", "issue", "fp32", "tensor", "launch". */
+/* "dram", "l2", "shared", "l1", "issue", "fp32", "convert", "tensor", "launch". */
 const char *ft_bound_name(ft_bound b);
 
 typedef struct ft_predict_in {
@@ -67,6 +69,7 @@ typedef struct ft_predict_in {
     double global_wavefronts; /* the L1 wavefronts of global requests (128-byte lines each)  */
     double warp_instructions; /* warp instructions issued, all warps                         */
     double fp32_instructions; /* of which FP32 (FFMA, FADD, FMUL, ...): the FP32 pipe's      */
+    double convert_instructions; /* of which type conversions (F2I, I2F, F2F, F2FP, FRND) */
     double mma_flops;         /* tensor-core FLOPs                                           */
     double blocks;            /* blocks in the grid                                          */
     int block_threads;
