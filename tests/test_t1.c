@@ -177,6 +177,34 @@ static void test_bad_files(void) {
              "%s", err.msg);
 }
 
+/* A block size of 0 (an expression among the values that came out 0), with neither LocalSize
+ * nor GlobalSize nor GridDiv to say otherwise: the launch of that configuration is refused in
+ * one line (the grid would divide by it), the others launch. */
+static void test_zero_block(void) {
+    static const char text[] =
+        "{\"General\": {\"BenchmarkName\": \"z\", \"OutputFormat\": \"JSON\"},"
+        " \"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"block_size_x\","
+        " \"Type\": \"int\", \"Values\": \"[32, 8 > 9]\", \"Default\": 32}]},"
+        " \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\","
+        " \"KernelFile\": \"k.cu\", \"ProblemSize\": [1000], \"Arguments\": [{\"Name\": \"y\","
+        " \"Type\": \"float\", \"MemoryType\": \"Vector\", \"FillType\": \"Constant\","
+        " \"Size\": \"ProblemSize[0]\", \"FillValue\": 0.0}]}}";
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_from_buffer(text, strlen(text), "z.json", NULL, NULL, &t, &err) == FT_OK, "%s",
+             err.msg);
+    if (!t) return;
+    ft_config c;
+    long long g[3], b[3];
+    cfg_of(t, "block_size_x=32", &c);
+    FT_CHECK(ft_t1_launch(t, &c, g, b, &err) == FT_OK && g[0] == 32 && b[0] == 32, "%s", err.msg);
+    cfg_of(t, "block_size_x=0", &c);
+    FT_CHECK(ft_t1_launch(t, &c, g, b, &err) == FT_EINVAL &&
+                 strstr(err.msg, "the block's x dimension is 0 threads") && !strchr(err.msg, '\n'),
+             "%s", err.msg);
+    ft_t1_free(t);
+}
+
 /* The community's T1 files against the landscapes Kernel Tuner measured with them. */
 static void check_against(const char *ldir, const char *t1name, const char *kfile, const char *land) {
     char path[1200], kpath[1200];
@@ -256,6 +284,7 @@ static void test_community_files(void) {
 int main(void) {
     FT_RUN(test_hand_checked);
     FT_RUN(test_bad_files);
+    FT_RUN(test_zero_block);
     FT_RUN(test_community_files);
     return ft_test_finish();
 }

@@ -825,6 +825,9 @@ ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], 
             int pi = ft_space_param(&t->space, pn);
             if (pi >= 0 && !t->labels[pi]) block[d] = cfg->v[pi];
         }
+        if (block[d] < 1 || block[d] > 2147483647LL)
+            return ft_err_set(err, FT_EINVAL, "%s: the block's %s dimension is %lld threads",
+                              t->path, AX[d], block[d]);
         if (t->griddiv[d][0] != -2) {
             long long div = 1;
             for (int k = 0; t->griddiv[d][k] >= 0; k++) {
