@@ -270,6 +270,18 @@ double ft_kfacts_issue(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC], 
     return u.total;
 }
 
+/* Sum over the global kinds of access (global 1) or the shared ones (0) of a figure of their
+ * traffic (units, or lines where lines is set), each in the share of its requests the SASS
+ * issues. */
+static double kept_sum(const ft_emu_traffic t[FT_EMU_NACC], const double kept[FT_EMU_NACC],
+                       int global, int lines) {
+    double sum = 0;
+    for (int i = 0; i < FT_EMU_NACC; i++)
+        if (is_global((ft_emu_acc)i) == global)
+            sum += (double)(lines ? t[i].lines : t[i].units) * kept[i];
+    return sum;
+}
+
 ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const ft_kfacts *k) {
     ft_predict_in in;
     memset(&in, 0, sizeof in);
@@ -291,14 +303,9 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
     in.fp32_instructions = by_class[FT_SASS_FP32];
     in.convert_instructions = by_class[FT_SASS_CONVERT];
     in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
-    in.l2_bytes = 32 * ((double)p->t[FT_EMU_GLD].units * kept[FT_EMU_GLD] +
-                        (double)p->t[FT_EMU_GST].units * kept[FT_EMU_GST] +
-                        (double)p->t[FT_EMU_GATOM].units * kept[FT_EMU_GATOM]);
-    in.shared_wavefronts = (double)p->t[FT_EMU_SLD].units * kept[FT_EMU_SLD] +
-                           (double)p->t[FT_EMU_SST].units * kept[FT_EMU_SST];
-    in.global_wavefronts = (double)p->t[FT_EMU_GLD].lines * kept[FT_EMU_GLD] +
-                           (double)p->t[FT_EMU_GST].lines * kept[FT_EMU_GST] +
-                           (double)p->t[FT_EMU_GATOM].lines * kept[FT_EMU_GATOM];
+    in.l2_bytes = 32 * kept_sum(p->t, kept, 1, 0); /* sectors */
+    in.shared_wavefronts = kept_sum(p->t, kept, 0, 0);
+    in.global_wavefronts = kept_sum(p->t, kept, 1, 1);
     in.mma_flops = (double)p->coll[FT_EMU_COLL_MMA] * 2.0 * 16 * 8 * 16; /* m16n8k16 */
     in.warps_per_sm = k && k->occ.blocks_per_sm > 0 ? k->occ.warps_per_sm : 0;
     return in;

@@ -955,6 +955,7 @@ static ft_status predict_on(int emulated, ft_call *c, const ft_config *cfg, cons
     ft_prediction p = ft_predict(g, &in);
     out->seconds = p.seconds;
     out->bound = ft_bound_name(p.bound);
+    _Static_assert(FT_BOUND_N <= FT_PREDICTION_MAX_LIMITS, "a limit of the model has no slot");
     out->nlimits = FT_BOUND_N;
     for (int b = 0; b < FT_BOUND_N; b++) {
         out->limit_name[b] = ft_bound_name((ft_bound)b);

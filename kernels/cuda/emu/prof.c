@@ -161,19 +161,26 @@ static size_t unique_u64(uint64_t *v, size_t n) {
     return m;
 }
 
+/* The distinct units of 2^shift bytes that n lanes' accesses of `size` bytes (1 to 32) touch. */
+static uint64_t distinct_units(const uintptr_t *addr, int n, unsigned size, unsigned shift) {
+    uint64_t unit[64];
+    size_t nu = 0;
+    for (int i = 0; i < n && i < 32; i++) {
+        uint64_t a = addr[i], last = (a + size - 1) >> shift;
+        for (uint64_t u = a >> shift; u <= last && nu < 64; u++)
+            unit[nu++] = u;
+    }
+    return unique_u64(unit, nu);
+}
+
 void ft_emu_sectors(const uintptr_t *addr, int n, unsigned size, uint64_t *sectors,
                     uint64_t *ideal) {
     if (size == 0) size = 1;
     if (size > 32) size = 32;
-    uint64_t sec[64], start[32];
-    size_t ns = 0;
-    for (int i = 0; i < n && i < 32; i++) {
-        uint64_t a = addr[i], last = (a + size - 1) >> SECTOR_SHIFT;
-        for (uint64_t s = a >> SECTOR_SHIFT; s <= last && ns < 64; s++)
-            sec[ns++] = s;
-        start[i] = a;
-    }
-    *sectors = unique_u64(sec, ns);
+    uint64_t start[32];
+    for (int i = 0; i < n && i < 32; i++)
+        start[i] = addr[i];
+    *sectors = distinct_units(addr, n, size, SECTOR_SHIFT);
     /* The distinct bytes: the union of [a, a + size), in whole sectors. */
     size_t m = unique_u64(start, (size_t)(n < 32 ? n : 32));
     uint64_t bytes = 0, end = 0;
@@ -188,14 +195,7 @@ void ft_emu_sectors(const uintptr_t *addr, int n, unsigned size, uint64_t *secto
 uint64_t ft_emu_lines(const uintptr_t *addr, int n, unsigned size) {
     if (size == 0) size = 1;
     if (size > 32) size = 32;
-    uint64_t line[64];
-    size_t nl = 0;
-    for (int i = 0; i < n && i < 32; i++) {
-        uint64_t a = addr[i], last = (a + size - 1) >> LINE_SHIFT;
-        for (uint64_t l = a >> LINE_SHIFT; l <= last && nl < 64; l++)
-            line[nl++] = l;
-    }
-    return unique_u64(line, nl);
+    return distinct_units(addr, n, size, LINE_SHIFT);
 }
 
 void ft_emu_wavefronts(const uintptr_t *addr, const unsigned *lane, int n, unsigned size,
