@@ -92,6 +92,22 @@ static void test_record(void) {
     FT_CHECK(in.blocks == 7 && in.block_threads == 256 && in.warps_per_sm == 32,
              "geometry and occupancy: %g blocks, %d threads, %d warps/SM", in.blocks,
              in.block_threads, in.warps_per_sm);
+    /* Blocks of 40 threads: two warps of 20 live lanes each, 14 warps. The straight line's LDG
+     * and STG were issued by all 14 (100 and 50 requests); the loop's runs are the 86 LDGs' and
+     * 36 STGs' 15616 bytes over 32 bytes a thread and the 20 lanes each request had, not 32: a
+     * warp of 20 threads issues every instruction of the loop as a full one does. */
+    f = kernel_with_loop();
+    r.p.block = (ft_emu_uint3){20, 2, 1};
+    r.p.t[FT_EMU_GLD].lanes = 100 * 20, r.p.t[FT_EMU_GST].lanes = 50 * 20;
+    in = ft_predict_in_of_record(&r, &f);
+    FT_CHECK_NEAR(in.warp_instructions, 14 * 40 + 60.0 * 15616 / 20 / 32 + 20 + 10, 1e-9);
+    FT_CHECK_NEAR(in.fp32_instructions, 14 * 5 + 15.0 * 15616 / 20 / 32, 1e-9);
+    /* The same warps, full: the loop runs 20/32 as often. */
+    r.p.t[FT_EMU_GLD].lanes = 100 * 32, r.p.t[FT_EMU_GST].lanes = 50 * 32;
+    in = ft_predict_in_of_record(&r, &f);
+    FT_CHECK_NEAR(in.warp_instructions, 14 * 40 + 60.0 * 15616 / 32 / 32 + 20 + 10, 1e-9);
+    r.p.t[FT_EMU_GLD].lanes = r.p.t[FT_EMU_GST].lanes = 0;
+    r.p.block = (ft_emu_uint3){128, 2, 1};
     /* No loop, and the source reads shared memory three times for each LDS the compiler
      * kept (the rest held in registers): the 6 LDSs once per warp, 336 of the 1008 requests,
      * so a third of their wavefronts; all 100 instructions of the 56 warps in the share of

@@ -232,7 +232,9 @@ double ft_kfacts_issue(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC], 
     run_mix(&u, warps * (line_mem > 0 ? line_reached / line_mem : 1), &line);
 
     /* The loops: the hot one by the global bytes its kinds moved (its instructions per byte a
-     * thread moves, over 32 lanes) when it moves global data, else by its kinds' requests (each
+     * thread moves, over the lanes its requests had active: a warp of 8 live threads issues
+     * each instruction as one of 32 does) when it moves global data, else by its kinds'
+     * requests (each
      * an execution of one of its memory instructions); the other loops by the requests of the
      * kinds the hot loop lacks (a kernel that stages with cp.async and computes from shared
      * memory: its staging does not take its compute loop's ratio). */
@@ -246,12 +248,16 @@ double ft_kfacts_issue(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC], 
         double hot_per = memory_instructions(hot_by), rest_per = memory_instructions(rest_by);
         if (hot_per <= 0) hot_per = hot_by->total > 0 ? hot_by->total : 1;
         if (rest_per <= 0) rest_per = rest_by->total > 0 ? rest_by->total : 1;
-        double bytes = 0, n_hot = 0, n_rest = 0;
+        double bytes = 0, lanes = 0, requests = 0, n_hot = 0, n_rest = 0;
         for (int i = 0; i < FT_EMU_NACC; i++)
-            if (kind_count(hot, (ft_emu_acc)i) && is_global((ft_emu_acc)i) && t[i].requests)
+            if (kind_count(hot, (ft_emu_acc)i) && is_global((ft_emu_acc)i) && t[i].requests) {
                 bytes += (double)t[i].bytes * left[i] / (double)t[i].requests;
+                lanes += (double)t[i].lanes, requests += (double)t[i].requests;
+            }
+        /* Active lanes a request, as the emulator counted them (32 where it did not). */
+        double per_request = lanes > 0 && lanes < 32 * requests ? lanes / requests : 32;
         int by_bytes = hot->global_bytes > 0 && bytes > 0;
-        if (by_bytes) run_mix(&u, bytes / 32 / hot->global_bytes, hot);
+        if (by_bytes) run_mix(&u, bytes / per_request / hot->global_bytes, hot);
         for (int i = 0; i < FT_EMU_NACC; i++) {
             if (!kind_count(hot, (ft_emu_acc)i))
                 n_rest += left[i] / rest_per;

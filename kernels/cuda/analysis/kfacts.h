@@ -12,7 +12,9 @@
  *                                        the requests past the straight line's: the hot loop's
  *                                        instructions by the global bytes its kinds of access
  *                                        moved (its instructions per byte a thread moves, over
- *                                        32 lanes), or, when it moves no global data, by its
+ *                                        the lanes its requests had active: a warp of 20 live
+ *                                        threads issues every instruction as one of 32 does),
+ *                                        or, when it moves no global data, by its
  *                                        kinds' requests (its instructions per memory
  *                                        instruction); requests of kinds the hot loop lacks
  *                                        weigh the other loops' instructions per memory
