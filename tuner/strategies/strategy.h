@@ -87,8 +87,9 @@ typedef struct {
     int fit_every;      /* refit the kernel's length scales every fit_every results; default 1 */
     double cost_weight; /* 0..1: how much a candidate's expected cost divides its improvement;
                          * default 0 (ignore cost) */
-    int hamming;  /* local steps: 1, any other value of one parameter; 0, the next or previous
-                   * value of a numeric one; default 1 */
+    int hamming;  /* local steps: 1, any other value of one parameter; 2, the same, then of
+                   * two at once once those are all known; 0, the next or previous value of a
+                   * numeric one; default 2 */
     int recent;   /* past `train` results, the model is fitted on the best (train - recent) and
                    * the `recent` latest; 0..train; default 48 */
     int train;    /* results the model is fitted on at most, 16..256; default 64 */
