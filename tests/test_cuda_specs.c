@@ -240,23 +240,20 @@ static void test_clocks(void) {
     FT_CHECK_NEAR(ft_gpu_spec_find("h200")->sm_clock_hz, 1.98e9, 1e6);
 }
 
+/* Spec to properties (what the emulator reports) and back (a device that is present). */
 static void test_from_props(void) {
     const ft_gpu_spec *h = ft_gpu_spec_find("h100");
     ft_dev_props p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "NVIDIA H100 80GB HBM3");
-    snprintf(p.arch, sizeof p.arch, "sm_90a");
-    p.cc_major = 9;
-    p.sm_count = 132;
-    p.warp_size = 32;
-    p.max_threads_per_block = 1024;
-    p.max_threads_per_sm = 2048;
-    p.regs_per_sm = 65536;
-    p.max_regs_per_thread = 255;
-    p.smem_per_block = 48 * 1024;
-    p.smem_per_block_optin = 227 * 1024;
-    p.smem_per_sm = 228 * 1024;
-    p.clock_khz = 1980000;
+    ft_gpu_spec_props(h, &p);
+    FT_CHECK(strcmp(p.name, "NVIDIA H100 80GB HBM3") == 0 && strcmp(p.arch, "sm_90a") == 0 &&
+                 p.cc_major == 9 && p.cc_minor == 0 && p.sm_count == 132 && p.warp_size == 32 &&
+                 p.max_threads_per_block == 1024 && p.max_threads_per_sm == 2048 &&
+                 p.regs_per_sm == 65536 && p.max_regs_per_thread == 255 &&
+                 p.smem_per_block == 48 * 1024 && p.smem_per_block_optin == 227 * 1024 &&
+                 p.smem_per_sm == 228 * 1024 && p.l2_bytes == (size_t)50 << 20 &&
+                 p.mem_bytes == (size_t)80e9 && p.clock_khz == 1980000 && p.bus_width_bits == 0,
+             "an H100's properties: %s, %s, %d SMs, %d kHz", p.name, p.arch, p.sm_count,
+             p.clock_khz);
     ft_gpu_spec s;
     ft_err err = {0};
     FT_CHECK(ft_gpu_spec_from_props(&p, &s, &err) == FT_OK, "%s", err.msg);

@@ -144,6 +144,10 @@ static void test_open_and_props(void) {
     FT_CHECK(p->sm_count == 132 && p->warp_size == 32, "sms %d warp %d", p->sm_count, p->warp_size);
     FT_CHECK(p->smem_per_block_optin == 227 * 1024, "smem opt-in %zu", p->smem_per_block_optin);
     FT_CHECK(p->max_threads_per_block == 1024, "threads %d", p->max_threads_per_block);
+    /* The H100 of the spec table, its memory the host's at most. */
+    FT_CHECK(p->clock_khz == 1980000 && p->l2_bytes == (size_t)50 << 20 && p->mem_bytes > 0 &&
+                 p->mem_bytes <= (size_t)80e9,
+             "clock %d kHz, L2 %zu, memory %zu", p->clock_khz, p->l2_bytes, p->mem_bytes);
     ft_dev *g = NULL;
     ft_err err = {0};
     /* The GPU beside it: absent here is one clear line, never a crash. */

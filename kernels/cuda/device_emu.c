@@ -43,6 +43,7 @@
 #include "emu/emu.h"
 #include "core/paths.h"
 #include "kcache.h"
+#include "specs.h"
 
 #ifndef FT_EMU_CXX
 #define FT_EMU_CXX ""
@@ -927,31 +928,18 @@ static ft_status env_number(const char *var, unsigned long long lo, unsigned lon
     return FT_OK;
 }
 
+/* The emulator reports the H100 of the spec table (its SMs, limits, L2 and clock), under its own
+ * name and architecture; its memory is the host's, at most the H100's. */
 static void fill_props(ft_dev_props *p) {
-    memset(p, 0, sizeof *p);
+    const ft_gpu_spec *h100 = ft_gpu_spec_find("h100");
+    ft_gpu_spec_props(h100, p);
     snprintf(p->name, sizeof p->name, "flaretune SIMT emulator (emulated H100-like, sm_90)");
     snprintf(p->arch, sizeof p->arch, "emu");
-    p->cc_major = 9;
-    p->cc_minor = 0;
-    p->sm_count = 132;
-    p->warp_size = 32;
-    p->max_threads_per_block = 1024;
-    p->max_threads_per_sm = 2048;
-    p->regs_per_sm = 65536;
-    p->max_regs_per_thread = 255;
-    p->smem_per_block = 48 * 1024;
-    p->smem_per_block_optin = 227 * 1024;
-    p->smem_per_sm = 228 * 1024;
-    p->l2_bytes = 50u * 1024 * 1024;
-    /* Device memory is host memory: report what the host has, at most an H100's 80 GiB. */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     size_t host = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
-    size_t h100 = (size_t)80 << 30;
-    p->mem_bytes = host && host < h100 ? host : h100;
+    if (host && host < p->mem_bytes) p->mem_bytes = host;
     p->bus_width_bits = 5120;
-    p->clock_khz = 1980000;
     p->mem_clock_khz = 2619000;
-    p->ecc = 0;
 }
 
 ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {

@@ -228,6 +228,26 @@ ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err
     return FT_OK;
 }
 
+void ft_gpu_spec_props(const ft_gpu_spec *s, ft_dev_props *p) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", s->model);
+    snprintf(p->arch, sizeof p->arch, "%s", s->arch);
+    p->cc_major = s->cc_major;
+    p->cc_minor = s->cc_minor;
+    p->sm_count = s->sm_count;
+    p->warp_size = s->warp_size;
+    p->max_threads_per_block = s->max_threads_per_block;
+    p->max_threads_per_sm = s->max_threads_per_sm;
+    p->regs_per_sm = s->regs_per_sm;
+    p->max_regs_per_thread = s->max_regs_per_thread;
+    p->smem_per_block = s->smem_per_block;
+    p->smem_per_block_optin = s->smem_per_block_optin;
+    p->smem_per_sm = s->smem_per_sm;
+    p->l2_bytes = s->l2_bytes;
+    p->mem_bytes = s->mem_bytes;
+    p->clock_khz = (int)(s->sm_clock_hz / 1e3);
+}
+
 /* ---- occupancy --------------------------------------------------------------------------------
  */
 

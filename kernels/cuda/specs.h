@@ -97,6 +97,10 @@ const char *ft_gpu_spec_names(void);
  * the L2 rule at its clock and the launch cost. FT_EUNSUPPORTED for compute capabilities before
  * 8.0. DRAM bandwidth and FLOP/s are 0 (unknown). */
 ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err *err);
+/* The other way: the properties a device of spec s reports (its model and architecture, SMs,
+ * limits, L2, memory, boost clock); what no spec holds (bus width, memory clock, versions, ECC)
+ * is 0. */
+void ft_gpu_spec_props(const ft_gpu_spec *s, ft_dev_props *p);
 
 /* ---- occupancy -------------------------------------------------------------------------------- */
 
