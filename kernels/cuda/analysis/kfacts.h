@@ -14,8 +14,8 @@
  *                                        moved (its instructions per byte a thread moves, over
  *                                        the lanes its requests had active: a warp of 20 live
  *                                        threads issues every instruction as one of 32 does),
- *                                        or, when it moves no global data, by its
- *                                        kinds' requests (its instructions per memory
+ *                                        or, when it moves no global data, by its kinds'
+ *                                        requests (its instructions per memory
  *                                        instruction); requests of kinds the hot loop lacks
  *                                        weigh the other loops' instructions per memory
  *                                        instruction (a kernel that stages with cp.async and
