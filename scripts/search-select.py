@@ -2,7 +2,8 @@
 """search-select.py: choose the default strategy's settings by leave-one-landscape-out.
 
     scripts/search-select.py LANDSCAPE... [--settings FILE] [--seeds N] [--large-seeds M]
-                             [--flaretune BIN] [--jobs J] [--json FILE] [--markdown FILE]
+                             [--flaretune BIN] [--jobs J] [--criterion median|methodology]
+                             [--json FILE] [--markdown FILE]
 
 LANDSCAPE: anything `flaretune replay` reads (an exhaustive event log, a Kernel Tuner cache or a
 FAIR T4 results file, .gz too). SETTINGS: a JSON list of candidate settings, each a name and
@@ -19,6 +20,14 @@ what uniform random search needs in expectation there ((V + 1) / (W + 1) for W o
 candidates within the target): 1 is random search, lower is better, and landscapes of every
 size weigh alike.
 
+--criterion methodology scores each setting instead by the methodology score of Willemsen et
+al. (FGCS 2024; scripts/methodology.py): the mean, over the seeds, of its best-so-far against
+random search's expectation at every evaluation up to the landscape's budget, 0 random search,
+1 the optimum at once, higher better, averaged (arithmetic) over landscapes. The median counts
+say how soon half the seeds get there; the score also sees the seeds that stay stuck, and what
+a search has found before it gets there. The baseline is computed from the landscape as
+`flaretune replay --export` writes it, the one kt-compare.py measures Kernel Tuner's against.
+
 Leave-one-landscape-out: for each landscape, the setting with the best geometric-mean score on
 the OTHER landscapes is chosen, and its score on the one left out is reported beside the best
 any setting reached there (what a choice made with that landscape in view could have had). The
@@ -30,13 +39,16 @@ Exit 0, 1 when a replay fails, 2 on a bad command line.
 """
 import argparse
 import concurrent.futures
+import importlib.util
 import json
 import math
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import methodology  # noqa: E402
 from report_files import write_reports  # noqa: E402
 
 LARGE = 2000  # candidates: a landscape with more is replayed over --large-seeds
@@ -51,9 +63,9 @@ SETTINGS = [
 ]
 
 
-def replay(ft, land, setting, seeds):
+def replay(ft, land, setting, seeds, trace=False):
     cmd = [ft, "replay", land, "--strategy", "bayes", "--seeds", str(seeds), "--target",
-           "5%,1%", "--json"]
+           "5%,1%", "--json"] + (["--trace"] if trace else [])
     for o in setting["opts"]:
         cmd += ["--opt", o]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -78,58 +90,46 @@ def score(doc, valid):
     return math.exp(sum(logs) / len(logs))
 
 
+def baseline(ft, path):
+    """The methodology baseline of the landscape at path: its candidates as `flaretune replay
+    --export` scores them (confirmed optimum and all), read as kt-compare.py reads an export,
+    the baseline its Kernel Tuner scores are measured against."""
+    spec = importlib.util.spec_from_file_location(
+        "kt_compare", os.path.join(os.path.dirname(os.path.abspath(__file__)), "kt-compare.py"))
+    kt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kt)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "landscape.json")
+        cmd = [ft, "replay", path, "--strategy", "random", "--seeds", "1", "--export", out]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+        land = kt.read_landscape(out)
+    return methodology.Landscape([c["score_s"] for c in land["candidates"]],
+                                 [c["cost_s"] for c in land["candidates"]])
+
+
+def method_score(doc, base):
+    """The mean methodology score in evaluations of the replay's traces; higher is better."""
+    traces = doc["strategies"][0]["traces"]
+    return methodology.score_runs(base, [(t["best_s"], t["cost_s"]) for t in traces])["evals"]
+
+
 def gmean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("landscapes", nargs="+")
-    ap.add_argument("--settings")
-    ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--large-seeds", type=int, default=30)
-    ap.add_argument("--flaretune", default=os.environ.get("FT", "build/flaretune"))
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--json")
-    ap.add_argument("--markdown")
-    a = ap.parse_args()
-    settings = SETTINGS
-    if a.settings:
-        with open(a.settings) as f:
-            settings = json.load(f)
-    if len(a.landscapes) < 2 or len(settings) < 1:
-        print("search-select: needs two landscapes or more and a setting", file=sys.stderr)
-        return 2
-    jobs = {}
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        for li, land in enumerate(a.landscapes):
-            try:
-                valid = replay(a.flaretune, land, {"opts": []}, 1)["valid"]
-            except RuntimeError as e:
-                print(f"search-select: {e}", file=sys.stderr)
-                return 1
-            seeds = a.large_seeds if valid > LARGE else a.seeds
-            for si, s in enumerate(settings):
-                jobs[(li, si)] = ex.submit(replay, a.flaretune, land, s, seeds)
-        res = {}
-        for k, f in jobs.items():
-            try:
-                res[k] = f.result()
-            except RuntimeError as e:
-                print(f"search-select: {e}", file=sys.stderr)
-                return 1
-    table = {}
-    for (li, si), doc in res.items():
-        table[(li, si)] = score(doc, doc["valid"])
-    names = [os.path.basename(x) for x in a.landscapes]
-    overall = [gmean([table[(li, si)] for li in range(len(names))]) for si in range(len(settings))]
-    default = min(range(len(settings)), key=lambda si: overall[si])
+def choose(names, settings, table, combine, pick):
+    """Leave-one-landscape-out over table[(landscape, setting)]: the report and its lines."""
+    overall = [combine([table[(li, si)] for li in range(len(names))])
+               for si in range(len(settings))]
+    default = pick(range(len(settings)), key=lambda si: overall[si])
     folds = []
     for out in range(len(names)):
         rest = [li for li in range(len(names)) if li != out]
-        chosen = min(range(len(settings)),
-                     key=lambda si: gmean([table[(li, si)] for li in rest]))
-        best = min(range(len(settings)), key=lambda si: table[(out, si)])
+        chosen = pick(range(len(settings)),
+                      key=lambda si: combine([table[(li, si)] for li in rest]))
+        best = pick(range(len(settings)), key=lambda si: table[(out, si)])
         folds.append({"left_out": names[out], "chosen": settings[chosen]["name"],
                       "score": table[(out, chosen)], "best": settings[best]["name"],
                       "best_score": table[(out, best)]})
@@ -150,6 +150,58 @@ def main():
     lines += ["", f"default (best over all): {settings[default]['name']}; chosen by "
               f"{sum(f['chosen'] == settings[default]['name'] for f in folds)} of "
               f"{len(folds)} folds"]
+    return doc, lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("landscapes", nargs="+")
+    ap.add_argument("--settings")
+    ap.add_argument("--seeds", type=int, default=100)
+    ap.add_argument("--large-seeds", type=int, default=30)
+    ap.add_argument("--flaretune", default=os.environ.get("FT", "build/flaretune"))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--criterion", choices=("median", "methodology"), default="median")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    a = ap.parse_args()
+    method = a.criterion == "methodology"
+    settings = SETTINGS
+    if a.settings:
+        with open(a.settings) as f:
+            settings = json.load(f)
+    if len(a.landscapes) < 2 or len(settings) < 1:
+        print("search-select: needs two landscapes or more and a setting", file=sys.stderr)
+        return 2
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        for li, land in enumerate(a.landscapes):
+            try:
+                valid = replay(a.flaretune, land, {"opts": []}, 1)["valid"]
+            except RuntimeError as e:
+                print(f"search-select: {e}", file=sys.stderr)
+                return 1
+            seeds = a.large_seeds if valid > LARGE else a.seeds
+            for si, s in enumerate(settings):
+                jobs[(li, si)] = ex.submit(replay, a.flaretune, land, s, seeds, method)
+        res = {}
+        for k, f in jobs.items():
+            try:
+                res[k] = f.result()
+            except RuntimeError as e:
+                print(f"search-select: {e}", file=sys.stderr)
+                return 1
+    names = [os.path.basename(x) for x in a.landscapes]
+    med = {k: score(doc, doc["valid"]) for k, doc in res.items()}
+    doc, lines = choose(names, settings, med, gmean, min)
+    if method:  # chosen by the score; the median counts shown below for the same replays
+        bases = [baseline(a.flaretune, land) for land in a.landscapes]
+        meth = {(li, si): method_score(d, bases[li]) for (li, si), d in res.items()}
+        doc, mlines = choose(names, settings, meth, lambda xs: sum(xs) / len(xs), max)
+        doc["median_counts"] = choose(names, settings, med, gmean, min)[0]
+        lines = (["methodology score (higher is better):", ""] + mlines +
+                 ["", "median evaluations / random search's (lower is better):", ""] + lines)
+    doc["criterion"] = a.criterion
     print("\n".join(lines))
     write_reports(a.markdown, "\n".join(lines) + "\n", a.json, doc)
     return 0
