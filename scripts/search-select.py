@@ -3,7 +3,7 @@
 
     scripts/search-select.py LANDSCAPE... [--settings FILE] [--seeds N] [--large-seeds M]
                              [--flaretune BIN] [--jobs J] [--criterion median|methodology]
-                             [--json FILE] [--markdown FILE]
+                             [--orderings N] [--json FILE] [--markdown FILE]
 
 LANDSCAPE: anything `flaretune replay` reads (an exhaustive event log, a Kernel Tuner cache or a
 FAIR T4 results file, .gz too). SETTINGS: a JSON list of candidate settings, each a name and
@@ -14,7 +14,9 @@ the `--opt` assignments that differ from the strategy's defaults:
 
 (default: SETTINGS below). Each setting is replayed with bayes on every landscape (`flaretune
 replay L --strategy bayes --seeds N --target 5%,1% --json --opt ...`; M seeds on a landscape of
-more than 2000 candidates, where one replay costs seconds). A setting's score on a landscape is
+more than 2000 candidates, where one replay costs seconds). --orderings N replays seed s on
+ordering (s - 1) % N of the parameters (`flaretune replay --orderings`), as the README's table
+does: the order alone moves some searches. A setting's score on a landscape is
 the geometric mean, over the two targets, of its median evaluations to the target divided by
 what uniform random search needs in expectation there ((V + 1) / (W + 1) for W of the V
 candidates within the target): 1 is random search, lower is better, and landscapes of every
@@ -63,9 +65,11 @@ SETTINGS = [
 ]
 
 
-def replay(ft, land, setting, seeds, trace=False):
+def replay(ft, land, setting, seeds, trace=False, orderings=1):
     cmd = [ft, "replay", land, "--strategy", "bayes", "--seeds", str(seeds), "--target",
            "5%,1%", "--json"] + (["--trace"] if trace else [])
+    if orderings > 1:
+        cmd += ["--orderings", str(orderings)]
     for o in setting["opts"]:
         cmd += ["--opt", o]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -162,6 +166,7 @@ def main():
     ap.add_argument("--flaretune", default=os.environ.get("FT", "build/flaretune"))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--criterion", choices=("median", "methodology"), default="median")
+    ap.add_argument("--orderings", type=int, default=1)
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()
@@ -183,7 +188,8 @@ def main():
                 return 1
             seeds = a.large_seeds if valid > LARGE else a.seeds
             for si, s in enumerate(settings):
-                jobs[(li, si)] = ex.submit(replay, a.flaretune, land, s, seeds, method)
+                jobs[(li, si)] = ex.submit(replay, a.flaretune, land, s, seeds, method,
+                                           a.orderings)
         res = {}
         for k, f in jobs.items():
             try:
