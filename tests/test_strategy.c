@@ -368,7 +368,7 @@ static uint64_t digest_run(uint64_t h, ft_strategy_kind kind, uint64_t seed, lan
 static void test_pinned(void) {
     static const uint64_t want[FT_STRAT_COUNT] = {0x04876c30a3fd959bull, 0xf7e344da7290286bull,
                                                   0xe3adeb2efa618b4dull, 0x98161bc375870f45ull,
-                                                  0x1aa85832bc0aace1ull};
+                                                  0xcc30179c60939111ull};
     landscape_fn fs[] = {bowl, plateau, interact, bowl_rejects};
     for (int k = 0; k < FT_STRAT_COUNT; k++) {
         uint64_t h = 0xcbf29ce484222325ull;
@@ -442,7 +442,8 @@ static void test_options(void) {
     const ft_bayes_opts *bo = &o.bayes;
     FT_CHECK(bo->init == 5 && bo->local == 2 && bo->top == 3 && bo->xi == 0.0 &&
                  bo->fit_every == 1 && bo->cost_weight == 0.0 && bo->hamming == 2 &&
-                 bo->recent == 48 && bo->train == 64 && bo->explore == 0 && bo->stratified == 5,
+                 bo->recent == 48 && bo->train == 64 && bo->explore == 0 && bo->stratified == 5 &&
+                 bo->stall == 128,
              "bayes's defaults are not the documented ones");
     /* Options by name, as replay --opt sets them. */
     {
@@ -475,9 +476,9 @@ static void test_options(void) {
     check_other_bayes(&other, "with crossings");
 
     /* Out-of-range options, each refused by the strategy that reads them: bayes's (cases 0 to
-     * 9, 20 to 22), anneal's (10 to 14) and evolve's (15 to 19). */
-    ft_strategy_opts bad[23];
-    for (int k = 0; k < 23; k++)
+     * 9, 20 to 23), anneal's (10 to 14) and evolve's (15 to 19). */
+    ft_strategy_opts bad[24];
+    for (int k = 0; k < 24; k++)
         bad[k] = o;
     bad[0].bayes.init = 0;
     bad[1].bayes.top = 9;
@@ -502,7 +503,8 @@ static void test_options(void) {
     bad[20].bayes.stratified = -1;
     bad[21].bayes.stratified = bad[21].bayes.init + 1;
     bad[22].bayes.cross = -1;
-    for (int k = 0; k < 23; k++) {
+    bad[23].bayes.stall = -1;
+    for (int k = 0; k < 24; k++) {
         ft_strategy_kind kind = k < 10 || k >= 20 ? FT_STRAT_BAYES
                                 : k < 15 ? FT_STRAT_ANNEAL
                                          : FT_STRAT_EVOLVE;
@@ -619,6 +621,39 @@ static void test_hamming_widens(void) {
         else
             FT_CHECK(left > 0, "hamming 1 never left the best's neighbourhood");
     }
+}
+
+/* bayes.stall = S: the proposals are the same as without it up to the first one made once the
+ * best known has gone S results without improving; that one is not a local step. Every proposal
+ * is reported at once, so the results known before proposal d are the d before it. */
+static void test_stall(void) {
+    ft_strategy_opts off, on;
+    ft_strategy_opts_default(&off);
+    off.bayes.stall = 0;
+    on = off;
+    on.bayes.stall = 16;
+    static int x[MAXC], y[MAXC];
+    int diverged = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        int nx = run_seq_opts(FT_STRAT_BAYES, seed, interact, x, 300, &off);
+        int ny = run_seq_opts(FT_STRAT_BAYES, seed, interact, y, 300, &on);
+        FT_CHECK(nx == 300 && ny == 300, "seed %llu: %d and %d proposals of 300",
+                 (unsigned long long)seed, nx, ny);
+        int d = 0;
+        while (d < nx && d < ny && x[d] == y[d])
+            d++;
+        if (d == nx || d == ny) continue;
+        diverged++;
+        int best_at = 0; /* results known when the best so far was found */
+        for (int k = 1; k < d; k++)
+            if (interact(&cands[x[k]]) < interact(&cands[x[best_at]])) best_at = k;
+        FT_CHECK(d - (best_at + 1) >= on.bayes.stall,
+                 "seed %llu: proposal %d differs, %d results after the best was found",
+                 (unsigned long long)seed, d + 1, d - (best_at + 1));
+        FT_CHECK(d % on.bayes.local != 0, "seed %llu: proposal %d, a local step, differs",
+                 (unsigned long long)seed, d + 1);
+    }
+    FT_CHECK(diverged > 0, "the search never stalled for 16 results in 300: the check is void");
 }
 
 /* Search quality. Random search needs (n+1)/2 = 435 evaluations on average to propose a unique
@@ -1071,6 +1106,7 @@ int main(void) {
     FT_RUN(test_options);
     FT_RUN(test_stratified);
     FT_RUN(test_hamming_widens);
+    FT_RUN(test_stall);
     FT_RUN(test_quality);
     FT_RUN(test_batches);
     FT_RUN(test_warm);

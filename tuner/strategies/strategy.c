@@ -85,7 +85,7 @@ static const struct {
     OPT_I(bayes, top),         OPT_D(bayes, xi),           OPT_I(bayes, fit_every),
     OPT_D(bayes, cost_weight), OPT_I(bayes, hamming),      OPT_I(bayes, recent),
     OPT_I(bayes, train),       OPT_I(bayes, explore),      OPT_I(bayes, stratified),
-    OPT_I(bayes, cross),
+    OPT_I(bayes, cross),       OPT_I(bayes, stall),
 };
 
 ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_err *err) {

@@ -99,6 +99,10 @@ typedef struct {
                      * farthest from those taken; 0..init; default 5 */
     int cross;      /* every cross-th proposal is the best of a few crossings of the best
                      * eight known (0: never) */
+    int stall;      /* once the best known has gone this many results without improving, the
+                     * proposals between local steps are each the untaken candidate farthest
+                     * from everything taken (of a few draws), not the model's best, until it
+                     * improves (0: never); default 128 */
 } ft_bayes_opts;
 
 /* The options of every strategy; a strategy reads its own. */
