@@ -94,14 +94,19 @@ def score(doc, valid):
     return math.exp(sum(logs) / len(logs))
 
 
-def baseline(ft, path):
-    """The methodology baseline of the landscape at path: its candidates as `flaretune replay
-    --export` scores them (confirmed optimum and all), read as kt-compare.py reads an export,
-    the baseline its Kernel Tuner scores are measured against."""
+def kt_compare():
+    """scripts/kt-compare.py as a module (its name is not an identifier)."""
     spec = importlib.util.spec_from_file_location(
         "kt_compare", os.path.join(os.path.dirname(os.path.abspath(__file__)), "kt-compare.py"))
     kt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kt)
+    return kt
+
+
+def baseline(kt, ft, path):
+    """The methodology baseline of the landscape at path: its candidates as `flaretune replay
+    --export` scores them (confirmed optimum and all), read as kt-compare.py (the module kt)
+    reads an export, the baseline its Kernel Tuner scores are measured against."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "landscape.json")
         cmd = [ft, "replay", path, "--strategy", "random", "--seeds", "1", "--export", out]
@@ -201,10 +206,12 @@ def main():
     med = {k: score(doc, doc["valid"]) for k, doc in res.items()}
     doc, lines = choose(names, settings, med, gmean, min)
     if method:  # chosen by the score; the median counts shown below for the same replays
-        bases = [baseline(a.flaretune, land) for land in a.landscapes]
+        kt = kt_compare()
+        bases = [baseline(kt, a.flaretune, land) for land in a.landscapes]
         meth = {(li, si): method_score(d, bases[li]) for (li, si), d in res.items()}
+        med_doc = doc
         doc, mlines = choose(names, settings, meth, lambda xs: sum(xs) / len(xs), max)
-        doc["median_counts"] = choose(names, settings, med, gmean, min)[0]
+        doc["median_counts"] = med_doc
         lines = (["methodology score (higher is better):", ""] + mlines +
                  ["", "median evaluations / random search's (lower is better):", ""] + lines)
     doc["criterion"] = a.criterion
