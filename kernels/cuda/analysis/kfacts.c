@@ -235,8 +235,8 @@ double ft_kfacts_issue(const ft_kfacts *k, const ft_emu_traffic t[FT_EMU_NACC], 
      * thread moves, over the lanes its requests had active: a warp of 8 live threads issues
      * each instruction as one of 32 does) when it moves global data, else by its kinds'
      * requests (each an execution of one of its memory instructions); the other loops by the
-     * requests of the kinds the hot loop lacks (a kernel that stages with cp.async and computes from shared
-     * memory: its staging does not take its compute loop's ratio). */
+     * requests of the kinds the hot loop lacks (a kernel that stages with cp.async and computes
+     * from shared memory: its staging does not take its compute loop's ratio). */
     const ft_sass_loop *hl = ft_sass_hot_loop(&k->sass);
     if (loops.total > 0 && hl) {
         const ft_sass_mix *hot = &hl->mix;
