@@ -27,7 +27,8 @@ typedef enum {
     N_IF,
     N_CALL,
     N_INDEX,
-    N_LIST
+    N_LIST,
+    N_COMP
 } nkind;
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW };
@@ -41,8 +42,9 @@ typedef struct node {
     int op;        /* N_BIN: OP_*; N_CALL: F_* */
     int pos;       /* where it starts in the text, for messages */
     ft_expr_value v; /* N_NUM */
-    int slot;      /* N_NAME */
-    int a, b, c;   /* children: N_NEG/POS/NOT a; N_BIN, N_INDEX a b; N_IF a (then) b (cond) c */
+    int slot;      /* N_NAME: a caller's slot, or a comprehension's variable past them */
+    int a, b, c;   /* children: N_NEG/POS/NOT a; N_BIN, N_INDEX a b; N_IF a (then) b (cond) c;
+                    * N_COMP a (item) b (iterable) c (condition, or -1), op its variable */
     int first, count; /* N_CMP, N_AND, N_OR, N_CALL, N_LIST: kids[first..first+count) */
 } node;
 
@@ -67,8 +69,11 @@ struct ft_expr {
     char *text;
     tree t;
     int root;
-    int nslots;
+    int nslots;  /* the caller's; comprehension variables are slots nslots.. */
 };
+
+/* Comprehension variables of one expression, at most (each comprehension has one). */
+#define MAX_LOCALS 8
 
 /* ---- parsing ---------------------------------------------------------------------------------- */
 
@@ -85,6 +90,13 @@ typedef struct parser {
     int nnames;
     tree t;
     int depth;
+    /* Inside a list literal a name not known yet may be a comprehension's variable, bound by
+     * the `for` that follows its item: such names wait here until their list closes. */
+    int list_depth, nlocals, npend;
+    struct pending {
+        int node;
+        size_t start, len;
+    } pend[64];
     ft_err *err;
     ft_status st;
 } parser;
@@ -286,14 +298,82 @@ static int expect(parser *p, const char *op) {
     return 0;
 }
 
+static int unknown_name(parser *p, size_t start, size_t len) {
+    char what[96];
+    snprintf(what, sizeof what, "unknown name '%.*s'", (int)(len > 40 ? 40 : len), p->src + start);
+    return fail(p, start, what);
+}
+
+static int p_bool(parser *p, int is_or);
+
+/* Bind the names waiting in pend[from..to) that spell the variable at var/vlen to slot. */
+static void bind_pending(parser *p, int from, int to, size_t var, size_t vlen, int slot) {
+    for (int i = from; i < to; i++)
+        if (p->pend[i].node >= 0 && p->pend[i].len == vlen &&
+            memcmp(p->src + p->pend[i].start, p->src + var, vlen) == 0) {
+            p->t.nodes[p->pend[i].node].slot = slot;
+            p->pend[i].node = -1;
+        }
+}
+
+/* The rest of "[ITEM for NAME in ITERABLE if COND ...]" after ITEM (node item, its waiting
+ * names from pend[mark..]): Python's list comprehension with one `for` and any `if`s. The
+ * iterable is read outside the loop, so only the item's and the conditions' names may be the
+ * variable. Returns the N_COMP node, or -1; the ']' is left for the caller. */
+static int p_comprehension(parser *p, int item, int mark, size_t at) {
+    next(p); /* for */
+    size_t var = p->tstart, vlen = p->tlen;
+    if (p->tk != T_NAME || tok_word(p, "in") || tok_word(p, "for") || tok_word(p, "if"))
+        return fail(p, p->tstart, "expected a name after 'for'");
+    for (int s = 0; s < p->nnames; s++)
+        if (p->names[s] && strlen(p->names[s]) == vlen &&
+            memcmp(p->names[s], p->src + var, vlen) == 0)
+            return fail(p, var, "a loop variable may not reuse a name of the file");
+    if (p->nlocals == MAX_LOCALS) return fail(p, var, "too many comprehensions");
+    const int slot = p->nnames + p->nlocals++;
+    next(p);
+    if (!tok_word(p, "in")) return fail(p, p->tstart, "expected 'in'");
+    next(p);
+    const int item_end = p->npend;
+    int iter = p_bool(p, 1), cond = -1;
+    const int cond_from = p->npend;
+    while (iter >= 0 && p->st == FT_OK && tok_word(p, "if")) {
+        size_t cat = p->tstart;
+        next(p);
+        int c = p_bool(p, 1);
+        if (c < 0) return -1;
+        if (cond < 0) {
+            cond = c;
+        } else { /* "if A if B": both must hold */
+            kidlist k = {.n = 0};
+            push_kid(p, &k, cond, 0, cat);
+            push_kid(p, &k, c, 0, cat);
+            int nd = new_node(p, N_AND, cat);
+            cond = nd < 0 ? -1 : store_kids(p, nd, &k);
+            if (cond < 0) return -1;
+        }
+    }
+    if (iter < 0 || p->st != FT_OK) return -1;
+    if (tok_word(p, "for"))
+        return fail(p, p->tstart, "one 'for' to a list: nested loops are not read");
+    bind_pending(p, mark, item_end, var, vlen, slot);
+    bind_pending(p, cond_from, p->npend, var, vlen, slot);
+    return new_node_of(p, N_COMP, at, slot, item, iter, cond);
+}
+
+/* A list literal "[e, e, ...]" or comprehension "[e for x in ...]", after its '['. */
+static int p_list(parser *p, size_t at);
+
 /* A node of kind (with op) whose kids are the items "e, e, ..." up to `close`, a trailing comma
- * allowed: a list's or a call's arguments. The closing token is taken. Returns the node, or -1. */
-static int p_items(parser *p, nkind kind, int op, const char *close, size_t at) {
+ * allowed: a list's or a call's arguments (the first already parsed when first >= 0). The
+ * closing token is taken. Returns the node, or -1. */
+static int p_items(parser *p, nkind kind, int op, const char *close, size_t at, int first) {
     kidlist *k = calloc(1, sizeof *k);
     if (!k) return fail(p, at, "out of memory");
     int nd = new_node_of(p, kind, at, op, -1, -1, -1);
-    while (nd >= 0 && p->st == FT_OK && !tok_is(p, close)) {
-        int e = p_expr(p);
+    while (nd >= 0 && p->st == FT_OK && (first >= 0 || !tok_is(p, close))) {
+        int e = first >= 0 ? first : p_expr(p);
+        first = -1;
         if (e < 0 || push_kid(p, k, e, 0, p->tstart) < 0) break;
         if (tok_is(p, ",")) {
             next(p);
@@ -312,6 +392,31 @@ static int p_items(parser *p, nkind kind, int op, const char *close, size_t at) 
     return p->st == FT_OK ? nd : -1;
 }
 
+static int p_list(parser *p, size_t at) {
+    const int mark = p->npend;
+    p->list_depth++;
+    int nd;
+    if (tok_is(p, "]")) {
+        nd = p_items(p, N_LIST, 0, "]", at, -1);
+    } else {
+        int item = p_expr(p);
+        if (item >= 0 && tok_word(p, "for")) {
+            nd = p_comprehension(p, item, mark, at);
+            if (nd >= 0 && expect(p, "]") < 0) nd = -1;
+        } else {
+            nd = item < 0 ? -1 : p_items(p, N_LIST, 0, "]", at, item);
+        }
+    }
+    p->list_depth--;
+    /* Names still waiting when the outermost list closes were never bound: unknown. */
+    if (nd >= 0 && p->list_depth == 0) {
+        for (int i = mark; i < p->npend; i++)
+            if (p->pend[i].node >= 0) return unknown_name(p, p->pend[i].start, p->pend[i].len);
+        p->npend = mark;
+    }
+    return nd;
+}
+
 static int p_atom(parser *p) {
     size_t at = p->tstart;
     if (p->tk == T_NUM) {
@@ -328,7 +433,7 @@ static int p_atom(parser *p) {
     }
     if (tok_is(p, "[")) {
         next(p);
-        return p_items(p, N_LIST, 0, "]", at);
+        return p_list(p, at);
     }
     if (p->tk == T_NAME) {
         if (tok_word(p, "True") || tok_word(p, "False")) {
@@ -359,7 +464,7 @@ static int p_atom(parser *p) {
                 return fail(p, at, what);
             }
             next(p);
-            return p_items(p, N_CALL, fn, ")", at);
+            return p_items(p, N_CALL, fn, ")", at, -1);
         }
         for (int s = 0; s < p->nnames; s++)
             if (p->names[s] && strlen(p->names[s]) == nlen &&
@@ -369,10 +474,17 @@ static int p_atom(parser *p) {
                 p->t.used[s] = 1;
                 return n;
             }
-        char what[96];
-        snprintf(what, sizeof what, "unknown name '%.*s'", (int)(nlen > 40 ? 40 : nlen),
-                 p->src + nstart);
-        return fail(p, at, what);
+        if (p->list_depth > 0) { /* perhaps the variable of a comprehension: resolved later */
+            if (p->npend == (int)(sizeof p->pend / sizeof p->pend[0]))
+                return fail(p, at, "too many names in a list");
+            int n = new_node(p, N_NAME, at);
+            if (n >= 0) {
+                p->t.nodes[n].slot = -1;
+                p->pend[p->npend++] = (struct pending){n, nstart, nlen};
+            }
+            return n;
+        }
+        return unknown_name(p, nstart, nlen);
     }
     if (p->tk == T_END && p->st == FT_OK) return fail(p, at, "unexpected end");
     return fail(p, at, "expected a value");
@@ -645,6 +757,7 @@ typedef struct evalctx {
     const ft_expr_value *slots;
     chunk *chunks;
     long long budget; /* list items that may still be made */
+    ft_expr_value locals[MAX_LOCALS]; /* the comprehensions' variables */
     ft_err *err;
 } evalctx;
 
@@ -708,10 +821,36 @@ static double py_floordiv(double x, double y) {
     return copysign(0.0, x / y);
 }
 
+/* Python's list + list (concatenation) and list * int (repetition; none at a count <= 0). */
+static ft_status list_op(evalctx *c, const node *n, ft_expr_value a, ft_expr_value b,
+                         ft_expr_value *out) {
+    ft_status st;
+    if (n->op == OP_ADD && a.kind == FT_EXPR_LIST && b.kind == FT_EXPR_LIST) {
+        ft_expr_value *items = alloc_items(c, (long long)a.n + b.n, n->pos, &st);
+        if (!items) return st;
+        if (a.n > 0) memcpy(items, a.items, (size_t)a.n * sizeof *items);
+        if (b.n > 0) memcpy(items + a.n, b.items, (size_t)b.n * sizeof *items);
+        *out = ft_expr_list(items, a.n + b.n);
+        return FT_OK;
+    }
+    if (n->op == OP_MUL && (a.kind == FT_EXPR_INT || b.kind == FT_EXPR_INT)) {
+        const ft_expr_value l = a.kind == FT_EXPR_LIST ? a : b;
+        const long long times = a.kind == FT_EXPR_LIST ? b.i : a.i;
+        const long long cnt = times <= 0 || l.n == 0 ? 0 : times;
+        if (cnt > 0 && cnt > c->budget / l.n) return efail(c, n->pos, "list too long");
+        ft_expr_value *items = alloc_items(c, cnt * l.n, n->pos, &st); /* never NULL when OK */
+        if (!items) return st;
+        for (long long t = 0; t < cnt; t++)
+            memcpy(items + t * l.n, l.items, (size_t)l.n * sizeof *items);
+        *out = ft_expr_list(items, (int)(cnt * l.n));
+        return FT_OK;
+    }
+    return efail(c, n->pos, "a list where a number is needed");
+}
+
 static ft_status binop(evalctx *c, const node *n, ft_expr_value a, ft_expr_value b,
                        ft_expr_value *out) {
-    ft_status st;
-    if ((st = need_number(c, n, a)) != FT_OK || (st = need_number(c, n, b)) != FT_OK) return st;
+    if (a.kind == FT_EXPR_LIST || b.kind == FT_EXPR_LIST) return list_op(c, n, a, b, out);
     int ints = a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT;
     if (ints) {
         long long x = a.i, y = b.i, r = 0;
@@ -921,7 +1060,9 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
     ft_expr_value a, b;
     switch (n->kind) {
     case N_NUM: *out = n->v; return FT_OK;
-    case N_NAME: *out = c->slots[n->slot]; return FT_OK;
+    case N_NAME:
+        *out = n->slot < c->e->nslots ? c->slots[n->slot] : c->locals[n->slot - c->e->nslots];
+        return FT_OK;
     case N_NEG:
     case N_POS:
         if ((st = ev(c, n->a, &a)) != FT_OK || (st = need_number(c, n, a)) != FT_OK) return st;
@@ -1002,6 +1143,25 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
         *out = ft_expr_list(items, n->count);
         return FT_OK;
     }
+    case N_COMP: {
+        if ((st = ev(c, n->b, &b)) != FT_OK) return st;
+        if (b.kind != FT_EXPR_LIST) return efail(c, n->pos, "a loop over a number");
+        ft_expr_value *items = alloc_items(c, b.n, n->pos, &st);
+        if (!items) return st;
+        int cnt = 0;
+        for (int i = 0; i < b.n; i++) {
+            c->locals[n->op - c->e->nslots] = b.items[i];
+            if (n->c >= 0) {
+                if ((st = ev(c, n->c, &a)) != FT_OK) return st;
+                if (!truthy(a)) continue;
+            }
+            if ((st = ev(c, n->a, &items[cnt])) != FT_OK) return st;
+            if (items[cnt].kind == FT_EXPR_LIST) return efail(c, n->pos, "a list of lists");
+            cnt++;
+        }
+        *out = ft_expr_list(items, cnt);
+        return FT_OK;
+    }
     }
     return efail(c, n->pos, "internal: unknown node");
 }
@@ -1048,7 +1208,7 @@ ft_status ft_expr_eval_list(const ft_expr *e, const ft_expr_value *slots, ft_exp
         if (!r) {
             st = ft_err_set(err, FT_ENOMEM, "expression: out of memory");
         } else {
-            if (v.kind == FT_EXPR_LIST) memcpy(r, v.items, (size_t)cnt * sizeof *r);
+            if (v.kind == FT_EXPR_LIST && cnt > 0) memcpy(r, v.items, (size_t)cnt * sizeof *r);
             else r[0] = v;
             *items = r;
             *n = cnt;

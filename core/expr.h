@@ -11,7 +11,12 @@
  *               before any evaluation); a slot holds a number or a list
  *   arithmetic  + - * / // % ** and unary - +, with Python's rules: / is always a float, //
  *               and % round toward negative infinity (the result of % takes the divisor's sign),
- *               an int with a float is a float; integer overflow is an error (Python would grow)
+ *               an int with a float is a float; integer overflow is an error (Python would grow);
+ *               list + list joins, list * int repeats
+ *   lists       comprehensions [item for x in iterable if cond ...] with one `for` (nested
+ *               comprehensions allowed; at most 8 in an expression), as the community's T1 files
+ *               write values: "[2**i for i in range(0, 6)]", "[1] + [2 * i for i in range(1, 11)]";
+ *               a loop variable may not reuse a slot's name
  *   comparison  < <= > >= == != chained as Python does (a < b <= c), and `in` / `not in` a list
  *   logic       and, or (yielding the deciding operand, as Python), not; `A if C else B`
  *   calls       min, max (of arguments, or of one list), abs, int, float, round, len, and

@@ -140,6 +140,49 @@ static void test_calls_and_lists(void) {
            "8776627963145224193]");
     expect("[]", "[]");
     expect("[1, 2,]", "[1, 2]");
+    expect("[5]", "[5]");
+    /* + and * of lists, as Python */
+    expect("[1] + [2, 3]", "[1, 2, 3]");
+    expect("L + []", "[4, 1, 9]");
+    expect("[7, 8] * 2", "[7, 8, 7, 8]");
+    expect("2 * [0]", "[0, 0]");
+    expect("[1] * -1", "[]");
+    expect("len(L * 3)", "9");
+}
+
+/* Comprehensions: the way the FAIR benchmark hub's T1 files write their values. */
+static void test_comprehensions(void) {
+    expect("[2**i for i in range(0, 6)]", "[1, 2, 4, 8, 16, 32]");
+    expect("[i for i in range(1, 11)]", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]");
+    expect("[32 * i for i in range(1, 4)]", "[32, 64, 96]");
+    expect("[1] + [2 * i for i in range(1, 4)]", "[1, 2, 4, 6]");
+    expect("[1, 2, 4, 8, 16] + list(range(32, 128+1, 32))", "[1, 2, 4, 8, 16, 32, 64, 96, 128]");
+    /* the file's names inside, conditions, a conditional item, nesting */
+    expect("[a * i for i in L if i > 1]", "[28, 63]");
+    expect("[i for i in L if i > 1 if i < 9]", "[4]");
+    expect("[i if i > 1 else 0 for i in L]", "[4, 0, 9]");
+    expect("[x for x in [y * 2 for y in range(3)]]", "[0, 2, 4]");
+    expect("[max([x, 5]) for x in L]", "[5, 5, 9]");
+    expect("max([x * x for x in L])", "81");
+    expect("[i for i in []]", "[]");
+    /* a variable is bound in its own comprehension only */
+    expect_error("[i for j in L]", "unknown name 'i'");
+    expect_error("[y + x for x in [y for y in range(3)]]", "unknown name 'y'");
+    expect_error("[i for i in range(i)]", "unknown name 'i'");
+    expect_error("[zz]", "unknown name 'zz' at column 2");
+    expect_error("[a for a in L]", "may not reuse a name of the file");
+    expect_error("[i for i in L for j in L]", "nested loops are not read");
+    expect_error("[i for i in 3]", "a loop over a number");
+    expect_error("[[i] for i in L]", "a list of lists");
+    expect_error("[i for in L]", "expected a name after 'for'");
+    expect_error("[i for i L]", "expected 'in'");
+    expect_error("[i for i in L", "expected ']'");
+    expect_error("[1] * 100000000", "list too long");
+    expect_error("[1] * 2.0", "a list where a number is needed");
+    expect_error("[1] + 1", "a list where a number is needed");
+    expect_error("[x for x in [x for x in [x for x in [x for x in [x for x in [x for x in [x for x "
+                 "in [x for x in [x for x in L]]]]]]]]]",
+                 "too many comprehensions");
 }
 
 /* The T1 files' expressions (FAIR benchmark hub: convolution, dedispersion). */
@@ -243,6 +286,7 @@ int main(int argc, char **argv) {
     FT_RUN(test_arithmetic);
     FT_RUN(test_logic);
     FT_RUN(test_calls_and_lists);
+    FT_RUN(test_comprehensions);
     FT_RUN(test_t1_expressions);
     FT_RUN(test_errors);
     return ft_test_finish();

@@ -127,7 +127,11 @@ static void test_bad_files(void) {
         {"\"[32, 64, 128, 256]\"", "\"[]\"", "has no values"},
         {"\"[32, 64, 128, 256]\"", "\"[32, 64, 32]\"", "twice"},
         {"\"[32, 64, 128, 256]\"", "\"list(range(100))\"", "at most 64"},
-        {"\"Default\": 64", "\"Default\": 65", "Default is not one of its values"},
+        {"\"Default\": 64", "\"Default\": {}", "Default is not a number"},
+        {"\"Default\": 64", "\"Default\": \"64\"", "Default is not a number"},
+        {"\"Default\": 64", "\"Default\": [64, 128]", "Default is not a number"},
+        {"[32, 64, 128, 256]", "[i for i in range(4) for j in range(2)]", "nested loops are not read"},
+        {"[32, 64, 128, 256]", "[32 * j for i in range(1, 9)]", "unknown name 'j'"},
         {"block_size_x * tile_size_x <= 512\"", "block_size_x * tile_sise_x <= 512\"", "unknown name 'tile_sise_x'"},
         {"\"Parameters\": [\"use_ldg\", \"tile_size_x\"]", "\"Parameters\": [\"use_ldg\", \"nope\"]", "\"nope\", which is not a parameter"},
         {"\"Language\": \"CUDA\"", "\"Language\": \"OpenCL\"", "flaretune runs CUDA kernels"},
@@ -180,6 +184,39 @@ static void test_bad_files(void) {
 /* A block size of 0 (an expression among the values that came out 0), with neither LocalSize
  * nor GlobalSize nor GridDiv to say otherwise: the launch of that configuration is refused in
  * one line (the grid would divide by it), the others launch. */
+/* The forms the FAIR benchmark hub's own T1 files use (its hotspot and gemm files): values as
+ * list comprehensions and sums of lists, a Default given as a list of one, and a Default that
+ * is not among the values (the first value is then the default, and default_note says so). */
+static void test_hub_forms(void) {
+    char *text = ft_test_read_file(DATA "hub_forms.json");
+    FT_CHECK(text != NULL, "hub_forms.json");
+    if (!text) return;
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_from_buffer(text, strlen(text), "hub_forms.json", NULL, NULL, &t, &err) == FT_OK,
+             "%s", err.msg);
+    free(text);
+    if (!t) return;
+    static const int want[3][5] = {{1, 2, 32, 64, 96}, {1, 2, 4}, {1, 2, 6}};
+    static const int nwant[3] = {5, 3, 3};
+    for (int p = 0; p < 3; p++) {
+        FT_CHECK(t->params[p].n == nwant[p], "%s: %d values", t->params[p].name, t->params[p].n);
+        for (int k = 0; k < nwant[p] && k < t->params[p].n; k++)
+            FT_CHECK(t->params[p].values[k] == want[p][k], "%s[%d] = %d", t->params[p].name, k,
+                     t->params[p].values[k]);
+    }
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    char buf[256];
+    ft_config_format(&t->space, &def, buf, sizeof buf);
+    FT_CHECK(strcmp(buf, "block_size_x=64,block_size_y=1,tile_size_x=1,max_tfactor=10") == 0, "%s",
+             buf);
+    FT_CHECK(strstr(t->default_note, "max_tfactor's Default 1 is not one of its values: its "
+                                     "first, 10, is the default") != NULL,
+             "%s", t->default_note);
+    ft_t1_free(t);
+}
+
 static void test_zero_block(void) {
     static const char text[] =
         "{\"General\": {\"BenchmarkName\": \"z\", \"OutputFormat\": \"JSON\"},"
@@ -284,6 +321,7 @@ static void test_community_files(void) {
 int main(void) {
     FT_RUN(test_hand_checked);
     FT_RUN(test_bad_files);
+    FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);
     FT_RUN(test_community_files);
     return ft_test_finish();

@@ -212,8 +212,12 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                                       name, pn, labels ? labels[k] : "");
         }
         fp->labels = (const char *const *)labels;
-        /* The default: "Default" where given (it must be a value), else the first value. */
+        /* The default: "Default" where given (a value, or a list of one), else the first
+         * value. A Default that is not among the values (the hub's hotspot file gives
+         * max_tfactor the values [10] and the Default 1) leaves the first value the default,
+         * and default_note says so. */
         json_t *dv = json_object_get(p, "Default");
+        if (json_is_array(dv) && json_array_size(dv) == 1) dv = json_array_get(dv, 0);
         fp->def = fp->values[0];
         if (dv && !json_is_null(dv)) {
             int found = -1;
@@ -224,10 +228,27 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                          ft_expr_number(items[k]) == json_number_value(dv))
                     found = k;
             }
-            if (found < 0)
-                return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Default is not one of its values",
-                                  name, pn);
-            fp->def = fp->values[found];
+            if (found < 0 && (labels && is_string ? !json_is_string(dv) : !json_is_number(dv)))
+                return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Default is not a %s", name,
+                                  pn, is_string ? "string" : "number");
+            if (found < 0) {
+                char given[64], first[64];
+                if (json_is_string(dv))
+                    snprintf(given, sizeof given, "\"%.40s\"", json_string_value(dv));
+                else if (json_is_integer(dv))
+                    snprintf(given, sizeof given, "%lld", (long long)json_integer_value(dv));
+                else
+                    ft_expr_format(ft_expr_float(json_real_value(dv)), given, sizeof given);
+                if (labels) snprintf(first, sizeof first, "%.60s", labels[0]);
+                else snprintf(first, sizeof first, "%d", fp->values[0]);
+                const size_t used = strlen(t->default_note);
+                snprintf(t->default_note + used, sizeof t->default_note - used,
+                         "%s%.40s's Default %s is not one of its values: its first, %s, is the "
+                         "default",
+                         used ? "; " : "", pn, given, first);
+            } else {
+                fp->def = fp->values[found];
+            }
         }
     }
     t->space.params = t->params;
@@ -561,10 +582,11 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
                 s = ft_err_set(err, FT_EFORMAT, "%s: no configuration satisfies the conditions", name);
             if (s == FT_OK) {
                 for (int i = 0; i < t->space.nparams; i++) t->params[i].def = def.v[i];
-                snprintf(t->default_note, sizeof t->default_note,
-                         "the file's defaults break the condition %.200s; the nearest allowed "
+                const size_t used = strlen(t->default_note);
+                snprintf(t->default_note + used, sizeof t->default_note - used,
+                         "%sthe file's defaults break the condition %.200s; the nearest allowed "
                          "configuration is the default",
-                         why);
+                         used ? "; " : "", why);
             }
         }
         if (s == FT_OK) s = ft_t1_launch(t, &def, g, b, err);

@@ -84,7 +84,7 @@ typedef struct ft_t1 {
  * space order among equals), and default_note says
      * which condition the file's own default breaks. The space's defaults are set to it: it is
      * the baseline and the reference the outputs are checked against. */
-    char default_note[320];
+    char default_note[640];
 } ft_t1;
 
 /* Read a T1 file (a path) or its bytes (dir: where its KernelFile is looked for; NULL: not

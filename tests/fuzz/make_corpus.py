@@ -470,7 +470,7 @@ def dictionaries():
                            "Size", "FillValue", "Output", "int", "float", "string", "int32",
                            "uint8", "double"}) + JSON_TOKENS + [
             "//", "**", "<=", ">=", "==", "!=", " and ", " or ", "not ", " in ", " if ",
-            " else ", "min(", "max(", "range(", "list(", "len(", "abs(", "round(", "int(",
+            " else ", " for ", "[x for x in ", "min(", "max(", "range(", "list(", "len(", "abs(", "round(", "int(",
             "float(", "True", "False", "ProblemSize[0]"],
         "report.dict": quoted(json_keys(report_doc(), set()) |
                               {"stacked", "lines", "holds", "does not hold", "measured", "s",
@@ -622,6 +622,9 @@ def t1_seeds():
         "seed-no-args.json": t1_doc(**{ks + "/Arguments": []}),
         "seed-bad-type.json": t1_doc(**{ks + "/Arguments/1/Type": "half"}),
         "seed-values-expr.json": t1_doc(**{cs + "/0/Values": "[2 ** k for k in range(5)]"}),
+        "seed-values-joined.json": t1_doc(**{
+            cs + "/0/Values": "[16] + [32 * i for i in range(1, 9) if i % 2 == 0 if i != 6] * 1",
+            cs + "/0/Default": [16]}),
         "seed-hip.json": t1_doc(**{ks + "/Language": "HIP"}),
     }
     out = {k: (json.dumps(v, indent=1) + "\n").encode() for k, v in seeds.items()}
