@@ -74,8 +74,9 @@ static void test_hand_checked(void) {
              "arguments");
     char defs[8][96];
     int nd = ft_t1_defines(t, &c, defs, 8);
-    FT_CHECK(nd == 4 && strcmp(defs[0], "block_size_x=128") == 0 && strcmp(defs[3], "scale=2.0") == 0,
-             "defines %d %s", nd, nd > 3 ? defs[3] : "");
+    FT_CHECK(nd == 5 && strcmp(defs[0], "block_size_x=128") == 0 && strcmp(defs[3], "scale=2.0") == 0 &&
+                 strcmp(defs[4], "kernel_tuner=1") == 0,
+             "defines %d %s", nd, nd > 4 ? defs[4] : "");
     ft_t1_key(t, &c, buf, sizeof buf);
     FT_CHECK(strcmp(buf, "128,3,0,2.0") == 0, "key %s", buf);
     ft_t1_free(t);

@@ -882,6 +882,7 @@ int ft_t1_defines(const ft_t1 *t, const ft_config *cfg, char (*buf)[96], int cap
         ft_config_value_str(&t->space, i, cfg->v[i], v, sizeof v);
         snprintf(buf[n++], 96, "%s=%s", t->params[i].name, v);
     }
+    if (n < cap) snprintf(buf[n++], 96, "kernel_tuner=1");
     return n;
 }
 

@@ -118,7 +118,11 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
 /* The launch of cfg: grid in blocks and block in threads. */
 ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], long long block[3],
                        ft_err *err);
-/* cfg's values as the compiler's macros, "name=value" in buf (n of them, each < 96 bytes). */
+/* cfg's values as the compiler's macros, "name=value" in buf (n of them, each < 96 bytes), then
+ * kernel_tuner=1, which Kernel Tuner defines for every kernel it compiles: kernels written for
+ * it give their parameters standalone values under #ifndef kernel_tuner. At most
+ * FT_T1_MAX_DEFINES. */
+#define FT_T1_MAX_DEFINES (FT_MAX_PARAMS + 1)
 int ft_t1_defines(const ft_t1 *t, const ft_config *cfg, char (*buf)[96], int cap);
 /* Kernel Tuner's cache key of cfg: the values in parameter order, joined by commas. */
 void ft_t1_key(const ft_t1 *t, const ft_config *cfg, char *buf, size_t n);

@@ -115,9 +115,9 @@ const void *ft_t1_bench_host(const ft_t1_bench *b, int i) { return b->host[i]; }
 
 ft_status ft_t1_bench_compile(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err) {
     const ft_t1 *t = b->t;
-    char defs[FT_MAX_PARAMS][96];
-    const char *dp[FT_MAX_PARAMS], *syms[FT_T1_MAX_ARGS];
-    int nd = ft_t1_defines(t, cfg, defs, FT_MAX_PARAMS), ns = 0;
+    char defs[FT_T1_MAX_DEFINES][96];
+    const char *dp[FT_T1_MAX_DEFINES], *syms[FT_T1_MAX_ARGS];
+    int nd = ft_t1_defines(t, cfg, defs, FT_T1_MAX_DEFINES), ns = 0;
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].constant) syms[ns++] = t->args[i].name;
@@ -207,9 +207,9 @@ static ft_status emulate(ft_t1_bench *b, ft_dev_module *m, const long long g[3],
 #if FT_HAVE_CUDA
 ft_status ft_t1_nvrtc_compile(const ft_t1 *t, const ft_config *cfg, const char *arch,
                               ft_nvrtc_result *res, ft_err *err) {
-    char defs[FT_MAX_PARAMS][96];
-    const char *dp[FT_MAX_PARAMS];
-    int nd = ft_t1_defines(t, cfg, defs, FT_MAX_PARAMS);
+    char defs[FT_T1_MAX_DEFINES][96];
+    const char *dp[FT_T1_MAX_DEFINES];
+    int nd = ft_t1_defines(t, cfg, defs, FT_T1_MAX_DEFINES);
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     const char *kn = t->kernel_name;
     ft_nvrtc_file f = {.path = t->kernel_file, .defines = dp, .ndefines = nd,

@@ -80,9 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         one_line(s, &err, "ft_t1_launch");
         if (s == FT_OK)
             for (int d = 0; d < 3; d++) FUZZ_CHECK(g[d] >= 1 && b[d] >= 1, "grid or block below 1");
-        char defs[FT_MAX_PARAMS][96], key[4096];
-        int nd = ft_t1_defines(t, &c, defs, FT_MAX_PARAMS);
-        FUZZ_CHECK(nd == t->space.nparams, "%d defines for %d parameters", nd, t->space.nparams);
+        char defs[FT_T1_MAX_DEFINES][96], key[4096];
+        int nd = ft_t1_defines(t, &c, defs, FT_T1_MAX_DEFINES);
+        FUZZ_CHECK(nd == t->space.nparams + 1, "%d defines for %d parameters", nd, t->space.nparams);
         ft_t1_key(t, &c, key, sizeof key);
         int commas = 0;
         for (const char *p = key; *p; p++) commas += *p == ',';

@@ -3,13 +3,12 @@
 // order and also copies coef to the symbol. Two things for the tests: `scale` picks between two
 // ways of writing the same sum (a float tunable that must not change the result), and with
 // tile_size_x == 3 the kernel forgets its last element (a wrong configuration to be caught).
-#ifndef block_size_x
+// Its standalone values sit under #ifndef kernel_tuner, as in Kernel Tuner's own examples:
+// Kernel Tuner defines kernel_tuner for every kernel it compiles, and so must flaretune, or
+// these would replace the configuration's values.
+#ifndef kernel_tuner
 #define block_size_x 64
-#endif
-#ifndef tile_size_x
 #define tile_size_x 1
-#endif
-#ifndef scale
 #define scale 2.0
 #endif
 
