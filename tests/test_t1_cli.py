@@ -12,12 +12,17 @@ requirements when jsonschema is present) and a Kernel Tuner cache that `replay` 
 `compile --t1` of every configuration for sm_80 and sm_86 (NVRTC, no GPU needed);
 `tune --t1 --backend cuda` without a GPU (exit 3, one line); `inspect --t1` (one configuration,
 JSON; --sample into a JSON-lines file twice: the second run adds nothing; a torn last line is
-cut off and predicted again); bad requests one line each.
+cut off and predicted again); the Kernel Tuner cache written as the run goes: a run killed
+with SIGKILL keeps every evaluation it finished, a torn last line is cut away, `replay` reads the
+unclosed file, the same command again resumes from it and runs only the rest, and a cache of
+another problem is refused before anything runs; bad requests one line each.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -123,6 +128,61 @@ def test_inspect():
           f"the torn line predicted again: {healed[-2:]}")
 
 
+def cache_entries(path):
+    """Entries in a Kernel Tuner cache as flaretune writes it: a line each."""
+    try:
+        with open(path) as f:
+            return sum(1 for line in f if line.startswith('"') and '"time":' in line)
+    except FileNotFoundError:
+        return 0
+
+
+def test_kt_cache_resume():
+    tmp = STATE["tmp"]
+    kt = os.path.join(tmp, "r.kt.json")
+    args = ["tune", "--t1", T1, "--backend", "cuda-emu", "--strategy", "exhaustive", "--budget",
+            "0", "--reps", "2", "--kt-cache", kt]
+    # A kernel cache of its own: compiled afresh, each evaluation takes long enough to be killed
+    # in the middle of the run (from the warm cache they take a millisecond).
+    env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cold-cache"))
+    p = subprocess.Popen([clitest.FT] + args, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    deadline = time.time() + 300
+    while time.time() < deadline and p.poll() is None and cache_entries(kt) < 6:
+        time.sleep(0.02)
+    p.kill()
+    p.wait()
+    n = cache_entries(kt)
+    check(p.returncode == -9 and 6 <= n < 42, f"killed after {n} entries (exit {p.returncode})")
+    with open(kt) as f:
+        text = f.read()
+    check(not text.rstrip().endswith("}\n}"), "the killed run's cache is left open")
+    with open(kt, "a") as f:  # what a crash in the middle of a write leaves
+        f.write(',\n"64,2,0,0.5": {"block_size_x": 64, "ti')
+    rc, out, err = run("replay", kt, "--seeds", "1", "--json")
+    rep = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and rep.get("valid", 0) + rep.get("rejected", 0) == n,
+          f"replay of the open cache: exit {rc}: {err} {rep.get('valid')} {rep.get('rejected')}")
+    rc, out, err = run(*args)
+    ran = [line for line in err.splitlines() if line.startswith("tune: [")]
+    check(rc == 0 and f"resumed: {n} of them" in out and
+          "42 of 42 configurations evaluated (6 rejected)" in out,
+          f"the same command again: exit {rc}: {out}{err[-1500:]}")
+    # the rest only, and the reference again (its outputs are the check's)
+    check(len(ran) == 42 - n + 1, f"{len(ran)} evaluations printed for {42 - n} left")
+    with open(kt) as f:
+        doc = json.load(f)  # closed now: plain JSON
+    check(len(doc.get("cache", {})) == 42, f"{len(doc.get('cache', {}))} entries at the end")
+    doc["tune_params"]["block_size_x"] = [32, 64]
+    other = os.path.join(tmp, "other.kt.json")
+    with open(other, "w") as f:
+        json.dump(doc, f)
+    one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--kt-cache", other], 2,
+                   "another tuning problem (its tune_params differs")
+    with open(other) as f:
+        check(json.load(f) == doc, "the refused cache is left as it was")
+
+
 def test_bad():
     one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
     one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
@@ -145,7 +205,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
-                                 test_bad))
+                                 test_kt_cache_resume, test_bad))
 
 
 if __name__ == "__main__":

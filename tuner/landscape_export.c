@@ -18,11 +18,13 @@
  * shape (`unverifiable`), else RuntimeFailedConfig; T4's invalidity "compile", "constraints",
  * "correctness" (verification mismatch), "timeout" (the watchdog) or "runtime".
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "traces/eventlog.h"
 #include "core/json.h"
@@ -293,10 +295,9 @@ json_t *ft_export_wrap(const ft_space *sp, json_t *entries, ft_export_format f, 
 }
 
 /* A Kernel Tuner cache as Kernel Tuner writes one: the header's fields a line each, then an
- * entry a line, closed by "}\n}" (its reader takes a file without that ending for one still
- * being written). */
-static int write_kt(FILE *f, const void *ctx) {
-    const json_t *doc = ctx;
+ * entry a line, closed by "}\n}" unless `open` (its reader takes a file without that ending for
+ * one still being written). */
+static int write_kt_doc(FILE *f, const json_t *doc, int open) {
     const char *k;
     json_t *v;
     int bad = fputs("{\n", f) == EOF;
@@ -318,8 +319,68 @@ static int write_kt(FILE *f, const void *ctx) {
         free(ks);
         json_decref(key);
     }
-    bad |= fputs("}\n}\n", f) == EOF;
+    if (!open) bad |= fputs("}\n}\n", f) == EOF;
     return bad;
+}
+
+static int write_kt(FILE *f, const void *ctx) { return write_kt_doc(f, ctx, 0); }
+static int write_kt_open(FILE *f, const void *ctx) { return write_kt_doc(f, ctx, 1); }
+
+/* ---- a Kernel Tuner cache written as a run goes ------------------------------------------- */
+
+struct ft_kt_cache {
+    FILE *f;
+    char *path;
+    size_t n; /* entries written */
+};
+
+ft_status ft_kt_cache_begin(const char *path, json_t *doc, ft_kt_cache **out, ft_err *err) {
+    *out = NULL;
+    const size_t n = json_object_size(json_object_get(doc, "cache"));
+    ft_status s = ft_file_write(path, write_kt_open, doc, err);
+    json_decref(doc);
+    if (s != FT_OK) return s;
+    ft_kt_cache *c = calloc(1, sizeof *c);
+    if (c) c->path = strdup(path);
+    if (!c || !c->path) {
+        free(c);
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    c->f = fopen(path, "a");
+    if (!c->f) {
+        free(c->path);
+        free(c);
+        return ft_err_set(err, FT_EIO, "%s: cannot append: %s", path, strerror(errno));
+    }
+    c->n = n;
+    *out = c;
+    return FT_OK;
+}
+
+ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err *err) {
+    json_t *k = json_string(key);
+    char *ks = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL, *es = json_dumps(entry, JSON_COMPACT);
+    json_decref(k);
+    json_decref(entry);
+    int bad = !ks || !es || fprintf(c->f, "%s\n%s: %s", c->n ? "," : "", ks, es) < 0 ||
+              fflush(c->f) != 0 || fsync(fileno(c->f)) != 0;
+    free(ks);
+    free(es);
+    if (bad) return ft_err_set(err, FT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+    c->n++;
+    return FT_OK;
+}
+
+ft_status ft_kt_cache_end(ft_kt_cache *c, int close, ft_err *err) {
+    if (!c) return FT_OK;
+    int bad = close && (fputs("}\n}\n", c->f) == EOF || fflush(c->f) != 0 ||
+                        fsync(fileno(c->f)) != 0);
+    bad |= fclose(c->f) != 0;
+    ft_status s = bad ? ft_err_set(err, FT_EIO, "%s: write failed: %s", c->path, strerror(errno))
+                      : FT_OK;
+    free(c->path);
+    free(c);
+    return s;
 }
 
 ft_status ft_export_write(json_t *doc, ft_export_format fmt, const char *path, ft_err *err) {

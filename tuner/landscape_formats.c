@@ -670,6 +670,58 @@ static int is_log(const char *data, size_t n) {
     return yes;
 }
 
+/* Kernel Tuner's reading of a cache it has not closed yet: strip, drop a trailing comma, close
+ * with "}\n}"; and where that does not parse, the same without the last line, which a crash may
+ * have cut short (a writer appends an entry a line). *doc is NULL when neither parses. */
+static ft_status kt_reopen(const char *data, size_t n, json_t **doc, ft_err *err) {
+    *doc = NULL;
+    for (int attempt = 0; attempt < 2 && !*doc; attempt++) {
+        size_t m = n;
+        if (attempt == 1) { /* cut at the last line break */
+            while (m > 0 && data[m - 1] != '\n')
+                m--;
+            if (m == 0 || m == n) break;
+        }
+        while (m > 0 && isspace((unsigned char)data[m - 1]))
+            m--;
+        int closed = m >= 3 && (memcmp(data + m - 3, "}\n}", 3) == 0 ||
+                                memcmp(data + m - 3, "}}}", 3) == 0);
+        if (closed || m == 0 || !holds(data, m, "\"cache\"")) continue;
+        if (data[m - 1] == ',') m--;
+        char *fixed = malloc(m + 4);
+        if (!fixed) return ft_err_set(err, FT_ENOMEM, "out of memory");
+        memcpy(fixed, data, m);
+        memcpy(fixed + m, "}\n}", 4);
+        json_error_t je;
+        *doc = json_loadb(fixed, m + 3, JSON_REJECT_DUPLICATES, &je);
+        free(fixed);
+    }
+    return FT_OK;
+}
+
+ft_status ft_kt_cache_read(const char *path, json_t **doc, ft_err *err) {
+    *doc = NULL;
+    char *data;
+    size_t n;
+    int gz;
+    ft_status s = read_all(path, &data, &n, &gz, err);
+    if (s != FT_OK) return s;
+    json_error_t je = {.line = 0};
+    *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
+    if (!*doc) s = kt_reopen(data, n, doc, err);
+    free(data);
+    if (s == FT_OK && !*doc)
+        return ft_err_set(err, FT_EFORMAT, "%s: not a Kernel Tuner cache: line %d: %s", path,
+                          je.line, je.text);
+    if (s == FT_OK && !json_is_object(json_object_get(*doc, "cache"))) {
+        json_decref(*doc);
+        *doc = NULL;
+        s = ft_err_set(err, FT_EFORMAT, "%s: JSON without a \"cache\" object: not a Kernel "
+                       "Tuner cache", path);
+    }
+    return s;
+}
+
 ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name, ft_landscape *l,
                                    ft_err *err) {
     memset(l, 0, sizeof *l);
@@ -678,23 +730,8 @@ ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name,
     json_error_t je;
     json_t *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
     if (!doc) {
-        /* Kernel Tuner's reading of a cache it has not closed yet: strip, drop a trailing
-         * comma, close with "}\n}". */
-        size_t m = n;
-        while (m > 0 && isspace((unsigned char)data[m - 1]))
-            m--;
-        int closed = m >= 3 && (memcmp(data + m - 3, "}\n}", 3) == 0 ||
-                                memcmp(data + m - 3, "}}}", 3) == 0);
-        if (!closed && m > 0 && holds(data, m, "\"cache\"")) {
-            if (data[m - 1] == ',') m--;
-            char *fixed = malloc(m + 4);
-            if (!fixed) return ft_err_set(err, FT_ENOMEM, "out of memory");
-            memcpy(fixed, data, m);
-            memcpy(fixed + m, "}\n}", 4);
-            json_error_t je2;
-            doc = json_loadb(fixed, m + 3, JSON_REJECT_DUPLICATES, &je2);
-            free(fixed);
-        }
+        ft_status s = kt_reopen(data, n, &doc, err);
+        if (s != FT_OK) return s;
         if (!doc)
             return ft_err_set(err, FT_EFORMAT,
                               "%s: not a flaretune event log, Kernel Tuner cache or T4 results "

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cuda/device_emu.h"
 #include "core/clock.h"
@@ -218,10 +219,113 @@ static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, double *
     return FT_OK;
 }
 
-static const char *kt_error_of(ft_status s, const char *msg) {
+static const char *kt_error_of(const char *msg) {
     if (strstr(msg, "compil") || strstr(msg, "NVRTC")) return "CompilationFailedConfig";
-    (void)s;
     return "RuntimeFailedConfig";
+}
+
+/* Candidate i's outcome as both formats record it. */
+static ft_export_result outcome_of(const ft_t1_tune_result *r, int i) {
+    const char *e = r->error[i];
+    return (ft_export_result){
+        .failed = e != NULL,
+        .kt_error = e ? kt_error_of(e) : NULL,
+        .t4_invalidity = !e                                        ? NULL
+                         : strstr(e, "reference configuration")     ? "correctness"
+                         : strstr(e, "compil")                      ? "compile"
+                                                                    : "runtime",
+        .time_ms = r->secs[i] * 1e3,
+        .cost_ms = r->cost[i] * 1e3,
+        .bench_ms = 0,
+        .t = r->when[i]};
+}
+
+static json_t *problem_size_json(const ft_t1 *t) {
+    json_t *ps = json_array();
+    for (int d = 0; d < t->nproblem; d++) json_array_append_new(ps, json_integer(t->problem[d]));
+    return ps;
+}
+
+/* ---- the Kernel Tuner cache of the run: resumed from, appended to ---------------------------- */
+
+/* Sum of the numbers of an entry's cost fields (ms); NaN when it has none. */
+static double entry_cost_ms(const json_t *e) {
+    static const char *const parts[] = {"compile_time", "verification_time", "benchmark_time"};
+    double sum = 0;
+    int any = 0;
+    for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+        const json_t *v = json_object_get(e, parts[k]);
+        if (json_is_number(v)) sum += json_number_value(v), any = 1;
+    }
+    return any ? sum : NAN;
+}
+
+/* Read the cache at path (when there is one) into res: each entry of a candidate becomes that
+ * candidate's result, resumed. Then start writing path again with those entries and any others
+ * it held (*out). A cache of another problem is refused, naming the field that differs. */
+static ft_status cache_open(const ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cands,
+                            ft_t1_tune_result *res, ft_kt_cache **out, ft_err *err) {
+    *out = NULL;
+    const char *path = o->kt_cache;
+    const char *device = o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
+    json_t *want = ft_export_wrap(&t->space, json_object(), FT_EXPORT_KT_CACHE, device,
+                                  t->kernel_name, problem_size_json(t), device);
+    if (!want) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    if (access(path, F_OK) != 0) return ft_kt_cache_begin(path, want, out, err);
+    json_t *had = NULL;
+    ft_status s = ft_kt_cache_read(path, &had, err);
+    static const char *const same[] = {"kernel_name", "device_name", "problem_size",
+                                       "tune_params_keys", "tune_params"};
+    for (size_t k = 0; s == FT_OK && k < sizeof same / sizeof same[0]; k++)
+        if (!json_equal(json_object_get(had, same[k]), json_object_get(want, same[k])))
+            s = ft_err_set(err, FT_EINVAL,
+                           "%s: a Kernel Tuner cache of another tuning problem (its %s differs "
+                           "from this run's): give another --kt-cache, or move it away",
+                           path, same[k]);
+    json_t *cache = s == FT_OK ? json_object_get(had, "cache") : NULL;
+    size_t matched = 0;
+    for (int i = 0; cache && i < res->n; i++) {
+        char key[4096];
+        ft_t1_key(t, &cands[i], key, sizeof key);
+        const json_t *e = json_object_get(cache, key);
+        if (!e) continue;
+        matched++;
+        const json_t *tv = json_object_get(e, "time");
+        double c = entry_cost_ms(e);
+        res->cost[i] = isnan(c) ? 0 : c / 1e3;
+        res->when[i] = NAN;
+        if (json_is_number(tv) && json_number_value(tv) > 0) {
+            res->secs[i] = json_number_value(tv) / 1e3;
+        } else {
+            char why[160];
+            snprintf(why, sizeof why, "in an earlier run: %.100s",
+                     json_is_string(tv) ? json_string_value(tv) : "no time");
+            res->error[i] = strdup(why);
+            if (!res->error[i]) s = ft_err_set(err, FT_ENOMEM, "out of memory");
+            res->failed++;
+        }
+        res->order[res->nevals++] = i;
+        res->resumed++;
+    }
+    if (s == FT_OK) {
+        res->resumed_unused = (int)(json_object_size(cache) - matched);
+        json_object_set(want, "cache", cache); /* every entry kept, used or not */
+        s = ft_kt_cache_begin(path, want, out, err);
+        want = NULL;
+    }
+    json_decref(want);
+    json_decref(had);
+    return s;
+}
+
+static ft_status cache_add(ft_kt_cache *c, const ft_t1 *t, const ft_t1_tune_result *r, int i,
+                           ft_err *err) {
+    if (!c) return FT_OK;
+    ft_export_result x = outcome_of(r, i);
+    char key[4096];
+    json_t *e = ft_export_entry(&t->space, &r->cfgs[i], &x, FT_EXPORT_KT_CACHE, key, sizeof key);
+    if (!e) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    return ft_kt_cache_add(c, key, e, err);
 }
 
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res, ft_err *err) {
@@ -258,6 +362,8 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     if (s == FT_OK && (!res->secs || !res->cost || !res->when || !res->error || !res->order))
         s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     for (int i = 0; s == FT_OK && i < n; i++) res->secs[i] = NAN;
+    ft_kt_cache *cache = NULL;
+    if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &cache, err);
     if (s == FT_OK && ft_t1_bench_note(r.b)[0])
         snprintf(res->note, sizeof res->note, "%s", ft_t1_bench_note(r.b));
     /* The reference: the default configuration, run and timed first. */
@@ -268,14 +374,21 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     outputs ref = {0};
     if (s == FT_OK && res->reference < 0)
         s = ft_err_set(err, FT_EINTERNAL, "%s: the default configuration is not a candidate", t->path);
+    /* Its outputs are what every candidate is checked against, so it runs even when resumed
+     * (its resumed figures stand). */
+    const int ref_resumed = s == FT_OK && (isfinite(res->secs[res->reference]) || res->error[res->reference]);
     if (s == FT_OK) {
-        double t0 = ft_now_s(), spread;
+        double t0 = ft_now_s(), spread, secs = NAN;
         int samples;
-        s = run_one(&r, &cands[res->reference], &ref, &res->secs[res->reference], &spread, &samples, err);
+        s = run_one(&r, &cands[res->reference], &ref, &secs, &spread, &samples, err);
         if (s != FT_OK) ft_err_wrap(err, "the reference (default) configuration");
-        res->cost[res->reference] = ft_now_s() - t0;
-        res->when[res->reference] = (double)time(NULL);
-        res->order[res->nevals++] = res->reference;
+        if (!ref_resumed) {
+            res->secs[res->reference] = secs;
+            res->cost[res->reference] = ft_now_s() - t0;
+            res->when[res->reference] = (double)time(NULL);
+            res->order[res->nevals++] = res->reference;
+            if (s == FT_OK) s = cache_add(cache, t, res, res->reference, err);
+        }
         if (s == FT_OK && o->progress)
             o->progress(o->progress_ctx, res, res->reference, NULL);
     }
@@ -284,12 +397,18 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     if (st) {
         ft_strategy_report_cost(st, res->reference, res->cost[res->reference]);
         ft_strategy_report(st, res->reference, res->secs[res->reference]);
+        for (int k = 0; k < res->nevals; k++) { /* the resumed results */
+            const int i = res->order[k];
+            if (i == res->reference) continue;
+            ft_strategy_report_cost(st, i, res->cost[i]);
+            ft_strategy_report(st, i, res->error[i] ? INFINITY : res->secs[i]);
+        }
     }
     int budget = o->budget > 0 ? o->budget : n;
-    while (s == FT_OK && res->nevals < budget && res->nevals < n) {
+    while (s == FT_OK && res->nevals - res->resumed < budget && res->nevals < n) {
         int i = ft_strategy_next(st);
         if (i < 0) break;
-        if (i == res->reference) continue;
+        if (isfinite(res->secs[i]) || res->error[i]) continue; /* the reference, or resumed */
         outputs got = {0};
         double t0 = ft_now_s(), secs = NAN, spread = 0;
         int samples = 0;
@@ -324,8 +443,17 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
             ft_strategy_report(st, i, secs);
         }
         if (o->progress) o->progress(o->progress_ctx, res, i, res->error[i]);
+        s = cache_add(cache, t, res, i, err);
     }
     outputs_free(&ref);
+    {
+        ft_err e2 = {0};
+        ft_status cs = ft_kt_cache_end(cache, 1, &e2);
+        if (s == FT_OK && cs != FT_OK) {
+            s = cs;
+            if (err) *err = e2;
+        }
+    }
     ft_strategy_free(st);
     for (int k = 0; k < res->nevals; k++) {
         int i = res->order[k];
@@ -360,22 +488,14 @@ ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const ch
     for (int i = 0; i < r->n; i++) {
         int evaluated = isfinite(r->secs[i]) || r->error[i];
         if (!evaluated) continue;
-        ft_export_result x = {.failed = r->error[i] != NULL,
-                              .kt_error = r->error[i] ? kt_error_of(FT_EVERIFY, r->error[i]) : NULL,
-                              .t4_invalidity = r->error[i] ? (strstr(r->error[i], "reference configuration") ? "correctness" : strstr(r->error[i], "compil") ? "compile" : "runtime") : NULL,
-                              .time_ms = r->secs[i] * 1e3,
-                              .cost_ms = r->cost[i] * 1e3,
-                              .bench_ms = 0,
-                              .t = r->when[i]};
+        ft_export_result x = outcome_of(r, i);
         char key[1024];
         json_t *e = ft_export_entry(&t->space, &r->cfgs[i], &x, f, key, sizeof key);
         if (f == FT_EXPORT_KT_CACHE) json_object_set_new(entries, key, e);
         else json_array_append_new(entries, e);
     }
-    json_t *ps = json_array();
-    for (int d = 0; d < t->nproblem; d++) json_array_append_new(ps, json_integer(t->problem[d]));
     json_t *doc = ft_export_wrap(&t->space, entries, f, r->device[0] ? r->device : backend,
-                                 t->kernel_name, ps, backend);
+                                 t->kernel_name, problem_size_json(t), backend);
     if (!doc) return ft_err_set(err, FT_ENOMEM, "out of memory");
     return ft_export_write(doc, f, path, err);
 }

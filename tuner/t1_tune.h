@@ -20,6 +20,8 @@ typedef struct ft_t1_tune_result {
     char **error;      /* why it failed (NULL: it did not)                                  */
     int *order;        /* the evaluated candidates in the order the search took them       */
     int nevals, failed;
+    int resumed;       /* of nevals, taken from the Kernel Tuner cache of an earlier run      */
+    int resumed_unused; /* entries of that cache that are no candidate here (kept, not used) */
     int reference;     /* the default configuration: the reference, evaluated first         */
     int best;          /* fastest evaluated (-1: none)                                      */
     char clock[64];    /* what timed it                                                      */
@@ -34,6 +36,13 @@ typedef struct ft_t1_tune_opts {
     unsigned long long seed;
     int blocks;       /* the emulator's sample of the grid (2..64)                          */
     int reps;         /* timed launches (the emulator: at most 5)                           */
+    /* A Kernel Tuner cache written as the run goes (NULL: none): each evaluation is appended
+     * and flushed to the disk when it is done, so a run killed at any point keeps all it
+     * measured; where the file exists, its entries for this problem are taken as measured
+     * (resumed: not run again) and kept. A cache of another problem (kernel, device, problem
+     * size, parameters or their values) is refused before anything runs. */
+    const char *kt_cache;
+    const char *backend; /* the cache's device_name: "cuda" or "cuda-emu" */
     /* Called after each evaluation (i: the candidate; why: its failure or NULL). */
     void (*progress)(void *ctx, const ft_t1_tune_result *r, int i, const char *why);
     void *progress_ctx;
@@ -41,7 +50,7 @@ typedef struct ft_t1_tune_opts {
 
 void ft_t1_tune_opts_default(ft_t1_tune_opts *o);
 /* Tune; r holds what was measured even when it fails part way (free it with
- * ft_t1_tune_result_free). */
+ * ft_t1_tune_result_free). The budget counts this run's evaluations, not resumed ones. */
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *r, ft_err *err);
 void ft_t1_tune_result_free(ft_t1_tune_result *r);
 /* The evaluated candidates as a T4 results file or a Kernel Tuner cache, written atomically. */

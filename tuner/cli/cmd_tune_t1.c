@@ -40,7 +40,10 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "sample of N blocks (default 8) scaled to the grid. The default backend is cuda where\n"
             "a GPU is present, else cuda-emu. --budget N evaluations (default 20; 0: all), the\n"
             "default configuration first. --t4 and --kt-cache write the measurements for replay\n"
-            "and Kernel Tuner's tools.\n");
+            "and Kernel Tuner's tools. The Kernel Tuner cache is written as the run goes, each\n"
+            "evaluation on the disk when it is done; run again with the same cache, what it holds\n"
+            "is taken as measured and the budget counts the new evaluations (a cache of another\n"
+            "kernel, device, problem size or space is refused).\n");
 }
 
 static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *why) {
@@ -116,6 +119,9 @@ int ft_cli_tune_t1(int argc, char **argv) {
         }
     }
     to.emulate = strcmp(backend, "cuda-emu") == 0;
+    to.backend = backend;
+    /* The cache is written as the run goes (and resumed from), unless it goes to stdout. */
+    if (kt && strcmp(kt, "-") != 0) to.kt_cache = kt;
     to.progress = progress;
     to.progress_ctx = t;
     ft_t1_tune_result r;
@@ -126,11 +132,15 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (r.nevals > 0) {
         ft_err e = {0};
         if (t4 && ft_t1_tune_export(t, &r, backend, FT_EXPORT_T4, t4, &e)) code = ft_cli_fail_err(&e);
-        if (kt && ft_t1_tune_export(t, &r, backend, FT_EXPORT_KT_CACHE, kt, &e)) code = ft_cli_fail_err(&e);
+        if (kt && !to.kt_cache && ft_t1_tune_export(t, &r, backend, FT_EXPORT_KT_CACHE, kt, &e))
+            code = ft_cli_fail_err(&e);
     }
     if (s == FT_OK) {
         printf("%s from %s on %s: %d of %d configurations evaluated (%d rejected), %s strategy\n",
                t->kernel_name, path, backend, r.nevals, r.n, r.failed, ft_strategy_names[to.strategy]);
+        if (r.resumed)
+            printf("  resumed: %d of them from %s, not run again%s\n", r.resumed, kt,
+                   r.resumed_unused ? " (and entries that are no candidate here, kept)" : "");
         printf("  timed by: %s\n", r.clock);
         if (r.best >= 0) {
             char cfg[512];
