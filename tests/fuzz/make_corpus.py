@@ -523,6 +523,8 @@ def landscape_seeds():
         "seed-kt.json": kt_cache(good),
         "seed-kt-unfinished.json": kt_cache(good[:2], closed=False),
         "seed-kt-unfinished-nocomma.json": kt_cache(good[:2], closed=False)[:-2],
+        # a crash in the middle of appending an entry: its line cut short
+        "seed-kt-torn.json": kt_cache(good[:2], closed=False) + b'\n"32,row": {"block_si',
         "seed-kt-bool-float.json": kt_cache(
             [("True,0.5", {"flag": True, "frac": 0.5, "time": 1.0}),
              ("False,0.25", {"flag": False, "frac": 0.25, "time": 2.0})],
