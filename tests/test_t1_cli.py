@@ -15,10 +15,14 @@ JSON; --sample into a JSON-lines file twice: the second run adds nothing; a torn
 cut off and predicted again); the Kernel Tuner cache written as the run goes: a run killed
 with SIGKILL keeps every evaluation it finished, a torn last line is cut away, `replay` reads the
 unclosed file, the same command again resumes from it and runs only the rest, and a cache of
-another problem is refused before anything runs; bad requests one line each.
+another problem is refused before anything runs; `--reference NAME=FILE.npy` with every input
+a constant (so the expected output is known: y = 3 * 2 + 1): the six wrong configurations
+rejected against the file and no other, a wrong file rejecting the default configuration itself
+and every other, and files that do not fit the output refused; bad requests one line each.
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -183,6 +187,55 @@ def test_kt_cache_resume():
         check(json.load(f) == doc, "the refused cache is left as it was")
 
 
+def write_npy(path, descr, values):
+    """A 1-D .npy file (format 1.0) of values, packed as descr ('<f4' or '<i4') says."""
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len(values)},), }}"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack(f"<{len(values)}{descr[-2]}", *values))
+
+
+def test_reference_file():
+    tmp = STATE["tmp"]
+    with open(T1) as f:
+        doc = json.load(f)
+    for a in doc["KernelSpecification"]["Arguments"]:
+        if a["Name"] in ("x", "coef"):
+            a["FillType"], a["FillValue"] = "Constant", 2.0 if a["Name"] == "x" else 3.0
+    t1 = os.path.join(tmp, "saxpy_constant.json")
+    with open(t1, "w") as f:
+        json.dump(doc, f)
+    kfile = os.path.join(HERE, "data", "t1", "saxpy_tiled.cu")
+    good, bad = os.path.join(tmp, "y.npy"), os.path.join(tmp, "y_bad.npy")
+    write_npy(good, "<f4", [7.0] * 10000)
+    write_npy(bad, "<f4", [7.0] * 5 + [8.0] + [7.0] * 9994)
+    args = ["tune", "--t1", t1, "--kernel-file", kfile, "--backend", "cuda-emu", "--strategy",
+            "exhaustive", "--budget", "0", "--reps", "1"]
+    rc, out, err = run(*args, "--reference", "y=" + good)
+    rejected = [l for l in err.splitlines() if "rejected:" in l]
+    check(rc == 0 and "42 of 42 configurations evaluated (6 rejected)" in out,
+          f"against the file: exit {rc}: {out}{err[-1500:]}")
+    check(len(rejected) == 6 and all("tile_size_x=3" in l and "the reference file's 7" in l
+                                     for l in rejected),
+          f"the six wrong configurations, against the file: {rejected[:2]}")
+    rc, out, err = run(*args, "--reference", "y=" + bad)
+    rejected = [l for l in err.splitlines() if "rejected:" in l]
+    check(rc == 0 and "(42 rejected)" in out and "best:" not in out and
+          "y[5] = 7, the reference file's 8" in err,
+          f"a wrong file rejects the default configuration and every other: exit {rc}: {out}"
+          f"{err[-800:]}")
+    short, ints = os.path.join(tmp, "y_short.npy"), os.path.join(tmp, "y_int.npy")
+    write_npy(short, "<f4", [7.0] * 9999)
+    write_npy(ints, "<i4", [7] * 10000)
+    one_line_error(args + ["--reference", "y=" + short], 2,
+                   "9999 float32 values, where output y holds 10000 float")
+    one_line_error(args + ["--reference", "y=" + ints], 2, "10000 int32 values")
+    one_line_error(args + ["--reference", "x=" + good], 2, "not an output of")
+    one_line_error(args + ["--reference", good], 2, "NAME=FILE.npy is needed")
+    one_line_error(args + ["--reference", "y=" + os.path.join(tmp, "none.npy")], 1, "none.npy")
+
+
 def test_bad():
     one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
     one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
@@ -205,7 +258,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
-                                 test_kt_cache_resume, test_bad))
+                                 test_kt_cache_resume, test_reference_file, test_bad))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@
 
 #include "cuda/device_emu.h"
 #include "core/clock.h"
+#include "core/npy.h"
 #include "core/rng.h"
 #include "core/stats.h"
 #include "tuner/strategies/strategy.h"
@@ -54,6 +55,7 @@ typedef struct outputs {
     int idx[FT_T1_MAX_ARGS];
     void *host[FT_T1_MAX_ARGS];
     size_t bytes[FT_T1_MAX_ARGS];
+    int file[FT_T1_MAX_ARGS]; /* of a reference: given by a file, every element expected */
 } outputs;
 
 static void outputs_free(outputs *o) {
@@ -92,24 +94,28 @@ static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const
         const void *init = ft_t1_bench_host(b, ref->idx[k]);
         double scale = 0;
         for (long long i = 0; i < a->elems; i++)
-            if (!untouched(a, init, ref->host[k], i)) {
+            if (ref->file[k] || !untouched(a, init, ref->host[k], i)) {
                 double v = fabs(elem(a, ref->host[k], i));
                 if (isfinite(v) && v > scale) scale = v;
             }
         double tol = 1e-4 * scale + 1e-6;
+        const char *whose = ref->file[k] ? "reference file" : "reference configuration";
         for (long long i = 0; i < a->elems; i++) {
-            if (untouched(a, init, ref->host[k], i)) continue;
-            if (untouched(a, init, got->host[k], i)) {
-                if (!got->whole) continue;
-                snprintf(why, n, "%s[%lld] not written, where the reference configuration wrote %.9g", a->name, i,
-                         elem(a, ref->host[k], i));
+            if (!ref->file[k] && untouched(a, init, ref->host[k], i)) continue;
+            const int unwritten = untouched(a, init, got->host[k], i);
+            if (unwritten && !got->whole) continue; /* a sampled run did not reach it */
+            /* Left as it was reset: a failure, but where a file expects an output the kernel
+             * also reads to keep its first fill (that element's value is compared below). */
+            if (unwritten && (!ref->file[k] || !a->reads)) {
+                snprintf(why, n, "%s[%lld] not written, where the %s %s %.9g", a->name, i, whose,
+                         ref->file[k] ? "has" : "wrote", elem(a, ref->host[k], i));
                 return 0;
             }
             double r = elem(a, ref->host[k], i), g = elem(a, got->host[k], i);
             (*overlap)++;
             if ((isnan(g) && !isnan(r)) || fabs(g - r) > tol) {
-                snprintf(why, n, "%s[%lld] = %.9g, the reference configuration's %.9g (tolerance %.3g)",
-                         a->name, i, g, r, tol);
+                snprintf(why, n, "%s[%lld] = %.9g, the %s's %.9g (tolerance %.3g)", a->name, i, g,
+                         whose, r, tol);
                 return 0;
             }
         }
@@ -246,6 +252,64 @@ static json_t *problem_size_json(const ft_t1 *t) {
     return ps;
 }
 
+/* ---- expected outputs from files ------------------------------------------------------------ */
+
+static int npy_matches(ft_t1_type t, ft_dtype d) {
+    switch (t) {
+    case FT_T1_FLOAT: return d == FT_F32;
+    case FT_T1_DOUBLE: return d == FT_F64;
+    case FT_T1_INT32: return d == FT_I32;
+    case FT_T1_UINT8: return d == FT_U8;
+    case FT_T1_INT8: return 0;
+    }
+    return 0;
+}
+
+/* Read each "NAME=FILE.npy" of o->refs into expect[the argument's index] (malloc'd), checked
+ * against the argument: an output vector of the file, of its type and size. */
+static ft_status load_expected(const ft_t1 *t, const ft_t1_tune_opts *o, void **expect,
+                               ft_err *err) {
+    static const char *const tname[] = {"float", "double", "int32", "uint8", "int8"};
+    for (int k = 0; k < o->nrefs; k++) {
+        const char *spec = o->refs[k], *eq = strchr(spec, '=');
+        if (!eq || eq == spec || !eq[1])
+            return ft_err_set(err, FT_EINVAL, "--reference %s: NAME=FILE.npy is needed", spec);
+        int a = -1;
+        for (int i = 0; i < t->nargs; i++)
+            if (strlen(t->args[i].name) == (size_t)(eq - spec) &&
+                strncmp(t->args[i].name, spec, (size_t)(eq - spec)) == 0)
+                a = i;
+        if (a < 0 || !t->args[a].output || t->args[a].scalar) {
+            char outs[256] = "";
+            for (int i = 0; i < t->nargs; i++)
+                if (t->args[i].output && !t->args[i].scalar)
+                    snprintf(outs + strlen(outs), sizeof outs - strlen(outs), "%s%s", outs[0] ? ", " : "",
+                             t->args[i].name);
+            return ft_err_set(err, FT_EINVAL, "--reference %.*s: not an output of %s (its outputs: %s)",
+                              (int)(eq - spec), spec, t->path, outs[0] ? outs : "none");
+        }
+        if (expect[a])
+            return ft_err_set(err, FT_EINVAL, "--reference %s: output %s given twice", spec, t->args[a].name);
+        const ft_t1_arg *arg = &t->args[a];
+        ft_tensor *x = NULL;
+        ft_status st = ft_npy_load(eq + 1, &x, err);
+        if (st != FT_OK) return st;
+        const long long n = (long long)ft_tensor_numel(x);
+        if (!npy_matches(arg->type, x->dtype) || n != arg->elems) {
+            st = ft_err_set(err, FT_EINVAL,
+                            "--reference %s: %lld %s values, where output %s holds %lld %s",
+                            spec, n, ft_dtype_name(x->dtype), arg->name, arg->elems, tname[arg->type]);
+            ft_tensor_free(x);
+            return st;
+        }
+        expect[a] = malloc((size_t)n * arg->elem_bytes);
+        if (expect[a]) memcpy(expect[a], x->data, (size_t)n * arg->elem_bytes);
+        ft_tensor_free(x);
+        if (!expect[a]) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    return FT_OK;
+}
+
 /* ---- the Kernel Tuner cache of the run: resumed from, appended to ---------------------------- */
 
 /* Sum of the numbers of an entry's cost fields (ms); NaN when it has none. */
@@ -341,6 +405,13 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     }
     int n = (int)n64;
     runner r = {.t = t, .o = o};
+    void *expect[FT_T1_MAX_ARGS] = {0};
+    s = load_expected(t, o, expect, err);
+    if (s != FT_OK) {
+        for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(expect[i]);
+        free(cands);
+        return s;
+    }
     s = ft_dev_open(o->emulate ? FT_DEV_EMU : FT_DEV_CUDA, 0, &r.d, err);
     if (s == FT_OK) s = ft_t1_bench_open(t, r.d, o->seed, &r.b, err);
 #if FT_HAVE_CUDA
@@ -371,7 +442,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     ft_config_default(&t->space, &def);
     for (int i = 0; i < n; i++)
         if (ft_config_equal(&cands[i], &def)) res->reference = i;
-    outputs ref = {0};
+    outputs ref = {0}, want = {0}; /* want borrows its arrays from ref and expect */
     if (s == FT_OK && res->reference < 0)
         s = ft_err_set(err, FT_EINTERNAL, "%s: the default configuration is not a candidate", t->path);
     /* Its outputs are what every candidate is checked against, so it runs even when resumed
@@ -382,15 +453,34 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         int samples;
         s = run_one(&r, &cands[res->reference], &ref, &secs, &spread, &samples, err);
         if (s != FT_OK) ft_err_wrap(err, "the reference (default) configuration");
+        /* What the candidates are checked against: the files where given, else its outputs;
+         * it is checked against the files itself, and rejected (not fatal) where it disagrees. */
+        want.n = ref.n;
+        want.whole = ref.whole;
+        char why[512] = "";
+        int ok = 1;
+        for (int k = 0; k < ref.n; k++) {
+            want.idx[k] = ref.idx[k];
+            want.file[k] = expect[ref.idx[k]] != NULL;
+            want.host[k] = want.file[k] ? expect[ref.idx[k]] : ref.host[k];
+        }
+        if (s == FT_OK && o->nrefs > 0) {
+            long long overlap = 0;
+            ok = agree(t, r.b, &want, &ref, &overlap, why, sizeof why);
+        }
         if (!ref_resumed) {
-            res->secs[res->reference] = secs;
+            res->secs[res->reference] = ok ? secs : NAN;
             res->cost[res->reference] = ft_now_s() - t0;
             res->when[res->reference] = (double)time(NULL);
             res->order[res->nevals++] = res->reference;
+            if (!ok) {
+                res->error[res->reference] = strdup(why);
+                res->failed++;
+            }
             if (s == FT_OK) s = cache_add(cache, t, res, res->reference, err);
         }
         if (s == FT_OK && o->progress)
-            o->progress(o->progress_ctx, res, res->reference, NULL);
+            o->progress(o->progress_ctx, res, res->reference, ok ? NULL : why);
     }
     ft_strategy *st = s == FT_OK ? ft_strategy_new((ft_strategy_kind)o->strategy, &t->space, cands, n, o->seed) : NULL;
     if (s == FT_OK && !st) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
@@ -423,7 +513,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
             break;
         }
         if (cs != FT_OK) snprintf(why, sizeof why, "%s", e.msg);
-        else if (!agree(t, r.b, &ref, &got, &overlap, why, sizeof why)) cs = FT_EVERIFY;
+        else if (!agree(t, r.b, &want, &got, &overlap, why, sizeof why)) cs = FT_EVERIFY;
         else if (overlap == 0) {
             cs = FT_EVERIFY;
             snprintf(why, sizeof why, "no output element written by both this and the reference run to compare");
@@ -446,6 +536,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         s = cache_add(cache, t, res, i, err);
     }
     outputs_free(&ref);
+    for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(expect[i]);
     {
         ft_err e2 = {0};
         ft_status cs = ft_kt_cache_end(cache, 1, &e2);

@@ -43,6 +43,12 @@ typedef struct ft_t1_tune_opts {
      * size, parameters or their values) is refused before anything runs. */
     const char *kt_cache;
     const char *backend; /* the cache's device_name: "cuda" or "cuda-emu" */
+    /* Expected outputs, "NAME=FILE.npy" each (nrefs of them): output NAME of every candidate,
+     * the default configuration's included, is checked against the file's array (its dtype the
+     * argument's type, its size the argument's) instead of against the default configuration's
+     * run. Each is read and checked before anything runs. */
+    const char *refs[FT_T1_MAX_ARGS];
+    int nrefs;
     /* Called after each evaluation (i: the candidate; why: its failure or NULL). */
     void (*progress)(void *ctx, const ft_t1_tune_result *r, int i, const char *why);
     void *progress_ctx;
