@@ -18,8 +18,11 @@ unclosed file, the same command again resumes from it and runs only the rest, an
 another problem is refused before anything runs; `--reference NAME=FILE.npy` with every input
 a constant (so the expected output is known: y = 3 * 2 + 1): the six wrong configurations
 rejected against the file and no other, a wrong file rejecting the default configuration itself
-and every other, and files that do not fit the output refused; bad requests one line each.
+and every other, and files that do not fit the output refused; `--log LOG`: run_start, a measured or rejected
+event per evaluation and run_end in the event-log format, a second writer refused while the log
+is locked, and `replay LOG` pointing at the cache; bad requests one line each.
 """
+import fcntl
 import json
 import os
 import struct
@@ -236,6 +239,43 @@ def test_reference_file():
     one_line_error(args + ["--reference", "y=" + os.path.join(tmp, "none.npy")], 1, "none.npy")
 
 
+def test_event_log():
+    tmp = STATE["tmp"]
+    log = os.path.join(tmp, "t1.jsonl")
+    args = ["tune", "--t1", T1, "--backend", "cuda-emu", "--strategy", "exhaustive", "--budget",
+            "0", "--reps", "2", "--log", log]
+    rc, out, err = run(*args)
+    with open(log) as f:
+        events = [json.loads(line) for line in f]
+    kinds = [e["event"] for e in events]
+    check(rc == 0 and kinds[0] == "run_start" and kinds[-1] == "run_end" and
+          kinds.count("measured") == 36 and kinds.count("rejected") == 6,
+          f"the run's events: exit {rc}: {kinds[:3]}...{kinds[-2:]} {err[-500:]}")
+    start, end = events[0], events[-1]
+    check(start.get("op") == "t1:saxpy_tiled" and start.get("space_valid") == 42 and
+          start.get("default") == {"block_size_x": 64, "tile_size_x": 1, "use_ldg": 0,
+                                   "scale": "2.0"} and
+          len({e.get("run") for e in events}) == 1, f"run_start: {start}")
+    rej = [e for e in events if e["event"] == "rejected"]
+    check(all(e["config"]["tile_size_x"] == 3 and e["reason"] == "verify" and
+              "not written" in e["message"] for e in rej), f"rejected: {rej[:1]}")
+    meas = [e for e in events if e["event"] == "measured"]
+    fastest = min(meas, key=lambda e: e["stats"]["median_s"])
+    check(all(e["stats"]["median_s"] > 0 and e["stats"]["samples"] == 2 for e in meas) and
+          end.get("winner") == fastest["config"] and
+          end.get("stats", {}).get("median_s") == fastest["stats"]["median_s"] and
+          end.get("evaluations") == 42 and end.get("rejected") == 6 and
+          end.get("search_end") == "exhausted", f"run_end: {end}")
+    best = ",".join(f"{k}={v}" for k, v in fastest["config"].items())
+    check(f"best: {best}:" in out, f"the printed best is the log's winner: {best} {out}")
+    with open(log + ".lock", "a") as lock:  # another process holds the log
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        one_line_error(args, 1, "t1.jsonl")
+    with open(log) as f:
+        check(len(f.read().splitlines()) == len(events), "the refused run wrote nothing")
+    one_line_error(["replay", log], 1, "replay the Kernel Tuner cache")
+
+
 def test_bad():
     one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
     one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
@@ -258,7 +298,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
-                                 test_kt_cache_resume, test_reference_file, test_bad))
+                                 test_kt_cache_resume, test_reference_file, test_event_log,
+                                 test_bad))
 
 
 if __name__ == "__main__":

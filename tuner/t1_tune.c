@@ -27,9 +27,13 @@
 
 #include "cuda/device_emu.h"
 #include "core/clock.h"
+#include "core/filelock.h"
+#include "core/json.h"
 #include "core/npy.h"
 #include "core/rng.h"
 #include "core/stats.h"
+#include "op/op_json.h"
+#include "traces/eventlog.h"
 #include "tuner/strategies/strategy.h"
 #if FT_HAVE_CUDA
 #include "cuda/timer.h"
@@ -165,9 +169,9 @@ static ft_status reset_outputs(runner *r, ft_err *err) {
     return FT_OK;
 }
 
-/* Run cfg once (checked) and time it. */
-static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, double *secs, double *spread,
-                         int *samples, ft_err *err) {
+/* Run cfg once (checked) and time it: its statistics in *stats. */
+static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, ft_stats *stats,
+                         ft_err *err) {
     ft_dev_module *m = NULL;
     long long g[3], bl[3];
     ft_status s = ft_t1_launch(r->t, cfg, g, bl, err);
@@ -217,12 +221,118 @@ static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, double *
 #endif
     }
     if (s != FT_OK) return s;
-    ft_stats st;
-    ft_stats_compute(xs, reps, &st);
-    *secs = st.median;
-    *spread = st.iqr;
-    *samples = reps;
+    ft_stats_compute(xs, reps, stats);
     return FT_OK;
+}
+
+/* ---- the event log ------------------------------------------------------------------------- */
+
+typedef struct runlog {
+    ft_eventlog *log;
+    int lock;
+    json_t *best_stats, *ref_stats; /* the stats of the best so far and of the default */
+    int best_i;                     /* whose best_stats are (-1: none yet)               */
+    int measured;
+} runlog;
+
+static ft_status log_write(runlog *L, json_t *ev, ft_err *err) {
+    if (!L->log) {
+        json_decref(ev);
+        return FT_OK;
+    }
+    return ft_eventlog_write(L->log, ev, err);
+}
+
+static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
+                           const ft_t1_tune_result *res, ft_err *err) {
+    L->lock = -1;
+    L->best_i = -1;
+    if (!o->log) return FT_OK;
+    if ((L->lock = ft_file_trylock(o->log, err)) < 0) return ft_err_wrap(err, "tune --t1");
+    char run[32];
+    ft_rng rng;
+    ft_rng_seed(&rng, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
+    snprintf(run, sizeof run, "%012llx", (unsigned long long)(ft_rng_next(&rng) & 0xffffffffffffull));
+    ft_status s = ft_eventlog_open(o->log, run, &L->log, err);
+    if (s != FT_OK) return s;
+    char op[160];
+    snprintf(op, sizeof op, "t1:%.150s", t->kernel_name);
+    json_t *dims = json_object();
+    static const char *const axis[] = {"x", "y", "z"};
+    for (int d = 0; d < t->nproblem && d < 3; d++) json_object_set_new(dims, axis[d], json_integer(t->problem[d]));
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    int resumed_rejected = 0;
+    for (int k = 0; k < res->resumed; k++) resumed_rejected += res->error[res->order[k]] != NULL;
+    const char *backend = o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
+    json_t *ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:I, s:i, s:I, s:i, s:i, s:i, "
+                           "s:o, s:s, s:s, s:s, s:{s:s, s:s}}",
+                           "event", "run_start", "format", FT_EVENTLOG_FORMAT, "op", op, "backend",
+                           backend, "preset", "", "dims", dims, "attrs", json_object(), "strategy",
+                           ft_strategy_names[o->strategy], "seed", (json_int_t)o->seed, "budget",
+                           o->budget, "space_size", (json_int_t)ft_space_size(&t->space),
+                           "space_valid", res->n, "resumed", res->resumed, "resumed_rejected",
+                           resumed_rejected, "default", ft_config_to_json(&t->space, &def),
+                           "device", backend, "t1", t->path, "kernel_file", t->kernel_file, "key",
+                           "t1", t->path, "kernel", t->kernel_name);
+    if (!ev) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    return log_write(L, ev, err);
+}
+
+/* Candidate i's event: measured (with its statistics) or rejected (why). */
+static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, int i,
+                          const ft_stats *st, ft_err *err) {
+    if (!L->log) return FT_OK;
+    json_t *ev;
+    if (res->error[i]) {
+        const char *e = res->error[i];
+        const int verify = strstr(e, "reference configuration") || strstr(e, "reference file") ||
+                           strstr(e, "no output element");
+        ev = json_pack("{s:s, s:o, s:s, s:s}", "event", "rejected", "config",
+                       ft_config_to_json(&t->space, &res->cfgs[i]), "reason",
+                       verify ? "verify" : "error", "message", e);
+    } else {
+        json_t *stats = ft_stats_to_json(st);
+        ev = json_pack("{s:s, s:o, s:O, s:i}", "event", "measured", "config",
+                       ft_config_to_json(&t->space, &res->cfgs[i]), "stats", stats, "evaluation",
+                       ++L->measured);
+        if (i == res->reference) {
+            json_decref(L->ref_stats);
+            L->ref_stats = json_incref(stats);
+        }
+        if (L->best_i < 0 || !(res->secs[L->best_i] <= res->secs[i])) {
+            json_decref(L->best_stats);
+            L->best_stats = json_incref(stats);
+            L->best_i = i;
+        }
+        json_decref(stats);
+    }
+    if (!ev) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    return log_write(L, ev, err);
+}
+
+static void log_end(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, const char *why_end,
+                    ft_err *err) {
+    if (L->log) {
+        const int best = res->best;
+        const double ref = res->reference >= 0 ? res->secs[res->reference] : NAN;
+        /* a winner resumed from the cache has its median only */
+        json_t *wst = best < 0           ? json_null()
+                      : best == L->best_i ? json_incref(L->best_stats)
+                                          : json_pack("{s:f}", "median_s", res->secs[best]);
+        json_t *ev = json_pack("{s:s, s:o, s:o, s:O, s:o, s:i, s:i, s:i, s:s}", "event", "run_end",
+                               "winner", best >= 0 ? ft_config_to_json(&t->space, &res->cfgs[best]) : json_null(),
+                               "stats", wst,
+                               "default_stats", L->ref_stats ? L->ref_stats : json_null(),
+                               "speedup", best >= 0 && isfinite(ref) ? json_real(ref / res->secs[best]) : json_null(),
+                               "evaluations", res->nevals, "rejected", res->failed, "resumed",
+                               res->resumed, "search_end", why_end);
+        if (ev) log_write(L, ev, err);
+        ft_eventlog_close(L->log);
+    }
+    if (L->lock >= 0) ft_file_unlock(L->lock);
+    json_decref(L->best_stats);
+    json_decref(L->ref_stats);
 }
 
 static const char *kt_error_of(const char *msg) {
@@ -434,7 +544,9 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     for (int i = 0; s == FT_OK && i < n; i++) res->secs[i] = NAN;
     ft_kt_cache *cache = NULL;
+    runlog L = {.lock = -1, .best_i = -1};
     if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &cache, err);
+    if (s == FT_OK) s = log_start(&L, t, o, res, err);
     if (s == FT_OK && ft_t1_bench_note(r.b)[0])
         snprintf(res->note, sizeof res->note, "%s", ft_t1_bench_note(r.b));
     /* The reference: the default configuration, run and timed first. */
@@ -449,9 +561,10 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
      * (its resumed figures stand). */
     const int ref_resumed = s == FT_OK && (isfinite(res->secs[res->reference]) || res->error[res->reference]);
     if (s == FT_OK) {
-        double t0 = ft_now_s(), spread, secs = NAN;
-        int samples;
-        s = run_one(&r, &cands[res->reference], &ref, &secs, &spread, &samples, err);
+        double t0 = ft_now_s();
+        ft_stats rst = {0};
+        s = run_one(&r, &cands[res->reference], &ref, &rst, err);
+        const double secs = rst.median;
         if (s != FT_OK) ft_err_wrap(err, "the reference (default) configuration");
         /* What the candidates are checked against: the files where given, else its outputs;
          * it is checked against the files itself, and rejected (not fatal) where it disagrees. */
@@ -478,6 +591,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
                 res->failed++;
             }
             if (s == FT_OK) s = cache_add(cache, t, res, res->reference, err);
+            if (s == FT_OK) s = log_eval(&L, t, res, res->reference, &rst, err);
         }
         if (s == FT_OK && o->progress)
             o->progress(o->progress_ctx, res, res->reference, ok ? NULL : why);
@@ -500,10 +614,11 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         if (i < 0) break;
         if (isfinite(res->secs[i]) || res->error[i]) continue; /* the reference, or resumed */
         outputs got = {0};
-        double t0 = ft_now_s(), secs = NAN, spread = 0;
-        int samples = 0;
+        double t0 = ft_now_s();
+        ft_stats cst = {0};
         ft_err e = {0};
-        ft_status cs = run_one(&r, &cands[i], &got, &secs, &spread, &samples, &e);
+        ft_status cs = run_one(&r, &cands[i], &got, &cst, &e);
+        const double secs = cs == FT_OK ? cst.median : NAN;
         char why[512] = "";
         long long overlap = 0;
         if (cs == FT_ENOMEM) {
@@ -534,6 +649,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         }
         if (o->progress) o->progress(o->progress_ctx, res, i, res->error[i]);
         s = cache_add(cache, t, res, i, err);
+        if (s == FT_OK) s = log_eval(&L, t, res, i, &cst, err);
     }
     outputs_free(&ref);
     for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(expect[i]);
@@ -549,6 +665,14 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     for (int k = 0; k < res->nevals; k++) {
         int i = res->order[k];
         if (isfinite(res->secs[i]) && (res->best < 0 || res->secs[i] < res->secs[res->best])) res->best = i;
+    }
+    {
+        ft_err e2 = {0};
+        log_end(&L, t, res,
+                s != FT_OK                                      ? "error"
+                : res->nevals - res->resumed >= budget && res->nevals < n ? "budget"
+                                                                : "exhausted",
+                &e2);
     }
 #if FT_HAVE_CUDA
     if (r.timer) ft_timer_close(r.timer);

@@ -49,6 +49,11 @@ typedef struct ft_t1_tune_opts {
      * run. Each is read and checked before anything runs. */
     const char *refs[FT_T1_MAX_ARGS];
     int nrefs;
+    /* An event log (docs/events.md) the run appends to (NULL: none): run_start, a measured or
+     * rejected event per evaluation, run_end, as an op's tuning writes them, with the op
+     * "t1:KERNEL", so `flaretune top LOG` follows a T1 run as it follows any other. The log's
+     * lock (LOG.lock) is held for the run: a second writer fails at once. */
+    const char *log;
     /* Called after each evaluation (i: the candidate; why: its failure or NULL). */
     void (*progress)(void *ctx, const ft_t1_tune_result *r, int i, const char *why);
     void *progress_ctx;

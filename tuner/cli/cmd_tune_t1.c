@@ -13,7 +13,7 @@
 #include "tuner/t1_tune.h"
 
 /* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
-enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF };
+enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF, O_LOG };
 static const struct option opts[] = {
     FT_CLI_T1_KERNEL_OPTIONS,
     FT_CLI_T1_ARG_OPTION,
@@ -26,6 +26,7 @@ static const struct option opts[] = {
     FT_CLI_ARG("t4", O_T4),
     FT_CLI_ARG("kt-cache", O_KT),
     FT_CLI_ARG("reference", O_REF),
+    FT_CLI_ARG("log", O_LOG),
     FT_CLI_END,
 };
 
@@ -34,7 +35,7 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "       flaretune tune --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
             "                      [--backend cuda|cuda-emu] [--strategy S] [--budget N] [--seed N]\n"
             "                      [--blocks N] [--reps N] [--t4 OUT] [--kt-cache OUT]\n"
-            "                      [--reference NAME=FILE.npy]...\n\n"
+            "                      [--reference NAME=FILE.npy]... [--log LOG]\n\n"
             "Tune a kernel described by a FAIR T1 input file (docs/t1.md): every configuration\n"
             "its conditions allow is a candidate; each is compiled as written with its values\n"
             "as macros, checked against the default configuration's outputs, and timed: on\n"
@@ -47,7 +48,9 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "is taken as measured and the budget counts the new evaluations (a cache of another\n"
             "kernel, device, problem size or space is refused). --reference NAME=FILE.npy checks\n"
             "output NAME of every configuration, the default's included, against the file's\n"
-            "array (of the argument's type and size) instead of the default's run.\n");
+            "array (of the argument's type and size) instead of the default's run. --log LOG\n"
+            "appends the run's events (docs/events.md; op t1:KERNEL), which `flaretune top LOG`\n"
+            "follows live.\n");
 }
 
 static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *why) {
@@ -94,6 +97,7 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
         break;
     case O_T4: c->t4 = arg; break;
     case O_KT: c->kt = arg; break;
+    case O_LOG: c->to.log = arg; break;
     case O_REF:
         if (c->to.nrefs == FT_T1_MAX_ARGS) return ft_cli_fail(FT_EXIT_USAGE, "tune: too many --reference");
         c->to.refs[c->to.nrefs++] = arg;
