@@ -20,7 +20,9 @@ a constant (so the expected output is known: y = 3 * 2 + 1): the six wrong confi
 rejected against the file and no other, a wrong file rejecting the default configuration itself
 and every other, and files that do not fit the output refused; `--log LOG`: run_start, a measured or rejected
 event per evaluation and run_end in the event-log format, a second writer refused while the log
-is locked, and `replay LOG` pointing at the cache; bad requests one line each.
+is locked, and `replay LOG` pointing at the cache; Ctrl-C (SIGINT) part way: exit 130 after the
+configuration in flight, the cache closed with every evaluation, run_end saying interrupted; bad
+requests one line each.
 """
 import fcntl
 import json
@@ -276,6 +278,32 @@ def test_event_log():
     one_line_error(["replay", log], 1, "replay the Kernel Tuner cache")
 
 
+def test_interrupt():
+    tmp = STATE["tmp"]
+    kt, log = os.path.join(tmp, "int.kt.json"), os.path.join(tmp, "int.jsonl")
+    env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, "cold-cache-2"))
+    p = subprocess.Popen([clitest.FT, "tune", "--t1", T1, "--backend", "cuda-emu", "--strategy",
+                          "exhaustive", "--budget", "0", "--reps", "2", "--kt-cache", kt,
+                          "--log", log], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    deadline = time.time() + 300
+    while time.time() < deadline and p.poll() is None and cache_entries(kt) < 3:
+        time.sleep(0.02)
+    p.send_signal(2)  # SIGINT
+    out, err = p.communicate(timeout=120)
+    with open(kt) as f:
+        doc = json.load(f)  # closed: plain JSON
+    n = len(doc.get("cache", {}))
+    check(p.returncode == 130 and "stopped after" in err and 3 <= n < 42 and
+          f"{n} of 42 configurations evaluated" in out,
+          f"Ctrl-C part way: exit {p.returncode}, {n} entries: {out} {err[-600:]}")
+    with open(log) as f:
+        end = json.loads(f.read().splitlines()[-1])
+    check(end.get("event") == "run_end" and end.get("interrupted") is True and
+          end.get("search_end") == "interrupted" and end.get("evaluations") == n,
+          f"run_end of the interrupted run: {end}")
+
+
 def test_bad():
     one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
     one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
@@ -299,7 +327,7 @@ def main():
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
                                  test_kt_cache_resume, test_reference_file, test_event_log,
-                                 test_bad))
+                                 test_interrupt, test_bad))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ screen: `top` follows a log the test appends to (rows appear as events arrive, a
 completed later, a second run adds a row), selection, detail, help, sort and filter work, resizes
 keep a valid layout, q restores the terminal (alternate screen off, the same stty modes, the shell
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
-resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `watch` on a profile
+resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `tune --t1 --tui` on
+the hand-written T1 kernel (a row t1:saxpy_tiled that finishes with its rejections counted, q
+exits 0 with the summary); `watch` on a profile
 made by `tune --profile`; NO_COLOR, vt100 and a C locale; the ranks of a distributed run (a
 synthetic log); a run on a busy machine (a synthetic log: the status bar's warning, the marks,
 nothing unclean ranked); mistakes on the command line.
@@ -488,6 +490,23 @@ def test_tune_tui(tmp):
         check(os.path.exists(prof), "the profile written")
 
 
+def test_tune_t1_tui(tmp):
+    t1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "t1", "saxpy_tiled.json")
+    with Pane("t1", 100, 24) as p:
+        launch(p, "%s tune --t1 %s --backend cuda-emu --strategy exhaustive --budget 0 --reps 2 "
+                  "--tui" % (FT, t1), tmp)
+        p.wait_for(r"^> t1:saxpy_tiled", "tune --t1 --tui: the row")
+        s = p.wait_for(r"\bfinished\b|\bended\b", "tune --t1 --tui: the run finishes",
+                       timeout=120)
+        line = row_line(s or "", "t1:saxpy_tiled")
+        check(line and " 36/" in line and re.search(r" 6\s*$", line),
+              "the finished row: 36 measured, 6 rejected: %r" % line, s)
+        quit_and_check_restored(p, 0, "tune --t1 --tui")
+        s = p.screen(joined=True)
+        check("42 of 42 configurations evaluated (6 rejected)" in s,
+              "the summary after the dashboard", s)
+
+
 def launch_slow_tune(p, log, tmp, done):
     """Tune fusion.dflare slowly with the dashboard, logging to log, until its row shows at least
     done (2 to 9) candidates."""
@@ -673,6 +692,7 @@ def main():
             ("top_busy", lambda: test_top_busy(tmp, logs)),
             ("colors", lambda: test_colors(tmp, logs)),
             ("tune_tui", lambda: test_tune_tui(tmp)),
+            ("tune_t1_tui", lambda: test_tune_t1_tui(tmp)),
             ("tune_pause_quit", lambda: test_tune_pause_quit(tmp)),
             ("tune_ctrl_c", lambda: test_tune_ctrl_c(tmp)),
             ("tune_failure", lambda: test_tune_failure(tmp)),

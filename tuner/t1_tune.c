@@ -247,14 +247,15 @@ static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
                            const ft_t1_tune_result *res, ft_err *err) {
     L->lock = -1;
     L->best_i = -1;
-    if (!o->log) return FT_OK;
-    if ((L->lock = ft_file_trylock(o->log, err)) < 0) return ft_err_wrap(err, "tune --t1");
+    if (!o->log && !o->listener) return FT_OK;
+    if (o->log && (L->lock = ft_file_trylock(o->log, err)) < 0) return ft_err_wrap(err, "tune --t1");
     char run[32];
     ft_rng rng;
     ft_rng_seed(&rng, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
     snprintf(run, sizeof run, "%012llx", (unsigned long long)(ft_rng_next(&rng) & 0xffffffffffffull));
     ft_status s = ft_eventlog_open(o->log, run, &L->log, err);
     if (s != FT_OK) return s;
+    if (o->listener) ft_eventlog_set_listener(L->log, o->listener, o->listener_ctx);
     char op[160];
     snprintf(op, sizeof op, "t1:%.150s", t->kernel_name);
     json_t *dims = json_object();
@@ -320,13 +321,13 @@ static void log_end(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, con
         json_t *wst = best < 0           ? json_null()
                       : best == L->best_i ? json_incref(L->best_stats)
                                           : json_pack("{s:f}", "median_s", res->secs[best]);
-        json_t *ev = json_pack("{s:s, s:o, s:o, s:O, s:o, s:i, s:i, s:i, s:s}", "event", "run_end",
+        json_t *ev = json_pack("{s:s, s:o, s:o, s:O, s:o, s:i, s:i, s:i, s:s, s:b}", "event", "run_end",
                                "winner", best >= 0 ? ft_config_to_json(&t->space, &res->cfgs[best]) : json_null(),
                                "stats", wst,
                                "default_stats", L->ref_stats ? L->ref_stats : json_null(),
                                "speedup", best >= 0 && isfinite(ref) ? json_real(ref / res->secs[best]) : json_null(),
                                "evaluations", res->nevals, "rejected", res->failed, "resumed",
-                               res->resumed, "search_end", why_end);
+                               res->resumed, "search_end", why_end, "interrupted", res->interrupted);
         if (ev) log_write(L, ev, err);
         ft_eventlog_close(L->log);
     }
@@ -610,6 +611,14 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     }
     int budget = o->budget > 0 ? o->budget : n;
     while (s == FT_OK && res->nevals - res->resumed < budget && res->nevals < n) {
+        while (o->pause && *o->pause && !(o->stop && *o->stop)) {
+            struct timespec nap = {0, 50 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+        }
+        if (o->stop && *o->stop) {
+            res->interrupted = 1;
+            break;
+        }
         int i = ft_strategy_next(st);
         if (i < 0) break;
         if (isfinite(res->secs[i]) || res->error[i]) continue; /* the reference, or resumed */
@@ -670,6 +679,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         ft_err e2 = {0};
         log_end(&L, t, res,
                 s != FT_OK                                      ? "error"
+                : res->interrupted                              ? "interrupted"
                 : res->nevals - res->resumed >= budget && res->nevals < n ? "budget"
                                                                 : "exhausted",
                 &e2);

@@ -21,6 +21,7 @@ typedef struct ft_t1_tune_result {
     int *order;        /* the evaluated candidates in the order the search took them       */
     int nevals, failed;
     int resumed;       /* of nevals, taken from the Kernel Tuner cache of an earlier run      */
+    int interrupted;   /* *stop ended the search before its budget or the space did         */
     int resumed_unused; /* entries of that cache that are no candidate here (kept, not used) */
     int reference;     /* the default configuration: the reference, evaluated first         */
     int best;          /* fastest evaluated (-1: none)                                      */
@@ -54,6 +55,12 @@ typedef struct ft_t1_tune_opts {
      * "t1:KERNEL", so `flaretune top LOG` follows a T1 run as it follows any other. The log's
      * lock (LOG.lock) is held for the run: a second writer fails at once. */
     const char *log;
+    /* Every event also goes to listener (in-process: the dashboard), with or without a log. */
+    void (*listener)(void *ctx, const json_t *ev);
+    void *listener_ctx;
+    /* Raised (SIGINT, the dashboard's q): the search stops after the candidate in flight, and
+     * what was measured is kept (interrupted set). pause: while raised, no new candidate. */
+    volatile int *stop, *pause;
     /* Called after each evaluation (i: the candidate; why: its failure or NULL). */
     void (*progress)(void *ctx, const ft_t1_tune_result *r, int i, const char *why);
     void *progress_ctx;

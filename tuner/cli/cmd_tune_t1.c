@@ -3,17 +3,22 @@
  * file and a Kernel Tuner cache. */
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cuda/device.h"
+#include "traces/eventlog.h"
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
+#include "tui/tui.h"
 
 /* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
-enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF, O_LOG };
+enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF, O_LOG, O_TUI };
 static const struct option opts[] = {
     FT_CLI_T1_KERNEL_OPTIONS,
     FT_CLI_T1_ARG_OPTION,
@@ -27,6 +32,7 @@ static const struct option opts[] = {
     FT_CLI_ARG("kt-cache", O_KT),
     FT_CLI_ARG("reference", O_REF),
     FT_CLI_ARG("log", O_LOG),
+    FT_CLI_FLAG("tui", O_TUI),
     FT_CLI_END,
 };
 
@@ -35,7 +41,7 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "       flaretune tune --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
             "                      [--backend cuda|cuda-emu] [--strategy S] [--budget N] [--seed N]\n"
             "                      [--blocks N] [--reps N] [--t4 OUT] [--kt-cache OUT]\n"
-            "                      [--reference NAME=FILE.npy]... [--log LOG]\n\n"
+            "                      [--reference NAME=FILE.npy]... [--log LOG] [--tui]\n\n"
             "Tune a kernel described by a FAIR T1 input file (docs/t1.md): every configuration\n"
             "its conditions allow is a candidate; each is compiled as written with its values\n"
             "as macros, checked against the default configuration's outputs, and timed: on\n"
@@ -50,7 +56,9 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "output NAME of every configuration, the default's included, against the file's\n"
             "array (of the argument's type and size) instead of the default's run. --log LOG\n"
             "appends the run's events (docs/events.md; op t1:KERNEL), which `flaretune top LOG`\n"
-            "follows live.\n");
+            "follows live; --tui shows them in the dashboard as the run goes (p pauses, q stops).\n"
+            "Ctrl-C stops the search after the configuration in flight, writes what was measured,\n"
+            "and exits with 130.\n");
 }
 
 static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *why) {
@@ -67,8 +75,74 @@ static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *w
 /* The options of tune --t1 that the other T1 commands do not take. */
 typedef struct {
     const char *backend, *t4, *kt;
+    int tui;
     ft_t1_tune_opts to;
 } tune_t1_args;
+
+static volatile int stop_flag, pause_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* --tui: the tuner on this thread, the dashboard on the main one. */
+typedef struct {
+    ft_t1 *t;
+    const ft_t1_tune_opts *to;
+    ft_t1_tune_result *r;
+    ft_status s;
+    ft_err err;
+    ft_tui_feed *feed;
+} worker;
+
+static void *tune_worker(void *arg) {
+    worker *w = arg;
+    w->s = ft_t1_tune(w->t, w->to, w->r, &w->err);
+    json_t *ev = w->s ? json_pack("{s:s, s:f, s:s}", "event", "error", "t", ft_wall_time(),
+                                  "message", w->err.msg)
+                      : json_pack("{s:s, s:f, s:s}", "event", "done", "t", ft_wall_time(),
+                                  "message", stop_flag ? "stopped" : "the run finished");
+    ft_tui_feed_push_new(w->feed, ev);
+    return NULL;
+}
+
+/* Tune under the dashboard. Returns the tuner's status (w->err) or the dashboard's (err). */
+static ft_status tune_dashboard(ft_t1 *t, ft_t1_tune_opts *to, ft_t1_tune_result *r,
+                                const char *path, ft_err *err) {
+    ft_tui_feed feed;
+    if (!ft_tui_feed_init(&feed)) return ft_err_set(err, FT_ENOMEM, "tune: out of memory");
+    to->listener = ft_tui_feed_listener;
+    to->listener_ctx = &feed;
+    to->pause = &pause_flag;
+    to->progress = NULL; /* the terminal is the dashboard's */
+    worker w = {.t = t, .to = to, .r = r, .feed = &feed};
+    ft_cli_catch_stop(on_signal, 0); /* the terminal is restored before the process ends */
+    pthread_t th;
+    if (pthread_create(&th, NULL, tune_worker, &w)) {
+        ft_tui_feed_free(&feed);
+        return ft_err_set(err, FT_EINTERNAL, "tune: cannot start the tuner thread");
+    }
+    char title[160];
+    snprintf(title, sizeof title, "tune --t1 %.140s", path);
+    ft_tui_opts o;
+    memset(&o, 0, sizeof o);
+    o.title = title;
+    o.feed = &feed;
+    o.pause = &pause_flag;
+    o.stop = &stop_flag;
+    o.expected_runs = 1;
+    ft_tui_result res;
+    ft_status s = ft_tui_run(&o, &res, err);
+    if (!res.source_done || s) stop_flag = 1; /* quit before the end: stop as Ctrl-C does */
+    pause_flag = 0;
+    ft_cli_catch_stop(on_signal, SA_RESETHAND);
+    pthread_join(th, NULL);
+    ft_tui_feed_free(&feed);
+    if (s) return s;
+    if (w.s && err) *err = w.err;
+    return w.s;
+}
 
 static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     tune_t1_args *c = ctx;
@@ -98,6 +172,7 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     case O_T4: c->t4 = arg; break;
     case O_KT: c->kt = arg; break;
     case O_LOG: c->to.log = arg; break;
+    case O_TUI: c->tui = 1; break;
     case O_REF:
         if (c->to.nrefs == FT_T1_MAX_ARGS) return ft_cli_fail(FT_EXIT_USAGE, "tune: too many --reference");
         c->to.refs[c->to.nrefs++] = arg;
@@ -117,6 +192,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
     to.seed = a.seed;
     ft_err err = {0};
     ft_t1 *t = NULL;
+    if (c.tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
     if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
     /* The backend: the GPU where there is one, unless told. */
     if (!backend) {
@@ -136,8 +213,11 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (kt && strcmp(kt, "-") != 0) to.kt_cache = kt;
     to.progress = progress;
     to.progress_ctx = t;
+    to.stop = &stop_flag;
+    ft_cli_catch_stop(on_signal, SA_RESETHAND); /* a second Ctrl-C ends the process at once */
     ft_t1_tune_result r;
-    ft_status s = ft_t1_tune(t, &to, &r, &err);
+    memset(&r, 0, sizeof r);
+    ft_status s = c.tui ? tune_dashboard(t, &to, &r, path, &err) : ft_t1_tune(t, &to, &r, &err);
     if (s != FT_OK) code = s == FT_ENODEV ? (ft_cli_fail_err(&err), FT_EXIT_NODEV) : ft_cli_fail_err(&err);
     if (r.note[0]) fprintf(stderr, "tune: note: %s\n", r.note);
     /* What was measured is written even when the search stopped part way. */
@@ -164,6 +244,11 @@ int ft_cli_tune_t1(int argc, char **argv) {
         }
         if (t4) printf("  T4 results: %s\n", t4);
         if (kt) printf("  Kernel Tuner cache: %s\n", kt);
+        if (r.interrupted) {
+            fprintf(stderr, "tune: stopped after %d evaluations; what was measured is written\n",
+                    r.nevals);
+            code = 130;
+        }
     }
     ft_t1_tune_result_free(&r);
     ft_t1_free(t);
