@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "core/status.h"
+#include "tui/tui.h"
 
 /* Exit codes (documented in docs/usage.md). */
 enum {
@@ -55,6 +56,25 @@ int ft_cli_exit_code(ft_status s);
 /* SIGINT and SIGTERM to handler from now on, with sigaction's flags (SA_RESETHAND: the signal
  * after the first ends the process as it would have without the handler). */
 void ft_cli_catch_stop(void (*handler)(int), int flags);
+
+/* A tuner under the dashboard (cli_dash.c): worker(arg) on a thread of its own feeding feed
+ * (it pushes a "done" or "error" event last), the dashboard titled `title` on this one, p and q
+ * raising *pause and *stop, Ctrl-C on_signal (which raises *stop). Returns when both have
+ * ended: the dashboard's status; *source_done says whether the worker had finished when the
+ * dashboard closed (else *stop was raised and the worker stopped). */
+typedef struct ft_cli_dash {
+    const char *title;
+    ft_tui_feed *feed;
+    void *(*worker)(void *);
+    void *arg;
+    volatile int *pause, *stop;
+    int expected_runs;
+    void (*on_signal)(int);
+    const char *stopping; /* said on stderr when q stopped the worker, before waiting for it */
+} ft_cli_dash;
+ft_status ft_cli_dashboard(const ft_cli_dash *d, int *source_done, ft_err *err);
+/* The worker's last event: "error" with failed's message, else "done" saying `done`. */
+void ft_cli_dash_end(ft_tui_feed *feed, const ft_err *failed, const char *done);
 
 /* "--help" anywhere among the arguments. */
 int ft_cli_wants_help(int argc, char **argv);

@@ -456,11 +456,8 @@ static void run_jobs(tuning *T) {
 static void *tune_worker(void *arg) {
     tuning *T = arg;
     run_jobs(T);
-    json_t *ev = T->status ? json_pack("{s:s, s:f, s:s}", "event", "error", "t", ft_wall_time(),
-                                       "message", T->err.msg)
-                           : json_pack("{s:s, s:f, s:s}", "event", "done", "t", ft_wall_time(),
-                                       "message", stop_flag ? "stopped" : "every run finished");
-    ft_tui_feed_push_new(T->feed, ev);
+    ft_cli_dash_end(T->feed, T->status ? &T->err : NULL,
+                    stop_flag ? "stopped" : "every run finished");
     return NULL;
 }
 
@@ -471,33 +468,15 @@ static int run_dashboard(tuning *T, const char *target) {
     T->to.listener = ft_tui_feed_listener;
     T->to.listener_ctx = &feed;
     T->to.pause = &pause_flag;
-    /* While the dashboard runs, every Ctrl-C only raises the flag: the terminal must be
-     * restored before the process ends. */
-    ft_cli_catch_stop(on_signal, 0);
-    pthread_t th;
-    if (pthread_create(&th, NULL, tune_worker, T)) {
-        ft_tui_feed_free(&feed);
-        return ft_cli_fail(FT_EXIT_FAIL, "tune: cannot start the tuner thread");
-    }
     char title[128];
     snprintf(title, sizeof title, "tune %s", target);
-    ft_tui_opts o;
-    memset(&o, 0, sizeof o);
-    o.title = title;
-    o.feed = &feed;
-    o.pause = &pause_flag;
-    o.stop = &stop_flag;
-    o.expected_runs = T->njobs;
-    ft_tui_result res;
+    ft_cli_dash d = {.title = title, .feed = &feed, .worker = tune_worker, .arg = T,
+                     .pause = &pause_flag, .stop = &stop_flag, .expected_runs = T->njobs,
+                     .on_signal = on_signal,
+                     .stopping = "flaretune: stopping the tuner (it finishes the candidate in flight)"};
+    int done;
     ft_err err = {0};
-    ft_status s = ft_tui_run(&o, &res, &err);
-    if (!res.source_done) stop_flag = 1; /* quit before the end: stop as Ctrl-C does */
-    pause_flag = 0;
-    /* The terminal is restored: a second Ctrl-C may end the process at once again. */
-    ft_cli_catch_stop(stop_flag ? SIG_DFL : on_signal, SA_RESETHAND);
-    if (!res.source_done && !s)
-        fprintf(stderr, "flaretune: stopping the tuner (it finishes the candidate in flight)\n");
-    pthread_join(th, NULL);
+    ft_status s = ft_cli_dashboard(&d, &done, &err);
     ft_tui_feed_free(&feed);
     if (s) return ft_cli_fail_err(&err);
     return 0;

@@ -99,11 +99,7 @@ typedef struct {
 static void *tune_worker(void *arg) {
     worker *w = arg;
     w->s = ft_t1_tune(w->t, w->to, w->r, &w->err);
-    json_t *ev = w->s ? json_pack("{s:s, s:f, s:s}", "event", "error", "t", ft_wall_time(),
-                                  "message", w->err.msg)
-                      : json_pack("{s:s, s:f, s:s}", "event", "done", "t", ft_wall_time(),
-                                  "message", stop_flag ? "stopped" : "the run finished");
-    ft_tui_feed_push_new(w->feed, ev);
+    ft_cli_dash_end(w->feed, w->s ? &w->err : NULL, stop_flag ? "stopped" : "the run finished");
     return NULL;
 }
 
@@ -117,27 +113,14 @@ static ft_status tune_dashboard(ft_t1 *t, ft_t1_tune_opts *to, ft_t1_tune_result
     to->pause = &pause_flag;
     to->progress = NULL; /* the terminal is the dashboard's */
     worker w = {.t = t, .to = to, .r = r, .feed = &feed};
-    ft_cli_catch_stop(on_signal, 0); /* the terminal is restored before the process ends */
-    pthread_t th;
-    if (pthread_create(&th, NULL, tune_worker, &w)) {
-        ft_tui_feed_free(&feed);
-        return ft_err_set(err, FT_EINTERNAL, "tune: cannot start the tuner thread");
-    }
     char title[160];
     snprintf(title, sizeof title, "tune --t1 %.140s", path);
-    ft_tui_opts o;
-    memset(&o, 0, sizeof o);
-    o.title = title;
-    o.feed = &feed;
-    o.pause = &pause_flag;
-    o.stop = &stop_flag;
-    o.expected_runs = 1;
-    ft_tui_result res;
-    ft_status s = ft_tui_run(&o, &res, err);
-    if (!res.source_done || s) stop_flag = 1; /* quit before the end: stop as Ctrl-C does */
-    pause_flag = 0;
-    ft_cli_catch_stop(on_signal, SA_RESETHAND);
-    pthread_join(th, NULL);
+    ft_cli_dash d = {.title = title, .feed = &feed, .worker = tune_worker, .arg = &w,
+                     .pause = &pause_flag, .stop = &stop_flag, .expected_runs = 1,
+                     .on_signal = on_signal,
+                     .stopping = "flaretune: stopping the tuner (it finishes the configuration in flight)"};
+    int done;
+    ft_status s = ft_cli_dashboard(&d, &done, err);
     ft_tui_feed_free(&feed);
     if (s) return s;
     if (w.s && err) *err = w.err;
