@@ -112,7 +112,7 @@ class Pane:
 
 def row_line(screen, op):
     for line in screen.split("\n"):
-        if re.match(r"^[> ] %s\b" % re.escape(op), line):
+        if re.match(r"^[> ][ !]%s\b" % re.escape(op), line):
             return line
     return None
 
@@ -180,13 +180,13 @@ def test_top_follow(tmp, logs):
         a = logs["fusion.dflash"]
         n = json.loads(a[0])["space_valid"]
         append(log, a[0])
-        s = p.wait_for(r"^> fusion\.dflash", "a row when run_start arrives")
+        s = p.wait_for(r"^>[ !]fusion\.dflash", "a row when run_start arrives")
         line = row_line(s or "", "fusion.dflash")
         check(line is not None and " 0/%d " % n in line, "nothing done yet: %r" % line, s)
         # Candidates arrive one by one; the count follows.
         cands = [i for i, l in enumerate(a) if '"event":"measured"' in l or '"event":"rejected"' in l]
         append(log, "".join(a[1:cands[1] + 1]))
-        s = p.wait_for(r"^> fusion\.dflash .* 2/%d " % n, "two candidates done")
+        s = p.wait_for(r"^>[ !]fusion\.dflash .* 2/%d " % n, "two candidates done")
         # A torn line: nothing moves until it is completed.
         nxt = a[cands[1] + 1:cands[2] + 1]
         text = "".join(nxt)
@@ -196,9 +196,9 @@ def test_top_follow(tmp, logs):
         s = p.screen()
         check(" 2/%d " % n in (row_line(s, "fusion.dflash") or ""), "a torn line is not an event yet", s)
         append(log, text[half:])
-        p.wait_for(r"^> fusion\.dflash .* 3/%d " % n, "the torn line completed")
+        p.wait_for(r"^>[ !]fusion\.dflash .* 3/%d " % n, "the torn line completed")
         append(log, "".join(a[cands[2] + 1:]))
-        s = p.wait_for(r"^> fusion\.dflash .* %d/%d " % (n, n), "the whole run")
+        s = p.wait_for(r"^>[ !]fusion\.dflash .* %d/%d " % (n, n), "the whole run")
         s = p.wait_for(r"\bended\b", "the run ended")
         check(re.search(r"latency fusion\.dflash", s or "") is not None, "the plot of the selected kernel", s)
         check(re.search(r"[*+]", "\n".join((s or "").split("\n")[3:20])) is not None, "trials plotted", s)
@@ -207,10 +207,10 @@ def test_top_follow(tmp, logs):
         s = p.wait_for(r"^  loss .* 4/\d+ ", "a second run, a second row")
         # Selection.
         p.keys("j")
-        s = p.wait_for(r"^> loss", "j selects the next row")
+        s = p.wait_for(r"^>[ !]loss", "j selects the next row")
         check(re.search(r"latency loss", s or "") is not None, "the plot follows the selection", s)
         p.keys("Up")
-        p.wait_for(r"^> fusion\.dflash", "up arrow selects back")
+        p.wait_for(r"^>[ !]fusion\.dflash", "up arrow selects back")
         # Detail.
         p.keys("Enter")
         s = p.wait_for(r"top configs", "Enter opens the detail pane")
@@ -279,10 +279,10 @@ def test_top_follows_tune_all(tmp):
         tuner = subprocess.Popen([FT, "tune", "all", "--preset", "tiny.dflare.train", "--backend",
                                   "cpu", "--log", log, "--budget", "2", "--quiet", *FAST],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        s = p.wait_for(r"^[> ] fusion\.dflare", "the first op's log is followed")
-        s = p.wait_for(r"^[> ] loss .* 2/2 ", "the last op's log too, as it appears", timeout=180)
+        s = p.wait_for(r"^[> ][ !]fusion\.dflare", "the first op's log is followed")
+        s = p.wait_for(r"^[> ][ !]loss .* 2/2 ", "the last op's log too, as it appears", timeout=180)
         for op in ("fusion.dflash", "attention.kvproj", "attention.decode", "attention.train"):
-            check(re.search(r"^[> ] %s " % re.escape(op), s or "", re.M) is not None,
+            check(re.search(r"^[> ][ !]%s " % re.escape(op), s or "", re.M) is not None,
                   "a row for %s" % op, s)
         err = tuner.communicate(timeout=120)[1]
         check(tuner.returncode == 0, "tune all: exit %s: %s" % (tuner.returncode, err))
@@ -303,10 +303,10 @@ def test_small_terminals(tmp, logs):
     for w, h in ((40, 10), (24, 6)):
         with Pane("small%dx%d" % (w, h), w, h) as p:
             launch(p, "%s top %s" % (FT, log), tmp)
-            s = p.wait_for(r"^[> ] loss", "%dx%d: the rows of a finished log" % (w, h))
+            s = p.wait_for(r"^[> ][ !]loss", "%dx%d: the rows of a finished log" % (w, h))
             if w >= 40:
                 assert_layout(p, "%dx%d" % (w, h))
-                check(re.search(r"^[> ] fusion\.dflash", s or "", re.M), "both runs shown", s)
+                check(re.search(r"^[> ][ !]fusion\.dflash", s or "", re.M), "both runs shown", s)
             for k in ("Enter", "?", "x", "j", "Enter", "s", "/"):
                 p.keys(k)
                 time.sleep(0.15)
@@ -476,12 +476,15 @@ def test_tune_tui(tmp):
     with Pane("tune", 80, 24) as p:
         launch(p, "%s tune fusion.dflash --preset tiny.dflare.train --backend cpu --log %s "
                   "--profile %s --tui %s" % (FT, log, prof, " ".join(FAST)), tmp)
-        s = p.wait_for(r"^> fusion\.dflash", "tune --tui: the row")
+        s = p.wait_for(r"^>[ !]fusion\.dflash", "tune --tui: the row")
         s = p.wait_for(r"\bfinished\b", "tune --tui: the run finishes", timeout=120)
         line = row_line(s or "", "fusion.dflash")
         with open(log) as f:
             n = json.loads(f.readline())["space_valid"]
-        check(line and " %d/%d " % (n, n) in line and re.search(r"\d+(\.\d+)?x", line),
+        # a speedup, unless the machine was busy (the row marked '!': the default may not have
+        # been measured cleanly, and then no speedup is claimed)
+        check(line and " %d/%d " % (n, n) in line and
+              (re.search(r"\d+(\.\d+)?x", line) or line[1] == "!"),
               "a finished row: %r" % line, s)
         s = quit_and_check_restored(p, 0, "tune --tui")
         s = p.screen(joined=True)
@@ -495,7 +498,7 @@ def test_tune_t1_tui(tmp):
     with Pane("t1", 100, 24) as p:
         launch(p, "%s tune --t1 %s --backend cuda-emu --strategy exhaustive --budget 0 --reps 2 "
                   "--tui" % (FT, t1), tmp)
-        p.wait_for(r"^> t1:saxpy_tiled", "tune --t1 --tui: the row")
+        p.wait_for(r"^>[ !]t1:saxpy_tiled", "tune --t1 --tui: the row")
         s = p.wait_for(r"\bfinished\b|\bended\b", "tune --t1 --tui: the run finishes",
                        timeout=120)
         line = row_line(s or "", "t1:saxpy_tiled")
@@ -512,7 +515,7 @@ def launch_slow_tune(p, log, tmp, done):
     done (2 to 9) candidates."""
     launch(p, "%s tune fusion.dflare --preset tiny.dflare.train --backend cpu --log %s --tui "
               "%s" % (FT, log, " ".join(SLOW)), tmp)
-    p.wait_for(r"^> fusion\.dflare .* [%d-9]/\d+ " % done, "tune --tui is under way", timeout=120)
+    p.wait_for(r"^>[ !]fusion\.dflare .* [%d-9]/\d+ " % done, "tune --tui is under way", timeout=120)
 
 
 def test_tune_pause_quit(tmp):
@@ -575,8 +578,8 @@ def test_tune_failure(tmp):
 def test_watch(tmp, prof):
     with Pane("watch", 100, 30) as p:
         launch(p, "%s watch --profile %s --backend cpu" % (FT, prof), tmp)
-        s = p.wait_for(r"^[> ] loss .*\d", "watch: a row per kernel")
-        check(re.search(r"^[> ] fusion\.dflash", s or "", re.M), "both kernels of the profile", s)
+        s = p.wait_for(r"^[> ][ !]loss .*\d", "watch: a row per kernel")
+        check(re.search(r"^[> ][ !]fusion\.dflash", s or "", re.M), "both kernels of the profile", s)
         check(re.search(r"p50 +p95 +max +jitter", s or "") is not None, "the watch columns", s)
 
         def calls(screen):
