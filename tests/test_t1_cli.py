@@ -27,6 +27,7 @@ requests one line each.
 import fcntl
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -172,7 +173,8 @@ def test_kt_cache_resume():
     rep = json.loads(out) if rc == 0 else {}
     check(rc == 0 and rep.get("valid", 0) + rep.get("rejected", 0) == n,
           f"replay of the open cache: exit {rc}: {err} {rep.get('valid')} {rep.get('rejected')}")
-    rc, out, err = run(*args)
+    t4 = os.path.join(tmp, "r.t4.json")
+    rc, out, err = run(*args, "--t4", t4)
     ran = [line for line in err.splitlines() if line.startswith("tune: [")]
     check(rc == 0 and f"resumed: {n} of them" in out and
           "42 of 42 configurations evaluated (6 rejected)" in out,
@@ -182,6 +184,11 @@ def test_kt_cache_resume():
     with open(kt) as f:
         doc = json.load(f)  # closed now: plain JSON
     check(len(doc.get("cache", {})) == 42, f"{len(doc.get('cache', {}))} entries at the end")
+    with open(t4) as f:  # the resumed results keep the time they were measured at
+        stamps = [r.get("timestamp", "") for r in json.load(f).get("results", [])]
+    check(len(stamps) == 42 and all(re.match(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d", t)
+                                    for t in stamps),
+          f"the T4 file's timestamps, resumed ones too: {sorted(set(stamps))[:3]}")
     doc["tune_params"]["block_size_x"] = [32, 64]
     other = os.path.join(tmp, "other.kt.json")
     with open(other, "w") as f:

@@ -435,6 +435,24 @@ static double entry_cost_ms(const json_t *e) {
     return any ? sum : NAN;
 }
 
+/* Epoch seconds of a cache entry's timestamp as flaretune and Kernel Tuner write it
+ * ("2026-12-05 04:12:19.000000+00:00", UTC); NaN when it has none that reads so. */
+static double entry_time(const json_t *e) {
+    const char *ts = json_string_value(json_object_get(e, "timestamp"));
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    double frac = 0;
+    int used = 0;
+    if (!ts || sscanf(ts, "%d-%d-%d %d:%d:%d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                      &tm.tm_min, &tm.tm_sec, &used) != 6)
+        return NAN;
+    if (ts[used] == '.') frac = strtod(ts + used, NULL);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    const time_t t = timegm(&tm);
+    return t == (time_t)-1 ? NAN : (double)t + frac;
+}
+
 /* Read the cache at path (when there is one) into res: each entry of a candidate becomes that
  * candidate's result, resumed. Then start writing path again with those entries and any others
  * it held (*out). A cache of another problem is refused, naming the field that differs. */
@@ -468,7 +486,7 @@ static ft_status cache_open(const ft_t1 *t, const ft_t1_tune_opts *o, const ft_c
         const json_t *tv = json_object_get(e, "time");
         double c = entry_cost_ms(e);
         res->cost[i] = isnan(c) ? 0 : c / 1e3;
-        res->when[i] = NAN;
+        res->when[i] = entry_time(e);
         if (json_is_number(tv) && json_number_value(tv) > 0) {
             res->secs[i] = json_number_value(tv) / 1e3;
         } else {
