@@ -9,6 +9,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+#include "core/rng.h"
+
 struct ft_eventlog {
     FILE *f; /* NULL: listener only */
     char path[1024];
@@ -270,4 +273,10 @@ int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int 
     int stored = n < max ? n : max;
     if (stored > first) qsort(out[first], (size_t)(stored - first), sizeof out[0], cmp_names);
     return n;
+}
+
+void ft_eventlog_run_id(char *buf, size_t n) {
+    ft_rng r;
+    ft_rng_seed(&r, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
+    snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
 }

@@ -23,6 +23,9 @@ extern "C" {
 
 typedef struct ft_eventlog ft_eventlog;
 
+/* A fresh run id for ft_eventlog_open: 12 hex digits drawn from the clock and the process id,
+ * so runs of one log (and of concurrent processes) differ. n >= 13. */
+void ft_eventlog_run_id(char *buf, size_t n);
 /* Open `path` for appending (created if missing). `run` is the run id every event will carry. */
 ft_status ft_eventlog_open(const char *path, const char *run, ft_eventlog **out, ft_err *err);
 /* Stamp `ev` with "t" and "run", write it as one line and flush. Takes ownership of ev. */

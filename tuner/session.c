@@ -889,12 +889,6 @@ static void session_free(session *S) {
     ft_file_unlock(S->log_lock);
 }
 
-static void make_run_id(char *buf, size_t n) {
-    ft_rng r;
-    ft_rng_seed(&r, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
-    snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
-}
-
 /* Start compiling the candidates' kernels on background threads (the backend's prefetch): the
  * default first, then the space in order. Always on a backend whose validity check compiles
  * every candidate anyway (the GPU: the loop below then waits only for what is not compiled
@@ -1293,7 +1287,7 @@ static ft_status start(session *S, ft_tune_result *r, ft_err *err) {
     const ft_tune_opts *o = S->o;
     ft_env_probe(&S->env);
     ft_backend_device(o->be, &S->env, S->device, sizeof S->device);
-    make_run_id(S->run_id, sizeof S->run_id);
+    ft_eventlog_run_id(S->run_id, sizeof S->run_id);
     S->resume_notes = json_array();
     ft_status s = plan(S, err);
     if (s) return s;
@@ -1747,7 +1741,7 @@ ft_status ft_tune_serve(const ft_tune_opts *o, const ft_tune_server *srv, int *s
     session_begin(&S, o);
     ft_env_probe(&S.env);
     ft_backend_device(o->be, &S.env, S.device, sizeof S.device);
-    make_run_id(S.run_id, sizeof S.run_id);
+    ft_eventlog_run_id(S.run_id, sizeof S.run_id);
     S.resume_notes = json_array();
     ft_status s = plan(&S, err);
     if (!s) s = ft_eventlog_open(NULL, S.run_id, &S.log, err);

@@ -250,9 +250,7 @@ static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
     if (!o->log && !o->listener) return FT_OK;
     if (o->log && (L->lock = ft_file_trylock(o->log, err)) < 0) return ft_err_wrap(err, "tune --t1");
     char run[32];
-    ft_rng rng;
-    ft_rng_seed(&rng, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
-    snprintf(run, sizeof run, "%012llx", (unsigned long long)(ft_rng_next(&rng) & 0xffffffffffffull));
+    ft_eventlog_run_id(run, sizeof run);
     ft_status s = ft_eventlog_open(o->log, run, &L->log, err);
     if (s != FT_OK) return s;
     if (o->listener) ft_eventlog_set_listener(L->log, o->listener, o->listener_ctx);
