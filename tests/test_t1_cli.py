@@ -224,8 +224,12 @@ def test_reference_file():
     write_npy(bad, "<f4", [7.0] * 5 + [8.0] + [7.0] * 9994)
     args = ["tune", "--t1", t1, "--kernel-file", kfile, "--backend", "cuda-emu", "--strategy",
             "exhaustive", "--budget", "0", "--reps", "1"]
-    rc, out, err = run(*args, "--reference", "y=" + good)
+    t4 = os.path.join(tmp, "ref.t4.json")
+    rc, out, err = run(*args, "--reference", "y=" + good, "--t4", t4)
     rejected = [l for l in err.splitlines() if "rejected:" in l]
+    with open(t4) as f:
+        invalid = [r["invalidity"] for r in json.load(f)["results"] if r["invalidity"] != "correct"]
+    check(invalid == ["correctness"] * 6, f"a disagreement with the file is T4's correctness: {invalid}")
     check(rc == 0 and "42 of 42 configurations evaluated (6 rejected)" in out,
           f"against the file: exit {rc}: {out}{err[-1500:]}")
     check(len(rejected) == 6 and all("tile_size_x=3" in l and "the reference file's 7" in l

@@ -225,6 +225,19 @@ static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, ft_stats
     return FT_OK;
 }
 
+/* Whether a candidate's failure (its message) is a check's: it ran, and its outputs disagreed
+ * with the reference (agree()'s messages, or nothing to compare), rather than failing to
+ * compile or run. */
+static int check_failed(const char *msg) {
+    return strstr(msg, "reference configuration") || strstr(msg, "reference file") ||
+           strstr(msg, "no output element");
+}
+
+/* The backend's name as the cache and the log record it: "cuda" or "cuda-emu". */
+static const char *backend_of(const ft_t1_tune_opts *o) {
+    return o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
+}
+
 /* ---- the event log ------------------------------------------------------------------------- */
 
 typedef struct runlog {
@@ -263,7 +276,7 @@ static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
     ft_config_default(&t->space, &def);
     int resumed_rejected = 0;
     for (int k = 0; k < res->resumed; k++) resumed_rejected += res->error[res->order[k]] != NULL;
-    const char *backend = o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
+    const char *backend = backend_of(o);
     json_t *ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:s, s:I, s:i, s:I, s:i, s:i, s:i, "
                            "s:o, s:s, s:s, s:s, s:{s:s, s:s}}",
                            "event", "run_start", "format", FT_EVENTLOG_FORMAT, "op", op, "backend",
@@ -285,11 +298,9 @@ static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *re
     json_t *ev;
     if (res->error[i]) {
         const char *e = res->error[i];
-        const int verify = strstr(e, "reference configuration") || strstr(e, "reference file") ||
-                           strstr(e, "no output element");
         ev = json_pack("{s:s, s:o, s:s, s:s}", "event", "rejected", "config",
                        ft_config_to_json(&t->space, &res->cfgs[i]), "reason",
-                       verify ? "verify" : "error", "message", e);
+                       check_failed(e) ? "verify" : "error", "message", e);
     } else {
         json_t *stats = ft_stats_to_json(st);
         ev = json_pack("{s:s, s:o, s:O, s:i}", "event", "measured", "config",
@@ -345,10 +356,10 @@ static ft_export_result outcome_of(const ft_t1_tune_result *r, int i) {
     return (ft_export_result){
         .failed = e != NULL,
         .kt_error = e ? kt_error_of(e) : NULL,
-        .t4_invalidity = !e                                        ? NULL
-                         : strstr(e, "reference configuration")     ? "correctness"
-                         : strstr(e, "compil")                      ? "compile"
-                                                                    : "runtime",
+        .t4_invalidity = !e                ? NULL
+                         : check_failed(e)  ? "correctness"
+                         : strstr(e, "compil") ? "compile"
+                                            : "runtime",
         .time_ms = r->secs[i] * 1e3,
         .cost_ms = r->cost[i] * 1e3,
         .bench_ms = 0,
@@ -458,7 +469,7 @@ static ft_status cache_open(const ft_t1 *t, const ft_t1_tune_opts *o, const ft_c
                             ft_t1_tune_result *res, ft_kt_cache **out, ft_err *err) {
     *out = NULL;
     const char *path = o->kt_cache;
-    const char *device = o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
+    const char *device = backend_of(o);
     json_t *want = ft_export_wrap(&t->space, json_object(), FT_EXPORT_KT_CACHE, device,
                                   t->kernel_name, problem_size_json(t), device);
     if (!want) return ft_err_set(err, FT_ENOMEM, "out of memory");
