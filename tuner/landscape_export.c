@@ -371,10 +371,9 @@ ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err
     return FT_OK;
 }
 
-ft_status ft_kt_cache_end(ft_kt_cache *c, int close, ft_err *err) {
+ft_status ft_kt_cache_end(ft_kt_cache *c, ft_err *err) {
     if (!c) return FT_OK;
-    int bad = close && (fputs("}\n}\n", c->f) == EOF || fflush(c->f) != 0 ||
-                        fsync(fileno(c->f)) != 0);
+    int bad = fputs("}\n}\n", c->f) == EOF || fflush(c->f) != 0 || fsync(fileno(c->f)) != 0;
     bad |= fclose(c->f) != 0;
     ft_status s = bad ? ft_err_set(err, FT_EIO, "%s: write failed: %s", c->path, strerror(errno))
                       : FT_OK;

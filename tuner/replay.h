@@ -172,13 +172,13 @@ ft_status ft_export_write(json_t *doc, ft_export_format f, const char *path, ft_
 /* A Kernel Tuner cache written as a run goes, the way Kernel Tuner writes its own: begin writes
  * doc (ft_export_wrap's, with the entries to keep; taken over) atomically without its closing
  * "}\n}", add appends an entry a line, flushed to the disk before it returns, and end closes
- * the document (close 1) or leaves it open (0). A run killed at any point leaves a cache that
+ * the document (NULL: nothing to do). A run killed at any point leaves a cache that
  * Kernel Tuner and flaretune read (ft_kt_cache_read): every entry added before, the one being
  * written cut away. */
 typedef struct ft_kt_cache ft_kt_cache;
 ft_status ft_kt_cache_begin(const char *path, json_t *doc, ft_kt_cache **out, ft_err *err);
 ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err *err);
-ft_status ft_kt_cache_end(ft_kt_cache *c, int close, ft_err *err);
+ft_status ft_kt_cache_end(ft_kt_cache *c, ft_err *err);
 /* A Kernel Tuner cache file as JSON, closed or still open (Kernel Tuner's rule: a trailing
  * comma dropped, "}\n}" added), a last line a crash cut short dropped. */
 ft_status ft_kt_cache_read(const char *path, json_t **doc, ft_err *err);

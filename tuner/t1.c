@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,20 @@ static ft_status compile(const ft_t1 *t, const char *name, const char *what, con
 }
 
 /* ---- reading ----------------------------------------------------------------------------------- */
+
+/* Add a sentence to default_note ("; " between sentences; what does not fit is cut). */
+static void note_add(ft_t1 *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_add(ft_t1 *t, const char *fmt, ...) {
+    size_t used = strlen(t->default_note);
+    if (used && used + 2 < sizeof t->default_note) {
+        memcpy(t->default_note + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->default_note + used, sizeof t->default_note - used, fmt, ap);
+    va_end(ap);
+}
 
 static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err) {
     json_t *tp = json_object_get(cs, "TuningParameters");
@@ -241,11 +256,9 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                     ft_expr_format(ft_expr_float(json_real_value(dv)), given, sizeof given);
                 if (labels) snprintf(first, sizeof first, "%.60s", labels[0]);
                 else snprintf(first, sizeof first, "%d", fp->values[0]);
-                const size_t used = strlen(t->default_note);
-                snprintf(t->default_note + used, sizeof t->default_note - used,
-                         "%s%.40s's Default %s is not one of its values: its first, %s, is the "
-                         "default",
-                         used ? "; " : "", pn, given, first);
+                note_add(t, "%.40s's Default %s is not one of its values: its first, %s, is the "
+                            "default",
+                         pn, given, first);
             } else {
                 fp->def = fp->values[found];
             }
@@ -582,11 +595,9 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
                 s = ft_err_set(err, FT_EFORMAT, "%s: no configuration satisfies the conditions", name);
             if (s == FT_OK) {
                 for (int i = 0; i < t->space.nparams; i++) t->params[i].def = def.v[i];
-                const size_t used = strlen(t->default_note);
-                snprintf(t->default_note + used, sizeof t->default_note - used,
-                         "%sthe file's defaults break the condition %.200s; the nearest allowed "
-                         "configuration is the default",
-                         used ? "; " : "", why);
+                note_add(t, "the file's defaults break the condition %.200s; the nearest allowed "
+                            "configuration is the default",
+                         why);
             }
         }
         if (s == FT_OK) s = ft_t1_launch(t, &def, g, b, err);

@@ -691,7 +691,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(expect[i]);
     {
         ft_err e2 = {0};
-        ft_status cs = ft_kt_cache_end(cache, 1, &e2);
+        ft_status cs = ft_kt_cache_end(cache, &e2);
         if (s == FT_OK && cs != FT_OK) {
             s = cs;
             if (err) *err = e2;

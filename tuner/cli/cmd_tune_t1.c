@@ -3,7 +3,6 @@
  * file and a Kernel Tuner cache. */
 #include <getopt.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 
 #include "cli.h"
 #include "cuda/device.h"
-#include "traces/eventlog.h"
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
 #include "tui/tui.h"
