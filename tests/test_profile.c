@@ -449,8 +449,8 @@ static void test_failed_save_keeps_file(void) {
 static void test_schema_too_new(void) {
     ft_err err = {0};
     const char *path = path_in("future.json");
-    const char *says[] = {"schema_version 2 is newer", path, NULL};
-    check_refused(path, "{\"schema_version\": 2, \"entries\": []}\n", FT_EUNSUPPORTED, "too new",
+    const char *says[] = {"schema_version 3 is newer", path, NULL};
+    check_refused(path, "{\"schema_version\": 3, \"entries\": []}\n", FT_EUNSUPPORTED, "too new",
                   says, &err);
 }
 
@@ -779,6 +779,127 @@ static void remove_dir(void) {
     rmdir(dir);
 }
 
+/* A kernel of a T1 file as `tune --t1 --profile` writes it. */
+static json_t *kernel_entry(const char *name, const char *device, long x, long y, int block,
+                            double median) {
+    json_t *k = json_pack("{s:s, s:s, s:s, s:[i, i], s:{s:i, s:s}, s:{s:f}, s:{s:{s:i, s:s}, "
+                          "s:{s:f}}, s:f, s:i, s:i, s:s, s:s}",
+                          "kernel", name, "backend", "cuda", "device", device, "problem_size",
+                          (int)x, (int)y, "config", "block_size_x", block, "scale", "2.0",
+                          "stats", "median_s", median, "default", "config", "block_size_x", 64,
+                          "scale", "1.0", "stats", "median_s", median * 1.5, "speedup", 1.5,
+                          "evaluations", 20, "space_valid", 42, "strategy", "bayes", "tuned_at",
+                          "2026-01-01T00:00:00Z");
+    if (!k) {
+        fprintf(stderr, "json_pack failed building a test kernel\n");
+        exit(2);
+    }
+    return k;
+}
+
+/* Kernels of T1 files: one per (kernel, backend, device, problem size), the faster kept, in
+ * their order; schema_version 2 only where there are kernels; invalid ones skipped with a
+ * warning and written back; merged; carried through a save and a load. */
+static void test_kernels(void) {
+    ft_err err = {0};
+    ft_profile *p = ft_profile_new();
+    ft_profile_outcome out;
+    json_t *k;
+    k = kernel_entry("conv", "cuda: A100", 4096, 4096, 128, 2e-3);
+    FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_ADDED, "%s", err.msg);
+    json_decref(k);
+    k = kernel_entry("conv", "cuda: A100", 4096, 4096, 256, 1e-3); /* faster: replaces */
+    FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_REPLACED, "%s", err.msg);
+    json_decref(k);
+    k = kernel_entry("conv", "cuda: A100", 4096, 4096, 32, 5e-3); /* slower: kept out */
+    FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_KEPT, "%s", err.msg);
+    json_decref(k);
+    k = kernel_entry("conv", "cuda: A100", 1024, 4096, 64, 9e-3); /* another size: added first */
+    FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_ADDED, "%s", err.msg);
+    json_decref(k);
+    k = kernel_entry("apsp", "cuda: A100", 4096, 4096, 64, 9e-3);
+    FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK, "%s", err.msg);
+    json_decref(k);
+    FT_CHECK(ft_profile_kernel_count(p) == 3 && ft_profile_count(p) == 0, "%d kernels",
+             ft_profile_kernel_count(p));
+    const ft_profile_kernel *k0 = ft_profile_kernel_at(p, 0), *k1 = ft_profile_kernel_at(p, 1),
+                            *k2 = ft_profile_kernel_at(p, 2);
+    FT_CHECK(strcmp(k0->kernel, "apsp") == 0 && strcmp(k1->kernel, "conv") == 0 &&
+                 json_integer_value(json_array_get(k1->problem_size, 0)) == 1024,
+             "order: %s, %s", k0->kernel, k1->kernel);
+    FT_CHECK(k2->median_s == 1e-3 &&
+                 json_integer_value(json_object_get(k2->config, "block_size_x")) == 256,
+             "the faster kept: %g", k2->median_s);
+    /* Refused with one line: no problem size, a size of four dimensions, a bad config value. */
+    const char *bad[][2] = {{"problem_size", "should hold 1 to 3 sizes"},
+                            {"device", "field 'device' is empty"},
+                            {"median", "positive time"},
+                            {"config", "should be a label or an integer"}};
+    for (int b = 0; b < 4; b++) {
+        k = kernel_entry("conv", "cuda: A100", 4096, 4096, 128, 2e-3);
+        if (b == 0) json_array_extend(json_object_get(k, "problem_size"),
+                                      json_pack("[i, i]", 1, 2));
+        if (b == 1) json_object_set_new(k, "device", json_string(""));
+        if (b == 2) json_object_set_new(json_object_get(k, "stats"), "median_s", json_real(-1));
+        if (b == 3) json_object_set_new(json_object_get(k, "config"), "x", json_real(0.5));
+        FT_CHECK(ft_profile_add(p, k, NULL, &err) == FT_EINVAL && strstr(err.msg, bad[b][1]) &&
+                     strstr(err.msg, "profile kernel (conv)"),
+                 "%s: %s", bad[b][0], err.msg);
+        json_decref(k);
+    }
+    /* Saved: schema_version 2 with the kernels; read back the same. */
+    const char *path = path_in("kernels.json");
+    FT_CHECK(ft_profile_save(p, path, &err) == FT_OK, "%s", err.msg);
+    json_t *doc = json_load_file(path, 0, NULL);
+    FT_CHECK(json_integer_value(json_object_get(doc, "schema_version")) == 2 &&
+                 json_array_size(json_object_get(doc, "kernels")) == 3,
+             "saved with its kernels");
+    /* An invalid kernel in the file: skipped with a warning, written back; a valid one of the
+     * key of a skipped one replaces it. */
+    json_t *torn = kernel_entry("gemm", "cuda: A100", 8, 8, 16, 1e-3);
+    json_object_del(torn, "stats");
+    json_array_append_new(json_object_get(doc, "kernels"), torn);
+    save_doc(path, doc);
+    ft_profile *q = NULL;
+    FT_CHECK(ft_profile_load(path, &q, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(ft_profile_kernel_count(q) == 3 && ft_profile_warning_count(q) == 1 &&
+                 strstr(ft_profile_warning_at(q, 0), "kernels[3] (gemm) skipped") &&
+                 strstr(ft_profile_warning_at(q, 0), "'stats' is missing"),
+             "%d kernels, warning: %s", ft_profile_kernel_count(q), ft_profile_warning_at(q, 0));
+    FT_CHECK(ft_profile_save(q, path, &err) == FT_OK, "%s", err.msg);
+    doc = json_load_file(path, 0, NULL);
+    FT_CHECK(json_array_size(json_object_get(doc, "kernels")) == 4, "the skipped kernel kept");
+    json_decref(doc);
+    k = kernel_entry("gemm", "cuda: A100", 8, 8, 16, 1e-3);
+    FT_CHECK(ft_profile_add(q, k, &out, &err) == FT_OK && out == FT_PROFILE_REPLACED, "%s", err.msg);
+    json_decref(k);
+    json_t *root = ft_profile_to_json(q);
+    FT_CHECK(json_array_size(json_object_get(root, "kernels")) == 4, "the skipped one replaced");
+    json_decref(root);
+    /* Merged into a profile of op entries; without kernels a profile stays schema_version 1. */
+    ft_profile *m = ft_profile_new();
+    json_t *e = loss_entry("cpu", 512, "dpace", 1e-3);
+    FT_CHECK(ft_profile_add(m, e, NULL, &err) == FT_OK, "%s", err.msg);
+    json_decref(e);
+    root = ft_profile_to_json(m);
+    FT_CHECK(json_integer_value(json_object_get(root, "schema_version")) == 1 &&
+                 !json_object_get(root, "kernels"),
+             "no kernels: schema_version 1, no kernels field");
+    json_decref(root);
+    FT_CHECK(ft_profile_merge(m, q, &err) == FT_OK && ft_profile_kernel_count(m) == 4 &&
+                 ft_profile_count(m) == 1,
+             "merged: %d kernels", ft_profile_kernel_count(m));
+    /* kernels of the wrong type: the file is refused in one line */
+    write_text(path, "{\"schema_version\": 2, \"entries\": [], \"kernels\": {}}\n");
+    ft_profile *r = NULL;
+    FT_CHECK(ft_profile_load(path, &r, &err) == FT_EFORMAT && strstr(err.msg, "'kernels'"),
+             "%s", err.msg);
+    ft_profile_free(r);
+    ft_profile_free(m);
+    ft_profile_free(q);
+    ft_profile_free(p);
+}
+
 int main(void) {
     ft_test_tmpdir(dir, sizeof dir, "profile");
     FT_RUN(test_round_trip);
@@ -794,6 +915,7 @@ int main(void) {
     FT_RUN(test_modes);
     FT_RUN(test_check_writable);
     FT_RUN(test_renamed_tunables);
+    FT_RUN(test_kernels);
     remove_dir();
     return ft_test_finish();
 }

@@ -112,7 +112,7 @@ def test_merge(tmp):
     one_line_error(["merge", broken, a], 1, "malformed JSON")
     check(read(broken) == "{not json", "merge into a malformed OUT overwrote it")
     future = os.path.join(tmp, "mfuture.json")
-    write_profile(future, [], version=2)
+    write_profile(future, [], version=3)
     one_line_error(["merge", future, a], 1, "newer")
     one_line_error(["merge"], 2, "which output")
     one_line_error(["merge", out], 2, "which profiles")

@@ -33,6 +33,9 @@ struct ft_profile {
     ft_profile_entry *entries; /* sorted; each .json holds one reference */
     int n, cap;
     json_t *skipped;           /* array of entries that did not validate, kept as they were */
+    ft_profile_kernel *kernels; /* the same for the kernels of T1 files */
+    int nk, capk;
+    json_t *skipped_kernels;
     ft_profile_lines warnings; /* what was skipped or dropped, and why */
     ft_profile_lines notes;    /* what was read differently from how it is written */
 };
@@ -156,6 +159,19 @@ static ft_status need(const json_t *obj, const char *prefix, const char *name, n
     return FT_OK;
 }
 
+/* A field of a list that need_fields checks. */
+typedef struct {
+    const char *name; /* NULL ends the list */
+    need_kind kind;
+} need_field;
+
+/* Each field of the list in obj, of its kind. */
+static ft_status need_fields(const json_t *obj, const need_field *f, ft_err *err) {
+    for (ft_status s; f->name; f++)
+        if ((s = need(obj, "", f->name, f->kind, NULL, err))) return s;
+    return FT_OK;
+}
+
 /* A stats object as ft_stats_to_json writes it. The winner's median must be a positive time;
  * the default's may be null (not measured). */
 static ft_status check_stats(const json_t *st, const char *prefix, int median_required,
@@ -182,8 +198,8 @@ static ft_status check_stats(const json_t *st, const char *prefix, int median_re
  * implements the op; otherwise (a backend built elsewhere) only its form is checked. Thread
  * counts are machine-dependent candidates, so any positive count is accepted: a profile tuned
  * on a larger machine stays readable here. */
-static ft_status check_config(const ft_op *op, const char *backend, const json_t *cfg,
-                              const char *field, ft_err *err) {
+/* Every value of a configuration is a label or an integer. */
+static ft_status check_config_values(const json_t *cfg, const char *field, ft_err *err) {
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)cfg, key, v) {
@@ -191,6 +207,12 @@ static ft_status check_config(const ft_op *op, const char *backend, const json_t
             return ft_err_set(err, FT_EINVAL, "%s: value of '%s' should be a label or an integer",
                               field, key);
     }
+    return FT_OK;
+}
+
+static ft_status check_config(const ft_op *op, const char *backend, const json_t *cfg,
+                              const char *field, ft_err *err) {
+    if (check_config_values(cfg, field, err)) return FT_EINVAL;
     const ft_backend *be = backend_named(backend);
     if (!be || !be->built || !be->supports(op)) return FT_OK;
     const ft_space *s = be->space(op);
@@ -297,12 +319,10 @@ static ft_status check_entry(const json_t *j, ft_profile_entry *out, ft_err *err
         if (!json_is_object(t))
             return ft_err_set(err, FT_EINVAL, "tie[%zu] should be a configuration object", i);
     }
-    if ((s = need(j, "", "environment", NEED_OBJECT, NULL, err)) ||
-        (s = need(j, "", "tuned_at", NEED_STRING, NULL, err)) ||
-        (s = need(j, "", "strategy", NEED_STRING, NULL, err)) ||
-        (s = need(j, "", "evaluations", NEED_NUMBER, NULL, err)) ||
-        (s = need(j, "", "space_valid", NEED_NUMBER, NULL, err)))
-        return s;
+    static const need_field last[] = {{"environment", NEED_OBJECT}, {"tuned_at", NEED_STRING},
+                                 {"strategy", NEED_STRING},    {"evaluations", NEED_NUMBER},
+                                 {"space_valid", NEED_NUMBER}, {NULL, NEED_STRING}};
+    if ((s = need_fields(j, last, err))) return s;
     out->op = op;
     out->backend = backend;
     out->device = json_string_value(dev_j);
@@ -369,7 +389,10 @@ ft_profile *ft_profile_new(void) {
     ft_profile *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->skipped = json_array();
-    if (!p->skipped) {
+    p->skipped_kernels = json_array();
+    if (!p->skipped || !p->skipped_kernels) {
+        json_decref(p->skipped);
+        json_decref(p->skipped_kernels);
         free(p);
         return NULL;
     }
@@ -382,6 +405,10 @@ void ft_profile_free(ft_profile *p) {
         json_decref((json_t *)p->entries[i].json);
     free(p->entries);
     json_decref(p->skipped);
+    for (int i = 0; i < p->nk; i++)
+        json_decref((json_t *)p->kernels[i].json);
+    free(p->kernels);
+    json_decref(p->skipped_kernels);
     for (int i = 0; i < p->warnings.n; i++)
         free(p->warnings.v[i]);
     free(p->warnings.v);
@@ -425,6 +452,173 @@ static ft_status add_warning(ft_profile *p, const char *text, ft_err *err) {
     return add_line(&p->warnings, text, err);
 }
 
+/* Room for one more element in the array *v of n used and *cap allocated, each size bytes: the
+ * capacity doubles (from 8). 0, or -1 when out of memory (*v unchanged). */
+static int make_room(void **v, int n, int *cap, size_t size) {
+    if (n < *cap) return 0;
+    int c = *cap ? 2 * *cap : 8;
+    void *w = realloc(*v, (size_t)c * size);
+    if (!w) return -1;
+    *v = w;
+    *cap = c;
+    return 0;
+}
+
+/* ---- kernels of T1 files -------------------------------------------------------------------- */
+
+/* Check kernel entry j and fill out (pointers into j). */
+static ft_status check_kernel(const json_t *j, ft_profile_kernel *out, ft_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(j))
+        return ft_err_set(err, FT_EINVAL, "it is %s, not an object", type_name(j));
+    static const char *const names[] = {"kernel", "backend", "device"};
+    const char *text[3];
+    json_t *ps, *config, *stats, *median, *def, *v;
+    ft_status s;
+    for (int k = 0; k < 3; k++) {
+        if ((s = need(j, "", names[k], NEED_STRING, &v, err))) return s;
+        text[k] = json_string_value(v);
+        if (!text[k][0]) return ft_err_set(err, FT_EINVAL, "field '%s' is empty", names[k]);
+    }
+    if ((s = need(j, "", "problem_size", NEED_ARRAY, &ps, err))) return s;
+    size_t i, nps = json_array_size(ps);
+    if (nps < 1 || nps > 3)
+        return ft_err_set(err, FT_EINVAL, "problem_size should hold 1 to 3 sizes, not %zu", nps);
+    json_array_foreach(ps, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return ft_err_set(err, FT_EINVAL, "problem_size[%zu] should be an integer >= 0", i);
+    }
+    if ((s = need(j, "", "config", NEED_OBJECT, &config, err)) ||
+        (s = check_config_values(config, "config", err)) ||
+        (s = need(j, "", "stats", NEED_OBJECT, &stats, err)) ||
+        (s = need(stats, "stats.", "median_s", NEED_NUMBER, &median, err)))
+        return s;
+    if (!(json_number_value(median) > 0 && isfinite(json_number_value(median))))
+        return ft_err_set(err, FT_EINVAL, "field 'stats.median_s' should be a positive time, not %g",
+                          json_number_value(median));
+    if ((s = need(j, "", "default", NEED_OBJECT_OR_NULL, &def, err))) return s;
+    if (json_is_object(def) && ((s = need(def, "default.", "config", NEED_OBJECT, &v, err)) ||
+                                (s = check_config_values(v, "default.config", err)) ||
+                                (s = need(def, "default.", "stats", NEED_OBJECT, &v, err)) ||
+                                (s = need(v, "default.stats.", "median_s", NEED_NUMBER_OR_NULL,
+                                          NULL, err))))
+        return s;
+    static const need_field last[] = {{"speedup", NEED_NUMBER_OR_NULL}, {"evaluations", NEED_INTEGER},
+                                 {"space_valid", NEED_INTEGER},     {"strategy", NEED_STRING},
+                                 {"tuned_at", NEED_STRING},         {NULL, NEED_STRING}};
+    if ((s = need_fields(j, last, err))) return s;
+    *out = (ft_profile_kernel){.kernel = text[0], .backend = text[1], .device = text[2],
+                               .problem_size = ps, .config = config,
+                               .median_s = json_number_value(median), .json = j};
+    return FT_OK;
+}
+
+ft_status ft_profile_kernel_check(const json_t *entry, ft_err *err) {
+    ft_profile_kernel k;
+    return check_kernel(entry, &k, err);
+}
+
+/* The kernels' order, and their key where it is 0: kernel, backend, device, then the problem
+ * sizes (fewer dimensions first). */
+static int cmp_kernels(const ft_profile_kernel *a, const ft_profile_kernel *b) {
+    int r;
+    if ((r = strcmp(a->kernel, b->kernel)) || (r = strcmp(a->backend, b->backend)) ||
+        (r = strcmp(a->device, b->device)))
+        return r;
+    size_t na = json_array_size(a->problem_size), nb = json_array_size(b->problem_size);
+    if (na != nb) return na < nb ? -1 : 1;
+    for (size_t d = 0; d < na; d++) {
+        json_int_t x = json_integer_value(json_array_get(a->problem_size, d));
+        json_int_t y = json_integer_value(json_array_get(b->problem_size, d));
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Insert a checked kernel (j is a reference the profile takes over, k points into it): the
+ * faster of two with one key stays; a skipped kernel of its key is dropped. */
+static ft_status insert_kernel(ft_profile *p, json_t *j, const ft_profile_kernel *k,
+                               ft_profile_outcome *outcome, ft_err *err) {
+    int at = 0, c = 1;
+    while (at < p->nk && (c = cmp_kernels(&p->kernels[at], k)) < 0)
+        at++;
+    ft_profile_outcome did = FT_PROFILE_ADDED;
+    if (at < p->nk && c == 0) {
+        int faster = k->median_s < p->kernels[at].median_s;
+        json_decref(faster ? (json_t *)p->kernels[at].json : j);
+        if (faster) p->kernels[at] = *k;
+        did = faster ? FT_PROFILE_REPLACED : FT_PROFILE_KEPT;
+    } else {
+        void *v = p->kernels;
+        if (make_room(&v, p->nk, &p->capk, sizeof *k)) {
+            json_decref(j);
+            return ft_err_set(err, FT_ENOMEM, "out of memory adding a profile kernel");
+        }
+        p->kernels = v;
+        memmove(&p->kernels[at + 1], &p->kernels[at], (size_t)(p->nk - at) * sizeof *k);
+        p->kernels[at] = *k;
+        p->nk++;
+    }
+    for (size_t i = json_array_size(p->skipped_kernels); i-- > 0;) {
+        json_t *raw = json_array_get(p->skipped_kernels, i);
+        ft_profile_kernel rk = {
+            .kernel = json_string_value(json_object_get(raw, "kernel")),
+            .backend = json_string_value(json_object_get(raw, "backend")),
+            .device = json_string_value(json_object_get(raw, "device")),
+            .problem_size = json_object_get(raw, "problem_size")};
+        if (rk.kernel && rk.backend && rk.device && json_is_array(rk.problem_size) &&
+            cmp_kernels(&rk, k) == 0) {
+            json_array_remove(p->skipped_kernels, i);
+            if (did == FT_PROFILE_ADDED) did = FT_PROFILE_REPLACED;
+        }
+    }
+    if (outcome) *outcome = did;
+    return FT_OK;
+}
+
+static ft_status add_kernel(ft_profile *p, const json_t *entry, ft_profile_outcome *outcome,
+                            ft_err *err) {
+    ft_profile_kernel k;
+    ft_err e2 = {0};
+    if (check_kernel(entry, &k, &e2)) {
+        const char *name = json_string_value(json_object_get(entry, "kernel"));
+        return ft_err_set(err, FT_EINVAL, "profile kernel (%s) is invalid: %s",
+                          name ? name : "no name", e2.msg);
+    }
+    json_t *copy = json_deep_copy(entry);
+    if (!copy) return ft_err_set(err, FT_ENOMEM, "out of memory copying a profile kernel");
+    check_kernel(copy, &k, NULL);
+    return insert_kernel(p, copy, &k, outcome, err);
+}
+
+/* The kernels of a document (its "kernels" array): the valid ones added, the rest kept to be
+ * written back, each with a warning. */
+static ft_status read_kernels(ft_profile *p, const json_t *list, const char *name, ft_err *err) {
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *j = json_array_get(list, i);
+        ft_profile_kernel k;
+        ft_err why = {0};
+        ft_status s;
+        if (check_kernel(j, &k, &why) == FT_OK) {
+            if ((s = insert_kernel(p, json_incref(j), &k, NULL, err))) return s;
+            continue;
+        }
+        const char *kn = json_string_value(json_object_get(j, "kernel"));
+        char warn[FT_ERR_MSG_LEN + 512];
+        snprintf(warn, sizeof warn, "%s: kernels[%zu]%s%s%s %s: %s", name, i, kn ? " (" : "",
+                 kn ? kn : "", kn ? ")" : "", json_is_object(j) ? "skipped" : "dropped", why.msg);
+        if ((s = add_warning(p, warn, err))) return s;
+        if (json_is_object(j) && json_array_append(p->skipped_kernels, j))
+            return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile kernel");
+    }
+    return FT_OK;
+}
+
+int ft_profile_kernel_count(const ft_profile *p) { return p ? p->nk : 0; }
+const ft_profile_kernel *ft_profile_kernel_at(const ft_profile *p, int i) {
+    return p && i >= 0 && i < p->nk ? &p->kernels[i] : NULL;
+}
+
 /* Insert a checked entry (j is a reference the profile takes over, e points into it). */
 static ft_status insert(ft_profile *p, json_t *j, ft_profile_entry *e, ft_profile_outcome *outcome,
                         ft_err *err) {
@@ -440,16 +634,12 @@ static ft_status insert(ft_profile *p, json_t *j, ft_profile_entry *e, ft_profil
         }
         return FT_OK;
     }
-    if (p->n == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 16;
-        ft_profile_entry *ne = realloc(p->entries, (size_t)cap * sizeof *ne);
-        if (!ne) {
-            json_decref(j);
-            return ft_err_set(err, FT_ENOMEM, "out of memory adding a profile entry");
-        }
-        p->entries = ne;
-        p->cap = cap;
+    void *v = p->entries;
+    if (make_room(&v, p->n, &p->cap, sizeof *e)) {
+        json_decref(j);
+        return ft_err_set(err, FT_ENOMEM, "out of memory adding a profile entry");
     }
+    p->entries = v;
     int at = p->n;
     while (at > 0 && cmp_entries(&p->entries[at - 1], e) > 0)
         at--;
@@ -484,6 +674,8 @@ static ft_status keep_skipped(ft_profile *p, json_t *raw, ft_err *err) {
 
 ft_status ft_profile_add(ft_profile *p, const json_t *entry, ft_profile_outcome *outcome,
                          ft_err *err) {
+    if (json_object_get(entry, "kernel") && !json_object_get(entry, "op"))
+        return add_kernel(p, entry, outcome, err);
     ft_profile_entry e;
     ft_err e2 = {0};
     if (check_entry(entry, &e, &e2)) {
@@ -514,6 +706,18 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) 
     json_t *raw;
     json_array_foreach(src->skipped, k, raw) {
         if ((s = keep_skipped(dst, raw, err))) return s;
+    }
+    for (int i = 0; i < src->nk; i++) {
+        ft_profile_kernel kn = src->kernels[i];
+        if ((s = insert_kernel(dst, json_incref((json_t *)kn.json), &kn, NULL, err))) return s;
+    }
+    json_array_foreach(src->skipped_kernels, k, raw) {
+        int have = 0;
+        size_t m;
+        json_t *o;
+        json_array_foreach(dst->skipped_kernels, m, o) have |= json_equal(o, raw);
+        if (!have && json_array_append(dst->skipped_kernels, raw))
+            return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile kernel");
     }
     for (int i = 0; i < src->warnings.n; i++)
         if ((s = add_warning(dst, src->warnings.v[i], err))) return s;
@@ -609,10 +813,12 @@ ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile 
     if (v < 1)
         return ft_err_set(err, FT_EFORMAT, "%s: schema_version %lld is not valid", name,
                           (long long)v);
-    json_t *entries = json_object_get(root, "entries");
+    json_t *entries = json_object_get(root, "entries"), *kernels = json_object_get(root, "kernels");
     if (!json_is_array(entries))
         return ft_err_set(err, FT_EFORMAT, "%s: 'entries' %s", name,
                           entries ? "is not an array" : "is missing");
+    if (kernels && !json_is_array(kernels))
+        return ft_err_set(err, FT_EFORMAT, "%s: 'kernels' is not an array", name);
     ft_profile *p = ft_profile_new();
     if (!p) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
     size_t i;
@@ -651,6 +857,7 @@ ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile 
         appendf(warn, sizeof warn, &k, " skipped: %s", why.msg);
         if ((s = add_warning(p, warn, err)) || (s = keep_skipped(p, j, err))) break;
     }
+    if (!s) s = read_kernels(p, kernels, name, err);
     if (s) {
         ft_profile_free(p);
         return s;
@@ -735,16 +942,27 @@ json_t *ft_profile_to_json(const ft_profile *p) {
     for (int i = 0; i < p->n; i++)
         if (json_array_append(entries, (json_t *)p->entries[i].json)) goto fail;
     if (json_array_extend(entries, p->skipped)) goto fail;
+    json_t *kernels = json_array();
+    if (!kernels) goto fail;
+    for (int i = 0; i < p->nk; i++)
+        if (json_array_append(kernels, (json_t *)p->kernels[i].json)) goto fail_kernels;
+    if (json_array_extend(kernels, p->skipped_kernels)) goto fail_kernels;
+    const int with_kernels = json_array_size(kernels) > 0;
     json_t *root = json_object();
-    if (!root) goto fail;
-    if (json_object_set_new(root, "schema_version", json_integer(FT_PROFILE_SCHEMA_VERSION)) ||
+    if (!root) goto fail_kernels;
+    if (json_object_set_new(root, "schema_version", json_integer(with_kernels ? 2 : 1)) ||
         json_object_set_new(root, "generator",
                             json_string("flaretune " FT_VERSION " (" FT_GIT_DESCRIBE ")")) ||
-        json_object_set_new(root, "entries", entries)) {
+        json_object_set_new(root, "entries", entries) ||
+        (with_kernels && json_object_set_new(root, "kernels", json_incref(kernels)))) {
+        json_decref(kernels);
         json_decref(root);
         return NULL;
     }
+    json_decref(kernels);
     return root;
+fail_kernels:
+    json_decref(kernels);
 fail:
     json_decref(entries);
     return NULL;

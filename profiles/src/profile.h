@@ -32,8 +32,10 @@
 extern "C" {
 #endif
 
-/* The newest schema_version this build reads and the one it writes. */
-#define FT_PROFILE_SCHEMA_VERSION 1
+/* The newest schema_version this build reads. It writes 1, or 2 when the profile holds kernels
+ * (below): a build that reads 1 only refuses such a file rather than drop its kernels when it
+ * writes the file back. */
+#define FT_PROFILE_SCHEMA_VERSION 2
 
 typedef struct ft_profile ft_profile;
 
@@ -49,6 +51,19 @@ typedef struct ft_profile_entry {
     double median_s;      /* stats.median_s                             */
     const json_t *json;   /* the whole entry, as in the file            */
 } ft_profile_entry;
+
+/* A kernel a FAIR T1 file describes, as `tune --t1 --profile` writes it (docs/profiles.md,
+ * "Kernels"): a list of its own beside the ops' entries, one per key (kernel, backend, device,
+ * problem_size), the fastest kept. Pointers refer into the profile, as an entry's do. */
+typedef struct ft_profile_kernel {
+    const char *kernel;         /* the T1 file's KernelName                                 */
+    const char *backend;        /* "cuda" or "cuda-emu"                                     */
+    const char *device;
+    const json_t *problem_size; /* [x], [x, y] or [x, y, z]: the file's ProblemSize          */
+    const json_t *config;       /* tunable -> integer, or the text of its -D value           */
+    double median_s;            /* stats.median_s                                            */
+    const json_t *json;
+} ft_profile_kernel;
 
 /* What ft_profile_add did with an entry. */
 typedef enum {
@@ -77,15 +92,17 @@ ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile 
  * one line saying what is wrong. */
 ft_status ft_profile_entry_check(const json_t *entry, ft_err *err);
 
-/* Add one entry (the profile keeps its own copy). An invalid entry is refused with
- * FT_EINVAL. outcome may be NULL. */
+/* Add one entry (the profile keeps its own copy): an op's, or a kernel's (an object with a
+ * "kernel" field and no "op"). An invalid entry is refused with FT_EINVAL. outcome may be
+ * NULL. */
 ft_status ft_profile_add(ft_profile *p, const json_t *entry, ft_profile_outcome *outcome,
                          ft_err *err);
 /* Add every entry of src to dst, keeping the best per key; src's skipped entries and warnings
  * are carried over too. */
 ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err);
 
-/* The profile as a document: {"schema_version", "generator", "entries"}; NULL when out of
+/* The profile as a document: {"schema_version", "generator", "entries"} and "kernels" where it
+ * has any; NULL when out of
  * memory. The document shares the entries' objects with the profile: read it, do not change
  * it. */
 json_t *ft_profile_to_json(const ft_profile *p);
@@ -113,6 +130,11 @@ int ft_profile_count(const ft_profile *p);
 const ft_profile_entry *ft_profile_entry_at(const ft_profile *p, int i);
 /* Entries skipped at load and kept to be written back. */
 int ft_profile_skipped_count(const ft_profile *p);
+/* Valid kernels, ordered by kernel, backend, device, problem size. */
+int ft_profile_kernel_count(const ft_profile *p);
+const ft_profile_kernel *ft_profile_kernel_at(const ft_profile *p, int i);
+/* Check one kernel entry against docs/profiles.md: FT_OK, or FT_EINVAL and one line. */
+ft_status ft_profile_kernel_check(const json_t *entry, ft_err *err);
 
 /* Warnings gathered by loading and merging, one line each ("FILE: entries[3] (loss on cpu,
  * M=512 H=1024 V=32768) skipped: ..."). */

@@ -3,7 +3,8 @@
  *
  * Exercises ft_profile_load on the input as a file (white space only, malformed JSON, duplicate
  * keys, schema_version, per-entry validation against this build's op registry and parameter
- * spaces, skipped entries, warnings), then on a profile that loaded: the document it would
+ * spaces, skipped entries, warnings, the kernels of T1 files), then on a profile that loaded: the
+ * document it would
  * save, read back; a merge into an empty profile; an exact lookup of every entry; and both
  * emitters (profiles/src/emit.c).
  *
@@ -36,6 +37,13 @@ static void check_entries(const ft_profile *p) {
     }
     for (int i = 0; i < ft_profile_warning_count(p); i++)
         FUZZ_CHECK(ft_profile_warning_at(p, i) != NULL, "warning %d is NULL", i);
+    for (int i = 0; i < ft_profile_kernel_count(p); i++) {
+        const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
+        ft_err err = {0};
+        FUZZ_CHECK(k && ft_profile_kernel_check(k->json, &err) == FT_OK,
+                   "loaded kernel %d fails its own check: %s", i, err.msg);
+        FUZZ_CHECK(k->median_s > 0, "kernel %d: median %g", i, k->median_s);
+    }
 }
 
 /* q (p saved and read back, or merged) has p's valid and skipped entries, as many of each. */
@@ -44,6 +52,8 @@ static void check_same_counts(const ft_profile *p, const ft_profile *q, const ch
                    ft_profile_skipped_count(q) == ft_profile_skipped_count(p),
                "%s: %d valid and %d skipped entries became %d and %d", how, ft_profile_count(p),
                ft_profile_skipped_count(p), ft_profile_count(q), ft_profile_skipped_count(q));
+    FUZZ_CHECK(ft_profile_kernel_count(q) == ft_profile_kernel_count(p), "%s: %d kernels became %d",
+               how, ft_profile_kernel_count(p), ft_profile_kernel_count(q));
 }
 
 /* What ft_profile_save would write, read back: the same entries in the same order. */
@@ -92,7 +102,8 @@ static void check_emit(const ft_profile *p, ft_emit_format format) {
     FUZZ_CHECK(fclose(f) == 0, "closing the memory stream failed");
     fuzz_check_err(s, &err, "ft_profile_emit");
     FUZZ_CHECK(s == FT_OK, "emitting a loaded profile failed: %s", err.msg);
-    FUZZ_CHECK(n == ft_profile_count(p), "emitted %d of %d entries", n, ft_profile_count(p));
+    const int want = ft_profile_count(p) + ft_profile_kernel_count(p);
+    FUZZ_CHECK(n == want, "emitted %d of %d entries and kernels", n, want);
     FUZZ_CHECK(strlen(buf) == len, "the emitted text holds a NUL byte");
     if (format == FT_EMIT_JSON) {
         json_error_t je;

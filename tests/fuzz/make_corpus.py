@@ -128,8 +128,22 @@ EVERY_OP = [
 ]
 
 
-def profile(entries, version=1):
-    return {"schema_version": version, "generator": "make_corpus", "entries": entries}
+def profile(entries, version=1, kernels=None):
+    doc = {"schema_version": version, "generator": "make_corpus", "entries": entries}
+    if kernels is not None:
+        doc["kernels"] = kernels
+    return doc
+
+
+def t1_kernel(**kw):
+    """A kernel of a T1 file as `tune --t1 --profile` writes it (docs/profiles.md)."""
+    k = {"kernel": "convolution_kernel", "backend": "cuda", "device": "cuda: NVIDIA A100",
+         "problem_size": [4096, 4096], "config": {"block_size_x": 32, "use_padding": 1,
+                                                   "scale": "2.0"},
+         "stats": {"median_s": 0.0021}, "default": None, "speedup": None, "evaluations": 20,
+         "space_valid": 4201, "strategy": "bayes", "tuned_at": "2026-12-05T07:00:00Z"}
+    k.update(kw)
+    return k
 
 
 def dumps(doc, indent=None):
@@ -176,7 +190,18 @@ def profile_seeds():
         "skipped-bad-attr": dumps(profile([entry(attrs={"colour": "red"})])),
         "skipped-zero-median": dumps(profile([entry(stats=dict(STATS, median_s=0))])),
         "skipped-not-object": dumps(profile([42, None, "x", []])),
-        "newer-schema": dumps(profile([entry()], version=2)),
+        "newer-schema": dumps(profile([entry()], version=3)),
+        # Kernels of T1 files beside the entries: valid ones of two keys and the same key twice,
+        # a skipped one, a dropped one, and a file whose kernels is not an array.
+        "kernels": dumps(profile([entry()], version=2, kernels=[
+            t1_kernel(), t1_kernel(problem_size=[1024]),
+            t1_kernel(stats={"median_s": 0.001}, default={"config": {"block_size_x": 16},
+                                                         "stats": {"median_s": 0.003}},
+                      speedup=3.0)])),
+        "kernels-skipped": dumps(profile([], version=2, kernels=[
+            t1_kernel(problem_size=[1, 2, 3, 4]), t1_kernel(config={"x": 0.5}), 7,
+            t1_kernel(device="")])),
+        "kernels-object": b'{"schema_version":2,"entries":[],"kernels":{}}\n',
         "schema-zero": dumps(profile([], version=0)),
         "schema-string": b'{"schema_version":"1","entries":[]}\n',
         "no-entries": b'{"schema_version":1}\n',
