@@ -6,11 +6,16 @@
  * and <string.h>: the lookup minimises the product of max(a, b) / min(a, b) over the sizes,
  * which orders entries exactly as the sum of |log(a / b)| does, without libm.
  *
- * json: a flat array of records {op, backend, device, shape, attrs, params, median_s}.
+ * json: a flat array of records {op, backend, device, shape, attrs, params, median_s}, then one
+ * {kernel, backend, device, problem_size, params, median_s} per kernel of a T1 file.
+ *
+ * Both write the kernels of T1 files (tune --t1 --profile) after the ops' entries: in the header
+ * as entries of op "t1:KERNEL" whose sizes are the problem size's x, y and z.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op/backend.h"
@@ -30,9 +35,62 @@ ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *er
     return FT_OK;
 }
 
+static int selected_by(const char *backend, const char *device, const ft_emit_opts *o) {
+    return (!o->backend || strcmp(backend, o->backend) == 0) &&
+           (!o->device || strstr(device, o->device) != NULL);
+}
+
 static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {
-    return (!o->backend || strcmp(e->backend, o->backend) == 0) &&
-           (!o->device || strstr(e->device, o->device) != NULL);
+    return selected_by(e->backend, e->device, o);
+}
+
+/* One entry of the header's tables: an op's entry, or a kernel of a T1 file. */
+typedef struct {
+    char op[160]; /* the op's name, or "t1:KERNEL" */
+    const char *backend, *device;
+    const char *size_name[FT_MAX_SYMS];
+    long long size[FT_MAX_SYMS];
+    int nsizes;
+    const json_t *attrs, *params;
+    double median_s;
+    const ft_profile_entry *e; /* NULL for a kernel */
+} row;
+
+/* The selected entries, then the selected kernels, as rows (*out malloc'd); -1 when out of
+ * memory. */
+static int collect(const ft_profile *p, const ft_emit_opts *o, row **out) {
+    static const char *const axis[] = {"x", "y", "z"};
+    int n = ft_profile_count(p), nk = ft_profile_kernel_count(p), m = 0;
+    row *rows = calloc((size_t)(n + nk + 1), sizeof *rows);
+    if (!rows) return -1;
+    for (int i = 0; i < n; i++) {
+        const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (!selected(e, o)) continue;
+        row *r = &rows[m++];
+        *r = (row){.backend = e->backend, .device = e->device, .attrs = e->attrs,
+                   .params = e->config, .median_s = e->median_s, .e = e};
+        snprintf(r->op, sizeof r->op, "%s", e->op->name);
+        for (; e->op->syms[r->nsizes]; r->nsizes++) {
+            r->size_name[r->nsizes] = e->op->syms[r->nsizes];
+            r->size[r->nsizes] = (long long)json_integer_value(
+                json_object_get(e->shape, e->op->syms[r->nsizes]));
+        }
+    }
+    for (int i = 0; i < nk; i++) {
+        const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
+        if (!selected_by(k->backend, k->device, o)) continue;
+        row *r = &rows[m++];
+        *r = (row){.backend = k->backend, .device = k->device, .params = k->config,
+                   .median_s = k->median_s};
+        snprintf(r->op, sizeof r->op, "t1:%.150s", k->kernel);
+        for (; r->nsizes < (int)json_array_size(k->problem_size) && r->nsizes < 3; r->nsizes++) {
+            r->size_name[r->nsizes] = axis[r->nsizes];
+            r->size[r->nsizes] = (long long)json_integer_value(json_array_get(k->problem_size,
+                                                                              (size_t)r->nsizes));
+        }
+    }
+    *out = rows;
+    return m;
 }
 
 /* ---- json ----------------------------------------------------------------------------------- */
@@ -47,6 +105,18 @@ static ft_status emit_json(const ft_profile *p, const ft_emit_opts *o, FILE *f, 
         json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:f}", "op", e->op->name, "backend",
                                 e->backend, "device", e->device, "shape", e->shape, "attrs",
                                 e->attrs, "params", e->config, "median_s", e->median_s);
+        if (!rec || json_array_append_new(arr, rec)) {
+            json_decref(arr);
+            return ft_err_set(err, FT_ENOMEM, "out of memory emitting JSON");
+        }
+        (*count)++;
+    }
+    for (int i = 0; i < ft_profile_kernel_count(p); i++) {
+        const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
+        if (!selected_by(k->backend, k->device, o)) continue;
+        json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O, s:f}", "kernel", k->kernel, "backend",
+                                k->backend, "device", k->device, "problem_size", k->problem_size,
+                                "params", k->config, "median_s", k->median_s);
         if (!rec || json_array_append_new(arr, rec)) {
             json_decref(arr);
             return ft_err_set(err, FT_ENOMEM, "out of memory emitting JSON");
@@ -90,9 +160,9 @@ static int is_identifier(const char *s) {
 }
 
 /* The index of a named parameter's label in the backend's space, or -1 when this build cannot
- * tell (the backend is not built here, or the label is unknown). */
+ * tell (the backend is not built here, the label is unknown, or e is a kernel's). */
 static long long label_index(const ft_profile_entry *e, const char *param, const char *label) {
-    for (int b = 0; b < ft_backend_count(); b++) {
+    for (int b = 0; e && b < ft_backend_count(); b++) {
         const ft_backend *be = ft_backend_at(b);
         if (strcmp(be->name, e->backend) != 0) continue;
         if (!be->built || !be->supports(e->op)) return -1;
@@ -287,12 +357,6 @@ static void put_functions(FILE *f, const char *P, const char *U) {
 /* Writes what follows an item's name in a table row, up to and including the item's end. */
 typedef void put_value_fn(FILE *f, const ft_profile_entry *e, const char *key, json_t *v);
 
-static void put_size_value(FILE *f, const ft_profile_entry *e, const char *key, json_t *v) {
-    (void)e;
-    (void)key;
-    fprintf(f, "%lldLL},", (long long)json_integer_value(v));
-}
-
 static void put_attr_value(FILE *f, const ft_profile_entry *e, const char *key, json_t *v) {
     (void)e;
     (void)key;
@@ -322,32 +386,33 @@ static void put_item(FILE *f, const ft_profile_entry *e, const char *key, json_t
 
 enum { TABLE_SIZES, TABLE_ATTRS, TABLE_PARAMS };
 
-/* One flat table, P_sizes_, P_attrs_ or P_params_: a row per selected entry with its items
- * (sizes in the op's order; an entry without attributes or parameters has no row there), then
- * the terminating element. */
-static void put_table(FILE *f, const ft_profile *p, const ft_emit_opts *o, const char *P,
-                      int table) {
+/* One flat table, P_sizes_, P_attrs_ or P_params_: a row per entry with its items (sizes in the
+ * op's order; an entry without attributes or parameters has no row there), then the terminating
+ * element. */
+static void put_table(FILE *f, const row *rows, int n, const char *P, int table) {
     static const struct {
         const char *type, *last;
         put_value_fn *put_value;
-    } tables[] = {[TABLE_SIZES] = {"size", "{NULL, 0LL}", put_size_value},
+    } tables[] = {[TABLE_SIZES] = {"size", "{NULL, 0LL}", NULL},
                   [TABLE_ATTRS] = {"attr", "{NULL, NULL}", put_attr_value},
                   [TABLE_PARAMS] = {"param", "{NULL, NULL, 0LL, 0}", put_param_value}};
     fprintf(f, "static const %s_%s %s_%ss_[] = {\n", P, tables[table].type, P, tables[table].type);
-    for (int i = 0; i < ft_profile_count(p); i++) {
-        const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        const json_t *items = table == TABLE_ATTRS ? e->attrs : e->config;
-        if (!selected(e, o) || (table != TABLE_SIZES && !json_object_size(items))) continue;
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const json_t *items = table == TABLE_ATTRS ? r->attrs : r->params;
+        if (table != TABLE_SIZES && !json_object_size(items)) continue;
         fprintf(f, "   ");
         if (table == TABLE_SIZES) {
-            for (int s = 0; e->op->syms[s]; s++)
-                put_item(f, e, e->op->syms[s], json_object_get(e->shape, e->op->syms[s]),
-                         put_size_value);
+            for (int s = 0; s < r->nsizes; s++) {
+                fprintf(f, " {");
+                put_cstr(f, r->size_name[s]);
+                fprintf(f, ", %lldLL},", r->size[s]);
+            }
         } else {
             const char *key;
             json_t *v;
             json_object_foreach((json_t *)items, key, v)
-                put_item(f, e, key, v, tables[table].put_value);
+                put_item(f, r->e, key, v, tables[table].put_value);
         }
         fprintf(f, "\n");
     }
@@ -366,9 +431,9 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     for (; P[k]; k++)
         U[k] = (char)toupper((unsigned char)P[k]);
     U[k] = '\0';
-    int n = 0;
-    for (int i = 0; i < ft_profile_count(p); i++)
-        n += selected(ft_profile_entry_at(p, i), o);
+    row *rows;
+    int n = collect(p, o, &rows);
+    if (n < 0) return ft_err_set(err, FT_ENOMEM, "out of memory emitting a header");
 
     fprintf(f, "/* %s.h: tuned kernel configurations emitted by `flaretune emit`", P);
     if (o->source) {
@@ -384,17 +449,16 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
             " * units may include it. See docs/emit.md.\n"
             " *\n * %d entr%s. Ops and their size order (for %s_lookup_v):\n",
             n, n == 1 ? "y" : "ies", P);
-    for (int i = 0; i < ft_op_count(); i++) {
-        const ft_op *op = ft_op_at(i);
-        int has = 0;
-        for (int j = 0; j < ft_profile_count(p); j++) {
-            const ft_profile_entry *e = ft_profile_entry_at(p, j);
-            has |= e->op == op && selected(e, o);
-        }
-        if (!has) continue;
-        fprintf(f, " *   %s:", op->name);
-        for (int s = 0; op->syms[s]; s++)
-            fprintf(f, "%s %s", s ? "," : "", op->syms[s]);
+    for (int i = 0; i < n; i++) { /* each op once, where it first stands */
+        int first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(rows[j].op, rows[i].op) != 0;
+        if (!first) continue;
+        fprintf(f, " *   ");
+        put_comment_text(f, rows[i].op);
+        fprintf(f, ":");
+        for (int s = 0; s < rows[i].nsizes; s++)
+            fprintf(f, "%s %s", s ? "," : "", rows[i].size_name[s]);
         fprintf(f, "\n");
     }
     fprintf(f,
@@ -411,28 +475,26 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     put_types(f, P);
 
     /* Flat tables of sizes, attributes and parameters; each entry points at its run. */
-    put_table(f, p, o, P, TABLE_SIZES);
-    put_table(f, p, o, P, TABLE_ATTRS);
-    put_table(f, p, o, P, TABLE_PARAMS);
+    put_table(f, rows, n, P, TABLE_SIZES);
+    put_table(f, rows, n, P, TABLE_ATTRS);
+    put_table(f, rows, n, P, TABLE_PARAMS);
 
     fprintf(f, "static const %s_entry %s_entries[] = {\n", P, P);
     size_t si = 0, ai = 0, pi = 0;
-    for (int i = 0; i < ft_profile_count(p); i++) {
-        const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        if (!selected(e, o)) continue;
-        size_t ns = 0, na = json_object_size(e->attrs), np = json_object_size(e->config);
-        while (e->op->syms[ns])
-            ns++;
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        size_t ns = (size_t)r->nsizes, na = json_object_size(r->attrs),
+               np = json_object_size(r->params);
         fprintf(f, "    {");
-        put_cstr(f, e->op->name);
+        put_cstr(f, r->op);
         fprintf(f, ", ");
-        put_cstr(f, e->backend);
+        put_cstr(f, r->backend);
         fprintf(f, ", ");
-        put_cstr(f, e->device);
+        put_cstr(f, r->device);
         fprintf(
             f,
             ",\n     &%s_sizes_[%zu], %zu, &%s_attrs_[%zu], %zu, &%s_params_[%zu], %zu, %.9g},\n",
-            P, si, ns, P, ai, na, P, pi, np, e->median_s);
+            P, si, ns, P, ai, na, P, pi, np, r->median_s);
         si += ns;
         ai += na;
         pi += np;
@@ -440,6 +502,7 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     }
     if (!n) fprintf(f, "    {NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0.0}\n");
     fprintf(f, "};\n\n");
+    free(rows);
     put_functions(f, P, U);
     fprintf(f, "#endif /* %s_H */\n", U);
     return ferror(f) ? ft_err_set(err, FT_EIO, "write failed: %s", strerror(errno)) : FT_OK;

@@ -98,7 +98,13 @@ static int run(int argc, char **argv) {
     int n = 0;
     if (eo.format == FT_EMIT_PACKAGE) {
         ft_status s = out ? ft_profile_emit_package(p, &eo, out, &n, &err) : FT_EINVAL;
+        const int nk = ft_profile_kernel_count(p);
         ft_profile_free(p);
+        if (out && !s && nk)
+            fprintf(stderr,
+                    "flaretune: note: emit: a package holds flaretune's ops; the %d kernel%s of T1 "
+                    "files go to --format c-header or json\n",
+                    nk, nk == 1 ? "" : "s");
         if (!out) return ft_cli_fail(FT_EXIT_USAGE, "emit: --format package needs -o DIR");
         if (s) return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s", err.msg);
         printf("wrote %s: a source package of %d entr%s (docs/emit.md)\n", out, n,

@@ -46,9 +46,14 @@ static int run(int argc, char **argv) {
     }
     /* Read back what was written: the count the file now holds. */
     ft_profile *now = NULL;
-    if (ft_profile_load(out, &now, &err) == FT_OK)
-        printf("%s: %d entries (%d from %d input%s)\n", out, ft_profile_count(now),
+    if (ft_profile_load(out, &now, &err) == FT_OK) {
+        printf("%s: %d entries (%d from %d input%s)", out, ft_profile_count(now),
                ft_profile_count(src), argc - optind - 1, argc - optind - 1 == 1 ? "" : "s");
+        if (ft_profile_kernel_count(now))
+            printf(", %d kernel%s of T1 files (%d from the inputs)", ft_profile_kernel_count(now),
+                   ft_profile_kernel_count(now) == 1 ? "" : "s", ft_profile_kernel_count(src));
+        printf("\n");
+    }
     ft_profile_free(now);
     ft_profile_free(src);
     return FT_EXIT_OK;

@@ -20,18 +20,28 @@ static void usage(FILE *f) {
             "roofline and the cache level that bounds it (! when above 1: suspect), the worst\n"
             "relative error against the float64 reference, and notes: other configs tie with\n"
             "the winner (tie), the machine was busy while it was tuned (busy), a confirmation\n"
-            "disagreed with the search (unstable). Skipped (invalid or stale) entries are named\n"
-            "on stderr.\n\n"
+            "disagreed with the search (unstable). Then the kernels of T1 files the profiles\n"
+            "hold (`tune --t1 --profile`): kernel, backend, device, problem size, the winning\n"
+            "config, its median, the default's, the speedup and the evaluations it took.\n"
+            "Skipped (invalid or stale) entries are named on stderr.\n\n"
             "  --op OP   only the entries of op OP\n"
             "  --json    the merged profile as JSON (the format of docs/profiles.md)\n");
 }
 
 enum { NCOLS = 12 };
-static const char *const headings[NCOLS] = {"op",      "backend",  "device",  "shape",
-                                            "attrs",   "config",   "median",  "default",
-                                            "speedup", "roofline", "max err", "notes"};
-/* Columns of numbers, right-aligned. */
-enum { FIRST_NUMBER = 6, LAST_NUMBER = 10 };
+/* A table: its headings (ncols of them) and its columns of numbers, right-aligned. */
+typedef struct {
+    const char *const *headings;
+    int ncols, first_number, last_number;
+} table;
+static const char *const entry_headings[] = {"op",      "backend",  "device",  "shape",
+                                             "attrs",   "config",   "median",  "default",
+                                             "speedup", "roofline", "max err", "notes"};
+static const table entry_table = {entry_headings, NCOLS, 6, 10};
+static const char *const kernel_headings[] = {"kernel",  "backend", "device",  "problem size",
+                                              "config",  "median",  "default", "speedup",
+                                              "evaluations"};
+static const table kernel_table = {kernel_headings, 9, 5, 8};
 
 /* Characters on screen (UTF-8 continuation bytes take no column). */
 static int columns(const char *s) {
@@ -75,29 +85,35 @@ static void attrs_str(const json_t *attrs, char *buf, size_t n) {
 
 static double num(const json_t *v) { return json_is_number(v) ? json_number_value(v) : -1; }
 
-static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
-    const json_t *j = e->json, *st = json_object_get(j, "stats");
+/* The median with its IQR where known, the default's median and the speedup, from an entry's
+ * or a kernel's JSON, into three cells. */
+static void time_cells(const json_t *j, double median, char cell[3][512]) {
     char a[32], b[32];
+    double iqr = num(json_object_get(json_object_get(j, "stats"), "iqr_s"));
+    if (iqr >= 0)
+        snprintf(cell[0], 512, "%s ±%s", ft_fmt_time(median, 0, a, sizeof a),
+                 ft_fmt_time(iqr, 0, b, sizeof b));
+    else
+        snprintf(cell[0], 512, "%s", ft_fmt_time(median, 0, a, sizeof a));
+    double def =
+        num(json_object_get(json_object_get(json_object_get(j, "default"), "stats"), "median_s"));
+    snprintf(cell[1], 512, "%s", ft_fmt_time(def, 0, a, sizeof a));
+    double sp = num(json_object_get(j, "speedup"));
+    if (sp >= 0)
+        snprintf(cell[2], 512, "%.2fx", sp);
+    else
+        snprintf(cell[2], 512, "-");
+}
+
+static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
+    const json_t *j = e->json;
     snprintf(cell[0], 512, "%s", e->op->name);
     snprintf(cell[1], 512, "%s", e->backend);
     snprintf(cell[2], 512, "%s", e->device);
     shape_str(e, cell[3], 512);
     attrs_str(e->attrs, cell[4], 512);
     config_str(e->config, cell[5], 512);
-    double iqr = num(json_object_get(st, "iqr_s"));
-    if (iqr >= 0)
-        snprintf(cell[6], 512, "%s ±%s", ft_fmt_time(e->median_s, 0, a, sizeof a),
-                 ft_fmt_time(iqr, 0, b, sizeof b));
-    else
-        snprintf(cell[6], 512, "%s", ft_fmt_time(e->median_s, 0, a, sizeof a));
-    double def =
-        num(json_object_get(json_object_get(json_object_get(j, "default"), "stats"), "median_s"));
-    snprintf(cell[7], 512, "%s", ft_fmt_time(def, 0, a, sizeof a));
-    double sp = num(json_object_get(j, "speedup"));
-    if (sp >= 0)
-        snprintf(cell[8], 512, "%.2fx", sp);
-    else
-        snprintf(cell[8], 512, "-");
+    time_cells(j, e->median_s, &cell[6]);
     double rf = num(json_object_get(j, "roofline_frac"));
     const json_t *roof = json_object_get(j, "roofline");
     const char *level = json_string_value(json_object_get(roof, "level"));
@@ -122,44 +138,61 @@ static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
     if (unstable) k += (size_t)snprintf(cell[11] + k, 512 - k, "%sunstable", k ? " " : "");
 }
 
-static int print_table(const ft_profile *p, const ft_op *only) {
-    int n = ft_profile_count(p), shown = 0;
+static void kernel_row(const ft_profile_kernel *k, char cell[NCOLS][512]) {
+    snprintf(cell[0], 512, "%s", k->kernel);
+    snprintf(cell[1], 512, "%s", k->backend);
+    snprintf(cell[2], 512, "%s", k->device);
+    size_t n = 0, d;
+    json_t *v;
+    cell[3][0] = '\0';
+    json_array_foreach(k->problem_size, d, v)
+        n += (size_t)snprintf(cell[3] + n, 512 - n, "%s%lld", d ? "x" : "",
+                              (long long)json_integer_value(v));
+    config_str(k->config, cell[4], 512);
+    time_cells(k->json, k->median_s, &cell[5]);
+    snprintf(cell[8], 512, "%lld",
+             (long long)json_integer_value(json_object_get(k->json, "evaluations")));
+}
+
+/* Print n rows of cells under t's headings, each column as wide as its widest cell. */
+static void print_cells(const table *t, char (*cells)[NCOLS][512], int n) {
     int width[NCOLS];
-    for (int c = 0; c < NCOLS; c++)
-        width[c] = columns(headings[c]);
-    char(*cells)[NCOLS][512] = calloc((size_t)(n ? n : 1), sizeof *cells);
+    for (int c = 0; c < t->ncols; c++) {
+        width[c] = columns(t->headings[c]);
+        for (int r = 0; r < n; r++)
+            if (columns(cells[r][c]) > width[c]) width[c] = columns(cells[r][c]);
+    }
+    for (int r = -1; r < n; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            /* Numbers right-aligned, text left-aligned; padding by columns on screen. */
+            const char *text = r < 0 ? t->headings[c] : cells[r][c];
+            int pad = width[c] - columns(text),
+                right = c >= t->first_number && c <= t->last_number;
+            printf("%s", c ? "  " : "");
+            if (right) printf("%*s", pad, "");
+            printf("%s", text);
+            if (!right && c != t->ncols - 1) printf("%*s", pad, "");
+        }
+        printf("\n");
+    }
+}
+
+static int print_table(const ft_profile *p, const ft_op *only) {
+    int n = ft_profile_count(p), nk = only ? 0 : ft_profile_kernel_count(p), shown = 0;
+    char(*cells)[NCOLS][512] = calloc((size_t)(n > nk ? n : nk ? nk : 1), sizeof *cells);
     if (!cells) return ft_cli_fail(FT_EXIT_FAIL, "show: out of memory");
     for (int i = 0; i < n; i++) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
         if (only && e->op != only) continue;
-        row(e, cells[shown]);
-        for (int c = 0; c < NCOLS; c++)
-            if (columns(cells[shown][c]) > width[c]) width[c] = columns(cells[shown][c]);
-        shown++;
+        row(e, cells[shown++]);
     }
-    if (!shown) {
-        printf("no entries%s%s\n", only ? " of " : "", only ? only->name : "");
-        free(cells);
-        return FT_EXIT_OK;
-    }
-    for (int c = 0; c < NCOLS; c++)
-        printf("%s%*s", c ? "  " : "",
-               c >= FIRST_NUMBER && c <= LAST_NUMBER ? width[c]
-               : c == NCOLS - 1                      ? 0
-                                                     : -width[c],
-               headings[c]);
-    printf("\n");
-    for (int r = 0; r < shown; r++) {
-        for (int c = 0; c < NCOLS; c++) {
-            /* Numbers right-aligned, text left-aligned; padding by columns on screen. */
-            int pad = width[c] - columns(cells[r][c]),
-                right = c >= FIRST_NUMBER && c <= LAST_NUMBER;
-            printf("%s", c ? "  " : "");
-            if (right) printf("%*s", pad, "");
-            printf("%s", cells[r][c]);
-            if (!right && c != NCOLS - 1) printf("%*s", pad, "");
-        }
-        printf("\n");
+    if (shown) print_cells(&entry_table, cells, shown);
+    else if (!nk) printf("no entries%s%s\n", only ? " of " : "", only ? only->name : "");
+    if (nk) {
+        for (int i = 0; i < nk; i++)
+            kernel_row(ft_profile_kernel_at(p, i), cells[i]);
+        printf("%skernels of T1 files:\n", shown ? "\n" : "");
+        print_cells(&kernel_table, cells, nk);
     }
     free(cells);
     return FT_EXIT_OK;
@@ -178,6 +211,7 @@ static int print_json(const ft_profile *p, const ft_op *only) {
             if (op && strcmp(op, only->name) == 0) json_array_append(kept, e);
         }
         json_object_set_new(root, "entries", kept);
+        json_object_del(root, "kernels"); /* a kernel is no op's */
     }
     int bad = json_dumpf(root, stdout, JSON_INDENT(2)) != 0;
     json_decref(root);
