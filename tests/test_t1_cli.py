@@ -21,13 +21,16 @@ rejected against the file and no other, a wrong file rejecting the default confi
 and every other, and files that do not fit the output refused; `--log LOG`: run_start, a measured or rejected
 event per evaluation and run_end in the event-log format, a second writer refused while the log
 is locked, and `replay LOG` pointing at the cache; Ctrl-C (SIGINT) part way: exit 130 after the
-configuration in flight, the cache closed with every evaluation, run_end saying interrupted; bad
-requests one line each.
+configuration in flight, the cache closed with every evaluation, run_end saying interrupted;
+`--profile`: the faster of two runs kept among a profile's kernels beside its op entries, listed by
+`show`, emitted as JSON and as a C header that compiles and finds it, an unusable profile refused
+before the run; bad requests one line each.
 """
 import fcntl
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -252,6 +255,76 @@ def test_reference_file():
     one_line_error(args + ["--reference", "y=" + os.path.join(tmp, "none.npy")], 1, "none.npy")
 
 
+def test_profile():
+    """--profile: the best configuration merged into a profile's kernels, the faster of two runs
+    kept, beside op entries already there; `show` lists it; `emit` writes it as JSON and as a C
+    header a C compiler builds and looks it up in; an unusable profile refused before any run."""
+    tmp = STATE["tmp"]
+    prof = os.path.join(tmp, "t1.profile.json")
+    shutil.copy(os.path.join(HERE, "..", "profiles", "h200.json"), prof)
+    with open(prof) as f:
+        nops = len(json.load(f)["entries"])
+    medians = []
+    for seed in ("1", "2"):
+        rc, out, err = run("tune", "--t1", T1, "--backend", "cuda-emu", "--budget", "4", "--reps",
+                           "2", "--seed", seed, "--profile", prof)
+        check(rc == 0 and f"profile: {prof}" in out, f"tune --profile: exit {rc}: {out}{err[-1500:]}")
+        best = re.search(r"best: (\S+): ([0-9.e+-]+) ms", out)
+        if best:
+            medians.append((float(best.group(2)) * 1e-3, best.group(1)))
+    with open(prof) as f:
+        doc = json.load(f)
+    ks = doc.get("kernels", [])
+    check(doc.get("schema_version") == 2 and len(doc.get("entries", [])) == nops and len(ks) == 1,
+          f"one kernel beside the {nops} op entries: {doc.get('schema_version')}, {len(ks)} kernels")
+    if len(ks) != 1 or len(medians) != 2:
+        return
+    k = ks[0]
+    want = min(medians)
+    cfg = ",".join(f"{n}={v}" for n, v in k["config"].items())
+    check(k["kernel"] == "saxpy_tiled" and k["backend"] == "cuda-emu" and
+          k["problem_size"] == [10000] and k["evaluations"] == 4 and k["space_valid"] == 42,
+          f"the kernel's key and counts: {k}")
+    check(abs(k["stats"]["median_s"] - want[0]) <= 1e-3 * want[0] and cfg == want[1],
+          f"the faster run kept: {k['stats']['median_s']} {cfg}, runs {medians}")
+    check(k["default"]["config"] == {"block_size_x": 64, "tile_size_x": 1, "use_ldg": 0,
+                                     "scale": "2.0"}, f"default: {k['default']}")
+    rc, out, err = run("show", prof)
+    check(rc == 0 and "kernels of T1 files:" in out and "saxpy_tiled" in out and cfg in out,
+          f"show: exit {rc}: {out}{err}")
+    rc, out, err = run("emit", prof, "--format", "json")
+    recs = json.loads(out) if rc == 0 else []
+    krec = [r for r in recs if r.get("kernel") == "saxpy_tiled"]
+    check(len(recs) == nops + 1 and len(krec) == 1 and krec[0]["params"] == k["config"],
+          f"emit json: exit {rc}: {len(recs)} records")
+    header = os.path.join(tmp, "tuned_t1.h")
+    rc, out, err = run("emit", prof, "-o", header)
+    check(rc == 0 and f"{nops + 1} entries" in out, f"emit c-header: exit {rc}: {out}{err}")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc and rc == 0:
+        src, exe = os.path.join(tmp, "use_t1.c"), os.path.join(tmp, "use_t1")
+        with open(src, "w") as f:
+            f.write('#include <stdio.h>\n#include "tuned_t1.h"\n'
+                    "int main(void) {\n"
+                    "    long long ps[] = {10000};\n"
+                    "    int exact = 0;\n"
+                    '    const ft_tuned_entry *e = ft_tuned_lookup_v("t1:saxpy_tiled", NULL, NULL,'
+                    " NULL, ps, 1, &exact);\n"
+                    '    printf("%d %lld %s\\n", exact, ft_tuned_param_int(e, "block_size_x", -1),'
+                    ' ft_tuned_param_label(e, "scale", "?"));\n'
+                    "    return 0;\n}\n")
+        p = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", tmp, src, "-o", exe],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"the header compiles: {p.stderr}")
+        if p.returncode == 0:
+            got = subprocess.run([exe], capture_output=True, text=True).stdout.split()
+            check(got == ["1", str(k["config"]["block_size_x"]), k["config"]["scale"]],
+                  f"the header's lookup: {got}, profile {k['config']}")
+    # Checked before the search: a profile in a folder that does not exist.
+    one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--profile",
+                    os.path.join(tmp, "nope", "p.json")], 1, "nope")
+
+
 def test_event_log():
     tmp = STATE["tmp"]
     log = os.path.join(tmp, "t1.jsonl")
@@ -337,7 +410,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
-                                 test_kt_cache_resume, test_reference_file, test_event_log,
+                                 test_kt_cache_resume, test_reference_file, test_profile, test_event_log,
                                  test_interrupt, test_bad))
 
 

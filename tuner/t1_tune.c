@@ -27,11 +27,13 @@
 
 #include "cuda/device_emu.h"
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/filelock.h"
 #include "core/json.h"
 #include "core/npy.h"
 #include "core/rng.h"
 #include "core/stats.h"
+#include "op/backend.h"
 #include "op/op_json.h"
 #include "traces/eventlog.h"
 #include "tuner/strategies/strategy.h"
@@ -240,11 +242,14 @@ static const char *backend_of(const ft_t1_tune_opts *o) {
 
 /* ---- the event log ------------------------------------------------------------------------- */
 
+/* A result's statistics; one resumed from a cache has its median only. */
+static json_t *stats_json(const ft_stats *st) {
+    return st->samples ? ft_stats_to_json(st) : json_pack("{s:f}", "median_s", st->median);
+}
+
 typedef struct runlog {
     ft_eventlog *log;
     int lock;
-    json_t *best_stats, *ref_stats; /* the stats of the best so far and of the default */
-    int best_i;                     /* whose best_stats are (-1: none yet)               */
     int measured;
 } runlog;
 
@@ -259,7 +264,6 @@ static ft_status log_write(runlog *L, json_t *ev, ft_err *err) {
 static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
                            const ft_t1_tune_result *res, ft_err *err) {
     L->lock = -1;
-    L->best_i = -1;
     if (!o->log && !o->listener) return FT_OK;
     if (o->log && (L->lock = ft_file_trylock(o->log, err)) < 0) return ft_err_wrap(err, "tune --t1");
     char run[32];
@@ -302,20 +306,9 @@ static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *re
                        ft_config_to_json(&t->space, &res->cfgs[i]), "reason",
                        check_failed(e) ? "verify" : "error", "message", e);
     } else {
-        json_t *stats = ft_stats_to_json(st);
-        ev = json_pack("{s:s, s:o, s:O, s:i}", "event", "measured", "config",
-                       ft_config_to_json(&t->space, &res->cfgs[i]), "stats", stats, "evaluation",
-                       ++L->measured);
-        if (i == res->reference) {
-            json_decref(L->ref_stats);
-            L->ref_stats = json_incref(stats);
-        }
-        if (L->best_i < 0 || !(res->secs[L->best_i] <= res->secs[i])) {
-            json_decref(L->best_stats);
-            L->best_stats = json_incref(stats);
-            L->best_i = i;
-        }
-        json_decref(stats);
+        ev = json_pack("{s:s, s:o, s:o, s:i}", "event", "measured", "config",
+                       ft_config_to_json(&t->space, &res->cfgs[i]), "stats", ft_stats_to_json(st),
+                       "evaluation", ++L->measured);
     }
     if (!ev) return ft_err_set(err, FT_ENOMEM, "out of memory");
     return log_write(L, ev, err);
@@ -326,14 +319,11 @@ static void log_end(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, con
     if (L->log) {
         const int best = res->best;
         const double ref = res->reference >= 0 ? res->secs[res->reference] : NAN;
-        /* a winner resumed from the cache has its median only */
-        json_t *wst = best < 0           ? json_null()
-                      : best == L->best_i ? json_incref(L->best_stats)
-                                          : json_pack("{s:f}", "median_s", res->secs[best]);
+        json_t *wst = best < 0 ? json_null() : stats_json(&res->best_stats);
         json_t *ev = json_pack("{s:s, s:o, s:o, s:O, s:o, s:i, s:i, s:i, s:s, s:b}", "event", "run_end",
                                "winner", best >= 0 ? ft_config_to_json(&t->space, &res->cfgs[best]) : json_null(),
                                "stats", wst,
-                               "default_stats", L->ref_stats ? L->ref_stats : json_null(),
+                               "default_stats", res->ref_stats.samples ? ft_stats_to_json(&res->ref_stats) : json_null(),
                                "speedup", best >= 0 && isfinite(ref) ? json_real(ref / res->secs[best]) : json_null(),
                                "evaluations", res->nevals, "rejected", res->failed, "resumed",
                                res->resumed, "search_end", why_end, "interrupted", res->interrupted);
@@ -341,8 +331,6 @@ static void log_end(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, con
         ft_eventlog_close(L->log);
     }
     if (L->lock >= 0) ft_file_unlock(L->lock);
-    json_decref(L->best_stats);
-    json_decref(L->ref_stats);
 }
 
 static const char *kt_error_of(const char *msg) {
@@ -572,7 +560,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     for (int i = 0; s == FT_OK && i < n; i++) res->secs[i] = NAN;
     ft_kt_cache *cache = NULL;
-    runlog L = {.lock = -1, .best_i = -1};
+    runlog L = {.lock = -1};
     if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &cache, err);
     if (s == FT_OK) s = log_start(&L, t, o, res, err);
     if (s == FT_OK && ft_t1_bench_note(r.b)[0])
@@ -610,6 +598,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
             ok = agree(t, r.b, &want, &ref, &overlap, why, sizeof why);
         }
         if (!ref_resumed) {
+            if (ok) res->ref_stats = rst;
             res->secs[res->reference] = ok ? secs : NAN;
             res->cost[res->reference] = ft_now_s() - t0;
             res->when[res->reference] = (double)time(NULL);
@@ -637,6 +626,9 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         }
     }
     int budget = o->budget > 0 ? o->budget : n;
+    /* Whose statistics res->best_stats holds: the fastest this run measured. */
+    int stats_of = res->ref_stats.samples ? res->reference : -1;
+    if (stats_of >= 0) res->best_stats = res->ref_stats;
     while (s == FT_OK && res->nevals - res->resumed < budget && res->nevals < n) {
         while (o->pause && *o->pause && !(o->stop && *o->stop)) {
             struct timespec nap = {0, 50 * 1000 * 1000};
@@ -680,6 +672,10 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
             ft_strategy_report(st, i, INFINITY);
         } else {
             res->secs[i] = secs;
+            if (stats_of < 0 || secs < res->secs[stats_of]) {
+                res->best_stats = cst;
+                stats_of = i;
+            }
             ft_strategy_report_cost(st, i, res->cost[i]);
             ft_strategy_report(st, i, secs);
         }
@@ -702,6 +698,8 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         int i = res->order[k];
         if (isfinite(res->secs[i]) && (res->best < 0 || res->secs[i] < res->secs[res->best])) res->best = i;
     }
+    if (res->best >= 0 && res->best != stats_of) /* resumed: its median only */
+        res->best_stats = (ft_stats){.median = res->secs[res->best]};
     {
         ft_err e2 = {0};
         log_end(&L, t, res,
@@ -731,6 +729,43 @@ void ft_t1_tune_result_free(ft_t1_tune_result *r) {
     free(r->when);
     free(r->order);
     memset(r, 0, sizeof *r);
+}
+
+json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,
+                                 const ft_t1_tune_result *r) {
+    if (r->best < 0) return NULL;
+    const char *backend = backend_of(o);
+    char device[256] = "";
+    ft_env env;
+    ft_env_probe(&env);
+    for (int i = 0; i < ft_backend_count(); i++)
+        if (strcmp(ft_backend_at(i)->name, backend) == 0)
+            ft_backend_device(ft_backend_at(i), &env, device, sizeof device);
+    const double ref = r->secs[r->reference];
+    json_t *def = isfinite(ref) ? json_pack("{s:o, s:o}", "config",
+                                            ft_config_to_json(&t->space, &r->cfgs[r->reference]),
+                                            "stats", stats_json(&r->ref_stats))
+                                : json_null();
+    json_t *refs = json_array();
+    for (int k = 0; k < o->nrefs; k++) json_array_append_new(refs, json_string(o->refs[k]));
+    char when[32];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const char *slash = strrchr(t->kernel_file, '/');
+    json_t *e = json_pack(
+        "{s:s, s:s, s:s, s:s?, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:s, s:o}, s:s, s:s, s:i, s:i, s:i, "
+        "s:s, s:b}",
+        "kernel", t->kernel_name, "backend", backend, "device", device[0] ? device : backend,
+        "benchmark", t->benchmark, "kernel_file", slash ? slash + 1 : t->kernel_file,
+        "problem_size", problem_size_json(t), "config",
+        ft_config_to_json(&t->space, &r->cfgs[r->best]), "stats", stats_json(&r->best_stats),
+        "default", def, "speedup", isfinite(ref) ? json_real(ref / r->secs[r->best]) : json_null(),
+        "verification", "checked_against",
+        o->nrefs ? "reference files" : "the default configuration's outputs", "files", refs,
+        "clock", r->clock, "strategy", ft_strategy_names[o->strategy], "evaluations", r->nevals,
+        "rejected", r->failed, "space_valid", r->n, "tuned_at", when, "interrupted",
+        r->interrupted);
+    return e;
 }
 
 ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const char *backend,

@@ -7,6 +7,7 @@
 #ifndef FLARETUNE_T1_TUNE_H
 #define FLARETUNE_T1_TUNE_H
 
+#include "core/stats.h"
 #include "tuner/replay.h"
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
@@ -25,6 +26,9 @@ typedef struct ft_t1_tune_result {
     int resumed_unused; /* entries of that cache that are no candidate here (kept, not used) */
     int reference;     /* the default configuration: the reference, evaluated first         */
     int best;          /* fastest evaluated (-1: none)                                      */
+    /* The statistics of the reference and of best where this run measured them (a resumed
+     * one has its median only: ref_stats / best_stats .samples == 0). */
+    ft_stats ref_stats, best_stats;
     char clock[64];    /* what timed it                                                      */
     char device[128];  /* the device's name when known                                      */
     char note[320];    /* something worth saying ("" when nothing)                          */
@@ -71,6 +75,10 @@ void ft_t1_tune_opts_default(ft_t1_tune_opts *o);
  * ft_t1_tune_result_free). The budget counts this run's evaluations, not resumed ones. */
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *r, ft_err *err);
 void ft_t1_tune_result_free(ft_t1_tune_result *r);
+/* The profile entry of a run that found a best configuration (docs/profiles.md, "Kernels"), for
+ * ft_profile_update; NULL when it found none or out of memory. */
+json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,
+                                 const ft_t1_tune_result *r);
 /* The evaluated candidates as a T4 results file or a Kernel Tuner cache, written atomically. */
 ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const char *backend,
                             ft_export_format f, const char *path, ft_err *err);

@@ -11,12 +11,13 @@
 
 #include "cli.h"
 #include "cuda/device.h"
+#include "profiles/src/profile.h"
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
 #include "tui/tui.h"
 
 /* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
-enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF, O_LOG, O_TUI };
+enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF, O_LOG, O_TUI, O_PROFILE };
 static const struct option opts[] = {
     FT_CLI_T1_KERNEL_OPTIONS,
     FT_CLI_T1_ARG_OPTION,
@@ -31,6 +32,7 @@ static const struct option opts[] = {
     FT_CLI_ARG("reference", O_REF),
     FT_CLI_ARG("log", O_LOG),
     FT_CLI_FLAG("tui", O_TUI),
+    FT_CLI_ARG("profile", O_PROFILE),
     FT_CLI_END,
 };
 
@@ -39,7 +41,8 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "       flaretune tune --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
             "                      [--backend cuda|cuda-emu] [--strategy S] [--budget N] [--seed N]\n"
             "                      [--blocks N] [--reps N] [--t4 OUT] [--kt-cache OUT]\n"
-            "                      [--reference NAME=FILE.npy]... [--log LOG] [--tui]\n\n"
+            "                      [--reference NAME=FILE.npy]... [--log LOG] [--tui]\n"
+            "                      [--profile FILE]\n\n"
             "Tune a kernel described by a FAIR T1 input file (docs/t1.md): every configuration\n"
             "its conditions allow is a candidate; each is compiled as written with its values\n"
             "as macros, checked against the default configuration's outputs, and timed: on\n"
@@ -55,6 +58,9 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "array (of the argument's type and size) instead of the default's run. --log LOG\n"
             "appends the run's events (docs/events.md; op t1:KERNEL), which `flaretune top LOG`\n"
             "follows live; --tui shows them in the dashboard as the run goes (p pauses, q stops).\n"
+            "--profile FILE merges the best configuration into a profile's kernels (atomic,\n"
+            "locked; the faster of two for one kernel, backend, device and problem size), which\n"
+            "`flaretune emit` writes for other builds (docs/profiles.md, docs/emit.md).\n"
             "Ctrl-C stops the search after the configuration in flight, writes what was measured,\n"
             "and exits with 130.\n");
 }
@@ -72,7 +78,7 @@ static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *w
 
 /* The options of tune --t1 that the other T1 commands do not take. */
 typedef struct {
-    const char *backend, *t4, *kt;
+    const char *backend, *t4, *kt, *profile;
     int tui;
     ft_t1_tune_opts to;
 } tune_t1_args;
@@ -154,6 +160,7 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     case O_KT: c->kt = arg; break;
     case O_LOG: c->to.log = arg; break;
     case O_TUI: c->tui = 1; break;
+    case O_PROFILE: c->profile = arg; break;
     case O_REF:
         if (c->to.nrefs == FT_T1_MAX_ARGS) return ft_cli_fail(FT_EXIT_USAGE, "tune: too many --reference");
         c->to.refs[c->to.nrefs++] = arg;
@@ -175,6 +182,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
     ft_t1 *t = NULL;
     if (c.tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
+    /* The profile is checked before the search, not found unusable after it. */
+    if (c.profile && ft_profile_check_writable(c.profile, &err)) return ft_cli_fail_err(&err);
     if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
     /* The backend: the GPU where there is one, unless told. */
     if (!backend) {
@@ -208,6 +217,15 @@ int ft_cli_tune_t1(int argc, char **argv) {
         if (kt && !to.kt_cache && ft_t1_tune_export(t, &r, backend, FT_EXPORT_KT_CACHE, kt, &e))
             code = ft_cli_fail_err(&e);
     }
+    int saved = 0;
+    if (c.profile && r.best >= 0) {
+        ft_err e = {0};
+        json_t *entry = ft_t1_tune_profile_entry(t, &to, &r);
+        if (!entry) code = ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
+        else if (ft_profile_update(c.profile, entry, &e)) code = ft_cli_fail_err(&e);
+        else saved = 1;
+        json_decref(entry);
+    }
     if (s == FT_OK) {
         printf("%s from %s on %s: %d of %d configurations evaluated (%d rejected), %s strategy\n",
                t->kernel_name, path, backend, r.nevals, r.n, r.failed, ft_strategy_names[to.strategy]);
@@ -225,6 +243,7 @@ int ft_cli_tune_t1(int argc, char **argv) {
         }
         if (t4) printf("  T4 results: %s\n", t4);
         if (kt) printf("  Kernel Tuner cache: %s\n", kt);
+        if (saved) printf("  profile: %s\n", c.profile);
         if (r.interrupted) {
             fprintf(stderr, "tune: stopped after %d evaluations; what was measured is written\n",
                     r.nevals);
