@@ -3,6 +3,7 @@
 #include "core/json.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,29 @@ json_t *ft_stats_to_json(const ft_stats *st) {
     ft_stats_sched_to_json(o, st);
     if (st->stopped) json_object_set_new(o, "stopped_s", ft_json_number(st->stopped_s));
     return o;
+}
+
+void ft_stats_from_json(const json_t *o, ft_stats *st) {
+    static const struct {
+        const char *name;
+        size_t at;
+    } times[] = {{"median_s", offsetof(ft_stats, median)}, {"q1_s", offsetof(ft_stats, q1)},
+                 {"q3_s", offsetof(ft_stats, q3)},         {"iqr_s", offsetof(ft_stats, iqr)},
+                 {"min_s", offsetof(ft_stats, min)},       {"max_s", offsetof(ft_stats, max)},
+                 {"mean_s", offsetof(ft_stats, mean)},     {"stdev_s", offsetof(ft_stats, stdev)},
+                 {"ci_rel", offsetof(ft_stats, ci_rel)},   {"total_s", offsetof(ft_stats, total_s)},
+                 {"lost_frac", offsetof(ft_stats, lost_frac)}};
+    memset(st, 0, sizeof *st);
+    for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
+        json_t *v = json_object_get(o, times[k].name);
+        *(double *)((char *)st + times[k].at) = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+    st->samples = (int)json_integer_value(json_object_get(o, "samples"));
+    st->batch = (int)json_integer_value(json_object_get(o, "batch"));
+    st->discarded = (int)json_integer_value(json_object_get(o, "discarded"));
+    st->taken = (int)json_integer_value(json_object_get(o, "taken"));
+    st->converged = json_is_true(json_object_get(o, "converged"));
+    st->unclean = json_is_false(json_object_get(o, "clean"));
 }
 
 void ft_stats_sched_to_json(json_t *o, const ft_stats *st) {

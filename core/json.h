@@ -17,6 +17,9 @@ extern "C" {
 
 json_t *ft_env_to_json(const ft_env *e);
 json_t *ft_stats_to_json(const ft_stats *st);
+/* The inverse, for the fields ft_stats_to_json writes (a field missing or null: NaN, or 0 for a
+ * count). */
+void ft_stats_from_json(const json_t *o, ft_stats *st);
 /* The scheduler's share of st into o: "discarded", "taken", "lost_frac", "clean" (an unclean
  * median is an upper bound; docs/measurement.md, "A busy machine"). */
 void ft_stats_sched_to_json(json_t *o, const ft_stats *st);

@@ -15,6 +15,11 @@
   work, in one line naming the first difference.
 - A stopped rank (SIGSTOP) ends the job with one line once rank 0 has waited 2 x
   --candidate-timeout + 5 s for its result.
+- A kernel of a T1 file (`tune --t1`, on the emulator), exhaustively: every allowed
+  configuration evaluated exactly once across the ranks, every rank measured some, the six
+  wrong ones rejected and no other (each rank checks against its own run of the reference),
+  every event says its rank, host and device, the Kernel Tuner cache and the profile written by
+  rank 0 alone; ranks started with another seed are refused in one line before any work.
 
     test_mpi.py FLARETUNE
 Exits 77 when flaretune was built without MPI or mpirun is missing.
@@ -244,6 +249,46 @@ def test_two_devices(work):
           f"one log per device kind, each measured on its kind ({logs})")
 
 
+T1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "t1", "saxpy_tiled.json")
+
+
+def test_t1(work):
+    log, kt, prof = (os.path.join(work, n) for n in ("t1.jsonl", "t1.kt.json", "t1.profile.json"))
+    args = ["tune", "--t1", T1, "--backend", "cuda-emu", "--strategy", "exhaustive", "--budget",
+            "0", "--reps", "2"]
+    r = run(mpirun(3, *args, "--log", log, "--kt-cache", kt, "--profile", prof))
+    check(r.returncode == 0 and "42 of 42 configurations evaluated (6 rejected)" in r.stdout,
+          f"mpirun -np 3 tune --t1 exits 0, all 42 evaluated ({r.stdout[-300:]} {r.stderr[-400:]})")
+    if r.returncode:
+        return
+    evs = events(log)
+    ev = evaluated(evs)
+    check(len(ev) == 42 and len(set(ev)) == 42, f"every configuration once ({len(ev)} events)")
+    rejected = [e["config"] for e in evs if e["event"] == "rejected"]
+    check(len(rejected) == 6 and all(c["tile_size_x"] == 3 for c in rejected),
+          f"the six wrong configurations rejected and no other: {rejected}")
+    ranks = {e.get("rank") for e in evs if e["event"] == "measured"}
+    check(ranks == {0, 1, 2}, f"every rank measured some ({sorted(map(str, ranks))})")
+    cand = [e for e in evs if e["event"] in ("measured", "rejected")]
+    check(all("rank" in e and "host" in e and e.get("device", "").startswith("cuda-emu")
+              for e in cand), "every evaluation says rank, host and device")
+    with open(kt) as f:
+        cache = json.load(f)
+    check(len(cache.get("cache", {})) == 42, f"the cache holds all 42 ({len(cache.get('cache', {}))})")
+    with open(prof) as f:
+        ks = json.load(f).get("kernels", [])
+    check(len(ks) == 1 and ks[0]["evaluations"] == 42, f"one profile kernel: {ks}")
+    # Workers with another seed would check against other inputs: refused, nothing run.
+    root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+    other = os.path.join(work, "t1-other.jsonl")
+    r = run(["mpirun", *root, "--oversubscribe", "-np", "1", FT, *args, "--log", other, ":",
+             "-np", "2", FT, *args, "--seed", "7", "--log", other], timeout=120)
+    ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
+    check(r.returncode != 0 and len(ours) == 1 and "seed: 7" in ours[0] and
+          "rank 0 has 1" in ours[0], f"workers with another seed: one line ({ours})")
+    check(not os.path.exists(other), "workers with another seed: nothing was logged")
+
+
 def main():
     if not shutil.which("mpirun"):
         print("SKIP: no mpirun (apt-get install openmpi-bin libopenmpi-dev)")
@@ -264,6 +309,7 @@ def main():
         test_timeout(work)
         test_other_command_line(work)
         test_stopped_rank(work)
+        test_t1(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     checks.finish()

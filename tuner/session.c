@@ -1369,9 +1369,7 @@ static ft_status apply_remote(session *S, int i, json_t *events, ft_err *err) {
     return s;
 }
 
-/* Who evaluates the j-th candidate of a batch: -1 this process, else that worker (round robin
- * over this process, when it takes part, then the workers). */
-static int batch_owner(const ft_tune_workers *w, int j) {
+int ft_tune_batch_owner(const ft_tune_workers *w, int j) {
     int self = !w || w->self, nw = w ? w->n : 0;
     int slot = j % (nw + self);
     return self ? slot - 1 : slot;
@@ -1394,22 +1392,22 @@ static ft_status search_batch(session *S, int *stopped, int *more, ft_err *err) 
     S->screen_base = S->best;
     int sent = 0;
     for (int j = 0; j < n && !s; j++)
-        if (batch_owner(w, j) >= 0) {
+        if (ft_tune_batch_owner(w, j) >= 0) {
             json_t *cfg = ft_config_to_json(S->s, &S->cands[idx[j]]);
-            s = w->send(w->ctx, batch_owner(w, j), cfg, S->best, err);
+            s = w->send(w->ctx, ft_tune_batch_owner(w, j), cfg, S->best, err);
             json_decref(cfg);
             if (!s) sent = j + 1;
         }
     for (int j = 0; j < n && !s && !*stopped; j++)
-        if (batch_owner(w, j) < 0) {
+        if (ft_tune_batch_owner(w, j) < 0) {
             S->cand_started = ft_wall_time();
             s = evaluate(S, idx[j], stopped, err);
         }
     /* Every answer is collected, even after Ctrl-C here: what the workers measured is kept. */
     for (int j = 0; j < sent; j++) {
-        if (batch_owner(w, j) < 0) continue;
+        if (ft_tune_batch_owner(w, j) < 0) continue;
         json_t *events = NULL;
-        ft_status r = w->recv(w->ctx, batch_owner(w, j), &events, err);
+        ft_status r = w->recv(w->ctx, ft_tune_batch_owner(w, j), &events, err);
         if (!r) r = apply_remote(S, idx[j], events, err);
         json_decref(events);
         if (!s) s = r;

@@ -41,6 +41,9 @@
 #include "cuda/timer.h"
 #endif
 
+/* The most candidates one batch of a distributed run takes (one per process). */
+#define FT_T1_MAX_BATCH 256
+
 /* The longest whole-grid emulation a check runs, seconds (by the sample's rate). */
 #define FT_T1_EMU_WHOLE_S 10.0
 
@@ -52,6 +55,7 @@ void ft_t1_tune_opts_default(ft_t1_tune_opts *o) {
     o->seed = 1;
     o->blocks = 8;
     o->reps = 20;
+    o->rank = -1;
 }
 
 /* What one candidate needs: its outputs read back (vectors marked Output). */
@@ -240,6 +244,17 @@ static const char *backend_of(const ft_t1_tune_opts *o) {
     return o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
 }
 
+/* The device fingerprint of the backend, as profiles and event logs key results by
+ * (docs/profiles.md); the backend's name where this build cannot tell. */
+static void device_of(const ft_t1_tune_opts *o, char *buf, size_t n) {
+    const char *backend = backend_of(o);
+    snprintf(buf, n, "%s", backend);
+    ft_env env;
+    ft_env_probe(&env);
+    for (int i = 0; i < ft_backend_count(); i++)
+        if (strcmp(ft_backend_at(i)->name, backend) == 0) ft_backend_device(ft_backend_at(i), &env, buf, n);
+}
+
 /* ---- the event log ------------------------------------------------------------------------- */
 
 /* A result's statistics; one resumed from a cache has its median only. */
@@ -297,7 +312,7 @@ static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
 
 /* Candidate i's event: measured (with its statistics) or rejected (why). */
 static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, int i,
-                          const ft_stats *st, ft_err *err) {
+                          const ft_stats *st, const json_t *where, ft_err *err) {
     if (!L->log) return FT_OK;
     json_t *ev;
     if (res->error[i]) {
@@ -311,6 +326,7 @@ static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *re
                        "evaluation", ++L->measured);
     }
     if (!ev) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    if (where) json_object_update(ev, (json_t *)where);
     return log_write(L, ev, err);
 }
 
@@ -518,6 +534,216 @@ static ft_status cache_add(ft_kt_cache *c, const ft_t1 *t, const ft_t1_tune_resu
     return ft_kt_cache_add(c, key, e, err);
 }
 
+/* ---- evaluating candidates, here or on a worker ------------------------------------------- */
+
+/* What a process evaluates candidates with: the device, the inputs and the clock (runner), and
+ * what each candidate's outputs are checked against (want: the reference files where given,
+ * else the reference configuration's outputs, ref). */
+typedef struct evaluator {
+    runner r;
+    void *expect[FT_T1_MAX_ARGS];
+    outputs ref, want; /* want borrows its arrays from ref and expect */
+} evaluator;
+
+/* Open the device, the inputs (from o->seed: every process of a run has the same) and the
+ * clock; note says what is worth saying (a clock other than CUPTI). */
+static ft_status evaluator_open(evaluator *ev, const ft_t1 *t, const ft_t1_tune_opts *o, char *note,
+                                size_t nnote, ft_err *err) {
+    memset(ev, 0, sizeof *ev);
+    ev->r = (runner){.t = t, .o = o};
+    ft_status s = load_expected(t, o, ev->expect, err);
+    if (s == FT_OK) s = ft_dev_open(o->emulate ? FT_DEV_EMU : FT_DEV_CUDA, 0, &ev->r.d, err);
+    if (s == FT_OK) s = ft_t1_bench_open(t, ev->r.d, o->seed, &ev->r.b, err);
+#if FT_HAVE_CUDA
+    if (s == FT_OK && !o->emulate) {
+        ft_err e2 = {0};
+        if (ft_timer_open(ev->r.d, FT_TIMER_CUPTI, &ev->r.timer, &e2) != FT_OK) {
+            snprintf(note, nnote, "CUPTI: %.200s; timed with CUDA events", e2.msg);
+            s = ft_timer_open(ev->r.d, FT_TIMER_EVENTS, &ev->r.timer, err);
+        }
+    }
+#endif
+    if (s == FT_OK && ft_t1_bench_note(ev->r.b)[0]) snprintf(note, nnote, "%s", ft_t1_bench_note(ev->r.b));
+    return s;
+}
+
+static void evaluator_close(evaluator *ev) {
+    outputs_free(&ev->ref);
+    for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(ev->expect[i]);
+#if FT_HAVE_CUDA
+    if (ev->r.timer) ft_timer_close(ev->r.timer);
+#endif
+    ft_t1_bench_close(ev->r.b);
+    if (ev->r.d) ft_dev_close(ev->r.d);
+}
+
+/* Run the reference (default) configuration: what every candidate is checked against. It is
+ * checked against the reference files itself, where given: *why says how it disagrees ("" when
+ * it agrees). */
+static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stats *st, char *why,
+                                    size_t n, ft_err *err) {
+    why[0] = '\0';
+    ft_status s = run_one(&ev->r, def, &ev->ref, st, err);
+    if (s != FT_OK) return ft_err_wrap(err, "the reference (default) configuration");
+    outputs *want = &ev->want;
+    want->n = ev->ref.n;
+    want->whole = ev->ref.whole;
+    for (int k = 0; k < ev->ref.n; k++) {
+        want->idx[k] = ev->ref.idx[k];
+        want->file[k] = ev->expect[ev->ref.idx[k]] != NULL;
+        want->host[k] = want->file[k] ? ev->expect[ev->ref.idx[k]] : ev->ref.host[k];
+    }
+    long long overlap = 0;
+    if (ev->r.o->nrefs > 0) agree(ev->r.t, ev->r.b, want, &ev->ref, &overlap, why, n);
+    return FT_OK;
+}
+
+/* Compile, run, check and time cfg: its statistics in *st, or why it is rejected in why (""
+ * when it is not). Only running out of memory is an error. */
+static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stats *st, char *why,
+                                    size_t n, ft_err *err) {
+    outputs got = {0};
+    ft_err e = {0};
+    why[0] = '\0';
+    ft_status s = run_one(&ev->r, cfg, &got, st, &e);
+    long long overlap = 0;
+    if (s == FT_ENOMEM) {
+        outputs_free(&got);
+        if (err) *err = e;
+        return s;
+    }
+    if (s != FT_OK) snprintf(why, n, "%s", e.msg[0] ? e.msg : "failed");
+    else if (!agree(ev->r.t, ev->r.b, &ev->want, &got, &overlap, why, n)) {
+        if (!why[0]) snprintf(why, n, "its outputs disagree with the reference configuration's");
+    } else if (overlap == 0)
+        snprintf(why, n, "no output element written by both this and the reference run to compare");
+    outputs_free(&got);
+    return FT_OK;
+}
+
+/* Where a distributed run's candidate was evaluated: {"rank", "host", "device"} (NULL when the
+ * run is not distributed). */
+static json_t *where_of(const ft_t1_tune_opts *o) {
+    if (o->rank < 0) return NULL;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char device[256];
+    device_of(o, device, sizeof device);
+    return json_pack("{s:i, s:s, s:s}", "rank", o->rank, "host", host, "device", device);
+}
+
+/* A worker's answer for one candidate: [{"event": "measured", "stats", "cost_s"}] or
+ * [{"event": "rejected", "message", "cost_s"}], each with where it was evaluated. */
+static json_t *answer(const ft_t1_tune_opts *o, const ft_stats *st, const char *why, double cost) {
+    json_t *a = why[0] ? json_pack("{s:s, s:s, s:f}", "event", "rejected", "message", why, "cost_s", cost)
+                       : json_pack("{s:s, s:o, s:f}", "event", "measured", "stats", ft_stats_to_json(st),
+                                   "cost_s", cost);
+    json_t *where = where_of(o);
+    if (a && where) json_object_set_new(a, "where", where);
+    else json_decref(where);
+    return a ? json_pack("[o]", a) : NULL;
+}
+
+/* ---- the search ----------------------------------------------------------------------------- */
+
+/* A run's bookkeeping: where each outcome goes. */
+typedef struct search {
+    const ft_t1 *t;
+    const ft_t1_tune_opts *o;
+    ft_t1_tune_result *res;
+    ft_kt_cache *cache;
+    runlog *L;
+    int stats_of; /* whose statistics res->best_stats holds: the fastest this run measured */
+    json_t *here; /* where this process evaluates (where_of) */
+} search;
+
+/* Candidate i's outcome (its statistics, or why it was rejected), measured here or by a worker,
+ * cost seconds after it was taken: into the result, the Kernel Tuner cache, the log and the
+ * progress callback. The strategy hears it from the caller. */
+static ft_status record(search *S, int i, const ft_stats *st, const char *why, double cost,
+                        const json_t *where, ft_err *err) {
+    ft_t1_tune_result *res = S->res;
+    res->cost[i] = cost;
+    res->when[i] = (double)time(NULL);
+    res->order[res->nevals++] = i;
+    if (why[0]) {
+        res->error[i] = strdup(why);
+        if (!res->error[i]) return ft_err_set(err, FT_ENOMEM, "out of memory");
+        res->failed++;
+    } else {
+        res->secs[i] = st->median;
+        if (S->stats_of < 0 || st->median < res->secs[S->stats_of]) {
+            res->best_stats = *st;
+            S->stats_of = i;
+        }
+    }
+    if (S->o->progress) S->o->progress(S->o->progress_ctx, res, i, res->error[i]);
+    ft_status s = cache_add(S->cache, S->t, res, i, err);
+    if (s == FT_OK) s = log_eval(S->L, S->t, res, i, st, where ? where : S->here, err);
+    return s;
+}
+
+static void tell(ft_strategy *st, const ft_t1_tune_result *res, int i) {
+    ft_strategy_report_cost(st, i, res->cost[i]);
+    ft_strategy_report(st, i, res->error[i] ? INFINITY : res->secs[i]);
+}
+
+/* One batch: up to one candidate per process (this one, when it takes part, and each worker),
+ * proposed together, shared out as the op tuner shares them (ft_tune_batch_owner), recorded and
+ * told to the strategy in the order proposed. *more: the strategy had candidates to propose. */
+static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int left, int *more,
+                              ft_err *err) {
+    const ft_tune_workers *w = S->o->workers;
+    ft_t1_tune_result *res = S->res;
+    int k = w->n + w->self, idx[FT_T1_MAX_BATCH], sent = 0;
+    if (k > left) k = left;
+    if (k > FT_T1_MAX_BATCH) k = FT_T1_MAX_BATCH;
+    int n = k > 0 ? ft_strategy_next_batch(st, k, idx) : 0;
+    *more = n > 0;
+    ft_status s = FT_OK;
+    double t0[FT_T1_MAX_BATCH];
+    for (int j = 0; j < n && s == FT_OK; j++) {
+        t0[j] = ft_now_s();
+        if (ft_tune_batch_owner(w, j) < 0) continue;
+        json_t *cfg = ft_config_to_json(&S->t->space, &res->cfgs[idx[j]]);
+        s = w->send(w->ctx, ft_tune_batch_owner(w, j), cfg, NAN, err);
+        json_decref(cfg);
+        if (s == FT_OK) sent = j + 1;
+    }
+    for (int j = 0; j < n && s == FT_OK; j++) {
+        if (ft_tune_batch_owner(w, j) >= 0) continue;
+        ft_stats cst = {0};
+        char why[512];
+        s = evaluate_candidate(ev, &res->cfgs[idx[j]], &cst, why, sizeof why, err);
+        if (s == FT_OK) s = record(S, idx[j], &cst, why, ft_now_s() - t0[j], NULL, err);
+    }
+    /* Every answer is collected, even after an error here: what the workers measured is kept. */
+    for (int j = 0; j < sent; j++) {
+        if (ft_tune_batch_owner(w, j) < 0) continue;
+        json_t *events = NULL;
+        ft_status r = w->recv(w->ctx, ft_tune_batch_owner(w, j), &events, err);
+        json_t *e = json_array_get(events, 0);
+        const char *kind = json_string_value(json_object_get(e, "event"));
+        if (r == FT_OK && !kind)
+            r = ft_err_set(err, FT_EFORMAT, "a worker's answer has no event");
+        ft_stats cst = {0};
+        char why[512] = "";
+        if (r == FT_OK && strcmp(kind, "measured") == 0)
+            ft_stats_from_json(json_object_get(e, "stats"), &cst);
+        else if (r == FT_OK)
+            snprintf(why, sizeof why, "%s", json_string_value(json_object_get(e, "message"))
+                                                ? json_string_value(json_object_get(e, "message"))
+                                                : "its worker sent no reason");
+        if (r == FT_OK)
+            r = record(S, idx[j], &cst, why, json_number_value(json_object_get(e, "cost_s")),
+                       json_object_get(e, "where"), err);
+        json_decref(events);
+        if (s == FT_OK) s = r;
+    }
+    for (int j = 0; j < n && s == FT_OK; j++) tell(st, res, idx[j]);
+    return s;
+}
+
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res, ft_err *err) {
     memset(res, 0, sizeof *res);
     res->best = res->reference = -1;
@@ -530,25 +756,8 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         return ft_err_set(err, FT_EINVAL, "%s: %lld configurations: too many to tune", t->path, (long long)n64);
     }
     int n = (int)n64;
-    runner r = {.t = t, .o = o};
-    void *expect[FT_T1_MAX_ARGS] = {0};
-    s = load_expected(t, o, expect, err);
-    if (s != FT_OK) {
-        for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(expect[i]);
-        free(cands);
-        return s;
-    }
-    s = ft_dev_open(o->emulate ? FT_DEV_EMU : FT_DEV_CUDA, 0, &r.d, err);
-    if (s == FT_OK) s = ft_t1_bench_open(t, r.d, o->seed, &r.b, err);
-#if FT_HAVE_CUDA
-    if (s == FT_OK && !o->emulate) {
-        ft_err e2 = {0};
-        if (ft_timer_open(r.d, FT_TIMER_CUPTI, &r.timer, &e2) != FT_OK) {
-            snprintf(res->note, sizeof res->note, "CUPTI: %.200s; timed with CUDA events", e2.msg);
-            s = ft_timer_open(r.d, FT_TIMER_EVENTS, &r.timer, err);
-        }
-    }
-#endif
+    evaluator ev;
+    s = evaluator_open(&ev, t, o, res->note, sizeof res->note, err);
     res->n = n;
     res->cfgs = cands;
     res->secs = calloc((size_t)n, sizeof *res->secs);
@@ -559,18 +768,15 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     if (s == FT_OK && (!res->secs || !res->cost || !res->when || !res->error || !res->order))
         s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     for (int i = 0; s == FT_OK && i < n; i++) res->secs[i] = NAN;
-    ft_kt_cache *cache = NULL;
     runlog L = {.lock = -1};
-    if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &cache, err);
+    search S = {.t = t, .o = o, .res = res, .L = &L, .stats_of = -1, .here = where_of(o)};
+    if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &S.cache, err);
     if (s == FT_OK) s = log_start(&L, t, o, res, err);
-    if (s == FT_OK && ft_t1_bench_note(r.b)[0])
-        snprintf(res->note, sizeof res->note, "%s", ft_t1_bench_note(r.b));
     /* The reference: the default configuration, run and timed first. */
     ft_config def;
     ft_config_default(&t->space, &def);
     for (int i = 0; i < n; i++)
         if (ft_config_equal(&cands[i], &def)) res->reference = i;
-    outputs ref = {0}, want = {0}; /* want borrows its arrays from ref and expect */
     if (s == FT_OK && res->reference < 0)
         s = ft_err_set(err, FT_EINTERNAL, "%s: the default configuration is not a candidate", t->path);
     /* Its outputs are what every candidate is checked against, so it runs even when resumed
@@ -579,56 +785,24 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     if (s == FT_OK) {
         double t0 = ft_now_s();
         ft_stats rst = {0};
-        s = run_one(&r, &cands[res->reference], &ref, &rst, err);
-        const double secs = rst.median;
-        if (s != FT_OK) ft_err_wrap(err, "the reference (default) configuration");
-        /* What the candidates are checked against: the files where given, else its outputs;
-         * it is checked against the files itself, and rejected (not fatal) where it disagrees. */
-        want.n = ref.n;
-        want.whole = ref.whole;
-        char why[512] = "";
-        int ok = 1;
-        for (int k = 0; k < ref.n; k++) {
-            want.idx[k] = ref.idx[k];
-            want.file[k] = expect[ref.idx[k]] != NULL;
-            want.host[k] = want.file[k] ? expect[ref.idx[k]] : ref.host[k];
+        char why[512];
+        s = evaluate_reference(&ev, &cands[res->reference], &rst, why, sizeof why, err);
+        if (s == FT_OK && !ref_resumed) {
+            if (!why[0]) res->ref_stats = rst;
+            s = record(&S, res->reference, &rst, why, ft_now_s() - t0, NULL, err);
+        } else if (s == FT_OK && o->progress) {
+            o->progress(o->progress_ctx, res, res->reference, why[0] ? why : NULL);
         }
-        if (s == FT_OK && o->nrefs > 0) {
-            long long overlap = 0;
-            ok = agree(t, r.b, &want, &ref, &overlap, why, sizeof why);
-        }
-        if (!ref_resumed) {
-            if (ok) res->ref_stats = rst;
-            res->secs[res->reference] = ok ? secs : NAN;
-            res->cost[res->reference] = ft_now_s() - t0;
-            res->when[res->reference] = (double)time(NULL);
-            res->order[res->nevals++] = res->reference;
-            if (!ok) {
-                res->error[res->reference] = strdup(why);
-                res->failed++;
-            }
-            if (s == FT_OK) s = cache_add(cache, t, res, res->reference, err);
-            if (s == FT_OK) s = log_eval(&L, t, res, res->reference, &rst, err);
-        }
-        if (s == FT_OK && o->progress)
-            o->progress(o->progress_ctx, res, res->reference, ok ? NULL : why);
     }
     ft_strategy *st = s == FT_OK ? ft_strategy_new((ft_strategy_kind)o->strategy, &t->space, cands, n, o->seed) : NULL;
     if (s == FT_OK && !st) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     if (st) {
-        ft_strategy_report_cost(st, res->reference, res->cost[res->reference]);
-        ft_strategy_report(st, res->reference, res->secs[res->reference]);
-        for (int k = 0; k < res->nevals; k++) { /* the resumed results */
-            const int i = res->order[k];
-            if (i == res->reference) continue;
-            ft_strategy_report_cost(st, i, res->cost[i]);
-            ft_strategy_report(st, i, res->error[i] ? INFINITY : res->secs[i]);
-        }
+        tell(st, res, res->reference);
+        for (int k = 0; k < res->nevals; k++) /* the resumed results */
+            if (res->order[k] != res->reference) tell(st, res, res->order[k]);
     }
     int budget = o->budget > 0 ? o->budget : n;
-    /* Whose statistics res->best_stats holds: the fastest this run measured. */
-    int stats_of = res->ref_stats.samples ? res->reference : -1;
-    if (stats_of >= 0) res->best_stats = res->ref_stats;
+    const int batched = o->workers && o->workers->n > 0;
     while (s == FT_OK && res->nevals - res->resumed < budget && res->nevals < n) {
         while (o->pause && *o->pause && !(o->stop && *o->stop)) {
             struct timespec nap = {0, 50 * 1000 * 1000};
@@ -638,56 +812,25 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
             res->interrupted = 1;
             break;
         }
+        if (batched) {
+            int more = 0;
+            s = search_batch(&S, &ev, st, budget - (res->nevals - res->resumed), &more, err);
+            if (!more) break;
+            continue;
+        }
         int i = ft_strategy_next(st);
         if (i < 0) break;
         if (isfinite(res->secs[i]) || res->error[i]) continue; /* the reference, or resumed */
-        outputs got = {0};
         double t0 = ft_now_s();
         ft_stats cst = {0};
-        ft_err e = {0};
-        ft_status cs = run_one(&r, &cands[i], &got, &cst, &e);
-        const double secs = cs == FT_OK ? cst.median : NAN;
-        char why[512] = "";
-        long long overlap = 0;
-        if (cs == FT_ENOMEM) {
-            outputs_free(&got);
-            s = cs;
-            if (err) *err = e;
-            break;
-        }
-        if (cs != FT_OK) snprintf(why, sizeof why, "%s", e.msg);
-        else if (!agree(t, r.b, &want, &got, &overlap, why, sizeof why)) cs = FT_EVERIFY;
-        else if (overlap == 0) {
-            cs = FT_EVERIFY;
-            snprintf(why, sizeof why, "no output element written by both this and the reference run to compare");
-        }
-        outputs_free(&got);
-        res->cost[i] = ft_now_s() - t0;
-        res->when[i] = (double)time(NULL);
-        res->order[res->nevals++] = i;
-        if (cs != FT_OK) {
-            res->error[i] = strdup(why[0] ? why : "failed");
-            res->failed++;
-            ft_strategy_report_cost(st, i, res->cost[i]);
-            ft_strategy_report(st, i, INFINITY);
-        } else {
-            res->secs[i] = secs;
-            if (stats_of < 0 || secs < res->secs[stats_of]) {
-                res->best_stats = cst;
-                stats_of = i;
-            }
-            ft_strategy_report_cost(st, i, res->cost[i]);
-            ft_strategy_report(st, i, secs);
-        }
-        if (o->progress) o->progress(o->progress_ctx, res, i, res->error[i]);
-        s = cache_add(cache, t, res, i, err);
-        if (s == FT_OK) s = log_eval(&L, t, res, i, &cst, err);
+        char why[512];
+        s = evaluate_candidate(&ev, &cands[i], &cst, why, sizeof why, err);
+        if (s == FT_OK) s = record(&S, i, &cst, why, ft_now_s() - t0, NULL, err);
+        if (s == FT_OK) tell(st, res, i);
     }
-    outputs_free(&ref);
-    for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(expect[i]);
     {
         ft_err e2 = {0};
-        ft_status cs = ft_kt_cache_end(cache, &e2);
+        ft_status cs = ft_kt_cache_end(S.cache, &e2);
         if (s == FT_OK && cs != FT_OK) {
             s = cs;
             if (err) *err = e2;
@@ -698,7 +841,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         int i = res->order[k];
         if (isfinite(res->secs[i]) && (res->best < 0 || res->secs[i] < res->secs[res->best])) res->best = i;
     }
-    if (res->best >= 0 && res->best != stats_of) /* resumed: its median only */
+    if (res->best >= 0 && res->best != S.stats_of) /* resumed: its median only */
         res->best_stats = (ft_stats){.median = res->secs[res->best]};
     {
         ft_err e2 = {0};
@@ -709,14 +852,43 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
                                                                 : "exhausted",
                 &e2);
     }
-#if FT_HAVE_CUDA
-    if (r.timer) ft_timer_close(r.timer);
-#endif
-    ft_t1_bench_close(r.b);
-    if (r.d) {
-        snprintf(res->clock, sizeof res->clock, "%s", o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
-        ft_dev_close(r.d);
+    json_decref(S.here);
+    if (ev.r.d) snprintf(res->clock, sizeof res->clock, "%s", o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
+    evaluator_close(&ev);
+    return s;
+}
+
+ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_server *srv,
+                           int *served, ft_err *err) {
+    *served = 0;
+    evaluator ev;
+    char note[320], why[512];
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    ft_stats rst = {0};
+    ft_status s = evaluator_open(&ev, t, o, note, sizeof note, err);
+    if (s == FT_OK) s = evaluate_reference(&ev, &def, &rst, why, sizeof why, err);
+    while (s == FT_OK) {
+        json_t *cfgj = NULL;
+        double best;
+        int got = srv->next(srv->ctx, &cfgj, &best, err);
+        if (got <= 0) {
+            if (got < 0) s = err && err->status ? err->status : FT_EINTERNAL;
+            break;
+        }
+        const double t0 = ft_now_s();
+        ft_config cfg;
+        ft_stats cst = {0};
+        s = ft_config_from_json(&t->space, cfgj, &cfg, err);
+        json_decref(cfgj);
+        if (s == FT_OK) s = evaluate_candidate(&ev, &cfg, &cst, why, sizeof why, err);
+        json_t *a = s == FT_OK ? answer(o, &cst, why, ft_now_s() - t0) : NULL;
+        if (s == FT_OK && !a) s = ft_err_set(err, FT_ENOMEM, "out of memory");
+        if (s == FT_OK) s = srv->reply(srv->ctx, a, err);
+        json_decref(a);
+        if (s == FT_OK) (*served)++;
     }
+    evaluator_close(&ev);
     return s;
 }
 
@@ -735,12 +907,8 @@ json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,
                                  const ft_t1_tune_result *r) {
     if (r->best < 0) return NULL;
     const char *backend = backend_of(o);
-    char device[256] = "";
-    ft_env env;
-    ft_env_probe(&env);
-    for (int i = 0; i < ft_backend_count(); i++)
-        if (strcmp(ft_backend_at(i)->name, backend) == 0)
-            ft_backend_device(ft_backend_at(i), &env, device, sizeof device);
+    char device[256];
+    device_of(o, device, sizeof device);
     const double ref = r->secs[r->reference];
     json_t *def = isfinite(ref) ? json_pack("{s:o, s:o}", "config",
                                             ft_config_to_json(&t->space, &r->cfgs[r->reference]),

@@ -11,6 +11,7 @@
 #include "tuner/replay.h"
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
+#include "tuner/tune.h"
 
 typedef struct ft_t1_tune_result {
     int n;             /* candidates (the configurations the conditions allow), space order */
@@ -65,6 +66,12 @@ typedef struct ft_t1_tune_opts {
     /* Raised (SIGINT, the dashboard's q): the search stops after the candidate in flight, and
      * what was measured is kept (interrupted set). pause: while raised, no new candidate. */
     volatile int *stop, *pause;
+    /* Other processes that evaluate candidates too (a distributed run: docs/distributed.md;
+     * NULL or none: this process alone): the strategy proposes one candidate per process at a
+     * time, shared out as an op's tuning shares them, and every outcome is recorded here. */
+    const ft_tune_workers *workers;
+    int rank; /* this process's rank in a distributed run (-1: not distributed): each event says
+               * where its candidate was evaluated (rank, host, device) */
     /* Called after each evaluation (i: the candidate; why: its failure or NULL). */
     void (*progress)(void *ctx, const ft_t1_tune_result *r, int i, const char *why);
     void *progress_ctx;
@@ -75,6 +82,13 @@ void ft_t1_tune_opts_default(ft_t1_tune_opts *o);
  * ft_t1_tune_result_free). The budget counts this run's evaluations, not resumed ones. */
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *r, ft_err *err);
 void ft_t1_tune_result_free(ft_t1_tune_result *r);
+/* A worker of a distributed run: open the device and the same inputs (o->seed), run the
+ * reference configuration, then evaluate each configuration srv hands out, each against the
+ * reference, and answer with its events ([{"event": "measured", "stats", "cost_s"}] or
+ * [{"event": "rejected", "message", "cost_s"}]), until srv says the run is over. *served: how
+ * many it evaluated. */
+ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_server *srv,
+                           int *served, ft_err *err);
 /* The profile entry of a run that found a best configuration (docs/profiles.md, "Kernels"), for
  * ft_profile_update; NULL when it found none or out of memory. */
 json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,

@@ -59,6 +59,10 @@ typedef struct ft_tune_workers {
     ft_status (*recv)(void *ctx, int w, json_t **events, ft_err *err);
 } ft_tune_workers;
 
+/* Who evaluates the j-th candidate of a batch: -1 this process, else that worker (round robin
+ * over this process, when it takes part, then the workers). */
+int ft_tune_batch_owner(const ft_tune_workers *w, int j);
+
 /* A worker's side of that (ft_tune_serve): `next` gives the next config to evaluate and the
  * best median known when it was handed out (returns 0 when the run is over, 1 with one, or -1
  * with err set); `reply` sends the events of its evaluation back. */

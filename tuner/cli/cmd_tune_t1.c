@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
+#include "core/env.h"
+#include "op/backend.h"
 #include "cuda/device.h"
 #include "profiles/src/profile.h"
 #include "tuner/strategies/strategy.h"
@@ -62,7 +65,8 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "locked; the faster of two for one kernel, backend, device and problem size), which\n"
             "`flaretune emit` writes for other builds (docs/profiles.md, docs/emit.md).\n"
             "Ctrl-C stops the search after the configuration in flight, writes what was measured,\n"
-            "and exits with 130.\n");
+            "and exits with 130. Under mpirun every rank evaluates configurations on its own\n"
+            "device and rank 0 runs the search (docs/distributed.md).\n");
 }
 
 static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *why) {
@@ -169,6 +173,55 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     return FT_EXIT_OK;
 }
 
+/* What every rank of a distributed run must share, one "what: value" line each: the file, the
+ * kernel's source, the problem, the space, the inputs' seed, the references, the backend and
+ * the device. A rank started with another command line would measure another problem. */
+static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a of the kernel's source */
+    FILE *f = fopen(t->kernel_file, "rb");
+    for (int ch; f && (ch = getc(f)) != EOF;)
+        h = (h ^ (unsigned char)ch) * 16777619u;
+    if (f) fclose(f);
+    char device[256] = "";
+    for (int i = 0; i < ft_backend_count(); i++)
+        if (strcmp(ft_backend_at(i)->name, to->backend) == 0) {
+            ft_env env;
+            ft_env_probe(&env);
+            ft_backend_device(ft_backend_at(i), &env, device, sizeof device);
+        }
+    size_t k = (size_t)snprintf(buf, n,
+                                "T1 file: %s\nkernel: %s in %s (source %08x)\nproblem size:",
+                                t->path, t->kernel_name, t->kernel_file, h);
+    for (int d = 0; d < t->nproblem && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, " %lld", t->problem[d]);
+    for (int p = 0; p < t->space.nparams && k < n; p++)
+        k += (size_t)snprintf(buf + k, n - k, "\nparameter %d: %s, %d values", p,
+                              t->space.params[p].name, t->space.params[p].n);
+    for (int a = 0; a < t->nargs && k < n; a++)
+        k += (size_t)snprintf(buf + k, n - k, "\nargument %s: %lld elements of %zu bytes",
+                              t->args[a].name, (long long)t->args[a].elems, (size_t)t->args[a].elem_bytes);
+    for (int r = 0; r < to->nrefs && k < n; r++)
+        k += (size_t)snprintf(buf + k, n - k, "\nreference: %s", to->refs[r]);
+    if (k < n)
+        snprintf(buf + k, n - k, "\nseed: %llu\nbackend: %s\ndevice: %s\n", to->seed,
+                 to->backend, device);
+}
+
+/* A worker rank: evaluate what rank 0 hands out until it says the run is over. */
+static int serve(ft_t1 *t, ft_t1_tune_opts *to) {
+    to->kt_cache = NULL;
+    to->log = NULL;
+    to->progress = NULL;
+    for (int j; (j = ft_cli_mpi_next_job()) >= 0;) {
+        int served = 0;
+        ft_err err = {0};
+        if (j != 0) return ft_cli_fail(FT_EXIT_FAIL, "rank %d: rank 0 asked for job %d of 1", to->rank, j);
+        if (ft_t1_tune_serve(t, to, ft_cli_mpi_server(), &served, &err))
+            return ft_cli_fail(ft_cli_exit_code(err.status), "rank %d: %s", to->rank, err.msg);
+    }
+    return FT_EXIT_OK;
+}
+
 int ft_cli_tune_t1(int argc, char **argv) {
     tune_t1_args c = {0};
     ft_t1_tune_opts_default(&c.to);
@@ -180,6 +233,10 @@ int ft_cli_tune_t1(int argc, char **argv) {
     to.seed = a.seed;
     ft_err err = {0};
     ft_t1 *t = NULL;
+    /* Under mpirun: rank 0 tunes, the other ranks evaluate what it hands them, each on the
+     * device of its node-local rank (docs/distributed.md). */
+    const int mpi = ft_cli_mpi_start(NULL, NULL), helper = mpi && ft_cli_mpi_rank() > 0;
+    if (helper) c.tui = 0, c.profile = NULL, t4 = NULL, kt = NULL;
     if (c.tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
     /* The profile is checked before the search, not found unusable after it. */
@@ -203,11 +260,34 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (kt && strcmp(kt, "-") != 0) to.kt_cache = kt;
     to.progress = progress;
     to.progress_ctx = t;
+    if (mpi && ft_cli_mpi_size() > 1) {
+        char key[8192], why[1024];
+        run_key(t, &to, key, sizeof key);
+        if (!ft_cli_mpi_same_run(key, why, sizeof why)) {
+            if (!helper) ft_cli_fail(FT_EXIT_USAGE, "tune: %s", why);
+            ft_t1_free(t);
+            ft_cli_mpi_end(0);
+            return FT_EXIT_USAGE;
+        }
+        to.rank = ft_cli_mpi_world_rank();
+        if (helper) {
+            code = serve(t, &to);
+            ft_t1_free(t);
+            ft_cli_mpi_end(code != FT_EXIT_OK);
+            return code;
+        }
+        ft_cli_mpi_groups(1);
+        to.workers = ft_cli_mpi_workers(0, 0);
+    }
     to.stop = &stop_flag;
     ft_cli_catch_stop(on_signal, SA_RESETHAND); /* a second Ctrl-C ends the process at once */
     ft_t1_tune_result r;
     memset(&r, 0, sizeof r);
     ft_status s = c.tui ? tune_dashboard(t, &to, &r, path, &err) : ft_t1_tune(t, &to, &r, &err);
+    if (to.workers) { /* the workers are done, whatever happened here */
+        ft_cli_mpi_session_done(0);
+        ft_cli_mpi_all_done();
+    }
     if (s != FT_OK) code = s == FT_ENODEV ? (ft_cli_fail_err(&err), FT_EXIT_NODEV) : ft_cli_fail_err(&err);
     if (r.note[0]) fprintf(stderr, "tune: note: %s\n", r.note);
     /* What was measured is written even when the search stopped part way. */
@@ -252,5 +332,6 @@ int ft_cli_tune_t1(int argc, char **argv) {
     }
     ft_t1_tune_result_free(&r);
     ft_t1_free(t);
+    if (mpi) ft_cli_mpi_end(0);
     return code;
 }
