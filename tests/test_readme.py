@@ -64,8 +64,9 @@ def test_tour_commands():
         if cmd == "tune":
             bounded = "--budget" in words or "--time" in words
             preset = words[words.index("--preset") + 1] if "--preset" in words else ""
-            check(bounded and preset.startswith("tiny."),
-                  f"`{line}`: a tour's tuning run is bounded (tiny preset, --budget or --time)")
+            check(bounded and (preset.startswith("tiny.") or "--t1" in words),
+                  f"`{line}`: a tour's tuning run is bounded (a tiny preset or a T1 file, "
+                  "--budget or --time)")
 
 
 def test_minutes_agree():
