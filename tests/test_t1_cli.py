@@ -21,7 +21,9 @@ rejected against the file and no other, a wrong file rejecting the default confi
 and every other, and files that do not fit the output refused; `--log LOG`: run_start, a measured or rejected
 event per evaluation and run_end in the event-log format, a second writer refused while the log
 is locked, and `replay LOG` pointing at the cache; Ctrl-C (SIGINT) part way: exit 130 after the
-configuration in flight, the cache closed with every evaluation, run_end saying interrupted;
+configuration in flight, the cache closed with every evaluation, run_end saying interrupted, and
+sent to the whole process group as a terminal sends it, no configuration recorded as failing
+for the compiler it stopped;
 `--profile`: the faster of two runs kept among a profile's kernels beside its op entries, listed by
 `show`, emitted as JSON and as a C header that compiles and finds it, an unusable profile refused
 before the run; bad requests one line each.
@@ -388,6 +390,32 @@ def test_interrupt():
           f"run_end of the interrupted run: {end}")
 
 
+def test_interrupt_group():
+    """Ctrl-C at a terminal signals the whole foreground process group, the emulator's compiler
+    of the configuration in flight included: that compiler runs in a group of its own and
+    finishes, so no configuration is recorded as failing to compile for it (a false entry the
+    resumed run would never evaluate again)."""
+    tmp = STATE["tmp"]
+    for k in range(3):
+        kt = os.path.join(tmp, f"grp{k}.kt.json")
+        env = dict(os.environ, FLARETUNE_CACHE_DIR=os.path.join(tmp, f"cold-cache-grp{k}"))
+        p = subprocess.Popen([clitest.FT, "tune", "--t1", T1, "--backend", "cuda-emu", "--strategy",
+                              "exhaustive", "--budget", "0", "--reps", "2", "--kt-cache", kt],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+        deadline = time.time() + 300
+        while time.time() < deadline and p.poll() is None and cache_entries(kt) < 2 + k:
+            time.sleep(0.02)
+        os.killpg(p.pid, 2)  # SIGINT to the group, as a terminal sends it
+        out, err = p.communicate(timeout=120)
+        with open(kt) as f:
+            entries = json.load(f).get("cache", {})
+        failed = [key for key, e in entries.items() if not isinstance(e.get("time"), (int, float))]
+        check(p.returncode == 130 and all(key.split(",")[1] == "3" for key in failed),
+              f"Ctrl-C to the group ({k}): exit {p.returncode}, failures only of tile_size_x=3: "
+              f"{failed} {err[-400:]}")
+
+
 def test_bad():
     one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
     one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
@@ -411,7 +439,7 @@ def main():
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
                                  test_kt_cache_resume, test_reference_file, test_profile, test_event_log,
-                                 test_interrupt, test_bad))
+                                 test_interrupt, test_interrupt_group, test_bad))
 
 
 if __name__ == "__main__":

@@ -599,7 +599,9 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
 }
 
 /* Compile, run, check and time cfg: its statistics in *st, or why it is rejected in why (""
- * when it is not). Only running out of memory is an error. */
+ * when it is not). Running out of memory, a file system error (a full disk, a compiler killed
+ * by a signal) and a stop requested while it ran are errors, not a verdict on cfg: nothing is
+ * recorded of it, so a rerun evaluates it again. */
 static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stats *st, char *why,
                                     size_t n, ft_err *err) {
     outputs got = {0};
@@ -607,7 +609,11 @@ static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stat
     why[0] = '\0';
     ft_status s = run_one(&ev->r, cfg, &got, st, &e);
     long long overlap = 0;
-    if (s == FT_ENOMEM) {
+    if (s != FT_OK && ev->r.o->stop && *ev->r.o->stop) {
+        outputs_free(&got);
+        return ft_err_set(err, FT_EBUSY, "stopped while a configuration ran: %s", e.msg);
+    }
+    if (s == FT_ENOMEM || s == FT_EIO) {
         outputs_free(&got);
         if (err) *err = e;
         return s;
@@ -683,6 +689,8 @@ static ft_status record(search *S, int i, const ft_stats *st, const char *why, d
     return s;
 }
 
+static int stopping(const ft_t1_tune_opts *o) { return o->stop && *o->stop; }
+
 static void tell(ft_strategy *st, const ft_t1_tune_result *res, int i) {
     ft_strategy_report_cost(st, i, res->cost[i]);
     ft_strategy_report(st, i, res->error[i] ? INFINITY : res->secs[i]);
@@ -715,6 +723,10 @@ static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int lef
         ft_stats cst = {0};
         char why[512];
         s = evaluate_candidate(ev, &res->cfgs[idx[j]], &cst, why, sizeof why, err);
+        if (s == FT_EBUSY && stopping(S->o)) { /* not recorded: the run ends interrupted */
+            s = FT_OK;
+            break;
+        }
         if (s == FT_OK) s = record(S, idx[j], &cst, why, ft_now_s() - t0[j], NULL, err);
     }
     /* Every answer is collected, even after an error here: what the workers measured is kept. */
@@ -740,7 +752,8 @@ static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int lef
         json_decref(events);
         if (s == FT_OK) s = r;
     }
-    for (int j = 0; j < n && s == FT_OK; j++) tell(st, res, idx[j]);
+    for (int j = 0; j < n && s == FT_OK; j++)
+        if (isfinite(res->secs[idx[j]]) || res->error[idx[j]]) tell(st, res, idx[j]);
     return s;
 }
 
@@ -825,6 +838,11 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         ft_stats cst = {0};
         char why[512];
         s = evaluate_candidate(&ev, &cands[i], &cst, why, sizeof why, err);
+        if (s == FT_EBUSY && stopping(o)) { /* not recorded: the run ends interrupted */
+            s = FT_OK;
+            res->interrupted = 1;
+            break;
+        }
         if (s == FT_OK) s = record(&S, i, &cst, why, ft_now_s() - t0, NULL, err);
         if (s == FT_OK) tell(st, res, i);
     }

@@ -559,6 +559,10 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
         if (rc < 0) {
             s = ft_err_set(err, FT_EUNSUPPORTED, "emulator: cannot run the C++ compiler %s: %s",
                            d->cxx, strerror(spawn_errno));
+        } else if (rc > 128) { /* killed: no verdict on the source */
+            s = ft_err_set(err, FT_EIO,
+                           "emulator: the C++ compiler %s was killed (signal %d) compiling %s",
+                           d->cxx, rc - 128, b->name);
         } else {
             char line[400];
             ft_kc_first_error(log, line, sizeof line);

@@ -282,9 +282,17 @@ int ft_kc_run(char *const argv[], const char *err_path, size_t max, char **out, 
         posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addclose(&fa, fds[1]);
+    /* In a process group of its own: a Ctrl-C at the terminal (or a signal to flaretune's
+     * group) is flaretune's to handle, and it finishes the configuration in flight, whose
+     * compiler must not die of that signal and read as the configuration's failure. */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     pid_t pid;
-    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, NULL, argv, env)
-                                  : posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, &at, argv, env)
+                                  : posix_spawnp(&pid, argv[0], &fa, &at, argv, env);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     free(env);
     close(fds[1]);

@@ -58,7 +58,8 @@ void ft_kc_counts(int *compiled, int *cached);
  * bytes kept, the rest read and dropped; *len its length when len is not NULL). Standard error
  * goes into the same capture, or into the file err_path when that is not NULL. Returns the exit
  * status (128 + the signal when one ended it), or -1 with errno and *out NULL when the program
- * could not be started. */
+ * could not be started. It runs in a process group of its own, so the signals of flaretune's
+ * terminal (Ctrl-C) do not reach it: flaretune decides what they stop. */
 int ft_kc_run(char *const argv[], const char *err_path, size_t max, char **out, size_t *len);
 
 /* The cache folder: $FLARETUNE_CACHE_DIR, else ~/.cache/flaretune, else
