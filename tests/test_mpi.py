@@ -19,7 +19,8 @@
   configuration evaluated exactly once across the ranks, every rank measured some, the six
   wrong ones rejected and no other (each rank checks against its own run of the reference),
   every event says its rank, host and device, the Kernel Tuner cache and the profile written by
-  rank 0 alone; ranks started with another seed are refused in one line before any work.
+  rank 0 alone; ranks started with another seed or sample of blocks are refused in one line
+  before any work, and --tui (no rank has a terminal) in one line.
 
     test_mpi.py FLARETUNE
 Exits 77 when flaretune was built without MPI or mpirun is missing.
@@ -287,6 +288,17 @@ def test_t1(work):
     check(r.returncode != 0 and len(ours) == 1 and "seed: 7" in ours[0] and
           "rank 0 has 1" in ours[0], f"workers with another seed: one line ({ours})")
     check(not os.path.exists(other), "workers with another seed: nothing was logged")
+    # ... or another sample of blocks, which changes what is checked and timed.
+    r = run(["mpirun", *root, "--oversubscribe", "-np", "1", FT, *args, "--blocks", "64", ":",
+             "-np", "2", FT, *args, "--blocks", "2"], timeout=120)
+    ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
+    check(r.returncode != 0 and len(ours) == 1 and "blocks sampled: 2" in ours[0],
+          f"workers with another --blocks: one line ({ours})")
+    # The dashboard needs a terminal, which no rank has: refused in one line, the job ends.
+    r = run(mpirun(3, *args, "--tui"), timeout=120)
+    ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
+    check(r.returncode == 2 and len(ours) == 1 and "flaretune top LOG" in ours[0],
+          f"--tui under mpirun: exit 2, one line ({r.returncode}, {ours})")
 
 
 def main():

@@ -173,15 +173,24 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     return FT_EXIT_OK;
 }
 
-/* What every rank of a distributed run must share, one "what: value" line each: the file, the
- * kernel's source, the problem, the space, the inputs' seed, the references, the backend and
- * the device. A rank started with another command line would measure another problem. */
-static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t n) {
-    uint32_t h = 2166136261u; /* FNV-1a of the kernel's source */
-    FILE *f = fopen(t->kernel_file, "rb");
-    for (int ch; f && (ch = getc(f)) != EOF;)
+/* FNV-1a of a file's bytes (0 when it cannot be read), or of the text after '=' in a
+ * --reference NAME=FILE. */
+static uint32_t file_hash(const char *path) {
+    uint32_t h = 2166136261u;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    for (int ch; (ch = getc(f)) != EOF;)
         h = (h ^ (unsigned char)ch) * 16777619u;
-    if (f) fclose(f);
+    fclose(f);
+    return h;
+}
+
+/* What every rank of a distributed run must share, one "what: value" line each, the same lines
+ * in the same order on every rank: the T1 file, the kernel and its source (by their bytes, not
+ * their paths), the problem, the space, the arguments, the reference files' bytes, the inputs'
+ * seed, what a measurement is (--blocks, --reps), the backend and the device. A rank started
+ * with another command line would measure another problem. */
+static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t n) {
     char device[256] = "";
     for (int i = 0; i < ft_backend_count(); i++)
         if (strcmp(ft_backend_at(i)->name, to->backend) == 0) {
@@ -189,9 +198,8 @@ static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t
             ft_env_probe(&env);
             ft_backend_device(ft_backend_at(i), &env, device, sizeof device);
         }
-    size_t k = (size_t)snprintf(buf, n,
-                                "T1 file: %s\nkernel: %s in %s (source %08x)\nproblem size:",
-                                t->path, t->kernel_name, t->kernel_file, h);
+    size_t k = (size_t)snprintf(buf, n, "T1 file: %08x\nkernel: %s (source %08x)\nproblem size:",
+                                file_hash(t->path), t->kernel_name, file_hash(t->kernel_file));
     for (int d = 0; d < t->nproblem && k < n; d++)
         k += (size_t)snprintf(buf + k, n - k, " %lld", t->problem[d]);
     for (int p = 0; p < t->space.nparams && k < n; p++)
@@ -200,11 +208,30 @@ static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t
     for (int a = 0; a < t->nargs && k < n; a++)
         k += (size_t)snprintf(buf + k, n - k, "\nargument %s: %lld elements of %zu bytes",
                               t->args[a].name, (long long)t->args[a].elems, (size_t)t->args[a].elem_bytes);
-    for (int r = 0; r < to->nrefs && k < n; r++)
-        k += (size_t)snprintf(buf + k, n - k, "\nreference: %s", to->refs[r]);
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, "\nreference files:%s", to->nrefs ? "" : " none");
+    for (int r = 0; r < to->nrefs && k < n; r++) {
+        const char *eq = strchr(to->refs[r], '=');
+        k += (size_t)snprintf(buf + k, n - k, " %.*s=%08x", eq ? (int)(eq - to->refs[r]) : 0,
+                              to->refs[r], eq ? file_hash(eq + 1) : 0);
+    }
     if (k < n)
-        snprintf(buf + k, n - k, "\nseed: %llu\nbackend: %s\ndevice: %s\n", to->seed,
-                 to->backend, device);
+        snprintf(buf + k, n - k,
+                 "\nseed: %llu\nblocks sampled: %d\ntimed runs: %d\nbackend: %s\ndevice: %s\n",
+                 to->seed, to->blocks, to->reps, to->backend, device);
+}
+
+/* What can be refused before the search: the dashboard without a terminal (under mpirun the
+ * ranks' output is a pipe), a profile that could not be written. Returns an exit code. */
+static int check_outputs(const tune_t1_args *c) {
+    ft_err err = {0};
+    if (c->tui && ft_cli_mpi_size() > 1)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --tui under mpirun: the ranks' output is a pipe, not a "
+                           "terminal; follow the run with `flaretune top LOG` (--log LOG)");
+    if (c->tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
+    if (c->profile && ft_profile_check_writable(c->profile, &err)) return ft_cli_fail_err(&err);
+    return FT_EXIT_OK;
 }
 
 /* A worker rank: evaluate what rank 0 hands out until it says the run is over. */
@@ -212,6 +239,7 @@ static int serve(ft_t1 *t, ft_t1_tune_opts *to) {
     to->kt_cache = NULL;
     to->log = NULL;
     to->progress = NULL;
+    to->stop = NULL; /* rank 0 decides when the run stops; a worker answers what it was given */
     for (int j; (j = ft_cli_mpi_next_job()) >= 0;) {
         int served = 0;
         ft_err err = {0};
@@ -236,11 +264,9 @@ int ft_cli_tune_t1(int argc, char **argv) {
     /* Under mpirun: rank 0 tunes, the other ranks evaluate what it hands them, each on the
      * device of its node-local rank (docs/distributed.md). */
     const int mpi = ft_cli_mpi_start(NULL, NULL), helper = mpi && ft_cli_mpi_rank() > 0;
+    const int many = mpi && ft_cli_mpi_size() > 1; /* rank 0 checks these once the ranks agree */
     if (helper) c.tui = 0, c.profile = NULL, t4 = NULL, kt = NULL;
-    if (c.tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
-        return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
-    /* The profile is checked before the search, not found unusable after it. */
-    if (c.profile && ft_profile_check_writable(c.profile, &err)) return ft_cli_fail_err(&err);
+    if (!many && (code = check_outputs(&c))) return code;
     if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
     /* The backend: the GPU where there is one, unless told. */
     if (!backend) {
@@ -277,6 +303,12 @@ int ft_cli_tune_t1(int argc, char **argv) {
             return code;
         }
         ft_cli_mpi_groups(1);
+        if ((code = check_outputs(&c))) { /* the workers end with nothing done */
+            ft_cli_mpi_all_done();
+            ft_t1_free(t);
+            ft_cli_mpi_end(0);
+            return code;
+        }
         to.workers = ft_cli_mpi_workers(0, 0);
     }
     to.stop = &stop_flag;
