@@ -876,6 +876,46 @@ static void test_kernels(void) {
     json_t *root = ft_profile_to_json(q);
     FT_CHECK(json_array_size(json_object_get(root, "kernels")) == 4, "the skipped one replaced");
     json_decref(root);
+    /* A valid kernel and an invalid one of its key, in either order, in one file or merged from
+     * two: the valid one alone, nothing skipped written back. */
+    for (int order = 0; order < 2; order++) {
+        json_t *good = kernel_entry("fft", "cuda: A100", 64, 64, 32, 1e-3);
+        json_t *wrong = kernel_entry("fft", "cuda: A100", 64, 64, 32, 1e-3);
+        json_object_set_new(wrong, "evaluations", json_integer(-3));
+        json_t *list = order ? json_pack("[O, O]", wrong, good) : json_pack("[O, O]", good, wrong);
+        ft_profile *o = NULL, *a = NULL, *b = NULL, *m2 = ft_profile_new();
+        json_t *d = json_pack("{s:i, s:[], s:o}", "schema_version", 2, "entries", "kernels", list);
+        FT_CHECK(ft_profile_from_json(d, "one", &o, &err) == FT_OK, "%s", err.msg);
+        json_t *r1 = ft_profile_to_json(o);
+        FT_CHECK(ft_profile_kernel_count(o) == 1 &&
+                     json_array_size(json_object_get(r1, "kernels")) == 1 &&
+                     ft_profile_warning_count(o) == 1 &&
+                     strstr(ft_profile_warning_at(o, 0), "should be counts"),
+                 "order %d in one file: %d kernels, %zu written", order, ft_profile_kernel_count(o),
+                 json_array_size(json_object_get(r1, "kernels")));
+        json_decref(r1);
+        json_decref(d);
+        d = json_pack("{s:i, s:[], s:[O]}", "schema_version", 2, "entries", "kernels", good);
+        FT_CHECK(ft_profile_from_json(d, "a", &a, &err) == FT_OK, "%s", err.msg);
+        json_decref(d);
+        d = json_pack("{s:i, s:[], s:[O]}", "schema_version", 2, "entries", "kernels", wrong);
+        FT_CHECK(ft_profile_from_json(d, "b", &b, &err) == FT_OK, "%s", err.msg);
+        json_decref(d);
+        FT_CHECK(ft_profile_merge(m2, order ? b : a, &err) == FT_OK &&
+                     ft_profile_merge(m2, order ? a : b, &err) == FT_OK,
+                 "%s", err.msg);
+        r1 = ft_profile_to_json(m2);
+        FT_CHECK(json_array_size(json_object_get(r1, "kernels")) == 1,
+                 "order %d merged: %zu kernels written", order,
+                 json_array_size(json_object_get(r1, "kernels")));
+        json_decref(r1);
+        json_decref(good);
+        json_decref(wrong);
+        ft_profile_free(o);
+        ft_profile_free(a);
+        ft_profile_free(b);
+        ft_profile_free(m2);
+    }
     /* Merged into a profile of op entries; without kernels a profile stays schema_version 1. */
     ft_profile *m = ft_profile_new();
     json_t *e = loss_entry("cpu", 512, "dpace", 1e-3);

@@ -294,18 +294,30 @@ def test_profile():
     rc, out, err = run("show", prof)
     check(rc == 0 and "kernels of T1 files:" in out and "saxpy_tiled" in out and cfg in out,
           f"show: exit {rc}: {out}{err}")
+    rc, out, err = run("show", prof, "--op", "t1:saxpy_tiled")
+    check(rc == 0 and "saxpy_tiled" in out and "fusion.dflare" not in out,
+          f"show --op t1:saxpy_tiled: the kernel alone: exit {rc}: {out}{err}")
     rc, out, err = run("emit", prof, "--format", "json")
     recs = json.loads(out) if rc == 0 else []
     krec = [r for r in recs if r.get("kernel") == "saxpy_tiled"]
     check(len(recs) == nops + 1 and len(krec) == 1 and krec[0]["params"] == k["config"],
           f"emit json: exit {rc}: {len(recs)} records")
+    # Two more kernels, as a hand-edited profile may hold them: a name of 200 characters and
+    # UTF-8, a value at the end of the integers. The header keeps them whole and compiles.
+    long_name = "k" * 199 + "\u00e9"
+    extra = dict(k, kernel=long_name, config={"block_size_x": -2**63, "scale": "0.5"})
+    with open(prof) as f:
+        doc = json.load(f)
+    doc["kernels"].append(extra)
+    with open(prof, "w") as f:
+        json.dump(doc, f)
     header = os.path.join(tmp, "tuned_t1.h")
     rc, out, err = run("emit", prof, "-o", header)
-    check(rc == 0 and f"{nops + 1} entries" in out, f"emit c-header: exit {rc}: {out}{err}")
+    check(rc == 0 and f"{nops + 2} entries" in out, f"emit c-header: exit {rc}: {out}{err}")
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc and rc == 0:
         src, exe = os.path.join(tmp, "use_t1.c"), os.path.join(tmp, "use_t1")
-        with open(src, "w") as f:
+        with open(src, "w", encoding="utf-8") as f:
             f.write('#include <stdio.h>\n#include "tuned_t1.h"\n'
                     "int main(void) {\n"
                     "    long long ps[] = {10000};\n"
@@ -314,14 +326,17 @@ def test_profile():
                     " NULL, ps, 1, &exact);\n"
                     '    printf("%d %lld %s\\n", exact, ft_tuned_param_int(e, "block_size_x", -1),'
                     ' ft_tuned_param_label(e, "scale", "?"));\n'
+                    '    e = ft_tuned_lookup_v("t1:' + long_name + '", NULL, NULL, NULL, ps, 1, &exact);\n'
+                    '    printf("%d %lld\\n", exact, ft_tuned_param_int(e, "block_size_x", -1));\n'
                     "    return 0;\n}\n")
-        p = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", tmp, src, "-o", exe],
-                           capture_output=True, text=True)
+        p = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-pedantic",
+                            "-Werror", "-I", tmp, src, "-o", exe], capture_output=True, text=True)
         check(p.returncode == 0, f"the header compiles: {p.stderr}")
         if p.returncode == 0:
             got = subprocess.run([exe], capture_output=True, text=True).stdout.split()
-            check(got == ["1", str(k["config"]["block_size_x"]), k["config"]["scale"]],
-                  f"the header's lookup: {got}, profile {k['config']}")
+            check(got == ["1", str(k["config"]["block_size_x"]), k["config"]["scale"], "1",
+                          str(-2**63)],
+                  f"the header's lookups: {got}, profile {k['config']}")
     # Checked before the search: a profile in a folder that does not exist.
     one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--profile",
                     os.path.join(tmp, "nope", "p.json")], 1, "nope")

@@ -14,6 +14,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {
 
 /* One entry of the header's tables: an op's entry, or a kernel of a T1 file. */
 typedef struct {
-    char op[160]; /* the op's name, or "t1:KERNEL" */
+    const char *op; /* the op's name, or "t1:KERNEL" (then owned: op_owned) */
+    char *op_owned;
     const char *backend, *device;
     const char *size_name[FT_MAX_SYMS];
     long long size[FT_MAX_SYMS];
@@ -56,8 +58,14 @@ typedef struct {
     const ft_profile_entry *e; /* NULL for a kernel */
 } row;
 
-/* The selected entries, then the selected kernels, as rows (*out malloc'd); -1 when out of
- * memory. */
+static void rows_free(row *rows, int n) {
+    for (int i = 0; i < n; i++)
+        free(rows[i].op_owned);
+    free(rows);
+}
+
+/* The selected entries, then the selected kernels, as rows (*out: free with rows_free); -1 when
+ * out of memory. */
 static int collect(const ft_profile *p, const ft_emit_opts *o, row **out) {
     static const char *const axis[] = {"x", "y", "z"};
     int n = ft_profile_count(p), nk = ft_profile_kernel_count(p), m = 0;
@@ -67,9 +75,8 @@ static int collect(const ft_profile *p, const ft_emit_opts *o, row **out) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
         if (!selected(e, o)) continue;
         row *r = &rows[m++];
-        *r = (row){.backend = e->backend, .device = e->device, .attrs = e->attrs,
-                   .params = e->config, .median_s = e->median_s, .e = e};
-        snprintf(r->op, sizeof r->op, "%s", e->op->name);
+        *r = (row){.op = e->op->name, .backend = e->backend, .device = e->device,
+                   .attrs = e->attrs, .params = e->config, .median_s = e->median_s, .e = e};
         for (; e->op->syms[r->nsizes]; r->nsizes++) {
             r->size_name[r->nsizes] = e->op->syms[r->nsizes];
             r->size[r->nsizes] = (long long)json_integer_value(
@@ -82,7 +89,13 @@ static int collect(const ft_profile *p, const ft_emit_opts *o, row **out) {
         row *r = &rows[m++];
         *r = (row){.backend = k->backend, .device = k->device, .params = k->config,
                    .median_s = k->median_s};
-        snprintf(r->op, sizeof r->op, "t1:%.150s", k->kernel);
+        r->op = r->op_owned = malloc(strlen(k->kernel) + 4);
+        if (!r->op_owned) {
+            rows_free(rows, m);
+            return -1;
+        }
+        memcpy(r->op_owned, "t1:", 3);
+        memcpy(r->op_owned + 3, k->kernel, strlen(k->kernel) + 1);
         for (; r->nsizes < (int)json_array_size(k->problem_size) && r->nsizes < 3; r->nsizes++) {
             r->size_name[r->nsizes] = axis[r->nsizes];
             r->size[r->nsizes] = (long long)json_integer_value(json_array_get(k->problem_size,
@@ -372,7 +385,12 @@ static void put_param_value(FILE *f, const ft_profile_entry *e, const char *key,
         fprintf(f, ", %lldLL, 1},", label_index(e, key, json_string_value(v)));
     } else {
         long long x = (long long)json_integer_value(v);
-        fprintf(f, "\"%lld\", %lldLL, 0},", x, x);
+        fprintf(f, "\"%lld\", ", x);
+        /* -9223372036854775808LL is the negation of a constant too large for long long. */
+        if (x == LLONG_MIN)
+            fprintf(f, "(-%lldLL - 1), 0},", LLONG_MAX);
+        else
+            fprintf(f, "%lldLL, 0},", x);
     }
 }
 
@@ -502,7 +520,7 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     }
     if (!n) fprintf(f, "    {NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0.0}\n");
     fprintf(f, "};\n\n");
-    free(rows);
+    rows_free(rows, n);
     put_functions(f, P, U);
     fprintf(f, "#endif /* %s_H */\n", U);
     return ferror(f) ? ft_err_set(err, FT_EIO, "write failed: %s", strerror(errno)) : FT_OK;

@@ -452,6 +452,18 @@ static ft_status add_warning(ft_profile *p, const char *text, ft_err *err) {
     return add_line(&p->warnings, text, err);
 }
 
+/* Append raw (a reference) to list, unless an equal element is there already. */
+static ft_status append_once(json_t *list, json_t *raw, ft_err *err) {
+    size_t k;
+    json_t *o;
+    json_array_foreach(list, k, o) {
+        if (json_equal(o, raw)) return FT_OK;
+    }
+    if (json_array_append(list, raw))
+        return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile entry");
+    return FT_OK;
+}
+
 /* Room for one more element in the array *v of n used and *cap allocated, each size bytes: the
  * capacity doubles (from 8). 0, or -1 when out of memory (*v unchanged). */
 static int make_room(void **v, int n, int *cap, size_t size) {
@@ -507,6 +519,9 @@ static ft_status check_kernel(const json_t *j, ft_profile_kernel *out, ft_err *e
                                  {"space_valid", NEED_INTEGER},     {"strategy", NEED_STRING},
                                  {"tuned_at", NEED_STRING},         {NULL, NEED_STRING}};
     if ((s = need_fields(j, last, err))) return s;
+    if (json_integer_value(json_object_get(j, "evaluations")) < 0 ||
+        json_integer_value(json_object_get(j, "space_valid")) < 0)
+        return ft_err_set(err, FT_EINVAL, "evaluations and space_valid should be counts (>= 0)");
     *out = (ft_profile_kernel){.kernel = text[0], .backend = text[1], .device = text[2],
                                .problem_size = ps, .config = config,
                                .median_s = json_number_value(median), .json = j};
@@ -535,6 +550,31 @@ static int cmp_kernels(const ft_profile_kernel *a, const ft_profile_kernel *b) {
     return 0;
 }
 
+/* The key of a kernel that did not validate, where its key fields can be read: 1, else 0. */
+static int raw_kernel_key(const json_t *raw, ft_profile_kernel *k) {
+    *k = (ft_profile_kernel){.kernel = json_string_value(json_object_get(raw, "kernel")),
+                             .backend = json_string_value(json_object_get(raw, "backend")),
+                             .device = json_string_value(json_object_get(raw, "device")),
+                             .problem_size = json_object_get(raw, "problem_size")};
+    if (!k->kernel || !k->backend || !k->device || !json_is_array(k->problem_size)) return 0;
+    size_t d;
+    json_t *v;
+    json_array_foreach(k->problem_size, d, v) {
+        if (!json_is_integer(v)) return 0;
+    }
+    return 1;
+}
+
+/* Keep a kernel that did not validate, to write back: unless a valid one has its key (which
+ * replaced it) or it is kept already. */
+static ft_status keep_skipped_kernel(ft_profile *p, json_t *raw, ft_err *err) {
+    ft_profile_kernel rk;
+    int keyed = raw_kernel_key(raw, &rk);
+    for (int i = 0; keyed && i < p->nk; i++)
+        if (cmp_kernels(&p->kernels[i], &rk) == 0) return FT_OK;
+    return append_once(p->skipped_kernels, raw, err);
+}
+
 /* Insert a checked kernel (j is a reference the profile takes over, k points into it): the
  * faster of two with one key stays; a skipped kernel of its key is dropped. */
 static ft_status insert_kernel(ft_profile *p, json_t *j, const ft_profile_kernel *k,
@@ -560,14 +600,8 @@ static ft_status insert_kernel(ft_profile *p, json_t *j, const ft_profile_kernel
         p->nk++;
     }
     for (size_t i = json_array_size(p->skipped_kernels); i-- > 0;) {
-        json_t *raw = json_array_get(p->skipped_kernels, i);
-        ft_profile_kernel rk = {
-            .kernel = json_string_value(json_object_get(raw, "kernel")),
-            .backend = json_string_value(json_object_get(raw, "backend")),
-            .device = json_string_value(json_object_get(raw, "device")),
-            .problem_size = json_object_get(raw, "problem_size")};
-        if (rk.kernel && rk.backend && rk.device && json_is_array(rk.problem_size) &&
-            cmp_kernels(&rk, k) == 0) {
+        ft_profile_kernel rk;
+        if (raw_kernel_key(json_array_get(p->skipped_kernels, i), &rk) && cmp_kernels(&rk, k) == 0) {
             json_array_remove(p->skipped_kernels, i);
             if (did == FT_PROFILE_ADDED) did = FT_PROFILE_REPLACED;
         }
@@ -608,8 +642,7 @@ static ft_status read_kernels(ft_profile *p, const json_t *list, const char *nam
         snprintf(warn, sizeof warn, "%s: kernels[%zu]%s%s%s %s: %s", name, i, kn ? " (" : "",
                  kn ? kn : "", kn ? ")" : "", json_is_object(j) ? "skipped" : "dropped", why.msg);
         if ((s = add_warning(p, warn, err))) return s;
-        if (json_is_object(j) && json_array_append(p->skipped_kernels, j))
-            return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile kernel");
+        if (json_is_object(j) && (s = keep_skipped_kernel(p, j, err))) return s;
     }
     return FT_OK;
 }
@@ -662,14 +695,7 @@ static ft_status insert(ft_profile *p, json_t *j, ft_profile_entry *e, ft_profil
 static ft_status keep_skipped(ft_profile *p, json_t *raw, ft_err *err) {
     for (int i = 0; i < p->n; i++)
         if (skipped_has_key(raw, &p->entries[i])) return FT_OK;
-    size_t k;
-    json_t *o;
-    json_array_foreach(p->skipped, k, o) {
-        if (json_equal(o, raw)) return FT_OK;
-    }
-    if (json_array_append(p->skipped, raw))
-        return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile entry");
-    return FT_OK;
+    return append_once(p->skipped, raw, err);
 }
 
 ft_status ft_profile_add(ft_profile *p, const json_t *entry, ft_profile_outcome *outcome,
@@ -712,12 +738,7 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) 
         if ((s = insert_kernel(dst, json_incref((json_t *)kn.json), &kn, NULL, err))) return s;
     }
     json_array_foreach(src->skipped_kernels, k, raw) {
-        int have = 0;
-        size_t m;
-        json_t *o;
-        json_array_foreach(dst->skipped_kernels, m, o) have |= json_equal(o, raw);
-        if (!have && json_array_append(dst->skipped_kernels, raw))
-            return ft_err_set(err, FT_ENOMEM, "out of memory keeping a skipped profile kernel");
+        if ((s = keep_skipped_kernel(dst, raw, err))) return s;
     }
     for (int i = 0; i < src->warnings.n; i++)
         if ((s = add_warning(dst, src->warnings.v[i], err))) return s;

@@ -98,7 +98,12 @@ static int run(int argc, char **argv) {
     int n = 0;
     if (eo.format == FT_EMIT_PACKAGE) {
         ft_status s = out ? ft_profile_emit_package(p, &eo, out, &n, &err) : FT_EINVAL;
-        const int nk = ft_profile_kernel_count(p);
+        int nk = 0; /* the kernels --backend and --device select */
+        for (int i = 0; i < ft_profile_kernel_count(p); i++) {
+            const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
+            nk += (!eo.backend || strcmp(k->backend, eo.backend) == 0) &&
+                  (!eo.device || strstr(k->device, eo.device) != NULL);
+        }
         ft_profile_free(p);
         if (out && !s && nk)
             fprintf(stderr,

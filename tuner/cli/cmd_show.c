@@ -24,7 +24,7 @@ static void usage(FILE *f) {
             "hold (`tune --t1 --profile`): kernel, backend, device, problem size, the winning\n"
             "config, its median, the default's, the speedup and the evaluations it took.\n"
             "Skipped (invalid or stale) entries are named on stderr.\n\n"
-            "  --op OP   only the entries of op OP\n"
+            "  --op OP   only the entries of op OP (t1:KERNEL: only that kernel of a T1 file)\n"
             "  --json    the merged profile as JSON (the format of docs/profiles.md)\n");
 }
 
@@ -177,8 +177,15 @@ static void print_cells(const table *t, char (*cells)[NCOLS][512], int n) {
     }
 }
 
-static int print_table(const ft_profile *p, const ft_op *only) {
-    int n = ft_profile_count(p), nk = only ? 0 : ft_profile_kernel_count(p), shown = 0;
+/* Is kernel k shown? Every kernel without --op, only KERNEL with --op t1:KERNEL. */
+static int kernel_shown(const ft_profile_kernel *k, const char *kernel) {
+    return !kernel || strcmp(k->kernel, kernel) == 0;
+}
+
+/* only: the op of --op; kernel: the KERNEL of --op t1:KERNEL (neither: everything). */
+static int print_table(const ft_profile *p, const ft_op *only, const char *kernel) {
+    int n = kernel ? 0 : ft_profile_count(p), nk = only ? 0 : ft_profile_kernel_count(p);
+    int shown = 0, kshown = 0;
     char(*cells)[NCOLS][512] = calloc((size_t)(n > nk ? n : nk ? nk : 1), sizeof *cells);
     if (!cells) return ft_cli_fail(FT_EXIT_FAIL, "show: out of memory");
     for (int i = 0; i < n; i++) {
@@ -187,20 +194,31 @@ static int print_table(const ft_profile *p, const ft_op *only) {
         row(e, cells[shown++]);
     }
     if (shown) print_cells(&entry_table, cells, shown);
-    else if (!nk) printf("no entries%s%s\n", only ? " of " : "", only ? only->name : "");
-    if (nk) {
-        for (int i = 0; i < nk; i++)
-            kernel_row(ft_profile_kernel_at(p, i), cells[i]);
+    for (int i = 0; i < nk; i++)
+        if (kernel_shown(ft_profile_kernel_at(p, i), kernel))
+            kernel_row(ft_profile_kernel_at(p, i), cells[kshown++]);
+    if (kshown) {
         printf("%skernels of T1 files:\n", shown ? "\n" : "");
-        print_cells(&kernel_table, cells, nk);
+        print_cells(&kernel_table, cells, kshown);
     }
+    if (!shown && !kshown)
+        printf("no entries%s%s%s\n", only || kernel ? " of " : "", kernel ? "t1:" : "",
+               only ? only->name : kernel ? kernel : "");
     free(cells);
     return FT_EXIT_OK;
 }
 
-static int print_json(const ft_profile *p, const ft_op *only) {
+static int print_json(const ft_profile *p, const ft_op *only, const char *kernel) {
     json_t *root = ft_profile_to_json(p);
     if (!root) return ft_cli_fail(FT_EXIT_FAIL, "show: out of memory");
+    if (kernel) { /* a filtered copy of the kernels, and no op entry */
+        json_t *kept = json_array();
+        for (int i = 0; i < ft_profile_kernel_count(p); i++)
+            if (kernel_shown(ft_profile_kernel_at(p, i), kernel))
+                json_array_append(kept, (json_t *)ft_profile_kernel_at(p, i)->json);
+        json_object_set_new(root, "kernels", kept);
+        json_object_set_new(root, "entries", json_array());
+    }
     if (only) {
         /* A filtered copy; the document shares its entries with the profile. */
         json_t *kept = json_array();
@@ -245,15 +263,16 @@ static int run(int argc, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE, "show: which profile? (see `flaretune show --help`)");
     ft_err err = {0};
     const ft_op *only = NULL;
-    if (op_name && !(only = ft_op_find(op_name, &err)))
+    const char *kernel = op_name && strncmp(op_name, "t1:", 3) == 0 ? op_name + 3 : NULL;
+    if (op_name && !kernel && !(only = ft_op_find(op_name, &err)))
         return ft_cli_fail(FT_EXIT_USAGE, "show: %s", err.msg);
     ft_profile *p;
     int code = ft_cli_load_profiles("show", argv + optind, argc - optind, &p);
     if (code) return code;
     if (json)
-        code = print_json(p, only);
+        code = print_json(p, only, kernel);
     else
-        code = print_table(p, only);
+        code = print_table(p, only, kernel);
     ft_profile_free(p);
     if (!code && fflush(stdout) != 0) code = ft_cli_fail(FT_EXIT_FAIL, "show: write failed");
     return code;

@@ -50,7 +50,8 @@ void ft_cli_tune_t1_usage(FILE *f) {
             "its conditions allow is a candidate; each is compiled as written with its values\n"
             "as macros, checked against the default configuration's outputs, and timed: on\n"
             "`cuda` by the device's clock (CUPTI), on `cuda-emu` as the emulator's time for a\n"
-            "sample of N blocks (default 8) scaled to the grid. The default backend is cuda where\n"
+            "sample of N blocks (default 8) scaled to the grid; --reps timed launches each\n"
+            "(default 20; at most 256, and 5 on the emulator). The default backend is cuda where\n"
             "a GPU is present, else cuda-emu. --budget N evaluations (default 20; 0: all), the\n"
             "default configuration first. --t4 and --kt-cache write the measurements for replay\n"
             "and Kernel Tuner's tools. The Kernel Tuner cache is written as the run goes, each\n"
@@ -356,6 +357,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
         if (t4) printf("  T4 results: %s\n", t4);
         if (kt) printf("  Kernel Tuner cache: %s\n", kt);
         if (saved) printf("  profile: %s\n", c.profile);
+        else if (c.profile)
+            fprintf(stderr, "tune: %s not written: no configuration passed its check\n", c.profile);
         if (r.interrupted) {
             fprintf(stderr, "tune: stopped after %d evaluations; what was measured is written\n",
                     r.nevals);
