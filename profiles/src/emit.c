@@ -437,6 +437,28 @@ static void put_table(FILE *f, const row *rows, int n, const char *P, int table)
     fprintf(f, "    %s};\n\n", tables[table].last);
 }
 
+/* The opening comment's example: a lookup of the header's first entry (r; NULL: none, then
+ * one of the loss) and of its first parameter. */
+static void put_example(FILE *f, const char *P, const row *r) {
+    fprintf(f, " *\n *   static const %s_size want[] = {", P);
+    if (!r) fprintf(f, "{\"M\", 512}, {\"H\", 1024}, {\"V\", 32768}");
+    for (int k = 0; r && k < r->nsizes; k++) {
+        fprintf(f, "%s{\"", k ? ", " : "");
+        put_comment_text(f, r->size_name[k]);
+        fprintf(f, "\", %lld}", r->size[k]);
+    }
+    fprintf(f, "};\n *   int exact;\n *   const %s_entry *e = %s_lookup(\"", P, P);
+    put_comment_text(f, r ? r->op : "loss");
+    fprintf(f, "\", \"");
+    put_comment_text(f, r ? r->backend : "cpu");
+    fprintf(f, "\", NULL, NULL, want, %d, &exact);\n", r ? r->nsizes : 3);
+    const char *param = "threads";
+    if (r && json_object_size(r->params)) param = json_object_iter_key(json_object_iter((json_t *)r->params));
+    fprintf(f, " *   long long v = %s_param_int(e, \"", P);
+    put_comment_text(f, param);
+    fprintf(f, "\", 1);\n");
+}
+
 static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f, int *count,
                              ft_err *err) {
     const char *P = o->prefix ? o->prefix : "ft_tuned";
@@ -479,13 +501,8 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
             fprintf(f, "%s %s", s ? "," : "", rows[i].size_name[s]);
         fprintf(f, "\n");
     }
+    put_example(f, P, n ? &rows[0] : NULL);
     fprintf(f,
-            " *\n"
-            " *   static const %1$s_size want[] = {{\"M\", 512}, {\"H\", 1024}, {\"V\", 32768}};\n"
-            " *   int exact;\n"
-            " *   const %1$s_entry *e = %1$s_lookup(\"loss\", \"cpu\", NULL, NULL, want, 3, "
-            "&exact);\n"
-            " *   int threads = (int)%1$s_param_int(e, \"threads\", 1);\n"
             " */\n"
             "#ifndef %2$s_H\n#define %2$s_H\n\n#include <stddef.h>\n#include <string.h>\n\n"
             "#define %2$s_COUNT %3$d /* entries in %1$s_entries */\n\n",
