@@ -100,6 +100,20 @@ def test_version_and_blas_core():
               f"an explicit OPENBLAS_CORETYPE={explicit} is respected: {line!r}")
 
 
+def test_version_is_the_tree():
+    """The version names the commit the binary was built from (written at every build, not when
+    the build was configured): in a git checkout, the HEAD's abbreviated hash."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        return  # not a checkout: "unknown"
+    rc, out, _ = run("version")
+    first = out.splitlines()[0] if out else ""
+    check(rc == 0 and p.stdout.strip()[:7] in first,
+          f"version names HEAD {p.stdout.strip()}: {first!r}")
+
+
 def test_list():
     rc, out, _ = run("list", "--json")
     check(rc == 0, "list --json exit 0")
@@ -399,7 +413,7 @@ def main():
     return clitest.main(ap.parse_args().flaretune,
                         (test_help, test_help_says_what_commands_take,
                          test_ctypes_example_without_numpy,
-                         test_version_and_blas_core, test_list, test_space,
+                         test_version_and_blas_core, test_version_is_the_tree, test_list, test_space,
                          test_rope_at_presets,
                          test_exec_config_errors, test_exec_profile_why, test_bench,
                          test_device_backends,
