@@ -9,7 +9,9 @@ an element with tile_size_x == 3, and its float tunable `scale` must not change 
 six wrong ones rejected by the check against the default configuration and no other, the
 measurements written as a T4 results file (valid against the T4 1.0.0 results schema's
 requirements when jsonschema is present) and a Kernel Tuner cache that `replay` reads back;
-`compile --t1` of every configuration for sm_80 and sm_86 (NVRTC, no GPU needed);
+`compile --t1` of every configuration for sm_80 and sm_86 (NVRTC, no GPU needed); `bench --t1`
+of the default, of another configuration (JSON, with the default's time) and of a wrong one
+(exit 4);
 `tune --t1 --backend cuda` without a GPU (exit 3, one line); `inspect --t1` (one configuration,
 JSON; --sample into a JSON-lines file twice: the second run adds nothing; a torn last line is
 cut off and predicted again); the Kernel Tuner cache written as the run goes: a run killed
@@ -117,6 +119,31 @@ def test_tune_gpu_absent():
     if "cuda " in err + _ and "unavailable" not in (err + _):
         return  # a GPU is here: nothing to check
     one_line_error(["tune", "--t1", T1, "--backend", "cuda", "--budget", "2"], 3)
+
+
+def test_bench():
+    """bench --t1: one configuration, checked and timed as tune --t1 evaluates it."""
+    base = ["bench", "--t1", T1, "--backend", "cuda-emu", "--reps", "2"]
+    rc, out, err = run(*base)
+    check(rc == 0 and "block_size_x=64,tile_size_x=1,use_ldg=0,scale=2.0" in out and
+          "passed" in out and "the default configuration (" not in out,
+          f"bench --t1 (the default): exit {rc}: {out}{err}")
+    rc, out, err = run(*base, "--config", "block_size_x=128,tile_size_x=4", "--json")
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("passed") is True and doc.get("config", {}).get("tile_size_x") == 4 and
+          doc.get("stats", {}).get("samples") == 2 and doc.get("stats", {}).get("median_s", 0) > 0
+          and doc.get("default_stats", {}).get("median_s", 0) > 0 and doc.get("speedup", 0) > 0,
+          f"bench --t1 --config --json: exit {rc}: {out[:400]}{err}")
+    # A wrong configuration (it skips an element): exit 4, why.
+    rc, out, err = run(*base, "--config", "block_size_x=32,tile_size_x=3")
+    check(rc == 4 and "rejected:" in out and "not written" in out,
+          f"bench --t1 of a wrong configuration: exit {rc}: {out}{err}")
+    one_line_error(base + ["--config", "block_size_x=48"], 2, "block_size_x")
+    one_line_error(["bench", "--t1", T1, "--backend", "cpu"], 2, "cuda or cuda-emu")
+    one_line_error(["bench", "--t1", T1, "--all-configs"], 2, "--all-configs")
+    rc, _, err = run("list", "backends")
+    if "unavailable" in err + _ or "cuda " not in err + _:
+        one_line_error(["bench", "--t1", T1, "--backend", "cuda"], 3)
 
 
 def test_inspect():
@@ -452,7 +479,7 @@ def main():
     ft = sys.argv[sys.argv.index("--flaretune") + 1]
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
-        return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_inspect,
+        return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
                                  test_kt_cache_resume, test_reference_file, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad))
 

@@ -876,6 +876,27 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     return s;
 }
 
+ft_status ft_t1_measure(ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cfg,
+                        ft_t1_measure_result *r, ft_err *err) {
+    memset(r, 0, sizeof *r);
+    evaluator ev;
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    const int is_default = ft_config_equal(cfg, &def);
+    ft_status s = evaluator_open(&ev, t, o, r->note, sizeof r->note, err);
+    if (s == FT_OK) s = evaluate_reference(&ev, &def, &r->ref_stats, r->ref_why, sizeof r->ref_why, err);
+    if (s == FT_OK && is_default) {
+        r->stats = r->ref_stats;
+        snprintf(r->why, sizeof r->why, "%s", r->ref_why);
+    } else if (s == FT_OK) {
+        s = evaluate_candidate(&ev, cfg, &r->stats, r->why, sizeof r->why, err);
+    }
+    r->disagreed = r->why[0] && check_failed(r->why);
+    if (ev.r.d) snprintf(r->clock, sizeof r->clock, "%s", o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
+    evaluator_close(&ev);
+    return s;
+}
+
 ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_server *srv,
                            int *served, ft_err *err) {
     *served = 0;

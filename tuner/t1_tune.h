@@ -82,6 +82,22 @@ void ft_t1_tune_opts_default(ft_t1_tune_opts *o);
  * ft_t1_tune_result_free). The budget counts this run's evaluations, not resumed ones. */
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *r, ft_err *err);
 void ft_t1_tune_result_free(ft_t1_tune_result *r);
+/* One configuration timed and checked as tune --t1 evaluates it (bench --t1). */
+typedef struct ft_t1_measure_result {
+    ft_stats stats;     /* cfg's; of the reference's run when cfg is the default          */
+    ft_stats ref_stats; /* the reference (default) configuration's                        */
+    char why[512];      /* why cfg is rejected ("" when it passed its check)              */
+    int disagreed;      /* it ran, and its outputs disagreed (else it did not compile/run) */
+    char ref_why[512];  /* why the reference disagrees with the --reference files ("")    */
+    char clock[64];     /* what timed it                                                  */
+    char note[320];     /* something worth saying ("" when nothing)                       */
+} ft_t1_measure_result;
+
+/* Run the reference (default) configuration, then cfg (where it is another), each compiled,
+ * run and timed as tune --t1 does; cfg's outputs checked against the reference's, or against
+ * o's reference files. A cfg that fails to compile, run or agree is r->why, not an error. */
+ft_status ft_t1_measure(ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cfg,
+                        ft_t1_measure_result *r, ft_err *err);
 /* A worker of a distributed run: open the device and the same inputs (o->seed), run the
  * reference configuration, then evaluate each configuration srv hands out, each against the
  * reference, and answer with its events ([{"event": "measured", "stats", "cost_s"}] or

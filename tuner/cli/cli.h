@@ -41,6 +41,8 @@ int ft_cli_compile_t1(int argc, char **argv);
 void ft_cli_compile_t1_usage(FILE *f);
 /* `tune --t1 FILE` (cmd_tune_t1.c): tune a T1 kernel; its usage lines. */
 int ft_cli_tune_t1(int argc, char **argv);
+int ft_cli_bench_t1(int argc, char **argv);
+void ft_cli_bench_t1_usage(FILE *f);
 void ft_cli_tune_t1_usage(FILE *f);
 
 /* Print "flaretune: <message>" on stderr and return code. */
@@ -210,6 +212,7 @@ int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s);
 #include <stdint.h>
 
 #include "tuner/t1.h"
+#include "tuner/t1_tune.h"
 
 #define FT_CLI_T1_MAX_ARGS 16
 
@@ -221,6 +224,12 @@ typedef struct ft_cli_t1_args {
     int all;                 /* --all-configs                                          */
     long sample;             /* --sample K (0: not given)                              */
     unsigned long long seed; /* --seed (the caller's default until given)              */
+    /* How a configuration is run and checked (tune and bench): --backend (NULL: the GPU where
+     * there is one, else the emulator), --blocks and --reps (0: not given), --reference. */
+    const char *backend;
+    int blocks, reps;
+    const char *refs[FT_CLI_T1_MAX_ARGS];
+    int nrefs;
 } ft_cli_t1_args;
 
 /* getopt_long codes of the shared options, for each command's table. */
@@ -231,7 +240,11 @@ enum {
     FT_T1_OPT_CONFIG,
     FT_T1_OPT_ALL,
     FT_T1_OPT_SAMPLE,
-    FT_T1_OPT_SEED
+    FT_T1_OPT_SEED,
+    FT_T1_OPT_BACKEND,
+    FT_T1_OPT_BLOCKS,
+    FT_T1_OPT_REPS,
+    FT_T1_OPT_REF
 };
 
 /* The rows of the shared options in a command's table: the kernel (--t1, --kernel-file), the
@@ -244,6 +257,10 @@ enum {
     FT_CLI_ARG("config", FT_T1_OPT_CONFIG), FT_CLI_FLAG("all-configs", FT_T1_OPT_ALL),             \
         FT_CLI_ARG("sample", FT_T1_OPT_SAMPLE), FT_CLI_ARG("seed", FT_T1_OPT_SEED)
 
+#define FT_CLI_T1_RUN_OPTIONS                                                                      \
+    FT_CLI_ARG("backend", FT_T1_OPT_BACKEND), FT_CLI_ARG("blocks", FT_T1_OPT_BLOCKS),              \
+        FT_CLI_ARG("reps", FT_T1_OPT_REPS), FT_CLI_ARG("reference", FT_T1_OPT_REF)
+
 /* Whether the arguments after the command name hold --t1 (the command is then the --t1 one). */
 int ft_cli_names_t1(int argc, char **argv);
 /* Parse a --t1 command line into a: the shared options (those of opts) here, every other one by
@@ -251,6 +268,10 @@ int ft_cli_names_t1(int argc, char **argv);
  * usage failure naming cmd. Returns an exit code (0: all parsed). */
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
                     ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx);
+/* a's run options into to: --seed, --blocks and --reps where given, --reference, and the
+ * backend: --backend, else cuda where a GPU opens, else cuda-emu (saying so on stderr, naming
+ * cmd). */
+void ft_cli_t1_apply(const char *cmd, const ft_cli_t1_args *a, ft_t1_tune_opts *to);
 /* A T1 failure as "CMD: message": a usage failure for a bad request (FT_EINVAL), else a failure. */
 int ft_cli_t1_fail(const char *cmd, const ft_err *err);
 /* The configurations a's --config, --all-configs or --sample name (ft_t1_select). Returns an

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cuda/device.h"
 
 /* One shared option into the ft_cli_t1_args at shared (ft_cli_shared_fn): an unknown option or a
  * missing value is a failure here too. */
@@ -38,9 +39,49 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char
         a->seed = strtoull(arg, &end, 10);
         if (!*arg || *end) return ft_cli_fail(FT_EXIT_USAGE, "%s: --seed takes a number", cmd);
         break;
+    case FT_T1_OPT_BACKEND:
+        if (strcmp(arg, "cuda") && strcmp(arg, "cuda-emu"))
+            return ft_cli_fail(FT_EXIT_USAGE, "%s: --t1 runs on cuda or cuda-emu, not '%s'", cmd, arg);
+        a->backend = arg;
+        break;
+    case FT_T1_OPT_BLOCKS:
+    case FT_T1_OPT_REPS: {
+        long v = strtol(arg, &end, 10);
+        if (!*arg || *end || v < 1 || v > 1000000)
+            return ft_cli_fail(FT_EXIT_USAGE, "%s: %s takes a positive count, not '%s'", cmd,
+                               argv[optind - 1], arg);
+        if (opt == FT_T1_OPT_REPS) a->reps = (int)v;
+        else a->blocks = (int)(v > 64 ? 64 : v < 2 ? 2 : v);
+        break;
+    }
+    case FT_T1_OPT_REF:
+        if (a->nrefs == FT_CLI_T1_MAX_ARGS) return ft_cli_fail(FT_EXIT_USAGE, "%s: too many --reference", cmd);
+        a->refs[a->nrefs++] = arg;
+        break;
     default: *taken = 0;
     }
     return FT_EXIT_OK;
+}
+
+void ft_cli_t1_apply(const char *cmd, const ft_cli_t1_args *a, ft_t1_tune_opts *to) {
+    to->seed = a->seed;
+    if (a->blocks) to->blocks = a->blocks;
+    if (a->reps) to->reps = a->reps;
+    for (int k = 0; k < a->nrefs && k < FT_T1_MAX_ARGS; k++) to->refs[k] = a->refs[k];
+    to->nrefs = a->nrefs < FT_T1_MAX_ARGS ? a->nrefs : FT_T1_MAX_ARGS;
+    to->backend = a->backend;
+    if (!to->backend) { /* the GPU where there is one */
+        ft_dev *d = NULL;
+        ft_err e = {0};
+        if (ft_dev_open(FT_DEV_CUDA, 0, &d, &e) == FT_OK) {
+            ft_dev_close(d);
+            to->backend = "cuda";
+        } else {
+            to->backend = "cuda-emu";
+            fprintf(stderr, "%s: no GPU (%s): on the emulator (cuda-emu)\n", cmd, e.msg);
+        }
+    }
+    to->emulate = strcmp(to->backend, "cuda-emu") == 0;
 }
 
 int ft_cli_names_t1(int argc, char **argv) {

@@ -48,7 +48,8 @@ static void usage(FILE *f) {
            "                   work is thrown away (default 0.05, or FLARETUNE_MAX_LOST)\n"
            "  --measure-ceilings  measure the ceilings now; by default the cache's figures of\n"
            "                   this machine are used when they are under 7 days old\n"
-           "  --noise X        target relative CI half-width of the median (default 0.01)\n");
+           "  --noise X        target relative CI half-width of the median (default 0.01)\n\n");
+    ft_cli_bench_t1_usage(f);
 }
 
 #define MAX_SETS 32
@@ -380,6 +381,7 @@ static void bench_report(const bench_args *a, const ft_cli_setup *su, const benc
 }
 
 static int run(int argc, char **argv) {
+    if (ft_cli_names_t1(argc, argv)) return ft_cli_bench_t1(argc, argv);
     bench_args a;
     ft_cli_setup su;
     bench_result r;

@@ -20,19 +20,16 @@
 #include "tui/tui.h"
 
 /* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
-enum { O_BACKEND = 1, O_STRATEGY, O_BUDGET, O_BLOCKS, O_REPS, O_T4, O_KT, O_REF, O_LOG, O_TUI, O_PROFILE };
+enum { O_STRATEGY = 1, O_BUDGET, O_T4, O_KT, O_LOG, O_TUI, O_PROFILE };
 static const struct option opts[] = {
     FT_CLI_T1_KERNEL_OPTIONS,
     FT_CLI_T1_ARG_OPTION,
-    FT_CLI_ARG("backend", O_BACKEND),
+    FT_CLI_T1_RUN_OPTIONS,
     FT_CLI_ARG("strategy", O_STRATEGY),
     FT_CLI_ARG("budget", O_BUDGET),
     FT_CLI_ARG("seed", FT_T1_OPT_SEED),
-    FT_CLI_ARG("blocks", O_BLOCKS),
-    FT_CLI_ARG("reps", O_REPS),
     FT_CLI_ARG("t4", O_T4),
     FT_CLI_ARG("kt-cache", O_KT),
-    FT_CLI_ARG("reference", O_REF),
     FT_CLI_ARG("log", O_LOG),
     FT_CLI_FLAG("tui", O_TUI),
     FT_CLI_ARG("profile", O_PROFILE),
@@ -83,7 +80,7 @@ static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *w
 
 /* The options of tune --t1 that the other T1 commands do not take. */
 typedef struct {
-    const char *backend, *t4, *kt, *profile;
+    const char *t4, *kt, *profile;
     int tui;
     ft_t1_tune_opts to;
 } tune_t1_args;
@@ -141,35 +138,22 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     char *end = NULL;
     long v;
     switch (opt) {
-    case O_BACKEND:
-        if (strcmp(arg, "cuda") && strcmp(arg, "cuda-emu"))
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --t1 runs on cuda or cuda-emu, not '%s'", arg);
-        c->backend = arg;
-        break;
     case O_STRATEGY:
         c->to.strategy = ft_strategy_parse(arg);
         if (c->to.strategy < 0) return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown strategy '%s'", arg);
         break;
     case O_BUDGET:
-    case O_BLOCKS:
-    case O_REPS:
         v = strtol(arg, &end, 10);
-        if (!*arg || *end || v < 0 || v > 1000000 || (opt != O_BUDGET && v < 1))
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a %s count, not '%s'", argv[optind - 1],
-                               opt == O_BUDGET ? "non-negative" : "positive", arg);
-        if (opt == O_BUDGET) c->to.budget = (int)v;
-        else if (opt == O_BLOCKS) c->to.blocks = (int)(v > 64 ? 64 : v < 2 ? 2 : v);
-        else c->to.reps = (int)v;
+        if (!*arg || *end || v < 0 || v > 1000000)
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a non-negative count, not '%s'",
+                               argv[optind - 1], arg);
+        c->to.budget = (int)v;
         break;
     case O_T4: c->t4 = arg; break;
     case O_KT: c->kt = arg; break;
     case O_LOG: c->to.log = arg; break;
     case O_TUI: c->tui = 1; break;
     case O_PROFILE: c->profile = arg; break;
-    case O_REF:
-        if (c->to.nrefs == FT_T1_MAX_ARGS) return ft_cli_fail(FT_EXIT_USAGE, "tune: too many --reference");
-        c->to.refs[c->to.nrefs++] = arg;
-        break;
     }
     return FT_EXIT_OK;
 }
@@ -257,9 +241,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
     ft_cli_t1_args a = {.seed = c.to.seed};
     int code = ft_cli_t1_parse("tune", argc, argv, opts, &a, tune_t1_opt, &c);
     if (code) return code;
-    const char *path = a.path, *backend = c.backend, *t4 = c.t4, *kt = c.kt;
+    const char *path = a.path, *t4 = c.t4, *kt = c.kt;
     ft_t1_tune_opts to = c.to;
-    to.seed = a.seed;
     ft_err err = {0};
     ft_t1 *t = NULL;
     /* Under mpirun: rank 0 tunes, the other ranks evaluate what it hands them, each on the
@@ -269,20 +252,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (helper) c.tui = 0, c.profile = NULL, t4 = NULL, kt = NULL;
     if (!many && (code = check_outputs(&c))) return code;
     if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
-    /* The backend: the GPU where there is one, unless told. */
-    if (!backend) {
-        ft_dev *d = NULL;
-        ft_err e = {0};
-        if (ft_dev_open(FT_DEV_CUDA, 0, &d, &e) == FT_OK) {
-            ft_dev_close(d);
-            backend = "cuda";
-        } else {
-            backend = "cuda-emu";
-            fprintf(stderr, "tune: no GPU (%s): on the emulator (cuda-emu)\n", e.msg);
-        }
-    }
-    to.emulate = strcmp(backend, "cuda-emu") == 0;
-    to.backend = backend;
+    ft_cli_t1_apply("tune", &a, &to);
+    const char *backend = to.backend;
     /* The cache is written as the run goes (and resumed from), unless it goes to stdout. */
     if (kt && strcmp(kt, "-") != 0) to.kt_cache = kt;
     to.progress = progress;
