@@ -111,7 +111,7 @@ def test_version_is_the_tree():
     rc, out, _ = run("version")
     first = out.splitlines()[0] if out else ""
     check(rc == 0 and p.stdout.strip()[:7] in first,
-          f"version names HEAD {p.stdout.strip()}: {first!r}")
+          f"version names HEAD {p.stdout.strip()}: {first!r} (a binary of another commit: rebuild)")
 
 
 def test_list():
