@@ -6,7 +6,9 @@
 #
 # Steps, in order: build (Release, all cores); the device (nvidia-smi, flaretune list); every
 # CUDA variant of every op verified against the float64 reference (tests/test_cuda_variants);
-# the CUPTI timer's self-test; per run of scripts/gpu-runs.txt a tuning session (CUPTI clock,
+# the CUPTI timer's self-test; a kernel of a FAIR T1 file (tests/data/t1/saxpy_tiled.json) tuned
+# exhaustively on the device as any user's kernel is (tune --t1: its 42 configurations, the six
+# wrong ones rejected by the check and no other); per run of scripts/gpu-runs.txt a tuning session (CUPTI clock,
 # profile and event log) and its winner benchmarked with CUPTI and with CUDA events, against the
 # ceilings measured in the same run; PyTorch's versions of the attention and loss ops on the same
 # shapes (scripts/torch-baseline.py) where PyTorch sees the GPU.
@@ -84,7 +86,8 @@ jobs=$(nproc)
 
 # ---- the steps and their weights --------------------------------------------------------------
 # A step: "kind|index|name|weight|minimum seconds". Runs come from gpu-runs.txt.
-steps=("verify||verify every CUDA variant|40|20" "timer||timer self-test|5|5")
+steps=("verify||verify every CUDA variant|40|20" "timer||timer self-test|5|5"
+  "t1||tune --t1 saxpy_tiled (a T1 file's kernel)|4|10")
 runs=() # the runs of gpu-runs.txt (QUICK=1: those marked q), tab-separated (gpu-runs.sh)
 while IFS= read -r line; do
   IFS=$'\t' read -r name _ _ _ weight q <<<"$line"
@@ -270,6 +273,25 @@ step_timer() {
   tail -n 2 "$work/logs/timer.log"
   if [ $rc = 77 ]; then echo "no GPU: the CUPTI timer is not testable here" >"$work/note"
   else tail -n 1 "$work/logs/timer.log" | cut -c1-160 >"$work/note"; fi
+  return $rc
+}
+# A kernel of a T1 file, every configuration: the check rejects the six that skip an element
+# (tile_size_x=3) and no other, on the GPU as on the emulator. Its Kernel Tuner cache, T4 file,
+# event log and profile go into the raw logs.
+step_t1() {
+  local share=$1 reps=20
+  [ "$emu" = 1 ] && reps=2
+  timeout -k 10 -s INT "$share" "$ft" tune --t1 tests/data/t1/saxpy_tiled.json --backend "$backend" \
+    --strategy exhaustive --budget 0 --reps "$reps" --kt-cache "$work/logs/t1.kt.json" \
+    --t4 "$work/logs/t1.t4.json" --log "$work/logs/t1.jsonl" --profile "$work/logs/t1.profile.json" \
+    >"$work/logs/t1.txt" 2>"$work/logs/t1.err"
+  local rc=$?
+  tail -n 4 "$work/logs/t1.txt"
+  tail -n 2 "$work/logs/t1.err"
+  { grep -m1 "configurations evaluated" "$work/logs/t1.txt" || tail -n 1 "$work/logs/t1.err"; } |
+    cut -c1-200 >"$work/note"
+  [ $rc = 130 ] && return 124
+  [ $rc = 0 ] && ! grep -q "42 of 42 configurations evaluated (6 rejected)" "$work/logs/t1.txt" && rc=1
   return $rc
 }
 step_tune() {
@@ -465,6 +487,7 @@ for s in "${steps[@]}"; do
   case $kind in
     verify) step_verify "$share" ;;
     timer) step_timer "$share" ;;
+    t1) step_t1 "$share" ;;
     tune) step_tune "$idx" "$share" ;;
     torch) step_torch "$idx" "$share" ;;
     ncu) step_ncu "$share" ;;
