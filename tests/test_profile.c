@@ -837,8 +837,9 @@ static void test_kernels(void) {
                             {"config", "should be a label or an integer"}};
     for (int b = 0; b < 4; b++) {
         k = kernel_entry("conv", "cuda: A100", 4096, 4096, 128, 2e-3);
-        if (b == 0) json_array_extend(json_object_get(k, "problem_size"),
-                                      json_pack("[i, i]", 1, 2));
+        json_t *more = json_pack("[i, i]", 1, 2);
+        if (b == 0) json_array_extend(json_object_get(k, "problem_size"), more);
+        json_decref(more);
         if (b == 1) json_object_set_new(k, "device", json_string(""));
         if (b == 2) json_object_set_new(json_object_get(k, "stats"), "median_s", json_real(-1));
         if (b == 3) json_object_set_new(json_object_get(k, "config"), "x", json_real(0.5));

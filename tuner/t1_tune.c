@@ -336,7 +336,7 @@ static void log_end(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, con
         const int best = res->best;
         const double ref = res->reference >= 0 ? res->secs[res->reference] : NAN;
         json_t *wst = best < 0 ? json_null() : stats_json(&res->best_stats);
-        json_t *ev = json_pack("{s:s, s:o, s:o, s:O, s:o, s:i, s:i, s:i, s:s, s:b}", "event", "run_end",
+        json_t *ev = json_pack("{s:s, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:s, s:b}", "event", "run_end",
                                "winner", best >= 0 ? ft_config_to_json(&t->space, &res->cfgs[best]) : json_null(),
                                "stats", wst,
                                "default_stats", res->ref_stats.samples ? ft_stats_to_json(&res->ref_stats) : json_null(),
