@@ -36,13 +36,13 @@ ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *er
     return FT_OK;
 }
 
-static int selected_by(const char *backend, const char *device, const ft_emit_opts *o) {
+int ft_emit_selects(const ft_emit_opts *o, const char *backend, const char *device) {
     return (!o->backend || strcmp(backend, o->backend) == 0) &&
            (!o->device || strstr(device, o->device) != NULL);
 }
 
 static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {
-    return selected_by(e->backend, e->device, o);
+    return ft_emit_selects(o, e->backend, e->device);
 }
 
 /* One entry of the header's tables: an op's entry, or a kernel of a T1 file. */
@@ -85,7 +85,7 @@ static int collect(const ft_profile *p, const ft_emit_opts *o, row **out) {
     }
     for (int i = 0; i < nk; i++) {
         const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
-        if (!selected_by(k->backend, k->device, o)) continue;
+        if (!ft_emit_selects(o, k->backend, k->device)) continue;
         row *r = &rows[m++];
         *r = (row){.backend = k->backend, .device = k->device, .params = k->config,
                    .median_s = k->median_s};
@@ -126,7 +126,7 @@ static ft_status emit_json(const ft_profile *p, const ft_emit_opts *o, FILE *f, 
     }
     for (int i = 0; i < ft_profile_kernel_count(p); i++) {
         const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
-        if (!selected_by(k->backend, k->device, o)) continue;
+        if (!ft_emit_selects(o, k->backend, k->device)) continue;
         json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O, s:f}", "kernel", k->kernel, "backend",
                                 k->backend, "device", k->device, "problem_size", k->problem_size,
                                 "params", k->config, "median_s", k->median_s);

@@ -179,6 +179,8 @@ typedef struct ft_emit_opts {
     const char *source;  /* named in the header's opening comment (NULL: not named)     */
 } ft_emit_opts;
 
+/* Does o's --backend and --device select a result of this backend and device? */
+int ft_emit_selects(const ft_emit_opts *o, const char *backend, const char *device);
 /* "c-header", "json" or "package"; FT_EINVAL listing the formats otherwise. */
 ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *err);
 /* Write the selected entries of p to f. *nemitted (may be NULL) is how many. FT_EINVAL for

@@ -99,11 +99,9 @@ static int run(int argc, char **argv) {
     if (eo.format == FT_EMIT_PACKAGE) {
         ft_status s = out ? ft_profile_emit_package(p, &eo, out, &n, &err) : FT_EINVAL;
         int nk = 0; /* the kernels --backend and --device select */
-        for (int i = 0; i < ft_profile_kernel_count(p); i++) {
-            const ft_profile_kernel *k = ft_profile_kernel_at(p, i);
-            nk += (!eo.backend || strcmp(k->backend, eo.backend) == 0) &&
-                  (!eo.device || strstr(k->device, eo.device) != NULL);
-        }
+        for (int i = 0; i < ft_profile_kernel_count(p); i++)
+            nk += ft_emit_selects(&eo, ft_profile_kernel_at(p, i)->backend,
+                                  ft_profile_kernel_at(p, i)->device);
         ft_profile_free(p);
         if (out && !s && nk)
             fprintf(stderr,
