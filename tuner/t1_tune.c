@@ -244,9 +244,7 @@ static const char *backend_of(const ft_t1_tune_opts *o) {
     return o->backend ? o->backend : o->emulate ? "cuda-emu" : "cuda";
 }
 
-/* The device fingerprint of the backend, as profiles and event logs key results by
- * (docs/profiles.md); the backend's name where this build cannot tell. */
-static void device_of(const ft_t1_tune_opts *o, char *buf, size_t n) {
+void ft_t1_device(const ft_t1_tune_opts *o, char *buf, size_t n) {
     const char *backend = backend_of(o);
     snprintf(buf, n, "%s", backend);
     ft_env env;
@@ -567,7 +565,10 @@ static ft_status evaluator_open(evaluator *ev, const ft_t1 *t, const ft_t1_tune_
     return s;
 }
 
-static void evaluator_close(evaluator *ev) {
+/* Close it; clock (n bytes, NULL: not wanted) gets what timed the runs, where a device opened. */
+static void evaluator_close(evaluator *ev, char *clock, size_t n) {
+    if (clock && ev->r.d)
+        snprintf(clock, n, "%s", ev->r.o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
     outputs_free(&ev->ref);
     for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(ev->expect[i]);
 #if FT_HAVE_CUDA
@@ -634,19 +635,17 @@ static json_t *where_of(const ft_t1_tune_opts *o) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     char device[256];
-    device_of(o, device, sizeof device);
+    ft_t1_device(o, device, sizeof device);
     return json_pack("{s:i, s:s, s:s}", "rank", o->rank, "host", host, "device", device);
 }
 
 /* A worker's answer for one candidate: [{"event": "measured", "stats", "cost_s"}] or
- * [{"event": "rejected", "message", "cost_s"}], each with where it was evaluated. */
-static json_t *answer(const ft_t1_tune_opts *o, const ft_stats *st, const char *why, double cost) {
+ * [{"event": "rejected", "message", "cost_s"}], each with where it was evaluated (where_of). */
+static json_t *answer(const json_t *where, const ft_stats *st, const char *why, double cost) {
     json_t *a = why[0] ? json_pack("{s:s, s:s, s:f}", "event", "rejected", "message", why, "cost_s", cost)
                        : json_pack("{s:s, s:o, s:f}", "event", "measured", "stats", ft_stats_to_json(st),
                                    "cost_s", cost);
-    json_t *where = where_of(o);
-    if (a && where) json_object_set_new(a, "where", where);
-    else json_decref(where);
+    if (a && where) json_object_set(a, "where", (json_t *)where);
     return a ? json_pack("[o]", a) : NULL;
 }
 
@@ -871,8 +870,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
                 &e2);
     }
     json_decref(S.here);
-    if (ev.r.d) snprintf(res->clock, sizeof res->clock, "%s", o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
-    evaluator_close(&ev);
+    evaluator_close(&ev, res->clock, sizeof res->clock);
     return s;
 }
 
@@ -892,8 +890,7 @@ ft_status ft_t1_measure(ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cfg
         s = evaluate_candidate(&ev, cfg, &r->stats, r->why, sizeof r->why, err);
     }
     r->disagreed = r->why[0] && check_failed(r->why);
-    if (ev.r.d) snprintf(r->clock, sizeof r->clock, "%s", o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
-    evaluator_close(&ev);
+    evaluator_close(&ev, r->clock, sizeof r->clock);
     return s;
 }
 
@@ -905,6 +902,7 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
     ft_config def;
     ft_config_default(&t->space, &def);
     ft_stats rst = {0};
+    json_t *where = where_of(o);
     ft_status s = evaluator_open(&ev, t, o, note, sizeof note, err);
     if (s == FT_OK) s = evaluate_reference(&ev, &def, &rst, why, sizeof why, err);
     while (s == FT_OK) {
@@ -921,13 +919,14 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
         s = ft_config_from_json(&t->space, cfgj, &cfg, err);
         json_decref(cfgj);
         if (s == FT_OK) s = evaluate_candidate(&ev, &cfg, &cst, why, sizeof why, err);
-        json_t *a = s == FT_OK ? answer(o, &cst, why, ft_now_s() - t0) : NULL;
+        json_t *a = s == FT_OK ? answer(where, &cst, why, ft_now_s() - t0) : NULL;
         if (s == FT_OK && !a) s = ft_err_set(err, FT_ENOMEM, "out of memory");
         if (s == FT_OK) s = srv->reply(srv->ctx, a, err);
         json_decref(a);
         if (s == FT_OK) (*served)++;
     }
-    evaluator_close(&ev);
+    json_decref(where);
+    evaluator_close(&ev, NULL, 0);
     return s;
 }
 
@@ -947,7 +946,7 @@ json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,
     if (r->best < 0) return NULL;
     const char *backend = backend_of(o);
     char device[256];
-    device_of(o, device, sizeof device);
+    ft_t1_device(o, device, sizeof device);
     const double ref = r->secs[r->reference];
     json_t *def = isfinite(ref) ? json_pack("{s:o, s:o}", "config",
                                             ft_config_to_json(&t->space, &r->cfgs[r->reference]),

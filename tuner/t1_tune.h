@@ -105,6 +105,9 @@ ft_status ft_t1_measure(ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cfg
  * many it evaluated. */
 ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_server *srv,
                            int *served, ft_err *err);
+/* The device fingerprint of o's backend, as profiles and event logs key results by
+ * (docs/profiles.md); the backend's name where this build cannot tell. */
+void ft_t1_device(const ft_t1_tune_opts *o, char *buf, size_t n);
 /* The profile entry of a run that found a best configuration (docs/profiles.md, "Kernels"), for
  * ft_profile_update; NULL when it found none or out of memory. */
 json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,

@@ -11,9 +11,7 @@
 
 #include "cli.h"
 #include "cli_mpi.h"
-#include "core/env.h"
-#include "op/backend.h"
-#include "cuda/device.h"
+#include "cuda/kcache.h"
 #include "profiles/src/profile.h"
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
@@ -158,16 +156,20 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
     return FT_EXIT_OK;
 }
 
-/* FNV-1a of a file's bytes (0 when it cannot be read), or of the text after '=' in a
- * --reference NAME=FILE. */
-static uint32_t file_hash(const char *path) {
-    uint32_t h = 2166136261u;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    for (int ch; (ch = getc(f)) != EOF;)
-        h = (h ^ (unsigned char)ch) * 16777619u;
-    fclose(f);
-    return h;
+/* The kernel cache's 128-bit key of a file's bytes, as 32 hex digits ("unreadable" when it
+ * cannot be read). */
+static void file_key(const char *path, char out[33]) {
+    char *text = NULL;
+    size_t len = 0;
+    if (ft_kc_read_file(path, &text, &len) != 0) {
+        snprintf(out, 33, "unreadable");
+        return;
+    }
+    ft_kc_hash h;
+    ft_kc_hash_init(&h);
+    ft_kc_hash_bytes(&h, text, len);
+    ft_kc_hash_hex(&h, out);
+    free(text);
 }
 
 /* What every rank of a distributed run must share, one "what: value" line each, the same lines
@@ -176,15 +178,12 @@ static uint32_t file_hash(const char *path) {
  * seed, what a measurement is (--blocks, --reps), the backend and the device. A rank started
  * with another command line would measure another problem. */
 static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t n) {
-    char device[256] = "";
-    for (int i = 0; i < ft_backend_count(); i++)
-        if (strcmp(ft_backend_at(i)->name, to->backend) == 0) {
-            ft_env env;
-            ft_env_probe(&env);
-            ft_backend_device(ft_backend_at(i), &env, device, sizeof device);
-        }
-    size_t k = (size_t)snprintf(buf, n, "T1 file: %08x\nkernel: %s (source %08x)\nproblem size:",
-                                file_hash(t->path), t->kernel_name, file_hash(t->kernel_file));
+    char device[256], t1key[33], srckey[33], refkey[33];
+    ft_t1_device(to, device, sizeof device);
+    file_key(t->path, t1key);
+    file_key(t->kernel_file, srckey);
+    size_t k = (size_t)snprintf(buf, n, "T1 file: %s\nkernel: %s (source %s)\nproblem size:",
+                                t1key, t->kernel_name, srckey);
     for (int d = 0; d < t->nproblem && k < n; d++)
         k += (size_t)snprintf(buf + k, n - k, " %lld", t->problem[d]);
     for (int p = 0; p < t->space.nparams && k < n; p++)
@@ -196,8 +195,9 @@ static void run_key(const ft_t1 *t, const ft_t1_tune_opts *to, char *buf, size_t
     if (k < n) k += (size_t)snprintf(buf + k, n - k, "\nreference files:%s", to->nrefs ? "" : " none");
     for (int r = 0; r < to->nrefs && k < n; r++) {
         const char *eq = strchr(to->refs[r], '=');
-        k += (size_t)snprintf(buf + k, n - k, " %.*s=%08x", eq ? (int)(eq - to->refs[r]) : 0,
-                              to->refs[r], eq ? file_hash(eq + 1) : 0);
+        file_key(eq ? eq + 1 : "", refkey);
+        k += (size_t)snprintf(buf + k, n - k, " %.*s=%s", eq ? (int)(eq - to->refs[r]) : 0,
+                              to->refs[r], refkey);
     }
     if (k < n)
         snprintf(buf + k, n - k,
@@ -258,7 +258,7 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (kt && strcmp(kt, "-") != 0) to.kt_cache = kt;
     to.progress = progress;
     to.progress_ctx = t;
-    if (mpi && ft_cli_mpi_size() > 1) {
+    if (many) {
         char key[8192], why[1024];
         run_key(t, &to, key, sizeof key);
         if (!ft_cli_mpi_same_run(key, why, sizeof why)) {
