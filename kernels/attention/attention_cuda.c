@@ -269,14 +269,11 @@ static int dec_check_simt(const void *ctx, char *why, size_t n) {
 
 static int dec_check_kt(const void *ctx, char *why, size_t n) {
     const dec_geom *g = &((const dec_check *)ctx)->g;
-    if (g->kt > 32 && g->kt / 2 >= g->maxkeys) {
-        if (why)
-            snprintf(
-                why, n,
-                "keys_per_tile=%d: the longest request has %lld keys (keys_per_tile=%d holds them)",
-                g->kt, (long long)g->maxkeys, g->kt / 2);
-        return FT_CONFIG_DUPLICATE;
-    }
+    if (g->kt > 32 && g->kt / 2 >= g->maxkeys)
+        return ft_config_why(
+            FT_CONFIG_DUPLICATE, why, n,
+            "keys_per_tile=%d: the longest request has %lld keys (keys_per_tile=%d holds them)",
+            g->kt, (long long)g->maxkeys, g->kt / 2);
     return FT_CONFIG_VALID;
 }
 
@@ -468,39 +465,32 @@ static void kv_geom_of(const ft_call *c, const ft_config *cfg, kv_geom *g) {
 
 static int kv_check_wide(const void *ctx, char *why, size_t n) {
     const kv_geom *g = ctx;
-    if (g->gemm == KV_GEMM_WIDE && g->Dc != 1) {
-        if (why)
-            snprintf(why, n, "gemm=wide needs one shared context (Dc = 1, DFlash); Dc = %lld",
-                     (long long)g->Dc);
-        return FT_CONFIG_INVALID;
-    }
-    if (g->gemm == KV_GEMM_WIDE && g->epi == KV_EPI_INPLACE) {
-        if (why)
-            snprintf(why, n,
-                     "gemm=wide writes [N, D, KVD] scratch, not k's layout: no in-place epilogue");
-        return FT_CONFIG_INVALID;
-    }
+    if (g->gemm == KV_GEMM_WIDE && g->Dc != 1)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "gemm=wide needs one shared context (Dc = 1, DFlash); Dc = %lld",
+                             (long long)g->Dc);
+    if (g->gemm == KV_GEMM_WIDE && g->epi == KV_EPI_INPLACE)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "gemm=wide writes [N, D, KVD] scratch, not k's layout: no in-place epilogue");
     return FT_CONFIG_VALID;
 }
 
 static int kv_check_bwd(const void *ctx, char *why, size_t n) {
     const kv_geom *g = ctx;
-    if (g->bwd && g->epi != KV_EPI_FUSED) {
-        if (why)
-            snprintf(why, n,
-                     "backward=1 reads u after the forward: epilogue=fused keeps it (split and "
-                     "inplace overwrite it)");
-        return FT_CONFIG_INVALID;
-    }
+    if (g->bwd && g->epi != KV_EPI_FUSED)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "backward=1 reads u after the forward: epilogue=fused keeps it (split and "
+            "inplace overwrite it)");
     return FT_CONFIG_VALID;
 }
 
 static int kv_check_batched(const void *ctx, char *why, size_t n) {
     const kv_geom *g = ctx;
-    if (g->gemm == KV_GEMM_BATCHED && g->D < 2) {
-        if (why) snprintf(why, n, "gemm=batched with one layer is gemm=per_layer");
-        return FT_CONFIG_DUPLICATE;
-    }
+    if (g->gemm == KV_GEMM_BATCHED && g->D < 2)
+        return ft_config_why(FT_CONFIG_DUPLICATE, why, n,
+                             "gemm=batched with one layer is gemm=per_layer");
     return FT_CONFIG_VALID;
 }
 

@@ -117,22 +117,18 @@ static int kv_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     int dup = 0;
     const int gemm = cfg->v[KV_GEMM], epi = cfg->v[KV_EPI], chunk = cfg->v[KV_CHUNK];
     const int64_t N = c->dim[KP_N];
-    if ((gemm == GEMM_WIDE || gemm == GEMM_WIDE_PACKED) && c->dim[KP_DC] != 1) {
-        if (why) snprintf(why, n, "gemm = %s needs Dc = 1 (shared context)", gemm_labels[gemm]);
-        return 0;
-    }
-    if (epi == EPI_SEPARATE && gemm != GEMM_PER_LAYER) {
-        if (why) snprintf(why, n, "epilogue = separate only with gemm = per_layer");
-        return 0;
-    }
-    if (!c->backward && cfg->v[KV_BWD] != BWD_KEEP) {
-        if (why) snprintf(why, n, "bwd only steers the backward (forward-only call)");
-        return 0;
-    }
-    if (cfg->v[KV_PAR] == PAR_CHUNKS && cfg->v[KV_THREADS] < 2) {
-        if (why) snprintf(why, n, "par = chunks with one thread duplicates par = blas");
-        return 0;
-    }
+    if ((gemm == GEMM_WIDE || gemm == GEMM_WIDE_PACKED) && c->dim[KP_DC] != 1)
+        return ft_config_why(FT_CONFIG_INVALID, why, n, "gemm = %s needs Dc = 1 (shared context)",
+                             gemm_labels[gemm]);
+    if (epi == EPI_SEPARATE && gemm != GEMM_PER_LAYER)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "epilogue = separate only with gemm = per_layer");
+    if (!c->backward && cfg->v[KV_BWD] != BWD_KEEP)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "bwd only steers the backward (forward-only call)");
+    if (cfg->v[KV_PAR] == PAR_CHUNKS && cfg->v[KV_THREADS] < 2)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "par = chunks with one thread duplicates par = blas");
     /* Chunks at or above N all run as one chunk: keep the default if it is one of them, else
      * the smallest, so the default stays valid at every shape. */
     const ft_param *p = &kv_params[KV_CHUNK];

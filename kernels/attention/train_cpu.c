@@ -150,14 +150,12 @@ static int tr_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
         if (why) snprintf(why, n, "gqa = head with Hq = Hkv duplicates gqa = pack");
         dup = 1; /* a duplicate, if nothing rules it out below */
     }
-    if (!c->backward && cfg->v[P_DKV] != DKV_OWNER) {
-        if (why) snprintf(why, n, "dkv only steers the backward (forward-only call)");
-        return 0;
-    }
-    if (c->backward && cfg->v[P_DKV] == DKV_PRIVATE && cfg->v[P_BALANCE] == BAL_DYNAMIC) {
-        if (why) snprintf(why, n, "dkv = private needs a fixed task assignment (not dynamic)");
-        return 0;
-    }
+    if (!c->backward && cfg->v[P_DKV] != DKV_OWNER)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "dkv only steers the backward (forward-only call)");
+    if (c->backward && cfg->v[P_DKV] == DKV_PRIVATE && cfg->v[P_BALANCE] == BAL_DYNAMIC)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "dkv = private needs a fixed task assignment (not dynamic)");
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
 

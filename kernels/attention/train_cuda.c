@@ -187,60 +187,48 @@ typedef struct tr_check {
 
 static int tr_check_dh(const void *ctx, char *why, size_t n) {
     const tr_geom *g = &((const tr_check *)ctx)->g;
-    if (g->dh > 512) {
-        if (why) snprintf(why, n, "dh=%lld: the kernels take at most 512", (long long)g->dh);
-        return FT_CONFIG_INVALID;
-    }
+    if (g->dh > 512)
+        return ft_config_why(FT_CONFIG_INVALID, why, n, "dh=%lld: the kernels take at most 512",
+                             (long long)g->dh);
     return FT_CONFIG_VALID;
 }
 
 static int tr_check_kt(const void *ctx, char *why, size_t n) {
     const tr_geom *g = &((const tr_check *)ctx)->g;
-    if (g->kt > 16 && g->kt / 2 >= g->S + g->B) {
-        if (why)
-            snprintf(
-                why, n,
-                "keys_per_tile=%d: at most S+B=%lld keys, one tile already at keys_per_tile=%d",
-                g->kt, (long long)(g->S + g->B), g->kt / 2);
-        return FT_CONFIG_DUPLICATE;
-    }
+    if (g->kt > 16 && g->kt / 2 >= g->S + g->B)
+        return ft_config_why(
+            FT_CONFIG_DUPLICATE, why, n,
+            "keys_per_tile=%d: at most S+B=%lld keys, one tile already at keys_per_tile=%d", g->kt,
+            (long long)(g->S + g->B), g->kt / 2);
     return FT_CONFIG_VALID;
 }
 
 static int tr_check_pack(const void *ctx, char *why, size_t n) {
     const tr_check *v = ctx;
-    if (v->cfg->v[TR_P_PACK] == TR_PACK_HEAD && v->g.G == 1) {
-        if (why) snprintf(why, n, "pack=head is pack=group when Hq = Hkv");
-        return FT_CONFIG_DUPLICATE;
-    }
+    if (v->cfg->v[TR_P_PACK] == TR_PACK_HEAD && v->g.G == 1)
+        return ft_config_why(FT_CONFIG_DUPLICATE, why, n, "pack=head is pack=group when Hq = Hkv");
     return FT_CONFIG_VALID;
 }
 
 static int tr_check_warps(const void *ctx, char *why, size_t n) {
     const tr_geom *g = &((const tr_check *)ctx)->g;
-    if (g->warps > g->R) {
-        if (why)
-            snprintf(why, n, "warps=%d: more warps than the %d query rows of a CTA", g->warps,
-                     g->R);
-        return FT_CONFIG_INVALID;
-    }
+    if (g->warps > g->R)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "warps=%d: more warps than the %d query rows of a CTA", g->warps,
+                             g->R);
     return FT_CONFIG_VALID;
 }
 
 static int tr_check_dkv(const void *ctx, char *why, size_t n) {
     const tr_check *v = ctx;
-    if (!v->bwd && v->cfg->v[TR_P_DKV] != TR_DEF_DKV) {
-        if (why)
-            snprintf(why, n, "dkv applies to the backward only (leave it at %s)",
-                     tr_dkv_labels[TR_DEF_DKV]);
-        return FT_CONFIG_INVALID;
-    }
-    if (v->bwd && v->cfg->v[TR_P_PACK] == TR_PACK_HEAD && !v->g.atomic) {
-        if (why)
-            snprintf(why, n,
-                     "pack=head backward shares each block key among G CTAs: it needs dkv=atomic");
-        return FT_CONFIG_INVALID;
-    }
+    if (!v->bwd && v->cfg->v[TR_P_DKV] != TR_DEF_DKV)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "dkv applies to the backward only (leave it at %s)",
+                             tr_dkv_labels[TR_DEF_DKV]);
+    if (v->bwd && v->cfg->v[TR_P_PACK] == TR_PACK_HEAD && !v->g.atomic)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "pack=head backward shares each block key among G CTAs: it needs dkv=atomic");
     return FT_CONFIG_VALID;
 }
 
@@ -256,12 +244,9 @@ static int tr_check_mma(const void *ctx, char *why, size_t n) {
                          ? "with half the warps idle (the fewest warps that cover the tiles are "
                            "kept)"
                          : NULL;
-    if (no) {
-        if (why)
-            snprintf(why, n, "core=mma %s (%d rows, warps=%d, dh=%lld)", no, g->R, g->warps,
-                     (long long)g->dh);
-        return FT_CONFIG_INVALID;
-    }
+    if (no)
+        return ft_config_why(FT_CONFIG_INVALID, why, n, "core=mma %s (%d rows, warps=%d, dh=%lld)",
+                             no, g->R, g->warps, (long long)g->dh);
     return FT_CONFIG_VALID;
 }
 
@@ -275,12 +260,10 @@ static int tr_check_smem(const void *ctx, char *why, size_t n) {
         k = g->mma ? FT_CUDA_KERNEL_NAME(attn_bwd_q_mma) : FT_CUDA_KERNEL_NAME(attn_bwd_q);
     if (v->bwd && !g->atomic && tr_bwdkv_smem(g) > smem)
         smem = tr_bwdkv_smem(g), k = FT_CUDA_KERNEL_NAME(attn_bwd_kv);
-    if (smem > TR_MAX_SMEM) {
-        if (why)
-            snprintf(why, n, "%s needs %zu bytes of shared memory per block (at most %d)", k, smem,
-                     TR_MAX_SMEM);
-        return FT_CONFIG_INVALID;
-    }
+    if (smem > TR_MAX_SMEM)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "%s needs %zu bytes of shared memory per block (at most %d)", k, smem,
+                             TR_MAX_SMEM);
     return FT_CONFIG_VALID;
 }
 

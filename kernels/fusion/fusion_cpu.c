@@ -479,19 +479,16 @@ static void dl_task(const dl_ctx *c, dl_scratch *sc, int64_t n0, int64_t rows, i
 static int dl_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     int dup = 0;
     int strategy = cfg->v[FUS_DL_P_STRATEGY], k = cfg->v[FUS_DL_P_K];
-    if (strategy != FUS_DL_K_LAYERS && k != 2) {
-        if (why) snprintf(why, n, "k only applies to strategy=k_layers (leave it at 2)");
-        return 0;
-    }
+    if (strategy != FUS_DL_K_LAYERS && k != 2)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "k only applies to strategy=k_layers (leave it at 2)");
     if (strategy == FUS_DL_K_LAYERS && k >= c->dim[DL_D]) {
         if (why) snprintf(why, n, "k_layers needs k < D (k >= D is all_layers)");
         dup = 1; /* a duplicate, if nothing rules it out below */
     }
 #ifndef __AVX__
-    if (cfg->v[FUS_DL_P_STREAM]) {
-        if (why) snprintf(why, n, "streaming stores need an AVX build");
-        return 0;
-    }
+    if (cfg->v[FUS_DL_P_STREAM])
+        return ft_config_why(FT_CONFIG_INVALID, why, n, "streaming stores need an AVX build");
 #endif
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }
@@ -732,10 +729,9 @@ static int64_t dh_chunk(const ft_call *c, const ft_config *cfg) {
 
 static int dh_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n) {
     int dup = 0;
-    if (cfg->v[FUS_DH_P_PAR] == FUS_DH_PAR_ROWS && cfg->v[FUS_DH_P_THREADS] < 2) {
-        if (why) snprintf(why, n, "par=rows needs threads >= 2 (with one thread it is par=blas)");
-        return 0;
-    }
+    if (cfg->v[FUS_DH_P_PAR] == FUS_DH_PAR_ROWS && cfg->v[FUS_DH_P_THREADS] < 2)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "par=rows needs threads >= 2 (with one thread it is par=blas)");
     int64_t rows = dh_chunk_rows[cfg->v[FUS_DH_P_CHUNK]];
     if (rows && rows >= c->dim[DH_N]) {
         if (why) snprintf(why, n, "chunk=%lld >= N rows is the same as chunk=all", (long long)rows);

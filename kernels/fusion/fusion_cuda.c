@@ -97,33 +97,26 @@ static int64_t fus_tpr(int64_t nch, int cpt) {
  * and H a multiple of them. Returns the elements per access, or 0 with why. */
 static int fus_elems(const ft_call *c, int64_t H, int vec, char *why, size_t n) {
     int esize = (int)ft_dt_size(ft_cuda_call_dt(c));
-    if (vec % esize) {
-        if (why)
-            snprintf(why, n, "vec_bytes=%d B is not a whole number of %d-byte %s elements", vec,
-                     esize, esize == 2 ? "bf16" : "f32");
-        return 0;
-    }
+    if (vec % esize)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "vec_bytes=%d B is not a whole number of %d-byte %s elements", vec,
+                             esize, esize == 2 ? "bf16" : "f32");
     int el = vec / esize;
-    if (H % el) {
-        if (why)
-            snprintf(why, n,
-                     "H=%lld is not a multiple of %d elements (vec_bytes=%d B): rows would not "
-                     "be %d-byte aligned",
-                     (long long)H, el, vec, vec);
-        return 0;
-    }
+    if (H % el)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "H=%lld is not a multiple of %d elements (vec_bytes=%d B): rows would not "
+            "be %d-byte aligned",
+            (long long)H, el, vec, vec);
     return el;
 }
 
 /* The block rule shared by both ops: tpr threads per row times rpc rows at most 1024. */
 static int fus_check_block(int tpr, int rpc, char *why, size_t n) {
-    if (tpr * rpc > 1024) {
-        if (why)
-            snprintf(why, n,
-                     "%d threads per row x rows_per_block=%d rows is more than 1024 threads", tpr,
-                     rpc);
-        return FT_CONFIG_INVALID;
-    }
+    if (tpr * rpc > 1024)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "%d threads per row x rows_per_block=%d rows is more than 1024 threads", tpr, rpc);
     return FT_CONFIG_VALID;
 }
 
@@ -306,24 +299,19 @@ typedef struct dl_check {
 static int dl_check_k(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
     const int strategy = v->cfg->v[FUS_DL_P_STRATEGY], k = v->cfg->v[FUS_DL_P_K];
-    if (strategy != FUS_DL_K_LAYERS && k != 2) {
-        if (why) snprintf(why, n, "k only applies to strategy=k_layers (leave it at 2)");
-        return FT_CONFIG_INVALID;
-    }
-    if (strategy == FUS_DL_K_LAYERS && k >= v->g.D) {
-        if (why)
-            snprintf(why, n, "k_layers needs k < D=%lld (k >= D is all_layers)", (long long)v->g.D);
-        return FT_CONFIG_DUPLICATE;
-    }
+    if (strategy != FUS_DL_K_LAYERS && k != 2)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "k only applies to strategy=k_layers (leave it at 2)");
+    if (strategy == FUS_DL_K_LAYERS && k >= v->g.D)
+        return ft_config_why(FT_CONFIG_DUPLICATE, why, n,
+                             "k_layers needs k < D=%lld (k >= D is all_layers)", (long long)v->g.D);
     return FT_CONFIG_VALID;
 }
 
 static int dl_check_per_layer(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
-    if (v->cfg->v[FUS_DL_P_STRATEGY] == FUS_DL_PER_LAYER && v->g.D == 1) {
-        if (why) snprintf(why, n, "with D=1, per_layer is all_layers");
-        return FT_CONFIG_DUPLICATE;
-    }
+    if (v->cfg->v[FUS_DL_P_STRATEGY] == FUS_DL_PER_LAYER && v->g.D == 1)
+        return ft_config_why(FT_CONFIG_DUPLICATE, why, n, "with D=1, per_layer is all_layers");
     return FT_CONFIG_VALID;
 }
 
@@ -335,39 +323,31 @@ static int dl_check_vec(const void *ctx, char *why, size_t n) {
 
 static int dl_check_threads(const void *ctx, char *why, size_t n) {
     const dl_geom *g = &((const dl_check *)ctx)->g;
-    if (g->tpr > 1024) {
-        if (why)
-            snprintf(why, n,
-                     "a row of %lld vectors needs %d threads at vecs_per_thread=%d (at most 1024)",
-                     (long long)g->nch, g->tpr, g->cpt);
-        return FT_CONFIG_INVALID;
-    }
-    if (g->cpt > 1 && fus_tpr(g->nch, g->cpt / 2) == g->tpr) {
-        if (why)
-            snprintf(why, n,
-                     "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d",
-                     g->cpt, g->tpr, g->cpt / 2);
-        return FT_CONFIG_INVALID;
-    }
+    if (g->tpr > 1024)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "a row of %lld vectors needs %d threads at vecs_per_thread=%d (at most 1024)",
+            (long long)g->nch, g->tpr, g->cpt);
+    if (g->cpt > 1 && fus_tpr(g->nch, g->cpt / 2) == g->tpr)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d", g->cpt,
+            g->tpr, g->cpt / 2);
     return FT_CONFIG_VALID;
 }
 
 static int dl_check_tile(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
     const int64_t T = v->g.T;
-    if (T > 64) {
-        if (why)
-            snprintf(why, n, "T=%lld: the kernels take at most 64 target layers", (long long)T);
-        return FT_CONFIG_INVALID;
-    }
-    if ((v->bwd || v->g.stage == FUS_DL_STAGE_REG) && T * v->g.cpt * v->g.el > FUS_TILE_MAX) {
-        if (why)
-            snprintf(why, n,
-                     "a register tile of T*vecs_per_thread*elements = %lld floats per thread "
-                     "(at most %d)",
-                     (long long)(T * v->g.cpt * v->g.el), FUS_TILE_MAX);
-        return FT_CONFIG_INVALID;
-    }
+    if (T > 64)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "T=%lld: the kernels take at most 64 target layers", (long long)T);
+    if ((v->bwd || v->g.stage == FUS_DL_STAGE_REG) && T * v->g.cpt * v->g.el > FUS_TILE_MAX)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "a register tile of T*vecs_per_thread*elements = %lld floats per thread "
+            "(at most %d)",
+            (long long)(T * v->g.cpt * v->g.el), FUS_TILE_MAX);
     return FT_CONFIG_VALID;
 }
 
@@ -380,12 +360,10 @@ static int dl_check_block(const void *ctx, char *why, size_t n) {
 static int dl_check_group(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
     const dl_geom *g = &v->g;
-    if ((v->bwd || g->stage != FUS_DL_STAGE_SMEM) && g->group != FUS_DL_DEF_GROUP) {
-        if (why)
-            snprintf(why, n, "group applies to the forward with stage=smem (leave it at %d)",
-                     FUS_DL_DEF_GROUP);
-        return FT_CONFIG_INVALID;
-    }
+    if ((v->bwd || g->stage != FUS_DL_STAGE_SMEM) && g->group != FUS_DL_DEF_GROUP)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "group applies to the forward with stage=smem (leave it at %d)",
+                             FUS_DL_DEF_GROUP);
     if (v->bwd || g->stage != FUS_DL_STAGE_SMEM) return FT_CONFIG_VALID;
     /* Groups of at least the pass's layers are one round: keep one of them (the default when it
      * is one, else the smallest). */
@@ -394,37 +372,28 @@ static int dl_check_group(const void *ctx, char *why, size_t n) {
         keep = FUS_DL_DEF_GROUP;
     for (size_t q = 0; !keep && q < sizeof dl_groups / sizeof dl_groups[0]; q++)
         if ((dl_groups[q] < g->per_pass ? dl_groups[q] : g->per_pass) == eff) keep = dl_groups[q];
-    if (g->group != keep) {
-        if (why)
-            snprintf(why, n, "group=%d makes the same rounds as group=%d with %d layers per pass",
-                     g->group, keep, g->per_pass);
-        return FT_CONFIG_INVALID;
-    }
+    if (g->group != keep)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "group=%d makes the same rounds as group=%d with %d layers per pass",
+                             g->group, keep, g->per_pass);
     return FT_CONFIG_VALID;
 }
 
 static int dl_check_backward(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
-    if (!v->bwd && v->g.ctas != FUS_DL_DEF_CTAS) {
-        if (why)
-            snprintf(why, n, "blocks_per_sm applies to the backward only (leave it at %d)",
-                     FUS_DL_DEF_CTAS);
-        return FT_CONFIG_INVALID;
-    }
-    if (!v->bwd && v->cfg->v[FUS_DL_P_REDUCE] != FUS_DL_DEF_REDUCE) {
-        if (why)
-            snprintf(why, n, "reduce applies to the backward only (leave it at %s)",
-                     dl_reduce_labels[FUS_DL_DEF_REDUCE]);
-        return FT_CONFIG_INVALID;
-    }
-    if (v->bwd && v->g.stage == FUS_DL_STAGE_SMEM && v->g.tpr * v->g.rpc > DL_BWD_SMEM_MAXT) {
-        if (why)
-            snprintf(why, n,
-                     "the backward with stage=smem runs at most %d threads per block "
-                     "(%d here)",
-                     DL_BWD_SMEM_MAXT, v->g.tpr * v->g.rpc);
-        return FT_CONFIG_INVALID;
-    }
+    if (!v->bwd && v->g.ctas != FUS_DL_DEF_CTAS)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "blocks_per_sm applies to the backward only (leave it at %d)",
+                             FUS_DL_DEF_CTAS);
+    if (!v->bwd && v->cfg->v[FUS_DL_P_REDUCE] != FUS_DL_DEF_REDUCE)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "reduce applies to the backward only (leave it at %s)",
+                             dl_reduce_labels[FUS_DL_DEF_REDUCE]);
+    if (v->bwd && v->g.stage == FUS_DL_STAGE_SMEM && v->g.tpr * v->g.rpc > DL_BWD_SMEM_MAXT)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "the backward with stage=smem runs at most %d threads per block "
+                             "(%d here)",
+                             DL_BWD_SMEM_MAXT, v->g.tpr * v->g.rpc);
     return FT_CONFIG_VALID;
 }
 
@@ -438,22 +407,17 @@ static int dl_check_mma(const void *ctx, char *why, size_t n) {
                          ? "needs T <= 16 and at most 16 layers per pass"
                      : v->g.rpc != 1 ? "runs one row per block (rows_per_block=1)"
                                      : NULL;
-    if (no) {
-        if (why) snprintf(why, n, "stage=mma %s", no);
-        return FT_CONFIG_INVALID;
-    }
+    if (no) return ft_config_why(FT_CONFIG_INVALID, why, n, "stage=mma %s", no);
     return FT_CONFIG_VALID;
 }
 
 static int dl_check_smem(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
     size_t smem = v->bwd ? dl_bwd_smem(&v->g) : dl_fwd_smem(&v->g, ft_cuda_call_dt(v->c));
-    if (smem > FUS_MAX_SMEM) {
-        if (why)
-            snprintf(why, n, "needs %zu bytes of shared memory per block (at most %d)", smem,
-                     FUS_MAX_SMEM);
-        return FT_CONFIG_INVALID;
-    }
+    if (smem > FUS_MAX_SMEM)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "needs %zu bytes of shared memory per block (at most %d)", smem,
+                             FUS_MAX_SMEM);
     return FT_CONFIG_VALID;
 }
 
@@ -670,13 +634,11 @@ static int dh_check_vec(const void *ctx, char *why, size_t n) {
 static int dh_check_cpt(const void *ctx, char *why, size_t n) {
     const dh_check *v = ctx;
     int cpt = v->cfg->v[FUS_DH_P_CPT];
-    if (cpt > 1 && dh_tpr(v->g.H, v->g.el, cpt / 2) == v->g.tpr) {
-        if (why)
-            snprintf(why, n,
-                     "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d",
-                     cpt, v->g.tpr, cpt / 2);
-        return FT_CONFIG_INVALID;
-    }
+    if (cpt > 1 && dh_tpr(v->g.H, v->g.el, cpt / 2) == v->g.tpr)
+        return ft_config_why(
+            FT_CONFIG_INVALID, why, n,
+            "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d", cpt,
+            v->g.tpr, cpt / 2);
     return FT_CONFIG_VALID;
 }
 

@@ -141,12 +141,10 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int lc_at_defaults(const ft_config *cfg, const int *idx, size_t k, const char *strategy,
                           char *why, size_t n) {
     for (size_t i = 0; i < k; i++)
-        if (cfg->v[idx[i]] != lc_params[idx[i]].def) {
-            if (why)
-                snprintf(why, n, "%s applies to strategy=%s only (leave it at %d)",
-                         lc_params[idx[i]].name, strategy, lc_params[idx[i]].def);
-            return 0;
-        }
+        if (cfg->v[idx[i]] != lc_params[idx[i]].def)
+            return ft_config_why(FT_CONFIG_INVALID, why, n,
+                                 "%s applies to strategy=%s only (leave it at %d)",
+                                 lc_params[idx[i]].name, strategy, lc_params[idx[i]].def);
     return 1;
 }
 
@@ -157,10 +155,9 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
     const int64_t nblk = B > 0 ? M / B : 0;
     static const int online_only[] = {LC_P_BM, LC_P_BN, LC_P_WARPS, LC_P_STAGES};
     static const int mat_only[] = {LC_P_CHUNK, LC_P_ALGO};
-    if (B > LSC_MAX_B) {
-        if (why) snprintf(why, n, "B=%lld: blocks of at most %d rows", (long long)B, LSC_MAX_B);
-        return 0;
-    }
+    if (B > LSC_MAX_B)
+        return ft_config_why(FT_CONFIG_INVALID, why, n, "B=%lld: blocks of at most %d rows",
+                             (long long)B, LSC_MAX_B);
     if (strategy == LC_MATERIALIZE) {
         if (!lc_at_defaults(cfg, online_only, sizeof online_only / sizeof online_only[0], "online",
                             why, n))
@@ -172,19 +169,16 @@ static int lc_valid(const ft_call *c, const ft_config *cfg, char *why, size_t n)
                          (long long)nblk, kept);
             dup = 1; /* a duplicate, if nothing rules it out below */
         }
-        if ((int64_t)chunk * B * V * (int64_t)sizeof(float) > LSC_MAX_LOGITS) {
-            if (why) snprintf(why, n, "materialize: chunk*B*V float logits exceed 2 GiB");
-            return 0;
-        }
+        if ((int64_t)chunk * B * V * (int64_t)sizeof(float) > LSC_MAX_LOGITS)
+            return ft_config_why(FT_CONFIG_INVALID, why, n,
+                                 "materialize: chunk*B*V float logits exceed 2 GiB");
     } else {
         if (!lc_at_defaults(cfg, mat_only, sizeof mat_only / sizeof mat_only[0], "materialize", why,
                             n))
             return 0;
-        if (ft_cuda_call_dt(c) == FT_DT_BF16 && H % 2) {
-            if (why)
-                snprintf(why, n, "online with bf16 storage needs H even (H=%lld)", (long long)H);
-            return 0;
-        }
+        if (ft_cuda_call_dt(c) == FT_DT_BF16 && H % 2)
+            return ft_config_why(FT_CONFIG_INVALID, why, n,
+                                 "online with bf16 storage needs H even (H=%lld)", (long long)H);
     }
     return dup ? FT_CONFIG_DUPLICATE : FT_CONFIG_VALID;
 }

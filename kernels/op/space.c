@@ -196,16 +196,13 @@ int64_t ft_space_index_of(const ft_space *s, const ft_config *cfg) {
 int ft_space_check(const ft_space *s, const struct ft_call *c, const ft_config *cfg, char *why,
                    size_t n) {
     if (why && n) why[0] = '\0';
-    if (cfg->n != s->nparams) {
-        if (why)
-            snprintf(why, n, "config has %d values, the space %d parameters", cfg->n, s->nparams);
-        return FT_CONFIG_INVALID;
-    }
+    if (cfg->n != s->nparams)
+        return ft_config_why(FT_CONFIG_INVALID, why, n,
+                             "config has %d values, the space %d parameters", cfg->n, s->nparams);
     for (int i = 0; i < s->nparams; i++)
-        if (candidate_index(&s->params[i], cfg->v[i]) < 0) {
-            if (why) snprintf(why, n, "%s=%d is not a candidate", s->params[i].name, cfg->v[i]);
-            return FT_CONFIG_INVALID;
-        }
+        if (candidate_index(&s->params[i], cfg->v[i]) < 0)
+            return ft_config_why(FT_CONFIG_INVALID, why, n, "%s=%d is not a candidate",
+                                 s->params[i].name, cfg->v[i]);
     char local[8];
     if (!s->valid) return FT_CONFIG_VALID;
     int v = s->valid(c, cfg, why ? why : local, why ? n : sizeof local);

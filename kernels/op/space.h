@@ -12,8 +12,10 @@
 #ifndef FLARETUNE_SPACE_H
 #define FLARETUNE_SPACE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/status.h"
 
@@ -74,6 +76,21 @@ typedef struct ft_space {
  * a backend runs valid and duplicate ones (a config distinct at the timing shape may duplicate
  * another at the smaller shape it is verified at). */
 enum { FT_CONFIG_INVALID = 0, FT_CONFIG_VALID = 1, FT_CONFIG_DUPLICATE = 2 };
+
+/* A rule's verdict with its line: writes the printf-style reason into why (when why is not
+ * NULL) and returns verdict, so a rule reads
+ * `if (...) return ft_config_why(FT_CONFIG_INVALID, why, n, "...", ...);`. Inline: the CPU
+ * kernels an emitted package copies use it without space.c. */
+__attribute__((format(printf, 4, 5))) static inline int
+ft_config_why(int verdict, char *why, size_t n, const char *fmt, ...) {
+    if (why && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return verdict;
+}
 
 /* Fill the machine-dependent candidate values (FT_PARAM_THREADS) of a space. Idempotent and
  * thread-safe; a backend resolves its spaces before it hands them out. */
