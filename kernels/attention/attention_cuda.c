@@ -366,9 +366,6 @@ static int dec_modules(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda
 static ft_status dec_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                          ft_err *err) {
     const ft_call *c = call->c;
-    char why[200];
-    if (!dec_valid(c, cfg, why, sizeof why))
-        return ft_err_set(err, FT_EINVAL, "attention.decode on cuda: %s", why);
     dec_geom g;
     dec_geom_of(c, cfg, &g);
     if (g.R == 0 || g.B == 0 || g.Hq == 0) return FT_OK;
@@ -693,9 +690,6 @@ static ft_status kv_backward(ft_cuda_ctx *x, const ft_cuda_call *call, const kv_
 static ft_status kv_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                         ft_err *err) {
     const ft_call *c = call->c;
-    char why[200];
-    if (!kv_valid(c, cfg, why, sizeof why))
-        return ft_err_set(err, FT_EINVAL, "attention.kvproj on cuda: %s", why);
     kv_geom g;
     kv_geom_of(c, cfg, &g);
     if (g.D == 0) return FT_OK;

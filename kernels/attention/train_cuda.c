@@ -328,9 +328,6 @@ static ft_status tr_cvt(ft_cuda_ctx *x, ft_dev_module *m, const float *src, void
 static ft_status tr_run(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg,
                         ft_err *err) {
     const ft_call *c = call->c;
-    char why[200];
-    if (!tr_valid(c, cfg, why, sizeof why))
-        return ft_err_set(err, FT_EINVAL, "attention.train on cuda: %s", why);
     tr_geom g;
     tr_geom_of(c, cfg, &g);
     ft_cuda_module_spec spec;

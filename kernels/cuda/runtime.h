@@ -128,8 +128,10 @@ typedef struct ft_cuda_op {
     /* The modules a configuration compiles, for static analysis; returns how many (<= max). */
     int (*modules)(const ft_call *c, ft_dt dt, const ft_config *cfg, ft_cuda_module_spec *out,
                    int max);
-    /* Enqueue one call (forward, and the backward when c->backward) on the device. Every
-     * output must be fully written (device memory starts NaN-poisoned under the emulator). */
+    /* Enqueue one call (forward, and the backward when c->backward) on the device; cfg has
+     * passed the space's check (the backend refuses one that cannot run before it calls this).
+     * Every output must be fully written (device memory starts NaN-poisoned under the
+     * emulator). */
     ft_status (*run)(ft_cuda_ctx *x, const ft_cuda_call *call, const ft_config *cfg, ft_err *err);
 } ft_cuda_op;
 
