@@ -153,14 +153,17 @@ int ft_cli_measure_opt(ft_measure_opts *mo, int opt, const char *arg, const char
 const char *ft_cli_default_preset(const ft_op *op);
 
 /* The failure for a getopt_long result no command option claims: a missing value or an
- * unknown option (the one before optind), pointing at `flaretune CMD --help`. */
-int ft_cli_bad_option(const char *cmd, int opt, char **argv);
+ * unknown option (written: the option as written, argv[optind - 1]), pointing at
+ * `flaretune CMD --help`. */
+int ft_cli_bad_option(const char *cmd, int opt, const char *written);
 
 struct option;
 /* What a command does with one getopt_long result: opt its code ('?' or ':' for an unknown
- * option or a missing value), arg its value (optarg), argv for the option as written (before
- * optind). Returns an exit code, 0 to go on. */
-typedef int ft_cli_opt_fn(void *ctx, int opt, const char *arg, char **argv);
+ * option or a missing value), arg its value (optarg). Returns an exit code, 0 to go on. */
+typedef int ft_cli_opt_fn(void *ctx, int opt, const char *arg);
+/* While ft_cli_parse_options runs: the option its last result came from, as written on the
+ * command line (argv[optind - 1]: "--blocks", "--blocks=3", "-o"), for messages. */
+const char *ft_cli_option_written(void);
 /* Every option of argv from the first, by getopt_long over shortopts and opts (getopt printing
  * nothing), each handed to own(ctx, ...). Returns the first non-zero exit code own returns, else
  * 0 with optind at the first operand. */
@@ -168,8 +171,7 @@ int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const str
                          ft_cli_opt_fn *own, void *ctx);
 /* Options that several commands' tables hold (the problem options, those of --t1): take sets
  * *taken when opt is one of them, and returns an exit code (messages naming cmd). */
-typedef int ft_cli_shared_fn(const char *cmd, void *shared, int opt, const char *arg, char **argv,
-                             int *taken);
+typedef int ft_cli_shared_fn(const char *cmd, void *shared, int opt, const char *arg, int *taken);
 /* ft_cli_parse_options without short options, each result offered to take(cmd, shared, ...)
  * first: own has those it does not take. */
 int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,

@@ -146,21 +146,30 @@ int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_o
     return FT_EXIT_OK;
 }
 
-int ft_cli_bad_option(const char *cmd, int opt, char **argv) {
+int ft_cli_bad_option(const char *cmd, int opt, const char *written) {
     if (opt == ':')
-        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, written);
     return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
-                       argv[optind - 1], cmd);
+                       written, cmd);
+}
+
+/* The argv ft_cli_parse_options is reading (getopt_long's own state is global too). */
+static char **parsing;
+
+const char *ft_cli_option_written(void) {
+    return parsing && optind > 0 ? parsing[optind - 1] : "?";
 }
 
 int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
                          ft_cli_opt_fn *own, void *ctx) {
-    int o, code;
+    int o, code = FT_EXIT_OK;
     optind = 0;
     opterr = 0;
-    while ((o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1)
-        if ((code = own(ctx, o, optarg, argv))) return code;
-    return FT_EXIT_OK;
+    parsing = argv;
+    while (!code && (o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1)
+        code = own(ctx, o, optarg);
+    parsing = NULL;
+    return code;
 }
 
 /* What ft_cli_parse_shared hands each option to. */
@@ -172,10 +181,10 @@ typedef struct {
     void *ctx;
 } shared_parse;
 
-static int shared_or_own(void *ctx, int opt, const char *arg, char **argv) {
+static int shared_or_own(void *ctx, int opt, const char *arg) {
     shared_parse *sp = ctx;
-    int taken = 0, code = sp->take(sp->cmd, sp->shared, opt, arg, argv, &taken);
-    return code || taken ? code : sp->own(sp->ctx, opt, arg, argv);
+    int taken = 0, code = sp->take(sp->cmd, sp->shared, opt, arg, &taken);
+    return code || taken ? code : sp->own(sp->ctx, opt, arg);
 }
 
 int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct option *opts,
@@ -184,11 +193,10 @@ int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct opt
     return ft_cli_parse_options(argc, argv, "", opts, shared_or_own, &sp);
 }
 
-static int problem_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
-                        int *taken) {
+static int problem_take(const char *cmd, void *shared, int opt, const char *arg, int *taken) {
     if (opt == '?' || opt == ':') {
         *taken = 1;
-        return ft_cli_bad_option(cmd, opt, argv);
+        return ft_cli_bad_option(cmd, opt, ft_cli_option_written());
     }
     *taken = ft_cli_problem_opt(shared, opt, arg, cmd);
     return *taken < 0 ? FT_EXIT_USAGE : FT_EXIT_OK;

@@ -9,8 +9,7 @@
 
 /* One shared option into the ft_cli_t1_args at shared (ft_cli_shared_fn): an unknown option or a
  * missing value is a failure here too. */
-static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char **argv,
-                   int *taken) {
+static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int *taken) {
     ft_cli_t1_args *a = shared;
     char *end = NULL;
     *taken = 1;
@@ -19,7 +18,7 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char
     case ':':
         return ft_cli_fail(FT_EXIT_USAGE,
                            "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)", cmd,
-                           argv[optind - 1], cmd);
+                           ft_cli_option_written(), cmd);
     case FT_T1_OPT_T1: a->path = arg; break;
     case FT_T1_OPT_KFILE: a->kfile = arg; break;
     case FT_T1_OPT_CONFIG: a->config = arg; break;
@@ -49,7 +48,7 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, char
         long v = strtol(arg, &end, 10);
         if (!*arg || *end || v < 1 || v > 1000000)
             return ft_cli_fail(FT_EXIT_USAGE, "%s: %s takes a positive count, not '%s'", cmd,
-                               argv[optind - 1], arg);
+                               ft_cli_option_written(), arg);
         if (opt == FT_T1_OPT_REPS) a->reps = (int)v;
         else a->blocks = (int)(v > 64 ? 64 : v < 2 ? 2 : v);
         break;

@@ -150,9 +150,8 @@ static const struct option opts[] = {
 };
 
 /* One option of bench's own (not a problem option). Returns an exit code, 0 when taken. */
-static int bench_opt(void *ctx, int o, const char *arg, char **argv) {
+static int bench_opt(void *ctx, int o, const char *arg) {
     bench_args *a = ctx;
-    (void)argv;
     switch (o) {
     case O_COLD: a->cold = 1; break;
     case O_JSON: a->json = 1; break;

@@ -40,9 +40,8 @@ void ft_cli_bench_t1_usage(FILE *f) {
             "compile or run, 3 with --backend cuda and no GPU.\n");
 }
 
-static int bench_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+static int bench_t1_opt(void *ctx, int opt, const char *arg) {
     (void)arg;
-    (void)argv;
     if (opt == O_JSON) *(int *)ctx = 1;
     return FT_EXIT_OK;
 }

@@ -439,9 +439,8 @@ typedef struct {
 } compile_args;
 
 /* One option of compile's own (not a problem option). Returns an exit code, 0 when taken. */
-static int compile_opt(void *ctx, int o, const char *arg, char **argv) {
+static int compile_opt(void *ctx, int o, const char *arg) {
     compile_args *a = ctx;
-    (void)argv;
     switch (o) {
     case O_JSON: a->json = 1; break;
     case O_ARCH: a->arch = arg; break;

@@ -40,9 +40,8 @@ typedef struct {
     int json;
 } compile_t1_args;
 
-static int compile_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+static int compile_t1_opt(void *ctx, int opt, const char *arg) {
     compile_t1_args *c = ctx;
-    (void)argv;
     switch (opt) {
     case O_ARCH: c->arch = arg; break;
     case O_DEVICE: c->device = arg; break;

@@ -63,7 +63,7 @@ typedef struct {
     const char *out, *format;
 } emit_args;
 
-static int emit_opt(void *ctx, int o, const char *arg, char **argv) {
+static int emit_opt(void *ctx, int o, const char *arg) {
     emit_args *a = ctx;
     switch (o) {
     case 'o': a->out = arg; break;
@@ -73,9 +73,9 @@ static int emit_opt(void *ctx, int o, const char *arg, char **argv) {
     case O_PREFIX: a->eo.prefix = arg; break;
     default:
         if (optopt == 'o' || (optopt >= O_FORMAT && optopt <= O_PREFIX))
-            return ft_cli_fail(FT_EXIT_USAGE, "emit: %s needs a value", argv[optind - 1]);
+            return ft_cli_fail(FT_EXIT_USAGE, "emit: %s needs a value", ft_cli_option_written());
         return ft_cli_fail(FT_EXIT_USAGE, "emit: unknown option '%s' (see `flaretune emit --help`)",
-                           argv[optind - 1]);
+                           ft_cli_option_written());
     }
     return FT_EXIT_OK;
 }

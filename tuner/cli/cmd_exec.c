@@ -262,9 +262,8 @@ static const struct option opts[] = {
 };
 
 /* One option of exec's own (not a problem option). Returns an exit code, 0 when taken. */
-static int exec_opt(void *ctx, int o, const char *arg, char **argv) {
+static int exec_opt(void *ctx, int o, const char *arg) {
     exec_args *a = ctx;
-    (void)argv;
     switch (o) {
     case O_IN:
     case O_OUT:

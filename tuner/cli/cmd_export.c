@@ -41,7 +41,7 @@ static int run(int argc, char **argv) {
                 return ft_cli_fail(FT_EXIT_USAGE, "export: unknown format '%s' (t4 or kt-cache)",
                                    optarg);
         } else {
-            return ft_cli_bad_option("export", o, argv);
+            return ft_cli_bad_option("export", o, argv[optind - 1]);
         }
     }
     if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "export: which event log?");

@@ -94,9 +94,8 @@ static const struct option opts[] = {
 };
 
 /* One option of inspect's own (not a problem option). Returns an exit code, 0 when taken. */
-static int inspect_opt(void *ctx, int o, const char *arg, char **argv) {
+static int inspect_opt(void *ctx, int o, const char *arg) {
     inspect_args *a = ctx;
-    (void)argv;
     if (o == O_JSON) {
         a->json = 1;
     } else if (o == O_NO_SASS) {

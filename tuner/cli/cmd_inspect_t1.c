@@ -149,10 +149,9 @@ typedef struct {
     long blocks;
 } inspect_t1_args;
 
-static int inspect_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+static int inspect_t1_opt(void *ctx, int opt, const char *arg) {
     inspect_t1_args *c = ctx;
     char *end = NULL;
-    (void)argv;
     switch (opt) {
     case O_DEVICE: c->device = arg; break;
     case O_JSON: c->json = 1; break;

@@ -22,7 +22,7 @@ static int run(int argc, char **argv) {
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        return ft_cli_bad_option("merge", o, argv);
+        return ft_cli_bad_option("merge", o, argv[optind - 1]);
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "merge: which output? (see `flaretune merge --help`)");
     if (optind + 1 >= argc)

@@ -1048,7 +1048,7 @@ static const struct option opts[] = {
 };
 
 /* One option into ro. Returns an exit code. */
-static int replay_opt(void *ctx, int o, const char *arg, char **argv) {
+static int replay_opt(void *ctx, int o, const char *arg) {
     replay_opts *ro = ctx;
     switch (o) {
     case O_STRATEGY:
@@ -1089,7 +1089,7 @@ static int replay_opt(void *ctx, int o, const char *arg, char **argv) {
     case O_PRUNE:
         if (parse_prune(arg, ro)) return FT_EXIT_USAGE;
         break;
-    default: return ft_cli_bad_option("replay", o, argv);
+    default: return ft_cli_bad_option("replay", o, ft_cli_option_written());
     }
     return FT_EXIT_OK;
 }

@@ -110,7 +110,7 @@ typedef struct {
     ft_report_sweep_opts so;
 } report_args;
 
-static int report_opt(void *ctx, int o, const char *arg, char **argv) {
+static int report_opt(void *ctx, int o, const char *arg) {
     report_args *a = ctx;
     if (o == O_FROM)
         a->from = arg;
@@ -131,7 +131,7 @@ static int report_opt(void *ctx, int o, const char *arg, char **argv) {
     } else if (o == O_LOG)
         a->logpath = arg;
     else
-        return ft_cli_bad_option("report", o, argv);
+        return ft_cli_bad_option("report", o, ft_cli_option_written());
     return FT_EXIT_OK;
 }
 

@@ -257,7 +257,7 @@ static int run(int argc, char **argv) {
         else if (o == ':' || (o == '?' && optopt == O_OP))
             return ft_cli_fail(FT_EXIT_USAGE, "show: --op needs a value");
         else
-            return ft_cli_bad_option("show", o, argv);
+            return ft_cli_bad_option("show", o, argv[optind - 1]);
     }
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "show: which profile? (see `flaretune show --help`)");

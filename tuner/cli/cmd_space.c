@@ -167,9 +167,8 @@ typedef struct {
     int list, json;
 } space_args;
 
-static int space_opt(void *ctx, int o, const char *arg, char **argv) {
+static int space_opt(void *ctx, int o, const char *arg) {
     space_args *a = ctx;
-    (void)argv;
     if (o == O_JSON)
         a->json = 1;
     else if (o == O_T1)

@@ -174,7 +174,7 @@ typedef struct {
     ft_step_opts so;
 } step_args;
 
-static int step_opt(void *ctx, int o, const char *arg, char **argv) {
+static int step_opt(void *ctx, int o, const char *arg) {
     step_args *a = ctx;
     char *end;
     switch (o) {
@@ -200,8 +200,8 @@ static int step_opt(void *ctx, int o, const char *arg, char **argv) {
         break;
     }
     case 'j': a->json = 1; break;
-    case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", argv[optind - 1]);
-    default: return ft_cli_bad_option("step", o, argv);
+    case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", ft_cli_option_written());
+    default: return ft_cli_bad_option("step", o, ft_cli_option_written());
     }
     return FT_EXIT_OK;
 }

@@ -21,7 +21,8 @@ static int run(int argc, char **argv) {
     opterr = 0;
     while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
         if (o == 'o') out = optarg;
-        else return ft_cli_bad_option("trace", o, argv);
+        else
+            return ft_cli_bad_option("trace", o, argv[optind - 1]);
     }
     if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "trace: which event log?");
     if (optind + 1 < argc) return ft_cli_fail(FT_EXIT_USAGE, "trace: unexpected argument '%s'", argv[optind + 1]);

@@ -588,9 +588,8 @@ static int parse_prune(const char *arg, double *factor) {
 }
 
 /* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
-static int tune_opt(void *ctx, int o, const char *arg, char **argv) {
+static int tune_opt(void *ctx, int o, const char *arg) {
     tune_args *a = ctx;
-    (void)argv;
     ft_tune_opts *to = &a->to;
     char *end;
     switch (o) {

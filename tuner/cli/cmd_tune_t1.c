@@ -131,7 +131,7 @@ static ft_status tune_dashboard(ft_t1 *t, ft_t1_tune_opts *to, ft_t1_tune_result
     return w.s;
 }
 
-static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
+static int tune_t1_opt(void *ctx, int opt, const char *arg) {
     tune_t1_args *c = ctx;
     char *end = NULL;
     long v;
@@ -144,7 +144,7 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg, char **argv) {
         v = strtol(arg, &end, 10);
         if (!*arg || *end || v < 0 || v > 1000000)
             return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a non-negative count, not '%s'",
-                               argv[optind - 1], arg);
+                               ft_cli_option_written(), arg);
         c->to.budget = (int)v;
         break;
     case O_T4: c->t4 = arg; break;

@@ -228,7 +228,7 @@ static const struct option opts[] = {
     FT_CLI_END,
 };
 
-static int watch_opt(void *ctx, int o, const char *arg, char **argv) {
+static int watch_opt(void *ctx, int o, const char *arg) {
     watch_args *a = ctx;
     char *end;
     switch (o) {
@@ -248,7 +248,7 @@ static int watch_opt(void *ctx, int o, const char *arg, char **argv) {
         if (*end || !*arg)
             return ft_cli_fail(FT_EXIT_USAGE, "watch: --seed expects a non-negative integer");
         break;
-    default: return ft_cli_bad_option("watch", o, argv);
+    default: return ft_cli_bad_option("watch", o, ft_cli_option_written());
     }
     return FT_EXIT_OK;
 }
