@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op/op.h"
 #include "attention/attention.h"
+#include "op/op.h"
+#include "op/ref.h"
 
 /* Context keys [0, L) that the query at position qpos sees: all of them, or under a window W
  * those p > qpos - W (ft_ref_window_lo). */

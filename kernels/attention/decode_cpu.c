@@ -63,8 +63,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
 #include "attention/attention.h"
+#include "cpu/cpu.h"
+#include "op/ref.h"
 
 /* The loops kernels are written with AVX2 + FMA intrinsics; elsewhere they fall back to plain C
  * (correct, several times slower), and the default product is BLAS. */

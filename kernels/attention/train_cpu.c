@@ -78,8 +78,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
 #include "attention/attention.h"
+#include "cpu/cpu.h"
+#include "op/ref.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>

@@ -76,6 +76,7 @@
 
 #include "cpu/cpu.h"
 #include "loss/loss.h"
+#include "op/ref.h"
 
 /* ---- parameter space ---------------------------------------------------------------------- */
 

@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "op/ref.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -44,6 +43,44 @@ typedef struct ft_rope_attrs {
     int truncate;            /* yarn: round the ramp's ends to whole dims (1, HF's default) */
     int named; /* some rope attribute was set by name: a preset then keeps the call's RoPE */
 } ft_rope_attrs;
+
+typedef enum ft_loss_scheme {
+    FT_SCHEME_UNIFORM = 0,
+    FT_SCHEME_DECAY,
+    FT_SCHEME_PROGRESSIVE,
+    FT_SCHEME_DPACE,
+    FT_SCHEME_DPACE_CUM,
+    FT_SCHEME_DPACE_CONT,
+    FT_SCHEME_PROGRESSIVE_EPOCH, /* decay with gamma + gamma_inc * floor(epoch) (AngelSlim) */
+    FT_SCHEME_COUNT
+} ft_loss_scheme;
+
+typedef enum ft_loss_norm {
+    FT_NORM_DEFAULT = 0, /* the scheme's own denominator (SPEC.md table) */
+    FT_NORM_WEIGHT_SUM,
+    FT_NORM_COUNT,
+    FT_NORM_NUM_SEQS,
+    FT_NORM_NONE,
+    FT_NORM_COUNT_ /* number of values */
+} ft_loss_norm;
+
+/* The loss op's attributes (SPEC.md "loss" and "Attribute defaults"). */
+typedef struct ft_loss_attrs {
+    int64_t B;             /* block size; M % B == 0; row m is position m % B of its block  */
+    ft_loss_scheme scheme; /* default decay                                                 */
+    double gamma;          /* decay: default 7                                              */
+    double gamma0;         /* progressive: gamma at step 0, default 1                       */
+    double gamma_max;      /* progressive: gamma after warm-up, default 7                   */
+    double step;           /* progressive: current step, default 0                          */
+    double warmup_steps;   /* progressive: default 0 (no warm-up: gamma = gamma_max)        */
+    double alpha;          /* dpace smoothing, default 0.5                                  */
+    double num_seqs;       /* dpace denominator, default 1                                  */
+    ft_loss_norm norm;     /* denominator override, default FT_NORM_DEFAULT                 */
+    int want_dw;           /* also compute dw_lm                                            */
+    double gamma_inc;      /* progressive_epoch: gamma added per whole epoch, default 0.5   */
+    double epoch;          /* progressive_epoch: training epoch (fractional), default 0     */
+    int final_norm;        /* h is the un-normed final state: RMSNorm (g_norm, eps) fused   */
+} ft_loss_attrs;
 
 /* Every attribute any op accepts, in one flat struct; each op lists the names it accepts. */
 typedef struct ft_attrs {
