@@ -13,8 +13,8 @@
 #include "ft_test.h"
 
 #include "attention/attention.h"
+#include "attention/attention_ref.h"
 #include "core/rng.h"
-#include "op/ref.h"
 
 #include <math.h>
 #include <string.h>

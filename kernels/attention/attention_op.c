@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "attention/attention.h"
+#include "attention/attention_ref.h"
 #include "op/op.h"
-#include "op/ref.h"
 
 /* Context keys [0, L) that the query at position qpos sees: all of them, or under a window W
  * those p > qpos - W (ft_ref_window_lo). */

@@ -32,7 +32,7 @@
  * oracle, not a contender: one loop nest per formula, double accumulation throughout, softmax
  * with the max subtracted so large scores cannot overflow.
  */
-#include "op/ref.h"
+#include "attention/attention_ref.h"
 
 #include <assert.h>
 #include <math.h>

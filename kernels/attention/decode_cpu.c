@@ -64,8 +64,8 @@
 #include <string.h>
 
 #include "attention/attention.h"
+#include "attention/attention_ref.h"
 #include "cpu/cpu.h"
-#include "op/ref.h"
 
 /* The loops kernels are written with AVX2 + FMA intrinsics; elsewhere they fall back to plain C
  * (correct, several times slower), and the default product is BLAS. */

@@ -79,8 +79,8 @@
 #include <string.h>
 
 #include "attention/attention.h"
+#include "attention/attention_ref.h"
 #include "cpu/cpu.h"
-#include "op/ref.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>

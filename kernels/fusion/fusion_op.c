@@ -9,9 +9,9 @@
  * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows. */
 #include <math.h>
 
+#include "attention/attention_ref.h"
 #include "fusion/fusion.h"
 #include "op/op.h"
-#include "op/ref.h"
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */
 

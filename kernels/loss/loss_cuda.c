@@ -75,8 +75,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attention/attention_ref.h"
 #include "cuda/backend/cuda_backend.h"
-#include "op/ref.h"
 #include "loss/loss.h"
 
 #define LSC_SRC        "loss/loss.cu"

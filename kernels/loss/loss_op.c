@@ -11,9 +11,9 @@
  * in the FLOPs) runs first: h is then un-normed and the call also reads g_norm and writes dg. */
 #include <math.h>
 
+#include "attention/attention_ref.h"
 #include "loss/loss.h"
 #include "op/op.h"
-#include "op/ref.h"
 
 static const char *const loss_syms[] = {"M", "H", "V", NULL};
 static const ft_tensor_spec loss_tensors[] = {

@@ -32,7 +32,7 @@
  * a package that misses one does not link, which test_package checks. */
 const char *const ft_pkg_common[] = {
     "kernels/op/backend.h", "core/clock.h",    "kernels/op/op.h",
-    "kernels/op/ref.h",     "core/rng.h",      "kernels/op/space.h",
+    "kernels/attention/attention_ref.h", "core/rng.h", "kernels/op/space.h",
     "core/status.h",        "core/tensor.h",   "core/workspace.h",
     "kernels/cpu/cpu.h",    "core/clock.c",    "core/rng.c",
     "core/status.c",        "core/tensor.c",   "core/workspace.c",

@@ -152,8 +152,8 @@ void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, i
                                int64_t Hkv, int64_t dh, double scale, int64_t window, int causal,
                                const double *q, const double *k_ctx, const double *v_ctx,
                                const double *k_blk, const double *v_blk, const int32_t *anchors,
-                               const uint8_t *keep, const double *dout, double *dq,
-                               double *dk_ctx, double *dv_ctx, double *dk_blk, double *dv_blk);
+                               const uint8_t *keep, const double *dout, double *dq, double *dk_ctx,
+                               double *dv_ctx, double *dk_blk, double *dv_blk);
 
 /* ---- loss: LM head + weighted cross entropy, forward and backward in one pass ------------ */
 
