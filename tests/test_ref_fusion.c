@@ -8,8 +8,8 @@
 #include "ft_grad.h"
 #include "ft_test.h"
 
-#include "attention/attention_ref.h"
 #include "core/rng.h"
+#include "fusion/fusion_ref.h"
 
 #include <math.h>
 #include <string.h>

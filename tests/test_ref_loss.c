@@ -5,9 +5,9 @@
  * logsumexp, the weight table written as O(B^2) loops, central differences of the D-PACE
  * surrogate and of the loss itself), never from the code under test.
  */
-#include "attention/attention_ref.h"
 #include "core/rng.h"
 #include "ft_test.h"
+#include "loss/loss_ref.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,63 +1,14 @@
-/* ref.h: the float64 reference of every drafter op (SPEC.md), the oracle for every backend.
- *
- * Every function here takes and produces double arrays (index tensors keep their integer
- * types), accumulates in double, and is written to be obviously right rather than fast: one
- * loop nest per formula of SPEC.md. Arrays are dense and row-major, last index fastest; the
- * comment after each pointer gives its shape. Outputs are fully overwritten (no accumulation
- * into caller memory). The functions cannot fail: shapes and index ranges are validated by the
- * op layer (kernels/op_*.c) before they are called, so they only assert on programming errors.
- *
- * Backward functions recompute whatever forward state they need from the inputs.
+/* attention_ref.h: the float64 reference of the attention ops (SPEC.md), the oracle every backend
+ * is checked against; the contract all reference functions keep is op.h's, at ft_op.reference.
  */
-#ifndef FLARETUNE_REF_H
-#define FLARETUNE_REF_H
+#ifndef FT_KERNELS_ATTENTION_REF_H
+#define FT_KERNELS_ATTENTION_REF_H
 
 #include <stdint.h>
-
-#include "op/op.h" /* ft_loss_attrs */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- fusion.dflare: adaptive layer fusion ------------------------------------------------ */
-
-/* The target layer draft layer i starts on in SPEC's reference initialisation of w:
- * min(T-1, floor(i*T/D)) in integer arithmetic (never int(i/D*T) in floating point, which is one
- * less for some D, T <= 64, e.g. D = T = 22, i = 15). */
-int64_t ft_ref_fusion_dflare_init_col(int64_t i, int64_t T, int64_t D);
-
-void ft_ref_fusion_dflare_fwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
-                              const double *x, /* [N,T,H] */
-                              const double *w, /* [D,T]   */
-                              const double *g, /* [H]     */
-                              double *f);      /* [D,N,H] */
-
-void ft_ref_fusion_dflare_bwd(int64_t N, int64_t T, int64_t H, int64_t D, double eps,
-                              const double *x,  /* [N,T,H] */
-                              const double *w,  /* [D,T]   */
-                              const double *g,  /* [H]     */
-                              const double *df, /* [D,N,H] */
-                              double *dx,       /* [N,T,H] */
-                              double *dw,       /* [D,T]   */
-                              double *dg);      /* [H]     */
-
-/* ---- fusion.dflash: FC fusion ----------------------------------------------------------- */
-
-void ft_ref_fusion_dflash_fwd(int64_t N, int64_t T, int64_t H, double eps,
-                              const double *x,    /* [N,T,H]   */
-                              const double *w_fc, /* [H,T*H]   */
-                              const double *g,    /* [H]       */
-                              double *f);         /* [N,H]     */
-
-void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps,
-                              const double *x,    /* [N,T,H]   */
-                              const double *w_fc, /* [H,T*H]   */
-                              const double *g,    /* [H]       */
-                              const double *df,   /* [N,H]     */
-                              double *dx,         /* [N,T,H]   */
-                              double *dw_fc,      /* [H,T*H]   */
-                              double *dg);        /* [H]       */
 
 /* ---- attention.kvproj: context K/V projection (Dc = 1 shared, or Dc = D per layer) -------
  * RoPE turns pair m by pos * inv_freq[m] and scales by mscale (ft_rope_freqs makes both from a
@@ -154,47 +105,6 @@ void ft_ref_attn_train_bwd_win(int64_t nseq, int64_t S, int64_t NB, int64_t B, i
                                const double *k_blk, const double *v_blk, const int32_t *anchors,
                                const uint8_t *keep, const double *dout, double *dq, double *dk_ctx,
                                double *dv_ctx, double *dk_blk, double *dv_blk);
-
-/* ---- loss: LM head + weighted cross entropy, forward and backward in one pass ------------ */
-
-/* The effective gamma of the decay / progressive schemes (progressive: gamma0 + (gamma_max -
- * gamma0) * min(1, step / warmup_steps), with warmup_steps <= 0 meaning warm-up is over;
- * progressive_epoch: gamma + gamma_inc * floor(epoch), no cap). */
-double ft_loss_gamma(const ft_loss_attrs *a);
-
-/* The per-row weights of one block (SPEC.md weight table), shared by every backend so the
- * scheme is defined in one place. q[k] is the draft probability of row k's target token (only
- * read where scored), scored[k] = mask[k] && k > 0. Writes w[0..B-1] (w[0] = 0). */
-void ft_loss_block_weights(const ft_loss_attrs *a, const double *q, const uint8_t *scored,
-                           double *w);
-
-/* The loss denominator for the whole batch given the weights and the scored flags. */
-double ft_loss_denominator(const ft_loss_attrs *a, int64_t M, const double *w,
-                           const uint8_t *scored);
-
-/* labels[m] must lie in [0, V) where row m is scored; unscored rows may hold anything (such as
- * -100) and are never read. dw_lm may be NULL unless a->want_dw. */
-void ft_ref_loss(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a,
-                 const double *h,       /* [M,H]  */
-                 const double *w_lm,    /* [V,H]  */
-                 const int32_t *labels, /* [M]    */
-                 const uint8_t *mask,   /* [M]    */
-                 double *loss,          /* scalar */
-                 double *ce,            /* [M]    */
-                 double *q,             /* [M]    */
-                 double *w,             /* [M]    weights before division by the denominator */
-                 double *dh,            /* [M,H]  */
-                 double *dw_lm);        /* [V,H]  or NULL */
-
-/* The loss with the drafter's final RMSNorm fused in front of the LM head (final_norm = 1):
- * hn = h / sqrt(mean(h^2) + eps) * g_norm, then ft_ref_loss on hn (dw_lm uses hn); dh is the
- * gradient of the un-normed h through the norm and dg [H] that of the gain. */
-void ft_ref_loss_normed(int64_t M, int64_t H, int64_t V, const ft_loss_attrs *a, double eps,
-                        const double *h,      /* [M,H] un-normed */
-                        const double *g_norm, /* [H]   */
-                        const double *w_lm, const int32_t *labels, const uint8_t *mask,
-                        double *loss, double *ce, double *q, double *w, double *dh, double *dg,
-                        double *dw_lm);
 
 #ifdef __cplusplus
 }

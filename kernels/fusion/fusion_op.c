@@ -9,8 +9,8 @@
  * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows. */
 #include <math.h>
 
-#include "attention/attention_ref.h"
 #include "fusion/fusion.h"
+#include "fusion/fusion_ref.h"
 #include "op/op.h"
 
 /* ---- fusion.dflare ------------------------------------------------------------------------- */

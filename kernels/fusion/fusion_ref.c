@@ -19,7 +19,7 @@
  * 2*N*H*T*H forward (the GEMM) and twice that backward. This file is the oracle, not a contender:
  * the loops follow the formulas one to one and everything accumulates in double.
  */
-#include "attention/attention_ref.h"
+#include "fusion/fusion_ref.h"
 
 #include <assert.h>
 #include <math.h>

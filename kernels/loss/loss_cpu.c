@@ -74,9 +74,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attention/attention_ref.h"
 #include "cpu/cpu.h"
 #include "loss/loss.h"
+#include "loss/loss_ref.h"
 
 /* ---- parameter space ---------------------------------------------------------------------- */
 

@@ -75,9 +75,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attention/attention_ref.h"
 #include "cuda/backend/cuda_backend.h"
 #include "loss/loss.h"
+#include "loss/loss_ref.h"
 
 #define LSC_SRC        "loss/loss.cu"
 #define LSC_MAX_LOGITS ((int64_t)1 << 31) /* bytes of one chunk's float logits */

@@ -11,8 +11,8 @@
  * in the FLOPs) runs first: h is then un-normed and the call also reads g_norm and writes dg. */
 #include <math.h>
 
-#include "attention/attention_ref.h"
 #include "loss/loss.h"
+#include "loss/loss_ref.h"
 #include "op/op.h"
 
 static const char *const loss_syms[] = {"M", "H", "V", NULL};

@@ -24,7 +24,7 @@
  *
  * It composes the two in float64 with [M,H] buffers: O(M*H) next to the loss's O(M*V*H).
  */
-#include "attention/attention_ref.h"
+#include "loss/loss_ref.h"
 
 #include <assert.h>
 #include <math.h>

@@ -20,7 +20,7 @@
  * Row k = 0 of a block counts as unscored whatever scored[0] holds (and ft_loss_denominator
  * skips every row m with m % B == 0), so a caller may pass the raw mask.
  */
-#include "attention/attention_ref.h"
+#include "loss/loss_ref.h"
 
 #include <assert.h>
 #include <math.h>

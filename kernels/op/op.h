@@ -230,7 +230,15 @@ typedef struct ft_op {
     /* Fill the inputs with realistic random data (valid indices, non-zero floats). p may be
      * NULL (a call sized by its dims alone, e.g. from a profile entry). */
     void (*fill_inputs)(ft_call *c, const ft_preset *p, ft_rng *rng);
-    /* Run the float64 reference on a call whose float tensors are FT_F64. */
+    /* Run the float64 reference on a call whose float tensors are FT_F64. The reference
+     * functions (each family's FAMILY_ref.h) take and produce double arrays (index tensors keep
+     * their integer types), accumulate in double, and are written to be obviously right rather
+     * than fast: one loop nest per formula of SPEC.md. Arrays are dense and row-major, last
+     * index fastest; the comment after each pointer gives its shape. Outputs are fully
+     * overwritten (no accumulation into caller memory). They cannot fail: shapes and index
+     * ranges are validated by the op's check before they are called, so they only assert on
+     * programming errors. A backward recomputes whatever forward state it needs from the
+     * inputs. */
     void (*reference)(const ft_call *c);
     /* The floating-point work the call must do (napkin math, stated in the op's header
      * comment): the FLOPs of the minimal algorithm, forward plus backward when it runs.
