@@ -9,11 +9,12 @@
 #include <string.h>
 
 #include "attention/attention.h"
-#include "op/backend.h"
-#include "op/op.h"
 #include "fusion/fusion.h"
+#include "kernels/registry.h"
 #include "linear/linear.h"
 #include "loss/loss.h"
+#include "op/backend.h"
+#include "op/op.h"
 
 /* ---- ops ----------------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include "op/op_json.h"
 #include "op/op.h"
 #include "op/space.h"
+#include "kernels/registry.h"
 #include "ft_test.h"
 
 /* A problem of a real op on the cpu backend, sized from a preset (no tensors). */

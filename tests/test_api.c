@@ -13,9 +13,10 @@
 #include <unistd.h>
 
 #include "flaretune.h"
+#include "ft_test.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/op.h"
-#include "ft_test.h"
 
 /* One op's call at a preset (random inputs, zeroed outputs) and its tensors bound to ctx. */
 typedef struct {

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ft_test.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "tuner/verify.h"
-#include "ft_test.h"
 
 /* Shapes: each tiny preset as is, and with sizes chosen so tiles do not divide them. */
 static const char *const shapes[][4] = {

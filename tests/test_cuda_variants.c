@@ -25,9 +25,10 @@
 #if FT_HAVE_CUDA
 #include "cuda/nvrtc.h"
 #endif
+#include "ft_test.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "tuner/verify.h"
-#include "ft_test.h"
 
 /* Shapes per op: a preset, or sizes by name. Ops without an entry run at the tiny presets. */
 typedef struct shape {

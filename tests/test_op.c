@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ft_test.h"
+#include "kernels/registry.h"
 #include "op/op.h"
 #include "op/op_json.h"
 

@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 #include "core/json.h"
+#include "ft_test.h"
+#include "kernels/registry.h"
 #include "op/op_json.h"
 #include "profiles/src/profile.h"
-#include "ft_test.h"
 
 static char dir[256];
 

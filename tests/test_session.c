@@ -15,11 +15,12 @@
 
 #include <jansson.h>
 
-#include "tuner/ceilings.h"
-#include "traces/eventlog.h"
 #include "core/filelock.h"
-#include "tuner/tune.h"
 #include "ft_test.h"
+#include "kernels/registry.h"
+#include "traces/eventlog.h"
+#include "tuner/ceilings.h"
+#include "tuner/tune.h"
 
 static char dir[128];
 

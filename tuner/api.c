@@ -24,13 +24,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "op/backend.h"
 #include "core/env.h"
+#include "flaretune/version.h"
+#include "kernels/registry.h"
+#include "op/backend.h"
 #include "op/op.h"
 #include "op/op_json.h"
-#include "profiles/src/profile.h"
 #include "op/space.h"
-#include "flaretune/version.h"
+#include "profiles/src/profile.h"
 
 /* A device backend keeps one device context per process (kernel scratch, streams, the timer):
  * runs on it from different contexts take turns. CPU runs are not serialised. */

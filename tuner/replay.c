@@ -19,11 +19,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "traces/eventlog.h"
 #include "core/json.h"
 #include "core/npy.h"
-#include "op/op_json.h"
 #include "core/stats.h"
+#include "kernels/registry.h"
+#include "op/op_json.h"
+#include "traces/eventlog.h"
 
 static const char *str_field(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));

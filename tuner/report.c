@@ -16,12 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tuner/ceilings.h"
 #include "core/env.h"
-#include "traces/eventlog.h"
 #include "core/filelock.h"
 #include "core/json.h"
+#include "kernels/registry.h"
 #include "op/op_json.h"
+#include "traces/eventlog.h"
+#include "tuner/ceilings.h"
 #include "tuner/report.h"
 #include "tuner/report_sweep.h"
 #include "tuner/step.h"

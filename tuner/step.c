@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "kernels/registry.h"
 #include "op/op_json.h"
 #include "tuner/step.h"
 

@@ -39,6 +39,7 @@
 #include "tuner/strategies/strategy.h"
 #if FT_HAVE_CUDA
 #include "cuda/timer.h"
+#include "kernels/registry.h"
 #endif
 
 /* The most candidates one batch of a distributed run takes (one per process). */

@@ -183,15 +183,6 @@ const char *ft_backend_clock(const ft_backend *b);
 /* The backends (kernels/op/backend.c: ref; kernels/cpu: cpu; kernels/cuda: cuda, cuda-emu). */
 extern const ft_backend ft_backend_ref, ft_backend_cpu, ft_backend_cuda, ft_backend_cuda_emu;
 
-/* The registry (kernels/registry.c): every backend, in order of preference for "auto". */
-int ft_backend_count(void);
-const ft_backend *ft_backend_at(int i);
-/* Find by name; "auto" picks the best available backend that implements op (op may be NULL).
- * Fails with FT_EINVAL for an unknown name (listing the known ones), FT_ENODEV when the backend
- * is built but cannot run here, FT_EUNSUPPORTED when it lacks the op. */
-ft_status ft_backend_resolve(const char *name, const ft_op *op, const ft_backend **out,
-                             ft_err *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -322,10 +322,6 @@ static inline int ft_call_overdue(ft_call *c) {
     return __atomic_load_n(&c->overdue, __ATOMIC_RELAXED);
 }
 
-int ft_op_count(void);
-const ft_op *ft_op_at(int i);
-/* Finds an op by name; on failure the error lists the known ops. */
-const ft_op *ft_op_find(const char *name, ft_err *err);
 int ft_op_sym(const ft_op *op, const char *sym);     /* index of a size symbol, -1 if none */
 int ft_op_tensor(const ft_op *op, const char *name); /* index of a tensor, -1 if none */
 int ft_op_accepts_attr(const ft_op *op, const char *name);

@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flaretune/version.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "profiles/src/profile.h"
-#include "flaretune/version.h"
 
 ft_status ft_emit_format_parse(const char *name, ft_emit_format *out, ft_err *err) {
     if (strcmp(name, "c-header") == 0)

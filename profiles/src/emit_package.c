@@ -34,6 +34,7 @@
 #include "profiles/src/emit_package.h"
 #if FT_HAVE_CUDA
 #include "cuda/nvrtc.h"
+#include "kernels/registry.h"
 #endif
 
 static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {

@@ -17,12 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "op/backend.h"
 #include "core/filelock.h"
 #include "core/json.h"
 #include "core/npy.h"
-#include "op/op_json.h"
 #include "flaretune/version.h"
+#include "kernels/registry.h"
+#include "op/backend.h"
+#include "op/op_json.h"
 
 typedef struct ft_profile_lines {
     char **v;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kernels/registry.h"
 
 void ft_cli_problem_init(ft_cli_problem *p) {
     memset(p, 0, sizeof *p);

@@ -27,12 +27,13 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuda/backend/cuda_backend.h"
-#include "cuda/nvrtc.h"
-#include "cuda/backend/prefetch.h"
-#include "cuda/specs.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "cuda/backend/cuda_backend.h"
+#include "cuda/backend/prefetch.h"
+#include "cuda/nvrtc.h"
+#include "cuda/specs.h"
+#include "kernels/registry.h"
 
 #define MAX_MODULES     8 /* per configuration */
 #define MAX_KERNEL_ARGS 16

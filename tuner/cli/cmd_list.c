@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/op.h"
 

@@ -10,6 +10,7 @@
 #include "cli_profile.h"
 #include "core/format.h"
 #include "core/json.h"
+#include "kernels/registry.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "core/json.h"
+#include "kernels/registry.h"
 #include "op/op_json.h"
 #include "tuner/t1.h"
 

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "cli_profile.h"
 #include "core/format.h"
+#include "kernels/registry.h"
 #include "tuner/step.h"
 
 static void usage(FILE *f) {

@@ -12,16 +12,17 @@
 
 #include "cli.h"
 #include "cli_mpi.h"
-#include "cuda/specs.h"
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/filelock.h"
 #include "core/format.h"
 #include "core/json.h"
-#include "traces/nvtx.h"
+#include "cuda/specs.h"
+#include "kernels/registry.h"
 #include "profiles/src/profile.h"
-#include "tuner/replay.h"
+#include "traces/nvtx.h"
 #include "tui/tui.h"
+#include "tuner/replay.h"
 #include "tuner/tune.h"
 
 static void usage(FILE *f) {

@@ -16,12 +16,13 @@
 #include "cli.h"
 #include "core/clock.h"
 #include "core/env.h"
-#include "traces/eventlog.h"
 #include "core/format.h"
 #include "core/json.h"
+#include "core/rng.h"
+#include "kernels/registry.h"
 #include "op/op_json.h"
 #include "profiles/src/profile.h"
-#include "core/rng.h"
+#include "traces/eventlog.h"
 #include "tui/tui.h"
 
 static void usage(FILE *f) {
