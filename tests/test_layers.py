@@ -8,9 +8,12 @@ objects themselves (`nm`: each object's undefined symbols against the symbols th
 define), so a dependency through a header that declares a function another layer defines is
 seen, and one through a header of types alone is not a dependency.
 
-Headers are checked from the #include lines, by the same rule: every internal header lives in
-the folder of the code it declares, and a file (source or header) includes headers of its own
-folder or of a lower layer, never of a higher one, and no headers include each other in a loop.
+Headers are checked from the #include lines, by the same rule: a file (source or header)
+includes headers of its own folder or of a lower layer, never of a higher one, and no headers
+include each other in a loop. Every internal header lives in the folder of the code it declares:
+each function a header declares that an object defines is defined by a source of the header's
+own folder (a lookup declared in kernels/op but defined by the registry above it would make the
+layering invisible in the tree).
 include/ holds the installed C API alone (flaretune.h): an internal header there would be filed
 away from its layer, where this check could not see which layer it belongs to.
 
@@ -163,7 +166,7 @@ def check_calls(build, problems):
         fused.setdefault((fa, fb), set()).update(names)
     for comp in sccs(sorted(fedges), fedges):
         problems.append("folders that call each other: " + ", ".join(comp))
-    return len(objs), sum(len(v) for v in edges.values())
+    return len(objs), sum(len(v) for v in edges.values()), owner
 
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -220,6 +223,44 @@ def check_includes(problems):
     return n
 
 
+# A function declared at the start of a line: a return type, then the name and its "(" (static
+# and inline functions, typedefs, macros and the lines of a body are not declarations of another
+# file's code).
+DECLARATION = re.compile(r'^(?!static\b|typedef\b|#|return\b|extern\s+"C")[A-Za-z_][\w \t*]*?'
+                         r'\b([A-Za-z_]\w*)\s*\(', re.M)
+
+
+def declared(text):
+    """The names of the functions a header's text declares, comments left out."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return set(DECLARATION.findall(re.sub(r"//[^\n]*", "", text)))
+
+
+def declaration_problems(header, text, owner):
+    """Why header may not declare what it does: each function it declares that an object
+    defines must be defined in the header's own folder."""
+    d = os.path.dirname(header)
+    return [f"{header} declares {name}, which {owner[name]} defines: the declaration belongs "
+            f"in a header of {os.path.dirname(owner[name])}/"
+            for name in sorted(declared(text))
+            if name in owner and os.path.dirname(owner[name]) != d]
+
+
+def check_declarations(owner, problems):
+    """Every internal header declares only functions of its own folder."""
+    headers = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.h"], cwd=ROOT,
+                             check=True, capture_output=True, text=True).stdout.split()
+    n = 0
+    for h in headers:
+        path = os.path.join(ROOT, h)
+        if os.path.dirname(h) not in LAYER_OF or not os.path.exists(path):
+            continue
+        text = open(path, encoding="utf-8", errors="replace").read()
+        n += sum(1 for name in declared(text) if name in owner)
+        problems.extend(declaration_problems(h, text, owner))
+    return n
+
+
 def self_test():
     """The checks themselves find what they look for: a planted loop, a planted upward call."""
     assert sccs(["a", "b", "c", "d"], {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
@@ -231,6 +272,14 @@ def self_test():
     assert include_problem("tuner/session.c", "core/status.h") is None, "a downward include refused"
     assert include_problem("tuner/session.c", "tuner/tune.h") is None, "an own-folder include refused"
     assert resolve("tuner", "op/op.h") == "kernels/op/op.h", "kernels/ is on the include path"
+    planted = "/* a lookup */\nconst ft_op *ft_op_find(const char *name);\nstatic int here(void);\n"
+    assert declared(planted) == {"ft_op_find"}, "a declaration missed or a static one taken"
+    assert declaration_problems("kernels/op/op.h", planted,
+                                {"ft_op_find": "kernels/registry.c"}), \
+        "a header declaring a function of a higher folder not found"
+    assert not declaration_problems("kernels/registry.h", planted,
+                                    {"ft_op_find": "kernels/registry.c"}), \
+        "a header beside its code refused"
 
 
 def main():
@@ -238,12 +287,13 @@ def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: test_layers.py BUILD_DIR")
     problems = []
-    nobj, ncalls = check_calls(sys.argv[1], problems)
+    nobj, ncalls, owner = check_calls(sys.argv[1], problems)
     ninc = check_includes(problems)
+    ndecl = check_declarations(owner, problems)
     for p in problems:
         print("test_layers: " + p)
     print(f"test_layers: {nobj} objects, {ncalls} file-to-file call edges, {ninc} internal "
-          f"includes: {len(problems)} problem(s)")
+          f"includes, {ndecl} declarations of defined functions: {len(problems)} problem(s)")
     return 1 if problems else 0
 
 
