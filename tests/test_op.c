@@ -2,6 +2,7 @@
  * from the tensors, and every inconsistent input gets one clear message naming the tensor. */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -522,6 +523,49 @@ static void test_reference_float32_outputs(void) {
     ft_call_free(&c);
 }
 
+/* Every value of every parameter of every backend's space reads back as itself, from its text
+ * (ft_config_value_str, then ft_config_parse) and from its JSON form: a named parameter's
+ * values are 0..n-1, the indices of its labels (attention.decode's splits on cuda once had
+ * values 0, 1, 2, 4, 8 under five labels, so a tuned splits=8 could not be read back). */
+static void test_spaces_round_trip(void) {
+    int spaces = 0, values = 0;
+    for (int b = 0; b < ft_backend_count(); b++) {
+        const ft_backend *be = ft_backend_at(b);
+        for (int o = 0; be->space && o < ft_op_count(); o++) {
+            const ft_space *s = be->space(ft_op_at(o));
+            if (!s) continue;
+            spaces++;
+            for (int i = 0; i < s->nparams; i++) {
+                const ft_param *p = &s->params[i];
+                for (int k = 0; k < p->n; k++) {
+                    FT_CHECK(!p->labels || p->values[k] == k,
+                             "%s on %s: %s is named, yet its value %d is not its index %d",
+                             ft_op_at(o)->name, be->name, p->name, p->values[k], k);
+                    ft_config cfg, back, from_json;
+                    ft_config_default(s, &cfg);
+                    cfg.v[i] = p->values[k];
+                    char val[48], text[128];
+                    ft_config_value_str(s, i, cfg.v[i], val, sizeof val);
+                    snprintf(text, sizeof text, "%s=%s", p->name, val);
+                    ft_err err = {0};
+                    FT_CHECK(ft_config_parse(s, text, &back, &err) == FT_OK, "%s on %s: %s: %s",
+                             ft_op_at(o)->name, be->name, text, err.msg);
+                    FT_CHECK(back.v[i] == cfg.v[i], "%s on %s: %s read back as %d, not %d",
+                             ft_op_at(o)->name, be->name, text, back.v[i], cfg.v[i]);
+                    json_t *j = ft_config_to_json(s, &cfg);
+                    FT_CHECK(ft_config_from_json(s, j, &from_json, &err) == FT_OK &&
+                                 ft_config_equal(&from_json, &cfg),
+                             "%s on %s: %s does not survive its JSON form (%s)", ft_op_at(o)->name,
+                             be->name, text, err.msg);
+                    json_decref(j);
+                    values++;
+                }
+            }
+        }
+    }
+    FT_CHECK(spaces >= 12 && values > 100, "only %d spaces, %d values seen", spaces, values);
+}
+
 int main(void) {
     FT_RUN(test_registry);
     FT_RUN(test_bind_recovers_preset_sizes);
@@ -536,5 +580,6 @@ int main(void) {
     FT_RUN(test_fill_normal);
     FT_RUN(test_fill_normal_threads);
     FT_RUN(test_fill_states_scales);
+    FT_RUN(test_spaces_round_trip);
     return ft_test_finish();
 }

@@ -95,8 +95,10 @@ enum { DEC_PATH_SIMT, DEC_PATH_MMA };
 enum { DEC_DEF_WARPS = 4, DEC_DEF_TPW = 1 }; /* defaults of what a path does not use */
 
 static const char *const dec_path_labels[] = {"simt", "mma"};
-/* Labels are looked up by value (0: auto); values past the table print as numbers. */
-static const char *const dec_split_labels[] = {"auto", "1", "2", "3", "4"};
+/* splits: a named parameter (its values are 0..n-1, as every named one's), each the index of a
+ * count in dec_split_counts; 0, auto, resolves against the device's SMs (dec_splits). */
+static const char *const dec_split_labels[] = {"auto", "1", "2", "4", "8"};
+static const int dec_split_counts[] = {0, 1, 2, 4, 8};
 
 /* The tunables: X(index, name, -D macro or NULL, labels, default, help, values...). The
  * module's macros follow from the path (dec_spec), so none is passed as it is. */
@@ -110,7 +112,7 @@ static const char *const dec_split_labels[] = {"auto", "1", "2", "3", "4"};
     X(DEC_P_SPLITS, "splits", NULL, dec_split_labels, 0,                                           \
       "CTAs per (request, kv head) along the keys, merged by log-sum-exp; auto: two CTAs per SM, " \
       "at most one split per two tiles",                                                           \
-      0, 1, 2, 4, 8)                                                                               \
+      0, 1, 2, 3, 4)                                                                               \
     X(DEC_P_WARPS, "warps", NULL, NULL, DEC_DEF_WARPS,                                             \
       "simt: warps per CTA over the M = B*G packed query rows (more warps: fewer dims per "        \
       "thread, more shuffles per score)",                                                          \
@@ -167,7 +169,7 @@ static void dec_geom_of(const ft_call *c, const ft_config *cfg, dec_geom *g) {
     g->maxkeys = mx + g->B;
     g->path = cfg->v[DEC_P_PATH];
     g->kt = cfg->v[DEC_P_KT];
-    g->splits = cfg->v[DEC_P_SPLITS];
+    g->splits = dec_split_counts[cfg->v[DEC_P_SPLITS]];
     g->warps = cfg->v[DEC_P_WARPS];
     g->tpw = cfg->v[DEC_P_TPW];
     g->stages = cfg->v[DEC_P_STAGES];
