@@ -327,9 +327,11 @@ def test_tune_jobs():
     is a matter of timing, not asserted). The second run, on the cache the first filled,
     compiles no module. --jobs outside 1..64 is a usage error. The watchdog is off: on a busy
     machine it may stop an emulated candidate, which is not what this test is about."""
-    for bad in ("0", "x", "65", ""):
+    for bad in ("0", "x", "65"):
         one_line_error(["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
                         "cuda-emu", "--jobs", bad], 2, "--jobs expects 1 to 64")
+    one_line_error(["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                    "cuda-emu", "--jobs", ""], 2, "option '--jobs' needs a value")
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         env = {"FLARETUNE_CACHE_DIR": os.path.join(tmp, "cache")}
@@ -407,6 +409,35 @@ def test_tune_predict():
                   f"run_end.predict: {ev[-1].get('predict')}")
 
 
+def test_option_errors_name_the_option():
+    """A bad option is named as the user wrote it, without its value, in one line with exit 2:
+    a missing value at the end of the line or an empty one (--x= or --x ''), a value given to an
+    option that takes none, an unknown option inside a cluster of short ones, and a bad value
+    given as the next word (the option is named, not the value)."""
+    t1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "t1", "saxpy_tiled.json")
+    cases = [
+        (["tune", "fusion.dflare", "--preset"], "option '--preset' needs a value"),
+        (["exec", "fusion.dflare", "--out"], "option '--out' needs a value"),
+        (["trace", "L", "-o"], "option '-o' needs a value"),
+        (["emit", "p.json", "-o"], "option '-o' needs a value"),
+        (["tune", "--t1", t1, "--budget"], "option '--budget' needs a value"),
+        (["tune", "--t1="], "option '--t1' needs a value"),
+        (["watch", "--profile="], "option '--profile' needs a value"),
+        (["emit", "p.json", "--backend="], "option '--backend' needs a value"),
+        (["exec", "loss", "--backend", "cpu", "--in", "", "--out", "o"],
+         "option '--in' needs a value"),
+        (["bench", "fusion.dflare", "--json=1"], "option '--json' takes no value"),
+        (["tune", "fusion.dflare", "--no-screen=yes"], "option '--no-screen' takes no value"),
+        (["watch", "-xy"], "unknown option '-x'"),
+        (["tune", "fusion.dflare", "-qz"], "unknown option '-q'"),
+        (["list", "--bogus"], "unknown option '--bogus'"),
+        (["tune", "--t1", t1, "--reps", "0"], "--reps takes a positive count, not '0'"),
+        (["bench", "--t1", t1, "--blocks", "abc"], "--blocks takes a positive count, not 'abc'"),
+    ]
+    for args, needle in cases:
+        one_line_error(args, 2, needle)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
@@ -417,7 +448,7 @@ def main():
                          test_rope_at_presets,
                          test_exec_config_errors, test_exec_profile_why, test_bench,
                          test_device_backends,
-                         test_tune_jobs, test_tune_predict))
+                         test_tune_jobs, test_tune_predict, test_option_errors_name_the_option))
 
 
 if __name__ == "__main__":

@@ -152,20 +152,25 @@ int ft_cli_measure_opt(ft_measure_opts *mo, int opt, const char *arg, const char
 /* The default preset of an op for quick runs (small, the phase the op belongs to). */
 const char *ft_cli_default_preset(const ft_op *op);
 
-/* The failure for a getopt_long result no command option claims: a missing value or an
- * unknown option (written: the option as written, argv[optind - 1]), pointing at
- * `flaretune CMD --help`. */
-int ft_cli_bad_option(const char *cmd, int opt, const char *written);
-
 struct option;
+/* getopt_long over shortopts and opts that also notes which option its result came from (for
+ * ft_cli_option_written and ft_cli_bad_option), reports a missing value as ':' whether or not
+ * shortopts starts with ':', and an empty one (--out= or --out '') as missing too. Sets opterr
+ * to 0: nothing is printed. */
+int ft_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *opts);
+/* The option of ft_cli_getopt's last result as the user named it, without its value: "--blocks"
+ * (for --blocks=3, --blocks 3 or the abbreviation --bl 3), "-o", "-x" in a cluster -xy. */
+const char *ft_cli_option_written(void);
+/* The failure for a ft_cli_getopt result no command option claims, in one line pointing at
+ * `flaretune CMD --help`: a missing value (':'), a value given to an option that takes none, or
+ * an unknown option. */
+int ft_cli_bad_option(const char *cmd, int opt);
+
 /* What a command does with one getopt_long result: opt its code ('?' or ':' for an unknown
  * option or a missing value), arg its value (optarg). Returns an exit code, 0 to go on. */
 typedef int ft_cli_opt_fn(void *ctx, int opt, const char *arg);
-/* While ft_cli_parse_options runs: the option its last result came from, as written on the
- * command line (argv[optind - 1]: "--blocks", "--blocks=3", "-o"), for messages. */
-const char *ft_cli_option_written(void);
-/* Every option of argv from the first, by getopt_long over shortopts and opts (getopt printing
- * nothing), each handed to own(ctx, ...). Returns the first non-zero exit code own returns, else
+/* Every option of argv from the first, by ft_cli_getopt over shortopts and opts, each handed to
+ * own(ctx, ...). Returns the first non-zero exit code own returns, else
  * 0 with optind at the first operand. */
 int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
                          ft_cli_opt_fn *own, void *ctx);

@@ -1,6 +1,7 @@
 /* cli_args.c: the option loop every command runs, the problem options shared by exec, bench and
  * tune, and the set-up of one op from them, so every command reads, checks and reports them alike
  * (see cli.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -147,29 +148,69 @@ int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_o
     return FT_EXIT_OK;
 }
 
-int ft_cli_bad_option(const char *cmd, int opt, const char *written) {
-    if (opt == ':')
-        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, written);
-    return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
-                       written, cmd);
+/* The option of ft_cli_getopt's last result (getopt_long's own state is global too). */
+static struct {
+    char name[128];
+    int takes_none; /* '?': a known long option written with =VALUE, which it does not take */
+} last = {"?", 0};
+
+/* Whether word is a cluster of short options (-xy) holding c. */
+static int in_cluster(const char *word, int c) {
+    return word && word[0] == '-' && word[1] && word[1] != '-' && strchr(word + 1, c);
 }
 
-/* The argv ft_cli_parse_options is reading (getopt_long's own state is global too). */
-static char **parsing;
+/* Names the option result o came from. getopt_long leaves optind past the words it used, but
+ * inside a cluster (-xy) on the cluster itself: the word before optind is then an earlier one. */
+static void note_option(int argc, char **argv, const struct option *opts, int o, int longindex) {
+    const char *prev = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    const char *cur = optind < argc ? argv[optind] : NULL;
+    const int bad = o == '?' || o == ':', c = bad ? optopt : o;
+    const int shortc = c > 0 && c < 128 && isgraph(c);
+    last.takes_none = 0;
+    if (longindex >= 0 && !bad) {
+        snprintf(last.name, sizeof last.name, "--%s", opts[longindex].name);
+    } else if (bad && shortc && in_cluster(cur, c)) {
+        snprintf(last.name, sizeof last.name, "-%c", c);
+    } else if (strncmp(prev, "--", 2) == 0) {
+        const size_t n = strcspn(prev, "=");
+        snprintf(last.name, sizeof last.name, "%.*s", (int)(n < 100 ? n : 100), prev);
+        last.takes_none = o == '?' && optopt != 0 && prev[n] == '=';
+    } else if (shortc) {
+        snprintf(last.name, sizeof last.name, "-%c", c);
+    } else {
+        snprintf(last.name, sizeof last.name, "%.100s", prev);
+    }
+}
 
-const char *ft_cli_option_written(void) {
-    return parsing && optind > 0 ? parsing[optind - 1] : "?";
+int ft_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *opts) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "%s%s", shortopts[0] == ':' ? "" : ":", shortopts);
+    int longindex = -1;
+    opterr = 0;
+    const int o = getopt_long(argc, argv, spec, opts, &longindex);
+    if (o == -1) return o;
+    note_option(argc, argv, opts, o, longindex);
+    if (o != '?' && o != ':' && optarg && !*optarg) return ':';
+    return o;
+}
+
+const char *ft_cli_option_written(void) { return last.name; }
+
+int ft_cli_bad_option(const char *cmd, int opt) {
+    if (opt == ':')
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, last.name);
+    if (last.takes_none)
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' takes no value", cmd, last.name);
+    return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
+                       last.name, cmd);
 }
 
 int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,
                          ft_cli_opt_fn *own, void *ctx) {
     int o, code = FT_EXIT_OK;
     optind = 0;
-    opterr = 0;
-    parsing = argv;
-    while (!code && (o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1)
+    while (!code && (o = ft_cli_getopt(argc, argv, shortopts, opts)) != -1)
         code = own(ctx, o, optarg);
-    parsing = NULL;
     return code;
 }
 
@@ -197,7 +238,7 @@ int ft_cli_parse_shared(const char *cmd, int argc, char **argv, const struct opt
 static int problem_take(const char *cmd, void *shared, int opt, const char *arg, int *taken) {
     if (opt == '?' || opt == ':') {
         *taken = 1;
-        return ft_cli_bad_option(cmd, opt, ft_cli_option_written());
+        return ft_cli_bad_option(cmd, opt);
     }
     *taken = ft_cli_problem_opt(shared, opt, arg, cmd);
     return *taken < 0 ? FT_EXIT_USAGE : FT_EXIT_OK;

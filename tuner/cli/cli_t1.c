@@ -14,11 +14,8 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int 
     char *end = NULL;
     *taken = 1;
     switch (opt) {
-    case '?':
     case ':':
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "%s: unknown option '%s' with --t1 (see `flaretune %s --help`)", cmd,
-                           ft_cli_option_written(), cmd);
+    case '?': return ft_cli_bad_option(cmd, opt);
     case FT_T1_OPT_T1: a->path = arg; break;
     case FT_T1_OPT_KFILE: a->kfile = arg; break;
     case FT_T1_OPT_CONFIG: a->config = arg; break;

@@ -71,11 +71,7 @@ static int emit_opt(void *ctx, int o, const char *arg) {
     case O_BACKEND: a->eo.backend = arg; break;
     case O_DEVICE: a->eo.device = arg; break;
     case O_PREFIX: a->eo.prefix = arg; break;
-    default:
-        if (optopt == 'o' || (optopt >= O_FORMAT && optopt <= O_PREFIX))
-            return ft_cli_fail(FT_EXIT_USAGE, "emit: %s needs a value", ft_cli_option_written());
-        return ft_cli_fail(FT_EXIT_USAGE, "emit: unknown option '%s' (see `flaretune emit --help`)",
-                           ft_cli_option_written());
+    default: return ft_cli_bad_option("emit", o);
     }
     return FT_EXIT_OK;
 }

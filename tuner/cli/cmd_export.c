@@ -32,8 +32,7 @@ static int run(int argc, char **argv) {
     const char *out = "-";
     int fmt = -1, o;
     optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+    while ((o = ft_cli_getopt(argc, argv, "o:", opts)) != -1) {
         if (o == 'o') {
             out = optarg;
         } else if (o == 'f') {
@@ -41,7 +40,7 @@ static int run(int argc, char **argv) {
                 return ft_cli_fail(FT_EXIT_USAGE, "export: unknown format '%s' (t4 or kt-cache)",
                                    optarg);
         } else {
-            return ft_cli_bad_option("export", o, argv[optind - 1]);
+            return ft_cli_bad_option("export", o);
         }
     }
     if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "export: which event log?");

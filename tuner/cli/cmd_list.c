@@ -196,12 +196,11 @@ static int run(int argc, char **argv) {
     static const struct option opts[] = {FT_CLI_FLAG("json", 'j'), FT_CLI_END};
     int json = 0, c;
     optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = ft_cli_getopt(argc, argv, "", opts)) != -1) {
         if (c == 'j')
             json = 1;
         else
-            return ft_cli_fail(FT_EXIT_USAGE, "list: unknown option '%s'", argv[optind - 1]);
+            return ft_cli_bad_option("list", c);
     }
     const char *what = optind < argc ? argv[optind] : "all";
     int all = !strcmp(what, "all");

@@ -20,9 +20,8 @@ static int run(int argc, char **argv) {
     static const struct option opts[] = {FT_CLI_END};
     int o;
     optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        return ft_cli_bad_option("merge", o, argv[optind - 1]);
+    while ((o = ft_cli_getopt(argc, argv, "", opts)) != -1)
+        return ft_cli_bad_option("merge", o);
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "merge: which output? (see `flaretune merge --help`)");
     if (optind + 1 >= argc)

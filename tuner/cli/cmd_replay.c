@@ -1089,7 +1089,7 @@ static int replay_opt(void *ctx, int o, const char *arg) {
     case O_PRUNE:
         if (parse_prune(arg, ro)) return FT_EXIT_USAGE;
         break;
-    default: return ft_cli_bad_option("replay", o, ft_cli_option_written());
+    default: return ft_cli_bad_option("replay", o);
     }
     return FT_EXIT_OK;
 }

@@ -131,7 +131,7 @@ static int report_opt(void *ctx, int o, const char *arg) {
     } else if (o == O_LOG)
         a->logpath = arg;
     else
-        return ft_cli_bad_option("report", o, ft_cli_option_written());
+        return ft_cli_bad_option("report", o);
     return FT_EXIT_OK;
 }
 

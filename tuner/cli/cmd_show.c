@@ -249,16 +249,13 @@ static int run(int argc, char **argv) {
     const char *op_name = NULL;
     int json = 0, o;
     optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((o = ft_cli_getopt(argc, argv, "", opts)) != -1) {
         if (o == O_OP)
             op_name = optarg;
         else if (o == O_JSON)
             json = 1;
-        else if (o == ':' || (o == '?' && optopt == O_OP))
-            return ft_cli_fail(FT_EXIT_USAGE, "show: --op needs a value");
         else
-            return ft_cli_bad_option("show", o, argv[optind - 1]);
+            return ft_cli_bad_option("show", o);
     }
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "show: which profile? (see `flaretune show --help`)");

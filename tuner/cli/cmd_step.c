@@ -201,8 +201,7 @@ static int step_opt(void *ctx, int o, const char *arg) {
         break;
     }
     case 'j': a->json = 1; break;
-    case ':': return ft_cli_fail(FT_EXIT_USAGE, "step: %s needs a value", ft_cli_option_written());
-    default: return ft_cli_bad_option("step", o, ft_cli_option_written());
+    default: return ft_cli_bad_option("step", o);
     }
     return FT_EXIT_OK;
 }

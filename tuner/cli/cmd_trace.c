@@ -18,11 +18,10 @@ static int run(int argc, char **argv) {
     const char *out = NULL;
     int o;
     optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+    while ((o = ft_cli_getopt(argc, argv, "o:", opts)) != -1) {
         if (o == 'o') out = optarg;
         else
-            return ft_cli_bad_option("trace", o, argv[optind - 1]);
+            return ft_cli_bad_option("trace", o);
     }
     if (optind >= argc) return ft_cli_fail(FT_EXIT_USAGE, "trace: which event log?");
     if (optind + 1 < argc) return ft_cli_fail(FT_EXIT_USAGE, "trace: unexpected argument '%s'", argv[optind + 1]);

@@ -249,7 +249,7 @@ static int watch_opt(void *ctx, int o, const char *arg) {
         if (*end || !*arg)
             return ft_cli_fail(FT_EXIT_USAGE, "watch: --seed expects a non-negative integer");
         break;
-    default: return ft_cli_bad_option("watch", o, ft_cli_option_written());
+    default: return ft_cli_bad_option("watch", o);
     }
     return FT_EXIT_OK;
 }
