@@ -566,6 +566,22 @@ static void test_spaces_round_trip(void) {
     FT_CHECK(spaces >= 12 && values > 100, "only %d spaces, %d values seen", spaces, values);
 }
 
+/* A parameter given twice in one config is refused rather than the last one kept silently. */
+static void test_config_twice(void) {
+    const ft_space *s = ft_backend_cpu.space(op_named("fusion.dflare"));
+    FT_CHECK(s && s->nparams > 0, "fusion.dflare has a CPU space");
+    const char *name = s->params[0].name;
+    char val[48], text[160];
+    ft_config_value_str(s, 0, s->params[0].values[0], val, sizeof val);
+    snprintf(text, sizeof text, "%s=%s,%s=%s", name, val, name, val);
+    ft_config cfg;
+    ft_err err = {0};
+    FT_CHECK(ft_config_parse(s, text, &cfg, &err) == FT_EINVAL && strstr(err.msg, "given twice"),
+             "%s: %s", text, err.msg);
+    snprintf(text, sizeof text, "%s=%s", name, val);
+    FT_CHECK(ft_config_parse(s, text, &cfg, &err) == FT_OK, "%s once: %s", text, err.msg);
+}
+
 int main(void) {
     FT_RUN(test_registry);
     FT_RUN(test_bind_recovers_preset_sizes);
@@ -581,5 +597,6 @@ int main(void) {
     FT_RUN(test_fill_normal_threads);
     FT_RUN(test_fill_states_scales);
     FT_RUN(test_spaces_round_trip);
+    FT_RUN(test_config_twice);
     return ft_test_finish();
 }

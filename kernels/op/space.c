@@ -93,6 +93,7 @@ static void candidates_str(const ft_space *s, int i, char *buf, size_t n) {
 
 ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, ft_err *err) {
     ft_config_default(s, cfg);
+    unsigned char given[FT_MAX_PARAMS] = {0};
     const char *p = text;
     while (*p) {
         size_t len = strcspn(p, ",");
@@ -122,6 +123,8 @@ ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, f
             return ft_err_set(err, FT_EINVAL, "config: unknown parameter '%s' (parameters: %s)",
                               name, s->nparams ? known : "none");
         }
+        if (given[i]++)
+            return ft_err_set(err, FT_EINVAL, "config: %s is given twice", s->params[i].name);
         const ft_param *pp = &s->params[i];
         int value = 0, found = 0;
         if (pp->labels) {

@@ -105,7 +105,7 @@ int ft_space_param(const ft_space *s, const char *name); /* index, -1 if none */
 const char *ft_space_renamed(const ft_space *s, const char *name);
 /* Parse "name=value,..." on top of the defaults. Unknown names and values outside the
  * candidates are errors that list what is allowed; a former name is an error naming the
- * current one. */
+ * current one; a name given twice is an error. */
 ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, ft_err *err);
 /* "name=value,..." with every parameter, labels for named ones. */
 void ft_config_format(const ft_space *s, const ft_config *cfg, char *buf, size_t n);
