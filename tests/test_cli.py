@@ -31,6 +31,7 @@ def test_help():
             check(rc == 0 and out.startswith(f"usage: flaretune {c}"), f"{form} prints usage")
     one_line_error(["bogus"], 2, "unknown command 'bogus'")
     one_line_error(["help", "bogus"], 2, "unknown command 'bogus'")
+    one_line_error(["help", "tune", "extra"], 2, "help takes one command")
     one_line_error(["version", "extra"], 2)
 
 

@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
     }
     const char *name = argv[1];
     if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+        if (argc > 3)
+            return ft_cli_fail(FT_EXIT_USAGE, "help takes one command, not '%s' too", argv[3]);
         if (argc > 2) {
             const ft_cmd *c = find(argv[2]);
             if (!c)
