@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef FT_SOURCE_DIR
@@ -66,4 +67,10 @@ char *ft_kernel_dir(char *buf, size_t n) {
     else
         snprintf(buf, n, "%s/kernels", ft_source_root());
     return buf;
+}
+
+int ft_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }

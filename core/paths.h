@@ -24,6 +24,9 @@ extern "C" {
 const char *ft_source_root(void);
 /* The kernel folder: $FLARETUNE_KERNEL_DIR, else ft_source_root()/kernels. Returns buf. */
 char *ft_kernel_dir(char *buf, size_t n);
+/* Whether paths a and b name one existing file (the same device and inode: through a link, a
+ * different spelling or a relative path alike), so a command refuses to write over its input. */
+int ft_same_file(const char *a, const char *b);
 
 #ifdef __cplusplus
 }

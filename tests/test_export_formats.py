@@ -16,6 +16,7 @@ usage: test_export_formats.py --flaretune PATH
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -137,6 +138,15 @@ def test_bad_requests():
     one_line_error(["export", log], 2, "--format")
     one_line_error(["export", log, "--format", "xml"], 2, "unknown format 'xml'")
     one_line_error(["export", os.path.join(STATE["tmp"], "none.jsonl"), "--format", "t4"], 1)
+    if STATE.get("log"):
+        # A command never writes over the file it reads: refused, the log as it was.
+        copy = os.path.join(STATE["tmp"], "self.jsonl")
+        shutil.copyfile(log, copy)
+        before = open(copy, "rb").read()
+        one_line_error(["export", copy, "--format", "t4", "-o", copy], 2,
+                       "the output is the event log it reads")
+        one_line_error(["replay", copy, "--export", copy], 2, "the output is the landscape")
+        check(open(copy, "rb").read() == before, "the log is unchanged")
 
 
 def main():

@@ -26,10 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "traces/eventlog.h"
 #include "core/json.h"
 #include "core/npy.h"
+#include "core/paths.h"
 #include "op/op_json.h"
+#include "traces/eventlog.h"
 #include "tuner/replay.h"
 
 static const char *str_field(const json_t *o, const char *k) {
@@ -399,6 +400,8 @@ ft_status ft_export_write(json_t *doc, ft_export_format fmt, const char *path, f
 
 ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *path,
                              ft_err *err) {
+    if (path && ft_same_file(log, path))
+        return ft_err_set(err, FT_EINVAL, "%s: the output is the event log it reads", path);
     json_t *events;
     int torn;
     ft_status s = ft_eventlog_read(log, &events, &torn, err);

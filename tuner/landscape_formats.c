@@ -34,7 +34,9 @@
 #include "traces/eventlog.h"
 #include "tuner/replay.h"
 
-#define MAX_FILE_BYTES ((size_t)1 << 31) /* 2 GiB of JSON: more than any landscape */
+/* 256 MiB of JSON: twenty times the largest landscape of the FAIR hub (19 MB, 11,130
+ * configurations), and a bound on what a small gzip may unpack to. */
+#define MAX_FILE_BYTES ((size_t)1 << 28)
 
 /* The whole file, decompressed when gzip-compressed (zlib reads a plain file as it is). */
 static ft_status read_all(const char *path, char **out, size_t *len, int *gz, ft_err *err) {
@@ -80,6 +82,14 @@ static ft_status read_all(const char *path, char **out, size_t *len, int *gz, ft
         }
         if (got == 0) break;
         n += (size_t)got;
+    }
+    int zerr = Z_OK;
+    gzerror(f, &zerr);
+    if (zerr == Z_BUF_ERROR) {
+        free(buf);
+        gzclose(f);
+        return ft_err_set(err, FT_EFORMAT, "%s: its gzip stream is cut short (a truncated file)",
+                          path);
     }
     *gz = !gzdirect(f);
     gzclose(f);

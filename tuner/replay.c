@@ -21,6 +21,7 @@
 
 #include "core/json.h"
 #include "core/npy.h"
+#include "core/paths.h"
 #include "core/stats.h"
 #include "kernels/registry.h"
 #include "op/op_json.h"
@@ -675,6 +676,8 @@ json_t *ft_landscape_to_json(const ft_landscape *l, const char *log) {
 
 ft_status ft_landscape_export(const ft_landscape *l, const char *log, const char *path,
                               ft_err *err) {
+    if (ft_same_file(log, path))
+        return ft_err_set(err, FT_EINVAL, "%s: the output is the landscape it reads", path);
     json_t *doc = ft_landscape_to_json(l, log);
     if (!doc) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", path);
     ft_status s = ft_json_save(doc, path, JSON_COMPACT, 1, err);

@@ -10,10 +10,11 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "traces/eventlog.h"
 #include "core/format.h"
 #include "core/json.h"
+#include "core/paths.h"
 #include "op/op_json.h"
+#include "traces/eventlog.h"
 #include "tuner/replay.h"
 
 #define MAX_SEEDS   1000
@@ -1167,6 +1168,10 @@ static int run(int argc, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: --export writes one landscape, and %s names %d logs: name one",
                            path, nlogs);
+    if (ro.export_path && ft_same_file(path, ro.export_path))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: --export %s: the output is the landscape it reads",
+                           ro.export_path);
     ft_landscape warm;
     if (ro.warm) {
         ft_err err = {0};
