@@ -473,6 +473,13 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
             run = 1;
         }
         c->cost = any || run ? ms * 1e-3 : NAN;
+        if (c->cost < 0) {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: cache entry \"%s\" costs a negative time (%g ms compiling, "
+                           "verifying and running)",
+                           name, key, ms);
+            break;
+        }
         m++;
     }
     kt_ctx ctx = {cache, ekeys};
@@ -590,8 +597,15 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
             if (!mn || strcmp(mn, obj) != 0) continue;
             val = json_object_get(m, "value");
             const char *mu = json_string_value(json_object_get(m, "unit"));
-            if (mu && mu[0] && t4_unit(mu) > 0) u = t4_unit(mu);
+            if (mu && mu[0] && !(t4_unit(mu) > 0)) {
+                s = ft_err_set(err, FT_EFORMAT,
+                               "%s: results[%zu]: measurement unit \"%s\" is not a time unit", name,
+                               r, mu);
+                break;
+            }
+            if (mu && mu[0]) u = t4_unit(mu);
         }
+        if (s) break;
         if (!json_is_string(inv)) {
             s = ft_err_set(err, FT_EFORMAT, "%s: results[%zu] has no \"invalidity\"", name, r);
         } else if (strcmp(json_string_value(inv), "correct") != 0) {
@@ -614,6 +628,10 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
         const json_t *rt = json_object_get(times, "runtimes");
         if (json_is_array(rt)) t += sum_numbers(rt, &any);
         c->cost = any ? t * unit : NAN;
+        if (!s && c->cost < 0)
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: results[%zu] costs a negative time (its times sum to %g)", name, r,
+                           t);
     }
     if (!s) s = take_cands(fc, (int)n, name, t4_what, NULL, l, err);
     free(fc);
