@@ -206,7 +206,8 @@ def test_kt_cache_resume():
     check(rc == 0 and rep.get("valid", 0) + rep.get("rejected", 0) == n,
           f"replay of the open cache: exit {rc}: {err} {rep.get('valid')} {rep.get('rejected')}")
     t4 = os.path.join(tmp, "r.t4.json")
-    rc, out, err = run(*args, "--t4", t4)
+    prof, log = os.path.join(tmp, "r.profile.json"), os.path.join(tmp, "r.log.jsonl")
+    rc, out, err = run(*args, "--t4", t4, "--profile", prof, "--log", log)
     ran = [line for line in err.splitlines() if line.startswith("tune: [")]
     check(rc == 0 and f"resumed: {n} of them" in out and
           "42 of 42 configurations evaluated (6 rejected)" in out,
@@ -216,6 +217,15 @@ def test_kt_cache_resume():
     with open(kt) as f:
         doc = json.load(f)  # closed now: plain JSON
     check(len(doc.get("cache", {})) == 42, f"{len(doc.get('cache', {}))} entries at the end")
+    # the default's time, resumed from the cache, is its median there: never 0 nor missing
+    with open(prof) as f:
+        kernels = json.load(f).get("kernels", [])
+    dmed = kernels[0].get("default", {}).get("stats", {}).get("median_s", 0) if kernels else 0
+    check(dmed > 0, f"the profile's default median after a resume: {dmed}")
+    with open(log) as f:
+        ends = [json.loads(l) for l in f if '"run_end"' in l]
+    check(ends and (ends[-1].get("default_stats") or {}).get("median_s", 0) > 0,
+          f"run_end's default_stats after a resume: {ends[-1:] and ends[-1].get('default_stats')}")
     with open(t4) as f:  # the resumed results keep the time they were measured at
         stamps = [r.get("timestamp", "") for r in json.load(f).get("results", [])]
     check(len(stamps) == 42 and all(re.match(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d", t)

@@ -335,13 +335,14 @@ static void log_end(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, con
         const int best = res->best;
         const double ref = res->reference >= 0 ? res->secs[res->reference] : NAN;
         json_t *wst = best < 0 ? json_null() : stats_json(&res->best_stats);
-        json_t *ev = json_pack("{s:s, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:s, s:b}", "event", "run_end",
-                               "winner", best >= 0 ? ft_config_to_json(&t->space, &res->cfgs[best]) : json_null(),
-                               "stats", wst,
-                               "default_stats", res->ref_stats.samples ? ft_stats_to_json(&res->ref_stats) : json_null(),
-                               "speedup", best >= 0 && isfinite(ref) ? json_real(ref / res->secs[best]) : json_null(),
-                               "evaluations", res->nevals, "rejected", res->failed, "resumed",
-                               res->resumed, "search_end", why_end, "interrupted", res->interrupted);
+        json_t *ev = json_pack(
+            "{s:s, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:s, s:b}", "event", "run_end", "winner",
+            best >= 0 ? ft_config_to_json(&t->space, &res->cfgs[best]) : json_null(), "stats", wst,
+            "default_stats",
+            res->reference >= 0 && isfinite(ref) ? stats_json(&res->ref_stats) : json_null(),
+            "speedup", best >= 0 && isfinite(ref) ? json_real(ref / res->secs[best]) : json_null(),
+            "evaluations", res->nevals, "rejected", res->failed, "resumed", res->resumed,
+            "search_end", why_end, "interrupted", res->interrupted);
         if (ev) log_write(L, ev, err);
         ft_eventlog_close(L->log);
     }
@@ -861,6 +862,8 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     }
     if (res->best >= 0 && res->best != S.stats_of) /* resumed: its median only */
         res->best_stats = (ft_stats){.median = res->secs[res->best]};
+    if (res->reference >= 0 && !res->ref_stats.samples && isfinite(res->secs[res->reference]))
+        res->ref_stats = (ft_stats){.median = res->secs[res->reference]}; /* resumed likewise */
     {
         ft_err e2 = {0};
         log_end(&L, t, res,
