@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/device_emu.h"
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/filelock.h"
@@ -33,13 +32,14 @@
 #include "core/npy.h"
 #include "core/rng.h"
 #include "core/stats.h"
+#include "cuda/device_emu.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/op_json.h"
 #include "traces/eventlog.h"
 #include "tuner/strategies/strategy.h"
 #if FT_HAVE_CUDA
 #include "cuda/timer.h"
-#include "kernels/registry.h"
 #endif
 
 /* The most candidates one batch of a distributed run takes (one per process). */

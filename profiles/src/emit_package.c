@@ -29,12 +29,12 @@
 
 #include "core/paths.h"
 #include "cpu/cpu.h"
+#include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/space.h"
 #include "profiles/src/emit_package.h"
 #if FT_HAVE_CUDA
 #include "cuda/nvrtc.h"
-#include "kernels/registry.h"
 #endif
 
 static int selected(const ft_profile_entry *e, const ft_emit_opts *o) {
