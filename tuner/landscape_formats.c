@@ -597,13 +597,15 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
             if (!mn || strcmp(mn, obj) != 0) continue;
             val = json_object_get(m, "value");
             const char *mu = json_string_value(json_object_get(m, "unit"));
-            if (mu && mu[0] && !(t4_unit(mu) > 0)) {
-                s = ft_err_set(err, FT_EFORMAT,
-                               "%s: results[%zu]: measurement unit \"%s\" is not a time unit", name,
-                               r, mu);
-                break;
+            if (mu && mu[0]) {
+                u = t4_unit(mu);
+                if (!(u > 0)) {
+                    s = ft_err_set(err, FT_EFORMAT,
+                                   "%s: results[%zu]: measurement unit \"%s\" is not a time unit",
+                                   name, r, mu);
+                    break;
+                }
             }
-            if (mu && mu[0]) u = t4_unit(mu);
         }
         if (s) break;
         if (!json_is_string(inv)) {
