@@ -119,6 +119,21 @@ static void test_t4_small(void) {
     ft_landscape_free(&l);
 }
 
+/* A value written as a number in one result and as its string in another ("2" and 2, "1.0"
+ * and 1) is one value: x stays numeric, and the four results are four configurations. */
+static void test_t4_mixed_types(void) {
+    ft_landscape l;
+    if (!load(DATA "t4-mixed-types.json", &l)) return;
+    FT_CHECK(l.space.nparams == 2 && l.params[0].labels == NULL && l.params[0].n == 2 &&
+                 l.params[0].values[0] == 1 && l.params[0].values[1] == 2,
+             "x: %d values, %s", l.params[0].n, l.params[0].labels ? "named" : "numeric");
+    FT_CHECK(l.ncands == 4 && l.nrejected == 0, "%d candidates", l.ncands);
+    char text[256] = "";
+    if (l.best >= 0) cand_text(&l, l.best, text, sizeof text);
+    FT_CHECK(strcmp(text, "x=1,y=a") == 0 && l.score[l.best] == 1e-3, "best %s", text);
+    ft_landscape_free(&l);
+}
+
 /* The same file gzip-compressed, under a name that says nothing. */
 static void test_gzip(void) {
     char path[512];
@@ -168,6 +183,7 @@ static void test_malformed(void) {
         {"t4-negative-cost.json", "results[0] costs a negative time"},
         {"kt-negative-cost.json", "cache entry \"32,row\" costs a negative time"},
         {"t4-duplicate.json", "entries results[0] and results[2] are the same configuration"},
+        {"t4-mixed-duplicate.json", "entries results[0] and results[1] are the same configuration"},
         {"t4-missing-param.json", "results[1] has no \"configuration\" of the 2 parameters"},
         {"not-a-landscape.json", "neither \"tune_params\" and \"cache\""},
         {"log-ref-backend.jsonl", "backend ref has no tunable parameters for fusion.dflash"},
@@ -402,6 +418,7 @@ int main(void) {
     FT_RUN(test_kt_small);
     FT_RUN(test_kt_unfinished);
     FT_RUN(test_t4_small);
+    FT_RUN(test_t4_mixed_types);
     FT_RUN(test_gzip);
     FT_RUN(test_malformed);
     FT_RUN(test_warm_files);

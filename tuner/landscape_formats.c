@@ -140,8 +140,21 @@ static void value_text(const json_t *v, char *buf, size_t n) {
     }
 }
 
+/* A number written as a string ("16"): its value, else NAN. */
+static double string_number(const json_t *v) {
+    const char *s = json_string_value(v);
+    char *end;
+    if (!s || !*s || isspace((unsigned char)*s)) return NAN;
+    double x = strtod(s, &end);
+    return *end ? NAN : x;
+}
+
+/* Whether a and b are one value of a parameter. A number and the string of that number are
+ * one: a results file may write a value either way, as Kernel Tuner's string keys do. */
 static int same_value(const json_t *a, const json_t *b) {
     if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    if (json_is_number(a) && json_is_string(b)) return json_number_value(a) == string_number(b);
+    if (json_is_string(a) && json_is_number(b)) return string_number(a) == json_number_value(b);
     if (json_is_string(a) && json_is_string(b))
         return strcmp(json_string_value(a), json_string_value(b)) == 0;
     if (json_is_boolean(a) && json_is_boolean(b)) return json_is_true(a) == json_is_true(b);
@@ -557,7 +570,12 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
                                   "%s: results[%zu].configuration has no number, string or "
                                   "boolean %s",
                                   name, r, fs.p[i].name);
-            if (value_index(&fs, i, x) >= 0) continue;
+            int at = value_index(&fs, i, x);
+            if (at >= 0) {
+                /* "16" and 16: the number stands for both, so the parameter stays numeric */
+                if (json_is_number(x)) fs.p[i].vals[at] = x;
+                continue;
+            }
             if (fs.p[i].n == FT_MAX_VALUES)
                 return ft_err_set(err, FT_EUNSUPPORTED, "%s: parameter %s has more than %d values",
                                   name, fs.p[i].name, FT_MAX_VALUES);
