@@ -483,7 +483,8 @@ static void test_watchdog_in_a_run(void) {
         const char *speed = event_speed(e);
         double after = json_number_value(json_object_get(st, "after_s"));
         double limit = json_number_value(json_object_get(st, "limit_s"));
-        FT_CHECK(speed && !strcmp(speed, "mid") && limit >= 0.05 && after >= limit && after < 10,
+        FT_CHECK(speed && !strcmp(speed, "mid") && limit >= 0.05 && after >= limit && after < 10 &&
+                     !json_object_get(st, "lost"),
                  "the stopped one: %s after %g s, limit %g s", speed ? speed : "?", after, limit);
     }
     FT_CHECK(stopped_events == 1, "one stopped event: %d", stopped_events);
@@ -510,6 +511,12 @@ static void test_spoiled_call_in_a_run(void) {
         if (!speed || strcmp(speed, "mid") || !json_object_get(e, "stopped")) continue;
         seen++;
         FT_CHECK(json_is_false(json_object_get(e, "clean")), "the spoiled call is not clean");
+        /* why it stopped: its lost time, not a limit (of 1e6 x the best here; 0 for the default) */
+        const json_t *st = json_object_get(e, "stopped");
+        FT_CHECK(json_is_true(json_object_get(st, "lost")) && !json_object_get(st, "limit_s") &&
+                     json_number_value(json_object_get(st, "check_after_s")) >= 0.05,
+                 "stopped: lost %d, limit_s %s", json_is_true(json_object_get(st, "lost")),
+                 json_object_get(st, "limit_s") ? "given" : "absent");
     }
     FT_CHECK(seen == 1, "one stopped event of mid: %d", seen);
     json_decref(evs);

@@ -207,8 +207,12 @@ static ft_status reject(session *S, int i, const char *reason, const char *messa
  * any candidate made (INFINITY: none yet). */
 static double watch_scale(const session *S) { return isfinite(S->best) ? S->best : S->fastest; }
 
-/* A `measured` event's "stopped" field. */
-static json_t *stopped_json(double after_s, double limit_s) {
+/* A `measured` event's "stopped" field: after how long, and why: past its limit (`limit_s`),
+ * or (`lost`) its threads lost over half of it to other work once past `check_after_s`. */
+static json_t *stopped_json(double after_s, double limit_s, int lost, double check_after_s) {
+    if (lost)
+        return json_pack("{s:f, s:b, s:f}", "after_s", after_s, "lost", 1, "check_after_s",
+                         check_after_s);
     return json_pack("{s:f, s:f}", "after_s", after_s, "limit_s", limit_s);
 }
 
@@ -238,7 +242,8 @@ static double check_after(const session *S) {
 
 /* Candidate i's call ran past the watchdog's limit (at verification or in the measurement):
  * a `measured` event that says so; the candidate is never ranked. */
-static json_t *stopped_event(session *S, int i, const ft_stats *st, double after_s, double limit_s) {
+static json_t *stopped_event(session *S, int i, const ft_stats *st, double after_s, double limit_s,
+                             double check_after_s) {
     S->evaluations++;
     /* Spoiled by the scheduler: not measured cleanly (measured again on resume), else slow. */
     if (st->unclean)
@@ -252,7 +257,7 @@ static json_t *stopped_event(session *S, int i, const ft_stats *st, double after
     json_object_set_new(ev, "stats", ft_stats_to_json(st));
     json_object_set_new(ev, "screened", json_false());
     json_object_set_new(ev, "clean", json_boolean(!st->unclean));
-    json_object_set_new(ev, "stopped", stopped_json(after_s, limit_s));
+    json_object_set_new(ev, "stopped", stopped_json(after_s, limit_s, st->unclean, check_after_s));
     json_object_set_new(ev, "evaluation", json_integer(S->evaluations));
     return ev;
 }
@@ -284,8 +289,8 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     ft_err run_err = {0};
     S->vc.ws = &S->ws;
     /* The watchdog covers the verification call too (its shape is at most the tuning one). */
-    double limit = call_limit(S, i), t0 = ft_now_s();
-    ft_call_watch(&S->vc, limit, check_after(S));
+    double limit = call_limit(S, i), check = check_after(S), t0 = ft_now_s();
+    ft_call_watch(&S->vc, limit, check);
     ft_status st = S->o->be->run(&S->vc, cfg, &run_err);
     int spoiled = S->vc.spoiled;
     ft_call_watch(&S->vc, 0, 0);
@@ -294,7 +299,7 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
         memset(&none, 0, sizeof none);
         none.median = NAN;
         none.unclean = spoiled; /* the scheduler's doing: measured again on resume */
-        *fatal = emit(S, stopped_event(S, i, &none, ft_now_s() - t0, limit), err);
+        *fatal = emit(S, stopped_event(S, i, &none, ft_now_s() - t0, limit, check), err);
         return 0;
     }
     if (st) {
@@ -472,7 +477,9 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     if (ci->state == C_STOPPED) S->stopped++;
     json_t *ev = measured_event(S, i, &st, starts, values, &load);
     if (st.stopped)
-        json_object_set_new(ev, "stopped", stopped_json(st.stopped_s, mo.call_limit_s));
+        json_object_set_new(
+            ev, "stopped",
+            stopped_json(st.stopped_s, mo.call_limit_s, st.unclean, mo.check_after_s));
     free(starts);
     if (ci->state == C_MEASURED && st.median < S->best) {
         S->best = st.median;
