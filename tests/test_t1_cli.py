@@ -374,6 +374,22 @@ def test_profile():
             check(got == ["1", str(k["config"]["block_size_x"]), k["config"]["scale"], "1",
                           str(-2**63)],
                   f"the header's lookups: {got}, profile {k['config']}")
+    # A name longer than the 4095 characters ISO C promises a string literal: the header would
+    # fail -pedantic where it is included, so emit refuses it in one line and the header written
+    # before stays as it was; json takes it.
+    with open(header, "rb") as f:
+        before = f.read()
+    doc["kernels"].append(dict(k, kernel="k" * 4096))
+    with open(prof, "w") as f:
+        json.dump(doc, f)
+    rc, out, err = run("emit", prof, "-o", header)
+    with open(header, "rb") as f:
+        after = f.read()
+    check(rc != 0 and "C string literal" in err and len(err.strip().splitlines()) == 1 and
+          after == before, f"emit c-header of a 4096-character name: exit {rc}: {err[:300]}")
+    rc, out, err = run("emit", prof, "--format", "json")
+    check(rc == 0 and any(len(r.get("kernel", "")) == 4096 for r in json.loads(out or "[]")),
+          f"emit json of a 4096-character name: exit {rc}: {err[:300]}")
     # Checked before the search: a profile in a folder that does not exist.
     one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--profile",
                     os.path.join(tmp, "nope", "p.json")], 1, "nope")

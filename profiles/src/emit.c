@@ -460,6 +460,37 @@ static void put_example(FILE *f, const char *P, const row *r) {
     fprintf(f, "\", 1);\n");
 }
 
+/* ISO C guarantees string literals of 4095 characters (C99 5.2.4.1, C11 too); a longer one
+ * makes the header fail `-pedantic -Werror` in the build that includes it. */
+#define C_STRING_MAX 4095
+
+/* A string of the rows too long for a C string literal, said in err; FT_OK when none is. */
+static ft_status check_string_lengths(const row *rows, int n, ft_err *err) {
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const char *what = NULL, *s = NULL;
+        if (strlen(r->op) > C_STRING_MAX) what = "op", s = r->op;
+        if (strlen(r->backend) > C_STRING_MAX) what = "backend", s = r->backend;
+        if (strlen(r->device) > C_STRING_MAX) what = "device", s = r->device;
+        const json_t *objs[] = {r->attrs, r->params};
+        for (int k = 0; k < 2 && !what; k++) {
+            const char *key;
+            json_t *v;
+            json_object_foreach((json_t *)objs[k], key, v) {
+                if (strlen(key) > C_STRING_MAX) what = "name", s = key;
+                if (json_is_string(v) && strlen(json_string_value(v)) > C_STRING_MAX)
+                    what = "value", s = json_string_value(v);
+            }
+        }
+        if (what)
+            return ft_err_set(err, FT_EINVAL,
+                              "an entry of %.60s on %.40s: a %s of %zu bytes is longer than the "
+                              "%d a C string literal may hold; emit it as json instead",
+                              r->op, r->backend, what, strlen(s), C_STRING_MAX);
+    }
+    return FT_OK;
+}
+
 static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f, int *count,
                              ft_err *err) {
     const char *P = o->prefix ? o->prefix : "ft_tuned";
@@ -475,6 +506,11 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     row *rows;
     int n = collect(p, o, &rows);
     if (n < 0) return ft_err_set(err, FT_ENOMEM, "out of memory emitting a header");
+    ft_status too_long = check_string_lengths(rows, n, err);
+    if (too_long) {
+        rows_free(rows, n);
+        return too_long;
+    }
 
     fprintf(f, "/* %s.h: tuned kernel configurations emitted by `flaretune emit`", P);
     if (o->source) {
