@@ -656,6 +656,71 @@ static void test_stall(void) {
     FT_CHECK(diverged > 0, "the search never stalled for 16 results in 300: the check is void");
 }
 
+/* bayes.log_scale: on the synthetic space, whose numeric values double at each step, logs are
+ * ranks and the proposals are the same either way; on a space of evenly spaced block sizes
+ * (16, 32, ..., 256) whose time is a bowl in their log, the log scale finds the optimum
+ * (a = 32) in fewer evaluations over seeds 1-15 than the ranks (printed). */
+static ft_param even_params[] = {
+    {"a",
+     "block size",
+     16,
+     {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
+     NULL,
+     64,
+     0},
+    {"b", "tile", 4, {1, 2, 3, 4}, NULL, 1, 0},
+};
+static ft_space even_space = {even_params, 2, NULL, NULL};
+
+static double even_bowl(const ft_config *c) {
+    double la = log2(c->v[0]) - 5, db = c->v[1] - 3;
+    return (1 + 0.3 * la * la) * (1 + 0.1 * db * db);
+}
+
+static void test_log_scale(void) {
+    ft_strategy_opts ranks, logs;
+    ft_strategy_opts_default(&logs);
+    FT_CHECK(logs.bayes.log_scale == 1, "log_scale %d by default", logs.bayes.log_scale);
+    ranks = logs;
+    ranks.bayes.log_scale = 0;
+    static int x[MAXC], y[MAXC];
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        int nx = run_seq_opts(FT_STRAT_BAYES, seed, interact, x, 200, &ranks);
+        int ny = run_seq_opts(FT_STRAT_BAYES, seed, interact, y, 200, &logs);
+        FT_CHECK(nx == ny && memcmp(x, y, (size_t)nx * sizeof x[0]) == 0,
+                 "seed %llu: doubling values, the proposals differ", (unsigned long long)seed);
+    }
+    ft_config ec[64];
+    int nec = 0;
+    for (int64_t k = 0; k < ft_space_size(&even_space); k++)
+        ft_space_config_at(&even_space, k, &ec[nec++]);
+    int need[2][15];
+    for (int scale = 0; scale < 2; scale++) {
+        ft_strategy_opts *o = scale ? &logs : &ranks;
+        for (uint64_t seed = 1; seed <= 15; seed++) {
+            ft_strategy *st = ft_strategy_new_opts(FT_STRAT_BAYES, &even_space, ec, nec, seed, o);
+            FT_CHECK(st != NULL, "bayes on the even space");
+            if (!st) return;
+            int n = 0, i;
+            while ((i = ft_strategy_next(st)) >= 0) {
+                n++;
+                if (ec[i].v[0] == 32 && ec[i].v[1] == 3) break;
+                ft_strategy_report(st, i, even_bowl(&ec[i]));
+            }
+            need[scale][seed - 1] = n;
+            ft_strategy_free(st);
+        }
+    }
+    int sum[2] = {0, 0};
+    for (int k = 0; k < 15; k++) {
+        sum[0] += need[0][k];
+        sum[1] += need[1][k];
+    }
+    printf("    even block sizes, evaluations to the optimum over 15 seeds: ranks %d, logs %d\n",
+           sum[0], sum[1]);
+    FT_CHECK(sum[1] < sum[0], "the log scale needed %d evaluations, the ranks %d", sum[1], sum[0]);
+}
+
 /* Search quality. Random search needs (n+1)/2 = 435 evaluations on average to propose a unique
  * optimum among the 870 candidates, exhaustive 870 to know it has it. The guided strategies must
  * do it in a median of at most n/8 = 108 evaluations over seeds 1-15 and never need more than
@@ -1107,6 +1172,7 @@ int main(void) {
     FT_RUN(test_stratified);
     FT_RUN(test_hamming_widens);
     FT_RUN(test_stall);
+    FT_RUN(test_log_scale);
     FT_RUN(test_quality);
     FT_RUN(test_batches);
     FT_RUN(test_warm);

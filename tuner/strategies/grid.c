@@ -76,6 +76,23 @@ int ft_grid_build(ft_strategy *st, const ft_space *s, const ft_config *cands, in
         st->stride[p] = stride;
         stride *= s->params[p].n;
     }
+    for (int p = 0; p < st->nparams; p++) {
+        const ft_param *q = &s->params[p];
+        int positive = !st->named[p];
+        double lo = INFINITY, hi = -INFINITY;
+        for (int k = 0; k < q->n; k++)
+            positive &= q->values[k] > 0;
+        for (int k = 0; k < q->n && positive; k++) {
+            lo = fmin(lo, log(q->values[k]));
+            hi = fmax(hi, log(q->values[k]));
+        }
+        for (int k = 0; k < q->n; k++) {
+            double x = positive && hi > lo ? (log(q->values[k]) - lo) / (hi - lo) : -1;
+            /* values that double at each step: their logs are their ranks, exactly */
+            if (q->n > 1 && fabs(x - (double)k / (q->n - 1)) < 1e-9) x = (double)k / (q->n - 1);
+            st->logpos[p][k] = x;
+        }
+    }
     for (int c = 0; c < ncands; c++) {
         signed char *pc = st->pos + (size_t)c * st->nparams;
         for (int p = 0; p < st->nparams; p++)

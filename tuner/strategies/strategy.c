@@ -74,18 +74,24 @@ static const struct {
     size_t offset;
     int real;
 } option_table[] = {
-    OPT_D(anneal, t0),         OPT_D(anneal, t1),          OPT_D(anneal, horizon),
-    OPT_I(anneal, stale),      OPT_I(anneal, free_steps),  OPT_I(anneal, screen),
-    OPT_I(anneal, top),        OPT_I(anneal, restart_draws), OPT_MI(anneal, min),
-    OPT_MD(anneal, ridge),     OPT_MI(anneal, sweeps),     OPT_I(evolve, pop_min),
-    OPT_I(evolve, pop_max),    OPT_D(evolve, init),        OPT_I(evolve, tournament),
-    OPT_D(evolve, mut),        OPT_D(evolve, step_p),      OPT_I(evolve, screen),
-    OPT_I(evolve, tries),      OPT_MI(evolve, min),        OPT_MD(evolve, ridge),
-    OPT_MI(evolve, sweeps),    OPT_I(bayes, init),         OPT_I(bayes, local),
-    OPT_I(bayes, top),         OPT_D(bayes, xi),           OPT_I(bayes, fit_every),
-    OPT_D(bayes, cost_weight), OPT_I(bayes, hamming),      OPT_I(bayes, recent),
-    OPT_I(bayes, train),       OPT_I(bayes, explore),      OPT_I(bayes, stratified),
-    OPT_I(bayes, cross),       OPT_I(bayes, stall),
+    OPT_D(anneal, t0),         OPT_D(anneal, t1),
+    OPT_D(anneal, horizon),    OPT_I(anneal, stale),
+    OPT_I(anneal, free_steps), OPT_I(anneal, screen),
+    OPT_I(anneal, top),        OPT_I(anneal, restart_draws),
+    OPT_MI(anneal, min),       OPT_MD(anneal, ridge),
+    OPT_MI(anneal, sweeps),    OPT_I(evolve, pop_min),
+    OPT_I(evolve, pop_max),    OPT_D(evolve, init),
+    OPT_I(evolve, tournament), OPT_D(evolve, mut),
+    OPT_D(evolve, step_p),     OPT_I(evolve, screen),
+    OPT_I(evolve, tries),      OPT_MI(evolve, min),
+    OPT_MD(evolve, ridge),     OPT_MI(evolve, sweeps),
+    OPT_I(bayes, init),        OPT_I(bayes, local),
+    OPT_I(bayes, top),         OPT_D(bayes, xi),
+    OPT_I(bayes, fit_every),   OPT_D(bayes, cost_weight),
+    OPT_I(bayes, hamming),     OPT_I(bayes, recent),
+    OPT_I(bayes, train),       OPT_I(bayes, explore),
+    OPT_I(bayes, stratified),  OPT_I(bayes, cross),
+    OPT_I(bayes, stall),       OPT_I(bayes, log_scale),
 };
 
 ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_err *err) {

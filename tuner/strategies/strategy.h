@@ -103,6 +103,9 @@ typedef struct {
                      * proposals between local steps are each the untaken candidate farthest
                      * from everything taken (of a few draws), not the model's best, until it
                      * improves (0: never); default 128 */
+    int log_scale;  /* 1: a numeric parameter whose values are all positive is placed on the
+                     * log of its values (1 to 2 as far apart as 128 to 256); 0: on their ranks
+                     * (each value one step from the next); default 1 */
 } ft_bayes_opts;
 
 /* The options of every strategy; a strategy reads its own. */

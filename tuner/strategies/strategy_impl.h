@@ -59,6 +59,9 @@ struct ft_strategy {
     int nparams, nc;
     int pn[FT_MAX_PARAMS];    /* candidate values of each parameter                    */
     int named[FT_MAX_PARAMS]; /* 1: unordered labels                                   */
+    /* each value's place on the log scale of its parameter's values, in [0, 1], for a
+     * numeric parameter whose values are all positive and not all one; -1 for any other */
+    double logpos[FT_MAX_PARAMS][FT_MAX_VALUES];
     int64_t stride[FT_MAX_PARAMS];
     ft_config *cands;
     signed char *pos; /* nc * nparams coordinates; -1 where a value is not a candidate */
