@@ -7,11 +7,11 @@
  * with f_p a Matern 5/2 function of |x_a - x_b| / l_p on a numeric parameter, its values placed
  * over [0, 1] by their logs where all are positive, else by their ranks (ordinal: neighbouring
  * values are alike), and f_p = exp(-[a != b] / l_p) on a named one (any two labels are equally
- * far apart). The length scales l_p (one per parameter: a
- * parameter that does not matter gets a long one) and the noise are chosen by the marginal
- * likelihood, coordinate by coordinate over a ladder of values, refitted as results come in;
- * the signal variance s2 and the mean have their closed-form estimates. A rejected candidate
- * counts as the worst score seen, so the model steers away from the corner it lies in.
+ * far apart). The length scales l_p (one per parameter: a parameter that does not matter gets
+ * a long one) and the noise are chosen by the marginal likelihood, coordinate by coordinate
+ * over a ladder of values, refitted as results come in; the signal variance s2 and the mean
+ * have their closed-form estimates. A rejected candidate counts as the worst score seen, so
+ * the model steers away from the corner it lies in.
  *
  * Inference is exact, on a chosen training set: up to `train` results, past that many the best
  * few and the latest (build_training says why). Every candidate's mean is computed at each
