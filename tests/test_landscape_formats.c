@@ -132,6 +132,12 @@ static void test_t4_mixed_types(void) {
     if (l.best >= 0) cand_text(&l, l.best, text, sizeof text);
     FT_CHECK(strcmp(text, "x=1,y=a") == 0 && l.score[l.best] == 1e-3, "best %s", text);
     ft_landscape_free(&l);
+    /* Only decimal text is a number: "0x10" is a label of its own beside 16. */
+    if (!load(DATA "t4-hex-string.json", &l)) return;
+    FT_CHECK(l.ncands == 2 && l.params[0].labels && l.params[0].n == 2 &&
+                 strcmp(l.params[0].labels[1], "0x10") == 0,
+             "16 and \"0x10\": %d candidates, %d values", l.ncands, l.params[0].n);
+    ft_landscape_free(&l);
 }
 
 /* The same file gzip-compressed, under a name that says nothing. */

@@ -140,11 +140,12 @@ static void value_text(const json_t *v, char *buf, size_t n) {
     }
 }
 
-/* A number written as a string ("16"): its value, else NAN. */
+/* A number written as a string in decimal ("16", "1.0", "2e3"): its value, else NAN (so "0x10",
+ * "inf" and " 16" are labels of their own). */
 static double string_number(const json_t *v) {
     const char *s = json_string_value(v);
     char *end;
-    if (!s || !*s || isspace((unsigned char)*s)) return NAN;
+    if (!s || !*s || strspn(s, "0123456789+-.eE") != strlen(s)) return NAN;
     double x = strtod(s, &end);
     return *end ? NAN : x;
 }
