@@ -132,6 +132,13 @@ static void test_t4_mixed_types(void) {
     if (l.best >= 0) cand_text(&l, l.best, text, sizeof text);
     FT_CHECK(strcmp(text, "x=1,y=a") == 0 && l.score[l.best] == 1e-3, "best %s", text);
     ft_landscape_free(&l);
+    /* 16 and 16.0, both numbers, are one value that stays the integer first read: x numeric. */
+    if (!load(DATA "t4-int-real.json", &l)) return;
+    FT_CHECK(l.ncands == 2 && l.params[0].labels == NULL && l.params[0].n == 1 &&
+                 l.params[0].values[0] == 16,
+             "16 and 16.0: %d candidates, x %s", l.ncands,
+             l.params[0].labels ? "named" : "numeric");
+    ft_landscape_free(&l);
     /* Only decimal text is a number: "0x10" is a label of its own beside 16. */
     if (!load(DATA "t4-hex-string.json", &l)) return;
     FT_CHECK(l.ncands == 2 && l.params[0].labels && l.params[0].n == 2 &&

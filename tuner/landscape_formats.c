@@ -573,8 +573,9 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
                                   name, r, fs.p[i].name);
             int at = value_index(&fs, i, x);
             if (at >= 0) {
-                /* "16" and 16: the number stands for both, so the parameter stays numeric */
-                if (json_is_number(x)) fs.p[i].vals[at] = x;
+                /* "16" and 16: the number stands for both, so the parameter stays numeric
+                 * (16 and 16.0 keep the first: an integer stays one) */
+                if (json_is_number(x) && json_is_string(fs.p[i].vals[at])) fs.p[i].vals[at] = x;
                 continue;
             }
             if (fs.p[i].n == FT_MAX_VALUES)
