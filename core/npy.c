@@ -342,7 +342,25 @@ done:
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
+/* Whether path names something other than a regular file (through links): a device such as
+ * /dev/null, a pipe, a terminal. Such a target is written in place, never renamed over. */
+static int not_a_regular_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+/* fsync of what is not a file (a pipe, /dev/null) fails with EINVAL: nothing to sync. */
+static int sync_failed(FILE *f, const char *tmp) {
+    return fsync(fileno(f)) != 0 && (*tmp || (errno != EINVAL && errno != EROFS));
+}
+
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
+    if (n > 0 && not_a_regular_file(path)) {
+        tmp[0] = '\0';
+        FILE *f = fopen(path, "wb");
+        if (!f) ft_err_set(err, FT_EIO, "%s: cannot write there: %s", path, strerror(errno));
+        return f;
+    }
     int w = snprintf(tmp, n, "%s.tmp.XXXXXX", path);
     if (w < 0 || (size_t)w >= n) {
         ft_err_set(err, FT_EINVAL, "%s: path too long", path);
@@ -377,16 +395,17 @@ FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
 }
 
 ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err) {
-    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int bad = ferror(f) || fflush(f) != 0 || sync_failed(f, tmp);
     int saved = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;
         saved = errno;
     }
     if (bad) {
-        unlink(tmp);
+        if (*tmp) unlink(tmp);
         return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
     }
+    if (!*tmp) return FT_OK; /* written in place (ft_file_create_tmp) */
     if (rename(tmp, path) != 0) {
         saved = errno;
         unlink(tmp);
@@ -430,7 +449,7 @@ ft_status ft_file_write(const char *path, int (*write)(FILE *f, const void *ctx)
     if (!f) return err ? err->status : FT_EIO;
     if (write(f, ctx)) {
         fclose(f);
-        remove(tmp);
+        if (*tmp) remove(tmp);
         return ft_err_set(err, FT_EIO, "%s: write failed", path);
     }
     return ft_file_commit(f, tmp, path, err);
@@ -462,6 +481,10 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
     }
     for (int k = 0; k < n; k++) {
         struct stat st;
+        if (!*tmp[k]) { /* written in place already (ft_file_create_tmp) */
+            done = k + 1;
+            continue;
+        }
         if (lstat(path[k], &st) == 0) {
             if (link(path[k], old[k]) == 0) {
                 kept[k] = OLD_LINKED;
@@ -491,13 +514,14 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
 undo:
     /* Put back what was replaced, newest first, and remove what was new. */
     for (int k = done - 1; k >= 0; k--) {
+        if (!*tmp[k]) continue; /* written in place: nothing to put back */
         if (kept[k])
             rename(old[k], path[k]);
         else
             unlink(path[k]);
     }
     for (int k = done; k < n; k++)
-        unlink(tmp[k]);
+        if (*tmp[k]) unlink(tmp[k]);
     free(old);
     free(kept);
     return s;
@@ -546,11 +570,11 @@ ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_
     FILE *f = ft_file_create_tmp(path, tmp, n, err);
     if (!f) return err ? err->status : FT_EIO;
     ft_status s = write_npy(f, t, path, err);
-    int bad = s || ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int bad = s || ferror(f) || fflush(f) != 0 || sync_failed(f, tmp);
     int saved = errno;
     if (fclose(f) != 0) bad = 1;
     if (bad) {
-        unlink(tmp);
+        if (*tmp) unlink(tmp);
         if (!s) s = ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
         return s;
     }
@@ -560,7 +584,7 @@ ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_
 ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err) {
     char tmp[4096];
     ft_status s = ft_npy_save_tmp(path, t, tmp, sizeof tmp, err);
-    if (s) return s;
+    if (s || !*tmp) return s;
     if (rename(tmp, path) != 0) {
         int saved = errno;
         unlink(tmp);

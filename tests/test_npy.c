@@ -310,6 +310,74 @@ static ft_tensor *vector_at(int64_t n, char *p, size_t np, const char *name) {
 }
 
 /* A file that is replaced keeps its permissions. */
+/* Output paths that are not files (a device, a pipe) are written in place: renaming a file over
+ * them would replace /dev/null for everyone, or leave a pipe's reader waiting forever. The
+ * devices are reached through links in the test's own folder, so that a regression replaces a
+ * link, never a device. */
+static int write_line(FILE *f, const void *ctx) { return fputs(ctx, f) < 0; }
+
+static void test_write_in_place(void) {
+    char null_link[256], full_link[256], fifo[256];
+    path_of(null_link, sizeof null_link, "to-null");
+    path_of(full_link, sizeof full_link, "to-full");
+    path_of(fifo, sizeof fifo, "pipe");
+    FT_CHECK(symlink("/dev/null", null_link) == 0, "symlink %s", null_link);
+    FT_CHECK(symlink("/dev/full", full_link) == 0, "symlink %s", full_link);
+    ft_err err = {0};
+    struct stat st;
+    FT_CHECK(ft_file_write(null_link, write_line, "a line\n", &err) == FT_OK, "/dev/null: %s",
+             err.msg);
+    FT_CHECK(lstat(null_link, &st) == 0 && S_ISLNK(st.st_mode),
+             "the link to /dev/null was replaced");
+    FT_CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null is not a device now");
+    ft_tensor *t = NULL;
+    FT_CHECK(ft_tensor_new(FT_F32, 1, (const int64_t[]){4}, &t, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(t && ft_npy_save(null_link, t, &err) == FT_OK, "npy to /dev/null: %s", err.msg);
+    ft_tensor_free(t);
+    FT_CHECK(lstat(null_link, &st) == 0 && S_ISLNK(st.st_mode), "npy replaced the link");
+    /* A full device: one clear error, the device left as it is. */
+    if (stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+        FT_CHECK(ft_file_write(full_link, write_line, "a line\n", &err) == FT_EIO &&
+                     strstr(err.msg, "write failed"),
+                 "/dev/full: %s", err.msg);
+        FT_CHECK(lstat(full_link, &st) == 0 && S_ISLNK(st.st_mode),
+                 "the link to /dev/full was replaced");
+    }
+    /* A pipe: its reader gets the text and the pipe stays a pipe. */
+    FT_CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    const char *text = "through the pipe\n";
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20); /* a pipe no one writes to would block the reader for ever */
+        FILE *r = fopen(fifo, "rb");
+        char buf[64] = {0};
+        size_t n = r ? fread(buf, 1, sizeof buf - 1, r) : 0;
+        _exit(n == strlen(text) && strcmp(buf, text) == 0 ? 0 : 1);
+    }
+    FT_CHECK(ft_file_write(fifo, write_line, text, &err) == FT_OK, "fifo: %s", err.msg);
+    int status = 0;
+    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+                 WEXITSTATUS(status) == 0,
+             "the pipe's reader did not get the text");
+    FT_CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the pipe was replaced by a file");
+    /* All or nothing with a device among the files: the file is committed, the device written. */
+    char pa[256], ta[4096], tn[4096];
+    path_of(pa, sizeof pa, "beside-null.txt");
+    FILE *fa = ft_file_create_tmp(pa, ta, sizeof ta, &err);
+    FILE *fn = ft_file_create_tmp(null_link, tn, sizeof tn, &err);
+    FT_CHECK(fa && fn && tn[0] == '\0', "tmp files: %s", err.msg);
+    if (fa) fputs("new", fa), fclose(fa);
+    if (fn) fputs("new", fn), fclose(fn);
+    const char *const tmps[2] = {ta, tn}, *const paths[2] = {pa, null_link};
+    FT_CHECK(ft_file_commit_all(2, tmps, paths, &err) == FT_OK, "commit: %s", err.msg);
+    FT_CHECK(file_is(pa, "new"), "the file beside the device was not committed");
+    FT_CHECK(lstat(null_link, &st) == 0 && S_ISLNK(st.st_mode), "commit_all replaced the link");
+    unlink(pa);
+    unlink(fifo);
+    unlink(null_link);
+    unlink(full_link);
+}
+
 static void test_save_keeps_mode(void) {
     char p[256];
     ft_tensor *t = vector_at(2, p, sizeof p, "mode.npy");
@@ -346,6 +414,7 @@ int main(void) {
     FT_RUN(test_bad_files);
     FT_RUN(test_lying_headers);
     FT_RUN(test_commit_all);
+    FT_RUN(test_write_in_place);
     FT_RUN(test_save_keeps_mode);
     FT_RUN(test_save_failure_leaves_nothing);
     char cmd[128];
