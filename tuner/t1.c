@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -319,6 +320,27 @@ static int type_of(const char *s, ft_t1_type *type, size_t *bytes) {
     return 0;
 }
 
+/* A scalar is passed as its type: its FillValue must be a value of it (an integer type's, an
+ * integer in its range; a float's, within its range), never what a conversion leaves undefined. */
+static ft_status check_scalar(const ft_t1_arg *ar, const char *name, const char *ty, ft_err *err) {
+    static const double LO[] = {-FLT_MAX, -DBL_MAX, INT32_MIN, 0, INT8_MIN},
+                        HI[] = {FLT_MAX, DBL_MAX, INT32_MAX, UINT8_MAX, INT8_MAX};
+    double v = ar->fill_value;
+    int integer = ar->type != FT_T1_FLOAT && ar->type != FT_T1_DOUBLE;
+    if (isfinite(v) && v >= LO[ar->type] && v <= HI[ar->type] && (!integer || v == floor(v)))
+        return FT_OK;
+    char given[64];
+    int whole = v == floor(v) && fabs(v) < 9007199254740992.0; /* 2^53: the JSON's integer */
+    ft_expr_format(whole ? ft_expr_int((long long)v) : ft_expr_float(v), given, sizeof given);
+    if (isfinite(v) && integer && v != floor(v))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: argument %s: FillValue %s is not an integer (Type %s)", name,
+                          ar->name, given, ty);
+    return ft_err_set(err, FT_EFORMAT,
+                      "%s: argument %s: FillValue %s is out of the range of Type %s", name,
+                      ar->name, given, ty);
+}
+
 static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err) {
     const char *kn = get_str(ks, "KernelName"), *kf = get_str(ks, "KernelFile"),
                *lang = get_str(ks, "Language");
@@ -459,6 +481,8 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             if (ar->constant || ar->output)
                 return ft_err_set(err, FT_EFORMAT, "%s: argument %s: a scalar is neither constant memory nor an output",
                                   name, an);
+            ft_status s = check_scalar(ar, name, ty, err);
+            if (s != FT_OK) return s;
             continue;
         }
         if (!fill || (strcmp(fill, "Constant") && strcmp(fill, "Random")))
