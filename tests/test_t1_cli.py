@@ -499,6 +499,32 @@ def test_bad():
     with open(bad, "w") as f:
         f.write('{"ConfigurationSpace": {"TuningParameters": []}, "KernelSpecification": {}}')
     one_line_error(["space", "--t1", bad], 1, "TuningParameters")
+    # Whatever is wrong in the file's content, a syntax error or an expression that cannot be
+    # evaluated, a language or a launch out of range, is malformed input: exit 1, not 2.
+    with open(T1) as f:
+        good = json.load(f)
+    ks = good["KernelSpecification"]
+    for what, field, value, needle in (
+            ("div", "Conditions", "block_size_x // (tile_size_x - tile_size_x)", "division by zero"),
+            ("overflow", "Conditions", "block_size_x ** 100 > 0", "overflow"),
+            ("syntax", "Conditions", "block_size_x //", "Conditions[2]"),
+            ("hip", "Language", "HIP", "Language \"HIP\""),
+            ("local", "LocalSize", dict(ks["LocalSize"], X="0"), "LocalSize.X is 0"),
+            ("grid", "ProblemSize", [2 ** 39], "the grid's x dimension"),
+            ("missing", "KernelName", None, "KernelName is missing")):
+        doc = json.loads(json.dumps(good))
+        if field == "Conditions":
+            doc["ConfigurationSpace"]["Conditions"].append({"Expression": value})
+        elif value is None:
+            del doc["KernelSpecification"][field]
+        else:
+            doc["KernelSpecification"][field] = value
+        path = os.path.join(STATE["tmp"], f"bad_{what}.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        kfile = os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")
+        for cmd in ("space", "tune", "bench", "compile"):
+            one_line_error([cmd, "--t1", path, "--kernel-file", kfile], 1, needle)
 
 
 def main():

@@ -348,7 +348,7 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
     if (!kf || !*kf) return bad(err, name, "KernelSpecification.KernelFile is missing", NULL);
     if (!lang) return bad(err, name, "KernelSpecification.Language is missing", NULL);
     if (strcmp(lang, "CUDA") != 0)
-        return ft_err_set(err, FT_EUNSUPPORTED, "%s: Language \"%.32s\": flaretune runs CUDA kernels",
+        return ft_err_set(err, FT_EFORMAT, "%s: Language \"%.32s\": flaretune runs CUDA kernels",
                           name, lang);
     t->kernel_name = strdup(kn);
     t->kernel_file = strdup(kf);
@@ -805,7 +805,7 @@ ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why
         if (ft_expr_truth(t->conditions[i], s.v, &r, &e) != FT_OK) {
             char c[512];
             ft_config_format(&t->space, cfg, c, sizeof c);
-            return ft_err_set(err, FT_EINVAL, "%s at %s: %s", t->path, c, e.msg);
+            return ft_err_set(err, FT_EFORMAT, "%s at %s: %s", t->path, c, e.msg);
         }
         if (!r) {
             *ok = 0;
@@ -821,8 +821,10 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
     *n = 0;
     int64_t total = ft_space_size(&t->space), cap = 0, cnt = 0;
     if (total > (1LL << 26))
-        return ft_err_set(err, FT_EINVAL, "%s: %lld configurations before the conditions: more than flaretune enumerates",
-                          t->path, (long long)total);
+        return ft_err_set(
+            err, FT_EFORMAT,
+            "%s: %lld configurations before the conditions: more than flaretune enumerates",
+            t->path, (long long)total);
     ft_config *out = NULL;
     for (int64_t k = 0; k < total; k++) {
         ft_config c;
@@ -855,10 +857,10 @@ static ft_status eval_dim(const ft_t1 *t, const ft_expr *e, const slots *s, cons
     ft_expr_value v;
     ft_err ee = {0};
     if (ft_expr_eval(e, s->v, &v, &ee) != FT_OK)
-        return ft_err_set(err, FT_EINVAL, "%s: %s: %s", t->path, what, ee.msg);
+        return ft_err_set(err, FT_EFORMAT, "%s: %s: %s", t->path, what, ee.msg);
     double x = ft_expr_number(v);
     if (!(x >= 1) || x != floor(x) || x > 2147483647.0)
-        return ft_err_set(err, FT_EINVAL, "%s: %s is %g (a positive integer is needed)", t->path,
+        return ft_err_set(err, FT_EFORMAT, "%s: %s is %g (a positive integer is needed)", t->path,
                           what, x);
     *out = (long long)x;
     return FT_OK;
@@ -883,15 +885,16 @@ ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], 
             if (pi >= 0 && !t->labels[pi]) block[d] = cfg->v[pi];
         }
         if (block[d] < 1 || block[d] > 2147483647LL)
-            return ft_err_set(err, FT_EINVAL, "%s: the block's %s dimension is %lld threads",
+            return ft_err_set(err, FT_EFORMAT, "%s: the block's %s dimension is %lld threads",
                               t->path, AX[d], block[d]);
         if (t->griddiv[d][0] != -2) {
             long long div = 1;
             for (int k = 0; t->griddiv[d][k] >= 0; k++) {
                 long long v = cfg->v[t->griddiv[d][k]];
                 if (v < 1 || __builtin_mul_overflow(div, v, &div))
-                    return ft_err_set(err, FT_EINVAL, "%s: GridDiv%c: a divisor below 1 or too large",
-                                      t->path, "XYZ"[d]);
+                    return ft_err_set(err, FT_EFORMAT,
+                                      "%s: GridDiv%c: a divisor below 1 or too large", t->path,
+                                      "XYZ"[d]);
             }
             grid[d] = (t->problem[d] + div - 1) / div;
         } else if (t->global[d]) {
@@ -904,8 +907,8 @@ ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], 
             grid[d] = d < t->nproblem ? (t->problem[d] + block[d] - 1) / block[d] : 1;
         }
         if (grid[d] < 1 || grid[d] > 2147483647LL)
-            return ft_err_set(err, FT_EINVAL, "%s: the grid's %s dimension is %lld blocks", t->path,
-                              AX[d], grid[d]);
+            return ft_err_set(err, FT_EFORMAT, "%s: the grid's %s dimension is %lld blocks",
+                              t->path, AX[d], grid[d]);
     }
     return FT_OK;
 }

@@ -767,7 +767,8 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     if (s != FT_OK) return s;
     if (n64 > (1 << 22)) {
         free(cands);
-        return ft_err_set(err, FT_EINVAL, "%s: %lld configurations: too many to tune", t->path, (long long)n64);
+        return ft_err_set(err, FT_EFORMAT, "%s: %lld configurations: too many to tune", t->path,
+                          (long long)n64);
     }
     int n = (int)n64;
     evaluator ev;
