@@ -86,6 +86,32 @@ static void test_hand_checked(void) {
              "%s", err.msg);
 }
 
+/* A kernel file that is there but is no file to read (a folder) is refused when the T1 file is
+ * read, as one that is missing is, not when the first configuration is compiled. */
+static void test_kernel_not_a_file(void) {
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", DATA, &t, &err) == FT_EIO && t == NULL &&
+                 strstr(err.msg, "the kernel file is a folder") && !strchr(err.msg, '\n'),
+             "--kernel-file a folder: %s", err.msg);
+    ft_t1_free(t);
+    t = NULL;
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+    char *at = text ? strstr(text, "\"saxpy_tiled.cu\"") : NULL;
+    FT_CHECK(at != NULL, "mutation");
+    if (!at) {
+        free(text);
+        return;
+    }
+    memcpy(at, "\".\"             ", 16); /* "KernelFile": ".", then spaces */
+    ft_status s = ft_t1_from_buffer(text, strlen(text), "dot.json", DATA, NULL, &t, &err);
+    FT_CHECK(s == FT_EIO && t == NULL && strstr(err.msg, "dot.json: KernelFile .:") &&
+                 strstr(err.msg, "is a folder, not a file") && !strchr(err.msg, '\n'),
+             "KernelFile \".\": status %d, %s", s, err.msg);
+    ft_t1_free(t);
+    free(text);
+}
+
 /* A mutation of the hand-written file: the text with `from` replaced by `to`. */
 static void expect_bad(const char *from, const char *to, const char *fragment) {
     char *text = ft_test_read_file(DATA "saxpy_tiled.json");
@@ -332,6 +358,7 @@ static void test_community_files(void) {
 
 int main(void) {
     FT_RUN(test_hand_checked);
+    FT_RUN(test_kernel_not_a_file);
     FT_RUN(test_bad_files);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define T1_MAX_BYTES (16u << 20)
@@ -520,6 +521,16 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
     return FT_OK;
 }
 
+/* Why path is not a kernel file to read: NULL when it is a regular file this process may read;
+ * else "not found", or what it is instead (a folder, a device, a file it may not read). */
+static const char *kernel_unreadable(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return "not found";
+    if (S_ISDIR(st.st_mode)) return "a folder, not a file";
+    if (!S_ISREG(st.st_mode)) return "not a regular file";
+    return access(path, R_OK) == 0 ? NULL : "not readable";
+}
+
 /* The kernel file, looked for as Kernel Tuner does: as given, beside the T1 file, then in the
  * folder above it. */
 static ft_status find_kernel(ft_t1 *t, const char *name, const char *dir, ft_err *err) {
@@ -531,14 +542,22 @@ static ft_status find_kernel(ft_t1 *t, const char *name, const char *dir, ft_err
         snprintf(tried[n++], sizeof tried[0], "%s/%s", dir, t->kernel_file);
         snprintf(tried[n++], sizeof tried[0], "%s/../%s", dir, t->kernel_file);
     }
-    for (int i = 0; i < n; i++)
-        if (access(tried[i], R_OK) == 0) {
-            char *r = realpath(tried[i], NULL);
-            if (!r) continue;
-            free(t->kernel_file);
-            t->kernel_file = r;
-            return FT_OK;
+    int other = -1; /* the first that is there but not a file to read (a folder) */
+    for (int i = 0; i < n; i++) {
+        const char *why = kernel_unreadable(tried[i]);
+        if (why) {
+            if (other < 0 && strcmp(why, "not found") != 0) other = i;
+            continue;
         }
+        char *r = realpath(tried[i], NULL);
+        if (!r) continue;
+        free(t->kernel_file);
+        t->kernel_file = r;
+        return FT_OK;
+    }
+    if (other >= 0)
+        return ft_err_set(err, FT_EIO, "%s: KernelFile %s: %s is %s", name, t->kernel_file,
+                          tried[other], kernel_unreadable(tried[other]));
     return ft_err_set(err, FT_EIO, "%s: KernelFile %s not found (looked in the working directory, %s and its parent; "
                       "--kernel-file FILE names it)",
                       name, t->kernel_file, dir);
@@ -575,6 +594,9 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
         if (!t->kernel_file) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
         else if (dir && access(kernel_file, R_OK) != 0)
             s = ft_err_set(err, FT_EIO, "%s: cannot read the kernel file (%s)", kernel_file, strerror(errno));
+        else if (dir && kernel_unreadable(kernel_file))
+            s = ft_err_set(err, FT_EIO, "%s: the kernel file is %s", kernel_file,
+                           kernel_unreadable(kernel_file));
         if (s == FT_OK && dir) {
             char *r = realpath(kernel_file, NULL);
             if (r) {

@@ -18,7 +18,7 @@
  *   - the kernel file: as given, relative to the T1 file's folder, then its parent's.
  * Everything is checked when the file is read (expressions compile and evaluate at the default
  * configuration, names are known, the default satisfies the constraints, the kernel file
- * exists): a bad file is one line naming what and where, before any work starts.
+ * is a regular file to read): a bad file is one line naming what and where, before any work starts.
  */
 #ifndef FLARETUNE_T1_H
 #define FLARETUNE_T1_H
