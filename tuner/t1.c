@@ -224,9 +224,12 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
             if (labels && !labels[k]) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
             fp->values[k] = labels ? k : (int)items[k].i;
             for (int j = 0; j < k; j++)
-                if (labels ? strcmp(labels[j], labels[k]) == 0 : fp->values[j] == fp->values[k])
-                    return ft_err_set(err, FT_EFORMAT, "%s: parameter %s lists value %s twice",
-                                      name, pn, labels ? labels[k] : "");
+                if (labels ? strcmp(labels[j], labels[k]) == 0 : fp->values[j] == fp->values[k]) {
+                    char v[16];
+                    snprintf(v, sizeof v, "%d", fp->values[k]);
+                    return ft_err_set(err, FT_EFORMAT, "%s: parameter %s lists value %.64s twice",
+                                      name, pn, labels ? labels[k] : v);
+                }
         }
         fp->labels = (const char *const *)labels;
         /* The default: "Default" where given (a value, or a list of one), else the first
