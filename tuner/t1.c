@@ -183,8 +183,12 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                     for (int j = 0; labels && j < k; j++) free(labels[j]);
                     free(labels);
                     free(items);
-                    return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: value %d is not a%s",
-                                      name, pn, k, is_string ? " string" : " number");
+                    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                    ft_status s = ft_err_set(
+                        err, FT_EFORMAT, "%s: parameter %s: Values[%d], %.64s, is not a%s", name,
+                        pn, k, text ? text : "?", is_string ? " string" : " number");
+                    free(text);
+                    return s;
                 }
             }
         } else if (json_is_string(vals) && !is_string) {
