@@ -74,8 +74,12 @@ static ft_status read_all(const char *path, char **out, size_t *len, int *gz, ft
         if (got < 0) {
             int zerr;
             const char *msg = gzerror(f, &zerr);
-            ft_status s = ft_err_set(err, FT_EFORMAT, "%s: %s", path,
-                                     zerr == Z_ERRNO ? strerror(errno) : msg);
+            size_t pl = strlen(path); /* zlib's message may begin with the path */
+            if (strncmp(msg, path, pl) == 0 && strncmp(msg + pl, ": ", 2) == 0) msg += pl + 2;
+            ft_status s =
+                zerr == Z_ERRNO
+                    ? ft_err_set(err, FT_EIO, "%s: %s", path, strerror(errno))
+                    : ft_err_set(err, FT_EFORMAT, "%s: not a valid gzip stream (%s)", path, msg);
             free(buf);
             gzclose(f);
             return s;
@@ -88,8 +92,8 @@ static ft_status read_all(const char *path, char **out, size_t *len, int *gz, ft
     if (zerr == Z_BUF_ERROR) {
         free(buf);
         gzclose(f);
-        return ft_err_set(err, FT_EFORMAT, "%s: its gzip stream is cut short (a truncated file)",
-                          path);
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: its gzip stream ends early (a truncated or damaged file)", path);
     }
     *gz = !gzdirect(f);
     gzclose(f);
@@ -325,9 +329,19 @@ static void copy_text(char *dst, size_t n, const json_t *v) {
         snprintf(dst, n, "%s", s ? s : "");
         free(s);
     }
+    /* A name is printed on one line of a terminal: no line breaks or escape sequences. */
+    for (char *c = dst; n > 0 && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
 }
 
 /* ---- Kernel Tuner cache -------------------------------------------------------------------- */
+
+/* Is text a finite decimal number ("1.5", "-2e3"), the whole of it? */
+static int is_decimal(const char *text) {
+    char *end = NULL;
+    double v = strtod(text, &end);
+    return end != text && !*end && isfinite(v) && strpbrk(text, "0123456789") != NULL;
+}
 
 typedef struct {
     const json_t *cache;
@@ -398,8 +412,9 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
                           "%s: \"tune_params_keys\" does not list the %zu parameters of "
                           "\"tune_params\"",
                           name, json_object_size(tp));
-    const json_t *objective = json_object_get(doc, "objective");
-    const char *obj = json_is_string(objective) ? json_string_value(objective) : "time";
+    /* Replay minimises time. A cache tuned for another objective (GFLOP/s, energy) still times
+     * every entry, under "time"; its objective's values are not times and are not read. */
+    const char *obj = "time";
     file_space fs = {.name = name};
     if (json_object_size(tp) > FT_MAX_PARAMS || json_object_size(tp) == 0)
         return ft_err_set(err, FT_EUNSUPPORTED, "%s: %zu tunable parameters (1 to %d can be read)",
@@ -461,8 +476,15 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
         if ((s = kt_config(&fs, &l->space, key, e, &c->cfg, err))) break;
         c->key = ft_space_index_of(&l->space, &c->cfg);
         const json_t *t = json_object_get(e, obj);
-        if (json_is_string(t) || (json_is_number(t) && json_number_value(t) >= 1e20)) {
-            c->score = INFINITY; /* an error name (older caches: 1e20) */
+        if (json_is_string(t) && is_decimal(json_string_value(t))) {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: cache entry \"%s\": \"%s\" is the string \"%s\", neither a "
+                           "number (ms) nor an error name",
+                           name, key, obj, json_string_value(t));
+            break;
+        } else if (json_is_string(t) || (json_is_number(t) && json_number_value(t) >= 1e20)) {
+            /* an error name (older caches: 1e20; "NaN" or "Infinity", quote_nonfinite) */
+            c->score = INFINITY;
         } else if (json_is_number(t) && json_number_value(t) > 0 &&
                    isfinite(json_number_value(t))) {
             c->score = json_number_value(t) * 1e-3;
@@ -521,6 +543,35 @@ static double t4_unit(const char *u) {
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0) return units[i].s;
     return 0;
+}
+
+/* The measurement of res named obj, as a time: its value into *val and seconds a unit into *u;
+ * 0, or 1 with why it is not a time in why (its unit is not one, or it has none and obj is not
+ * "time", the one measurement that metadata.timeunit covers). */
+static int t4_time(const json_t *res, const char *obj, double unit, const json_t **val, double *u,
+                   char *why, size_t n) {
+    size_t j;
+    const json_t *m;
+    *val = NULL;
+    *u = unit;
+    json_array_foreach(json_object_get(res, "measurements"), j, m) {
+        const char *mn = json_string_value(json_object_get(m, "name"));
+        if (!mn || strcmp(mn, obj) != 0) continue;
+        const char *mu = json_string_value(json_object_get(m, "unit"));
+        double mul = mu && mu[0] ? t4_unit(mu) : strcmp(obj, "time") == 0 ? unit : 0;
+        if (mul > 0) {
+            *val = json_object_get(m, "value");
+            *u = mul;
+            return 0;
+        }
+        if (mu && mu[0])
+            snprintf(why, n, "is measured in \"%s\", which is not a time unit", mu);
+        else
+            snprintf(why, n, "has no unit, so is not a time");
+        return 1;
+    }
+    snprintf(why, n, "has no measurement");
+    return strcmp(obj, "time") != 0;
 }
 
 static int cmp_json_number(const void *a, const void *b) {
@@ -609,25 +660,22 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
         const char *obj = json_string_value(json_array_get(objs, 0));
         if (!obj) obj = "time";
         const json_t *inv = json_object_get(res, "invalidity"), *val = NULL;
-        size_t j;
-        const json_t *m;
         double u = unit;
-        json_array_foreach(json_object_get(res, "measurements"), j, m) {
-            const char *mn = json_string_value(json_object_get(m, "name"));
-            if (!mn || strcmp(mn, obj) != 0) continue;
-            val = json_object_get(m, "value");
-            const char *mu = json_string_value(json_object_get(m, "unit"));
-            if (mu && mu[0]) {
-                u = t4_unit(mu);
-                if (!(u > 0)) {
-                    s = ft_err_set(err, FT_EFORMAT,
-                                   "%s: results[%zu]: measurement unit \"%s\" is not a time unit",
-                                   name, r, mu);
-                    break;
-                }
-            }
+        char why[160], why_time[160];
+        int bad = t4_time(res, obj, unit, &val, &u, why, sizeof why);
+        /* Replay minimises time: an objective that is not one (GFLOP/s) is read by the result's
+         * "time" measurement instead. */
+        const char *read_as = obj;
+        if (bad && strcmp(obj, "time") != 0) {
+            bad = t4_time(res, "time", unit, &val, &u, why_time, sizeof why_time) || !val;
+            read_as = "time";
         }
-        if (s) break;
+        if (bad && json_is_string(inv) && strcmp(json_string_value(inv), "correct") == 0) {
+            s = ft_err_set(
+                err, FT_EFORMAT, "%s: results[%zu]: objective \"%s\" %s%s", name, r, obj, why,
+                strcmp(obj, "time") ? ", and no \"time\" measurement to read instead" : "");
+            break;
+        }
         if (!json_is_string(inv)) {
             s = ft_err_set(err, FT_EFORMAT, "%s: results[%zu] has no \"invalidity\"", name, r);
         } else if (strcmp(json_string_value(inv), "correct") != 0) {
@@ -639,7 +687,7 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
             s = ft_err_set(err, FT_EFORMAT,
                            "%s: results[%zu] is \"correct\" but has no positive measurement "
                            "\"%s\"",
-                           name, r, obj);
+                           name, r, read_as);
         }
         const json_t *times = json_object_get(res, "times");
         double t = 0;
@@ -720,6 +768,59 @@ static int is_log(const char *data, size_t n) {
     return yes;
 }
 
+/* Python's json module writes a NaN or an infinity as a bare NaN, Infinity or -Infinity, which
+ * JSON has not: a Kernel Tuner cache with such an observed value (or time) would not parse. A
+ * copy of data (*out, m bytes; the caller frees it) with each one outside strings quoted, so that
+ * a time of NaN reads as an error name (a failed configuration); 0 when data holds none. */
+static int quote_nonfinite(const char *data, size_t n, char **out, size_t *m) {
+    static const char *const words[] = {"-Infinity", "Infinity", "NaN"};
+    char *b = NULL;
+    size_t k = 0, cap = 0;
+    int in_string = 0, found = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = 0;
+        if (!in_string)
+            for (int w = 0; w < 3 && !len; w++) {
+                size_t wl = strlen(words[w]);
+                if (i + wl <= n && memcmp(data + i, words[w], wl) == 0 &&
+                    (i + wl == n || !isalnum((unsigned char)data[i + wl])) &&
+                    (i == 0 || !isalnum((unsigned char)data[i - 1])))
+                    len = wl;
+            }
+        if (k + len + 3 > cap) {
+            cap = cap ? 2 * cap + len + 3 : n + 64;
+            char *nb = realloc(b, cap);
+            if (!nb) {
+                free(b);
+                return 0;
+            }
+            b = nb;
+        }
+        if (len) {
+            b[k++] = '"';
+            memcpy(b + k, data + i, len);
+            k += len;
+            b[k++] = '"';
+            i += len - 1;
+            found = 1;
+            continue;
+        }
+        if (in_string && data[i] == '\\' && i + 1 < n) {
+            b[k++] = data[i++];
+        } else if (data[i] == '"') {
+            in_string = !in_string;
+        }
+        b[k++] = data[i];
+    }
+    if (!found) {
+        free(b);
+        return 0;
+    }
+    *out = b;
+    *m = k;
+    return 1;
+}
+
 /* Kernel Tuner's reading of a cache it has not closed yet: strip, drop a trailing comma, close
  * with "}\n}"; and where that does not parse, the same without the last line, which a crash may
  * have cut short (a writer appends an entry a line). *doc is NULL when neither parses. */
@@ -749,6 +850,24 @@ static ft_status kt_reopen(const char *data, size_t n, json_t **doc, ft_err *err
     return FT_OK;
 }
 
+/* data as one JSON document: as it is, else as an unclosed Kernel Tuner cache (kt_reopen), else
+ * either with its bare NaNs and infinities quoted (quote_nonfinite). *doc is NULL when none
+ * parses; je then says why the text as it is does not. */
+static ft_status parse_doc(const char *data, size_t n, json_t **doc, json_error_t *je,
+                           ft_err *err) {
+    *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, je);
+    if (*doc) return FT_OK;
+    ft_status s = kt_reopen(data, n, doc, err);
+    char *fixed;
+    size_t m;
+    if (s != FT_OK || *doc || !quote_nonfinite(data, n, &fixed, &m)) return s;
+    json_error_t again;
+    *doc = json_loadb(fixed, m, JSON_REJECT_DUPLICATES, &again);
+    if (!*doc) s = kt_reopen(fixed, m, doc, err);
+    free(fixed);
+    return s;
+}
+
 ft_status ft_kt_cache_read(const char *path, json_t **doc, ft_err *err) {
     *doc = NULL;
     char *data;
@@ -757,8 +876,7 @@ ft_status ft_kt_cache_read(const char *path, json_t **doc, ft_err *err) {
     ft_status s = read_all(path, &data, &n, &gz, err);
     if (s != FT_OK) return s;
     json_error_t je = {.line = 0};
-    *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
-    if (!*doc) s = kt_reopen(data, n, doc, err);
+    s = parse_doc(data, n, doc, &je, err);
     free(data);
     if (s == FT_OK && !*doc)
         return ft_err_set(err, FT_EFORMAT, "%s: not a Kernel Tuner cache: line %d: %s", path,
@@ -778,17 +896,14 @@ ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name,
     l->best = l->def = -1;
     if (is_log(data, n)) return log_from_lines(data, n, name, l, err);
     json_error_t je;
-    json_t *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) {
-        ft_status s = kt_reopen(data, n, &doc, err);
-        if (s != FT_OK) return s;
-        if (!doc)
-            return ft_err_set(err, FT_EFORMAT,
-                              "%s: not a flaretune event log, Kernel Tuner cache or T4 results "
-                              "file: line %d: %s",
-                              name, je.line, je.text);
-    }
-    ft_status s;
+    json_t *doc;
+    ft_status s = parse_doc(data, n, &doc, &je, err);
+    if (s != FT_OK) return s;
+    if (!doc)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: not a flaretune event log, Kernel Tuner cache or T4 results file: "
+                          "line %d: %s",
+                          name, je.line, je.text);
     if (json_is_object(json_object_get(doc, "cache")) || json_object_get(doc, "tune_params"))
         s = read_kt(doc, name, l, err);
     else if (json_object_get(doc, "results") || json_object_get(doc, "schema_version"))

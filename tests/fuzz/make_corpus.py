@@ -484,7 +484,8 @@ def dictionaries():
                                   "correctness", "measurements", "name", "value", "unit",
                                   "objectives", "milliseconds", "miliseconds", "seconds",
                                   "InvalidConfig", "RuntimeFailedConfig",
-                                  "CompilationFailedConfig"}) + JSON_TOKENS + ["}\n}", ",\n"],
+                                  "CompilationFailedConfig", "GFLOP/s"}) + JSON_TOKENS +
+                          ["}\n}", ",\n", "NaN", "Infinity", "-Infinity"],
         "t1.dict": quoted({"General", "BenchmarkName", "ConfigurationSpace", "TuningParameters",
                            "Name", "Type", "Values", "Default", "Conditions", "Expression",
                            "Parameters", "KernelSpecification", "Language", "CUDA",
@@ -573,6 +574,11 @@ def landscape_seeds():
         "seed-t4-duplicate.json": t4([t4_result({"x": 1}, 1.0), t4_result({"x": 1}, 2.0)]),
         "seed-t4-missing-param.json": t4([t4_result({"x": 1, "y": 2}, 1.0),
                                           t4_result({"x": 2}, 1.0)]),
+        # Python's json module writes NaN and infinities as bare tokens; a NaN time is a failure
+        "seed-kt-nan.json": kt_cache([kt_entry(16, "row", float("nan")),
+                                      kt_entry(32, "row", 1.0, benchmark_time=float("inf"))]),
+        "seed-kt-nan-unfinished.json": kt_cache([kt_entry(16, "row", float("-inf")),
+                                                 kt_entry(32, "row", 1.0)], closed=False),
         "seed-not-a-landscape.json": b'{"hello": 1}\n',
     }
     return seeds
