@@ -246,6 +246,8 @@ static void test_malformed(void) {
         {"t4-mixed-duplicate.json", "entries results[0] and results[1] are the same configuration"},
         {"t4-missing-param.json", "results[1] has no \"configuration\" of the 2 parameters"},
         {"not-a-landscape.json", "neither \"tune_params\" and \"cache\""},
+        {"export-bad-value.json", "candidates[1].config has no block_size_x of the values params "
+                                  "lists"},
         {"log-ref-backend.jsonl", "backend ref has no tunable parameters for fusion.dflash"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -404,6 +406,30 @@ static void test_export_roundtrip(void) {
         check_same(&ref, &b, 0, "t4");
         ft_landscape_free(&b);
     }
+    /* replay --export's own format reads back: the same candidates, scores, costs and optimum;
+     * and a second export of it says the same of every candidate. */
+    char ex[512], ex2[512];
+    temp_path(ex, sizeof ex, ".json");
+    temp_path(ex2, sizeof ex2, ".json");
+    FT_CHECK(ft_landscape_export(&ref, log, ex, &err) == FT_OK, "%s", err.msg);
+    if (load(ex, &b)) {
+        check_same(&ref, &b, 1, "export");
+        FT_CHECK(strcmp(b.format, "export") == 0 && strcmp(b.kernel, "attention.kvproj") == 0 &&
+                     strcmp(b.device, "cpu") == 0 && b.op == NULL,
+                 "export: %s, %s on %s", b.format, b.kernel, b.device);
+        FT_CHECK(ft_landscape_export(&b, ex, ex2, &err) == FT_OK, "%s", err.msg);
+        json_t *d1 = json_load_file(ex, 0, NULL), *d2 = json_load_file(ex2, 0, NULL);
+        FT_CHECK(
+            d1 && d2 &&
+                json_equal(json_object_get(d1, "candidates"), json_object_get(d2, "candidates")) &&
+                json_equal(json_object_get(d1, "params"), json_object_get(d2, "params")),
+            "export of the export differs");
+        json_decref(d1);
+        json_decref(d2);
+        ft_landscape_free(&b);
+    }
+    remove(ex);
+    remove(ex2);
     /* The Kernel Tuner cache is closed as Kernel Tuner closes one; the T4 file has its keys. */
     json_error_t je;
     json_t *doc = json_load_file(kt, 0, &je);

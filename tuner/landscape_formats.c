@@ -246,6 +246,7 @@ typedef struct {
     int entry;   /* the file's entry (cache key order, result index) */
     ft_config cfg;
     double score, cost;
+    double ci_rel; /* NaN: unknown (every file but an export) */
 } file_cand;
 
 static int cmp_cand(const void *a, const void *b) {
@@ -278,7 +279,7 @@ static ft_status take_cands(file_cand *fc, int n, const char *name,
         l->score[c] = fc[c].score;
         l->cost[c] = fc[c].cost;
         l->predicted[c] = NAN;
-        l->ci_rel[c] = NAN;
+        l->ci_rel[c] = fc[c].ci_rel;
         l->ncost += !isnan(fc[c].cost);
         if (!(fc[c].score < INFINITY))
             l->nrejected++;
@@ -469,6 +470,7 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
         file_cand *c = &fc[m];
         ekeys[m] = key;
         c->entry = m;
+        c->ci_rel = NAN;
         if (!json_is_object(e)) {
             s = ft_err_set(err, FT_EFORMAT, "%s: cache entry \"%s\" is not an object", name, key);
             break;
@@ -650,6 +652,7 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
         const json_t *res = json_array_get(results, r), *cfg = json_object_get(res, "configuration");
         file_cand *c = &fc[r];
         c->entry = (int)r;
+        c->ci_rel = NAN;
         c->cfg.n = fs.np;
         for (int i = 0; i < fs.np; i++) {
             int j = value_index(&fs, i, json_object_get(cfg, fs.p[i].name));
@@ -704,6 +707,107 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
                            t);
     }
     if (!s) s = take_cands(fc, (int)n, name, t4_what, NULL, l, err);
+    free(fc);
+    return s;
+}
+
+/* ---- flaretune's own export ---------------------------------------------------------------- */
+
+static void export_what(const void *ctx, int i, char *buf, size_t n) {
+    (void)ctx;
+    snprintf(buf, n, "candidates[%d]", i);
+}
+
+/* A landscape as `replay --export` writes it (docs/events.md "Landscape export"): its
+ * parameters, and each candidate's score and cost as exported (a log's confirmation already
+ * applied). It names its op, but is read as a file: the op's name is its kernel, the backend
+ * its device, its dims its problem size. */
+static ft_status read_export(const json_t *doc, const char *name, ft_landscape *l, ft_err *err) {
+    init_file_landscape(l, "export");
+    const char *fmt = json_string_value(json_object_get(doc, "format"));
+    if (strcmp(fmt, "flaretune-landscape/1") != 0)
+        return ft_err_set(err, FT_EUNSUPPORTED,
+                          "%s: format %s: this flaretune reads flaretune-landscape/1", name, fmt);
+    const json_t *params = json_object_get(doc, "params"),
+                 *cands = json_object_get(doc, "candidates");
+    if (!json_is_array(params) || json_array_size(params) == 0 ||
+        json_array_size(params) > FT_MAX_PARAMS || !json_is_array(cands))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: a landscape export needs \"params\" (1 to %d) and \"candidates\" "
+                          "arrays",
+                          name, FT_MAX_PARAMS);
+    const json_t *op = json_object_get(doc, "op"), *backend = json_object_get(doc, "backend");
+    copy_text(l->kernel, sizeof l->kernel,
+              json_is_string(op) ? op : json_object_get(doc, "kernel"));
+    copy_text(l->device, sizeof l->device,
+              json_is_string(backend) ? backend : json_object_get(doc, "device"));
+    const json_t *dims = json_object_get(doc, "dims");
+    copy_text(l->problem_size, sizeof l->problem_size,
+              json_is_string(dims) && json_string_length(dims)
+                  ? dims
+                  : json_object_get(doc, "problem_size"));
+    file_space fs = {.name = name};
+    size_t i;
+    const json_t *p;
+    json_array_foreach(params, i, p) {
+        const char *pn = json_string_value(json_object_get(p, "name"));
+        const json_t *vals = json_object_get(p, "values");
+        if (!pn || !json_is_array(vals) || json_array_size(vals) == 0 ||
+            json_array_size(vals) > FT_MAX_VALUES)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: params[%zu] needs a \"name\" and 1 to %d \"values\"", name, i,
+                              FT_MAX_VALUES);
+        file_param *fp = &fs.p[fs.np++];
+        fp->name = pn;
+        for (size_t j = 0; j < json_array_size(vals); j++) {
+            const json_t *v = json_array_get(vals, j);
+            if (!json_is_number(v) && !json_is_string(v))
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: params[%zu] (%s) holds a value that is "
+                                  "neither a number nor a label",
+                                  name, i, pn);
+            fp->vals[fp->n++] = v;
+        }
+    }
+    ft_status s = make_space(&fs, l, err);
+    if (s) return s;
+    size_t n = json_array_size(cands);
+    file_cand *fc = malloc((n ? n : 1) * sizeof *fc);
+    if (!fc) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (size_t r = 0; r < n && !s; r++) {
+        const json_t *e = json_array_get(cands, r), *cfg = json_object_get(e, "config");
+        file_cand *c = &fc[r];
+        c->entry = (int)r;
+        c->cfg.n = fs.np;
+        for (int k = 0; k < fs.np && !s; k++) {
+            int j = value_index(&fs, k, json_object_get(cfg, fs.p[k].name));
+            if (j < 0)
+                s = ft_err_set(err, FT_EFORMAT,
+                               "%s: candidates[%zu].config has no %s of the values params lists",
+                               name, r, fs.p[k].name);
+            else
+                c->cfg.v[k] = l->params[k].values[j];
+        }
+        if (s) break;
+        c->key = ft_space_index_of(&l->space, &c->cfg);
+        const json_t *sc = json_object_get(e, "score_s"), *co = json_object_get(e, "cost_s");
+        if (json_is_null(sc)) {
+            c->score = INFINITY;
+        } else if (json_is_number(sc) && json_number_value(sc) > 0 &&
+                   isfinite(json_number_value(sc))) {
+            c->score = json_number_value(sc);
+        } else {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: candidates[%zu] has no positive \"score_s\" (null: rejected)", name,
+                           r);
+        }
+        c->cost = json_is_number(co) && json_number_value(co) >= 0 ? json_number_value(co) : NAN;
+        const json_t *ci = json_object_get(e, "ci_rel");
+        c->ci_rel = json_is_number(ci) ? json_number_value(ci) : NAN;
+    }
+    if (!s) s = take_cands(fc, (int)n, name, export_what, NULL, l, err);
+    const json_t *noise = json_object_get(json_object_get(doc, "noise"), "median_ci_rel");
+    if (json_is_number(noise)) l->noise_ci_rel = json_number_value(noise);
     free(fc);
     return s;
 }
@@ -904,7 +1008,10 @@ ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name,
                           "%s: not a flaretune event log, Kernel Tuner cache or T4 results file: "
                           "line %d: %s",
                           name, je.line, je.text);
-    if (json_is_object(json_object_get(doc, "cache")) || json_object_get(doc, "tune_params"))
+    const char *format = json_string_value(json_object_get(doc, "format"));
+    if (format && strncmp(format, "flaretune-landscape/", 20) == 0)
+        s = read_export(doc, name, l, err);
+    else if (json_is_object(json_object_get(doc, "cache")) || json_object_get(doc, "tune_params"))
         s = read_kt(doc, name, l, err);
     else if (json_object_get(doc, "results") || json_object_get(doc, "schema_version"))
         s = read_t4(doc, name, l, err);
@@ -943,6 +1050,13 @@ ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err) {
 
 /* ---- what other code asks of a landscape ---------------------------------------------------- */
 
+const char *ft_landscape_format_name(const ft_landscape *l) {
+    return strcmp(l->format, "t4") == 0       ? "FAIR T4 results"
+           : strcmp(l->format, "export") == 0 ? "flaretune landscape export"
+           : strcmp(l->format, "log") == 0    ? "flaretune event log"
+                                              : "Kernel Tuner cache";
+}
+
 void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n) {
     if (l->op) {
         char dims[256];
@@ -952,7 +1066,6 @@ void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n) {
         return;
     }
     snprintf(buf, n, "%s on %s (%s%s%s)", l->kernel[0] ? l->kernel : "a kernel",
-             l->device[0] ? l->device : "an unnamed device",
-             strcmp(l->format, "t4") == 0 ? "FAIR T4 results" : "Kernel Tuner cache",
+             l->device[0] ? l->device : "an unnamed device", ft_landscape_format_name(l),
              l->problem_size[0] ? ", problem size " : "", l->problem_size);
 }

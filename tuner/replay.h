@@ -72,10 +72,11 @@ typedef struct ft_landscape {
     char confirm_refused[256];
     /* Where it came from (tuner/landscape_formats.c, docs/events.md "Formats"): "log" (a
      * flaretune event log: op, backend, preset, call and space as above), "kt-cache" (a Kernel
-     * Tuner cache file) or "t4" (a FAIR T4 results file). A file of the community names no
-     * flaretune op: op and backend are NULL, call is empty, the space is the file's own
-     * parameters (no constraint: every configuration the file holds is a candidate), and
-     * device, kernel and problem_size say what it measured ("" where the file does not). */
+     * Tuner cache file), "t4" (a FAIR T4 results file) or "export" (a landscape `replay
+     * --export` wrote). A file names no flaretune op: op and backend are NULL, call is empty,
+     * the space is the file's own parameters (no constraint: every configuration the file
+     * holds is a candidate), and device, kernel and problem_size say what it measured ("" where
+     * the file does not; an export's op, backend and dims). */
     char format[16];
     char device[128];
     char kernel[128];
@@ -102,6 +103,8 @@ ft_status ft_landscape_problem(const json_t *events, const char *name, ft_landsc
 /* One line saying what was measured: "attention.decode on cpu, preset P (dims)" for a log,
  * "KERNEL on DEVICE (Kernel Tuner cache, problem size [..])" for a file. */
 void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n);
+/* What kind of file l was read from, in words ("Kernel Tuner cache", "FAIR T4 results", ...). */
+const char *ft_landscape_format_name(const ft_landscape *l);
 /* Do a and b have the same parameters, with the same values in the same order? (Two files of
  * one kernel measured on two GPUs do: a warm start across them is meaningful.) */
 int ft_landscape_same_params(const ft_landscape *a, const ft_landscape *b);

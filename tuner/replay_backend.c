@@ -87,8 +87,7 @@ ft_status ft_replay_backend_open(const char *log, const ft_backend **out, ft_err
         s = ft_err_set(err, FT_EINVAL,
                        "replay backend: %s is a %s file, which names no flaretune op to tune: "
                        "replay strategies against it with `flaretune replay %s`",
-                       log, strcmp(L.format, "t4") == 0 ? "FAIR T4 results" : "Kernel Tuner cache",
-                       log);
+                       log, ft_landscape_format_name(&L), log);
         ft_landscape_free(&L);
         return s;
     }

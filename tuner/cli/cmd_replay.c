@@ -33,10 +33,12 @@ static void usage(FILE *f) {
         "                            [--json [--trace]]\n\n"
         "Replay search strategies against the landscape recorded in LOG, the event log of an\n"
         "exhaustive run (`flaretune tune OP --strategy exhaustive --log LOG`; its last run,\n"
-        "with the earlier runs it resumed), or a Kernel Tuner cache file or FAIR T4 results\n"
-        "file (told apart by content; .json.gz read as it is): every configuration such a\n"
+        "with the earlier runs it resumed), a Kernel Tuner cache file, a FAIR T4 results\n"
+        "file or a landscape --export wrote (told apart by content; .json.gz read as it\n"
+        "is): every configuration such a\n"
         "file holds is a candidate, its failed ones too (docs/events.md \"Formats\"). Each\n"
-        "proposal is one evaluation, scored from the recording: nothing runs. The candidates the run confirmed at its end (the best few measured\n"
+        "proposal is one evaluation, scored from the recording: nothing runs. The candidates the "
+        "run confirmed at its end (the best few measured\n"
         "again, interleaved) score their confirmed medians scaled to the search's footing, so\n"
         "the optimum is judged by them rather than by a lucky sample; a round whose\n"
         "re-measurement spreads across its configs by more than the gap it decides, or that\n"
@@ -792,7 +794,8 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
     else if (l->op)
         printf("optimum    not confirmed (the log has no confirm event): its search median\n");
     else
-        printf("optimum    as the file records it (a %s file has no confirmation)\n", l->format);
+        printf("optimum    as the file records it (a %s: no confirmation round to apply)\n",
+               ft_landscape_format_name(l));
     char noise[16] = "-";
     if (!isnan(l->noise_ci_rel)) snprintf(noise, sizeof noise, "%.1f%%", 100 * l->noise_ci_rel);
     fmt_time(median_cost(l), tm, sizeof tm);
