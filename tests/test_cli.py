@@ -410,6 +410,22 @@ def test_tune_predict():
                   f"run_end.predict: {ev[-1].get('predict')}")
 
 
+def test_tune_counts_in_range():
+    """tune's whole-number options are read whole and checked against their range: a value past
+    2^32 is refused in one line naming the option and the value (it once wrapped, --budget
+    4294967297 running a budget of 1), as are 0 and a value past the range."""
+    tiny = ["tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu"]
+    for opt, bad, needle in (("--budget", "4294967297", "--budget expects 1 to 1000000"),
+                             ("--budget", "1000001", "--budget expects 1 to 1000000"),
+                             ("--budget", "0", "--budget expects 1 to 1000000"),
+                             ("--confirm", "4294967299", "--confirm expects 1 to 8"),
+                             ("--patience", "4294967297", "--patience expects 1 to 1000000"),
+                             ("--jobs", "4294967297", "--jobs expects 1 to 64"),
+                             ("--budget", "99999999999999999999", "--budget expects")):
+        one_line_error(tiny + [opt, bad], 2, f"{needle}")
+        one_line_error(tiny + [opt, bad], 2, f"got '{bad}'")
+
+
 def test_option_errors_name_the_option():
     """A bad option is named as the user wrote it, without its value, in one line with exit 2:
     a missing value at the end of the line or an empty one (--x= or --x ''), a value given to an
@@ -449,7 +465,8 @@ def main():
                          test_rope_at_presets,
                          test_exec_config_errors, test_exec_profile_why, test_bench,
                          test_device_backends,
-                         test_tune_jobs, test_tune_predict, test_option_errors_name_the_option))
+                         test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
+                         test_option_errors_name_the_option))
 
 
 if __name__ == "__main__":

@@ -588,6 +588,20 @@ static int parse_prune(const char *arg, double *factor) {
     return FT_EXIT_OK;
 }
 
+/* The most candidates --budget and --patience take (as tune --t1 --budget). */
+#define FT_TUNE_MAX_COUNT 1000000
+
+/* arg, all of it, a whole number from lo to hi into *out: whether it is one (a number past the
+ * range of long, or past hi, is not). */
+static int count(const char *arg, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || errno || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
 /* One option of tune's own (not a problem option). Returns an exit code, 0 when taken. */
 static int tune_opt(void *ctx, int o, const char *arg) {
     tune_args *a = ctx;
@@ -605,9 +619,9 @@ static int tune_opt(void *ctx, int o, const char *arg) {
         break;
     }
     case O_BUDGET:
-        to->budget = (int)strtol(arg, &end, 10);
-        if (*end || to->budget < 1)
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --budget expects a positive integer");
+        if (!count(arg, 1, FT_TUNE_MAX_COUNT, &to->budget))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --budget expects 1 to %d candidates, got '%s'",
+                               FT_TUNE_MAX_COUNT, arg);
         break;
     case O_TIME:
         to->time_budget_s = strtod(arg, &end);
@@ -624,9 +638,8 @@ static int tune_opt(void *ctx, int o, const char *arg) {
         break;
     case O_NOSCREEN: to->screen = 0; break;
     case O_CONFIRM:
-        to->confirm_top = (int)strtol(arg, &end, 10);
-        if (*end || to->confirm_top < 1 || to->confirm_top > 8)
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8");
+        if (!count(arg, 1, 8, &to->confirm_top))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --confirm expects 1 to 8, got '%s'", arg);
         break;
     case FT_OPT_MAX_TIME:
     case FT_OPT_NOISE:
@@ -643,15 +656,11 @@ static int tune_opt(void *ctx, int o, const char *arg) {
         break;
     case O_QUIET: a->quiet = 1; break;
     case O_TUI: a->tui = 1; break;
-    case O_JOBS: {
-        errno = 0;
-        long n = strtol(arg, &end, 10);
-        if (end == arg || *end || errno || n < 1 || n > FT_TUNE_MAX_JOBS)
+    case O_JOBS:
+        if (!count(arg, 1, FT_TUNE_MAX_JOBS, &to->jobs))
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --jobs expects 1 to %d threads, got '%s'",
                                FT_TUNE_MAX_JOBS, arg);
-        to->jobs = (int)n;
         break;
-    }
     case O_PREDICT:
         if (strcmp(arg, "off") != 0 && !ft_gpu_spec_find(arg))
             return ft_cli_fail(FT_EXIT_USAGE, "tune: --predict: unknown GPU '%s' (%s, or off)", arg,
@@ -679,11 +688,10 @@ static int tune_opt(void *ctx, int o, const char *arg) {
         break;
     }
     case O_PATIENCE:
-        errno = 0;
-        to->patience = (int)strtol(arg, &end, 10);
-        if (end == arg || *end || errno || to->patience < 1 || to->patience > 1000000)
+        if (!count(arg, 1, FT_TUNE_MAX_COUNT, &to->patience))
             return ft_cli_fail(FT_EXIT_USAGE,
-                               "tune: --patience expects a positive integer, got '%s'", arg);
+                               "tune: --patience expects 1 to %d evaluations, got '%s'",
+                               FT_TUNE_MAX_COUNT, arg);
         break;
     case O_COLD: to->warm = 0; break;
     case O_WARMLOG: to->warm_log = arg; break;
