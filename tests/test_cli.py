@@ -426,6 +426,17 @@ def test_tune_counts_in_range():
         one_line_error(tiny + [opt, bad], 2, f"got '{bad}'")
 
 
+def test_replay_refusals():
+    """replay refuses, in one line and exit 2, an option it would otherwise ignore: --trace
+    without --json (the traces are part of the JSON)."""
+    kt = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "landscapes",
+                      "kt-small.json")
+    one_line_error(["replay", kt, "--seeds", "2", "--trace"], 2, "--trace needs --json")
+    rc, out, err = run("replay", kt, "--seeds", "2", "--json", "--trace")
+    check(rc == 0 and all("traces" in s for s in json.loads(out)["strategies"]),
+          f"replay --json --trace: {rc} {err}")
+
+
 def test_option_errors_name_the_option():
     """A bad option is named as the user wrote it, without its value, in one line with exit 2:
     a missing value at the end of the line or an empty one (--x= or --x ''), a value given to an
@@ -466,6 +477,7 @@ def main():
                          test_exec_config_errors, test_exec_profile_why, test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
+                         test_replay_refusals,
                          test_option_errors_name_the_option))
 
 

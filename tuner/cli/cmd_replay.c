@@ -1111,6 +1111,9 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
     ft_strategy_opts_default(&ro->strategy);
     int code = ft_cli_parse_options(argc, argv, "", opts, replay_opt, ro);
     if (code) return code;
+    if (ro->trace && !ro->json)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: --trace needs --json (the traces are written in its JSON)");
     if (ro->warm && ro->orderings > 1)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: --warm replays the log's order only: give it without "
