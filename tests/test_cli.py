@@ -428,10 +428,24 @@ def test_tune_counts_in_range():
 
 def test_replay_refusals():
     """replay refuses, in one line and exit 2, an option it would otherwise ignore: --trace
-    without --json (the traces are part of the JSON)."""
+    without --json (the traces are part of the JSON), an --opt of a strategy the run does not
+    replay (named with the one it does, whichever of --opt and --strategy comes first)."""
     kt = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "landscapes",
                       "kt-small.json")
     one_line_error(["replay", kt, "--seeds", "2", "--trace"], 2, "--trace needs --json")
+    for args, opt, st in ((["--strategy", "bayes", "--opt", "anneal.t0=1"],
+                           "anneal.t0=1", "bayes"),
+                          (["--opt", "bayes.init=3", "--opt", "anneal.t0=1", "--strategy", "bayes"],
+                           "anneal.t0=1", "bayes"),
+                          (["--strategy", "random", "--opt", "evolve.model.ridge=2"],
+                           "evolve.model.ridge=2", "random")):
+        one_line_error(["replay", kt, "--seeds", "2", *args], 2,
+                       f"--opt {opt}: {opt.split('.')[0]} is not replayed (--strategy {st} "
+                       f"replays {st} only")
+    for args in (["--strategy", "anneal", "--opt", "anneal.t0=1"], ["--opt", "anneal.t0=1"],
+                 ["--strategy", "all", "--opt", "evolve.model.ridge=2"]):
+        rc, out, err = run("replay", kt, "--seeds", "2", *args)
+        check(rc == 0, f"replay {args}: {rc} {err}")
     rc, out, err = run("replay", kt, "--seeds", "2", "--json", "--trace")
     check(rc == 0 and all("traces" in s for s in json.loads(out)["strategies"]),
           f"replay --json --trace: {rc} {err}")

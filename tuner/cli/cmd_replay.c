@@ -262,6 +262,7 @@ typedef struct {
     double prune[MAX_PRUNE]; /* --prune predicted=F factors (none given: 1.5, 2, 4) */
     int nprune;
     ft_strategy_opts strategy; /* --opt: the strategies' options (their defaults otherwise) */
+    const char *opt_of[FT_STRAT_COUNT]; /* --opt: the first naming each strategy (NULL: none) */
 } replay_opts;
 
 /* --prune predicted=F[,F...] (repeatable): each factor > 1, at most MAX_PRUNE in all. Returns
@@ -1087,6 +1088,10 @@ static int replay_opt(void *ctx, int o, const char *arg) {
         ft_err err = {0};
         if (ft_strategy_opts_set(&ro->strategy, arg, &err))
             return ft_cli_fail(FT_EXIT_USAGE, "replay: --opt: %s", err.msg);
+        char name[16]; /* the strategy, before the first '.' of a name it took */
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "."), arg);
+        int k = ft_strategy_parse(name);
+        if (k >= 0 && !ro->opt_of[k]) ro->opt_of[k] = arg;
         break;
     }
     case O_JSON: ro->json = 1; break;
@@ -1111,6 +1116,13 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
     ft_strategy_opts_default(&ro->strategy);
     int code = ft_cli_parse_options(argc, argv, "", opts, replay_opt, ro);
     if (code) return code;
+    for (int k = 0; k < FT_STRAT_COUNT && ro->only >= 0; k++)
+        if (ro->opt_of[k] && k != ro->only)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "replay: --opt %s: %s is not replayed (--strategy %s replays "
+                               "%s only; --strategy all replays every one)",
+                               ro->opt_of[k], ft_strategy_names[k], ft_strategy_names[ro->only],
+                               ft_strategy_names[ro->only]);
     if (ro->trace && !ro->json)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: --trace needs --json (the traces are written in its JSON)");
