@@ -429,7 +429,8 @@ def test_tune_counts_in_range():
 def test_replay_refusals():
     """replay refuses, in one line and exit 2, an option it would otherwise ignore: --trace
     without --json (the traces are part of the JSON), an --opt of a strategy the run does not
-    replay (named with the one it does, whichever of --opt and --strategy comes first)."""
+    replay (named with the one it does, whichever of --opt and --strategy comes first); an
+    --opt out of its range, or past another option, is named with the range."""
     kt = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "landscapes",
                       "kt-small.json")
     one_line_error(["replay", kt, "--seeds", "2", "--trace"], 2, "--trace needs --json")
@@ -446,6 +447,16 @@ def test_replay_refusals():
                  ["--strategy", "all", "--opt", "evolve.model.ridge=2"]):
         rc, out, err = run("replay", kt, "--seeds", "2", *args)
         check(rc == 0, f"replay {args}: {rc} {err}")
+    for opt, why in (("bayes.init=0", "out of range (1 to 1000000000)"),
+                     ("bayes.init=-3", "out of range (1 to 1000000000)"),
+                     ("anneal.t0=0", "out of range (above 0)")):
+        one_line_error(["replay", kt, "--seeds", "2", "--opt", opt], 2,
+                       f"flaretune: replay: --opt: {opt}: {why}")
+    one_line_error(["replay", kt, "--seeds", "2", "--opt", "bayes.init=3"], 2,
+                   "flaretune: replay: --opt: bayes.stratified=5 is above bayes.init=3")
+    rc, out, err = run("replay", kt, "--seeds", "2", "--opt", "bayes.init=3", "--opt",
+                       "bayes.stratified=3")
+    check(rc == 0, f"replay --opt bayes.init=3 --opt bayes.stratified=3: {rc} {err}")
     rc, out, err = run("replay", kt, "--seeds", "2", "--json", "--trace")
     check(rc == 0 and all("traces" in s for s in json.loads(out)["strategies"]),
           f"replay --json --trace: {rc} {err}")

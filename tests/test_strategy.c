@@ -459,6 +459,48 @@ static void test_options(void) {
         FT_CHECK(ft_strategy_opts_set(&n, "bayes.local=2.5", &err) == FT_EINVAL &&
                      strstr(err.msg, "integer") && n.bayes.local == 3,
                  "a fractional count was taken: %s", err.msg);
+        /* A value outside the option's own range is refused when set, naming it and the range;
+         * the option keeps its value. */
+        static const char *const out[][2] = {
+            {"bayes.init=0", "bayes.init=0: out of range (1 to 1000000000)"},
+            {"bayes.init=-3", "bayes.init=-3: out of range (1 to 1000000000)"},
+            {"bayes.init=5e9", "bayes.init=5e9: out of range (1 to 1000000000)"},
+            {"bayes.top=9", "bayes.top=9: out of range (1 to 8)"},
+            {"bayes.cost_weight=1.5", "bayes.cost_weight=1.5: out of range (0 to 1)"},
+            {"bayes.xi=-0.1", "bayes.xi=-0.1: out of range (0 or more)"},
+            {"anneal.t0=0", "anneal.t0=0: out of range (above 0)"},
+            {"evolve.model.ridge=0", "evolve.model.ridge=0: out of range (above 0)"},
+            {"anneal.model.sweeps=1025", "anneal.model.sweeps=1025: out of range (0 to 1024)"},
+        };
+        for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+            ft_strategy_opts was = n;
+            FT_CHECK(ft_strategy_opts_set(&n, out[i][0], &err) == FT_EINVAL &&
+                         strcmp(err.msg, out[i][1]) == 0 && memcmp(&was, &n, sizeof n) == 0,
+                     "%s: '%s', want '%s'", out[i][0], err.msg, out[i][1]);
+        }
+        FT_CHECK(ft_strategy_opts_set(&n, "bayes.top=8", &err) == FT_OK && n.bayes.top == 8 &&
+                     ft_strategy_opts_set(&n, "bayes.xi=0", &err) == FT_OK &&
+                     ft_strategy_opts_set(&n, "anneal.t0=1e-9", &err) == FT_OK,
+                 "a value at the edge of its range was refused: %s", err.msg);
+        /* The ranges between options: the defaults keep them; one past another is named with
+         * it. */
+        ft_strategy_opts d;
+        ft_strategy_opts_default(&d);
+        FT_CHECK(ft_strategy_opts_check(&d, &err) == FT_OK, "the defaults: %s", err.msg);
+        FT_CHECK(ft_strategy_opts_set(&d, "bayes.init=3", &err) == FT_OK &&
+                     ft_strategy_opts_check(&d, &err) == FT_EINVAL &&
+                     strcmp(err.msg, "bayes.stratified=5 is above bayes.init=3") == 0,
+                 "bayes.init=3 with stratified 5: %s", err.msg);
+        ft_strategy_opts_default(&d);
+        FT_CHECK(ft_strategy_opts_set(&d, "evolve.pop_min=9", &err) == FT_OK &&
+                     ft_strategy_opts_check(&d, &err) == FT_EINVAL &&
+                     strcmp(err.msg, "evolve.pop_min=9 is above evolve.pop_max=8") == 0,
+                 "evolve.pop_min=9: %s", err.msg);
+        ft_strategy_opts_default(&d);
+        FT_CHECK(ft_strategy_opts_set(&d, "bayes.train=16", &err) == FT_OK &&
+                     ft_strategy_opts_check(&d, &err) == FT_EINVAL &&
+                     strcmp(err.msg, "bayes.recent=48 is above bayes.train=16") == 0,
+                 "bayes.train=16: %s", err.msg);
         FT_CHECK(ft_strategy_opts_set(&n, "bayes.nope=1", &err) == FT_EINVAL &&
                      strstr(err.msg, "anneal.t0, anneal.t1"),
                  "an unknown option's error lists none: %s", err.msg);

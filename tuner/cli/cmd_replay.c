@@ -1123,6 +1123,9 @@ static int parse_args(int argc, char **argv, replay_opts *ro) {
                                "%s only; --strategy all replays every one)",
                                ro->opt_of[k], ft_strategy_names[k], ft_strategy_names[ro->only],
                                ft_strategy_names[ro->only]);
+    ft_err err = {0};
+    if (ft_strategy_opts_check(&ro->strategy, &err))
+        return ft_cli_fail(FT_EXIT_USAGE, "replay: --opt: %s", err.msg);
     if (ro->trace && !ro->json)
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: --trace needs --json (the traces are written in its JSON)");

@@ -64,34 +64,62 @@ void ft_strategy_opts_default(ft_strategy_opts *o) {
 }
 
 /* Every option by its name on the command line: strategy.option (model options of anneal and
- * evolve as strategy.model.option). */
-#define OPT_I(st, f) {#st "." #f, offsetof(ft_strategy_opts, st.f), 0}
-#define OPT_D(st, f) {#st "." #f, offsetof(ft_strategy_opts, st.f), 1}
-#define OPT_MI(st, f) {#st ".model." #f, offsetof(ft_strategy_opts, st.model.f), 0}
-#define OPT_MD(st, f) {#st ".model." #f, offsetof(ft_strategy_opts, st.model.f), 1}
+ * evolve as strategy.model.option), with the range each takes alone: lo to hi, above lo when
+ * open, as the strategy's init checks it (those between options, such as bayes.recent <=
+ * bayes.train or evolve.pop_min <= pop_max, are ft_strategy_opts_check's, and init's). A count
+ * without an upper bound of its own takes at most COUNT_MAX. */
+#define COUNT_MAX 1e9
+#define OPT_I(st, f, lo, hi)                                                                       \
+    { #st "." #f, offsetof(ft_strategy_opts, st.f), 0, lo, hi, 0 }
+#define OPT_D(st, f, lo, hi, open)                                                                 \
+    { #st "." #f, offsetof(ft_strategy_opts, st.f), 1, lo, hi, open }
+#define OPT_MI(st, f, lo, hi)                                                                      \
+    { #st ".model." #f, offsetof(ft_strategy_opts, st.model.f), 0, lo, hi, 0 }
+#define OPT_MD(st, f, lo, hi, open)                                                                \
+    { #st ".model." #f, offsetof(ft_strategy_opts, st.model.f), 1, lo, hi, open }
 static const struct {
     const char *name;
     size_t offset;
     int real;
+    double lo, hi;
+    int lo_open; /* 1: above lo, not lo itself */
 } option_table[] = {
-    OPT_D(anneal, t0),         OPT_D(anneal, t1),
-    OPT_D(anneal, horizon),    OPT_I(anneal, stale),
-    OPT_I(anneal, free_steps), OPT_I(anneal, screen),
-    OPT_I(anneal, top),        OPT_I(anneal, restart_draws),
-    OPT_MI(anneal, min),       OPT_MD(anneal, ridge),
-    OPT_MI(anneal, sweeps),    OPT_I(evolve, pop_min),
-    OPT_I(evolve, pop_max),    OPT_D(evolve, init),
-    OPT_I(evolve, tournament), OPT_D(evolve, mut),
-    OPT_D(evolve, step_p),     OPT_I(evolve, screen),
-    OPT_I(evolve, tries),      OPT_MI(evolve, min),
-    OPT_MD(evolve, ridge),     OPT_MI(evolve, sweeps),
-    OPT_I(bayes, init),        OPT_I(bayes, local),
-    OPT_I(bayes, top),         OPT_D(bayes, xi),
-    OPT_I(bayes, fit_every),   OPT_D(bayes, cost_weight),
-    OPT_I(bayes, hamming),     OPT_I(bayes, recent),
-    OPT_I(bayes, train),       OPT_I(bayes, explore),
-    OPT_I(bayes, stratified),  OPT_I(bayes, cross),
-    OPT_I(bayes, stall),       OPT_I(bayes, log_scale),
+    OPT_D(anneal, t0, 0, INFINITY, 1),
+    OPT_D(anneal, t1, 0, INFINITY, 1),
+    OPT_D(anneal, horizon, 0, 1, 0),
+    OPT_I(anneal, stale, 0, 1 << 20),
+    OPT_I(anneal, free_steps, 0, 1 << 20),
+    OPT_I(anneal, screen, 1, 1 << 20),
+    OPT_I(anneal, top, 0, 1 << 16),
+    OPT_I(anneal, restart_draws, 1, 1 << 20),
+    OPT_MI(anneal, min, 0, 1 << 20),
+    OPT_MD(anneal, ridge, 0, INFINITY, 1),
+    OPT_MI(anneal, sweeps, 0, 1 << 10),
+    OPT_I(evolve, pop_min, 1, 1 << 16),
+    OPT_I(evolve, pop_max, 1, 1 << 16),
+    OPT_D(evolve, init, 0, 1, 0),
+    OPT_I(evolve, tournament, 1, 1 << 20),
+    OPT_D(evolve, mut, 0, 1 << 20, 0),
+    OPT_D(evolve, step_p, 0, 1, 0),
+    OPT_I(evolve, screen, 1, 1 << 20),
+    OPT_I(evolve, tries, 1, 1 << 20),
+    OPT_MI(evolve, min, 0, 1 << 20),
+    OPT_MD(evolve, ridge, 0, INFINITY, 1),
+    OPT_MI(evolve, sweeps, 0, 1 << 10),
+    OPT_I(bayes, init, 1, COUNT_MAX),
+    OPT_I(bayes, local, 0, COUNT_MAX),
+    OPT_I(bayes, top, 1, 8),
+    OPT_D(bayes, xi, 0, INFINITY, 0),
+    OPT_I(bayes, fit_every, 1, COUNT_MAX),
+    OPT_D(bayes, cost_weight, 0, 1, 0),
+    OPT_I(bayes, hamming, 0, 2),
+    OPT_I(bayes, recent, 0, 256),
+    OPT_I(bayes, train, 16, 256),
+    OPT_I(bayes, explore, 0, COUNT_MAX),
+    OPT_I(bayes, stratified, 0, COUNT_MAX),
+    OPT_I(bayes, cross, 0, COUNT_MAX),
+    OPT_I(bayes, stall, 0, COUNT_MAX),
+    OPT_I(bayes, log_scale, 0, 1),
 };
 
 ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_err *err) {
@@ -108,10 +136,21 @@ ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_e
         errno = 0;
         double v = strtod(eq + 1, &end);
         if (end == eq + 1 || *end || errno || !isfinite(v) ||
-            (!option_table[i].real && (v != floor(v) || fabs(v) > 1e9)))
+            (!option_table[i].real && v != floor(v)))
             return ft_err_set(err, FT_EINVAL, "strategy option %s wants %s, got '%s'",
                               option_table[i].name, option_table[i].real ? "a number" : "an integer",
                               eq + 1);
+        double lo = option_table[i].lo, hi = option_table[i].hi;
+        if (v < lo || (v == lo && option_table[i].lo_open) || v > hi) {
+            char range[64];
+            if (option_table[i].lo_open)
+                snprintf(range, sizeof range, "above %g", lo);
+            else if (hi == INFINITY)
+                snprintf(range, sizeof range, "%g or more", lo);
+            else
+                snprintf(range, sizeof range, "%.10g to %.10g", lo, hi);
+            return ft_err_set(err, FT_EINVAL, "%s: out of range (%s)", assignment, range);
+        }
         char *field = (char *)o + option_table[i].offset;
         if (option_table[i].real)
             memcpy(field, &v, sizeof v);
@@ -126,6 +165,19 @@ ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_e
     }
     return ft_err_set(err, FT_EINVAL, "unknown strategy option '%.*s' (options: %s)", (int)len,
                       assignment, names);
+}
+
+ft_status ft_strategy_opts_check(const ft_strategy_opts *o, ft_err *err) {
+    if (o->evolve.pop_min > o->evolve.pop_max)
+        return ft_err_set(err, FT_EINVAL, "evolve.pop_min=%d is above evolve.pop_max=%d",
+                          o->evolve.pop_min, o->evolve.pop_max);
+    if (o->bayes.recent > o->bayes.train)
+        return ft_err_set(err, FT_EINVAL, "bayes.recent=%d is above bayes.train=%d",
+                          o->bayes.recent, o->bayes.train);
+    if (o->bayes.stratified > o->bayes.init)
+        return ft_err_set(err, FT_EINVAL, "bayes.stratified=%d is above bayes.init=%d",
+                          o->bayes.stratified, o->bayes.init);
+    return FT_OK;
 }
 
 ft_strategy *ft_strategy_new_opts(ft_strategy_kind kind, const ft_space *s, const ft_config *cands,

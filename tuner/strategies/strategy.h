@@ -118,9 +118,14 @@ typedef struct {
 /* Every option at its default. */
 void ft_strategy_opts_default(ft_strategy_opts *o);
 /* Set one option from "strategy.option=value" (anneal.t0=0.2, bayes.local=3,
- * evolve.model.ridge=2): an unknown name (the error lists them) or a value that is not a number
- * (an integer for a count) is FT_EINVAL. Ranges are checked when a strategy is made with them. */
+ * evolve.model.ridge=2): an unknown name (the error lists them), a value that is not a number
+ * (an integer for a count) or one outside the option's own range (the error names the
+ * assignment and the range) is FT_EINVAL, and the option keeps its value. The ranges between
+ * options are checked by ft_strategy_opts_check, and again when a strategy is made. */
 ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_err *err);
+/* FT_EINVAL, naming both options, when one of them is past another (evolve.pop_min above
+ * pop_max, bayes.recent above bayes.train, bayes.stratified above bayes.init). */
+ft_status ft_strategy_opts_check(const ft_strategy_opts *o, ft_err *err);
 
 typedef struct ft_strategy ft_strategy;
 
