@@ -225,6 +225,92 @@ static void test_bad_files(void) {
              "%s", err.msg);
 }
 
+/* The hand-written file's arguments y (a Constant fill) and x (a Random one) with another Type
+ * and FillValue. */
+#define Y_ARG(type, value)                                                                         \
+    "\"Type\": \"" type "\", \"MemoryType\": \"Vector\", \"AccessType\": \"ReadWrite\",\n"         \
+    "             \"FillType\": \"Constant\", \"Size\": \"ProblemSize[0]\", \"FillValue\": " value
+#define X_ARG(type, value)                                                                         \
+    "\"Type\": \"" type "\", \"MemoryType\": \"Vector\", \"AccessType\": \"ReadOnly\",\n"          \
+    "             \"FillType\": \"Random\", \"Size\": \"ProblemSize[0] + max(block_size_x)\", "    \
+    "\"FillValue\": " value
+
+/* A vector's FillValue, as its fill uses it, must be a value of its Type, as a scalar's: a
+ * Constant fill's value, a Random fill's bound (above 0; at or below 0 it is not used, the draws
+ * are in [0, 1)); the edges of a type's range are taken. --arg's fill is held to the same rule. */
+static void test_vector_fills(void) {
+    static const struct {
+        const char *from, *to, *fragment;
+    } bad[] = {
+        {Y_ARG("float", "1.0"), Y_ARG("int32", "1e20"),
+         "argument y: FillValue 1e+20 is out of the range of Type int32"},
+        {Y_ARG("float", "1.0"), Y_ARG("float", "1e300"),
+         "argument y: FillValue 1e+300 is out of the range of Type float"},
+        {Y_ARG("float", "1.0"), Y_ARG("uint8", "-1"),
+         "argument y: FillValue -1 is out of the range of Type uint8"},
+        {Y_ARG("float", "1.0"), Y_ARG("int8", "0.5"),
+         "argument y: FillValue 0.5 is not an integer (Type int8)"},
+        {X_ARG("float", "1.0"), X_ARG("int32", "1e20"),
+         "argument x: FillValue 1e+20 is out of the range of Type int32"},
+        {X_ARG("float", "1.0"), X_ARG("uint8", "300"),
+         "argument x: FillValue 300 is out of the range of Type uint8"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_bad(bad[i].from, bad[i].to, bad[i].fragment);
+    static const char *const good[][2] = {
+        {Y_ARG("float", "1.0"), Y_ARG("int8", "-128")},
+        {X_ARG("float", "1.0"), X_ARG("uint8", "-5")},
+        {X_ARG("float", "1.0"), X_ARG("int32", "2147483647")},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+        char *at = text ? strstr(text, good[i][0]) : NULL;
+        FT_CHECK(at != NULL, "the mutation's text \"%s\" is not in the file", good[i][0]);
+        if (!at) {
+            free(text);
+            continue;
+        }
+        size_t pre = (size_t)(at - text);
+        char *m = malloc(strlen(text) - strlen(good[i][0]) + strlen(good[i][1]) + 1);
+        memcpy(m, text, pre);
+        strcpy(m + pre, good[i][1]);
+        strcat(m, at + strlen(good[i][0]));
+        ft_t1 *t = NULL;
+        ft_err err = {0};
+        FT_CHECK(ft_t1_from_buffer(m, strlen(m), "good.json", NULL, NULL, &t, &err) == FT_OK,
+                 "%s: %s", good[i][1], err.msg);
+        ft_t1_free(t);
+        free(m);
+        free(text);
+    }
+    static const struct {
+        const char *spec, *fragment; /* fragment NULL: taken */
+    } args[] = {
+        {"y=int32:16:constant:1e20",
+         "--arg y=int32:16:constant:1e20: FillValue 1e+20 is out of the range of Type int32"},
+        {"y=int8:16:constant:2.5", "FillValue 2.5 is not an integer (Type int8)"},
+        {"x=uint8:16:random:300", "FillValue 300 is out of the range of Type uint8"},
+        {"x=float:16:random:1e300", "FillValue 1e+300 is out of the range of Type float"},
+        {"x=uint8:16:random:0", NULL},
+        {"x=int32:16:random:2147483647", NULL},
+        {"y=int8:16:constant:-128", NULL},
+    };
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        ft_t1 *t = NULL;
+        ft_err err = {0};
+        FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
+        if (!t) continue;
+        ft_status s = ft_t1_set_arg(t, args[i].spec, &err);
+        if (args[i].fragment)
+            FT_CHECK(s == FT_EINVAL && strstr(err.msg, args[i].fragment) && !strchr(err.msg, '\n'),
+                     "--arg %s: status %d, \"%s\", expected \"%s\"", args[i].spec, s, err.msg,
+                     args[i].fragment);
+        else
+            FT_CHECK(s == FT_OK, "--arg %s: %s", args[i].spec, err.msg);
+        ft_t1_free(t);
+    }
+}
+
 /* A block size of 0 (an expression among the values that came out 0), with neither LocalSize
  * nor GlobalSize nor GridDiv to say otherwise: the launch of that configuration is refused in
  * one line (the grid would divide by it), the others launch. */
@@ -366,6 +452,7 @@ int main(void) {
     FT_RUN(test_hand_checked);
     FT_RUN(test_kernel_not_a_file);
     FT_RUN(test_bad_files);
+    FT_RUN(test_vector_fills);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);
     FT_RUN(test_community_files);

@@ -328,25 +328,34 @@ static int type_of(const char *s, ft_t1_type *type, size_t *bytes) {
     return 0;
 }
 
-/* A scalar is passed as its type: its FillValue must be a value of it (an integer type's, an
- * integer in its range; a float's, within its range), never what a conversion leaves undefined. */
-static ft_status check_scalar(const ft_t1_arg *ar, const char *name, const char *ty, ft_err *err) {
+/* Whether v is a value of type (an integer type's, an integer in its range; a float's, within
+ * its range), as a scalar passed as its type and every element a vector's fill writes must be,
+ * never what a conversion leaves undefined; when not, why into why[n] ("FillValue 2.5 is not an
+ * integer (Type int32)", ty the type as written). */
+static int fill_ok(ft_t1_type type, double v, const char *ty, char *why, size_t n) {
     static const double LO[] = {-FLT_MAX, -DBL_MAX, INT32_MIN, 0, INT8_MIN},
                         HI[] = {FLT_MAX, DBL_MAX, INT32_MAX, UINT8_MAX, INT8_MAX};
-    double v = ar->fill_value;
-    int integer = ar->type != FT_T1_FLOAT && ar->type != FT_T1_DOUBLE;
-    if (isfinite(v) && v >= LO[ar->type] && v <= HI[ar->type] && (!integer || v == floor(v)))
-        return FT_OK;
+    int integer = type != FT_T1_FLOAT && type != FT_T1_DOUBLE;
+    if (isfinite(v) && v >= LO[type] && v <= HI[type] && (!integer || v == floor(v))) return 1;
     char given[64];
     int whole = v == floor(v) && fabs(v) < 9007199254740992.0; /* 2^53: the JSON's integer */
     ft_expr_format(whole ? ft_expr_int((long long)v) : ft_expr_float(v), given, sizeof given);
     if (isfinite(v) && integer && v != floor(v))
-        return ft_err_set(err, FT_EFORMAT,
-                          "%s: argument %s: FillValue %s is not an integer (Type %s)", name,
-                          ar->name, given, ty);
-    return ft_err_set(err, FT_EFORMAT,
-                      "%s: argument %s: FillValue %s is out of the range of Type %s", name,
-                      ar->name, given, ty);
+        snprintf(why, n, "FillValue %s is not an integer (Type %s)", given, ty);
+    else
+        snprintf(why, n, "FillValue %s is out of the range of Type %s", given, ty);
+    return 0;
+}
+
+/* An argument's FillValue, as it is used, must be a value of its Type: a scalar's and a
+ * Constant fill's is the value itself, a Random fill's above 0 the bound of its draws (at or
+ * below 0 it is not used: they are in [0, 1)). */
+static ft_status check_fill(const ft_t1_arg *ar, const char *name, const char *ty, ft_err *err) {
+    char why[128];
+    if ((ar->scalar || !ar->random || ar->fill_value > 0) &&
+        !fill_ok(ar->type, ar->fill_value, ty, why, sizeof why))
+        return ft_err_set(err, FT_EFORMAT, "%s: argument %s: %s", name, ar->name, why);
+    return FT_OK;
 }
 
 static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err) {
@@ -489,7 +498,7 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             if (ar->constant || ar->output)
                 return ft_err_set(err, FT_EFORMAT, "%s: argument %s: a scalar is neither constant memory nor an output",
                                   name, an);
-            ft_status s = check_scalar(ar, name, ty, err);
+            ft_status s = check_fill(ar, name, ty, err);
             if (s != FT_OK) return s;
             continue;
         }
@@ -497,6 +506,8 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             return ft_err_set(err, FT_EFORMAT, "%s: argument %s: FillType \"%.32s\" (Constant or Random)",
                               name, an, fill ? fill : "");
         ar->random = strcmp(fill, "Random") == 0;
+        ft_status fs = check_fill(ar, name, ty, err);
+        if (fs != FT_OK) return fs;
         json_t *size = json_object_get(a, "Size");
         char sz[64];
         const char *stext = NULL;
@@ -731,6 +742,9 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
         if (end == parts[3] || *end || !isfinite(value))
             return ft_err_set(err, FT_EINVAL, "--arg %s: the fill value is not a number", spec);
     }
+    char why[128];
+    if ((!random || value > 0) && !fill_ok(type, value, parts[0], why, sizeof why))
+        return ft_err_set(err, FT_EINVAL, "--arg %s: %s", spec, why);
     ft_expr *e = NULL;
     ft_status s = compile(t, t->path, "--arg", parts[1], &e, err);
     if (s != FT_OK) return s;
