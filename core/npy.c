@@ -354,7 +354,18 @@ static int sync_failed(FILE *f, const char *tmp) {
     return fsync(fileno(f)) != 0 && (*tmp || (errno != EINVAL && errno != EROFS));
 }
 
+/* Where a write to path lands: the file a symbolic link points at (so that the link stays a
+ * link, as `cp` and editors keep it), else path itself. Returns out, or path when it is no link
+ * or the link does not resolve (a dangling link is then replaced, as a missing file is made). */
+static const char *landing(const char *path, char *out, size_t n) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || n < PATH_MAX) return path;
+    return realpath(path, out) ? out : path;
+}
+
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
+    char real[PATH_MAX];
+    path = landing(path, real, sizeof real);
     if (n > 0 && not_a_regular_file(path)) {
         tmp[0] = '\0';
         FILE *f = fopen(path, "wb");
@@ -406,7 +417,8 @@ ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err
         return ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved));
     }
     if (!*tmp) return FT_OK; /* written in place (ft_file_create_tmp) */
-    if (rename(tmp, path) != 0) {
+    char real[PATH_MAX];
+    if (rename(tmp, landing(path, real, sizeof real)) != 0) {
         saved = errno;
         unlink(tmp);
         return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));
@@ -463,14 +475,19 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
     enum { OLD_NONE, OLD_LINKED, OLD_MOVED };
     char(*old)[4096 + 8] = n > 0 ? calloc((size_t)n, sizeof *old) : NULL;
     int *kept = n > 0 ? calloc((size_t)n, sizeof *kept) : NULL;
-    if (n > 0 && (!old || !kept)) {
+    /* Where each lands: through a symbolic link, the file it points at (ft_file_create_tmp). */
+    char(*real)[PATH_MAX] = n > 0 ? calloc((size_t)n, sizeof *real) : NULL;
+    const char **dst = n > 0 ? calloc((size_t)n, sizeof *dst) : NULL;
+    for (int k = 0; k < n && real && dst; k++)
+        dst[k] = landing(path[k], real[k], sizeof real[k]);
+    if (n > 0 && (!old || !kept || !real || !dst)) {
         s = ft_err_set(err, FT_ENOMEM, "out of memory committing %d files", n);
         goto undo;
     }
     /* Every target first: what rename cannot replace fails here, before anything changed. */
     for (int k = 0; k < n; k++) {
         struct stat st;
-        if (lstat(path[k], &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (lstat(dst[k], &st) == 0 && S_ISDIR(st.st_mode)) {
             s = ft_err_set(err, FT_EIO, "%s: is a directory; no output was written", path[k]);
             goto undo;
         }
@@ -485,10 +502,10 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
             done = k + 1;
             continue;
         }
-        if (lstat(path[k], &st) == 0) {
-            if (link(path[k], old[k]) == 0) {
+        if (lstat(dst[k], &st) == 0) {
+            if (link(dst[k], old[k]) == 0) {
                 kept[k] = OLD_LINKED;
-            } else if (rename(path[k], old[k]) == 0) {
+            } else if (rename(dst[k], old[k]) == 0) {
                 kept[k] = OLD_MOVED;
             } else {
                 s = ft_err_set(err, FT_EIO, "%s: cannot keep the old file while replacing it: %s",
@@ -496,10 +513,10 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
                 goto undo;
             }
         }
-        if (rename(tmp[k], path[k]) != 0) {
+        if (rename(tmp[k], dst[k]) != 0) {
             s = ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path[k],
                            strerror(errno));
-            if (kept[k] == OLD_MOVED) rename(old[k], path[k]);
+            if (kept[k] == OLD_MOVED) rename(old[k], dst[k]);
             if (kept[k] == OLD_LINKED) unlink(old[k]);
             kept[k] = OLD_NONE;
             goto undo;
@@ -510,20 +527,24 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
         if (kept[k]) unlink(old[k]);
     free(old);
     free(kept);
+    free(real);
+    free(dst);
     return FT_OK;
 undo:
     /* Put back what was replaced, newest first, and remove what was new. */
     for (int k = done - 1; k >= 0; k--) {
         if (!*tmp[k]) continue; /* written in place: nothing to put back */
         if (kept[k])
-            rename(old[k], path[k]);
+            rename(old[k], dst[k]);
         else
-            unlink(path[k]);
+            unlink(dst[k]);
     }
     for (int k = done; k < n; k++)
         if (*tmp[k]) unlink(tmp[k]);
     free(old);
     free(kept);
+    free(real);
+    free(dst);
     return s;
 }
 
@@ -585,7 +606,8 @@ ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err) {
     char tmp[4096];
     ft_status s = ft_npy_save_tmp(path, t, tmp, sizeof tmp, err);
     if (s || !*tmp) return s;
-    if (rename(tmp, path) != 0) {
+    char real[PATH_MAX];
+    if (rename(tmp, landing(path, real, sizeof real)) != 0) {
         int saved = errno;
         unlink(tmp);
         return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));

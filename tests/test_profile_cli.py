@@ -197,6 +197,22 @@ def test_emit(tmp):
         f.write('{"schema_version": 1, "entries": [1, 2,]}')
     one_line_error(["emit", broken], 1, "malformed JSON")
     one_line_error(["emit", p, "-o", os.path.join(tmp, "no", "dir", "t.h")], 1, "t.h")
+    # The profile it reads is never its output, however the path is spelt.
+    before = read(p)
+    link = os.path.join(tmp, "e-link.json")
+    os.symlink(p, link)
+    for o in (p, os.path.join(tmp, ".", "e.json"), link):
+        one_line_error(["emit", p, "-o", o], 2, "the output is the profile it reads")
+        one_line_error(["emit", p, "--format", "json", "-o", o], 2, "the output is the profile")
+    check(read(p) == before and os.path.islink(link), "emit wrote over the profile it reads")
+    # A link to a file stays a link: the file it points at is written.
+    target, hlink = os.path.join(tmp, "target.h"), os.path.join(tmp, "h-link.h")
+    with open(target, "w") as f:
+        f.write("old\n")
+    os.symlink(target, hlink)
+    rc, out, err = run("emit", p, "-o", hlink)
+    check(rc == 0 and os.path.islink(hlink) and "#ifndef FT_TUNED_H" in read(target),
+          f"emit -o a link: the link kept, its file written: {rc} {err!r}")
 
 
 def test_renamed_tunables(tmp):

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "cli_profile.h"
 #include "core/npy.h"
+#include "core/paths.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune emit PROFILE... [-o FILE] [--format c-header|json]\n"
@@ -87,6 +88,11 @@ static int run(int argc, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE, "emit: %s", err.msg);
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "emit: which profile? (see `flaretune emit --help`)");
+    for (int i = optind; out && i < argc; i++)
+        if (ft_same_file(argv[i], out))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "emit: -o %s: the output is the profile it reads; nothing written",
+                               out);
     ft_profile *p;
     code = ft_cli_load_profiles("emit", argv + optind, argc - optind, &p);
     if (code) return code;
