@@ -248,6 +248,10 @@ static void test_malformed(void) {
         {"not-a-landscape.json", "neither \"tune_params\" and \"cache\""},
         {"export-bad-value.json", "candidates[1].config has no block_size_x of the values params "
                                   "lists"},
+        {"export-extra-key.json", "candidates[1].config names bogus, which params does not list"},
+        {"export-negative-cost.json", "candidates[1] has a \"cost_s\" that is not a time"},
+        {"export-version.json", "format flaretune-landscape/2: this flaretune reads "
+                                "flaretune-landscape/1"},
         {"log-ref-backend.jsonl", "backend ref has no tunable parameters for fusion.dflash"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -726,7 +726,7 @@ static ft_status read_export(const json_t *doc, const char *name, ft_landscape *
     init_file_landscape(l, "export");
     const char *fmt = json_string_value(json_object_get(doc, "format"));
     if (strcmp(fmt, "flaretune-landscape/1") != 0)
-        return ft_err_set(err, FT_EUNSUPPORTED,
+        return ft_err_set(err, FT_EFORMAT,
                           "%s: format %s: this flaretune reads flaretune-landscape/1", name, fmt);
     const json_t *params = json_object_get(doc, "params"),
                  *cands = json_object_get(doc, "candidates");
@@ -779,6 +779,25 @@ static ft_status read_export(const json_t *doc, const char *name, ft_landscape *
         file_cand *c = &fc[r];
         c->entry = (int)r;
         c->cfg.n = fs.np;
+        if (!json_is_object(cfg)) {
+            s = ft_err_set(err, FT_EFORMAT, "%s: candidates[%zu] has no \"config\" object", name,
+                           r);
+            break;
+        }
+        const char *pk;
+        const json_t *pv;
+        json_object_foreach((json_t *)cfg, pk, pv) {
+            int known = 0;
+            for (int k = 0; k < fs.np; k++)
+                known |= strcmp(fs.p[k].name, pk) == 0;
+            if (!known) {
+                s = ft_err_set(err, FT_EFORMAT,
+                               "%s: candidates[%zu].config names %s, which params does not list",
+                               name, r, pk);
+                break;
+            }
+        }
+        if (s) break;
         for (int k = 0; k < fs.np && !s; k++) {
             int j = value_index(&fs, k, json_object_get(cfg, fs.p[k].name));
             if (j < 0)
@@ -801,13 +820,21 @@ static ft_status read_export(const json_t *doc, const char *name, ft_landscape *
                            "%s: candidates[%zu] has no positive \"score_s\" (null: rejected)", name,
                            r);
         }
-        c->cost = json_is_number(co) && json_number_value(co) >= 0 ? json_number_value(co) : NAN;
         const json_t *ci = json_object_get(e, "ci_rel");
+        c->cost = json_is_number(co) ? json_number_value(co) : NAN;
         c->ci_rel = json_is_number(ci) ? json_number_value(ci) : NAN;
+        if (!s && (c->cost < 0 || (co && !json_is_null(co) && !json_is_number(co))))
+            s = ft_err_set(
+                err, FT_EFORMAT,
+                "%s: candidates[%zu] has a \"cost_s\" that is not a time (null: unknown)", name, r);
+        if (!s && (c->ci_rel < 0 || (ci && !json_is_null(ci) && !json_is_number(ci))))
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: candidates[%zu] has a \"ci_rel\" that is not a relative width of "
+                           "at least 0 (null: unknown)",
+                           name, r);
     }
     if (!s) s = take_cands(fc, (int)n, name, export_what, NULL, l, err);
-    const json_t *noise = json_object_get(json_object_get(doc, "noise"), "median_ci_rel");
-    if (json_is_number(noise)) l->noise_ci_rel = json_number_value(noise);
+    if (!s) s = ft_landscape_summarise_noise(l, err);
     free(fc);
     return s;
 }

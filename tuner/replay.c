@@ -355,8 +355,7 @@ static ft_status read_confirm(const json_t *events, size_t i, const char *name, 
     return FT_OK;
 }
 
-/* The median ci_rel over the measured candidates; how many have a cost. */
-static ft_status summarise_noise(ft_landscape *l, ft_err *err) {
+ft_status ft_landscape_summarise_noise(ft_landscape *l, ft_err *err) {
     double *v = malloc((size_t)l->ncands * sizeof *v);
     if (!v) return ft_err_set(err, FT_ENOMEM, "out of memory");
     int n = 0;
@@ -448,7 +447,7 @@ ft_status ft_landscape_from_events(const json_t *events, const char *name, ft_la
                  ? -1
                  : find_key(keys, l->ncands, ft_space_index_of(&l->space, &def));
     if ((confirm && (s = read_confirm(events, confirm, name, keys, l->def, l, err))) ||
-        (s = summarise_noise(l, err))) {
+        (s = ft_landscape_summarise_noise(l, err))) {
         free(keys);
         ft_landscape_free(l);
         return s;

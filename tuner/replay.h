@@ -103,6 +103,9 @@ ft_status ft_landscape_problem(const json_t *events, const char *name, ft_landsc
 /* One line saying what was measured: "attention.decode on cpu, preset P (dims)" for a log,
  * "KERNEL on DEVICE (Kernel Tuner cache, problem size [..])" for a file. */
 void ft_landscape_describe(const ft_landscape *l, char *buf, size_t n);
+/* noise_ci_rel: the median ci_rel over the measured candidates; and ncost, how many have a
+ * cost. */
+ft_status ft_landscape_summarise_noise(ft_landscape *l, ft_err *err);
 /* What kind of file l was read from, in words ("Kernel Tuner cache", "FAIR T4 results", ...). */
 const char *ft_landscape_format_name(const ft_landscape *l);
 /* Do a and b have the same parameters, with the same values in the same order? (Two files of
