@@ -82,6 +82,16 @@ void ft_sched_mark_take(const ft_sched_probe *p, ft_sched_mark *m) {
     m->wall_s = ts_s(&ts);
 }
 
+double ft_sched_delay_since(const ft_sched_probe *p, const ft_sched_mark *a) {
+    double lost = 0;
+    for (int i = 0; p && p->ok && i < p->n; i++) {
+        double now = read_delay(p->fd[i]);
+        if (a->delay_s[i] >= 0 && now >= 0 && now - a->delay_s[i] > lost)
+            lost = now - a->delay_s[i];
+    }
+    return lost;
+}
+
 double ft_sched_lost(const ft_sched_probe *p, const ft_sched_mark *a, const ft_sched_mark *b) {
     if (!p->ok || a->self_cpu_s < 0 || b->self_cpu_s < 0) return 0;
     double lost = (b->wall_s - a->wall_s) - (b->self_cpu_s - a->self_cpu_s);

@@ -49,6 +49,10 @@ void ft_sched_mark_take(const ft_sched_probe *p, ft_sched_mark *m);
 /* Seconds of the span between marks a and b that the call's threads lost (see above); 0 when
  * the probe could not read the clocks. */
 double ft_sched_lost(const ft_sched_probe *p, const ft_sched_mark *a, const ft_sched_mark *b);
+/* The longest run-queue wait any watched other thread has had since mark a, seconds: what an
+ * OpenMP or BLAS worker lost while the calling thread went on (spinning at a barrier, its own
+ * CPU clock running). From any thread, during the call; 0 without a probe. */
+double ft_sched_delay_since(const ft_sched_probe *p, const ft_sched_mark *a);
 
 #ifdef __cplusplus
 }

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "tuner/measure.h"
 #include "core/rng.h"
+#include "core/sched.h"
 #include "ft_test.h"
+#include "op/op.h"
+#include "tuner/measure.h"
 
 static void test_quantiles(void) {
     double x[] = {5, 1, 4, 2, 3};
@@ -318,14 +320,68 @@ static void test_waiting_worker_is_contaminated(void) {
     FT_CHECK(st.unclean || st.median < 2e-3, "the clean samples are the work's: %g", st.median);
 }
 
+/* The watchdog's judge sees the workers too: a call whose worker waits for its CPU (it and two
+ * hogs share CPU 0) while the calling thread spins on CPU 1, losing nothing itself, is spoiled,
+ * not slow, even with its deadline and its judging due at the same moment (the two share a
+ * floor in the tuner), and the judge names the worker as the cause. */
+static void *forever_main(void *p) {
+    worker_sync *w = p;
+    pin_to_cpu0();
+    while (!w->quit) {
+    }
+    return NULL;
+}
+
+static void test_judge_sees_a_waiting_worker(void) {
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+        fprintf(stderr, "  (one CPU: the judge's worker test needs two)\n");
+        return;
+    }
+    cpu_set_t old, one;
+    pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    worker_sync w = {0};
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        FT_CHECK(pthread_create(&t[i], NULL, i ? hog_main : forever_main, &w) == 0, "thread %d", i);
+    spin_for(0.02); /* all three running */
+    ft_sched_probe probe;
+    ft_sched_probe_open(&probe);
+    ft_sched_mark m0;
+    ft_sched_mark_take(&probe, &m0);
+    ft_call c;
+    memset(&c, 0, sizeof c);
+    ft_call_watch(&c, 0.05, 0.05);
+    ft_call_watch_threads(&c, &probe, &m0);
+    double t0 = ft_now_s();
+    while (!ft_call_overdue(&c) && ft_now_s() - t0 < 10) {
+    }
+    double after = ft_now_s() - t0;
+    w.quit = 1;
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    ft_sched_probe_close(&probe);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    FT_CHECK(c.overdue && after < 10, "the call was stopped (after %.3f s)", after);
+    FT_CHECK(c.spoiled, "stopped as spoiled by the scheduler, not as slow (after %.3f s)", after);
+    /* ft_call_watch forgets the probe, which is gone once the measurement ends */
+    ft_call_watch(&c, 0, 0);
+    FT_CHECK(c.probe == NULL && c.probe_start == NULL, "the probe is forgotten");
+}
+
 /* The watchdog: a call that would run forever is stopped at its limit, the measurement ends
  * `stopped` (not an error) and says after how long; a call inside its limit is not stopped. */
 typedef struct {
     double deadline, call_s;
 } spin_call;
 
-static void spin_watch(void *p, double limit_s, double check_after_s) {
+static void spin_watch(void *p, double limit_s, double check_after_s, const ft_sched_probe *probe,
+                       const ft_sched_mark *start) {
     (void)check_after_s;
+    (void)probe;
+    (void)start;
     ((spin_call *)p)->deadline = limit_s > 0 ? ft_now_s() + limit_s : 0;
 }
 
@@ -376,5 +432,6 @@ int main(void) {
     FT_RUN(test_sleep_inside_a_call_is_contaminated);
     FT_RUN(test_waiting_worker_is_contaminated);
     FT_RUN(test_watchdog_stops_a_call);
+    FT_RUN(test_judge_sees_a_waiting_worker);
     return ft_test_finish();
 }

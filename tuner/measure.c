@@ -104,7 +104,8 @@ static ft_status timed_sample(const ft_timed_fn *fn, const ft_measure_opts *o, f
         ft_sched_probe_refresh(pr);
         ft_sched_mark_take(pr, &m0);
     }
-    if (fn->watch) fn->watch(fn->ctx, o->call_limit_s * reps, o->check_after_s * reps);
+    if (fn->watch)
+        fn->watch(fn->ctx, o->call_limit_s * reps, o->check_after_s * reps, pr, pr ? &m0 : NULL);
     ft_status s = fn->run(fn->ctx, reps, secs, err);
     *wall_s = *lost_s = 0;
     if (pr) {

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "core/sched.h"
 #include "core/stats.h"
 #include "core/status.h"
 
@@ -68,9 +69,12 @@ typedef struct ft_timed_fn {
     /* 1 when run() reads the host clock around the call, so the host's scheduler stretches
      * it: only then are samples classified (max_lost). A device clock is not stretched. */
     int host_clock;
-    /* Optional: before each run(), its limits from now (ft_call_watch: seconds, 0 for none);
+    /* Optional: before each run(), its limits from now (ft_call_watch: seconds, 0 for none),
+     * and the scheduler probe with its mark at the run's start (NULL when samples are not
+     * classified) for the judge to see the other threads' waits (ft_call_watch_threads);
      * run() stops the call past them where it can and returns FT_ETIMEDOUT. */
-    void (*watch)(void *ctx, double limit_s, double check_after_s);
+    void (*watch)(void *ctx, double limit_s, double check_after_s, const ft_sched_probe *probe,
+                  const ft_sched_mark *start);
 } ft_timed_fn;
 
 /* What a measurement is for; each use has its own defaults, with the reason for every value, in

@@ -334,9 +334,11 @@ typedef struct {
     const ft_config *cfg;
 } run_ctx;
 
-static void run_watch(void *p, double limit_s, double check_after_s) {
+static void run_watch(void *p, double limit_s, double check_after_s, const ft_sched_probe *probe,
+                      const ft_sched_mark *start) {
     run_ctx *x = p;
     ft_call_watch(&x->S->c, limit_s, check_after_s);
+    if (check_after_s > 0) ft_call_watch_threads(&x->S->c, probe, start);
 }
 
 static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {

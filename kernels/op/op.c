@@ -9,6 +9,8 @@
 
 #include "op/op.h"
 
+#include "core/sched.h"
+
 int ft_op_sym(const ft_op *op, const char *sym) {
     for (int i = 0; op->syms[i]; i++)
         if (strcmp(op->syms[i], sym) == 0) return i;
@@ -52,6 +54,8 @@ void ft_call_watch(ft_call *c, double limit_s, double check_after_s) {
     c->overdue = c->spoiled = 0;
     c->deadline_s = limit_s > 0 ? now + limit_s : 0;
     c->start_s = now;
+    c->probe = NULL;
+    c->probe_start = NULL;
     if (check_after_s > 0 && pthread_getcpuclockid(pthread_self(), &c->cpu_clock) == 0 &&
         (c->start_cpu_s = cpu_clock_s(c->cpu_clock)) >= 0) {
         double at = now + check_after_s;
@@ -59,6 +63,11 @@ void ft_call_watch(ft_call *c, double limit_s, double check_after_s) {
     } else {
         __atomic_store(&c->check_s, &zero, __ATOMIC_RELAXED);
     }
+}
+
+void ft_call_watch_threads(ft_call *c, const ft_sched_probe *probe, const ft_sched_mark *start) {
+    c->probe = probe;
+    c->probe_start = start;
 }
 
 int ft_call_judge(ft_call *c, double now) {
@@ -69,6 +78,8 @@ int ft_call_judge(ft_call *c, double now) {
     if (at > 0 && now >= at) {
         double el = now - c->start_s, cpu = cpu_clock_s(c->cpu_clock);
         spoiled = cpu >= 0 && el - (cpu - c->start_cpu_s) > FT_CALL_SPOILED_SHARE * el;
+        if (!spoiled && c->probe && c->probe_start)
+            spoiled = ft_sched_delay_since(c->probe, c->probe_start) > FT_CALL_SPOILED_SHARE * el;
         /* Judged again at twice the time: a check costs a clock read of another thread. */
         double next = spoiled ? 0 : now + el;
         __atomic_store(&c->check_s, &next, __ATOMIC_RELAXED);

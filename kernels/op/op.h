@@ -296,6 +296,11 @@ struct ft_call {
      * their tasks (ft_call_overdue); ft_backend_time looks between calls. */
     double deadline_s, check_s, start_s, start_cpu_s;
     clockid_t cpu_clock;
+    /* ...or once another thread of the process (an OpenMP or BLAS worker) has waited for a CPU
+     * for over half of it: the calling thread then spins at a barrier on its CPU while the call
+     * waits for the worker (ft_call_watch_threads; NULL: only the calling thread is judged). */
+    const struct ft_sched_probe *probe;
+    const struct ft_sched_mark *probe_start;
     int checking; /* a thread is judging check_s */
     int overdue;  /* a kernel stopped early: its outputs are incomplete */
     int spoiled;  /* ...because the scheduler took over half the call (else the deadline) */
@@ -304,6 +309,11 @@ struct ft_call {
 /* Arm c's watchdog from now: stop past `limit_s` (0: none) and, from `check_after_s` on (0:
  * never), once the calling thread has lost over half the call; 0, 0 disarms it. */
 void ft_call_watch(ft_call *c, double limit_s, double check_after_s);
+/* With the watchdog armed, judge the process's other threads too: their run-queue waits since
+ * `start`, a mark of `probe` taken as the call began (core/sched.h). Both must outlive the call;
+ * ft_call_watch forgets them. */
+void ft_call_watch_threads(ft_call *c, const struct ft_sched_probe *probe,
+                           const struct ft_sched_mark *start);
 /* The check of ft_call_overdue once check_s has come (op.c). */
 int ft_call_judge(ft_call *c, double now);
 
@@ -314,11 +324,13 @@ static inline int ft_call_overdue(ft_call *c) {
     __atomic_load(&c->check_s, &check, __ATOMIC_RELAXED); /* the judge moves it on */
     if (!(c->deadline_s > 0) && !(check > 0)) return 0;
     double now = ft_now_s();
+    /* Judged before the deadline: a call the scheduler took over half of is spoiled, not slow,
+     * even when both come at once (the two share a floor of a few scheduler slices). */
+    if (check > 0 && now >= check && ft_call_judge(c, now)) return 1;
     if (c->deadline_s > 0 && now >= c->deadline_s) {
         __atomic_store_n(&c->overdue, 1, __ATOMIC_RELAXED);
         return 1;
     }
-    if (check > 0 && now >= check && ft_call_judge(c, now)) return 1;
     return __atomic_load_n(&c->overdue, __ATOMIC_RELAXED);
 }
 
