@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_emit.sh: `flaretune emit --format c-header` gives a header that compiles on its own as
-# C99, C11 and C++ with warnings as errors, in two translation units of one program, and whose
-# lookups find the right entries (exact and nearest).
+# C99, C11 and C++ with warnings as errors, in two translation units of one program and as the
+# main file (an empty selection's too), and whose lookups find the right entries (exact and
+# nearest).
 #
 # usage: test_emit.sh FLARETUNE CC [CXX]
 set -eu
@@ -157,10 +158,22 @@ else
     echo "test_emit: no C++ compiler, C++ check skipped"
 fi
 
-# An empty selection still gives a header that compiles.
+# An empty selection still gives a header that compiles, included and on its own (as the
+# main file, where an unused static table is warned of), as C and as C++.
 "$FT" emit "$dir/profile.json" --backend none -o "$dir/empty.h" 2>"$dir/err" ||
     fail "emit of an empty selection failed"
 grep -q "warning" "$dir/err" || fail "no warning for an empty selection"
+printf '{"schema_version": 1, "entries": []}\n' >"$dir/none.json"
+"$FT" emit "$dir/none.json" -o "$dir/none.h" 2>"$dir/err" || fail "emit of an empty profile failed"
+for h in tuned other empty none; do
+    # shellcheck disable=SC2086
+    "$CC" -std=c11 $WARN -c -x c "$dir/$h.h" -o "$dir/$h.o" ||
+        fail "$h.h does not compile on its own as C"
+    if [ -n "$CXX" ] && command -v "$CXX" >/dev/null 2>&1; then
+        "$CXX" -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion -Wsign-conversion -c \
+            -x c++ "$dir/$h.h" -o "$dir/$h.o" || fail "$h.h does not compile on its own as C++"
+    fi
+done
 printf '#include "empty.h"\nint main(void) { return FT_TUNED_COUNT + (ft_tuned_lookup("loss", NULL, NULL, NULL, NULL, 0, NULL) != NULL); }\n' >"$dir/empty.c"
 # shellcheck disable=SC2086
 "$CC" -std=c11 $WARN -I"$dir" "$dir/empty.c" -o "$dir/empty" || fail "an empty header does not compile"

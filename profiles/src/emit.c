@@ -546,10 +546,14 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
             P, U, n);
     put_types(f, P);
 
-    /* Flat tables of sizes, attributes and parameters; each entry points at its run. */
-    put_table(f, rows, n, P, TABLE_SIZES);
-    put_table(f, rows, n, P, TABLE_ATTRS);
-    put_table(f, rows, n, P, TABLE_PARAMS);
+    /* Flat tables of sizes, attributes and parameters; each entry points at its run. Without
+     * entries nothing would point at them, and a table nothing uses fails -Werror (a header
+     * compiled on its own warns of an unused static const). */
+    if (n) {
+        put_table(f, rows, n, P, TABLE_SIZES);
+        put_table(f, rows, n, P, TABLE_ATTRS);
+        put_table(f, rows, n, P, TABLE_PARAMS);
+    }
 
     fprintf(f, "static const %s_entry %s_entries[] = {\n", P, P);
     size_t si = 0, ai = 0, pi = 0;
