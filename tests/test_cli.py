@@ -226,6 +226,42 @@ def test_exec_profile_why():
               in out, f"no entry of the op: the default, and why: {out!r}")
 
 
+def test_exec_profile_threads():
+    """A profile entry asking for more threads than this machine has cores runs with as many
+    threads as there are cores, and exec says so on its config line (docs/profiles.md)."""
+    loss_attrs = {"B": "4", "scheme": "decay", "gamma": "7", "gamma0": "1", "gamma_max": "7",
+                  "step": "0", "warmup_steps": "0", "alpha": "0.5", "num_seqs": "1",
+                  "norm": "default", "want_dw": "0", "dtype": "f32"}
+    base = ["exec", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu", "--profile"]
+    with tempfile.TemporaryDirectory() as d:
+        prof = os.path.join(d, "p.json")
+
+        def write(threads, device):
+            e = clitest.entry(40, 1e-5, backend="cpu", device=device,
+                              config={"strategy": "online", "chunk": 16, "vtile": 256,
+                                      "parallel": "vocab", "threads": threads})
+            e["shape"].update({"H": 64, "V": 320})
+            e["verification"]["shape"] = e["shape"]
+            e["attrs"] = loss_attrs
+            with open(prof, "w") as f:
+                json.dump({"schema_version": 1, "entries": [e]}, f)
+
+        # This machine's device, as the refusal of another device's profile names it.
+        write(1, "cpu: Elsewhere x 1 (Haswell)")
+        _, _, err = run(*base, prof)
+        marker = "this context runs on '"
+        check(marker in err, f"a profile of another device is refused naming this one: {err!r}")
+        if marker not in err:
+            return
+        device = err.split(marker, 1)[1].split("'", 1)[0]
+        write(4096, device)
+        rc, out, err = run(*base, prof)
+        line = next((l for l in out.splitlines() if l.startswith("  config ")), "")
+        check(rc == 0 and "vtile=256" in line and "from profile (the profile's threads=4096 is "
+              "more than the " in line and "cores here: run with " in line,
+              f"too many threads: the entry runs, with the machine's cores, and says so: {out!r}")
+
+
 def test_bench():
     for op in OPS:
         preset = "tiny.dflare.decode" if op == "attention.decode" else "tiny.dflare.train"
@@ -499,7 +535,8 @@ def main():
                          test_ctypes_example_without_numpy,
                          test_version_and_blas_core, test_version_is_the_tree, test_list, test_space,
                          test_rope_at_presets,
-                         test_exec_config_errors, test_exec_profile_why, test_bench,
+                         test_exec_config_errors, test_exec_profile_why, test_exec_profile_threads,
+                         test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
                          test_replay_refusals,

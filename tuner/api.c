@@ -563,7 +563,7 @@ static flaretune_status pick_config(flaretune_context *ctx, const ft_call *c, co
     const ft_profile_entry *e =
         ft_profile_lookup_call(ctx->profile, c, ctx->be->name, device, &exact);
     ft_config pc;
-    if (!e || ft_config_from_json(sp, e->config, &pc, NULL) != FT_OK ||
+    if (!e || ft_profile_config(sp, e->config, &pc, NULL, 0, NULL) != FT_OK ||
         !ft_space_runnable(sp, c, &pc, why, sizeof why))
         return FLARETUNE_OK;
     *cfg = pc;

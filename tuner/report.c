@@ -609,7 +609,7 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
         const ft_profile_entry *e =
             o->profile ? ft_profile_lookup_call(o->profile, &c[k], be->name, device, NULL) : NULL;
         ft_config pc;
-        if (e && ft_config_from_json(sp, e->config, &pc, NULL) == FT_OK &&
+        if (e && ft_profile_config(sp, e->config, &pc, NULL, 0, NULL) == FT_OK &&
             ft_space_runnable(sp, &c[k], &pc, NULL, 0))
             cfg[k] = pc;
     }

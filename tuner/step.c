@@ -177,7 +177,7 @@ static void pick_config(ft_step *s, ft_step_stage *st, const ft_profile *prof) {
     const ft_profile_entry *e =
         ft_profile_lookup_call(prof, &st->call, s->be->name, s->device, &exact);
     ft_config cfg;
-    if (!e || ft_config_from_json(sp, e->config, &cfg, NULL) != FT_OK) return;
+    if (!e || ft_profile_config(sp, e->config, &cfg, NULL, 0, NULL) != FT_OK) return;
     char why[160];
     if (!ft_space_runnable(sp, &st->call, &cfg, why, sizeof why)) return;
     st->cfg = cfg;

@@ -211,16 +211,11 @@ static ft_status check_config_values(const json_t *cfg, const char *field, ft_er
     return FT_OK;
 }
 
-static ft_status check_config(const ft_op *op, const char *backend, const json_t *cfg,
-                              const char *field, ft_err *err) {
-    if (check_config_values(cfg, field, err)) return FT_EINVAL;
-    const ft_backend *be = backend_named(backend);
-    if (!be || !be->built || !be->supports(op)) return FT_OK;
-    const ft_space *s = be->space(op);
-    if (!s) return FT_OK;
+/* cfg read against s with its thread counts relaxed: any positive count is accepted (the
+ * candidates are this machine's). */
+static ft_status config_relaxed(const ft_space *s, const json_t *cfg, ft_config *out, ft_err *err) {
     if (s->nparams > FT_MAX_PARAMS)
-        return ft_err_set(err, FT_EINTERNAL, "%s on %s: space has too many parameters", op->name,
-                          backend);
+        return ft_err_set(err, FT_EINTERNAL, "space has too many parameters");
     ft_param params[FT_MAX_PARAMS];
     if (s->nparams) memcpy(params, s->params, (size_t)s->nparams * sizeof params[0]);
     ft_space relaxed = *s;
@@ -236,9 +231,43 @@ static ft_status check_config(const ft_op *op, const char *backend, const json_t
             found |= p->values[k] == (int)want;
         if (!found) p->values[p->n < FT_MAX_VALUES ? p->n++ : p->n - 1] = (int)want;
     }
+    return ft_config_from_json(&relaxed, cfg, out, err);
+}
+
+ft_status ft_profile_config(const ft_space *s, const json_t *config, ft_config *cfg, char *note,
+                            size_t n, ft_err *err) {
+    if (n) note[0] = '\0';
+    ft_status st = config_relaxed(s, config, cfg, err);
+    if (st) return st;
+    size_t k = 0;
+    for (int i = 0; i < s->nparams; i++) {
+        const ft_param *p = &s->params[i];
+        if (!(p->flags & FT_PARAM_THREADS) || p->n < 1) continue;
+        int most = p->values[p->n - 1]; /* the machine's cores (ft_space_resolve) */
+        if (cfg->v[i] <= most) continue;
+        if (k < n)
+            k += (size_t)snprintf(
+                note + k, n - k,
+                "%sthe profile's %s=%d is more than the %d cores here: run with %d", k ? "; " : "",
+                p->name, cfg->v[i], most, most);
+        cfg->v[i] = most;
+    }
+    return FT_OK;
+}
+
+static ft_status check_config(const ft_op *op, const char *backend, const json_t *cfg,
+                              const char *field, ft_err *err) {
+    if (check_config_values(cfg, field, err)) return FT_EINVAL;
+    const ft_backend *be = backend_named(backend);
+    if (!be || !be->built || !be->supports(op)) return FT_OK;
+    const ft_space *s = be->space(op);
+    if (!s) return FT_OK;
+    if (s->nparams > FT_MAX_PARAMS)
+        return ft_err_set(err, FT_EINTERNAL, "%s on %s: space has too many parameters", op->name,
+                          backend);
     ft_config c;
     ft_err e2 = {0};
-    if (ft_config_from_json(&relaxed, cfg, &c, &e2)) {
+    if (config_relaxed(s, cfg, &c, &e2)) {
         const char *msg = e2.msg;
         if (strncmp(msg, "config: ", 8) == 0) msg += 8;
         return ft_err_set(err, FT_EINVAL, "%s: %s", field, msg);

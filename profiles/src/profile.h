@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "op/op.h"
+#include "op/space.h"
 #include "core/status.h"
 
 #ifdef __cplusplus
@@ -160,6 +161,12 @@ const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, c
 /* The same for a call: its op, sizes and attributes. */
 const ft_profile_entry *ft_profile_lookup_call(const ft_profile *p, const ft_call *c,
                                                const char *backend, const char *device, int *exact);
+/* An entry's config (its "config" object) read against the space s of this machine, as the
+ * profile's readers run it: any positive thread count is accepted (docs/profiles.md), and one
+ * above this machine's cores (the largest candidate) is run with as many threads as there are
+ * cores, which note (n bytes; "" when nothing was changed) says. */
+ft_status ft_profile_config(const ft_space *s, const json_t *config, ft_config *cfg, char *note,
+                            size_t n, ft_err *err);
 /* The lookup metric: sum over the sizes of `entry` that `query` gives of |log(q / e)|. */
 double ft_profile_shape_distance(const json_t *query, const json_t *entry);
 

@@ -179,7 +179,7 @@ static void why_default(const char *profile, const ft_call *c, const ft_backend 
         const ft_space *sp = be->space(c->op);
         ft_config cfg;
         char why[256] = "";
-        if (e && ft_config_from_json(sp, e->config, &cfg, NULL) == FT_OK &&
+        if (e && ft_profile_config(sp, e->config, &cfg, NULL, 0, NULL) == FT_OK &&
             !ft_space_runnable(sp, c, &cfg, why, sizeof why))
             snprintf(buf, n,
                      "the profile's nearest %s entry has a config that cannot run at these "
@@ -187,6 +187,19 @@ static void why_default(const char *profile, const ft_call *c, const ft_backend 
                      c->op->name, why);
     }
     json_decref(want);
+    ft_profile_free(p);
+}
+
+/* What running the profile's entry changed in its config ("" when nothing): a thread count
+ * above this machine's cores runs with as many threads as there are cores (docs/profiles.md). */
+static void profile_note(const char *profile, const ft_call *c, const ft_backend *be,
+                         const char *device, char *buf, size_t n) {
+    ft_profile *p = NULL;
+    buf[0] = '\0';
+    if (ft_profile_load(profile, &p, NULL)) return;
+    const ft_profile_entry *e = ft_profile_lookup_call(p, c, be->name, device, NULL);
+    ft_config cfg;
+    if (e) ft_profile_config(be->space(c->op), e->config, &cfg, buf, n, NULL);
     ft_profile_free(p);
 }
 
@@ -385,6 +398,8 @@ static int run(int argc, char **argv) {
         char why[768] = "";
         if (a.profile && !strcmp(flaretune_last_config_source(ctx), "default"))
             why_default(a.profile, &su.c, su.be, flaretune_device(ctx), why, sizeof why);
+        else if (a.profile && !strncmp(flaretune_last_config_source(ctx), "profile", 7))
+            profile_note(a.profile, &su.c, su.be, flaretune_device(ctx), why, sizeof why);
         print_summary(&su.c, su.be->name, flaretune_last_config(ctx),
                       flaretune_last_config_source(ctx), why, t1 - t0);
         if (a.save) print_replay(&su.c, a.save);
