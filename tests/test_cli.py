@@ -498,6 +498,36 @@ def test_replay_refusals():
           f"replay --json --trace: {rc} {err}")
 
 
+def test_replay_unclean_confirm():
+    """replay of a log whose confirm event was not measured cleanly ("clean": false, "used":
+    "search") says so, and that the search's medians stand (docs/search.md), rather than that
+    the log has no confirm event."""
+    def st(m):
+        return {"median_s": m, "ci_rel": 0.01, "samples": 10}
+    events = [
+        {"event": "run_start", "format": 1, "op": "linear", "backend": "cpu",
+         "preset": "tiny.dflare.train", "dims": {"M": 40, "N": 256, "K": 64}, "attrs": {},
+         "strategy": "exhaustive", "budget": 0, "space_valid": 2, "default": {"threads": 2},
+         "env": {"cores": 2}, "key": "k1", "t": 1000.0, "run": "r1"},
+        {"event": "measured", "config": {"threads": 1}, "candidate": 0, "started": 1000.5,
+         "stats": st(2e-5), "t": 1001.0, "run": "r1"},
+        {"event": "measured", "config": {"threads": 2}, "candidate": 1, "started": 1001.5,
+         "stats": st(1e-5), "t": 1002.0, "run": "r1"},
+        {"event": "confirm", "configs": [{"threads": 2}, {"threads": 1}],
+         "stats": [st(1.1e-5), st(2.1e-5)], "clean": False, "used": "search",
+         "started": 1003.0, "t": 1004.0, "run": "r1"},
+        {"event": "run_end", "t": 1005.0, "run": "r1"}]
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "tune.jsonl")
+        with open(log, "w") as f:
+            f.write("".join(json.dumps(e) + "\n" for e in events))
+        rc, out, err = run("replay", log, "--seeds", "1", "--strategy", "random")
+        line = next((l for l in out.splitlines() if l.startswith("optimum ")), "")
+        check(rc == 0 and "not measured cleanly" in line and "search's medians stand" in line
+              and "no confirm event" not in line,
+              f"replay: an unclean confirmation is named as such: {rc} {line!r} {err!r}")
+
+
 def test_option_errors_name_the_option():
     """A bad option is named as the user wrote it, without its value, in one line with exit 2:
     a missing value at the end of the line or an empty one (--x= or --x ''), a value given to an
@@ -539,7 +569,7 @@ def main():
                          test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
-                         test_replay_refusals,
+                         test_replay_refusals, test_replay_unclean_confirm,
                          test_option_errors_name_the_option))
 
 

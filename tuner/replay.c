@@ -195,7 +195,8 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         if (run[0] && evrun && strcmp(evrun, run) != 0) continue;
         if (is_event(ev, "confirm")) {
             /* A round the scheduler spoiled (its contenders then kept their search medians) */
-            if (!json_is_false(json_object_get(ev, "clean"))) *confirm = i;
+            l->confirm_unclean = json_is_false(json_object_get(ev, "clean"));
+            if (!l->confirm_unclean) *confirm = i;
             continue;
         }
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");

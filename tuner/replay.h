@@ -70,6 +70,10 @@ typedef struct ft_landscape {
     int *confirm_samples;
     double confirm_ratio;
     char confirm_refused[256];
+    /* The chain's last confirm event says its round was not measured cleanly ("clean": false,
+     * "used": "search": the scheduler spoiled it): it is not applied, the search's medians
+     * stand. */
+    int confirm_unclean;
     /* Where it came from (tuner/landscape_formats.c, docs/events.md "Formats"): "log" (a
      * flaretune event log: op, backend, preset, call and space as above), "kt-cache" (a Kernel
      * Tuner cache file), "t4" (a FAIR T4 results file) or "export" (a landscape `replay

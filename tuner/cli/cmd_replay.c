@@ -792,6 +792,9 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
         printf("optimum    not among the %d candidate%s the run confirmed (their confirmed medians "
                "are slower): its search median\n",
                l->nconfirmed, l->nconfirmed == 1 ? "" : "s");
+    else if (l->op && l->confirm_unclean)
+        printf("optimum    not confirmed: the run's confirmation round was not measured cleanly "
+               "(a busy machine), so the search's medians stand\n");
     else if (l->op)
         printf("optimum    not confirmed (the log has no confirm event): its search median\n");
     else
