@@ -701,6 +701,7 @@ static void test_check_writable(void) {
     save_doc(path_in("ro.json"), doc_of(json_array()));
     chmod(path_in("ro.json"), 0440);
     expect_not_writable(path_in("ro.json"), "read-only", "read-only");
+    expect_not_writable(path_in("ro.json"), "chmod u+w", "read-only: its owner may chmod it");
     chmod(path_in("ro.json"), 0644);
     /* A directory where no file can be created: a read-only one (root ignores permission bits,
      * so there a directory of sysfs, which refuses new files to everyone). */
@@ -719,6 +720,50 @@ static void test_check_writable(void) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(path_in(names[i]));
     FT_CHECK(temp_files() == 0, "temporary files left behind");
+}
+
+/* A profile with the owner's write bit that this user cannot write (another user owns it): the
+ * message says so and whose it is, without chmod advice that only its owner could follow. As
+ * root, a child that becomes nobody checks a root-owned 0644 profile; otherwise a root-owned
+ * 0644 file of the system (refused before it is read). */
+static void test_other_owner(void) {
+    ft_err err = {0};
+    if (geteuid() != 0) {
+        struct stat st;
+        const char *f = "/etc/passwd";
+        if (stat(f, &st) != 0 || st.st_uid != 0 || !(st.st_mode & S_IWUSR) ||
+            access(f, W_OK) == 0) {
+            printf("    skipped: no root-owned 0644 file to try\n");
+            return;
+        }
+        expect_not_writable(f, "cannot write the profile (owned by uid 0, mode 0644)",
+                            "another user's profile");
+        ft_profile_check_writable(f, &err);
+        FT_CHECK(!strstr(err.msg, "chmod"), "another user's profile: %s", err.msg);
+        return;
+    }
+    const char *path = path_in("theirs.json");
+    save_doc(path, doc_of(json_array()));
+    chmod(path, 0644);
+    chmod(dir, 0755);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
+        ft_status s = ft_profile_check_writable(path, &err);
+        fprintf(stderr, "    as uid 65534: %s\n", err.msg);
+        int ok = s != FT_OK && !strstr(err.msg, "chmod") &&
+                 strstr(err.msg, "this user (uid 65534) cannot write the profile (owned by uid 0, "
+                                 "mode 0644)");
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
+    chmod(dir, 0700);
+    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
+             "a root-owned 0644 profile checked as another user: status %d", status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+    unlink(path);
 }
 
 /* Renamed tunables: a former name is read from records (and renamed there), refused with the
@@ -956,6 +1001,7 @@ int main(void) {
     FT_RUN(test_links);
     FT_RUN(test_modes);
     FT_RUN(test_check_writable);
+    FT_RUN(test_other_owner);
     FT_RUN(test_renamed_tunables);
     FT_RUN(test_kernels);
     remove_dir();

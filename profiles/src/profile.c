@@ -1131,6 +1131,28 @@ static ft_status resolve_target(const char *path, char *real, size_t n, ft_err *
     return FT_OK;
 }
 
+/* Why this process may not replace the profile st describes: it has no write permission bit
+ * (e 0), or access(W_OK) failed with errno e. chmod u+w is advice only for whoever may chmod it
+ * (its owner, or root) when a write bit is what it lacks. */
+static void why_not_writable(const struct stat *st, int e, char *buf, size_t n) {
+    unsigned mode = (unsigned)(st->st_mode & 07777), me = (unsigned)geteuid();
+    if (e == EROFS)
+        snprintf(buf, n, "the profile is on a read-only file system: not replacing it");
+    else if (me != 0 && (unsigned)st->st_uid != me)
+        snprintf(buf, n,
+                 "this user (uid %u) cannot write the profile (owned by uid %u, mode %04o): not "
+                 "replacing it",
+                 me, (unsigned)st->st_uid, mode);
+    else if (e && (st->st_mode & (me == 0 ? 0222 : S_IWUSR)))
+        snprintf(buf, n, "this user cannot write the profile (mode %04o): %s: not replacing it",
+                 mode, strerror(e));
+    else
+        snprintf(buf, n,
+                 "the profile is read-only (mode %04o): not replacing it (chmod u+w to let "
+                 "flaretune update it)",
+                 mode);
+}
+
 /* The target as it is now: absent, or a regular file flaretune may replace. A profile its
  * owner made read-only is refused rather than replaced (rename would replace it whatever its
  * mode; docs/profiles.md). */
@@ -1149,11 +1171,11 @@ static ft_status check_target(const char *path, const char *real, int *exists, f
     if (!S_ISREG(st.st_mode))
         return ft_err_set(err, FT_EIO, "%s: is not a regular file",
                           short_path(path, sp, sizeof sp));
-    if ((st.st_mode & 0222) == 0 || access(real, W_OK) != 0)
-        return ft_err_set(err, FT_EIO,
-                          "%s: the profile is read-only (mode %04o): not replacing it (chmod u+w "
-                          "to let flaretune update it)",
-                          short_path(path, sp, sizeof sp), (unsigned)(st.st_mode & 07777));
+    if ((st.st_mode & 0222) == 0 || access(real, W_OK) != 0) {
+        char why[192];
+        why_not_writable(&st, (st.st_mode & 0222) ? errno : 0, why, sizeof why);
+        return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp), why);
+    }
     return FT_OK;
 }
 
