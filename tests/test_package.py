@@ -599,6 +599,10 @@ def test_target(ft, tmp):
     msg = r.stderr.strip()
     if r.returncode == 0 or "write failed: File too large" not in msg or "\n" in msg:
         fail(f"a write that fails: exit {r.returncode}, message '{msg}'")
+    # ... naming the file as the package would have it, not the removed temporary tree.
+    if not re.search(r"^flaretune: emit: %s/src/\S+: write failed" % re.escape(full), msg) or \
+            ".tmp-" in msg:
+        fail(f"a write that fails names the output given: '{msg}'")
     if [n for n in os.listdir(base) if n.startswith(".full") or n == "full"]:
         fail(f"a write that fails left something: {os.listdir(base)}")
     with open("/dev/full", "w") as devfull:

@@ -431,6 +431,20 @@ static ft_status check_prefix(const ft_pkg *k, ft_err *err) {
                       k->P, starts, where, found);
 }
 
+/* A message that names the temporary tree (a file in it that could not be written) names it as
+ * the package would have been, under dir as the user gave it: the tree is removed. */
+static void name_as_output(ft_err *err, const char *tmp, const char *dir) {
+    char *at = err && tmp[0] ? strstr(err->msg, tmp) : NULL;
+    if (!at) return;
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--;
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%.*s%.*s%s", (int)(at - err->msg), err->msg, (int)dl, dir,
+             at + strlen(tmp));
+    memcpy(err->msg, msg, sizeof msg);
+}
+
 ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts, const char *dir,
                                   int *nemitted, ft_err *err) {
     ft_emit_opts def = {FT_EMIT_PACKAGE, NULL, NULL, NULL, NULL};
@@ -457,7 +471,10 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
         s = ft_err_set(err, FT_EIO, "%s: %s (nothing written)", k.tmp, strerror(errno));
     if (!s && rename(k.tmp, real) != 0)
         s = ft_err_set(err, FT_EIO, "%s: %s (nothing written)", dir, strerror(errno));
-    if (s && k.tmp[0]) ft_pkg_remove_tree(k.tmp);
+    if (s && k.tmp[0]) {
+        name_as_output(err, k.tmp, dir);
+        ft_pkg_remove_tree(k.tmp);
+    }
     if (k.tmp_fd >= 0) close(k.tmp_fd);
     if (!s && nemitted) *nemitted = k.n;
     free(k.e);
