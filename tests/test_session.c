@@ -544,6 +544,35 @@ static void test_default_never_measured(void) {
              "speedup %g withheld '%s'", s.r.speedup, s.r.speedup_withheld);
 }
 
+/* The progress line's reason a measured event is not ranked says something true when no sample
+ * was taken (a call the watchdog stopped for its lost time), never "0 of 0 samples". */
+static void test_unranked_text(void) {
+    static const struct {
+        const char *ev, *want;
+    } cases[] = {
+        {"{\"clean\": true, \"stats\": {\"samples\": 10, \"taken\": 10, \"discarded\": 0}}", ""},
+        {"{\"clean\": false, \"stats\": {\"samples\": 10, \"taken\": 10, \"discarded\": 7}}",
+         " (not measured cleanly: 7 of 10 samples discarded)"},
+        {"{\"clean\": false, \"stats\": {\"samples\": 0, \"taken\": 0, \"discarded\": 0}, "
+         "\"stopped\": {\"after_s\": 0.25, \"lost\": true, \"check_after_s\": 0.05}}",
+         " (not measured cleanly: stopped after 250.0 ms before a sample, its threads having lost "
+         "over half of it to other work)"},
+        {"{\"clean\": false, \"stats\": {\"samples\": 0, \"discarded\": 0}}",
+         " (not measured cleanly: no sample was taken)"},
+        {"{\"clean\": true, \"stats\": {\"samples\": 0}, \"stopped\": {\"after_s\": 2, "
+         "\"limit_s\": 1}}",
+         " (stopped after 2.000 s, past its limit of 1.000 s)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *ev = json_loads(cases[i].ev, 0, NULL);
+        char buf[200];
+        ft_tune_unranked_text(ev, buf, sizeof buf);
+        FT_CHECK(ev && !strcmp(buf, cases[i].want), "case %zu: '%s', want '%s'", i, buf,
+                 cases[i].want);
+        json_decref(ev);
+    }
+}
+
 int main(void) {
     setenv("FLARETUNE_CEILINGS_CACHE", "off", 1);
     snprintf(dir, sizeof dir, "/tmp/ft_test_session_%d", (int)getpid());
@@ -558,6 +587,7 @@ int main(void) {
     FT_RUN(test_watchdog_in_a_run);
     FT_RUN(test_spoiled_call_in_a_run);
     FT_RUN(test_default_never_measured);
+    FT_RUN(test_unranked_text);
     snprintf(cmd, sizeof cmd, "true %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return ft_test_finish();

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/filelock.h"
+#include "core/format.h"
 #include "core/json.h"
 #include "core/load.h"
 #include "traces/nvtx.h"
@@ -46,6 +47,31 @@ int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rej
     int target = valid - rejected;
     if (budget > 0 && resumed_measured + budget < target) target = resumed_measured + budget;
     return target > 0 ? target : 0;
+}
+
+void ft_tune_unranked_text(const json_t *ev, char *buf, size_t n) {
+    const json_t *st = json_object_get(ev, "stats"), *stop = json_object_get(ev, "stopped");
+    char a[32], b[32];
+    if (n) buf[0] = '\0';
+    ft_fmt_time(json_number_value(json_object_get(stop, "after_s")), 0, a, sizeof a);
+    if (json_is_false(json_object_get(ev, "clean"))) {
+        long disc = (long)json_integer_value(json_object_get(st, "discarded"));
+        /* An unclean measurement's samples are every one it took (docs/events.md). */
+        const json_t *tk = json_object_get(st, "taken");
+        long taken = (long)json_integer_value(tk ? tk : json_object_get(st, "samples"));
+        if (taken > 0)
+            snprintf(buf, n, " (not measured cleanly: %ld of %ld samples discarded)", disc, taken);
+        else if (stop)
+            snprintf(buf, n,
+                     " (not measured cleanly: stopped after %s before a sample, its threads "
+                     "having lost over half of it to other work)",
+                     a);
+        else
+            snprintf(buf, n, " (not measured cleanly: no sample was taken)");
+    } else if (stop) {
+        ft_fmt_time(json_number_value(json_object_get(stop, "limit_s")), 0, b, sizeof b);
+        snprintf(buf, n, " (stopped after %s, past its limit of %s)", a, b);
+    }
 }
 
 /* ---- the verification shape ---------------------------------------------------------------- */

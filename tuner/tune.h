@@ -198,6 +198,11 @@ typedef struct ft_tune_result {
  * with a budget, the budget on top of those an earlier run measured. Rejected candidates are
  * counted apart. */
 int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected);
+/* Why a `measured` event is not ranked, for a progress line: "" for a clean measurement, else
+ * " (...)": not measured cleanly (the samples discarded of those taken; or, when none was
+ * taken, why: the watchdog stopped it, its threads having lost over half of it to other work),
+ * or stopped past its limit. */
+void ft_tune_unranked_text(const json_t *ev, char *buf, size_t n);
 
 void ft_tune_defaults(ft_tune_opts *o);
 ft_status ft_tune_run(const ft_tune_opts *o, ft_tune_result *r, ft_err *err);

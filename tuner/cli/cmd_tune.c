@@ -248,7 +248,7 @@ static void progress_event(void *ctx, const json_t *ev) {
     }
     double med = INFINITY;
     /* What the scheduler did to it: "" for a clean measurement, else why it is not ranked. */
-    char dirty[96] = "";
+    char dirty[160] = "";
     if (rejected) {
         p->rejected++;
     } else {
@@ -256,18 +256,7 @@ static void progress_event(void *ctx, const json_t *ev) {
         const json_t *st = json_object_get(ev, "stats");
         const json_t *stop = json_object_get(ev, "stopped");
         int clean = !json_is_false(json_object_get(ev, "clean"));
-        long disc = (long)json_integer_value(json_object_get(st, "discarded"));
-        /* An unclean measurement's samples are every one it took (docs/events.md). */
-        long taken = (long)json_integer_value(json_object_get(st, "taken"));
-        if (!json_is_integer(json_object_get(st, "taken")))
-            taken = (long)json_integer_value(json_object_get(st, "samples"));
-        if (!clean)
-            snprintf(dirty, sizeof dirty, " (not measured cleanly: %ld of %ld samples discarded)",
-                     disc, taken);
-        else if (stop)
-            snprintf(dirty, sizeof dirty, " (stopped after %s, past its limit of %s)",
-                     ft_fmt_time(json_number_value(json_object_get(stop, "after_s")), 0, a, sizeof a),
-                     ft_fmt_time(json_number_value(json_object_get(stop, "limit_s")), 0, b, sizeof b));
+        ft_tune_unranked_text(ev, dirty, sizeof dirty);
         if (clean && !stop) {
             med = json_number_value(json_object_get(st, "median_s"));
             if (p->measured == 1) p->def = med;
