@@ -64,6 +64,14 @@ def test_show(tmp):
     warn = [l for l in err.splitlines() if l.strip()]
     check(len(warn) == 1 and warn[0].startswith("flaretune: warning: ") and "entries[2]" in warn[0]
           and "'stats' is missing" in warn[0], f"show: one warning naming the entry: {err!r}")
+    # A hand-edited device with control characters: printed as '?', each entry one row.
+    c = os.path.join(tmp, "ctl.json")
+    write_profile(c, [entry(512, 1e-3, device="cpu: A\nB\tC\x01\x1b[31m x 16")])
+    rc, out, err = run("show", c)
+    lines = out.splitlines()
+    check(rc == 0 and len(lines) == 2 and "cpu: A?B?C??[31m x 16" in lines[1]
+          and not any(ord(ch) < 0x20 for ch in out.replace("\n", "")),
+          f"show: control characters printed as '?': {out!r}")
     rc, out, _ = run("show", a, "--op", "fusion.dflare")
     check(rc == 0 and "no entries" in out, f"show --op with no entries: {out!r}")
     rc, out, _ = run("show", a, b, "--op", "loss", "--json")

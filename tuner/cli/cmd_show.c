@@ -155,9 +155,15 @@ static void kernel_row(const ft_profile_kernel *k, char cell[NCOLS][512]) {
              (long long)json_integer_value(json_object_get(k->json, "evaluations")));
 }
 
-/* Print n rows of cells under t's headings, each column as wide as its widest cell. */
+/* Print n rows of cells under t's headings, each column as wide as its widest cell. A cell is
+ * printed on one line of a terminal: a control character of a hand-edited profile (a line
+ * break, a tab, an escape) is printed as '?', as the landscape readers do. */
 static void print_cells(const table *t, char (*cells)[NCOLS][512], int n) {
     int width[NCOLS];
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < t->ncols; c++)
+            for (char *s = cells[r][c]; *s; s++)
+                if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
     for (int c = 0; c < t->ncols; c++) {
         width[c] = columns(t->headings[c]);
         for (int r = 0; r < n; r++)
