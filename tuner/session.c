@@ -358,13 +358,23 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
 typedef struct {
     session *S;
     const ft_config *cfg;
+    const ft_sched_probe *probe; /* the measurement's, and its mark as the call began */
+    const ft_sched_mark *start;
 } run_ctx;
+
+/* The watchdog's view of the other threads: the longest run-queue wait since the call began. */
+static double others_lost(const void *p) {
+    const run_ctx *x = p;
+    return ft_sched_delay_since(x->probe, x->start);
+}
 
 static void run_watch(void *p, double limit_s, double check_after_s, const ft_sched_probe *probe,
                       const ft_sched_mark *start) {
     run_ctx *x = p;
     ft_call_watch(&x->S->c, limit_s, check_after_s);
-    if (check_after_s > 0) ft_call_watch_threads(&x->S->c, probe, start);
+    x->probe = probe;
+    x->start = start;
+    if (check_after_s > 0 && probe && start) ft_call_watch_threads(&x->S->c, others_lost, x);
 }
 
 static ft_status timed_run(void *p, int reps, double *secs, ft_err *err) {
@@ -465,7 +475,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
         mo.screen_above = best * S->o->screen_factor;
     mo.call_limit_s = call_limit(S, i); /* the watchdog */
     mo.check_after_s = check_after(S);
-    run_ctx rc = {S, &S->cands[i]};
+    run_ctx rc = {.S = S, .cfg = &S->cands[i]};
     ft_timed_fn fn = {.run = timed_run, .ctx = &rc, .watch = run_watch};
     fn.host_clock = !strcmp(ft_backend_clock(S->o->be), "host");
     ft_stats st;
@@ -720,7 +730,7 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
     }
     ft_status s = FT_OK;
     for (int j = 0; j < n && !s; j++) {
-        run_ctx rc = {S, &S->cands[idx[j]]};
+        run_ctx rc = {.S = S, .cfg = &S->cands[idx[j]]};
         double t0 = ft_now_s(), secs;
         int calls = 0;
         do {
@@ -735,7 +745,7 @@ static ft_status confirm(session *S, const int *idx, int n, ft_stats *out, ft_er
     double t0 = ft_now_s(), limit = confirm_rules.quick_limit * S->o->measure.max_time_s;
     for (int warm = 1; !s && rounds < cap && !(S->o->stop && *S->o->stop); warm = 0) {
         for (int j = 0; j < n && !s; j++) {
-            run_ctx rc = {S, &S->cands[idx[j]]};
+            run_ctx rc = {.S = S, .cfg = &S->cands[idx[j]]};
             double secs = 0;
             /* One untimed call after the switch from the previous candidate: its thread pool
              * (another team size, OpenMP's or the BLAS's) and caches are its own again, as in

@@ -9,8 +9,6 @@
 
 #include "op/op.h"
 
-#include "core/sched.h"
-
 int ft_op_sym(const ft_op *op, const char *sym) {
     for (int i = 0; op->syms[i]; i++)
         if (strcmp(op->syms[i], sym) == 0) return i;
@@ -54,8 +52,8 @@ void ft_call_watch(ft_call *c, double limit_s, double check_after_s) {
     c->overdue = c->spoiled = 0;
     c->deadline_s = limit_s > 0 ? now + limit_s : 0;
     c->start_s = now;
-    c->probe = NULL;
-    c->probe_start = NULL;
+    c->others_lost = NULL;
+    c->others_ctx = NULL;
     if (check_after_s > 0 && pthread_getcpuclockid(pthread_self(), &c->cpu_clock) == 0 &&
         (c->start_cpu_s = cpu_clock_s(c->cpu_clock)) >= 0) {
         double at = now + check_after_s;
@@ -65,9 +63,9 @@ void ft_call_watch(ft_call *c, double limit_s, double check_after_s) {
     }
 }
 
-void ft_call_watch_threads(ft_call *c, const ft_sched_probe *probe, const ft_sched_mark *start) {
-    c->probe = probe;
-    c->probe_start = start;
+void ft_call_watch_threads(ft_call *c, double (*lost)(const void *ctx), const void *ctx) {
+    c->others_lost = lost;
+    c->others_ctx = ctx;
 }
 
 int ft_call_judge(ft_call *c, double now) {
@@ -78,8 +76,8 @@ int ft_call_judge(ft_call *c, double now) {
     if (at > 0 && now >= at) {
         double el = now - c->start_s, cpu = cpu_clock_s(c->cpu_clock);
         spoiled = cpu >= 0 && el - (cpu - c->start_cpu_s) > FT_CALL_SPOILED_SHARE * el;
-        if (!spoiled && c->probe && c->probe_start)
-            spoiled = ft_sched_delay_since(c->probe, c->probe_start) > FT_CALL_SPOILED_SHARE * el;
+        if (!spoiled && c->others_lost)
+            spoiled = c->others_lost(c->others_ctx) > FT_CALL_SPOILED_SHARE * el;
         /* Judged again at twice the time: a check costs a clock read of another thread. */
         double next = spoiled ? 0 : now + el;
         __atomic_store(&c->check_s, &next, __ATOMIC_RELAXED);

@@ -297,10 +297,11 @@ struct ft_call {
     double deadline_s, check_s, start_s, start_cpu_s;
     clockid_t cpu_clock;
     /* ...or once another thread of the process (an OpenMP or BLAS worker) has waited for a CPU
-     * for over half of it: the calling thread then spins at a barrier on its CPU while the call
-     * waits for the worker (ft_call_watch_threads; NULL: only the calling thread is judged). */
-    const struct ft_sched_probe *probe;
-    const struct ft_sched_mark *probe_start;
+     * for over half of it, seconds as others_lost(others_ctx) says: the calling thread then
+     * spins at a barrier on its CPU while the call waits for the worker
+     * (ft_call_watch_threads; NULL: only the calling thread is judged). */
+    double (*others_lost)(const void *ctx);
+    const void *others_ctx;
     int checking; /* a thread is judging check_s */
     int overdue;  /* a kernel stopped early: its outputs are incomplete */
     int spoiled;  /* ...because the scheduler took over half the call (else the deadline) */
@@ -309,11 +310,10 @@ struct ft_call {
 /* Arm c's watchdog from now: stop past `limit_s` (0: none) and, from `check_after_s` on (0:
  * never), once the calling thread has lost over half the call; 0, 0 disarms it. */
 void ft_call_watch(ft_call *c, double limit_s, double check_after_s);
-/* With the watchdog armed, judge the process's other threads too: their run-queue waits since
- * `start`, a mark of `probe` taken as the call began (core/sched.h). Both must outlive the call;
- * ft_call_watch forgets them. */
-void ft_call_watch_threads(ft_call *c, const struct ft_sched_probe *probe,
-                           const struct ft_sched_mark *start);
+/* With the watchdog armed, judge the process's other threads too: lost(ctx), the longest any
+ * of them has waited for a CPU since the call began (the tuner's scheduler probe, core/sched.h).
+ * ctx must outlive the call; ft_call_watch forgets both. */
+void ft_call_watch_threads(ft_call *c, double (*lost)(const void *ctx), const void *ctx);
 /* The check of ft_call_overdue once check_s has come (op.c). */
 int ft_call_judge(ft_call *c, double now);
 
