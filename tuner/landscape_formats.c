@@ -239,6 +239,26 @@ static int value_index(const file_space *fs, int i, const json_t *v) {
     return -1;
 }
 
+/* Parameter pname's listed values into fs (`where` names the list in messages: "tune_params",
+ * "params"): 1 to FT_MAX_VALUES numbers or strings, and booleans where a file may hold them. */
+static ft_status add_param(file_space *fs, const char *where, const char *pname, const json_t *vals,
+                           int booleans, ft_err *err) {
+    if (!json_is_array(vals) || json_array_size(vals) == 0 || json_array_size(vals) > FT_MAX_VALUES)
+        return ft_err_set(err, FT_EFORMAT, "%s: %s %s is not a list of 1 to %d values", fs->name,
+                          where, pname, FT_MAX_VALUES);
+    file_param *fp = &fs->p[fs->np++];
+    fp->name = pname;
+    for (size_t j = 0; j < json_array_size(vals); j++) {
+        const json_t *v = json_array_get(vals, j);
+        if (!json_is_number(v) && !json_is_string(v) && !(booleans && json_is_boolean(v)))
+            return ft_err_set(err, FT_EFORMAT, "%s: %s %s holds a value that is not a number%s",
+                              fs->name, where, pname,
+                              booleans ? ", string or boolean" : " or string");
+        fp->vals[fp->n++] = v;
+    }
+    return FT_OK;
+}
+
 /* ---- candidates ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -431,22 +451,8 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
             return ft_err_set(err, FT_EFORMAT,
                               "%s: tune_params_keys[%zu] is not a parameter of tune_params", name,
                               i);
-        if (!json_is_array(vals) || json_array_size(vals) == 0 ||
-            json_array_size(vals) > FT_MAX_VALUES)
-            return ft_err_set(err, FT_EFORMAT,
-                              "%s: tune_params %s is not a list of 1 to %d values", name, k,
-                              FT_MAX_VALUES);
-        file_param *fp = &fs.p[fs.np++];
-        fp->name = k;
-        for (size_t j = 0; j < json_array_size(vals); j++) {
-            const json_t *v = json_array_get(vals, j);
-            if (!json_is_number(v) && !json_is_string(v) && !json_is_boolean(v))
-                return ft_err_set(err, FT_EFORMAT,
-                                  "%s: tune_params %s holds a value that is not a number, string "
-                                  "or boolean",
-                                  name, k);
-            fp->vals[fp->n++] = v;
-        }
+        ft_status ps = add_param(&fs, "tune_params", k, vals, 1, err);
+        if (ps) return ps;
         i++;
     }
     ft_status s = make_space(&fs, l, err);
@@ -751,23 +757,9 @@ static ft_status read_export(const json_t *doc, const char *name, ft_landscape *
     const json_t *p;
     json_array_foreach(params, i, p) {
         const char *pn = json_string_value(json_object_get(p, "name"));
-        const json_t *vals = json_object_get(p, "values");
-        if (!pn || !json_is_array(vals) || json_array_size(vals) == 0 ||
-            json_array_size(vals) > FT_MAX_VALUES)
-            return ft_err_set(err, FT_EFORMAT,
-                              "%s: params[%zu] needs a \"name\" and 1 to %d \"values\"", name, i,
-                              FT_MAX_VALUES);
-        file_param *fp = &fs.p[fs.np++];
-        fp->name = pn;
-        for (size_t j = 0; j < json_array_size(vals); j++) {
-            const json_t *v = json_array_get(vals, j);
-            if (!json_is_number(v) && !json_is_string(v))
-                return ft_err_set(err, FT_EFORMAT,
-                                  "%s: params[%zu] (%s) holds a value that is "
-                                  "neither a number nor a label",
-                                  name, i, pn);
-            fp->vals[fp->n++] = v;
-        }
+        if (!pn) return ft_err_set(err, FT_EFORMAT, "%s: params[%zu] has no \"name\"", name, i);
+        ft_status ps = add_param(&fs, "params", pn, json_object_get(p, "values"), 0, err);
+        if (ps) return ps;
     }
     ft_status s = make_space(&fs, l, err);
     if (s) return s;
