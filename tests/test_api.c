@@ -250,6 +250,12 @@ static void test_bad_use(void) {
     /* bad bindings */
     int64_t one = 1;
     float f = 1;
+    /* a name longer than any tensor's: refused with the whole list of names, like a short one */
+    EXPECT_FAIL(ctx, &p,
+                flaretune_bind(ctx, "a_tensor_name_longer_than_any_of_the_ops", &f, FLARETUNE_F32,
+                               1, &one, FLARETUNE_HOST),
+                FLARETUNE_EINVAL, "(x, w, g, f,");
+    FT_CHECK(strstr(flaretune_message(ctx), ", dy)") != NULL, "%s", flaretune_message(ctx));
     EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "hh", &f, FLARETUNE_F32, 1, &one, FLARETUNE_HOST),
                 FLARETUNE_EINVAL, "'hh'");
     EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "h", NULL, FLARETUNE_F32, 1, &one, FLARETUNE_HOST),

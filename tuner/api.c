@@ -315,7 +315,7 @@ static flaretune_status bind(flaretune_context *ctx, const char *name, void *dat
                              flaretune_memory memory) {
     char known[1024];
     if (!name || !name[0]) return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: no tensor name");
-    if (strlen(name) >= NAME_LEN || !is_tensor_name(name, known, sizeof known))
+    if (!is_tensor_name(name, known, sizeof known) || strlen(name) >= NAME_LEN)
         return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: no op has a tensor named '%.40s' (%s)",
                     name, known);
     if ((unsigned)dtype > FLARETUNE_U8)
