@@ -257,6 +257,8 @@ def test_step_errors():
             (["tiny.dflare.decode", "--profile", bad], 1, "a malformed profile"),
             (["nope.dflare.decode"], 2, "an unknown preset"),
             (["tiny.dflare.decode", "--time", "0"], 2, "--time 0"),
+            (["tiny.dflare.decode", "--seed", "-1"], 2, "a negative seed"),
+            (["tiny.dflare.decode", "--seed", "99999999999999999999999"], 2, "a seed over 64 bits"),
             (["tiny.dflare.train", "--scheme", "nope"], 2, "an unknown scheme"),
             (["tiny.dflare.decode", "--set", "Q=3"], 2, "an unknown size"),
             (["tiny.dflare.decode", "--set", "window=-1"], 2, "a negative window"),

@@ -1,5 +1,7 @@
 /* cmd_step.c: `flaretune step`: one whole drafter step with a profile's tuned configs, each op
  * timed alone and the step end to end (tuner/step.c, docs/step.md). */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -187,8 +189,9 @@ static int step_opt(void *ctx, int o, const char *arg) {
         break;
     case 'S': a->so.scheme = arg; break;
     case 'r':
+        errno = 0; /* strtoull takes "-1" as 2^64 - 1 and saturates past 64 bits */
         a->so.seed = strtoull(arg, &end, 10);
-        if (!*arg || *end || !a->so.seed)
+        if (!isdigit((unsigned char)*arg) || *end || !a->so.seed || errno == ERANGE)
             return ft_cli_fail(FT_EXIT_USAGE, "step: --seed expects a positive integer, got '%s'",
                                arg);
         break;
