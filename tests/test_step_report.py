@@ -273,13 +273,13 @@ def test_step_errors():
             (["--profile", os.path.join(TMP, "missing.json")], 1, "a missing profile"),
             (["--profile", bad], 1, "a malformed profile"),
             (["--models", "nope"], 2, "an unknown model"),
-            (["--time", "x"], 2, "a bad --time")):
+            (["--time", "x"], 2, "a bad --time"),
+            (["--backend", "nope"], 2, "an unknown backend")):
         out = os.path.join(TMP, "rep-bad")
         rc, _, err = run("report", "--models", "tiny", "-o", out, *args)
         check(rc == code, f"report with {what}: exit {rc}, {code} expected")
         one_line_error(err, f"report with {what}")
-        check(not os.path.exists(os.path.join(out, "report.jsonl")),
-              f"report with {what}: refused before the sweep starts")
+        check(not os.path.exists(out), f"report with {what}: refused before creating {out}")
     # A log of the other kind (docs/report.md, README "resumes"): a tuning run's log given to
     # report, a report's log given to tune, each refused in one line with the log untouched.
     tune_log, rep_log = os.path.join(TMP, "a-tune.jsonl"), os.path.join(TMP, "a-report.jsonl")

@@ -19,6 +19,7 @@
 #include "core/env.h"
 #include "core/filelock.h"
 #include "core/json.h"
+#include "core/npy.h"
 #include "kernels/registry.h"
 #include "op/op_json.h"
 #include "traces/eventlog.h"
@@ -682,6 +683,7 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     ft_env_probe(&env);
     char device[256];
     ft_backend_device(be, &env, device, sizeof device);
+    if (o->dir && (s = ft_dir_make(o->dir, err))) return s;
     json_t *ident = json_pack("{s:s, s:s, s:s, s:f}", "model", o->model, "backend", be->name,
                               "device", device, "time_s", o->time_s);
     int lock = ft_file_trylock(o->log, err);

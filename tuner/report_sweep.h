@@ -18,6 +18,8 @@ typedef struct ft_report_sweep_opts {
     const char *backend;       /* a backend name or "auto"                                   */
     const ft_profile *profile; /* the configs (NULL: every op's default)                     */
     const char *log;           /* the event log that keeps every measured step (and its lock) */
+    const char *dir;           /* created (with its parents) once the presets and backend are
+                                  known good, before the log is opened (NULL: none)          */
     const char *command;       /* how to regenerate the report, for the document            */
     double time_s;             /* each measurement's time (ft_step_measure_time; 0: bench's) */
     void (*progress)(void *ctx, const char *what, int done, int total);

@@ -73,10 +73,7 @@ static int sweep(ft_report_sweep_opts *so, const char *profile, const char *dir,
         if (code) return code;
         so->profile = prof;
     }
-    if (ft_dir_make(dir, &err)) {
-        ft_profile_free(prof);
-        return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
-    }
+    so->dir = dir;
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
