@@ -322,8 +322,9 @@ static void write_profile(const char *path, const char *device, const char *conf
 static void test_profile(void) {
     char dir[] = "/tmp/ft_api_XXXXXX";
     FT_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    char mine[128], other[128], bad[128];
+    char mine[128], other[128], bad[128], skipped[128];
     snprintf(mine, sizeof mine, "%s/mine.json", dir);
+    snprintf(skipped, sizeof skipped, "%s/skipped.json", dir);
     snprintf(other, sizeof other, "%s/other.json", dir);
     snprintf(bad, sizeof bad, "%s/bad.json", dir);
     flaretune_context *ctx;
@@ -332,6 +333,9 @@ static void test_profile(void) {
                       "\"prefetch\":8,\"threads\":1";
     write_profile(mine, flaretune_device(ctx), cfg);
     write_profile(other, "cpu: Some Other CPU x 128 (Zen4)", cfg);
+    write_profile(skipped, flaretune_device(ctx),
+                  "\"strategy\":\"per_layer\",\"k\":2,\"rows\":3,\"stream\":0,"
+                  "\"prefetch\":8,\"threads\":1");
     FILE *f = fopen(bad, "w");
     fputs("{\"schema_version\": 1, \"entries\": [", f);
     fclose(f);
@@ -370,6 +374,10 @@ static void test_profile(void) {
      * the loaded one kept */
     EXPECT_FAIL(ctx, &q, flaretune_load_profile(ctx, other, 0), FLARETUNE_EDEVICE, "Other CPU");
     EXPECT_FAIL(ctx, &q, flaretune_load_profile(ctx, bad, 0), FLARETUNE_EFORMAT, "bad.json");
+    /* one whose only entry for this device was skipped: the message says why */
+    EXPECT_FAIL(ctx, &q, flaretune_load_profile(ctx, skipped, 0), FLARETUNE_EDEVICE, "rows");
+    FT_CHECK(strstr(flaretune_message(ctx), "1 entry skipped") != NULL, "%s",
+             flaretune_message(ctx));
     EXPECT_FAIL(ctx, &q, flaretune_load_profile(ctx, mine, 8), FLARETUNE_EINVAL, "flags");
     FT_CHECK(flaretune_run(ctx, "fusion.dflare", NULL, NULL) == FLARETUNE_OK, "%s",
              flaretune_message(ctx));
@@ -391,6 +399,7 @@ static void test_profile(void) {
     unlink(mine);
     unlink(other);
     unlink(bad);
+    unlink(skipped);
     rmdir(dir);
 }
 

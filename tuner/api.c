@@ -249,9 +249,17 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
     const char *be = ctx->be->name;
     if (!has_entries(p, be, (flags & FLARETUNE_ANY_DEVICE) ? NULL : ctx->device, devices,
                      sizeof devices)) {
+        /* Entries skipped at load (a config outside the space, a missing field) count as none:
+         * say why, as the command line's warnings would. */
+        char why[FT_ERR_MSG_LEN / 2] = "";
+        int nskip = ft_profile_skipped_count(p);
+        if (nskip > 0 && ft_profile_warning_count(p) > 0)
+            snprintf(why, sizeof why, " (%d %s skipped; the first: %s)", nskip,
+                     nskip == 1 ? "entry" : "entries", ft_profile_warning_at(p, 0));
         ft_profile_free(p);
         if (!devices[0])
-            return fail(ctx, FLARETUNE_EDEVICE, "profile %s has no entry for backend %s", path, be);
+            return fail(ctx, FLARETUNE_EDEVICE, "profile %s has no entry for backend %s%s", path,
+                        be, why);
         /* The same CPU with OpenBLAS on a lesser core than flaretune runs it with (the command
          * line restarts itself with OPENBLAS_CORETYPE set; a library cannot). */
         ft_env env;
@@ -265,8 +273,8 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
                         path, devices, env.blas_core, core, core);
         return fail(ctx, FLARETUNE_EDEVICE,
                     "profile %s was tuned on another device: it has %s entries for %s, this "
-                    "context runs on '%s' (FLARETUNE_ANY_DEVICE uses them anyway)",
-                    path, be, devices, ctx->device);
+                    "context runs on '%s' (FLARETUNE_ANY_DEVICE uses them anyway)%s",
+                    path, be, devices, ctx->device, why);
     }
     ft_profile_free(ctx->profile);
     ctx->profile = p;
