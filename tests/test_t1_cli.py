@@ -524,7 +524,20 @@ def test_bad():
             json.dump(doc, f)
         kfile = os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")
         for cmd in ("space", "tune", "bench", "compile"):
+            if cmd == "compile" and not has_nvrtc():
+                # a CPU-only build refuses compile (exit 3) before it evaluates the space
+                one_line_error([cmd, "--t1", path, "--kernel-file", kfile], 3,
+                               "without the CUDA toolkit")
+                continue
             one_line_error([cmd, "--t1", path, "--kernel-file", kfile], 1, needle)
+
+
+def has_nvrtc():
+    """Whether this flaretune was built with the CUDA toolkit (compile --t1 then runs)."""
+    if "nvrtc" not in STATE:
+        rc, _, err = run("compile", "--t1", T1, "--json")
+        STATE["nvrtc"] = not (rc == 3 and "without the CUDA toolkit" in err)
+    return STATE["nvrtc"]
 
 
 def main():
