@@ -43,43 +43,43 @@ typedef struct flaretune_context flaretune_context;
 
 typedef enum flaretune_status {
     FLARETUNE_OK = 0,
-    FLARETUNE_EINVAL = 1,        /* bad argument: unknown op, backend, tensor, attribute; a
-                                    config outside the op's space                          */
-    FLARETUNE_ESHAPE = 2,        /* a tensor's shape or dtype disagrees with the op or the
-                                    other tensors                                          */
-    FLARETUNE_EFORMAT = 3,       /* a malformed profile                                    */
-    FLARETUNE_EIO = 4,           /* a file that cannot be read                             */
-    FLARETUNE_ENOMEM = 5,        /* out of memory (host or device)                         */
-    FLARETUNE_EUNSUPPORTED = 6,  /* valid, but this backend or build cannot do it          */
-    FLARETUNE_ENODEV = 7,        /* the backend's device is not present                    */
-    FLARETUNE_EINTERNAL = 10,    /* a bug: please report it with the message               */
-    FLARETUNE_EUNBOUND = 11,     /* a tensor the op reads or writes is not bound           */
-    FLARETUNE_EDEVICE = 12,      /* a profile with no entry for this context's device      */
+    FLARETUNE_EINVAL = 1,       /* bad argument: unknown op, backend, tensor, attribute; a
+                                   config outside the op's space                          */
+    FLARETUNE_ESHAPE = 2,       /* a tensor's shape or dtype disagrees with the op or the
+                                   other tensors                                          */
+    FLARETUNE_EFORMAT = 3,      /* a malformed profile                                    */
+    FLARETUNE_EIO = 4,          /* a file that cannot be read                             */
+    FLARETUNE_ENOMEM = 5,       /* out of memory (host or device)                         */
+    FLARETUNE_EUNSUPPORTED = 6, /* valid, but this backend or build cannot do it          */
+    FLARETUNE_ENODEV = 7,       /* the backend's device is not present                    */
+    FLARETUNE_EINTERNAL = 10,   /* a bug: please report it with the message               */
+    FLARETUNE_EUNBOUND = 11,    /* a tensor the op reads or writes is not bound           */
+    FLARETUNE_EDEVICE = 12      /* a profile with no entry for this context's device      */
 } flaretune_status;
 
 typedef enum flaretune_dtype {
     FLARETUNE_F32 = 0,  /* float                                                           */
     FLARETUNE_BF16 = 1, /* bfloat16 as uint16_t (the upper half of a float, rounded to even) */
     FLARETUNE_I32 = 2,  /* int32_t: indices, lengths, labels                               */
-    FLARETUNE_U8 = 3,   /* uint8_t: masks                                                  */
+    FLARETUNE_U8 = 3    /* uint8_t: masks                                                  */
 } flaretune_dtype;
 
 typedef enum flaretune_memory {
-    FLARETUNE_HOST = 0,   /* host memory                                                    */
-    FLARETUNE_DEVICE = 1, /* the context's device (cudaMalloc, or flaretune_device_alloc)   */
+    FLARETUNE_HOST = 0,  /* host memory                                                    */
+    FLARETUNE_DEVICE = 1 /* the context's device (cudaMalloc, or flaretune_device_alloc)   */
 } flaretune_memory;
 
 typedef enum flaretune_copy_kind {
     FLARETUNE_HOST_TO_DEVICE = 0,
     FLARETUNE_DEVICE_TO_HOST = 1,
-    FLARETUNE_DEVICE_TO_DEVICE = 2,
+    FLARETUNE_DEVICE_TO_DEVICE = 2
 } flaretune_copy_kind;
 
 /* flaretune_load_profile flags. */
 enum {
     /* Use the entries tuned on any device of the backend, not only this context's (their
      * configs run anywhere the space allows; their speed was measured elsewhere). */
-    FLARETUNE_ANY_DEVICE = 1,
+    FLARETUNE_ANY_DEVICE = 1
 };
 
 /* The library's version ("0.1.0 (git-describe)") and API version. */

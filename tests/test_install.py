@@ -113,6 +113,16 @@ def test_readme_pkg_config(prefix, lib, work):
                 "    flaretune_destroy(ctx);\n"
                 "    return 0;\n"
                 "}\n")
+    # The installed header is C99 and C++98 alike: no trailing enumerator comma, nothing newer.
+    cxx = shutil.which(os.environ.get("CXX", "c++"))
+    for lang, std in (("c", "c99"), ("c", "c11"), ("c++", "c++98"), ("c++", "c++11")):
+        comp = cxx if lang == "c++" else os.environ.get("CC", "cc")
+        if not comp:
+            continue
+        r = sh(comp, f"-std={std}", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+               "-x", lang, "-I", os.path.join(prefix, "include"), os.path.join(app, "app.c"),
+               ok=False)
+        check(r.returncode == 0, f"the installed header as {std}: {r.stderr.strip()[-400:]}")
     script = "set -e\n" + "\n".join(block).replace("/opt/flaretune/lib", lib).replace(
         "/opt/flaretune", prefix) + "\n"
     env = {k: v for k, v in blas_env().items() if k != "LD_LIBRARY_PATH"}
