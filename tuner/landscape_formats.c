@@ -357,13 +357,6 @@ static void copy_text(char *dst, size_t n, const json_t *v) {
 
 /* ---- Kernel Tuner cache -------------------------------------------------------------------- */
 
-/* Is text a finite decimal number ("1.5", "-2e3"), the whole of it? */
-static int is_decimal(const char *text) {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    return end != text && !*end && isfinite(v) && strpbrk(text, "0123456789") != NULL;
-}
-
 typedef struct {
     const json_t *cache;
     const char **keys; /* entry i's key */
@@ -484,7 +477,7 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
         if ((s = kt_config(&fs, &l->space, key, e, &c->cfg, err))) break;
         c->key = ft_space_index_of(&l->space, &c->cfg);
         const json_t *t = json_object_get(e, obj);
-        if (json_is_string(t) && is_decimal(json_string_value(t))) {
+        if (isfinite(string_number(t))) { /* "1.5": neither a time nor an error name */
             s = ft_err_set(err, FT_EFORMAT,
                            "%s: cache entry \"%s\": \"%s\" is the string \"%s\", neither a "
                            "number (ms) nor an error name",
