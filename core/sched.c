@@ -82,23 +82,25 @@ void ft_sched_mark_take(const ft_sched_probe *p, ft_sched_mark *m) {
     m->wall_s = ts_s(&ts);
 }
 
-double ft_sched_delay_since(const ft_sched_probe *p, const ft_sched_mark *a) {
-    double lost = 0;
-    for (int i = 0; p && p->ok && i < p->n; i++) {
-        double now = read_delay(p->fd[i]);
-        if (a->delay_s[i] >= 0 && now >= 0 && now - a->delay_s[i] > lost)
-            lost = now - a->delay_s[i];
-    }
+/* The longest run-queue wait of a watched thread between delays a and b (from `lost` up); a
+ * thread unreadable at either (it ended between them) is left out. */
+static double longest_wait(int n, const double *a, const double *b, double lost) {
+    for (int i = 0; i < n; i++)
+        if (a[i] >= 0 && b[i] >= 0 && b[i] - a[i] > lost) lost = b[i] - a[i];
     return lost;
+}
+
+double ft_sched_delay_since(const ft_sched_probe *p, const ft_sched_mark *a) {
+    if (!p || !p->ok) return 0;
+    double now[FT_SCHED_MAX_THREADS];
+    for (int i = 0; i < p->n; i++)
+        now[i] = read_delay(p->fd[i]);
+    return longest_wait(p->n, a->delay_s, now, 0);
 }
 
 double ft_sched_lost(const ft_sched_probe *p, const ft_sched_mark *a, const ft_sched_mark *b) {
     if (!p->ok || a->self_cpu_s < 0 || b->self_cpu_s < 0) return 0;
     double lost = (b->wall_s - a->wall_s) - (b->self_cpu_s - a->self_cpu_s);
-    for (int i = 0; i < p->n; i++) {
-        if (a->delay_s[i] < 0 || b->delay_s[i] < 0) continue; /* ended between the marks */
-        double d = b->delay_s[i] - a->delay_s[i];
-        if (d > lost) lost = d;
-    }
+    lost = longest_wait(p->n, a->delay_s, b->delay_s, lost);
     return lost > 0 ? lost : 0;
 }
