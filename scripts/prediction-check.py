@@ -48,6 +48,17 @@ With KERNEL.cu (the kernel's source; the files it includes with #include "..." a
 
 A configuration the prediction says cannot run (unfit) is left out of the correlations and
 counted apart. Exit 0 when every pair was read, 1 on unreadable input, 2 on a bad command line.
+
+    scripts/prediction-check.py --plan --flaretune BIN --kernels DIR LANDSCAPE...
+
+says what can be checked, for prediction-check.sh: a tab-separated line for each Kernel Tuner
+cache among the LANDSCAPEs whose device flaretune has a spec for (the cache's `device_name`
+matched to a model `flaretune compile --list-devices` lists) and whose kernel a T1 file in DIR
+describes (its KernelName the cache's `kernel_name`, its ProblemSize the cache's
+`problem_size`): a short name for the kernel, the device's flaretune name, the T1 file, the
+kernel's source (KernelFile, relative to the T1 file or by its name beside it; a HIP file's
+CUDA twin, `x.cu` for `x.cu.hip`, where only that exists) and the landscape. Every other file gets a line on stderr saying why it
+is left out. Exit 1 when none can be checked.
 Python standard library only.
 """
 import argparse
@@ -280,15 +291,107 @@ def markdown(rows):
     return "\n".join(out) + "\n"
 
 
+def device_models(ft):
+    """flaretune's GPU specs: model (lower case) -> name, from `compile --list-devices`."""
+    out = subprocess.run([ft, "compile", "--list-devices"], capture_output=True, text=True,
+                         check=True).stdout
+    models = {}
+    for line in out.splitlines()[1:]:
+        m = re.match(r"(\S+)\s+(.*?)\s+sm_\w+\s", line)
+        if m:
+            models[m.group(2).lower()] = m.group(1)
+    return models
+
+
+def t1_files(kernels):
+    """KernelName -> (T1 path, its KernelSpecification) for the T1 files in a folder."""
+    found = {}
+    for name in sorted(os.listdir(kernels)):
+        path = os.path.join(kernels, name)
+        if not name.endswith(".json") or not os.path.isfile(path):
+            continue
+        try:
+            with open(path) as f:
+                spec = json.load(f).get("KernelSpecification")
+        except (OSError, ValueError):
+            continue
+        if isinstance(spec, dict) and isinstance(spec.get("KernelName"), str):
+            found.setdefault(spec["KernelName"], (path, spec))
+    return found
+
+
+def plan_one(path, models, t1s):
+    """(kernel, device, T1, source) for a landscape that can be checked, or the reason why not."""
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as f:
+            doc = json.load(f)
+    except (OSError, ValueError, EOFError) as e:
+        return f"unreadable ({e})"
+    if not isinstance(doc, dict) or not isinstance(doc.get("cache"), dict):
+        return "not a Kernel Tuner cache (no \"cache\" object)"
+    dev = doc.get("device_name") or ""
+    if not dev:
+        return "the cache names no device (device_name)"
+    if dev.lower() not in models:
+        return (f"no spec for device '{dev}' (flaretune predicts for "
+                f"{', '.join(sorted(models.values()))})")
+    kname = doc.get("kernel_name") or ""
+    if kname not in t1s:
+        return f"no T1 file describes kernel '{kname}'"
+    t1, spec = t1s[kname]
+    want = spec.get("ProblemSize")
+    have = doc.get("problem_size")
+    if isinstance(want, list) and isinstance(have, list) and [str(v) for v in want] != [str(v) for v in have]:
+        return f"measured at problem size {have}, its T1 file {os.path.basename(t1)} describes {want}"
+    named = str(spec.get("KernelFile", ""))
+    here = os.path.dirname(t1)
+    tries = [os.path.join(here, named), os.path.join(here, os.path.basename(named))]
+    tries += [t[:-len(".hip")] for t in tries if t.endswith(".hip")]
+    src = next((t for t in tries if os.path.isfile(t)), None)
+    if not src:
+        return f"its T1 file's KernelFile {named} is not beside it"
+    short = kname[:-len("_kernel")] if kname.endswith("_kernel") else kname
+    return short, models[dev.lower()], t1, src
+
+
+def plan(ft, kernels, landscapes):
+    models, t1s = device_models(ft), t1_files(kernels)
+    n = 0
+    for path in landscapes:
+        p = plan_one(path, models, t1s)
+        if isinstance(p, str):
+            print(f"prediction-check: {path}: left out: {p}", file=sys.stderr)
+            continue
+        print("\t".join((*p, path)))
+        n += 1
+    if not n:
+        print("prediction-check: no landscape to check", file=sys.stderr)
+    return 0 if n else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pair", action="append", required=True,
+    ap.add_argument("--pair", action="append",
                     help="PREDICTED.jsonl:DEVICE:LANDSCAPE[:KERNEL.cu] (repeat)")
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--flaretune", help="replay the default strategy with and without the prediction")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--plan", action="store_true", help="say what LANDSCAPEs can be checked")
+    ap.add_argument("--kernels", help="with --plan: the folder of T1 files")
+    ap.add_argument("landscapes", nargs="*", help="with --plan: Kernel Tuner caches")
     a = ap.parse_args()
+    if a.plan:
+        if not a.flaretune or not a.kernels or not a.landscapes or a.pair:
+            ap.error("--plan needs --flaretune BIN, --kernels DIR and LANDSCAPE..., and no --pair")
+        try:
+            return plan(a.flaretune, a.kernels, a.landscapes)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"prediction-check: {e}", file=sys.stderr)
+            return 1
+    if not a.pair or a.landscapes:
+        ap.error("give --pair PREDICTED.jsonl:DEVICE:LANDSCAPE[:KERNEL.cu] (or --plan)")
     rows = []
     for spec in a.pair:
         parts = spec.split(":")

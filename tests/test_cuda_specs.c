@@ -162,15 +162,27 @@ static void test_lookup(void) {
     }
     FT_CHECK(ft_gpu_spec_at(9) == NULL && ft_gpu_spec_at(-1) == NULL, "out of range");
     /* A name or an architecture and the index of the spec it finds (-1: none). H100-SXM is an
-     * alias; h10 and h100x, a prefix and a suffix, are no names; sm_86 finds the first GA10x,
-     * sm_87 is in no entry. */
+     * alias; h10 and h100x, a prefix and a suffix, are no names; the model a device reports
+     * (a Kernel Tuner cache's device_name) finds its row, part of it none; sm_86 finds the first
+     * GA10x, sm_87 is in no entry. */
     typedef struct {
         const char *key;
         int at;
     } lookup;
-    static const lookup by_name[] = {
-        {"A4000", 7},   {"a100-pcie-40gb", 6}, {"H200", 2}, {"h100", 1}, {"H100-SXM", 1},
-        {"RTX4090", 4}, {"4090", 4},           {"L40S", 3}, {"h10", -1}, {"h100x", -1}};
+    static const lookup by_name[] = {{"A4000", 7},
+                                     {"a100-pcie-40gb", 6},
+                                     {"H200", 2},
+                                     {"h100", 1},
+                                     {"H100-SXM", 1},
+                                     {"RTX4090", 4},
+                                     {"4090", 4},
+                                     {"L40S", 3},
+                                     {"h10", -1},
+                                     {"h100x", -1},
+                                     {"NVIDIA RTX A4000", 7},
+                                     {"nvidia a100-pcie-40gb", 6},
+                                     {"NVIDIA A100-SXM4-80GB", 0},
+                                     {"NVIDIA RTX", -1}};
     static const lookup by_arch[] = {{"sm_80", 0},   {"sm_90a", 1}, {"sm_90", 1}, {"SM_89", 3},
                                      {"sm_100a", 5}, {"sm_86", 7},  {"sm_87", -1}};
     for (size_t i = 0; i < sizeof by_name / sizeof by_name[0]; i++)

@@ -6,7 +6,9 @@ Checks n, Spearman, the predicted best's measured rank, recall, the median error
 evaluations in predicted order, the Spearman ceiling of a kernel source that never names one
 parameter (worked out by hand: 0.956, twins 1.25x apart; the parameter it names only in an
 included file counts as named), and bad input (exit 1); with --flaretune BIN, that the default
-strategy warm-started from predictions in the measured order reaches the optimum at once.
+strategy warm-started from predictions in the measured order reaches the optimum at once, and
+--plan: which caches can be checked (device by the model it reports, kernel by its T1 file, a HIP
+file's CUDA twin as source) and why each other one is left out.
 Python standard library only."""
 import gzip
 import json
@@ -21,6 +23,56 @@ from checks import check
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "scripts", "prediction-check.py")
 checks.NAME = "test_prediction_check"
+
+
+def plan_cases(ft, tmp):
+    """--plan: which landscapes can be checked, each matched to flaretune's device by the model
+    it reports and to a T1 file by its kernel; every other one left out with its reason."""
+    kdir = os.path.join(tmp, "kernels")
+    os.makedirs(kdir)
+    with open(os.path.join(kdir, "k.json"), "w") as f:
+        json.dump({"KernelSpecification": {"KernelName": "k_kernel", "KernelFile": "sub/k.cu.hip",
+                                           "ProblemSize": [64, 32]}}, f)
+    with open(os.path.join(kdir, "k.cu"), "w") as f:
+        f.write("__global__ void k_kernel(float *x) {}\n")
+    with open(os.path.join(kdir, "notes.json"), "w") as f:
+        f.write("[1, 2")
+    def cache(name, device, kernel="k_kernel", size=(64, 32), doc=None):
+        path = os.path.join(tmp, name)
+        with gzip.open(path, "wt") as f:
+            json.dump(doc if doc is not None else
+                      {"device_name": device, "kernel_name": kernel, "problem_size": list(size),
+                       "tune_params_keys": ["a"], "tune_params": {"a": [1]},
+                       "cache": {"1": {"a": 1, "time": 1.0}}}, f)
+        return path
+    good = cache("good.json.gz", "NVIDIA RTX A4000")
+    sxm = cache("sxm.json.gz", "nvidia a100-sxm4-80gb")
+    files = [good, cache("amd.json.gz", "AMD Instinct MI250X"), cache("nodev.json.gz", ""),
+             cache("other.json.gz", "NVIDIA RTX A4000", kernel="gemm"),
+             cache("size.json.gz", "NVIDIA RTX A4000", size=(64, 64)),
+             cache("t4.json.gz", "", doc={"metadata": {}, "results": []}), sxm,
+             os.path.join(tmp, "missing.json.gz")]
+    p = subprocess.run([sys.executable, SCRIPT, "--plan", "--flaretune", ft, "--kernels", kdir] + files,
+                       capture_output=True, text=True)
+    rows = [l.split("\t") for l in p.stdout.splitlines()]
+    src = os.path.join(kdir, "k.cu")
+    t1 = os.path.join(kdir, "k.json")
+    check(p.returncode == 0 and rows == [["k", "rtx-a4000", t1, src, good], ["k", "a100", t1, src, sxm]],
+          f"plan: exit {p.returncode}, {rows}")
+    why = p.stderr
+    for name, reason in (("amd", "no spec for device 'AMD Instinct MI250X'"),
+                         ("nodev", "the cache names no device"), ("other", "no T1 file describes kernel 'gemm'"),
+                         ("size", "measured at problem size [64, 64], its T1 file k.json describes [64, 32]"), ("t4", "not a Kernel Tuner cache"),
+                         ("missing", "unreadable")):
+        check(f"{name}.json.gz: left out: {reason}" in why, f"{name} left out: {why}")
+    check(len(why.strip().splitlines()) == 6, f"one line each: {why}")
+    p = subprocess.run([sys.executable, SCRIPT, "--plan", "--flaretune", ft, "--kernels", kdir, files[1]],
+                       capture_output=True, text=True)
+    check(p.returncode == 1 and p.stdout == "" and "no landscape to check" in p.stderr,
+          f"nothing to check: exit {p.returncode}, {p.stderr}")
+    p = subprocess.run([sys.executable, SCRIPT, "--plan", "--kernels", kdir, good],
+                       capture_output=True, text=True)
+    check(p.returncode == 2, "--plan without --flaretune")
 
 
 def main():
@@ -118,6 +170,8 @@ def main():
             r = json.load(open(out))[0] if p.returncode == 0 else {}
             check(p.returncode == 0 and r.get("spearman") == 1.0 and r.get("prior_to_5") == 1.0 and
                   r.get("plain_to_5", 0) >= 1.0, f"warm start from exact predictions: {p.stderr} {r}")
+        if ft:
+            plan_cases(ft, tmp)
         p = subprocess.run([sys.executable, SCRIPT, "--pair", f"{pred}:gx:{tmp}/none.json.gz"],
                            capture_output=True, text=True)
         check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, f"missing file: {p.stderr}")

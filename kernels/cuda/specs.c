@@ -146,7 +146,8 @@ static int in_words(const char *list, const char *name) {
 const ft_gpu_spec *ft_gpu_spec_find(const char *name) {
     if (!name || !*name) return NULL;
     for (int i = 0; i < NSPECS; i++)
-        if (strcasecmp(specs[i].name, name) == 0 || in_words(specs[i].aliases, name))
+        if (strcasecmp(specs[i].name, name) == 0 || in_words(specs[i].aliases, name) ||
+            strcasecmp(specs[i].model, name) == 0)
             return &specs[i];
     return NULL;
 }

@@ -85,7 +85,8 @@ typedef struct ft_gpu_spec {
 /* The table: A100, H100, H200, L40S, RTX 4090, B200 (in that order). */
 int ft_gpu_spec_count(void);
 const ft_gpu_spec *ft_gpu_spec_at(int i);
-/* By name or alias, case-insensitively ("h200", "H100", "rtx4090"); NULL when unknown. */
+/* By name, alias or model (the name the device reports: "NVIDIA RTX A4000", as in a Kernel
+ * Tuner cache), case-insensitively ("h200", "H100", "rtx4090"); NULL when unknown. */
 const ft_gpu_spec *ft_gpu_spec_find(const char *name);
 /* The first device of the table whose architecture is `arch` ("sm_90a"; "sm_90" matches the
  * same devices); NULL when none. */
