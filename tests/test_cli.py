@@ -462,6 +462,29 @@ def test_tune_counts_in_range():
         one_line_error(tiny + [opt, bad], 2, f"got '{bad}'")
 
 
+def test_counts_and_seeds_everywhere():
+    """Every command reads its counts and seeds the same way (ft_cli_whole, ft_cli_seed): a seed
+    of -1, which strtoull takes as 2^64 - 1, is refused by each command that takes one, and so
+    are a count past the range of long, a sign or a space before the digits, and a count outside
+    its range, each in one line naming the option or the value, exit 2."""
+    t1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "t1", "saxpy_tiled.json")
+    small = ["--preset", "tiny.dflare.train", "--backend", "cpu"]
+    for args, needle in ((["bench", "fusion.dflash", *small, "--seed", "-1"], "--seed expects"),
+                         (["tune", "fusion.dflash", *small, "--seed", "+1"], "--seed expects"),
+                         (["inspect", "--t1", t1, "--seed", "-1"], "--seed takes"),
+                         (["space", "--t1", t1, "--seed", "-1"], "--seed"),
+                         (["watch", "--profile", "none.json", "--seed", "-1"], "--seed expects"),
+                         (["step", "--seed", "18446744073709551616"], "--seed expects"),
+                         (["inspect", "--t1", t1, "--sample", "99999999999999999999"], "--sample"),
+                         (["inspect", "--t1", t1, "--blocks", "4294967298"], "--blocks"),
+                         (["inspect", "fusion.dflare", "--sites", " 3"], "--sites"),
+                         (["inspect", "fusion.dflare", "--blocks", "1"], "--blocks"),
+                         (["compile", "fusion.dflare", "--jobs", "4294967297"], "--jobs expects 1 to 16"),
+                         (["tune", "--t1", t1, "--budget", "-0x1"], "--budget"),
+                         (["bench", "fusion.dflash", *small, "--threads", "+2"], "--threads")):
+        one_line_error(args, 2, needle)
+
+
 def test_replay_refusals():
     """replay refuses, in one line and exit 2, an option it would otherwise ignore: --trace
     without --json (the traces are part of the JSON), an --opt of a strategy the run does not
@@ -569,6 +592,7 @@ def main():
                          test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
+                         test_counts_and_seeds_everywhere,
                          test_replay_refusals, test_replay_unclean_confirm,
                          test_option_errors_name_the_option))
 

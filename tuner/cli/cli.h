@@ -165,6 +165,13 @@ const char *ft_cli_option_written(void);
  * `flaretune CMD --help`: a missing value (':'), a value given to an option that takes none, or
  * an unknown option. */
 int ft_cli_bad_option(const char *cmd, int opt);
+/* An option's value, all of it, as a decimal whole number from lo to hi into *out: whether it is
+ * one (no space or '+' before it, nothing after it; a number past the range of long, or outside
+ * [lo, hi], is not). Every command's counts take their values this way. */
+int ft_cli_whole(const char *arg, long lo, long hi, long *out);
+/* A seed: a decimal whole number from 0 to 2^64 - 1, no sign (strtoull would take "-1" as
+ * 2^64 - 1), into *out; whether it is one. */
+int ft_cli_seed(const char *arg, unsigned long long *out);
 
 /* What a command does with one getopt_long result: opt its code ('?' or ':' for an unknown
  * option or a missing value), arg its value (optarg). Returns an exit code, 0 to go on. */

@@ -16,8 +16,28 @@ void ft_cli_problem_init(ft_cli_problem *p) {
     p->seed = 1;
 }
 
-int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd) {
+int ft_cli_whole(const char *arg, long lo, long hi, long *out) {
+    const char *digits = arg[0] == '-' ? arg + 1 : arg;
+    if (!isdigit((unsigned char)*digits)) return 0;
     char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (*end || errno || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+int ft_cli_seed(const char *arg, unsigned long long *out) {
+    if (!isdigit((unsigned char)*arg)) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (*end || errno) return 0;
+    *out = v;
+    return 1;
+}
+
+int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd) {
     switch (opt) {
     case FT_OPT_PRESET: p->preset = arg; return 1;
     case FT_OPT_SET:
@@ -39,9 +59,8 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
         return 1;
     }
     case FT_OPT_THREADS: {
-        errno = 0;
-        long v = strtol(arg, &end, 10);
-        if (end == arg || *end || errno || v < 1 || v > 4096) {
+        long v;
+        if (!ft_cli_whole(arg, 1, 4096, &v)) {
             ft_cli_fail(FT_EXIT_USAGE, "%s: --threads expects a positive integer, got '%s'", cmd,
                         arg);
             return -1;
@@ -49,15 +68,16 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
         p->threads = (int)v;
         return 1;
     }
-    case FT_OPT_SEED:
-        errno = 0;
-        p->seed = strtoull(arg, &end, 10);
-        if (end == arg || *end || errno || arg[0] == '-') {
+    case FT_OPT_SEED: {
+        unsigned long long seed;
+        if (!ft_cli_seed(arg, &seed)) {
             ft_cli_fail(FT_EXIT_USAGE, "%s: --seed expects a non-negative integer, got '%s'", cmd,
                         arg);
             return -1;
         }
+        p->seed = seed;
         return 1;
+    }
     default: return 0;
     }
     ft_cli_fail(FT_EXIT_USAGE, "%s: too many repeated options", cmd);

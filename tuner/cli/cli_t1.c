@@ -1,6 +1,7 @@
 /* cli_t1.c: the command line a T1 kernel is named by, shared by `inspect --t1`, `compile --t1` and
  * `tune --t1` (see cli.h), so each reads, checks and reports the shared options alike. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,6 @@
  * missing value is a failure here too. */
 static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int *taken) {
     ft_cli_t1_args *a = shared;
-    char *end = NULL;
     *taken = 1;
     switch (opt) {
     case ':':
@@ -26,14 +26,14 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int 
         a->argspecs[a->nargspecs++] = arg;
         break;
     case FT_T1_OPT_SAMPLE:
-        a->sample = strtol(arg, &end, 10);
-        if (!*arg || *end || a->sample < 1)
+        if (!ft_cli_whole(arg, 1, LONG_MAX, &a->sample))
             return ft_cli_fail(FT_EXIT_USAGE, "%s: --sample takes a positive count, not '%s'", cmd,
                                arg);
         break;
     case FT_T1_OPT_SEED:
-        a->seed = strtoull(arg, &end, 10);
-        if (!*arg || *end) return ft_cli_fail(FT_EXIT_USAGE, "%s: --seed takes a number", cmd);
+        if (!ft_cli_seed(arg, &a->seed))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "%s: --seed takes a non-negative whole number, not '%s'", cmd, arg);
         break;
     case FT_T1_OPT_BACKEND:
         if (strcmp(arg, "cuda") && strcmp(arg, "cuda-emu"))
@@ -42,8 +42,8 @@ static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int 
         break;
     case FT_T1_OPT_BLOCKS:
     case FT_T1_OPT_REPS: {
-        long v = strtol(arg, &end, 10);
-        if (!*arg || *end || v < 1 || v > 1000000)
+        long v;
+        if (!ft_cli_whole(arg, 1, 1000000, &v))
             return ft_cli_fail(FT_EXIT_USAGE, "%s: %s takes a positive count, not '%s'", cmd,
                                ft_cli_option_written(), arg);
         if (opt == FT_T1_OPT_REPS) a->reps = (int)v;

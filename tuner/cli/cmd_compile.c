@@ -452,9 +452,7 @@ static int compile_opt(void *ctx, int o, const char *arg) {
     case O_LIST_OPS: a->lops = 1; break;
     case O_LIST_DEVICES: a->ldevs = 1; break;
     case O_JOBS: {
-        char *end;
-        a->njobs = strtol(arg, &end, 10);
-        if (end == arg || *end || a->njobs < 1 || a->njobs > 16)
+        if (!ft_cli_whole(arg, 1, 16, &a->njobs))
             return ft_cli_fail(FT_EXIT_USAGE, "compile: --jobs expects 1 to 16, got '%s'", arg);
         break;
     }

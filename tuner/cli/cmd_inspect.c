@@ -105,16 +105,14 @@ static int inspect_opt(void *ctx, int o, const char *arg) {
             return ft_cli_fail(FT_EXIT_USAGE, "inspect: --device %s: unknown GPU (%s)", arg,
                                ft_gpu_spec_names());
     } else if (o == O_BLOCKS) {
-        char *end = NULL;
-        long v = strtol(arg, &end, 10);
-        if (!*arg || *end || v < 0 || v == 1 || v > 64)
+        long v;
+        if (!ft_cli_whole(arg, 0, 64, &v) || v == 1)
             return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks %s: expected 0 (all) or 2 to 64",
                                arg);
         a->blocks = (int)v;
     } else if (o == O_SITES) {
-        char *end = NULL;
-        long v = strtol(arg, &end, 10);
-        if (!*arg || *end || v < 0 || v > 1000)
+        long v;
+        if (!ft_cli_whole(arg, 0, 1000, &v))
             return ft_cli_fail(FT_EXIT_USAGE, "inspect: --sites %s: expected 0 to 1000", arg);
         a->sites = (int)v;
     }

@@ -151,14 +151,12 @@ typedef struct {
 
 static int inspect_t1_opt(void *ctx, int opt, const char *arg) {
     inspect_t1_args *c = ctx;
-    char *end = NULL;
     switch (opt) {
     case O_DEVICE: c->device = arg; break;
     case O_JSON: c->json = 1; break;
     case O_JSONL: c->jsonl = arg; break;
     case O_BLOCKS:
-        c->blocks = strtol(arg, &end, 10);
-        if (!*arg || *end || c->blocks < 2 || c->blocks > 64)
+        if (!ft_cli_whole(arg, 2, 64, &c->blocks))
             return ft_cli_fail(FT_EXIT_USAGE, "inspect: --blocks takes 2 to 64, not '%s'", arg);
         break;
     }

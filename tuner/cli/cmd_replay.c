@@ -167,10 +167,8 @@ static void summarise(cell *c, int nseeds, int quarter) {
 }
 
 static int parse_int(const char *arg, const char *opt, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (end == arg || *end || errno || v < lo || v > hi)
+    long v;
+    if (!ft_cli_whole(arg, lo, hi, &v))
         return ft_cli_fail(FT_EXIT_USAGE, "replay: %s wants an integer in [%d, %d], got '%s'", opt,
                            lo, hi, arg);
     *out = (int)v;

@@ -188,13 +188,14 @@ static int step_opt(void *ctx, int o, const char *arg) {
         a->sets[a->nsets++] = arg;
         break;
     case 'S': a->so.scheme = arg; break;
-    case 'r':
-        errno = 0; /* strtoull takes "-1" as 2^64 - 1 and saturates past 64 bits */
-        a->so.seed = strtoull(arg, &end, 10);
-        if (!isdigit((unsigned char)*arg) || *end || !a->so.seed || errno == ERANGE)
+    case 'r': {
+        unsigned long long seed;
+        if (!ft_cli_seed(arg, &seed) || !seed)
             return ft_cli_fail(FT_EXIT_USAGE, "step: --seed expects a positive integer, got '%s'",
                                arg);
+        a->so.seed = seed;
         break;
+    }
     case 'q': {
         double t = strtod(arg, &end);
         if (!*arg || *end || !(t > 0) || t > 60)

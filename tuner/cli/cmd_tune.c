@@ -580,13 +580,10 @@ static int parse_prune(const char *arg, double *factor) {
 /* The most candidates --budget and --patience take (as tune --t1 --budget). */
 #define FT_TUNE_MAX_COUNT 1000000
 
-/* arg, all of it, a whole number from lo to hi into *out: whether it is one (a number past the
- * range of long, or past hi, is not). */
+/* ft_cli_whole into an int (hi fits one). */
 static int count(const char *arg, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (end == arg || *end || errno || v < lo || v > hi) return 0;
+    long v;
+    if (!ft_cli_whole(arg, lo, hi, &v)) return 0;
     *out = (int)v;
     return 1;
 }

@@ -133,7 +133,6 @@ static ft_status tune_dashboard(ft_t1 *t, ft_t1_tune_opts *to, ft_t1_tune_result
 
 static int tune_t1_opt(void *ctx, int opt, const char *arg) {
     tune_t1_args *c = ctx;
-    char *end = NULL;
     long v;
     switch (opt) {
     case O_STRATEGY:
@@ -141,8 +140,7 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg) {
         if (c->to.strategy < 0) return ft_cli_fail(FT_EXIT_USAGE, "tune: unknown strategy '%s'", arg);
         break;
     case O_BUDGET:
-        v = strtol(arg, &end, 10);
-        if (!*arg || *end || v < 0 || v > 1000000)
+        if (!ft_cli_whole(arg, 0, 1000000, &v))
             return ft_cli_fail(FT_EXIT_USAGE, "tune: %s takes a non-negative count, not '%s'",
                                ft_cli_option_written(), arg);
         c->to.budget = (int)v;

@@ -245,8 +245,7 @@ static int watch_opt(void *ctx, int o, const char *arg) {
             return ft_cli_fail(FT_EXIT_USAGE, "watch: --interval expects seconds in [0, 60]");
         break;
     case O_SEED:
-        a->seed = strtoull(arg, &end, 10);
-        if (*end || !*arg)
+        if (!ft_cli_seed(arg, &a->seed))
             return ft_cli_fail(FT_EXIT_USAGE, "watch: --seed expects a non-negative integer");
         break;
     default: return ft_cli_bad_option("watch", o);
