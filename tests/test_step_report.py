@@ -274,12 +274,23 @@ def test_step_errors():
             (["--profile", bad], 1, "a malformed profile"),
             (["--models", "nope"], 2, "an unknown model"),
             (["--time", "x"], 2, "a bad --time"),
-            (["--backend", "nope"], 2, "an unknown backend")):
+            (["--backend", "nope"], 2, "an unknown backend"),
+            (["--log", os.path.join(TMP, "no-such-dir", "r.jsonl")], 1, "a log in no folder")):
         out = os.path.join(TMP, "rep-bad")
         rc, _, err = run("report", "--models", "tiny", "-o", out, *args)
         check(rc == code, f"report with {what}: exit {rc}, {code} expected")
         one_line_error(err, f"report with {what}")
-        check(not os.path.exists(out), f"report with {what}: refused before creating {out}")
+        check(not os.path.exists(out), f"report with {what}: refused without leaving {out}")
+    # --from renders a saved document and measures nothing: an option of the sweep beside it
+    # would be ignored, so it is refused, named, before anything is read or written.
+    for opt in (["--time", T], ["--models", "tiny"], ["--log", os.path.join(TMP, "l.jsonl")],
+                ["--backend", "cpu"], ["--profile", bad]):
+        out = os.path.join(TMP, "rep-from")
+        rc, _, err = run("report", "--from", os.path.join(TMP, "none.json"), "-o", out, *opt)
+        check(rc == 2 and f"{opt[0]} is an option of the sweep" in err,
+              f"report --from with {opt[0]}: exit {rc}, {err!r}")
+        one_line_error(err, f"report --from with {opt[0]}")
+        check(not os.path.exists(out), f"report --from with {opt[0]}: nothing written")
     # A log of the other kind (docs/report.md, README "resumes"): a tuning run's log given to
     # report, a report's log given to tune, each refused in one line with the log untouched.
     tune_log, rep_log = os.path.join(TMP, "a-tune.jsonl"), os.path.join(TMP, "a-report.jsonl")

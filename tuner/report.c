@@ -683,12 +683,15 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     ft_env_probe(&env);
     char device[256];
     ft_backend_device(be, &env, device, sizeof device);
+    /* A folder made here and left empty by a log that cannot be written is taken away again. */
+    int made = o->dir && access(o->dir, F_OK) != 0;
     if (o->dir && (s = ft_dir_make(o->dir, err))) return s;
     json_t *ident = json_pack("{s:s, s:s, s:s, s:f}", "model", o->model, "backend", be->name,
                               "device", device, "time_s", o->time_s);
     int lock = ft_file_trylock(o->log, err);
     if (lock < 0) {
         json_decref(ident);
+        if (made) rmdir(o->dir);
         return err->status == FT_EBUSY
                    ? ft_err_set(err, FT_EBUSY, "%s is being written by another report", o->log)
                    : err->status;

@@ -105,10 +105,13 @@ static const struct option opts[] = {
 typedef struct {
     const char *from, *dir, *profile, *logpath;
     ft_report_sweep_opts so;
+    char sweep_opt[32]; /* the first option of a sweep given, as written ("" if none) */
 } report_args;
 
 static int report_opt(void *ctx, int o, const char *arg) {
     report_args *a = ctx;
+    if (o != O_FROM && o != 'o' && !a->sweep_opt[0])
+        snprintf(a->sweep_opt, sizeof a->sweep_opt, "%s", ft_cli_option_written());
     if (o == O_FROM)
         a->from = arg;
     else if (o == 'o')
@@ -142,6 +145,11 @@ static int run(int argc, char **argv) {
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "report: unexpected argument '%s'", argv[optind]);
     if (!*dir) return ft_cli_fail(FT_EXIT_USAGE, "report: -o needs a directory");
+    if (from && a.sweep_opt[0])
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "report: --from renders a saved report and measures nothing; %s is "
+                           "an option of the sweep",
+                           a.sweep_opt);
     ft_err err = {0};
     json_t *doc = NULL;
     if (from) {
