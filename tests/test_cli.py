@@ -524,7 +524,7 @@ def test_replay_refusals():
 def test_replay_unclean_confirm():
     """replay of a log whose confirm event was not measured cleanly ("clean": false, "used":
     "search") says so, and that the search's medians stand (docs/search.md), rather than that
-    the log has no confirm event."""
+    the log has no confirm event; its --json says the same (confirm_unclean)."""
     def st(m):
         return {"median_s": m, "ci_rel": 0.01, "samples": 10}
     events = [
@@ -549,6 +549,17 @@ def test_replay_unclean_confirm():
         check(rc == 0 and "not measured cleanly" in line and "search's medians stand" in line
               and "no confirm event" not in line,
               f"replay: an unclean confirmation is named as such: {rc} {line!r} {err!r}")
+        rc, out, err = run("replay", log, "--seeds", "1", "--strategy", "random", "--json")
+        doc = json.loads(out) if rc == 0 else {}
+        check(doc.get("confirm_unclean") is True and doc.get("optimum_confirmed") is False and
+              doc.get("confirm_refused") is None, f"replay --json: confirm_unclean: {rc} {err!r}")
+        events[3]["clean"], events[3]["used"] = True, "confirm"
+        with open(log, "w") as f:
+            f.write("".join(json.dumps(e) + "\n" for e in events))
+        rc, out, err = run("replay", log, "--seeds", "1", "--strategy", "random", "--json")
+        doc = json.loads(out) if rc == 0 else {}
+        check(doc.get("confirm_unclean") is False and doc.get("optimum_confirmed") is True,
+              f"replay --json: a clean round is applied: {rc} {err!r} {doc.get('confirm_unclean')}")
 
 
 def test_option_errors_name_the_option():

@@ -699,6 +699,7 @@ static json_t *replay_json(const char *path, const ft_landscape *l, const replay
     json_object_set_new(root, "confirm_ratio", ft_json_number(l->confirm_ratio));
     json_object_set_new(root, "confirm_refused",
                         l->confirm_refused[0] ? json_string(l->confirm_refused) : json_null());
+    json_object_set_new(root, "confirm_unclean", json_boolean(l->op && l->confirm_unclean));
     json_object_set_new(root, "orderings", json_integer(t->nord > 1 ? t->nord : 1));
     json_object_set_new(root, "noise",
                         json_pack("{s:o}", "median_ci_rel", ft_json_number(l->noise_ci_rel)));
