@@ -602,7 +602,7 @@ def test_converge_and_warm(tmp):
     """The default strategy (bayes) stops once converged: run_end says why, the summary says
     it, and fewer candidates than the space were measured, the best standing for the patience.
     The profile's winner is measured first (after the default) by the next run at another
-    shape; --cold does not; --warm-log takes another run's medians as the prior and a log that
+    shape, with its threads cut to the cores here if it has more; --cold does not; --warm-log takes another run's medians as the prior and a log that
     gives nothing is one clear line before anything is measured."""
     op, preset = "fusion.dflare", "tiny.dflare.train"
     log, prof = os.path.join(tmp, "cw.jsonl"), os.path.join(tmp, "cw.json")
@@ -650,6 +650,21 @@ def test_converge_and_warm(tmp):
     first = [c for c in order if c != dflt][:1]
     check(first == [winner], f"the profile's winner is measured first: {order[:3]} vs {winner}")
     check("warm start: measuring first" in err, f"progress says the warm start: {err[:600]}")
+
+    # a winner tuned on a machine with more cores than this one: taken as exec runs it, with
+    # the cores there are (the space's most threads), and still measured first
+    sp = json.loads(run("space", op, "--backend", "cpu", "--preset", preset, "--json")[1])
+    most = max(next(p["values"] for p in sp["params"] if p["name"] == "threads"))
+    pj["entries"][0]["config"] = dict(other[0], threads=most + 62)
+    with open(prof, "w") as f:
+        json.dump(pj, f)
+    log5 = os.path.join(tmp, "cw5.jsonl")
+    rc, out, err = run("tune", op, "--preset", preset, "--set", "N=40", "--backend", "cpu",
+                       "--log", log5, "--profile", prof, "--budget", "3", *FAST)
+    warm = [e for e in events(log5) if e["event"] == "warm"]
+    clamped = key(dict(other[0], threads=most))
+    check(rc == 0 and len(warm) == 1 and key(warm[0]["first"][0]["config"]) == clamped,
+          f"a winner with threads={most + 62} is warm-started on {most}: {rc} {warm} {err[-300:]}")
 
     log3 = os.path.join(tmp, "cw3.jsonl")
     rc, out, err = run("tune", op, "--preset", preset, "--set", "N=40", "--backend", "cpu",

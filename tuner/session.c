@@ -1203,10 +1203,11 @@ static void warm_add(session *S, int i, const ft_profile_entry *e, int exact, in
                                           e->device, "shape", e->shape, "exact_shape", exact));
 }
 
-/* The candidate of this run with e's configuration, -1 when it is not one. */
+/* The candidate of this run with e's configuration as exec would run it here (a thread count
+ * above this machine's cores on the cores there are), -1 when it is not one. */
 static int warm_candidate(session *S, const ft_profile_entry *e) {
     ft_config cfg;
-    if (ft_config_from_json(S->s, e->config, &cfg, NULL)) return -1;
+    if (ft_profile_config(S->s, e->config, &cfg, NULL, 0, NULL)) return -1;
     for (int i = 0; i < S->ncands; i++)
         if (ft_config_equal(&cfg, &S->cands[i])) return i;
     return -1;
