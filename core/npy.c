@@ -363,6 +363,19 @@ static const char *landing(const char *path, char *out, size_t n) {
     return realpath(path, out) ? out : path;
 }
 
+/* Where the temporary file tmp of path (ft_file_create_tmp's "<landing>.tmp.XXXXXX") lands: the
+ * name it was made beside, so that a link changed meanwhile cannot send it elsewhere (onto
+ * another file system, where rename fails). Falls back to landing(path) for any other name. */
+static const char *tmp_landing(const char *tmp, const char *path, char *out, size_t n) {
+    static const char suffix[] = ".tmp.XXXXXX";
+    size_t k = strlen(tmp), cut = k - (sizeof suffix - 1);
+    if (k <= sizeof suffix - 1 || k >= n || strncmp(tmp + cut, ".tmp.", 5) != 0)
+        return landing(path, out, n);
+    memcpy(out, tmp, cut);
+    out[cut] = '\0';
+    return out;
+}
+
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
     char real[PATH_MAX];
     path = landing(path, real, sizeof real);
@@ -418,7 +431,7 @@ ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err
     }
     if (!*tmp) return FT_OK; /* written in place (ft_file_create_tmp) */
     char real[PATH_MAX];
-    if (rename(tmp, landing(path, real, sizeof real)) != 0) {
+    if (rename(tmp, tmp_landing(tmp, path, real, sizeof real)) != 0) {
         saved = errno;
         unlink(tmp);
         return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));
@@ -479,7 +492,8 @@ ft_status ft_file_commit_all(int n, const char *const *tmp, const char *const *p
     char(*real)[PATH_MAX] = n > 0 ? calloc((size_t)n, sizeof *real) : NULL;
     const char **dst = n > 0 ? calloc((size_t)n, sizeof *dst) : NULL;
     for (int k = 0; k < n && real && dst; k++)
-        dst[k] = landing(path[k], real[k], sizeof real[k]);
+        dst[k] = *tmp[k] ? tmp_landing(tmp[k], path[k], real[k], sizeof real[k])
+                         : landing(path[k], real[k], sizeof real[k]);
     if (n > 0 && (!old || !kept || !real || !dst)) {
         s = ft_err_set(err, FT_ENOMEM, "out of memory committing %d files", n);
         goto undo;
@@ -607,7 +621,7 @@ ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err) {
     ft_status s = ft_npy_save_tmp(path, t, tmp, sizeof tmp, err);
     if (s || !*tmp) return s;
     char real[PATH_MAX];
-    if (rename(tmp, landing(path, real, sizeof real)) != 0) {
+    if (rename(tmp, tmp_landing(tmp, path, real, sizeof real)) != 0) {
         int saved = errno;
         unlink(tmp);
         return ft_err_set(err, FT_EIO, "%s: cannot rename into place: %s", path, strerror(saved));

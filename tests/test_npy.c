@@ -392,6 +392,40 @@ static void test_save_keeps_mode(void) {
     ft_tensor_free(t);
 }
 
+/* A write through a symbolic link lands on the file the link pointed at when the temporary file
+ * was made, beside it, even if the link is pointed elsewhere before the commit. */
+static void test_link_moved_meanwhile(void) {
+    char a[128], b[128], link[128], tmp[256];
+    snprintf(a, sizeof a, "%s/first.txt", dir);
+    snprintf(b, sizeof b, "%s/second.txt", dir);
+    snprintf(link, sizeof link, "%s/out.txt", dir);
+    FILE *f = fopen(a, "w");
+    FT_CHECK(f && fputs("first\n", f) >= 0 && fclose(f) == 0, "write %s", a);
+    f = fopen(b, "w");
+    FT_CHECK(f && fputs("second\n", f) >= 0 && fclose(f) == 0, "write %s", b);
+    FT_CHECK(symlink("first.txt", link) == 0, "symlink %s", link);
+    ft_err err = {0};
+    f = ft_file_create_tmp(link, tmp, sizeof tmp, &err);
+    FT_CHECK(f && strncmp(tmp, a, strlen(a)) == 0, "temporary file beside the target: %s", tmp);
+    if (f) {
+        fputs("new\n", f);
+        FT_CHECK(unlink(link) == 0 && symlink("second.txt", link) == 0, "link moved");
+        FT_CHECK(ft_file_commit(f, tmp, link, &err) == FT_OK, "commit: %s", err.msg);
+    }
+    char got[16] = "";
+    f = fopen(a, "r");
+    FT_CHECK(f && fgets(got, sizeof got, f) && strcmp(got, "new\n") == 0, "%s holds the write", a);
+    if (f) fclose(f);
+    f = fopen(b, "r");
+    FT_CHECK(f && fgets(got, sizeof got, f) && strcmp(got, "second\n") == 0, "%s untouched", b);
+    if (f) fclose(f);
+    struct stat st;
+    FT_CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the link stays a link");
+    unlink(a);
+    unlink(b);
+    unlink(link);
+}
+
 static void test_save_failure_leaves_nothing(void) {
     char p[256];
     ft_tensor *t = vector_at(4, p, sizeof p, "no-such-dir/x.npy");
@@ -416,6 +450,7 @@ int main(void) {
     FT_RUN(test_commit_all);
     FT_RUN(test_write_in_place);
     FT_RUN(test_save_keeps_mode);
+    FT_RUN(test_link_moved_meanwhile);
     FT_RUN(test_save_failure_leaves_nothing);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
