@@ -3,14 +3,30 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int lock_as(const char *path, int how, ft_err *err) {
+    /* The lock goes beside the file the path names, through symbolic links, so that a link
+     * and its target (or two spellings of one file) take one lock. A path that names no file
+     * yet keeps its own spelling. */
+    char real[PATH_MAX];
+    const char *target = realpath(path, real) ? real : path;
+    struct stat st;
+    if (stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+        /* nothing is written beside a device or a directory, not even a lock */
+        ft_err_set(err, FT_EIO, "%s %s", path,
+                   S_ISDIR(st.st_mode) ? "is a directory, not a file"
+                                       : "is not a regular file (a device or socket)");
+        return -1;
+    }
     char lock[4096];
-    int w = snprintf(lock, sizeof lock, "%s.lock", path);
+    int w = snprintf(lock, sizeof lock, "%s.lock", target);
     if (w < 0 || (size_t)w >= sizeof lock) {
         ft_err_set(err, FT_EINVAL, "%.200s...: path too long for its lock file", path);
         return -1;

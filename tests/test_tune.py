@@ -233,7 +233,9 @@ def test_torn_log(tmp):
 
 
 def test_log_lock(tmp):
-    """Two tuners on one --log: the second fails at once with one line; nothing is measured twice."""
+    """Two tuners on one --log: the second fails at once with one line, however the path reaches
+    the log (a symbolic link to it or to its folder); nothing is measured twice. A device or a
+    folder as the log is refused without a lock file beside it."""
     log = os.path.join(tmp, "lock.jsonl")
     slow = [FT, "tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
             "--log", log, "--no-screen", "--max-time", "0.3", "--noise", "0.0001", "--quiet"]
@@ -242,13 +244,25 @@ def test_log_lock(tmp):
         deadline = time.time() + 60
         while time.time() < deadline and not (os.path.exists(log) and os.path.getsize(log) > 0):
             time.sleep(0.1)
-        for other in (["fusion.dflare"], ["loss"]):
+        # the same log through a symbolic link, and through a link to its folder: one lock
+        os.symlink(log, os.path.join(tmp, "lock-link.jsonl"))
+        os.symlink(tmp, os.path.join(tmp, "dirlink"))
+        for other, path in ((["fusion.dflare"], log), (["loss"], log),
+                            (["fusion.dflare"], os.path.join(tmp, "lock-link.jsonl")),
+                            (["fusion.dflare"], os.path.join(tmp, "dirlink", "lock.jsonl"))):
             t0 = time.time()
             rc, out, err = run("tune", *other, "--preset", "tiny.dflare.train", "--backend", "cpu",
-                               "--log", log, *FAST)
+                               "--log", path, *FAST)
             lines = err.strip().splitlines()
             check(rc == 1 and len(lines) == 1 and "in use by another process" in err,
-                  f"a second tuner ({other[0]}) on the same log: {rc} {err!r}")
+                  f"a second tuner ({other[0]}) on the same log ({path}): {rc} {err!r}")
+        # a device or a folder as the log: refused, and no lock file left beside it
+        for path, why in (("/dev/null", "not a regular file"), (tmp, "is a directory")):
+            rc, out, err = run("tune", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                               "--log", path, *FAST)
+            check(rc == 1 and why in err and len(err.strip().splitlines()) == 1
+                  and not os.path.exists(path + ".lock"),
+                  f"--log {path}: {rc} {err!r}, lock left: {os.path.exists(path + '.lock')}")
         # tune all takes every op's log before it starts: one held one refuses the whole run.
         fam = os.path.join(tmp, "famlock.jsonl")
         b = subprocess.Popen([*slow[:8], fam + ".loss", *slow[9:]], stdout=subprocess.DEVNULL,
