@@ -582,6 +582,28 @@ static void test_config_twice(void) {
     FT_CHECK(ft_config_parse(s, text, &cfg, &err) == FT_OK, "%s once: %s", text, err.msg);
 }
 
+/* A value past an int is no candidate, however its low 32 bits read: 2^32 + 64 is not rows=64,
+ * in the text form or the JSON one. */
+static void test_config_wide_values(void) {
+    const ft_space *s = ft_backend_cpu.space(op_named("fusion.dflare"));
+    int i = s ? ft_space_param(s, "rows") : -1;
+    FT_CHECK(i >= 0, "fusion.dflare has rows");
+    if (i < 0) return;
+    char text[64];
+    long long wide = (1LL << 32) + s->params[i].values[0];
+    snprintf(text, sizeof text, "rows=%lld", wide);
+    ft_config cfg;
+    ft_err err = {0};
+    FT_CHECK(ft_config_parse(s, text, &cfg, &err) == FT_EINVAL &&
+                 strstr(err.msg, "not a candidate"),
+             "%s: %s", text, err.msg);
+    json_t *o = json_pack("{s:I}", "rows", (json_int_t)wide);
+    FT_CHECK(ft_config_from_json(s, o, &cfg, &err) != FT_OK, "JSON rows=%lld taken", wide);
+    json_decref(o);
+    snprintf(text, sizeof text, "rows=%d", s->params[i].values[0]);
+    FT_CHECK(ft_config_parse(s, text, &cfg, &err) == FT_OK, "%s: %s", text, err.msg);
+}
+
 int main(void) {
     FT_RUN(test_registry);
     FT_RUN(test_bind_recovers_preset_sizes);
@@ -598,5 +620,6 @@ int main(void) {
     FT_RUN(test_fill_states_scales);
     FT_RUN(test_spaces_round_trip);
     FT_RUN(test_config_twice);
+    FT_RUN(test_config_wide_values);
     return ft_test_finish();
 }

@@ -306,6 +306,13 @@ static void test_per_entry_validation(void) {
              "default 1: %s", err.msg);
     json_decref(no_default);
     FT_CHECK(ft_profile_entry_check(bad_op, &err) == FT_EINVAL, "check refuses an unknown op");
+    /* A thread count past an int is refused, not wrapped to 2 (2^32 + 2) nor left a mystery. */
+    json_t *wide = loss_entry("cpu", 512, "dpace", 1e-3);
+    json_object_set_new(wide, "config", json_pack("{s:I}", "threads", (json_int_t)4294967298LL));
+    FT_CHECK(ft_profile_entry_check(wide, &err) == FT_EINVAL &&
+                 strstr(err.msg, "threads=4294967298 is past any thread count"),
+             "threads 2^32 + 2: %s", err.msg);
+    json_decref(wide);
     json_t *list[] = {good1,     good2,     no_stats,   bad_type, bad_op,
                       bad_param, bad_shape, bad_median, threads,  fixed};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)

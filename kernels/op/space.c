@@ -2,6 +2,7 @@
 #include "op/space.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +138,9 @@ ft_status ft_config_parse(const ft_space *s, const char *text, ft_config *cfg, f
             char *end;
             errno = 0;
             long v = strtol(val, &end, 10);
-            if (end != val && !*end && !errno && candidate_index(pp, (int)v) >= 0) {
+            /* a value past an int is no candidate (never one wrapped into range) */
+            if (end != val && !*end && !errno && v >= INT_MIN && v <= INT_MAX &&
+                candidate_index(pp, (int)v) >= 0) {
                 value = (int)v;
                 found = 1;
             }

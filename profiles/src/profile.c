@@ -225,7 +225,11 @@ static ft_status config_relaxed(const ft_space *s, const json_t *cfg, ft_config 
         json_t *t = json_object_get(cfg, p->name);
         if (!(p->flags & FT_PARAM_THREADS) || !json_is_integer(t)) continue;
         json_int_t want = json_integer_value(t);
-        if (want < 1 || want > INT_MAX) continue;
+        if (want > INT_MAX)
+            return ft_err_set(err, FT_EINVAL,
+                              "config: %s=%lld is past any thread count (at most %d)", p->name,
+                              (long long)want, INT_MAX);
+        if (want < 1) continue;
         int found = 0;
         for (int k = 0; k < p->n; k++)
             found |= p->values[k] == (int)want;
