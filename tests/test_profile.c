@@ -323,6 +323,39 @@ static void test_per_entry_validation(void) {
 /* Attribute values are checked as `--attr` checks them: an entry whose value no call can have
  * (eps "abc", a scheme that does not exist, B = 0) is skipped with one line naming the entry
  * and the attribute, and kept aside to be written back. */
+/* Attributes that say one thing however written are one key: an entry with eps "1e-6" (the
+ * default) and one that leaves eps out are the same result, so adding the faster replaces the
+ * slower (one entry, not two), and a call's lookup ("1e-06", as calls write it) finds it. */
+static void test_attrs_one_key(void) {
+    ft_err err = {0};
+    ft_profile *p = ft_profile_new();
+    json_t *plain = dflare_entry(2048, 7e-6), *spelt = dflare_entry(2048, 0.7e-6);
+    json_object_set_new(json_object_get(spelt, "attrs"), "eps", json_string("0.000001"));
+    ft_profile_outcome how = FT_PROFILE_KEPT;
+    FT_CHECK(p && ft_profile_add(p, plain, &how, &err) == FT_OK && how == FT_PROFILE_ADDED,
+             "first: %s", err.msg);
+    FT_CHECK(ft_profile_add(p, spelt, &how, &err) == FT_OK && how == FT_PROFILE_REPLACED,
+             "the faster, eps spelt out, replaces it: outcome %d %s", how, err.msg);
+    FT_CHECK(ft_profile_count(p) == 1, "one entry for one key, got %d", ft_profile_count(p));
+    json_t *shape = json_pack("{s:i, s:i, s:i, s:i}", "N", 2048, "T", 4, "H", 1024, "D", 3);
+    const char *asked[] = {"1e-06", "1e-6", NULL};
+    for (int i = 0; asked[i]; i++) {
+        json_t *attrs = json_pack("{s:s}", "eps", asked[i]);
+        const ft_profile_entry *e =
+            ft_profile_lookup(p, "fusion.dflare", "ref", DEVICE, attrs, shape, NULL);
+        FT_CHECK(e && fabs(e->median_s - 0.7e-6) < 1e-12, "eps=%s finds the entry", asked[i]);
+        json_decref(attrs);
+    }
+    json_t *other = json_pack("{s:s}", "eps", "1e-5");
+    FT_CHECK(!ft_profile_lookup(p, "fusion.dflare", "ref", DEVICE, other, shape, NULL),
+             "eps=1e-5 is another key");
+    json_decref(other);
+    json_decref(shape);
+    json_decref(plain);
+    json_decref(spelt);
+    ft_profile_free(p);
+}
+
 static void test_attr_values(void) {
     ft_err err = {0};
     json_t *eps = dflare_entry(2048, 2e-3), *scheme = loss_entry("ref", 512, "bogus", 1e-3),
@@ -1000,6 +1033,7 @@ int main(void) {
     FT_RUN(test_merge_keeps_best);
     FT_RUN(test_per_entry_validation);
     FT_RUN(test_attr_values);
+    FT_RUN(test_attrs_one_key);
     FT_RUN(test_malformed);
     FT_RUN(test_failed_save_keeps_file);
     FT_RUN(test_schema_too_new);

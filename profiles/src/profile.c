@@ -375,10 +375,12 @@ ft_status ft_profile_entry_check(const json_t *entry, ft_err *err) {
 
 /* ---- keys and order ------------------------------------------------------------------------- */
 
+/* One key: the same op, backend, device and shape, and attributes of the same values however
+ * written (ft_profile_attrs_match). */
 static int same_key(const ft_profile_entry *a, const ft_profile_entry *b) {
     return a->op == b->op && strcmp(a->backend, b->backend) == 0 &&
            strcmp(a->device, b->device) == 0 && json_equal(a->shape, b->shape) &&
-           json_equal(a->attrs, b->attrs);
+           ft_profile_attrs_match(a->attrs, b->attrs);
 }
 
 /* Does a skipped entry carry the key of e (its key fields are readable and equal)? */
@@ -1293,12 +1295,15 @@ static int shape_exact(const json_t *query, const json_t *entry) {
     return 1;
 }
 
-/* The value text of attribute `name` in a (a string), or its default's when a leaves it out. */
+/* The value of attribute `name` in a (a string), or its default when a leaves it out, written
+ * as a call writes it: read as `--attr` reads it, so "1e-6", "0.000001" and the default eps are
+ * one value. A value no call can have is its own text. */
 static const char *attr_text(const json_t *a, const char *name, char *buf, size_t n) {
     const json_t *v = json_object_get(a, name);
-    if (v) return json_is_string(v) ? json_string_value(v) : "";
+    if (v && !json_is_string(v)) return "";
     ft_attrs d;
     ft_attrs_default(&d);
+    if (v && ft_attrs_set(&d, NULL, name, json_string_value(v), NULL)) return json_string_value(v);
     ft_attrs_format(&d, name, buf, n);
     return buf;
 }
