@@ -178,4 +178,31 @@ printf '#include "empty.h"\nint main(void) { return FT_TUNED_COUNT + (ft_tuned_l
 # shellcheck disable=SC2086
 "$CC" -std=c11 $WARN -I"$dir" "$dir/empty.c" -o "$dir/empty" || fail "an empty header does not compile"
 "$dir/empty" || fail "an empty header finds something"
+
+# The opening comment's example, compiled as written: it finds the entry it names. A kernel
+# whose name a comment cannot hold as it is (quotes, '*/', a backslash) is passed over for one
+# whose name it can; with none, the example is the generic one, never a mangled name.
+kernel() {
+    printf '{"kernel": "%s", "backend": "cuda-emu", "device": "emu", "problem_size": [%s],
+      "config": {"block": 32}, "stats": %s, "default": null, "speedup": null,
+      "evaluations": 1, "space_valid": 1, "strategy": "exhaustive",
+      "tuned_at": "2026-12-05T00:00:00Z"}' "$1" "$2" "$(stats 2e-6)"
+}
+example_of() { # the example's lines, comment marks removed, as a C function body
+    sed -n '/_size want\[\] = /,/_param_int(/p' "$1" | sed 's/^ \*   //'
+}
+for case in odd-then-plain odd-only; do
+    ks="$(kernel 'odd\"k */ ??/' 8)"
+    [ $case = odd-then-plain ] && ks="$ks, $(kernel plain_k 16)"
+    printf '{"schema_version": 2, "entries": [], "kernels": [%s]}\n' "$ks" >"$dir/k.json"
+    "$FT" emit "$dir/k.json" -o "$dir/k.h" 2>"$dir/err" || fail "emit of kernels: $(cat "$dir/err")"
+    grep -q 'odd_' "$dir/k.h" && example_of "$dir/k.h" | grep -q 'odd_' &&
+        fail "$case: the example names a kernel by a mangled name"
+    { printf '#include "k.h"\nint main(void) {\n'; example_of "$dir/k.h"
+      if [ $case = odd-then-plain ]; then printf 'return !(e && exact && v == 32);\n}\n'
+      else printf '(void)v; return e != NULL;\n}\n'; fi; } >"$dir/k.c"
+    # shellcheck disable=SC2086
+    "$CC" -std=c11 $WARN -I"$dir" "$dir/k.c" -o "$dir/k" || fail "$case: the example does not compile"
+    "$dir/k" || fail "$case: the example does not find what it names"
+done
 echo "test_emit: ok"

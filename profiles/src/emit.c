@@ -161,9 +161,18 @@ static void put_cstr(FILE *f, const char *s) {
 }
 
 /* Text safe inside a C comment: no '*', no '?' (trigraphs), printable ASCII only. */
+static int comment_char(unsigned char c) { return isalnum(c) || (c && strchr(" ._/+-:,()@=", c)); }
+
 static void put_comment_text(FILE *f, const char *s) {
     for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-        fputc(isalnum(*c) || strchr(" ._/+-:,()@=", *c) ? *c : '_', f);
+        fputc(comment_char(*c) ? *c : '_', f);
+}
+
+/* Whether put_comment_text writes s as it is. */
+static int comment_safe(const char *s) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (!comment_char(*c)) return 0;
+    return 1;
 }
 
 static int is_identifier(const char *s) {
@@ -438,8 +447,19 @@ static void put_table(FILE *f, const row *rows, int n, const char *P, int table)
     fprintf(f, "    %s};\n\n", tables[table].last);
 }
 
-/* The opening comment's example: a lookup of the header's first entry (r; NULL: none, then
- * one of the loss) and of its first parameter. */
+/* Whether the opening comment can show a lookup of r that finds it: every name the example
+ * writes (op, backend, sizes, first parameter) is one put_comment_text leaves as it is. */
+static int example_works(const row *r) {
+    int ok = comment_safe(r->op) && comment_safe(r->backend);
+    for (int k = 0; ok && k < r->nsizes; k++)
+        ok = comment_safe(r->size_name[k]);
+    if (ok && json_object_size(r->params))
+        ok = comment_safe(json_object_iter_key(json_object_iter((json_t *)r->params)));
+    return ok;
+}
+
+/* The opening comment's example: a lookup of the header's first entry whose names a comment
+ * holds as they are (r; NULL: none, then one of the loss) and of its first parameter. */
 static void put_example(FILE *f, const char *P, const row *r) {
     fprintf(f, " *\n *   static const %s_size want[] = {", P);
     if (!r) fprintf(f, "{\"M\", 512}, {\"H\", 1024}, {\"V\", 32768}");
@@ -538,7 +558,10 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
             fprintf(f, "%s %s", s ? "," : "", rows[i].size_name[s]);
         fprintf(f, "\n");
     }
-    put_example(f, P, n ? &rows[0] : NULL);
+    int ex = 0;
+    while (ex < n && !example_works(&rows[ex]))
+        ex++;
+    put_example(f, P, ex < n ? &rows[ex] : NULL);
     fprintf(f,
             " */\n"
             "#ifndef %2$s_H\n#define %2$s_H\n\n#include <stddef.h>\n#include <string.h>\n\n"
