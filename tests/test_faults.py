@@ -291,6 +291,58 @@ def test_trace_of_a_directory():
     one_line_error(tune + ["replay:"], 2, "the log's path after 'replay:' is missing")
 
 
+def small_log(path, key="k1", run="r1"):
+    """A two-candidate exhaustive run of linear, written by hand."""
+    def st(m):
+        return {"median_s": m, "ci_rel": 0.01, "samples": 10}
+    events = [
+        {"event": "run_start", "format": 1, "op": "linear", "backend": "cpu",
+         "preset": "tiny.dflare.train", "dims": {"M": 40, "N": 256, "K": 64}, "attrs": {},
+         "strategy": "exhaustive", "budget": 0, "space_valid": 2, "default": {"threads": 2},
+         "env": {"cores": 2}, "key": key, "t": 1000.0, "run": run},
+        {"event": "measured", "config": {"threads": 1}, "candidate": 0, "started": 1000.5,
+         "stats": st(2e-5), "t": 1001.0, "run": run},
+        {"event": "measured", "config": {"threads": 2}, "candidate": 1, "started": 1001.5,
+         "stats": st(1e-5), "t": 1002.0, "run": run},
+        {"event": "run_end", "t": 1005.0, "run": run}]
+    with open(path, "w") as f:  # compact, as tune writes it
+        f.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events))
+
+
+def test_trace_keeps_its_log():
+    """trace never writes over the log it reads (named as such, through a link too, or as one
+    of a family's logs), refuses a file that holds no run rather than write an empty trace, and
+    reads every log of a family however many there are (replay too)."""
+    log = os.path.join(TMP, "keep.jsonl")
+    small_log(log)
+    before = open(log).read()
+    link = os.path.join(TMP, "keep-link.json")
+    os.symlink(log, link)
+    for out in (log, link):
+        one_line_error(["trace", log, "-o", out], 2, "the output is the event log it reads")
+        check(open(log).read() == before, f"trace -o {out} changed the log")
+    for name, text in (("doc.json", '{"a": 1}'), ("empty.jsonl", "")):
+        path = os.path.join(TMP, name)
+        with open(path, "w") as f:
+            f.write(text)
+        out = os.path.join(TMP, "never.trace.json")
+        one_line_error(["trace", path, "-o", out], 1, "no run_start event")
+        check(not os.path.exists(out), f"trace of {name} wrote a trace")
+    fam = os.path.join(TMP, "fam", "all.jsonl")
+    os.makedirs(os.path.dirname(fam))
+    n = 70
+    for i in range(n):
+        small_log(f"{fam}.linear.M{i:03d}", key=f"k{i}", run=f"r{i}")
+    one_line_error(["trace", fam, "-o", f"{fam}.linear.M005"], 2, "one of the event logs it reads")
+    out = os.path.join(TMP, "fam.trace.json")
+    rc, _, err = run("trace", fam, "-o", out)
+    runs = [e for e in json.load(open(out))["traceEvents"] if e.get("cat") == "run"] if rc == 0 else []
+    check(rc == 0 and len(runs) == n, f"trace of {n} logs: {rc} {len(runs)} runs {err!r}")
+    rc, stdout, err = run("replay", fam, "--seeds", "1", "--strategy", "random")
+    check(rc == 0 and stdout.count("landscape ") == n,
+          f"replay of {n} logs: {rc} {stdout.count('landscape ')} landscapes {err[-200:]!r}")
+
+
 def test_unbounded_reads():
     """A profile or event log is stat'ed before it is read (a device is refused in one line, not
     read until memory runs out), read with a cap (docs/profiles.md, docs/events.md), and a read
@@ -437,7 +489,8 @@ def main():
         TMP = tmp
         code = clitest.main(a.flaretune,
                             (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
-                             test_trace_of_a_directory, test_unbounded_reads, test_set_sizes,
+                             test_trace_of_a_directory, test_trace_keeps_its_log,
+                             test_unbounded_reads, test_set_sizes,
                              test_profile_links,
                              test_profile_modes))
         # Modes are restored so the directory can be removed whoever runs the test.

@@ -225,9 +225,39 @@ static void test_follow_family(void) {
     unlink(a), unlink(b), unlink(c), unlink(lock), unlink(tmp), unlink(other);
 }
 
+/* A family of more logs than any fixed table would hold (a sweep of many sizes over several
+ * ops): every one is listed and followed. */
+static void test_follow_large_family(void) {
+    enum { N = 150 };
+    char base[256], logp[N][320];
+    snprintf(base, sizeof base, "/tmp/ft_test_bigfam_%d.jsonl", (int)getpid());
+    for (int i = 0; i < N; i++) {
+        snprintf(logp[i], sizeof logp[i], "%s.loss.M%03d", base, i);
+        write_file(logp[i], LINE("run_start", "x"));
+    }
+    int n = 0;
+    char(*all)[FT_EVENTLOG_PATH_MAX] = ft_eventlog_family_all(base, &n);
+    FT_CHECK(n == N && all && !strcmp(all[0], logp[0]) && !strcmp(all[N - 1], logp[N - 1]),
+             "every log listed, in order: %d of %d", n, N);
+    free(all);
+    ft_tui_follow *fw = ft_tui_follow_new(base);
+    char got[1024];
+    long bad = 0;
+    for (int k = 0; k < 4 * N && ft_tui_follow_count(fw) < N; k++) /* a poll reads a few */
+        poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(ft_tui_follow_count(fw) == N, "every log followed: %d of %d", ft_tui_follow_count(fw),
+             N);
+    ft_tui_follow_free(fw);
+    for (int i = 0; i < N; i++)
+        unlink(logp[i]);
+    all = ft_eventlog_family_all(base, &n);
+    FT_CHECK(!all && n == 0, "none left: %d", n);
+}
+
 int main(void) {
     FT_RUN(test_feed);
     FT_RUN(test_follow);
     FT_RUN(test_follow_family);
+    FT_RUN(test_follow_large_family);
     return ft_test_finish();
 }

@@ -275,6 +275,38 @@ int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int 
     return n;
 }
 
+char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX] {
+    char(*out)[FT_EVENTLOG_PATH_MAX] = NULL;
+    int want = ft_eventlog_family(path, NULL, 0);
+    /* A log may appear between the count and the listing: count again until both agree. */
+    for (int tries = 0; want > 0 && tries < 4; tries++) {
+        char(*more)[FT_EVENTLOG_PATH_MAX] = realloc(out, (size_t)want * sizeof *out);
+        if (!more) {
+            free(out);
+            *n = -1;
+            return NULL;
+        }
+        out = more;
+        int got = ft_eventlog_family(path, out, want);
+        if (got <= want) {
+            *n = got;
+            if (!got) {
+                free(out);
+                out = NULL;
+            }
+            return out;
+        }
+        want = got;
+    }
+    *n = want > 0 ? ft_eventlog_family(path, out, want) : 0;
+    if (*n > want) *n = want;
+    if (*n <= 0) {
+        free(out);
+        out = NULL;
+    }
+    return out;
+}
+
 void ft_eventlog_run_id(char *buf, size_t n) {
     ft_rng r;
     ft_rng_seed(&r, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));

@@ -52,6 +52,9 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
  * file. Fills up to max paths of FT_EVENTLOG_PATH_MAX bytes; returns how many there are. */
 #define FT_EVENTLOG_PATH_MAX 1024
 int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int max);
+/* All of them, however many: an array of *n paths to free(); NULL with *n = 0 when there are
+ * none, NULL with *n = -1 when out of memory. */
+char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX];
 
 /* Seconds since the epoch as a double (the events' "t"). */
 double ft_wall_time(void);

@@ -10,11 +10,13 @@
 #include "traces/trace.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "traces/eventlog.h"
 #include "core/json.h"
+#include "core/paths.h"
+#include "traces/eventlog.h"
 
 static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
@@ -152,28 +154,49 @@ ft_status ft_trace_export(const char *in, const char *out, int *nspans, ft_err *
         return ft_err_set(err, FT_EIO, "%s: is a directory, not an event log", in);
     if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
         return ft_err_set(err, FT_EIO, "%s: is a directory; -o names the trace file to write", out);
+    if (ft_same_file(in, out))
+        return ft_err_set(err, FT_EINVAL, "%s: the output is the event log it reads", out);
     json_t *events;
     int torn;
     ft_status s;
     if (stat(in, &st) != 0) {
-        /* The --log of `tune all` or a sweep: its logs (IN.OP, ...) in one trace. */
-        static char logs[64][FT_EVENTLOG_PATH_MAX];
-        int n = ft_eventlog_family(in, logs, 64);
+        /* The --log of `tune all` or a sweep: its logs (IN.OP, ...) in one trace, all of them. */
+        int n;
+        char(*logs)[FT_EVENTLOG_PATH_MAX] = ft_eventlog_family_all(in, &n);
+        if (n < 0) return ft_err_set(err, FT_ENOMEM, "out of memory listing the logs of %s", in);
         if (n == 0)
             return ft_err_set(err, FT_EIO, "%s: no such event log, nor logs of a `tune all` or "
                                            "sweep with that --log (%s.OP)", in, in);
         events = json_array();
-        for (int i = 0; i < n && i < 64; i++) {
+        for (int i = 0; i < n; i++) {
             json_t *one;
-            if ((s = ft_eventlog_read(logs[i], &one, &torn, err))) {
+            if (ft_same_file(logs[i], out))
+                s = ft_err_set(err, FT_EINVAL, "%s: the output is one of the event logs it reads",
+                               out);
+            else
+                s = ft_eventlog_read(logs[i], &one, &torn, err);
+            if (s) {
                 json_decref(events);
+                free(logs);
                 return s;
             }
             json_array_extend(events, one);
             json_decref(one);
         }
+        free(logs);
     } else if ((s = ft_eventlog_read(in, &events, &torn, err))) {
         return s;
+    }
+    /* A file with no run in it (a JSON document, an empty file) is no log: an empty trace would
+     * hide the mistake. */
+    int runs = 0;
+    for (size_t i = 0; i < json_array_size(events) && !runs; i++) {
+        const char *kind = json_string_value(json_object_get(json_array_get(events, i), "event"));
+        runs = kind && !strcmp(kind, "run_start");
+    }
+    if (!runs) {
+        json_decref(events);
+        return ft_err_set(err, FT_EFORMAT, "%s: no run_start event: not a tuning log", in);
     }
     json_t *trace = ft_trace_from_events(events);
     json_decref(events);

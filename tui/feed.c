@@ -267,13 +267,11 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad) {
 /* ---- following the logs of one --log -------------------------------------------------------- */
 
 /* `tune all --log LOG` writes LOG.fusion.dflare, LOG.loss, ...: the follower watches LOG and every
- * such sibling (ft_eventlog_family), finding new ones as they appear. */
-enum { MAX_LOGS = 64 };
-
+ * such sibling (ft_eventlog_family), however many, finding new ones as they appear. */
 struct ft_tui_follow {
     char path[1024];
-    one_log *logs[MAX_LOGS];
-    int n;
+    one_log **logs;
+    int n, cap;
     int next;        /* the log polled first next time, so none starves the others */
     int64_t scan_ns; /* when the directory was last looked at */
 };
@@ -283,10 +281,12 @@ ft_tui_follow *ft_tui_follow_new(const char *path) {
     if (!f) return NULL;
     snprintf(f->path, sizeof f->path, "%.1023s", path);
     /* The name itself is followed even before it exists (a plain `tune OP --log LOG`). */
-    if (!(f->logs[0] = log_new(path))) {
+    if (!(f->logs = calloc(8, sizeof *f->logs)) || !(f->logs[0] = log_new(path))) {
+        free(f->logs);
         free(f);
         return NULL;
     }
+    f->cap = 8;
     f->n = 1;
     f->scan_ns = -1;
     return f;
@@ -296,6 +296,7 @@ void ft_tui_follow_free(ft_tui_follow *f) {
     if (!f) return;
     for (int i = 0; i < f->n; i++)
         log_free(f->logs[i]);
+    free(f->logs);
     free(f);
 }
 
@@ -316,14 +317,22 @@ static void scan(ft_tui_follow *f) {
     int64_t now = ft_now_ns();
     if (f->scan_ns >= 0 && now - f->scan_ns < 500000000) return; /* twice a second */
     f->scan_ns = now;
-    static char found[MAX_LOGS][FT_EVENTLOG_PATH_MAX];
-    int k = ft_eventlog_family(f->path, found, MAX_LOGS);
-    for (int i = 0; i < k && i < MAX_LOGS && f->n < MAX_LOGS; i++) {
+    int k;
+    char(*found)[FT_EVENTLOG_PATH_MAX] = ft_eventlog_family_all(f->path, &k);
+    for (int i = 0; i < k; i++) {
         int have = 0;
         for (int j = 0; j < f->n && !have; j++)
             have = !strcmp(f->logs[j]->path, found[i]);
-        if (!have && (f->logs[f->n] = log_new(found[i]))) f->n++;
+        if (have) continue;
+        if (f->n == f->cap) { /* out of memory: the next scan tries again */
+            one_log **more = realloc(f->logs, (size_t)f->cap * 2 * sizeof *more);
+            if (!more) break;
+            f->logs = more;
+            f->cap *= 2;
+        }
+        if ((f->logs[f->n] = log_new(found[i]))) f->n++;
     }
+    free(found);
 }
 
 int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {

@@ -1021,8 +1021,6 @@ static int replay_one(const char *path, const replay_opts *ro, const ft_landscap
     return code;
 }
 
-#define MAX_FAMILY 64
-
 /* The options of `replay`: the codes of its own, and the table getopt_long reads. */
 enum {
     O_STRATEGY = 1,
@@ -1168,17 +1166,11 @@ static int replay_logs(const char *path, char (*logs)[FT_EVENTLOG_PATH_MAX], int
     return FT_EXIT_OK;
 }
 
-static int run(int argc, char **argv) {
-    replay_opts ro;
-    int code = parse_args(argc, argv, &ro);
-    if (code) return code;
-    const char *path = argv[optind];
-    /* The --log of `tune all` or a sweep names a family of logs (LOG.OP, ...): each is replayed. */
-    static char logs[MAX_FAMILY][FT_EVENTLOG_PATH_MAX];
-    int nlogs = ft_eventlog_family(path, logs, MAX_FAMILY);
+/* The logs path names (nlogs of them: the file itself, or its family), replayed in turn. */
+static int replay_family(const char *path, char (*logs)[FT_EVENTLOG_PATH_MAX], int nlogs,
+                         const replay_opts *ro_in) {
+    replay_opts ro = *ro_in;
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) nlogs = 1; /* the file itself, as named */
-    if (nlogs > MAX_FAMILY) nlogs = MAX_FAMILY;
     if (nlogs == 0) {
         if (stat(path, &sb) == 0)
             return ft_cli_fail(FT_EXIT_FAIL, "replay: %s is not an event log (a directory?)", path);
@@ -1201,8 +1193,24 @@ static int run(int argc, char **argv) {
         if (ft_landscape_load(ro.warm, &warm, &err))
             return ft_cli_fail(ft_cli_exit_code(err.status), "replay: --warm: %s", err.msg);
     }
-    code = replay_logs(path, logs, nlogs, &ro, ro.warm ? &warm : NULL);
+    int code = replay_logs(path, logs, nlogs, &ro, ro.warm ? &warm : NULL);
     if (ro.warm) ft_landscape_free(&warm);
+    return code;
+}
+
+static int run(int argc, char **argv) {
+    replay_opts ro;
+    int code = parse_args(argc, argv, &ro);
+    if (code) return code;
+    const char *path = argv[optind];
+    /* The --log of `tune all` or a sweep names a family of logs (LOG.OP, ...): each is replayed. */
+    int nlogs;
+    char(*logs)[FT_EVENTLOG_PATH_MAX] = ft_eventlog_family_all(path, &nlogs);
+    if (nlogs < 0) return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory listing the logs");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) nlogs = 1; /* the file itself, as named */
+    code = replay_family(path, logs, nlogs, &ro);
+    free(logs);
     return code;
 }
 
