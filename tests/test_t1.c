@@ -372,6 +372,56 @@ static void test_zero_block(void) {
     ft_t1_free(t);
 }
 
+/* LocalSize and GlobalSize given as numbers ("X": 64) are those numbers, as "X": "64" is; a value
+ * of another kind is refused in one line, never read as absent. */
+static void test_numeric_geometry(void) {
+    static const char head[] =
+        "{\"General\": {\"BenchmarkName\": \"n\", \"OutputFormat\": \"JSON\"},"
+        " \"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"tile\","
+        " \"Type\": \"int\", \"Values\": \"[1, 2]\", \"Default\": 1}]},"
+        " \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\","
+        " \"KernelFile\": \"k.cu\", \"ProblemSize\": [1000], \"GlobalSizeType\": \"CUDA\",";
+    static const char tail[] =
+        " \"Arguments\": [{\"Name\": \"y\", \"Type\": \"float\", \"MemoryType\": \"Vector\","
+        " \"FillType\": \"Constant\", \"Size\": \"ProblemSize[0]\", \"FillValue\": 1.0}]}}";
+    static const struct {
+        const char *geometry;
+        long long grid, block; /* -1: refused */
+    } cases[] = {
+        {"\"LocalSize\": {\"X\": 64, \"Y\": 1, \"Z\": 1}, \"GlobalSize\": {\"X\": 4, \"Y\": 1, "
+         "\"Z\": 1},",
+         4, 64},
+        {"\"LocalSize\": {\"X\": \"64\", \"Y\": \"1\", \"Z\": \"1\"}, \"GlobalSize\": {\"X\": "
+         "\"4\"},",
+         4, 64},
+        {"\"LocalSize\": {\"X\": [64]},", -1, -1},
+        {"\"GlobalSize\": {\"X\": 4.5},", -1, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s %s%s", head, cases[i].geometry, tail);
+        ft_t1 *t = NULL;
+        ft_err err = {0};
+        ft_status s = ft_t1_from_buffer(text, strlen(text), "n.json", NULL, NULL, &t, &err);
+        if (cases[i].grid < 0) {
+            FT_CHECK(s == FT_EFORMAT && strstr(err.msg, "should be an expression") &&
+                         !strchr(err.msg, '\n'),
+                     "case %zu refused: %d %s", i, s, err.msg);
+            ft_t1_free(t);
+            continue;
+        }
+        FT_CHECK(s == FT_OK, "case %zu: %s", i, err.msg);
+        if (!t) continue;
+        ft_config c;
+        long long g[3], b[3];
+        cfg_of(t, "tile=1", &c);
+        FT_CHECK(ft_t1_launch(t, &c, g, b, &err) == FT_OK && g[0] == cases[i].grid &&
+                     b[0] == cases[i].block,
+                 "case %zu: grid %lld block %lld: %s", i, g[0], b[0], err.msg);
+        ft_t1_free(t);
+    }
+}
+
 /* The community's T1 files against the landscapes Kernel Tuner measured with them. */
 static void check_against(const char *ldir, const char *t1name, const char *kfile, const char *land) {
     char path[1200], kpath[1200];
@@ -455,6 +505,7 @@ int main(void) {
     FT_RUN(test_vector_fills);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);
+    FT_RUN(test_numeric_geometry);
     FT_RUN(test_community_files);
     return ft_test_finish();
 }

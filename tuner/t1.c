@@ -409,17 +409,26 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
     const char *gtype = get_str(ks, "GlobalSizeType");
     t->global_in_blocks = gtype && strcmp(gtype, "CUDA") == 0;
     for (int d = 0; d < 3; d++) {
-        char what[32];
-        const char *ls = local ? get_str(local, AX[d]) : NULL;
-        if (ls) {
-            snprintf(what, sizeof what, "LocalSize.%s", AX[d]);
-            ft_status s = compile(t, name, what, ls, &t->local[d], err);
-            if (s != FT_OK) return s;
-        }
-        const char *gs = global ? get_str(global, AX[d]) : NULL;
-        if (gs) {
-            snprintf(what, sizeof what, "GlobalSize.%s", AX[d]);
-            ft_status s = compile(t, name, what, gs, &t->global[d], err);
+        json_t *sizes[2] = {local, global};
+        ft_expr **into[2] = {&t->local[d], &t->global[d]};
+        for (int g = 0; g < 2; g++) {
+            /* An expression, or a number written as one ("X": 64 is "64"). */
+            json_t *v = sizes[g] ? json_object_get(sizes[g], AX[d]) : NULL;
+            char what[32], num[32];
+            snprintf(what, sizeof what, "%s.%s", g ? "GlobalSize" : "LocalSize", AX[d]);
+            const char *text = json_is_string(v) ? json_string_value(v) : NULL;
+            if (json_is_integer(v)) {
+                snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+                text = num;
+            } else if (v && !text && !json_is_null(v)) {
+                return ft_err_set(
+                    err, FT_EFORMAT,
+                    "%s: KernelSpecification.%s should be an expression (a string) or "
+                    "a whole number",
+                    name, what);
+            }
+            if (!text) continue;
+            ft_status s = compile(t, name, what, text, into[g], err);
             if (s != FT_OK) return s;
         }
         char key[16];
