@@ -147,6 +147,23 @@ def test_bad_requests():
                        "the output is the event log it reads")
         one_line_error(["replay", copy, "--export", copy], 2, "the output is the landscape")
         check(open(copy, "rb").read() == before, "the log is unchanged")
+        # A clean measurement with no time either format can hold (none, 0, a string, or one
+        # past a double in milliseconds) is a broken log, refused as replay refuses it, never
+        # written as a failed configuration or an entry without a time.
+        events = [json.loads(l) for l in open(log)]
+        at = next(i for i, e in enumerate(events) if e.get("event") == "measured"
+                  and e.get("clean") is not False and not e.get("stopped"))
+        for bad in (None, 0, "1e-3", 1e308):
+            broken = [dict(e) for e in events]
+            broken[at] = dict(broken[at], stats=dict(broken[at]["stats"], median_s=bad))
+            path = os.path.join(STATE["tmp"], "broken.jsonl")
+            with open(path, "w") as f:
+                f.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in broken))
+            for fmt in ("t4", "kt-cache"):
+                out = os.path.join(STATE["tmp"], "broken.out")
+                one_line_error(["export", path, "--format", fmt, "-o", out], 1,
+                               f"event {at + 1}: measured")
+                check(not os.path.exists(out), f"median {bad!r}: nothing written")
 
 
 def main():

@@ -66,7 +66,10 @@ static double num(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void read_outcome(const json_t *ev, outcome *o) {
+/* ev read into o. Returns 0, or -1 for a measured event that was measured cleanly yet has no
+ * time either format can hold (no positive median, or one past a double in milliseconds), a log
+ * replay refuses too. */
+static int read_outcome(const json_t *ev, outcome *o) {
     memset(o, 0, sizeof *o);
     o->time_ms = NAN;
     o->t = num(ev, "t");
@@ -93,17 +96,18 @@ static void read_outcome(const json_t *ev, outcome *o) {
         o->failed = 1;
         o->kt_error = "RuntimeFailedConfig";
         o->t4_invalidity = "timeout";
-    } else if (json_is_false(json_object_get(ev, "clean")) ||
-               !(num(stats, "median_s") > 0 && isfinite(num(stats, "median_s")))) {
+    } else if (json_is_false(json_object_get(ev, "clean"))) {
         o->failed = 1;
         o->kt_error = "RuntimeFailedConfig";
         o->t4_invalidity = "runtime";
     } else {
         o->time_ms = num(stats, "median_s") * 1e3;
+        if (!(o->time_ms > 0) || !isfinite(o->time_ms)) return -1;
     }
     double total = num(stats, "total_s") * 1e3;
-    o->bench_ms = o->failed || !(total >= 0) ? 0 : total;
+    o->bench_ms = o->failed || !(total >= 0) || !isfinite(total) ? 0 : total;
     if (!isnan(o->cost_ms) && o->bench_ms > o->cost_ms) o->bench_ms = o->cost_ms;
+    return 0;
 }
 
 /* "2023-12-22 09:54:05.502007+00:00", as Kernel Tuner writes a timestamp; "" without one. */
@@ -231,7 +235,19 @@ json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_expor
         ft_config cfg;
         ft_space_config_at(sp, recs[j].key, &cfg);
         outcome o;
-        read_outcome(json_array_get(events, recs[j].ev), &o);
+        if (read_outcome(json_array_get(events, recs[j].ev), &o)) {
+            char text[512];
+            ft_config_format(sp, &cfg, text, sizeof text);
+            ft_err_set(
+                err, FT_EFORMAT,
+                "%s: event %zu: measured %s has no positive stats.median_s a Kernel Tuner or "
+                "T4 file can hold",
+                name, recs[j].ev + 1, text);
+            json_decref(entries);
+            free(recs);
+            ft_landscape_free(&l);
+            return NULL;
+        }
         if (f == FT_EXPORT_KT_CACHE) {
             char key[1024];
             kt_key(sp, &cfg, key, sizeof key);
