@@ -54,22 +54,24 @@ void ft_load_between(const ft_load_mark *a, const ft_load_mark *b, ft_load *out)
     out->span_s = b->wall_s - a->wall_s;
     out->ncpu = b->ncpu;
     out->loadavg1 = loadavg1();
-    if (!a->ok || !b->ok || out->span_s < FT_LOAD_MIN_SPAN_S) return;
+    if (!a->ok || !b->ok || !(out->span_s > 0)) return;
     double others = (b->busy_s - a->busy_s) - (b->self_s - a->self_s);
     out->other_cpus = others > 0 ? others / out->span_s : 0;
     if (out->other_cpus > out->ncpu) out->other_cpus = out->ncpu;
     double steal = b->steal_s - a->steal_s;
     out->steal_frac = steal > 0 ? steal / (out->span_s * out->ncpu) : 0;
-    out->known = 1;
-    out->busy = out->other_cpus >= FT_LOAD_BUSY_CPUS || out->steal_frac >= FT_LOAD_BUSY_STEAL;
+    out->read = 1;
+    out->known = out->span_s >= FT_LOAD_MIN_SPAN_S;
+    out->busy = out->known &&
+                (out->other_cpus >= FT_LOAD_BUSY_CPUS || out->steal_frac >= FT_LOAD_BUSY_STEAL);
 }
 
 void ft_load_add(ft_load *acc, const ft_load *more) {
-    if (!more->known) {
-        if (!acc->known) acc->loadavg1 = more->loadavg1;
+    if (!more->read) {
+        if (!acc->read) acc->loadavg1 = more->loadavg1;
         return;
     }
-    if (!acc->known) {
+    if (!acc->read) {
         *acc = *more;
         return;
     }
@@ -79,7 +81,9 @@ void ft_load_add(ft_load *acc, const ft_load *more) {
     acc->span_s = t;
     acc->loadavg1 = more->loadavg1;
     acc->ncpu = more->ncpu;
-    acc->busy = acc->other_cpus >= FT_LOAD_BUSY_CPUS || acc->steal_frac >= FT_LOAD_BUSY_STEAL;
+    acc->known = t >= FT_LOAD_MIN_SPAN_S;
+    acc->busy = acc->known &&
+                (acc->other_cpus >= FT_LOAD_BUSY_CPUS || acc->steal_frac >= FT_LOAD_BUSY_STEAL);
 }
 
 char *ft_load_describe(const ft_load *l, char *buf, unsigned long n) {

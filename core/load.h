@@ -37,14 +37,16 @@ typedef struct ft_load {
     double steal_frac; /* fraction of the machine's CPU time stolen by its host      */
     double loadavg1;   /* the 1-minute load average at the second mark (ours counts) */
     int ncpu;
-    int known; /* both marks were read and the span is long enough to judge */
+    int read;  /* both marks were read: the figures above hold, over any span  */
+    int known; /* read, over a span long enough to judge (FT_LOAD_MIN_SPAN_S) */
     int busy;  /* known, and above a threshold                               */
 } ft_load;
 
 void ft_load_mark_take(ft_load_mark *m);
 /* The load between two marks (a taken before b). */
 void ft_load_between(const ft_load_mark *a, const ft_load_mark *b, ft_load *out);
-/* Combine: the load over both spans, weighted by their lengths. */
+/* Combine: the load over both spans, weighted by their lengths. Spans too short to judge alone
+ * count too, so that many short ones (the candidates of a run) add up to a known load. */
 void ft_load_add(ft_load *acc, const ft_load *more);
 /* "other processes used 0.93 of 2 CPUs, the host stole 0%, load average 2.10". Returns buf. */
 char *ft_load_describe(const ft_load *l, char *buf, unsigned long n);

@@ -227,6 +227,21 @@ static void test_load(void) {
     ft_load_add(&sum, &busy1);
     FT_CHECK_NEAR(sum.other_cpus, (0.1 * 2 + 1.0 * 1) / 3, 1e-12);
     FT_CHECK(sum.span_s == 3 && sum.busy, "weighted by span");
+    /* Spans too short to judge alone (a candidate's 0.2 s) add up to a known load: three
+     * of a neighbour that keeps a CPU busy are 0.6 s of it, busy. */
+    ft_load shorts = {0};
+    for (int i = 0; i < 3; i++) {
+        ft_load_mark s0 = {10.0 * i, 100, 0, 1, 2, 1}, s1 = {10.0 * i + 0.2, 100.25, 0, 1.05, 2, 1};
+        ft_load one;
+        ft_load_between(&s0, &s1, &one);
+        FT_CHECK(one.read && !one.known && !one.busy && fabs(one.other_cpus - 1.0) < 1e-9,
+                 "0.2 s: read (%.2f CPUs), too short to judge alone", one.other_cpus);
+        ft_load_add(&shorts, &one);
+    }
+    FT_CHECK(shorts.known && shorts.busy && fabs(shorts.span_s - 0.6) < 1e-9 &&
+                 fabs(shorts.other_cpus - 1.0) < 1e-9,
+             "three short spans: known and busy (%.2f s, %.2f CPUs)", shorts.span_s,
+             shorts.other_cpus);
     /* A real neighbour: a process spinning for a second is seen. */
     pid_t kid = fork();
     if (kid == 0) {

@@ -64,6 +64,11 @@ def test_pinned_tune(tmp):
     check(cont.get("samples_discarded", 0) > 0, f"the scheduler was seen: {cont}")
     check(0 < cont["samples_discarded"] <= cont["samples_taken"], f"discarded of taken: {cont}")
     check(cont.get("unclean") == len(unclean), f"unclean counted: {cont.get('unclean')} vs {len(unclean)}")
+    # Each candidate's span is too short for the load to judge alone; added up they are not,
+    # and the candidates the scheduler took from are counted busy.
+    check(cont.get("busy") is True and (cont.get("during") or {}).get("known") is True
+          and cont.get("busy_candidates", 0) > 0,
+          f"the run says the machine was busy: {cont}")
     if end.get("winner") is not None:
         check(key(end["winner"]) not in unclean, "an unclean candidate never wins")
         check(end["stats"].get("clean", True), "the winner's stats are clean")
@@ -103,6 +108,11 @@ def test_bench_contaminated(tmp):
     check(st.get("discarded", 0) > 0 and st.get("lost_frac", 0) > 0,
           f"samples thrown away and the share lost: {st}")
     check("scheduler" in text and "thrown away" in text, f"the text says it: {text}")
+    # However short the measurement, the load is judged and the result said to be busy.
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("busy") is True and doc.get("load", {}).get("known") is True,
+          f"bench --json says busy: {doc.get('busy')} {doc.get('load')}")
+    check("BUSY" in text and "the machine was busy" in err2, f"the text says busy: {text} {err2}")
     rc, out, err = clitest.run("bench", "fusion.dflare", "--max-lost", "2")
     check(rc == 2 and "--max-lost expects" in err, f"a bad --max-lost: {rc} {err}")
 

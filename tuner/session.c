@@ -500,7 +500,9 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     ft_load load;
     ft_load_between(&m0, &m1, &load);
     ft_load_add(&S->load_run, &load);
-    if (load.busy) S->busy_candidates++;
+    /* A candidate was measured on a busy machine when the load says so or, over spans too short
+     * for the load to judge, when the scheduler took its share of the sampled time. */
+    if (load.busy || (mo.max_lost > 0 && st.lost_frac >= mo.max_lost)) S->busy_candidates++;
     S->evaluations++;
     S->samples_discarded += st.discarded;
     if (st.fastest_s < S->fastest) S->fastest = st.fastest_s;

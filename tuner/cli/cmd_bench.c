@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "tuner/ceilings.h"
@@ -179,6 +180,7 @@ typedef struct {
     ft_roofline roof;
     double bytes, flops;
     int remeasured;
+    int busy; /* the load says so, or the scheduler took over --max-lost of the sampled time */
 } bench_result;
 
 /* The inputs, the configuration's validity at them, and this machine's ceilings: everything
@@ -239,9 +241,14 @@ static ft_status bench_measure(const bench_args *a, ft_cli_setup *su, bench_resu
         ft_load_mark_take(&m0);
         r->ws.peak = 0;
         s = ft_measure(&fn, &a->mo, &r->st, err);
-        ft_load_mark_take(&m1);
         if (s) break;
+        /* A short measurement is too short for the load to judge: the rest of the span idle
+         * (this process then takes no CPU, so what the others take is still seen). */
+        double left = FT_LOAD_MIN_SPAN_S - (ft_now_s() - m0.wall_s);
+        if (left > 0) usleep((useconds_t)(left * 1e6) + 1000);
+        ft_load_mark_take(&m1);
         ft_load_between(&m0, &m1, &r->load);
+        r->busy = r->load.busy || (a->mo.max_lost > 0 && r->st.lost_frac >= a->mo.max_lost);
         r->roof =
             ft_roofline_of(&r->ceil, r->bytes, r->flops, r->bytes + (double)r->ws.peak, a->cold);
         if (r->roof.floor_s / r->st.median <= FT_ROOFLINE_MAX_FRAC) break;
@@ -286,6 +293,7 @@ static void bench_print_json(const bench_args *a, const ft_cli_setup *su, const 
     json_object_set_new(root, "remeasured", json_boolean(r->remeasured));
     json_object_set_new(root, "bound", json_string(r->roof.compute_bound ? "compute" : "memory"));
     json_object_set_new(root, "load", ft_load_to_json(&r->load));
+    json_object_set_new(root, "busy", json_boolean(r->busy));
     json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)r->ws.peak));
     json_object_set_new(root, "ceilings", ft_ceilings_to_json(&r->ceil));
     json_object_set_new(root, "env", ft_env_to_json(&env));
@@ -351,7 +359,7 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
            ft_fmt_bytes(roof->working_set, b1, sizeof b1), roof->level_name,
            ft_fmt_rate(roof->bw, "B/s", b2, sizeof b2), 100 * frac,
            frac > FT_ROOFLINE_MAX_FRAC ? "  SUSPECT: above the roof" : "");
-    printf("  load       %s%s\n", loadmsg, r->load.busy ? "  BUSY" : "");
+    printf("  load       %s%s\n", loadmsg, r->busy ? "  BUSY" : "");
     printf("  memory     %s scratch beyond inputs and outputs\n",
            ft_fmt_bytes((double)r->ws.peak, a1, sizeof a1));
 }
@@ -361,11 +369,19 @@ static void bench_report(const bench_args *a, const ft_cli_setup *su, const benc
     double frac = r->roof.floor_s / r->st.median;
     char loadmsg[160];
     ft_load_describe(&r->load, loadmsg, sizeof loadmsg);
-    if (r->load.busy)
+    if (r->busy) {
+        char why[200];
+        if (r->load.busy)
+            snprintf(why, sizeof why, "%s", loadmsg);
+        else
+            snprintf(why, sizeof why,
+                     "the scheduler took %.0f%% of the sampled time from its calls",
+                     100 * r->st.lost_frac);
         fprintf(stderr,
                 "flaretune: warning: the machine was busy while measuring (%s); the "
                 "timing is not what a quiet machine gives\n",
-                loadmsg);
+                why);
+    }
     if (frac > FT_ROOFLINE_MAX_FRAC)
         fprintf(stderr,
                 "flaretune: warning: bench %s: %.0f%% of the roofline is above the roof after "
