@@ -200,7 +200,7 @@ def test_exec_config_errors():
 
 
 BENCH_KEYS = ["op", "preset", "backend", "config", "median_s", "iqr_s", "samples", "bytes",
-              "flops", "gbps", "gflops", "roofline_s", "roofline_frac", "peak_extra_bytes"]
+              "flops", "gbps", "gflops", "roofline_s", "roofline_frac", "peak_extra_bytes", "load", "busy"]
 
 
 def test_exec_profile_why():
