@@ -56,6 +56,8 @@ typedef struct tree {
     int *kids, *kops; /* kops: N_CMP's operators, beside its operands (kops[first+1..]) */
     int nkids, capkids;
     unsigned char *used; /* per slot */
+    char **strs;         /* the string literals' texts, which N_NUM nodes point at */
+    int nstrs, capstrs;
 } tree;
 
 static void tree_free(tree *t) {
@@ -63,6 +65,9 @@ static void tree_free(tree *t) {
     free(t->kids);
     free(t->kops);
     free(t->used);
+    for (int i = 0; i < t->nstrs; i++)
+        free(t->strs[i]);
+    free(t->strs);
 }
 
 struct ft_expr {
@@ -77,7 +82,7 @@ struct ft_expr {
 
 /* ---- parsing ---------------------------------------------------------------------------------- */
 
-typedef enum { T_END, T_NUM, T_NAME, T_OP } tkind;
+typedef enum { T_END, T_NUM, T_NAME, T_OP, T_STR } tkind;
 
 typedef struct parser {
     const char *src;
@@ -172,6 +177,22 @@ static void next(parser *p) {
         p->tk = T_NUM;
         p->tlen = i - p->pos;
         p->pos = i;
+        return;
+    }
+    if (c == '\'' || c == '"') { /* a string literal, its text between the quotes */
+        size_t i = p->pos + 1;
+        while (i < p->len && s[i] != c && s[i] != '\\')
+            i++;
+        if (i >= p->len || s[i] != c) {
+            fail(p, p->pos,
+                 i < p->len ? "a backslash in a string (escapes are not read)"
+                            : "a string without its closing quote");
+            p->tk = T_END;
+            return;
+        }
+        p->tk = T_STR;
+        p->tlen = i + 1 - p->pos;
+        p->pos = i + 1;
         return;
     }
     if (is_name_start(c)) {
@@ -417,6 +438,22 @@ static int p_list(parser *p, size_t at) {
     return nd;
 }
 
+/* The text of the string token, kept with the tree; -1 when out of memory. */
+static int keep_string(parser *p) {
+    tree *t = &p->t;
+    if (t->nstrs == t->capstrs) {
+        int cap = t->capstrs ? 2 * t->capstrs : 4;
+        char **more = realloc(t->strs, (size_t)cap * sizeof *more);
+        if (!more) return fail(p, p->tstart, "out of memory");
+        t->strs = more;
+        t->capstrs = cap;
+    }
+    char *text = strndup(p->src + p->tstart + 1, p->tlen - 2);
+    if (!text) return fail(p, p->tstart, "out of memory");
+    t->strs[t->nstrs] = text;
+    return t->nstrs++;
+}
+
 static int p_atom(parser *p) {
     size_t at = p->tstart;
     if (p->tk == T_NUM) {
@@ -425,9 +462,17 @@ static int p_atom(parser *p) {
         next(p);
         return n;
     }
+    if (p->tk == T_STR) {
+        int k = keep_string(p), n = k < 0 ? -1 : new_node(p, N_NUM, at);
+        if (n >= 0) p->t.nodes[n].v = ft_expr_str(p->t.strs[k]);
+        next(p);
+        return n;
+    }
     if (tok_is(p, "(")) {
         next(p);
+        if (tok_is(p, ")")) return p_items(p, N_LIST, 0, ")", at, -1); /* () */
         int e = p_expr(p);
+        if (e >= 0 && tok_is(p, ",")) return p_items(p, N_LIST, 0, ")", at, e); /* a tuple */
         if (e < 0 || expect(p, ")") < 0) return -1;
         return e;
     }
@@ -700,12 +745,18 @@ ft_expr_value ft_expr_list(const ft_expr_value *items, int n) {
     ft_expr_value r = {.kind = FT_EXPR_LIST, .items = items, .n = n};
     return r;
 }
+ft_expr_value ft_expr_str(const char *s) {
+    ft_expr_value r = {.kind = FT_EXPR_STR, .s = s};
+    return r;
+}
 
 double ft_expr_number(ft_expr_value v) {
     return v.kind == FT_EXPR_INT ? (double)v.i : v.kind == FT_EXPR_FLOAT ? v.f : NAN;
 }
 
 int ft_expr_equal(ft_expr_value a, ft_expr_value b) {
+    if (a.kind == FT_EXPR_STR || b.kind == FT_EXPR_STR)
+        return a.kind == b.kind && strcmp(a.s, b.s) == 0;
     if (a.kind == FT_EXPR_LIST || b.kind == FT_EXPR_LIST) {
         if (a.kind != b.kind || a.n != b.n) return 0;
         for (int i = 0; i < a.n; i++)
@@ -718,6 +769,8 @@ int ft_expr_equal(ft_expr_value a, ft_expr_value b) {
 
 int ft_expr_format(ft_expr_value v, char *buf, size_t cap) {
     if (v.kind == FT_EXPR_INT) return snprintf(buf, cap, "%lld", v.i);
+    if (v.kind == FT_EXPR_STR)
+        return snprintf(buf, cap, strchr(v.s, '\'') ? "\"%s\"" : "'%s'", v.s);
     if (v.kind == FT_EXPR_FLOAT) {
         if (isnan(v.f)) return snprintf(buf, cap, "nan");
         if (isinf(v.f)) return snprintf(buf, cap, v.f > 0 ? "inf" : "-inf");
@@ -789,6 +842,7 @@ static ft_expr_value *alloc_items(evalctx *c, long long n, int pos, ft_status *s
 static int truthy(ft_expr_value v) {
     if (v.kind == FT_EXPR_INT) return v.i != 0;
     if (v.kind == FT_EXPR_FLOAT) return v.f != 0;
+    if (v.kind == FT_EXPR_STR) return v.s[0] != 0;
     return v.n > 0;
 }
 
@@ -796,6 +850,7 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out);
 
 static ft_status need_number(evalctx *c, const node *n, ft_expr_value v) {
     if (v.kind == FT_EXPR_LIST) return efail(c, n->pos, "a list where a number is needed");
+    if (v.kind == FT_EXPR_STR) return efail(c, n->pos, "a string where a number is needed");
     return FT_OK;
 }
 
@@ -850,6 +905,8 @@ static ft_status list_op(evalctx *c, const node *n, ft_expr_value a, ft_expr_val
 
 static ft_status binop(evalctx *c, const node *n, ft_expr_value a, ft_expr_value b,
                        ft_expr_value *out) {
+    if (a.kind == FT_EXPR_STR || b.kind == FT_EXPR_STR)
+        return efail(c, n->pos, "arithmetic on a string (strings only compare)");
     if (a.kind == FT_EXPR_LIST || b.kind == FT_EXPR_LIST) return list_op(c, n, a, b, out);
     int ints = a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT;
     if (ints) {
@@ -934,6 +991,10 @@ static ft_status binop(evalctx *c, const node *n, ft_expr_value a, ft_expr_value
 static int compare(int op, ft_expr_value a, ft_expr_value b) {
     if (op == C_EQ) return ft_expr_equal(a, b);
     if (op == C_NE) return !ft_expr_equal(a, b);
+    if (a.kind == FT_EXPR_STR) { /* both strings: the caller checked */
+        int d = strcmp(a.s, b.s);
+        return op == C_LT ? d < 0 : op == C_LE ? d <= 0 : op == C_GT ? d > 0 : d >= 0;
+    }
     if (a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT) {
         switch (op) {
         case C_LT: return a.i < b.i;
@@ -984,6 +1045,10 @@ static ft_status call(evalctx *c, const node *n, ft_expr_value *out) {
         return FT_OK;
     }
     case F_LEN:
+        if (na == 1 && args[0].kind == FT_EXPR_STR) {
+            *out = ft_expr_int((long long)strlen(args[0].s)); /* bytes: ASCII names' length */
+            return FT_OK;
+        }
         if (na != 1 || args[0].kind != FT_EXPR_LIST) return efail(c, n->pos, "len() takes one list");
         *out = ft_expr_int(args[0].n);
         return FT_OK;
@@ -1023,7 +1088,7 @@ static ft_status call(evalctx *c, const node *n, ft_expr_value *out) {
     default: break;
     }
     /* abs, int, float, round: one number */
-    if (na != 1 || args[0].kind == FT_EXPR_LIST) {
+    if (na != 1 || args[0].kind == FT_EXPR_LIST || args[0].kind == FT_EXPR_STR) {
         snprintf(what, sizeof what, "%s() takes one number", FN_NAMES[n->op]);
         return efail(c, n->pos, what);
     }
@@ -1097,6 +1162,8 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
             } else {
                 if (a.kind == FT_EXPR_LIST || b.kind == FT_EXPR_LIST)
                     return efail(c, n->pos, "a list compared by order");
+                if ((a.kind == FT_EXPR_STR) != (b.kind == FT_EXPR_STR))
+                    return efail(c, n->pos, "a string compared by order with a number");
                 r = compare(op, a, b);
             }
             if (!r) {
@@ -1122,7 +1189,9 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
     case N_CALL: return call(c, n, out);
     case N_INDEX: {
         if ((st = ev(c, n->a, &a)) != FT_OK || (st = ev(c, n->b, &b)) != FT_OK) return st;
-        if (a.kind != FT_EXPR_LIST) return efail(c, n->pos, "indexing a number");
+        if (a.kind != FT_EXPR_LIST)
+            return efail(c, n->pos,
+                         a.kind == FT_EXPR_STR ? "indexing a string" : "indexing a number");
         if (b.kind != FT_EXPR_INT) return efail(c, n->pos, "an index that is not an integer");
         long long i = b.i < 0 ? b.i + a.n : b.i;
         if (i < 0 || i >= a.n) {
@@ -1145,7 +1214,9 @@ static ft_status ev(evalctx *c, int ni, ft_expr_value *out) {
     }
     case N_COMP: {
         if ((st = ev(c, n->b, &b)) != FT_OK) return st;
-        if (b.kind != FT_EXPR_LIST) return efail(c, n->pos, "a loop over a number");
+        if (b.kind != FT_EXPR_LIST)
+            return efail(c, n->pos,
+                         b.kind == FT_EXPR_STR ? "a loop over a string" : "a loop over a number");
         ft_expr_value *items = alloc_items(c, b.n, n->pos, &st);
         if (!items) return st;
         int cnt = 0;
@@ -1181,6 +1252,8 @@ ft_status ft_expr_eval(const ft_expr *e, const ft_expr_value *slots, ft_expr_val
     ft_status st = ev(&c, e->root, &v);
     if (st == FT_OK && v.kind == FT_EXPR_LIST)
         st = efail(&c, 0, "a list where a number is needed");
+    if (st == FT_OK && v.kind == FT_EXPR_STR)
+        st = efail(&c, 0, "a string where a number is needed");
     release(&c);
     if (st == FT_OK) *out = v;
     return st;

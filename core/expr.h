@@ -6,7 +6,10 @@
  * "ProblemSize[0]*ProblemSize[1]", "max(filter_width)". This evaluates that subset without a
  * Python, a shell or anything that can reach outside the expression:
  *
- *   literals    integers (64-bit), decimals (double), True, False, lists [a, b, ...]
+ *   literals    integers (64-bit), decimals (double), True, False, lists [a, b, ...] and
+ *               tuples (a, b, ...) (read as lists), strings 'abc' or "abc" (no escapes: a
+ *               backslash in one is an error), which compare with each other (== != < <= > >=,
+ *               `in` a list) and with nothing else (== with a number is false, < an error)
  *   names       bound when compiled to slots the caller fills (an unknown name is an error then,
  *               before any evaluation); a slot holds a number or a list
  *   arithmetic  + - * / // % ** and unary - +, with Python's rules: / is always a float, //
@@ -36,7 +39,7 @@
 extern "C" {
 #endif
 
-typedef enum { FT_EXPR_INT = 0, FT_EXPR_FLOAT, FT_EXPR_LIST } ft_expr_kind;
+typedef enum { FT_EXPR_INT = 0, FT_EXPR_FLOAT, FT_EXPR_LIST, FT_EXPR_STR } ft_expr_kind;
 
 typedef struct ft_expr_value {
     ft_expr_kind kind;
@@ -44,6 +47,7 @@ typedef struct ft_expr_value {
     double f;                           /* FT_EXPR_FLOAT                              */
     const struct ft_expr_value *items;  /* FT_EXPR_LIST: borrowed, of scalars         */
     int n;
+    const char *s; /* FT_EXPR_STR: borrowed (a literal's lives as long as its expression) */
 } ft_expr_value;
 
 typedef struct ft_expr ft_expr;
@@ -75,7 +79,8 @@ ft_status ft_expr_eval_list(const ft_expr *e, const ft_expr_value *slots, ft_exp
 ft_expr_value ft_expr_int(long long v);
 ft_expr_value ft_expr_float(double v);
 ft_expr_value ft_expr_list(const ft_expr_value *items, int n);
-/* The value as a double (a list: NaN). */
+ft_expr_value ft_expr_str(const char *s);
+/* The value as a double (a list or a string: NaN). */
 double ft_expr_number(ft_expr_value v);
 /* Format a number as Python prints it ("16", "0.5", "1e-05"); lists as "[1, 2]". */
 int ft_expr_format(ft_expr_value v, char *buf, size_t cap);

@@ -10,9 +10,9 @@
 #include "core/expr.h"
 #include "ft_test.h"
 
-static const char *const NAMES[] = {"a", "b", "c", "d", "L", "ProblemSize", "filter_width"};
+static const char *const NAMES[] = {"a", "b", "c", "d", "L", "ProblemSize", "filter_width", "s"};
 static ft_expr_value L_ITEMS[3], PS_ITEMS[2], FW_ITEMS[3];
-static ft_expr_value SLOTS[7];
+static ft_expr_value SLOTS[8];
 
 static void init_slots(void) {
     L_ITEMS[0] = ft_expr_int(4);
@@ -30,13 +30,14 @@ static void init_slots(void) {
     SLOTS[4] = ft_expr_list(L_ITEMS, 3);
     SLOTS[5] = ft_expr_list(PS_ITEMS, 2);
     SLOTS[6] = ft_expr_list(FW_ITEMS, 3);
+    SLOTS[7] = ft_expr_str("row"); /* a string tunable's value */
 }
 
 /* Evaluate src and format the result (or "error: ..."). */
 static void run(const char *src, char *out, size_t cap) {
     ft_expr *e = NULL;
     ft_err err = {0};
-    if (ft_expr_compile(src, NAMES, 7, &e, &err) != FT_OK) {
+    if (ft_expr_compile(src, NAMES, 8, &e, &err) != FT_OK) {
         snprintf(out, cap, "error: %s", err.msg);
         return;
     }
@@ -223,6 +224,46 @@ static void test_t1_expressions(void) {
     ft_expr_free(e);
 }
 
+/* Strings and tuples, as T1 files write conditions on string tunables: they compare with each
+ * other and are members of lists; with numbers they are never equal and never ordered. */
+static void test_strings_and_tuples(void) {
+    expect("s == 'row'", "1");
+    expect("s != \"col\"", "1");
+    expect("s in ['row', 'col']", "1");
+    expect("s not in ('col', 'tile')", "1");
+    expect("'a' < 'b' <= 'b'", "1");
+    expect("s == 'col' or a == 7", "1");
+    expect("'x' == 1", "0");
+    expect("1 != 'x'", "1");
+    expect("len(s)", "3");
+    expect("(s if a else 'none') == 'row'", "1");
+    expect("['row', 'col']", "['row', 'col']");
+    expect("[\"it's\", '']", "[\"it's\", '']");
+    expect("a in (7, 8)", "1");
+    expect("(a,)", "[7]");
+    expect("()", "[]");
+    expect("(a)", "7");
+    expect("[x for x in ('p', 'q') if x != 'p']", "['q']");
+    expect_error("'x' < 1", "a string compared by order with a number");
+    expect_error("s + 'x'", "arithmetic on a string");
+    expect_error("-s", "a string where a number is needed");
+    expect_error("abs(s)", "abs() takes one number");
+    expect_error("s[0]", "indexing a string");
+    expect_error("[x for x in s]", "a loop over a string");
+    expect_error("max('a', 'b')", "a string where a number is needed");
+    /* a string is no number: an evaluation that needs one says so */
+    ft_expr *e = NULL;
+    ft_err err = {0};
+    ft_expr_value v;
+    FT_CHECK(ft_expr_compile("s", NAMES, 8, &e, &err) == FT_OK &&
+                 ft_expr_eval(e, SLOTS, &v, &err) == FT_EINVAL &&
+                 strstr(err.msg, "a string where a number is needed"),
+             "eval of a string: %s", err.msg);
+    int truth = 0;
+    FT_CHECK(ft_expr_truth(e, SLOTS, &truth, &err) == FT_OK && truth == 1, "'row' is true");
+    ft_expr_free(e);
+}
+
 static void test_errors(void) {
     expect_error("", "empty");
     expect_error("1 +", "unexpected end");
@@ -233,7 +274,8 @@ static void test_errors(void) {
     expect_error("__import__('os')", "unknown function '__import__'");
     expect_error("open('x')", "unknown function 'open'");
     expect_error("a; b", "unexpected character ';'");
-    expect_error("'str'", "unexpected character");
+    expect_error("'it\\'s'", "a backslash in a string");
+    expect_error("'open", "without its closing quote");
     expect_error("a.b", "unexpected character '.'");
     expect_error("a b", "unexpected text");
     expect_error("L + 1", "a list where a number is needed");
@@ -288,6 +330,7 @@ int main(int argc, char **argv) {
     FT_RUN(test_calls_and_lists);
     FT_RUN(test_comprehensions);
     FT_RUN(test_t1_expressions);
+    FT_RUN(test_strings_and_tuples);
     FT_RUN(test_errors);
     return ft_test_finish();
 }

@@ -422,6 +422,66 @@ static void test_numeric_geometry(void) {
     }
 }
 
+/* String tunables as a condition sees them: strings, compared with string literals and members
+ * of tuples, their Values a JSON list or a Python list expression. 2 x 3 x 2 = 12 configurations;
+ * layout=col needs block_size_x=64 (3 of them out) and order 'c' is out: 6 allowed. */
+static void test_string_conditions(void) {
+    static const char text[] =
+        "{\"General\": {\"BenchmarkName\": \"s\", \"OutputFormat\": \"JSON\"},"
+        " \"ConfigurationSpace\": {\"TuningParameters\": ["
+        "  {\"Name\": \"layout\", \"Type\": \"string\", \"Values\": [\"row\", \"col\"],"
+        "   \"Default\": \"row\"},"
+        "  {\"Name\": \"order\", \"Type\": \"string\", \"Values\": \"['a', 'b', 'c']\","
+        "   \"Default\": \"a\"},"
+        "  {\"Name\": \"block_size_x\", \"Type\": \"int\", \"Values\": [32, 64], \"Default\": 32}],"
+        "  \"Conditions\": [{\"Expression\": \"layout != 'col' or block_size_x == 64\"},"
+        "   {\"Expression\": \"order in ('a', \\\"b\\\")\"}]},"
+        " \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\","
+        " \"KernelFile\": \"k.cu\", \"ProblemSize\": [1000], \"Arguments\": [{\"Name\": \"y\","
+        " \"Type\": \"float\", \"MemoryType\": \"Vector\", \"FillType\": \"Constant\","
+        " \"Size\": \"ProblemSize[0]\", \"FillValue\": 1.0}]}}";
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_from_buffer(text, strlen(text), "s.json", NULL, NULL, &t, &err) == FT_OK, "%s",
+             err.msg);
+    if (!t) return;
+    ft_config *cfgs = NULL;
+    int64_t n = 0;
+    FT_CHECK(ft_t1_enumerate(t, &cfgs, &n, &err) == FT_OK && n == 6, "%lld allowed (%s)",
+             (long long)n, err.msg);
+    free(cfgs);
+    ft_config c;
+    int ok = 1;
+    char why[200] = "";
+    cfg_of(t, "layout=col,order=a,block_size_x=32", &c);
+    FT_CHECK(ft_t1_allowed(t, &c, &ok, why, sizeof why, &err) == FT_OK && !ok &&
+                 strstr(why, "layout != 'col'"),
+             "col with 32 is out: %s", why);
+    char defs[FT_T1_MAX_DEFINES][96];
+    cfg_of(t, "layout=col,order=b,block_size_x=64", &c);
+    int nd = ft_t1_defines(t, &c, defs, FT_T1_MAX_DEFINES);
+    FT_CHECK(nd >= 3 && !strcmp(defs[0], "layout=col") && !strcmp(defs[1], "order=b"),
+             "the labels are the macros: %s %s", defs[0], defs[1]);
+    ft_t1_free(t);
+    /* A string tunable whose Values expression gives a number, and the other way round. */
+    static const char *const bad[] = {"[\\\"a\\\", 2]", "['a'] + [1]"};
+    for (int i = 0; i < 2; i++) {
+        char buf[1024];
+        snprintf(buf, sizeof buf,
+                 "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"o\","
+                 " \"Type\": \"string\", \"Values\": \"%s\", \"Default\": \"a\"}]},"
+                 " \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\","
+                 " \"KernelFile\": \"k.cu\", \"ProblemSize\": [8], \"Arguments\": []}}",
+                 bad[i]);
+        t = NULL;
+        FT_CHECK(ft_t1_from_buffer(buf, strlen(buf), "b.json", NULL, NULL, &t, &err) ==
+                         FT_EFORMAT &&
+                     strstr(err.msg, "is not a string"),
+                 "Values %s: %s", bad[i], err.msg);
+        ft_t1_free(t);
+    }
+}
+
 /* The community's T1 files against the landscapes Kernel Tuner measured with them. */
 static void check_against(const char *ldir, const char *t1name, const char *kfile, const char *land) {
     char path[1200], kpath[1200];
@@ -506,6 +566,7 @@ int main(void) {
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);
     FT_RUN(test_numeric_geometry);
+    FT_RUN(test_string_conditions);
     FT_RUN(test_community_files);
     return ft_test_finish();
 }

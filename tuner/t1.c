@@ -174,7 +174,7 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                 json_t *v = json_array_get(vals, (size_t)k);
                 if (is_string && json_is_string(v)) {
                     labels[k] = strdup(json_string_value(v));
-                    items[k] = ft_expr_float(NAN);
+                    items[k] = ft_expr_str(labels[k] ? labels[k] : "");
                 } else if (!is_string && json_is_integer(v)) {
                     items[k] = ft_expr_int((long long)json_integer_value(v));
                 } else if (!is_string && json_is_real(v)) {
@@ -191,14 +191,35 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                     return s;
                 }
             }
-        } else if (json_is_string(vals) && !is_string) {
+        } else if (json_is_string(vals)) {
             ft_expr *e = NULL;
             ft_err ee = {0};
             ft_status s = ft_expr_compile(json_string_value(vals), NULL, 0, &e, &ee);
             if (s == FT_OK) s = ft_expr_eval_list(e, NULL, &items, &n, &ee);
+            /* Strings for a string tunable (their texts copied before the expression goes),
+             * numbers for the others. */
+            if (s == FT_OK && is_string && !(labels = calloc((size_t)(n ? n : 1), sizeof *labels)))
+                s = ft_err_set(&ee, FT_ENOMEM, "out of memory");
+            for (int k = 0; s == FT_OK && k < n; k++) {
+                if ((items[k].kind == FT_EXPR_STR) != is_string) {
+                    char text[80];
+                    ft_expr_format(items[k], text, sizeof text);
+                    s = ft_err_set(&ee, FT_EFORMAT, "Values[%d], %.64s, is not a%s", k, text,
+                                   is_string ? " string" : " number");
+                } else if (is_string && !(labels[k] = strdup(items[k].s))) {
+                    s = ft_err_set(&ee, FT_ENOMEM, "out of memory");
+                } else if (is_string) {
+                    items[k] = ft_expr_str(labels[k]);
+                }
+            }
             ft_expr_free(e);
-            if (s != FT_OK)
+            if (s != FT_OK) {
+                for (int k = 0; labels && k < n; k++)
+                    free(labels[k]);
+                free(labels);
+                free(items);
                 return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Values: %s", name, pn, ee.msg);
+            }
         } else {
             return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Values must be a list%s", name,
                               pn, is_string ? " of strings" : " or a string holding one");
