@@ -67,7 +67,8 @@ typedef struct ft_t1 {
     ft_space space;
     ft_param params[FT_MAX_PARAMS];
     char **labels[FT_MAX_PARAMS];
-    ft_expr_value *values[FT_MAX_PARAMS]; /* each parameter's values as numbers (labels: NaN) */
+    ft_expr_value *values[FT_MAX_PARAMS]; /* each parameter's values: numbers, or a string
+                                           * tunable's labels as strings */
     char *constraint_text[FT_T1_MAX_CONDS + 1];
     ft_expr *conditions[FT_T1_MAX_CONDS];
     int nconditions;
