@@ -9,6 +9,7 @@ usage: test_faults.py --flaretune PATH [--sanitized 0|1]
 """
 import argparse
 import ast
+import gzip
 import json
 import os
 import resource
@@ -328,6 +329,15 @@ def test_trace_keeps_its_log():
         out = os.path.join(TMP, "never.trace.json")
         one_line_error(["trace", path, "-o", out], 1, "no run_start event")
         check(not os.path.exists(out), f"trace of {name} wrote a trace")
+    # A compressed log is named as one by the commands that do not read it as it is.
+    gz = os.path.join(TMP, "keep.jsonl.gz")
+    with gzip.open(gz, "wt") as f:
+        f.write(before)
+    for args in (["trace", gz, "-o", os.path.join(TMP, "gz.trace.json")],
+                 ["export", gz, "--format", "t4", "-o", os.path.join(TMP, "gz.t4.json")]):
+        one_line_error(args, 1, "is gzip-compressed")
+    rc, _, err = run("replay", gz, "--seeds", "1", "--strategy", "random")
+    check(rc == 0, f"replay reads a gzip log as it is: {rc} {err!r}")
     fam = os.path.join(TMP, "fam", "all.jsonl")
     os.makedirs(os.path.dirname(fam))
     n = 70

@@ -176,6 +176,19 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
     if (s) return s;
     FILE *f = fopen(path, "r");
     if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* A compressed log is named as one, not reported as a line that does not parse. */
+    int c0 = fgetc(f), c1 = c0 == 0x1f ? fgetc(f) : EOF;
+    if (c0 == 0x1f && c1 == 0x8b) {
+        fclose(f);
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: is gzip-compressed: `replay` reads it as it is; for this, "
+                          "decompress it first (gunzip -k)",
+                          path);
+    }
+    if (c1 != EOF)
+        ungetc(c1, f); /* at most one byte goes back: 0x1f alone is no event */
+    else if (c0 != EOF)
+        ungetc(c0, f);
     json_t *arr = json_array();
     char *line = NULL;
     size_t cap = 0;
