@@ -300,6 +300,10 @@ static void test_check_not_finite(void) {
     json_object_set_new(at(d, "charts/0/bars/0/segments/0"), "value", json_real(1.5e308));
     json_object_set_new(at(d, "charts/0/bars/0/segments/1"), "value", json_real(1.5e308));
     expect_bad(d, "bar total", "charts[0].bars[0]: the total of the segments is not finite");
+    /* a finite total whose pixels would not be: refused, named, before anything is drawn */
+    d = doc_new();
+    json_object_set_new(at(d, "charts/0/bars/0/segments/0"), "value", json_real(1e308));
+    expect_bad(d, "bar too large", "charts[0].bars[0]: the total of the segments, 1e+308, is more");
     d = doc_new();
     json_array_set_new(at(d, "charts/1/series/0/points"), 0, json_pack("[f,f]", 3.0, -1.7e308));
     json_array_set_new(at(d, "charts/1/series/0/points"), 2, json_pack("[f,f]", 7.0, 1.7e308));

@@ -101,6 +101,9 @@ typedef struct ft_report_axis {
  * is widened (0..1 when both are 0). Returns FT_EINVAL when lo or hi is not finite or the range
  * overflows. */
 ft_status ft_report_axis_nice(double lo, double hi, int want, ft_report_axis *ax);
+/* The largest magnitude a chart draws: its pixels (a value times a width over the axis' span)
+ * stay finite. A document with more is refused by ft_report_check, naming the value. */
+#define FT_REPORT_MAX_VALUE 1e300
 
 /* v mapped linearly from [d0, d1] to [r0, r1] (d0 == d1 maps to the middle). */
 double ft_report_scale(double v, double d0, double d1, double r0, double r1);

@@ -150,6 +150,11 @@ static ft_status check_bar(const json_t *b, const char *at, ft_err *err) {
         total += json_number_value(v);
     }
     if (!isfinite(total)) return bad(err, "%s: the total of the segments is not finite", at);
+    /* Drawable: its axis and its width in pixels (the total times a chart's width over the
+     * axis) stay finite. */
+    if (!(total <= FT_REPORT_MAX_VALUE))
+        return bad(err, "%s: the total of the segments, %g, is more than a chart draws (%g)", at,
+                   total, FT_REPORT_MAX_VALUE);
     return FT_OK;
 }
 
