@@ -1,6 +1,7 @@
 """clitest.py: what the command-line tests share: running flaretune, recording failures, the
 one-line error contract of every command (exit code, one `flaretune: ...` line on stderr), and
 running a list of test functions with a summary. Python standard library only."""
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,31 @@ def run(*args, env=None, timeout=600):
             e[k] = v
     p = subprocess.run([FT, *args], capture_output=True, text=True, env=e, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def stats_of(median):
+    return {"median_s": median, "ci_rel": 0.01, "samples": 10}
+
+
+def small_run(key="k1", run_id="r1"):
+    """The events of a two-candidate exhaustive run of linear on the cpu backend, written by hand
+    (threads=2 the faster): run_start, two measured, run_end."""
+    return [
+        {"event": "run_start", "format": 1, "op": "linear", "backend": "cpu",
+         "preset": "tiny.dflare.train", "dims": {"M": 40, "N": 256, "K": 64}, "attrs": {},
+         "strategy": "exhaustive", "budget": 0, "space_valid": 2, "default": {"threads": 2},
+         "env": {"cores": 2}, "key": key, "t": 1000.0, "run": run_id},
+        {"event": "measured", "config": {"threads": 1}, "candidate": 0, "started": 1000.5,
+         "stats": stats_of(2e-5), "t": 1001.0, "run": run_id},
+        {"event": "measured", "config": {"threads": 2}, "candidate": 1, "started": 1001.5,
+         "stats": stats_of(1e-5), "t": 1002.0, "run": run_id},
+        {"event": "run_end", "t": 1005.0, "run": run_id}]
+
+
+def write_log(path, events):
+    """Events as tune writes them: one compact JSON object a line."""
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events))
 
 
 def check(cond, what):

@@ -525,25 +525,14 @@ def test_replay_unclean_confirm():
     """replay of a log whose confirm event was not measured cleanly ("clean": false, "used":
     "search") says so, and that the search's medians stand (docs/search.md), rather than that
     the log has no confirm event; its --json says the same (confirm_unclean)."""
-    def st(m):
-        return {"median_s": m, "ci_rel": 0.01, "samples": 10}
-    events = [
-        {"event": "run_start", "format": 1, "op": "linear", "backend": "cpu",
-         "preset": "tiny.dflare.train", "dims": {"M": 40, "N": 256, "K": 64}, "attrs": {},
-         "strategy": "exhaustive", "budget": 0, "space_valid": 2, "default": {"threads": 2},
-         "env": {"cores": 2}, "key": "k1", "t": 1000.0, "run": "r1"},
-        {"event": "measured", "config": {"threads": 1}, "candidate": 0, "started": 1000.5,
-         "stats": st(2e-5), "t": 1001.0, "run": "r1"},
-        {"event": "measured", "config": {"threads": 2}, "candidate": 1, "started": 1001.5,
-         "stats": st(1e-5), "t": 1002.0, "run": "r1"},
-        {"event": "confirm", "configs": [{"threads": 2}, {"threads": 1}],
-         "stats": [st(1.1e-5), st(2.1e-5)], "clean": False, "used": "search",
-         "started": 1003.0, "t": 1004.0, "run": "r1"},
-        {"event": "run_end", "t": 1005.0, "run": "r1"}]
+    events = clitest.small_run()
+    events.insert(3, {"event": "confirm", "configs": [{"threads": 2}, {"threads": 1}],
+                      "stats": [clitest.stats_of(1.1e-5), clitest.stats_of(2.1e-5)],
+                      "clean": False, "used": "search", "started": 1003.0, "t": 1004.0,
+                      "run": "r1"})
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "tune.jsonl")
-        with open(log, "w") as f:
-            f.write("".join(json.dumps(e) + "\n" for e in events))
+        clitest.write_log(log, events)
         rc, out, err = run("replay", log, "--seeds", "1", "--strategy", "random")
         line = next((l for l in out.splitlines() if l.startswith("optimum ")), "")
         check(rc == 0 and "not measured cleanly" in line and "search's medians stand" in line
@@ -554,8 +543,7 @@ def test_replay_unclean_confirm():
         check(doc.get("confirm_unclean") is True and doc.get("optimum_confirmed") is False and
               doc.get("confirm_refused") is None, f"replay --json: confirm_unclean: {rc} {err!r}")
         events[3]["clean"], events[3]["used"] = True, "confirm"
-        with open(log, "w") as f:
-            f.write("".join(json.dumps(e) + "\n" for e in events))
+        clitest.write_log(log, events)
         rc, out, err = run("replay", log, "--seeds", "1", "--strategy", "random", "--json")
         doc = json.loads(out) if rc == 0 else {}
         check(doc.get("confirm_unclean") is False and doc.get("optimum_confirmed") is True,

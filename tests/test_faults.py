@@ -293,21 +293,7 @@ def test_trace_of_a_directory():
 
 
 def small_log(path, key="k1", run="r1"):
-    """A two-candidate exhaustive run of linear, written by hand."""
-    def st(m):
-        return {"median_s": m, "ci_rel": 0.01, "samples": 10}
-    events = [
-        {"event": "run_start", "format": 1, "op": "linear", "backend": "cpu",
-         "preset": "tiny.dflare.train", "dims": {"M": 40, "N": 256, "K": 64}, "attrs": {},
-         "strategy": "exhaustive", "budget": 0, "space_valid": 2, "default": {"threads": 2},
-         "env": {"cores": 2}, "key": key, "t": 1000.0, "run": run},
-        {"event": "measured", "config": {"threads": 1}, "candidate": 0, "started": 1000.5,
-         "stats": st(2e-5), "t": 1001.0, "run": run},
-        {"event": "measured", "config": {"threads": 2}, "candidate": 1, "started": 1001.5,
-         "stats": st(1e-5), "t": 1002.0, "run": run},
-        {"event": "run_end", "t": 1005.0, "run": run}]
-    with open(path, "w") as f:  # compact, as tune writes it
-        f.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events))
+    clitest.write_log(path, clitest.small_run(key, run))
 
 
 def test_trace_keeps_its_log():
