@@ -227,6 +227,46 @@ def test_probe(tmp):
           f"compile error: exit {rc}, stderr {err!r}")
 
 
+def test_damaged_cache(tmp):
+    """A cache entry that is no longer whole (a CUBIN or its log truncated, the emulator's module
+    cut short or garbled) is no hit: compiled again, never loaded into the process (a cut-short
+    module would end it with SIGBUS) nor trusted, and sealed anew."""
+    cache = os.path.join(tmp, "cache-damaged")
+    env = {"FLARETUNE_CACHE_DIR": cache}
+    comp = ["compile", "fusion.dflare", "--device", "h200", "--preset", "tiny.dflare.train",
+            "--no-sass"]
+    rc, out, err = run(*comp, env=env)
+    check(rc == 0 and ": 1 compiled, 0 from the cache" in out, f"first compile: {rc} {out}{err}")
+    nv = os.path.join(cache, "nvrtc")
+    for suffix, keep in ((".cubin", 100), (".log", 50)):
+        for name in os.listdir(nv):
+            if name.endswith(suffix):
+                with open(os.path.join(nv, name), "r+b") as f:
+                    f.truncate(keep)
+        rc, out, err = run(*comp, env=env)
+        check(rc == 0 and ": 1 compiled, 0 from the cache" in out,
+              f"a truncated {suffix} is compiled again: {rc} {out}{err}")
+    rc, out, err = run(*comp, env=env)
+    check(rc == 0 and ": 0 compiled, 1 from the cache" in out, f"sealed anew: {rc} {out}{err}")
+    ex = ["exec", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cuda-emu",
+          "--out", os.path.join(tmp, "emu-out")]
+    rc, out, err = run(*ex, env=env)
+    check(rc == 0, f"exec on the emulator: {rc} {err}")
+    emu = os.path.join(cache, "emu")
+    mods = [os.path.join(emu, n) for n in os.listdir(emu) if n.endswith(".so")]
+    check(mods and all(os.path.exists(m + ".sum") for m in mods), f"modules sealed: {mods}")
+    for damage in ("truncate", "garble"):
+        for m in mods:
+            with open(m, "r+b") as f:
+                if damage == "truncate":
+                    f.truncate(5000)
+                else:
+                    f.seek(os.path.getsize(m) // 2)
+                    f.write(b"\xff" * 4096)
+        rc, out, err = run(*ex, env=env)
+        check(rc == 0, f"a {damage}d module is built again, not loaded: exit {rc} {err!r}")
+
+
 def test_source_as_written(tmp):
     """--source FILE from the working directory (a file not written for flaretune, beside a
     header of the same name as nothing in the kernel tree), C++ kernels by their written names
@@ -521,6 +561,7 @@ def main():
     if a.cuda:
         with tempfile.TemporaryDirectory() as tmp:
             test_probe(tmp)
+            test_damaged_cache(tmp)
             test_source_as_written(tmp)
             test_ops(ops, tmp)
             test_keep(tmp)

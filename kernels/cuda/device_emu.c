@@ -527,11 +527,28 @@ static const char *wrapper_name_at(emu_build *b, const char *line) {
  * file that would not load). The compiler writes a private name that is then renamed into
  * place, so threads and processes building the same module at once never see half a file.
  * Runs without the device's lock; *built is 1 when the compiler ran. */
+/* The digest of the module file at path ("" when it cannot be read). */
+static void module_digest(const char *path, char *out) {
+    char *bytes = NULL;
+    size_t n = 0;
+    out[0] = '\0';
+    if (ft_kc_read_file(path, &bytes, &n) != 0) return;
+    const void *parts[1] = {bytes};
+    ft_kc_digest(parts, &n, 1, out);
+    free(bytes);
+}
+
 static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_err *err) {
     *built = 0;
+    /* A module in the cache is used only when its seal says it is whole: a truncated or
+     * garbled file would be loaded into this process (SIGBUS, SIGSEGV), so it is built again. */
+    char digest[33];
     if (!force && access(b->so, R_OK) == 0) {
-        ft_kc_note(b->key, 1);
-        return FT_OK;
+        module_digest(b->so, digest);
+        if (digest[0] && ft_kc_sealed(b->so, digest)) {
+            ft_kc_note(b->key, 1);
+            return FT_OK;
+        }
     }
     if (ft_kc_mkdir_p(d->cache_dir) != 0)
         return ft_err_set(err, FT_EIO, "emulator: cannot create the cache directory %s: %s",
@@ -581,12 +598,14 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
         return s;
     }
     free(log);
+    module_digest(tmp, digest);
     if (rename(tmp, b->so) != 0) {
         int e = errno;
         unlink(tmp);
         return ft_err_set(err, FT_EIO, "emulator: cannot move the module into %s: %s", b->so,
                           strerror(e));
     }
+    if (digest[0]) (void)ft_kc_seal(b->so, digest); /* unsealed: built again next time */
     atomic_fetch_add(&d->compiled, 1);
     ft_kc_note(b->key, 0);
     *built = 1;

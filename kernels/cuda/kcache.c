@@ -183,6 +183,39 @@ void ft_kc_hash_hex(const ft_kc_hash *h, char *out) {
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h->a, (unsigned long long)h->b);
 }
 
+void ft_kc_digest(const void *const *parts, const size_t *lens, int n, char *out) {
+    ft_kc_hash h;
+    ft_kc_hash_init(&h);
+    for (int i = 0; i < n; i++) {
+        uint64_t len = lens[i];
+        ft_kc_hash_bytes(&h, &len, sizeof len);
+        ft_kc_hash_bytes(&h, parts[i], lens[i]);
+    }
+    ft_kc_hash_hex(&h, out);
+}
+
+static int seal_path(const char *path, char *out, size_t n) {
+    if ((size_t)snprintf(out, n, "%s.sum", path) >= n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+int ft_kc_seal(const char *path, const char *digest) {
+    char p[FT_KC_PATH_CAP + 16];
+    return seal_path(path, p, sizeof p) ? -1 : ft_kc_write_atomic(p, digest, strlen(digest));
+}
+
+int ft_kc_sealed(const char *path, const char *digest) {
+    char p[FT_KC_PATH_CAP + 16], *text = NULL;
+    size_t n = 0;
+    if (seal_path(path, p, sizeof p) || ft_kc_read_file(p, &text, &n) != 0) return 0;
+    int ok = n == strlen(digest) && memcmp(text, digest, n) == 0;
+    free(text);
+    return ok;
+}
+
 int ft_kc_write_atomic(const char *path, const void *data, size_t n) {
     char tmp[FT_KC_PATH_CAP + 64];
     static unsigned counter;

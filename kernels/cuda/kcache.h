@@ -37,6 +37,16 @@ int ft_kc_mkdir_p(const char *dir);
 /* Write bytes to path atomically: a private temporary name in the same folder, then rename.
  * 0, or -1 with errno. */
 int ft_kc_write_atomic(const char *path, const void *data, size_t n);
+/* A cached entry's seal: the digest (32 hex digits, out holds 33) of its files' contents, each
+ * with its length, written last into PATH.sum when the entry is complete. An entry whose files
+ * no longer have their digest (truncated, garbled, one rewritten by another process meanwhile)
+ * or that has no seal is no cache hit: it is built again and sealed anew. */
+void ft_kc_digest(const void *const *parts, const size_t *lens, int n, char *out);
+/* Write the seal of `path` (path + ".sum"); 0, or -1 with errno. */
+int ft_kc_seal(const char *path, const char *digest);
+/* Whether path + ".sum" holds exactly digest. */
+int ft_kc_sealed(const char *path, const char *digest);
+
 /* NAME or NAME=VALUE with NAME an identifier. */
 int ft_kc_valid_define(const char *d);
 /* Check every define (valid, at most max_len characters) and write them as "-DA -DB=1" (or "no

@@ -247,11 +247,19 @@ static ft_status fail_nvrtc(ft_err *err, const char *what, nvrtcResult r, const 
     return ft_err_set(err, FT_EINTERNAL, "NVRTC %s(%s): %s", what, name, nvrtcGetErrorString(r));
 }
 
+/* An entry's digest: its CUBIN, log and names (NULL: none), as sealed when it was cached. */
+static void entry_digest(const char *cubin, size_t n, const char *log, size_t ln, const char *names,
+                         size_t nn, char *out) {
+    const void *parts[3] = {cubin, log, names ? names : ""};
+    const size_t lens[3] = {n, ln, names ? nn : 0};
+    ft_kc_digest(parts, lens, 3, out);
+}
+
 static int load_cached(const char *base, ft_nvrtc_result *out) {
     char path[FT_KC_PATH_CAP + 96];
     snprintf(path, sizeof path, "%s.cubin", base);
-    char *cubin = NULL, *log = NULL;
-    size_t n = 0, ln = 0;
+    char *cubin = NULL, *log = NULL, *names = NULL;
+    size_t n = 0, ln = 0, nn = 0;
     if (ft_kc_read_file(path, &cubin, &n) != 0 || n == 0) {
         free(cubin);
         return 0;
@@ -261,15 +269,25 @@ static int load_cached(const char *base, ft_nvrtc_result *out) {
         free(cubin);
         return 0;
     }
+    snprintf(path, sizeof path, "%s.names", base);
+    if (out->nnames && ft_kc_read_file(path, &names, &nn) != 0) names = NULL;
+    /* A damaged or half-replaced entry is no hit: compiled again, and cached again. */
+    char digest[33];
+    entry_digest(cubin, n, log, ln, names, nn, digest);
+    snprintf(path, sizeof path, "%s.cubin", base);
+    if ((out->nnames && !names) || !ft_kc_sealed(path, digest)) {
+        free(cubin);
+        free(log);
+        free(names);
+        return 0;
+    }
     out->cubin = cubin;
     out->cubin_size = n;
     out->log = log;
     out->cached = 1;
     if (out->nnames == 0) return 1;
     /* The lowered names, a line each: "expr<TAB>lowered", in the order of the expressions. */
-    char *names = NULL;
-    snprintf(path, sizeof path, "%s.names", base);
-    int ok = ft_kc_read_file(path, &names, &ln) == 0;
+    int ok = 1;
     char *line = names;
     for (int i = 0; ok && i < out->nnames; i++) {
         char *nl = line ? strchr(line, '\n') : NULL, *tab = line ? strchr(line, '\t') : NULL;
@@ -472,26 +490,32 @@ static ft_status compile_at(const char *path, const char *const *defines, int nd
     out->nkernels = ft_nvrtc_parse_ptxas(out->log, out->kernels, FT_NVRTC_MAX_KERNELS);
     name_kernels(out);
     ft_kc_note(out->key, 0);
-    /* Cache it (a failure to write only costs a later compile); the CUBIN last, since its
-     * presence says the rest is there. */
+    /* Cache it (a failure to write only costs a later compile); its seal last, since it says
+     * the rest is there and whole. */
     if (cache_ok && ft_kc_mkdir_p(cdir) == 0) {
         char p2[FT_KC_PATH_CAP + 96];
         int ok = 1;
+        char *t = NULL;
+        size_t k = 0;
         if (out->nnames) {
-            size_t cap = (size_t)out->nnames * (sizeof out->names[0] + 2), k = 0;
-            char *t = malloc(cap);
+            size_t cap = (size_t)out->nnames * (sizeof out->names[0] + 2);
+            t = malloc(cap);
             for (int i = 0; t && i < out->nnames; i++)
                 k += (size_t)snprintf(t + k, cap - k, "%s\t%s\n", out->names[i].expr,
                                       out->names[i].lowered);
             snprintf(p2, sizeof p2, "%s.names", base);
             ok = t && ft_kc_write_atomic(p2, t, k) == 0;
-            free(t);
         }
         snprintf(p2, sizeof p2, "%s.log", base);
         if (ok && ft_kc_write_atomic(p2, out->log, strlen(out->log)) == 0) {
             snprintf(p2, sizeof p2, "%s.cubin", base);
-            (void)ft_kc_write_atomic(p2, out->cubin, out->cubin_size);
+            if (ft_kc_write_atomic(p2, out->cubin, out->cubin_size) == 0) {
+                char digest[33];
+                entry_digest(out->cubin, out->cubin_size, out->log, strlen(out->log), t, k, digest);
+                (void)ft_kc_seal(p2, digest);
+            }
         }
+        free(t);
     }
     return FT_OK;
 }
