@@ -414,6 +414,15 @@ def test_report_resume():
     check(rc != 0, "another sweep on the same log is refused")
     one_line_error(err, "another sweep on the same log")
     check(log_steps(log) == after, "the refused sweep leaves the log alone")
+    # The configs come from --profile: the same log resumed with a profile it was not made with
+    # would mix two sweeps' configs, so it is refused too (a profile is part of the sweep).
+    prof = os.path.join(TMP, "rep-prof.json")
+    rc, _, err = run("tune", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                     "--budget", "1", "--max-time", "0.05", "--quiet", "--profile", prof)
+    check(rc == 0, f"a profile for the sweep: {rc} {err}")
+    rc, _, err = run(*sweep_cmd(out, "--profile", prof)[1:])
+    check(rc == 2 and "holds another sweep" in err, f"resumed with another --profile: {rc} {err!r}")
+    check(log_steps(log) == after, "the refused sweep leaves the log alone")
     chromium(os.path.join(out, "report.html"))
 
 

@@ -119,6 +119,21 @@ static int same_sizes(const ft_preset *a, const ft_preset *b) {
 
 /* The steps an earlier run of the same sweep (model, backend, device) logged, by key; an error
  * when the log belongs to another sweep. */
+/* The entries of a profile as 16 hex digits (FNV-1a over each entry's JSON, keys sorted): a
+ * sweep's configs are the same when this is. */
+static const char *profile_digest(const ft_profile *p, char out[17]) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int k = 0; k < ft_profile_count(p); k++) {
+        char *text = json_dumps(ft_profile_entry_at(p, k)->json, JSON_COMPACT | JSON_SORT_KEYS);
+        for (const char *c = text ? text : ""; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        h = (h ^ '\n') * 0x100000001b3ull;
+        free(text);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return out;
+}
+
 static ft_status read_done(const char *log, const json_t *ident, json_t *done, json_t *paired,
                            ft_err *err) {
     if (access(log, F_OK) != 0) return FT_OK;
@@ -688,6 +703,10 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     if (o->dir && (s = ft_dir_make(o->dir, err))) return s;
     json_t *ident = json_pack("{s:s, s:s, s:s, s:f}", "model", o->model, "backend", be->name,
                               "device", device, "time_s", o->time_s);
+    /* The configs come from the profile: a resume with another one (or none) would mix them. */
+    char prof_digest[17];
+    if (o->profile)
+        json_object_set_new(ident, "profile", json_string(profile_digest(o->profile, prof_digest)));
     int lock = ft_file_trylock(o->log, err);
     if (lock < 0) {
         json_decref(ident);
