@@ -485,6 +485,23 @@ def test_counts_and_seeds_everywhere():
         one_line_error(args, 2, needle)
 
 
+def test_attr_a_preset_sets():
+    """An --attr that a preset sets as one of its sizes (the loss's block size B) was overwritten
+    without a word: exec, bench and tune refuse it, pointing at --set, and take it as --set or
+    when it agrees with the preset."""
+    base = ["--preset", "tiny.dflare.train", "--backend", "cpu"]
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "o")
+        for cmd in (["exec", "loss", *base, "--out", out], ["bench", "loss", *base],
+                    ["tune", "loss", *base, "--budget", "1"]):
+            one_line_error(cmd + ["--attr", "B=1"], 2, "--attr B=1: the preset tiny.dflare.train "
+                           "sets B=4 as one of its sizes: give --set B=1")
+        rc, _, err = run("exec", "loss", *base, "--out", out, "--attr", "B=4", "--quiet")
+        check(rc == 0, f"--attr B=4 agrees with the preset: {rc} {err}")
+        rc, _, err = run("exec", "loss", *base, "--out", out, "--set", "B=1", "--quiet")
+        check(rc == 0, f"--set B=1: {rc} {err}")
+
+
 def test_replay_refusals():
     """replay refuses, in one line and exit 2, an option it would otherwise ignore: --trace
     without --json (the traces are part of the JSON), an --opt of a strategy the run does not
@@ -591,7 +608,7 @@ def main():
                          test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
-                         test_counts_and_seeds_everywhere,
+                         test_counts_and_seeds_everywhere, test_attr_a_preset_sets,
                          test_replay_refusals, test_replay_unclean_confirm,
                          test_option_errors_name_the_option))
 

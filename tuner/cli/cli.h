@@ -133,6 +133,9 @@ enum {
 
 /* Apply the --attr list to c's attributes. Returns an exit code (0 on success). */
 int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c);
+/* The --attr values op's preset would overwrite as one of its sizes (the loss's B, which a
+ * preset sets): refused in one line pointing at --set, exit 2; else 0. */
+int ft_cli_check_preset_attrs(const ft_cli_problem *p, const ft_op *op, const ft_preset *preset);
 /* The preset named by p (or `fallback` when none was given) with the --set changes. */
 int ft_cli_make_preset(const ft_cli_problem *p, const char *fallback, ft_preset *out);
 /* The configuration from --config and --threads on top of the backend's default for op. */

@@ -318,5 +318,35 @@ int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
         ft_call_free(&s->c);
         return ft_cli_fail_err(&err);
     }
+    if ((code = ft_cli_check_preset_attrs(p, s->op, &s->preset))) ft_call_free(&s->c);
+    return code;
+}
+
+int ft_cli_check_preset_attrs(const ft_cli_problem *p, const ft_op *op, const ft_preset *preset) {
+    ft_call c;
+    ft_call_init(&c, op);
+    for (int i = 0; i < p->nattrs; i++) { /* checked already: a bad one is no concern here */
+        const char *a = p->attrs[i], *eq = strchr(a, '=');
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : 0, a);
+        if (eq) (void)ft_attrs_set(&c.attrs, op, name, eq + 1, NULL);
+    }
+    if (op->from_preset(&c, preset, NULL)) return FT_EXIT_OK; /* said when the call is made */
+    for (int i = 0; i < p->nattrs; i++) {
+        const char *a = p->attrs[i], *eq = strchr(a, '=');
+        if (!eq) continue;
+        char name[64], want[64], got[64];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+        ft_attrs given;
+        ft_attrs_default(&given);
+        if (ft_attrs_set(&given, op, name, eq + 1, NULL)) continue;
+        ft_attrs_format(&given, name, want, sizeof want);
+        ft_attrs_format(&c.attrs, name, got, sizeof got);
+        if (strcmp(want, got) != 0)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "--attr %s: the preset %s sets %s=%s as one of its sizes: give "
+                               "--set %s=%s",
+                               a, preset->name, name, got, name, eq + 1);
+    }
     return FT_EXIT_OK;
 }

@@ -794,6 +794,7 @@ static int tune_plan_sweep(const tune_args *a, const ft_cli_problem *pp, const f
             snprintf(set, sizeof set, "%s=%lld", a->sweep_name, a->sweep_vals[v]);
             if (ft_preset_set(&jb->preset, set, &err)) return ft_cli_fail_err(&err);
         }
+        if ((code = ft_cli_check_preset_attrs(pp, op, &jb->preset))) return code;
         jb->log[0] = '\0';
         if (a->log) {
             if (a->nops == 1 && !a->sweep)
