@@ -262,6 +262,9 @@ def test_step_errors():
             (["tiny.dflare.train", "--scheme", "nope"], 2, "an unknown scheme"),
             (["tiny.dflare.decode", "--set", "Q=3"], 2, "an unknown size"),
             (["tiny.dflare.decode", "--set", "window=-1"], 2, "a negative window"),
+            (["tiny.dflare.train", "--set", "N=5"], 2, "an N the stages would not share"),
+            (["tiny.dflare.train", "--set", "blocks=7"], 2, "blocks the stages would not share"),
+            (["tiny.dflare.decode", "--set", "N=5"], 2, "a decode N the stages would not share"),
             ([], 2, "no preset")):
         t0 = time.time()
         rc, out, err = run("step", *args)
