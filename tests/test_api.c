@@ -507,6 +507,18 @@ static void device_emu_at(const char *set) {
                            FLARETUNE_DEVICE);
             EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "fusion.dflare", "dtype=bf16", NULL),
                         FLARETUNE_ESHAPE, "'x'");
+            /* a failed run leaves the last successful run's config and its source alone */
+            char cfg_before[512], src_before[32];
+            snprintf(cfg_before, sizeof cfg_before, "%s", flaretune_last_config(ctx));
+            snprintf(src_before, sizeof src_before, "%s", flaretune_last_config_source(ctx));
+            EXPECT_FAIL(ctx, &p,
+                        flaretune_run(ctx, "fusion.dflare", "dtype=bf16", "strategy=per_layer"),
+                        FLARETUNE_ESHAPE, "'x'");
+            FT_CHECK(!strcmp(flaretune_last_config(ctx), cfg_before) &&
+                         !strcmp(flaretune_last_config_source(ctx), src_before) &&
+                         !strcmp(src_before, "default"),
+                     "after a failed run: %s (%s), before: %s (%s)", flaretune_last_config(ctx),
+                     flaretune_last_config_source(ctx), cfg_before, src_before);
         }
         free(out);
         for (int i = 0; i < FT_MAX_TENSORS; i++)

@@ -547,9 +547,10 @@ static flaretune_status bind_device(flaretune_context *ctx, ft_call *c) {
     return FLARETUNE_OK;
 }
 
-/* The config: the caller's, else the profile's for the nearest shape, else the default. */
+/* The config: the caller's, else the profile's for the nearest shape, else the default; source
+ * (32 bytes) says which, kept by the caller only when the run succeeds. */
 static flaretune_status pick_config(flaretune_context *ctx, const ft_call *c, const char *text,
-                                    ft_config *cfg) {
+                                    ft_config *cfg, char *source) {
     const ft_space *sp = ctx->be->space(c->op);
     ft_err err = {0};
     char why[256];
@@ -560,11 +561,11 @@ static flaretune_status pick_config(flaretune_context *ctx, const ft_call *c, co
         if (!ft_space_runnable(sp, c, cfg, why, sizeof why))
             return fail(ctx, FLARETUNE_EINVAL, "%s on %s: config %s cannot run at these sizes: %s",
                         c->op->name, ctx->be->name, text, why);
-        snprintf(ctx->last_source, sizeof ctx->last_source, "config");
+        snprintf(source, 32, "config");
         return FLARETUNE_OK;
     }
     ft_config_default(sp, cfg);
-    snprintf(ctx->last_source, sizeof ctx->last_source, "default");
+    snprintf(source, 32, "default");
     if (!ctx->profile) return FLARETUNE_OK;
     int exact = 0;
     const char *device = (ctx->profile_flags & FLARETUNE_ANY_DEVICE) ? NULL : ctx->device;
@@ -575,8 +576,7 @@ static flaretune_status pick_config(flaretune_context *ctx, const ft_call *c, co
         !ft_space_runnable(sp, c, &pc, why, sizeof why))
         return FLARETUNE_OK;
     *cfg = pc;
-    snprintf(ctx->last_source, sizeof ctx->last_source, "%s",
-             exact ? "profile" : "profile (nearest)");
+    snprintf(source, 32, "%s", exact ? "profile" : "profile (nearest)");
     return FLARETUNE_OK;
 }
 
@@ -611,8 +611,9 @@ static flaretune_status run(flaretune_context *ctx, const char *opname, const ch
     pick_storage(ctx, &c, attrs);
     if (ft_backend_check_attrs(ctx->be, &c.attrs, &err)) return fail_err(ctx, &err);
     ft_config cfg;
+    char source[32];
     if (!(st = bind_inputs(ctx, &c)) && !(st = bind_outputs(ctx, &c)) &&
-        !(st = pick_config(ctx, &c, config, &cfg)) && !(st = bind_device(ctx, &c))) {
+        !(st = pick_config(ctx, &c, config, &cfg, source)) && !(st = bind_device(ctx, &c))) {
         c.ws = &ctx->ws;
         int shared_device = ctx->be->bind_device != NULL;
         if (shared_device) pthread_mutex_lock(&device_runs);
@@ -624,6 +625,7 @@ static flaretune_status run(flaretune_context *ctx, const char *opname, const ch
             unstage_outputs(ctx, &c);
             ft_config_format(ctx->be->space(op), &cfg, ctx->last_config,
                              sizeof ctx->last_config);
+            snprintf(ctx->last_source, sizeof ctx->last_source, "%s", source);
         }
     }
     ft_call_free(&c);
