@@ -580,6 +580,15 @@ static ft_status build_run(emu_dev *d, emu_build *b, int force, int *built, ft_e
             s = ft_err_set(err, FT_EIO,
                            "emulator: the C++ compiler %s was killed (signal %d) compiling %s",
                            d->cxx, rc - 128, b->name);
+        } else if (log &&
+                   (strstr(log, "No space left on device") || strstr(log, "Disk quota exceeded") ||
+                    strstr(log, "Read-only file system"))) {
+            /* the cache's disk, not the source: an I/O error naming the reason */
+            const char *why = strstr(log, "No space left on device") ? "No space left on device"
+                              : strstr(log, "Disk quota exceeded")   ? "Disk quota exceeded"
+                                                                     : "Read-only file system";
+            s = ft_err_set(err, FT_EIO, "emulator: cannot write the module of %s into %s: %s",
+                           b->name, d->cache_dir, why);
         } else {
             char line[400];
             ft_kc_first_error(log, line, sizeof line);
