@@ -105,9 +105,10 @@ FLARETUNE_API const char *flaretune_device(const flaretune_context *ctx);
 
 /* Load a profile (replacing one loaded before). Later runs without an explicit config use its
  * entry for the op with the nearest shape (docs/api.md). FLARETUNE_EIO for a missing or
- * unreadable file, FLARETUNE_EFORMAT for a malformed one, FLARETUNE_EDEVICE when it has no
- * entry for this backend on this device (flags: FLARETUNE_ANY_DEVICE to accept other devices').
- * path NULL unloads. */
+ * unreadable file, FLARETUNE_EFORMAT for a malformed one, FLARETUNE_EUNSUPPORTED for one a
+ * newer flaretune wrote (a schema_version this library does not read), FLARETUNE_EDEVICE when it
+ * has no entry for this backend on this device, an empty file included (flags:
+ * FLARETUNE_ANY_DEVICE to accept other devices'). path NULL unloads. */
 FLARETUNE_API flaretune_status flaretune_load_profile(flaretune_context *ctx, const char *path,
                                                       unsigned flags);
 

@@ -144,6 +144,8 @@ int main(int argc, char **argv) {
     }
     if (argc == 2 && !strcmp(argv[1], "null"))
         return print_status(PFX_fusion_dflare(NULL, &d.info, d.msg, sizeof d.msg), d.msg);
+    if (argc == 2 && !strcmp(argv[1], "null-op"))
+        return print_status(PFX_run(NULL, NULL, NULL, 0, NULL, 0, NULL, d.msg, sizeof d.msg), d.msg);
     if (argc != 5) return 2;
     if (driver_load(&d, argv[3], argv[4])) return 3;
     return driver_finish(&d, PFX_run(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL, d.sizes, d.ns,
@@ -436,6 +438,9 @@ def test_bad_input(p, ins, tmp):
     got = run([p.driver, "null"], env=p.env).stdout.strip()
     if got != "status 1: fusion.dflare: args is NULL":
         fail(f"NULL args: driver said '{got}'")
+    got = run([p.driver, "null-op"], env=p.env).stdout.strip()
+    if got != "status 1: which op? (op is NULL)":
+        fail(f"a NULL op (the header: EINVAL for a NULL pointer): driver said '{got}'")
     # The lookup refuses what a run refuses (the header: -1 when the arguments are bad).
     for sizes, want in (("48,4,64,3", "lookup 0 exact 1"), ("0,4,64,3", "lookup -1 exact 0"),
                         ("48,4,-5,3", "lookup -1 exact 0")):
