@@ -243,21 +243,26 @@ static int run(int argc, char **argv) {
         if (ft_preset_set(&p, args.sets[i], &err))
             return ft_cli_fail(FT_EXIT_USAGE, "step: %s", err.msg);
     /* One op alone may take N or blocks of its own; a whole step derives them from the other
-     * sizes, so that every stage sees the same tokens (docs/step.md). */
+     * sizes, so that every stage sees the same tokens and rows (docs/step.md). */
     int decode = !strcmp(p.phase, "decode");
-    long long n_of = decode ? p.R * p.B : p.nseq * p.S, blocks_of = decode ? p.R : p.nseq * p.NB;
-    if ((p.user_set & FT_PRESET_SET_N) && p.N != n_of)
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "step: size N is derived in a whole step: N = %s = %lld here (N=%lld "
-                           "would give its stages different tokens); set %s instead",
-                           decode ? "R * B" : "nseq * S", n_of, (long long)p.N,
-                           decode ? "R or B" : "nseq or S");
-    if ((p.user_set & FT_PRESET_SET_BLOCKS) && p.blocks != blocks_of)
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "step: size blocks is derived in a whole step: blocks = %s = %lld here "
-                           "(blocks=%lld would give its stages different rows); set %s instead",
-                           decode ? "R" : "nseq * NB", blocks_of, (long long)p.blocks,
-                           decode ? "R" : "nseq or NB");
+    const struct {
+        const char *name, *formula, *instead;
+        int flag;
+        long long set, derived;
+    } derived[] = {
+        {"N", decode ? "R * B" : "nseq * S", decode ? "R or B" : "nseq or S", FT_PRESET_SET_N,
+         (long long)p.N, (long long)(decode ? p.R * p.B : p.nseq * p.S)},
+        {"blocks", decode ? "R" : "nseq * NB", decode ? "R" : "nseq or NB", FT_PRESET_SET_BLOCKS,
+         (long long)p.blocks, (long long)(decode ? p.R : p.nseq * p.NB)},
+    };
+    for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
+        if ((p.user_set & derived[i].flag) && derived[i].set != derived[i].derived)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "step: size %s is derived in a whole step: %s = %s = %lld here "
+                               "(%s=%lld would give its stages different sizes); set %s instead",
+                               derived[i].name, derived[i].name, derived[i].formula,
+                               derived[i].derived, derived[i].name, derived[i].set,
+                               derived[i].instead);
     if (so.scheme) {
         ft_attrs a;
         ft_attrs_default(&a);
