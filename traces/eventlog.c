@@ -290,9 +290,9 @@ int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int 
 
 char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX] {
     char(*out)[FT_EVENTLOG_PATH_MAX] = NULL;
-    int want = ft_eventlog_family(path, NULL, 0);
-    /* A log may appear between the count and the listing: count again until both agree. */
-    for (int tries = 0; want > 0 && tries < 4; tries++) {
+    int have = 0, want = ft_eventlog_family(path, NULL, 0);
+    /* A log may appear between the count and the listing: list again (a few times at most). */
+    for (int tries = 0; want > have && tries < 4; tries++) {
         char(*more)[FT_EVENTLOG_PATH_MAX] = realloc(out, (size_t)want * sizeof *out);
         if (!more) {
             free(out);
@@ -300,22 +300,14 @@ char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX] {
             return NULL;
         }
         out = more;
-        int got = ft_eventlog_family(path, out, want);
-        if (got <= want) {
-            *n = got;
-            if (!got) {
-                free(out);
-                out = NULL;
-            }
-            return out;
-        }
-        want = got;
+        have = want;
+        want = ft_eventlog_family(path, out, have);
     }
-    *n = want > 0 ? ft_eventlog_family(path, out, want) : 0;
-    if (*n > want) *n = want;
+    *n = want < have ? want : have; /* the listed ones (fewer when some went meanwhile) */
     if (*n <= 0) {
         free(out);
         out = NULL;
+        *n = 0;
     }
     return out;
 }
