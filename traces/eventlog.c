@@ -176,19 +176,6 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
     if (s) return s;
     FILE *f = fopen(path, "r");
     if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
-    /* A compressed log is named as one, not reported as a line that does not parse. */
-    int c0 = fgetc(f), c1 = c0 == 0x1f ? fgetc(f) : EOF;
-    if (c0 == 0x1f && c1 == 0x8b) {
-        fclose(f);
-        return ft_err_set(err, FT_EFORMAT,
-                          "%s: is gzip-compressed: `replay` reads it as it is; for this, "
-                          "decompress it first (gunzip -k)",
-                          path);
-    }
-    if (c1 != EOF)
-        ungetc(c1, f); /* at most one byte goes back: 0x1f alone is no event */
-    else if (c0 != EOF)
-        ungetc(c0, f);
     json_t *arr = json_array();
     char *line = NULL;
     size_t cap = 0;
@@ -196,6 +183,15 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
     long lineno = 0;
     while ((len = read_line(f, &line, &cap, (size_t)FT_EVENT_LINE_MAX)) >= 0) {
         lineno++;
+        /* A compressed log is named as one, not reported as a line that does not parse. */
+        if (lineno == 1 && len >= 2 && (unsigned char)line[0] == 0x1f &&
+            (unsigned char)line[1] == 0x8b) {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: is gzip-compressed: `replay` reads it as it is; for this, "
+                           "decompress it first (gunzip -k)",
+                           path);
+            break;
+        }
         int complete = len > 0 && line[len - 1] == '\n';
         if (len == 0 || (len == 1 && complete)) continue;
         json_error_t je;
