@@ -337,6 +337,17 @@ def test_trace_keeps_its_log():
     rc, stdout, err = run("replay", fam, "--seeds", "1", "--strategy", "random")
     check(rc == 0 and stdout.count("landscape ") == n,
           f"replay of {n} logs: {rc} {stdout.count('landscape ')} landscapes {err[-200:]!r}")
+    # A file named as it is is read alone, and the family's other logs are said to be left out.
+    small_log(fam, key="kf", run="rf")
+    rc, _, err = run("trace", fam, "-o", out)
+    runs = [e for e in json.load(open(out))["traceEvents"] if e.get("cat") == "run"] if rc == 0 else []
+    check(rc == 0 and len(runs) == 1, f"trace of the file itself: {rc} {len(runs)} runs {err!r}")
+    check(f"{n} more logs" in err and "not read" in err, f"trace names the logs it leaves: {err!r}")
+    rc, stdout, err = run("replay", fam, "--seeds", "1", "--strategy", "random")
+    check(rc == 0 and stdout.count("landscape ") == 1 and f"{n} more logs" in err,
+          f"replay of the file itself: {rc} {stdout.count('landscape ')} landscapes {err[-300:]!r}")
+    rc, _, err = run("trace", log, "-o", os.path.join(TMP, "alone.trace.json"))
+    check(rc == 0 and "note" not in err, f"a log with no family has no note: {rc} {err!r}")
 
 
 def test_unbounded_reads():

@@ -54,6 +54,9 @@ int ft_cli_fail(int code, const char *fmt, ...)
 /* Print err's message and return the exit code for its status. */
 int ft_cli_fail_err(const ft_err *err);
 int ft_cli_exit_code(ft_status s);
+/* When log is a file with sibling logs of a `tune all` or sweep (log.OP, ...), say on stderr
+ * that cmd reads the file alone, as named. */
+void ft_cli_note_family(const char *cmd, const char *log);
 
 /* SIGINT and SIGTERM to handler from now on, with sigaction's flags (SA_RESETHAND: the signal
  * after the first ends the process as it would have without the handler). */

@@ -5,8 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
+#include "traces/eventlog.h"
 
 int ft_cli_fail(int code, const char *fmt, ...) {
     va_list ap;
@@ -31,6 +33,18 @@ int ft_cli_exit_code(ft_status s) {
 
 int ft_cli_fail_err(const ft_err *err) {
     return ft_cli_fail(ft_cli_exit_code(err->status), "%s", err->msg);
+}
+
+void ft_cli_note_family(const char *cmd, const char *log) {
+    struct stat sb;
+    if (stat(log, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    int more = ft_eventlog_family(log, NULL, 0) - 1;
+    if (more > 0)
+        fprintf(stderr,
+                "%s: note: %s is read alone; %d more log%s of a `tune all` or sweep beside it "
+                "(%s.OP) %s not read: name %s to read %s\n",
+                cmd, log, more, more == 1 ? "" : "s", log, more == 1 ? "is" : "are",
+                more == 1 ? "it" : "each", more == 1 ? "it" : "them");
 }
 
 void ft_cli_catch_stop(void (*handler)(int), int flags) {

@@ -1208,7 +1208,10 @@ static int run(int argc, char **argv) {
     char(*logs)[FT_EVENTLOG_PATH_MAX] = ft_eventlog_family_all(path, &nlogs);
     if (nlogs < 0) return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory listing the logs");
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) nlogs = 1; /* the file itself, as named */
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        nlogs = 1; /* the file itself, as named */
+        ft_cli_note_family("replay", path);
+    }
     code = replay_family(path, logs, nlogs, &ro);
     free(logs);
     return code;
