@@ -199,6 +199,43 @@ def test_exec_config_errors():
         check(os.path.exists(os.path.join(out, "loss.npy")), "exec wrote loss.npy")
 
 
+def test_duplicate_configs_run():
+    """A config the tuner skips as the twin of another (k_layers with k >= D is all_layers;
+    vecs_per_thread=4 has vecs_per_thread=2's threads per row) still runs when asked for: exec,
+    bench, watch and compile agree, and bench and compile say it is a twin."""
+    rc, out, _ = run("list", "--json")
+    cuda_built = {b["name"]: b for b in json.loads(out)["backends"]}["cuda"]["built"]
+    pre = ["fusion.dflare", "--preset", "tiny.dflare.train"]
+    env = {"FLARETUNE_CACHE_DIR": os.environ.get("FLARETUNE_CACHE_DIR", "")}
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = {}
+        for cfg in ("strategy=all_layers", "strategy=k_layers,k=4", "vecs_per_thread=2",
+                    "vecs_per_thread=4"):
+            outs[cfg] = os.path.join(tmp, cfg.replace(",", "_"))
+            rc, _, err = run("exec", *pre, "--backend", "cuda-emu", "--config", cfg, "--out",
+                             outs[cfg], env=env)
+            check(rc == 0, f"exec --config {cfg} runs: {err.strip()!r}")
+        for a, b in (("strategy=all_layers", "strategy=k_layers,k=4"),
+                     ("vecs_per_thread=2", "vecs_per_thread=4")):
+            fa, fb = (os.path.join(outs[x], "f.npy") for x in (a, b))
+            check(os.path.exists(fa) and os.path.exists(fb)
+                  and open(fa, "rb").read() == open(fb, "rb").read(),
+                  f"{b} computes what {a} does")
+        for cfg, needle in (("strategy=k_layers,k=4", "is all_layers"),
+                            ("vecs_per_thread=4", "same 32 threads per row")):
+            rc, out, err = run("bench", *pre, "--backend", "cuda-emu", "--config", cfg, "--json",
+                               "--max-time", "0.1", env=env)
+            check(rc == 0 and needle in err and "a tuner skips it" in err,
+                  f"bench --config {cfg}: {rc} {err.strip()!r}")
+            if rc == 0:
+                check(json.loads(out)["median_s"] > 0, f"bench --config {cfg} timed it")
+            if cuda_built:
+                rc, _, err = run("compile", *pre, "--config", cfg, env=env)
+                check(rc == 0 and needle in err, f"compile --config {cfg}: {rc} {err.strip()!r}")
+        one_line_error(["bench", *pre, "--backend", "cuda-emu", "--config", "vec_bytes=2",
+                        "--max-time", "0.1"], 2, "config not valid")
+
+
 BENCH_KEYS = ["op", "preset", "backend", "config", "median_s", "iqr_s", "samples", "bytes",
               "flops", "gbps", "gflops", "roofline_s", "roofline_frac", "peak_extra_bytes", "load", "busy"]
 
@@ -604,7 +641,8 @@ def main():
                          test_ctypes_example_without_numpy,
                          test_version_and_blas_core, test_version_is_the_tree, test_list, test_space,
                          test_rope_at_presets,
-                         test_exec_config_errors, test_exec_profile_why, test_exec_profile_threads,
+                         test_exec_config_errors, test_duplicate_configs_run,
+                         test_exec_profile_why, test_exec_profile_threads,
                          test_bench,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,

@@ -330,7 +330,7 @@ static int dl_check_threads(const void *ctx, char *why, size_t n) {
             (long long)g->nch, g->tpr, g->cpt);
     if (g->cpt > 1 && fus_tpr(g->nch, g->cpt / 2) == g->tpr)
         return ft_config_why(
-            FT_CONFIG_INVALID, why, n,
+            FT_CONFIG_DUPLICATE, why, n,
             "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d", g->cpt,
             g->tpr, g->cpt / 2);
     return FT_CONFIG_VALID;
@@ -636,7 +636,7 @@ static int dh_check_cpt(const void *ctx, char *why, size_t n) {
     int cpt = v->cfg->v[FUS_DH_P_CPT];
     if (cpt > 1 && dh_tpr(v->g.H, v->g.el, cpt / 2) == v->g.tpr)
         return ft_config_why(
-            FT_CONFIG_INVALID, why, n,
+            FT_CONFIG_DUPLICATE, why, n,
             "vecs_per_thread=%d gives the same %d threads per row as vecs_per_thread=%d", cpt,
             v->g.tpr, cpt / 2);
     return FT_CONFIG_VALID;

@@ -191,11 +191,14 @@ static int bench_prepare(const bench_args *a, ft_cli_setup *su, bench_result *r)
     if ((code = ft_cli_setup_inputs(&a->prob, su))) return code;
     const ft_space *space = su->be->space(su->op);
     char why[256];
-    if (!ft_space_valid(space, &su->c, &su->cfg, why, sizeof why)) {
+    int verdict = ft_space_check(space, &su->c, &su->cfg, why, sizeof why);
+    if (verdict == FT_CONFIG_INVALID) {
         ft_call_free(&su->c);
         return ft_cli_fail(FT_EXIT_USAGE, "bench: config not valid for %s at %s: %s", su->op->name,
                            su->preset.name, why);
     }
+    if (verdict == FT_CONFIG_DUPLICATE)
+        fprintf(stderr, "bench: note: %s (a tuner skips it; timed as given)\n", why);
     int ti = ft_space_param(space, "threads");
     int threads = ti >= 0 ? su->cfg.v[ti] : 1;
     ft_err err = {0};

@@ -633,9 +633,12 @@ static int plan_space(const compile_args *a, compile_problem *pr, compile_work *
         if (ft_config_parse(s, a->prob.config ? a->prob.config : "", &one, &err))
             return ft_cli_fail(FT_EXIT_USAGE, "compile: %s on cuda: %s", op->name, err.msg);
         char why[256] = "";
-        if (!ft_space_valid(s, &pr->c, &one, why, sizeof why))
+        int verdict = ft_space_check(s, &pr->c, &one, why, sizeof why);
+        if (verdict == FT_CONFIG_INVALID)
             return ft_cli_fail(FT_EXIT_USAGE, "compile: %s: configuration not valid at %s: %s",
                                op->name, pr->p.name, why);
+        if (verdict == FT_CONFIG_DUPLICATE)
+            fprintf(stderr, "compile: note: %s (a tuner skips it; compiled as given)\n", why);
     }
     W->es = calloc((size_t)(total > 0 ? total : 1), sizeof *W->es);
     if (!W->es)

@@ -173,7 +173,7 @@ static int kernel_prepare(watch *w, kernel *k, uint64_t seed) {
         return ft_cli_fail(FT_EXIT_FAIL, "watch: %s: the profile's config: %s", e->op->name,
                            err.msg);
     char why[256] = "";
-    if (!ft_space_valid(sp, &k->c, &k->cfg, why, sizeof why))
+    if (!ft_space_runnable(sp, &k->c, &k->cfg, why, sizeof why))
         return ft_cli_fail(FT_EXIT_FAIL, "watch: %s: the profile's config cannot run here: %s",
                            e->op->name, why);
     ft_call_dims_str(&k->c, k->shape, sizeof k->shape);
