@@ -36,13 +36,18 @@ typedef struct {
     double base, noise; /* per call: base * (1 + noise * uniform(-1, 1)) */
     int calls, preps;
     int last_sample;
+    int slow_calls; /* the first slow_calls calls take slow seconds each (a busy start) */
+    double slow;
 } fake;
 
 static ft_status fake_run(void *p, int reps, double *secs, ft_err *err) {
     (void)err;
     fake *f = p;
     double t = 0;
-    for (int r = 0; r < reps; r++) t += f->base * (1 + f->noise * (2 * ft_rng_uniform(&f->rng) - 1));
+    for (int r = 0; r < reps; r++)
+        t += f->calls + r < f->slow_calls
+                 ? f->slow
+                 : f->base * (1 + f->noise * (2 * ft_rng_uniform(&f->rng) - 1));
     f->calls += reps;
     *secs = t;
     return FT_OK;
@@ -135,6 +140,23 @@ static void test_batches_short_calls(void) {
     fake_measure(&b);
     FT_CHECK(b.st.batch == 100, "1 us calls batched to 100 us samples, got %d", b.st.batch);
     FT_CHECK(fabs(b.st.median - 1e-6) < 1e-12, "per-call median %g", b.st.median);
+}
+
+/* A warm-up the scheduler stretched (its one call 200 us) sizes no batch; the first sample shows
+ * the call takes 1 us, and the samples start again in batches of 100, none of the unbatched
+ * ones kept. */
+static void test_batch_after_a_busy_warmup(void) {
+    fake_bench b;
+    fake_bench_init(&b, 1e-6, 0, 4);
+    b.f.slow_calls = 1;
+    b.f.slow = 2e-4;
+    b.o.min_time_s = 0;
+    fake_measure(&b);
+    FT_CHECK(b.st.batch == 100, "batched to 100 us samples after the busy warm-up, got %d",
+             b.st.batch);
+    FT_CHECK(fabs(b.st.median - 1e-6) < 1e-12 && b.st.taken == b.st.samples,
+             "per-call median %g from %d samples of %d taken", b.st.median, b.st.samples,
+             b.st.taken);
 }
 
 static void test_screening(void) {
@@ -438,6 +460,7 @@ int main(void) {
     FT_RUN(test_converges_on_quiet_samples);
     FT_RUN(test_noisy_samples_hit_the_cap);
     FT_RUN(test_batches_short_calls);
+    FT_RUN(test_batch_after_a_busy_warmup);
     FT_RUN(test_screening);
     FT_RUN(test_stop_flag);
     FT_RUN(test_sleep_inside_a_call_is_contaminated);

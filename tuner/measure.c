@@ -116,6 +116,14 @@ static ft_status timed_sample(const ft_timed_fn *fn, const ft_measure_opts *o, f
     return s;
 }
 
+/* The calls per sample for a call of `fastest` seconds: enough for batch_min_s (at most 10000). */
+static int batch_for(const ft_measure_opts *o, double fastest) {
+    if (!(fastest < o->batch_min_s)) return 1;
+    /* (the factor keeps an exact ratio from rounding up a whole call) */
+    int b = (int)ceil(o->batch_min_s / (fastest > 1e-9 ? fastest : 1e-9) * (1 - 1e-12));
+    return b > 10000 ? 10000 : b;
+}
+
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err) {
     memset(st, 0, sizeof *st);
     double start = ft_now_s();
@@ -142,6 +150,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
      * fastest call (a call the scheduler stretched would size it too small). */
     double one = 0, fastest = INFINITY, wall = 0, lost = 0;
     int warm = 0, batch = 1, n = 0, taken = 0;
+    int rebatched = 0;
     double lost_sum = 0, wall_sum = 0, t0 = start, stop_t0 = start;
     do {
         if (fn->prep && (s = fn->prep(fn->ctx, -1, err))) goto out;
@@ -151,9 +160,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         warm++;
     } while (ft_now_s() - start < o->warmup_s && warm < 1000);
     if (!s) {
-        if (fastest < o->batch_min_s) /* (the factor keeps an exact ratio from rounding up a whole call) */
-            batch = (int)ceil(o->batch_min_s / (fastest > 1e-9 ? fastest : 1e-9) * (1 - 1e-12));
-        if (batch > 10000) batch = 10000;
+        batch = batch_for(o, fastest);
         t0 = ft_now_s();
     }
     while (!s) {
@@ -168,6 +175,15 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         if ((s = timed_sample(fn, o, pr, batch, &secs, &wall, &lost, err))) break;
         all[taken++] = secs / batch;
         if (secs / batch < fastest) fastest = secs / batch;
+        /* Every warm-up call stretched (a busy machine) sized the batch too small: once a
+         * sample shows the call needs a batch over twice as large, the samples start again at
+         * it (twice at most), so short calls are never timed one by one. */
+        if (batch_for(o, fastest) > 2 * batch && rebatched < 2) {
+            batch = batch_for(o, fastest);
+            rebatched++;
+            n = taken = st->discarded = 0;
+            continue;
+        }
         lost_sum += lost;
         wall_sum += wall;
         int clean = !(wall > 0 && lost > o->max_lost * wall);
