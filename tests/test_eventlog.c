@@ -169,12 +169,64 @@ static void test_trace_kernels(void) {
     json_decref(evs);
 }
 
+/* A candidate not measured cleanly is marked so (its median an upper bound), and a batch that
+ * lies outside its candidate's span (logs of earlier versions) is left out, never drawn. */
+static void test_trace_unclean(void) {
+    const double t0 = 1.7e9;
+    json_t *evs =
+        json_pack("[{s:s, s:f, s:s, s:s, s:s, s:{s:i}, s:s, s:i},"
+                  " {s:s, s:f, s:f, s:{s:i}, s:i, s:{s:f, s:i}, s:b, s:b,"
+                  "  s:[[f, f, i], [f, f, i], [f, f, i], [f, f, i]]},"
+                  " {s:s, s:f, s:f, s:{s:i}, s:i, s:{s:f, s:i}, s:b, s:[[f, f, i]]},"
+                  " {s:s, s:f}]",
+                  "event", "run_start", "t", t0, "op", "linear", "backend", "cpu", "preset", "tiny",
+                  "dims", "N", 8, "strategy", "exhaustive", "space_valid", 2, "event", "measured",
+                  "t", t0 + 0.5, "started", t0 + 0.1, "config", "threads", 1, "candidate", 0,
+                  "stats", "median_s", 1e-4, "samples", 12, "screened", 0, "clean", 0, "batches",
+                  t0 + 0.2, 0.1, 6, 4.65e-310, -4.65e-310, 2, t0 - 5.0, 0.01, 2, t0 + 0.3, 1e250, 2,
+                  "event", "measured", "t", t0 + 0.9, "started", t0 + 0.6, "config", "threads", 2,
+                  "candidate", 1, "stats", "median_s", 5e-5, "samples", 6, "screened", 0, "batches",
+                  t0 + 0.7, 0.1, 6, "event", "run_end", "t", t0 + 1.0);
+    FT_CHECK(evs != NULL, "synthetic events");
+    if (!evs) return;
+    json_t *tr = ft_trace_from_events(evs);
+    int batches = 0, unclean = 0, clean = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(tr, "traceEvents"), i, e) {
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (!cat) continue;
+        double ts = json_number_value(json_object_get(e, "ts"));
+        double dur = json_number_value(json_object_get(e, "dur"));
+        FT_CHECK(ts >= 0 && ts <= 1e6 && dur >= 0 && ts + dur <= 1e6 + 1,
+                 "%s span at %g us for %g us, outside the run", cat, ts, dur);
+        batches += !strcmp(cat, "samples");
+        if (strcmp(cat, "candidate")) continue;
+        json_t *args = json_object_get(e, "args");
+        const char *cname = json_string_value(json_object_get(e, "cname"));
+        if (json_is_false(json_object_get(args, "clean"))) {
+            unclean++;
+            FT_CHECK(cname && !strcmp(cname, "bad"),
+                     "the unclean candidate has a colour of its own");
+        } else {
+            clean += json_is_true(json_object_get(args, "clean")) && !cname;
+        }
+    }
+    FT_CHECK(unclean == 1 && clean == 1, "one unclean and one clean candidate: %d %d", unclean,
+             clean);
+    FT_CHECK(batches == 2, "the two batches within their candidates, not the three outside: %d",
+             batches);
+    json_decref(tr);
+    json_decref(evs);
+}
+
 int main(void) {
     snprintf(path, sizeof path, "/tmp/ft_test_eventlog.%d.jsonl", (int)getpid());
     FT_RUN(test_write_read);
     FT_RUN(test_torn_and_damaged);
     FT_RUN(test_refused);
     FT_RUN(test_trace_kernels);
+    FT_RUN(test_trace_unclean);
     unlink(path);
     return ft_test_finish();
 }

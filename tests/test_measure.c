@@ -13,6 +13,7 @@
 #include "core/sched.h"
 #include "ft_test.h"
 #include "op/op.h"
+#include "traces/eventlog.h"
 #include "tuner/measure.h"
 
 static void test_quantiles(void) {
@@ -234,12 +235,31 @@ static void test_sleep_inside_a_call_is_contaminated(void) {
     ft_stats st;
     host_call always = {.spin_s = 2e-4, .sleep_s = 2e-3, .sleep_every = 1};
     ft_timed_fn fn = {.run = host_run, .ctx = &always, .host_clock = 1};
+    /* The samples handed back are those the statistics are of: an unclean measurement's are
+     * every one taken, each begun within the measurement, its value within min..max. */
+    enum { CAP = 4096 };
+    static double starts[CAP], values[CAP];
+    for (int i = 0; i < CAP; i++)
+        starts[i] = values[i] = -1;
+    o.sample_start = starts;
+    o.sample_value = values;
+    o.sample_cap = CAP;
+    double before = ft_wall_time();
     FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+    double after = ft_wall_time();
     FT_CHECK(st.unclean && st.discarded == st.samples && st.samples > 0,
              "every sleeping sample thrown away: %d of %d, unclean %d", st.discarded, st.samples,
              st.unclean);
     FT_CHECK(st.median > 2e-3 && st.lost_frac > 0.5, "the unclean median shows the sleep: %g (%g)",
              st.median, st.lost_frac);
+    int bad = 0;
+    for (int i = 0; i < st.samples && i < CAP; i++)
+        bad +=
+            !(starts[i] >= before && starts[i] <= after && (i == 0 || starts[i] > starts[i - 1]) &&
+              values[i] >= st.min && values[i] <= st.max);
+    FT_CHECK(bad == 0, "%d of the %d unclean samples handed back are not theirs", bad, st.samples);
+    o.sample_start = o.sample_value = NULL;
+    o.sample_cap = 0;
 
     host_call never = {.spin_s = 2e-4};
     fn.ctx = &never;

@@ -9,6 +9,7 @@
  */
 #include "traces/trace.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ json_t *ft_trace_from_events(const json_t *events) {
             free(dims);
             json_array_append_new(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph",
                                                  "M", "pid", pid, "tid", 1, "args", "name", run_name));
-            run_args = json_pack("{s:O, s:O, s:O}", "strategy", json_object_get(ev, "strategy"),
+            run_args = json_pack("{s:O?, s:O?, s:O?}", "strategy", json_object_get(ev, "strategy"),
                                  "space_valid", json_object_get(ev, "space_valid"), "device",
                                  json_object_get(ev, "device"));
             continue;
@@ -96,24 +97,38 @@ json_t *ft_trace_from_events(const json_t *events) {
         double started = json_is_number(json_object_get(ev, "started")) ? num(ev, "started") : t;
         const json_t *cfg = json_object_get(ev, "config");
         if (!strcmp(kind, "rejected")) {
-            json_t *args = json_pack("{s:O, s:O, s:O}", "config", cfg, "reason",
-                                     json_object_get(ev, "reason"), "message", json_object_get(ev, "message"));
+            json_t *args =
+                json_pack("{s:O?, s:O?, s:O?}", "config", cfg, "reason",
+                          json_object_get(ev, "reason"), "message", json_object_get(ev, "message"));
             json_t *e = span(config_name(cfg), "rejected", US(started), US(t) - US(started), pid, args);
             json_object_set_new(e, "cname", json_string("terrible"));
             json_array_append_new(out, e);
         } else if (!strcmp(kind, "measured")) {
             const json_t *st = json_object_get(ev, "stats");
-            json_t *args = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "config", cfg, "median_s",
-                                     json_object_get(st, "median_s"), "iqr_s", json_object_get(st, "iqr_s"),
-                                     "samples", json_object_get(st, "samples"), "screened",
-                                     json_object_get(ev, "screened"), "roofline_frac",
-                                     json_object_get(ev, "roofline_frac"));
-            json_array_append_new(out, span(config_name(cfg), "candidate", US(started), US(t) - US(started), pid, args));
+            /* (O?: a field a log lacks is null, never the loss of every argument) */
+            json_t *args = json_pack(
+                "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "config", cfg, "median_s",
+                json_object_get(st, "median_s"), "iqr_s", json_object_get(st, "iqr_s"), "samples",
+                json_object_get(st, "samples"), "screened", json_object_get(ev, "screened"),
+                "roofline_frac", json_object_get(ev, "roofline_frac"));
+            /* Not measured cleanly: its median is an upper bound (docs/measurement.md), shown in
+             * a colour of its own and said in its arguments. */
+            int clean = !json_is_false(json_object_get(ev, "clean"));
+            json_object_set_new(args, "clean", json_boolean(clean));
+            json_t *ce =
+                span(config_name(cfg), "candidate", US(started), US(t) - US(started), pid, args);
+            if (!clean) json_object_set_new(ce, "cname", json_string("bad"));
+            json_array_append_new(out, ce);
             size_t b;
             json_t *bt;
             json_array_foreach(json_object_get(ev, "batches"), b, bt) {
                 double bs = json_number_value(json_array_get(bt, 0)), bd = json_number_value(json_array_get(bt, 1));
                 json_int_t n = json_integer_value(json_array_get(bt, 2));
+                /* A batch outside its candidate's span (logs of earlier versions could hold
+                 * them for unclean candidates) is no sample of it: left out, never drawn. */
+                if (!isfinite(bs) || !isfinite(bd) || bd < 0 || bs < started - 1e-3 ||
+                    bs + bd > t + 1e-3)
+                    continue;
                 char name[48];
                 snprintf(name, sizeof name, "%lld samples", (long long)n);
                 json_array_append_new(out, span(name, "samples", US(bs), bd * 1e6, pid,
@@ -128,14 +143,15 @@ json_t *ft_trace_from_events(const json_t *events) {
                     json_array_append_new(out, thread_name(pid, TID_GPU, "GPU kernels"));
                     gpu_named = 1;
                 }
-                json_t *kargs = json_pack("{s:O, s:O}", "config", cfg, "candidate",
+                json_t *kargs = json_pack("{s:O?, s:O?}", "config", cfg, "candidate",
                                           json_object_get(ev, "candidate"));
                 json_array_append_new(out, span_on(TID_GPU, kname ? kname : "?", "kernel", US(ks),
                                                    US(ke) - US(ks), pid, kargs));
             }
         } else if (!strcmp(kind, "confirm")) {
-            json_array_append_new(out, span("confirm (interleaved)", "confirm", US(started), US(t) - US(started), pid,
-                                            json_pack("{s:O}", "configs", json_object_get(ev, "configs"))));
+            json_array_append_new(
+                out, span("confirm (interleaved)", "confirm", US(started), US(t) - US(started), pid,
+                          json_pack("{s:O?}", "configs", json_object_get(ev, "configs"))));
         }
     }
     if (pid && run_args)

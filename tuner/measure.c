@@ -135,14 +135,17 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         ft_sched_probe_open(&probe);
         pr = &probe;
     }
-    /* x: the clean samples; all: every sample taken (4 x max_samples at most) */
+    /* x: the clean samples; all: every sample taken (4 x max_samples at most), all_start: when
+     * each began */
     double *x = malloc(sizeof(double) * (size_t)o->max_samples);
     double *tmp = malloc(sizeof(double) * (size_t)o->max_samples);
     double *all = malloc(sizeof(double) * 4 * (size_t)o->max_samples);
-    if (!x || !tmp || !all) {
+    double *all_start = malloc(sizeof(double) * 4 * (size_t)o->max_samples);
+    if (!x || !tmp || !all || !all_start) {
         free(x);
         free(tmp);
         free(all);
+        free(all_start);
         if (pr) ft_sched_probe_close(pr);
         return ft_err_set(err, FT_ENOMEM, "out of memory for samples");
     }
@@ -173,6 +176,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         double started = ft_wall_time();
         stop_t0 = ft_now_s();
         if ((s = timed_sample(fn, o, pr, batch, &secs, &wall, &lost, err))) break;
+        all_start[taken] = started;
         all[taken++] = secs / batch;
         if (secs / batch < fastest) fastest = secs / batch;
         /* Every warm-up call stretched (a busy machine) sized the batch too small: once a
@@ -233,10 +237,16 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         /* Unclean: the statistics of every sample, contaminated ones too. The scheduler only
          * adds time, so that median is an upper bound on the kernel's, to show, never to
          * rank. */
-        if (unclean && !st->stopped)
+        if (unclean && !st->stopped) {
+            /* The samples recorded for the caller are then every one taken, as the stats. */
+            for (int i = 0; i < taken && i < o->sample_cap; i++) {
+                if (o->sample_start) o->sample_start[i] = all_start[i];
+                if (o->sample_value) o->sample_value[i] = all[i];
+            }
             ft_stats_compute(all, taken, st);
-        else
+        } else {
             ft_stats_compute(x, n, st);
+        }
         st->unclean = unclean;
         st->discarded = discarded;
         st->taken = taken;
@@ -248,5 +258,6 @@ out:
     free(x);
     free(tmp);
     free(all);
+    free(all_start);
     return s;
 }

@@ -36,7 +36,9 @@ typedef struct ft_measure_opts {
     double screen_above;
     int screen_after;
     /* Optional: where each sample started (wall time, seconds since the epoch), for traces, and
-     * each sample's value (seconds per call), for distributions; both hold sample_cap. */
+     * each sample's value (seconds per call), for distributions; both hold sample_cap. The
+     * first min(st->samples, sample_cap) entries are the samples the statistics are of: the
+     * clean ones, or every one taken when the statistics are an unclean measurement's. */
     double *sample_start;
     double *sample_value;
     int sample_cap;

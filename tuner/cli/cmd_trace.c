@@ -10,7 +10,9 @@ static void usage(FILE *f) {
                "Write the tuning runs of an event log as a Chrome trace-event file (open it in\n"
                "https://ui.perfetto.dev or chrome://tracing): one process per run, with the run,\n"
                "each candidate and each batch of samples as nested spans; rejected candidates are\n"
-               "marked red, and the final interleaved confirmation is its own span.\n");
+               "marked red, candidates not measured cleanly (a busy machine: their median is an\n"
+               "upper bound) in a colour of their own with clean=false, and the final interleaved\n"
+               "confirmation is its own span.\n");
 }
 
 static int run(int argc, char **argv) {
