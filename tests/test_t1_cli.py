@@ -294,6 +294,68 @@ def test_reference_file():
     one_line_error(args + ["--reference", "y=" + os.path.join(tmp, "none.npy")], 1, "none.npy")
 
 
+FLAGS_CU = r"""
+__global__ void flags(int *idx, unsigned char *sat, const float *x, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i] * 400.0f;
+#if bug == 1
+    idx[i] = v < 200.0f ? 7 : i;        /* 7 where -1 is right */
+#elif bug == 2
+    idx[i] = v < 200.0f ? -1 : i + 1;   /* every other index off by one */
+#else
+    idx[i] = v < 200.0f ? -1 : i;
+#endif
+#if bug == 3
+    sat[i] = v >= 255.0f ? 0 : (unsigned char)v;   /* wraps where it should saturate at 255 */
+#else
+    sat[i] = v >= 255.0f ? 255 : (unsigned char)v;
+#endif
+}
+"""
+
+
+def test_integer_outputs():
+    """Integer outputs compare exactly, and an int32 -1 or a uint8 255 the reference writes (the
+    bytes of the reset pattern) is checked like any value: each wrong configuration is
+    rejected, and the right one at another block size passes."""
+    tmp = STATE["tmp"]
+    with open(os.path.join(tmp, "flags.cu"), "w") as f:
+        f.write(FLAGS_CU)
+    vec = {"MemoryType": "Vector", "FillType": "Constant", "Size": "ProblemSize[0]",
+           "FillValue": 0}
+    doc = {"General": {"BenchmarkName": "flags", "OutputFormat": "JSON"},
+           "ConfigurationSpace": {"TuningParameters": [
+               {"Name": "block_size_x", "Type": "int", "Values": "[32, 64]", "Default": 32},
+               {"Name": "bug", "Type": "int", "Values": "[0, 1, 2, 3]", "Default": 0}],
+               "Conditions": []},
+           "KernelSpecification": {
+               "Language": "CUDA", "CompilerOptions": ["-std=c++11"], "BenchmarkName": "flags",
+               "KernelName": "flags", "KernelFile": "flags.cu", "GlobalSizeType": "CUDA",
+               "LocalSize": {"X": "block_size_x", "Y": "1", "Z": "1"},
+               "GridDivX": ["block_size_x"], "ProblemSize": [512], "SharedMemory": 0,
+               "Arguments": [
+                   dict(vec, Name="idx", Type="int32", AccessType="WriteOnly", Output=1),
+                   dict(vec, Name="sat", Type="uint8", AccessType="WriteOnly", Output=1),
+                   dict(vec, Name="x", Type="float", AccessType="ReadOnly", FillType="Random",
+                        FillValue=1.0),
+                   {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 512}]}}
+    t1 = os.path.join(tmp, "flags.json")
+    with open(t1, "w") as f:
+        json.dump(doc, f)
+    rc, out, err = run("tune", "--t1", t1, "--backend", "cuda-emu", "--strategy", "exhaustive",
+                       "--budget", "0", "--reps", "1")
+    rejected = sorted(re.search(r"bug=(\d)", l).group(1) + ("idx" if "idx[" in l else "sat")
+                      for l in err.splitlines() if "rejected:" in l)
+    check(rc == 0 and "8 of 8 configurations evaluated (6 rejected)" in out,
+          f"six wrong configurations of eight: exit {rc}: {out}{err[-1500:]}")
+    check(rejected == ["1idx", "1idx", "2idx", "2idx", "3sat", "3sat"],
+          f"each rejected for its own wrong output: {rejected}")
+    check("integers compare exactly" in err and "the reference configuration's -1" in err
+          and "the reference configuration's 255" in err,
+          f"the messages name the values the reset pattern hid: {err[-1200:]}")
+
+
 def test_profile():
     """--profile: the best configuration merged into a profile's kernels, the faster of two runs
     kept, beside op entries already there; `show` lists it; `emit` writes it as JSON and as a C
@@ -545,7 +607,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
-                                 test_kt_cache_resume, test_reference_file, test_profile, test_event_log,
+                                 test_kt_cache_resume, test_reference_file,
+                                 test_integer_outputs, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad))
 
 

@@ -11,9 +11,14 @@
  *             the whole launch would take, a check of the pipeline, not a GPU's time.
  * The check runs the whole grid (on the emulator: where that is expected to take at most
  * FT_T1_EMU_WHOLE_S; else the timed sample) and compares every element the reference wrote:
- * |x - ref| <= 1e-4 * max|ref| + 1e-6, NaN only where the reference has one, and an element left
- * unwritten is a failure (after a sampled run, the elements it did not reach are not compared). A candidate that does not compile, cannot launch, or
- * disagrees is rejected with its reason and the search goes on.
+ * floats within 1e-4 * max|ref| + 1e-6, NaN only where the reference has one, integers exactly,
+ * and an element left unwritten is a failure (after a sampled run, the elements it did not reach
+ * are not compared). What the reference wrote is known from two checked runs of it, its
+ * write-only outputs reset to 0xFF bytes and then to 0x00 bytes: an element is unwritten only
+ * where it kept both (so an int32 -1 or a uint8 255 it wrote counts). A candidate runs checked
+ * once, reset to 0xFF: an element equal to the reference's to the bit passes, one still 0xFF
+ * elsewhere is unwritten. A candidate that does not compile, cannot launch, or disagrees is
+ * rejected with its reason and the search goes on.
  */
 #define _GNU_SOURCE
 #include "tuner/t1_tune.h"
@@ -67,10 +72,16 @@ typedef struct outputs {
     void *host[FT_T1_MAX_ARGS];
     size_t bytes[FT_T1_MAX_ARGS];
     int file[FT_T1_MAX_ARGS]; /* of a reference: given by a file, every element expected */
+    /* of the reference configuration's write-only outputs: 1 where it wrote (NULL: judged by
+     * the reset pattern alone) */
+    unsigned char *written[FT_T1_MAX_ARGS];
 } outputs;
 
 static void outputs_free(outputs *o) {
-    for (int i = 0; i < o->n; i++) free(o->host[i]);
+    for (int i = 0; i < o->n; i++) {
+        free(o->host[i]);
+        free(o->written[i]);
+    }
     memset(o, 0, sizeof *o);
 }
 
@@ -96,6 +107,17 @@ static int untouched(const ft_t1_arg *a, const void *init, const void *buf, long
     return 1;
 }
 
+/* Whether the reference wrote element i of its k-th output. */
+static int ref_wrote(const ft_t1_arg *a, const void *init, const outputs *ref, int k, long long i) {
+    if (ref->file[k]) return 1;
+    if (ref->written[k]) return ref->written[k][i];
+    return !untouched(a, init, ref->host[k], i);
+}
+
+static int is_float(const ft_t1_arg *a) {
+    return a->type == FT_T1_FLOAT || a->type == FT_T1_DOUBLE;
+}
+
 /* Compare what both runs wrote; *overlap counts the elements compared. */
 static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const outputs *got,
                  long long *overlap, char *why, size_t n) {
@@ -105,14 +127,21 @@ static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const
         const void *init = ft_t1_bench_host(b, ref->idx[k]);
         double scale = 0;
         for (long long i = 0; i < a->elems; i++)
-            if (ref->file[k] || !untouched(a, init, ref->host[k], i)) {
+            if (ref_wrote(a, init, ref, k, i)) {
                 double v = fabs(elem(a, ref->host[k], i));
                 if (isfinite(v) && v > scale) scale = v;
             }
-        double tol = 1e-4 * scale + 1e-6;
+        /* integers exactly; floats within a part of the output's scale */
+        double tol = is_float(a) ? 1e-4 * scale + 1e-6 : 0;
         const char *whose = ref->file[k] ? "reference file" : "reference configuration";
         for (long long i = 0; i < a->elems; i++) {
-            if (!ref->file[k] && untouched(a, init, ref->host[k], i)) continue;
+            if (!ref_wrote(a, init, ref, k, i)) continue;
+            const size_t eb = a->elem_bytes;
+            if (!memcmp((const unsigned char *)got->host[k] + (size_t)i * eb,
+                        (const unsigned char *)ref->host[k] + (size_t)i * eb, eb)) {
+                (*overlap)++; /* the same to the bit (written, or left as what it should be) */
+                continue;
+            }
             const int unwritten = untouched(a, init, got->host[k], i);
             if (unwritten && !got->whole) continue; /* a sampled run did not reach it */
             /* Left as it was reset: a failure, but where a file expects an output the kernel
@@ -125,8 +154,12 @@ static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const
             double r = elem(a, ref->host[k], i), g = elem(a, got->host[k], i);
             (*overlap)++;
             if ((isnan(g) && !isnan(r)) || fabs(g - r) > tol) {
-                snprintf(why, n, "%s[%lld] = %.9g, the %s's %.9g (tolerance %.3g)", a->name, i, g,
-                         whose, r, tol);
+                if (is_float(a))
+                    snprintf(why, n, "%s[%lld] = %.9g, the %s's %.9g (tolerance %.3g)", a->name, i,
+                             g, whose, r, tol);
+                else
+                    snprintf(why, n, "%s[%lld] = %.9g, the %s's %.9g (integers compare exactly)",
+                             a->name, i, g, whose, r);
                 return 0;
             }
         }
@@ -161,24 +194,26 @@ static ft_status read_outputs(runner *r, outputs *out, ft_err *err) {
     return FT_OK;
 }
 
-/* Before a checked run: a write-only output to the NaN pattern (what the run leaves of it shows),
- * an output it also reads to its first fill (the kernel's input). */
-static ft_status reset_outputs(runner *r, ft_err *err) {
+/* Before a checked run: a write-only output to `fill` bytes (0xFF, a NaN pattern: what the run
+ * leaves of it shows), an output it also reads to its first fill (the kernel's input). */
+static ft_status reset_outputs(runner *r, int fill, ft_err *err) {
     for (int i = 0; i < r->t->nargs; i++) {
         const ft_t1_arg *a = &r->t->args[i];
         if (!a->output || a->scalar) continue;
         size_t bytes = (size_t)a->elems * a->elem_bytes;
-        ft_status s = a->reads ? ft_dev_copy(r->d, ft_t1_bench_arg(r->b, i), ft_t1_bench_host(r->b, i), bytes,
-                                             FT_COPY_H2D, err)
-                               : ft_dev_memset(r->d, ft_t1_bench_arg(r->b, i), 0xFF, bytes, err);
+        ft_status s = a->reads ? ft_dev_copy(r->d, ft_t1_bench_arg(r->b, i),
+                                             ft_t1_bench_host(r->b, i), bytes, FT_COPY_H2D, err)
+                               : ft_dev_memset(r->d, ft_t1_bench_arg(r->b, i), fill, bytes, err);
         if (s != FT_OK) return s;
     }
     return FT_OK;
 }
 
-/* Run cfg once (checked) and time it: its statistics in *stats. */
-static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, ft_stats *stats,
-                         ft_err *err) {
+/* Run cfg once (checked, its write-only outputs reset to 0xFF) and time it: its statistics in
+ * *stats. With `second` (the reference), checked once more with them reset to 0x00, into
+ * *second. */
+static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, outputs *second,
+                         ft_stats *stats, ft_err *err) {
     ft_dev_module *m = NULL;
     long long g[3], bl[3];
     ft_status s = ft_t1_launch(r->t, cfg, g, bl, err);
@@ -204,19 +239,27 @@ static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, ft_stats
         }
         reps = emu_reps;
         int whole = s == FT_OK && xs[0] <= FT_T1_EMU_WHOLE_S;
-        if (s == FT_OK) s = reset_outputs(r, err);
-        if (s == FT_OK)
-            s = whole ? ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err)
-                      : ft_dev_emu_launch_blocks(r->d, m, r->t->kernel_name, grid, block, smem, argv, blocks, nb, err);
-        if (s == FT_OK) s = read_outputs(r, got, err);
-        got->whole = whole;
+        for (int pass = 0; s == FT_OK && pass < (second ? 2 : 1); pass++) {
+            outputs *into = pass ? second : got;
+            s = reset_outputs(r, pass ? 0x00 : 0xFF, err);
+            if (s == FT_OK)
+                s = whole ? ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err)
+                          : ft_dev_emu_launch_blocks(r->d, m, r->t->kernel_name, grid, block, smem,
+                                                     argv, blocks, nb, err);
+            if (s == FT_OK) s = read_outputs(r, into, err);
+            into->whole = whole;
+        }
     } else {
 #if FT_HAVE_CUDA
-        s = reset_outputs(r, err);
-        if (s == FT_OK) s = ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err);
-        if (s == FT_OK) s = ft_dev_sync(r->d, err);
-        if (s == FT_OK) s = read_outputs(r, got, err);
-        got->whole = 1;
+        for (int pass = 0; s == FT_OK && pass < (second ? 2 : 1); pass++) {
+            outputs *into = pass ? second : got;
+            s = reset_outputs(r, pass ? 0x00 : 0xFF, err);
+            if (s == FT_OK)
+                s = ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err);
+            if (s == FT_OK) s = ft_dev_sync(r->d, err);
+            if (s == FT_OK) s = read_outputs(r, into, err);
+            into->whole = 1;
+        }
         for (int k = 0; s == FT_OK && k < reps; k++) {
             int nk = 0;
             s = ft_timer_begin(r->timer, err);
@@ -586,8 +629,32 @@ static void evaluator_close(evaluator *ev, char *clock, size_t n) {
 static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stats *st, char *why,
                                     size_t n, ft_err *err) {
     why[0] = '\0';
-    ft_status s = run_one(&ev->r, def, &ev->ref, st, err);
-    if (s != FT_OK) return ft_err_wrap(err, "the reference (default) configuration");
+    outputs zeroed = {0};
+    ft_status s = run_one(&ev->r, def, &ev->ref, &zeroed, st, err);
+    if (s != FT_OK) {
+        outputs_free(&zeroed);
+        return ft_err_wrap(err, "the reference (default) configuration");
+    }
+    /* What it wrote: of a write-only output, every element but those that kept both resets. */
+    for (int k = 0; k < ev->ref.n && s == FT_OK; k++) {
+        const ft_t1_arg *a = &ev->r.t->args[ev->ref.idx[k]];
+        if (a->reads) continue;
+        unsigned char *w = ev->ref.written[k] = malloc((size_t)a->elems);
+        if (!w)
+            s = ft_err_set(err, FT_ENOMEM, "%s: output %s: out of memory", ev->r.t->path, a->name);
+        for (long long i = 0; w && i < a->elems; i++) {
+            const unsigned char *p1 =
+                (const unsigned char *)ev->ref.host[k] + (size_t)i * a->elem_bytes;
+            const unsigned char *p2 =
+                (const unsigned char *)zeroed.host[k] + (size_t)i * a->elem_bytes;
+            int kept = 1;
+            for (size_t j = 0; j < a->elem_bytes && kept; j++)
+                kept = p1[j] == 0xFF && p2[j] == 0x00;
+            w[i] = !kept;
+        }
+    }
+    outputs_free(&zeroed);
+    if (s != FT_OK) return s;
     outputs *want = &ev->want;
     want->n = ev->ref.n;
     want->whole = ev->ref.whole;
@@ -595,6 +662,7 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
         want->idx[k] = ev->ref.idx[k];
         want->file[k] = ev->expect[ev->ref.idx[k]] != NULL;
         want->host[k] = want->file[k] ? ev->expect[ev->ref.idx[k]] : ev->ref.host[k];
+        want->written[k] = want->file[k] ? NULL : ev->ref.written[k];
     }
     long long overlap = 0;
     if (ev->r.o->nrefs > 0) agree(ev->r.t, ev->r.b, want, &ev->ref, &overlap, why, n);
@@ -610,7 +678,7 @@ static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stat
     outputs got = {0};
     ft_err e = {0};
     why[0] = '\0';
-    ft_status s = run_one(&ev->r, cfg, &got, st, &e);
+    ft_status s = run_one(&ev->r, cfg, &got, NULL, st, &e);
     long long overlap = 0;
     if (s != FT_OK && ev->r.o->stop && *ev->r.o->stop) {
         outputs_free(&got);
