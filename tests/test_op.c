@@ -313,6 +313,17 @@ static void test_attrs(void) {
     FT_CHECK(ft_attrs_set(&a, loss, "alpha", "1.5", &err) == FT_EINVAL, "alpha out of range");
     FT_CHECK(ft_attrs_set(&a, loss, "gamma", "abc", &err) == FT_EINVAL, "not a number");
     FT_CHECK(ft_attrs_set(&a, loss, "gamma", "inf", &err) == FT_EINVAL, "not finite");
+    /* progressive's gamma = gamma0 + (gamma_max - gamma0) * min(1, step / warmup_steps) stays
+     * above 0: a step or warm-up below 0 would make it 0 (w = exp(-0/0)) or negative */
+    FT_CHECK(ft_attrs_set(&a, loss, "step", "-10", &err) == FT_EINVAL &&
+                 strstr(err.msg, "out of range"),
+             "negative step: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, loss, "warmup_steps", "-1", &err) == FT_EINVAL, "negative warm-up");
+    FT_CHECK(ft_attrs_set(&a, loss, "step", "0", &err) == FT_OK && a.loss.step == 0, "step 0");
+    /* a subnormal is a finite number (strtod says ERANGE of it) */
+    FT_CHECK(ft_attrs_set(&a, loss, "gamma", "1e-320", &err) == FT_OK && a.loss.gamma > 0,
+             "a subnormal gamma: %s", err.msg);
+    FT_CHECK(ft_attrs_set(&a, loss, "gamma", "1e400", &err) == FT_EINVAL, "an overflow");
     FT_CHECK(ft_attrs_set(&a, loss, "want_dw", "2", &err) == FT_EINVAL, "bool");
     FT_CHECK(ft_attrs_set(&a, loss, "B", "0", &err) == FT_EINVAL, "B >= 1");
     /* window: 0 = full attention, a count of positions; only the attention ops take it */

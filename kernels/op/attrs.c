@@ -40,8 +40,8 @@ const ft_attr_desc ft_attr_table[] = {
     {"gamma", FT_ATTR_FLOAT, NULL, "7", "decay: w_k = exp(-(k-1)/gamma)"},
     {"gamma0", FT_ATTR_FLOAT, NULL, "1", "progressive: gamma at step 0"},
     {"gamma_max", FT_ATTR_FLOAT, NULL, "7", "progressive: gamma once warmed up"},
-    {"step", FT_ATTR_FLOAT, NULL, "0", "progressive: training step"},
-    {"warmup_steps", FT_ATTR_FLOAT, NULL, "0", "progressive: warm-up length (0: none)"},
+    {"step", FT_ATTR_FLOAT, NULL, "0", "progressive: training step (>= 0)"},
+    {"warmup_steps", FT_ATTR_FLOAT, NULL, "0", "progressive: warm-up length, >= 0 (0: none)"},
     {"gamma_inc", FT_ATTR_FLOAT, NULL, "0.5",
      "progressive_epoch: gamma added per whole epoch (gamma = gamma + gamma_inc * floor(epoch))"},
     {"epoch", FT_ATTR_FLOAT, NULL, "0", "progressive_epoch: training epoch"},
@@ -180,14 +180,16 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
             return FT_OK;
         }
         double v = strtod(value, &end);
-        if (end == value || *end || errno || !isfinite(v))
+        /* (an underflow to a subnormal or zero is still the finite number written) */
+        if (end == value || *end || (errno && !(errno == ERANGE && fabs(v) < 1)) || !isfinite(v))
             return ft_err_set(err, FT_EINVAL, "attribute %s: '%s' is not a finite number", name,
                               value);
         if ((!strcmp(name, "eps") && v < 0) || (!strcmp(name, "gamma") && v <= 0) ||
             (!strcmp(name, "gamma0") && v <= 0) || (!strcmp(name, "gamma_max") && v <= 0) ||
             (!strcmp(name, "alpha") && (v < 0 || v > 1)) ||
             (!strcmp(name, "rope_theta") && v <= 0) || (!strcmp(name, "num_seqs") && v <= 0) ||
-            (!strcmp(name, "gamma_inc") && v < 0) || (!strcmp(name, "epoch") && v < 0))
+            (!strcmp(name, "gamma_inc") && v < 0) || (!strcmp(name, "epoch") && v < 0) ||
+            (!strcmp(name, "step") && v < 0) || (!strcmp(name, "warmup_steps") && v < 0))
             return ft_err_set(err, FT_EINVAL, "attribute %s: %s is out of range", name, value);
         const char *why = rope_range(name, v);
         if (why)
