@@ -204,6 +204,34 @@ static void test_merge_keeps_best(void) {
     FT_CHECK(out == FT_PROFILE_KEPT, "slower entry: outcome %d", out);
     ft_profile_add(c, fast, &out, &err);
     FT_CHECK(out == FT_PROFILE_KEPT, "equal median keeps the entry there: outcome %d", out);
+    /* A run Ctrl-C stopped (its figures unconfirmed) never takes the place of one that
+     * finished, however fast its search median, and a finished one takes its place even when
+     * slower, in either order and through a merge. */
+    json_t *stopped = loss_entry("ref", 512, "dpace", 0.5e-3);
+    json_object_set_new(stopped, "interrupted", json_true());
+    ft_profile_add(c, stopped, &out, &err);
+    FT_CHECK(out == FT_PROFILE_KEPT, "a stopped run's faster entry: outcome %d", out);
+    ft_profile *s = ft_profile_new();
+    ft_profile_add(s, stopped, &out, &err);
+    ft_profile_add(s, slow, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "a finished run's slower entry replaces it: outcome %d",
+             out);
+    ft_profile *s2 = ft_profile_new();
+    ft_profile_add(s2, stopped, &out, &err);
+    FT_CHECK(ft_profile_merge(s2, c, &err) == FT_OK && ft_profile_count(s2) == 1 &&
+                 ft_profile_entry_at(s2, 0)->median_s == 1e-3,
+             "merged, the finished run's entry stays");
+    json_t *stopped2 = json_deep_copy(stopped);
+    json_object_set_new(stopped2, "stats", stats(0.4e-3));
+    ft_profile *s3 = ft_profile_new();
+    ft_profile_add(s3, stopped, &out, &err);
+    ft_profile_add(s3, stopped2, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "between two stopped runs the faster: outcome %d", out);
+    json_decref(stopped);
+    json_decref(stopped2);
+    ft_profile_free(s);
+    ft_profile_free(s2);
+    ft_profile_free(s3);
     /* Devices are part of the key. */
     json_t *dev2 = json_deep_copy(fast);
     json_object_set_new(dev2, "device", json_string("cpu: Other CPU x 8 (Haswell)"));
@@ -899,6 +927,11 @@ static void test_kernels(void) {
     json_decref(k);
     k = kernel_entry("conv", "cuda: A100", 4096, 4096, 32, 5e-3); /* slower: kept out */
     FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_KEPT, "%s", err.msg);
+    json_decref(k);
+    k = kernel_entry("conv", "cuda: A100", 4096, 4096, 64, 0.5e-3); /* faster, but stopped */
+    json_object_set_new(k, "interrupted", json_true());
+    FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_KEPT,
+             "a stopped run's kernel never replaces a finished one's: %d", out);
     json_decref(k);
     k = kernel_entry("conv", "cuda: A100", 1024, 4096, 64, 9e-3); /* another size: added first */
     FT_CHECK(ft_profile_add(p, k, &out, &err) == FT_OK && out == FT_PROFILE_ADDED, "%s", err.msg);

@@ -72,6 +72,19 @@ def test_show(tmp):
     check(rc == 0 and len(lines) == 2 and "cpu: A?B?C??[31m x 16" in lines[1]
           and not any(ord(ch) < 0x20 for ch in out.replace("\n", "")),
           f"show: control characters printed as '?': {out!r}")
+    # A run Ctrl-C stopped: marked, and never over a finished run's entry however fast.
+    d = os.path.join(tmp, "stopped.json")
+    stopped = entry(512, 1e-4)
+    stopped["interrupted"] = True
+    write_profile(d, [stopped, entry(4096, 8e-3)])
+    rc, out, _ = run("show", d)
+    rows = [l for l in out.splitlines()[1:] if "loss" in l]
+    check(rc == 0 and len(rows) == 2 and "stopped" in rows[0] and "stopped" not in rows[1],
+          f"show marks the stopped run's entry: {out!r}")
+    rc, out, _ = run("show", d, a, "--json")
+    m = {e["shape"]["M"]: e for e in json.loads(out)["entries"]} if rc == 0 else {}
+    check(512 in m and m[512]["stats"]["median_s"] == 2e-3 and "interrupted" not in m[512],
+          f"show: the finished run's slower entry over the stopped one's: {out[:300]!r}")
     rc, out, _ = run("show", a, "--op", "fusion.dflare")
     check(rc == 0 and "no entries" in out, f"show --op with no entries: {out!r}")
     rc, out, _ = run("show", a, b, "--op", "loss", "--json")

@@ -611,8 +611,18 @@ static ft_status keep_skipped_kernel(ft_profile *p, json_t *raw, ft_err *err) {
     return append_once(p->skipped_kernels, raw, err);
 }
 
+/* Whether a result of one key (its JSON) takes the place of the one there: a run that finished
+ * (its winner confirmed) over one Ctrl-C stopped (its figures the search's, unconfirmed), and
+ * between two of the same kind the faster. */
+static int better(const json_t *new_j, double new_median, const json_t *old_j, double old_median) {
+    int new_stopped = json_is_true(json_object_get(new_j, "interrupted"));
+    int old_stopped = json_is_true(json_object_get(old_j, "interrupted"));
+    if (new_stopped != old_stopped) return old_stopped;
+    return new_median < old_median;
+}
+
 /* Insert a checked kernel (j is a reference the profile takes over, k points into it): the
- * faster of two with one key stays; a skipped kernel of its key is dropped. */
+ * better of two with one key stays (better()); a skipped kernel of its key is dropped. */
 static ft_status insert_kernel(ft_profile *p, json_t *j, const ft_profile_kernel *k,
                                ft_profile_outcome *outcome, ft_err *err) {
     int at = 0, c = 1;
@@ -620,7 +630,7 @@ static ft_status insert_kernel(ft_profile *p, json_t *j, const ft_profile_kernel
         at++;
     ft_profile_outcome did = FT_PROFILE_ADDED;
     if (at < p->nk && c == 0) {
-        int faster = k->median_s < p->kernels[at].median_s;
+        int faster = better(j, k->median_s, p->kernels[at].json, p->kernels[at].median_s);
         json_decref(faster ? (json_t *)p->kernels[at].json : j);
         if (faster) p->kernels[at] = *k;
         did = faster ? FT_PROFILE_REPLACED : FT_PROFILE_KEPT;
@@ -693,7 +703,7 @@ static ft_status insert(ft_profile *p, json_t *j, ft_profile_entry *e, ft_profil
                         ft_err *err) {
     for (int i = 0; i < p->n; i++) {
         if (!same_key(&p->entries[i], e)) continue;
-        if (e->median_s < p->entries[i].median_s) {
+        if (better(j, e->median_s, p->entries[i].json, p->entries[i].median_s)) {
             json_decref((json_t *)p->entries[i].json);
             p->entries[i] = *e;
             if (outcome) *outcome = FT_PROFILE_REPLACED;

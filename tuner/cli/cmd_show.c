@@ -13,20 +13,21 @@
 #include "kernels/registry.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: flaretune show PROFILE... [--op OP] [--json]\n\n"
-            "Print the tuned entries of the profiles, merged (per key the fastest entry):\n"
-            "op, backend, device, shape, the winning config, its median time with the IQR,\n"
-            "the default config's median, the speedup over it, the fraction of this machine's\n"
-            "roofline and the cache level that bounds it (! when above 1: suspect), the worst\n"
-            "relative error against the float64 reference, and notes: other configs tie with\n"
-            "the winner (tie), the machine was busy while it was tuned (busy), a confirmation\n"
-            "disagreed with the search (unstable). Then the kernels of T1 files the profiles\n"
-            "hold (`tune --t1 --profile`): kernel, backend, device, problem size, the winning\n"
-            "config, its median, the default's, the speedup and the evaluations it took.\n"
-            "Skipped (invalid or stale) entries are named on stderr.\n\n"
-            "  --op OP   only the entries of op OP (t1:KERNEL: only that kernel of a T1 file)\n"
-            "  --json    the merged profile as JSON (the format of docs/profiles.md)\n");
+    fprintf(f, "usage: flaretune show PROFILE... [--op OP] [--json]\n\n"
+               "Print the tuned entries of the profiles, merged (per key the fastest entry):\n"
+               "op, backend, device, shape, the winning config, its median time with the IQR,\n"
+               "the default config's median, the speedup over it, the fraction of this machine's\n"
+               "roofline and the cache level that bounds it (! when above 1: suspect), the worst\n"
+               "relative error against the float64 reference, and notes: other configs tie with\n"
+               "the winner (tie), the machine was busy while it was tuned (busy), a confirmation\n"
+               "disagreed with the search (unstable), Ctrl-C stopped the run before its winner\n"
+               "was confirmed (stopped: such an entry never replaces a finished run's). Then the "
+               "kernels of T1 files the profiles\n"
+               "hold (`tune --t1 --profile`): kernel, backend, device, problem size, the winning\n"
+               "config, its median, the default's, the speedup and the evaluations it took.\n"
+               "Skipped (invalid or stale) entries are named on stderr.\n\n"
+               "  --op OP   only the entries of op OP (t1:KERNEL: only that kernel of a T1 file)\n"
+               "  --json    the merged profile as JSON (the format of docs/profiles.md)\n");
 }
 
 enum { NCOLS = 12 };
@@ -137,6 +138,8 @@ static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
     if (ties) k += (size_t)snprintf(cell[11] + k, 512 - k, "tie(%zu)", ties);
     if (busy) k += (size_t)snprintf(cell[11] + k, 512 - k, "%sbusy", k ? " " : "");
     if (unstable) k += (size_t)snprintf(cell[11] + k, 512 - k, "%sunstable", k ? " " : "");
+    if (json_is_true(json_object_get(j, "interrupted")))
+        k += (size_t)snprintf(cell[11] + k, 512 - k, "%sstopped", k ? " " : "");
 }
 
 static void kernel_row(const ft_profile_kernel *k, char cell[NCOLS][512]) {
