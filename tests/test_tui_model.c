@@ -306,6 +306,31 @@ static void test_run_that_stops_early(void) {
     ft_tui_model_free(&m);
 }
 
+/* The winner's figures are marked confirmed only when the confirmation round gave them: a run
+ * stopped before the round keeps the search's. A run's warm and ceilings events are events of
+ * it, not bad lines. */
+static void test_confirmed_winner(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("a", 100, 4, ""));
+    apply(&m, START("b", 100, 4, ""));
+    FT_CHECK(apply(&m, "{\"event\":\"warm\",\"run\":\"a\",\"t\":100.5,\"from\":\"p.json\"}") &&
+                 apply(&m, "{\"event\":\"ceilings\",\"run\":\"a\",\"t\":100.6}") && m.nbad == 0,
+             "warm and ceilings events are known: %ld bad", (long)m.nbad);
+    apply(&m, measured("a", 101, "{\"k\":1}", 2e-6, 2e-6, 2e-6, 0));
+    apply(&m, measured("b", 101, "{\"k\":1}", 2e-6, 2e-6, 2e-6, 0));
+    apply(&m, "{\"event\":\"confirm\",\"run\":\"a\",\"t\":102,\"configs\":[{\"k\":1}],"
+              "\"stats\":[{\"median_s\":1.9e-6,\"samples\":30}]}");
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"a\",\"t\":103,\"winner\":{\"k\":1},"
+              "\"stats\":{\"median_s\":1.9e-6,\"samples\":30},\"tie\":[]}");
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"b\",\"t\":103,\"winner\":{\"k\":1},"
+              "\"stats\":{\"median_s\":2e-6,\"samples\":50},\"tie\":[],\"interrupted\":true}");
+    const ft_tui_row *a = ft_tui_model_find(&m, "a"), *b = ft_tui_model_find(&m, "b");
+    FT_CHECK(a->ntop == 1 && a->top[0].confirmed, "a confirmed winner is marked so");
+    FT_CHECK(b->ntop == 1 && !b->top[0].confirmed, "a stopped run's winner is not confirmed");
+    ft_tui_model_free(&m);
+}
+
 /* `top` on the logs of a `tune all` knows nothing of the command but its events: run_start's
  * "runs" says which run of how many each is, so between two runs (the first ended, the next
  * not started) the source is still running, not ended. Runs of an older command in the same
@@ -651,6 +676,7 @@ int main(void) {
     FT_RUN(test_source_events);
     FT_RUN(test_eta_rate_elapsed);
     FT_RUN(test_run_that_stops_early);
+    FT_RUN(test_confirmed_winner);
     FT_RUN(test_runs_of_a_command);
     FT_RUN(test_eta_before_first_candidate);
     FT_RUN(test_watch_rows);

@@ -542,9 +542,14 @@ static void apply_run_end(ft_tui_row *r, const json_t *ev, double t) {
     snprintf(r->search_end, sizeof r->search_end, "%s", jstr(ev, "search_end"));
     const json_t *winner = json_object_get(ev, "winner");
     if (json_is_object(winner)) {
-        top_offer(r, winner, json_object_get(ev, "stats"), NULL, 1);
         char wkey[160];
         obj_text(winner, 1, " ", wkey, sizeof wkey);
+        /* Its stats are the confirmation round's only where that round confirmed it (a run
+         * stopped before the round, or one the scheduler spoiled, keeps the search's). */
+        int confirmed = 0;
+        for (int i = 0; i < r->ntop; i++)
+            if (!strcmp(r->top[i].key, wkey)) confirmed = r->top[i].confirmed;
+        top_offer(r, winner, json_object_get(ev, "stats"), NULL, confirmed);
         for (int i = 1; i < r->ntop; i++) /* the winner leads even within the noise */
             if (!strcmp(r->top[i].key, wkey)) {
                 ft_tui_cand w = r->top[i];
@@ -659,8 +664,9 @@ int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
         return 1;
     }
 
-    static const char *const row_kinds[] = {"run_start", "verified", "rejected",    "measured",
-                                            "confirm",   "run_end",  "watch_start", "sample"};
+    static const char *const row_kinds[] = {"run_start",   "warm",     "verified", "rejected",
+                                            "measured",    "ceilings", "confirm",  "run_end",
+                                            "watch_start", "sample"};
     int known = 0;
     for (size_t i = 0; i < sizeof row_kinds / sizeof row_kinds[0]; i++)
         known |= !strcmp(kind, row_kinds[i]);
