@@ -13,7 +13,7 @@ typedef struct ft_stats {
     double median; /* seconds per call                                        */
     double q1, q3, iqr, min, max, mean, stdev;
     double ci_rel;   /* 95% CI half-width of the median, relative to it          */
-    int converged;   /* the noise criterion held (else the time cap stopped it) */
+    int converged;   /* the noise criterion held (else a cap on time or samples stopped it) */
     int screened;    /* early-abort screening stopped it: clearly slower than the best */
     int interrupted; /* *stop was raised                                        */
     double total_s;  /* wall time spent measuring, warm-up included             */

@@ -134,6 +134,19 @@ static void test_noisy_samples_hit_the_cap(void) {
              b.st.samples);
 }
 
+/* Quiet samples that reach the sample cap before the minimum time met the noise target: that
+ * is convergence, not a cap that stopped it short. */
+static void test_sample_cap_converged(void) {
+    fake_bench b;
+    fake_bench_init(&b, 1e-3, 0.001, 5);
+    b.o.min_time_s = 1e6;
+    b.o.max_time_s = 2e6;
+    b.o.max_samples = 40;
+    fake_measure(&b);
+    FT_CHECK(b.st.samples == 40 && b.st.converged && b.st.ci_rel < b.o.max_noise,
+             "40 quiet samples: converged %d, ci %g", b.st.converged, b.st.ci_rel);
+}
+
 static void test_batches_short_calls(void) {
     fake_bench b;
     fake_bench_init(&b, 1e-6, 0, 3);
@@ -479,6 +492,7 @@ int main(void) {
     FT_RUN(test_rank_correlation);
     FT_RUN(test_converges_on_quiet_samples);
     FT_RUN(test_noisy_samples_hit_the_cap);
+    FT_RUN(test_sample_cap_converged);
     FT_RUN(test_batches_short_calls);
     FT_RUN(test_batch_after_a_busy_warmup);
     FT_RUN(test_screening);

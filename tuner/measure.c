@@ -247,6 +247,10 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         } else {
             ft_stats_compute(x, n, st);
         }
+        /* A cap on samples reached before the minimum time, the noise target met: it held. */
+        if (!unclean && !st->screened && !st->interrupted && !st->stopped && n >= o->min_samples &&
+            st->ci_rel < o->max_noise)
+            st->converged = 1;
         st->unclean = unclean;
         st->discarded = discarded;
         st->taken = taken;
