@@ -166,6 +166,33 @@ def test_bad_requests():
                 check(not os.path.exists(out), f"median {bad!r}: nothing written")
 
 
+def test_unclean_cost():
+    """A candidate measured on a busy machine (clean: false) is a failed configuration whose
+    sampling is still its benchmark time, never booked as compile time."""
+    log = STATE.get("log")
+    if not log:
+        return
+    events = [json.loads(l) for l in open(log)]
+    at = next(i for i, e in enumerate(events) if e.get("event") == "measured"
+              and e.get("clean") is not False and not e.get("stopped"))
+    e = dict(events[at], clean=False, started=1000.0, t=1000.6)
+    e["stats"] = dict(e["stats"], total_s=0.5, clean=False)
+    events[at] = e
+    path = os.path.join(STATE["tmp"], "unclean.jsonl")
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in events))
+    out = os.path.join(STATE["tmp"], "unclean.kt.json")
+    rc, _, err = run("export", path, "--format", "kt-cache", "-o", out)
+    check(rc == 0, f"export: exit {rc}: {err}")
+    if rc:
+        return
+    cache = json.load(open(out))["cache"]
+    failed = [c for c in cache.values() if c["time"] == "RuntimeFailedConfig"]
+    check(len(failed) == 1 and abs(failed[0]["benchmark_time"] - 500) < 1e-6
+          and abs(failed[0]["compile_time"] - 100) < 1e-6,
+          f"its 0.5 s of sampling is benchmark time, the rest compile: {failed}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
@@ -175,7 +202,8 @@ def main():
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         STATE["tmp"] = tmp
-        return clitest.main(a.flaretune, [make_log, test_t4, test_kt_cache, test_bad_requests])
+        return clitest.main(a.flaretune, [make_log, test_t4, test_kt_cache, test_bad_requests,
+                                               test_unclean_cost])
 
 
 if __name__ == "__main__":

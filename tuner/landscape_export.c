@@ -105,7 +105,8 @@ static int read_outcome(const json_t *ev, outcome *o) {
         if (!(o->time_ms > 0) || !isfinite(o->time_ms)) return -1;
     }
     double total = num(stats, "total_s") * 1e3;
-    o->bench_ms = o->failed || !(total >= 0) || !isfinite(total) ? 0 : total;
+    /* (a candidate measured but not cleanly, or stopped, sampled for its total_s too) */
+    o->bench_ms = !(total >= 0) || !isfinite(total) ? 0 : total;
     if (!isnan(o->cost_ms) && o->bench_ms > o->cost_ms) o->bench_ms = o->cost_ms;
     return 0;
 }
