@@ -93,7 +93,7 @@ static void time_cells(const json_t *j, double median, char cell[3][512]) {
     char a[32], b[32];
     double iqr = num(json_object_get(json_object_get(j, "stats"), "iqr_s"));
     if (iqr >= 0)
-        snprintf(cell[0], 512, "%s ±%s", ft_fmt_time(median, 0, a, sizeof a),
+        snprintf(cell[0], 512, "%s (IQR %s)", ft_fmt_time(median, 0, a, sizeof a),
                  ft_fmt_time(iqr, 0, b, sizeof b));
     else
         snprintf(cell[0], 512, "%s", ft_fmt_time(median, 0, a, sizeof a));
