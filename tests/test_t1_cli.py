@@ -303,11 +303,15 @@ __global__ void flags(int *idx, unsigned char *sat, const float *x, int n) {
     idx[i] = v < 200.0f ? 7 : i;        /* 7 where -1 is right */
 #elif bug == 2
     idx[i] = v < 200.0f ? -1 : i + 1;   /* every other index off by one */
+#elif bug == 4
+    if (!(v < 200.0f)) idx[i] = i;      /* never writes the -1s */
 #else
     idx[i] = v < 200.0f ? -1 : i;
 #endif
 #if bug == 3
     sat[i] = v >= 255.0f ? 0 : (unsigned char)v;   /* wraps where it should saturate at 255 */
+#elif bug == 5
+    if (!(v >= 255.0f)) sat[i] = (unsigned char)v; /* never writes the 255s */
 #else
     sat[i] = v >= 255.0f ? 255 : (unsigned char)v;
 #endif
@@ -327,7 +331,7 @@ def test_integer_outputs():
     doc = {"General": {"BenchmarkName": "flags", "OutputFormat": "JSON"},
            "ConfigurationSpace": {"TuningParameters": [
                {"Name": "block_size_x", "Type": "int", "Values": "[32, 64]", "Default": 32},
-               {"Name": "bug", "Type": "int", "Values": "[0, 1, 2, 3]", "Default": 0}],
+               {"Name": "bug", "Type": "int", "Values": "[0, 1, 2, 3, 4, 5]", "Default": 0}],
                "Conditions": []},
            "KernelSpecification": {
                "Language": "CUDA", "CompilerOptions": ["-std=c++11"], "BenchmarkName": "flags",
@@ -347,13 +351,35 @@ def test_integer_outputs():
                        "--budget", "0", "--reps", "1")
     rejected = sorted(re.search(r"bug=(\d)", l).group(1) + ("idx" if "idx[" in l else "sat")
                       for l in err.splitlines() if "rejected:" in l)
-    check(rc == 0 and "8 of 8 configurations evaluated (6 rejected)" in out,
-          f"six wrong configurations of eight: exit {rc}: {out}{err[-1500:]}")
-    check(rejected == ["1idx", "1idx", "2idx", "2idx", "3sat", "3sat"],
-          f"each rejected for its own wrong output: {rejected}")
+    check(rc == 0 and "12 of 12 configurations evaluated (10 rejected)" in out,
+          f"ten wrong configurations of twelve: exit {rc}: {out}{err[-1500:]}")
+    check(rejected == ["1idx", "1idx", "2idx", "2idx", "3sat", "3sat", "4idx", "4idx", "5sat",
+                       "5sat"], f"each rejected for its own wrong output: {rejected}")
     check("integers compare exactly" in err and "the reference configuration's -1" in err
           and "the reference configuration's 255" in err,
           f"the messages name the values the reset pattern hid: {err[-1200:]}")
+    check(err.count("not written, where the reference configuration wrote -1") == 2
+          and err.count("not written, where the reference configuration wrote 255") == 2,
+          f"an element left as the reset's bytes is not written: {err[-1200:]}")
+    # A kernel that reads an output declared WriteOnly: its results depend on the reset, and
+    # nothing can be checked against them: refused in one line, naming the fix.
+    with open(os.path.join(tmp, "acc.cu"), "w") as f:
+        f.write("__global__ void acc(float *y, const float *x, int n) {\n"
+                "    int i = blockIdx.x * block_size_x + threadIdx.x;\n"
+                "    if (i < n) y[i] += x[i];\n}\n")
+    doc["General"]["BenchmarkName"] = doc["KernelSpecification"]["BenchmarkName"] = "acc"
+    spec = doc["KernelSpecification"]
+    spec["KernelName"], spec["KernelFile"] = "acc", "acc.cu"
+    spec["Arguments"] = [dict(vec, Name="y", Type="float", AccessType="WriteOnly", Output=1),
+                         dict(vec, Name="x", Type="float", AccessType="ReadOnly",
+                              FillType="Random", FillValue=1.0),
+                         {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 512}]
+    doc["ConfigurationSpace"]["TuningParameters"] = doc["ConfigurationSpace"]["TuningParameters"][:1]
+    acc = os.path.join(tmp, "acc.json")
+    with open(acc, "w") as f:
+        json.dump(doc, f)
+    one_line_error(["tune", "--t1", acc, "--backend", "cuda-emu", "--strategy", "exhaustive",
+                    "--budget", "0", "--reps", "1"], 1, "declare it ReadWrite")
 
 
 def test_profile():

@@ -15,10 +15,11 @@
  * and an element left unwritten is a failure (after a sampled run, the elements it did not reach
  * are not compared). What the reference wrote is known from two checked runs of it, its
  * write-only outputs reset to 0xFF bytes and then to 0x00 bytes: an element is unwritten only
- * where it kept both (so an int32 -1 or a uint8 255 it wrote counts). A candidate runs checked
- * once, reset to 0xFF: an element equal to the reference's to the bit passes, one still 0xFF
- * elsewhere is unwritten. A candidate that does not compile, cannot launch, or disagrees is
- * rejected with its reason and the search goes on.
+ * where it kept both (so an int32 -1 or a uint8 255 it wrote counts), and the two runs must
+ * agree where it wrote (else the kernel reads an output declared WriteOnly: refused). A
+ * candidate runs checked once, reset to 0xFF, and a second time, reset to 0x00, only where it
+ * left an element the reference wrote as the 0xFF bytes. A candidate that does not compile,
+ * cannot launch, or disagrees is rejected with its reason and the search goes on.
  */
 #define _GNU_SOURCE
 #include "tuner/t1_tune.h"
@@ -107,11 +108,11 @@ static int untouched(const ft_t1_arg *a, const void *init, const void *buf, long
     return 1;
 }
 
-/* Whether the reference wrote element i of its k-th output. */
-static int ref_wrote(const ft_t1_arg *a, const void *init, const outputs *ref, int k, long long i) {
-    if (ref->file[k]) return 1;
-    if (ref->written[k]) return ref->written[k][i];
-    return !untouched(a, init, ref->host[k], i);
+/* Whether a run wrote element i of its k-th output (a file's: every element). */
+static int wrote(const ft_t1_arg *a, const void *init, const outputs *o, int k, long long i) {
+    if (o->file[k]) return 1;
+    if (o->written[k]) return o->written[k][i];
+    return !untouched(a, init, o->host[k], i);
 }
 
 static int is_float(const ft_t1_arg *a) {
@@ -127,7 +128,7 @@ static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const
         const void *init = ft_t1_bench_host(b, ref->idx[k]);
         double scale = 0;
         for (long long i = 0; i < a->elems; i++)
-            if (ref_wrote(a, init, ref, k, i)) {
+            if (wrote(a, init, ref, k, i)) {
                 double v = fabs(elem(a, ref->host[k], i));
                 if (isfinite(v) && v > scale) scale = v;
             }
@@ -135,14 +136,8 @@ static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const
         double tol = is_float(a) ? 1e-4 * scale + 1e-6 : 0;
         const char *whose = ref->file[k] ? "reference file" : "reference configuration";
         for (long long i = 0; i < a->elems; i++) {
-            if (!ref_wrote(a, init, ref, k, i)) continue;
-            const size_t eb = a->elem_bytes;
-            if (!memcmp((const unsigned char *)got->host[k] + (size_t)i * eb,
-                        (const unsigned char *)ref->host[k] + (size_t)i * eb, eb)) {
-                (*overlap)++; /* the same to the bit (written, or left as what it should be) */
-                continue;
-            }
-            const int unwritten = untouched(a, init, got->host[k], i);
+            if (!wrote(a, init, ref, k, i)) continue;
+            const int unwritten = !wrote(a, init, got, k, i);
             if (unwritten && !got->whole) continue; /* a sampled run did not reach it */
             /* Left as it was reset: a failure, but where a file expects an output the kernel
              * also reads to keep its first fill (that element's value is compared below). */
@@ -153,7 +148,11 @@ static int agree(const ft_t1 *t, const ft_t1_bench *b, const outputs *ref, const
             }
             double r = elem(a, ref->host[k], i), g = elem(a, got->host[k], i);
             (*overlap)++;
-            if ((isnan(g) && !isnan(r)) || fabs(g - r) > tol) {
+            const size_t eb = a->elem_bytes;
+            if (!memcmp((const unsigned char *)got->host[k] + (size_t)i * eb,
+                        (const unsigned char *)ref->host[k] + (size_t)i * eb, eb))
+                continue; /* the same to the bit (a NaN where the reference has that NaN) */
+            if ((isnan(g) != isnan(r)) || (!isnan(r) && !(fabs(g - r) <= tol))) {
                 if (is_float(a))
                     snprintf(why, n, "%s[%lld] = %.9g, the %s's %.9g (tolerance %.3g)", a->name, i,
                              g, whose, r, tol);
@@ -209,11 +208,35 @@ static ft_status reset_outputs(runner *r, int fill, ft_err *err) {
     return FT_OK;
 }
 
+/* One checked run of module m: the outputs reset (write-only ones to `fill` bytes), the whole
+ * grid (or, on the emulator where !whole, the sample's blocks) launched, the outputs read into
+ * *into. */
+static ft_status checked_pass(runner *r, ft_dev_module *m, const long long g[3],
+                              const long long bl[3], int whole, int fill, outputs *into,
+                              ft_err *err) {
+    ft_dim3 grid = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
+    ft_dim3 block = {(unsigned)bl[0], (unsigned)bl[1], (unsigned)bl[2]};
+    size_t smem = (size_t)r->t->shared_bytes;
+    void **argv = ft_t1_bench_argv(r->b);
+    ft_status s = reset_outputs(r, fill, err);
+    if (s == FT_OK && !whole) {
+        ft_dim3 blocks[64];
+        int nb = ft_t1_sample_blocks(g, r->o->blocks, blocks, 64);
+        s = ft_dev_emu_launch_blocks(r->d, m, r->t->kernel_name, grid, block, smem, argv, blocks,
+                                     nb, err);
+    } else if (s == FT_OK) {
+        s = ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err);
+        if (s == FT_OK && ft_dev_kind_of(r->d) != FT_DEV_EMU) s = ft_dev_sync(r->d, err);
+    }
+    if (s == FT_OK) s = read_outputs(r, into, err);
+    into->whole = whole;
+    return s;
+}
+
 /* Run cfg once (checked, its write-only outputs reset to 0xFF) and time it: its statistics in
- * *stats. With `second` (the reference), checked once more with them reset to 0x00, into
- * *second. */
-static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, outputs *second,
-                         ft_stats *stats, ft_err *err) {
+ * *stats. */
+static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, ft_stats *stats,
+                         ft_err *err) {
     ft_dev_module *m = NULL;
     long long g[3], bl[3];
     ft_status s = ft_t1_launch(r->t, cfg, g, bl, err);
@@ -239,27 +262,10 @@ static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, outputs 
         }
         reps = emu_reps;
         int whole = s == FT_OK && xs[0] <= FT_T1_EMU_WHOLE_S;
-        for (int pass = 0; s == FT_OK && pass < (second ? 2 : 1); pass++) {
-            outputs *into = pass ? second : got;
-            s = reset_outputs(r, pass ? 0x00 : 0xFF, err);
-            if (s == FT_OK)
-                s = whole ? ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err)
-                          : ft_dev_emu_launch_blocks(r->d, m, r->t->kernel_name, grid, block, smem,
-                                                     argv, blocks, nb, err);
-            if (s == FT_OK) s = read_outputs(r, into, err);
-            into->whole = whole;
-        }
+        if (s == FT_OK) s = checked_pass(r, m, g, bl, whole, 0xFF, got, err);
     } else {
 #if FT_HAVE_CUDA
-        for (int pass = 0; s == FT_OK && pass < (second ? 2 : 1); pass++) {
-            outputs *into = pass ? second : got;
-            s = reset_outputs(r, pass ? 0x00 : 0xFF, err);
-            if (s == FT_OK)
-                s = ft_dev_launch(r->d, m, r->t->kernel_name, grid, block, smem, argv, err);
-            if (s == FT_OK) s = ft_dev_sync(r->d, err);
-            if (s == FT_OK) s = read_outputs(r, into, err);
-            into->whole = 1;
-        }
+        s = checked_pass(r, m, g, bl, 1, 0xFF, got, err);
         for (int k = 0; s == FT_OK && k < reps; k++) {
             int nk = 0;
             s = ft_timer_begin(r->timer, err);
@@ -272,6 +278,41 @@ static ft_status run_one(runner *r, const ft_config *cfg, outputs *got, outputs 
     }
     if (s != FT_OK) return s;
     ft_stats_compute(xs, reps, stats);
+    return FT_OK;
+}
+
+/* Run cfg checked once more, as its first checked run was (got->whole), its write-only outputs
+ * reset to 0x00 bytes this time, into *into. */
+static ft_status check_again(runner *r, const ft_config *cfg, const outputs *got, outputs *into,
+                             ft_err *err) {
+    ft_dev_module *m = NULL;
+    long long g[3], bl[3];
+    ft_status s = ft_t1_launch(r->t, cfg, g, bl, err);
+    if (s == FT_OK) s = ft_t1_bench_compile(r->b, cfg, &m, err); /* (from the cache) */
+    if (s == FT_OK) s = checked_pass(r, m, g, bl, got->whole, 0x00, into, err);
+    return s;
+}
+
+static int all_bytes(const unsigned char *p, size_t n, unsigned char v) {
+    for (size_t j = 0; j < n; j++)
+        if (p[j] != v) return 0;
+    return 1;
+}
+
+/* What a run wrote of each write-only output, from its two checked passes (reset to 0xFF, then
+ * to 0x00): every element but those that kept both resets. */
+static ft_status mark_written(const ft_t1 *t, outputs *first, const outputs *zeroed, ft_err *err) {
+    for (int k = 0; k < first->n; k++) {
+        const ft_t1_arg *a = &t->args[first->idx[k]];
+        if (a->reads) continue;
+        unsigned char *w = first->written[k] = malloc((size_t)a->elems);
+        if (!w) return ft_err_set(err, FT_ENOMEM, "%s: output %s: out of memory", t->path, a->name);
+        for (long long i = 0; i < a->elems; i++) {
+            size_t at = (size_t)i * a->elem_bytes;
+            w[i] = !(all_bytes((const unsigned char *)first->host[k] + at, a->elem_bytes, 0xFF) &&
+                     all_bytes((const unsigned char *)zeroed->host[k] + at, a->elem_bytes, 0x00));
+        }
+    }
     return FT_OK;
 }
 
@@ -630,31 +671,30 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
                                     size_t n, ft_err *err) {
     why[0] = '\0';
     outputs zeroed = {0};
-    ft_status s = run_one(&ev->r, def, &ev->ref, &zeroed, st, err);
+    ft_status s = run_one(&ev->r, def, &ev->ref, st, err);
+    if (s == FT_OK) s = check_again(&ev->r, def, &ev->ref, &zeroed, err);
+    if (s == FT_OK) s = mark_written(ev->r.t, &ev->ref, &zeroed, err);
     if (s != FT_OK) {
         outputs_free(&zeroed);
         return ft_err_wrap(err, "the reference (default) configuration");
     }
-    /* What it wrote: of a write-only output, every element but those that kept both resets. */
-    for (int k = 0; k < ev->ref.n && s == FT_OK; k++) {
-        const ft_t1_arg *a = &ev->r.t->args[ev->ref.idx[k]];
-        if (a->reads) continue;
-        unsigned char *w = ev->ref.written[k] = malloc((size_t)a->elems);
-        if (!w)
-            s = ft_err_set(err, FT_ENOMEM, "%s: output %s: out of memory", ev->r.t->path, a->name);
-        for (long long i = 0; w && i < a->elems; i++) {
-            const unsigned char *p1 =
-                (const unsigned char *)ev->ref.host[k] + (size_t)i * a->elem_bytes;
-            const unsigned char *p2 =
-                (const unsigned char *)zeroed.host[k] + (size_t)i * a->elem_bytes;
-            int kept = 1;
-            for (size_t j = 0; j < a->elem_bytes && kept; j++)
-                kept = p1[j] == 0xFF && p2[j] == 0x00;
-            w[i] = !kept;
-        }
-    }
+    /* Its two runs must agree where it wrote: a kernel whose results depend on what an output
+     * held before the run reads it, and nothing can be checked against it. */
+    long long both = 0;
+    char how[512];
+    for (int k = 0; k < zeroed.n; k++)
+        zeroed.written[k] = ev->ref.written[k]; /* (borrowed) */
+    int same = agree(ev->r.t, ev->r.b, &ev->ref, &zeroed, &both, how, sizeof how);
+    for (int k = 0; k < zeroed.n; k++)
+        zeroed.written[k] = NULL;
     outputs_free(&zeroed);
-    if (s != FT_OK) return s;
+    if (!same)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: the reference (default) configuration's outputs depend on what they "
+                          "held before the run (reset to 0xFF bytes, then to 0x00 bytes: %s): the "
+                          "kernel reads an output declared WriteOnly; declare it ReadWrite "
+                          "(AccessType), so that its fill is its input",
+                          ev->r.t->path, how);
     outputs *want = &ev->want;
     want->n = ev->ref.n;
     want->whole = ev->ref.whole;
@@ -678,7 +718,22 @@ static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stat
     outputs got = {0};
     ft_err e = {0};
     why[0] = '\0';
-    ft_status s = run_one(&ev->r, cfg, &got, NULL, st, &e);
+    ft_status s = run_one(&ev->r, cfg, &got, st, &e);
+    /* An element it left as the 0xFF reset, where the reference wrote: written with those bytes
+     * (an int32 -1, a uint8 255) or never written? A second checked run, reset to 0x00, says. */
+    int unsure = 0;
+    for (int k = 0; s == FT_OK && k < got.n && !unsure; k++) {
+        const ft_t1_arg *a = &ev->r.t->args[got.idx[k]];
+        const void *init = ft_t1_bench_host(ev->r.b, got.idx[k]);
+        for (long long i = 0; !a->reads && i < a->elems && !unsure; i++)
+            unsure = wrote(a, init, &ev->want, k, i) && untouched(a, init, got.host[k], i);
+    }
+    if (unsure) {
+        outputs zeroed = {0};
+        s = check_again(&ev->r, cfg, &got, &zeroed, &e);
+        if (s == FT_OK) s = mark_written(ev->r.t, &got, &zeroed, &e);
+        outputs_free(&zeroed);
+    }
     long long overlap = 0;
     if (s != FT_OK && ev->r.o->stop && *ev->r.o->stop) {
         outputs_free(&got);
