@@ -145,6 +145,15 @@ static void test_sample_cap_converged(void) {
     fake_measure(&b);
     FT_CHECK(b.st.samples == 40 && b.st.converged && b.st.ci_rel < b.o.max_noise,
              "40 quiet samples: converged %d, ci %g", b.st.converged, b.st.ci_rel);
+    /* Stopped by the time cap before the minimum time, it did not converge. */
+    fake_bench_init(&b, 1e-3, 0.001, 6);
+    b.o.min_time_s = 1e6;
+    b.o.max_time_s = 0.002;
+    b.o.max_samples = 1000000;
+    fake_measure(&b);
+    FT_CHECK(!b.st.converged && b.st.samples >= b.o.min_samples && b.st.samples < b.o.max_samples &&
+                 b.st.ci_rel < b.o.max_noise,
+             "the time cap: converged %d after %d samples", b.st.converged, b.st.samples);
 }
 
 static void test_batches_short_calls(void) {
@@ -274,21 +283,29 @@ static void test_sleep_inside_a_call_is_contaminated(void) {
     o.sample_start = o.sample_value = NULL;
     o.sample_cap = 0;
 
+    /* Other processes on the machine take a computing call's CPU too, and that is thrown away
+     * by the same rule: a busy spell can spoil one measurement, not five in a row. */
     host_call never = {.spin_s = 2e-4};
     fn.ctx = &never;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(!st.unclean && st.samples >= o.min_clean && st.discarded < st.samples,
-             "a computing call is clean: %d kept, %d discarded", st.samples, st.discarded);
+    int ok = 0;
+    for (int tries = 0; tries < 5 && !ok; tries++) {
+        FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+        ok = !st.unclean && st.samples >= o.min_clean && st.discarded < st.samples;
+    }
+    FT_CHECK(ok, "a computing call is clean: %d kept, %d discarded", st.samples, st.discarded);
     FT_CHECK(st.median < 1e-3, "its median is the call's: %g", st.median);
 
     /* Every other call sleeps, so at least half the samples taken (less the odd one) are
      * thrown away: how many are taken within max_time_s depends on how busy the machine is. */
     host_call half = {.spin_s = 2e-4, .sleep_s = 2e-3, .sleep_every = 2};
     fn.ctx = &half;
-    FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
-    FT_CHECK(!st.unclean && st.discarded >= 3 && 2 * st.discarded + 1 >= st.samples + st.discarded &&
-                 st.median < 1e-3,
-             "every other sample slept: %d of %d discarded, median %g", st.discarded,
+    ok = 0;
+    for (int tries = 0; tries < 5 && !ok; tries++) {
+        FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
+        ok = !st.unclean && st.discarded >= 3 &&
+             2 * st.discarded + 1 >= st.samples + st.discarded && st.median < 1e-3;
+    }
+    FT_CHECK(ok, "every other sample slept: %d of %d discarded, median %g", st.discarded,
              st.samples + st.discarded, st.median);
 
     /* The same sleep on a device clock is the device's business: nothing is classified. */

@@ -247,8 +247,10 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         } else {
             ft_stats_compute(x, n, st);
         }
-        /* A cap on samples reached before the minimum time, the noise target met: it held. */
-        if (!unclean && !st->screened && !st->interrupted && !st->stopped && n >= o->min_samples &&
+        /* The cap on samples reached before the minimum time, the noise target met: it held.
+         * (Stopped by the time cap, it did not.) */
+        if (!unclean && !st->screened && !st->interrupted && !st->stopped &&
+            (n >= o->max_samples || taken >= 4 * o->max_samples) && n >= o->min_samples &&
             st->ci_rel < o->max_noise)
             st->converged = 1;
         st->unclean = unclean;
