@@ -420,8 +420,18 @@ def test_profile():
     check(rc == 0 and "kernels of T1 files:" in out and "saxpy_tiled" in out and cfg in out,
           f"show: exit {rc}: {out}{err}")
     rc, out, err = run("show", prof, "--op", "t1:saxpy_tiled")
-    check(rc == 0 and "saxpy_tiled" in out and "fusion.dflare" not in out,
-          f"show --op t1:saxpy_tiled: the kernel alone: exit {rc}: {out}{err}")
+    check(rc == 0 and "saxpy_tiled" in out and "fusion.dflare" not in out
+          and "stopped" not in out, f"show --op t1:saxpy_tiled: the kernel alone: exit {rc}: {out}{err}")
+    # A kernel of a run Ctrl-C stopped is marked so.
+    stopped = os.path.join(STATE["tmp"], "stopped-kernel.json")
+    with open(prof) as f:
+        sdoc = json.load(f)
+    for kk in sdoc["kernels"]:
+        kk["interrupted"] = True
+    with open(stopped, "w") as f:
+        json.dump(sdoc, f)
+    rc, out, err = run("show", stopped, "--op", "t1:saxpy_tiled")
+    check(rc == 0 and "stopped" in out.splitlines()[-1], f"show marks a stopped kernel: {out}{err}")
     rc, out, err = run("emit", prof, "--format", "json")
     recs = json.loads(out) if rc == 0 else []
     krec = [r for r in recs if r.get("kernel") == "saxpy_tiled"]

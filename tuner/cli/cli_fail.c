@@ -42,7 +42,7 @@ void ft_cli_note_family(const char *cmd, const char *log) {
     if (more > 0)
         fprintf(stderr,
                 "%s: note: %s is read alone; %d more log%s of a `tune all` or sweep beside it "
-                "(%s.OP) %s not read: name %s to read %s\n",
+                "(%s.*) %s not read: name %s to read %s\n",
                 cmd, log, more, more == 1 ? "" : "s", log, more == 1 ? "is" : "are",
                 more == 1 ? "it" : "each", more == 1 ? "it" : "them");
 }

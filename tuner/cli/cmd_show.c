@@ -40,10 +40,10 @@ static const char *const entry_headings[] = {"op",      "backend",  "device",  "
                                              "attrs",   "config",   "median",  "default",
                                              "speedup", "roofline", "max err", "notes"};
 static const table entry_table = {entry_headings, NCOLS, 6, 10};
-static const char *const kernel_headings[] = {"kernel",  "backend", "device",  "problem size",
-                                              "config",  "median",  "default", "speedup",
-                                              "evaluations"};
-static const table kernel_table = {kernel_headings, 9, 5, 8};
+static const char *const kernel_headings[] = {"kernel",      "backend", "device",  "problem size",
+                                              "config",      "median",  "default", "speedup",
+                                              "evaluations", "notes"};
+static const table kernel_table = {kernel_headings, 10, 5, 8};
 
 /* Characters on screen (UTF-8 continuation bytes take no column). */
 static int columns(const char *s) {
@@ -156,6 +156,8 @@ static void kernel_row(const ft_profile_kernel *k, char cell[NCOLS][512]) {
     time_cells(k->json, k->median_s, &cell[5]);
     snprintf(cell[8], 512, "%lld",
              (long long)json_integer_value(json_object_get(k->json, "evaluations")));
+    snprintf(cell[9], 512, "%s",
+             json_is_true(json_object_get(k->json, "interrupted")) ? "stopped" : "-");
 }
 
 /* Print n rows of cells under t's headings, each column as wide as its widest cell. A cell is
