@@ -350,6 +350,28 @@ def test_trace_keeps_its_log():
     check(rc == 0 and "note" not in err, f"a log with no family has no note: {rc} {err!r}")
 
 
+def test_file_size_limit():
+    """A write past the file size limit (ulimit -f) is a write error like a full disk's: one
+    line naming the file, exit 1, no temporary file and no output left, the process never
+    killed by SIGXFSZ half way."""
+    d = os.path.join(TMP, "fsize")
+    os.makedirs(d)
+    fam = os.path.join(d, "f.jsonl")
+    for i in range(30):
+        small_log(f"{fam}.linear.M{i:03d}", key=f"k{i}", run=f"r{i}")
+    out = os.path.join(d, "out.trace.json")
+    for limit in (2048, 0):
+        p = subprocess.run([clitest.FT, "trace", fam, "-o", out], capture_output=True, text=True,
+                           timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                                 (limit, limit)))
+        left = [n for n in os.listdir(d) if ".tmp." in n or n.startswith("out.")]
+        check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
+              "out.trace.json" in p.stderr and not left,
+              f"trace past a {limit}-byte file limit: exit {p.returncode}, {p.stderr.strip()!r},"
+              f" left {left}")
+
+
 def test_unbounded_reads():
     """A profile or event log is stat'ed before it is read (a device is refused in one line, not
     read until memory runs out), read with a cap (docs/profiles.md, docs/events.md), and a read
@@ -497,6 +519,7 @@ def main():
         code = clitest.main(a.flaretune,
                             (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
                              test_trace_of_a_directory, test_trace_keeps_its_log,
+                             test_file_size_limit,
                              test_unbounded_reads, test_set_sizes,
                              test_profile_links,
                              test_profile_modes))

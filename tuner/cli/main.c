@@ -1,4 +1,5 @@
 /* main.c: the `flaretune` command: dispatch to a subcommand. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,10 @@ static void fix_blas_core(char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* A file past the size limit (ulimit -f) is a write error (EFBIG), handled as a full disk
+     * is: one line, the temporary file removed, the old file kept; never a signal that kills
+     * the process half way through a write. */
+    signal(SIGXFSZ, SIG_IGN);
     fix_blas_core(argv);
     if (argc < 2) {
         usage(stderr);
