@@ -305,9 +305,19 @@ def test_step_errors():
                             "sweep": {"models": ["tiny"]}}) + "\n")
     kept = {p: open(p).read() for p in (tune_log, rep_log)}
     rc, _, err = run("report", "--models", "tiny", "--time", T, "-o",
-                     os.path.join(TMP, "rep-kind"), "--log", tune_log)
+                     os.path.join(TMP, "rep-kind", "a", "b"), "--log", tune_log)
     check(rc == 2 and "not a report's log" in err, f"report --log a tune log: exit {rc}, {err!r}")
     one_line_error(err, "report --log a tune log")
+    check(not os.path.exists(os.path.join(TMP, "rep-kind")),
+          "the refused sweep took away the folders it made (rep-kind/a/b)")
+    # A folder that cannot take the report is found out before the sweep, not after it (a
+    # folder of a read-only file system; as root, permissions would not stop the write).
+    ro = "/proc/self"
+    rc, _, err = run("report", "--models", "tiny", "--time", T, "-o", ro, "--log",
+                     os.path.join(TMP, "ro.jsonl"))
+    check(rc != 0 and "report.html" in err and not os.path.exists(os.path.join(TMP, "ro.jsonl")),
+          f"report -o a folder it cannot write: refused before the sweep: exit {rc}, {err!r}")
+    one_line_error(err, "report -o a folder it cannot write")
     rc, _, err = run("tune", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
                      "--budget", "1", "--log", rep_log, "--quiet")
     check(rc == 2 and "not a tuning run's log" in err, f"tune --log a report log: exit {rc}, {err!r}")

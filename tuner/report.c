@@ -676,6 +676,49 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
     ft_ws_free(&ws);
     return s;
 }
+/* Into top (n bytes), the highest folder of path dir that does not exist ("" when dir does). */
+static void missing_top(const char *dir, char *top, size_t n) {
+    top[0] = '\0';
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return;
+    for (;;) {
+        size_t len = strlen(p);
+        while (len > 1 && p[len - 1] == '/')
+            p[--len] = '\0';
+        if (!len || access(p, F_OK) == 0) return;
+        snprintf(top, n, "%s", p);
+        char *slash = strrchr(p, '/');
+        if (!slash) return;
+        if (slash == p) return; /* "/x": the root exists */
+        *slash = '\0';
+    }
+}
+
+/* Remove dir and its parents up to top, each only if empty (what this sweep made). */
+static void unmake(const char *dir, const char *top) {
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return;
+    for (;;) {
+        size_t len = strlen(p);
+        while (len > 1 && p[len - 1] == '/')
+            p[--len] = '\0';
+        if (rmdir(p) != 0 || !strcmp(p, top)) return;
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) return;
+        *slash = '\0';
+    }
+}
+
+/* Whether a file can be made in dir: a temporary one, made and removed. */
+static ft_status check_writable_dir(const char *dir, ft_err *err) {
+    char probe[4200], tmp[4300];
+    snprintf(probe, sizeof probe, "%s/report.html", dir);
+    FILE *f = ft_file_create_tmp(probe, tmp, sizeof tmp, err);
+    if (!f) return err->status ? err->status : FT_EIO;
+    fclose(f);
+    unlink(tmp);
+    return FT_OK;
+}
 
 /* ---- the sweep ---------------------------------------------------------------------------------
  */
@@ -698,9 +741,17 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     ft_env_probe(&env);
     char device[256];
     ft_backend_device(be, &env, device, sizeof device);
-    /* A folder made here and left empty by a log that cannot be written is taken away again. */
-    int made = o->dir && access(o->dir, F_OK) != 0;
+    /* The folders made here (DIR and any missing parent) are taken away again when the sweep
+     * is refused before its first step: made_top is the highest of them ("": none). */
+    char made_top[4096] = "";
+    if (o->dir) missing_top(o->dir, made_top, sizeof made_top);
+    int made = made_top[0] != '\0';
     if (o->dir && (s = ft_dir_make(o->dir, err))) return s;
+    /* DIR must take the report: found out now, not after the sweep. */
+    if (o->dir && (s = check_writable_dir(o->dir, err))) {
+        if (made) unmake(o->dir, made_top);
+        return s;
+    }
     json_t *ident = json_pack("{s:s, s:s, s:s, s:f}", "model", o->model, "backend", be->name,
                               "device", device, "time_s", o->time_s);
     /* The configs come from the profile: a resume with another one (or none) would mix them. */
@@ -710,7 +761,7 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     int lock = ft_file_trylock(o->log, err);
     if (lock < 0) {
         json_decref(ident);
-        if (made) rmdir(o->dir);
+        if (made) unmake(o->dir, made_top);
         return err->status == FT_EBUSY
                    ? ft_err_set(err, FT_EBUSY, "%s is being written by another report", o->log)
                    : err->status;
@@ -823,6 +874,8 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     }
     if (log) ft_eventlog_close(log);
     ft_file_unlock(lock);
+    /* Refused before a step was taken (another sweep's log, ...): the folders made go. */
+    if (s && made && !log) unmake(o->dir, made_top);
     json_decref(done);
     json_decref(paired);
     json_decref(ident);
