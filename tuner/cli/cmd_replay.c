@@ -770,7 +770,8 @@ static void landscape_text(const ft_landscape *l, const replay_opts *ro, const r
     ft_landscape_describe(l, what, sizeof what);
     printf("landscape  %s%s\n", what, l->nruns > 1 ? ", resumed runs merged" : "");
     printf("           %d %s candidates (%d %s), optimum %s at %s\n", nvalid,
-           l->op ? "valid" : "measured", l->nrejected, l->op ? "rejected" : "failed",
+           l->op ? "valid" : "measured", l->nrejected,
+           l->op ? "with no time to rank: rejected, stopped or not measured cleanly" : "failed",
            ft_fmt_time(l->score[l->best], 0, tm, sizeof tm), optcfg);
     char times[64] = "interleaved re-measurements";
     if (l->confirm_samples[l->best] > 0)
