@@ -388,10 +388,10 @@ static json_t *claim_fusion(const json_t *done, const char *model) {
     /* No added latency: DFLARE's fusion costs no more than DFlash's, or under 1% of its step. */
     const char *verdict = tl <= th || sl < 0.01 ? "holds" : "does not hold";
     snprintf(ans, sizeof ans,
-             "fusion.dflare costs %s%% of the DFLARE inference step (%s) against fusion.dflash's "
-             "%s%% of the DFlash step (%s); in training %s%% against %s%%. DFLARE's fusion is "
+             "fusion.dflare (%s) costs %s%% of the DFLARE inference step against fusion.dflash's "
+             "(%s) %s%% of the DFlash step; in training %s%% against %s%%. DFLARE's fusion is "
              "%.2fx DFlash's time here.",
-             fixed(100 * sl, 2, 0, p[0], 32), a, fixed(100 * sh, 2, 0, p[1], 32), b,
+             a, fixed(100 * sl, 2, 0, p[0], 32), b, fixed(100 * sh, 2, 0, p[1], 32),
              fixed(100 * ttl, 2, 0, p[2], 32), fixed(100 * tth, 2, 0, p[3], 32),
              th > 0 ? tl / th : 0.0);
     char cmd[160];

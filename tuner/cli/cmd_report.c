@@ -156,7 +156,8 @@ static int run(int argc, char **argv) {
         if (ft_report_load(from, &doc, &err))
             return ft_cli_fail(FT_EXIT_FAIL, "report: %s", err.msg);
     } else {
-        char logbuf[1100], cmd[1400];
+        char logbuf[1100], cmd[2600];
+        const int own_log = logpath != NULL; /* (the default needs no --log to regenerate) */
         if (!logpath) {
             snprintf(logbuf, sizeof logbuf, "%s/report.jsonl", dir);
             logpath = logbuf;
@@ -168,6 +169,7 @@ static int run(int argc, char **argv) {
                  profile ? profile : "", dir);
         if (so.time_s > 0)
             snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --time %g", so.time_s);
+        if (own_log) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --log %s", logpath);
         so.command = cmd;
         code = sweep(&so, profile, dir, &doc);
         if (code) return code;
