@@ -350,6 +350,40 @@ def test_trace_keeps_its_log():
     check(rc == 0 and "note" not in err, f"a log with no family has no note: {rc} {err!r}")
 
 
+def rel_l2(a, b):
+    num = sum((x - y) ** 2 for x, y in zip(a, b))
+    den = sum(y * y for y in b)
+    return (num / den) ** 0.5 if den > 0 else num ** 0.5
+
+
+def test_large_magnitudes():
+    """The fusions' RMSNorm backward at states of 1e15 (r^3 alone underflows float32 there):
+    every backend's outputs within 1e-4 of the float64 reference's."""
+    for op in ("fusion.dflare", "fusion.dflash"):
+        base = os.path.join(TMP, "big." + op)
+        rc, _, err = run("exec", op, "--preset", "tiny.dflare.train", "--set", "N=5", "--attr",
+                         "backward=1", "--backend", "ref", "--save-inputs", base, "--out",
+                         os.path.join(TMP, "unused.big"), "--quiet")
+        check(rc == 0, f"exec {op} --save-inputs: {err}")
+        if rc:
+            continue
+        descr, shape, x = read_npy(os.path.join(base, "x.npy"))
+        write_npy(os.path.join(base, "x.npy"), descr, shape, [v * 1e15 for v in x])
+        outs = {}
+        for be in ("ref", "cpu", "cuda-emu"):
+            outs[be] = os.path.join(TMP, f"big.{op}.{be}")
+            rc, _, err = run("exec", op, "--in", base, "--attr", "backward=1", "--backend", be,
+                             "--out", outs[be], "--quiet")
+            check(rc == 0, f"exec {op} on {be} at 1e15: {err}")
+        for be in ("cpu", "cuda-emu"):
+            for name in sorted(os.listdir(outs["ref"])):
+                got = os.path.join(outs[be], name)
+                if not os.path.exists(got):
+                    continue
+                e = rel_l2(read_npy(got)[2], read_npy(os.path.join(outs["ref"], name))[2])
+                check(e < 1e-4, f"{op} on {be} at 1e15: {name} relative error {e:.3g}")
+
+
 def test_file_size_limit():
     """A write past the file size limit (ulimit -f) is a write error like a full disk's: one
     line naming the file, exit 1, no temporary file and no output left, the process never
@@ -519,7 +553,7 @@ def main():
         code = clitest.main(a.flaretune,
                             (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
                              test_trace_of_a_directory, test_trace_keeps_its_log,
-                             test_file_size_limit,
+                             test_file_size_limit, test_large_magnitudes,
                              test_unbounded_reads, test_set_sizes,
                              test_profile_links,
                              test_profile_modes))

@@ -928,7 +928,8 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
                     gd = fmaf(gr[j][v] * dfr[j][v], s[j][v], gd);
             row_sum2(&ss, &gd, red[it++ & 1]);
             const float r = rsqrtf(ss * inv_h + eps);
-            const float cc = r * r * r * gd * inv_h;
+            /* (r applied one at a time: r^3 alone underflows float32 at |x| ~ 1e13) */
+            const float cc = r * (r * (r * gd)) * inv_h;
 
             /* f, ds (into s), dg and dx shares. */
 #pragma unroll
@@ -1144,7 +1145,7 @@ dh_norm_bwd(const CT *c, const st_t *__restrict__ g, const st_t *__restrict__ df
                 }
             }
         row_sum2(&ss, &gd, red[it++ & 1]);
-        const float r = rsqrtf(ss * inv_h + eps), cc = r * r * r * gd * inv_h;
+        const float r = rsqrtf(ss * inv_h + eps), cc = r * (r * (r * gd)) * inv_h;
         for (int ch = (int)threadIdx.x; ch < nch; ch += (int)blockDim.x) {
             float v[V], gv[V], dv[V], o[V];
             if (live) {
