@@ -66,6 +66,27 @@ static void test_sample_against_whole(void) {
     ft_t1_free(t);
 }
 
+/* A grid with no interior (one or two columns, or two rows) draws the whole sample from its
+ * boundary, every block distinct and in the grid; one with an interior keeps its strata. */
+static void test_sample_narrow_grids(void) {
+    const long long grids[][3] = {{1, 20000, 1}, {2, 5000, 1}, {10, 2, 1}, {20000, 1, 1}};
+    for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) {
+        const long long *g = grids[i];
+        ft_dim3 out[64];
+        int n = ft_t1_sample_blocks(g, 16, out, 64);
+        int bad = 0, dup = 0;
+        for (int k = 0; k < n; k++) {
+            bad += out[k].x >= g[0] || out[k].y >= g[1];
+            for (int j = 0; j < k; j++)
+                dup += out[j].x == out[k].x && out[j].y == out[k].y;
+        }
+        FT_CHECK(n == 16 && !bad && !dup,
+                 "grid %lldx%lld: %d blocks sampled of 16 (%d outside, %d "
+                 "twice)",
+                 g[0], g[1], n, bad, dup);
+    }
+}
+
 static void test_args(void) {
     ft_t1 *t = NULL;
     ft_err err = {0};
@@ -89,6 +110,7 @@ static void test_args(void) {
 }
 
 int main(void) {
+    FT_RUN(test_sample_narrow_grids);
     FT_RUN(test_args);
     FT_RUN(test_sample_against_whole);
     return ft_test_finish();

@@ -66,9 +66,23 @@ void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *b
         for (int j = 0; j < *nb; j++) dup |= bnd[j].x == x && bnd[j].y == y;
         if (boundary && !dup) bnd[(*nb)++] = (ft_emu_uint3){(unsigned)x, (unsigned)y, 0};
     }
-    if (!inter) return;
+    uint64_t st = seed;
+    if (!inter) {
+        /* No interior (one or two columns, or two rows): every block is on the boundary, which
+         * then takes the whole sample, drawn past the corners and middles. */
+        uint64_t all = gx * (gy ? gy : 1);
+        for (int tries = 0; *nb < wb && (uint64_t)*nb < all && tries < 64 * want; tries++) {
+            uint64_t k = sample_next(&st) % all;
+            unsigned x = (unsigned)(k % gx), y = (unsigned)(k / gx);
+            int dup = 0;
+            for (int j = 0; j < *nb; j++)
+                dup |= bnd[j].x == x && bnd[j].y == y;
+            if (!dup) bnd[(*nb)++] = (ft_emu_uint3){x, y, 0};
+        }
+        return;
+    }
     wi = want - *nb; /* the interior takes what the boundary could not */
-    uint64_t st = seed, ix = gx - 2;
+    uint64_t ix = gx - 2;
     for (int tries = 0; *ni < wi && (uint64_t)*ni < inter && tries < 64 * want; tries++) {
         uint64_t k = sample_next(&st) % inter;
         unsigned x = (unsigned)(1 + k % ix), y = gy == 1 ? 0 : (unsigned)(1 + k / ix);

@@ -100,7 +100,8 @@ void ft_emu_launch_prof_free(ft_emu_launch_prof *p);
 uint64_t ft_emu_grid_interior(ft_emu_uint3 grid);
 /* Up to `want` (<= 64) sampled blocks: *nb boundary ones in bnd, *ni interior ones in inner
  * (half each where the grid has an interior; the interior takes the places a short boundary,
- * such as a row's two ends, leaves). */
+ * such as a row's two ends, leaves; a grid with no interior, one or two columns or two rows,
+ * draws its whole sample from the boundary). */
 void ft_emu_sample_pick(ft_emu_uint3 grid, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                         ft_emu_uint3 *inner, int *ni);
 /* acc += p's counts times f (sites are not scaled: they stay the sample's). */
