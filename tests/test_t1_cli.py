@@ -168,6 +168,37 @@ def test_inspect():
         healed = f.read().splitlines()
     check(rc == 0 and len(healed) == 6 and all(json.loads(l) for l in healed),
           f"the torn line predicted again: {healed[-2:]}")
+    # Another sample size predicts again; another problem size is refused, never mixed in.
+    rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--blocks", "16", "--jsonl", jl)
+    with open(jl) as f:
+        more = f.read().splitlines()
+    check(rc == 0 and len(more) == 12 and all(json.loads(l)["blocks"] == 16 for l in more[6:]),
+          f"--blocks 16 predicted the six again: {len(more)} lines: {err}")
+    with open(T1) as f:
+        doc = json.load(f)
+    doc["KernelSpecification"]["ProblemSize"] = [20000]
+    doc["KernelSpecification"]["KernelFile"] = os.path.join(os.path.dirname(T1),
+                                                            "saxpy_tiled.cu")
+    big = os.path.join(tmp, "saxpy_20000.json")
+    with open(big, "w") as f:
+        json.dump(doc, f)
+    one_line_error(["inspect", "--t1", big, "--sample", "5", "--jsonl", jl], 2,
+                   "another kernel or problem size")
+    # A line that failed is tried again, not taken as done.
+    with open(jl) as f:
+        lines = f.read().splitlines()
+    first = json.loads(lines[0])
+    failed = {k: first[k] for k in ("key", "config", "device", "kernel", "problem_size",
+                                    "blocks")}
+    failed["error"] = "a failure of an earlier run"
+    only = os.path.join(tmp, "retry.jsonl")
+    with open(only, "w") as f:
+        f.write(json.dumps(failed) + "\n")
+    rc, _, err = run("inspect", "--t1", T1, "--config", first["config"], "--jsonl", only)
+    with open(only) as f:
+        retried = f.read().splitlines()
+    check(rc == 0 and len(retried) == 2 and "predicted_s" in json.loads(retried[1]),
+          f"the failed line predicted again: {retried} {err}")
 
 
 def cache_entries(path):
@@ -590,6 +621,22 @@ def test_bad():
     one_line_error(["tune", "--t1", T1, "--strategy", "nope"], 2, "unknown strategy")
     one_line_error(["tune", "--t1", T1, "--arg", "x=half:4"], 2, "TYPE")
     one_line_error(["inspect", "--t1", T1, "--sample", "3"], 2, "--jsonl")
+    # A kernel that does not compile is the kernel's failure (exit 1), in text and in JSON.
+    with open(os.path.join(STATE["tmp"], "broken.cu"), "w") as f:
+        f.write("__global__ void saxpy_tiled(float *y) { this is not C; }\n")
+    with open(T1) as f:
+        doc = json.load(f)
+    doc["KernelSpecification"]["KernelFile"] = "broken.cu"
+    broken = os.path.join(STATE["tmp"], "broken.json")
+    with open(broken, "w") as f:
+        json.dump(doc, f)
+    one_line_error(["inspect", "--t1", broken], 1)
+    rc, out, _ = run("inspect", "--t1", broken, "--json")
+    check(rc == 1 and "error" in json.loads(out), f"inspect --json of a broken kernel: {rc} {out}")
+    jl = os.path.join(STATE["tmp"], "broken.jsonl")
+    rc, _, err = run("inspect", "--t1", broken, "--sample", "2", "--jsonl", jl)
+    check(rc == 1 and "none of the 3 configurations" in err,
+          f"every configuration failed: exit {rc}: {err[-300:]}")
     one_line_error(["inspect", "--t1", T1, "--device", "nope"], 2, "unknown device")
     one_line_error(["inspect", "--t1", T1, "--config", "tile_size_x=3,block_size_x=256"], 2,
                    "breaks the condition")

@@ -36,27 +36,39 @@ static const struct option opts[] = {
 };
 
 void ft_cli_inspect_t1_usage(FILE *f) {
-    fprintf(f,
-            "       flaretune inspect --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
-            "                         [--device D] [--config CFG | --all-configs | --sample K]\n"
-            "                         [--seed S] [--blocks N] [--json] [--jsonl OUT]\n\n"
-            "Predict a T1 kernel's time on GPU D (default a100-pcie) without one: NVRTC's\n"
-            "resources and SASS for D's architecture, and a sample of N blocks (default 8: corners,\n"
-            "edges, interior) emulated with the profile on, scaled to the grid (docs/t1.md).\n"
-            "--all-configs predicts every configuration the file's conditions allow, --sample K\n"
-            "K of them drawn from --seed S (default 1) and the default; each is a JSON line of\n"
-            "--jsonl OUT (appended; configurations OUT holds for D are not predicted again).\n"
-            "--arg replaces an argument's type, size and fill where the file's do not say what\n"
-            "the kernel reads.\n");
+    fprintf(
+        f,
+        "       flaretune inspect --t1 FILE [--kernel-file F] [--arg "
+        "NAME=TYPE:SIZE[:FILL[:V]]]...\n"
+        "                         [--device D] [--config CFG | --all-configs | --sample K]\n"
+        "                         [--seed S] [--blocks N] [--json] [--jsonl OUT]\n\n"
+        "Predict a T1 kernel's time on GPU D (default a100-pcie) without one: NVRTC's\n"
+        "resources and SASS for D's architecture, and a sample of N blocks (default 8: corners,\n"
+        "edges, interior) emulated with the profile on, scaled to the grid (docs/t1.md).\n"
+        "--all-configs predicts every configuration the file's conditions allow, --sample K\n"
+        "K of them drawn from --seed S (default 1) and the default; each is a JSON line of\n"
+        "--jsonl OUT (appended; configurations OUT holds for D at N blocks are not predicted\n"
+        "again; an OUT of another kernel or problem size is refused).\n"
+        "--arg replaces an argument's type, size and fill where the file's do not say what\n"
+        "the kernel reads.\n");
 }
 
-static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g,
+/* The file's ProblemSize as a JSON array. */
+static json_t *problem_of(const ft_t1 *t) {
+    json_t *a = json_array();
+    for (int d = 0; d < t->nproblem; d++)
+        json_array_append_new(a, json_integer(t->problem[d]));
+    return a;
+}
+
+static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g, long blocks,
                        const ft_t1_prediction *p, const char *error) {
     char key[1024], cfg[1024];
     ft_t1_key(t, c, key, sizeof key);
     ft_config_format(&t->space, c, cfg, sizeof cfg);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "key", key, "config", cfg, "device", g->name,
-                          "kernel", t->kernel_name);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s, s:o, s:i}", "key", key, "config", cfg, "device", g->name,
+                  "kernel", t->kernel_name, "problem_size", problem_of(t), "blocks", (int)blocks);
     if (error) {
         json_object_set_new(o, "error", json_string(error));
         return o;
@@ -92,9 +104,14 @@ static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g,
     return o;
 }
 
-/* Keys OUT already holds for device g (complete lines only). */
-static char **done_keys(const char *path, const char *device, int *n) {
+/* Keys OUT already holds for device g at this sample size, predicted (complete lines only; a
+ * line that failed is tried again). *other is set when OUT holds a line of another kernel or
+ * problem size (lines written before those were recorded count as this problem's). */
+static char **done_keys(const char *path, const ft_t1 *t, const char *device, long blocks, int *n,
+                        int *other) {
     *n = 0;
+    *other = 0;
+    json_t *problem = problem_of(t);
     FILE *f = fopen(path, "r");
     if (!f) return NULL;
     char **keys = NULL;
@@ -107,7 +124,11 @@ static char **done_keys(const char *path, const char *device, int *n) {
         json_t *o = json_loads(line, 0, NULL);
         const char *k = json_string_value(json_object_get(o, "key"));
         const char *d = json_string_value(json_object_get(o, "device"));
-        if (k && d && strcmp(d, device) == 0) {
+        const char *kn = json_string_value(json_object_get(o, "kernel"));
+        const json_t *ps = json_object_get(o, "problem_size"), *bl = json_object_get(o, "blocks");
+        if ((kn && strcmp(kn, t->kernel_name) != 0) || (ps && !json_equal(ps, problem))) *other = 1;
+        if (k && d && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
+            (!bl || json_integer_value(bl) == blocks)) {
             if (*n == cap) {
                 cap = cap ? cap * 2 : 256;
                 char **nk = realloc(keys, (size_t)cap * sizeof *nk);
@@ -120,6 +141,7 @@ static char **done_keys(const char *path, const char *device, int *n) {
     }
     free(line);
     fclose(f);
+    json_decref(problem);
     return keys;
 }
 
@@ -187,9 +209,20 @@ int ft_cli_inspect_t1(int argc, char **argv) {
         ft_t1_free(t);
         return code;
     }
-    int ndone = 0;
-    char **done = jsonl ? done_keys(jsonl, g->name, &ndone) : NULL;
+    int ndone = 0, other = 0;
+    char **done = jsonl ? done_keys(jsonl, t, g->name, blocks, &ndone, &other) : NULL;
     if (done) qsort(done, (size_t)ndone, sizeof *done, cmp_str);
+    if (other) {
+        for (int i = 0; i < ndone; i++)
+            free(done[i]);
+        free(done);
+        free(cfgs);
+        ft_t1_free(t);
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "inspect: %s holds predictions of another kernel or problem size than "
+                           "%s's: give another --jsonl",
+                           jsonl, a.path);
+    }
     FILE *out = NULL;
     if (jsonl) drop_torn_tail(jsonl);
     if (jsonl && !(out = fopen(jsonl, "a"))) {
@@ -218,7 +251,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
             code = ft_cli_fail_err(&e);
             break;
         }
-        json_t *line = line_of(t, &cfgs[i], g, &p, s ? e.msg : NULL);
+        json_t *line = line_of(t, &cfgs[i], g, blocks, &p, s ? e.msg : NULL);
         failed += s != FT_OK;
         made++;
         if (out) {
@@ -234,9 +267,10 @@ int ft_cli_inspect_t1(int argc, char **argv) {
         if (!out && json) {
             json_dumpf(line, stdout, JSON_INDENT(2));
             fputc('\n', stdout);
+            if (s) code = FT_EXIT_FAIL; /* the document says why */
         } else if (!out) {
             if (s) {
-                code = ft_cli_fail_err(&e);
+                code = ft_cli_fail(FT_EXIT_FAIL, "%s", e.msg); /* the kernel's failure, not usage */
             } else {
                 printf("%s on %s (%s): %s\n", t->kernel_name, g->name, g->model, key);
                 printf("  grid %lld x %lld x %lld, block %lld x %lld x %lld; %d boundary + %d interior blocks "
@@ -259,6 +293,11 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     }
     if (out && fclose(out) != 0 && code == FT_EXIT_OK)
         code = ft_cli_fail(FT_EXIT_FAIL, "inspect: closing %s failed (disk full?)", jsonl);
+    if (out && code == FT_EXIT_OK && made > 0 && failed == made)
+        code = ft_cli_fail(FT_EXIT_FAIL,
+                           "inspect: none of the %lld configurations could be "
+                           "predicted (their errors are in %s)",
+                           (long long)made, jsonl);
     for (int i = 0; i < ndone; i++) free(done[i]);
     free(done);
     ft_t1_bench_close(b);
