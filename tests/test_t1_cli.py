@@ -638,6 +638,7 @@ def test_bad():
     check(rc == 1 and "none of the 3 configurations" in err,
           f"every configuration failed: exit {rc}: {err[-300:]}")
     one_line_error(["inspect", "--t1", T1, "--device", "nope"], 2, "unknown device")
+    one_line_error(["compile", "--t1", T1, "--arch", "SM_80"], 2, "not a GPU architecture")
     one_line_error(["inspect", "--t1", T1, "--config", "tile_size_x=3,block_size_x=256"], 2,
                    "breaks the condition")
     bad = os.path.join(STATE["tmp"], "bad.json")

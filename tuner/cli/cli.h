@@ -178,6 +178,8 @@ int ft_cli_whole(const char *arg, long lo, long hi, long *out);
 /* A seed: a decimal whole number from 0 to 2^64 - 1, no sign (strtoull would take "-1" as
  * 2^64 - 1), into *out; whether it is one. */
 int ft_cli_seed(const char *arg, unsigned long long *out);
+/* Whether a is a GPU architecture as NVRTC takes it: sm_ and 2 or 3 digits, then a or f. */
+int ft_cli_arch_ok(const char *a);
 
 /* What a command does with one getopt_long result: opt its code ('?' or ':' for an unknown
  * option or a missing value), arg its value (optarg). Returns an exit code, 0 to go on. */

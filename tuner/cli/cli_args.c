@@ -350,3 +350,13 @@ int ft_cli_check_preset_attrs(const ft_cli_problem *p, const ft_op *op, const ft
     }
     return FT_EXIT_OK;
 }
+
+int ft_cli_arch_ok(const char *a) {
+    if (strncmp(a, "sm_", 3) != 0) return 0;
+    const char *p = a + 3;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9')
+        p++, digits++;
+    if (*p == 'a' || *p == 'f') p++;
+    return digits >= 2 && digits <= 3 && *p == '\0';
+}

@@ -381,16 +381,6 @@ static int list_devices(int json) {
 }
 
 /* "sm_" digits, then an optional 'a' or 'f'. */
-static int arch_well_formed(const char *a) {
-    if (strncmp(a, "sm_", 3) != 0) return 0;
-    const char *p = a + 3;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9')
-        p++, digits++;
-    if (*p == 'a' || *p == 'f') p++;
-    return digits >= 2 && digits <= 3 && *p == '\0';
-}
-
 /* ---- the command --------------------------------------------------------------------------------
  */
 
@@ -506,7 +496,7 @@ static int compile_check(compile_args *a, int argc, char **argv, const ft_gpu_sp
                            "compile: --arch or --device, not both (a device implies its "
                            "architecture)");
     if (a->arch) {
-        if (!arch_well_formed(a->arch))
+        if (!ft_cli_arch_ok(a->arch))
             return ft_cli_fail(FT_EXIT_USAGE,
                                "compile: --arch '%s' is not a GPU architecture (e.g. sm_80, "
                                "sm_90a)",
