@@ -168,6 +168,37 @@ def test_inspect():
         healed = f.read().splitlines()
     check(rc == 0 and len(healed) == 6 and all(json.loads(l) for l in healed),
           f"the torn line predicted again: {healed[-2:]}")
+    # A __constant__ argument's reads are the constant cache's, not global traffic: the L2 and
+    # DRAM bytes of y = x * coef[0] are x's and y's, 8 bytes an element, as without coef.
+    with open(os.path.join(tmp, "cst.cu"), "w") as f:
+        f.write("__constant__ float coef[4];\n"
+                "__global__ void scale(float *y, const float *x, const float *c, int n) {\n"
+                "    int i = blockIdx.x * block_size_x + threadIdx.x;\n"
+                "    if (i < n) y[i] = x[i] * coef[0];\n}\n")
+    vec = {"MemoryType": "Vector", "FillType": "Random", "Size": "ProblemSize[0]",
+           "FillValue": 1.0}
+    cdoc = {"General": {"BenchmarkName": "cst", "OutputFormat": "JSON"},
+            "ConfigurationSpace": {"TuningParameters": [
+                {"Name": "block_size_x", "Type": "int", "Values": [64], "Default": 64}],
+                "Conditions": []},
+            "KernelSpecification": {
+                "Language": "CUDA", "CompilerOptions": [], "BenchmarkName": "cst",
+                "KernelName": "scale", "KernelFile": "cst.cu", "GlobalSizeType": "CUDA",
+                "LocalSize": {"X": "block_size_x", "Y": "1", "Z": "1"},
+                "GridDivX": ["block_size_x"], "ProblemSize": [4096], "SharedMemory": 0,
+                "Arguments": [dict(vec, Name="y", Type="float", AccessType="WriteOnly", Output=1),
+                              dict(vec, Name="x", Type="float", AccessType="ReadOnly"),
+                              dict(vec, Name="coef", Type="float", AccessType="ReadOnly",
+                                   MemType="Constant", Size="4"),
+                              {"Name": "n", "Type": "int32", "MemoryType": "Scalar",
+                               "FillValue": 4096}]}}
+    cst = os.path.join(tmp, "cst.json")
+    with open(cst, "w") as f:
+        json.dump(cdoc, f)
+    rc, out, err = run("inspect", "--t1", cst, "--device", "h200", "--blocks", "64", "--json")
+    ins = json.loads(out).get("inputs", {}) if rc == 0 else {}
+    check(rc == 0 and ins.get("l2_bytes") == 4096 * 8 and ins.get("dram_bytes") == 4096 * 8,
+          f"constant reads are no global traffic: exit {rc}: {ins} {err[-300:]}")
     # Another sample size predicts again; another problem size is refused, never mixed in.
     rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--blocks", "16", "--jsonl", jl)
     with open(jl) as f:

@@ -96,7 +96,9 @@ typedef struct ft_dev_source {
     int noptions;
     const char *const *kernels; /* the kernels to launch, by the names written in the source */
     int nkernels;
-    const char *const *symbols; /* __constant__ / __device__ variables the host writes */
+    /* __constant__ variables the host writes (the emulator's profile counts their reads as the
+     * constant cache's, not as global traffic) */
+    const char *const *symbols;
     int nsymbols;
 } ft_dev_source;
 

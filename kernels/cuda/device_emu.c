@@ -839,6 +839,8 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
     l.seed = d->seed;
     l.workers = d->workers;
     l.ucontext = d->ucontext;
+    l.consts = m->symbols;
+    l.nconsts = m->nsymbols;
     ft_status s = ft_emu_run(d->pools, &l, err);
     if (l.prof) {
         ft_dev_emu_launch_record r;

@@ -458,6 +458,11 @@ static void api_access(ft_emu_thread *t, const void *pc, const void *addr, unsig
     if (!p || (a >= stacks && a - stacks < (uintptr_t)b->n * FT_EMU_STACK_BYTES)) return;
     /* Nor is the dialect's reading of this table, to call the runtime. */
     if (a >= (uintptr_t)&emu_api && a < (uintptr_t)(&emu_api + 1)) return;
+    /* Nor a read of __constant__ memory: the constant cache's, not the global path's. */
+    for (int i = 0; i < b->l->nconsts; i++) {
+        uintptr_t lo = (uintptr_t)b->l->consts[i].addr;
+        if (a >= lo && a - lo < b->l->consts[i].bytes && !(flags & FT_EMU_ACCESS_WRITE)) return;
+    }
     int shared = api_is_shared(t, addr, size ? size : 1);
     ft_emu_acc kind = shared ? ((flags & FT_EMU_ACCESS_WRITE) ? FT_EMU_SST : FT_EMU_SLD)
                       : (flags & FT_EMU_ACCESS_ATOMIC) ? FT_EMU_GATOM

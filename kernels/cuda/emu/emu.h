@@ -46,6 +46,11 @@ typedef struct ft_emu_launch {
      * launch), in this order; NULL: every block. Each lies inside the grid. */
     const ft_emu_uint3 *only;
     unsigned long long nonly;
+    /* The module's __constant__ variables the host writes (NULL: none): the profile counts no
+     * global traffic for reads of them (a GPU serves them from its constant cache, or as
+     * operands of the instructions that use them, which the SASS counts). */
+    const ft_emu_symbol *consts;
+    int nconsts;
 } ft_emu_launch;
 
 /* Run a launch. pools[0..FT_EMU_MAX_WORKERS) hold the workers' pools (created as needed, kept for
