@@ -15,10 +15,11 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuda/specs.h"
 #include "core/clock.h"
-#include "cuda/device.h"
 #include "core/rng.h"
+#include "cuda/analysis/predict.h"
+#include "cuda/device.h"
+#include "cuda/specs.h"
 #include "tuner/t1.h"
 #include "tuner/t1_run.h"
 
@@ -66,9 +67,9 @@ static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g,
     char key[1024], cfg[1024];
     ft_t1_key(t, c, key, sizeof key);
     ft_config_format(&t->space, c, cfg, sizeof cfg);
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:s, s:o, s:i}", "key", key, "config", cfg, "device", g->name,
-                  "kernel", t->kernel_name, "problem_size", problem_of(t), "blocks", (int)blocks);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i}", "key", key, "config", cfg,
+                          "device", g->name, "kernel", t->kernel_name, "problem_size",
+                          problem_of(t), "blocks", (int)blocks, "model", FT_PREDICT_MODEL);
     if (error) {
         json_object_set_new(o, "error", json_string(error));
         return o;
@@ -128,7 +129,8 @@ static char **done_keys(const char *path, const ft_t1 *t, const char *device, lo
         const json_t *ps = json_object_get(o, "problem_size"), *bl = json_object_get(o, "blocks");
         if ((kn && strcmp(kn, t->kernel_name) != 0) || (ps && !json_equal(ps, problem))) *other = 1;
         if (k && d && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
-            (!bl || json_integer_value(bl) == blocks)) {
+            (!bl || json_integer_value(bl) == blocks) &&
+            json_integer_value(json_object_get(o, "model")) == FT_PREDICT_MODEL) {
             if (*n == cap) {
                 cap = cap ? cap * 2 : 256;
                 char **nk = realloc(keys, (size_t)cap * sizeof *nk);

@@ -46,6 +46,12 @@
  * l2 limits assume the kernel has them.) */
 #define FT_PREDICT_WARPS_TO_HIDE 4
 
+/* The model's version, written with every saved prediction (`inspect --t1 --jsonl`) so that a
+ * rerun predicts again what an earlier model predicted: raised whenever the model, the
+ * emulator's profile or the reading of SASS changes what a prediction comes to.
+ * 2: reads of __constant__ variables are no global traffic. */
+#define FT_PREDICT_MODEL 2
+
 typedef enum ft_bound {
     FT_BOUND_DRAM,
     FT_BOUND_L2,
