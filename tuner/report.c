@@ -676,37 +676,41 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
     ft_ws_free(&ws);
     return s;
 }
+/* Path p (a buffer) without its trailing slashes; then, by up(), its parent folder in place
+ * (0 when it has none to go up to: a bare name or a folder of the root). */
+static void trim_slashes(char *p) {
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/')
+        p[--len] = '\0';
+}
+static int up(char *p) {
+    char *slash = strrchr(p, '/');
+    if (!slash || slash == p) return 0;
+    *slash = '\0';
+    trim_slashes(p);
+    return 1;
+}
+
 /* Into top (n bytes), the highest folder of path dir that does not exist ("" when dir does). */
 static void missing_top(const char *dir, char *top, size_t n) {
     top[0] = '\0';
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return;
-    for (;;) {
-        size_t len = strlen(p);
-        while (len > 1 && p[len - 1] == '/')
-            p[--len] = '\0';
-        if (!len || access(p, F_OK) == 0) return;
+    trim_slashes(p);
+    do {
+        if (!p[0] || access(p, F_OK) == 0) return;
         snprintf(top, n, "%s", p);
-        char *slash = strrchr(p, '/');
-        if (!slash) return;
-        if (slash == p) return; /* "/x": the root exists */
-        *slash = '\0';
-    }
+    } while (up(p));
 }
 
 /* Remove dir and its parents up to top, each only if empty (what this sweep made). */
 static void unmake(const char *dir, const char *top) {
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return;
-    for (;;) {
-        size_t len = strlen(p);
-        while (len > 1 && p[len - 1] == '/')
-            p[--len] = '\0';
+    trim_slashes(p);
+    do {
         if (rmdir(p) != 0 || !strcmp(p, top)) return;
-        char *slash = strrchr(p, '/');
-        if (!slash || slash == p) return;
-        *slash = '\0';
-    }
+    } while (up(p));
 }
 
 /* Whether a file can be made in dir: a temporary one, made and removed. */
