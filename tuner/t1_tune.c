@@ -11,7 +11,7 @@
  *             the whole launch would take, a check of the pipeline, not a GPU's time.
  * The check runs the whole grid (on the emulator: where that is expected to take at most
  * FT_T1_EMU_WHOLE_S; else the timed sample) and compares every element the reference wrote:
- * floats within 1e-4 * max|ref| + 1e-6, NaN only where the reference has one, integers exactly,
+ * floats within 1e-4 * max|ref| + 1e-6, NaN where and only where the reference has one, integers exactly,
  * and an element left unwritten is a failure (after a sampled run, the elements it did not reach
  * are not compared). What the reference wrote is known from two checked runs of it, its
  * write-only outputs reset to 0xFF bytes and then to 0x00 bytes: an element is unwritten only
