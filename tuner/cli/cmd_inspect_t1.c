@@ -112,9 +112,9 @@ static char **done_keys(const char *path, const ft_t1 *t, const char *device, lo
                         int *other) {
     *n = 0;
     *other = 0;
-    json_t *problem = problem_of(t);
     FILE *f = fopen(path, "r");
     if (!f) return NULL;
+    json_t *problem = problem_of(t);
     char **keys = NULL;
     int cap = 0;
     char *line = NULL;
