@@ -73,8 +73,8 @@ typedef struct outputs {
     void *host[FT_T1_MAX_ARGS];
     size_t bytes[FT_T1_MAX_ARGS];
     int file[FT_T1_MAX_ARGS]; /* of a reference: given by a file, every element expected */
-    /* of the reference configuration's write-only outputs: 1 where it wrote (NULL: judged by
-     * the reset pattern alone) */
+    /* of the write-only outputs of a run checked twice (mark_written): 1 where it wrote (NULL:
+     * judged by the 0xFF reset alone) */
     unsigned char *written[FT_T1_MAX_ARGS];
 } outputs;
 
@@ -97,15 +97,20 @@ static double elem(const ft_t1_arg *a, const void *buf, long long i) {
     return NAN;
 }
 
+/* Whether the n bytes at p are all v. */
+static int all_bytes(const unsigned char *p, size_t n, unsigned char v) {
+    for (size_t j = 0; j < n; j++)
+        if (p[j] != v) return 0;
+    return 1;
+}
+
 /* An element the run did not write: of a write-only output, one left as the reset pattern (0xFF
  * bytes: a NaN in float formats); of an output the kernel also reads, one still equal to its
  * first fill (the emulator's sample writes only part of it). */
 static int untouched(const ft_t1_arg *a, const void *init, const void *buf, long long i) {
     const unsigned char *p = (const unsigned char *)buf + (size_t)i * a->elem_bytes;
     if (a->reads) return memcmp(p, (const unsigned char *)init + (size_t)i * a->elem_bytes, a->elem_bytes) == 0;
-    for (size_t k = 0; k < a->elem_bytes; k++)
-        if (p[k] != 0xFF) return 0;
-    return 1;
+    return all_bytes(p, a->elem_bytes, 0xFF);
 }
 
 /* Whether a run wrote element i of its k-th output (a file's: every element). */
@@ -291,12 +296,6 @@ static ft_status check_again(runner *r, const ft_config *cfg, const outputs *got
     if (s == FT_OK) s = ft_t1_bench_compile(r->b, cfg, &m, err); /* (from the cache) */
     if (s == FT_OK) s = checked_pass(r, m, g, bl, got->whole, 0x00, into, err);
     return s;
-}
-
-static int all_bytes(const unsigned char *p, size_t n, unsigned char v) {
-    for (size_t j = 0; j < n; j++)
-        if (p[j] != v) return 0;
-    return 1;
 }
 
 /* What a run wrote of each write-only output, from its two checked passes (reset to 0xFF, then
