@@ -169,12 +169,16 @@ def build_cases(rng):
     add("fusion.dflare", {"backward": 1}, gen_fusion_dflare(rng, backward=True), True)
     add("fusion.dflare", {"backward": 1, "eps": 1e-2},
         gen_fusion_dflare(rng, d=5, t=3, backward=True), note="D 5 > T 3")
+    add("fusion.dflare", {"backward": 1, "want_dx": 0}, gen_fusion_dflare(rng, backward=True),
+        True, "no dx.npy")
 
     add("fusion.dflash", {}, gen_fusion_dflash(rng), True)
     add("fusion.dflash", {"eps": 1e-2}, gen_fusion_dflash(rng))
     add("fusion.dflash", {"backward": 1}, gen_fusion_dflash(rng, backward=True), True)
     add("fusion.dflash", {"backward": 1, "eps": 1e-2}, gen_fusion_dflash(rng, t=3, backward=True),
         note="T 3")
+    add("fusion.dflash", {"backward": 1, "want_dx": 0}, gen_fusion_dflash(rng, backward=True),
+        True, "no dx.npy")
 
     add("linear", {}, gen_linear(rng), True)
     add("linear", {"backward": 1}, gen_linear(rng, backward=True), True)

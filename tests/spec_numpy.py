@@ -413,8 +413,10 @@ def loss(h, w_lm, labels, mask, B=16, scheme="decay", gamma=7.0, gamma0=1.0, gam
 
 # op -> (float inputs, int inputs, outputs, attributes with their types)
 OPS = {
-    "fusion.dflare": (("x", "w", "g"), (), ("f",), {"eps": float, "backward": int}),
-    "fusion.dflash": (("x", "w_fc", "g"), (), ("f",), {"eps": float, "backward": int}),
+    "fusion.dflare": (("x", "w", "g"), (), ("f",), {"eps": float, "backward": int,
+                                                     "want_dx": int}),
+    "fusion.dflash": (("x", "w_fc", "g"), (), ("f",), {"eps": float, "backward": int,
+                                                       "want_dx": int}),
     "attention.kvproj": (("c", "w_k", "w_v", "gk"), ("pos",), ("k", "v"),
                          {"eps": float, "rope_theta": float, "rope_scaling": str,
                           "rope_factor": float, "rope_low_freq_factor": float,
@@ -459,6 +461,9 @@ def op_io(op, attrs=None):
         outs.append("dg")
     if op == "linear" and int(float(attrs.get("grad_only", 0))):
         outs.remove("y")
+    # the fusions' x is the frozen target's in training: want_dx = 0 writes no dx
+    if op.startswith("fusion.") and "dx" in outs and not int(float(attrs.get("want_dx", 1))):
+        outs.remove("dx")
     return ins, outs
 
 
@@ -470,6 +475,7 @@ def run_op(op, inputs, attrs=None):
     for name, val in attrs.items():
         kw[name] = types[name](val) if types[name] is not int else int(float(val))
     kw.pop("backward", None)             # op_io adds df/do to the inputs when it is set
+    kw.pop("want_dx", None)              # and leaves dx out of the outputs when it is 0
     ins, _ = op_io(op, attrs)
     args = {n: inputs[n] for n in ins}
     if op == "fusion.dflare":

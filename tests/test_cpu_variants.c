@@ -174,6 +174,65 @@ static void test_loss_final_norm(void) {
     }
 }
 
+/* The fusion ops' backward without dx (want_dx = 0, the training step's call: the target's
+ * states are frozen): every config against the reference, which forms no dx either; no dx
+ * tensor at all (a kernel that wrote one would write through NULL); and dw and dg bit for bit
+ * those of the same config with dx formed. */
+static void test_fusion_without_dx(void) {
+    static const char *const ops[] = {"fusion.dflare", "fusion.dflash"};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        const ft_backend *be;
+        const ft_op *op;
+        if (!cpu_op(ops[o], &be, &op)) continue;
+        ft_err err = {0};
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k += 4) {
+            ft_preset p = *ft_preset_find(shapes[k][0]);
+            for (int j = 1; j < 4 && shapes[k][j]; j++)
+                FT_CHECK(ft_preset_set(&p, shapes[k][j], &err) == FT_OK, "%s", err.msg);
+            ft_attrs a;
+            ft_attrs_default(&a);
+            FT_CHECK(a.want_dx == 1, "want_dx defaults to %d, not 1", a.want_dx);
+            a.want_dx = 0;
+            check_op_at(be, op, &p, 1, &a);
+
+            /* The default config with and without dx: the other gradients agree bit for bit. */
+            ft_call c[2];
+            for (int want = 0; want <= 1; want++) {
+                ft_call_init(&c[want], op);
+                c[want].attrs.backward = 1;
+                c[want].attrs.want_dx = want;
+                FT_CHECK(ft_call_from_preset(&c[want], &p, 5, &err) == FT_OK, "%s", err.msg);
+            }
+            const ft_space *s = be->space(op);
+            ft_config def;
+            ft_config_default(s, &def);
+            ft_workspace ws = {0};
+            int dx = -1, checked = 0;
+            for (int want = 0; want <= 1; want++) {
+                c[want].ws = &ws;
+                FT_CHECK(be->run(&c[want], &def, &err) == FT_OK, "%s: %s", op->name, err.msg);
+            }
+            for (int i = 0; i < op->ntensors; i++) {
+                if (op->tensors[i].role != FT_ROLE_GRAD_OUT) continue;
+                if (op->tensors[i].flags & FT_TS_WANT_DX) {
+                    dx = i;
+                    continue;
+                }
+                FT_CHECK(memcmp(c[0].t[i]->data, c[1].t[i]->data, ft_tensor_nbytes(c[0].t[i])) == 0,
+                         "%s %s: %s differs with want_dx=0", op->name, p.name, op->tensors[i].name);
+                checked++;
+            }
+            FT_CHECK(dx >= 0 && checked == 2, "%s: dx not flagged, or %d other gradients", op->name,
+                     checked);
+            FT_CHECK(dx >= 0 && !ft_call_uses(&c[0], dx) && !c[0].t[dx] && ft_call_uses(&c[1], dx),
+                     "%s: want_dx=0 still has a dx tensor", op->name);
+            ft_ws_free(&ws);
+            ft_call_free(&c[0]);
+            ft_call_free(&c[1]);
+        }
+    }
+}
+
 /* The attention ops again with sliding windows smaller than the context (SPEC.md "Sliding
  * window"): W = 3 < B + 1 (later rows of a block see no context at all), W = 9 (the window cuts
  * inside the tiny contexts), W = 40 on a longer context (the window starts inside a strip of the
@@ -250,6 +309,7 @@ int main(void) {
     FT_RUN(test_every_config);
     FT_RUN(test_loss_schemes);
     FT_RUN(test_loss_final_norm);
+    FT_RUN(test_fusion_without_dx);
     FT_RUN(test_attention_windows);
     FT_RUN(test_kvproj_rope_scaling);
     fprintf(stderr, "%lld configurations verified, %lld of them duplicates at their shape\n",

@@ -97,6 +97,7 @@ static const char *dt_name(int dtype) { return dtype ? "bf16" : "f32"; }
 
 static int64_t call_window; /* the attention ops' `window` for the calls made (0: full) */
 static int call_causal;     /* and their `causal` */
+static int call_want_dx = 1; /* the fusion ops' `want_dx` */
 
 static ft_status make_call(ft_call *c, const ft_op *op, const shape *s, int dtype, int bwd,
                            ft_err *err) {
@@ -105,6 +106,7 @@ static ft_status make_call(ft_call *c, const ft_op *op, const shape *s, int dtyp
     c->attrs.backward = bwd;
     c->attrs.window = call_window;
     c->attrs.causal = call_causal;
+    c->attrs.want_dx = call_want_dx;
     if (s->preset) {
         const ft_preset *p = ft_preset_find(s->preset);
         if (!p) return ft_err_set(err, FT_EINVAL, "no preset %s", s->preset);
@@ -363,6 +365,35 @@ static void test_attention_windows(void) {
                 check_at(op, cop, &cases[k].s, dtype, bwd);
         call_window = 0;
         call_causal = 0;
+    }
+}
+
+/* The fusion ops' backward without dx (want_dx = 0: the training step's call, the target's
+ * states frozen) at their shapes above, f32 and bf16: every fourth config (the kernels are those
+ * above with dx compiled out) against the reference, which forms no dx either. There is no dx
+ * tensor on the device: a kernel that wrote one would fault. */
+static void test_fusion_without_dx(void) {
+    static const char *const ops[] = {"fusion.dflare", "fusion.dflash"};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        const ft_op *op;
+        const ft_cuda_op *cop = selected_op(ops[o], &op);
+        if (!cop) continue;
+        const shape *shapes = NULL;
+        for (size_t k = 0; k < sizeof op_shapes / sizeof op_shapes[0]; k++)
+            if (strcmp(op_shapes[k].op, op->name) == 0) shapes = op_shapes[k].shapes;
+        FT_CHECK(shapes != NULL, "%s has no shapes", op->name);
+        if (!shapes) continue;
+        int64_t before = configs_run;
+        const int every = sample;
+        call_want_dx = 0;
+        sample = 4 * every;
+        for (int k = 0; k < 4 && (shapes[k].preset || shapes[k].n); k++)
+            for (int dtype = 0; dtype <= 1; dtype++)
+                check_at(op, cop, &shapes[k], dtype, 1);
+        sample = every;
+        call_want_dx = 1;
+        fprintf(stderr, "  %-16s %6lld configurations verified without dx\n", op->name,
+                (long long)(configs_run - before));
     }
 }
 
@@ -666,6 +697,7 @@ int main(void) {
     FT_RUN(test_bf16_reference_sees_rounded_inputs);
     FT_RUN(test_every_config);
     FT_RUN(test_attention_windows);
+    FT_RUN(test_fusion_without_dx);
     FT_RUN(test_dflare_mma);
     FT_RUN(test_loss_attrs);
     FT_RUN(test_kvproj_rope_scaling);

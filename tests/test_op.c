@@ -297,7 +297,7 @@ static void test_attrs(void) {
     FT_CHECK(ft_attrs_set(&a, dflare, "eps", "1e-5", &err) == FT_OK && a.eps == 1e-5, "eps");
     FT_CHECK(ft_attrs_set(&a, dflare, "gamma", "3", &err) == FT_EINVAL &&
                  strstr(err.msg, "fusion.dflare has no attribute 'gamma' (attributes: eps, "
-                                 "backward, dtype)"),
+                                 "backward, want_dx, dtype)"),
              "attribute of another op: %s", err.msg);
     FT_CHECK(ft_attrs_set(&a, dflare, "dtype", "bf16", &err) == FT_OK && a.dtype == 1, "bf16");
     char txt[16];
@@ -325,6 +325,15 @@ static void test_attrs(void) {
              "a subnormal gamma: %s", err.msg);
     FT_CHECK(ft_attrs_set(&a, loss, "gamma", "1e400", &err) == FT_EINVAL, "an overflow");
     FT_CHECK(ft_attrs_set(&a, loss, "want_dw", "2", &err) == FT_EINVAL, "bool");
+    /* want_dx: the fusions' only (1 by default: dx formed; 0 is the training step's call) */
+    FT_CHECK(a.want_dx == 1, "want_dx defaults to 1");
+    FT_CHECK(ft_attrs_set(&a, dflare, "want_dx", "0", &err) == FT_OK && a.want_dx == 0, "dx");
+    ft_attrs_format(&a, "want_dx", txt, sizeof txt);
+    FT_CHECK(strcmp(txt, "0") == 0, "want_dx formats as %s", txt);
+    FT_CHECK(ft_attrs_set(&a, dflare, "want_dx", "2", &err) == FT_EINVAL, "want_dx is a bool");
+    FT_CHECK(ft_attrs_set(&a, loss, "want_dx", "0", &err) == FT_EINVAL &&
+                 strstr(err.msg, "loss has no attribute 'want_dx'"),
+             "want_dx on the loss: %s", err.msg);
     FT_CHECK(ft_attrs_set(&a, loss, "B", "0", &err) == FT_EINVAL, "B >= 1");
     /* window: 0 = full attention, a count of positions; only the attention ops take it */
     const ft_op *train = op_named("attention.train");
@@ -373,6 +382,43 @@ static void test_window_attrs_json(void) {
     FT_CHECK(w && !strcmp(json_string_value(w), "9"), "window 9 in the attrs");
     json_decref(j);
     ft_call_free(&c);
+}
+
+/* The fusions' want_dx is in the attribute JSON only where it changes the call (0 with the
+ * backward), so profiles and logs of the calls that form dx keep their keys; without it the call
+ * has no dx tensor, fewer bytes and fewer FLOPs. */
+static void test_want_dx(void) {
+    static const char *const ops[] = {"fusion.dflare", "fusion.dflash"};
+    for (int o = 0; o < 2; o++) {
+        ft_call c;
+        make_call(&c, ops[o], "tiny.dflare.train", 1);
+        json_t *j = ft_attrs_to_json(&c);
+        FT_CHECK(j && !json_object_get(j, "want_dx"), "%s: want_dx=1 left out", ops[o]);
+        json_decref(j);
+        const double flops = c.op->flops(&c), bytes = ft_call_io_bytes(&c);
+        int dx = -1;
+        for (int i = 0; i < c.op->ntensors; i++)
+            if (!strcmp(c.op->tensors[i].name, "dx")) dx = i;
+        FT_CHECK(dx >= 0 && ft_call_uses(&c, dx), "%s: dx used by default", ops[o]);
+        c.attrs.want_dx = 0;
+        j = ft_attrs_to_json(&c);
+        json_t *v = j ? json_object_get(j, "want_dx") : NULL;
+        FT_CHECK(v && !strcmp(json_string_value(v), "0"), "%s: want_dx=0 in the attrs", ops[o]);
+        json_decref(j);
+        FT_CHECK(dx >= 0 && !ft_call_uses(&c, dx), "%s: want_dx=0 still uses dx", ops[o]);
+        /* dx is x's size: N*T*H floats fewer; one GEMM (dflash) or one mix (dflare) fewer */
+        const int64_t *d = c.dim;
+        FT_CHECK(bytes - ft_call_io_bytes(&c) == 4.0 * (double)(d[0] * d[1] * d[2]),
+                 "%s: %g bytes fewer without dx", ops[o], bytes - ft_call_io_bytes(&c));
+        const double ratio = c.op->flops(&c) / flops;
+        FT_CHECK(fabs(ratio - (o == 0 ? 3.0 / 4.0 : 2.0 / 3.0)) < 1e-12, "%s: FLOPs x%g", ops[o],
+                 ratio);
+        c.attrs.backward = 0;
+        j = ft_attrs_to_json(&c);
+        FT_CHECK(j && !json_object_get(j, "want_dx"), "%s: no backward, no want_dx", ops[o]);
+        json_decref(j);
+        ft_call_free(&c);
+    }
 }
 
 /* flops counts only the keys a query sees: 4*dh per (row, head, visible key) forward, 3x with
@@ -624,6 +670,7 @@ int main(void) {
     FT_RUN(test_index_errors);
     FT_RUN(test_attrs);
     FT_RUN(test_window_attrs_json);
+    FT_RUN(test_want_dx);
     FT_RUN(test_window_flops);
     FT_RUN(test_reference_float32_outputs);
     FT_RUN(test_fill_normal);

@@ -129,6 +129,15 @@ def test_step_train():
           kv[0]["attrs"]["backward"] == "1" and "backward" in kv[0]["note"],
           "the K/V projection: one stage, the op with its backward")
     check("kv_proj_bwd" not in names, "no stand-in GEMMs for the K/V projection's backward")
+    # The fusion's x is the frozen target's states: its backward forms dw_fc and dg, never dx
+    # (SpecForge's trainer runs the target without gradients): two GEMMs, not three.
+    fu = doc["stages"][0]
+    fd = dict(kv_.split("=") for kv_ in fu["dims"].split())
+    fwd = 2 * int(fd["N"]) * int(fd["H"]) * int(fd["TH"])
+    check(fu["op"] == "fusion.dflash" and fu["pass"] == "fwd+bwd" and
+          fu["attrs"].get("want_dx") == "0" and "no dx" in fu["note"] and
+          close(fu["flops"], 2 * fwd),
+          f"the fusion's backward without dx: {fu['attrs']}, {fu['flops']} FLOPs")
     d = dict(kv_.split("=") for kv_ in kv[0]["dims"].split()) if kv else {}
     if d:
         fwd = 4 * int(d["D"]) * int(d["N"]) * int(d["H"]) * int(d["KVD"])

@@ -95,7 +95,8 @@ static void plan_step(const ft_preset *p, plan *pl) {
     const char *fusion = strcmp(p->arch, "dflare") == 0 ? "fusion.dflare" : "fusion.dflash";
     pl->n = 0;
     add(pl, preset_op("fusion", -1, train, fusion,
-                      train ? "the context's target states, every context token"
+                      train ? "the context's target states, every context token; backward: dw "
+                              "and dg (the target is frozen: no dx)"
                             : "the target states of the step's new tokens"));
     /* Training runs the projection with its backward (dc, dW_k, dW_v, dgk through the norm and
      * RoPE) in one call. */
@@ -142,6 +143,9 @@ static ft_status size_call(ft_call *c, const stage_spec *sp, const ft_preset *p,
     /* The step's h is the last draft layer's un-normed output: the loss applies the drafter's
      * final RMSNorm itself, as the public trainers' draft models do before the LM head. */
     if (sp->op == op_named("loss")) c->attrs.loss.final_norm = 1;
+    /* The fusion's x is the frozen target's states: the trainers' backward forms dw and dg, never
+     * dx (SpecForge and AngelSlim run the target without gradients). */
+    if (ft_op_accepts_attr(sp->op, "want_dx")) c->attrs.want_dx = 0;
     for (int k = 0; k < FT_MAX_SYMS; k++)
         c->dim[k] = -1;
     if (sp->op == op_named("linear")) {
@@ -164,7 +168,8 @@ static double phys_bytes(void) {
 static int same_call(const ft_call *a, const ft_call *b) {
     return a->op == b->op && memcmp(a->dim, b->dim, sizeof a->dim) == 0 &&
            a->backward == b->backward && a->attrs.grad_only == b->attrs.grad_only &&
-           a->attrs.window == b->attrs.window && a->attrs.causal == b->attrs.causal;
+           a->attrs.window == b->attrs.window && a->attrs.causal == b->attrs.causal &&
+           a->attrs.want_dx == b->attrs.want_dx;
 }
 
 /* The profile's config for a stage, else the backend's default. */

@@ -10,14 +10,13 @@
  * layers (all D: x crosses the bus once; 1: once per layer; k: ceil(D/k) times). The softmax of
  * w (D*T numbers) is computed by every block into shared memory. A thread takes its FT_CPT
  * vectors of FT_VEC_ELEMS elements of each of the T rows x[n,t,:] (16-byte accesses at
- * FT_VEC_ELEMS*sizeof = 16: a warp reads 512 contiguous bytes), then per layer: s = sum_t a[i,t] x_t, the row's sum of
- * squares (shuffles, then one round through shared memory when a row spans several warps),
- * f = s * r * g stored as vectors. Three ways to hold the row:
- *   dflare_fwd       x in registers (the x tile, T * CPT * VEC floats), one layer per round;
- *   dflare_fwd_smem  x staged in shared memory by cp.async and re-read per group of layers,
- *                    whose mixes are held together and reduced in one round (one barrier per
- *                    group); at most 64 registers, so two 512-thread blocks share an SM;
- *   dflare_fwd_mma   (bf16) x staged, the mix on the tensor cores (see the kernel).
+ * FT_VEC_ELEMS*sizeof = 16: a warp reads 512 contiguous bytes), then per layer: s = sum_t a[i,t]
+ * x_t, the row's sum of squares (shuffles, then one round through shared memory when a row spans
+ * several warps), f = s * r * g stored as vectors. Three ways to hold the row: dflare_fwd       x
+ * in registers (the x tile, T * CPT * VEC floats), one layer per round; dflare_fwd_smem  x staged
+ * in shared memory by cp.async and re-read per group of layers, whose mixes are held together and
+ * reduced in one round (one barrier per group); at most 64 registers, so two 512-thread blocks
+ * share an SM; dflare_fwd_mma   (bf16) x staged, the mix on the tensor cores (see the kernel).
  * Measured on an H200 at that shape (copy: 4.2 TB/s read + write): the register tile 488 us (one
  * block per SM, a barrier per layer), staged with 4 layers per round 421 us (61% of copy; 802 us
  * with one layer per round): the 63 FMAs per output element, their operand loads and the
@@ -52,6 +51,9 @@
  *                 tunable vec_bytes / the element size)
  *   FT_CPT        dflare: vectors per thread per target row, the tunable vecs_per_thread
  *                 (threads per row = H / (FT_VEC_ELEMS * FT_CPT))
+ *   FT_DX         dflare backward: 1 (default) forms dx; 0 (the attribute want_dx = 0: the
+ *                 target's states are frozen, as in training) leaves dx alone, and holds no
+ *                 accumulators for it
  * Everything else (N, H, D, layers per pass, rows per block, eps) is a kernel argument.
  */
 #include "ft_cuda.h"
@@ -68,7 +70,9 @@
 #ifndef FT_CPT
 #define FT_CPT 1
 #endif
-
+#ifndef FT_DX
+#define FT_DX 1
+#endif
 
 static_assert(FT_VEC_ELEMS == 1 || FT_VEC_ELEMS == 2 || FT_VEC_ELEMS == 4 || FT_VEC_ELEMS == 8,
               "FT_VEC_ELEMS: 1, 2, 4 or 8");
@@ -911,9 +915,9 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
         const long long row = (long long)rb * rpc + threadIdx.y;
         const bool live = row < N;
         xtile_t xr;
-        float dxa[stage ? 1 : T_][FT_CPT][FT_VEC_ELEMS];
+        float dxa[stage || !FT_DX ? 1 : T_][FT_CPT][FT_VEC_ELEMS];
         dl_load_x(x, row, live, H, nch, xr);
-        if constexpr (!stage) dl_zero(dxa);
+        if constexpr (!stage && FT_DX) dl_zero(dxa);
 
         for (int i = 0; i < nl; i++) {
             const float *a = a_s + i * T_;
@@ -950,12 +954,14 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
                 float p = 0.0f;
 #pragma unroll
                 for (int j = 0; j < FT_CPT; j++) {
-                    float *acc = stage ? dl_dxs(dxs, t, j) : dxa[stage ? 0 : t][j];
+                    float *acc = stage ? dl_dxs(dxs, t, j) : dxa[stage || !FT_DX ? 0 : t][j];
                     const int st = stage ? (int)blockDim.x : 1;
 #pragma unroll
                     for (int v = 0; v < FT_VEC_ELEMS; v++) {
-                        const float prev = stage && i == 0 ? 0.0f : acc[v * st];
-                        acc[v * st] = fmaf(a[t], s[j][v], prev);
+                        if constexpr (FT_DX) {
+                            const float prev = stage && i == 0 ? 0.0f : acc[v * st];
+                            acc[v * st] = fmaf(a[t], s[j][v], prev);
+                        }
                         p = fmaf(s[j][v], xget(xr[t][j], v), p);
                     }
                 }
@@ -964,7 +970,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
             }
         }
 
-        if (!live) continue;
+        if (!live || !FT_DX) continue;
 #pragma unroll
         for (int j = 0; j < FT_CPT; j++) {
             const int ch = (int)threadIdx.x + j * (int)blockDim.x;
@@ -972,7 +978,7 @@ dl_bwd(const st_t *__restrict__ x, const st_t *__restrict__ w, const st_t *__res
 #pragma unroll
             for (int t = 0; t < T_; t++) {
                 st_t *p = dx + (row * T_ + t) * (long long)H + (long long)ch * FT_VEC_ELEMS;
-                const float *acc = stage ? dl_dxs(dxs, t, j) : dxa[stage ? 0 : t][j];
+                const float *acc = stage ? dl_dxs(dxs, t, j) : dxa[stage || !FT_DX ? 0 : t][j];
                 const int st = stage ? (int)blockDim.x : 1;
                 float o[FT_VEC_ELEMS];
                 if (accum) ldv<FT_VEC_ELEMS>(p, o);

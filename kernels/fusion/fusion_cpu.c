@@ -453,7 +453,7 @@ static void dl_row(const dl_ctx *c, dl_scratch *sc, int64_t n, int64_t next, int
         if (!bwd) continue;
         for (int j = 0; j < w; j++)
             sc->dg[h0 + j] += (double)dgf[j];
-        dl_dx_block(c, sc, n, h0, w, i0, i1);
+        if (c->dx) dl_dx_block(c, sc, n, h0, w, i0, i1);
         dl_da_block(c, sc, xn + h0, w, i0, i1);
     }
     if (bwd)
@@ -534,7 +534,7 @@ static ft_status dl_run(ft_call *call, const ft_config *cfg, ft_err *err) {
         .g = call->t[DL_G]->data,
         .df = bwd ? call->t[DL_DF]->data : NULL,
         .f = call->t[DL_F]->data,
-        .dx = bwd ? call->t[DL_DX]->data : NULL,
+        .dx = bwd && call->attrs.want_dx ? call->t[DL_DX]->data : NULL,
         .a = a,
         .stream = cfg->v[FUS_DL_P_STREAM],
         .prefetch = cfg->v[FUS_DL_P_PREFETCH],
@@ -761,7 +761,7 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
         .g = call->t[DH_G]->data,
         .df = bwd ? call->t[DH_DF]->data : NULL,
         .f = call->t[DH_F]->data,
-        .dx = bwd ? call->t[DH_DX]->data : NULL,
+        .dx = bwd && call->attrs.want_dx ? call->t[DH_DX]->data : NULL,
         .cbuf = bwd ? ft_ws_carve(&cur, (size_t)(N * H) * sizeof(float)) : NULL,
         .bwd = bwd,
     };
@@ -781,7 +781,7 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
                 for (int64_t n = n0; n < n1; n++)
                     dh_norm_row(&c, n, dg);
             }
-            if (bwd) dh_gemm_dx(&c, n0, n1);
+            if (c.dx) dh_gemm_dx(&c, n0, n1);
         }
         if (bwd) dh_gemm_dw(&c, dw, 0, H);
     } else {
@@ -802,7 +802,7 @@ static ft_status dh_run(ft_call *call, const ft_config *cfg, ft_err *err) {
                 dh_gemm_c(&c, n0, n1);
                 for (int64_t n = n0; n < n1; n++)
                     dh_norm_row(&c, n, dg);
-                if (bwd) dh_gemm_dx(&c, n0, n1);
+                if (c.dx) dh_gemm_dx(&c, n0, n1);
             }
             /* dw_fc: each thread owns a band of output rows (the implicit barrier above has
              * made every dc row visible). */

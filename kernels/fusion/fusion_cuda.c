@@ -246,6 +246,7 @@ static const char *const dl_macros[] = {DL_PARAMS(FT_CUDA_PARAM_MACRO)};
 typedef struct dl_geom {
     int64_t N, T, H, D;
     int el, cpt, tpr, rpc, per_pass, npass, stage, group, ctas, atomic;
+    int dx; /* the backward forms dx (the attribute want_dx) */
     int64_t nch, nrb;
 } dl_geom;
 
@@ -266,6 +267,7 @@ static void dl_geom_of(const ft_call *c, const ft_config *cfg, int el, dl_geom *
     g->group = cfg->v[FUS_DL_P_GROUP];
     g->ctas = cfg->v[FUS_DL_P_CTAS];
     g->atomic = cfg->v[FUS_DL_P_REDUCE] == FUS_DL_REDUCE_ATOMIC;
+    g->dx = c->attrs.want_dx != 0;
     g->nrb = cdiv(g->N, g->rpc);
 }
 
@@ -277,11 +279,12 @@ static size_t dl_fwd_smem(const dl_geom *g, ft_dt dt) {
 }
 
 /* Of the backward pass with the most layers: softmax rows, a da slot per warp, then with
- * stage = smem the float dx accumulators of one row group (T * cpt * elements per thread). */
+ * stage = smem (and dx formed) the float dx accumulators of one row group (T * cpt * elements
+ * per thread). */
 static size_t dl_bwd_smem(const dl_geom *g) {
     int64_t warps = (int64_t)g->tpr * g->rpc / 32;
     return (size_t)(g->per_pass * g->T * (1 + warps)) * sizeof(float) +
-           (g->stage == FUS_DL_STAGE_SMEM
+           (g->stage == FUS_DL_STAGE_SMEM && g->dx
                 ? (size_t)(g->rpc * g->T * g->tpr * g->cpt * g->el) * sizeof(float)
                 : 0);
 }
@@ -389,6 +392,12 @@ static int dl_check_backward(const void *ctx, char *why, size_t n) {
         return ft_config_why(FT_CONFIG_INVALID, why, n,
                              "reduce applies to the backward only (leave it at %s)",
                              dl_reduce_labels[FUS_DL_DEF_REDUCE]);
+    /* The stage is where the backward holds dx: with none to form the two do the same work.
+     * Keep the default (smem) where its kernel launches. */
+    if (v->bwd && !v->g.dx && v->g.stage == FUS_DL_STAGE_REG &&
+        v->g.tpr * v->g.rpc <= DL_BWD_SMEM_MAXT)
+        return ft_config_why(FT_CONFIG_DUPLICATE, why, n,
+                             "with want_dx=0 the backward holds no dx: stage=reg is stage=smem");
     if (v->bwd && v->g.stage == FUS_DL_STAGE_SMEM && v->g.tpr * v->g.rpc > DL_BWD_SMEM_MAXT)
         return ft_config_why(FT_CONFIG_INVALID, why, n,
                              "the backward with stage=smem runs at most %d threads per block "
@@ -439,7 +448,8 @@ static int dl_check_smem(const void *ctx, char *why, size_t n) {
                       "least the layers of a pass are the same (the default or the smallest is "   \
                       "kept)")                                                                     \
     X(dl_check_backward, "blocks_per_sm, reduce: backward only (else the default); backward with " \
-                         "stage=smem: at most 512 threads per block")                              \
+                         "stage=smem: at most 512 threads per block; with want_dx=0 (no dx to "    \
+                         "place) stage=reg only where stage=smem cannot launch")                   \
     X(dl_check_mma, "stage=mma: forward, bf16, vec_bytes=16, T <= 16, at most 16 layers per "      \
                     "pass, rows_per_block=1")                                                      \
     X(dl_check_smem,                                                                               \
@@ -463,6 +473,7 @@ static void dl_spec(const ft_call *c, ft_dt dt, const ft_config *cfg, const dl_g
     ft_cuda_spec_define(s, "FT_T=%lld", (long long)g->T);
     ft_cuda_spec_define(s, "FT_VEC_ELEMS=%d", g->el);
     ft_cuda_spec_params(s, dl_macros, FUS_DL_NPARAMS, cfg);
+    if (c->backward) ft_cuda_spec_define(s, "FT_DX=%d", g->dx);
     int threads = g->tpr * g->rpc;
     if (!c->backward) {
         const char *fwd = g->stage == FUS_DL_STAGE_MMA    ? FT_CUDA_KERNEL_NAME(dflare_fwd_mma)
@@ -713,9 +724,10 @@ static ft_status dh_backward(ft_cuda_ctx *x, ft_dev_module *m, const ft_cuda_cal
     if ((s = launch_dflash_dg(x, m, (ft_dim3){(unsigned)cdiv(H, FUS_RED_THREAD), 1, 1},
                               (ft_dim3){FUS_RED_THREAD, 1, 1}, 0, dgp, P, d[DH_DG], H, err)))
         return s;
-    /* dx = dc @ w_fc  ([N,H] x [H,T*H]) */
+    /* dx = dc @ w_fc  ([N,H] x [H,T*H]), unless want_dx = 0 */
     ft_gemm_desc gx = ft_gemm_one(0, 0, g->N, g->K, g->H, g->H, g->K, dt, dt, 0.0f);
-    if ((s = ft_cuda_gemm(x, &gx, dcd, d[DH_WFC], d[DH_DX], g->algo, err)))
+    if (call->c->attrs.want_dx &&
+        (s = ft_cuda_gemm(x, &gx, dcd, d[DH_WFC], d[DH_DX], g->algo, err)))
         return ft_err_wrap(err, "fusion.dflash: dx = dc w_fc");
     /* dw_fc = dc^T @ x  ([H,N] x [N,T*H]) */
     ft_gemm_desc gw = ft_gemm_one(1, 0, g->H, g->K, g->N, g->H, g->K, dt, dt, 0.0f);

@@ -6,7 +6,9 @@
  * N*T*H + D*N*H floats moved: memory-bound everywhere (0.25 FLOP/byte at fp32). The backward
  * recomputes s (2*D*T*N*H), forms dx and da (4*D*T*N*H).
  * fusion.dflash: the GEMM costs 2*N*H*(T*H) FLOPs forward and twice that backward (dx and dw_fc),
- * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows. */
+ * with N*T*H + H*T*H floats moved: compute-bound for any N beyond a few dozen rows.
+ * Both: with want_dx = 0 (the trainers' case: x is the frozen target's) the backward forms no dx,
+ * one GEMM less for fusion.dflash and no dx written for fusion.dflare. */
 #include <math.h>
 
 #include "fusion/fusion.h"
@@ -17,12 +19,13 @@
 
 static const char *const dflare_syms[] = {"N", "T", "H", "D", NULL};
 static const ft_tensor_spec dflare_tensors[] = {
-    FT_TS_IN_GRAD(DL_X, DL_DX, "x", "N,T,H", "the T target layers' states per token"),
+    FT_TS_IN_GRAD_FLAGS(DL_X, DL_DX, "x", "N,T,H", FT_TS_WANT_DX,
+                        "the T target layers' states per token"),
     FT_TS_IN_GRAD(DL_W, DL_DW, "w", "D,T", "fusion logits, softmax over T per layer"),
     FT_TS_IN_GRAD(DL_G, DL_DG, "g", "H", "RMSNorm gain shared by every draft layer"),
     FT_TS_OUT_GRAD(DL_F, DL_DF, "f", "D,N,H", "fused context per draft layer"),
 };
-static const char *const dflare_attrs[] = {"eps", "backward", "dtype", NULL};
+static const char *const dflare_attrs[] = {"eps", "backward", "want_dx", "dtype", NULL};
 
 static ft_status dflare_check(ft_call *c, ft_err *err) {
     if (c->dim[DL_T] < 1 || c->dim[DL_H] < 1 || c->dim[DL_D] < 1)
@@ -76,13 +79,15 @@ static void dflare_reference(const ft_call *c) {
     if (c->backward)
         ft_ref_fusion_dflare_bwd(d[DL_N], d[DL_T], d[DL_H], d[DL_D], c->attrs.eps, c->t[DL_X]->data,
                                  c->t[DL_W]->data, c->t[DL_G]->data, c->t[DL_DF]->data,
-                                 c->t[DL_DX]->data, c->t[DL_DW]->data, c->t[DL_DG]->data);
+                                 c->attrs.want_dx ? c->t[DL_DX]->data : NULL, c->t[DL_DW]->data,
+                                 c->t[DL_DG]->data);
 }
 
 static double dflare_flops(const ft_call *c) {
     const int64_t *d = c->dim;
     double fwd = 2.0 * (double)d[DL_D] * (double)d[DL_T] * (double)d[DL_N] * (double)d[DL_H];
-    return fwd * (c->backward ? 4.0 : 1.0);
+    /* The backward recomputes s, writes f, and forms da and (want_dx) dx. */
+    return fwd * (c->backward ? (c->attrs.want_dx ? 4.0 : 3.0) : 1.0);
 }
 
 FT_OP_DEFINE(fusion_dflare, dflare, "fusion.dflare", FT_BWD_OPTIONAL,
@@ -93,12 +98,13 @@ FT_OP_DEFINE(fusion_dflare, dflare, "fusion.dflare", FT_BWD_OPTIONAL,
 
 static const char *const dflash_syms[] = {"N", "T", "H", "TH", NULL};
 static const ft_tensor_spec dflash_tensors[] = {
-    FT_TS_IN_GRAD(DH_X, DH_DX, "x", "N,T,H", "the T target layers' states per token"),
+    FT_TS_IN_GRAD_FLAGS(DH_X, DH_DX, "x", "N,T,H", FT_TS_WANT_DX,
+                        "the T target layers' states per token"),
     FT_TS_IN_GRAD(DH_WFC, DH_DWFC, "w_fc", "H,TH", "FC weight (out x in), TH = T*H"),
     FT_TS_IN_GRAD(DH_G, DH_DG, "g", "H", "RMSNorm gain"),
     FT_TS_OUT_GRAD(DH_F, DH_DF, "f", "N,H", "fused context shared by every draft layer"),
 };
-static const char *const dflash_attrs[] = {"eps", "backward", "dtype", NULL};
+static const char *const dflash_attrs[] = {"eps", "backward", "want_dx", "dtype", NULL};
 
 static ft_status dflash_check(ft_call *c, ft_err *err) {
     if (c->dim[DH_T] < 1 || c->dim[DH_H] < 1)
@@ -135,13 +141,15 @@ static void dflash_reference(const ft_call *c) {
     if (c->backward)
         ft_ref_fusion_dflash_bwd(d[DH_N], d[DH_T], d[DH_H], c->attrs.eps, c->t[DH_X]->data,
                                  c->t[DH_WFC]->data, c->t[DH_G]->data, c->t[DH_DF]->data,
-                                 c->t[DH_DX]->data, c->t[DH_DWFC]->data, c->t[DH_DG]->data);
+                                 c->attrs.want_dx ? c->t[DH_DX]->data : NULL, c->t[DH_DWFC]->data,
+                                 c->t[DH_DG]->data);
 }
 
 static double dflash_flops(const ft_call *c) {
     const int64_t *d = c->dim;
     double fwd = 2.0 * (double)d[DH_N] * (double)d[DH_H] * (double)d[DH_TH];
-    return fwd * (c->backward ? 3.0 : 1.0);
+    /* The backward's GEMMs: dw_fc and (want_dx) dx, each the forward's size. */
+    return fwd * (c->backward ? (c->attrs.want_dx ? 3.0 : 2.0) : 1.0);
 }
 
 FT_OP_DEFINE(fusion_dflash, dflash, "fusion.dflash", FT_BWD_OPTIONAL,

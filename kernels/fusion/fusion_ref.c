@@ -124,7 +124,7 @@ void ft_ref_fusion_dflare_bwd(int64_t N, int64_t T, int64_t H, int64_t D, double
     double *s = ref_scratch(H);
     double *ds = ref_scratch(H);
     softmax_rows(D, T, w, a);
-    memset(dx, 0, (size_t)(N * T * H) * sizeof(double));
+    if (dx) memset(dx, 0, (size_t)(N * T * H) * sizeof(double));
     memset(dg, 0, (size_t)H * sizeof(double));
 
     for (int64_t i = 0; i < D; i++)
@@ -135,7 +135,7 @@ void ft_ref_fusion_dflare_bwd(int64_t N, int64_t T, int64_t H, int64_t D, double
             /* s is linear in both a and x: each gets the other factor times ds. */
             for (int64_t t = 0; t < T; t++)
                 for (int64_t h = 0; h < H; h++) {
-                    dx[(n * T + t) * H + h] += a[i * T + t] * ds[h];
+                    if (dx) dx[(n * T + t) * H + h] += a[i * T + t] * ds[h];
                     da[i * T + t] += ds[h] * xn[t * H + h];
                 }
         }
@@ -179,7 +179,7 @@ void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps, const
     const int64_t K = T * H;
     double *c = ref_scratch(H);
     double *dc = ref_scratch(H);
-    memset(dx, 0, (size_t)(N * K) * sizeof(double));
+    if (dx) memset(dx, 0, (size_t)(N * K) * sizeof(double));
     memset(dw_fc, 0, (size_t)(H * K) * sizeof(double));
     memset(dg, 0, (size_t)H * sizeof(double));
 
@@ -190,7 +190,7 @@ void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps, const
         /* c = w_fc xn: dx gets w_fc^T dc, dw_fc gets the outer product dc xn^T. */
         for (int64_t o = 0; o < H; o++)
             for (int64_t k = 0; k < K; k++) {
-                dx[n * K + k] += dc[o] * w_fc[o * K + k];
+                if (dx) dx[n * K + k] += dc[o] * w_fc[o * K + k];
                 dw_fc[o * K + k] += dc[o] * xn[k];
             }
     }

@@ -28,7 +28,7 @@ void ft_ref_fusion_dflare_bwd(int64_t N, int64_t T, int64_t H, int64_t D, double
                               const double *w,  /* [D,T]   */
                               const double *g,  /* [H]     */
                               const double *df, /* [D,N,H] */
-                              double *dx,       /* [N,T,H] */
+                              double *dx,       /* [N,T,H], or NULL: not wanted */
                               double *dw,       /* [D,T]   */
                               double *dg);      /* [H]     */
 
@@ -45,7 +45,7 @@ void ft_ref_fusion_dflash_bwd(int64_t N, int64_t T, int64_t H, double eps,
                               const double *w_fc, /* [H,T*H]   */
                               const double *g,    /* [H]       */
                               const double *df,   /* [N,H]     */
-                              double *dx,         /* [N,T,H]   */
+                              double *dx,         /* [N,T,H], or NULL: not wanted */
                               double *dw_fc,      /* [H,T*H]   */
                               double *dg);        /* [H]       */
 

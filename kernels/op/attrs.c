@@ -52,6 +52,9 @@ const ft_attr_desc ft_attr_table[] = {
     {"final_norm", FT_ATTR_BOOL, NULL, "0",
      "loss: h is un-normed; the final RMSNorm (gain g_norm, eps) runs first (reads g_norm, "
      "writes dg)"},
+    {"want_dx", FT_ATTR_BOOL, NULL, "1",
+     "fusion ops with backward=1: also compute dx (0: the target's states are frozen, as in "
+     "training; only dw and dg)"},
     {"grad_only", FT_ATTR_BOOL, NULL, "0",
      "linear with backward=1: only the backward's GEMMs (dx, dw; y is not computed)"},
     {"window", FT_ATTR_INT, NULL, "0",
@@ -219,6 +222,8 @@ ft_status ft_attrs_set(ft_attrs *a, const ft_op *op, const char *name, const cha
                 a->loss.final_norm = (int)v;
             else if (!strcmp(name, "causal"))
                 a->causal = (int)v;
+            else if (!strcmp(name, "want_dx"))
+                a->want_dx = (int)v;
             else
                 a->loss.want_dw = (int)v;
         } else if (!strcmp(name, "window")) {
@@ -273,6 +278,8 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "%d", a->loss.want_dw);
     else if (!strcmp(name, "grad_only"))
         snprintf(buf, n, "%d", a->grad_only);
+    else if (!strcmp(name, "want_dx"))
+        snprintf(buf, n, "%d", a->want_dx);
     else if (!strcmp(name, "final_norm"))
         snprintf(buf, n, "%d", a->loss.final_norm);
     else if (!strcmp(name, "causal"))

@@ -108,6 +108,7 @@ int ft_call_uses(const ft_call *c, int i) {
     const ft_tensor_spec *ts = &c->op->tensors[i];
     if ((ts->flags & FT_TS_WANT_DW) && !c->attrs.loss.want_dw) return 0;
     if ((ts->flags & FT_TS_FINAL_NORM) && !c->attrs.loss.final_norm) return 0;
+    if ((ts->flags & FT_TS_WANT_DX) && !c->attrs.want_dx) return 0;
     if ((ts->flags & FT_TS_FORWARD) && c->attrs.grad_only) return 0;
     if (ts->role == FT_ROLE_GRAD_IN || ts->role == FT_ROLE_GRAD_OUT) return c->backward;
     return 1;

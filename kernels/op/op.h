@@ -91,6 +91,7 @@ typedef struct ft_attrs {
     int backward;      /* fusion ops, attention.train: also run the backward         */
     int dtype;         /* device backends: float storage, 0 float32, 1 bfloat16      */
     int grad_only;     /* linear with backward: the backward's GEMMs alone           */
+    int want_dx;       /* fusion ops with backward: also compute dx (default 1)      */
     int64_t window;    /* attention: sliding window W over the context, 0 = full     */
     int causal;        /* attention: query b sees block keys 0..b only (0: all B)    */
     ft_loss_attrs loss;
@@ -189,6 +190,7 @@ enum {
     FT_TS_WANT_DW = 1 << 0,    /* loss: present only when want_dw = 1 */
     FT_TS_FORWARD = 1 << 1,    /* absent when grad_only = 1 (linear's y)  */
     FT_TS_FINAL_NORM = 1 << 2, /* loss: present only when final_norm = 1 */
+    FT_TS_WANT_DX = 1 << 3,    /* fusion ops' dx: present only when want_dx = 1 */
 };
 
 typedef struct ft_tensor_spec {
@@ -206,6 +208,11 @@ typedef struct ft_tensor_spec {
 #define FT_TS_IN_GRAD(I, DI, NAME, DIMS, DOC)                                                      \
     [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
     [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, 0, "gradient of " NAME}
+/* The same, its gradient present only as `flags` (FT_TS_WANT_*) say. */
+#define FT_TS_IN_GRAD_FLAGS(I, DI, NAME, DIMS, FLAGS, DOC)                                         \
+    [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC}, [DI] = {"d" NAME, FT_F32,                      \
+                                                            DIMS,     FT_ROLE_GRAD_OUT,            \
+                                                            FLAGS,    "gradient of " NAME}
 #define FT_TS_OUT_GRAD(I, DI, NAME, DIMS, DOC)                                                     \
     [I] = {NAME, FT_F32, DIMS, FT_ROLE_OUT, 0, DOC},                                               \
     [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_IN, 0, "upstream gradient of " NAME}
@@ -341,8 +348,8 @@ int ft_op_accepts_attr(const ft_op *op, const char *name);
 /* Set c->backward from the op's kind and the `backward` attribute (done by ft_call_bind and
  * ft_call_from_preset; call it directly before asking ft_call_uses which inputs to load). */
 void ft_call_resolve_backward(ft_call *c);
-/* Does tensor i take part in call c (role and flags against c->backward, want_dw and
- * final_norm)? */
+/* Does tensor i take part in call c (role and flags against c->backward, want_dw, want_dx
+ * and final_norm)? */
 int ft_call_uses(const ft_call *c, int i);
 /* Shape of tensor i from the call's sizes. Returns the rank. */
 int ft_call_shape(const ft_call *c, int i, int64_t *shape);

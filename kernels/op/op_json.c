@@ -91,6 +91,10 @@ json_t *ft_attrs_to_json(const ft_call *c) {
         /* The loss's final norm and progressive_epoch likewise: final_norm (and the eps only it
          * reads) left out when off, gamma_inc and epoch unless the scheme reads them. */
         if (!strcmp(c->op->name, "loss") && loss_attr_left_out(c, c->op->attrs[a])) continue;
+        /* The fusions' want_dx too, where it changes nothing: at its default (1), or with no
+         * backward to compute dx in. */
+        if (!strcmp(c->op->attrs[a], "want_dx") && (c->attrs.want_dx || !c->attrs.backward))
+            continue;
         char v[64];
         ft_attrs_format(&c->attrs, c->op->attrs[a], v, sizeof v);
         json_object_set_new(o, c->op->attrs[a], json_string(v));

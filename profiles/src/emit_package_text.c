@@ -147,9 +147,10 @@ static const char *dtype_c(ft_dtype dt) {
 static void role_text(const ft_op *op, const ft_tensor_spec *ts, char *buf, size_t n) {
     int in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;
     int grad = ts->role == FT_ROLE_GRAD_IN || ts->role == FT_ROLE_GRAD_OUT;
-    snprintf(buf, n, "%s%s%s%s", in ? "in" : "out",
+    snprintf(buf, n, "%s%s%s%s%s", in ? "in" : "out",
              grad && op->backward == FT_BWD_OPTIONAL ? ", backward=1 only" : "",
              ts->flags & FT_TS_WANT_DW ? ", want_dw=1 only" : "",
+             ts->flags & FT_TS_WANT_DX ? ", want_dx=1 only" : "",
              ts->flags & FT_TS_FORWARD ? ", not with grad_only=1" : "");
 }
 

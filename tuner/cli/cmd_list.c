@@ -133,10 +133,11 @@ static json_t *ops_json(void) {
         for (int t = 0; t < op->ntensors; t++) {
             const ft_tensor_spec *ts = &op->tensors[t];
             json_array_append_new(tensors,
-                                  json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "name", ts->name,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:s}", "name", ts->name,
                                             "dtype", ft_dtype_name(ts->dtype), "dims", ts->dims,
                                             "role", role_name(ts->role), "want_dw_only",
-                                            (ts->flags & FT_TS_WANT_DW) != 0, "doc", ts->doc));
+                                            (ts->flags & FT_TS_WANT_DW) != 0, "want_dx_only",
+                                            (ts->flags & FT_TS_WANT_DX) != 0, "doc", ts->doc));
         }
         for (int a = 0; op->attrs[a]; a++)
             json_object_set_new(attrs, op->attrs[a], json_string(ft_attr_find(op->attrs[a])->def));
