@@ -100,6 +100,32 @@ def test_sampled_against_whole():
     one_line_error(["inspect", "fusion.dflare", "--blocks", "1"], 2, "--blocks")
 
 
+def test_cannot_run_has_no_prediction():
+    """A config the named GPU cannot run (129 KiB of shared memory a block on an RTX A4000, which
+    allows 99) has no predicted time: the figures would assume an occupancy it cannot have."""
+    args = ("--preset", "tiny.dflare.train", "--set", "H=2048", "--set", "T=8", "--config",
+            "stage=smem,rows_per_block=2,vec_bytes=16,vecs_per_thread=1", "--device", "rtx-a4000",
+            "--no-sass", "--sites", "0")
+    out = inspect(*args)
+    if out is not None:
+        check("cannot run on rtx-a4000: dflare_fwd_smem: needs 129.1 KiB of shared memory" in out,
+              f"the reason: {out}")
+        preds = [l for l in out.splitlines() if "predicted" in l or "all kernels:" in l]
+        check(preds and all("none: the config cannot run on rtx-a4000" in l for l in preds) and
+              " us on " not in out, f"no time predicted: {preds}")
+    out = inspect(*args, "--json")
+    if out is not None:
+        doc = json.loads(out)
+        check(doc["unfit"].startswith("dflare_fwd_smem") and doc["predicted"] is None and
+              all(k["predicted"] is None for k in doc["kernels"]),
+              f"JSON: predicted null where unfit: {doc['predicted']}")
+    # the same config on the H200 (227 KiB a block) runs, and is predicted
+    out = inspect(*args[:-5], "--device", "h200", "--no-sass", "--sites", "0", "--json")
+    if out is not None:
+        doc = json.loads(out)
+        check("unfit" not in doc and doc["predicted"]["seconds"] > 0, "the H200 runs it")
+
+
 def test_tables_and_errors():
     out = inspect("--preset", "tiny.dflare.train", "--sites", "1")
     if out is not None:
@@ -125,7 +151,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ENV["FLARETUNE_CACHE_DIR"] = os.environ.get("FLARETUNE_CACHE_DIR") or tmp
         return clitest.main(args.flaretune, (test_dflare_default, test_sampled_against_whole,
-                                                    test_tables_and_errors))
+                                             test_cannot_run_has_no_prediction,
+                                             test_tables_and_errors))
 
 
 if __name__ == "__main__":

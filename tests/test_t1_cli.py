@@ -199,6 +199,16 @@ def test_inspect():
     ins = json.loads(out).get("inputs", {}) if rc == 0 else {}
     check(rc == 0 and ins.get("l2_bytes") == 4096 * 8 and ins.get("dram_bytes") == 4096 * 8,
           f"constant reads are no global traffic: exit {rc}: {ins} {err[-300:]}")
+    # A block needing 150,000 bytes of shared memory cannot run on an RTX A4000 (99 KiB): no time
+    # is predicted for it in words (the JSON line keeps its figures beside `unfit`, for the
+    # prediction check to count).
+    cdoc["KernelSpecification"]["SharedMemory"] = 150000
+    with open(cst, "w") as f:
+        json.dump(cdoc, f)
+    rc, out, err = run("inspect", "--t1", cst, "--device", "rtx-a4000", "--blocks", "8")
+    check(rc == 0 and "cannot run:" in out and
+          "predicted none: it cannot run on rtx-a4000" in out and " us, " not in out,
+          f"an unfit config has no predicted time: exit {rc}: {out} {err[-300:]}")
     # Another sample size predicts again; another problem size is refused, never mixed in.
     rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--blocks", "16", "--jsonl", jl)
     with open(jl) as f:

@@ -10,6 +10,7 @@
  * Exit codes: 0 done, 1 the run failed, 2 a usage error.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,8 +247,13 @@ static const char *time_str(double s, char *buf, size_t n) {
     return buf;
 }
 
+/* A prediction whose seconds are NaN is none: the config cannot run on the device. */
 static void print_prediction(const char *what, const ft_prediction *p, const ft_gpu_spec *g) {
     char t[32], l[32];
+    if (isnan(p->seconds)) {
+        printf("    %s none: the config cannot run on %s\n", what, g->name);
+        return;
+    }
     printf("    %s %s on %s, %s-bound (", what, time_str(p->seconds, t, sizeof t), g->name,
            ft_bound_name(p->bound));
     for (int b = 0; b < FT_BOUND_N; b++)
@@ -368,6 +374,7 @@ static const char *const acc_keys[FT_EMU_NACC] = {"global_load", "global_store",
                                                   "shared_load", "shared_store"};
 
 static json_t *prediction_json(const ft_prediction *p) {
+    if (isnan(p->seconds)) return json_null(); /* it cannot run there */
     json_t *lim = json_object();
     for (int b = 0; b < FT_BOUND_N; b++)
         json_object_set_new(lim, ft_bound_name((ft_bound)b), json_real(p->limit[b]));
@@ -559,6 +566,13 @@ static int run(int argc, char **argv) {
     }
     if (!code) {
         ft_prediction total = ft_predict_sum(preds, nrec);
+        /* A config that cannot run on the device has no time there: the figures above assumed
+         * the occupancy it cannot have. */
+        if (facts->unfit[0]) {
+            total.seconds = NAN;
+            for (int k = 0; k < nk; k++)
+                ks[k].pred.seconds = NAN;
+        }
         code = report(&a, &su, ks, nk, facts, &total);
     }
     free(facts);

@@ -281,9 +281,14 @@ int ft_cli_inspect_t1(int argc, char **argv) {
                        p.sampled_boundary, p.sampled_interior, p.blocks);
                 printf("  registers %d, spills %d, SASS %s%s%s\n", p.regs, p.spills, p.has_sass ? "read" : "not read",
                        p.unfit[0] ? "; cannot run: " : "", p.unfit);
-                printf("  predicted %.4g us, %s-bound:", 1e6 * p.pred.seconds, ft_bound_name(p.pred.bound));
-                for (int k = 0; k < FT_BOUND_N; k++)
-                    printf(" %s %.4g us", ft_bound_name((ft_bound)k), 1e6 * p.pred.limit[k]);
+                if (p.unfit[0]) { /* the figures would assume an occupancy it cannot have */
+                    printf("  predicted none: it cannot run on %s", g->name);
+                } else {
+                    printf("  predicted %.4g us, %s-bound:", 1e6 * p.pred.seconds,
+                           ft_bound_name(p.pred.bound));
+                    for (int k = 0; k < FT_BOUND_N; k++)
+                        printf(" %s %.4g us", ft_bound_name((ft_bound)k), 1e6 * p.pred.limit[k]);
+                }
                 printf("\n  (emulating took %.2f s, compiling %.2f s)\n", p.emulate_s, p.compile_s);
             }
         }
