@@ -209,6 +209,21 @@ def test_inspect():
     check(rc == 0 and "cannot run:" in out and
           "predicted none: it cannot run on rtx-a4000" in out and " us, " not in out,
           f"an unfit config has no predicted time: exit {rc}: {out} {err[-300:]}")
+    # A static shared array of 64 KiB: NVRTC refuses it for sm_80 (ptxas: over 48 KiB static),
+    # though the GPU could run it; the words say so, not only the JSON.
+    with open(os.path.join(tmp, "cst.cu"), "w") as f:
+        f.write("__global__ void scale(float *y, const float *x, const float *c, int n) {\n"
+                "    __shared__ float buf[block_size_x * 256];\n"
+                "    int i = blockIdx.x * block_size_x + threadIdx.x;\n"
+                "    buf[threadIdx.x] = i < n ? x[i] : 0.0f;\n    __syncthreads();\n"
+                "    if (i < n) y[i] = 2.0f * buf[threadIdx.x];\n}\n")
+    cdoc["KernelSpecification"]["SharedMemory"] = 0
+    with open(cst, "w") as f:
+        json.dump(cdoc, f)
+    rc, out, err = run("inspect", "--t1", cst, "--device", "a100-pcie", "--blocks", "8")
+    check(rc == 0 and (not has_nvrtc() or ("NVRTC refused it" in out and
+                                           "too much shared data" in out)),
+          f"NVRTC's refusal is said: exit {rc}: {out} {err[-300:]}")
     # Another sample size predicts again; another problem size is refused, never mixed in.
     rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--blocks", "16", "--jsonl", jl)
     with open(jl) as f:
