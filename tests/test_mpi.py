@@ -163,9 +163,9 @@ def test_timeout(work):
 
 def test_other_command_line(work):
     """Ranks started with other command lines (mpirun's MPMD form: A : B) would measure another
-    problem under rank 0's key: every rank's run key (ops, sizes, attributes, kernel sources)
-    is compared with rank 0's before any work, and the job ends with one line naming the first
-    difference, nothing run or written."""
+    problem under rank 0's key: every rank's run key (ops, sizes, attributes, kernel sources,
+    what a measurement is, FLARETUNE_MAX_LOST included) is compared with rank 0's before any
+    work, and the job ends with one line naming the first difference, nothing run or written."""
     root = ["--allow-run-as-root"] if os.getuid() == 0 else []
     common = ["--preset", "tiny.dflare.train", "--confirm", "1", "--quiet", "--backend", "cpu",
               "--budget", "4", "--max-time", "0.003"]
@@ -174,10 +174,16 @@ def test_other_command_line(work):
              ["rank 1 was started with another run than rank 0", "sizes: N=4800",
               "rank 0 has N=48 "]),
             ("op", ["tune", "loss", *common], ["rank 1 was started with another run",
-                                              "op: loss", "rank 0 has fusion.dflare"])):
+                                              "op: loss", "rank 0 has fusion.dflare"]),
+            ("noise", ["tune", "fusion.dflare", *common, "--noise", "0.5"],
+             ["rank 1 was started with another run", "measurement: ", "noise 0.5,",
+              "noise 0.02,"]),
+            ("max_lost", ["env", "FLARETUNE_MAX_LOST=0.5", FT, "tune", "fusion.dflare", *common],
+             ["rank 1 was started with another run", "max_lost 0.5 ", "max_lost "])):
         log = os.path.join(work, f"other-{name}.jsonl")
+        app = other if other[0] == "env" else [FT, *other]
         cmd = ["mpirun", *root, "--oversubscribe", "-np", "1", FT, "tune", "fusion.dflare",
-               *common, "--log", log, ":", "-np", "2", FT, *other, "--log", log]
+               *common, "--log", log, ":", "-np", "2", *app, "--log", log]
         r = run(cmd, timeout=120)
         ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
         check(r.returncode != 0 and len(ours) == 1 and all(w in ours[0] for w in words),

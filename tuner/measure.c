@@ -95,6 +95,15 @@ void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o) {
 
 void ft_measure_defaults(ft_measure_opts *o) { ft_measure_defaults_for(FT_MEASURE_BENCH, o); }
 
+void ft_measure_opts_format(const ft_measure_opts *o, char *buf, size_t n) {
+    snprintf(buf, n,
+             "warmup %.9g s, %d to %d samples, %.9g to %.9g s, noise %.9g, batches of %.9g s, "
+             "screen after %d samples above %.9g s, max_lost %.9g (%d clean)",
+             o->warmup_s, o->min_samples, o->max_samples, o->min_time_s, o->max_time_s,
+             o->max_noise, o->batch_min_s, o->screen_after, o->screen_above, o->max_lost,
+             o->min_clean);
+}
+
 /* One timed run of `reps` calls, stopped past call_limit_s a call, and what the scheduler
  * took from it (*lost_s of *wall_s; both 0 without a probe). */
 static ft_status timed_sample(const ft_timed_fn *fn, const ft_measure_opts *o, ft_sched_probe *pr,

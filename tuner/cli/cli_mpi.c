@@ -344,8 +344,8 @@ int ft_cli_mpi_same_run(const char *key, char *why, size_t n) {
         const char *ours = label && !strncmp(mine, other, label) ? mine + label : mine;
         snprintf(msg, sizeof msg,
                  "rank %d was started with another run than rank %d: %s, where rank %d has %s "
-                 "(every rank needs the same ops, sizes, attributes and kernel sources: the same "
-                 "command line); nothing was run",
+                 "(every rank needs the same ops, sizes, attributes, measurement and kernel "
+                 "sources: the same command line and FLARETUNE_MAX_LOST); nothing was run",
                  worlds[r], world_rank, other, world_rank, ours);
     }
     free(lens);

@@ -1098,9 +1098,11 @@ static int tune_split_devices(tuning *T) {
 }
 
 /* What every rank of a run must share, one "what: value" line each: the jobs, and for each its
- * op, backend, sizes and attributes; the kernel sources. A worker started with another command
- * line (--set N=4800, another op) would measure something else under rank 0's key. */
-static void run_key(const tuning *T, char *buf, size_t n) {
+ * op, backend, sizes and attributes; the kernel sources; what a measurement is (the options and
+ * FLARETUNE_MAX_LOST, which a host's environment may set). A worker started with another
+ * command line (--set N=4800, another op, --noise) would measure something else under rank 0's
+ * key. */
+static void run_key(const tuning *T, const ft_tune_opts *to, char *buf, size_t n) {
     size_t k = 0;
     ft_env env;
     ft_env_probe(&env);
@@ -1122,16 +1124,24 @@ static void run_key(const tuning *T, char *buf, size_t n) {
                                   j, jb->op->name, j, jb->be->name, j, jb->op->name, dims, j,
                                   jb->op->name, attrs);
     }
-    if (k < n) snprintf(buf + k, n - k, "kernel sources: %s\n", env.source_hash);
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, "kernel sources: %s\n", env.source_hash);
+    char m[512];
+    ft_measure_opts_format(&to->measure, m, sizeof m);
+    if (k < n)
+        snprintf(buf + k, n - k,
+                 "measurement: %s\nscreening: %s, factor %.9g\nwatchdog: %.9g x the best, "
+                 "%.9g s at least\nconfirmation: the best %d\n",
+                 m, to->screen ? "on" : "off", to->screen_factor, to->stop_factor, to->stop_floor_s,
+                 to->confirm_top);
 }
 
 /* Every rank's run key against rank 0's before any work: a difference ends the job on every
  * rank with rank 0's one line. */
-static int tune_same_run(const tuning *T) {
+static int tune_same_run(const tune_args *a, const tuning *T) {
     size_t n = 1024 + (size_t)T->njobs * 1536;
     char *key = malloc(n), why[1024];
     if (!key) return ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
-    run_key(T, key, n);
+    run_key(T, &a->to, key, n);
     int same = ft_cli_mpi_same_run(key, why, sizeof why);
     free(key);
     if (same) return FT_EXIT_OK;
@@ -1148,7 +1158,7 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     /* Every rank plans the same jobs, then the ranks split by device: the roles come after. */
     int code = tune_plan(a, T), incomplete;
     if (!code) code = tune_split_devices(T);
-    if (!code && (code = tune_same_run(T))) {
+    if (!code && (code = tune_same_run(a, T))) {
         ft_cli_mpi_end(0); /* every rank knows: they end together, rank 0 said why */
         return code;
     }
