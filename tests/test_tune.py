@@ -99,6 +99,28 @@ def test_run_log_profile(tmp):
     check(again == unclean, f"only the unclean measured again: {len(again)} vs {len(unclean)}")
 
 
+def test_winner_roof_counts_scratch(tmp):
+    """The winner's roofline in run_end is over the working set its measured event used: the
+    call's bytes and the winner's scratch (the loss's logits tile), so the two name the same
+    cache level and fraction; also when the winner comes from a resumed log."""
+    log = os.path.join(tmp, "roof.jsonl")
+    for attempt in range(2):  # the second run resumes every candidate from the log
+        rc, _, err = run("tune", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                         "--budget", "4", "--strategy", "random", "--log", log, *FAST)
+        check(rc == 0, f"tune loss: exit {rc}: {err}")
+        ev = events(log)
+        end = [e for e in ev if e["event"] == "run_end"][-1]
+        if end.get("winner") is None:
+            continue  # a busy machine measured nothing cleanly: nothing to compare
+        mine = [e for e in ev if e["event"] == "measured" and e["config"] == end["winner"] and
+                "roofline" in e]
+        check(mine and mine[-1]["peak_extra_bytes"] > 0 and
+              end["roofline"]["working_set_bytes"] == mine[-1]["roofline"]["working_set_bytes"],
+              f"run {attempt}: run_end's working set {end['roofline']['working_set_bytes']} is "
+              f"the winner's measured one, scratch included "
+              f"({[(e['roofline']['working_set_bytes'], e['peak_extra_bytes']) for e in mine]})")
+
+
 def wait_measured(log, n, timeout=120):
     """Until the log at log holds n measured events (or timeout seconds pass)."""
     deadline = time.time() + timeout
@@ -712,7 +734,7 @@ def main():
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
                   test_fail_fast, test_progress_counts, test_replay_family,
                   test_replay_options, test_replay_predicted, test_busy_machine,
-                  test_converge_and_warm):
+                  test_converge_and_warm, test_winner_roof_counts_scratch):
             n = len(FAILURES)
             t0 = time.time()
             t(tmp)

@@ -135,6 +135,7 @@ typedef struct {
     double verr;          /* worst relative error at verification           */
     char verr_output[32]; /* the output it was in                           */
     ft_stats stats;
+    size_t peak; /* scratch bytes it used at the tuning shape       */
 } cand_info;
 
 typedef struct {
@@ -512,6 +513,7 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     ci->state = st.unclean ? C_UNCLEAN : st.stopped ? C_STOPPED : st.screened ? C_SCREENED : C_MEASURED;
     ci->median = ci->state == C_MEASURED || ci->state == C_SCREENED ? st.median : INFINITY;
     ci->stats = st;
+    ci->peak = S->ws.peak;
     if (st.screened) S->screened++;
     if (ci->state == C_UNCLEAN) S->unclean++;
     if (ci->state == C_STOPPED) S->stopped++;
@@ -621,6 +623,10 @@ static void resume_event(session *S, const json_t *ev, const char *kind, size_t 
         ci->stats.samples = (int)json_integer_value(json_object_get(st, "samples"));
         ci->stats.batch = (int)json_integer_value(json_object_get(st, "batch"));
         ci->stats.ci_rel = json_number_value(json_object_get(st, "ci_rel"));
+        const json_t *peak = json_object_get(ev, "peak_extra_bytes");
+        ci->peak = json_is_integer(peak) && json_integer_value(peak) > 0
+                       ? (size_t)json_integer_value(peak)
+                       : 0;
         if (!screened && ci->median < S->best) {
             S->best = ci->median;
             S->best_idx = i;
@@ -1615,11 +1621,12 @@ static ft_status confirm_phase(session *S, outcome *oc, ft_err *err) {
     oc->ds = oc->def_pos >= 0 ? cs[oc->def_pos] : cs[oc->winner];
     oc->winner = pick[oc->winner];
     oc->found = 1;
-    /* A fraction above 1 cannot be: measure the ceilings again; if it holds, say so. */
-    oc->roof = roof_of(S, 0);
+    /* The winner's roof, over its working set with its scratch (as its measured event's). A
+     * fraction above 1 cannot be: measure the ceilings again; if it holds, say so. */
+    oc->roof = roof_of(S, S->info[oc->winner].peak);
     if (oc->roof.floor_s / oc->ws.median > FT_ROOFLINE_MAX_FRAC && !oc->interrupted) {
         if ((s = ft_ceilings_refine(o->be, &S->ceil, err))) return s;
-        oc->roof = roof_of(S, 0);
+        oc->roof = roof_of(S, S->info[oc->winner].peak);
     }
     oc->roof_suspect = oc->roof.floor_s / oc->ws.median > FT_ROOFLINE_MAX_FRAC;
     return FT_OK;
