@@ -10,13 +10,14 @@
  * layers (all D: x crosses the bus once; 1: once per layer; k: ceil(D/k) times). The softmax of
  * w (D*T numbers) is computed by every block into shared memory. A thread takes its FT_CPT
  * vectors of FT_VEC_ELEMS elements of each of the T rows x[n,t,:] (16-byte accesses at
- * FT_VEC_ELEMS*sizeof = 16: a warp reads 512 contiguous bytes), then per layer: s = sum_t a[i,t]
- * x_t, the row's sum of squares (shuffles, then one round through shared memory when a row spans
- * several warps), f = s * r * g stored as vectors. Three ways to hold the row: dflare_fwd       x
- * in registers (the x tile, T * CPT * VEC floats), one layer per round; dflare_fwd_smem  x staged
- * in shared memory by cp.async and re-read per group of layers, whose mixes are held together and
- * reduced in one round (one barrier per group); at most 64 registers, so two 512-thread blocks
- * share an SM; dflare_fwd_mma   (bf16) x staged, the mix on the tensor cores (see the kernel).
+ * FT_VEC_ELEMS*sizeof = 16: a warp reads 512 contiguous bytes), then per layer: s = sum_t a[i,t] x_t, the row's sum of
+ * squares (shuffles, then one round through shared memory when a row spans several warps),
+ * f = s * r * g stored as vectors. Three ways to hold the row:
+ *   dflare_fwd       x in registers (the x tile, T * CPT * VEC floats), one layer per round;
+ *   dflare_fwd_smem  x staged in shared memory by cp.async and re-read per group of layers,
+ *                    whose mixes are held together and reduced in one round (one barrier per
+ *                    group); at most 64 registers, so two 512-thread blocks share an SM;
+ *   dflare_fwd_mma   (bf16) x staged, the mix on the tensor cores (see the kernel).
  * Measured on an H200 at that shape (copy: 4.2 TB/s read + write): the register tile 488 us (one
  * block per SM, a barrier per layer), staged with 4 layers per round 421 us (61% of copy; 802 us
  * with one layer per round): the 63 FMAs per output element, their operand loads and the
@@ -73,6 +74,7 @@
 #ifndef FT_DX
 #define FT_DX 1
 #endif
+
 
 static_assert(FT_VEC_ELEMS == 1 || FT_VEC_ELEMS == 2 || FT_VEC_ELEMS == 4 || FT_VEC_ELEMS == 8,
               "FT_VEC_ELEMS: 1, 2, 4 or 8");

@@ -392,12 +392,6 @@ static int dl_check_backward(const void *ctx, char *why, size_t n) {
         return ft_config_why(FT_CONFIG_INVALID, why, n,
                              "reduce applies to the backward only (leave it at %s)",
                              dl_reduce_labels[FUS_DL_DEF_REDUCE]);
-    /* The stage is where the backward holds dx: with none to form the two do the same work.
-     * Keep the default (smem) where its kernel launches. */
-    if (v->bwd && !v->g.dx && v->g.stage == FUS_DL_STAGE_REG &&
-        v->g.tpr * v->g.rpc <= DL_BWD_SMEM_MAXT)
-        return ft_config_why(FT_CONFIG_DUPLICATE, why, n,
-                             "with want_dx=0 the backward holds no dx: stage=reg is stage=smem");
     if (v->bwd && v->g.stage == FUS_DL_STAGE_SMEM && v->g.tpr * v->g.rpc > DL_BWD_SMEM_MAXT)
         return ft_config_why(FT_CONFIG_INVALID, why, n,
                              "the backward with stage=smem runs at most %d threads per block "
@@ -448,8 +442,7 @@ static int dl_check_smem(const void *ctx, char *why, size_t n) {
                       "least the layers of a pass are the same (the default or the smallest is "   \
                       "kept)")                                                                     \
     X(dl_check_backward, "blocks_per_sm, reduce: backward only (else the default); backward with " \
-                         "stage=smem: at most 512 threads per block; with want_dx=0 (no dx to "    \
-                         "place) stage=reg only where stage=smem cannot launch")                   \
+                         "stage=smem: at most 512 threads per block")                              \
     X(dl_check_mma, "stage=mma: forward, bf16, vec_bytes=16, T <= 16, at most 16 layers per "      \
                     "pass, rows_per_block=1")                                                      \
     X(dl_check_smem,                                                                               \
