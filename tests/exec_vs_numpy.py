@@ -466,6 +466,7 @@ def error_cases(rng):
     cases.append(("unknown attribute", "fusion.dflare", {"bogus_attr": 1}, base))
     cases.append(("bad attribute value scheme=bogus", "loss", {"B": 4, "scheme": "bogus"}, lo))
     cases.append(("backward=1 without df.npy", "fusion.dflare", {"backward": 1}, base))
+    cases.append(("want_dx=0 without backward=1", "fusion.dflare", {"want_dx": 0}, base))
     cases.append(("M not a multiple of B", "loss", {"B": 3}, lo))
     # Inputs that would read out of bounds if taken at their word.
     dec = gen_decode(rng, ctx_lens=(3, 5))

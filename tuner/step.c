@@ -145,7 +145,7 @@ static ft_status size_call(ft_call *c, const stage_spec *sp, const ft_preset *p,
     if (sp->op == op_named("loss")) c->attrs.loss.final_norm = 1;
     /* The fusion's x is the frozen target's states: the trainers' backward forms dw and dg, never
      * dx (SpecForge and AngelSlim run the target without gradients). */
-    if (ft_op_accepts_attr(sp->op, "want_dx")) c->attrs.want_dx = 0;
+    if (sp->backward && ft_op_accepts_attr(sp->op, "want_dx")) c->attrs.want_dx = 0;
     for (int k = 0; k < FT_MAX_SYMS; k++)
         c->dim[k] = -1;
     if (sp->op == op_named("linear")) {

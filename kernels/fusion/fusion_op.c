@@ -20,17 +20,26 @@
 static const char *const dflare_syms[] = {"N", "T", "H", "D", NULL};
 static const ft_tensor_spec dflare_tensors[] = {
     FT_TS_IN_GRAD_FLAGS(DL_X, DL_DX, "x", "N,T,H", FT_TS_WANT_DX,
-                        "the T target layers' states per token"),
+                        "the T target layers' states per token", "gradient of x (want_dx = 1)"),
     FT_TS_IN_GRAD(DL_W, DL_DW, "w", "D,T", "fusion logits, softmax over T per layer"),
     FT_TS_IN_GRAD(DL_G, DL_DG, "g", "H", "RMSNorm gain shared by every draft layer"),
     FT_TS_OUT_GRAD(DL_F, DL_DF, "f", "D,N,H", "fused context per draft layer"),
 };
 static const char *const dflare_attrs[] = {"eps", "backward", "want_dx", "dtype", NULL};
 
+/* want_dx = 0 leaves dx out of the backward: without one it would change nothing. */
+static ft_status check_want_dx(const ft_call *c, ft_err *err) {
+    if (!c->attrs.want_dx && !c->backward)
+        return ft_err_set(err, FT_EINVAL,
+                          "%s: want_dx=0 needs backward=1 (it leaves dx out of the backward)",
+                          c->op->name);
+    return FT_OK;
+}
+
 static ft_status dflare_check(ft_call *c, ft_err *err) {
     if (c->dim[DL_T] < 1 || c->dim[DL_H] < 1 || c->dim[DL_D] < 1)
         return ft_err_set(err, FT_ESHAPE, "fusion.dflare: T, H and D must be at least 1");
-    return FT_OK;
+    return check_want_dx(c, err);
 }
 
 static ft_status dflare_from_preset(ft_call *c, const ft_preset *p, ft_err *err) {
@@ -99,7 +108,7 @@ FT_OP_DEFINE(fusion_dflare, dflare, "fusion.dflare", FT_BWD_OPTIONAL,
 static const char *const dflash_syms[] = {"N", "T", "H", "TH", NULL};
 static const ft_tensor_spec dflash_tensors[] = {
     FT_TS_IN_GRAD_FLAGS(DH_X, DH_DX, "x", "N,T,H", FT_TS_WANT_DX,
-                        "the T target layers' states per token"),
+                        "the T target layers' states per token", "gradient of x (want_dx = 1)"),
     FT_TS_IN_GRAD(DH_WFC, DH_DWFC, "w_fc", "H,TH", "FC weight (out x in), TH = T*H"),
     FT_TS_IN_GRAD(DH_G, DH_DG, "g", "H", "RMSNorm gain"),
     FT_TS_OUT_GRAD(DH_F, DH_DF, "f", "N,H", "fused context shared by every draft layer"),
@@ -109,6 +118,8 @@ static const char *const dflash_attrs[] = {"eps", "backward", "want_dx", "dtype"
 static ft_status dflash_check(ft_call *c, ft_err *err) {
     if (c->dim[DH_T] < 1 || c->dim[DH_H] < 1)
         return ft_err_set(err, FT_ESHAPE, "fusion.dflash: T and H must be at least 1");
+    ft_status s = check_want_dx(c, err);
+    if (s) return s;
     if (c->dim[DH_TH] != c->dim[DH_T] * c->dim[DH_H])
         return ft_err_set(err, FT_ESHAPE,
                           "fusion.dflash: w_fc must be [H, T*H] = [%lld, %lld], got [%lld, %lld]",

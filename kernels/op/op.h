@@ -208,11 +208,12 @@ typedef struct ft_tensor_spec {
 #define FT_TS_IN_GRAD(I, DI, NAME, DIMS, DOC)                                                      \
     [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
     [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, 0, "gradient of " NAME}
-/* The same, its gradient present only as `flags` (FT_TS_WANT_*) say. */
-#define FT_TS_IN_GRAD_FLAGS(I, DI, NAME, DIMS, FLAGS, DOC)                                         \
-    [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC}, [DI] = {"d" NAME, FT_F32,                      \
-                                                            DIMS,     FT_ROLE_GRAD_OUT,            \
-                                                            FLAGS,    "gradient of " NAME}
+/* The same, its gradient present only as `flags` (FT_TS_WANT_*) say, which GDOC tells. */
+/* clang-format off */
+#define FT_TS_IN_GRAD_FLAGS(I, DI, NAME, DIMS, FLAGS, DOC, GDOC)                                   \
+    [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
+    [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, FLAGS, GDOC}
+/* clang-format on */
 #define FT_TS_OUT_GRAD(I, DI, NAME, DIMS, DOC)                                                     \
     [I] = {NAME, FT_F32, DIMS, FT_ROLE_OUT, 0, DOC},                                               \
     [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_IN, 0, "upstream gradient of " NAME}
