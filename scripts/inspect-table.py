@@ -32,6 +32,12 @@ def us(s):
     return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
 
 
+def predicted(p):
+    """A prediction as "12.3 us dram", or "none" where the config cannot run on the device
+    (inspect's JSON has null there)."""
+    return f"{us(p['seconds'])} {p['bound']}" if p else "none"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flaretune", default="build/flaretune")
@@ -58,14 +64,16 @@ def main():
         d = json.loads(p.stdout)
         share = d["unique_bytes"] / d["napkin_bytes"] if d["napkin_bytes"] else 0
         head = (f"{op} `{d['config']}`: distinct bytes {100 * share:.0f}% of napkin, "
-                f"predicted {us(d['predicted']['seconds'])} ({d['predicted']['bound']})")
+                f"predicted {predicted(d['predicted'])}")
+        if d.get("unfit"):
+            head += f"; cannot run on {d['device']}: {d['unfit']}"
         print(f"| {head} |||||||")
         for k in d["kernels"]:
             pr = k["predicted"]
             if "gemm" in k:
                 g = k["gemm"]
                 print(f"| | {k['kernel']} (cuBLASLt, {'bf16' if g['bf16'] else 'f32'}) | "
-                      f"{k['launches']} | | | | | {us(pr['seconds'])} {pr['bound']} |")
+                      f"{k['launches']} | | | | | {predicted(pr)} |")
                 continue
             tr = k["traffic"]
             dev = k.get("device") or {}
@@ -77,7 +85,7 @@ def main():
                    f"{'-' if not ipm else f'{ipm:.2f}'}") if sass else "-"
             print(f"| | {k['kernel']} | {k['launches']} | {ratio(tr['global_load'])} | "
                   f"{ratio(tr['global_store'])} | {ratio(tr['shared_load'])} / "
-                  f"{ratio(tr['shared_store'])} | {ins} | {us(pr['seconds'])} {pr['bound']} |")
+                  f"{ratio(tr['shared_store'])} | {ins} | {predicted(pr)} |")
     return fail
 
 

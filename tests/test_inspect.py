@@ -12,6 +12,7 @@ usage: test_inspect.py --flaretune PATH
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -119,6 +120,15 @@ def test_cannot_run_has_no_prediction():
         check(doc["unfit"].startswith("dflare_fwd_smem") and doc["predicted"] is None and
               all(k["predicted"] is None for k in doc["kernels"]),
               f"JSON: predicted null where unfit: {doc['predicted']}")
+    # scripts/inspect-table.py (docs/cuda.md's table) reads that JSON: "none", and why
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
+                          "inspect-table.py")
+    p = subprocess.run([sys.executable, script, "--flaretune", clitest.FT, "--device",
+                        "rtx-a4000", "fusion.dflare:" + " ".join(args[:-5] + args[-3:])],
+                       capture_output=True, text=True, env=dict(os.environ, **ENV), timeout=300)
+    check(p.returncode == 0 and "predicted none; cannot run on rtx-a4000" in p.stdout,
+          f"inspect-table.py of an unfit config: exit {p.returncode}: {p.stdout[-400:]} "
+          f"{p.stderr[-300:]}")
     # the same config on the H200 (227 KiB a block) runs, and is predicted
     out = inspect(*args[:-5], "--device", "h200", "--no-sass", "--sites", "0", "--json")
     if out is not None:

@@ -209,6 +209,16 @@ def test_inspect():
     check(rc == 0 and "cannot run:" in out and
           "predicted none: it cannot run on rtx-a4000" in out and " us, " not in out,
           f"an unfit config has no predicted time: exit {rc}: {out} {err[-300:]}")
+    rc, out, err = run("inspect", "--t1", cst, "--device", "rtx-a4000", "--blocks", "8", "--json")
+    one = json.loads(out) if rc == 0 else {}
+    check(one.get("unfit") and one.get("predicted_s", 0) is None and one.get("bound", 0) is None,
+          f"--json: predicted_s null where unfit: exit {rc}: {one} {err[-300:]}")
+    rc, _, err = run("inspect", "--t1", cst, "--device", "rtx-a4000", "--blocks", "8", "--jsonl",
+                     os.path.join(tmp, "unfit.jsonl"))
+    with open(os.path.join(tmp, "unfit.jsonl")) as f:
+        kept = [json.loads(l) for l in f]
+    check(rc == 0 and len(kept) == 1 and kept[0]["unfit"] and kept[0]["predicted_s"] > 0,
+          f"--jsonl keeps the figures beside unfit: exit {rc}: {kept} {err[-300:]}")
     # A static shared array of 64 KiB: NVRTC refuses it for sm_80 (ptxas: over 48 KiB static),
     # though the GPU could run it; the words say so, not only the JSON.
     with open(os.path.join(tmp, "cst.cu"), "w") as f:

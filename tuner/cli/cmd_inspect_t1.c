@@ -267,6 +267,12 @@ int ft_cli_inspect_t1(int argc, char **argv) {
             free(text);
         }
         if (!out && json) {
+            /* One config's document: no time where it cannot run (as `inspect OP --json`); the
+             * --jsonl lines keep the figures beside `unfit` for the prediction check. */
+            if (!s && p.unfit[0]) {
+                json_object_set_new(line, "predicted_s", json_null());
+                json_object_set_new(line, "bound", json_null());
+            }
             json_dumpf(line, stdout, JSON_INDENT(2));
             fputc('\n', stdout);
             if (s) code = FT_EXIT_FAIL; /* the document says why */
