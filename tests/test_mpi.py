@@ -102,6 +102,17 @@ def test_replay(work, landscape):
     with open(p1) as f1, open(p3) as f3:
         w1, w3 = json.load(f1)["entries"][0]["config"], json.load(f3)["entries"][0]["config"]
     check(w1 == w3, f"the same winner ({w1} / {w3})")
+    # FLARETUNE_MAX_LOST judges host-clock samples only: ranks whose environments differ in it
+    # measure a replay (or a GPU) alike, and the run goes on (test_other_command_line: with the
+    # host's clock it ends the job).
+    root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+    env_log = os.path.join(work, "env.jsonl")
+    r = run(["mpirun", *root, "--oversubscribe", "-np", "1", FT, *common, "--log", env_log, ":",
+             "-np", "1", "env", "FLARETUNE_MAX_LOST=0.5", FT, *common, "--log", env_log])
+    check(r.returncode == 0 and "another run" not in r.stderr and
+          len(evaluated(events(env_log))) > 0,
+          f"replay with another FLARETUNE_MAX_LOST on rank 1: exit {r.returncode} "
+          f"({r.stderr[-300:]})")
 
 
 def rank_pids(rank):

@@ -95,13 +95,14 @@ void ft_measure_defaults_for(ft_measure_use use, ft_measure_opts *o) {
 
 void ft_measure_defaults(ft_measure_opts *o) { ft_measure_defaults_for(FT_MEASURE_BENCH, o); }
 
-void ft_measure_opts_format(const ft_measure_opts *o, char *buf, size_t n) {
-    snprintf(buf, n,
-             "warmup %.9g s, %d to %d samples, %.9g to %.9g s, noise %.9g, batches of %.9g s, "
-             "screen after %d samples above %.9g s, max_lost %.9g (%d clean)",
-             o->warmup_s, o->min_samples, o->max_samples, o->min_time_s, o->max_time_s,
-             o->max_noise, o->batch_min_s, o->screen_after, o->screen_above, o->max_lost,
-             o->min_clean);
+void ft_measure_opts_format(const ft_measure_opts *o, int host_clock, char *buf, size_t n) {
+    int k = snprintf(buf, n,
+                     "warmup %.9g s, %d to %d samples, %.9g to %.9g s, noise %.9g, batches of "
+                     "%.9g s, screen after %d samples above %.9g s",
+                     o->warmup_s, o->min_samples, o->max_samples, o->min_time_s, o->max_time_s,
+                     o->max_noise, o->batch_min_s, o->screen_after, o->screen_above);
+    if (host_clock && k >= 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, ", max_lost %.9g (%d clean)", o->max_lost, o->min_clean);
 }
 
 /* One timed run of `reps` calls, stopped past call_limit_s a call, and what the scheduler

@@ -95,8 +95,9 @@ int ft_measure_parse_max_lost(const char *text, double *out);
 void ft_measure_defaults(ft_measure_opts *o);
 /* What o makes a measurement, as one line of its settings ("warmup 0.05 s, 5 to 200 samples,
  * ..."): two runs whose lines differ measure differently (the per-call fields, the samples'
- * arrays and the stop flag are not settings and are left out). */
-void ft_measure_opts_format(const ft_measure_opts *o, char *buf, size_t n);
+ * arrays and the stop flag are not settings and are left out, and so are max_lost and
+ * min_clean unless host_clock: only samples timed by the host's clock are judged). */
+void ft_measure_opts_format(const ft_measure_opts *o, int host_clock, char *buf, size_t n);
 ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *st, ft_err *err);
 
 #ifdef __cplusplus

@@ -1098,10 +1098,10 @@ static int tune_split_devices(tuning *T) {
 }
 
 /* What every rank of a run must share, one "what: value" line each: the jobs, and for each its
- * op, backend, sizes and attributes; the kernel sources; what a measurement is (the options and
- * FLARETUNE_MAX_LOST, which a host's environment may set). A worker started with another
- * command line (--set N=4800, another op, --noise) would measure something else under rank 0's
- * key. */
+ * op, backend, sizes and attributes; the kernel sources; what a measurement is (the options and,
+ * with a host clock, FLARETUNE_MAX_LOST, which a host's environment may set). A worker started
+ * with another command line (--set N=4800, another op, --noise) would measure something else
+ * under rank 0's key. */
 static void run_key(const tuning *T, const ft_tune_opts *to, char *buf, size_t n) {
     size_t k = 0;
     ft_env env;
@@ -1125,8 +1125,13 @@ static void run_key(const tuning *T, const ft_tune_opts *to, char *buf, size_t n
                                   jb->op->name, attrs);
     }
     if (k < n) k += (size_t)snprintf(buf + k, n - k, "kernel sources: %s\n", env.source_hash);
+    /* FLARETUNE_MAX_LOST judges samples timed by the host's clock only (a GPU's events are
+     * not stretched by the scheduler): with no such job it is no part of the run. */
+    int host = 0;
+    for (int j = 0; j < T->njobs; j++)
+        host |= !strcmp(ft_backend_clock(T->jobs[j].be), "host");
     char m[512];
-    ft_measure_opts_format(&to->measure, m, sizeof m);
+    ft_measure_opts_format(&to->measure, host, m, sizeof m);
     if (k < n)
         snprintf(buf + k, n - k,
                  "measurement: %s\nscreening: %s, factor %.9g\nwatchdog: %.9g x the best, "
