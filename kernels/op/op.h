@@ -205,11 +205,10 @@ typedef struct ft_tensor_spec {
 /* Two rows of an op's tensor table: a float32 tensor NAME (index I) and its gradient "d" NAME
  * (index DI), of the same dims. An input and the gradient the backward writes (FT_TS_IN_GRAD), or
  * an output and the upstream gradient the backward reads (FT_TS_OUT_GRAD). */
-#define FT_TS_IN_GRAD(I, DI, NAME, DIMS, DOC)                                                      \
-    [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
-    [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, 0, "gradient of " NAME}
-/* The same, its gradient present only as `flags` (FT_TS_WANT_*) say, which GDOC tells. */
 /* clang-format off */
+#define FT_TS_IN_GRAD(I, DI, NAME, DIMS, DOC)                                                      \
+    FT_TS_IN_GRAD_FLAGS(I, DI, NAME, DIMS, 0, DOC, "gradient of " NAME)
+/* The same, its gradient present only as `flags` (FT_TS_WANT_*) say, which GDOC tells. */
 #define FT_TS_IN_GRAD_FLAGS(I, DI, NAME, DIMS, FLAGS, DOC, GDOC)                                   \
     [I] = {NAME, FT_F32, DIMS, FT_ROLE_IN, 0, DOC},                                                \
     [DI] = {"d" NAME, FT_F32, DIMS, FT_ROLE_GRAD_OUT, FLAGS, GDOC}
