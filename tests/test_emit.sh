@@ -54,6 +54,13 @@ DEV='cpu: Test \"Gold\" ??= x 16 (SkylakeX) \u00b5\\'
     echo ','
     entry fusion.dflare other 'other: X1' '{"N": 2048, "T": 4, "H": 1024, "D": 3}' '{}' \
         '{"BM": 128}' 0.0003
+    echo ','
+    # The backward with and without dx: the profile leaves want_dx out at its default (1).
+    entry fusion.dflare ref "$DEV" '{"N": 2048, "T": 4, "H": 1024, "D": 3}' '{"backward": "1"}' \
+        '{}' 0.004
+    echo ','
+    entry fusion.dflare ref "$DEV" '{"N": 2048, "T": 4, "H": 1024, "D": 3}' \
+        '{"backward": "1", "want_dx": "0"}' '{}' 0.003
     echo ']}'
 } >"$dir/profile.json"
 
@@ -90,7 +97,7 @@ int main(void) {
     const ft_tuned_size at3000[] = {{"M", 3000}, {"H", 1024}, {"V", 32768}};
     const long long v512[] = {512, 1024, 32768}, v3000[] = {3000, 1024, 32768};
 
-    CHECK(FT_TUNED_COUNT == 5);
+    CHECK(FT_TUNED_COUNT == 7);
     CHECK(OTHER_TUNED_COUNT == 2);
     e = ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace", at512, 3, &exact);
     CHECK(e && exact == 1 && e->median_s == 0.001);
@@ -124,6 +131,17 @@ int main(void) {
     o = other_tuned_lookup("fusion.dflare", NULL, NULL, NULL, NULL, 0, &exact);
     CHECK(o && exact == 0 && o->median_s == 0.0003);
     CHECK(other_tuned_param_int(o, "BM", 0) == 128);
+    /* Every attribute is listed, those the profile leaves out at their defaults too, so a query
+     * can name one at its default; an attribute the query leaves out matches any value. */
+    e = ft_tuned_lookup("fusion.dflare", "ref", NULL, "backward=1,want_dx=1", NULL, 0, &exact);
+    CHECK(e && e->median_s == 0.004);
+    e = ft_tuned_lookup("fusion.dflare", "ref", NULL, "want_dx=0", NULL, 0, &exact);
+    CHECK(e && e->median_s == 0.003);
+    e = ft_tuned_lookup("fusion.dflare", "ref", NULL, "backward=0", NULL, 0, &exact);
+    CHECK(e == NULL);
+    e = ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,final_norm=0,alpha=0.5", at512, 3,
+                        &exact);
+    CHECK(e && exact == 1 && e->median_s == 0.001);
     e = second_unit(4000);
     CHECK(e && e->median_s == 0.008);
     printf("%s\n", failures ? "FAILED" : "ok");

@@ -657,7 +657,8 @@ static int lookup(void) {
     tg_info info;
     char msg[256];
     const long long exact[] = {48, 4, 64, 3}, near[] = {6000, 4, 64, 3};
-    int s = tg_select("fusion.dflare", "backward=0", exact, 4, &info, msg, sizeof msg);
+    /* want_dx is not in the profile (it leaves it out at its default): the entries list it. */
+    int s = tg_select("fusion.dflare", "backward=0,want_dx=1", exact, 4, &info, msg, sizeof msg);
     printf("exact %d %d %d\n", s, info.entry, info.exact);
     s = tg_select("fusion.dflare", "dtype=f32", near, 4, &info, msg, sizeof msg);
     printf("near %d %d %d\n", s, info.entry, info.exact);

@@ -183,6 +183,12 @@ def test_emit(tmp):
     for r in recs:
         check(set(r) == {"op", "backend", "device", "shape", "attrs", "params", "median_s"},
               f"emit json: record keys {sorted(r)}")
+    # attrs lists every attribute of the op: the profile's {"scheme": ...} and the defaults of
+    # those it leaves out (alpha 0.5, final_norm 0: docs/emit.md).
+    for r in recs:
+        check(r["attrs"].get("scheme") == "dpace" and r["attrs"].get("alpha") == "0.5"
+              and r["attrs"].get("final_norm") == "0" and "gamma" in r["attrs"],
+              f"emit json: every attribute of loss, got {r['attrs']}")
     other = [r for r in recs if r["backend"] == "other"]
     check(other and other[0]["params"] == {"BM": 64, "layout": "row"}
           and other[0]["shape"] == {"M": 512, "H": 1024, "V": 32768}, f"emit json: {other}")

@@ -9,6 +9,9 @@
  * json: a flat array of records {op, backend, device, shape, attrs, params, median_s}, then one
  * {kernel, backend, device, problem_size, params, median_s} per kernel of a T1 file.
  *
+ * Both list every attribute of an entry's op (ft_profile_attrs_all), those the profile leaves
+ * out at their defaults too, so that a lookup can name an attribute at its default.
+ *
  * Both write the kernels of T1 files (tune --t1 --profile) after the ops' entries: in the header
  * as entries of op "t1:KERNEL" whose sizes are the problem size's x, y and z.
  */
@@ -54,14 +57,17 @@ typedef struct {
     const char *size_name[FT_MAX_SYMS];
     long long size[FT_MAX_SYMS];
     int nsizes;
-    const json_t *attrs, *params;
+    json_t *attrs; /* every attribute of the op (ft_profile_attrs_all; owned), or NULL */
+    const json_t *params;
     double median_s;
     const ft_profile_entry *e; /* NULL for a kernel */
 } row;
 
 static void rows_free(row *rows, int n) {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         free(rows[i].op_owned);
+        json_decref(rows[i].attrs);
+    }
     free(rows);
 }
 
@@ -76,8 +82,17 @@ static int collect(const ft_profile *p, const ft_emit_opts *o, row **out) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
         if (!selected(e, o)) continue;
         row *r = &rows[m++];
-        *r = (row){.op = e->op->name, .backend = e->backend, .device = e->device,
-                   .attrs = e->attrs, .params = e->config, .median_s = e->median_s, .e = e};
+        *r = (row){.op = e->op->name,
+                   .backend = e->backend,
+                   .device = e->device,
+                   .attrs = ft_profile_attrs_all(e),
+                   .params = e->config,
+                   .median_s = e->median_s,
+                   .e = e};
+        if (!r->attrs) {
+            rows_free(rows, m);
+            return -1;
+        }
         for (; e->op->syms[r->nsizes]; r->nsizes++) {
             r->size_name[r->nsizes] = e->op->syms[r->nsizes];
             r->size[r->nsizes] = (long long)json_integer_value(
@@ -116,9 +131,10 @@ static ft_status emit_json(const ft_profile *p, const ft_emit_opts *o, FILE *f, 
     for (int i = 0; i < ft_profile_count(p); i++) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
         if (!selected(e, o)) continue;
-        json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:f}", "op", e->op->name, "backend",
-                                e->backend, "device", e->device, "shape", e->shape, "attrs",
-                                e->attrs, "params", e->config, "median_s", e->median_s);
+        json_t *rec =
+            json_pack("{s:s, s:s, s:s, s:O, s:o, s:O, s:f}", "op", e->op->name, "backend",
+                      e->backend, "device", e->device, "shape", e->shape, "attrs",
+                      ft_profile_attrs_all(e), "params", e->config, "median_s", e->median_s);
         if (!rec || json_array_append_new(arr, rec)) {
             json_decref(arr);
             return ft_err_set(err, FT_ENOMEM, "out of memory emitting JSON");

@@ -117,9 +117,15 @@ static ft_status pkg_select(const ft_profile *p, const ft_emit_opts *o, ft_pkg *
     k->e = calloc((size_t)total + 1, sizeof *k->e);
     k->cfg = calloc((size_t)total + 1, sizeof *k->cfg);
     k->opi = calloc((size_t)total + 1, sizeof *k->opi);
-    if (!k->e || !k->cfg || !k->opi) return ft_err_set(err, FT_ENOMEM, "out of memory");
-    for (int i = 0; i < total; i++)
-        if (selected(ft_profile_entry_at(p, i), o)) k->e[k->n++] = ft_profile_entry_at(p, i);
+    k->attrs = calloc((size_t)total + 1, sizeof *k->attrs);
+    if (!k->e || !k->cfg || !k->opi || !k->attrs)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (int i = 0; i < total; i++) {
+        if (!selected(ft_profile_entry_at(p, i), o)) continue;
+        k->e[k->n] = ft_profile_entry_at(p, i);
+        k->attrs[k->n] = ft_profile_attrs_all(k->e[k->n]);
+        if (!k->attrs[k->n++]) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
     if (!k->n)
         return ft_err_set(err, FT_EINVAL, "no entries%s%s%s%s to package",
                           o->backend ? " of backend " : "", o->backend ? o->backend : "",
@@ -477,6 +483,9 @@ ft_status ft_profile_emit_package(const ft_profile *p, const ft_emit_opts *opts,
     }
     if (k.tmp_fd >= 0) close(k.tmp_fd);
     if (!s && nemitted) *nemitted = k.n;
+    for (int i = 0; k.attrs && i < k.n; i++)
+        json_decref(k.attrs[i]);
+    free(k.attrs);
     free(k.e);
     free(k.cfg);
     free(k.opi);

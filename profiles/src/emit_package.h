@@ -52,6 +52,8 @@ typedef struct ft_pkg {
     const char *backend, *device, *source;
     int n; /* selected entries, their configs in the backend's space, and their op's index */
     const ft_profile_entry **e;
+    json_t **attrs; /* each entry's every attribute (ft_profile_attrs_all), as the package lists
+                       them */
     ft_config *cfg;
     int *opi;
     const ft_op *ops[FT_PKG_MAX_OPS];

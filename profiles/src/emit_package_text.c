@@ -127,7 +127,7 @@ void ft_pkg_entry_text(const ft_pkg *k, int i, int what, char *buf, size_t n) {
     } else if (what == 1) {
         const char *key;
         json_t *v;
-        json_object_foreach((json_t *)e->attrs, key, v) {
+        json_object_foreach(k->attrs[i], key, v) {
             if (len < n)
                 len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", len ? "," : "", key,
                                         json_string_value(v));
@@ -261,7 +261,7 @@ static void put_bucket_attrs(FILE *f, const ft_pkg *k, int i) {
     fprintf(f, "static const char *const %s_b%d_attrs_[] = {", k->P, i);
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)k->e[i]->attrs, key, v) {
+    json_object_foreach(k->attrs[i], key, v) {
         fprintf(f, "\"");
         ft_pkg_put_plain(f, key);
         fprintf(f, "\", \"");

@@ -1332,6 +1332,20 @@ int ft_profile_attrs_match(const json_t *a, const json_t *b) {
     return 1;
 }
 
+json_t *ft_profile_attrs_all(const ft_profile_entry *e) {
+    json_t *o = json_object();
+    for (int a = 0; o && e->op->attrs[a]; a++) {
+        char buf[64];
+        if (json_object_set_new(
+                o, e->op->attrs[a],
+                json_string(attr_text(e->attrs, e->op->attrs[a], buf, sizeof buf)))) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
 const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, const char *backend,
                                           const char *device, const json_t *attrs,
                                           const json_t *shape, int *exact) {

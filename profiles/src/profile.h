@@ -150,6 +150,11 @@ const char *ft_profile_note_at(const ft_profile *p, int i);
  * one leaves out is at its default: an entry written before the op took an attribute (the rope
  * scaling of attention.kvproj, say) still matches the calls that leave it at its default. */
 int ft_profile_attrs_match(const json_t *a, const json_t *b);
+/* Every attribute of e's op, in the op's order, at e's value or, where e leaves it out, at its
+ * default, each written as ft_profile_attrs_match reads it: what emitted lookups compare a query
+ * with, so that a query can name an attribute at its default ("want_dx=1"). A new reference;
+ * NULL when out of memory. */
+json_t *ft_profile_attrs_all(const ft_profile_entry *e);
 /* The entry of `op` with the nearest shape among those with the given backend, device and attrs
  * (each NULL for any; attrs compared by ft_profile_attrs_match). Exact when the query gives every
  * size of the entry with the same value; otherwise the entry with the smallest sum over sizes of
