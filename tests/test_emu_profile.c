@@ -2,8 +2,9 @@
  * kernels of tests/cuda/emu_profile.cu, each figure asserted exactly: sectors per request
  * (coalesced 4, strided 32), bank-conflict wavefronts (32 and, padded, 1), a re-read (twice the
  * sectors of the distinct bytes), a divergent branch (16 active lanes, a partial request),
- * float4 accesses, barriers per launch, source lines; the request arithmetic on its own; and
- * that the results of the kernels are still right with the profile on.
+ * float4 accesses, barriers per launch, source lines; the request arithmetic and a sample's
+ * choice of blocks on their own; and that the results of the kernels are still right with the
+ * profile on.
  *
  * Modules are cached in $FLARETUNE_CACHE_DIR (ctest points it at the build directory). */
 #include <math.h>
@@ -265,9 +266,44 @@ static void test_arithmetic(void) {
     FT_CHECK(u == 1 && ideal == 1, "16 lanes: %llu wavefronts", (unsigned long long)u);
 }
 
+/* A sample's blocks: each stratum spread evenly over the z planes (a plane can be another
+ * request of another length), within the grid and never twice the same block; a grid of one
+ * plane keeps them all in plane 0. */
+static void test_sample_pick(void) {
+    const ft_emu_uint3 grids[] = {{8, 4, 4}, {8, 4, 16}, {3, 1, 5}, {64, 64, 1}, {2, 2, 3}};
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        ft_emu_uint3 g = grids[gi], b[64], in[64];
+        int nb = 0, ni = 0;
+        ft_emu_sample_pick(g, 16, 7, b, &nb, in, &ni);
+        FT_CHECK(nb + ni > 0 && nb + ni <= 16, "grid %u,%u,%u: %d + %d blocks", g.x, g.y, g.z, nb,
+                 ni);
+        const ft_emu_uint3 *strata[2] = {b, in};
+        const int counts[2] = {nb, ni};
+        for (int st = 0; st < 2; st++) {
+            unsigned seen[64] = {0};
+            int planes = 0;
+            for (int j = 0; j < counts[st]; j++) {
+                ft_emu_uint3 v = strata[st][j];
+                FT_CHECK(v.x < g.x && v.y < g.y && v.z < g.z,
+                         "grid %u,%u,%u: block %u,%u,%u outside", g.x, g.y, g.z, v.x, v.y, v.z);
+                if (v.z < 64 && !seen[v.z]++) planes++;
+                for (int k = 0; k < j; k++)
+                    FT_CHECK(strata[st][k].x != v.x || strata[st][k].y != v.y ||
+                                 strata[st][k].z != v.z,
+                             "grid %u,%u,%u: block %u,%u,%u twice", g.x, g.y, g.z, v.x, v.y, v.z);
+            }
+            /* As many planes as the stratum has blocks, or every plane. */
+            int want = counts[st] < (int)g.z ? counts[st] : (int)g.z;
+            FT_CHECK(planes == want, "grid %u,%u,%u, stratum %d: %d planes of %d blocks, want %d",
+                     g.x, g.y, g.z, st, planes, counts[st], want);
+        }
+    }
+}
+
 int main(void) {
     ft_err err = {0};
     test_arithmetic();
+    test_sample_pick();
     ft_status s = ft_dev_open(FT_DEV_EMU, 0, &dev, &err);
     FT_CHECK(s == FT_OK, "open: %s", err.msg);
     if (s != FT_OK) return ft_test_finish();

@@ -5,7 +5,9 @@ fusion.dflare's default configuration moves, by the emulator's count of distinct
 within 5% of the op's napkin bytes (it reads its inputs and writes its outputs once); its
 stores are whole sectors (sectors per request at the ideal); every busy site is named by a line
 of fusion.cu; the JSON carries the documented keys and the tables the same figures; a sample of
-a launch's blocks predicts what every block does; bad requests are one-line usage errors.
+a launch's blocks predicts what every block does (fusion.dflare's, and attention.decode's over
+requests of different lengths, with a kernel reading what the sampled one wrote); bad requests
+are one-line usage errors.
 
 usage: test_inspect.py --flaretune PATH
 """
@@ -101,6 +103,33 @@ def test_sampled_against_whole():
     one_line_error(["inspect", "fusion.dflare", "--blocks", "1"], 2, "--blocks")
 
 
+def decode_json(*args):
+    rc, out, err = run("inspect", "attention.decode", "--preset", "small.dflash.decode", "--config",
+                       "splits=8", "--json", *args, env=ENV)
+    check(rc == 0, f"inspect attention.decode {args}: exit {rc}: {err}")
+    return json.loads(out) if rc == 0 else None
+
+
+def test_sampled_decode():
+    """attention.decode's grid is splits x kv heads x requests, and its second kernel reads what
+    the first wrote. A sample spreads over the z planes: with ragged contexts (request 0 empty,
+    the last twice the mean) the first plane alone predicted the launch floor, 5 us against 43.
+    And what the sampled first kernel leaves unwritten reads as ordinary data: as NaN, it made
+    decode_merge skip every split (w > 0 false), 32x fewer bytes read than every block emulated."""
+    for extra, name in (((), "even"), (("--set", "ragged=1"), "ragged")):
+        runs = {b: decode_json("--blocks", b, *extra) for b in ("0", "16")}
+        if None in runs.values():
+            return
+        whole, part = runs["0"], runs["16"]
+        p, q = part["predicted"]["seconds"], whole["predicted"]["seconds"]
+        check(abs(p - q) <= 0.15 * q, f"{name} contexts: predicted {p} (16 blocks) vs {q} (all)")
+        merge = [{k["kernel"]: k for k in r["kernels"]}.get("decode_merge") for r in (part, whole)]
+        check(None not in merge, f"{name} contexts: decode_merge runs: {merge}")
+        if name == "even" and None not in merge:
+            a, b = merge[0]["unique_read_bytes"], merge[1]["unique_read_bytes"]
+            check(abs(a - b) <= 0.05 * b, f"decode_merge reads {a} B sampled vs {b} B whole")
+
+
 def test_cannot_run_has_no_prediction():
     """A config the named GPU cannot run (129 KiB of shared memory a block on an RTX A4000, which
     allows 99) has no predicted time: the figures would assume an occupancy it cannot have.
@@ -168,6 +197,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ENV["FLARETUNE_CACHE_DIR"] = os.environ.get("FLARETUNE_CACHE_DIR") or tmp
         return clitest.main(args.flaretune, (test_dflare_default, test_sampled_against_whole,
+                                             test_sampled_decode,
                                              test_cannot_run_has_no_prediction,
                                              test_tables_and_errors))
 

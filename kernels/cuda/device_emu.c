@@ -1,8 +1,9 @@
 /* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of kernels/cuda/device.h).
  *
  * Device memory is host memory (fresh allocations filled with 0xFF bytes, a NaN in every float
- * format); copies are memcpy and launches are synchronous. A module is kernels/<source>
- * compiled by the host C++ compiler with -DFT_EMU into a shared object and loaded with dlopen:
+ * format, or with zeros while launches are profiled on a sample: emu_alloc); copies are memcpy and
+ * launches are synchronous. A module is kernels/<source> compiled by the host C++ compiler with
+ * -DFT_EMU into a shared object and loaded with dlopen:
  *
  *   c++ -x c++ -std=c++17 -DFT_EMU -DFT_EMU_STACK_LOG2=n -I<kernels/cuda> -I<emu/include>
  *       -I<source dir> -O2 -fPIC -shared -fvisibility=hidden -fno-strict-aliasing
@@ -94,15 +95,23 @@ static emu_dev *emu_of(ft_dev *d) { return (emu_dev *)d; }
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
-static ft_status emu_alloc(ft_dev *d, size_t bytes, void **ptr, ft_err *err) {
-    (void)d;
+static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
+    emu_dev *d = emu_of(dev);
     size_t n = bytes ? bytes : 1;
     if (posix_memalign(ptr, 256, n) != 0) {
         *ptr = NULL;
         return ft_err_set(err, FT_ENOMEM, "emulator: cannot allocate %zu bytes of device memory",
                           bytes);
     }
-    memset(*ptr, 0xFF, n); /* read before written: NaN */
+    pthread_mutex_lock(&d->lock);
+    const int sampling = d->profile && d->sample > 0;
+    pthread_mutex_unlock(&d->lock);
+    /* Read before written: NaN, so that a kernel reading what nothing wrote fails its check.
+     * But a launch profiled on a sample of its blocks leaves the rest of its outputs unwritten,
+     * and a later kernel of the call reads them: NaN there would turn its data-dependent
+     * branches (decode_merge skips a split whose weight is not > 0) from what they do on a GPU
+     * to never taken. Zero, an ordinary value, takes them as real data does. */
+    memset(*ptr, sampling ? 0 : 0xFF, n);
     return FT_OK;
 }
 

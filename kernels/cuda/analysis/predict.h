@@ -49,8 +49,10 @@
 /* The model's version, written with every saved prediction (`inspect --t1 --jsonl`) so that a
  * rerun predicts again what an earlier model predicted: raised whenever the model, the
  * emulator's profile or the reading of SASS changes what a prediction comes to.
- * 2: reads of __constant__ variables are no global traffic. */
-#define FT_PREDICT_MODEL 2
+ * 2: reads of __constant__ variables are no global traffic.
+ * 3: a sample of a launch's blocks spreads over its z planes (a grid of one plane, as both T1
+ *    files' are, predicts as in 2). */
+#define FT_PREDICT_MODEL 3
 
 typedef enum ft_bound {
     FT_BOUND_DRAM,

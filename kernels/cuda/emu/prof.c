@@ -51,8 +51,28 @@ static uint64_t sample_next(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+/* Spread a stratum's n blocks over the grid's z planes: the j-th in the middle of the j-th of n
+ * equal runs of planes (all in plane 0 when the grid has one). A plane can be another request
+ * of another length (attention.decode's grid is splits x kv heads x requests), so a sample of
+ * the first plane alone would stand for a different launch. */
+static void spread_z(ft_emu_uint3 *b, int n, unsigned gz) {
+    for (int j = 0; j < n; j++)
+        b[j].z = (unsigned)(((2 * (uint64_t)j + 1) * (gz ? gz : 1)) / (2 * (uint64_t)n));
+}
+
+static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
+                    ft_emu_uint3 *inner, int *ni);
+
 void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                         ft_emu_uint3 *inner, int *ni) {
+    pick_xy(g, want, seed, bnd, nb, inner, ni);
+    spread_z(bnd, *nb, g.z);
+    spread_z(inner, *ni, g.z);
+}
+
+/* The sample's places in the x-y grid (z 0). */
+static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
+                    ft_emu_uint3 *inner, int *ni) {
     *nb = *ni = 0;
     if (want > 64) want = 64;
     uint64_t gx = g.x, gy = g.y, inter = ft_emu_grid_interior(g);

@@ -92,9 +92,9 @@ void ft_emu_launch_prof_free(ft_emu_launch_prof *p);
 /* ---- a sample of a grid ------------------------------------------------------------------------
  * A large launch is profiled on a sample of its blocks in two strata: the boundary (a block on
  * an edge of the x-y grid: x first or last, or, with more than one row, y first or last; the
- * corners first, then the edges' middles) and the interior (drawn from `seed`). Every z plane is
- * taken to be like the first. Each stratum's figures are then scaled by the blocks it stands
- * for. */
+ * corners first, then the edges' middles) and the interior (drawn from `seed`), each stratum's
+ * blocks spread evenly over the z planes (a plane may be another request, of another length).
+ * Each stratum's figures are then scaled by the blocks it stands for. */
 
 /* The grid's interior blocks in one z plane. */
 uint64_t ft_emu_grid_interior(ft_emu_uint3 grid);
