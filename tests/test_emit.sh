@@ -142,6 +142,17 @@ int main(void) {
     e = ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,final_norm=0,alpha=0.5", at512, 3,
                         &exact);
     CHECK(e && exact == 1 && e->median_s == 0.001);
+    /* Numbers compare by value; an attribute that changes nothing in the entry's call (eps
+     * without final_norm, epoch without progressive_epoch) is "*", which answers any value. */
+    e = ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,alpha=5e-1,gamma=7.0,final_norm=00",
+                        at512, 3, &exact);
+    CHECK(e && exact == 1 && e->median_s == 0.001);
+    e = ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,eps=1e-5,epoch=1.5", at512, 3, &exact);
+    CHECK(e && exact == 1 && e->median_s == 0.001);
+    CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,alpha=0.55", at512, 3, NULL) == NULL);
+    CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,alpha=0.5x", at512, 3, NULL) == NULL);
+    CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,final_norm=1", at512, 3, NULL) ==
+          NULL);
     e = second_unit(4000);
     CHECK(e && e->median_s == 0.008);
     printf("%s\n", failures ? "FAILED" : "ok");
@@ -185,7 +196,7 @@ printf '{"schema_version": 1, "entries": []}\n' >"$dir/none.json"
 "$FT" emit "$dir/none.json" -o "$dir/none.h" 2>"$dir/err" || fail "emit of an empty profile failed"
 for h in tuned other empty none; do
     # shellcheck disable=SC2086
-    "$CC" -std=c11 $WARN -c -x c "$dir/$h.h" -o "$dir/$h.o" ||
+    "$CC" -std=c11 $WARN -Wfloat-equal -c -x c "$dir/$h.h" -o "$dir/$h.o" ||
         fail "$h.h does not compile on its own as C"
     if [ -n "$CXX" ] && command -v "$CXX" >/dev/null 2>&1; then
         "$CXX" -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion -Wsign-conversion -c \

@@ -133,12 +133,12 @@ DRIVER = DRIVER_IO + r"""
  * "status S: MSG". driver null: the per-op function with NULL args. */
 int main(int argc, char **argv) {
     static driver_call d; /* zeroed: no message yet */
-    if (argc == 4 && !strcmp(argv[1], "lookup")) { /* driver lookup OP SIZES: PFX_lookup */
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "lookup")) { /* lookup OP SIZES [ATTRS] */
         long long sz[16];
         int n = 0, exact = -1;
         for (char *t = strtok(argv[3], ","); t && n < 16; t = strtok(NULL, ","))
             sz[n++] = atoll(t);
-        int e = PFX_lookup(argv[2], NULL, sz, n, &exact);
+        int e = PFX_lookup(argv[2], argc == 5 ? argv[4] : NULL, sz, n, &exact);
         printf("lookup %d exact %d\n", e, exact);
         return 0;
     }
@@ -447,6 +447,14 @@ def test_bad_input(p, ins, tmp):
         got = run([p.driver, "lookup", "fusion.dflare", sizes], env=p.env).stdout.strip()
         if got != want:
             fail(f"lookup at {sizes}: driver said '{got}', expected '{want}'")
+    # Attributes that change nothing without others (the loss's eps without final_norm, epoch
+    # and gamma_inc without progressive_epoch) do not keep a call from its entry, as in the
+    # profile; one that changes the call does.
+    for attrs, want in (("B=4", "lookup 2 exact 1"), ("B=4,eps=1e-5,epoch=1.5,gamma_inc=2", "lookup 2 exact 1"),
+                        ("B=4,final_norm=1", "lookup -1 exact 0")):
+        got = run([p.driver, "lookup", "loss", "40,64,320", attrs], env=p.env).stdout.strip()
+        if got != want:
+            fail(f"lookup of loss with {attrs}: driver said '{got}', expected '{want}'")
     # A message of the op's own checks says what to set in a call (its attrs), not a flag.
     lt = [f"in:{os.path.join(tmp, 'loss.' + n + '.bin')}" for n in ("h", "w_lm", "labels", "mask")]
     outs = [f"out:{os.path.join(tmp, 'bad.' + n)}:4096" for n in ("loss", "ce", "q", "w", "dh")]
@@ -660,7 +668,8 @@ static int lookup(void) {
     /* want_dx is not in the profile (it leaves it out at its default): the entries list it. */
     int s = tg_select("fusion.dflare", "backward=0,want_dx=1", exact, 4, &info, msg, sizeof msg);
     printf("exact %d %d %d\n", s, info.entry, info.exact);
-    s = tg_select("fusion.dflare", "dtype=f32", near, 4, &info, msg, sizeof msg);
+    /* Numbers compare by value: the entries write eps as 1e-06. */
+    s = tg_select("fusion.dflare", "dtype=f32,eps=0.000001", near, 4, &info, msg, sizeof msg);
     printf("near %d %d %d\n", s, info.entry, info.exact);
     const tg_module *m = &tg_entries[info.entry].modules[0];
     printf("module %s %s %zu %s %d %s\n", m->source, m->cubin_file, m->cubin_size,

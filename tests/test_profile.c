@@ -591,6 +591,25 @@ static void test_lookup(void) {
     FT_CHECK(!ft_profile_lookup(p, "loss", NULL, "cpu: elsewhere", NULL, q, NULL),
              "no entry on another device");
     FT_CHECK(!ft_profile_lookup(p, "attention.decode", NULL, NULL, NULL, q, NULL), "no entry");
+    /* Equally near by arithmetic (ratios 8, 8, 4 against 8, 4, 8), though the sums of logs
+     * differ in their last bit: the first in the profile's order, as the emitted lookups'
+     * products of ratios (both exactly 256) choose. */
+    ft_profile *t = ft_profile_new();
+    json_t *te[] = {
+        entry("loss", "ref", DEVICE, json_pack("{s:i, s:i, s:i}", "M", 5, "H", 64, "V", 8),
+              json_pack("{s:s}", "scheme", "dpace"), json_object(), 2e-3),
+        entry("loss", "ref", DEVICE, json_pack("{s:i, s:i, s:i}", "M", 5, "H", 32, "V", 16),
+              json_pack("{s:s}", "scheme", "dpace"), json_object(), 1e-3)};
+    for (int i = 0; i < 2; i++)
+        ft_profile_add(t, te[i], NULL, &err);
+    json_t *tq = json_pack("{s:i, s:i, s:i}", "M", 40, "H", 256, "V", 64);
+    r = ft_profile_lookup(t, "loss", "ref", DEVICE, dpace, tq, &exact);
+    FT_CHECK(r && exact == 0 && r == ft_profile_entry_at(t, 0) && r->median_s == 1e-3,
+             "a tie goes to the first entry (H=32), got %g", r ? r->median_s : -1.0);
+    for (int i = 0; i < 2; i++)
+        json_decref(te[i]);
+    json_decref(tq);
+    ft_profile_free(t);
     json_t *a = json_pack("{s:i}", "M", 1024), *b = json_pack("{s:i}", "M", 512);
     FT_CHECK_NEAR(ft_profile_shape_distance(a, b), log(2.0), 1e-12);
     json_decref(a);

@@ -183,11 +183,13 @@ def test_emit(tmp):
     for r in recs:
         check(set(r) == {"op", "backend", "device", "shape", "attrs", "params", "median_s"},
               f"emit json: record keys {sorted(r)}")
-    # attrs lists every attribute of the op: the profile's {"scheme": ...} and the defaults of
-    # those it leaves out (alpha 0.5, final_norm 0: docs/emit.md).
+    # attrs lists every attribute of the op: the profile's {"scheme": ...}, the defaults of
+    # those it leaves out (alpha 0.5, final_norm 0), and "*" for those that change nothing here
+    # (eps without final_norm, epoch without progressive_epoch: docs/emit.md).
     for r in recs:
         check(r["attrs"].get("scheme") == "dpace" and r["attrs"].get("alpha") == "0.5"
-              and r["attrs"].get("final_norm") == "0" and "gamma" in r["attrs"],
+              and r["attrs"].get("final_norm") == "0" and "gamma" in r["attrs"]
+              and r["attrs"].get("eps") == "*" and r["attrs"].get("epoch") == "*",
               f"emit json: every attribute of loss, got {r['attrs']}")
     other = [r for r in recs if r["backend"] == "other"]
     check(other and other[0]["params"] == {"BM": 64, "layout": "row"}

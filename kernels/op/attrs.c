@@ -302,6 +302,16 @@ void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n) {
         snprintf(buf, n, "?");
 }
 
+int ft_attr_matters(const ft_op *op, const ft_attrs *a, const char *name) {
+    if (!strcmp(op->name, "loss")) {
+        if (!strcmp(name, "eps")) return a->loss.final_norm;
+        if (!strcmp(name, "gamma_inc") || !strcmp(name, "epoch"))
+            return a->loss.scheme == FT_SCHEME_PROGRESSIVE_EPOCH;
+    }
+    if (!strcmp(name, "want_dx")) return a->backward;
+    return 1;
+}
+
 void ft_attrs_format_all(const ft_attrs *a, const ft_op *op, char *buf, size_t n) {
     buf[0] = '\0';
     for (int k = 0; op->attrs[k]; k++) {

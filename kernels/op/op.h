@@ -130,6 +130,10 @@ ft_status ft_attrs_set(ft_attrs *a, const struct ft_op *op, const char *name, co
 void ft_attrs_format(const ft_attrs *a, const char *name, char *buf, size_t n);
 /* Every attribute op accepts, "name=value,name=value" (as ft_attrs_format writes each), cut at n. */
 void ft_attrs_format_all(const ft_attrs *a, const struct ft_op *op, char *buf, size_t n);
+/* Does attribute `name` change what a call of op computes, given its other attributes? The
+ * loss's eps only with final_norm, its gamma_inc and epoch only with scheme=progressive_epoch, a
+ * fusion's want_dx only with backward=1; every other attribute op accepts does. */
+int ft_attr_matters(const struct ft_op *op, const ft_attrs *a, const char *name);
 
 /* ---- presets ------------------------------------------------------------------------------- */
 

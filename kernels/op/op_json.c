@@ -70,30 +70,22 @@ json_t *ft_dims_to_json(const ft_call *c) {
     return o;
 }
 
-/* A loss attribute added after profiles and logs were keyed by the loss's attributes, at a value
- * that changes nothing: left out of the JSON (as window and causal are below). */
-static int loss_attr_left_out(const ft_call *c, const char *name) {
-    const ft_loss_attrs *l = &c->attrs.loss;
-    if (!l->final_norm && (!strcmp(name, "final_norm") || !strcmp(name, "eps"))) return 1;
-    if (l->scheme != FT_SCHEME_PROGRESSIVE_EPOCH &&
-        (!strcmp(name, "gamma_inc") || !strcmp(name, "epoch")))
-        return 1;
-    return 0;
+/* Attributes that came after profiles and logs keyed by a call's attributes were written, left
+ * out at their defaults so that those keys still match: `window` and `causal` (0: full
+ * attention), the loss's `final_norm` (0) and the fusions' `want_dx` (1). */
+static int later_at_default(const ft_call *c, const char *name) {
+    return (!strcmp(name, "window") && c->attrs.window == 0) ||
+           (!strcmp(name, "causal") && c->attrs.causal == 0) ||
+           (!strcmp(name, "final_norm") && !c->attrs.loss.final_norm) ||
+           (!strcmp(name, "want_dx") && c->attrs.want_dx);
 }
 
 json_t *ft_attrs_to_json(const ft_call *c) {
     json_t *o = json_object();
     for (int a = 0; c->op->attrs[a]; a++) {
-        /* `window` and `causal` came after profiles and logs keyed by these attributes were
-         * written: left out at 0, the attributes of a full-attention call stay those keys. */
-        if (!strcmp(c->op->attrs[a], "window") && c->attrs.window == 0) continue;
-        if (!strcmp(c->op->attrs[a], "causal") && c->attrs.causal == 0) continue;
-        /* The loss's final norm and progressive_epoch likewise: final_norm (and the eps only it
-         * reads) left out when off, gamma_inc and epoch unless the scheme reads them. */
-        if (!strcmp(c->op->name, "loss") && loss_attr_left_out(c, c->op->attrs[a])) continue;
-        /* The fusions' want_dx too, where it changes nothing: at its default (1), or with no
-         * backward to compute dx in. */
-        if (!strcmp(c->op->attrs[a], "want_dx") && (c->attrs.want_dx || !c->attrs.backward))
+        /* Left out too: what changes nothing (the loss's eps without final_norm, say). */
+        if (!ft_attr_matters(c->op, &c->attrs, c->op->attrs[a]) ||
+            later_at_default(c, c->op->attrs[a]))
             continue;
         char v[64];
         ft_attrs_format(&c->attrs, c->op->attrs[a], v, sizeof v);

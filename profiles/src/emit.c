@@ -2,15 +2,17 @@
  *
  * c-header: a self-contained C/C++ header. Everything in it is `static` (tables) or
  * `static inline` (functions), so any number of translation units may include it and nothing
- * clashes at link time; unused tables and functions raise no warning. It needs only <stddef.h>
- * and <string.h>: the lookup minimises the product of max(a, b) / min(a, b) over the sizes,
- * which orders entries exactly as the sum of |log(a / b)| does, without libm.
+ * clashes at link time; unused tables and functions raise no warning. It needs only <stddef.h>,
+ * <stdlib.h> (strtod, for attribute values that are numbers) and <string.h>: the lookup
+ * minimises the product of max(a, b) / min(a, b) over the sizes, which orders entries exactly
+ * as the sum of |log(a / b)| does, without libm.
  *
  * json: a flat array of records {op, backend, device, shape, attrs, params, median_s}, then one
  * {kernel, backend, device, problem_size, params, median_s} per kernel of a T1 file.
  *
  * Both list every attribute of an entry's op (ft_profile_attrs_all), those the profile leaves
- * out at their defaults too, so that a lookup can name an attribute at its default.
+ * out at their defaults too, so that a lookup can name an attribute at its default; one that
+ * changes nothing in the entry's call (the loss's eps without final_norm) has the value "*".
  *
  * Both write the kernels of T1 files (tune --t1 --profile) after the ops' entries: in the header
  * as entries of op "t1:KERNEL" whose sizes are the problem size's x, y and z.
@@ -254,6 +256,22 @@ static void put_types(FILE *f, const char *P) {
 /* The header's helpers that tell whether an entry answers a query. */
 static void put_match_functions(FILE *f, const char *P) {
     fprintf(f,
+            "/* Does an entry's attribute value v answer the query's (q, n bytes)? \"*\" answers\n"
+            " * any; numbers compare by value (\"1e-6\" is \"0.000001\"), other text as it is. */\n"
+            "static inline int %1$s_value_match_(const char *v, const char *q, size_t n) {\n"
+            "    char a[64], b[64];\n"
+            "    char *ea, *eb;\n"
+            "    double x, y;\n"
+            "    size_t vn = strlen(v);\n"
+            "    if ((vn == 1 && v[0] == '*') || (vn == n && strncmp(v, q, n) == 0)) return 1;\n"
+            "    if (vn >= sizeof a || n >= sizeof b || !vn || !n) return 0;\n"
+            "    memcpy(a, v, vn + 1);\n"
+            "    memcpy(b, q, n);\n"
+            "    b[n] = '\\0';\n"
+            "    x = strtod(a, &ea);\n"
+            "    y = strtod(b, &eb);\n"
+            "    return !*ea && !*eb && !(x < y) && !(x > y); /* x == y, without -Wfloat-equal */\n"
+            "}\n\n"
             "/* Every \"name=value\" of q (comma-separated; NULL or \"\" for any) is an attribute"
             " of e. */\n"
             "static inline int %1$s_attrs_match_(const %1$s_entry *e, const char *q) {\n"
@@ -270,8 +288,7 @@ static void put_match_functions(FILE *f, const char *P) {
             "            for (i = 0; i < e->nattrs && !found; i++)\n"
             "                found = strlen(e->attrs[i].name) == nlen &&\n"
             "                        strncmp(e->attrs[i].name, q, nlen) == 0 &&\n"
-            "                        strlen(e->attrs[i].value) == vlen &&\n"
-            "                        strncmp(e->attrs[i].value, eq + 1, vlen) == 0;\n"
+            "                        %1$s_value_match_(e->attrs[i].value, eq + 1, vlen);\n"
             "            if (!found) return 0;\n"
             "        }\n"
             "        q += len + (end ? 1 : 0);\n"
@@ -327,7 +344,9 @@ static void put_lookup_functions(FILE *f, const char *P, const char *U) {
         "            if (*v != e->sizes[k].value) ex = 0;\n"
         "            d *= %1$s_ratio_(*v, e->sizes[k].value);\n"
         "        }\n"
-        "        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d)) {\n"
+        "        /* nearer by more than rounding, or the first of the equally near */\n"
+        "        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d * (1 - "
+        "1e-9))) {\n"
         "            best = e;\n"
         "            best_d = d;\n"
         "            best_exact = ex;\n"
@@ -580,7 +599,8 @@ static ft_status emit_header(const ft_profile *p, const ft_emit_opts *o, FILE *f
     put_example(f, P, ex < n ? &rows[ex] : NULL);
     fprintf(f,
             " */\n"
-            "#ifndef %2$s_H\n#define %2$s_H\n\n#include <stddef.h>\n#include <string.h>\n\n"
+            "#ifndef %2$s_H\n#define %2$s_H\n\n#include <stddef.h>\n#include <stdlib.h>\n#include "
+            "<string.h>\n\n"
             "#define %2$s_COUNT %3$d /* entries in %1$s_entries */\n\n",
             P, U, n);
     put_types(f, P);

@@ -1333,12 +1333,20 @@ int ft_profile_attrs_match(const json_t *a, const json_t *b) {
 }
 
 json_t *ft_profile_attrs_all(const ft_profile_entry *e) {
+    ft_attrs av;
+    ft_attrs_default(&av);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)e->attrs, key, v) {
+        if (json_is_string(v)) (void)ft_attrs_set(&av, e->op, key, json_string_value(v), NULL);
+    }
     json_t *o = json_object();
     for (int a = 0; o && e->op->attrs[a]; a++) {
+        const char *name = e->op->attrs[a];
         char buf[64];
-        if (json_object_set_new(
-                o, e->op->attrs[a],
-                json_string(attr_text(e->attrs, e->op->attrs[a], buf, sizeof buf)))) {
+        const char *text =
+            ft_attr_matters(e->op, &av, name) ? attr_text(e->attrs, name, buf, sizeof buf) : "*";
+        if (json_object_set_new(o, name, json_string(text))) {
             json_decref(o);
             return NULL;
         }
@@ -1360,7 +1368,9 @@ const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, c
             continue;
         int ex = shape ? shape_exact(shape, e->shape) : 0;
         double d = shape ? ft_profile_shape_distance(shape, e->shape) : 0;
-        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d)) {
+        /* Nearer by more than rounding (1e-9 of a log: the emitted lookups' products of ratios
+         * tie where these sums of logs differ in the last bit), or the first wins, as there. */
+        if (!best || (ex && !best_exact) || (ex == best_exact && d < best_d - 1e-9)) {
             best = e;
             best_d = d;
             best_exact = ex;

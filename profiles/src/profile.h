@@ -151,15 +151,17 @@ const char *ft_profile_note_at(const ft_profile *p, int i);
  * scaling of attention.kvproj, say) still matches the calls that leave it at its default. */
 int ft_profile_attrs_match(const json_t *a, const json_t *b);
 /* Every attribute of e's op, in the op's order, at e's value or, where e leaves it out, at its
- * default, each written as ft_profile_attrs_match reads it: what emitted lookups compare a query
- * with, so that a query can name an attribute at its default ("want_dx=1"). A new reference;
- * NULL when out of memory. */
+ * default, each written as ft_profile_attrs_match reads it; "*" (any value) for one that
+ * changes nothing in e's call (ft_attr_matters: the loss's eps without final_norm, say). What
+ * emitted lookups compare a query with, so that a query can name an attribute at its default
+ * ("want_dx=1"). A new reference; NULL when out of memory. */
 json_t *ft_profile_attrs_all(const ft_profile_entry *e);
 /* The entry of `op` with the nearest shape among those with the given backend, device and attrs
  * (each NULL for any; attrs compared by ft_profile_attrs_match). Exact when the query gives every
  * size of the entry with the same value; otherwise the entry with the smallest sum over sizes of
- * |log(size / entry size)| (sizes the query does not give are left out; sizes below 1 count as 1).
- * *exact (may be NULL) says which. NULL when no entry of the op matches. */
+ * |log(size / entry size)| (sizes the query does not give are left out; sizes below 1 count as 1),
+ * the first in the profile's order of those within 1e-9 of it. *exact (may be NULL) says which.
+ * NULL when no entry of the op matches. */
 const ft_profile_entry *ft_profile_lookup(const ft_profile *p, const char *op, const char *backend,
                                           const char *device, const json_t *attrs,
                                           const json_t *shape, int *exact);
