@@ -432,7 +432,9 @@ def test_bad_input(p, ins, tmp):
                  "x of 2^64 elements")
     expect_error(p, "fusion.dflare", "bogus=1", [300, 4, 64, 3], ok, ["bogus"], "an unknown attribute")
     expect_error(p, "fusion.dflare", "backward=1", [300, 4, 64, 3],
-                 [x, w, g, out, x, x, w, g], ["no entry has these attributes"], "other attributes")
+                 [x, w, g, out, x, x, w, g],
+                 ["no entry has these attributes (backward: the call's 1, entry 0's 0)"],
+                 "other attributes")
     expect_error(p, "fusion.dflash", None, [300, 4, 64, 256], ok, ["not in this package"],
                  "an op not in the package")
     got = run([p.driver, "null"], env=p.env).stdout.strip()
