@@ -130,6 +130,24 @@ def test_sampled_decode():
             check(abs(a - b) <= 0.05 * b, f"decode_merge reads {a} B sampled vs {b} B whole")
 
 
+def test_sampled_shared_reads():
+    """Every query tile of attention.train reads the same K and V: a sample's distinct bytes
+    scaled to the grid counted them once per tile (3x the whole launch's at the small preset).
+    They are capped by the allocations the sample touched: within 10% of every block's."""
+    runs = {}
+    for b in ("0", "16"):
+        rc, out, err = run("inspect", "attention.train", "--preset", "small.dflare.train", "--set",
+                           "S=128", "--set", "NB=16", "--blocks", b, "--json", env=ENV)
+        check(rc == 0, f"inspect attention.train --blocks {b}: exit {rc}: {err}")
+        if rc != 0:
+            return
+        runs[b] = json.loads(out)
+    part, whole = runs["16"], runs["0"]
+    check(all(k["sampled_blocks"] == 16 for k in part["kernels"]), "the launch was sampled")
+    a, b = part["unique_bytes"], whole["unique_bytes"]
+    check(abs(a - b) <= 0.10 * b, f"distinct bytes {a} sampled vs {b} whole")
+
+
 def test_cannot_run_has_no_prediction():
     """A config the named GPU cannot run (129 KiB of shared memory a block on an RTX A4000, which
     allows 99) has no predicted time: the figures would assume an occupancy it cannot have.
@@ -197,7 +215,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ENV["FLARETUNE_CACHE_DIR"] = os.environ.get("FLARETUNE_CACHE_DIR") or tmp
         return clitest.main(args.flaretune, (test_dflare_default, test_sampled_against_whole,
-                                             test_sampled_decode,
+                                             test_sampled_decode, test_sampled_shared_reads,
                                              test_cannot_run_has_no_prediction,
                                              test_tables_and_errors))
 

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -80,6 +81,10 @@ typedef struct emu_dev {
     int profile; /* compile profile modules and record every launch (ft_dev_emu_set_profile) */
     int sample;  /* profiled launches of more blocks run a sample of this many (0: all)      */
     ft_emu_prof *prof;
+    ft_emu_extent *ext; /* the live allocations, sorted by address (a sample's distinct bytes) */
+    int next, capext;
+    unsigned char *touched[2]; /* during a sampled launch: the allocations it read, wrote */
+    uint64_t outside[2];       /* ... and the bytes it read, wrote outside them          */
     ft_dev_emu_launch_record *records;
     int nrecords, caprecords;
     unsigned long long seed;
@@ -105,6 +110,24 @@ static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
     }
     pthread_mutex_lock(&d->lock);
     const int sampling = d->profile && d->sample > 0;
+    if (d->next == d->capext) {
+        int cap = d->capext ? 2 * d->capext : 64;
+        ft_emu_extent *e = realloc(d->ext, (size_t)cap * sizeof *e);
+        if (!e) {
+            pthread_mutex_unlock(&d->lock);
+            free(*ptr);
+            *ptr = NULL;
+            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the allocation list");
+        }
+        d->ext = e;
+        d->capext = cap;
+    }
+    int at = d->next;
+    while (at > 0 && d->ext[at - 1].start > (uintptr_t)*ptr)
+        at--;
+    memmove(&d->ext[at + 1], &d->ext[at], (size_t)(d->next - at) * sizeof *d->ext);
+    d->ext[at] = (ft_emu_extent){(uintptr_t)*ptr, n};
+    d->next++;
     pthread_mutex_unlock(&d->lock);
     /* Read before written: NaN, so that a kernel reading what nothing wrote fails its check.
      * But a launch profiled on a sample of its blocks leaves the rest of its outputs unwritten,
@@ -115,8 +138,16 @@ static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
     return FT_OK;
 }
 
-static void emu_free(ft_dev *d, void *ptr) {
-    (void)d;
+static void emu_free(ft_dev *dev, void *ptr) {
+    emu_dev *d = emu_of(dev);
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; ptr && i < d->next; i++)
+        if (d->ext[i].start == (uintptr_t)ptr) {
+            memmove(&d->ext[i], &d->ext[i + 1], (size_t)(d->next - i - 1) * sizeof *d->ext);
+            d->next--;
+            break;
+        }
+    pthread_mutex_unlock(&d->lock);
     free(ptr);
 }
 
@@ -855,6 +886,8 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
         ft_dev_emu_launch_record r;
         memset(&r, 0, sizeof r);
         r.incomplete = ft_emu_prof_end(l.prof, &r.p) != 0;
+        for (int w = 0; w < 2 && d->touched[w]; w++)
+            d->outside[w] += ft_emu_prof_extents(l.prof, w, d->ext, d->next, d->touched[w]);
         if (s == FT_OK && record_add(d, m, &r) != 0) {
             ft_emu_launch_prof_free(&r.p);
             return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the profile");
@@ -874,13 +907,28 @@ static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char 
     int nb = 0, ni = 0;
     ft_emu_sample_pick(g, d->sample, 0x9e3779b97f4a7c15ull, bnd, &nb, inner, &ni);
     int before = d->nrecords;
+    for (int w = 0; w < 2; w++) {
+        d->outside[w] = 0;
+        d->touched[w] = calloc((size_t)d->next + 1, 1);
+    }
     ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, (const ft_dim3 *)bnd,
                                     nb, err);
     if (s == FT_OK && ni)
         s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, (const ft_dim3 *)inner, ni,
                               err);
+    /* The most distinct bytes the whole launch can read or write: the allocations its sample
+     * touched, whole, and what it touched outside them scaled to the grid. (No cap when the
+     * lists could not be allocated.) */
+    uint64_t total = (uint64_t)grid.x * grid.y * grid.z, cap[2] = {UINT64_MAX, UINT64_MAX};
+    for (int w = 0; w < 2; w++) {
+        if (!d->touched[w]) continue;
+        cap[w] = (uint64_t)llround((double)d->outside[w] * (double)total / (nb + ni));
+        for (int i = 0; i < d->next; i++)
+            if (d->touched[w][i]) cap[w] += (d->ext[i].bytes + 31) / 32 * 32;
+        free(d->touched[w]);
+        d->touched[w] = NULL;
+    }
     if (s != FT_OK || d->nrecords == before) return s;
-    uint64_t total = (uint64_t)grid.x * grid.y * grid.z;
     uint64_t interior = ni ? ft_emu_grid_interior(g) * grid.z : 0, boundary = total - interior;
     ft_dev_emu_launch_record merged = d->records[before];
     ft_emu_launch_prof *m = &merged.p;
@@ -894,6 +942,8 @@ static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char 
         merged.incomplete |= ri->incomplete;
         ft_emu_launch_prof_free(&ri->p);
     }
+    if (m->unique_read_bytes > cap[0]) m->unique_read_bytes = cap[0];
+    if (m->unique_write_bytes > cap[1]) m->unique_write_bytes = cap[1];
     m->blocks = total;
     merged.sampled = nb + ni;
     merged.sampled_edge = nb;
@@ -949,6 +999,7 @@ static void emu_close(ft_dev *dev) {
         ft_emu_pool_free(d->pools[i]);
     ft_dev_emu_records_free(d->records, d->nrecords);
     ft_emu_prof_free(d->prof);
+    free(d->ext);
     free(d->cxx_version);
     pthread_mutex_destroy(&d->version_lock);
     pthread_mutex_destroy(&d->lock);

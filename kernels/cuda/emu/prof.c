@@ -525,6 +525,29 @@ static int cmp_site(const void *a, const void *b) {
     return (x->pc > y->pc) - (x->pc < y->pc);
 }
 
+uint64_t ft_emu_prof_extents(const ft_emu_prof *p, int written, const ft_emu_extent *ext, int n,
+                             unsigned char *touched) {
+    const sector_set *s = written ? &p->written : &p->read;
+    uint64_t outside = 0;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->keys[i]) continue;
+        uintptr_t a = (uintptr_t)((s->keys[i] - 1) << SECTOR_SHIFT);
+        int lo = 0, hi = n - 1, at = -1;
+        while (lo <= hi) { /* the last extent starting at or before the sector's end */
+            int mid = (lo + hi) / 2;
+            if (ext[mid].start < a + (1u << SECTOR_SHIFT))
+                at = mid, lo = mid + 1;
+            else
+                hi = mid - 1;
+        }
+        if (at >= 0 && a < ext[at].start + ext[at].bytes)
+            touched[at] = 1;
+        else
+            outside += 1u << SECTOR_SHIFT;
+    }
+    return outside;
+}
+
 int ft_emu_prof_end(ft_emu_prof *p, ft_emu_launch_prof *out) {
     ft_emu_prof_sync(p, 0);
     p->rec.unique_read_bytes = (uint64_t)p->read.n << SECTOR_SHIFT;

@@ -129,6 +129,19 @@ void ft_emu_prof_collective(ft_emu_prof *p, const char *coll_name);
  * record is incomplete (memory ran out while collecting). */
 int ft_emu_prof_end(ft_emu_prof *p, ft_emu_launch_prof *out);
 
+/* A piece of device memory (an allocation), for ft_emu_prof_extents. */
+typedef struct ft_emu_extent {
+    uintptr_t start;
+    size_t bytes;
+} ft_emu_extent;
+/* After ft_emu_prof_end, before the next begin: marks touched[i] for each extent of ext (n,
+ * sorted by start, not overlapping) holding a sector the launch read (written = 0) or wrote
+ * (written = 1), and returns the bytes of its sectors that lie in none. A sample's distinct
+ * bytes scaled to the grid count what neighbouring blocks share once per block (K and V, which
+ * every query tile of attention reads), so they are capped by the memory they lie in. */
+uint64_t ft_emu_prof_extents(const ft_emu_prof *p, int written, const ft_emu_extent *ext, int n,
+                             unsigned char *touched);
+
 /* ---- the figures of one request (exposed for tests) ------------------------------------------ */
 
 /* Sectors and ideal sectors of a global request: n lanes' addresses, each `size` bytes. */
