@@ -270,13 +270,22 @@ static void test_arithmetic(void) {
  * request of another length), within the grid and never twice the same block; a grid of one
  * plane keeps them all in plane 0. */
 static void test_sample_pick(void) {
-    const ft_emu_uint3 grids[] = {{8, 4, 4}, {8, 4, 16}, {3, 1, 5}, {64, 64, 1}, {2, 2, 3}};
+    const ft_emu_uint3 grids[] = {{8, 4, 4}, {8, 4, 16}, {3, 1, 5},  {64, 64, 1},
+                                  {2, 2, 3}, {1, 1, 24}, {2, 1, 24}, {1, 4, 64}};
     for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
         ft_emu_uint3 g = grids[gi], b[64], in[64];
         int nb = 0, ni = 0;
         ft_emu_sample_pick(g, 16, 7, b, &nb, in, &ni);
         FT_CHECK(nb + ni > 0 && nb + ni <= 16, "grid %u,%u,%u: %d + %d blocks", g.x, g.y, g.z, nb,
                  ni);
+        /* A grid with no interior (every x-y place on an edge) fills the sample from its planes:
+         * a request's one block over 24 requests is a sample of 16, not of 1. */
+        if (ft_emu_grid_interior(g) == 0) {
+            uint64_t all = (uint64_t)g.x * g.y * g.z;
+            FT_CHECK((uint64_t)(nb + ni) == (all < 16 ? all : 16),
+                     "grid %u,%u,%u: %d blocks, want %llu", g.x, g.y, g.z, nb + ni,
+                     (unsigned long long)(all < 16 ? all : 16));
+        }
         const ft_emu_uint3 *strata[2] = {b, in};
         const int counts[2] = {nb, ni};
         for (int st = 0; st < 2; st++) {

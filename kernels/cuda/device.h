@@ -62,7 +62,8 @@ ft_dev_kind ft_dev_kind_of(const ft_dev *d);
 const ft_dev_props *ft_dev_props_of(const ft_dev *d);
 
 /* Device memory. The emulator fills fresh allocations with a NaN pattern (0xFF bytes) so a
- * kernel that reads before it writes shows it in its results. */
+ * kernel that reads before it writes shows it in its results (with zeros while launches are
+ * profiled on a sample of their blocks: device_emu.c). */
 ft_status ft_dev_alloc(ft_dev *d, size_t bytes, void **ptr, ft_err *err);
 void ft_dev_free(ft_dev *d, void *ptr);
 ft_status ft_dev_copy(ft_dev *d, void *dst, const void *src, size_t bytes, ft_copy_kind kind,

@@ -83,8 +83,9 @@ typedef struct emu_dev {
     ft_emu_prof *prof;
     ft_emu_extent *ext; /* the live allocations, sorted by address (a sample's distinct bytes) */
     int next, capext;
-    unsigned char *touched[2]; /* during a sampled launch: the allocations it read, wrote */
-    uint64_t outside[2];       /* ... and the bytes it read, wrote outside them          */
+    /* During a sampled launch: the distinct bytes it read [0] and wrote [1] in each allocation
+     * and outside them, each stratum's scaled to the blocks it stands for (scale). */
+    double *in_ext[2], outside[2], scale;
     ft_dev_emu_launch_record *records;
     int nrecords, caprecords;
     unsigned long long seed;
@@ -100,6 +101,25 @@ static emu_dev *emu_of(ft_dev *d) { return (emu_dev *)d; }
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
+/* List the allocation [p, p + n) in d->ext, kept sorted (the caller holds the lock). -1 when
+ * out of memory. */
+static int ext_add(emu_dev *d, void *p, size_t n) {
+    if (d->next == d->capext) {
+        int cap = d->capext ? 2 * d->capext : 64;
+        ft_emu_extent *e = realloc(d->ext, (size_t)cap * sizeof *e);
+        if (!e) return -1;
+        d->ext = e;
+        d->capext = cap;
+    }
+    int at = d->next;
+    while (at > 0 && d->ext[at - 1].start > (uintptr_t)p)
+        at--;
+    memmove(&d->ext[at + 1], &d->ext[at], (size_t)(d->next - at) * sizeof *d->ext);
+    d->ext[at] = (ft_emu_extent){(uintptr_t)p, n};
+    d->next++;
+    return 0;
+}
+
 static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
     emu_dev *d = emu_of(dev);
     size_t n = bytes ? bytes : 1;
@@ -108,32 +128,22 @@ static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
         return ft_err_set(err, FT_ENOMEM, "emulator: cannot allocate %zu bytes of device memory",
                           bytes);
     }
+    /* Allocations are listed only while launches are profiled, where a sample's distinct bytes
+     * need them: a tuning run's allocations and frees stay O(1). */
     pthread_mutex_lock(&d->lock);
     const int sampling = d->profile && d->sample > 0;
-    if (d->next == d->capext) {
-        int cap = d->capext ? 2 * d->capext : 64;
-        ft_emu_extent *e = realloc(d->ext, (size_t)cap * sizeof *e);
-        if (!e) {
-            pthread_mutex_unlock(&d->lock);
-            free(*ptr);
-            *ptr = NULL;
-            return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the allocation list");
-        }
-        d->ext = e;
-        d->capext = cap;
-    }
-    int at = d->next;
-    while (at > 0 && d->ext[at - 1].start > (uintptr_t)*ptr)
-        at--;
-    memmove(&d->ext[at + 1], &d->ext[at], (size_t)(d->next - at) * sizeof *d->ext);
-    d->ext[at] = (ft_emu_extent){(uintptr_t)*ptr, n};
-    d->next++;
+    const int listed = !d->profile || ext_add(d, *ptr, n) == 0;
     pthread_mutex_unlock(&d->lock);
+    if (!listed) {
+        free(*ptr);
+        *ptr = NULL;
+        return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the allocation list");
+    }
     /* Read before written: NaN, so that a kernel reading what nothing wrote fails its check.
      * But a launch profiled on a sample of its blocks leaves the rest of its outputs unwritten,
-     * and a later kernel of the call reads them: NaN there would turn its data-dependent
-     * branches (decode_merge skips a split whose weight is not > 0) from what they do on a GPU
-     * to never taken. Zero, an ordinary value, takes them as real data does. */
+     * and a later kernel of the call reads them: NaN there turns every data-dependent branch
+     * (decode_merge skips a split whose weight is not > 0) to never taken. Zeros read as the
+     * data of a non-empty split does (a GPU skips the empty ones, which zeros do not say). */
     memset(*ptr, sampling ? 0 : 0xFF, n);
     return FT_OK;
 }
@@ -818,6 +828,20 @@ static int record_add(emu_dev *d, const emu_module *m, ft_dev_emu_launch_record 
     return 0;
 }
 
+/* One stratum's distinct sectors in each allocation and outside them, scaled (d->scale). */
+static void sampled_extents(emu_dev *d, const ft_emu_prof *p, int w) {
+    uint64_t *n = calloc((size_t)d->next + 1, sizeof *n);
+    if (!n) {
+        free(d->in_ext[w]); /* no estimate: the scaled figure stands */
+        d->in_ext[w] = NULL;
+        return;
+    }
+    d->outside[w] += d->scale * (double)ft_emu_prof_extents(p, w, d->ext, d->next, n);
+    for (int i = 0; i < d->next; i++)
+        d->in_ext[w][i] += d->scale * 32.0 * (double)n[i];
+    free(n);
+}
+
 static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *kernel,
                                    ft_dim3 grid, ft_dim3 block, size_t smem, void **args,
                                    const ft_dim3 *only, int nonly, ft_err *err) {
@@ -886,8 +910,8 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
         ft_dev_emu_launch_record r;
         memset(&r, 0, sizeof r);
         r.incomplete = ft_emu_prof_end(l.prof, &r.p) != 0;
-        for (int w = 0; w < 2 && d->touched[w]; w++)
-            d->outside[w] += ft_emu_prof_extents(l.prof, w, d->ext, d->next, d->touched[w]);
+        for (int w = 0; w < 2; w++)
+            if (d->in_ext[w]) sampled_extents(d, l.prof, w);
         if (s == FT_OK && record_add(d, m, &r) != 0) {
             ft_emu_launch_prof_free(&r.p);
             return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the profile");
@@ -907,29 +931,33 @@ static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char 
     int nb = 0, ni = 0;
     ft_emu_sample_pick(g, d->sample, 0x9e3779b97f4a7c15ull, bnd, &nb, inner, &ni);
     int before = d->nrecords;
+    uint64_t total = (uint64_t)grid.x * grid.y * grid.z;
+    uint64_t interior = ni ? ft_emu_grid_interior(g) * grid.z : 0, boundary = total - interior;
     for (int w = 0; w < 2; w++) {
         d->outside[w] = 0;
-        d->touched[w] = calloc((size_t)d->next + 1, 1);
+        d->in_ext[w] = calloc((size_t)d->next + 1, sizeof *d->in_ext[w]);
     }
+    d->scale = (double)boundary / nb;
     ft_status s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, (const ft_dim3 *)bnd,
                                     nb, err);
+    d->scale = ni ? (double)interior / ni : 0;
     if (s == FT_OK && ni)
         s = emu_launch_locked(dev, mod, kernel, grid, block, smem, args, (const ft_dim3 *)inner, ni,
                               err);
-    /* The most distinct bytes the whole launch can read or write: the allocations its sample
-     * touched, whole, and what it touched outside them scaled to the grid. (No cap when the
-     * lists could not be allocated.) */
-    uint64_t total = (uint64_t)grid.x * grid.y * grid.z, cap[2] = {UINT64_MAX, UINT64_MAX};
+    /* Distinct bytes: each allocation's scaled figure, but never more than its size (what the
+     * sample saw of it; an allocation only unsampled blocks touch is not seen), and what lay
+     * outside every allocation scaled. Without the lists (memory ran out): the scaled figure. */
+    uint64_t distinct[2] = {UINT64_MAX, UINT64_MAX};
     for (int w = 0; w < 2; w++) {
-        if (!d->touched[w]) continue;
-        cap[w] = (uint64_t)llround((double)d->outside[w] * (double)total / (nb + ni));
+        if (!d->in_ext[w]) continue;
+        double b = d->outside[w];
         for (int i = 0; i < d->next; i++)
-            if (d->touched[w][i]) cap[w] += (d->ext[i].bytes + 31) / 32 * 32;
-        free(d->touched[w]);
-        d->touched[w] = NULL;
+            b += fmin(d->in_ext[w][i], (double)((d->ext[i].bytes + 31) / 32 * 32));
+        distinct[w] = (uint64_t)llround(b);
+        free(d->in_ext[w]);
+        d->in_ext[w] = NULL;
     }
     if (s != FT_OK || d->nrecords == before) return s;
-    uint64_t interior = ni ? ft_emu_grid_interior(g) * grid.z : 0, boundary = total - interior;
     ft_dev_emu_launch_record merged = d->records[before];
     ft_emu_launch_prof *m = &merged.p;
     memset(m->t, 0, sizeof m->t);
@@ -942,8 +970,8 @@ static ft_status emu_launch_sampled(ft_dev *dev, ft_dev_module *mod, const char 
         merged.incomplete |= ri->incomplete;
         ft_emu_launch_prof_free(&ri->p);
     }
-    if (m->unique_read_bytes > cap[0]) m->unique_read_bytes = cap[0];
-    if (m->unique_write_bytes > cap[1]) m->unique_write_bytes = cap[1];
+    if (distinct[0] != UINT64_MAX) m->unique_read_bytes = distinct[0];
+    if (distinct[1] != UINT64_MAX) m->unique_write_bytes = distinct[1];
     m->blocks = total;
     merged.sampled = nb + ni;
     merged.sampled_edge = nb;

@@ -51,8 +51,11 @@
  * emulator's profile or the reading of SASS changes what a prediction comes to.
  * 2: reads of __constant__ variables are no global traffic.
  * 3: a sample of a launch's blocks spreads over its z planes (a grid of one plane, as both T1
- *    files' are, predicts as in 2). */
-#define FT_PREDICT_MODEL 3
+ *    files' are, predicts as in 2).
+ * 4: a sample's distinct bytes are each allocation's scaled figure, at most its size (the
+ *    convolution's DRAM bytes lose its 900-byte filter, read as __constant__; no prediction of
+ *    the check's cache changed: none is DRAM-bound). */
+#define FT_PREDICT_MODEL 4
 
 typedef enum ft_bound {
     FT_BOUND_DRAM,

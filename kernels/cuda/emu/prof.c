@@ -63,10 +63,29 @@ static void spread_z(ft_emu_uint3 *b, int n, unsigned gz) {
 static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                     ft_emu_uint3 *inner, int *ni);
 
+/* m blocks from the n places of b (x-y; n <= m <= n * gz, m <= 64): the places in turn, spread
+ * over the planes as spread_z spreads them (a place's turns n picks apart are at least
+ * n * gz / m >= 1 planes apart, so no block is taken twice). */
+static void repeat_over_planes(ft_emu_uint3 *b, int n, int m, unsigned gz) {
+    for (int j = n; j < m; j++)
+        b[j] = b[j % n];
+    spread_z(b, m, gz);
+}
+
 void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                         ft_emu_uint3 *inner, int *ni) {
     pick_xy(g, want, seed, bnd, nb, inner, ni);
-    spread_z(bnd, *nb, g.z);
+    unsigned gz = g.z ? g.z : 1;
+    if (want > 64) want = 64;
+    if (gz > 1 && *nb + *ni<want && * nb> 0) {
+        /* An x-y grid too small for the sample (a request's single block, times 24 requests):
+         * the boundary's places are taken in several planes each, up to the sample's size. */
+        uint64_t m = (uint64_t)(want - *ni), room = (uint64_t)*nb * gz;
+        repeat_over_planes(bnd, *nb, (int)(m < room ? m : room), gz);
+        *nb = (int)(m < room ? m : room);
+    } else {
+        spread_z(bnd, *nb, g.z);
+    }
     spread_z(inner, *ni, g.z);
 }
 
@@ -526,7 +545,7 @@ static int cmp_site(const void *a, const void *b) {
 }
 
 uint64_t ft_emu_prof_extents(const ft_emu_prof *p, int written, const ft_emu_extent *ext, int n,
-                             unsigned char *touched) {
+                             uint64_t *sectors) {
     const sector_set *s = written ? &p->written : &p->read;
     uint64_t outside = 0;
     for (size_t i = 0; i < s->cap; i++) {
@@ -541,7 +560,7 @@ uint64_t ft_emu_prof_extents(const ft_emu_prof *p, int written, const ft_emu_ext
                 hi = mid - 1;
         }
         if (at >= 0 && a < ext[at].start + ext[at].bytes)
-            touched[at] = 1;
+            sectors[at]++;
         else
             outside += 1u << SECTOR_SHIFT;
     }

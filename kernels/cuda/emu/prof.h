@@ -134,13 +134,13 @@ typedef struct ft_emu_extent {
     uintptr_t start;
     size_t bytes;
 } ft_emu_extent;
-/* After ft_emu_prof_end, before the next begin: marks touched[i] for each extent of ext (n,
- * sorted by start, not overlapping) holding a sector the launch read (written = 0) or wrote
- * (written = 1), and returns the bytes of its sectors that lie in none. A sample's distinct
- * bytes scaled to the grid count what neighbouring blocks share once per block (K and V, which
- * every query tile of attention reads), so they are capped by the memory they lie in. */
+/* After ft_emu_prof_end, before the next begin: adds to sectors[i] the distinct sectors the
+ * launch read (written = 0) or wrote (written = 1) in each extent of ext (n, sorted by start,
+ * not overlapping), and returns the bytes of those that lie in none. A sample's distinct bytes
+ * scaled to the grid count what blocks share once per block (K and V, which every query tile
+ * of attention reads); no extent can give more than its size. */
 uint64_t ft_emu_prof_extents(const ft_emu_prof *p, int written, const ft_emu_extent *ext, int n,
-                             unsigned char *touched);
+                             uint64_t *sectors);
 
 /* ---- the figures of one request (exposed for tests) ------------------------------------------ */
 
