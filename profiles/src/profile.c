@@ -1344,9 +1344,13 @@ json_t *ft_profile_attrs_all(const ft_profile_entry *e) {
     for (int a = 0; o && e->op->attrs[a]; a++) {
         const char *name = e->op->attrs[a];
         char buf[64];
-        const char *text =
-            ft_attr_matters(e->op, &av, name) ? attr_text(e->attrs, name, buf, sizeof buf) : "*";
-        if (json_object_set_new(o, name, json_string(text))) {
+        /* The value as ft_profile_attrs_match reads it (attr_text): the entry's, parsed, or the
+         * default, written by ft_attrs_format. */
+        if (ft_attr_matters(e->op, &av, name))
+            ft_attrs_format(&av, name, buf, sizeof buf);
+        else
+            snprintf(buf, sizeof buf, "*");
+        if (json_object_set_new(o, name, json_string(buf))) {
             json_decref(o);
             return NULL;
         }

@@ -75,14 +75,15 @@ static void repeat_over_planes(ft_emu_uint3 *b, int n, int m, unsigned gz) {
 void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                         ft_emu_uint3 *inner, int *ni) {
     pick_xy(g, want, seed, bnd, nb, inner, ni);
-    unsigned gz = g.z ? g.z : 1;
-    if (want > 64) want = 64;
-    if (gz > 1 && *nb + *ni<want && * nb> 0) {
+    const unsigned gz = g.z ? g.z : 1;
+    const int missing = (want > 64 ? 64 : want) - (*nb + *ni);
+    if (gz > 1 && missing > 0 && *nb > 0) {
         /* An x-y grid too small for the sample (a request's single block, times 24 requests):
          * the boundary's places are taken in several planes each, up to the sample's size. */
-        uint64_t m = (uint64_t)(want - *ni), room = (uint64_t)*nb * gz;
-        repeat_over_planes(bnd, *nb, (int)(m < room ? m : room), gz);
-        *nb = (int)(m < room ? m : room);
+        uint64_t m = (uint64_t)(*nb + missing), room = (uint64_t)*nb * gz;
+        const int take = (int)(m < room ? m : room);
+        repeat_over_planes(bnd, *nb, take, gz);
+        *nb = take;
     } else {
         spread_z(bnd, *nb, g.z);
     }
