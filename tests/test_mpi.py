@@ -115,6 +115,29 @@ def test_replay(work, landscape):
           f"({r.stderr[-300:]})")
 
 
+def processes():
+    """This test's flaretune and mpirun processes: pid, state (T: stopped), rank and what each
+    waits in, for a failure's message."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+            if not cmd or not (FT.encode() in cmd or os.path.basename(cmd[0]) == b"mpirun"):
+                continue
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/wchan") as f:
+                wchan = f.read()
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = [v for v in f.read().split(b"\0") if v.startswith(b"OMPI_COMM_WORLD_RANK=")]
+        except OSError:
+            continue
+        rank = env[0].split(b"=")[1].decode() if env else "-"
+        out.append(f"{pid} {os.path.basename(cmd[0]).decode()} rank {rank} {state} {wchan}")
+    return out
+
+
 def rank_pids(rank):
     """Processes of this test's flaretune with OMPI_COMM_WORLD_RANK=rank."""
     out = []
@@ -223,9 +246,10 @@ def test_stopped_rank(work):
     try:
         _, err = p.communicate(timeout=90)
     except subprocess.TimeoutExpired:
+        left = processes()  # who outlived the abort, for the failure's message
         p.kill()
         _, err = p.communicate()
-        err += "\n(hung: killed after 90 s)"
+        err += f"\nflaretune-test: hung, killed after 90 s; still running: {left}"
     took = time.time() - t0
     for pid in victims:
         try:
@@ -234,12 +258,13 @@ def test_stopped_rank(work):
             pass
     # Rank 0's one line; the stopped rank, woken by mpirun to be ended, may add its own alarm's
     # line when it was stopped mid-candidate (true: that candidate took too long).
-    ours = [l for l in err.splitlines() if l.startswith("flaretune:")]
+    ours = [l for l in err.splitlines() if l.startswith(("flaretune:", "flaretune-test:"))]
     rank0 = [l for l in ours if "sent no result" in l]
     others = [l for l in ours if "sent no result" not in l and
               "a candidate took longer than --candidate-timeout" not in l]
+    hung = [l for l in ours if l.startswith("flaretune-test:")]
     check(victims and p.returncode != 0 and took < 60 and len(rank0) == 1 and
-          "rank 2 sent no result" in rank0[0] and not others,
+          "rank 2 sent no result" in rank0[0] and not others and not hung,
           f"a stopped rank ends the job (rc {p.returncode}, {took:.0f} s, {ours})")
 
 

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +90,19 @@ int ft_cli_mpi_start(int *argc, char ***argv) {
     return 1;
 }
 
+/* A failing rank asks the launcher to end the job (MPI_Abort). Should this process still run
+ * ABORT_GRACE_S later (MPI_Abort waits on the launcher), it ends itself: SIGALRM's default
+ * action, which the launcher takes as the job failing. */
+enum { ABORT_GRACE_S = 10 };
+
 void ft_cli_mpi_end(int failed) {
-    if (world_size > 1 && failed) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (world_size > 1 && failed) {
+        signal(SIGINT, SIG_DFL); /* the launcher's SIGTERM ends this rank at once */
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGALRM, SIG_DFL);
+        alarm(ABORT_GRACE_S);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     int up = 0;
     MPI_Initialized(&up);
     if (up) MPI_Finalize();
