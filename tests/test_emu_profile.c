@@ -309,10 +309,45 @@ static void test_sample_pick(void) {
     }
 }
 
+/* Each sampled block stands for as many blocks of its stratum as any other, so the sample
+ * follows work that changes along the grid. A grid 64 x 64: the boundary's 8 blocks fall two on
+ * each edge (the corners first, then the middles, put 3 on each and stood each corner for 31
+ * blocks where it has 1 place); the interior's 8 fall one in each eighth of the interior's
+ * columns and one in each eighth of its rows (8 independent draws fill one axis's eighths once
+ * in about 400 seeds). */
+static void test_sample_spread(void) {
+    const ft_emu_uint3 g = {64, 64, 1};
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        ft_emu_uint3 b[64], in[64];
+        int nb = 0, ni = 0;
+        ft_emu_sample_pick(g, 16, seed, b, &nb, in, &ni);
+        FT_CHECK(nb == 8 && ni == 8, "64 x 64: %d boundary and %d interior blocks", nb, ni);
+        int edge[4] = {0}; /* top, right, bottom, left; a corner counts for both its edges */
+        for (int j = 0; j < nb; j++) {
+            edge[0] += b[j].y == 0;
+            edge[1] += b[j].x == g.x - 1;
+            edge[2] += b[j].y == g.y - 1;
+            edge[3] += b[j].x == 0;
+        }
+        FT_CHECK(edge[0] == 2 && edge[1] == 2 && edge[2] == 2 && edge[3] == 2,
+                 "seed %llu: boundary blocks per edge %d %d %d %d, want 2 each",
+                 (unsigned long long)seed, edge[0], edge[1], edge[2], edge[3]);
+        unsigned cols = 0, rows = 0; /* the eighths of the interior's 62 columns (rows) seen */
+        for (int j = 0; j < ni && ni == 8; j++) {
+            cols |= 1u << ((in[j].x - 1) * 8 / (g.x - 2));
+            rows |= 1u << ((in[j].y - 1) * 8 / (g.y - 2));
+        }
+        FT_CHECK(cols == 0xffu && rows == 0xffu,
+                 "seed %llu: interior columns' eighths %#x, rows' %#x, want every one",
+                 (unsigned long long)seed, cols, rows);
+    }
+}
+
 int main(void) {
     ft_err err = {0};
     test_arithmetic();
     test_sample_pick();
+    test_sample_spread();
     ft_status s = ft_dev_open(FT_DEV_EMU, 0, &dev, &err);
     FT_CHECK(s == FT_OK, "open: %s", err.msg);
     if (s != FT_OK) return ft_test_finish();

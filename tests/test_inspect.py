@@ -133,19 +133,27 @@ def test_sampled_decode():
 def test_sampled_shared_reads():
     """Every query tile of attention.train reads the same K and V: a sample's distinct bytes
     scaled to the grid counted them once per tile (3x the whole launch's at the small preset).
-    They are capped by the allocations the sample touched: within 10% of every block's."""
-    runs = {}
-    for b in ("0", "16"):
-        rc, out, err = run("inspect", "attention.train", "--preset", "small.dflare.train", "--set",
-                           "S=128", "--set", "NB=16", "--blocks", b, "--json", env=ENV)
-        check(rc == 0, f"inspect attention.train --blocks {b}: exit {rc}: {err}")
-        if rc != 0:
-            return
-        runs[b] = json.loads(out)
-    part, whole = runs["16"], runs["0"]
-    check(all(k["sampled_blocks"] == 16 for k in part["kernels"]), "the launch was sampled")
-    a, b = part["unique_bytes"], whole["unique_bytes"]
-    check(abs(a - b) <= 0.10 * b, f"distinct bytes {a} sampled vs {b} whole")
+    They are capped by the allocations the sample touched: within 10% of every block's.
+    Its query tiles' work differs (each attends to its anchor's prefix): 16 of the 64 blocks
+    taken at even steps along the edges and across the interior predict the whole launch within
+    5% (within 1.3% at seeds 1 to 6; the corners and edges' middles and 8 interior draws erred
+    by 12% on average and 33% at most, 13% under at the default seed and 33% over at seed 6)."""
+    for seed in ("1", "6"):
+        runs = {}
+        for b in ("0", "16"):
+            rc, out, err = run("inspect", "attention.train", "--preset", "small.dflare.train",
+                               "--set", "S=128", "--set", "NB=16", "--seed", seed, "--blocks", b,
+                               "--json", env=ENV)
+            check(rc == 0, f"inspect attention.train --seed {seed} --blocks {b}: exit {rc}: {err}")
+            if rc != 0:
+                return
+            runs[b] = json.loads(out)
+        part, whole = runs["16"], runs["0"]
+        check(all(k["sampled_blocks"] == 16 for k in part["kernels"]), "the launch was sampled")
+        a, b = part["unique_bytes"], whole["unique_bytes"]
+        check(abs(a - b) <= 0.10 * b, f"seed {seed}: distinct bytes {a} sampled vs {b} whole")
+        p, q = part["predicted"]["seconds"], whole["predicted"]["seconds"]
+        check(abs(p - q) <= 0.05 * q, f"seed {seed}: predicted {p} s sampled vs {q} s whole")
 
 
 def test_cannot_run_has_no_prediction():

@@ -6,14 +6,15 @@
  * checked against the reference configuration's, then timed:
  *   cuda      the device's clock around each launch (CUPTI, else CUDA events: kernels/cuda/
  *             timer.h), `reps` launches after one warm-up, the median;
- *   cuda-emu  a sample of the grid's blocks (the corners, the edges' middles, drawn interior
- *             ones), the emulator's wall time per block times the grid's blocks: what emulating
- *             the whole launch would take, a check of the pipeline, not a GPU's time.
+ *   cuda-emu  a sample of the grid's blocks (at even steps round the edges and across the
+ *             interior: emu/prof.h), the emulator's wall time per block times the grid's
+ *             blocks: what emulating the whole launch would take, a check of the pipeline, not
+ *             a GPU's time.
  * The check runs the whole grid (on the emulator: where that is expected to take at most
  * FT_T1_EMU_WHOLE_S; else the timed sample) and compares every element the reference wrote:
- * floats within 1e-4 * max|ref| + 1e-6, NaN where and only where the reference has one, integers exactly,
- * and an element left unwritten is a failure (after a sampled run, the elements it did not reach
- * are not compared). What the reference wrote is known from two checked runs of it, its
+ * floats within 1e-4 * max|ref| + 1e-6, NaN where and only where the reference has one, integers
+ * exactly, and an element left unwritten is a failure (after a sampled run, the elements it did not
+ * reach are not compared). What the reference wrote is known from two checked runs of it, its
  * write-only outputs reset to 0xFF bytes and then to 0x00 bytes: an element is unwritten only
  * where it kept both (so an int32 -1 or a uint8 255 it wrote counts), and the two runs must
  * agree where it wrote (else the kernel reads an output declared WriteOnly: refused). A

@@ -54,8 +54,11 @@
  *    files' are, predicts as in 2).
  * 4: a sample's distinct bytes are each allocation's scaled figure, at most its size (the
  *    convolution's DRAM bytes lose its 900-byte filter, read as __constant__; no prediction of
- *    the check's cache changed: none is DRAM-bound). */
-#define FT_PREDICT_MODEL 4
+ *    the check's cache changed: none is DRAM-bound).
+ * 5: a sample's boundary blocks are taken at even steps round the grid's edges, its interior
+ *    ones as a Latin hypercube (before: the corners, then the edges' middles, and independent
+ *    draws). */
+#define FT_PREDICT_MODEL 5
 
 typedef enum ft_bound {
     FT_BOUND_DRAM,

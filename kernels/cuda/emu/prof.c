@@ -97,32 +97,57 @@ static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, 
     if (want > 64) want = 64;
     uint64_t gx = g.x, gy = g.y, inter = ft_emu_grid_interior(g);
     int wb = inter ? (want + 1) / 2 : want, wi;
-    uint64_t cand[8][2] = {{0, 0},      {gx - 1, 0},      {0, gy - 1}, {gx - 1, gy - 1},
-                           {gx / 2, 0}, {gx / 2, gy - 1}, {0, gy / 2}, {gx - 1, gy / 2}};
-    for (int k = 0; k < 8 && *nb < wb; k++) {
-        uint64_t x = cand[k][0], y = cand[k][1];
-        int boundary = x == 0 || x == gx - 1 || (gy > 1 && (y == 0 || y == gy - 1));
-        int dup = 0;
-        for (int j = 0; j < *nb; j++) dup |= bnd[j].x == x && bnd[j].y == y;
-        if (boundary && !dup) bnd[(*nb)++] = (ft_emu_uint3){(unsigned)x, (unsigned)y, 0};
+    /* The boundary as one walk (the top row, down the right column, back along the bottom row
+     * and up the left column; every place, row by row, where the grid has no interior), sampled
+     * at the middles of equal runs: each block stands for as many places as any other, as the
+     * stratum's scale assumes, and the places spread along every edge. */
+    uint64_t per = !inter ? gx * gy : gy == 1 ? (gx > 1 ? 2 : 1) : 2 * gx + 2 * gy - 4;
+    const int nw = (uint64_t)wb < per ? wb : (int)per;
+    for (int j = 0; j < nw; j++) {
+        uint64_t k = (2 * (uint64_t)j + 1) * per / (2 * (uint64_t)nw), x, y;
+        if (!inter) {
+            x = k % gx, y = k / gx;
+        } else if (gy == 1) {
+            x = k ? gx - 1 : 0, y = 0;
+        } else if (k < gx) {
+            x = k, y = 0;
+        } else if (k < gx + gy - 1) {
+            x = gx - 1, y = k - gx + 1;
+        } else if (k < 2 * gx + gy - 2) {
+            x = 2 * gx + gy - 3 - k, y = gy - 1;
+        } else {
+            x = 0, y = 2 * gx + 2 * gy - 4 - k;
+        }
+        bnd[(*nb)++] = (ft_emu_uint3){(unsigned)x, (unsigned)y, 0};
     }
     uint64_t st = seed;
-    if (!inter) {
-        /* No interior (one or two columns, or two rows): every block is on the boundary, which
-         * then takes the whole sample, drawn past the corners and middles. */
-        uint64_t all = gx * (gy ? gy : 1);
-        for (int tries = 0; *nb < wb && (uint64_t)*nb < all && tries < 64 * want; tries++) {
-            uint64_t k = sample_next(&st) % all;
-            unsigned x = (unsigned)(k % gx), y = (unsigned)(k / gx);
-            int dup = 0;
-            for (int j = 0; j < *nb; j++)
-                dup |= bnd[j].x == x && bnd[j].y == y;
-            if (!dup) bnd[(*nb)++] = (ft_emu_uint3){x, y, 0};
-        }
-        return;
-    }
+    if (!inter) return;
     wi = want - *nb; /* the interior takes what the boundary could not */
-    uint64_t ix = gx - 2;
+    if ((uint64_t)wi > inter) wi = (int)inter;
+    uint64_t ix = gx - 2, iy = gy > 2 ? gy - 2 : 1;
+    /* A Latin hypercube: the j-th place in the middle of the j-th of wi equal runs of the
+     * interior's columns, and of its rows, the rows dealt to the columns by a permutation drawn
+     * from the seed. Work that changes along x or y (attention.train's query blocks along x,
+     * each attending to its own anchor's prefix) is then sampled evenly along it, where
+     * independent draws may bunch. */
+    int perm[64];
+    for (int j = 0; j < wi; j++)
+        perm[j] = j;
+    for (int j = wi - 1; j > 0; j--) {
+        int k = (int)(sample_next(&st) % (uint64_t)(j + 1)), t = perm[j];
+        perm[j] = perm[k];
+        perm[k] = t;
+    }
+    for (int j = 0; j < wi; j++) {
+        unsigned x = (unsigned)(1 + (2 * (uint64_t)j + 1) * ix / (2 * (uint64_t)wi));
+        unsigned y =
+            gy == 1 ? 0 : (unsigned)(1 + (2 * (uint64_t)perm[j] + 1) * iy / (2 * (uint64_t)wi));
+        int dup = 0;
+        for (int k = 0; k < *ni; k++)
+            dup |= inner[k].x == x && inner[k].y == y;
+        if (!dup) inner[(*ni)++] = (ft_emu_uint3){x, y, 0};
+    }
+    /* Places the hypercube gave twice (more places wanted than columns or rows): drawn. */
     for (int tries = 0; *ni < wi && (uint64_t)*ni < inter && tries < 64 * want; tries++) {
         uint64_t k = sample_next(&st) % inter;
         unsigned x = (unsigned)(1 + k % ix), y = gy == 1 ? 0 : (unsigned)(1 + k / ix);

@@ -91,10 +91,12 @@ void ft_emu_launch_prof_free(ft_emu_launch_prof *p);
 
 /* ---- a sample of a grid ------------------------------------------------------------------------
  * A large launch is profiled on a sample of its blocks in two strata: the boundary (a block on
- * an edge of the x-y grid: x first or last, or, with more than one row, y first or last; the
- * corners first, then the edges' middles) and the interior (drawn from `seed`), each stratum's
- * blocks spread evenly over the z planes (a plane may be another request, of another length).
- * Each stratum's figures are then scaled by the blocks it stands for. */
+ * an edge of the x-y grid: x first or last, or, with more than one row, y first or last; taken
+ * at even steps along a walk round the edges) and the interior (a Latin hypercube: even steps
+ * along x and along y, paired by a permutation drawn from `seed`), each stratum's blocks spread
+ * evenly over the z planes (a plane may be another request, of another length). Each stratum's
+ * figures are then scaled by the blocks it stands for, so each of its blocks should stand for
+ * as many as any other: work that changes along x or y is then sampled along it evenly. */
 
 /* The grid's interior blocks in one z plane. */
 uint64_t ft_emu_grid_interior(ft_emu_uint3 grid);
