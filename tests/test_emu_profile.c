@@ -343,11 +343,38 @@ static void test_sample_spread(void) {
     }
 }
 
+/* The walk round a grid of two columns visits both (a walk row by row took every block of one
+ * column when the sample's size divided the rows: attention.decode's 2 splits x 8 kv heads);
+ * and the planes are dealt apart from the places (dealt in their order, the plane rose with x:
+ * a sample of splits x requests saw the early splits of the early requests only). */
+static void test_sample_columns_and_planes(void) {
+    const ft_emu_uint3 grids[] = {{2, 16, 1}, {2, 8, 4}};
+    for (int gi = 0; gi < 2; gi++) {
+        ft_emu_uint3 b[64], in[64];
+        int nb = 0, ni = 0, col[2] = {0, 0};
+        ft_emu_sample_pick(grids[gi], 8, 1, b, &nb, in, &ni);
+        for (int j = 0; j < nb; j++)
+            col[b[j].x & 1]++;
+        FT_CHECK(ni == 0 && col[0] == 4 && col[1] == 4, "grid %u,%u,%u: %d and %d blocks a column",
+                 grids[gi].x, grids[gi].y, grids[gi].z, col[0], col[1]);
+    }
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        ft_emu_uint3 b[64], in[64];
+        int nb = 0, ni = 0, rising = 1;
+        ft_emu_sample_pick((ft_emu_uint3){64, 1, 64}, 16, seed, b, &nb, in, &ni);
+        for (int j = 1; j < ni; j++)
+            rising &= in[j].x > in[j - 1].x && in[j].z > in[j - 1].z;
+        FT_CHECK(ni >= 8 && !rising, "seed %llu: the interior's planes rise with x",
+                 (unsigned long long)seed);
+    }
+}
+
 int main(void) {
     ft_err err = {0};
     test_arithmetic();
     test_sample_pick();
     test_sample_spread();
+    test_sample_columns_and_planes();
     ft_status s = ft_dev_open(FT_DEV_EMU, 0, &dev, &err);
     FT_CHECK(s == FT_OK, "open: %s", err.msg);
     if (s != FT_OK) return ft_test_finish();

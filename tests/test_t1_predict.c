@@ -85,6 +85,17 @@ static void test_sample_narrow_grids(void) {
                  "twice)",
                  g[0], g[1], n, bad, dup);
     }
+    /* A grid of no more blocks than wanted, in several planes too, is taken whole (the strata
+     * left one of a 3 x 3 x 2 grid's 18 out of a sample of 64). */
+    const long long small[3] = {3, 3, 2};
+    ft_dim3 out[64];
+    int n = ft_t1_sample_blocks(small, 64, out, 64), seen[18] = {0}, bad = 0;
+    for (int k = 0; k < n; k++) {
+        if (out[k].x >= 3 || out[k].y >= 3 || out[k].z >= 2 ||
+            seen[(out[k].z * 3 + out[k].y) * 3 + out[k].x]++)
+            bad++;
+    }
+    FT_CHECK(n == 18 && !bad, "grid 3x3x2: %d blocks of 18 (%d outside or twice)", n, bad);
 }
 
 static void test_args(void) {

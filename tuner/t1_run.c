@@ -160,10 +160,12 @@ static void pick_blocks(const long long g[3], int want, uint64_t seed, ft_dim3 *
 int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max) {
     if (want > max) want = max;
     if (want > 64) want = 64;
-    if (g[2] == 1 && g[0] * g[1] <= want) {
+    if (g[0] * g[1] * g[2] <= want) {
         int n = 0;
-        for (long long y = 0; y < g[1]; y++)
-            for (long long x = 0; x < g[0]; x++) out[n++] = (ft_dim3){(unsigned)x, (unsigned)y, 0};
+        for (long long z = 0; z < g[2]; z++)
+            for (long long y = 0; y < g[1]; y++)
+                for (long long x = 0; x < g[0]; x++)
+                    out[n++] = (ft_dim3){(unsigned)x, (unsigned)y, (unsigned)z};
         return n;
     }
     ft_dim3 bnd[64], inner[64];

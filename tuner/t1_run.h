@@ -49,7 +49,7 @@ ft_status ft_t1_nvrtc_compile(const ft_t1 *t, const ft_config *cfg, const char *
                               ft_nvrtc_result *res, ft_err *err);
 #endif
 /* Up to `want` blocks of grid g (at most max): both strata of ft_t1_predict's sample, boundary
- * first; every block of a small one-plane grid. Returns how many. */
+ * first; every block of a grid of at most `want`. Returns how many. */
 int ft_t1_sample_blocks(const long long g[3], int want, ft_dim3 *out, int max);
 
 typedef struct ft_t1_prediction {

@@ -51,31 +51,43 @@ static uint64_t sample_next(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* Spread a stratum's n blocks over the grid's z planes: the j-th in the middle of the j-th of n
- * equal runs of planes (all in plane 0 when the grid has one). A plane can be another request
- * of another length (attention.decode's grid is splits x kv heads x requests), so a sample of
- * the first plane alone would stand for a different launch. */
-static void spread_z(ft_emu_uint3 *b, int n, unsigned gz) {
+/* Spread a stratum's n (<= 64) blocks over the grid's z planes: the middles of n equal runs of
+ * planes (all plane 0 when the grid has one). A plane can be another request of another length
+ * (attention.decode's grid is splits x kv heads x requests), so a sample of the first plane
+ * alone would stand for a different launch. With st, the runs are dealt to the blocks by a
+ * permutation drawn from it: the blocks come in order along x or round the edges, and planes
+ * dealt in that order would rise with x (a sample of splits x requests would see the late
+ * splits of the late requests only). Without, the j-th block takes the j-th run. */
+static void spread_z(ft_emu_uint3 *b, int n, unsigned gz, uint64_t *st) {
+    int run[64];
     for (int j = 0; j < n; j++)
-        b[j].z = (unsigned)(((2 * (uint64_t)j + 1) * (gz ? gz : 1)) / (2 * (uint64_t)n));
+        run[j] = j;
+    for (int j = n - 1; st && j > 0; j--) {
+        int k = (int)(sample_next(st) % (uint64_t)(j + 1)), t = run[j];
+        run[j] = run[k];
+        run[k] = t;
+    }
+    for (int j = 0; j < n; j++)
+        b[j].z = (unsigned)(((2 * (uint64_t)run[j] + 1) * (gz ? gz : 1)) / (2 * (uint64_t)n));
 }
 
 static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                     ft_emu_uint3 *inner, int *ni);
 
-/* m blocks from the n places of b (x-y; n <= m <= n * gz, m <= 64): the places in turn, spread
- * over the planes as spread_z spreads them (a place's turns n picks apart are at least
- * n * gz / m >= 1 planes apart, so no block is taken twice). */
+/* m blocks from the n places of b (x-y; n <= m <= n * gz, m <= 64): the places in turn, the
+ * j-th in the j-th run of planes (a place's turns n picks apart are at least n * gz / m >= 1
+ * planes apart, so no block is taken twice; each place's turns span the planes). */
 static void repeat_over_planes(ft_emu_uint3 *b, int n, int m, unsigned gz) {
     for (int j = n; j < m; j++)
         b[j] = b[j % n];
-    spread_z(b, m, gz);
+    spread_z(b, m, gz, NULL);
 }
 
 void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                         ft_emu_uint3 *inner, int *ni) {
     pick_xy(g, want, seed, bnd, nb, inner, ni);
     const unsigned gz = g.z ? g.z : 1;
+    uint64_t st = seed ^ 0x2545f4914f6cdd1dull; /* the planes' own draws */
     const int missing = (want > 64 ? 64 : want) - (*nb + *ni);
     if (gz > 1 && missing > 0 && *nb > 0) {
         /* An x-y grid too small for the sample (a request's single block, times 24 requests):
@@ -85,9 +97,9 @@ void ft_emu_sample_pick(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *b
         repeat_over_planes(bnd, *nb, take, gz);
         *nb = take;
     } else {
-        spread_z(bnd, *nb, g.z);
+        spread_z(bnd, *nb, g.z, &st);
     }
-    spread_z(inner, *ni, g.z);
+    spread_z(inner, *ni, g.z, &st);
 }
 
 /* The sample's places in the x-y grid (z 0). */
@@ -98,17 +110,18 @@ static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, 
     uint64_t gx = g.x, gy = g.y, inter = ft_emu_grid_interior(g);
     int wb = inter ? (want + 1) / 2 : want, wi;
     /* The boundary as one walk (the top row, down the right column, back along the bottom row
-     * and up the left column; every place, row by row, where the grid has no interior), sampled
-     * at the middles of equal runs: each block stands for as many places as any other, as the
-     * stratum's scale assumes, and the places spread along every edge. */
-    uint64_t per = !inter ? gx * gy : gy == 1 ? (gx > 1 ? 2 : 1) : 2 * gx + 2 * gy - 4;
+     * and up the left column: every place of a grid of two rows or two columns; a grid of one
+     * row or column is walked along), sampled at the middles of equal runs: each block stands
+     * for as many places as any other, as the stratum's scale assumes, and the places spread
+     * along every edge. */
+    const uint64_t per = gy == 1 ? (gx > 2 ? 2 : gx) : gx == 1 ? gy : 2 * gx + 2 * gy - 4;
     const int nw = (uint64_t)wb < per ? wb : (int)per;
     for (int j = 0; j < nw; j++) {
         uint64_t k = (2 * (uint64_t)j + 1) * per / (2 * (uint64_t)nw), x, y;
-        if (!inter) {
-            x = k % gx, y = k / gx;
-        } else if (gy == 1) {
-            x = k ? gx - 1 : 0, y = 0;
+        if (gy == 1) {
+            x = gx > 2 && k ? gx - 1 : k, y = 0;
+        } else if (gx == 1) {
+            x = 0, y = k;
         } else if (k < gx) {
             x = k, y = 0;
         } else if (k < gx + gy - 1) {

@@ -94,16 +94,18 @@ void ft_emu_launch_prof_free(ft_emu_launch_prof *p);
  * an edge of the x-y grid: x first or last, or, with more than one row, y first or last; taken
  * at even steps along a walk round the edges) and the interior (a Latin hypercube: even steps
  * along x and along y, paired by a permutation drawn from `seed`), each stratum's blocks spread
- * evenly over the z planes (a plane may be another request, of another length). Each stratum's
- * figures are then scaled by the blocks it stands for, so each of its blocks should stand for
- * as many as any other: work that changes along x or y is then sampled along it evenly. */
+ * over the z planes, the planes dealt by a permutation (a plane may be another request, of
+ * another length, and should not rise with x). Each stratum's figures are then scaled by the
+ * blocks it stands for, so each of its blocks should stand for as many as any other: work that
+ * changes along x or y is then sampled along it evenly. */
 
 /* The grid's interior blocks in one z plane. */
 uint64_t ft_emu_grid_interior(ft_emu_uint3 grid);
 /* Up to `want` (<= 64) sampled blocks: *nb boundary ones in bnd, *ni interior ones in inner
  * (half each where the grid has an interior; the interior takes the places a short boundary,
  * such as a row's two ends, leaves; a grid with no interior, one or two columns or two rows,
- * draws its whole sample from the boundary). */
+ * takes its whole sample from the boundary; where the hypercube gives a place twice, more
+ * places wanted than the interior has columns or rows, the rest are drawn from `seed`). */
 void ft_emu_sample_pick(ft_emu_uint3 grid, int want, uint64_t seed, ft_emu_uint3 *bnd, int *nb,
                         ft_emu_uint3 *inner, int *ni);
 /* acc += p's counts times f (sites are not scaled: they stay the sample's). */
