@@ -56,8 +56,8 @@
  *    convolution's DRAM bytes lose its 900-byte filter, read as __constant__; no prediction of
  *    the check's cache changed: none is DRAM-bound).
  * 5: a sample's boundary blocks are taken at even steps round the grid's edges, its interior
- *    ones as a Latin hypercube (before: the corners, then the edges' middles, and independent
- *    draws). */
+ *    ones as a Latin hypercube, and the planes are dealt to them by a permutation (before: the
+ *    corners, then the edges' middles, and independent draws, planes in the blocks' order). */
 #define FT_PREDICT_MODEL 5
 
 typedef enum ft_bound {

@@ -51,6 +51,17 @@ static uint64_t sample_next(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+/* a[0..n) = 0..n-1, shuffled by draws from st (Fisher-Yates) unless st is NULL. */
+static void deal(int *a, int n, uint64_t *st) {
+    for (int j = 0; j < n; j++)
+        a[j] = j;
+    for (int j = n - 1; st && j > 0; j--) {
+        int k = (int)(sample_next(st) % (uint64_t)(j + 1)), t = a[j];
+        a[j] = a[k];
+        a[k] = t;
+    }
+}
+
 /* Spread a stratum's n (<= 64) blocks over the grid's z planes: the middles of n equal runs of
  * planes (all plane 0 when the grid has one). A plane can be another request of another length
  * (attention.decode's grid is splits x kv heads x requests), so a sample of the first plane
@@ -60,13 +71,7 @@ static uint64_t sample_next(uint64_t *s) {
  * splits of the late requests only). Without, the j-th block takes the j-th run. */
 static void spread_z(ft_emu_uint3 *b, int n, unsigned gz, uint64_t *st) {
     int run[64];
-    for (int j = 0; j < n; j++)
-        run[j] = j;
-    for (int j = n - 1; st && j > 0; j--) {
-        int k = (int)(sample_next(st) % (uint64_t)(j + 1)), t = run[j];
-        run[j] = run[k];
-        run[k] = t;
-    }
+    deal(run, n, st);
     for (int j = 0; j < n; j++)
         b[j].z = (unsigned)(((2 * (uint64_t)run[j] + 1) * (gz ? gz : 1)) / (2 * (uint64_t)n));
 }
@@ -144,13 +149,7 @@ static void pick_xy(ft_emu_uint3 g, int want, uint64_t seed, ft_emu_uint3 *bnd, 
      * each attending to its own anchor's prefix) is then sampled evenly along it, where
      * independent draws may bunch. */
     int perm[64];
-    for (int j = 0; j < wi; j++)
-        perm[j] = j;
-    for (int j = wi - 1; j > 0; j--) {
-        int k = (int)(sample_next(&st) % (uint64_t)(j + 1)), t = perm[j];
-        perm[j] = perm[k];
-        perm[k] = t;
-    }
+    deal(perm, wi, &st);
     for (int j = 0; j < wi; j++) {
         unsigned x = (unsigned)(1 + (2 * (uint64_t)j + 1) * ix / (2 * (uint64_t)wi));
         unsigned y =
