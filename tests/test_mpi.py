@@ -115,43 +115,44 @@ def test_replay(work, landscape):
           f"({r.stderr[-300:]})")
 
 
-def processes():
-    """This test's flaretune and mpirun processes: pid, state (T: stopped), rank and what each
-    waits in, for a failure's message."""
-    out = []
+def our_processes():
+    """(pid, argv, environment) of each process whose command line names this test's
+    flaretune: its ranks, and the mpirun that started them."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = f.read().split(b"\0")
-            if FT.encode() not in cmd:  # its ranks, and the mpirun that started them
+            if FT.encode() not in cmd:
                 continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        yield int(pid), cmd, env
+
+
+def processes():
+    """This test's flaretune and mpirun processes: pid, state (T: stopped), rank and what each
+    waits in, for a failure's message."""
+    out = []
+    for pid, cmd, env in our_processes():
+        try:
             with open(f"/proc/{pid}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
             with open(f"/proc/{pid}/wchan") as f:
                 wchan = f.read()
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = [v for v in f.read().split(b"\0") if v.startswith(b"OMPI_COMM_WORLD_RANK=")]
         except OSError:
             continue
-        rank = env[0].split(b"=")[1].decode() if env else "-"
-        out.append(f"{pid} {os.path.basename(cmd[0]).decode()} rank {rank} {state} {wchan}")
+        ranks = [v.split(b"=")[1].decode() for v in env if v.startswith(b"OMPI_COMM_WORLD_RANK=")]
+        out.append(f"{pid} {os.path.basename(cmd[0]).decode()} rank {ranks[0] if ranks else '-'} "
+                   f"{state} {wchan}")
     return out
 
 
 def rank_pids(rank):
     """Processes of this test's flaretune with OMPI_COMM_WORLD_RANK=rank."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and FT.encode() in cmd:
-            out.append(int(pid))
-    return out
+    return [pid for pid, _, env in our_processes()
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env]
 
 
 def test_kill(work):
