@@ -6,7 +6,8 @@
 
 PREDICTED.jsonl: lines of `flaretune inspect --t1 FILE --device DEVICE --sample K|--all-configs
 --jsonl PREDICTED.jsonl` (one configuration each: its `config`, `predicted_s`, or an `error`, and
-`unfit` when it cannot run on that GPU). LANDSCAPE: the same kernel's configurations measured on
+`unfit` when it cannot run on that GPU: it fits no SM, or the GPU's compiler refuses it, which
+an `nvrtc_error` in a line written before inspect said so counts as too). LANDSCAPE: the same kernel's configurations measured on
 that GPU, a Kernel Tuner cache file (the FAIR benchmark hub's: its `time` in ms, an error string
 for a configuration that failed). Configurations are matched by their parameters' names and
 values. For each pair it reports, over the configurations both have (predicted and measured):
@@ -23,7 +24,9 @@ values. For each pair it reports, over the configurations both have (predicted a
                       first), the evaluations until one is within 5% of the best of the n;
                       random_to_5: the expected evaluations of a uniformly random order (the
                       mean of the first success of a draw without replacement), and their ratio
-  unfit_measured      configurations predicted unable to run that did run, and their best
+  unfit_measured      configurations predicted unable to run that did run, and their best;
+                      uncompiled and uncompiled_measured: those the compiler refused (a
+                      measured one ran from another source than the one predicted)
   prior_to_5          with --flaretune BIN: the default strategy's median evaluations to 5% of
                       the landscape's optimum (`flaretune replay LANDSCAPE --strategy bayes`,
                       --seeds seeds) warm-started from the predictions (`--warm`: the predicted
@@ -101,7 +104,7 @@ def cfg_of(text):
 
 
 def load_predicted(path, device):
-    pred, unfit, errors = {}, {}, 0
+    pred, unfit, uncompiled, errors = {}, {}, set(), 0
     with open(path) as f:
         for line in f:
             if not line.endswith("\n"):
@@ -112,11 +115,13 @@ def load_predicted(path, device):
             cfg = cfg_of(o["config"])
             if o.get("error"):
                 errors += 1
-            elif o.get("unfit"):
+            elif o.get("unfit") or o.get("nvrtc_error"):
                 unfit[cfg] = o["predicted_s"]
+                if o.get("nvrtc_error"):
+                    uncompiled.add(cfg)
             else:
                 pred[cfg] = o["predicted_s"]
-    return pred, unfit, errors
+    return pred, unfit, uncompiled, errors
 
 
 def _gpu_summary():
@@ -187,7 +192,7 @@ def ceiling(measured, kernel_path):
 
 def check(pred_path, device, land_path, kernel_path=None):
     gpu, measured, failed = load_landscape(land_path)
-    pred, unfit, errors = load_predicted(pred_path, device)
+    pred, unfit, uncompiled, errors = load_predicted(pred_path, device)
     both = [c for c in pred if c in measured]
     row = {"predicted": pred_path, "device": device, "landscape": land_path, "gpu": gpu,
            "measured": len(measured), "measured_failed": failed, "predicted_n": len(pred),
@@ -196,6 +201,8 @@ def check(pred_path, device, land_path, kernel_path=None):
         row.update(ceiling(measured, kernel_path))
     unfit_ran = [measured[c] for c in unfit if c in measured]
     row["unfit_measured"] = len(unfit_ran)
+    row["uncompiled"] = len(uncompiled)
+    row["uncompiled_measured"] = sum(1 for c in uncompiled if c in measured)
     if unfit_ran:
         row["unfit_measured_best_s"] = min(unfit_ran)
     if len(both) < 3:
@@ -232,7 +239,7 @@ def predicted_cache(pred_path, device, land_path, out_path):
     with opener(land_path, "rt") as f:
         doc = json.load(f)
     keys = doc.get("tune_params_keys") or list(doc["tune_params"].keys())
-    pred, unfit, _ = load_predicted(pred_path, device)
+    pred, unfit, _, _ = load_predicted(pred_path, device)
     cache = {}
     for cfg, t in list(pred.items()) + [(c, None) for c in unfit]:
         d = dict(cfg)
@@ -275,6 +282,17 @@ def ceiling_cell(r):
             " apart, median)")
 
 
+def unfit_cell(r):
+    """What the configurations predicted unable to run are, where there are any."""
+    if not r["unfit"]:
+        return ""
+    said = f" ({r['unfit']} predicted unable to run, {r['unfit_measured']} of them measured"
+    if r.get("uncompiled"):
+        said += (f"; {r['uncompiled']} refused by the compiler, "
+                 f"{r['uncompiled_measured']} of those measured")
+    return said + ")"
+
+
 def markdown(rows):
     out = ["| landscape | GPU | configurations (predicted of measured) | Spearman | predicted best: measured rank (percentile) | top 1% / 5% in predicted top 5% | median error | predicted / measured (median) | in predicted order to 5% (random) | default to 5% of the optimum, with the prediction as prior / without | Spearman ceiling of the source (parameters it never names; their twins' spread) |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -282,7 +300,7 @@ def markdown(rows):
         name = r["landscape"].rsplit("/", 1)[-1].replace(".json.gz", "").replace(".json", "")
         out.append(
             f"| {name} | {r['gpu']} | {r['n']} of {r['measured']}"
-            f"{' (' + str(r['unfit']) + ' predicted unable to run)' if r['unfit'] else ''} | "
+            f"{unfit_cell(r)} | "
             f"{fmt(r.get('spearman'), '.2f')} | {r.get('best_rank', '-')} ({fmt(r.get('best_percentile'), '.1f')}%) | "
             f"{fmt(r.get('recall_1'), '.0%')} / {fmt(r.get('recall_5'), '.0%')} | {fmt(r.get('mape'), '.0%')} | "
             f"{fmt(r.get('median_ratio'), '.2f')} | {r.get('ordered_to_5', '-')} ({fmt(r.get('random_to_5'), '.1f')}) | "

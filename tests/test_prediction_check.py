@@ -101,16 +101,25 @@ def main():
                               "predicted_s": t})
         lines.append({"key": "7,3", "config": "a=7,b=3", "device": "gx", "predicted_s": 1e-3,
                       "unfit": "no block fits"})
+        # A line of before inspect said a refused configuration cannot run: its nvrtc_error
+        # alone makes it one, left out of the correlations like the unfit one.
+        lines.append({"key": "7,1", "config": "a=7,b=1", "device": "gx", "predicted_s": 1e-4,
+                      "nvrtc_error": "ptxas error: uses too much shared data"})
         lines.append({"key": "7,2", "config": "a=7,b=2", "device": "other", "predicted_s": 1e-3})
         with open(pred, "w") as f:
             f.write("".join(json.dumps(l) + "\n" for l in lines) + '{"torn')
         out = os.path.join(tmp, "r.json")
-        p = subprocess.run([sys.executable, SCRIPT, "--pair", f"{pred}:gx:{land}", "--json", out],
-                           capture_output=True, text=True)
+        md = os.path.join(tmp, "r.md")
+        p = subprocess.run([sys.executable, SCRIPT, "--pair", f"{pred}:gx:{land}", "--json", out,
+                            "--markdown", md], capture_output=True, text=True)
         check(p.returncode == 0 and "GPU X" in p.stdout, f"exit {p.returncode}: {p.stderr}")
+        with open(md) as f:
+            table = f.read()
+        check("30 of 39 (2 predicted unable to run, 2 of them measured; 1 refused by the "
+              "compiler, 1 of those measured)" in table, f"the unfit said: {table}")
         r = json.load(open(out))[0]
-        check(r["n"] == 30 and r["measured"] == 39 and r["unfit"] == 1 and r["unfit_measured"] == 1,
-              f"counts {r}")
+        check(r["n"] == 30 and r["measured"] == 39 and r["unfit"] == 2 and r["unfit_measured"] == 2
+              and r["uncompiled"] == 1 and r["uncompiled_measured"] == 1, f"counts {r}")
         # the predicted best is (0,2): measured 1.2 ms, third of the 39 measured
         check(r["best_rank"] == 3, f"best rank {r['best_rank']}")
         check(abs(r["best_percentile"] - 100 * 3 / 39) < 1e-9, "percentile")

@@ -219,8 +219,8 @@ def test_inspect():
         kept = [json.loads(l) for l in f]
     check(rc == 0 and len(kept) == 1 and kept[0]["unfit"] and kept[0]["predicted_s"] > 0,
           f"--jsonl keeps the figures beside unfit: exit {rc}: {kept} {err[-300:]}")
-    # A static shared array of 64 KiB: NVRTC refuses it for sm_80 (ptxas: over 48 KiB static),
-    # though the GPU could run it; the words say so, not only the JSON.
+    # A static shared array of 64 KiB: NVRTC refuses it for sm_80 (ptxas: over 48 KiB static), as
+    # nvcc does, on every architecture: it cannot run, and the words say why.
     with open(os.path.join(tmp, "cst.cu"), "w") as f:
         f.write("__global__ void scale(float *y, const float *x, const float *c, int n) {\n"
                 "    __shared__ float buf[block_size_x * 256];\n"
@@ -232,8 +232,10 @@ def test_inspect():
         json.dump(cdoc, f)
     rc, out, err = run("inspect", "--t1", cst, "--device", "a100-pcie", "--blocks", "8")
     check(rc == 0 and (not has_nvrtc() or ("NVRTC refused it" in out and
-                                           "too much shared data" in out)),
-          f"NVRTC's refusal is said: exit {rc}: {out} {err[-300:]}")
+                                           "too much shared data" in out and
+                                           "cannot run: does not compile for sm_80" in out and
+                                           "predicted none" in out)),
+          f"NVRTC's refusal is said, and no time predicted: exit {rc}: {out} {err[-300:]}")
     # Another sample size predicts again; another problem size is refused, never mixed in.
     rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--blocks", "16", "--jsonl", jl)
     with open(jl) as f:
@@ -250,6 +252,31 @@ def test_inspect():
         json.dump(doc, f)
     one_line_error(["inspect", "--t1", big, "--sample", "5", "--jsonl", jl], 2,
                    "another kernel or problem size")
+    # Predictions of another source are never taken for this one's: the same T1 file over an
+    # edited kernel is refused; a line that does not say its source is predicted again.
+    edited = os.path.join(tmp, "saxpy_edited.cu")
+    with open(doc["KernelSpecification"]["KernelFile"]) as f, open(edited, "w") as g:
+        g.write(f.read() + "\n// edited: another program, perhaps\n")
+    doc["KernelSpecification"]["ProblemSize"] = json.load(open(T1))["KernelSpecification"][
+        "ProblemSize"]
+    doc["KernelSpecification"]["KernelFile"] = edited
+    other_src = os.path.join(tmp, "saxpy_edited.json")
+    with open(other_src, "w") as f:
+        json.dump(doc, f)
+    one_line_error(["inspect", "--t1", other_src, "--sample", "5", "--jsonl", jl], 2,
+                   "of another source")
+    with open(jl) as f:
+        check(f.read().splitlines() == more, "the refused run left OUT as it was")
+    unsaid = os.path.join(tmp, "unsaid.jsonl")
+    old = json.loads(more[0])
+    del old["source"]
+    with open(unsaid, "w") as f:
+        f.write(json.dumps(old) + "\n")
+    rc, _, err = run("inspect", "--t1", T1, "--config", old["config"], "--jsonl", unsaid)
+    with open(unsaid) as f:
+        both = [json.loads(l) for l in f]
+    check(rc == 0 and len(both) == 2 and both[1].get("source") == json.loads(more[0])["source"],
+          f"a line without its source predicted again: exit {rc}: {both} {err[-300:]}")
     # A line that failed is tried again, not taken as done.
     with open(jl) as f:
         lines = f.read().splitlines()

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/rng.h"
 
+#include "cuda/kcache.h"
 #if FT_HAVE_CUDA
 #include "cuda/analysis/sass.h"
 #endif
@@ -255,10 +256,13 @@ ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec 
         const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, kn);
         if (kr) kf.info = kr->info;
         if (s != FT_OK) {
-            /* NVRTC refuses some configurations nvcc builds and the GPUs run (a static shared
-             * array over 48 KiB): no SASS then, but the registers and shared memory ptxas
-             * reported before the refusal give the occupancy, or, when it did not run, the
-             * emulator's static shared memory alone (below). */
+            /* A configuration the GPU's compiler refuses is no program for that GPU: nvcc refuses
+             * it as NVRTC does (a static shared array over 48 KiB is refused on every
+             * architecture; more takes dynamic shared memory), so it cannot run there, whatever
+             * the emulator, which has no such limit, makes of it. Its figures are still
+             * predicted, for a source that differs from the one measured: the registers and
+             * shared memory ptxas reported before the refusal give the occupancy, or, when it
+             * did not run, the emulator's static shared memory alone (below). */
             snprintf(out->nvrtc_error, sizeof out->nvrtc_error, "%.250s", ne.msg);
             if (!kf.info.regs) goto emulate_it;
         } else {
@@ -322,9 +326,48 @@ emulate_it:
      * and write back. */
     if (acc.p.unique_read_bytes > b->read_bytes) acc.p.unique_read_bytes = b->read_bytes;
     if (acc.p.unique_write_bytes > b->write_bytes) acc.p.unique_write_bytes = b->write_bytes;
+    if (out->nvrtc_error[0]) /* the first reason it cannot run, whatever else it has */
+        snprintf(out->unfit, sizeof out->unfit, "does not compile for %s", g->arch);
     out->in = ft_predict_in_of_record(&acc, kf.info.regs || kf.has_sass || kf.occ.blocks_per_sm ? &kf : NULL);
     out->in.blocks = (double)out->blocks;
     out->in.block_threads = (int)threads;
     out->pred = ft_predict(g, &out->in);
+    return FT_OK;
+}
+
+ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err) {
+    char *text = NULL;
+    size_t len = 0;
+    if (ft_kc_read_file(t->kernel_file, &text, &len) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot read the kernel source %s", t->path,
+                          t->kernel_file);
+    ft_kc_seen *seen = calloc(1, sizeof *seen);
+    if (!seen) {
+        free(text);
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    }
+    ft_kc_hash h;
+    ft_kc_hash_init(&h);
+    ft_kc_hash_str(&h, t->kernel_name);
+    ft_kc_hash_bytes(&h, text, len);
+    char dir[FT_KC_PATH_CAP];
+    ft_kc_dir_of(t->kernel_file, dir, sizeof dir);
+    ft_kc_hash_includes(&h, text, dir, NULL, 0, seen, 0);
+    free(seen);
+    free(text);
+    for (int i = 0; i < t->noptions; i++) {
+        ft_kc_hash_str(&h, "option");
+        ft_kc_hash_str(&h, t->options[i]);
+    }
+    for (int i = 0; i < t->nargs; i++) {
+        const ft_t1_arg *a = &t->args[i];
+        char line[160];
+        snprintf(line, sizeof line, "%d %zu %d %d %d %d %d %d %.17g %lld", (int)a->type,
+                 a->elem_bytes, a->scalar, a->constant, a->output, a->random, a->reads, a->writes,
+                 a->fill_value, a->elems);
+        ft_kc_hash_str(&h, a->name);
+        ft_kc_hash_str(&h, line);
+    }
+    ft_kc_hash_hex(&h, out);
     return FT_OK;
 }

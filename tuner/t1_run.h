@@ -65,6 +65,13 @@ typedef struct ft_t1_prediction {
     double emulate_s, compile_s; /* the host's time for each part                          */
 } ft_t1_prediction;
 
+/* What a prediction of t's configurations reads besides the configuration and the GPU, as a
+ * digest (32 hex digits; out holds 33): the kernel's name, its source and the files that
+ * includes with quotes, the compiler options, and each argument's type, size and fill (which
+ * --arg may change). A predicted landscape holds it in every line, so predictions of one
+ * source are never taken for another's. FT_EIO when the source cannot be read. */
+ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err);
+
 /* Predict cfg on GPU g with nsample blocks emulated (2 to 64; half boundary, half interior where
  * the grid has both; a grid of at most nsample blocks in one plane is emulated whole). b's
  * device must be the emulator. */

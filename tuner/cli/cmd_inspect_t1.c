@@ -37,21 +37,22 @@ static const struct option opts[] = {
 };
 
 void ft_cli_inspect_t1_usage(FILE *f) {
-    fprintf(
-        f,
-        "       flaretune inspect --t1 FILE [--kernel-file F] [--arg "
-        "NAME=TYPE:SIZE[:FILL[:V]]]...\n"
-        "                         [--device D] [--config CFG | --all-configs | --sample K]\n"
-        "                         [--seed S] [--blocks N] [--json] [--jsonl OUT]\n\n"
-        "Predict a T1 kernel's time on GPU D (default a100-pcie) without one: NVRTC's\n"
-        "resources and SASS for D's architecture, and a sample of N blocks (default 8: corners,\n"
-        "edges, interior) emulated with the profile on, scaled to the grid (docs/t1.md).\n"
-        "--all-configs predicts every configuration the file's conditions allow, --sample K\n"
-        "K of them drawn from --seed S (default 1) and the default; each is a JSON line of\n"
-        "--jsonl OUT (appended; configurations OUT holds for D at N blocks are not predicted\n"
-        "again; an OUT of another kernel or problem size is refused).\n"
-        "--arg replaces an argument's type, size and fill where the file's do not say what\n"
-        "the kernel reads.\n");
+    fprintf(f,
+            "       flaretune inspect --t1 FILE [--kernel-file F] [--arg "
+            "NAME=TYPE:SIZE[:FILL[:V]]]...\n"
+            "                         [--device D] [--config CFG | --all-configs | --sample K]\n"
+            "                         [--seed S] [--blocks N] [--json] [--jsonl OUT]\n\n"
+            "Predict a T1 kernel's time on GPU D (default a100-pcie) without one: NVRTC's\n"
+            "resources and SASS for D's architecture, and a sample of N blocks (default 8: half\n"
+            "on the grid's edge, half inside) emulated with the profile on, scaled to the grid\n"
+            "(docs/t1.md). A configuration the compiler refuses, or that fits no SM, cannot run.\n"
+            "--all-configs predicts every configuration the file's conditions allow, --sample K\n"
+            "K of them drawn from --seed S (default 1) and the default; each is a JSON line of\n"
+            "--jsonl OUT (appended; configurations OUT holds for D at N blocks from this source\n"
+            "are not predicted again; an OUT of another kernel, problem size or source is\n"
+            "refused).\n"
+            "--arg replaces an argument's type, size and fill where the file's do not say what\n"
+            "the kernel reads.\n");
 }
 
 /* The file's ProblemSize as a JSON array. */
@@ -62,14 +63,15 @@ static json_t *problem_of(const ft_t1 *t) {
     return a;
 }
 
-static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g, long blocks,
-                       const ft_t1_prediction *p, const char *error) {
+static json_t *line_of(const ft_t1 *t, const char *source, const ft_config *c, const ft_gpu_spec *g,
+                       long blocks, const ft_t1_prediction *p, const char *error) {
     char key[1024], cfg[1024];
     ft_t1_key(t, c, key, sizeof key);
     ft_config_format(&t->space, c, cfg, sizeof cfg);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i}", "key", key, "config", cfg,
-                          "device", g->name, "kernel", t->kernel_name, "problem_size",
-                          problem_of(t), "blocks", (int)blocks, "model", FT_PREDICT_MODEL);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:s}", "key", key, "config", cfg, "device",
+                  g->name, "kernel", t->kernel_name, "problem_size", problem_of(t), "blocks",
+                  (int)blocks, "model", FT_PREDICT_MODEL, "source", source);
     if (error) {
         json_object_set_new(o, "error", json_string(error));
         return o;
@@ -105,11 +107,13 @@ static json_t *line_of(const ft_t1 *t, const ft_config *c, const ft_gpu_spec *g,
     return o;
 }
 
-/* Keys OUT already holds for device g at this sample size, predicted (complete lines only; a
- * line that failed is tried again). *other is set when OUT holds a line of another kernel or
- * problem size (lines written before those were recorded count as this problem's). */
-static char **done_keys(const char *path, const ft_t1 *t, const char *device, long blocks, int *n,
-                        int *other) {
+/* Keys OUT already holds for device g at this sample size, predicted from this source
+ * (ft_t1_source_digest) by this model (complete lines only; a line that failed, or that does not
+ * say its source, is predicted again). *other is set when OUT holds a line of another kernel,
+ * problem size or source (lines written before kernel and problem were recorded count as this
+ * problem's). */
+static char **done_keys(const char *path, const ft_t1 *t, const char *source, const char *device,
+                        long blocks, int *n, int *other) {
     *n = 0;
     *other = 0;
     FILE *f = fopen(path, "r");
@@ -127,8 +131,11 @@ static char **done_keys(const char *path, const ft_t1 *t, const char *device, lo
         const char *d = json_string_value(json_object_get(o, "device"));
         const char *kn = json_string_value(json_object_get(o, "kernel"));
         const json_t *ps = json_object_get(o, "problem_size"), *bl = json_object_get(o, "blocks");
-        if ((kn && strcmp(kn, t->kernel_name) != 0) || (ps && !json_equal(ps, problem))) *other = 1;
-        if (k && d && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
+        const char *src = json_string_value(json_object_get(o, "source"));
+        if ((kn && strcmp(kn, t->kernel_name) != 0) || (ps && !json_equal(ps, problem)) ||
+            (src && strcmp(src, source) != 0))
+            *other = 1;
+        if (k && d && src && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
             (!bl || json_integer_value(bl) == blocks) &&
             json_integer_value(json_object_get(o, "model")) == FT_PREDICT_MODEL) {
             if (*n == cap) {
@@ -212,7 +219,13 @@ int ft_cli_inspect_t1(int argc, char **argv) {
         return code;
     }
     int ndone = 0, other = 0;
-    char **done = jsonl ? done_keys(jsonl, t, g->name, blocks, &ndone, &other) : NULL;
+    char source[33] = "";
+    if (ft_t1_source_digest(t, source, &err) != FT_OK) {
+        free(cfgs);
+        ft_t1_free(t);
+        return ft_cli_fail_err(&err);
+    }
+    char **done = jsonl ? done_keys(jsonl, t, source, g->name, blocks, &ndone, &other) : NULL;
     if (done) qsort(done, (size_t)ndone, sizeof *done, cmp_str);
     if (other) {
         for (int i = 0; i < ndone; i++)
@@ -221,8 +234,8 @@ int ft_cli_inspect_t1(int argc, char **argv) {
         free(cfgs);
         ft_t1_free(t);
         return ft_cli_fail(FT_EXIT_USAGE,
-                           "inspect: %s holds predictions of another kernel or problem size than "
-                           "%s's: give another --jsonl",
+                           "inspect: %s holds predictions of another kernel or problem size, or "
+                           "of another source, than %s's: give another --jsonl",
                            jsonl, a.path);
     }
     FILE *out = NULL;
@@ -253,7 +266,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
             code = ft_cli_fail_err(&e);
             break;
         }
-        json_t *line = line_of(t, &cfgs[i], g, blocks, &p, s ? e.msg : NULL);
+        json_t *line = line_of(t, source, &cfgs[i], g, blocks, &p, s ? e.msg : NULL);
         failed += s != FT_OK;
         made++;
         if (out) {
@@ -288,7 +301,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
                 printf("  registers %d, spills %d, SASS %s%s%s\n", p.regs, p.spills, p.has_sass ? "read" : "not read",
                        p.unfit[0] ? "; cannot run: " : "", p.unfit);
                 if (p.nvrtc_error[0])
-                    printf("  NVRTC refused it (nvcc may build it): %s\n", p.nvrtc_error);
+                    printf("  NVRTC refused it, as nvcc does: %s\n", p.nvrtc_error);
                 if (p.unfit[0]) { /* the figures would assume an occupancy it cannot have */
                     printf("  predicted none: it cannot run on %s", g->name);
                 } else {
