@@ -270,7 +270,7 @@ static void test_from_props(void) {
     ft_err err = {0};
     FT_CHECK(ft_gpu_spec_from_props(&p, &s, &err) == FT_OK, "%s", err.msg);
     FT_CHECK(s.sm_clock_hz == 1.98e9 && s.schedulers_per_sm == 4 && s.l2_bw == 5120 * 1.98e9 &&
-                 s.launch_s == FT_GPU_LAUNCH_S && s.mem_bw == 0,
+                 s.launch_s == FT_GPU_LAUNCH_S && s.mem_bw == 0 && s.lsu_per_clock == 1,
              "present device's figures: clock %g, L2 %g", s.sm_clock_hz, s.l2_bw);
     const int cases[][3] = {{256, 32, 0}, {256, 128, 0}, {128, 32, 100 * 1024}, {32, 16, 0}};
     for (int i = 0; i < 4; i++) {
@@ -282,8 +282,15 @@ static void test_from_props(void) {
     }
     p.cc_major = 8;
     p.cc_minor = 6;
-    FT_CHECK(ft_gpu_spec_from_props(&p, &s, &err) == FT_OK && s.max_blocks_per_sm == 16,
-             "sm_86 blocks %d", s.max_blocks_per_sm);
+    FT_CHECK(ft_gpu_spec_from_props(&p, &s, &err) == FT_OK && s.max_blocks_per_sm == 16 &&
+                 s.lsu_per_clock == 0.5,
+             "sm_86 blocks %d, LSU %g a clock", s.max_blocks_per_sm, s.lsu_per_clock);
+    /* Every device of the table has its architecture's LSU rate: half on GA10x and Ada. */
+    for (int i = 0; i < ft_gpu_spec_count(); i++) {
+        const ft_gpu_spec *g = ft_gpu_spec_at(i);
+        double want = g->cc_major == 8 && g->cc_minor != 0 ? 0.5 : 1;
+        FT_CHECK(g->lsu_per_clock == want, "%s: LSU %g a clock", g->name, g->lsu_per_clock);
+    }
     p.cc_major = 7;
     p.cc_minor = 5;
     FT_CHECK(ft_gpu_spec_from_props(&p, &s, &err) == FT_EUNSUPPORTED, "sm_75");

@@ -79,6 +79,9 @@ static void test_record(void) {
      * (one per 32 bytes a thread moves). */
     FT_CHECK_NEAR(in.fp32_instructions, 56 * 5 * 106.0 / 112 + 15 * 5632.0 / 32 / 32, 1e-9);
     FT_CHECK_NEAR(in.convert_instructions, 56 * 2 * 106.0 / 112, 1e-9); /* straight line only */
+    /* The LSU's: the straight line's LDG and STG, the loop's 12 memory instructions a run, and
+     * the 20 shared stores counted one a request (not the mma). */
+    FT_CHECK_NEAR(in.lsu_instructions, 56 * 2 * 106.0 / 112 + 12 * 5632.0 / 32 / 32 + 20, 1e-9);
     /* A loop that reads shared memory only: the straight line now holds all 5 LDGs and 3 STGs,
      * of which 150 of 448 were issued; the 30 shared loads, at the loop's 60 / 6. */
     f.sass.loops[0].mix.count[FT_SASS_LDG] = f.sass.loops[0].mix.count[FT_SASS_STG] = 0;

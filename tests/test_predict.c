@@ -103,6 +103,35 @@ static void test_tensor_and_shared(void) {
     FT_CHECK_NEAR(p.limit[FT_BOUND_SHARED], 0.5e-3, 1e-15);
 }
 
+static void test_lsu(void) {
+    /* Conflict-free LDS.32: a wavefront and an LSU instruction each. The RTX A4000's LSU takes
+     * half an instruction a clock (GA10x), so 48 SMs x 1.56 GHz of them take 2 ms there, where
+     * their wavefronts take 1 ms; the A100's takes one a clock: 108 x 1.41 GHz take 1 ms, as
+     * their wavefronts do. */
+    const ft_gpu_spec *a4000 = ft_gpu_spec_find("rtx-a4000"), *a100 = ft_gpu_spec_find("a100-pcie");
+    FT_CHECK(a4000 && a100 && a4000->lsu_per_clock == 0.5 && a100->lsu_per_clock == 1,
+             "LSU rates: %g, %g", a4000 ? a4000->lsu_per_clock : -1,
+             a100 ? a100->lsu_per_clock : -1);
+    double n = 48 * 1.56e9 * 1e-3;
+    ft_predict_in in = {.shared_wavefronts = n, .lsu_instructions = n};
+    ft_prediction p = ft_predict(a4000, &in);
+    check_bound(&p, FT_BOUND_L1, 2e-3);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_SHARED], 1e-3, 1e-15);
+    n = 108 * 1.41e9 * 1e-3;
+    in = (ft_predict_in){.shared_wavefronts = n, .lsu_instructions = n};
+    p = ft_predict(a100, &in);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_L1], 1e-3, 1e-15);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_SHARED], 1e-3, 1e-15);
+    /* LDS.128, four wavefronts an instruction: the wavefronts bound on both. */
+    in.lsu_instructions = n / 4;
+    p = ft_predict(a100, &in);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_L1], 1e-3, 1e-15);
+    n = 48 * 1.56e9 * 1e-3;
+    in = (ft_predict_in){.shared_wavefronts = n, .lsu_instructions = n / 4};
+    p = ft_predict(a4000, &in);
+    FT_CHECK_NEAR(p.limit[FT_BOUND_L1], 1e-3, 1e-15);
+}
+
 static void test_small_grid(void) {
     /* 10 blocks of 256 threads use 10 of the 132 SMs: the tensor cores of 10 SMs only. */
     ft_predict_in in = {.mma_flops = 989.5e12 * 1e-3, .blocks = 10, .block_threads = 256};
@@ -204,17 +233,18 @@ static void test_monotone(void) {
                                   .warp_instructions = scale[f] / 8,
                                   .fp32_instructions = scale[f] / 16,
                                   .convert_instructions = scale[f] / 256,
+                                  .lsu_instructions = scale[f] / 32,
                                   .mma_flops = scale[f] * 100,
                                   .blocks = 50,
                                   .block_threads = 128,
                                   .warps_per_sm = 12};
             double t0 = ft_predict(g, &base).seconds;
-            for (int k = 0; k < 8; k++) {
+            for (int k = 0; k < 9; k++) {
                 ft_predict_in more = base;
-                double *w[] = {&more.dram_bytes,           &more.l2_bytes,
-                               &more.shared_wavefronts,    &more.global_wavefronts,
-                               &more.warp_instructions,    &more.fp32_instructions,
-                               &more.convert_instructions, &more.mma_flops};
+                double *w[] = {
+                    &more.dram_bytes,           &more.l2_bytes,          &more.shared_wavefronts,
+                    &more.global_wavefronts,    &more.warp_instructions, &more.fp32_instructions,
+                    &more.convert_instructions, &more.mma_flops,         &more.lsu_instructions};
                 *w[k] = *w[k] * 3 + 1e4;
                 FT_CHECK(ft_predict(g, &more).seconds >= t0, "%s: more of input %d is faster",
                          g->name, k);
@@ -245,6 +275,7 @@ int main(void) {
     FT_RUN(test_fp32);
     FT_RUN(test_convert);
     FT_RUN(test_tensor_and_shared);
+    FT_RUN(test_lsu);
     FT_RUN(test_small_grid);
     FT_RUN(test_launch_and_empty);
     FT_RUN(test_sum);

@@ -44,30 +44,32 @@
 #define FT_CLOCK(hz) .sm_clock_hz = (hz), .l2_bw = FT_L2_BYTES_PER_CLOCK * (hz)
 
 /* An architecture: its name and compute capability, threads and blocks per SM, shared memory
- * per SM and per block (opt-in), KiB; the limits all share. */
-#define FT_ARCH(name, major, minor, threads, blocks, smem_kib, optin_kib, fp32_lanes)              \
+ * per SM and per block (opt-in), KiB, FP32 lanes and LSU instructions a clock per SM; the limits
+ * all share. */
+#define FT_ARCH(name, major, minor, threads, blocks, smem_kib, optin_kib, fp32_lanes, lsu)         \
     .arch = name, .cc_major = major, .cc_minor = minor, .max_threads_per_sm = threads,             \
-    .max_blocks_per_sm = blocks, .smem_per_sm = (smem_kib) * KIB,                                  \
-    .smem_per_block_optin = (optin_kib) * KIB, .fp32_lanes_per_sm = fp32_lanes, FT_SM80_PLUS
+    .max_blocks_per_sm = blocks, .smem_per_sm = (smem_kib)*KIB,                                    \
+    .smem_per_block_optin = (optin_kib)*KIB, .fp32_lanes_per_sm = fp32_lanes,                      \
+    .lsu_per_clock = lsu, FT_SM80_PLUS
 
-/* Each architecture's per-SM limits, from its tuning guide, and its FP32 lanes per SM, from its
- * whitepaper (each datasheet's FP32 figure is SMs x lanes x 2 x clock: test_cuda_specs). Ampere:
- * up to 164 KB shared memory per SM, 163 KB per block, 32 blocks and 2048 threads per SM; GA100
- * has 64 FP32 lanes per SM. */
-#define FT_ARCH_SM80 FT_ARCH("sm_80", 8, 0, 2048, 32, 164, 163, 64)
+/* Each architecture's per-SM limits, from its tuning guide; its FP32 lanes per SM, from its
+ * whitepaper (each datasheet's FP32 figure is SMs x lanes x 2 x clock: test_cuda_specs); its
+ * LSU's instructions per clock (specs.h). Ampere: up to 164 KB shared memory per SM, 163 KB per
+ * block, 32 blocks and 2048 threads per SM; GA100 has 64 FP32 lanes per SM. */
+#define FT_ARCH_SM80 FT_ARCH("sm_80", 8, 0, 2048, 32, 164, 163, 64, FT_LSU_PER_CLOCK_DC)
 /* GA10x (compute capability 8.6): 100 KB shared memory per SM, 99 KB per block, 16 blocks and
  * 1536 threads per SM; 128 FP32 lanes per SM (GA102 whitepaper: each sub-partition's second
  * datapath runs FP32 or INT32). */
-#define FT_ARCH_SM86 FT_ARCH("sm_86", 8, 6, 1536, 16, 100, 99, 128)
+#define FT_ARCH_SM86 FT_ARCH("sm_86", 8, 6, 1536, 16, 100, 99, 128, FT_LSU_PER_CLOCK_GA10X)
 /* Ada: 100 KB shared memory per SM, 99 KB per block, 24 blocks and 1536 threads per SM; 128
  * FP32 lanes per SM. */
-#define FT_ARCH_SM89 FT_ARCH("sm_89", 8, 9, 1536, 24, 100, 99, 128)
+#define FT_ARCH_SM89 FT_ARCH("sm_89", 8, 9, 1536, 24, 100, 99, 128, FT_LSU_PER_CLOCK_GA10X)
 /* Hopper: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM; 128
  * FP32 lanes per SM. */
-#define FT_ARCH_SM90A FT_ARCH("sm_90a", 9, 0, 2048, 32, 228, 227, 128)
+#define FT_ARCH_SM90A FT_ARCH("sm_90a", 9, 0, 2048, 32, 228, 227, 128, FT_LSU_PER_CLOCK_DC)
 /* Blackwell: 228 KB shared memory per SM, 227 KB per block, 32 blocks and 2048 threads per SM;
  * 128 FP32 lanes per SM. */
-#define FT_ARCH_SM100A FT_ARCH("sm_100a", 10, 0, 2048, 32, 228, 227, 128)
+#define FT_ARCH_SM100A FT_ARCH("sm_100a", 10, 0, 2048, 32, 228, 227, 128, FT_LSU_PER_CLOCK_DC)
 
 /* One row a device: its name, aliases and model string, its architecture, then its
  * datasheet's numbers: SMs, L2 bytes, memory bytes, DRAM bandwidth (bytes/s), dense bf16
@@ -194,6 +196,9 @@ ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err
     /* Per-SM block slots by compute capability (CUDA programming guide, "Technical
      * Specifications per Compute Capability"). */
     int blocks = 32;
+    /* The LSU's rate (specs.h): half on the non-datacenter parts of 8.x. */
+    double lsu =
+        p->cc_major == 8 && p->cc_minor != 0 ? FT_LSU_PER_CLOCK_GA10X : FT_LSU_PER_CLOCK_DC;
     if (p->cc_major == 8 && p->cc_minor == 9)
         blocks = 24;
     else if (p->cc_major == 8 && p->cc_minor != 0)
@@ -224,6 +229,7 @@ ft_status ft_gpu_spec_from_props(const ft_dev_props *p, ft_gpu_spec *out, ft_err
         .mem_bytes = p->mem_bytes,
         FT_SM80_UNITS,
         FT_SM80_ISSUE,
+        .lsu_per_clock = lsu,
         FT_CLOCK(p->clock_khz * 1e3),
     };
     return FT_OK;

@@ -56,6 +56,8 @@ typedef struct ft_gpu_spec {
     int converts_per_sm;         /* type conversions (F2I, I2F, F2F, ...) per clock per SM    */
     double l2_bw;                /* L2 bandwidth to the SMs, bytes/s                        */
     double smem_bytes_per_clock; /* shared-memory bandwidth of one SM (one wavefront a clock) */
+    double lsu_per_clock;        /* memory instructions (shared, global, local) the SM's LSU
+                                    takes a clock: 1, or 0.5 on GA10x and Ada (specs.h)       */
     double launch_s;             /* the fixed cost of one kernel launch (FT_GPU_LAUNCH_S)   */
 } ft_gpu_spec;
 
@@ -81,6 +83,16 @@ typedef struct ft_gpu_spec {
  * architecture of the table (CUDA programming guide, "Shared Memory", compute capability 5.x
  * and later). */
 #define FT_SMEM_BYTES_PER_CLOCK 128.0
+/* The load/store unit's instructions per clock per SM (shared, global and local loads and
+ * stores, atomics): 1 on the datacenter architectures (GV100, GA100, GH100), 0.5 on GA10x (RTX
+ * A4000, A6000) and Ada: Nsight Compute's sm__inst_executed_pipe_lsu.avg.peak_sustained, as
+ * NVIDIA's Nsight Compute team gives it (forums.developer.nvidia.com/t/261150: "The A4000
+ * (GA104) based GPU has a sustained throughput of 0.5 LSU instructions/cycle and 1 LSU
+ * wavefront/cycle ... CC 7.0 (GV100), CC 8.0 (GA100) and CC 9.0 (GH100) can sustain 1 LSU
+ * instruction/cycle/SM"). Blackwell's datacenter part (sm_100a) is taken to keep GH100's. On
+ * GA10x a warp's LDS.32 thus takes two clocks of the LSU where its wavefront takes one. */
+#define FT_LSU_PER_CLOCK_DC    1.0
+#define FT_LSU_PER_CLOCK_GA10X 0.5
 
 /* The table: A100, H100, H200, L40S, RTX 4090, B200 (in that order). */
 int ft_gpu_spec_count(void);

@@ -89,14 +89,14 @@ static json_t *line_of(const ft_t1 *t, const char *source, const ft_config *c, c
     json_object_set_new(o, "sampled", json_pack("{s:i, s:i, s:I}", "boundary", p->sampled_boundary,
                                                 "interior", p->sampled_interior, "of",
                                                 (json_int_t)p->blocks));
-    json_object_set_new(o, "inputs",
-                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "dram_bytes",
-                                  p->in.dram_bytes, "l2_bytes", p->in.l2_bytes,
-                                  "shared_wavefronts", p->in.shared_wavefronts,
-                                  "global_wavefronts", p->in.global_wavefronts, "warp_instructions",
-                                  p->in.warp_instructions, "fp32_instructions",
-                                  p->in.fp32_instructions, "convert_instructions",
-                                  p->in.convert_instructions, "warps_per_sm", p->in.warps_per_sm));
+    json_object_set_new(
+        o, "inputs",
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "dram_bytes", p->in.dram_bytes,
+                  "l2_bytes", p->in.l2_bytes, "shared_wavefronts", p->in.shared_wavefronts,
+                  "global_wavefronts", p->in.global_wavefronts, "warp_instructions",
+                  p->in.warp_instructions, "fp32_instructions", p->in.fp32_instructions,
+                  "convert_instructions", p->in.convert_instructions, "lsu_instructions",
+                  p->in.lsu_instructions, "warps_per_sm", p->in.warps_per_sm));
     json_object_set_new(o, "regs", json_integer(p->regs));
     json_object_set_new(o, "spills", json_integer(p->spills));
     json_object_set_new(o, "sass", json_boolean(p->has_sass));

@@ -307,6 +307,10 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
         ft_kfacts_issue(k, p->t, p->coll[FT_EMU_COLL_MMA], warps, kept, by_class);
     in.fp32_instructions = by_class[FT_SASS_FP32];
     in.convert_instructions = by_class[FT_SASS_CONVERT];
+    static const ft_sass_class lsu[] = {FT_SASS_LDG,  FT_SASS_STG,  FT_SASS_LDS,   FT_SASS_STS,
+                                        FT_SASS_LDSM, FT_SASS_ATOM, FT_SASS_LOCAL, FT_SASS_LDGSTS};
+    for (size_t i = 0; i < sizeof lsu / sizeof lsu[0]; i++)
+        in.lsu_instructions += by_class[lsu[i]];
     in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
     in.l2_bytes = 32 * kept_sum(p->t, kept, 1, 0); /* sectors */
     in.shared_wavefronts = kept_sum(p->t, kept, 0, 0);

@@ -58,6 +58,9 @@ ft_prediction ft_predict(const ft_gpu_spec *g, const ft_predict_in *in) {
     p.limit[FT_BOUND_SHARED] = per(pos(in->shared_wavefronts), wavefronts_per_s);
     p.limit[FT_BOUND_L1] =
         per(pos(in->shared_wavefronts) + pos(in->global_wavefronts), wavefronts_per_s);
+    /* The LSU takes its instructions at its own rate, below the wavefronts' on GA10x and Ada. */
+    double lsu = per(pos(in->lsu_instructions), sms_used * clock * pos(g->lsu_per_clock));
+    if (lsu > p.limit[FT_BOUND_L1]) p.limit[FT_BOUND_L1] = lsu;
     double schedulers = g->schedulers_per_sm > 0 ? g->schedulers_per_sm : 4;
     double per_scheduler = resident_warps(g, in, blocks, sms_used) / schedulers;
     double hiding = per_scheduler / FT_PREDICT_WARPS_TO_HIDE;

@@ -15,7 +15,9 @@
  *   shared  = wavefronts / (SMs used x 1 per clock x clock)
  *   l1      = (shared wavefronts + global wavefronts) / (SMs used x 1 per clock x clock): the
  *             L1 and shared memory are one array with one data stage, through which a global
- *             request takes a wavefront for each 128-byte line it touches
+ *             request takes a wavefront for each 128-byte line it touches; or, when longer, the
+ *             LSU's instructions / (SMs used x LSU instructions per clock x clock), which on
+ *             GA10x and Ada take half a clock's rate (specs.h)
  *   issue   = warp instructions / (SMs used x schedulers x clock x latency hiding)
  *   fp32    = FP32 warp instructions x 32 / (SMs used x FP32 lanes per SM x clock x hiding)
  *   convert = conversion warp instructions x 32 / (SMs used x conversions per SM x clock)
@@ -57,8 +59,10 @@
  *    the check's cache changed: none is DRAM-bound).
  * 5: a sample's boundary blocks are taken at even steps round the grid's edges, its interior
  *    ones as a Latin hypercube, and the planes are dealt to them by a permutation (before: the
- *    corners, then the edges' middles, and independent draws, planes in the blocks' order). */
-#define FT_PREDICT_MODEL 5
+ *    corners, then the edges' middles, and independent draws, planes in the blocks' order).
+ * 6: the l1 limit is also the LSU's instructions at its rate: half a clock's on GA10x and Ada,
+ *    so a warp's conflict-free shared load takes two clocks there (specs.h). */
+#define FT_PREDICT_MODEL 6
 
 typedef enum ft_bound {
     FT_BOUND_DRAM,
@@ -84,6 +88,8 @@ typedef struct ft_predict_in {
     double warp_instructions; /* warp instructions issued, all warps                         */
     double fp32_instructions; /* of which FP32 (FFMA, FADD, FMUL, ...): the FP32 pipe's      */
     double convert_instructions; /* of which type conversions (F2I, I2F, F2F, F2FP, FRND) */
+    double lsu_instructions;     /* of which the LSU's: shared, global and local loads and
+                                    stores, cp.async, ldmatrix, atomics                          */
     double mma_flops;         /* tensor-core FLOPs                                           */
     double blocks;            /* blocks in the grid                                          */
     int block_threads;
