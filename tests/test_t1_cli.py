@@ -50,6 +50,12 @@ T1 = os.path.join(HERE, "data", "t1", "saxpy_tiled.json")
 STATE = {}
 
 
+def dump(path, doc):
+    """Write doc as JSON to path."""
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
 def test_space():
     rc, out, err = run("space", "--t1", T1)
     check(rc == 0 and "42 allowed by the conditions" in out and "64 configurations" in out,
@@ -193,8 +199,7 @@ def test_inspect():
                               {"Name": "n", "Type": "int32", "MemoryType": "Scalar",
                                "FillValue": 4096}]}}
     cst = os.path.join(tmp, "cst.json")
-    with open(cst, "w") as f:
-        json.dump(cdoc, f)
+    dump(cst, cdoc)
     rc, out, err = run("inspect", "--t1", cst, "--device", "h200", "--blocks", "64", "--json")
     ins = json.loads(out).get("inputs", {}) if rc == 0 else {}
     check(rc == 0 and ins.get("l2_bytes") == 4096 * 8 and ins.get("dram_bytes") == 4096 * 8,
@@ -203,8 +208,7 @@ def test_inspect():
     # is predicted for it in words (the JSON line keeps its figures beside `unfit`, for the
     # prediction check to count).
     cdoc["KernelSpecification"]["SharedMemory"] = 150000
-    with open(cst, "w") as f:
-        json.dump(cdoc, f)
+    dump(cst, cdoc)
     rc, out, err = run("inspect", "--t1", cst, "--device", "rtx-a4000", "--blocks", "8")
     check(rc == 0 and "cannot run:" in out and
           "predicted none: it cannot run on rtx-a4000" in out and " us, " not in out,
@@ -228,8 +232,7 @@ def test_inspect():
                 "    buf[threadIdx.x] = i < n ? x[i] : 0.0f;\n    __syncthreads();\n"
                 "    if (i < n) y[i] = 2.0f * buf[threadIdx.x];\n}\n")
     cdoc["KernelSpecification"]["SharedMemory"] = 0
-    with open(cst, "w") as f:
-        json.dump(cdoc, f)
+    dump(cst, cdoc)
     rc, out, err = run("inspect", "--t1", cst, "--device", "a100-pcie", "--blocks", "8")
     check(rc == 0 and (not has_nvrtc() or ("NVRTC refused it" in out and
                                            "too much shared data" in out and
@@ -248,8 +251,7 @@ def test_inspect():
     doc["KernelSpecification"]["KernelFile"] = os.path.join(os.path.dirname(T1),
                                                             "saxpy_tiled.cu")
     big = os.path.join(tmp, "saxpy_20000.json")
-    with open(big, "w") as f:
-        json.dump(doc, f)
+    dump(big, doc)
     one_line_error(["inspect", "--t1", big, "--sample", "5", "--jsonl", jl], 2,
                    "another kernel or problem size")
     # Predictions of another source are never taken for this one's: the same T1 file over an
@@ -261,8 +263,7 @@ def test_inspect():
         "ProblemSize"]
     doc["KernelSpecification"]["KernelFile"] = edited
     other_src = os.path.join(tmp, "saxpy_edited.json")
-    with open(other_src, "w") as f:
-        json.dump(doc, f)
+    dump(other_src, doc)
     one_line_error(["inspect", "--t1", other_src, "--sample", "5", "--jsonl", jl], 2,
                    "of another source")
     with open(jl) as f:
@@ -357,8 +358,7 @@ def test_kt_cache_resume():
           f"the T4 file's timestamps, resumed ones too: {sorted(set(stamps))[:3]}")
     doc["tune_params"]["block_size_x"] = [32, 64]
     other = os.path.join(tmp, "other.kt.json")
-    with open(other, "w") as f:
-        json.dump(doc, f)
+    dump(other, doc)
     one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--kt-cache", other], 2,
                    "another tuning problem (its tune_params differs")
     with open(other) as f:
@@ -382,8 +382,7 @@ def test_reference_file():
         if a["Name"] in ("x", "coef"):
             a["FillType"], a["FillValue"] = "Constant", 2.0 if a["Name"] == "x" else 3.0
     t1 = os.path.join(tmp, "saxpy_constant.json")
-    with open(t1, "w") as f:
-        json.dump(doc, f)
+    dump(t1, doc)
     kfile = os.path.join(HERE, "data", "t1", "saxpy_tiled.cu")
     good, bad = os.path.join(tmp, "y.npy"), os.path.join(tmp, "y_bad.npy")
     write_npy(good, "<f4", [7.0] * 10000)
@@ -469,8 +468,7 @@ def test_integer_outputs():
                         FillValue=1.0),
                    {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 512}]}}
     t1 = os.path.join(tmp, "flags.json")
-    with open(t1, "w") as f:
-        json.dump(doc, f)
+    dump(t1, doc)
     rc, out, err = run("tune", "--t1", t1, "--backend", "cuda-emu", "--strategy", "exhaustive",
                        "--budget", "0", "--reps", "1")
     rejected = sorted(re.search(r"bug=(\d)", l).group(1) + ("idx" if "idx[" in l else "sat")
@@ -500,8 +498,7 @@ def test_integer_outputs():
                          {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 512}]
     doc["ConfigurationSpace"]["TuningParameters"] = doc["ConfigurationSpace"]["TuningParameters"][:1]
     acc = os.path.join(tmp, "acc.json")
-    with open(acc, "w") as f:
-        json.dump(doc, f)
+    dump(acc, doc)
     one_line_error(["tune", "--t1", acc, "--backend", "cuda-emu", "--strategy", "exhaustive",
                     "--budget", "0", "--reps", "1"], 1, "declare it ReadWrite")
 
@@ -552,8 +549,7 @@ def test_profile():
         sdoc = json.load(f)
     for kk in sdoc["kernels"]:
         kk["interrupted"] = True
-    with open(stopped, "w") as f:
-        json.dump(sdoc, f)
+    dump(stopped, sdoc)
     rc, out, err = run("show", stopped, "--op", "t1:saxpy_tiled")
     check(rc == 0 and "stopped" in out.splitlines()[-1], f"show marks a stopped kernel: {out}{err}")
     rc, out, err = run("emit", prof, "--format", "json")
@@ -568,8 +564,7 @@ def test_profile():
     with open(prof) as f:
         doc = json.load(f)
     doc["kernels"].append(extra)
-    with open(prof, "w") as f:
-        json.dump(doc, f)
+    dump(prof, doc)
     header = os.path.join(tmp, "tuned_t1.h")
     rc, out, err = run("emit", prof, "-o", header)
     check(rc == 0 and f"{nops + 2} entries" in out, f"emit c-header: exit {rc}: {out}{err}")
@@ -602,8 +597,7 @@ def test_profile():
     with open(header, "rb") as f:
         before = f.read()
     doc["kernels"].append(dict(k, kernel="k" * 4096))
-    with open(prof, "w") as f:
-        json.dump(doc, f)
+    dump(prof, doc)
     rc, out, err = run("emit", prof, "-o", header)
     with open(header, "rb") as f:
         after = f.read()
@@ -721,8 +715,7 @@ def test_bad():
         doc = json.load(f)
     doc["KernelSpecification"]["KernelFile"] = "broken.cu"
     broken = os.path.join(STATE["tmp"], "broken.json")
-    with open(broken, "w") as f:
-        json.dump(doc, f)
+    dump(broken, doc)
     one_line_error(["inspect", "--t1", broken], 1)
     rc, out, _ = run("inspect", "--t1", broken, "--json")
     check(rc == 1 and "error" in json.loads(out), f"inspect --json of a broken kernel: {rc} {out}")
@@ -759,8 +752,7 @@ def test_bad():
         else:
             doc["KernelSpecification"][field] = value
         path = os.path.join(STATE["tmp"], f"bad_{what}.json")
-        with open(path, "w") as f:
-            json.dump(doc, f)
+        dump(path, doc)
         kfile = os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")
         for cmd in ("space", "tune", "bench", "compile"):
             if cmd == "compile" and not has_nvrtc():
