@@ -89,8 +89,10 @@ typedef struct ft_gpu_spec {
  * NVIDIA's Nsight Compute team gives it (forums.developer.nvidia.com/t/261150: "The A4000
  * (GA104) based GPU has a sustained throughput of 0.5 LSU instructions/cycle and 1 LSU
  * wavefront/cycle ... CC 7.0 (GV100), CC 8.0 (GA100) and CC 9.0 (GH100) can sustain 1 LSU
- * instruction/cycle/SM"). Blackwell's datacenter part (sm_100a) is taken to keep GH100's. On
- * GA10x a warp's LDS.32 thus takes two clocks of the LSU where its wavefront takes one. */
+ * instruction/cycle/SM"); the SM diagrams of the whitepapers agree (8 LD/ST units a
+ * sub-partition on GA100, 4 on GA102). Blackwell's datacenter part (sm_100a) is taken to keep
+ * GH100's. On GA10x a warp's LDS.32 thus takes two clocks of the LSU where its wavefront takes
+ * one. */
 #define FT_LSU_PER_CLOCK_DC    1.0
 #define FT_LSU_PER_CLOCK_GA10X 0.5
 
