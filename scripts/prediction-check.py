@@ -6,8 +6,8 @@
 
 PREDICTED.jsonl: lines of `flaretune inspect --t1 FILE --device DEVICE --sample K|--all-configs
 --jsonl PREDICTED.jsonl` (one configuration each: its `config`, `predicted_s`, or an `error`, and
-`unfit` when it cannot run on that GPU: it fits no SM, or the GPU's compiler refuses it, which
-an `nvrtc_error` in a line written before inspect said so counts as too). LANDSCAPE: the same kernel's configurations measured on
+`unfit` when it cannot run on that GPU: it fits no SM, or ptxas refuses it, which an
+`nvrtc_error` naming ptxas in a line written before inspect said so counts as too). LANDSCAPE: the same kernel's configurations measured on
 that GPU, a Kernel Tuner cache file (the FAIR benchmark hub's: its `time` in ms, an error string
 for a configuration that failed). Configurations are matched by their parameters' names and
 values. For each pair it reports, over the configurations both have (predicted and measured):
@@ -115,9 +115,9 @@ def load_predicted(path, device):
             cfg = cfg_of(o["config"])
             if o.get("error"):
                 errors += 1
-            elif o.get("unfit") or o.get("nvrtc_error"):
+            elif o.get("unfit") or "ptxas" in o.get("nvrtc_error", ""):
                 unfit[cfg] = o["predicted_s"]
-                if o.get("nvrtc_error"):
+                if "ptxas" in o.get("nvrtc_error", ""):
                     uncompiled.add(cfg)
             else:
                 pred[cfg] = o["predicted_s"]

@@ -268,6 +268,24 @@ def test_inspect():
                    "of another source")
     with open(jl) as f:
         check(f.read().splitlines() == more, "the refused run left OUT as it was")
+    # The T1 file is part of the source too: another SharedMemory changes the occupancy.
+    same = json.load(open(T1))
+    same["KernelSpecification"]["KernelFile"] = os.path.join(os.path.dirname(T1),
+                                                             same["KernelSpecification"]["KernelFile"])
+    same["KernelSpecification"]["SharedMemory"] = 100000
+    dump(os.path.join(tmp, "saxpy_smem.json"), same)
+    one_line_error(["inspect", "--t1", os.path.join(tmp, "saxpy_smem.json"), "--sample", "5",
+                    "--jsonl", jl], 2, "of another source")
+    # An option NVRTC does not know says nothing of a configuration: it is no reason it cannot
+    # run (ptxas's refusals are).
+    same["KernelSpecification"]["SharedMemory"] = 0
+    same["KernelSpecification"]["CompilerOptions"] = ["-O3"]
+    dump(os.path.join(tmp, "saxpy_o3.json"), same)
+    rc, out, err = run("inspect", "--t1", os.path.join(tmp, "saxpy_o3.json"), "--device",
+                       "rtx-a4000")
+    check(rc == 0 and "cannot run" not in out and " us, " in out and
+          (not has_nvrtc() or "NVRTC refused it: " in out),
+          f"a refused option is no unfit configuration: exit {rc}: {out} {err[-300:]}")
     unsaid = os.path.join(tmp, "unsaid.jsonl")
     old = json.loads(more[0])
     del old["source"]

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/rng.h"
 
+#include "core/paths.h"
 #include "cuda/kcache.h"
 #if FT_HAVE_CUDA
 #include "cuda/analysis/sass.h"
@@ -243,6 +244,7 @@ ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec 
     kf.block_threads = (int)threads;
     kf.dyn_smem = (size_t)t->shared_bytes;
     double t0 = ft_now_s();
+    int refused = 0; /* ptxas refused this configuration: it cannot run on that GPU */
 #if FT_HAVE_CUDA
     {
         const char *kn = t->kernel_name;
@@ -256,14 +258,16 @@ ft_status ft_t1_predict(ft_t1_bench *b, const ft_config *cfg, const ft_gpu_spec 
         const ft_nvrtc_kernel *kr = ft_nvrtc_kernel_of(&res, kn);
         if (kr) kf.info = kr->info;
         if (s != FT_OK) {
-            /* A configuration the GPU's compiler refuses is no program for that GPU: nvcc refuses
-             * it as NVRTC does (a static shared array over 48 KiB is refused on every
-             * architecture; more takes dynamic shared memory), so it cannot run there, whatever
-             * the emulator, which has no such limit, makes of it. Its figures are still
-             * predicted, for a source that differs from the one measured: the registers and
-             * shared memory ptxas reported before the refusal give the occupancy, or, when it
-             * did not run, the emulator's static shared memory alone (below). */
+            /* A configuration ptxas refuses is no program for that GPU: nvcc refuses it as
+             * NVRTC does (a static shared array over 48 KiB is refused on every architecture;
+             * more takes dynamic shared memory), so it cannot run there, whatever the emulator,
+             * which has no such limit, makes of it. (A refusal that is not ptxas's, such as an
+             * option NVRTC does not know, says nothing of the configuration.) Its figures are
+             * still predicted: the registers and shared memory ptxas reported before the
+             * refusal give the occupancy, or, when it did not run, the emulator's static shared
+             * memory alone (below). */
             snprintf(out->nvrtc_error, sizeof out->nvrtc_error, "%.250s", ne.msg);
+            refused = strstr(ne.msg, "ptxas") != NULL;
             if (!kf.info.regs) goto emulate_it;
         } else {
             const char *lowered = ft_nvrtc_lowered(&res, kn);
@@ -326,7 +330,7 @@ emulate_it:
      * and write back. */
     if (acc.p.unique_read_bytes > b->read_bytes) acc.p.unique_read_bytes = b->read_bytes;
     if (acc.p.unique_write_bytes > b->write_bytes) acc.p.unique_write_bytes = b->write_bytes;
-    if (out->nvrtc_error[0]) /* the first reason it cannot run, whatever else it has */
+    if (refused) /* the first reason it cannot run, whatever else it has */
         snprintf(out->unfit, sizeof out->unfit, "does not compile for %s", g->arch);
     out->in = ft_predict_in_of_record(&acc, kf.info.regs || kf.has_sass || kf.occ.blocks_per_sm ? &kf : NULL);
     out->in.blocks = (double)out->blocks;
@@ -348,13 +352,40 @@ ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err) {
     }
     ft_kc_hash h;
     ft_kc_hash_init(&h);
+    /* The build: with NVRTC (and which) the SASS is read, without it not. */
+#if FT_HAVE_CUDA
+    ft_kc_hash_str(&h, ft_nvrtc_version());
+#else
+    ft_kc_hash_str(&h, "no NVRTC");
+#endif
     ft_kc_hash_str(&h, t->kernel_name);
     ft_kc_hash_bytes(&h, text, len);
-    char dir[FT_KC_PATH_CAP];
+    /* The files it includes with quotes, found where NVRTC finds them: beside it, in the
+     * dialect's folder, in the -I folders of its options. */
+    char dir[FT_KC_PATH_CAP], kdir[FT_KC_PATH_CAP], dialect[FT_KC_PATH_CAP + 8];
     ft_kc_dir_of(t->kernel_file, dir, sizeof dir);
-    ft_kc_hash_includes(&h, text, dir, NULL, 0, seen, 0);
+    snprintf(dialect, sizeof dialect, "%s/cuda", ft_kernel_dir(kdir, sizeof kdir));
+    const char **incs = malloc((size_t)(2 + t->noptions) * sizeof *incs);
+    if (!incs) {
+        free(seen);
+        free(text);
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    }
+    int nincs = 0;
+    incs[nincs++] = dir;
+    incs[nincs++] = dialect;
+    for (int i = 0; i < t->noptions; i++)
+        if (strncmp(t->options[i], "-I", 2) == 0 && t->options[i][2])
+            incs[nincs++] = t->options[i] + 2;
+    ft_kc_hash_includes(&h, text, dir, incs, nincs, seen, 0);
+    free(incs);
     free(seen);
     free(text);
+    /* The T1 file itself: its launch geometry, shared memory, conditions and the rest. */
+    if (ft_kc_read_file(t->path, &text, &len) == 0) {
+        ft_kc_hash_bytes(&h, text, len);
+        free(text);
+    }
     for (int i = 0; i < t->noptions; i++) {
         ft_kc_hash_str(&h, "option");
         ft_kc_hash_str(&h, t->options[i]);

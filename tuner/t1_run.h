@@ -66,10 +66,12 @@ typedef struct ft_t1_prediction {
 } ft_t1_prediction;
 
 /* What a prediction of t's configurations reads besides the configuration and the GPU, as a
- * digest (32 hex digits; out holds 33): the kernel's name, its source and the files that
- * includes with quotes, the compiler options, and each argument's type, size and fill (which
- * --arg may change). A predicted landscape holds it in every line, so predictions of one
- * source are never taken for another's. FT_EIO when the source cannot be read. */
+ * digest (32 hex digits; out holds 33): the T1 file's text (geometry, shared memory, options,
+ * arguments as written), the kernel's name, its source and the files that includes with quotes
+ * (beside it, in the dialect's folder, in -I folders), each argument's type, size and fill as
+ * used (--arg may change them), and whether this build reads SASS (its NVRTC). A predicted
+ * landscape holds it in every line, so predictions of one source are never taken for another's.
+ * FT_EIO when the source cannot be read. */
 ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err);
 
 /* Predict cfg on GPU g with nsample blocks emulated (2 to 64; half boundary, half interior where

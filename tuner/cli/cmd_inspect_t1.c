@@ -301,7 +301,8 @@ int ft_cli_inspect_t1(int argc, char **argv) {
                 printf("  registers %d, spills %d, SASS %s%s%s\n", p.regs, p.spills, p.has_sass ? "read" : "not read",
                        p.unfit[0] ? "; cannot run: " : "", p.unfit);
                 if (p.nvrtc_error[0])
-                    printf("  NVRTC refused it, as nvcc does: %s\n", p.nvrtc_error);
+                    printf("  NVRTC refused it%s: %s\n", p.unfit[0] ? ", as nvcc does" : "",
+                           p.nvrtc_error);
                 if (p.unfit[0]) { /* the figures would assume an occupancy it cannot have */
                     printf("  predicted none: it cannot run on %s", g->name);
                 } else {

@@ -311,6 +311,10 @@ ft_predict_in ft_predict_in_of_record(const ft_dev_emu_launch_record *r, const f
                                         FT_SASS_LDSM, FT_SASS_ATOM, FT_SASS_LOCAL, FT_SASS_LDGSTS};
     for (size_t i = 0; i < sizeof lsu / sizeof lsu[0]; i++)
         in.lsu_instructions += by_class[lsu[i]];
+    /* Without the SASS each request counted one instruction, and a cp.async is two requests
+     * (its global load and its shared store) of one LDGSTS. */
+    if (!(k && k->has_sass) && in.lsu_instructions >= (double)p->cp_async)
+        in.lsu_instructions -= (double)p->cp_async;
     in.dram_bytes = (double)(p->unique_read_bytes + p->unique_write_bytes);
     in.l2_bytes = 32 * kept_sum(p->t, kept, 1, 0); /* sectors */
     in.shared_wavefronts = kept_sum(p->t, kept, 0, 0);
