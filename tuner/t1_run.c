@@ -358,7 +358,6 @@ ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err) {
 #else
     ft_kc_hash_str(&h, "no NVRTC");
 #endif
-    ft_kc_hash_str(&h, t->kernel_name);
     ft_kc_hash_bytes(&h, text, len);
     /* The files it includes with quotes, found where NVRTC finds them: beside it, in the
      * dialect's folder, in the -I folders of its options. */
@@ -381,15 +380,13 @@ ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err) {
     free(incs);
     free(seen);
     free(text);
-    /* The T1 file itself: its launch geometry, shared memory, conditions and the rest. */
-    if (ft_kc_read_file(t->path, &text, &len) == 0) {
-        ft_kc_hash_bytes(&h, text, len);
-        free(text);
-    }
-    for (int i = 0; i < t->noptions; i++) {
-        ft_kc_hash_str(&h, "option");
-        ft_kc_hash_str(&h, t->options[i]);
-    }
+    /* The T1 file itself: the kernel's name, its options, launch geometry, shared memory,
+     * conditions and the rest. */
+    if (ft_kc_read_file(t->path, &text, &len) != 0)
+        return ft_err_set(err, FT_EIO, "%s: cannot read it again", t->path);
+    ft_kc_hash_bytes(&h, text, len);
+    free(text);
+    /* The arguments as used: --arg replaces the file's. */
     for (int i = 0; i < t->nargs; i++) {
         const ft_t1_arg *a = &t->args[i];
         char line[160];
