@@ -735,6 +735,10 @@ def test_bad():
     broken = os.path.join(STATE["tmp"], "broken.json")
     dump(broken, doc)
     one_line_error(["inspect", "--t1", broken], 1)
+    # ... and so is it for bench and tune: the default configuration's failure to compile is
+    # the kernel's, not the command line's.
+    one_line_error(["bench", "--t1", broken, "--backend", "cuda-emu"], 1, "reference (default)")
+    one_line_error(["tune", "--t1", broken, "--backend", "cuda-emu"], 1, "reference (default)")
     rc, out, _ = run("inspect", "--t1", broken, "--json")
     check(rc == 1 and "error" in json.loads(out), f"inspect --json of a broken kernel: {rc} {out}")
     jl = os.path.join(STATE["tmp"], "broken.jsonl")
@@ -781,6 +785,33 @@ def test_bad():
             one_line_error([cmd, "--t1", path, "--kernel-file", kfile], 1, needle)
 
 
+def test_small_buffers():
+    """An argument declared smaller than the kernel reads or writes: on the emulator the run
+    ends with one line saying which buffer was overrun and by how much (it used to corrupt the
+    heap, or read another allocation in silence), for every command that launches it."""
+    with open(T1) as f:
+        good = json.load(f)
+    kfile = os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")
+    needle = "past the end of a 64-byte device buffer"
+    for name in ("y", "x"):
+        doc = json.loads(json.dumps(good))
+        for a in doc["KernelSpecification"]["Arguments"]:
+            if a["Name"] == name:
+                a["Size"] = "16"
+        path = os.path.join(STATE["tmp"], f"small_{name}.json")
+        dump(path, doc)
+        cmds = [["bench"], ["tune", "--budget", "2"]] + ([["inspect"]] if has_nvrtc() else [])
+        for cmd in cmds:
+            args = cmd[:1] + ["--t1", path, "--kernel-file", kfile] + cmd[1:]
+            if cmd[0] != "inspect":
+                args += ["--backend", "cuda-emu"]
+            rc, _, err = run(*args)
+            lines = [l for l in err.splitlines() if l.strip()]
+            check(rc == 1 and len(lines) == 1 and needle in lines[0] and "saxpy_tiled" in lines[0],
+                  f"{args}: exit {rc} (want 1), stderr {err.strip()!r} (want one line with "
+                  f"{needle!r})")
+
+
 def has_nvrtc():
     """Whether this flaretune was built with the CUDA toolkit (compile --t1 then runs)."""
     if "nvrtc" not in STATE:
@@ -796,7 +827,8 @@ def main():
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
                                  test_kt_cache_resume, test_reference_file,
                                  test_integer_outputs, test_profile, test_event_log,
-                                 test_interrupt, test_interrupt_group, test_bad))
+                                 test_interrupt, test_interrupt_group, test_bad,
+                                 test_small_buffers))
 
 
 if __name__ == "__main__":

@@ -676,6 +676,9 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
     if (s == FT_OK) s = mark_written(ev->r.t, &ev->ref, &zeroed, err);
     if (s != FT_OK) {
         outputs_free(&zeroed);
+        /* Compiling and launching call their failures bad arguments (a candidate's values); the
+         * default configuration's are the kernel's or the file's: not a usage error. */
+        if (err->status == FT_EINVAL) err->status = FT_EFORMAT;
         return ft_err_wrap(err, "the reference (default) configuration");
     }
     /* Its two runs must agree where it wrote: a kernel whose results depend on what an output

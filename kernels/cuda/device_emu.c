@@ -1,9 +1,10 @@
 /* device_emu.c: the SIMT emulator as a device (FT_DEV_EMU of kernels/cuda/device.h).
  *
  * Device memory is host memory (fresh allocations filled with 0xFF bytes, a NaN in every float
- * format, or with zeros while launches are profiled on a sample: emu_alloc); copies are memcpy and
- * launches are synchronous. A module is kernels/<source> compiled by the host C++ compiler with
- * -DFT_EMU into a shared object and loaded with dlopen:
+ * format, or with zeros while launches are profiled on a sample: emu_alloc), each allocation
+ * fenced by a page nothing may touch, so a kernel reaching past a buffer ends the run with one
+ * line (emu_guard.h); copies are memcpy and launches are synchronous. A module is kernels/<source>
+ * compiled by the host C++ compiler with -DFT_EMU into a shared object and loaded with dlopen:
  *
  *   c++ -x c++ -std=c++17 -DFT_EMU -DFT_EMU_STACK_LOG2=n -I<kernels/cuda> -I<emu/include>
  *       -I<source dir> -O2 -fPIC -shared -fvisibility=hidden -fno-strict-aliasing
@@ -41,9 +42,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/paths.h"
 #include "device_impl.h"
 #include "emu/emu.h"
-#include "core/paths.h"
+#include "emu_guard.h"
 #include "kcache.h"
 #include "specs.h"
 
@@ -123,11 +125,9 @@ static int ext_add(emu_dev *d, void *p, size_t n) {
 static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
     emu_dev *d = emu_of(dev);
     size_t n = bytes ? bytes : 1;
-    if (posix_memalign(ptr, 256, n) != 0) {
-        *ptr = NULL;
+    if (!(*ptr = ft_emu_guard_alloc(n)))
         return ft_err_set(err, FT_ENOMEM, "emulator: cannot allocate %zu bytes of device memory",
                           bytes);
-    }
     /* Allocations are listed only while launches are profiled, where a sample's distinct bytes
      * need them: a tuning run's allocations and frees stay O(1). */
     pthread_mutex_lock(&d->lock);
@@ -135,7 +135,7 @@ static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
     const int listed = !d->profile || ext_add(d, *ptr, n) == 0;
     pthread_mutex_unlock(&d->lock);
     if (!listed) {
-        free(*ptr);
+        ft_emu_guard_free(*ptr);
         *ptr = NULL;
         return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the allocation list");
     }
@@ -143,8 +143,9 @@ static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
      * But a launch profiled on a sample of its blocks leaves the rest of its outputs unwritten,
      * and a later kernel of the call reads them: NaN there turns every data-dependent branch
      * (decode_merge skips a split whose weight is not > 0) to never taken. Zeros read as the
-     * data of a non-empty split does (a GPU skips the empty ones, which zeros do not say). */
-    memset(*ptr, sampling ? 0 : 0xFF, n);
+     * data of a non-empty split does (a GPU skips the empty ones, which zeros do not say);
+     * fresh pages are zeros already. */
+    if (!sampling) memset(*ptr, 0xFF, n);
     return FT_OK;
 }
 
@@ -158,7 +159,7 @@ static void emu_free(ft_dev *dev, void *ptr) {
             break;
         }
     pthread_mutex_unlock(&d->lock);
-    free(ptr);
+    ft_emu_guard_free(ptr);
 }
 
 static ft_status emu_copy(ft_dev *d, void *dst, const void *src, size_t bytes, ft_copy_kind kind,
@@ -905,7 +906,9 @@ static ft_status emu_launch_locked(ft_dev *dev, ft_dev_module *mod, const char *
     l.ucontext = d->ucontext;
     l.consts = m->symbols;
     l.nconsts = m->nsymbols;
+    ft_emu_guard_running(kernel);
     ft_status s = ft_emu_run(d->pools, &l, err);
+    ft_emu_guard_running(NULL);
     if (l.prof) {
         ft_dev_emu_launch_record r;
         memset(&r, 0, sizeof r);
@@ -1068,6 +1071,9 @@ ft_status ft_dev_emu_open(int ordinal, ft_dev **out, ft_err *err) {
     if (ordinal != 0)
         return ft_err_set(err, FT_ENODEV, "the emulator has one device (ordinal 0), not %d",
                           ordinal);
+    if (ft_emu_guard_install() != 0)
+        return ft_err_set(err, FT_EINVAL, "emulator: cannot install its fault handler: %s",
+                          strerror(errno));
     emu_dev *d = calloc(1, sizeof *d);
     if (!d) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
     d->base.kind = FT_DEV_EMU;

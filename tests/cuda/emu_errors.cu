@@ -90,8 +90,8 @@ extern "C" __global__ void misaligned_float4(float *y, const float *x) {
 }
 FT_KERNEL_EXPORT(misaligned_float4)
 
-/* Reads one element past the end of x (n elements): AddressSanitizer's to report, in sanitizer
- * builds, where kernels are instrumented too. */
+/* Reads one element past the end of x (n elements): the guard page after the buffer faults, or
+ * in sanitizer builds, where kernels are instrumented too, AddressSanitizer reports it. */
 extern "C" __global__ void read_past_end(float *y, const float *x, int n) {
     y[threadIdx.x] = x[threadIdx.x + (threadIdx.x == 0 ? n : 0)];
 }
