@@ -664,6 +664,35 @@ def test_event_log():
     with open(log) as f:
         check(len(f.read().splitlines()) == len(events), "the refused run wrote nothing")
     one_line_error(["replay", log], 1, "replay the Kernel Tuner cache")
+    # export writes the log's measurements as the community's formats: every configuration the
+    # run evaluated, with the median the log recorded, the rejected ones as failures.
+    t4 = os.path.join(tmp, "t1_log.t4.json")
+    rc, _, err = run("export", log, "--format", "t4", "-o", t4)
+    check(rc == 0, f"export --format t4 of a T1 log: exit {rc}: {err}")
+    with open(t4) as f:
+        res = json.load(f)["results"]
+    got = {tuple(r["configuration"].values()): r for r in res}
+    want = {tuple(e["config"].values()): e for e in events if e["event"] in ("measured", "rejected")}
+    check(set(got) == set(want) and len(res) == 42, f"export: {len(res)} results, want 42")
+    for k, e in want.items():
+        r = got.get(k)
+        if e["event"] == "measured":
+            ok = r and r["invalidity"] == "correct" and \
+                abs(r["measurements"][0]["value"] - e["stats"]["median_s"] * 1e3) < 1e-9
+        else:
+            ok = r and r["invalidity"] == "correctness"
+        check(ok, f"export of {k}: {r} against the log's {e['event']} {e.get('stats', {}).get('median_s')}")
+    kt = os.path.join(tmp, "t1_log.kt.json")
+    rc, _, err = run("export", log, "--format", "kt-cache", "-o", kt)
+    rc2, out2, err2 = run("replay", kt, "--seeds", "2")
+    check(rc == 0 and rc2 == 0 and "42" in out2, f"the exported cache replays: {rc} {err} {rc2} {err2}")
+    # The space comes from the T1 file the log names: without it, one line.
+    with open(log) as f:
+        text = f.read()
+    moved = os.path.join(tmp, "t1_moved.jsonl")
+    with open(moved, "w") as f:
+        f.write(text.replace(json.dumps(T1)[1:-1], os.path.join(tmp, "gone.json")))
+    one_line_error(["export", moved, "--format", "t4"], 1, "gone.json")
 
 
 def test_interrupt():

@@ -412,7 +412,8 @@ ft_status ft_landscape_problem(const json_t *events, const char *name, ft_landsc
     if (strncmp(opname, "t1:", 3) == 0) /* tune --t1 --log: its measurements are in the cache */
         return ft_err_set(err, FT_EFORMAT,
                           "%s: the log of a T1 kernel's run (%s): replay the Kernel Tuner cache "
-                          "it wrote (tune --t1 --kt-cache FILE) instead",
+                          "it wrote (tune --t1 --kt-cache FILE), or the one `export --format "
+                          "kt-cache` writes from the log, instead",
                           name, opname);
     if (!(l->op = ft_op_find(opname, err))) return ft_err_wrap(err, "%s", name);
     if ((s = find_backend(bename, l->op, &l->backend, err))) return ft_err_wrap(err, "%s", name);

@@ -1061,6 +1061,107 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
     return s;
 }
 
+/* The runs of a T1 kernel's event log (tune --t1 --log) as a result: what its last run and the
+ * earlier runs of the same problem (the same "key") measured and rejected, each candidate its
+ * latest; the time an evaluation took is from the event before it to its own. */
+static ft_status result_from_log(const json_t *events, const char *name, const ft_t1 *t,
+                                 const json_t *key, ft_t1_tune_result *r, ft_err *err) {
+    memset(r, 0, sizeof *r);
+    r->best = r->reference = -1;
+    int64_t n64 = 0;
+    ft_status s = ft_t1_enumerate(t, &r->cfgs, &n64, err);
+    if (s != FT_OK) return s;
+    if (n64 > (1 << 22))
+        return ft_err_set(err, FT_EFORMAT, "%s: %lld configurations: too many", t->path,
+                          (long long)n64);
+    const int n = r->n = (int)n64;
+    r->secs = calloc((size_t)n, sizeof *r->secs);
+    r->cost = calloc((size_t)n, sizeof *r->cost);
+    r->when = calloc((size_t)n, sizeof *r->when);
+    r->error = calloc((size_t)n, sizeof *r->error);
+    r->order = calloc((size_t)n, sizeof *r->order);
+    if (!r->secs || !r->cost || !r->when || !r->error || !r->order)
+        return ft_err_set(err, FT_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        r->secs[i] = NAN;
+    int ours = 0;
+    double prev = NAN;
+    for (size_t e = 0; e < json_array_size(events); e++) {
+        const json_t *ev = json_array_get(events, e);
+        const char *what = json_string_value(json_object_get(ev, "event"));
+        const double t_ev = json_number_value(json_object_get(ev, "t"));
+        if (what && strcmp(what, "run_start") == 0) {
+            ours = json_equal(json_object_get(ev, "key"), (json_t *)key);
+            prev = t_ev;
+            continue;
+        }
+        const int measured = what && strcmp(what, "measured") == 0;
+        if (!ours || !(measured || (what && strcmp(what, "rejected") == 0))) continue;
+        ft_config cfg;
+        ft_err e2 = {0};
+        if (ft_config_from_json(&t->space, json_object_get(ev, "config"), &cfg, &e2))
+            return ft_err_set(err, FT_EFORMAT, "%s: event %zu: %s", name, e + 1, e2.msg);
+        int i = 0;
+        while (i < n && !ft_config_equal(&r->cfgs[i], &cfg))
+            i++;
+        if (i == n)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: event %zu: a configuration %s does not allow (edited since?)",
+                              name, e + 1, t->path);
+        const double med =
+            json_number_value(json_object_get(json_object_get(ev, "stats"), "median_s"));
+        if (measured && !(med > 0))
+            return ft_err_set(err, FT_EFORMAT, "%s: event %zu: no median time", name, e + 1);
+        const int again = isfinite(r->secs[i]) || r->error[i];
+        free(r->error[i]);
+        r->error[i] = NULL;
+        if (!measured) {
+            const char *m = json_string_value(json_object_get(ev, "message"));
+            if (!(r->error[i] = strdup(m && *m ? m : "rejected")))
+                return ft_err_set(err, FT_ENOMEM, "out of memory");
+        }
+        r->secs[i] = measured ? med : NAN;
+        r->cost[i] = isfinite(prev) && t_ev >= prev ? t_ev - prev : 0;
+        r->when[i] = t_ev;
+        prev = t_ev;
+        if (!again) r->order[r->nevals++] = i;
+        r->failed += !measured && !again;
+    }
+    if (!r->nevals) return ft_err_set(err, FT_EFORMAT, "%s: its runs measured nothing", name);
+    return FT_OK;
+}
+
+ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,
+                           const char *path, ft_err *err) {
+    const json_t *start = NULL;
+    for (size_t e = 0; e < json_array_size(events); e++) {
+        const json_t *ev = json_array_get(events, e);
+        const char *what = json_string_value(json_object_get(ev, "event"));
+        if (what && strcmp(what, "run_start") == 0) start = ev;
+    }
+    const char *op = start ? json_string_value(json_object_get(start, "op")) : NULL;
+    const char *t1 = start ? json_string_value(json_object_get(start, "t1")) : NULL;
+    const char *kfile = start ? json_string_value(json_object_get(start, "kernel_file")) : NULL;
+    const char *backend = start ? json_string_value(json_object_get(start, "backend")) : NULL;
+    if (!op || strncmp(op, "t1:", 3) != 0 || !t1)
+        return ft_err_set(err, FT_EFORMAT, "%s: not the log of a T1 kernel's run", name);
+    ft_t1 *t = NULL;
+    ft_status s = ft_t1_load(t1, kfile, &t, err);
+    if (s != FT_OK)
+        return ft_err_wrap(err, "%s: the log of %s's run needs its T1 file for the space", name,
+                           op + 3);
+    ft_t1_tune_result r;
+    s = result_from_log(events, name, t, json_object_get(start, "key"), &r, err);
+    if (s == FT_OK) {
+        const char *dev = json_string_value(json_object_get(start, "device"));
+        snprintf(r.device, sizeof r.device, "%s", dev ? dev : "");
+        s = ft_t1_tune_export(t, &r, backend ? backend : "", f, path, err);
+    }
+    ft_t1_tune_result_free(&r);
+    ft_t1_free(t);
+    return s;
+}
+
 void ft_t1_tune_result_free(ft_t1_tune_result *r) {
     for (int i = 0; r->error && i < r->n; i++) free(r->error[i]);
     free(r->error);

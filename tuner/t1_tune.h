@@ -115,5 +115,10 @@ json_t *ft_t1_tune_profile_entry(const ft_t1 *t, const ft_t1_tune_opts *o,
 /* The evaluated candidates as a T4 results file or a Kernel Tuner cache, written atomically. */
 ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const char *backend,
                             ft_export_format f, const char *path, ft_err *err);
+/* The measurements of a T1 kernel's event log (tune --t1 --log; name for messages) in format f
+ * to path: its T1 file, named in the log, read again for the space. Every run of the log for the
+ * same problem counts, each candidate its latest event. */
+ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,
+                           const char *path, ft_err *err);
 
 #endif
