@@ -225,6 +225,11 @@ def test_probe(tmp):
                        env=env)
     check(rc == 1 and "error" in err and "probe.cu" in err and "-DBREAK" in err,
           f"compile error: exit {rc}, stderr {err!r}")
+    # A file that is nowhere: one line naming where it was looked for, before any table.
+    one_line_error(["compile", "--source", "no_such_kernel.cu", "--arch", "sm_80"], 1,
+                   "no such file in the working directory")
+    one_line_error(["compile", "--source", "/no/such/kernel.cu", "--arch", "sm_80"], 1,
+                   "cannot read --source /no/such/kernel.cu")
 
 
 def test_damaged_cache(tmp):

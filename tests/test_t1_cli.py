@@ -754,6 +754,7 @@ def test_bad():
     one_line_error(["tune", "--t1", T1, "--backend", "cpu"], 2, "cuda or cuda-emu")
     one_line_error(["tune", "--t1", T1, "--strategy", "nope"], 2, "unknown strategy")
     one_line_error(["tune", "--t1", T1, "--arg", "x=half:4"], 2, "TYPE")
+    one_line_error(["tune", "--t1", T1, "--jobs", "1"], 2, "unknown option '--jobs' with --t1")
     one_line_error(["inspect", "--t1", T1, "--sample", "3"], 2, "--jsonl")
     # A kernel that does not compile is the kernel's failure (exit 1), in text and in JSON.
     with open(os.path.join(STATE["tmp"], "broken.cu"), "w") as f:
@@ -794,7 +795,9 @@ def test_bad():
             ("hip", "Language", "HIP", "Language \"HIP\""),
             ("local", "LocalSize", dict(ks["LocalSize"], X="0"), "LocalSize.X is 0"),
             ("grid", "ProblemSize", [2 ** 39], "the grid's x dimension"),
-            ("missing", "KernelName", None, "KernelName is missing")):
+            ("missing", "KernelName", None, "KernelName is missing"),
+            ("number", "KernelName", 7, "KernelName must be a string"),
+            ("filenumber", "KernelFile", 5, "KernelFile must be a string")):
         doc = json.loads(json.dumps(good))
         if field == "Conditions":
             doc["ConfigurationSpace"]["Conditions"].append({"Expression": value})

@@ -1,6 +1,7 @@
 /* test_t1_predict.c: a T1 kernel's time predicted from a sample of its grid (tuner/t1_run.c)
  * against the same prediction from every block of the grid emulated, on the hand-written
- * tests/data/t1/saxpy_tiled.json (a 1-D grid whose last block is partial); the sample's
+ * tests/data/t1/saxpy_tiled.json (a 1-D grid whose last block is partial) and stencil2d.json (a
+ * 2-D grid, partial in x and y, blocks sharing a halo); the sample's
  * traffic, scaled by the blocks each stratum stands for, must give the whole launch's figures.
  * Also: the arguments' fill (never all zero), --arg overrides, and bad requests. */
 #include <math.h>
@@ -66,6 +67,52 @@ static void test_sample_against_whole(void) {
     ft_t1_free(t);
 }
 
+/* The same on a 2-D grid, tests/data/t1/stencil2d.json: a 3x3 box filter over 100 x 60, whose
+ * last column and row of blocks are partial and whose blocks share a halo. A sample of 8 blocks
+ * (boundary and interior) against every block emulated. */
+static void test_sample_against_whole_2d(void) {
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "stencil2d.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
+    if (!t) return;
+    ft_dev *d = NULL;
+    FT_CHECK(ft_dev_open(FT_DEV_EMU, 0, &d, &err) == FT_OK, "%s", err.msg);
+    ft_t1_bench *b = NULL;
+    FT_CHECK(d && ft_t1_bench_open(t, d, 7, &b, &err) == FT_OK, "%s", err.msg);
+    if (!b) {
+        if (d) ft_dev_close(d);
+        ft_t1_free(t);
+        return;
+    }
+    const ft_gpu_spec *g = ft_gpu_spec_find("rtx-a4000");
+    /* 7 x 8, 7 x 8 and 4 x 15 blocks: x is 100 = 6.25 or 3.125 blocks, y 60 = 7.5 or 15 */
+    const char *cfgs[] = {"block_size_x=16,block_size_y=4,tile_size_y=2",
+                          "block_size_x=16,block_size_y=8,tile_size_y=1",
+                          "block_size_x=32,block_size_y=4,tile_size_y=1"};
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        ft_config c;
+        FT_CHECK(ft_config_parse(&t->space, cfgs[i], &c, &err) == FT_OK, "%s", err.msg);
+        ft_t1_prediction whole, part;
+        FT_CHECK(ft_t1_predict(b, &c, g, 64, &whole, &err) == FT_OK, "%s: %s", cfgs[i], err.msg);
+        FT_CHECK(ft_t1_predict(b, &c, g, 8, &part, &err) == FT_OK, "%s: %s", cfgs[i], err.msg);
+        FT_CHECK(
+            whole.sampled_boundary + whole.sampled_interior == whole.blocks &&
+                part.sampled_boundary + part.sampled_interior == 8 && part.sampled_interior > 0,
+            "%s: whole %d + %d of %lld, sample %d + %d", cfgs[i], whole.sampled_boundary,
+            whole.sampled_interior, whole.blocks, part.sampled_boundary, part.sampled_interior);
+        /* every output written once and every input read at least once: 4 + 4 bytes a pixel */
+        FT_CHECK(whole.in.dram_bytes >= 100.0 * 60 * 8, "%s: whole DRAM bytes %.0f", cfgs[i],
+                 whole.in.dram_bytes);
+        near(part.in.l2_bytes, whole.in.l2_bytes, 0.05, "2-D: L2 bytes");
+        near(part.in.dram_bytes, whole.in.dram_bytes, 0.10, "2-D: DRAM bytes");
+        near(part.in.warp_instructions, whole.in.warp_instructions, 0.05, "2-D: warp instructions");
+        near(part.pred.seconds, whole.pred.seconds, 0.05, "2-D: predicted time");
+    }
+    ft_t1_bench_close(b);
+    ft_dev_close(d);
+    ft_t1_free(t);
+}
+
 /* A grid with no interior (one or two columns, or two rows) draws the whole sample from its
  * boundary, every block distinct and in the grid; one with an interior keeps its strata. */
 static void test_sample_narrow_grids(void) {
@@ -124,5 +171,6 @@ int main(void) {
     FT_RUN(test_sample_narrow_grids);
     FT_RUN(test_args);
     FT_RUN(test_sample_against_whole);
+    FT_RUN(test_sample_against_whole_2d);
     return ft_test_finish();
 }

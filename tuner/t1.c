@@ -379,12 +379,25 @@ static ft_status check_fill(const ft_t1_arg *ar, const char *name, const char *t
     return FT_OK;
 }
 
+/* KernelSpecification's string field key: missing, or not a string (a number where a name
+ * belongs). */
+static ft_status need_str(json_t *ks, const char *key, const char **out, const char *name,
+                          ft_err *err) {
+    json_t *v = json_object_get(ks, key);
+    *out = get_str(ks, key);
+    if (v && !json_is_string(v))
+        return ft_err_set(err, FT_EFORMAT, "%s: KernelSpecification.%s must be a string", name,
+                          key);
+    if (!*out || (!**out && strcmp(key, "Language") != 0))
+        return ft_err_set(err, FT_EFORMAT, "%s: KernelSpecification.%s is missing", name, key);
+    return FT_OK;
+}
+
 static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err) {
-    const char *kn = get_str(ks, "KernelName"), *kf = get_str(ks, "KernelFile"),
-               *lang = get_str(ks, "Language");
-    if (!kn || !*kn) return bad(err, name, "KernelSpecification.KernelName is missing", NULL);
-    if (!kf || !*kf) return bad(err, name, "KernelSpecification.KernelFile is missing", NULL);
-    if (!lang) return bad(err, name, "KernelSpecification.Language is missing", NULL);
+    const char *kn, *kf, *lang;
+    if (need_str(ks, "KernelName", &kn, name, err) || need_str(ks, "KernelFile", &kf, name, err) ||
+        need_str(ks, "Language", &lang, name, err))
+        return err->status;
     if (strcmp(lang, "CUDA") != 0)
         return ft_err_set(err, FT_EFORMAT, "%s: Language \"%.32s\": flaretune runs CUDA kernels",
                           name, lang);
@@ -501,6 +514,10 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         char what[64];
         snprintf(what, sizeof what, "Arguments[%zu]", i);
         if (!an || !*an) return ft_err_set(err, FT_EFORMAT, "%s: %s: no Name", name, what);
+        for (size_t j = 0; j < i; j++) /* --arg NAME and --reference NAME= name one argument */
+            if (strcmp(t->args[j].name, an) == 0)
+                return ft_err_set(err, FT_EFORMAT, "%s: argument %s named twice (%s)", name, an,
+                                  what);
         ar->name = strdup(an);
         if (!ar->name) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
         if (!ty || !type_of(ty, &ar->type, &ar->elem_bytes))

@@ -19,6 +19,7 @@
  * failed or a module lacks a kernel its spec launches, 2 a usage error, 3 this flaretune was
  * built without the CUDA toolkit.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "cli.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/paths.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/backend/prefetch.h"
 #include "cuda/nvrtc.h"
@@ -564,9 +566,22 @@ typedef struct {
  * found there is made absolute, any other (flaretune's own, "fusion/fusion.cu") is left to the
  * kernel tree. Returns an exit code. */
 static int resolve_source(const char *given, char *out, size_t n) {
-    char real[PATH_MAX];
+    char real[PATH_MAX], tree[PATH_MAX], cwd[PATH_MAX];
     const char *use = given;
     if (given[0] != '/' && access(given, R_OK) == 0 && realpath(given, real)) use = real;
+    if (use == given) { /* not in the working directory: absolute, or the kernel tree's */
+        ft_kernel_dir(tree, sizeof tree);
+        char in_tree[PATH_MAX + 256];
+        snprintf(in_tree, sizeof in_tree, "%s/%s", tree, given);
+        if (given[0] == '/' && access(given, R_OK) != 0)
+            return ft_cli_fail(FT_EXIT_FAIL, "compile: cannot read --source %s: %s", given,
+                               strerror(errno));
+        if (given[0] != '/' && access(in_tree, R_OK) != 0)
+            return ft_cli_fail(FT_EXIT_FAIL,
+                               "compile: --source %s: no such file in the working directory "
+                               "(%s) nor in flaretune's kernel tree (%s)",
+                               given, getcwd(cwd, sizeof cwd) ? cwd : ".", tree);
+    }
     if (strlen(use) >= n || strlen(use) >= sizeof((ft_cuda_pool_job *)0)->source)
         return ft_cli_fail(FT_EXIT_USAGE, "compile: the path of --source %s is too long", given);
     snprintf(out, n, "%s", use);

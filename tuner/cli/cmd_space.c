@@ -20,8 +20,9 @@ static void usage(FILE *f) {
                "With --t1, the same for a kernel described by a FAIR T1 input file (docs/t1.md):\n"
                "its parameters, conditions, kernel, launch of the default configuration and\n"
                "arguments; --list adds every allowed configuration (Kernel Tuner's cache key,\n"
-               "grid and block), in space order. --kernel-file F: the kernel's source is F, not the\n"
-               "file's KernelFile (looked for as given, beside the T1 file, then above it).\n");
+               "grid and block), in space order. The file's KernelFile is looked for in the\n"
+               "working directory, beside the T1 file, then above it; --kernel-file F names the\n"
+               "kernel's source instead, as given (absolute, or from the working directory).\n");
 }
 
 static json_t *t1_config_json(const ft_t1 *t, const ft_config *cfg, ft_err *err) {
