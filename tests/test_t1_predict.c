@@ -17,20 +17,26 @@ static void near(double a, double b, double tol, const char *what) {
     FT_CHECK(fabs(a - b) <= tol * fabs(b) + 1e-12, "%s: sampled %.6g, whole %.6g", what, a, b);
 }
 
+/* The T1 file at path, the emulator and a bench of its arguments on it (seed 7): 1, or 0 with
+ * everything released and the failure checked. */
+static int open_bench(const char *path, ft_t1 **t, ft_dev **d, ft_t1_bench **b) {
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(path, NULL, t, &err) == FT_OK, "%s", err.msg);
+    if (!*t) return 0;
+    FT_CHECK(ft_dev_open(FT_DEV_EMU, 0, d, &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(*d && ft_t1_bench_open(*t, *d, 7, b, &err) == FT_OK, "%s", err.msg);
+    if (*b) return 1;
+    if (*d) ft_dev_close(*d);
+    ft_t1_free(*t);
+    return 0;
+}
+
 static void test_sample_against_whole(void) {
     ft_t1 *t = NULL;
-    ft_err err = {0};
-    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
-    if (!t) return;
     ft_dev *d = NULL;
-    FT_CHECK(ft_dev_open(FT_DEV_EMU, 0, &d, &err) == FT_OK, "%s", err.msg);
     ft_t1_bench *b = NULL;
-    FT_CHECK(d && ft_t1_bench_open(t, d, 7, &b, &err) == FT_OK, "%s", err.msg);
-    if (!b) {
-        if (d) ft_dev_close(d);
-        ft_t1_free(t);
-        return;
-    }
+    ft_err err = {0};
+    if (!open_bench(DATA "saxpy_tiled.json", &t, &d, &b)) return;
     const ft_gpu_spec *g = ft_gpu_spec_find("a100-pcie");
     /* 10000 elements, 256 x 2 a block: 20 blocks, the last one 272 elements short of full */
     const char *cfgs[] = {"block_size_x=256,tile_size_x=2", "block_size_x=128,tile_size_x=4,use_ldg=1",
@@ -72,18 +78,10 @@ static void test_sample_against_whole(void) {
  * (boundary and interior) against every block emulated. */
 static void test_sample_against_whole_2d(void) {
     ft_t1 *t = NULL;
-    ft_err err = {0};
-    FT_CHECK(ft_t1_load(DATA "stencil2d.json", NULL, &t, &err) == FT_OK, "%s", err.msg);
-    if (!t) return;
     ft_dev *d = NULL;
-    FT_CHECK(ft_dev_open(FT_DEV_EMU, 0, &d, &err) == FT_OK, "%s", err.msg);
     ft_t1_bench *b = NULL;
-    FT_CHECK(d && ft_t1_bench_open(t, d, 7, &b, &err) == FT_OK, "%s", err.msg);
-    if (!b) {
-        if (d) ft_dev_close(d);
-        ft_t1_free(t);
-        return;
-    }
+    ft_err err = {0};
+    if (!open_bench(DATA "stencil2d.json", &t, &d, &b)) return;
     const ft_gpu_spec *g = ft_gpu_spec_find("rtx-a4000");
     /* 7 x 8, 7 x 8 and 4 x 15 blocks: x is 100 = 6.25 or 3.125 blocks, y 60 = 7.5 or 15 */
     const char *cfgs[] = {"block_size_x=16,block_size_y=4,tile_size_y=2",
