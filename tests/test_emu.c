@@ -21,6 +21,15 @@
 #include "ft_emu.h"
 #include "ft_test.h"
 
+/* A sanitizer build (gcc says so by __SANITIZE_ADDRESS__, clang by __has_feature). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_TEST_ASAN 1
+#endif
+#endif
+
 #define SAMPLE(name) FT_SOURCE_DIR "/tests/cuda/" name
 
 static ft_dev *dev;
@@ -720,15 +729,9 @@ static void test_launch_errors(void) {
     ft_dev_free(dev, y);
 }
 
-/* A read past the end of a device buffer, in a child process, which it ends. In sanitizer builds
- * the kernels are instrumented too, and it is AddressSanitizer's report naming the kernel;
- * otherwise the buffer ends against a guard page (emu_guard.c), and it is one line naming the
- * kernel and how far past which buffer it reached, exit 1. */
-static void test_read_past_end(void) {
-    ft_dev_module *m = compile(SAMPLE("emu_errors.cu"), NULL, 0);
-    if (!m) return;
-    int n = 64; /* 256 bytes: the buffer ends where the guard page starts */
-    float *x = dalloc((size_t)n * 4), *y = dalloc((size_t)n * 4);
+/* Launches kernel (y, x, arg) in a child process, its stderr into out; the child's status. */
+static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float *x, void *arg,
+                           char *out, size_t cap) {
     int fds[2];
     FT_CHECK(pipe(fds) == 0, "pipe");
     fflush(stderr);
@@ -736,21 +739,35 @@ static void test_read_past_end(void) {
     if (kid == 0) {
         dup2(fds[1], 2);
         close(fds[0]);
-        void *args[] = {&y, &x, &n};
+        void *args[] = {&y, &x, arg};
         ft_err err = {0};
-        ft_dev_launch(dev, m, "read_past_end", dim3_of(1, 1, 1), dim3_of(32, 1, 1), 0, args, &err);
+        ft_dev_launch(dev, m, kernel, dim3_of(1, 1, 1), dim3_of(32, 1, 1), 0, args, &err);
         _exit(0); /* not reached: the read faults */
     }
     close(fds[1]);
-    char out[16384];
     size_t got = 0;
-    for (ssize_t r; (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0;)
+    for (ssize_t r; (r = read(fds[0], out + got, cap - 1 - got)) > 0;)
         got += (size_t)r;
     out[got] = '\0';
     close(fds[0]);
     int st = 0;
     waitpid(kid, &st, 0);
-#if defined(__SANITIZE_ADDRESS__)
+    return st;
+}
+
+/* A read past the end of a device buffer, in a child process, which it ends. In sanitizer builds
+ * the kernels are instrumented too, and it is AddressSanitizer's report naming the kernel;
+ * otherwise the buffer ends against pages nothing may touch (emu_guard.c), and it is one line
+ * naming the kernel and how far past (or before) which buffer it reached, exit 1: just past the
+ * end, 200 KB past it, and 8000 bytes before the start. */
+static void test_read_past_end(void) {
+    ft_dev_module *m = compile(SAMPLE("emu_errors.cu"), NULL, 0);
+    if (!m) return;
+    int n = 64; /* 256 bytes: the buffer ends where the guard starts */
+    float *x = dalloc((size_t)n * 4), *y = dalloc((size_t)n * 4);
+    char out[16384];
+    int st = launch_in_child(m, "read_past_end", y, x, &n, out, sizeof out);
+#if defined(FT_TEST_ASAN)
     FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the child ended with status %d", st);
     FT_CHECK(strstr(out, "heap-buffer-overflow") && strstr(out, "read_past_end"),
              "AddressSanitizer's report names the kernel:\n%.2000s", out);
@@ -758,8 +775,21 @@ static void test_read_past_end(void) {
     FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "the child exited 1, not with status %d", st);
     FT_CHECK(strstr(out, "flaretune: kernel 'read_past_end' on the emulator reached ") &&
                  strstr(out, ", 0 bytes past the end of a 256-byte device buffer") &&
-                 strchr(out, '\n') == out + got - 1,
+                 strchr(out, '\n') == out + strlen(out) - 1,
              "one line naming the kernel, the buffer and how far past it:\n%.2000s", out);
+    const struct {
+        long long off;
+        const char *says;
+    } far[] = {{64 + 50000, ", 200000 bytes past the end of a 256-byte device buffer"},
+               {-2000, ", 8000 bytes before a 256-byte device buffer"}};
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+        long long off = far[i].off;
+        st = launch_in_child(m, "read_at", y, x, &off, out, sizeof out);
+        FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+                     strstr(out, "flaretune: kernel 'read_at' on the emulator reached ") &&
+                     strstr(out, far[i].says),
+                 "x[%lld]: status %d:\n%.2000s", off, st, out);
+    }
 #endif
     ft_dev_free(dev, x), ft_dev_free(dev, y);
 }

@@ -684,8 +684,13 @@ def test_event_log():
         check(ok, f"export of {k}: {r} against the log's {e['event']} {e.get('stats', {}).get('median_s')}")
     kt = os.path.join(tmp, "t1_log.kt.json")
     rc, _, err = run("export", log, "--format", "kt-cache", "-o", kt)
-    rc2, out2, err2 = run("replay", kt, "--seeds", "2")
-    check(rc == 0 and rc2 == 0 and "42" in out2, f"the exported cache replays: {rc} {err} {rc2} {err2}")
+    rc2, out2, err2 = run("replay", kt, "--seeds", "2", "--json")
+    rep = json.loads(out2) if rc2 == 0 else {}
+    check(rc == 0 and rep.get("valid") == 42 and rep.get("rejected") == 6,
+          f"the exported cache replays: {rc} {err} {rc2} {err2} {rep.get('valid')}")
+    with open(t4) as f:
+        costs = [r["times"]["compilation"] for r in json.load(f)["results"]]
+    check(all(c > 0 for c in costs), f"every evaluation's cost is the log's cost_s: {costs[:5]}")
     # The space comes from the T1 file the log names: without it, one line.
     with open(log) as f:
         text = f.read()
@@ -693,6 +698,33 @@ def test_event_log():
     with open(moved, "w") as f:
         f.write(text.replace(json.dumps(T1)[1:-1], os.path.join(tmp, "gone.json")))
     one_line_error(["export", moved, "--format", "t4"], 1, "gone.json")
+    # A file edited since (another problem size) is refused rather than written for the log's
+    # measurements; so is an output that would overwrite the T1 file.
+    with open(T1) as f:
+        edited = json.load(f)
+    edited["KernelSpecification"]["ProblemSize"] = [20000]
+    for a in edited["KernelSpecification"]["Arguments"]:
+        if a["Name"] == "n":
+            a["FillValue"] = 20000
+    other_t1 = os.path.join(tmp, "saxpy_edited.json")
+    dump(other_t1, edited)
+    with open(os.path.join(tmp, "t1_edited.jsonl"), "w") as f:
+        f.write(text.replace(json.dumps(T1)[1:-1], other_t1))
+    one_line_error(["export", os.path.join(tmp, "t1_edited.jsonl"), "--format", "t4"], 1,
+                   "has changed since the log's run")
+    one_line_error(["export", log, "--format", "t4", "-o", T1], 2, "T1 file or kernel it reads")
+    # A run given its T1 file relative to where it ran: exported from elsewhere, the file is
+    # found beside the log.
+    sub = os.path.join(tmp, "sub")
+    os.makedirs(sub, exist_ok=True)
+    for name in ("saxpy_tiled.json", "saxpy_tiled.cu"):
+        shutil.copy(os.path.join(os.path.dirname(T1), name), sub)
+    p = subprocess.run([clitest.FT, "tune", "--t1", "saxpy_tiled.json", "--backend", "cuda-emu",
+                        "--budget", "3", "--log", "run.jsonl"], cwd=sub, capture_output=True,
+                       text=True)
+    rc, out, err = run("export", os.path.join(sub, "run.jsonl"), "--format", "t4")
+    check(p.returncode == 0 and rc == 0 and len(json.loads(out or "{}").get("results", [])) == 3,
+          f"export of a run given a relative path: {p.returncode} {rc} {err}")
 
 
 def test_interrupt():
@@ -754,7 +786,7 @@ def test_bad():
     one_line_error(["tune", "--t1", T1, "--backend", "cpu"], 2, "cuda or cuda-emu")
     one_line_error(["tune", "--t1", T1, "--strategy", "nope"], 2, "unknown strategy")
     one_line_error(["tune", "--t1", T1, "--arg", "x=half:4"], 2, "TYPE")
-    one_line_error(["tune", "--t1", T1, "--jobs", "1"], 2, "unknown option '--jobs' with --t1")
+    one_line_error(["tune", "--t1", T1, "--jobs", "1"], 2, "tune --t1: unknown option '--jobs'")
     one_line_error(["inspect", "--t1", T1, "--sample", "3"], 2, "--jsonl")
     # A kernel that does not compile is the kernel's failure (exit 1), in text and in JSON.
     with open(os.path.join(STATE["tmp"], "broken.cu"), "w") as f:
@@ -844,6 +876,35 @@ def test_small_buffers():
                   f"{needle!r})")
 
 
+def test_overrun_resume():
+    """One configuration whose kernel writes far past its output: the run ends on it with one
+    line, its failure is in the Kernel Tuner cache all the same, and the same command again goes
+    on past it to the end of the space."""
+    tmp = STATE["tmp"]
+    with open(os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")) as f:
+        src = f.read()
+    marker = "    int i0 = blockIdx.x * block_size_x * tile_size_x + threadIdx.x;\n"
+    check(marker in src, "saxpy_tiled.cu has the line the test extends")
+    bad = os.path.join(tmp, "overrun.cu")
+    with open(bad, "w") as f:
+        f.write(src.replace(marker, marker + "    if (block_size_x == 128 && tile_size_x == 1 && "
+                            "(float)scale > 1.0f && i0 == 0) y[n + 100000] = 1.0f;\n"))
+    kt = os.path.join(tmp, "overrun.kt.json")
+    args = ["tune", "--t1", T1, "--kernel-file", bad, "--backend", "cuda-emu", "--strategy",
+            "exhaustive", "--budget", "0", "--reps", "2", "--kt-cache", kt]
+    rc, _, err = run(*args)
+    lines = [l for l in err.splitlines() if l.startswith("flaretune: ")]
+    check(rc == 1 and len(lines) == 1 and "past the end of a 40000-byte device buffer" in lines[0],
+          f"the run ends on the overrun: exit {rc}: {err[-400:]!r}")
+    with open(kt) as f:
+        text = f.read()
+    check('"128,1,0,2.0": {' in text and "RuntimeFailedConfig" in text,
+          f"the configuration that ended the run is in the cache as failed: {text[-300:]!r}")
+    rc, out, err = run(*args)
+    check(rc == 0 and "42 of 42 configurations evaluated" in out,
+          f"the same command again goes on past it: exit {rc}: {out[-300:]} {err[-300:]}")
+
+
 def has_nvrtc():
     """Whether this flaretune was built with the CUDA toolkit (compile --t1 then runs)."""
     if "nvrtc" not in STATE:
@@ -860,7 +921,7 @@ def main():
                                  test_kt_cache_resume, test_reference_file,
                                  test_integer_outputs, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad,
-                                 test_small_buffers))
+                                 test_small_buffers, test_overrun_resume))
 
 
 if __name__ == "__main__":

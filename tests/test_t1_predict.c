@@ -101,8 +101,9 @@ static void test_sample_against_whole_2d(void) {
         /* every output written once and every input read at least once: 4 + 4 bytes a pixel */
         FT_CHECK(whole.in.dram_bytes >= 100.0 * 60 * 8, "%s: whole DRAM bytes %.0f", cfgs[i],
                  whole.in.dram_bytes);
+        /* (the distinct DRAM bytes are held to each buffer's size, which these grids reach
+         * whether sampled or not: no check of the sample) */
         near(part.in.l2_bytes, whole.in.l2_bytes, 0.05, "2-D: L2 bytes");
-        near(part.in.dram_bytes, whole.in.dram_bytes, 0.10, "2-D: DRAM bytes");
         near(part.in.warp_instructions, whole.in.warp_instructions, 0.05, "2-D: warp instructions");
         near(part.pred.seconds, whole.pred.seconds, 0.05, "2-D: predicted time");
     }

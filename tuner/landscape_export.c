@@ -18,6 +18,7 @@
  * shape (`unverifiable`), else RuntimeFailedConfig; T4's invalidity "compile", "constraints",
  * "correctness" (verification mismatch), "timeout" (the watchdog) or "runtime".
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -376,15 +377,28 @@ ft_status ft_kt_cache_begin(const char *path, json_t *doc, ft_kt_cache **out, ft
     return FT_OK;
 }
 
-ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err *err) {
+char *ft_kt_cache_line(const ft_kt_cache *c, const char *key, json_t *entry, size_t *n) {
     json_t *k = json_string(key);
     char *ks = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL, *es = json_dumps(entry, JSON_COMPACT);
     json_decref(k);
     json_decref(entry);
-    int bad = !ks || !es || fprintf(c->f, "%s\n%s: %s", c->n ? "," : "", ks, es) < 0 ||
-              fflush(c->f) != 0 || fsync(fileno(c->f)) != 0;
+    char *line = NULL;
+    const int w = ks && es ? asprintf(&line, "%s\n%s: %s", c->n ? "," : "", ks, es) : -1;
     free(ks);
     free(es);
+    if (w < 0) return NULL;
+    *n = (size_t)w;
+    return line;
+}
+
+int ft_kt_cache_fd(const ft_kt_cache *c) { return c ? fileno(c->f) : -1; }
+
+ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err *err) {
+    size_t n = 0;
+    char *line = ft_kt_cache_line(c, key, entry, &n);
+    if (!line) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    int bad = fwrite(line, 1, n, c->f) != n || fflush(c->f) != 0 || fsync(fileno(c->f)) != 0;
+    free(line);
     if (bad) return ft_err_set(err, FT_EIO, "%s: write failed: %s", c->path, strerror(errno));
     c->n++;
     return FT_OK;

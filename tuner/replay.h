@@ -188,6 +188,11 @@ ft_status ft_export_write(json_t *doc, ft_export_format f, const char *path, ft_
 typedef struct ft_kt_cache ft_kt_cache;
 ft_status ft_kt_cache_begin(const char *path, json_t *doc, ft_kt_cache **out, ft_err *err);
 ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err *err);
+/* The text ft_kt_cache_add would append for key and entry now (entry released), malloc'd, its
+ * length in *n; NULL when out of memory. With ft_kt_cache_fd, what a process about to end can
+ * still write (emu_guard.h's epitaph). */
+char *ft_kt_cache_line(const ft_kt_cache *c, const char *key, json_t *entry, size_t *n);
+int ft_kt_cache_fd(const ft_kt_cache *c);
 ft_status ft_kt_cache_end(ft_kt_cache *c, ft_err *err);
 /* A Kernel Tuner cache file as JSON, closed or still open (Kernel Tuner's rule: a trailing
  * comma dropped, "}\n}" added), a last line a crash cut short dropped. */

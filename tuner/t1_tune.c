@@ -37,9 +37,11 @@
 #include "core/filelock.h"
 #include "core/json.h"
 #include "core/npy.h"
+#include "core/paths.h"
 #include "core/rng.h"
 #include "core/stats.h"
 #include "cuda/device_emu.h"
+#include "cuda/emu_guard.h"
 #include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/op_json.h"
@@ -409,6 +411,8 @@ static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *re
                        "evaluation", ++L->measured);
     }
     if (!ev) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    /* What evaluating it took (compile, check, timing), which `export` writes as its cost. */
+    if (isfinite(res->cost[i])) json_object_set_new(ev, "cost_s", json_real(res->cost[i]));
     if (where) json_object_update(ev, (json_t *)where);
     return log_write(L, ev, err);
 }
@@ -790,6 +794,32 @@ typedef struct search {
     json_t *here; /* where this process evaluates (where_of) */
 } search;
 
+/* Before candidate i runs here on the emulator: its failure, as the Kernel Tuner cache would
+ * record it, written there should the kernel reach past a buffer and end the process
+ * (emu_guard.h), so that the run resumed from the cache goes on past it instead of ending on it
+ * again. Returns the text to give disarm() after the run (NULL: nothing armed). */
+static char *arm(const search *S, int i) {
+    if (!S->cache || !S->o->emulate) return NULL;
+    ft_export_result x = {.failed = 1,
+                          .kt_error = "RuntimeFailedConfig",
+                          .t4_invalidity = "runtime",
+                          .time_ms = NAN,
+                          .t = (double)time(NULL)};
+    char key[4096];
+    json_t *e =
+        ft_export_entry(&S->t->space, &S->res->cfgs[i], &x, FT_EXPORT_KT_CACHE, key, sizeof key);
+    size_t n = 0;
+    char *text = e ? ft_kt_cache_line(S->cache, key, e, &n) : NULL;
+    if (text) ft_emu_guard_epitaph(ft_kt_cache_fd(S->cache), text, n);
+    return text;
+}
+
+static void disarm(char *text) {
+    if (!text) return;
+    ft_emu_guard_epitaph(-1, NULL, 0);
+    free(text);
+}
+
 /* Candidate i's outcome (its statistics, or why it was rejected), measured here or by a worker,
  * cost seconds after it was taken: into the result, the Kernel Tuner cache, the log and the
  * progress callback. The strategy hears it from the caller. */
@@ -849,7 +879,9 @@ static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int lef
         if (ft_tune_batch_owner(w, j) >= 0) continue;
         ft_stats cst = {0};
         char why[512];
+        char *armed = arm(S, idx[j]);
         s = evaluate_candidate(ev, &res->cfgs[idx[j]], &cst, why, sizeof why, err);
+        disarm(armed);
         if (s == FT_EBUSY && stopping(S->o)) { /* not recorded: the run ends interrupted */
             s = FT_OK;
             break;
@@ -965,7 +997,9 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         double t0 = ft_now_s();
         ft_stats cst = {0};
         char why[512];
+        char *armed = arm(&S, i);
         s = evaluate_candidate(&ev, &cands[i], &cst, why, sizeof why, err);
+        disarm(armed);
         if (s == FT_EBUSY && stopping(o)) { /* not recorded: the run ends interrupted */
             s = FT_OK;
             res->interrupted = 1;
@@ -1089,7 +1123,13 @@ static ft_status result_from_log(const json_t *events, const char *name, const f
     for (size_t e = 0; e < json_array_size(events); e++) {
         const json_t *ev = json_array_get(events, e);
         const char *what = json_string_value(json_object_get(ev, "event"));
-        const double t_ev = json_number_value(json_object_get(ev, "t"));
+        const json_t *tj = json_object_get(ev, "t");
+        const double t_ev = json_number_value(tj);
+        if (what &&
+            (strcmp(what, "run_start") == 0 || strcmp(what, "measured") == 0 ||
+             strcmp(what, "rejected") == 0) &&
+            (!json_is_number(tj) || !(t_ev > 0) || !isfinite(t_ev)))
+            return ft_err_set(err, FT_EFORMAT, "%s: event %zu: no time (t)", name, e + 1);
         if (what && strcmp(what, "run_start") == 0) {
             ours = json_equal(json_object_get(ev, "key"), (json_t *)key);
             prev = t_ev;
@@ -1110,8 +1150,12 @@ static ft_status result_from_log(const json_t *events, const char *name, const f
                               name, e + 1, t->path);
         const double med =
             json_number_value(json_object_get(json_object_get(ev, "stats"), "median_s"));
-        if (measured && !(med > 0))
-            return ft_err_set(err, FT_EFORMAT, "%s: event %zu: no median time", name, e + 1);
+        if (measured && !(med > 0 && med < 1e6))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: event %zu: no median time in seconds (stats.median_s)", name,
+                              e + 1);
+        const json_t *cj = json_object_get(ev, "cost_s"); /* written since it was measured */
+        const double cost = json_number_value(cj);
         const int again = isfinite(r->secs[i]) || r->error[i];
         free(r->error[i]);
         r->error[i] = NULL;
@@ -1121,14 +1165,38 @@ static ft_status result_from_log(const json_t *events, const char *name, const f
                 return ft_err_set(err, FT_ENOMEM, "out of memory");
         }
         r->secs[i] = measured ? med : NAN;
-        r->cost[i] = isfinite(prev) && t_ev >= prev ? t_ev - prev : 0;
+        r->cost[i] = json_is_number(cj) && cost >= 0 && isfinite(cost) ? cost
+                     : isfinite(prev) && t_ev >= prev                  ? t_ev - prev
+                                                                       : 0;
         r->when[i] = t_ev;
         prev = t_ev;
         if (!again) r->order[r->nevals++] = i;
-        r->failed += !measured && !again;
     }
     if (!r->nevals) return ft_err_set(err, FT_EFORMAT, "%s: its runs measured nothing", name);
+    for (int i = 0; i < n; i++)
+        r->failed += r->error[i] != NULL;
     return FT_OK;
+}
+
+/* rel as the log's run meant it: as it is when readable from here (or absolute), else from the
+ * folder of the log. */
+static void beside_log(const char *rel, const char *log, char *out, size_t n) {
+    const char *slash = strrchr(log, '/');
+    if (rel[0] == '/' || access(rel, R_OK) == 0 || !slash)
+        snprintf(out, n, "%s", rel);
+    else
+        snprintf(out, n, "%.*s/%s", (int)(slash - log), log, rel);
+}
+
+/* Whether a run_start's dims ({"x": .., "y": .., "z": ..}) are t's problem size. */
+static int same_dims(const json_t *dims, const ft_t1 *t) {
+    static const char *const axis[] = {"x", "y", "z"};
+    if (!json_is_object(dims) ||
+        json_object_size(dims) != (size_t)(t->nproblem < 3 ? t->nproblem : 3))
+        return 0;
+    for (int d = 0; d < t->nproblem && d < 3; d++)
+        if (json_integer_value(json_object_get(dims, axis[d])) != t->problem[d]) return 0;
+    return 1;
 }
 
 ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,
@@ -1145,13 +1213,34 @@ ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_for
     const char *backend = start ? json_string_value(json_object_get(start, "backend")) : NULL;
     if (!op || strncmp(op, "t1:", 3) != 0 || !t1)
         return ft_err_set(err, FT_EFORMAT, "%s: not the log of a T1 kernel's run", name);
+    if (!json_is_object(json_object_get(start, "key")))
+        return ft_err_set(err, FT_EFORMAT, "%s: its run_start has no key", name);
+    /* A path the run was given relative to its working directory: from here, or from the
+     * log's folder. */
+    char t1p[4096], kp[4096];
+    beside_log(t1, name, t1p, sizeof t1p);
+    if (kfile) beside_log(kfile, name, kp, sizeof kp);
+    if (path && (ft_same_file(t1p, path) || (kfile && ft_same_file(kp, path))))
+        return ft_err_set(err, FT_EINVAL, "%s: the output is the T1 file or kernel it reads", path);
     ft_t1 *t = NULL;
-    ft_status s = ft_t1_load(t1, kfile, &t, err);
+    ft_status s = ft_t1_load(t1p, kfile ? kp : NULL, &t, err);
     if (s != FT_OK)
-        return ft_err_wrap(err, "%s: the log of %s's run needs its T1 file for the space", name,
-                           op + 3);
+        return ft_err_wrap(err, "%s: the log of %s's run needs the T1 file and kernel it names",
+                           name, op + 3);
     ft_t1_tune_result r;
     s = result_from_log(events, name, t, json_object_get(start, "key"), &r, err);
+    /* The file as it is now must describe the problem the log measured. */
+    ft_config def;
+    ft_config_default(&t->space, &def);
+    json_t *def_now = ft_config_to_json(&t->space, &def);
+    if (s == FT_OK && (json_integer_value(json_object_get(start, "space_valid")) != r.n ||
+                       !json_equal(json_object_get(start, "default"), def_now) ||
+                       !same_dims(json_object_get(start, "dims"), t)))
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: %s has changed since the log's run (its problem size, parameters or "
+                       "default differ): its measurements would be written for another problem",
+                       name, t1p);
+    json_decref(def_now);
     if (s == FT_OK) {
         const char *dev = json_string_value(json_object_get(start, "device"));
         snprintf(r.device, sizeof r.device, "%s", dev ? dev : "");

@@ -125,13 +125,22 @@ static int ext_add(emu_dev *d, void *p, size_t n) {
 static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
     emu_dev *d = emu_of(dev);
     size_t n = bytes ? bytes : 1;
-    if (!(*ptr = ft_emu_guard_alloc(n)))
-        return ft_err_set(err, FT_ENOMEM, "emulator: cannot allocate %zu bytes of device memory",
-                          bytes);
+    /* Read before written: NaN, so that a kernel reading what nothing wrote fails its check.
+     * But a launch profiled on a sample of its blocks leaves the rest of its outputs unwritten,
+     * and a later kernel of the call reads them: NaN there turns every data-dependent branch
+     * (decode_merge skips a split whose weight is not > 0) to never taken. Zeros read as the
+     * data of a non-empty split does (a GPU skips the empty ones, which zeros do not say);
+     * fresh pages are zeros already. */
+    pthread_mutex_lock(&d->lock);
+    const int sampling = d->profile && d->sample > 0;
+    pthread_mutex_unlock(&d->lock);
+    if (!(*ptr = ft_emu_guard_alloc(n, sampling ? -1 : 0xFF)))
+        return ft_err_set(err, FT_ENOMEM,
+                          "emulator: cannot allocate %zu bytes of device memory: %s", bytes,
+                          strerror(errno));
     /* Allocations are listed only while launches are profiled, where a sample's distinct bytes
      * need them: a tuning run's allocations and frees stay O(1). */
     pthread_mutex_lock(&d->lock);
-    const int sampling = d->profile && d->sample > 0;
     const int listed = !d->profile || ext_add(d, *ptr, n) == 0;
     pthread_mutex_unlock(&d->lock);
     if (!listed) {
@@ -139,13 +148,6 @@ static ft_status emu_alloc(ft_dev *dev, size_t bytes, void **ptr, ft_err *err) {
         *ptr = NULL;
         return ft_err_set(err, FT_ENOMEM, "emulator: out of memory for the allocation list");
     }
-    /* Read before written: NaN, so that a kernel reading what nothing wrote fails its check.
-     * But a launch profiled on a sample of its blocks leaves the rest of its outputs unwritten,
-     * and a later kernel of the call reads them: NaN there turns every data-dependent branch
-     * (decode_merge skips a split whose weight is not > 0) to never taken. Zeros read as the
-     * data of a non-empty split does (a GPU skips the empty ones, which zeros do not say);
-     * fresh pages are zeros already. */
-    if (!sampling) memset(*ptr, 0xFF, n);
     return FT_OK;
 }
 

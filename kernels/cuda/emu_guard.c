@@ -1,104 +1,141 @@
 /* emu_guard.c: the emulator's device memory, fenced (emu_guard.h).
  *
- * An allocation of n bytes is one private mapping of whole pages:
+ * An allocation of n bytes is one reservation of its own, no access but for its data pages:
  *
- *   [ header page: read-only, its length ][ data pages ][ guard page: no access ]
+ *   [ 64 KiB: no access ][ data pages: the buffer at their end ][ tail: no access ]
  *
- * the buffer placed so that it ends, rounded up to 256 bytes, where the guard page starts. A
- * load or store up to a page past the end (255 bytes of slack aside), or into the page before
- * the buffer, faults. The live buffers are listed in a fixed table the signal handler can read
- * without a lock, so that its line can say which buffer was overrun and by how much.
+ * the buffer placed so that it ends, rounded up to 256 bytes, where the tail starts; the tail is
+ * as long as the data pages, at least 1 MiB and at most 1 GiB (address space only: nothing is
+ * committed). A load or store past the end of the buffer (by 256 bytes or more, its alignment
+ * aside) or before the page it starts in faults, and the fault's address says which buffer and
+ * how far: no two reservations overlap. The live buffers are listed in a fixed table the signal
+ * handler reads without a lock.
  */
 #define _GNU_SOURCE
 #include "emu_guard.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FT_GUARD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_GUARD_ASAN 1
+#endif
+#endif
+
 #define ALIGN 256
 
-#if !defined(__SANITIZE_ADDRESS__)
-#define SLOTS 65536
+#if !defined(FT_GUARD_ASAN)
+#define SLOTS    65536 /* more than the process's mappings allow (vm.max_map_count, 65530) */
+#define HEAD     ((size_t)64 << 10)
+#define TAIL_MIN ((size_t)1 << 20)
+#define TAIL_MAX ((size_t)1 << 30)
 
 typedef struct {
-    _Atomic uintptr_t start;
+    _Atomic uintptr_t start; /* the buffer (0: a free slot) */
     _Atomic size_t bytes;
+    _Atomic uintptr_t base; /* its reservation */
+    _Atomic size_t len;
 } slot;
 
 static slot slots[SLOTS];
 static atomic_int slots_used; /* the slots ever taken: [0, slots_used) */
 static const char *_Atomic running;
+static _Atomic int epitaph_fd = -1;
+static const char *_Atomic epitaph_text;
+static _Atomic size_t epitaph_len;
 static struct sigaction before_segv, before_bus;
 static atomic_int installed;
 
 static size_t page_bytes(void) {
-    static size_t p;
-    if (!p) {
-        long v = sysconf(_SC_PAGESIZE);
-        p = v > 0 ? (size_t)v : 4096;
+    static _Atomic size_t p;
+    size_t v = atomic_load(&p);
+    if (!v) {
+        long s = sysconf(_SC_PAGESIZE);
+        v = s > 0 ? (size_t)s : 4096;
+        atomic_store(&p, v);
     }
-    return p;
+    return v;
 }
 
-static void list(void *p, size_t n) {
+static int list(uintptr_t p, size_t n, uintptr_t base, size_t len) {
     int used = atomic_load(&slots_used);
     for (int i = 0; i < SLOTS; i++) {
         uintptr_t zero = 0;
-        if (atomic_compare_exchange_strong(&slots[i].start, &zero, (uintptr_t)p)) {
+        if (atomic_compare_exchange_strong(&slots[i].start, &zero, p)) {
             atomic_store(&slots[i].bytes, n);
+            atomic_store(&slots[i].base, base);
+            atomic_store(&slots[i].len, len);
             while (i >= used && !atomic_compare_exchange_weak(&slots_used, &used, i + 1))
                 ;
-            return;
+            return 0;
         }
     }
-    /* A full table only costs the handler's detail: the guard pages still fault. */
+    return -1;
 }
 
-static void unlist(void *p) {
-    int used = atomic_load(&slots_used);
-    for (int i = 0; i < used; i++)
-        if (atomic_load(&slots[i].start) == (uintptr_t)p) {
-            atomic_store(&slots[i].bytes, 0);
-            atomic_store(&slots[i].start, 0);
-            return;
-        }
-}
-
-void *ft_emu_guard_alloc(size_t bytes) {
-    const size_t page = page_bytes();
-    size_t n = bytes ? bytes : 1;
-    if (n > SIZE_MAX / 2) return NULL;
-    size_t data = (n + ALIGN - 1) / ALIGN * ALIGN, pages = (data + page - 1) / page;
-    size_t len = (pages + 2) * page;
-    char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) return NULL;
-    memcpy(base, &len, sizeof len);
-    char *guard = base + (pages + 1) * page;
-    if (mprotect(base, page, PROT_READ) != 0 || mprotect(guard, page, PROT_NONE) != 0) {
-        munmap(base, len);
+void *ft_emu_guard_alloc(size_t bytes, int fill) {
+    const size_t page = page_bytes(), head = HEAD > page ? HEAD : page;
+    const size_t n = bytes ? bytes : 1;
+    if (n > ((size_t)1 << 46)) { /* more than any machine's memory: the sums below stay exact */
+        errno = ENOMEM;
         return NULL;
     }
-    char *p = guard - data; /* in the first data page: base + page <= p < base + 2 * page */
-    list(p, n);
+    const size_t data = (n + ALIGN - 1) / ALIGN * ALIGN, pages = (data + page - 1) / page * page;
+    const size_t tail = pages < TAIL_MIN ? TAIL_MIN : pages > TAIL_MAX ? TAIL_MAX : pages;
+    const size_t len = head + pages + tail;
+    char *base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) return NULL;
+    if (mprotect(base + head, pages, PROT_READ | PROT_WRITE) != 0) {
+        const int e = errno;
+        munmap(base, len);
+        errno = e;
+        return NULL;
+    }
+    char *p = base + head + pages - data;
+    if (list((uintptr_t)p, n, (uintptr_t)base, len) != 0) {
+        munmap(base, len);
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (fill >= 0) memset(base + head, fill, pages); /* the slack around the buffer too */
     return p;
 }
 
 void ft_emu_guard_free(void *p) {
     if (!p) return;
-    const size_t page = page_bytes();
-    unlist(p);
-    char *base = (char *)((uintptr_t)p / page * page) - page;
-    size_t len;
-    memcpy(&len, base, sizeof len);
-    munmap(base, len);
+    const int used = atomic_load(&slots_used);
+    for (int i = 0; i < used; i++)
+        if (atomic_load(&slots[i].start) == (uintptr_t)p) {
+            const uintptr_t base = atomic_load(&slots[i].base);
+            const size_t len = atomic_load(&slots[i].len);
+            atomic_store(&slots[i].start, 0);
+            munmap((void *)base, len);
+            return;
+        }
+    /* A second free would unmap whatever the address space put there since. */
+    fprintf(stderr,
+            "flaretune: emulator: %p freed, which is no live device buffer (freed twice?)\n", p);
+    abort();
 }
 
 void ft_emu_guard_running(const char *kernel) { atomic_store(&running, kernel); }
+
+void ft_emu_guard_epitaph(int fd, const char *text, size_t n) {
+    atomic_store(&epitaph_fd, -1);
+    atomic_store(&epitaph_text, text);
+    atomic_store(&epitaph_len, n);
+    atomic_store(&epitaph_fd, text ? fd : -1);
+}
 
 /* ---- the handler: async-signal-safe from here on ---------------------------------------- */
 
@@ -107,8 +144,9 @@ typedef struct {
     size_t n;
 } line;
 
+/* Appends s, keeping the last byte for the newline. */
 static void put(line *l, const char *s) {
-    while (*s && l->n < sizeof l->b - 1)
+    while (*s && l->n < sizeof l->b - 2)
         l->b[l->n++] = *s++;
 }
 
@@ -120,67 +158,51 @@ static void put_u(line *l, uint64_t v, int hex) {
         v /= hex ? 16 : 10;
     } while (v);
     if (hex) put(l, "0x");
-    while (k > 0 && l->n < sizeof l->b - 1)
+    while (k > 0 && l->n < sizeof l->b - 2)
         l->b[l->n++] = d[--k];
 }
 
 static void on_fault(int sig, siginfo_t *si, void *uc) {
     (void)uc;
-    const char *kernel = atomic_load(&running);
-    if (!kernel) {
-        /* Not a kernel's: the access faults again under what was there before (the default,
-         * or a sanitizer's report). */
+    const uintptr_t a = (uintptr_t)si->si_addr;
+    const int used = atomic_load(&slots_used);
+    int found = -1;
+    /* A fault the kernel raised (not a signal sent), in a reservation outside its buffer. */
+    for (int i = 0; si->si_code > 0 && i < used && found < 0; i++) {
+        const uintptr_t s = atomic_load(&slots[i].start), base = atomic_load(&slots[i].base);
+        if (s && a >= base && a < base + atomic_load(&slots[i].len)) found = i;
+    }
+    if (found < 0) {
+        /* Not an overrun: what was there before handles it (the default, or a sanitizer's
+         * report), the access faulting again, or a signal sent raised again. */
         sigaction(sig, sig == SIGBUS ? &before_bus : &before_segv, NULL);
+        if (si->si_code <= 0) raise(sig);
         return;
     }
-    const uintptr_t a = (uintptr_t)si->si_addr, page = page_bytes();
+    const uintptr_t s = atomic_load(&slots[found].start);
+    const size_t n = atomic_load(&slots[found].bytes);
+    const char *kernel = atomic_load(&running);
     line l = {.n = 0};
-    put(&l, "flaretune: kernel '");
-    put(&l, kernel);
-    put(&l, "' on the emulator reached ");
+    if (kernel) {
+        put(&l, "flaretune: kernel '");
+        put(&l, kernel);
+        put(&l, "' on the emulator reached ");
+    } else {
+        put(&l, "flaretune: the emulator's host code (no kernel running: a bug) reached ");
+    }
     put_u(&l, a, 1);
     put(&l, ", ");
-    int found = 0, used = atomic_load(&slots_used);
-    for (int i = 0; i < used && !found; i++) {
-        uintptr_t s = atomic_load(&slots[i].start);
-        size_t n = atomic_load(&slots[i].bytes);
-        if (!s || !n) continue;
-        uintptr_t guard = s + (n + ALIGN - 1) / ALIGN * ALIGN, head = s / page * page - page;
-        if (a >= guard && a < guard + page) {
-            put_u(&l, a - (s + n), 0);
-            put(&l, " bytes past the end of a ");
-            found = 1;
-        } else if (a >= head && a < s) {
-            put_u(&l, s - a, 0);
-            put(&l, " bytes before a ");
-            found = 1;
-        }
-        if (found) {
-            put_u(&l, n, 0);
-            put(&l, "-byte device buffer: an argument is smaller than the kernel reads or "
-                    "writes (a T1 file's Size; --arg NAME=TYPE:SIZE replaces one)\n");
-        }
-    }
-    /* Past the guard: the nearest buffer below the address is the likeliest one overrun. */
-    uintptr_t below = 0;
-    size_t below_n = 0;
-    for (int i = 0; i < used && !found; i++) {
-        uintptr_t s = atomic_load(&slots[i].start);
-        size_t n = atomic_load(&slots[i].bytes);
-        if (s && n && s + n <= a && s > below) below = s, below_n = n;
-    }
-    if (!found && a < page)
-        put(&l, "a null pointer: an argument the kernel dereferences is missing\n");
-    else if (!found && below) {
-        put_u(&l, a - (below + below_n), 0);
-        put(&l, " bytes past the end of a ");
-        put_u(&l, below_n, 0);
-        put(&l, "-byte device buffer, the nearest below it (beyond its guard page): an index or "
-                "an argument's size is wrong (a T1 file's Size; --arg NAME=TYPE:SIZE replaces "
-                "one)\n");
-    } else if (!found)
-        put(&l, "outside every device buffer: an index or an argument's size is wrong\n");
-    ssize_t w = write(STDERR_FILENO, l.b, l.n);
+    put_u(&l, a >= s + n ? a - (s + n) : s - a, 0);
+    put(&l, a >= s + n ? " bytes past the end of a " : " bytes before a ");
+    put_u(&l, n, 0);
+    put(&l, "-byte device buffer: an argument is smaller than the kernel reads or writes (a T1 "
+            "file's Size; --arg NAME=TYPE:SIZE replaces one), or an index is wrong");
+    l.b[l.n++] = '\n';
+    const int fd = atomic_load(&epitaph_fd);
+    const char *text = atomic_load(&epitaph_text);
+    ssize_t w = 0;
+    if (fd >= 0 && text) w = write(fd, text, atomic_load(&epitaph_len));
+    w = write(STDERR_FILENO, l.b, l.n);
     (void)w;
     _exit(1);
 }
@@ -193,8 +215,15 @@ int ft_emu_guard_install(void) {
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &before_segv) != 0 || sigaction(SIGBUS, &sa, &before_bus) != 0) {
+    if (sigaction(SIGSEGV, &sa, &before_segv) != 0) {
         atomic_store(&installed, 0);
+        return -1;
+    }
+    if (sigaction(SIGBUS, &sa, &before_bus) != 0) {
+        const int e = errno;
+        sigaction(SIGSEGV, &before_segv, NULL);
+        atomic_store(&installed, 0);
+        errno = e;
         return -1;
     }
     return 0;
@@ -203,16 +232,16 @@ int ft_emu_guard_install(void) {
 #else
 /* Under AddressSanitizer (FT_SANITIZE) the kernels are instrumented: heap memory, whose redzones
  * give an overrun's report with the kernel's line, serves better than a fence. */
-void *ft_emu_guard_alloc(size_t bytes) {
+void *ft_emu_guard_alloc(size_t bytes, int fill) {
     void *p = NULL;
     size_t n = bytes ? bytes : 1;
     if (posix_memalign(&p, ALIGN, n) != 0) return NULL;
-    memset(p, 0, n);
+    memset(p, fill >= 0 ? fill : 0, n);
     return p;
 }
 
 void ft_emu_guard_free(void *p) { free(p); }
-
 int ft_emu_guard_install(void) { return 0; }
 void ft_emu_guard_running(const char *kernel) { (void)kernel; }
+void ft_emu_guard_epitaph(int fd, const char *text, size_t n) { (void)fd, (void)text, (void)n; }
 #endif

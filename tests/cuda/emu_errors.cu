@@ -96,3 +96,9 @@ extern "C" __global__ void read_past_end(float *y, const float *x, int n) {
     y[threadIdx.x] = x[threadIdx.x + (threadIdx.x == 0 ? n : 0)];
 }
 FT_KERNEL_EXPORT(read_past_end)
+
+/* Thread 0 reads x[off] (far past the end, or before the start), the others x[0]. */
+extern "C" __global__ void read_at(float *y, const float *x, long long off) {
+    y[threadIdx.x] = x[threadIdx.x == 0 ? off : 0];
+}
+FT_KERNEL_EXPORT(read_at)

@@ -171,8 +171,8 @@ const char *ft_cli_option_written(void);
  * `flaretune CMD --help`: a missing value (':'), a value given to an option that takes none, or
  * an unknown option. */
 int ft_cli_bad_option(const char *cmd, int opt);
-/* Said after an unknown option's name from now on (" with --t1": the command's options differ
- * in that form); NULL or "" for none. */
+/* Said after the command's name of an unknown option from now on (" --t1": the command's options
+ * differ in that form); NULL or "" for none. */
 void ft_cli_option_form(const char *form);
 /* An option's value, all of it, as a decimal whole number from lo to hi into *out: whether it is
  * one (no space or '+' before it, nothing after it; a number past the range of long, or outside

@@ -172,7 +172,7 @@ int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_o
 static struct {
     char name[128];
     int takes_none;   /* '?': a known long option written with =VALUE, which it does not take */
-    const char *form; /* the command's form being parsed, said of an unknown option ("" none) */
+    const char *form; /* the command's form being parsed, said after its name ("" none) */
 } last = {"?", 0, ""};
 
 void ft_cli_option_form(const char *form) { last.form = form ? form : ""; }
@@ -224,8 +224,8 @@ int ft_cli_bad_option(const char *cmd, int opt) {
         return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, last.name);
     if (last.takes_none)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' takes no value", cmd, last.name);
-    return ft_cli_fail(FT_EXIT_USAGE, "%s: unknown option '%s'%s (see `flaretune %s --help`)", cmd,
-                       last.name, last.form, cmd);
+    return ft_cli_fail(FT_EXIT_USAGE, "%s%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
+                       last.form, last.name, cmd);
 }
 
 int ft_cli_parse_options(int argc, char **argv, const char *shortopts, const struct option *opts,

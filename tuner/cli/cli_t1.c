@@ -88,7 +88,7 @@ int ft_cli_names_t1(int argc, char **argv) {
 
 int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option *opts,
                     ft_cli_t1_args *a, ft_cli_opt_fn *own, void *ctx) {
-    ft_cli_option_form(" with --t1");
+    ft_cli_option_form(" --t1");
     int code = ft_cli_parse_shared(cmd, argc, argv, opts, t1_take, a, own, ctx);
     ft_cli_option_form(NULL);
     if (code) return code;

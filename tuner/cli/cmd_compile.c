@@ -566,16 +566,21 @@ typedef struct {
  * found there is made absolute, any other (flaretune's own, "fusion/fusion.cu") is left to the
  * kernel tree. Returns an exit code. */
 static int resolve_source(const char *given, char *out, size_t n) {
-    char real[PATH_MAX], tree[PATH_MAX], cwd[PATH_MAX];
+    char real[PATH_MAX], tree[PATH_MAX], cwd[PATH_MAX], in_tree[2 * PATH_MAX];
     const char *use = given;
+    if (strlen(given) >= n)
+        return ft_cli_fail(FT_EXIT_USAGE, "compile: the path of --source %s is too long", given);
     if (given[0] != '/' && access(given, R_OK) == 0 && realpath(given, real)) use = real;
-    if (use == given) { /* not in the working directory: absolute, or the kernel tree's */
+    if (use == given) { /* not read from the working directory: absolute, or the kernel tree's */
+        const int here = errno;
         ft_kernel_dir(tree, sizeof tree);
-        char in_tree[PATH_MAX + 256];
         snprintf(in_tree, sizeof in_tree, "%s/%s", tree, given);
         if (given[0] == '/' && access(given, R_OK) != 0)
             return ft_cli_fail(FT_EXIT_FAIL, "compile: cannot read --source %s: %s", given,
                                strerror(errno));
+        if (given[0] != '/' && here != ENOENT)
+            return ft_cli_fail(FT_EXIT_FAIL, "compile: cannot read --source %s: %s", given,
+                               strerror(here));
         if (given[0] != '/' && access(in_tree, R_OK) != 0)
             return ft_cli_fail(FT_EXIT_FAIL,
                                "compile: --source %s: no such file in the working directory "

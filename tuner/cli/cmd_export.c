@@ -18,8 +18,8 @@ static void usage(FILE *f) {
                "  t4        a FAIR T4 results file (schema 1.0.0, milliseconds)\n"
                "The log of a T1 kernel's run (tune --t1 --log) is read with the T1 file it\n"
                "names, for the space. `flaretune replay FILE` reads either back. The file is\n"
-               "written atomically (a\n"
-               "temporary file beside it, renamed into place); without -o, to standard output.\n\n"
+               "written atomically (a temporary file beside it, renamed into place); without\n"
+               "-o, to standard output.\n\n"
                "  --format F     t4 or kt-cache (required)\n"
                "  -o, --output FILE\n"
                "                 where to write it (default: standard output)\n");
