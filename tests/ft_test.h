@@ -109,4 +109,14 @@ static inline char *ft_test_read_file(const char *path) {
     return s;
 }
 
+/* FT_TEST_ASAN: a sanitizer build (gcc says so by __SANITIZE_ADDRESS__, clang by
+ * __has_feature). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_TEST_ASAN 1
+#endif
+#endif
+
 #endif

@@ -21,15 +21,6 @@
 #include "ft_emu.h"
 #include "ft_test.h"
 
-/* A sanitizer build (gcc says so by __SANITIZE_ADDRESS__, clang by __has_feature). */
-#if defined(__SANITIZE_ADDRESS__)
-#define FT_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FT_TEST_ASAN 1
-#endif
-#endif
-
 #define SAMPLE(name) FT_SOURCE_DIR "/tests/cuda/" name
 
 static ft_dev *dev;

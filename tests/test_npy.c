@@ -171,14 +171,8 @@ static void test_bad_files(void) {
     expect_error("does-not-exist.npy", "cannot open");
 }
 
-/* AddressSanitizer's shadow memory does not fit under an address-space limit. */
-#if defined(__SANITIZE_ADDRESS__)
-#define FT_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FT_TEST_ASAN 1
-#endif
-#endif
+/* AddressSanitizer's shadow memory does not fit under an address-space limit (FT_TEST_ASAN:
+ * ft_test.h). */
 
 /* A header that claims more data than the file holds is refused from the file's size, before
  * anything is allocated, and a shape too large to address names the file. */
