@@ -33,7 +33,6 @@
 #include "op/op_json.h"
 #include "traces/eventlog.h"
 #include "tuner/replay.h"
-#include "tuner/t1_tune.h"
 
 static const char *str_field(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));
@@ -430,15 +429,6 @@ ft_status ft_export_write(json_t *doc, ft_export_format fmt, const char *path, f
     return s;
 }
 
-/* Whether the log's last run tuned a T1 kernel (its op "t1:NAME"). */
-static int t1_log(const json_t *events) {
-    const char *op = NULL;
-    for (size_t i = 0; i < json_array_size(events); i++)
-        if (is_event(json_array_get(events, i), "run_start"))
-            op = str_field(json_array_get(events, i), "op");
-    return op && strncmp(op, "t1:", 3) == 0;
-}
-
 ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *path,
                              ft_err *err) {
     if (path && ft_same_file(log, path))
@@ -447,11 +437,6 @@ ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *
     int torn;
     ft_status s = ft_eventlog_read(log, &events, &torn, err);
     if (s) return s;
-    if (t1_log(events)) { /* tune --t1 --log: the T1 file gives the space */
-        s = ft_t1_log_export(events, log, fmt, path, err);
-        json_decref(events);
-        return s;
-    }
     json_t *doc = ft_eventlog_export_json(events, log, fmt, err);
     json_decref(events);
     if (!doc) return err ? err->status : FT_EFORMAT;

@@ -1199,6 +1199,30 @@ static int same_dims(const json_t *dims, const ft_t1 *t) {
     return 1;
 }
 
+ft_status ft_t1_log_export_file(const char *log, ft_export_format f, const char *path, int *handled,
+                                ft_err *err) {
+    *handled = 0;
+    json_t *events;
+    int torn;
+    ft_status s = ft_eventlog_read(log, &events, &torn, err);
+    if (s != FT_OK) return s;
+    const char *op = NULL;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        const json_t *ev = json_array_get(events, i);
+        const char *what = json_string_value(json_object_get(ev, "event"));
+        if (what && strcmp(what, "run_start") == 0)
+            op = json_string_value(json_object_get(ev, "op"));
+    }
+    if (op && strncmp(op, "t1:", 3) == 0) {
+        *handled = 1;
+        s = path && ft_same_file(log, path)
+                ? ft_err_set(err, FT_EINVAL, "%s: the output is the event log it reads", path)
+                : ft_t1_log_export(events, log, f, path, err);
+    }
+    json_decref(events);
+    return s;
+}
+
 ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,
                            const char *path, ft_err *err) {
     const json_t *start = NULL;
