@@ -916,31 +916,37 @@ static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int lef
     return s;
 }
 
-ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res, ft_err *err) {
-    memset(res, 0, sizeof *res);
-    res->best = res->reference = -1;
-    ft_config *cands = NULL;
+/* An empty result over t's candidates (space order): nothing evaluated yet, every time NaN. On
+ * failure what was allocated is left for ft_t1_tune_result_free. */
+static ft_status result_begin(const ft_t1 *t, ft_t1_tune_result *r, ft_err *err) {
+    memset(r, 0, sizeof *r);
+    r->best = r->reference = -1;
     int64_t n64 = 0;
-    ft_status s = ft_t1_enumerate(t, &cands, &n64, err);
+    ft_status s = ft_t1_enumerate(t, &r->cfgs, &n64, err);
     if (s != FT_OK) return s;
-    if (n64 > (1 << 22)) {
-        free(cands);
+    if (n64 > (1 << 22))
         return ft_err_set(err, FT_EFORMAT, "%s: %lld configurations: too many to tune", t->path,
                           (long long)n64);
-    }
-    int n = (int)n64;
+    const int n = r->n = (int)n64;
+    r->secs = calloc((size_t)n, sizeof *r->secs);
+    r->cost = calloc((size_t)n, sizeof *r->cost);
+    r->when = calloc((size_t)n, sizeof *r->when);
+    r->error = calloc((size_t)n, sizeof *r->error);
+    r->order = calloc((size_t)n, sizeof *r->order);
+    if (!r->secs || !r->cost || !r->when || !r->error || !r->order)
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    for (int i = 0; i < n; i++)
+        r->secs[i] = NAN;
+    return FT_OK;
+}
+
+ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res, ft_err *err) {
+    ft_status s = result_begin(t, res, err);
+    if (s != FT_OK) return s;
+    ft_config *cands = res->cfgs;
+    const int n = res->n;
     evaluator ev;
     s = evaluator_open(&ev, t, o, res->note, sizeof res->note, err);
-    res->n = n;
-    res->cfgs = cands;
-    res->secs = calloc((size_t)n, sizeof *res->secs);
-    res->cost = calloc((size_t)n, sizeof *res->cost);
-    res->when = calloc((size_t)n, sizeof *res->when);
-    res->error = calloc((size_t)n, sizeof *res->error);
-    res->order = calloc((size_t)n, sizeof *res->order);
-    if (s == FT_OK && (!res->secs || !res->cost || !res->when || !res->error || !res->order))
-        s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
-    for (int i = 0; s == FT_OK && i < n; i++) res->secs[i] = NAN;
     runlog L = {.lock = -1};
     search S = {.t = t, .o = o, .res = res, .L = &L, .stats_of = -1, .here = where_of(o)};
     if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &S.cache, err);
@@ -1100,24 +1106,9 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
  * latest; the time an evaluation took is from the event before it to its own. */
 static ft_status result_from_log(const json_t *events, const char *name, const ft_t1 *t,
                                  const json_t *key, ft_t1_tune_result *r, ft_err *err) {
-    memset(r, 0, sizeof *r);
-    r->best = r->reference = -1;
-    int64_t n64 = 0;
-    ft_status s = ft_t1_enumerate(t, &r->cfgs, &n64, err);
+    ft_status s = result_begin(t, r, err);
     if (s != FT_OK) return s;
-    if (n64 > (1 << 22))
-        return ft_err_set(err, FT_EFORMAT, "%s: %lld configurations: too many", t->path,
-                          (long long)n64);
-    const int n = r->n = (int)n64;
-    r->secs = calloc((size_t)n, sizeof *r->secs);
-    r->cost = calloc((size_t)n, sizeof *r->cost);
-    r->when = calloc((size_t)n, sizeof *r->when);
-    r->error = calloc((size_t)n, sizeof *r->error);
-    r->order = calloc((size_t)n, sizeof *r->order);
-    if (!r->secs || !r->cost || !r->when || !r->error || !r->order)
-        return ft_err_set(err, FT_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        r->secs[i] = NAN;
+    const int n = r->n;
     int ours = 0;
     double prev = NAN;
     for (size_t e = 0; e < json_array_size(events); e++) {
@@ -1199,6 +1190,17 @@ static int same_dims(const json_t *dims, const ft_t1 *t) {
     return 1;
 }
 
+/* The log's last run_start event (NULL: none). */
+static const json_t *last_run_start(const json_t *events) {
+    const json_t *start = NULL;
+    for (size_t e = 0; e < json_array_size(events); e++) {
+        const json_t *ev = json_array_get(events, e);
+        const char *what = json_string_value(json_object_get(ev, "event"));
+        if (what && strcmp(what, "run_start") == 0) start = ev;
+    }
+    return start;
+}
+
 ft_status ft_t1_log_export_file(const char *log, ft_export_format f, const char *path, int *handled,
                                 ft_err *err) {
     *handled = 0;
@@ -1206,13 +1208,7 @@ ft_status ft_t1_log_export_file(const char *log, ft_export_format f, const char 
     int torn;
     ft_status s = ft_eventlog_read(log, &events, &torn, err);
     if (s != FT_OK) return s;
-    const char *op = NULL;
-    for (size_t i = 0; i < json_array_size(events); i++) {
-        const json_t *ev = json_array_get(events, i);
-        const char *what = json_string_value(json_object_get(ev, "event"));
-        if (what && strcmp(what, "run_start") == 0)
-            op = json_string_value(json_object_get(ev, "op"));
-    }
+    const char *op = json_string_value(json_object_get(last_run_start(events), "op"));
     if (op && strncmp(op, "t1:", 3) == 0) {
         *handled = 1;
         s = path && ft_same_file(log, path)
@@ -1225,12 +1221,7 @@ ft_status ft_t1_log_export_file(const char *log, ft_export_format f, const char 
 
 ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,
                            const char *path, ft_err *err) {
-    const json_t *start = NULL;
-    for (size_t e = 0; e < json_array_size(events); e++) {
-        const json_t *ev = json_array_get(events, e);
-        const char *what = json_string_value(json_object_get(ev, "event"));
-        if (what && strcmp(what, "run_start") == 0) start = ev;
-    }
+    const json_t *start = last_run_start(events);
     const char *op = start ? json_string_value(json_object_get(start, "op")) : NULL;
     const char *t1 = start ? json_string_value(json_object_get(start, "t1")) : NULL;
     const char *kfile = start ? json_string_value(json_object_get(start, "kernel_file")) : NULL;
