@@ -785,6 +785,35 @@ static void test_read_past_end(void) {
     ft_dev_free(dev, x), ft_dev_free(dev, y);
 }
 
+/* A kernel whose local array (256 KiB) is larger than an emulated thread's stack, in a child
+ * process, which it ends: one line naming the kernel and the stack, exit 1, with either fiber
+ * switch (its frame is probed page by page, so it faults on the guard page under its stack, and
+ * the handler runs on the worker's alternate stack). Sanitizer builds leave faults to
+ * AddressSanitizer, whose stacks are larger and whose frames may live on the heap. */
+static void test_stack_overflow(void) {
+#if !defined(FT_TEST_ASAN)
+    ft_dev_module *m = compile(SAMPLE("emu_errors.cu"), NULL, 0);
+    if (!m) return;
+    float *x = dalloc(32 * 4), *y = dalloc(32 * 4);
+    char out[16384];
+    for (int uc = 0; uc < 2; uc++) {
+        ft_err err = {0};
+        FT_CHECK(ft_dev_emu_set_ucontext(dev, uc, &err) == FT_OK, "%s", err.msg);
+        int n = 1 << 16;
+        int st = launch_in_child(m, "deep_stack", y, x, &n, out, sizeof out);
+        FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1,
+                 "ucontext %d: the child exited 1, not with status %d:\n%.2000s", uc, st, out);
+        FT_CHECK(strstr(out, "flaretune: kernel 'deep_stack' on the emulator overflowed a "
+                             "thread's stack (120 KiB here") &&
+                     strchr(out, '\n') == out + strlen(out) - 1,
+                 "ucontext %d: one line naming the kernel and the stack:\n%.2000s", uc, out);
+    }
+    ft_err err = {0};
+    ft_dev_emu_set_ucontext(dev, 0, &err);
+    ft_dev_free(dev, x), ft_dev_free(dev, y);
+#endif
+}
+
 /* ---- the module cache ------------------------------------------------------------------------ */
 
 /* The temporary files in dir that process pid made (they are named FILE.tmp.PID.*); other
@@ -1037,6 +1066,7 @@ int main(void) {
     FT_RUN(test_compile_errors);
     FT_RUN(test_launch_errors);
     FT_RUN(test_read_past_end);
+    FT_RUN(test_stack_overflow);
     FT_RUN(test_cache);
     FT_RUN(test_planted_bugs);
     FT_RUN(test_shuffled_order);

@@ -466,6 +466,10 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
     ARG("-fvisibility=hidden");
     ARG("-fno-strict-aliasing"); /* CUDA code reinterprets pointers freely */
     ARG("-ffp-contract=off");
+    /* Frames probed page by page as they grow: a kernel whose local arrays outgrow its thread's
+     * stack faults on the guard page under it (one line, emu_guard.c) and cannot step over it
+     * into the next thread's stack. */
+    ARG("-fstack-clash-protection");
     ARG("-fdiagnostics-color=never");
     if (d->profile) {
         /* A profile module: ThreadSanitizer's instrumentation calls ft_emu.h's hooks at every

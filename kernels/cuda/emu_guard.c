@@ -24,6 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "emu/emu.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define FT_GUARD_ASAN 1
 #elif defined(__has_feature)
@@ -162,6 +164,18 @@ static void put_u(line *l, uint64_t v, int hex) {
         l->b[l->n++] = d[--k];
 }
 
+/* Ends the process as an illegal address ends a CUDA context: the epitaph, then the line. */
+static _Noreturn void die(line *l) {
+    l->b[l->n++] = '\n';
+    const int fd = atomic_load(&epitaph_fd);
+    const char *text = atomic_load(&epitaph_text);
+    ssize_t w = 0;
+    if (fd >= 0 && text) w = write(fd, text, atomic_load(&epitaph_len));
+    w = write(STDERR_FILENO, l->b, l->n);
+    (void)w;
+    _exit(1);
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     const uintptr_t a = (uintptr_t)si->si_addr;
@@ -172,39 +186,41 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
         const uintptr_t s = atomic_load(&slots[i].start), base = atomic_load(&slots[i].base);
         if (s && a >= base && a < base + atomic_load(&slots[i].len)) found = i;
     }
-    if (found < 0) {
+    const int overflow = found < 0 && si->si_code > 0 && ft_emu_stack_overflow(a);
+    if (found < 0 && !overflow) {
         /* Not an overrun: what was there before handles it (the default, or a sanitizer's
          * report), the access faulting again, or a signal sent raised again. */
         sigaction(sig, sig == SIGBUS ? &before_bus : &before_segv, NULL);
         if (si->si_code <= 0) raise(sig);
         return;
     }
-    const uintptr_t s = atomic_load(&slots[found].start);
-    const size_t n = atomic_load(&slots[found].bytes);
     const char *kernel = atomic_load(&running);
     line l = {.n = 0};
     if (kernel) {
         put(&l, "flaretune: kernel '");
         put(&l, kernel);
-        put(&l, "' on the emulator reached ");
+        put(&l, "' on the emulator ");
     } else {
-        put(&l, "flaretune: the emulator's host code (no kernel running: a bug) reached ");
+        put(&l, "flaretune: the emulator's host code (no kernel running: a bug) ");
     }
+    if (overflow) {
+        put(&l, "overflowed a thread's stack (");
+        put_u(&l, (FT_EMU_STACK_BYTES - 2 * FT_EMU_PAGE) >> 10, 0);
+        put(&l, " KiB here, where a GPU allows a thread up to 512 KiB of local memory): its local "
+                "arrays or calls are too deep for the emulator");
+        die(&l);
+    }
+    put(&l, "reached ");
     put_u(&l, a, 1);
+    const uintptr_t s = atomic_load(&slots[found].start);
+    const size_t n = atomic_load(&slots[found].bytes);
     put(&l, ", ");
     put_u(&l, a >= s + n ? a - (s + n) : s - a, 0);
     put(&l, a >= s + n ? " bytes past the end of a " : " bytes before a ");
     put_u(&l, n, 0);
     put(&l, "-byte device buffer: an argument is smaller than the kernel reads or writes (a T1 "
             "file's Size; --arg NAME=TYPE:SIZE replaces one), or an index is wrong");
-    l.b[l.n++] = '\n';
-    const int fd = atomic_load(&epitaph_fd);
-    const char *text = atomic_load(&epitaph_text);
-    ssize_t w = 0;
-    if (fd >= 0 && text) w = write(fd, text, atomic_load(&epitaph_len));
-    w = write(STDERR_FILENO, l.b, l.n);
-    (void)w;
-    _exit(1);
+    die(&l);
 }
 
 int ft_emu_guard_install(void) {
@@ -213,7 +229,7 @@ int ft_emu_guard_install(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK; /* a worker's alternate stack, where it has one */
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, &before_segv) != 0) {
         atomic_store(&installed, 0);

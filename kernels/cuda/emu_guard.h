@@ -6,8 +6,9 @@
  * allocation here is a reservation of its own whose buffer ends, 256-byte aligned, against at
  * least 1 MiB that nothing may touch, with 64 KiB of the same before it. A fault there ends the
  * process with one line naming the kernel running and how far past (or before) which buffer it
- * reached, as an illegal address ends a CUDA context on a GPU; any other fault, and a signal
- * sent, is left to the handler installed before. In sanitizer builds, whose kernels are
+ * reached, as an illegal address ends a CUDA context on a GPU (likewise a fault on the guard page
+ * under an emulated thread's stack: a kernel whose locals outgrow it); any other fault, and a
+ * signal sent, is left to the handler installed before. In sanitizer builds, whose kernels are
  * instrumented, allocations are heap memory instead, so that AddressSanitizer reports an
  * overrun with the kernel's line, and no handler is installed.
  */

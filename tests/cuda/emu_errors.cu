@@ -102,3 +102,13 @@ extern "C" __global__ void read_at(float *y, const float *x, long long off) {
     y[threadIdx.x] = x[threadIdx.x == 0 ? off : 0];
 }
 FT_KERNEL_EXPORT(read_at)
+
+/* A local array of 256 KiB, more than the emulator's stack holds (a GPU would give it local
+ * memory, up to 512 KiB a thread): n floats of it written, n up to 2^16. */
+extern "C" __global__ void deep_stack(float *y, const float *x, int n) {
+    volatile float big[1 << 16];
+    for (int i = 0; i < n; i++)
+        big[i] = x[i % 32];
+    y[threadIdx.x] = big[n - 1 - threadIdx.x];
+}
+FT_KERNEL_EXPORT(deep_stack)

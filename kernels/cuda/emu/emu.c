@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,9 +22,15 @@
 #include <ucontext.h>
 
 #if defined(__SANITIZE_ADDRESS__)
+#define FT_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_EMU_ASAN 1
+#endif
+#endif
+#if defined(FT_EMU_ASAN)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-#define FT_EMU_ASAN 1
 #else
 #define FT_EMU_ASAN 0
 #endif
@@ -228,6 +235,7 @@ struct ft_emu_pool {
     unsigned char *dyn; /* dynamic shared memory with canaries on both sides */
     size_t dyn_cap;
     int dirty; /* the last block failed: its fibers' stacks hold abandoned frames */
+    unsigned char *alt; /* the stack a fault handler runs on while the worker runs blocks */
 };
 
 #define DYN_CANARY 256u
@@ -630,10 +638,67 @@ static void stacks_unmap(void *p, size_t bytes) {
     munmap(p, bytes);
 }
 
+/* ---- overflowing a stack --------------------------------------------------------------------- */
+
+/* The live pools' fiber regions, for ft_emu_stack_overflow: a fixed table read without a lock
+ * (a pool that finds it full is not listed, and its overflow is left to the default handler). */
+#define STACK_SLOTS 4096
+static struct {
+    _Atomic uintptr_t region; /* 0: a free slot */
+    _Atomic unsigned n;       /* fibers */
+} stack_slots[STACK_SLOTS];
+
+/* The alternate signal stack of a worker (the handler writes one line and ends the process). */
+#define ALT_BYTES ((size_t)64 << 10)
+
+static void stacks_list(const ft_emu_pool *p) {
+    for (int i = 0; i < STACK_SLOTS; i++) {
+        uintptr_t zero = 0; /* a free slot's n is 0 until its region is set */
+        if (atomic_compare_exchange_strong(&stack_slots[i].region, &zero, (uintptr_t)p->region)) {
+            atomic_store(&stack_slots[i].n, p->cap);
+            return;
+        }
+    }
+}
+
+static void stacks_unlist(const ft_emu_pool *p) {
+    for (int i = 0; p->region && i < STACK_SLOTS; i++)
+        if (atomic_load(&stack_slots[i].region) == (uintptr_t)p->region) {
+            atomic_store(&stack_slots[i].n, 0);
+            atomic_store(&stack_slots[i].region, 0);
+            return;
+        }
+}
+
+int ft_emu_stack_overflow(uintptr_t a) {
+    for (int i = 0; i < STACK_SLOTS; i++) {
+        const uintptr_t r = atomic_load(&stack_slots[i].region);
+        const unsigned n = atomic_load(&stack_slots[i].n);
+        if (!r || a < r || a - r >= (uintptr_t)n * FT_EMU_STACK_BYTES) continue;
+        const uintptr_t in = (a - r) % FT_EMU_STACK_BYTES;
+        return in >= FT_EMU_PAGE && in < 2 * FT_EMU_PAGE;
+    }
+    return 0;
+}
+
+/* Runs the calling thread's fault handlers on the pool's alternate stack until alt_end: a fiber
+ * that overflowed its stack has none left to run one on. 1 when set (old: what was before). */
+static int alt_begin(const ft_emu_pool *p, stack_t *old) {
+    if (FT_EMU_ASAN || !p->alt) return 0; /* AddressSanitizer has its own */
+    stack_t ss = {.ss_sp = p->alt, .ss_size = ALT_BYTES, .ss_flags = 0};
+    return sigaltstack(&ss, old) == 0;
+}
+
+static void alt_end(int set, const stack_t *old) {
+    if (set) sigaltstack(old, NULL);
+}
+
 /* ---- pools ----------------------------------------------------------------------------------- */
 
 void ft_emu_pool_free(ft_emu_pool *p) {
     if (!p) return;
+    stacks_unlist(p);
+    if (p->alt) munmap(p->alt, ALT_BYTES);
     if (p->map) stacks_unmap(p->map, p->map_bytes);
     free(p->runq);
     free(p->dyn);
@@ -641,9 +706,19 @@ void ft_emu_pool_free(ft_emu_pool *p) {
 }
 
 static ft_status pool_reserve(ft_emu_pool *p, unsigned n, size_t dyn, ft_err *err) {
+    if (!p->alt) {
+        void *m = mmap(NULL, ALT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return ft_err_set(err, FT_ENOMEM, "emulator: cannot map a signal stack: %s",
+                              strerror(errno));
+        p->alt = m;
+    }
     if (n > p->cap) {
+        stacks_unlist(p);
         if (p->map) stacks_unmap(p->map, p->map_bytes);
         p->map = NULL;
+        p->region = NULL;
+        p->cap = 0;
         size_t bytes = ((size_t)n + 1) * FT_EMU_STACK_BYTES;
         void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -664,6 +739,7 @@ static ft_status pool_reserve(ft_emu_pool *p, unsigned n, size_t dyn, ft_err *er
         if (!q) return ft_err_set(err, FT_ENOMEM, "emulator: out of memory");
         p->runq = q;
         p->cap = n;
+        stacks_list(p);
     }
     if (dyn + 2 * DYN_CANARY > p->dyn_cap) {
         free(p->dyn);
@@ -730,6 +806,8 @@ static void *worker_main(void *arg) {
         b->tls_size = l->tls_size;
     }
     ctx_init_host(&b->host, l->ucontext);
+    stack_t old_alt;
+    const int alt = alt_begin(w->pool, &old_alt);
     while (!atomic_load(&g->stop)) {
         unsigned long long i = atomic_fetch_add(&g->next, 1);
         if (i >= g->nblocks) break;
@@ -749,6 +827,7 @@ static void *worker_main(void *arg) {
             atomic_store(&g->stop, 1);
         }
     }
+    alt_end(alt, &old_alt);
     free(b);
     return NULL;
 }

@@ -16,6 +16,7 @@
 #define FT_EMU_RUNTIME_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/status.h"
 
@@ -58,6 +59,14 @@ typedef struct ft_emu_launch {
  * a write past the dynamic shared memory) is FT_EINTERNAL with the message in err. */
 ft_status ft_emu_run(ft_emu_pool **pools, const ft_emu_launch *l, ft_err *err);
 void ft_emu_pool_free(ft_emu_pool *p);
+
+/* Whether the address a is in the guard page under an emulated thread's stack, where a kernel
+ * whose frames outgrow the stack (FT_EMU_STACK_BYTES a thread, less two pages) faults: its
+ * frames are probed page by page as they grow (the modules are built with
+ * -fstack-clash-protection), so a large local array cannot step over the guard. Async-signal-safe:
+ * for a fault handler (emu_guard.c), which runs on an alternate stack while a launch's blocks run
+ * (the fiber's own is the one that overflowed). */
+int ft_emu_stack_overflow(uintptr_t a);
 
 /* 1 when this build has the hand-written x86-64 context switch. */
 int ft_emu_has_fast_switch(void);
