@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/sanitize.h"
+
 size_t ft_dtype_size(ft_dtype dt) {
     switch (dt) {
     case FT_F32: return 4;
@@ -45,16 +47,7 @@ typedef struct alloc_head {
  * before they are filled, nor an output the run never reads back). */
 /* Under AddressSanitizer every block comes from the C allocator: it checks only what that
  * hands out. */
-#if defined(__SANITIZE_ADDRESS__)
-#define FT_ALLOC_MAPS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FT_ALLOC_MAPS 0
-#endif
-#endif
-#ifndef FT_ALLOC_MAPS
-#define FT_ALLOC_MAPS 1
-#endif
+#define FT_ALLOC_MAPS (!FT_ASAN)
 
 static void *alloc_block(size_t bytes, int zeroed) {
     const size_t huge = (size_t)2 << 20;

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "core/paths.h"
+#include "core/sanitize.h"
 #include "device_impl.h"
 #include "emu/emu.h"
 #include "emu_guard.h"
@@ -484,7 +485,7 @@ static ft_status build_plan(emu_dev *d, const char *source, const char *const *d
         ARG("-g");
         ARG("-nodefaultlibs");
     }
-#if defined(__SANITIZE_ADDRESS__)
+#if FT_ASAN
     /* This library runs under AddressSanitizer (FT_SANITIZE): instrument the kernels too, so an
      * out-of-bounds access to device memory is reported with the kernel's line (a profile
      * module is ThreadSanitizer's instead). */

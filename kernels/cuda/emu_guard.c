@@ -24,19 +24,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/sanitize.h"
 #include "emu/emu.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define FT_GUARD_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FT_GUARD_ASAN 1
-#endif
-#endif
 
 #define ALIGN 256
 
-#if !defined(FT_GUARD_ASAN)
+#if !FT_ASAN
 #define SLOTS    65536 /* more than the process's mappings allow (vm.max_map_count, 65530) */
 #define HEAD     ((size_t)64 << 10)
 #define TAIL_MIN ((size_t)1 << 20)

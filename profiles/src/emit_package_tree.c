@@ -35,6 +35,7 @@ const char *const ft_pkg_common[] = {
     "core/clock.h",
     "kernels/op/op.h",
     "core/rng.h",
+    "core/sanitize.h",
     "kernels/op/space.h",
     "core/status.h",
     "core/tensor.h",

@@ -21,18 +21,10 @@
 #include <time.h>
 #include <ucontext.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define FT_EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FT_EMU_ASAN 1
-#endif
-#endif
-#if defined(FT_EMU_ASAN)
+#include "core/sanitize.h"
+#if FT_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-#else
-#define FT_EMU_ASAN 0
 #endif
 
 #if defined(__x86_64__) && !defined(FT_EMU_NO_FAST_SWITCH)
@@ -122,7 +114,7 @@ static int ctx_init(emu_ctx *c, void *lo, size_t size, emu_entry_fn fn, void *ar
     c->stack_lo = lo;
     c->stack_size = size;
     c->use_uc = use_uc || !FT_EMU_FAST_SWITCH;
-#if FT_EMU_ASAN
+#if FT_ASAN
     if (clean > size) clean = size;
     ASAN_UNPOISON_MEMORY_REGION((unsigned char *)lo + size - clean, clean);
 #else
@@ -166,7 +158,7 @@ static int ctx_init(emu_ctx *c, void *lo, size_t size, emu_entry_fn fn, void *ar
 /* Switch from `from` to `to`. `from_ends`: `from` will never be resumed (its thread exited or the
  * block failed), which AddressSanitizer needs to know to drop its fake stack. */
 static void ctx_switch(emu_ctx *from, emu_ctx *to, int from_ends) {
-#if FT_EMU_ASAN
+#if FT_ASAN
     void *fake = NULL;
     __sanitizer_start_switch_fiber(from_ends ? NULL : &fake, to->stack_lo, to->stack_size);
 #else
@@ -179,14 +171,14 @@ static void ctx_switch(emu_ctx *from, emu_ctx *to, int from_ends) {
         ft_emu_ctx_switch(&from->sp, to->sp);
 #endif
     }
-#if FT_EMU_ASAN
+#if FT_ASAN
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
 }
 
 /* The first thing a fiber does (it arrived by a switch AddressSanitizer was told about). */
 static void ctx_started(void) {
-#if FT_EMU_ASAN
+#if FT_ASAN
     __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
 }
@@ -195,7 +187,7 @@ static void ctx_started(void) {
 static void ctx_init_host(emu_ctx *c, int use_uc) {
     memset(c, 0, sizeof *c);
     c->use_uc = use_uc || !FT_EMU_FAST_SWITCH;
-#if FT_EMU_ASAN
+#if FT_ASAN
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         pthread_attr_getstack(&attr, &c->stack_lo, &c->stack_size);
@@ -632,7 +624,7 @@ static void run_block(emu_block *b, unsigned long long index) {
 /* Unmap fiber stacks. AddressSanitizer keeps the poison of the frames abandoned on them; clear
  * it, or whatever is mapped there next would inherit it. */
 static void stacks_unmap(void *p, size_t bytes) {
-#if FT_EMU_ASAN
+#if FT_ASAN
     ASAN_UNPOISON_MEMORY_REGION(p, bytes);
 #endif
     munmap(p, bytes);
@@ -684,7 +676,7 @@ int ft_emu_stack_overflow(uintptr_t a) {
 /* Runs the calling thread's fault handlers on the pool's alternate stack until alt_end: a fiber
  * that overflowed its stack has none left to run one on. 1 when set (old: what was before). */
 static int alt_begin(const ft_emu_pool *p, stack_t *old) {
-    if (FT_EMU_ASAN || !p->alt) return 0; /* AddressSanitizer has its own */
+    if (FT_ASAN || !p->alt) return 0; /* AddressSanitizer has its own */
     stack_t ss = {.ss_sp = p->alt, .ss_size = ALT_BYTES, .ss_flags = 0};
     return sigaltstack(&ss, old) == 0;
 }

@@ -28,10 +28,20 @@ extern "C" {
  * (and recompiled, since the version is part of the cache key). */
 #define FT_EMU_ABI_VERSION 3
 
+/* clang says it builds with AddressSanitizer through __has_feature (gcc: __SANITIZE_ADDRESS__). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FT_EMU_HAS_ASAN_FEATURE 1
+#endif
+#endif
+#ifndef FT_EMU_HAS_ASAN_FEATURE
+#define FT_EMU_HAS_ASAN_FEATURE 0
+#endif
+
 /* log2 of a fiber's stack region (descriptor page + guard page + stack). The runtime passes its
  * own value to every module it compiles (-DFT_EMU_STACK_LOG2=...), so both sides agree. */
-#ifndef FT_EMU_STACK_LOG2
-#if defined(__SANITIZE_ADDRESS__)
+#ifndef FT_EMU_STACK_LOG2 /* the runtime's side: modules are given it */
+#if defined(__SANITIZE_ADDRESS__) || FT_EMU_HAS_ASAN_FEATURE
 #define FT_EMU_STACK_LOG2 19 /* 512 KiB: instrumented frames are several times larger */
 #else
 #define FT_EMU_STACK_LOG2 17 /* 128 KiB */
