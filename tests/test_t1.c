@@ -49,11 +49,19 @@ static void test_hand_checked(void) {
     int64_t n = 0;
     FT_CHECK(ft_t1_enumerate(t, &cfgs, &n, &err) == FT_OK && n == 42, "%lld allowed (%s)", (long long)n,
              err.msg);
-    free(cfgs);
+    /* Each finds its own place (the first, the last and the default among them), and one the
+     * conditions refuse none. */
+    int placed = 0;
+    for (int64_t i = 0; i < n; i++)
+        placed += ft_t1_position(t, cfgs, n, &cfgs[i]) == i;
+    FT_CHECK(placed == n && n == 42, "%d of %lld found where they stand", placed, (long long)n);
     ft_config c;
     int ok = -1;
     char why[256];
     cfg_of(t, "block_size_x=256,tile_size_x=3", &c);
+    FT_CHECK(ft_t1_position(t, cfgs, n, &c) == -1 && ft_t1_position(t, cfgs, 0, &cfgs[0]) == -1,
+             "a configuration not listed has no place");
+    free(cfgs);
     FT_CHECK(ft_t1_allowed(t, &c, &ok, why, sizeof why, &err) == FT_OK && !ok &&
                  strcmp(why, "block_size_x * tile_size_x <= 512") == 0,
              "%d %s", ok, why);

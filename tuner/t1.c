@@ -906,6 +906,19 @@ ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why
     return FT_OK;
 }
 
+int64_t ft_t1_position(const ft_t1 *t, const ft_config *cfgs, int64_t n, const ft_config *c) {
+    const int64_t k = ft_space_index_of(&t->space, c);
+    int64_t lo = 0, hi = n; /* the first whose index is k or above lies in [lo, hi] */
+    while (k >= 0 && lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (ft_space_index_of(&t->space, &cfgs[mid]) < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return k >= 0 && lo < n && ft_config_equal(&cfgs[lo], c) ? lo : -1;
+}
+
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err) {
     *cfgs = NULL;
     *n = 0;

@@ -116,6 +116,9 @@ ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why
                         ft_err *err);
 /* Every allowed configuration in space order (the last parameter fastest); *cfgs malloc'd. */
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err);
+/* Where c stands among the n configurations ft_t1_enumerate listed (in the space's order), by
+ * binary search; -1 when it is not one of them. */
+int64_t ft_t1_position(const ft_t1 *t, const ft_config *cfgs, int64_t n, const ft_config *c);
 /* The launch of cfg: grid in blocks and block in threads. */
 ft_status ft_t1_launch(const ft_t1 *t, const ft_config *cfg, long long grid[3], long long block[3],
                        ft_err *err);

@@ -954,8 +954,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     /* The reference: the default configuration, run and timed first. */
     ft_config def;
     ft_config_default(&t->space, &def);
-    for (int i = 0; i < n; i++)
-        if (ft_config_equal(&cands[i], &def)) res->reference = i;
+    res->reference = (int)ft_t1_position(t, cands, n, &def);
     if (s == FT_OK && res->reference < 0)
         s = ft_err_set(err, FT_EINTERNAL, "%s: the default configuration is not a candidate", t->path);
     /* Its outputs are what every candidate is checked against, so it runs even when resumed
@@ -1132,10 +1131,8 @@ static ft_status result_from_log(const json_t *events, const char *name, const f
         ft_err e2 = {0};
         if (ft_config_from_json(&t->space, json_object_get(ev, "config"), &cfg, &e2))
             return ft_err_set(err, FT_EFORMAT, "%s: event %zu: %s", name, e + 1, e2.msg);
-        int i = 0;
-        while (i < n && !ft_config_equal(&r->cfgs[i], &cfg))
-            i++;
-        if (i == n)
+        const int i = (int)ft_t1_position(t, r->cfgs, n, &cfg);
+        if (i < 0)
             return ft_err_set(err, FT_EFORMAT,
                               "%s: event %zu: a configuration %s does not allow (edited since?)",
                               name, e + 1, t->path);
