@@ -1,7 +1,7 @@
 # A thin driver over CMake. The two commands of README.md:
 #   make run    build, then run the main job
 #   make test   build, then run the test suite
-# and `make report` (docs/results.md, "The drafter step"): build, then measure the seeds' claims here.
+# and `make report` (docs/results.md, "The drafter step"): build, then measure the papers' claims here.
 # Each installs the Debian packages it needs when run as root (scripts/deps.sh). The report
 # runs the configs `make run` tuned (profiles/local.json) where there are any.
 BUILD ?= build

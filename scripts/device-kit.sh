@@ -18,7 +18,7 @@
 # The cache key is the content of the kernel sources and NVRTC's version (docs/cuda.md), so the
 # kit serves any checkout of the same sources on a machine with the same NVRTC major.minor; a
 # changed kernel is compiled there again. The kit must stay under KIT_LIMIT_MIB (default 40): the
-# whole working tree that travels to a lent GPU machine is limited to 64 MiB. Needs apt-get (for
+# whole working tree sent to a remote GPU machine is kept under 64 MiB. Needs apt-get (for
 # the download), the CUDA toolkit (NVRTC) and a build of flaretune (BUILD, default build; made
 # when missing). Running it again keeps what is already there and adds what is missing.
 # Compiling every module takes minutes: it says what it is compiling, with the seconds so far,
@@ -133,7 +133,7 @@ echo "== [$((SECONDS - t0)) s] check: every run of gpu-runs.txt with the kit's c
 
 # ---- 5. what it holds, and its size -----------------------------------------------------------
 # The cache travels packed (the next run of this script unpacks it again), so the kit folder is
-# what a lent machine is sent.
+# what a remote machine is sent.
 echo "== [$((SECONDS - t0)) s] packing the kernel cache (xz)"
 tar -C "$kit" -cJf "$kit/kernel-cache.tar.xz.tmp" kernel-cache
 mv "$kit/kernel-cache.tar.xz.tmp" "$kit/kernel-cache.tar.xz"

@@ -19,7 +19,7 @@
 # After every step OUT/summary.md and OUT/summary.json are rewritten and the raw logs packed again
 # into OUT/raw.tar.gz, so a run stopped at any moment leaves a table. OUT holds at most five files
 # (summary.md, summary.json, profile.json, raw.tar.gz, gpu-check.log), none over 16 MiB, no
-# folders: what a lent GPU machine can send back. The raw logs are written under a work folder
+# folders: small enough to copy back whole from a remote machine. The raw logs are written under a work folder
 # outside OUT (GPU_CHECK_WORK, default a fresh one under $TMPDIR).
 #
 # GPU_CHECK_BACKEND=cuda-emu rehearses the same steps on the SIMT emulator at tiny shapes (no GPU
@@ -96,7 +96,7 @@ while IFS= read -r line; do
   runs+=("$line")
 done < <(gpu_runs)
 # Whole drafter steps with the profile the runs above wrote (flaretune step: every op alone and
-# the step captured as a CUDA graph), then on a GPU a short report of the seeds' design axes
+# the step captured as a CUDA graph), then on a GPU a short report of the papers' design axes
 # (flaretune report at the small presets; the emulator's timings would say nothing, and the
 # report's sweep is tested on the CPU). Their JSON and the report's files go into the raw logs.
 step_presets=("qwen3-8b.dflare.decode" "qwen3-8b.dflare.train")

@@ -1,4 +1,4 @@
-/* report.c: `flaretune report`'s measuring side: the seeds' design axes swept as whole drafter
+/* report.c: `flaretune report`'s measuring side: the papers' design axes swept as whole drafter
  * steps (tuner/step.c), each point appended to an event log as it is measured so an
  * interrupted sweep resumes, and the report document (docs/report.md) built from the points:
  * the claims answered in words, the charts and tables. report_render.c draws it.

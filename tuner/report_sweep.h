@@ -1,4 +1,4 @@
-/* report_sweep.h: the measuring side of `flaretune report` (tuner/report.c): the seeds' design
+/* report_sweep.h: the measuring side of `flaretune report` (tuner/report.c): the papers' design
  * axes swept as whole drafter steps, resumable through an event log, into a report document
  * (format FT_REPORT_FORMAT, docs/report.md) that report.h renders. */
 #ifndef FLARETUNE_REPORT_SWEEP_H
