@@ -2,7 +2,7 @@
 # bench-cpu.sh: the CPU backend's benchmark targets, measured with `flaretune bench` (median,
 # IQR, samples, and the fraction of this machine's cache-aware roofline: the bandwidth of the
 # level the working set fits in, or the compute peak, docs/measurement.md), printed as the
-# Markdown table README.md shows.
+# Markdown table README.md shows, each fraction in bold where it meets its target.
 #
 #   scripts/bench-cpu.sh [BUILD_DIR] [--config-from PROFILE]
 #
@@ -59,7 +59,9 @@ for k in range(n):
         ceil = f'peak {c["flops_per_s"]/1e9:.0f} GFLOP/s, sgemm {c["gemm_flops_per_s"]/1e9:.0f}'
     if r["suspect"]:
         ceil += ", SUSPECT"
+    frac = f'{100*b["roofline_frac"]:.0f}%'
+    met = target.endswith("%") and round(100 * b["roofline_frac"]) >= float(target[:-1])
     print(f'| {name} | `{cfg}` | {t(b["median_s"])} ({t(b["iqr_s"])}, {b["samples"]}) | '
           f'{b["bytes"]/1e6:.0f} MB / {b["flops"]/1e9:.2f} GFLOP | {rate} | {t(b["roofline_s"])} ({bound}, {ceil}) | '
-          f'**{100*b["roofline_frac"]:.0f}%** | {target} | {b["peak_extra_bytes"]/2**20:.1f} MiB |')
+          f'{"**" + frac + "**" if met else frac} | {target} | {b["peak_extra_bytes"]/2**20:.1f} MiB |')
 PY
