@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -721,8 +722,9 @@ static void test_launch_errors(void) {
 }
 
 /* Launches kernel (y, x, arg) in a child process, its stderr into out; the child's status. */
-static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float *x, void *arg,
-                           char *out, size_t cap) {
+/* Runs body(ctx) in a child process and returns its wait status, with what it wrote to stderr in
+ * out (NUL-terminated). */
+static int in_child(void (*body)(void *), void *ctx, char *out, size_t cap) {
     int fds[2];
     FT_CHECK(pipe(fds) == 0, "pipe");
     fflush(stderr);
@@ -730,10 +732,8 @@ static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float
     if (kid == 0) {
         dup2(fds[1], 2);
         close(fds[0]);
-        void *args[] = {&y, &x, arg};
-        ft_err err = {0};
-        ft_dev_launch(dev, m, kernel, dim3_of(1, 1, 1), dim3_of(32, 1, 1), 0, args, &err);
-        _exit(0); /* not reached: the read faults */
+        body(ctx);
+        _exit(0);
     }
     close(fds[1]);
     size_t got = 0;
@@ -744,6 +744,27 @@ static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float
     int st = 0;
     waitpid(kid, &st, 0);
     return st;
+}
+
+typedef struct {
+    ft_dev_module *m;
+    const char *kernel;
+    float *y, *x;
+    void *arg;
+} one_launch;
+
+static void launch_one(void *ctx) {
+    one_launch *o = ctx;
+    void *args[] = {&o->y, &o->x, o->arg};
+    ft_err err = {0};
+    ft_dev_launch(dev, o->m, o->kernel, dim3_of(1, 1, 1), dim3_of(32, 1, 1), 0, args, &err);
+}
+
+/* kernel(y, x, *arg) in one block of 32 threads, in a child process (a fault ends it). */
+static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float *x, void *arg,
+                           char *out, size_t cap) {
+    one_launch o = {m, kernel, y, x, arg};
+    return in_child(launch_one, &o, out, cap);
 }
 
 /* A read past the end of a device buffer, in a child process, which it ends. In sanitizer builds
@@ -811,6 +832,59 @@ static void test_stack_overflow(void) {
     ft_err err = {0};
     ft_dev_emu_set_ucontext(dev, 0, &err);
     ft_dev_free(dev, x), ft_dev_free(dev, y);
+#endif
+}
+
+typedef struct {
+    volatile int *flags;
+    ft_dev_module *m, *m2;
+    ft_dev *d2;
+    float *y, *x;
+} two_devices;
+
+static void *launch_set_go(void *arg) {
+    two_devices *o = arg;
+    while (!o->flags[0]) /* the faulting kernel is running */
+        usleep(1000);
+    void *args[] = {&o->flags};
+    ft_err err = {0};
+    ft_dev_launch(o->d2, o->m2, "set_go", dim3_of(1, 1, 1), dim3_of(1, 1, 1), 0, args, &err);
+    return NULL;
+}
+
+static void fault_beside_another(void *ctx) {
+    two_devices *o = ctx;
+    ft_err err = {0};
+    if (ft_dev_open(FT_DEV_EMU, 0, &o->d2, &err) ||
+        ft_dev_compile(o->d2, SAMPLE("emu_errors.cu"), NULL, 0, &o->m2, &err)) {
+        fprintf(stderr, "second device: %s\n", err.msg);
+        _exit(3);
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, launch_set_go, o) != 0) _exit(4);
+    int n = 64;
+    void *args[] = {&o->y, &o->x, &o->flags, &n};
+    ft_dev_launch(dev, o->m, "read_past_end_later", dim3_of(1, 1, 1), dim3_of(1, 1, 1), 0, args,
+                  &err);
+}
+
+/* Two devices on two threads: a kernel reads past a buffer on one while a launch on the other
+ * starts and ends. The line names the kernel that faulted, not the other device's latest. */
+static void test_fault_names_its_kernel(void) {
+#if !defined(FT_TEST_ASAN)
+    two_devices o = {.m = compile(SAMPLE("emu_errors.cu"), NULL, 0)};
+    if (!o.m) return;
+    o.x = dalloc(64 * 4), o.y = dalloc(64 * 4);
+    int *flags = dalloc(2 * sizeof(int));
+    memset(flags, 0, 2 * sizeof(int)); /* emulator memory is the host's */
+    o.flags = flags;
+    char out[16384];
+    int st = in_child(fault_beside_another, &o, out, sizeof out);
+    FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+                 strstr(out, "flaretune: kernel 'read_past_end_later' on the emulator reached ") &&
+                 strstr(out, ", 0 bytes past the end of a 256-byte device buffer"),
+             "status %d: the line names the kernel that faulted:\n%.2000s", st, out);
+    ft_dev_free(dev, o.x), ft_dev_free(dev, o.y), ft_dev_free(dev, flags);
 #endif
 }
 
@@ -1067,6 +1141,7 @@ int main(void) {
     FT_RUN(test_launch_errors);
     FT_RUN(test_read_past_end);
     FT_RUN(test_stack_overflow);
+    FT_RUN(test_fault_names_its_kernel);
     FT_RUN(test_cache);
     FT_RUN(test_planted_bugs);
     FT_RUN(test_shuffled_order);

@@ -187,7 +187,8 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
         if (si->si_code <= 0) raise(sig);
         return;
     }
-    const char *kernel = atomic_load(&running);
+    const char *kernel = ft_emu_running_kernel(); /* this thread's launch */
+    if (!kernel) kernel = atomic_load(&running);  /* the host code of the latest one */
     line l = {.n = 0};
     if (kernel) {
         put(&l, "flaretune: kernel '");

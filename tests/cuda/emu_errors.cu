@@ -112,3 +112,17 @@ extern "C" __global__ void deep_stack(float *y, const float *x, int n) {
     y[threadIdx.x] = big[n - 1 - threadIdx.x];
 }
 FT_KERNEL_EXPORT(deep_stack)
+
+/* Says it started (flags[0]), waits until another launch sets flags[1], then reads one element
+ * past the end of x (n elements). One thread. */
+extern "C" __global__ void read_past_end_later(float *y, const float *x, volatile int *flags, int n) {
+    flags[0] = 1;
+    while (!flags[1]) {
+    }
+    y[0] = x[n];
+}
+FT_KERNEL_EXPORT(read_past_end_later)
+
+/* Sets flags[1]. One thread. */
+extern "C" __global__ void set_go(volatile int *flags) { flags[1] = 1; }
+FT_KERNEL_EXPORT(set_go)

@@ -673,6 +673,13 @@ int ft_emu_stack_overflow(uintptr_t a) {
     return 0;
 }
 
+/* The kernel this thread runs blocks of (NULL: none), for the fault handler: a process may run
+ * launches on several devices at once, each on its own threads. Initial-exec, so that reading it
+ * in a signal handler allocates nothing. */
+static __thread const char *running_here __attribute__((tls_model("initial-exec")));
+
+const char *ft_emu_running_kernel(void) { return running_here; }
+
 /* Runs the calling thread's fault handlers on the pool's alternate stack until alt_end: a fiber
  * that overflowed its stack has none left to run one on. 1 when set (old: what was before). */
 static int alt_begin(const ft_emu_pool *p, stack_t *old) {
@@ -800,6 +807,7 @@ static void *worker_main(void *arg) {
     ctx_init_host(&b->host, l->ucontext);
     stack_t old_alt;
     const int alt = alt_begin(w->pool, &old_alt);
+    running_here = l->kernel;
     while (!atomic_load(&g->stop)) {
         unsigned long long i = atomic_fetch_add(&g->next, 1);
         if (i >= g->nblocks) break;
@@ -819,6 +827,7 @@ static void *worker_main(void *arg) {
             atomic_store(&g->stop, 1);
         }
     }
+    running_here = NULL;
     alt_end(alt, &old_alt);
     free(b);
     return NULL;

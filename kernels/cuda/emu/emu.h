@@ -68,6 +68,10 @@ void ft_emu_pool_free(ft_emu_pool *p);
  * (the fiber's own is the one that overflowed). */
 int ft_emu_stack_overflow(uintptr_t a);
 
+/* The kernel whose blocks the calling thread runs, NULL outside a launch. Async-signal-safe: a
+ * fault handler names the kernel that faulted even while other threads run other launches. */
+const char *ft_emu_running_kernel(void);
+
 /* 1 when this build has the hand-written x86-64 context switch. */
 int ft_emu_has_fast_switch(void);
 
