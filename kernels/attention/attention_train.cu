@@ -310,6 +310,45 @@ __device__ __forceinline__ void each_key(const cta &c, int t0, int c0, int nk, i
         }
 }
 
+/* acc[j] (16 rows x 8 columns, j < NDT) += P x rows c0 .. c0 + 15 of t (padded, the rows as the
+ * B operand; dh/8 n-tiles of 4 floats): P, a 16 x 16 (keys) tile held in accumulator fragments p
+ * (mma_rows' layout), repacked in registers as the A fragment (rounded to bf16). */
+__device__ __forceinline__ void mma_acc(float (*acc)[4], const float (*p)[4], const float *t,
+                                        int c0, int g, int tq) {
+    const uint32_t a[4] = {ft_pack_bf16x2(p[0][0], p[0][1]), ft_pack_bf16x2(p[0][2], p[0][3]),
+                           ft_pack_bf16x2(p[1][0], p[1][1]), ft_pack_bf16x2(p[1][2], p[1][3])};
+    const float *t0 = t + (c0 + tq * 2) * DHP + g;
+#pragma unroll
+    for (int j = 0; j < NDT; j++) {
+        const float *tj = t0 + j * 8;
+        uint32_t b[2] = {ft_pack_bf16x2(tj[0], tj[DHP]), ft_pack_bf16x2(tj[8 * DHP], tj[9 * DHP])};
+        ft_mma_m16n8k16_bf16(acc[j], a, b, acc[j]);
+    }
+}
+
+/* Store a warp's 16-row tile of accumulators (acc[j] as mma_acc leaves it: elements 0, 1 in row
+ * r0 = row0 + g, 2, 3 in row r0 + 8, at columns j * 8 + tq * 2) into the CTA's rows of dst, each
+ * value as f(v, h) makes it (h: 0 for row r0, 1 for row r0 + 8); rows past R are padding. */
+template <typename F>
+__device__ __forceinline__ void st_tile(const cta &c, st_t *dst, const float (*acc)[4], int r0,
+                                        int tq, int R, int B, int Hq, F &&f) {
+    const int r1 = r0 + 8;
+#pragma unroll
+    for (int j = 0; j < NDT; j++) {
+        const int col = j * 8 + tq * 2;
+        if (r0 < R) {
+            st_t *p = dst + grow(c, r0, B, Hq) * DH + col;
+            st1(p, f(acc[j][0], 0));
+            st1(p + 1, f(acc[j][1], 0));
+        }
+        if (r1 < R) {
+            st_t *p = dst + grow(c, r1, B, Hq) * DH + col;
+            st1(p, f(acc[j][2], 1));
+            st1(p + 1, f(acc[j][3], 1));
+        }
+    }
+}
+
 #if FT_KEEP(attn_fwd_mma)
 extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) {
     FT_DYNAMIC_SMEM(float, sm);
@@ -370,22 +409,15 @@ extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) 
             l1 = l1 * a1 + s1;
             m0 = mx0n;
             m1 = mx1n;
-            /* P as the A fragment of a 16 x 16 (keys) operand. */
-            const uint32_t pa[4] = {
-                ft_pack_bf16x2(sacc[0][0], sacc[0][1]), ft_pack_bf16x2(sacc[0][2], sacc[0][3]),
-                ft_pack_bf16x2(sacc[1][0], sacc[1][1]), ft_pack_bf16x2(sacc[1][2], sacc[1][3])};
-            const float *v0 = vs + (c0 + tq * 2) * DHP + g;
+            /* O rescaled to the new maxima, then O += P V. */
 #pragma unroll
             for (int j = 0; j < NDT; j++) {
                 oacc[j][0] *= a0;
                 oacc[j][1] *= a0;
                 oacc[j][2] *= a1;
                 oacc[j][3] *= a1;
-                const float *vj = v0 + j * 8;
-                uint32_t b[2] = {ft_pack_bf16x2(vj[0], vj[DHP]),
-                                 ft_pack_bf16x2(vj[8 * DHP], vj[9 * DHP])};
-                ft_mma_m16n8k16_bf16(oacc[j], pa, b, oacc[j]);
             }
+            mma_acc(oacc, sacc, vs, c0, g, tq);
         }
     }
     if (!active) return;
@@ -394,20 +426,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_fwd_mma(ATTN_FWD_PARAMS) 
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     const int r0 = row0 + g, r1 = r0 + 8;
-#pragma unroll
-    for (int j = 0; j < NDT; j++) {
-        const int col = j * 8 + tq * 2;
-        if (r0 < R) {
-            st_t *p = o + grow(c, r0, B, Hq) * DH + col;
-            st1(p, oacc[j][0] / l0);
-            st1(p + 1, oacc[j][1] / l0);
-        }
-        if (r1 < R) {
-            st_t *p = o + grow(c, r1, B, Hq) * DH + col;
-            st1(p, oacc[j][2] / l1);
-            st1(p + 1, oacc[j][3] / l1);
-        }
-    }
+    st_tile(c, o, oacc, r0, tq, R, B, Hq, [&](float v, int h) { return v / (h ? l1 : l0); });
     if (tq == 0) {
         if (r0 < R) {
             const float v = m0 + logf(l0);
@@ -635,17 +654,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARA
                     sacc[h][2 + e] = ds1;
                 };
                 each_key(c, t0, c0, nk, row0, g, tq, p_ds);
-                const uint32_t da[4] = {
-                    ft_pack_bf16x2(sacc[0][0], sacc[0][1]), ft_pack_bf16x2(sacc[0][2], sacc[0][3]),
-                    ft_pack_bf16x2(sacc[1][0], sacc[1][1]), ft_pack_bf16x2(sacc[1][2], sacc[1][3])};
-                const float *k0 = ks + (c0 + tq * 2) * DHP + g;
-#pragma unroll
-                for (int j = 0; j < NDT; j++) {
-                    const float *kj = k0 + j * 8;
-                    uint32_t b[2] = {ft_pack_bf16x2(kj[0], kj[DHP]),
-                                     ft_pack_bf16x2(kj[8 * DHP], kj[9 * DHP])};
-                    ft_mma_m16n8k16_bf16(dqacc[j], da, b, dqacc[j]);
-                }
+                mma_acc(dqacc, sacc, ks, c0, g, tq);
             }
         }
         if (!want_kv) continue;
@@ -654,21 +663,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_bwd_q_mma(ATTN_BWD_Q_PARA
                 acc_vc, acc_kb, acc_vb);
     }
     if (!active) return;
-    const int r0 = row0 + g, r1 = r0 + 8;
-#pragma unroll
-    for (int j = 0; j < NDT; j++) {
-        const int col = j * 8 + tq * 2;
-        if (r0 < R) {
-            st_t *p = dq + grow(c, r0, B, Hq) * DH + col;
-            st1(p, dqacc[j][0] * scale);
-            st1(p + 1, dqacc[j][1] * scale);
-        }
-        if (r1 < R) {
-            st_t *p = dq + grow(c, r1, B, Hq) * DH + col;
-            st1(p, dqacc[j][2] * scale);
-            st1(p + 1, dqacc[j][3] * scale);
-        }
-    }
+    st_tile(c, dq, dqacc, row0 + g, tq, R, B, Hq, [&](float v, int) { return v * scale; });
 }
 FT_KERNEL_EXPORT(attn_bwd_q_mma)
 #endif
