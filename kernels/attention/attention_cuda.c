@@ -85,8 +85,6 @@
 #include "attention/attention.h"
 #include "cuda/backend/cuda_backend.h"
 
-#define MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
-
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ==== attention.decode ====================================================================== */
@@ -289,8 +287,9 @@ static int dec_check_splits(const void *ctx, char *why, size_t n) {
 
 static int dec_check_smem(const void *ctx, char *why, size_t n) {
     const dec_geom *g = &((const dec_check *)ctx)->g;
-    if (g->smem > MAX_SMEM)
-        DEC_NO("needs %zu bytes of shared memory per block (at most %d)", g->smem, MAX_SMEM);
+    if (g->smem > FT_CUDA_MAX_SMEM)
+        DEC_NO("needs %zu bytes of shared memory per block (at most %d)", g->smem,
+               FT_CUDA_MAX_SMEM);
     return FT_CONFIG_VALID;
 }
 #undef DEC_NO

@@ -55,7 +55,6 @@
 #include "cuda/backend/cuda_backend.h"
 
 #define TR_SRC      "attention/attention_train.cu"
-#define TR_MAX_SMEM (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define TR_CVT_T    256          /* threads per block of attn_cvt */
 
 /* The launchers of attention_train.cu's kernels. The plain and mma variants of a kernel take the
@@ -260,10 +259,10 @@ static int tr_check_smem(const void *ctx, char *why, size_t n) {
         k = g->mma ? FT_CUDA_KERNEL_NAME(attn_bwd_q_mma) : FT_CUDA_KERNEL_NAME(attn_bwd_q);
     if (v->bwd && !g->atomic && tr_bwdkv_smem(g) > smem)
         smem = tr_bwdkv_smem(g), k = FT_CUDA_KERNEL_NAME(attn_bwd_kv);
-    if (smem > TR_MAX_SMEM)
+    if (smem > FT_CUDA_MAX_SMEM)
         return ft_config_why(FT_CONFIG_INVALID, why, n,
                              "%s needs %zu bytes of shared memory per block (at most %d)", k, smem,
-                             TR_MAX_SMEM);
+                             FT_CUDA_MAX_SMEM);
     return FT_CONFIG_VALID;
 }
 

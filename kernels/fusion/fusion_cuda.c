@@ -81,7 +81,6 @@
 #include "fusion/fusion.h"
 
 #define FUS_SRC        "fusion/fusion.cu"
-#define FUS_MAX_SMEM   (227 * 1024) /* the most dynamic shared memory a block may ask for */
 #define FUS_TILE_MAX   256          /* floats of x a thread may hold (T * cpt * elements) */
 #define FUS_RED_THREAD 256          /* threads per block of the reduce kernels */
 
@@ -417,10 +416,10 @@ static int dl_check_mma(const void *ctx, char *why, size_t n) {
 static int dl_check_smem(const void *ctx, char *why, size_t n) {
     const dl_check *v = ctx;
     size_t smem = v->bwd ? dl_bwd_smem(&v->g) : dl_fwd_smem(&v->g, ft_cuda_call_dt(v->c));
-    if (smem > FUS_MAX_SMEM)
+    if (smem > FT_CUDA_MAX_SMEM)
         return ft_config_why(FT_CONFIG_INVALID, why, n,
                              "needs %zu bytes of shared memory per block (at most %d)", smem,
-                             FUS_MAX_SMEM);
+                             FT_CUDA_MAX_SMEM);
     return FT_CONFIG_VALID;
 }
 

@@ -17,6 +17,10 @@
  * no GPU (or no toolkit in this build) for `cuda`. */
 ft_status ft_cuda_ctx_get(int emulated, ft_cuda_ctx **out, ft_err *err);
 
+/* The most dynamic shared memory a block may ask for (the per-block opt-in limit of Hopper and
+ * Blackwell): the ops' validity rules hold each kernel a config launches to it. */
+#define FT_CUDA_MAX_SMEM (227 * 1024)
+
 /* Append a define ("NAME=VALUE", printf-style) / a kernel to a spec. */
 void ft_cuda_spec_define(ft_cuda_module_spec *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
