@@ -674,9 +674,10 @@ int ft_emu_stack_overflow(uintptr_t a) {
 }
 
 /* The kernel this thread runs blocks of (NULL: none), for the fault handler: a process may run
- * launches on several devices at once, each on its own threads. Initial-exec, so that reading it
- * in a signal handler allocates nothing. */
-static __thread const char *running_here __attribute__((tls_model("initial-exec")));
+ * launches on several devices at once, each on its own threads. A worker sets it before it runs
+ * a block, so the thread's TLS block exists by the time a kernel's fault is handled and reading
+ * it allocates nothing (the library may be loaded with dlopen: no initial-exec model). */
+static __thread const char *running_here;
 
 const char *ft_emu_running_kernel(void) { return running_here; }
 
