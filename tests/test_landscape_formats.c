@@ -141,6 +141,53 @@ static void test_kt_unfinished(void) {
     ft_landscape_free(&l);
 }
 
+/* A cache a writer did not finish, as text: Kernel Tuner appends an entry a line and closes the
+ * cache and the document at the end. Every whole entry is read, however many closing braces are
+ * missing and whether its last line holds a bare NaN; a last line cut short is dropped; a whole
+ * last line is never dropped to make a broken file parse. */
+static void test_kt_cut_short(void) {
+#define KT_HEAD                                                                                    \
+    "{\n\"tune_params_keys\": [\"a\"],\n\"tune_params\": {\"a\": [1, 2, 3]},\n\"cache\": {\n"
+#define KT_1_2 "\"1\": {\"a\": 1, \"time\": 5.0},\n\"2\": {\"a\": 2, \"time\": 4.0},\n"
+    static const struct {
+        const char *text;
+        int ncands, nrejected, best; /* best: the value of a; 0: refused */
+    } cases[] = {
+        {KT_HEAD KT_1_2 "\"3\": {\"a\": 3, \"time\": 1.0}}\n}", 3, 0, 3},          /* whole */
+        {KT_HEAD KT_1_2 "\"3\": {\"a\": 3, \"time\": 1.0}}", 3, 0, 3},             /* no last } */
+        {KT_HEAD KT_1_2 "\"3\": {\"a\": 3, \"time\": 1.0},", 3, 0, 3},             /* unclosed */
+        {KT_HEAD KT_1_2 "\"3\": {\"a\": 3, \"time\": 1.0, \"x\": NaN},", 3, 0, 3}, /* and a NaN */
+        {KT_HEAD KT_1_2 "\"3\": {\"a\": 3, \"time\": NaN},", 3, 1, 2},             /* failed */
+        {KT_HEAD KT_1_2 "\"3\": {\"a\": 3, \"ti", 2, 0, 2},                        /* cut short */
+        {KT_HEAD "\"1\": {\"a\": 1, \"time\": 5.0}}},\n\"2\": {\"a\": 2, \"time\": 4.0},", 0, 0,
+         0}, /* broken before a whole last line */
+    };
+#undef KT_HEAD
+#undef KT_1_2
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_landscape l;
+        ft_err err = {0};
+        ft_status s =
+            ft_landscape_from_buffer(cases[i].text, strlen(cases[i].text), "cut.json", &l, &err);
+        if (!cases[i].best) {
+            FT_CHECK(s == FT_EFORMAT && strstr(err.msg, "cut.json") == err.msg,
+                     "case %zu: refused, not cut to parse: status %d, %s", i, s, err.msg);
+            if (s == FT_OK) ft_landscape_free(&l);
+            continue;
+        }
+        FT_CHECK(s == FT_OK, "case %zu: %s", i, err.msg);
+        if (s != FT_OK) continue;
+        char text[64] = "", want[16];
+        if (l.best >= 0) cand_text(&l, l.best, text, sizeof text);
+        snprintf(want, sizeof want, "a=%d", cases[i].best);
+        FT_CHECK(l.ncands == cases[i].ncands && l.nrejected == cases[i].nrejected &&
+                     strcmp(text, want) == 0,
+                 "case %zu: %d candidates (%d failed), best %s; want %d (%d), %s", i, l.ncands,
+                 l.nrejected, text, cases[i].ncands, cases[i].nrejected, want);
+        ft_landscape_free(&l);
+    }
+}
+
 static void test_t4_small(void) {
     ft_landscape l;
     if (!load(DATA "t4-small.json", &l)) return;
@@ -508,6 +555,7 @@ int main(void) {
     FT_RUN(test_objectives_and_nonfinite);
     FT_RUN(test_kt_small);
     FT_RUN(test_kt_unfinished);
+    FT_RUN(test_kt_cut_short);
     FT_RUN(test_t4_small);
     FT_RUN(test_t4_mixed_types);
     FT_RUN(test_gzip);

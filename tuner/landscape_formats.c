@@ -937,49 +937,61 @@ static int quote_nonfinite(const char *data, size_t n, char **out, size_t *m) {
     return 1;
 }
 
-/* Kernel Tuner's reading of a cache it has not closed yet: strip, drop a trailing comma, close
- * with "}\n}"; and where that does not parse, the same without the last line, which a crash may
- * have cut short (a writer appends an entry a line). *doc is NULL when neither parses. */
-static ft_status kt_reopen(const char *data, size_t n, json_t **doc, ft_err *err) {
+/* Kernel Tuner's reading of a cache it has not closed yet: strip, drop a trailing comma, close.
+ * A writer appends an entry a line and closes the cache and the document ("}\n}") at the end, so
+ * a file cut before the end lacks one closing brace or both: each is tried. With cut, the last
+ * line is dropped first, which a crash may have cut short, but only where it is: a line that
+ * ends an entry ("}", "},") is whole, and dropping it would lose a measurement. *doc is NULL when
+ * nothing parses. */
+static ft_status kt_reopen(const char *data, size_t n, int cut, json_t **doc, ft_err *err) {
+    static const char *const closers[] = {"}\n}", "}"};
     *doc = NULL;
-    for (int attempt = 0; attempt < 2 && !*doc; attempt++) {
-        size_t m = n;
-        if (attempt == 1) { /* cut at the last line break */
-            while (m > 0 && data[m - 1] != '\n')
-                m--;
-            if (m == 0 || m == n) break;
-        }
+    size_t m = n;
+    while (m > 0 && isspace((unsigned char)data[m - 1]))
+        m--;
+    if (cut) {
+        size_t e = m;
+        if (e > 0 && data[e - 1] == ',') e--;
+        if (e > 0 && data[e - 1] == '}') return FT_OK; /* whole: nothing to drop */
+        while (m > 0 && data[m - 1] != '\n')
+            m--;
         while (m > 0 && isspace((unsigned char)data[m - 1]))
             m--;
-        int closed = m >= 3 && (memcmp(data + m - 3, "}\n}", 3) == 0 ||
-                                memcmp(data + m - 3, "}}}", 3) == 0);
-        if (closed || m == 0 || !holds(data, m, "\"cache\"")) continue;
-        if (data[m - 1] == ',') m--;
-        char *fixed = malloc(m + 4);
-        if (!fixed) return ft_err_set(err, FT_ENOMEM, "out of memory");
-        memcpy(fixed, data, m);
-        memcpy(fixed + m, "}\n}", 4);
-        json_error_t je;
-        *doc = json_loadb(fixed, m + 3, JSON_REJECT_DUPLICATES, &je);
-        free(fixed);
     }
+    if (m == 0 || !holds(data, m, "\"cache\"")) return FT_OK;
+    if (data[m - 1] == ',') m--;
+    char *fixed = malloc(m + 4);
+    if (!fixed) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    memcpy(fixed, data, m);
+    for (int c = 0; c < 2 && !*doc; c++) {
+        const size_t k = strlen(closers[c]);
+        memcpy(fixed + m, closers[c], k);
+        json_error_t je;
+        *doc = json_loadb(fixed, m + k, JSON_REJECT_DUPLICATES, &je);
+    }
+    free(fixed);
     return FT_OK;
 }
 
 /* data as one JSON document: as it is, else as an unclosed Kernel Tuner cache (kt_reopen), else
- * either with its bare NaNs and infinities quoted (quote_nonfinite). *doc is NULL when none
- * parses; je then says why the text as it is does not. */
+ * either with its bare NaNs and infinities quoted (quote_nonfinite), and only then without a
+ * last line cut short. *doc is NULL when none parses; je then says why the text as it is does
+ * not. */
 static ft_status parse_doc(const char *data, size_t n, json_t **doc, json_error_t *je,
                            ft_err *err) {
     *doc = json_loadb(data, n, JSON_REJECT_DUPLICATES, je);
     if (*doc) return FT_OK;
-    ft_status s = kt_reopen(data, n, doc, err);
-    char *fixed;
-    size_t m;
-    if (s != FT_OK || *doc || !quote_nonfinite(data, n, &fixed, &m)) return s;
-    json_error_t again;
-    *doc = json_loadb(fixed, m, JSON_REJECT_DUPLICATES, &again);
-    if (!*doc) s = kt_reopen(fixed, m, doc, err);
+    ft_status s = kt_reopen(data, n, 0, doc, err);
+    if (s != FT_OK || *doc) return s;
+    char *fixed = NULL;
+    size_t m = 0;
+    const int quoted = quote_nonfinite(data, n, &fixed, &m);
+    if (quoted) {
+        json_error_t again;
+        *doc = json_loadb(fixed, m, JSON_REJECT_DUPLICATES, &again);
+        if (!*doc) s = kt_reopen(fixed, m, 0, doc, err);
+    }
+    if (s == FT_OK && !*doc) s = kt_reopen(quoted ? fixed : data, quoted ? m : n, 1, doc, err);
     free(fixed);
     return s;
 }
