@@ -633,6 +633,22 @@ def test_option_errors_name_the_option():
         one_line_error(args, 2, needle)
 
 
+def test_full_stdout_fails():
+    """A result that cannot be written is a failure: standard output on a full disk (/dev/full)
+    gives exit 1 and one line naming the command, never exit 0 with nothing written."""
+    land = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "landscapes",
+                        "kt-small.json")
+    for args in (["list"], ["space", "loss", "--backend", "cpu"], ["version"],
+                 ["replay", land, "--seeds", "1", "--json"], ["replay", land, "--seeds", "1"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([clitest.FT, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                               timeout=300)
+        err = p.stderr.strip()
+        check(p.returncode == 1 and err.count("\n") == 0 and
+              f"{args[0]}: standard output: write failed" in err,
+              f"{args} > /dev/full: exit {p.returncode}, {err!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
@@ -647,7 +663,7 @@ def main():
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
                          test_counts_and_seeds_everywhere, test_attr_a_preset_sets,
-                         test_replay_refusals, test_replay_unclean_confirm,
+                         test_replay_refusals, test_replay_unclean_confirm, test_full_stdout_fails,
                          test_option_errors_name_the_option))
 
 

@@ -1,4 +1,5 @@
 /* main.c: the `flaretune` command: dispatch to a subcommand. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,5 +87,14 @@ int main(int argc, char **argv) {
         c->usage(stdout);
         return FT_EXIT_OK;
     }
-    return c->run(argc - 1, argv + 1);
+    int code = c->run(argc - 1, argv + 1);
+    /* What a command printed is its result: one that could not be written (a full disk, a
+     * closed pipe) is a failure, never exit 0 with nothing there. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        const int e = errno;
+        if (code == FT_EXIT_OK)
+            code = ft_cli_fail(FT_EXIT_FAIL, "%s: standard output: write failed: %s", name,
+                               strerror(e ? e : EIO));
+    }
+    return code;
 }
