@@ -188,6 +188,72 @@ static void test_kt_cut_short(void) {
     }
 }
 
+/* What a file says that flaretune must not read as something else: each refused in one line
+ * naming the file (a parameter named twice would drop another; two long values that differ past
+ * what is compared would read as one; a control character would reach the terminal; "0x1" is no
+ * number here), and a number written as a decimal string is that number. */
+static void test_file_text(void) {
+    char longv[600];
+    snprintf(
+        longv, sizeof longv,
+        "{\"tune_params\":{\"o\":[\"%0130d\",\"%0130dB\"]},\"cache\":{\"%0130dB\":{\"time\":1}}}",
+        0, 0, 0);
+    const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"{\"tune_params_keys\":[\"a\",\"a\"],\"tune_params\":{\"a\":[1,2],\"b\":[3,4]},"
+         "\"cache\":{\"1,1\":{\"time\":1}}}",
+         "tune_params_keys lists a twice"},
+        {longv, "is longer than 120 characters"},
+        {"{\"tune_params\":{\"a\\u001b[31m\":[1,2]},\"cache\":{\"1\":{\"time\":1}}}",
+         "parameter \"a?[31m\" holds a control character"},
+        {"{\"tune_params\":{\"a\":[\"x\\ny\",\"z\"]},\"cache\":{\"z\":{\"time\":1}}}",
+         "value \"x?y\" holds a control character"},
+        {"{\"tune_params\":{\"a\":[1,2]},\"cache\":{\"0x1\":{\"time\":1}}}",
+         "0x1 is not one of the values"},
+        {"{\"tune_params\":{\"a\":[\"16\",\"16.0\"]},\"cache\":{\"16\":{\"time\":1}}}",
+         "parameter a lists the value 16.0 twice"},
+        {"{\"schema_version\":\"1.0.0\",\"results\":[{\"configuration\":{\"a\":\"2\"},"
+         "\"invalidity\":\"correct\",\"measurements\":[{\"name\":\"time\",\"value\":2}]},"
+         "{\"configuration\":{\"a\":\"2.0\"},\"invalidity\":\"correct\",\"measurements\":[{"
+         "\"name\":\"time\",\"value\":5}]}]}",
+         "entries results[0] and results[1] are the same configuration"},
+        {"{\"tune_params\":{},\"cache\":{\"1\":{\"time\":1}}}", "0 tunable parameters"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ft_landscape l;
+        ft_err err = {0};
+        ft_status s =
+            ft_landscape_from_buffer(bad[i].text, strlen(bad[i].text), "f.json", &l, &err);
+        FT_CHECK(s == FT_EFORMAT && strstr(err.msg, "f.json: ") == err.msg &&
+                     strstr(err.msg, bad[i].says) && !strpbrk(err.msg, "\n\x1b"),
+                 "case %zu: status %d: %s", i, s, err.msg);
+        if (s == FT_OK) ft_landscape_free(&l);
+    }
+    /* "16.0" in an entry is its key's 16; "8" among 2 and 4 is the number 8, in order. */
+    const char *agree = "{\"tune_params\":{\"a\":[\"16\",\"32\"]},\"cache\":{\"16\":{\"a\":"
+                        "\"16.0\",\"time\":1}}}";
+    ft_landscape l;
+    ft_err err = {0};
+    FT_CHECK(ft_landscape_from_buffer(agree, strlen(agree), "f.json", &l, &err) == FT_OK &&
+                 l.params[0].labels == NULL && l.params[0].values[0] == 16,
+             "16 and \"16.0\": %s", err.msg);
+    if (!err.msg[0]) ft_landscape_free(&l);
+    const char *t4 = "{\"schema_version\":\"1.0.0\",\"results\":["
+                     "{\"configuration\":{\"a\":\"8\"},\"invalidity\":\"correct\",\"measurements\":"
+                     "[{\"name\":\"time\",\"value\":1}]},"
+                     "{\"configuration\":{\"a\":2},\"invalidity\":\"correct\",\"measurements\":"
+                     "[{\"name\":\"time\",\"value\":5}]},"
+                     "{\"configuration\":{\"a\":4},\"invalidity\":\"correct\",\"measurements\":"
+                     "[{\"name\":\"time\",\"value\":6}]}]}";
+    err.msg[0] = '\0';
+    FT_CHECK(ft_landscape_from_buffer(t4, strlen(t4), "f.json", &l, &err) == FT_OK &&
+                 l.params[0].labels == NULL && l.params[0].n == 3 && l.params[0].values[0] == 2 &&
+                 l.params[0].values[1] == 4 && l.params[0].values[2] == 8,
+             "\"8\", 2, 4: numeric and ascending (%s)", err.msg);
+    if (!err.msg[0]) ft_landscape_free(&l);
+}
+
 static void test_t4_small(void) {
     ft_landscape l;
     if (!load(DATA "t4-small.json", &l)) return;
@@ -556,6 +622,7 @@ int main(void) {
     FT_RUN(test_kt_small);
     FT_RUN(test_kt_unfinished);
     FT_RUN(test_kt_cut_short);
+    FT_RUN(test_file_text);
     FT_RUN(test_t4_small);
     FT_RUN(test_t4_mixed_types);
     FT_RUN(test_gzip);

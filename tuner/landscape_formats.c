@@ -154,21 +154,57 @@ static double string_number(const json_t *v) {
     return *end ? NAN : x;
 }
 
-/* Whether a and b are one value of a parameter. A number and the string of that number are
- * one: a results file may write a value either way, as Kernel Tuner's string keys do. */
+/* The longest parameter name or string value read: a value is written into cache keys, labels
+ * and messages whole, and two that differ past this would read as one. */
+#define TEXT_MAX 120
+
+/* Why s cannot name a parameter or be a value: longer than TEXT_MAX, or holding a control
+ * character (a line break or an escape sequence would reach the terminal in every table);
+ * NULL when it can. */
+static const char *text_flaw(const char *s) {
+    if (strlen(s) > TEXT_MAX) return "is longer than 120 characters";
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) return "holds a control character";
+    return NULL;
+}
+
+/* One line saying that a parameter name or a string value (what: "parameter", "value") in
+ * `where` cannot be read (its first characters shown, control characters as '?'), or FT_OK. */
+static ft_status check_text(const char *file, const char *where, const char *what, const char *s,
+                            ft_err *err) {
+    const char *flaw = text_flaw(s);
+    if (!flaw) return FT_OK;
+    char shown[41];
+    size_t k = 0;
+    for (; s[k] && k < sizeof shown - 1; k++)
+        shown[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+    shown[k] = '\0';
+    return ft_err_set(err, FT_EFORMAT, "%s: %s: %s \"%s%s\" %s", file, where, what, shown,
+                      s[k] ? "..." : "", flaw);
+}
+
+/* v as a number: a JSON number, or a string of one in decimal; NAN for anything else. */
+static double number_of(const json_t *v) {
+    return json_is_number(v) ? json_number_value(v) : string_number(v);
+}
+
+/* Whether a and b are one value of a parameter. A number and the strings of that number are one
+ * (16, "16", "16.0"): a results file may write a value either way, as Kernel Tuner's string keys
+ * do. */
 static int same_value(const json_t *a, const json_t *b) {
-    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
-    if (json_is_number(a) && json_is_string(b)) return json_number_value(a) == string_number(b);
-    if (json_is_string(a) && json_is_number(b)) return string_number(a) == json_number_value(b);
+    const double x = number_of(a), y = number_of(b);
+    if (!isnan(x) || !isnan(y)) return x == y;
     if (json_is_string(a) && json_is_string(b))
         return strcmp(json_string_value(a), json_string_value(b)) == 0;
     if (json_is_boolean(a) && json_is_boolean(b)) return json_is_true(a) == json_is_true(b);
     return 0;
 }
 
+/* An integer (in range), written as one or as its decimal string ("16", "16.0"). A JSON real
+ * (16.0) is a named value unless an integer of it was read first. */
 static int is_int_value(const json_t *v) {
-    return json_is_integer(v) && json_integer_value(v) >= -(1LL << 30) &&
-           json_integer_value(v) <= 1LL << 30;
+    const double x = json_is_real(v) ? NAN : number_of(v);
+    return x == floor(x) && x >= -(double)(1LL << 30) && x <= (double)(1LL << 30);
 }
 
 /* A parameter as the file lists it: its values (borrowed JSON), numeric or named. */
@@ -203,7 +239,7 @@ static ft_status make_space(const file_space *fs, ft_landscape *l, ft_err *err) 
             numeric &= is_int_value(fp->vals[k]);
         if (numeric) {
             for (int k = 0; k < fp->n; k++)
-                p->values[k] = (int)json_integer_value(fp->vals[k]);
+                p->values[k] = (int)number_of(fp->vals[k]);
         } else {
             char **labels = calloc((size_t)fp->n, sizeof *labels);
             if (!own_ptr(l, labels)) return ft_err_set(err, FT_ENOMEM, "out of memory");
@@ -227,8 +263,8 @@ static ft_status make_space(const file_space *fs, ft_landscape *l, ft_err *err) 
                 }
     }
     if (size > 4e18)
-        return ft_err_set(err, FT_EUNSUPPORTED, "%s: %.3g configurations: too many to index",
-                          fs->name, size);
+        return ft_err_set(err, FT_EFORMAT, "%s: %.3g configurations: too many to index", fs->name,
+                          size);
     return FT_OK;
 }
 
@@ -246,6 +282,8 @@ static ft_status add_param(file_space *fs, const char *where, const char *pname,
     if (!json_is_array(vals) || json_array_size(vals) == 0 || json_array_size(vals) > FT_MAX_VALUES)
         return ft_err_set(err, FT_EFORMAT, "%s: %s %s is not a list of 1 to %d values", fs->name,
                           where, pname, FT_MAX_VALUES);
+    ft_status ts = check_text(fs->name, where, "parameter", pname, err);
+    if (ts) return ts;
     file_param *fp = &fs->p[fs->np++];
     fp->name = pname;
     for (size_t j = 0; j < json_array_size(vals); j++) {
@@ -254,6 +292,9 @@ static ft_status add_param(file_space *fs, const char *where, const char *pname,
             return ft_err_set(err, FT_EFORMAT, "%s: %s %s holds a value that is not a number%s",
                               fs->name, where, pname,
                               booleans ? ", string or boolean" : " or string");
+        if (json_is_string(v) &&
+            (ts = check_text(fs->name, where, "value", json_string_value(v), err)))
+            return ts;
         fp->vals[fp->n++] = v;
     }
     return FT_OK;
@@ -389,10 +430,10 @@ static ft_status kt_config(const file_space *fs, const ft_space *sp, const char 
             char text[128];
             value_text(v, text, sizeof text);
             if (strcmp(text, part) == 0) k = j;
-            if (k < 0 && json_is_number(v) && part[0]) {
-                char *stop;
-                double x = strtod(part, &stop);
-                if (*stop == '\0' && x == json_number_value(v)) k = j;
+            if (k < 0) {
+                json_t *pj = json_string(part); /* decimal only: "0x1" and " 1" are not 1 */
+                if (pj && !isnan(number_of(v)) && number_of(pj) == number_of(v)) k = j;
+                json_decref(pj);
             }
         }
         if (k < 0)
@@ -431,8 +472,8 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
     const char *obj = "time";
     file_space fs = {.name = name};
     if (json_object_size(tp) > FT_MAX_PARAMS || json_object_size(tp) == 0)
-        return ft_err_set(err, FT_EUNSUPPORTED, "%s: %zu tunable parameters (1 to %d can be read)",
-                          name, json_object_size(tp), FT_MAX_PARAMS);
+        return ft_err_set(err, FT_EFORMAT, "%s: %zu tunable parameters (1 to %d can be read)", name,
+                          json_object_size(tp), FT_MAX_PARAMS);
     const char *pname;
     json_t *pv;
     size_t i = 0;
@@ -444,6 +485,9 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
             return ft_err_set(err, FT_EFORMAT,
                               "%s: tune_params_keys[%zu] is not a parameter of tune_params", name,
                               i);
+        for (int j = 0; j < fs.np; j++)
+            if (strcmp(fs.p[j].name, k) == 0)
+                return ft_err_set(err, FT_EFORMAT, "%s: tune_params_keys lists %s twice", name, k);
         ft_status ps = add_param(&fs, "tune_params", k, vals, 1, err);
         if (ps) return ps;
         i++;
@@ -576,8 +620,7 @@ static int t4_time(const json_t *res, const char *obj, double unit, const json_t
 }
 
 static int cmp_json_number(const void *a, const void *b) {
-    double x = json_number_value(*(const json_t *const *)a),
-           y = json_number_value(*(const json_t *const *)b);
+    double x = number_of(*(const json_t *const *)a), y = number_of(*(const json_t *const *)b);
     return (x > y) - (x < y);
 }
 
@@ -608,7 +651,11 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
                           FT_MAX_PARAMS);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)c0, k, v) fs.p[fs.np++].name = k;
+    json_object_foreach((json_t *)c0, k, v) {
+        ft_status ts = check_text(name, "results[0].configuration", "parameter", k, err);
+        if (ts) return ts;
+        fs.p[fs.np++].name = k;
+    }
     for (size_t r = 0; r < n; r++) {
         const json_t *res = json_array_get(results, r), *cfg = json_object_get(res, "configuration");
         if (!json_is_object(cfg) || json_object_size(cfg) != (size_t)fs.np)
@@ -631,15 +678,21 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
                 continue;
             }
             if (fs.p[i].n == FT_MAX_VALUES)
-                return ft_err_set(err, FT_EUNSUPPORTED, "%s: parameter %s has more than %d values",
-                                  name, fs.p[i].name, FT_MAX_VALUES);
+                return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has more than %d values", name,
+                                  fs.p[i].name, FT_MAX_VALUES);
+            char where[48];
+            snprintf(where, sizeof where, "results[%zu].configuration", r);
+            ft_status ts = json_is_string(x)
+                               ? check_text(name, where, "value", json_string_value(x), err)
+                               : FT_OK;
+            if (ts) return ts;
             fs.p[i].vals[fs.p[i].n++] = x;
         }
     }
     for (int i = 0; i < fs.np; i++) {
         int numbers = 1;
         for (int j = 0; j < fs.p[i].n; j++)
-            numbers &= json_is_number(fs.p[i].vals[j]);
+            numbers &= !isnan(number_of(fs.p[i].vals[j]));
         if (numbers) qsort(fs.p[i].vals, (size_t)fs.p[i].n, sizeof fs.p[i].vals[0], cmp_json_number);
     }
     ft_status s = make_space(&fs, l, err);
