@@ -133,6 +133,30 @@ def test_kt_cache():
         check(isinstance(e["time"], (float, str)), f"{key}: time {e['time']}")
 
 
+def test_through_a_pipe():
+    """A log (or a landscape) given as a pipe is read once, as it comes: export and replay of
+    /dev/stdin give what the file gives."""
+    log = STATE.get("log")
+    if not log:
+        return
+    import subprocess
+    want = run("export", log, "--format", "kt-cache")
+    with open(log) as f:
+        p = subprocess.run([clitest.FT, "export", "/dev/stdin", "--format", "kt-cache"], stdin=f,
+                           capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0 and json.loads(p.stdout)["cache"] == json.loads(want[1])["cache"],
+          f"export of the log through a pipe: exit {p.returncode}: {p.stderr.strip()}")
+    land = os.path.join(HERE, "data", "landscapes", "kt-small.json")
+    with open(land) as f:
+        p = subprocess.run([clitest.FT, "replay", "/dev/stdin", "--seeds", "1", "--json"], stdin=f,
+                           capture_output=True, text=True, timeout=300)
+    rc, text, _ = run("replay", land, "--seeds", "1", "--json")
+    check(p.returncode == 0 and rc == 0 and
+          json.loads(p.stdout)["optimum_s"] == json.loads(text)["optimum_s"] and
+          json.loads(p.stdout)["valid"] == json.loads(text)["valid"],
+          f"replay of a landscape through a pipe: exit {p.returncode}: {p.stderr.strip()}")
+
+
 def test_bad_requests():
     log = STATE.get("log") or "missing.jsonl"
     one_line_error(["export", log], 2, "--format")
@@ -202,8 +226,8 @@ def main():
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         STATE["tmp"] = tmp
-        return clitest.main(a.flaretune, [make_log, test_t4, test_kt_cache, test_bad_requests,
-                                               test_unclean_cost])
+        return clitest.main(a.flaretune, [make_log, test_t4, test_kt_cache, test_through_a_pipe,
+                                               test_bad_requests, test_unclean_cost])
 
 
 if __name__ == "__main__":

@@ -1110,8 +1110,10 @@ ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err) {
     l->best = l->def = -1;
     ft_status s = read_all(path, &data, &n, &gz, err);
     if (s) return s;
-    if (!gz && is_log(data, n)) {
-        /* A plain log: its own reader (torn lines, sizes, its messages). */
+    struct stat sb;
+    if (!gz && is_log(data, n) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        /* A plain log file: its own reader (torn lines, sizes, its messages). A pipe cannot be
+         * read twice: its text is read as it came, below. */
         free(data);
         json_t *events;
         int torn;

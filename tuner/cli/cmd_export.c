@@ -51,9 +51,7 @@ static int run(int argc, char **argv) {
         return ft_cli_fail(FT_EXIT_USAGE, "export: unexpected argument '%s'", argv[optind + 1]);
     if (fmt < 0) return ft_cli_fail(FT_EXIT_USAGE, "export: --format t4 or kt-cache is required");
     ft_err err = {0};
-    int t1 = 0; /* the log of tune --t1: its T1 file gives the space */
-    if (ft_t1_log_export_file(argv[optind], (ft_export_format)fmt, out, &t1, &err) ||
-        (!t1 && ft_eventlog_export(argv[optind], (ft_export_format)fmt, out, &err)))
+    if (ft_log_export_file(argv[optind], (ft_export_format)fmt, out, &err))
         return ft_cli_fail_err(&err);
     if (strcmp(out, "-") != 0)
         fprintf(stderr, "%s: %s\n", out, fmt == FT_EXPORT_T4 ? "FAIR T4 results" : "Kernel Tuner cache");

@@ -1212,6 +1212,13 @@ static int run(int argc, char **argv) {
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
         nlogs = 1; /* the file itself, as named */
         ft_cli_note_family("replay", path);
+    } else if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        /* A pipe (cmd | flaretune replay /dev/stdin, or <(cmd)): read once, as it is. */
+        free(logs);
+        if (!(logs = malloc(sizeof *logs)))
+            return ft_cli_fail(FT_EXIT_FAIL, "replay: out of memory listing the logs");
+        snprintf(logs[0], sizeof logs[0], "%s", path);
+        nlogs = 1;
     }
     code = replay_family(path, logs, nlogs, &ro);
     free(logs);
