@@ -771,7 +771,8 @@ static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float
  * the kernels are instrumented too, and it is AddressSanitizer's report naming the kernel;
  * otherwise the buffer ends against pages nothing may touch (emu_guard.c), and it is one line
  * naming the kernel and how far past (or before) which buffer it reached, exit 1: just past the
- * end, 200 KB past it, and 8000 bytes before the start. */
+ * end, 200 KB and 40 MiB past it, and 8000 bytes before the start; and a write further out than
+ * any fence, still named as the kernel's fault. */
 static void test_read_past_end(void) {
     ft_dev_module *m = compile(SAMPLE("emu_errors.cu"), NULL, 0);
     if (!m) return;
@@ -793,6 +794,7 @@ static void test_read_past_end(void) {
         long long off;
         const char *says;
     } far[] = {{64 + 50000, ", 200000 bytes past the end of a 256-byte device buffer"},
+               {64 + (10 << 20), ", 41943040 bytes past the end of a 256-byte device buffer"},
                {-2000, ", 8000 bytes before a 256-byte device buffer"}};
     for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
         long long off = far[i].off;
@@ -802,6 +804,14 @@ static void test_read_past_end(void) {
                      strstr(out, far[i].says),
                  "x[%lld]: status %d:\n%.2000s", off, st, out);
     }
+    /* Further out than any fence (a terabyte before the buffer): the kernel's fault still. */
+    long long off = -(1LL << 38);
+    st = launch_in_child(m, "write_at", y, x, &off, out, sizeof out);
+    FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+                 strstr(out, "flaretune: kernel 'write_at' on the emulator faulted at 0x") &&
+                 strstr(out, "in no device buffer nor the fence around one") &&
+                 strchr(out, '\n') == out + strlen(out) - 1,
+             "y[-2^38]: status %d:\n%.2000s", st, out);
 #endif
     ft_dev_free(dev, x), ft_dev_free(dev, y);
 }

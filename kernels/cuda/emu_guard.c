@@ -5,7 +5,7 @@
  *   [ 64 KiB: no access ][ data pages: the buffer at their end ][ tail: no access ]
  *
  * the buffer placed so that it ends, rounded up to 256 bytes, where the tail starts; the tail is
- * as long as the data pages, at least 1 MiB and at most 1 GiB (address space only: nothing is
+ * as long as the data pages, at least 64 MiB and at most 1 GiB (address space only: nothing is
  * committed). A load or store past the end of the buffer (by 256 bytes or more, its alignment
  * aside) or before the page it starts in faults, and the fault's address says which buffer and
  * how far: no two reservations overlap. The live buffers are listed in a fixed table the signal
@@ -32,7 +32,7 @@
 #if !FT_ASAN
 #define SLOTS    65536 /* more than the process's mappings allow (vm.max_map_count, 65530) */
 #define HEAD     ((size_t)64 << 10)
-#define TAIL_MIN ((size_t)1 << 20)
+#define TAIL_MIN ((size_t)64 << 20)
 #define TAIL_MAX ((size_t)1 << 30)
 
 typedef struct {
@@ -180,7 +180,10 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
         if (s && a >= base && a < base + atomic_load(&slots[i].len)) found = i;
     }
     const int overflow = found < 0 && si->si_code > 0 && ft_emu_stack_overflow(a);
-    if (found < 0 && !overflow) {
+    /* A fault of this thread's kernel outside every fence: an index so far out of range that it
+     * passed a buffer's 64 MiB, or a pointer that is no device buffer's. */
+    const int stray = found < 0 && !overflow && si->si_code > 0 && ft_emu_running_kernel();
+    if (found < 0 && !overflow && !stray) {
         /* Not an overrun: what was there before handles it (the default, or a sanitizer's
          * report), the access faulting again, or a signal sent raised again. */
         sigaction(sig, sig == SIGBUS ? &before_bus : &before_segv, NULL);
@@ -202,6 +205,13 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
         put_u(&l, (FT_EMU_STACK_BYTES - 2 * FT_EMU_PAGE) >> 10, 0);
         put(&l, " KiB here, where a GPU allows a thread up to 512 KiB of local memory): its local "
                 "arrays or calls are too deep for the emulator");
+        die(&l);
+    }
+    if (stray) {
+        put(&l, "faulted at ");
+        put_u(&l, a, 1);
+        put(&l, ", in no device buffer nor the fence around one: an index far out of range or a "
+                "pointer that is no argument's");
         die(&l);
     }
     put(&l, "reached ");

@@ -126,3 +126,9 @@ FT_KERNEL_EXPORT(read_past_end_later)
 /* Sets flags[1]. One thread. */
 extern "C" __global__ void set_go(volatile int *flags) { flags[1] = 1; }
 FT_KERNEL_EXPORT(set_go)
+
+/* Thread 0 writes y[off], far past any fence (the others write y[lane]). */
+extern "C" __global__ void write_at(float *y, const float *x, long long off) {
+    y[threadIdx.x == 0 ? off : threadIdx.x] = x[0];
+}
+FT_KERNEL_EXPORT(write_at)
