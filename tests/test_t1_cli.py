@@ -268,6 +268,20 @@ def test_inspect():
                    "of another source")
     with open(jl) as f:
         check(f.read().splitlines() == more, "the refused run left OUT as it was")
+    # OUT that is someone else's file (the T1 file itself, notes whose last line has no newline)
+    # or a folder is refused before anything is written, and left as it was.
+    notes = os.path.join(tmp, "notes.txt")
+    with open(notes, "w") as f:
+        f.write("line one\nlast line without newline")
+    t1_copy = os.path.join(tmp, "saxpy_copy.json")
+    dump(t1_copy, doc)
+    for target, says in ((notes, "no predictions"), (t1_copy, "no predictions"),
+                         (tmp, "is a directory")):
+        before = open(target).read() if os.path.isfile(target) else None
+        one_line_error(["inspect", "--t1", t1_copy if target == t1_copy else other_src,
+                        "--sample", "2", "--jsonl", target], 2, says)
+        if before is not None:
+            check(open(target).read() == before, f"{target} left as it was")
     # The T1 file is part of the source too: another SharedMemory changes the occupancy.
     same = json.load(open(T1))
     same["KernelSpecification"]["KernelFile"] = os.path.join(os.path.dirname(T1),

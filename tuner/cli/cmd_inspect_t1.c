@@ -7,11 +7,13 @@
  * line cut short by a crash is ignored and predicted again). Progress goes to stderr.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -111,7 +113,8 @@ static json_t *line_of(const ft_t1 *t, const char *source, const ft_config *c, c
  * (ft_t1_source_digest) by this model (complete lines only; a line that failed, or that does not
  * say its source, is predicted again). *other is set when OUT holds a line of another kernel,
  * problem size or source (lines written before kernel and problem were recorded count as this
- * problem's). */
+ * problem's): 1; or 2 where a line (a last one cut short too) is no prediction at all: OUT is
+ * then someone else's file, which a torn tail's cut would damage. */
 static char **done_keys(const char *path, const ft_t1 *t, const char *source, const char *device,
                         long blocks, int *n, int *other) {
     *n = 0;
@@ -125,15 +128,20 @@ static char **done_keys(const char *path, const ft_t1 *t, const char *source, co
     size_t lcap = 0;
     ssize_t len;
     while ((len = getline(&line, &lcap, f)) > 0) {
-        if (line[len - 1] != '\n') break; /* cut short: predicted again */
+        if (line[len - 1] != '\n') { /* cut short: predicted again, if it was a prediction */
+            if (strncmp(line, "{\"key\":", 7) != 0) *other = 2;
+            break;
+        }
         json_t *o = json_loads(line, 0, NULL);
+        if (!json_is_object(o) || !json_is_string(json_object_get(o, "key"))) *other = 2;
         const char *k = json_string_value(json_object_get(o, "key"));
         const char *d = json_string_value(json_object_get(o, "device"));
         const char *kn = json_string_value(json_object_get(o, "kernel"));
         const json_t *ps = json_object_get(o, "problem_size"), *bl = json_object_get(o, "blocks");
         const char *src = json_string_value(json_object_get(o, "source"));
-        if ((kn && strcmp(kn, t->kernel_name) != 0) || (ps && !json_equal(ps, problem)) ||
-            (src && strcmp(src, source) != 0))
+        if (((kn && strcmp(kn, t->kernel_name) != 0) || (ps && !json_equal(ps, problem)) ||
+             (src && strcmp(src, source) != 0)) &&
+            !*other)
             *other = 1;
         if (k && d && src && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
             (!bl || json_integer_value(bl) == blocks) &&
@@ -233,16 +241,28 @@ int ft_cli_inspect_t1(int argc, char **argv) {
         free(done);
         free(cfgs);
         ft_t1_free(t);
-        return ft_cli_fail(FT_EXIT_USAGE,
-                           "inspect: %s holds predictions of another kernel or problem size, or "
-                           "of another source, than %s's: give another --jsonl",
-                           jsonl, a.path);
+        return other == 2 ? ft_cli_fail(FT_EXIT_USAGE,
+                                        "inspect: %s holds lines that are no predictions: give "
+                                        "another --jsonl",
+                                        jsonl)
+                          : ft_cli_fail(FT_EXIT_USAGE,
+                                        "inspect: %s holds predictions of another kernel or "
+                                        "problem size, or of another source, than %s's: give "
+                                        "another --jsonl",
+                                        jsonl, a.path);
     }
     FILE *out = NULL;
-    if (jsonl) drop_torn_tail(jsonl);
-    if (jsonl && !(out = fopen(jsonl, "a"))) {
-        ft_cli_fail(FT_EXIT_FAIL, "inspect: cannot append to %s", jsonl);
+    struct stat sb;
+    if (jsonl && stat(jsonl, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        code = ft_cli_fail(FT_EXIT_USAGE, "inspect: --jsonl %s is a directory", jsonl);
         n = -1;
+    } else if (jsonl) {
+        drop_torn_tail(jsonl);
+        if (!(out = fopen(jsonl, "a"))) {
+            code = ft_cli_fail(FT_EXIT_FAIL, "inspect: cannot append to %s: %s", jsonl,
+                               strerror(errno));
+            n = -1;
+        }
     }
     ft_dev *d = NULL;
     ft_t1_bench *b = NULL;
