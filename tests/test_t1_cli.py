@@ -802,6 +802,24 @@ def test_bad():
     one_line_error(["tune", "--t1", T1, "--arg", "x=half:4"], 2, "TYPE")
     one_line_error(["tune", "--t1", T1, "--jobs", "1"], 2, "tune --t1: unknown option '--jobs'")
     one_line_error(["inspect", "--t1", T1, "--sample", "3"], 2, "--jsonl")
+    # An output that is the T1 file or its kernel, or a --t4 that could not be written at the
+    # end, is refused before the search, the files left as they were.
+    copy = os.path.join(STATE["tmp"], "saxpy_outputs.json")
+    with open(T1) as f:
+        doc = json.load(f)
+    kfile = os.path.join(os.path.dirname(T1), doc["KernelSpecification"]["KernelFile"])
+    doc["KernelSpecification"]["KernelFile"] = kfile
+    dump(copy, doc)
+    before = open(copy).read()
+    for opt, target, rc, needle in (("--log", copy, 2, "is the T1 file or the kernel it tunes"),
+                                    ("--t4", copy, 2, "is the T1 file or the kernel it tunes"),
+                                    ("--kt-cache", kfile, 2, "is the T1 file or the kernel"),
+                                    ("--profile", copy, 1, "not a flaretune profile"),
+                                    ("--t4", STATE["tmp"], 2, "is a directory"),
+                                    ("--t4", "/nonexistent/x.json", 1, "/nonexistent/x.json")):
+        one_line_error(["tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", opt,
+                        target], rc, needle)
+    check(open(copy).read() == before, "the T1 file left as it was")
     # A kernel that does not compile is the kernel's failure (exit 1), in text and in JSON.
     with open(os.path.join(STATE["tmp"], "broken.cu"), "w") as f:
         f.write("__global__ void saxpy_tiled(float *y) { this is not C; }\n")

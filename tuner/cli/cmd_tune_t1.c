@@ -7,15 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cli_mpi.h"
+#include "core/npy.h"
+#include "core/paths.h"
 #include "cuda/kcache.h"
 #include "profiles/src/profile.h"
+#include "tui/tui.h"
 #include "tuner/strategies/strategy.h"
 #include "tuner/t1_tune.h"
-#include "tui/tui.h"
 
 /* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
 enum { O_STRATEGY = 1, O_BUDGET, O_T4, O_KT, O_LOG, O_TUI, O_PROFILE };
@@ -217,6 +220,34 @@ static int check_outputs(const tune_t1_args *c) {
     return FT_EXIT_OK;
 }
 
+/* What else can be refused before the search, once the T1 file is read: an output that is the
+ * T1 file or its kernel (it would be overwritten or appended to), and a --t4 file that could not
+ * be written at the end (a folder, a folder without write access: the results would be lost). */
+static int check_t1_outputs(const ft_t1 *t, const char *t4, const char *kt, const char *log,
+                            const char *profile) {
+    const char *const outs[][2] = {
+        {"--t4", t4}, {"--kt-cache", kt}, {"--log", log}, {"--profile", profile}};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        const char *p = outs[i][1];
+        if (p && strcmp(p, "-") != 0 &&
+            (ft_same_file(p, t->path) || (t->kernel_file && ft_same_file(p, t->kernel_file))))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s %s is the T1 file or the kernel it tunes",
+                               outs[i][0], p);
+    }
+    if (t4 && strcmp(t4, "-") != 0) {
+        struct stat sb;
+        if (stat(t4, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --t4 %s is a directory", t4);
+        char tmp[4096];
+        ft_err err = {0};
+        FILE *f = ft_file_create_tmp(t4, tmp, sizeof tmp, &err);
+        if (!f) return ft_cli_fail(FT_EXIT_FAIL, "tune: --t4: %s", err.msg);
+        fclose(f);
+        unlink(tmp);
+    }
+    return FT_EXIT_OK;
+}
+
 /* A worker rank: evaluate what rank 0 hands out until it says the run is over. */
 static int serve(ft_t1 *t, ft_t1_tune_opts *to) {
     to->kt_cache = NULL;
@@ -250,6 +281,10 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (helper) c.tui = 0, c.profile = NULL, t4 = NULL, kt = NULL;
     if (!many && (code = check_outputs(&c))) return code;
     if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
+    if (!many && (code = check_t1_outputs(t, t4, kt, to.log, c.profile))) {
+        ft_t1_free(t);
+        return code;
+    }
     ft_cli_t1_apply("tune", &a, &to);
     const char *backend = to.backend;
     /* The cache is written as the run goes (and resumed from), unless it goes to stdout. */
@@ -273,7 +308,9 @@ int ft_cli_tune_t1(int argc, char **argv) {
             return code;
         }
         ft_cli_mpi_groups(1);
-        if ((code = check_outputs(&c))) { /* the workers end with nothing done */
+        if ((code = check_outputs(&c)) ||
+            (code = check_t1_outputs(t, t4, kt, to.log,
+                                     c.profile))) { /* the workers end with nothing done */
             ft_cli_mpi_all_done();
             ft_t1_free(t);
             ft_cli_mpi_end(0);
