@@ -395,6 +395,14 @@ def test_kt_cache_resume():
                    "another tuning problem (its tune_params differs")
     with open(other) as f:
         check(json.load(f) == doc, "the refused cache is left as it was")
+    # A cache another run holds (its lock taken) is refused, left as it was: two runs on one
+    # cache lost the first one's later entries.
+    before = open(kt).read()
+    with open(kt + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--kt-cache", kt], 1,
+                       "--kt-cache")
+    check(open(kt).read() == before, "the cache another run holds is left as it was")
 
 
 def write_npy(path, descr, values):

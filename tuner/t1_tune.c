@@ -949,6 +949,11 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     s = evaluator_open(&ev, t, o, res->note, sizeof res->note, err);
     runlog L = {.lock = -1};
     search S = {.t = t, .o = o, .res = res, .L = &L, .stats_of = -1, .here = where_of(o)};
+    /* The cache is one run's: a second run on it would rewrite it from what it had read and lose
+     * the first one's later entries (the log is locked the same way, in log_start). */
+    int cache_lock = -1;
+    if (s == FT_OK && o->kt_cache && (cache_lock = ft_file_trylock(o->kt_cache, err)) < 0)
+        s = ft_err_wrap(err, "tune --t1: --kt-cache");
     if (s == FT_OK && o->kt_cache) s = cache_open(t, o, cands, res, &S.cache, err);
     if (s == FT_OK) s = log_start(&L, t, o, res, err);
     /* The reference: the default configuration, run and timed first. */
@@ -1020,6 +1025,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
             s = cs;
             if (err) *err = e2;
         }
+        if (cache_lock >= 0) ft_file_unlock(cache_lock);
     }
     ft_strategy_free(st);
     for (int k = 0; k < res->nevals; k++) {
