@@ -275,6 +275,21 @@ static void test_vector_fills(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_bad(bad[i].from, bad[i].to, bad[i].fragment);
+    /* What an argument says of itself is read as written or refused: a scalar is passed its
+     * FillValue (none: not 0), a MemType or Output of another kind, a Name --arg could not name. */
+    static const struct {
+        const char *from, *to, *fragment;
+    } said[] = {
+        {"\"MemoryType\": \"Scalar\", \"FillValue\": 10000}", "\"MemoryType\": \"Scalar\"}",
+         "argument n: a scalar needs a FillValue"},
+        {"\"MemType\": \"Constant\"", "\"MemType\": \"Shared\"",
+         "argument coef: MemType \"Shared\" (Global or Constant)"},
+        {"\"FillValue\": 1.0, \"Output\": 1}", "\"FillValue\": 1.0, \"Output\": \"yes\"}",
+         "argument y: Output must be 0, 1, true or false"},
+        {"{\"Name\": \"coef\"", "{\"Name\": \"co ef\"", "Name \"co ef\" is not a C name"},
+    };
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++)
+        expect_bad(said[i].from, said[i].to, said[i].fragment);
     static const char *const good[][2] = {
         {Y_ARG("float", "1.0"), Y_ARG("int8", "-128")},
         {X_ARG("float", "1.0"), X_ARG("uint8", "-5")},

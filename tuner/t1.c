@@ -6,9 +6,10 @@
 #include "core/npy.h"
 #include "core/rng.h"
 
-#include <jansson.h>
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -514,6 +515,14 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         char what[64];
         snprintf(what, sizeof what, "Arguments[%zu]", i);
         if (!an || !*an) return ft_err_set(err, FT_EFORMAT, "%s: %s: no Name", name, what);
+        /* --arg NAME=... and --reference NAME=FILE name it: a C name, as the kernel's. */
+        int cname = !isdigit((unsigned char)an[0]) && strlen(an) <= 64;
+        for (const char *c = an; *c && cname; c++)
+            cname = isalnum((unsigned char)*c) || *c == '_';
+        if (!cname)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: %s: Name \"%.32s\" is not a C name (letters, digits, _)", name,
+                              what, an);
         for (size_t j = 0; j < i; j++) /* --arg NAME and --reference NAME= name one argument */
             if (strcmp(t->args[j].name, an) == 0)
                 return ft_err_set(err, FT_EFORMAT, "%s: argument %s named twice (%s)", name, an,
@@ -528,8 +537,18 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             return ft_err_set(err, FT_EFORMAT, "%s: argument %s: MemoryType \"%.32s\" (Vector or Scalar)",
                               name, an, mt ? mt : "");
         ar->scalar = strcmp(mt, "Scalar") == 0;
+        if (mem && strcmp(mem, "Constant") && strcmp(mem, "Global"))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: argument %s: MemType \"%.32s\" (Global or Constant)", name, an,
+                              mem);
+        if (json_object_get(a, "MemType") && !mem)
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: MemType must be a string", name,
+                              an);
         ar->constant = mem && strcmp(mem, "Constant") == 0;
         json_t *out = json_object_get(a, "Output");
+        if (out && !json_is_integer(out) && !json_is_boolean(out))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: argument %s: Output must be 0, 1, true or false", name, an);
         ar->output = (json_is_integer(out) && json_integer_value(out) != 0) || json_is_true(out);
         const char *acc = get_str(a, "AccessType");
         if (acc && strcmp(acc, "ReadOnly") && strcmp(acc, "WriteOnly") && strcmp(acc, "ReadWrite"))
@@ -542,6 +561,11 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         if (fv && !json_is_null(fv) && !json_is_number(fv))
             return ft_err_set(err, FT_EFORMAT, "%s: argument %s: FillValue must be a number", name, an);
         if (ar->scalar) {
+            if (!json_is_number(fv))
+                return ft_err_set(
+                    err, FT_EFORMAT,
+                    "%s: argument %s: a scalar needs a FillValue, the value it is passed", name,
+                    an);
             if (ar->constant || ar->output)
                 return ft_err_set(err, FT_EFORMAT, "%s: argument %s: a scalar is neither constant memory nor an output",
                                   name, an);
