@@ -287,6 +287,9 @@ static void test_vector_fills(void) {
         {"\"FillValue\": 1.0, \"Output\": 1}", "\"FillValue\": 1.0, \"Output\": \"yes\"}",
          "argument y: Output must be 0, 1, true or false"},
         {"{\"Name\": \"coef\"", "{\"Name\": \"co ef\"", "Name \"co ef\" is not a C name"},
+        {"\"LocalSize\": {\"X\": \"block_size_x\"",
+         "\"LocalSize\": {\"X\": \"block_size_x * 1000\"",
+         "the default configuration's block is 64000 x 1 x 1 threads"},
     };
     for (size_t i = 0; i < sizeof said / sizeof said[0]; i++)
         expect_bad(said[i].from, said[i].to, said[i].fragment);

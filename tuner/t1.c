@@ -736,6 +736,13 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
             }
         }
         if (s == FT_OK) s = ft_t1_launch(t, &def, g, b, err);
+        /* Every configuration is checked against its launch, and the default one runs first: a
+         * block no CUDA device runs there is the file's mistake, said now. */
+        if (s == FT_OK && (b[0] > 1024 || b[1] > 1024 || b[2] > 64 || b[0] * b[1] * b[2] > 1024))
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: the default configuration's block is %lld x %lld x %lld threads: a "
+                           "CUDA block holds at most 1024 (x and y at most 1024, z at most 64)",
+                           name, b[0], b[1], b[2]);
     }
     if (s != FT_OK) {
         ft_t1_free(t);
