@@ -290,6 +290,13 @@ static void test_vector_fills(void) {
         {"\"LocalSize\": {\"X\": \"block_size_x\"",
          "\"LocalSize\": {\"X\": \"block_size_x * 1000\"",
          "the default configuration's block is 64000 x 1 x 1 threads"},
+        {"\"LocalSize\": {\"X\": \"block_size_x\", \"Y\": \"1\", \"Z\": \"1\"}",
+         "\"LocalSize\": \"64\"", "KernelSpecification.LocalSize must be an object of X, Y and Z"},
+        {"\"GlobalSizeType\": \"CUDA\"", "\"GlobalSizeType\": 5",
+         "KernelSpecification.GlobalSizeType must be \"CUDA\" (blocks) or \"OpenCL\" (threads)"},
+        {"\"Type\": \"float\", \"Values\": \"[0.5, 2.0]\", \"Default\": 2.0",
+         "\"Type\": \"string\", \"Values\": [\"a\\nb\", \"2.0\"], \"Default\": \"2.0\"",
+         "parameter scale: Values[0] holds a control character"},
     };
     for (size_t i = 0; i < sizeof said / sizeof said[0]; i++)
         expect_bad(said[i].from, said[i].to, said[i].fragment);

@@ -228,6 +228,14 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
         t->values[i] = items;
         t->labels[i] = labels;
         fp->n = n;
+        /* A string value is a macro's value on the compiler's command line: one line of text. */
+        for (int k = 0; is_string && k < n; k++)
+            for (const unsigned char *c = (const unsigned char *)labels[k]; c && *c; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                    return ft_err_set(err, FT_EFORMAT,
+                                      "%s: parameter %s: Values[%d] holds a control character (a "
+                                      "line break): it cannot be a macro's value",
+                                      name, pn, k);
         if (n <= 0) return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has no values", name, pn);
         if (n > FT_MAX_VALUES)
             return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has %d values; at most %d are supported",
@@ -442,6 +450,16 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
     static const char *const AX[3] = {"X", "Y", "Z"};
     json_t *local = json_object_get(ks, "LocalSize"), *global = json_object_get(ks, "GlobalSize");
     const char *gtype = get_str(ks, "GlobalSizeType");
+    if ((local && !json_is_object(local)) || (global && !json_is_object(global)))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: KernelSpecification.%s must be an object of X, Y and Z", name,
+                          local && !json_is_object(local) ? "LocalSize" : "GlobalSize");
+    if (json_object_get(ks, "GlobalSizeType") &&
+        (!gtype || (strcmp(gtype, "CUDA") != 0 && strcmp(gtype, "OpenCL") != 0)))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: KernelSpecification.GlobalSizeType must be \"CUDA\" (blocks) or "
+                          "\"OpenCL\" (threads)",
+                          name);
     t->global_in_blocks = gtype && strcmp(gtype, "CUDA") == 0;
     for (int d = 0; d < 3; d++) {
         json_t *sizes[2] = {local, global};
