@@ -944,7 +944,7 @@ ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why
         if (ft_expr_truth(t->conditions[i], s.v, &r, &e) != FT_OK) {
             char c[512];
             ft_config_format(&t->space, cfg, c, sizeof c);
-            return ft_err_set(err, FT_EFORMAT, "%s at %s: %s", t->path, c, e.msg);
+            return ft_err_set(err, FT_EFORMAT, "%s: Conditions[%d] at %s: %s", t->path, i, c, e.msg);
         }
         if (!r) {
             *ok = 0;
