@@ -754,6 +754,30 @@ double ft_expr_number(ft_expr_value v) {
     return v.kind == FT_EXPR_INT ? (double)v.i : v.kind == FT_EXPR_FLOAT ? v.f : NAN;
 }
 
+/* Python's comparison of an integer with a float, exact where a double cannot hold the integer
+ * (2**53 + 1 is not 2.0**53): -1, 0 or 1, or 2 when f is NaN (unordered). */
+static int cmp_int_float(long long i, double f) {
+    if (isnan(f)) return 2;
+    if (f >= 9223372036854775808.0) return -1;
+    if (f < -9223372036854775808.0) return 1;
+    const double fl = floor(f);
+    const long long k = (long long)fl;
+    if (i != k) return i < k ? -1 : 1;
+    return f > fl ? -1 : 0;
+}
+
+/* a against b, both numbers: -1, 0, 1, or 2 when unordered (a NaN). */
+static int cmp_numbers(ft_expr_value a, ft_expr_value b) {
+    if (a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT) return (a.i > b.i) - (a.i < b.i);
+    if (a.kind == FT_EXPR_INT) return cmp_int_float(a.i, b.f);
+    if (b.kind == FT_EXPR_INT) {
+        const int r = cmp_int_float(b.i, a.f);
+        return r == 2 ? 2 : -r;
+    }
+    if (isnan(a.f) || isnan(b.f)) return 2;
+    return (a.f > b.f) - (a.f < b.f);
+}
+
 int ft_expr_equal(ft_expr_value a, ft_expr_value b) {
     if (a.kind == FT_EXPR_STR || b.kind == FT_EXPR_STR)
         return a.kind == b.kind && strcmp(a.s, b.s) == 0;
@@ -763,8 +787,7 @@ int ft_expr_equal(ft_expr_value a, ft_expr_value b) {
             if (!ft_expr_equal(a.items[i], b.items[i])) return 0;
         return 1;
     }
-    if (a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT) return a.i == b.i;
-    return ft_expr_number(a) == ft_expr_number(b);
+    return cmp_numbers(a, b) == 0;
 }
 
 int ft_expr_format(ft_expr_value v, char *buf, size_t cap) {
@@ -995,20 +1018,13 @@ static int compare(int op, ft_expr_value a, ft_expr_value b) {
         int d = strcmp(a.s, b.s);
         return op == C_LT ? d < 0 : op == C_LE ? d <= 0 : op == C_GT ? d > 0 : d >= 0;
     }
-    if (a.kind == FT_EXPR_INT && b.kind == FT_EXPR_INT) {
-        switch (op) {
-        case C_LT: return a.i < b.i;
-        case C_LE: return a.i <= b.i;
-        case C_GT: return a.i > b.i;
-        default: return a.i >= b.i;
-        }
-    }
-    double x = ft_expr_number(a), y = ft_expr_number(b);
+    const int r = cmp_numbers(a, b);
+    if (r == 2) return 0; /* NaN: every ordering is false */
     switch (op) {
-    case C_LT: return x < y;
-    case C_LE: return x <= y;
-    case C_GT: return x > y;
-    default: return x >= y;
+    case C_LT: return r < 0;
+    case C_LE: return r <= 0;
+    case C_GT: return r > 0;
+    default: return r >= 0;
     }
 }
 

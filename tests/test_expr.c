@@ -112,6 +112,16 @@ static void test_logic(void) {
     expect("5 not in L", "1");
     expect("True + True", "2");
     expect("d == 0 or 1 / d > 0", "1"); /* short-circuit: the division is never made */
+    /* An integer against a float, exactly, as Python compares them: past 2**53 a double does not
+     * hold every integer, and converting the integer would make these equal. */
+    expect("9007199254740993 == 9007199254740992.0", "0");
+    expect("2 ** 53 + 1 > 2.0 ** 53", "1");
+    expect("9223372036854775807 == 9223372036854775807.0", "0");
+    expect("9223372036854775807 < 9223372036854775807.0", "1");
+    expect("-9223372036854775807 - 1 == -9223372036854775808.0", "1");
+    expect("3 < 3.5 and 4 > 3.5 and 3 <= 3.0 and 3 >= 3.0", "1");
+    expect("1e400 > 9223372036854775807", "1");
+    expect("a == 0.0 / 1 or 7 < 1e400 * 0", "0"); /* a NaN compares false */
 }
 
 static void test_calls_and_lists(void) {
