@@ -429,6 +429,13 @@ ft_status ft_export_write(json_t *doc, ft_export_format fmt, const char *path, f
     return s;
 }
 
+ft_status ft_eventlog_export_events(const json_t *events, const char *name, ft_export_format fmt,
+                                    const char *path, ft_err *err) {
+    json_t *doc = ft_eventlog_export_json(events, name, fmt, err);
+    if (!doc) return err ? err->status : FT_EFORMAT;
+    return ft_export_write(doc, fmt, path, err);
+}
+
 ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *path,
                              ft_err *err) {
     if (path && ft_same_file(log, path))
@@ -437,8 +444,7 @@ ft_status ft_eventlog_export(const char *log, ft_export_format fmt, const char *
     int torn;
     ft_status s = ft_eventlog_read(log, &events, &torn, err);
     if (s) return s;
-    json_t *doc = ft_eventlog_export_json(events, log, fmt, err);
+    s = ft_eventlog_export_events(events, log, fmt, path, err);
     json_decref(events);
-    if (!doc) return err ? err->status : FT_EFORMAT;
-    return ft_export_write(doc, fmt, path, err);
+    return s;
 }

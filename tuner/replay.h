@@ -200,6 +200,9 @@ ft_status ft_kt_cache_read(const char *path, json_t **doc, ft_err *err);
 /* The document from events already read (ft_eventlog_read); `name` names the log in messages. */
 json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_export_format f,
                                 ft_err *err);
+/* The same, written to `path` as ft_export_write writes it. */
+ft_status ft_eventlog_export_events(const json_t *events, const char *name, ft_export_format f,
+                                    const char *path, ft_err *err);
 /* Read the log at `log` and write the document to `path` atomically (a temporary file beside
  * it, renamed into place; "-": standard output); a Kernel Tuner cache is written as Kernel Tuner
  * writes one (an entry a line, closed with a brace a line). */

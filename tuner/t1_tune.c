@@ -1204,22 +1204,9 @@ static const json_t *last_run_start(const json_t *events) {
     return start;
 }
 
-ft_status ft_log_export_file(const char *log, ft_export_format f, const char *path, ft_err *err) {
-    if (path && ft_same_file(log, path))
-        return ft_err_set(err, FT_EINVAL, "%s: the output is the event log it reads", path);
-    json_t *events;
-    int torn;
-    ft_status s = ft_eventlog_read(log, &events, &torn, err); /* once: it may be a pipe */
-    if (s != FT_OK) return s;
+int ft_t1_log_of(const json_t *events) {
     const char *op = json_string_value(json_object_get(last_run_start(events), "op"));
-    if (op && strncmp(op, "t1:", 3) == 0) {
-        s = ft_t1_log_export(events, log, f, path, err);
-    } else {
-        json_t *doc = ft_eventlog_export_json(events, log, f, err);
-        s = doc ? ft_export_write(doc, f, path, err) : err ? err->status : FT_EFORMAT;
-    }
-    json_decref(events);
-    return s;
+    return op && strncmp(op, "t1:", 3) == 0;
 }
 
 ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,

@@ -120,8 +120,8 @@ ft_status ft_t1_tune_export(const ft_t1 *t, const ft_t1_tune_result *r, const ch
  * same problem counts, each candidate its latest event. */
 ft_status ft_t1_log_export(const json_t *events, const char *name, ft_export_format f,
                            const char *path, ft_err *err);
-/* The event log at log (read once: it may be a pipe) in format f to path: as ft_t1_log_export
- * when its last run tuned a T1 kernel, else as ft_eventlog_export. */
-ft_status ft_log_export_file(const char *log, ft_export_format f, const char *path, ft_err *err);
+/* Whether the last run of a log's events tuned a T1 kernel (tune --t1 --log): its export needs
+ * ft_t1_log_export, which reads the T1 file for the space. */
+int ft_t1_log_of(const json_t *events);
 
 #endif

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/paths.h"
+#include "traces/eventlog.h"
 #include "tuner/replay.h"
 #include "tuner/t1_tune.h"
 
@@ -50,9 +52,22 @@ static int run(int argc, char **argv) {
     if (optind + 1 < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "export: unexpected argument '%s'", argv[optind + 1]);
     if (fmt < 0) return ft_cli_fail(FT_EXIT_USAGE, "export: --format t4 or kt-cache is required");
+    const char *log = argv[optind];
     ft_err err = {0};
-    if (ft_log_export_file(argv[optind], (ft_export_format)fmt, out, &err))
+    if (ft_same_file(log, out)) {
+        ft_err_set(&err, FT_EINVAL, "%s: the output is the event log it reads", out);
         return ft_cli_fail_err(&err);
+    }
+    json_t *events;
+    int torn;
+    if (ft_eventlog_read(log, &events, &torn, &err)) /* once: it may be a pipe */
+        return ft_cli_fail_err(&err);
+    /* The log of tune --t1: its T1 file gives the space. */
+    ft_status s = ft_t1_log_of(events)
+                      ? ft_t1_log_export(events, log, (ft_export_format)fmt, out, &err)
+                      : ft_eventlog_export_events(events, log, (ft_export_format)fmt, out, &err);
+    json_decref(events);
+    if (s) return ft_cli_fail_err(&err);
     if (strcmp(out, "-") != 0)
         fprintf(stderr, "%s: %s\n", out, fmt == FT_EXPORT_T4 ? "FAIR T4 results" : "Kernel Tuner cache");
     return FT_EXIT_OK;
