@@ -146,12 +146,18 @@ static void value_text(const json_t *v, char *buf, size_t n) {
 
 /* A number written as a string in decimal ("16", "1.0", "2e3"): its value, else NAN (so "0x10",
  * "inf" and " 16" are labels of their own). */
-static double string_number(const json_t *v) {
-    const char *s = json_string_value(v);
+static double decimal_number(const char *s) {
     char *end;
     if (!s || !*s || strspn(s, "0123456789+-.eE") != strlen(s)) return NAN;
     double x = strtod(s, &end);
     return *end ? NAN : x;
+}
+
+/* A name or value is printed on one line of a terminal: its line breaks and escape sequences
+ * (control characters) become '?'. */
+static void printable(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
 }
 
 /* The longest parameter name or string value read: a value is written into cache keys, labels
@@ -175,17 +181,15 @@ static ft_status check_text(const char *file, const char *where, const char *wha
     const char *flaw = text_flaw(s);
     if (!flaw) return FT_OK;
     char shown[41];
-    size_t k = 0;
-    for (; s[k] && k < sizeof shown - 1; k++)
-        shown[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
-    shown[k] = '\0';
+    snprintf(shown, sizeof shown, "%s", s);
+    printable(shown);
     return ft_err_set(err, FT_EFORMAT, "%s: %s: %s \"%s%s\" %s", file, where, what, shown,
-                      s[k] ? "..." : "", flaw);
+                      strlen(s) >= sizeof shown ? "..." : "", flaw);
 }
 
 /* v as a number: a JSON number, or a string of one in decimal; NAN for anything else. */
 static double number_of(const json_t *v) {
-    return json_is_number(v) ? json_number_value(v) : string_number(v);
+    return json_is_number(v) ? json_number_value(v) : decimal_number(json_string_value(v));
 }
 
 /* Whether a and b are one value of a parameter. A number and the strings of that number are one
@@ -391,9 +395,7 @@ static void copy_text(char *dst, size_t n, const json_t *v) {
         snprintf(dst, n, "%s", s ? s : "");
         free(s);
     }
-    /* A name is printed on one line of a terminal: no line breaks or escape sequences. */
-    for (char *c = dst; n > 0 && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    if (n > 0) printable(dst);
 }
 
 /* ---- Kernel Tuner cache -------------------------------------------------------------------- */
@@ -424,17 +426,14 @@ static ft_status kt_config(const file_space *fs, const ft_space *sp, const char 
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char part[128];
         snprintf(part, sizeof part, "%.*s", (int)(len < sizeof part ? len : sizeof part - 1), p);
+        const double part_number = decimal_number(part); /* "0x1" and " 1" are not 1 */
         int k = -1;
         for (int j = 0; j < fs->p[i].n && k < 0; j++) {
             const json_t *v = fs->p[i].vals[j];
             char text[128];
             value_text(v, text, sizeof text);
             if (strcmp(text, part) == 0) k = j;
-            if (k < 0) {
-                json_t *pj = json_string(part); /* decimal only: "0x1" and " 1" are not 1 */
-                if (pj && !isnan(number_of(v)) && number_of(pj) == number_of(v)) k = j;
-                json_decref(pj);
-            }
+            if (k < 0 && !isnan(part_number) && number_of(v) == part_number) k = j;
         }
         if (k < 0)
             return ft_err_set(err, FT_EFORMAT,
@@ -521,7 +520,8 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
         if ((s = kt_config(&fs, &l->space, key, e, &c->cfg, err))) break;
         c->key = ft_space_index_of(&l->space, &c->cfg);
         const json_t *t = json_object_get(e, obj);
-        if (isfinite(string_number(t))) { /* "1.5": neither a time nor an error name */
+        if (isfinite(decimal_number(
+                json_string_value(t)))) { /* "1.5": neither a time nor an error name */
             s = ft_err_set(err, FT_EFORMAT,
                            "%s: cache entry \"%s\": \"%s\" is the string \"%s\", neither a "
                            "number (ms) nor an error name",
