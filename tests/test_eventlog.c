@@ -1,15 +1,20 @@
 /* test_eventlog.c: the event log writes whole lines, reads them back in order, skips a torn
- * last line (what kill -9 mid-write leaves) and reports a damaged line in the middle; the trace
- * export puts a candidate's device kernels (the `kernels` field of `measured`) on a GPU track. */
+ * last line (what kill -9 mid-write leaves) and reports a damaged line in the middle; a line
+ * rendered ahead and registered as an epitaph (core/epitaph.h) is what a process ending in a
+ * signal handler leaves, and a reader takes it as any event; the trace export puts a
+ * candidate's device kernels (the `kernels` field of `measured`) on a GPU track. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/epitaph.h"
+#include "ft_test.h"
 #include "traces/eventlog.h"
 #include "traces/trace.h"
-#include "ft_test.h"
 
 static char path[64];
 
@@ -220,11 +225,75 @@ static void test_trace_unclean(void) {
     json_decref(evs);
 }
 
+static void on_alarm(int sig) {
+    (void)sig;
+    _exit(ft_epitaph_write() == 2 ? 3 : 4);
+}
+
+/* A child registers a rejected event for the log and a line for a second file, then never ends
+ * its work: SIGALRM's handler writes both (with write(2) alone) and ends it. The log then reads
+ * as one run_start and that event; a cleared registration writes nothing. */
+static void test_epitaph(void) {
+    char other[80];
+    snprintf(other, sizeof other, "%s.other", path);
+    unlink(path);
+    unlink(other);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ft_eventlog *log;
+        ft_err err = {0};
+        if (ft_eventlog_open(path, "r9", &log, &err) != FT_OK) _exit(5);
+        ft_eventlog_write(log, json_pack("{s:s}", "event", "run_start"), &err);
+        /* cleared before the end: never written */
+        static const char stale[] = "stale\n";
+        if (ft_epitaph_add(ft_eventlog_fd(log), stale, sizeof stale - 1) != 0) _exit(6);
+        ft_epitaph_clear();
+        json_t *ev = json_pack("{s:s, s:s}", "event", "rejected", "reason", "ended");
+        size_t n = 0;
+        char *line = ft_eventlog_line(log, ev, &n);
+        json_decref(ev);
+        FILE *f = fopen(other, "w");
+        static const char entry[] = "\"1,2\": {\"time\": \"RuntimeFailedConfig\"},\n";
+        if (!line || !f || ft_epitaph_add(ft_eventlog_fd(log), line, n) != 0 ||
+            ft_epitaph_add(fileno(f), entry, sizeof entry - 1) != 0)
+            _exit(7);
+        if (ft_epitaph_add(fileno(f), entry, 1) != -1) _exit(8); /* FT_EPITAPH_MAX is 2 */
+        signal(SIGALRM, on_alarm);
+        alarm(1);
+        for (;;)
+            pause();
+    }
+    int st = 0;
+    FT_CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "the child ran");
+    FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "the handler wrote both records: status %d",
+             st);
+    json_t *evs;
+    int torn = 1;
+    ft_err err = {0};
+    FT_CHECK(ft_eventlog_read(path, &evs, &torn, &err) == FT_OK, "%s", err.msg);
+    const json_t *last = json_array_get(evs, 1);
+    FT_CHECK(json_array_size(evs) == 2 && !torn &&
+                 !strcmp(json_string_value(json_object_get(last, "reason")), "ended") &&
+                 !strcmp(json_string_value(json_object_get(last, "run")), "r9") &&
+                 json_real_value(json_object_get(last, "t")) > 1.6e9,
+             "the log holds run_start and the rejected event, stamped, as whole lines");
+    json_decref(evs);
+    FILE *f = fopen(other, "r");
+    char buf[128] = "";
+    size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    FT_CHECK(got > 0 && !strcmp(buf, "\"1,2\": {\"time\": \"RuntimeFailedConfig\"},\n"),
+             "the second file holds its record: '%s'", buf);
+    FT_CHECK(ft_epitaph_write() == 0, "nothing registered here: nothing written");
+    unlink(other);
+}
+
 int main(void) {
     snprintf(path, sizeof path, "/tmp/ft_test_eventlog.%d.jsonl", (int)getpid());
     FT_RUN(test_write_read);
     FT_RUN(test_torn_and_damaged);
     FT_RUN(test_refused);
+    FT_RUN(test_epitaph);
     FT_RUN(test_trace_kernels);
     FT_RUN(test_trace_unclean);
     unlink(path);

@@ -28,13 +28,16 @@ sent to the whole process group as a terminal sends it, no configuration recorde
 for the compiler it stopped;
 `--profile`: the faster of two runs kept among a profile's kernels beside its op entries, listed by
 `show`, emitted as JSON and as a C header that compiles and finds it, an unusable profile refused
-before the run; bad requests one line each.
+before the run; bad requests one line each; a kernel that writes far past its output, and one
+that never ends under `--candidate-timeout`: the run ends on it in one line with it recorded as
+failed, and the same command goes on past it.
 """
 import fcntl
 import json
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -957,6 +960,50 @@ def test_overrun_resume():
           f"the same command again goes on past it: exit {rc}: {out[-300:]} {err[-300:]}")
 
 
+def test_timeout_resume():
+    """One configuration whose kernel never ends: with --candidate-timeout the run ends on it
+    with one line, having recorded it as failed in the Kernel Tuner cache and as rejected
+    (reason `ended`) in the log, and the same command again goes on past it to the end of the
+    space, never running it again."""
+    tmp = STATE["tmp"]
+    with open(os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")) as f:
+        src = f.read()
+    marker = "    int i0 = blockIdx.x * block_size_x * tile_size_x + threadIdx.x;\n"
+    check(marker in src, "saxpy_tiled.cu has the line the test extends")
+    bad = os.path.join(tmp, "spin.cu")
+    with open(bad, "w") as f:
+        f.write(src.replace(marker, marker + "    if (block_size_x == 128 && tile_size_x == 1 && "
+                            "(float)scale > 1.0f) { volatile int spin = 1; while (spin) {} }\n"))
+    kt, log = os.path.join(tmp, "spin.kt.json"), os.path.join(tmp, "spin.jsonl")
+    # (10 s: far more than any other configuration takes on the emulator, on a busy machine)
+    args = ["tune", "--t1", T1, "--kernel-file", bad, "--backend", "cuda-emu", "--strategy",
+            "exhaustive", "--budget", "0", "--reps", "2", "--kt-cache", kt, "--log", log,
+            "--candidate-timeout", "10"]
+    rc, _, err = run(*args)
+    lines = [l for l in err.splitlines() if l.startswith("flaretune: ")]
+    check(rc == -signal.SIGALRM and len(lines) == 1 and
+          "took longer than --candidate-timeout" in lines[0] and "recorded as failed" in lines[0],
+          f"the run ends on the configuration that never ends: exit {rc}: {err[-400:]!r}")
+    with open(kt) as f:
+        text = f.read()
+    check('"128,1,0,2.0": {' in text and "RuntimeFailedConfig" in text,
+          f"it is in the cache as failed: {text[-300:]!r}")
+    with open(log) as f:
+        events = [json.loads(l) for l in f]
+    ended = [e for e in events if e["event"] == "rejected" and e.get("reason") == "ended"]
+    # (the float tunable's values are the file's words, as in every event of a T1 run)
+    check(len(ended) == 1 and ended[0]["config"] == {"block_size_x": 128, "tile_size_x": 1,
+                                                     "use_ldg": 0, "scale": "2.0"}
+          and "candidate-timeout" in ended[0]["message"],
+          f"it is in the log as rejected, reason ended: {ended}")
+    rc, out, err = run(*args)
+    check(rc == 0 and "42 of 42 configurations evaluated" in out,
+          f"the same command again goes on past it: exit {rc}: {out[-300:]} {err[-300:]}")
+    rc, _, err = run("tune", "--t1", T1, "--candidate-timeout", "0.5")
+    check(rc == 2 and "--candidate-timeout expects seconds" in err,
+          f"a timeout under a second is refused: exit {rc}: {err!r}")
+
+
 def has_nvrtc():
     """Whether this flaretune was built with the CUDA toolkit (compile --t1 then runs)."""
     if "nvrtc" not in STATE:
@@ -976,7 +1023,7 @@ def main():
                                  test_kt_cache_resume, test_reference_file,
                                  test_integer_outputs, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad,
-                                 test_small_buffers, test_overrun_resume))
+                                 test_small_buffers, test_overrun_resume, test_timeout_resume))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_tune.py: the tuner end to end on tiny presets: a run writes a log and a profile; a run
-killed with SIGKILL resumes losing at most the candidate in flight; Ctrl-C saves the best so far;
+killed with SIGKILL resumes losing at most the candidate in flight; one past --candidate-timeout
+is recorded as rejected and resumed past; Ctrl-C saves the best so far;
 an incompatible or damaged log is refused without being touched; sweeps, `all`, trace export.
 
 usage: test_tune.py --flaretune PATH
@@ -153,6 +154,33 @@ def test_kill_and_resume(tmp):
     check(not (set(done2) & done1), "no candidate measured twice")
     valid = space_valid(op, preset)
     check(len(done1 | set(done2)) == valid, f"together they cover every candidate: {len(done1 | set(done2))}/{valid}")
+
+
+def test_candidate_timeout(tmp):
+    """--candidate-timeout: a candidate that takes longer ends the run in one line, recorded in
+    the log as rejected (reason `ended`) before the process ends, so the same command resumes
+    past it: the next run's first candidate is another one, and the first is never run again."""
+    log = os.path.join(tmp, "timeout.jsonl")
+    # Each candidate measures for up to 4 s (noise that no median meets), past the limit of 1.
+    cmd = ["tune", "fusion.dflare", "--preset", "small.dflare.train", "--backend", "cpu",
+           "--strategy", "exhaustive", "--no-screen", "--max-time", "4", "--noise", "0.000001",
+           "--candidate-timeout", "1", "--log", log, "--quiet"]
+    ended = []
+    for k in range(2):
+        rc, _, err = run(*cmd, timeout=300)
+        lines = [l for l in err.splitlines() if l.startswith("flaretune:")]
+        check(rc == -signal.SIGALRM and len(lines) == 1 and
+              "longer than --candidate-timeout" in lines[0] and "recorded as failed" in lines[0],
+              f"run {k + 1} ends on the candidate past the limit: exit {rc}: {err[-300:]!r}")
+        ev = events(log)
+        ended = [e for e in ev if e["event"] == "rejected" and e.get("reason") == "ended"]
+        check(len(ended) == k + 1 and "--candidate-timeout 1 s" in ended[-1]["message"],
+              f"run {k + 1}: the log holds {len(ended)} candidates ended by the limit")
+    check(len({key(e["config"]) for e in ended}) == 2,
+          "the resumed run went on past the first candidate instead of running it again")
+    starts = [e for e in events(log) if e["event"] == "run_start"]
+    check(starts[-1]["resumed"] == 1 and starts[-1]["resumed_rejected"] == 1,
+          f"the second run resumed the first's rejection: {starts[-1].get('resumed')}")
 
 
 def test_ctrl_c(tmp):
@@ -730,7 +758,8 @@ def main():
     ap.add_argument("--flaretune", required=True)
     FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (test_run_log_profile, test_kill_and_resume, test_ctrl_c, test_refusals,
+        for t in (test_run_log_profile, test_kill_and_resume, test_candidate_timeout, test_ctrl_c,
+                  test_refusals,
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
                   test_fail_fast, test_progress_counts, test_replay_family,
                   test_replay_options, test_replay_predicted, test_busy_machine,

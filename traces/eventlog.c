@@ -91,24 +91,44 @@ void ft_eventlog_set_listener(ft_eventlog *log, ft_event_listener fn, void *ctx)
     log->listener_ctx = ctx;
 }
 
-ft_status ft_eventlog_write(ft_eventlog *log, json_t *ev, ft_err *err) {
+static void stamp(const ft_eventlog *log, json_t *ev) {
     json_object_set_new(ev, "t", json_real(ft_wall_time()));
     json_object_set_new(ev, "run", json_string(log->run));
+}
+
+/* ev as one line, its newline in place of the encoding's NUL (*n bytes); NULL out of memory. */
+static char *encode(const json_t *ev, size_t *n) {
+    char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (!line) return NULL;
+    *n = strlen(line) + 1;
+    line[*n - 1] = '\n';
+    return line;
+}
+
+char *ft_eventlog_line(ft_eventlog *log, json_t *ev, size_t *n) {
+    if (!log || !log->f) return NULL;
+    stamp(log, ev);
+    return encode(ev, n);
+}
+
+int ft_eventlog_fd(const ft_eventlog *log) { return log && log->f ? fileno(log->f) : -1; }
+
+ft_status ft_eventlog_write(ft_eventlog *log, json_t *ev, ft_err *err) {
+    stamp(log, ev);
     ft_status s = FT_OK;
     if (log->f && !log->tail_checked) {
         s = end_last_line(log, err);
         log->tail_checked = 1;
     }
     if (log->f && !s) {
-        char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        size_t n = 0;
+        char *line = encode(ev, &n);
         if (!line) {
             s = ft_err_set(err, FT_EINTERNAL, "an event could not be encoded as JSON");
         } else {
-            /* One fputs per line: with the stream flushed right after, the line reaches the
+            /* One fwrite per line: with the stream flushed right after, the line reaches the
              * file in one piece for readers following it. */
-            size_t n = strlen(line);
-            line[n] = '\n';
-            if (fwrite(line, 1, n + 1, log->f) != n + 1 || fflush(log->f) != 0)
+            if (fwrite(line, 1, n, log->f) != n || fflush(log->f) != 0)
                 s = ft_err_set(err, FT_EIO, "%s: cannot write the event log: %s", log->path,
                                strerror(errno));
             free(line);

@@ -31,6 +31,12 @@ ft_status ft_eventlog_open(const char *path, const char *run, ft_eventlog **out,
 /* Stamp `ev` with "t" and "run", write it as one line and flush. Takes ownership of ev. */
 ft_status ft_eventlog_write(ft_eventlog *log, json_t *ev, ft_err *err);
 void ft_eventlog_close(ft_eventlog *log);
+/* The line ft_eventlog_write would write for ev (stamped "t" and "run", its newline included,
+ * *n bytes; caller frees), and the log's file descriptor, for a record written later by a
+ * handler that ends the process (core/epitaph.h). NULL, and -1, for a log with no file; NULL
+ * also when out of memory. ev stays the caller's. */
+char *ft_eventlog_line(ft_eventlog *log, json_t *ev, size_t *n);
+int ft_eventlog_fd(const ft_eventlog *log);
 /* An event log that only calls back (in-process consumers such as the dashboard); may be
  * attached to a writer with ft_eventlog_set_listener. */
 typedef void (*ft_event_listener)(void *ctx, const json_t *ev);

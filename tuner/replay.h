@@ -190,7 +190,7 @@ ft_status ft_kt_cache_begin(const char *path, json_t *doc, ft_kt_cache **out, ft
 ft_status ft_kt_cache_add(ft_kt_cache *c, const char *key, json_t *entry, ft_err *err);
 /* The text ft_kt_cache_add would append for key and entry now (entry released), malloc'd, its
  * length in *n; NULL when out of memory. With ft_kt_cache_fd, what a process about to end can
- * still write (emu_guard.h's epitaph). */
+ * still write (core/epitaph.h). */
 char *ft_kt_cache_line(const ft_kt_cache *c, const char *key, json_t *entry, size_t *n);
 int ft_kt_cache_fd(const ft_kt_cache *c);
 ft_status ft_kt_cache_end(ft_kt_cache *c, ft_err *err);

@@ -9,18 +9,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tuner/ceilings.h"
 #include "core/clock.h"
 #include "core/env.h"
+#include "core/epitaph.h"
 #include "core/filelock.h"
 #include "core/format.h"
 #include "core/json.h"
 #include "core/load.h"
-#include "traces/nvtx.h"
+#include "core/sched.h"
 #include "op/op_json.h"
 #include "profiles/src/profile.h"
+#include "traces/nvtx.h"
+#include "tuner/ceilings.h"
 #include "tuner/replay.h"
-#include "core/sched.h"
 #include "tuner/tune.h"
 #include "tuner/verify.h"
 
@@ -202,14 +203,19 @@ static json_t *cand_event(session *S, const char *kind, int i) {
     return ev;
 }
 
-/* Write one event: to the log, or, on a worker, into the reply. In a distributed run every
- * candidate event says where it was measured (a worker's already do). */
-static ft_status emit(session *S, json_t *ev, ft_err *err) {
+/* In a distributed run every candidate event says where it was measured (a worker's already
+ * do). */
+static void say_where(const session *S, json_t *ev) {
     if (S->o->rank >= 0 && json_object_get(ev, "candidate") && !json_object_get(ev, "rank")) {
         json_object_set_new(ev, "rank", json_integer(S->o->rank));
         json_object_set_new(ev, "host", json_string(S->host));
         json_object_set_new(ev, "device", json_string(S->device));
     }
+}
+
+/* Write one event: to the log, or, on a worker, into the reply. */
+static ft_status emit(session *S, json_t *ev, ft_err *err) {
+    say_where(S, ev);
     if (S->capture) {
         json_object_set_new(ev, "t", json_real(ft_wall_time()));
         json_array_append_new(S->capture, ev);
@@ -531,6 +537,26 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     return emit(S, ev, err);
 }
 
+/* With --candidate-timeout: the `rejected` event of candidate i (reason `ended`), to be written
+ * to the log should the process end while it runs (core/epitaph.h), so that the run resumed
+ * from the log goes on past it. Returns the text to free once it has run (NULL: none). */
+static char *arm(session *S, int i) {
+    if (!(S->o->candidate_timeout_s > 0) || S->capture || ft_eventlog_fd(S->log) < 0) return NULL;
+    S->cand_started = ft_wall_time();
+    json_t *ev = cand_event(S, "rejected", i);
+    json_object_set_new(ev, "reason", json_string("ended"));
+    json_object_set_new(ev, "message",
+                        json_sprintf("the process ended while it ran: it took longer "
+                                     "than --candidate-timeout %g s",
+                                     S->o->candidate_timeout_s));
+    say_where(S, ev);
+    size_t n = 0;
+    char *text = ft_eventlog_line(S->log, ev, &n);
+    json_decref(ev);
+    if (text) ft_epitaph_add(ft_eventlog_fd(S->log), text, n);
+    return text;
+}
+
 /* evaluate_one inside an NVTX range (the candidate id as payload). */
 static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
     char name[48];
@@ -538,9 +564,12 @@ static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
     ft_nvtx_push(name, S->o->op->name, (uint64_t)i);
     double limit = S->o->candidate_timeout_s;
     if (S->o->measure_lock) pthread_mutex_lock(S->o->measure_lock);
-    if (limit > 0) alarm((unsigned)ceil(limit)); /* its default action ends the process */
+    char *armed = arm(S, i);
+    if (limit > 0) alarm((unsigned)ceil(limit)); /* past it, SIGALRM ends the process */
     ft_status s = evaluate_one(S, i, stopped, err);
     if (limit > 0) alarm(0);
+    ft_epitaph_clear();
+    free(armed);
     if (S->o->measure_lock) pthread_mutex_unlock(S->o->measure_lock);
     ft_nvtx_pop();
     return s;

@@ -34,6 +34,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "core/epitaph.h"
 #include "core/filelock.h"
 #include "core/json.h"
 #include "core/npy.h"
@@ -41,7 +42,6 @@
 #include "core/rng.h"
 #include "core/stats.h"
 #include "cuda/device_emu.h"
-#include "cuda/emu_guard.h"
 #include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/op_json.h"
@@ -794,30 +794,66 @@ typedef struct search {
     json_t *here; /* where this process evaluates (where_of) */
 } search;
 
-/* Before candidate i runs here on the emulator: its failure, as the Kernel Tuner cache would
- * record it, written there should the kernel reach past a buffer and end the process
- * (emu_guard.h), so that the run resumed from the cache goes on past it instead of ending on it
- * again. Returns the text to give disarm() after the run (NULL: nothing armed). */
-static char *arm(const search *S, int i) {
-    if (!S->cache || !S->o->emulate) return NULL;
-    ft_export_result x = {.failed = 1,
-                          .kt_error = "RuntimeFailedConfig",
-                          .t4_invalidity = "runtime",
-                          .time_ms = NAN,
-                          .t = (double)time(NULL)};
-    char key[4096];
-    json_t *e =
-        ft_export_entry(&S->t->space, &S->res->cfgs[i], &x, FT_EXPORT_KT_CACHE, key, sizeof key);
-    size_t n = 0;
-    char *text = e ? ft_kt_cache_line(S->cache, key, e, &n) : NULL;
-    if (text) ft_emu_guard_epitaph(ft_kt_cache_fd(S->cache), text, n);
-    return text;
+/* What the log says of a configuration in flight when the process ended: what could end it. */
+static json_t *ended_message(const ft_t1_tune_opts *o) {
+    if (!(o->candidate_timeout_s > 0))
+        return json_string("the process ended while it ran: it reached past a device buffer");
+    return json_sprintf("the process ended while it ran: it %stook longer than "
+                        "--candidate-timeout %g s (the process's last line said which)",
+                        o->emulate ? "reached past a device buffer or " : "",
+                        o->candidate_timeout_s);
 }
 
-static void disarm(char *text) {
-    if (!text) return;
-    ft_emu_guard_epitaph(-1, NULL, 0);
-    free(text);
+/* --candidate-timeout: from on until off, SIGALRM ends the process past the limit (the command
+ * line's handler writes the records of core/epitaph.h first). */
+static void deadline(const ft_t1_tune_opts *o, int on) {
+    if (o->candidate_timeout_s > 0) alarm(on ? (unsigned)ceil(o->candidate_timeout_s) : 0);
+}
+
+/* Before candidate i runs here: its failure, as the Kernel Tuner cache and the log would record
+ * it, registered to be written should the process end while it runs (core/epitaph.h): on the
+ * emulator a kernel that reaches past a buffer ends it (emu_guard.h), and on any backend a
+ * candidate past --candidate-timeout does, for a launch cannot be stopped part way. The run
+ * resumed from the cache then goes on past it instead of ending on it again. */
+typedef struct armed {
+    char *cache_text, *log_text;
+} armed;
+
+static armed arm(const search *S, int i) {
+    armed a = {0};
+    deadline(S->o, 1);
+    if (!S->o->emulate && !(S->o->candidate_timeout_s > 0)) return a;
+    if (S->cache) {
+        ft_export_result x = {.failed = 1,
+                              .kt_error = "RuntimeFailedConfig",
+                              .t4_invalidity = "runtime",
+                              .time_ms = NAN,
+                              .t = (double)time(NULL)};
+        char key[4096];
+        json_t *e = ft_export_entry(&S->t->space, &S->res->cfgs[i], &x, FT_EXPORT_KT_CACHE, key,
+                                    sizeof key);
+        size_t n = 0;
+        a.cache_text = e ? ft_kt_cache_line(S->cache, key, e, &n) : NULL;
+        if (a.cache_text) ft_epitaph_add(ft_kt_cache_fd(S->cache), a.cache_text, n);
+    }
+    if (S->L->log) {
+        json_t *ev = json_pack("{s:s, s:o, s:s, s:o}", "event", "rejected", "config",
+                               ft_config_to_json(&S->t->space, &S->res->cfgs[i]), "reason", "ended",
+                               "message", ended_message(S->o));
+        if (ev && S->here) json_object_update(ev, S->here);
+        size_t n = 0;
+        a.log_text = ev ? ft_eventlog_line(S->L->log, ev, &n) : NULL;
+        if (a.log_text) ft_epitaph_add(ft_eventlog_fd(S->L->log), a.log_text, n);
+        json_decref(ev);
+    }
+    return a;
+}
+
+static void disarm(const search *S, armed *a) {
+    deadline(S->o, 0);
+    ft_epitaph_clear();
+    free(a->cache_text);
+    free(a->log_text);
 }
 
 /* Candidate i's outcome (its statistics, or why it was rejected), measured here or by a worker,
@@ -879,9 +915,9 @@ static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int lef
         if (ft_tune_batch_owner(w, j) >= 0) continue;
         ft_stats cst = {0};
         char why[512];
-        char *armed = arm(S, idx[j]);
+        armed a = arm(S, idx[j]);
         s = evaluate_candidate(ev, &res->cfgs[idx[j]], &cst, why, sizeof why, err);
-        disarm(armed);
+        disarm(S, &a);
         if (s == FT_EBUSY && stopping(S->o)) { /* not recorded: the run ends interrupted */
             s = FT_OK;
             break;
@@ -969,7 +1005,9 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         double t0 = ft_now_s();
         ft_stats rst = {0};
         char why[512];
+        deadline(o, 1);
         s = evaluate_reference(&ev, &cands[res->reference], &rst, why, sizeof why, err);
+        deadline(o, 0);
         if (s == FT_OK && !ref_resumed) {
             if (!why[0]) res->ref_stats = rst;
             s = record(&S, res->reference, &rst, why, ft_now_s() - t0, NULL, err);
@@ -1007,9 +1045,9 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         double t0 = ft_now_s();
         ft_stats cst = {0};
         char why[512];
-        char *armed = arm(&S, i);
+        armed a = arm(&S, i);
         s = evaluate_candidate(&ev, &cands[i], &cst, why, sizeof why, err);
-        disarm(armed);
+        disarm(&S, &a);
         if (s == FT_EBUSY && stopping(o)) { /* not recorded: the run ends interrupted */
             s = FT_OK;
             res->interrupted = 1;
@@ -1080,7 +1118,9 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
     ft_stats rst = {0};
     json_t *where = where_of(o);
     ft_status s = evaluator_open(&ev, t, o, note, sizeof note, err);
+    deadline(o, 1);
     if (s == FT_OK) s = evaluate_reference(&ev, &def, &rst, why, sizeof why, err);
+    deadline(o, 0);
     while (s == FT_OK) {
         json_t *cfgj = NULL;
         double best;
@@ -1094,7 +1134,9 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
         ft_stats cst = {0};
         s = ft_config_from_json(&t->space, cfgj, &cfg, err);
         json_decref(cfgj);
+        deadline(o, 1);
         if (s == FT_OK) s = evaluate_candidate(&ev, &cfg, &cst, why, sizeof why, err);
+        deadline(o, 0);
         json_t *a = s == FT_OK ? answer(where, &cst, why, ft_now_s() - t0) : NULL;
         if (s == FT_OK && !a) s = ft_err_set(err, FT_ENOMEM, "out of memory");
         if (s == FT_OK) s = srv->reply(srv->ctx, a, err);

@@ -63,6 +63,12 @@ typedef struct ft_t1_tune_opts {
     /* Every event also goes to listener (in-process: the dashboard), with or without a log. */
     void (*listener)(void *ctx, const json_t *ev);
     void *listener_ctx;
+    /* --candidate-timeout: seconds one evaluation may take (0: no limit), the reference's and
+     * a worker's included. Past it SIGALRM ends the process, for a launch cannot be stopped part
+     * way; the caller's handler (the command line's) first writes what core/epitaph.h holds:
+     * the configuration in flight as failed in the Kernel Tuner cache and rejected in the log,
+     * so that the same run resumed goes on past it. */
+    double candidate_timeout_s;
     /* Raised (SIGINT, the dashboard's q): the search stops after the candidate in flight, and
      * what was measured is kept (interrupted set). pause: while raised, no new candidate. */
     volatile int *stop, *pause;

@@ -14,6 +14,8 @@
 #define _GNU_SOURCE
 #include "emu_guard.h"
 
+#include "core/epitaph.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -45,9 +47,6 @@ typedef struct {
 static slot slots[SLOTS];
 static atomic_int slots_used; /* the slots ever taken: [0, slots_used) */
 static const char *_Atomic running;
-static _Atomic int epitaph_fd = -1;
-static const char *_Atomic epitaph_text;
-static _Atomic size_t epitaph_len;
 static struct sigaction before_segv, before_bus;
 static atomic_int installed;
 
@@ -125,13 +124,6 @@ void ft_emu_guard_free(void *p) {
 
 void ft_emu_guard_running(const char *kernel) { atomic_store(&running, kernel); }
 
-void ft_emu_guard_epitaph(int fd, const char *text, size_t n) {
-    atomic_store(&epitaph_fd, -1);
-    atomic_store(&epitaph_text, text);
-    atomic_store(&epitaph_len, n);
-    atomic_store(&epitaph_fd, text ? fd : -1);
-}
-
 /* ---- the handler: async-signal-safe from here on ---------------------------------------- */
 
 typedef struct {
@@ -160,11 +152,8 @@ static void put_u(line *l, uint64_t v, int hex) {
 /* Ends the process as an illegal address ends a CUDA context: the epitaph, then the line. */
 static _Noreturn void die(line *l) {
     l->b[l->n++] = '\n';
-    const int fd = atomic_load(&epitaph_fd);
-    const char *text = atomic_load(&epitaph_text);
-    ssize_t w = 0;
-    if (fd >= 0 && text) w = write(fd, text, atomic_load(&epitaph_len));
-    w = write(STDERR_FILENO, l->b, l->n);
+    ft_epitaph_write();
+    ssize_t w = write(STDERR_FILENO, l->b, l->n);
     (void)w;
     _exit(1);
 }
@@ -263,5 +252,4 @@ void *ft_emu_guard_alloc(size_t bytes, int fill) {
 void ft_emu_guard_free(void *p) { free(p); }
 int ft_emu_guard_install(void) { return 0; }
 void ft_emu_guard_running(const char *kernel) { (void)kernel; }
-void ft_emu_guard_epitaph(int fd, const char *text, size_t n) { (void)fd, (void)text, (void)n; }
 #endif

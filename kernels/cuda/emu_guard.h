@@ -7,10 +7,11 @@
  * least 64 MiB that nothing may touch, with 64 KiB of the same before it. A fault there ends the
  * process with one line naming the kernel running and how far past (or before) which buffer it
  * reached, as an illegal address ends a CUDA context on a GPU (likewise a fault on the guard page
- * under an emulated thread's stack: a kernel whose locals outgrow it); any other fault, and a
- * signal sent, is left to the handler installed before. In sanitizer builds, whose kernels are
- * instrumented, allocations are heap memory instead, so that AddressSanitizer reports an
- * overrun with the kernel's line, and no handler is installed.
+ * under an emulated thread's stack: a kernel whose locals outgrow it), once the records
+ * registered with core/epitaph.h are written, so that a resumed run goes on past the kernel.
+ * Any other fault, and a signal sent, is left to the handler installed before. In sanitizer builds,
+ * whose kernels are instrumented, allocations are heap memory instead, so that AddressSanitizer
+ * reports an overrun with the kernel's line, and no handler is installed.
  */
 #ifndef FT_CUDA_EMU_GUARD_H
 #define FT_CUDA_EMU_GUARD_H
@@ -28,10 +29,5 @@ int ft_emu_guard_install(void);
 
 /* The kernel a launch runs from now on (its name must outlive the launch); NULL when it ends. */
 void ft_emu_guard_running(const char *kernel);
-
-/* n bytes of text written to fd before the process ends on an overrun (text must outlive the
- * registration): a record that the work in flight failed, so that a resumed run does not try it
- * again. NULL clears it. */
-void ft_emu_guard_epitaph(int fd, const char *text, size_t n);
 
 #endif

@@ -61,6 +61,11 @@ void ft_cli_note_family(const char *cmd, const char *log);
 /* SIGINT and SIGTERM to handler from now on, with sigaction's flags (SA_RESETHAND: the signal
  * after the first ends the process as it would have without the handler). */
 void ft_cli_catch_stop(void (*handler)(int), int flags);
+/* --candidate-timeout S of cmd into *out (seconds, 1 to 1e6); an exit code, 0 when taken. */
+int ft_cli_candidate_timeout(const char *cmd, const char *arg, double *out);
+/* SIGALRM (a candidate past --candidate-timeout) from now on: the records of the candidate in
+ * flight (core/epitaph.h) are written, one line says so, and the process ends. */
+void ft_cli_catch_candidate_timeout(void);
 
 /* A tuner under the dashboard (cli_dash.c): worker(arg) on a thread of its own feeding feed
  * (it pushes a "done" or "error" event last), the dashboard titled `title` on this one, p and q

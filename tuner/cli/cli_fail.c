@@ -4,10 +4,13 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "core/epitaph.h"
 #include "traces/eventlog.h"
 
 int ft_cli_fail(int code, const char *fmt, ...) {
@@ -55,6 +58,36 @@ void ft_cli_catch_stop(void (*handler)(int), int flags) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
+
+int ft_cli_candidate_timeout(const char *cmd, const char *arg, double *out) {
+    char *rest;
+    const double v = strtod(arg, &rest);
+    if (rest == arg || *rest || !(v >= 1) || v > 1e6)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "%s: --candidate-timeout expects seconds from 1 to 1e6, got '%s'", cmd,
+                           arg);
+    *out = v;
+    return FT_EXIT_OK;
+}
+
+/* SIGALRM: the records of the candidate in flight (core/epitaph.h), one line, then the
+ * signal's default action ends the process (under mpirun, the job). */
+static void on_candidate_timeout(int sig) {
+    static const char recorded[] =
+        "flaretune: a candidate took longer than --candidate-timeout: ending; it is recorded as "
+        "failed, and the same command resumes past it\n";
+    static const char unrecorded[] =
+        "flaretune: a candidate took longer than --candidate-timeout: ending; nothing records it "
+        "(no --log, or --kt-cache for --t1), so a run started again would try it again\n";
+    const int n = ft_epitaph_write();
+    ssize_t w = n > 0 ? write(STDERR_FILENO, recorded, sizeof recorded - 1)
+                      : write(STDERR_FILENO, unrecorded, sizeof unrecorded - 1);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void ft_cli_catch_candidate_timeout(void) { signal(SIGALRM, on_candidate_timeout); }
 
 int ft_cli_wants_help(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {

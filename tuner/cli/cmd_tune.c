@@ -58,7 +58,8 @@ static void usage(FILE *f) {
         "  --batch K          propose K candidates at a time and measure them all before\n"
         "                     the strategy hears any (under mpirun: one per rank by default)\n"
         "  --candidate-timeout S  end the process when one candidate takes longer than S\n"
-        "                     seconds (under mpirun: the job ends; rerun to resume)\n"
+        "                     seconds, first writing it to the log as rejected: the same\n"
+        "                     command resumes past it (under mpirun: the job ends)\n"
         "  --backend replay:LOG  measure nothing: each candidate takes its median in LOG's\n"
         "                     exhaustive landscape (same seed and batch: same search)\n"
         "  --warm-log LOG     another run's event log of the same op and backend (another\n"
@@ -681,20 +682,16 @@ static int tune_opt(void *ctx, int o, const char *arg) {
         break;
     case O_COLD: to->warm = 0; break;
     case O_WARMLOG: to->warm_log = arg; break;
-    case O_BATCH:
-    case O_CTIMEOUT: {
+    case O_BATCH: {
         char *rest;
         double v = strtod(arg, &rest);
-        if (rest == arg || *rest || !(v >= 1) || v > 1e6 || (o == O_BATCH && v != (int)v))
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: %s expects %s, got '%s'",
-                               o == O_BATCH ? "--batch" : "--candidate-timeout",
-                               o == O_BATCH ? "a whole number >= 1" : "seconds >= 1", arg);
-        if (o == O_BATCH)
-            to->batch = (int)v;
-        else
-            to->candidate_timeout_s = v;
+        if (rest == arg || *rest || !(v >= 1) || v > 1e6 || v != (int)v)
+            return ft_cli_fail(FT_EXIT_USAGE, "tune: --batch expects a whole number >= 1, got '%s'",
+                               arg);
+        to->batch = (int)v;
         break;
     }
+    case O_CTIMEOUT: return ft_cli_candidate_timeout("tune", arg, &to->candidate_timeout_s);
     }
     return FT_EXIT_OK;
 }
@@ -1187,25 +1184,13 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     return code;
 }
 
-/* --candidate-timeout: the session's alarm went off. One line, then the default action (the
- * process ends; under mpirun, the job). */
-static void on_candidate_timeout(int sig) {
-    static const char msg[] = "flaretune: a candidate took longer than --candidate-timeout: "
-                              "ending (the log keeps what was measured; the same command "
-                              "resumes)\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 static int run(int argc, char **argv) {
     if (ft_cli_names_t1(argc, argv)) return ft_cli_tune_t1(argc, argv);
     tune_args a;
     static row rows[16 * 32];
     int code = tune_parse(argc, argv, &a);
     if (code || (code = tune_check(&a))) return code;
-    if (a.to.candidate_timeout_s > 0) signal(SIGALRM, on_candidate_timeout);
+    if (a.to.candidate_timeout_s > 0) ft_cli_catch_candidate_timeout();
     /* One id for the runs of this command (run_start's "runs"), so `top` on their logs counts
      * them apart from older runs in the same files. */
     static char command_id[48];

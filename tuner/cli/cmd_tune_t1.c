@@ -21,7 +21,7 @@
 #include "tuner/t1_tune.h"
 
 /* The options of `tune --t1`: the codes of its own, and the table getopt_long reads. */
-enum { O_STRATEGY = 1, O_BUDGET, O_T4, O_KT, O_LOG, O_TUI, O_PROFILE };
+enum { O_STRATEGY = 1, O_BUDGET, O_T4, O_KT, O_LOG, O_TUI, O_PROFILE, O_CTIMEOUT };
 static const struct option opts[] = {
     FT_CLI_T1_KERNEL_OPTIONS,
     FT_CLI_T1_ARG_OPTION,
@@ -34,38 +34,43 @@ static const struct option opts[] = {
     FT_CLI_ARG("log", O_LOG),
     FT_CLI_FLAG("tui", O_TUI),
     FT_CLI_ARG("profile", O_PROFILE),
+    FT_CLI_ARG("candidate-timeout", O_CTIMEOUT),
     FT_CLI_END,
 };
 
 void ft_cli_tune_t1_usage(FILE *f) {
-    fprintf(f,
-            "       flaretune tune --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
-            "                      [--backend cuda|cuda-emu] [--strategy S] [--budget N] [--seed N]\n"
-            "                      [--blocks N] [--reps N] [--t4 OUT] [--kt-cache OUT]\n"
-            "                      [--reference NAME=FILE.npy]... [--log LOG] [--tui]\n"
-            "                      [--profile FILE]\n\n"
-            "Tune a kernel described by a FAIR T1 input file (docs/t1.md): every configuration\n"
-            "its conditions allow is a candidate; each is compiled as written with its values\n"
-            "as macros, checked against the default configuration's outputs, and timed: on\n"
-            "`cuda` by the device's clock (CUPTI), on `cuda-emu` as the emulator's time for a\n"
-            "sample of N blocks (default 8) scaled to the grid; --reps timed launches each\n"
-            "(default 20; at most 256, and 5 on the emulator). The default backend is cuda where\n"
-            "a GPU is present, else cuda-emu. --budget N evaluations (default 20; 0: all), the\n"
-            "default configuration first. --t4 and --kt-cache write the measurements for replay\n"
-            "and Kernel Tuner's tools. The Kernel Tuner cache is written as the run goes, each\n"
-            "evaluation on the disk when it is done; run again with the same cache, what it holds\n"
-            "is taken as measured and the budget counts the new evaluations (a cache of another\n"
-            "kernel, device, problem size or space is refused). --reference NAME=FILE.npy checks\n"
-            "output NAME of every configuration, the default's included, against the file's\n"
-            "array (of the argument's type and size) instead of the default's run. --log LOG\n"
-            "appends the run's events (docs/events.md; op t1:KERNEL), which `flaretune top LOG`\n"
-            "follows live; --tui shows them in the dashboard as the run goes (p pauses, q stops).\n"
-            "--profile FILE merges the best configuration into a profile's kernels (atomic,\n"
-            "locked; the faster of two for one kernel, backend, device and problem size), which\n"
-            "`flaretune emit` writes for other builds (docs/profiles.md, docs/emit.md).\n"
-            "Ctrl-C stops the search after the configuration in flight, writes what was measured,\n"
-            "and exits with 130. Under mpirun every rank evaluates configurations on its own\n"
-            "device and rank 0 runs the search (docs/distributed.md).\n");
+    fprintf(
+        f,
+        "       flaretune tune --t1 FILE [--kernel-file F] [--arg NAME=TYPE:SIZE[:FILL[:V]]]...\n"
+        "                      [--backend cuda|cuda-emu] [--strategy S] [--budget N] [--seed N]\n"
+        "                      [--blocks N] [--reps N] [--t4 OUT] [--kt-cache OUT]\n"
+        "                      [--reference NAME=FILE.npy]... [--log LOG] [--tui]\n"
+        "                      [--profile FILE] [--candidate-timeout S]\n\n"
+        "Tune a kernel described by a FAIR T1 input file (docs/t1.md): every configuration\n"
+        "its conditions allow is a candidate; each is compiled as written with its values\n"
+        "as macros, checked against the default configuration's outputs, and timed: on\n"
+        "`cuda` by the device's clock (CUPTI), on `cuda-emu` as the emulator's time for a\n"
+        "sample of N blocks (default 8) scaled to the grid; --reps timed launches each\n"
+        "(default 20; at most 256, and 5 on the emulator). The default backend is cuda where\n"
+        "a GPU is present, else cuda-emu. --budget N evaluations (default 20; 0: all), the\n"
+        "default configuration first. --t4 and --kt-cache write the measurements for replay\n"
+        "and Kernel Tuner's tools. The Kernel Tuner cache is written as the run goes, each\n"
+        "evaluation on the disk when it is done; run again with the same cache, what it holds\n"
+        "is taken as measured and the budget counts the new evaluations (a cache of another\n"
+        "kernel, device, problem size or space is refused). --reference NAME=FILE.npy checks\n"
+        "output NAME of every configuration, the default's included, against the file's\n"
+        "array (of the argument's type and size) instead of the default's run. --log LOG\n"
+        "appends the run's events (docs/events.md; op t1:KERNEL), which `flaretune top LOG`\n"
+        "follows live; --tui shows them in the dashboard as the run goes (p pauses, q stops).\n"
+        "--profile FILE merges the best configuration into a profile's kernels (atomic,\n"
+        "locked; the faster of two for one kernel, backend, device and problem size), which\n"
+        "`flaretune emit` writes for other builds (docs/profiles.md, docs/emit.md).\n"
+        "--candidate-timeout S ends the process when one configuration takes longer than S\n"
+        "seconds (a launch cannot be stopped part way), first recording it as failed in the\n"
+        "Kernel Tuner cache and the log: the same command resumes past it.\n"
+        "Ctrl-C stops the search after the configuration in flight, writes what was measured,\n"
+        "and exits with 130. Under mpirun every rank evaluates configurations on its own\n"
+        "device and rank 0 runs the search (docs/distributed.md).\n");
 }
 
 static void progress(void *ctx, const ft_t1_tune_result *r, int i, const char *why) {
@@ -153,6 +158,7 @@ static int tune_t1_opt(void *ctx, int opt, const char *arg) {
     case O_LOG: c->to.log = arg; break;
     case O_TUI: c->tui = 1; break;
     case O_PROFILE: c->profile = arg; break;
+    case O_CTIMEOUT: return ft_cli_candidate_timeout("tune", arg, &c->to.candidate_timeout_s);
     }
     return FT_EXIT_OK;
 }
@@ -270,6 +276,7 @@ int ft_cli_tune_t1(int argc, char **argv) {
     ft_cli_t1_args a = {.seed = c.to.seed};
     int code = ft_cli_t1_parse("tune", argc, argv, opts, &a, tune_t1_opt, &c);
     if (code) return code;
+    if (c.to.candidate_timeout_s > 0) ft_cli_catch_candidate_timeout(); /* a worker's too */
     const char *path = a.path, *t4 = c.t4, *kt = c.kt;
     ft_t1_tune_opts to = c.to;
     ft_err err = {0};
