@@ -19,6 +19,7 @@ const char *ft_status_name(ft_status s) {
     case FT_EBUSY: return "EBUSY";
     case FT_ETIMEDOUT: return "ETIMEDOUT";
     case FT_EINTERNAL: return "EINTERNAL";
+    case FT_ELOST: return "ELOST";
     }
     return "E?";
 }

@@ -26,6 +26,9 @@ typedef enum ft_status {
     FT_EBUSY,        /* another process holds it (an event log being written) */
     FT_ETIMEDOUT,    /* a call ran past its time limit and was stopped */
     FT_EINTERNAL,    /* a bug: an invariant did not hold */
+    FT_ELOST,        /* the device is lost to this process: a kernel faulted on the GPU (an
+                      * illegal address, a trap), which leaves its CUDA context unusable; only a
+                      * new process can use the GPU again */
 } ft_status;
 
 #define FT_ERR_MSG_LEN 512

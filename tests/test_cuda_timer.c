@@ -13,6 +13,8 @@
  * Events time the interval on the stream, so a region's first launch adds the host's launch
  * latency (large while CUPTI is enabled) to them; CUPTI sums the kernels alone. Hence the checks:
  * CUPTI <= events on one launch, and agreement only once the queue hides the launch latency.
+ * Also, without a GPU: which CUDA errors lose the context (FT_ELOST: a kernel's fault, after
+ * which every call fails) and which are the call's own.
  * Built only with the CUDA toolkit (FT_HAVE_CUDA).
  */
 #include <cuda.h>
@@ -374,7 +376,29 @@ out:
     ft_dev_close(d);
 }
 
+/* A kernel's fault loses the context; an allocation is out of memory; a bad argument, a
+ * missing device or a compile error stay what the caller said. */
+static void test_lost_errors(void) {
+    static const cudaError_t lost[] = {
+        cudaErrorIllegalAddress,      cudaErrorLaunchTimeout,      cudaErrorAssert,
+        cudaErrorHardwareStackError,  cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
+        cudaErrorInvalidAddressSpace, cudaErrorInvalidPc,          cudaErrorLaunchFailure};
+    for (size_t k = 0; k < sizeof lost / sizeof lost[0]; k++)
+        FT_CHECK(ft_cuda_error_status(lost[k], FT_EINVAL) == FT_ELOST, "%s loses the context",
+                 cudaGetErrorName(lost[k]));
+    FT_CHECK(ft_cuda_error_status(cudaErrorMemoryAllocation, FT_EINVAL) == FT_ENOMEM,
+             "an allocation that failed is out of memory");
+    static const cudaError_t own[] = {cudaErrorInvalidValue, cudaErrorNoDevice,
+                                      cudaErrorInvalidConfiguration, cudaErrorLaunchOutOfResources,
+                                      cudaErrorInvalidKernelImage};
+    for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+        FT_CHECK(ft_cuda_error_status(own[k], FT_EINTERNAL) == FT_EINTERNAL, "%s is the caller's",
+                 cudaGetErrorName(own[k]));
+    FT_CHECK(!strcmp(ft_status_name(FT_ELOST), "ELOST"), "ELOST has its name");
+}
+
 int main(void) {
+    FT_RUN(test_lost_errors);
     FT_RUN(test_names_and_arguments);
     FT_RUN(test_emulator_refused);
     FT_RUN(test_setup_without_gpu);

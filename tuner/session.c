@@ -234,6 +234,19 @@ static ft_status reject(session *S, int i, const char *reason, const char *messa
     return emit(S, ev, err);
 }
 
+/* Candidate i's kernel faulted on the GPU (recorded as rejected already): the context is lost
+ * to every later launch, so the run ends here, and the same command resumes past it. */
+static ft_status lost(session *S, int i, const ft_err *run_err, ft_err *err) {
+    char cfg[256];
+    ft_config_format(S->s, &S->cands[i], cfg, sizeof cfg);
+    if (!err) return FT_ELOST;
+    *err = *run_err;
+    return ft_err_wrap(err,
+                       "the GPU is lost to this run: candidate %s faulted, and is recorded "
+                       "as rejected (the same command resumes past it)",
+                       cfg);
+}
+
 /* ---- verification -------------------------------------------------------------------------- */
 
 /* The watchdog's scale: the best clean median so far, or before there is one, the fastest call
@@ -337,6 +350,7 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     }
     if (st) {
         *fatal = reject(S, i, "error", run_err.msg, err);
+        if (!*fatal && st == FT_ELOST) *fatal = lost(S, i, &run_err, err);
         return 0;
     }
     ft_verify_result vr;
@@ -497,7 +511,8 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     if (s) {
         /* It verified but failed at the tuning shape: record it like any other failure. */
         free(starts);
-        return reject(S, i, "error", run_err.msg, err);
+        ft_status r = reject(S, i, "error", run_err.msg, err);
+        return r == FT_OK && s == FT_ELOST ? lost(S, i, &run_err, err) : r;
     }
     if (st.interrupted) {
         free(starts);

@@ -719,7 +719,8 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
 /* Compile, run, check and time cfg: its statistics in *st, or why it is rejected in why (""
  * when it is not). Running out of memory, a file system error (a full disk, a compiler killed
  * by a signal) and a stop requested while it ran are errors, not a verdict on cfg: nothing is
- * recorded of it, so a rerun evaluates it again. */
+ * recorded of it, so a rerun evaluates it again. A fault of cfg's kernel on the GPU is both:
+ * FT_ELOST, with why set, for the context is lost to every later launch. */
 static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stats *st, char *why,
                                     size_t n, ft_err *err) {
     outputs got = {0};
@@ -746,7 +747,9 @@ static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stat
         outputs_free(&got);
         return ft_err_set(err, FT_EBUSY, "stopped while a configuration ran: %s", e.msg);
     }
-    if (s == FT_ENOMEM || s == FT_EIO) {
+    if (s == FT_ENOMEM || s == FT_EIO || s == FT_ELOST) {
+        /* (a fault that lost the GPU's context is this configuration's: why says so) */
+        if (s == FT_ELOST) snprintf(why, n, "%s", e.msg);
         outputs_free(&got);
         if (err) *err = e;
         return s;
@@ -884,6 +887,31 @@ static ft_status record(search *S, int i, const ft_stats *st, const char *why, d
 
 static int stopping(const ft_t1_tune_opts *o) { return o->stop && *o->stop; }
 
+/* Candidate i, taken t0 seconds into the run, evaluated in this process and recorded. FT_EBUSY
+ * when a stop came while it ran (nothing recorded: the run ends interrupted). A kernel that
+ * faulted on the GPU is recorded as failed, and then the run ends (FT_ELOST): nothing more can
+ * run in this process, and the same command resumes past it. */
+static ft_status evaluate_here(search *S, evaluator *ev, int i, double t0, ft_err *err) {
+    ft_stats cst = {0};
+    char why[512];
+    armed a = arm(S, i);
+    ft_status s = evaluate_candidate(ev, &S->res->cfgs[i], &cst, why, sizeof why, err);
+    disarm(S, &a);
+    if (s == FT_EBUSY && stopping(S->o)) return FT_EBUSY;
+    if (s != FT_OK && s != FT_ELOST) return s;
+    if (!err) return s;
+    ft_err lost = *err;
+    ft_status r = record(S, i, &cst, why, ft_now_s() - t0, NULL, err);
+    if (r != FT_OK || s == FT_OK) return r;
+    *err = lost;
+    char cfg[256];
+    ft_config_format(&S->t->space, &S->res->cfgs[i], cfg, sizeof cfg);
+    return ft_err_wrap(err,
+                       "the GPU is lost to this run: configuration %s faulted, and is recorded "
+                       "as failed (the same command resumes past it)",
+                       cfg);
+}
+
 static void tell(ft_strategy *st, const ft_t1_tune_result *res, int i) {
     ft_strategy_report_cost(st, i, res->cost[i]);
     ft_strategy_report(st, i, res->error[i] ? INFINITY : res->secs[i]);
@@ -913,16 +941,11 @@ static ft_status search_batch(search *S, evaluator *ev, ft_strategy *st, int lef
     }
     for (int j = 0; j < n && s == FT_OK; j++) {
         if (ft_tune_batch_owner(w, j) >= 0) continue;
-        ft_stats cst = {0};
-        char why[512];
-        armed a = arm(S, idx[j]);
-        s = evaluate_candidate(ev, &res->cfgs[idx[j]], &cst, why, sizeof why, err);
-        disarm(S, &a);
-        if (s == FT_EBUSY && stopping(S->o)) { /* not recorded: the run ends interrupted */
+        s = evaluate_here(S, ev, idx[j], t0[j], err);
+        if (s == FT_EBUSY) { /* not recorded: the run ends interrupted */
             s = FT_OK;
             break;
         }
-        if (s == FT_OK) s = record(S, idx[j], &cst, why, ft_now_s() - t0[j], NULL, err);
     }
     /* Every answer is collected, even after an error here: what the workers measured is kept. */
     for (int j = 0; j < sent; j++) {
@@ -1042,18 +1065,12 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         int i = ft_strategy_next(st);
         if (i < 0) break;
         if (isfinite(res->secs[i]) || res->error[i]) continue; /* the reference, or resumed */
-        double t0 = ft_now_s();
-        ft_stats cst = {0};
-        char why[512];
-        armed a = arm(&S, i);
-        s = evaluate_candidate(&ev, &cands[i], &cst, why, sizeof why, err);
-        disarm(&S, &a);
-        if (s == FT_EBUSY && stopping(o)) { /* not recorded: the run ends interrupted */
+        s = evaluate_here(&S, &ev, i, ft_now_s(), err);
+        if (s == FT_EBUSY) { /* not recorded: the run ends interrupted */
             s = FT_OK;
             res->interrupted = 1;
             break;
         }
-        if (s == FT_OK) s = record(&S, i, &cst, why, ft_now_s() - t0, NULL, err);
         if (s == FT_OK) tell(st, res, i);
     }
     {
@@ -1137,11 +1154,20 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
         deadline(o, 1);
         if (s == FT_OK) s = evaluate_candidate(&ev, &cfg, &cst, why, sizeof why, err);
         deadline(o, 0);
+        /* A fault that lost the GPU is answered as the configuration's failure first (rank 0
+         * records it), then ends this worker. */
+        const ft_status lost = s == FT_ELOST ? s : FT_OK;
+        ft_err kept = lost && err ? *err : (ft_err){0};
+        if (lost) s = FT_OK;
         json_t *a = s == FT_OK ? answer(where, &cst, why, ft_now_s() - t0) : NULL;
         if (s == FT_OK && !a) s = ft_err_set(err, FT_ENOMEM, "out of memory");
         if (s == FT_OK) s = srv->reply(srv->ctx, a, err);
         json_decref(a);
         if (s == FT_OK) (*served)++;
+        if (s == FT_OK && lost) {
+            if (err) *err = kept;
+            s = lost;
+        }
     }
     json_decref(where);
     evaluator_close(&ev, NULL, 0);

@@ -54,6 +54,15 @@ typedef struct ft_dim3 {
 
 typedef enum { FT_COPY_H2D, FT_COPY_D2H, FT_COPY_D2D } ft_copy_kind;
 
+/* The status of a CUDA runtime error (a cudaError_t, as an int; built with the toolkit only):
+ * FT_ELOST for the errors that leave the process's context unusable, every later call failing
+ * with the same error (a kernel's fault: an illegal or misaligned address, an illegal
+ * instruction, a hardware stack error, an invalid PC or address space, an assert, a launch
+ * failure or timeout; cudaError_t's documentation: "the process must be terminated and
+ * relaunched"), FT_ENOMEM for an allocation that failed, else `otherwise`. Whoever gets
+ * FT_ELOST charges the failure to the work that was running and ends its use of the device. */
+ft_status ft_cuda_error_status(int cuda_error, ft_status otherwise);
+
 /* Open device `ordinal` of `kind`. For FT_DEV_CUDA without a driver or a GPU this fails with
  * FT_ENODEV and one line saying why. */
 ft_status ft_dev_open(ft_dev_kind kind, int ordinal, ft_dev **out, ft_err *err);

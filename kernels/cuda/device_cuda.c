@@ -45,8 +45,24 @@ typedef struct cuda_dev {
 
 static cuda_dev *cuda_of(ft_dev *d) { return (cuda_dev *)d; }
 
+ft_status ft_cuda_error_status(int cuda_error, ft_status otherwise) {
+    switch ((cudaError_t)cuda_error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure: return FT_ELOST;
+    case cudaErrorMemoryAllocation: return FT_ENOMEM;
+    default: return otherwise;
+    }
+}
+
 static ft_status fail(ft_err *err, cudaError_t e, const char *what) {
-    ft_status s = e == cudaErrorMemoryAllocation ? FT_ENOMEM : FT_EINTERNAL;
+    ft_status s = ft_cuda_error_status(e, FT_EINTERNAL);
     return ft_err_set(err, s, "CUDA %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
@@ -273,8 +289,9 @@ static ft_status cu_launch(ft_dev *dev, ft_dev_module *mod, const char *kernel, 
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return FT_OK; /* nothing to do */
     dim3 g = {grid.x, grid.y, grid.z}, b = {block.x, block.y, block.z};
     cudaError_t e = cudaLaunchKernel((const void *)k->k, g, b, args, smem, d->stream);
+    /* (a bad launch is the caller's values; an earlier kernel's fault may surface here too) */
     if (e != cudaSuccess)
-        return ft_err_set(err, FT_EINVAL,
+        return ft_err_set(err, ft_cuda_error_status(e, FT_EINVAL),
                           "launching %s (grid %ux%ux%u, block %ux%ux%u, %zu B shared): %s", kernel,
                           grid.x, grid.y, grid.z, block.x, block.y, block.z, smem,
                           cudaGetErrorString(e));

@@ -446,8 +446,8 @@ static ft_status gemm_gpu_k0(ft_gemm_state *s, const ft_gemm_desc *g, void *C, f
             cudaMemset2DAsync((char *)C + (size_t)(b * g->stride_c) * es, (size_t)g->ldc * es, 0,
                               (size_t)g->N * es, (size_t)g->M, stream);
         if (e != cudaSuccess)
-            return ft_err_set(err, FT_EINTERNAL, "%s: cudaMemset2DAsync: %s", d,
-                              cudaGetErrorString(e));
+            return ft_err_set(err, ft_cuda_error_status(e, FT_EINTERNAL),
+                              "%s: cudaMemset2DAsync: %s", d, cudaGetErrorString(e));
     }
     return FT_OK;
 }

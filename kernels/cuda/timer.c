@@ -308,7 +308,7 @@ static ft_status cuda_fail(ft_err *err, const char *call, cudaError_t e) {
     ft_status s = e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
                           e == cudaErrorInitializationError
                       ? FT_ENODEV
-                      : FT_EINVAL;
+                      : ft_cuda_error_status(e, FT_EINVAL);
     return ft_err_set(err, s, "%s: %s", call, cudaGetErrorString(e));
 }
 

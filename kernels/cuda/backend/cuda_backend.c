@@ -690,8 +690,8 @@ static ft_status seq_time(void *p, int reps, double *secs, ft_err *err) {
             if (q->exec) {
                 cudaError_t ce = cudaGraphLaunch(q->exec, st);
                 if (ce != cudaSuccess)
-                    s = ft_err_set(err, FT_EINTERNAL, "cudaGraphLaunch: %s",
-                                   cudaGetErrorString(ce));
+                    s = ft_err_set(err, ft_cuda_error_status(ce, FT_EINTERNAL),
+                                   "cudaGraphLaunch: %s", cudaGetErrorString(ce));
             } else {
                 s = seq_launch(q, err);
             }
@@ -701,7 +701,8 @@ static ft_status seq_time(void *p, int reps, double *secs, ft_err *err) {
         if (s) return s;
         float ms = 0;
         if (ce != cudaSuccess || cudaEventElapsedTime(&ms, q->e0, q->e1) != cudaSuccess)
-            return ft_err_set(err, FT_EINTERNAL, "timing a sequence: %s", cudaGetErrorString(ce));
+            return ft_err_set(err, ft_cuda_error_status(ce, FT_EINTERNAL), "timing a sequence: %s",
+                              cudaGetErrorString(ce));
         *secs = ms * 1e-3;
         return FT_OK;
     }
