@@ -928,19 +928,26 @@ def test_small_buffers():
                   f"{needle!r})")
 
 
+def one_bad_config(name, then):
+    """saxpy_tiled.cu with one more line: in configuration (128, 1, any, 2.0), `if (... && THEN`;
+    the file's path."""
+    with open(os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")) as f:
+        src = f.read()
+    marker = "    int i0 = blockIdx.x * block_size_x * tile_size_x + threadIdx.x;\n"
+    check(marker in src, "saxpy_tiled.cu has the line the test extends")
+    path = os.path.join(STATE["tmp"], name)
+    with open(path, "w") as f:
+        f.write(src.replace(marker, marker + "    if (block_size_x == 128 && tile_size_x == 1 && "
+                            f"(float)scale > 1.0f && {then}\n"))
+    return path
+
+
 def test_overrun_resume():
     """One configuration whose kernel writes far past its output: the run ends on it with one
     line, its failure is in the Kernel Tuner cache all the same, and the same command again goes
     on past it to the end of the space."""
     tmp = STATE["tmp"]
-    with open(os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")) as f:
-        src = f.read()
-    marker = "    int i0 = blockIdx.x * block_size_x * tile_size_x + threadIdx.x;\n"
-    check(marker in src, "saxpy_tiled.cu has the line the test extends")
-    bad = os.path.join(tmp, "overrun.cu")
-    with open(bad, "w") as f:
-        f.write(src.replace(marker, marker + "    if (block_size_x == 128 && tile_size_x == 1 && "
-                            "(float)scale > 1.0f && i0 == 0) y[n + 100000] = 1.0f;\n"))
+    bad = one_bad_config("overrun.cu", "i0 == 0) y[n + 100000] = 1.0f;")
     kt = os.path.join(tmp, "overrun.kt.json")
     args = ["tune", "--t1", T1, "--kernel-file", bad, "--backend", "cuda-emu", "--strategy",
             "exhaustive", "--budget", "0", "--reps", "2", "--kt-cache", kt]
@@ -966,14 +973,7 @@ def test_timeout_resume():
     (reason `ended`) in the log, and the same command again goes on past it to the end of the
     space, never running it again."""
     tmp = STATE["tmp"]
-    with open(os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")) as f:
-        src = f.read()
-    marker = "    int i0 = blockIdx.x * block_size_x * tile_size_x + threadIdx.x;\n"
-    check(marker in src, "saxpy_tiled.cu has the line the test extends")
-    bad = os.path.join(tmp, "spin.cu")
-    with open(bad, "w") as f:
-        f.write(src.replace(marker, marker + "    if (block_size_x == 128 && tile_size_x == 1 && "
-                            "(float)scale > 1.0f) { volatile int spin = 1; while (spin) {} }\n"))
+    bad = one_bad_config("spin.cu", "true) { volatile int spin = 1; while (spin) {} }")
     kt, log = os.path.join(tmp, "spin.kt.json"), os.path.join(tmp, "spin.jsonl")
     # (10 s: far more than any other configuration takes on the emulator, on a busy machine)
     args = ["tune", "--t1", T1, "--kernel-file", bad, "--backend", "cuda-emu", "--strategy",
