@@ -999,6 +999,12 @@ def test_timeout_resume():
     rc, out, err = run(*args)
     check(rc == 0 and "42 of 42 configurations evaluated" in out,
           f"the same command again goes on past it: exit {rc}: {out[-300:]} {err[-300:]}")
+    # A log alone is no resume source for --t1: the line says the rerun would try it again.
+    alone = [a for a in args if a not in ("--kt-cache", kt)]
+    alone[alone.index(log)] = log + ".alone"
+    rc, _, err = run(*alone)
+    check(rc == -signal.SIGALRM and "nothing a resumed run reads records it" in err,
+          f"with --log alone the line says a rerun would try it again: {err[-300:]!r}")
     rc, _, err = run("tune", "--t1", T1, "--candidate-timeout", "0.5")
     check(rc == 2 and "--candidate-timeout expects seconds" in err,
           f"a timeout under a second is refused: exit {rc}: {err!r}")

@@ -10,6 +10,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -181,6 +182,23 @@ def test_candidate_timeout(tmp):
     starts = [e for e in events(log) if e["event"] == "run_start"]
     check(starts[-1]["resumed"] == 1 and starts[-1]["resumed_rejected"] == 1,
           f"the second run resumed the first's rejection: {starts[-1].get('resumed')}")
+    # Without a log nothing a rerun reads holds it, and the line says so.
+    rc, _, err = run(*[a for a in cmd if a not in ("--log", log)], timeout=300)
+    check(rc == -signal.SIGALRM and "nothing a resumed run reads records it" in err,
+          f"without a log the line says the candidate is not recorded: {err[-300:]!r}")
+    # Under the dashboard the terminal is given back (the full screen left) before the line.
+    if shutil.which("script"):
+        typescript = os.path.join(tmp, "timeout.typescript")
+        line = " ".join([FT, *cmd, "--tui"]).replace(log, log + ".tui")
+        subprocess.run(["script", "-qfec", line, typescript], env={**os.environ, "TERM": "xterm"},
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=300)
+        with open(typescript, "rb") as f:
+            screen = f.read()
+        enter, leave = screen.find(b"\x1b[?1049h"), screen.rfind(b"\x1b[?1049l")
+        said = screen.find(b"took longer than --candidate-timeout")
+        check(0 <= enter < leave < said,
+              f"the dashboard's full screen is left before the line ({enter}, {leave}, {said})")
 
 
 def test_ctrl_c(tmp):

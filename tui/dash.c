@@ -12,11 +12,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "traces/eventlog.h"
+#include "core/epitaph.h"
 #include "core/format.h"
+#include "traces/eventlog.h"
 #include "tui/tui.h"
 
 int ft_tui_codeset_is_utf8(const char *cs) {
@@ -44,6 +46,9 @@ static const glyphs glyphs_utf8 = {"\xe2\x94\x80", "\xe2\x94\x82", "\xe2\x94\x94
                                    "\xe2\x94\x8c", "\xe2\x94\x90", "\xe2\x94\x94", "\xe2\x94\x98"};
 
 typedef struct dash {
+    /* What gives the terminal back should the process end under the dashboard (a candidate
+     * past --candidate-timeout, a kernel's fault): registered with core/epitaph.h. */
+    char restore[128];
     const glyphs *g;
     const ft_tui_opts *o;
     ft_tui_model m;
@@ -859,6 +864,8 @@ static ft_status screen_open(dash *d, ft_err *err) {
     setlocale(LC_CTYPE, "");
     int utf8 = ft_tui_codeset_is_utf8(nl_langinfo(CODESET));
 
+    struct termios before;
+    const int have_tty = tcgetattr(fileno(stdout), &before) == 0;
     d->scr = newterm(NULL, stdout, stdin);
     if (!d->scr) {
         const char *term = getenv("TERM");
@@ -877,6 +884,18 @@ static ft_status screen_open(dash *d, ft_err *err) {
         return ft_err_set(err, FT_EUNSUPPORTED, "the terminal (TERM=%s) cannot move the cursor",
                           term ? term : "unset");
     }
+    /* The terminal as it was, should the process end without endwin(): the full screen left,
+     * the cursor shown, the attributes reset, the settings put back. */
+    size_t n = 0;
+    const char *caps[] = {"rmcup", "cnorm", "sgr0"};
+    for (int k = 0; k < 3; k++) {
+        const char *s = tigetstr(caps[k]);
+        if (s && s != (char *)-1 && n + strlen(s) < sizeof d->restore) {
+            memcpy(d->restore + n, s, strlen(s));
+            n += strlen(s);
+        }
+    }
+    if (have_tty) ft_epitaph_terminal(fileno(stdout), d->restore, n, &before);
     cbreak();
     noecho();
     nonl();
@@ -905,6 +924,7 @@ static ft_status screen_open(dash *d, ft_err *err) {
 }
 
 static void screen_close(dash *d) {
+    ft_epitaph_terminal(-1, NULL, 0, NULL);
     windows_free(d);
     endwin();
     delscreen(d->scr);

@@ -190,6 +190,10 @@ typedef struct {
     double screen_base;
     json_t *capture;
     char host[64];
+    /* --candidate-timeout: the candidate in flight's record for core/epitaph.h (kept until the
+     * next one: a handler may be writing it as it is cleared), and whether it is registered. */
+    char *armed;
+    int armed_on;
 } session;
 
 static json_t *cand_event(session *S, const char *kind, int i) {
@@ -213,9 +217,14 @@ static void say_where(const session *S, json_t *ev) {
     }
 }
 
+static void disarm(session *S);
+
 /* Write one event: to the log, or, on a worker, into the reply. */
 static ft_status emit(session *S, json_t *ev, ft_err *err) {
     say_where(S, ev);
+    /* A candidate's outcome, never followed by the record of its failure (core/epitaph.h). */
+    const char *kind = json_string_value(json_object_get(ev, "event"));
+    if (kind && (!strcmp(kind, "measured") || !strcmp(kind, "rejected"))) disarm(S);
     if (S->capture) {
         json_object_set_new(ev, "t", json_real(ft_wall_time()));
         json_array_append_new(S->capture, ev);
@@ -235,16 +244,17 @@ static ft_status reject(session *S, int i, const char *reason, const char *messa
 }
 
 /* Candidate i's kernel faulted on the GPU (recorded as rejected already): the context is lost
- * to every later launch, so the run ends here, and the same command resumes past it. */
+ * to every later launch, so the run ends here; with a log the same command resumes past it. */
 static ft_status lost(session *S, int i, const ft_err *run_err, ft_err *err) {
     char cfg[256];
     ft_config_format(S->s, &S->cands[i], cfg, sizeof cfg);
     if (!err) return FT_ELOST;
     *err = *run_err;
-    return ft_err_wrap(err,
-                       "the GPU is lost to this run: candidate %s faulted, and is recorded "
-                       "as rejected (the same command resumes past it)",
-                       cfg);
+    return ft_err_wrap(err, "the GPU is lost to this run: candidate %s faulted%s", cfg,
+                       S->capture                    ? " (its answer is sent to rank 0)"
+                       : ft_eventlog_fd(S->log) >= 0 ? ", and the log records it as rejected: "
+                                                       "the same command resumes past it"
+                                                     : "");
 }
 
 /* ---- verification -------------------------------------------------------------------------- */
@@ -340,7 +350,8 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     ft_status st = S->o->be->run(&S->vc, cfg, &run_err);
     int spoiled = S->vc.spoiled;
     ft_call_watch(&S->vc, 0, 0);
-    if (st == FT_ETIMEDOUT || (limit > 0 && ft_now_s() - t0 > limit)) {
+    /* (a fault that lost the GPU is the candidate's however long it ran) */
+    if (st != FT_ELOST && (st == FT_ETIMEDOUT || (limit > 0 && ft_now_s() - t0 > limit))) {
         ft_stats none;
         memset(&none, 0, sizeof none);
         none.median = NAN;
@@ -552,24 +563,39 @@ static ft_status evaluate_one(session *S, int i, int *stopped, ft_err *err) {
     return emit(S, ev, err);
 }
 
-/* With --candidate-timeout: the `rejected` event of candidate i (reason `ended`), to be written
- * to the log should the process end while it runs (core/epitaph.h), so that the run resumed
- * from the log goes on past it. Returns the text to free once it has run (NULL: none). */
-static char *arm(session *S, int i) {
-    if (!(S->o->candidate_timeout_s > 0) || S->capture || ft_eventlog_fd(S->log) < 0) return NULL;
-    S->cand_started = ft_wall_time();
-    json_t *ev = cand_event(S, "rejected", i);
-    json_object_set_new(ev, "reason", json_string("ended"));
-    json_object_set_new(ev, "message",
-                        json_sprintf("the process ended while it ran: it took longer "
-                                     "than --candidate-timeout %g s",
-                                     S->o->candidate_timeout_s));
-    say_where(S, ev);
-    size_t n = 0;
-    char *text = ft_eventlog_line(S->log, ev, &n);
-    json_decref(ev);
-    if (text) ft_epitaph_add(ft_eventlog_fd(S->log), text, n);
-    return text;
+/* With --candidate-timeout: the `rejected` event of candidate i (reason `ended`), registered to
+ * be written to the log should the process end while it runs (core/epitaph.h), so that the run
+ * resumed from the log goes on past it; and the alarm that ends it. */
+static void arm(session *S, int i) {
+    const double limit = S->o->candidate_timeout_s;
+    if (!(limit > 0)) return;
+    free(S->armed);
+    S->armed = NULL;
+    if (!S->capture && ft_eventlog_fd(S->log) >= 0) {
+        S->cand_started = ft_wall_time();
+        json_t *ev = cand_event(S, "rejected", i);
+        json_object_set_new(ev, "reason", json_string("ended"));
+        json_object_set_new(ev, "message",
+                            json_sprintf("the process ended while it ran: it took longer than "
+                                         "--candidate-timeout %g s, or faulted (the process's "
+                                         "last line said which)",
+                                         limit));
+        say_where(S, ev);
+        size_t n = 0;
+        S->armed = ft_eventlog_line(S->log, ev, &n);
+        json_decref(ev);
+        if (S->armed) ft_epitaph_add(ft_eventlog_fd(S->log), S->armed, n, 1);
+    }
+    S->armed_on = 1;
+    alarm((unsigned)ceil(limit)); /* past it, SIGALRM ends the process */
+}
+
+/* The candidate's own outcome is about to be written, or it has ended: no alarm, no record. */
+static void disarm(session *S) {
+    if (!S->armed_on) return;
+    alarm(0);
+    ft_epitaph_clear();
+    S->armed_on = 0;
 }
 
 /* evaluate_one inside an NVTX range (the candidate id as payload). */
@@ -577,14 +603,10 @@ static ft_status evaluate(session *S, int i, int *stopped, ft_err *err) {
     char name[48];
     snprintf(name, sizeof name, "candidate %d", i);
     ft_nvtx_push(name, S->o->op->name, (uint64_t)i);
-    double limit = S->o->candidate_timeout_s;
     if (S->o->measure_lock) pthread_mutex_lock(S->o->measure_lock);
-    char *armed = arm(S, i);
-    if (limit > 0) alarm((unsigned)ceil(limit)); /* past it, SIGALRM ends the process */
+    arm(S, i);
     ft_status s = evaluate_one(S, i, stopped, err);
-    if (limit > 0) alarm(0);
-    ft_epitaph_clear();
-    free(armed);
+    disarm(S);
     if (S->o->measure_lock) pthread_mutex_unlock(S->o->measure_lock);
     ft_nvtx_pop();
     return s;
@@ -970,6 +992,8 @@ static json_t *profile_entry(session *S, const outcome *oc) {
 /* ---- start --------------------------------------------------------------------------------- */
 
 static void session_free(session *S) {
+    disarm(S);
+    free(S->armed);
     ft_strategy_free(S->strat);
     ft_call_free(&S->c);
     ft_call_free(&S->vc);
@@ -1854,7 +1878,15 @@ ft_status ft_tune_serve(const ft_tune_opts *o, const ft_tune_server *srv, int *s
         S.capture = json_array();
         s = serve_one(&S, cfg, best, err);
         json_decref(cfg);
-        if (!s) s = srv->reply(srv->ctx, S.capture, err);
+        /* A fault that lost the GPU is answered first (its rejection), then ends the worker. */
+        if (!s || s == FT_ELOST) {
+            ft_err kept = err ? *err : (ft_err){0};
+            const ft_status r = srv->reply(srv->ctx, S.capture, err);
+            if (r)
+                s = r;
+            else if (s && err)
+                *err = kept;
+        }
         json_decref(S.capture);
         S.capture = NULL;
         if (!s) (*served)++;

@@ -743,7 +743,7 @@ static ft_status evaluate_candidate(evaluator *ev, const ft_config *cfg, ft_stat
         outputs_free(&zeroed);
     }
     long long overlap = 0;
-    if (s != FT_OK && ev->r.o->stop && *ev->r.o->stop) {
+    if (s != FT_OK && s != FT_ELOST && ev->r.o->stop && *ev->r.o->stop) {
         outputs_free(&got);
         return ft_err_set(err, FT_EBUSY, "stopped while a configuration ran: %s", e.msg);
     }
@@ -795,6 +795,7 @@ typedef struct search {
     runlog *L;
     int stats_of; /* whose statistics res->best_stats holds: the fastest this run measured */
     json_t *here; /* where this process evaluates (where_of) */
+    char *armed_cache, *armed_log; /* the records arm() registered last (core/epitaph.h) */
 } search;
 
 /* What the log says of a configuration in flight when the process ended: what could end it. */
@@ -817,15 +818,15 @@ static void deadline(const ft_t1_tune_opts *o, int on) {
  * it, registered to be written should the process end while it runs (core/epitaph.h): on the
  * emulator a kernel that reaches past a buffer ends it (emu_guard.h), and on any backend a
  * candidate past --candidate-timeout does, for a launch cannot be stopped part way. The run
- * resumed from the cache then goes on past it instead of ending on it again. */
-typedef struct armed {
-    char *cache_text, *log_text;
-} armed;
-
-static armed arm(const search *S, int i) {
-    armed a = {0};
+ * resumed from the cache then goes on past it instead of ending on it again (the log's record
+ * informs; --t1 resumes from the cache alone). The texts are kept until the next candidate's:
+ * a handler may be writing them as they are cleared. */
+static void arm(search *S, int i) {
     deadline(S->o, 1);
-    if (!S->o->emulate && !(S->o->candidate_timeout_s > 0)) return a;
+    free(S->armed_cache);
+    free(S->armed_log);
+    S->armed_cache = S->armed_log = NULL;
+    if (!S->o->emulate && !(S->o->candidate_timeout_s > 0)) return;
     if (S->cache) {
         ft_export_result x = {.failed = 1,
                               .kt_error = "RuntimeFailedConfig",
@@ -836,8 +837,8 @@ static armed arm(const search *S, int i) {
         json_t *e = ft_export_entry(&S->t->space, &S->res->cfgs[i], &x, FT_EXPORT_KT_CACHE, key,
                                     sizeof key);
         size_t n = 0;
-        a.cache_text = e ? ft_kt_cache_line(S->cache, key, e, &n) : NULL;
-        if (a.cache_text) ft_epitaph_add(ft_kt_cache_fd(S->cache), a.cache_text, n);
+        S->armed_cache = e ? ft_kt_cache_line(S->cache, key, e, &n) : NULL;
+        if (S->armed_cache) ft_epitaph_add(ft_kt_cache_fd(S->cache), S->armed_cache, n, 1);
     }
     if (S->L->log) {
         json_t *ev = json_pack("{s:s, s:o, s:s, s:o}", "event", "rejected", "config",
@@ -845,18 +846,16 @@ static armed arm(const search *S, int i) {
                                "message", ended_message(S->o));
         if (ev && S->here) json_object_update(ev, S->here);
         size_t n = 0;
-        a.log_text = ev ? ft_eventlog_line(S->L->log, ev, &n) : NULL;
-        if (a.log_text) ft_epitaph_add(ft_eventlog_fd(S->L->log), a.log_text, n);
+        S->armed_log = ev ? ft_eventlog_line(S->L->log, ev, &n) : NULL;
+        if (S->armed_log) ft_epitaph_add(ft_eventlog_fd(S->L->log), S->armed_log, n, 0);
         json_decref(ev);
     }
-    return a;
 }
 
-static void disarm(const search *S, armed *a) {
+/* The candidate ended on its own: no alarm, no record (its own outcome is written next). */
+static void disarm(const search *S) {
     deadline(S->o, 0);
     ft_epitaph_clear();
-    free(a->cache_text);
-    free(a->log_text);
 }
 
 /* Candidate i's outcome (its statistics, or why it was rejected), measured here or by a worker,
@@ -894,22 +893,25 @@ static int stopping(const ft_t1_tune_opts *o) { return o->stop && *o->stop; }
 static ft_status evaluate_here(search *S, evaluator *ev, int i, double t0, ft_err *err) {
     ft_stats cst = {0};
     char why[512];
-    armed a = arm(S, i);
-    ft_status s = evaluate_candidate(ev, &S->res->cfgs[i], &cst, why, sizeof why, err);
-    disarm(S, &a);
+    ft_err e = {0};
+    arm(S, i);
+    ft_status s = evaluate_candidate(ev, &S->res->cfgs[i], &cst, why, sizeof why, &e);
+    disarm(S);
     if (s == FT_EBUSY && stopping(S->o)) return FT_EBUSY;
-    if (s != FT_OK && s != FT_ELOST) return s;
-    if (!err) return s;
-    ft_err lost = *err;
+    if (s != FT_OK && s != FT_ELOST) {
+        if (err) *err = e;
+        return s;
+    }
     ft_status r = record(S, i, &cst, why, ft_now_s() - t0, NULL, err);
     if (r != FT_OK || s == FT_OK) return r;
-    *err = lost;
+    if (!err) return s;
+    *err = e;
     char cfg[256];
     ft_config_format(&S->t->space, &S->res->cfgs[i], cfg, sizeof cfg);
-    return ft_err_wrap(err,
-                       "the GPU is lost to this run: configuration %s faulted, and is recorded "
-                       "as failed (the same command resumes past it)",
-                       cfg);
+    return ft_err_wrap(err, "the GPU is lost to this run: configuration %s faulted%s", cfg,
+                       S->cache ? ", and the Kernel Tuner cache records it as failed: the same "
+                                  "command resumes past it"
+                                : " (with --kt-cache the same command would resume past it)");
 }
 
 static void tell(ft_strategy *st, const ft_t1_tune_result *res, int i) {
@@ -1101,6 +1103,8 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
                 &e2);
     }
     json_decref(S.here);
+    free(S.armed_cache);
+    free(S.armed_log);
     evaluator_close(&ev, res->clock, sizeof res->clock);
     return s;
 }
@@ -1118,7 +1122,9 @@ ft_status ft_t1_measure(ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cfg
         r->stats = r->ref_stats;
         snprintf(r->why, sizeof r->why, "%s", r->ref_why);
     } else if (s == FT_OK) {
+        /* (a fault that lost the GPU is cfg's failure, in r->why, as any other) */
         s = evaluate_candidate(&ev, cfg, &r->stats, r->why, sizeof r->why, err);
+        if (s == FT_ELOST) s = FT_OK;
     }
     r->disagreed = r->why[0] && check_failed(r->why);
     evaluator_close(&ev, r->clock, sizeof r->clock);

@@ -76,9 +76,11 @@ static void on_candidate_timeout(int sig) {
     static const char recorded[] =
         "flaretune: a candidate took longer than --candidate-timeout: ending; it is recorded as "
         "failed, and the same command resumes past it\n";
+    /* (no --log, no --kt-cache for --t1, a worker's candidate, or the default configuration,
+     * which every run measures first) */
     static const char unrecorded[] =
-        "flaretune: a candidate took longer than --candidate-timeout: ending; nothing records it "
-        "(no --log, or --kt-cache for --t1), so a run started again would try it again\n";
+        "flaretune: a candidate took longer than --candidate-timeout: ending; nothing a resumed "
+        "run reads records it, so the same command would try it again\n";
     const int n = ft_epitaph_write();
     ssize_t w = n > 0 ? write(STDERR_FILENO, recorded, sizeof recorded - 1)
                       : write(STDERR_FILENO, unrecorded, sizeof unrecorded - 1);
