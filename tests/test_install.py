@@ -3,7 +3,7 @@
 
 Installs the build into a temporary prefix, checks the layout (soname, only the C API exported
 from the .so and the .a, the pkg-config files: flaretune-static links the archive and names no
-library by its file, CMake package, kernel sources, docs), runs README's pkg-config lines as
+library by its file, CMake package, kernel sources, docs), runs docs/usage.md's pkg-config lines as
 written there (a shared program that runs from the prefix, a static one without
 libflaretune.so), then builds the
 consumer project of tests/consumer three times against it (pkg-config; find_package with the
@@ -89,15 +89,15 @@ def check_layout(prefix):
 
 
 def test_readme_pkg_config(prefix, lib, work):
-    """README's pkg-config lines, as written there (the prefix and app.c put in): the shared
-    program links and runs from a prefix outside the library path, the static one holds no
-    libflaretune.so and runs too."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    """docs/usage.md's pkg-config lines (where README sends a newcomer), as written there (the
+    prefix and app.c put in): the shared program links and runs from a prefix outside the
+    library path, the static one holds no libflaretune.so and runs too."""
+    with open(os.path.join(ROOT, "docs", "usage.md")) as f:
         readme = f.read()
     start = readme.index("    cmake --install build --prefix /opt/flaretune\n")
     block = readme[start:readme.index("\n\n", start)].splitlines()[1:]
     check(len(block) == 3 and "./app" in block[1] and "./app-static" in block[2],
-          f"README's pkg-config lines: {block}")
+          f"docs/usage.md's pkg-config lines: {block}")
     app = os.path.join(work, "readme-app")
     os.makedirs(app)
     with open(os.path.join(app, "app.c"), "w") as f:
@@ -128,7 +128,7 @@ def test_readme_pkg_config(prefix, lib, work):
     env = {k: v for k, v in blas_env().items() if k != "LD_LIBRARY_PATH"}
     r = sh("sh", "-c", script, env=env, cwd=app, ok=False)
     check(r.returncode == 0 and r.stdout.count("api 1 on cpu") == 2,
-          f"README's lines build and run both programs ({r.returncode}: {r.stdout.strip()} "
+          f"docs/usage.md's lines build and run both programs ({r.returncode}: {r.stdout.strip()} "
           f"{r.stderr.strip()[-400:]})")
     if os.path.exists(os.path.join(app, "app-static")):
         dyn = sh("readelf", "-d", os.path.join(app, "app-static")).stdout

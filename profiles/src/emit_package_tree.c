@@ -59,9 +59,11 @@ const char *const ft_pkg_common[] = {
 const char *const ft_pkg_cuda_common[] = {
     "kernels/cuda/device.h",
     "core/env.h",
+    "core/epitaph.h",
     "core/paths.h",
     "core/stats.h",
     "core/env.c",
+    "core/epitaph.c",
     "core/paths.c",
     "kernels/op/backend.c",
     "kernels/op/space.c",
