@@ -853,6 +853,44 @@ static void test_other_owner(void) {
     unlink(path);
 }
 
+/* A profile in a sticky directory (mode 1777, as /tmp) that another user owns cannot be renamed
+ * over, whatever its own mode (0666 here): it is refused before the search, in one line that
+ * says why, rather than after it ("cannot rename into place"). As root, a child that becomes
+ * nobody checks a root-owned profile in a root-owned sticky directory. */
+static void test_sticky_directory(void) {
+    if (geteuid() != 0) {
+        printf("    skipped: needs root to make a profile another user owns\n");
+        return;
+    }
+    char sticky[600], path[700];
+    snprintf(sticky, sizeof sticky, "%s/sticky", dir);
+    snprintf(path, sizeof path, "%s/shared.json", sticky);
+    FT_CHECK(mkdir(sticky, 0700) == 0 && chmod(sticky, 01777) == 0, "mkdir %s", sticky);
+    save_doc(path, doc_of(json_array()));
+    chmod(path, 0666);
+    chmod(dir, 0755);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ft_err err = {0};
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
+        ft_status s = ft_profile_check_writable(path, &err);
+        fprintf(stderr, "    as uid 65534: %s\n", err.msg);
+        _exit(s != FT_OK && strstr(err.msg, "cannot replace the profile: it is owned by uid 0 "
+                                            "in the sticky directory")
+                  ? 0
+                  : 1);
+    }
+    int status = -1;
+    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
+    chmod(dir, 0700);
+    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
+             "another user's profile in a sticky directory: status %d", status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+    unlink(path);
+    rmdir(sticky);
+}
+
 /* Renamed tunables: a former name is read from records (and renamed there), refused with the
  * new name when typed, and never taken for a name the space still has. */
 static void test_renamed_tunables(void) {
@@ -1095,6 +1133,7 @@ int main(void) {
     FT_RUN(test_modes);
     FT_RUN(test_check_writable);
     FT_RUN(test_other_owner);
+    FT_RUN(test_sticky_directory);
     FT_RUN(test_renamed_tunables);
     FT_RUN(test_kernels);
     remove_dir();

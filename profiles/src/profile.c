@@ -1169,6 +1169,33 @@ static void why_not_writable(const struct stat *st, int e, char *buf, size_t n) 
                  mode);
 }
 
+/* Whether the directory of real lets this user rename over the profile st describes. In a
+ * sticky directory (mode +t, as /tmp) only the owner of a file, the owner of the directory or
+ * root may replace or remove it, whatever the file's own mode: rename would fail after the
+ * search (EPERM), so a profile there that another user owns is refused now. */
+static ft_status check_sticky(const char *path, const char *real, const struct stat *st,
+                              ft_err *err) {
+    uid_t me = geteuid();
+    if (me == 0 || st->st_uid == me) return FT_OK;
+    const char *slash = strrchr(real, '/');
+    char dir[PATH_MAX];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == real)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - real), real);
+    struct stat ds;
+    if (stat(dir, &ds) != 0 || !(ds.st_mode & S_ISVTX) || ds.st_uid == me) return FT_OK;
+    char sp[128];
+    return ft_err_set(err, FT_EIO,
+                      "%s: this user (uid %u) cannot replace the profile: it is owned by uid %u "
+                      "in the sticky directory %s (mode %04o, owned by uid %u), where only its "
+                      "owner may rename over it: not replacing it",
+                      short_path(path, sp, sizeof sp), (unsigned)me, (unsigned)st->st_uid, dir,
+                      (unsigned)(ds.st_mode & 07777), (unsigned)ds.st_uid);
+}
+
 /* The target as it is now: absent, or a regular file flaretune may replace. A profile its
  * owner made read-only is refused rather than replaced (rename would replace it whatever its
  * mode; docs/profiles.md). */
@@ -1192,7 +1219,7 @@ static ft_status check_target(const char *path, const char *real, int *exists, f
         why_not_writable(&st, (st.st_mode & 0222) ? errno : 0, why, sizeof why);
         return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp), why);
     }
-    return FT_OK;
+    return check_sticky(path, real, &st, err);
 }
 
 ft_status ft_profile_save(const ft_profile *p, const char *path, ft_err *err) {
