@@ -417,6 +417,32 @@ def test_fail_fast(tmp):
         check("are saved" in err, f"a profile written means it says so: {err!r}")
 
 
+def test_save_fails_at_end(tmp):
+    """A profile that cannot be written when the search ends (here it was damaged during the
+    run) loses no result: the summary with the winner is printed, then one error line that says
+    where the result is kept, and the same command resumes from the log and saves."""
+    log, prof = os.path.join(tmp, "sf.jsonl"), os.path.join(tmp, "sf.json")
+    cmd = [FT, "tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+           "--strategy", "exhaustive", "--budget", "4", "--log", log, "--profile", prof,
+           "--no-screen", "--max-time", "0.2", "--noise", "0.2", "--confirm", "2", "--quiet"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_measured(log, 1)
+    with open(prof, "w") as f:
+        f.write("{not json")
+    out, err = p.communicate(timeout=300)
+    lines = [l for l in err.splitlines() if l.startswith("flaretune: ")]
+    check(p.returncode == 1, f"a save failed at the end: exit {p.returncode}: {err!r}")
+    check("not saved: the winner of fusion.dflare at N=" in out and "yes (" in out and
+          "profile:" not in out, f"the summary shows the winner, not saved: {out!r}")
+    check(lines and "malformed" in lines[-1] and "summary above" in lines[-1] and log in lines[-1],
+          f"the error line says where the result is kept: {err!r}")
+    os.unlink(prof)
+    rc, out, err = run(*cmd[1:])
+    again = [e for e in events(log) if e["event"] == "run_start"]
+    check(rc == 0 and "profile: " + prof in out and again[-1]["resumed"] >= 1,
+          f"the same command resumes and saves: {rc} {again[-1].get('resumed')} {err!r}")
+
+
 def test_progress_counts(tmp):
     """Progress counts measured candidates out of the budget (rejected ones apart), never past
     it (tests/test_session.c checks that the verification shape rejects none of them)."""
@@ -779,7 +805,7 @@ def main():
         for t in (test_run_log_profile, test_kill_and_resume, test_candidate_timeout, test_ctrl_c,
                   test_refusals,
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
-                  test_fail_fast, test_progress_counts, test_replay_family,
+                  test_fail_fast, test_save_fails_at_end, test_progress_counts, test_replay_family,
                   test_replay_options, test_replay_predicted, test_busy_machine,
                   test_converge_and_warm, test_winner_roof_counts_scratch):
             n = len(FAILURES)

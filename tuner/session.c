@@ -1778,6 +1778,9 @@ static ft_status finish(session *S, const outcome *oc, ft_tune_result *r, ft_err
             ft_status s = ft_profile_update(S->o->profile_path, entry, err);
             json_decref(entry);
             if (s) {
+                /* No run_end: the log keeps the measurements, and the same command resumes
+                 * from them and saves again. */
+                r->save_failed = 1;
                 json_decref(endev);
                 return s;
             }

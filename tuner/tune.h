@@ -178,6 +178,9 @@ typedef struct ft_tune_result {
     /* Why speedup is NaN though a winner was found ("" when it is known). */
     char speedup_withheld[96];
     int saved;              /* the winner went into the profile                     */
+    /* The profile could not be written: ft_tune_run fails with why, and the rest of the
+     * result (the winner, its timing) is filled in all the same, for the caller to show. */
+    int save_failed;
     int valid, evaluations, rejected, resumed, screened;
     int interrupted;
     char dims[256];

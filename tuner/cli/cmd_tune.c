@@ -304,6 +304,7 @@ typedef struct {
     char op[48];
     ft_tune_result r;
     int ok;
+    char unsaved[512]; /* the winner, when the profile could not be written ("" otherwise) */
 } row;
 
 /* A run without a winner only because the scheduler left nothing measured cleanly: not a
@@ -334,6 +335,22 @@ typedef struct {
     ft_tui_feed *feed; /* --tui: where the worker says it has finished */
 } tuning;
 
+/* The profile of a finished run could not be written: its error line says where the result is
+ * kept, the summary printed before it (tune_fail) and the job's event log, from which the same
+ * command resumes and saves again. */
+static void save_failed_note(const job *jb, ft_err *err) {
+    if (!err) return;
+    size_t k = strlen(err->msg);
+    if (jb->log[0])
+        snprintf(err->msg + k, sizeof err->msg - k,
+                 " (the result is in the summary above and in the event log %s: the same command "
+                 "resumes from it and saves again)",
+                 jb->log);
+    else
+        snprintf(err->msg + k, sizeof err->msg - k,
+                 " (the result is in the summary above only: there is no event log, --log)");
+}
+
 /* Job j into *rw on group g of the ranks (g = 0 and no workers when not distributed). */
 static ft_status run_job(tuning *T, int j, int g, int quiet, row *rw, ft_err *err) {
     const job *jb = &T->jobs[j];
@@ -356,7 +373,11 @@ static ft_status run_job(tuning *T, int j, int g, int quiet, row *rw, ft_err *er
     snprintf(rw->op, sizeof rw->op, "%s", jb->op->name);
     ft_status s = ft_tune_run(&to, &rw->r, err);
     ft_cli_mpi_session_done(g); /* the group's workers go on to their next job */
-    rw->ok = !s && rw->r.found;
+    rw->ok = (!s || rw->r.save_failed) && rw->r.found;
+    if (s && rw->r.save_failed) {
+        ft_config_format(jb->be->space(jb->op), &rw->r.winner, rw->unsaved, sizeof rw->unsaved);
+        save_failed_note(jb, err);
+    }
     return s;
 }
 
@@ -365,7 +386,7 @@ static void run_jobs_in_range(tuning *T) {
         row *rw = &T->rows[T->nrows++];
         ft_status s = run_job(T, j, 0, 0, rw, &T->err);
         if (s) {
-            T->nrows--;
+            if (!rw->r.save_failed) T->nrows--; /* a result that was not saved is still shown */
             T->status = s;
             return;
         }
@@ -419,7 +440,8 @@ static void run_jobs_grouped(tuning *T, int ngroups) {
                 T->status = st[j];
                 T->err = errs[j];
             }
-            if (!rows[j].op[0] || st[j]) continue; /* not run (stopped) or failed */
+            /* Not run (stopped) or failed; a result that was not saved is still shown. */
+            if (!rows[j].op[0] || (st[j] && !rows[j].r.save_failed)) continue;
             T->rows[T->nrows++] = rows[j];
             if (!rows[j].ok && !busy_only(&rows[j])) T->code = FT_EXIT_VERIFY;
         }
@@ -996,6 +1018,10 @@ static int tune_report(const tune_args *a, const tuning *T) {
     int nrows = T->nrows;
     tally t = tune_print_table(rows, nrows);
     if (a->to.profile_path && t.saved) printf("profile: %s\n", a->to.profile_path);
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].ok && rows[i].unsaved[0])
+            printf("not saved: the winner of %s at %s: %s\n", rows[i].op, rows[i].r.dims,
+                   rows[i].unsaved);
     tune_print_predictions(rows, nrows, a->to.prune_predicted);
     tune_print_warnings(rows, nrows, &t);
     if (stop_flag) {
@@ -1011,6 +1037,18 @@ static int tune_report(const tune_args *a, const tuning *T) {
         return 130;
     }
     return T->code;
+}
+
+/* A run failed (T->status): the summary of the results there are first, those of the runs
+ * before it and that of a run whose profile could not be written, so that an error at the end
+ * loses no winner; then the error line. Returns the exit code. */
+static int tune_fail(const tune_args *a, const tuning *T) {
+    if (T->nrows > 0) {
+        tune_report(a, T);
+        fflush(stdout);
+    }
+    ft_cli_fail_err(&T->err);
+    return ft_cli_exit_code(T->status);
 }
 
 /* Plan, lock the logs, and run the jobs (under the dashboard with --tui). Returns an exit code;
@@ -1174,8 +1212,7 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
         if (!code) code = tune_run(a, pg, T, 1);
         incomplete = code != FT_EXIT_OK || T->status || stop_flag;
         if (!code && T->status) {
-            ft_cli_fail_err(&T->err);
-            code = ft_cli_exit_code(T->status);
+            code = tune_fail(a, T);
         } else if (!code) {
             code = tune_report(a, T);
         }
@@ -1210,10 +1247,7 @@ static int run(int argc, char **argv) {
     code = tune_run(&a, &pg, &T, 0);
     free(T.jobs);
     if (code) return code;
-    if (T.status) {
-        ft_cli_fail_err(&T.err);
-        return ft_cli_exit_code(T.status);
-    }
+    if (T.status) return tune_fail(&a, &T);
     return tune_report(&a, &T);
 }
 const ft_cmd ft_cmd_tune = {"tune", "search for the fastest verified configuration of an op", run,
