@@ -31,9 +31,13 @@ static int lock_as(const char *path, int how, ft_err *err) {
         ft_err_set(err, FT_EINVAL, "%.200s...: path too long for its lock file", path);
         return -1;
     }
+    /* flock works on a descriptor opened for reading only: a lock file another user created
+     * (mode 0644 under the usual umask) that this user may read but not write still locks, so
+     * a shared profile stays shared. */
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EACCES) fd = open(lock, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        ft_err_set(err, FT_EIO, "%s: cannot create the lock file: %s", lock, strerror(errno));
+        ft_err_set(err, FT_EIO, "%s: cannot open the lock file: %s", lock, strerror(errno));
         return -1;
     }
     while (flock(fd, how) != 0) {

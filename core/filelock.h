@@ -17,7 +17,8 @@ extern "C" {
 /* Take the lock of `path` (waiting for it); returns a descriptor to pass to ft_file_unlock, or
  * -1 with err set (FT_EIO naming the lock file). The lock is beside the file path names through
  * symbolic links (a link and its target take one lock; hard links to one file do not); a device
- * or a directory gets none (FT_EIO, nothing created). */
+ * or a directory gets none (FT_EIO, nothing created). An existing lock file this user may read
+ * but not write (another user's, mode 0644) is opened read-only: flock needs no more. */
 int ft_file_lock(const char *path, ft_err *err);
 /* Take it only if it is free now: -1 with FT_EBUSY in err when another process holds it. */
 int ft_file_trylock(const char *path, ft_err *err);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/filelock.h"
 #include "core/json.h"
 #include "ft_test.h"
 #include "kernels/registry.h"
@@ -891,6 +892,51 @@ static void test_sticky_directory(void) {
     rmdir(sticky);
 }
 
+/* A shared profile (mode 0666, in a directory every user may write) whose lock file another
+ * user created under the usual umask (0644): this user cannot write the lock, but flock needs
+ * only a descriptor open for reading, so the check and the update both succeed. As root, a
+ * child that becomes nobody updates a root-owned profile. */
+static void test_shared_lock(void) {
+    if (geteuid() != 0) {
+        printf("    skipped: needs root to make a lock file another user owns\n");
+        return;
+    }
+    char shared[600], path[700], lock[720];
+    snprintf(shared, sizeof shared, "%s/open", dir);
+    snprintf(path, sizeof path, "%s/shared.json", shared);
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    FT_CHECK(mkdir(shared, 0700) == 0 && chmod(shared, 0777) == 0, "mkdir %s", shared);
+    save_doc(path, doc_of(json_array()));
+    chmod(path, 0666);
+    ft_err err = {0};
+    ft_file_unlock(ft_file_lock(path, &err));
+    FT_CHECK(chmod(lock, 0644) == 0, "the lock file %s: %s", lock, err.msg);
+    chmod(dir, 0755);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
+        json_t *e = loss_entry("ref", 4242, "dpace", 1e-3);
+        ft_status s = ft_profile_check_writable(path, &err);
+        if (!s) s = ft_profile_update(path, e, &err);
+        if (s) fprintf(stderr, "    as uid 65534: %s\n", err.msg);
+        _exit(s == FT_OK ? 0 : 1);
+    }
+    int status = -1;
+    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
+    chmod(dir, 0700);
+    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
+             "a shared profile with another user's 0644 lock: status %d", status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+    ft_profile *p = NULL;
+    FT_CHECK(ft_profile_load(path, &p, &err) == FT_OK && median_of(p, "loss", 4242) > 0,
+             "the other user's entry is in the profile: %s", err.msg);
+    ft_profile_free(p);
+    unlink(path);
+    unlink(lock);
+    rmdir(shared);
+}
+
 /* Renamed tunables: a former name is read from records (and renamed there), refused with the
  * new name when typed, and never taken for a name the space still has. */
 static void test_renamed_tunables(void) {
@@ -1134,6 +1180,7 @@ int main(void) {
     FT_RUN(test_check_writable);
     FT_RUN(test_other_owner);
     FT_RUN(test_sticky_directory);
+    FT_RUN(test_shared_lock);
     FT_RUN(test_renamed_tunables);
     FT_RUN(test_kernels);
     remove_dir();

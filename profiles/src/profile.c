@@ -1294,6 +1294,7 @@ ft_status ft_profile_check_writable(const char *path, ft_err *err) {
     snprintf(lock, sizeof lock, "%s.lock", real);
     if (access(lock, F_OK) == 0) {
         int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES) fd = open(lock, O_RDONLY | O_CLOEXEC); /* ft_file_lock */
         if (fd < 0)
             return ft_err_set(err, FT_EIO, "%s: cannot open its lock file %s: %s",
                               short_path(path, sp, sizeof sp), lock, strerror(errno));
