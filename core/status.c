@@ -26,7 +26,7 @@ const char *ft_status_name(ft_status s) {
 
 /* A message is one line: a control character that came in with a quoted input (a parser's
  * error text, a file name) becomes a space. */
-static void one_line(char *msg) {
+void ft_err_one_line(char *msg) {
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
 }
@@ -37,7 +37,7 @@ ft_status ft_err_set(ft_err *err, ft_status s, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
-        one_line(err->msg);
+        ft_err_one_line(err->msg);
         err->status = s;
     }
     return s;
@@ -61,7 +61,7 @@ ft_status ft_err_wrap(ft_err *err, const char *fmt, ...) {
     if (m > room) m = room;
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = '\0';
-    one_line(err->msg);
+    ft_err_one_line(err->msg);
     return err->status;
 }
 

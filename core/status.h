@@ -57,6 +57,11 @@ ft_status ft_err_wrap(ft_err *err, const char *fmt, ...)
 
 void ft_err_clear(ft_err *err);
 
+/* Make msg one line of plain text, as every message is: each control character (a line break,
+ * a carriage return, an escape that would start a terminal sequence) becomes a space. For text
+ * that quotes input and is printed without going through ft_err_set (warnings). */
+void ft_err_one_line(char *msg);
+
 #ifdef __cplusplus
 }
 #endif

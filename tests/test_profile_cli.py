@@ -72,6 +72,20 @@ def test_show(tmp):
     check(rc == 0 and len(lines) == 2 and "cpu: A?B?C??[31m x 16" in lines[1]
           and not any(ord(ch) < 0x20 for ch in out.replace("\n", "")),
           f"show: control characters printed as '?': {out!r}")
+    # A skipped entry's op and backend, and a skipped kernel's name, with a line break, a
+    # carriage return and escape sequences: the warning's label is one line of plain text, as
+    # the quoted copy after it (control characters become spaces).
+    hostile = entry(512, 1e-3)
+    hostile["op"], hostile["backend"] = "x\x1b[31mRED\x1b[0m\rOVERWRITE", "cp\nu"
+    with open(c, "w") as f:
+        json.dump({"schema_version": 1, "entries": [hostile],
+                   "kernels": [{"kernel": "k\x1b[31mK\nZ", "backend": "b\x1bX"}]}, f)
+    rc, out, err = run("show", c)
+    warn = err.splitlines()
+    check(rc == 0 and len(warn) == 2 and all(l.startswith("flaretune: warning: ") for l in warn)
+          and not any(ord(ch) < 0x20 for ch in err.replace("\n", ""))
+          and "(x [31mRED [0m OVERWRITE on cp u" in warn[0] and "(k [31mK Z)" in warn[1],
+          f"show: control characters of skipped entries' labels printed as spaces: {err!r}")
     # A run Ctrl-C stopped: marked, and never over a finished run's entry however fast.
     d = os.path.join(tmp, "stopped.json")
     stopped = entry(512, 1e-4)

@@ -480,6 +480,9 @@ static ft_status add_line(ft_profile_lines *l, const char *text, ft_err *err) {
     }
     char *copy = strdup(text);
     if (!copy) return ft_err_set(err, FT_ENOMEM, "out of memory recording a profile warning");
+    /* A warning quotes the profile (an entry's op, backend, a kernel's name): a control
+     * character there is not printed raw on a terminal, as in an error line. */
+    ft_err_one_line(copy);
     l->v[l->n++] = copy;
     return FT_OK;
 }
