@@ -240,6 +240,13 @@ def test_refusals(tmp):
                        "--profile", prof, *FAST)
     check(rc != 0 and "broken.json" in err, f"a malformed profile is an error: {rc} {err!r}")
     check(open(prof).read() == "{\"schema_version\": 1, \"entries\": [", "the malformed profile is untouched")
+    # A profile of a newer schema is unusable input, exit 1 as for show and merge.
+    with open(prof, "w") as f:
+        f.write("{\"schema_version\": 99, \"entries\": []}\n")
+    rc, out, err = run("tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                       "--profile", prof, *FAST)
+    check(rc == 1 and "schema_version 99 is newer" in err and len(err.strip().splitlines()) == 1,
+          f"a too-new profile is refused with exit 1 in one line: {rc} {err!r}")
     rc, out, err = run("tune", "loss", "--strategy", "bogus")
     check(rc == 2 and "unknown strategy" in err, "unknown strategy")
 

@@ -54,6 +54,10 @@ int ft_cli_fail(int code, const char *fmt, ...)
 /* Print err's message and return the exit code for its status. */
 int ft_cli_fail_err(const ft_err *err);
 int ft_cli_exit_code(ft_status s);
+/* err's one line for a profile that cannot be used or written: exit 1 (input data that is
+ * malformed or unusable, as a schema_version too new for this build), except a path refused as
+ * such (empty, too long: FT_EINVAL), a usage error, 2. */
+int ft_cli_fail_profile(const ft_err *err);
 /* When log is a file with sibling logs of a `tune all` or sweep (log.OP, ...), say on stderr
  * that cmd reads the file alone, as named. */
 void ft_cli_note_family(const char *cmd, const char *log);

@@ -38,6 +38,11 @@ int ft_cli_fail_err(const ft_err *err) {
     return ft_cli_fail(ft_cli_exit_code(err->status), "%s", err->msg);
 }
 
+int ft_cli_fail_profile(const ft_err *err) {
+    int code = err->status == FT_EUNSUPPORTED ? FT_EXIT_FAIL : ft_cli_exit_code(err->status);
+    return ft_cli_fail(code, "%s", err->msg);
+}
+
 void ft_cli_note_family(const char *cmd, const char *log) {
     struct stat sb;
     if (stat(log, &sb) != 0 || !S_ISREG(sb.st_mode)) return;

@@ -751,7 +751,7 @@ static int tune_check(tune_args *a) {
     a->to.seed = a->prob.seed;
     a->to.stop = &stop_flag;
     if (a->to.profile_path && ft_profile_check_writable(a->to.profile_path, &err))
-        return ft_cli_fail_err(&err);
+        return ft_cli_fail_profile(&err);
     if (a->tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
     if (!strcmp(a->target, "all")) {
@@ -1047,8 +1047,10 @@ static int tune_fail(const tune_args *a, const tuning *T) {
         tune_report(a, T);
         fflush(stdout);
     }
-    ft_cli_fail_err(&T->err);
-    return ft_cli_exit_code(T->status);
+    int saving = 0; /* the error is the profile's: exit as for any unusable profile */
+    for (int i = 0; i < T->nrows; i++)
+        saving |= T->rows[i].unsaved[0] != '\0';
+    return saving ? ft_cli_fail_profile(&T->err) : ft_cli_fail_err(&T->err);
 }
 
 /* Plan, lock the logs, and run the jobs (under the dashboard with --tui). Returns an exit code;

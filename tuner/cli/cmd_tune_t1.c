@@ -222,7 +222,7 @@ static int check_outputs(const tune_t1_args *c) {
                            "terminal; follow the run with `flaretune top LOG` (--log LOG)");
     if (c->tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return ft_cli_fail(FT_EXIT_USAGE, "tune: --tui needs a terminal (stdin and stdout)");
-    if (c->profile && ft_profile_check_writable(c->profile, &err)) return ft_cli_fail_err(&err);
+    if (c->profile && ft_profile_check_writable(c->profile, &err)) return ft_cli_fail_profile(&err);
     return FT_EXIT_OK;
 }
 
@@ -348,7 +348,8 @@ int ft_cli_tune_t1(int argc, char **argv) {
         ft_err e = {0};
         json_t *entry = ft_t1_tune_profile_entry(t, &to, &r);
         if (!entry) code = ft_cli_fail(FT_EXIT_FAIL, "tune: out of memory");
-        else if (ft_profile_update(c.profile, entry, &e)) code = ft_cli_fail_err(&e);
+        else if (ft_profile_update(c.profile, entry, &e))
+            code = ft_cli_fail_profile(&e);
         else saved = 1;
         json_decref(entry);
     }
