@@ -8,6 +8,7 @@ usage: test_profile_cli.py --flaretune PATH
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -136,6 +137,18 @@ def test_merge(tmp):
     doc = json.load(open(out))
     check(rc == 0 and medians(doc)[(512, "dpace")] == 1e-3 and (8192, "dpace") in medians(doc),
           f"merge into an existing OUT keeps its best: {medians(doc)}")
+    # An OUT that is not a regular file (a named pipe) is refused before anything is read: not
+    # even the pipe is opened, so a writer's data stays in it (the old order opened it to read
+    # OUT's entries, which waits for a writer, and refused it only after reading).
+    fifo = os.path.join(tmp, "mfifo")
+    os.mkfifo(fifo)
+    try:
+        rc, o, err = run("merge", fifo, a, timeout=30)
+        check(rc == 1 and "not a regular file" in err and len(err.strip().splitlines()) == 1,
+              f"merge into a named pipe: refused at once in one line: {rc} {err!r}")
+    except subprocess.TimeoutExpired:
+        check(False, "merge into a named pipe: it waited for a writer to read OUT")
+    os.unlink(fifo)
     # Failures leave OUT as it was.
     before = read(out)
     broken = os.path.join(tmp, "mbroken.json")

@@ -13,7 +13,8 @@ static void usage(FILE *f) {
                "its lock (OUT.lock), like `tune --profile`; when OUT is a symbolic link, its\n"
                "target is written and locked, and a read-only OUT is refused. Skipped (invalid\n"
                "or stale) entries are named on stderr and carried over unchanged; entries that\n"
-               "are not objects are named and dropped.\n");
+               "are not objects are named and dropped. OUT is checked before any input is read:\n"
+               "it must be a regular file (or not exist yet), never a pipe or a device.\n");
 }
 
 static int run(int argc, char **argv) {
@@ -27,10 +28,15 @@ static int run(int argc, char **argv) {
     if (optind + 1 >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "merge: which profiles to merge into %s?", argv[optind]);
     const char *out = argv[optind];
+    ft_err err = {0};
+    /* OUT first, before any input is read and before OUT itself is opened: a path that is not
+     * a regular file (a named pipe, a device), a read-only or malformed profile, a directory
+     * where no file can be created are refused in one line, and a pipe is never read. */
+    if (ft_profile_check_writable(out, &err))
+        return ft_cli_fail(FT_EXIT_FAIL, "merge: %s", err.msg);
     ft_profile *src;
     int code = ft_cli_load_profiles("merge", argv + optind + 1, argc - optind - 1, &src);
     if (code) return code;
-    ft_err err = {0};
     /* OUT's own entries take part too: name the ones it skips or drops (entries that are not
      * objects, which an older flaretune kept) like those of the inputs. A file that does not
      * load is reported by the update below. */
