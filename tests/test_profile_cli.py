@@ -203,6 +203,18 @@ def test_emit(tmp):
     write_profile(p, [entry(512, 1e-3), entry(4096, 8e-3),
                       entry(512, 2e-4, backend="other", device="other: X1",
                             config={"BM": 64, "layout": "row"})])
+    # A kernel name of 5000 bytes cannot be a C string literal: the profile's data, exit 1, and
+    # the line names what is too long; json carries it.
+    longk = os.path.join(tmp, "longk.json")
+    with open(longk, "w") as f:
+        json.dump({"schema_version": 1, "entries": [], "kernels": [{
+            "kernel": "k" * 5000, "backend": "cuda", "device": "cuda: X sm_80",
+            "problem_size": [4], "config": {"b": 1}, "stats": {"median_s": 1e-3},
+            "default": None, "speedup": None, "evaluations": 1, "space_valid": 1,
+            "strategy": "random", "tuned_at": "2026-01-01T00:00:00Z"}]}, f)
+    one_line_error(["emit", longk, "-o", os.path.join(tmp, "longk.h")], 1,
+                   "a kernel name of 5003 bytes is longer than the 4095")
+    check(not os.path.exists(os.path.join(tmp, "longk.h")), "emit of a too long name wrote nothing")
     rc, out, err = run("emit", p, "--format", "json")
     check(rc == 0, f"emit --format json: exit {rc} {err!r}")
     recs = json.loads(out)

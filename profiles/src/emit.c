@@ -524,23 +524,25 @@ static ft_status check_string_lengths(const row *rows, int n, ft_err *err) {
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         const char *what = NULL, *s = NULL;
-        if (strlen(r->op) > C_STRING_MAX) what = "op", s = r->op;
-        if (strlen(r->backend) > C_STRING_MAX) what = "backend", s = r->backend;
-        if (strlen(r->device) > C_STRING_MAX) what = "device", s = r->device;
+        if (strlen(r->op) > C_STRING_MAX) what = r->e ? "an op name" : "a kernel name", s = r->op;
+        if (strlen(r->backend) > C_STRING_MAX) what = "a backend", s = r->backend;
+        if (strlen(r->device) > C_STRING_MAX) what = "a device", s = r->device;
         const json_t *objs[] = {r->attrs, r->params};
         for (int k = 0; k < 2 && !what; k++) {
             const char *key;
             json_t *v;
             json_object_foreach((json_t *)objs[k], key, v) {
-                if (strlen(key) > C_STRING_MAX) what = "name", s = key;
+                if (strlen(key) > C_STRING_MAX) what = "a name", s = key;
                 if (json_is_string(v) && strlen(json_string_value(v)) > C_STRING_MAX)
-                    what = "value", s = json_string_value(v);
+                    what = "a value", s = json_string_value(v);
             }
         }
+        /* The profile's data, not the command line, is what cannot be emitted: FT_EFORMAT
+         * (exit 1), as for any input a command cannot use. */
         if (what)
-            return ft_err_set(err, FT_EINVAL,
-                              "an entry of %.60s on %.40s: a %s of %zu bytes is longer than the "
-                              "%d a C string literal may hold; emit it as json instead",
+            return ft_err_set(err, FT_EFORMAT,
+                              "an entry of %.60s on %.40s: %s of %zu bytes is longer than the %d "
+                              "a C string literal may hold; emit it as json instead",
                               r->op, r->backend, what, strlen(s), C_STRING_MAX);
     }
     return FT_OK;
