@@ -810,6 +810,54 @@ static void test_check_writable(void) {
     FT_CHECK(temp_files() == 0, "temporary files left behind");
 }
 
+/* Runs check(path) in a child that became nobody (uid and gid 65534), the test's directory open
+ * to it meanwhile, and expects 0 from it; a child that cannot become nobody skips. */
+static void as_nobody(int (*check)(const char *path), const char *path, const char *what) {
+    chmod(dir, 0755);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
+        _exit(check(path));
+    }
+    int status = -1;
+    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
+    chmod(dir, 0700);
+    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
+             "%s: status %d", what, status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+}
+
+/* As another user: refused, saying whose the profile is, without chmod advice. */
+static int refused_as_other_user(const char *path) {
+    ft_err err = {0};
+    ft_status s = ft_profile_check_writable(path, &err);
+    fprintf(stderr, "    as uid 65534: %s\n", err.msg);
+    return !(s != FT_OK && !strstr(err.msg, "chmod") &&
+             strstr(err.msg, "this user (uid 65534) cannot write the profile (owned by uid 0, "
+                             "mode 0644)"));
+}
+
+/* As another user: refused, for the sticky directory. */
+static int refused_in_sticky_directory(const char *path) {
+    ft_err err = {0};
+    ft_status s = ft_profile_check_writable(path, &err);
+    fprintf(stderr, "    as uid 65534: %s\n", err.msg);
+    return !(s != FT_OK &&
+             strstr(err.msg, "cannot replace the profile: it is owned by uid 0 in the sticky "
+                             "directory"));
+}
+
+/* As another user: checked and updated. */
+static int updated_as_other_user(const char *path) {
+    ft_err err = {0};
+    json_t *e = loss_entry("ref", 4242, "dpace", 1e-3);
+    ft_status s = ft_profile_check_writable(path, &err);
+    if (!s) s = ft_profile_update(path, e, &err);
+    if (s) fprintf(stderr, "    as uid 65534: %s\n", err.msg);
+    return s != FT_OK;
+}
+
 /* A profile with the owner's write bit that this user cannot write (another user owns it): the
  * message says so and whose it is, without chmod advice that only its owner could follow. As
  * root, a child that becomes nobody checks a root-owned 0644 profile; otherwise a root-owned
@@ -833,24 +881,7 @@ static void test_other_owner(void) {
     const char *path = path_in("theirs.json");
     save_doc(path, doc_of(json_array()));
     chmod(path, 0644);
-    chmod(dir, 0755);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
-        ft_status s = ft_profile_check_writable(path, &err);
-        fprintf(stderr, "    as uid 65534: %s\n", err.msg);
-        int ok = s != FT_OK && !strstr(err.msg, "chmod") &&
-                 strstr(err.msg, "this user (uid 65534) cannot write the profile (owned by uid 0, "
-                                 "mode 0644)");
-        _exit(ok ? 0 : 1);
-    }
-    int status = -1;
-    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
-    chmod(dir, 0700);
-    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
-             "a root-owned 0644 profile checked as another user: status %d", status);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+    as_nobody(refused_as_other_user, path, "a root-owned 0644 profile checked as another user");
     unlink(path);
 }
 
@@ -869,25 +900,7 @@ static void test_sticky_directory(void) {
     FT_CHECK(mkdir(sticky, 0700) == 0 && chmod(sticky, 01777) == 0, "mkdir %s", sticky);
     save_doc(path, doc_of(json_array()));
     chmod(path, 0666);
-    chmod(dir, 0755);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        ft_err err = {0};
-        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
-        ft_status s = ft_profile_check_writable(path, &err);
-        fprintf(stderr, "    as uid 65534: %s\n", err.msg);
-        _exit(s != FT_OK && strstr(err.msg, "cannot replace the profile: it is owned by uid 0 "
-                                            "in the sticky directory")
-                  ? 0
-                  : 1);
-    }
-    int status = -1;
-    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
-    chmod(dir, 0700);
-    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
-             "another user's profile in a sticky directory: status %d", status);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+    as_nobody(refused_in_sticky_directory, path, "another user's profile in a sticky directory");
     unlink(path);
     rmdir(sticky);
 }
@@ -911,23 +924,7 @@ static void test_shared_lock(void) {
     ft_err err = {0};
     ft_file_unlock(ft_file_lock(path, &err));
     FT_CHECK(chmod(lock, 0644) == 0, "the lock file %s: %s", lock, err.msg);
-    chmod(dir, 0755);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
-        json_t *e = loss_entry("ref", 4242, "dpace", 1e-3);
-        ft_status s = ft_profile_check_writable(path, &err);
-        if (!s) s = ft_profile_update(path, e, &err);
-        if (s) fprintf(stderr, "    as uid 65534: %s\n", err.msg);
-        _exit(s == FT_OK ? 0 : 1);
-    }
-    int status = -1;
-    FT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait failed");
-    chmod(dir, 0700);
-    FT_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
-             "a shared profile with another user's 0644 lock: status %d", status);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) printf("    skipped: setuid failed\n");
+    as_nobody(updated_as_other_user, path, "a shared profile with another user's 0644 lock");
     ft_profile *p = NULL;
     FT_CHECK(ft_profile_load(path, &p, &err) == FT_OK && median_of(p, "loss", 4242) > 0,
              "the other user's entry is in the profile: %s", err.msg);
