@@ -140,7 +140,12 @@ typedef struct {
     /* the training set */
     int n;
     int *idx;
-    double *y, *z, *L, *alpha, *v, *kx;
+    double *y, *z, *L, *alpha, *v, *kx; /* kx: a column of L (factor) */
+    double *vb;                         /* the forward solves of exact_ei_block, nt x EI_BLOCK */
+    /* means(): the candidates not known, their coordinates (parameter-major) and sums */
+    int *ulist;
+    unsigned char *upos;
+    double *um, *ukmax, *uk;
     double ym, ys, s2;
     double pa, pb; /* prior mean: pa + pb * log(prior) (pb = 0: none) */
     /* the acquisition, over every candidate */
@@ -192,19 +197,26 @@ static double kern(const ft_strategy *st, const bayes_state *b, int c1, int c2) 
  * likelihood with s2 at its estimate. -INFINITY when not positive definite. */
 static double factor(const ft_strategy *st, bayes_state *b) {
     int n = b->n;
-    double noise = noises[b->ni], *L = b->L;
+    double noise = noises[b->ni], *L = b->L, *col = b->kx;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j <= i; j++) {
-            double s = kern(st, b, b->idx[i], b->idx[j]) + (i == j ? noise : 0);
-            for (int k = 0; k < j; k++)
-                s -= L[i * n + k] * L[j * n + k];
-            if (i == j) {
-                if (!(s > 1e-12)) return -INFINITY;
-                L[i * n + i] = sqrt(s);
-            } else {
-                L[i * n + j] = s / L[j * n + j];
-            }
+        for (int j = 0; j <= i; j++)
+            L[i * n + j] = kern(st, b, b->idx[i], b->idx[j]) + (i == j ? noise : 0);
+    /* Column by column, each later element less the product of its row's and column's factors
+     * in this column: every element gets the same subtractions in the same order as a row by
+     * row dot product would give it, and the inner loop runs along a row. */
+    for (int k = 0; k < n; k++) {
+        double d = L[k * n + k];
+        if (!(d > 1e-12)) return -INFINITY;
+        d = L[k * n + k] = sqrt(d);
+        for (int i = k + 1; i < n; i++)
+            col[i] = L[i * n + k] /= d;
+        for (int i = k + 1; i < n; i++) {
+            double *restrict Li = L + (size_t)i * n;
+            const double lik = col[i], *restrict cj = col;
+            for (int j = k + 1; j <= i; j++)
+                Li[j] -= lik * cj[j];
         }
+    }
     /* alpha = L^-T L^-1 z */
     double *a = b->alpha, logdet = 0, q = 0;
     for (int i = 0; i < n; i++) {
@@ -409,20 +421,94 @@ static double ei_at(double imp, double sd) {
     return ei > 0 ? ei : 0;
 }
 
-/* The expected improvement of untaken candidate c over the best known (b->best_l), from the
- * current training set: its posterior variance through the Cholesky factor. */
-static double exact_ei(const ft_strategy *st, bayes_state *b, int c) {
-    int n = b->n;
-    double q = 0;
-    for (int i = 0; i < n; i++) {
-        double s = kern(st, b, c, b->idx[i]);
-        for (int k = 0; k < i; k++)
-            s -= b->L[i * n + k] * b->v[k];
-        b->v[i] = s / b->L[i * n + i];
-        q += b->v[i] * b->v[i];
+#define EI_BLOCK 8
+/* Row i of EI_BLOCK forward solves side by side: vi (holding the right-hand sides) becomes
+ * (vi - sum_k<i Li[k] V[k]) / Li[i], V[k] the rows before it. */
+static void solve_row(const double *restrict Li, const double *restrict V, int i,
+                      double *restrict vi) {
+    double s[EI_BLOCK];
+    for (int j = 0; j < EI_BLOCK; j++)
+        s[j] = vi[j];
+    for (int k = 0; k < i; k++) {
+        const double l = Li[k], *vk = V + (size_t)k * EI_BLOCK;
+#pragma omp simd
+        for (int j = 0; j < EI_BLOCK; j++)
+            s[j] -= l * vk[j];
     }
-    double var = b->s2 * (1 + noises[b->ni] - q), sd = b->ys * sqrt(var > 1e-12 ? var : 1e-12);
-    return ei_at(b->best_l - b->mu[c] - b->o.xi, sd);
+    for (int j = 0; j < EI_BLOCK; j++)
+        vi[j] = s[j] / Li[i];
+}
+
+/* The expected improvements of the m (at most EI_BLOCK) untaken candidates cs over the best
+ * known (b->best_l), from the current training set, into out: each one's posterior variance
+ * through the Cholesky factor. The forward solves run side by side, one lane a candidate, so a
+ * row of the factor is read once for all of them; each lane does what a solve of its own would,
+ * in the same order, so the values do not depend on which candidates share a block. */
+static void exact_ei_block(const ft_strategy *st, bayes_state *b, const int *cs, int m,
+                           double *out) {
+    int n = b->n;
+    double q[EI_BLOCK] = {0}, *V = b->vb;
+    for (int i = 0; i < n; i++) {
+        const double *Li = b->L + (size_t)i * n;
+        double *vi = V + (size_t)i * EI_BLOCK;
+        for (int j = 0; j < EI_BLOCK; j++)
+            vi[j] = j < m ? kern(st, b, cs[j], b->idx[i]) : 0;
+        solve_row(Li, V, i, vi);
+        for (int j = 0; j < EI_BLOCK; j++)
+            q[j] += vi[j] * vi[j];
+    }
+    for (int j = 0; j < m; j++) {
+        double var = b->s2 * (1 + noises[b->ni] - q[j]),
+               sd = b->ys * sqrt(var > 1e-12 ? var : 1e-12);
+        out[j] = ei_at(b->best_l - b->mu[cs[j]] - b->o.xi, sd);
+    }
+}
+
+static double exact_ei(const ft_strategy *st, bayes_state *b, int c) {
+    double ei;
+    exact_ei_block(st, b, &c, 1, &ei);
+    return ei;
+}
+
+/* For every candidate not known yet (b->ulist, nu of them, in order): the sum over the
+ * training set of its kernel value times alpha (b->um) and its largest kernel value (b->ukmax).
+ * The loops run over the candidates innermost, one training point and one parameter at a time,
+ * each factor read from that parameter's column for the training point; every candidate's
+ * products and sums are taken in the same order as kern() and a loop over the training set
+ * would take them. Every ei is set to -1. Returns nu. */
+static int means(const ft_strategy *st, bayes_state *b) {
+    int nu = 0, np = st->nparams;
+    for (int c = 0; c < st->nc; c++) {
+        b->ei[c] = -1;
+        if (st->known[c]) continue; /* its mean is never asked for */
+        for (int p = 0; p < np; p++)
+            b->upos[(size_t)p * st->nc + nu] = (unsigned char)st->pos[(size_t)c * np + p];
+        b->ulist[nu] = c;
+        b->um[nu] = 0;
+        b->ukmax[nu++] = 0;
+    }
+    double *restrict k = b->uk, *restrict m = b->um, *restrict kmax = b->ukmax;
+    for (int i = 0; i < b->n; i++) {
+        const signed char *q = st->pos + (size_t)b->idx[i] * np;
+        for (int p = 0; p < np; p++) {
+            double col[FT_MAX_VALUES];
+            for (int a = 0; a < st->pn[p]; a++)
+                col[a] = b->F[p][a * st->pn[p] + q[p]];
+            const unsigned char *restrict up = b->upos + (size_t)p * st->nc;
+            if (p == 0)
+                for (int u = 0; u < nu; u++)
+                    k[u] = col[up[u]];
+            else
+                for (int u = 0; u < nu; u++)
+                    k[u] *= col[up[u]];
+        }
+        double al = b->alpha[i];
+        for (int u = 0; u < nu; u++) {
+            m[u] += k[u] * al;
+            kmax[u] = k[u] > kmax[u] ? k[u] : kmax[u];
+        }
+    }
+    return nu;
 }
 
 /* Posterior mean and expected improvement of every untaken candidate (and the mean of the
@@ -450,25 +536,16 @@ static void acquire(ft_strategy *st, bayes_state *b) {
         if (l < best) best = l;
     }
     b->best_l = best;
-    int n = b->n, top = -1;
+    int top = -1;
     /* First every mean, and the improvement each candidate could expect at most: expected
      * improvement grows with the posterior variance, and that is at most what conditioning on
      * its most correlated training point alone leaves, s2 (1 + noise - k^2 / (1 + noise)). */
     double noise = noises[b->ni];
-    for (int c = 0; c < st->nc; c++) {
-        double m = 0, kmax = 0;
-        if (st->known[c]) { /* its mean is never asked for */
-            b->ei[c] = -1;
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            double k = kern(st, b, c, b->idx[i]);
-            m += k * b->alpha[i];
-            if (k > kmax) kmax = k;
-        }
-        double mu = b->ym + prior_mean(st, b, c, fill) + b->ys * m;
+    int nu = means(st, b);
+    for (int u = 0; u < nu; u++) {
+        int c = b->ulist[u];
+        double mu = b->ym + prior_mean(st, b, c, fill) + b->ys * b->um[u], kmax = b->ukmax[u];
         b->mu[c] = mu;
-        b->ei[c] = -1;
         if (st->taken[c]) continue;
         double var = b->s2 * (1 + noise - kmax * kmax / (1 + noise));
         /* a hair above, so rounding never prunes one the exact value would keep */
@@ -478,17 +555,33 @@ static void acquire(ft_strategy *st, bayes_state *b) {
     /* Then the exact improvement where it could matter: from the candidate with the largest
      * bound on, every one whose bound reaches the largest exact improvement so far. Those left
      * (NOT_COMPUTED) cannot beat it; the local step computes a neighbour's when it needs it.
-     * With a cost to weigh every candidate is computed (the weights reorder them). */
+     * With a cost to weigh every candidate is computed (the weights reorder them).
+     * They are computed EI_BLOCK at a time, chosen against the largest before the block; one
+     * the largest so far within the block leaves out is then marked as left out, so the values
+     * kept are those of one at a time (the proposals between refreshes, late in a long search,
+     * rank what was kept). */
     b->gain = 0;
     if (top >= 0) b->gain = b->ei[top] = exact_ei(st, b, top);
-    for (int c = 0; c < st->nc; c++) {
-        if (st->taken[c] || c == top) continue;
-        if (b->ub[c] < b->gain && b->o.cost_weight <= 0) {
-            b->ei[c] = NOT_COMPUTED;
-            continue;
+    int pend[EI_BLOCK], np = 0;
+    for (int c = 0; c <= st->nc; c++) {
+        if (c < st->nc) {
+            if (st->taken[c] || c == top) continue;
+            if (b->ub[c] < b->gain && b->o.cost_weight <= 0) {
+                b->ei[c] = NOT_COMPUTED;
+                continue;
+            }
+            pend[np++] = c;
         }
-        b->ei[c] = exact_ei(st, b, c);
-        if (b->ei[c] > b->gain) b->gain = b->ei[c];
+        if (np == EI_BLOCK || (c == st->nc && np > 0)) {
+            double e[EI_BLOCK];
+            exact_ei_block(st, b, pend, np, e);
+            for (int j = 0; j < np; j++) {
+                int lo = b->ub[pend[j]] < b->gain && b->o.cost_weight <= 0;
+                b->ei[pend[j]] = lo ? NOT_COMPUTED : e[j];
+                if (!lo && e[j] > b->gain) b->gain = e[j];
+            }
+            np = 0;
+        }
     }
     b->ei_at = st->ntaken;
 }
@@ -699,9 +792,10 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     for (int p = 0; p < st->nparams; p++)
         tables += (size_t)st->pn[p] * st->pn[p];
     size_t nc = (size_t)st->nc;
-    /* idx, then y z alpha v(+nc scratch) kx, L, ei mu ub, tables */
-    size_t doubles = 3 * nt + (nt + nc) + nt + nt * nt + 3 * nc + tables;
-    bayes_state *b = calloc(1, sizeof *b + nt * sizeof(int) + doubles * sizeof(double) + 16);
+    /* idx, then y z alpha v(+nc scratch) kx, L, vb, ei mu ub, um ukmax uk, tables; ulist, upos */
+    size_t doubles = 3 * nt + (nt + nc) + nt + nt * nt + nt * EI_BLOCK + 6 * nc + tables;
+    bayes_state *b = calloc(1, sizeof *b + nt * sizeof(int) + doubles * sizeof(double) + 16 +
+                                   nc * sizeof(int) + nc * (size_t)st->nparams);
     if (!b) return -1;
     st->state = b;
     b->o = *o;
@@ -715,9 +809,13 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     b->v = d += nt;
     b->kx = d += nt + nc;
     b->L = d += nt;
-    b->ei = d += nt * nt;
+    b->vb = d += nt * nt;
+    b->ei = d += nt * EI_BLOCK;
     b->mu = d += nc;
     b->ub = d += nc;
+    b->um = d += nc;
+    b->ukmax = d += nc;
+    b->uk = d += nc;
     b->tables = d += nc;
     for (int p = 0; p < st->nparams; p++) {
         b->F[p] = d;
@@ -725,6 +823,8 @@ static int bayes_init(ft_strategy *st, const void *opts) {
         b->li[p] = 3; /* a length scale of one span */
         fill_table(st, b, p);
     }
+    b->ulist = (int *)d;
+    b->upos = (unsigned char *)(b->ulist + nc);
     b->ni = 1;
     b->ei_at = -1;
     for (size_t c = 0; c < nc; c++)
