@@ -395,6 +395,16 @@ static ft_status log_start(runlog *L, const ft_t1 *t, const ft_t1_tune_opts *o,
     return log_write(L, ev, err);
 }
 
+/* A rejected event of the log for cfg: why (reason, message: a new reference taken), and where
+ * it was evaluated (where_of) when where is not NULL; NULL when out of memory. */
+static json_t *rejected_event(const ft_t1 *t, const ft_config *cfg, const char *reason,
+                              json_t *message, const json_t *where) {
+    json_t *ev = json_pack("{s:s, s:o, s:s, s:o}", "event", "rejected", "config",
+                           ft_config_to_json(&t->space, cfg), "reason", reason, "message", message);
+    if (ev && where) json_object_update(ev, (json_t *)where);
+    return ev;
+}
+
 /* Candidate i's event: measured (with its statistics) or rejected (why). */
 static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *res, int i,
                           const ft_stats *st, const json_t *where, ft_err *err) {
@@ -402,9 +412,8 @@ static ft_status log_eval(runlog *L, const ft_t1 *t, const ft_t1_tune_result *re
     json_t *ev;
     if (res->error[i]) {
         const char *e = res->error[i];
-        ev = json_pack("{s:s, s:o, s:s, s:s}", "event", "rejected", "config",
-                       ft_config_to_json(&t->space, &res->cfgs[i]), "reason",
-                       check_failed(e) ? "verify" : "error", "message", e);
+        ev = rejected_event(t, &res->cfgs[i], check_failed(e) ? "verify" : "error", json_string(e),
+                            NULL);
     } else {
         ev = json_pack("{s:s, s:o, s:o, s:i}", "event", "measured", "config",
                        ft_config_to_json(&t->space, &res->cfgs[i]), "stats", ft_stats_to_json(st),
@@ -841,10 +850,7 @@ static void arm(search *S, int i) {
         if (S->armed_cache) ft_epitaph_add(ft_kt_cache_fd(S->cache), S->armed_cache, n, 1);
     }
     if (S->L->log) {
-        json_t *ev = json_pack("{s:s, s:o, s:s, s:o}", "event", "rejected", "config",
-                               ft_config_to_json(&S->t->space, &S->res->cfgs[i]), "reason", "ended",
-                               "message", ended_message(S->o));
-        if (ev && S->here) json_object_update(ev, S->here);
+        json_t *ev = rejected_event(S->t, &S->res->cfgs[i], "ended", ended_message(S->o), S->here);
         size_t n = 0;
         S->armed_log = ev ? ft_eventlog_line(S->L->log, ev, &n) : NULL;
         if (S->armed_log) ft_epitaph_add(ft_eventlog_fd(S->L->log), S->armed_log, n, 0);
