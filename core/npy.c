@@ -7,11 +7,15 @@
  */
 #include "core/npy.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -376,6 +380,40 @@ static const char *tmp_landing(const char *tmp, const char *path, char *out, siz
     return out;
 }
 
+/* How long a temporary file no writer holds must have gone unchanged to count as left behind:
+ * a writer holds its own from creation to fclose (flock), so only the moments just before the
+ * lock and between close and rename are unheld, and those last microseconds. */
+#define FT_TMP_STALE_S 60
+
+/* Temporary files of writes to path that ended without renaming or removing theirs (a process
+ * killed): "<path>.tmp.XXXXXX" beside it, a regular file of this user that no process holds
+ * and that has not changed for FT_TMP_STALE_S. A live writer's file is never among them. */
+static void remove_stale_tmp(const char *path) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char dir[PATH_MAX], stem[NAME_MAX + 1];
+    if (slash && slash - path >= (ptrdiff_t)sizeof dir) return;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
+             slash ? path : ".");
+    if (snprintf(stem, sizeof stem, "%s.tmp.", base) >= (int)sizeof stem) return;
+    size_t sl = strlen(stem);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    time_t now = time(NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *nm = de->d_name;
+        if (strncmp(nm, stem, sl) != 0 || strlen(nm) != sl + 6) continue;
+        int fd = openat(dirfd(d), nm, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+            now - st.st_mtime >= FT_TMP_STALE_S && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), nm, 0);
+        close(fd);
+    }
+    closedir(d);
+}
+
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
     char real[PATH_MAX];
     path = landing(path, real, sizeof real);
@@ -390,11 +428,14 @@ FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
         ft_err_set(err, FT_EINVAL, "%s: path too long", path);
         return NULL;
     }
+    remove_stale_tmp(path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         ft_err_set(err, FT_EIO, "%s: cannot create a file there: %s", path, strerror(errno));
         return NULL;
     }
+    /* Held until the file is closed, so that no later write removes it as left behind. */
+    (void)flock(fd, LOCK_EX | LOCK_NB);
     /* mkstemp makes the file 0600; give it the permissions of the file it replaces (through a
      * symbolic link: of the link's target), or the usual ones of a new file. */
     struct stat old;

@@ -50,7 +50,9 @@ ft_status ft_npy_save_tmp(const char *path, const ft_tensor *t, char *tmp, size_
  * temporary file is created beside path with the permissions of the file it will replace (of a
  * symbolic link's target), or those of a new file under the umask. A path that is neither a
  * file nor a directory (a device such as /dev/null, a pipe) is opened and written in place,
- * never replaced: tmp is then "" and committing it only flushes and closes. */
+ * never replaced: tmp is then "" and committing it only flushes and closes. The file is held
+ * (flock) until it is closed; temporary files of path that earlier writers left behind (killed),
+ * held by none and unchanged for a minute, are removed first. */
 FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err);
 /* Flush, sync and close f, then rename tmp to path. On failure tmp is removed. */
 ft_status ft_file_commit(FILE *f, const char *tmp, const char *path, ft_err *err);

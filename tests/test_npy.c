@@ -1,12 +1,14 @@
 /* test_npy.c: .npy round trips, hand-made files of every supported version and dtype, and one
  * clear error for every kind of bad file. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/npy.h"
@@ -420,6 +422,81 @@ static void test_link_moved_meanwhile(void) {
     unlink(link);
 }
 
+/* A file made at path, its modification time set back by age seconds (0: left as made). */
+static void make_aged(const char *path, int age, int is_dir) {
+    if (is_dir) {
+        FT_CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+    } else {
+        FILE *f = fopen(path, "w");
+        FT_CHECK(f && fputs("partial", f) >= 0 && fclose(f) == 0, "make %s", path);
+    }
+    if (age) {
+        struct timespec ts[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+        FT_CHECK(utimensat(AT_FDCWD, path, ts, 0) == 0, "age %s", path);
+    }
+}
+
+/* Temporary files that writes to a path left behind (killed before their rename) are removed by
+ * the next write to it, and nothing else is: not a live writer's (held), not a fresh one, not a
+ * directory or a name of another shape. */
+static void test_stale_tmp_removed(void) {
+    char p[512], stale[600], fresh[600], held[600], shortn[600], other[600], sdir[600];
+    snprintf(p, sizeof p, "%s/s.npy", dir);
+    snprintf(stale, sizeof stale, "%s.tmp.AAAAAA", p);
+    snprintf(fresh, sizeof fresh, "%s.tmp.BBBBBB", p);
+    snprintf(shortn, sizeof shortn, "%s.tmp.AB", p);
+    snprintf(other, sizeof other, "%s/t.npy.tmp.DDDDDD", dir);
+    snprintf(sdir, sizeof sdir, "%s.tmp.EEEEEE", p);
+    make_aged(stale, 3600, 0);
+    make_aged(fresh, 0, 0);
+    make_aged(shortn, 3600, 0);
+    make_aged(other, 3600, 0);
+    make_aged(sdir, 3600, 1);
+
+    /* A writer that is still running (a child holding its temporary file), then killed. */
+    int up[2], down[2];
+    FT_CHECK(pipe(up) == 0 && pipe(down) == 0, "pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+        ft_err e = {0};
+        char t[600] = "";
+        FILE *f = ft_file_create_tmp(p, t, sizeof t, &e);
+        if (!f || fputs("half a file", f) < 0 || fflush(f) != 0) _exit(1);
+        if (write(up[1], t, sizeof t) != (ssize_t)sizeof t) _exit(2);
+        char c;
+        if (read(down[0], &c, 1) < 0) _exit(3);
+        _exit(0); /* as if killed: neither committed nor removed */
+    }
+    FT_CHECK(read(up[0], held, sizeof held) == (ssize_t)sizeof held && held[0], "child's tmp");
+    struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    FT_CHECK(utimensat(AT_FDCWD, held, old, 0) == 0, "age %s", held);
+
+    ft_err err = {0};
+    FT_CHECK(ft_file_write(p, write_line, "one\n", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(access(stale, F_OK) != 0, "a temporary file left an hour ago is removed");
+    FT_CHECK(access(fresh, F_OK) == 0, "a fresh one is kept (its writer may be about to lock it)");
+    FT_CHECK(access(held, F_OK) == 0, "a running writer's is kept, however old");
+    FT_CHECK(access(shortn, F_OK) == 0 && access(other, F_OK) == 0 && access(sdir, F_OK) == 0,
+             "other names and a directory are kept");
+
+    FT_CHECK(write(down[1], "x", 1) == 1, "release the child");
+    int status = 0;
+    waitpid(pid, &status, 0);
+    FT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exited %d", status);
+    FT_CHECK(ft_file_write(p, write_line, "two\n", &err) == FT_OK, "%s", err.msg);
+    FT_CHECK(access(held, F_OK) != 0, "once its writer is gone, its temporary file is removed");
+    FT_CHECK(access(fresh, F_OK) == 0, "the fresh one is still kept");
+    close(up[0]);
+    close(up[1]);
+    close(down[0]);
+    close(down[1]);
+    unlink(fresh);
+    unlink(shortn);
+    unlink(other);
+    rmdir(sdir);
+    unlink(p);
+}
+
 static void test_save_failure_leaves_nothing(void) {
     char p[256];
     ft_tensor *t = vector_at(4, p, sizeof p, "no-such-dir/x.npy");
@@ -445,6 +522,7 @@ int main(void) {
     FT_RUN(test_write_in_place);
     FT_RUN(test_save_keeps_mode);
     FT_RUN(test_link_moved_meanwhile);
+    FT_RUN(test_stale_tmp_removed);
     FT_RUN(test_save_failure_leaves_nothing);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
