@@ -74,3 +74,28 @@ int ft_same_file(const char *a, const char *b) {
     return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
 }
+
+/* path with its directory resolved (realpath) and its last name kept: what a file made at path
+ * would be called, existing or not. Returns 0 when the directory does not resolve. */
+static int resolved_name(const char *path, char *out, size_t n) {
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX], real[PATH_MAX];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path) >=
+             (int)sizeof dir)
+        return 0;
+    if (!realpath(dir, real)) return 0;
+    return snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path) < (int)n;
+}
+
+int ft_same_path(const char *a, const char *b) {
+    if (!a || !b) return 0;
+    if (ft_same_file(a, b)) return 1;
+    struct stat st;
+    if (stat(a, &st) == 0 && stat(b, &st) == 0) return 0; /* two files */
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    if (resolved_name(a, ra, sizeof ra) && resolved_name(b, rb, sizeof rb))
+        return strcmp(ra, rb) == 0;
+    return strcmp(a, b) == 0;
+}

@@ -171,6 +171,11 @@ def test_bad_requests():
                        "the output is the event log it reads")
         one_line_error(["replay", copy, "--export", copy], 2, "the output is the landscape")
         check(open(copy, "rb").read() == before, "the log is unchanged")
+        warm = os.path.join(STATE["tmp"], "warm.jsonl")
+        shutil.copyfile(log, warm)
+        one_line_error(["replay", log, "--warm", warm, "--seeds", "1", "--export", warm], 2,
+                       "the output is the --warm landscape it reads")
+        check(open(warm, "rb").read() == before, "the --warm log is unchanged")
         # A clean measurement with no time either format can hold (none, 0, a string, or one
         # past a double in milliseconds) is a broken log, refused as replay refuses it, never
         # written as a failed configuration or an entry without a time.
@@ -188,6 +193,19 @@ def test_bad_requests():
                 one_line_error(["export", path, "--format", fmt, "-o", out], 1,
                                f"event {at + 1}: measured")
                 check(not os.path.exists(out), f"median {bad!r}: nothing written")
+        # A configuration the space does not hold is a broken log too (exit 1, not a usage
+        # error), for export and replay alike.
+        broken = [dict(e) for e in events]
+        cfg = dict(broken[at]["config"])
+        name = next(iter(cfg))
+        cfg[name] = 987654321
+        broken[at] = dict(broken[at], config=cfg)
+        path = os.path.join(STATE["tmp"], "badconfig.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in broken))
+        one_line_error(["export", path, "--format", "t4", "-o", out], 1,
+                       f"event {at + 1} (measured): config")
+        one_line_error(["replay", path, "--seeds", "1"], 1, f"event {at + 1} (measured): config")
 
 
 def test_unclean_cost():

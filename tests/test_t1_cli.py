@@ -831,6 +831,17 @@ def test_bad():
         one_line_error(["tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", opt,
                         target], rc, needle)
     check(open(copy).read() == before, "the T1 file left as it was")
+    # Two outputs that name one file (the last written would replace the other), an existing
+    # cache or a new one, spelled alike or not, are refused before the search.
+    cache = os.path.join(STATE["tmp"], "shared_out.kt.json")
+    shutil.copyfile(copy, cache)
+    same = os.path.join(STATE["tmp"], ".", "shared_out.kt.json")
+    for a, b, target in (("--kt-cache", "--t4", cache), ("--log", "--t4", same),
+                         ("--log", "--kt-cache", os.path.join(STATE["tmp"], "new_out"))):
+        one_line_error(["tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", a, target,
+                        b, cache if target == same else target], 2, "both name")
+    check(open(cache).read() == before, "the file named twice left as it was")
+    check(not os.path.exists(os.path.join(STATE["tmp"], "new_out")), "nothing made")
     # A kernel that does not compile is the kernel's failure (exit 1), in text and in JSON.
     with open(os.path.join(STATE["tmp"], "broken.cu"), "w") as f:
         f.write("__global__ void saxpy_tiled(float *y) { this is not C; }\n")

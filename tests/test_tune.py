@@ -249,6 +249,15 @@ def test_refusals(tmp):
           f"a too-new profile is refused with exit 1 in one line: {rc} {err!r}")
     rc, out, err = run("tune", "loss", "--strategy", "bogus")
     check(rc == 2 and "unknown strategy" in err, "unknown strategy")
+    # The log and the profile in one file: the profile saved at the end would replace the log.
+    for target in (log, os.path.join(tmp, "new.json")):
+        rc, out, err = run("tune", "fusion.dflash", "--preset", "tiny.dflare.train", "--backend",
+                           "cpu", "--log", target, "--profile", os.path.join(tmp, ".", os.path.basename(target)),
+                           *FAST)
+        check(rc == 2 and "--log and --profile both name" in err and
+              len(err.strip().splitlines()) == 1, f"--log and --profile {target}: {rc} {err!r}")
+    check(open(log).read() == before and not os.path.exists(os.path.join(tmp, "new.json")),
+          "the log untouched, nothing made")
 
 
 def test_sweep_and_all(tmp):

@@ -1188,6 +1188,10 @@ static int replay_family(const char *path, char (*logs)[FT_EVENTLOG_PATH_MAX], i
         return ft_cli_fail(FT_EXIT_USAGE,
                            "replay: --export %s: the output is the landscape it reads",
                            ro.export_path);
+    if (ro.export_path && ro.warm && ft_same_file(ro.warm, ro.export_path))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "replay: --export %s: the output is the --warm landscape it reads",
+                           ro.export_path);
     ft_landscape warm;
     if (ro.warm) {
         ft_err err = {0};

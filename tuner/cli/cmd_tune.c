@@ -17,6 +17,7 @@
 #include "core/filelock.h"
 #include "core/format.h"
 #include "core/json.h"
+#include "core/paths.h"
 #include "cuda/specs.h"
 #include "kernels/registry.h"
 #include "profiles/src/profile.h"
@@ -744,12 +745,17 @@ static ft_status tune_resolve(const char *name, const ft_op *op, const ft_backen
     return s;
 }
 
-/* What can be checked before the search: the profile can be written (found now, not after the
- * search), the dashboard has a terminal, the ops exist on the backend, the sweep is well formed. */
+/* What can be checked before the search: the log and the profile are two files, the profile can
+ * be written (found now, not after the search), the dashboard has a terminal, the ops exist on the
+ * backend, the sweep is well formed. */
 static int tune_check(tune_args *a) {
     ft_err err = {0};
     a->to.seed = a->prob.seed;
     a->to.stop = &stop_flag;
+    if (a->log && ft_same_path(a->log, a->to.profile_path))
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "tune: --log and --profile both name %s: give each its own file",
+                           a->log);
     if (a->to.profile_path && ft_profile_check_writable(a->to.profile_path, &err))
         return ft_cli_fail_profile(&err);
     if (a->tui && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))

@@ -227,7 +227,8 @@ static int check_outputs(const tune_t1_args *c) {
 }
 
 /* What else can be refused before the search, once the T1 file is read: an output that is the
- * T1 file or its kernel (it would be overwritten or appended to), and a --t4 file that could not
+ * T1 file or its kernel (it would be overwritten or appended to), two outputs that name one
+ * file (the last written would replace the other), and a --t4 file that could not
  * be written at the end (a folder, a folder without write access: the results would be lost). */
 static int check_t1_outputs(const ft_t1 *t, const char *t4, const char *kt, const char *log,
                             const char *profile) {
@@ -239,6 +240,11 @@ static int check_t1_outputs(const ft_t1 *t, const char *t4, const char *kt, cons
             (ft_same_file(p, t->path) || (t->kernel_file && ft_same_file(p, t->kernel_file))))
             return ft_cli_fail(FT_EXIT_USAGE, "tune: %s %s is the T1 file or the kernel it tunes",
                                outs[i][0], p);
+        for (size_t j = 0; j < i; j++)
+            if (p && outs[j][1] && strcmp(p, "-") != 0 && ft_same_path(p, outs[j][1]))
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "tune: %s and %s both name %s: give each its own file",
+                                   outs[j][0], outs[i][0], p);
     }
     if (t4 && strcmp(t4, "-") != 0) {
         struct stat sb;
