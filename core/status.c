@@ -71,3 +71,9 @@ void ft_err_clear(ft_err *err) {
         err->msg[0] = '\0';
     }
 }
+
+ft_status ft_err_in_file(ft_err *err) {
+    if (!err) return FT_EINTERNAL;
+    if (err->status == FT_EINVAL) err->status = FT_EFORMAT;
+    return err->status;
+}

@@ -55,6 +55,10 @@ ft_status ft_err_wrap(ft_err *err, const char *fmt, ...)
 #endif
     ;
 
+/* A bad value read from a file is a malformed file (FT_EFORMAT: exit 1), not a bad argument
+ * (FT_EINVAL: exit 2): err's status is made so where it was FT_EINVAL. Returns the status. */
+ft_status ft_err_in_file(ft_err *err);
+
 void ft_err_clear(ft_err *err);
 
 /* Make msg one line of plain text, as every message is: each control character (a line break,

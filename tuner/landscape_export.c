@@ -222,6 +222,7 @@ json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_expor
         ft_config cfg;
         if (ft_config_from_json(sp, json_object_get(ev, "config"), &cfg, err)) {
             ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
+            ft_err_in_file(err);
             free(recs);
             ft_landscape_free(&l);
             return NULL;

@@ -202,8 +202,10 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
         if (!measured && !rejected && !is_event(ev, "verified")) continue;
         ft_config cfg;
-        if (ft_config_from_json(&l->space, json_object_get(ev, "config"), &cfg, err))
-            return ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
+        if (ft_config_from_json(&l->space, json_object_get(ev, "config"), &cfg, err)) {
+            ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
+            return ft_err_in_file(err);
+        }
         int c = find_key(keys, l->ncands, ft_space_index_of(&l->space, &cfg));
         if (c < 0) continue; /* not a candidate at this shape (e.g. a baseline outside the space) */
         const json_t *pred = json_object_get(ev, "predicted_s");
@@ -268,8 +270,10 @@ static ft_status read_confirm(const json_t *events, size_t i, const char *name, 
     double med[MAXC], ratio[MAXC], cir[MAXC];
     for (size_t j = 0; j < json_array_size(cfgs) && n < MAXC; j++) {
         ft_config cfg;
-        if (ft_config_from_json(&l->space, json_array_get(cfgs, j), &cfg, err))
-            return ft_err_wrap(err, "%s: event %zu (confirm), config %zu", name, i + 1, j + 1);
+        if (ft_config_from_json(&l->space, json_array_get(cfgs, j), &cfg, err)) {
+            ft_err_wrap(err, "%s: event %zu (confirm), config %zu", name, i + 1, j + 1);
+            return ft_err_in_file(err);
+        }
         int c = find_key(keys, l->ncands, ft_space_index_of(&l->space, &cfg));
         if (c < 0 || !(l->score[c] < INFINITY)) continue; /* not a measured candidate */
         const json_t *st = json_array_get(stats, j), *m = json_object_get(st, "median_s");
