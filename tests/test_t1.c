@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tuner/replay.h"
 #include "tuner/t1.h"
@@ -118,6 +119,41 @@ static void test_kernel_not_a_file(void) {
              "KernelFile \".\": status %d, %s", s, err.msg);
     ft_t1_free(t);
     free(text);
+}
+
+/* A kernel file whose path holds a quote (the path is written into the compiled code) is
+ * refused when the T1 file is read, named or given with --kernel-file alike. */
+static void test_kernel_path_quoted(void) {
+    char dir[512], path[600];
+    ft_test_tmpdir(dir, sizeof dir, "t1quote");
+    snprintf(path, sizeof path, "%s/we\"ird.cu", dir);
+    char *src = ft_test_read_file(DATA "saxpy_tiled.cu");
+    FILE *f = fopen(path, "w");
+    FT_CHECK(src && f && fputs(src, f) >= 0 && fclose(f) == 0, "copy the kernel to %s", path);
+    free(src);
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", path, &t, &err) == FT_EIO && t == NULL &&
+                 strstr(err.msg, "a quote, backslash or newline") && !strchr(err.msg, '\n'),
+             "--kernel-file with a quote: %s", err.msg);
+    ft_t1_free(t);
+    t = NULL;
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+    char *at = text ? strstr(text, "\"saxpy_tiled.cu\"") : NULL;
+    FT_CHECK(at != NULL, "mutation");
+    if (at) {
+        char *json = malloc(strlen(text) + 64);
+        snprintf(json, strlen(text) + 64, "%.*s\"we\\\"ird.cu\"%s", (int)(at - text), text,
+                 at + strlen("\"saxpy_tiled.cu\""));
+        ft_status s = ft_t1_from_buffer(json, strlen(json), "q.json", dir, NULL, &t, &err);
+        FT_CHECK(s == FT_EIO && t == NULL && strstr(err.msg, "q.json: KernelFile") &&
+                     strstr(err.msg, "a quote, backslash or newline"),
+                 "KernelFile with a quote: status %d, %s", s, err.msg);
+        ft_t1_free(t);
+        free(json);
+    }
+    free(text);
+    unlink(path);
 }
 
 /* A mutation of the hand-written file: the text with `from` replaced by `to`. */
@@ -604,6 +640,7 @@ static void test_community_files(void) {
 int main(void) {
     FT_RUN(test_hand_checked);
     FT_RUN(test_kernel_not_a_file);
+    FT_RUN(test_kernel_path_quoted);
     FT_RUN(test_bad_files);
     FT_RUN(test_vector_fills);
     FT_RUN(test_hub_forms);

@@ -714,6 +714,13 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
     } else if (s == FT_OK) {
         s = find_kernel(t, name, dir, err);
     }
+    /* The path is written into the compiled code (NVRTC's file name, the emulator's #include),
+     * where these characters would end its string. */
+    if (s == FT_OK && dir && t->kernel_file && strpbrk(t->kernel_file, "\"\\\n"))
+        s = ft_err_set(err, FT_EIO,
+                       "%s: KernelFile %s: a quote, backslash or newline in its path cannot be "
+                       "compiled; rename or copy it",
+                       name, t->kernel_file);
     json_decref(root);
     /* The default configuration: the file's when the conditions allow it, else the first one
      * they allow; it must launch. */
