@@ -24,12 +24,30 @@ const char *ft_status_name(ft_status s) {
     return "E?";
 }
 
+int ft_text_control_len(const char *s) {
+    const unsigned char *c = (const unsigned char *)s;
+    if (*c == 0) return 0;
+    if (*c < 0x20 || *c == 0x7f) return 1;
+    return c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f ? 2 : 0;
+}
+
+void ft_text_printable(char *s, char c) {
+    char *o = s;
+    while (*s) {
+        int k = ft_text_control_len(s);
+        if (k) {
+            *o++ = c;
+            s += k;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = '\0';
+}
+
 /* A message is one line: a control character that came in with a quoted input (a parser's
  * error text, a file name) becomes a space. */
-void ft_err_one_line(char *msg) {
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
-}
+void ft_err_one_line(char *msg) { ft_text_printable(msg, ' '); }
 
 ft_status ft_err_set(ft_err *err, ft_status s, const char *fmt, ...) {
     if (err) {

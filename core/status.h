@@ -66,6 +66,14 @@ void ft_err_clear(ft_err *err);
  * that quotes input and is printed without going through ft_err_set (warnings). */
 void ft_err_one_line(char *msg);
 
+/* The length in bytes of the control character at s: 1 for C0 (a line break, an escape) and
+ * DEL, 2 for a C1 control in UTF-8 (U+0080 to U+009F, which a terminal may take as a sequence
+ * of its own: U+009B is CSI), 0 for anything else and at the end. */
+int ft_text_control_len(const char *s);
+/* s with each control character (ft_text_control_len) replaced by the character c, in place:
+ * text from a file printed on one line of a terminal. */
+void ft_text_printable(char *s, char c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -209,6 +209,9 @@ static void test_file_text(void) {
          "parameter \"a?[31m\" holds a control character"},
         {"{\"tune_params\":{\"a\":[\"x\\ny\",\"z\"]},\"cache\":{\"z\":{\"time\":1}}}",
          "value \"x?y\" holds a control character"},
+        /* U+009B, CSI in the C1 controls: a terminal may take it as ESC [ */
+        {"{\"tune_params\":{\"a\":[\"x\\u009b31my\",\"z\"]},\"cache\":{\"z\":{\"time\":1}}}",
+         "value \"x?31my\" holds a control character"},
         {"{\"tune_params\":{\"a\":[1,2]},\"cache\":{\"0x1\":{\"time\":1}}}",
          "0x1 is not one of the values"},
         {"{\"tune_params\":{\"a\":[\"16\",\"16.0\"]},\"cache\":{\"16\":{\"time\":1}}}",
@@ -229,6 +232,18 @@ static void test_file_text(void) {
                      strstr(err.msg, bad[i].says) && !strpbrk(err.msg, "\n\x1b"),
                  "case %zu: status %d: %s", i, s, err.msg);
         if (s == FT_OK) ft_landscape_free(&l);
+    }
+    /* 120 characters of two bytes each are 120 characters, not 240 */
+    char wide[2048] = "{\"tune_params\":{\"a\":[\"", *w = wide + strlen(wide);
+    for (int i = 0; i < 120; i++)
+        w += sprintf(w, "\xc3\xa9");
+    snprintf(w, sizeof wide - (size_t)(w - wide), "\",\"z\"]},\"cache\":{\"z\":{\"time\":1}}}");
+    {
+        ft_landscape lw;
+        ft_err ew = {0};
+        FT_CHECK(ft_landscape_from_buffer(wide, strlen(wide), "f.json", &lw, &ew) == FT_OK,
+                 "120 two-byte characters: %s", ew.msg);
+        if (!ew.status) ft_landscape_free(&lw);
     }
     /* "16.0" in an entry is its key's 16; "8" among 2 and 4 is the number 8, in order. */
     const char *agree = "{\"tune_params\":{\"a\":[\"16\",\"32\"]},\"cache\":{\"16\":{\"a\":"

@@ -67,11 +67,11 @@ def test_show(tmp):
           and "'stats' is missing" in warn[0], f"show: one warning naming the entry: {err!r}")
     # A hand-edited device with control characters: printed as '?', each entry one row.
     c = os.path.join(tmp, "ctl.json")
-    write_profile(c, [entry(512, 1e-3, device="cpu: A\nB\tC\x01\x1b[31m x 16")])
+    write_profile(c, [entry(512, 1e-3, device="cpu: A\nB\tC\x01\x1b[31m x 16\u009b2J")])
     rc, out, err = run("show", c)
     lines = out.splitlines()
-    check(rc == 0 and len(lines) == 2 and "cpu: A?B?C??[31m x 16" in lines[1]
-          and not any(ord(ch) < 0x20 for ch in out.replace("\n", "")),
+    check(rc == 0 and len(lines) == 2 and "cpu: A?B?C??[31m x 16?2J" in lines[1]
+          and not any(ord(ch) < 0x20 or 0x80 <= ord(ch) <= 0x9f for ch in out.replace("\n", "")),
           f"show: control characters printed as '?': {out!r}")
     # A skipped entry's op and backend, and a skipped kernel's name, with a line break, a
     # carriage return and escape sequences: the warning's label is one line of plain text, as

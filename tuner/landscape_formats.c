@@ -155,30 +155,26 @@ static double decimal_number(const char *s) {
 
 /* A name or value is printed on one line of a terminal: its line breaks and escape sequences
  * (control characters) become '?'. */
-static void printable(char *s) {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
-}
+static void printable(char *s) { ft_text_printable(s, '?'); }
 
 /* The longest parameter name or string value read: a value is written into cache keys, labels
  * and messages whole, and two that differ past this would read as one. */
 #define TEXT_MAX 120
 
-/* Why s cannot name a parameter or be a value: longer than TEXT_MAX, or holding a control
- * character (a line break or an escape sequence would reach the terminal in every table);
- * NULL when it can. */
-static const char *text_flaw(const char *s) {
-    if (strlen(s) > TEXT_MAX) return "is longer than 120 characters";
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-        if (*c < 0x20 || *c == 0x7f) return "holds a control character";
-    return NULL;
+const char *ft_landscape_text_flaw(const char *s) {
+    size_t chars = 0;
+    for (const char *c = s; *c; c++) {
+        if (ft_text_control_len(c)) return "holds a control character";
+        chars += ((unsigned char)*c & 0xc0) != 0x80; /* a UTF-8 character's first byte */
+    }
+    return chars > TEXT_MAX ? "is longer than 120 characters" : NULL;
 }
 
 /* One line saying that a parameter name or a string value (what: "parameter", "value") in
  * `where` cannot be read (its first characters shown, control characters as '?'), or FT_OK. */
 static ft_status check_text(const char *file, const char *where, const char *what, const char *s,
                             ft_err *err) {
-    const char *flaw = text_flaw(s);
+    const char *flaw = ft_landscape_text_flaw(s);
     if (!flaw) return FT_OK;
     char shown[41];
     snprintf(shown, sizeof shown, "%s", s);

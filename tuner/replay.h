@@ -96,6 +96,11 @@ typedef struct ft_landscape {
  * Fails with FT_EFORMAT and one line naming the file and what is wrong: for a log, when a
  * valid candidate was neither measured nor rejected (a replay needs the exhaustive landscape). */
 ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err);
+/* Why s cannot be read back as a parameter's name or a string value (NULL when it can): it
+ * holds a control character (ft_text_control_len), or it is longer than 120 characters (a
+ * value is written into cache keys, labels and messages whole, and two that differ past that
+ * would read as one). The readers refuse such text; writers check it first. */
+const char *ft_landscape_text_flaw(const char *s);
 /* The same from the bytes of such a file (not compressed); `name` names it in messages. */
 ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name, ft_landscape *l,
                                    ft_err *err);

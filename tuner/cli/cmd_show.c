@@ -167,8 +167,7 @@ static void print_cells(const table *t, char (*cells)[NCOLS][512], int n) {
     int width[NCOLS];
     for (int r = 0; r < n; r++)
         for (int c = 0; c < t->ncols; c++)
-            for (char *s = cells[r][c]; *s; s++)
-                if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+            ft_text_printable(cells[r][c], '?');
     for (int c = 0; c < t->ncols; c++) {
         width[c] = columns(t->headings[c]);
         for (int r = 0; r < n; r++)
