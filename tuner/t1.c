@@ -5,6 +5,8 @@
 
 #include "core/npy.h"
 #include "core/rng.h"
+#include "core/status.h"
+#include "tuner/replay.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -123,6 +125,49 @@ static void note_add(ft_t1 *t, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* A tunable's name and values as the outputs hold them (a Kernel Tuner cache, whose keys join
+ * the values with commas; a T4 file) and as replay reads them back: refused here, when the file
+ * is read, rather than written into a file that then cannot be read, or read as another
+ * configuration. items[k] is value k, text[k] its text. */
+static ft_status check_writable(const char *name, const char *pn, const ft_expr_value *items,
+                                char *const *text, int n, ft_err *err) {
+    const char *flaw = ft_landscape_text_flaw(pn);
+    if (flaw) return ft_err_set(err, FT_EFORMAT, "%s: parameter %.64s %s", name, pn, flaw);
+    double num[FT_MAX_VALUES];
+    for (int k = 0; k < n; k++) {
+        if ((flaw = ft_landscape_text_flaw(text[k])) != NULL)
+            return ft_err_set(err, FT_EFORMAT, "%s: parameter %s: Values[%d] %s", name, pn, k,
+                              flaw);
+        if (strchr(text[k], ','))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: parameter %s: Values[%d], \"%.64s\", holds a comma, which a "
+                              "Kernel Tuner cache's keys use between values",
+                              name, pn, k, text[k]);
+        char *end;
+        num[k] = NAN;
+        if (items[k].kind == FT_EXPR_INT) {
+            if (items[k].i > (1LL << 53) || items[k].i < -(1LL << 53))
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: parameter %s: Values[%d], %lld, is beyond 2^53, where the "
+                                  "readers of the results (JSON numbers as doubles) cannot tell "
+                                  "it from its neighbours",
+                                  name, pn, k, items[k].i);
+            num[k] = (double)items[k].i;
+        } else if (items[k].kind == FT_EXPR_FLOAT) {
+            num[k] = items[k].f;
+        } else if (text[k][0] && (num[k] = strtod(text[k], &end), *end)) {
+            num[k] = NAN; /* a string that is no number */
+        }
+        for (int j = 0; j < k; j++)
+            if (num[j] == num[k])
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: parameter %s lists %.64s and %.64s, one number to the "
+                                  "readers of the results (Kernel Tuner, T4, replay)",
+                                  name, pn, text[j], text[k]);
+    }
+    return FT_OK;
+}
+
 static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err) {
     json_t *tp = json_object_get(cs, "TuningParameters");
     if (!json_is_array(tp) || json_array_size(tp) == 0)
@@ -230,8 +275,8 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
         fp->n = n;
         /* A string value is a macro's value on the compiler's command line: one line of text. */
         for (int k = 0; is_string && k < n; k++)
-            for (const unsigned char *c = (const unsigned char *)labels[k]; c && *c; c++)
-                if (*c < 0x20 || *c == 0x7f)
+            for (const char *c = labels[k]; c && *c; c++)
+                if (ft_text_control_len(c))
                     return ft_err_set(err, FT_EFORMAT,
                                       "%s: parameter %s: Values[%d] holds a control character (a "
                                       "line break): it cannot be a macro's value",
@@ -266,6 +311,13 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                 }
         }
         fp->labels = (const char *const *)labels;
+        char *texts[FT_MAX_VALUES], nums[FT_MAX_VALUES][24];
+        for (int k = 0; k < n; k++) {
+            texts[k] = labels ? labels[k] : nums[k];
+            if (!labels) snprintf(nums[k], sizeof nums[k], "%d", fp->values[k]);
+        }
+        ft_status ws = check_writable(name, pn, items, texts, n, err);
+        if (ws) return ws;
         /* The default: "Default" where given (a value, or a list of one), else the first
          * value. A Default that is not among the values (the hub's hotspot file gives
          * max_tfactor the values [10] and the Default 1) leaves the first value the default,
