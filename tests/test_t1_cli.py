@@ -398,6 +398,24 @@ def test_kt_cache_resume():
                    "another tuning problem (its tune_params differs")
     with open(other) as f:
         check(json.load(f) == doc, "the refused cache is left as it was")
+    # An entry with no time nor error name (a negative time, a missing one) is a broken cache,
+    # refused as replay refuses it, never resumed as a failed configuration.
+    with open(kt) as f:
+        doc = json.load(f)
+    for bad in (-5, None, 0):
+        broken = json.loads(json.dumps(doc))
+        key = next(k for k, e in broken["cache"].items() if isinstance(e.get("time"), float))
+        if bad is None:
+            del broken["cache"][key]["time"]
+        else:
+            broken["cache"][key]["time"] = bad
+        path = os.path.join(tmp, "broken.kt.json")
+        dump(path, broken)
+        before = open(path).read()
+        one_line_error(["tune", "--t1", T1, "--backend", "cuda-emu", "--kt-cache", path], 1,
+                       f'cache entry "{key}" has no positive "time"')
+        one_line_error(["replay", path, "--seeds", "1"], 1, "has no positive")
+        check(open(path).read() == before, f"time {bad!r}: the refused cache is left as it was")
     # A cache another run holds (its lock taken) is refused, left as it was: two runs on one
     # cache lost the first one's later entries.
     before = open(kt).read()

@@ -587,13 +587,22 @@ static ft_status cache_open(const ft_t1 *t, const ft_t1_tune_opts *o, const ft_c
                            path, same[k]);
     json_t *cache = s == FT_OK ? json_object_get(had, "cache") : NULL;
     size_t matched = 0;
-    for (int i = 0; cache && i < res->n; i++) {
+    for (int i = 0; cache && s == FT_OK && i < res->n; i++) {
         char key[4096];
         ft_t1_key(t, &cands[i], key, sizeof key);
         const json_t *e = json_object_get(cache, key);
         if (!e) continue;
-        matched++;
         const json_t *tv = json_object_get(e, "time");
+        /* a time, or the name of the error that failed it; anything else is a broken entry,
+         * refused as replay refuses it rather than counted as a failed configuration */
+        if (!json_is_string(tv) && !(json_is_number(tv) && json_number_value(tv) > 0)) {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: cache entry \"%.200s\" has no positive \"time\" (ms) nor an "
+                           "error name: mend or remove it",
+                           path, key);
+            break;
+        }
+        matched++;
         double c = entry_cost_ms(e);
         res->cost[i] = isnan(c) ? 0 : c / 1e3;
         res->when[i] = entry_time(e);
