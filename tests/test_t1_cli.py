@@ -849,6 +849,18 @@ def test_bad():
         one_line_error(["tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", opt,
                         target], rc, needle)
     check(open(copy).read() == before, "the T1 file left as it was")
+    # A file that declares no output has nothing to check configurations against: refused
+    # before the search, not every configuration but the default rejected.
+    with open(T1) as f:
+        doc = json.load(f)
+    for arg in doc["KernelSpecification"]["Arguments"]:
+        arg.pop("Output", None)
+    doc["KernelSpecification"]["KernelFile"] = kfile
+    nout = os.path.join(STATE["tmp"], "no_outputs.json")
+    dump(nout, doc)
+    one_line_error(["tune", "--t1", nout, "--backend", "cuda-emu", "--budget", "2"], 1,
+                   "declares no output")
+    one_line_error(["bench", "--t1", nout, "--backend", "cuda-emu"], 1, "declares no output")
     # Two outputs that name one file (the last written would replace the other), an existing
     # cache or a new one, spelled alike or not, are refused before the search.
     cache = os.path.join(STATE["tmp"], "shared_out.kt.json")

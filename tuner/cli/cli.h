@@ -308,6 +308,9 @@ int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option 
 void ft_cli_t1_apply(const char *cmd, const ft_cli_t1_args *a, ft_t1_tune_opts *to);
 /* A T1 failure as "CMD: message": a usage failure for a bad request (FT_EINVAL), else a failure. */
 int ft_cli_t1_fail(const char *cmd, const ft_err *err);
+/* 0 when t declares an output to check configurations by; else one line saying it does not, and
+ * FT_EXIT_FAIL (tune and bench, where every configuration but the reference would be rejected). */
+int ft_cli_t1_checkable(const char *cmd, const ft_t1 *t);
 /* The configurations a's --config, --all-configs or --sample name (ft_t1_select). Returns an
  * exit code (message printed). */
 int ft_cli_t1_select(const char *cmd, const ft_t1 *t, const ft_cli_t1_args *a, ft_config **cfgs,

@@ -98,6 +98,15 @@ int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option 
     return FT_EXIT_OK;
 }
 
+int ft_cli_t1_checkable(const char *cmd, const ft_t1 *t) {
+    for (int i = 0; i < t->nargs; i++)
+        if (t->args[i].output) return FT_EXIT_OK;
+    return ft_cli_fail(FT_EXIT_FAIL,
+                       "%s: %s declares no output (\"Output\": 1 on an argument): there is nothing "
+                       "to check a configuration's results against; mark what the kernel writes",
+                       cmd, t->path);
+}
+
 int ft_cli_t1_fail(const char *cmd, const ft_err *err) {
     return ft_cli_fail(err->status == FT_EINVAL ? FT_EXIT_USAGE : FT_EXIT_FAIL, "%s: %s", cmd,
                        err->msg);

@@ -66,7 +66,8 @@ int ft_cli_bench_t1(int argc, char **argv) {
         return ft_cli_t1_fail("bench", &err);
     ft_config *cfgs = NULL;
     int64_t n = 0;
-    if ((code = ft_cli_t1_select("bench", t, &a, &cfgs, &n))) {
+    if ((code = ft_cli_t1_checkable("bench", t)) ||
+        (code = ft_cli_t1_select("bench", t, &a, &cfgs, &n))) {
         ft_t1_free(t);
         return code;
     }

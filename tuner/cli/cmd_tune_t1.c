@@ -226,12 +226,15 @@ static int check_outputs(const tune_t1_args *c) {
     return FT_EXIT_OK;
 }
 
-/* What else can be refused before the search, once the T1 file is read: an output that is the
+/* What else can be refused before the search, once the T1 file is read: a file that declares no
+ * output (every configuration would be rejected, nothing to compare), an output that is the
  * T1 file or its kernel (it would be overwritten or appended to), two outputs that name one
  * file (the last written would replace the other), and a --t4 file that could not
  * be written at the end (a folder, a folder without write access: the results would be lost). */
 static int check_t1_outputs(const ft_t1 *t, const char *t4, const char *kt, const char *log,
                             const char *profile) {
+    int code = ft_cli_t1_checkable("tune", t);
+    if (code) return code;
     const char *const outs[][2] = {
         {"--t4", t4}, {"--kt-cache", kt}, {"--log", log}, {"--profile", profile}};
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
