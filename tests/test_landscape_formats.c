@@ -222,6 +222,13 @@ static void test_file_text(void) {
          "\"name\":\"time\",\"value\":5}]}]}",
          "entries results[0] and results[1] are the same configuration"},
         {"{\"tune_params\":{},\"cache\":{\"1\":{\"time\":1}}}", "0 tunable parameters"},
+        {"{\"schema_version\":\"2.0.0\",\"results\":[{\"configuration\":{\"a\":1},"
+         "\"invalidity\":\"correct\",\"measurements\":[{\"name\":\"time\",\"value\":2}]}]}",
+         "schema_version 2.0.0: flaretune reads T4 results of schema 1.x"},
+        {"{\"schema_version\":\"1.0.0\",\"results\":[{\"configuration\":{\"a\":1},"
+         "\"invalidity\":\"correct\",\"correctness\":0,\"measurements\":[{\"name\":\"time\","
+         "\"value\":2}]}]}",
+         "results[0] is \"correct\" but its correctness is 0, not 1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ft_landscape l;

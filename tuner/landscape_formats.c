@@ -625,6 +625,11 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
     const json_t *results = json_object_get(doc, "results"), *meta = json_object_get(doc, "metadata");
     if (!json_is_array(results))
         return ft_err_set(err, FT_EFORMAT, "%s: a T4 results file needs a \"results\" array", name);
+    const json_t *sv = json_object_get(doc, "schema_version");
+    if (sv && (!json_is_string(sv) || strncmp(json_string_value(sv), "1.", 2) != 0))
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: schema_version %s: flaretune reads T4 results of schema 1.x", name,
+                          json_is_string(sv) ? json_string_value(sv) : "that is no string");
     size_t n = json_array_size(results);
     if (n == 0) return ft_err_set(err, FT_EFORMAT, "%s: holds no configuration", name);
     const json_t *tu = json_object_get(meta, "timeunit");
@@ -727,8 +732,14 @@ static ft_status read_t4(const json_t *doc, const char *name, ft_landscape *l, f
                 strcmp(obj, "time") ? ", and no \"time\" measurement to read instead" : "");
             break;
         }
+        const json_t *ok = json_object_get(res, "correctness");
         if (!json_is_string(inv)) {
             s = ft_err_set(err, FT_EFORMAT, "%s: results[%zu] has no \"invalidity\"", name, r);
+        } else if (!strcmp(json_string_value(inv), "correct") && json_is_number(ok) &&
+                   json_number_value(ok) != 1) {
+            s = ft_err_set(err, FT_EFORMAT,
+                           "%s: results[%zu] is \"correct\" but its correctness is %g, not 1", name,
+                           r, json_number_value(ok));
         } else if (strcmp(json_string_value(inv), "correct") != 0) {
             c->score = INFINITY;
         } else if (json_is_number(val) && json_number_value(val) > 0 &&
