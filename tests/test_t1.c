@@ -95,30 +95,41 @@ static void test_hand_checked(void) {
              "%s", err.msg);
 }
 
+/* saxpy_tiled.json loaded with --kernel-file `override`, or else read with its KernelFile
+ * replaced by the JSON string kf_json (as "k.json", beside dir): refused (FT_EIO) in one line
+ * holding both fragments. */
+static void expect_kernel_refused(const char *override, const char *kf_json, const char *dir,
+                                  const char *fragment, const char *fragment2) {
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    ft_status s = FT_OK;
+    if (override) {
+        s = ft_t1_load(DATA "saxpy_tiled.json", override, &t, &err);
+    } else {
+        static const char old[] = "\"saxpy_tiled.cu\"";
+        char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+        char *at = text ? strstr(text, old) : NULL;
+        FT_CHECK(at != NULL, "mutation");
+        size_t n = at ? strlen(text) + strlen(kf_json) + 1 : 0;
+        char *json = at ? malloc(n) : NULL;
+        if (json) {
+            snprintf(json, n, "%.*s%s%s", (int)(at - text), text, kf_json, at + strlen(old));
+            s = ft_t1_from_buffer(json, strlen(json), "k.json", dir, NULL, &t, &err);
+        }
+        free(json);
+        free(text);
+    }
+    FT_CHECK(s == FT_EIO && t == NULL && strstr(err.msg, fragment) &&
+                 (!fragment2 || strstr(err.msg, fragment2)) && !strchr(err.msg, '\n'),
+             "%s: status %d, %s", override ? override : kf_json, s, err.msg);
+    ft_t1_free(t);
+}
+
 /* A kernel file that is there but is no file to read (a folder) is refused when the T1 file is
  * read, as one that is missing is, not when the first configuration is compiled. */
 static void test_kernel_not_a_file(void) {
-    ft_t1 *t = NULL;
-    ft_err err = {0};
-    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", DATA, &t, &err) == FT_EIO && t == NULL &&
-                 strstr(err.msg, "the kernel file is a folder") && !strchr(err.msg, '\n'),
-             "--kernel-file a folder: %s", err.msg);
-    ft_t1_free(t);
-    t = NULL;
-    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
-    char *at = text ? strstr(text, "\"saxpy_tiled.cu\"") : NULL;
-    FT_CHECK(at != NULL, "mutation");
-    if (!at) {
-        free(text);
-        return;
-    }
-    memcpy(at, "\".\"             ", 16); /* "KernelFile": ".", then spaces */
-    ft_status s = ft_t1_from_buffer(text, strlen(text), "dot.json", DATA, NULL, &t, &err);
-    FT_CHECK(s == FT_EIO && t == NULL && strstr(err.msg, "dot.json: KernelFile .:") &&
-                 strstr(err.msg, "is a folder, not a file") && !strchr(err.msg, '\n'),
-             "KernelFile \".\": status %d, %s", s, err.msg);
-    ft_t1_free(t);
-    free(text);
+    expect_kernel_refused(DATA, NULL, NULL, "the kernel file is a folder", NULL);
+    expect_kernel_refused(NULL, "\".\"", DATA, "k.json: KernelFile .:", "is a folder, not a file");
 }
 
 /* A kernel file whose path holds a quote (the path is written into the compiled code) is
@@ -131,28 +142,9 @@ static void test_kernel_path_quoted(void) {
     FILE *f = fopen(path, "w");
     FT_CHECK(src && f && fputs(src, f) >= 0 && fclose(f) == 0, "copy the kernel to %s", path);
     free(src);
-    ft_t1 *t = NULL;
-    ft_err err = {0};
-    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", path, &t, &err) == FT_EIO && t == NULL &&
-                 strstr(err.msg, "a quote, backslash or newline") && !strchr(err.msg, '\n'),
-             "--kernel-file with a quote: %s", err.msg);
-    ft_t1_free(t);
-    t = NULL;
-    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
-    char *at = text ? strstr(text, "\"saxpy_tiled.cu\"") : NULL;
-    FT_CHECK(at != NULL, "mutation");
-    if (at) {
-        char *json = malloc(strlen(text) + 64);
-        snprintf(json, strlen(text) + 64, "%.*s\"we\\\"ird.cu\"%s", (int)(at - text), text,
-                 at + strlen("\"saxpy_tiled.cu\""));
-        ft_status s = ft_t1_from_buffer(json, strlen(json), "q.json", dir, NULL, &t, &err);
-        FT_CHECK(s == FT_EIO && t == NULL && strstr(err.msg, "q.json: KernelFile") &&
-                     strstr(err.msg, "a quote, backslash or newline"),
-                 "KernelFile with a quote: status %d, %s", s, err.msg);
-        ft_t1_free(t);
-        free(json);
-    }
-    free(text);
+    expect_kernel_refused(path, NULL, NULL, "a quote, backslash or newline", NULL);
+    expect_kernel_refused(NULL, "\"we\\\"ird.cu\"", dir, "k.json: KernelFile",
+                          "a quote, backslash or newline");
     unlink(path);
 }
 
