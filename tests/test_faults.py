@@ -230,6 +230,15 @@ def test_exec_all_or_nothing():
                     "--save-inputs", save, "--out", out2], 1, "loss.npy")
     check(not os.path.exists(save) or not os.listdir(save),
           f"inputs saved although the outputs failed: {os.listdir(save)}")
+    # An output that is a link to one of the inputs would replace the input: refused first.
+    linked = os.path.join(TMP, "aon-link")
+    os.makedirs(linked)
+    q = sorted(os.listdir(d))[0]
+    os.symlink(os.path.join(d, q), os.path.join(linked, "o.npy"))
+    before = open(os.path.join(d, q), "rb").read()
+    one_line_error(["exec", "attention.decode", "--backend", "cpu", "--in", d, "--out", linked], 2,
+                   f"is the input {os.path.join(d, q)}")
+    check(open(os.path.join(d, q), "rb").read() == before, "the input is left as it was")
 
 
 # ---- .npy files that lie ------------------------------------------------------------------------

@@ -12,15 +12,16 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flaretune.h"
-#include "op/backend.h"
 #include "core/clock.h"
 #include "core/format.h"
 #include "core/npy.h"
+#include "core/paths.h"
+#include "flaretune.h"
+#include "op/backend.h"
 #include "op/op.h"
 #include "op/op_json.h"
-#include "profiles/src/profile.h"
 #include "op/space.h"
+#include "profiles/src/profile.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -310,6 +311,29 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
     return FT_EXIT_OK;
 }
 
+/* An output file of c in out that is one of its input files in in (a link to it, or the same
+ * folder): refused before the op runs, as it would be replaced. Returns an exit code. */
+static int check_outputs_not_inputs(const ft_call *c, const char *in, const char *out) {
+    for (int o = 0; o < c->op->ntensors; o++) {
+        const ft_tensor_spec *os = &c->op->tensors[o];
+        if (!ft_call_uses(c, o) || os->role == FT_ROLE_IN || os->role == FT_ROLE_GRAD_IN) continue;
+        char op[4096], ip[4096];
+        snprintf(op, sizeof op, "%s/%s.npy", out, os->name);
+        for (int i = 0; i < c->op->ntensors; i++) {
+            const ft_tensor_spec *is = &c->op->tensors[i];
+            if (!ft_call_uses(c, i) || (is->role != FT_ROLE_IN && is->role != FT_ROLE_GRAD_IN))
+                continue;
+            snprintf(ip, sizeof ip, "%s/%s.npy", in, is->name);
+            if (ft_same_file(op, ip))
+                return ft_cli_fail(FT_EXIT_USAGE,
+                                   "exec: the output %s is the input %s: it would be replaced "
+                                   "(nothing run)",
+                                   op, ip);
+        }
+    }
+    return FT_EXIT_OK;
+}
+
 /* The inputs from --in. Everything that goes wrong reading them (missing, malformed, of the
  * wrong dtype or shape, values out of range, sizes that disagree) is about the input files, not
  * the command line, whatever status the library gives it: exit 1 (docs/usage.md). On failure the call
@@ -377,10 +401,12 @@ static int run(int argc, char **argv) {
         flaretune_destroy(ctx);
         return code;
     }
-    if (a.in)
+    if (a.in) {
         code = exec_read_inputs(&su.c, a.in);
-    else
+        if (!code && (code = check_outputs_not_inputs(&su.c, a.in, a.out))) ft_call_free(&su.c);
+    } else {
         code = ft_cli_setup_inputs(&a.prob, &su);
+    }
     if (code) {
         flaretune_destroy(ctx);
         return code;
