@@ -304,6 +304,12 @@ done:
 
 ft_status ft_npy_load(const char *path, ft_tensor **out, ft_err *err) {
     *out = NULL;
+    /* A pipe, a device or a socket is refused before it is opened: opening a FIFO waits for a
+     * writer, and what it gives cannot be checked against its size. */
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode))
+        return ft_err_set(err, FT_EIO,
+                          "%s: not a regular file (a pipe or a device), not a .npy file", path);
     FILE *f = fopen(path, "rb");
     if (!f) return ft_err_set(err, FT_EIO, "%s: cannot open: %s", path, strerror(errno));
     ft_status s = FT_OK;

@@ -497,6 +497,21 @@ static void test_stale_tmp_removed(void) {
     unlink(p);
 }
 
+/* A FIFO (or a device) is refused before it is opened: opening a FIFO would wait for a writer. */
+static void test_load_refuses_a_fifo(void) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/fifo.npy", dir);
+    FT_CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    ft_tensor *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_npy_load(p, &t, &err) == FT_EIO && t == NULL &&
+                 strstr(err.msg, "not a regular file"),
+             "a FIFO: %s", err.msg);
+    FT_CHECK(ft_npy_load("/dev/null", &t, &err) == FT_EIO && strstr(err.msg, "not a regular file"),
+             "/dev/null: %s", err.msg);
+    unlink(p);
+}
+
 static void test_save_failure_leaves_nothing(void) {
     char p[256];
     ft_tensor *t = vector_at(4, p, sizeof p, "no-such-dir/x.npy");
@@ -523,6 +538,7 @@ int main(void) {
     FT_RUN(test_save_keeps_mode);
     FT_RUN(test_link_moved_meanwhile);
     FT_RUN(test_stale_tmp_removed);
+    FT_RUN(test_load_refuses_a_fifo);
     FT_RUN(test_save_failure_leaves_nothing);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
