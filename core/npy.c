@@ -80,7 +80,8 @@ static int read_shape(cursor *c, ft_npy_header *h) {
         if (c->p < c->end && *c->p == 'L') c->p++; /* Python 2 longs */
         if (h->rank >= FT_MAX_RANK) return -1;
         h->shape[h->rank++] = v;
-        if (!eat(c, ',')) return eat(c, ')');
+        /* (64) is Python's integer 64, not a shape: one dimension is (64,) */
+        if (!eat(c, ',')) return h->rank > 1 && eat(c, ')');
     }
 }
 
@@ -106,6 +107,8 @@ ft_status ft_npy_parse_header(const unsigned char *buf, size_t len, const char *
     if (pre + hlen > len) return ft_err_set(err, FT_EFORMAT, "%s: truncated .npy header", name);
     h->data_offset = pre + hlen;
 
+    if (memchr(buf + pre, '\0', hlen))
+        return ft_err_set(err, FT_EFORMAT, "%s: malformed .npy header (a NUL byte in it)", name);
     cursor c = {(const char *)buf + pre, (const char *)buf + pre + hlen};
     int have_descr = 0, have_fortran = 0, have_shape = 0;
     if (!eat(&c, '{')) goto bad;
@@ -138,6 +141,8 @@ ft_status ft_npy_parse_header(const unsigned char *buf, size_t len, const char *
             break;
         }
     }
+    skip_ws(&c); /* what follows the dictionary: numpy's padding and line break, nothing else */
+    if (c.p != c.end) goto bad;
     if (!have_descr || !have_fortran || !have_shape)
         return ft_err_set(err, FT_EFORMAT, "%s: .npy header lacks '%s'", name,
                           !have_descr     ? "descr"

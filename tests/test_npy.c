@@ -165,6 +165,11 @@ static void test_bad_files(void) {
     expect_error("noshape.npy", "lacks 'shape'");
     write_raw("garbage.npy", 1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (4,), }", f, 16);
     expect_error("garbage.npy", "malformed");
+    /* (4) is Python's integer 4: NumPy writes one dimension as (4,) and reads (4) as no shape */
+    write_raw("int4.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4), }", f, 16);
+    expect_error("int4.npy", "malformed");
+    write_raw("after.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), } x", f, 16);
+    expect_error("after.npy", "malformed");
     write_raw("v9.npy", 9, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", f, 16);
     expect_error("v9.npy", "version 9.0");
     int64_t big[1] = {1LL << 40};
