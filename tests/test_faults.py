@@ -468,6 +468,17 @@ def test_set_sizes():
     check(rc != 0 and "too many" in err and len(err.strip().splitlines()) == 1,
           f"step at R = L = 2^31-1: exit {rc}, {err.strip()!r}")
     check(took < 10, f"step at R = L = 2^31-1 took {took:.1f} s to refuse")
+    # Sizes that each are sizes but disagree with the op (Hq not a multiple of Hkv) are a bad
+    # value on the command line too, for one op and for a step.
+    one_line_error(["exec", "attention.decode", "--backend", "cpu", "--preset",
+                    "tiny.dflare.decode", "--set", "Hq=3", "--quiet"], 2, "multiple of kv heads")
+    one_line_error(["step", "tiny.dflare.decode", "--backend", "cpu", "--set", "Hq=3"], 2,
+                   "multiple of kv heads")
+    # A sliding layout no layer would get: without a window, or past the preset's layers.
+    one_line_error(["step", "tiny.dflare.decode", "--backend", "cpu", "--set", "sliding=3"], 2,
+                   "set window=W")
+    one_line_error(["step", "tiny.dflare.decode", "--backend", "cpu", "--set", "sliding=8",
+                    "--set", "window=5"], 2, "past the preset's D=3")
 
 
 # ---- profiles through links, and their modes ---------------------------------------------------

@@ -116,9 +116,30 @@ static void test_layer_windows(void) {
              "window=-1 accepted or a multi-line message: %s", err.msg);
 }
 
+/* A layout that asks for what no layer would get is refused once the sizes are set: sliding
+ * layers without a window, or bits past the preset's D layers. Every preset passes. */
+static void test_preset_check(void) {
+    ft_err err = {0};
+    for (int i = 0; i < ft_preset_count(); i++)
+        FT_CHECK(ft_preset_check(ft_preset_at(i), &err) == FT_OK, "%s: %s", ft_preset_at(i)->name,
+                 err.msg);
+    ft_preset p = *ft_preset_find("qwen3-8b.dflash.train"); /* D = 5 */
+    FT_CHECK(ft_preset_set(&p, "sliding=15", &err) == FT_OK &&
+                 ft_preset_check(&p, &err) == FT_EINVAL && strstr(err.msg, "set window=W"),
+             "sliding without a window: %s", err.msg);
+    FT_CHECK(ft_preset_set(&p, "window=2048", &err) == FT_OK && ft_preset_check(&p, &err) == FT_OK,
+             "sliding=15 window=2048: %s", err.msg);
+    FT_CHECK(ft_preset_set(&p, "sliding=32", &err) == FT_OK &&
+                 ft_preset_check(&p, &err) == FT_EINVAL && strstr(err.msg, "D=5"),
+             "a bit past D: %s", err.msg);
+    FT_CHECK(ft_preset_set(&p, "sliding=16", &err) == FT_OK && ft_preset_check(&p, &err) == FT_OK,
+             "bit 4 of D=5: %s", err.msg);
+}
+
 int main(void) {
     FT_RUN(test_first_lookups_from_many_threads); /* first: the table must not be built yet */
     FT_RUN(test_ctx_sum);
     FT_RUN(test_layer_windows);
+    FT_RUN(test_preset_check);
     return ft_test_finish();
 }

@@ -172,6 +172,10 @@ int64_t ft_preset_size(const ft_preset *p, const char *name);
 /* Apply "NAME=VALUE" to a copy of a preset; checks the name and that the value is positive
  * (ragged: 0 or 1). */
 ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err);
+/* Whether the sizes of p, once every --set is applied, ask for what can be run: a sliding
+ * layout (`sliding`, bit i: layer i) names only layers the preset has (0 to D-1) and comes with
+ * a window. FT_EINVAL, naming what to set, when not. */
+ft_status ft_preset_check(const ft_preset *p, ft_err *err);
 /* The attention window of draft layer i (0: full attention): window where layer i is one of the
  * sliding layers (bit i of sliding, or every layer when sliding = 0), else 0. */
 int64_t ft_preset_layer_window(const ft_preset *p, int64_t i);

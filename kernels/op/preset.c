@@ -233,6 +233,21 @@ ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     return FT_OK;
 }
 
+ft_status ft_preset_check(const ft_preset *p, ft_err *err) {
+    if (p->sliding == 0) return FT_OK;
+    if (p->window <= 0)
+        return ft_err_set(err, FT_EINVAL,
+                          "sliding=%lld names sliding-window layers but window is 0 (full "
+                          "attention): set window=W too",
+                          (long long)p->sliding);
+    if (p->D < 63 && (p->sliding >> p->D) != 0)
+        return ft_err_set(err, FT_EINVAL,
+                          "sliding=%lld marks a layer past the preset's D=%lld layers (bit i is "
+                          "layer i, 0 to %lld)",
+                          (long long)p->sliding, (long long)p->D, (long long)p->D - 1);
+    return FT_OK;
+}
+
 int64_t ft_preset_layer_window(const ft_preset *p, int64_t i) {
     if (p->window <= 0) return 0;
     if (p->sliding == 0) return p->window;

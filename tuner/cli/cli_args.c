@@ -140,6 +140,7 @@ int ft_cli_make_preset(const ft_cli_problem *p, const char *fallback, ft_preset 
     ft_err err = {0};
     for (int i = 0; i < p->nsets; i++)
         if (ft_preset_set(out, p->sets[i], &err)) return ft_cli_fail_err(&err);
+    if (ft_preset_check(out, &err)) return ft_cli_fail_err(&err);
     return FT_EXIT_OK;
 }
 
@@ -317,9 +318,13 @@ int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
         s->has_preset = 1;
     }
     ft_err err = {0};
-    if (ft_call_from_preset(&s->c, &s->preset, p->seed, &err)) {
+    ft_status st = ft_call_from_preset(&s->c, &s->preset, p->seed, &err);
+    if (st) {
         ft_call_free(&s->c);
-        return ft_cli_fail_err(&err);
+        /* sizes that disagree (Hq not a multiple of Hkv, an odd dh) where --set gave sizes are
+         * a bad value on the command line */
+        return st == FT_ESHAPE && p->nsets > 0 ? ft_cli_fail(FT_EXIT_USAGE, "%s", err.msg)
+                                               : ft_cli_fail_err(&err);
     }
     if ((code = ft_cli_check_preset_attrs(p, s->op, &s->preset))) ft_call_free(&s->c);
     return code;

@@ -242,6 +242,7 @@ static int run(int argc, char **argv) {
     for (int i = 0; i < args.nsets; i++)
         if (ft_preset_set(&p, args.sets[i], &err))
             return ft_cli_fail(FT_EXIT_USAGE, "step: %s", err.msg);
+    if (ft_preset_check(&p, &err)) return ft_cli_fail(FT_EXIT_USAGE, "step: %s", err.msg);
     /* One op alone may take N or blocks of its own; a whole step derives them from the other
      * sizes, so that every stage sees the same tokens and rows (docs/step.md). */
     int decode = !strcmp(p.phase, "decode");
@@ -281,7 +282,9 @@ static int run(int argc, char **argv) {
     if (st) {
         ft_step_free(&s);
         ft_profile_free(prof);
-        return ft_cli_fail(ft_cli_exit_code(st), "step: %s", err.msg);
+        /* sizes that disagree where --set gave sizes: a bad value on the command line */
+        return ft_cli_fail(st == FT_ESHAPE && args.nsets ? FT_EXIT_USAGE : ft_cli_exit_code(st),
+                           "step: %s", err.msg);
     }
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
