@@ -474,6 +474,12 @@ def test_set_sizes():
                     "tiny.dflare.decode", "--set", "Hq=3", "--quiet"], 2, "multiple of kv heads")
     one_line_error(["step", "tiny.dflare.decode", "--backend", "cpu", "--set", "Hq=3"], 2,
                    "multiple of kv heads")
+    # A size or an attribute given twice is refused, not the last one silently taken.
+    one_line_error(space + ["--set", "N=5", "--set", "N=7"], 2, "name one size: give it once")
+    one_line_error(["exec", "fusion.dflare", "--preset", "tiny.dflare.train", "--attr", "eps=1e-6",
+                    "--attr", "eps=1e-5", "--quiet"], 2, "name one attribute: give it once")
+    one_line_error(["step", "tiny.dflare.decode", "--set", "L=5", "--set", "L=6"], 2,
+                   "name one size: give it once")
     # A sliding layout no layer would get: without a window, or past the preset's layers.
     one_line_error(["step", "tiny.dflare.decode", "--backend", "cpu", "--set", "sliding=3"], 2,
                    "set window=W")

@@ -118,6 +118,9 @@ void ft_cli_problem_init(ft_cli_problem *p);
 /* Handle one getopt_long result if it is a problem option (FT_OPT_* below): returns 1 when
  * handled, 0 when not a problem option, -1 (message printed) on a bad value. */
 int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd);
+/* The entry of list (n "NAME=VALUE" texts) that names what arg names, or NULL: a --set or
+ * --attr given twice is refused rather than the last one silently taken. */
+const char *ft_cli_named_before(const char *const *list, int n, const char *arg);
 enum {
     FT_OPT_PRESET = 1000,
     FT_OPT_SET,

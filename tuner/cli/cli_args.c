@@ -37,17 +37,35 @@ int ft_cli_seed(const char *arg, unsigned long long *out) {
     return 1;
 }
 
+const char *ft_cli_named_before(const char *const *list, int n, const char *arg) {
+    size_t k = strcspn(arg, "=");
+    if (!arg[k]) return NULL; /* no NAME=VALUE: said as such where it is read */
+    for (int i = 0; i < n; i++)
+        if (strcspn(list[i], "=") == k && strncmp(list[i], arg, k) == 0) return list[i];
+    return NULL;
+}
+
+/* NAME=VALUE of --OPT into list, unless an earlier one names NAME (one line, -1). */
+static int add_named(const char **list, int *n, const char *opt, const char *arg, const char *cmd) {
+    const char *before = ft_cli_named_before(list, *n, arg);
+    if (before) {
+        ft_cli_fail(FT_EXIT_USAGE, "%s: --%s %s and --%s %s name one %s: give it once", cmd, opt,
+                    before, opt, arg, strcmp(opt, "set") ? "attribute" : "size");
+        return -1;
+    }
+    list[(*n)++] = arg;
+    return 1;
+}
+
 int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd) {
     switch (opt) {
     case FT_OPT_PRESET: p->preset = arg; return 1;
     case FT_OPT_SET:
         if (p->nsets == FT_CLI_MAX_LIST) break;
-        p->sets[p->nsets++] = arg;
-        return 1;
+        return add_named(p->sets, &p->nsets, "set", arg, cmd);
     case FT_OPT_ATTR:
         if (p->nattrs == FT_CLI_MAX_LIST) break;
-        p->attrs[p->nattrs++] = arg;
-        return 1;
+        return add_named(p->attrs, &p->nattrs, "attr", arg, cmd);
     case FT_OPT_BACKEND: p->backend = arg; return 1;
     case FT_OPT_CONFIG: p->config = arg; return 1;
     case FT_OPT_TIMER: {

@@ -185,6 +185,10 @@ static int step_opt(void *ctx, int o, const char *arg) {
     case 'b': a->so.backend = arg; break;
     case 's':
         if (a->nsets == 64) return ft_cli_fail(FT_EXIT_USAGE, "step: too many --set");
+        if (ft_cli_named_before(a->sets, a->nsets, arg))
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "step: --set %s and --set %s name one size: give it once",
+                               ft_cli_named_before(a->sets, a->nsets, arg), arg);
         a->sets[a->nsets++] = arg;
         break;
     case 'S': a->so.scheme = arg; break;
