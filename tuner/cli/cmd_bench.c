@@ -343,7 +343,9 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
         snprintf(ci, sizeof ci, "too few for a confidence interval (%d needed)", FT_STATS_MIN_CI);
     printf("  samples    %d (%d call%s each, %s), %s%s\n", st->samples, st->batch,
            st->batch > 1 ? "s" : "", a->cold ? "cold: rotating inputs" : "warm", ci,
-           st->converged ? "" : " (a cap on time or samples reached before the noise target)");
+           st->converged ? ""
+                         : " (a cap on time or samples came first: not yet the noise target over "
+                           "the minimum sampling time)");
     if (st->discarded || st->unclean)
         printf("  scheduler  %d of %d samples thrown away: their threads lost over %.0f%% of the "
                "sample to other work (%.0f%% of all sampled time)%s\n",
