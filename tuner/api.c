@@ -303,7 +303,7 @@ static int is_tensor_name(const char *name, char *known, size_t n) {
             char word[NAME_LEN + 4];
             snprintf(word, sizeof word, " %s,", t);
             char padded[1024];
-            snprintf(padded, sizeof padded, " %s,", known);
+            if (snprintf(padded, sizeof padded, " %s,", known) >= (int)sizeof padded) continue;
             if (!strstr(padded, word) && strlen(known) + strlen(t) + 3 < n)
                 snprintf(known + strlen(known), n - strlen(known), "%s%s", known[0] ? ", " : "",
                          t);

@@ -325,12 +325,13 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
            ceil->gemm ? ceil->gemm : "sgemm",
            ft_fmt_rate(ceil->gemm_flops, "FLOP/s", b2, sizeof b2));
     if (ceil->rounds == 0)
-        printf("             %d threads, this machine's best from the cache (under %d days old; "
-               "--measure-ceilings measures them now)\n",
-               ceil->threads, FT_BENCH_CEILINGS_MAX_AGE_DAYS);
+        printf("             %d thread%s, this machine's best from the cache (under %d days "
+               "old; --measure-ceilings measures them now)\n",
+               ceil->threads, ceil->threads > 1 ? "s" : "", FT_BENCH_CEILINGS_MAX_AGE_DAYS);
     else
-        printf("             %d threads, %d round%s in %.1f s%s\n", ceil->threads, ceil->rounds,
-               ceil->rounds > 1 ? "s" : "", ceil->measured_s,
+        printf("             %d thread%s, %d round%s in %.1f s%s\n", ceil->threads,
+               ceil->threads > 1 ? "s" : "", ceil->rounds, ceil->rounds > 1 ? "s" : "",
+               ceil->measured_s,
                ceil->from_cache ? "; raised to the best this machine has shown (cache)" : "");
     printf("  clock      %s\n", ft_backend_clock(su->be));
     printf("  time       median %s  IQR %s  min %s  max %s\n",

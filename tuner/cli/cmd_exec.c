@@ -234,8 +234,11 @@ static void print_summary(const ft_call *c, const char *backend, const char *cfg
         }
         char shape[64];
         ft_shape_str(x->rank, x->shape, shape, sizeof shape);
-        printf("  %-8s %-22s %12.5g %12.5g %12.5g", ts->name, shape,
-               n > bad ? sqrt(ss / (double)(n - bad)) : 0.0, lo, hi);
+        if (n > bad)
+            printf("  %-8s %-22s %12.5g %12.5g %12.5g", ts->name, shape,
+                   sqrt(ss / (double)(n - bad)), lo, hi);
+        else /* no finite element (an empty output): nothing to summarise */
+            printf("  %-8s %-22s %12s %12s %12s", ts->name, shape, "-", "-", "-");
         if (bad) printf("  (%lld non-finite)", (long long)bad);
         printf("\n");
     }

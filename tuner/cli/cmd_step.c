@@ -121,8 +121,11 @@ static void print_human(const ft_step *s, const char *profile) {
     int from_profile = 0;
     for (int i = 0; i < s->n; i++)
         from_profile += strncmp(s->stages[i].cfg_from, "profile", 7) == 0;
-    printf("configs: %d of %d stages from %s, the rest the backend's defaults\n\n", from_profile,
-           s->n, profile ? profile : "no profile");
+    if (profile)
+        printf("configs: %d of %d stages from %s, the rest the backend's defaults\n\n",
+               from_profile, s->n, profile);
+    else
+        printf("configs: the backend's defaults (no profile)\n\n");
     printf("%-12s %-17s %5s %-8s %10s  %10s %7s  %s\n", "op", "kernel", "count", "pass", "median",
            "spread", "share", "config");
     for (int i = 0; i < s->n; i++) {
