@@ -279,7 +279,10 @@ static void remove_stale(const char *parent, const char *base) {
     DIR *d = opendir(parent);
     if (!d) return;
     char stem[512];
-    snprintf(stem, sizeof stem, ".%s.tmp-", base);
+    if (snprintf(stem, sizeof stem, ".%s.tmp-", base) >= (int)sizeof stem) {
+        closedir(d);
+        return; /* no name that long (ft_pkg_make_tmp takes 200 bytes at most) */
+    }
     size_t sl = strlen(stem);
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {

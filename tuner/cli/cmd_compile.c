@@ -198,8 +198,9 @@ static void row_text(const row *r, char *buf, size_t n) {
         snprintf(verdict, sizeof verdict, "ok");
     else
         snprintf(verdict, sizeof verdict, "pruned: %s", r->why);
-    snprintf(buf, n, "  %-30s %4d %11s %6zu %19s %5s %6s %6s %6s  %s", r->kernel, r->info.regs,
-             spills, r->info.stack_bytes, smem, blk, bpsm, occ, ipb, verdict);
+    if (snprintf(buf, n, "  %-30s %4d %11s %6zu %19s %5s %6s %6s %6s  %s", r->kernel, r->info.regs,
+                 spills, r->info.stack_bytes, smem, blk, bpsm, occ, ipb, verdict) >= (int)n)
+        buf[n - 1] = '\0'; /* a verdict longer than the line is cut there */
 }
 
 static void print_row(const row *r) {
@@ -589,7 +590,7 @@ static int resolve_source(const char *given, char *out, size_t n) {
     }
     if (strlen(use) >= n || strlen(use) >= sizeof((ft_cuda_pool_job *)0)->source)
         return ft_cli_fail(FT_EXIT_USAGE, "compile: the path of --source %s is too long", given);
-    snprintf(out, n, "%s", use);
+    memcpy(out, use, strlen(use) + 1); /* its length checked above */
     return FT_EXIT_OK;
 }
 
