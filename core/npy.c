@@ -7,6 +7,8 @@
  */
 #include "core/npy.h"
 
+#include "core/paths.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -402,9 +404,7 @@ static const char *tmp_landing(const char *tmp, const char *path, char *out, siz
 static void remove_stale_tmp(const char *path) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     char dir[PATH_MAX], stem[NAME_MAX + 1];
-    if (slash && slash - path >= (ptrdiff_t)sizeof dir) return;
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
-             slash ? path : ".");
+    if (!ft_path_dir(path, dir, sizeof dir)) return;
     if (snprintf(stem, sizeof stem, "%s.tmp.", base) >= (int)sizeof stem) return;
     size_t sl = strlen(stem);
     DIR *d = opendir(dir);

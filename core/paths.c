@@ -75,17 +75,23 @@ int ft_same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
+int ft_path_dir(const char *path, char *dir, size_t n) {
+    const char *slash = strrchr(path, '/');
+    int len = !slash ? 1 : slash == path ? 1 : (int)(slash - path);
+    if (n == 0 || (size_t)len >= n) {
+        if (n) dir[0] = '\0';
+        return 0;
+    }
+    snprintf(dir, n, "%.*s", len, slash ? path : ".");
+    return 1;
+}
+
 /* path with its directory resolved (realpath) and its last name kept: what a file made at path
  * would be called, existing or not. Returns 0 when the directory does not resolve. */
 static int resolved_name(const char *path, char *out, size_t n) {
     const char *slash = strrchr(path, '/');
     char dir[PATH_MAX], real[PATH_MAX];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path) >=
-             (int)sizeof dir)
-        return 0;
-    if (!realpath(dir, real)) return 0;
+    if (!ft_path_dir(path, dir, sizeof dir) || !realpath(dir, real)) return 0;
     return snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path) < (int)n;
 }
 

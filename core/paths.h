@@ -27,6 +27,9 @@ char *ft_kernel_dir(char *buf, size_t n);
 /* Whether paths a and b name one existing file (the same device and inode: through a link, a
  * different spelling or a relative path alike), so a command refuses to write over its input. */
 int ft_same_file(const char *a, const char *b);
+/* The directory part of path as written: "." for a bare name, "/" for a name at the root, else
+ * everything before the last '/'. Returns 0 (dir left "") when it does not fit in n. */
+int ft_path_dir(const char *path, char *dir, size_t n);
 /* Whether paths a and b name one file, existing or to be made: ft_same_file, else the same
  * name in the same (resolved) directory; so two outputs of one command never collide. */
 int ft_same_path(const char *a, const char *b);

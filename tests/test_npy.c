@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/npy.h"
+#include "core/paths.h"
 #include "core/rng.h"
 #include "ft_test.h"
 
@@ -502,6 +503,22 @@ static void test_stale_tmp_removed(void) {
     unlink(p);
 }
 
+/* The directory of a path, as the temporary files and the profile's lock find it. */
+static void test_path_dir(void) {
+    static const struct {
+        const char *path, *dir;
+    } cases[] = {
+        {"x.npy", "."}, {"/x.npy", "/"}, {"a/x.npy", "a"}, {"/a/b/x.npy", "/a/b"}, {"a/", "a"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char d[64] = "junk";
+        FT_CHECK(ft_path_dir(cases[i].path, d, sizeof d) && strcmp(d, cases[i].dir) == 0,
+                 "%s: dir '%s', want '%s'", cases[i].path, d, cases[i].dir);
+    }
+    char small[4] = "junk";
+    FT_CHECK(!ft_path_dir("abcd/x", small, sizeof small) && small[0] == '\0',
+             "a directory that does not fit: '%s'", small);
+}
+
 /* A FIFO (or a device) is refused before it is opened: opening a FIFO would wait for a writer. */
 static void test_load_refuses_a_fifo(void) {
     char p[512];
@@ -544,6 +561,7 @@ int main(void) {
     FT_RUN(test_link_moved_meanwhile);
     FT_RUN(test_stale_tmp_removed);
     FT_RUN(test_load_refuses_a_fifo);
+    FT_RUN(test_path_dir);
     FT_RUN(test_save_failure_leaves_nothing);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

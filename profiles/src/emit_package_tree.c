@@ -316,13 +316,9 @@ ft_status ft_pkg_make_tmp(ft_pkg *k, const char *dir, ft_err *err) {
         snprintf(k->tmp, sizeof k->tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - parent), parent, base) >=
             (int)sizeof k->tmp - 64)
         return ft_err_set(err, FT_EINVAL, "%s: path too long", dir);
-    char where[4096]; /* the parent */
-    if (!slash) {
-        snprintf(where, sizeof where, ".");
-    } else if (slash == parent) {
-        snprintf(where, sizeof where, "/");
-    } else {
-        snprintf(where, sizeof where, "%.*s", (int)(slash - parent), parent);
+    char where[4096]; /* the parent, made where it is a folder of its own */
+    ft_path_dir(parent, where, sizeof where);
+    if (slash && slash != parent) {
         ft_status s = ft_dir_make(where, err);
         if (s) return s;
     }

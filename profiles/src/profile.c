@@ -20,6 +20,7 @@
 #include "core/filelock.h"
 #include "core/json.h"
 #include "core/npy.h"
+#include "core/paths.h"
 #include "flaretune/version.h"
 #include "kernels/registry.h"
 #include "op/backend.h"
@@ -1070,17 +1071,6 @@ static ft_status name_too_long(const char *path, ft_err *err) {
                       PATH_MAX - NAME_ROOM - 1);
 }
 
-/* The directory of path, as written: "." for a bare name, "/" for a name at the root. */
-static void dir_of(const char *path, char *dir, size_t n) {
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, n, ".");
-    else if (slash == path)
-        snprintf(dir, n, "/");
-    else
-        snprintf(dir, n, "%.*s", (int)(slash - path), path);
-}
-
 /* The file a profile path names, where its temporary file and its lock go: symbolic links are
  * followed to their target (realpath), and for a file that does not exist yet (a dangling
  * link's target included) the real path of its directory and its name. So a link stays a link,
@@ -1128,7 +1118,7 @@ static ft_status resolve_target(const char *path, char *real, size_t n, ft_err *
         const char *slash = strrchr(cur, '/');
         const char *base = slash ? slash + 1 : cur;
         char dir[PATH_MAX];
-        dir_of(cur, dir, sizeof dir);
+        ft_path_dir(cur, dir, sizeof dir);
         if (!base[0])
             return ft_err_set(err, FT_EIO, "%s: names a directory, not a profile file",
                               short_path(path, sp, sizeof sp));
@@ -1187,7 +1177,7 @@ static ft_status check_sticky(const char *path, const char *real, const struct s
     uid_t me = geteuid();
     if (me == 0 || st->st_uid == me) return FT_OK;
     char dir[PATH_MAX];
-    dir_of(real, dir, sizeof dir);
+    ft_path_dir(real, dir, sizeof dir);
     struct stat ds;
     if (stat(dir, &ds) != 0 || !(ds.st_mode & S_ISVTX) || ds.st_uid == me) return FT_OK;
     char sp[128];
