@@ -175,6 +175,33 @@ static void expect_bad(const char *from, const char *to, const char *fragment) {
     free(text);
 }
 
+/* String values the readers of the results hold apart are accepted: "0x10" and " 16" are labels
+ * of their own beside "16" (only decimal strings are numbers to them, ft_landscape_decimal). */
+static void test_labels_apart(void) {
+    static const char from[] =
+        "\"Name\": \"scale\", \"Type\": \"float\", \"Values\": \"[0.5, 2.0]\", \"Default\": 2.0";
+    static const char to[] = "\"Name\": \"scale\", \"Type\": \"string\", \"Values\": [\"0x10\", "
+                             "\"16\", \" 16\"], \"Default\": \"16\"";
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+    char *at = text ? strstr(text, from) : NULL;
+    FT_CHECK(at != NULL, "mutation");
+    if (!at) {
+        free(text);
+        return;
+    }
+    size_t n = strlen(text) + sizeof to;
+    char *m = malloc(n);
+    snprintf(m, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_from_buffer(m, strlen(m), "apart.json", NULL, NULL, &t, &err) == FT_OK && t &&
+                 t->params[3].n == 3,
+             "0x10, 16 and \" 16\": %s", err.msg);
+    ft_t1_free(t);
+    free(m);
+    free(text);
+}
+
 static void test_bad_files(void) {
     /* {what to replace, its replacement, a fragment the error must hold} */
     static const struct {
@@ -648,6 +675,7 @@ int main(void) {
     FT_RUN(test_kernel_not_a_file);
     FT_RUN(test_kernel_path_quoted);
     FT_RUN(test_bad_files);
+    FT_RUN(test_labels_apart);
     FT_RUN(test_vector_fills);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);

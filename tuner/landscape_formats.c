@@ -144,18 +144,12 @@ static void value_text(const json_t *v, char *buf, size_t n) {
     }
 }
 
-/* A number written as a string in decimal ("16", "1.0", "2e3"): its value, else NAN (so "0x10",
- * "inf" and " 16" are labels of their own). */
-static double decimal_number(const char *s) {
+double ft_landscape_decimal(const char *s) {
     char *end;
     if (!s || !*s || strspn(s, "0123456789+-.eE") != strlen(s)) return NAN;
     double x = strtod(s, &end);
     return *end ? NAN : x;
 }
-
-/* A name or value is printed on one line of a terminal: its line breaks and escape sequences
- * (control characters) become '?'. */
-static void printable(char *s) { ft_text_printable(s, '?'); }
 
 /* The longest parameter name or string value read: a value is written into cache keys, labels
  * and messages whole, and two that differ past this would read as one. */
@@ -178,14 +172,14 @@ static ft_status check_text(const char *file, const char *where, const char *wha
     if (!flaw) return FT_OK;
     char shown[41];
     snprintf(shown, sizeof shown, "%s", s);
-    printable(shown);
+    ft_text_printable(shown, '?'); /* one line of a terminal */
     return ft_err_set(err, FT_EFORMAT, "%s: %s: %s \"%s%s\" %s", file, where, what, shown,
                       strlen(s) >= sizeof shown ? "..." : "", flaw);
 }
 
 /* v as a number: a JSON number, or a string of one in decimal; NAN for anything else. */
 static double number_of(const json_t *v) {
-    return json_is_number(v) ? json_number_value(v) : decimal_number(json_string_value(v));
+    return json_is_number(v) ? json_number_value(v) : ft_landscape_decimal(json_string_value(v));
 }
 
 /* Whether a and b are one value of a parameter. A number and the strings of that number are one
@@ -391,7 +385,7 @@ static void copy_text(char *dst, size_t n, const json_t *v) {
         snprintf(dst, n, "%s", s ? s : "");
         free(s);
     }
-    if (n > 0) printable(dst);
+    if (n > 0) ft_text_printable(dst, '?');
 }
 
 /* ---- Kernel Tuner cache -------------------------------------------------------------------- */
@@ -422,7 +416,7 @@ static ft_status kt_config(const file_space *fs, const ft_space *sp, const char 
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char part[128];
         snprintf(part, sizeof part, "%.*s", (int)(len < sizeof part ? len : sizeof part - 1), p);
-        const double part_number = decimal_number(part); /* "0x1" and " 1" are not 1 */
+        const double part_number = ft_landscape_decimal(part); /* "0x1" and " 1" are not 1 */
         int k = -1;
         for (int j = 0; j < fs->p[i].n && k < 0; j++) {
             const json_t *v = fs->p[i].vals[j];
@@ -516,7 +510,7 @@ static ft_status read_kt(const json_t *doc, const char *name, ft_landscape *l, f
         if ((s = kt_config(&fs, &l->space, key, e, &c->cfg, err))) break;
         c->key = ft_space_index_of(&l->space, &c->cfg);
         const json_t *t = json_object_get(e, obj);
-        if (isfinite(decimal_number(
+        if (isfinite(ft_landscape_decimal(
                 json_string_value(t)))) { /* "1.5": neither a time nor an error name */
             s = ft_err_set(err, FT_EFORMAT,
                            "%s: cache entry \"%s\": \"%s\" is the string \"%s\", neither a "

@@ -101,6 +101,10 @@ ft_status ft_landscape_load(const char *path, ft_landscape *l, ft_err *err);
  * value is written into cache keys, labels and messages whole, and two that differ past that
  * would read as one). The readers refuse such text; writers check it first. */
 const char *ft_landscape_text_flaw(const char *s);
+/* A number written as a string in decimal ("16", "1.0", "2e3"): its value, as the readers take
+ * a string value or a cache key's part, else NAN (so "0x10", "inf" and " 16" are labels of their
+ * own). */
+double ft_landscape_decimal(const char *s);
 /* The same from the bytes of such a file (not compressed); `name` names it in messages. */
 ft_status ft_landscape_from_buffer(const char *data, size_t n, const char *name, ft_landscape *l,
                                    ft_err *err);

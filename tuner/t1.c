@@ -128,7 +128,8 @@ static void note_add(ft_t1 *t, const char *fmt, ...) {
 /* A tunable's name and values as the outputs hold them (a Kernel Tuner cache, whose keys join
  * the values with commas; a T4 file) and as replay reads them back: refused here, when the file
  * is read, rather than written into a file that then cannot be read, or read as another
- * configuration. items[k] is value k, text[k] its text. */
+ * configuration. A control character is refused for the compiler too: a value is a macro's
+ * value on its command line, one line of text. items[k] is value k, text[k] its text. */
 static ft_status check_writable(const char *name, const char *pn, const ft_expr_value *items,
                                 char *const *text, int n, ft_err *err) {
     const char *flaw = ft_landscape_text_flaw(pn);
@@ -143,7 +144,6 @@ static ft_status check_writable(const char *name, const char *pn, const ft_expr_
                               "%s: parameter %s: Values[%d], \"%.64s\", holds a comma, which a "
                               "Kernel Tuner cache's keys use between values",
                               name, pn, k, text[k]);
-        char *end;
         num[k] = NAN;
         if (items[k].kind == FT_EXPR_INT) {
             if (items[k].i > (1LL << 53) || items[k].i < -(1LL << 53))
@@ -155,8 +155,8 @@ static ft_status check_writable(const char *name, const char *pn, const ft_expr_
             num[k] = (double)items[k].i;
         } else if (items[k].kind == FT_EXPR_FLOAT) {
             num[k] = items[k].f;
-        } else if (text[k][0] && (num[k] = strtod(text[k], &end), *end)) {
-            num[k] = NAN; /* a string that is no number */
+        } else {
+            num[k] = ft_landscape_decimal(text[k]); /* as the readers take a string */
         }
         for (int j = 0; j < k; j++)
             if (num[j] == num[k])
@@ -273,14 +273,6 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
         t->values[i] = items;
         t->labels[i] = labels;
         fp->n = n;
-        /* A string value is a macro's value on the compiler's command line: one line of text. */
-        for (int k = 0; is_string && k < n; k++)
-            for (const char *c = labels[k]; c && *c; c++)
-                if (ft_text_control_len(c))
-                    return ft_err_set(err, FT_EFORMAT,
-                                      "%s: parameter %s: Values[%d] holds a control character (a "
-                                      "line break): it cannot be a macro's value",
-                                      name, pn, k);
         if (n <= 0) return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has no values", name, pn);
         if (n > FT_MAX_VALUES)
             return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has %d values; at most %d are supported",
