@@ -610,8 +610,8 @@ static ft_status cache_open(const ft_t1 *t, const ft_t1_tune_opts *o, const ft_c
             res->secs[i] = json_number_value(tv) / 1e3;
         } else {
             char why[160];
-            snprintf(why, sizeof why, "in an earlier run: %.100s",
-                     json_is_string(tv) ? json_string_value(tv) : "no time");
+            /* the name of the error that failed it (the entry is one or the other) */
+            snprintf(why, sizeof why, "in an earlier run: %.100s", json_string_value(tv));
             res->error[i] = strdup(why);
             if (!res->error[i]) s = ft_err_set(err, FT_ENOMEM, "out of memory");
             res->failed++;

@@ -186,14 +186,16 @@ static int step_opt(void *ctx, int o, const char *arg) {
     switch (o) {
     case 'p': a->profile = arg; break;
     case 'b': a->so.backend = arg; break;
-    case 's':
+    case 's': {
         if (a->nsets == 64) return ft_cli_fail(FT_EXIT_USAGE, "step: too many --set");
-        if (ft_cli_named_before(a->sets, a->nsets, arg))
+        const char *before = ft_cli_named_before(a->sets, a->nsets, arg);
+        if (before)
             return ft_cli_fail(FT_EXIT_USAGE,
-                               "step: --set %s and --set %s name one size: give it once",
-                               ft_cli_named_before(a->sets, a->nsets, arg), arg);
+                               "step: --set %s and --set %s name one size: give it once", before,
+                               arg);
         a->sets[a->nsets++] = arg;
         break;
+    }
     case 'S': a->so.scheme = arg; break;
     case 'r': {
         unsigned long long seed;
