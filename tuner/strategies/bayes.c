@@ -140,7 +140,8 @@ typedef struct {
     /* the training set */
     int n;
     int *idx;
-    double *y, *z, *L, *alpha, *v, *kx; /* kx: a column of L (factor) */
+    double *y, *z, *L, *alpha, *kx;     /* kx: a column of L (factor) */
+    double *w;                          /* the weighted improvements (bayes_next), nc */
     double *vb;                         /* the forward solves of exact_ei_block, nt x EI_BLOCK */
     /* means(): the candidates not known, their coordinates (parameter-major) and sums */
     int *ulist;
@@ -415,6 +416,12 @@ static void fit_scales(const ft_strategy *st, bayes_state *b) {
 
 #define NOT_COMPUTED (-3.0) /* an expected improvement left uncomputed (acquire) */
 
+/* Whether candidate c's bound on its expected improvement rules it out against the largest exact
+ * one so far (b->gain): never with a cost to weigh, where every candidate is computed. */
+static int ruled_out(const bayes_state *b, int c) {
+    return b->ub[c] < b->gain && b->o.cost_weight <= 0;
+}
+
 /* Expected improvement (minimising) of a normal with this improvement of its mean and sd. */
 static double ei_at(double imp, double sd) {
     double zz = imp / sd, ei = imp * Phi(zz) + sd * phi(zz);
@@ -566,7 +573,7 @@ static void acquire(ft_strategy *st, bayes_state *b) {
     for (int c = 0; c <= st->nc; c++) {
         if (c < st->nc) {
             if (st->taken[c] || c == top) continue;
-            if (b->ub[c] < b->gain && b->o.cost_weight <= 0) {
+            if (ruled_out(b, c)) {
                 b->ei[c] = NOT_COMPUTED;
                 continue;
             }
@@ -576,7 +583,7 @@ static void acquire(ft_strategy *st, bayes_state *b) {
             double e[EI_BLOCK];
             exact_ei_block(st, b, pend, np, e);
             for (int j = 0; j < np; j++) {
-                int lo = b->ub[pend[j]] < b->gain && b->o.cost_weight <= 0;
+                int lo = ruled_out(b, pend[j]);
                 b->ei[pend[j]] = lo ? NOT_COMPUTED : e[j];
                 if (!lo && e[j] > b->gain) b->gain = e[j];
             }
@@ -740,7 +747,7 @@ static int bayes_next(ft_strategy *st) {
     int every = st->ntaken < 4 * b->o.train ? 1 : st->ntaken / 64;
     if (b->ei_at < 0 || st->ntaken - b->ei_at >= every || b->ei_at > st->ntaken) acquire(st, b);
     if (b->ei_at < 0) return ft_grid_propose(st, spread_pick(st));
-    double *w = b->v + b->o.train + 16; /* nc scratch after v */
+    double *w = b->w;
     weigh_cost(st, b, w);
     if (b->o.explore && st->ntaken % b->o.explore == b->o.explore - 1)
         return ft_grid_propose(st, ft_grid_random_untaken(st));
@@ -792,8 +799,8 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     for (int p = 0; p < st->nparams; p++)
         tables += (size_t)st->pn[p] * st->pn[p];
     size_t nc = (size_t)st->nc;
-    /* idx, then y z alpha v(+nc scratch) kx, L, vb, ei mu ub, um ukmax uk, tables; ulist, upos */
-    size_t doubles = 3 * nt + (nt + nc) + nt + nt * nt + nt * EI_BLOCK + 6 * nc + tables;
+    /* idx, then y z alpha w kx, L, vb, ei mu ub, um ukmax uk, tables; ulist, upos */
+    size_t doubles = 3 * nt + nc + nt + nt * nt + nt * EI_BLOCK + 6 * nc + tables;
     bayes_state *b = calloc(1, sizeof *b + nt * sizeof(int) + doubles * sizeof(double) + 16 +
                                    nc * sizeof(int) + nc * (size_t)st->nparams);
     if (!b) return -1;
@@ -806,8 +813,8 @@ static int bayes_init(ft_strategy *st, const void *opts) {
     b->y = d;
     b->z = d += nt;
     b->alpha = d += nt;
-    b->v = d += nt;
-    b->kx = d += nt + nc;
+    b->w = d += nt;
+    b->kx = d += nc;
     b->L = d += nt;
     b->vb = d += nt * nt;
     b->ei = d += nt * EI_BLOCK;
