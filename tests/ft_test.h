@@ -4,7 +4,8 @@
  *   int main(void) { FT_RUN(test_something); return ft_test_finish(); }
  *
  * A failed check prints file:line and the message and marks the program failed; the test keeps
- * going so one run shows every failure. ft_test_skip() exits with 77 (ctest SKIP_RETURN_CODE).
+ * going so one run shows every failure. Each FT_RUN line gives its wall time, so the slow part of
+ * a slow test is named. ft_test_skip() exits with 77 (ctest SKIP_RETURN_CODE).
  */
 #ifndef FT_TEST_H
 #define FT_TEST_H
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static int ft_test_failures;
 static int ft_test_checks;
@@ -43,8 +45,13 @@ static const char *ft_test_current = "";
     do {                                                                                           \
         ft_test_current = #fn;                                                                     \
         int ft_before_ = ft_test_failures;                                                         \
+        struct timespec ft_t0_, ft_t1_;                                                            \
+        clock_gettime(CLOCK_MONOTONIC, &ft_t0_);                                                   \
         fn();                                                                                      \
-        fprintf(stderr, "%-48s %s\n", #fn, ft_test_failures == ft_before_ ? "ok" : "FAILED");      \
+        clock_gettime(CLOCK_MONOTONIC, &ft_t1_);                                                   \
+        fprintf(                                                                                   \
+            stderr, "%-48s %-6s %8.2f s\n", #fn, ft_test_failures == ft_before_ ? "ok" : "FAILED", \
+            (double)(ft_t1_.tv_sec - ft_t0_.tv_sec) + 1e-9 * (ft_t1_.tv_nsec - ft_t0_.tv_nsec));   \
     } while (0)
 
 static inline int ft_test_finish(void) {
