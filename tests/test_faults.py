@@ -357,6 +357,9 @@ def test_trace_keeps_its_log():
           f"replay of the file itself: {rc} {stdout.count('landscape ')} landscapes {err[-300:]!r}")
     rc, _, err = run("trace", log, "-o", os.path.join(TMP, "alone.trace.json"))
     check(rc == 0 and "note" not in err, f"a log with no family has no note: {rc} {err!r}")
+    rc, stdout, err = run("trace", log, "-o", "/dev/stdout")  # the trace alone on stdout
+    check(rc == 0 and "traceEvents" in json.loads(stdout) and "trace events" in err,
+          f"trace -o /dev/stdout: {rc} {stdout[-200:]!r} {err!r}")
 
 
 def rel_l2(a, b):

@@ -325,8 +325,9 @@ def test_cpu(np, ft, tmp):
     pkg = os.path.join(tmp, "out", "cpu-pkg")
     r = run([ft, "emit", ppath, "--format", "package", "-o", pkg, "--prefix", "tk"])
     if not re.fullmatch(r"wrote %s: a source package of \d+ entr(y|ies) \(docs/emit\.md\)\n"
-                        % re.escape(pkg), r.stdout):
-        fail(f"emit --format package says what it wrote in one line: {r.stdout!r}")
+                        % re.escape(pkg), r.stderr) or r.stdout:
+        fail(f"emit --format package says what it wrote in one line on stderr: {r.stdout!r} "
+             f"{r.stderr!r}")
     for f in ["README.md", "CMakeLists.txt", "include/tk.h", "src/tk_entries.c",
               "src/kernels/fusion/fusion_cpu.c", "src/kernels/loss/loss_cpu.c"]:
         if not os.path.isfile(os.path.join(pkg, f)):

@@ -246,11 +246,16 @@ def test_emit(tmp):
     rc, out, err = run("emit", p, "-o", h, "--prefix", "my_cfg")
     check(rc == 0 and "#ifndef MY_CFG_H" in read(h) and "my_cfg_lookup_v(" in read(h),
           f"emit -o --prefix: {err!r}")
-    check(out == f"wrote {h}: 3 entries as a C header\n", f"emit -o says what it wrote: {out!r}")
+    check(out == "" and err == f"wrote {h}: 3 entries as a C header\n",
+          f"emit -o says what it wrote on stderr: {out!r} {err!r}")
     j = os.path.join(tmp, "tuned.json")
-    rc, out, _ = run("emit", p, "--format", "json", "--backend", "other", "-o", j)
-    check(rc == 0 and out == f"wrote {j}: 1 entry as JSON records\n" and
-          len(json.loads(read(j))) == 1, f"emit --format json -o: {out!r}")
+    rc, out, err = run("emit", p, "--format", "json", "--backend", "other", "-o", j)
+    check(rc == 0 and err == f"wrote {j}: 1 entry as JSON records\n" and
+          len(json.loads(read(j))) == 1, f"emit --format json -o: {out!r} {err!r}")
+    # -o /dev/stdout into a pipe: the output alone, what it wrote said on stderr
+    rc, out, err = run("emit", p, "--format", "json", "-o", "/dev/stdout")
+    check(rc == 0 and len(json.loads(out)) == 3 and "wrote /dev/stdout" in err,
+          f"emit -o /dev/stdout: {rc} {out!r} {err!r}")
     check(not [n for n in os.listdir(tmp) if ".tmp." in n], "emit left a temporary file")
     before = read(h)
     one_line_error(["emit", p, "--format", "yaml", "-o", h], 2, "unknown format 'yaml'")

@@ -112,8 +112,8 @@ static int run(int argc, char **argv) {
                     nk, nk == 1 ? "" : "s");
         if (!out) return ft_cli_fail(FT_EXIT_USAGE, "emit: --format package needs -o DIR");
         if (s) return ft_cli_fail(ft_cli_exit_code(err.status), "emit: %s", err.msg);
-        printf("wrote %s: a source package of %d entr%s (docs/emit.md)\n", out, n,
-               n == 1 ? "y" : "ies");
+        fprintf(stderr, "wrote %s: a source package of %d entr%s (docs/emit.md)\n", out, n,
+                n == 1 ? "y" : "ies");
         return FT_EXIT_OK;
     }
     if (out) {
@@ -133,9 +133,10 @@ static int run(int argc, char **argv) {
             ft_profile_free(p);
             return ft_cli_fail(FT_EXIT_FAIL, "emit: %s", err.msg);
         }
-        /* Written to a file: one line says what (on stdout, the output itself is the file). */
-        printf("wrote %s: %d entr%s as %s\n", out, n, n == 1 ? "y" : "ies",
-               eo.format == FT_EMIT_JSON ? "JSON records" : "a C header");
+        /* Written to a file: one line says what, on stderr, so that `-o /dev/stdout` is the
+         * output alone (as export's line). */
+        fprintf(stderr, "wrote %s: %d entr%s as %s\n", out, n, n == 1 ? "y" : "ies",
+                eo.format == FT_EMIT_JSON ? "JSON records" : "a C header");
     } else {
         if (ft_profile_emit(p, &eo, stdout, &n, &err)) {
             ft_profile_free(p);

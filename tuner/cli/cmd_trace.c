@@ -32,8 +32,8 @@ static int run(int argc, char **argv) {
     int n = 0;
     if (ft_trace_export(argv[optind], out, &n, &err)) return ft_cli_fail_err(&err);
     ft_cli_note_family("trace", argv[optind]);
-    fflush(stderr);
-    printf("%s: %d trace events\n", out, n);
+    /* On stderr, so that `-o /dev/stdout` is the trace alone. */
+    fprintf(stderr, "%s: %d trace events\n", out, n);
     return FT_EXIT_OK;
 }
 
