@@ -151,6 +151,9 @@ int main(void) {
     CHECK(e && exact == 1 && e->median_s == 0.001);
     CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,alpha=0.55", at512, 3, NULL) == NULL);
     CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,alpha=0.5x", at512, 3, NULL) == NULL);
+    /* not a number is equal to none, as the package's lookup says */
+    CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,alpha=nan", at512, 3, NULL) == NULL);
+    CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,gamma=-nan", at512, 3, NULL) == NULL);
     CHECK(ft_tuned_lookup("loss", "ref", NULL, "scheme=dpace,final_norm=1", at512, 3, NULL) ==
           NULL);
     e = second_unit(4000);
