@@ -1,8 +1,10 @@
 /* env.c: the environment fingerprint (see core/env.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core/env.h"
 
 #include <cblas.h>
 #include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,13 @@ static void read_cpuinfo(ft_env *e) {
         }
     }
     fclose(f);
+}
+
+int ft_env_usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 void ft_env_probe(ft_env *e) {

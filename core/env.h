@@ -29,6 +29,12 @@ typedef struct ft_env {
 /* Fill e for this process (reads /proc/cpuinfo). */
 void ft_env_probe(ft_env *e);
 
+/* The CPUs this process may run on (its affinity mask: `taskset`, a cpuset, or the slice
+ * `mpirun` gives each rank of a node), at least 1; the online CPUs where the mask cannot be
+ * read. The thread counts a CPU kernel is tuned over stop here: more threads than CPUs only
+ * take turns. The device fingerprint keeps the machine's count (cpu_cores). */
+int ft_env_usable_cpus(void);
+
 /* The device fingerprint a backend's results are keyed by: for CPUs
  * "cpu: MODEL x CORES (BLAS core)". Returns buf. */
 char *ft_env_device(const ft_env *e, const char *backend, char *buf, unsigned long n);

@@ -87,6 +87,26 @@ def test_exhaustive(work):
     return log
 
 
+def test_rank_cpus(work):
+    """Ranks that split a node's CPUs tune the thread counts their slice can run: more threads
+    than CPUs only take turns (and were all thrown out as unclean, the winner blamed on a busy
+    machine)."""
+    n = len(os.sched_getaffinity(0))
+    if n < 2:
+        return
+    log = os.path.join(work, "slice.jsonl")
+    r = run(mpirun(2, *TUNE, "--backend", "cpu", "--strategy", "exhaustive", "--max-time",
+                   "0.003", "--log", log))
+    check(r.returncode == 0, f"mpirun -np 2 tune on {n} CPUs exits 0 ({r.stderr[-400:]})")
+    if r.returncode:
+        return
+    most = (n + 1) // 2  # the larger slice
+    threads = {e["config"]["threads"] for e in events(log)
+               if e["event"] in ("measured", "rejected")}
+    check(threads and max(threads) <= most,
+          f"two ranks on {n} CPUs tuned threads {sorted(threads)} (at most {most})")
+
+
 def test_replay(work, landscape):
     common = [*TUNE, "--backend", f"replay:{landscape}", "--seed", "5"]
     one, dist = os.path.join(work, "one.jsonl"), os.path.join(work, "dist.jsonl")
@@ -358,6 +378,7 @@ def main():
     try:
         landscape = test_exhaustive(work)
         test_replay(work, landscape)
+        test_rank_cpus(work)
         test_kill(work)
         test_two_devices(work)
         test_timeout(work)

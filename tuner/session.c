@@ -1021,8 +1021,8 @@ static void compile_ahead(session *S, int64_t total) {
     if (!o->be->prefetch || total <= 0 || total >= INT32_MAX) return;
     if (jobs <= 0) {
         if (!o->be->valid_compiles) return;
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        jobs = cores < 1 ? 1 : cores > FT_TUNE_MAX_JOBS ? FT_TUNE_MAX_JOBS : (int)cores;
+        int cores = ft_env_usable_cpus();
+        jobs = cores > FT_TUNE_MAX_JOBS ? FT_TUNE_MAX_JOBS : cores;
     }
     ft_config *cfgs = malloc(sizeof *cfgs * (size_t)(total + 1));
     if (!cfgs) return; /* only time is lost: the search compiles as it goes */

@@ -6,16 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "cpu.h"
 
-/* The op's CPU implementation, its thread counts resolved for this machine (once, whatever
- * thread asks first: ft_space_resolve is idempotent and serialised). */
+/* The op's CPU implementation, its thread counts resolved for the CPUs this process may use
+ * (once, whatever thread asks first: ft_space_resolve is idempotent and serialised). */
 static const ft_cpu_impl *find(const ft_op *op) {
     const ft_cpu_impl *impl = op ? op->cpu : NULL;
-    if (impl) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        ft_space_resolve(impl->space, ncpu > 0 ? (int)ncpu : 1);
-    }
+    if (impl) ft_space_resolve(impl->space, ft_env_usable_cpus());
     return impl;
 }
 

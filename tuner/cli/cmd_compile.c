@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/json.h"
 #include "core/paths.h"
 #include "cuda/backend/cuda_backend.h"
@@ -469,7 +470,7 @@ static int compile_opt(void *ctx, int o, const char *arg) {
 static int compile_parse(int argc, char **argv, compile_args *a) {
     memset(a, 0, sizeof *a);
     ft_cli_problem_init(&a->prob);
-    a->njobs = sysconf(_SC_NPROCESSORS_ONLN);
+    a->njobs = ft_env_usable_cpus();
     int code = ft_cli_parse_problem("compile", argc, argv, opts, &a->prob, compile_opt, a);
     if (code) return code;
     if (a->njobs < 1) a->njobs = 1;
