@@ -508,6 +508,16 @@ def test_refusals(ft, tmp, source):
         fail(f"a missing source: exit {r.returncode}, message '{r.stderr.strip()}'")
     if sorted(os.listdir(parent)) != ["pkg"]:
         fail(f"a missing source: something was left behind: {os.listdir(parent)}")
+    # Any thread count the profile reader takes is packaged (run with the cores there are).
+    for threads in (65536, 2147483647):
+        odd = json.loads(json.dumps(cpu))
+        odd["entries"][0]["config"]["threads"] = threads
+        odd_path = os.path.join(tmp, "odd.json")
+        json.dump(odd, open(odd_path, "w"))
+        odd_pkg = os.path.join(tmp, f"odd-{threads}")
+        r = run([ft, "emit", odd_path, "--format", "package", "-o", odd_pkg], ok=False)
+        if r.returncode != 0 or "3 entries" not in r.stderr:
+            fail(f"threads={threads}: exit {r.returncode}, {r.stderr.strip()!r}")
     r = run([ft, "emit", path, "--backend", "cpu", "--format", "package"], ok=False)
     if r.returncode == 0 or "-o DIR" not in r.stderr:
         fail(f"no -o: exit {r.returncode}, message '{r.stderr.strip()}'")

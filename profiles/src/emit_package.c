@@ -21,6 +21,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,8 @@ static ft_status entry_config(const ft_profile_entry *e, const ft_space *s, ft_c
         int i = ft_space_param(s, key);
         const char *now = i < 0 ? ft_space_renamed(s, key) : NULL;
         if (now) i = ft_space_param(s, now);
-        if (i < 0)
-            return ft_err_set(err, FT_EINVAL, "%s: parameter '%s' is not in the %s space",
+        if (i < 0) /* a malformed profile: exit 1, as any bad value read from a file */
+            return ft_err_set(err, FT_EFORMAT, "%s: parameter '%s' is not in the %s space",
                               e->op->name, key, e->backend);
         const ft_param *pa = &s->params[i];
         int k = -1;
@@ -83,11 +84,12 @@ static ft_status entry_config(const ft_profile_entry *e, const ft_space *s, ft_c
             long long x = json_integer_value(v);
             for (int j = 0; j < pa->n && k < 0; j++)
                 if (pa->values[j] == x) k = (int)x;
-            /* A thread count tuned on another machine is a number of threads all the same. */
-            if (k < 0 && (pa->flags & FT_PARAM_THREADS) && x >= 1 && x <= 4096) k = (int)x;
+            /* A thread count tuned on another machine is a number of threads all the same
+             * (any the profile reader accepts: run with at most the cores there are). */
+            if (k < 0 && (pa->flags & FT_PARAM_THREADS) && x >= 1 && x <= INT_MAX) k = (int)x;
         }
         if (k < 0)
-            return ft_err_set(err, FT_EINVAL, "%s: parameter '%s' has a value the %s space lacks",
+            return ft_err_set(err, FT_EFORMAT, "%s: parameter '%s' has a value the %s space lacks",
                               e->op->name, key, e->backend);
         cfg->v[i] = k;
     }
