@@ -312,6 +312,12 @@ static void test_check_not_finite(void) {
     json_array_set_new(at(d, "charts/1/series/0/points"), 0, json_pack("[f,f]", -1.7e308, 1.0));
     json_array_set_new(at(d, "charts/1/series/0/points"), 2, json_pack("[f,f]", 1.7e308, 1.0));
     expect_bad(d, "x range", "charts[1]: its values span a range too wide to draw");
+    /* finite values an axis cannot divide (subnormals): refused by the check, named */
+    d = doc_new();
+    json_array_set_new(
+        at(d, "charts/1/series"), 0,
+        json_pack("{s:s, s:[[f,f],[f,f]]}", "label", "S", "points", 3.0, 5e-324, 7.0, 1e-320));
+    expect_bad(d, "subnormal", "charts[1]: its values are too close together or to 0 to draw");
     /* Nothing non-finite can get in by parsing either. */
     json_error_t je;
     FT_CHECK(json_loads("[NaN]", 0, &je) == NULL, "Jansson refuses NaN");

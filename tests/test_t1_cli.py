@@ -628,7 +628,7 @@ def test_profile():
     dump(prof, doc)
     header = os.path.join(tmp, "tuned_t1.h")
     rc, out, err = run("emit", prof, "-o", header)
-    check(rc == 0 and f"{nops + 2} entries" in out, f"emit c-header: exit {rc}: {out}{err}")
+    check(rc == 0 and f"{nops + 2} entries" in err, f"emit c-header: exit {rc}: {out}{err}")
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc and rc == 0:
         src, exe = os.path.join(tmp, "use_t1.c"), os.path.join(tmp, "use_t1")

@@ -12,6 +12,7 @@
 
 #include "tuner/report.h"
 #include "tuner/report_read.h"
+#include "tuner/report_svg.h"
 
 static ft_status bad(ft_err *err, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -219,6 +220,9 @@ static ft_status check_chart(const json_t *c, const char *at, ft_err *err) {
     if (e.n && (!isfinite(e.x1 - e.x0) || !isfinite(e.y1 - e.y0) ||
                 !isfinite(fmax(e.y1, 0) - fmin(e.y0, 0))))
         return bad(err, "%s: its values span a range too wide to draw (not finite)", at);
+    s = ft_report_lines_drawable(c);
+    if (s == FT_ENOMEM) return ft_err_set(err, s, "%s: out of memory", at);
+    if (s) return bad(err, "%s: its values are too close together or to 0 to draw", at);
     return FT_OK;
 }
 

@@ -531,19 +531,31 @@ static void svg_series_markers(out *o, const plot *p, const json_t *ser, int k, 
     }
 }
 
+/* The axes of a lines chart: x as lines_x_axis; y from 0, or from the data's minimum when
+ * values are negative, on a log axis when they are all above 0 and span more than
+ * LOG_AXIS_SPAN. FT_EINTERNAL when they cannot be divided (values a subnormal apart). */
+static ft_status lines_axes(const json_t *chart, plot *p) {
+    ft_status s = lines_x_axis(chart, &p->xa);
+    if (s) return s;
+    ft_report_extent e = ft_report_lines_extent(chart);
+    p->ylog = e.n && e.y0 > 0 && e.y1 / e.y0 > LOG_AXIS_SPAN;
+    if (p->ylog ? axis_log(e.y0, e.y1, &p->ya)
+                : ft_report_axis_nice(fmin(0, e.y0), fmax(0, e.y1), 6, &p->ya))
+        return FT_EINTERNAL;
+    return FT_OK;
+}
+
+ft_status ft_report_lines_drawable(const json_t *chart) {
+    plot p = {0};
+    return lines_axes(chart, &p);
+}
+
 static ft_status svg_lines(out *o, const json_t *chart, ft_report_palette *colours) {
     const json_t *series = json_object_get(chart, "series");
     plot p = {.x0 = 80, .x1 = SVG_W - 20, .y0 = 14, .y1 = 14 + 260};
     p.unit = ft_report_str(chart, "unit", "");
-    ft_status s = lines_x_axis(chart, &p.xa);
+    ft_status s = lines_axes(chart, &p);
     if (s) return s;
-    ft_report_extent e = ft_report_lines_extent(chart);
-    /* From 0, or from the data's minimum when values are negative; on a log axis when the
-     * values are all above 0 and span more than LOG_AXIS_SPAN. */
-    p.ylog = e.n && e.y0 > 0 && e.y1 / e.y0 > LOG_AXIS_SPAN;
-    if (p.ylog ? axis_log(e.y0, e.y1, &p.ya)
-               : ft_report_axis_nice(fmin(0, e.y0), fmax(0, e.y1), 6, &p.ya))
-        return FT_EINTERNAL;
     ft_report_palette labels = {0};
     for (size_t i = 0; i < json_array_size(series); i++)
         ft_report_palette_index(&labels, ft_report_str(json_array_get(series, i), "label", ""));

@@ -16,4 +16,9 @@
 ft_status ft_report_svg(FILE *f, const json_t *chart, ft_report_palette *segs,
                         ft_report_palette *series);
 
+/* Whether a lines chart's axes can be laid out: FT_OK, FT_EINTERNAL when its values are too
+ * close together or to 0 to divide an axis (a subnormal apart), FT_ENOMEM. The check
+ * (report_check.c) asks it, so that such a document is refused before anything is drawn. */
+ft_status ft_report_lines_drawable(const json_t *chart);
+
 #endif
