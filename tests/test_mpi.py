@@ -246,6 +246,22 @@ def test_other_command_line(work):
         check(not os.path.exists(log), f"workers with another {name}: nothing was logged")
 
 
+def test_other_command(work):
+    """Only tune runs over several ranks: another command beside it (mpirun's A : B form) used
+    to leave rank 0 waiting for a rank that never joined; alone on several ranks, it would
+    measure side by side. Refused in one line, the job ends."""
+    root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+    log = os.path.join(work, "beside.jsonl")
+    for cmd in (["mpirun", *root, "--oversubscribe", "-np", "1", FT, *TUNE, "--backend", "cpu",
+                 "--budget", "4", "--log", log, ":", "-np", "1", FT, "show", log],
+                mpirun(2, "bench", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu")):
+        r = run(cmd, timeout=120)
+        ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
+        check(r.returncode != 0 and len(ours) >= 1 and
+              all("only tune runs over several ranks" in l for l in ours),
+              f"{cmd[-4:]}: exit {r.returncode}, refused in one line ({ours})")
+
+
 def test_stopped_rank(work):
     """A rank stopped (SIGSTOP) mid-run sends no result: with --candidate-timeout 3, rank 0
     gives up waiting (2 x 3 + 5 s) and ends the job with one line rather than hang."""
@@ -383,6 +399,7 @@ def main():
         test_two_devices(work)
         test_timeout(work)
         test_other_command_line(work)
+        test_other_command(work)
         test_stopped_rank(work)
         test_t1(work)
     finally:

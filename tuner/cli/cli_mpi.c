@@ -15,6 +15,7 @@
 #define _GNU_SOURCE /* sched_setaffinity */
 #include "cli_mpi.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -434,3 +435,15 @@ int ft_cli_mpi_same_run(const char *key, char *why, size_t n) {
     return 1;
 }
 #endif
+
+int ft_cli_launched_ranks(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                                       "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long n = v ? strtol(v, &end, 10) : 0;
+        if (v && end != v && n > 1) return n > INT_MAX ? INT_MAX : (int)n;
+    }
+    return 1;
+}

@@ -11,6 +11,9 @@
 /* Join the job when started by a launcher (mpirun, srun): MPI_Init, this node's share of the
  * CPUs and its GPU. Returns 1 when distributed (then call ft_cli_mpi_end before exiting). */
 int ft_cli_mpi_start(int *argc, char ***argv);
+/* How many ranks the launcher (mpirun, srun) started this process among, from its
+ * environment (1 when not launched); in a build without MPI too. */
+int ft_cli_launched_ranks(void);
 /* Leave the job; failed: end every rank (MPI_Abort). */
 void ft_cli_mpi_end(int failed);
 /* This process's rank and the number of ranks in its run (its kind of device), and its rank

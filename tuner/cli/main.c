@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 #include "core/env.h"
 
 static const ft_cmd *const commands[] = {
@@ -87,6 +88,15 @@ int main(int argc, char **argv) {
         c->usage(stdout);
         return FT_EXIT_OK;
     }
+    /* Only tune spreads over a launcher's ranks. Any other command started as several ranks
+     * would measure side by side on one machine (mpirun -np 4 flaretune bench), or, beside a
+     * tune in mpirun's A : B form, leave the tune's rank 0 waiting for a rank that never joins. */
+    const int ranks = ft_cli_launched_ranks();
+    if (c != &ft_cmd_tune && ranks > 1)
+        return ft_cli_fail(FT_EXIT_USAGE,
+                           "%s: started as one of %d ranks (mpirun, srun): only tune runs over "
+                           "several ranks; run %s alone (docs/distributed.md)",
+                           c->name, ranks, c->name);
     int code = c->run(argc - 1, argv + 1);
     /* What a command printed is its result: one that could not be written (a full disk, a
      * closed pipe) is a failure, never exit 0 with nothing there. */
