@@ -2,6 +2,7 @@
  * escaping) and the schema check on bad documents (tuner/report.h). The page itself
  * is checked end to end by test_report_render.py. */
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tuner/report.h"
@@ -349,6 +350,56 @@ static void test_render_checks_first(void) {
     rmdir(dir);
 }
 
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* A stacked chart's table is one row per bar and one column per label, unless the bars share
+ * few labels: then a list (bar, segment, value), so the page grows with the segments, not with
+ * bars x labels (20,000 bars of a label each made a 4 GB page). */
+static void test_stacked_table_size(void) {
+    char dir[] = "/tmp/ft_test_report_XXXXXX", path[512];
+    FT_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    ft_err err = {0};
+    json_t *d = doc_new();
+    FT_CHECK(ft_report_render(d, dir, &err) == FT_OK, "render: %s", err.msg);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = ft_test_read_file(path);
+    FT_CHECK(md && strstr(md, "| bar | f | g | total |"), "two labels on one bar: a grid");
+    free(md);
+    json_decref(d);
+    enum { NBARS = 600 };
+    d = doc_new();
+    json_t *bars = json_array();
+    for (int i = 0; i < NBARS; i++) {
+        char bl[32], sl[32];
+        snprintf(bl, sizeof bl, "bar %d", i);
+        snprintf(sl, sizeof sl, "only %d", i);
+        json_array_append_new(bars, json_pack("{s:s, s:[{s:s, s:f}, {s:s, s:f}]}", "label", bl,
+                                              "segments", "label", sl, "value", 1e-3, "label",
+                                              "shared", "value", 2e-3));
+    }
+    json_object_set_new(at(d, "charts/0"), "bars", bars);
+    FT_CHECK(ft_report_render(d, dir, &err) == FT_OK, "render: %s", err.msg);
+    md = ft_test_read_file(path);
+    FT_CHECK(md && strstr(md, "| bar | segment | value |") && strstr(md, "| bar 599 | only 599 |"),
+             "%d bars of a label each: a list", NBARS);
+    free(md);
+    long html = file_size((snprintf(path, sizeof path, "%s/report.html", dir), path));
+    long mdn = file_size((snprintf(path, sizeof path, "%s/report.md", dir), path));
+    /* a grid would be 600 x 603 cells: over 720 kB of "- | " alone */
+    FT_CHECK(mdn > 0 && mdn < 400L * NBARS && html > 0 && html < 2000L * NBARS,
+             "%d bars: report.md %ld bytes, report.html %ld", NBARS, mdn, html);
+    static const char *const names[] = {"report.html", "report.md", "report.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    json_decref(d);
+    rmdir(dir);
+}
+
 /* A busy machine (report_verdict.c): a verdict on evidence that is not clean is withheld, once;
  * the banner and the shares. */
 static void test_judge(void) {
@@ -410,6 +461,7 @@ int main(void) {
     FT_RUN(test_check_types);
     FT_RUN(test_check_not_finite);
     FT_RUN(test_render_checks_first);
+    FT_RUN(test_stacked_table_size);
     FT_RUN(test_judge);
     return ft_test_finish();
 }

@@ -40,10 +40,63 @@ static int bar_value(const json_t *bar, const char *label, double *v) {
     return found;
 }
 
-/* Stacked: one row per bar, one column per segment label, then the total. */
+/* Whether segment j of a bar is the first of its label there. */
+static int first_of_label(const json_t *segs, size_t j) {
+    const char *label = ft_report_str(json_array_get(segs, j), "label", "");
+    for (size_t i = 0; i < j; i++)
+        if (strcmp(ft_report_str(json_array_get(segs, i), "label", ""), label) == 0) return 0;
+    return 1;
+}
+
+/* A stacked chart whose bars share few of their labels, as a list: bar, segment, value, one row
+ * for each label of a bar and one for its total. */
+static ft_status stacked_list(ft_doc_node *parent, const json_t *chart) {
+    const char *unit = ft_report_str(chart, "unit", "");
+    char buf[64];
+    ft_doc_node *t = ft_doc_table(parent, 3);
+    char **row = ft_doc_row(t);
+    ft_doc_cell(t, row, 0, "bar");
+    ft_doc_cell(t, row, 1, "segment");
+    ft_doc_cell(t, row, 2, "value");
+    const json_t *bars = json_object_get(chart, "bars");
+    for (size_t i = 0; i < json_array_size(bars); i++) {
+        const json_t *bar = json_array_get(bars, i), *segs = json_object_get(bar, "segments");
+        const char *name = ft_report_str(bar, "label", "");
+        for (size_t j = 0; j < json_array_size(segs); j++) {
+            if (!first_of_label(segs, j)) continue;
+            const char *label = ft_report_str(json_array_get(segs, j), "label", "");
+            double v;
+            bar_value(bar, label, &v);
+            row = ft_doc_row(t);
+            ft_doc_cell(t, row, 0, name);
+            ft_doc_cell(t, row, 1, label);
+            ft_doc_cell(t, row, 2, ft_report_fmt_value(v, unit, 4, buf, sizeof buf));
+        }
+        row = ft_doc_row(t);
+        ft_doc_cell(t, row, 0, name);
+        ft_doc_cell(t, row, 1, "total");
+        ft_doc_cell(t, row, 2,
+                    ft_report_fmt_value(ft_report_bar_total(bar), unit, 4, buf, sizeof buf));
+    }
+    return FT_OK;
+}
+
+/* Stacked: one row per bar, one column per segment label, then the total; as a list instead
+ * when that grid would be mostly empty (more than four cells per segment the bars have): bars
+ * of labels their own would otherwise grow the page as bars x labels (20,000 bars of a label
+ * each: gigabytes). */
 static ft_status stacked_table(ft_doc_node *parent, const json_t *chart) {
     ft_report_palette labels = {0};
     ft_report_stacked_labels(chart, &labels);
+    const json_t *bars = json_object_get(chart, "bars");
+    double cells = (double)json_array_size(bars) * (labels.n + 2), segments = 0;
+    for (size_t i = 0; i < json_array_size(bars); i++)
+        segments +=
+            (double)json_array_size(json_object_get(json_array_get(bars, i), "segments")) + 1;
+    if (cells > 4 * segments + 64) {
+        ft_report_palette_free(&labels);
+        return stacked_list(parent, chart);
+    }
     const char *unit = ft_report_str(chart, "unit", "");
     char buf[64];
     ft_doc_node *t = ft_doc_table(parent, labels.n + 2);
@@ -52,7 +105,6 @@ static ft_status stacked_table(ft_doc_node *parent, const json_t *chart) {
     for (int k = 0; k < labels.n; k++)
         ft_doc_cell(t, row, k + 1, labels.labels[k]);
     ft_doc_cell(t, row, labels.n + 1, "total");
-    const json_t *bars = json_object_get(chart, "bars");
     for (size_t i = 0; i < json_array_size(bars); i++) {
         const json_t *bar = json_array_get(bars, i);
         row = ft_doc_row(t);
