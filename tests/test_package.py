@@ -432,6 +432,8 @@ def test_bad_input(p, ins, tmp):
     expect_error(p, "fusion.dflare", None, [2 ** 30, 2 ** 17, 2 ** 17, 3], ok, ["too large"],
                  "x of 2^64 elements")
     expect_error(p, "fusion.dflare", "bogus=1", [300, 4, 64, 3], ok, ["bogus"], "an unknown attribute")
+    expect_error(p, "fusion.dflare", "eps=1e-6,eps=1e-5", [300, 4, 64, 3], ok,
+                 ["'eps' given twice"], "a repeated attribute")
     expect_error(p, "fusion.dflare", "backward=1", [300, 4, 64, 3],
                  [x, w, g, out, x, x, w, g],
                  ["no entry has these attributes (backward: the call's 1, entry 0's 0)"],
