@@ -137,6 +137,19 @@ def test_merge(tmp):
     doc = json.load(open(out))
     check(rc == 0 and medians(doc)[(512, "dpace")] == 1e-3 and (8192, "dpace") in medians(doc),
           f"merge into an existing OUT keeps its best: {medians(doc)}")
+    # Top-level keys this build does not know (a newer writer's, a user's) are kept: OUT's as
+    # they are, an input's where OUT lacks them.
+    d, e = os.path.join(tmp, "md.json"), os.path.join(tmp, "me.json")
+    for path, extra in ((d, {"note": "mine", "vendor": {"x": [1, 2]}}),
+                        (e, {"note": "theirs", "site": "lab"})):
+        write_profile(path, [entry(512, 4e-3)])
+        doc = json.load(open(path))
+        doc.update(extra)
+        json.dump(doc, open(path, "w"))
+    rc, o, err = run("merge", d, e)
+    doc = json.load(open(d))
+    check(rc == 0 and doc.get("note") == "mine" and doc.get("vendor") == {"x": [1, 2]} and
+          doc.get("site") == "lab", f"merge keeps unknown top-level keys: {rc} {sorted(doc)}")
     # An OUT that is not a regular file (a named pipe) is refused before anything is read: not
     # even the pipe is opened, so a writer's data stays in it (the old order opened it to read
     # OUT's entries, which waits for a writer, and refused it only after reading).

@@ -40,7 +40,26 @@ struct ft_profile {
     json_t *skipped_kernels;
     ft_profile_lines warnings; /* what was skipped or dropped, and why */
     ft_profile_lines notes;    /* what was read differently from how it is written */
+    json_t *extra; /* top-level keys this build does not know, kept to be written back */
 };
+
+/* The top-level keys a profile's writer makes itself. */
+static int own_key(const char *key) {
+    return !strcmp(key, "schema_version") || !strcmp(key, "generator") || !strcmp(key, "entries") ||
+           !strcmp(key, "kernels");
+}
+
+/* Keep root's keys that are not our own in p->extra, a key already there staying as it is (a
+ * merge keeps the first profile's). */
+static ft_status keep_extra(ft_profile *p, const json_t *root, ft_err *err) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v) {
+        if (own_key(key) || json_object_get(p->extra, key)) continue;
+        if (json_object_set(p->extra, key, v)) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    }
+    return FT_OK;
+}
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -427,9 +446,11 @@ ft_profile *ft_profile_new(void) {
     if (!p) return NULL;
     p->skipped = json_array();
     p->skipped_kernels = json_array();
-    if (!p->skipped || !p->skipped_kernels) {
+    p->extra = json_object();
+    if (!p->skipped || !p->skipped_kernels || !p->extra) {
         json_decref(p->skipped);
         json_decref(p->skipped_kernels);
+        json_decref(p->extra);
         free(p);
         return NULL;
     }
@@ -446,6 +467,7 @@ void ft_profile_free(ft_profile *p) {
         json_decref((json_t *)p->kernels[i].json);
     free(p->kernels);
     json_decref(p->skipped_kernels);
+    json_decref(p->extra);
     for (int i = 0; i < p->warnings.n; i++)
         free(p->warnings.v[i]);
     free(p->warnings.v);
@@ -794,7 +816,7 @@ ft_status ft_profile_merge(ft_profile *dst, const ft_profile *src, ft_err *err) 
         if ((s = add_warning(dst, src->warnings.v[i], err))) return s;
     for (int i = 0; i < src->notes.n; i++)
         if ((s = add_line(&dst->notes, src->notes.v[i], err))) return s;
-    return FT_OK;
+    return keep_extra(dst, src->extra, err);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
@@ -894,8 +916,9 @@ ft_status ft_profile_from_json(const json_t *root, const char *name, ft_profile 
     if (!p) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
     size_t i;
     json_t *j;
-    ft_status s = FT_OK;
+    ft_status s = keep_extra(p, root, err);
     json_array_foreach(entries, i, j) {
+        if (s) break;
         ft_profile_entry e;
         ft_err why = {0};
         if (!json_is_object(j)) {
@@ -1025,7 +1048,8 @@ json_t *ft_profile_to_json(const ft_profile *p) {
         json_object_set_new(root, "generator",
                             json_string("flaretune " FT_VERSION " (" FT_GIT_DESCRIBE ")")) ||
         json_object_set_new(root, "entries", entries) ||
-        (with_kernels && json_object_set_new(root, "kernels", json_incref(kernels)))) {
+        (with_kernels && json_object_set_new(root, "kernels", json_incref(kernels))) ||
+        json_object_update_missing(root, p->extra)) {
         json_decref(kernels);
         json_decref(root);
         return NULL;
