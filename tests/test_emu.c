@@ -977,7 +977,7 @@ static void test_cache(void) {
 /* Run planted.cu's gemv with PLANT=plant in thread order `seed`: 1 when it fails (an error, or
  * a result off the reference), 0 when it passes. */
 static int planted_fails(int plant, unsigned long long seed, const char **why) {
-    char def[16];
+    char def[24];
     snprintf(def, sizeof def, "PLANT=%d", plant);
     const char *d = def;
     ft_dev_module *m = compile(SAMPLE("planted.cu"), &d, 1);
