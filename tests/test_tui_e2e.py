@@ -9,7 +9,8 @@ the hand-written T1 kernel (a row t1:saxpy_tiled that finishes with its rejectio
 exits 0 with the summary); `watch` on a profile
 made by `tune --profile`; NO_COLOR, vt100 and a C locale; the ranks of a distributed run (a
 synthetic log); a run on a busy machine (a synthetic log: the status bar's warning, the marks,
-nothing unclean ranked); mistakes on the command line.
+nothing unclean ranked); names with control characters (drawn as spaces); mistakes on the
+command line.
 
 Every tmux server runs on a private socket (tmux -L), so a user's sessions are never touched.
 Exits 77 when tmux is missing.
@@ -463,6 +464,46 @@ def test_top_busy(tmp, logs):
         p.wait_for(r"^EXIT=0", "top quits")
 
 
+def test_top_control_characters(tmp):
+    """Names in a log with line breaks, tabs, backspaces and escapes (an op, a device, a
+    strategy, a config's labels): every one drawn as a space, in the table, the plot's title,
+    the detail pane's title and top configs, and the status bar; the layout stays whole."""
+    log = os.path.join(tmp, "control.jsonl")
+    t0 = 1700000000.0
+    evs = [{"event": "run_start", "run": "ctl1", "t": t0, "format": 1, "op": "op\nA\rB\tC\bD\x1bE",
+            "backend": "cpu", "preset": "tiny", "dims": {"N": 48}, "strategy": "ex\nh",
+            "space_valid": 4, "resumed": 0, "resumed_rejected": 0, "budget": 0,
+            "time_budget_s": 0, "device": "cpu:\nX\tY\x1b[31mZ", "default": {"k": "0"}}]
+    for i in range(3):
+        st = {"median_s": (10 + i) * 1e-6, "q1_s": 1e-5, "q3_s": 1e-5, "iqr_s": 0, "samples": 5}
+        evs.append({"event": "measured", "run": "ctl1", "t": t0 + 1 + i, "started": t0 + i,
+                    "candidate": i, "config": {"k\tey": "a\nb\rc\bd\x1b%d" % i},
+                    "stats": st, "screened": False})
+    with open(log, "w") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in evs))
+    with Pane("control", 80, 24) as p:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        s = p.wait_for(r"3/4", "the run with control characters shown") or ""
+        lines = s.split("\n")
+        check(len(lines) > 1 and lines[1].startswith("> op A B C D E "),
+              "the op in the table, on its own row: %r" % (lines[1:3],), s)
+        check(re.search(r"latency op A B C D E  N=48", s), "the plot's title", s)
+        check(re.search(r"cpu: X Y \[31mZ", lines[23] if len(lines) > 23 else ""),
+              "the device in the status bar", s)
+        check("^" not in s, "no control character drawn as ^X", s)
+        assert_layout(p, "control characters")
+        p.keys("Enter")
+        s = p.wait_for(r"top configs", "the detail pane") or ""
+        check(re.search(r"op A B C D E \(running\)", s), "the detail pane's title", s)
+        check(re.search(r"(?m)^1 +10\.00 [µu]s .* k ey=a b c d 0$", s),
+              "the best config in the top configs, on one line", s)
+        check(re.search(r"(?m)^3 .* k ey=a b c d 2$", s), "the third config too", s)
+        check("^" not in s, "no control character drawn as ^X in the detail", s)
+        assert_layout(p, "control characters, detail")
+        p.keys("q")
+        p.wait_for(r"^EXIT=0", "top quits")
+
+
 def count_candidates(path):
     try:
         with open(path) as f:
@@ -693,6 +734,7 @@ def main():
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
             ("top_ranks", lambda: test_top_ranks(tmp, logs)),
             ("top_busy", lambda: test_top_busy(tmp, logs)),
+            ("top_control_characters", lambda: test_top_control_characters(tmp)),
             ("colors", lambda: test_colors(tmp, logs)),
             ("tune_tui", lambda: test_tune_tui(tmp)),
             ("tune_t1_tui", lambda: test_tune_t1_tui(tmp)),

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/epitaph.h"
 #include "core/format.h"
+#include "core/status.h"
 #include "traces/eventlog.h"
 #include "tui/tui.h"
 
@@ -114,7 +115,10 @@ static void colors_start(dash *d) {
 
 /* ---- clipped text ------------------------------------------------------------------------ */
 
-/* Write s at (y, x) of w, cut at the window's right edge (or at maxw columns when > 0). */
+/* Write s at (y, x) of w, cut at the window's right edge (or at maxw columns when > 0). Names
+ * from a log or a profile may hold control characters: each is drawn as a space, as in an error
+ * line (ft_text_printable), since curses would move the cursor on a line break, a tab or a
+ * backspace and draw others as two cells (^[), where the layout counted one. */
 static void put(WINDOW *w, int y, int x, const char *s, int maxw, attr_t a) {
     if (!w) return;
     int h, ww;
@@ -122,10 +126,13 @@ static void put(WINDOW *w, int y, int x, const char *s, int maxw, attr_t a) {
     if (y < 0 || y >= h || x < 0 || x >= ww) return;
     int room = ww - x;
     if (maxw > 0 && maxw < room) room = maxw;
+    char text[1024]; /* longer than any line the dashboard draws */
+    snprintf(text, sizeof text, "%s", s);
+    ft_text_printable(text, ' ');
     /* Count columns, not bytes: UTF-8 continuation bytes take none. */
     int cols = 0;
     size_t bytes = 0;
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
         if ((*c & 0xC0) != 0x80) {
             if (cols == room) break;
             cols++;
@@ -133,7 +140,7 @@ static void put(WINDOW *w, int y, int x, const char *s, int maxw, attr_t a) {
         bytes++;
     }
     if (a) wattron(w, a);
-    mvwaddnstr(w, y, x, s, (int)bytes);
+    mvwaddnstr(w, y, x, text, (int)bytes);
     if (a) wattroff(w, a);
 }
 
