@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_tui_e2e.py: the dashboard end to end, in a real pseudo-terminal (tmux), asserting on the
 screen: `top` follows a log the test appends to (rows appear as events arrive, a torn line is
-completed later, a second run adds a row), selection, detail, help, sort and filter work, resizes
+completed later, a second run adds a row; truncated or replaced, the log's old run goes), selection, detail, help, sort and filter work, resizes
 keep a valid layout, q restores the terminal (alternate screen off, the same stty modes, the shell
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
 resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `tune --t1 --tui` on
@@ -316,6 +316,33 @@ def test_small_terminals(tmp, logs):
             s = p.screen()
             check(all(len(l) <= w for l in s.split("\n")), "%dx%d: nothing outside the screen" % (w, h), s)
             quit_and_check_restored(p, 0, "top at %dx%d" % (w, h))
+
+
+def test_top_reopened(tmp, logs):
+    """A followed log truncated (`: > LOG`) and another run written into it, then replaced by
+    another file (`mv`): each time the log is read again from the start and the old run's row
+    goes."""
+    log = os.path.join(tmp, "reopened.jsonl")
+    with open(log, "w") as f:
+        f.write("".join(logs["fusion.dflash"]))
+    with Pane("reopen", 200, 24) as p:  # wide: the status bar keeps its notice
+        launch(p, "%s top %s" % (FT, log), tmp)
+        p.wait_for(r"\bended\b", "the first run shown")
+        open(log, "w").close()
+        time.sleep(0.5)
+        append(log, "".join(logs["loss"]))
+        s = p.wait_for(r"^>[ !]loss ", "the new run after the truncation") or ""
+        check(row_line(s, "fusion.dflash") is None, "truncated: the old run's row is gone", s)
+        check("log truncated" in s, "truncated: the status bar says so", s)
+        new = log + ".new"
+        with open(new, "w") as f:
+            f.write("".join(logs["fusion.dflash"]))
+        os.rename(new, log)
+        s = p.wait_for(r"^>[ !]fusion\.dflash ", "the run of the file moved over the log") or ""
+        check(row_line(s, "loss") is None, "replaced: the old run's row is gone", s)
+        check("log replaced" in s, "replaced: the status bar says so", s)
+        p.keys("q")
+        p.wait_for(r"^EXIT=0", "top quits")
 
 
 def distributed_log(path):
@@ -730,6 +757,7 @@ def main():
         logs, prof = prepare(tmp)
         tests = [
             ("top_follow", lambda: test_top_follow(tmp, logs)),
+            ("top_reopened", lambda: test_top_reopened(tmp, logs)),
             ("top_follows_tune_all", lambda: test_top_follows_tune_all(tmp)),
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
             ("top_ranks", lambda: test_top_ranks(tmp, logs)),

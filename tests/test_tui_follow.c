@@ -215,6 +215,19 @@ static void test_follow_family(void) {
     }
     FT_CHECK(strstr(all, "run_start:c run_end:c") != NULL, "a log that appears later: %s", all);
     FT_CHECK(ft_tui_follow_count(fw) == 3, "three logs open");
+    /* One log truncated and another run written into it: after the reopen, every log of the
+     * family is read again from the start (the dashboard drops what it read before), the
+     * truncated one holding only its new run. */
+    write_file(a, LINE("run_start", "z"));
+    all[0] = '\0';
+    for (int k = 0; k < 8; k++) {
+        poll_kinds(fw, got, sizeof got, &bad);
+        if (*got) snprintf(all + strlen(all), sizeof all - strlen(all), "%s ", got);
+    }
+    FT_CHECK(!strncmp(all, "reopen ", 7) && strstr(all, "run_start:z") &&
+                 strstr(all, "run_start:b") && strstr(all, "run_start:c run_end:c") &&
+                 !strstr(all, ":a") && !strstr(all + 7, "reopen"),
+             "one reopen, then every log from the start: %s", all);
     ft_tui_follow_free(fw);
     /* With no LOG itself and none of its family yet, top waits. */
     char none[300];

@@ -208,14 +208,43 @@ static void test_source_events(void) {
     ft_tui_model m;
     ft_tui_model_init(&m);
     apply(&m, START("a", 10, 20, ""));
-    apply(&m, "{\"event\":\"reopen\",\"reason\":\"truncated\"}");
-    FT_CHECK(strstr(m.note, "truncated") != NULL, "note: %s", m.note);
     apply(&m, "{\"event\":\"error\",\"t\":12,\"message\":\"disk full\"}");
     FT_CHECK(!strcmp(m.error, "disk full"), "the error kept");
     FT_CHECK(ft_tui_model_find(&m, "a")->state == FT_ROW_FAILED, "the running row failed");
     FT_CHECK(!ft_tui_model_running(&m), "a failed source does not run");
     apply(&m, "{\"event\":\"done\",\"message\":\"every run finished\"}");
     FT_CHECK(m.finished && !strcmp(m.note, "every run finished"), "done");
+    ft_tui_model_free(&m);
+}
+
+/* A followed log truncated or replaced is read again from the start: the rows and counts read
+ * before go, a run that is no longer in the log with them, and one read again is rebuilt. */
+static void test_reopen(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    m.expected_runs = 2;
+    apply(&m, START("a", 10, 20, ""));
+    apply(&m, measured("a", 11, "{\"par\":\"blas\"}", 2e-6, 1e-6, 3e-6, 0));
+    apply(&m, "{\"event\":\"reopen\",\"reason\":\"truncated\"}");
+    FT_CHECK(strstr(m.note, "truncated") != NULL, "note: %s", m.note);
+    FT_CHECK(m.nrows == 0 && !ft_tui_model_find(&m, "a"), "the old run's row is gone: %d rows",
+             m.nrows);
+    FT_CHECK(m.nevents == 0 && isnan(m.t_first) && m.expected_runs == 2,
+             "its events no longer count: %ld, t_first %g; the runs expected kept: %d", m.nevents,
+             m.t_first, m.expected_runs);
+    apply(&m, START("b", 100, 8, ""));
+    apply(&m, measured("b", 101, "{\"par\":\"blas\"}", 5e-6, 4e-6, 6e-6, 0));
+    FT_CHECK(m.nrows == 1 && ft_tui_model_find(&m, "b") && m.nevents == 2,
+             "only the new run: %d rows, %ld events", m.nrows, m.nevents);
+    FT_CHECK(m.t_first == 100, "times from the new run: %g", m.t_first);
+    /* Replaced by a file that holds the same run: rebuilt, not counted twice. */
+    apply(&m, "{\"event\":\"reopen\",\"reason\":\"replaced\"}");
+    apply(&m, START("b", 100, 8, ""));
+    apply(&m, measured("b", 101, "{\"par\":\"blas\"}", 5e-6, 4e-6, 6e-6, 0));
+    const ft_tui_row *r = ft_tui_model_find(&m, "b");
+    FT_CHECK(m.nrows == 1 && r && r->done == 1 && strstr(m.note, "replaced"),
+             "the same run read again: %d rows, done %d, note %s", m.nrows, r ? r->done : -1,
+             m.note);
     ft_tui_model_free(&m);
 }
 
@@ -674,6 +703,7 @@ int main(void) {
     FT_RUN(test_tune_run);
     FT_RUN(test_top_five_and_runs);
     FT_RUN(test_source_events);
+    FT_RUN(test_reopen);
     FT_RUN(test_eta_rate_elapsed);
     FT_RUN(test_run_that_stops_early);
     FT_RUN(test_confirmed_winner);

@@ -845,12 +845,14 @@ static int pull(dash *d) {
         long bad = 0;
         n = ft_tui_follow_poll(d->follow, evs, EVENTS_PER_PASS, &bad);
         more |= n == EVENTS_PER_PASS;
-        d->m.nbad += bad;
-        if (bad) d->m.changed = 1;
         for (int i = 0; i < n; i++) {
             ft_tui_model_apply(&d->m, evs[i]);
             json_decref(evs[i]);
         }
+        /* After the events: a reopen among them starts the count over, and the bad lines of
+         * the log read again are most of those this pass found. */
+        d->m.nbad += bad;
+        if (bad) d->m.changed = 1;
     }
     return more;
 }

@@ -213,13 +213,15 @@ static json_t *reopen_event(int why) {
                      why == 2 ? "replaced" : "truncated");
 }
 
-static int log_poll(one_log *f, json_t **out, int max, long *bad) {
+/* *reopened is set when a reopen event is among those returned. */
+static int log_poll(one_log *f, json_t **out, int max, long *bad, int *reopened) {
     int k = 0;
     if (max < 1) return 0;
     if (f->fd < 0 && !try_open(f)) return 0;
     if (f->pending_reopen) {
         out[k++] = reopen_event(f->pending_reopen);
         f->pending_reopen = 0;
+        *reopened = 1;
     }
     int rounds = 0;
     while (k < max) {
@@ -247,10 +249,12 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad) {
             } else {
                 restart(f);
             }
-            if (k < max)
+            if (k < max) {
                 out[k++] = reopen_event(why);
-            else
+                *reopened = 1;
+            } else {
                 f->pending_reopen = why;
+            }
             continue;
         }
         if (f->len - f->at > (size_t)FT_EVENT_LINE_MAX) {
@@ -339,8 +343,17 @@ int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
     scan(f);
     int k = 0;
     for (int r = 0; r < f->n && k < max; r++) {
-        int i = (f->next + r) % f->n;
-        k += log_poll(f->logs[i], out + k, max - k, bad);
+        int i = (f->next + r) % f->n, reopened = 0;
+        k += log_poll(f->logs[i], out + k, max - k, bad, &reopened);
+        if (!reopened) continue;
+        /* A reopen drops every row (the model starts over), so the other logs of the family
+         * are read again from the start too: their runs come back, the truncated log's old
+         * run does not. */
+        for (int j = 0; j < f->n; j++)
+            if (j != i && f->logs[j]->fd >= 0) {
+                restart(f->logs[j]);
+                f->logs[j]->pending_reopen = 0;
+            }
     }
     f->next = f->n ? (f->next + 1) % f->n : 0;
     return k;

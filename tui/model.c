@@ -659,6 +659,13 @@ int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
         return 1;
     }
     if (!strcmp(kind, "reopen")) {
+        /* The logs are read again from the start (ft_tui_follow_poll): what they said before
+         * goes, rows and counts, so the run of a truncated or replaced log leaves the screen
+         * and the totals, and one still there is rebuilt as it is read again. */
+        int expected = m->expected_runs;
+        ft_tui_model_free(m);
+        m->expected_runs = expected;
+        m->changed = 1;
         snprintf(m->note, sizeof m->note, "log %s: reading it from the start",
                  *jstr(ev, "reason") ? jstr(ev, "reason") : "reopened");
         return 1;

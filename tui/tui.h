@@ -175,7 +175,8 @@ typedef struct ft_tui_model {
 void ft_tui_model_init(ft_tui_model *m);
 void ft_tui_model_free(ft_tui_model *m);
 /* Reduce one event into the model. Returns 1 when it was used, 0 when ignored (unknown kind,
- * malformed: counted in nbad). Does not keep ev. */
+ * malformed: counted in nbad). Does not keep ev. A "reopen" drops every row and count: the
+ * source reads its logs again from the start. */
 int ft_tui_model_apply(ft_tui_model *m, const json_t *ev);
 ft_tui_row *ft_tui_model_find(ft_tui_model *m, const char *run);
 
@@ -414,7 +415,9 @@ int ft_tui_feed_drain(ft_tui_feed *f, json_t **out, int max);
  * is completed later, a file that does not exist yet, and a file truncated or replaced
  * (reopened and read from the start; a {"event": "reopen", "reason": ...} event says so).
  * Given the --log of a `tune all` or a sweep, it follows every log that run writes (LOG.OP,
- * LOG.OP.SIZE..., ft_eventlog_family), found as they appear. */
+ * LOG.OP.SIZE..., ft_eventlog_family), found as they appear; when one of them is reopened,
+ * every one is read again from the start after the reopen event (the model drops what it
+ * read before: ft_tui_model_apply). */
 typedef struct ft_tui_follow ft_tui_follow;
 
 ft_tui_follow *ft_tui_follow_new(const char *path); /* NULL when out of memory */
