@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_profile_cli.py: the command line of the profile store: `show`, `merge` and `emit`:
 help, exit codes, one-line errors (missing file, malformed file, too new, unknown format), the
-merged view, what merge writes, the JSON emitter's records (docs/profiles.md, docs/emit.md).
+merged view, what merge writes, the JSON emitter's records (docs/profiles.md, docs/emit.md);
+the entries `watch` lists when none runs here.
 
 usage: test_profile_cli.py --flaretune PATH
 """
@@ -347,13 +348,25 @@ def test_renamed_tunables(tmp):
                     "--config", "cpt=2"], 2, "'cpt' is now called 'vecs_per_thread'")
 
 
+def test_watch_lists_entries(tmp):
+    """`watch` on a profile with no entry for this device lists the entries it has: a hand-edited
+    device's control characters are printed as spaces, each entry one line."""
+    c = os.path.join(tmp, "watch-ctl.json")
+    write_profile(c, [entry(512, 1e-3, backend="cpu", device="cpu: A\nB\tC\x01D\x1b[31m E\u009b2J")])
+    rc, out, err = run("watch", "--profile", c, "--backend", "cpu")
+    has = [l for l in err.splitlines() if "it has:" in l]
+    check(rc == 1 and len(has) == 1 and has[0] == "  it has: loss on cpu, cpu: A B C D [31m E 2J"
+          and not any(ord(ch) < 0x20 or 0x80 <= ord(ch) <= 0x9f for ch in err.replace("\n", "")),
+          f"watch: the entries it has, control characters printed as spaces: {rc} {err!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flaretune", required=True)
     clitest.FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
         for t in (test_help, test_show, test_merge, test_merge_non_objects, test_emit,
-                  test_renamed_tunables):
+                  test_renamed_tunables, test_watch_lists_entries):
             n = len(FAILURES)
             t() if t is test_help else t(tmp)
             print(f"{t.__name__:40s} {'ok' if len(FAILURES) == n else 'FAILED'}", file=sys.stderr)

@@ -19,6 +19,7 @@
 #include "core/format.h"
 #include "core/json.h"
 #include "core/rng.h"
+#include "core/status.h"
 #include "kernels/registry.h"
 #include "op/op_json.h"
 #include "profiles/src/profile.h"
@@ -299,7 +300,12 @@ static int watch_select(const watch_args *a, watch *w, const ft_profile *prof, c
             a->path, a->nops ? " of those ops" : "", w->be->name, device);
     for (int i = 0; i < n && i < 8; i++) {
         const ft_profile_entry *e = ft_profile_entry_at(prof, i);
-        fprintf(stderr, "  it has: %s on %s, %s\n", e->op->name, e->backend, e->device);
+        /* A hand-edited backend or device: its control characters become spaces, as in an
+         * error line, so each entry stays one line. */
+        char line[1024];
+        snprintf(line, sizeof line, "%s on %s, %s", e->op->name, e->backend, e->device);
+        ft_err_one_line(line);
+        fprintf(stderr, "  it has: %s\n", line);
     }
     return FT_EXIT_FAIL;
 }
