@@ -146,6 +146,10 @@ static void test_escaping(void) {
     char *x = ft_report_xml_escape("a<b>&\"c\" 'd'\x01");
     FT_CHECK(x && strcmp(x, "a&lt;b&gt;&amp;&quot;c&quot; &#39;d&#39; ") == 0, "xml: \"%s\"", x);
     free(x);
+    /* U+FFFE and U+FFFF are not XML characters; U+FFFD is (octal: a hex escape runs on). */
+    x = ft_report_xml_escape("a\357\277\276b\357\277\277c\357\277\275d");
+    FT_CHECK(x && strcmp(x, "a b c\357\277\275d") == 0, "xml: \"%s\"", x);
+    free(x);
     x = ft_report_xml_escape("plain, µs");
     FT_CHECK(x && strcmp(x, "plain, µs") == 0, "xml leaves text alone: \"%s\"", x);
     free(x);

@@ -3,13 +3,15 @@
 
 The page parses as XML (xml.etree) with one <svg> per chart, each with a viewBox and at least a
 shape per datum; every claim's answer is on it; a label with <&> in it is escaped; report.json
-is the document; report.md holds every table; a claim whose evidence has a step not measured
-cleanly is "inconclusive" under a banner with the share of samples thrown away, and one on clean
-evidence keeps its verdict; a missing, a malformed and an invalid document,
-an output folder that cannot be made and a file in the way each give exit 1 and one line, and
-leave nothing behind. Then Chromium, when it is here, draws the page headless and the PNG must
-not be blank: pixels off the background, several colours, the verdicts' green and red. Without
-Chromium that part is skipped, unless FT_REQUIRE_CHROMIUM=1 (CI), which makes it a failure.
+is the document; report.md holds every table; code points XML forbids (U+FFFE, U+FFFF,
+control characters) in every string become spaces and the page still parses; a claim whose
+evidence has a step not measured cleanly is "inconclusive" under a banner with the share of
+samples thrown away, and one on clean evidence keeps its verdict; a missing, a malformed and an
+invalid document, an output folder that cannot be made and a file in the way each give exit 1
+and one line, and leave nothing behind. Then Chromium, when it is here, draws the page headless
+and the PNG must not be blank: pixels off the background, several colours, the verdicts' green
+and red. Without Chromium that part is skipped, unless FT_REQUIRE_CHROMIUM=1 (CI), which makes
+it a failure.
 
 usage: test_report_render.py --flaretune PATH [--fixture FILE]
 """
@@ -194,8 +196,8 @@ OWN_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", 
             "circle", "path"}
 
 
-def with_markup(node, key=None):
-    """The document with MARKUP in every string a person could have written (keys too, where
+def with_markup(node, key=None, markup=MARKUP):
+    """The document with markup in every string a person could have written (keys too, where
     a key is shown), leaving the schema's fixed words (format, kind, verdict) alone."""
     if isinstance(node, dict):
         out = {}
@@ -203,13 +205,13 @@ def with_markup(node, key=None):
             if k in ("format", "kind", "verdict"):
                 out[k] = v
                 continue
-            shown = k + MARKUP if key in ("figures", "machine", "os") else k
-            out[shown] = with_markup(v, k)
+            shown = k + markup if key in ("figures", "machine", "os") else k
+            out[shown] = with_markup(v, k, markup)
         return out
     if isinstance(node, list):
-        return [with_markup(v, key) for v in node]
+        return [with_markup(v, key, markup) for v in node]
     if isinstance(node, str):
-        return node + MARKUP
+        return node + markup
     return node
 
 
@@ -249,6 +251,29 @@ def test_markup_everywhere():
     md = re.sub(r"(`+).*?\1", "", read(os.path.join(out, "report.md")))
     check(re.search(r"(?<!\\)<script", md) is None,
           "report.md escapes the markup outside code spans")
+
+
+# Code points XML 1.0 forbids (U+FFFE, U+FFFF, C0 controls but tab, line feed and carriage
+# return) that a JSON string may hold.
+FORBIDDEN = "a\ufffeb\uffffc\x01d\x1fe"
+
+
+def test_forbidden_characters():
+    """Every string of a document holds code points XML forbids: each becomes a space and the
+    page stays well-formed XML."""
+    doc = with_markup(fixture(), markup=FORBIDDEN)
+    out = render_to(doc, "forbidden")
+    if out is None:
+        return
+    html = os.path.join(out, "report.html")
+    try:
+        root = ET.parse(html).getroot()
+    except ET.ParseError as e:
+        check(False, f"the page with U+FFFE, U+FFFF and controls is not well-formed XML: {e}")
+        return
+    page = "".join(root.itertext())
+    check("a b c d e" in page and not re.search("[\ufffe\uffff\x01\x1f]", read(html)),
+          "each forbidden code point a space")
 
 
 # ---- every value visible ------------------------------------------------------------------------
@@ -642,6 +667,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ft_report_") as TMP:
         return clitest.main(ARGS.flaretune, [test_help, test_render, test_busy,
                                              test_markup_everywhere,
+                                             test_forbidden_characters,
                                              test_small_segments_visible,
                                              test_small_values_visible,
                                              test_overlapping_series_visible,

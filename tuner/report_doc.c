@@ -206,8 +206,9 @@ void ft_doc_spans(FILE *f, const ft_doc_node *n, ft_doc_form form,
 }
 
 void ft_doc_put_escaped(FILE *f, const char *s, size_t n, ft_doc_entity entity) {
-    for (size_t i = 0; i < n; i++) {
-        const char *e = entity((unsigned char)s[i]);
+    for (size_t i = 0, len; i < n; i += len) {
+        len = 1;
+        const char *e = entity(s + i, n - i, &len);
         if (e)
             fputs(e, f);
         else
@@ -228,21 +229,23 @@ void ft_doc_put_row(FILE *f, const ft_doc_node *t, int r, const char *open, cons
 }
 
 char *ft_doc_escaped(const char *s, ft_doc_entity entity) {
-    size_t n = 1;
-    for (const char *p = s; *p; p++) {
-        const char *e = entity((unsigned char)*p);
+    size_t n = 1, all = strlen(s), len;
+    for (size_t i = 0; i < all; i += len) {
+        len = 1;
+        const char *e = entity(s + i, all - i, &len);
         n += e ? strlen(e) : 1;
     }
     char *out = malloc(n), *q = out;
     if (!out) return NULL;
-    for (const char *p = s; *p; p++) {
-        const char *e = entity((unsigned char)*p);
+    for (size_t i = 0; i < all; i += len) {
+        len = 1;
+        const char *e = entity(s + i, all - i, &len);
         if (e) {
             size_t k = strlen(e);
             memcpy(q, e, k);
             q += k;
         } else {
-            *q++ = *p;
+            *q++ = s[i];
         }
     }
     *q = '\0';

@@ -112,11 +112,13 @@ const ft_doc_node *ft_doc_shown(const ft_doc_node *n, ft_doc_form form);
 void ft_doc_spans(FILE *f, const ft_doc_node *n, ft_doc_form form,
                   void (*span)(FILE *, const ft_doc_span *));
 
-/* The replacement of one byte in a format, or NULL when the byte stays. */
-typedef const char *(*ft_doc_entity)(unsigned char c);
-/* n bytes of s with each byte's replacement, to f. */
+/* The replacement of the character at s (n bytes are left) in a format, or NULL when it stays.
+ * *len is 1 on the call: a format that replaces a character of more bytes sets it to their
+ * count. */
+typedef const char *(*ft_doc_entity)(const char *s, size_t n, size_t *len);
+/* n bytes of s with each character's replacement, to f. */
 void ft_doc_put_escaped(FILE *f, const char *s, size_t n, ft_doc_entity entity);
-/* s with each byte's replacement, or NULL when out of memory; free() it. */
+/* s with each character's replacement, or NULL when out of memory; free() it. */
 char *ft_doc_escaped(const char *s, ft_doc_entity entity);
 /* Row r of table t to f: open, each cell escaped between before and after, then close. */
 void ft_doc_put_row(FILE *f, const ft_doc_node *t, int r, const char *open, const char *before,

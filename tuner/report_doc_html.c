@@ -8,10 +8,13 @@
 #include "tuner/report.h"
 #include "tuner/report_doc.h"
 
-/* The replacement of one byte in XML text, or NULL when it stays. Control characters XML 1.0
- * does not allow become a space. */
-static const char *xml_entity(unsigned char c) {
-    switch (c) {
+/* The replacement of a character in XML text, or NULL when it stays. Characters XML 1.0 does
+ * not allow become a space: control characters, and U+FFFE and U+FFFF, which a JSON string
+ * may hold (UTF-16's surrogates, also not allowed, never reach here: the JSON reader refuses
+ * them). */
+static const char *xml_entity(const char *s, size_t n, size_t *len) {
+    const unsigned char *c = (const unsigned char *)s;
+    switch (c[0]) {
     case '&': return "&amp;";
     case '<': return "&lt;";
     case '>': return "&gt;";
@@ -20,8 +23,14 @@ static const char *xml_entity(unsigned char c) {
     case '\t':
     case '\n':
     case '\r': return NULL;
-    default: return c < 0x20 ? " " : NULL;
+    default: break;
     }
+    if (c[0] < 0x20) return " ";
+    if (n >= 3 && c[0] == 0xEF && c[1] == 0xBF && (c[2] == 0xBE || c[2] == 0xBF)) {
+        *len = 3;
+        return " ";
+    }
+    return NULL;
 }
 
 char *ft_report_xml_escape(const char *s) { return ft_doc_escaped(s, xml_entity); }

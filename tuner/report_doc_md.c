@@ -11,7 +11,9 @@
 
 /* The replacement of one byte in Markdown text (a table cell or a line), or NULL when it stays:
  * what would be markup escaped with a backslash, control characters a space. */
-static const char *md_entity(unsigned char c) {
+static const char *md_entity(const char *s, size_t n, size_t *len) {
+    (void)n, (void)len;
+    unsigned char c = (unsigned char)*s;
     switch (c) {
     case '\\': return "\\\\";
     case '|': return "\\|";
