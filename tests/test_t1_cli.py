@@ -562,6 +562,21 @@ def test_integer_outputs():
     dump(acc, doc)
     one_line_error(["tune", "--t1", acc, "--backend", "cuda-emu", "--strategy", "exhaustive",
                     "--budget", "0", "--reps", "1"], 1, "declare it ReadWrite")
+    # A default configuration that writes none of an output: every right configuration would be
+    # rejected for having nothing to compare, and the broken default would win. Refused.
+    with open(os.path.join(tmp, "lazy.cu"), "w") as f:
+        f.write("__global__ void lazy(float *y, const float *x, int n) {\n"
+                "    int i = blockIdx.x * block_size_x + threadIdx.x;\n"
+                "    if (mode == 1 && i < n) y[i] = 2.0f * x[i];\n}\n")
+    doc["General"]["BenchmarkName"] = spec["BenchmarkName"] = "lazy"
+    spec["KernelName"], spec["KernelFile"] = "lazy", "lazy.cu"
+    doc["ConfigurationSpace"]["TuningParameters"].append(
+        {"Name": "mode", "Type": "int", "Values": "[0, 1]", "Default": 0})
+    lazy = os.path.join(tmp, "lazy.json")
+    dump(lazy, doc)
+    for cmd in ("tune", "bench"):
+        one_line_error([cmd, "--t1", lazy, "--backend", "cuda-emu", "--reps", "1"], 1,
+                       "wrote no element of its output y")
 
 
 def test_profile():

@@ -720,6 +720,23 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
                           "kernel reads an output declared WriteOnly; declare it ReadWrite "
                           "(AccessType), so that its fill is its input",
                           ev->r.t->path, how);
+    /* A write-only output the reference left untouched, with no file to stand in for it: every
+     * candidate that writes it would be rejected for having nothing to compare, and the broken
+     * default would win. */
+    for (int k = 0; k < ev->ref.n; k++) {
+        const unsigned char *w = ev->ref.written[k];
+        if (!w || ev->expect[ev->ref.idx[k]]) continue;
+        const ft_t1_arg *a = &ev->r.t->args[ev->ref.idx[k]];
+        long long i = 0;
+        while (i < a->elems && !w[i])
+            i++;
+        if (i == a->elems)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: the reference (default) configuration wrote no element of its "
+                              "output %s: nothing to check the other configurations against (fix "
+                              "the kernel or its default values, or give --reference files)",
+                              ev->r.t->path, a->name);
+    }
     outputs *want = &ev->want;
     want->n = ev->ref.n;
     want->whole = ev->ref.whole;
