@@ -876,6 +876,17 @@ def test_bad():
     one_line_error(["tune", "--t1", nout, "--backend", "cuda-emu", "--budget", "2"], 1,
                    "declares no output")
     one_line_error(["bench", "--t1", nout, "--backend", "cuda-emu"], 1, "declares no output")
+    # A space whose size overflows 64 bits (16 parameters of 64 values): said so and refused,
+    # not a size of 0 or a negative one.
+    with open(T1) as f:
+        doc = json.load(f)
+    doc["KernelSpecification"]["KernelFile"] = kfile
+    doc["ConfigurationSpace"]["TuningParameters"] += [
+        {"Name": f"unused_{i}", "Type": "int", "Values": str(list(range(64))), "Default": 0}
+        for i in range(16)]
+    huge = os.path.join(STATE["tmp"], "huge.json")
+    dump(huge, doc)
+    one_line_error(["space", "--t1", huge], 1, "more than 2^63 configurations")
     # Two outputs that name one file (the last written would replace the other), an existing
     # cache or a new one, spelled alike or not, are refused before the search.
     cache = os.path.join(STATE["tmp"], "shared_out.kt.json")

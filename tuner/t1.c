@@ -26,6 +26,9 @@
 /* Slots of the expressions: the parameters, then ProblemSize. */
 #define SLOT_PROBLEM(t) ((t)->space.nparams)
 
+/* The most configurations (before the conditions) a T1 space is walked through. */
+#define FT_T1_MAX_ENUMERATED (1LL << 26)
+
 static ft_status bad(ft_err *err, const char *name, const char *fmt, const char *what) {
     return ft_err_set(err, FT_EFORMAT, "%s: %s%s", name, fmt, what ? what : "");
 }
@@ -781,6 +784,7 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
             const ft_config want = def;
             int64_t total = ft_space_size(&t->space), best_k = -1;
             int best_d = INT_MAX;
+            if (total > FT_T1_MAX_ENUMERATED) total = FT_T1_MAX_ENUMERATED;
             for (int64_t k = 0; k < total && s == FT_OK && best_d > 1; k++) {
                 ft_config c;
                 ft_space_config_at(&t->space, k, &c);
@@ -1023,11 +1027,17 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
     *cfgs = NULL;
     *n = 0;
     int64_t total = ft_space_size(&t->space), cap = 0, cnt = 0;
-    if (total > (1LL << 26))
-        return ft_err_set(
-            err, FT_EFORMAT,
-            "%s: %lld configurations before the conditions: more than flaretune enumerates",
-            t->path, (long long)total);
+    if (total > FT_T1_MAX_ENUMERATED) {
+        char count[32];
+        if (total == INT64_MAX)
+            snprintf(count, sizeof count, "more than 2^63");
+        else
+            snprintf(count, sizeof count, "%lld", (long long)total);
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: %s configurations before the conditions: more than flaretune "
+                          "enumerates (2^26)",
+                          t->path, count);
+    }
     ft_config *out = NULL;
     for (int64_t k = 0; k < total; k++) {
         ft_config c;

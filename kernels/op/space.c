@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,8 +176,10 @@ int ft_config_equal(const ft_config *a, const ft_config *b) {
 
 int64_t ft_space_size(const ft_space *s) {
     int64_t n = 1;
-    for (int i = 0; i < s->nparams; i++)
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->params[i].n > 0 && n > INT64_MAX / s->params[i].n) return INT64_MAX;
         n *= s->params[i].n;
+    }
     return n;
 }
 

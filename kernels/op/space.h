@@ -113,7 +113,8 @@ void ft_config_format(const ft_space *s, const ft_config *cfg, char *buf, size_t
 void ft_config_value_str(const ft_space *s, int i, int value, char *buf, size_t n);
 int ft_config_equal(const ft_config *a, const ft_config *b);
 
-/* Number of configurations before constraints (product of the candidate counts). */
+/* Number of configurations before constraints (product of the candidate counts); INT64_MAX
+ * when the product is larger (a T1 file's 24 parameters of 64 values each could make it). */
 int64_t ft_space_size(const ft_space *s);
 /* The k-th configuration in mixed-radix order (the last parameter varies fastest), k in
  * [0, ft_space_size). */
