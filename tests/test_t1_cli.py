@@ -1077,6 +1077,42 @@ def test_timeout_resume():
           f"a timeout under a second is refused: exit {rc}: {err!r}")
 
 
+def test_stop_twice():
+    """Ctrl-C waits for the configuration that runs; one that never ends would hold it forever:
+    a second Ctrl-C ends the process, the configuration recorded as failed first, and the same
+    command then goes on past it to the end of the space."""
+    tmp = STATE["tmp"]
+    bad = one_bad_config("spin2.cu", "true) { volatile int spin = 1; while (spin) {} }")
+    kt = os.path.join(tmp, "spin2.kt.json")
+    args = [clitest.FT, "tune", "--t1", T1, "--kernel-file", bad, "--backend", "cuda-emu",
+            "--strategy", "exhaustive", "--budget", "0", "--reps", "2", "--kt-cache", kt]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Its configurations come in space order: the spinning one is 128,1,0,2.0, after the others
+    # of block size 32 and 64 (28 of the 42).
+    deadline = time.time() + 300
+    while time.time() < deadline and p.poll() is None and cache_entries(kt) < 28:
+        time.sleep(0.05)
+    time.sleep(2)  # well into the endless configuration
+    p.send_signal(2)
+    time.sleep(1)
+    p.send_signal(2)
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        err += "\n(hung: killed)"
+    check(p.returncode == -2 and "stopped again while a configuration ran" in err and
+          "recorded as failed" in err, f"a second Ctrl-C ends it: exit {p.returncode}: {err[-400:]!r}")
+    with open(kt) as f:
+        text = f.read()
+    check('"128,1,0,2.0": {' in text and "RuntimeFailedConfig" in text,
+          f"the configuration in flight is in the cache as failed: {text[-300:]!r}")
+    rc, out, err = run(*args[1:])
+    check(rc == 0 and "42 of 42 configurations evaluated" in out,
+          f"the same command again goes on past it: exit {rc}: {out[-300:]} {err[-300:]}")
+
+
 def has_nvrtc():
     """Whether this flaretune was built with the CUDA toolkit (compile --t1 then runs)."""
     if "nvrtc" not in STATE:
@@ -1096,7 +1132,8 @@ def main():
                                  test_kt_cache_resume, test_reference_file,
                                  test_integer_outputs, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad,
-                                 test_small_buffers, test_overrun_resume, test_timeout_resume))
+                                 test_small_buffers, test_overrun_resume, test_timeout_resume,
+                                 test_stop_twice))
 
 
 if __name__ == "__main__":

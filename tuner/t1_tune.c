@@ -836,9 +836,11 @@ typedef struct search {
 /* What the log says of a configuration in flight when the process ended: what could end it. */
 static json_t *ended_message(const ft_t1_tune_opts *o) {
     if (!(o->candidate_timeout_s > 0))
-        return json_string("the process ended while it ran: it reached past a device buffer");
+        return json_string("the process ended while it ran: it reached past a device buffer, or "
+                           "a second Ctrl-C ended it (the process's last line said which)");
     return json_sprintf("the process ended while it ran: it %stook longer than "
-                        "--candidate-timeout %g s (the process's last line said which)",
+                        "--candidate-timeout %g s, or a second Ctrl-C ended it (the process's "
+                        "last line said which)",
                         o->emulate ? "reached past a device buffer or " : "",
                         o->candidate_timeout_s);
 }

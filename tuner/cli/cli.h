@@ -70,6 +70,10 @@ int ft_cli_candidate_timeout(const char *cmd, const char *arg, double *out);
 /* SIGALRM (a candidate past --candidate-timeout) from now on: the records of the candidate in
  * flight (core/epitaph.h) are written, one line says so, and the process ends. */
 void ft_cli_catch_candidate_timeout(void);
+/* From a handler of signal sig: write the records of the candidate in flight, then `recorded`
+ * (or `unrecorded` when there were none) on stderr, and end the process as sig would have.
+ * Async-signal-safe. */
+void ft_cli_end_in_flight(int sig, const char *recorded, const char *unrecorded);
 
 /* A tuner under the dashboard (cli_dash.c): worker(arg) on a thread of its own feeding feed
  * (it pushes a "done" or "error" event last), the dashboard titled `title` on this one, p and q

@@ -75,23 +75,25 @@ int ft_cli_candidate_timeout(const char *cmd, const char *arg, double *out) {
     return FT_EXIT_OK;
 }
 
-/* SIGALRM: the records of the candidate in flight (core/epitaph.h), one line, then the
- * signal's default action ends the process (under mpirun, the job). */
-static void on_candidate_timeout(int sig) {
-    static const char recorded[] =
-        "flaretune: a candidate took longer than --candidate-timeout: ending; it is recorded as "
-        "failed, and the same command resumes past it\n";
-    /* (no --log, no --kt-cache for --t1, a worker's candidate, or the default configuration,
-     * which every run measures first) */
-    static const char unrecorded[] =
-        "flaretune: a candidate took longer than --candidate-timeout: ending; nothing a resumed "
-        "run reads records it, so the same command would try it again\n";
+void ft_cli_end_in_flight(int sig, const char *recorded, const char *unrecorded) {
     const int n = ft_epitaph_write();
-    ssize_t w = n > 0 ? write(STDERR_FILENO, recorded, sizeof recorded - 1)
-                      : write(STDERR_FILENO, unrecorded, sizeof unrecorded - 1);
+    const char *m = n > 0 ? recorded : unrecorded;
+    ssize_t w = write(STDERR_FILENO, m, strlen(m));
     (void)w;
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* SIGALRM: the candidate in flight took too long. */
+static void on_candidate_timeout(int sig) {
+    ft_cli_end_in_flight(sig,
+                         "flaretune: a candidate took longer than --candidate-timeout: ending; it "
+                         "is recorded as failed, and the same command resumes past it\n",
+                         /* (no --log, no --kt-cache for --t1, a worker's candidate, or the
+                          * default configuration, which every run measures first) */
+                         "flaretune: a candidate took longer than --candidate-timeout: ending; "
+                         "nothing a resumed run reads records it, so the same command would try "
+                         "it again\n");
 }
 
 void ft_cli_catch_candidate_timeout(void) { signal(SIGALRM, on_candidate_timeout); }

@@ -69,7 +69,9 @@ void ft_cli_tune_t1_usage(FILE *f) {
         "seconds (a launch cannot be stopped part way), first recording it as failed in the\n"
         "Kernel Tuner cache and the log: the same command resumes past it.\n"
         "Ctrl-C stops the search after the configuration in flight, writes what was measured,\n"
-        "and exits with 130. Under mpirun every rank evaluates configurations on its own\n"
+        "and exits with 130; a second Ctrl-C ends at once, recording the configuration in\n"
+        "flight as failed (one that never ends). Under mpirun every rank evaluates configurations "
+        "on its own\n"
         "device and rank 0 runs the search (docs/distributed.md).\n");
 }
 
@@ -93,9 +95,19 @@ typedef struct {
 
 static volatile int stop_flag, pause_flag;
 
+/* Ctrl-C (or SIGTERM): stop once the configuration that runs ends. One that never ends (an
+ * endless loop on the emulator, which no flag reaches) would hold that forever: a second one
+ * ends the process at once, the configuration in flight first recorded as failed
+ * (core/epitaph.h), so the same command resumes past it rather than hang on it again. */
 static void on_signal(int sig) {
-    (void)sig;
-    stop_flag = 1;
+    if (!stop_flag) {
+        stop_flag = 1;
+        return;
+    }
+    ft_cli_end_in_flight(sig,
+                         "flaretune: stopped again while a configuration ran: ending; it is "
+                         "recorded as failed, and the same command resumes past it\n",
+                         "flaretune: stopped again while a configuration ran: ending\n");
 }
 
 /* --tui: the tuner on this thread, the dashboard on the main one. */
@@ -335,7 +347,7 @@ int ft_cli_tune_t1(int argc, char **argv) {
         to.workers = ft_cli_mpi_workers(0, 0);
     }
     to.stop = &stop_flag;
-    ft_cli_catch_stop(on_signal, SA_RESETHAND); /* a second Ctrl-C ends the process at once */
+    ft_cli_catch_stop(on_signal, 0); /* a second Ctrl-C ends the process at once */
     ft_t1_tune_result r;
     memset(&r, 0, sizeof r);
     ft_status s = c.tui ? tune_dashboard(t, &to, &r, path, &err) : ft_t1_tune(t, &to, &r, &err);
