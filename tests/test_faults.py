@@ -305,6 +305,21 @@ def small_log(path, key="k1", run="r1"):
     clitest.write_log(path, clitest.small_run(key, run))
 
 
+def test_replay_untrusted_event():
+    """A measured event a resumed run does not trust (no positive median) is left out by replay
+    as by resume: alone, the landscape lacks that candidate and says so; once the resumed run
+    has measured it again, the log replays (it used to be refused for good)."""
+    events = clitest.small_run()
+    del events[1]["stats"]["median_s"]
+    log = os.path.join(TMP, "untrusted.jsonl")
+    clitest.write_log(log, events)
+    one_line_error(["replay", log, "--seeds", "1"], 1, "threads=1")
+    again = clitest.small_run(run_id="r2")
+    clitest.write_log(log, events + [again[0], again[1], again[3]])
+    rc, out, err = run("replay", log, "--seeds", "1")
+    check(rc == 0 and "landscape " in out, f"the resumed log replays: {rc} {out[-200:]} {err!r}")
+
+
 def test_trace_keeps_its_log():
     """trace never writes over the log it reads (named as such, through a link too, or as one
     of a family's logs), refuses a file that holds no run rather than write an empty trace, and
@@ -582,6 +597,7 @@ def main():
         code = clitest.main(a.flaretune,
                             (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
                              test_trace_of_a_directory, test_trace_keeps_its_log,
+                             test_replay_untrusted_event,
                              test_file_size_limit, test_large_magnitudes,
                              test_unbounded_reads, test_set_sizes,
                              test_profile_links,

@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -332,4 +334,19 @@ void ft_eventlog_run_id(char *buf, size_t n) {
     ft_rng r;
     ft_rng_seed(&r, (uint64_t)ft_now_ns() ^ ((uint64_t)getpid() << 32));
     snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
+}
+
+int ft_event_measured_ok(const json_t *ev, char *why, size_t n) {
+    const json_t *st = json_object_get(ev, "stats");
+    if (json_is_false(json_object_get(ev, "clean")))
+        return snprintf(why, n, "not measured cleanly (the machine was busy)"), 0;
+    if (json_is_object(json_object_get(ev, "stopped"))) return 1; /* stopped: slow, no median */
+    const json_t *med = json_object_get(st, "median_s");
+    if (!json_is_object(st)) return snprintf(why, n, "a measured event without stats"), 0;
+    if (!json_is_number(med) || !(json_number_value(med) > 0) || !isfinite(json_number_value(med)))
+        return snprintf(why, n, "a measured event without a positive stats.median_s"), 0;
+    const json_t *ns = json_object_get(st, "samples");
+    if (!json_is_integer(ns) || json_integer_value(ns) < 1)
+        return snprintf(why, n, "a measured event without a sample count"), 0;
+    return 1;
 }

@@ -62,6 +62,12 @@ int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int 
  * none, NULL with *n = -1 when out of memory. */
 char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX];
 
+/* Whether a `measured` event is one a result can be taken from: measured cleanly, and either
+ * stopped by the watchdog (slow, no median) or with stats holding a positive median_s and a
+ * sample count. When not, why (n bytes) says what it lacks: a resumed run measures the
+ * candidate again, and replay takes it as never measured. */
+int ft_event_measured_ok(const json_t *ev, char *why, size_t n);
+
 /* Seconds since the epoch as a double (the events' "t"). */
 double ft_wall_time(void);
 

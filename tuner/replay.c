@@ -224,16 +224,11 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         const json_t *ci = json_object_get(json_object_get(ev, "stats"), "ci_rel");
         if (json_is_number(ci) && json_number_value(ci) >= 0 && isfinite(json_number_value(ci)))
             l->ci_rel[c] = json_number_value(ci);
-        const json_t *med = json_object_get(json_object_get(ev, "stats"), "median_s");
-        if (!json_is_number(med) || !(json_number_value(med) > 0)) {
-            char text[512];
-            ft_config_format(&l->space, &cfg, text, sizeof text);
-            return ft_err_set(err, FT_EFORMAT,
-                              "%s: event %zu: measured %s has no positive "
-                              "stats.median_s",
-                              name, i + 1, text);
-        }
-        l->score[c] = json_number_value(med);
+        /* One a resumed run would not trust (no positive median, no sample count) is left out
+         * as resume leaves it: the candidate's later event, which resume then wrote, counts;
+         * with none, the landscape lacks it and says so. */
+        if (!ft_event_measured_ok(ev, NULL, 0)) continue;
+        l->score[c] = json_number_value(json_object_get(json_object_get(ev, "stats"), "median_s"));
     }
     return FT_OK;
 }

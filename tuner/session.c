@@ -622,22 +622,6 @@ static int find_candidate(session *S, const json_t *cfg_json) {
     return -1;
 }
 
-/* Is a `measured` event one a result can be taken from (as replay checks a landscape)? */
-static int measured_ok(const json_t *ev, char *why, size_t n) {
-    const json_t *st = json_object_get(ev, "stats");
-    if (json_is_false(json_object_get(ev, "clean")))
-        return snprintf(why, n, "not measured cleanly (the machine was busy)"), 0;
-    if (json_is_object(json_object_get(ev, "stopped"))) return 1; /* stopped: slow, no median */
-    const json_t *med = json_object_get(st, "median_s");
-    if (!json_is_object(st)) return snprintf(why, n, "a measured event without stats"), 0;
-    if (!json_is_number(med) || !(json_number_value(med) > 0) || !isfinite(json_number_value(med)))
-        return snprintf(why, n, "a measured event without a positive stats.median_s"), 0;
-    const json_t *ns = json_object_get(st, "samples");
-    if (!json_is_integer(ns) || json_integer_value(ns) < 1)
-        return snprintf(why, n, "a measured event without a sample count"), 0;
-    return 1;
-}
-
 /* The record of one candidate event of a resumed run, or (remote) of a worker's evaluation. */
 static void resume_event(session *S, const json_t *ev, const char *kind, size_t line, int remote) {
     int measured = !strcmp(kind, "measured"), rejected = !strcmp(kind, "rejected");
@@ -663,7 +647,7 @@ static void resume_event(session *S, const json_t *ev, const char *kind, size_t 
         S->unclean++;
         ci->state = C_UNCLEAN;
         ci->median = INFINITY;
-    } else if (!measured_ok(ev, why, sizeof why)) {
+    } else if (!ft_event_measured_ok(ev, why, sizeof why)) {
         /* Not trusted: the candidate is measured again. */
         json_array_append_new(S->resume_notes,
                               json_pack("{s:I, s:s}", "event", (json_int_t)line, "why", why));
