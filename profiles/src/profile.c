@@ -381,6 +381,12 @@ static ft_status check_entry(const json_t *j, ft_profile_entry *out, ft_err *err
     out->backend = backend;
     out->device = json_string_value(dev_j);
     out->shape = shape;
+    out->shape_hash = 0xcbf29ce484222325ull; /* FNV-1a over the sizes */
+    for (int k = 0; op->syms[k]; k++) {
+        uint64_t x = (uint64_t)json_integer_value(json_object_get(shape, op->syms[k]));
+        for (int b = 0; b < 8; b++, x >>= 8)
+            out->shape_hash = (out->shape_hash ^ (x & 0xff)) * 0x100000001b3ull;
+    }
     out->attrs = attrs;
     out->config = config;
     out->median_s = json_number_value(json_object_get(stats, "median_s"));
@@ -398,9 +404,9 @@ ft_status ft_profile_entry_check(const json_t *entry, ft_err *err) {
 /* One key: the same op, backend, device and shape, and attributes of the same values however
  * written (ft_profile_attrs_match). */
 static int same_key(const ft_profile_entry *a, const ft_profile_entry *b) {
-    return a->op == b->op && strcmp(a->backend, b->backend) == 0 &&
-           strcmp(a->device, b->device) == 0 && json_equal(a->shape, b->shape) &&
-           ft_profile_attrs_match(a->attrs, b->attrs);
+    return a->op == b->op && a->shape_hash == b->shape_hash &&
+           strcmp(a->backend, b->backend) == 0 && strcmp(a->device, b->device) == 0 &&
+           json_equal(a->shape, b->shape) && ft_profile_attrs_match(a->attrs, b->attrs);
 }
 
 /* Does a skipped entry carry the key of e (its key fields are readable and equal)? */
@@ -745,9 +751,17 @@ static ft_status insert(ft_profile *p, json_t *j, ft_profile_entry *e, ft_profil
         return ft_err_set(err, FT_ENOMEM, "out of memory adding a profile entry");
     }
     p->entries = v;
-    int at = p->n;
-    while (at > 0 && cmp_entries(&p->entries[at - 1], e) > 0)
-        at--;
+    /* After every entry that sorts at or before e (a binary search: a comparison dumps two
+     * attribute objects, and a scan from the end made reading a shuffled profile quadratic). */
+    int lo = 0, hi = p->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp_entries(&p->entries[mid], e) > 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int at = lo;
     memmove(&p->entries[at + 1], &p->entries[at], (size_t)(p->n - at) * sizeof *e);
     p->entries[at] = *e;
     p->n++;

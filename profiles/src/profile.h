@@ -22,6 +22,8 @@
 #ifndef FLARETUNE_PROFILE_H
 #define FLARETUNE_PROFILE_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 #include <stdio.h>
 
@@ -47,6 +49,7 @@ typedef struct ft_profile_entry {
     const char *backend;
     const char *device;
     const json_t *shape;  /* {"M": 512, ...}: every size of the op      */
+    uint64_t shape_hash;  /* of the sizes in the op's order: a quick "not the same shape" */
     const json_t *attrs;  /* {"scheme": "dpace", ...}: strings          */
     const json_t *config; /* the winning configuration                  */
     double median_s;      /* stats.median_s                             */
