@@ -114,9 +114,19 @@ static void usage(FILE *f) {
 
 static volatile int stop_flag, pause_flag;
 
+/* Ctrl-C (or SIGTERM): finish the event in flight, save, exit 130. A second one ends the
+ * process at once, before the profile is saved: one line says what is kept. */
 static void on_signal(int sig) {
-    (void)sig;
-    stop_flag = 1;
+    if (!stop_flag) {
+        stop_flag = 1;
+        return;
+    }
+    static const char msg[] = "flaretune: stopped again: ending now, the profile not saved (a "
+                              "--log keeps every result: the same command resumes from it)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 /* ---- progress, rendered from the events ---------------------------------------------------- */
@@ -1064,7 +1074,7 @@ static int tune_fail(const tune_args *a, const tuning *T) {
 static int tune_run(tune_args *a, progress *pg, tuning *T, int planned) {
     static int locks[16 * 32];
     int nlocks = 0, code;
-    ft_cli_catch_stop(on_signal, SA_RESETHAND); /* a second Ctrl-C ends the process at once */
+    ft_cli_catch_stop(on_signal, 0); /* a second Ctrl-C ends the process at once */
 
     memset(pg, 0, sizeof *pg);
     pg->tty = isatty(STDERR_FILENO);
