@@ -864,6 +864,12 @@ def test_bad():
         one_line_error(["tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", opt,
                         target], rc, needle)
     check(open(copy).read() == before, "the T1 file left as it was")
+    # A T4 file that cannot be written at the end (a full disk): exit 1, and the summary does
+    # not name it as written.
+    rc, out, err = run("tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", "--t4",
+                       "/dev/full")
+    check(rc == 1 and "No space left" in err and "T4 results" not in out,
+          f"--t4 /dev/full: exit {rc}: {out[-300:]} {err[-300:]}")
     # A file that declares no output has nothing to check configurations against: refused
     # before the search, not every configuration but the default rejected.
     with open(T1) as f:

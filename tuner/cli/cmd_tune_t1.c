@@ -358,11 +358,16 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (s != FT_OK) code = s == FT_ENODEV ? (ft_cli_fail_err(&err), FT_EXIT_NODEV) : ft_cli_fail_err(&err);
     if (r.note[0]) fprintf(stderr, "tune: note: %s\n", r.note);
     /* What was measured is written even when the search stopped part way. */
+    int t4_written = 0, kt_written = to.kt_cache != NULL; /* (the cache is kept as it goes) */
     if (r.nevals > 0) {
         ft_err e = {0};
         if (t4 && ft_t1_tune_export(t, &r, backend, FT_EXPORT_T4, t4, &e)) code = ft_cli_fail_err(&e);
+        else
+            t4_written = t4 != NULL;
         if (kt && !to.kt_cache && ft_t1_tune_export(t, &r, backend, FT_EXPORT_KT_CACHE, kt, &e))
             code = ft_cli_fail_err(&e);
+        else if (kt)
+            kt_written = 1;
     }
     int saved = 0;
     if (c.profile && r.best >= 0) {
@@ -389,8 +394,9 @@ int ft_cli_tune_t1(int argc, char **argv) {
             if (isfinite(ref) && r.best != r.reference)
                 printf("  the reference (default) configuration: %.4g ms; %.2fx\n", ref * 1e3, ref / r.secs[r.best]);
         }
-        if (t4) printf("  T4 results: %s\n", t4);
-        if (kt) printf("  Kernel Tuner cache: %s\n", kt);
+        /* (only what was written: a failed write said so above) */
+        if (t4_written) printf("  T4 results: %s\n", t4);
+        if (kt && kt_written) printf("  Kernel Tuner cache: %s\n", kt);
         if (saved) printf("  profile: %s\n", c.profile);
         else if (c.profile)
             fprintf(stderr, "tune: %s not written: no configuration passed its check\n", c.profile);
