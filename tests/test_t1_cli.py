@@ -1083,6 +1083,22 @@ def test_timeout_resume():
           f"a timeout under a second is refused: exit {rc}: {err!r}")
 
 
+def children(pid):
+    """The processes whose parent is pid (from /proc)."""
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            kids.append(int(d))
+    return kids
+
+
 def test_stop_twice():
     """Ctrl-C waits for the configuration that runs; one that never ends would hold it forever:
     a second Ctrl-C ends the process, the configuration recorded as failed first, and the same
@@ -1098,7 +1114,13 @@ def test_stop_twice():
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None and cache_entries(kt) < 28:
         time.sleep(0.05)
-    time.sleep(2)  # well into the endless configuration
+    # Then its compiler is done (a stop before the kernel runs would end the run cleanly):
+    # no child process for two seconds, the kernel spinning since.
+    quiet_since = time.time()
+    while time.time() < deadline and p.poll() is None and time.time() - quiet_since < 2:
+        if children(p.pid):
+            quiet_since = time.time()
+        time.sleep(0.05)
     p.send_signal(2)
     time.sleep(1)
     p.send_signal(2)
