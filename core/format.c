@@ -27,7 +27,11 @@ char *ft_fmt_time(double s, int ascii, char *buf, size_t n) {
         double v = s * units[i].scale;
         double rounded = v >= 100 ? round(v * 10) / 10 : round(v * 1000) / 1000;
         if (rounded < 1000 || i == 3) {
-            if (i == 0)
+            /* under a nanosecond, and past a day, in exponent form: never "0 ns" for a time
+             * that is not zero, nor a number of 300 digits */
+            if ((i == 0 && v > 0 && v < 0.5) || (i == 3 && v >= 1e5))
+                snprintf(buf, n, "%.3g %s", v, units[i].unit);
+            else if (i == 0)
                 snprintf(buf, n, "%.0f %s", v, units[i].unit);
             else
                 fixed_sig(v, 4, ascii ? units[i].ascii_unit : units[i].unit, buf, n);
@@ -86,5 +90,15 @@ char *ft_fmt_duration(double s, char *buf, size_t n) {
         snprintf(buf, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
     else
         snprintf(buf, n, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
+    return buf;
+}
+
+char *ft_fmt_ratio(double r, char *buf, size_t n) {
+    if (!isfinite(r) || r < 0)
+        snprintf(buf, n, "-");
+    else if (r >= 1e4 || (r > 0 && r < 0.005))
+        snprintf(buf, n, "%.3gx", r);
+    else
+        snprintf(buf, n, "%.2fx", r);
     return buf;
 }

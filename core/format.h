@@ -24,6 +24,10 @@ char *ft_fmt_duration(double seconds, char *buf, size_t n);
 /* A rate with an SI prefix: "245 GFLOP/s", "16.3 GB/s" (unit is "FLOP/s" or "B/s"). */
 char *ft_fmt_rate(double per_second, const char *unit, char *buf, size_t n);
 
+/* A ratio such as a speedup, "1.72x"; one too large or too small for two decimals in exponent
+ * form ("1e+308x", "4.9e-324x"); "-" when negative or not finite. */
+char *ft_fmt_ratio(double r, char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

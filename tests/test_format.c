@@ -25,6 +25,24 @@ static void test_time(void) {
     EXPECT_FMT(ft_fmt_time(-1, 0, b, sizeof b), "-");
     EXPECT_FMT(ft_fmt_time(NAN, 0, b, sizeof b), "-");
     EXPECT_FMT(ft_fmt_time(INFINITY, 0, b, sizeof b), "-");
+    /* the ends of the doubles: no "0 ns" for a time that is not zero, no 300 digits */
+    EXPECT_FMT(ft_fmt_time(5e-324, 0, b, sizeof b), "4.94e-315 ns");
+    EXPECT_FMT(ft_fmt_time(0.25e-9, 0, b, sizeof b), "0.25 ns");
+    EXPECT_FMT(ft_fmt_time(0.6e-9, 0, b, sizeof b), "1 ns");
+    EXPECT_FMT(ft_fmt_time(1e308, 0, b, sizeof b), "1e+308 s");
+    EXPECT_FMT(ft_fmt_time(99999, 0, b, sizeof b), "99999 s");
+    EXPECT_FMT(ft_fmt_time(1e5, 0, b, sizeof b), "1e+05 s");
+}
+
+static void test_ratio(void) {
+    char b[64];
+    EXPECT_FMT(ft_fmt_ratio(1.7214, b, sizeof b), "1.72x");
+    EXPECT_FMT(ft_fmt_ratio(0, b, sizeof b), "0.00x");
+    EXPECT_FMT(ft_fmt_ratio(9999.5, b, sizeof b), "9999.50x");
+    EXPECT_FMT(ft_fmt_ratio(1e308, b, sizeof b), "1e+308x");
+    EXPECT_FMT(ft_fmt_ratio(5e-324, b, sizeof b), "4.94e-324x");
+    EXPECT_FMT(ft_fmt_ratio(-1, b, sizeof b), "-");
+    EXPECT_FMT(ft_fmt_ratio(NAN, b, sizeof b), "-");
 }
 
 static void test_bytes_and_rates(void) {
@@ -65,6 +83,7 @@ static void test_small_buffers(void) {
 
 int main(void) {
     FT_RUN(test_time);
+    FT_RUN(test_ratio);
     FT_RUN(test_bytes_and_rates);
     FT_RUN(test_durations);
     FT_RUN(test_small_buffers);

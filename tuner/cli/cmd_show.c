@@ -100,11 +100,7 @@ static void time_cells(const json_t *j, double median, char cell[3][512]) {
     double def =
         num(json_object_get(json_object_get(json_object_get(j, "default"), "stats"), "median_s"));
     snprintf(cell[1], 512, "%s", ft_fmt_time(def, 0, a, sizeof a));
-    double sp = num(json_object_get(j, "speedup"));
-    if (sp >= 0)
-        snprintf(cell[2], 512, "%.2fx", sp);
-    else
-        snprintf(cell[2], 512, "-");
+    ft_fmt_ratio(num(json_object_get(j, "speedup")), cell[2], 512);
 }
 
 static void row(const ft_profile_entry *e, char cell[NCOLS][512]) {
