@@ -278,11 +278,11 @@ def test_inspect():
         f.write("line one\nlast line without newline")
     t1_copy = os.path.join(tmp, "saxpy_copy.json")
     dump(t1_copy, doc)
-    for target, says in ((notes, "no predictions"), (t1_copy, "no predictions"),
-                         (tmp, "is a directory")):
+    for target, rc, says in ((notes, 2, "no predictions"), (t1_copy, 2, "no predictions"),
+                             (tmp, 1, "is a directory")):
         before = open(target).read() if os.path.isfile(target) else None
         one_line_error(["inspect", "--t1", t1_copy if target == t1_copy else other_src,
-                        "--sample", "2", "--jsonl", target], 2, says)
+                        "--sample", "2", "--jsonl", target], rc, says)
         if before is not None:
             check(open(target).read() == before, f"{target} left as it was")
     # The T1 file is part of the source too: another SharedMemory changes the occupancy.
@@ -859,7 +859,7 @@ def test_bad():
                                     ("--t4", copy, 2, "is the T1 file or the kernel it tunes"),
                                     ("--kt-cache", kfile, 2, "is the T1 file or the kernel"),
                                     ("--profile", copy, 1, "not a flaretune profile"),
-                                    ("--t4", STATE["tmp"], 2, "is a directory"),
+                                    ("--t4", STATE["tmp"], 1, "is a directory"),
                                     ("--t4", "/nonexistent/x.json", 1, "/nonexistent/x.json")):
         one_line_error(["tune", "--t1", copy, "--backend", "cuda-emu", "--budget", "2", opt,
                         target], rc, needle)

@@ -254,7 +254,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     FILE *out = NULL;
     struct stat sb;
     if (jsonl && stat(jsonl, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        code = ft_cli_fail(FT_EXIT_USAGE, "inspect: --jsonl %s is a directory", jsonl);
+        code = ft_cli_fail(FT_EXIT_FAIL, "inspect: --jsonl %s is a directory, not a file", jsonl);
         n = -1;
     } else if (jsonl) {
         drop_torn_tail(jsonl);

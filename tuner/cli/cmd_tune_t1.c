@@ -264,7 +264,7 @@ static int check_t1_outputs(const ft_t1 *t, const char *t4, const char *kt, cons
     if (t4 && strcmp(t4, "-") != 0) {
         struct stat sb;
         if (stat(t4, &sb) == 0 && S_ISDIR(sb.st_mode))
-            return ft_cli_fail(FT_EXIT_USAGE, "tune: --t4 %s is a directory", t4);
+            return ft_cli_fail(FT_EXIT_FAIL, "tune: --t4 %s is a directory, not a file", t4);
         char tmp[4096];
         ft_err err = {0};
         FILE *f = ft_file_create_tmp(t4, tmp, sizeof tmp, &err);
