@@ -462,12 +462,35 @@ def test_save_fails_at_end(tmp):
 def test_progress_counts(tmp):
     """Progress counts measured candidates out of the budget (rejected ones apart), never past
     it (tests/test_session.c checks that the verification shape rejects none of them)."""
-    rc, out, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
-                       "--strategy", "random", "--budget", "4", *FAST)
+    log = os.path.join(tmp, "progress.jsonl")
+    cmd = ["tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+           "--strategy", "random", "--log", log, *FAST]
+    rc, out, err = run(*cmd, "--budget", "4")
     check(rc == 0, f"tune: {err}")
     counts = [l.split()[0] for l in err.splitlines() if l.startswith("  ") and "/" in l.split()[0]]
     check(len(counts) == 4 and all(c == f"{k + 1}/4" for k, c in enumerate(counts)),
           f"progress: measured out of the budget: {counts}")
+    # Resumed, progress starts from the best and the default the log holds (it showed
+    # "best -" until a new candidate beat nothing), and knows the default by its config.
+    first = events(log)
+    ranked = [e for e in first if e["event"] == "measured" and e.get("clean", True)
+              and not e.get("stopped") and not e.get("screened")]
+    default = [e["stats"]["median_s"] for e in first if e["event"] == "measured"
+               and e["config"] == first[0]["default"] and e.get("clean", True)
+               and not e.get("stopped")]
+    rc, out, err = run(*cmd, "--budget", "2")
+    check(rc == 0, f"resumed tune: {err}")
+    start = [e for e in events(log) if e["event"] == "run_start"][-1]
+    best = min((e["stats"]["median_s"] for e in ranked), default=None)
+    check(start.get("resumed_best_s") == best and start.get("resumed_default_s") ==
+          (default[0] if default else None),
+          f"run_start says what it resumed from: {start.get('resumed_best_s')} "
+          f"{start.get('resumed_default_s')} against {best} {default}")
+    lines = [l for l in err.splitlines() if l.startswith("  ") and "/" in l.split()[0]]
+    check(len(lines) == 2, f"two more measured: {lines}")
+    if best is not None:
+        check(all(not l.endswith("best -") for l in lines),
+              f"a resumed run's progress shows the log's best: {lines}")
 
 
 def test_replay_family(tmp):

@@ -137,7 +137,14 @@ typedef struct {
     int measured, rejected, unclean;
     double best, def, t0;
     char op[64];
+    char def_cfg[1024]; /* the default configuration, compact JSON with sorted keys */
 } progress;
+
+/* A configuration as progress compares it: compact JSON, keys sorted ("" when too long). */
+static void config_text(const json_t *cfg, char *buf, size_t n) {
+    size_t w = json_dumpb(cfg, buf, n - 1, JSON_COMPACT | JSON_SORT_KEYS);
+    buf[w < n ? w : 0] = '\0';
+}
 
 /* Measured out of what the run will measure (ft_tune_progress_target); rejected apart. */
 static int progress_target(const progress *p) {
@@ -185,7 +192,12 @@ static void progress_start(progress *p, const json_t *ev) {
     p->pruned = (int)json_integer_value(json_object_get(json_object_get(ev, "predict"), "pruned"));
     p->valid -= p->pruned;
     p->measured = p->rejected = 0;
-    p->best = p->def = INFINITY;
+    /* a resumed run starts from the best and the default its log already holds */
+    const json_t *rb = json_object_get(ev, "resumed_best_s");
+    const json_t *rd = json_object_get(ev, "resumed_default_s");
+    p->best = json_is_number(rb) ? json_number_value(rb) : INFINITY;
+    p->def = json_is_number(rd) ? json_number_value(rd) : INFINITY;
+    config_text(json_object_get(ev, "default"), p->def_cfg, sizeof p->def_cfg);
     p->t0 = ft_now_s();
     snprintf(p->op, sizeof p->op, "%s", json_string_value(json_object_get(ev, "op")));
     char *dims = json_dumps(json_object_get(ev, "dims"), JSON_COMPACT);
@@ -271,7 +283,9 @@ static void progress_event(void *ctx, const json_t *ev) {
         ft_tune_unranked_text(ev, dirty, sizeof dirty);
         if (clean && !stop) {
             med = json_number_value(json_object_get(st, "median_s"));
-            if (p->measured == 1) p->def = med;
+            char cfg[sizeof p->def_cfg];
+            config_text(json_object_get(ev, "config"), cfg, sizeof cfg);
+            if (cfg[0] && !strcmp(cfg, p->def_cfg)) p->def = med;
             if (!json_is_true(json_object_get(ev, "screened")) && med < p->best) p->best = med;
         }
         if (!clean) p->unclean++;
