@@ -35,14 +35,18 @@ static int lock_as(const char *path, int how, ft_err *err) {
      * (mode 0644 under the usual umask) that this user may read but not write still locks, so
      * a shared profile stays shared. */
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == EACCES) fd = open(lock, O_RDONLY | O_CLOEXEC);
+    int e = errno;
+    if (fd < 0 && e == EACCES) {
+        fd = open(lock, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT) e = errno; /* no lock file yet: the folder is the cause */
+    }
     if (fd < 0) {
-        ft_err_set(err, FT_EIO, "%s: cannot open the lock file: %s", lock, strerror(errno));
+        ft_err_set(err, FT_EIO, "%s: cannot open the lock file: %s", lock, strerror(e));
         return -1;
     }
     while (flock(fd, how) != 0) {
         if (errno == EINTR) continue;
-        int e = errno;
+        e = errno;
         close(fd);
         if (e == EWOULDBLOCK)
             ft_err_set(err, FT_EBUSY, "%s is in use by another process (its lock %s is held)",

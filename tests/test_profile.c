@@ -1,6 +1,7 @@
 /* test_profile.c: the profile store: round trip, merge, per-entry validation, malformed and
  * too-new files, atomic saves, concurrent updates, nearest-shape lookup (docs/profiles.md). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -802,6 +803,23 @@ static void test_check_writable(void) {
         rmdir(ro);
     } else if (access("/sys/kernel", F_OK) == 0) {
         expect_not_writable("/sys/kernel/p.json", "cannot create", "sysfs directory");
+    }
+    /* The lock of a file in such a directory names the cause (the lock file is not there to
+     * be opened for reading instead; that is not the reason). */
+    {
+        const char *ro = geteuid() != 0 ? path_in("rodir") : "/sys/kernel";
+        if (geteuid() != 0) mkdir(ro, 0555);
+        char in[600];
+        snprintf(in, sizeof in, "%s/p.json", ro);
+        ft_err lerr = {0};
+        if (access(ro, F_OK) == 0) {
+            FT_CHECK(
+                ft_file_lock(in, &lerr) < 0 &&
+                    (strstr(lerr.msg, strerror(EACCES)) || strstr(lerr.msg, strerror(EROFS))) &&
+                    !strstr(lerr.msg, strerror(ENOENT)),
+                "locking %s: %s", in, lerr.msg);
+        }
+        if (geteuid() != 0) rmdir(ro);
     }
     const char *names[] = {"good.json", "garbage.json", "notprofile.json", "future2.json",
                            "ro.json"};
