@@ -18,6 +18,10 @@ static int lock_as(const char *path, int how, ft_err *err) {
     char real[PATH_MAX];
     const char *target = realpath(path, real) ? real : path;
     struct stat st;
+    if (target == path && errno == ELOOP) { /* no lock is left beside a link that leads nowhere */
+        ft_err_set(err, FT_EIO, "%s: %s", path, strerror(ELOOP));
+        return -1;
+    }
     if (stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
         /* nothing is written beside a device or a directory, not even a lock */
         ft_err_set(err, FT_EIO, "%s %s", path,

@@ -804,6 +804,21 @@ static void test_check_writable(void) {
     } else if (access("/sys/kernel", F_OK) == 0) {
         expect_not_writable("/sys/kernel/p.json", "cannot create", "sysfs directory");
     }
+    /* A path that is a loop of symbolic links: refused, and no lock file left beside it. */
+    {
+        char a[600], b[600], la[620];
+        snprintf(a, sizeof a, "%s", path_in("loop_a"));
+        snprintf(b, sizeof b, "%s", path_in("loop_b"));
+        snprintf(la, sizeof la, "%s.lock", a);
+        FT_CHECK(symlink(b, a) == 0 && symlink(a, b) == 0, "symlinks %s %s", a, b);
+        ft_err lerr = {0};
+        FT_CHECK(ft_file_lock(a, &lerr) < 0 && strstr(lerr.msg, strerror(ELOOP)),
+                 "locking a symlink loop: %s", lerr.msg);
+        FT_CHECK(access(la, F_OK) != 0, "no lock file left beside a symlink loop");
+        unlink(la);
+        unlink(a);
+        unlink(b);
+    }
     /* The lock of a file in such a directory names the cause (the lock file is not there to
      * be opened for reading instead; that is not the reason). */
     {
