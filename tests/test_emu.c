@@ -771,8 +771,9 @@ static int launch_in_child(ft_dev_module *m, const char *kernel, float *y, float
  * the kernels are instrumented too, and it is AddressSanitizer's report naming the kernel;
  * otherwise the buffer ends against pages nothing may touch (emu_guard.c), and it is one line
  * naming the kernel and how far past (or before) which buffer it reached, exit 1: just past the
- * end, 200 KB and 40 MiB past it, and 8000 bytes before the start; and a write further out than
- * any fence, still named as the kernel's fault. */
+ * end, 200 KB, 40 MiB and 256 MiB past it, and 8000 bytes and 8 GiB (a 32-bit index of floats
+ * gone negative) before the start; and a write further out than any fence, still named as the
+ * kernel's fault. */
 static void test_read_past_end(void) {
     ft_dev_module *m = compile(SAMPLE("emu_errors.cu"), NULL, 0);
     if (!m) return;
@@ -795,7 +796,10 @@ static void test_read_past_end(void) {
         const char *says;
     } far[] = {{64 + 50000, ", 200000 bytes past the end of a 256-byte device buffer"},
                {64 + (10 << 20), ", 41943040 bytes past the end of a 256-byte device buffer"},
-               {-2000, ", 8000 bytes before a 256-byte device buffer"}};
+               {-2000, ", 8000 bytes before a 256-byte device buffer"},
+               /* past the narrow fences: 256 MiB past, and a 32-bit index gone negative */
+               {64 + (64LL << 20), ", 268435456 bytes past the end of a 256-byte device buffer"},
+               {-(1LL << 31), ", 8589934592 bytes before a 256-byte device buffer"}};
     for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
         long long off = far[i].off;
         st = launch_in_child(m, "read_at", y, x, &off, out, sizeof out);

@@ -2,14 +2,17 @@
  *
  * An allocation of n bytes is one reservation of its own, no access but for its data pages:
  *
- *   [ 64 KiB: no access ][ data pages: the buffer at their end ][ tail: no access ]
+ *   [ head: no access ][ data pages: the buffer at their end ][ tail: no access ]
  *
- * the buffer placed so that it ends, rounded up to 256 bytes, where the tail starts; the tail is
- * as long as the data pages, at least 64 MiB and at most 1 GiB (address space only: nothing is
- * committed). A load or store past the end of the buffer (by 256 bytes or more, its alignment
- * aside) or before the page it starts in faults, and the fault's address says which buffer and
- * how far: no two reservations overlap. The live buffers are listed in a fixed table the signal
- * handler reads without a lock.
+ * the buffer placed so that it ends, rounded up to 256 bytes, where the tail starts. Head and
+ * tail are 16 GiB each where the address space allows (address space only: nothing is
+ * committed): any 32-bit index, of elements up to 8 bytes, gone negative or past the end lands
+ * in them, the commonest wild access of a kernel. Where a reservation that large is refused (a
+ * limit on the address space, `ulimit -v`), the head is 64 KiB and the tail as long as the data
+ * pages, at least 64 MiB and at most 1 GiB. A load or store past the end of the buffer (by 256
+ * bytes or more, its alignment aside) or before the page it starts in faults, and the fault's
+ * address says which buffer and how far: no two reservations overlap. The live buffers are
+ * listed in a fixed table the signal handler reads without a lock.
  */
 #define _GNU_SOURCE
 #include "emu_guard.h"
@@ -33,6 +36,7 @@
 
 #if !FT_ASAN
 #define SLOTS    65536 /* more than the process's mappings allow (vm.max_map_count, 65530) */
+#define WIDE     ((size_t)16 << 30) /* head and tail: 2^31 elements of 8 bytes */
 #define HEAD     ((size_t)64 << 10)
 #define TAIL_MIN ((size_t)64 << 20)
 #define TAIL_MAX ((size_t)1 << 30)
@@ -78,16 +82,21 @@ static int list(uintptr_t p, size_t n, uintptr_t base, size_t len) {
 }
 
 void *ft_emu_guard_alloc(size_t bytes, int fill) {
-    const size_t page = page_bytes(), head = HEAD > page ? HEAD : page;
+    const size_t page = page_bytes();
     const size_t n = bytes ? bytes : 1;
     if (n > ((size_t)1 << 46)) { /* more than any machine's memory: the sums below stay exact */
         errno = ENOMEM;
         return NULL;
     }
     const size_t data = (n + ALIGN - 1) / ALIGN * ALIGN, pages = (data + page - 1) / page * page;
-    const size_t tail = pages < TAIL_MIN ? TAIL_MIN : pages > TAIL_MAX ? TAIL_MAX : pages;
-    const size_t len = head + pages + tail;
+    size_t head = WIDE, tail = WIDE, len = head + pages + tail;
     char *base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) { /* the narrower fences */
+        head = HEAD > page ? HEAD : page;
+        tail = pages < TAIL_MIN ? TAIL_MIN : pages > TAIL_MAX ? TAIL_MAX : pages;
+        len = head + pages + tail;
+        base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
     if (base == MAP_FAILED) return NULL;
     if (mprotect(base + head, pages, PROT_READ | PROT_WRITE) != 0) {
         const int e = errno;
@@ -170,7 +179,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
     }
     const int overflow = found < 0 && si->si_code > 0 && ft_emu_stack_overflow(a);
     /* A fault of this thread's kernel outside every fence: an index so far out of range that it
-     * passed a buffer's 64 MiB, or a pointer that is no device buffer's. */
+     * passed a buffer's fences, or a pointer that is no device buffer's. */
     const int stray = found < 0 && !overflow && si->si_code > 0 && ft_emu_running_kernel();
     if (found < 0 && !overflow && !stray) {
         /* Not an overrun: what was there before handles it (the default, or a sanitizer's

@@ -3,8 +3,9 @@
  * On the emulator a kernel's buffers are host memory and its loads and stores are the host's,
  * so a kernel that reaches past a buffer (an argument declared smaller than the kernel reads)
  * would read another allocation or corrupt the heap, and crash far from the cause. Each
- * allocation here is a reservation of its own whose buffer ends, 256-byte aligned, against at
- * least 64 MiB that nothing may touch, with 64 KiB of the same before it. A fault there ends the
+ * allocation here is a reservation of its own whose buffer ends, 256-byte aligned, against
+ * 16 GiB that nothing may touch, with 16 GiB of the same before it (less where the address space
+ * is limited: emu_guard.c). A fault there ends the
  * process with one line naming the kernel running and how far past (or before) which buffer it
  * reached, as an illegal address ends a CUDA context on a GPU (likewise a fault on the guard page
  * under an emulated thread's stack: a kernel whose locals outgrow it), once the records
