@@ -88,7 +88,8 @@ FLARETUNE_API int flaretune_api_version(void);
 /* "OK", "EINVAL", ... for a status. */
 FLARETUNE_API const char *flaretune_status_name(flaretune_status s);
 
-/* A context on `backend` ("cpu", "cuda", "cuda-emu" or "auto": the best that runs here). On
+/* A context on `backend` ("cpu", "cuda", "cuda-emu", "ref" (the float64 reference) or "auto":
+ * the best that runs here). On
  * failure *ctx is still a context, holding only the message (flaretune_message) and to be
  * destroyed; *ctx is NULL only when even that could not be allocated (FLARETUNE_ENOMEM). */
 FLARETUNE_API flaretune_status flaretune_create(flaretune_context **ctx, const char *backend);
@@ -131,13 +132,15 @@ FLARETUNE_API flaretune_status flaretune_unbind(flaretune_context *ctx, const ch
 FLARETUNE_API flaretune_status flaretune_run(flaretune_context *ctx, const char *op,
                                              const char *attrs, const char *config);
 /* The config the last successful run used ("name=value,...") and where it came from
- * ("config", "profile", "profile (nearest)" or "default"). */
+ * ("config", "profile", "profile (nearest)" or "default"; "" and "none" before any run). */
 FLARETUNE_API const char *flaretune_last_config(const flaretune_context *ctx);
 FLARETUNE_API const char *flaretune_last_config_source(const flaretune_context *ctx);
 
 /* Memory on the context's device, for FLARETUNE_DEVICE bindings where the caller has no CUDA
  * allocator of its own (and on cuda-emu, whose device is emulated in host memory).
- * FLARETUNE_EUNSUPPORTED on the cpu backend. */
+ * FLARETUNE_EUNSUPPORTED on the cpu backend. device_free takes only what device_alloc gave this
+ * context (anything else, a second free too: FLARETUNE_EINVAL; NULL: nothing). A copy, or a
+ * FLARETUNE_DEVICE binding, inside such a buffer that runs past its end is FLARETUNE_EINVAL. */
 FLARETUNE_API flaretune_status flaretune_device_alloc(flaretune_context *ctx, size_t bytes,
                                                       void **ptr);
 FLARETUNE_API flaretune_status flaretune_device_free(flaretune_context *ctx, void *ptr);

@@ -238,6 +238,11 @@ static void test_bad_use(void) {
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", "colour=red", NULL), FLARETUNE_EINVAL,
                 "colour");
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", "scheme", NULL), FLARETUNE_EINVAL, "scheme");
+    /* an attribute given twice: refused, as the command line refuses it (the last one won) */
+    EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", "B=4,scheme=uniform,scheme=decay", NULL),
+                FLARETUNE_EINVAL, "'scheme' is given twice");
+    EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", "gamma=7,, gamma=2", NULL), FLARETUNE_EINVAL,
+                "'gamma' is given twice");
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", A, "chunk=7"), FLARETUNE_EINVAL, "chunk");
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", A, "warp=2"), FLARETUNE_EINVAL, "warp");
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", A, "parallel=blas,threads=1"),
@@ -503,7 +508,18 @@ static void device_emu_at(const char *set) {
         /* a device tensor in another dtype than the call stores */
         if (bf16) {
             int x = ft_op_tensor(p.op, "x");
-            flaretune_bind(ctx, "x", d[x], FLARETUNE_F32, p.c.t[x]->rank, p.c.t[x]->shape,
+            /* over the bf16 buffer, float32 runs past its end: refused as it is bound */
+            EXPECT_FAIL(ctx, &p,
+                        flaretune_bind(ctx, "x", d[x], FLARETUNE_F32, p.c.t[x]->rank,
+                                       p.c.t[x]->shape, FLARETUNE_DEVICE),
+                        FLARETUNE_EINVAL, "past its end");
+            void *xf = NULL;
+            FT_CHECK(flaretune_device_alloc(ctx, ft_tensor_nbytes(p.c.t[x]), &xf) == FLARETUNE_OK,
+                     "%s", flaretune_message(ctx));
+            flaretune_device_copy(ctx, xf, p.c.t[x]->data, ft_tensor_nbytes(p.c.t[x]),
+                                  FLARETUNE_HOST_TO_DEVICE);
+            d[FT_MAX_TENSORS - 1] = xf; /* freed with the others */
+            flaretune_bind(ctx, "x", xf, FLARETUNE_F32, p.c.t[x]->rank, p.c.t[x]->shape,
                            FLARETUNE_DEVICE);
             EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "fusion.dflare", "dtype=bf16", NULL),
                         FLARETUNE_ESHAPE, "'x'");
@@ -525,6 +541,57 @@ static void device_emu_at(const char *set) {
             if (d[i]) flaretune_device_free(ctx, d[i]);
     }
     free_copies(ref);
+    flaretune_destroy(ctx);
+    ft_call_free(&p.c);
+}
+
+/* Device memory misused on the emulator: a free of what is no buffer (or a second free) and a
+ * copy or binding past a buffer's end are refused with a status, and the process goes on (the
+ * free aborted it, the copy ended it or read past the buffer unsaid). */
+static void test_device_bounds(void) {
+    flaretune_context *ctx;
+    if (flaretune_create(&ctx, "cuda-emu") != FLARETUNE_OK) {
+        fprintf(stderr, "  (cuda-emu cannot run here: %s)\n", flaretune_message(ctx));
+        flaretune_destroy(ctx);
+        return;
+    }
+    problem p;
+    problem_make(&p, "fusion.dflare", "tiny.dflare.train", NULL, NULL, NULL);
+    float host[64];
+    for (int i = 0; i < 64; i++)
+        host[i] = (float)i + 0.5f;
+    void *d = NULL, *big = NULL;
+    FT_CHECK(flaretune_device_alloc(ctx, 64, &d) == FLARETUNE_OK &&
+                 flaretune_device_alloc(ctx, 8192, &big) == FLARETUNE_OK,
+             "%s", flaretune_message(ctx));
+    EXPECT_FAIL(ctx, &p, flaretune_device_copy(ctx, d, host, 128, FLARETUNE_HOST_TO_DEVICE),
+                FLARETUNE_EINVAL, "128 bytes from byte 0 of a 64-byte device buffer");
+    EXPECT_FAIL(ctx, &p, flaretune_device_copy(ctx, host, big, 16384, FLARETUNE_DEVICE_TO_HOST),
+                FLARETUNE_EINVAL, "the source");
+    EXPECT_FAIL(ctx, &p,
+                flaretune_device_copy(ctx, (char *)d + 48, big, 32, FLARETUNE_DEVICE_TO_DEVICE),
+                FLARETUNE_EINVAL, "the destination: 32 bytes from byte 48");
+    FT_CHECK(flaretune_device_copy(ctx, d, host, 64, FLARETUNE_HOST_TO_DEVICE) == FLARETUNE_OK,
+             "a copy that fits: %s", flaretune_message(ctx));
+    float back = 0;
+    FT_CHECK(flaretune_device_copy(ctx, &back, (char *)d + 60, 4, FLARETUNE_DEVICE_TO_HOST) ==
+                     FLARETUNE_OK &&
+                 back == 15.5f,
+             "the last float of the buffer: %g (%s)", back, flaretune_message(ctx));
+    /* a device tensor larger than the buffer it points into */
+    int64_t shape[1] = {17};
+    EXPECT_FAIL(ctx, &p, flaretune_bind(ctx, "g", d, FLARETUNE_F32, 1, shape, FLARETUNE_DEVICE),
+                FLARETUNE_EINVAL, "'g': 68 bytes from byte 0 of a 64-byte device buffer");
+    shape[0] = 16;
+    FT_CHECK(flaretune_bind(ctx, "g", d, FLARETUNE_F32, 1, shape, FLARETUNE_DEVICE) == FLARETUNE_OK,
+             "a device tensor that fits: %s", flaretune_message(ctx));
+    flaretune_unbind(ctx, NULL);
+    EXPECT_FAIL(ctx, &p, flaretune_device_free(ctx, host), FLARETUNE_EINVAL,
+                "no buffer flaretune_device_alloc gave");
+    FT_CHECK(flaretune_device_free(ctx, d) == FLARETUNE_OK, "%s", flaretune_message(ctx));
+    EXPECT_FAIL(ctx, &p, flaretune_device_free(ctx, d), FLARETUNE_EINVAL, "freed already");
+    FT_CHECK(flaretune_device_free(ctx, NULL) == FLARETUNE_OK, "freeing NULL does nothing");
+    FT_CHECK(flaretune_device_free(ctx, big) == FLARETUNE_OK, "%s", flaretune_message(ctx));
     flaretune_destroy(ctx);
     ft_call_free(&p.c);
 }
@@ -594,6 +661,7 @@ int main(void) {
     FT_RUN(test_profile);
     FT_RUN(test_bf16_host);
     FT_RUN(test_device_emu);
+    FT_RUN(test_device_bounds);
     FT_RUN(test_threads);
     return ft_test_finish();
 }

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,13 @@ struct flaretune_context {
     ft_workspace ws;
     char msg[FT_ERR_MSG_LEN + 64];
     char last_config[512], last_source[32];
+    /* The buffers flaretune_device_alloc gave (freed ones removed): what device_free accepts
+     * and device_copy and bind check their sizes against. */
+    struct dev_buf {
+        uintptr_t p;
+        size_t bytes;
+    } * bufs;
+    int nbufs, capbufs;
 };
 
 /* ---- status and messages ------------------------------------------------------------------- */
@@ -181,6 +189,7 @@ void flaretune_destroy(flaretune_context *ctx) {
     if (!ctx) return;
     ft_profile_free(ctx->profile);
     ft_ws_free(&ctx->ws);
+    free(ctx->bufs);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -318,6 +327,28 @@ static binding *find_binding(flaretune_context *ctx, const char *name) {
     return NULL;
 }
 
+/* The buffer of flaretune_device_alloc's that holds p (NULL: none of this context's). */
+static const struct dev_buf *buf_holding(const flaretune_context *ctx, const void *p) {
+    for (int i = 0; i < ctx->nbufs; i++)
+        if ((uintptr_t)p >= ctx->bufs[i].p && (uintptr_t)p - ctx->bufs[i].p < ctx->bufs[i].bytes)
+            return &ctx->bufs[i];
+    return NULL;
+}
+
+/* Whether bytes from p stay inside the buffer that holds p, where p is in one of this context's
+ * (memory from elsewhere, cudaMalloc's, is the caller's to size); else the message. */
+static flaretune_status check_extent(flaretune_context *ctx, const char *fn, const char *what,
+                                     const void *p, size_t bytes) {
+    const struct dev_buf *b = buf_holding(ctx, p);
+    const size_t at = b ? (uintptr_t)p - b->p : 0;
+    if (b && bytes > b->bytes - at)
+        return fail(ctx, FLARETUNE_EINVAL,
+                    "flaretune_%s: %s: %zu bytes from byte %zu of a %zu-byte device buffer run "
+                    "past its end",
+                    fn, what, bytes, at, b->bytes);
+    return FLARETUNE_OK;
+}
+
 static flaretune_status bind(flaretune_context *ctx, const char *name, void *data,
                              flaretune_dtype dtype, int rank, const int64_t *shape,
                              flaretune_memory memory) {
@@ -356,6 +387,14 @@ static flaretune_status bind(flaretune_context *ctx, const char *name, void *dat
     }
     if (!data)
         return fail(ctx, FLARETUNE_EINVAL, "flaretune_bind: '%s': data is NULL", name);
+    static const size_t esize[] = {
+        [FLARETUNE_F32] = 4, [FLARETUNE_BF16] = 2, [FLARETUNE_I32] = 4, [FLARETUNE_U8] = 1};
+    if (memory == FLARETUNE_DEVICE) {
+        char what[64];
+        snprintf(what, sizeof what, "'%s'", name);
+        flaretune_status st = check_extent(ctx, "bind", what, data, (size_t)numel * esize[dtype]);
+        if (st) return st;
+    }
     binding *b = find_binding(ctx, name);
     if (!b) {
         if (ctx->nb == MAX_BINDINGS)
@@ -407,6 +446,8 @@ static ft_status parse_attrs(ft_call *c, const char *text, ft_err *err) {
     if (strlen(text) >= sizeof buf) return ft_err_set(err, FT_EINVAL, "attributes too long");
     snprintf(buf, sizeof buf, "%s", text);
     char *save = NULL;
+    const char *seen[64];
+    int nseen = 0;
     for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         while (*kv == ' ')
             kv++;
@@ -415,6 +456,11 @@ static ft_status parse_attrs(ft_call *c, const char *text, ft_err *err) {
             return ft_err_set(err, FT_EINVAL, "%s: attribute '%s' has no value (NAME=VALUE)",
                               c->op->name, kv);
         *eq = '\0';
+        for (int k = 0; k < nseen; k++)
+            if (!strcmp(seen[k], kv))
+                return ft_err_set(err, FT_EINVAL, "%s: attribute '%s' is given twice", c->op->name,
+                                  kv);
+        if (nseen < 64) seen[nseen++] = kv;
         ft_status s = ft_attrs_set(&c->attrs, c->op, kv, eq + 1, err);
         if (s) return s;
     }
@@ -655,14 +701,34 @@ flaretune_status flaretune_device_alloc(flaretune_context *ctx, size_t bytes, vo
     flaretune_status st = check_device(ctx, "flaretune_device_alloc");
     ft_err err = {0};
     if (!st && !ptr) st = fail(ctx, FLARETUNE_EINVAL, "flaretune_device_alloc: ptr is NULL");
+    if (!st && ctx->nbufs == ctx->capbufs) {
+        int cap = ctx->capbufs ? 2 * ctx->capbufs : 16;
+        struct dev_buf *b = realloc(ctx->bufs, (size_t)cap * sizeof *b);
+        if (!b)
+            st = fail(ctx, FLARETUNE_ENOMEM, "flaretune_device_alloc: out of host memory");
+        else
+            ctx->bufs = b, ctx->capbufs = cap;
+    }
     if (!st && ctx->be->mem_alloc(bytes ? bytes : 1, ptr, &err)) st = fail_err(ctx, &err);
+    if (!st) ctx->bufs[ctx->nbufs++] = (struct dev_buf){(uintptr_t)*ptr, bytes ? bytes : 1};
     return leave(ctx, st);
 }
 
 flaretune_status flaretune_device_free(flaretune_context *ctx, void *ptr) {
     if (!enter(ctx)) return FLARETUNE_EINVAL;
     flaretune_status st = check_device(ctx, "flaretune_device_free");
-    if (!st) ctx->be->mem_free(ptr);
+    int i = 0;
+    while (!st && ptr && i < ctx->nbufs && ctx->bufs[i].p != (uintptr_t)ptr)
+        i++;
+    if (!st && ptr && i == ctx->nbufs)
+        st = fail(ctx, FLARETUNE_EINVAL,
+                  "flaretune_device_free: %p is no buffer flaretune_device_alloc gave this "
+                  "context (freed already, or another pointer)",
+                  ptr);
+    if (!st && ptr) {
+        ctx->be->mem_free(ptr);
+        ctx->bufs[i] = ctx->bufs[--ctx->nbufs];
+    }
     return leave(ctx, st);
 }
 
@@ -676,6 +742,10 @@ flaretune_status flaretune_device_copy(flaretune_context *ctx, void *dst, const 
                   !dst ? "destination" : "source");
     if (!st && (unsigned)kind > FLARETUNE_DEVICE_TO_DEVICE)
         st = fail(ctx, FLARETUNE_EINVAL, "flaretune_device_copy: unknown kind %d", (int)kind);
+    if (!st && kind != FLARETUNE_HOST_TO_DEVICE)
+        st = check_extent(ctx, "device_copy", "the source", src, bytes);
+    if (!st && kind != FLARETUNE_DEVICE_TO_HOST)
+        st = check_extent(ctx, "device_copy", "the destination", dst, bytes);
     if (!st && ctx->be->mem_copy(dst, src, bytes, (int)kind, &err)) st = fail_err(ctx, &err);
     return leave(ctx, st);
 }
