@@ -32,6 +32,15 @@ def test_help():
     one_line_error(["bogus"], 2, "unknown command 'bogus'")
     one_line_error(["help", "bogus"], 2, "unknown command 'bogus'")
     one_line_error(["help", "tune", "extra"], 2, "help takes one command")
+    # help about help is the overview; help written into a full disk is a failure, exit 1
+    for form in (["help", "help"], ["help", "--help"], ["--help", "-h"]):
+        rc, out, _ = run(*form)
+        check(rc == 0 and all(c in out for c in COMMANDS), f"{form}: the overview")
+    for form in (["help"], ["help", "tune"], ["exec", "--help"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([clitest.FT, *form], stdout=full, stderr=subprocess.PIPE, text=True)
+        check(p.returncode == 1 and "write failed" in p.stderr,
+              f"{form} > /dev/full: exit {p.returncode}: {p.stderr!r}")
     one_line_error(["version", "extra"], 2)
 
 
@@ -297,6 +306,22 @@ def test_exec_profile_threads():
         check(rc == 0 and "vtile=256" in line and "from profile (the profile's threads=4096 is "
               "more than the " in line and "cores here: run with " in line,
               f"too many threads: the entry runs, with the machine's cores, and says so: {out!r}")
+
+
+def test_bench_counts_exact():
+    """bench --json counts to the byte and the FLOP (they were rounded to six digits:
+    27000800 bytes for 27000832), and so are the cache levels' capacities."""
+    rc, out, err = run("bench", "linear", "--preset", "small.dflare.decode", "--backend", "cpu",
+                       "--json", "--max-time", "0.2")
+    check(rc == 0, f"bench linear small: {err}")
+    if rc:
+        return
+    d = json.loads(out)
+    m, n, k = (d["dims"][x] for x in "MNK")
+    check(d["bytes"] == 4 * (m * k + n * k + m * n) and d["flops"] == 2 * m * n * k,
+          f"bench linear: bytes {d['bytes']} and flops {d['flops']} exact at {d['dims']}")
+    caps = [l["capacity_bytes"] for l in d["ceilings"]["levels"] if l["capacity_bytes"]]
+    check(all(c == int(c) and int(c) % 1024 == 0 for c in caps), f"cache capacities: {caps}")
 
 
 def test_bench():
@@ -659,7 +684,7 @@ def main():
                          test_rope_at_presets,
                          test_exec_config_errors, test_duplicate_configs_run,
                          test_exec_profile_why, test_exec_profile_threads,
-                         test_bench,
+                         test_bench, test_bench_counts_exact,
                          test_device_backends,
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
                          test_counts_and_seeds_everywhere, test_attr_a_preset_sets,

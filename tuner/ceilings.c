@@ -628,7 +628,7 @@ ft_status ft_ceilings_cache_merge(ft_ceilings *c, const char *path, ft_err *err)
         char tmp[600];
         ft_err werr = {0};
         FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, &werr);
-        if (f && (json_dumpf(root, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(6)) ||
+        if (f && (json_dumpf(root, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) ||
                   fputc('\n', f) == EOF)) {
             fclose(f);
             unlink(tmp);

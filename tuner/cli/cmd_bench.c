@@ -300,7 +300,7 @@ static void bench_print_json(const bench_args *a, const ft_cli_setup *su, const 
     json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)r->ws.peak));
     json_object_set_new(root, "ceilings", ft_ceilings_to_json(&r->ceil));
     json_object_set_new(root, "env", ft_env_to_json(&env));
-    json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     fputc('\n', stdout);
     json_decref(root);
 }

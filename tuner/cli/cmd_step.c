@@ -308,7 +308,7 @@ static int run(int argc, char **argv) {
     } else if (args.json) {
         json_t *doc = ft_step_to_json(&s);
         if (doc) json_object_set_new(doc, "profile", profile ? json_string(profile) : json_null());
-        if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) != 0)
+        if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) != 0)
             code = ft_cli_fail(FT_EXIT_FAIL, "step: could not write the JSON");
         else
             printf("\n");

@@ -56,6 +56,15 @@ static void fix_blas_core(char **argv) {
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+/* What a command (or its help) printed is its result: one that could not be written (a full
+ * disk, a closed pipe) is a failure, never exit 0 with nothing there. */
+static int stdout_written(const char *name) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return FT_EXIT_OK;
+    const int e = errno;
+    return ft_cli_fail(FT_EXIT_FAIL, "%s: standard output: write failed: %s", name,
+                       strerror(e ? e : EIO));
+}
+
 int main(int argc, char **argv) {
     /* A file past the size limit (ulimit -f) is a write error (EFBIG), handled as a full disk
      * is: one line, the temporary file removed, the old file kept; never a signal that kills
@@ -70,23 +79,26 @@ int main(int argc, char **argv) {
     if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
         if (argc > 3)
             return ft_cli_fail(FT_EXIT_USAGE, "help takes one command, not '%s' too", argv[3]);
-        if (argc > 2) {
-            const ft_cmd *c = find(argv[2]);
+        const char *topic = argc > 2 ? argv[2] : NULL;
+        if (topic && (!strcmp(topic, "help") || !strcmp(topic, "--help") || !strcmp(topic, "-h")))
+            topic = NULL; /* help about help: the overview, which says how help works */
+        if (topic) {
+            const ft_cmd *c = find(topic);
             if (!c)
                 return ft_cli_fail(FT_EXIT_USAGE, "unknown command '%s' (see `flaretune help`)",
-                                   argv[2]);
+                                   topic);
             c->usage(stdout);
-            return FT_EXIT_OK;
+            return stdout_written(topic);
         }
         usage(stdout);
-        return FT_EXIT_OK;
+        return stdout_written("help");
     }
     if (!strcmp(name, "--version")) name = "version";
     const ft_cmd *c = find(name);
     if (!c) return ft_cli_fail(FT_EXIT_USAGE, "unknown command '%s' (see `flaretune help`)", name);
     if (ft_cli_wants_help(argc - 1, argv + 1)) {
         c->usage(stdout);
-        return FT_EXIT_OK;
+        return stdout_written(name);
     }
     /* Only tune spreads over a launcher's ranks. Any other command started as several ranks
      * would measure side by side on one machine (mpirun -np 4 flaretune bench), or, beside a
@@ -98,13 +110,6 @@ int main(int argc, char **argv) {
                            "several ranks; run %s alone (docs/distributed.md)",
                            c->name, ranks, c->name);
     int code = c->run(argc - 1, argv + 1);
-    /* What a command printed is its result: one that could not be written (a full disk, a
-     * closed pipe) is a failure, never exit 0 with nothing there. */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        const int e = errno;
-        if (code == FT_EXIT_OK)
-            code = ft_cli_fail(FT_EXIT_FAIL, "%s: standard output: write failed: %s", name,
-                               strerror(e ? e : EIO));
-    }
-    return code;
+    /* What a command printed is its result: one that could not be written is a failure. */
+    return code == FT_EXIT_OK ? stdout_written(name) : code;
 }
