@@ -52,7 +52,7 @@ def step_json(*args):
     return json.loads(out) if rc == 0 else None
 
 
-def close(a, b, rel=1e-7):  # the JSON holds 9 significant digits
+def close(a, b, rel=1e-7):
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-30)
 
 
@@ -75,6 +75,9 @@ def check_adds_up(doc, what):
             t = stages[s["timed_as"]]
             check(t["op"] == s["op"] and t["dims"] == s["dims"] and t["alone"] == s["alone"],
                   f"{what}: stage {i} ({s['name']}) shares its twin's measurement")
+            # and its twin's inputs (a step's layers see one set of anchors): its workload
+            check(t["flops"] == s["flops"],
+                  f"{what}: stage {i} ({s['name']}) {s['flops']} FLOPs, its twin {t['flops']}")
         if s["op"] == "linear":
             d = dict(kv.split("=") for kv in s["dims"].split())
             gemm = 2 * int(d["M"]) * int(d["N"]) * int(d["K"])
@@ -165,6 +168,24 @@ def test_step_profile():
           f"the tuned shape takes the profile's config: {by['mlp_gate_up']}")
     check(by["q_proj"]["config_from"] == "profile (nearest)", "other GEMMs: the nearest entry")
     check(by["attention"]["config_from"] == "default", "ops the profile lacks: defaults")
+    # each stage says why it runs the default, as exec does; every documented key is there
+    check("no attention.decode entry" in by["attention"].get("config_why", ""),
+          f"why the default: {by['attention'].get('config_why')}")
+    check("config_why" not in by["mlp_gate_up"], "nothing to say of an exact entry's config")
+    # an entry the space refuses is skipped with a warning, and its stages say why
+    bad = os.path.join(TMP, "bad.json")
+    p = json.load(open(prof))
+    for e in p["entries"]:
+        e["config"]["threads"] = "many"
+    json.dump(p, open(bad, "w"))
+    rc, out, err = run("step", "tiny.dflare.decode", "--profile", bad, "--backend", "cpu",
+                       "--time", T, "--json", timeout=600)
+    check(rc == 0 and "warning:" in err and "skipped" in err, f"the skipped entry is said: {err!r}")
+    if rc == 0:
+        st = {s["name"]: s for s in json.loads(out)["stages"]}
+        check(st["mlp_gate_up"]["config_from"] == "default" and
+              "no linear entry" in st["mlp_gate_up"].get("config_why", ""),
+              f"a stage of the skipped entry says why: {st['mlp_gate_up']}")
 
 
 FOOTNOTE = re.compile(r"^ +! not measured cleanly: (\d+) of (\d+) samples discarded; the median is "

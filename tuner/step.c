@@ -177,7 +177,11 @@ static void pick_config(ft_step *s, ft_step_stage *st, const ft_profile *prof) {
     const ft_space *sp = s->be->space(st->call.op);
     ft_config_default(sp, &st->cfg);
     snprintf(st->cfg_from, sizeof st->cfg_from, "default");
+    st->cfg_why[0] = '\0';
     if (!prof) return;
+    /* what exec says of its profile, each stage says too */
+    ft_profile_config_why(prof, &st->call, s->be->name, s->device, sp, st->cfg_why,
+                          sizeof st->cfg_why);
     int exact = 0;
     const ft_profile_entry *e =
         ft_profile_lookup_call(prof, &st->call, s->be->name, s->device, &exact);
@@ -248,7 +252,10 @@ ft_status ft_step_build(ft_step *s, const ft_preset *p, const ft_step_opts *o, f
         if ((st = ft_call_alloc(c, 1, 1, err))) return ft_err_wrap(err, "step %s", p->name);
         c->ws = &s->ws; /* scratch is never allocated inside a timed call */
         ft_rng rng;
-        ft_rng_seed(&rng, (o->seed ? o->seed : 1) * 1000003u + (uint64_t)i);
+        /* A twin gets its twin's inputs: the layers of a real step see one set of blocks and
+         * anchors, and a twin's time is its twin's measurement. */
+        ft_rng_seed(&rng,
+                    (o->seed ? o->seed : 1) * 1000003u + (uint64_t)(sg->twin >= 0 ? sg->twin : i));
         c->op->fill_inputs(c, c->op == op_named("linear") ? NULL : p, &rng);
         if ((st = c->op->check(c, err))) return ft_err_wrap(err, "step %s: %s", p->name, sg->name);
         pick_config(s, sg, o->profile);
@@ -442,6 +449,7 @@ json_t *ft_step_to_json(const ft_step *s) {
             s->sum_alone_s > 0 ? sg->alone.median / s->sum_alone_s : 0.0, "flops",
             sg->call.op->flops ? sg->call.op->flops(&sg->call) : 0.0, "bytes",
             ft_call_io_bytes(&sg->call));
+        if (sg->cfg_why[0]) json_object_set_new(e, "config_why", json_string(sg->cfg_why));
         if (sg->note[0]) json_object_set_new(e, "note", json_string(sg->note));
         if (sg->twin >= 0) json_object_set_new(e, "timed_as", json_integer(sg->twin));
         json_array_append_new(stages, e);

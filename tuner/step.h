@@ -44,6 +44,8 @@ typedef struct ft_step_stage {
     ft_call call;
     ft_config cfg;
     char cfg_from[24]; /* "profile", "profile (nearest)" or "default"                    */
+    char cfg_why[320]; /* with a profile: why the default, or what the entry's run changed
+                        * (a thread count clamped to the cores); "" when nothing to say     */
     int twin;          /* an earlier stage with the same op, sizes and attributes, or -1  */
     ft_stats alone;    /* timed alone (copied from its twin when it has one)              */
 } ft_step_stage;

@@ -8,6 +8,14 @@
 
 #include "cli.h"
 
+/* What loading read differently from what the file says (entries skipped, names renamed). */
+static void say_warnings(const ft_profile *p) {
+    for (int i = 0; i < ft_profile_warning_count(p); i++)
+        fprintf(stderr, "flaretune: warning: %s\n", ft_profile_warning_at(p, i));
+    for (int i = 0; i < ft_profile_note_count(p); i++)
+        fprintf(stderr, "flaretune: note: %s\n", ft_profile_note_at(p, i));
+}
+
 int ft_cli_load_profiles(const char *cmd, char **paths, int n, ft_profile **out) {
     *out = NULL;
     ft_profile *all = ft_profile_new();
@@ -34,10 +42,7 @@ int ft_cli_load_profiles(const char *cmd, char **paths, int n, ft_profile **out)
         }
         ft_profile_free(p);
     }
-    for (int i = 0; i < ft_profile_warning_count(all); i++)
-        fprintf(stderr, "flaretune: warning: %s\n", ft_profile_warning_at(all, i));
-    for (int i = 0; i < ft_profile_note_count(all); i++)
-        fprintf(stderr, "flaretune: note: %s\n", ft_profile_note_at(all, i));
+    say_warnings(all);
     *out = all;
     return FT_EXIT_OK;
 }
@@ -49,5 +54,6 @@ int ft_cli_read_profile(const char *cmd, const char *path, ft_profile **out) {
                            strerror(errno));
     ft_err err = {0};
     if (ft_profile_load(path, out, &err)) return ft_cli_fail(FT_EXIT_FAIL, "%s: %s", cmd, err.msg);
+    say_warnings(*out);
     return FT_EXIT_OK;
 }

@@ -130,77 +130,14 @@ static ft_status load_inputs(ft_call *c, const char *dir, ft_err *err) {
     return FT_OK;
 }
 
-/* The attributes where entry attributes `have` differ from the call's `want` ("B=16 (this call:
- * B=4)"), at most three. */
-static void attrs_diff(const json_t *have, const json_t *want, char *buf, size_t n) {
-    size_t k = 0;
-    int shown = 0;
-    const char *key;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)want, key, v) {
-        const char *h = json_string_value(json_object_get(have, key)), *w = json_string_value(v);
-        if (!w || (h && !strcmp(h, w)) || shown == 3 || k >= n) continue;
-        k += (size_t)snprintf(buf + k, n - k, "%s%s=%s (this call: %s)", shown++ ? ", " : "", key,
-                              h ? h : "unset", w);
-    }
-}
-
-/* Why --profile gave no configuration for this call (it ran the default): the profile has no
- * entry of the op for this backend and device, its entries have other attributes (which, and
- * how), or the nearest entry's configuration cannot run at these sizes (why). "" when the
- * profile cannot be read again. docs/usage.md: exec says where the config came from. */
-static void why_default(const char *profile, const ft_call *c, const ft_backend *be,
+/* Why --profile gave this call the default config, or what running its entry changed (""
+ * when nothing; profiles/src/profile.h). "" when the profile cannot be read again. */
+static void profile_why(const char *profile, const ft_call *c, const ft_backend *be,
                         const char *device, char *buf, size_t n) {
     ft_profile *p = NULL;
     buf[0] = '\0';
     if (ft_profile_load(profile, &p, NULL)) return;
-    json_t *want = ft_attrs_to_json(c);
-    const ft_profile_entry *other = NULL;
-    int same = 0;
-    for (int i = 0; i < ft_profile_count(p); i++) {
-        const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        if (e->op != c->op || strcmp(e->backend, be->name) || strcmp(e->device, device)) continue;
-        if (ft_profile_attrs_match(e->attrs, want))
-            same = 1;
-        else if (!other)
-            other = e;
-    }
-    if (!same && !other) {
-        snprintf(buf, n, "the profile has no %s entry for %s on this device", c->op->name,
-                 be->name);
-    } else if (!same) {
-        char diff[512];
-        attrs_diff(other->attrs, want, diff, sizeof diff);
-        snprintf(buf, n, "the profile's %s entries for %s on this device have other attributes: %s",
-                 c->op->name, be->name, diff);
-    } else {
-        int exact = 0;
-        const ft_profile_entry *e = ft_profile_lookup_call(p, c, be->name, device, &exact);
-        const ft_space *sp = be->space(c->op);
-        ft_config cfg;
-        char why[256] = "";
-        if (e && ft_profile_config(sp, e->config, &cfg, NULL, 0, NULL) == FT_OK &&
-            !ft_space_runnable(sp, c, &cfg, why, sizeof why))
-            snprintf(buf, n,
-                     "the profile's nearest %s entry has a config that cannot run at these "
-                     "sizes: %s",
-                     c->op->name, why);
-    }
-    json_decref(want);
-    ft_profile_free(p);
-}
-
-/* What running the profile's entry changed in its config ("" when nothing): a thread count
- * above this machine's cores runs with as many threads as there are cores (docs/profiles.md). */
-static void profile_note(const char *profile, const ft_call *c, const ft_backend *be,
-                         const char *device, char *buf, size_t n) {
-    ft_profile *p = NULL;
-    buf[0] = '\0';
-    if (ft_profile_load(profile, &p, NULL)) return;
-    const ft_profile_entry *e = ft_profile_lookup_call(p, c, be->name, device, NULL);
-    ft_config cfg;
-    if (e) ft_profile_config(be->space(c->op), e->config, &cfg, buf, n, NULL);
+    ft_profile_config_why(p, c, be->name, device, be->space(c->op), buf, n);
     ft_profile_free(p);
 }
 
@@ -425,10 +362,8 @@ static int run(int argc, char **argv) {
         code = ft_cli_fail_err(&err);
     else if (!a.quiet) {
         char why[768] = "";
-        if (a.profile && !strcmp(flaretune_last_config_source(ctx), "default"))
-            why_default(a.profile, &su.c, su.be, flaretune_device(ctx), why, sizeof why);
-        else if (a.profile && !strncmp(flaretune_last_config_source(ctx), "profile", 7))
-            profile_note(a.profile, &su.c, su.be, flaretune_device(ctx), why, sizeof why);
+        if (a.profile && strcmp(flaretune_last_config_source(ctx), "config") != 0)
+            profile_why(a.profile, &su.c, su.be, flaretune_device(ctx), why, sizeof why);
         print_summary(&su.c, su.be->name, flaretune_last_config(ctx),
                       flaretune_last_config_source(ctx), why, t1 - t0);
         if (a.save) print_replay(&su.c, a.save);

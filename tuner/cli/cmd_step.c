@@ -143,6 +143,7 @@ static void print_human(const ft_step *s, const char *profile) {
                s->sum_alone_s > 0 ? 100 * sum / s->sum_alone_s : 0.0, cfg, sg->cfg_from);
         if (sg->note[0]) printf("%-12s   %s\n", "", sg->note);
         busy_note(&bz, 15);
+        if (sg->cfg_why[0]) printf("%-12s   %s: %s\n", "", sg->cfg_from, sg->cfg_why);
     }
     printf("\nper layer:");
     for (int l = -1; l < (int)p->D; l++) {
