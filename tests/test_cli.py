@@ -653,6 +653,18 @@ def test_option_errors_name_the_option():
         (["list", "--bogus"], "unknown option '--bogus'"),
         (["tune", "--t1", t1, "--reps", "0"], "--reps takes a positive count, not '0'"),
         (["bench", "--t1", t1, "--blocks", "abc"], "--blocks takes a positive count, not 'abc'"),
+        # an option of one value given twice: refused, never the last one silently taken
+        (["trace", "L", "-o", "a", "-o", "b"], "option '-o' is given twice"),
+        (["trace", "L", "-o", "a", "--output", "b"], "option '--output' is given twice"),
+        (["bench", "linear", "--backend", "cpu", "--backend", "cpu"],
+         "option '--backend' is given twice"),
+        (["exec", "linear", "--preset", "tiny.dflare.train", "--config", "threads=1",
+          "--config", "threads=2"], "option '--config' is given twice"),
+        (["tune", "--t1", t1, "--budget", "2", "--budget", "3"], "option '--budget' is given twice"),
+        (["exec", "loss", "--preset", "tiny.dflare.train", "--profile", "p.json", "--config",
+          "threads=1"], "--config and --profile both choose the config"),
+        (["exec", "loss", "--in", "d", "--out", "o", "--seed", "3"],
+         "--set, --seed and --save-inputs go with --preset"),
     ]
     for args, needle in cases:
         one_line_error(args, 2, needle)

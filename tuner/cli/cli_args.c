@@ -59,15 +59,24 @@ static int add_named(const char **list, int *n, const char *opt, const char *arg
 
 int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd) {
     switch (opt) {
-    case FT_OPT_PRESET: p->preset = arg; return 1;
+    case FT_OPT_PRESET:
+        p->preset = arg;
+        p->given |= FT_GIVEN_PRESET;
+        return 1;
     case FT_OPT_SET:
         if (p->nsets == FT_CLI_MAX_LIST) break;
         return add_named(p->sets, &p->nsets, "set", arg, cmd);
     case FT_OPT_ATTR:
         if (p->nattrs == FT_CLI_MAX_LIST) break;
         return add_named(p->attrs, &p->nattrs, "attr", arg, cmd);
-    case FT_OPT_BACKEND: p->backend = arg; return 1;
-    case FT_OPT_CONFIG: p->config = arg; return 1;
+    case FT_OPT_BACKEND:
+        p->backend = arg;
+        p->given |= FT_GIVEN_BACKEND;
+        return 1;
+    case FT_OPT_CONFIG:
+        p->config = arg;
+        p->given |= FT_GIVEN_CONFIG;
+        return 1;
     case FT_OPT_TIMER: {
         ft_err err = {0};
         if (ft_backend_prefer_timer(arg, &err)) {
@@ -84,6 +93,7 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
             return -1;
         }
         p->threads = (int)v;
+        p->given |= FT_GIVEN_THREADS;
         return 1;
     }
     case FT_OPT_SEED: {
@@ -94,6 +104,7 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
             return -1;
         }
         p->seed = seed;
+        p->given |= FT_GIVEN_SEED;
         return 1;
     }
     default: return 0;
@@ -191,8 +202,34 @@ int ft_cli_make_config(const ft_cli_problem *p, const ft_backend *be, const ft_o
 static struct {
     char name[128];
     int takes_none;   /* '?': a known long option written with =VALUE, which it does not take */
+    int repeated;     /* '?': an option of one value given again */
     const char *form; /* the command's form being parsed, said after its name ("" none) */
-} last = {"?", 0, ""};
+    int seen[64], nseen; /* the options of one value given so far in this parse */
+} last = {"?", 0, 0, "", {0}, 0};
+
+/* The options that may be given more than once, each adding an item to a list. Any other that
+ * takes a value is refused the second time: the last one silently taken would run something else
+ * than the command line says. */
+static int repeatable(const char *name) {
+    static const char *const names[] = {"set",    "attr", "arg", "reference", "define",
+                                        "kernel", "op",   "opt", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
+
+/* Whether option o (with a value) was given before in this parse; else notes it. */
+static int given_before(int o, const struct option *opts, int longindex, const char *shortopts) {
+    const char *name = NULL;
+    for (int i = 0; opts && opts[i].name && !name; i++)
+        if (opts[i].val == o && (longindex < 0 || i == longindex)) name = opts[i].name;
+    if (!name && !strchr(shortopts, o)) return 0;
+    if (name && repeatable(name)) return 0;
+    for (int i = 0; i < last.nseen; i++)
+        if (last.seen[i] == o) return 1;
+    if (last.nseen < 64) last.seen[last.nseen++] = o;
+    return 0;
+}
 
 void ft_cli_option_form(const char *form) { last.form = form ? form : ""; }
 
@@ -208,7 +245,7 @@ static void note_option(int argc, char **argv, const struct option *opts, int o,
     const char *cur = optind < argc ? argv[optind] : NULL;
     const int bad = o == '?' || o == ':', c = bad ? optopt : o;
     const int shortc = c > 0 && c < 128 && isgraph(c);
-    last.takes_none = 0;
+    last.takes_none = last.repeated = 0;
     if (longindex >= 0 && !bad) {
         snprintf(last.name, sizeof last.name, "--%s", opts[longindex].name);
     } else if (bad && shortc && in_cluster(cur, c)) {
@@ -229,10 +266,15 @@ int ft_cli_getopt(int argc, char **argv, const char *shortopts, const struct opt
     snprintf(spec, sizeof spec, "%s%s", shortopts[0] == ':' ? "" : ":", shortopts);
     int longindex = -1;
     opterr = 0;
+    if (optind == 0) last.nseen = 0; /* a parse begins */
     const int o = getopt_long(argc, argv, spec, opts, &longindex);
     if (o == -1) return o;
     note_option(argc, argv, opts, o, longindex);
     if (o != '?' && o != ':' && optarg && !*optarg) return ':';
+    if (o != '?' && o != ':' && optarg && given_before(o, opts, longindex, shortopts)) {
+        last.repeated = 1;
+        return '?';
+    }
     return o;
 }
 
@@ -243,6 +285,9 @@ int ft_cli_bad_option(const char *cmd, int opt) {
         return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' needs a value", cmd, last.name);
     if (last.takes_none)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' takes no value", cmd, last.name);
+    if (last.repeated)
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: option '%s' is given twice: give it once", cmd,
+                           last.name);
     return ft_cli_fail(FT_EXIT_USAGE, "%s%s: unknown option '%s' (see `flaretune %s --help`)", cmd,
                        last.form, last.name, cmd);
 }
