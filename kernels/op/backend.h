@@ -115,6 +115,11 @@ typedef struct ft_backend {
      * waits for the compiler as little as it must. A later call replaces what an earlier one
      * queued and no thread has started yet (n = 0: nothing more is needed). */
     void (*prefetch)(const ft_call *c, const ft_config *cfgs, int n, int jobs);
+    /* Optional, for a backend that compiles kernels: compile (or find in the disk cache) what
+     * cfg needs to run c, now, running nothing; the error a run would give when one does not
+     * compile. The tuner calls it before the watchdog's clock starts on a candidate, so that a
+     * compile is never counted as the candidate's time. */
+    ft_status (*prepare)(const ft_call *c, const ft_config *cfg, ft_err *err);
     /* 1 when its space's validity check compiles every config anyway (the GPU's static check
      * before timing): the tuner then compiles ahead without being asked. */
     int valid_compiles;

@@ -797,6 +797,24 @@ static const ft_space *gpu_space_of(const ft_op *op) {
 
 /* ---- compiling ahead ------------------------------------------------------------------------ */
 
+/* Compile (or load from the disk cache) every module cfg needs to run c, running nothing: what
+ * the first run would otherwise do inside the call the tuner's watchdog times. */
+static ft_status prepare_on(int emulated, const ft_call *c, const ft_config *cfg, ft_err *err) {
+    const ft_cuda_op *op = ft_cuda_op_of(c->op);
+    if (!op || !op->modules) return FT_OK;
+    ft_cuda_ctx *x;
+    ft_status s = ft_cuda_ctx_get(emulated, &x, err);
+    if (s) return s;
+    ft_cuda_module_spec ms[8];
+    memset(ms, 0, sizeof ms);
+    const int nm = op->modules(c, ft_cuda_call_dt(c), cfg, ms, 8);
+    for (int i = 0; i < nm && i < 8 && !s; i++) {
+        ft_dev_module *m;
+        s = ft_cuda_module(x, &ms[i], &m, err);
+    }
+    return s;
+}
+
 /* Queue on the context's pool (made with `jobs` threads, made again when the count changes) the
  * modules of each config the op's own rules allow (cheap: nothing compiles to judge them), in
  * order. What an earlier call queued and no thread has started is dropped first: it was for
@@ -992,6 +1010,9 @@ static int available_on(int emulated, char *why, size_t n) {
     static void prefix##_prefetch(const ft_call *c, const ft_config *cfgs, int n, int jobs) {      \
         prefetch_on(emulated, c, cfgs, n, jobs);                                                   \
     }                                                                                              \
+    static ft_status prefix##_prepare(const ft_call *c, const ft_config *cfg, ft_err *err) {       \
+        return prepare_on(emulated, c, cfg, err);                                                  \
+    }                                                                                              \
     static ft_status prefix##_predict(ft_call *c, const ft_config *cfg, const char *device,        \
                                       ft_backend_prediction *out, ft_err *err) {                   \
         return predict_on(emulated, c, cfg, device, out, err);                                     \
@@ -1014,8 +1035,9 @@ FT_CUDA_HOOKS(gpu, 0)
     .dtypes = 3, .supports = supports, .kernel_modules = ft_kc_counts, .seq_time = seq_time,       \
     .seq_close = seq_close, .available = prefix##_available, .run = prefix##_run,                  \
     .timed = prefix##_timed, .seq_open = prefix##_seq_open, .prefetch = prefix##_prefetch,         \
-    .predict = prefix##_predict, .mem_alloc = prefix##_mem_alloc, .mem_free = prefix##_mem_free,   \
-    .mem_copy = prefix##_mem_copy, .bind_device = prefix##_bind_device
+    .prepare = prefix##_prepare, .predict = prefix##_predict, .mem_alloc = prefix##_mem_alloc,     \
+    .mem_free = prefix##_mem_free, .mem_copy = prefix##_mem_copy,                                  \
+    .bind_device = prefix##_bind_device
 
 static const char *emu_clock(void) { return "emulated"; }
 static const char *emu_device(void) {
