@@ -228,8 +228,9 @@ def test_exec_all_or_nothing():
     os.makedirs(os.path.join(out2, "loss.npy", "inside"))
     one_line_error(["exec", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
                     "--save-inputs", save, "--out", out2], 1, "loss.npy")
-    check(not os.path.exists(save) or not os.listdir(save),
-          f"inputs saved although the outputs failed: {os.listdir(save)}")
+    check(not os.path.exists(save),  # nor the folder made for them
+          f"inputs saved although the outputs failed: "
+          f"{os.listdir(save) if os.path.exists(save) else None}")
     # An output that is a link to one of the inputs would replace the input: refused first.
     linked = os.path.join(TMP, "aon-link")
     os.makedirs(linked)
@@ -431,6 +432,20 @@ def test_file_size_limit():
               "out.trace.json" in p.stderr and not left,
               f"trace past a {limit}-byte file limit: exit {p.returncode}, {p.stderr.strip()!r},"
               f" left {left}")
+    # exec: nothing written, so neither are the folders it made for it (usage.md: "nothing
+    # written"); a folder that was there before stays.
+    new = os.path.join(d, "new", "deeper")
+    for out_dir, gone in ((new, os.path.join(d, "new")), (d, None)):
+        p = subprocess.run([clitest.FT, "exec", "fusion.dflare", "--preset", "tiny.dflare.train",
+                            "--backend", "cpu", "--out", out_dir], capture_output=True, text=True,
+                           timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                                 (1024, 1024)))
+        check(p.returncode == 1 and "f.npy" in p.stderr and
+              (gone is None or not os.path.exists(gone)) and os.path.isdir(d) and
+              not os.path.exists(os.path.join(d, "f.npy")),
+              f"exec past a 1024-byte file limit into {out_dir}: exit {p.returncode}, "
+              f"{p.stderr.strip()!r}, {os.listdir(d)}")
 
 
 def test_unbounded_reads():

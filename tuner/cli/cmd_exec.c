@@ -79,9 +79,43 @@ static ft_status stage_tensors(const ft_call *c, int inputs, const char *dir, pe
     return s;
 }
 
+/* The first folder of dir, from the top, that does not exist yet (buf ""  when every one does):
+ * the part of the path the write makes, and takes away again when nothing is written. */
+static void first_missing(const char *dir, char *buf, size_t n) {
+    buf[0] = '\0';
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return;
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        const char saved = *p;
+        *p = '\0';
+        if (access(path, F_OK) != 0) {
+            snprintf(buf, n, "%s", path);
+            return;
+        }
+        *p = saved;
+        if (!saved) return;
+    }
+}
+
+/* Remove dir and its parents up to made (first_missing's), each only when empty. */
+static void unmake(const char *dir, const char *made) {
+    char path[4096];
+    if (!made[0] || snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return;
+    for (size_t k = strlen(made); strlen(path) >= k;) {
+        if (rmdir(path) != 0) return;
+        char *slash = strrchr(path, '/');
+        if (!slash || slash == path) return;
+        *slash = '\0';
+    }
+}
+
 static ft_status write_files(const ft_call *c, const char *save, const char *out, ft_err *err) {
     pending_files *pf = calloc(1, sizeof *pf);
     if (!pf) return ft_err_set(err, FT_ENOMEM, "out of memory");
+    char made[2][4096]; /* nothing written: no folder made for it is left either */
+    first_missing(save ? save : "", made[0], sizeof made[0]);
+    first_missing(out ? out : "", made[1], sizeof made[1]);
     ft_status s = FT_OK;
     if (save) s = stage_tensors(c, 1, save, pf, err);
     if (!s && out) s = stage_tensors(c, 0, out, pf, err);
@@ -96,6 +130,10 @@ static ft_status write_files(const ft_call *c, const char *save, const char *out
         for (int k = 0; k < pf->n; k++)
             unlink(pf->tmp[k]);
     free(pf);
+    if (s) {
+        if (out) unmake(out, made[1]);
+        if (save) unmake(save, made[0]);
+    }
     return s;
 }
 
