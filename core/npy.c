@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The largest header read: any 1.0 header, and any 2.0 one NumPy writes. */
+#define NPY_HEADER_MAX 65536
+
 static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
 /* ---- header parsing ------------------------------------------------------------------------ */
@@ -106,6 +109,11 @@ ft_status ft_npy_parse_header(const unsigned char *buf, size_t len, const char *
         return ft_err_set(err, FT_EFORMAT, "%s: unsupported .npy format version %d.%d", name,
                           h->major, h->minor);
     }
+    if (hlen > NPY_HEADER_MAX)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: a .npy header of %zu bytes, more than the %d this reader takes "
+                          "(NumPy writes them under a kilobyte)",
+                          name, hlen, NPY_HEADER_MAX);
     if (pre + hlen > len) return ft_err_set(err, FT_EFORMAT, "%s: truncated .npy header", name);
     h->data_offset = pre + hlen;
 
@@ -210,7 +218,7 @@ static int64_t shape_numel(const ft_npy_header *h) {
 /* The header at the start of f. The header is at most 4 GiB in 2.0+ but NumPy keeps it small;
  * 64 KiB + prefix covers every 1.0 header and any real 2.0 one. */
 static ft_status read_header(FILE *f, const char *path, ft_npy_header *h, ft_err *err) {
-    enum { HEAD_MAX = 65536 + 12 };
+    enum { HEAD_MAX = NPY_HEADER_MAX + 12 };
     unsigned char *head = malloc(HEAD_MAX);
     if (!head) return ft_err_set(err, FT_ENOMEM, "out of memory");
     size_t got = fread(head, 1, HEAD_MAX, f);

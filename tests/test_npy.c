@@ -177,6 +177,17 @@ static void test_bad_files(void) {
     write_raw("i64big.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", big, 8);
     expect_error("i64big.npy", "does not fit in int32");
     expect_error("does-not-exist.npy", "cannot open");
+    /* a legal 2.0 header padded past what the reader takes: said so, not "truncated" */
+    size_t pad = 70000;
+    char *dict = malloc(pad + 100);
+    if (dict) {
+        int w = snprintf(dict, 100, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }");
+        memset(dict + w, ' ', pad);
+        dict[w + pad] = '\0';
+        write_raw("bighead.npy", 2, dict, f, 16);
+        expect_error("bighead.npy", "more than the 65536 this reader takes");
+        free(dict);
+    }
 }
 
 /* AddressSanitizer's shadow memory does not fit under an address-space limit (FT_TEST_ASAN:
