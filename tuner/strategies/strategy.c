@@ -158,10 +158,28 @@ ft_status ft_strategy_opts_set(ft_strategy_opts *o, const char *assignment, ft_e
             *(int *)(void *)field = (int)v;
         return FT_OK;
     }
-    char names[1536] = "";
+    /* The options of the strategy it names (all of them would not fit one message), else the
+     * strategies that have options. */
+    const size_t dot = strcspn(assignment, ".");
+    char names[FT_ERR_MSG_LEN] = "";
+    int listed = 0;
     for (size_t i = 0; i < sizeof option_table / sizeof option_table[0]; i++) {
-        size_t at = strlen(names);
-        snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "", option_table[i].name);
+        const char *n = option_table[i].name;
+        if (dot < len && strncmp(n, assignment, dot + 1) == 0) {
+            size_t at = strlen(names);
+            snprintf(names + at, sizeof names - at, "%s%s", listed++ ? ", " : "", n + dot + 1);
+        }
+    }
+    if (listed)
+        return ft_err_set(err, FT_EINVAL, "unknown strategy option '%.*s' (%.*s's options: %s)",
+                          (int)len, assignment, (int)dot, assignment, names);
+    for (size_t i = 0; i < sizeof option_table / sizeof option_table[0]; i++) {
+        const char *n = option_table[i].name;
+        const size_t k = strcspn(n, ".");
+        if (i == 0 || strncmp(n, option_table[i - 1].name, k + 1) != 0) {
+            size_t at = strlen(names);
+            snprintf(names + at, sizeof names - at, "%s%.*s.NAME", listed++ ? ", " : "", (int)k, n);
+        }
     }
     return ft_err_set(err, FT_EINVAL, "unknown strategy option '%.*s' (options: %s)", (int)len,
                       assignment, names);
