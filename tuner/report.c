@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/env.h"
 #include "core/filelock.h"
 #include "core/json.h"
@@ -629,16 +630,22 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
             ft_space_runnable(sp, &c[k], &pc, NULL, 0))
             cfg[k] = pc;
     }
-    /* Warm every call, and size the repetitions so one timing lasts about time_s / 4. */
+    /* Warm every call, and size the repetitions so one timing of the slowest scheme lasts about
+     * time_s / 4 (sized on the last one's first call, a busy machine's rounds ran 30 times as
+     * long). A round that still runs past four times its share (the machine got busier) halves
+     * them for the rounds after it: each round times every scheme with the same count. */
     int reps = 1;
     double one = 0;
-    for (int k = 0; k < NSCHEMES && !s; k++)
-        s = ft_backend_time(be, &c[k], &cfg[k], 1, &one, err);
-    if (!s) {
-        double want = (o->time_s > 0 ? o->time_s : 0.25) / 4;
-        reps = one > 0 && one < want ? (int)(want / one) + 1 : 1;
+    const double want = (o->time_s > 0 ? o->time_s : 0.25) / 4;
+    for (int k = 0; k < NSCHEMES && !s; k++) {
+        double secs = 0;
+        s = ft_backend_time(be, &c[k], &cfg[k], 1, &secs, err);
+        if (!s) s = ft_backend_time(be, &c[k], &cfg[k], 2, &secs, err);
+        if (!s && secs / 2 > one) one = secs / 2;
     }
-    for (int r = 0; r < PAIRED_ROUNDS && !s; r++)
+    if (!s) reps = one > 0 && one < want ? (int)(want / one) + 1 : 1;
+    for (int r = 0; r < PAIRED_ROUNDS && !s; r++) {
+        const double t0 = ft_now_s();
         for (int j = 0; j < NSCHEMES && !s; j++) {
             if (o->stop && *o->stop) {
                 s = ft_err_set(err, FT_EIO, "interrupted");
@@ -649,6 +656,8 @@ static ft_status paired_losses(const ft_report_sweep_opts *o, const ft_backend *
             s = ft_backend_time(be, &c[k], &cfg[k], reps, &secs, err);
             t[k][r] = secs / reps;
         }
+        if (ft_now_s() - t0 > 4 * NSCHEMES * want && reps > 1) reps /= 2;
+    }
     if (!s) {
         json_t *sch = json_object();
         for (int k = 0; k < NSCHEMES; k++) {
