@@ -52,10 +52,14 @@ def main():
     fail = 0
     for spec in a.ops or OPS:
         op, _, extra = spec.partition(":")
-        args = ["inspect", op, "--json", "--sites", "0", "--device", a.device, "--blocks", "0"]
+        given = shlex.split(extra)  # an option given here replaces the default (each is taken once)
+        args = ["inspect", op, "--json"]
+        for opt, default in (("--sites", "0"), ("--device", a.device), ("--blocks", "0")):
+            if opt not in given:
+                args += [opt, default]
         for x in a.attr:
             args += ["--attr", x]
-        args += shlex.split(extra)
+        args += given
         p = subprocess.run([a.flaretune, *args], capture_output=True, text=True)
         if p.returncode != 0:
             print(f"| {op} | failed: {p.stderr.strip()[:120]} |||||||")

@@ -416,6 +416,19 @@ def test_device_backends():
                       f"emulated entry keyed by the emulator: {e['backend']} {e['device']}")
                 tol = 1e-2 if e["attrs"]["dtype"] == "bf16" else 1e-5
                 check(e["verification"]["tolerance"] == tol, f"tolerance {e['verification']}")
+        # On an empty kernel cache each candidate's modules compile before the watchdog's clock
+        # starts: a compile (a second or so) is not the candidate's time. Counted as its own, it
+        # stopped most of them (past 50 ms), and the run ranked almost nothing.
+        log = os.path.join(tmp, "fresh.jsonl")
+        rc, out, err = run("tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend",
+                           "cuda-emu", "--strategy", "random", "--budget", "6", "--max-time",
+                           "0.1", "--quiet", "--log", log,
+                           env={"FLARETUNE_CACHE_DIR": os.path.join(tmp, "fresh-cache")})
+        check(rc == 0, f"tune on cuda-emu with an empty kernel cache: {err}")
+        if rc == 0:
+            ev = [json.loads(l) for l in open(log)]
+            stopped = [e["stopped"] for e in ev if e["event"] == "measured" and "stopped" in e]
+            check(len(stopped) <= 1, f"an empty kernel cache stopped candidates: {stopped}")
 
 
 def test_tune_jobs():
@@ -665,6 +678,11 @@ def test_option_errors_name_the_option():
           "threads=1"], "--config and --profile both choose the config"),
         (["exec", "loss", "--in", "d", "--out", "o", "--seed", "3"],
          "--set, --seed and --save-inputs go with --preset"),
+        # a size the op does not read: the run would be labelled with it and be the preset's
+        (["bench", "linear", "--preset", "tiny.dflare.decode", "--set", "N=1000000"],
+         "--set N=1000000: linear does not read that size of the preset"),
+        (["exec", "fusion.dflare", "--preset", "tiny.dflare.train", "--set", "V=5"],
+         "fusion.dflare does not read that size"),
     ]
     for args, needle in cases:
         one_line_error(args, 2, needle)

@@ -212,7 +212,7 @@ static struct {
  * than the command line says. */
 static int repeatable(const char *name) {
     static const char *const names[] = {"set",    "attr", "arg", "reference", "define",
-                                        "kernel", "op",   "opt", NULL};
+                                        "kernel", "op",   "opt", "prune",     NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(name, names[i])) return 1;
     return 0;
@@ -371,6 +371,39 @@ int ft_cli_setup_problem(const ft_cli_problem *p, const char *op_name, int with_
     return ft_cli_make_config(p, s->be, s->op, &s->cfg);
 }
 
+/* Whether the op's sizes at the preset (with every --set) move when the i-th --set takes another
+ * value (twice it, or one more): a size the op does not read moves none of them. */
+static int set_is_read(const ft_cli_problem *p, int i, const ft_call *c) {
+    const char *a = p->sets[i], *eq = strchr(a, '=');
+    const ft_preset *base = ft_preset_find(p->preset ? p->preset : ft_cli_default_preset(c->op));
+    char *end;
+    const long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+    /* ragged shapes the data (the context lengths), not the sizes: taken as read, as is
+     * anything there is nothing to judge by */
+    if (!eq || !base || *end || !strncmp(a, "ragged=", 7)) return 1;
+    char attrs[1024], other_attrs[1024];
+    ft_attrs_format_all(&c->attrs, c->op, attrs, sizeof attrs);
+    for (int k = 0; k < 2; k++) {
+        char other[96];
+        snprintf(other, sizeof other, "%.*s=%lld", (int)(eq - a), a, k ? v + 1 : 2 * v);
+        ft_preset pre = *base;
+        int ok = 1;
+        for (int j = 0; j < p->nsets && ok; j++)
+            ok = ft_preset_set(&pre, j == i ? other : p->sets[j], NULL) == FT_OK;
+        if (!ok || ft_preset_check(&pre, NULL)) continue;
+        ft_call tmp;
+        ft_call_init(&tmp, c->op);
+        tmp.attrs = c->attrs;
+        int moved = c->op->from_preset(&tmp, &pre, NULL) != FT_OK ||
+                    memcmp(tmp.dim, c->dim, sizeof tmp.dim) != 0;
+        ft_attrs_format_all(&tmp.attrs, c->op, other_attrs, sizeof other_attrs);
+        moved |= strcmp(attrs, other_attrs) != 0; /* a size an attribute follows (window) */
+        ft_call_free(&tmp);
+        if (moved) return 1;
+    }
+    return 0;
+}
+
 int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
     int code;
     if (!s->has_preset) {
@@ -389,8 +422,25 @@ int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
         return st == FT_ESHAPE && p->nsets > 0 ? ft_cli_fail(FT_EXIT_USAGE, "%s", err.msg)
                                                : ft_cli_fail_err(&err);
     }
-    if ((code = ft_cli_check_preset_attrs(p, s->op, &s->preset))) ft_call_free(&s->c);
-    return code;
+    if ((code = ft_cli_check_preset_attrs(p, s->op, &s->preset))) {
+        ft_call_free(&s->c);
+        return code;
+    }
+    /* A --set of a size the op does not read changes nothing: refused, so that a run is never
+     * labelled "+N=1000000" with the preset's sizes (linear's M is blocks*B, its N and K its
+     * own). */
+    for (int i = 0; i < p->nsets; i++)
+        if (!set_is_read(p, i, &s->c)) {
+            char dims[160];
+            ft_call_dims_str(&s->c, dims, sizeof dims);
+            code = ft_cli_fail(FT_EXIT_USAGE,
+                               "--set %s: %s does not read that size of the preset (its sizes "
+                               "here: %s)",
+                               p->sets[i], s->op->name, dims);
+            ft_call_free(&s->c);
+            return code;
+        }
+    return FT_EXIT_OK;
 }
 
 int ft_cli_check_preset_attrs(const ft_cli_problem *p, const ft_op *op, const ft_preset *preset) {
