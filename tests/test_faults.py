@@ -492,6 +492,9 @@ def test_set_sizes():
     one_line_error(space + ["--set", "N=2147483648"], 2, "below 2^31")
     one_line_error(space + ["--set", "N=99999999999999999999"], 2, "below 2^31")
     one_line_error(space + ["--set", "N=0"], 2, "size N")
+    # digits only: a sign or a blank would name another preset ("+N=+48") of the same sizes
+    for v in ("+48", " 48", "48 ", "0x30"):
+        one_line_error(space + ["--set", f"N={v}"], 2, "size N")
     # Sizes that each fit but whose products do not are refused from the sizes, at once (not
     # after a loop over 2^31 requests).
     t0 = time.time()

@@ -1,6 +1,7 @@
 /* preset.c: problem presets: the target models of SPEC.md crossed with the two drafter
  * architectures and the two phases, plus `tiny` presets small enough for the float64 reference
  * and for CI. Names are MODEL.ARCH.PHASE, e.g. qwen3-8b.dflare.decode or tiny.dflash.train. */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -215,8 +216,10 @@ ft_status ft_preset_set(ft_preset *p, const char *assignment, ft_err *err) {
     int is_ragged = strcmp(name, "ragged") == 0;
     /* window = 0 (full attention) and sliding = 0 (every layer) are the defaults */
     int zero_ok = is_ragged || !strcmp(name, "window") || !strcmp(name, "sliding");
-    if (end == eq + 1 || *end || errno || v < (zero_ok ? 0 : 1) || (is_ragged && v > 1) ||
-        v >= (1LL << 31))
+    /* digits only: strtoll's leading blanks and sign would let "+64" and " 64" name a preset
+     * "+H=+64" that differs from "+H=64" but runs the same sizes */
+    if (!isdigit((unsigned char)eq[1]) || end == eq + 1 || *end || errno || v < (zero_ok ? 0 : 1) ||
+        (is_ragged && v > 1) || v >= (1LL << 31))
         return ft_err_set(err, FT_EINVAL, "size %s: '%s' is not %s", name, eq + 1,
                           is_ragged  ? "0 or 1"
                           : zero_ok ? "an integer from 0 to 2^31 - 1"
