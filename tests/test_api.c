@@ -446,15 +446,20 @@ static void test_bf16_host(void) {
     ft_call_free(&p.c);
 }
 
+/* A context on the emulator, or NULL (said) where it cannot run here. */
+static flaretune_context *emu_context(void) {
+    flaretune_context *ctx;
+    if (flaretune_create(&ctx, "cuda-emu") == FLARETUNE_OK) return ctx;
+    fprintf(stderr, "  (cuda-emu cannot run here: %s)\n", flaretune_message(ctx));
+    flaretune_destroy(ctx);
+    return NULL;
+}
+
 /* Device pointers on the emulator: the same bits as host pointers, float32 and bf16, at the
  * tiny preset with `set` (NULL: as it is). */
 static void device_emu_at(const char *set) {
-    flaretune_context *ctx;
-    if (flaretune_create(&ctx, "cuda-emu") != FLARETUNE_OK) {
-        fprintf(stderr, "  (cuda-emu cannot run here: %s)\n", flaretune_message(ctx));
-        flaretune_destroy(ctx);
-        return;
-    }
+    flaretune_context *ctx = emu_context();
+    if (!ctx) return;
     problem p;
     problem_make(&p, "fusion.dflare", "tiny.dflare.train", set, NULL, NULL);
     bind_all(ctx, &p, NULL);
@@ -549,12 +554,8 @@ static void device_emu_at(const char *set) {
  * copy or binding past a buffer's end are refused with a status, and the process goes on (the
  * free aborted it, the copy ended it or read past the buffer unsaid). */
 static void test_device_bounds(void) {
-    flaretune_context *ctx;
-    if (flaretune_create(&ctx, "cuda-emu") != FLARETUNE_OK) {
-        fprintf(stderr, "  (cuda-emu cannot run here: %s)\n", flaretune_message(ctx));
-        flaretune_destroy(ctx);
-        return;
-    }
+    flaretune_context *ctx = emu_context();
+    if (!ctx) return;
     problem p;
     problem_make(&p, "fusion.dflare", "tiny.dflare.train", NULL, NULL, NULL);
     float host[64];
