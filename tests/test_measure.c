@@ -39,6 +39,7 @@ typedef struct {
     int last_sample;
     int slow_calls; /* the first slow_calls calls take slow seconds each (a busy start) */
     double slow;
+    double sleep_s; /* and each of them sleeps this long (real time passes) */
 } fake;
 
 static ft_status fake_run(void *p, int reps, double *secs, ft_err *err) {
@@ -49,6 +50,10 @@ static ft_status fake_run(void *p, int reps, double *secs, ft_err *err) {
         t += f->calls + r < f->slow_calls
                  ? f->slow
                  : f->base * (1 + f->noise * (2 * ft_rng_uniform(&f->rng) - 1));
+    if (f->sleep_s > 0 && f->calls < f->slow_calls) {
+        struct timespec ts = {0, (long)(f->sleep_s * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     f->calls += reps;
     *secs = t;
     return FT_OK;
@@ -180,6 +185,26 @@ static void test_batch_after_a_busy_warmup(void) {
     FT_CHECK(fabs(b.st.median - 1e-6) < 1e-12 && b.st.taken == b.st.samples,
              "per-call median %g from %d samples of %d taken", b.st.median, b.st.samples,
              b.st.taken);
+}
+
+/* After the samples start again at a larger batch, the minimum time counts from the restart:
+ * ten samples taken at once after 0.2 s of slow ones do not converge on the slow ones' time
+ * (they did, "converged" on a millisecond of samples). The samples here take no real time, so
+ * the new round meets the noise target by the sample cap instead. */
+static void test_restart_counts_its_own_time(void) {
+    fake_bench b;
+    fake_bench_init(&b, 1e-6, 0, 7);
+    b.f.slow_calls = 8; /* the warm-up and the first samples: 200 us calls, 25 ms of real time */
+    b.f.slow = 2e-4;
+    b.f.sleep_s = 0.025;
+    b.o.min_time_s = 0.1;
+    b.o.max_time_s = 100;
+    b.o.max_samples = 500;
+    fake_measure(&b);
+    FT_CHECK(b.st.batch == 100 && b.st.samples == 500 && b.st.converged,
+             "after the restart: %d samples in batches of %d, converged %d (the minimum time "
+             "counted from before it would stop at %d)",
+             b.st.samples, b.st.batch, b.st.converged, b.o.min_samples);
 }
 
 static void test_screening(void) {
@@ -512,6 +537,7 @@ int main(void) {
     FT_RUN(test_sample_cap_converged);
     FT_RUN(test_batches_short_calls);
     FT_RUN(test_batch_after_a_busy_warmup);
+    FT_RUN(test_restart_counts_its_own_time);
     FT_RUN(test_screening);
     FT_RUN(test_stop_flag);
     FT_RUN(test_sleep_inside_a_call_is_contaminated);

@@ -164,7 +164,9 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
     double one = 0, fastest = INFINITY, wall = 0, lost = 0;
     int warm = 0, batch = 1, n = 0, taken = 0;
     int rebatched = 0;
-    double lost_sum = 0, wall_sum = 0, t0 = start, stop_t0 = start;
+    /* t0: the samples' start, for the time cap; since: the current round of samples' start,
+     * for the minimum time (a restart at a larger batch begins a round) */
+    double lost_sum = 0, wall_sum = 0, t0 = start, since = start, stop_t0 = start;
     do {
         if (fn->prep && (s = fn->prep(fn->ctx, -1, err))) goto out;
         stop_t0 = ft_now_s();
@@ -174,7 +176,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
     } while (ft_now_s() - start < o->warmup_s && warm < 1000);
     if (!s) {
         batch = batch_for(o, fastest);
-        t0 = ft_now_s();
+        t0 = since = ft_now_s();
     }
     while (!s) {
         double secs;
@@ -195,7 +197,11 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         if (batch_for(o, fastest) > 2 * batch && rebatched < 2) {
             batch = batch_for(o, fastest);
             rebatched++;
+            /* everything the samples said is said again: their count, what the scheduler took
+             * of them, and the minimum time they must span (the cap still counts from t0) */
             n = taken = st->discarded = 0;
+            lost_sum = wall_sum = 0;
+            since = ft_now_s();
             continue;
         }
         lost_sum += lost;
@@ -208,11 +214,11 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         } else {
             st->discarded++;
         }
-        double elapsed = ft_now_s() - t0;
+        const double now = ft_now_s(), elapsed = now - t0, round = now - since;
         if (n >= o->max_samples || taken >= 4 * o->max_samples || elapsed >= o->max_time_s) break;
         if (!clean) continue;
         int screen = o->screen_above > 0 && n >= o->screen_after;
-        if ((n >= o->min_samples && elapsed >= o->min_time_s) || screen) {
+        if ((n >= o->min_samples && round >= o->min_time_s) || screen) {
             memcpy(tmp, x, sizeof(double) * (size_t)n);
             ft_stats probe_st = {0};
             ft_stats_compute(tmp, n, &probe_st);
@@ -220,7 +226,7 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
                 st->screened = 1;
                 break;
             }
-            if (n >= o->min_samples && elapsed >= o->min_time_s && probe_st.ci_rel < o->max_noise) {
+            if (n >= o->min_samples && round >= o->min_time_s && probe_st.ci_rel < o->max_noise) {
                 st->converged = 1;
                 break;
             }
