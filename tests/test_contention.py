@@ -100,6 +100,13 @@ def test_bench_contaminated(tmp):
                                    "--backend", "cpu", "--max-time", "0.2", "--json", env=env)
         rc2, text, err2 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
                                       "--backend", "cpu", "--max-time", "0.2", env=env)
+        # ceilings measured now, with nothing cached to raise them: said to be busy
+        rc3, out3, err3 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                      "--backend", "cpu", "--max-time", "0.2", "--json",
+                                      env={**env, "FLARETUNE_CEILINGS_CACHE": "off"})
+        rc4, text4, err4 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                       "--backend", "cpu", "--max-time", "0.2",
+                                       env={**env, "FLARETUNE_CEILINGS_CACHE": "off"})
     finally:
         stop(hogs)
         os.sched_setaffinity(0, mask)
@@ -113,6 +120,10 @@ def test_bench_contaminated(tmp):
     check(doc.get("busy") is True and doc.get("load", {}).get("known") is True,
           f"bench --json says busy: {doc.get('busy')} {doc.get('load')}")
     check("BUSY" in text and "the machine was busy" in err2, f"the text says busy: {text} {err2}")
+    doc3 = json.loads(out3) if rc3 == 0 else {}
+    check(doc3.get("ceilings_busy") is True and doc3.get("ceilings", {}).get("rounds", 0) >= 1,
+          f"ceilings measured busy are said to be: {rc3} {err3[-300:]} {doc3.get('ceilings_busy')}")
+    check(rc4 == 0 and "BUSY while measured" in text4, f"the text says it: {text4} {err4}")
     rc, out, err = clitest.run("bench", "fusion.dflare", "--max-lost", "2")
     check(rc == 2 and "--max-lost expects" in err, f"a bad --max-lost: {rc} {err}")
 

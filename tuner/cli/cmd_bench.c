@@ -181,6 +181,8 @@ typedef struct {
     double bytes, flops;
     int remeasured;
     int busy; /* the load says so, or the scheduler took over --max-lost of the sampled time */
+    ft_load ceil_load; /* the machine while the ceilings were measured here (none: not known) */
+    int ceil_busy;     /* ... busy, and the figures are this run's, not raised from the cache */
 } bench_result;
 
 /* The inputs, the configuration's validity at them, and this machine's ceilings: everything
@@ -202,15 +204,29 @@ static int bench_prepare(const bench_args *a, ft_cli_setup *su, bench_result *r)
     int ti = ft_space_param(space, "threads");
     int threads = ti >= 0 ? su->cfg.v[ti] : 1;
     ft_err err = {0};
-    /* The cache's figures when they are this machine's and recent: a bench starts at once. */
-    if (!a->fresh_ceilings && !ft_ceilings_recall(su->be, threads, FT_BENCH_CEILINGS_MAX_AGE_DAYS,
-                                                  &r->ceil, &err) && r->ceil.rounds == 0)
-        return FT_EXIT_OK;
-    if (!a->json)
-        fprintf(stderr, "bench: measuring this machine's ceilings with %d threads...\n", threads);
-    if (ft_ceilings_of(su->be, threads, &r->ceil, &err)) {
+    /* The cache's figures when they are this machine's and recent: a bench starts at once
+     * (the recall measures them when the cache has none; once is enough). The load is judged
+     * over a measurement: ceilings measured on a busy machine are low, and every fraction
+     * against them high. */
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
+    ft_status st;
+    if (!a->fresh_ceilings) {
+        st = ft_ceilings_recall(su->be, threads, FT_BENCH_CEILINGS_MAX_AGE_DAYS, &r->ceil, &err);
+    } else {
+        if (!a->json)
+            fprintf(stderr, "bench: measuring this machine's ceilings with %d threads...\n",
+                    threads);
+        st = ft_ceilings_of(su->be, threads, &r->ceil, &err);
+    }
+    if (st) {
         ft_call_free(&su->c);
         return ft_cli_fail_err(&err);
+    }
+    if (r->ceil.rounds > 0) {
+        ft_load_mark_take(&m1);
+        ft_load_between(&m0, &m1, &r->ceil_load);
+        r->ceil_busy = r->ceil_load.busy && !r->ceil.from_cache;
     }
     return FT_EXIT_OK;
 }
@@ -297,6 +313,7 @@ static void bench_print_json(const bench_args *a, const ft_cli_setup *su, const 
     json_object_set_new(root, "bound", json_string(r->roof.compute_bound ? "compute" : "memory"));
     json_object_set_new(root, "load", ft_load_to_json(&r->load));
     json_object_set_new(root, "busy", json_boolean(r->busy));
+    json_object_set_new(root, "ceilings_busy", json_boolean(r->ceil_busy));
     json_object_set_new(root, "peak_extra_bytes", json_integer((json_int_t)r->ws.peak));
     json_object_set_new(root, "ceilings", ft_ceilings_to_json(&r->ceil));
     json_object_set_new(root, "env", ft_env_to_json(&env));
@@ -333,6 +350,11 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
                ceil->threads > 1 ? "s" : "", ceil->rounds, ceil->rounds > 1 ? "s" : "",
                ceil->measured_s,
                ceil->from_cache ? "; raised to the best this machine has shown (cache)" : "");
+    if (r->ceil_busy)
+        printf("             BUSY while measured: other processes used %.2f of %d CPUs; the "
+               "ceilings read low and the roofline fraction high (--measure-ceilings on a quiet "
+               "machine)\n",
+               r->ceil_load.other_cpus, r->ceil_load.ncpu);
     printf("  clock      %s\n", ft_backend_clock(su->be));
     printf("  time       median %s  IQR %s  min %s  max %s\n",
            ft_fmt_time(st->median, 0, a1, sizeof a1), ft_fmt_time(st->iqr, 0, b1, sizeof b1),
