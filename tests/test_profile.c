@@ -229,6 +229,31 @@ static void test_merge_keeps_best(void) {
     ft_profile_add(s3, stopped, &out, &err);
     ft_profile_add(s3, stopped2, &out, &err);
     FT_CHECK(out == FT_PROFILE_REPLACED, "between two stopped runs the faster: outcome %d", out);
+    /* Next, a run on a busy machine never takes the place of one on a quiet machine however
+     * low its median (the scheduler moves medians either way), and a quiet one takes its place
+     * even when slower; between two busy ones the faster. */
+    json_t *busy = loss_entry("ref", 512, "dpace", 0.3e-3);
+    json_object_set_new(busy, "contention", json_pack("{s:b}", "busy", 1));
+    ft_profile_add(c, busy, &out, &err);
+    FT_CHECK(out == FT_PROFILE_KEPT, "a busy run's faster entry: outcome %d", out);
+    ft_profile *b1 = ft_profile_new();
+    ft_profile_add(b1, busy, &out, &err);
+    ft_profile_add(b1, slow, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "a quiet run's slower entry replaces it: outcome %d", out);
+    json_t *busy2 = json_deep_copy(busy);
+    json_object_set_new(busy2, "stats", stats(0.2e-3));
+    ft_profile *b2 = ft_profile_new();
+    ft_profile_add(b2, busy, &out, &err);
+    ft_profile_add(b2, busy2, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "between two busy runs the faster: outcome %d", out);
+    /* ... and a stopped run stays below a finished one, busy or not */
+    ft_profile_add(b2, stopped, &out, &err);
+    FT_CHECK(out == FT_PROFILE_KEPT, "a stopped quiet run over a finished busy one: outcome %d",
+             out);
+    json_decref(busy);
+    json_decref(busy2);
+    ft_profile_free(b1);
+    ft_profile_free(b2);
     json_decref(stopped);
     json_decref(stopped2);
     ft_profile_free(s);

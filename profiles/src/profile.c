@@ -644,12 +644,17 @@ static ft_status keep_skipped_kernel(ft_profile *p, json_t *raw, ft_err *err) {
 }
 
 /* Whether a result of one key (its JSON) takes the place of the one there: a run that finished
- * (its winner confirmed) over one Ctrl-C stopped (its figures the search's, unconfirmed), and
- * between two of the same kind the faster. */
+ * (its winner confirmed) over one Ctrl-C stopped (its figures the search's, unconfirmed), one
+ * measured on a quiet machine over one measured on a busy one (whose medians move either way,
+ * by a third and more: a busy run's lower median is no faster kernel), and between two of the
+ * same kind the faster. */
 static int better(const json_t *new_j, double new_median, const json_t *old_j, double old_median) {
     int new_stopped = json_is_true(json_object_get(new_j, "interrupted"));
     int old_stopped = json_is_true(json_object_get(old_j, "interrupted"));
     if (new_stopped != old_stopped) return old_stopped;
+    int new_busy = json_is_true(json_object_get(json_object_get(new_j, "contention"), "busy"));
+    int old_busy = json_is_true(json_object_get(json_object_get(old_j, "contention"), "busy"));
+    if (new_busy != old_busy) return old_busy;
     return new_median < old_median;
 }
 
