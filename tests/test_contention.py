@@ -115,6 +115,10 @@ def test_bench_contaminated(tmp):
     check(st.get("discarded", 0) > 0 and st.get("lost_frac", 0) > 0,
           f"samples thrown away and the share lost: {st}")
     check("scheduler" in text and "thrown away" in text, f"the text says it: {text}")
+    # an unclean median is an upper bound: no confidence interval is claimed for it
+    if "NOT MEASURED CLEANLY" in text:
+        check("median known to" not in text and "an upper bound" in text,
+              f"an unclean median claims no confidence interval: {text}")
     # However short the measurement, the load is judged and the result said to be busy.
     doc = json.loads(out) if rc == 0 else {}
     check(doc.get("busy") is True and doc.get("load", {}).get("known") is True,

@@ -359,8 +359,10 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
     printf("  time       median %s  IQR %s  min %s  max %s\n",
            ft_fmt_time(st->median, 0, a1, sizeof a1), ft_fmt_time(st->iqr, 0, b1, sizeof b1),
            ft_fmt_time(st->min, 0, b2, sizeof b2), ft_fmt_time(st->max, 0, b3, sizeof b3));
-    char ci[64];
-    if (isfinite(st->ci_rel))
+    char ci[96];
+    if (st->unclean) /* contaminated samples: an upper bound, whose spread says nothing */
+        snprintf(ci, sizeof ci, "an upper bound (no confidence interval: not measured cleanly)");
+    else if (isfinite(st->ci_rel))
         snprintf(ci, sizeof ci, "median known to +-%.2g%%", 100 * st->ci_rel);
     else
         snprintf(ci, sizeof ci, "too few for a confidence interval (%d needed)", FT_STATS_MIN_CI);
