@@ -1,6 +1,8 @@
 /* load.c: how busy the rest of the machine is (see core/load.h). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "core/load.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -19,24 +21,39 @@ void ft_load_mark_take(ft_load_mark *m) {
     if (!f) return;
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0) hz = 100;
+    /* The CPUs this process may use (taskset, a cpuset, an MPI rank's slice): the rest of the
+     * machine is judged on them, not on CPUs the process never runs on. */
+    cpu_set_t mine;
+    const int masked = sched_getaffinity(0, sizeof mine, &mine) == 0;
+    double all_busy = 0, all_steal = 0, my_busy = 0, my_steal = 0;
+    int all = 0, ncpus = 0, used = 0;
     char line[512];
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, "cpu", 3) != 0) break;
-        if (line[3] != ' ') {
-            m->ncpu++;
-            continue;
-        }
         /* user nice system idle iowait irq softirq steal (guest time is inside user) */
         unsigned long long v[8] = {0};
-        int got = sscanf(line + 3, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                         &v[3], &v[4], &v[5], &v[6], &v[7]);
+        int id = -1, skip = 0;
+        if (line[3] != ' ' && sscanf(line + 3, "%d%n", &id, &skip) != 1) break;
+        int got = sscanf(line + 3 + skip, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                         &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
         if (got < 4) break;
-        m->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
-        m->steal_s = (double)v[7] / (double)hz;
-        m->ok = 1;
+        const double busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
+        const double steal = (double)v[7] / (double)hz;
+        if (id < 0) {
+            all_busy = busy, all_steal = steal, all = 1;
+        } else {
+            ncpus++;
+            if (masked && id < CPU_SETSIZE && CPU_ISSET(id, &mine))
+                my_busy += busy, my_steal += steal, used++;
+        }
     }
     fclose(f);
-    if (m->ncpu < 1) m->ok = 0;
+    if (used > 0 && used < ncpus) {
+        m->busy_s = my_busy, m->steal_s = my_steal, m->ncpu = used;
+    } else {
+        m->busy_s = all_busy, m->steal_s = all_steal, m->ncpu = ncpus;
+    }
+    m->ok = all && m->ncpu >= 1;
 }
 
 static double loadavg1(void) {

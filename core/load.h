@@ -4,8 +4,8 @@
  * On a machine whose other processes keep cores busy, a multi-threaded kernel waits for its
  * descheduled threads at every barrier and its time comes in multiples of the scheduler tick;
  * a virtual machine may lose time to its host (steal). Two marks around a measurement give the
- * CPU time the rest of the machine used between them (all CPUs' busy time from /proc/stat
- * minus this process's own, from getrusage), the fraction stolen by the hypervisor, and the
+ * CPU time the rest of the machine used between them (the busy time, from /proc/stat, of the
+ * CPUs this process may use, minus its own, from getrusage), the fraction stolen, and the
  * load average; the measurement is flagged busy above the thresholds below.
  */
 #ifndef FLARETUNE_LOAD_H
@@ -27,7 +27,7 @@ typedef struct ft_load_mark {
     double busy_s;  /* CPU seconds every CPU spent busy (user, system, irq) */
     double steal_s; /* CPU seconds taken by the hypervisor                */
     double self_s;  /* CPU seconds this process used (every thread)       */
-    int ncpu;       /* CPUs /proc/stat lists                              */
+    int ncpu;       /* CPUs judged: those this process may use (its affinity) */
     int ok;         /* /proc/stat could be read                           */
 } ft_load_mark;
 

@@ -124,6 +124,10 @@ def test_bench_contaminated(tmp):
     check(doc.get("busy") is True and doc.get("load", {}).get("known") is True,
           f"bench --json says busy: {doc.get('busy')} {doc.get('load')}")
     check("BUSY" in text and "the machine was busy" in err2, f"the text says busy: {text} {err2}")
+    # pinned to one CPU, the load is judged on that CPU (other processes on CPUs it never runs
+    # on are no contention of its own)
+    check(doc.get("load", {}).get("cpus") == 1,
+          f"the load of a process pinned to one CPU counts that CPU: {doc.get('load')}")
     doc3 = json.loads(out3) if rc3 == 0 else {}
     check(doc3.get("ceilings_busy") is True and doc3.get("ceilings", {}).get("rounds", 0) >= 1,
           f"ceilings measured busy are said to be: {rc3} {err3[-300:]} {doc3.get('ceilings_busy')}")
