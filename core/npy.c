@@ -689,17 +689,22 @@ ft_status ft_npy_save(const char *path, const ft_tensor *t, ft_err *err) {
     return FT_OK;
 }
 
-ft_status ft_dir_make(const char *dir, ft_err *err) {
+ft_status ft_dir_make_noting(const char *dir, int *made, int max, int *nmade, ft_err *err) {
     char path[4096];
+    if (nmade) *nmade = 0;
+    if (!dir[0]) return ft_err_set(err, FT_EINVAL, "an empty directory name");
     if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
         return ft_err_set(err, FT_EIO, "%s: path too long", dir);
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p != '\0') continue;
         char saved = *p;
         *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        if (mkdir(path, 0777) == 0) {
+            if (made && nmade && *nmade < max) made[(*nmade)++] = (int)(p - path);
+        } else if (errno != EEXIST) {
             return ft_err_set(err, FT_EIO, "%s: cannot create directory: %s", path,
                               strerror(errno));
+        }
         *p = saved;
         if (!saved) break;
     }
@@ -708,4 +713,17 @@ ft_status ft_dir_make(const char *dir, ft_err *err) {
         return ft_err_set(err, FT_EIO, "%s: cannot use as a directory: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return ft_err_set(err, FT_EIO, "%s: not a directory", dir);
     return FT_OK;
+}
+
+ft_status ft_dir_make(const char *dir, ft_err *err) {
+    return ft_dir_make_noting(dir, NULL, 0, NULL, err);
+}
+
+void ft_dir_unmake(const char *dir, const int *made, int nmade) {
+    char path[4096];
+    for (int i = nmade - 1; i >= 0; i--)
+        if (made[i] > 0 && made[i] < (int)sizeof path) {
+            snprintf(path, (size_t)made[i] + 1, "%s", dir);
+            rmdir(path); /* only an empty one goes: what another process put there stays */
+        }
 }

@@ -72,6 +72,11 @@ int ft_file_read_all(FILE *f, size_t max, char **buf, size_t *len);
 /* Create dir and its missing parents (mkdir -p); FT_EIO naming the path that failed, or dir
  * when it exists but is not a directory. */
 ft_status ft_dir_make(const char *dir, ft_err *err);
+/* The same, noting the folders it created: made[] (at most max) gets the length of each prefix
+ * of dir it created, in order, *nmade how many. ft_dir_unmake takes them away again, the last
+ * first, each only while empty: a write that failed leaves no folder it made. */
+ft_status ft_dir_make_noting(const char *dir, int *made, int max, int *nmade, ft_err *err);
+void ft_dir_unmake(const char *dir, const int *made, int nmade);
 
 #ifdef __cplusplus
 }

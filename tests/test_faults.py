@@ -435,7 +435,10 @@ def test_file_size_limit():
     # exec: nothing written, so neither are the folders it made for it (usage.md: "nothing
     # written"); a folder that was there before stays.
     new = os.path.join(d, "new", "deeper")
-    for out_dir, gone in ((new, os.path.join(d, "new")), (d, None)):
+    existing = os.path.join(d, "existing")
+    os.makedirs(existing)
+    for out_dir, gone in ((new, os.path.join(d, "new")), (d, None),
+                          (os.path.join(d, "missing", "..", "existing"), os.path.join(d, "missing"))):
         p = subprocess.run([clitest.FT, "exec", "fusion.dflare", "--preset", "tiny.dflare.train",
                             "--backend", "cpu", "--out", out_dir], capture_output=True, text=True,
                            timeout=120,
@@ -446,6 +449,7 @@ def test_file_size_limit():
               not os.path.exists(os.path.join(d, "f.npy")),
               f"exec past a 1024-byte file limit into {out_dir}: exit {p.returncode}, "
               f"{p.stderr.strip()!r}, {os.listdir(d)}")
+        check(os.path.isdir(existing), f"a folder that was there stays ({out_dir})")
 
 
 def test_unbounded_reads():

@@ -60,12 +60,13 @@ static void usage(FILE *f) {
 typedef struct {
     char tmp[FT_MAX_TENSORS * 2][4096], path[FT_MAX_TENSORS * 2][4096];
     int n;
+    int made[2][64], nmade[2]; /* the folders made for them (inputs, outputs): ft_dir_unmake */
 } pending_files;
 
 /* Write the tensors of c with the given roles (inputs or outputs) into dir as temporary files. */
 static ft_status stage_tensors(const ft_call *c, int inputs, const char *dir, pending_files *pf,
                                ft_err *err) {
-    ft_status s = ft_dir_make(dir, err);
+    ft_status s = ft_dir_make_noting(dir, pf->made[!inputs], 64, &pf->nmade[!inputs], err);
     for (int i = 0; i < c->op->ntensors && !s; i++) {
         const ft_tensor_spec *ts = &c->op->tensors[i];
         int is_in = ts->role == FT_ROLE_IN || ts->role == FT_ROLE_GRAD_IN;
@@ -79,43 +80,9 @@ static ft_status stage_tensors(const ft_call *c, int inputs, const char *dir, pe
     return s;
 }
 
-/* The first folder of dir, from the top, that does not exist yet (buf ""  when every one does):
- * the part of the path the write makes, and takes away again when nothing is written. */
-static void first_missing(const char *dir, char *buf, size_t n) {
-    buf[0] = '\0';
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return;
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        const char saved = *p;
-        *p = '\0';
-        if (access(path, F_OK) != 0) {
-            snprintf(buf, n, "%s", path);
-            return;
-        }
-        *p = saved;
-        if (!saved) return;
-    }
-}
-
-/* Remove dir and its parents up to made (first_missing's), each only when empty. */
-static void unmake(const char *dir, const char *made) {
-    char path[4096];
-    if (!made[0] || snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return;
-    for (size_t k = strlen(made); strlen(path) >= k;) {
-        if (rmdir(path) != 0) return;
-        char *slash = strrchr(path, '/');
-        if (!slash || slash == path) return;
-        *slash = '\0';
-    }
-}
-
 static ft_status write_files(const ft_call *c, const char *save, const char *out, ft_err *err) {
     pending_files *pf = calloc(1, sizeof *pf);
     if (!pf) return ft_err_set(err, FT_ENOMEM, "out of memory");
-    char made[2][4096]; /* nothing written: no folder made for it is left either */
-    first_missing(save ? save : "", made[0], sizeof made[0]);
-    first_missing(out ? out : "", made[1], sizeof made[1]);
     ft_status s = FT_OK;
     if (save) s = stage_tensors(c, 1, save, pf, err);
     if (!s && out) s = stage_tensors(c, 0, out, pf, err);
@@ -129,11 +96,11 @@ static ft_status write_files(const ft_call *c, const char *save, const char *out
     else
         for (int k = 0; k < pf->n; k++)
             unlink(pf->tmp[k]);
-    free(pf);
-    if (s) {
-        if (out) unmake(out, made[1]);
-        if (save) unmake(save, made[0]);
+    if (s) { /* nothing written: no folder made for it is left either */
+        if (out) ft_dir_unmake(out, pf->made[1], pf->nmade[1]);
+        if (save) ft_dir_unmake(save, pf->made[0], pf->nmade[0]);
     }
+    free(pf);
     return s;
 }
 
