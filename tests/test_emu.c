@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -800,7 +801,10 @@ static void test_read_past_end(void) {
                /* past the narrow fences: 256 MiB past, and a 32-bit index gone negative */
                {64 + (64LL << 20), ", 268435456 bytes past the end of a 256-byte device buffer"},
                {-(1LL << 31), ", 8589934592 bytes before a 256-byte device buffer"}};
-    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+    /* (the wide fences, past the narrow ones, only without a limit on the address space) */
+    struct rlimit as;
+    const int wide = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur == RLIM_INFINITY;
+    for (size_t i = 0; i < sizeof far / sizeof far[0] - (wide ? 0 : 2); i++) {
         long long off = far[i].off;
         st = launch_in_child(m, "read_at", y, x, &off, out, sizeof out);
         FT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&

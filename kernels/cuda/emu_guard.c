@@ -7,9 +7,10 @@
  * the buffer placed so that it ends, rounded up to 256 bytes, where the tail starts. Head and
  * tail are 16 GiB each where the address space allows (address space only: nothing is
  * committed): any 32-bit index, of elements up to 8 bytes, gone negative or past the end lands
- * in them, the commonest wild access of a kernel. Where a reservation that large is refused (a
- * limit on the address space, `ulimit -v`), the head is 64 KiB and the tail as long as the data
- * pages, at least 64 MiB and at most 1 GiB. A load or store past the end of the buffer (by 256
+ * in them, the commonest wild access of a kernel. Under a limit on the address space (`ulimit
+ * -v`, which counts reservations), past 256 live buffers, or where a reservation that large is
+ * refused, the head is 64 KiB and the tail as long as the data pages, at least 64 MiB and at
+ * most 1 GiB. A load or store past the end of the buffer (by 256
  * bytes or more, its alignment aside) or before the page it starts in faults, and the fault's
  * address says which buffer and how far: no two reservations overlap. The live buffers are
  * listed in a fixed table the signal handler reads without a lock.
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/sanitize.h"
@@ -81,6 +83,18 @@ static int list(uintptr_t p, size_t n, uintptr_t base, size_t len) {
     return -1;
 }
 
+/* Wide fences only where they cost nothing anyone counts: no limit on the address space (a
+ * `ulimit -v`, a batch system's vmem limit counts reservations too), and at most WIDE_MAX of
+ * them live (a 47-bit space holds 4,096; a program with more buffers gets narrow ones). */
+#define WIDE_MAX 256
+static atomic_int wide_live;
+
+static int wide_allowed(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return 0;
+    return atomic_load(&wide_live) < WIDE_MAX;
+}
+
 void *ft_emu_guard_alloc(size_t bytes, int fill) {
     const size_t page = page_bytes();
     const size_t n = bytes ? bytes : 1;
@@ -90,7 +104,11 @@ void *ft_emu_guard_alloc(size_t bytes, int fill) {
     }
     const size_t data = (n + ALIGN - 1) / ALIGN * ALIGN, pages = (data + page - 1) / page * page;
     size_t head = WIDE, tail = WIDE, len = head + pages + tail;
-    char *base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *base = MAP_FAILED;
+    if (wide_allowed()) {
+        base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base != MAP_FAILED) atomic_fetch_add(&wide_live, 1);
+    }
     if (base == MAP_FAILED) { /* the narrower fences */
         head = HEAD > page ? HEAD : page;
         tail = pages < TAIL_MIN ? TAIL_MIN : pages > TAIL_MAX ? TAIL_MAX : pages;
@@ -122,6 +140,7 @@ void ft_emu_guard_free(void *p) {
             const uintptr_t base = atomic_load(&slots[i].base);
             const size_t len = atomic_load(&slots[i].len);
             atomic_store(&slots[i].start, 0);
+            if (len > 2 * WIDE) atomic_fetch_sub(&wide_live, 1);
             munmap((void *)base, len);
             return;
         }
