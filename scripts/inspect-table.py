@@ -53,9 +53,11 @@ def main():
     for spec in a.ops or OPS:
         op, _, extra = spec.partition(":")
         given = shlex.split(extra)  # an option given here replaces the default (each is taken once)
+        # the options it names, as getopt reads them: --name, --name=value, or a prefix of one
+        names = [w.split("=", 1)[0] for w in given if w.startswith("--")]
         args = ["inspect", op, "--json"]
         for opt, default in (("--sites", "0"), ("--device", a.device), ("--blocks", "0")):
-            if opt not in given:
+            if not any(len(n) > 2 and opt.startswith(n) for n in names):
                 args += [opt, default]
         for x in a.attr:
             args += ["--attr", x]

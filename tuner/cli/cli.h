@@ -163,6 +163,10 @@ int ft_cli_apply_attrs(const ft_cli_problem *p, ft_call *c);
 /* The --attr values op's preset would overwrite as one of its sizes (the loss's B, which a
  * preset sets): refused in one line pointing at --set, exit 2; else 0. */
 int ft_cli_check_preset_attrs(const ft_cli_problem *p, const ft_op *op, const ft_preset *preset);
+/* A --set of a size op does not read changes nothing: refused (exit 2, one line), so that a run
+ * is never labelled "+N=1000000" with the preset's sizes (linear's M is blocks*B, its N and K
+ * its own). c: a call of the op whose sizes came from the preset with every --set. */
+int ft_cli_check_sets_read(const ft_cli_problem *p, const ft_call *c);
 /* The preset named by p (or `fallback` when none was given) with the --set changes. */
 int ft_cli_make_preset(const ft_cli_problem *p, const char *fallback, ft_preset *out);
 /* The configuration from --config and --threads on top of the backend's default for op. */

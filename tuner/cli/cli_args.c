@@ -426,19 +426,19 @@ int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
         ft_call_free(&s->c);
         return code;
     }
-    /* A --set of a size the op does not read changes nothing: refused, so that a run is never
-     * labelled "+N=1000000" with the preset's sizes (linear's M is blocks*B, its N and K its
-     * own). */
+    if ((code = ft_cli_check_sets_read(p, &s->c))) ft_call_free(&s->c);
+    return code;
+}
+
+int ft_cli_check_sets_read(const ft_cli_problem *p, const ft_call *c) {
     for (int i = 0; i < p->nsets; i++)
-        if (!set_is_read(p, i, &s->c)) {
+        if (!set_is_read(p, i, c)) {
             char dims[160];
-            ft_call_dims_str(&s->c, dims, sizeof dims);
-            code = ft_cli_fail(FT_EXIT_USAGE,
+            ft_call_dims_str(c, dims, sizeof dims);
+            return ft_cli_fail(FT_EXIT_USAGE,
                                "--set %s: %s does not read that size of the preset (its sizes "
                                "here: %s)",
-                               p->sets[i], s->op->name, dims);
-            ft_call_free(&s->c);
-            return code;
+                               p->sets[i], c->op->name, dims);
         }
     return FT_EXIT_OK;
 }

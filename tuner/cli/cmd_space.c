@@ -213,6 +213,7 @@ static int run(int argc, char **argv) {
     if ((code = ft_cli_make_preset(&prob, ft_cli_default_preset(op), &p))) return code;
     /* Sizes only: constraints read sizes and attributes, never tensor data. */
     if (op->from_preset(&c, &p, &err)) return ft_cli_fail_err(&err);
+    if ((code = ft_cli_check_sets_read(&prob, &c))) return code;
     ft_call_resolve_backward(&c);
     const ft_space *s = be->space(op);
     int64_t total = ft_space_size(s), valid = 0;

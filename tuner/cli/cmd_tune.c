@@ -701,7 +701,11 @@ static int tune_opt(void *ctx, int o, const char *arg) {
                                ft_gpu_spec_names());
         a->predict = arg;
         break;
-    case O_PRUNE: return parse_prune(arg, &to->prune_predicted);
+    case O_PRUNE: /* one factor (replay's --prune takes several) */
+        if (to->prune_predicted > 0)
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "tune: option '--prune' is given twice: give it once");
+        return parse_prune(arg, &to->prune_predicted);
     case O_CONVERGE: {
         if (strcmp(arg, "off") == 0) {
             to->converge = 0;
@@ -844,6 +848,14 @@ static int tune_plan_sweep(const tune_args *a, const ft_cli_problem *pp, const f
             if (ft_preset_set(&jb->preset, set, &err)) return ft_cli_fail_err(&err);
         }
         if ((code = ft_cli_check_preset_attrs(pp, op, &jb->preset))) return code;
+        if (a->nops == 1 && v == 0) { /* (`tune all`: a size read by some of the ops) */
+            ft_call c;
+            ft_call_init(&c, op);
+            c.attrs = *attrs;
+            if (op->from_preset(&c, &jb->preset, NULL) == FT_OK &&
+                (code = ft_cli_check_sets_read(pp, &c)))
+                return code;
+        }
         jb->log[0] = '\0';
         if (a->log) {
             if (a->nops == 1 && !a->sweep)
