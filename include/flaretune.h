@@ -93,7 +93,8 @@ FLARETUNE_API const char *flaretune_status_name(flaretune_status s);
  * failure *ctx is still a context, holding only the message (flaretune_message) and to be
  * destroyed; *ctx is NULL only when even that could not be allocated (FLARETUNE_ENOMEM). */
 FLARETUNE_API flaretune_status flaretune_create(flaretune_context **ctx, const char *backend);
-/* Frees the context and what it allocated (not the caller's tensors). NULL is a no-op. */
+/* Frees the context and what it allocated, the device buffers flaretune_device_alloc gave it
+ * and that were not freed too (not the caller's tensors). NULL is a no-op. */
 FLARETUNE_API void flaretune_destroy(flaretune_context *ctx);
 
 /* The message of the context's last call: one line saying what went wrong and where, or ""

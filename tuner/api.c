@@ -189,6 +189,8 @@ void flaretune_destroy(flaretune_context *ctx) {
     if (!ctx) return;
     ft_profile_free(ctx->profile);
     ft_ws_free(&ctx->ws);
+    for (int i = 0; i < ctx->nbufs; i++) /* what flaretune_device_alloc gave and was not freed */
+        ctx->be->mem_free((void *)ctx->bufs[i].p);
     free(ctx->bufs);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);

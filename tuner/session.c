@@ -1232,11 +1232,11 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
     json_object_set_new(start, "resumed", json_integer(S->resumed));
     json_object_set_new(start, "resumed_rejected", json_integer(S->resumed_rejected));
     if (S->resumed) { /* what a resumed run's progress starts from */
-        const cand_info *dci = &S->info[S->def_idx];
+        const cand_info *dci = S->def_idx >= 0 ? &S->info[S->def_idx] : NULL;
         json_object_set_new(start, "resumed_best_s",
                             isfinite(S->best) ? json_real(S->best) : json_null());
         json_object_set_new(start, "resumed_default_s",
-                            dci->state == C_MEASURED || dci->state == C_SCREENED
+                            dci && (dci->state == C_MEASURED || dci->state == C_SCREENED)
                                 ? json_real(dci->median)
                                 : json_null());
     }
