@@ -383,14 +383,18 @@ static int set_is_read(const ft_cli_problem *p, int i, const ft_call *c) {
     if (!eq || !base || *end || !strncmp(a, "ragged=", 7)) return 1;
     char attrs[1024], other_attrs[1024];
     ft_attrs_format_all(&c->attrs, c->op, attrs, sizeof attrs);
-    for (int k = 0; k < 2; k++) {
+    const long long others[] = {2 * v, v + 1, v - 1};
+    int judged = 0; /* alternatives the preset takes: none (2^31 - 1 has no larger one that is a
+                       size, 1 no smaller) is nothing to judge by */
+    for (int k = 0; k < 3; k++) {
         char other[96];
-        snprintf(other, sizeof other, "%.*s=%lld", (int)(eq - a), a, k ? v + 1 : 2 * v);
+        snprintf(other, sizeof other, "%.*s=%lld", (int)(eq - a), a, others[k]);
         ft_preset pre = *base;
         int ok = 1;
         for (int j = 0; j < p->nsets && ok; j++)
             ok = ft_preset_set(&pre, j == i ? other : p->sets[j], NULL) == FT_OK;
         if (!ok || ft_preset_check(&pre, NULL)) continue;
+        judged++;
         ft_call tmp;
         ft_call_init(&tmp, c->op);
         tmp.attrs = c->attrs;
@@ -401,7 +405,7 @@ static int set_is_read(const ft_cli_problem *p, int i, const ft_call *c) {
         ft_call_free(&tmp);
         if (moved) return 1;
     }
-    return 0;
+    return judged == 0;
 }
 
 int ft_cli_setup_inputs(const ft_cli_problem *p, ft_cli_setup *s) {
