@@ -174,6 +174,28 @@ static double median_of(const ft_profile *p, const char *op, long m) {
     return -1;
 }
 
+/* An entry of a lower kind (a stopped run's, a busy one's: low, and low_faster, faster still)
+ * never takes the place of high, however much faster; high takes its place, slower or not;
+ * between two of the lower kind, the faster. */
+static void check_lower_kind(json_t *low, json_t *low_faster, json_t *high, const char *kind) {
+    ft_err err = {0};
+    ft_profile_outcome out;
+    ft_profile *p = ft_profile_new(), *q = ft_profile_new(), *r = ft_profile_new();
+    ft_profile_add(p, high, &out, &err);
+    ft_profile_add(p, low, &out, &err);
+    FT_CHECK(out == FT_PROFILE_KEPT, "%s faster entry: outcome %d", kind, out);
+    ft_profile_add(q, low, &out, &err);
+    ft_profile_add(q, high, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "replacing %s entry: outcome %d", kind, out);
+    ft_profile_add(r, low, &out, &err);
+    ft_profile_add(r, low_faster, &out, &err);
+    FT_CHECK(out == FT_PROFILE_REPLACED, "between two of %s entries the faster: outcome %d", kind,
+             out);
+    ft_profile_free(p);
+    ft_profile_free(q);
+    ft_profile_free(r);
+}
+
 static void test_merge_keeps_best(void) {
     ft_err err = {0};
     ft_profile *a = ft_profile_new(), *b = ft_profile_new();
@@ -211,54 +233,29 @@ static void test_merge_keeps_best(void) {
      * slower, in either order and through a merge. */
     json_t *stopped = loss_entry("ref", 512, "dpace", 0.5e-3);
     json_object_set_new(stopped, "interrupted", json_true());
-    ft_profile_add(c, stopped, &out, &err);
-    FT_CHECK(out == FT_PROFILE_KEPT, "a stopped run's faster entry: outcome %d", out);
-    ft_profile *s = ft_profile_new();
-    ft_profile_add(s, stopped, &out, &err);
-    ft_profile_add(s, slow, &out, &err);
-    FT_CHECK(out == FT_PROFILE_REPLACED, "a finished run's slower entry replaces it: outcome %d",
-             out);
+    json_t *stopped2 = json_deep_copy(stopped);
+    json_object_set_new(stopped2, "stats", stats(0.4e-3));
+    check_lower_kind(stopped, stopped2, slow, "a stopped run's");
     ft_profile *s2 = ft_profile_new();
     ft_profile_add(s2, stopped, &out, &err);
     FT_CHECK(ft_profile_merge(s2, c, &err) == FT_OK && ft_profile_count(s2) == 1 &&
                  ft_profile_entry_at(s2, 0)->median_s == 1e-3,
              "merged, the finished run's entry stays");
-    json_t *stopped2 = json_deep_copy(stopped);
-    json_object_set_new(stopped2, "stats", stats(0.4e-3));
-    ft_profile *s3 = ft_profile_new();
-    ft_profile_add(s3, stopped, &out, &err);
-    ft_profile_add(s3, stopped2, &out, &err);
-    FT_CHECK(out == FT_PROFILE_REPLACED, "between two stopped runs the faster: outcome %d", out);
     /* Next, a run on a busy machine never takes the place of one on a quiet machine however
      * low its median (the scheduler moves medians either way), and a quiet one takes its place
      * even when slower; between two busy ones the faster. */
     json_t *busy = loss_entry("ref", 512, "dpace", 0.3e-3);
     json_object_set_new(busy, "contention", json_pack("{s:b}", "busy", 1));
-    ft_profile_add(c, busy, &out, &err);
-    FT_CHECK(out == FT_PROFILE_KEPT, "a busy run's faster entry: outcome %d", out);
-    ft_profile *b1 = ft_profile_new();
-    ft_profile_add(b1, busy, &out, &err);
-    ft_profile_add(b1, slow, &out, &err);
-    FT_CHECK(out == FT_PROFILE_REPLACED, "a quiet run's slower entry replaces it: outcome %d", out);
     json_t *busy2 = json_deep_copy(busy);
     json_object_set_new(busy2, "stats", stats(0.2e-3));
-    ft_profile *b2 = ft_profile_new();
-    ft_profile_add(b2, busy, &out, &err);
-    ft_profile_add(b2, busy2, &out, &err);
-    FT_CHECK(out == FT_PROFILE_REPLACED, "between two busy runs the faster: outcome %d", out);
+    check_lower_kind(busy, busy2, slow, "a busy run's");
     /* ... and a stopped run stays below a finished one, busy or not */
-    ft_profile_add(b2, stopped, &out, &err);
-    FT_CHECK(out == FT_PROFILE_KEPT, "a stopped quiet run over a finished busy one: outcome %d",
-             out);
+    check_lower_kind(stopped, stopped2, busy, "a stopped quiet run's");
     json_decref(busy);
     json_decref(busy2);
-    ft_profile_free(b1);
-    ft_profile_free(b2);
     json_decref(stopped);
     json_decref(stopped2);
-    ft_profile_free(s);
     ft_profile_free(s2);
-    ft_profile_free(s3);
     /* Devices are part of the key. */
     json_t *dev2 = json_deep_copy(fast);
     json_object_set_new(dev2, "device", json_string("cpu: Other CPU x 8 (Haswell)"));
