@@ -87,6 +87,11 @@ static ft_status rebuild_call(const json_t *start, const char *name, ft_landscap
 }
 
 /* The backend's space, copied and resolved for the machine that recorded the run. */
+
+/* A log's thread count as a space resolves it: 1 to 4096 (what --threads takes), else not
+ * known (0): a hand-made or damaged log's 2^40 is no machine's. */
+static int thread_count(json_int_t v) { return v >= 1 && v <= 4096 ? (int)v : 0; }
+
 static ft_status copy_space(const json_t *start, const char *name, ft_landscape *l, ft_err *err) {
     const ft_space *s = l->backend->space(l->op);
     if (!s)
@@ -107,11 +112,11 @@ static ft_status copy_space(const json_t *start, const char *name, ft_landscape 
     for (int i = 0; i < s->nparams; i++) {
         if (!(s->params[i].flags & FT_PARAM_THREADS)) continue;
         const json_t *t = json_object_get(def, s->params[i].name);
-        if (json_is_integer(t)) ncpu = (int)json_integer_value(t);
+        if (json_is_integer(t)) ncpu = thread_count(json_integer_value(t));
     }
     if (ncpu <= 0) {
         const json_t *cores = json_object_get(json_object_get(start, "env"), "cores");
-        if (json_is_integer(cores)) ncpu = (int)json_integer_value(cores);
+        if (json_is_integer(cores)) ncpu = thread_count(json_integer_value(cores));
     }
     if (ncpu > 0) ft_space_resolve(&l->space, ncpu);
     return FT_OK;

@@ -22,8 +22,8 @@ void ft_space_resolve(ft_space *s, int ncpu) {
         if (!(p->flags & FT_PARAM_THREADS)) continue;
         if (p->n > 0 && p->values[p->n - 1] == ncpu && p->def == ncpu) continue; /* resolved */
         int values[FT_MAX_VALUES], n = 0;
-        for (int t = 1; t < ncpu && n < FT_MAX_VALUES - 1; t *= 2)
-            values[n++] = t;
+        for (long long t = 1; t < ncpu && n < FT_MAX_VALUES - 1; t *= 2) /* (ncpu up to INT_MAX) */
+            values[n++] = (int)t;
         values[n++] = ncpu;
         memcpy(p->values, values, sizeof values);
         p->n = n;
