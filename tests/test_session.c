@@ -557,6 +557,10 @@ static void test_unranked_text(void) {
          "\"stopped\": {\"after_s\": 0.25, \"lost\": true, \"check_after_s\": 0.05}}",
          " (not measured cleanly: stopped after 250.0 ms before a sample, its threads having lost "
          "over half of it to other work)"},
+        {"{\"clean\": false, \"stats\": {\"samples\": 1, \"taken\": 1, \"discarded\": 0}, "
+         "\"stopped\": {\"after_s\": 0.08, \"lost\": true, \"check_after_s\": 0.05}}",
+         " (not measured cleanly: stopped after 80.00 ms, its threads having lost over half of it "
+         "to other work; 0 of 1 samples before it discarded)"},
         {"{\"clean\": false, \"stats\": {\"samples\": 0, \"discarded\": 0}}",
          " (not measured cleanly: no sample was taken)"},
         {"{\"clean\": true, \"stats\": {\"samples\": 0}, \"stopped\": {\"after_s\": 2, "

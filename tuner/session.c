@@ -60,7 +60,12 @@ void ft_tune_unranked_text(const json_t *ev, char *buf, size_t n) {
         /* An unclean measurement's samples are every one it took (docs/events.md). */
         const json_t *tk = json_object_get(st, "taken");
         long taken = (long)json_integer_value(tk ? tk : json_object_get(st, "samples"));
-        if (taken > 0)
+        if (stop && taken > 0) /* the call stopped came after samples, discarded or not */
+            snprintf(buf, n,
+                     " (not measured cleanly: stopped after %s, its threads having lost over "
+                     "half of it to other work; %ld of %ld samples before it discarded)",
+                     a, disc, taken);
+        else if (taken > 0)
             snprintf(buf, n, " (not measured cleanly: %ld of %ld samples discarded)", disc, taken);
         else if (stop)
             snprintf(buf, n,
