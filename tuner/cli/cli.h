@@ -116,15 +116,8 @@ typedef struct ft_cli_problem {
     const char *config;      /* --config NAME=VALUE,...       */
     int threads;             /* --threads (0: not given)      */
     unsigned long long seed; /* --seed (default 1)            */
-    unsigned given;          /* the single-valued options given: FT_GIVEN_* bits */
+    int seed_given;          /* --seed was given (its default is a seed too) */
 } ft_cli_problem;
-enum {
-    FT_GIVEN_PRESET = 1u << 0,
-    FT_GIVEN_BACKEND = 1u << 1,
-    FT_GIVEN_CONFIG = 1u << 2,
-    FT_GIVEN_THREADS = 1u << 3,
-    FT_GIVEN_SEED = 1u << 4
-};
 
 void ft_cli_problem_init(ft_cli_problem *p);
 /* Handle one getopt_long result if it is a problem option (FT_OPT_* below): returns 1 when

@@ -59,24 +59,15 @@ static int add_named(const char **list, int *n, const char *opt, const char *arg
 
 int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *cmd) {
     switch (opt) {
-    case FT_OPT_PRESET:
-        p->preset = arg;
-        p->given |= FT_GIVEN_PRESET;
-        return 1;
+    case FT_OPT_PRESET: p->preset = arg; return 1;
     case FT_OPT_SET:
         if (p->nsets == FT_CLI_MAX_LIST) break;
         return add_named(p->sets, &p->nsets, "set", arg, cmd);
     case FT_OPT_ATTR:
         if (p->nattrs == FT_CLI_MAX_LIST) break;
         return add_named(p->attrs, &p->nattrs, "attr", arg, cmd);
-    case FT_OPT_BACKEND:
-        p->backend = arg;
-        p->given |= FT_GIVEN_BACKEND;
-        return 1;
-    case FT_OPT_CONFIG:
-        p->config = arg;
-        p->given |= FT_GIVEN_CONFIG;
-        return 1;
+    case FT_OPT_BACKEND: p->backend = arg; return 1;
+    case FT_OPT_CONFIG: p->config = arg; return 1;
     case FT_OPT_TIMER: {
         ft_err err = {0};
         if (ft_backend_prefer_timer(arg, &err)) {
@@ -93,7 +84,6 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
             return -1;
         }
         p->threads = (int)v;
-        p->given |= FT_GIVEN_THREADS;
         return 1;
     }
     case FT_OPT_SEED: {
@@ -104,7 +94,7 @@ int ft_cli_problem_opt(ft_cli_problem *p, int opt, const char *arg, const char *
             return -1;
         }
         p->seed = seed;
-        p->given |= FT_GIVEN_SEED;
+        p->seed_given = 1;
         return 1;
     }
     default: return 0;

@@ -251,15 +251,15 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
         return ft_cli_fail(FT_EXIT_USAGE, "exec: give exactly one of --in DIR or --preset P");
     if (a->in && !a->out)
         return ft_cli_fail(FT_EXIT_USAGE, "exec: --out DIR is required with --in");
-    if (a->in && (a->prob.nsets || a->save || (a->prob.given & FT_GIVEN_SEED)))
+    if (a->in && (a->prob.nsets || a->save || a->prob.seed_given))
         return ft_cli_fail(FT_EXIT_USAGE,
                            "exec: --set, --seed and --save-inputs go with --preset (the inputs "
                            "are read from --in)");
-    if (a->profile && (a->prob.given & (FT_GIVEN_CONFIG | FT_GIVEN_THREADS)))
+    if (a->profile && (a->prob.config || a->prob.threads))
         return ft_cli_fail(FT_EXIT_USAGE,
                            "exec: --%s and --profile both choose the config (the profile's "
                            "would be left unused): give one",
-                           a->prob.given & FT_GIVEN_CONFIG ? "config" : "threads");
+                           a->prob.config ? "config" : "threads");
     return FT_EXIT_OK;
 }
 
