@@ -179,18 +179,11 @@ static void pick_config(ft_step *s, ft_step_stage *st, const ft_profile *prof) {
     snprintf(st->cfg_from, sizeof st->cfg_from, "default");
     st->cfg_why[0] = '\0';
     if (!prof) return;
-    /* what exec says of its profile, each stage says too */
-    ft_profile_config_why(prof, &st->call, s->be->name, s->device, sp, st->cfg_why,
-                          sizeof st->cfg_why);
+    /* and what exec says of its profile, each stage says too */
     int exact = 0;
-    const ft_profile_entry *e =
-        ft_profile_lookup_call(prof, &st->call, s->be->name, s->device, &exact);
-    ft_config cfg;
-    if (!e || ft_profile_config(sp, e->config, &cfg, NULL, 0, NULL) != FT_OK) return;
-    char why[160];
-    if (!ft_space_runnable(sp, &st->call, &cfg, why, sizeof why)) return;
-    st->cfg = cfg;
-    snprintf(st->cfg_from, sizeof st->cfg_from, "%s", exact ? "profile" : "profile (nearest)");
+    if (ft_profile_config_why(prof, &st->call, s->be->name, s->device, sp, &st->cfg, &exact,
+                              st->cfg_why, sizeof st->cfg_why))
+        snprintf(st->cfg_from, sizeof st->cfg_from, "%s", exact ? "profile" : "profile (nearest)");
 }
 
 ft_status ft_step_build(ft_step *s, const ft_preset *p, const ft_step_opts *o, ft_err *err) {

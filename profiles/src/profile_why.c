@@ -25,8 +25,10 @@ static void attrs_diff(const json_t *have, const json_t *want, char *buf, size_t
     }
 }
 
-void ft_profile_config_why(const ft_profile *p, const ft_call *c, const char *backend,
-                           const char *device, const ft_space *sp, char *buf, size_t n) {
+int ft_profile_config_why(const ft_profile *p, const ft_call *c, const char *backend,
+                          const char *device, const ft_space *sp, ft_config *cfg, int *exact,
+                          char *buf, size_t n) {
+    int found = 0;
     buf[0] = '\0';
     json_t *want = ft_attrs_to_json(c);
     const ft_profile_entry *other = NULL;
@@ -47,18 +49,25 @@ void ft_profile_config_why(const ft_profile *p, const ft_call *c, const char *ba
         snprintf(buf, n, "the profile's %s entries for %s on this device have other attributes: %s",
                  c->op->name, backend, diff);
     } else {
-        const ft_profile_entry *e = ft_profile_lookup_call(p, c, backend, device, NULL);
-        ft_config cfg;
+        int ex = 0;
+        const ft_profile_entry *e = ft_profile_lookup_call(p, c, backend, device, &ex);
+        ft_config got;
         char why[256] = "";
         ft_err err = {0};
-        if (e && ft_profile_config(sp, e->config, &cfg, buf, n, &err) != FT_OK)
+        if (e && ft_profile_config(sp, e->config, &got, buf, n, &err) != FT_OK) {
             snprintf(buf, n, "the profile's nearest %s entry has a config this space refuses: %s",
                      c->op->name, err.msg);
-        else if (e && !ft_space_runnable(sp, c, &cfg, why, sizeof why))
+        } else if (e && !ft_space_runnable(sp, c, &got, why, sizeof why)) {
             snprintf(buf, n,
                      "the profile's nearest %s entry has a config that cannot run at these "
                      "sizes: %s",
                      c->op->name, why);
+        } else if (e) {
+            found = 1;
+            if (cfg) *cfg = got;
+            if (exact) *exact = ex;
+        }
     }
     json_decref(want);
+    return found;
 }

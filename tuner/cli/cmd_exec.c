@@ -142,7 +142,7 @@ static void profile_why(const char *profile, const ft_call *c, const ft_backend 
     ft_profile *p = NULL;
     buf[0] = '\0';
     if (ft_profile_load(profile, &p, NULL)) return;
-    ft_profile_config_why(p, c, be->name, device, be->space(c->op), buf, n);
+    ft_profile_config_why(p, c, be->name, device, be->space(c->op), NULL, NULL, buf, n);
     ft_profile_free(p);
 }
 
