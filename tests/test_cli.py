@@ -695,6 +695,33 @@ def test_option_errors_name_the_option():
         one_line_error(args, 2, needle)
 
 
+def test_list_options_repeat():
+    """The options that build a list (FT_CLI_LIST rows: --set, --attr, --arg, --reference,
+    --define, --kernel, watch's --op, replay's --opt and --prune) may be given again, each adding
+    an item, while the same names in a command where they take one value are refused twice
+    (test_option_errors_name_the_option). A second item is taken: both --set changes label the
+    preset; elsewhere the error is about the values, never 'given twice'."""
+    rc, out, err = run("space", "fusion.dflare", "--backend", "cpu", "--set", "N=8", "--set", "T=2",
+                       "--attr", "eps=1e-5", "--attr", "dtype=f32", "--json")
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("preset", "").endswith("+N=8+T=2"),
+          f"space with two --set: {rc} {err!r} preset {doc.get('preset')!r}")
+    here = os.path.dirname(os.path.abspath(__file__))
+    land = os.path.join(here, "data", "landscapes", "kt-small.json")
+    t1 = os.path.join(here, "data", "t1", "saxpy_tiled.json")
+    for args in (["replay", land, "--seeds", "1", "--opt", "bogus=1", "--opt", "x=2"],
+                 ["replay", land, "--seeds", "1", "--prune", "predicted=2", "--prune",
+                  "predicted=3"],
+                 ["step", "--set", "N=1", "--set", "N=2"],
+                 ["bench", "--t1", t1, "--reference", "a", "--reference", "b"],
+                 ["bench", "--t1", t1, "--arg", "x", "--arg", "y"],
+                 ["compile", "fusion.dflare", "--define", "A=1", "--define", "B=2"],
+                 ["compile", "fusion.dflare", "--kernel", "a", "--kernel", "b"],
+                 ["watch", "--op", "nosuch", "--op", "nosuch2"]):
+        rc, out, err = run(*args, timeout=300)
+        check("given twice" not in err, f"{args}: a list option refused twice: {rc} {err!r}")
+
+
 def test_full_stdout_fails():
     """A result that cannot be written is a failure: standard output on a full disk (/dev/full)
     gives exit 1 and one line naming the command, never exit 0 with nothing written."""
@@ -726,6 +753,7 @@ def main():
                          test_tune_jobs, test_tune_predict, test_tune_counts_in_range,
                          test_counts_and_seeds_everywhere, test_attr_a_preset_sets,
                          test_replay_refusals, test_replay_unclean_confirm, test_full_stdout_fails,
+                         test_list_options_repeat,
                          test_option_errors_name_the_option))
 
 

@@ -136,18 +136,23 @@ enum {
     FT_OPT_SEED,
     FT_OPT_TIMER
 };
-/* A row of a command's getopt_long table: a long option that takes a value, one that takes none,
- * and the row that ends the table. */
+/* A row of a command's getopt_long table: a long option that takes a value (once), one that
+ * takes a value and may be given again (each adds an item to a list: --set, --attr), one that
+ * takes none, and the row that ends the table. ft_cli_getopt refuses an option of one value
+ * given twice and hands a list option's code back without the FT_CLI_REPEATS bit. */
+#define FT_CLI_REPEATS (1 << 20)
 #define FT_CLI_ARG(name, code)                                                                     \
     { name, required_argument, NULL, code }
+#define FT_CLI_LIST(name, code)                                                                    \
+    { name, required_argument, NULL, (code) | FT_CLI_REPEATS }
 #define FT_CLI_FLAG(name, code)                                                                    \
     { name, no_argument, NULL, code }
 #define FT_CLI_END                                                                                 \
     { NULL, 0, NULL, 0 }
 
 #define FT_CLI_PROBLEM_OPTIONS                                                                     \
-    FT_CLI_ARG("preset", FT_OPT_PRESET), FT_CLI_ARG("set", FT_OPT_SET),                            \
-        FT_CLI_ARG("attr", FT_OPT_ATTR), FT_CLI_ARG("backend", FT_OPT_BACKEND),                    \
+    FT_CLI_ARG("preset", FT_OPT_PRESET), FT_CLI_LIST("set", FT_OPT_SET),                           \
+        FT_CLI_LIST("attr", FT_OPT_ATTR), FT_CLI_ARG("backend", FT_OPT_BACKEND),                   \
         FT_CLI_ARG("config", FT_OPT_CONFIG), FT_CLI_ARG("threads", FT_OPT_THREADS),                \
         FT_CLI_ARG("timer", FT_OPT_TIMER), FT_CLI_ARG("seed", FT_OPT_SEED)
 
@@ -298,14 +303,14 @@ enum {
  * --seed). */
 #define FT_CLI_T1_KERNEL_OPTIONS                                                                   \
     FT_CLI_ARG("t1", FT_T1_OPT_T1), FT_CLI_ARG("kernel-file", FT_T1_OPT_KFILE)
-#define FT_CLI_T1_ARG_OPTION FT_CLI_ARG("arg", FT_T1_OPT_ARG)
+#define FT_CLI_T1_ARG_OPTION FT_CLI_LIST("arg", FT_T1_OPT_ARG)
 #define FT_CLI_T1_SELECT_OPTIONS                                                                   \
     FT_CLI_ARG("config", FT_T1_OPT_CONFIG), FT_CLI_FLAG("all-configs", FT_T1_OPT_ALL),             \
         FT_CLI_ARG("sample", FT_T1_OPT_SAMPLE), FT_CLI_ARG("seed", FT_T1_OPT_SEED)
 
 #define FT_CLI_T1_RUN_OPTIONS                                                                      \
     FT_CLI_ARG("backend", FT_T1_OPT_BACKEND), FT_CLI_ARG("blocks", FT_T1_OPT_BLOCKS),              \
-        FT_CLI_ARG("reps", FT_T1_OPT_REPS), FT_CLI_ARG("reference", FT_T1_OPT_REF)
+        FT_CLI_ARG("reps", FT_T1_OPT_REPS), FT_CLI_LIST("reference", FT_T1_OPT_REF)
 
 /* Whether the arguments after the command name hold --t1 (the command is then the --t1 one). */
 int ft_cli_names_t1(int argc, char **argv);

@@ -197,27 +197,21 @@ static struct {
     int seen[64], nseen; /* the options of one value given so far in this parse */
 } last = {"?", 0, 0, "", {0}, 0};
 
-/* The options that may be given more than once, each adding an item to a list. Any other that
- * takes a value is refused the second time: the last one silently taken would run something else
- * than the command line says. */
-static int repeatable(const char *name) {
-    static const char *const names[] = {"set",    "attr", "arg", "reference", "define",
-                                        "kernel", "op",   "opt", "prune",     NULL};
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(name, names[i])) return 1;
-    return 0;
-}
-
-/* Whether option o (with a value) was given before in this parse; else notes it. */
-static int given_before(int o, const struct option *opts, int longindex, const char *shortopts) {
-    const char *name = NULL;
-    for (int i = 0; opts && opts[i].name && !name; i++)
-        if (opts[i].val == o && (longindex < 0 || i == longindex)) name = opts[i].name;
-    if (!name && !strchr(shortopts, o)) return 0;
-    if (name && repeatable(name)) return 0;
+/* Whether option o (with a value) was given before in this parse; else notes it. An option of
+ * one value is refused the second time: the last one silently taken would run something else
+ * than the command line says. repeats: a list option (FT_CLI_LIST), which may come again. */
+static int given_before(int o, int repeats) {
+    if (repeats) return 0;
     for (int i = 0; i < last.nseen; i++)
         if (last.seen[i] == o) return 1;
     if (last.nseen < 64) last.seen[last.nseen++] = o;
+    return 0;
+}
+
+/* Whether the short option c is a list option: the table has a list row of the same code. */
+static int short_repeats(int c, const struct option *opts) {
+    for (int i = 0; opts && opts[i].name; i++)
+        if (opts[i].val == (c | FT_CLI_REPEATS)) return 1;
     return 0;
 }
 
@@ -257,11 +251,13 @@ int ft_cli_getopt(int argc, char **argv, const char *shortopts, const struct opt
     int longindex = -1;
     opterr = 0;
     if (optind == 0) last.nseen = 0; /* a parse begins */
-    const int o = getopt_long(argc, argv, spec, opts, &longindex);
+    int o = getopt_long(argc, argv, spec, opts, &longindex);
     if (o == -1) return o;
     note_option(argc, argv, opts, o, longindex);
+    const int repeats = (o & FT_CLI_REPEATS) || (longindex < 0 && short_repeats(o, opts));
+    o &= ~FT_CLI_REPEATS;
     if (o != '?' && o != ':' && optarg && !*optarg) return ':';
-    if (o != '?' && o != ':' && optarg && given_before(o, opts, longindex, shortopts)) {
+    if (o != '?' && o != ':' && optarg && given_before(o, repeats)) {
         last.repeated = 1;
         return '?';
     }

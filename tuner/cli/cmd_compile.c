@@ -405,8 +405,8 @@ enum {
 };
 static const struct option opts[] = {
     FT_CLI_ARG("preset", FT_OPT_PRESET),
-    FT_CLI_ARG("set", FT_OPT_SET),
-    FT_CLI_ARG("attr", FT_OPT_ATTR),
+    FT_CLI_LIST("set", FT_OPT_SET),
+    FT_CLI_LIST("attr", FT_OPT_ATTR),
     FT_CLI_ARG("config", FT_OPT_CONFIG),
     FT_CLI_FLAG("json", O_JSON),
     FT_CLI_ARG("arch", O_ARCH),
@@ -416,8 +416,8 @@ static const struct option opts[] = {
     FT_CLI_FLAG("list-devices", O_LIST_DEVICES),
     FT_CLI_ARG("jobs", O_JOBS),
     FT_CLI_ARG("source", O_SOURCE),
-    FT_CLI_ARG("define", O_DEFINE),
-    FT_CLI_ARG("kernel", O_KERNEL),
+    FT_CLI_LIST("define", O_DEFINE),
+    FT_CLI_LIST("kernel", O_KERNEL),
     FT_CLI_FLAG("no-sass", O_NO_SASS),
     FT_CLI_FLAG("verbose", O_VERBOSE),
     FT_CLI_END,

@@ -1043,13 +1043,13 @@ static const struct option opts[] = {
     FT_CLI_ARG("target", O_TARGET),
     FT_CLI_ARG("budget", O_BUDGET),
     FT_CLI_FLAG("json", O_JSON),
-    FT_CLI_ARG("prune", O_PRUNE),
+    FT_CLI_LIST("prune", O_PRUNE),
     FT_CLI_ARG("batch", O_BATCH),
     FT_CLI_ARG("warm", O_WARM),
     FT_CLI_ARG("export", O_EXPORT),
     FT_CLI_ARG("orderings", O_ORDERINGS),
     FT_CLI_FLAG("trace", O_TRACE),
-    FT_CLI_ARG("opt", O_OPT),
+    FT_CLI_LIST("opt", O_OPT),
     FT_CLI_END,
 };
 

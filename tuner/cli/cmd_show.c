@@ -256,9 +256,7 @@ static int run(int argc, char **argv) {
     int json = 0, o;
     optind = 0;
     while ((o = ft_cli_getopt(argc, argv, "", opts)) != -1) {
-        if (o == O_OP && op_name) /* one op (watch's --op takes several) */
-            return ft_cli_fail(FT_EXIT_USAGE, "show: option '--op' is given twice: give it once");
-        else if (o == O_OP)
+        if (o == O_OP)
             op_name = optarg;
         else if (o == O_JSON)
             json = 1;

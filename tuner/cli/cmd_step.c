@@ -224,7 +224,7 @@ static int run(int argc, char **argv) {
     static const struct option opts[] = {
         FT_CLI_ARG("profile", 'p'),
         FT_CLI_ARG("backend", 'b'),
-        FT_CLI_ARG("set", 's'),
+        FT_CLI_LIST("set", 's'),
         FT_CLI_ARG("scheme", 'S'),
         FT_CLI_ARG("seed", 'r'),
         FT_CLI_ARG("time", 'q'),

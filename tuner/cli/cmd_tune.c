@@ -702,9 +702,6 @@ static int tune_opt(void *ctx, int o, const char *arg) {
         a->predict = arg;
         break;
     case O_PRUNE: /* one factor (replay's --prune takes several) */
-        if (to->prune_predicted > 0)
-            return ft_cli_fail(FT_EXIT_USAGE,
-                               "tune: option '--prune' is given twice: give it once");
         return parse_prune(arg, &to->prune_predicted);
     case O_CONVERGE: {
         if (strcmp(arg, "off") == 0) {

@@ -224,7 +224,7 @@ enum { O_PROFILE = 1, O_BACKEND, O_OP, O_INTERVAL, O_SEED };
 static const struct option opts[] = {
     FT_CLI_ARG("profile", O_PROFILE),
     FT_CLI_ARG("backend", O_BACKEND),
-    FT_CLI_ARG("op", O_OP),
+    FT_CLI_LIST("op", O_OP),
     FT_CLI_ARG("interval", O_INTERVAL),
     FT_CLI_ARG("seed", O_SEED),
     FT_CLI_END,
