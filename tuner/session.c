@@ -349,11 +349,12 @@ static int verify_candidate(session *S, int i, ft_status *fatal, ft_err *err) {
     }
     ft_err run_err = {0};
     S->vc.ws = &S->ws;
-    /* Its kernels compiled first, at both shapes, outside the watchdog's clock: on a fresh
-     * cache a compile takes seconds where the best runs in microseconds. A module that does
-     * not compile is the error its run would give. */
+    /* Its kernels compiled first, at both shapes (one when the verification shape is the
+     * tuning one), outside the watchdog's clock: on a fresh cache a compile takes seconds where
+     * the best runs in microseconds. A module that does not compile is the error its run would
+     * give. */
     if (S->o->be->prepare && (S->o->be->prepare(&S->vc, cfg, &run_err) != FT_OK ||
-                              S->o->be->prepare(&S->c, cfg, &run_err) != FT_OK)) {
+                              (S->reduced && S->o->be->prepare(&S->c, cfg, &run_err) != FT_OK))) {
         *fatal = reject(S, i, "error", run_err.msg, err);
         return 0;
     }
