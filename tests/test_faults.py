@@ -321,6 +321,29 @@ def test_replay_untrusted_event():
     check(rc == 0 and "landscape " in out, f"the resumed log replays: {rc} {out[-200:]} {err!r}")
 
 
+def test_replay_damaged_config():
+    """An event whose config lacks a parameter its run's default names would be read as the
+    default's value there, and pass for another candidate (in export, overwriting that one's
+    time): replay and export refuse it in one line naming the event and the parameter. A log
+    of another shape behind `tune --backend replay:LOG` is refused before the search, not every
+    candidate rejected alike."""
+    events = clitest.small_run()
+    del events[1]["config"]["threads"]
+    log = os.path.join(TMP, "damaged.jsonl")
+    clitest.write_log(log, events)
+    one_line_error(["replay", log, "--seeds", "1"], 1, "event 2 (measured): its config lacks "
+                   "'threads'")
+    for fmt in ("t4", "kt-cache"):
+        one_line_error(["export", log, "--format", fmt], 1, "lacks 'threads'")
+    small = os.path.join(TMP, "replay-shape.jsonl")
+    small_log(small)
+    one_line_error(["tune", "linear", "--preset", "tiny.dflare.decode", "--quiet", "--backend",
+                    f"replay:{small}"], 2, "the landscape was recorded at")
+    rc, out, err = run("tune", "linear", "--preset", "tiny.dflare.train", "--quiet", "--backend",
+                       f"replay:{small}", "--strategy", "exhaustive")
+    check(rc == 0, f"the recorded shape replays: {rc} {err[-300:]!r}")
+
+
 def test_trace_keeps_its_log():
     """trace never writes over the log it reads (named as such, through a link too, or as one
     of a family's logs), refuses a file that holds no run rather than write an empty trace, and
@@ -619,7 +642,7 @@ def main():
         code = clitest.main(a.flaretune,
                             (test_exit_code_rule, test_exec_all_or_nothing, test_npy_lies,
                              test_trace_of_a_directory, test_trace_keeps_its_log,
-                             test_replay_untrusted_event,
+                             test_replay_untrusted_event, test_replay_damaged_config,
                              test_file_size_limit, test_large_magnitudes,
                              test_unbounded_reads, test_set_sizes,
                              test_profile_links,

@@ -336,6 +336,18 @@ void ft_eventlog_run_id(char *buf, size_t n) {
     snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
 }
 
+const char *ft_event_config_lacks(const json_t *run_start, const json_t *ev) {
+    const json_t *def = json_object_get(run_start, "default"), *cfg = json_object_get(ev, "config");
+    const char *name;
+    const json_t *v;
+    if (!json_is_object(def) || !json_is_object(cfg)) return NULL;
+    json_object_foreach((json_t *)def, name, v) {
+        (void)v;
+        if (!json_object_get(cfg, name)) return name;
+    }
+    return NULL;
+}
+
 int ft_event_measured_ok(const json_t *ev, char *why, size_t n) {
     const json_t *st = json_object_get(ev, "stats");
     if (json_is_false(json_object_get(ev, "clean")))

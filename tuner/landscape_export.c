@@ -210,18 +210,25 @@ json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_expor
      * them). */
     size_t n = 0;
     const char *run = NULL;
+    const json_t *its_start = NULL; /* the run_start of the run the events follow */
     for (size_t i = first; i < nev; i++) {
         const json_t *ev = json_array_get(events, i);
         if (is_event(ev, "run_start")) {
             run = str_field(ev, "run") ? str_field(ev, "run") : "";
+            its_start = ev;
             continue;
         }
         const char *evrun = str_field(ev, "run");
         if (!run || (run[0] && evrun && strcmp(evrun, run) != 0)) continue;
         if (!is_event(ev, "measured") && !is_event(ev, "rejected")) continue;
         ft_config cfg;
-        if (ft_config_from_json(sp, json_object_get(ev, "config"), &cfg, err)) {
-            ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
+        const char *lacks = ft_event_config_lacks(its_start, ev);
+        if (lacks)
+            ft_err_set(err, FT_EFORMAT,
+                       "%s: event %zu (%s): its config lacks '%s', which its run's default names",
+                       name, i + 1, str_field(ev, "event"), lacks);
+        if (lacks || ft_config_from_json(sp, json_object_get(ev, "config"), &cfg, err)) {
+            if (!lacks) ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
             ft_err_in_file(err);
             free(recs);
             ft_landscape_free(&l);

@@ -188,11 +188,13 @@ static double event_cost(const json_t *ev) {
 static ft_status read_scores(const json_t *events, size_t first, const char *name,
                              const int64_t *keys, ft_landscape *l, size_t *confirm, ft_err *err) {
     const char *run = NULL; /* id of the run whose events follow ("" when it has none) */
+    const json_t *start = NULL; /* its run_start */
     *confirm = 0;
     for (size_t i = first; i < json_array_size(events); i++) {
         const json_t *ev = json_array_get(events, i);
         if (is_event(ev, "run_start")) {
             run = str_field(ev, "run") ? str_field(ev, "run") : "";
+            start = ev;
             continue;
         }
         if (!run) continue;
@@ -207,6 +209,12 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
         if (!measured && !rejected && !is_event(ev, "verified")) continue;
         ft_config cfg;
+        const char *lacks = ft_event_config_lacks(start, ev);
+        if (lacks)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: event %zu (%s): its config lacks '%s', which its run's default "
+                              "names",
+                              name, i + 1, str_field(ev, "event"), lacks);
         if (ft_config_from_json(&l->space, json_object_get(ev, "config"), &cfg, err)) {
             ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
             return ft_err_in_file(err);

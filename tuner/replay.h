@@ -345,6 +345,11 @@ void ft_landscape_prune(const ft_landscape *l, double factor, double target, ft_
  * the exhaustive landscape of event log LOG, outputs from the float64 reference. Opened once per
  * process (a second call returns the first landscape's backend). */
 ft_status ft_replay_backend_open(const char *log, const ft_backend **out, ft_err *err);
+/* Whether a run of op with these attributes at preset p is the problem be's landscape was
+ * recorded at, checked before a search (each candidate would fail alike). FT_OK for any other
+ * backend; FT_EINVAL, saying both shapes, when not. */
+ft_status ft_replay_backend_check(const ft_backend *be, const ft_op *op, const ft_attrs *attrs,
+                                  const ft_preset *p, ft_err *err);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,17 @@ static const ft_backend replay_backend = {
     .device = rp_device,
 };
 
+ft_status ft_replay_backend_check(const ft_backend *be, const ft_op *op, const ft_attrs *attrs,
+                                  const ft_preset *p, ft_err *err) {
+    if (be != &replay_backend || !loaded || op != L.op) return FT_OK;
+    ft_call c;
+    ft_call_init(&c, op);
+    c.attrs = *attrs;
+    if (op->from_preset(&c, p, NULL)) return FT_OK; /* said when the call is made */
+    ft_call_resolve_backward(&c);
+    return same_problem(&c, err);
+}
+
 ft_status ft_replay_backend_open(const char *log, const ft_backend **out, ft_err *err) {
     if (loaded) {
         *out = &replay_backend;

@@ -845,6 +845,7 @@ static int tune_plan_sweep(const tune_args *a, const ft_cli_problem *pp, const f
             if (ft_preset_set(&jb->preset, set, &err)) return ft_cli_fail_err(&err);
         }
         if ((code = ft_cli_check_preset_attrs(pp, op, &jb->preset))) return code;
+        if (ft_replay_backend_check(be, op, attrs, &jb->preset, &err)) return ft_cli_fail_err(&err);
         if (a->nops == 1 && v == 0) { /* (`tune all`: a size read by some of the ops) */
             ft_call c;
             ft_call_init(&c, op);
