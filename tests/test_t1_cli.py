@@ -966,6 +966,46 @@ def test_bad():
             one_line_error([cmd, "--t1", path, "--kernel-file", kfile], 1, needle)
 
 
+def test_bad_arguments():
+    """What the file says of its arguments, checked before or at the reference run: an Output
+    that is neither 0, 1, true nor false, and a value that evaluates to infinity, refused in one
+    line; a read-write output the default configuration leaves as its fill (coef filled with 0:
+    y = 0 * x + y) refused in one line, not every other configuration rejected with the default
+    reported best; a constant-memory argument the kernel has no __constant__ symbol for (x)
+    passed as an argument only, said so naming it, while coef is still written to its symbol, so
+    the run verifies and measures every candidate; an --jsonl that is a device refused at once,
+    not read without end."""
+    with open(T1) as f:
+        good = json.load(f)
+    kfile = os.path.join(os.path.dirname(T1), good["KernelSpecification"]["KernelFile"])
+    good["KernelSpecification"]["KernelFile"] = kfile
+
+    def variant(name, edit):
+        doc = json.loads(json.dumps(good))
+        edit(doc)
+        path = os.path.join(STATE["tmp"], name + ".json")
+        dump(path, doc)
+        return path
+
+    args = lambda d: d["KernelSpecification"]["Arguments"]  # noqa: E731
+    out7 = variant("output7", lambda d: args(d)[0].update(Output=7))
+    one_line_error(["space", "--t1", out7], 1, "Output must be 0, 1, true or false")
+    inf = variant("inf", lambda d: d["ConfigurationSpace"]["TuningParameters"][-1].update(
+        Values="[1e308 * 10, 2.0]"))
+    one_line_error(["space", "--t1", inf], 1, "not a finite number")
+    coef0 = variant("coef0", lambda d: args(d)[2].update(FillType="Constant", FillValue=0.0))
+    one_line_error(["tune", "--t1", coef0, "--backend", "cuda-emu", "--budget", "2"], 1,
+                   "changed no element")
+    one_line_error(["bench", "--t1", coef0, "--backend", "cuda-emu"], 1, "changed no element")
+    xconst = variant("xconst", lambda d: args(d)[1].update(MemType="Constant"))
+    rc, out, err = run("tune", "--t1", xconst, "--backend", "cuda-emu", "--strategy", "random",
+                       "--budget", "4", "--seed", "1", timeout=900)
+    check(rc == 0 and "(0 rejected)" in out and
+          "note: x: the kernel has no __constant__ symbol" in err and "coef" not in err,
+          f"a constant argument without its symbol: exit {rc}: {out[-400:]} {err[-400:]}")
+    one_line_error(["inspect", "--t1", T1, "--jsonl", "/dev/zero"], 1, "a device, pipe or socket")
+
+
 def test_small_buffers():
     """An argument declared smaller than the kernel reads or writes: on the emulator the run
     ends with one line saying which buffer was overrun and by how much (it used to corrupt the
@@ -1159,7 +1199,7 @@ def main():
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
                                  test_kt_cache_resume, test_reference_file,
                                  test_integer_outputs, test_profile, test_event_log,
-                                 test_interrupt, test_interrupt_group, test_bad,
+                                 test_interrupt, test_interrupt_group, test_bad, test_bad_arguments,
                                  test_small_buffers, test_overrun_resume, test_timeout_resume,
                                  test_stop_twice))
 

@@ -157,6 +157,10 @@ static ft_status check_writable(const char *name, const char *pn, const ft_expr_
                                   name, pn, k, items[k].i);
             num[k] = (double)items[k].i;
         } else if (items[k].kind == FT_EXPR_FLOAT) {
+            if (!isfinite(items[k].f))
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: parameter %s: Values[%d] is not a finite number (%.64s)",
+                                  name, pn, k, text[k]);
             num[k] = items[k].f;
         } else {
             num[k] = ft_landscape_decimal(text[k]); /* as the readers take a string */
@@ -611,7 +615,9 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
                               an);
         ar->constant = mem && strcmp(mem, "Constant") == 0;
         json_t *out = json_object_get(a, "Output");
-        if (out && !json_is_integer(out) && !json_is_boolean(out))
+        if (out && !json_is_boolean(out) &&
+            !(json_is_integer(out) &&
+              (json_integer_value(out) == 0 || json_integer_value(out) == 1)))
             return ft_err_set(err, FT_EFORMAT,
                               "%s: argument %s: Output must be 0, 1, true or false", name, an);
         ar->output = (json_is_integer(out) && json_integer_value(out) != 0) || json_is_true(out);

@@ -30,7 +30,9 @@ struct ft_t1_bench {
         int8_t i8;
     } scalar[FT_T1_MAX_ARGS];
     void *argv[FT_T1_MAX_ARGS];  /* what a launch passes: pointers to the values          */
-    int use_symbols;             /* 1: constant arguments are written to their symbols     */
+    unsigned char no_symbol[FT_T1_MAX_ARGS]; /* 1: a constant argument the kernel has no
+                                                __constant__ symbol for (passed only) */
+    int probed;                     /* which symbols the kernel lacks has been found out      */
     size_t read_bytes, write_bytes; /* the vectors' bytes it may read, and write: the most a
                                        launch can bring from DRAM and send back */
     char note[256];
@@ -71,7 +73,6 @@ ft_status ft_t1_bench_open(const ft_t1 *t, ft_dev *d, uint64_t seed, ft_t1_bench
     if (!b) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     b->t = t;
     b->d = d;
-    b->use_symbols = 1;
     ft_rng r;
     ft_rng_seed(&r, seed);
     for (int i = 0; i < t->nargs; i++) {
@@ -115,36 +116,70 @@ void **ft_t1_bench_argv(ft_t1_bench *b) { return b->argv; }
 
 const void *ft_t1_bench_host(const ft_t1_bench *b, int i) { return b->host[i]; }
 
+/* The names of the constant-memory arguments whose symbols are written (all but those found
+ * missing), into syms. Returns how many. */
+static int written_symbols(const ft_t1_bench *b, const char **syms) {
+    int ns = 0;
+    for (int i = 0; i < b->t->nargs; i++)
+        if (b->t->args[i].constant && !b->no_symbol[i]) syms[ns++] = b->t->args[i].name;
+    return ns;
+}
+
+/* After a compile with symbols failed: find which constant arguments the kernel has no
+ * __constant__ symbol for, each compiled alone (a compiler names only its first error, and
+ * NVRTC's differs from the emulator's). Only when the kernel compiles without any symbol, so an
+ * error of the kernel's own is never taken for a missing symbol. Notes the names. */
+static void find_missing_symbols(ft_t1_bench *b, ft_dev_source *src) {
+    b->probed = 1;
+    ft_dev_module *m;
+    src->nsymbols = 0;
+    if (ft_dev_compile_file(b->d, src, &m, NULL) != FT_OK) return;
+    size_t k = 0;
+    for (int i = 0; i < b->t->nargs; i++) {
+        if (!b->t->args[i].constant) continue;
+        const char *one = b->t->args[i].name;
+        src->symbols = &one;
+        src->nsymbols = 1;
+        if (ft_dev_compile_file(b->d, src, &m, NULL) == FT_OK) continue;
+        b->no_symbol[i] = 1;
+        if (k < sizeof b->note)
+            k += (size_t)snprintf(b->note + k, sizeof b->note - k, "%s%s", k ? ", " : "", one);
+    }
+    if (k && k < sizeof b->note)
+        snprintf(b->note + k, sizeof b->note - k,
+                 ": the kernel has no __constant__ symbol of that name; passed as an argument "
+                 "only");
+}
+
 ft_status ft_t1_bench_compile(ft_t1_bench *b, const ft_config *cfg, ft_dev_module **m, ft_err *err) {
     const ft_t1 *t = b->t;
     char defs[FT_T1_MAX_DEFINES][96];
     const char *dp[FT_T1_MAX_DEFINES], *syms[FT_T1_MAX_ARGS];
-    int nd = ft_t1_defines(t, cfg, defs, FT_T1_MAX_DEFINES), ns = 0;
+    int nd = ft_t1_defines(t, cfg, defs, FT_T1_MAX_DEFINES);
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
-    for (int i = 0; i < t->nargs; i++)
-        if (t->args[i].constant) syms[ns++] = t->args[i].name;
+    int ns = written_symbols(b, syms);
     const char *kn = t->kernel_name;
-    ft_dev_source src = {.path = t->kernel_file, .defines = dp, .ndefines = nd,
-                         .options = (const char *const *)t->options, .noptions = t->noptions,
-                         .kernels = &kn, .nkernels = 1, .symbols = syms,
-                         .nsymbols = b->use_symbols ? ns : 0};
-    ft_err e = {0};
-    ft_status s = ft_dev_compile_file(b->d, &src, m, &e);
-    if (s != FT_OK && b->use_symbols && ns && strstr(e.msg, "has no symbol")) {
-        /* As Kernel Tuner: the argument is passed; without a symbol there is nothing else. */
-        b->use_symbols = 0;
-        snprintf(b->note, sizeof b->note,
-                 "the kernel has no __constant__ symbol for the file's constant-memory argument(s); "
-                 "passed as arguments only");
-        src.nsymbols = 0;
-        s = ft_dev_compile_file(b->d, &src, m, err);
-    } else if (s != FT_OK && err) {
-        *err = e;
+    ft_dev_source src = {.path = t->kernel_file,
+                         .defines = dp,
+                         .ndefines = nd,
+                         .options = (const char *const *)t->options,
+                         .noptions = t->noptions,
+                         .kernels = &kn,
+                         .nkernels = 1,
+                         .symbols = syms,
+                         .nsymbols = ns};
+    ft_status s = ft_dev_compile_file(b->d, &src, m, err);
+    if (s != FT_OK && ns && !b->probed) {
+        /* As Kernel Tuner: an argument without its symbol is passed; there is nothing else. */
+        find_missing_symbols(b, &src);
+        src.symbols = syms;
+        src.nsymbols = written_symbols(b, syms);
+        if (src.nsymbols < ns) s = ft_dev_compile_file(b->d, &src, m, err);
     }
     if (s != FT_OK) return s;
-    for (int i = 0; b->use_symbols && i < t->nargs; i++) {
+    for (int i = 0; i < t->nargs; i++) {
         const ft_t1_arg *a = &t->args[i];
-        if (!a->constant) continue;
+        if (!a->constant || b->no_symbol[i]) continue;
         s = ft_dev_symbol_write(b->d, *m, a->name, b->host[i], (size_t)a->elems * a->elem_bytes, err);
         if (s != FT_OK) return s;
     }

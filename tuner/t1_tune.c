@@ -669,14 +669,20 @@ static ft_status evaluator_open(evaluator *ev, const ft_t1 *t, const ft_t1_tune_
         }
     }
 #endif
-    if (s == FT_OK && ft_t1_bench_note(ev->r.b)[0]) snprintf(note, nnote, "%s", ft_t1_bench_note(ev->r.b));
     return s;
 }
 
-/* Close it; clock (n bytes, NULL: not wanted) gets what timed the runs, where a device opened. */
-static void evaluator_close(evaluator *ev, char *clock, size_t n) {
+/* Close it; clock (n bytes, NULL: not wanted) gets what timed the runs, where a device opened,
+ * and note (nnote bytes, NULL: not wanted) what the compiles found worth saying (a constant
+ * argument without its symbol) after what it held. */
+static void evaluator_close(evaluator *ev, char *clock, size_t n, char *note, size_t nnote) {
     if (clock && ev->r.d)
         snprintf(clock, n, "%s", ev->r.o->emulate ? "emulator (sampled blocks, scaled to the grid)" : "device");
+    const char *found = ev->r.b ? ft_t1_bench_note(ev->r.b) : "";
+    if (note && found[0]) {
+        size_t k = strlen(note);
+        if (k < nnote) snprintf(note + k, nnote - k, "%s%s", k ? "; " : "", found);
+    }
     outputs_free(&ev->ref);
     for (int i = 0; i < FT_T1_MAX_ARGS; i++) free(ev->expect[i]);
 #if FT_HAVE_CUDA
@@ -720,22 +726,25 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
                           "kernel reads an output declared WriteOnly; declare it ReadWrite "
                           "(AccessType), so that its fill is its input",
                           ev->r.t->path, how);
-    /* A write-only output the reference left untouched, with no file to stand in for it: every
-     * candidate that writes it would be rejected for having nothing to compare, and the broken
-     * default would win. */
+    /* An output the reference left untouched (a read-write one: every element still its fill),
+     * with no file to stand in for it: every candidate that writes it would be rejected for
+     * having nothing to compare, and the broken default would win. */
     for (int k = 0; k < ev->ref.n; k++) {
-        const unsigned char *w = ev->ref.written[k];
-        if (!w || ev->expect[ev->ref.idx[k]]) continue;
+        if (ev->expect[ev->ref.idx[k]]) continue;
         const ft_t1_arg *a = &ev->r.t->args[ev->ref.idx[k]];
+        const void *init = ft_t1_bench_host(ev->r.b, ev->ref.idx[k]);
         long long i = 0;
-        while (i < a->elems && !w[i])
+        while (i < a->elems && !wrote(a, init, &ev->ref, k, i))
             i++;
         if (i == a->elems)
             return ft_err_set(err, FT_EFORMAT,
-                              "%s: the reference (default) configuration wrote no element of its "
-                              "output %s: nothing to check the other configurations against (fix "
-                              "the kernel or its default values, or give --reference files)",
-                              ev->r.t->path, a->name);
+                              "%s: the reference (default) configuration %s of its output %s: "
+                              "nothing to check the other configurations against (fix the kernel, "
+                              "its default values or its inputs' fills, or give --reference files)",
+                              ev->r.t->path,
+                              a->reads ? "changed no element (each still holds its fill)"
+                                       : "wrote no element",
+                              a->name);
     }
     outputs *want = &ev->want;
     want->n = ev->ref.n;
@@ -1139,7 +1148,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     json_decref(S.here);
     free(S.armed_cache);
     free(S.armed_log);
-    evaluator_close(&ev, res->clock, sizeof res->clock);
+    evaluator_close(&ev, res->clock, sizeof res->clock, res->note, sizeof res->note);
     return s;
 }
 
@@ -1161,7 +1170,7 @@ ft_status ft_t1_measure(ft_t1 *t, const ft_t1_tune_opts *o, const ft_config *cfg
         if (s == FT_ELOST) s = FT_OK;
     }
     r->disagreed = r->why[0] && check_failed(r->why);
-    evaluator_close(&ev, r->clock, sizeof r->clock);
+    evaluator_close(&ev, r->clock, sizeof r->clock, r->note, sizeof r->note);
     return s;
 }
 
@@ -1210,7 +1219,7 @@ ft_status ft_t1_tune_serve(ft_t1 *t, const ft_t1_tune_opts *o, const ft_tune_ser
         }
     }
     json_decref(where);
-    evaluator_close(&ev, NULL, 0);
+    evaluator_close(&ev, NULL, 0, NULL, 0);
     return s;
 }
 

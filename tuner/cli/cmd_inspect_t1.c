@@ -233,6 +233,14 @@ int ft_cli_inspect_t1(int argc, char **argv) {
         ft_t1_free(t);
         return ft_cli_fail_err(&err);
     }
+    struct stat sb;
+    if (jsonl && stat(jsonl, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        free(cfgs);
+        ft_t1_free(t);
+        return ft_cli_fail(FT_EXIT_FAIL,
+                           "inspect: --jsonl %s is %s, not a file it can append to and read back",
+                           jsonl, S_ISDIR(sb.st_mode) ? "a directory" : "a device, pipe or socket");
+    }
     char **done = jsonl ? done_keys(jsonl, t, source, g->name, blocks, &ndone, &other) : NULL;
     if (done) qsort(done, (size_t)ndone, sizeof *done, cmp_str);
     if (other) {
@@ -252,11 +260,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
                                         jsonl, a.path);
     }
     FILE *out = NULL;
-    struct stat sb;
-    if (jsonl && stat(jsonl, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        code = ft_cli_fail(FT_EXIT_FAIL, "inspect: --jsonl %s is a directory, not a file", jsonl);
-        n = -1;
-    } else if (jsonl) {
+    if (jsonl) {
         drop_torn_tail(jsonl);
         if (!(out = fopen(jsonl, "a"))) {
             code = ft_cli_fail(FT_EXIT_FAIL, "inspect: cannot append to %s: %s", jsonl,
