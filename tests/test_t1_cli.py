@@ -169,7 +169,20 @@ def test_inspect():
     rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--jsonl", jl)
     with open(jl) as f:
         again = f.read().splitlines()
-    check(rc == 0 and again == lines, "a second run adds nothing")
+    check(rc == 0 and again == lines and "all 6 configurations already in" in err,
+          f"a second run adds nothing, and says so: {err[-300:]}")
+    # A line whose prediction is no positive time is no prediction: made again.
+    bad = json.loads(lines[-1])
+    bad["predicted_s"] = -1
+    with open(jl, "w") as f:
+        f.write("\n".join(lines[:-1] + [json.dumps(bad)]) + "\n")
+    rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--jsonl", jl)
+    with open(jl) as f:
+        redone = f.read().splitlines()
+    check(rc == 0 and len(redone) == 7 and json.loads(redone[-1])["predicted_s"] > 0,
+          f"a line predicting -1 s predicted again: {len(redone)} lines: {err[-300:]}")
+    with open(jl, "w") as f:
+        f.write("\n".join(lines) + "\n")
     with open(jl, "w") as f:
         f.write("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # the last line torn
     rc, _, err = run("inspect", "--t1", T1, "--sample", "5", "--jsonl", jl)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +144,10 @@ static char **done_keys(const char *path, const ft_t1 *t, const char *source, co
              (src && strcmp(src, source) != 0)) &&
             !*other)
             *other = 1;
-        if (k && d && src && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
+        const json_t *pred = json_object_get(o, "predicted_s");
+        const int predicted = json_is_number(pred) && json_number_value(pred) > 0 &&
+                              isfinite(json_number_value(pred));
+        if (k && d && src && predicted && strcmp(d, device) == 0 && !json_object_get(o, "error") &&
             (!bl || json_integer_value(bl) == blocks) &&
             json_integer_value(json_object_get(o, "model")) == FT_PREDICT_MODEL) {
             if (*n == cap) {
@@ -344,6 +348,9 @@ int ft_cli_inspect_t1(int argc, char **argv) {
                     (long long)(made + skipped), (long long)n, (long long)failed, (long long)skipped, jsonl,
                     ft_now_s() - t0);
     }
+    if (out && code == FT_EXIT_OK && made == 0 && skipped > 0)
+        fprintf(stderr, "inspect: all %lld configurations already in %s: nothing to predict\n",
+                (long long)skipped, jsonl);
     if (out && fclose(out) != 0 && code == FT_EXIT_OK)
         code = ft_cli_fail(FT_EXIT_FAIL, "inspect: closing %s failed (disk full?)", jsonl);
     if (out && code == FT_EXIT_OK && made > 0 && failed == made)
