@@ -7,6 +7,7 @@ an incompatible or damaged log is refused without being touched; sweeps, `all`, 
 usage: test_tune.py --flaretune PATH
 """
 import argparse
+import glob
 import importlib.util
 import json
 import os
@@ -155,6 +156,56 @@ def test_kill_and_resume(tmp):
     check(not (set(done2) & done1), "no candidate measured twice")
     valid = space_valid(op, preset)
     check(len(done1 | set(done2)) == valid, f"together they cover every candidate: {len(done1 | set(done2))}/{valid}")
+
+
+def test_budget_counts_resumed(tmp):
+    """--budget counts the candidates a resumed run takes from its log, so a run killed part way
+    and run again measures what the uninterrupted run measured, no more; run again once more, it
+    measures nothing. On the replay backend (a recorded landscape: no timing noise), random
+    search, one seed. A --sweep run again measures again only what its first run did not
+    measure cleanly (a busy machine's samples), never a fresh budget per size."""
+    op, preset = "fusion.dflare", "tiny.dflare.train"
+    rec = os.path.join(tmp, "budget-rec.jsonl")
+    rc, out, err = run("tune", op, "--preset", preset, "--backend", "cpu", "--strategy",
+                       "exhaustive", "--log", rec, "--quiet", *FAST)
+    check(rc == 0, f"recording: {err[-300:]}")
+    cmd = ["tune", op, "--preset", preset, "--backend", f"replay:{rec}", "--strategy", "random",
+           "--seed", "3", "--budget", "4", "--quiet"]
+
+    def measured(path, start=0):
+        return [key(e["config"]) for e in events(path)[start:] if e["event"] == "measured"]
+    whole = os.path.join(tmp, "budget-whole.jsonl")
+    rc, out, err = run(*cmd, "--log", whole)
+    want = measured(whole)
+    check(rc == 0 and len(want) == 4, f"uninterrupted: {rc} {want} {err[-300:]}")
+    cut = os.path.join(tmp, "budget-cut.jsonl")
+    rc, out, err = run(*cmd, "--log", cut)
+    ev = events(cut)
+    at = [i for i, e in enumerate(ev) if e["event"] == "measured"][1]
+    with open(cut, "w") as f:  # as if killed right after the second measurement
+        f.write("".join(json.dumps(e) + "\n" for e in ev[:at + 1]))
+    rc, out, err = run(*cmd, "--log", cut)
+    got = measured(cut)
+    check(rc == 0 and sorted(got) == sorted(want) and len(got) == 4,
+          f"resumed after a crash: {rc} measured {got}, uninterrupted {want}: {err[-300:]}")
+    n = len(events(cut))
+    rc, out, err = run(*cmd, "--log", cut)
+    check(rc == 0 and measured(cut, n) == [], f"run again once done: {rc} {measured(cut, n)}")
+    sw = os.path.join(tmp, "budget-sweep.jsonl")
+    sweep = ["tune", "attention.decode", "--preset", "tiny.dflare.decode", "--backend", "cpu",
+             "--sweep", "L=5,40", "--budget", "2", "--strategy", "random", "--log", sw, "--quiet",
+             *FAST]
+    rc, out, err = run(*sweep)
+    logs = sorted(p for p in glob.glob(sw + ".*") if not p.endswith(".lock"))
+    check(rc == 0 and len(logs) == 2, f"sweep: {rc} {logs} {err[-300:]}")
+    before = {path: events(path) for path in logs}
+    rc, out, err = run(*sweep)
+    for path, ev in before.items():
+        unclean = {key(e["config"]) for e in ev
+                   if e["event"] == "measured" and e.get("clean") is False}
+        again = measured(path, len(ev))
+        check(rc == 0 and set(again) <= unclean,
+              f"{path} run again: measured {again}, of which only {unclean} were unclean")
 
 
 def test_candidate_timeout(tmp):
@@ -478,7 +529,7 @@ def test_progress_counts(tmp):
     default = [e["stats"]["median_s"] for e in first if e["event"] == "measured"
                and e["config"] == first[0]["default"] and e.get("clean", True)
                and not e.get("stopped")]
-    rc, out, err = run(*cmd, "--budget", "2")
+    rc, out, err = run(*cmd, "--budget", "6")  # (the 4 resumed count)
     check(rc == 0, f"resumed tune: {err}")
     start = [e for e in events(log) if e["event"] == "run_start"][-1]
     best = min((e["stats"]["median_s"] for e in ranked), default=None)
@@ -841,7 +892,8 @@ def main():
     ap.add_argument("--flaretune", required=True)
     FT = ap.parse_args().flaretune
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (test_run_log_profile, test_kill_and_resume, test_candidate_timeout, test_ctrl_c,
+        for t in (test_run_log_profile, test_kill_and_resume, test_budget_counts_resumed,
+                  test_candidate_timeout, test_ctrl_c,
                   test_refusals,
                   test_sweep_and_all, test_torn_log, test_log_lock, test_resume_untrusted,
                   test_fail_fast, test_save_fails_at_end, test_progress_counts, test_replay_family,

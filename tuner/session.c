@@ -44,9 +44,9 @@ void ft_tune_defaults(ft_tune_opts *o) {
     o->rank = -1;
 }
 
-int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected) {
+int ft_tune_progress_target(int valid, int budget, int rejected) {
     int target = valid - rejected;
-    if (budget > 0 && resumed_measured + budget < target) target = resumed_measured + budget;
+    if (budget > 0 && budget < target) target = budget;
     return target > 0 ? target : 0;
 }
 
@@ -1504,6 +1504,13 @@ int ft_tune_batch_owner(const ft_tune_workers *w, int j) {
     return self ? slot - 1 : slot;
 }
 
+/* What --budget leaves to measure: it counts the run's candidates measured, those resumed from
+ * an earlier run of the key included (rejected ones do not count), so a run resumed after a
+ * crash measures what the uninterrupted run would have, no more. */
+static int budget_left(const session *S) {
+    return S->o->budget - S->evaluations - (S->resumed - S->resumed_rejected);
+}
+
 /* One batch: up to o->batch candidates (one per process with workers and no batch given),
  * proposed together, shared out (batch_owner), each screened against the best known when the
  * batch began, then told to the strategy in the order proposed. *more: the strategy had
@@ -1512,7 +1519,7 @@ static ft_status search_batch(session *S, int *stopped, int *more, ft_err *err) 
     const ft_tune_opts *o = S->o;
     const ft_tune_workers *w = o->workers && o->workers->n > 0 ? o->workers : NULL;
     int k = o->batch > 0 ? o->batch : (w ? w->n + w->self : 1);
-    if (o->budget && k > o->budget - S->evaluations) k = o->budget - S->evaluations;
+    if (o->budget && k > budget_left(S)) k = budget_left(S);
     int *idx = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
     if (!idx) return ft_err_set(err, FT_ENOMEM, "out of memory");
     int n = k > 0 ? ft_strategy_next_batch(S->strat, k, idx) : 0;
@@ -1570,7 +1577,7 @@ static ft_status search(session *S, int *stopped, ft_err *err) {
     }
     while (!*stopped && !(o->stop && *o->stop)) {
         while (o->pause && *o->pause && !(o->stop && *o->stop)) usleep(50000);
-        if (o->budget && S->evaluations >= o->budget) {
+        if (o->budget && budget_left(S) <= 0) {
             S->search_end = "budget";
             break;
         }

@@ -1090,9 +1090,11 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         for (int k = 0; k < res->nevals; k++) /* the resumed results */
             if (res->order[k] != res->reference) tell(st, res, res->order[k]);
     }
+    /* --budget counts the run's evaluations, those resumed from the cache or log included: run
+     * again after a crash, it evaluates what the uninterrupted run would have, no more. */
     int budget = o->budget > 0 ? o->budget : n;
     const int batched = o->workers && o->workers->n > 0;
-    while (s == FT_OK && res->nevals - res->resumed < budget && res->nevals < n) {
+    while (s == FT_OK && res->nevals < budget && res->nevals < n) {
         while (o->pause && *o->pause && !(o->stop && *o->stop)) {
             struct timespec nap = {0, 50 * 1000 * 1000};
             nanosleep(&nap, NULL);
@@ -1103,7 +1105,7 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
         }
         if (batched) {
             int more = 0;
-            s = search_batch(&S, &ev, st, budget - (res->nevals - res->resumed), &more, err);
+            s = search_batch(&S, &ev, st, budget - res->nevals, &more, err);
             if (!more) break;
             continue;
         }
@@ -1139,10 +1141,10 @@ ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *res,
     {
         ft_err e2 = {0};
         log_end(&L, t, res,
-                s != FT_OK                                      ? "error"
-                : res->interrupted                              ? "interrupted"
-                : res->nevals - res->resumed >= budget && res->nevals < n ? "budget"
-                                                                : "exhausted",
+                s != FT_OK                                 ? "error"
+                : res->interrupted                         ? "interrupted"
+                : res->nevals >= budget && res->nevals < n ? "budget"
+                                                           : "exhausted",
                 &e2);
     }
     json_decref(S.here);

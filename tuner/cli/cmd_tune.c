@@ -148,8 +148,7 @@ static void config_text(const json_t *cfg, char *buf, size_t n) {
 
 /* Measured out of what the run will measure (ft_tune_progress_target); rejected apart. */
 static int progress_target(const progress *p) {
-    return ft_tune_progress_target(p->valid, p->budget, p->resumed_measured,
-                                   p->resumed_rejected + p->rejected);
+    return ft_tune_progress_target(p->valid, p->budget, p->resumed_rejected + p->rejected);
 }
 
 /* run_start's prediction: for which device, the best, the order, what was pruned. */
