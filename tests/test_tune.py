@@ -449,6 +449,17 @@ def test_resume_untrusted(tmp):
           "the untrusted candidate is measured again")
     end = [e for e in second if e["event"] == "run_end"][-1]
     check(end["stats"]["median_s"] > 0, "the winner has a real median")
+    # The faked event (line len(ev) + 1) was listed as not trusted; run again, its candidate
+    # measured since, it is no longer listed as one that runs again.
+    starts = [e for e in second if e["event"] == "run_start"]
+    was = [x["event"] for x in (starts[0].get("resume_ignored", []) if starts else [])]
+    check(was == [len(ev) + 1], f"the resumed run lists the faked event: {was}")
+    n = len(events(log))
+    rc, out, err = run(*base, "--log", log, "--budget", "3", "--strategy", "exhaustive")
+    third = [e for e in events(log)[n:] if e["event"] == "run_start"]
+    listed = [x["event"] for x in (third[0].get("resume_ignored", []) if third else [])]
+    check(rc == 0 and third and len(ev) + 1 not in listed,
+          f"a later run does not list the event whose candidate was measured since: {listed}")
 
 
 def test_fail_fast(tmp):

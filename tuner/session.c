@@ -663,8 +663,8 @@ static void resume_event(session *S, const json_t *ev, const char *kind, size_t 
         ci->median = INFINITY;
     } else if (!ft_event_measured_ok(ev, why, sizeof why)) {
         /* Not trusted: the candidate is measured again. */
-        json_array_append_new(S->resume_notes,
-                              json_pack("{s:I, s:s}", "event", (json_int_t)line, "why", why));
+        json_array_append_new(S->resume_notes, json_pack("{s:I, s:s, s:i}", "event",
+                                                         (json_int_t)line, "why", why, "cand", i));
     } else if (json_is_object(json_object_get(ev, "stopped"))) {
         if (remote)
             S->evaluations++;
@@ -1246,8 +1246,21 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
                                 ? json_real(dci->median)
                                 : json_null());
     }
-    if (json_array_size(S->resume_notes))
-        json_object_set_new(start, "resume_ignored", json_deep_copy(S->resume_notes));
+    /* The untrusted events whose candidates no later event measured: those run again. */
+    json_t *ignored = json_array();
+    size_t k;
+    json_t *note;
+    json_array_foreach(S->resume_notes, k, note) {
+        int c = (int)json_integer_value(json_object_get(note, "cand"));
+        if (S->info[c].state != C_UNKNOWN) continue;
+        json_t *copy = json_deep_copy(note);
+        json_object_del(copy, "cand");
+        json_array_append_new(ignored, copy);
+    }
+    if (json_array_size(ignored))
+        json_object_set_new(start, "resume_ignored", ignored);
+    else
+        json_decref(ignored);
     json_object_set_new(start, "default", ft_config_to_json(S->s, &def));
     json_object_set_new(start, "verify_dims", ft_dims_to_json(&S->vc));
     json_object_set_new(start, "verify_reduced", json_boolean(S->reduced));
