@@ -532,10 +532,14 @@ ft_status ft_file_write(const char *path, int (*write)(FILE *f, const void *ctx)
     char tmp[4096];
     FILE *f = ft_file_create_tmp(path, tmp, sizeof tmp, err);
     if (!f) return err ? err->status : FT_EIO;
+    errno = 0;
     if (write(f, ctx)) {
+        /* The cause, where the writer's failed call left one (a full disk, a file size limit) */
+        const int saved = errno;
         fclose(f);
         if (*tmp) remove(tmp);
-        return ft_err_set(err, FT_EIO, "%s: write failed", path);
+        return saved ? ft_err_set(err, FT_EIO, "%s: write failed: %s", path, strerror(saved))
+                     : ft_err_set(err, FT_EIO, "%s: write failed", path);
     }
     return ft_file_commit(f, tmp, path, err);
 }

@@ -437,7 +437,7 @@ def test_large_magnitudes():
 
 def test_file_size_limit():
     """A write past the file size limit (ulimit -f) is a write error like a full disk's: one
-    line naming the file, exit 1, no temporary file and no output left, the process never
+    line naming the file and the cause, exit 1, no temporary file and no output left, the process never
     killed by SIGXFSZ half way."""
     d = os.path.join(TMP, "fsize")
     os.makedirs(d)
@@ -452,7 +452,7 @@ def test_file_size_limit():
                                                                  (limit, limit)))
         left = [n for n in os.listdir(d) if ".tmp." in n or n.startswith("out.")]
         check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
-              "out.trace.json" in p.stderr and not left,
+              "out.trace.json: write failed: File too large" in p.stderr and not left,
               f"trace past a {limit}-byte file limit: exit {p.returncode}, {p.stderr.strip()!r},"
               f" left {left}")
     # exec: nothing written, so neither are the folders it made for it (usage.md: "nothing
