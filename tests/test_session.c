@@ -544,6 +544,18 @@ static void test_default_never_measured(void) {
              "speedup %g withheld '%s'", s.r.speedup, s.r.speedup_withheld);
 }
 
+/* Progress's target: every valid candidate not rejected, or the budget, which counts the
+ * resumed candidates; never below what was resumed (a log of a larger budget, or an exhaustive
+ * run of the same key, resumed under a smaller one reads 49/49, never 49/4). */
+static void test_progress_target(void) {
+    FT_CHECK(ft_tune_progress_target(96, 0, 0, 6) == 90, "no budget: valid less rejected");
+    FT_CHECK(ft_tune_progress_target(96, 10, 0, 6) == 10, "the budget");
+    FT_CHECK(ft_tune_progress_target(96, 10, 4, 6) == 10, "resumed ones count in the budget");
+    FT_CHECK(ft_tune_progress_target(96, 4, 49, 3) == 49, "more resumed than the budget: %d",
+             ft_tune_progress_target(96, 4, 49, 3));
+    FT_CHECK(ft_tune_progress_target(52, 4, 60, 0) == 52, "never past the space");
+}
+
 /* The progress line's reason a measured event is not ranked says something true when no sample
  * was taken (a call the watchdog stopped for its lost time), never "0 of 0 samples". */
 static void test_unranked_text(void) {
@@ -592,6 +604,7 @@ int main(void) {
     FT_RUN(test_spoiled_call_in_a_run);
     FT_RUN(test_default_never_measured);
     FT_RUN(test_unranked_text);
+    FT_RUN(test_progress_target);
     snprintf(cmd, sizeof cmd, "true %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return ft_test_finish();

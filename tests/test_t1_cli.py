@@ -1017,6 +1017,43 @@ def test_bad_arguments():
           "note: x: the kernel has no __constant__ symbol" in err and "coef" not in err,
           f"a constant argument without its symbol: exit {rc}: {out[-400:]} {err[-400:]}")
     one_line_error(["inspect", "--t1", T1, "--jsonl", "/dev/zero"], 1, "a device, pipe or socket")
+    # The first configuration tried fails to compile on its own (#error at block_size_x = 32):
+    # that is no sign of which symbols the kernel lacks, and the next configuration still finds
+    # x without one and runs.
+    with open(kfile) as f:
+        src = f.read()
+    with open(os.path.join(STATE["tmp"], "err32.cu"), "w") as f:
+        f.write("#if block_size_x == 32\n#error this configuration does not compile\n#endif\n" +
+                src)
+
+    def err32(d):
+        args(d)[1].update(MemType="Constant")
+        d["KernelSpecification"]["KernelFile"] = os.path.join(STATE["tmp"], "err32.cu")
+        tp = d["ConfigurationSpace"]["TuningParameters"]
+        tp[0]["Values"], tp[1]["Values"], tp[2]["Values"], tp[3]["Values"] = \
+            "[32, 64]", "[1]", [0], "[2.0]"
+    e32 = variant("err32", err32)
+    jl = os.path.join(STATE["tmp"], "err32.jsonl")
+    rc, out, err = run("inspect", "--t1", e32, "--all-configs", "--jsonl", jl, timeout=900)
+    lines = [json.loads(l) for l in open(jl)] if os.path.exists(jl) else []
+    ok = [l for l in lines if "error" not in l]
+    check(rc == 0 and len(lines) == 2 and len(ok) == 1 and ok[0]["config"].startswith(
+          "block_size_x=64") and "note: x: the kernel has no __constant__ symbol" in err,
+          f"a config failing on its own, then one without x's symbol: exit {rc}: {lines} "
+          f"{err[-400:]}")
+    # A read-write output that rightly stays as its fill (a flag no element sets) beside one the
+    # kernel writes: tuned as before, the flag compared where it changed (nowhere).
+    flag = variant("flag", lambda d: args(d).insert(3, {
+        "Name": "flag", "Type": "int32", "MemoryType": "Vector", "AccessType": "ReadWrite",
+        "FillType": "Constant", "Size": "4", "FillValue": 0, "Output": 1}))
+    with open(os.path.join(STATE["tmp"], "flag.cu"), "w") as f:
+        f.write(src.replace("const float *coef_arg, int n)", "const float *coef_arg, int *flag, "
+                                                               "int n)"))
+    rc, out, err = run("tune", "--t1", flag, "--kernel-file", os.path.join(STATE["tmp"], "flag.cu"),
+                       "--backend", "cuda-emu", "--budget", "3", "--seed", "1", timeout=900)
+    check(rc == 0 and "(0 rejected)" in out,
+          f"a read-write flag left as its fill beside a written output: exit {rc}: {out[-300:]} "
+          f"{err[-300:]}")
 
 
 def test_small_buffers():

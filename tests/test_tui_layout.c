@@ -244,7 +244,10 @@ static void test_cells(void) {
     char b[64];
     cell_is(&r, FT_COL_DONE, 1, "15/60", "done counts resumed ones");
     r.budget = 20;
-    cell_is(&r, FT_COL_DONE, 1, "15/30", "a budget caps the total");
+    cell_is(&r, FT_COL_DONE, 1, "15/20", "a budget caps the total, resumed ones counted in it");
+    r.budget = 8;
+    cell_is(&r, FT_COL_DONE, 1, "15/15", "never below what was resumed and measured");
+    r.budget = 20;
     /* Rejected candidates are counted apart, never past the budget (it was "56/24"). */
     ft_tui_row q = {.valid = 100,
                     .budget = 24,

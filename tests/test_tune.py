@@ -460,6 +460,18 @@ def test_resume_untrusted(tmp):
     listed = [x["event"] for x in (third[0].get("resume_ignored", []) if third else [])]
     check(rc == 0 and third and len(ev) + 1 not in listed,
           f"a later run does not list the event whose candidate was measured since: {listed}")
+    # An event whose config lacks a parameter its run's default names would pass for another
+    # candidate (the missing one at its default): not trusted, said so.
+    damaged = dict(fake)
+    damaged.pop(sorted(damaged)[0])
+    with open(log, "a") as f:
+        f.write(json.dumps({"event": "measured", "run": start["run"], "t": 1, "config": damaged,
+                            "candidate": 1, "stats": {"median_s": 1e-9, "samples": 5}}) + "\n")
+    rc, out, err = run(*base, "--log", log, "--budget", "3", "--strategy", "exhaustive")
+    check(rc == 0 and f"its config lacks '{sorted(fake)[0]}'" in err,
+          f"a damaged event is not trusted: {rc} {err[-400:]!r}")
+    end = [e for e in events(log) if e["event"] == "run_end"][-1]
+    check(end["stats"]["median_s"] > 1e-9, "the damaged event's 1 ns median is not the winner's")
 
 
 def test_fail_fast(tmp):

@@ -870,7 +870,9 @@ static int contains_ci(const char *hay, const char *needle) {
 void ft_tui_row_progress(const ft_tui_row *r, int *measured, int *target) {
     int resumed_measured = r->resumed - r->resumed_rejected;
     *measured = resumed_measured + r->measured;
-    *target = ft_tune_progress_target(r->valid, r->budget, r->resumed_rejected + r->rejected);
+    *target = ft_tune_progress_target(r->valid, r->budget, resumed_measured,
+                                      r->resumed_rejected + r->rejected);
+    if (*target < *measured) *target = *measured; /* (a default measured again past the budget) */
     /* Converged, out of budget or time: what it measured is all it will (an interrupted or
      * failed run keeps its target, which it did not reach). */
     if (r->state == FT_ROW_DONE && *target > *measured) *target = *measured;

@@ -44,9 +44,10 @@ void ft_tune_defaults(ft_tune_opts *o) {
     o->rank = -1;
 }
 
-int ft_tune_progress_target(int valid, int budget, int rejected) {
+int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected) {
     int target = valid - rejected;
-    if (budget > 0 && budget < target) target = budget;
+    const int most = budget > resumed_measured ? budget : resumed_measured;
+    if (budget > 0 && most < target) target = most;
     return target > 0 ? target : 0;
 }
 
@@ -737,11 +738,21 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
     }
     /* Results of every run in the log with this key count. */
     int in_scope = 0;
+    const json_t *start = NULL;
     json_array_foreach(events, k, ev) {
         const char *kind = json_string_value(json_object_get(ev, "event"));
         if (!strcmp(kind, "run_start")) {
             const char *kk = json_string_value(json_object_get(ev, "key"));
             in_scope = kk && !strcmp(kk, key);
+            start = ev;
+        } else if (in_scope && ft_event_config_lacks(start, ev)) {
+            /* Damaged: read alone, it would pass for another candidate. */
+            char why[160];
+            snprintf(why, sizeof why, "its config lacks '%.64s', which its run's default names",
+                     ft_event_config_lacks(start, ev));
+            json_array_append_new(
+                S->resume_notes,
+                json_pack("{s:I, s:s, s:i}", "event", (json_int_t)(k + 1), "why", why, "cand", -1));
         } else if (in_scope) {
             resume_event(S, ev, kind, k + 1, 0);
         }
@@ -1252,7 +1263,7 @@ static ft_status write_run_start(session *S, const char *key, ft_err *err) {
     json_t *note;
     json_array_foreach(S->resume_notes, k, note) {
         int c = (int)json_integer_value(json_object_get(note, "cand"));
-        if (S->info[c].state != C_UNKNOWN) continue;
+        if (c >= 0 && S->info[c].state != C_UNKNOWN) continue; /* (-1: no candidate of its own) */
         json_t *copy = json_deep_copy(note);
         json_object_del(copy, "cand");
         json_array_append_new(ignored, copy);

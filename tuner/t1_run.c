@@ -130,10 +130,10 @@ static int written_symbols(const ft_t1_bench *b, const char **syms) {
  * NVRTC's differs from the emulator's). Only when the kernel compiles without any symbol, so an
  * error of the kernel's own is never taken for a missing symbol. Notes the names. */
 static void find_missing_symbols(ft_t1_bench *b, ft_dev_source *src) {
-    b->probed = 1;
     ft_dev_module *m;
     src->nsymbols = 0;
-    if (ft_dev_compile_file(b->d, src, &m, NULL) != FT_OK) return;
+    if (ft_dev_compile_file(b->d, src, &m, NULL) != FT_OK) return; /* a later config will tell */
+    b->probed = 1;
     size_t k = 0;
     for (int i = 0; i < b->t->nargs; i++) {
         if (!b->t->args[i].constant) continue;

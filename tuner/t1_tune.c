@@ -726,26 +726,40 @@ static ft_status evaluate_reference(evaluator *ev, const ft_config *def, ft_stat
                           "kernel reads an output declared WriteOnly; declare it ReadWrite "
                           "(AccessType), so that its fill is its input",
                           ev->r.t->path, how);
-    /* An output the reference left untouched (a read-write one: every element still its fill),
-     * with no file to stand in for it: every candidate that writes it would be rejected for
-     * having nothing to compare, and the broken default would win. */
+    /* A write-only output the reference left untouched, with no file to stand in for it: every
+     * candidate that writes it would be rejected for having nothing to compare, and the broken
+     * default would win. A read-write output may rightly stay as its fill (a status or overflow
+     * buffer); only when no output has anything to compare (each read-write one as its fill,
+     * as with a coefficient filled with 0) is that the same failure. */
+    int comparable = 0, unchanged = -1;
     for (int k = 0; k < ev->ref.n; k++) {
-        if (ev->expect[ev->ref.idx[k]]) continue;
+        if (ev->expect[ev->ref.idx[k]]) {
+            comparable = 1;
+            continue;
+        }
         const ft_t1_arg *a = &ev->r.t->args[ev->ref.idx[k]];
         const void *init = ft_t1_bench_host(ev->r.b, ev->ref.idx[k]);
         long long i = 0;
         while (i < a->elems && !wrote(a, init, &ev->ref, k, i))
             i++;
-        if (i == a->elems)
+        if (i < a->elems)
+            comparable = 1;
+        else if (a->reads)
+            unchanged = k;
+        else
             return ft_err_set(err, FT_EFORMAT,
-                              "%s: the reference (default) configuration %s of its output %s: "
-                              "nothing to check the other configurations against (fix the kernel, "
-                              "its default values or its inputs' fills, or give --reference files)",
-                              ev->r.t->path,
-                              a->reads ? "changed no element (each still holds its fill)"
-                                       : "wrote no element",
-                              a->name);
+                              "%s: the reference (default) configuration wrote no element of its "
+                              "output %s: nothing to check the other configurations against (fix "
+                              "the kernel or its default values, or give --reference files)",
+                              ev->r.t->path, a->name);
     }
+    if (!comparable && unchanged >= 0)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: the reference (default) configuration changed no element of its "
+                          "output %s (each still holds its fill), nor wrote any other output: "
+                          "nothing to check the other configurations against (fix the kernel, its "
+                          "default values or its inputs' fills, or give --reference files)",
+                          ev->r.t->path, ev->r.t->args[ev->ref.idx[unchanged]].name);
     outputs *want = &ev->want;
     want->n = ev->ref.n;
     want->whole = ev->ref.whole;

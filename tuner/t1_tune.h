@@ -85,7 +85,7 @@ typedef struct ft_t1_tune_opts {
 
 void ft_t1_tune_opts_default(ft_t1_tune_opts *o);
 /* Tune; r holds what was measured even when it fails part way (free it with
- * ft_t1_tune_result_free). The budget counts this run's evaluations, not resumed ones. */
+ * ft_t1_tune_result_free). The budget counts every evaluation, resumed ones included. */
 ft_status ft_t1_tune(ft_t1 *t, const ft_t1_tune_opts *o, ft_t1_tune_result *r, ft_err *err);
 void ft_t1_tune_result_free(ft_t1_tune_result *r);
 /* One configuration timed and checked as tune --t1 evaluates it (bench --t1). */

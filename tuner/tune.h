@@ -199,8 +199,9 @@ typedef struct ft_tune_result {
 /* Progress, one rule for every front end: candidates measured (screened ones count, rejected
  * ones do not) out of what the run will measure: every valid configuration not rejected, or,
  * with a budget, the budget (those an earlier run of the key measured, and this one resumed,
- * count in it). Rejected candidates are counted apart. */
-int ft_tune_progress_target(int valid, int budget, int rejected);
+ * count in it), or what was resumed where that is more (a log of a larger budget). Rejected
+ * candidates are counted apart. */
+int ft_tune_progress_target(int valid, int budget, int resumed_measured, int rejected);
 /* Why a `measured` event is not ranked, for a progress line: "" for a clean measurement, else
  * " (...)": not measured cleanly (the samples discarded of those taken; or, when none was
  * taken, why: the watchdog stopped it, its threads having lost over half of it to other work),

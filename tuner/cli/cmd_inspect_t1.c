@@ -276,7 +276,6 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     ft_t1_bench *b = NULL;
     if (n >= 0 && (ft_dev_open(FT_DEV_EMU, 0, &d, &err) || ft_t1_bench_open(t, d, seed, &b, &err)))
         code = ft_cli_fail_err(&err);
-    if (b && ft_t1_bench_note(b)[0]) fprintf(stderr, "inspect: note: %s\n", ft_t1_bench_note(b));
     double t0 = ft_now_s();
     int64_t made = 0, failed = 0, skipped = 0;
     for (int64_t i = 0; code == FT_EXIT_OK && i < n; i++) {
@@ -358,6 +357,8 @@ int ft_cli_inspect_t1(int argc, char **argv) {
                            "inspect: none of the %lld configurations could be "
                            "predicted (their errors are in %s)",
                            (long long)made, jsonl);
+    /* (what the compiles found: a constant argument without its symbol) */
+    if (b && ft_t1_bench_note(b)[0]) fprintf(stderr, "inspect: note: %s\n", ft_t1_bench_note(b));
     for (int i = 0; i < ndone; i++) free(done[i]);
     free(done);
     ft_t1_bench_close(b);

@@ -66,7 +66,8 @@ static void usage(FILE *f) {
         "  --warm-log LOG     another run's event log of the same op and backend (another\n"
         "                     shape or machine): its medians are the strategy's prior\n"
         "  --budget N         measure at most N candidates per op (screened ones count,\n"
-        "                     rejected ones do not; progress shows measured/budget)\n"
+        "                     rejected ones do not, resumed ones do; progress shows\n"
+        "                     measured/budget)\n"
         "  --time SEC         stop searching an op after SEC seconds\n"
         "  --sweep SIZE=a,b   tune at each value of one preset size (one profile entry each)\n"
         "  --profile FILE     merge the winners into this profile (atomic, locked)\n"
@@ -148,7 +149,8 @@ static void config_text(const json_t *cfg, char *buf, size_t n) {
 
 /* Measured out of what the run will measure (ft_tune_progress_target); rejected apart. */
 static int progress_target(const progress *p) {
-    return ft_tune_progress_target(p->valid, p->budget, p->resumed_rejected + p->rejected);
+    return ft_tune_progress_target(p->valid, p->budget, p->resumed_measured,
+                                   p->resumed_rejected + p->rejected);
 }
 
 /* run_start's prediction: for which device, the best, the order, what was pruned. */
@@ -217,7 +219,9 @@ static void progress_start(progress *p, const json_t *ev) {
     }
     const json_t *ign = json_object_get(ev, "resume_ignored");
     for (size_t i = 0; i < json_array_size(ign); i++)
-        fprintf(stderr, "  resume: event %lld of the log not trusted (%s): measured again\n",
+        fprintf(stderr,
+                "  resume: event %lld of the log not trusted (%s): its candidate is measured "
+                "again if the search comes to it\n",
                 (long long)json_integer_value(json_object_get(json_array_get(ign, i), "event")),
                 json_string_value(json_object_get(json_array_get(ign, i), "why")));
     progress_predict(json_object_get(ev, "predict"));
@@ -290,6 +294,7 @@ static void progress_event(void *ctx, const json_t *ev) {
         if (!clean) p->unclean++;
     }
     int done = p->resumed_measured + p->measured, total = progress_target(p);
+    if (total < done) total = done; /* (a default measured again past a spent budget) */
     double el = ft_now_s() - p->t0;
     double eta = p->measured ? el / p->measured * (total - done) : 0;
     if (eta < 0) eta = 0;

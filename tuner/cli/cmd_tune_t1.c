@@ -56,7 +56,7 @@ void ft_cli_tune_t1_usage(FILE *f) {
         "default configuration first. --t4 and --kt-cache write the measurements for replay\n"
         "and Kernel Tuner's tools. The Kernel Tuner cache is written as the run goes, each\n"
         "evaluation on the disk when it is done; run again with the same cache, what it holds\n"
-        "is taken as measured and the budget counts the new evaluations (a cache of another\n"
+        "is taken as measured and counts in the budget (a cache of another\n"
         "kernel, device, problem size or space is refused). --reference NAME=FILE.npy checks\n"
         "output NAME of every configuration, the default's included, against the file's\n"
         "array (of the argument's type and size) instead of the default's run. --log LOG\n"
