@@ -46,7 +46,8 @@ json_t *ft_stats_to_json(const ft_stats *st) {
     json_object_set_new(o, "max_s", ft_json_number(st->max));
     json_object_set_new(o, "mean_s", ft_json_number(st->mean));
     json_object_set_new(o, "stdev_s", ft_json_number(st->stdev));
-    json_object_set_new(o, "ci_rel", ft_json_number(st->ci_rel));
+    /* (null for an unclean measurement: the spread of contaminated samples says nothing) */
+    json_object_set_new(o, "ci_rel", ft_json_number(st->unclean ? NAN : st->ci_rel));
     json_object_set_new(o, "samples", json_integer(st->samples));
     json_object_set_new(o, "batch", json_integer(st->batch));
     json_object_set_new(o, "converged", json_boolean(st->converged));

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "core/sched.h"
 #include "ft_test.h"
@@ -305,6 +306,14 @@ static void test_sleep_inside_a_call_is_contaminated(void) {
             !(starts[i] >= before && starts[i] <= after && (i == 0 || starts[i] > starts[i - 1]) &&
               values[i] >= st.min && values[i] <= st.max);
     FT_CHECK(bad == 0, "%d of the %d unclean samples handed back are not theirs", bad, st.samples);
+    /* Its JSON form gives no confidence interval: the spread of contaminated samples says
+     * nothing (the text says "an upper bound"). */
+    json_t *j = ft_stats_to_json(&st);
+    FT_CHECK(json_is_null(json_object_get(j, "ci_rel")) &&
+                 json_is_false(json_object_get(j, "clean")),
+             "an unclean measurement's JSON: ci_rel %s",
+             json_is_null(json_object_get(j, "ci_rel")) ? "null" : "a number");
+    json_decref(j);
     o.sample_start = o.sample_value = NULL;
     o.sample_cap = 0;
 

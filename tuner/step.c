@@ -364,7 +364,8 @@ static json_t *stats_json(const ft_stats *st) {
     json_object_set_new(o, "q1_s", ft_json_number(st->q1));
     json_object_set_new(o, "q3_s", ft_json_number(st->q3));
     json_object_set_new(o, "min_s", ft_json_number(st->min));
-    json_object_set_new(o, "ci_rel", ft_json_number(st->ci_rel)); /* null: too few samples */
+    /* null: too few samples, or not measured cleanly (an upper bound, no interval) */
+    json_object_set_new(o, "ci_rel", ft_json_number(st->unclean ? NAN : st->ci_rel));
     json_object_set_new(o, "samples", json_integer(st->samples));
     json_object_set_new(o, "converged", json_boolean(st->converged));
     ft_stats_sched_to_json(o, st);
