@@ -90,7 +90,8 @@ def test_pinned_tune(tmp):
 
 def test_bench_contaminated(tmp):
     """bench pinned with two hogs, a share of a millionth: samples are thrown away and it says
-    so in its JSON and its text; a bad --max-lost is refused."""
+    so in its JSON and its text; ceilings measured then are said to be busy, and marked so in
+    the cache, whose later readers say it; a bad --max-lost is refused."""
     mask = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(mask)})
     hogs = burners(2)
@@ -107,6 +108,11 @@ def test_bench_contaminated(tmp):
         rc4, text4, err4 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
                                        "--backend", "cpu", "--max-time", "0.2",
                                        env={**env, "FLARETUNE_CEILINGS_CACHE": "off"})
+        # ceilings measured busy into an empty cache: marked there
+        cache = os.path.join(tmp, "busy-ceilings.json")
+        rc5, _, err5 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                   "--backend", "cpu", "--max-time", "0.2", "--measure-ceilings",
+                                   "--json", env={**env, "FLARETUNE_CEILINGS_CACHE": cache})
     finally:
         stop(hogs)
         os.sched_setaffinity(0, mask)
@@ -132,6 +138,23 @@ def test_bench_contaminated(tmp):
     check(doc3.get("ceilings_busy") is True and doc3.get("ceilings", {}).get("rounds", 0) >= 1,
           f"ceilings measured busy are said to be: {rc3} {err3[-300:]} {doc3.get('ceilings_busy')}")
     check(rc4 == 0 and "BUSY while measured" in text4, f"the text says it: {text4} {err4}")
+    # ... and a later bench that takes them from the cache, the hogs gone, says so too (they
+    # stay low until a quiet round beats them), in JSON and in text.
+    marked = json.load(open(cache)) if rc5 == 0 and os.path.exists(cache) else {}
+    figures = [f for m in marked.get("machines", {}).values()
+               for f in list(m.get("levels", {}).values()) + [m.get("flops", {})]]
+    check(figures and all(f.get("busy") is True for f in figures),
+          f"the cache marks figures measured busy: {rc5} {err5[-300:]} {figures}")
+    rc6, out6, err6 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                  "--backend", "cpu", "--max-time", "0.05", "--json",
+                                  env={"FLARETUNE_CEILINGS_CACHE": cache})
+    rc7, text7, _ = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                "--backend", "cpu", "--max-time", "0.05",
+                                env={"FLARETUNE_CEILINGS_CACHE": cache})
+    doc6 = json.loads(out6) if rc6 == 0 else {}
+    check(doc6.get("ceilings_busy") is True and rc7 == 0 and "BUSY when cached" in text7,
+          f"busy figures from the cache are said to be: {rc6} {doc6.get('ceilings_busy')} "
+          f"{err6[-200:]} {text7[-600:]}")
     rc, out, err = clitest.run("bench", "fusion.dflare", "--max-lost", "2")
     check(rc == 2 and "--max-lost expects" in err, f"a bad --max-lost: {rc} {err}")
 

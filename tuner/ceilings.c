@@ -15,6 +15,7 @@
 #define _GNU_SOURCE /* strptime, timegm */
 #include "tuner/ceilings.h"
 #include "core/json.h"
+#include "core/load.h"
 #include "op/backend.h"
 
 #include <cblas.h>
@@ -517,18 +518,24 @@ static double num_at(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-/* A dated figure {"value": x, "seen": when} from the cache, if it is sane. */
-static int cached_figure(const json_t *o, double *v, char *seen, size_t n) {
+/* A dated figure {"value": x, "seen": when, "busy": true when measured on a busy machine} from
+ * the cache, if it is sane. *busy: its mark. */
+static int cached_figure(const json_t *o, double *v, char *seen, size_t n, int *busy) {
     double x = num_at(o, "value");
     const char *s = json_string_value(json_object_get(o, "seen"));
     if (!(x > 0) || !isfinite(x) || !s) return 0;
     *v = x;
     snprintf(seen, n, "%s", s);
+    *busy = json_is_true(json_object_get(o, "busy"));
     return 1;
 }
 
-static json_t *figure_json(double v, const char *seen) {
-    return json_pack("{s:f, s:s}", "value", v, "seen", seen);
+/* A figure as the cache keeps it; one measured on a busy machine is marked, so that the runs
+ * that take it from the cache (until a quiet round beats it) say so. */
+static json_t *figure_json(double v, const char *seen, int busy) {
+    json_t *o = json_pack("{s:f, s:s}", "value", v, "seen", seen);
+    if (busy) json_object_set_new(o, "busy", json_true());
+    return o;
 }
 
 /* Make the directory of path (one level, as ~/.cache/flaretune needs at most). */
@@ -552,6 +559,7 @@ static void make_parent(const char *path) {
 ft_status ft_ceilings_cache_merge(ft_ceilings *c, const char *path, ft_err *err) {
     (void)err;
     c->cache_note[0] = '\0';
+    c->cache_busy = 0;
     if (path != c->cache_path) snprintf(c->cache_path, sizeof c->cache_path, "%s", path ? path : "");
     if (!path || !*path) {
         snprintf(c->cache_note, sizeof c->cache_note, "no cache kept (FLARETUNE_CEILINGS_CACHE)");
@@ -596,13 +604,15 @@ ft_status ft_ceilings_cache_merge(ft_ceilings *c, const char *path, ft_err *err)
         ft_ceil_level *l = &c->level[i];
         double v;
         char seen[24];
-        int have = cached_figure(json_object_get(levels, l->name), &v, seen, sizeof seen);
+        int busy = 0;
+        int have = cached_figure(json_object_get(levels, l->name), &v, seen, sizeof seen, &busy);
         if (have && v > l->bw) {
             l->bw = v;
             memcpy(l->seen, seen, sizeof l->seen);
             c->from_cache = 1;
+            c->cache_busy |= busy;
         } else if (!have || l->bw > v) {
-            json_object_set_new(levels, l->name, figure_json(l->bw, l->seen));
+            json_object_set_new(levels, l->name, figure_json(l->bw, l->seen, c->measured_busy));
             changed = 1;
         }
     }
@@ -611,15 +621,18 @@ ft_status ft_ceilings_cache_merge(ft_ceilings *c, const char *path, ft_err *err)
     for (int k = 0; k < 3; k++) {
         double v;
         char seen[24];
-        int have = cached_figure(json_object_get(m, names[k]), &v, seen, sizeof seen);
+        int busy = 0;
+        int have = cached_figure(json_object_get(m, names[k]), &v, seen, sizeof seen, &busy);
         if (have && v > *vals[k]) {
             *vals[k] = v;
             if (k == 0) {
                 memcpy(c->flops_seen, seen, sizeof c->flops_seen);
                 c->from_cache = 1;
+                c->cache_busy |= busy;
             }
         } else if (*vals[k] > 0 && (!have || *vals[k] > v)) {
-            json_object_set_new(m, names[k], figure_json(*vals[k], c->flops_seen));
+            json_object_set_new(m, names[k],
+                                figure_json(*vals[k], c->flops_seen, c->measured_busy));
             changed = 1;
         }
     }
@@ -722,8 +735,16 @@ ft_status ft_ceilings_of(const ft_backend *be, int threads, ft_ceilings *c, ft_e
     char key[256], path[512];
     fill_key(be, threads < 1 ? 1 : threads, key, sizeof key);
     ft_ceilings_cache_path(path, sizeof path);
+    /* The load over the round: figures measured on a busy machine are low, and are marked so in
+     * the cache (a GPU's probes are not the host's to slow). */
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
     ft_status s = one_round(be, threads, cache_knows(path, key), c, err);
     if (s) return s;
+    ft_load load;
+    ft_load_mark_take(&m1);
+    ft_load_between(&m0, &m1, &load);
+    c->measured_busy = load.busy && !(be && be->ceilings);
     if (!(c->nlevels > 0))
         return ft_err_set(err, FT_EINTERNAL, "the %s backend measured no bandwidth ceiling",
                           be ? be->name : "cpu");

@@ -48,6 +48,8 @@ typedef struct ft_ceilings {
     double measured_s;    /* time they took, all rounds                                       */
     double measured_at;   /* wall time of the last round (seconds since the epoch)            */
     int from_cache;       /* some figure is the cache's, higher than this process measured    */
+    int measured_busy;    /* this process's rounds ran on a busy machine (its load judged)    */
+    int cache_busy;       /* some figure taken from the cache was measured on a busy one      */
     char key[256];        /* the machine fingerprint the cache keys these figures by          */
     char cache_path[512]; /* the cache file ("" when none is kept)                          */
     char cache_note[256]; /* why the cache was not read or written ("" when it was)         */

@@ -182,7 +182,8 @@ typedef struct {
     int remeasured;
     int busy; /* the load says so, or the scheduler took over --max-lost of the sampled time */
     ft_load ceil_load; /* the machine while the ceilings were measured here (none: not known) */
-    int ceil_busy;     /* ... busy, and the figures are this run's, not raised from the cache */
+    int ceil_busy;     /* ... busy, and the figures are this run's, not raised from the cache;
+                          or a figure the cache gave was measured on a busy machine */
 } bench_result;
 
 /* The inputs, the configuration's validity at them, and this machine's ceilings: everything
@@ -228,6 +229,7 @@ static int bench_prepare(const bench_args *a, ft_cli_setup *su, bench_result *r)
         ft_load_between(&m0, &m1, &r->ceil_load);
         r->ceil_busy = r->ceil_load.busy && !r->ceil.from_cache;
     }
+    if (r->ceil.cache_busy) r->ceil_busy = 1;
     return FT_EXIT_OK;
 }
 
@@ -350,7 +352,11 @@ static void bench_print_text(const bench_args *a, const ft_cli_setup *su, const 
                ceil->threads > 1 ? "s" : "", ceil->rounds, ceil->rounds > 1 ? "s" : "",
                ceil->measured_s,
                ceil->from_cache ? "; raised to the best this machine has shown (cache)" : "");
-    if (r->ceil_busy)
+    if (r->ceil.cache_busy)
+        printf("             BUSY when cached: the cache's figures were measured on a busy "
+               "machine; the ceilings read low and the roofline fraction high "
+               "(--measure-ceilings on a quiet machine)\n");
+    else if (r->ceil_busy)
         printf("             BUSY while measured: other processes used %.2f of %d CPUs; the "
                "ceilings read low and the roofline fraction high (--measure-ceilings on a quiet "
                "machine)\n",
