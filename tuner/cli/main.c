@@ -20,7 +20,7 @@ enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune COMMAND [ARGS...]\n\n"
                "Autotune and profile the kernels of block-diffusion drafters (DFlash, DFLARE,\n"
-               "D-PACE): fusion, attention and loss.\n\ncommands:\n");
+               "D-PACE): fusion, attention, linear and loss.\n\ncommands:\n");
     for (int i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(f, "  %-10s %s\n", "help", "show this text, or `help COMMAND` for one command");
