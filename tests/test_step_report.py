@@ -400,8 +400,15 @@ def test_report_resume():
     check([c["id"] for c in doc["claims"]] == ["fusion-overhead", "depth-scaling",
                                               "dpace-overhead"], "the three claims, in order")
     for c in doc["claims"]:
-        check(c["verdict"] in ("holds", "does not hold", "measured") and "%" in c["answer"],
-              f"claim {c['id']}: a verdict and a figure: {c['answer']}")
+        # dpace-overhead rests on losses timed side by side, whose samples are not judged: a
+        # spread of their quartiles wider than the 2.3% the claim is about decides nothing, and
+        # the verdict is withheld, saying so; a verdict given rests on a narrower one.
+        fig = c.get("figures", {})
+        wide = c["id"] == "dpace-overhead" and fig.get("high_pct", 0) - fig.get("low_pct", 0) > 2.3
+        check((c["verdict"] == "inconclusive" and "quartiles span" in c.get("withheld", "")) if wide
+              else c["verdict"] in ("holds", "does not hold", "measured") and "%" in c["answer"],
+              f"claim {c['id']}: a verdict and a figure: {c['verdict']} {c['answer']} {fig} "
+              f"{c.get('withheld')}")
         # Attributed to the paper by name and section, not to a folder of this repository.
         check("seeds/" not in c["source"] and "(technical summary), " in c["source"] and
               c["source"].split(":")[0] in ("DFLARE", "D-PACE"), f"claim {c['id']}: source "
