@@ -188,6 +188,20 @@ static void test_batch_after_a_busy_warmup(void) {
              b.st.taken);
 }
 
+/* A call just under the batching threshold (61 us: a batch of 2) whose warm-up was stretched
+ * past it is not timed one by one: a batch of 2 is not over twice 1, but one by one is no
+ * batch at all. */
+static void test_batch_of_two_after_a_busy_warmup(void) {
+    fake_bench b;
+    fake_bench_init(&b, 6.1e-5, 0, 4);
+    b.f.slow_calls = 1;
+    b.f.slow = 2e-4;
+    b.o.min_time_s = 0;
+    fake_measure(&b);
+    FT_CHECK(b.st.batch == 2, "a 61 us call batched by 2 after the busy warm-up, got %d",
+             b.st.batch);
+}
+
 /* After the samples start again at a larger batch, the minimum time counts from the restart:
  * ten samples taken at once after 0.2 s of slow ones do not converge on the slow ones' time
  * (they did, "converged" on a millisecond of samples). The samples here take no real time, so
@@ -546,6 +560,7 @@ int main(void) {
     FT_RUN(test_sample_cap_converged);
     FT_RUN(test_batches_short_calls);
     FT_RUN(test_batch_after_a_busy_warmup);
+    FT_RUN(test_batch_of_two_after_a_busy_warmup);
     FT_RUN(test_restart_counts_its_own_time);
     FT_RUN(test_screening);
     FT_RUN(test_stop_flag);

@@ -192,9 +192,11 @@ ft_status ft_measure(const ft_timed_fn *fn, const ft_measure_opts *o, ft_stats *
         all[taken++] = secs / batch;
         if (secs / batch < fastest) fastest = secs / batch;
         /* Every warm-up call stretched (a busy machine) sized the batch too small: once a
-         * sample shows the call needs a batch over twice as large, the samples start again at
-         * it (twice at most), so short calls are never timed one by one. */
-        if (batch_for(o, fastest) > 2 * batch && rebatched < 2) {
+         * sample shows the call needs a batch over twice as large, or any batch at all where it
+         * is timed one by one, the samples start again at it (twice at most), so short calls
+         * are never timed one by one. */
+        const int need = batch_for(o, fastest);
+        if ((need > 2 * batch || (batch == 1 && need > 1)) && rebatched < 2) {
             batch = batch_for(o, fastest);
             rebatched++;
             /* everything the samples said is said again: their count, what the scheduler took
