@@ -70,6 +70,12 @@ def check_adds_up(doc, what):
     check(w["stats"]["samples"] >= 1 and w["stats"]["median_s"] > 0,
           f"{what}: the whole step has samples")
     check(close(w["ratio"], w["stats"]["median_s"] / total), f"{what}: ratio = whole / sum")
+    # the machine over the measurement (its span is the step's): busy or not, where the span was
+    # long enough to judge
+    ld = doc.get("load", {})
+    check(isinstance(ld.get("known"), bool) and ld.get("span_s", 0) > 0 and
+          (not ld["known"] or isinstance(ld.get("busy"), bool)),
+          f"{what}: the step says how busy the machine was: {ld}")
     for i, s in enumerate(stages):
         if "timed_as" in s:
             t = stages[s["timed_as"]]

@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "core/json.h"
 #include "kernels/registry.h"
 #include "op/op_json.h"
 #include "tuner/step.h"
@@ -298,7 +299,18 @@ static ft_status whole_run(void *ctx, int reps, double *secs, ft_err *err) {
 
 static int stopped(const ft_step_opts *o) { return o->stop && *o->stop; }
 
+static ft_status measure_all(ft_step *s, const ft_step_opts *o, ft_err *err);
+
 ft_status ft_step_measure(ft_step *s, const ft_step_opts *o, ft_err *err) {
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
+    ft_status st = measure_all(s, o, err);
+    ft_load_mark_take(&m1);
+    ft_load_between(&m0, &m1, &s->load);
+    return st;
+}
+
+static ft_status measure_all(ft_step *s, const ft_step_opts *o, ft_err *err) {
     int distinct = 0, done = 0;
     for (int i = 0; i < s->n; i++)
         distinct += s->stages[i].twin < 0;
@@ -466,5 +478,6 @@ json_t *ft_step_to_json(const ft_step *s) {
         "(elementwise, O(rows x (H + I)) each; the final RMSNorm is in the loss)",
         "bytes", s->bytes);
     if (doc) json_object_set_new(doc, "date", json_string(date));
+    if (doc) json_object_set_new(doc, "load", ft_load_to_json(&s->load));
     return doc;
 }

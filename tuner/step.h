@@ -21,14 +21,15 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "op/backend.h"
-#include "tuner/measure.h"
-#include "op/op.h"
-#include "profiles/src/profile.h"
-#include "op/space.h"
+#include "core/load.h"
 #include "core/stats.h"
 #include "core/status.h"
 #include "core/workspace.h"
+#include "op/backend.h"
+#include "op/op.h"
+#include "op/space.h"
+#include "profiles/src/profile.h"
+#include "tuner/measure.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,6 +62,9 @@ typedef struct ft_step {
     char whole_mode[96]; /* how: "back to back (host clock)", "cuda graph", ...          */
     double sum_alone_s;  /* sum over the stages of their medians alone                     */
     double bytes;        /* the tensors the step holds                                     */
+    ft_load load;        /* the machine while the step was measured (core/load.h): busy, the
+                            medians may read slow though no sample lost time to the scheduler
+                            (other processes contend for caches, memory and SMT siblings) */
     ft_workspace ws;     /* every stage\'s scratch: one allocation, reused, as the tuner does */
 } ft_step;
 

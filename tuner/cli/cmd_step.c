@@ -168,6 +168,11 @@ static void print_human(const ft_step *s, const char *profile) {
     printf("not timed: the draft layers' norms, RoPE on the block, SiLU gating, residual adds "
            "(elementwise; the final norm is in the loss)\n");
     busy_add(&all, &s->whole);
+    if (s->load.busy)
+        printf("BUSY while measured: other processes used %.2f of %d CPUs; the medians may read "
+               "slow even where no sample was thrown away (caches, memory and SMT siblings are "
+               "shared: docs/measurement.md)\n",
+               s->load.other_cpus, s->load.ncpu);
     if (all.discarded > 0)
         printf("samples discarded: %ld of %ld (%.1f%%) over the step, their threads having lost "
                "time to other work (a busy machine: docs/measurement.md)\n",
