@@ -370,20 +370,6 @@ static ft_status measure_all(ft_step *s, const ft_step_opts *o, ft_err *err) {
 
 /* ---- the document -------------------------------------------------------------------------- */
 
-static json_t *stats_json(const ft_stats *st) {
-    json_t *o = json_object();
-    json_object_set_new(o, "median_s", ft_json_number(st->median));
-    json_object_set_new(o, "q1_s", ft_json_number(st->q1));
-    json_object_set_new(o, "q3_s", ft_json_number(st->q3));
-    json_object_set_new(o, "min_s", ft_json_number(st->min));
-    /* null: too few samples, or not measured cleanly (an upper bound, no interval) */
-    json_object_set_new(o, "ci_rel", ft_json_number(st->unclean ? NAN : st->ci_rel));
-    json_object_set_new(o, "samples", json_integer(st->samples));
-    json_object_set_new(o, "converged", json_boolean(st->converged));
-    ft_stats_sched_to_json(o, st);
-    return o;
-}
-
 static json_t *sizes_json(const ft_preset *p) {
     json_t *o = json_object();
     for (int i = 0; ft_preset_fields[i]; i++)
@@ -451,7 +437,7 @@ json_t *ft_step_to_json(const ft_step *s) {
             "{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:s, s:o, s:f, s:f, s:f}", "name", sg->name, "op",
             sg->call.op->name, "layer", sg->layer < 0 ? json_null() : json_integer(sg->layer),
             "pass", sg->pass, "dims", dims, "attrs", ft_attrs_to_json(&sg->call), "config", cfg,
-            "config_from", sg->cfg_from, "alone", stats_json(&sg->alone), "share",
+            "config_from", sg->cfg_from, "alone", ft_stats_to_json(&sg->alone), "share",
             s->sum_alone_s > 0 ? sg->alone.median / s->sum_alone_s : 0.0, "flops",
             sg->call.op->flops ? sg->call.op->flops(&sg->call) : 0.0, "bytes",
             ft_call_io_bytes(&sg->call));
@@ -471,7 +457,7 @@ json_t *ft_step_to_json(const ft_step *s) {
         "format", FT_STEP_FORMAT, "preset", p->name, "model", p->model, "arch", p->arch, "phase",
         p->phase, "sizes", sizes_json(p), "backend", s->be->name, "device", s->device, "clock",
         ft_backend_clock(s->be), "loss_scheme", s->loss_scheme, "stages", stages, "ops", by_name(s),
-        "layers", by_layer(s), "whole", "stats", stats_json(&s->whole), "mode", s->whole_mode,
+        "layers", by_layer(s), "whole", "stats", ft_stats_to_json(&s->whole), "mode", s->whole_mode,
         "sum_alone_s", s->sum_alone_s, "ratio",
         s->sum_alone_s > 0 ? s->whole.median / s->sum_alone_s : 0.0, "not_timed",
         "the draft layers' RMSNorms, q/k norms and RoPE of the block, SiLU gating, residual adds "
