@@ -655,6 +655,7 @@ typedef struct evaluator {
  * clock; note says what is worth saying (a clock other than CUPTI). */
 static ft_status evaluator_open(evaluator *ev, const ft_t1 *t, const ft_t1_tune_opts *o, char *note,
                                 size_t nnote, ft_err *err) {
+    (void)note, (void)nnote; /* (written only where CUPTI can be missing) */
     memset(ev, 0, sizeof *ev);
     ev->r = (runner){.t = t, .o = o};
     ft_status s = load_expected(t, o, ev->expect, err);
