@@ -336,16 +336,19 @@ void ft_eventlog_run_id(char *buf, size_t n) {
     snprintf(buf, n, "%012llx", (unsigned long long)(ft_rng_next(&r) & 0xffffffffffffull));
 }
 
-const char *ft_event_config_lacks(const json_t *run_start, const json_t *ev) {
+int ft_event_config_whole(const json_t *run_start, const json_t *ev, char *why, size_t n) {
     const json_t *def = json_object_get(run_start, "default"), *cfg = json_object_get(ev, "config");
     const char *name;
     const json_t *v;
-    if (!json_is_object(def) || !json_is_object(cfg)) return NULL;
+    if (!json_is_object(def) || !json_is_object(cfg)) return 1;
     json_object_foreach((json_t *)def, name, v) {
         (void)v;
-        if (!json_object_get(cfg, name)) return name;
+        if (!json_object_get(cfg, name))
+            return snprintf(why, n, "its config lacks '%.64s', which its run's default names",
+                            name),
+                   0;
     }
-    return NULL;
+    return 1;
 }
 
 int ft_event_measured_ok(const json_t *ev, char *why, size_t n) {

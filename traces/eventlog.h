@@ -68,11 +68,12 @@ char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX];
  * candidate again, and replay takes it as never measured. */
 int ft_event_measured_ok(const json_t *ev, char *why, size_t n);
 
-/* A parameter the run's default config names (run_start's "default": every tunable the
- * recording binary had) that a candidate event's "config" lacks, or NULL when it lacks none.
- * A config read alone takes a missing parameter at its default (a log older than a tunable);
- * in a run whose default names it, it is a damaged event that would pass for another config. */
-const char *ft_event_config_lacks(const json_t *run_start, const json_t *ev);
+/* Whether a candidate event's "config" names every parameter its run's default config names
+ * (run_start's "default": every tunable the recording binary had). When not, why (n bytes)
+ * names the one it lacks. A config read alone takes a missing parameter at its default (a log
+ * older than a tunable); in a run whose default names it, it is a damaged event that would
+ * pass for another config. */
+int ft_event_config_whole(const json_t *run_start, const json_t *ev, char *why, size_t n);
 
 /* Seconds since the epoch as a double (the events' "t"). */
 double ft_wall_time(void);

@@ -222,13 +222,14 @@ json_t *ft_eventlog_export_json(const json_t *events, const char *name, ft_expor
         if (!run || (run[0] && evrun && strcmp(evrun, run) != 0)) continue;
         if (!is_event(ev, "measured") && !is_event(ev, "rejected")) continue;
         ft_config cfg;
-        const char *lacks = ft_event_config_lacks(its_start, ev);
-        if (lacks)
-            ft_err_set(err, FT_EFORMAT,
-                       "%s: event %zu (%s): its config lacks '%s', which its run's default names",
-                       name, i + 1, str_field(ev, "event"), lacks);
-        if (lacks || ft_config_from_json(sp, json_object_get(ev, "config"), &cfg, err)) {
-            if (!lacks) ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
+        char why[128];
+        ft_status bad = FT_OK;
+        if (!ft_event_config_whole(its_start, ev, why, sizeof why))
+            bad = ft_err_set(err, FT_EFORMAT, "%s: event %zu (%s): %s", name, i + 1,
+                             str_field(ev, "event"), why);
+        else if ((bad = ft_config_from_json(sp, json_object_get(ev, "config"), &cfg, err)))
+            ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
+        if (bad) {
             ft_err_in_file(err);
             free(recs);
             ft_landscape_free(&l);

@@ -209,12 +209,10 @@ static ft_status read_scores(const json_t *events, size_t first, const char *nam
         int measured = is_event(ev, "measured"), rejected = is_event(ev, "rejected");
         if (!measured && !rejected && !is_event(ev, "verified")) continue;
         ft_config cfg;
-        const char *lacks = ft_event_config_lacks(start, ev);
-        if (lacks)
-            return ft_err_set(err, FT_EFORMAT,
-                              "%s: event %zu (%s): its config lacks '%s', which its run's default "
-                              "names",
-                              name, i + 1, str_field(ev, "event"), lacks);
+        char why[128];
+        if (!ft_event_config_whole(start, ev, why, sizeof why))
+            return ft_err_set(err, FT_EFORMAT, "%s: event %zu (%s): %s", name, i + 1,
+                              str_field(ev, "event"), why);
         if (ft_config_from_json(&l->space, json_object_get(ev, "config"), &cfg, err)) {
             ft_err_wrap(err, "%s: event %zu (%s)", name, i + 1, str_field(ev, "event"));
             return ft_err_in_file(err);

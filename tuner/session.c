@@ -739,17 +739,15 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
     /* Results of every run in the log with this key count. */
     int in_scope = 0;
     const json_t *start = NULL;
+    char why[128];
     json_array_foreach(events, k, ev) {
         const char *kind = json_string_value(json_object_get(ev, "event"));
         if (!strcmp(kind, "run_start")) {
             const char *kk = json_string_value(json_object_get(ev, "key"));
             in_scope = kk && !strcmp(kk, key);
             start = ev;
-        } else if (in_scope && ft_event_config_lacks(start, ev)) {
+        } else if (in_scope && !ft_event_config_whole(start, ev, why, sizeof why)) {
             /* Damaged: read alone, it would pass for another candidate. */
-            char why[160];
-            snprintf(why, sizeof why, "its config lacks '%.64s', which its run's default names",
-                     ft_event_config_lacks(start, ev));
             json_array_append_new(
                 S->resume_notes,
                 json_pack("{s:I, s:s, s:i}", "event", (json_int_t)(k + 1), "why", why, "cand", -1));
