@@ -2,8 +2,10 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "core/load.h"
 
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -66,6 +68,23 @@ static double loadavg1(void) {
     return la;
 }
 
+double ft_load_busy_cpus(void) {
+    const char *env = getenv("FLARETUNE_MAX_LOAD");
+    if (!env || !*env) return FT_LOAD_BUSY_CPUS;
+    if (!strcmp(env, "off")) return INFINITY;
+    char *end;
+    double v = strtod(env, &end);
+    return end != env && !*end && v >= 0 && isfinite(v) ? v : FT_LOAD_BUSY_CPUS;
+}
+
+/* Busy: known, and others used the CPUs FLARETUNE_MAX_LOAD allows (a quarter of one unless set)
+ * or the host stole 5%; never with FLARETUNE_MAX_LOAD=off. */
+static int judged_busy(const ft_load *l) {
+    const double cpus = ft_load_busy_cpus();
+    return l->known && isfinite(cpus) &&
+           (l->other_cpus >= cpus || l->steal_frac >= FT_LOAD_BUSY_STEAL);
+}
+
 void ft_load_between(const ft_load_mark *a, const ft_load_mark *b, ft_load *out) {
     memset(out, 0, sizeof *out);
     out->span_s = b->wall_s - a->wall_s;
@@ -79,8 +98,7 @@ void ft_load_between(const ft_load_mark *a, const ft_load_mark *b, ft_load *out)
     out->steal_frac = steal > 0 ? steal / (out->span_s * out->ncpu) : 0;
     out->read = 1;
     out->known = out->span_s >= FT_LOAD_MIN_SPAN_S;
-    out->busy = out->known &&
-                (out->other_cpus >= FT_LOAD_BUSY_CPUS || out->steal_frac >= FT_LOAD_BUSY_STEAL);
+    out->busy = judged_busy(out);
 }
 
 void ft_load_add(ft_load *acc, const ft_load *more) {
@@ -99,8 +117,7 @@ void ft_load_add(ft_load *acc, const ft_load *more) {
     acc->loadavg1 = more->loadavg1;
     acc->ncpu = more->ncpu;
     acc->known = t >= FT_LOAD_MIN_SPAN_S;
-    acc->busy = acc->known &&
-                (acc->other_cpus >= FT_LOAD_BUSY_CPUS || acc->steal_frac >= FT_LOAD_BUSY_STEAL);
+    acc->busy = judged_busy(acc);
 }
 
 char *ft_load_describe(const ft_load *l, char *buf, unsigned long n) {

@@ -15,7 +15,8 @@
 extern "C" {
 #endif
 
-/* Others using a quarter of a CPU, or the host stealing 5% of the time, is contention. */
+/* Others using a quarter of a CPU, or the host stealing 5% of the time, is contention
+ * (FLARETUNE_MAX_LOAD sets the CPUs; off: no measurement is called busy by its load). */
 #define FT_LOAD_BUSY_CPUS  0.25
 #define FT_LOAD_BUSY_STEAL 0.05
 /* Marks closer together than this are too short for the 10 ms ticks of /proc/stat to judge
@@ -43,6 +44,9 @@ typedef struct ft_load {
 } ft_load;
 
 void ft_load_mark_take(ft_load_mark *m);
+/* The CPUs others may keep busy before a measurement is busy: FLARETUNE_MAX_LOAD (a number >= 0,
+ * or off: infinity), else FT_LOAD_BUSY_CPUS; a value that does not parse leaves the default. */
+double ft_load_busy_cpus(void);
 /* The load between two marks (a taken before b). */
 void ft_load_between(const ft_load_mark *a, const ft_load_mark *b, ft_load *out);
 /* Combine: the load over both spans, weighted by their lengths. Spans too short to judge alone

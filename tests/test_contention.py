@@ -4,8 +4,8 @@ machine"). flaretune and two CPU-burning processes are pinned to one CPU (taskse
 scheduler takes the call's threads away for certain; the test checks what is done with that,
 never a timing: contaminated samples are counted and thrown away, an unclean candidate is never
 the winner or a speedup's baseline, the log, run_end, the profile and the summary agree, and a
-bench whose every sample is contaminated says so. Runs with FLARETUNE_MAX_LOST removed (the
-suite sets it off for every other test)."""
+bench whose every sample is contaminated says so. Runs with FLARETUNE_MAX_LOST and
+FLARETUNE_MAX_LOAD removed (the suite sets them off for every other test)."""
 import argparse
 import json
 import os
@@ -17,7 +17,7 @@ import tempfile
 import clitest
 from clitest import check
 
-ENV = {"FLARETUNE_MAX_LOST": None}
+ENV = {"FLARETUNE_MAX_LOST": None, "FLARETUNE_MAX_LOAD": None}
 
 
 def burners(n):
@@ -95,7 +95,7 @@ def test_bench_contaminated(tmp):
     mask = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(mask)})
     hogs = burners(2)
-    env = {"FLARETUNE_MAX_LOST": "0.000001"}
+    env = {**ENV, "FLARETUNE_MAX_LOST": "0.000001"}
     try:
         rc, out, err = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
                                    "--backend", "cpu", "--max-time", "0.2", "--json", env=env)
@@ -113,6 +113,11 @@ def test_bench_contaminated(tmp):
         rc5, _, err5 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
                                    "--backend", "cpu", "--max-time", "0.2", "--measure-ceilings",
                                    "--json", env={**env, "FLARETUNE_CEILINGS_CACHE": cache})
+        # FLARETUNE_MAX_LOAD=off: the load is still measured and shown, but judges nothing
+        rc8, out8, err8 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
+                                      "--backend", "cpu", "--max-time", "0.2", "--json",
+                                      env={"FLARETUNE_MAX_LOST": "off",
+                                           "FLARETUNE_MAX_LOAD": "off"})
     finally:
         stop(hogs)
         os.sched_setaffinity(0, mask)
@@ -145,12 +150,17 @@ def test_bench_contaminated(tmp):
                for f in list(m.get("levels", {}).values()) + [m.get("flops", {})]]
     check(figures and all(f.get("busy") is True for f in figures),
           f"the cache marks figures measured busy: {rc5} {err5[-300:]} {figures}")
+    doc8 = json.loads(out8) if rc8 == 0 else {}
+    check(doc8.get("busy") is False and doc8.get("load", {}).get("known") is True and
+          doc8["load"].get("busy") is False and doc8["load"].get("other_cpus", 0) > 0.25,
+          f"FLARETUNE_MAX_LOAD=off: the load shown, not judged: {rc8} {err8[-200:]} "
+          f"{doc8.get('busy')} {doc8.get('load')}")
     rc6, out6, err6 = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
                                   "--backend", "cpu", "--max-time", "0.05", "--json",
-                                  env={"FLARETUNE_CEILINGS_CACHE": cache})
+                                  env={**ENV, "FLARETUNE_CEILINGS_CACHE": cache})
     rc7, text7, _ = clitest.run("bench", "fusion.dflare", "--preset", "tiny.dflare.train",
                                 "--backend", "cpu", "--max-time", "0.05",
-                                env={"FLARETUNE_CEILINGS_CACHE": cache})
+                                env={**ENV, "FLARETUNE_CEILINGS_CACHE": cache})
     doc6 = json.loads(out6) if rc6 == 0 else {}
     check(doc6.get("ceilings_busy") is True and rc7 == 0 and "BUSY when cached" in text7,
           f"busy figures from the cache are said to be: {rc6} {doc6.get('ceilings_busy')} "

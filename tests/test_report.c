@@ -404,8 +404,8 @@ static void test_stacked_table_size(void) {
     rmdir(dir);
 }
 
-/* A busy machine (report_verdict.c): a verdict on evidence that is not clean is withheld, once;
- * the banner and the shares. */
+/* A busy machine (report_verdict.c): a verdict on evidence that is not clean, or was measured
+ * while the machine was busy, is withheld, once; the banner and the shares. */
 static void test_judge(void) {
     json_error_t je;
     json_t *doc = json_loads(
@@ -449,6 +449,39 @@ static void test_judge(void) {
     FT_CHECK(!ft_report_busy_text(doc, buf, sizeof buf) && !buf[0],
              "no banner when every step was clean");
     json_decref(doc);
+    /* Clean, but measured while the machine was busy: withheld all the same, saying so. */
+    doc = json_loads("{\"claims\": [{\"verdict\": \"holds\", \"evidence\": ["
+                     "{\"step\": \"a\", \"clean\": true, \"loaded\": true},"
+                     "{\"step\": \"b\", \"clean\": true, \"loaded\": false},"
+                     "{\"step\": \"c\", \"clean\": true}]}]}",
+                     0, &je);
+    FT_CHECK(doc != NULL, "the loaded document: %s", je.text);
+    if (!doc) return;
+    ft_report_judge(doc);
+    FT_CHECK(!strcmp(ft_report_verdict_text(json_array_get(json_object_get(doc, "claims"), 0), buf,
+                                            sizeof buf),
+                     "inconclusive: the machine was busy while 1 of its 3 steps was measured"),
+             "loaded evidence withheld: %s", buf);
+    FT_CHECK(ft_report_busy_text(doc, buf, sizeof buf) &&
+                 strstr(buf, "busy: 1 of 3 steps was measured while other processes kept"),
+             "the loaded banner: %s", buf);
+    json_decref(doc);
+    /* A step document: unclean (a sample rule), loaded (its load), or neither. */
+    const char *steps[] = {
+        "{\"whole\": {\"stats\": {\"clean\": true}}, \"load\": {\"busy\": false}}",
+        "{\"whole\": {\"stats\": {\"clean\": true}}, \"load\": {\"busy\": true}}",
+        "{\"whole\": {\"stats\": {\"clean\": false}}, \"load\": {\"busy\": true}}",
+        "{\"stages\": [{\"alone\": {\"clean\": false}}], \"whole\": {\"stats\": {}}}"};
+    const int bound[] = {0, 1, 1, 1}, loaded[] = {0, 1, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        json_t *st = json_loads(steps[i], 0, &je);
+        ft_report_busy b = {0};
+        ft_report_step_busy(st, &b);
+        FT_CHECK(st && ft_report_step_bound(st) == bound[i] && b.loaded_steps == loaded[i] &&
+                     b.unclean_steps + b.loaded_steps == bound[i],
+                 "step %d: bound %d, loaded %d", i, ft_report_step_bound(st), b.loaded_steps);
+        json_decref(st);
+    }
     FT_CHECK(!strcmp(ft_report_share_text(4, 1000, buf, sizeof buf), "0.4%") &&
                  !strcmp(ft_report_share_text(1, 100000, buf, sizeof buf), "<0.1%") &&
                  !strcmp(ft_report_share_text(0, 0, buf, sizeof buf), "0%"),

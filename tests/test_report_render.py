@@ -425,13 +425,14 @@ def test_large_series():
 
 # ---- a busy machine ----------------------------------------------------------------------------
 
-def busy_fixture(clean):
+def busy_fixture(clean, loaded=False):
     """The fixture with its claims' evidence (docs/report.md, "A busy machine"): the first claim
-    rests on a step that was not measured cleanly (unless clean), the second on a clean one."""
+    rests on a step that was not measured cleanly (unless clean; clean but measured while the
+    machine was busy if loaded), the second on a clean one."""
     doc = fixture()
     doc["claims"][0]["evidence"] = [
         {"step": "dflare.decode.decay", "clean": clean, "samples_discarded": 0 if clean else 60,
-         "samples_taken": 100},
+         "samples_taken": 100, **({"loaded": True} if loaded else {})},
         {"step": "dflash.decode.decay", "clean": True, "samples_discarded": 14,
          "samples_taken": 100}]
     doc["claims"][1]["evidence"] = [
@@ -465,8 +466,8 @@ def test_busy():
               f"report.json: the verdict withheld: {doc['claims'][0]}")
         check(doc["claims"][1]["verdict"] == "does not hold" and "withheld" not in doc["claims"][1],
               "report.json: a claim on clean evidence keeps its verdict")
-        check(doc["contention"] == {"steps": 3, "unclean_steps": 1, "samples_discarded": 76,
-                                    "samples_taken": 300},
+        check(doc["contention"] == {"steps": 3, "unclean_steps": 1, "loaded_steps": 0,
+                                    "samples_discarded": 76, "samples_taken": 300},
               f"report.json: the contention of its evidence: {doc.get('contention')}")
         check(verdict in page and banner in page, "report.html: the banner and the withheld verdict")
         check(f"**{verdict}**" in md and banner in md, "report.md: the banner and the verdict")
@@ -487,6 +488,20 @@ def test_busy():
         check(not re.search(r"inconclusive:|machine was busy|Verdict withheld", page + md) and
               "**inconclusive" not in md, "clean evidence: no banner, nothing withheld")
         check(doc["contention"]["unclean_steps"] == 0, "clean evidence: no unclean step")
+    # Every sample clean, but measured while other processes kept the CPUs busy (the step's
+    # `load`): cache, memory and SMT contention slow every sample without losing time, so the
+    # verdict is withheld all the same, saying why.
+    got = render_doc(busy_fixture(True, loaded=True), "loaded")
+    if got:
+        page, md, doc, _ = got
+        why = "the machine was busy while 1 of its 2 steps was measured"
+        check(doc["claims"][0]["verdict"] == "inconclusive" and doc["claims"][0]["withheld"] == why
+              and doc["claims"][1]["verdict"] == "does not hold",
+              f"loaded evidence: the verdict withheld: {doc['claims']}")
+        banner = ("The machine was busy: 1 of 3 steps was measured while other processes kept "
+                  "the CPUs busy")
+        check(doc["contention"]["loaded_steps"] == 1 and doc["contention"]["unclean_steps"] == 0
+              and banner in page and banner in md, f"loaded evidence: the banner: {md[:600]}")
 
 
 # ---- failures ----------------------------------------------------------------------------------

@@ -465,6 +465,41 @@ def test_report_resume():
     rc, _, err = run("report", "--from", os.path.join(out, "report.json"), "-o", again)
     check(rc == 0 and json.load(open(os.path.join(again, "report.json"))) == doc,
           f"report.json round-trips ({err.strip()})")
+    # A step measured while the machine was busy (its `load`), every sample clean: its medians
+    # are upper bounds all the same. Rebuilt from the log with one step's load marked busy, the
+    # claims resting on it are withheld, its points in the charts are marked, its row says so.
+    loaded = os.path.join(TMP, "rep-loaded")
+    os.makedirs(loaded)
+    target = doc["claims"][1]["evidence"][0]["step"]
+    with open(log) as src, open(os.path.join(loaded, "report.jsonl"), "w") as dst:
+        for line in src:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                dst.write(line)
+                continue
+            if ev.get("event") == "report_step" and ev["key"] == target:
+                ev["step"]["load"] = {"known": True, "busy": True, "other_cpus": 1.5,
+                                      "steal_frac": 0, "loadavg1": 3.5, "cpus": 2, "span_s": 2.0}
+                line = json.dumps(ev) + "\n"
+            dst.write(line)
+    rc, _, err = run(*sweep_cmd(loaded)[1:])
+    check(rc == 0 and log_steps(os.path.join(loaded, "report.jsonl")) == after,
+          f"rebuilt from the log, nothing measured again: {rc} {err[-300:]}")
+    ld = json.load(open(os.path.join(loaded, "report.json"))) if rc == 0 else {"claims": []}
+    for c in ld["claims"]:
+        rests = any(e["step"] == target for e in c.get("evidence", []))
+        check(not rests or (c["verdict"] == "inconclusive" and
+                            "was busy while" in c.get("withheld", "")),
+              f"claim {c['id']} on {target} (busy): {c['verdict']} {c.get('withheld')}")
+    check(ld.get("contention", {}).get("loaded_steps") == 1, f"contention: {ld.get('contention')}")
+    bound = [b for ch in ld.get("charts", []) for ser in ch.get("series", [])
+             for b in ser.get("bound", [])]
+    check(bound.count(True) >= 1 and bound.count(True) < len(bound),
+          f"the busy step's points marked in the charts, and only those: {bound}")
+    check(sum(r[-1].startswith("no: the machine was busy (others used 1.50 of 2 CPUs)")
+              for r in ld.get("tables", [{"rows": []}])[0]["rows"]) == 1,
+          "its row in the table of steps says so")
     # The same folder with another sweep's options: refused, the log kept.
     rc, _, err = run(*sweep_cmd(out, "--backend", "ref")[1:])
     check(rc != 0, "another sweep on the same log is refused")

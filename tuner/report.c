@@ -246,9 +246,10 @@ static json_t *stacked(const json_t *done, const char *phase) {
             json_array_append_new(segs, json_pack("{s:O, s:O}", "label", json_object_get(o, "name"),
                                                   "value", json_object_get(o, "median_s")));
         }
-        char label[64];
-        snprintf(label, sizeof label, "%s D%lld T%lld", arch_label(archs[a]),
-                 (long long)num(st, "sizes.D"), (long long)num(st, "sizes.T"));
+        char label[96];
+        snprintf(label, sizeof label, "%s D%lld T%lld%s", arch_label(archs[a]),
+                 (long long)num(st, "sizes.D"), (long long)num(st, "sizes.T"),
+                 ft_report_step_bound(st) ? " (busy: an upper bound)" : "");
         json_array_append_new(bars, json_pack("{s:s, s:o}", "label", label, "segments", segs));
     }
     char id[32], title[160];
@@ -265,8 +266,9 @@ static json_t *axis_chart(const json_t *done, char axis, const char *phase) {
     static const char *const archs[] = {"dflash", "dflare"};
     const int64_t *xs = axis == 'D' ? axis_D : axis_T;
     json_t *series = json_array();
+    int nbound = 0;
     for (int a = 0; a < 2; a++) {
-        json_t *pts = json_array(), *lo = json_array(), *hi = json_array();
+        json_t *pts = json_array(), *lo = json_array(), *hi = json_array(), *bound = json_array();
         for (int i = 0; i < 3; i++) {
             const json_t *st = step_at(done, archs[a], phase, axis == 'D' ? xs[i] : 0,
                                        axis == 'T' ? xs[i] : 0, 0, "decay");
@@ -275,21 +277,29 @@ static json_t *axis_chart(const json_t *done, char axis, const char *phase) {
                 pts, json_pack("[I, f]", (json_int_t)xs[i], num(st, "whole.stats.median_s")));
             json_array_append_new(lo, json_real(num(st, "whole.stats.q1_s")));
             json_array_append_new(hi, json_real(num(st, "whole.stats.q3_s")));
+            const int b = ft_report_step_bound(st);
+            json_array_append_new(bound, json_boolean(b));
+            nbound += b;
         }
         char label[64];
         snprintf(label, sizeof label, "%s", arch_label(archs[a]));
-        json_array_append_new(series, json_pack("{s:s, s:o, s:o, s:o}", "label", label, "points",
-                                                pts, "lo", lo, "hi", hi));
+        json_array_append_new(series, json_pack("{s:s, s:o, s:o, s:o, s:o}", "label", label,
+                                                "points", pts, "lo", lo, "hi", hi, "bound", bound));
     }
     char id[32], title[160];
     snprintf(id, sizeof id, "%s-%s", axis == 'D' ? "depth" : "targets", phase);
     snprintf(title, sizeof title, "%s step against %s (whole step, median and quartiles)",
              strcmp(phase, "train") ? "Inference" : "Training",
              axis == 'D' ? "draft layers D" : "target layers T");
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "id", id, "kind", "lines", "title",
-                     title, "unit", "s", "x_label",
-                     axis == 'D' ? "draft layers D" : "target layers T", "y_label", "step time",
-                     "series", series);
+    json_t *chart =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "id", id, "kind", "lines", "title", title,
+                  "unit", "s", "x_label", axis == 'D' ? "draft layers D" : "target layers T",
+                  "y_label", "step time", "series", series);
+    if (chart && nbound)
+        json_object_set_new(chart, "note",
+                            json_string("hollow markers: steps measured on a busy machine, whose "
+                                        "medians are upper bounds"));
+    return chart;
 }
 
 /* A scheme's training-step overhead over decay at block size B, in percent: the loss with the
@@ -509,16 +519,20 @@ static json_t *claim_dpace(const json_t *done, const json_t *paired, const char 
     return c;
 }
 
-/* "yes", or "no: 37% of samples discarded" (its medians are upper bounds). */
+/* "yes", "no: 37% of samples discarded", or "no: the machine was busy (others used 0.93 of 2
+ * CPUs)" (its medians are upper bounds either way). */
 static void step_clean(const json_t *st, char *buf, size_t n) {
-    ft_report_busy b = {0, 0, 0, 0};
+    ft_report_busy b = {0};
     ft_report_step_busy(st, &b);
     char pct[16];
-    if (!b.unclean_steps)
-        snprintf(buf, n, "yes");
-    else
+    if (b.unclean_steps)
         snprintf(buf, n, "no: %s of samples discarded",
                  ft_report_share_text(b.discarded, b.taken, pct, sizeof pct));
+    else if (b.loaded_steps)
+        snprintf(buf, n, "no: the machine was busy (others used %.2f of %lld CPUs)",
+                 num(st, "load.other_cpus"), (long long)num(st, "load.cpus"));
+    else
+        snprintf(buf, n, "yes");
 }
 
 static json_t *steps_table(const json_t *done) {
@@ -536,7 +550,7 @@ static json_t *steps_table(const json_t *done) {
         fmt_t(num(st, "whole.stats.median_s"), m, sizeof m);
         fmt_t(num(st, "whole.stats.q3_s") - num(st, "whole.stats.q1_s"), iqr, sizeof iqr);
         fmt_t(num(st, "whole.sum_alone_s"), sum, sizeof sum);
-        char clean[48];
+        char clean[80];
         step_clean(st, clean, sizeof clean);
         json_array_append_new(
             rows,
@@ -568,7 +582,7 @@ static json_t *build_doc(const json_t *done, const json_t *paired, const ft_repo
     json_t *steps = json_array();
     const char *key;
     json_t *st;
-    ft_report_busy busy = {0, 0, 0, 0};
+    ft_report_busy busy = {0};
     json_object_foreach((json_t *)done, key, st) {
         int dup = 0;
         for (size_t k = 0; k < json_array_size(steps) && !dup; k++)

@@ -44,20 +44,27 @@ ft_status ft_report_load(const char *path, json_t **out, ft_err *err);
 typedef struct ft_report_busy {
     long discarded, taken; /* samples thrown away as contaminated, of all those timed */
     int steps, unclean_steps;
+    int loaded_steps; /* clean steps measured while the machine was busy (their `load`) */
 } ft_report_busy;
 
 /* Add a step document (docs/step.md): its distinct measurements (each stage alone that is not
- * `timed_as` another, and the whole step); it is unclean when one of them is. */
+ * `timed_as` another, and the whole step); it is unclean when one of them is, and loaded when
+ * it is clean but its `load` says the machine was busy while it was measured. */
 void ft_report_step_busy(const json_t *step, ft_report_busy *b);
-/* {"steps", "unclean_steps", "samples_discarded", "samples_taken"}: a document's `contention`. */
+/* Whether a step's medians are upper bounds: unclean or loaded (ft_report_step_busy). */
+int ft_report_step_bound(const json_t *step);
+/* {"steps", "unclean_steps", "loaded_steps", "samples_discarded", "samples_taken"}: a document's
+ * `contention`. */
 json_t *ft_report_busy_to_json(const ft_report_busy *b);
 /* A claim's evidence entry for the step document `step` logged as `key`: {"step": key, "clean",
- * "samples_discarded", "samples_taken"}. */
+ * "loaded", "samples_discarded", "samples_taken"}. */
 json_t *ft_report_evidence(const char *key, const json_t *step);
 /* The one place a verdict is withheld: a claim whose `evidence` has a step that was not measured
- * cleanly gets the verdict "inconclusive" and `withheld`, why ("the machine was busy; 37% of
- * samples discarded": the share over its evidence); a document without `contention` gets one
- * from its claims' evidence (each step once). Judging a judged document changes nothing. */
+ * cleanly, or was measured while the machine was busy, gets the verdict "inconclusive" and
+ * `withheld`, why ("the machine was busy; 37% of samples discarded": the share over its
+ * evidence; or "the machine was busy while 2 of its 8 steps were measured"); a document without
+ * `contention` gets one from its claims' evidence (each step once). Judging a judged document
+ * changes nothing. */
 void ft_report_judge(json_t *doc);
 /* A claim's verdict as the page says it: "holds", or "inconclusive: the machine was busy; 37% of
  * samples discarded". Returns buf. */

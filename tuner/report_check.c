@@ -75,7 +75,8 @@ static ft_status want_strings(const json_t *obj, const char *const *keys, int re
 }
 
 /* A claim's optional evidence: the steps its verdict rests on, each {"step": string, "clean":
- * boolean, "samples_discarded": number, "samples_taken": number} (report_verdict.c). */
+ * boolean, "loaded": optional boolean, "samples_discarded": number, "samples_taken": number}
+ * (report_verdict.c). */
 static ft_status check_evidence(const json_t *c, const char *at, ft_err *err) {
     const json_t *ev;
     ft_status s = want(c, "evidence", JSON_ARRAY, 0, at, &ev, err);
@@ -89,6 +90,9 @@ static ft_status check_evidence(const json_t *c, const char *at, ft_err *err) {
         if (!json_is_boolean(clean))
             return bad(err, "%s.clean: expected a boolean, got %s", p.s,
                        clean ? json_kind(clean) : "nothing");
+        const json_t *loaded = json_object_get(e, "loaded");
+        if (loaded && !json_is_boolean(loaded))
+            return bad(err, "%s.loaded: expected a boolean, got %s", p.s, json_kind(loaded));
         if (!(s = want(e, "step", JSON_STRING, 1, p.s, NULL, err)) &&
             !(s = want(e, "samples_discarded", JSON_INTEGER, 0, p.s, NULL, err)))
             s = want(e, "samples_taken", JSON_INTEGER, 0, p.s, NULL, err);
@@ -189,7 +193,19 @@ static ft_status check_series(const json_t *ser, const char *at, ft_err *err) {
     }
     size_t n = json_array_size(pts);
     if ((s = check_band(ser, "lo", n, at, err))) return s;
-    return check_band(ser, "hi", n, at, err);
+    if ((s = check_band(ser, "hi", n, at, err))) return s;
+    /* bound: which points are upper bounds (steps measured on a busy machine), one a point */
+    const json_t *bound;
+    if ((s = want(ser, "bound", JSON_ARRAY, 0, at, &bound, err)) || !bound) return s;
+    ft_report_path p = ft_report_path_key(at, "bound");
+    if (json_array_size(bound) != n)
+        return bad(err, "%s: expected %zu booleans (one per point), got %zu", p.s, n,
+                   json_array_size(bound));
+    for (size_t i = 0; i < n; i++)
+        if (!json_is_boolean(json_array_get(bound, i)))
+            return bad(err, "%s: expected a boolean, got %s", ft_report_path_index(p.s, i).s,
+                       json_kind(json_array_get(bound, i)));
+    return FT_OK;
 }
 
 static ft_status check_chart(const json_t *c, const char *at, ft_err *err) {
@@ -271,8 +287,8 @@ static ft_status check_each(const json_t *doc, const char *key,
 static ft_status check_contention(const json_t *doc, ft_err *err) {
     const json_t *ct;
     ft_status s = want(doc, "contention", JSON_OBJECT, 0, "", &ct, err);
-    static const char *const keys[] = {"steps", "unclean_steps", "samples_discarded",
-                                       "samples_taken"};
+    static const char *const keys[] = {"steps", "unclean_steps", "loaded_steps",
+                                       "samples_discarded", "samples_taken"};
     for (size_t i = 0; !s && ct && i < sizeof keys / sizeof keys[0]; i++)
         s = want(ct, keys[i], JSON_INTEGER, 0, "contention", NULL, err);
     return s;

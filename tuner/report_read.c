@@ -87,6 +87,10 @@ double ft_report_point(const json_t *pts, size_t i, int k) {
     return json_number_value(json_array_get(json_array_get(pts, i), (size_t)k));
 }
 
+int ft_report_point_bound(const json_t *ser, size_t i) {
+    return json_is_true(json_array_get(json_object_get(ser, "bound"), i));
+}
+
 int *ft_report_points_order(const json_t *pts, size_t *n) {
     *n = json_array_size(pts);
     double *xs = malloc((*n ? *n : 1) * sizeof *xs);

@@ -38,6 +38,9 @@ double *ft_report_lines_xs(const json_t *chart, int *n, int *oom);
 
 /* Coordinate k (0: x, 1: y) of point i of a series' points. */
 double ft_report_point(const json_t *pts, size_t i, int k);
+/* Whether point i of a series is only an upper bound (its `bound`: a step measured on a busy
+ * machine). */
+int ft_report_point_bound(const json_t *ser, size_t i);
 
 /* The indices of a series' points in order of x, equal x in the document's order: what the
  * tables and the polylines walk, so a chart of n points costs n log n, not n^2. *n gets the

@@ -122,7 +122,8 @@ static ft_status stacked_table(ft_doc_node *parent, const json_t *chart) {
     return FT_OK;
 }
 
-/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": point i of a series. */
+/* "1.2 ms" or "1.2 ms [1.1 ms, 1.3 ms]": point i of a series, with "(busy: an upper bound)"
+ * where its `bound` says so. */
 static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf, size_t n) {
     const json_t *lo = json_object_get(ser, "lo"), *hi = json_object_get(ser, "hi");
     char y[48], l[48] = "-", h[48] = "-";
@@ -130,10 +131,11 @@ static void series_cell(const json_t *ser, size_t i, const char *unit, char *buf
                         sizeof y);
     if (lo) ft_report_fmt_value(json_number_value(json_array_get(lo, i)), unit, 4, l, sizeof l);
     if (hi) ft_report_fmt_value(json_number_value(json_array_get(hi, i)), unit, 4, h, sizeof h);
+    const char *mark = ft_report_point_bound(ser, i) ? " (busy: an upper bound)" : "";
     if (lo || hi)
-        snprintf(buf, n, "%s [%s, %s]", y, l, h);
+        snprintf(buf, n, "%s [%s, %s]%s", y, l, h, mark);
     else
-        snprintf(buf, n, "%s", y);
+        snprintf(buf, n, "%s%s", y, mark);
 }
 
 /* The series' points in order of x, and how far the rows have walked each. */

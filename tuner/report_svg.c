@@ -154,10 +154,16 @@ static double line_width(int k, int ns) {
 }
 
 /* A marker of shape k % NSHAPES (circle, square, triangle, diamond, triangle down) of half-size
- * r at (cx, cy): the opening of a <path> of class cls, closed by the caller. */
+ * r at (cx, cy): the opening of a <path> of class cls, closed by the caller; hollow (white,
+ * outlined in its colour) for a point that is only an upper bound. */
 static void svg_marker(out *o, const char *cls, int k, double cx, double cy, double r,
-                       const char *colour) {
-    putf(o, "<path class=\"%s\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1\" d=\"", cls, colour);
+                       const char *colour, int hollow) {
+    if (hollow)
+        putf(o, "<path class=\"%s\" fill=\"#fff\" stroke=\"%s\" stroke-width=\"2\" d=\"", cls,
+             colour);
+    else
+        putf(o, "<path class=\"%s\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1\" d=\"", cls,
+             colour);
     static const double square[] = {-1, -1, 1, -1, 1, 1, -1, 1};
     static const double tri[] = {0, -1.2, 1.1, 0.8, -1.1, 0.8};
     static const double diamond[] = {0, -1.3, 1.3, 0, 0, 1.3, -1.3, 0};
@@ -225,7 +231,7 @@ static void svg_legend(out *o, const ft_report_palette *labels, ft_report_palett
             putf(o, "\" stroke=\"%s\" stroke-width=\"2\"", colour);
             if (series_dash[i % NDASH]) putf(o, " stroke-dasharray=\"%s\"", series_dash[i % NDASH]);
             put(o, "/>\n");
-            svg_marker(o, "key", i, x + 7, y - 4, marker_size(i, labels->n), colour);
+            svg_marker(o, "key", i, x + 7, y - 4, marker_size(i, labels->n), colour, 0);
             put(o, "</path>\n");
         } else {
             svg_rect(o, x, y - 10, 14, 12, colour);
@@ -522,11 +528,14 @@ static void svg_series_markers(out *o, const plot *p, const json_t *ser, int k, 
         const json_t *pt = json_array_get(pts, i);
         double x = json_number_value(json_array_get(pt, 0));
         double y = json_number_value(json_array_get(pt, 1));
-        svg_marker(o, "marker", k, plot_x(p, x), plot_y(p, y), r, colour);
+        const int bound = ft_report_point_bound(ser, i);
+        svg_marker(o, bound ? "marker bound" : "marker", k, plot_x(p, x), plot_y(p, y), r, colour,
+                   bound);
         put(o, "<title>");
         put_xml(o, label);
         putf(o, ": %.6g, ", x);
         put_value(o, y, p->unit, 4);
+        if (bound) put(o, " (busy: an upper bound)");
         put(o, "</title></path>\n");
     }
 }

@@ -5,7 +5,9 @@
  * A step document (docs/step.md) was measured cleanly when every distinct measurement in it
  * was: each stage timed alone (a stage `timed_as` another shares that one's) and the whole step.
  * An unclean median counts every sample, contaminated ones too: an upper bound, which can make
- * a claim hold or fail by the scheduler's hand, so its verdict is "inconclusive".
+ * a claim hold or fail by the scheduler's hand, so its verdict is "inconclusive". So is one
+ * resting on a clean step measured while the machine was busy (its `load`): contention for
+ * caches, memory and a core's SMT sibling slows every sample without showing as time lost.
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,20 +44,28 @@ void ft_report_step_busy(const json_t *step, ft_report_busy *b) {
                           &b->taken);
     b->steps++;
     b->unclean_steps += unclean;
+    b->loaded_steps +=
+        !unclean && json_is_true(json_object_get(json_object_get(step, "load"), "busy"));
+}
+
+int ft_report_step_bound(const json_t *step) {
+    ft_report_busy b = {0};
+    ft_report_step_busy(step, &b);
+    return b.unclean_steps || b.loaded_steps;
 }
 
 json_t *ft_report_busy_to_json(const ft_report_busy *b) {
-    return json_pack("{s:i, s:i, s:I, s:I}", "steps", b->steps, "unclean_steps", b->unclean_steps,
-                     "samples_discarded", (json_int_t)b->discarded, "samples_taken",
-                     (json_int_t)b->taken);
+    return json_pack("{s:i, s:i, s:i, s:I, s:I}", "steps", b->steps, "unclean_steps",
+                     b->unclean_steps, "loaded_steps", b->loaded_steps, "samples_discarded",
+                     (json_int_t)b->discarded, "samples_taken", (json_int_t)b->taken);
 }
 
 json_t *ft_report_evidence(const char *key, const json_t *step) {
-    ft_report_busy b = {0, 0, 0, 0};
+    ft_report_busy b = {0};
     ft_report_step_busy(step, &b);
-    return json_pack("{s:s, s:b, s:I, s:I}", "step", key, "clean", !b.unclean_steps,
-                     "samples_discarded", (json_int_t)b.discarded, "samples_taken",
-                     (json_int_t)b.taken);
+    return json_pack("{s:s, s:b, s:b, s:I, s:I}", "step", key, "clean", !b.unclean_steps, "loaded",
+                     b.loaded_steps > 0, "samples_discarded", (json_int_t)b.discarded,
+                     "samples_taken", (json_int_t)b.taken);
 }
 
 /* A claim's evidence (docs/report.md) added up. */
@@ -65,6 +75,8 @@ static void evidence_busy(const json_t *evidence, ft_report_busy *b) {
     json_array_foreach(evidence, i, e) {
         b->steps++;
         b->unclean_steps += json_is_false(json_object_get(e, "clean"));
+        b->loaded_steps +=
+            json_is_true(json_object_get(e, "clean")) && json_is_true(json_object_get(e, "loaded"));
         b->discarded += count(e, "samples_discarded");
         b->taken += count(e, "samples_taken");
     }
@@ -84,7 +96,7 @@ const char *ft_report_share_text(long part, long whole, char *buf, size_t n) {
 /* The document's contention from its claims' evidence, each step once (a document that says
  * nothing of the sweep as a whole). */
 static json_t *contention_from_claims(const json_t *claims) {
-    ft_report_busy b = {0, 0, 0, 0};
+    ft_report_busy b = {0};
     json_t *seen = json_object();
     size_t i, k;
     const json_t *c, *e;
@@ -108,12 +120,16 @@ void ft_report_judge(json_t *doc) {
     json_array_foreach(json_object_get(doc, "claims"), i, c) {
         const json_t *ev = json_object_get(c, "evidence");
         if (!json_is_array(ev)) continue;
-        ft_report_busy b = {0, 0, 0, 0};
+        ft_report_busy b = {0};
         evidence_busy(ev, &b);
-        if (!b.unclean_steps) continue;
+        if (!b.unclean_steps && !b.loaded_steps) continue;
         char pct[16], why[128];
         ft_report_share_text(b.discarded, b.taken, pct, sizeof pct);
-        snprintf(why, sizeof why, "the machine was busy; %s of samples discarded", pct);
+        if (b.unclean_steps)
+            snprintf(why, sizeof why, "the machine was busy; %s of samples discarded", pct);
+        else
+            snprintf(why, sizeof why, "the machine was busy while %d of its %d steps %s measured",
+                     b.loaded_steps, b.steps, b.loaded_steps == 1 ? "was" : "were");
         json_object_set_new(c, "verdict", json_string("inconclusive"));
         json_object_set_new(c, "withheld", json_string(why));
     }
@@ -137,16 +153,28 @@ const char *ft_report_verdict_text(const json_t *claim, char *buf, size_t n) {
 int ft_report_busy_text(const json_t *doc, char *buf, size_t n) {
     if (n) buf[0] = '\0';
     const json_t *ct = json_object_get(doc, "contention");
-    long unclean = count(ct, "unclean_steps"), steps = count(ct, "steps");
-    if (!unclean || !n) return 0;
-    char pct[16];
+    long unclean = count(ct, "unclean_steps"), loaded = count(ct, "loaded_steps"),
+         steps = count(ct, "steps");
+    if ((!unclean && !loaded) || !n) return 0;
+    char pct[16], unc[200] = "", load[200] = "";
     ft_report_share_text(count(ct, "samples_discarded"), count(ct, "samples_taken"), pct,
                          sizeof pct);
+    if (unclean)
+        snprintf(unc, sizeof unc,
+                 " %ld of %ld steps %s not measured cleanly, and %s of the samples were thrown "
+                 "away as contaminated (their threads lost time to other work)",
+                 unclean, steps, unclean == 1 ? "was" : "were", pct);
+    const char *were = loaded == 1 ? "was" : "were",
+               *why = "measured while other processes kept the CPUs busy, which slows every sample "
+                      "without showing as time lost";
+    if (loaded && unclean)
+        snprintf(load, sizeof load, "; %ld more step%s %s %s", loaded, loaded == 1 ? "" : "s", were,
+                 why);
+    else if (loaded)
+        snprintf(load, sizeof load, " %ld of %ld steps %s %s", loaded, steps, were, why);
     snprintf(buf, n,
-             "The machine was busy: %ld of %ld steps %s not measured cleanly, and %s of the "
-             "samples were thrown away as contaminated (their threads lost time to other work). "
-             "Those steps' medians count every sample, an upper bound, and a verdict that rests on "
-             "them is withheld (inconclusive).",
-             unclean, steps, unclean == 1 ? "was" : "were", pct);
+             "The machine was busy:%s%s. Those steps' medians are upper bounds, and a verdict "
+             "that rests on them is withheld (inconclusive).",
+             unc, load);
     return 1;
 }
