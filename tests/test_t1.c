@@ -216,6 +216,8 @@ static void test_bad_files(void) {
         {"\"[32, 64, 128, 256]\"", "\"[32, 64, 128, 256\"", "Values: expression"},
         {"\"[32, 64, 128, 256]\"", "\"__import__('os')\"", "unknown function '__import__'"},
         {"\"[32, 64, 128, 256]\"", "\"[]\"", "has no values"},
+        {"\"[32, 64, 128, 256]\"", "\"64\"", "Values: \"64\" is a number, not a list (write [64])"},
+        {"\"[32, 64, 128, 256]\"", "\"2 * 32\"", "\"2 * 32\" is a number, not a list (write [64])"},
         {"\"Values\": [0, 1]", "\"Values\": [true, false]",
          "parameter use_ldg: Values[0], true, is not a number"},
         {"\"Values\": [0, 1]", "\"Values\": [0, \"1\"]",

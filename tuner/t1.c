@@ -248,6 +248,16 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
             ft_expr *e = NULL;
             ft_err ee = {0};
             ft_status s = ft_expr_compile(json_string_value(vals), NULL, 0, &e, &ee);
+            /* A list, as Kernel Tuner's eval() of it must give: "64" is not one. */
+            ft_expr_value one;
+            ft_err scalar = {0};
+            if (s == FT_OK && ft_expr_eval(e, NULL, &one, &scalar) == FT_OK) {
+                char text[80];
+                ft_expr_format(one, text, sizeof text);
+                s = ft_err_set(&ee, FT_EFORMAT, "\"%.64s\" is %s, not a list (write [%s])",
+                               json_string_value(vals),
+                               one.kind == FT_EXPR_STR ? "a string" : "a number", text);
+            }
             if (s == FT_OK) s = ft_expr_eval_list(e, NULL, &items, &n, &ee);
             /* Strings for a string tunable (their texts copied before the expression goes),
              * numbers for the others. */
