@@ -20,7 +20,8 @@
  *                           + (benchmark_time, else sum(times), else time)
  *   T4:           cost_ms = times.compilation + times.validation + sum(times.runtimes)
  *
- * framework time left out of both; a missing piece counts 0, none at all gives NaN.
+ * framework time left out of both; a missing piece counts 0, none at all gives NaN, and so
+ * does a piece recorded as NaN or an infinity (a time spent but not known).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -359,11 +360,18 @@ static double sum_numbers(const json_t *a, int *any) {
     return t;
 }
 
-/* A cost piece: adds o[k] (milliseconds) when it is a number. */
+/* A cost piece: adds o[k] (milliseconds) when it is a number. A piece recorded as NaN or an
+ * infinity (Python's bare words, quoted on reading) was spent but not known: the whole cost is
+ * unknown (NaN), never counted as 0. */
 static void add_piece(const json_t *o, const char *k, double *t, int *any) {
     const json_t *v = json_object_get(o, k);
+    const char *word = json_string_value(v);
     if (json_is_number(v) && isfinite(json_number_value(v))) {
         *t += json_number_value(v);
+        *any = 1;
+    } else if (word &&
+               (!strcmp(word, "NaN") || !strcmp(word, "Infinity") || !strcmp(word, "-Infinity"))) {
+        *t = NAN;
         *any = 1;
     }
 }
