@@ -380,12 +380,13 @@ static int sync_failed(FILE *f, const char *tmp) {
 }
 
 /* Where a write to path lands: the file a symbolic link points at (so that the link stays a
- * link, as `cp` and editors keep it), else path itself. Returns out, or path when it is no link
- * or the link does not resolve (a dangling link is then replaced, as a missing file is made). */
+ * link, as `cp` and editors keep it; a dangling link's target is made), else path itself.
+ * Returns out, or path when it is no link or its links cannot be followed (a loop). */
 static const char *landing(const char *path, char *out, size_t n) {
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || n < PATH_MAX) return path;
-    return realpath(path, out) ? out : path;
+    int exists;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+    return ft_path_follow(path, out, n, &exists) == 0 ? out : path;
 }
 
 /* Where the temporary file tmp of path (ft_file_create_tmp's "<landing>.tmp.XXXXXX") lands: the

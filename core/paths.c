@@ -3,6 +3,7 @@
 #include "core/paths.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -84,6 +85,43 @@ int ft_path_dir(const char *path, char *dir, size_t n) {
     }
     snprintf(dir, n, "%.*s", len, slash ? path : ".");
     return 1;
+}
+
+int ft_path_follow(const char *path, char *out, size_t n, int *exists) {
+    char cur[PATH_MAX], buf[PATH_MAX];
+    *exists = 0;
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur) return ENAMETOOLONG;
+    for (int hops = 0;; hops++) {
+        if (realpath(cur, buf)) {
+            *exists = 1;
+            break;
+        }
+        if (errno != ENOENT) return errno;
+        struct stat st;
+        if (stat(cur, &st) == 0) { /* a link only the kernel follows: /dev/stdout to a pipe */
+            memcpy(buf, cur, strlen(cur) + 1);
+            *exists = 1;
+            break;
+        }
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) { /* a name to create */
+            memcpy(buf, cur, strlen(cur) + 1);
+            break;
+        }
+        if (hops >= 40) return ELOOP;
+        char to[PATH_MAX];
+        ssize_t k = readlink(cur, to, sizeof to - 1);
+        if (k < 0) return errno;
+        to[k] = '\0';
+        const char *slash = strrchr(cur, '/');
+        int w = to[0] == '/' || !slash
+                    ? snprintf(buf, sizeof buf, "%s", to)
+                    : snprintf(buf, sizeof buf, "%.*s/%s", (int)(slash - cur), cur, to);
+        if (w < 0 || (size_t)w >= sizeof cur) return ENAMETOOLONG;
+        memcpy(cur, buf, (size_t)w + 1);
+    }
+    if (strlen(buf) >= n) return ENAMETOOLONG;
+    memcpy(out, buf, strlen(buf) + 1);
+    return 0;
 }
 
 /* path with its directory resolved (realpath) and its last name kept: what a file made at path

@@ -30,6 +30,13 @@ int ft_same_file(const char *a, const char *b);
 /* The directory part of path as written: "." for a bare name, "/" for a name at the root, else
  * everything before the last '/'. Returns 0 (dir left "") when it does not fit in n. */
 int ft_path_dir(const char *path, char *dir, size_t n);
+/* Where a write to path lands when its symbolic links are followed, so that a link stays a
+ * link: 0 with out its real path (*exists 1), or for a name that does not exist yet, a dangling
+ * link's target included (links followed by hand, a relative target from its link's folder),
+ * that name (*exists 0); a link only the kernel can follow (/dev/stdout to a pipe) is itself,
+ * existing. Else an errno: ENAMETOOLONG (over n), ELOOP (40 links), ENOTDIR, or
+ * what realpath or readlink said. */
+int ft_path_follow(const char *path, char *out, size_t n, int *exists);
 /* Whether paths a and b name one file, existing or to be made: ft_same_file, else the same
  * name in the same (resolved) directory; so two outputs of one command never collide. */
 int ft_same_path(const char *a, const char *b);

@@ -240,6 +240,15 @@ def test_exec_all_or_nothing():
     one_line_error(["exec", "attention.decode", "--backend", "cpu", "--in", d, "--out", linked], 2,
                    f"is the input {os.path.join(d, q)}")
     check(open(os.path.join(d, q), "rb").read() == before, "the input is left as it was")
+    # An output that is a dangling link: its target is written, the link kept.
+    dl = os.path.join(TMP, "aon-dangling")
+    os.makedirs(dl)
+    os.symlink("../aon-dangling-ce.npy", os.path.join(dl, "ce.npy"))
+    rc, _, err = run("exec", "loss", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                     "--out", dl)
+    check(rc == 0 and os.path.islink(os.path.join(dl, "ce.npy")) and
+          os.path.getsize(os.path.join(TMP, "aon-dangling-ce.npy")) > 128,
+          f"exec --out through a dangling link: the link kept, its target written: {rc} {err}")
 
 
 # ---- .npy files that lie ------------------------------------------------------------------------

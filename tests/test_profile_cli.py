@@ -300,6 +300,15 @@ def test_emit(tmp):
     rc, out, err = run("emit", p, "-o", hlink)
     check(rc == 0 and os.path.islink(hlink) and "#ifndef FT_TUNED_H" in read(target),
           f"emit -o a link: the link kept, its file written: {rc} {err!r}")
+    # A dangling link, relative, from another folder: its target is made, the link kept.
+    os.makedirs(os.path.join(tmp, "dl"), exist_ok=True)
+    dangling = os.path.join(tmp, "dl", "t.h")
+    os.symlink("../dl-target.h", dangling)
+    rc, out, err = run("emit", p, "-o", dangling)
+    check(rc == 0 and os.path.islink(dangling) and
+          "#ifndef FT_TUNED_H" in read(os.path.join(tmp, "dl-target.h")) and
+          os.listdir(os.path.join(tmp, "dl")) == ["t.h"],
+          f"emit -o a dangling link: its target made, the link kept: {rc} {err!r}")
 
 
 def test_renamed_tunables(tmp):

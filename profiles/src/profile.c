@@ -1123,39 +1123,13 @@ static ft_status resolve_target(const char *path, char *real, size_t n, ft_err *
     if (!path || !path[0]) return ft_err_set(err, FT_EINVAL, "the profile path is empty");
     if (strlen(path) >= PATH_MAX - NAME_ROOM) return name_too_long(path, err);
     char cur[PATH_MAX], buf[PATH_MAX];
-    snprintf(cur, sizeof cur, "%s", path);
-    int found = 0;
-    for (int hops = 0;; hops++) {
-        if (realpath(cur, buf)) {
-            found = 1;
-            break;
-        }
-        int e = errno;
-        if (e == ENAMETOOLONG) return name_too_long(path, err);
-        if (e == ENOTDIR)
-            return ft_err_set(err, FT_EIO, "%s: a component of the path is not a directory",
-                              short_path(path, sp, sizeof sp));
-        if (e != ENOENT)
-            return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp), strerror(e));
-        struct stat st;
-        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break; /* a file to create */
-        /* A dangling link: follow it by hand to the file it will create. */
-        if (hops >= 40)
-            return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp),
-                              strerror(ELOOP));
-        char to[PATH_MAX];
-        ssize_t k = readlink(cur, to, sizeof to - 1);
-        if (k < 0)
-            return ft_err_set(err, FT_EIO, "%s: cannot read the link: %s",
-                              short_path(path, sp, sizeof sp), strerror(errno));
-        to[k] = '\0';
-        const char *slash = strrchr(cur, '/');
-        int w = to[0] == '/' || !slash
-                    ? snprintf(buf, sizeof buf, "%s", to)
-                    : snprintf(buf, sizeof buf, "%.*s/%s", (int)(slash - cur), cur, to);
-        if (w < 0 || (size_t)w >= sizeof cur - NAME_ROOM) return name_too_long(path, err);
-        memcpy(cur, buf, (size_t)w + 1);
-    }
+    int found = 0, fe = ft_path_follow(path, buf, sizeof cur - NAME_ROOM, &found);
+    if (fe == ENAMETOOLONG) return name_too_long(path, err);
+    if (fe == ENOTDIR)
+        return ft_err_set(err, FT_EIO, "%s: a component of the path is not a directory",
+                          short_path(path, sp, sizeof sp));
+    if (fe) return ft_err_set(err, FT_EIO, "%s: %s", short_path(path, sp, sizeof sp), strerror(fe));
+    if (!found) memcpy(cur, buf, strlen(buf) + 1);
     if (!found) {
         /* Not there yet: the real path of its directory, then its name. */
         const char *slash = strrchr(cur, '/');
