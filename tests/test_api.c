@@ -232,6 +232,11 @@ static void test_bad_use(void) {
                    FLARETUNE_HOST);
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "loss", A, NULL), FLARETUNE_ESHAPE, "int32");
     bind_all(ctx, &p, NULL);
+    /* a name the message quotes holds a line break: the message stays one line */
+    EXPECT_FAIL(
+        ctx, &p,
+        flaretune_bind(ctx, "dh\nname", t->data, FLARETUNE_F32, 2, t->shape, FLARETUNE_HOST),
+        FLARETUNE_EINVAL, "'dh name'");
     /* unknown op, attribute, config parameter or value; a config that cannot run here */
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, "los", NULL, NULL), FLARETUNE_EINVAL, "loss");
     EXPECT_FAIL(ctx, &p, flaretune_run(ctx, NULL, NULL, NULL), FLARETUNE_EINVAL, "op");

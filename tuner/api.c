@@ -86,7 +86,8 @@ static flaretune_status api_status(ft_status s) {
     }
 }
 
-/* Record a message on ctx and return st. */
+/* Record a message on ctx and return st: one line, as the header promises, whatever the strings
+ * it quotes hold (a tensor's name, a hand-edited profile's device). */
 static flaretune_status fail(flaretune_context *ctx, flaretune_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static flaretune_status fail(flaretune_context *ctx, flaretune_status st, const char *fmt, ...) {
@@ -94,6 +95,7 @@ static flaretune_status fail(flaretune_context *ctx, flaretune_status st, const 
     va_start(ap, fmt);
     vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
     va_end(ap);
+    ft_err_one_line(ctx->msg);
     return st;
 }
 
