@@ -15,6 +15,10 @@
 #   P/share/man/man1/flaretune.1          the --help text as a manual page (with help2man)
 include(CMakePackageConfigHelpers)
 
+# The installed binary and shared library keep the folders of the libraries they link that the
+# loader does not search by itself (OpenBLAS's OpenMP build, the CUDA toolkit) as their RUNPATH,
+# as the build's have: without it they would load the system's default OpenBLAS, or not start.
+set_target_properties(flaretune flaretune_shared PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
 install(TARGETS flaretune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS flaretune_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${FT_STATIC_LIB} DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -58,6 +58,19 @@ def check_layout(prefix):
     so = os.path.realpath(os.path.join(lib, "libflaretune.so"))
     dyn = sh("readelf", "-d", so).stdout
     check("Library soname: [libflaretune.so.0]" in dyn, "soname libflaretune.so.0")
+    # The folders of what they link outside the loader's own (OpenBLAS's OpenMP build, the CUDA
+    # toolkit) stay in the installed binary's and library's RUNPATH, as in the build's.
+    def runpath(f):
+        m = re.search(r"Library (?:runpath|rpath): \[([^\]]*)\]", sh("readelf", "-d", f).stdout)
+        return set(m.group(1).split(":")) if m else set()
+    build_root = os.path.realpath(BUILD)
+    for built, f in ((os.path.join(BUILD, os.path.basename(so)), so),
+                     (os.path.join(BUILD, "flaretune"), os.path.join(prefix, "bin", "flaretune"))):
+        wanted = {d for d in runpath(built)
+                  if d and not os.path.realpath(d).startswith(build_root)}
+        check(os.path.exists(built) and wanted <= runpath(f),
+              f"{os.path.basename(f)} keeps the build's library folders {sorted(wanted)} in its "
+              f"RUNPATH: {sorted(runpath(f))}")
     exported = [l.split()[-1] for l in sh("nm", "-D", "--defined-only", so).stdout.splitlines()
                 if l.strip()]
     others = [s for s in exported if not s.startswith("flaretune_")]
