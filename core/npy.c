@@ -448,6 +448,17 @@ FILE *ft_file_create_tmp(const char *path, char *tmp, size_t n, ft_err *err) {
         ft_err_set(err, FT_EINVAL, "%s: path too long", path);
         return NULL;
     }
+    /* The temporary file's name is the file's and a suffix of 11 bytes: a name with no room
+     * for it is refused as such, not blamed on the name itself. */
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t room = sizeof ".tmp.XXXXXX" - 1;
+    if (strlen(base) + room > NAME_MAX) {
+        ft_err_set(err, FT_EINVAL,
+                   "%s: a name of %zu bytes leaves no room for its temporary file's suffix "
+                   "(.tmp.XXXXXX): at most %zu bytes",
+                   path, strlen(base), (size_t)NAME_MAX - room);
+        return NULL;
+    }
     remove_stale_tmp(path);
     int fd = mkstemp(tmp);
     if (fd < 0) {

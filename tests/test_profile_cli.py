@@ -300,6 +300,9 @@ def test_emit(tmp):
     rc, out, err = run("emit", p, "-o", hlink)
     check(rc == 0 and os.path.islink(hlink) and "#ifndef FT_TUNED_H" in read(target),
           f"emit -o a link: the link kept, its file written: {rc} {err!r}")
+    # A name with no room for the temporary file's suffix is refused as such (NAME_MAX 255).
+    one_line_error(["emit", p, "-o", os.path.join(tmp, "a" * 248 + ".h")], 1,
+                   "leaves no room for its temporary file's suffix")
     # A dangling link, relative, from another folder: its target is made, the link kept.
     os.makedirs(os.path.join(tmp, "dl"), exist_ok=True)
     dangling = os.path.join(tmp, "dl", "t.h")
