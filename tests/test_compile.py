@@ -85,6 +85,9 @@ def test_usage(ops):
     one_line_error(["compile", "loss", "--backend", "cpu"], 2, "unknown option '--backend'")
     one_line_error(["compile", "--source", "x.cu", "loss"], 2, "takes no op")
     one_line_error(["compile", "loss", "--kernel", "k:32"], 2, "--source")
+    for bad in ("x:0", "x:32:-5", "x:99999999999"):  # quoted whole, as given
+        one_line_error(["compile", "--source", "fusion/fusion.cu", "--kernel", bad], 2,
+                       f"got '{bad}'")
     one_line_error(["compile", "--source", "x.cu", "--all-configs"], 2, "--source")
     one_line_error(["compile", "--list-ops", "loss"], 2)
     one_line_error(["compile", "--list-ops", "--list-devices"], 2, "not both")

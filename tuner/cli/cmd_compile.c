@@ -618,10 +618,12 @@ static int plan_source(const compile_args *a, compile_work *W) {
             th = strtol(c1 + 1, &end, 10);
             if (*end == ':') dyn = strtol(end + 1, &end, 10);
         }
-        if (!c1 || !*k || *end || th < 1 || th > 4096 || dyn < 0)
+        if (!c1 || !*k || *end || th < 1 || th > 4096 || dyn < 0) {
+            if (c1) *c1 = ':'; /* the argument as given */
             return ft_cli_fail(FT_EXIT_USAGE,
                                "compile: --kernel expects NAME:THREADS[:DYN_SMEM], got '%s'",
                                a->kargs[i]);
+        }
         m->kernels[m->nkernels].name = k;
         m->kernels[m->nkernels].block_threads = (int)th;
         m->kernels[m->nkernels].dyn_smem = (size_t)dyn;
