@@ -854,6 +854,14 @@ def test_bad():
     one_line_error(["space", "--t1", os.path.join(STATE["tmp"], "nope.json")], 1, "cannot open")
     one_line_error(["space", "--t1", T1, "--kernel-file", "/nonexistent.cu"], 1, "/nonexistent.cu")
     one_line_error(["space", "--list"], 2, "--list goes with --t1")
+    one_line_error(["space", "fusion.dflare", "--kernel-file", "/x.cu"], 2,
+                   "--kernel-file goes with --t1")
+    # An op's options are unknown with --t1, not taken and ignored; one selection of many.
+    for extra in (["--preset", "tiny.dflare.train"], ["--set", "N=5"], ["--backend", "cpu"]):
+        one_line_error(["space", "--t1", T1, *extra], 2, f"space --t1: unknown option '{extra[0]}'")
+    for cmd in ("compile", "inspect"):
+        one_line_error([cmd, "--t1", T1, "--sample", "2", "--all-configs"], 2,
+                       "--all-configs or --sample K, not both")
     one_line_error(["tune", "--t1", T1, "--backend", "cpu"], 2, "cuda or cuda-emu")
     one_line_error(["tune", "--t1", T1, "--strategy", "nope"], 2, "unknown strategy")
     one_line_error(["tune", "--t1", T1, "--arg", "x=half:4"], 2, "TYPE")

@@ -95,6 +95,8 @@ int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option 
     if (optind < argc)
         return ft_cli_fail(FT_EXIT_USAGE, "%s: unexpected argument '%s' with --t1", cmd,
                            argv[optind]);
+    if (a->all && a->sample)
+        return ft_cli_fail(FT_EXIT_USAGE, "%s: --all-configs or --sample K, not both", cmd);
     return FT_EXIT_OK;
 }
 

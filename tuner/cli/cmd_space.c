@@ -182,21 +182,41 @@ static int space_opt(void *ctx, int o, const char *arg) {
     return FT_EXIT_OK;
 }
 
+/* With --t1 the file is the problem: an op's options (--preset, --set, --backend ...) are
+ * unknown there, as in compile, inspect and tune --t1, rather than taken and ignored. */
+static const struct option t1_opts[] = {
+    FT_CLI_FLAG("json", O_JSON),
+    FT_CLI_ARG("t1", O_T1),
+    FT_CLI_FLAG("list", O_LIST),
+    FT_CLI_ARG("kernel-file", O_KFILE),
+    FT_CLI_END,
+};
+
+static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int *taken) {
+    (void)shared, (void)arg;
+    *taken = opt == '?' || opt == ':';
+    return *taken ? ft_cli_bad_option(cmd, opt) : FT_EXIT_OK;
+}
+
 static int run(int argc, char **argv) {
     space_args sa = {0};
+    if (ft_cli_names_t1(argc, argv)) {
+        ft_cli_option_form(" --t1");
+        int code = ft_cli_parse_shared("space", argc, argv, t1_opts, t1_take, NULL, space_opt, &sa);
+        ft_cli_option_form(NULL);
+        if (code) return code;
+        if (optind < argc)
+            return ft_cli_fail(FT_EXIT_USAGE, "space: --t1 names the kernel; unexpected '%s'",
+                               argv[optind]);
+        return t1_space(sa.t1, sa.kfile, sa.json, sa.list);
+    }
     ft_cli_problem prob;
     ft_cli_problem_init(&prob);
     int code = ft_cli_parse_problem("space", argc, argv, opts, &prob, space_opt, &sa);
     if (code) return code;
-    const char *t1 = sa.t1, *kfile = sa.kfile;
-    int list = sa.list, json = sa.json;
-    if (t1) {
-        if (optind < argc)
-            return ft_cli_fail(FT_EXIT_USAGE, "space: --t1 names the kernel; unexpected '%s'",
-                               argv[optind]);
-        return t1_space(t1, kfile, json, list);
-    }
-    if (list) return ft_cli_fail(FT_EXIT_USAGE, "space: --list goes with --t1");
+    int json = sa.json;
+    if (sa.list) return ft_cli_fail(FT_EXIT_USAGE, "space: --list goes with --t1");
+    if (sa.kfile) return ft_cli_fail(FT_EXIT_USAGE, "space: --kernel-file goes with --t1");
     if (optind >= argc)
         return ft_cli_fail(FT_EXIT_USAGE, "space: which op? (see `flaretune list ops`)");
     if (optind + 1 < argc)
