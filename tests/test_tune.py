@@ -195,6 +195,14 @@ def test_budget_counts_resumed(tmp):
     n = len(events(cut))
     rc, out, err = run(*cmd, "--log", cut)
     check(rc == 0 and measured(cut, n) == [], f"run again once done: {rc} {measured(cut, n)}")
+    # A replay's log measured nothing itself: replay, export and replay:LOG refuse it in one
+    # line naming it (exit 1: the file, not the command line), not "unknown backend 'replay'".
+    for argv in (["replay", whole], ["export", whole, "--format", "t4", "-o",
+                                     os.path.join(tmp, "budget-whole.t4.json")],
+                 ["tune", op, "--preset", preset, "--backend", f"replay:{whole}", "--quiet"]):
+        rc, out, err = run(*argv)
+        check(rc == 1 and "the log of a replay" in err and len(err.strip().splitlines()) == 1,
+              f"{argv[0]} of a replay's log: {rc} {err!r}")
     sw = os.path.join(tmp, "budget-sweep.jsonl")
     sweep = ["tune", "attention.decode", "--preset", "tiny.dflare.decode", "--backend", "cpu",
              "--sweep", "L=5,40", "--budget", "2", "--strategy", "random", "--log", sw, "--quiet",

@@ -425,6 +425,11 @@ ft_status ft_landscape_problem(const json_t *events, const char *name, ft_landsc
                           "it wrote (tune --t1 --kt-cache FILE), or the one `export --format "
                           "kt-cache` writes from the log, instead",
                           name, opname);
+    if (strcmp(bename, "replay") == 0) /* tune --backend replay:LOG: no measurement of its own */
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: the log of a replay (tune --backend replay:LOG, %s) measured "
+                          "nothing itself: replay or export the log it replayed instead",
+                          name, str_field(start, "device") ? str_field(start, "device") : "");
     if (!(l->op = ft_op_find(opname, err))) return ft_err_wrap(err, "%s", name);
     if ((s = find_backend(bename, l->op, &l->backend, err))) return ft_err_wrap(err, "%s", name);
     if ((s = rebuild_call(start, name, l, err)) || (s = copy_space(start, name, l, err))) return s;
