@@ -208,10 +208,27 @@ static void test_cpu_round(void) {
 }
 
 static void test_load(void) {
+    /* The rule at its default, whatever the suite sets (FLARETUNE_MAX_LOAD=off). */
+    unsetenv("FLARETUNE_MAX_LOAD");
     ft_load_mark a = {0, 10, 0, 1, 2, 1}, b = {1, 11.5, 0.1, 1.5, 2, 1};
     ft_load l;
     ft_load_between(&a, &b, &l);
     FT_CHECK(l.known && l.busy, "1 CPU of others over 1 s: busy");
+    /* FLARETUNE_MAX_LOAD: the CPUs others may use; off: nothing is busy for its load; a value
+     * that does not parse leaves the default. */
+    static const struct {
+        const char *env;
+        int busy;
+    } th[] = {{"1.5", 0}, {"0.5", 1}, {"off", 0}, {"x", 1}, {"-1", 1}};
+    ft_load_mark n0 = {0, 10, 0, 1, 2, 1}, n1 = {1, 11, 0, 1, 2, 1}; /* 1 CPU, no steal */
+    for (size_t i = 0; i < sizeof th / sizeof th[0]; i++) {
+        setenv("FLARETUNE_MAX_LOAD", th[i].env, 1);
+        ft_load_between(&n0, &n1, &l);
+        FT_CHECK(l.known && l.busy == th[i].busy, "FLARETUNE_MAX_LOAD=%s: busy %d, want %d",
+                 th[i].env, l.busy, th[i].busy);
+    }
+    unsetenv("FLARETUNE_MAX_LOAD");
+    ft_load_between(&a, &b, &l);
     FT_CHECK_NEAR(l.other_cpus, 1.0, 1e-12);
     FT_CHECK_NEAR(l.steal_frac, 0.05, 1e-12);
     ft_load_mark c = {1, 11.52, 0.1, 1.51, 2, 1};

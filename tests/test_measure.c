@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/load.h"
 #include "core/rng.h"
 #include "core/sched.h"
 #include "ft_test.h"
@@ -330,12 +331,27 @@ static void test_sleep_inside_a_call_is_contaminated(void) {
     host_call never = {.spin_s = 2e-4};
     fn.ctx = &never;
     int ok = 0;
+    ft_load_mark m0, m1;
+    ft_load_mark_take(&m0);
     for (int tries = 0; tries < 5 && !ok; tries++) {
         FT_CHECK(ft_measure(&fn, &o, &st, NULL) == FT_OK, "measure");
         ok = !st.unclean && st.samples >= o.min_clean && st.discarded < st.samples;
     }
-    FT_CHECK(ok, "a computing call is clean: %d kept, %d discarded", st.samples, st.discarded);
-    FT_CHECK(st.median < 1e-3, "its median is the call's: %g", st.median);
+    ft_load_mark_take(&m1);
+    ft_load busy;
+    ft_load_between(&m0, &m1, &busy);
+    /* ...unless other processes kept the CPUs busy through all five (a machine loaded past its
+     * cores for seconds): then the rule rightly threw the samples away, and says nothing of a
+     * quiet CPU. */
+    if (!ok && busy.read && busy.other_cpus >= FT_LOAD_BUSY_CPUS)
+        fprintf(stderr,
+                "a computing call: not judged, the machine was busy throughout (others "
+                "used %.2f CPUs; %d kept, %d discarded)\n",
+                busy.other_cpus, st.samples, st.discarded);
+    else {
+        FT_CHECK(ok, "a computing call is clean: %d kept, %d discarded", st.samples, st.discarded);
+        FT_CHECK(st.median < 1e-3, "its median is the call's: %g", st.median);
+    }
 
     /* Every other call sleeps, so at least half the samples taken (less the odd one) are
      * thrown away: how many are taken within max_time_s depends on how busy the machine is. */
