@@ -6,11 +6,11 @@ keep a valid layout, q restores the terminal (alternate screen off, the same stt
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
 resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `tune --t1 --tui` on
 the hand-written T1 kernel (a row t1:saxpy_tiled that finishes with its rejections counted, q
-exits 0 with the summary); `watch` on a profile
-made by `tune --profile`; NO_COLOR, vt100 and a C locale; the ranks of a distributed run (a
-synthetic log); a run on a busy machine (a synthetic log: the status bar's warning, the marks,
-nothing unclean ranked); names with control characters (drawn as spaces); mistakes on the
-command line.
+exits 0 with the summary); `watch` on a profile made by `tune --profile` (with a long
+--interval, the first step shows at once and q and Ctrl-C end it without waiting the interval
+out); NO_COLOR, vt100 and a C locale; the ranks of a distributed run (a synthetic log); a run
+on a busy machine (a synthetic log: the status bar's warning, the marks, nothing unclean
+ranked); names with control characters (drawn as spaces); mistakes on the command line.
 
 Every tmux server runs on a private socket (tmux -L), so a user's sessions are never touched.
 Exits 77 when tmux is missing.
@@ -643,28 +643,29 @@ def test_tune_failure(tmp):
               "the error printed after the dashboard", s)
 
 
+def calls(screen):
+    """The calls column of watch's fusion row (right-aligned under its title); -1 if none."""
+    lines = screen.split("\n")
+    line = row_line(screen, "fusion.dflash") or ""
+    if "calls" not in lines[0]:
+        return -1
+    end = lines[0].index("calls") + len("calls")
+    cell = line[:end].split()
+    if not cell:
+        return -1
+    v = cell[-1]
+    try:
+        return int(float(v[:-1]) * 1000) if v.endswith("k") else int(v)
+    except ValueError:
+        return -1
+
+
 def test_watch(tmp, prof):
     with Pane("watch", 100, 30) as p:
         launch(p, "%s watch --profile %s --backend cpu" % (FT, prof), tmp)
         s = p.wait_for(r"^[> ][ !]loss .*\d", "watch: a row per kernel")
         check(re.search(r"^[> ][ !]fusion\.dflash", s or "", re.M), "both kernels of the profile", s)
         check(re.search(r"p50 +p95 +max +jitter", s or "") is not None, "the watch columns", s)
-
-        def calls(screen):
-            """The calls column of the fusion row (right-aligned under its title)."""
-            lines = screen.split("\n")
-            line = row_line(screen, "fusion.dflash") or ""
-            if "calls" not in lines[0]:
-                return -1
-            end = lines[0].index("calls") + len("calls")
-            cell = line[:end].split()
-            if not cell:
-                return -1
-            v = cell[-1]
-            try:
-                return int(float(v[:-1]) * 1000) if v.endswith("k") else int(v)
-            except ValueError:
-                return -1
 
         c1 = calls(p.screen())
         time.sleep(1.5)
@@ -687,6 +688,30 @@ def test_watch(tmp, prof):
         s = p.screen(joined=True)
         check(re.search(r"^op +shape +p50 +p95 +max +jitter +calls", s, re.M) is not None,
               "the summary after the dashboard", s)
+
+
+def test_watch_interval(tmp, prof):
+    """A long --interval: the first step shows at once, and q and Ctrl-C end the wait between
+    steps instead of sitting it out (the bounds leave a busy machine room, far below 60 s)."""
+    for key, want in (("q", 0), ("C-c", 130)):
+        what = "watch --interval 60, %s" % key
+        with Pane("interval", 100, 30) as p:
+            launch(p, "%s watch --profile %s --backend cpu --interval 60" % (FT, prof), tmp)
+            t0 = time.time()
+            p.wait_for(r"^[> ][ !]fusion\.dflash", what + ": the dashboard")
+            while time.time() - t0 < 30 and calls(p.screen()) < 1:
+                time.sleep(0.2)
+            s = p.screen()
+            check(calls(s) >= 1, what + ": the first step shows before the interval ends", s)
+            t1 = time.time()
+            p.keys(key)
+            s = p.wait_for(r"^EXIT=\d+", what + ": the program exits", timeout=20)
+            check(s is not None and time.time() - t1 < 10,
+                  "%s: exits within 10 s (%.1f s)" % (what, time.time() - t1), s)
+            m = s and re.search(r"^EXIT=(\d+)", s, re.M)
+            check(m and int(m.group(1)) == want,
+                  "%s: exit %s, want %d" % (what, m and m.group(1), want), s)
+            check(not p.alternate(), what + ": the alternate screen is left")
 
 
 def test_colors(tmp, logs):
@@ -770,6 +795,7 @@ def main():
             ("tune_ctrl_c", lambda: test_tune_ctrl_c(tmp)),
             ("tune_failure", lambda: test_tune_failure(tmp)),
             ("watch", lambda: test_watch(tmp, prof)),
+            ("watch_interval", lambda: test_watch_interval(tmp, prof)),
             ("cli_errors", lambda: test_cli_errors(tmp, prof)),
         ]
         for name, fn in tests:

@@ -112,12 +112,20 @@ static void flush(watch *w, kernel *k) {
     k->max = 0;
 }
 
+/* Wait s seconds in short slices, so that q or Ctrl-C (stop_flag) ends the wait within one
+ * slice: the dashboard joins this thread before it exits, and --interval may be a minute. */
+static void nap(double s) {
+    double end = ft_now_s() + s, left;
+    while (!stop_flag && (left = end - ft_now_s()) > 0)
+        usleep((useconds_t)(fmin(left, 0.05) * 1e6));
+}
+
 static void *worker(void *arg) {
     watch *w = arg;
     double last_flush = ft_now_s();
     while (!stop_flag) {
         while (pause_flag && !stop_flag)
-            usleep(50000);
+            nap(0.05);
         for (int i = 0; i < w->nk && !stop_flag; i++) {
             kernel *k = &w->k[i];
             ft_err err = {0};
@@ -134,13 +142,15 @@ static void *worker(void *arg) {
             }
             take(w, k, dt);
         }
+        /* About ten sample events a second, but a step's samples never wait out the interval
+         * before the next step: with --interval 30 the first step shows at once, not at 30 s. */
         double now = ft_now_s();
-        if (now - last_flush >= 0.1) {
+        if (now + w->interval - last_flush >= 0.1) {
             for (int i = 0; i < w->nk; i++)
                 flush(w, &w->k[i]);
             last_flush = now;
         }
-        if (w->interval > 0) usleep((useconds_t)(w->interval * 1e6));
+        nap(w->interval);
     }
     return NULL;
 }
