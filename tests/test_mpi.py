@@ -10,6 +10,8 @@
 - A rank killed with SIGKILL ends the job; the same command again resumes from rank 0's log
   without measuring any config twice.
 - Ranks on two kinds of device tune one run per kind: a log each, a profile entry each.
+- SIGINT to rank 0 stops the run as Ctrl-C does alone: the summary, the profile and the log
+  written, every rank ended, exit 130.
 - A candidate past --candidate-timeout ends the job with one line.
 - Ranks started with another command line (other sizes, another op) are refused before any
   work, in one line naming the first difference.
@@ -201,6 +203,46 @@ def test_kill(work):
     check(len(after) == len(set(after)),
           f"nothing measured twice across the kill ({len(before)} before, {len(after)} in all)")
     check(any(e["event"] == "run_end" for e in events(log)), "the resumed run ends")
+
+
+def test_interrupt(work):
+    """SIGINT to rank 0 stops the run as Ctrl-C does alone: the summary, the profile saved, the
+    log's run ended as interrupted, the workers told to stop, and the job's exit 130 (not
+    MPI_Abort's 1)."""
+    log, prof = os.path.join(work, "int.jsonl"), os.path.join(work, "int.json")
+    # Every candidate takes its whole --max-time: the 96 of the preset outlast the wait below.
+    cmd = mpirun(2, *TUNE, "--backend", "cpu", "--strategy", "exhaustive", "--max-time", "0.1",
+                 "--noise", "0.000001", "--log", log, "--profile", prof)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= 4:
+            break
+        time.sleep(0.2)
+    ranks0 = rank_pids(0)
+    for pid in ranks0:
+        os.kill(pid, signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        left = processes()
+        p.kill()
+        out, err = p.communicate()
+        err += f"\nflaretune-test: hung, killed after 120 s; still running: {left}"
+    # (a busy machine adds its warnings: only the line of the interruption is counted)
+    said = [l for l in err.splitlines() if l.startswith(("flaretune:", "flaretune-test:")) and
+            "busy" not in l and "scheduler" not in l]
+    check(ranks0 and p.returncode == 130 and "MPI_ABORT" not in out + err,
+          f"SIGINT to rank 0: the job exits 130, no MPI_Abort (rc {p.returncode}, {said})")
+    check("fusion.dflare" in out and len(said) == 1 and "interrupted" in said[0],
+          f"the summary, and one line saying it was interrupted ({said})")
+    evs = events(log)
+    check(evs and evs[-1]["event"] == "run_end" and evs[-1].get("interrupted") is True,
+          "the log's run ends as interrupted")
+    with open(prof) as f:
+        entries = json.load(f)["entries"]
+    check(len(entries) == 1 and entries[0]["op"] == "fusion.dflare",
+          f"the profile holds the best so far ({len(entries)} entries)")
 
 
 def test_timeout(work):
@@ -397,6 +439,7 @@ def main():
         test_rank_cpus(work)
         test_kill(work)
         test_two_devices(work)
+        test_interrupt(work)
         test_timeout(work)
         test_other_command_line(work)
         test_other_command(work)

@@ -1236,7 +1236,7 @@ static int tune_same_run(const tune_args *a, const tuning *T) {
 }
 
 /* Under mpirun: rank 0 tunes with the others as its workers. Returns an exit code, or -1 when
- * this process is not distributed. Any rank that stops before the jobs are done ends the job
+ * this process is not distributed. Any rank that fails before the jobs are done ends the job
  * (MPI_Abort), so no rank is left waiting for it. */
 static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     if (!ft_cli_mpi_start(NULL, NULL)) return -1;
@@ -1256,7 +1256,10 @@ static int run_distributed(tune_args *a, tuning *T, progress *pg) {
     } else {
         ft_cli_mpi_result_timeout(a->to.candidate_timeout_s);
         if (!code) code = tune_run(a, pg, T, 1);
-        incomplete = code != FT_EXIT_OK || T->status || stop_flag;
+        /* Ctrl-C is no failure: the session collected the batch in flight and run_jobs told
+         * every worker the run is over, so the ranks end together (MPI_Finalize) and the job
+         * exits 130, as one process does. */
+        incomplete = code != FT_EXIT_OK || T->status;
         if (!code && T->status) {
             code = tune_fail(a, T);
         } else if (!code) {
