@@ -80,9 +80,16 @@ if [ -f "$res/raw.tar.gz" ]; then
   fi
 fi
 
-# The profile, merged.
+# Files come back from the device read-only: the copies are the repository's, writable.
+chmod -R u+w "$run"
+
+# The profile, merged (a run cut before its first tuning session has none).
+paths=("$run" README.md)
 if [ -f "$res/profile.json" ]; then
   "$ft" merge "$prof" "$res/profile.json"
+  paths=("$prof" "${paths[@]}")
+else
+  prof=""
 fi
 
 # The README's section.
@@ -96,8 +103,9 @@ except OSError:
 # The summary's title becomes a sentence; its tables stay as they are.
 title = body[0].lstrip("# ").strip() if body and body[0].startswith("#") else "gpu-check"
 rest = body[1:] if body and body[0].startswith("#") else body
-text = [f"The latest {title}: every file in [{run}]({run}/README.md), the profile in "
-        f"[{prof}]({prof}). Imported by `scripts/gpu-import.sh`; numbers as the run wrote them.", ""]
+where = f", the profile in [{prof}]({prof})" if prof else " (it wrote no profile)"
+text = [f"The latest {title}: every file in [{run}]({run}/README.md){where}. Imported by "
+        f"`scripts/gpu-import.sh`; numbers as the run wrote them.", ""]
 text += rest
 readme = open("README.md").read()
 a, b = "<!-- gpu-check:begin -->", "<!-- gpu-check:end -->"
@@ -110,6 +118,6 @@ os.replace(tmp, "README.md")
 PY
 
 echo "imported $res:"
-echo "  $prof (merged), $run/, README.md (the gpu-check section)"
+echo "  ${prof:+$prof (merged), }$run/, README.md (the gpu-check section)"
 echo "land it in one commit:"
-echo "  git add $prof $run README.md && git commit -m \"profiles: $slug gpu-check of $date\""
+echo "  git add ${paths[*]} && git commit -m \"profiles: $slug gpu-check of $date\""

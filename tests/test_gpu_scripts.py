@@ -243,6 +243,8 @@ def import_into(tmp):
           json.dumps({"backend": "cuda-emu", "device": "SIMT emulator",
                       "date": "2026-12-02T00:00:00Z"}).encode())
     write(os.path.join(res, "summary.md"), b"# gpu-check on SIMT emulator (cuda-emu)\n\n| t |\n")
+    for f in ("summary.json", "summary.md"):  # as files come back from the device
+        os.chmod(os.path.join(res, f), 0o444)
     r = run(res)
     check(r.returncode == 1 and "rehearsal" in r.stderr, f"a rehearsal refused: {r.stderr}")
     untouched("a rehearsal")
@@ -258,7 +260,16 @@ def import_into(tmp):
     with open(os.path.join(repo, "README.md")) as f:
         text = f.read()
     check("old" not in text and "| t |" in text and
-          "profiles/runs/simt-emulator-2026-12-02" in text, f"README's section:\n{text}")
+          "profiles/runs/simt-emulator-2026-12-02" in text and "it wrote no profile" in text,
+          f"README's section:\n{text}")
+    # The commit it prints names only what it wrote (no profile: none), and what it copied
+    # (read-only, as it comes back from the device) is writable.
+    add = [l for l in r.stdout.splitlines() if "git add" in l]
+    check(len(add) == 1 and "profiles/simt-emulator" not in add[0] and "README.md" in add[0],
+          f"the commit line names what was written: {r.stdout}")
+    run_dir = os.path.join(repo, "profiles", "runs", "simt-emulator-2026-12-02")
+    check(all(os.access(os.path.join(run_dir, f), os.W_OK) for f in os.listdir(run_dir)),
+          f"the copies are writable: {os.listdir(run_dir)}")
     r = run(res, "--rehearsal")
     check(r.returncode == 0 and os.path.isdir(os.path.join(repo, "profiles", "runs",
                                                            "simt-emulator-2026-12-02-2")),

@@ -1,8 +1,8 @@
 /* device_cuda.c: the GPU as a device (FT_DEV_CUDA of kernels/cuda/device.h).
  *
- * Written against the CUDA runtime API, linked statically: the runtime loads the driver (libcuda)
- * when the first call needs it, so the same binary starts on machines without a driver and
- * reports "no GPU" instead of failing to load. Modules are CUBINs from NVRTC (nvrtc.c) for the
+ * Written against the CUDA runtime API (libcudart, found through the binary's RUNPATH): the
+ * runtime loads the driver (libcuda) when the first call needs it, so the same binary starts on
+ * machines without a driver and reports "no GPU" instead of failing to load. Modules are CUBINs from NVRTC (nvrtc.c) for the
  * device's exact architecture (sm_90a on Hopper: the 'a' features such as wgmma need it), loaded
  * with cudaLibraryLoadData; kernels are found by name with cudaLibraryGetKernel and launched with
  * cudaLaunchKernel. Every launch, copy and memset goes to one non-blocking stream per device, so
