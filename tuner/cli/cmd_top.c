@@ -33,10 +33,15 @@ static void on_signal(int sig) {
 
 static int run(int argc, char **argv) {
     if (argc < 2) return ft_cli_fail(FT_EXIT_USAGE, "top: which event log? (flaretune top LOG)");
+    /* An option anywhere is named before the count of arguments is judged: `top --bogus LOG`
+     * is a mistyped option, not a second log. */
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1])
+            return ft_cli_fail(FT_EXIT_USAGE,
+                               "top: unknown option '%s' (see `flaretune top --help`)", argv[i]);
     if (argc > 2) return ft_cli_fail(FT_EXIT_USAGE, "top: unexpected argument '%s'", argv[2]);
-    if (argv[1][0] == '-' && argv[1][1])
-        return ft_cli_fail(FT_EXIT_USAGE, "top: unknown option '%s' (see `flaretune top --help`)",
-                           argv[1]);
+    /* No file has an empty name: it would be waited on forever. */
+    if (!argv[1][0]) return ft_cli_fail(FT_EXIT_USAGE, "top: the event log's path is empty");
     /* LOG may not exist yet (it is followed until it appears), but a directory or a device is
      * no log: it would be waited on forever. */
     struct stat st;
