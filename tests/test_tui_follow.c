@@ -1,8 +1,10 @@
 /* test_tui_follow.c: the dashboard's sources: the queue between a worker thread and the
  * dashboard (every event arrives once, in order, as a copy), and the follower of an event log
  * (tail -f: a file that appears later, grows, ends in a torn line completed later, holds a torn
- * line followed by a whole one, is truncated, rewritten or replaced). */
+ * line followed by a whole one or a line too long to be an event, is truncated, rewritten or
+ * replaced). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -174,6 +176,38 @@ static void write_file(const char *name, const char *text) {
     fclose(f);
 }
 
+/* A line longer than an event may be is one bad line however many reads it spans (17.5 MiB: two
+ * chunks dropped; 40 MiB: three), and an event whole at its end, after the junk, is recovered. */
+static void test_follow_overlong(void) {
+    snprintf(path, sizeof path, "/tmp/ft_test_overlong_%d.jsonl", (int)getpid());
+    overwrite(LINE("run_start", "a"));
+    ft_tui_follow *fw = ft_tui_follow_new(path);
+    char got[1024], all[1024] = "";
+    long bad = 0;
+    poll_kinds(fw, got, sizeof got, &bad);
+    const size_t mib = (size_t)1 << 20, sizes[] = {17 * mib + mib / 2, 40 * mib};
+    char *junk = malloc(40 * mib + 1);
+    FT_CHECK(junk != NULL, "memory for the junk");
+    if (!junk) return;
+    for (int i = 0; i < 2; i++) {
+        memset(junk, 'x', sizes[i]);
+        junk[sizes[i]] = '\0';
+        append(junk);
+        append(i ? LINE("measured", "c") : "\n" LINE("measured", "b"));
+        all[0] = '\0';
+        for (int k = 0; k < 200 && !strstr(all, i ? "measured:c" : "measured:b"); k++) {
+            poll_kinds(fw, got, sizeof got, &bad);
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%s", got);
+        }
+        FT_CHECK(!strcmp(all, i ? "measured:c" : "measured:b") && bad == i + 1,
+                 "%.1f MiB in one line: one bad line (%ld in all), then the event: %s",
+                 (double)sizes[i] / (double)mib, bad, all);
+    }
+    free(junk);
+    ft_tui_follow_free(fw);
+    unlink(path);
+}
+
 /* `tune all --log L` writes L.OP (and L.OP.SIZEv with --sweep): `top L` follows all of them,
  * each as it appears, and nothing else (locks, temporary files, other logs). */
 static void test_follow_family(void) {
@@ -270,6 +304,7 @@ static void test_follow_large_family(void) {
 int main(void) {
     FT_RUN(test_feed);
     FT_RUN(test_follow);
+    FT_RUN(test_follow_overlong);
     FT_RUN(test_follow_family);
     FT_RUN(test_follow_large_family);
     return ft_test_finish();

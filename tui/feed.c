@@ -96,6 +96,7 @@ typedef struct one_log {
     char head[HEAD_MAX]; /* the file's first bytes: a rewrite changes them       */
     size_t headlen;
     int pending_reopen; /* a reopen event to report: 1 truncated, 2 replaced     */
+    int overlong;       /* inside a line too long to be an event (counted once)  */
 } one_log;
 
 static one_log *log_new(const char *path) {
@@ -117,6 +118,7 @@ static void restart(one_log *f) {
     f->off = 0;
     f->len = f->at = 0;
     f->headlen = 0;
+    f->overlong = 0;
 }
 
 static int try_open(one_log *f) {
@@ -229,7 +231,10 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad, int *reopened)
         char *nl;
         while (k < max && f->buf && (nl = memchr(f->buf + f->at, '\n', f->len - f->at))) {
             size_t n = (size_t)(nl - (f->buf + f->at));
-            json_t *ev = parse_line(f->buf + f->at, n, bad);
+            /* The end of an overlong line was counted when its start was dropped; an event
+             * whole at its end (after a torn part) is still recovered. */
+            json_t *ev = parse_line(f->buf + f->at, n, f->overlong ? NULL : bad);
+            f->overlong = 0;
             f->at += n + 1;
             f->off += (off_t)(n + 1);
             if (ev) out[k++] = ev;
@@ -261,7 +266,8 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad, int *reopened)
             /* A "line" longer than an event may be is no event: drop it. */
             f->off += (off_t)(f->len - f->at);
             f->len = f->at = 0;
-            if (bad) (*bad)++;
+            if (bad && !f->overlong) (*bad)++;
+            f->overlong = 1;
         }
         if (fill(f) <= 0) break;
     }
