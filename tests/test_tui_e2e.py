@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_tui_e2e.py: the dashboard end to end, in a real pseudo-terminal (tmux), asserting on the
 screen: `top` follows a log the test appends to (rows appear as events arrive, a torn line is
-completed later, a second run adds a row; truncated or replaced, the log's old run goes), selection, detail, help, sort and filter work, resizes
+completed later, a second run adds a row; truncated or replaced, the log's old run goes; a named pipe), selection, detail, help, sort and filter work, resizes
 keep a valid layout, q restores the terminal (alternate screen off, the same stty modes, the shell
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
 resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `tune --t1 --tui` on
@@ -341,6 +341,24 @@ def test_top_reopened(tmp, logs):
         s = p.wait_for(r"^>[ !]fusion\.dflash ", "the run of the file moved over the log") or ""
         check(row_line(s, "loss") is None, "replaced: the old run's row is gone", s)
         check("log replaced" in s, "replaced: the status bar says so", s)
+        p.keys("q")
+        p.wait_for(r"^EXIT=0", "top quits")
+
+
+def test_top_fifo(tmp, logs):
+    """`top` on a named pipe: the screen comes before anything writes into it, and the events
+    written into it make the run's row."""
+    fifo = os.path.join(tmp, "ff")
+    os.mkfifo(fifo)
+    with Pane("fifo", 80, 24) as p:
+        launch(p, "%s top %s" % (FT, fifo), tmp)
+        p.wait_for(r"waiting for events", "the dashboard is drawn before a writer opens the pipe")
+        a = logs["fusion.dflash"]
+        n = json.loads(a[0])["space_valid"]
+        with open(fifo, "w") as f:  # top holds the pipe open: this does not block
+            f.write("".join(a))
+        s = p.wait_for(r"^>[ !]fusion\.dflash .* %d/%d " % (n, n), "the run read from the pipe")
+        p.wait_for(r"\bended\b", "the run ended")
         p.keys("q")
         p.wait_for(r"^EXIT=0", "top quits")
 
@@ -789,6 +807,7 @@ def main():
         tests = [
             ("top_follow", lambda: test_top_follow(tmp, logs)),
             ("top_reopened", lambda: test_top_reopened(tmp, logs)),
+            ("top_fifo", lambda: test_top_fifo(tmp, logs)),
             ("top_follows_tune_all", lambda: test_top_follows_tune_all(tmp)),
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
             ("top_ranks", lambda: test_top_ranks(tmp, logs)),

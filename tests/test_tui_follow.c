@@ -2,10 +2,12 @@
  * dashboard (every event arrives once, in order, as a copy), and the follower of an event log
  * (tail -f: a file that appears later, grows, ends in a torn line completed later, holds a torn
  * line followed by a whole one or a line too long to be an event, is truncated, rewritten or
- * replaced). */
+ * replaced; a named pipe). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "traces/eventlog.h"
@@ -208,6 +210,43 @@ static void test_follow_overlong(void) {
     unlink(path);
 }
 
+/* A named pipe (mkfifo, or a shell's <(...)): opened at once with no writer yet (not blocking
+ * the dashboard), read as it comes (it has no offsets), a torn line completed by the next
+ * write, and followed on when a writer goes and another comes. */
+static void test_follow_fifo(void) {
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "/tmp/ft_test_fifo_%d", (int)getpid());
+    unlink(fifo);
+    FT_CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    alarm(20); /* a follower blocked in open() ends the test instead of hanging it */
+    ft_tui_follow *fw = ft_tui_follow_new(fifo);
+    char got[1024];
+    long bad = 0;
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0 && !ft_tui_follow_waiting(fw),
+             "no writer yet: open, nothing read");
+    int w = open(fifo, O_WRONLY | O_NONBLOCK);
+    FT_CHECK(w >= 0, "a writer opens the pipe the follower reads");
+    static const char first[] = LINE("run_start", "a") "{\"event\":\"measured\",";
+    FT_CHECK(write(w, first, sizeof first - 1) == (ssize_t)sizeof first - 1, "written");
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "run_start:a") && bad == 0, "read from the pipe: %s", got);
+    static const char rest[] = "\"run\":\"a\",\"t\":2}\n";
+    FT_CHECK(write(w, rest, sizeof rest - 1) == (ssize_t)sizeof rest - 1, "written");
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "measured:a") && bad == 0, "the torn line completed: %s", got);
+    close(w);
+    FT_CHECK(poll_kinds(fw, got, sizeof got, &bad) == 0, "the writer gone: nothing, no reopen");
+    w = open(fifo, O_WRONLY | O_NONBLOCK);
+    static const char end[] = LINE("run_end", "a");
+    FT_CHECK(w >= 0 && write(w, end, sizeof end - 1) == (ssize_t)sizeof end - 1, "written");
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "run_end:a") && bad == 0, "another writer: %s", got);
+    alarm(0);
+    close(w);
+    ft_tui_follow_free(fw);
+    unlink(fifo);
+}
+
 /* `tune all --log L` writes L.OP (and L.OP.SIZEv with --sweep): `top L` follows all of them,
  * each as it appears, and nothing else (locks, temporary files, other logs). */
 static void test_follow_family(void) {
@@ -305,6 +344,7 @@ int main(void) {
     FT_RUN(test_feed);
     FT_RUN(test_follow);
     FT_RUN(test_follow_overlong);
+    FT_RUN(test_follow_fifo);
     FT_RUN(test_follow_family);
     FT_RUN(test_follow_large_family);
     return ft_test_finish();

@@ -97,6 +97,7 @@ typedef struct one_log {
     size_t headlen;
     int pending_reopen; /* a reopen event to report: 1 truncated, 2 replaced     */
     int overlong;       /* inside a line too long to be an event (counted once)  */
+    int fifo;           /* a pipe: read as it comes, never seeked nor reopened   */
 } one_log;
 
 static one_log *log_new(const char *path) {
@@ -122,7 +123,9 @@ static void restart(one_log *f) {
 }
 
 static int try_open(one_log *f) {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a named pipe with no writer yet opens at once (and reads as empty) instead of
+     * blocking the dashboard before its first frame; a regular file ignores it. */
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
     struct stat st;
     if (fstat(fd, &st)) {
@@ -132,6 +135,7 @@ static int try_open(one_log *f) {
     f->fd = fd;
     f->dev = st.st_dev;
     f->ino = st.st_ino;
+    f->fifo = S_ISFIFO(st.st_mode);
     restart(f);
     return 1;
 }
@@ -173,8 +177,9 @@ static ssize_t fill(one_log *f) {
     size_t want = f->cap - f->len;
     if (want > READ_CHUNK) want = READ_CHUNK;
     ssize_t k;
-    do
-        k = pread(f->fd, f->buf + f->len, want, f->off + (off_t)f->len);
+    do /* a pipe has no offsets: its bytes come once, in order (EAGAIN: none yet) */
+        k = f->fifo ? read(f->fd, f->buf + f->len, want)
+                    : pread(f->fd, f->buf + f->len, want, f->off + (off_t)f->len);
     while (k < 0 && errno == EINTR);
     if (k <= 0) return 0;
     /* Remember the first bytes of the file to notice a rewrite later. */
@@ -240,8 +245,9 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad, int *reopened)
             if (ev) out[k++] = ev;
         }
         if (k >= max) break;
-        /* Anything left in the file, or a new file under the name. */
-        if (rounds++ == 0 && (rewritten(f) || replaced(f))) {
+        /* Anything left in the file, or a new file under the name (a pipe is neither truncated
+         * nor rewritten, and what it gave cannot be read again). */
+        if (rounds++ == 0 && !f->fifo && (rewritten(f) || replaced(f))) {
             int why = replaced(f) ? 2 : 1;
             if (why == 2) {
                 int fd = f->fd;
@@ -354,9 +360,9 @@ int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
         if (!reopened) continue;
         /* A reopen drops every row (the model starts over), so the other logs of the family
          * are read again from the start too: their runs come back, the truncated log's old
-         * run does not. */
+         * run does not. A pipe cannot be read again: it goes on where it is. */
         for (int j = 0; j < f->n; j++)
-            if (j != i && f->logs[j]->fd >= 0) {
+            if (j != i && f->logs[j]->fd >= 0 && !f->logs[j]->fifo) {
                 restart(f->logs[j]);
                 f->logs[j]->pending_reopen = 0;
             }
