@@ -315,6 +315,14 @@ def small_log(path, key="k1", run="r1"):
     clitest.write_log(path, clitest.small_run(key, run))
 
 
+def sweep_log(fam, m):
+    """The log a sweep of M writes for its size m (FAM.linear.Mm, its run_start at M=m)."""
+    events = clitest.small_run(f"k{m}", f"r{m}")
+    events[0]["dims"]["M"] = m
+    clitest.write_log(f"{fam}.linear.M{m}", events)
+    return f"{fam}.linear.M{m}"
+
+
 def test_replay_untrusted_event():
     """A measured event a resumed run does not trust (no positive median) is left out by replay
     as by resume: alone, the landscape lacks that candidate and says so; once the resumed run
@@ -385,8 +393,8 @@ def test_trace_keeps_its_log():
     os.makedirs(os.path.dirname(fam))
     n = 70
     for i in range(n):
-        small_log(f"{fam}.linear.M{i:03d}", key=f"k{i}", run=f"r{i}")
-    one_line_error(["trace", fam, "-o", f"{fam}.linear.M005"], 2, "one of the event logs it reads")
+        sweep_log(fam, 100 + i)
+    one_line_error(["trace", fam, "-o", f"{fam}.linear.M105"], 2, "one of the event logs it reads")
     out = os.path.join(TMP, "fam.trace.json")
     rc, _, err = run("trace", fam, "-o", out)
     runs = [e for e in json.load(open(out))["traceEvents"] if e.get("cat") == "run"] if rc == 0 else []
@@ -452,7 +460,7 @@ def test_file_size_limit():
     os.makedirs(d)
     fam = os.path.join(d, "f.jsonl")
     for i in range(30):
-        small_log(f"{fam}.linear.M{i:03d}", key=f"k{i}", run=f"r{i}")
+        sweep_log(fam, 100 + i)
     out = os.path.join(d, "out.trace.json")
     for limit in (2048, 0):
         p = subprocess.run([clitest.FT, "trace", fam, "-o", out], capture_output=True, text=True,

@@ -320,8 +320,8 @@ def test_small_terminals(tmp, logs):
 
 def test_top_reopened(tmp, logs):
     """A followed log truncated (`: > LOG`) and another run written into it, then replaced by
-    another file (`mv`): each time the log is read again from the start and the old run's row
-    goes."""
+    another file (`mv`), then rotated (`mv LOG LOG.1` and a new LOG): each time the log is read
+    again from the start and the old run's row goes."""
     log = os.path.join(tmp, "reopened.jsonl")
     with open(log, "w") as f:
         f.write("".join(logs["fusion.dflash"]))
@@ -341,6 +341,15 @@ def test_top_reopened(tmp, logs):
         s = p.wait_for(r"^>[ !]fusion\.dflash ", "the run of the file moved over the log") or ""
         check(row_line(s, "loss") is None, "replaced: the old run's row is gone", s)
         check("log replaced" in s, "replaced: the status bar says so", s)
+        # Rotated (`mv LOG LOG.1`, a new LOG): LOG.1 is no log of a `tune all`, its run goes.
+        os.rename(log, log + ".1")
+        time.sleep(0.5)
+        append(log, "".join(logs["loss"]))
+        s = p.wait_for(r"^>[ !]loss ", "the new run after the rotation") or ""
+        time.sleep(1.5)  # past the next scans of the folder
+        s = p.screen()
+        check(row_line(s, "loss") is not None and row_line(s, "fusion.dflash") is None,
+              "rotated: the old run's row is gone", s)
         p.keys("q")
         p.wait_for(r"^EXIT=0", "top quits")
 

@@ -2,7 +2,7 @@
  * dashboard (every event arrives once, in order, as a copy), and the follower of an event log
  * (tail -f: a file that appears later, grows, ends in a torn line completed later, holds a torn
  * line followed by a whole one or a line too long to be an event, is truncated, rewritten or
- * replaced; a named pipe). */
+ * replaced, rotated away; a named pipe). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +103,10 @@ static int poll_kinds(ft_tui_follow *fw, char *out, size_t n, long *bad) {
 }
 
 #define LINE(kind, run) "{\"event\":\"" kind "\",\"run\":\"" run "\",\"t\":1}\n"
+/* A run_start as tune writes it, with what a log's name is checked against. */
+#define START(run, op, dims, device)                                                               \
+    "{\"event\":\"run_start\",\"run\":\"" run "\",\"t\":1,\"op\":\"" op "\",\"dims\":{" dims       \
+    "},\"device\":\"" device "\"}\n"
 
 static void test_follow(void) {
     snprintf(path, sizeof path, "/tmp/ft_test_follow_%d.jsonl", (int)getpid());
@@ -258,11 +262,11 @@ static void test_follow_family(void) {
     snprintf(lock, sizeof lock, "%s.fusion.dflare.lock", base);
     snprintf(tmp, sizeof tmp, "%s.loss.tmp.Ab12Cd", base);
     snprintf(other, sizeof other, "/tmp/ft_test_family_%d.jsonlx.loss", (int)getpid());
-    write_file(a, LINE("run_start", "a") LINE("measured", "a"));
-    write_file(b, LINE("run_start", "b"));
+    write_file(a, START("a", "fusion.dflare", "\"N\":48", "cpu") LINE("measured", "a"));
+    write_file(b, START("b", "loss", "\"N\":48,\"M\":512", "cpu"));
     write_file(lock, "");
-    write_file(tmp, LINE("run_start", "t"));
-    write_file(other, LINE("run_start", "o"));
+    write_file(tmp, START("t", "loss", "", "cpu"));
+    write_file(other, START("o", "loss", "", "cpu"));
     char found[8][FT_EVENTLOG_PATH_MAX];
     int n = ft_eventlog_family(base, found, 8);
     FT_CHECK(n == 2 && !strcmp(found[0], a) && !strcmp(found[1], b),
@@ -279,7 +283,7 @@ static void test_follow_family(void) {
              "both ops' logs followed, not the lock, temp or other file: %s", all);
     FT_CHECK(ft_tui_follow_count(fw) == 2 && !ft_tui_follow_waiting(fw), "two logs open");
     /* The next op's log appears while top runs (found at the next scan, twice a second). */
-    write_file(c, LINE("run_start", "c") LINE("run_end", "c"));
+    write_file(c, START("c", "loss", "", "cpu") LINE("run_end", "c"));
     all[0] = '\0';
     for (int k = 0; k < 40 && !strstr(all, "run_end:c"); k++) {
         poll_kinds(fw, got, sizeof got, &bad);
@@ -291,7 +295,7 @@ static void test_follow_family(void) {
     /* One log truncated and another run written into it: after the reopen, every log of the
      * family is read again from the start (the dashboard drops what it read before), the
      * truncated one holding only its new run. */
-    write_file(a, LINE("run_start", "z"));
+    write_file(a, START("z", "fusion.dflare", "", "cpu"));
     all[0] = '\0';
     for (int k = 0; k < 8; k++) {
         poll_kinds(fw, got, sizeof got, &bad);
@@ -311,15 +315,66 @@ static void test_follow_family(void) {
     unlink(a), unlink(b), unlink(c), unlink(lock), unlink(tmp), unlink(other);
 }
 
+/* A log rotated (`mv LOG LOG.1`, a new LOG) is not of LOG's family: `top LOG` drops its run for
+ * the new file's. The family is the logs named as `tune all` and sweeps name them after their
+ * run_start (its op, a size of the sweep at its value, its device's tag), not every LOG.*. */
+static void test_follow_rotated(void) {
+    char base[256], old[300];
+    snprintf(base, sizeof base, "/tmp/ft_test_rotate_%d.jsonl", (int)getpid());
+    snprintf(old, sizeof old, "%s.1", base);
+    write_file(base, START("a", "fusion.dflare", "", "cpu") LINE("measured", "a"));
+    ft_tui_follow *fw = ft_tui_follow_new(base);
+    char got[1024], all[4096] = "";
+    long bad = 0;
+    poll_kinds(fw, got, sizeof got, &bad);
+    FT_CHECK(!strcmp(got, "run_start:a measured:a"), "the first log: %s", got);
+    rename(base, old);
+    write_file(base, START("b", "fusion.dflare", "", "cpu"));
+    for (int k = 0; k < 14; k++) { /* past two scans of the folder */
+        poll_kinds(fw, got, sizeof got, &bad);
+        if (*got) snprintf(all + strlen(all), sizeof all - strlen(all), "%s ", got);
+        usleep(100000);
+    }
+    FT_CHECK(!strcmp(all, "reopen run_start:b ") && ft_tui_follow_count(fw) == 1,
+             "rotated: the new log alone (%d open): %s", ft_tui_follow_count(fw), all);
+    ft_tui_follow_free(fw);
+    /* Names: what `tune all`, a sweep and a run split by device kind write, and lookalikes. */
+    char tag[16], name[8][400];
+    snprintf(tag, sizeof tag, "%08x", (unsigned)ft_eventlog_device_tag("gpu: X"));
+    static const char *const suffix[8] = {
+        "old",        "loss.1",    "fusion.dflare.N4",  "loss.12345678",
+        "loss.M512.", "loss.M512", "attention.decode.", "loss.M"};
+    static const char *const start[8] = {
+        START("o", "fusion.dflare", "", "cpu"),        START("r", "loss", "", "cpu"),
+        START("n", "fusion.dflare", "\"N\":8", "cpu"), START("h", "loss", "", "gpu: X"),
+        START("s", "loss", "\"M\":512", "gpu: X"),     START("m", "loss", "\"M\":512", "cpu"),
+        START("d", "attention.decode", "", "gpu: X"),  START("e", "loss", "\"M\":512", "cpu")};
+    for (int i = 0; i < 8; i++) {
+        snprintf(name[i], sizeof name[i], "%s.%s%s", base, suffix[i],
+                 suffix[i][strlen(suffix[i]) - 1] == '.' ? tag : "");
+        write_file(name[i], start[i]);
+    }
+    char found[8][FT_EVENTLOG_PATH_MAX];
+    int n = ft_eventlog_family(base, found, 8);
+    FT_CHECK(n == 4 && !strcmp(found[0], base) && !strcmp(found[1], name[6]) &&
+                 !strcmp(found[2], name[5]) && !strcmp(found[3], name[4]),
+             "LOG, LOG.attention.decode.TAG, LOG.loss.M512, LOG.loss.M512.TAG: %d (%s, %s, ...)", n,
+             n > 1 ? found[1] : "", n > 2 ? found[2] : "");
+    for (int i = 0; i < 8; i++)
+        unlink(name[i]);
+    unlink(base), unlink(old);
+}
+
 /* A family of more logs than any fixed table would hold (a sweep of many sizes over several
  * ops): every one is listed and followed. */
 static void test_follow_large_family(void) {
     enum { N = 150 };
-    char base[256], logp[N][320];
+    char base[256], logp[N][320], start[256];
     snprintf(base, sizeof base, "/tmp/ft_test_bigfam_%d.jsonl", (int)getpid());
     for (int i = 0; i < N; i++) {
-        snprintf(logp[i], sizeof logp[i], "%s.loss.M%03d", base, i);
-        write_file(logp[i], LINE("run_start", "x"));
+        snprintf(logp[i], sizeof logp[i], "%s.loss.M%d", base, 100 + i);
+        snprintf(start, sizeof start, START("x", "loss", "\"M\":%d", "cpu"), 100 + i);
+        write_file(logp[i], start);
     }
     int n = 0;
     char(*all)[FT_EVENTLOG_PATH_MAX] = ft_eventlog_family_all(base, &n);
@@ -346,6 +401,7 @@ int main(void) {
     FT_RUN(test_follow_overlong);
     FT_RUN(test_follow_fifo);
     FT_RUN(test_follow_family);
+    FT_RUN(test_follow_rotated);
     FT_RUN(test_follow_large_family);
     return ft_test_finish();
 }

@@ -252,16 +252,69 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
     return FT_OK;
 }
 
-/* Does the file start a run (its first line a run_start event)? */
-static int starts_a_run(const char *path) {
+uint32_t ft_eventlog_device_tag(const char *device) {
+    uint32_t h = 2166136261u; /* FNV-1a: short, and the same on every host */
+    for (const char *c = device; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return h;
+}
+
+/* The file's first line when it is a run_start event (the caller decrefs), else NULL. A file
+ * that does not open with run_start's first bytes is not read further. */
+static json_t *first_run_start(const char *path) {
     FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char head[32] = "";
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = '\0';
+    if (!f) return NULL;
     static const char mark[] = "{\"event\":\"run_start\"";
-    return strncmp(head, mark, sizeof mark - 1) == 0;
+    char head[sizeof mark] = "";
+    json_t *ev = NULL;
+    if (fread(head, 1, sizeof mark - 1, f) == sizeof mark - 1 &&
+        !memcmp(head, mark, sizeof head - 1) && !fseek(f, 0, SEEK_SET)) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len = read_line(f, &line, &cap, (size_t)FT_EVENT_LINE_MAX);
+        if (len > 0) ev = json_loadb(line, (size_t)len, 0, NULL);
+        free(line);
+    }
+    fclose(f);
+    if (json_is_object(ev)) return ev;
+    json_decref(ev);
+    return NULL;
+}
+
+/* Whether suffix (what follows "LOG." in a file's name) is the name `tune all` or a sweep gives
+ * the log of the run start opens (tuner/cli/cmd_tune.c): its op; then, for a size of a sweep,
+ * ".SIZEv", one of its dims at its value; then, when ranks on several kinds of device split the
+ * run, ".TAG" of its device. A name that merely starts with LOG. (a rotated LOG.1, LOG.old)
+ * names no run of its own. */
+static int names_its_run(const char *suffix, const json_t *start) {
+    const char *op = json_string_value(json_object_get(start, "op"));
+    size_t n = op ? strlen(op) : 0;
+    if (!n || strncmp(suffix, op, n) != 0) return 0;
+    suffix += n;
+    const char *size;
+    json_t *v;
+    char part[160];
+    json_object_foreach(json_object_get(start, "dims"), size, v) {
+        int w = snprintf(part, sizeof part, ".%s%lld", size, (long long)json_integer_value(v));
+        if (json_is_integer(v) && w > 0 && (size_t)w < sizeof part &&
+            !strncmp(suffix, part, (size_t)w) && (!suffix[w] || suffix[w] == '.')) {
+            suffix += w;
+            break;
+        }
+    }
+    const char *device = json_string_value(json_object_get(start, "device"));
+    if (*suffix && device)
+        snprintf(part, sizeof part, ".%08x", (unsigned)ft_eventlog_device_tag(device));
+    return !*suffix || (device && !strcmp(suffix, part));
+}
+
+/* Does the file hold a run of the family: its first line the run_start of the run its name
+ * says? */
+static int starts_its_run(const char *path, const char *suffix) {
+    json_t *start = first_run_start(path);
+    int ok = start && names_its_run(suffix, start);
+    json_decref(start);
+    return ok;
 }
 
 static int is_file(const char *path) {
@@ -296,7 +349,9 @@ int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int 
         char full[FT_EVENTLOG_PATH_MAX];
         int w = slash ? snprintf(full, sizeof full, "%.*s/%s", (int)(slash - path), path, name)
                       : snprintf(full, sizeof full, "%s", name);
-        if (w < 0 || (size_t)w >= sizeof full || !is_file(full) || !starts_a_run(full)) continue;
+        if (w < 0 || (size_t)w >= sizeof full || !is_file(full) ||
+            !starts_its_run(full, name + blen + 1))
+            continue;
         if (n < max) memcpy(out[n], full, (size_t)w + 1);
         n++;
     }

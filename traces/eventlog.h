@@ -11,6 +11,7 @@
 #define FLARETUNE_EVENTLOG_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/status.h"
@@ -54,13 +55,18 @@ ft_status ft_eventlog_read(const char *path, json_t **events, int *torn, ft_err 
 
 /* The logs one `--log LOG` wrote: LOG itself when it is a file, then (sorted by name) every
  * LOG.SUFFIX that `tune all` or `--sweep` writes, one per op and size (LOG.fusion.dflare,
- * LOG.loss.M512, ...): a regular file whose first line starts a run, never a lock or temporary
- * file. Fills up to max paths of FT_EVENTLOG_PATH_MAX bytes; returns how many there are. */
+ * LOG.loss.M512, ...): a regular file whose first line is the run_start of the run its name
+ * says (its op, the size of the sweep among its dims, its device's tag), never a lock or
+ * temporary file, nor another log whose name starts with LOG. (a rotated LOG.1). Fills up to
+ * max paths of FT_EVENTLOG_PATH_MAX bytes; returns how many there are. */
 #define FT_EVENTLOG_PATH_MAX 1024
 int ft_eventlog_family(const char *path, char (*out)[FT_EVENTLOG_PATH_MAX], int max);
 /* All of them, however many: an array of *n paths to free(); NULL with *n = 0 when there are
  * none, NULL with *n = -1 when out of memory. */
 char (*ft_eventlog_family_all(const char *path, int *n))[FT_EVENTLOG_PATH_MAX];
+/* The tag in the names of the logs of one kind of device, when ranks on several kinds split a
+ * run (LOG.OP.TAG, "%08x"): a hash of its fingerprint, run_start's "device". */
+uint32_t ft_eventlog_device_tag(const char *device);
 
 /* Whether a `measured` event is one a result can be taken from: measured cleanly, and either
  * stopped by the watchdog (slow, no median) or with stats holding a positive median_s and a

@@ -21,6 +21,7 @@
 #include "cuda/specs.h"
 #include "kernels/registry.h"
 #include "profiles/src/profile.h"
+#include "traces/eventlog.h"
 #include "traces/nvtx.h"
 #include "tui/tui.h"
 #include "tuner/replay.h"
@@ -1166,9 +1167,7 @@ static int tune_split_devices(tuning *T) {
     int kind;
     device_kinds = ft_cli_mpi_split_by_device(dev, &kind);
     if (device_kinds < 2) return FT_EXIT_OK;
-    uint32_t h = 2166136261u; /* FNV-1a of the fingerprint */
-    for (const char *c = dev; *c; c++)
-        h = (h ^ (unsigned char)*c) * 16777619u;
+    uint32_t h = ft_eventlog_device_tag(dev);
     for (int j = 0; j < T->njobs; j++) {
         size_t n = strlen(T->jobs[j].log);
         if (n && n + 10 < sizeof T->jobs[j].log)
