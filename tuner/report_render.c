@@ -176,7 +176,7 @@ static ft_status lines_table(ft_doc_node *parent, const json_t *chart) {
     walk w = {0};
     ft_status s = oom ? FT_ENOMEM : walk_init(&w, series);
     ft_doc_node *t = s ? NULL : ft_doc_table(parent, w.ns + 1);
-    char **row = ft_doc_row(t), buf[160];
+    char **row = ft_doc_row(t), buf[192]; /* three values of 48 and a mark */
     ft_doc_cell(t, row, 0, ft_report_str(chart, "x_label", "x"));
     for (int k = 0; k < w.ns; k++)
         ft_doc_cell(t, row, k + 1, ft_report_str(json_array_get(series, (size_t)k), "label", ""));
