@@ -177,16 +177,22 @@ def rank_pids(rank):
             if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env]
 
 
+def start_until_measured(cmd, log, n):
+    """The job cmd started, once its log holds n measured candidates (or it ended, or 120 s)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= n:
+            break
+        time.sleep(0.2)
+    return p
+
+
 def test_kill(work):
     log = os.path.join(work, "kill.jsonl")
     cmd = mpirun(3, *TUNE, "--backend", "cpu", "--strategy", "random", "--budget", "40",
                  "--max-time", "0.01", "--log", log)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= 12:
-            break
-        time.sleep(0.2)
+    p = start_until_measured(cmd, log, 12)
     victims = rank_pids(2)
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
@@ -213,12 +219,7 @@ def test_interrupt(work):
     # Every candidate takes its whole --max-time: the 96 of the preset outlast the wait below.
     cmd = mpirun(2, *TUNE, "--backend", "cpu", "--strategy", "exhaustive", "--max-time", "0.1",
                  "--noise", "0.000001", "--log", log, "--profile", prof)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(log) and sum(1 for e in events(log) if e["event"] == "measured") >= 4:
-            break
-        time.sleep(0.2)
+    p = start_until_measured(cmd, log, 4)
     ranks0 = rank_pids(0)
     for pid in ranks0:
         os.kill(pid, signal.SIGINT)

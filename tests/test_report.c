@@ -406,20 +406,24 @@ static void test_stacked_table_size(void) {
 
 /* A busy machine (report_verdict.c): a verdict on evidence that is not clean, or was measured
  * while the machine was busy, is withheld, once; the banner and the shares. */
-static void test_judge(void) {
+static json_t *judged(const char *text) {
     json_error_t je;
-    json_t *doc = json_loads(
+    json_t *doc = json_loads(text, 0, &je);
+    FT_CHECK(doc != NULL, "the test document: %s", je.text);
+    if (doc) ft_report_judge(doc);
+    return doc;
+}
+
+static void test_judge(void) {
+    json_t *doc = judged(
         "{\"claims\": ["
         "{\"verdict\": \"holds\", \"evidence\": ["
         "{\"step\": \"a\", \"clean\": false, \"samples_discarded\": 60, \"samples_taken\": 100},"
         "{\"step\": \"b\", \"clean\": true, \"samples_discarded\": 14, \"samples_taken\": 100}]},"
         "{\"verdict\": \"does not hold\", \"evidence\": ["
         "{\"step\": \"b\", \"clean\": true, \"samples_discarded\": 14, \"samples_taken\": 100}]},"
-        "{\"verdict\": \"measured\"}]}",
-        0, &je);
-    FT_CHECK(doc != NULL, "the test document: %s", je.text);
+        "{\"verdict\": \"measured\"}]}");
     if (!doc) return;
-    ft_report_judge(doc);
     json_t *c0 = json_array_get(json_object_get(doc, "claims"), 0);
     json_t *c1 = json_array_get(json_object_get(doc, "claims"), 1);
     json_t *c2 = json_array_get(json_object_get(doc, "claims"), 2);
@@ -450,14 +454,11 @@ static void test_judge(void) {
              "no banner when every step was clean");
     json_decref(doc);
     /* Clean, but measured while the machine was busy: withheld all the same, saying so. */
-    doc = json_loads("{\"claims\": [{\"verdict\": \"holds\", \"evidence\": ["
-                     "{\"step\": \"a\", \"clean\": true, \"loaded\": true},"
-                     "{\"step\": \"b\", \"clean\": true, \"loaded\": false},"
-                     "{\"step\": \"c\", \"clean\": true}]}]}",
-                     0, &je);
-    FT_CHECK(doc != NULL, "the loaded document: %s", je.text);
+    doc = judged("{\"claims\": [{\"verdict\": \"holds\", \"evidence\": ["
+                 "{\"step\": \"a\", \"clean\": true, \"loaded\": true},"
+                 "{\"step\": \"b\", \"clean\": true, \"loaded\": false},"
+                 "{\"step\": \"c\", \"clean\": true}]}]}");
     if (!doc) return;
-    ft_report_judge(doc);
     FT_CHECK(!strcmp(ft_report_verdict_text(json_array_get(json_object_get(doc, "claims"), 0), buf,
                                             sizeof buf),
                      "inconclusive: the machine was busy while 1 of its 3 steps was measured"),
@@ -474,7 +475,7 @@ static void test_judge(void) {
         "{\"stages\": [{\"alone\": {\"clean\": false}}], \"whole\": {\"stats\": {}}}"};
     const int bound[] = {0, 1, 1, 1}, loaded[] = {0, 1, 0, 0};
     for (int i = 0; i < 4; i++) {
-        json_t *st = json_loads(steps[i], 0, &je);
+        json_t *st = json_loads(steps[i], 0, NULL);
         ft_report_busy b = {0};
         ft_report_step_busy(st, &b);
         FT_CHECK(st && ft_report_step_bound(st) == bound[i] && b.loaded_steps == loaded[i] &&
