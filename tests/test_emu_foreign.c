@@ -182,6 +182,70 @@ static void test_extern_c(void) {
     ft_dev_free(dev, dy);
 }
 
+/* ---- vectors.cu: CUDA's vector types (double3, short4, uchar3, float1) as CUDA lays them out */
+
+static void test_vector_types(void) {
+    enum { N = 45 };
+    /* double3 and uchar3 are packed arrays of their components, short4 of 4 shorts a 8 bytes. */
+    double in[3 * N], add[3] = {0.5, -2.0, 1e3}, out[3 * N];
+    short s[4 * N], s0[4 * N];
+    unsigned char c[3 * N];
+    float w[N];
+    for (int i = 0; i < 3 * N; i++) {
+        in[i] = frand();
+        c[i] = (unsigned char)rand_byte();
+    }
+    for (int i = 0; i < 4 * N; i++)
+        s[i] = s0[i] = (short)(rand_byte() % 200) - 100;
+    double *din = dev_alloc(sizeof in), *dadd = dev_alloc(sizeof add),
+           *dout = dev_alloc(sizeof out);
+    short *ds = dev_alloc(sizeof s);
+    unsigned char *dc = dev_alloc(sizeof c);
+    float *dw = dev_alloc(sizeof w);
+    ft_err err = {0};
+    ft_dev_copy(dev, din, in, sizeof in, FT_COPY_H2D, &err);
+    ft_dev_copy(dev, dadd, add, sizeof add, FT_COPY_H2D, &err);
+    ft_dev_copy(dev, ds, s, sizeof s, FT_COPY_H2D, &err);
+    ft_dev_copy(dev, dc, c, sizeof c, FT_COPY_H2D, &err);
+    const char *kernels[] = {"vec_mix"};
+    ft_dev_source src = {FOREIGN "vectors.cu", NULL, 0, NULL, 0, kernels, 1, NULL, 0};
+    ft_dev_module *m = NULL;
+    ft_status st = ft_dev_compile_file(dev, &src, &m, &err);
+    FT_CHECK(st == FT_OK, "compile vectors.cu: %s", err.msg);
+    if (st == FT_OK) {
+        short k = 3;
+        int n = N;
+        void *args[] = {&din, &dadd, &dout, &ds, &k, &dc, &dw, &n};
+        st = ft_dev_launch(dev, m, "vec_mix", (ft_dim3){(N + 15) / 16, 1, 1}, (ft_dim3){16, 1, 1},
+                           0, args, &err);
+        FT_CHECK(st == FT_OK, "launch vec_mix: %s", err.msg);
+        ft_dev_copy(dev, out, dout, sizeof out, FT_COPY_D2H, &err);
+        ft_dev_copy(dev, s, ds, sizeof s, FT_COPY_D2H, &err);
+        ft_dev_copy(dev, w, dw, sizeof w, FT_COPY_D2H, &err);
+        for (int i = 0; i < 3 * N; i++)
+            if (out[i] != in[i] + add[i % 3]) {
+                FT_CHECK(0, "out[%d] = %g, expected %g", i, out[i], in[i] + add[i % 3]);
+                break;
+            }
+        for (int i = 0; i < 4 * N; i++)
+            if (s[i] != (short)(s0[i] * k)) {
+                FT_CHECK(0, "s[%d] = %d, expected %d", i, s[i], s0[i] * k);
+                break;
+            }
+        for (int i = 0; i < N; i++)
+            if (w[i] != (float)(c[3 * i] + c[3 * i + 1] + c[3 * i + 2])) {
+                FT_CHECK(0, "w[%d] = %g, expected the sum of c[%d..%d]", i, w[i], 3 * i, 3 * i + 2);
+                break;
+            }
+    }
+    ft_dev_free(dev, din);
+    ft_dev_free(dev, dadd);
+    ft_dev_free(dev, dout);
+    ft_dev_free(dev, ds);
+    ft_dev_free(dev, dc);
+    ft_dev_free(dev, dw);
+}
+
 /* ---- bad requests: one line each, naming what is wrong ------------------------------------ */
 
 static int one_line_with(const ft_err *e, const char *what) {
@@ -477,6 +541,7 @@ int main(void) {
     ft_test_open_emu(&dev, NULL);
     FT_RUN(test_stencil);
     FT_RUN(test_extern_c);
+    FT_RUN(test_vector_types);
     FT_RUN(test_errors);
     FT_RUN(test_sampled_equals_full);
     if (access(SHARED "convolution_milo.cu", R_OK) == 0) {

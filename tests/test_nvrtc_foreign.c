@@ -82,6 +82,11 @@ static void test_own_files(void) {
     ft_nvrtc_file rows = {FOREIGN "rows.cu", rdef, 2, NULL, 0, rk, 1};
     for (int a = 0; a < 2; a++)
         check_file(&rows, archs[a], rk, 1, 0);
+    /* Its static_asserts hold the emulator's vector types to the toolkit's sizes and alignments. */
+    const char *vk[] = {"vec_mix"};
+    ft_nvrtc_file vectors = {FOREIGN "vectors.cu", NULL, 0, NULL, 0, vk, 1};
+    for (int a = 0; a < 2; a++)
+        check_file(&vectors, archs[a], vk, 1, 0);
 }
 
 /* A file NVRTC cannot compile as asked: the compile fails, its one-line message naming what is

@@ -152,69 +152,77 @@ template <typename T> static inline T from_bits(uint64_t u) {
 
 } // namespace ft_emu
 
-/* ---- vector types (the layout and alignment of CUDA's vector_types.h) ------------------------ */
+/* ---- vector types: every one of CUDA's vector_types.h, with its layout and alignment -------- */
+/* A kernel brought in a T1 file declares double3 or short4 as readily as float4, and passes them
+ * through device buffers the host lays out as CUDA does: so each type here has CUDA's size and
+ * alignment (tests/data/foreign/vectors.cu asserts them on both compilers). */
 typedef ft_emu_uint3 uint3;
 struct dim3 {
     unsigned x, y, z;
     constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
-struct __attribute__((aligned(8))) float2 {
-    float x, y;
-};
-struct float3 {
-    float x, y, z;
-};
-struct __attribute__((aligned(16))) float4 {
-    float x, y, z, w;
-};
-struct __attribute__((aligned(8))) int2 {
-    int x, y;
-};
-struct int3 {
-    int x, y, z;
-};
-struct __attribute__((aligned(16))) int4 {
-    int x, y, z, w;
-};
-struct __attribute__((aligned(8))) uint2 {
-    unsigned x, y;
-};
-struct __attribute__((aligned(16))) uint4 {
-    unsigned x, y, z, w;
-};
-struct __attribute__((aligned(16))) double2 {
-    double x, y;
-};
-struct __attribute__((aligned(4))) char4 {
-    signed char x, y, z, w;
-};
-struct __attribute__((aligned(4))) uchar4 {
-    unsigned char x, y, z, w;
-};
-struct __attribute__((aligned(4))) short2 {
-    short x, y;
-};
-struct __attribute__((aligned(4))) ushort2 {
-    unsigned short x, y;
-};
-struct __attribute__((aligned(16))) longlong2 {
-    long long x, y;
-};
-struct __attribute__((aligned(16))) ulonglong2 {
-    unsigned long long x, y;
-};
-static inline float2 make_float2(float x, float y) { return float2{x, y}; }
-static inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
-static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
-static inline int2 make_int2(int x, int y) { return int2{x, y}; }
-static inline int3 make_int3(int x, int y, int z) { return int3{x, y, z}; }
-static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
-static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+/* N1, N2 (aligned A2), N4 (aligned A4) of base B, and their make_ functions; N3 apart, as uint3
+ * is the built-in variables' type. */
+#define FT_EMU_VEC124_(N, B, A2, A4)                                                               \
+    struct N##1 {                                                                                  \
+        B x;                                                                                       \
+    };                                                                                             \
+    struct __attribute__((aligned(A2))) N##2 {                                                     \
+        B x, y;                                                                                    \
+    };                                                                                             \
+    struct __attribute__((aligned(A4))) N##4 {                                                     \
+        B x, y, z, w;                                                                              \
+    };                                                                                             \
+    static inline N##1 make_##N##1(B x) { return N##1 {x}; }                                       \
+    static inline N##2 make_##N##2(B x, B y) { return N##2 {x, y}; }                               \
+    static inline N##4 make_##N##4(B x, B y, B z, B w) { return N##4 {x, y, z, w}; }
+#define FT_EMU_VEC3_(N, B)                                                                         \
+    struct N##3 {                                                                                  \
+        B x, y, z;                                                                                 \
+    };                                                                                             \
+    static inline N##3 make_##N##3(B x, B y, B z) { return N##3 {x, y, z}; }
+/* CUDA 13's 4-vectors of 8-byte elements aligned to 16 or 32 bytes (N4 itself is 16). */
+#define FT_EMU_VEC4A_(N, B)                                                                        \
+    struct __attribute__((aligned(16))) N##4_16a {                                                 \
+        B x, y, z, w;                                                                              \
+    };                                                                                             \
+    struct __attribute__((aligned(32))) N##4_32a {                                                 \
+        B x, y, z, w;                                                                              \
+    };                                                                                             \
+    static inline N##4_16a make_##N##4_16a(B x, B y, B z, B w) { return N##4_16a {x, y, z, w}; }   \
+    static inline N##4_32a make_##N##4_32a(B x, B y, B z, B w) { return N##4_32a {x, y, z, w}; }
+FT_EMU_VEC124_(char, signed char, 2, 4)
+FT_EMU_VEC3_(char, signed char)
+FT_EMU_VEC124_(uchar, unsigned char, 2, 4)
+FT_EMU_VEC3_(uchar, unsigned char)
+FT_EMU_VEC124_(short, short, 4, 8)
+FT_EMU_VEC3_(short, short)
+FT_EMU_VEC124_(ushort, unsigned short, 4, 8)
+FT_EMU_VEC3_(ushort, unsigned short)
+FT_EMU_VEC124_(int, int, 8, 16)
+FT_EMU_VEC3_(int, int)
+FT_EMU_VEC124_(uint, unsigned, 8, 16)
 static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return uint3{x, y, z}; }
-static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
-    return uint4{x, y, z, w};
-}
-static inline double2 make_double2(double x, double y) { return double2{x, y}; }
+FT_EMU_VEC124_(long, long, 2 * sizeof(long), 16)
+FT_EMU_VEC3_(long, long)
+FT_EMU_VEC4A_(long, long)
+FT_EMU_VEC124_(ulong, unsigned long, 2 * sizeof(unsigned long), 16)
+FT_EMU_VEC3_(ulong, unsigned long)
+FT_EMU_VEC4A_(ulong, unsigned long)
+FT_EMU_VEC124_(longlong, long long, 16, 16)
+FT_EMU_VEC3_(longlong, long long)
+FT_EMU_VEC4A_(longlong, long long)
+FT_EMU_VEC124_(ulonglong, unsigned long long, 16, 16)
+FT_EMU_VEC3_(ulonglong, unsigned long long)
+FT_EMU_VEC4A_(ulonglong, unsigned long long)
+FT_EMU_VEC124_(float, float, 8, 16)
+FT_EMU_VEC3_(float, float)
+FT_EMU_VEC124_(double, double, 16, 16)
+FT_EMU_VEC3_(double, double)
+FT_EMU_VEC4A_(double, double)
+#undef FT_EMU_VEC124_
+#undef FT_EMU_VEC3_
+#undef FT_EMU_VEC4A_
 
 /* ---- built-in variables ---------------------------------------------------------------------- */
 namespace ft_emu {
