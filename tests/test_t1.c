@@ -536,6 +536,61 @@ static void test_numeric_geometry(void) {
     }
 }
 
+/* A file without ProblemSize (the schema does not ask for one; the BAT suite's files give none):
+ * read when GlobalSize sizes the grid, refused in one line where anything names ProblemSize. */
+static void test_no_problem_size(void) {
+    static const char fmt[] =
+        "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"tile\","
+        " \"Type\": \"int\", \"Values\": \"[1, 2]\", \"Default\": 1}], \"Conditions\": [%s]},"
+        " \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\","
+        " \"KernelFile\": \"k.cu\", \"LocalSize\": {\"X\": \"64 * tile\"}, %s"
+        " \"Arguments\": [{\"Name\": \"y\", \"Type\": \"float\", \"MemoryType\": \"Vector\","
+        " \"FillType\": \"Constant\", \"Size\": %s, \"FillValue\": 1.0}]}}";
+    static const char cond[] = "{\"Parameters\": [\"tile\"], \"Expression\": \"%s\"}";
+    static const char global[] = "\"GlobalSize\": {\"X\": \"1000\"},";
+    static const struct {
+        const char *condition, *geometry, *size, *refusal; /* refusal NULL: read */
+    } cases[] = {
+        {"tile < 3", global, "1000", NULL},
+        {"tile < 3", global, "\"1000 * max(tile)\"", NULL},
+        {"tile < 3", global, "\"ProblemSize[0]\"",
+         "argument y: Size names ProblemSize, which KernelSpecification does not give"},
+        {"tile < ProblemSize[0]", global, "1000",
+         "tile < ProblemSize[0] names ProblemSize, which KernelSpecification does not give"},
+        {"tile < 3", "\"GlobalSize\": {\"X\": \"ProblemSize[0]\"},", "1000",
+         "GlobalSize.X names ProblemSize"},
+        {"tile < 3", "\"GridDivX\": [\"tile\"],", "1000",
+         "GridDivX divides ProblemSize, which KernelSpecification does not give"},
+        {"tile < 3", "", "1000", "no GlobalSize.X nor ProblemSize to size the grid by"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char c[256], text[2048];
+        snprintf(c, sizeof c, cond, cases[i].condition);
+        snprintf(text, sizeof text, fmt, c, cases[i].geometry, cases[i].size);
+        ft_t1 *t = NULL;
+        ft_err err = {0};
+        ft_status s = ft_t1_from_buffer(text, strlen(text), "p.json", NULL, NULL, &t, &err);
+        if (cases[i].refusal) {
+            FT_CHECK(s == FT_EFORMAT && strstr(err.msg, cases[i].refusal) && !strchr(err.msg, '\n'),
+                     "case %zu refused: %d %s", i, s, err.msg);
+            ft_t1_free(t);
+            continue;
+        }
+        FT_CHECK(s == FT_OK && t->nproblem == 0, "case %zu: %s", i, err.msg);
+        if (!t) continue;
+        ft_config cfg;
+        long long g[3], b[3];
+        cfg_of(t, "tile=2", &cfg);
+        /* 1000 threads in blocks of 128: 8 blocks, the last partial */
+        FT_CHECK(ft_t1_launch(t, &cfg, g, b, &err) == FT_OK && g[0] == 8 && b[0] == 128 &&
+                     g[1] == 1 && g[2] == 1,
+                 "case %zu: grid %lld block %lld: %s", i, g[0], b[0], err.msg);
+        FT_CHECK(t->args[0].elems == (i == 0 ? 1000 : 2000), "case %zu: %lld elements", i,
+                 t->args[0].elems);
+        ft_t1_free(t);
+    }
+}
+
 /* String tunables as a condition sees them: strings, compared with string literals and members
  * of tuples, their Values a JSON list or a Python list expression. 2 x 3 x 2 = 12 configurations;
  * layout=col needs block_size_x=64 (3 of them out) and order 'c' is out: 6 allowed. */
@@ -682,6 +737,7 @@ int main(void) {
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);
     FT_RUN(test_numeric_geometry);
+    FT_RUN(test_no_problem_size);
     FT_RUN(test_string_conditions);
     FT_RUN(test_community_files);
     return ft_test_finish();

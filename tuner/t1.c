@@ -449,6 +449,16 @@ static ft_status check_fill(const ft_t1_arg *ar, const char *name, const char *t
     return FT_OK;
 }
 
+/* A file without ProblemSize: an expression that names it (what: where it is written) is
+ * refused when the file is read, in one line, rather than evaluated with an empty list. */
+static ft_status problem_needed(const ft_t1 *t, const ft_expr *e, const char *name,
+                                const char *what, ft_err *err) {
+    if (t->nproblem || !e || !ft_expr_uses(e, SLOT_PROBLEM(t))) return FT_OK;
+    return ft_err_set(err, FT_EFORMAT,
+                      "%s: %.64s names ProblemSize, which KernelSpecification does not give", name,
+                      what);
+}
+
 /* KernelSpecification's string field key: missing, or not a string (a number where a name
  * belongs). */
 static ft_status need_str(json_t *ks, const char *key, const char **out, const char *name,
@@ -488,7 +498,7 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             t->options[t->noptions++] = strdup(json_string_value(o));
         }
     }
-    /* ProblemSize: up to three integers (or expressions without names). */
+    /* ProblemSize: up to three integers, or none. */
     json_t *ps = json_object_get(ks, "ProblemSize");
     if (json_is_integer(ps)) {
         t->problem[0] = (long long)json_integer_value(ps);
@@ -501,8 +511,12 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             t->problem[d] = (long long)json_integer_value(v);
         }
         t->nproblem = (int)json_array_size(ps);
-    } else {
+    } else if (ps && !json_is_null(ps)) {
         return bad(err, name, "KernelSpecification.ProblemSize: 1 to 3 integers are needed", NULL);
+    } /* else none: the schema does not ask for one, and a grid GlobalSize gives needs none */
+    for (int c = 0; c < t->nconditions; c++) {
+        ft_status s = problem_needed(t, t->conditions[c], name, t->constraint_text[c], err);
+        if (s != FT_OK) return s;
     }
     for (int d = 0; d < t->nproblem; d++)
         if (t->problem[d] < 1) return bad(err, name, "ProblemSize: sizes must be positive", NULL);
@@ -543,6 +557,7 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             }
             if (!text) continue;
             ft_status s = compile(t, name, what, text, into[g], err);
+            if (s == FT_OK) s = problem_needed(t, *into[g], name, what, err);
             if (s != FT_OK) return s;
         }
         char key[16];
@@ -550,6 +565,11 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         json_t *gd = json_object_get(ks, key);
         t->griddiv[d][0] = -2;
         if (json_is_array(gd) && json_array_size(gd) > 0) {
+            if (!t->nproblem)
+                return ft_err_set(
+                    err, FT_EFORMAT,
+                    "%s: %s divides ProblemSize, which KernelSpecification does not give", name,
+                    key);
             if (json_array_size(gd) >= FT_MAX_PARAMS)
                 return ft_err_set(err, FT_EFORMAT, "%s: %s lists too many names", name, key);
             size_t k;
@@ -569,6 +589,10 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             return ft_err_set(err, FT_EFORMAT, "%s: %s: a list of parameter names is needed", name, key);
         }
     }
+    if (!t->nproblem && !t->global[0])
+        return bad(err, name,
+                   "KernelSpecification: no GlobalSize.X nor ProblemSize to size the grid by",
+                   NULL);
     json_t *sm = json_object_get(ks, "SharedMemory");
     if (sm && !json_is_null(sm)) {
         if (!json_is_integer(sm) || json_integer_value(sm) < 0)
@@ -676,7 +700,11 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         ft_expr *e = NULL;
         snprintf(what, sizeof what, "argument %.40s: Size", an);
         ft_status s = compile(t, name, what, stext, &e, err);
-        if (s != FT_OK) return s;
+        if (s == FT_OK) s = problem_needed(t, e, name, what, err);
+        if (s != FT_OK) {
+            ft_expr_free(e);
+            return s;
+        }
         ft_expr_value v;
         ft_err ee = {0};
         s = ft_expr_eval(e, lists.v, &v, &ee);
