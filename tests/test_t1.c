@@ -243,6 +243,10 @@ static void test_bad_files(void) {
         {"\"Default\": 64", "\"Default\": {}", "Default is not a number"},
         {"\"Default\": 64", "\"Default\": \"64\"", "Default is not a number"},
         {"\"Default\": 64", "\"Default\": [64, 128]", "Default is not a number"},
+        {"\"Type\": \"int\", \"Values\": \"[32", "\"Type\": \"uint\", \"Values\": \"[-32",
+         "parameter block_size_x: Values[0], -32, is not an integer of 0 or more (Type uint)"},
+        {"\"Type\": \"float\", \"Values\": \"[0.5", "\"Type\": \"uint\", \"Values\": \"[0.5",
+         "parameter scale: Values[0], 0.5, is not an integer of 0 or more (Type uint)"},
         {"[32, 64, 128, 256]", "[i for i in range(4) for j in range(2)]",
          "nested loops are not read"},
         {"[32, 64, 128, 256]", "[32 * j for i in range(1, 9)]", "unknown name 'j'"},
@@ -536,6 +540,34 @@ static void test_numeric_geometry(void) {
     }
 }
 
+/* Type uint (the schema's; the BAT suite's nbody file writes it) is read as int: the hand-written
+ * file with every int parameter a uint is the same space. */
+static void test_uint_params(void) {
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+    FT_CHECK(text != NULL, "read");
+    if (!text) return;
+    ft_t1 *t = NULL, *u = NULL;
+    ft_err err = {0};
+    FT_CHECK(ft_t1_from_buffer(text, strlen(text), "i.json", NULL, NULL, &t, &err) == FT_OK, "%s",
+             err.msg);
+    int changed = 0;
+    for (char *at = text; (at = strstr(at, "\"Type\": \"int\", \"Values\"")) != NULL; changed++)
+        memcpy(at, "\"Type\":\"uint\", ", 15); /* as long as the \"Type\": \"int\", it replaces */
+    FT_CHECK(changed == 3, "%d parameters made uint", changed);
+    FT_CHECK(ft_t1_from_buffer(text, strlen(text), "u.json", NULL, NULL, &u, &err) == FT_OK, "%s",
+             err.msg);
+    if (t && u) {
+        FT_CHECK(ft_space_size(&u->space) == ft_space_size(&t->space),
+                 "%lld configurations, %lld as int", (long long)ft_space_size(&u->space),
+                 (long long)ft_space_size(&t->space));
+        for (int p = 0; p < 3; p++)
+            FT_CHECK(!u->labels[p] && u->params[p].n == t->params[p].n, "parameter %d", p);
+    }
+    ft_t1_free(t);
+    ft_t1_free(u);
+    free(text);
+}
+
 /* A file without ProblemSize (the schema does not ask for one; the BAT suite's files give none):
  * read when GlobalSize sizes the grid, refused in one line where anything names ProblemSize. */
 static void test_no_problem_size(void) {
@@ -738,6 +770,7 @@ int main(void) {
     FT_RUN(test_zero_block);
     FT_RUN(test_numeric_geometry);
     FT_RUN(test_no_problem_size);
+    FT_RUN(test_uint_params);
     FT_RUN(test_string_conditions);
     FT_RUN(test_community_files);
     return ft_test_finish();

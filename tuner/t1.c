@@ -201,10 +201,13 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
         if (strcmp(pn, "ProblemSize") == 0)
             return ft_err_set(err, FT_EFORMAT, "%s: a parameter may not be named ProblemSize", name);
         int is_string = type && strcmp(type, "string") == 0;
-        if (!type || (!is_string && strcmp(type, "int") && strcmp(type, "float")))
+        /* uint: the schema's unsigned integer (the BAT suite's nbody file), an int that is never
+         * negative. */
+        int is_uint = type && strcmp(type, "uint") == 0;
+        if (!type || (!is_string && !is_uint && strcmp(type, "int") && strcmp(type, "float")))
             return ft_err_set(err, FT_EFORMAT,
-                              "%s: parameter %s: Type \"%.32s\" (int, float or string)", name, pn,
-                              type ? type : "");
+                              "%s: parameter %s: Type \"%.32s\" (int, uint, float or string)", name,
+                              pn, type ? type : "");
         ft_param *fp = &t->params[i];
         fp->name = strdup(pn);
         fp->doc = "a parameter of the T1 file";
@@ -294,6 +297,15 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
         if (n > FT_MAX_VALUES)
             return ft_err_set(err, FT_EFORMAT, "%s: parameter %s has %d values; at most %d are supported",
                               name, pn, n, FT_MAX_VALUES);
+        for (int k = 0; k < n && is_uint; k++)
+            if (items[k].kind != FT_EXPR_INT || items[k].i < 0) {
+                char text[80];
+                ft_expr_format(items[k], text, sizeof text);
+                return ft_err_set(err, FT_EFORMAT,
+                                  "%s: parameter %s: Values[%d], %.64s, is not an integer of 0 or "
+                                  "more (Type uint)",
+                                  name, pn, k, text);
+            }
         /* Integers that fit are the values themselves; anything else is labelled. */
         int numeric = !is_string;
         for (int k = 0; k < n && numeric; k++)
