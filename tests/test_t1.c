@@ -412,6 +412,12 @@ static void test_vector_fills(void) {
         {"x=uint8:16:random:0", NULL},
         {"x=int32:16:random:2147483647", NULL},
         {"y=int8:16:constant:-128", NULL},
+        {"y=uint32:16:constant:-1", "FillValue -1 is out of the range of Type uint32"},
+        {"y=int16:16:constant:40000", "FillValue 40000 is out of the range of Type int16"},
+        {"x=uint32:16:random:4294967295", NULL},
+        {"y=uint16:16:constant:65535", NULL},
+        {"x=double3:16", NULL},
+        {"x=int2:16", "TYPE float, double, int32, uint32"},
     };
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         ft_t1 *t = NULL;
@@ -425,6 +431,61 @@ static void test_vector_fills(void) {
                      args[i].fragment);
         else
             FT_CHECK(s == FT_OK, "--arg %s: %s", args[i].spec, err.msg);
+        ft_t1_free(t);
+    }
+}
+
+/* The schema's argument types beyond float, double, int32 and the bytes: uint32, int16, uint16
+ * (the BAT suite's MD5Hash passes uint32 digests), and CUDA's float2/3/4 and double2/3/4 (its
+ * builtin_vectors and FFT files), a vector of those being one of their components, Size counting
+ * the vector type's values. A scalar of a vector type is refused: its FillValue is one number. */
+static void test_argument_types(void) {
+    static const char fmt[] =
+        "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"block_size_x\","
+        " \"Type\": \"int\", \"Values\": \"[32]\", \"Default\": 32}]},"
+        " \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\","
+        " \"KernelFile\": \"k.cu\", \"ProblemSize\": [100], \"Arguments\": [{\"Name\": \"v\","
+        " \"Type\": \"%s\", \"MemoryType\": \"%s\", \"FillType\": \"Constant\","
+        " \"Size\": \"ProblemSize[0]\", \"FillValue\": %s}]}}";
+    static const struct {
+        const char *type, *memory, *value;
+        ft_t1_type want;
+        size_t bytes;
+        long long elems;
+        const char *refusal; /* NULL: read */
+    } cases[] = {
+        {"uint32", "Vector", "4294967295", FT_T1_UINT32, 4, 100, NULL},
+        {"uint32", "Scalar", "2745829788", FT_T1_UINT32, 4, 0, NULL},
+        {"uint32", "Scalar", "-1", 0, 0, 0, "FillValue -1 is out of the range of Type uint32"},
+        {"int16", "Vector", "-32768", FT_T1_INT16, 2, 100, NULL},
+        {"int16", "Vector", "32768", 0, 0, 0, "FillValue 32768 is out of the range of Type int16"},
+        {"uint16", "Vector", "65535", FT_T1_UINT16, 2, 100, NULL},
+        {"float2", "Vector", "1.5", FT_T1_FLOAT, 4, 200, NULL},
+        {"float3", "Vector", "1.5", FT_T1_FLOAT, 4, 300, NULL},
+        {"float4", "Vector", "1.5", FT_T1_FLOAT, 4, 400, NULL},
+        {"double3", "Vector", "1.5", FT_T1_DOUBLE, 8, 300, NULL},
+        {"double3", "Scalar", "1.5", 0, 0, 0, "a scalar of Type double3 is not passed"},
+        {"float5", "Vector", "1.5", 0, 0, 0, "Type \"float5\" (float, double, int32, uint32"},
+        {"int2", "Vector", "1", 0, 0, 0, "Type \"int2\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, fmt, cases[i].type, cases[i].memory, cases[i].value);
+        ft_t1 *t = NULL;
+        ft_err err = {0};
+        ft_status s = ft_t1_from_buffer(text, strlen(text), "a.json", NULL, NULL, &t, &err);
+        if (cases[i].refusal) {
+            FT_CHECK(s == FT_EFORMAT && strstr(err.msg, cases[i].refusal) && !strchr(err.msg, '\n'),
+                     "%s %s: %d %s", cases[i].type, cases[i].memory, s, err.msg);
+        } else {
+            FT_CHECK(s == FT_OK, "%s %s: %s", cases[i].type, cases[i].memory, err.msg);
+            if (t)
+                FT_CHECK(t->args[0].type == cases[i].want &&
+                             t->args[0].elem_bytes == cases[i].bytes &&
+                             (t->args[0].scalar || t->args[0].elems == cases[i].elems),
+                         "%s: type %d, %zu bytes, %lld elements", cases[i].type, t->args[0].type,
+                         t->args[0].elem_bytes, t->args[0].elems);
+        }
         ft_t1_free(t);
     }
 }
@@ -766,6 +827,7 @@ int main(void) {
     FT_RUN(test_bad_files);
     FT_RUN(test_labels_apart);
     FT_RUN(test_vector_fills);
+    FT_RUN(test_argument_types);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);
     FT_RUN(test_numeric_geometry);

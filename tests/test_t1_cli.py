@@ -592,6 +592,46 @@ def test_integer_outputs():
                        "wrote no element of its output y")
 
 
+MIX_CU = """extern "C" __global__ void mix(float2 *out, const float2 *in, unsigned key,
+                                    const unsigned short *h, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = make_float2(in[i].x + (float)(key % 7u), in[i].y * (float)h[i]);
+}
+"""
+
+
+def test_schema_forms():
+    """What the schema allows and the BAT suite's files write, run end to end: no ProblemSize
+    (GlobalSize in threads sizes the grid), a tunable of Type uint, a float2 vector (Size counts
+    float2s), a uint32 scalar past 2^31 and a uint16 vector, checked against the known output."""
+    tmp = STATE["tmp"]
+    with open(os.path.join(tmp, "mix.cu"), "w") as f:
+        f.write(MIX_CU)
+    n, key = 300, 4000000001
+    doc = {"ConfigurationSpace": {"TuningParameters": [
+               {"Name": "block_size_x", "Type": "uint", "Values": "[32, 64]", "Default": 32}]},
+           "KernelSpecification": {
+               "Language": "CUDA", "KernelName": "mix", "KernelFile": "mix.cu",
+               "LocalSize": {"X": "block_size_x"}, "GlobalSize": {"X": str(n)},
+               "Arguments": [
+                   {"Name": "out", "Type": "float2", "MemoryType": "Vector", "Size": n,
+                    "AccessType": "WriteOnly", "FillType": "Constant", "FillValue": 0, "Output": 1},
+                   {"Name": "in", "Type": "float2", "MemoryType": "Vector", "Size": n,
+                    "AccessType": "ReadOnly", "FillType": "Constant", "FillValue": 1.5},
+                   {"Name": "key", "Type": "uint32", "MemoryType": "Scalar", "FillValue": key},
+                   {"Name": "h", "Type": "uint16", "MemoryType": "Vector", "Size": n,
+                    "AccessType": "ReadOnly", "FillType": "Constant", "FillValue": 3},
+                   {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": n}]}}
+    t1 = os.path.join(tmp, "mix.json")
+    dump(t1, doc)
+    want = os.path.join(tmp, "mix_out.npy")
+    write_npy(want, "<f4", [1.5 + key % 7, 4.5] * n)
+    rc, out, err = run("tune", "--t1", t1, "--backend", "cuda-emu", "--strategy", "exhaustive",
+                       "--budget", "0", "--reps", "1", "--reference", f"out={want}")
+    check(rc == 0 and "2 of 2 configurations evaluated (0 rejected)" in out,
+          f"both configurations match the known output: exit {rc}: {out}{err[-1500:]}")
+
+
 def test_profile():
     """--profile: the best configuration merged into a profile's kernels, the faster of two runs
     kept, beside op entries already there; `show` lists it; `emit` writes it as JSON and as a C
@@ -1256,7 +1296,7 @@ def main():
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
                                  test_kt_cache_resume, test_reference_file,
-                                 test_integer_outputs, test_profile, test_event_log,
+                                 test_integer_outputs, test_schema_forms, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad, test_bad_arguments,
                                  test_small_buffers, test_overrun_resume, test_timeout_resume,
                                  test_stop_twice))

@@ -413,15 +413,36 @@ static ft_status read_conditions(ft_t1 *t, json_t *cs, const char *name, ft_err 
     return FT_OK;
 }
 
-static int type_of(const char *s, ft_t1_type *type, size_t *bytes) {
+/* The types an argument may have, as the messages list them. */
+#define T1_TYPES                                                                                   \
+    "float, double, int32, uint32, int16, uint16, int8, uint8; for vectors float2/3/4 and "        \
+    "double2/3/4 too"
+
+/* A Type's element type and bytes, and how many of them one value is: *lanes 2 to 4 for CUDA's
+ * float2 ... double4 (the schema's vector types; the BAT suite's builtin_vectors and FFT files),
+ * whose arrays are arrays of their components in CUDA's layout, 1 else. */
+static int type_of(const char *s, ft_t1_type *type, size_t *bytes, int *lanes) {
     static const struct {
         const char *name;
         ft_t1_type type;
         size_t bytes;
-    } T[] = {{"float", FT_T1_FLOAT, 4},        {"float32", FT_T1_FLOAT, 4}, {"double", FT_T1_DOUBLE, 8},
-             {"float64", FT_T1_DOUBLE, 8},     {"int", FT_T1_INT32, 4},     {"int32", FT_T1_INT32, 4},
-             {"uint8", FT_T1_UINT8, 1},        {"unsigned char", FT_T1_UINT8, 1},
-             {"int8", FT_T1_INT8, 1},          {"char", FT_T1_INT8, 1}};
+    } T[] = {{"float", FT_T1_FLOAT, 4},   {"float32", FT_T1_FLOAT, 4},
+             {"double", FT_T1_DOUBLE, 8}, {"float64", FT_T1_DOUBLE, 8},
+             {"int", FT_T1_INT32, 4},     {"int32", FT_T1_INT32, 4},
+             {"uint8", FT_T1_UINT8, 1},   {"unsigned char", FT_T1_UINT8, 1},
+             {"int8", FT_T1_INT8, 1},     {"char", FT_T1_INT8, 1},
+             {"uint32", FT_T1_UINT32, 4}, {"int16", FT_T1_INT16, 2},
+             {"uint16", FT_T1_UINT16, 2}};
+    *lanes = 1;
+    size_t n = strlen(s);
+    char base[16];
+    if (n > 1 && n < sizeof base && s[n - 1] >= '2' && s[n - 1] <= '4' &&
+        (strncmp(s, "float", n - 1) == 0 || strncmp(s, "double", n - 1) == 0)) {
+        *lanes = s[n - 1] - '0';
+        memcpy(base, s, n - 1);
+        base[n - 1] = 0;
+        s = base;
+    }
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (strcmp(s, T[i].name) == 0) {
             *type = T[i].type;
@@ -436,8 +457,9 @@ static int type_of(const char *s, ft_t1_type *type, size_t *bytes) {
  * never what a conversion leaves undefined; when not, why into why[n] ("FillValue 2.5 is not an
  * integer (Type int32)", ty the type as written). */
 static int fill_ok(ft_t1_type type, double v, const char *ty, char *why, size_t n) {
-    static const double LO[] = {-FLT_MAX, -DBL_MAX, INT32_MIN, 0, INT8_MIN},
-                        HI[] = {FLT_MAX, DBL_MAX, INT32_MAX, UINT8_MAX, INT8_MAX};
+    static const double LO[] = {-FLT_MAX, -DBL_MAX, INT32_MIN, 0, INT8_MIN, 0, INT16_MIN, 0},
+                        HI[] = {FLT_MAX,  DBL_MAX,    INT32_MAX, UINT8_MAX,
+                                INT8_MAX, UINT32_MAX, INT16_MAX, UINT16_MAX};
     int integer = type != FT_T1_FLOAT && type != FT_T1_DOUBLE;
     if (isfinite(v) && v >= LO[type] && v <= HI[type] && (!integer || v == floor(v))) return 1;
     char given[64];
@@ -644,14 +666,20 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
                                   what);
         ar->name = strdup(an);
         if (!ar->name) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
-        if (!ty || !type_of(ty, &ar->type, &ar->elem_bytes))
-            return ft_err_set(err, FT_EFORMAT,
-                              "%s: argument %s: Type \"%.32s\" (float, double, int32, uint8, int8)",
+        int lanes = 1;
+        if (!ty || !type_of(ty, &ar->type, &ar->elem_bytes, &lanes))
+            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: Type \"%.32s\" (" T1_TYPES ")",
                               name, an, ty ? ty : "");
         if (!mt || (strcmp(mt, "Vector") && strcmp(mt, "Scalar")))
             return ft_err_set(err, FT_EFORMAT, "%s: argument %s: MemoryType \"%.32s\" (Vector or Scalar)",
                               name, an, mt ? mt : "");
         ar->scalar = strcmp(mt, "Scalar") == 0;
+        if (ar->scalar && lanes > 1)
+            return ft_err_set(
+                err, FT_EFORMAT,
+                "%s: argument %s: a scalar of Type %s is not passed (its FillValue is "
+                "one number)",
+                name, an, ty);
         if (mem && strcmp(mem, "Constant") && strcmp(mem, "Global"))
             return ft_err_set(err, FT_EFORMAT,
                               "%s: argument %s: MemType \"%.32s\" (Global or Constant)", name, an,
@@ -722,7 +750,7 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         s = ft_expr_eval(e, lists.v, &v, &ee);
         ft_expr_free(e);
         if (s != FT_OK) return ft_err_set(err, FT_EFORMAT, "%s: %s: %s", name, what, ee.msg);
-        double n = ft_expr_number(v);
+        double n = ft_expr_number(v) * lanes; /* a float2's Size counts float2s */
         if (!(n >= 1) || n != floor(n) || n > (double)(1LL << 40))
             return ft_err_set(err, FT_EFORMAT, "%s: %s is %g elements (a positive integer up to 2^40)",
                               name, what, n);
@@ -934,8 +962,9 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
         }
     ft_t1_type type;
     size_t bytes;
-    if (np < 2 || !type_of(parts[0], &type, &bytes))
-        return ft_err_set(err, FT_EINVAL, "--arg %s: TYPE:SIZE with TYPE float, double, int32, uint8 or int8", spec);
+    int lanes;
+    if (np < 2 || !type_of(parts[0], &type, &bytes, &lanes))
+        return ft_err_set(err, FT_EINVAL, "--arg %s: TYPE:SIZE with TYPE " T1_TYPES, spec);
     int random = a->random;
     double value = a->fill_value;
     if (np >= 3) {
@@ -962,7 +991,7 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
     s = ft_expr_eval(e, lists.v, &v, &ee);
     ft_expr_free(e);
     if (s != FT_OK) return ft_err_set(err, FT_EINVAL, "--arg %s: %s", spec, ee.msg);
-    double n = ft_expr_number(v);
+    double n = ft_expr_number(v) * lanes;
     if (!(n >= 1) || n != floor(n) || n > (double)(1LL << 40))
         return ft_err_set(err, FT_EINVAL, "--arg %s: %g elements (a positive integer up to 2^40)", spec, n);
     char *st = strdup(parts[1]);

@@ -37,7 +37,16 @@ extern "C" {
 #define FT_T1_MAX_ARGS  32
 #define FT_T1_MAX_CONDS 64
 
-typedef enum { FT_T1_FLOAT = 0, FT_T1_DOUBLE, FT_T1_INT32, FT_T1_UINT8, FT_T1_INT8 } ft_t1_type;
+typedef enum {
+    FT_T1_FLOAT = 0,
+    FT_T1_DOUBLE,
+    FT_T1_INT32,
+    FT_T1_UINT8,
+    FT_T1_INT8,
+    FT_T1_UINT32,
+    FT_T1_INT16,
+    FT_T1_UINT16
+} ft_t1_type;
 
 typedef struct ft_t1_arg {
     char *name;
@@ -50,7 +59,8 @@ typedef struct ft_t1_arg {
     int reads, writes; /* AccessType ReadOnly, WriteOnly, ReadWrite; absent: read, and written
                           when it is an output */
     double fill_value;
-    long long elems; /* evaluated Size (vectors) */
+    long long elems; /* evaluated Size (vectors), in elements of type: a float2's Size of n is 2n
+                        floats */
     char *size_text;
 } ft_t1_arg;
 

@@ -28,6 +28,9 @@ struct ft_t1_bench {
         int32_t i;
         uint8_t u8;
         int8_t i8;
+        uint32_t u32;
+        int16_t i16;
+        uint16_t u16;
     } scalar[FT_T1_MAX_ARGS];
     void *argv[FT_T1_MAX_ARGS];  /* what a launch passes: pointers to the values          */
     unsigned char no_symbol[FT_T1_MAX_ARGS]; /* 1: a constant argument the kernel has no
@@ -51,6 +54,9 @@ static void fill(const ft_t1_arg *a, void *buf, ft_rng *r) {
                                             : (uint8_t)v;
             break;
         case FT_T1_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+        case FT_T1_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+        case FT_T1_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
+        case FT_T1_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
         }
     }
 }
@@ -84,6 +90,9 @@ ft_status ft_t1_bench_open(const ft_t1 *t, ft_dev *d, uint64_t seed, ft_t1_bench
             case FT_T1_INT32: b->scalar[i].i = (int32_t)a->fill_value; break;
             case FT_T1_UINT8: b->scalar[i].u8 = (uint8_t)a->fill_value; break;
             case FT_T1_INT8: b->scalar[i].i8 = (int8_t)a->fill_value; break;
+            case FT_T1_UINT32: b->scalar[i].u32 = (uint32_t)a->fill_value; break;
+            case FT_T1_INT16: b->scalar[i].i16 = (int16_t)a->fill_value; break;
+            case FT_T1_UINT16: b->scalar[i].u16 = (uint16_t)a->fill_value; break;
             }
             b->argv[i] = &b->scalar[i];
             continue;

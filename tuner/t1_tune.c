@@ -96,6 +96,9 @@ static double elem(const ft_t1_arg *a, const void *buf, long long i) {
     case FT_T1_INT32: return ((const int32_t *)buf)[i];
     case FT_T1_UINT8: return ((const uint8_t *)buf)[i];
     case FT_T1_INT8: return ((const int8_t *)buf)[i];
+    case FT_T1_UINT32: return ((const uint32_t *)buf)[i];
+    case FT_T1_INT16: return ((const int16_t *)buf)[i];
+    case FT_T1_UINT16: return ((const uint16_t *)buf)[i];
     }
     return NAN;
 }
@@ -481,7 +484,10 @@ static int npy_matches(ft_t1_type t, ft_dtype d) {
     case FT_T1_DOUBLE: return d == FT_F64;
     case FT_T1_INT32: return d == FT_I32;
     case FT_T1_UINT8: return d == FT_U8;
-    case FT_T1_INT8: return 0;
+    case FT_T1_INT8:
+    case FT_T1_UINT32:
+    case FT_T1_INT16:
+    case FT_T1_UINT16: return 0; /* no such .npy type here (core/npy.c) */
     }
     return 0;
 }

@@ -129,7 +129,7 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
         for (int i = 0; i < t->nargs; i++) {
             const ft_t1_arg *a = &t->args[i];
             if (a->scalar)
-                printf("  %-16s scalar = %g\n", a->name, a->fill_value);
+                printf("  %-16s scalar = %.15g\n", a->name, a->fill_value); /* a uint32 whole */
             else
                 printf("  %-16s %lld x %zu bytes, %s%s%s\n", a->name, a->elems, a->elem_bytes,
                        a->random ? "random" : "constant", a->constant ? ", constant memory" : "",
