@@ -175,6 +175,57 @@ static void expect_bad(const char *from, const char *to, const char *fragment) {
     free(text);
 }
 
+/* saxpy_tiled.json with each (from, to) replaced once; NULL (a failed check) when one is not
+ * there. free() it. */
+static char *saxpy_with(const char *const (*edits)[2], int n) {
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+    for (int i = 0; text && i < n; i++) {
+        char *at = strstr(text, edits[i][0]);
+        FT_CHECK(at != NULL, "mutation %s", edits[i][0]);
+        if (!at) {
+            free(text);
+            return NULL;
+        }
+        size_t len = strlen(text) - strlen(edits[i][0]) + strlen(edits[i][1]) + 1;
+        char *m = malloc(len);
+        snprintf(m, len, "%.*s%s%s", (int)(at - text), text, edits[i][1], at + strlen(edits[i][0]));
+        free(text);
+        text = m;
+    }
+    return text;
+}
+
+/* What the schema leaves to the reader: with no argument marked Output, the vectors whose
+ * AccessType writes are the outputs (y, ReadWrite; not x, ReadOnly), and without
+ * GlobalSizeType GlobalSize counts threads; read_note says both. A file that marks one says
+ * nothing of it. */
+static void test_read_notes(void) {
+    static const char *const edits[][2] = {
+        {"\"FillValue\": 1.0, \"Output\": 1}", "\"FillValue\": 1.0}"},
+        {"\"GlobalSizeType\": \"CUDA\",", ""}};
+    char *m = saxpy_with(edits, 2);
+    ft_t1 *t = NULL;
+    ft_err err = {0};
+    FT_CHECK(m && ft_t1_from_buffer(m, strlen(m), "unmarked.json", NULL, NULL, &t, &err) == FT_OK,
+             "%s", err.msg);
+    if (t) {
+        FT_CHECK(t->args[0].output && !t->args[1].output && !t->args[2].output &&
+                     !t->global_in_blocks,
+                 "outputs from AccessType: y %d x %d coef %d; blocks %d", t->args[0].output,
+                 t->args[1].output, t->args[2].output, t->global_in_blocks);
+        FT_CHECK(strstr(t->read_note, "whose AccessType writes (y) are checked") &&
+                     strstr(t->read_note, "GlobalSizeType is not given"),
+                 "read_note: %s", t->read_note);
+    }
+    ft_t1_free(t);
+    free(m);
+    t = NULL;
+    FT_CHECK(ft_t1_load(DATA "saxpy_tiled.json", NULL, &t, &err) == FT_OK && t && !t->read_note[0],
+             "a file that marks its output and gives GlobalSizeType: no note (%s)",
+             t ? t->read_note : err.msg);
+    ft_t1_free(t);
+}
+
 /* String values the readers of the results hold apart are accepted: "0x10" and " 16" are labels
  * of their own beside "16" (only decimal strings are numbers to them, ft_landscape_decimal). */
 static void test_labels_apart(void) {
@@ -826,6 +877,7 @@ int main(void) {
     FT_RUN(test_kernel_path_quoted);
     FT_RUN(test_bad_files);
     FT_RUN(test_labels_apart);
+    FT_RUN(test_read_notes);
     FT_RUN(test_vector_fills);
     FT_RUN(test_argument_types);
     FT_RUN(test_hub_forms);

@@ -932,17 +932,31 @@ def test_bad():
     check(rc == 1 and "No space left" in err and "T4 results" not in out,
           f"--t4 /dev/full: exit {rc}: {out[-300:]} {err[-300:]}")
     # A file that declares no output has nothing to check configurations against: refused
-    # before the search, not every configuration but the default rejected.
+    # before the search, not every configuration but the default rejected (below).
     with open(T1) as f:
         doc = json.load(f)
     for arg in doc["KernelSpecification"]["Arguments"]:
         arg.pop("Output", None)
     doc["KernelSpecification"]["KernelFile"] = kfile
+    # No argument marked Output (the schema has no such field): what AccessType says the kernel
+    # writes (y, ReadWrite) is checked, and a note says so.
+    unmarked = os.path.join(STATE["tmp"], "unmarked.json")
+    dump(unmarked, doc)
+    rc, out, err = run("tune", "--t1", unmarked, "--backend", "cuda-emu", "--budget", "2")
+    check(rc == 0 and "(0 rejected)" in out and
+          "no argument is marked Output: the ones whose AccessType writes (y) are checked" in err,
+          f"outputs from AccessType: {rc} {out[-300:]} {err[-300:]}")
+    # ... and with nothing written either, nothing to check: refused.
+    for arg in doc["KernelSpecification"]["Arguments"]:
+        arg["AccessType"] = "ReadOnly"
     nout = os.path.join(STATE["tmp"], "no_outputs.json")
     dump(nout, doc)
-    one_line_error(["tune", "--t1", nout, "--backend", "cuda-emu", "--budget", "2"], 1,
-                   "declares no output")
-    one_line_error(["bench", "--t1", nout, "--backend", "cuda-emu"], 1, "declares no output")
+    for cmd in (["tune", "--t1", nout, "--backend", "cuda-emu", "--budget", "2"],
+                ["bench", "--t1", nout, "--backend", "cuda-emu"]):
+        rc, out, err = run(*cmd)
+        said = [l for l in err.splitlines() if not l.startswith(f"{cmd[0]}: note:")]
+        check(rc == 1 and len(said) == 1 and "declares no output" in said[0],
+              f"{cmd[0]} of a file that writes nothing: {rc} {err!r}")
     # A space whose size overflows 64 bits (16 parameters of 64 values): said so and refused,
     # not a size of 0 or a negative one.
     with open(T1) as f:

@@ -114,17 +114,31 @@ static ft_status compile(const ft_t1 *t, const char *name, const char *what, con
 
 /* ---- reading ----------------------------------------------------------------------------------- */
 
-/* Add a sentence to default_note ("; " between sentences; what does not fit is cut). */
-static void note_add(ft_t1 *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note_add(ft_t1 *t, const char *fmt, ...) {
-    size_t used = strlen(t->default_note);
-    if (used && used + 2 < sizeof t->default_note) {
-        memcpy(t->default_note + used, "; ", 3);
+/* Add a sentence to a note ("; " between sentences; what does not fit is cut). */
+static void note_vadd(char *note, size_t n, const char *fmt, va_list ap) {
+    size_t used = strlen(note);
+    if (used && used + 2 < n) {
+        memcpy(note + used, "; ", 3);
         used += 2;
     }
+    if (used < n) vsnprintf(note + used, n - used, fmt, ap);
+}
+
+/* ... to default_note, */
+static void note_add(ft_t1 *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_add(ft_t1 *t, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->default_note + used, sizeof t->default_note - used, fmt, ap);
+    note_vadd(t->default_note, sizeof t->default_note, fmt, ap);
+    va_end(ap);
+}
+
+/* ... or to read_note. */
+static void read_note_add(ft_t1 *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void read_note_add(ft_t1 *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    note_vadd(t->read_note, sizeof t->read_note, fmt, ap);
     va_end(ap);
 }
 
@@ -644,8 +658,10 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
     slot_values(t, NULL, 1, &lists);
     size_t i;
     json_t *a;
+    int marked = 0; /* arguments with an Output key */
     json_array_foreach(args, i, a) {
         ft_t1_arg *ar = &t->args[i];
+        marked += json_object_get(a, "Output") != NULL;
         t->nargs = (int)i + 1;
         const char *an = get_str(a, "Name"), *ty = get_str(a, "Type"), *mt = get_str(a, "MemoryType"),
                    *fill = get_str(a, "FillType"), *mem = get_str(a, "MemType");
@@ -756,6 +772,26 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
                               name, what, n);
         ar->elems = (long long)n;
     }
+    /* The schema has no Output: AccessType says what the kernel writes. A file that marks no
+     * argument (the BAT suite's) is checked on every vector it writes, and the note says so. */
+    if (!marked) {
+        char names[160] = "";
+        for (int k = 0; k < t->nargs; k++) {
+            ft_t1_arg *ar = &t->args[k];
+            if (ar->scalar || ar->constant || !ar->writes) continue;
+            ar->output = 1;
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", ar->name);
+        }
+        if (names[0])
+            read_note_add(t,
+                          "no argument is marked Output: the ones whose AccessType writes (%s) "
+                          "are checked",
+                          names);
+    }
+    if (!gtype && t->global[0])
+        read_note_add(t, "GlobalSizeType is not given: GlobalSize is read in threads (OpenCL's "
+                         "form); \"GlobalSizeType\": \"CUDA\" reads it in blocks");
     return FT_OK;
 }
 

@@ -96,6 +96,9 @@ typedef struct ft_t1 {
      * which condition the file's own default breaks. The space's defaults are set to it: it is
      * the baseline and the reference the outputs are checked against. */
     char default_note[640];
+    /* How the file was read where it leaves something to a reader's choice (no Output marks:
+     * outputs from AccessType; no GlobalSizeType: threads): every --t1 command prints it. */
+    char read_note[480];
 } ft_t1;
 
 /* Read a T1 file (a path) or its bytes (dir: where its KernelFile is looked for; NULL: not

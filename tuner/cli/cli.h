@@ -330,6 +330,9 @@ int ft_cli_t1_fail(const char *cmd, const ft_err *err);
 int ft_cli_t1_checkable(const char *cmd, const ft_t1 *t);
 /* The configurations a's --config, --all-configs or --sample name (ft_t1_select). Returns an
  * exit code (message printed). */
+/* Print how the T1 file was read where it left a choice to the reader (t->read_note), if it
+ * did: one "CMD: note:" line on stderr. */
+void ft_cli_t1_note(const char *cmd, const ft_t1 *t);
 int ft_cli_t1_select(const char *cmd, const ft_t1 *t, const ft_cli_t1_args *a, ft_config **cfgs,
                      int64_t *n);
 

@@ -100,6 +100,10 @@ int ft_cli_t1_parse(const char *cmd, int argc, char **argv, const struct option 
     return FT_EXIT_OK;
 }
 
+void ft_cli_t1_note(const char *cmd, const ft_t1 *t) {
+    if (t->read_note[0]) fprintf(stderr, "%s: note: %s: %s\n", cmd, t->path, t->read_note);
+}
+
 int ft_cli_t1_checkable(const char *cmd, const ft_t1 *t) {
     for (int i = 0; i < t->nargs; i++)
         if (t->args[i].output) return FT_EXIT_OK;

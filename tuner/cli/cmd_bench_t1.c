@@ -64,6 +64,7 @@ int ft_cli_bench_t1(int argc, char **argv) {
     ft_t1 *t = NULL;
     if (ft_t1_load_args(a.path, a.kfile, a.argspecs, a.nargspecs, &t, &err))
         return ft_cli_t1_fail("bench", &err);
+    ft_cli_t1_note("bench", t);
     ft_config *cfgs = NULL;
     int64_t n = 0;
     if ((code = ft_cli_t1_checkable("bench", t)) ||

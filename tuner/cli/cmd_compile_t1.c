@@ -73,6 +73,7 @@ int ft_cli_compile_t1(int argc, char **argv) {
     ft_err err = {0};
     ft_t1 *t = NULL;
     if (ft_t1_load(a.path, a.kfile, &t, &err)) return ft_cli_fail_err(&err);
+    ft_cli_t1_note("compile", t);
     ft_config *cfgs = NULL;
     int64_t n = 0;
     if ((code = ft_cli_t1_select("compile", t, &a, &cfgs, &n))) {

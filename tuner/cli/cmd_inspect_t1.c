@@ -224,6 +224,7 @@ int ft_cli_inspect_t1(int argc, char **argv) {
     ft_err err = {0};
     ft_t1 *t = NULL;
     if (ft_t1_load_args(a.path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("inspect", &err);
+    ft_cli_t1_note("inspect", t);
     ft_config *cfgs = NULL;
     int64_t n = 0;
     if ((code = ft_cli_t1_select("inspect", t, &a, &cfgs, &n))) {

@@ -48,6 +48,7 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
     ft_err err = {0};
     ft_t1 *t = NULL;
     if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
+    ft_cli_t1_note("space", t);
     const ft_space *s = &t->space;
     ft_config *cfgs = NULL;
     int64_t n = 0, total = ft_space_size(s);

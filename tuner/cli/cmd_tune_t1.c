@@ -309,6 +309,7 @@ int ft_cli_tune_t1(int argc, char **argv) {
     if (helper) c.tui = 0, c.profile = NULL, t4 = NULL, kt = NULL;
     if (!many && (code = check_outputs(&c))) return code;
     if (ft_t1_load_args(path, a.kfile, a.argspecs, a.nargspecs, &t, &err)) return ft_cli_t1_fail("tune", &err);
+    if (!helper) ft_cli_t1_note("tune", t);
     if (!many && (code = check_t1_outputs(t, t4, kt, to.log, c.profile))) {
         ft_t1_free(t);
         return code;
