@@ -115,6 +115,8 @@ static ft_status compile(const ft_t1 *t, const char *name, const char *what, con
 /* ---- reading ----------------------------------------------------------------------------------- */
 
 /* Add a sentence to a note ("; " between sentences; what does not fit is cut). */
+static void note_vadd(char *note, size_t n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 static void note_vadd(char *note, size_t n, const char *fmt, va_list ap) {
     size_t used = strlen(note);
     if (used && used + 2 < n) {
