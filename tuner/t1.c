@@ -114,33 +114,19 @@ static ft_status compile(const ft_t1 *t, const char *name, const char *what, con
 
 /* ---- reading ----------------------------------------------------------------------------------- */
 
-/* Add a sentence to a note ("; " between sentences; what does not fit is cut). */
-static void note_vadd(char *note, size_t n, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
-static void note_vadd(char *note, size_t n, const char *fmt, va_list ap) {
+/* Add a sentence to a note, t->default_note or t->read_note ("; " between sentences; what does
+ * not fit is cut). */
+static void note_to(char *note, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note_to(char *note, size_t n, const char *fmt, ...) {
     size_t used = strlen(note);
     if (used && used + 2 < n) {
         memcpy(note + used, "; ", 3);
         used += 2;
     }
+    va_list ap;
+    va_start(ap, fmt);
     if (used < n) vsnprintf(note + used, n - used, fmt, ap);
-}
-
-/* ... to default_note, */
-static void note_add(ft_t1 *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note_add(ft_t1 *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    note_vadd(t->default_note, sizeof t->default_note, fmt, ap);
-    va_end(ap);
-}
-
-/* ... or to read_note. */
-static void read_note_add(ft_t1 *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void read_note_add(ft_t1 *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    note_vadd(t->read_note, sizeof t->read_note, fmt, ap);
     va_end(ap);
 }
 
@@ -384,9 +370,10 @@ static ft_status read_params(ft_t1 *t, json_t *cs, const char *name, ft_err *err
                     ft_expr_format(ft_expr_float(json_real_value(dv)), given, sizeof given);
                 if (labels) snprintf(first, sizeof first, "%.60s", labels[0]);
                 else snprintf(first, sizeof first, "%d", fp->values[0]);
-                note_add(t, "%.40s's Default %s is not one of its values: its first, %s, is the "
-                            "default",
-                         pn, given, first);
+                note_to(t->default_note, sizeof t->default_note,
+                        "%.40s's Default %s is not one of its values: its first, %s, is the "
+                        "default",
+                        pn, given, first);
             } else {
                 fp->def = fp->values[found];
             }
@@ -786,14 +773,15 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", ar->name);
         }
         if (names[0])
-            read_note_add(t,
-                          "no argument is marked Output: the ones whose AccessType writes (%s) "
-                          "are checked",
-                          names);
+            note_to(t->read_note, sizeof t->read_note,
+                    "no argument is marked Output: the ones whose AccessType writes (%s) "
+                    "are checked",
+                    names);
     }
     if (!gtype && t->global[0])
-        read_note_add(t, "GlobalSizeType is not given: GlobalSize is read in threads (OpenCL's "
-                         "form); \"GlobalSizeType\": \"CUDA\" reads it in blocks");
+        note_to(t->read_note, sizeof t->read_note,
+                "GlobalSizeType is not given: GlobalSize is read in threads (OpenCL's "
+                "form); \"GlobalSizeType\": \"CUDA\" reads it in blocks");
     return FT_OK;
 }
 
@@ -925,9 +913,10 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
                 s = ft_err_set(err, FT_EFORMAT, "%s: no configuration satisfies the conditions", name);
             if (s == FT_OK) {
                 for (int i = 0; i < t->space.nparams; i++) t->params[i].def = def.v[i];
-                note_add(t, "the file's defaults break the condition %.200s; the nearest allowed "
-                            "configuration is the default",
-                         why);
+                note_to(t->default_note, sizeof t->default_note,
+                        "the file's defaults break the condition %.200s; the nearest allowed "
+                        "configuration is the default",
+                        why);
             }
         }
         if (s == FT_OK) s = ft_t1_launch(t, &def, g, b, err);
