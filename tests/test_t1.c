@@ -369,6 +369,105 @@ static void test_bad_files(void) {
              "%s", err.msg);
 }
 
+/* The hand-written file with x's fill replaced by `fill` (a Random fill, Size ProblemSize[0] +
+ * max(block_size_x): 10,256 floats); NULL when it is refused, its message in err. */
+static ft_t1 *with_x_fill(const char *fill, ft_err *err) {
+    static const char from[] = "\"FillType\": \"Random\", \"Size\": \"ProblemSize[0] + max";
+    char *text = ft_test_read_file(DATA "saxpy_tiled.json");
+    char *at = text ? strstr(text, from) : NULL;
+    FT_CHECK(at != NULL, "the mutation's text is in the file");
+    if (!at) {
+        free(text);
+        return NULL;
+    }
+    size_t cut = strlen("\"FillType\": \"Random\", ");
+    char *m = malloc(strlen(text) + strlen(fill) + 4);
+    memcpy(m, text, (size_t)(at - text));
+    sprintf(m + (at - text), "%s, %s", fill, at + cut);
+    ft_t1 *t = NULL;
+    if (ft_t1_from_buffer(m, strlen(m), "gen.json", NULL, NULL, &t, err) != FT_OK) t = NULL;
+    free(m);
+    free(text);
+    return t;
+}
+
+/* FillType "Generator": DataSource is an expression of i, the index of each value, read when the
+ * file is and checked to give values of the argument's Type; the first and last values when the
+ * file is read, each one as the buffer is filled (ft_t1_generate). */
+static void test_generator_fill(void) {
+    ft_err err = {0};
+    ft_t1 *t =
+        with_x_fill("\"FillType\": \"Generator\", \"DataSource\": \"(i % 7) * 0.5 - 1\"", &err);
+    FT_CHECK(t != NULL, "a Generator fill is read: %s", err.msg);
+    if (t) {
+        ft_t1_arg *x = &t->args[1];
+        FT_CHECK(x->generator && !x->random && x->elems == 10256 &&
+                     strcmp(x->data_source, "(i % 7) * 0.5 - 1") == 0,
+                 "x: generator %p, random %d, %lld values", (void *)x->generator, x->random,
+                 x->elems);
+        static const long long at[] = {0, 1, 6, 7, 10254, 10255};
+        static const double want[] = {-1, -0.5, 2, -1, 2, -1}; /* 10255 = 7 x 1465 */
+        for (int k = 0; k < 6 && x->generator; k++) {
+            double v = NAN;
+            long long i = at[k];
+            double expect = want[k];
+            FT_CHECK(ft_t1_generate(x, i, &v, &err) == FT_OK && v == expect,
+                     "x[%lld] = %g, expected %g (%s)", i, v, expect, err.msg);
+        }
+        /* the same expression for an integer type: 0.5 at i = 1 is no int32 */
+        x->type = FT_T1_INT32;
+        double v;
+        FT_CHECK(ft_t1_generate(x, 1, &v, &err) == FT_EFORMAT &&
+                     strstr(err.msg,
+                            "argument x: DataSource at i=1: -0.5 is not an integer (Type int32)"),
+                 "%s", err.msg);
+        ft_t1_free(t);
+    }
+    /* a number is a DataSource too: every value that number */
+    t = with_x_fill("\"FillType\": \"Generator\", \"DataSource\": 2.5", &err);
+    double v = 0;
+    FT_CHECK(t && ft_t1_generate(&t->args[1], 77, &v, &err) == FT_OK && v == 2.5, "%g: %s", v,
+             err.msg);
+    ft_t1_free(t);
+    static const struct {
+        const char *fill, *fragment;
+    } bad[] = {
+        {"\"FillType\": \"Generator\"", "argument x: FillType Generator needs a DataSource"},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"\"", "needs a DataSource"},
+        {"\"FillType\": \"Generator\", \"DataSource\": [1]", "needs a DataSource"},
+        /* the parameters are not in scope: the data is the same for every configuration */
+        {"\"FillType\": \"Generator\", \"DataSource\": \"i * block_size_x\"",
+         "argument x: DataSource: "},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"i +\"", "argument x: DataSource: "},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"1 / (i - 10255)\"",
+         "argument x: DataSource at i=10255: "},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"1e300 * (i + 1)\"",
+         "argument x: DataSource at i=0: 1e+300 is out of the range of Type float"},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"'a'\"",
+         "argument x: DataSource at i=0: expression \"'a'\": a string where a number is needed"},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"1e308 * 10 - 1e308 * 10\"",
+         "argument x: DataSource at i=0: is not a number (Type float)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ft_err e = {0};
+        t = with_x_fill(bad[k].fill, &e);
+        FT_CHECK(t == NULL && strstr(e.msg, bad[k].fragment) && !strchr(e.msg, '\n'),
+                 "%s: \"%s\", expected \"%s\"", bad[k].fill, e.msg, bad[k].fragment);
+        ft_t1_free(t);
+    }
+    /* --arg with a fill replaces the Generator; with a type and size alone it keeps it */
+    t = with_x_fill("\"FillType\": \"Generator\", \"DataSource\": \"i\"", &err);
+    if (t) {
+        FT_CHECK(ft_t1_set_arg(t, "x=double:100", &err) == FT_OK && t->args[1].generator &&
+                     t->args[1].elems == 100,
+                 "--arg x=double:100 keeps the Generator: %s", err.msg);
+        FT_CHECK(ft_t1_set_arg(t, "x=float:100:constant:3", &err) == FT_OK &&
+                     !t->args[1].generator && !t->args[1].data_source && t->args[1].fill_value == 3,
+                 "--arg x=float:100:constant:3 replaces it: %s", err.msg);
+        ft_t1_free(t);
+    }
+}
+
 /* The hand-written file's arguments y (a Constant fill) and x (a Random one) with another Type
  * and FillValue. */
 #define Y_ARG(type, value)                                                                         \
@@ -879,6 +978,7 @@ int main(void) {
     FT_RUN(test_labels_apart);
     FT_RUN(test_read_notes);
     FT_RUN(test_vector_fills);
+    FT_RUN(test_generator_fill);
     FT_RUN(test_argument_types);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);

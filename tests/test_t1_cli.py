@@ -632,6 +632,62 @@ def test_schema_forms():
           f"both configurations match the known output: exit {rc}: {out}{err[-1500:]}")
 
 
+GEN_CU = """extern "C" __global__ void gen(float *out, const double *a, const int *k,
+                                    const float2 *v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (float)(a[i] * k[i]) + v[i].x - v[i].y;
+}
+"""
+
+
+def test_generator_fill():
+    """FillType "Generator" (the BAT suite's TRIAD file): each value is DataSource evaluated at its
+    index i, a vector type's components counted one by one, checked end to end against the
+    output those inputs give; a value outside the Type's range anywhere in the buffer (here only
+    in its middle, which reading the file does not look at) is refused in one line before any
+    configuration runs."""
+    tmp = STATE["tmp"]
+    with open(os.path.join(tmp, "gen.cu"), "w") as f:
+        f.write(GEN_CU)
+    n = 1000
+
+    def doc(k_type, k_source):
+        return {"ConfigurationSpace": {"TuningParameters": [
+                    {"Name": "block_size_x", "Type": "int", "Values": "[32, 64]", "Default": 32}]},
+                "KernelSpecification": {
+                    "Language": "CUDA", "KernelName": "gen", "KernelFile": "gen.cu",
+                    "LocalSize": {"X": "block_size_x"}, "GlobalSize": {"X": str(n)},
+                    "GlobalSizeType": "OpenCL",
+                    "Arguments": [
+                        {"Name": "out", "Type": "float", "MemoryType": "Vector", "Size": n,
+                         "AccessType": "WriteOnly", "FillType": "Constant", "FillValue": 0,
+                         "Output": 1},
+                        {"Name": "a", "Type": "double", "MemoryType": "Vector", "Size": n,
+                         "AccessType": "ReadOnly", "FillType": "Generator",
+                         "DataSource": "(i % 7) * 0.5"},
+                        {"Name": "k", "Type": k_type, "MemoryType": "Vector", "Size": n,
+                         "AccessType": "ReadOnly", "FillType": "Generator", "DataSource": k_source},
+                        {"Name": "v", "Type": "float2", "MemoryType": "Vector", "Size": n,
+                         "AccessType": "ReadOnly", "FillType": "Generator", "DataSource": "i"},
+                        {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": n}]}}
+    t1 = os.path.join(tmp, "gen.json")
+    dump(t1, doc("int32", "i // 3 - 100"))
+    rc, out, err = run("space", "--t1", t1)
+    check(rc == 0 and "generator (i % 7) * 0.5" in out and "generator i // 3 - 100" in out,
+          f"space names each Generator: exit {rc}: {out}{err}")
+    # v[i] = (2i, 2i + 1): x - y is -1 for every i
+    want = os.path.join(tmp, "gen_out.npy")
+    write_npy(want, "<f4", [(i % 7) * 0.5 * (i // 3 - 100) - 1 for i in range(n)])
+    rc, out, err = run("tune", "--t1", t1, "--backend", "cuda-emu", "--strategy", "exhaustive",
+                       "--budget", "0", "--reps", "1", "--reference", f"out={want}")
+    check(rc == 0 and "2 of 2 configurations evaluated (0 rejected)" in out,
+          f"the generated inputs give the known output: exit {rc}: {out}{err[-1500:]}")
+    # uint8 values i % 300: 0 first, 999 % 300 = 99 last, 256 at i = 256
+    dump(t1, doc("uint8", "i % 300"))
+    one_line_error(["bench", "--t1", t1, "--backend", "cuda-emu"], 1,
+                   "argument k: DataSource at i=256: 256 is out of the range of Type uint8")
+
+
 def test_profile():
     """--profile: the best configuration merged into a profile's kernels, the faster of two runs
     kept, beside op entries already there; `show` lists it; `emit` writes it as JSON and as a C
@@ -1310,7 +1366,7 @@ def main():
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
                                  test_kt_cache_resume, test_reference_file,
-                                 test_integer_outputs, test_schema_forms, test_profile, test_event_log,
+                                 test_integer_outputs, test_schema_forms, test_generator_fill, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad, test_bad_arguments,
                                  test_small_buffers, test_overrun_resume, test_timeout_resume,
                                  test_stop_twice))

@@ -67,6 +67,8 @@ void ft_t1_free(ft_t1 *t) {
     for (int i = 0; i < t->nargs; i++) {
         free(t->args[i].name);
         free(t->args[i].size_text);
+        free(t->args[i].data_source);
+        ft_expr_free(t->args[i].generator);
     }
     free(t);
 }
@@ -459,7 +461,8 @@ static int type_of(const char *s, ft_t1_type *type, size_t *bytes, int *lanes) {
  * its range), as a scalar passed as its type and every element a vector's fill writes must be,
  * never what a conversion leaves undefined; when not, why into why[n] ("FillValue 2.5 is not an
  * integer (Type int32)", ty the type as written). */
-static int fill_ok(ft_t1_type type, double v, const char *ty, char *why, size_t n) {
+static int value_ok(ft_t1_type type, double v, const char *what, const char *ty, char *why,
+                    size_t n) {
     static const double LO[] = {-FLT_MAX, -DBL_MAX, INT32_MIN, 0, INT8_MIN, 0, INT16_MIN, 0},
                         HI[] = {FLT_MAX,  DBL_MAX,    INT32_MAX, UINT8_MAX,
                                 INT8_MAX, UINT32_MAX, INT16_MAX, UINT16_MAX};
@@ -468,11 +471,34 @@ static int fill_ok(ft_t1_type type, double v, const char *ty, char *why, size_t 
     char given[64];
     int whole = v == floor(v) && fabs(v) < 9007199254740992.0; /* 2^53: the JSON's integer */
     ft_expr_format(whole ? ft_expr_int((long long)v) : ft_expr_float(v), given, sizeof given);
-    if (isfinite(v) && integer && v != floor(v))
-        snprintf(why, n, "FillValue %s is not an integer (Type %s)", given, ty);
+    if (isnan(v))
+        snprintf(why, n, "%s is not a number (Type %s)", what, ty);
+    else if (isfinite(v) && integer && v != floor(v))
+        snprintf(why, n, "%s %s is not an integer (Type %s)", what, given, ty);
     else
-        snprintf(why, n, "FillValue %s is out of the range of Type %s", given, ty);
+        snprintf(why, n, "%s %s is out of the range of Type %s", what, given, ty);
     return 0;
+}
+
+static int fill_ok(ft_t1_type type, double v, const char *ty, char *why, size_t n) {
+    return value_ok(type, v, "FillValue", ty, why, n);
+}
+
+static const char *const TYPE_NAMES[] = {"float", "double", "int32", "uint8",
+                                         "int8",  "uint32", "int16", "uint16"};
+
+ft_status ft_t1_generate(const ft_t1_arg *a, long long i, double *v, ft_err *err) {
+    ft_expr_value slot = ft_expr_int(i), r;
+    ft_err e = {0};
+    if (ft_expr_eval(a->generator, &slot, &r, &e) != FT_OK)
+        return ft_err_set(err, FT_EFORMAT, "argument %s: DataSource at i=%lld: %s", a->name, i,
+                          e.msg);
+    *v = ft_expr_number(r);
+    char what[48], why[160];
+    snprintf(what, sizeof what, "DataSource at i=%lld:", i);
+    if (!value_ok(a->type, *v, what, TYPE_NAMES[a->type], why, sizeof why))
+        return ft_err_set(err, FT_EFORMAT, "argument %s: %s", a->name, why);
+    return FT_OK;
 }
 
 /* An argument's FillValue, as it is used, must be a value of its Type: a scalar's and a
@@ -483,6 +509,36 @@ static ft_status check_fill(const ft_t1_arg *ar, const char *name, const char *t
     if ((ar->scalar || !ar->random || ar->fill_value > 0) &&
         !fill_ok(ar->type, ar->fill_value, ty, why, sizeof why))
         return ft_err_set(err, FT_EFORMAT, "%s: argument %s: %s", name, ar->name, why);
+    return FT_OK;
+}
+
+/* FillType "Generator": DataSource (a string, or a number) is an expression of i, the index of
+ * each value, compiled now, so that an unknown name or a syntax error is refused when the file is
+ * read. */
+static ft_status read_generator(ft_t1_arg *ar, json_t *a, const char *name, ft_err *err) {
+    json_t *ds = json_object_get(a, "DataSource");
+    char num[64];
+    const char *src = NULL;
+    if (json_is_string(ds)) {
+        src = json_string_value(ds);
+    } else if (json_is_number(ds)) {
+        ft_expr_format(json_is_integer(ds) ? ft_expr_int((long long)json_integer_value(ds))
+                                           : ft_expr_float(json_number_value(ds)),
+                       num, sizeof num);
+        src = num;
+    }
+    if (!src || !*src)
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: argument %s: FillType Generator needs a DataSource, an expression "
+                          "of i (the index of each value)",
+                          name, ar->name);
+    static const char *const names[] = {"i"};
+    ft_err e = {0};
+    if (ft_expr_compile(src, names, 1, &ar->generator, &e) != FT_OK)
+        return ft_err_set(err, FT_EFORMAT, "%s: argument %s: DataSource: %s", name, ar->name,
+                          e.msg);
+    ar->data_source = strdup(src);
+    if (!ar->data_source) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", name);
     return FT_OK;
 }
 
@@ -723,12 +779,19 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             if (s != FT_OK) return s;
             continue;
         }
-        if (!fill || (strcmp(fill, "Constant") && strcmp(fill, "Random")))
-            return ft_err_set(err, FT_EFORMAT, "%s: argument %s: FillType \"%.32s\" (Constant or Random)",
+        if (!fill ||
+            (strcmp(fill, "Constant") && strcmp(fill, "Random") && strcmp(fill, "Generator")))
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: argument %s: FillType \"%.32s\" (Constant, Random or Generator)",
                               name, an, fill ? fill : "");
         ar->random = strcmp(fill, "Random") == 0;
-        ft_status fs = check_fill(ar, name, ty, err);
-        if (fs != FT_OK) return fs;
+        if (strcmp(fill, "Generator") == 0) {
+            ft_status gs = read_generator(ar, a, name, err);
+            if (gs != FT_OK) return gs;
+        } else {
+            ft_status fs = check_fill(ar, name, ty, err);
+            if (fs != FT_OK) return fs;
+        }
         json_t *size = json_object_get(a, "Size");
         char sz[64];
         const char *stext = NULL;
@@ -760,6 +823,13 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
             return ft_err_set(err, FT_EFORMAT, "%s: %s is %g elements (a positive integer up to 2^40)",
                               name, what, n);
         ar->elems = (long long)n;
+        /* The first and the last value now, every one when the buffer is filled. */
+        for (long long k = 0; ar->generator && k < 2; k++) {
+            double gv;
+            ft_err ge = {0};
+            if (ft_t1_generate(ar, k ? ar->elems - 1 : 0, &gv, &ge) != FT_OK)
+                return ft_err_set(err, FT_EFORMAT, "%s: %s", name, ge.msg);
+        }
     }
     /* The schema has no Output: AccessType says what the kernel writes. A file that marks no
      * argument (the BAT suite's) is checked on every vector it writes, and the note says so. */
@@ -1030,6 +1100,12 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
     a->elems = (long long)n;
     a->random = random;
     a->fill_value = value;
+    if (np >= 3) { /* a fill given replaces the file's Generator */
+        ft_expr_free(a->generator);
+        free(a->data_source);
+        a->generator = NULL;
+        a->data_source = NULL;
+    }
     return FT_OK;
 }
 

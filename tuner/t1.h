@@ -56,12 +56,15 @@ typedef struct ft_t1_arg {
     int constant; /* MemType "Constant": a __constant__ symbol of that name, written before runs */
     int output;   /* "Output": 1, checked against the reference configuration */
     int random;   /* FillType "Random" (else "Constant": fill_value everywhere) */
+    ft_expr *generator; /* FillType "Generator": DataSource, an expression of i, the index of
+                           each value (a vector type's components counted one by one) */
     int reads, writes; /* AccessType ReadOnly, WriteOnly, ReadWrite; absent: read, and written
                           when it is an output */
     double fill_value;
     long long elems; /* evaluated Size (vectors), in elements of type: a float2's Size of n is 2n
                         floats */
     char *size_text;
+    char *data_source; /* the Generator's text */
 } ft_t1_arg;
 
 typedef struct ft_t1 {
@@ -100,6 +103,10 @@ typedef struct ft_t1 {
      * outputs from AccessType; no GlobalSizeType: threads): every --t1 command prints it. */
     char read_note[480];
 } ft_t1;
+
+/* Argument a's value at index i (0 <= i < a->elems) as its Generator gives it, checked to be a
+ * value of its Type (an integer type's: an integer in its range). */
+ft_status ft_t1_generate(const ft_t1_arg *a, long long i, double *v, ft_err *err);
 
 /* Read a T1 file (a path) or its bytes (dir: where its KernelFile is looked for; NULL: not
  * looked for, to check a file's own text). kernel_file (NULL: the file's) replaces KernelFile,

@@ -41,10 +41,16 @@ struct ft_t1_bench {
     char note[256];
 };
 
-static void fill(const ft_t1_arg *a, void *buf, ft_rng *r) {
+/* A vector's values: its Random draws, its Constant, or its Generator's value at each index (an
+ * error names the first one that is not a value of its Type). */
+static ft_status fill(const ft_t1_arg *a, void *buf, ft_rng *r, ft_err *err) {
     double hi = a->fill_value > 0 ? a->fill_value : 1.0;
     for (long long i = 0; i < a->elems; i++) {
         double v = a->random ? ft_rng_uniform(r) * hi : a->fill_value;
+        if (a->generator) {
+            ft_status s = ft_t1_generate(a, i, &v, err);
+            if (s != FT_OK) return s;
+        }
         switch (a->type) {
         case FT_T1_FLOAT: ((float *)buf)[i] = (float)v; break;
         case FT_T1_DOUBLE: ((double *)buf)[i] = v; break;
@@ -59,6 +65,7 @@ static void fill(const ft_t1_arg *a, void *buf, ft_rng *r) {
         case FT_T1_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
         }
     }
+    return FT_OK;
 }
 
 void ft_t1_bench_close(ft_t1_bench *b) {
@@ -104,8 +111,12 @@ ft_status ft_t1_bench_open(const ft_t1 *t, ft_dev *d, uint64_t seed, ft_t1_bench
             return ft_err_set(err, FT_ENOMEM, "%s: argument %s: %zu bytes: out of memory", t->path,
                               a->name, bytes);
         }
-        fill(a, b->host[i], &r);
-        ft_status s = ft_dev_alloc(d, bytes, &b->dptr[i], err);
+        ft_status s = fill(a, b->host[i], &r, err);
+        if (s != FT_OK) {
+            ft_t1_bench_close(b);
+            return ft_err_wrap(err, "%s", t->path);
+        }
+        s = ft_dev_alloc(d, bytes, &b->dptr[i], err);
         if (s == FT_OK) s = ft_dev_copy(d, b->dptr[i], b->host[i], bytes, FT_COPY_H2D, err);
         if (s != FT_OK) {
             ft_t1_bench_close(b);
@@ -439,6 +450,7 @@ ft_status ft_t1_source_digest(const ft_t1 *t, char *out, ft_err *err) {
                  a->fill_value, a->elems);
         ft_kc_hash_str(&h, a->name);
         ft_kc_hash_str(&h, line);
+        if (a->data_source) ft_kc_hash_str(&h, a->data_source);
     }
     ft_kc_hash_hex(&h, out);
     return FT_OK;

@@ -74,8 +74,12 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
         const ft_t1_arg *a = &t->args[i];
         json_t *o = json_pack("{s:s, s:I, s:b, s:b, s:b, s:s}", "name", a->name, "elem_bytes",
                               (json_int_t)a->elem_bytes, "scalar", a->scalar, "constant",
-                              a->constant, "output", a->output, "fill", a->random ? "random" : "constant");
+                              a->constant, "output", a->output, "fill",
+                              a->generator ? "generator"
+                              : a->random  ? "random"
+                                           : "constant");
         if (!a->scalar) json_object_set_new(o, "elements", json_integer(a->elems));
+        if (a->generator) json_object_set_new(o, "data_source", json_string(a->data_source));
         json_array_append_new(args, o);
     }
     char dcfg[1024];
@@ -132,8 +136,11 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
             if (a->scalar)
                 printf("  %-16s scalar = %.15g\n", a->name, a->fill_value); /* a uint32 whole */
             else
-                printf("  %-16s %lld x %zu bytes, %s%s%s\n", a->name, a->elems, a->elem_bytes,
-                       a->random ? "random" : "constant", a->constant ? ", constant memory" : "",
+                printf("  %-16s %lld x %zu bytes, %s%s%s%s\n", a->name, a->elems, a->elem_bytes,
+                       a->generator ? "generator "
+                       : a->random  ? "random"
+                                    : "constant",
+                       a->generator ? a->data_source : "", a->constant ? ", constant memory" : "",
                        a->output ? ", output" : "");
         }
         printf("size: %lld configurations, %lld allowed by the conditions\n", (long long)total,
