@@ -1,5 +1,6 @@
-/* cli_t1.c: the command line a T1 kernel is named by, shared by `inspect --t1`, `compile --t1` and
- * `tune --t1` (see cli.h), so each reads, checks and reports the shared options alike. */
+/* cli_t1.c: the command line a T1 kernel is named by, shared by every --t1 command (`space`,
+ * `compile`, `inspect`, `bench`, `tune`; see cli.h), so each reads, checks and reports the shared
+ * options alike: a command's table lists the ones it takes, and any other is unknown there. */
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>

@@ -171,9 +171,10 @@ static const struct option opts[] = {
     FT_CLI_END,
 };
 
-/* The options of space that are not problem options. */
+/* The options of space that are not problem options (--t1 and --kernel-file: those an op's
+ * space refuses; with --t1 ft_cli_t1_parse takes them). */
 typedef struct {
-    const char *t1, *kfile;
+    const char *kfile;
     int list, json;
 } space_args;
 
@@ -181,8 +182,6 @@ static int space_opt(void *ctx, int o, const char *arg) {
     space_args *a = ctx;
     if (o == O_JSON)
         a->json = 1;
-    else if (o == O_T1)
-        a->t1 = arg;
     else if (o == O_LIST)
         a->list = 1;
     else if (o == O_KFILE)
@@ -190,33 +189,22 @@ static int space_opt(void *ctx, int o, const char *arg) {
     return FT_EXIT_OK;
 }
 
-/* With --t1 the file is the problem: an op's options (--preset, --set, --backend ...) are
- * unknown there, as in compile, inspect and tune --t1, rather than taken and ignored. */
+/* With --t1 the file is the problem: the kernel's options alone (ft_cli_t1_parse), so an op's
+ * (--preset, --set, --backend ...) are unknown there, as in compile, inspect and tune --t1,
+ * rather than taken and ignored. */
 static const struct option t1_opts[] = {
+    FT_CLI_T1_KERNEL_OPTIONS,
     FT_CLI_FLAG("json", O_JSON),
-    FT_CLI_ARG("t1", O_T1),
     FT_CLI_FLAG("list", O_LIST),
-    FT_CLI_ARG("kernel-file", O_KFILE),
     FT_CLI_END,
 };
-
-static int t1_take(const char *cmd, void *shared, int opt, const char *arg, int *taken) {
-    (void)shared, (void)arg;
-    *taken = opt == '?' || opt == ':';
-    return *taken ? ft_cli_bad_option(cmd, opt) : FT_EXIT_OK;
-}
 
 static int run(int argc, char **argv) {
     space_args sa = {0};
     if (ft_cli_names_t1(argc, argv)) {
-        ft_cli_option_form(" --t1");
-        int code = ft_cli_parse_shared("space", argc, argv, t1_opts, t1_take, NULL, space_opt, &sa);
-        ft_cli_option_form(NULL);
-        if (code) return code;
-        if (optind < argc)
-            return ft_cli_fail(FT_EXIT_USAGE, "space: --t1 names the kernel; unexpected '%s'",
-                               argv[optind]);
-        return t1_space(sa.t1, sa.kfile, sa.json, sa.list);
+        ft_cli_t1_args ta = {0};
+        int code = ft_cli_t1_parse("space", argc, argv, t1_opts, &ta, space_opt, &sa);
+        return code ? code : t1_space(ta.path, ta.kfile, sa.json, sa.list);
     }
     ft_cli_problem prob;
     ft_cli_problem_init(&prob);
