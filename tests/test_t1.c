@@ -369,6 +369,141 @@ static void test_bad_files(void) {
              "%s", err.msg);
 }
 
+/* A T1 file of the parameters p0.. (Values each) and the conditions given, a kernel of one
+ * output; NULL when refused (err says why). */
+static ft_t1 *space_file(int np, const char *const *values, int nc, const char *const *conds,
+                         ft_err *err) {
+    char text[8192];
+    size_t k =
+        (size_t)snprintf(text, sizeof text, "{\"ConfigurationSpace\": {\"TuningParameters\": [");
+    for (int i = 0; i < np; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k,
+                              "%s{\"Name\": \"p%d\", \"Type\": \"int\", \"Values\": \"%s\"}",
+                              i ? ", " : "", i, values[i]);
+    k += (size_t)snprintf(text + k, sizeof text - k, "], \"Conditions\": [");
+    for (int i = 0; i < nc; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k, "%s{\"Expression\": \"%s\"}",
+                              i ? ", " : "", conds[i]);
+    snprintf(text + k, sizeof text - k,
+             "]}, \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": \"k\", "
+             "\"KernelFile\": \"k.cu\", \"GlobalSizeType\": \"CUDA\", \"ProblemSize\": [6], "
+             "\"LocalSize\": {\"X\": \"32\"}, \"GlobalSize\": {\"X\": \"1\"}, \"Arguments\": "
+             "[{\"Name\": \"y\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"Size\": 32, "
+             "\"FillType\": \"Constant\", \"FillValue\": 0, \"Output\": 1}]}}");
+    ft_t1 *t = NULL;
+    if (ft_t1_from_buffer(text, strlen(text), "walk.json", NULL, NULL, &t, err) != FT_OK)
+        return NULL;
+    return t;
+}
+
+/* The walk that checks each condition as soon as its parameters are set lists exactly what
+ * checking every configuration whole does, in the same order: random spaces of 1 to 4 parameters
+ * and random conditions of one to three of them (some refusing a whole branch, some a division
+ * that fails where an earlier condition in the file would have refused it: judged whole, in the
+ * file's order, as before). */
+static void test_walk_matches_whole(void) {
+    static const char *const vals[] = {"[1, 2, 3]", "[0, 1]", "list(range(1, 6))", "[2, 4, 8, 16]",
+                                       "[0, 3, 5]"};
+    static const char *const conds[] = {
+        "p0 < p1",         "p0 * p1 <= 8",  "p1 % 2 == 0",        "p0 + p2 != 4",
+        "p2 in [1, 3, 4]", "p1 >= p3",      "p3 // p0 > 0",       "p0 != 0 and p2 // p0 > 1",
+        "p0 > 0",          "p2 // p1 >= 1", "ProblemSize[0] > 2", "p3 + p0 * p2 < 20",
+        "p0 == p0",        "p1 != 0",       "max(p0, p3) < 5",
+    };
+    uint64_t r = 12345;
+    int agreed = 0, tried = 0, nonempty = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        const char *v[4], *c[4];
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int np = 1 + (int)((r >> 33) % 4), nc = (int)((r >> 40) % 4);
+        for (int i = 0; i < np; i++)
+            v[i] = vals[(r >> (8 + 3 * i)) % 5];
+        int used = 0;
+        for (int i = 0; i < 4; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            const char *cand = conds[(r >> 33) % (sizeof conds / sizeof conds[0])];
+            int ok = 1; /* only conditions on the parameters there are */
+            for (const char *q = cand; (q = strchr(q, 'p')); q++)
+                if (q[1] >= '0' && q[1] <= '9' && q[1] - '0' >= np) ok = 0;
+            if (ok && used < nc) c[used++] = cand;
+        }
+        ft_err err = {0};
+        ft_t1 *t = space_file(np, v, used, c, &err);
+        if (!t) continue; /* no configuration allowed, or its default's division fails */
+        tried++;
+        ft_config *cfgs = NULL;
+        int64_t n = 0;
+        ft_err e1 = {0};
+        ft_status s1 = ft_t1_enumerate(t, &cfgs, &n, &e1);
+        /* every configuration judged whole, in space order */
+        int64_t total = ft_space_size(&t->space), m = 0, same = s1 == FT_OK;
+        ft_status s2 = FT_OK;
+        for (int64_t k = 0; k < total && s2 == FT_OK; k++) {
+            ft_config cfg;
+            ft_space_config_at(&t->space, k, &cfg);
+            int ok = 0;
+            ft_err e2 = {0};
+            s2 = ft_t1_allowed(t, &cfg, &ok, NULL, 0, &e2);
+            if (s2 == FT_OK && ok) {
+                same = same && m < n && ft_config_equal(&cfgs[m], &cfg);
+                m++;
+            }
+        }
+        /* where a whole configuration's check fails, the walk may have pruned it first */
+        if (s2 == FT_OK)
+            same = same && m == n;
+        else
+            same = 1;
+        agreed += same;
+        nonempty += n > 0;
+        FT_CHECK(same, "trial %d: %d parameters, %d conditions: walk %lld (%s), whole %lld", trial,
+                 np, used, (long long)n, e1.msg, (long long)m);
+        free(cfgs);
+        ft_t1_free(t);
+    }
+    FT_CHECK(tried > 150 && nonempty > 100 && agreed == tried,
+             "%d of %d tried agree (%d non-empty)", agreed, tried, nonempty);
+}
+
+/* A space of 2^40 configurations whose conditions on its first parameters leave a few is walked,
+ * not refused; without a condition on its parameters it is refused at once, and with one that
+ * prunes only at its last parameter, after the walk's 2^26 steps, each in one line. */
+static void test_walk_large(void) {
+    const char *v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = "list(range(1, 33))";
+    static const char *const chain[] = {"p0 <= 2",  "p1 <= p0", "p2 <= p1", "p3 <= p2",
+                                        "p4 <= p3", "p5 <= p4", "p6 <= p5", "p7 <= p6"};
+    ft_err err = {0};
+    ft_t1 *t = space_file(8, v, 8, chain, &err);
+    ft_config *cfgs = NULL;
+    int64_t n = 0;
+    /* p0 = 1: all ones; p0 = 2: a non-increasing run of 1s and 2s after it: 8 */
+    FT_CHECK(t && ft_space_size(&t->space) == (1LL << 40) &&
+                 ft_t1_enumerate(t, &cfgs, &n, &err) == FT_OK && n == 9,
+             "%lld allowed: %s", (long long)n, err.msg);
+    if (n == 9) {
+        char buf[128];
+        ft_config_format(&t->space, &cfgs[8], buf, sizeof buf);
+        FT_CHECK(strcmp(buf, "p0=2,p1=2,p2=2,p3=2,p4=2,p5=2,p6=2,p7=2") == 0, "last %s", buf);
+    }
+    free(cfgs);
+    ft_t1_free(t);
+    t = space_file(8, v, 0, NULL, &err);
+    FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
+                 strstr(err.msg, "1099511627776 configurations and no condition on its "
+                                 "parameters: more than flaretune enumerates (2^26)"),
+             "%s", err.msg);
+    ft_t1_free(t);
+    static const char *const late[] = {"p6 == 1 and p0 == 1"};
+    t = space_file(7, v, 1, late, &err);
+    FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
+                 strstr(err.msg, "34359738368 configurations before the conditions, which prune "
+                                 "too late"),
+             "%s", err.msg);
+    ft_t1_free(t);
+}
+
 /* The hand-written file with x's fill replaced by `fill` (a Random fill, Size ProblemSize[0] +
  * max(block_size_x): 10,256 floats); NULL when it is refused, its message in err. */
 static ft_t1 *with_x_fill(const char *fill, ft_err *err) {
@@ -979,6 +1114,8 @@ int main(void) {
     FT_RUN(test_read_notes);
     FT_RUN(test_vector_fills);
     FT_RUN(test_generator_fill);
+    FT_RUN(test_walk_matches_whole);
+    FT_RUN(test_walk_large);
     FT_RUN(test_argument_types);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);

@@ -26,14 +26,40 @@
 /* Slots of the expressions: the parameters, then ProblemSize. */
 #define SLOT_PROBLEM(t) ((t)->space.nparams)
 
-/* The most configurations (before the conditions) a T1 space is walked through. */
+/* The most steps of the walk through a T1 space (configurations reached whole and branches its
+ * conditions refuse), and the most allowed configurations it lists (100 bytes each). */
 #define FT_T1_MAX_ENUMERATED (1LL << 26)
+#define FT_T1_MAX_ALLOWED    (1LL << 24)
 
 static ft_status bad(ft_err *err, const char *name, const char *fmt, const char *what) {
     return ft_err_set(err, FT_EFORMAT, "%s: %s%s", name, fmt, what ? what : "");
 }
 
 static char *dup_str(const char *s) { return s ? strdup(s) : NULL; }
+
+/* The allowed configurations in space order (walk, below); visit returns 1 to stop. */
+typedef int (*t1_visit)(void *ctx, const ft_config *c);
+static ft_status walk(const ft_t1 *t, t1_visit visit, void *ctx, int *capped, ft_err *err);
+static void count_text(const ft_t1 *t, char *buf, size_t n);
+
+/* The allowed configuration that changes fewest of want's values, the first in space order
+ * among equals: the walk stops at one that changes a single value. */
+typedef struct {
+    ft_config want, best;
+    int best_d;
+} nearest;
+
+static int nearest_visit(void *ctx, const ft_config *c) {
+    nearest *n = ctx;
+    int dist = 0;
+    for (int i = 0; i < c->n; i++)
+        dist += c->v[i] != n->want.v[i];
+    if (dist < n->best_d) {
+        n->best_d = dist;
+        n->best = *c;
+    }
+    return n->best_d <= 1;
+}
 
 static const char *get_str(json_t *o, const char *key) {
     json_t *v = json_object_get(o, key);
@@ -961,26 +987,20 @@ ft_status ft_t1_from_buffer(const char *buf, size_t len, const char *name, const
         if (s == FT_OK && !ok) {
             /* The allowed configuration that changes fewest of the file's defaults (the first
              * in space order among equals). */
-            const ft_config want = def;
-            int64_t total = ft_space_size(&t->space), best_k = -1;
-            int best_d = INT_MAX;
-            if (total > FT_T1_MAX_ENUMERATED) total = FT_T1_MAX_ENUMERATED;
-            for (int64_t k = 0; k < total && s == FT_OK && best_d > 1; k++) {
-                ft_config c;
-                ft_space_config_at(&t->space, k, &c);
-                int dist = 0;
-                for (int i = 0; i < t->space.nparams; i++) dist += c.v[i] != want.v[i];
-                if (dist >= best_d) continue;
-                int ok2 = 0;
-                s = ft_t1_allowed(t, &c, &ok2, NULL, 0, err);
-                if (s == FT_OK && ok2) {
-                    best_d = dist;
-                    best_k = k;
-                    def = c;
-                }
+            nearest near = {.want = def, .best_d = INT_MAX};
+            int capped = 0;
+            s = walk(t, nearest_visit, &near, &capped, err);
+            if (s == FT_OK && near.best_d == INT_MAX) {
+                char count[32];
+                count_text(t, count, sizeof count);
+                s = capped ? ft_err_set(err, FT_EFORMAT,
+                                        "%s: %s configurations before the conditions, and none "
+                                        "allowed in the first 2^26 the walk reached",
+                                        name, count)
+                           : ft_err_set(err, FT_EFORMAT,
+                                        "%s: no configuration satisfies the conditions", name);
             }
-            if (s == FT_OK && best_k < 0)
-                s = ft_err_set(err, FT_EFORMAT, "%s: no configuration satisfies the conditions", name);
+            if (s == FT_OK) def = near.best;
             if (s == FT_OK) {
                 for (int i = 0; i < t->space.nparams; i++) t->params[i].def = def.v[i];
                 note_to(t->default_note, sizeof t->default_note,
@@ -1211,45 +1231,144 @@ int64_t ft_t1_position(const ft_t1 *t, const ft_config *cfgs, int64_t n, const f
     return k >= 0 && lo < n && ft_config_equal(&cfgs[lo], c) ? lo : -1;
 }
 
+/* The walk through t's space in its order (the last parameter fastest) that checks each
+ * condition as soon as every parameter it names has its value, as a constraint solver does (Kernel
+ * Tuner's python-constraint): a condition on the first parameters prunes every configuration
+ * below a value it refuses, so a space of 2^40 configurations whose conditions leave a few
+ * thousand is walked in as many steps as it has allowed configurations and refused branches.
+ * Each configuration reached whole is allowed as ft_t1_allowed says: where a condition could not
+ * be evaluated on the way (a division by zero), ft_t1_allowed judges it whole, in the file's
+ * order, and its error is the walk's. visit(ctx, c) returns 1 to stop. *capped: the walk stopped
+ * after FT_T1_MAX_ENUMERATED steps (configurations reached whole and branches refused). */
+static ft_status walk(const ft_t1 *t, t1_visit visit, void *ctx, int *capped, ft_err *err) {
+    const int np = t->space.nparams;
+    *capped = 0;
+    int level[FT_T1_MAX_CONDS]; /* the last parameter a condition names (-1: none) */
+    for (int i = 0; i < t->nconditions; i++) {
+        level[i] = -1;
+        for (int p = 0; p < np; p++)
+            if (ft_expr_uses(t->conditions[i], p)) level[i] = p;
+    }
+    ft_config c;
+    ft_config_default(&t->space, &c);
+    for (int p = 0; p < np; p++)
+        c.v[p] = t->params[p].values[0];
+    slots s;
+    slot_values(t, &c, 0, &s);
+    /* unsure[d + 1]: a condition of the parameters up to d could not be evaluated */
+    int idx[FT_MAX_PARAMS], unsure[FT_MAX_PARAMS + 1] = {0};
+    for (int i = 0; i < t->nconditions; i++) {
+        int r = 1;
+        ft_err e = {0};
+        if (level[i] >= 0) continue;
+        if (ft_expr_truth(t->conditions[i], s.v, &r, &e) != FT_OK)
+            unsure[0] = 1;
+        else if (!r)
+            return FT_OK; /* ProblemSize alone refuses every configuration */
+    }
+    if (np == 0) return FT_OK;
+    int64_t steps = 0;
+    int d = 0;
+    idx[0] = 0;
+    for (;;) {
+        const ft_param *pr = &t->params[d];
+        c.v[d] = pr->values[idx[d]];
+        s.v[d] = t->labels[d] ? t->values[d][c.v[d]] : ft_expr_int(c.v[d]);
+        int ok = 1;
+        unsure[d + 1] = unsure[d];
+        for (int i = 0; i < t->nconditions && ok; i++) {
+            if (level[i] != d) continue;
+            int r = 1;
+            ft_err e = {0};
+            if (ft_expr_truth(t->conditions[i], s.v, &r, &e) != FT_OK)
+                unsure[d + 1] = 1;
+            else
+                ok = r;
+        }
+        if (ok && d < np - 1) { /* down to the next parameter */
+            idx[++d] = 0;
+            continue;
+        }
+        if (++steps > FT_T1_MAX_ENUMERATED) {
+            *capped = 1;
+            return FT_OK;
+        }
+        if (ok && unsure[d + 1]) {
+            ft_status st = ft_t1_allowed(t, &c, &ok, NULL, 0, err);
+            if (st != FT_OK) return st;
+        }
+        if (ok && visit(ctx, &c)) return FT_OK;
+        while (++idx[d] == t->params[d].n) { /* the next value, up where this one is spent */
+            if (d == 0) return FT_OK;
+            d--;
+        }
+    }
+}
+
+typedef struct {
+    ft_config *out;
+    int64_t n, cap;
+    int nomem, toomany;
+} t1_list;
+
+static int list_add(void *ctx, const ft_config *c) {
+    t1_list *l = ctx;
+    if (l->n == FT_T1_MAX_ALLOWED) return l->toomany = 1;
+    if (l->n == l->cap) {
+        int64_t cap = l->cap ? l->cap * 2 : 256;
+        ft_config *nb = realloc(l->out, (size_t)cap * sizeof *nb);
+        if (!nb) return l->nomem = 1;
+        l->out = nb;
+        l->cap = cap;
+    }
+    l->out[l->n++] = *c;
+    return 0;
+}
+
+/* "%lld configurations before the conditions", or more than 2^63 */
+static void count_text(const ft_t1 *t, char *buf, size_t n) {
+    int64_t total = ft_space_size(&t->space);
+    if (total == INT64_MAX)
+        snprintf(buf, n, "more than 2^63");
+    else
+        snprintf(buf, n, "%lld", (long long)total);
+}
+
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err) {
     *cfgs = NULL;
     *n = 0;
-    int64_t total = ft_space_size(&t->space), cap = 0, cnt = 0;
-    if (total > FT_T1_MAX_ENUMERATED) {
-        char count[32];
-        if (total == INT64_MAX)
-            snprintf(count, sizeof count, "more than 2^63");
-        else
-            snprintf(count, sizeof count, "%lld", (long long)total);
+    t1_list l = {0};
+    int capped = 0;
+    char count[32];
+    count_text(t, count, sizeof count);
+    /* Nothing to prune with: the old rule, said at once rather than after 2^26 steps. */
+    int prunes = 0;
+    for (int i = 0; i < t->nconditions; i++)
+        for (int p = 0; p < t->space.nparams; p++)
+            prunes |= ft_expr_uses(t->conditions[i], p);
+    if (!prunes && ft_space_size(&t->space) > FT_T1_MAX_ENUMERATED)
         return ft_err_set(err, FT_EFORMAT,
-                          "%s: %s configurations before the conditions: more than flaretune "
-                          "enumerates (2^26)",
+                          "%s: %s configurations and no condition on its parameters: more than "
+                          "flaretune enumerates (2^26)",
                           t->path, count);
+    ft_status s = walk(t, list_add, &l, &capped, err);
+    if (s == FT_OK && l.nomem) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    if (s == FT_OK && l.toomany)
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: its conditions allow more than 2^24 configurations: more than "
+                       "flaretune lists (%s before the conditions)",
+                       t->path, count);
+    if (s == FT_OK && capped)
+        s = ft_err_set(err, FT_EFORMAT,
+                       "%s: %s configurations before the conditions, which prune too late: "
+                       "walking them takes more than flaretune enumerates (2^26 steps)",
+                       t->path, count);
+    if (s != FT_OK) {
+        free(l.out);
+        return s;
     }
-    ft_config *out = NULL;
-    for (int64_t k = 0; k < total; k++) {
-        ft_config c;
-        ft_space_config_at(&t->space, k, &c);
-        int ok = 0;
-        ft_status s = ft_t1_allowed(t, &c, &ok, NULL, 0, err);
-        if (s != FT_OK) {
-            free(out);
-            return s;
-        }
-        if (!ok) continue;
-        if (cnt == cap) {
-            cap = cap ? cap * 2 : 256;
-            ft_config *nb = realloc(out, (size_t)cap * sizeof *nb);
-            if (!nb) {
-                free(out);
-                return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
-            }
-            out = nb;
-        }
-        out[cnt++] = c;
-    }
-    *cfgs = out;
-    *n = cnt;
+    *cfgs = l.out;
+    *n = l.n;
     return FT_OK;
 }
 
