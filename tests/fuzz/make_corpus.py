@@ -494,7 +494,7 @@ def dictionaries():
                            "Y", "Z", "ProblemSize", "SharedMemory", "Arguments", "MemoryType",
                            "Vector", "Scalar", "MemType", "Constant", "FillType", "Random",
                            "Size", "FillValue", "Output", "int", "float", "string", "int32",
-                           "uint8", "double"}) + JSON_TOKENS + [
+                           "uint8", "double", "Generator", "DataSource"}) + JSON_TOKENS + [
             "//", "**", "<=", ">=", "==", "!=", " and ", " or ", "not ", " in ", " if ",
             " else ", " for ", "[x for x in ", "min(", "max(", "range(", "list(", "len(", "abs(", "round(", "int(",
             "float(", "True", "False", "ProblemSize[0]"],
@@ -659,6 +659,14 @@ def t1_seeds():
             cs + "/0/Values": "[16] + [32 * i for i in range(1, 9) if i % 2 == 0 if i != 6] * 1",
             cs + "/0/Default": [16]}),
         "seed-hip.json": t1_doc(**{ks + "/Language": "HIP"}),
+        "seed-generator.json": t1_doc(**{ks + "/Arguments/1/FillType": "Generator",
+                                          ks + "/Arguments/1/FillValue": None,
+                                          ks + "/Arguments/1/DataSource": "(i * 7) % 200"}),
+        "seed-pruned.json": t1_doc(**{cs + "/0/Values": "list(range(1, 65))",
+                                      cs + "/1/Values": "list(range(1, 65))",
+                                      cs + "/0/Default": 1,
+                                      "ConfigurationSpace/Conditions/0/Expression":
+                                          "block_size_x <= 2 and tile_size_x <= block_size_x"}),
     }
     out = {k: (json.dumps(v, indent=1) + "\n").encode() for k, v in seeds.items()}
     out["seed-expression.txt"] = b"32 <= a * 2 <= 1024 and L[-1] % 3 == 2 or max(L) // b\n"
