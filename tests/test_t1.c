@@ -466,8 +466,10 @@ static void test_walk_matches_whole(void) {
 }
 
 /* A space of 2^40 configurations whose conditions on its first parameters leave a few is walked,
- * not refused; without a condition on its parameters it is refused at once, and with one that
- * prunes only at its last parameter, after the walk's 2^26 steps, each in one line. */
+ * not refused; one whose parameters no condition names allow more than the list's 2^24 is
+ * refused at once (without conditions, or beside a condition on others: 32 values of p1 to p7
+ * go with each allowed p0), and one whose condition prunes only at its last parameter after
+ * the walk's 2^26 steps, each in one line. */
 static void test_walk_large(void) {
     const char *v[8];
     for (int i = 0; i < 8; i++)
@@ -491,11 +493,17 @@ static void test_walk_large(void) {
     ft_t1_free(t);
     t = space_file(8, v, 0, NULL, &err);
     FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
-                 strstr(err.msg, "1099511627776 configurations and no condition on its "
-                                 "parameters: more than flaretune enumerates (2^26)"),
+                 strstr(err.msg, "1099511627776 configurations before the conditions, and "
+                                 "they allow more than 2^24 (1.1e+12 of its parameters' values no "
+                                 "condition names)"),
              "%s", err.msg);
     ft_t1_free(t);
-    static const char *const late[] = {"p6 == 1 and p0 == 1"};
+    t = space_file(8, v, 1, chain, &err);
+    FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
+                 strstr(err.msg, "allow more than 2^24 (3.44e+10 of its parameters' values"),
+             "%s", err.msg);
+    ft_t1_free(t);
+    static const char *const late[] = {"p6 == 1 and p0 + p1 + p2 + p3 + p4 + p5 == 6"};
     t = space_file(7, v, 1, late, &err);
     FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
                  strstr(err.msg, "34359738368 configurations before the conditions, which prune "

@@ -1341,22 +1341,28 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
     int capped = 0;
     char count[32];
     count_text(t, count, sizeof count);
-    /* Nothing to prune with: the old rule, said at once rather than after 2^26 steps. */
-    int prunes = 0;
-    for (int i = 0; i < t->nconditions; i++)
-        for (int p = 0; p < t->space.nparams; p++)
-            prunes |= ft_expr_uses(t->conditions[i], p);
-    if (!prunes && ft_space_size(&t->space) > FT_T1_MAX_ENUMERATED)
+    /* Every allowed configuration of the parameters the conditions name goes with every value of
+     * the others (the default is allowed, so there is one): past the list's limit, that is said
+     * at once rather than after listing 2^24. */
+    double unnamed = 1;
+    for (int p = 0; p < t->space.nparams; p++) {
+        int named = 0;
+        for (int i = 0; i < t->nconditions; i++)
+            named |= ft_expr_uses(t->conditions[i], p);
+        if (!named) unnamed *= t->params[p].n;
+    }
+    if (unnamed > (double)FT_T1_MAX_ALLOWED)
         return ft_err_set(err, FT_EFORMAT,
-                          "%s: %s configurations and no condition on its parameters: more than "
-                          "flaretune enumerates (2^26)",
-                          t->path, count);
+                          "%s: %s configurations before the conditions, and they allow more than "
+                          "2^24 (%.3g of its parameters' values no condition names): more than "
+                          "flaretune lists",
+                          t->path, count, unnamed);
     ft_status s = walk(t, list_add, &l, &capped, err);
     if (s == FT_OK && l.nomem) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     if (s == FT_OK && l.toomany)
         s = ft_err_set(err, FT_EFORMAT,
-                       "%s: its conditions allow more than 2^24 configurations: more than "
-                       "flaretune lists (%s before the conditions)",
+                       "%s: %s configurations before the conditions, and they allow more than "
+                       "2^24: more than flaretune lists",
                        t->path, count);
     if (s == FT_OK && capped)
         s = ft_err_set(err, FT_EFORMAT,
