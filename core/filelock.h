@@ -23,6 +23,14 @@ int ft_file_lock(const char *path, ft_err *err);
 /* Take it only if it is free now: -1 with FT_EBUSY in err when another process holds it. */
 int ft_file_trylock(const char *path, ft_err *err);
 void ft_file_unlock(int fd);
+/* Whether a process holds the lock of `path` now, found without taking it (taking it, even
+ * shared and for an instant, would make a tuner starting then fail as busy): 1 held, 0 not
+ * held, -1 when it cannot tell (no lock file beside the file, which is never created here;
+ * /proc/locks, Linux's list of every lock, unreadable or not understood). The lock file is
+ * found as ft_file_lock finds it. A lock another host holds over a network file system is not
+ * in this host's /proc/locks, nor one a process of another PID namespace holds: both read
+ * as 0. */
+int ft_file_lock_held(const char *path);
 
 #ifdef __cplusplus
 }
