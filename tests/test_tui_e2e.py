@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_tui_e2e.py: the dashboard end to end, in a real pseudo-terminal (tmux), asserting on the
 screen: `top` follows a log the test appends to (rows appear as events arrive, a torn line is
-completed later, a second run adds a row; truncated or replaced, the log's old run goes; a named pipe), selection, detail, help, sort and filter work, resizes
+completed later, a second run adds a row; truncated or replaced, the log's old run goes; a named pipe;
+a tuner killed with SIGKILL shows as stopped, not running), selection, detail, help, sort and filter work, resizes
 keep a valid layout, q restores the terminal (alternate screen off, the same stty modes, the shell
 prompt back); 80x24 and 40x10 terminals; `tune --tui` on a tiny preset (finishes, pauses and
 resumes, q and Ctrl-C stop it with 130, a failing tuner shows its error); `tune --t1 --tui` on
@@ -125,7 +126,7 @@ def assert_layout(p, what):
     ok = all(len(l) <= p.width for l in lines)
     ok &= len(lines) == p.height
     ok &= re.search(r"\bop\b", lines[0]) is not None
-    ok &= re.search(r"(running|ended|finished|PAUSED|waiting|error)", lines[-1]) is not None
+    ok &= re.search(r"(running|ended|stopped|finished|PAUSED|waiting|error)", lines[-1]) is not None
     check(ok, "%s: a valid layout at %dx%d" % (what, p.width, p.height), s)
     return s
 
@@ -295,6 +296,56 @@ def test_top_follows_tune_all(tmp):
         if tuner:
             tuner.kill()
         p.close()
+
+
+def status_line(s):
+    lines = (s or "").rstrip("\n").split("\n")
+    return lines[-1] if lines else ""
+
+
+def test_top_writer_killed(tmp):
+    """`top LOG` while a tuner writes LOG: the tuner killed (SIGKILL: no run_end), its lock on
+    LOG.lock goes with it and the run shows as stopped, its writer gone, not running; a tuner
+    resuming the log makes it run again, and its end ends it."""
+    log = os.path.join(tmp, "killed.jsonl")
+    tune = [FT, "tune", "fusion.dflare", "--preset", "tiny.dflare.train", "--backend", "cpu",
+            "--log", log, "--quiet", *SLOW]
+    with Pane("killed", 120, 30) as p:
+        launch(p, "%s top %s" % (FT, log), tmp)
+        # A budget it will not reach before it is killed; the resumed run's is short.
+        tuner = subprocess.Popen(tune + ["--budget", "40"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            s = p.wait_for(r"^>[ !]fusion\.dflare .* [1-5]/40 ", "the tuner under way", timeout=180)
+            check(s is not None and status_line(s).lstrip().startswith("running"),
+                  "running while the tuner runs", s)
+        finally:
+            tuner.kill()  # SIGKILL
+            tuner.wait()
+        with open(log) as f:
+            check('"event":"run_end"' not in f.read(), "the killed tuner wrote no run_end")
+        s = p.wait_for(r"^ stopped .*the writer is gone: no run_end", "the run shown stopped")
+        check(s is not None and "running" not in status_line(s), "not running: %r" %
+              status_line(s), s)
+        check(s is not None and "ETA" not in status_line(s), "no ETA for a stopped run", s)
+        p.keys("Enter")
+        s = p.wait_for(r"fusion\.dflare \(stopped: writer gone\)", "the detail says so")
+        p.keys("Enter")
+        # A tuner resumes the log: its run runs, then ends.
+        tuner = subprocess.Popen(tune + ["--budget", "12"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            p.wait_for(r"^ running ", "running again when a tuner resumes the log", timeout=180)
+            err = tuner.communicate(timeout=300)[1]
+            check(tuner.returncode == 0, "the resumed tune: exit %s: %s" % (tuner.returncode, err))
+        finally:
+            if tuner.returncode is None:
+                tuner.kill()
+                tuner.wait()
+        s = p.wait_for(r"^ ended ", "the resumed run ended")
+        check(s is not None and "writer is gone" not in s, "nothing said of a gone writer", s)
+        p.keys("q")
+        p.wait_for(r"^EXIT=0", "top quits")
 
 
 def test_small_terminals(tmp, logs):
@@ -817,6 +868,7 @@ def main():
             ("top_follow", lambda: test_top_follow(tmp, logs)),
             ("top_reopened", lambda: test_top_reopened(tmp, logs)),
             ("top_fifo", lambda: test_top_fifo(tmp, logs)),
+            ("top_writer_killed", lambda: test_top_writer_killed(tmp)),
             ("top_follows_tune_all", lambda: test_top_follows_tune_all(tmp)),
             ("small_terminals", lambda: test_small_terminals(tmp, logs)),
             ("top_ranks", lambda: test_top_ranks(tmp, logs)),

@@ -2,17 +2,21 @@
  * dashboard (every event arrives once, in order, as a copy), and the follower of an event log
  * (tail -f: a file that appears later, grows, ends in a torn line completed later, holds a torn
  * line followed by a whole one or a line too long to be an event, is truncated, rewritten or
- * replaced, rotated away; a named pipe). */
+ * replaced, rotated away; a named pipe; a writer that holds the log's lock, then is killed). */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+#include "core/filelock.h"
+#include "ft_test.h"
 #include "traces/eventlog.h"
 #include "tui/tui.h"
-#include "ft_test.h"
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
@@ -395,6 +399,87 @@ static void test_follow_large_family(void) {
     FT_CHECK(!all && n == 0, "none left: %d", n);
 }
 
+/* A child that takes the lock of the log at `path`, as a tuner does, and holds it until it is
+ * killed; its pid once it holds it, -1 when it could not take it. */
+static pid_t writer_holding_lock(void) {
+    int ready[2];
+    if (pipe(ready) != 0) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ready[0]);
+        ft_err err = {0};
+        char ok = ft_file_lock(path, &err) >= 0 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1) _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char ok = 'n';
+    if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != 'y') {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        pid = -1;
+    }
+    close(ready[0]);
+    return pid;
+}
+
+/* Poll for up to `seconds` (the follower looks for gone writers once a second; a busy machine
+ * may take much longer) until `want` is among the events; everything polled joined in all. */
+static int poll_until(ft_tui_follow *fw, const char *want, double seconds, char *all, size_t n) {
+    char got[1024];
+    all[0] = '\0';
+    int64_t end = ft_now_ns() + (int64_t)(seconds * 1e9);
+    while (ft_now_ns() < end) {
+        if (poll_kinds(fw, got, sizeof got, NULL) > 0)
+            snprintf(all + strlen(all), n - strlen(all), "%s%s", all[0] ? " " : "", got);
+        if (want && strstr(all, want)) return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* While a process holds the log's lock its run is not said to be gone; once it is killed (the
+ * kernel lets the lock go), a "gone" event names the run of the log's latest event, once; an
+ * event written after that arms it again. A log without a lock file says nothing, and gets no
+ * lock file. */
+static void test_follow_writer_gone(void) {
+    if (access("/proc/locks", R_OK) != 0) {
+        printf("    skipped: /proc/locks cannot be read here\n");
+        return;
+    }
+    char lock[300], all[4096];
+    snprintf(path, sizeof path, "/tmp/ft_test_gone_%d.jsonl", (int)getpid());
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    overwrite(LINE("run_start", "a") LINE("measured", "a"));
+    ft_tui_follow *fw = ft_tui_follow_new(path);
+    poll_until(fw, NULL, 2.5, all, sizeof all);
+    FT_CHECK(!strcmp(all, "run_start:a measured:a"), "no lock file: nothing said: %s", all);
+    FT_CHECK(access(lock, F_OK) != 0, "no lock file made");
+    pid_t pid = writer_holding_lock();
+    FT_CHECK(pid > 0, "the writer took the lock");
+    if (pid <= 0) return;
+    append(LINE("measured", "a"));
+    poll_until(fw, NULL, 2.5, all, sizeof all);
+    FT_CHECK(!strcmp(all, "measured:a"), "the writer holds the lock: not gone: %s", all);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    FT_CHECK(poll_until(fw, "gone:a", 60, all, sizeof all) && !strcmp(all, "gone:a"),
+             "the writer killed: gone: %s", all);
+    poll_until(fw, NULL, 2.5, all, sizeof all);
+    FT_CHECK(!all[0], "said once: %s", all);
+    /* Another writer appends (a resumed run) and ends without its lock: said again. */
+    append(LINE("run_start", "b"));
+    FT_CHECK(poll_until(fw, "gone:b", 60, all, sizeof all) && !strcmp(all, "run_start:b gone:b"),
+             "a new event, then gone again: %s", all);
+    ft_tui_follow_free(fw);
+    unlink(lock);
+    unlink(path);
+}
+
 int main(void) {
     FT_RUN(test_feed);
     FT_RUN(test_follow);
@@ -403,5 +488,6 @@ int main(void) {
     FT_RUN(test_follow_family);
     FT_RUN(test_follow_rotated);
     FT_RUN(test_follow_large_family);
+    FT_RUN(test_follow_writer_gone);
     return ft_test_finish();
 }

@@ -392,6 +392,61 @@ static void test_runs_of_a_command(void) {
     ft_tui_model_free(&m);
 }
 
+/* A log whose writer is gone ("gone", from the follower: its lock free, every byte read): its
+ * run without run_end is stopped, not running; no ETA, the clocks stop at its last event; an
+ * event of the run after all makes it run again, and its run_end ends it. Between two runs of
+ * a command, the runs it had yet to start will not come. A run that ended says nothing. */
+static void test_writer_gone(void) {
+    ft_tui_model m;
+    ft_tui_model_init(&m);
+    apply(&m, START("a", 10, 20, ""));
+    apply(&m, measured("a", 12, "{\"k\":1}", 2e-6, 2e-6, 2e-6, 0));
+    FT_CHECK(ft_tui_model_running(&m), "running before");
+    apply(&m, "{\"event\":\"gone\",\"run\":\"nosuch\"}");
+    FT_CHECK(ft_tui_model_running(&m) && !m.gone[0], "an unknown run: nothing");
+    apply(&m, "{\"event\":\"gone\",\"run\":\"a\",\"log\":\"LOG\"}");
+    ft_tui_row *r = ft_tui_model_find(&m, "a");
+    FT_CHECK(r->state == FT_ROW_GONE, "the run stopped: state %d", (int)r->state);
+    FT_CHECK(!ft_tui_model_running(&m), "the source no longer runs");
+    FT_CHECK(strstr(m.gone, "no run_end") != NULL, "said why: %s", m.gone);
+    FT_CHECK(isnan(ft_tui_row_eta(r, 100)), "no ETA for a stopped run");
+    FT_CHECK_NEAR(ft_tui_model_elapsed(&m, 1000), 2.0, 1e-9);
+    FT_CHECK(m.nevents == 2, "the notice is no event of the run: %ld", m.nevents);
+    /* The writer was not gone after all (or a tuner resumed the run): it runs again. */
+    apply(&m, measured("a", 13, "{\"k\":2}", 3e-6, 3e-6, 3e-6, 0));
+    FT_CHECK(r->state == FT_ROW_RUNNING && ft_tui_model_running(&m) && !m.gone[0],
+             "running again on its next event");
+    apply(&m, "{\"event\":\"gone\",\"run\":\"a\"}");
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"a\",\"t\":14,\"winner\":null,\"tie\":[]}");
+    FT_CHECK(r->state == FT_ROW_DONE && !m.gone[0], "run_end ends it as usual");
+    /* A run that ended: its writer going says nothing. */
+    apply(&m, "{\"event\":\"gone\",\"run\":\"a\"}");
+    FT_CHECK(r->state == FT_ROW_DONE && !m.gone[0], "an ended run stays done");
+    ft_tui_model_free(&m);
+
+    /* Between two runs of a command of three: the writer gone, the third will not start. */
+    ft_tui_model_init(&m);
+#define RUNS(cmd, k) ",\"runs\":{\"command\":\"" cmd "\",\"index\":" #k ",\"of\":3}"
+    apply(&m, START("old", 1, 4, RUNS("c1", 3)));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"old\",\"t\":2,\"winner\":null,\"tie\":[]}");
+    apply(&m, START("x", 10, 4, RUNS("c2", 1)));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"x\",\"t\":20,\"winner\":null,\"tie\":[]}");
+    apply(&m, START("y", 21, 4, RUNS("c2", 2)));
+    apply(&m, "{\"event\":\"run_end\",\"run\":\"y\",\"t\":30,\"winner\":null,\"tie\":[]}");
+    FT_CHECK(ft_tui_model_running(&m), "between two runs: running");
+    apply(&m, "{\"event\":\"gone\",\"run\":\"old\"}");
+    FT_CHECK(ft_tui_model_running(&m), "an older command's log says nothing of this one");
+    apply(&m, "{\"event\":\"gone\",\"run\":\"y\"}");
+    FT_CHECK(!ft_tui_model_running(&m) && strstr(m.gone, "1 more run will not start"),
+             "the third run will not come: %s", m.gone);
+    FT_CHECK(ft_tui_model_find(&m, "y")->state == FT_ROW_DONE, "the ended run stays done");
+    FT_CHECK(ft_tui_model_eta(&m, 40, NULL) == 0, "no ETA: nothing runs");
+    apply(&m, START("z", 41, 4, RUNS("c2", 3))); /* it came after all */
+    FT_CHECK(ft_tui_model_running(&m) && !m.gone[0], "a run starts: running again");
+#undef RUNS
+    ft_tui_model_free(&m);
+}
+
 /* The ETA of a run whose first candidate is not measured yet (the next op of a `tune all`, a
  * run whose first candidates were rejected): estimated at the seconds per candidate the other
  * runs took, not unknown. */
@@ -708,6 +763,7 @@ int main(void) {
     FT_RUN(test_run_that_stops_early);
     FT_RUN(test_confirmed_winner);
     FT_RUN(test_runs_of_a_command);
+    FT_RUN(test_writer_gone);
     FT_RUN(test_eta_before_first_candidate);
     FT_RUN(test_watch_rows);
     FT_RUN(test_ranks);

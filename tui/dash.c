@@ -267,6 +267,7 @@ static const char *state_word(ft_tui_row_state s) {
     case FT_ROW_INTERRUPTED: return "interrupted";
     case FT_ROW_LOST: return "ended without run_end";
     case FT_ROW_FAILED: return "failed";
+    case FT_ROW_GONE: return "stopped: writer gone";
     }
     return "";
 }
@@ -335,8 +336,8 @@ static void draw_table(dash *d) {
                 if (cols[c].id == FT_COL_SPEEDUP && r->speedup >= 1.05) a |= role(d, C_GOOD);
                 if (cols[c].id == FT_COL_VSPROF && r->speedup > 1.25) a |= role(d, C_WARN);
                 if (cols[c].id == FT_COL_TREND) a |= role(d, C_POINT);
-                if (cols[c].id == FT_COL_OP &&
-                    (r->state == FT_ROW_FAILED || r->state == FT_ROW_LOST))
+                if (cols[c].id == FT_COL_OP && (r->state == FT_ROW_FAILED ||
+                                                r->state == FT_ROW_LOST || r->state == FT_ROW_GONE))
                     a |= role(d, C_BAD);
             }
             put_col(w, y, cols[c].x, cols[c].w, cols[c].right, buf, a);
@@ -688,9 +689,11 @@ static void draw_status(dash *d, double now) {
         const char *state = d->o->pause && *d->o->pause ? "PAUSED"
                             : running                   ? "running"
                             : d->m.finished             ? "finished"
+                            : d->m.gone[0]              ? "stopped"
                             : d->m.nrows                ? "ended"
                                                         : "waiting";
         SEG(0, "%s", state);
+        if (!running && d->m.gone[0]) SEG(1, "%s", d->m.gone);
         char busy[160];
         int busy_rank = busy_segment(d, busy, sizeof busy);
         if (busy[0]) SEG(busy_rank, "%s", busy);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/filelock.h"
 #include "traces/eventlog.h"
 #include "tui/tui.h"
 
@@ -98,6 +99,8 @@ typedef struct one_log {
     int pending_reopen; /* a reopen event to report: 1 truncated, 2 replaced     */
     int overlong;       /* inside a line too long to be an event (counted once)  */
     int fifo;           /* a pipe: read as it comes, never seeked nor reopened   */
+    char run[40];       /* the run of the latest event read from it              */
+    int gone_told;      /* its writer was said to be gone, and nothing came since */
 } one_log;
 
 static one_log *log_new(const char *path) {
@@ -120,6 +123,8 @@ static void restart(one_log *f) {
     f->len = f->at = 0;
     f->headlen = 0;
     f->overlong = 0;
+    f->run[0] = '\0';
+    f->gone_told = 0;
 }
 
 static int try_open(one_log *f) {
@@ -242,7 +247,11 @@ static int log_poll(one_log *f, json_t **out, int max, long *bad, int *reopened)
             f->overlong = 0;
             f->at += n + 1;
             f->off += (off_t)(n + 1);
-            if (ev) out[k++] = ev;
+            if (!ev) continue;
+            const char *run = json_string_value(json_object_get(ev, "run"));
+            if (run) snprintf(f->run, sizeof f->run, "%s", run);
+            f->gone_told = 0;
+            out[k++] = ev;
         }
         if (k >= max) break;
         /* Anything left in the file, or a new file under the name (a pipe is neither truncated
@@ -290,6 +299,7 @@ struct ft_tui_follow {
     int n, cap;
     int next;        /* the log polled first next time, so none starves the others */
     int64_t scan_ns; /* when the directory was last looked at */
+    int64_t gone_ns; /* when the writers were last looked for */
 };
 
 ft_tui_follow *ft_tui_follow_new(const char *path) {
@@ -304,7 +314,7 @@ ft_tui_follow *ft_tui_follow_new(const char *path) {
     }
     f->cap = 8;
     f->n = 1;
-    f->scan_ns = -1;
+    f->scan_ns = f->gone_ns = -1;
     return f;
 }
 
@@ -351,6 +361,31 @@ static void scan(ft_tui_follow *f) {
     free(found);
 }
 
+/* A "gone" event for each log whose writer is gone: a regular file whose lock (LOG.lock, taken
+ * by the tuner that writes it for as long as it does) exists and no process holds, with every
+ * byte of it read (the lock is looked at first: what a writer wrote before it let the lock go
+ * is then in the file). Told once, until the log gives another event; looked for at most once
+ * a second. A lock that cannot be judged (none, no /proc/locks) says nothing. */
+static int writers_gone(ft_tui_follow *f, json_t **out, int max) {
+    int64_t now = ft_now_ns();
+    if (f->gone_ns >= 0 && now - f->gone_ns < 1000000000) return 0;
+    f->gone_ns = now;
+    int k = 0;
+    for (int i = 0; i < f->n && k < max; i++) {
+        one_log *l = f->logs[i];
+        struct stat st;
+        if (l->fd < 0 || l->fifo || l->gone_told || !l->run[0] || ft_file_lock_held(l->path) != 0)
+            continue;
+        if (fstat(l->fd, &st) || st.st_size != l->off + (off_t)(l->len - l->at) || replaced(l))
+            continue; /* more to read first */
+        json_t *ev = json_pack("{s:s, s:s, s:s}", "event", "gone", "run", l->run, "log", l->path);
+        if (!ev) continue;
+        l->gone_told = 1;
+        out[k++] = ev;
+    }
+    return k;
+}
+
 int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
     scan(f);
     int k = 0;
@@ -368,5 +403,6 @@ int ft_tui_follow_poll(ft_tui_follow *f, json_t **out, int max, long *bad) {
             }
     }
     f->next = f->n ? (f->next + 1) % f->n : 0;
+    if (k < max) k += writers_gone(f, out + k, max - k); /* once everything is read */
     return k;
 }

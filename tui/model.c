@@ -412,6 +412,7 @@ static void apply_run_start(ft_tui_model *m, ft_tui_row *r, const json_t *ev, do
     r->budget = jint(ev, "budget");
     r->time_budget_s = jnum(ev, "time_budget_s");
     obj_text(json_object_get(ev, "default"), 1, " ", r->def_key, sizeof r->def_key);
+    snprintf(r->command, sizeof r->command, "%s", jstr(json_object_get(ev, "runs"), "command"));
     apply_runs(m, json_object_get(ev, "runs"), t);
 }
 
@@ -635,6 +636,23 @@ static void apply_sample(ft_tui_row *r, const json_t *ev, double t) {
         r->speedup = r->p50 / r->profile_median;
 }
 
+/* The writer of the log of run r is gone (top: the log's lock is free and every byte of the log
+ * was read): a run without its run_end will have none, and its command will start no more runs.
+ * A run that ended, of another command than the latest, says nothing. */
+static void apply_gone(ft_tui_model *m, ft_tui_row *r) {
+    if (!r) return;
+    if (r->state == FT_ROW_RUNNING) {
+        r->state = FT_ROW_GONE;
+        snprintf(m->gone, sizeof m->gone, "the writer is gone: no run_end (killed?)");
+    } else if (r->command[0] && !strcmp(r->command, m->runs_command) &&
+               ft_tui_model_pending_runs(m) > 0 && !m->gone[0]) {
+        int n = ft_tui_model_pending_runs(m);
+        snprintf(m->gone, sizeof m->gone,
+                 "the writer is gone: %d more run%s will not start (killed?)", n,
+                 n == 1 ? "" : "s");
+    }
+}
+
 int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
     const char *kind = json_string_value(json_object_get(ev, "event"));
     if (!json_is_object(ev) || !kind) {
@@ -656,6 +674,10 @@ int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
                  *jstr(ev, "message") ? jstr(ev, "message") : "failed");
         for (int i = 0; i < m->nrows; i++)
             if (m->rows[i].state == FT_ROW_RUNNING) m->rows[i].state = FT_ROW_FAILED;
+        return 1;
+    }
+    if (!strcmp(kind, "gone")) {
+        apply_gone(m, ft_tui_model_find(m, jstr(ev, "run")));
         return 1;
     }
     if (!strcmp(kind, "reopen")) {
@@ -701,6 +723,9 @@ int ft_tui_model_apply(ft_tui_model *m, const json_t *ev) {
         r->t_start = t;
     }
     r->t_last = t;
+    /* A writer writes after all: its run goes on (run_end, below, ends it as usual). */
+    if (r->state == FT_ROW_GONE) r->state = FT_ROW_RUNNING;
+    m->gone[0] = '\0';
     if (!strcmp(kind, "run_start"))
         apply_run_start(m, r, ev, t);
     else if (!strcmp(kind, "watch_start"))
@@ -735,7 +760,8 @@ int ft_tui_model_running(const ft_tui_model *m) {
     if (m->finished || m->error[0]) return 0;
     for (int i = 0; i < m->nrows; i++)
         if (m->rows[i].state == FT_ROW_RUNNING) return 1;
-    return ft_tui_model_pending_runs(m) > 0; /* between two runs of `tune all` */
+    /* between two runs of `tune all`, unless its writer is gone */
+    return !m->gone[0] && ft_tui_model_pending_runs(m) > 0;
 }
 
 double ft_tui_row_eta(const ft_tui_row *r, double now) {

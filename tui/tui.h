@@ -80,6 +80,8 @@ typedef enum {
     FT_ROW_INTERRUPTED, /* run_end with interrupted, or Ctrl-C                      */
     FT_ROW_LOST,        /* a later run started in the same feed without its run_end */
     FT_ROW_FAILED,      /* the worker reported an error while it ran              */
+    FT_ROW_GONE,        /* no run_end, and the log's writer is gone ("gone"): running
+                         * again when an event of the run comes after all */
 } ft_tui_row_state;
 
 /* A measured configuration, for the detail pane's top five (and its candidates not ranked). */
@@ -110,6 +112,7 @@ typedef struct ft_tui_rank {
 
 typedef struct ft_tui_row {
     char run[40];
+    char command[48]; /* run_start's runs.command: the command that started it, or "" */
     ft_tui_row_kind kind;
     ft_tui_row_state state;
     int seq; /* order of arrival */
@@ -162,6 +165,10 @@ typedef struct ft_tui_model {
     int finished;      /* the source said it has no more events ("done")   */
     char error[512];   /* the source failed ("error"); shown in the status */
     char note[160];    /* the latest notice (log reopened, ...)           */
+    /* The writer of the log is gone ("gone": the log's lock is free, docs/dashboard.md) while a
+     * run of it had no run_end, or before its command started all its runs: what the status
+     * bar says of it. "" when not, and again once a run's event comes. */
+    char gone[96];
     int changed;       /* set by every apply; the drawing layer clears it  */
     /* The runs of the command that started the latest run (run_start's "runs": `tune all`
      * writes one log per op, and `top` follows them all): its id, how many it runs, which of
@@ -216,8 +223,8 @@ double ft_tui_model_eta(const ft_tui_model *m, double now, int *partial);
 double ft_tui_model_rate(const ft_tui_model *m, double now);
 /* Seconds from the first event to now (while a row runs) or to the last event. */
 double ft_tui_model_elapsed(const ft_tui_model *m, double now);
-/* A row runs, or more runs are expected (ft_tui_model_pending_runs), and the source has
- * neither finished nor failed. */
+/* A row runs, or more runs are expected (ft_tui_model_pending_runs) from a writer that is not
+ * gone, and the source has neither finished nor failed. */
 int ft_tui_model_running(const ft_tui_model *m);
 
 /* Rolling statistics of latencies (watch rows): p50, p95 (linear interpolation between closest
@@ -414,6 +421,9 @@ int ft_tui_feed_drain(ft_tui_feed *f, json_t **out, int max);
 /* Follows an event log as `tail -f` does: survives the file growing, a torn last line that
  * is completed later, a file that does not exist yet, and a file truncated or replaced
  * (reopened and read from the start; a {"event": "reopen", "reason": ...} event says so).
+ * A log whose writer is gone (its lock free, core/filelock.h ft_file_lock_held, and all of it
+ * read) gets a {"event": "gone", "run": ..., "log": ...} event naming the run of its latest
+ * event, once until the log gives another event.
  * Given the --log of a `tune all` or a sweep, it follows every log that run writes (LOG.OP,
  * LOG.OP.SIZE..., ft_eventlog_family), found as they appear; when one of them is reopened,
  * every one is read again from the start after the reopen event (the model drops what it
