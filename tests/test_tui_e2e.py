@@ -206,7 +206,7 @@ def test_top_follow(tmp, logs):
         check(re.search(r"[*+]", "\n".join((s or "").split("\n")[3:20])) is not None, "trials plotted", s)
         # A second run in the same file: a new row.
         append(log, "".join(logs["loss"]))
-        s = p.wait_for(r"^  loss .* 4/\d+ ", "a second run, a second row")
+        s = p.wait_for(r"^ [ !]loss .* 4/\d+ ", "a second run, a second row")
         # Selection.
         p.keys("j")
         s = p.wait_for(r"^>[ !]loss", "j selects the next row")
@@ -246,7 +246,7 @@ def test_top_follow(tmp, logs):
         p.keys("/")
         s = p.wait_for(r"filter by op: _", "/ opens an empty prompt")
         p.keys("Enter")
-        s = p.wait_for(r"^  fusion\.dflash|^> fusion\.dflash", "/ Enter shows every row again")
+        s = p.wait_for(r"^[ >][ !]fusion\.dflash", "/ Enter shows every row again")
         check(s and "filter 'loss'" not in s, "the filter is cleared", s)
         # Resizes keep a valid layout.
         assert_layout(p, "80x24")
