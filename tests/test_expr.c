@@ -208,8 +208,8 @@ static void test_t1_expressions(void) {
         "block_size_x*block_size_y<=1024",
         "use_padding==0 or use_shmem != 0",
         /* (48*2+14) * (16*3+14) = 110 * 62 = 6820 < 12288 */
-        "use_shmem == 0 or (((block_size_x*tile_size_x+(filter_width-1)))*((block_size_y*tile_size_y+("
-        "filter_height-1)))) < 12*1024",
+        ("use_shmem == 0 or (((block_size_x*tile_size_x+(filter_width-1)))*((block_size_y*tile_"
+         "size_y+(filter_height-1)))) < 12*1024"), /* one string (clang's -Wstring-concatenation) */
         "32 <= block_size_x * block_size_y <= 1024",
         "tile_size_x > 1 or use_padding == 0",
         "block_size_x * block_size_y * tile_size_y > 2048",
