@@ -397,10 +397,10 @@ static ft_t1 *space_file(int np, const char *const *values, int nc, const char *
 }
 
 /* The walk that checks each condition as soon as its parameters are set lists exactly what
- * checking every configuration whole does, in the same order: random spaces of 1 to 4 parameters
- * and random conditions of one to three of them (some refusing a whole branch, some a division
- * that fails where an earlier condition in the file would have refused it: judged whole, in the
- * file's order, as before). */
+ * checking every configuration whole does, in the same order, and counts as many without a list:
+ * random spaces of 1 to 4 parameters and random conditions of one to three of them (some refusing a
+ * whole branch, some a division that fails where an earlier condition in the file would have
+ * refused it: judged whole, in the file's order, as before). */
 static void test_walk_matches_whole(void) {
     static const char *const vals[] = {"[1, 2, 3]", "[0, 1]", "list(range(1, 6))", "[2, 4, 8, 16]",
                                        "[0, 3, 5]"};
@@ -454,15 +454,34 @@ static void test_walk_matches_whole(void) {
             same = same && m == n;
         else
             same = 1;
+        /* counted without a list, the parameters no condition names multiplying: as many */
+        int64_t counted = -1;
+        ft_err e3 = {0};
+        if (s1 == FT_OK && ft_t1_count(t, &counted, &e3) != FT_OK) counted = -2;
+        same = same && (s1 != FT_OK || counted == n);
         agreed += same;
         nonempty += n > 0;
-        FT_CHECK(same, "trial %d: %d parameters, %d conditions: walk %lld (%s), whole %lld", trial,
-                 np, used, (long long)n, e1.msg, (long long)m);
+        FT_CHECK(same,
+                 "trial %d: %d parameters, %d conditions: walk %lld (%s), counted %lld, "
+                 "whole %lld",
+                 trial, np, used, (long long)n, e1.msg, (long long)counted, (long long)m);
         free(cfgs);
         ft_t1_free(t);
     }
     FT_CHECK(tried > 150 && nonempty > 100 && agreed == tried,
              "%d of %d tried agree (%d non-empty)", agreed, tried, nonempty);
+}
+
+/* ft_t1_each's visitor: counts, compares with a list, stops at the stop-th. */
+typedef struct {
+    const ft_config *cfgs;
+    int seen, same, stop;
+} stop_at;
+
+static int visit_until(void *ctx, const ft_config *c) {
+    stop_at *st = ctx;
+    st->same += ft_config_equal(c, &st->cfgs[st->seen]);
+    return ++st->seen == st->stop;
 }
 
 /* A space of 2^40 configurations whose conditions on its first parameters leave a few is walked,
@@ -488,19 +507,33 @@ static void test_walk_large(void) {
         char buf[128];
         ft_config_format(&t->space, &cfgs[8], buf, sizeof buf);
         FT_CHECK(strcmp(buf, "p0=2,p1=2,p2=2,p3=2,p4=2,p5=2,p6=2,p7=2") == 0, "last %s", buf);
+        /* ft_t1_each visits the same, in the same order, and stops where told */
+        stop_at st = {.cfgs = cfgs, .stop = 5};
+        FT_CHECK(ft_t1_each(t, visit_until, &st, &err) == FT_OK && st.seen == 5 && st.same == 5,
+                 "each: %d seen, %d as listed", st.seen, st.same);
     }
     free(cfgs);
     ft_t1_free(t);
     t = space_file(8, v, 0, NULL, &err);
     FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
                  strstr(err.msg, "1099511627776 configurations before the conditions, and "
-                                 "they allow more than 2^24 (1.1e+12 of its parameters' values no "
-                                 "condition names)"),
+                                 "they allow 1099511627776: more than flaretune lists (2^24)"),
              "%s", err.msg);
+    FT_CHECK(t && ft_t1_count(t, &n, &err) == FT_OK && n == 1LL << 40, "counted %lld: %s",
+             (long long)n, err.msg);
     ft_t1_free(t);
+    /* each value of p1 to p7 goes with each allowed p0: counted, not listed */
     t = space_file(8, v, 1, chain, &err);
     FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
-                 strstr(err.msg, "allow more than 2^24 (3.44e+10 of its parameters' values"),
+                 strstr(err.msg, "they allow 68719476736: more than flaretune lists"),
+             "%s", err.msg);
+    ft_t1_free(t);
+    /* two of five parameters named: 2^25 allowed, past the list's limit, refused before a list */
+    static const char *const two[] = {"p0 >= 1 and p4 >= 1"};
+    t = space_file(5, v, 1, two, &err);
+    FT_CHECK(t && ft_t1_count(t, &n, &err) == FT_OK && n == 1LL << 25 &&
+                 ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
+                 strstr(err.msg, "and they allow 33554432: more than flaretune lists (2^24)"),
              "%s", err.msg);
     ft_t1_free(t);
     static const char *const late[] = {"p6 == 1 and p0 + p1 + p2 + p3 + p4 + p5 == 6"};
@@ -566,18 +599,32 @@ static void test_generator_fill(void) {
                  "%s", err.msg);
         ft_t1_free(t);
     }
-    /* a number is a DataSource too: every value that number */
+    /* a number is a DataSource too: every value that number, one past 2^53 as well */
     t = with_x_fill("\"FillType\": \"Generator\", \"DataSource\": 2.5", &err);
     double v = 0;
     FT_CHECK(t && ft_t1_generate(&t->args[1], 77, &v, &err) == FT_OK && v == 2.5, "%g: %s", v,
              err.msg);
     ft_t1_free(t);
+    t = with_x_fill("\"FillType\": \"Generator\", \"DataSource\": -9223372036854775808", &err);
+    FT_CHECK(t && ft_t1_generate(&t->args[1], 0, &v, &err) == FT_OK && v == -0x1p63, "%g: %s", v,
+             err.msg);
+    ft_t1_free(t);
+    /* a scalar is passed its FillValue: a Generator there is refused, not ignored */
+    expect_bad("\"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillValue\": 10000",
+               "\"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillType\": \"Generator\", "
+               "\"DataSource\": \"i\", \"FillValue\": 10000",
+               "argument n: FillType Generator is for a vector; a scalar is passed its FillValue");
     static const struct {
         const char *fill, *fragment;
     } bad[] = {
         {"\"FillType\": \"Generator\"", "argument x: FillType Generator needs a DataSource"},
         {"\"FillType\": \"Generator\", \"DataSource\": \"\"", "needs a DataSource"},
-        {"\"FillType\": \"Generator\", \"DataSource\": [1]", "needs a DataSource"},
+        {"\"FillType\": \"Generator\", \"DataSource\": [1]",
+         "argument x: DataSource must be a string (an expression of i) or a number"},
+        {"\"FillType\": \"Generator\", \"DataSource\": true", "DataSource must be a string"},
+        {"\"FillType\": \"Generator\", \"DataSource\": null", "needs a DataSource"},
+        {"\"FillType\": \"Generator\", \"DataSource\": \"i\\n+ 1\"",
+         "argument x: DataSource holds a control character (a line break?)"},
         /* the parameters are not in scope: the data is the same for every configuration */
         {"\"FillType\": \"Generator\", \"DataSource\": \"i * block_size_x\"",
          "argument x: DataSource: "},
@@ -589,7 +636,7 @@ static void test_generator_fill(void) {
         {"\"FillType\": \"Generator\", \"DataSource\": \"'a'\"",
          "argument x: DataSource at i=0: expression \"'a'\": a string where a number is needed"},
         {"\"FillType\": \"Generator\", \"DataSource\": \"1e308 * 10 - 1e308 * 10\"",
-         "argument x: DataSource at i=0: is not a number (Type float)"},
+         "argument x: DataSource at i=0: NaN is not a number (Type float)"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         ft_err e = {0};
@@ -598,7 +645,14 @@ static void test_generator_fill(void) {
                  "%s: \"%s\", expected \"%s\"", bad[k].fill, e.msg, bad[k].fragment);
         ft_t1_free(t);
     }
-    /* --arg with a fill replaces the Generator; with a type and size alone it keeps it */
+    /* --arg with a fill replaces the Generator; with a type and size alone it keeps it, and its
+     * values must fit the new Type: a bad request (FT_EINVAL, exit 2), said as --arg's */
+    t = with_x_fill("\"FillType\": \"Generator\", \"DataSource\": \"i - 3\"", &err);
+    FT_CHECK(t && ft_t1_set_arg(t, "x=uint8:100", &err) == FT_EINVAL &&
+                 strstr(err.msg, "--arg x=uint8:100: the file's argument x: DataSource at i=0: -3 "
+                                 "is out of the range of Type uint8"),
+             "%s", err.msg);
+    ft_t1_free(t);
     t = with_x_fill("\"FillType\": \"Generator\", \"DataSource\": \"i\"", &err);
     if (t) {
         FT_CHECK(ft_t1_set_arg(t, "x=double:100", &err) == FT_OK && t->args[1].generator &&

@@ -498,7 +498,7 @@ static int value_ok(ft_t1_type type, double v, const char *what, const char *ty,
     int whole = v == floor(v) && fabs(v) < 9007199254740992.0; /* 2^53: the JSON's integer */
     ft_expr_format(whole ? ft_expr_int((long long)v) : ft_expr_float(v), given, sizeof given);
     if (isnan(v))
-        snprintf(why, n, "%s is not a number (Type %s)", what, ty);
+        snprintf(why, n, "%s NaN is not a number (Type %s)", what, ty);
     else if (isfinite(v) && integer && v != floor(v))
         snprintf(why, n, "%s %s is not an integer (Type %s)", what, given, ty);
     else
@@ -520,10 +520,9 @@ ft_status ft_t1_generate(const ft_t1_arg *a, long long i, double *v, ft_err *err
         return ft_err_set(err, FT_EFORMAT, "argument %s: DataSource at i=%lld: %s", a->name, i,
                           e.msg);
     *v = ft_expr_number(r);
-    char what[48], why[160];
-    snprintf(what, sizeof what, "DataSource at i=%lld:", i);
-    if (!value_ok(a->type, *v, what, TYPE_NAMES[a->type], why, sizeof why))
-        return ft_err_set(err, FT_EFORMAT, "argument %s: %s", a->name, why);
+    char why[160];
+    if (!value_ok(a->type, *v, "", TYPE_NAMES[a->type], why, sizeof why)) /* said only then */
+        return ft_err_set(err, FT_EFORMAT, "argument %s: DataSource at i=%lld:%s", a->name, i, why);
     return FT_OK;
 }
 
@@ -547,17 +546,30 @@ static ft_status read_generator(ft_t1_arg *ar, json_t *a, const char *name, ft_e
     const char *src = NULL;
     if (json_is_string(ds)) {
         src = json_string_value(ds);
-    } else if (json_is_number(ds)) {
-        ft_expr_format(json_is_integer(ds) ? ft_expr_int((long long)json_integer_value(ds))
-                                           : ft_expr_float(json_number_value(ds)),
+    } else if (json_is_number(ds)) { /* as a decimal past 2^53, where "-2**63" would not read */
+        double x = json_number_value(ds);
+        ft_expr_format(json_is_integer(ds) && fabs(x) < 9007199254740992.0
+                           ? ft_expr_int((long long)json_integer_value(ds))
+                           : ft_expr_float(x),
                        num, sizeof num);
         src = num;
+    } else if (ds && !json_is_null(ds)) {
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: argument %s: DataSource must be a string (an expression of i) or a "
+                          "number",
+                          name, ar->name);
     }
     if (!src || !*src)
         return ft_err_set(err, FT_EFORMAT,
                           "%s: argument %s: FillType Generator needs a DataSource, an expression "
                           "of i (the index of each value)",
                           name, ar->name);
+    for (const char *c = src; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: argument %s: DataSource holds a control character (a line "
+                              "break?): write it on one line",
+                              name, ar->name);
     static const char *const names[] = {"i"};
     ft_err e = {0};
     if (ft_expr_compile(src, names, 1, &ar->generator, &e) != FT_OK)
@@ -792,6 +804,11 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
         ar->fill_value = json_is_number(fv) ? json_number_value(fv) : 0.0;
         if (fv && !json_is_null(fv) && !json_is_number(fv))
             return ft_err_set(err, FT_EFORMAT, "%s: argument %s: FillValue must be a number", name, an);
+        if (ar->scalar && fill && strcmp(fill, "Generator") == 0)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: argument %s: FillType Generator is for a vector; a scalar is "
+                              "passed its FillValue",
+                              name, an);
         if (ar->scalar) {
             if (!json_is_number(fv))
                 return ft_err_set(
@@ -1126,6 +1143,14 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
         a->generator = NULL;
         a->data_source = NULL;
     }
+    /* The file's Generator kept, its first and last values of the new Type now, as the file's
+     * were checked when it was read (the others when the buffer is filled). */
+    for (long long k = 0; a->generator && k < 2; k++) {
+        double gv;
+        ft_err ge = {0};
+        if (ft_t1_generate(a, k ? a->elems - 1 : 0, &gv, &ge) != FT_OK)
+            return ft_err_set(err, FT_EINVAL, "--arg %s: the file's %s", spec, ge.msg);
+    }
     return FT_OK;
 }
 
@@ -1238,24 +1263,31 @@ int64_t ft_t1_position(const ft_t1 *t, const ft_config *cfgs, int64_t n, const f
  * thousand is walked in as many steps as it has allowed configurations and refused branches.
  * Each configuration reached whole is allowed as ft_t1_allowed says: where a condition could not
  * be evaluated on the way (a division by zero), ft_t1_allowed judges it whole, in the file's
- * order, and its error is the walk's. visit(ctx, c) returns 1 to stop. *capped: the walk stopped
- * after FT_T1_MAX_ENUMERATED steps (configurations reached whole and branches refused). */
-static ft_status walk(const ft_t1 *t, t1_visit visit, void *ctx, int *capped, ft_err *err) {
+ * order, and its error is the walk's. With named_only, the parameters no condition names keep
+ * their first value (each of their values goes with every allowed one of the others: counting
+ * needs them not). visit(ctx, c) returns 1 to stop. *capped: the walk stopped after
+ * FT_T1_MAX_ENUMERATED steps (configurations reached whole and branches refused). */
+static ft_status walk_over(const ft_t1 *t, int named_only, t1_visit visit, void *ctx, int *capped,
+                           ft_err *err) {
     const int np = t->space.nparams;
     *capped = 0;
     int level[FT_T1_MAX_CONDS]; /* the last parameter a condition names (-1: none) */
+    int named[FT_MAX_PARAMS] = {0};
     for (int i = 0; i < t->nconditions; i++) {
         level[i] = -1;
         for (int p = 0; p < np; p++)
-            if (ft_expr_uses(t->conditions[i], p)) level[i] = p;
+            if (ft_expr_uses(t->conditions[i], p)) level[i] = p, named[p] = 1;
     }
+    int ord[FT_MAX_PARAMS], nw = 0; /* the parameters walked through, in order */
+    for (int p = 0; p < np; p++)
+        if (named[p] || !named_only) ord[nw++] = p;
     ft_config c;
     ft_config_default(&t->space, &c);
     for (int p = 0; p < np; p++)
         c.v[p] = t->params[p].values[0];
     slots s;
     slot_values(t, &c, 0, &s);
-    /* unsure[d + 1]: a condition of the parameters up to d could not be evaluated */
+    /* unsure[j + 1]: a condition of the parameters up to ord[j] could not be evaluated */
     int idx[FT_MAX_PARAMS], unsure[FT_MAX_PARAMS + 1] = {0};
     for (int i = 0; i < t->nconditions; i++) {
         int r = 1;
@@ -1266,66 +1298,58 @@ static ft_status walk(const ft_t1 *t, t1_visit visit, void *ctx, int *capped, ft
         else if (!r)
             return FT_OK; /* ProblemSize alone refuses every configuration */
     }
-    if (np == 0) return FT_OK;
+    if (nw == 0) { /* one configuration: the first values */
+        int ok = 1;
+        if (unsure[0]) {
+            ft_status st = ft_t1_allowed(t, &c, &ok, NULL, 0, err);
+            if (st != FT_OK) return st;
+        }
+        if (ok) visit(ctx, &c);
+        return FT_OK;
+    }
     int64_t steps = 0;
-    int d = 0;
+    int j = 0;
     idx[0] = 0;
     for (;;) {
-        const ft_param *pr = &t->params[d];
-        c.v[d] = pr->values[idx[d]];
+        const int d = ord[j];
+        c.v[d] = t->params[d].values[idx[j]];
         s.v[d] = t->labels[d] ? t->values[d][c.v[d]] : ft_expr_int(c.v[d]);
         int ok = 1;
-        unsure[d + 1] = unsure[d];
+        unsure[j + 1] = unsure[j];
         for (int i = 0; i < t->nconditions && ok; i++) {
             if (level[i] != d) continue;
             int r = 1;
             ft_err e = {0};
             if (ft_expr_truth(t->conditions[i], s.v, &r, &e) != FT_OK)
-                unsure[d + 1] = 1;
+                unsure[j + 1] = 1;
             else
                 ok = r;
         }
-        if (ok && d < np - 1) { /* down to the next parameter */
-            idx[++d] = 0;
+        if (ok && j < nw - 1) { /* down to the next parameter */
+            idx[++j] = 0;
             continue;
         }
         if (++steps > FT_T1_MAX_ENUMERATED) {
             *capped = 1;
             return FT_OK;
         }
-        if (ok && unsure[d + 1]) {
+        if (ok && unsure[j + 1]) {
             ft_status st = ft_t1_allowed(t, &c, &ok, NULL, 0, err);
             if (st != FT_OK) return st;
         }
         if (ok && visit(ctx, &c)) return FT_OK;
-        while (++idx[d] == t->params[d].n) { /* the next value, up where this one is spent */
-            if (d == 0) return FT_OK;
-            d--;
+        while (++idx[j] == t->params[ord[j]].n) { /* the next value, up where this one is spent */
+            if (j == 0) return FT_OK;
+            j--;
         }
     }
 }
 
-typedef struct {
-    ft_config *out;
-    int64_t n, cap;
-    int nomem, toomany;
-} t1_list;
-
-static int list_add(void *ctx, const ft_config *c) {
-    t1_list *l = ctx;
-    if (l->n == FT_T1_MAX_ALLOWED) return l->toomany = 1;
-    if (l->n == l->cap) {
-        int64_t cap = l->cap ? l->cap * 2 : 256;
-        ft_config *nb = realloc(l->out, (size_t)cap * sizeof *nb);
-        if (!nb) return l->nomem = 1;
-        l->out = nb;
-        l->cap = cap;
-    }
-    l->out[l->n++] = *c;
-    return 0;
+static ft_status walk(const ft_t1 *t, t1_visit visit, void *ctx, int *capped, ft_err *err) {
+    return walk_over(t, 0, visit, ctx, capped, err);
 }
 
-/* "%lld configurations before the conditions", or more than 2^63 */
+/* "%lld", or "more than 2^63": the configurations before the conditions */
 static void count_text(const ft_t1 *t, char *buf, size_t n) {
     int64_t total = ft_space_size(&t->space);
     if (total == INT64_MAX)
@@ -1334,47 +1358,105 @@ static void count_text(const ft_t1 *t, char *buf, size_t n) {
         snprintf(buf, n, "%lld", (long long)total);
 }
 
+static ft_status too_late(const ft_t1 *t, ft_err *err) {
+    char count[32];
+    count_text(t, count, sizeof count);
+    return ft_err_set(err, FT_EFORMAT,
+                      "%s: %s configurations before the conditions, which prune too late: "
+                      "walking them takes more than flaretune enumerates (2^26 steps)",
+                      t->path, count);
+}
+
+static int count_one(void *ctx, const ft_config *c) {
+    (void)c;
+    (*(int64_t *)ctx)++;
+    return 0;
+}
+
+ft_status ft_t1_count(const ft_t1 *t, int64_t *n, ft_err *err) {
+    *n = 0;
+    int64_t named = 0;
+    int capped = 0;
+    ft_status s = walk_over(t, 1, count_one, &named, &capped, err);
+    if (s != FT_OK) return s;
+    if (capped) return too_late(t, err);
+    /* each allowed configuration of the named parameters with every value of the others */
+    int named_p[FT_MAX_PARAMS] = {0};
+    for (int i = 0; i < t->nconditions; i++)
+        for (int p = 0; p < t->space.nparams; p++)
+            named_p[p] |= ft_expr_uses(t->conditions[i], p);
+    for (int p = 0; p < t->space.nparams && named; p++) {
+        if (named_p[p]) continue;
+        if (named > INT64_MAX / t->params[p].n)
+            return ft_err_set(err, FT_EFORMAT,
+                              "%s: its conditions allow more than 2^63 configurations: more "
+                              "than flaretune counts",
+                              t->path);
+        named *= t->params[p].n;
+    }
+    *n = named;
+    return FT_OK;
+}
+
+typedef struct {
+    int (*visit)(void *ctx, const ft_config *c);
+    void *ctx;
+} each_ctx;
+
+static int each_one(void *ctx, const ft_config *c) {
+    each_ctx *e = ctx;
+    return e->visit(e->ctx, c) != 0;
+}
+
+ft_status ft_t1_each(const ft_t1 *t, int (*visit)(void *ctx, const ft_config *c), void *ctx,
+                     ft_err *err) {
+    each_ctx e = {visit, ctx};
+    int capped = 0;
+    ft_status s = walk(t, each_one, &e, &capped, err);
+    return s == FT_OK && capped ? too_late(t, err) : s;
+}
+
+typedef struct {
+    ft_config *out;
+    int64_t n, cap;
+} t1_list;
+
+static int list_add(void *ctx, const ft_config *c) {
+    t1_list *l = ctx;
+    if (l->n < l->cap) l->out[l->n++] = *c;
+    return l->n == l->cap;
+}
+
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err) {
     *cfgs = NULL;
     *n = 0;
-    t1_list l = {0};
-    int capped = 0;
-    char count[32];
-    count_text(t, count, sizeof count);
-    /* Every allowed configuration of the parameters the conditions name goes with every value of
-     * the others (the default is allowed, so there is one): past the list's limit, that is said
-     * at once rather than after listing 2^24. */
-    double unnamed = 1;
-    for (int p = 0; p < t->space.nparams; p++) {
-        int named = 0;
-        for (int i = 0; i < t->nconditions; i++)
-            named |= ft_expr_uses(t->conditions[i], p);
-        if (!named) unnamed *= t->params[p].n;
-    }
-    if (unnamed > (double)FT_T1_MAX_ALLOWED)
+    /* Counted first, without a list (the parameters no condition names multiply it), so a space
+     * past the list's limit is refused before any memory is taken. */
+    int64_t m = 0;
+    ft_status s = ft_t1_count(t, &m, err);
+    if (s != FT_OK) return s;
+    if (m > FT_T1_MAX_ALLOWED) {
+        char count[32];
+        count_text(t, count, sizeof count);
         return ft_err_set(err, FT_EFORMAT,
-                          "%s: %s configurations before the conditions, and they allow more than "
-                          "2^24 (%.3g of its parameters' values no condition names): more than "
-                          "flaretune lists",
-                          t->path, count, unnamed);
-    ft_status s = walk(t, list_add, &l, &capped, err);
-    if (s == FT_OK && l.nomem) s = ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
-    if (s == FT_OK && l.toomany)
-        s = ft_err_set(err, FT_EFORMAT,
-                       "%s: %s configurations before the conditions, and they allow more than "
-                       "2^24: more than flaretune lists",
-                       t->path, count);
-    if (s == FT_OK && capped)
-        s = ft_err_set(err, FT_EFORMAT,
-                       "%s: %s configurations before the conditions, which prune too late: "
-                       "walking them takes more than flaretune enumerates (2^26 steps)",
-                       t->path, count);
+                          "%s: %s configurations before the conditions, and they allow %lld: "
+                          "more than flaretune lists (2^24)",
+                          t->path, count, (long long)m);
+    }
+    t1_list l = {.out = malloc((size_t)(m ? m : 1) * sizeof *l.out), .cap = m};
+    if (!l.out) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    int capped = 0;
+    s = m ? walk(t, list_add, &l, &capped, err) : FT_OK;
+    if (s == FT_OK && capped) s = too_late(t, err);
+    if (s == FT_OK && l.n != m) /* the two walks judge alike: a fault if not */
+        s = ft_err_set(err, FT_EFORMAT, "%s: %lld configurations listed of %lld counted", t->path,
+                       (long long)l.n, (long long)m);
     if (s != FT_OK) {
         free(l.out);
         return s;
     }
     *cfgs = l.out;
-    *n = l.n;
+    *n = m;
     return FT_OK;
 }
 

@@ -134,8 +134,17 @@ ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
  * be evaluated at cfg (a division by zero) is an error. */
 ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why, size_t n,
                         ft_err *err);
-/* Every allowed configuration in space order (the last parameter fastest); *cfgs malloc'd. */
+/* Every allowed configuration in space order (the last parameter fastest); *cfgs malloc'd. At
+ * most 2^24 of them (100 bytes each): past that, an error saying how many there are. */
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err);
+/* How many configurations the conditions allow, without listing them: the parameters no
+ * condition names multiply the count, so a space of any size whose conditions prune early is
+ * counted (past 2^63, an error). */
+ft_status ft_t1_count(const ft_t1 *t, int64_t *n, ft_err *err);
+/* Each allowed configuration, in space order as ft_t1_enumerate lists them, to visit(ctx, c),
+ * which returns nonzero to stop there; none kept. */
+ft_status ft_t1_each(const ft_t1 *t, int (*visit)(void *ctx, const ft_config *c), void *ctx,
+                     ft_err *err);
 /* Where c stands among the n configurations ft_t1_enumerate listed (in the space's order), by
  * binary search; -1 when it is not one of them. */
 int64_t ft_t1_position(const ft_t1 *t, const ft_config *cfgs, int64_t n, const ft_config *c);

@@ -1050,8 +1050,10 @@ static ft_status result_begin(const ft_t1 *t, ft_t1_tune_result *r, ft_err *err)
     ft_status s = ft_t1_enumerate(t, &r->cfgs, &n64, err);
     if (s != FT_OK) return s;
     if (n64 > (1 << 22))
-        return ft_err_set(err, FT_EFORMAT, "%s: %lld configurations: too many to tune", t->path,
-                          (long long)n64);
+        return ft_err_set(err, FT_EFORMAT,
+                          "%s: its conditions allow %lld configurations: more than tune takes "
+                          "(2^22)",
+                          t->path, (long long)n64);
     const int n = r->n = (int)n64;
     r->secs = calloc((size_t)n, sizeof *r->secs);
     r->cost = calloc((size_t)n, sizeof *r->cost);

@@ -1,7 +1,9 @@
 /* cmd_space.c: `flaretune space`: the tunable parameters of an op on a backend, its
  * constraints, and the size of the space before and after them at a problem size. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -43,6 +45,48 @@ static void dims3(const json_t *c, const char *which, const char *sep, char *buf
              (long long)json_integer_value(json_array_get(a, 2)));
 }
 
+/* --list: each allowed configuration as it is walked to (ft_t1_each), a line of text or an item
+ * of the JSON array; the first error (a launch that cannot be evaluated, out of memory) stops
+ * the walk and is said once. */
+typedef struct {
+    const ft_t1 *t;
+    int json, first;
+    ft_err err;
+    int failed;
+} listing;
+
+static int list_one(void *ctx, const ft_config *cfg) {
+    listing *ls = ctx;
+    json_t *c = t1_config_json(ls->t, cfg, &ls->err);
+    if (!c) {
+        if (ls->err.status == FT_OK) ft_err_set(&ls->err, FT_ENOMEM, "space: out of memory");
+        return ls->failed = 1;
+    }
+    if (ls->json) {
+        char *text = json_dumps(c, JSON_COMPACT);
+        if (text)
+            printf("%s\n    %s", ls->first ? "" : ",", text);
+        else
+            ls->failed = 1, ft_err_set(&ls->err, FT_ENOMEM, "space: out of memory");
+        free(text);
+    } else {
+        char gd[96], bd[96];
+        dims3(c, "grid", ",", gd, sizeof gd);
+        dims3(c, "block", ",", bd, sizeof bd);
+        printf("%s  grid %s  block %s\n", json_string_value(json_object_get(c, "key")), gd, bd);
+    }
+    ls->first = 0;
+    json_decref(c);
+    return ls->failed || ferror(stdout);
+}
+
+static int list_configs(listing *ls) {
+    ft_err err = {0};
+    if (ft_t1_each(ls->t, list_one, ls, &err) != FT_OK) return ft_cli_fail_err(&err);
+    if (ls->failed) return ft_cli_fail_err(&ls->err);
+    return FT_EXIT_OK;
+}
+
 /* `space --t1 FILE`: a T1 file's space, read and checked (t1.h). */
 static int t1_space(const char *path, const char *kfile, int json, int list) {
     ft_err err = {0};
@@ -50,11 +94,17 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
     if (ft_t1_load(path, kfile, &t, &err)) return ft_cli_fail_err(&err);
     ft_cli_t1_note("space", t);
     const ft_space *s = &t->space;
-    ft_config *cfgs = NULL;
     int64_t n = 0, total = ft_space_size(s);
-    if (ft_t1_enumerate(t, &cfgs, &n, &err)) {
+    if (ft_t1_count(t, &n, &err)) {
         ft_t1_free(t);
         return ft_cli_fail_err(&err);
+    }
+    if (list && n > (1LL << 24)) {
+        ft_t1_free(t);
+        return ft_cli_fail(FT_EXIT_FAIL,
+                           "space: %s: its conditions allow %lld configurations: more than "
+                           "--list lists (2^24)",
+                           path, (long long)n);
     }
     ft_config def;
     ft_config_default(s, &def);
@@ -92,25 +142,39 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
     json_object_set_new(root, "kernel_file", json_string(t->kernel_file));
     json_object_set_new(root, "params", params);
     json_object_set_new(root, "constraints", cons);
-    json_object_set_new(root, "size", json_integer(total));
+    /* past 2^63 (its parameters' values multiplied), a decimal */
+    double total_d = 1;
+    for (int i = 0; i < s->nparams; i++)
+        total_d *= s->params[i].n;
+    json_object_set_new(root, "size",
+                        total == INT64_MAX ? json_real(total_d) : json_integer(total));
     json_object_set_new(root, "valid", json_integer(n));
     json_object_set_new(root, "default", dj);
     if (t->default_note[0]) json_object_set_new(root, "default_note", json_string(t->default_note));
     json_object_set_new(root, "arguments", args);
     int code = FT_EXIT_OK;
-    if (list) {
-        json_t *all = json_array();
-        for (int64_t k = 0; k < n && code == FT_EXIT_OK; k++) {
-            json_t *c = t1_config_json(t, &cfgs[k], &err);
-            if (!c) code = ft_cli_fail_err(&err);
-            else json_array_append_new(all, c);
-        }
-        json_object_set_new(root, "configs", all);
-    }
-    if (code == FT_EXIT_OK && json) {
+    listing ls = {.t = t, .json = json, .first = 1};
+    if (json && !list) {
         json_dumpf(root, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
-    } else if (code == FT_EXIT_OK) {
+    } else if (json) {
+        /* The document with "configs" last, each written as it is walked to, none kept. */
+        char *head = json_dumps(root, JSON_INDENT(2));
+        size_t hl = head ? strlen(head) : 0;
+        if (hl < 2 || head[hl - 1] != '}') {
+            free(head);
+            json_decref(root);
+            ft_t1_free(t);
+            return ft_cli_fail(FT_EXIT_FAIL, "space: out of memory");
+        }
+        head[hl - 1] = 0;
+        while (hl > 1 && (head[hl - 2] == '\n' || head[hl - 2] == ' '))
+            head[--hl - 1] = 0;
+        printf("%s,\n  \"configs\": [", head);
+        free(head);
+        code = list_configs(&ls);
+        if (code == FT_EXIT_OK) printf("%s]\n}\n", ls.first ? "" : "\n  ");
+    } else {
         printf("%s: %s in %s\n", path, t->kernel_name, t->kernel_file);
         for (int i = 0; i < s->nparams; i++) {
             char vals[512] = "", dv[64];
@@ -143,20 +207,18 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
                        a->generator ? a->data_source : "", a->constant ? ", constant memory" : "",
                        a->output ? ", output" : "");
         }
-        printf("size: %lld configurations, %lld allowed by the conditions\n", (long long)total,
-               (long long)n);
-        json_t *all = json_object_get(root, "configs");
-        size_t k;
-        json_t *c;
-        json_array_foreach(all, k, c) {
-            dims3(c, "grid", ",", gd, sizeof gd);
-            dims3(c, "block", ",", bd, sizeof bd);
-            printf("%s  grid %s  block %s\n", json_string_value(json_object_get(c, "key")), gd, bd);
-        }
+        char size[32];
+        if (total == INT64_MAX)
+            snprintf(size, sizeof size, "%.3g", total_d);
+        else
+            snprintf(size, sizeof size, "%lld", (long long)total);
+        printf("size: %s configurations, %lld allowed by the conditions\n", size, (long long)n);
+        if (list) code = list_configs(&ls);
     }
     json_decref(root);
-    free(cfgs);
     ft_t1_free(t);
+    if (code == FT_EXIT_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        code = ft_cli_fail(FT_EXIT_FAIL, "space: writing the output: %s", strerror(errno));
     return code;
 }
 
