@@ -12,6 +12,7 @@
 
 #include "core/filelock.h"
 #include "ft_test.h"
+#include "ft_test_lock.h"
 
 static char dir[256];
 
@@ -29,41 +30,13 @@ static void touch(const char *path) {
     if (f) fclose(f);
 }
 
-/* A child that takes the lock of path and holds it until it is killed; returns its pid once it
- * holds it (-1 when it could not take it). */
-static pid_t hold_in_child(const char *path) {
-    int ready[2];
-    if (pipe(ready) != 0) return -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(ready[0]);
-        ft_err err = {0};
-        char ok = ft_file_lock(path, &err) >= 0 ? 'y' : 'n';
-        if (write(ready[1], &ok, 1) != 1) _exit(1);
-        for (;;)
-            pause();
-    }
-    close(ready[1]);
-    char ok = 'n';
-    if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != 'y') {
-        if (pid > 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-        }
-        pid = -1;
-    }
-    close(ready[0]);
-    return pid;
-}
-
 /* Held while a child holds it, not held once the child is killed (SIGKILL: no clean-up of its
  * own, the kernel releases the lock), both through the file and a symbolic link to it. */
 static void test_held_by_another_process(void) {
     const char *log = path_in("run.jsonl"), *link = path_in("link.jsonl");
     touch(log);
     FT_CHECK(symlink(log, link) == 0, "symlink %s: %s", link, strerror(errno));
-    pid_t pid = hold_in_child(log);
+    pid_t pid = ft_test_hold_lock(log);
     FT_CHECK(pid > 0, "the child took the lock");
     if (pid <= 0) return;
     FT_CHECK(ft_file_lock_held(log) == 1, "held by the child: %d", ft_file_lock_held(log));

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/filelock.h"
 #include "ft_test.h"
+#include "ft_test_lock.h"
 #include "traces/eventlog.h"
 #include "tui/tui.h"
 
@@ -399,34 +400,6 @@ static void test_follow_large_family(void) {
     FT_CHECK(!all && n == 0, "none left: %d", n);
 }
 
-/* A child that takes the lock of the log at `path`, as a tuner does, and holds it until it is
- * killed; its pid once it holds it, -1 when it could not take it. */
-static pid_t writer_holding_lock(void) {
-    int ready[2];
-    if (pipe(ready) != 0) return -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(ready[0]);
-        ft_err err = {0};
-        char ok = ft_file_lock(path, &err) >= 0 ? 'y' : 'n';
-        if (write(ready[1], &ok, 1) != 1) _exit(1);
-        for (;;)
-            pause();
-    }
-    close(ready[1]);
-    char ok = 'n';
-    if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != 'y') {
-        if (pid > 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-        }
-        pid = -1;
-    }
-    close(ready[0]);
-    return pid;
-}
-
 /* Poll for up to `seconds` (the follower looks for gone writers once a second; a busy machine
  * may take much longer) until `want` is among the events; everything polled joined in all. */
 static int poll_until(ft_tui_follow *fw, const char *want, double seconds, char *all, size_t n) {
@@ -459,7 +432,7 @@ static void test_follow_writer_gone(void) {
     poll_until(fw, NULL, 2.5, all, sizeof all);
     FT_CHECK(!strcmp(all, "run_start:a measured:a"), "no lock file: nothing said: %s", all);
     FT_CHECK(access(lock, F_OK) != 0, "no lock file made");
-    pid_t pid = writer_holding_lock();
+    pid_t pid = ft_test_hold_lock(path);
     FT_CHECK(pid > 0, "the writer took the lock");
     if (pid <= 0) return;
     append(LINE("measured", "a"));
