@@ -526,6 +526,16 @@ ft_status ft_t1_generate(const ft_t1_arg *a, long long i, double *v, ft_err *err
     return FT_OK;
 }
 
+/* A Generator's first and last values, checked as ft_t1_generate checks each (FT_OK without
+ * one). */
+static ft_status generated_ends(const ft_t1_arg *a, ft_err *err) {
+    double v;
+    ft_status s = FT_OK;
+    if (a->generator) s = ft_t1_generate(a, 0, &v, err);
+    if (a->generator && s == FT_OK) s = ft_t1_generate(a, a->elems - 1, &v, err);
+    return s;
+}
+
 /* An argument's FillValue, as it is used, must be a value of its Type: a scalar's and a
  * Constant fill's is the value itself, a Random fill's above 0 the bound of its draws (at or
  * below 0 it is not used: they are in [0, 1)). */
@@ -867,12 +877,9 @@ static ft_status read_kernel(ft_t1 *t, json_t *ks, const char *name, ft_err *err
                               name, what, n);
         ar->elems = (long long)n;
         /* The first and the last value now, every one when the buffer is filled. */
-        for (long long k = 0; ar->generator && k < 2; k++) {
-            double gv;
-            ft_err ge = {0};
-            if (ft_t1_generate(ar, k ? ar->elems - 1 : 0, &gv, &ge) != FT_OK)
-                return ft_err_set(err, FT_EFORMAT, "%s: %s", name, ge.msg);
-        }
+        ft_err ge = {0};
+        if (generated_ends(ar, &ge) != FT_OK)
+            return ft_err_set(err, FT_EFORMAT, "%s: %s", name, ge.msg);
     }
     /* The schema has no Output: AccessType says what the kernel writes. A file that marks no
      * argument (the BAT suite's) is checked on every vector it writes, and the note says so. */
@@ -1145,12 +1152,9 @@ ft_status ft_t1_set_arg(ft_t1 *t, const char *spec, ft_err *err) {
     }
     /* The file's Generator kept, its first and last values of the new Type now, as the file's
      * were checked when it was read (the others when the buffer is filled). */
-    for (long long k = 0; a->generator && k < 2; k++) {
-        double gv;
-        ft_err ge = {0};
-        if (ft_t1_generate(a, k ? a->elems - 1 : 0, &gv, &ge) != FT_OK)
-            return ft_err_set(err, FT_EINVAL, "--arg %s: the file's %s", spec, ge.msg);
-    }
+    ft_err ge = {0};
+    if (generated_ends(a, &ge) != FT_OK)
+        return ft_err_set(err, FT_EINVAL, "--arg %s: the file's %s", spec, ge.msg);
     return FT_OK;
 }
 
@@ -1267,17 +1271,27 @@ int64_t ft_t1_position(const ft_t1 *t, const ft_config *cfgs, int64_t n, const f
  * their first value (each of their values goes with every allowed one of the others: counting
  * needs them not). visit(ctx, c) returns 1 to stop. *capped: the walk stopped after
  * FT_T1_MAX_ENUMERATED steps (configurations reached whole and branches refused). */
+/* named[p]: some condition names parameter p; level[i] (when given): the last parameter
+ * condition i names, -1 for none. */
+static void named_params(const ft_t1 *t, int named[FT_MAX_PARAMS], int *level) {
+    for (int p = 0; p < t->space.nparams; p++)
+        named[p] = 0;
+    for (int i = 0; i < t->nconditions; i++) {
+        if (level) level[i] = -1;
+        for (int p = 0; p < t->space.nparams; p++)
+            if (ft_expr_uses(t->conditions[i], p)) {
+                named[p] = 1;
+                if (level) level[i] = p;
+            }
+    }
+}
+
 static ft_status walk_over(const ft_t1 *t, int named_only, t1_visit visit, void *ctx, int *capped,
                            ft_err *err) {
     const int np = t->space.nparams;
     *capped = 0;
-    int level[FT_T1_MAX_CONDS]; /* the last parameter a condition names (-1: none) */
-    int named[FT_MAX_PARAMS] = {0};
-    for (int i = 0; i < t->nconditions; i++) {
-        level[i] = -1;
-        for (int p = 0; p < np; p++)
-            if (ft_expr_uses(t->conditions[i], p)) level[i] = p, named[p] = 1;
-    }
+    int level[FT_T1_MAX_CONDS], named[FT_MAX_PARAMS];
+    named_params(t, named, level);
     int ord[FT_MAX_PARAMS], nw = 0; /* the parameters walked through, in order */
     for (int p = 0; p < np; p++)
         if (named[p] || !named_only) ord[nw++] = p;
@@ -1381,10 +1395,8 @@ ft_status ft_t1_count(const ft_t1 *t, int64_t *n, ft_err *err) {
     if (s != FT_OK) return s;
     if (capped) return too_late(t, err);
     /* each allowed configuration of the named parameters with every value of the others */
-    int named_p[FT_MAX_PARAMS] = {0};
-    for (int i = 0; i < t->nconditions; i++)
-        for (int p = 0; p < t->space.nparams; p++)
-            named_p[p] |= ft_expr_uses(t->conditions[i], p);
+    int named_p[FT_MAX_PARAMS];
+    named_params(t, named_p, NULL);
     for (int p = 0; p < t->space.nparams && named; p++) {
         if (named_p[p]) continue;
         if (named > INT64_MAX / t->params[p].n)
@@ -1398,21 +1410,10 @@ ft_status ft_t1_count(const ft_t1 *t, int64_t *n, ft_err *err) {
     return FT_OK;
 }
 
-typedef struct {
-    int (*visit)(void *ctx, const ft_config *c);
-    void *ctx;
-} each_ctx;
-
-static int each_one(void *ctx, const ft_config *c) {
-    each_ctx *e = ctx;
-    return e->visit(e->ctx, c) != 0;
-}
-
 ft_status ft_t1_each(const ft_t1 *t, int (*visit)(void *ctx, const ft_config *c), void *ctx,
                      ft_err *err) {
-    each_ctx e = {visit, ctx};
     int capped = 0;
-    ft_status s = walk(t, each_one, &e, &capped, err);
+    ft_status s = walk(t, visit, ctx, &capped, err);
     return s == FT_OK && capped ? too_late(t, err) : s;
 }
 
