@@ -27,9 +27,8 @@
 #define SLOT_PROBLEM(t) ((t)->space.nparams)
 
 /* The most steps of the walk through a T1 space (configurations reached whole and branches its
- * conditions refuse), and the most allowed configurations it lists (100 bytes each). */
+ * conditions refuse). */
 #define FT_T1_MAX_ENUMERATED (1LL << 26)
-#define FT_T1_MAX_ALLOWED    (1LL << 24)
 
 static ft_status bad(ft_err *err, const char *name, const char *fmt, const char *what) {
     return ft_err_set(err, FT_EFORMAT, "%s: %s%s", name, fmt, what ? what : "");

@@ -134,8 +134,11 @@ ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
  * be evaluated at cfg (a division by zero) is an error. */
 ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why, size_t n,
                         ft_err *err);
+/* The most allowed configurations a list holds (ft_t1_enumerate; space --list writes no more). */
+#define FT_T1_MAX_ALLOWED (1LL << 24)
 /* Every allowed configuration in space order (the last parameter fastest); *cfgs malloc'd. At
- * most 2^24 of them (100 bytes each): past that, an error saying how many there are. */
+ * most FT_T1_MAX_ALLOWED of them (100 bytes each): past that, an error saying how many there
+ * are. */
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err);
 /* How many configurations the conditions allow, without listing them: the parameters no
  * condition names multiply the count, so a space of any size whose conditions prune early is

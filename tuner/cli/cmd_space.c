@@ -99,7 +99,7 @@ static int t1_space(const char *path, const char *kfile, int json, int list) {
         ft_t1_free(t);
         return ft_cli_fail_err(&err);
     }
-    if (list && n > (1LL << 24)) {
+    if (list && n > FT_T1_MAX_ALLOWED) {
         ft_t1_free(t);
         return ft_cli_fail(FT_EXIT_FAIL,
                            "space: %s: its conditions allow %lld configurations: more than "
