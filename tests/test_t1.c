@@ -545,6 +545,195 @@ static void test_walk_large(void) {
     ft_t1_free(t);
 }
 
+static int cmp_i64_test(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The i-th allowed configuration's place among the n listed (space order), -1 when none. */
+static int64_t listed_at(const ft_t1 *t, const ft_config *list, int64_t n, const ft_config *c) {
+    return ft_t1_position(t, list, n, c);
+}
+
+/* ft_t1_draw, which draws without a list: on random spaces (those of test_walk_matches_whole),
+ * k of them are k distinct allowed configurations, the same from the same seed, and every one
+ * (as listed) when k is all or more; a space whose list fails fails alike. */
+static void test_draw_random_spaces(void) {
+    static const char *const vals[] = {"[1, 2, 3]", "[0, 1]", "list(range(1, 6))", "[2, 4, 8, 16]",
+                                       "[0, 3, 5]"};
+    static const char *const conds[] = {"p0 < p1",         "p0 * p1 <= 8", "p1 % 2 == 0",
+                                        "p2 in [1, 3, 4]", "p1 >= p3",     "p3 // p0 > 0",
+                                        "p0 > 0",          "p2 // p1 >= 1"};
+    uint64_t r = 777;
+    int tried = 0, agreed = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        const char *v[4], *c[3];
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int np = 1 + (int)((r >> 33) % 4), nc = 0;
+        for (int i = 0; i < np; i++)
+            v[i] = vals[(r >> (8 + 3 * i)) % 5];
+        for (int i = 0; i < 3; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            const char *cand = conds[(r >> 33) % (sizeof conds / sizeof conds[0])];
+            int ok = (r >> 50) % 2; /* some parameters left to no condition */
+            for (const char *q = cand; (q = strchr(q, 'p')); q++)
+                if (q[1] >= '0' && q[1] <= '9' && q[1] - '0' >= np) ok = 0;
+            if (ok) c[nc++] = cand;
+        }
+        ft_err err = {0};
+        ft_t1 *t = space_file(np, v, nc, c, &err);
+        if (!t) continue;
+        tried++;
+        ft_config *list = NULL;
+        int64_t n = 0;
+        ft_err e1 = {0};
+        ft_status s1 = ft_t1_enumerate(t, &list, &n, &e1);
+        int same = 1;
+        const int64_t ks[] = {0, 1, n / 2, n - 1, n, n + 3};
+        for (int q = 0; q < 6; q++) {
+            const int64_t k = ks[q] < 0 ? 0 : ks[q];
+            ft_config *a = NULL, *b = NULL;
+            int64_t na = 0, nb = 0;
+            ft_err e2 = {0};
+            ft_status s2 = ft_t1_draw(t, k, (uint64_t)trial, &a, &na, &e2);
+            ft_status s3 = ft_t1_draw(t, k, (uint64_t)trial, &b, &nb, &e2);
+            same = same && s2 == s1 && s3 == s1;
+            if (s1 == FT_OK && s2 == FT_OK && s3 == FT_OK) {
+                same = same && na == (k < n ? k : n) && nb == na;
+                char *seen = calloc((size_t)n + 1, 1);
+                for (int64_t i = 0; i < na && same; i++) {
+                    int64_t at = listed_at(t, list, n, &a[i]);
+                    same = at >= 0 && !seen[at] && ft_config_equal(&a[i], &b[i]);
+                    if (at >= 0) seen[at] = 1;
+                    if (k >= n) same = same && at == i; /* all of them, as listed */
+                }
+                free(seen);
+            }
+            free(a);
+            free(b);
+        }
+        agreed += same;
+        FT_CHECK(same, "trial %d: %d parameters, %d conditions, %lld allowed (%s)", trial, np, nc,
+                 (long long)n, e1.msg);
+        free(list);
+        ft_t1_free(t);
+    }
+    FT_CHECK(tried > 100 && agreed == tried, "%d of %d spaces drawn as listed", agreed, tried);
+}
+
+/* Each set of k is as likely as any other: over 18,000 seeds, 4 of the 18 configurations a space
+ * of named and unnamed parameters allows (p1 named by no condition) come as often each (chi-square
+ * over 17 degrees of freedom under 60, where 1 in 10^6 uniform runs would pass it) and each pair as
+ * often as any (152 degrees of freedom, under 260): a sampler of runs of neighbours, or one that
+ * favours the named parameters' first values, fails the pairs. */
+static void test_draw_uniform(void) {
+    static const char *const v[] = {"[1, 2, 3]", "[0, 1]", "[2, 4, 8, 16]"};
+    static const char *const c[] = {"p0 * p2 <= 16"};
+    ft_err err = {0};
+    ft_t1 *t = space_file(3, v, 1, c, &err);
+    ft_config *list = NULL;
+    int64_t n = 0;
+    FT_CHECK(t && ft_t1_enumerate(t, &list, &n, &err) == FT_OK && n == 18, "%lld allowed: %s",
+             (long long)n, err.msg);
+    if (n != 18) {
+        free(list);
+        ft_t1_free(t);
+        return;
+    }
+    enum { K = 4, SEEDS = 18000 };
+    static long one[18], pair[18][18];
+    int bad = 0;
+    for (int seed = 0; seed < SEEDS; seed++) {
+        ft_config *a = NULL;
+        int64_t m = 0;
+        int at[K];
+        if (ft_t1_draw(t, K, (uint64_t)seed * 7919 + 1, &a, &m, &err) != FT_OK || m != K) {
+            bad++;
+            free(a);
+            continue;
+        }
+        for (int i = 0; i < K; i++) {
+            at[i] = (int)listed_at(t, list, n, &a[i]);
+            if (at[i] < 0) bad++;
+        }
+        for (int i = 0; i < K; i++)
+            if (at[i] >= 0) {
+                one[at[i]]++;
+                for (int j = i + 1; j < K; j++)
+                    if (at[j] >= 0)
+                        pair[at[i] < at[j] ? at[i] : at[j]][at[i] < at[j] ? at[j] : at[i]]++;
+            }
+        free(a);
+    }
+    const double e1 = (double)SEEDS * K / 18, e2 = (double)SEEDS * K * (K - 1) / (18.0 * 17);
+    double x1 = 0, x2 = 0;
+    for (int i = 0; i < 18; i++) {
+        x1 += (one[i] - e1) * (one[i] - e1) / e1;
+        for (int j = i + 1; j < 18; j++)
+            x2 += (pair[i][j] - e2) * (pair[i][j] - e2) / e2;
+    }
+    FT_CHECK(!bad && x1 < 60 && x2 < 260,
+             "%d bad draws; chi-square %.1f (17 df), pairs %.1f (152 df)", bad, x1, x2);
+    free(list);
+    ft_t1_free(t);
+}
+
+/* Past the list's limit: 2^40 configurations without conditions, and 2^36 that `p0 <= 2` allows
+ * (p1 to p7 named by no condition), give 1000 distinct allowed configurations each, spread over the
+ * values; ft_t1_select's sample puts the default first; a sample past 2^24 is refused in one line
+ * (a space that prunes too late is refused as ft_t1_count refuses it: test_walk_large). */
+static void test_draw_large(void) {
+    const char *v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = "list(range(1, 33))";
+    static const char *const le2[] = {"p0 <= 2"};
+    for (int nc = 0; nc < 2; nc++) {
+        ft_err err = {0};
+        ft_t1 *t = space_file(8, v, nc, le2, &err);
+        ft_config *a = NULL;
+        int64_t m = 0;
+        FT_CHECK(t && ft_t1_draw(t, 1000, 5, &a, &m, &err) == FT_OK && m == 1000, "%d: %lld: %s",
+                 nc, (long long)m, err.msg);
+        int64_t idx[1000];
+        int distinct = 1, allowed = 1, hit[8][33] = {{0}};
+        for (int64_t i = 0; i < m; i++) {
+            idx[i] = ft_space_index_of(&t->space, &a[i]);
+            int ok = 0;
+            allowed = allowed && ft_t1_allowed(t, &a[i], &ok, NULL, 0, &err) == FT_OK && ok;
+            for (int p = 0; p < 8; p++)
+                hit[p][a[i].v[p]] = 1;
+        }
+        qsort(idx, (size_t)m, sizeof *idx, cmp_i64_test);
+        for (int64_t i = 1; i < m; i++)
+            distinct = distinct && idx[i] != idx[i - 1];
+        int spread = 1; /* every value of p1..p7 drawn (1000 draws of 32: all but surely), p0's too
+                           where no condition holds it */
+        for (int p = 0; p < 8; p++) {
+            int vals = 0;
+            for (int x = 1; x <= 32; x++)
+                vals += hit[p][x];
+            spread = spread && vals == (p == 0 && nc ? 2 : 32);
+        }
+        FT_CHECK(distinct && allowed && spread, "%d conditions: distinct %d, allowed %d, spread %d",
+                 nc, distinct, allowed, spread);
+        free(a);
+        /* the sample that commands take: the default first, then 5 others */
+        ft_config *s = NULL, def;
+        int64_t ns = 0;
+        ft_config_default(&t->space, &def);
+        FT_CHECK(ft_t1_select(t, NULL, 0, 5, 9, &s, &ns, &err) == FT_OK && ns == 6 &&
+                     ft_config_equal(&s[0], &def),
+                 "select: %lld: %s", (long long)ns, err.msg);
+        for (int64_t i = 1; i < ns; i++)
+            FT_CHECK(!ft_config_equal(&s[i], &def), "the default twice, at %lld", (long long)i);
+        free(s);
+        FT_CHECK(ft_t1_draw(t, (1LL << 24) + 1, 5, &a, &m, &err) == FT_EINVAL && !a &&
+                     strstr(err.msg, "a sample of 16777217: more than flaretune lists (2^24)"),
+                 "%s", err.msg);
+        ft_t1_free(t);
+    }
+}
+
 /* The hand-written file with x's fill replaced by `fill` (a Random fill, Size ProblemSize[0] +
  * max(block_size_x): 10,256 floats); NULL when it is refused, its message in err. */
 static ft_t1 *with_x_fill(const char *fill, ft_err *err) {
@@ -1178,6 +1367,9 @@ int main(void) {
     FT_RUN(test_generator_fill);
     FT_RUN(test_walk_matches_whole);
     FT_RUN(test_walk_large);
+    FT_RUN(test_draw_random_spaces);
+    FT_RUN(test_draw_uniform);
+    FT_RUN(test_draw_large);
     FT_RUN(test_argument_types);
     FT_RUN(test_hub_forms);
     FT_RUN(test_zero_block);

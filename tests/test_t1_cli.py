@@ -343,6 +343,36 @@ def test_inspect():
           f"the failed line predicted again: {retried} {err}")
 
 
+def test_sample_past_list():
+    """--sample on a space that allows more than a list holds (42 x 32^5 = 1,409,286,144, five
+    parameters named by no condition) draws the sample without a list: the default first, then
+    K others, distinct and allowed."""
+    tmp = STATE["tmp"]
+    with open(T1) as f:
+        doc = json.load(f)
+    doc["KernelSpecification"]["KernelFile"] = os.path.join(os.path.dirname(T1), "saxpy_tiled.cu")
+    for i in range(5):
+        doc["ConfigurationSpace"]["TuningParameters"].append(
+            {"Name": f"pad{i}", "Type": "int", "Values": "list(range(1, 33))", "Default": 1})
+    big = os.path.join(tmp, "saxpy_pad.json")
+    dump(big, doc)
+    rc, out, err = run("space", "--t1", big)
+    check(rc == 0 and "1409286144 allowed by the conditions" in out, f"space: {out}{err}")
+    jl = os.path.join(tmp, "pad.jsonl")
+    rc, _, err = run("inspect", "--t1", big, "--sample", "3", "--seed", "4", "--jsonl", jl)
+    lines = open(jl).read().splitlines() if os.path.exists(jl) else []
+    configs = [json.loads(l).get("config") for l in lines]
+    check(rc == 0 and len(configs) == 4 and len(set(configs)) == 4 and
+          configs[0] == "block_size_x=64,tile_size_x=1,use_ldg=0,scale=2.0,pad0=1,pad1=1,pad2=1,"
+          "pad3=1,pad4=1", f"the default and 3 drawn: exit {rc}: {configs} {err[-300:]}")
+    for c in configs[1:]:
+        v = dict(kv.split("=") for kv in c.split(","))
+        check(int(v["block_size_x"]) * int(v["tile_size_x"]) <= 512 and
+              (v["use_ldg"] == "0" or v["tile_size_x"] in ("2", "4")), f"{c} is allowed")
+    one_line_error(["inspect", "--t1", big, "--sample", str(2**24 + 1), "--jsonl", jl], 2,
+                   "more than flaretune lists (2^24)")
+
+
 def cache_entries(path):
     """Entries in a Kernel Tuner cache as flaretune writes it: a line each."""
     try:
@@ -1365,6 +1395,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_t1_cli.") as tmp:
         STATE["tmp"] = tmp
         return clitest.main(ft, (test_space, test_tune, test_compile, test_tune_gpu_absent, test_bench, test_inspect,
+                                 test_sample_past_list,
                                  test_kt_cache_resume, test_reference_file,
                                  test_integer_outputs, test_schema_forms, test_generator_fill, test_profile, test_event_log,
                                  test_interrupt, test_interrupt_group, test_bad, test_bad_arguments,

@@ -1168,12 +1168,55 @@ ft_status ft_t1_load_args(const char *path, const char *kernel_file, const char 
     return s;
 }
 
+/* K configurations drawn without a list, and the default first: where it was drawn it takes the
+ * first place, whose configuration takes its place; where not, it comes before the K. */
+static ft_status drawn_sample(const ft_t1 *t, const ft_config *def, long k, uint64_t seed,
+                              ft_config **cfgs, int64_t *n, ft_err *err) {
+    ft_config *c = NULL;
+    int64_t m = 0;
+    int ok = 0;
+    ft_status s = ft_t1_draw(t, k, seed, &c, &m, err);
+    if (s == FT_OK) s = ft_t1_allowed(t, def, &ok, NULL, 0, err);
+    if (s != FT_OK) {
+        free(c);
+        return s;
+    }
+    int64_t at = -1;
+    for (int64_t i = 0; i < m && at < 0; i++)
+        if (ft_config_equal(&c[i], def)) at = i;
+    if (at > 0) {
+        c[at] = c[0];
+        c[0] = *def;
+    } else if (at < 0 && ok) {
+        ft_config *more = realloc(c, (size_t)(m + 1) * sizeof *c);
+        if (!more) {
+            free(c);
+            return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+        }
+        c = more;
+        memmove(c + 1, c, (size_t)m * sizeof *c);
+        c[0] = *def;
+        m++;
+    }
+    *cfgs = c;
+    *n = m;
+    return FT_OK;
+}
+
 ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
                        unsigned long long seed, ft_config **cfgs, int64_t *n, ft_err *err) {
     *cfgs = NULL;
     *n = 0;
     ft_config def;
     ft_config_default(&t->space, &def);
+    if (sample > 0 && !all) {
+        /* past the list's limit, drawn without a list (a sample's configurations from the same
+         * seed, where a list holds them all, stay those a list gives) */
+        int64_t m = 0;
+        ft_status s = ft_t1_count(t, &m, err);
+        if (s != FT_OK) return s;
+        if (m > FT_T1_MAX_ALLOWED) return drawn_sample(t, &def, sample, seed, cfgs, n, err);
+    }
     if (all || sample > 0) {
         ft_config *c = NULL;
         int64_t m = 0;
@@ -1386,27 +1429,35 @@ static int count_one(void *ctx, const ft_config *c) {
     return 0;
 }
 
-ft_status ft_t1_count(const ft_t1 *t, int64_t *n, ft_err *err) {
-    *n = 0;
-    int64_t named = 0;
+/* The count in two factors: *named, the allowed configurations of the parameters some condition
+ * names (walked), and *per, the configurations of the others (each goes with every one of those);
+ * an error past 2^63 in all. */
+static ft_status count_parts(const ft_t1 *t, int64_t *named, int64_t *per, ft_err *err) {
+    *named = 0;
+    *per = 1;
     int capped = 0;
-    ft_status s = walk_over(t, 1, count_one, &named, &capped, err);
+    ft_status s = walk_over(t, 1, count_one, named, &capped, err);
     if (s != FT_OK) return s;
     if (capped) return too_late(t, err);
-    /* each allowed configuration of the named parameters with every value of the others */
     int named_p[FT_MAX_PARAMS];
     named_params(t, named_p, NULL);
-    for (int p = 0; p < t->space.nparams && named; p++) {
+    for (int p = 0; p < t->space.nparams && *named; p++) {
         if (named_p[p]) continue;
-        if (named > INT64_MAX / t->params[p].n)
+        if (*named * *per > INT64_MAX / t->params[p].n)
             return ft_err_set(err, FT_EFORMAT,
                               "%s: its conditions allow more than 2^63 configurations: more "
                               "than flaretune counts",
                               t->path);
-        named *= t->params[p].n;
+        *per *= t->params[p].n;
     }
-    *n = named;
     return FT_OK;
+}
+
+ft_status ft_t1_count(const ft_t1 *t, int64_t *n, ft_err *err) {
+    int64_t named = 0, per = 1;
+    ft_status s = count_parts(t, &named, &per, err);
+    *n = s == FT_OK ? named * per : 0;
+    return s;
 }
 
 ft_status ft_t1_each(const ft_t1 *t, int (*visit)(void *ctx, const ft_config *c), void *ctx,
@@ -1457,6 +1508,122 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
     }
     *cfgs = l.out;
     *n = m;
+    return FT_OK;
+}
+
+/* ---- drawing without a list
+ * ---------------------------------------------------------------------- */
+
+/* A set of positions (open addressing; a slot holds its position + 1, 0 when empty). */
+typedef struct {
+    uint64_t *slot;
+    uint64_t mask;
+} pos_set;
+
+/* Adds v; 1 when it was there already. */
+static int pos_set_add(pos_set *s, int64_t v) {
+    uint64_t key = (uint64_t)v + 1, i = (key * 0x9E3779B97F4A7C15ULL) & s->mask;
+    for (; s->slot[i]; i = (i + 1) & s->mask)
+        if (s->slot[i] == key) return 1;
+    s->slot[i] = key;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* k distinct positions of [0, n), each k-subset as likely as any other (Floyd's algorithm: k draws
+ * from the seed, whatever n is), ascending in pos. */
+static ft_status draw_positions(const ft_t1 *t, int64_t n, int64_t k, uint64_t seed, int64_t *pos,
+                                ft_err *err) {
+    uint64_t cap = 2;
+    while (cap < 2 * (uint64_t)k)
+        cap <<= 1;
+    pos_set set = {.slot = calloc(cap, sizeof *set.slot), .mask = cap - 1};
+    if (!set.slot) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    ft_rng r;
+    ft_rng_seed(&r, seed);
+    int64_t got = 0;
+    for (int64_t j = n - k; j < n; j++) {
+        int64_t v = (int64_t)ft_rng_below(&r, (uint64_t)j + 1);
+        if (pos_set_add(&set, v)) { /* drawn before: j, which no earlier draw could reach */
+            v = j;
+            pos_set_add(&set, v);
+        }
+        pos[got++] = v;
+    }
+    free(set.slot);
+    qsort(pos, (size_t)k, sizeof *pos, cmp_i64);
+    return FT_OK;
+}
+
+/* The walk's visitor that turns positions into configurations: position q is the (q / per)-th
+ * allowed configuration of the named parameters, with the others' values at q % per (the last
+ * of them fastest). */
+typedef struct {
+    const ft_t1 *t;
+    int others[FT_MAX_PARAMS], nothers;
+    int64_t per, named; /* this configuration of the named parameters is the named-th */
+    const int64_t *pos;
+    int64_t k, at;
+    ft_config *out;
+} t1_draw;
+
+static int draw_visit(void *ctx, const ft_config *c) {
+    t1_draw *d = ctx;
+    for (; d->at < d->k && d->pos[d->at] / d->per == d->named; d->at++) {
+        ft_config x = *c;
+        int64_t q = d->pos[d->at] % d->per;
+        for (int i = d->nothers - 1; i >= 0; i--) {
+            const int p = d->others[i], m = d->t->params[p].n;
+            x.v[p] = d->t->params[p].values[q % m];
+            q /= m;
+        }
+        d->out[d->at] = x;
+    }
+    d->named++;
+    return d->at == d->k;
+}
+
+ft_status ft_t1_draw(const ft_t1 *t, int64_t k, uint64_t seed, ft_config **cfgs, int64_t *n,
+                     ft_err *err) {
+    *cfgs = NULL;
+    *n = 0;
+    if (k > FT_T1_MAX_ALLOWED)
+        return ft_err_set(err, FT_EINVAL, "%s: a sample of %lld: more than flaretune lists (2^24)",
+                          t->path, (long long)k);
+    int64_t named = 0, per = 1;
+    ft_status s = count_parts(t, &named, &per, err);
+    if (s != FT_OK) return s;
+    if (k >= named * per) return ft_t1_enumerate(t, cfgs, n, err);
+    t1_draw d = {.t = t, .per = per, .k = k};
+    int64_t *pos = malloc((size_t)(k ? k : 1) * sizeof *pos);
+    d.out = malloc((size_t)(k ? k : 1) * sizeof *d.out);
+    if (!pos || !d.out) {
+        free(pos);
+        free(d.out);
+        return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
+    }
+    d.pos = pos;
+    int named_p[FT_MAX_PARAMS];
+    named_params(t, named_p, NULL);
+    for (int p = 0; p < t->space.nparams; p++)
+        if (!named_p[p]) d.others[d.nothers++] = p;
+    int capped = 0;
+    s = draw_positions(t, named * per, k, seed, pos, err);
+    if (s == FT_OK && k) s = walk_over(t, 1, draw_visit, &d, &capped, err);
+    if (s == FT_OK && (capped || d.at != k)) /* the two walks judge alike: a fault if not */
+        s = ft_err_set(err, FT_EFORMAT, "%s: %lld configurations drawn of %lld", t->path,
+                       (long long)d.at, (long long)k);
+    free(pos);
+    if (s != FT_OK) {
+        free(d.out);
+        return s;
+    }
+    *cfgs = d.out;
+    *n = k;
     return FT_OK;
 }
 

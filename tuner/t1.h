@@ -127,7 +127,8 @@ ft_status ft_t1_load_args(const char *path, const char *kernel_file, const char 
 /* The configurations a command works on, in *cfgs (malloc'd), *n of them: with `config` (NULL:
  * none) that one over the defaults, which the conditions must allow; with all, every allowed one
  * in space order; with sample > 0, that many allowed ones drawn from seed (all of them when
- * there are fewer), the default first; else the default alone. */
+ * there are fewer), the default first: shuffled from the list where it holds them all, else
+ * drawn by ft_t1_draw; else the default alone. */
 ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
                        unsigned long long seed, ft_config **cfgs, int64_t *n, ft_err *err);
 /* Does cfg satisfy every condition? *why gets the first that fails. An expression that cannot
@@ -140,6 +141,13 @@ ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why
  * most FT_T1_MAX_ALLOWED of them (100 bytes each): past that, an error saying how many there
  * are. */
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err);
+/* k allowed configurations drawn from seed without listing them all, each set of k as likely as
+ * any other (every allowed one when there are k or fewer, as ft_t1_enumerate lists them); *cfgs
+ * malloc'd, in the order of the walk over the parameters the conditions name, the others
+ * fastest. k is at most FT_T1_MAX_ALLOWED; the space may allow up to 2^63, found in the walk's
+ * 2^26 steps. */
+ft_status ft_t1_draw(const ft_t1 *t, int64_t k, uint64_t seed, ft_config **cfgs, int64_t *n,
+                     ft_err *err);
 /* How many configurations the conditions allow, without listing them: the parameters no
  * condition names multiply the count, so a space of any size whose conditions prune early is
  * counted (past 2^63, an error). */
