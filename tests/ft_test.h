@@ -101,6 +101,15 @@ static inline void ft_test_tmpdir(char *dir, size_t n, const char *name) {
     }
 }
 
+/* dir/name, in one of four buffers used in turn (so four may be held at once). */
+static inline const char *ft_test_path(const char *dir, const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 /* The whole of a file, NUL-terminated (a short read ends it where the read stopped); NULL when
  * it cannot be opened. The caller frees it. */
 static inline char *ft_test_read_file(const char *path) {

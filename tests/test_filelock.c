@@ -16,14 +16,6 @@
 
 static char dir[256];
 
-static const char *path_in(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 static void touch(const char *path) {
     FILE *f = fopen(path, "ab");
     FT_CHECK(f != NULL, "create %s: %s", path, strerror(errno));
@@ -33,7 +25,7 @@ static void touch(const char *path) {
 /* Held while a child holds it, not held once the child is killed (SIGKILL: no clean-up of its
  * own, the kernel releases the lock), both through the file and a symbolic link to it. */
 static void test_held_by_another_process(void) {
-    const char *log = path_in("run.jsonl"), *link = path_in("link.jsonl");
+    const char *log = ft_test_path(dir, "run.jsonl"), *link = ft_test_path(dir, "link.jsonl");
     touch(log);
     FT_CHECK(symlink(log, link) == 0, "symlink %s: %s", link, strerror(errno));
     pid_t pid = ft_test_hold_lock(log);
@@ -60,19 +52,21 @@ static void test_held_by_another_process(void) {
     FT_CHECK(ft_file_lock_held(log) == 0, "unlocked: %d", ft_file_lock_held(log));
     unlink(link);
     unlink(log);
-    unlink(path_in("run.jsonl.lock"));
+    unlink(ft_test_path(dir, "run.jsonl.lock"));
 }
 
 /* No lock file: it cannot tell, and it creates none (neither beside a file nor beside a name
  * that is no file yet); a directory has no lock. */
 static void test_no_lock_file(void) {
-    const char *log = path_in("quiet.jsonl"), *lock = path_in("quiet.jsonl.lock");
+    const char *log = ft_test_path(dir, "quiet.jsonl"),
+               *lock = ft_test_path(dir, "quiet.jsonl.lock");
     touch(log);
     FT_CHECK(ft_file_lock_held(log) == -1, "no lock file: cannot tell");
     FT_CHECK(access(lock, F_OK) != 0, "no lock file created beside %s", log);
-    const char *none = path_in("none.jsonl");
+    const char *none = ft_test_path(dir, "none.jsonl");
     FT_CHECK(ft_file_lock_held(none) == -1, "no file, no lock file: cannot tell");
-    FT_CHECK(access(path_in("none.jsonl.lock"), F_OK) != 0, "no lock file created beside %s", none);
+    FT_CHECK(access(ft_test_path(dir, "none.jsonl.lock"), F_OK) != 0,
+             "no lock file created beside %s", none);
     FT_CHECK(ft_file_lock_held(dir) == -1, "a directory: no lock");
     /* A lock file left by a writer that ended: not held. */
     ft_err err = {0};

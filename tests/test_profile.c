@@ -21,14 +21,6 @@
 
 static char dir[256];
 
-static const char *path_in(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     if (!f) {
@@ -119,7 +111,7 @@ static void test_round_trip(void) {
     FT_CHECK(ft_profile_add(p, c, NULL, &err) == FT_OK, "add: %s", err.msg);
     FT_CHECK(ft_profile_add(p, a, NULL, &err) == FT_OK, "add: %s", err.msg);
     FT_CHECK(ft_profile_count(p) == 3, "count %d", ft_profile_count(p));
-    const char *path = path_in("round.json");
+    const char *path = ft_test_path(dir, "round.json");
     FT_CHECK(ft_profile_save(p, path, &err) == FT_OK, "save: %s", err.msg);
     ft_profile *q = NULL;
     FT_CHECK(ft_profile_load(path, &q, &err) == FT_OK, "load: %s", err.msg);
@@ -144,7 +136,7 @@ static void test_round_trip(void) {
     ft_profile_add(r, a, NULL, &err);
     ft_profile_add(r, b, NULL, &err);
     ft_profile_add(r, c, NULL, &err);
-    const char *path2 = path_in("round2.json");
+    const char *path2 = ft_test_path(dir, "round2.json");
     FT_CHECK(ft_profile_save(r, path2, &err) == FT_OK, "save: %s", err.msg);
     char *t1 = ft_test_read_file(path), *t2 = ft_test_read_file(path2);
     FT_CHECK(t1 && t2 && strcmp(t1, t2) == 0, "order of adding changes the file");
@@ -262,9 +254,10 @@ static void test_merge_keeps_best(void) {
     ft_profile_add(c, dev2, &out, &err);
     FT_CHECK(out == FT_PROFILE_ADDED && ft_profile_count(c) == 2, "another device is another key");
     /* Two entries of one key in one file: the file loads as its best. */
-    save_doc(path_in("dup.json"), doc_of(json_pack("[O, O]", slow, fast)));
+    save_doc(ft_test_path(dir, "dup.json"), doc_of(json_pack("[O, O]", slow, fast)));
     ft_profile *d = NULL;
-    FT_CHECK(ft_profile_load(path_in("dup.json"), &d, &err) == FT_OK, "load: %s", err.msg);
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "dup.json"), &d, &err) == FT_OK, "load: %s",
+             err.msg);
     FT_CHECK(d && ft_profile_count(d) == 1 && ft_profile_entry_at(d, 0)->median_s == 1e-3,
              "duplicate key in one file");
     json_decref(slow);
@@ -306,9 +299,10 @@ static void test_per_entry_validation(void) {
     json_object_set_new(threads, "config", json_pack("{s:i}", "threads", 4096));
     json_t *entries = json_pack("[O, O, O, O, O, O, i, O, O, O]", good1, no_stats, bad_type, bad_op,
                                 bad_param, bad_shape, 42, good2, bad_median, threads);
-    save_doc(path_in("mixed.json"), doc_of(entries));
+    save_doc(ft_test_path(dir, "mixed.json"), doc_of(entries));
     ft_profile *p = NULL;
-    FT_CHECK(ft_profile_load(path_in("mixed.json"), &p, &err) == FT_OK, "load: %s", err.msg);
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "mixed.json"), &p, &err) == FT_OK, "load: %s",
+             err.msg);
     if (!p) return;
     FT_CHECK(ft_profile_count(p) == 3, "3 good entries, got %d", ft_profile_count(p));
     FT_CHECK(ft_profile_warning_count(p) == 7, "7 warnings, got %d", ft_profile_warning_count(p));
@@ -328,7 +322,7 @@ static void test_per_entry_validation(void) {
     FT_CHECK(warning_has(p, "entries[8]", "positive time"), "negative median");
     FT_CHECK(warning_has(p, "mixed.json", "skipped"), "warnings name the file");
     /* Saving keeps the skipped entries, so no result is lost to this build's view of them. */
-    const char *out = path_in("mixed_out.json");
+    const char *out = ft_test_path(dir, "mixed_out.json");
     FT_CHECK(ft_profile_save(p, out, &err) == FT_OK, "save: %s", err.msg);
     json_error_t je;
     json_t *doc = json_load_file(out, 0, &je);
@@ -415,9 +409,11 @@ static void test_attr_values(void) {
            *good = loss_entry("ref", 4096, "dpace", 1e-3);
     json_object_set_new(json_object_get(eps, "attrs"), "eps", json_string("abc"));
     json_object_set_new(json_object_get(block, "attrs"), "B", json_string("0"));
-    save_doc(path_in("attrs.json"), doc_of(json_pack("[o, o, o, o]", eps, scheme, block, good)));
+    save_doc(ft_test_path(dir, "attrs.json"),
+             doc_of(json_pack("[o, o, o, o]", eps, scheme, block, good)));
     ft_profile *p = NULL;
-    FT_CHECK(ft_profile_load(path_in("attrs.json"), &p, &err) == FT_OK, "load: %s", err.msg);
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "attrs.json"), &p, &err) == FT_OK, "load: %s",
+             err.msg);
     if (!p) return;
     FT_CHECK(ft_profile_count(p) == 1 && ft_profile_skipped_count(p) == 3,
              "1 entry, 3 skipped: %d, %d", ft_profile_count(p), ft_profile_skipped_count(p));
@@ -466,7 +462,7 @@ static void check_refused(const char *path, const char *text, ft_status want, co
  * missing and blank files (empty profiles). */
 static void test_malformed(void) {
     ft_err err = {0};
-    const char *path = path_in("broken.json");
+    const char *path = ft_test_path(dir, "broken.json");
     const char *says[] = {path, ":3:", "malformed JSON", NULL};
     check_refused(path,
                   "{\n  \"schema_version\": 1,\n  \"entries\": [ {\"op\": \"loss\",, } ]\n}\n",
@@ -474,21 +470,21 @@ static void test_malformed(void) {
     FT_CHECK(!strchr(err.msg, '\n'), "one line");
     /* Not a profile at all. */
     ft_profile *p = NULL;
-    write_text(path_in("array.json"), "[1, 2]\n");
-    FT_CHECK(ft_profile_load(path_in("array.json"), &p, &err) == FT_EFORMAT &&
+    write_text(ft_test_path(dir, "array.json"), "[1, 2]\n");
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "array.json"), &p, &err) == FT_EFORMAT &&
                  strstr(err.msg, "not a flaretune profile"),
              "root not an object: %s", err.msg);
-    write_text(path_in("noentries.json"), "{\"schema_version\": 1}\n");
-    FT_CHECK(ft_profile_load(path_in("noentries.json"), &p, &err) == FT_EFORMAT &&
+    write_text(ft_test_path(dir, "noentries.json"), "{\"schema_version\": 1}\n");
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "noentries.json"), &p, &err) == FT_EFORMAT &&
                  strstr(err.msg, "entries"),
              "no entries: %s", err.msg);
     /* Missing and empty files are empty profiles. */
-    FT_CHECK(ft_profile_load(path_in("absent.json"), &p, &err) == FT_OK && p &&
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "absent.json"), &p, &err) == FT_OK && p &&
                  ft_profile_count(p) == 0,
              "missing file: %s", err.msg);
     ft_profile_free(p);
-    write_text(path_in("blank.json"), " \n\n");
-    FT_CHECK(ft_profile_load(path_in("blank.json"), &p, &err) == FT_OK && p &&
+    write_text(ft_test_path(dir, "blank.json"), " \n\n");
+    FT_CHECK(ft_profile_load(ft_test_path(dir, "blank.json"), &p, &err) == FT_OK && p &&
                  ft_profile_count(p) == 0,
              "blank file: %s", err.msg);
     ft_profile_free(p);
@@ -498,7 +494,7 @@ static void test_malformed(void) {
 /* A save that fails part-way (the file size limit stops the write) leaves the old file. */
 static void test_failed_save_keeps_file(void) {
     ft_err err = {0};
-    const char *path = path_in("keep.json");
+    const char *path = ft_test_path(dir, "keep.json");
     ft_profile *p = ft_profile_new();
     json_t *e = loss_entry("ref", 512, "dpace", 1e-3);
     ft_profile_add(p, e, NULL, &err);
@@ -530,7 +526,7 @@ static void test_failed_save_keeps_file(void) {
     FT_CHECK(before && after && strcmp(before, after) == 0, "a failed save changed the file");
     FT_CHECK(temp_files() == 0, "a failed save left its temporary file");
     /* A save into a missing directory fails with one line naming the path. */
-    FT_CHECK(ft_profile_save(p, path_in("nodir/p.json"), &err) == FT_EIO &&
+    FT_CHECK(ft_profile_save(p, ft_test_path(dir, "nodir/p.json"), &err) == FT_EIO &&
                  strstr(err.msg, "nodir/p.json"),
              "save into a missing directory: %s", err.msg);
     free(before);
@@ -541,14 +537,14 @@ static void test_failed_save_keeps_file(void) {
 
 static void test_schema_too_new(void) {
     ft_err err = {0};
-    const char *path = path_in("future.json");
+    const char *path = ft_test_path(dir, "future.json");
     const char *says[] = {"schema_version 3 is newer", path, NULL};
     check_refused(path, "{\"schema_version\": 3, \"entries\": []}\n", FT_EUNSUPPORTED, "too new",
                   says, &err);
 }
 
 static void test_concurrent_update(void) {
-    const char *path = path_in("shared.json");
+    const char *path = ft_test_path(dir, "shared.json");
     enum { NPROC = 2, NADD = 20 };
     pid_t pids[NPROC];
     fflush(NULL);
@@ -585,7 +581,7 @@ static void test_concurrent_update(void) {
                      c, i);
     FT_CHECK(temp_files() == 0, "temporary files left behind");
     struct stat st;
-    FT_CHECK(stat(path_in("shared.json.lock"), &st) == 0, "lock file beside the profile");
+    FT_CHECK(stat(ft_test_path(dir, "shared.json.lock"), &st) == 0, "lock file beside the profile");
     ft_profile_free(p);
 }
 
@@ -682,7 +678,7 @@ static mode_t mode_of(const char *path) {
 /* A profile reached through a symbolic link is written through it, and locked as the target. */
 static void test_links(void) {
     ft_err err = {0};
-    const char *target = path_in("target.json"), *link = path_in("link.json");
+    const char *target = ft_test_path(dir, "target.json"), *link = ft_test_path(dir, "link.json");
     json_t *a = loss_entry("ref", 512, "dpace", 1e-3), *b = loss_entry("ref", 1024, "dpace", 1e-3);
     FT_CHECK(ft_profile_update(target, a, &err) == FT_OK, "update: %s", err.msg);
     FT_CHECK(symlink("target.json", link) == 0, "symlink");
@@ -693,8 +689,8 @@ static void test_links(void) {
     FT_CHECK(ft_profile_load(target, &p, &err) == FT_OK && ft_profile_count(p) == 2,
              "the target holds both entries: %d", ft_profile_count(p));
     ft_profile_free(p);
-    FT_CHECK(access(path_in("target.json.lock"), F_OK) == 0 &&
-                 access(path_in("link.json.lock"), F_OK) != 0,
+    FT_CHECK(access(ft_test_path(dir, "target.json.lock"), F_OK) == 0 &&
+                 access(ft_test_path(dir, "link.json.lock"), F_OK) != 0,
              "the lock is taken on the target, not on the link");
     /* ft_profile_save follows the link too. */
     p = ft_profile_new();
@@ -703,17 +699,17 @@ static void test_links(void) {
     FT_CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "save replaced the link by a file");
     ft_profile_free(p);
     /* A dangling link: the target is created where the link points. */
-    const char *dangling = path_in("dangling.json");
+    const char *dangling = ft_test_path(dir, "dangling.json");
     FT_CHECK(symlink("created.json", dangling) == 0, "symlink");
     FT_CHECK(ft_profile_update(dangling, a, &err) == FT_OK, "update a dangling link: %s", err.msg);
     FT_CHECK(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode) &&
-                 access(path_in("created.json"), F_OK) == 0,
+                 access(ft_test_path(dir, "created.json"), F_OK) == 0,
              "the dangling link's target was created");
     FT_CHECK(temp_files() == 0, "temporary files left behind");
     const char *names[] = {"link.json",         "dangling.json", "created.json",
                            "created.json.lock", "target.json",   "target.json.lock"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(path_in(names[i]));
+        unlink(ft_test_path(dir, names[i]));
     json_decref(a);
     json_decref(b);
 }
@@ -721,7 +717,7 @@ static void test_links(void) {
 /* Saving keeps the file's permissions; a read-only profile is refused, not replaced. */
 static void test_modes(void) {
     ft_err err = {0};
-    const char *path = path_in("mode.json");
+    const char *path = ft_test_path(dir, "mode.json");
     json_t *a = loss_entry("ref", 512, "dpace", 1e-3), *b = loss_entry("ref", 1024, "dpace", 1e-3);
     FT_CHECK(ft_profile_update(path, a, &err) == FT_OK, "update: %s", err.msg);
     static const mode_t modes[] = {0640, 0600, 0664};
@@ -749,7 +745,7 @@ static void test_modes(void) {
     free(after);
     chmod(path, 0644);
     unlink(path);
-    unlink(path_in("mode.json.lock"));
+    unlink(ft_test_path(dir, "mode.json.lock"));
     json_decref(a);
     json_decref(b);
     json_decref(c);
@@ -770,9 +766,10 @@ static void test_check_writable(void) {
     int before = files_in_dir(dir);
     /* A new profile in a directory that exists, and an existing valid one, are fine; checking
      * leaves no file behind (no profile, no temporary file, no lock). */
-    FT_CHECK(ft_profile_check_writable(path_in("fresh.json"), &err) == FT_OK, "fresh: %s", err.msg);
-    FT_CHECK(access(path_in("fresh.json"), F_OK) != 0, "the check created the profile");
-    const char *good = path_in("good.json");
+    FT_CHECK(ft_profile_check_writable(ft_test_path(dir, "fresh.json"), &err) == FT_OK, "fresh: %s",
+             err.msg);
+    FT_CHECK(access(ft_test_path(dir, "fresh.json"), F_OK) != 0, "the check created the profile");
+    const char *good = ft_test_path(dir, "good.json");
     save_doc(good, doc_of(json_pack("[o]", loss_entry("ref", 512, "dpace", 1e-3))));
     char *text = ft_test_read_file(good);
     FT_CHECK(ft_profile_check_writable(good, &err) == FT_OK, "good: %s", err.msg);
@@ -803,21 +800,23 @@ static void test_check_writable(void) {
     snprintf(longpart, strlen(dir) + 400, "%s/%0300d.json", dir, 0);
     expect_not_writable(longpart, "too long", "a 305-character file name");
     free(longpart);
-    write_text(path_in("garbage.json"), "{not json");
-    expect_not_writable(path_in("garbage.json"), "malformed JSON", "malformed");
-    write_text(path_in("notprofile.json"), "[1, 2]\n");
-    expect_not_writable(path_in("notprofile.json"), "not a flaretune profile", "not a profile");
-    write_text(path_in("future2.json"), "{\"schema_version\": 9, \"entries\": []}\n");
-    expect_not_writable(path_in("future2.json"), "newer", "too new");
-    save_doc(path_in("ro.json"), doc_of(json_array()));
-    chmod(path_in("ro.json"), 0440);
-    expect_not_writable(path_in("ro.json"), "read-only", "read-only");
-    expect_not_writable(path_in("ro.json"), "chmod u+w", "read-only: its owner may chmod it");
-    chmod(path_in("ro.json"), 0644);
+    write_text(ft_test_path(dir, "garbage.json"), "{not json");
+    expect_not_writable(ft_test_path(dir, "garbage.json"), "malformed JSON", "malformed");
+    write_text(ft_test_path(dir, "notprofile.json"), "[1, 2]\n");
+    expect_not_writable(ft_test_path(dir, "notprofile.json"), "not a flaretune profile",
+                        "not a profile");
+    write_text(ft_test_path(dir, "future2.json"), "{\"schema_version\": 9, \"entries\": []}\n");
+    expect_not_writable(ft_test_path(dir, "future2.json"), "newer", "too new");
+    save_doc(ft_test_path(dir, "ro.json"), doc_of(json_array()));
+    chmod(ft_test_path(dir, "ro.json"), 0440);
+    expect_not_writable(ft_test_path(dir, "ro.json"), "read-only", "read-only");
+    expect_not_writable(ft_test_path(dir, "ro.json"), "chmod u+w",
+                        "read-only: its owner may chmod it");
+    chmod(ft_test_path(dir, "ro.json"), 0644);
     /* A directory where no file can be created: a read-only one (root ignores permission bits,
      * so there a directory of sysfs, which refuses new files to everyone). */
     if (geteuid() != 0) {
-        const char *ro = path_in("rodir");
+        const char *ro = ft_test_path(dir, "rodir");
         mkdir(ro, 0555);
         char in[600];
         snprintf(in, sizeof in, "%s/p.json", ro);
@@ -829,8 +828,8 @@ static void test_check_writable(void) {
     /* A path that is a loop of symbolic links: refused, and no lock file left beside it. */
     {
         char a[600], b[600], la[620];
-        snprintf(a, sizeof a, "%s", path_in("loop_a"));
-        snprintf(b, sizeof b, "%s", path_in("loop_b"));
+        snprintf(a, sizeof a, "%s", ft_test_path(dir, "loop_a"));
+        snprintf(b, sizeof b, "%s", ft_test_path(dir, "loop_b"));
         snprintf(la, sizeof la, "%s.lock", a);
         FT_CHECK(symlink(b, a) == 0 && symlink(a, b) == 0, "symlinks %s %s", a, b);
         ft_err lerr = {0};
@@ -844,7 +843,7 @@ static void test_check_writable(void) {
     /* The lock of a file in such a directory names the cause (the lock file is not there to
      * be opened for reading instead; that is not the reason). */
     {
-        const char *ro = geteuid() != 0 ? path_in("rodir") : "/sys/kernel";
+        const char *ro = geteuid() != 0 ? ft_test_path(dir, "rodir") : "/sys/kernel";
         if (geteuid() != 0) mkdir(ro, 0555);
         char in[600];
         snprintf(in, sizeof in, "%s/p.json", ro);
@@ -861,7 +860,7 @@ static void test_check_writable(void) {
     const char *names[] = {"good.json", "garbage.json", "notprofile.json", "future2.json",
                            "ro.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(path_in(names[i]));
+        unlink(ft_test_path(dir, names[i]));
     FT_CHECK(temp_files() == 0, "temporary files left behind");
 }
 
@@ -933,7 +932,7 @@ static void test_other_owner(void) {
         FT_CHECK(!strstr(err.msg, "chmod"), "another user's profile: %s", err.msg);
         return;
     }
-    const char *path = path_in("theirs.json");
+    const char *path = ft_test_path(dir, "theirs.json");
     save_doc(path, doc_of(json_array()));
     chmod(path, 0644);
     as_nobody(refused_as_other_user, path, "a root-owned 0644 profile checked as another user");
@@ -1042,7 +1041,7 @@ static void remove_dir(void) {
     while (d && (e = readdir(d))) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
             continue;
-        unlink(path_in(e->d_name));
+        unlink(ft_test_path(dir, e->d_name));
     }
     if (d) closedir(d);
     rmdir(dir);
@@ -1123,7 +1122,7 @@ static void test_kernels(void) {
         json_decref(k);
     }
     /* Saved: schema_version 2 with the kernels; read back the same. */
-    const char *path = path_in("kernels.json");
+    const char *path = ft_test_path(dir, "kernels.json");
     FT_CHECK(ft_profile_save(p, path, &err) == FT_OK, "%s", err.msg);
     json_t *doc = json_load_file(path, 0, NULL);
     FT_CHECK(json_integer_value(json_object_get(doc, "schema_version")) == 2 &&
