@@ -488,7 +488,8 @@ static int visit_until(void *ctx, const ft_config *c) {
  * not refused; one whose parameters no condition names allow more than the list's 2^24 is
  * refused at once (without conditions, or beside a condition on others: 32 values of p1 to p7
  * go with each allowed p0), and one whose condition prunes only at its last parameter after
- * the walk's 2^26 steps, each in one line. */
+ * the walk's 2^26 steps, each in one line; so is one whose defaults break its condition and whose
+ * walk meets no allowed configuration within those steps to take as the default. */
 static void test_walk_large(void) {
     const char *v[8];
     for (int i = 0; i < 8; i++)
@@ -541,6 +542,14 @@ static void test_walk_large(void) {
     FT_CHECK(t && ft_t1_enumerate(t, &cfgs, &n, &err) == FT_EFORMAT && !cfgs &&
                  strstr(err.msg, "34359738368 configurations before the conditions, which prune "
                                  "too late"),
+             "%s", err.msg);
+    ft_t1_free(t);
+    /* defaults (the first values) that break a condition which allows only p0 = 32, at the walk's
+     * far end: no nearest default within its 2^26 steps, and the file is refused saying so */
+    static const char *const far[] = {"p0 == 32 and p6 >= 1"};
+    t = space_file(7, v, 1, far, &err);
+    FT_CHECK(!t && strstr(err.msg, "34359738368 configurations before the conditions, and none "
+                                   "allowed in the first 2^26 the walk reached"),
              "%s", err.msg);
     ft_t1_free(t);
 }
