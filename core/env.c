@@ -64,6 +64,7 @@ void ft_env_probe(ft_env *e) {
     read_cpuinfo(e);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     e->cpu_cores = n > 0 ? (int)n : 1;
+    e->usable_cpus = ft_env_usable_cpus();
     e->omp_threads = omp_get_max_threads();
     snprintf(e->blas, sizeof e->blas, "%s", openblas_get_config());
     snprintf(e->blas_core, sizeof e->blas_core, "%s", openblas_get_corename());
@@ -85,7 +86,7 @@ char *ft_env_device(const ft_env *e, const char *backend, char *buf, unsigned lo
     /* The reference backend is single-threaded and BLAS-free, but keying it like the CPU keeps
      * one rule for every host backend. */
     (void)backend;
-    snprintf(buf, n, "cpu: %s x %d (%s)", e->cpu_model, e->cpu_cores, e->blas_core);
+    snprintf(buf, n, "cpu: %s x %d (%s)", e->cpu_model, e->usable_cpus, e->blas_core);
     return buf;
 }
 

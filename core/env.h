@@ -14,6 +14,7 @@ extern "C" {
 typedef struct ft_env {
     char cpu_model[128];
     int cpu_cores;   /* online logical CPUs                                   */
+    int usable_cpus; /* those this process may run on (ft_env_usable_cpus)    */
     int omp_threads; /* OpenMP's default team size                            */
     int has_avx2, has_fma, has_avx512f, has_avx512bw, has_avx512vl, has_avx512dq;
     int is_amd;
@@ -32,11 +33,13 @@ void ft_env_probe(ft_env *e);
 /* The CPUs this process may run on (its affinity mask: `taskset`, a cpuset, or the slice
  * `mpirun` gives each rank of a node), at least 1; the online CPUs where the mask cannot be
  * read. The thread counts a CPU kernel is tuned over stop here: more threads than CPUs only
- * take turns. The device fingerprint keeps the machine's count (cpu_cores). */
+ * take turns. The device fingerprint counts these (usable_cpus): a kernel tuned on one CPU of
+ * two is keyed apart from one tuned on both. */
 int ft_env_usable_cpus(void);
 
 /* The device fingerprint a backend's results are keyed by: for CPUs
- * "cpu: MODEL x CORES (BLAS core)". Returns buf. */
+ * "cpu: MODEL x CPUS (BLAS core)", CPUS those the process may run on (the machine's online CPUs
+ * unless an affinity mask narrows them). Returns buf. */
 char *ft_env_device(const ft_env *e, const char *backend, char *buf, unsigned long n);
 
 /* OpenBLAS picks its kernels when it loads, from its own CPU detection, which on some virtual

@@ -10,11 +10,11 @@
 #include "core/npy.h"
 
 json_t *ft_env_to_json(const ft_env *e) {
-    json_t *o =
-        json_pack("{s:s, s:i, s:i, s:b, s:b, s:s, s:s, s:s, s:s, s:b}", "cpu", e->cpu_model,
-                  "cores", e->cpu_cores, "omp_threads", e->omp_threads, "avx2", e->has_avx2,
-                  "avx512f", e->has_avx512f, "blas", e->blas, "blas_core", e->blas_core, "compiler",
-                  e->compiler, "flaretune", e->version, "cuda_built", e->cuda_built);
+    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:b, s:b, s:s, s:s, s:s, s:s, s:b}", "cpu",
+                          e->cpu_model, "cores", e->cpu_cores, "usable_cpus", e->usable_cpus,
+                          "omp_threads", e->omp_threads, "avx2", e->has_avx2, "avx512f",
+                          e->has_avx512f, "blas", e->blas, "blas_core", e->blas_core, "compiler",
+                          e->compiler, "flaretune", e->version, "cuda_built", e->cuda_built);
     if (e->blas_core_detected[0])
         json_object_set_new(o, "blas_core_detected", json_string(e->blas_core_detected));
     json_object_set_new(o, "source_hash", json_string(e->source_hash));

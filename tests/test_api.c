@@ -6,7 +6,9 @@
  * status and one line naming what is wrong, leaves the caller's outputs alone and does not
  * poison the context (a correct call afterwards works). Run under ASan + UBSan in CI.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +415,51 @@ static void test_profile(void) {
     rmdir(dir);
 }
 
+/* A context on fewer CPUs than the machine has (an affinity mask) runs on another device: a
+ * profile tuned on all of them is refused, saying so (FLARETUNE_ANY_DEVICE takes it); the
+ * mask restored, the same profile loads. */
+static void test_profile_affinity(void) {
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2 ||
+        CPU_COUNT(&all) != sysconf(_SC_NPROCESSORS_ONLN)) {
+        printf("    skipped: this process may use one CPU, or already fewer than the machine's\n");
+        return;
+    }
+    char dir[] = "/tmp/ft_api_XXXXXX";
+    FT_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[128];
+    snprintf(path, sizeof path, "%s/whole.json", dir);
+    flaretune_context *whole, *pinned;
+    FT_CHECK(flaretune_create(&whole, "cpu") == FLARETUNE_OK, "%s", flaretune_message(whole));
+    write_profile(path, flaretune_device(whole),
+                  "\"strategy\":\"per_layer\",\"k\":2,\"rows\":16,\"stream\":0,"
+                  "\"prefetch\":8,\"threads\":1");
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    FT_CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pinning to CPU %d", first);
+    FT_CHECK(flaretune_create(&pinned, "cpu") == FLARETUNE_OK, "%s", flaretune_message(pinned));
+    FT_CHECK(strstr(flaretune_device(pinned), " x 1 (") &&
+                 strcmp(flaretune_device(pinned), flaretune_device(whole)) != 0,
+             "pinned: '%s', whole: '%s'", flaretune_device(pinned), flaretune_device(whole));
+    char want[128];
+    snprintf(want, sizeof want, "tuned on all %d CPUs of this machine", CPU_COUNT(&all));
+    EXPECT_FAIL(pinned, NULL, flaretune_load_profile(pinned, path, 0), FLARETUNE_EDEVICE, want);
+    EXPECT_FAIL(pinned, NULL, flaretune_load_profile(pinned, path, 0), FLARETUNE_EDEVICE,
+                "this process may use 1 (its affinity");
+    FT_CHECK(flaretune_load_profile(pinned, path, FLARETUNE_ANY_DEVICE) == FLARETUNE_OK, "%s",
+             flaretune_message(pinned));
+    sched_setaffinity(0, sizeof all, &all);
+    FT_CHECK(flaretune_load_profile(whole, path, 0) == FLARETUNE_OK, "%s",
+             flaretune_message(whole));
+    flaretune_destroy(whole);
+    flaretune_destroy(pinned);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* bf16 host tensors: widened, run in float32, rounded back. */
 static void test_bf16_host(void) {
     problem p;
@@ -669,6 +716,7 @@ int main(void) {
     FT_RUN(test_matches_backend);
     FT_RUN(test_bad_use);
     FT_RUN(test_profile);
+    FT_RUN(test_profile_affinity);
     FT_RUN(test_bf16_host);
     FT_RUN(test_device_emu);
     FT_RUN(test_device_bounds);

@@ -270,6 +270,23 @@ def test_exec_profile_why():
                            "--profile", prof)
         check(rc == 0 and "from default (the profile has no linear entry for cpu on this device)"
               in out, f"no entry of the op: the default, and why: {out!r}")
+        # an entry of the op on another device only: both devices named
+        rc, _, err = run("tune", "linear", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                         "--budget", "1", "--confirm", "1", "--max-time", "0.003", "--profile",
+                         prof, "--quiet")
+        with open(prof) as f:
+            doc = json.load(f)
+        here = next(e["device"] for e in doc["entries"] if e["op"] == "loss")
+        for e in doc["entries"]:
+            if e["op"] == "linear":
+                e["device"] = "cpu: Elsewhere x 1 (Haswell)"
+        with open(prof, "w") as f:
+            json.dump(doc, f)
+        rc, out, err = run("exec", "linear", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                           "--profile", prof)
+        check(rc == 0 and f"from default (the profile has no linear entry for cpu on this device, "
+              f"'{here}': it has one for 'cpu: Elsewhere x 1 (Haswell)')" in out,
+              f"the op's entry on another device: both named: {out!r} {err[-200:]}")
 
 
 def test_exec_profile_threads():

@@ -1,4 +1,7 @@
 /* test_env.c: the environment fingerprint and the OpenBLAS core check. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_SET */
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/env.h"
@@ -44,8 +47,40 @@ static void test_probe(void) {
     FT_CHECK(e.version[0] != '\0', "version");
 }
 
+/* The device fingerprint counts the CPUs the process may use: pinned to one of them it says
+ * "x 1", and the machine's count again once the mask is restored. */
+static void test_device_counts_usable(void) {
+    cpu_set_t all, one;
+    ft_env e;
+    ft_env_probe(&e);
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2) {
+        printf("    skipped: this process may use one CPU\n");
+        return;
+    }
+    char key[256], want[64];
+    ft_env_device(&e, "cpu", key, sizeof key);
+    snprintf(want, sizeof want, " x %d (", CPU_COUNT(&all));
+    FT_CHECK(e.usable_cpus == CPU_COUNT(&all) && strstr(key, want), "%d usable: %s", e.usable_cpus,
+             key);
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    FT_CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pinning to CPU %d", first);
+    ft_env_probe(&e);
+    ft_env_device(&e, "cpu", key, sizeof key);
+    FT_CHECK(e.usable_cpus == 1 && e.cpu_cores >= 2 && strstr(key, " x 1 ("),
+             "pinned: %d usable of %d: %s", e.usable_cpus, e.cpu_cores, key);
+    sched_setaffinity(0, sizeof all, &all);
+    ft_env_probe(&e);
+    ft_env_device(&e, "cpu", key, sizeof key);
+    FT_CHECK(strstr(key, want), "restored: %s", key);
+}
+
 int main(void) {
     FT_RUN(test_core_upgrade);
     FT_RUN(test_probe);
+    FT_RUN(test_device_counts_usable);
     return ft_test_finish();
 }

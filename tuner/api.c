@@ -269,14 +269,23 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
         if (nskip > 0 && ft_profile_warning_count(p) > 0)
             snprintf(why, sizeof why, " (%d %s skipped; the first: %s)", nskip,
                      nskip == 1 ? "entry" : "entries", ft_profile_warning_at(p, 0));
-        ft_profile_free(p);
-        if (!devices[0])
+        if (!devices[0]) {
+            ft_profile_free(p);
             return fail(ctx, FLARETUNE_EDEVICE, "profile %s has no entry for backend %s%s", path,
                         be, why);
+        }
         /* The same CPU with OpenBLAS on a lesser core than flaretune runs it with (the command
          * line restarts itself with OPENBLAS_CORETYPE set; a library cannot). */
         ft_env env;
         ft_env_probe(&env);
+        /* This machine, tuned with all its CPUs, where this process may use fewer. */
+        ft_env whole = env;
+        whole.usable_cpus = env.cpu_cores;
+        char all[256], other[512];
+        ft_backend_device(ctx->be, &whole, all, sizeof all);
+        const int narrowed =
+            env.usable_cpus != env.cpu_cores && has_entries(p, be, all, other, sizeof other);
+        ft_profile_free(p);
         const char *core = ft_blas_core_upgrade(env.blas_core, &env);
         if (core && strcmp(be, "cpu") == 0)
             return fail(ctx, FLARETUNE_EDEVICE,
@@ -284,6 +293,13 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
                         "its %s kernels where this CPU has %s ones: set OPENBLAS_CORETYPE=%s "
                         "in the environment (docs/api.md)",
                         path, devices, env.blas_core, core, core);
+        if (narrowed)
+            return fail(ctx, FLARETUNE_EDEVICE,
+                        "profile %s was tuned on all %d CPUs of this machine ('%s'), and this "
+                        "process may use %d (its affinity: taskset, a cpuset, an MPI rank's "
+                        "slice): tune under the same mask, or FLARETUNE_ANY_DEVICE uses them "
+                        "anyway",
+                        path, env.cpu_cores, all, env.usable_cpus);
         return fail(ctx, FLARETUNE_EDEVICE,
                     "profile %s was tuned on another device: it has %s entries for %s, this "
                     "context runs on '%s' (FLARETUNE_ANY_DEVICE uses them anyway)%s",

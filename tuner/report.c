@@ -899,7 +899,7 @@ ft_status ft_report_sweep(ft_report_sweep_opts *o, json_t **out, ft_err *err) {
     if (!s) {
         ft_ceilings ceil;
         json_t *machine = ft_env_to_json(&env);
-        if (machine && ft_ceilings_of(be, env.cpu_cores, &ceil, NULL) == FT_OK)
+        if (machine && ft_ceilings_of(be, env.usable_cpus, &ceil, NULL) == FT_OK)
             json_object_set_new(machine, "ceilings", ft_ceilings_to_json(&ceil));
         if (machine) json_object_set_new(machine, "resumed_steps", json_integer(resumed));
         *out = build_doc(done, paired, o, device, ft_backend_clock(be),

@@ -31,17 +31,26 @@ int ft_profile_config_why(const ft_profile *p, const ft_call *c, const char *bac
     int found = 0;
     buf[0] = '\0';
     json_t *want = ft_attrs_to_json(c);
-    const ft_profile_entry *other = NULL;
+    const ft_profile_entry *other = NULL, *elsewhere = NULL;
     int same = 0;
     for (int i = 0; i < ft_profile_count(p); i++) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
+        if (e->op == c->op && !strcmp(e->backend, backend) && strcmp(e->device, device) &&
+            !elsewhere)
+            elsewhere = e;
         if (e->op != c->op || strcmp(e->backend, backend) || strcmp(e->device, device)) continue;
         if (ft_profile_attrs_match(e->attrs, want))
             same = 1;
         else if (!other)
             other = e;
     }
-    if (!same && !other) {
+    if (!same && !other && elsewhere) {
+        /* the devices side by side: another machine, or this one with other CPUs (an affinity
+         * mask counts fewer) */
+        snprintf(buf, n,
+                 "the profile has no %s entry for %s on this device, '%s': it has one for '%s'",
+                 c->op->name, backend, device, elsewhere->device);
+    } else if (!same && !other) {
         snprintf(buf, n, "the profile has no %s entry for %s on this device", c->op->name, backend);
     } else if (!same) {
         char diff[512];
