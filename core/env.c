@@ -52,9 +52,27 @@ static void read_cpuinfo(ft_env *e) {
     fclose(f);
 }
 
+int ft_env_usable_set(void *set, unsigned long size) {
+    cpu_set_t *s = set;
+    CPU_ZERO_S(size, s);
+    const int places = omp_get_num_places();
+    for (int p = 0; p < places; p++) {
+        int ids[CPU_SETSIZE];
+        const int n = omp_get_place_num_procs(p);
+        if (n <= 0 || n > CPU_SETSIZE) continue;
+        omp_get_place_proc_ids(p, ids);
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= 0 && (unsigned long)ids[i] < 8 * size) CPU_SET_S(ids[i], size, s);
+    }
+    if (CPU_COUNT_S(size, s) > 0) return 0;
+    if (sched_getaffinity(0, size, s) == 0) return 0;
+    CPU_ZERO_S(size, s);
+    return -1;
+}
+
 int ft_env_usable_cpus(void) {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    if (ft_env_usable_set(&set, sizeof set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }

@@ -32,10 +32,15 @@ void ft_env_probe(ft_env *e);
 
 /* The CPUs this process may run on (its affinity mask: `taskset`, a cpuset, or the slice
  * `mpirun` gives each rank of a node), at least 1; the online CPUs where the mask cannot be
- * read. The thread counts a CPU kernel is tuned over stop here: more threads than CPUs only
- * take turns. The device fingerprint counts these (usable_cpus): a kernel tuned on one CPU of
- * two is keyed apart from one tuned on both. */
+ * read. Where OpenMP binds its threads (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY), the
+ * CPUs of its places: the runtime pins the calling thread to the first of them before main,
+ * so that thread's own mask counts one. The thread counts a CPU kernel is tuned over stop here:
+ * more threads than CPUs only take turns. The device fingerprint counts these (usable_cpus): a
+ * kernel tuned on one CPU of two is keyed apart from one tuned on both. */
 int ft_env_usable_cpus(void);
+/* The same CPUs as a set: `set` is a cpu_set_t (sched.h, _GNU_SOURCE) of `size` bytes. Returns
+ * 0, or -1 when the mask cannot be read (set then empty). */
+int ft_env_usable_set(void *set, unsigned long size);
 
 /* The device fingerprint a backend's results are keyed by: for CPUs
  * "cpu: MODEL x CPUS (BLAS core)", CPUS those the process may run on (the machine's online CPUs

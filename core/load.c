@@ -1,5 +1,5 @@
 /* load.c: how busy the rest of the machine is (see core/load.h). */
-#define _GNU_SOURCE /* sched_getaffinity */
+#define _GNU_SOURCE /* cpu_set_t */
 #include "core/load.h"
 
 #include <math.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/env.h"
 
 void ft_load_mark_take(ft_load_mark *m) {
     memset(m, 0, sizeof *m);
@@ -26,7 +27,7 @@ void ft_load_mark_take(ft_load_mark *m) {
     /* The CPUs this process may use (taskset, a cpuset, an MPI rank's slice): the rest of the
      * machine is judged on them, not on CPUs the process never runs on. */
     cpu_set_t mine;
-    const int masked = sched_getaffinity(0, sizeof mine, &mine) == 0;
+    const int masked = ft_env_usable_set(&mine, sizeof mine) == 0;
     double all_busy = 0, all_steal = 0, my_busy = 0, my_steal = 0;
     int all = 0, ncpus = 0, used = 0;
     char line[512];

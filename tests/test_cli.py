@@ -7,6 +7,8 @@ usage: test_cli.py --flaretune PATH
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -109,6 +111,26 @@ def test_version_and_blas_core():
         check(rc == 0 and "detected" not in line and core.lower() == explicit.lower(),
               f"an explicit OPENBLAS_CORETYPE={explicit} is respected: {line!r}")
 
+
+def test_version_cpus():
+    """version says how many CPUs the process may use and the device key its profiles get: all
+    of them when OpenMP binds its threads (OMP_PROC_BIND pins the main thread to one CPU before
+    main: its own mask is not the process's), one under `taskset -c` to one CPU, with or
+    without binding."""
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2 or not shutil.which("taskset"):
+        return
+    n = len(mine)
+    for env in ({}, {"OMP_PROC_BIND": "true"}, {"OMP_PLACES": "cores"}):
+        rc, out, err = run("version", env=env)
+        check(rc == 0 and re.search(rf"cpus +{n} of \d+ online usable \(the profile's device: "
+                                    rf"cpu: .* x {n} \(", out), f"{env}: {out!r} {err!r}")
+    for env in ({}, {"OMP_PROC_BIND": "true"}):
+        p = subprocess.run(["taskset", "-c", str(mine[-1]), clitest.FT, "version"],
+                           capture_output=True, text=True, env={**os.environ, **env})
+        check(p.returncode == 0 and re.search(r"cpus +1 of \d+ online usable \(the profile's "
+                                              r"device: cpu: .* x 1 \(", p.stdout),
+              f"taskset -c {mine[-1]} {env}: {p.stdout!r} {p.stderr!r}")
 
 def test_version_is_the_tree():
     """The version names the commit the binary was built from (written at every build, not when
@@ -769,7 +791,7 @@ def main():
     return clitest.main(ap.parse_args().flaretune,
                         (test_help, test_help_says_what_commands_take,
                          test_ctypes_example_without_numpy,
-                         test_version_and_blas_core, test_version_is_the_tree, test_list, test_space,
+                         test_version_and_blas_core, test_version_cpus, test_version_is_the_tree, test_list, test_space,
                          test_rope_at_presets,
                          test_exec_config_errors, test_duplicate_configs_run,
                          test_exec_profile_why, test_exec_profile_threads,

@@ -31,6 +31,10 @@ static int run(int argc, char **argv) {
     printf("  jansson    %s\n", JANSSON_VERSION);
     printf("  ncurses    %s\n", NCURSES_VERSION);
     printf("  openmp     %d threads by default\n", e.omp_threads);
+    char dev[256];
+    ft_env_device(&e, "cpu", dev, sizeof dev);
+    printf("  cpus       %d of %d online usable (the profile's device: %s)\n", e.usable_cpus,
+           e.cpu_cores, dev);
     printf("  mpi        %s\n", FT_HAVE_MPI ? "built (mpirun flaretune tune: docs/distributed.md)"
                                              : "not built");
     printf("  sources    %s (kernels compiled at run time; paths.h)\n", ft_source_root());
