@@ -309,6 +309,12 @@ def test_exec_profile_why():
         check(rc == 0 and f"from default (the profile has no linear entry for cpu on this device, "
               f"'{here}': it has one for 'cpu: Elsewhere x 1 (Haswell)')" in out,
               f"the op's entry on another device: both named: {out!r} {err[-200:]}")
+        rc, out, err = run("exec", "linear", "--preset", "tiny.dflare.train", "--backend", "cpu",
+                           "--profile", prof, "--any-device")
+        check(rc == 0 and "  from profile\n" in out,
+              f"--any-device takes the other device's entry: {out!r} {err[-200:]}")
+        one_line_error(["exec", "linear", "--preset", "tiny.dflare.train", "--any-device"], 2,
+                       "--any-device goes with --profile")
 
 
 def test_exec_profile_threads():
@@ -343,7 +349,7 @@ def test_exec_profile_threads():
         rc, out, err = run(*base, prof)
         line = next((l for l in out.splitlines() if l.startswith("  config ")), "")
         check(rc == 0 and "vtile=256" in line and "from profile (the profile's threads=4096 is "
-              "more than the " in line and "cores here: run with " in line,
+              "more than the " in line and "CPUs here: run with " in line,
               f"too many threads: the entry runs, with the machine's cores, and says so: {out!r}")
 
 

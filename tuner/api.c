@@ -297,12 +297,13 @@ static flaretune_status load_profile(flaretune_context *ctx, const char *path, u
             return fail(ctx, FLARETUNE_EDEVICE,
                         "profile %s was tuned on all %d CPUs of this machine ('%s'), and this "
                         "process may use %d (its affinity: taskset, a cpuset, an MPI rank's "
-                        "slice): tune under the same mask, or FLARETUNE_ANY_DEVICE uses them "
-                        "anyway",
+                        "slice): tune under the same mask, or FLARETUNE_ANY_DEVICE (exec "
+                        "--any-device) uses them anyway",
                         path, env.cpu_cores, all, env.usable_cpus);
         return fail(ctx, FLARETUNE_EDEVICE,
                     "profile %s was tuned on another device: it has %s entries for %s, this "
-                    "context runs on '%s' (FLARETUNE_ANY_DEVICE uses them anyway)%s",
+                    "context runs on '%s' (FLARETUNE_ANY_DEVICE, exec --any-device, uses them "
+                    "anyway)%s",
                     path, be, devices, ctx->device, why);
     }
     ft_profile_free(ctx->profile);

@@ -267,13 +267,12 @@ ft_status ft_profile_config(const ft_space *s, const json_t *config, ft_config *
     for (int i = 0; i < s->nparams; i++) {
         const ft_param *p = &s->params[i];
         if (!(p->flags & FT_PARAM_THREADS) || p->n < 1) continue;
-        int most = p->values[p->n - 1]; /* the machine's cores (ft_space_resolve) */
+        int most = p->values[p->n - 1]; /* the CPUs this process may use (ft_space_resolve) */
         if (cfg->v[i] <= most) continue;
         if (k < n)
             k += (size_t)snprintf(
-                note + k, n - k,
-                "%sthe profile's %s=%d is more than the %d cores here: run with %d", k ? "; " : "",
-                p->name, cfg->v[i], most, most);
+                note + k, n - k, "%sthe profile's %s=%d is more than the %d CPUs here: run with %d",
+                k ? "; " : "", p->name, cfg->v[i], most, most);
         cfg->v[i] = most;
     }
     return FT_OK;

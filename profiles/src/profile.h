@@ -177,10 +177,10 @@ const ft_profile_entry *ft_profile_lookup_call(const ft_profile *p, const ft_cal
  * cores, which note (n bytes; "" when nothing was changed) says. */
 ft_status ft_profile_config(const ft_space *s, const json_t *config, ft_config *cfg, char *note,
                             size_t n, ft_err *err);
-/* The config the profile gives call c on this backend and device, and in words, for a reader
- * of its result (n bytes of buf), why it gave none (no entry of the op here; entries of other
- * attributes, which and how; the nearest entry's config refused by the space sp or unable to
- * run at these sizes), else what running its entry changed (ft_profile_config's note), else "".
+/* The config the profile gives call c on this backend and device (NULL: any device), and in words,
+ * for a reader of its result (n bytes of buf), why it gave none (no entry of the op here; entries
+ * of other attributes, which and how; the nearest entry's config refused by the space sp or unable
+ * to run at these sizes), else what running its entry changed (ft_profile_config's note), else "".
  * Returns 1 with the config in *cfg and whether the entry's shape is the call's in *exact (each
  * may be NULL), 0 when it gives none. profile_why.c. */
 int ft_profile_config_why(const ft_profile *p, const ft_call *c, const char *backend,

@@ -35,10 +35,9 @@ int ft_profile_config_why(const ft_profile *p, const ft_call *c, const char *bac
     int same = 0;
     for (int i = 0; i < ft_profile_count(p); i++) {
         const ft_profile_entry *e = ft_profile_entry_at(p, i);
-        if (e->op == c->op && !strcmp(e->backend, backend) && strcmp(e->device, device) &&
-            !elsewhere)
-            elsewhere = e;
-        if (e->op != c->op || strcmp(e->backend, backend) || strcmp(e->device, device)) continue;
+        const int here = !device || !strcmp(e->device, device); /* NULL: any device */
+        if (e->op == c->op && !strcmp(e->backend, backend) && !here && !elsewhere) elsewhere = e;
+        if (e->op != c->op || strcmp(e->backend, backend) || !here) continue;
         if (ft_profile_attrs_match(e->attrs, want))
             same = 1;
         else if (!other)

@@ -52,6 +52,9 @@ static void usage(FILE *f) {
             "                      events (docs/cuda.md, \"Timing\")\n"
             "  --profile P         without --config: the profile's entry for the nearest shape\n"
             "                      on this device (as the C API runs it, docs/api.md)\n"
+            "  --any-device        with --profile: entries of any device count (another\n"
+            "                      machine, or this one with other CPUs), as the C API's\n"
+            "                      FLARETUNE_ANY_DEVICE\n"
             "  --quiet             print nothing on success\n");
 }
 
@@ -205,11 +208,11 @@ static void print_replay(const ft_call *c, const char *dir) {
 typedef struct {
     ft_cli_problem prob;
     const char *op, *in, *out, *save, *profile;
-    int quiet;
+    int quiet, any_device;
 } exec_args;
 
 /* The options of `exec`: the codes of its own, and the table getopt_long reads. */
-enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE };
+enum { O_IN = 1, O_OUT, O_SAVE, O_QUIET, O_PROFILE, O_ANY_DEVICE };
 static const struct option opts[] = {
     FT_CLI_PROBLEM_OPTIONS,
     FT_CLI_ARG("in", O_IN),
@@ -217,6 +220,7 @@ static const struct option opts[] = {
     FT_CLI_ARG("save-inputs", O_SAVE),
     FT_CLI_FLAG("quiet", O_QUIET),
     FT_CLI_ARG("profile", O_PROFILE),
+    FT_CLI_FLAG("any-device", O_ANY_DEVICE),
     FT_CLI_END,
 };
 
@@ -238,6 +242,7 @@ static int exec_opt(void *ctx, int o, const char *arg) {
     }
     case O_QUIET: a->quiet = 1; break;
     case O_PROFILE: a->profile = arg; break;
+    case O_ANY_DEVICE: a->any_device = 1; break;
     }
     return FT_EXIT_OK;
 }
@@ -255,6 +260,8 @@ static int exec_parse(int argc, char **argv, exec_args *a) {
         return ft_cli_fail(FT_EXIT_USAGE,
                            "exec: --set, --seed and --save-inputs go with --preset (the inputs "
                            "are read from --in)");
+    if (a->any_device && !a->profile)
+        return ft_cli_fail(FT_EXIT_USAGE, "exec: --any-device goes with --profile P");
     if (a->profile && (a->prob.config || a->prob.threads))
         return ft_cli_fail(FT_EXIT_USAGE,
                            "exec: --%s and --profile both choose the config (the profile's "
@@ -324,7 +331,8 @@ static flaretune_dtype api_dtype(ft_dtype dt) {
  * attributes and (when given) the config. */
 static flaretune_status api_run(const exec_args *a, ft_cli_setup *su, flaretune_context *ctx) {
     flaretune_status st = FLARETUNE_OK;
-    if (a->profile) st = flaretune_load_profile(ctx, a->profile, 0);
+    if (a->profile)
+        st = flaretune_load_profile(ctx, a->profile, a->any_device ? FLARETUNE_ANY_DEVICE : 0);
     const ft_call *c = &su->c;
     for (int i = 0; i < c->op->ntensors && !st; i++) {
         const ft_tensor *t = c->t[i];
@@ -375,7 +383,8 @@ static int run(int argc, char **argv) {
     else if (!a.quiet) {
         char why[768] = "";
         if (a.profile && strcmp(flaretune_last_config_source(ctx), "config") != 0)
-            profile_why(a.profile, &su.c, su.be, flaretune_device(ctx), why, sizeof why);
+            profile_why(a.profile, &su.c, su.be, a.any_device ? NULL : flaretune_device(ctx), why,
+                        sizeof why);
         print_summary(&su.c, su.be->name, flaretune_last_config(ctx),
                       flaretune_last_config_source(ctx), why, t1 - t0);
         if (a.save) print_replay(&su.c, a.save);
