@@ -565,8 +565,9 @@ static int64_t listed_at(const ft_t1 *t, const ft_config *list, int64_t n, const
 }
 
 /* ft_t1_draw, which draws without a list: on random spaces (those of test_walk_matches_whole),
- * k of them are k distinct allowed configurations, the same from the same seed, and every one
- * (as listed) when k is all or more; a space whose list fails fails alike. */
+ * k of them are k distinct allowed configurations, the same from the same seed, the first of a
+ * larger draw's, and every one (as listed) when k is all or more; a space whose list fails fails
+ * alike. */
 static void test_draw_random_spaces(void) {
     static const char *const vals[] = {"[1, 2, 3]", "[0, 1]", "list(range(1, 6))", "[2, 4, 8, 16]",
                                        "[0, 3, 5]"};
@@ -599,6 +600,8 @@ static void test_draw_random_spaces(void) {
         ft_status s1 = ft_t1_enumerate(t, &list, &n, &e1);
         int same = 1;
         const int64_t ks[] = {0, 1, n / 2, n - 1, n, n + 3};
+        ft_config *half = NULL;
+        int64_t nhalf = -1;
         for (int q = 0; q < 6; q++) {
             const int64_t k = ks[q] < 0 ? 0 : ks[q];
             ft_config *a = NULL, *b = NULL;
@@ -615,12 +618,19 @@ static void test_draw_random_spaces(void) {
                     same = at >= 0 && !seen[at] && ft_config_equal(&a[i], &b[i]);
                     if (at >= 0) seen[at] = 1;
                     if (k >= n) same = same && at == i; /* all of them, as listed */
+                    if (q == 3 && i < nhalf && k < n)   /* n - 1 begins with n / 2 */
+                        same = same && ft_config_equal(&a[i], &half[i]);
                 }
                 free(seen);
+            }
+            if (q == 2) {
+                half = a, nhalf = na;
+                a = NULL;
             }
             free(a);
             free(b);
         }
+        free(half);
         agreed += same;
         FT_CHECK(same, "trial %d: %d parameters, %d conditions, %lld allowed (%s)", trial, np, nc,
                  (long long)n, e1.msg);
@@ -699,10 +709,21 @@ static void test_draw_large(void) {
     for (int nc = 0; nc < 2; nc++) {
         ft_err err = {0};
         ft_t1 *t = space_file(8, v, nc, le2, &err);
-        ft_config *a = NULL;
-        int64_t m = 0;
+        ft_config *a = NULL, *first = NULL;
+        int64_t m = 0, nfirst = 0;
         FT_CHECK(t && ft_t1_draw(t, 1000, 5, &a, &m, &err) == FT_OK && m == 1000, "%d: %lld: %s",
                  nc, (long long)m, err.msg);
+        /* 300 from the same seed are the first 300 of the 1000, in the same order */
+        int prefix = ft_t1_draw(t, 300, 5, &first, &nfirst, &err) == FT_OK && nfirst == 300;
+        for (int i = 0; i < 300 && prefix; i++)
+            prefix = ft_config_equal(&first[i], &a[i]);
+        FT_CHECK(prefix, "%d: 300 drawn are not the 1000's first", nc);
+        free(first);
+        /* drawn in no order of the space: the first parameter's values do not only go up */
+        int rises = 1;
+        for (int64_t i = 1; i < m && rises; i++)
+            rises = a[i].v[0] >= a[i - 1].v[0];
+        FT_CHECK(!rises, "%d: the draw is in the space's order", nc);
         int64_t idx[1000];
         int distinct = 1, allowed = 1, hit[8][33] = {{0}};
         for (int64_t i = 0; i < m; i++) {

@@ -369,6 +369,12 @@ def test_sample_past_list():
         v = dict(kv.split("=") for kv in c.split(","))
         check(int(v["block_size_x"]) * int(v["tile_size_x"]) <= 512 and
               (v["use_ldg"] == "0" or v["tile_size_x"] in ("2", "4")), f"{c} is allowed")
+    # a larger sample from the same seed holds the smaller one's: only the rest is predicted
+    rc, _, err = run("inspect", "--t1", big, "--sample", "5", "--seed", "4", "--jsonl", jl)
+    lines = open(jl).read().splitlines()
+    check(rc == 0 and len(lines) == 6 and "4 already in" in err and
+          [json.loads(l)["config"] for l in lines[:4]] == configs,
+          f"--sample 5 after --sample 3: {len(lines)} lines: {err[-300:]}")
     one_line_error(["inspect", "--t1", big, "--sample", str(2**24 + 1), "--jsonl", jl], 2,
                    "more than flaretune lists (2^24)")
 

@@ -1529,14 +1529,22 @@ static int pos_set_add(pos_set *s, int64_t v) {
     return 0;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+/* A drawn position and its place in the draw. */
+typedef struct {
+    int64_t pos, at;
+} drawn;
+
+static int cmp_drawn(const void *a, const void *b) {
+    const int64_t x = ((const drawn *)a)->pos, y = ((const drawn *)b)->pos;
     return (x > y) - (x < y);
 }
 
-/* k distinct positions of [0, n), each k-subset as likely as any other (Floyd's algorithm: k draws
- * from the seed, whatever n is), ascending in pos. */
-static ft_status draw_positions(const ft_t1 *t, int64_t n, int64_t k, uint64_t seed, int64_t *pos,
+/* k distinct positions of [0, n) (k < n), drawn one at a time from the seed, each one drawn
+ * before drawn again: every ordered k of them as likely as any other, and the first k of a
+ * larger draw from the same seed are these (a sample that grows keeps what it had). At most
+ * n ln(n / (n - k)) draws: with k <= 2^24 < n, under 3 x 10^8 where k is nearly n, a few
+ * seconds; about k where k is far below n. Returned ascending in pos, each with its place. */
+static ft_status draw_positions(const ft_t1 *t, int64_t n, int64_t k, uint64_t seed, drawn *d,
                                 ft_err *err) {
     uint64_t cap = 2;
     while (cap < 2 * (uint64_t)k)
@@ -1545,17 +1553,12 @@ static ft_status draw_positions(const ft_t1 *t, int64_t n, int64_t k, uint64_t s
     if (!set.slot) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     ft_rng r;
     ft_rng_seed(&r, seed);
-    int64_t got = 0;
-    for (int64_t j = n - k; j < n; j++) {
-        int64_t v = (int64_t)ft_rng_below(&r, (uint64_t)j + 1);
-        if (pos_set_add(&set, v)) { /* drawn before: j, which no earlier draw could reach */
-            v = j;
-            pos_set_add(&set, v);
-        }
-        pos[got++] = v;
+    for (int64_t got = 0; got < k;) {
+        const int64_t v = (int64_t)ft_rng_below(&r, (uint64_t)n);
+        if (!pos_set_add(&set, v)) d[got] = (drawn){v, got}, got++;
     }
     free(set.slot);
-    qsort(pos, (size_t)k, sizeof *pos, cmp_i64);
+    qsort(d, (size_t)k, sizeof *d, cmp_drawn);
     return FT_OK;
 }
 
@@ -1566,22 +1569,22 @@ typedef struct {
     const ft_t1 *t;
     int others[FT_MAX_PARAMS], nothers;
     int64_t per, named; /* this configuration of the named parameters is the named-th */
-    const int64_t *pos;
+    const drawn *pos;   /* ascending */
     int64_t k, at;
-    ft_config *out;
+    ft_config *out; /* in the draw's order */
 } t1_draw;
 
 static int draw_visit(void *ctx, const ft_config *c) {
     t1_draw *d = ctx;
-    for (; d->at < d->k && d->pos[d->at] / d->per == d->named; d->at++) {
+    for (; d->at < d->k && d->pos[d->at].pos / d->per == d->named; d->at++) {
         ft_config x = *c;
-        int64_t q = d->pos[d->at] % d->per;
+        int64_t q = d->pos[d->at].pos % d->per;
         for (int i = d->nothers - 1; i >= 0; i--) {
             const int p = d->others[i], m = d->t->params[p].n;
             x.v[p] = d->t->params[p].values[q % m];
             q /= m;
         }
-        d->out[d->at] = x;
+        d->out[d->pos[d->at].at] = x;
     }
     d->named++;
     return d->at == d->k;
@@ -1599,7 +1602,7 @@ ft_status ft_t1_draw(const ft_t1 *t, int64_t k, uint64_t seed, ft_config **cfgs,
     if (s != FT_OK) return s;
     if (k >= named * per) return ft_t1_enumerate(t, cfgs, n, err);
     t1_draw d = {.t = t, .per = per, .k = k};
-    int64_t *pos = malloc((size_t)(k ? k : 1) * sizeof *pos);
+    drawn *pos = malloc((size_t)(k ? k : 1) * sizeof *pos);
     d.out = malloc((size_t)(k ? k : 1) * sizeof *d.out);
     if (!pos || !d.out) {
         free(pos);

@@ -141,11 +141,10 @@ ft_status ft_t1_allowed(const ft_t1 *t, const ft_config *cfg, int *ok, char *why
  * most FT_T1_MAX_ALLOWED of them (100 bytes each): past that, an error saying how many there
  * are. */
 ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *err);
-/* k allowed configurations drawn from seed without listing them all, each set of k as likely as
+/* k allowed configurations drawn from seed without listing them all, each ordered k as likely as
  * any other (every allowed one when there are k or fewer, as ft_t1_enumerate lists them); *cfgs
- * malloc'd, in the order of the walk over the parameters the conditions name, the others
- * fastest. k is at most FT_T1_MAX_ALLOWED; the space may allow up to 2^63, found in the walk's
- * 2^26 steps. */
+ * malloc'd, in the order drawn: the first k of a larger draw from the same seed are these. k is
+ * at most FT_T1_MAX_ALLOWED; the space may allow up to 2^63, found in the walk's 2^26 steps. */
 ft_status ft_t1_draw(const ft_t1 *t, int64_t k, uint64_t seed, ft_config **cfgs, int64_t *n,
                      ft_err *err);
 /* How many configurations the conditions allow, without listing them: the parameters no
