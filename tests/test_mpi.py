@@ -102,19 +102,15 @@ def test_rank_cpus(work):
     check(r.returncode == 0, f"mpirun -np 2 tune on {n} CPUs exits 0 ({r.stderr[-400:]})")
     if r.returncode:
         return
-    most = (n + 1) // 2  # the larger slice
-    # slices of unequal size (an odd count) are two kinds of device: a log each
-    logs = [os.path.join(work, f) for f in os.listdir(work)
-            if f == "slice.jsonl" or (f.startswith("slice.jsonl.") and "lock" not in f)]
-    evs = [e for f in logs for e in events(f) if e["event"] in ("measured", "rejected")]
+    each = n // 2  # slices of one size (an odd CPU left idle): one kind of device
+    evs = [e for e in events(log) if e["event"] in ("measured", "rejected")]
     threads = {e["config"]["threads"] for e in evs}
-    check(threads and max(threads) <= most,
-          f"two ranks on {n} CPUs tuned threads {sorted(threads)} (at most {most})")
+    check(threads and max(threads) <= each,
+          f"two ranks on {n} CPUs tuned threads {sorted(threads)} (at most {each})")
     # and say so in their device: results measured on a slice are keyed as the slice's
-    sizes = {n // 2, most}
     devices = {e.get("device", "") for e in evs}
-    check(devices and all(any(f" x {k} (" in d for k in sizes) for d in devices),
-          f"two ranks on {n} CPUs measured on {sorted(devices)} (x {sorted(sizes)})")
+    check(len(devices) == 1 and f" x {each} (" in next(iter(devices)),
+          f"two ranks on {n} CPUs measured on {sorted(devices)} (x {each})")
 
 
 def test_replay(work, landscape):

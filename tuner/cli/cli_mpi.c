@@ -51,8 +51,10 @@ static int launched(void) {
            getenv("SLURM_STEP_NUM_TASKS");
 }
 
-/* Split this node's CPUs between its ranks (a contiguous slice each), unless there are more
- * ranks than CPUs (--oversubscribe: then they share); and give each its own GPU. */
+/* Split this node's CPUs between its ranks (a contiguous slice each, all of one size: a rank
+ * measures with the threads its slice runs and is keyed by its count, so slices of two sizes
+ * would be two kinds of device; the CPUs past the last whole slice stay idle), unless there are
+ * more ranks than CPUs (--oversubscribe: then they share); and give each its own GPU. */
 static void place(void) {
     if (!getenv("CUDA_VISIBLE_DEVICES")) {
         char v[16];
@@ -63,7 +65,8 @@ static void place(void) {
     if (local_size < 2 || sched_getaffinity(0, sizeof all, &all) != 0) return;
     int n = CPU_COUNT(&all);
     if (local_size > n) return;
-    int lo = local_rank * n / local_size, hi = (local_rank + 1) * n / local_size, k = 0;
+    const int each = n / local_size;
+    int lo = local_rank * each, hi = lo + each, k = 0;
     CPU_ZERO(&mine);
     for (int c = 0; c < CPU_SETSIZE; c++) {
         if (!CPU_ISSET(c, &all)) continue;
