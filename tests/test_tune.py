@@ -288,6 +288,17 @@ def test_refusals(tmp):
     check(rc == 2 and "cannot continue" in err and len(err.strip().splitlines()) == 1,
           f"an incompatible log is refused in one line: {rc} {err!r}")
     check(open(log).read() == before, "the refused log is untouched")
+    # the same command on fewer CPUs (another device): both devices named
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) >= 2 and shutil.which("taskset"):
+        start = next(json.loads(l) for l in before.splitlines() if '"run_start"' in l)
+        p = subprocess.run(["taskset", "-c", str(mine[0]), FT, "tune", start["op"], "--preset",
+                            "tiny.dflare.train", "--backend", "cpu", "--log", log, *FAST],
+                           capture_output=True, text=True)
+        check(p.returncode == 2 and f"measured on '{start['device']}'" in p.stderr and
+              " x 1 (" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+              f"a log of the whole machine, resumed on one CPU: {p.returncode} {p.stderr!r}")
+        check(open(log).read() == before, "the refused log is untouched")
     bad = os.path.join(tmp, "bad.jsonl")
     with open(bad, "w") as f:
         f.write(before.splitlines()[0] + "\n{not json\n" + before.splitlines()[1] + "\n")

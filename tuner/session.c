@@ -727,6 +727,16 @@ static ft_status resume_from_log(session *S, const char *path, const char *key, 
     if (last_key && strcmp(last_key, key) != 0) {
         const char *op = json_string_value(json_object_get(last_start, "op"));
         const char *be = json_string_value(json_object_get(last_start, "backend"));
+        const char *dev = json_string_value(json_object_get(last_start, "device"));
+        if (dev && strcmp(dev, S->device) != 0) { /* another machine, or this one's other CPUs */
+            s = ft_err_set(err, FT_EINVAL,
+                           "%s holds a run of %s on %s measured on '%s', and this one runs on "
+                           "'%s' (a CPU's device counts the CPUs the process may use: taskset, "
+                           "a cpuset): use another --log",
+                           path, op ? op : "?", be ? be : "?", dev, S->device);
+            json_decref(events);
+            return s;
+        }
         char *dims = json_dumps(json_object_get(last_start, "dims"), JSON_COMPACT);
         s = ft_err_set(err, FT_EINVAL,
                        "%s holds a run of %s on %s at %s that this one cannot continue (other op, "
