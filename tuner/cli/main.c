@@ -20,12 +20,13 @@ enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 static void usage(FILE *f) {
     fprintf(f, "usage: flaretune COMMAND [ARGS...]\n\n"
                "Autotune and profile the kernels of block-diffusion drafters (DFlash, DFLARE,\n"
-               "D-PACE): fusion, attention, linear and loss.\n\ncommands:\n");
+               "and D-PACE's loss weighting): fusion, attention, linear and loss.\n\ncommands:\n");
     for (int i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(f, "  %-10s %s\n", "help", "show this text, or `help COMMAND` for one command");
     fprintf(f, "\nEvery command takes --help. Exit codes: 0 ok, 1 failure, 2 invalid request,\n"
-               "3 backend device not present, 4 verification failed.\n");
+               "3 backend device not present, 4 verification failed, 130 interrupted, 142 a\n"
+               "candidate past --candidate-timeout (docs/usage.md).\n");
 }
 
 static const ft_cmd *find(const char *name) {
