@@ -16,6 +16,7 @@
 
 #include "flaretune.h"
 #include "ft_test.h"
+#include "ft_test_cpus.h"
 #include "kernels/registry.h"
 #include "op/backend.h"
 #include "op/op.h"
@@ -419,7 +420,7 @@ static void test_profile(void) {
  * profile tuned on all of them is refused, saying so (FLARETUNE_ANY_DEVICE takes it); the
  * mask restored, the same profile loads. */
 static void test_profile_affinity(void) {
-    cpu_set_t all, one;
+    cpu_set_t all;
     if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2 ||
         CPU_COUNT(&all) != sysconf(_SC_NPROCESSORS_ONLN)) {
         printf("    skipped: this process may use one CPU, or already fewer than the machine's\n");
@@ -434,12 +435,7 @@ static void test_profile_affinity(void) {
     write_profile(path, flaretune_device(whole),
                   "\"strategy\":\"per_layer\",\"k\":2,\"rows\":16,\"stream\":0,"
                   "\"prefetch\":8,\"threads\":1");
-    int first = 0;
-    while (!CPU_ISSET(first, &all))
-        first++;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    FT_CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pinning to CPU %d", first);
+    FT_CHECK(ft_test_pin_first(&all) >= 0, "pinning to one CPU");
     FT_CHECK(flaretune_create(&pinned, "cpu") == FLARETUNE_OK, "%s", flaretune_message(pinned));
     FT_CHECK(strstr(flaretune_device(pinned), " x 1 (") &&
                  strcmp(flaretune_device(pinned), flaretune_device(whole)) != 0,

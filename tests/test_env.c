@@ -6,6 +6,7 @@
 
 #include "core/env.h"
 #include "ft_test.h"
+#include "ft_test_cpus.h"
 
 static void test_core_upgrade(void) {
     ft_env avx512 = {0}, avx2 = {0}, amd = {0}, old = {0}, knl = {0};
@@ -50,7 +51,7 @@ static void test_probe(void) {
 /* The device fingerprint counts the CPUs the process may use: pinned to one of them it says
  * "x 1", and the machine's count again once the mask is restored. */
 static void test_device_counts_usable(void) {
-    cpu_set_t all, one;
+    cpu_set_t all;
     ft_env e;
     ft_env_probe(&e);
     if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2) {
@@ -62,12 +63,7 @@ static void test_device_counts_usable(void) {
     snprintf(want, sizeof want, " x %d (", CPU_COUNT(&all));
     FT_CHECK(e.usable_cpus == CPU_COUNT(&all) && strstr(key, want), "%d usable: %s", e.usable_cpus,
              key);
-    int first = 0;
-    while (!CPU_ISSET(first, &all))
-        first++;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    FT_CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pinning to CPU %d", first);
+    FT_CHECK(ft_test_pin_first(&all) >= 0, "pinning to one CPU");
     ft_env_probe(&e);
     ft_env_device(&e, "cpu", key, sizeof key);
     FT_CHECK(e.usable_cpus == 1 && e.cpu_cores >= 2 && strstr(key, " x 1 ("),
