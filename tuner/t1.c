@@ -1511,8 +1511,7 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
     return FT_OK;
 }
 
-/* ---- drawing without a list
- * ---------------------------------------------------------------------- */
+/* ---- drawing without a list ---------------------------------------------------------------- */
 
 /* A set of positions (open addressing; a slot holds its position + 1, 0 when empty). */
 typedef struct {
@@ -1539,11 +1538,11 @@ static int cmp_drawn(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* k distinct positions of [0, n) (k < n), drawn one at a time from the seed, each one drawn
- * before drawn again: every ordered k of them as likely as any other, and the first k of a
- * larger draw from the same seed are these (a sample that grows keeps what it had). At most
- * n ln(n / (n - k)) draws: with k <= 2^24 < n, under 3 x 10^8 where k is nearly n, a few
- * seconds; about k where k is far below n. Returned ascending in pos, each with its place. */
+/* k distinct positions of [0, n) (k < n), drawn one at a time from the seed, a position drawn
+ * before drawn anew: every ordered k of them as likely as any other, and the first k of a larger
+ * draw from the same seed are these (a sample that grows keeps what it had). About
+ * n ln(n / (n - k)) draws: with k <= 2^24 < n, under 3 x 10^8 where k is nearly n (a few
+ * seconds), about k where k is far below n. Returned ascending in pos, each with its place. */
 static ft_status draw_positions(const ft_t1 *t, int64_t n, int64_t k, uint64_t seed, drawn *d,
                                 ft_err *err) {
     uint64_t cap = 2;
