@@ -40,6 +40,11 @@ static char *dup_str(const char *s) { return s ? strdup(s) : NULL; }
 typedef int (*t1_visit)(void *ctx, const ft_config *c);
 static ft_status walk(const ft_t1 *t, t1_visit visit, void *ctx, int *capped, ft_err *err);
 static void count_text(const ft_t1 *t, char *buf, size_t n);
+/* The count's two factors, the list and the draw from them (below): ft_t1_select counts once. */
+static ft_status count_parts(const ft_t1 *t, int64_t *named, int64_t *per, ft_err *err);
+static ft_status list_counted(const ft_t1 *t, int64_t m, ft_config **cfgs, int64_t *n, ft_err *err);
+static ft_status draw_counted(const ft_t1 *t, int64_t named, int64_t per, int64_t k, uint64_t seed,
+                              ft_config **cfgs, int64_t *n, ft_err *err);
 
 /* The allowed configuration that changes fewest of want's values, the first in space order
  * among equals: the walk stops at one that changes a single value. */
@@ -1170,12 +1175,12 @@ ft_status ft_t1_load_args(const char *path, const char *kernel_file, const char 
 
 /* K configurations drawn without a list, and the default first: where it was drawn it takes the
  * first place, whose configuration takes its place; where not, it comes before the K. */
-static ft_status drawn_sample(const ft_t1 *t, const ft_config *def, long k, uint64_t seed,
-                              ft_config **cfgs, int64_t *n, ft_err *err) {
+static ft_status drawn_sample(const ft_t1 *t, const ft_config *def, int64_t named, int64_t per,
+                              long k, uint64_t seed, ft_config **cfgs, int64_t *n, ft_err *err) {
     ft_config *c = NULL;
     int64_t m = 0;
     int ok = 0;
-    ft_status s = ft_t1_draw(t, k, seed, &c, &m, err);
+    ft_status s = draw_counted(t, named, per, k, seed, &c, &m, err);
     if (s == FT_OK) s = ft_t1_allowed(t, def, &ok, NULL, 0, err);
     if (s != FT_OK) {
         free(c);
@@ -1209,18 +1214,18 @@ ft_status ft_t1_select(const ft_t1 *t, const char *config, int all, long sample,
     *n = 0;
     ft_config def;
     ft_config_default(&t->space, &def);
-    if (sample > 0 && !all) {
-        /* past the list's limit, drawn without a list (a sample's configurations from the same
-         * seed, where a list holds them all, stay those a list gives) */
-        int64_t m = 0;
-        ft_status s = ft_t1_count(t, &m, err);
-        if (s != FT_OK) return s;
-        if (m > FT_T1_MAX_ALLOWED) return drawn_sample(t, &def, sample, seed, cfgs, n, err);
-    }
     if (all || sample > 0) {
+        /* Counted once. Past the list's limit a sample is drawn without a list (a sample's
+         * configurations from the same seed, where a list holds them all, stay those a list
+         * gives). */
+        int64_t named = 0, per = 1;
+        ft_status s = count_parts(t, &named, &per, err);
+        if (s != FT_OK) return s;
+        if (!all && named * per > FT_T1_MAX_ALLOWED)
+            return drawn_sample(t, &def, named, per, sample, seed, cfgs, n, err);
         ft_config *c = NULL;
         int64_t m = 0;
-        ft_status s = ft_t1_enumerate(t, &c, &m, err);
+        s = list_counted(t, named * per, &c, &m, err);
         if (s != FT_OK) return s;
         if (sample > 0 && sample < m) { /* a shuffle from the seed; the default first */
             ft_rng r;
@@ -1485,7 +1490,14 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
      * past the list's limit is refused before any memory is taken. */
     int64_t m = 0;
     ft_status s = ft_t1_count(t, &m, err);
-    if (s != FT_OK) return s;
+    return s == FT_OK ? list_counted(t, m, cfgs, n, err) : s;
+}
+
+/* The list of the m allowed configurations t was counted to allow. */
+static ft_status list_counted(const ft_t1 *t, int64_t m, ft_config **cfgs, int64_t *n,
+                              ft_err *err) {
+    *cfgs = NULL;
+    *n = 0;
     if (m > FT_T1_MAX_ALLOWED) {
         char count[32];
         count_text(t, count, sizeof count);
@@ -1497,7 +1509,7 @@ ft_status ft_t1_enumerate(const ft_t1 *t, ft_config **cfgs, int64_t *n, ft_err *
     t1_list l = {.out = malloc((size_t)(m ? m : 1) * sizeof *l.out), .cap = m};
     if (!l.out) return ft_err_set(err, FT_ENOMEM, "%s: out of memory", t->path);
     int capped = 0;
-    s = m ? walk(t, list_add, &l, &capped, err) : FT_OK;
+    ft_status s = m ? walk(t, list_add, &l, &capped, err) : FT_OK;
     if (s == FT_OK && capped) s = too_late(t, err);
     if (s == FT_OK && l.n != m) /* the two walks judge alike: a fault if not */
         s = ft_err_set(err, FT_EFORMAT, "%s: %lld configurations listed of %lld counted", t->path,
@@ -1592,15 +1604,21 @@ static int draw_visit(void *ctx, const ft_config *c) {
 
 ft_status ft_t1_draw(const ft_t1 *t, int64_t k, uint64_t seed, ft_config **cfgs, int64_t *n,
                      ft_err *err) {
+    int64_t named = 0, per = 1;
+    ft_status s = count_parts(t, &named, &per, err);
+    if (s == FT_OK) s = draw_counted(t, named, per, k, seed, cfgs, n, err);
+    return s;
+}
+
+/* ft_t1_draw from t's count, named x per. */
+static ft_status draw_counted(const ft_t1 *t, int64_t named, int64_t per, int64_t k, uint64_t seed,
+                              ft_config **cfgs, int64_t *n, ft_err *err) {
     *cfgs = NULL;
     *n = 0;
     if (k > FT_T1_MAX_ALLOWED)
         return ft_err_set(err, FT_EINVAL, "%s: a sample of %lld: more than flaretune lists (2^24)",
                           t->path, (long long)k);
-    int64_t named = 0, per = 1;
-    ft_status s = count_parts(t, &named, &per, err);
-    if (s != FT_OK) return s;
-    if (k >= named * per) return ft_t1_enumerate(t, cfgs, n, err);
+    if (k >= named * per) return list_counted(t, named * per, cfgs, n, err);
     t1_draw d = {.t = t, .per = per, .k = k};
     drawn *pos = malloc((size_t)(k ? k : 1) * sizeof *pos);
     d.out = malloc((size_t)(k ? k : 1) * sizeof *d.out);
@@ -1615,7 +1633,7 @@ ft_status ft_t1_draw(const ft_t1 *t, int64_t k, uint64_t seed, ft_config **cfgs,
     for (int p = 0; p < t->space.nparams; p++)
         if (!named_p[p]) d.others[d.nothers++] = p;
     int capped = 0;
-    s = draw_positions(t, named * per, k, seed, pos, err);
+    ft_status s = draw_positions(t, named * per, k, seed, pos, err);
     if (s == FT_OK && k) s = walk_over(t, 1, draw_visit, &d, &capped, err);
     if (s == FT_OK && (capped || d.at != k)) /* the two walks judge alike: a fault if not */
         s = ft_err_set(err, FT_EFORMAT, "%s: %lld configurations drawn of %lld", t->path,
